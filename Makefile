@@ -1,0 +1,28 @@
+# gpuonboard: `make demo` (first thing to run), `make test` (what CI runs).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INVOKE := $(VENV)/bin/invoke
+SIM := .gpuonboard/sim
+
+.PHONY: demo test lint bootstrap clean
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+demo: bootstrap
+	@$(INVOKE) sim.down --base $(SIM) >/dev/null 2>&1 || true
+	@$(INVOKE) sim.up --name demo-a100 --profile a100-8x-nvlink --base $(SIM)
+	@status=0; $(INVOKE) provision --host demo-a100 --inventory $(SIM)/inventory || status=$$?; \
+	  $(INVOKE) sim.down --base $(SIM); exit $$status
+
+lint: bootstrap
+	$(VENV)/bin/ruff check src tests tasks.py bench
+	$(VENV)/bin/ruff format --check src tests tasks.py bench
+	$(VENV)/bin/mypy
+
+test: bootstrap lint
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests
+
+clean:
+	@$(INVOKE) sim.down --base $(SIM) >/dev/null 2>&1 || true
+	rm -rf .gpuonboard reports

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Bootstrap for `make demo` / `make test`: system packages (only where missing, only as
+# root), then a virtualenv with the package and its test extra. Idempotent and quiet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+
+need_pkgs=()
+[ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
+command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
+command -v rsync >/dev/null 2>&1 || need_pkgs+=(rsync)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${need_pkgs[*]} (apt)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+  else
+    echo "bootstrap: please install: ${need_pkgs[*]} (needs root and apt)" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+stamp="$VENV/.gpuonboard-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -c 'import gpuonboard, fabric, pytest, hypothesis' 
+  touch "$stamp"
+fi

@@ -1,0 +1,202 @@
+"""What the CLI calls. No Invoke imports here or below: plain functions returning exit codes."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import inventory as inventory_mod
+from . import playbook as playbook_mod
+from .connection import ConnectOptions
+from .errors import ExitCode, UsageError
+from .report import jsonfile, junit, terminal
+from .runner import HostResult, RunOptions, exit_code, new_run_id, run
+
+
+@dataclass
+class Selection:
+    """Which hosts: inventory path plus --host/--group/--limit."""
+
+    inventory: str = "inventory"
+    hosts: Sequence[str] = ()
+    group: str | None = None
+    limit: str | None = None
+
+
+@dataclass
+class Settings:
+    """Where state and reports live, and run switches."""
+
+    project: Path = field(default_factory=Path.cwd)
+    state_dir: Path | None = None
+    known_hosts: Path | None = None
+    reports_dir: Path | None = None
+    trust_new_hosts: bool = False
+    forks: int = 20
+    connect_retries: int = 2
+    quiet: bool = False
+    progress: bool = True
+
+    def state_root(self) -> Path:
+        """`.gpuonboard/` under the project unless overridden."""
+        return self.project / ".gpuonboard"
+
+
+def split_names(value: str | Sequence[str] | None) -> list[str]:
+    """`a,b` or ['a', 'b'] -> ['a', 'b']."""
+    if not value:
+        return []
+    items = value.split(",") if isinstance(value, str) else [p for v in value for p in v.split(",")]
+    return [i.strip() for i in items if i.strip()]
+
+
+def find_playbook(project: Path, name_or_path: str) -> Path:
+    """A playbook by path, or by name under playbooks/ of the project."""
+    direct = Path(name_or_path)
+    if direct.suffix in (".yml", ".yaml") or os.sep in name_or_path:
+        if not direct.is_absolute():
+            direct = project / direct
+        if not direct.is_file():
+            raise UsageError(f"{direct}: playbook not found; pass an existing file to --playbook.")
+        return direct
+    for suffix in (".yml", ".yaml"):
+        candidate = project / "playbooks" / f"{name_or_path}{suffix}"
+        if candidate.is_file():
+            return candidate
+    raise UsageError(
+        f"no playbook {name_or_path!r} under {project / 'playbooks'}; run from a gpuonboard project"
+        " directory or pass --playbook FILE."
+    )
+
+
+def provision(
+    selection: Selection,
+    settings: Settings,
+    playbook: str = "provision",
+    check: bool = False,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    resume: bool = False,
+) -> int:
+    """Load inventory and playbook, run on the selected hosts, print and write reports."""
+    if settings.forks < 1:
+        raise UsageError(f"--forks must be at least 1, not {settings.forks}.")
+    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
+    hosts = inv.select(split_names(selection.hosts), selection.group, selection.limit)
+    book = playbook_mod.load(find_playbook(settings.project, playbook))
+    run_id = new_run_id()
+    root = settings.state_root()
+    options = RunOptions(
+        check=check,
+        only=split_names(only),
+        skip=split_names(skip),
+        resume=resume,
+        forks=settings.forks,
+        state_dir=settings.state_dir or root / "state",
+        project=settings.project,
+        connect=ConnectOptions(
+            known_hosts=settings.known_hosts or root / "known_hosts",
+            trust_new_hosts=settings.trust_new_hosts,
+            retries=settings.connect_retries,
+        ),
+        run_id=run_id,
+    )
+    started = time.time()
+    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
+    options.on_event = progress.event
+    with progress:
+        results = run(hosts, book, inv, options)
+    code = exit_code(results)
+    meta = {
+        "run_id": run_id,
+        "playbook": book.name,
+        "playbook_path": str(book.path),
+        "inventory": str(inv.source),
+        "check_mode": check,
+        "started": _iso(started),
+        "finished": _iso(time.time()),
+        "duration": round(time.time() - started, 3),
+        "exit_code": int(code),
+    }
+    out_dir = write_reports(results, meta, settings.reports_dir or settings.project / "reports", run_id)
+    if not settings.quiet:
+        con = terminal.console()
+        terminal.print_results(results, con)
+        con.print(f"reports: {out_dir}")
+    return int(code)
+
+
+def _resolve(project: Path, path: str) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() else project / p
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))
+
+
+def write_reports(
+    results: Sequence[HostResult], meta: dict[str, Any], reports_dir: Path, run_id: str
+) -> Path:
+    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link."""
+    out = reports_dir / run_id
+    doc = jsonfile.summary(results, meta)
+    jsonfile.write(out / "summary.json", doc)
+    jsonfile.write_atomic(out / "junit.xml", junit.render(results, f"gpuonboard {meta['playbook']}"))
+    latest = reports_dir / "latest"
+    try:
+        tmp = reports_dir / f".latest.{run_id}"
+        tmp.symlink_to(run_id)
+        os.replace(tmp, latest)
+    except OSError:
+        pass  # a filesystem without symlinks still has the run directory
+    return out
+
+
+def list_inventory(selection: Selection, settings: Settings) -> int:
+    """Print hosts with vendor, address and order spec."""
+    from rich.table import Table
+
+    from .units import format_bytes
+
+    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
+    names = split_names(selection.hosts)
+    hosts = (
+        inv.select(names, selection.group, selection.limit)
+        if (names or selection.group or selection.limit)
+        else list(inv.hosts.values())
+    )
+    t = Table(title=f"inventory {inv.source}", title_justify="left")
+    for col in ("host", "address", "groups", "vendor", "order"):
+        t.add_column(col)
+    for h in hosts:
+        o = h.order
+        parts = []
+        if o.gpu_count or o.gpu_model:
+            parts.append(f"{o.gpu_count or '?'} x {o.gpu_model or 'GPU'}")
+        if o.vram_bytes:
+            parts.append(f"{format_bytes(o.vram_bytes, binary=False)} VRAM")
+        if o.cpu_cores:
+            parts.append(f"{o.cpu_cores} cores")
+        if o.ram_bytes:
+            parts.append(f"{format_bytes(o.ram_bytes, binary=False)} RAM")
+        if o.data_disk:
+            size = (
+                f" {format_bytes(o.data_disk.min_size_bytes, binary=False)}"
+                if o.data_disk.min_size_bytes
+                else ""
+            )
+            parts.append(f"data{size} at {o.data_disk.mount}")
+        if o.interconnect:
+            parts.append(o.interconnect)
+        if o.min_driver:
+            parts.append(f"driver >= {o.min_driver}")
+        via = f" via {' -> '.join(h.jump)}" if h.jump else ""
+        address = "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
+        t.add_row(h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
+    terminal.console().print(t)
+    return int(ExitCode.OK)

@@ -1,0 +1,193 @@
+"""Invoke tasks (the CLI boundary): `invoke provision|check|inventory|sim.up|sim.down`.
+
+Errors become one sentence on stderr and an exit code here, and only here; a traceback is
+shown only with --debug (or GPUONBOARD_DEBUG=1).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from invoke import Collection, Exit, Program, task
+
+from . import __version__, api
+from .errors import GpuonboardError
+
+COMMON_HELP = {
+    "host": "host name(s) from the inventory, comma-separated",
+    "inventory": "inventory directory or file (Ansible YAML/INI works too); default ./inventory",
+    "group": "only hosts of this inventory group",
+    "limit": "Ansible-style pattern over host/group names: 'wuhan-*,!wuhan-a100-3'",
+    "forks": "hosts run concurrently (default 20)",
+    "trust_new_hosts": "accept and record host keys never seen before (verify fingerprints first!)",
+    "known_hosts": "known_hosts file (default .gpuonboard/known_hosts)",
+    "state_dir": "journal directory (default .gpuonboard/state)",
+    "reports_dir": "reports directory (default ./reports)",
+    "quiet": "print nothing but errors (reports are still written)",
+    "debug": "show tracebacks",
+    "connect_retries": "retries on network errors when connecting (default 2)",
+}
+
+
+def _guard(fn: Callable[[], int], debug: bool) -> None:
+    """Run an api call; map errors to one sentence + exit code."""
+    debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
+    try:
+        code = fn()
+    except GpuonboardError as exc:
+        if debug:
+            raise
+        raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+    except KeyboardInterrupt:
+        raise Exit("interrupted", code=130) from None
+    if code:
+        raise Exit(code=code)
+
+
+def _settings(**kw: Any) -> api.Settings:
+    s = api.Settings(project=Path.cwd())
+    for key in ("trust_new_hosts", "forks", "quiet", "connect_retries"):
+        if kw.get(key) is not None:
+            setattr(s, key, kw[key])
+    for key in ("known_hosts", "state_dir", "reports_dir"):
+        if kw.get(key):
+            setattr(s, key, Path(kw[key]))
+    return s
+
+
+@task(
+    help={
+        **COMMON_HELP,
+        "playbook": "playbook name under playbooks/ or a file (default provision)",
+        "check": "dry run: report what would change, change nothing",
+        "only": "run only these steps (comma-separated)",
+        "skip": "skip these steps (comma-separated)",
+        "resume": "continue at the step that failed in the last run",
+    },
+    auto_shortflags=False,
+)
+def provision(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    playbook: str = "provision",
+    check: bool = False,
+    only: str = "",
+    skip: str = "",
+    resume: bool = False,
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+    _guard(
+        lambda: api.provision(
+            sel, settings, playbook, check, api.split_names(only), api.split_names(skip), resume
+        ),
+        debug,
+    )
+
+
+@task(help=COMMON_HELP, auto_shortflags=False)
+def check(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+    _guard(lambda: api.provision(sel, settings, "acceptance", check=True), debug)
+
+
+@task(
+    name="inventory",
+    help={k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "debug")},
+    auto_shortflags=False,
+)
+def inventory_(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    debug: bool = False,
+) -> None:
+    """List hosts with vendor, address and order spec."""
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    _guard(lambda: api.list_inventory(sel, _settings()), debug)
+
+
+@task(
+    help={
+        "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, no-driver)",
+        "name": "inventory host name of the simulated server",
+        "base": "state directory",
+    },
+    auto_shortflags=False,
+)
+def sim_up(
+    c: Any, name: str = "demo-a100", profile: str = "a100-8x-nvlink", base: str = ".gpuonboard/sim"
+) -> None:
+    """Start a simulated rented server (real sshd on loopback replaying real captures)."""
+    from . import sim
+
+    _guard(lambda: sim.up(Path(base), name, profile), False)
+
+
+@task(help={"base": "state directory"}, auto_shortflags=False)
+def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
+    """Stop every simulated server started by sim.up (by PID)."""
+    from . import sim
+
+    _guard(lambda: sim.down(Path(base)), False)
+
+
+sim_ns = Collection("sim")
+sim_ns.add_task(sim_up, name="up")
+sim_ns.add_task(sim_down, name="down")
+ns = Collection(provision, check, inventory_, sim_ns)
+
+
+def main() -> None:
+    """Console script `gpuonboard`: the same tasks outside the repository."""
+    Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard").run(sys.argv)

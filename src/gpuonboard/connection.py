@@ -1,0 +1,377 @@
+"""SSH connections via Fabric/paramiko: one per host per run, host-key policy, jump chains, retries.
+
+Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
+key we have never seen is refused unless the inventory pins its fingerprint (and it
+matches) or the user passed --trust-new-hosts; either way it is then recorded. A key that
+differs from the recorded one is always refused: it may be a man-in-the-middle.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import select
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import ConnectError, HostKeyError
+from .inventory import Host, Inventory
+
+DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one remote (or local) command returned."""
+
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.exit_code == 0
+
+
+class Runner(Protocol):
+    """Something that runs a built command string on a host (SSH or local)."""
+
+    host: Host
+    fingerprint: str | None
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
+        """Run `command` (built by gpuonboard.shell) and capture its output."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def fingerprint(key: Any) -> str:
+    """OpenSSH-style SHA256 fingerprint of a paramiko public key."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def known_hosts_name(address: str, port: int) -> str:
+    """The known_hosts host pattern OpenSSH uses: `addr` on 22, `[addr]:port` otherwise."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+class KnownHosts:
+    """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
+
+    def __init__(self, path: Path) -> None:
+        import paramiko
+
+        self.path = path
+        self._lock = threading.Lock()
+        self._keys = paramiko.HostKeys()
+        if path.is_file():
+            try:
+                self._keys.load(str(path))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise HostKeyError(f"{path}: cannot read the known_hosts file ({exc}).") from None
+
+    def lookup(self, name: str) -> dict[str, Any]:
+        """Recorded keys for a host pattern, by key type."""
+        with self._lock:
+            found = self._keys.lookup(name)
+            return dict(found) if found else {}
+
+    def add(self, name: str, key: Any) -> None:
+        """Record a key and save the file atomically."""
+        with self._lock:
+            self._keys.add(name, key.get_name(), key)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".known_hosts.")
+            os.close(fd)
+            try:
+                self._keys.save(tmp)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+
+class HostKeyPolicy:
+    """paramiko policy called for every server key (the client's own key list stays empty)."""
+
+    def __init__(self, host_label: str, pinned: str | None, store: KnownHosts, trust_new: bool) -> None:
+        self.host_label = host_label
+        self.pinned = pinned
+        self.store = store
+        self.trust_new = trust_new
+        self.seen: str | None = None
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        """Accept a recorded or pinned key, record a trusted new one, refuse the rest."""
+        fp = fingerprint(key)
+        self.seen = fp
+        recorded = self.store.lookup(hostname)
+        same_type = recorded.get(key.get_name())
+        if same_type is not None:
+            if same_type.asbytes() == key.asbytes():
+                if self.pinned and fp != self.pinned:
+                    raise HostKeyError(self._pin_mismatch(hostname, fp))
+                return
+            raise HostKeyError(
+                f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
+                f" one recorded in {self.store.path} ({fingerprint(same_type)}); this may be a"
+                " man-in-the-middle attack, so the connection was refused. If the vendor reinstalled"
+                " the server, confirm the new fingerprint with them and delete the old line."
+            )
+        if self.pinned:
+            if fp != self.pinned:
+                raise HostKeyError(self._pin_mismatch(hostname, fp))
+            self.store.add(hostname, key)
+            return
+        if self.trust_new:
+            self.store.add(hostname, key)
+            return
+        raise HostKeyError(
+            f"host {self.host_label} ({hostname}) has an unknown host key {fp}; confirm it with the"
+            " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory."
+        )
+
+    def _pin_mismatch(self, hostname: str, fp: str) -> str:
+        return (
+            f"host {self.host_label} ({hostname}) presented host key {fp}, but the inventory pins"
+            f" {self.pinned}; the connection was refused (possible man-in-the-middle)."
+        )
+
+
+@dataclass
+class ConnectOptions:
+    """Run-wide connection settings."""
+
+    known_hosts: Path = DEFAULT_KNOWN_HOSTS
+    trust_new_hosts: bool = False
+    retries: int = 2
+    backoff: float = 0.5
+    keepalive: int = 15
+
+
+class SSHRunner:
+    """One open SSH connection (through its jump chain) running commands as exec channels."""
+
+    def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
+        self.host = host
+        self._conn = connection
+        self._hops = hops
+        self.fingerprint = policy.seen
+        self.transport = connection.client.get_transport()
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
+        """Run one command on a new exec channel of the shared connection."""
+        try:
+            chan = self.transport.open_session()
+            chan.exec_command(command)
+            if stdin is not None:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            out, err = _drain(chan, timeout)
+            code = chan.recv_exit_status()
+            chan.close()
+        except (OSError, EOFError) as exc:
+            raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("paramiko"):
+                raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
+            raise
+        return CommandResult(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        """Close the connection and every jump hop."""
+        _close_all([*self._hops, self._conn])
+
+
+def _drain(chan: Any, timeout: float | None) -> tuple[bytes, bytes]:
+    out: list[bytes] = []
+    err: list[bytes] = []
+    deadline = time.monotonic() + timeout if timeout else None
+    while True:
+        if chan.recv_ready():
+            out.append(chan.recv(1 << 16))
+            continue
+        if chan.recv_stderr_ready():
+            err.append(chan.recv_stderr(1 << 16))
+            continue
+        if chan.exit_status_ready() and chan.eof_received:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            chan.close()
+            raise TimeoutError(f"command timed out after {timeout:.0f}s")
+        select.select([chan], [], [], 0.5)
+    while chan.recv_ready():
+        out.append(chan.recv(1 << 16))
+    while chan.recv_stderr_ready():
+        err.append(chan.recv_stderr(1 << 16))
+    return b"".join(out), b"".join(err)
+
+
+class LocalRunner:
+    """`connection: local`: run commands on this machine (when gpuonboard runs on the box)."""
+
+    fingerprint: str | None = None
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
+        """Run one command through /bin/sh locally."""
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout
+        )
+        return CommandResult(
+            command,
+            proc.returncode,
+            proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"),
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
+    """A jump hop: an inventory host by name, or `user@addr:port` inheriting base's key."""
+    if inventory is not None and spec in inventory.hosts:
+        return inventory.hosts[spec]
+    user, _, rest = spec.rpartition("@")
+    addr, port = rest, 22
+    if rest.startswith("["):
+        addr, _, tail = rest[1:].partition("]")
+        port = int(tail[1:]) if tail.startswith(":") else 22
+    elif rest.count(":") == 1:
+        addr, p = rest.split(":")
+        port = int(p)
+    return Host(
+        name=spec,
+        address=addr,
+        port=port,
+        user=user or base.user,
+        key_file=base.key_file,
+        use_agent=base.use_agent,
+        connect_timeout=base.connect_timeout,
+    )
+
+
+def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
+    from fabric import Config, Connection
+
+    cfg = Config(overrides={"load_ssh_configs": False})
+    kwargs: dict[str, Any] = {
+        "allow_agent": host.use_agent,
+        "look_for_keys": host.key_file is None,
+        "banner_timeout": host.connect_timeout,
+        "auth_timeout": host.connect_timeout,
+    }
+    if host.key_file:
+        kwargs["key_filename"] = [host.key_file]
+    conn = Connection(
+        host=host.address,
+        user=host.user,
+        port=host.port,
+        config=cfg,
+        gateway=gateway,
+        connect_timeout=max(1, round(host.connect_timeout)),
+        connect_kwargs=kwargs,
+    )
+    conn.client.set_missing_host_key_policy(policy)
+    return conn
+
+
+def open_runner(
+    host: Host,
+    options: ConnectOptions,
+    store: KnownHosts,
+    inventory: Inventory | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Runner:
+    """Open the ONE connection this run uses for `host` (through its jump chain), with retries."""
+    if host.connection == "local":
+        return LocalRunner(host)
+    attempt = 0
+    while True:
+        try:
+            return _connect_once(host, options, store, inventory)
+        except HostKeyError:
+            raise
+        except ConnectError as exc:
+            if not getattr(exc, "retryable", False) or attempt >= options.retries:
+                raise
+            sleep(options.backoff * (2**attempt))
+            attempt += 1
+
+
+def _connect_once(
+    host: Host, options: ConnectOptions, store: KnownHosts, inventory: Inventory | None
+) -> Runner:
+    import paramiko
+
+    chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
+    gateway = None
+    opened: list[Any] = []
+    policy = None
+    for i, hop in enumerate(chain):
+        label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
+        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
+        conn = _fabric_connection(hop, gateway, policy)
+        try:
+            conn.open()
+        except HostKeyError:
+            _close_all(opened)
+            raise
+        except paramiko.BadHostKeyException as exc:  # pragma: no cover - our policy handles keys
+            _close_all(opened)
+            raise HostKeyError(f"host {label}: host key changed ({exc}).") from None
+        except paramiko.AuthenticationException as exc:
+            _close_all(opened)
+            raise ConnectError(
+                f"host {label} ({hop.user}@{hop.address}:{hop.port}) refused the login ({exc});"
+                f" check user and key_file{' ' + hop.key_file if hop.key_file else ''}."
+            ) from None
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            _close_all(opened)
+            err = ConnectError(
+                f"host {label} ({hop.address}:{hop.port}) is unreachable: {_reason(exc)};"
+                " check the address, port and firewall, or whether the server is up."
+            )
+            err.retryable = True  # type: ignore[attr-defined]
+            raise err from None
+        conn.transport.set_keepalive(options.keepalive)
+        opened.append(conn)
+        gateway = conn
+    assert policy is not None
+    return SSHRunner(host, opened[-1], policy, opened[:-1])
+
+
+def _close_all(conns: list[Any]) -> None:
+    for c in reversed(conns):
+        with contextlib.suppress(Exception):  # closing a dead transport may raise anything
+            c.close()
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return "connection timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    text = str(exc) or type(exc).__name__
+    if "Unable to connect" in text or "Errno 111" in text:
+        return "connection refused"
+    return text

@@ -1,0 +1,105 @@
+"""Pure parser for `lscpu` (plain text or `lscpu -J` JSON)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CpuInfo", "parse_lscpu"]
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """CPU shape of a host as lscpu reports it."""
+
+    architecture: str | None
+    model_name: str | None
+    sockets: int | None
+    cores_per_socket: int | None
+    threads_per_core: int | None
+    logical_cpus: int | None
+    physical_cores: int | None  # sockets * cores_per_socket when both are known
+    warnings: tuple[str, ...] = ()
+
+
+_FIELD = re.compile(r"^\s*([^:]+?):\s*(.*?)\s*$")
+
+
+def _plain_fields(text: str) -> dict[str, str]:
+    """'Key: value' pairs of plain lscpu; first occurrence wins, wrapped Flags lines are skipped."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _FIELD.match(line)
+        if match:
+            fields.setdefault(match.group(1).strip(), match.group(2))
+    return fields
+
+
+def _json_fields(entries: Iterable[Any]) -> dict[str, str]:
+    """Flatten `lscpu -J` entries (newer util-linux nests them under "children")."""
+    fields: dict[str, str] = {}
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        name = str(entry.get("field", "")).strip().rstrip(":").strip()
+        data = entry.get("data")
+        if name and data is not None:
+            fields.setdefault(name, str(data).strip())
+        children = entry.get("children")
+        if isinstance(children, list):
+            for key, value in _json_fields(children).items():
+                fields.setdefault(key, value)
+    return fields
+
+
+def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None:
+    """Integer field, or None with a warning when missing or not a number (e.g. ARM's '-')."""
+    value = fields.get(key)
+    if value is None:
+        warnings.append(f"lscpu has no '{key}' field")
+        return None
+    if not value.isdigit():
+        warnings.append(f"lscpu '{key}' is not a number: {value!r}")
+        return None
+    return int(value)
+
+
+def _empty(message: str) -> CpuInfo:
+    """A CpuInfo with nothing known and one warning saying why."""
+    return CpuInfo(None, None, None, None, None, None, None, (message,))
+
+
+def parse_lscpu(text: str) -> CpuInfo:
+    """Parse `lscpu` or `lscpu -J` output into a CpuInfo."""
+    stripped = text.strip()
+    warnings: list[str] = []
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(stripped)
+        except ValueError as exc:
+            return _empty(f"lscpu JSON invalid: {exc}")
+        entries = document.get("lscpu") if isinstance(document, Mapping) else None
+        if not isinstance(entries, list):
+            return _empty("lscpu JSON lacks the 'lscpu' list")
+        fields = _json_fields(entries)
+    else:
+        fields = _plain_fields(text)
+    if "Architecture" not in fields and "CPU(s)" not in fields:
+        return _empty("output not recognised as lscpu")
+    sockets = _int(fields, "Socket(s)", warnings)
+    cores = _int(fields, "Core(s) per socket", warnings)
+    threads = _int(fields, "Thread(s) per core", warnings)
+    logical = _int(fields, "CPU(s)", warnings)
+    return CpuInfo(
+        architecture=fields.get("Architecture") or None,
+        model_name=fields.get("Model name") or None,
+        sockets=sockets,
+        cores_per_socket=cores,
+        threads_per_core=threads,
+        logical_cpus=logical,
+        physical_cores=sockets * cores if sockets is not None and cores is not None else None,
+        warnings=tuple(warnings),
+    )

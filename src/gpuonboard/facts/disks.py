@@ -1,0 +1,218 @@
+"""Pure parsers for filesystems (`df`) and block devices (`lsblk -J`), plus path helpers."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BlockDevice",
+    "Mount",
+    "mount_for",
+    "parse_df",
+    "parse_lsblk_json",
+    "parse_size",
+    "same_device",
+]
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One mounted filesystem as df reports it (sizes in bytes; approximate from `df -h`)."""
+
+    device: str
+    size_bytes: int | None
+    used_bytes: int | None
+    avail_bytes: int | None
+    mountpoint: str
+    fstype: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """One block device from lsblk; children are flattened and name their parent."""
+
+    name: str
+    size_bytes: int | None
+    type: str | None  # "disk", "part", "loop", "lvm", "raid1", ...
+    mountpoints: tuple[str, ...] = ()
+    rota: bool | None = None
+    model: str | None = None
+    parent: str | None = None
+
+    @property
+    def mountpoint(self) -> str | None:
+        """The first mountpoint, or None when not mounted."""
+        return self.mountpoints[0] if self.mountpoints else None
+
+
+_SIZE = re.compile(r"^(\d+(?:[.,]\d+)?)\s*([KMGTPEZ]?)(i?B?)$", re.IGNORECASE)
+_POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7}
+_BLOCKS = re.compile(r"^(\d+)([KMGT]?)(?:B)?-blocks$", re.IGNORECASE)
+
+
+def parse_size(value: str) -> int | None:
+    """Bytes from '14T', '5.1M', '304K', '0', '1.8TiB' (binary multipliers); None if not a size."""
+    match = _SIZE.match(value.strip())
+    if not match:
+        return None
+    number = float(match.group(1).replace(",", "."))
+    return round(number * 1024 ** _POWERS[match.group(2).upper()])
+
+
+def _block_size(header: str) -> int | None:
+    """Bytes per unit named by df's size header: '1B-blocks' 1, '1024-blocks'/'1K-blocks' 1024."""
+    match = _BLOCKS.match(header)
+    if not match:
+        return None
+    return int(match.group(1)) * 1024 ** _POWERS[match.group(2).upper()]
+
+
+def _df_number(cell: str, unit: int | None) -> int | None:
+    """A df size cell in bytes: a block count times `unit`, or a human size when unit is None."""
+    if cell == "-":
+        return None
+    if unit is not None:
+        return int(cell) * unit if cell.isdigit() else None
+    return parse_size(cell)
+
+
+def parse_df(text: str) -> tuple[Mount, ...]:
+    """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output; unrecognised text gives ()."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith("Filesystem"):
+        return ()
+    header = lines[0].split()
+    has_type = len(header) > 1 and header[1] == "Type"
+    size_header = header[2 if has_type else 1] if len(header) > (2 if has_type else 1) else ""
+    unit = None if size_header == "Size" else _block_size(size_header)
+    if unit is None and size_header != "Size":
+        return ()
+    mounts: list[Mount] = []
+    pending = ""
+    for line in lines[1:]:
+        fields = (pending + " " + line).split() if pending else line.split()
+        # Without -P, df puts a long device name alone on its own line and the rest below.
+        if len(fields) == 1:
+            pending = fields[0]
+            continue
+        pending = ""
+        minimum = 7 if has_type else 6
+        if len(fields) < minimum:
+            continue
+        device = fields[0]
+        fstype = fields[1] if has_type else None
+        size, used, avail = fields[minimum - 5 : minimum - 2]
+        mountpoint = " ".join(fields[minimum - 1 :])  # mountpoints may contain spaces
+        mounts.append(
+            Mount(
+                device=device,
+                size_bytes=_df_number(size, unit),
+                used_bytes=_df_number(used, unit),
+                avail_bytes=_df_number(avail, unit),
+                mountpoint=mountpoint,
+                fstype=fstype,
+            )
+        )
+    return tuple(mounts)
+
+
+def _lsblk_size(value: Any) -> int | None:
+    """lsblk SIZE: an int with --json --bytes on new util-linux, a string on old, or human."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    return parse_size(str(value))
+
+
+def _lsblk_rota(value: Any) -> bool | None:
+    """lsblk ROTA: a JSON bool on new util-linux, "0"/"1" strings on old."""
+    if isinstance(value, bool):
+        return value
+    if str(value).strip() in ("1", "true"):
+        return True
+    if str(value).strip() in ("0", "false"):
+        return False
+    return None
+
+
+def _lsblk_mountpoints(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """MOUNTPOINT (one string or null) or MOUNTPOINTS (list, util-linux >= 2.37) as a tuple."""
+    raw = entry.get("mountpoints", entry.get("mountpoint"))
+    values = raw if isinstance(raw, list) else [raw]
+    return tuple(str(v) for v in values if v)
+
+
+def _flatten(entries: Iterable[Any], parent: str | None) -> list[BlockDevice]:
+    """Depth-first list of devices, each child naming its parent device."""
+    devices: list[BlockDevice] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            continue
+        name = str(entry["name"])
+        model = entry.get("model")
+        devices.append(
+            BlockDevice(
+                name=name,
+                size_bytes=_lsblk_size(entry.get("size")),
+                type=str(entry["type"]) if entry.get("type") else None,
+                mountpoints=_lsblk_mountpoints(entry),
+                rota=_lsblk_rota(entry.get("rota")),
+                model=str(model).strip() if model else None,
+                parent=parent,
+            )
+        )
+        children = entry.get("children")
+        if isinstance(children, list):
+            devices.extend(_flatten(children, name))
+    return devices
+
+
+def parse_lsblk_json(text: str) -> tuple[BlockDevice, ...]:
+    """Parse `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL`; unrecognised text gives ()."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return ()
+    entries = document.get("blockdevices") if isinstance(document, Mapping) else None
+    if not isinstance(entries, list):
+        return ()
+    return tuple(_flatten(entries, None))
+
+
+def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:
+    """The mount holding `path`: longest mountpoint prefix; of equal ones the last (it shadows)."""
+    best: Mount | None = None
+    for mount in mounts:
+        point = mount.mountpoint.rstrip("/") or "/"
+        inside = point == "/" or path == point or path.startswith(point + "/")
+        if inside and (best is None or len(point) >= len(best.mountpoint.rstrip("/") or "/")):
+            best = mount
+    return best
+
+
+_PARTITION = (
+    re.compile(r"^(/dev/(?:nvme\d+n\d+|mmcblk\d+|loop\d+|nbd\d+))p\d+$"),
+    re.compile(r"^(/dev/(?:[shv]d[a-z]+|xvd[a-z]+))\d+$"),
+)
+
+
+def _disk_of(device: str) -> str:
+    """Whole-disk name of a partition device (/dev/nvme0n1p2 -> /dev/nvme0n1); others unchanged."""
+    for pattern in _PARTITION:
+        match = pattern.match(device)
+        if match:
+            return match.group(1)
+    return device
+
+
+def same_device(a: Mount, b: Mount) -> bool:
+    """Whether two mounts live on the same disk (partitions of one disk count as the same).
+
+    /dev/mapper/*, tmpfs, overlay and other non-partition sources compare by device string.
+    """
+    return _disk_of(a.device) == _disk_of(b.device)

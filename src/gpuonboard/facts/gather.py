@@ -1,0 +1,143 @@
+"""Gather a host's facts: the core probes plus those steps ask for, in ONE remote execution."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import CommandError
+from . import cpu, disks, memory, nvidia_smi, topo
+from .probe import Probe, ProbeOutput, build_script, new_token, split_output
+
+if TYPE_CHECKING:
+    from ..connection import Runner
+
+_GPU_FIELDS = ",".join(nvidia_smi.QUERY_FIELDS)
+
+# The GPU probe degrades: full XML, else the CSV query (some vendor images block -q),
+# else the plain table; exit 127 when nvidia-smi is not installed at all.
+CORE_PROBES: tuple[Probe, ...] = (
+    Probe(
+        "nvidia_smi",
+        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x"
+        f" || nvidia-smi --query-gpu={_GPU_FIELDS} --format=csv,nounits || nvidia-smi",
+    ),
+    Probe("nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m"),
+    Probe("lscpu", "lscpu"),
+    Probe("free", "free -k"),
+    Probe("df", "df -P -k"),
+    Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
+    Probe("os_release", "cat /etc/os-release"),
+    Probe("kernel", "uname -r"),
+    Probe("nproc", "nproc"),
+    Probe(
+        "container_runtime",
+        "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything known about one host after the probe, parsed into typed values."""
+
+    raw: Mapping[str, ProbeOutput]
+    gpu: nvidia_smi.GpuReport | None
+    topology: topo.Topology | None
+    cpu: cpu.CpuInfo | None
+    memory: memory.MemoryInfo | None
+    mounts: tuple[disks.Mount, ...]
+    block_devices: tuple[disks.BlockDevice, ...]
+    os_release: Mapping[str, str]
+    kernel: str | None
+    nproc: int | None
+    container_runtime: str | None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def nvidia_smi_present(self) -> bool:
+        """False when nvidia-smi is not installed (no driver)."""
+        return not self.raw["nvidia_smi"].absent
+
+    def summary(self) -> dict[str, object]:
+        """A small JSON-able digest for reports."""
+        return {
+            "gpu_count": len(self.gpu.gpus) if self.gpu else 0,
+            "gpu_model": self.gpu.gpus[0].name if self.gpu and self.gpu.gpus else None,
+            "driver_version": self.gpu.driver_version if self.gpu else None,
+            "cuda_version": self.gpu.cuda_version if self.gpu else None,
+            "interconnect": topo.interconnect(self.topology) if self.topology else None,
+            "cpu_cores": self.cpu.physical_cores if self.cpu else None,
+            "logical_cpus": self.cpu.logical_cpus if self.cpu else None,
+            "ram_bytes": self.memory.total_bytes if self.memory else None,
+            "os": self.os_release.get("PRETTY_NAME"),
+            "kernel": self.kernel,
+            "container_runtime": self.container_runtime,
+        }
+
+
+def gather(runner: Runner, extra: Sequence[Probe] = (), timeout: float = 120) -> Facts:
+    """Run the ONE batched probe on the host and parse its outputs."""
+    probes = list(CORE_PROBES) + [p for p in extra if p.name not in {c.name for c in CORE_PROBES}]
+    token = new_token()
+    result = runner.run(build_script(probes, token), timeout=timeout)
+    if result.exit_code != 0 and token not in result.stdout:
+        detail = (result.stderr.strip() or f"exit code {result.exit_code}").splitlines()[0]
+        raise CommandError(f"host {runner.host.name}: the fact probe could not run ({detail}).")
+    raw = split_output(result.stdout, token, [p.name for p in probes])
+    return parse_facts(raw)
+
+
+def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
+    out = raw.get(name)
+    return out.stdout if out is not None and out.exit_code == 0 and out.stdout.strip() else None
+
+
+def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
+    """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
+    warnings: list[str] = []
+    gpu_text = _ok(raw, "nvidia_smi")
+    gpu = nvidia_smi.parse_any(gpu_text) if gpu_text else None
+    if gpu is not None:
+        warnings += list(gpu.warnings)
+    topo_text = _ok(raw, "nvidia_topo")
+    topology = topo.parse_topo(topo_text) if topo_text else None
+    cpu_text = _ok(raw, "lscpu")
+    cpu_info = cpu.parse_lscpu(cpu_text) if cpu_text else None
+    free_text = _ok(raw, "free")
+    mem = memory.parse_free(free_text) if free_text else None
+    df_text = _ok(raw, "df")
+    mounts = disks.parse_df(df_text) if df_text else ()
+    lsblk_text = _ok(raw, "lsblk")
+    block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
+    nproc_text = (_ok(raw, "nproc") or "").strip()
+    return Facts(
+        raw=raw,
+        gpu=gpu,
+        topology=topology,
+        cpu=cpu_info,
+        memory=mem,
+        mounts=tuple(mounts),
+        block_devices=tuple(block),
+        os_release=parse_os_release(_ok(raw, "os_release") or ""),
+        kernel=(_ok(raw, "kernel") or "").strip() or None,
+        nproc=int(nproc_text) if nproc_text.isdigit() else None,
+        container_runtime=_first_line(_ok(raw, "container_runtime")),
+        warnings=tuple(warnings),
+    )
+
+
+def _first_line(text: str | None) -> str | None:
+    lines = (text or "").strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    """/etc/os-release KEY=value lines, quotes removed."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key.strip() and not key.startswith("#"):
+            out[key.strip()] = value.strip().strip('"').strip("'")
+    return out

@@ -1,0 +1,670 @@
+"""Inventory: hosts, groups, vendor profiles and order specs, loaded from YAML and validated.
+
+Native layout (`inventory/hosts.yml` + `inventory/vendors/*.yml`)::
+
+    defaults: {user: root}
+    groups:
+      wuhan: {vars: {vendor: wuhan-idc}, hosts: [wuhan-a100-1]}
+    hosts:
+      wuhan-a100-1: {address: 203.0.113.10, order: {gpu_model: A100 80GB SXM, gpu_count: 8}}
+
+Precedence for every setting: host > group (in file order, later wins) > vendor profile >
+defaults. An Ansible inventory (YAML or INI) is accepted as it is (see `ansible_inventory`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InventoryError, UsageError
+from .units import parse_size
+from .yamlload import LineDict, did_you_mean, load_yaml, where
+
+HOST_KEYS = {
+    "address": "the IP address or DNS name to connect to",
+    "port": "the SSH port",
+    "user": "the SSH login user",
+    "key_file": "the private key file (else the SSH agent / default keys)",
+    "use_agent": "whether to use the SSH agent",
+    "jump": "jump host(s): an inventory host name or user@host:port, or a list (ProxyJump)",
+    "host_key": "pinned host-key fingerprint, SHA256:...",
+    "vendor": "vendor profile name (a file in vendors/)",
+    "order": "the order spec",
+    "connection": "ssh or local",
+    "data_dir": "remote data directory",
+    "connect_timeout": "seconds to wait for the TCP connection and login",
+    "vars": "free-form variables for playbooks",
+}
+ORDER_KEYS = {
+    "gpu_model",
+    "gpu_count",
+    "vram",
+    "cpu_cores",
+    "ram",
+    "data_disk",
+    "interconnect",
+    "min_driver",
+}
+DATA_DISK_KEYS = {"mount", "min_size"}
+VENDOR_KEYS = {
+    "name",
+    "licence",
+    "icp",
+    "ssh",
+    "data_dir",
+    "registry_mirror",
+    "billing",
+    "shutdown_command",
+    "order",
+    "vars",
+}
+BILLING_KEYS = {"unit", "rate", "currency", "monthly_rate"}
+SSH_DEFAULT_KEYS = {"user", "port", "key_file", "jump", "connect_timeout", "use_agent"}
+TOP_KEYS = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
+GROUP_KEYS = {"vars", "hosts"}
+INTERCONNECTS = ("nvlink", "pcie")
+CONNECTIONS = ("ssh", "local")
+BILLING_UNITS = ("second", "minute", "hour")
+
+
+@dataclass(frozen=True)
+class DataDiskSpec:
+    """Where the data disk must be mounted and how big it must be."""
+
+    mount: str
+    min_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    """What was ordered from the vendor; None means 'not specified, not checked'."""
+
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    vram_bytes: int | None = None
+    cpu_cores: int | None = None
+    ram_bytes: int | None = None
+    data_disk: DataDiskSpec | None = None
+    interconnect: str | None = None
+    min_driver: str | None = None
+
+
+@dataclass(frozen=True)
+class Billing:
+    """How the vendor bills: unit of billing, hourly rate, currency."""
+
+    unit: str = "hour"
+    rate: float | None = None
+    currency: str = ""
+    monthly_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A hosting vendor's profile: identity, SSH defaults, data dir, mirror, billing."""
+
+    id: str
+    name: str
+    licence: str | None = None
+    icp: str | None = None
+    data_dir: str | None = None
+    registry_mirror: str | None = None
+    billing: Billing = field(default_factory=Billing)
+    shutdown_command: str = "shutdown -h now"
+    source: str = ""
+    host_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    """One target machine with every setting resolved (host > group > vendor > defaults)."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str = "root"
+    key_file: str | None = None
+    use_agent: bool = True
+    jump: tuple[str, ...] = ()
+    host_key: str | None = None
+    vendor: Vendor | None = None
+    order: OrderSpec = field(default_factory=OrderSpec)
+    connection: str = "ssh"
+    data_dir: str | None = None
+    connect_timeout: float = 10.0
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def vendor_name(self) -> str:
+        """Vendor display name, or '-'."""
+        return self.vendor.name if self.vendor else "-"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """All hosts (in file order), groups and vendors of one inventory."""
+
+    source: Path
+    hosts: dict[str, Host]
+    groups: dict[str, tuple[str, ...]]
+    vendors: dict[str, Vendor]
+
+    def select(
+        self,
+        hosts: Sequence[str] = (),
+        group: str | None = None,
+        limit: str | None = None,
+    ) -> list[Host]:
+        """Hosts picked by --host names, --group and --limit patterns (all must hold)."""
+        names = list(self.hosts)
+        if hosts:
+            for name in hosts:
+                if name not in self.hosts:
+                    raise UsageError(
+                        f"no host named {name!r} in {self.source}"
+                        f"{did_you_mean(name, self.hosts)}"
+                        f" (run `invoke inventory` to list hosts)."
+                    )
+            names = [n for n in names if n in hosts]
+        if group:
+            if group not in self.groups:
+                raise UsageError(
+                    f"no group named {group!r} in {self.source}{did_you_mean(group, self.groups)}"
+                    f" (known groups: {', '.join(self.groups) or 'none'})."
+                )
+            members = set(self.groups[group])
+            names = [n for n in names if n in members]
+        if limit:
+            names = [n for n in names if matches_limit(n, self.hosts[n].groups, limit)]
+        if not names:
+            raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
+        return [self.hosts[n] for n in names]
+
+
+def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
+    """Ansible-style --limit: comma-separated globs over host or group names, `!` excludes."""
+    parts = [p.strip() for p in pattern.split(",") if p.strip()]
+    include = [p for p in parts if not p.startswith("!")]
+    exclude = [p[1:] for p in parts if p.startswith("!")]
+    targets = [name, *groups]
+
+    def hit(pat: str) -> bool:
+        return any(fnmatch.fnmatchcase(t, pat) for t in targets)
+
+    if include and not any(hit(p) for p in include):
+        return False
+    return not any(hit(p) for p in exclude)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inventory:
+    """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
+    path = Path(path)
+    if path.is_dir():
+        hosts_file = next(
+            (path / n for n in ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts") if (path / n).is_file()),
+            None,
+        )
+        if hosts_file is None:
+            raise InventoryError(
+                f"{path}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
+                " repository for an example) or pass --inventory FILE."
+            )
+    elif path.exists():
+        hosts_file = path
+    else:
+        raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
+    from . import ansible_inventory
+
+    raw: dict[str, Any]
+    if ansible_inventory.looks_like_ini(hosts_file):
+        raw = ansible_inventory.load_ini(hosts_file)
+    else:
+        data = load_yaml(hosts_file, InventoryError, "inventory")
+        if data is None:
+            raise InventoryError(
+                f"{hosts_file}: the inventory is empty; define at least one host under 'hosts:'."
+            )
+        if not isinstance(data, dict):
+            raise InventoryError(
+                f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
+            )
+        raw = data if ansible_inventory.is_native(data) else ansible_inventory.from_yaml(data, hosts_file)
+    assert isinstance(raw, dict)
+    return build(raw, hosts_file, ssh_config)
+
+
+def _vendors_dir(raw: Mapping[str, Any], hosts_file: Path) -> Path:
+    vd = raw.get("vendors_dir", "vendors")
+    return (hosts_file.parent / str(vd)).resolve()
+
+
+def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None) -> Inventory:
+    """Validate a native-shaped mapping and resolve every host."""
+    _check_keys(raw, TOP_KEYS, hosts_file, "the inventory")
+    defaults = _mapping(raw.get("defaults") or LineDict(), hosts_file, raw, "defaults")
+    _check_host_keys(defaults, hosts_file, "'defaults'")
+    hosts_raw = raw.get("hosts")
+    if not hosts_raw:
+        raise InventoryError(f"{where(hosts_file, raw, 'hosts')}: no hosts defined; add a 'hosts:' mapping.")
+    hosts_raw = _mapping(hosts_raw, hosts_file, raw, "hosts")
+    groups_raw = _mapping(raw.get("groups") or LineDict(), hosts_file, raw, "groups")
+    vendors = load_vendors(_vendors_dir(raw, hosts_file))
+    groups: dict[str, tuple[str, ...]] = {}
+    group_vars: dict[str, Mapping[str, Any]] = {}
+    for gname, gdef in groups_raw.items():
+        gdef = _mapping(gdef or LineDict(), hosts_file, groups_raw, gname, f"group {gname!r}")
+        _check_keys(gdef, GROUP_KEYS, hosts_file, f"group {gname!r}")
+        members = gdef.get("hosts") or []
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise InventoryError(
+                f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} 'hosts' must be a list of host names."
+            )
+        for m in members:
+            if m not in hosts_raw:
+                raise InventoryError(
+                    f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} lists unknown host {m!r}"
+                    f"{did_you_mean(m, hosts_raw)}"
+                )
+        gvars = _mapping(gdef.get("vars") or LineDict(), hosts_file, gdef, "vars", f"group {gname!r} vars")
+        _check_host_keys(gvars, hosts_file, f"group {gname!r} vars")
+        groups[gname] = tuple(members)
+        group_vars[gname] = gvars
+    ssh_cfg = _ssh_config(ssh_config, raw, defaults, hosts_file)
+    hosts: dict[str, Host] = {}
+    for hname, hdef in hosts_raw.items():
+        hdef = _mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
+        _check_host_keys(hdef, hosts_file, f"host {hname!r}")
+        member_of = tuple(g for g, ms in groups.items() if hname in ms)
+        layers: list[tuple[Mapping[str, Any], str]] = [(defaults, "defaults")]
+        layers += [(group_vars[g], f"group {g!r}") for g in member_of]
+        layers.append((hdef, f"host {hname!r}"))
+        hosts[hname] = _resolve_host(hname, layers, member_of, vendors, hosts_file, ssh_cfg)
+    for host in hosts.values():
+        if host.name in host.jump:
+            raise InventoryError(
+                f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} lists itself as its"
+                " own jump host; remove it from 'jump'."
+            )
+    return Inventory(source=hosts_file, hosts=hosts, groups=groups, vendors=vendors)
+
+
+def _mapping(value: Any, path: Path, parent: Any, key: str, label: str | None = None) -> LineDict:
+    if not isinstance(value, dict):
+        raise InventoryError(
+            f"{where(path, parent, key)}: {label or repr(key)} must be a mapping of name: value,"
+            f" not {_typename(value)}."
+        )
+    if not isinstance(value, LineDict):
+        ld = LineDict(value)
+        ld.key_lines = {}
+        return ld
+    return value
+
+
+def _typename(value: Any) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], path: Path, label: str) -> None:
+    allowed = set(allowed)
+    for key in mapping:
+        if key not in allowed:
+            raise InventoryError(
+                f"{where(path, mapping, key)}: {label} has an unknown key {key!r}"
+                f"{did_you_mean(key, allowed) or '; allowed keys: ' + ', '.join(sorted(allowed)) + '.'}"
+            )
+
+
+def _check_host_keys(mapping: Mapping[str, Any], path: Path, label: str) -> None:
+    _check_keys(mapping, HOST_KEYS, path, label)
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _deep_merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def _resolve_host(
+    name: str,
+    layers: list[tuple[Mapping[str, Any], str]],
+    groups: tuple[str, ...],
+    vendors: dict[str, Vendor],
+    path: Path,
+    ssh_cfg: Any,
+) -> Host:
+    vendor_id: str | None = None
+    vendor_src: tuple[Mapping[str, Any], str] | None = None
+    for layer, label in layers:
+        if "vendor" in layer:
+            vendor_id, vendor_src = layer["vendor"], (layer, label)
+    vendor = None
+    vendor_layer: dict[str, Any] = {}
+    if vendor_id is not None:
+        assert vendor_src is not None
+        if not isinstance(vendor_id, str) or vendor_id not in vendors:
+            raise InventoryError(
+                f"{where(path, vendor_src[0], 'vendor')}: {vendor_src[1]} names unknown vendor"
+                f" {vendor_id!r}{did_you_mean(str(vendor_id), vendors)}"
+                f" (vendor profiles are the files in {_vendor_hint(path)})."
+            )
+        vendor = vendors[vendor_id]
+        vendor_layer = dict(vendor.host_defaults)
+    merged: dict[str, Any] = {}
+    origin: dict[str, tuple[Mapping[str, Any], str]] = {}
+    ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
+    for layer, label in ordered:
+        merged = _deep_merge(merged, layer)
+        for k in layer:
+            origin[k] = (layer, label)
+
+    def err(key: str, problem: str) -> InventoryError:
+        src, label = origin.get(key, (LineDict(), f"host {name!r}"))
+        return InventoryError(f"{where(path, src, key)}: {label} field {key!r} {problem}")
+
+    sshc = ssh_cfg.lookup(name) if ssh_cfg is not None else {}
+    connection = merged.get("connection", "ssh")
+    if connection not in CONNECTIONS:
+        raise err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
+    address = merged.get("address")
+    if address is None:
+        hostname = sshc.get("hostname")
+        if connection == "local":
+            address = "localhost"
+        elif hostname and hostname != name or name in _ssh_config_aliases(ssh_cfg):
+            address = hostname or name
+        else:
+            src = layers[-1][0]
+            raise InventoryError(
+                f"{where(path, src)}: host {name!r} has no 'address' and no Host entry in the SSH"
+                " config; add address: <IP or DNS name>."
+            )
+    if not isinstance(address, str) or not address.strip():
+        raise err("address", "must be a host name or IP address string.")
+    port = merged.get("port", sshc.get("port", 22))
+    if isinstance(port, str) and port.isdigit():
+        port = int(port)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise err("port", f"must be a number from 1 to 65535, not {port!r}.")
+    user = merged.get("user", sshc.get("user", "root"))
+    if not isinstance(user, str) or not user:
+        raise err("user", "must be a user name string.")
+    key_file = merged.get("key_file")
+    if key_file is None and sshc.get("identityfile"):
+        key_file = sshc["identityfile"][0]
+    if key_file is not None and not isinstance(key_file, str):
+        raise err("key_file", "must be a path string.")
+    if key_file:
+        key_file = os.path.expanduser(key_file)
+        if not os.path.isabs(key_file):
+            key_file = str((path.parent / key_file).resolve())
+    use_agent = merged.get("use_agent", True)
+    if not isinstance(use_agent, bool):
+        raise err("use_agent", "must be true or false.")
+    jump_raw = merged.get("jump", sshc.get("proxyjump"))
+    jump = _parse_jump(jump_raw, err)
+    host_key = merged.get("host_key")
+    if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
+        raise err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
+    timeout = merged.get("connect_timeout", 10)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise err("connect_timeout", f"must be a positive number of seconds, not {timeout!r}.")
+    data_dir = merged.get("data_dir", vendor.data_dir if vendor else None)
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise err("data_dir", "must be a path string.")
+    hvars = merged.get("vars", {})
+    if not isinstance(hvars, Mapping):
+        raise err("vars", "must be a mapping of name: value.")
+    order_src = origin.get("order", (LineDict(), f"host {name!r}"))
+    order = parse_order(merged.get("order") or {}, path, order_src[0], order_src[1])
+    return Host(
+        name=name,
+        address=address.strip(),
+        port=port,
+        user=user,
+        key_file=key_file,
+        use_agent=use_agent,
+        jump=jump,
+        host_key=host_key,
+        vendor=vendor,
+        order=order,
+        connection=connection,
+        data_dir=data_dir,
+        connect_timeout=float(timeout),
+        groups=groups,
+        vars=dict(hvars),
+    )
+
+
+def _vendor_hint(path: Path) -> str:
+    return str(path.parent / "vendors")
+
+
+def _parse_jump(value: Any, err: Any) -> tuple[str, ...]:
+    if value is None or value == "" or value == "none":
+        return ()
+    if isinstance(value, str):
+        hops = [h.strip() for h in value.split(",") if h.strip()]
+    elif isinstance(value, list) and all(isinstance(h, str) and h.strip() for h in value):
+        hops = [h.strip() for h in value]
+    else:
+        raise err("jump", "must be a host name, user@host:port, or a list of them.")
+    return tuple(hops)
+
+
+def parse_order(raw: Any, path: Path, parent: Mapping[str, Any], label: str) -> OrderSpec:
+    """Validate an order mapping into an OrderSpec; errors name file, line and field."""
+    if not isinstance(raw, Mapping):
+        raise InventoryError(f"{where(path, parent, 'order')}: {label} 'order' must be a mapping.")
+    src = raw if isinstance(raw, LineDict) else parent
+    for key in raw:
+        if key not in ORDER_KEYS:
+            raise InventoryError(
+                f"{where(path, src, key)}: {label} order has an unknown key {key!r}"
+                f"{did_you_mean(key, ORDER_KEYS) or '; allowed: ' + ', '.join(sorted(ORDER_KEYS)) + '.'}"
+            )
+
+    def fail(key: str, problem: str) -> InventoryError:
+        return InventoryError(f"{where(path, src, key)}: {label} order field {key!r} {problem}")
+
+    def size(key: str) -> int | None:
+        if raw.get(key) is None:
+            return None
+        try:
+            return parse_size(raw[key])
+        except ValueError as exc:
+            raise fail(key, f"is not a valid size: {exc}.") from None
+
+    def count(key: str) -> int | None:
+        v = raw.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise fail(key, f"must be a whole number of at least 1, not {v!r}.")
+        return v
+
+    gpu_model = raw.get("gpu_model")
+    if gpu_model is not None and not isinstance(gpu_model, str):
+        raise fail("gpu_model", "must be a text like 'A100 80GB SXM'.")
+    interconnect = raw.get("interconnect")
+    if interconnect is not None and interconnect not in INTERCONNECTS:
+        raise fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
+    min_driver = raw.get("min_driver")
+    if isinstance(min_driver, float):
+        raise fail("min_driver", f'must be quoted, e.g. "{min_driver}" (YAML reads 550.90 as a number).')
+    if min_driver is not None:
+        if isinstance(min_driver, bool) or not isinstance(min_driver, str | int):
+            raise fail("min_driver", 'must be a driver version like "535.54".')
+        min_driver = str(min_driver)
+        if not all(p.isdigit() for p in min_driver.split(".")):
+            raise fail("min_driver", f'must be a driver version like "535.54", not {min_driver!r}.')
+    disk = raw.get("data_disk")
+    data_disk = None
+    if disk is not None:
+        if isinstance(disk, str):
+            disk = {"mount": disk}
+        if not isinstance(disk, Mapping):
+            raise fail("data_disk", "must be a mapping with 'mount' and 'min_size'.")
+        dsrc = disk if isinstance(disk, LineDict) else src
+        for key in disk:
+            if key not in DATA_DISK_KEYS:
+                raise InventoryError(
+                    f"{where(path, dsrc, key)}: {label} order data_disk has an unknown key {key!r}"
+                    f"{did_you_mean(key, DATA_DISK_KEYS) or '; allowed: mount, min_size.'}"
+                )
+        mount = disk.get("mount")
+        if not isinstance(mount, str) or not mount.startswith("/"):
+            raise fail("data_disk", f"needs 'mount' as an absolute path like /data, not {mount!r}.")
+        if mount == "/":
+            raise fail("data_disk", "mount must not be '/': the data disk must differ from the system disk.")
+        min_size = None
+        if disk.get("min_size") is not None:
+            try:
+                min_size = parse_size(disk["min_size"])
+            except ValueError as exc:
+                raise InventoryError(
+                    f"{where(path, dsrc, 'min_size')}: {label} order data_disk field 'min_size'"
+                    f" is not a valid size: {exc}."
+                ) from None
+        data_disk = DataDiskSpec(mount=mount.rstrip("/") or "/", min_size_bytes=min_size)
+    return OrderSpec(
+        gpu_model=gpu_model,
+        gpu_count=count("gpu_count"),
+        vram_bytes=size("vram"),
+        cpu_cores=count("cpu_cores"),
+        ram_bytes=size("ram"),
+        data_disk=data_disk,
+        interconnect=interconnect,
+        min_driver=min_driver,
+    )
+
+
+# ---------------------------------------------------------------- vendors
+
+
+def load_vendors(directory: Path) -> dict[str, Vendor]:
+    """Load every vendor profile `vendors/<id>.yml`; the file stem is the vendor id."""
+    vendors: dict[str, Vendor] = {}
+    if not directory.is_dir():
+        return vendors
+    for f in sorted(directory.glob("*.y*ml")):
+        vendors[f.stem] = load_vendor(f)
+    return vendors
+
+
+def load_vendor(path: Path) -> Vendor:
+    """Validate one vendor profile file."""
+    data = load_yaml(path, InventoryError, "vendor profile")
+    if data is None:
+        data = LineDict()
+    if not isinstance(data, dict):
+        raise InventoryError(
+            f"{path}, line 1: a vendor profile must be a mapping (name:, ssh:, billing: ...)."
+        )
+    _check_keys(data, VENDOR_KEYS, path, f"vendor {path.stem!r}")
+
+    def text(key: str) -> str | None:
+        v = data.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str | int):
+            raise InventoryError(
+                f"{where(path, data, key)}: vendor {path.stem!r} field {key!r} must be a text."
+            )
+        return str(v)
+
+    layer: dict[str, Any] = {}
+    ssh = data.get("ssh") or {}
+    if not isinstance(ssh, dict):
+        raise InventoryError(f"{where(path, data, 'ssh')}: vendor {path.stem!r} 'ssh' must be a mapping.")
+    _check_keys(ssh, SSH_DEFAULT_KEYS, path, f"vendor {path.stem!r} ssh")
+    layer.update(ssh)
+    if data.get("order") is not None:
+        layer["order"] = data["order"]
+    if data.get("vars") is not None:
+        layer["vars"] = data["vars"]
+    billing_raw = data.get("billing") or {}
+    if not isinstance(billing_raw, dict):
+        raise InventoryError(
+            f"{where(path, data, 'billing')}: vendor {path.stem!r} 'billing' must be a mapping."
+        )
+    _check_keys(billing_raw, BILLING_KEYS, path, f"vendor {path.stem!r} billing")
+    unit = billing_raw.get("unit", "hour")
+    if unit not in BILLING_UNITS:
+        raise InventoryError(
+            f"{where(path, billing_raw, 'unit')}: vendor {path.stem!r} billing 'unit' must be one of"
+            f" {', '.join(BILLING_UNITS)}, not {unit!r}."
+        )
+    rates: dict[str, float | None] = {}
+    for key in ("rate", "monthly_rate"):
+        v = billing_raw.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
+            raise InventoryError(
+                f"{where(path, billing_raw, key)}: vendor {path.stem!r} billing {key!r} must be a"
+                f" non-negative number, not {v!r}."
+            )
+        rates[key] = float(v) if v is not None else None
+    vendor = Vendor(
+        id=path.stem,
+        name=text("name") or path.stem,
+        licence=text("licence"),
+        icp=text("icp"),
+        data_dir=text("data_dir"),
+        registry_mirror=text("registry_mirror"),
+        billing=Billing(
+            unit=unit,
+            rate=rates["rate"],
+            currency=str(billing_raw.get("currency", "")),
+            monthly_rate=rates["monthly_rate"],
+        ),
+        shutdown_command=text("shutdown_command") or "shutdown -h now",
+        source=str(path),
+        host_defaults=layer,
+    )
+    return vendor
+
+
+# ---------------------------------------------------------------- ssh config
+
+
+def _ssh_config(
+    explicit: Path | None, raw: Mapping[str, Any], defaults: Mapping[str, Any], hosts_file: Path
+) -> Any:
+    """paramiko.SSHConfig from --ssh-config, the inventory's ssh_config key, or ~/.ssh/config."""
+    candidate = explicit
+    if candidate is None and raw.get("ssh_config"):
+        candidate = (hosts_file.parent / os.path.expanduser(str(raw["ssh_config"]))).resolve()
+        if not candidate.is_file():
+            raise InventoryError(f"{where(hosts_file, raw, 'ssh_config')}: SSH config {candidate} not found.")
+    if candidate is None:
+        env = os.environ.get("GPUONBOARD_SSH_CONFIG")
+        candidate = Path(env) if env else Path.home() / ".ssh" / "config"
+    if not candidate.is_file():
+        return None
+    import paramiko
+
+    try:
+        return paramiko.SSHConfig.from_path(str(candidate))
+    except Exception as exc:  # paramiko raises plain exceptions on bad lines
+        raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
+
+
+def _ssh_config_aliases(cfg: Any) -> set[str]:
+    if cfg is None:
+        return set()
+    return {h for h in cfg.get_hostnames() if not any(c in h for c in "*?!")}

@@ -1,0 +1,134 @@
+"""Playbooks: YAML lists of steps, validated at load, arguments rendered per host with Jinja2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .errors import PlaybookError
+from .inventory import Host
+from .steps import REGISTRY, Step
+from .steps.base import StepArgsError
+from .templating import render_value
+from .yamlload import did_you_mean, load_yaml, where
+
+PLAYBOOK_KEYS = {"name", "description", "steps"}
+STEP_KEYS = {"step", "name", "args"}
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step entry of a playbook, before per-host rendering."""
+
+    kind: str
+    label: str
+    args: dict[str, Any]
+    line: int | None
+
+
+@dataclass(frozen=True)
+class Playbook:
+    """A named, ordered list of steps from one file."""
+
+    path: Path
+    name: str
+    steps: tuple[StepSpec, ...]
+
+    @property
+    def read_only(self) -> bool:
+        """True when no step can change a host."""
+        return all(REGISTRY[s.kind].read_only for s in self.steps)
+
+    def labels(self) -> list[str]:
+        """Step labels in order."""
+        return [s.label for s in self.steps]
+
+
+def load(path: Path | str) -> Playbook:
+    """Load and validate a playbook file; every problem names file, line and key."""
+    path = Path(path)
+    data = load_yaml(path, PlaybookError, "playbook")
+    if not isinstance(data, dict):
+        raise PlaybookError(f"{path}, line 1: a playbook must be a mapping with a 'steps:' list.")
+    for key in data:
+        if key not in PLAYBOOK_KEYS:
+            raise PlaybookError(
+                f"{where(path, data, key)}: the playbook has an unknown key {key!r}"
+                f"{did_you_mean(key, PLAYBOOK_KEYS) or '; allowed: name, description, steps.'}"
+            )
+    steps_raw = data.get("steps")
+    if not isinstance(steps_raw, list) or not steps_raw:
+        raise PlaybookError(f"{where(path, data, 'steps')}: 'steps' must be a non-empty list of steps.")
+    specs: list[StepSpec] = []
+    labels: set[str] = set()
+    for i, entry in enumerate(steps_raw, 1):
+        spec = _load_step(path, data, i, entry)
+        if spec.label in labels:
+            raise PlaybookError(
+                f"{path}, line {spec.line}: step name {spec.label!r} is used twice; give each step a"
+                " unique 'name:' (the journal and --only/--skip refer to steps by name)."
+            )
+        labels.add(spec.label)
+        specs.append(spec)
+    return Playbook(path=path, name=str(data.get("name") or path.stem), steps=tuple(specs))
+
+
+def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec:
+    if not isinstance(entry, dict):
+        raise PlaybookError(f"{where(path, data, 'steps')}: step {i} must be a mapping with 'step:'.")
+    line = getattr(entry, "line", None)
+    for key in entry:
+        if key not in STEP_KEYS:
+            raise PlaybookError(
+                f"{where(path, entry, key)}: step {i} has an unknown key {key!r}"
+                f"{did_you_mean(key, STEP_KEYS) or '; allowed: step, name, args.'}"
+            )
+    kind = entry.get("step")
+    if not isinstance(kind, str) or not kind:
+        raise PlaybookError(f"{where(path, entry)}: step {i} needs 'step: <type>' ({', '.join(REGISTRY)}).")
+    if kind not in REGISTRY:
+        raise PlaybookError(
+            f"{where(path, entry, 'step')}: unknown step type {kind!r}"
+            f"{did_you_mean(kind, REGISTRY) or '; known: ' + ', '.join(REGISTRY) + '.'}"
+        )
+    args = entry.get("args") or {}
+    if not isinstance(args, dict):
+        raise PlaybookError(f"{where(path, entry, 'args')}: step {i} 'args' must be a mapping.")
+    label = entry.get("name") or kind
+    if not isinstance(label, str):
+        raise PlaybookError(f"{where(path, entry, 'name')}: step {i} 'name' must be a text.")
+    unknown = [k for k in args if k not in REGISTRY[kind].ARGS]
+    if unknown:
+        allowed = ", ".join(sorted(REGISTRY[kind].ARGS)) or "none"
+        raise PlaybookError(
+            f"{where(path, args, unknown[0])}: step {label!r} has an unknown argument {unknown[0]!r}"
+            f"{did_you_mean(unknown[0], REGISTRY[kind].ARGS) or '; allowed: ' + allowed + '.'}"
+        )
+    return StepSpec(kind=kind, label=label, args=dict(args), line=line)
+
+
+def host_context(host: Host) -> dict[str, Any]:
+    """Variables a playbook argument may use: host, vars, order, vendor."""
+    return {"host": host, "vars": host.vars, "order": host.order, "vendor": host.vendor}
+
+
+def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
+    """Render a step's arguments for one host and build the Step; errors name file and step."""
+    try:
+        args = render_value(spec.args, host_context(host))
+    except jinja2.UndefinedError as exc:
+        raise PlaybookError(
+            f"{playbook.path}, line {spec.line}: step {spec.label!r} for host {host.name!r} uses an"
+            f" undefined variable ({exc.message}); define it in the inventory's vars."
+        ) from None
+    except jinja2.TemplateError as exc:
+        raise PlaybookError(
+            f"{playbook.path}, line {spec.line}: step {spec.label!r} has a bad template ({exc})."
+        ) from None
+    try:
+        return REGISTRY[spec.kind](args, spec.label)
+    except StepArgsError as exc:
+        raise PlaybookError(f"{playbook.path}, line {spec.line}: step {spec.label!r}: {exc}.") from None

@@ -1,0 +1,63 @@
+"""`summary.json`: the stable, documented machine-readable result of one run (schema in README)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..runner import HostResult, recap
+
+SCHEMA = "gpuonboard.summary/1"
+
+
+def host_json(r: HostResult) -> dict[str, Any]:
+    """One host's record: status, rules (expected/actual/verdict), steps, facts digest."""
+    rules = [
+        {"name": c.name, "expected": c.expected, "actual": c.actual, "verdict": c.verdict, "detail": c.detail}
+        for s in r.steps
+        for c in s.checks
+    ]
+    return {
+        "name": r.host.name,
+        "address": r.host.address,
+        "port": r.host.port,
+        "vendor": r.host.vendor.id if r.host.vendor else None,
+        "vendor_name": r.host.vendor.name if r.host.vendor else None,
+        "status": r.status,
+        "msg": r.msg,
+        "host_key_fingerprint": r.fingerprint,
+        "duration": round(r.duration, 3),
+        "facts": r.facts.summary() if r.facts else None,
+        "rules": rules,
+        "steps": [s.to_json() for s in r.steps],
+    }
+
+
+def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, Any]:
+    """The whole document."""
+    return {
+        "schema": SCHEMA,
+        "tool_version": __version__,
+        **meta,
+        "recap": recap(results),
+        "hosts": [host_json(r) for r in results],
+    }
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file + rename, so a reader never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    """Write summary.json."""
+    write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,52 @@
+"""`junit.xml`: one testcase per host x rule (and per non-acceptance step), for CI dashboards."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from ..runner import HostResult
+
+
+def render(results: Sequence[HostResult], name: str) -> str:
+    """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unreachable -> <error>."""
+    suites = ET.Element("testsuites", name=name)
+    for r in results:
+        suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
+        tests = failures = errors = 0
+        if r.status == "unreachable":
+            case = ET.SubElement(suite, "testcase", classname=r.host.name, name="connect")
+            ET.SubElement(case, "error", message=r.msg).text = r.msg
+            tests, errors = 1, 1
+        for step in r.steps:
+            if step.checks:
+                for c in step.checks:
+                    tests += 1
+                    case = ET.SubElement(
+                        suite, "testcase", classname=f"{r.host.name}.{step.step}", name=c.name
+                    )
+                    text = f"expected: {c.expected}\nactual: {c.actual}" + (
+                        f"\n{c.detail}" if c.detail else ""
+                    )
+                    if c.verdict == "fail":
+                        failures += 1
+                        ET.SubElement(
+                            case, "failure", message=f"expected {c.expected}, got {c.actual}"
+                        ).text = text
+                    else:
+                        ET.SubElement(case, "system-out").text = f"verdict: {c.verdict}\n{text}"
+            else:
+                tests += 1
+                case = ET.SubElement(
+                    suite, "testcase", classname=r.host.name, name=step.step, time=f"{step.duration:.3f}"
+                )
+                if step.status == "failed":
+                    failures += 1
+                    ET.SubElement(case, "failure", message=step.msg).text = step.msg
+                elif step.status == "skipped":
+                    ET.SubElement(case, "skipped", message=step.msg)
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

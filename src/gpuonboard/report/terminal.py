@@ -1,0 +1,103 @@
+"""Terminal output (rich): a live per-host progress line while running, then tables and a recap."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from ..runner import HostResult
+
+_STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
+_VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich Console (imported lazily: rich costs start-up time)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+class Progress:
+    """Live per-host status lines on a terminal; one plain line per finished host otherwise."""
+
+    def __init__(self, hosts: Sequence[str], enabled: bool = True) -> None:
+        self.state = {h: "waiting" for h in hosts}
+        self.started = time.monotonic()
+        self.enabled = enabled
+        self.tty = enabled and sys.stdout.isatty()
+        self._live: Any = None
+        self._lock = threading.Lock()
+        self._console = console()
+
+    def __enter__(self) -> Progress:
+        if self.tty:
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=self._console, refresh_per_second=4, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(et, ev, tb)
+
+    def event(self, host: str, what: str) -> None:
+        """Record a host's new phase (called from worker threads)."""
+        with self._lock:
+            self.state[host] = what
+            if self._live is not None:
+                self._live.update(self._render())
+            elif self.enabled and what in _STATUS_STYLE:
+                self._console.print(f"[{_STATUS_STYLE[what]}]{what:>11}[/] {host}")
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        done = sum(1 for s in self.state.values() if s in _STATUS_STYLE)
+        t = Table.grid(padding=(0, 1))
+        t.add_row(f"[bold]{done}/{len(self.state)} hosts done[/] ({time.monotonic() - self.started:.1f}s)")
+        active = [(h, s) for h, s in self.state.items() if s not in _STATUS_STYLE and s != "waiting"]
+        for host, what in active[:20]:
+            t.add_row(f"  {host}: {what}...")
+        if len(active) > 20:
+            t.add_row(f"  ... and {len(active) - 20} more")
+        return t
+
+
+def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = True) -> None:
+    """Acceptance tables (expected / actual / verdict) per host, then the recap table."""
+    from rich.table import Table
+
+    con = con or console()
+    for r in results:
+        checks = [c for s in r.steps for c in s.checks]
+        if rules and checks:
+            t = Table(title=f"{r.host.name} — {r.host.vendor_name}", title_justify="left", expand=False)
+            t.add_column("rule")
+            t.add_column("expected")
+            t.add_column("actual")
+            t.add_column("verdict")
+            for c in checks:
+                actual = c.actual + (f"\n[dim]{c.detail}[/]" if c.detail else "")
+                t.add_row(c.name, c.expected, actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]")
+            con.print(t)
+    recap = Table(title="recap", title_justify="left")
+    for col in ("host", "status", "steps", "duration", "message"):
+        recap.add_column(col)
+    for r in results:
+        steps = " ".join(f"{s.step}:{s.status}" for s in r.steps) or "-"
+        recap.add_row(
+            r.host.name,
+            f"[{_STATUS_STYLE[r.status]}]{r.status}[/]",
+            steps,
+            f"{r.duration:.1f}s",
+            r.msg,
+        )
+    con.print(recap)

@@ -1,0 +1,222 @@
+"""Run a playbook's steps on hosts: bounded parallel hosts, steps in order, check mode, journal.
+
+Like Fabric's Group, every host's result is collected; a failed or unreachable host never
+stops the others. Per host: ONE connection, ONE batched fact probe, then each step's
+plan/apply/verify; the first failed step ends that host's run (later steps would act on a
+box that is not as expected) and is recorded so `--resume` continues there.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from . import journal as journal_mod
+from .connection import ConnectOptions, KnownHosts, Runner, open_runner
+from .errors import ConnectError, ExitCode, GpuonboardError, HostKeyError, UsageError
+from .facts.gather import Facts, gather
+from .inventory import Host, Inventory
+from .playbook import Playbook, instantiate
+from .steps.base import Step, StepContext, StepResult
+
+HostStatus = Literal["ok", "changed", "failed", "unreachable"]
+Event = Callable[[str, str], None]
+
+
+@dataclass
+class RunOptions:
+    """Run-wide switches from the command line."""
+
+    check: bool = False
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    resume: bool = False
+    forks: int = 20
+    state_dir: Path = Path(".gpuonboard") / "state"
+    project: Path = Path(".")
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+    run_id: str = ""
+    on_event: Event | None = None
+
+
+@dataclass
+class HostResult:
+    """Everything one host's run produced."""
+
+    host: Host
+    status: HostStatus
+    msg: str
+    steps: list[StepResult] = field(default_factory=list)
+    facts: Facts | None = None
+    fingerprint: str | None = None
+    duration: float = 0.0
+    host_key_error: bool = False
+
+
+def new_run_id() -> str:
+    """Sortable, unique run id: 20261129-173501-3fa2."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def select_steps(playbook: Playbook, only: Sequence[str], skip: Sequence[str]) -> list[str]:
+    """Step labels to run after --only/--skip; unknown names are a usage error."""
+    labels = playbook.labels()
+    for name in [*only, *skip]:
+        if name not in labels:
+            raise UsageError(
+                f"{playbook.path} has no step named {name!r}; its steps are: {', '.join(labels)}."
+            )
+    chosen = [s for s in labels if (not only or s in only) and s not in skip]
+    if not chosen:
+        raise UsageError("--only/--skip left no step to run.")
+    return chosen
+
+
+def run(
+    hosts: Sequence[Host], playbook: Playbook, inventory: Inventory | None, options: RunOptions
+) -> list[HostResult]:
+    """Run the playbook on every host (bounded by --forks); results in host order."""
+    chosen = select_steps(playbook, options.only, options.skip)
+    plans = {
+        h.name: [instantiate(playbook, s, h) for s in playbook.steps if s.label in chosen] for h in hosts
+    }
+    store = KnownHosts(options.connect.known_hosts)
+    workers = max(1, min(options.forks, len(hosts)))
+    if workers == 1:
+        return [_run_host(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host") as pool:
+        futures = [
+            pool.submit(_run_host, h, plans[h.name], playbook, inventory, options, store) for h in hosts
+        ]
+        return [f.result() for f in futures]
+
+
+_event_lock = threading.Lock()
+
+
+def _emit(options: RunOptions, host: str, event: str) -> None:
+    if options.on_event is not None:
+        with _event_lock:
+            options.on_event(host, event)
+
+
+def _run_host(
+    host: Host,
+    steps: list[Step],
+    playbook: Playbook,
+    inventory: Inventory | None,
+    options: RunOptions,
+    store: KnownHosts,
+) -> HostResult:
+    start = time.monotonic()
+    _emit(options, host.name, "connecting")
+    try:
+        runner = open_runner(host, options.connect, store, inventory)
+    except ConnectError as exc:
+        result = HostResult(
+            host,
+            "unreachable",
+            str(exc),
+            duration=time.monotonic() - start,
+            host_key_error=isinstance(exc, HostKeyError),
+        )
+        _emit(options, host.name, "unreachable")
+        return result
+    try:
+        result = _run_steps(host, runner, steps, playbook, options)
+    finally:
+        runner.close()
+    result.duration = time.monotonic() - start
+    _emit(options, host.name, result.status)
+    return result
+
+
+def _run_steps(
+    host: Host, runner: Runner, steps: list[Step], playbook: Playbook, options: RunOptions
+) -> HostResult:
+    previous = journal_mod.load(options.state_dir, host.name, playbook.name) if options.resume else None
+    resume_from = previous.failed_step if previous and not previous.finished else None
+    done_before = previous.done_steps() if previous is not None and resume_from else set()
+    _emit(options, host.name, "gathering facts")
+    extra = [p for s in steps for p in s.probes()]
+    try:
+        facts = gather(runner, extra)
+    except ConnectError as exc:
+        return HostResult(host, "unreachable", str(exc), fingerprint=runner.fingerprint)
+    except GpuonboardError as exc:
+        return HostResult(host, "failed", str(exc), fingerprint=runner.fingerprint)
+    record = journal_mod.Journal(host.name, playbook.name, options.run_id)
+    results: list[StepResult] = []
+    reached_failed = resume_from is None
+    failed: StepResult | None = None
+    for step in steps:
+        if not reached_failed and step.label == resume_from:
+            reached_failed = True
+        if not reached_failed and step.label in done_before:
+            results.append(
+                StepResult(
+                    step.label,
+                    "skipped",
+                    f"done in run {previous.run_id if previous else '?'}; resumed after it",
+                )
+            )
+            record.steps[step.label] = dict(previous.steps[step.label]) if previous else {}
+            continue
+        _emit(options, host.name, f"step {step.label}")
+        ctx = StepContext(host=host, runner=runner, facts=facts, check=options.check, project=options.project)
+        try:
+            res = step.execute(ctx)
+        except ConnectError as exc:
+            return HostResult(host, "unreachable", str(exc), results, facts, runner.fingerprint)
+        except GpuonboardError as exc:
+            res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
+        results.append(res)
+        record.steps[step.label] = {"status": res.status, "run_id": options.run_id}
+        if res.status == "failed":
+            failed = res
+            record.failed_step = step.label
+            break
+    if failed is None:
+        record.finished = True
+    if not options.check:
+        journal_mod.save(options.state_dir, record)
+    status: HostStatus
+    if failed is not None:
+        status, msg = "failed", f"step {failed.step}: {failed.msg}"
+    elif any(r.status == "changed" for r in results):
+        status, msg = "changed", _summary(results)
+    else:
+        status, msg = "ok", _summary(results)
+    return HostResult(host, status, msg, results, facts, runner.fingerprint)
+
+
+def _summary(results: list[StepResult]) -> str:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def exit_code(results: Sequence[HostResult]) -> ExitCode:
+    """One exit code for the run: failures first, then host-key refusals, then unreachable."""
+    if any(r.status == "failed" for r in results):
+        return ExitCode.ACCEPTANCE_FAILED
+    if any(r.host_key_error for r in results):
+        return ExitCode.HOST_KEY
+    if any(r.status == "unreachable" for r in results):
+        return ExitCode.UNREACHABLE
+    return ExitCode.OK
+
+
+def recap(results: Sequence[HostResult]) -> dict[str, Any]:
+    """Counts of hosts per status."""
+    out = {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
+    for r in results:
+        out[r.status] += 1
+    return out

@@ -1,0 +1,82 @@
+"""The ONLY place that builds remote command strings: quoting, sudo, env, secret masking.
+
+Every value that reaches a remote shell goes through `quote` (via `join`), so host
+names, paths or order fields holding `; rm -rf /`, `$(...)`, quotes or spaces stay
+literal data. Secrets are wrapped in `Secret` at construction and never enter a
+command line (they travel over stdin); `mask` scrubs them from any text we log.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+
+MASK = "********"
+
+
+class Secret:
+    """A value that prints masked everywhere; call `reveal()` only where it is sent (stdin)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The real value, for writing to a channel's stdin; never for logs or argv."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK})"
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def quote(value: object) -> str:
+    """Quote one value for a POSIX shell; refuses secrets (they must go over stdin)."""
+    if isinstance(value, Secret):
+        raise TypeError("a Secret must never be put on a command line; send it over stdin")
+    return shlex.quote(str(value))
+
+
+def join(argv: Iterable[object]) -> str:
+    """Build one command from an argument vector, every element quoted."""
+    return " ".join(quote(a) for a in argv)
+
+
+def with_env(command: str, env: Mapping[str, object]) -> str:
+    """Prefix a built command with quoted `env NAME=value` assignments (no secrets)."""
+    if not env:
+        return command
+    for name in env:
+        if not name.isidentifier():
+            raise ValueError(f"{name!r} is not a valid environment variable name")
+    assignments = " ".join(f"{name}={quote(value)}" for name, value in env.items())
+    return f"env {assignments} {command}"
+
+
+def sudo(command: str, user: str | None = None) -> str:
+    """Run a built command through `sudo -n` (never prompts; fails clearly instead)."""
+    prefix = ["sudo", "-n"] + (["-u", user] if user else [])
+    return f"{join(prefix)} sh -c {quote(command)}"
+
+
+def sh_c(script: str) -> str:
+    """Run a whole script text with `sh -c`, quoted as one argument."""
+    return f"sh -c {quote(script)}"
+
+
+def mask(text: str, secrets: Iterable[Secret | str]) -> str:
+    """Replace every secret's value in text with the mask (for logs and reports)."""
+    for secret in secrets:
+        value = secret.reveal() if isinstance(secret, Secret) else secret
+        if value:
+            text = text.replace(value, MASK)
+    return text

@@ -1,0 +1,11 @@
+"""Step registry: playbook `step:` names -> Step classes."""
+
+from __future__ import annotations
+
+from .acceptance import AcceptanceStep
+from .base import Check, Plan, Step, StepContext, StepResult
+from .files import CommandStep, TemplateStep
+
+REGISTRY: dict[str, type[Step]] = {cls.name: cls for cls in (AcceptanceStep, TemplateStep, CommandStep)}
+
+__all__ = ["REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]

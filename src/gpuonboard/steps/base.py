@@ -1,0 +1,141 @@
+"""The step contract: plan (pure) -> apply (skipped in check mode) -> verify; one result record.
+
+Like pyinfra, a step declares the extra read-only probes it needs, which ride in the host's
+ONE batched fact probe, so a step whose plan finds nothing to do costs no extra round trip.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from ..errors import GpuonboardError
+
+if TYPE_CHECKING:
+    from ..connection import Runner
+    from ..facts.gather import Facts
+    from ..facts.probe import Probe
+    from ..inventory import Host
+
+Status = Literal["ok", "changed", "failed", "skipped"]
+Verdict = Literal["pass", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One acceptance rule's outcome: expected vs actual and a verdict."""
+
+    name: str
+    expected: str
+    actual: str
+    verdict: Verdict
+    detail: str = ""
+
+
+@dataclass
+class StepResult:
+    """Ansible-style result record of one step on one host."""
+
+    step: str
+    status: Status
+    msg: str
+    checks: list[Check] = field(default_factory=list)
+    diff: dict[str, Any] | None = None
+    duration: float = 0.0
+    check_mode: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON form (see README: summary.json)."""
+        return {
+            "step": self.step,
+            "status": self.status,
+            "msg": self.msg,
+            "check_mode": self.check_mode,
+            "duration": round(self.duration, 3),
+            "diff": self.diff,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+@dataclass
+class Plan:
+    """What a step would do: nothing (`changes=False`), or a change described by msg/diff."""
+
+    changes: bool
+    msg: str
+    diff: dict[str, Any] | None = None
+    checks: list[Check] = field(default_factory=list)
+    failed: bool = False
+    data: Any = None
+
+
+@dataclass
+class StepContext:
+    """What a step sees: the host, its open connection, its facts, check mode, project dir."""
+
+    host: Host
+    runner: Runner
+    facts: Facts
+    check: bool
+    project: Path
+
+
+class StepArgsError(GpuonboardError):
+    """A step's arguments in a playbook are wrong (raised at load time, before connecting)."""
+
+
+class Step:
+    """Base class: subclasses set `name`, `read_only`, `ARGS`, and implement plan/apply."""
+
+    name: ClassVar[str] = ""
+    read_only: ClassVar[bool] = True
+    ARGS: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
+        unknown = [k for k in args if k not in self.ARGS]
+        if unknown:
+            allowed = ", ".join(sorted(self.ARGS)) or "none"
+            raise StepArgsError(f"unknown argument {unknown[0]!r} (allowed: {allowed})")
+        self.args = dict(args)
+        self.label = label or self.name
+
+    def probes(self) -> list[Probe]:
+        """Extra read-only probes for the batched fact probe (none by default)."""
+        return []
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Pure: decide from facts what would change, or why nothing needs to."""
+        raise NotImplementedError
+
+    def apply(self, ctx: StepContext, plan: Plan) -> Any:
+        """Make the change (never called in check mode)."""
+        return None
+
+    def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
+        """After apply: None when the host is now as planned, else why not."""
+        return None
+
+    def execute(self, ctx: StepContext) -> StepResult:
+        """plan -> (check mode: report) -> apply -> verify, timed, as one result."""
+        start = time.monotonic()
+        plan = self.plan(ctx)
+
+        def done(status: Status, msg: str) -> StepResult:
+            return StepResult(
+                self.label, status, msg, plan.checks, plan.diff, time.monotonic() - start, ctx.check
+            )
+
+        if plan.failed:
+            return done("failed", plan.msg)
+        if not plan.changes:
+            return done("ok", plan.msg)
+        if ctx.check:
+            return done("changed", f"would {plan.msg} (check mode: nothing changed)")
+        applied = self.apply(ctx, plan)
+        problem = self.verify(ctx, plan, applied)
+        if problem:
+            return done("failed", problem)
+        return done("changed", plan.msg)

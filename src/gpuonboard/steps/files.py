@@ -1,0 +1,161 @@
+"""Steps that change a host: `template` (render a Jinja2 file, write only on change) and `command`."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .. import shell
+from ..facts.probe import Probe
+from .base import Plan, Step, StepArgsError, StepContext
+
+
+def _probe_name(kind: str, key: str) -> str:
+    return f"{kind}:{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+
+
+class TemplateStep(Step):
+    """Render templates/<src> with host, order, facts and probe outputs; write it atomically
+    to `dest` only when its content or mode differs (the remote sha256 rides in the fact probe)."""
+
+    name = "template"
+    read_only = False
+    ARGS = {
+        "src": "template path under templates/",
+        "dest": "absolute remote path",
+        "mode": "octal file mode, e.g. '0644'",
+        "probes": "extra read-only commands whose outputs the template reads as p.<name>",
+    }
+
+    def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
+        super().__init__(args, label)
+        for key in ("src", "dest"):
+            if not isinstance(self.args.get(key), str) or not self.args[key]:
+                raise StepArgsError(f"argument {key!r} is required and must be a text")
+        if not posixpath.isabs(self.args["dest"]):
+            raise StepArgsError(f"argument 'dest' must be an absolute path, not {self.args['dest']!r}")
+        mode = str(self.args.get("mode", "0644"))
+        if not re.fullmatch(r"0?[0-7]{3,4}", mode):
+            raise StepArgsError(f"argument 'mode' must be an octal mode like '0644', not {mode!r}")
+        self.mode = mode.lstrip("0").rjust(3, "0")
+        probes = self.args.get("probes") or {}
+        if not isinstance(probes, Mapping) or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in probes.items()
+        ):
+            raise StepArgsError("argument 'probes' must map names to command texts")
+        self.user_probes = {k: Probe(_probe_name("p", k + v), v) for k, v in probes.items()}
+        self.state_probe = Probe(
+            _probe_name("template", self.args["dest"]),
+            "f=" + shell.quote(self.args["dest"]) + '; [ -f "$f" ] || exit 0; '
+            'printf "%s %s\\n" "$(stat -c %a "$f")" "$(sha256sum < "$f" | cut -d" " -f1)"',
+        )
+
+    def probes(self) -> list[Probe]:
+        """The remote file's mode and sha256, plus the template's own probes."""
+        return [self.state_probe, *self.user_probes.values()]
+
+    def render(self, ctx: StepContext) -> bytes:
+        """The file content for this host."""
+        from ..templating import render_file
+
+        p = {k: ctx.facts.raw[pr.name].stdout for k, pr in self.user_probes.items()}
+        return render_file(
+            ctx.project,
+            self.args["src"],
+            host=ctx.host.name,
+            inventory_host=ctx.host,
+            order=ctx.host.order,
+            vars=ctx.host.vars,
+            facts=ctx.facts.summary(),
+            p=p,
+        ).encode()
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Compare the rendered content's sha256 and the mode with the remote file's."""
+        content = self.render(ctx)
+        want = hashlib.sha256(content).hexdigest()
+        state = ctx.facts.raw[self.state_probe.name].stdout.split()
+        have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
+        dest = self.args["dest"]
+        if have_sha == want and have_mode == self.mode:
+            return Plan(False, f"{dest} is up to date")
+        diff = {
+            "path": dest,
+            "before": {"sha256": have_sha, "mode": have_mode},
+            "after": {"sha256": want, "mode": self.mode, "size": len(content)},
+        }
+        verb = "create" if have_sha is None else "update"
+        return Plan(True, f"{verb} {dest}", diff=diff, data=(content, want))
+
+    def apply(self, ctx: StepContext, plan: Plan) -> Any:
+        """Write to a temp file beside dest, chmod, then rename: never a half-written file."""
+        content, _ = plan.data
+        dest = self.args["dest"]
+        d = shell.quote(posixpath.dirname(dest) or "/")
+        script = (
+            f'set -e; d={d}; mkdir -p "$d"; t=$(mktemp "$d/.gpuonboard.XXXXXX"); '
+            f'trap \'rm -f "$t"\' EXIT; cat > "$t"; chmod {self.mode} "$t"; '
+            f'mv -f "$t" {shell.quote(dest)}; trap - EXIT; sha256sum < {shell.quote(dest)}'
+        )
+        return ctx.runner.run(shell.sh_c(script), stdin=content)
+
+    def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
+        """The sha256 the host computed after the rename must be the rendered one."""
+        _, want = plan.data
+        if not applied.ok:
+            err = (applied.stderr.strip().splitlines() or [f"exit code {applied.exit_code}"])[-1]
+            return f"could not write {self.args['dest']}: {err}"
+        got = applied.stdout.split()[:1]
+        if got != [want]:
+            return f"{self.args['dest']} does not hold the rendered content after writing"
+        return None
+
+
+class CommandStep(Step):
+    """Run a command once; `creates: PATH` makes it idempotent (skipped when PATH exists)."""
+
+    name = "command"
+    read_only = False
+    ARGS = {
+        "argv": "the command as a list of arguments (each quoted)",
+        "creates": "a path the command creates",
+    }
+
+    def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
+        super().__init__(args, label)
+        argv = self.args.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str | int | float) for a in argv):
+            raise StepArgsError("argument 'argv' is required: a list of arguments like [touch, /tmp/x]")
+        self.argv = [str(a) for a in argv]
+        creates = self.args.get("creates")
+        if creates is not None and not isinstance(creates, str):
+            raise StepArgsError("argument 'creates' must be a path")
+        self.creates = creates
+        self.state_probe = Probe(
+            _probe_name("creates", str(creates)),
+            f"[ -e {shell.quote(creates)} ] && echo present || true" if creates else "true",
+        )
+
+    def probes(self) -> list[Probe]:
+        """Whether `creates` already exists."""
+        return [self.state_probe] if self.creates else []
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Run unless `creates` exists."""
+        if self.creates and ctx.facts.raw[self.state_probe.name].stdout.strip() == "present":
+            return Plan(False, f"{self.creates} exists")
+        return Plan(True, "run " + shell.join(self.argv))
+
+    def apply(self, ctx: StepContext, plan: Plan) -> Any:
+        """Run the quoted argv."""
+        return ctx.runner.run(shell.join(self.argv))
+
+    def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
+        """The command must exit 0."""
+        if applied.ok:
+            return None
+        err = (applied.stderr.strip().splitlines() or [""])[-1]
+        return f"command {shell.join(self.argv)} exited {applied.exit_code}" + (f": {err}" if err else "")

@@ -1,0 +1,40 @@
+"""Jinja2 rendering for playbook arguments and templates/ files (StrictUndefined: no silent blanks)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+
+@lru_cache(maxsize=8)
+def _file_env(root: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+_STRING_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def render_file(project: Path, src: str, **context: Any) -> str:
+    """Render templates/<src> of the project."""
+    return _file_env(str(project / "templates")).get_template(src).render(**context)
+
+
+def render_value(value: Any, context: dict[str, Any]) -> Any:
+    """Render every string inside a YAML value (dicts and lists recursively)."""
+    if isinstance(value, str):
+        if "{{" not in value and "{%" not in value:
+            return value
+        return _STRING_ENV.from_string(value).render(**context)
+    if isinstance(value, dict):
+        return {k: render_value(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_value(v, context) for v in value]
+    return value

@@ -1,0 +1,39 @@
+"""Test hosts: simulated rented GPU servers (real sshd daemons on loopback) for tests."""
+
+from gpuonboard.testhosts.hosts import (
+    LOG_PATTERNS,
+    TestHost,
+    TestHostError,
+    TestHostPool,
+    fingerprint,
+    process_alive,
+    render_sshd_config,
+)
+from gpuonboard.testhosts.toolbox import (
+    DEFAULT_FIXTURES_ROOT,
+    PROFILES_DIR,
+    Profile,
+    ProfileError,
+    ReplayRule,
+    load_profile,
+    render_script,
+    render_toolbox,
+)
+
+__all__ = [
+    "DEFAULT_FIXTURES_ROOT",
+    "LOG_PATTERNS",
+    "PROFILES_DIR",
+    "Profile",
+    "ProfileError",
+    "ReplayRule",
+    "TestHost",
+    "TestHostError",
+    "TestHostPool",
+    "fingerprint",
+    "load_profile",
+    "process_alive",
+    "render_script",
+    "render_sshd_config",
+    "render_toolbox",
+]

@@ -1,0 +1,83 @@
+"""Parsing and printing of sizes: `80GB`, `80 GiB`, `81920MiB`, `1.5T`."""
+
+from __future__ import annotations
+
+import re
+
+# Decimal suffixes are SI (GB = 10**9 bytes) as vendors sell disks and order sheets;
+# binary suffixes (GiB) are IEC. Bare numbers are bytes.
+_MULTIPLIERS: dict[str, int] = {
+    "": 1,
+    "B": 1,
+    "K": 1000,
+    "KB": 1000,
+    "M": 1000**2,
+    "MB": 1000**2,
+    "G": 1000**3,
+    "GB": 1000**3,
+    "T": 1000**4,
+    "TB": 1000**4,
+    "P": 1000**5,
+    "PB": 1000**5,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+    "TIB": 1024**4,
+    "PIB": 1024**5,
+}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Return a size in bytes from `80GB`, `80 GiB`, `81920MiB`, an int, or raise ValueError."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value!r} is negative")
+        return value
+    if isinstance(value, float):
+        raise ValueError(f"{value!r} has no unit; write e.g. 80GB or 80GiB")
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a size")
+    match = _SIZE_RE.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a size like 80GB, 80 GiB or 81920MiB")
+    number, suffix = match.groups()
+    multiplier = _MULTIPLIERS.get(suffix.upper())
+    if multiplier is None:
+        raise ValueError(f"{value!r} has an unknown unit {suffix!r}; use B, MB, GB, TB, MiB, GiB or TiB")
+    return int(float(number) * multiplier)
+
+
+def format_bytes(n: int | None, binary: bool = True) -> str:
+    """Human-readable size: `80.0 GiB` (binary) or `85.9 GB` (decimal)."""
+    if n is None:
+        return "unknown"
+    base = 1024 if binary else 1000
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "KB", "MB", "GB", "TB", "PB"]
+    value = float(n)
+    for unit in units:
+        if abs(value) < base or unit == units[-1]:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= base
+    return f"{n} B"  # pragma: no cover
+
+
+def parse_duration(value: object) -> float:
+    """Return seconds from `30s`, `5m`, `2h`, `1.5h` or a number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r} is negative")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration")
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", value)
+    if not match:
+        raise ValueError(f"{value!r} is not a duration like 30s, 5m or 2h")
+    number, unit = match.groups()
+    factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[unit]
+    return float(number) * factor

@@ -1,0 +1,171 @@
+"""df / lsblk parsers and the mount helpers against the real captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.disks import (
+    Mount,
+    mount_for,
+    parse_df,
+    parse_lsblk_json,
+    parse_size,
+    same_device,
+)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+REAL = FIXTURES / "real"
+TIB = 1024**4
+GIB = 1024**3
+
+
+def test_every_real_df_and_lsblk_is_covered() -> None:
+    assert {p.name for p in REAL.glob("df*")} == {"df-h__8gpu-server-mi300x.txt"}
+    assert {p.name for p in REAL.glob("lsblk*")} == {"lsblk-J-b__gpu-node-8x-nvme.json"}
+
+
+def test_df_h_mi300x() -> None:
+    mounts = parse_df((REAL / "df-h__8gpu-server-mi300x.txt").read_text())
+    assert len(mounts) == 14
+    root = mount_for(mounts, "/")
+    assert root == Mount("/dev/nvme0n1p2", 438 * GIB, 43 * GIB, 374 * GIB, "/")
+    data = [m for m in mounts if m.mountpoint.startswith("/mnt/")]
+    assert len(data) == 7  # the capture shows 7 of the 8 NVMe data disks
+    assert {m.size_bytes for m in data} == {14 * TIB}
+    assert {m.used_bytes for m in data} == {28 * 1024}
+    shm = mount_for(mounts, "/dev/shm/x")
+    assert shm is not None and shm.size_bytes == 1008 * GIB and shm.device == "tmpfs"
+    efi = mount_for(mounts, "/sys/firmware/efi/efivars")
+    assert efi is not None and (efi.size_bytes, efi.used_bytes) == (304 * 1024, 167 * 1024)
+    run = mount_for(mounts, "/run")
+    assert run is not None and run.used_bytes == round(5.1 * 1024**2)
+    lock = mount_for(mounts, "/run/lock")
+    assert lock is not None and lock.used_bytes == 0
+
+
+def test_df_block_forms_and_type_column() -> None:
+    b1 = (
+        "Filesystem        1B-blocks        Used   Available Capacity Mounted on\n"
+        "/dev/nvme0n1p2 470298918912 46170898432 401579442176      11% /\n"
+        "/dev/md0     15393162788864       28672 15393162760192       1% /data set\n"
+    )
+    mounts = parse_df(b1)
+    assert mounts[0].size_bytes == 470298918912
+    assert mounts[1].mountpoint == "/data set"
+    k = "Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/sda1 1000 10 990 1% /\n"
+    assert parse_df(k)[0] == Mount("/dev/sda1", 1024000, 10240, 1013760, "/")
+    kb = "Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/sda1 1000 10 990 1% /\n"
+    assert parse_df(kb)[0].size_bytes == 1024000
+    typed = (
+        "Filesystem     Type  1024-blocks  Used Available Capacity Mounted on\n"
+        "overlay        overlay   2000   100      1900       5% /\n"
+        "/dev/nvme1n1p1 xfs       4000     0      4000       0% /data\n"
+    )
+    parsed = parse_df(typed)
+    assert [m.fstype for m in parsed] == ["overlay", "xfs"]
+    assert parsed[1] == Mount("/dev/nvme1n1p1", 4096000, 0, 4096000, "/data", "xfs")
+
+
+def test_df_wrapped_long_device_name() -> None:
+    text = (
+        "Filesystem     1K-blocks  Used Available Use% Mounted on\n"
+        "/dev/mapper/ubuntu--vg-ubuntu--lv\n"
+        "                100   10    90  10% /\n"
+    )
+    assert parse_df(text) == (Mount("/dev/mapper/ubuntu--vg-ubuntu--lv", 102400, 10240, 92160, "/"),)
+
+
+def test_lsblk_real_capture() -> None:
+    devices = parse_lsblk_json((REAL / "lsblk-J-b__gpu-node-8x-nvme.json").read_text())
+    disks = [d for d in devices if d.type == "disk"]
+    assert len(disks) == 8
+    assert len([d for d in devices if d.type == "loop"]) == 6
+    intel = [d for d in disks if d.model == "INTEL SSDPF2KX076T1O"]
+    assert len(intel) == 6
+    assert {d.size_bytes for d in intel} == {7681501126656}
+    assert all(d.rota is False for d in devices)
+    part = next(d for d in devices if d.name == "/dev/nvme2n1p1")
+    assert part.parent == "/dev/nvme2n1"
+    assert part.mountpoint == "/mnt/local-volume/vol-0"
+    assert part.size_bytes == 7681499725824
+    boot = next(d for d in devices if d.name == "/dev/nvme0n1p2")
+    assert boot.mountpoints == ()  # the capture shows no mountpoint for the OS disk
+
+
+def test_lsblk_old_and_new_util_linux_forms() -> None:
+    old = (
+        '{"blockdevices": [{"name": "sda", "size": "1000204886016", "type": "disk",'
+        ' "mountpoint": null, "rota": "1", "model": "ST1000DM010-2EP1",'
+        ' "children": [{"name": "sda1", "size": "1000203837440", "type": "part",'
+        ' "mountpoint": "/data", "rota": "1", "model": null}]}]}'
+    )
+    sda, sda1 = parse_lsblk_json(old)
+    assert (sda.size_bytes, sda.rota, sda.model, sda.parent) == (
+        1000204886016,
+        True,
+        "ST1000DM010-2EP1",
+        None,
+    )
+    assert (sda1.parent, sda1.mountpoint, sda1.rota) == ("sda", "/data", True)
+    new = (
+        '{"blockdevices": [{"name": "nvme0n1", "size": 1920383410176, "type": "disk",'
+        ' "mountpoints": [null], "rota": false, "model": "SAMSUNG MZQL21T9HCJR-00A07",'
+        ' "children": [{"name": "nvme0n1p1", "size": 1920382361600, "type": "part",'
+        ' "mountpoints": ["/var/lib/docker", "/data"], "rota": false, "model": null}]}]}'
+    )
+    disk, partition = parse_lsblk_json(new)
+    assert disk.mountpoints == () and disk.rota is False
+    assert partition.mountpoints == ("/var/lib/docker", "/data")
+
+
+@pytest.mark.parametrize("text", ["", "garbage", "{}", '{"blockdevices": 5}', "[1, 2]", "{trunc"])
+def test_garbage_lsblk(text: str) -> None:
+    assert parse_lsblk_json(text) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "garbage\n", "df: /mnt/x: No such file or directory\n", "Filesystem Foo Bar\nx y z\n"],
+)
+def test_garbage_df(text: str) -> None:
+    assert parse_df(text) == ()
+
+
+def test_mount_for_longest_prefix() -> None:
+    mounts = parse_df((REAL / "df-h__8gpu-server-mi300x.txt").read_text())
+    found = mount_for(mounts, "/mnt/nvme1n1p1/datasets/imagenet")
+    assert found is not None and found.device == "/dev/nvme1n1p1"
+    root = mount_for(mounts, "/mnt/nvme1n1p10")  # not inside /mnt/nvme1n1p1
+    assert root is not None and root.mountpoint == "/"
+    boot = mount_for(mounts, "/boot/efi/EFI")
+    assert boot is not None and boot.device == "/dev/nvme0n1p1"
+    assert mount_for((), "/") is None
+
+
+def test_same_device() -> None:
+    def m(device: str) -> Mount:
+        return Mount(device, 1, 0, 1, "/x")
+
+    assert same_device(m("/dev/nvme0n1p2"), m("/dev/nvme0n1p1"))
+    assert not same_device(m("/dev/nvme0n1p1"), m("/dev/nvme1n1p1"))
+    assert same_device(m("/dev/sda1"), m("/dev/sda2"))
+    assert same_device(m("/dev/sda"), m("/dev/sda1"))
+    assert not same_device(m("/dev/sda1"), m("/dev/sdb1"))
+    assert same_device(m("/dev/mapper/vg-root"), m("/dev/mapper/vg-root"))
+    assert not same_device(m("/dev/mapper/vg-root"), m("/dev/mapper/vg-data"))
+    assert same_device(m("tmpfs"), m("tmpfs"))
+    assert not same_device(m("overlay"), m("/dev/nvme0n1p2"))
+    mounts = parse_df((REAL / "df-h__8gpu-server-mi300x.txt").read_text())
+    root, boot = mount_for(mounts, "/"), mount_for(mounts, "/boot/efi")
+    assert root is not None and boot is not None and same_device(root, boot)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("14T", 14 * TIB), ("5.1M", round(5.1 * 1024**2)), ("304K", 304 * 1024), ("0", 0),
+     ("1008G", 1008 * GIB), ("1.8TiB", round(1.8 * TIB)), ("12", 12), ("x", None), ("", None)],
+)  # fmt: skip
+def test_parse_size(text: str, expected: int | None) -> None:
+    assert parse_size(text) == expected

@@ -1,0 +1,84 @@
+"""free and /proc/meminfo parsers against the real and derived captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.memory import MemoryInfo, parse_free, parse_meminfo
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+CASES = [
+    ("real/free__ubuntu-18.04-vm.txt", 2017300 * 1024, 1585920 * 1024, 2097148 * 1024),
+    (
+        "derived/free__gpu-server-2tib__derived.txt",
+        2065715200 * 1024,
+        1623982080 * 1024,
+        2147479552 * 1024,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "available", "swap"), CASES)
+def test_every_capture(name: str, total: int, available: int, swap: int) -> None:
+    info = parse_free((FIXTURES / name).read_text())
+    assert info == MemoryInfo(total, available, swap)
+
+
+def test_every_real_free_is_covered() -> None:
+    real = {p.name for p in (FIXTURES / "real").glob("free*")}
+    assert real == {n.split("/", 1)[1] for n, *_ in CASES if n.startswith("real/")}
+
+
+def test_derived_is_about_two_tib() -> None:
+    info = parse_free((FIXTURES / "derived/free__gpu-server-2tib__derived.txt").read_text())
+    assert info.total_bytes is not None
+    assert 1.9 < info.total_bytes / 1024**4 < 2.0
+
+
+def test_unit_bytes_for_free_b() -> None:
+    text = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    assert parse_free(text, unit_bytes=1).total_bytes == 2017300
+
+
+def test_free_h_human_sizes() -> None:
+    text = (
+        "               total        used        free      shared  buff/cache   available\n"
+        "Mem:           2.0Ti       237Mi       467Mi       1.2Mi       1.2Gi       1.5Ti\n"
+        "Swap:          2.0Gi       0B          2.0Gi\n"
+    )
+    info = parse_free(text)
+    assert info.total_bytes == 2 * 1024**4
+    assert info.available_bytes == round(1.5 * 1024**4)
+    assert info.swap_total_bytes == 2 * 1024**3
+
+
+def test_old_procps_without_available_column() -> None:
+    text = (
+        "             total       used       free     shared    buffers     cached\n"
+        "Mem:       8061508    7821548     239960          0     163776    4532076\n"
+        "-/+ buffers/cache:    3125696    4935812\n"
+        "Swap:      8388604      12676    8375928\n"
+    )
+    info = parse_free(text)
+    assert info.total_bytes == 8061508 * 1024
+    assert info.available_bytes is None
+    assert info.swap_total_bytes == 8388604 * 1024
+    assert any("available" in w for w in info.warnings)
+
+
+def test_meminfo() -> None:
+    text = (
+        "MemTotal:       2113363440 kB\nMemFree:         5000000 kB\n"
+        "MemAvailable:   2000000000 kB\nSwapTotal:             0 kB\nHugePages_Total:       0\n"
+    )
+    assert parse_meminfo(text) == MemoryInfo(2113363440 * 1024, 2000000000 * 1024, 0)
+
+
+@pytest.mark.parametrize("text", ["", "garbage\n", "free: command not found\n", "Mem: 1 2 3\n"])
+def test_garbage_warns_without_crash(text: str) -> None:
+    for info in (parse_free(text), parse_meminfo(text)):
+        assert info.total_bytes is None
+        assert info.warnings

@@ -1,0 +1,114 @@
+"""Test-host hardware profiles: every referenced fixture exists and parses to the intended box."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuonboard.facts.cpu import parse_lscpu
+from gpuonboard.facts.disks import parse_df, parse_lsblk_json
+from gpuonboard.facts.memory import parse_free
+from gpuonboard.facts.nvidia_smi import parse_any, parse_xml
+from gpuonboard.facts.topo import interconnect, parse_topo
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+PROFILES = Path(__file__).parents[2] / "src" / "gpuonboard" / "testhosts" / "profiles"
+NAMES = ["a100-8x-nvlink", "rtx4090-1x", "a100-misdelivered", "no-driver"]
+
+
+def load(name: str) -> dict[str, Any]:
+    """One profile as a dict."""
+    data = yaml.safe_load((PROFILES / f"{name}.yml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def rule_file(profile: dict[str, Any], command: str, args: str) -> Path:
+    """The fixture the replay rule for `command args` points at (first match wins)."""
+    for rule in profile["replay"][command]:
+        if rule["args"] in (args, "*"):
+            return FIXTURES / rule["file"]
+    raise AssertionError(f"no rule for {command} {args!r}")
+
+
+def test_exactly_the_four_profiles() -> None:
+    assert sorted(p.stem for p in PROFILES.glob("*.yml")) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_profile_shape_and_files_exist(name: str) -> None:
+    profile = load(name)
+    assert set(profile) == {"description", "replay", "absent"}
+    assert isinstance(profile["description"], str) and "\n" not in profile["description"]
+    assert isinstance(profile["absent"], list)
+    for command, rules in profile["replay"].items():
+        assert command not in profile["absent"]
+        for rule in rules:
+            assert set(rule) == {"args", "file"}
+            assert isinstance(rule["args"], str)
+            assert (FIXTURES / rule["file"]).is_file(), rule["file"]
+            assert rule["file"].startswith(("real/", "derived/"))
+
+
+# name, GPUs, model, interconnect, RAM bytes
+EXPECTED = [
+    ("a100-8x-nvlink", 8, "NVIDIA A100-SXM4-80GB", "nvlink", 2065715200 * 1024),
+    ("rtx4090-1x", 1, "NVIDIA GeForce RTX 4090", "single", 2065715200 * 1024),
+    ("a100-misdelivered", 4, "NVIDIA A100-SXM4-80GB", "pcie", 2017300 * 1024),
+]
+
+
+@pytest.mark.parametrize(("name", "gpus", "model", "kind", "ram"), EXPECTED)
+def test_gpu_profiles_parse(name: str, gpus: int, model: str, kind: str, ram: int) -> None:
+    profile = load(name)
+    report = parse_xml(rule_file(profile, "nvidia-smi", "-q -x").read_text())
+    assert report.attached_gpus == gpus
+    assert len(report.gpus) == gpus
+    assert {g.name for g in report.gpus} == {model}
+    topo = parse_topo(rule_file(profile, "nvidia-smi", "topo -m").read_text())
+    assert len(topo.gpus) == gpus
+    assert interconnect(topo) == kind
+    assert parse_free(rule_file(profile, "free", "-k").read_text()).total_bytes == ram
+    for rule in profile["replay"]["nvidia-smi"]:
+        if rule["args"] == "":
+            table = parse_any((FIXTURES / rule["file"]).read_text())
+            assert table.source == "table"
+            assert [g.name for g in table.gpus] == [model] * gpus
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_side_commands(name: str) -> None:
+    profile = load(name)
+    cpu = parse_lscpu(rule_file(profile, "lscpu", "").read_text())
+    assert (cpu.sockets, cpu.physical_cores, cpu.logical_cpus) == (2, 64, 64)
+    assert rule_file(profile, "nproc", "").read_text() == "64\n"
+    assert len(parse_df(rule_file(profile, "df", "-P -B1").read_text())) == 14
+    assert (
+        len(parse_lsblk_json(rule_file(profile, "lsblk", "-J -b").read_text())) == 23
+    )  # 6 loop + 8 disk + 9 part
+
+
+def test_no_driver_has_no_nvidia_smi() -> None:
+    profile = load("no-driver")
+    assert profile["absent"] == ["nvidia-smi"]
+    assert "nvidia-smi" not in profile["replay"]
+    assert parse_free(rule_file(profile, "free", "").read_text()).total_bytes == 2065715200 * 1024
+
+
+def test_derived_fixtures_are_up_to_date() -> None:
+    """derive.py, run in memory, reproduces every derived file byte for byte."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("derive", FIXTURES / "derived" / "derive.py")
+    assert spec is not None and spec.loader is not None
+    derive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(derive)
+    written: dict[str, str] = {}
+    setattr(derive, "write", written.__setitem__)  # noqa: B010 - capture instead of writing
+    assert derive.main() == 0
+    assert set(written) == {p.name for p in (FIXTURES / "derived").iterdir() if "__derived" in p.name}
+    for name, text in written.items():
+        assert (FIXTURES / "derived" / name).read_bytes() == text.encode("utf-8"), name
