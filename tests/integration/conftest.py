@@ -1,0 +1,110 @@
+"""Fixtures for end-to-end tests: real sshd test hosts and a project dir driving the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuonboard.testhosts import TestHost, TestHostPool
+
+REPO = Path(__file__).resolve().parents[2]
+
+A100_ORDER: dict[str, Any] = {
+    "gpu_model": "A100 80GB SXM",
+    "gpu_count": 8,
+    "vram": "80GB",
+    "cpu_cores": 64,
+    "ram": "1TB",
+    "data_disk": {"mount": "/mnt/nvme0n1p1", "min_size": "12TB"},
+    "interconnect": "nvlink",
+    "min_driver": "535",
+}
+
+PROFILES = {
+    "good": "a100-8x-nvlink",
+    "misdelivered": "a100-misdelivered",
+    "nodriver": "no-driver",
+    "rtx": "rtx4090-1x",
+    "bastion1": None,
+    "bastion2": None,
+    "behind": "a100-8x-nvlink",
+    "keyed": "a100-8x-nvlink",
+}
+
+
+@pytest.fixture(scope="session")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHostPool]:
+    """One pool of test hosts for the whole session (started in one batch: ~1 s)."""
+    base = tmp_path_factory.mktemp("testhosts")
+    subnet = 20 + (os.getpid() % 200)
+    with TestHostPool(base, subnet=subnet) as p:
+        p.add_many(list(PROFILES.items()))
+        yield p
+
+
+def host_entry(h: TestHost, pool: TestHostPool, pin: bool = True, **extra: Any) -> dict[str, Any]:
+    """Inventory entry for a test host (host key pinned unless pin=False)."""
+    entry: dict[str, Any] = {
+        "address": h.address,
+        "port": h.port,
+        "user": "root",
+        "key_file": str(pool.client_key),
+        "vars": {"state_dir": str(h.home / "gpuonboard-state")},
+    }
+    if pin:
+        entry["host_key"] = h.fingerprint
+    entry.update(extra)
+    return entry
+
+
+@dataclass
+class Project:
+    """A temp project dir (playbooks/templates from the repo) where the real CLI runs."""
+
+    root: Path
+    pool: TestHostPool
+
+    def write_inventory(self, hosts: dict[str, dict[str, Any]], **top: Any) -> Path:
+        """inventory/hosts.yml with the A100 order as default and the repo's vendors."""
+        doc: dict[str, Any] = {
+            "vendors_dir": str(REPO / "inventory" / "vendors"),
+            "defaults": {"vendor": "demo-idc", "order": A100_ORDER},
+            **top,
+            "hosts": hosts,
+        }
+        path = self.root / "inventory" / "hosts.yml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run `invoke <args>` with this project as cwd (the real console entry point)."""
+        cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", *args]
+        env = {**os.environ, "COLUMNS": "200", "GPUONBOARD_SSH_CONFIG": "/dev/null"}
+        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=env)
+
+    def summary(self) -> dict[str, Any]:
+        """reports/latest/summary.json of the last run."""
+        return json.loads((self.root / "reports" / "latest" / "summary.json").read_text())
+
+    def rules(self, host: str) -> dict[str, dict[str, str]]:
+        """Rules of one host in the last summary, by name."""
+        h = next(x for x in self.summary()["hosts"] if x["name"] == host)
+        return {r["name"]: r for r in h["rules"]}
+
+
+@pytest.fixture
+def project(tmp_path: Path, pool: TestHostPool) -> Project:
+    """A fresh project dir linking the repo's playbooks and templates."""
+    for d in ("playbooks", "templates"):
+        (tmp_path / d).symlink_to(REPO / d)
+    return Project(tmp_path, pool)

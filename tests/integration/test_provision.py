@@ -1,0 +1,312 @@
+"""End to end over real SSH: acceptance verdicts, host keys, jump chains, check mode, idempotency, resume."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+from conftest import REPO, Project, host_entry
+
+from gpuonboard.testhosts import TestHostPool
+
+
+def test_correct_a100_box_passes_every_rule(project: Project, pool: TestHostPool) -> None:
+    project.write_inventory({"good": host_entry(pool.hosts["good"], pool)})
+    r = project.cli("check", "--host", "good")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rules = project.rules("good")
+    assert {n: x["verdict"] for n, x in rules.items()} == {
+        "nvidia_driver": "pass",
+        "gpu_model": "pass",
+        "gpu_count": "pass",
+        "vram": "pass",
+        "cpu_cores": "pass",
+        "ram": "pass",
+        "data_disk": "pass",
+        "interconnect": "pass",
+        "min_driver": "pass",
+    }
+    assert rules["gpu_model"]["actual"] == "8 x NVIDIA A100-SXM4-80GB"
+    assert rules["interconnect"]["actual"] == "nvlink (weakest GPU link NV18)"
+    doc = project.summary()
+    assert doc["schema"] == "gpuonboard.summary/1"
+    assert doc["hosts"][0]["host_key_fingerprint"] == pool.hosts["good"].fingerprint
+    assert doc["exit_code"] == 0
+    junit = (project.root / "reports" / "latest" / "junit.xml").read_text()
+    assert junit.count("<testcase") == 9 and "<failure" not in junit
+    assert "PASS" in r.stdout and "good" in r.stdout
+
+
+def test_misdelivered_box_fails_with_expected_and_actual(project: Project, pool: TestHostPool) -> None:
+    project.write_inventory({"misdelivered": host_entry(pool.hosts["misdelivered"], pool)})
+    r = project.cli("check", "--host", "misdelivered")
+    assert r.returncode == 1, r.stderr + r.stdout
+    rules = project.rules("misdelivered")
+    assert rules["gpu_count"] == {
+        "name": "gpu_count",
+        "expected": "8",
+        "actual": "4",
+        "verdict": "fail",
+        "detail": "",
+    }
+    assert rules["ram"]["expected"] == ">= 1.0 TB"
+    assert rules["ram"]["actual"] == "1.9 GiB (2.1 GB)"
+    assert rules["ram"]["verdict"] == "fail"
+    assert rules["interconnect"]["expected"] == "nvlink"
+    assert rules["interconnect"]["actual"] == "pcie (weakest GPU link SYS)"
+    assert rules["interconnect"]["verdict"] == "fail"
+    assert rules["gpu_model"]["verdict"] == "pass"
+    assert rules["vram"]["verdict"] == "pass"
+    junit = (project.root / "reports" / "latest" / "junit.xml").read_text()
+    assert junit.count("<failure") == 3
+    assert "FAIL" in r.stdout
+
+
+def test_box_without_driver_fails_with_nvidia_smi_not_found(project: Project, pool: TestHostPool) -> None:
+    project.write_inventory({"nodriver": host_entry(pool.hosts["nodriver"], pool)})
+    r = project.cli("check", "--host", "nodriver")
+    assert r.returncode == 1
+    rules = project.rules("nodriver")
+    assert rules["nvidia_driver"]["actual"] == "nvidia-smi not found"
+    assert rules["nvidia_driver"]["verdict"] == "fail"
+    assert rules["gpu_count"]["actual"] == "unknown: nvidia-smi not found"
+    # the rest of the box is still judged from real facts
+    assert rules["cpu_cores"]["verdict"] == "pass"
+    assert rules["data_disk"]["verdict"] == "pass"
+
+
+def test_unreachable_host_is_reported_while_others_complete(project: Project, pool: TestHostPool) -> None:
+    addr, port = pool.unreachable_address()
+    project.write_inventory(
+        {
+            "good": host_entry(pool.hosts["good"], pool),
+            "gone": {"address": addr, "port": port, "key_file": str(pool.client_key)},
+            "rtx": host_entry(pool.hosts["rtx"], pool),
+        }
+    )
+    r = project.cli("check", "--connect-retries", "0")
+    assert r.returncode == 1, r.stdout  # rtx fails its (A100) order; gone is unreachable
+    hosts = {h["name"]: h for h in project.summary()["hosts"]}
+    assert hosts["good"]["status"] == "ok"
+    assert hosts["rtx"]["status"] == "failed"
+    assert hosts["gone"]["status"] == "unreachable"
+    assert hosts["gone"]["msg"] == (
+        f"host gone ({addr}:{port}) is unreachable: connection refused; check the address, port and"
+        " firewall, or whether the server is up."
+    )
+    # only unreachable: exit code 3
+    project.write_inventory({"gone": {"address": addr, "port": port, "key_file": str(pool.client_key)}})
+    assert project.cli("check", "--connect-retries", "0").returncode == 3
+
+
+def test_unknown_host_key_refused_then_trusted_and_recorded(project: Project, pool: TestHostPool) -> None:
+    h = pool.hosts["good"]
+    project.write_inventory({"good": host_entry(h, pool, pin=False)})
+    r = project.cli("check")
+    assert r.returncode == 4
+    msg = project.summary()["hosts"][0]["msg"]
+    assert msg == (
+        f"host good ({h.address}) has an unknown host key {h.fingerprint}; confirm it with the vendor,"
+        " then rerun with --trust-new-hosts or pin it as host_key in the inventory."
+    )
+    known = project.root / ".gpuonboard" / "known_hosts"
+    assert not known.exists()
+    assert project.cli("check", "--trust-new-hosts").returncode == 0
+    assert h.host_key_pub.split()[1] in known.read_text()
+    assert project.cli("check").returncode == 0  # now known: accepted without the flag
+
+
+def test_changed_host_key_is_refused(project: Project, pool: TestHostPool) -> None:
+    h = pool.hosts["keyed"]
+    project.write_inventory({"keyed": host_entry(h, pool, pin=False)})
+    assert project.cli("check", "--trust-new-hosts").returncode == 0
+    old = h.fingerprint
+    h.regenerate_host_key()
+    r = project.cli("check", "--trust-new-hosts")
+    assert r.returncode == 4
+    msg = project.summary()["hosts"][0]["msg"]
+    assert f"presented a DIFFERENT host key ({h.fingerprint})" in msg
+    assert f"({old})" in msg and "man-in-the-middle" in msg
+    # a pinned fingerprint that does not match is refused too
+    project.write_inventory({"keyed": host_entry(h, pool, pin=False, host_key=old)})
+    (project.root / ".gpuonboard" / "known_hosts").unlink()
+    assert project.cli("check").returncode == 4
+    assert "but the inventory pins" in project.summary()["hosts"][0]["msg"]
+
+
+def test_two_hop_jump_chain(project: Project, pool: TestHostPool) -> None:
+    b1, b2, target = pool.hosts["bastion1"], pool.hosts["bastion2"], pool.hosts["behind"]
+    before = {n: pool.log_counts(n)["logins"] for n in ("bastion1", "bastion2", "behind")}
+    project.write_inventory(
+        {
+            "bastion1": host_entry(b1, pool),
+            "bastion2": host_entry(b2, pool, jump="bastion1"),
+            "behind": host_entry(target, pool, jump=["bastion1", "bastion2"]),
+        }
+    )
+    r = project.cli("check", "--host", "behind")
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = {n: pool.log_counts(n)["logins"] for n in before}
+    assert {n: after[n] - before[n] for n in before} == {"bastion1": 1, "bastion2": 1, "behind": 1}
+    assert project.rules("behind")["gpu_count"]["verdict"] == "pass"
+
+
+def _provision_inventory(project: Project, pool: TestHostPool) -> Path:
+    h = pool.hosts["good"]
+    project.write_inventory({"good": host_entry(h, pool)})
+    return h.home / "gpuonboard-state" / "acceptance.env"
+
+
+def test_check_mode_changes_nothing(project: Project, pool: TestHostPool) -> None:
+    dest = _provision_inventory(project, pool)
+    dest.unlink(missing_ok=True)
+    r = project.cli("provision", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = project.summary()["hosts"][0]["steps"]
+    assert steps[1]["status"] == "changed" and steps[1]["msg"].startswith("would create")
+    assert not dest.exists() and not dest.parent.exists()
+
+
+def test_second_run_changes_nothing(project: Project, pool: TestHostPool) -> None:
+    dest = _provision_inventory(project, pool)
+    dest.unlink(missing_ok=True)
+    assert project.cli("provision").returncode == 0
+    first = project.summary()["hosts"][0]
+    assert first["status"] == "changed"
+    content, stat = dest.read_text(), dest.stat()
+    assert "DELIVERED_GPU_COUNT=8" in content
+    assert oct(stat.st_mode & 0o777) == "0o644"
+    before = pool.log_counts("good")
+    assert project.cli("provision").returncode == 0
+    second = project.summary()["hosts"][0]
+    assert second["status"] == "ok"
+    assert [s["status"] for s in second["steps"]] == ["ok", "ok"]
+    assert first["rules"] == second["rules"]
+    assert dest.stat().st_mtime_ns == stat.st_mtime_ns and dest.read_text() == content
+    after = pool.log_counts("good")
+    # the no-change run: one connection, one session (the batched probe)
+    assert after["connections"] - before["connections"] == 1
+    assert after["sessions"] - before["sessions"] == 1
+
+
+def test_resume_continues_at_the_failed_step(project: Project, pool: TestHostPool, tmp_path: Path) -> None:
+    h = pool.hosts["good"]
+    marker = tmp_path / "marker"
+    ran = tmp_path / "ran.log"
+    project.write_inventory({"good": host_entry(h, pool)})
+    book = {
+        "name": "resumable",
+        "steps": [
+            {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
+            {"step": "command", "name": "flaky", "args": {"argv": ["test", "-e", str(marker)]}},
+            {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
+        ],
+    }
+    pb = project.root / "resumable.yml"
+    pb.write_text(yaml.safe_dump(book))
+    r = project.cli("provision", "--playbook", str(pb))
+    assert r.returncode == 1
+    steps = project.summary()["hosts"][0]["steps"]
+    assert [s["status"] for s in steps] == ["changed", "failed"]
+    assert steps[1]["msg"] == f"command test -e {marker} exited 1"
+    marker.touch()
+    assert project.cli("provision", "--playbook", str(pb), "--resume").returncode == 0
+    steps = project.summary()["hosts"][0]["steps"]
+    assert [(s["step"], s["status"]) for s in steps] == [
+        ("first", "skipped"),
+        ("flaky", "changed"),
+        ("last", "changed"),
+    ]
+    assert ran.read_text() == "first\nlast\n"  # `first` did not run again
+
+
+def test_only_and_skip_select_steps(project: Project, pool: TestHostPool) -> None:
+    dest = _provision_inventory(project, pool)
+    dest.unlink(missing_ok=True)
+    assert project.cli("provision", "--skip", "record-acceptance").returncode == 0
+    assert [s["step"] for s in project.summary()["hosts"][0]["steps"]] == ["acceptance"]
+    assert not dest.exists()
+    r = project.cli("provision", "--only", "nope")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"error: {REPO / 'playbooks' / 'provision.yml'} has no step named 'nope'; its steps are:"
+        " acceptance, record-acceptance."
+    ).replace(str(REPO / "playbooks"), str(project.root / "playbooks"))
+
+
+def test_hostile_values_never_execute(project: Project, pool: TestHostPool, tmp_path: Path) -> None:
+    h = pool.hosts["good"]
+    pwned = tmp_path / "pwned"
+    evil = f"; touch {pwned}1; $(touch {pwned}2) `touch {pwned}3` '\"{pwned}4 & | > <"
+    out_dir = tmp_path / "dir with spaces; $(touch x)"
+    entry = host_entry(h, pool)
+    entry["vars"].update({"evil": evil, "state_dir": str(out_dir)})
+    project.write_inventory({"good": entry})
+    book = {
+        "name": "hostile",
+        "steps": [
+            {
+                "step": "command",
+                "name": "echo",
+                "args": {
+                    "argv": [
+                        "sh",
+                        "-c",
+                        'printf %s "$1" > "$2"',
+                        "sh",
+                        "{{ vars.evil }}",
+                        str(tmp_path / "o"),
+                    ]
+                },
+            },
+            {
+                "step": "template",
+                "name": "file",
+                "args": {"src": "remote/acceptance.env.j2", "dest": "{{ vars.state_dir }}/a b.env"},
+            },
+        ],
+    }
+    pb = project.root / "hostile.yml"
+    pb.write_text(yaml.safe_dump(book))
+    r = project.cli("provision", "--playbook", str(pb))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "o").read_text() == evil
+    assert (out_dir / "a b.env").is_file()
+    assert not any(p.name.startswith("pwned") for p in tmp_path.iterdir())
+    assert not (project.root / "x").exists()
+
+
+def test_local_connection_runs_on_this_machine(project: Project, pool: TestHostPool) -> None:
+    project.write_inventory({"localhost": {"connection": "local", "order": {"cpu_cores": 1}}})
+    r = project.cli("check", "--host", "localhost")
+    rules = project.rules("localhost")
+    # this machine has no GPU driver, but its CPU is real
+    assert rules["nvidia_driver"]["verdict"] == "fail"
+    assert rules["cpu_cores"]["verdict"] in ("pass", "warn")
+    assert r.returncode == 1
+    assert project.summary()["hosts"][0]["host_key_fingerprint"] is None
+
+
+def test_ssh_config_alias_and_ansible_inventory(project: Project, pool: TestHostPool) -> None:
+    h = pool.hosts["good"]
+    cfg = project.root / "ssh_config"
+    cfg.write_text(
+        f"Host a100-alias\n  HostName {h.address}\n  Port {h.port}\n  User root\n  IdentityFile {pool.client_key}\n"
+    )
+    inv = project.write_inventory({"a100-alias": {"host_key": h.fingerprint}}, ssh_config=str(cfg))
+    assert project.cli("check").returncode == 0
+    assert project.summary()["hosts"][0]["address"] == h.address
+    ini = project.root / "ansible.ini"
+    ini.write_text(
+        "[gpu]\n"
+        f"a100 ansible_host={h.address} ansible_port={h.port} ansible_user=root"
+        f" ansible_ssh_private_key_file={pool.client_key}\n"
+        "[gpu:vars]\n"
+        f"gpuonboard_host_key={h.fingerprint}\n"
+    )
+    r = project.cli("check", "--inventory", str(ini))
+    # no order in the Ansible inventory: only the driver rule runs, and it passes
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [x["name"] for x in project.summary()["hosts"][0]["rules"]] == ["nvidia_driver"]
+    assert inv.exists() and os.access(ini, os.R_OK)
