@@ -292,7 +292,10 @@ def test_ssh_config_alias_and_ansible_inventory(project: Project, pool: TestHost
     h = pool.hosts["good"]
     cfg = project.root / "ssh_config"
     cfg.write_text(
-        f"Host a100-alias\n  HostName {h.address}\n  Port {h.port}\n  User root\n  IdentityFile {pool.client_key}\n"
+        "\n".join(
+            ["Host a100-alias", f"  HostName {h.address}", f"  Port {h.port}", "  User root"]
+            + [f"  IdentityFile {pool.client_key}", ""]
+        )
     )
     inv = project.write_inventory({"a100-alias": {"host_key": h.fingerprint}}, ssh_config=str(cfg))
     assert project.cli("check").returncode == 0
