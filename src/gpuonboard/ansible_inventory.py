@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
-from .yamlload import LineDict, parse_yaml, where
+from .yamlload import LineDict, did_you_mean, parse_yaml, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
 _GROUP_KEYS = {"hosts", "children", "vars"}
@@ -130,6 +130,7 @@ class _Builder:
         self.groups: LineDict = LineDict()
         self.groups.key_lines = {}
         self.defaults: LineDict = LineDict()
+        self.children: dict[str, list[str]] = {}
 
     def add_host(self, name: str, hvars: Mapping[str, Any], line: int | None) -> None:
         converted = convert_vars(hvars)
@@ -159,7 +160,28 @@ class _Builder:
             if m not in entry["hosts"]:
                 entry["hosts"].append(m)
 
+    def add_child(self, parent: str, child: str) -> None:
+        self.children.setdefault(parent, [])
+        if child not in self.children[parent]:
+            self.children[parent].append(child)
+
+    def _depth(self, group: str, parents: Mapping[str, list[str]], seen: frozenset[str]) -> int:
+        if group in seen:
+            raise InventoryError(f"{self.path}: group {group!r} is its own child; remove the cycle.")
+        ups = [p for p in parents.get(group, []) if p != "all"]
+        return 1 + max((self._depth(p, parents, seen | {group}) for p in ups), default=0)
+
     def result(self) -> LineDict:
+        # Ansible's precedence: a child group's vars override its parent's. Later groups win
+        # in our resolution, so order groups parents-first (by depth), file order otherwise.
+        parents: dict[str, list[str]] = {}
+        for parent, kids in self.children.items():
+            for kid in kids:
+                parents.setdefault(kid, []).append(parent)
+        depth = {g: self._depth(g, parents, frozenset()) for g in self.groups}
+        ordered = LineDict({g: self.groups[g] for g in sorted(self.groups, key=lambda g: depth[g])})
+        ordered.key_lines = self.groups.key_lines
+        self.groups = ordered
         out = LineDict({"defaults": self.defaults, "hosts": self.hosts, "groups": self.groups})
         out.key_lines = {}
         return out
@@ -171,8 +193,8 @@ def from_yaml(data: Mapping[str, Any], path: Path) -> LineDict:
     top = data.get("all", data) if "all" in data else {"children": data}
     if not isinstance(top, Mapping):
         raise InventoryError(f"{where(path, data, 'all')}: Ansible 'all' must be a mapping.")
-    b.defaults = convert_vars(top.get("vars") or {})
     _walk_group(b, "all", top, path)
+    b.defaults = convert_vars(top.get("vars") or {})
     b.groups.pop("all", None)
     return b.result()
 
@@ -185,9 +207,13 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
     for key in group:
         if key not in _GROUP_KEYS:
             raise InventoryError(
-                f"{where(path, group, key)}: Ansible group {name!r} has an unknown key {key!r};"
-                " allowed: hosts, children, vars."
+                f"{where(path, group, key)}: Ansible group {name!r} has an unknown key {key!r}"
+                f"{did_you_mean(key, _GROUP_KEYS) or '; allowed: hosts, children, vars.'}"
             )
+    if not isinstance(group.get("vars") or {}, Mapping):
+        raise InventoryError(
+            f"{where(path, group, 'vars')}: Ansible group {name!r} 'vars' must be a mapping of name: value."
+        )
     members: list[str] = []
     hosts = group.get("hosts") or {}
     if not isinstance(hosts, Mapping):
@@ -210,6 +236,7 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
     gvars = (group.get("vars") or {}) if name != "all" else {}
     b.add_group(name, gvars, [], getattr(group, "line", None))
     for cname, cdef in children.items():
+        b.add_child(name, cname)
         members += _walk_group(b, cname, cdef, path)
     b.add_group(name, {}, members, None)
     return members
@@ -236,7 +263,10 @@ def load_ini(path: Path) -> LineDict:
             direct.setdefault(section, [])
             continue
         if s.startswith("["):
-            raise InventoryError(f"{path}, line {lineno}: malformed section header {s!r}.")
+            raise InventoryError(
+                f"{path}, line {lineno}: malformed section header {s!r}; write [group],"
+                " [group:vars] or [group:children]."
+            )
         try:
             words = shlex.split(s, comments=True)
         except ValueError as exc:
@@ -244,7 +274,9 @@ def load_ini(path: Path) -> LineDict:
         if kind == "vars":
             key, _, value = s.partition("=")
             if not _:
-                raise InventoryError(f"{path}, line {lineno}: expected name=value in [{section}:vars].")
+                raise InventoryError(
+                    f"{path}, line {lineno}: expected name=value in [{section}:vars], not {s!r}."
+                )
             group_vars.setdefault(section, {})[key.strip()] = _ini_value(value.strip())
         elif kind == "children":
             children.setdefault(section, []).append(words[0])
@@ -254,7 +286,8 @@ def load_ini(path: Path) -> LineDict:
                 key, eq, value = w.partition("=")
                 if not eq:
                     raise InventoryError(
-                        f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be name=value."
+                        f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be written"
+                        " name=value, with no spaces around '='."
                     )
                 hvars[key] = _ini_value(value)
             b.add_host(words[0], hvars, lineno)
@@ -272,6 +305,8 @@ def load_ini(path: Path) -> LineDict:
         if g in ("all", "ungrouped"):
             continue
         b.add_group(g, group_vars.get(g, {}), members(g), None)
+        for c in children.get(g, []):
+            b.add_child(g, c)
     b.defaults = convert_vars(group_vars.get("all", {}))
     return b.result()
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ConnectError, HostKeyError
+from .errors import CommandError, ConnectError, HostKeyError
 from .inventory import Host, Inventory
 
 DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
@@ -179,12 +179,12 @@ class SSHRunner:
         """Run one command on a new exec channel of the shared connection."""
         try:
             chan = self.transport.open_session()
-            chan.exec_command(command)
+            _exec_pipelined(chan, command)
             if stdin is not None:
                 chan.sendall(stdin)
             chan.shutdown_write()
             out, err = _drain(chan, timeout)
-            code = chan.recv_exit_status()
+            code = chan.recv_exit_status() if chan.exit_status_ready() else -1
             chan.close()
         except (OSError, EOFError) as exc:
             raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
@@ -192,11 +192,31 @@ class SSHRunner:
             if type(exc).__module__.startswith("paramiko"):
                 raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
             raise
+        if code == -1 and not out and not err:
+            raise CommandError(f"host {self.host.name}: the server refused to run a command on its SSH session.")
         return CommandResult(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         """Close the connection and every jump hop."""
         _close_all([*self._hops, self._conn])
+
+
+def _exec_pipelined(chan: Any, command: str) -> None:
+    """Send the exec request without waiting for the server's reply (saves one round trip).
+
+    Same message as paramiko's Channel.exec_command, minus its wait: stdin and the exit
+    status follow on the channel; a refused request closes the channel, which _drain sees.
+    """
+    from paramiko.common import cMSG_CHANNEL_REQUEST
+    from paramiko.message import Message
+
+    m = Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string("exec")
+    m.add_boolean(True)
+    m.add_string(command)
+    chan.transport._send_user_message(m)
 
 
 def _drain(chan: Any, timeout: float | None) -> tuple[bytes, bytes]:
@@ -210,7 +230,7 @@ def _drain(chan: Any, timeout: float | None) -> tuple[bytes, bytes]:
         if chan.recv_stderr_ready():
             err.append(chan.recv_stderr(1 << 16))
             continue
-        if chan.exit_status_ready() and chan.eof_received:
+        if (chan.exit_status_ready() and chan.eof_received) or chan.closed:
             break
         if deadline is not None and time.monotonic() > deadline:
             chan.close()

@@ -167,16 +167,16 @@ class Inventory:
             for name in hosts:
                 if name not in self.hosts:
                     raise UsageError(
-                        f"no host named {name!r} in {self.source}"
-                        f"{did_you_mean(name, self.hosts)}"
-                        f" (run `invoke inventory` to list hosts)."
+                        f"no host named {name!r} in {self.source}; run `invoke inventory` to list hosts"
+                        f"{did_you_mean(name, self.hosts) or '.'}"
                     )
             names = [n for n in names if n in hosts]
         if group:
             if group not in self.groups:
                 raise UsageError(
-                    f"no group named {group!r} in {self.source}{did_you_mean(group, self.groups)}"
-                    f" (known groups: {', '.join(self.groups) or 'none'})."
+                    f"no group named {group!r} in {self.source}"
+                    f" (known groups: {', '.join(self.groups) or 'none'})"
+                    f"{did_you_mean(group, self.groups) or '.'}"
                 )
             members = set(self.groups[group])
             names = [n for n in names if n in members]
@@ -257,7 +257,8 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
         raise InventoryError(f"{where(hosts_file, raw, 'hosts')}: no hosts defined; add a 'hosts:' mapping.")
     hosts_raw = _mapping(hosts_raw, hosts_file, raw, "hosts")
     groups_raw = _mapping(raw.get("groups") or LineDict(), hosts_file, raw, "groups")
-    vendors = load_vendors(_vendors_dir(raw, hosts_file))
+    vendors_dir = _vendors_dir(raw, hosts_file)
+    vendors = load_vendors(vendors_dir)
     groups: dict[str, tuple[str, ...]] = {}
     group_vars: dict[str, Mapping[str, Any]] = {}
     for gname, gdef in groups_raw.items():
@@ -271,8 +272,9 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
         for m in members:
             if m not in hosts_raw:
                 raise InventoryError(
-                    f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} lists unknown host {m!r}"
-                    f"{did_you_mean(m, hosts_raw)}"
+                    f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} lists unknown host {m!r};"
+                    f" define it under 'hosts:' or remove it from the group"
+                    f"{did_you_mean(m, hosts_raw) or '.'}"
                 )
         gvars = _mapping(gdef.get("vars") or LineDict(), hosts_file, gdef, "vars", f"group {gname!r} vars")
         _check_host_keys(gvars, hosts_file, f"group {gname!r} vars")
@@ -287,7 +289,16 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
         layers: list[tuple[Mapping[str, Any], str]] = [(defaults, "defaults")]
         layers += [(group_vars[g], f"group {g!r}") for g in member_of]
         layers.append((hdef, f"host {hname!r}"))
-        hosts[hname] = _resolve_host(hname, layers, member_of, vendors, hosts_file, ssh_cfg)
+        hosts[hname] = _resolve_host(
+            hname,
+            layers,
+            member_of,
+            vendors,
+            hosts_file,
+            ssh_cfg,
+            vendors_dir,
+            where(hosts_file, hosts_raw, hname),
+        )
     for host in hosts.values():
         if host.name in host.jump:
             raise InventoryError(
@@ -347,6 +358,8 @@ def _resolve_host(
     vendors: dict[str, Vendor],
     path: Path,
     ssh_cfg: Any,
+    vendors_dir: Path,
+    host_where: str,
 ) -> Host:
     vendor_id: str | None = None
     vendor_src: tuple[Mapping[str, Any], str] | None = None
@@ -354,17 +367,17 @@ def _resolve_host(
         if "vendor" in layer:
             vendor_id, vendor_src = layer["vendor"], (layer, label)
     vendor = None
-    vendor_layer: dict[str, Any] = {}
+    vendor_layer: Mapping[str, Any] = {}
     if vendor_id is not None:
         assert vendor_src is not None
         if not isinstance(vendor_id, str) or vendor_id not in vendors:
             raise InventoryError(
                 f"{where(path, vendor_src[0], 'vendor')}: {vendor_src[1]} names unknown vendor"
-                f" {vendor_id!r}{did_you_mean(str(vendor_id), vendors)}"
-                f" (vendor profiles are the files in {_vendor_hint(path)})."
+                f" {vendor_id!r}; vendor profiles are the files <name>.yml in {vendors_dir}"
+                f"{did_you_mean(str(vendor_id), vendors) or '.'}"
             )
         vendor = vendors[vendor_id]
-        vendor_layer = dict(vendor.host_defaults)
+        vendor_layer = vendor.host_defaults
     merged: dict[str, Any] = {}
     origin: dict[str, tuple[Mapping[str, Any], str]] = {}
     ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
@@ -373,9 +386,12 @@ def _resolve_host(
         for k in layer:
             origin[k] = (layer, label)
 
+    def file_of(label: str) -> Path:
+        return Path(vendor.source) if vendor is not None and label.startswith("vendor ") else path
+
     def err(key: str, problem: str) -> InventoryError:
         src, label = origin.get(key, (LineDict(), f"host {name!r}"))
-        return InventoryError(f"{where(path, src, key)}: {label} field {key!r} {problem}")
+        return InventoryError(f"{where(file_of(label), src, key)}: {label} field {key!r} {problem}")
 
     sshc = ssh_cfg.lookup(name) if ssh_cfg is not None else {}
     connection = merged.get("connection", "ssh")
@@ -389,9 +405,8 @@ def _resolve_host(
         elif hostname and hostname != name or name in _ssh_config_aliases(ssh_cfg):
             address = hostname or name
         else:
-            src = layers[-1][0]
             raise InventoryError(
-                f"{where(path, src)}: host {name!r} has no 'address' and no Host entry in the SSH"
+                f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"
                 " config; add address: <IP or DNS name>."
             )
     if not isinstance(address, str) or not address.strip():
@@ -431,7 +446,13 @@ def _resolve_host(
     if not isinstance(hvars, Mapping):
         raise err("vars", "must be a mapping of name: value.")
     order_src = origin.get("order", (LineDict(), f"host {name!r}"))
-    order = parse_order(merged.get("order") or {}, path, order_src[0], order_src[1])
+    order_origins: dict[str, tuple[Path, Mapping[str, Any], str]] = {}
+    for layer, label in ordered:
+        if isinstance(layer.get("order"), Mapping):
+            order_origins.update({k: (file_of(label), layer["order"], label) for k in layer["order"]})
+    order = parse_order(
+        merged.get("order") or {}, file_of(order_src[1]), order_src[0], order_src[1], order_origins
+    )
     return Host(
         name=name,
         address=address.strip(),
@@ -451,10 +472,6 @@ def _resolve_host(
     )
 
 
-def _vendor_hint(path: Path) -> str:
-    return str(path.parent / "vendors")
-
-
 def _parse_jump(value: Any, err: Any) -> tuple[str, ...]:
     if value is None or value == "" or value == "none":
         return ()
@@ -467,20 +484,40 @@ def _parse_jump(value: Any, err: Any) -> tuple[str, ...]:
     return tuple(hops)
 
 
-def parse_order(raw: Any, path: Path, parent: Mapping[str, Any], label: str) -> OrderSpec:
-    """Validate an order mapping into an OrderSpec; errors name file, line and field."""
+def parse_order(
+    raw: Any,
+    path: Path,
+    parent: Mapping[str, Any],
+    label: str,
+    origins: Mapping[str, tuple[Path, Mapping[str, Any], str]] | None = None,
+) -> OrderSpec:
+    """Validate an order mapping into an OrderSpec; errors name file, line and field.
+
+    `origins` maps each key of a merged order (group + host ...) to the file, mapping and
+    label it came from, so an error points where the bad value was written.
+    """
     if not isinstance(raw, Mapping):
         raise InventoryError(f"{where(path, parent, 'order')}: {label} 'order' must be a mapping.")
     src = raw if isinstance(raw, LineDict) else parent
+
+    def origin(key: str) -> tuple[Path, Mapping[str, Any], str]:
+        return (origins or {}).get(key) or (path, src, label)
+
+    def at(key: str) -> tuple[str, str]:
+        file, mapping, who = origin(key)
+        return where(file, mapping, key), who
+
     for key in raw:
         if key not in ORDER_KEYS:
+            loc, who = at(key)
             raise InventoryError(
-                f"{where(path, src, key)}: {label} order has an unknown key {key!r}"
+                f"{loc}: {who} order has an unknown key {key!r}"
                 f"{did_you_mean(key, ORDER_KEYS) or '; allowed: ' + ', '.join(sorted(ORDER_KEYS)) + '.'}"
             )
 
     def fail(key: str, problem: str) -> InventoryError:
-        return InventoryError(f"{where(path, src, key)}: {label} order field {key!r} {problem}")
+        loc, who = at(key)
+        return InventoryError(f"{loc}: {who} order field {key!r} {problem}")
 
     def size(key: str) -> int | None:
         if raw.get(key) is None:
@@ -506,7 +543,10 @@ def parse_order(raw: Any, path: Path, parent: Mapping[str, Any], label: str) -> 
         raise fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
     min_driver = raw.get("min_driver")
     if isinstance(min_driver, float):
-        raise fail("min_driver", f'must be quoted, e.g. "{min_driver}" (YAML reads 550.90 as a number).')
+        raise fail(
+            "min_driver",
+            f'must be quoted text like "550.90"; unquoted, YAML reads it as the number {min_driver!r}.',
+        )
     if min_driver is not None:
         if isinstance(min_driver, bool) or not isinstance(min_driver, str | int):
             raise fail("min_driver", 'must be a driver version like "535.54".')
@@ -520,25 +560,37 @@ def parse_order(raw: Any, path: Path, parent: Mapping[str, Any], label: str) -> 
             disk = {"mount": disk}
         if not isinstance(disk, Mapping):
             raise fail("data_disk", "must be a mapping with 'mount' and 'min_size'.")
-        dsrc = disk if isinstance(disk, LineDict) else src
+        dfile, dparent, dlabel = origin("data_disk")
+
+        def disk_at(key: str) -> str:
+            if isinstance(disk, LineDict) and key in disk:
+                return where(dfile, disk, key)
+            return where(dfile, dparent, "data_disk")
+
         for key in disk:
             if key not in DATA_DISK_KEYS:
                 raise InventoryError(
-                    f"{where(path, dsrc, key)}: {label} order data_disk has an unknown key {key!r}"
+                    f"{disk_at(key)}: {dlabel} order data_disk has an unknown key {key!r}"
                     f"{did_you_mean(key, DATA_DISK_KEYS) or '; allowed: mount, min_size.'}"
                 )
         mount = disk.get("mount")
         if not isinstance(mount, str) or not mount.startswith("/"):
-            raise fail("data_disk", f"needs 'mount' as an absolute path like /data, not {mount!r}.")
-        if mount == "/":
-            raise fail("data_disk", "mount must not be '/': the data disk must differ from the system disk.")
+            raise InventoryError(
+                f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must be an absolute path like /data,"
+                f" not {mount!r}."
+            )
+        if mount.rstrip("/") == "":
+            raise InventoryError(
+                f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must not be '/' (the system disk);"
+                " give the data disk's own mount point, like /data."
+            )
         min_size = None
         if disk.get("min_size") is not None:
             try:
                 min_size = parse_size(disk["min_size"])
             except ValueError as exc:
                 raise InventoryError(
-                    f"{where(path, dsrc, 'min_size')}: {label} order data_disk field 'min_size'"
+                    f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size'"
                     f" is not a valid size: {exc}."
                 ) from None
         data_disk = DataDiskSpec(mount=mount.rstrip("/") or "/", min_size_bytes=min_size)
@@ -588,16 +640,23 @@ def load_vendor(path: Path) -> Vendor:
             )
         return str(v)
 
-    layer: dict[str, Any] = {}
+    # The host-settings layer this profile contributes; it keeps line numbers so a bad value
+    # is reported at its line in this file.
+    layer = LineDict()
+    layer.line = data.line if isinstance(data, LineDict) else None
+    layer.key_lines = {}
     ssh = data.get("ssh") or {}
     if not isinstance(ssh, dict):
         raise InventoryError(f"{where(path, data, 'ssh')}: vendor {path.stem!r} 'ssh' must be a mapping.")
     _check_keys(ssh, SSH_DEFAULT_KEYS, path, f"vendor {path.stem!r} ssh")
-    layer.update(ssh)
-    if data.get("order") is not None:
-        layer["order"] = data["order"]
-    if data.get("vars") is not None:
-        layer["vars"] = data["vars"]
+    for key, value in ssh.items():
+        layer[key] = value
+        _copy_line(layer, key, ssh)
+    # data_dir belongs in the layer too, so the profile's value beats `defaults:` (vendor > defaults).
+    for key in ("order", "vars", "data_dir"):
+        if data.get(key) is not None:
+            layer[key] = data[key]
+            _copy_line(layer, key, data)
     billing_raw = data.get("billing") or {}
     if not isinstance(billing_raw, dict):
         raise InventoryError(
@@ -637,6 +696,12 @@ def load_vendor(path: Path) -> Vendor:
         host_defaults=layer,
     )
     return vendor
+
+
+def _copy_line(target: LineDict, key: str, source: Mapping[str, Any]) -> None:
+    line = source.line_of(key) if isinstance(source, LineDict) else None
+    if line is not None:
+        target.key_lines[key] = line
 
 
 # ---------------------------------------------------------------- ssh config

@@ -51,6 +51,8 @@ def load(path: Path | str) -> Playbook:
     """Load and validate a playbook file; every problem names file, line and key."""
     path = Path(path)
     data = load_yaml(path, PlaybookError, "playbook")
+    if data is None:
+        raise PlaybookError(f"{path}: the playbook is empty; add a 'steps:' list like '- step: acceptance'.")
     if not isinstance(data, dict):
         raise PlaybookError(f"{path}, line 1: a playbook must be a mapping with a 'steps:' list.")
     for key in data:
@@ -61,7 +63,10 @@ def load(path: Path | str) -> Playbook:
             )
     steps_raw = data.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
-        raise PlaybookError(f"{where(path, data, 'steps')}: 'steps' must be a non-empty list of steps.")
+        raise PlaybookError(
+            f"{where(path, data, 'steps')}: 'steps' must be a non-empty list of steps,"
+            " each written like '- step: acceptance'."
+        )
     specs: list[StepSpec] = []
     labels: set[str] = set()
     for i, entry in enumerate(steps_raw, 1):
@@ -78,7 +83,10 @@ def load(path: Path | str) -> Playbook:
 
 def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec:
     if not isinstance(entry, dict):
-        raise PlaybookError(f"{where(path, data, 'steps')}: step {i} must be a mapping with 'step:'.")
+        raise PlaybookError(
+            f"{where(path, data, 'steps')}: step {i} must be a mapping like 'step: acceptance',"
+            f" not {entry!r}."
+        )
     line = getattr(entry, "line", None)
     for key in entry:
         if key not in STEP_KEYS:

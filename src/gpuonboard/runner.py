@@ -43,6 +43,7 @@ class RunOptions:
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     run_id: str = ""
     on_event: Event | None = None
+    core_facts: bool = True
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _run_steps(
     _emit(options, host.name, "gathering facts")
     extra = [p for s in steps for p in s.probes()]
     try:
-        facts = gather(runner, extra)
+        facts = gather(runner, extra, core=options.core_facts)
     except ConnectError as exc:
         return HostResult(host, "unreachable", str(exc), fingerprint=runner.fingerprint)
     except GpuonboardError as exc:

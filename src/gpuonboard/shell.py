@@ -8,6 +8,7 @@ command line (they travel over stdin); `mask` scrubs them from any text we log.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 
@@ -56,7 +57,8 @@ def with_env(command: str, env: Mapping[str, object]) -> str:
     if not env:
         return command
     for name in env:
-        if not name.isidentifier():
+        # POSIX names only: str.isidentifier() would also pass non-ASCII letters like 'é'.
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ValueError(f"{name!r} is not a valid environment variable name")
     assignments = " ".join(f"{name}={quote(value)}" for name, value in env.items())
     return f"env {assignments} {command}"

@@ -35,13 +35,15 @@ def parse_size(value: object) -> int:
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{value!r} is negative")
+            raise ValueError(f"{value!r} is negative; a size must be zero or more")
         return value
     if isinstance(value, float):
         raise ValueError(f"{value!r} has no unit; write e.g. 80GB or 80GiB")
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size")
     match = _SIZE_RE.match(value)
+    if not match and _SIZE_RE.match(value.strip().removeprefix("-")):
+        raise ValueError(f"{value!r} is negative; a size must be zero or more")
     if not match:
         raise ValueError(f"{value!r} is not a size like 80GB, 80 GiB or 81920MiB")
     number, suffix = match.groups()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,19 +33,32 @@ class DuplicateKey(yaml.MarkedYAMLError):
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
+    # Duplicates are checked among the mapping's own keys only: a key that overrides one
+    # pulled in by a `<<: *anchor` merge is the point of the merge, not a mistake.
+    first_line: dict[str, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = _key(loader, key_node)
+        if key in first_line:
+            raise DuplicateKey(
+                None, None, f"duplicate key {key!r} (first on line {first_line[key]})", key_node.start_mark
+            )
+        first_line[key] = key_node.start_mark.line + 1
     loader.flatten_mapping(node)
     result = LineDict()
     result.line = node.start_mark.line + 1
     result.key_lines = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str):
-            key = str(key)
-        if key in result:
-            raise DuplicateKey(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        key = _key(loader, key_node)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = key_node.start_mark.line + 1
     return result
+
+
+def _key(loader: _Loader, key_node: yaml.Node) -> str:
+    key = loader.construct_object(key_node, deep=True)
+    return key if isinstance(key, str) else str(key)
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -67,14 +81,25 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError]) -> Any:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except DuplicateKey as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
-        raise error(
-            f"{path}, line {line}: {exc.problem}; each name may appear only once in a mapping."
-        ) from None
+        raise error(f"{path}, line {line}: {exc.problem}; remove or rename one of them.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         where = f", line {mark.line + 1}" if mark is not None else ""
-        raise error(f"{path}{where}: invalid YAML: {problem}.") from None
+        raise error(
+            f"{path}{where}: invalid YAML: {' '.join(str(problem).split())}{_context(exc)};"
+            " check the indentation, quotes and brackets around that line."
+        ) from None
+
+
+def _context(exc: yaml.YAMLError) -> str:
+    """` (in the flow mapping that starts on line 4)` from PyYAML's context, when it has one."""
+    context = getattr(exc, "context", None)
+    mark = getattr(exc, "context_mark", None)
+    match = re.match(r"while (?:parsing|scanning) an? (.+)$", context or "")
+    if not match or mark is None:
+        return ""
+    return f" (in the {match.group(1)} that starts on line {mark.line + 1})"
 
 
 def where(path: Path, mapping: object, key: str | None = None) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .. import shell
 from ..errors import CommandError
 from . import cpu, disks, memory, nvidia_smi, topo
 from .probe import Probe, ProbeOutput, build_script, new_token, split_output
@@ -22,8 +23,9 @@ CORE_PROBES: tuple[Probe, ...] = (
         "nvidia_smi",
         "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x"
         f" || nvidia-smi --query-gpu={_GPU_FIELDS} --format=csv,nounits || nvidia-smi",
+        slow=True,
     ),
-    Probe("nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m"),
+    Probe("nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m", slow=True),
     Probe("lscpu", "lscpu"),
     Probe("free", "free -k"),
     Probe("df", "df -P -k"),
@@ -77,15 +79,19 @@ class Facts:
         }
 
 
-def gather(runner: Runner, extra: Sequence[Probe] = (), timeout: float = 120) -> Facts:
-    """Run the ONE batched probe on the host and parse its outputs."""
-    probes = list(CORE_PROBES) + [p for p in extra if p.name not in {c.name for c in CORE_PROBES}]
+def gather(runner: Runner, extra: Sequence[Probe] = (), timeout: float = 120, core: bool = True) -> Facts:
+    """Run the ONE batched probe on the host and parse its outputs.
+
+    `core=False` runs only the steps' own probes (a playbook that needs no hardware facts).
+    """
+    base = list(CORE_PROBES) if core else []
+    probes = base + [p for p in extra if p.name not in {c.name for c in base}]
     token = new_token()
-    result = runner.run(build_script(probes, token), timeout=timeout)
-    if result.exit_code != 0 and token not in result.stdout:
+    result = runner.run(shell.sh_c(build_script(probes, token)), timeout=timeout)
+    if token not in result.stdout:
         detail = (result.stderr.strip() or f"exit code {result.exit_code}").splitlines()[0]
         raise CommandError(f"host {runner.host.name}: the fact probe could not run ({detail}).")
-    raw = split_output(result.stdout, token, [p.name for p in probes])
+    raw = split_output(result.stdout, result.stderr, token, [p.name for p in probes])
     return parse_facts(raw)
 
 
@@ -97,6 +103,7 @@ def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
     warnings: list[str] = []
+    raw = {**{p.name: ProbeOutput("", "not probed", 127) for p in CORE_PROBES}, **raw}
     gpu_text = _ok(raw, "nvidia_smi")
     gpu = nvidia_smi.parse_any(gpu_text) if gpu_text else None
     if gpu is not None:

@@ -18,10 +18,15 @@ MAX_STDERR = 4096
 
 @dataclass(frozen=True)
 class Probe:
-    """A named read-only command whose raw output becomes a fact."""
+    """A named read-only command whose raw output becomes a fact.
+
+    `slow` probes (a real `nvidia-smi -q -x` takes seconds) run in the background while
+    the quick ones run inline; quick probes cost one process each and no temp file.
+    """
 
     name: str
     command: str  # built with gpuonboard.shell (a constant or shell.join(...))
+    slow: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,23 +44,50 @@ class ProbeOutput:
 
 
 def build_script(probes: Sequence[Probe], token: str) -> str:
-    """The sh script that runs all probes concurrently and frames their outputs."""
-    lines = [
-        "T=$(mktemp -d 2>/dev/null) || { echo 'gpuonboard: mktemp failed' >&2; exit 97; }",
-        "trap 'rm -rf \"$T\"' EXIT",
-        "export LC_ALL=C",
-    ]
-    for i, probe in enumerate(probes):
-        lines.append(f'( {probe.command} ) >"$T/{i}.o" 2>"$T/{i}.e" </dev/null; echo $? >"$T/{i}.c" &')
-    lines.append("wait")
-    for i, probe in enumerate(probes):
-        tag = shell.quote(f"{token} {probe.name}")
-        lines.append(
-            f'printf \'%s %s\\n\' {tag} "$(cat "$T/{i}.c")"; cat "$T/{i}.o"; '
-            f"printf '\\n%s\\n' {shell.quote(token + ' stderr')}; head -c {MAX_STDERR} \"$T/{i}.e\"; "
-            "printf '\\n'"
-        )
+    """The sh script: slow probes in the background, quick ones inline, all outputs framed.
+
+    stdout carries `TOKEN begin NAME` / output / `TOKEN end NAME RC` blocks; stderr carries
+    `TOKEN stderr NAME` / output blocks. Few processes: with 50 hosts on one 2-core box the
+    per-probe forks dominate the cost, so no per-probe cat, head or $(...) is spawned.
+    """
+    tag = shell.quote(token)
+    slow = [p for p in probes if p.slow]
+    lines = ["export LC_ALL=C"]
+    if slow:
+        tmp = '"${TMPDIR:-/tmp}/.gpuonboard.$$.' + token[-8:] + '"'
+        lines += [
+            f'T={tmp}; mkdir -m 700 "$T" || exit 97',
+            "trap 'rm -rf \"$T\"' EXIT",
+        ]
+        for i, probe in enumerate(slow):
+            lines.append(
+                f'( ( {probe.command} ) >"$T/{i}.o" 2>"$T/{i}.e" </dev/null; echo $? >"$T/{i}.c" ) &'
+            )
+
+    def frame(name: str, body: str, rc: str) -> None:
+        q = shell.quote(name)
+        lines.append(f"printf '%s begin %s\\n' {tag} {q}; printf '\\n%s stderr %s\\n' {tag} {q} >&2")
+        lines.append(body)
+        lines.append(f"printf '\\n%s end %s %s\\n' {tag} {q} {rc}")
+
+    for probe in probes:
+        if not probe.slow:
+            frame(probe.name, f"( {probe.command} ) </dev/null; rc=$?", '"$rc"')
+    if slow:
+        lines.append("wait")
+        for i, probe in enumerate(slow):
+            frame(probe.name, f'read rc <"$T/{i}.c"; cat "$T/{i}.o"; cat "$T/{i}.e" >&2', '"$rc"')
+    lines.append(f"printf '\\n%s stderr %s\\n' {tag} {shell.quote(_END)} >&2")
     return "\n".join(lines) + "\n"
+
+
+_END = "__end__"
+
+
+def _lines(text: str) -> list[str]:
+    """Split on \\n only (str.splitlines also splits on \\r, \\x0c, \\u2028 ...)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def new_token() -> str:
@@ -63,36 +95,42 @@ def new_token() -> str:
     return "@@gpuonboard-" + secrets.token_hex(12)
 
 
-def split_output(text: str, token: str, names: Sequence[str]) -> dict[str, ProbeOutput]:
+def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> dict[str, ProbeOutput]:
     """Cut the framed script output back into one ProbeOutput per probe name."""
-    results: dict[str, ProbeOutput] = {}
-    current: str | None = None
-    code = 0
-    out: list[str] = []
-    err: list[str] = []
-    target = out
+    outs: dict[str, tuple[str, int]] = {}
+    errs: dict[str, str] = {}
     prefix = token + " "
-
-    def flush() -> None:
-        if current is not None:
-            results[current] = ProbeOutput(_strip_one(out), _strip_one(err), code)
-
-    for line in text.splitlines(keepends=True):
-        if line.startswith(prefix):
-            rest = line[len(prefix) :].strip()
-            if rest == "stderr":
-                target = err
-                continue
-            flush()
-            name, _, rc = rest.rpartition(" ")
-            current, code = name, int(rc) if rc.lstrip("-").isdigit() else -1
-            out, err = [], []
-            target = out
+    current: str | None = None
+    block: list[str] = []
+    for line in _lines(stdout):
+        if not line.startswith(prefix):
+            if current is not None:
+                block.append(line)
             continue
-        target.append(line)
-    flush()
+        kind, _, rest = line[len(prefix) :].strip().partition(" ")
+        if kind == "begin":
+            current, block = rest, []
+        elif kind == "end" and current is not None:
+            name, _, rc = rest.rpartition(" ")
+            outs[current] = (_strip_one(block), int(rc) if rc.lstrip("-").isdigit() else -1)
+            current = None
+    current = None
+    for line in _lines(stderr):
+        if line.startswith(prefix + "stderr "):
+            if current is not None:
+                errs[current] = _strip_one(block)
+            current, block = line[len(prefix) + 7 :].strip(), []
+        elif current is not None:
+            block.append(line)
+    if current is not None:
+        errs[current] = _strip_one(block)
+    results: dict[str, ProbeOutput] = {}
     for name in names:
-        results.setdefault(name, ProbeOutput("", "probe produced no output", -1))
+        if name in outs:
+            out, rc = outs[name]
+            results[name] = ProbeOutput(out, errs.get(name, "")[:MAX_STDERR], rc)
+        else:
+            results[name] = ProbeOutput("", "probe produced no output", -1)
     return results
 
 

@@ -1,0 +1,50 @@
+"""The batched probe script: framing survives hostile outputs, exit codes and stderr are kept."""
+
+from __future__ import annotations
+
+import subprocess
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuonboard import shell
+from gpuonboard.facts.probe import Probe, build_script, new_token, split_output
+
+
+def run_script(probes: list[Probe]) -> dict:
+    token = new_token()
+    # bytes, decoded as the SSH runner does (text=True would translate \r\n)
+    proc = subprocess.run(["/bin/sh", "-c", build_script(probes, token)], capture_output=True)
+    return split_output(proc.stdout.decode(), proc.stderr.decode(), token, [p.name for p in probes])
+
+
+def test_outputs_exit_codes_and_stderr_are_separated() -> None:
+    probes = [
+        Probe("a", "printf 'one\\ntwo\\n'"),
+        Probe("b", "printf 'no newline'; echo oops >&2; exit 3"),
+        Probe("c", "definitely-not-a-command-xyz"),
+        Probe("slow", "sleep 0.1; echo late; echo warn >&2", slow=True),
+        Probe("empty", "true"),
+    ]
+    out = run_script(probes)
+    assert out["a"].stdout == "one\ntwo\n" and out["a"].exit_code == 0 and out["a"].stderr == ""
+    assert out["b"].stdout == "no newline" and out["b"].exit_code == 3 and out["b"].stderr == "oops\n"
+    assert out["c"].exit_code == 127 and out["c"].absent
+    assert out["slow"].stdout == "late\n" and out["slow"].stderr == "warn\n" and out["slow"].exit_code == 0
+    assert out["empty"].stdout == "" and out["empty"].exit_code == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=200))
+def test_any_output_round_trips(text: str) -> None:
+    # An output that imitates our framing cannot forge a section: the token is random.
+    fake = f"@@gpuonboard-0000 end x 0\n{text}"
+    cmd = shell.join(["printf", "%s", fake])
+    out = run_script([Probe("x", cmd), Probe("y", cmd, slow=True)])
+    assert out["x"].stdout == fake
+    assert out["y"].stdout == fake
+
+
+def test_missing_probe_output_is_reported_not_raised() -> None:
+    out = split_output("", "", new_token(), ["gone"])
+    assert out["gone"].exit_code == -1 and out["gone"].stdout == ""
