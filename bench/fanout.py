@@ -65,9 +65,23 @@ def counts(pool: TestHostPool, names: list[str]) -> dict[str, int]:
 
 
 def run_check(root: Path, n: int) -> tuple[float, int]:
-    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "check", "--quiet", "--forks", str(n)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from gpuonboard.cli import main; main()",
+        "check",
+        "--quiet",
+        "--forks",
+        str(n),
+    ]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env={**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null"})
+    proc = subprocess.run(
+        cmd,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null"},
+    )
     dt = time.perf_counter() - t0
     if proc.returncode != 0:
         print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
@@ -80,11 +94,17 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
     biggest = max(a.sizes)
-    with tempfile.TemporaryDirectory(prefix="gpuonboard-fanout-") as tmp, TestHostPool(Path(tmp) / "hosts", subnet=9) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="gpuonboard-fanout-") as tmp,
+        TestHostPool(Path(tmp) / "hosts", subnet=9) as pool,
+    ):
         t0 = time.perf_counter()
         pool.add_many([(f"h{i:02d}", "a100-8x-nvlink") for i in range(1, biggest + 1)])
         print(f"started {biggest} test hosts in {time.perf_counter() - t0:.2f}s")
-        print(f"{'N':>3} {'run':>6} {'median s':>9} {'min s':>7} {'hosts/s':>8} {'conn/host':>9} {'logins/host':>11} {'sessions/host':>13}")
+        print(
+            f"{'N':>3} {'run':>6} {'median s':>9} {'min s':>7} {'hosts/s':>8}"
+            f" {'conn/host':>9} {'logins/host':>11} {'sessions/host':>13}"
+        )
         for n in a.sizes:
             names = [f"h{i:02d}" for i in range(1, n + 1)]
             for label in ("first", "second"):
@@ -105,8 +125,8 @@ def main() -> int:
                     per = {k: (after[k] - before[k]) / n for k in after}
                 med = statistics.median(times)
                 print(
-                    f"{n:>3} {label:>6} {med:>9.2f} {min(times):>7.2f} {n / med:>8.1f} {per['connections']:>9.2f}"
-                    f" {per['logins']:>11.2f} {per['sessions']:>13.2f}"
+                    f"{n:>3} {label:>6} {med:>9.2f} {min(times):>7.2f} {n / med:>8.1f}"
+                    f" {per['connections']:>9.2f} {per['logins']:>11.2f} {per['sessions']:>13.2f}"
                 )
     return 0
 

@@ -29,8 +29,14 @@ def main() -> int:
     inv = json.loads(hosts_json.read_text())
     wl = json.loads((workload_dir / "workload.json").read_text())
     hosts = [
-        Host(name=h["name"], address=h["address"], port=int(h["port"]), user=h["user"],
-             key_file=h["key"], use_agent=False)
+        Host(
+            name=h["name"],
+            address=h["address"],
+            port=int(h["port"]),
+            user=h["user"],
+            key_file=h["key"],
+            use_agent=False,
+        )
         for h in inv
     ]
     step = StepSpec(
@@ -49,17 +55,22 @@ def main() -> int:
         project = Path(tmp)
         (project / "templates").symlink_to(workload_dir)
         options = RunOptions(
-            forks=len(hosts), state_dir=project / "state", project=project,
+            forks=len(hosts),
+            state_dir=project / "state",
+            project=project,
             connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"])),
-            run_id=new_run_id(), core_facts=False,
+            run_id=new_run_id(),
+            core_facts=False,
         )
         results = run(hosts, book, None, options)
     changed = sum(r.status == "changed" for r in results)
     bad = [r for r in results if r.status in ("failed", "unreachable")]
     for r in bad:
         print(f"{r.host.name}: {r.status}: {r.msg}", file=sys.stderr)
-    print(f"gpuonboard: {len(results) - len(bad)} hosts ok, {changed} changed, "
-          f"{len(results) - len(bad) - changed} unchanged")
+    print(
+        f"gpuonboard: {len(results) - len(bad)} hosts ok, {changed} changed, "
+        f"{len(results) - len(bad) - changed} unchanged"
+    )
     return 1 if bad else 0
 
 

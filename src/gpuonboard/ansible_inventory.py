@@ -47,7 +47,8 @@ _OUR_KEYS = {
 
 
 def looks_like_ini(path: Path) -> bool:
-    """An INI inventory: `.ini` suffix, or a first meaningful line that is a [section]."""
+    """An INI inventory: `.ini` suffix, or a first meaningful line that is not YAML-shaped
+    (a `[section]`, or an ungrouped host line like `gpu-1 ansible_host=10.0.0.1`)."""
     if path.suffix == ".ini":
         return True
     if path.suffix in (".yml", ".yaml"):
@@ -56,7 +57,10 @@ def looks_like_ini(path: Path) -> bool:
         for line in path.read_text(encoding="utf-8").splitlines():
             s = line.strip()
             if s and not s.startswith(("#", ";")):
-                return bool(re.match(r"^\[[^\]]+\]$", s))
+                if re.match(r"^\[[^\]]+\]$", s):
+                    return True
+                yaml_shaped = s.startswith(("---", "- ", "{", "%")) or s == "-"
+                return not (yaml_shaped or re.match(r"^[^\s=]+:(\s|$)", s))
     except (OSError, UnicodeDecodeError):
         return False
     return False

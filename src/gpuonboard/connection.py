@@ -50,8 +50,14 @@ class Runner(Protocol):
     host: Host
     fingerprint: str | None
 
-    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
-        """Run `command` (built by gpuonboard.shell) and capture its output."""
+    def run(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+    ) -> CommandResult:
+        """Run `command` (built by gpuonboard.shell) and capture its output.
+
+        `prefetch=True` hints that another command will follow, so the SSH runner opens
+        the next channel while this command runs (its round trip then costs nothing).
+        """
         ...
 
     def close(self) -> None:
@@ -174,15 +180,20 @@ class SSHRunner:
         self._hops = hops
         self.fingerprint = policy.seen
         self.transport = connection.client.get_transport()
+        self._spare: Any = None
 
-    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
-        """Run one command on a new exec channel of the shared connection."""
+    def run(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+    ) -> CommandResult:
+        """Run one command on an exec channel of the shared connection (see Runner.run)."""
         try:
-            chan = self.transport.open_session()
+            chan, self._spare = self._spare or self.transport.open_session(), None
             _exec_pipelined(chan, command)
             if stdin is not None:
                 chan.sendall(stdin)
             chan.shutdown_write()
+            if prefetch:
+                self._spare = self.transport.open_session()
             out, err = _drain(chan, timeout)
             code = chan.recv_exit_status() if chan.exit_status_ready() else -1
             chan.close()
@@ -193,11 +204,16 @@ class SSHRunner:
                 raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
             raise
         if code == -1 and not out and not err:
-            raise CommandError(f"host {self.host.name}: the server refused to run a command on its SSH session.")
+            raise CommandError(
+                f"host {self.host.name}: the server refused to run a command on its SSH session."
+            )
         return CommandResult(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         """Close the connection and every jump hop."""
+        if self._spare is not None:
+            with contextlib.suppress(Exception):
+                self._spare.close()
         _close_all([*self._hops, self._conn])
 
 
@@ -251,7 +267,9 @@ class LocalRunner:
     def __init__(self, host: Host) -> None:
         self.host = host
 
-    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
+    def run(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+    ) -> CommandResult:
         """Run one command through /bin/sh locally."""
         proc = subprocess.run(
             ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout

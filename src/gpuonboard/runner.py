@@ -147,7 +147,9 @@ def _run_steps(
     _emit(options, host.name, "gathering facts")
     extra = [p for s in steps for p in s.probes()]
     try:
-        facts = gather(runner, extra, core=options.core_facts)
+        # a step that may change the host will need a second channel: open it meanwhile
+        may_change = not options.check and any(not s.read_only for s in steps)
+        facts = gather(runner, extra, core=options.core_facts, prefetch=may_change)
     except ConnectError as exc:
         return HostResult(host, "unreachable", str(exc), fingerprint=runner.fingerprint)
     except GpuonboardError as exc:

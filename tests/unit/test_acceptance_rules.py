@@ -29,8 +29,14 @@ GOOD = dict(
     df="real/df-h__8gpu-server-mi300x.txt",
 )
 ORDER = OrderSpec(
-    gpu_model="A100 80GB SXM", gpu_count=8, vram_bytes=80 * 10**9, cpu_cores=64, ram_bytes=10**12,
-    data_disk=DataDiskSpec("/mnt/nvme0n1p1", 12 * 10**12), interconnect="nvlink", min_driver="535",
+    gpu_model="A100 80GB SXM",
+    gpu_count=8,
+    vram_bytes=80 * 10**9,
+    cpu_cores=64,
+    ram_bytes=10**12,
+    data_disk=DataDiskSpec("/mnt/nvme0n1p1", 12 * 10**12),
+    interconnect="nvlink",
+    min_driver="535",
 )
 
 
@@ -65,17 +71,26 @@ def test_version_tuple() -> None:
 def test_correct_box_passes_every_rule() -> None:
     checks = evaluate(ORDER, facts_from(**GOOD))
     assert [(c.name, c.verdict) for c in checks] == [
-        ("nvidia_driver", "pass"), ("gpu_model", "pass"), ("gpu_count", "pass"), ("vram", "pass"),
-        ("cpu_cores", "pass"), ("ram", "pass"), ("data_disk", "pass"), ("interconnect", "pass"),
+        ("nvidia_driver", "pass"),
+        ("gpu_model", "pass"),
+        ("gpu_count", "pass"),
+        ("vram", "pass"),
+        ("cpu_cores", "pass"),
+        ("ram", "pass"),
+        ("data_disk", "pass"),
+        ("interconnect", "pass"),
         ("min_driver", "pass"),
     ]
 
 
 def test_each_shortfall_fails_its_rule() -> None:
     facts = facts_from(
-        **{**GOOD, "nvidia_smi": "real/nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml",
-           "nvidia_topo": "derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
-           "free": "real/free__ubuntu-18.04-vm.txt"}
+        **{
+            **GOOD,
+            "nvidia_smi": "real/nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml",
+            "nvidia_topo": "derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
+            "free": "real/free__ubuntu-18.04-vm.txt",
+        }
     )
     verdicts = {c.name: (c.verdict, c.actual) for c in evaluate(ORDER, facts)}
     assert verdicts["gpu_model"] == ("fail", "1 x NVIDIA A100-SXM4-40GB")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -172,6 +171,24 @@ def test_ini_detected_without_suffix(inv_dir: Path) -> None:
     plain.write_text("# team inventory\n" + ANSIBLE_INI)
     assert looks_like_ini(plain)
     assert inventory.load(plain).hosts["bastion"].user == "jump"
+
+
+@pytest.mark.parametrize(
+    ("text", "ini"),
+    [
+        ("[gpus]\ng1\n", True),
+        ("g1 ansible_host=10.0.0.1\n", True),
+        ("# comment\n; comment\n\ng1\n", True),
+        ("hosts:\n  g1: {address: x}\n", False),
+        ("---\nall: {}\n", False),
+        ("- a\n", False),
+        ("{hosts: {g1: {}}}\n", False),
+    ],
+)
+def test_looks_like_ini_without_suffix(tmp_path: Path, text: str, ini: bool) -> None:
+    path = tmp_path / "hosts"
+    path.write_text(text)
+    assert looks_like_ini(path) is ini
 
 
 def test_ansible_yaml_without_all_is_recognised(tmp_path: Path) -> None:

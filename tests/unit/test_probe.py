@@ -35,7 +35,9 @@ def test_outputs_exit_codes_and_stderr_are_separated() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=200))
+@given(
+    st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=200)
+)
 def test_any_output_round_trips(text: str) -> None:
     # An output that imitates our framing cannot forge a section: the token is random.
     fake = f"@@gpuonboard-0000 end x 0\n{text}"

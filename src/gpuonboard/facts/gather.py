@@ -79,7 +79,13 @@ class Facts:
         }
 
 
-def gather(runner: Runner, extra: Sequence[Probe] = (), timeout: float = 120, core: bool = True) -> Facts:
+def gather(
+    runner: Runner,
+    extra: Sequence[Probe] = (),
+    timeout: float = 120,
+    core: bool = True,
+    prefetch: bool = False,
+) -> Facts:
     """Run the ONE batched probe on the host and parse its outputs.
 
     `core=False` runs only the steps' own probes (a playbook that needs no hardware facts).
@@ -87,7 +93,7 @@ def gather(runner: Runner, extra: Sequence[Probe] = (), timeout: float = 120, co
     base = list(CORE_PROBES) if core else []
     probes = base + [p for p in extra if p.name not in {c.name for c in base}]
     token = new_token()
-    result = runner.run(shell.sh_c(build_script(probes, token)), timeout=timeout)
+    result = runner.run(shell.sh_c(build_script(probes, token)), timeout=timeout, prefetch=prefetch)
     if token not in result.stdout:
         detail = (result.stderr.strip() or f"exit code {result.exit_code}").splitlines()[0]
         raise CommandError(f"host {runner.host.name}: the fact probe could not run ({detail}).")

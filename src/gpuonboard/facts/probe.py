@@ -111,8 +111,8 @@ def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> 
         if kind == "begin":
             current, block = rest, []
         elif kind == "end" and current is not None:
-            name, _, rc = rest.rpartition(" ")
-            outs[current] = (_strip_one(block), int(rc) if rc.lstrip("-").isdigit() else -1)
+            _, _, rc_text = rest.rpartition(" ")
+            outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdigit() else -1)
             current = None
     current = None
     for line in _lines(stderr):
@@ -127,8 +127,8 @@ def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> 
     results: dict[str, ProbeOutput] = {}
     for name in names:
         if name in outs:
-            out, rc = outs[name]
-            results[name] = ProbeOutput(out, errs.get(name, "")[:MAX_STDERR], rc)
+            text, code = outs[name]
+            results[name] = ProbeOutput(text, errs.get(name, "")[:MAX_STDERR], code)
         else:
             results[name] = ProbeOutput("", "probe produced no output", -1)
     return results
