@@ -13,6 +13,7 @@ runner, with host keys checked against the harness's known_hosts.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -55,7 +56,7 @@ def main() -> int:
         project = Path(tmp)
         (project / "templates").symlink_to(workload_dir)
         options = RunOptions(
-            forks=len(hosts),
+            forks=int(os.environ.get("GPUONBOARD_FORKS", len(hosts))),
             state_dir=project / "state",
             project=project,
             connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"])),

@@ -308,6 +308,15 @@ def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
     )
 
 
+def _tcp_socket(host: Host) -> socket.socket:
+    """TCP connection with TCP_NODELAY, as OpenSSH does: without it Nagle's algorithm holds
+    each small SSH packet that follows another (exec request, then stdin, then EOF) for a
+    round trip, which on a 20 ms link doubles the time of every command."""
+    sock = socket.create_connection((host.address, host.port), timeout=host.connect_timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
 def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
     from fabric import Config, Connection
 
@@ -370,6 +379,8 @@ def _connect_once(
         policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
         conn = _fabric_connection(hop, gateway, policy)
         try:
+            if gateway is None:
+                conn.connect_kwargs["sock"] = _tcp_socket(hop)
             conn.open()
         except HostKeyError:
             _close_all(opened)

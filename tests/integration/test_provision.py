@@ -313,3 +313,36 @@ def test_ssh_config_alias_and_ansible_inventory(project: Project, pool: TestHost
     assert r.returncode == 0, r.stdout + r.stderr
     assert [x["name"] for x in project.summary()["hosts"][0]["rules"]] == ["nvidia_driver"]
     assert inv.exists() and os.access(ini, os.R_OK)
+
+
+def test_template_modes_are_applied_and_idempotent(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    h = pool.hosts["good"]
+    project.write_inventory({"good": host_entry(h, pool)})
+    out = tmp_path / "new dir"
+    book = {
+        "name": "modes",
+        "steps": [
+            {
+                "step": "template",
+                "name": f"m{mode}",
+                "args": {"src": "remote/acceptance.env.j2", "dest": str(out / mode), "mode": mode},
+            }
+            for mode in ("0755", "0600", "0640")
+        ],
+    }
+    pb = project.root / "modes.yml"
+    pb.write_text(yaml.safe_dump(book))
+    assert project.cli("provision", "--playbook", str(pb)).returncode == 0
+    assert {p.name: oct(p.stat().st_mode & 0o7777) for p in out.iterdir()} == {
+        "0755": "0o755",
+        "0600": "0o600",
+        "0640": "0o640",
+    }
+    (out / "0640").chmod(0o666)  # drift: the mode alone differs
+    assert project.cli("provision", "--playbook", str(pb)).returncode == 0
+    statuses = [s["status"] for s in project.summary()["hosts"][0]["steps"]]
+    assert statuses == ["ok", "ok", "changed"]
+    assert oct((out / "0640").stat().st_mode & 0o777) == "0o640"
+    assert not [p for p in out.iterdir() if p.name.startswith(".gpuonboard")]  # no temp file left
