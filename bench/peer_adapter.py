@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from gpuonboard.connection import ConnectOptions
@@ -52,18 +51,20 @@ def main() -> int:
         line=None,
     )
     book = Playbook(path=workload_dir / "workload.json", name="bench-workload", steps=(step,))
-    with tempfile.TemporaryDirectory(prefix="gpuonboard-bench-") as tmp:
-        project = Path(tmp)
+    # our project dir (templates/ -> the workload, journals) lives in the harness's run/ dir
+    project = hosts_json.parents[2] / "gpuonboard"
+    project.mkdir(exist_ok=True)
+    if not (project / "templates").exists():
         (project / "templates").symlink_to(workload_dir)
-        options = RunOptions(
-            forks=int(os.environ.get("GPUONBOARD_FORKS", len(hosts))),
-            state_dir=project / "state",
-            project=project,
-            connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"])),
-            run_id=new_run_id(),
-            core_facts=False,
-        )
-        results = run(hosts, book, None, options)
+    options = RunOptions(
+        forks=int(os.environ.get("GPUONBOARD_FORKS", len(hosts))),
+        state_dir=project / "state",
+        project=project,
+        connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"])),
+        run_id=new_run_id(),
+        core_facts=False,
+    )
+    results = run(hosts, book, None, options)
     changed = sum(r.status == "changed" for r in results)
     bad = [r for r in results if r.status in ("failed", "unreachable")]
     for r in bad:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import os
 import select
@@ -317,10 +318,29 @@ def _tcp_socket(host: Host) -> socket.socket:
     return sock
 
 
-def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
-    from fabric import Config, Connection
+@functools.lru_cache(maxsize=1)
+def _fabric_config() -> Any:
+    """One Fabric Config for every connection (building one reads files and the user db)."""
+    from fabric import Config
 
-    cfg = Config(overrides={"load_ssh_configs": False})
+    return Config(overrides={"load_ssh_configs": False})
+
+
+@functools.lru_cache(maxsize=32)
+def _load_key(path: str, mtime_ns: int) -> Any:
+    """Parse a private key file once per run, not once per host (None: let paramiko try)."""
+    import paramiko
+
+    try:
+        return paramiko.PKey.from_path(path)
+    except (paramiko.SSHException, OSError, ValueError):
+        return None  # encrypted or odd: paramiko's own key_filename path handles it (agent, errors)
+
+
+def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
+    from fabric import Connection
+
+    cfg = _fabric_config()
     kwargs: dict[str, Any] = {
         "allow_agent": host.use_agent,
         "look_for_keys": host.key_file is None,
@@ -328,7 +348,14 @@ def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
         "auth_timeout": host.connect_timeout,
     }
     if host.key_file:
-        kwargs["key_filename"] = [host.key_file]
+        try:
+            pkey = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+        except OSError:
+            pkey = None
+        if pkey is not None:
+            kwargs["pkey"] = pkey
+        else:
+            kwargs["key_filename"] = [host.key_file]
     conn = Connection(
         host=host.address,
         user=host.user,

@@ -394,6 +394,17 @@ def _resolve_host(
         return InventoryError(f"{where(file_of(label), src, key)}: {label} field {key!r} {problem}")
 
     sshc = ssh_cfg.lookup(name) if ssh_cfg is not None else {}
+
+    def pick(key: str, ssh_key: str, default: Any) -> Any:
+        """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
+        label = origin.get(key, (None, ""))[1]
+        if key in merged and label.startswith(("host ", "group ")):
+            return merged[key]
+        if ssh_key in sshc:
+            value = sshc[ssh_key]
+            return value[0] if ssh_key == "identityfile" else value
+        return merged.get(key, default)
+
     connection = merged.get("connection", "ssh")
     if connection not in CONNECTIONS:
         raise err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
@@ -411,17 +422,15 @@ def _resolve_host(
             )
     if not isinstance(address, str) or not address.strip():
         raise err("address", "must be a host name or IP address string.")
-    port = merged.get("port", sshc.get("port", 22))
+    port = pick("port", "port", 22)
     if isinstance(port, str) and port.isdigit():
         port = int(port)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise err("port", f"must be a number from 1 to 65535, not {port!r}.")
-    user = merged.get("user", sshc.get("user", "root"))
+    user = pick("user", "user", "root")
     if not isinstance(user, str) or not user:
         raise err("user", "must be a user name string.")
-    key_file = merged.get("key_file")
-    if key_file is None and sshc.get("identityfile"):
-        key_file = sshc["identityfile"][0]
+    key_file = pick("key_file", "identityfile", None)
     if key_file is not None and not isinstance(key_file, str):
         raise err("key_file", "must be a path string.")
     if key_file:
@@ -431,7 +440,7 @@ def _resolve_host(
     use_agent = merged.get("use_agent", True)
     if not isinstance(use_agent, bool):
         raise err("use_agent", "must be true or false.")
-    jump_raw = merged.get("jump", sshc.get("proxyjump"))
+    jump_raw = pick("jump", "proxyjump", None)
     jump = _parse_jump(jump_raw, err)
     host_key = merged.get("host_key")
     if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):

@@ -370,6 +370,15 @@ def test_inventory_values_win_over_ssh_config(tmp_path: Path) -> None:
     assert (h.address, h.port, h.user, h.key_file) == ("192.0.2.9", 22, "root", "/k/id")
 
 
+def test_ssh_config_beats_defaults_but_not_groups(tmp_path: Path) -> None:
+    text = "defaults: {user: root, port: 22}\nhosts:\n  myalias: {}\n"
+    h = inventory.load(write(tmp_path / "a", {"hosts.yml": text}), ssh_config=ssh_config(tmp_path))
+    assert (h.hosts["myalias"].user, h.hosts["myalias"].port) == ("ubuntu", 2200)
+    text = "groups:\n  g: {vars: {user: admin}, hosts: [myalias]}\nhosts:\n  myalias: {}\n"
+    h = inventory.load(write(tmp_path / "b", {"hosts.yml": text}), ssh_config=ssh_config(tmp_path))
+    assert (h.hosts["myalias"].user, h.hosts["myalias"].port) == ("admin", 2200)
+
+
 def test_ssh_config_named_in_the_inventory_and_by_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
