@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import functools
 import hashlib
 import os
 import select
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -99,19 +99,21 @@ class KnownHosts:
             return dict(found) if found else {}
 
     def add(self, name: str, key: Any) -> None:
-        """Record a key and save the file atomically."""
+        """Record a key: one appended line (O_APPEND, under flock so parallel runs never
+        interleave), like OpenSSH; never a rewrite of the whole file per host."""
+        line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
         with self._lock:
             self._keys.add(name, key.get_name(), key)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".known_hosts.")
-            os.close(fd)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                self._keys.save(tmp)
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self.path)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line  # a hand-edited file without a final newline
+                os.write(fd, line)
             finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+                os.close(fd)
 
 
 class HostKeyPolicy:
