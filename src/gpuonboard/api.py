@@ -14,6 +14,7 @@ from . import playbook as playbook_mod
 from .connection import ConnectOptions
 from .errors import ExitCode, UsageError
 from .report import jsonfile, junit, terminal
+from .runlog import RunLog
 from .runner import HostResult, RunOptions, exit_code, new_run_id, run
 
 
@@ -104,12 +105,17 @@ def provision(
             retries=settings.connect_retries,
         ),
         run_id=run_id,
+        log=RunLog(root / "logs" / f"{run_id}.log"),
     )
     started = time.time()
     progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
     options.on_event = progress.event
-    with progress:
-        results = run(hosts, book, inv, options)
+    try:
+        with progress:
+            results = run(hosts, book, inv, options)
+    finally:
+        assert options.log is not None
+        options.log.close()
     code = exit_code(results)
     meta = {
         "run_id": run_id,
@@ -126,7 +132,7 @@ def provision(
     if not settings.quiet:
         con = terminal.console()
         terminal.print_results(results, con)
-        con.print(f"reports: {out_dir}")
+        con.print(f"reports: {out_dir}  log: {options.log.path}")
     return int(code)
 
 

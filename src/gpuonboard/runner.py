@@ -23,6 +23,7 @@ from .errors import ConnectError, ExitCode, GpuonboardError, HostKeyError, Usage
 from .facts.gather import Facts, gather
 from .inventory import Host, Inventory
 from .playbook import Playbook, instantiate
+from .runlog import LoggedRunner, RunLog
 from .steps.base import Step, StepContext, StepResult
 
 HostStatus = Literal["ok", "changed", "failed", "unreachable"]
@@ -44,6 +45,7 @@ class RunOptions:
     run_id: str = ""
     on_event: Event | None = None
     core_facts: bool = True
+    log: RunLog | None = None
 
 
 @dataclass
@@ -120,6 +122,8 @@ def _run_host(
     try:
         runner = open_runner(host, options.connect, store, inventory)
     except ConnectError as exc:
+        if options.log:
+            options.log.write(host.name, f"unreachable: {exc}")
         result = HostResult(
             host,
             "unreachable",
@@ -129,10 +133,19 @@ def _run_host(
         )
         _emit(options, host.name, "unreachable")
         return result
+    if options.log:
+        options.log.write(
+            host.name, f"connected to {host.address}:{host.port}, host key {runner.fingerprint}"
+        )
+        runner = LoggedRunner(runner, options.log)
     try:
         result = _run_steps(host, runner, steps, playbook, options)
     finally:
         runner.close()
+    if options.log:
+        for step in result.steps:
+            options.log.write(host.name, f"step {step.step}: {step.status}: {step.msg}")
+        options.log.write(host.name, f"{result.status}: {result.msg}")
     result.duration = time.monotonic() - start
     _emit(options, host.name, result.status)
     return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import weakref
 from collections.abc import Iterable, Mapping
 
 MASK = "********"
@@ -18,10 +19,11 @@ MASK = "********"
 class Secret:
     """A value that prints masked everywhere; call `reveal()` only where it is sent (stdin)."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "__weakref__")
 
     def __init__(self, value: str) -> None:
         self._value = value
+        _LIVE_SECRETS.add(self)
 
     def reveal(self) -> str:
         """The real value, for writing to a channel's stdin; never for logs or argv."""
@@ -75,9 +77,15 @@ def sh_c(script: str) -> str:
     return f"sh -c {quote(script)}"
 
 
-def mask(text: str, secrets: Iterable[Secret | str]) -> str:
-    """Replace every secret's value in text with the mask (for logs and reports)."""
-    for secret in secrets:
+_LIVE_SECRETS: weakref.WeakSet[Secret] = weakref.WeakSet()
+
+
+def mask(text: str, secrets: Iterable[Secret | str] | None = None) -> str:
+    """Replace every secret's value in text with the mask (for logs and reports).
+
+    Without an explicit list, every Secret alive in this process is masked.
+    """
+    for secret in list(_LIVE_SECRETS) if secrets is None else secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if value:
             text = text.replace(value, MASK)

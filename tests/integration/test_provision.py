@@ -184,6 +184,9 @@ def test_second_run_changes_nothing(project: Project, pool: TestHostPool) -> Non
     assert [s["status"] for s in second["steps"]] == ["ok", "ok"]
     assert first["rules"] == second["rules"]
     assert dest.stat().st_mtime_ns == stat.st_mtime_ns and dest.read_text() == content
+    log = (project.root / ".gpuonboard" / "logs" / f"{project.summary()['run_id']}.log").read_text()
+    assert "good: $ sh -c 'export LC_ALL=C ... -> exit 0" in log
+    assert "good: step record-acceptance: ok:" in log and "-> exit" in log
     after = pool.log_counts("good")
     # the no-change run: one connection, one session (the batched probe)
     assert after["connections"] - before["connections"] == 1
