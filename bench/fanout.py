@@ -25,18 +25,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from gpuonboard.sim import DEMO_ORDER  # noqa: E402
 from gpuonboard.testhosts import TestHostPool  # noqa: E402
 
-ORDER = {
-    "gpu_model": "A100 80GB SXM",
-    "gpu_count": 8,
-    "vram": "80GB",
-    "cpu_cores": 64,
-    "ram": "1TB",
-    "data_disk": {"mount": "/mnt/nvme0n1p1", "min_size": "12TB"},
-    "interconnect": "nvlink",
-    "min_driver": "535",
-}
+ORDER = DEMO_ORDER  # what the a100-8x-nvlink profile box was "ordered" as
 
 
 def write_project(root: Path, pool: TestHostPool, names: list[str]) -> None:

@@ -14,20 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuonboard.sim import DEMO_ORDER
 from gpuonboard.testhosts import TestHost, TestHostPool
 
 REPO = Path(__file__).resolve().parents[2]
 
-A100_ORDER: dict[str, Any] = {
-    "gpu_model": "A100 80GB SXM",
-    "gpu_count": 8,
-    "vram": "80GB",
-    "cpu_cores": 64,
-    "ram": "1TB",
-    "data_disk": {"mount": "/mnt/nvme0n1p1", "min_size": "12TB"},
-    "interconnect": "nvlink",
-    "min_driver": "535",
-}
+A100_ORDER: dict[str, Any] = DEMO_ORDER
 
 PROFILES = {
     "good": "a100-8x-nvlink",
