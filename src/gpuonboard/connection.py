@@ -400,6 +400,11 @@ def _connect_once(
     import paramiko
 
     chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
+    for hop in chain:
+        if hop.key_file and not os.path.isfile(hop.key_file):
+            raise ConnectError(
+                f"host {hop.name}: key file {hop.key_file} does not exist; fix key_file in the inventory."
+            )
     gateway = None
     opened: list[Any] = []
     policy = None

@@ -78,11 +78,26 @@ class Project:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
+    @staticmethod
+    def cli_argv() -> list[str]:
+        """The console script `gpuonboard` (same entry point), run by this interpreter."""
+        return [sys.executable, "-c", "from gpuonboard.cli import main; main()"]
+
+    @staticmethod
+    def env() -> dict[str, str]:
+        """Environment for CLI runs: wide terminal, no user SSH config."""
+        return {**os.environ, "COLUMNS": "200", "GPUONBOARD_SSH_CONFIG": "/dev/null"}
+
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run `invoke <args>` with this project as cwd (the real console entry point)."""
-        cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", *args]
-        env = {**os.environ, "COLUMNS": "200", "GPUONBOARD_SSH_CONFIG": "/dev/null"}
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=env)
+        """Run the CLI with this project as cwd."""
+        return subprocess.run(
+            [*self.cli_argv(), *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env(),
+        )
 
     def summary(self) -> dict[str, Any]:
         """reports/latest/summary.json of the last run."""

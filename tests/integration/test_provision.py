@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import yaml
@@ -349,3 +351,50 @@ def test_template_modes_are_applied_and_idempotent(
     assert statuses == ["ok", "ok", "changed"]
     assert oct((out / "0640").stat().st_mode & 0o777) == "0o640"
     assert not [p for p in out.iterdir() if p.name.startswith(".gpuonboard")]  # no temp file left
+
+
+def test_wrong_or_missing_key_is_one_clear_sentence(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    h = pool.hosts["rtx"]
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    project.write_inventory({"rtx": host_entry(h, pool, key_file=str(other))})
+    r = project.cli("check", "--connect-retries", "0")
+    assert r.returncode == 3
+    msg = project.summary()["hosts"][0]["msg"]
+    assert msg == (
+        f"host rtx (root@{h.address}:{h.port}) refused the login (Authentication failed.);"
+        f" check user and key_file {other}."
+    )
+    assert "Traceback" not in r.stdout + r.stderr
+    project.write_inventory({"rtx": host_entry(h, pool, key_file=str(tmp_path / "nope"))})
+    assert project.cli("check").returncode == 3
+    assert project.summary()["hosts"][0]["msg"] == (
+        f"host rtx: key file {tmp_path / 'nope'} does not exist; fix key_file in the inventory."
+    )
+
+
+def test_connect_retries_with_backoff_reach_a_host_that_comes_back(
+    project: Project, pool: TestHostPool
+) -> None:
+    h = pool.hosts["rtx"]
+    rtx_order = {"gpu_model": "RTX 4090", "gpu_count": 1, "vram": "24GB"}
+    project.write_inventory({"rtx": host_entry(h, pool, order=rtx_order)})
+    h.stop()
+    try:
+        proc = subprocess.Popen(
+            [*project.cli_argv(), "check", "--connect-retries", "3"],
+            cwd=project.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=project.env(),
+        )
+        time.sleep(0.6)  # the first attempt and the first backoff (0.5 s) have passed
+        h.start()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        h.start()
+    assert proc.returncode == 0, out + err
+    assert project.summary()["hosts"][0]["status"] == "ok"
