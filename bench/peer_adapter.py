@@ -17,10 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from gpuonboard.connection import ConnectOptions
+from gpuonboard.connection import ConnectOptions, Preconnect
 from gpuonboard.inventory import Host
-from gpuonboard.playbook import Playbook, StepSpec
-from gpuonboard.runner import RunOptions, new_run_id, run
 
 
 def main() -> int:
@@ -39,6 +37,10 @@ def main() -> int:
         )
         for h in inv
     ]
+    early = Preconnect(hosts)  # TCP connects proceed while the heavy modules load
+    from gpuonboard.playbook import Playbook, StepSpec
+    from gpuonboard.runner import RunOptions, new_run_id, run
+
     step = StepSpec(
         kind="template",
         label="cron",
@@ -60,11 +62,12 @@ def main() -> int:
         forks=int(os.environ.get("GPUONBOARD_FORKS", len(hosts))),
         state_dir=project / "state",
         project=project,
-        connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"])),
+        connect=ConnectOptions(known_hosts=Path(inv[0]["known_hosts"]), preconnect=early),
         run_id=new_run_id(),
         core_facts=False,
     )
     results = run(hosts, book, None, options)
+    early.close()
     changed = sum(r.status == "changed" for r in results)
     bad = [r for r in results if r.status in ("failed", "unreachable")]
     for r in bad:

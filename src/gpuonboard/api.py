@@ -11,11 +11,11 @@ from typing import Any
 
 from . import inventory as inventory_mod
 from . import playbook as playbook_mod
-from .connection import ConnectOptions
+from .connection import ConnectOptions, Preconnect
 from .errors import ExitCode, UsageError
 from .report import jsonfile, junit, terminal
 from .runlog import RunLog
-from .runner import HostResult, RunOptions, exit_code, new_run_id, run
+from .runner import HostResult, RunOptions, exit_code, new_run_id, run, select_steps
 
 
 @dataclass
@@ -89,6 +89,9 @@ def provision(
     inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
     hosts = inv.select(split_names(selection.hosts), selection.group, selection.limit)
     book = playbook_mod.load(find_playbook(settings.project, playbook))
+    select_steps(book, split_names(only), split_names(skip))  # bad --only/--skip: before any connection
+    # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
+    early = Preconnect(hosts)
     run_id = new_run_id()
     root = settings.state_root()
     options = RunOptions(
@@ -103,6 +106,7 @@ def provision(
             known_hosts=settings.known_hosts or root / "known_hosts",
             trust_new_hosts=settings.trust_new_hosts,
             retries=settings.connect_retries,
+            preconnect=early,
         ),
         run_id=run_id,
         log=RunLog(root / "logs" / f"{run_id}.log"),
@@ -114,6 +118,7 @@ def provision(
         with progress:
             results = run(hosts, book, inv, options)
     finally:
+        early.close()
         assert options.log is not None
         options.log.close()
     code = exit_code(results)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import fcntl
 import functools
 import hashlib
@@ -163,6 +164,85 @@ class HostKeyPolicy:
         )
 
 
+class Preconnect:
+    """TCP connections to every host's first hop, opened in one background thread as soon as
+    the inventory is known, so sshd's per-connection start-up (fork, re-exec, banner) runs
+    while this process is still importing paramiko and friends. Stdlib only.
+
+    A connection that fails here is simply opened again by the normal path, which owns
+    retries and error messages.
+    """
+
+    def __init__(self, hosts: list[Host]) -> None:
+        self._targets = {
+            h.name: (h.address, h.port, h.connect_timeout)
+            for h in hosts
+            if h.connection == "ssh" and not h.jump
+        }
+        self._socks: dict[str, socket.socket] = {}
+        self._done = threading.Event()
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._connect_all, name="preconnect", daemon=True).start()
+
+    def _connect_all(self) -> None:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        deadline = time.monotonic() + max((t for _, _, t in self._targets.values()), default=0)
+        try:
+            for name, (addr, port, _) in self._targets.items():
+                try:
+                    info = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0]
+                    sock = socket.socket(info[0], info[1], info[2])
+                    sock.setblocking(False)
+                    if sock.connect_ex(info[4]) not in (0, errno.EINPROGRESS):
+                        sock.close()
+                        continue
+                    sel.register(sock, selectors.EVENT_WRITE, name)
+                except OSError:
+                    continue
+            while sel.get_map() and time.monotonic() < deadline:
+                for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    ready = key.fileobj
+                    assert isinstance(ready, socket.socket)
+                    sel.unregister(ready)
+                    if ready.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                        ready.setblocking(True)
+                        ready.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        with self._lock:
+                            self._socks[str(key.data)] = ready
+                    else:
+                        ready.close()
+            for key in list(sel.get_map().values()):
+                key.fileobj.close()  # type: ignore[union-attr]
+        finally:
+            sel.close()
+            self._done.set()
+
+    def take(self, host: Host) -> socket.socket | None:
+        """The pre-opened socket for host's first hop (once), or None."""
+        if host.name not in self._targets:
+            return None
+        self._done.wait(host.connect_timeout)
+        with self._lock:
+            if host.name in self._taken:
+                return None
+            self._taken.add(host.name)
+            sock = self._socks.pop(host.name, None)
+        if sock is not None:
+            sock.settimeout(host.connect_timeout)
+        return sock
+
+    def close(self) -> None:
+        """Close sockets nobody took (hosts skipped or failed before connecting)."""
+        self._done.wait(1)
+        with self._lock:
+            for sock in self._socks.values():
+                sock.close()
+            self._socks.clear()
+
+
 @dataclass
 class ConnectOptions:
     """Run-wide connection settings."""
@@ -172,6 +252,7 @@ class ConnectOptions:
     retries: int = 2
     backoff: float = 0.5
     keepalive: int = 15
+    preconnect: Preconnect | None = None
 
 
 class SSHRunner:
@@ -414,7 +495,8 @@ def _connect_once(
         conn = _fabric_connection(hop, gateway, policy)
         try:
             if gateway is None:
-                conn.connect_kwargs["sock"] = _tcp_socket(hop)
+                early = options.preconnect.take(hop) if options.preconnect and hop is host else None
+                conn.connect_kwargs["sock"] = early or _tcp_socket(hop)
             conn.open()
         except HostKeyError:
             _close_all(opened)
