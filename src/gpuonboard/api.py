@@ -168,6 +168,12 @@ def write_reports(
     return out
 
 
+def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderSpec:
+    """The order spec of the one selected host (for offline judgement)."""
+    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
+    return inv.select(split_names(selection.hosts))[0].order
+
+
 def list_inventory(selection: Selection, settings: Settings) -> int:
     """Print hosts with vendor, address and order spec."""
     from rich.table import Table

@@ -15,7 +15,7 @@ from typing import Any
 from invoke import Collection, Exit, Program, task
 
 from . import __version__, api
-from .errors import GpuonboardError
+from .errors import GpuonboardError, UsageError
 
 COMMON_HELP = {
     "host": "host name(s) from the inventory, comma-separated",
@@ -44,6 +44,12 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
     except KeyboardInterrupt:
         raise Exit("interrupted", code=130) from None
+    except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug
+        if debug:
+            raise
+        raise Exit(
+            f"error: internal error ({type(exc).__name__}: {exc}); rerun with --debug and report it.", code=70
+        ) from None
     if code:
         raise Exit(code=code)
 
@@ -158,6 +164,43 @@ def inventory_(
 
 
 @task(
+    positional=["paths"],
+    help={
+        "paths": "saved outputs: files (comma-separated), a directory, or a glob",
+        "json": "print the facts and rules as JSON",
+        "host": "apply this inventory host's order (acceptance rules)",
+        "inventory": COMMON_HELP["inventory"],
+        "order": "apply the order in this YAML file (order: {gpu_model: ..., gpu_count: ...})",
+        "debug": COMMON_HELP["debug"],
+    },
+    auto_shortflags=False,
+)
+def facts(
+    c: Any,
+    paths: str | None = None,  # no default value: invoke fills only unset positionals
+    json: bool = False,
+    host: str = "",
+    inventory: str = "inventory",
+    order: str = "",
+    debug: bool = False,
+) -> None:
+    """Parse saved command outputs offline (no SSH) and judge them: `invoke facts outputs/`."""
+    from . import offline
+
+    def go() -> int:
+        if order and host:
+            raise UsageError("give either --host or --order, not both.")
+        spec = None
+        if order:
+            spec = offline.load_order(order)
+        elif host:
+            spec = api.host_order(api.Selection(inventory, [host]), api.Settings(project=Path.cwd()))
+        return offline.run([paths] if paths else [], spec, json)
+
+    _guard(go, debug)
+
+
+@task(
     help={
         "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, no-driver)",
         "name": "inventory host name of the simulated server",
@@ -185,7 +228,7 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
-ns = Collection(provision, check, inventory_, sim_ns)
+ns = Collection(provision, check, inventory_, facts, sim_ns)
 
 
 def main() -> None:

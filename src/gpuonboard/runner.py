@@ -2,8 +2,10 @@
 
 Like Fabric's Group, every host's result is collected; a failed or unreachable host never
 stops the others. Per host: ONE connection, ONE batched fact probe, then each step's
-plan/apply/verify; the first failed step ends that host's run (later steps would act on a
-box that is not as expected) and is recorded so `--resume` continues there.
+plan/apply/verify. After the first failed step no step that changes the host runs (it would
+act on a box that is not as expected; it is reported skipped), while later read-only checks
+still run so one report shows every verdict; the failed step is recorded so `--resume`
+continues there.
 """
 
 from __future__ import annotations
@@ -184,6 +186,10 @@ def _run_steps(
             )
             record.steps[step.label] = dict(previous.steps[step.label]) if previous else {}
             continue
+        if failed is not None and not step.read_only:
+            # a step that changes the host never runs on a box that failed an earlier step
+            results.append(StepResult(step.label, "skipped", f"not run: step {failed.step} failed"))
+            continue
         _emit(options, host.name, f"step {step.label}")
         ctx = StepContext(host=host, runner=runner, facts=facts, check=options.check, project=options.project)
         try:
@@ -194,10 +200,10 @@ def _run_steps(
             res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
         results.append(res)
         record.steps[step.label] = {"status": res.status, "run_id": options.run_id}
-        if res.status == "failed":
+        if res.status == "failed" and failed is None:
+            # read-only checks after it still run, so one report shows every verdict
             failed = res
             record.failed_step = step.label
-            break
     if failed is None:
         record.finished = True
     if not options.check:

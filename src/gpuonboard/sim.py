@@ -26,11 +26,16 @@ DEMO_ORDER = {
 }
 
 
+DEMO_IMAGE = "nvcr.io/nvidia/pytorch:23.10-py3"
+
+
 def inventory_text(hosts: list[dict[str, object]], vendors_dir: Path) -> str:
     """A native inventory for simulated hosts."""
     doc = {
         "vendors_dir": str(vendors_dir),
-        "defaults": {"vendor": "demo-idc", "order": DEMO_ORDER},
+        # the demo box's driver (535.54.03) runs NGC PyTorch 23.10 natively; 24.08 would need
+        # 560+, or 535.86+ through forward compatibility (see `invoke check` on it)
+        "defaults": {"vendor": "demo-idc", "order": DEMO_ORDER, "vars": {"container_image": DEMO_IMAGE}},
         "hosts": {str(h.pop("name")): h for h in hosts},
     }
     return "# written by `invoke sim.up`; simulated rented servers on loopback\n" + yaml.safe_dump(

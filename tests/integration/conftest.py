@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuonboard.sim import DEMO_ORDER
+from gpuonboard.sim import DEMO_IMAGE, DEMO_ORDER
 from gpuonboard.testhosts import TestHost, TestHostPool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,6 +30,9 @@ PROFILES = {
     "bastion2": None,
     "behind": "a100-8x-nvlink",
     "keyed": "a100-8x-nvlink",
+    "throttled": "h100-8x-throttled",
+    "busy": "t4-busy",
+    "remap": "a10-remap-pending",
 }
 
 
@@ -69,7 +72,7 @@ class Project:
         """inventory/hosts.yml with the A100 order as default and the repo's vendors."""
         doc: dict[str, Any] = {
             "vendors_dir": str(REPO / "inventory" / "vendors"),
-            "defaults": {"vendor": "demo-idc", "order": A100_ORDER},
+            "defaults": {"vendor": "demo-idc", "order": A100_ORDER, "vars": {"container_image": DEMO_IMAGE}},
             **top,
             "hosts": hosts,
         }

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.nvidia_smi import (
+    CLOCK_EVENT_REASONS,
     QUERY_FIELDS,
+    GpuInfo,
+    GpuProcess,
     GpuReport,
     parse_any,
     parse_query_csv,
@@ -240,6 +243,54 @@ def test_query_fields_cover_gpuinfo() -> None:
         assert field in QUERY_FIELDS
 
 
+def test_query_fields_are_names_a_590_driver_accepts() -> None:
+    # The 590 captures asked for (nearly) every field; their headers name what exists.
+    text = read(REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv")
+    header = {cell.split(" [")[0].strip() for cell in text.splitlines()[0].split(",")}
+    # the R450-safe throttle name is the deprecated alias of the event name in the capture
+    renamed = {f.replace("clocks_throttle_reasons.", "clocks_event_reasons.") for f in QUERY_FIELDS}
+    assert renamed <= header
+    assert "clocks_throttle_reasons.active" in QUERY_FIELDS
+    assert "clocks_event_reasons.active" not in QUERY_FIELDS  # R535+ only
+    assert not [f for f in QUERY_FIELDS if f.startswith("remapped_rows.")]  # not in early R450
+    assert len(set(QUERY_FIELDS)) == len(QUERY_FIELDS)
+
+
+def test_query_fields_round_trip() -> None:
+    # A no-header, no-units answer to exactly QUERY_FIELDS parses into every field it carries.
+    values = {
+        "index": "0", "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-1", "serial": "1650522003820",
+        "pci.bus_id": "00000000:01:00.0", "memory.total": "81920", "memory.used": "50",
+        "driver_version": "470.82.01", "count": "1", "persistence_mode": "Enabled",
+        "ecc.mode.current": "Enabled", "pcie.link.gen.current": "4", "pcie.link.gen.max": "4",
+        "pcie.link.width.current": "16", "pcie.link.width.max": "16", "temperature.gpu": "27",
+        "mig.mode.current": "Disabled", "vbios_version": "92.00.36.00.02", "pstate": "P0",
+        "utilization.gpu": "3", "compute_mode": "Default",
+        "clocks_throttle_reasons.active": "0x0000000000000044",
+        "ecc.errors.corrected.volatile.total": "5", "ecc.errors.uncorrected.volatile.total": "1",
+        "ecc.errors.corrected.aggregate.total": "7", "ecc.errors.uncorrected.aggregate.total": "2",
+        "retired_pages.single_bit_ecc.count": "[N/A]", "retired_pages.double_bit.count": "[N/A]",
+        "retired_pages.pending": "[N/A]", "power.draw": "67.03", "enforced.power.limit": "400.00",
+        "power.default_limit": "500.00", "power.max_limit": "500.00",
+    }  # fmt: skip
+    assert set(values) == set(QUERY_FIELDS)
+    row = ", ".join(values[f] for f in QUERY_FIELDS) + "\n"
+    report = parse_query_csv(row, QUERY_FIELDS)
+    assert report.warnings == ()
+    assert report.driver_version == "470.82.01"
+    gpu = report.gpus[0]
+    assert gpu.vbios == "92.00.36.00.02"
+    assert gpu.clock_event_reasons == ("sw_power_cap", "hw_thermal_slowdown")
+    assert gpu.clock_event_reasons_known
+    assert (gpu.ecc_volatile_correctable, gpu.ecc_volatile_uncorrectable) == (5, 1)
+    assert (gpu.ecc_aggregate_correctable, gpu.ecc_aggregate_uncorrectable) == (7, 2)
+    assert (gpu.retired_pages_sbe, gpu.retired_pages_dbe, gpu.retired_pages_pending) == (None, None, None)
+    assert (gpu.power_draw_w, gpu.power_limit_w) == (67.03, 400.0)
+    assert (gpu.default_power_limit_w, gpu.max_power_limit_w) == (500.0, 500.0)
+    assert (gpu.performance_state, gpu.utilization_gpu_pct, gpu.compute_mode) == ("P0", 3, "Default")
+    assert gpu.processes == () and not gpu.processes_known
+
+
 GARBAGE = [
     "",
     "   \n",
@@ -282,3 +333,396 @@ def test_table_with_failed_driver_line() -> None:
     assert report.driver_version == "535.1"
     assert report.gpus == ()
     assert report.warnings
+
+
+# ---------------------------------------------------------------- health facts, every capture
+
+A100_80 = (
+    "92.00.36.00.02", "NVIDIA", "Ampere", (0, 0, 0, 0), (None, None, None), (None, None, None, None),
+    (67.03, 500.0, 500.0, 500.0), (), True, "P0", None, (27, 89, 92), "None", "Default", True, 0,
+)  # fmt: skip
+# Table rows: the table has no vbios/brand/ECC totals/retired/remapped/default power/reasons.
+NO_DETAIL = (None, None, None)
+
+
+def _table(ecc_vu: int | None, draw: float, cap: float, pstate: str, util: int | None, temp: int,
+           known: bool = True, procs: int = 0) -> tuple[object, ...]:  # fmt: skip
+    return (
+        *NO_DETAIL, (None, ecc_vu, None, None), (None, None, None), (None, None, None, None),
+        (draw, cap, None, None), (), False, pstate, util, (temp, None, None), None, "Default", known, procs,
+    )  # fmt: skip
+
+
+# GPU 0 of each capture: vbios, brand, architecture, ECC (vol corr, vol unc, agg corr, agg unc),
+# retired pages (sbe, dbe, pending), remapped rows (corr, unc, pending, failure),
+# power (draw, limit, default, max), active clock event reasons, reasons known, pstate,
+# GPU util %, temperatures (current, slowdown, shutdown), virtualization mode, compute mode,
+# processes known, number of processes.
+HEALTH: dict[str, tuple[object, ...]] = {
+    "real/nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml": (
+        "92.00.45.00.03", "NVIDIA", "Ampere", (None, None, 0, 0), (None, None, None),
+        (None, None, None, None), (66.92, 400.0, 400.0, 400.0), (), True, "P0", None, (36, 89, 92),
+        "Pass-Through", "Default", True, 0),
+    "real/nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml": A100_80,
+    "derived/nvidia-smi-q-x__a100-sxm4-80gb__8gpu__derived.xml": A100_80,
+    "derived/nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml": A100_80,
+    "real/nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml": (
+        "95.02.18.80.5F", "GeForce", "Ada Lovelace", (None, None, None, None), (None, None, None),
+        (0, 0, False, False), (26.84, 450.0, 450.0, 600.0), ("gpu_idle",), True, "P8", 0,
+        (40, None, None), "None", "Default", True, 0),
+    "real/nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml": (
+        "95.04.53.00.01", "NVIDIA RTX", "Ada Lovelace", (None, None, None, None), (None, None, None),
+        (0, 0, False, False), (8.81, 70.0, 70.0, 70.0), ("gpu_idle",), True, "P8", 0,
+        (38, None, None), "None", "Default", True, 4),
+    "real/nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml": (
+        "90.04.84.00.06", "NVIDIA", "Turing", (0, 0, 0, 0), (0, 0, False), (None, None, None, None),
+        (26.78, 70.0, 70.0, 70.0), (), True, "P0", 0, (40, 93, 96), "Pass-Through", "Default", True, 2),
+    "real/nvidia-smi-q__a10__1gpu__driver535.129.03.txt": (
+        "94.02.5C.00.04", "NVIDIA", "Ampere", (0, 0, 0, 0), (None, None, None), (0, 4, True, False),
+        (43.89, 150.0, 150.0, 150.0), ("gpu_idle",), True, "P8", 0, (33, 98, 101), "Pass-Through",
+        "Default", True, 0),
+    "real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt": (
+        "96.00.74.00.0D", "NVIDIA", "Hopper", (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
+        (67.74, 700.0, 700.0, 700.0), ("hw_slowdown", "hw_power_brake_slowdown"), True, "P0", 0,
+        (29, None, None), "None", "Default", True, 0),
+    "real/nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv": (
+        "96.00.A5.00.01", None, None, (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
+        (69.85, 700.0, 700.0, 700.0), ("gpu_idle",), True, "P0", 0, (41, None, None), None, "Default",
+        False, 0),
+    "real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv": (
+        "96.00.A5.00.03", None, None, (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
+        (627.4, 700.0, 700.0, 700.0), (), True, "P0", 100, (52, None, None), None, "Default", False, 0),
+    "real/nvidia-smi-query-gpu-nounits__tesla-p100-pcie-16gb__1gpu.csv": (
+        None, None, None, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (28.16, None, None, None), (), False, "P0", 0, (37, None, None), None, None, False, 0),
+    "real/nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt": _table(0, 52.0, 400.0, "P0", 0, 32),
+    "real/nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt": _table(0, 59.0, 500.0, "P0", 0, 25),
+    "real/nvidia-smi__a10__1gpu__driver550.90.12.txt": _table(0, 15.0, 150.0, "P8", 0, 33),
+    # empty process table (no "No running processes found") while 404 MiB are in use
+    "real/nvidia-smi__geforce-rtx-3090__1gpu__driver535.161.07.txt":
+        _table(None, 30.0, 320.0, "P8", 0, 26, known=False),
+    "real/nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt": _table(None, 20.0, 450.0, "P8", 0, 28),
+    "real/nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt": _table(0, 72.0, 700.0, "P0", 0, 27),
+    # MIG on: the ECC cell says "On" and GPU-Util "N/A"
+    "real/nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt":
+        _table(None, 295.0, 700.0, "P0", None, 36, procs=3),
+    "real/nvidia-smi__h200__8gpu__driver570.158.01.txt": _table(0, 120.0, 700.0, "P0", 0, 31),
+    "real/nvidia-smi__l40s__1gpu__driver550.127.05.txt": _table(0, 33.0, 350.0, "P8", 0, 31),
+    "real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt": _table(None, 5.0, 300.0, "P8", 0, 31),
+}  # fmt: skip
+
+
+def health(gpu: GpuInfo) -> tuple[object, ...]:
+    return (
+        gpu.vbios,
+        gpu.product_brand,
+        gpu.product_architecture,
+        (
+            gpu.ecc_volatile_correctable,
+            gpu.ecc_volatile_uncorrectable,
+            gpu.ecc_aggregate_correctable,
+            gpu.ecc_aggregate_uncorrectable,
+        ),
+        (gpu.retired_pages_sbe, gpu.retired_pages_dbe, gpu.retired_pages_pending),
+        (
+            gpu.remapped_rows_correctable,
+            gpu.remapped_rows_uncorrectable,
+            gpu.remapped_rows_pending,
+            gpu.remapped_rows_failure,
+        ),
+        (gpu.power_draw_w, gpu.power_limit_w, gpu.default_power_limit_w, gpu.max_power_limit_w),
+        gpu.clock_event_reasons,
+        gpu.clock_event_reasons_known,
+        gpu.performance_state,
+        gpu.utilization_gpu_pct,
+        (gpu.temperature_c, gpu.temperature_slowdown_c, gpu.temperature_max_c),
+        gpu.virtualization_mode,
+        gpu.compute_mode,
+        gpu.processes_known,
+        len(gpu.processes),
+    )
+
+
+def test_health_table_covers_every_capture() -> None:
+    assert set(HEALTH) == {name for name, *_ in CASES}
+
+
+@pytest.mark.parametrize("name", sorted(HEALTH))
+def test_health_facts(name: str) -> None:
+    report = parse_any(read(FIXTURES / name))
+    assert health(report.gpus[0]) == HEALTH[name]
+    for gpu in report.gpus:
+        assert set(gpu.clock_event_reasons) <= set(CLOCK_EVENT_REASONS)
+        assert gpu.temperature_c is not None
+        assert gpu.memory_used_mib is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "serial", "uuid", "pcie"),
+    [
+        ("real/nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml",
+         "0000000000000", "GPU-d37e67a5-91dd-3774-a5cb-99096249601a", (3, 3, 8, 16)),
+        ("real/nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml",
+         None, "GPU-71d1acc2-662d-2166-bf9f-65272d2fc437", (1, 3, 16, 16)),
+        ("real/nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml",
+         "REDACTED", "GPU-37037c3f-65c8-ec4d-24a9-420204ad8026", (1, 4, 16, 16)),
+        ("real/nvidia-smi-q__a10__1gpu__driver535.129.03.txt",
+         "1324521052681", "GPU-73d12ef7-f589-f867-4259-c7090ab44736", (4, 4, 16, 16)),
+        # anonymised by the contributor: zero serial and UUID
+        ("real/nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv",
+         "0000000000000", "GPU-00000000-0000-0000-0000-000000000000", (5, 5, 16, 16)),
+        ("real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv",
+         "0000000000000", "GPU-00000000-0000-0000-0000-000000000000", (5, 5, 16, 16)),
+        # the table has neither identifiers nor link state
+        ("real/nvidia-smi__h200__8gpu__driver570.158.01.txt", None, None, (None, None, None, None)),
+    ],
+)  # fmt: skip
+def test_identity_and_link_every_format(
+    name: str, serial: str | None, uuid: str | None, pcie: tuple[int | None, ...]
+) -> None:
+    gpu = parse_any(read(FIXTURES / name)).gpus[0]
+    assert (gpu.serial, gpu.uuid) == (serial, uuid)
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_width_current, gpu.pcie_width_max) == pcie
+
+
+def test_xml_processes_t4_and_v13() -> None:
+    t4 = parse_xml(read(REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml")).gpus[0]
+    assert t4.processes == (
+        GpuProcess(675, "/usr/lib/xorg/Xorg", "G", 22),
+        GpuProcess(5762, "python", "C", 1005),
+    )
+    ada = parse_xml(read(REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml")).gpus[0]
+    assert ada.processes == (
+        GpuProcess(1842, "cosmic-comp", "G", 410),
+        GpuProcess(3190, "/usr/bin/code", "G", 451),
+        GpuProcess(4937, "python", "C", 160),
+        GpuProcess(34626, "/usr/lib/chromium/chromium", "C+G", 183),
+    )
+    # <processes /> (self-closing) and an empty element both mean: known, none running
+    a100 = parse_xml(read(REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml")).gpus[0]
+    assert a100.processes == () and a100.processes_known
+
+
+def test_table_processes_mig() -> None:
+    report = parse_table(read(REAL / "nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt"))
+    assert report.gpus[0].processes == (
+        GpuProcess(12249, "/root/tools/memhog", "C", 2194),
+        GpuProcess(12250, "/root/tools/memhog", "C", 1170),
+        GpuProcess(12267, "./gpu_burn", "C", 13526),
+    )
+    assert report.warnings == ()
+
+
+def test_table_processes_old_layout_without_gi_ci() -> None:
+    # Before R470 the process table had no GI/CI columns (row layout as drivers 396..460 print it).
+    text = read(REAL / "nvidia-smi__a10__1gpu__driver550.90.12.txt")
+    old = text.replace(
+        "|  No running processes found                                                             |",
+        "|    0       489      G   /usr/bin/X                                  1025MiB |\n"
+        "|    0      6620    C+G   kwin_x11                                     313MiB |",
+    )
+    gpu = parse_table(old).gpus[0]
+    assert gpu.processes == (
+        GpuProcess(489, "/usr/bin/X", "G", 1025),
+        GpuProcess(6620, "kwin_x11", "C+G", 313),
+    )
+    assert gpu.processes_known
+
+
+def test_table_empty_process_table_is_unknown() -> None:
+    report = parse_table(read(REAL / "nvidia-smi__geforce-rtx-3090__1gpu__driver535.161.07.txt"))
+    assert not report.gpus[0].processes_known
+    assert any("process table is empty" in w for w in report.warnings)
+
+
+def test_text_q_processes() -> None:
+    text = read(REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt")
+    assert "    Processes                             : None" in text
+    with_gi = text.replace(
+        "    Processes                             : None",
+        "    Processes\n"
+        "        GPU instance ID                   : N/A\n"
+        "        Compute instance ID               : N/A\n"
+        "        Process ID                        : 5762\n"
+        "            Type                          : C\n"
+        "            Name                          : python train.py\n"
+        "            Used GPU Memory               : 1005 MiB\n"
+        "        GPU instance ID                   : N/A\n"
+        "        Compute instance ID               : N/A\n"
+        "        Process ID                        : 675\n"
+        "            Type                          : G\n"
+        "            Name                          : /usr/lib/xorg/Xorg\n"
+        "            Used GPU Memory               : 22 MiB",
+    )
+    gpu = parse_text_q(with_gi).gpus[0]
+    expected = (
+        GpuProcess(5762, "python train.py", "C", 1005),
+        GpuProcess(675, "/usr/lib/xorg/Xorg", "G", 22),
+    )
+    assert gpu.processes == expected
+    assert gpu.processes_known
+    without_gi = "\n".join(line for line in with_gi.splitlines() if "instance ID" not in line)
+    assert parse_text_q(without_gi).gpus[0].processes == expected
+    missing = "\n".join(line for line in text.splitlines() if "Processes" not in line)
+    assert not parse_text_q(missing).gpus[0].processes_known
+
+
+def test_text_q_h100_power_brake_on_every_gpu() -> None:
+    report = parse_text_q(read(REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"))
+    assert {g.clock_event_reasons for g in report.gpus} == {("hw_slowdown", "hw_power_brake_slowdown")}
+    assert [g.power_draw_w for g in report.gpus][:2] == [67.74, 69.52]
+
+
+def test_xml_old_ecc_schema_and_throttle_reasons() -> None:
+    # The pre-v11 layout: <single_bit>/<double_bit> with a <total>, <clocks_throttle_reasons>,
+    # <power_readings> with <power_limit> and <enforced_power_limit> (values made up).
+    text = """<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v10.dtd">
+<nvidia_smi_log><driver_version>418.87.01</driver_version><attached_gpus>1</attached_gpus>
+<gpu id="00000000:00:04.0"><product_name>Tesla V100-SXM2-16GB</product_name>
+<ecc_errors><volatile>
+  <single_bit><device_memory>3</device_memory><register_file>0</register_file><total>3</total></single_bit>
+  <double_bit><device_memory>1</device_memory><register_file>N/A</register_file><total>1</total></double_bit>
+</volatile><aggregate>
+  <single_bit><total>12</total></single_bit><double_bit><total>2</total></double_bit>
+</aggregate></ecc_errors>
+<retired_pages>
+  <multiple_single_bit_retirement><retired_count>2</retired_count></multiple_single_bit_retirement>
+  <double_bit_retirement><retired_count>1</retired_count></double_bit_retirement>
+  <pending_retirement>Yes</pending_retirement>
+</retired_pages>
+<clocks_throttle_reasons>
+  <clocks_throttle_reason_gpu_idle>Not Active</clocks_throttle_reason_gpu_idle>
+  <clocks_throttle_reason_sw_power_cap>Active</clocks_throttle_reason_sw_power_cap>
+  <clocks_throttle_reason_hw_thermal_slowdown>Active</clocks_throttle_reason_hw_thermal_slowdown>
+  <clocks_throttle_reason_display_clocks_setting>Active</clocks_throttle_reason_display_clocks_setting>
+</clocks_throttle_reasons>
+<power_readings><power_draw>250.5 W</power_draw><power_limit>300.00 W</power_limit>
+  <default_power_limit>300.00 W</default_power_limit><enforced_power_limit>250.00 W</enforced_power_limit>
+  <max_power_limit>300.00 W</max_power_limit></power_readings>
+<gpu_virtualization_mode><virtualization_mode>VGPU</virtualization_mode></gpu_virtualization_mode>
+</gpu></nvidia_smi_log>
+"""
+    report = parse_xml(text)
+    assert report.warnings == ()
+    gpu = report.gpus[0]
+    assert (gpu.ecc_volatile_correctable, gpu.ecc_volatile_uncorrectable) == (3, 1)
+    assert (gpu.ecc_aggregate_correctable, gpu.ecc_aggregate_uncorrectable) == (12, 2)
+    assert (gpu.retired_pages_sbe, gpu.retired_pages_dbe, gpu.retired_pages_pending) == (2, 1, True)
+    assert gpu.clock_event_reasons == ("sw_power_cap", "hw_thermal_slowdown", "display_clock_setting")
+    assert (gpu.power_limit_w, gpu.default_power_limit_w) == (250.0, 300.0)  # enforced, not requested
+    assert gpu.virtualization_mode == "VGPU"
+    assert not gpu.processes_known  # no <processes> element
+
+
+def test_xml_v13_sram_split_is_summed() -> None:
+    text = read(REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml")
+    volatile = text.index("<volatile>")
+    edited = text[:volatile] + (
+        text[volatile:]
+        .replace("<sram_correctable>N/A</sram_correctable>", "<sram_correctable>7</sram_correctable>", 1)
+        .replace("<sram_uncorrectable_parity>N/A<", "<sram_uncorrectable_parity>1<", 1)
+        .replace("<sram_uncorrectable_secded>N/A<", "<sram_uncorrectable_secded>2<", 1)
+        .replace("<dram_uncorrectable>N/A<", "<dram_uncorrectable>4<", 1)
+    )
+    gpu = parse_xml(edited).gpus[0]
+    assert (gpu.ecc_volatile_correctable, gpu.ecc_volatile_uncorrectable) == (7, 7)
+    assert gpu.ecc_aggregate_uncorrectable is None
+
+
+def test_text_q_h100_sram_split_fields_present() -> None:
+    text = read(REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt")
+    edited = text.replace("SRAM Uncorrectable SEC-DED    : 0", "SRAM Uncorrectable SEC-DED    : 3", 1)
+    gpu = parse_text_q(edited).gpus[0]
+    assert (gpu.ecc_volatile_uncorrectable, gpu.ecc_aggregate_uncorrectable) == (3, 0)
+
+
+@pytest.mark.parametrize(
+    ("mask", "reasons"),
+    [
+        ("0x0000000000000000", ()),
+        ("0x0000000000000001", ("gpu_idle",)),
+        ("0x0000000000000004", ("sw_power_cap",)),
+        ("0x0000000000000088", ("hw_slowdown", "hw_power_brake_slowdown")),
+        ("0x0000000000000060", ("sw_thermal_slowdown", "hw_thermal_slowdown")),
+        ("0x0000000000000112", ("applications_clocks_setting", "sync_boost", "display_clock_setting")),
+    ],
+)
+@pytest.mark.parametrize("field", ["clocks_throttle_reasons.active", "clocks_event_reasons.active"])
+def test_csv_reason_mask(field: str, mask: str, reasons: tuple[str, ...]) -> None:
+    report = parse_query_csv(f"index, name, {field}\n0, NVIDIA H100, {mask}\n", ())
+    assert report.gpus[0].clock_event_reasons == reasons
+    assert report.gpus[0].clock_event_reasons_known
+    assert report.warnings == ()
+
+
+def test_csv_reason_mask_odd_values() -> None:
+    report = parse_query_csv("index, clocks_throttle_reasons.active\n0, 0x0000000000000201\n", ())
+    assert report.gpus[0].clock_event_reasons == ("gpu_idle",)
+    assert any("unknown clock event reason bits 0x200" in w for w in report.warnings)
+    for value in ("[N/A]", "[Not Supported]", "zzz"):
+        gpu = parse_query_csv(f"index, clocks_throttle_reasons.active\n0, {value}\n", ()).gpus[0]
+        assert not gpu.clock_event_reasons_known
+
+
+def test_csv_per_reason_columns_without_mask() -> None:
+    text = (
+        "index, clocks_event_reasons.gpu_idle, clocks_event_reasons.hw_thermal_slowdown\n"
+        "0, Not Active, Active\n"
+    )
+    gpu = parse_query_csv(text, ()).gpus[0]
+    assert gpu.clock_event_reasons == ("hw_thermal_slowdown",)
+    assert gpu.clock_event_reasons_known
+
+
+def test_csv_mask_agrees_with_per_reason_columns_in_capture() -> None:
+    text = read(REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv")
+    from_mask = parse_query_csv(text, ()).gpus[0].clock_event_reasons
+    no_mask = text.replace("clocks_event_reasons.active,", "clocks_event_reasons.ignored,", 1)
+    assert parse_query_csv(no_mask, ()).gpus[0].clock_event_reasons == from_mask == ("gpu_idle",)
+
+
+def test_csv_retired_and_remapped_yes() -> None:
+    text = (
+        "index, retired_pages.single_bit_ecc.count, retired_pages.double_bit.count, "
+        "retired_pages.pending, remapped_rows.correctable, remapped_rows.uncorrectable, "
+        "remapped_rows.pending, remapped_rows.failure, virtualization_mode\n"
+        "0, 4, 1, Yes, 2, 3, Yes, No, Pass-Through\n"
+    )
+    gpu = parse_query_csv(text, ()).gpus[0]
+    assert (gpu.retired_pages_sbe, gpu.retired_pages_dbe, gpu.retired_pages_pending) == (4, 1, True)
+    assert (gpu.remapped_rows_correctable, gpu.remapped_rows_uncorrectable) == (2, 3)
+    assert (gpu.remapped_rows_pending, gpu.remapped_rows_failure) == (True, False)
+    assert gpu.virtualization_mode == "Pass-Through"
+
+
+def test_unknown_xml_reason_warns() -> None:
+    text = read(REAL / "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml").replace(
+        "<clocks_event_reason_sync_boost>Not Active</clocks_event_reason_sync_boost>",
+        "<clocks_event_reason_future_thing>Active</clocks_event_reason_future_thing>",
+    )
+    report = parse_xml(text)
+    assert report.gpus[0].clock_event_reasons == ("gpu_idle",)
+    assert any("future_thing" in w for w in report.warnings)
+
+
+NVIDIA_SMI_FILES = sorted(name for name, *_ in CASES)
+
+
+@pytest.mark.parametrize("name", NVIDIA_SMI_FILES)
+def test_truncated_captures_never_raise(name: str) -> None:
+    text = read(FIXTURES / name)
+    for cut in sorted({1, 7, len(text) // 3, len(text) // 2, len(text) - len(text) // 5, len(text) - 3}):
+        part = text[:cut]
+        for parser in (parse_any, parse_xml, parse_table, parse_text_q):
+            assert isinstance(parser(part), GpuReport)
+        assert isinstance(parse_query_csv(part, QUERY_FIELDS), GpuReport)
+        assert isinstance(parse_query_csv(part, ()), GpuReport)
+
+
+@pytest.mark.parametrize("name", NVIDIA_SMI_FILES)
+def test_other_parsers_on_wrong_format_never_raise(name: str) -> None:
+    text = read(FIXTURES / name)
+    for parser in (parse_xml, parse_table, parse_text_q):
+        assert isinstance(parser(text), GpuReport)
+    assert isinstance(parse_query_csv(text, QUERY_FIELDS), GpuReport)

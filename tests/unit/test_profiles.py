@@ -16,7 +16,15 @@ from gpuonboard.facts.topo import interconnect, parse_topo
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROFILES = Path(__file__).parents[2] / "src" / "gpuonboard" / "testhosts" / "profiles"
-NAMES = ["a100-8x-nvlink", "rtx4090-1x", "a100-misdelivered", "no-driver"]
+NAMES = [
+    "a100-8x-nvlink",
+    "rtx4090-1x",
+    "a100-misdelivered",
+    "no-driver",
+    "h100-8x-throttled",
+    "t4-busy",
+    "a10-remap-pending",
+]
 
 
 def load(name: str) -> dict[str, Any]:
@@ -34,7 +42,7 @@ def rule_file(profile: dict[str, Any], command: str, args: str) -> Path:
     raise AssertionError(f"no rule for {command} {args!r}")
 
 
-def test_exactly_the_four_profiles() -> None:
+def test_exactly_these_profiles() -> None:
     assert sorted(p.stem for p in PROFILES.glob("*.yml")) == sorted(NAMES)
 
 
@@ -89,6 +97,21 @@ def test_host_side_commands(name: str) -> None:
     assert (
         len(parse_lsblk_json(rule_file(profile, "lsblk", "-J -b").read_text())) == 23
     )  # 6 loop + 8 disk + 9 part
+
+
+# health profiles: name, the nvidia-smi args that answer, GPU count, a fact that makes them useful
+HEALTH = [
+    ("h100-8x-throttled", "-q", 8, lambda g: "hw_slowdown" in g.clock_event_reasons),
+    ("t4-busy", "-q -x", 1, lambda g: {p.pid for p in g.processes} == {675, 5762}),
+    ("a10-remap-pending", "-q", 1, lambda g: g.remapped_rows_pending is True),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "gpus", "fact"), HEALTH)
+def test_health_profiles_parse(name: str, args: str, gpus: int, fact: Any) -> None:
+    report = parse_any(rule_file(load(name), "nvidia-smi", args).read_text())
+    assert len(report.gpus) == gpus
+    assert all(fact(g) for g in report.gpus)
 
 
 def test_no_driver_has_no_nvidia_smi() -> None:

@@ -21,7 +21,7 @@ _GPU_FIELDS = ",".join(nvidia_smi.QUERY_FIELDS)
 CORE_PROBES: tuple[Probe, ...] = (
     Probe(
         "nvidia_smi",
-        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x"
+        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x || nvidia-smi -q"
         f" || nvidia-smi --query-gpu={_GPU_FIELDS} --format=csv,nounits || nvidia-smi",
         slow=True,
     ),

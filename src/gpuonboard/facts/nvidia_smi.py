@@ -12,12 +12,14 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
+    "CLOCK_EVENT_REASONS",
     "QUERY_FIELDS",
     "GpuInfo",
+    "GpuProcess",
     "GpuReport",
     "parse_any",
     "parse_query_csv",
@@ -25,6 +27,16 @@ __all__ = [
     "parse_text_q",
     "parse_xml",
 ]
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One process nvidia-smi lists on a GPU."""
+
+    pid: int | None
+    name: str  # as reported; the table form may truncate it ("...")
+    type: str | None  # "C" compute, "G" graphics, "C+G", "M" (MPS) ...
+    used_memory_mib: int | None
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,38 @@ class GpuInfo:
     pcie_width_max: int | None = None
     temperature_c: int | None = None
     mig_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
+    vbios: str | None = None
+    product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
+    product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"
+    # ECC error totals (DRAM + SRAM where the schema splits them); None when N/A.
+    ecc_volatile_correctable: int | None = None
+    ecc_volatile_uncorrectable: int | None = None
+    ecc_aggregate_correctable: int | None = None
+    ecc_aggregate_uncorrectable: int | None = None
+    # Page retirement (pre-Ampere); None when the GPU has row remapping instead.
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    retired_pages_pending: bool | None = None
+    # Row remapping (Ampere and newer); None when N/A.
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None  # the limit in force (enforced / current power limit)
+    default_power_limit_w: float | None = None
+    max_power_limit_w: float | None = None
+    # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
+    clock_event_reasons: tuple[str, ...] = ()
+    clock_event_reasons_known: bool = False  # False: this output did not say
+    performance_state: str | None = None  # "P0".."P12"
+    utilization_gpu_pct: int | None = None
+    temperature_slowdown_c: int | None = None  # absolute slowdown threshold
+    temperature_max_c: int | None = None  # absolute shutdown threshold
+    virtualization_mode: str | None = None  # "None", "Pass-Through", "VGPU", "Host VGPU", ...
+    compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
+    processes: tuple[GpuProcess, ...] = ()
+    processes_known: bool = False  # False: this output cannot list processes
 
 
 @dataclass(frozen=True)
@@ -62,6 +106,18 @@ class GpuReport:
 
 # The --query-gpu list recommended for a fallback probe (when -q -x is unusable):
 # `nvidia-smi --query-gpu=<these joined by ,> --format=csv,nounits`.
+#
+# nvidia-smi rejects the WHOLE query when one field name is unknown to that driver, so every
+# name here must be accepted from R450 upward (the oldest driver branch this tool supports):
+# - `clocks_throttle_reasons.active`, not `clocks_event_reasons.active`: the event name only
+#   exists from R535; newer drivers (the 590 captures) still accept the throttle name as a
+#   deprecated alias, and both print the same hex bitmask.
+# - `mig.mode.current` is accepted from R450 (values are [N/A] on GPUs without MIG).
+# - no `remapped_rows.*`: not in the --query-gpu list of the early R450 releases (row remapping
+#   was queried with --query-remapped-rows there); read them from `-q -x`, which always has them.
+#   parse_query_csv still reads them (and every other field it knows) when present.
+# - no `temperature.gpu.tlimit`, `power.draw.average`, `pcie.link.gen.gpucurrent` etc.: R525+.
+# Fields that do not apply to a GPU print [N/A], which the parser maps to None.
 QUERY_FIELDS: tuple[str, ...] = (
     "index",
     "name",
@@ -80,7 +136,46 @@ QUERY_FIELDS: tuple[str, ...] = (
     "pcie.link.width.max",
     "temperature.gpu",
     "mig.mode.current",
+    "vbios_version",
+    "pstate",
+    "utilization.gpu",
+    "compute_mode",
+    "clocks_throttle_reasons.active",
+    "ecc.errors.corrected.volatile.total",
+    "ecc.errors.uncorrected.volatile.total",
+    "ecc.errors.corrected.aggregate.total",
+    "ecc.errors.uncorrected.aggregate.total",
+    "retired_pages.single_bit_ecc.count",
+    "retired_pages.double_bit.count",
+    "retired_pages.pending",
+    "power.draw",
+    "enforced.power.limit",
+    "power.default_limit",
+    "power.max_limit",
 )
+
+# Clock event (formerly "throttle") reasons, in NVML bit order: bit i of the
+# `clocks_event_reasons.active` / `clocks_throttle_reasons.active` mask is entry i.
+# (Checked against the 590 CSV captures: mask 0x1 with only `gpu_idle` Active; supported 0x1FF.)
+CLOCK_EVENT_REASONS: tuple[str, ...] = (
+    "gpu_idle",  # 0x1
+    "applications_clocks_setting",  # 0x2
+    "sw_power_cap",  # 0x4
+    "hw_slowdown",  # 0x8
+    "sync_boost",  # 0x10
+    "sw_thermal_slowdown",  # 0x20
+    "hw_thermal_slowdown",  # 0x40
+    "hw_power_brake_slowdown",  # 0x80
+    "display_clock_setting",  # 0x100
+)
+# Other spellings seen in the XML element names and the -q text labels.
+_REASON_ALIASES = {
+    "idle": "gpu_idle",
+    "display_clocks_setting": "display_clock_setting",
+    "hw_therm_slowdown": "hw_thermal_slowdown",
+    "sw_therm_slowdown": "sw_thermal_slowdown",
+    "hw_power_brake": "hw_power_brake_slowdown",
+}
 
 # Values nvidia-smi prints when a field has no value on this GPU/driver.
 _MISSING = {
@@ -151,6 +246,128 @@ def _on_off(value: str | None) -> str | None:
     return cleaned
 
 
+_LEADING_FLOAT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+_PSTATE = re.compile(r"^P(\d{1,2})$")
+
+
+def _float(value: str | None) -> float | None:
+    """Leading number of a value such as '26.78 W' or '700.00'; None when absent."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _LEADING_FLOAT.match(cleaned)
+    return float(match.group(1)) if match else None
+
+
+def _yes_no(value: str | None) -> bool | None:
+    """'Yes'/'No' (also 'True'/'False', '1'/'0') as a bool; None when absent or unknown."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    lowered = cleaned.lower()
+    if lowered in ("yes", "true", "1"):
+        return True
+    if lowered in ("no", "false", "0"):
+        return False
+    return None
+
+
+def _any_true(*values: bool | None) -> bool | None:
+    """True if any is True, False if all known ones are False, None if none is known."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return any(known)
+
+
+def _total(*values: int | None) -> int | None:
+    """Sum of the known counts; None when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _pstate(value: str | None) -> str | None:
+    """'P0'..'P15' as printed; None for N/A or anything else."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _PSTATE.match(cleaned.upper())
+    return f"P{int(match.group(1))}" if match else None
+
+
+def _reason_name(label: str) -> str:
+    """Normalise an XML tag or -q label to a CLOCK_EVENT_REASONS name (may stay unknown)."""
+    name = label.strip().lower()
+    for prefix in ("clocks_event_reason_", "clocks_throttle_reason_"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    name = re.sub(r"[^a-z0-9]+", "_", name).strip("_")
+    return _REASON_ALIASES.get(name, name)
+
+
+def _ordered(reasons: set[str]) -> tuple[str, ...]:
+    """Known reasons in bit order (unknown names are dropped by the caller with a warning)."""
+    return tuple(r for r in CLOCK_EVENT_REASONS if r in reasons)
+
+
+def _reasons_from_states(
+    states: Sequence[tuple[str, str | None]], where: str, warnings: list[str]
+) -> tuple[tuple[str, ...], bool]:
+    """(active reasons, known) from (label, 'Active'/'Not Active') pairs."""
+    active: set[str] = set()
+    known = False
+    for label, raw in states:
+        value = _clean(raw)
+        if value is None:
+            continue
+        name = _reason_name(label)
+        lowered = value.lower()
+        if lowered not in ("active", "not active"):
+            continue
+        known = True
+        if name not in CLOCK_EVENT_REASONS:
+            warnings.append(f"{where}: unknown clock event reason {label!r} ({value})")
+            continue
+        if lowered == "active":
+            active.add(name)
+    return _ordered(active), known
+
+
+def _reasons_from_mask(
+    value: str | None, where: str, warnings: list[str]
+) -> tuple[tuple[str, ...], bool] | None:
+    """(active reasons, True) from a hex bitmask such as '0x0000000000000001'; None if absent."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    try:
+        mask = int(cleaned, 16) if cleaned.lower().startswith("0x") else int(cleaned)
+    except ValueError:
+        warnings.append(f"{where}: clock event reasons mask {cleaned!r} not a number")
+        return None
+    unknown = mask & ~((1 << len(CLOCK_EVENT_REASONS)) - 1)
+    if unknown:
+        warnings.append(f"{where}: unknown clock event reason bits {unknown:#x}")
+    active = {name for bit, name in enumerate(CLOCK_EVENT_REASONS) if mask & (1 << bit)}
+    return _ordered(active), True
+
+
+_COMPUTE_MODES = {
+    # the table abbreviates; -q, -q -x and the CSV spell them out
+    "e. process": "Exclusive_Process",
+    "e. thread": "Exclusive_Thread",
+    "exclusive process": "Exclusive_Process",
+    "exclusive thread": "Exclusive_Thread",
+}
+
+
+def _compute_mode(value: str | None) -> str | None:
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    return _COMPUTE_MODES.get(cleaned.lower(), cleaned)
+
+
 def _unknown(message: str) -> GpuReport:
     """An empty report that says why it is empty."""
     return GpuReport("unknown", None, None, None, (), (message,))
@@ -169,6 +386,139 @@ def _xml_text(node: ET.Element | None, path: str) -> str | None:
     return None if found is None else _clean(found.text)
 
 
+def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
+    """The first of `paths` below `node` that has a value."""
+    for path in paths:
+        value = _xml_text(node, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _xml_ecc(gpu: ET.Element, kind: str) -> tuple[int | None, int | None]:
+    """(correctable, uncorrectable) totals of <ecc_errors><volatile|aggregate>, every schema."""
+    section = gpu.find(f"ecc_errors/{kind}")
+    if section is None:
+        return None, None
+    if section.find("single_bit") is not None or section.find("double_bit") is not None:
+        # old schema: single_bit/double_bit with per-location counts and a total
+        return (
+            _int(_xml_text(section, "single_bit/total")),
+            _int(_xml_text(section, "double_bit/total")),
+        )
+    sram_unc = _int(_xml_text(section, "sram_uncorrectable"))
+    if sram_unc is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
+        sram_unc = _total(
+            _int(_xml_text(section, "sram_uncorrectable_parity")),
+            _int(_xml_text(section, "sram_uncorrectable_secded")),
+        )
+    return (
+        _total(_int(_xml_text(section, "sram_correctable")), _int(_xml_text(section, "dram_correctable"))),
+        _total(sram_unc, _int(_xml_text(section, "dram_uncorrectable"))),
+    )
+
+
+def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
+    """(<processes>, known); unknown when the element is missing or says N/A."""
+    node = gpu.find("processes")
+    if node is None:
+        return (), False
+    infos = node.findall("process_info")
+    if not infos and node.text is not None and _clean(node.text) is None and node.text.strip():
+        return (), False  # <processes>N/A</processes>
+    processes = tuple(
+        GpuProcess(
+            pid=_int(_xml_text(info, "pid")),
+            name=_xml_text(info, "process_name") or "",
+            type=_xml_text(info, "type"),
+            used_memory_mib=_mib(_xml_text(info, "used_memory")),
+        )
+        for info in infos
+    )
+    return processes, True
+
+
+def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
+    """One <gpu> element, any DTD version."""
+    name = _xml_text(gpu, "product_name")
+    if name is None:
+        warnings.append(f"<gpu> #{position} has no product_name")
+    link = gpu.find("pci/pci_gpu_link_info")
+    vol_corr, vol_unc = _xml_ecc(gpu, "volatile")
+    agg_corr, agg_unc = _xml_ecc(gpu, "aggregate")
+    retired = gpu.find("retired_pages")
+    remapped = gpu.find("remapped_rows")
+    # <gpu_power_readings> from R535 (v12), <power_readings> before.
+    power = gpu.find("gpu_power_readings")
+    if power is None:
+        power = gpu.find("power_readings")
+    reasons_node = gpu.find("clocks_event_reasons")  # R535+
+    if reasons_node is None:
+        reasons_node = gpu.find("clocks_throttle_reasons")
+    if reasons_node is None:
+        reasons: tuple[str, ...] = ()
+        reasons_known = False
+    else:
+        reasons, reasons_known = _reasons_from_states(
+            [(child.tag, child.text) for child in reasons_node], f"<gpu> #{position}", warnings
+        )
+    processes, processes_known = _xml_processes(gpu)
+    return GpuInfo(
+        # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
+        index=position,
+        name=name or "",
+        uuid=_xml_text(gpu, "uuid"),
+        serial=_xml_text(gpu, "serial"),
+        pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
+        # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
+        memory_total_mib=_mib(_xml_text(gpu, "fb_memory_usage/total")),
+        memory_used_mib=_mib(_xml_text(gpu, "fb_memory_usage/used")),
+        ecc_mode=_on_off(_xml_text(gpu, "ecc_mode/current_ecc")),
+        persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
+        pcie_gen_current=_int(_xml_text(link, "pcie_gen/current_link_gen")),
+        pcie_gen_max=_int(_xml_text(link, "pcie_gen/max_link_gen")),
+        pcie_width_current=_int(_xml_text(link, "link_widths/current_link_width")),
+        pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
+        temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
+        mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
+        vbios=_xml_text(gpu, "vbios_version"),
+        product_brand=_xml_text(gpu, "product_brand"),
+        product_architecture=_xml_text(gpu, "product_architecture"),
+        ecc_volatile_correctable=vol_corr,
+        ecc_volatile_uncorrectable=vol_unc,
+        ecc_aggregate_correctable=agg_corr,
+        ecc_aggregate_uncorrectable=agg_unc,
+        retired_pages_sbe=_int(_xml_text(retired, "multiple_single_bit_retirement/retired_count")),
+        retired_pages_dbe=_int(_xml_text(retired, "double_bit_retirement/retired_count")),
+        retired_pages_pending=_any_true(
+            _yes_no(_xml_text(retired, "pending_blacklist")),
+            _yes_no(_xml_text(retired, "pending_retirement")),
+        ),
+        # <remapped_rows>N/A</remapped_rows> has no children: every value stays None.
+        remapped_rows_correctable=_int(_xml_text(remapped, "remapped_row_corr")),
+        remapped_rows_uncorrectable=_int(_xml_text(remapped, "remapped_row_unc")),
+        remapped_rows_pending=_yes_no(_xml_text(remapped, "remapped_row_pending")),
+        remapped_rows_failure=_yes_no(_xml_text(remapped, "remapped_row_failure")),
+        # v13 has only average/instant draw; <power_draw> (older) is the average too.
+        power_draw_w=_float(_xml_first(power, "power_draw", "average_power_draw", "instant_power_draw")),
+        power_limit_w=_float(_xml_first(power, "enforced_power_limit", "current_power_limit", "power_limit")),
+        default_power_limit_w=_float(_xml_text(power, "default_power_limit")),
+        max_power_limit_w=_float(_xml_text(power, "max_power_limit")),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(_xml_text(gpu, "performance_state")),
+        utilization_gpu_pct=_int(_xml_text(gpu, "utilization/gpu_util")),
+        # Absolute thresholds only; the *_tlimit_threshold elements (Ada/Hopper, R535+) are
+        # margins relative to T.Limit ("-2 C"), not temperatures.
+        temperature_slowdown_c=_int(_xml_text(gpu, "temperature/gpu_temp_slow_threshold")),
+        temperature_max_c=_int(_xml_text(gpu, "temperature/gpu_temp_max_threshold")),
+        virtualization_mode=_xml_text(gpu, "gpu_virtualization_mode/virtualization_mode"),
+        compute_mode=_compute_mode(_xml_text(gpu, "compute_mode")),
+        processes=processes,
+        processes_known=processes_known,
+    )
+
+
 def parse_xml(text: str) -> GpuReport:
     """Parse `nvidia-smi -q -x` (DTD v11..v13) into a GpuReport."""
     if "<!ENTITY" in text.upper():
@@ -183,33 +533,7 @@ def parse_xml(text: str) -> GpuReport:
     if root.tag != "nvidia_smi_log":
         return GpuReport("xml", None, None, None, (), (f"unexpected XML root <{root.tag}>",))
     warnings: list[str] = []
-    gpus: list[GpuInfo] = []
-    for position, gpu in enumerate(root.findall("gpu")):
-        name = _xml_text(gpu, "product_name")
-        if name is None:
-            warnings.append(f"<gpu> #{position} has no product_name")
-        link = gpu.find("pci/pci_gpu_link_info")
-        gpus.append(
-            GpuInfo(
-                # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
-                index=position,
-                name=name or "",
-                uuid=_xml_text(gpu, "uuid"),
-                serial=_xml_text(gpu, "serial"),
-                pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
-                # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
-                memory_total_mib=_mib(_xml_text(gpu, "fb_memory_usage/total")),
-                memory_used_mib=_mib(_xml_text(gpu, "fb_memory_usage/used")),
-                ecc_mode=_on_off(_xml_text(gpu, "ecc_mode/current_ecc")),
-                persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
-                pcie_gen_current=_int(_xml_text(link, "pcie_gen/current_link_gen")),
-                pcie_gen_max=_int(_xml_text(link, "pcie_gen/max_link_gen")),
-                pcie_width_current=_int(_xml_text(link, "link_widths/current_link_width")),
-                pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
-                temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
-                mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
-            )
-        )
+    gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(root.findall("gpu"))]
     attached = _int(_xml_text(root, "attached_gpus"))
     if attached is None:
         warnings.append("no <attached_gpus> in XML")
@@ -237,6 +561,78 @@ def _header_names(row: Sequence[str]) -> list[str] | None:
     if names and all(_FIELD_NAME.match(name) for name in names):
         return names
     return None
+
+
+def _csv_first(cells: Mapping[str, str], *names: str) -> str | None:
+    """The first of the fields `names` that is present and has a value."""
+    for name in names:
+        value = _clean(cells.get(name))
+        if value is not None:
+            return value
+    return None
+
+
+def _csv_reasons(cells: Mapping[str, str], where: str, warnings: list[str]) -> tuple[tuple[str, ...], bool]:
+    """Active clock event reasons from the bitmask field, else from the per-reason fields."""
+    for prefix in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        from_mask = _reasons_from_mask(cells.get(f"{prefix}.active"), where, warnings)
+        if from_mask is not None:
+            return from_mask
+    states = [
+        (name.split(".", 1)[1], value)
+        for name, value in cells.items()
+        if name.startswith(("clocks_event_reasons.", "clocks_throttle_reasons."))
+        and name.split(".", 1)[1] not in ("supported", "active")
+    ]
+    return _reasons_from_states(states, where, warnings)
+
+
+def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> GpuInfo:
+    """One CSV row; fields the query did not ask for stay None."""
+    index = _int(cells.get("index"))
+    reasons, reasons_known = _csv_reasons(cells, f"CSV row {position}", warnings)
+    return GpuInfo(
+        index=position if index is None else index,
+        name=_clean(cells.get("name")) or "",
+        uuid=_clean(cells.get("uuid")),
+        serial=_clean(cells.get("serial")),
+        pci_bus_id=_clean(cells.get("pci.bus_id")),
+        memory_total_mib=_mib(cells.get("memory.total")),
+        memory_used_mib=_mib(cells.get("memory.used")),
+        ecc_mode=_on_off(cells.get("ecc.mode.current")),
+        persistence_mode=_on_off(cells.get("persistence_mode")),
+        pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
+        pcie_gen_max=_int(cells.get("pcie.link.gen.max")),
+        pcie_width_current=_int(cells.get("pcie.link.width.current")),
+        pcie_width_max=_int(cells.get("pcie.link.width.max")),
+        temperature_c=_int(cells.get("temperature.gpu")),
+        mig_mode=_on_off(cells.get("mig.mode.current")),
+        vbios=_clean(cells.get("vbios_version")),
+        # no --query-gpu field for product brand / architecture
+        ecc_volatile_correctable=_int(cells.get("ecc.errors.corrected.volatile.total")),
+        ecc_volatile_uncorrectable=_int(cells.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_aggregate_correctable=_int(cells.get("ecc.errors.corrected.aggregate.total")),
+        ecc_aggregate_uncorrectable=_int(cells.get("ecc.errors.uncorrected.aggregate.total")),
+        retired_pages_sbe=_int(_csv_first(cells, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")),
+        retired_pages_dbe=_int(_csv_first(cells, "retired_pages.double_bit.count", "retired_pages.dbe")),
+        retired_pages_pending=_yes_no(cells.get("retired_pages.pending")),
+        remapped_rows_correctable=_int(cells.get("remapped_rows.correctable")),
+        remapped_rows_uncorrectable=_int(cells.get("remapped_rows.uncorrectable")),
+        remapped_rows_pending=_yes_no(cells.get("remapped_rows.pending")),
+        remapped_rows_failure=_yes_no(cells.get("remapped_rows.failure")),
+        power_draw_w=_float(_csv_first(cells, "power.draw", "power.draw.average", "power.draw.instant")),
+        power_limit_w=_float(_csv_first(cells, "enforced.power.limit", "power.limit")),
+        default_power_limit_w=_float(cells.get("power.default_limit")),
+        max_power_limit_w=_float(cells.get("power.max_limit")),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(cells.get("pstate")),
+        utilization_gpu_pct=_int(cells.get("utilization.gpu")),
+        # no --query-gpu field for the absolute slowdown / shutdown temperatures
+        virtualization_mode=_clean(cells.get("virtualization_mode")),
+        compute_mode=_compute_mode(cells.get("compute_mode")),
+        processes_known=False,  # --query-gpu cannot list processes
+    )
 
 
 def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
@@ -269,26 +665,7 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         cells: Mapping[str, str] = dict(zip(names, row, strict=True))
         driver = driver or _clean(cells.get("driver_version"))
         count = count if count is not None else _int(cells.get("count"))
-        index = _int(cells.get("index"))
-        gpus.append(
-            GpuInfo(
-                index=position if index is None else index,
-                name=_clean(cells.get("name")) or "",
-                uuid=_clean(cells.get("uuid")),
-                serial=_clean(cells.get("serial")),
-                pci_bus_id=_clean(cells.get("pci.bus_id")),
-                memory_total_mib=_mib(cells.get("memory.total")),
-                memory_used_mib=_mib(cells.get("memory.used")),
-                ecc_mode=_on_off(cells.get("ecc.mode.current")),
-                persistence_mode=_on_off(cells.get("persistence_mode")),
-                pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
-                pcie_gen_max=_int(cells.get("pcie.link.gen.max")),
-                pcie_width_current=_int(cells.get("pcie.link.width.current")),
-                pcie_width_max=_int(cells.get("pcie.link.width.max")),
-                temperature_c=_int(cells.get("temperature.gpu")),
-                mig_mode=_on_off(cells.get("mig.mode.current")),
-            )
-        )
+        gpus.append(_csv_gpu(cells, position, warnings))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")
     return GpuReport("csv", driver, None, count, tuple(gpus), tuple(warnings))
@@ -302,6 +679,13 @@ _TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A)\s*$")
 _TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
 _TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_TABLE_PERF = re.compile(r"\b(P\d{1,2})\b")
+_TABLE_POWER = re.compile(r"(\S+)\s*/\s*(\S+)\s*$")
+_TABLE_UTIL = re.compile(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
+# "|    0    2    1    12249      C   /root/tools/memhog     2194MiB |" (GI/CI columns from R470)
+_TABLE_PROCESS = re.compile(
+    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+MiB|N/A)\s*$"
+)
 
 
 def _cells(line: str) -> list[str]:
@@ -320,6 +704,42 @@ def _table_ecc(value: str) -> str | None:
     if cleaned.isdigit():
         return "Enabled"
     return _on_off(cleaned)
+
+
+def _table_watts(value: str) -> float | None:
+    """'52W' -> 52.0; None for N/A."""
+    return _float(value.strip().rstrip("W"))
+
+
+def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[int, list[GpuProcess]], bool]:
+    """Processes per GPU index from the 'Processes:' table, and whether the table said."""
+    start = next((i for i, line in enumerate(lines) if "Processes:" in line), None)
+    if start is None:
+        return {}, False
+    by_gpu: dict[int, list[GpuProcess]] = {}
+    said_none = False
+    for line in lines[start + 1 :]:
+        if "No running processes found" in line:
+            said_none = True
+            continue
+        cells = _cells(line)
+        if len(cells) != 1:
+            continue
+        match = _TABLE_PROCESS.match(cells[0])
+        if match is None:
+            continue
+        process = GpuProcess(
+            pid=_int(match.group(4)),
+            name=match.group(6).strip(),
+            type=match.group(5),
+            used_memory_mib=_mib(match.group(7).replace("MiB", " MiB")),
+        )
+        by_gpu.setdefault(int(match.group(1)), []).append(process)
+    if not by_gpu and not said_none:
+        # nvidia-smi inside a container (no host PID namespace) prints an empty table.
+        warnings.append("process table is empty: processes not visible (container?)")
+        return {}, False
+    return by_gpu, True
 
 
 def parse_table(text: str) -> GpuReport:
@@ -342,10 +762,16 @@ def parse_table(text: str) -> GpuReport:
             continue
         second = _cells(lines[i + 1]) if i + 1 < len(lines) else []
         third = _cells(lines[i + 2]) if i + 2 < len(lines) else []
-        temp = _TABLE_TEMP.search(second[0]) if len(second) == 3 else None
-        memory = _TABLE_MEMORY.search(second[1]) if len(second) == 3 else None
+        if len(second) != 3:
+            second = ["", "", ""]
+        temp = _TABLE_TEMP.search(second[0])
+        memory = _TABLE_MEMORY.search(second[1])
+        perf = _TABLE_PERF.search(second[0])
+        power = _TABLE_POWER.search(second[0])
+        util = _TABLE_UTIL.match(second[2])
         if memory is None:
             warnings.append(f"GPU {name_cell.group(1)}: memory column not found")
+        ecc_cell = _clean(cells[2])
         gpus.append(
             GpuInfo(
                 index=int(name_cell.group(1)),
@@ -357,9 +783,24 @@ def parse_table(text: str) -> GpuReport:
                 persistence_mode=_on_off(name_cell.group(3)),
                 temperature_c=int(temp.group(1)) if temp else None,
                 mig_mode=_on_off(third[2]) if len(third) == 3 else None,
+                # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
+                ecc_volatile_uncorrectable=int(ecc_cell) if ecc_cell and ecc_cell.isdigit() else None,
+                # "Pwr:Usage/Cap": the cap is the enforced limit
+                power_draw_w=_table_watts(power.group(1)) if power else None,
+                power_limit_w=_table_watts(power.group(2)) if power else None,
+                performance_state=_pstate(perf.group(1)) if perf else None,
+                utilization_gpu_pct=_int(util.group(1)) if util else None,
+                compute_mode=_compute_mode(util.group(2)) if util else None,
             )
         )
         i += 3
+    processes, processes_known = _table_processes(lines, warnings)
+    gpus = [
+        replace(gpu, processes=tuple(processes.get(gpu.index, ())), processes_known=processes_known)
+        for gpu in gpus
+    ]
+    for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
+        warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
     if driver_match is None:
         warnings.append("no 'Driver Version:' in nvidia-smi table")
     if not gpus:
@@ -413,37 +854,178 @@ def _tree_get(tree: Mapping[str, Any], *path: str) -> str | None:
     return _clean(node) if isinstance(node, str) else None
 
 
+_TEXT_GPU_HEADER = re.compile(r"^GPU\s+\S+\s*$")
+_TEXT_PROCESSES = re.compile(r"^(\s*)Processes(?:\s+:\s*(.*?))?\s*$")
+
+
+def _text_gpu_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(header, body lines) of each 'GPU 00000000:07:00.0' section of `nvidia-smi -q`."""
+    blocks: list[tuple[str, list[str]]] = []
+    for raw in text.splitlines():
+        if _TEXT_GPU_HEADER.match(raw):
+            blocks.append((raw.strip(), []))
+        elif blocks:
+            blocks[-1][1].append(raw)
+    return blocks
+
+
+def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]:
+    """The 'Processes' section: 'Processes : None', or one 'Process ID' entry per process."""
+    for i, raw in enumerate(lines):
+        match = _TEXT_PROCESSES.match(raw)
+        if match is None:
+            continue
+        if match.group(2) is not None:  # "Processes : None" (or N/A)
+            return (), match.group(2).strip().lower() == "none"
+        indent = len(match.group(1).expandtabs())
+        entries: list[dict[str, str]] = []
+        for line in lines[i + 1 :]:
+            if not line.strip():
+                continue
+            item = _TEXT_LINE.match(line)
+            if item is None or len(item.group(1).expandtabs()) <= indent:
+                break
+            key, value = item.group(2).strip(), (item.group(3) or "").strip()
+            # An entry starts at "GPU instance ID" (R470+) or, without it, at "Process ID".
+            starts = key == "GPU instance ID" or (
+                key == "Process ID" and (not entries or "Process ID" in entries[-1])
+            )
+            if starts or not entries:
+                entries.append({})
+            entries[-1].setdefault(key, value)
+        processes = tuple(
+            GpuProcess(
+                pid=_int(entry.get("Process ID")),
+                name=_clean(entry.get("Name")) or "",
+                type=_clean(entry.get("Type")),
+                used_memory_mib=_mib(entry.get("Used GPU Memory")),
+            )
+            for entry in entries
+            if "Process ID" in entry
+        )
+        return processes, True
+    return (), False
+
+
+def _tree_first(tree: Mapping[str, Any], *paths: tuple[str, ...]) -> str | None:
+    """The first of `paths` in a text tree that has a value."""
+    for path in paths:
+        value = _tree_get(tree, *path)
+        if value is not None:
+            return value
+    return None
+
+
+def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
+    """The first sub-section of `names` present, else an empty one."""
+    for name in names:
+        section = tree.get(name)
+        if isinstance(section, Mapping):
+            return section
+    return {}
+
+
+def _text_ecc(section: Mapping[str, Any], kind: str) -> tuple[int | None, int | None]:
+    """(correctable, uncorrectable) totals under 'ECC Errors' > Volatile|Aggregate."""
+    node = _tree_section(section, "ECC Errors")
+    node = _tree_section(node, kind)
+    if "Single Bit" in node or "Double Bit" in node:  # older drivers
+        return _int(_tree_get(node, "Single Bit", "Total")), _int(_tree_get(node, "Double Bit", "Total"))
+    sram_unc = _int(_tree_get(node, "SRAM Uncorrectable"))
+    if sram_unc is None:
+        sram_unc = _total(
+            _int(_tree_get(node, "SRAM Uncorrectable Parity")),
+            _int(_tree_get(node, "SRAM Uncorrectable SEC-DED")),
+        )
+    return (
+        _total(_int(_tree_get(node, "SRAM Correctable")), _int(_tree_get(node, "DRAM Correctable"))),
+        _total(sram_unc, _int(_tree_get(node, "DRAM Uncorrectable"))),
+    )
+
+
+def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) -> GpuInfo:
+    """One 'GPU <bus id>' section of `nvidia-smi -q`."""
+    section = _text_tree("\n".join(lines))
+    name = _tree_get(section, "Product Name")
+    if name is None:
+        warnings.append(f"{key}: no Product Name")
+    link = ("PCI", "GPU Link Info")
+    vol_corr, vol_unc = _text_ecc(section, "Volatile")
+    agg_corr, agg_unc = _text_ecc(section, "Aggregate")
+    retired = _tree_section(section, "Retired Pages")
+    remapped = _tree_section(section, "Remapped Rows")
+    power = _tree_section(section, "GPU Power Readings", "Power Readings")
+    reasons_section = _tree_section(section, "Clocks Event Reasons", "Clocks Throttle Reasons")
+    reasons, reasons_known = _reasons_from_states(
+        [(label, value) for label, value in reasons_section.items() if isinstance(value, str)],
+        key,
+        warnings,
+    )
+    processes, processes_known = _text_processes(lines)
+    return GpuInfo(
+        index=position,
+        name=name or "",
+        uuid=_tree_get(section, "GPU UUID"),
+        serial=_tree_get(section, "Serial Number"),
+        pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
+        memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
+        memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
+        ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
+        persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
+        pcie_gen_current=_int(_tree_get(section, *link, "PCIe Generation", "Current")),
+        pcie_gen_max=_int(_tree_get(section, *link, "PCIe Generation", "Max")),
+        pcie_width_current=_int(_tree_get(section, *link, "Link Width", "Current")),
+        pcie_width_max=_int(_tree_get(section, *link, "Link Width", "Max")),
+        temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
+        mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
+        vbios=_tree_get(section, "VBIOS Version"),
+        product_brand=_tree_get(section, "Product Brand"),
+        product_architecture=_tree_get(section, "Product Architecture"),
+        ecc_volatile_correctable=vol_corr,
+        ecc_volatile_uncorrectable=vol_unc,
+        ecc_aggregate_correctable=agg_corr,
+        ecc_aggregate_uncorrectable=agg_unc,
+        retired_pages_sbe=_int(_tree_get(retired, "Single Bit ECC")),
+        retired_pages_dbe=_int(_tree_get(retired, "Double Bit ECC")),
+        retired_pages_pending=_any_true(
+            _yes_no(_tree_get(retired, "Pending Page Blacklist")),
+            _yes_no(_tree_get(retired, "Pending Page Retirement")),
+            _yes_no(_tree_get(retired, "Pending")),
+        ),
+        remapped_rows_correctable=_int(_tree_get(remapped, "Correctable Error")),
+        remapped_rows_uncorrectable=_int(_tree_get(remapped, "Uncorrectable Error")),
+        remapped_rows_pending=_yes_no(_tree_get(remapped, "Pending")),
+        remapped_rows_failure=_yes_no(_tree_get(remapped, "Remapping Failure Occurred")),
+        power_draw_w=_float(
+            _tree_first(power, ("Power Draw",), ("Average Power Draw",), ("Instant Power Draw",))
+        ),
+        power_limit_w=_float(
+            _tree_first(power, ("Enforced Power Limit",), ("Current Power Limit",), ("Power Limit",))
+        ),
+        default_power_limit_w=_float(_tree_get(power, "Default Power Limit")),
+        max_power_limit_w=_float(_tree_get(power, "Max Power Limit")),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(_tree_get(section, "Performance State")),
+        utilization_gpu_pct=_int(_tree_get(section, "Utilization", "Gpu")),
+        # absolute thresholds only, not the "... T.Limit Temp" margins
+        temperature_slowdown_c=_int(_tree_get(section, "Temperature", "GPU Slowdown Temp")),
+        temperature_max_c=_int(_tree_get(section, "Temperature", "GPU Shutdown Temp")),
+        virtualization_mode=_tree_get(section, "GPU Virtualization Mode", "Virtualization Mode"),
+        compute_mode=_compute_mode(_tree_get(section, "Compute Mode")),
+        processes=processes,
+        processes_known=processes_known,
+    )
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form."""
     tree = _text_tree(text)
     warnings: list[str] = []
-    gpus: list[GpuInfo] = []
-    for position, (key, section) in enumerate(
-        (k, v) for k, v in tree.items() if k.startswith("GPU ") and isinstance(v, dict)
-    ):
-        name = _tree_get(section, "Product Name")
-        if name is None:
-            warnings.append(f"{key}: no Product Name")
-        link = ("PCI", "GPU Link Info")
-        gpus.append(
-            GpuInfo(
-                index=position,
-                name=name or "",
-                uuid=_tree_get(section, "GPU UUID"),
-                serial=_tree_get(section, "Serial Number"),
-                pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
-                memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
-                memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
-                ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
-                persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
-                pcie_gen_current=_int(_tree_get(section, *link, "PCIe Generation", "Current")),
-                pcie_gen_max=_int(_tree_get(section, *link, "PCIe Generation", "Max")),
-                pcie_width_current=_int(_tree_get(section, *link, "Link Width", "Current")),
-                pcie_width_max=_int(_tree_get(section, *link, "Link Width", "Max")),
-                temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
-                mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
-            )
-        )
+    gpus = [
+        _text_gpu(key, lines, position, warnings)
+        for position, (key, lines) in enumerate(_text_gpu_blocks(text))
+    ]
     driver = _tree_get(tree, "Driver Version")
     attached = _int(_tree_get(tree, "Attached GPUs"))
     if driver is None:

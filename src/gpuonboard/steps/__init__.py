@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from .acceptance import AcceptanceStep
 from .base import Check, Plan, Step, StepContext, StepResult
+from .driver_compat import DriverCompatStep
 from .files import CommandStep, TemplateStep
+from .gpu_health import GpuHealthStep
 
-REGISTRY: dict[str, type[Step]] = {cls.name: cls for cls in (AcceptanceStep, TemplateStep, CommandStep)}
+REGISTRY: dict[str, type[Step]] = {
+    cls.name: cls for cls in (AcceptanceStep, GpuHealthStep, DriverCompatStep, TemplateStep, CommandStep)
+}
 
 __all__ = ["REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]

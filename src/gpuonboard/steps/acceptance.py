@@ -55,9 +55,11 @@ def version_tuple(version: str) -> tuple[int, ...]:
 def _no_gpu_actual(facts: Facts) -> str | None:
     if not facts.nvidia_smi_present:
         return "unknown: nvidia-smi not found"
-    if facts.gpu is None:
-        err = facts.raw["nvidia_smi"].stderr.strip().splitlines()
-        return "unknown: nvidia-smi failed" + (f" ({err[0]})" if err else "")
+    if facts.gpu is None or not facts.gpu.gpus:
+        raw = facts.raw["nvidia_smi"]
+        # a driver/library mismatch prints its reason on stdout ("NVIDIA-SMI has failed ...")
+        lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
+        return "unknown: nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else "")
     return None
 
 

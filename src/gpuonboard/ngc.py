@@ -1,0 +1,336 @@
+"""NGC PyTorch container compatibility: which host driver runs which ``nvcr.io/nvidia/pytorch`` tag.
+
+The table lives in ``gpuonboard/data/ngc_pytorch.yml`` (see the comment at its top for the
+fields and for where each value came from). Everything here is pure: no I/O except reading
+that file.
+
+Forward compatibility
+---------------------
+A driver older than a release's ``min_driver`` can still run the container through the CUDA
+forward-compatibility package (``cuda-compat``) shipped inside it, but only when
+
+* the driver is on one of the release's ``forward_compat`` branches at or above that branch's
+  ``min``, and
+* the GPU supports forward compatibility. NVIDIA documents it for data-centre GPUs and for
+  *select* NVIDIA RTX professional GPUs (and Jetson). This module therefore gives
+  ``"datacenter"`` cards the ``forward_compat`` verdict, ``"professional"`` cards only
+  ``forward_compat_unverified`` (a warning), and consumer GeForce cards ``incompatible``: there
+  the container fails at run time with CUDA error 804 ("forward compatibility was attempted on
+  non supported HW").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+DATA_FILE = Path(__file__).parent / "data" / "ngc_pytorch.yml"
+
+GpuClass = Literal["datacenter", "consumer", "professional", "unknown"]
+Verdict = Literal["compatible", "forward_compat", "forward_compat_unverified", "incompatible"]
+
+_RELEASE_RE = re.compile(r"^\d{2}\.\d{2}$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+_BRANCH_RE = re.compile(r"^R(\d+)$")
+
+
+@dataclass(frozen=True)
+class ForwardBranch:
+    """A data-centre driver branch accepted through CUDA forward compatibility.
+
+    ``branch`` is ``"R535"``; ``min`` is the lowest driver of that branch accepted (``"535.86"``).
+    """
+
+    branch: str
+    min: str
+
+    @property
+    def number(self) -> int:
+        """The branch number, e.g. 535 for ``"R535"``."""
+        m = _BRANCH_RE.match(self.branch)
+        if m is None:  # pragma: no cover - guarded by load_releases
+            raise ValueError(f"bad branch {self.branch!r}")
+        return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class NgcRelease:
+    """One NGC PyTorch container release (``nvcr.io/nvidia/pytorch:<release>-py3``)."""
+
+    release: str
+    cuda: str
+    pytorch: str | None
+    min_driver: str
+    forward_compat: tuple[ForwardBranch, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Compat:
+    """Verdict of :func:`compat` for one release, driver and GPU class."""
+
+    verdict: Verdict
+    message: str
+    newest_runnable: str | None
+    needed_driver: str
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Numeric sort key of a dotted version: ``"535.104.05"`` -> ``(535, 104, 5)``.
+
+    Comparison is per dot part, so ``"535.104.05" > "535.86.10"``; a shorter version that is a
+    prefix compares lower (``"560" <= "560.35.03"``), which is what a branch floor needs.
+    """
+    v = version.strip()
+    if not _VERSION_RE.match(v):
+        raise ValueError(f"not a numeric dotted version: {version!r}")
+    return tuple(int(p) for p in v.split("."))
+
+
+def _driver_at_least(driver: str, minimum: str) -> bool:
+    return version_key(driver) >= version_key(minimum)
+
+
+def _row_error(path: Path, index: int, row: Any, problem: str) -> ValueError:
+    name = row.get("release") if isinstance(row, dict) else None
+    label = f"row {index}" + (f" (release {name!r})" if name is not None else "")
+    return ValueError(f"{path}: {label}: {problem}")
+
+
+def _req_str(path: Path, index: int, row: dict[str, Any], key: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise _row_error(path, index, row, f"field {key!r} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
+    if not isinstance(row, dict):
+        raise _row_error(path, index, row, f"expected a mapping, got {type(row).__name__}")
+    release = _req_str(path, index, row, "release")
+    if not _RELEASE_RE.match(release):
+        raise _row_error(path, index, row, f"release {release!r} is not of the form YY.MM (quote it)")
+    cuda = _req_str(path, index, row, "cuda")
+    if not _VERSION_RE.match(cuda):
+        raise _row_error(path, index, row, f"cuda {cuda!r} is not a dotted version")
+    pytorch = row.get("pytorch")
+    if pytorch is not None and (not isinstance(pytorch, str) or not pytorch.strip()):
+        raise _row_error(path, index, row, f"field 'pytorch' must be a string or null, got {pytorch!r}")
+    min_driver = _req_str(path, index, row, "min_driver")
+    if not _VERSION_RE.match(min_driver):
+        raise _row_error(path, index, row, f"min_driver {min_driver!r} is not a dotted version")
+    source = _req_str(path, index, row, "source")
+    if not source.startswith(("https://", "http://")):
+        raise _row_error(path, index, row, f"source {source!r} does not start with a URL")
+    fc_raw = row.get("forward_compat", [])
+    if not isinstance(fc_raw, list):
+        raise _row_error(path, index, row, "field 'forward_compat' must be a list")
+    branches: list[ForwardBranch] = []
+    for fc in fc_raw:
+        if not isinstance(fc, dict) or set(fc) != {"branch", "min"}:
+            raise _row_error(path, index, row, f"forward_compat entry {fc!r} must be {{branch, min}}")
+        branch, minimum = str(fc["branch"]), str(fc["min"])
+        m = _BRANCH_RE.match(branch)
+        if m is None:
+            raise _row_error(path, index, row, f"forward_compat branch {branch!r} is not like 'R535'")
+        if not _VERSION_RE.match(minimum) or version_key(minimum)[0] != int(m.group(1)):
+            raise _row_error(path, index, row, f"forward_compat min {minimum!r} is not on branch {branch}")
+        branches.append(ForwardBranch(branch=branch, min=minimum))
+    return NgcRelease(
+        release=release,
+        cuda=cuda,
+        pytorch=pytorch.strip() if isinstance(pytorch, str) else None,
+        min_driver=min_driver,
+        forward_compat=tuple(branches),
+        source=source,
+    )
+
+
+def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
+    """Load and validate the release table, sorted oldest first.
+
+    ``path`` defaults to the packaged ``data/ngc_pytorch.yml``. Raises :class:`ValueError`
+    naming the file and the offending row when the file is malformed (including duplicate
+    releases).
+    """
+    p = DATA_FILE if path is None else Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{p}: expected a non-empty YAML list of releases")
+    rows = [_parse_row(p, i, row) for i, row in enumerate(raw)]
+    seen: set[str] = set()
+    for i, r in enumerate(rows):
+        if r.release in seen:
+            raise ValueError(f"{p}: row {i} (release {r.release!r}): duplicate release")
+        seen.add(r.release)
+    return tuple(sorted(rows, key=lambda r: version_key(r.release)))
+
+
+_IMAGE_RE = re.compile(
+    r"^(?:(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/)?(?P<path>(?:[a-z0-9._-]+/)*nvidia/pytorch)"
+    r"(?::(?P<tag>[A-Za-z0-9._-]+))?(?P<digest>@sha256:[0-9a-fA-F]+)?$"
+)
+_TAG_RE = re.compile(r"^(?P<release>\d{2}\.\d{2})-(?P<variant>[A-Za-z0-9._-]+)$")
+
+
+def parse_image(image: str) -> tuple[str | None, str | None]:
+    """Split an NGC PyTorch image reference into ``(release, variant)``.
+
+    ``"nvcr.io/nvidia/pytorch:24.08-py3"`` -> ``("24.08", "py3")``; mirror hosts
+    (``"mirror.example.cn/nvidia/pytorch:24.08-py3"``) work too. A digest-pinned reference
+    (``...@sha256:...``) gives ``(None, None)``: the digest, not the tag, decides what runs.
+    Anything that is not an NGC PyTorch ``YY.MM-<variant>`` tag gives ``(None, None)``.
+    """
+    m = _IMAGE_RE.match(image.strip())
+    if m is None or m.group("digest") or not m.group("tag"):
+        return (None, None)
+    host = m.group("host")
+    if host is not None and "." not in host and ":" not in host and host != "localhost":
+        return (None, None)  # first segment is a path component, e.g. "foo/nvidia/pytorch"
+    t = _TAG_RE.match(m.group("tag"))
+    if t is None:
+        return (None, None)
+    return (t.group("release"), t.group("variant"))
+
+
+_DATACENTER_RE = re.compile(
+    r"\b(?:[agh]h?\d{2,3}[a-z]?|gb\d{3}|b\d{3}a?|l40s?|l4|l20|l2|t4|v100|p100|p40|p4|k80|k40|m60|m40|a2)\b"
+)
+_PRO_RE = re.compile(
+    r"\brtx\s+(?:pro\s+)?(?:a\d{3,4}|[2-8]000|[45]500)\b|ada generation|\bquadro\b|\bt\d{3,4}\b"
+)
+
+
+def gpu_class(name: str, brand: str | None = None) -> GpuClass:
+    """Classify a GPU by its nvidia-smi name (and optional XML ``<product_brand>``).
+
+    Returns ``"datacenter"`` (Tesla / A100 / H100 / H200 / L40S / A10 / T4 / V100 / P100 ...),
+    ``"consumer"`` (GeForce, TITAN), ``"professional"`` (Quadro, NVIDIA RTX A6000 / RTX 6000 Ada /
+    RTX 4000 SFF Ada ...) or ``"unknown"``. Only ``"datacenter"`` is treated as supporting CUDA
+    forward compatibility; ``"professional"`` is "select models only" (warn).
+    """
+    n = " ".join(name.lower().replace("_", " ").split())
+    b = (brand or "").strip().lower()
+    if "geforce" in n or "titan" in n or b in {"geforce", "titan"}:
+        return "consumer"
+    if b == "quadro" or b == "nvidia rtx" or b.startswith("quadro") or _PRO_RE.search(n):
+        return "professional"
+    if n.startswith("tesla") or b == "tesla" or _DATACENTER_RE.search(n):
+        return "datacenter"
+    if re.search(r"\brtx\s+[2-5]0[5-9]0\b", n):
+        return "consumer"
+    return "unknown"
+
+
+def release_for(releases: Sequence[NgcRelease], tag: str) -> NgcRelease | None:
+    """The row for ``tag`` (``"24.08"``, or a full tag like ``"24.08-py3"``), else ``None``."""
+    wanted = tag.strip().split("-", 1)[0]
+    for r in releases:
+        if r.release == wanted:
+            return r
+    return None
+
+
+def _forward_branch(release: NgcRelease, driver: str) -> ForwardBranch | None:
+    branch = version_key(driver)[0]
+    for fb in release.forward_compat:
+        if fb.number == branch and _driver_at_least(driver, fb.min):
+            return fb
+    return None
+
+
+def runs_natively(release: NgcRelease, driver: str) -> bool:
+    """True when ``driver`` meets the release's native requirement (any GPU)."""
+    return _driver_at_least(driver, release.min_driver)
+
+
+def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> str | None:
+    """Newest release in ``releases`` this driver runs: natively, or (datacenter only) via forward compat."""
+    best: NgcRelease | None = None
+    for r in releases:
+        ok = runs_natively(r, driver) or (klass == "datacenter" and _forward_branch(r, driver) is not None)
+        if ok and (best is None or version_key(r.release) > version_key(best.release)):
+            best = r
+    return best.release if best is not None else None
+
+
+def compat(
+    release: NgcRelease,
+    driver: str,
+    klass: str,
+    releases: Sequence[NgcRelease] | None = None,
+) -> Compat:
+    """Can ``driver`` on a GPU of class ``klass`` run NGC PyTorch ``release``?
+
+    * ``driver >= release.min_driver`` -> ``compatible``.
+    * else, driver on a listed forward-compat branch at/above its ``min``: ``forward_compat`` on a
+      data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU.
+    * otherwise ``incompatible``; for consumer cards the message explains CUDA error 804.
+
+    ``newest_runnable`` is computed over ``releases`` (default: the packaged table).
+    """
+    table = load_releases() if releases is None else releases
+    rel, need = release.release, release.min_driver
+    newest = newest_runnable(table, driver, klass)
+    if runs_natively(release, driver):
+        return Compat(
+            "compatible",
+            f"Driver {driver} meets NGC PyTorch {rel}'s requirement (driver {need} or later), "
+            "so the container runs natively.",
+            newest,
+            need,
+        )
+    fb = _forward_branch(release, driver)
+    if fb is not None and klass == "datacenter":
+        return Compat(
+            "forward_compat",
+            f"Driver {driver} is older than {need} but on forward-compatible branch {fb.branch} "
+            f"(>= {fb.min}), so NGC PyTorch {rel} works through the CUDA forward-compatibility package "
+            f"(data-centre GPUs only); upgrade to {need} or later to stop relying on it.",
+            newest,
+            need,
+        )
+    if fb is not None and klass == "professional":
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}; branch {fb.branch} is forward-compatible for NGC PyTorch "
+            f"{rel}, but NVIDIA supports forward compatibility only on select RTX professional GPUs, so "
+            f"this card may fail with CUDA error 804 -- test it or upgrade the driver to {need} or later.",
+            newest,
+            need,
+        )
+    fallback = (
+        f"use NGC PyTorch {newest} or older" if newest else "no release in the table runs on this driver"
+    )
+    if klass == "consumer":
+        why = (
+            "and forward compatibility does not work on GeForce cards, so the container would fail "
+            'with CUDA error 804 ("forward compatibility was attempted on non supported HW")'
+        )
+    elif klass == "datacenter":
+        branch = f"R{version_key(driver)[0]}"
+        same = next((f for f in release.forward_compat if f.branch == branch), None)
+        if same is not None:
+            why = f"and forward compatibility on branch {branch} needs {same.min} or later"
+        else:
+            listed = ", ".join(f.branch for f in release.forward_compat) or "none"
+            why = f"and branch {branch} is not a forward-compatible branch for it ({listed})"
+    elif klass == "professional":
+        why = "and its branch is not one of the release's forward-compatible branches"
+    else:
+        why = "and forward compatibility cannot be assumed for an unrecognised GPU (CUDA error 804 risk)"
+    return Compat(
+        "incompatible",
+        f"Driver {driver} is too old for NGC PyTorch {rel}, which needs driver {need} or later, {why}; "
+        f"{fallback}, or upgrade the driver to {need} or later.",
+        newest,
+        need,
+    )

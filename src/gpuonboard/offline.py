@@ -1,0 +1,173 @@
+"""`invoke facts FILE...`: judge saved command outputs offline (no SSH).
+
+A renter can check the outputs a vendor mails before delivery; a support engineer can replay
+a customer's. Each file's kind is detected from its content, the same pure parsers as a live
+run turn them into facts, and with an order the same acceptance and health rules apply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .facts.gather import Facts, parse_facts
+from .facts.probe import ProbeOutput
+from .inventory import OrderSpec, parse_order
+from .steps import acceptance, gpu_health
+from .steps.base import Check
+from .yamlload import LineDict, load_yaml
+
+KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
+
+
+def detect_kind(text: str) -> str | None:
+    """Which probe produced this output, from its content alone (None: not recognised)."""
+    head = text.lstrip()[:4000]
+    if head.startswith("<?xml") or "<nvidia_smi_log" in head:
+        return "nvidia_smi"
+    if (
+        "NVSMI LOG" in head
+        or "NVIDIA-SMI" in head
+        or head.startswith(("name,", "index,"))
+        or "memory.total" in head
+    ):
+        return "nvidia_smi"
+    if "GPU0" in head and ("Legend" in text or "CPU Affinity" in head):
+        return "nvidia_topo"
+    if head.startswith("{") and '"blockdevices"' in head:
+        return "lsblk"
+    if head.startswith("{") and '"lscpu"' in head:
+        return "lscpu"
+    if "Architecture:" in head:
+        return "lscpu"
+    if "Mem:" in head and "total" in head.splitlines()[0]:
+        return "free"
+    if head.startswith("Filesystem"):
+        return "df"
+    if "Cuda compilation tools" in head:
+        return "nvcc"
+    if "PRETTY_NAME=" in head or head.startswith("NAME="):
+        return "os_release"
+    return None
+
+
+def expand(paths: Sequence[str]) -> list[Path]:
+    """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
+    out: list[Path] = []
+    for item in paths:
+        for part in (p.strip() for p in item.split(",")):
+            if not part:
+                continue
+            path = Path(part)
+            if path.is_dir():
+                out += sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+            elif any(ch in part for ch in "*?[") and not path.exists():
+                matches = sorted(Path().glob(part))
+                if not matches:
+                    raise UsageError(f"{part}: no file matches this pattern.")
+                out += matches
+            else:
+                out.append(path)
+    return out
+
+
+def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
+    """Read files, detect kinds; errors name the file."""
+    raw: dict[str, ProbeOutput] = {}
+    for path in expand(paths):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read this file ({exc.strerror}).") from None
+        kind = detect_kind(text)
+        if kind is None:
+            raise UsageError(
+                f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
+                " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release or nvcc --version)."
+            )
+        if kind in raw:
+            raise UsageError(f"{path}: a second {kind} output; pass one file per command.")
+        raw[kind] = ProbeOutput(text, "", 0)
+    return raw
+
+
+def load_order(path: str) -> OrderSpec:
+    """An order spec from a YAML file (`order:` mapping or the order fields at top level)."""
+    from .errors import InventoryError
+
+    p = Path(path)
+    data = load_yaml(p, InventoryError, "order")
+    if isinstance(data, dict) and "order" in data:
+        data = data["order"]
+    if not isinstance(data, dict):
+        raise InventoryError(f"{p}, line 1: an order file must be a mapping like gpu_model: A100 80GB SXM.")
+    return parse_order(data, p, data if isinstance(data, LineDict) else LineDict(), "the order file")
+
+
+def facts_json(facts: Facts) -> dict[str, Any]:
+    """Every parsed fact as JSON-able data (raw outputs left out)."""
+
+    def conv(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: conv(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple | list):
+            return [conv(v) for v in value]
+        if isinstance(value, Mapping):
+            return {"-".join(k) if isinstance(k, tuple) else str(k): conv(v) for k, v in value.items()}
+        return value
+
+    out = {f.name: conv(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.name != "raw"}
+    out["summary"] = facts.summary()
+    return out
+
+
+def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
+    """Acceptance rules (when an order is given) and GPU health rules."""
+    checks: list[Check] = []
+    if order is not None:
+        checks += acceptance.evaluate(order, facts)
+    checks += gpu_health.evaluate(facts)
+    return checks
+
+
+def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
+    """Parse, print, and return the exit code (1 when any rule fails)."""
+    if not paths:
+        raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
+    raw = load_outputs(paths)
+    facts = parse_facts(raw)
+    checks = judge(facts, order)
+    if as_json:
+        doc = {"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
+    else:
+        _print(facts, checks, sorted(raw))
+    return 1 if any(c.verdict == "fail" for c in checks) else 0
+
+
+def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
+    from rich.table import Table
+
+    from .report.terminal import _VERDICT_STYLE, console
+
+    con = console()
+    t = Table(title=f"facts from {', '.join(kinds)}", title_justify="left")
+    t.add_column("fact")
+    t.add_column("value")
+    for key, value in facts.summary().items():
+        t.add_row(key, "-" if value is None else str(value))
+    con.print(t)
+    for w in facts.warnings:
+        con.print(f"[yellow]warning:[/] {w}")
+    if checks:
+        r = Table(title="rules", title_justify="left")
+        for col in ("rule", "expected", "actual", "verdict"):
+            r.add_column(col)
+        for c in checks:
+            actual = c.actual + (f"\n[dim]{c.detail}[/]" if c.detail else "")
+            r.add_row(c.name, c.expected, actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]")
+        con.print(r)

@@ -1,0 +1,381 @@
+"""Step `gpu_health`: the checks a careful engineer runs by hand on delivery. Read-only, pure rules.
+
+Each rule covers every GPU of the host and yields expected / actual / verdict with one
+sentence of advice. Thresholds come from the step's args, overridden per vendor or host by
+`vars.gpu_health` in the inventory (e.g. a vendor whose cards run hot in a known-good way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..facts.gather import Facts
+from ..facts.nvidia_smi import GpuInfo, GpuProcess
+from ..ngc import gpu_class
+from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+
+DEFAULTS: dict[str, float] = {
+    "temperature_warn": 80,  # degrees C
+    "temperature_fail": 87,
+    "power_cap_warn": 0.98,  # enforced limit / default limit
+    "power_cap_fail": 0.85,
+}
+HARD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+IDLE_PSTATES = {f"P{i}" for i in range(5, 16)}
+
+
+def _label(g: GpuInfo) -> str:
+    return f"GPU {g.index}"
+
+
+def _is_idle(g: GpuInfo) -> bool:
+    """Idle GPUs downshift their PCIe link and clocks to save power (not a fault)."""
+    return (
+        "gpu_idle" in g.clock_event_reasons
+        or (g.performance_state in IDLE_PSTATES)
+        or (g.utilization_gpu_pct == 0 and g.performance_state is None)
+    )
+
+
+def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
+    """ECC on for data-centre GPUs (consumer cards have none to enable)."""
+    dc = [g for g in gpus if gpu_class(g.name, g.product_brand) == "datacenter"]
+    if not dc:
+        return Check("ecc_mode", "enabled on data-centre GPUs", "not applicable (no data-centre GPU)", "pass")
+    off = [g for g in dc if g.ecc_mode == "Disabled"]
+    unknown = [g for g in dc if g.ecc_mode is None]
+    if off:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"Disabled on {', '.join(_label(g) for g in off)}",
+            "fail",
+            "memory errors go undetected without ECC; ask the vendor to run `nvidia-smi -e 1` and reboot",
+        )
+    if unknown:
+        return Check(
+            "ecc_mode", "Enabled", f"not reported for {', '.join(_label(g) for g in unknown)}", "warn"
+        )
+    return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs", "pass")
+
+
+def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
+    """No uncorrectable ECC errors, volatile (since boot) or aggregate (lifetime)."""
+    bad = []
+    for g in gpus:
+        vol, agg = g.ecc_volatile_uncorrectable or 0, g.ecc_aggregate_uncorrectable or 0
+        if vol or agg:
+            bad.append(f"{_label(g)}: {vol} volatile / {agg} aggregate")
+    if bad:
+        return Check(
+            "ecc_uncorrectable",
+            "0",
+            "; ".join(bad),
+            "fail",
+            "uncorrectable memory errors corrupt training silently; ask the vendor for another GPU",
+        )
+    known = [
+        g
+        for g in gpus
+        if g.ecc_volatile_uncorrectable is not None or g.ecc_aggregate_uncorrectable is not None
+    ]
+    if known:
+        return Check("ecc_uncorrectable", "0", "0", "pass")
+    if not any(g.ecc_mode == "Enabled" for g in gpus):
+        return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
+    return Check(
+        "ecc_uncorrectable", "0", "not reported", "warn", "nvidia-smi did not report ECC error counts"
+    )
+
+
+def rule_memory_repair(gpus: list[GpuInfo]) -> Check:
+    """No pending row remaps / retired pages and no remap failure."""
+    problems = []
+    for g in gpus:
+        if g.remapped_rows_failure:
+            problems.append(f"{_label(g)}: row remapping FAILED")
+        if g.remapped_rows_pending:
+            problems.append(f"{_label(g)}: row remap pending")
+        if g.retired_pages_pending:
+            problems.append(f"{_label(g)}: page retirement pending")
+    if problems:
+        failed = any("FAILED" in p for p in problems)
+        return Check(
+            "memory_repair",
+            "nothing pending",
+            "; ".join(problems),
+            "fail",
+            "a failed remap needs a replacement GPU"
+            if failed
+            else "a pending remap needs a GPU reset or reboot before the memory is safe; ask the vendor",
+        )
+    return Check("memory_repair", "nothing pending", "nothing pending", "pass")
+
+
+def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
+    """PCIe link at the card's max generation and width (gen may drop while idle)."""
+    narrow: list[str] = []
+    slow_busy: list[str] = []
+    slow_idle: list[str] = []
+    for g in gpus:
+        if g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max:
+            narrow.append(f"{_label(g)} x{g.pcie_width_current} of x{g.pcie_width_max}")
+        if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
+            (slow_idle if _is_idle(g) else slow_busy).append(
+                f"{_label(g)} Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}"
+            )
+    if narrow or slow_busy:
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            "; ".join(narrow + slow_busy),
+            "fail",
+            "a narrower or slower link than the card supports hints at a riser/slot fault or a"
+            " virtualisation limit; ask the vendor to check the slot",
+        )
+    if slow_idle:
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            "; ".join(slow_idle),
+            "warn",
+            "the GPU is idle and its link downshifts to save power; rerun under load to be sure",
+        )
+    known = any(g.pcie_gen_current for g in gpus)
+    return Check(
+        "pcie_link", "max gen and width", "at max" if known else "not reported", "pass" if known else "warn"
+    )
+
+
+def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
+    """Enforced power limit not capped below the card's default."""
+    capped: list[tuple[GpuInfo, float]] = []
+    for g in gpus:
+        if (
+            g.power_limit_w
+            and g.default_power_limit_w
+            and g.power_limit_w < g.default_power_limit_w * warn_ratio
+        ):
+            capped.append((g, g.power_limit_w / g.default_power_limit_w))
+    if capped:
+        text = "; ".join(
+            f"{_label(g)} {g.power_limit_w:.0f} W of {g.default_power_limit_w:.0f} W" for g, _ in capped
+        )
+        verdict: Verdict = "fail" if any(r < fail_ratio for _, r in capped) else "warn"
+        return Check(
+            "power_limit",
+            "default power limit",
+            text,
+            verdict,
+            "a capped power limit lowers training speed; ask the vendor to restore it (nvidia-smi -pl)",
+        )
+    known = any(g.power_limit_w for g in gpus)
+    return Check(
+        "power_limit",
+        "default power limit",
+        "at default" if known else "not reported",
+        "pass" if known else "warn",
+    )
+
+
+def rule_throttle(gpus: list[GpuInfo]) -> Check:
+    """No hardware slowdown or thermal throttling active; a software power cap is a warning."""
+    hard, soft = [], []
+    for g in gpus:
+        active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
+        if active:
+            hard.append(f"{_label(g)}: {', '.join(active)}")
+        if "sw_power_cap" in g.clock_event_reasons:
+            soft.append(f"{_label(g)}: sw_power_cap")
+    if hard:
+        return Check(
+            "throttling",
+            "no slowdown active",
+            "; ".join(hard + soft),
+            "fail",
+            "the GPU slows itself down (heat, power brake or a hardware fault);"
+            " ask the vendor to check cooling and power",
+        )
+    if soft:
+        return Check(
+            "throttling",
+            "no slowdown active",
+            "; ".join(soft),
+            "warn",
+            "clocks are held at the power limit; normal under full load, suspicious at idle",
+        )
+    known = any(g.clock_event_reasons_known for g in gpus)
+    return Check(
+        "throttling",
+        "no slowdown active",
+        "none active" if known else "not reported",
+        "pass" if known else "warn",
+    )
+
+
+def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check:
+    """GPU temperature below the thresholds (lower of the configured and the card's slowdown point)."""
+    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None]
+    if not temps:
+        return Check("temperature", f"< {warn_c:.0f} C", "not reported", "warn")
+    g, hottest = max(temps, key=lambda x: x[1] or 0)
+    assert hottest is not None
+    limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
+    actual = f"{hottest} C on {_label(g)}"
+    if hottest >= limit:
+        return Check(
+            "temperature",
+            f"< {limit:.0f} C",
+            actual,
+            "fail",
+            "the GPU is near its slowdown point; ask the vendor to check airflow and fans",
+        )
+    if hottest >= warn_c:
+        return Check(
+            "temperature",
+            f"< {warn_c:.0f} C",
+            actual,
+            "warn",
+            "hot for a delivery check; watch it under load",
+        )
+    return Check("temperature", f"< {warn_c:.0f} C", actual, "pass")
+
+
+def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
+    """Nobody else's job runs on 'your' GPUs."""
+
+    def fmt(g: GpuInfo, p: GpuProcess) -> str:
+        return f"{_label(g)}: pid {p.pid} {p.name} ({p.used_memory_mib} MiB)"
+
+    compute = [fmt(g, p) for g in gpus for p in g.processes if p.type != "G"]
+    graphics = [fmt(g, p) for g in gpus for p in g.processes if p.type == "G"]
+    if compute:
+        return Check(
+            "foreign_processes",
+            "none",
+            "; ".join(compute + graphics),
+            "fail",
+            "another job is using the GPUs you rent; ask the vendor before you start",
+        )
+    if graphics:
+        return Check(
+            "foreign_processes",
+            "none",
+            "; ".join(graphics),
+            "warn",
+            "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless",
+        )
+    known = all(g.processes_known for g in gpus)
+    return Check(
+        "foreign_processes", "none", "none" if known else "not reported", "pass" if known else "warn"
+    )
+
+
+def rule_persistence(gpus: list[GpuInfo]) -> Check:
+    """Persistence mode on (else every CUDA start pays driver initialisation)."""
+    off = [_label(g) for g in gpus if g.persistence_mode == "Disabled"]
+    if off:
+        return Check(
+            "persistence_mode",
+            "Enabled",
+            f"Disabled on {', '.join(off)}",
+            "warn",
+            "enable it with `sudo nvidia-smi -pm 1` (or the nvidia-persistenced service)",
+        )
+    return Check("persistence_mode", "Enabled", "Enabled" if gpus else "not reported", "pass")
+
+
+def rule_mig(gpus: list[GpuInfo]) -> Check:
+    """MIG splits a GPU into instances; a whole-GPU order should not arrive partitioned."""
+    on = [_label(g) for g in gpus if g.mig_mode == "Enabled"]
+    if on:
+        return Check(
+            "mig_mode",
+            "Disabled (whole GPUs)",
+            f"Enabled on {', '.join(on)}",
+            "warn",
+            "the GPUs are partitioned into MIG instances; if you ordered whole GPUs ask the vendor to"
+            " disable MIG (nvidia-smi -mig 0)",
+        )
+    return Check("mig_mode", "Disabled (whole GPUs)", "Disabled", "pass")
+
+
+def rule_virtualization(gpus: list[GpuInfo]) -> Check:
+    """Report pass-through or vGPU: bare metal vs a VM changes what you pay for."""
+    modes = sorted({g.virtualization_mode for g in gpus if g.virtualization_mode})
+    if not modes:
+        return Check("virtualization", "(information)", "not reported", "pass")
+    vgpu = [m for m in modes if "VGPU" in m.upper()]
+    if vgpu:
+        return Check(
+            "virtualization",
+            "bare metal or pass-through",
+            ", ".join(modes),
+            "warn",
+            "a vGPU shares the physical GPU; check the order said so",
+        )
+    return Check("virtualization", "bare metal or pass-through", ", ".join(modes), "pass")
+
+
+def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
+    """All health rules over the host's GPUs (none when the driver is absent)."""
+    t = {**DEFAULTS, **(thresholds or {})}
+    gpus = list(facts.gpu.gpus) if facts.gpu else []
+    if not gpus:
+        return []
+    rules: list[Callable[[], Check]] = [
+        lambda: rule_ecc_mode(gpus),
+        lambda: rule_ecc_errors(gpus),
+        lambda: rule_memory_repair(gpus),
+        lambda: rule_pcie_link(gpus),
+        lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
+        lambda: rule_throttle(gpus),
+        lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
+        lambda: rule_foreign_processes(gpus),
+        lambda: rule_persistence(gpus),
+        lambda: rule_mig(gpus),
+        lambda: rule_virtualization(gpus),
+    ]
+    return [r() for r in rules]
+
+
+def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
+    """Step args, overridden by the inventory's `vars.gpu_health` (vendor, group or host)."""
+    merged = {**args, **(host_vars.get("gpu_health") or {})}
+    out: dict[str, float] = {}
+    for key, value in merged.items():
+        if key not in DEFAULTS:
+            raise StepArgsError(f"unknown gpu_health threshold {key!r} (known: {', '.join(DEFAULTS)})")
+        try:
+            out[key] = float(value)
+        except (TypeError, ValueError):
+            raise StepArgsError(f"gpu_health threshold {key!r} must be a number, not {value!r}") from None
+    return out
+
+
+class GpuHealthStep(Step):
+    """Read-only GPU health checks (ECC, memory repair, PCIe, power, throttling, processes)."""
+
+    name = "gpu_health"
+    read_only = True
+    ARGS = {k: f"threshold (default {v})" for k, v in DEFAULTS.items()}
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Evaluate every rule; failed when any fails; skipped-like ok when no GPU is visible."""
+        try:
+            thresholds = thresholds_from(self.args, ctx.host.vars)
+        except StepArgsError as exc:
+            return Plan(False, f"bad gpu_health threshold: {exc}", failed=True)
+        checks = evaluate(ctx.facts, thresholds)
+        if not checks:
+            return Plan(False, "no GPU visible to check (see the acceptance step)", failed=False)
+        fails = [c.name for c in checks if c.verdict == "fail"]
+        warns = [c.name for c in checks if c.verdict == "warn"]
+        if fails:
+            msg = f"{len(fails)} of {len(checks)} GPU health checks failed: {', '.join(fails)}"
+        elif warns:
+            msg = f"GPUs healthy with {len(warns)} warning(s): {', '.join(warns)}"
+        else:
+            msg = f"all {len(checks)} GPU health checks passed"
+        return Plan(False, msg, checks=checks, failed=bool(fails))

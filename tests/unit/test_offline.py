@@ -1,0 +1,84 @@
+"""`gpuonboard facts`: saved outputs judged offline, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.offline import detect_kind
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+DERIVED = Path(__file__).parents[1] / "fixtures" / "derived"
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [(p.name, None) for p in sorted(REAL.iterdir()) if p.name != "SOURCES.md"],
+)
+def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
+    text = (REAL / name).read_text()
+    expected = {
+        "nvidia-smi-topo": "nvidia_topo",
+        "nvidia-smi-nvlink": None,
+        "nvidia-smi": "nvidia_smi",
+        "lscpu": "lscpu",
+        "free": "free",
+        "df-h": "df",
+        "lsblk": "lsblk",
+        "nvcc": "nvcc",
+    }
+    want = next(v for k, v in expected.items() if name.startswith(k))
+    assert detect_kind(text) == want
+
+
+def test_vendor_outputs_dir_judged_against_an_order(tmp_path: Path) -> None:
+    outputs = tmp_path / "from-vendor"
+    outputs.mkdir()
+    shutil.copy(DERIVED / "nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml", outputs / "smi.xml")
+    shutil.copy(REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt", outputs / "topo.txt")
+    shutil.copy(REAL / "free__ubuntu-18.04-vm.txt", outputs / "free.txt")
+    order = tmp_path / "order.yml"
+    order.write_text("order:\n  gpu_model: A100 80GB SXM\n  gpu_count: 8\n  ram: 512GB\n")
+    r = cli(tmp_path, str(outputs), "--order", str(order), "--json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    rules = {x["name"]: x for x in doc["rules"]}
+    assert rules["gpu_count"]["actual"] == "4" and rules["gpu_count"]["verdict"] == "fail"
+    assert rules["ram"]["verdict"] == "fail" and rules["gpu_model"]["verdict"] == "pass"
+    assert doc["facts"]["summary"]["gpu_count"] == 4
+    assert doc["facts"]["gpu"]["gpus"][0]["name"] == "NVIDIA A100-SXM4-80GB"
+    assert doc["facts"]["topology"]["gpus"][:2] == ["GPU0", "GPU1"]
+
+
+def test_health_rules_without_an_order_and_table_output(tmp_path: Path) -> None:
+    src = REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+    r = cli(tmp_path, str(src))
+    assert r.returncode == 1
+    assert "memory_repair" in r.stdout and "FAIL" in r.stdout
+
+
+def test_unrecognised_or_missing_files_are_one_sentence(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello from the vendor\n")
+    r = cli(tmp_path, str(junk))
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"error: {junk}: not a recognised command output")
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = cli(tmp_path, str(tmp_path / "nope.xml"))
+    assert r.returncode == 2
+    assert (
+        r.stderr.strip()
+        == f"error: {tmp_path / 'nope.xml'}: cannot read this file (No such file or directory)."
+    )
+    r = cli(tmp_path)  # Invoke's own parser answers a missing positional argument
+    assert r.returncode != 0 and "did not receive required positional arguments: 'paths'" in r.stderr
