@@ -1,0 +1,128 @@
+"""Container runtime facts: `docker info` (text or JSON) and `podman info --format json`.
+
+Pure parsers: which runtime, its version, the storage root (free space is checked there
+before a pull), whether the NVIDIA runtime is registered (`nvidia` in docker's runtimes),
+and registry mirrors. A format that is not recognised gives an empty result with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """What the host's container engine says about itself."""
+
+    engine: str | None = None  # "docker" | "podman"
+    server_version: str | None = None
+    storage_root: str | None = None
+    storage_driver: str | None = None
+    runtimes: tuple[str, ...] = ()
+    default_runtime: str | None = None
+    registry_mirrors: tuple[str, ...] = ()
+    cgroup_version: str | None = None
+    containers_running: int | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def nvidia_runtime(self) -> bool:
+        """True when docker has the `nvidia` runtime registered (nvidia-container-toolkit)."""
+        return "nvidia" in self.runtimes
+
+
+def parse_docker_info(text: str) -> RuntimeInfo:
+    """`docker info` in its text form, or `docker info --format '{{json .}}'`."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            return _docker_json(json.loads(stripped))
+        except (ValueError, TypeError, AttributeError) as exc:
+            return RuntimeInfo(warnings=(f"docker info JSON could not be read ({exc})",))
+    return _docker_text(text)
+
+
+def _docker_json(data: dict[str, Any]) -> RuntimeInfo:
+    registry = data.get("RegistryConfig") or {}
+    return RuntimeInfo(
+        engine="docker",
+        server_version=data.get("ServerVersion"),
+        storage_root=data.get("DockerRootDir"),
+        storage_driver=data.get("Driver"),
+        runtimes=tuple(sorted((data.get("Runtimes") or {}).keys())),
+        default_runtime=data.get("DefaultRuntime"),
+        registry_mirrors=tuple(registry.get("Mirrors") or ()),
+        cgroup_version=str(data["CgroupVersion"]) if data.get("CgroupVersion") else None,
+        containers_running=data.get("ContainersRunning"),
+    )
+
+
+def _docker_text(text: str) -> RuntimeInfo:
+    fields: dict[str, str] = {}
+    mirrors: list[str] = []
+    in_server = False
+    in_mirrors = False
+    for line in text.splitlines():
+        if line.startswith("Server:"):
+            in_server = True
+            continue
+        if not in_server:
+            continue
+        m = re.match(r"^ (\S[^:]*):\s*(.*)$", line)
+        if m:
+            in_mirrors = m.group(1) == "Registry Mirrors"
+            fields[m.group(1)] = m.group(2).strip()
+            continue
+        if in_mirrors and line.startswith("  ") and line.strip():
+            mirrors.append(line.strip())
+        else:
+            in_mirrors = False
+        running = re.match(r"^  Running:\s*(\d+)", line)
+        if running:
+            fields["_running"] = running.group(1)
+    if not in_server or "Server Version" not in fields:
+        return RuntimeInfo(warnings=("docker info has no Server section (is the daemon running?)",))
+    return RuntimeInfo(
+        engine="docker",
+        server_version=fields.get("Server Version"),
+        storage_root=fields.get("Docker Root Dir"),
+        storage_driver=fields.get("Storage Driver"),
+        runtimes=tuple(sorted(fields.get("Runtimes", "").split())),
+        default_runtime=fields.get("Default Runtime"),
+        registry_mirrors=tuple(mirrors),
+        cgroup_version=fields.get("Cgroup Version"),
+        containers_running=int(fields["_running"]) if fields.get("_running", "").isdigit() else None,
+    )
+
+
+def parse_podman_info(text: str) -> RuntimeInfo:
+    """`podman info --format json` (podman 4.x)."""
+    try:
+        data = json.loads(text)
+        store = data.get("store") or {}
+        host = data.get("host") or {}
+        version = (data.get("version") or {}).get("Version")
+        runtime = (host.get("ociRuntime") or {}).get("name")
+        return RuntimeInfo(
+            engine="podman",
+            server_version=version,
+            storage_root=store.get("graphRoot"),
+            storage_driver=store.get("graphDriverName"),
+            runtimes=(runtime,) if runtime else (),
+            default_runtime=runtime,
+            registry_mirrors=(),
+            cgroup_version=host.get("cgroupVersion"),
+            containers_running=(store.get("containerStore") or {}).get("running"),
+        )
+    except (ValueError, TypeError, AttributeError) as exc:
+        return RuntimeInfo(warnings=(f"podman info JSON could not be read ({exc})",))
+
+
+def parse_cdi_listing(text: str) -> tuple[str, ...]:
+    """CDI spec files found under /etc/cdi or /var/run/cdi (one path a line): nvidia ones count."""
+    return tuple(
+        line.strip() for line in text.splitlines() if line.strip().endswith((".yaml", ".yml", ".json"))
+    )
