@@ -20,7 +20,8 @@ lint: bootstrap
 	$(VENV)/bin/ruff format --check src tests tasks.py bench
 	$(VENV)/bin/mypy
 
-test: bootstrap lint
+test: lint
+	@BOOTSTRAP_TESTS=1 bash scripts/bootstrap.sh
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests
 
 clean:

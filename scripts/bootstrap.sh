@@ -10,6 +10,15 @@ need_pkgs=()
 command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need_pkgs+=(rsync)
+if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
+  # what the test suite's real parts need: containers, a registry, cron, age
+  command -v podman >/dev/null 2>&1 || need_pkgs+=(podman podman-docker)
+  command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
+  [ -x /usr/bin/docker-registry ] || need_pkgs+=(docker-registry)
+  [ -x /bin/busybox ] || need_pkgs+=(busybox-static)
+  command -v crontab >/dev/null 2>&1 || need_pkgs+=(cron)
+  command -v age >/dev/null 2>&1 || need_pkgs+=(age)
+fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${need_pkgs[*]} (apt)" >&2
