@@ -83,6 +83,7 @@ class KnownHosts:
 
     def __init__(self, path: Path) -> None:
         import paramiko
+        from paramiko.hostkeys import InvalidHostKey
 
         self.path = path
         self._lock = threading.Lock()
@@ -90,8 +91,11 @@ class KnownHosts:
         if path.is_file():
             try:
                 self._keys.load(str(path))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise HostKeyError(f"{path}: cannot read the known_hosts file ({exc}).") from None
+            except (OSError, UnicodeDecodeError, paramiko.SSHException, InvalidHostKey, ValueError) as exc:
+                line = exc.args[0] if isinstance(exc, InvalidHostKey) and exc.args else exc
+                raise HostKeyError(
+                    f"{path}: cannot read the known_hosts file (bad entry: {line}); fix or remove that line."
+                ) from None
 
     def lookup(self, name: str) -> dict[str, Any]:
         """Recorded keys for a host pattern, by key type."""
@@ -133,14 +137,17 @@ class HostKeyPolicy:
         self.seen = fp
         recorded = self.store.lookup(hostname)
         same_type = recorded.get(key.get_name())
-        if same_type is not None:
-            if same_type.asbytes() == key.asbytes():
-                if self.pinned and fp != self.pinned:
-                    raise HostKeyError(self._pin_mismatch(hostname, fp))
-                return
+        if same_type is not None and same_type.asbytes() == key.asbytes():
+            if self.pinned and fp != self.pinned:
+                raise HostKeyError(self._pin_mismatch(hostname, fp))
+            return
+        if recorded and not (self.pinned and fp == self.pinned):
+            # a key of the same type that differs, or a key of a type never recorded for a
+            # host we know: both are what a man-in-the-middle would present
+            old = same_type or next(iter(recorded.values()))
             raise HostKeyError(
                 f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
-                f" one recorded in {self.store.path} ({fingerprint(same_type)}); this may be a"
+                f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"
                 " man-in-the-middle attack, so the connection was refused. If the vendor reinstalled"
                 " the server, confirm the new fingerprint with them and delete the old line."
             )
@@ -180,6 +187,7 @@ class Preconnect:
             if h.connection == "ssh" and not h.jump
         }
         self._socks: dict[str, socket.socket] = {}
+        self._ready = {name: threading.Event() for name in self._targets}
         self._done = threading.Event()
         self._taken: set[str] = set()
         self._lock = threading.Lock()
@@ -198,9 +206,11 @@ class Preconnect:
                     sock.setblocking(False)
                     if sock.connect_ex(info[4]) not in (0, errno.EINPROGRESS):
                         sock.close()
+                        self._ready[name].set()
                         continue
                     sel.register(sock, selectors.EVENT_WRITE, name)
                 except OSError:
+                    self._ready[name].set()
                     continue
             while sel.get_map() and time.monotonic() < deadline:
                 for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
@@ -214,17 +224,20 @@ class Preconnect:
                             self._socks[str(key.data)] = ready
                     else:
                         ready.close()
+                    self._ready[str(key.data)].set()
             for key in list(sel.get_map().values()):
                 key.fileobj.close()  # type: ignore[union-attr]
         finally:
             sel.close()
+            for event in self._ready.values():
+                event.set()
             self._done.set()
 
     def take(self, host: Host) -> socket.socket | None:
         """The pre-opened socket for host's first hop (once), or None."""
         if host.name not in self._targets:
             return None
-        self._done.wait(host.connect_timeout)
+        self._ready[host.name].wait(host.connect_timeout)
         with self._lock:
             if host.name in self._taken:
                 return None
@@ -281,6 +294,8 @@ class SSHRunner:
             out, err = _drain(chan, timeout)
             code = chan.recv_exit_status() if chan.exit_status_ready() else -1
             chan.close()
+        except TimeoutError as exc:  # before OSError: TimeoutError is one of them
+            raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
         except (OSError, EOFError) as exc:
             raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
         except Exception as exc:
@@ -499,19 +514,19 @@ def _connect_once(
                 conn.connect_kwargs["sock"] = early or _tcp_socket(hop)
             conn.open()
         except HostKeyError:
-            _close_all(opened)
+            _close_all([*opened, conn])
             raise
         except paramiko.BadHostKeyException as exc:  # pragma: no cover - our policy handles keys
             _close_all(opened)
             raise HostKeyError(f"host {label}: host key changed ({exc}).") from None
         except paramiko.AuthenticationException as exc:
-            _close_all(opened)
+            _close_all([*opened, conn])
             raise ConnectError(
                 f"host {label} ({hop.user}@{hop.address}:{hop.port}) refused the login ({exc});"
                 f" check user and key_file{' ' + hop.key_file if hop.key_file else ''}."
             ) from None
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            _close_all(opened)
+            _close_all([*opened, conn])
             err = ConnectError(
                 f"host {label} ({hop.address}:{hop.port}) is unreachable: {_reason(exc)};"
                 " check the address, port and firewall, or whether the server is up."

@@ -305,6 +305,13 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
                 f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} lists itself as its"
                 " own jump host; remove it from 'jump'."
             )
+        for hop in host.jump:
+            problem = jump_problem(hop, hosts)
+            if problem:
+                raise InventoryError(
+                    f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} jump host {hop!r}"
+                    f" {problem}"
+                )
     return Inventory(source=hosts_file, hosts=hosts, groups=groups, vendors=vendors)
 
 
@@ -393,7 +400,9 @@ def _resolve_host(
         src, label = origin.get(key, (LineDict(), f"host {name!r}"))
         return InventoryError(f"{where(file_of(label), src, key)}: {label} field {key!r} {problem}")
 
-    sshc = ssh_cfg.lookup(name) if ssh_cfg is not None else {}
+    # only an explicit `Host <name>` entry applies: a `Host *` block would otherwise override
+    # the vendor profile and defaults for every host
+    sshc = ssh_cfg.lookup(name) if ssh_cfg is not None and name in _ssh_config_aliases(ssh_cfg) else {}
 
     def pick(key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
@@ -481,6 +490,29 @@ def _resolve_host(
     )
 
 
+def jump_problem(hop: str, hosts: Mapping[str, Host]) -> str | None:
+    """Why a jump spec cannot work (None when fine): an inventory host, or [user@]host[:port]."""
+    if hop in hosts:
+        return None
+    _, _, rest = hop.rpartition("@")
+    addr, port = rest, "22"
+    if rest.startswith("["):
+        addr, _, tail = rest[1:].partition("]")
+        port = tail[1:] if tail.startswith(":") else "22"
+    elif rest.count(":") == 1:
+        addr, port = rest.split(":")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"has a bad port {port!r}; write user@host:port with a number from 1 to 65535."
+    if not addr:
+        return "has no host name."
+    if "@" not in hop and ":" not in hop and "." not in addr:
+        return (
+            f"is neither an inventory host nor an address{did_you_mean(addr, hosts) or ''};"
+            " name an inventory host or write user@host:port."
+        )
+    return None
+
+
 def _parse_jump(value: Any, err: Any) -> tuple[str, ...]:
     if value is None or value == "" or value == "none":
         return ()
@@ -531,6 +563,10 @@ def parse_order(
     def size(key: str) -> int | None:
         if raw.get(key) is None:
             return None
+        if isinstance(raw[key], int | float) and not isinstance(raw[key], bool):
+            raise fail(
+                key, f"needs a unit, like {raw[key]}GB or {raw[key]}GiB (a bare number would mean bytes)."
+            )
         try:
             return parse_size(raw[key])
         except ValueError as exc:
@@ -594,6 +630,11 @@ def parse_order(
                 " give the data disk's own mount point, like /data."
             )
         min_size = None
+        if isinstance(disk.get("min_size"), int | float) and not isinstance(disk.get("min_size"), bool):
+            raise InventoryError(
+                f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size' needs a unit,"
+                f" like {disk['min_size']}TB (a bare number would mean bytes)."
+            )
         if disk.get("min_size") is not None:
             try:
                 min_size = parse_size(disk["min_size"])

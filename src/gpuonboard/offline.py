@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ def detect_kind(text: str) -> str | None:
         return "lsblk"
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"
-    if "Architecture:" in head:
+    if re.search(r"^Architecture:", head, re.M) and "Server Version:" not in head:
         return "lscpu"
     if "Mem:" in head and "total" in head.splitlines()[0]:
         return "free"
@@ -150,6 +151,7 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
 
 
 def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from .report.terminal import _VERDICT_STYLE, console
@@ -159,15 +161,17 @@ def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
     t.add_column("fact")
     t.add_column("value")
     for key, value in facts.summary().items():
-        t.add_row(key, "-" if value is None else str(value))
+        t.add_row(key, "-" if value is None else escape(str(value)))
     con.print(t)
     for w in facts.warnings:
-        con.print(f"[yellow]warning:[/] {w}")
+        con.print(f"[yellow]warning:[/] {escape(w)}")
     if checks:
         r = Table(title="rules", title_justify="left")
         for col in ("rule", "expected", "actual", "verdict"):
             r.add_column(col)
         for c in checks:
-            actual = c.actual + (f"\n[dim]{c.detail}[/]" if c.detail else "")
-            r.add_row(c.name, c.expected, actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]")
+            actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
+            r.add_row(
+                c.name, escape(c.expected), actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]"
+            )
         con.print(r)

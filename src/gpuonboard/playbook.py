@@ -125,8 +125,10 @@ def host_context(host: Host) -> dict[str, Any]:
 
 def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
     """Render a step's arguments for one host and build the Step; errors name file and step."""
+    raw_keys = REGISTRY[spec.kind].RAW_ARGS
     try:
-        args = render_value(spec.args, host_context(host))
+        rendered = render_value({k: v for k, v in spec.args.items() if k not in raw_keys}, host_context(host))
+        args = {**rendered, **{k: v for k, v in spec.args.items() if k in raw_keys}}
     except jinja2.UndefinedError as exc:
         raise PlaybookError(
             f"{playbook.path}, line {spec.line}: step {spec.label!r} for host {host.name!r} uses an"

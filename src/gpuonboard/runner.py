@@ -10,6 +10,7 @@ continues there.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -119,7 +120,29 @@ def _run_host(
     options: RunOptions,
     store: KnownHosts,
 ) -> HostResult:
+    """One host's whole run; whatever goes wrong stays this host's failure, never the run's."""
     start = time.monotonic()
+    try:
+        return _run_host_inner(host, steps, playbook, inventory, options, store, start)
+    except Exception as exc:  # a bug or an unforeseen error: report it, keep the other hosts
+        if os.environ.get("GPUONBOARD_DEBUG") == "1":
+            raise
+        msg = f"internal error on this host ({type(exc).__name__}: {exc}); rerun with --debug and report it"
+        if options.log:
+            options.log.write(host.name, msg)
+        _emit(options, host.name, "failed")
+        return HostResult(host, "failed", msg, duration=time.monotonic() - start)
+
+
+def _run_host_inner(
+    host: Host,
+    steps: list[Step],
+    playbook: Playbook,
+    inventory: Inventory | None,
+    options: RunOptions,
+    store: KnownHosts,
+    start: float,
+) -> HostResult:
     _emit(options, host.name, "connecting")
     try:
         runner = open_runner(host, options.connect, store, inventory)
@@ -195,6 +218,9 @@ def _run_steps(
         try:
             res = step.execute(ctx)
         except ConnectError as exc:
+            record.failed_step = step.label
+            if not options.check:
+                journal_mod.save(options.state_dir, record)  # so --resume continues here
             return HostResult(host, "unreachable", str(exc), results, facts, runner.fingerprint)
         except GpuonboardError as exc:
             res = StepResult(step.label, "failed", str(exc), check_mode=options.check)

@@ -313,8 +313,40 @@ def test_data_disk_may_be_just_a_mount_and_min_driver_an_int(tmp_path: Path) -> 
     ],
 )
 def test_jump_parsing(tmp_path: Path, jump: str, expected: tuple[str, ...]) -> None:
-    inv = load_text(tmp_path, f"hosts:\n  gpu-1:\n    address: 10.0.0.1\n    jump: {jump}\n")
+    bastions = "  bastion: {address: 203.0.113.5}\n  edge: {address: 203.0.113.6}\n"
+    inv = load_text(tmp_path, f"hosts:\n  gpu-1:\n    address: 10.0.0.1\n    jump: {jump}\n{bastions}")
     assert inv.hosts["gpu-1"].jump == expected
+
+
+@pytest.mark.parametrize(
+    ("jump", "problem"),
+    [
+        ("bastoin", "is neither an inventory host nor an address; did you mean 'bastion'?"),
+        ("ops@bastion:abc", "has a bad port 'abc'"),
+        ("ops@bastion:0", "has a bad port '0'"),
+    ],
+)
+def test_bad_jump_is_an_inventory_error(tmp_path: Path, jump: str, problem: str) -> None:
+    text = f"hosts:\n  bastion: {{address: 203.0.113.5}}\n  gpu-1: {{address: 10.0.0.1, jump: '{jump}'}}\n"
+    with pytest.raises(InventoryError) as info:
+        load_text(tmp_path, text)
+    assert f"host 'gpu-1' jump host {jump!r} {problem}" in str(info.value)
+
+
+def test_jump_may_be_an_address_outside_the_inventory(tmp_path: Path) -> None:
+    inv = load_text(
+        tmp_path, "hosts:\n  gpu-1: {address: 10.0.0.1, jump: [bastion.example.com, 'root@10.0.0.9:2222']}\n"
+    )
+    assert inv.hosts["gpu-1"].jump == ("bastion.example.com", "root@10.0.0.9:2222")
+
+
+def test_order_sizes_need_a_unit(tmp_path: Path) -> None:
+    with pytest.raises(InventoryError, match=r"field 'vram' needs a unit, like 80GB or 80GiB"):
+        load_text(tmp_path, "hosts:\n  g: {address: 10.0.0.1, order: {vram: 80}}\n")
+    with pytest.raises(InventoryError, match=r"'min_size' needs a unit, like 7TB"):
+        load_text(
+            tmp_path, "hosts:\n  g: {address: 10.0.0.1, order: {data_disk: {mount: /data, min_size: 7}}}\n"
+        )
 
 
 def test_jump_must_be_text_or_list_of_text(tmp_path: Path) -> None:

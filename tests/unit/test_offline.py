@@ -36,6 +36,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-h": "df",
         "lsblk": "lsblk",
         "nvcc": "nvcc",
+        "docker-info": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want

@@ -55,7 +55,9 @@ class Progress:
             if self._live is not None:
                 self._live.update(self._render())
             elif self.enabled and what in _STATUS_STYLE:
-                self._console.print(f"[{_STATUS_STYLE[what]}]{what:>11}[/] {host}")
+                from rich.markup import escape
+
+                self._console.print(f"[{_STATUS_STYLE[what]}]{what:>11}[/] {escape(host)}")
 
     def _render(self) -> Any:
         from rich.table import Table
@@ -64,8 +66,10 @@ class Progress:
         t = Table.grid(padding=(0, 1))
         t.add_row(f"[bold]{done}/{len(self.state)} hosts done[/] ({time.monotonic() - self.started:.1f}s)")
         active = [(h, s) for h, s in self.state.items() if s not in _STATUS_STYLE and s != "waiting"]
+        from rich.markup import escape
+
         for host, what in active[:20]:
-            t.add_row(f"  {host}: {what}...")
+            t.add_row(escape(f"  {host}: {what}..."))
         if len(active) > 20:
             t.add_row(f"  ... and {len(active) - 20} more")
         return t
@@ -73,20 +77,29 @@ class Progress:
 
 def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = True) -> None:
     """Acceptance tables (expected / actual / verdict) per host, then the recap table."""
+    from rich.markup import escape
     from rich.table import Table
 
     con = con or console()
     for r in results:
         checks = [c for s in r.steps for c in s.checks]
         if rules and checks:
-            t = Table(title=f"{r.host.name} — {r.host.vendor_name}", title_justify="left", expand=False)
+            t = Table(
+                title=escape(f"{r.host.name} — {r.host.vendor_name}"), title_justify="left", expand=False
+            )
             t.add_column("rule")
             t.add_column("expected")
             t.add_column("actual")
             t.add_column("verdict")
             for c in checks:
-                actual = c.actual + (f"\n[dim]{c.detail}[/]" if c.detail else "")
-                t.add_row(c.name, c.expected, actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]")
+                # text from the host (process names, error lines) is data, never rich markup
+                actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
+                t.add_row(
+                    escape(c.name),
+                    escape(c.expected),
+                    actual,
+                    f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]",
+                )
             con.print(t)
     recap = Table(title="recap", title_justify="left")
     for col in ("host", "status", "steps", "duration", "message"):
@@ -96,8 +109,8 @@ def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = 
         recap.add_row(
             r.host.name,
             f"[{_STATUS_STYLE[r.status]}]{r.status}[/]",
-            steps,
+            escape(steps),
             f"{r.duration:.1f}s",
-            r.msg,
+            escape(r.msg),
         )
     con.print(recap)

@@ -21,6 +21,7 @@ from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULT_TOLERANCE = {"ram": 0.05, "vram": 0.03, "disk": 0.05}
+_NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
 _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "QUADRO", "CORPORATION"}
 
 
@@ -193,6 +194,14 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             "data_disk", expected, f"{spec.mount} is not a mount point; it lives on the system disk /", "fail"
         )
     actual = f"{mount.device} at {mount.mountpoint}, {format_bytes(mount.size_bytes, binary=False)}"
+    if mount.device in _NOT_DISKS or (mount.fstype or "") in _NOT_DISKS:
+        return Check(
+            "data_disk",
+            expected,
+            actual + " (memory or overlay filesystem, not a disk)",
+            "fail",
+            "data on tmpfs or an overlay is lost at reboot; ask the vendor for the ordered disk",
+        )
     if root is not None and disks.same_device(root, mount):
         return Check("data_disk", expected, actual + f" (same disk as / on {root.device})", "fail")
     if mount.mountpoint != spec.mount:

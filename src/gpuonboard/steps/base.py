@@ -93,6 +93,9 @@ class Step:
     name: ClassVar[str] = ""
     read_only: ClassVar[bool] = True
     ARGS: ClassVar[dict[str, str]] = {}
+    # arguments that are remote command texts: never Jinja-rendered from host values, so an
+    # inventory value can never become shell code
+    RAW_ARGS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         unknown = [k for k in args if k not in self.ARGS]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +29,7 @@ class TemplateStep(Step):
         "mode": "octal file mode, e.g. '0644'",
         "probes": "extra read-only commands whose outputs the template reads as p.<name>",
     }
+    RAW_ARGS = frozenset({"probes"})
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
@@ -38,7 +38,10 @@ class TemplateStep(Step):
                 raise StepArgsError(f"argument {key!r} is required and must be a text")
         if not posixpath.isabs(self.args["dest"]):
             raise StepArgsError(f"argument 'dest' must be an absolute path, not {self.args['dest']!r}")
-        mode = str(self.args.get("mode", "0644"))
+        mode = self.args.get("mode", "0644")
+        if not isinstance(mode, str):
+            # YAML reads an unquoted 0644 as the number 420: refuse rather than write mode 0420
+            raise StepArgsError(f"argument 'mode' must be quoted, like mode: \"0644\", not {mode!r}")
         if not re.fullmatch(r"0?[0-7]{3,4}", mode):
             raise StepArgsError(f"argument 'mode' must be an octal mode like '0644', not {mode!r}")
         self.mode = mode.lstrip("0").rjust(3, "0")
@@ -98,19 +101,12 @@ class TemplateStep(Step):
         content, _ = plan.data
         dest = self.args["dest"]
         d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
-        mode = int(self.mode, 8)
-        # `set -C`: the temp file is created with O_EXCL (a planted symlink makes it fail);
-        # a umask gives plain modes at creation, so only special modes need a chmod.
-        if mode & ~0o666:
-            set_mode = f'chmod {self.mode} "$t"; '
-            umask = "077"
-        else:
-            set_mode = ""
-            umask = f"{0o777 & ~mode:03o}"
+        # mktemp: an unpredictable name created with O_EXCL and mode 0600 (never a planted
+        # symlink); chmod before the rename, so dest never exists with the wrong mode.
         script = (
-            f'set -eC; d={d}; [ -d "$d" ] || mkdir -p "$d"; '
-            f't="$d"/.gpuonboard.$$.{secrets.token_hex(4)}; trap \'rm -f "$t"\' EXIT; umask {umask}; '
-            f'cat > "$t"; {set_mode}mv -f "$t" {q}; trap - EXIT; sha256sum < {q}'
+            f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; '
+            f't=$(mktemp "$d/.gpuonboard.XXXXXXXXXX"); trap \'rm -f "$t"\' EXIT; '
+            f'cat > "$t"; chmod {self.mode} "$t"; mv -f "$t" {q}; trap - EXIT; sha256sum < {q}'
         )
         return ctx.runner.run(shell.sh_c(script), stdin=content)
 
