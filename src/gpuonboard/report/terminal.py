@@ -107,7 +107,7 @@ def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = 
     for r in results:
         steps = " ".join(f"{s.step}:{s.status}" for s in r.steps) or "-"
         recap.add_row(
-            r.host.name,
+            escape(r.host.name),
             f"[{_STATUS_STYLE[r.status]}]{r.status}[/]",
             escape(steps),
             f"{r.duration:.1f}s",

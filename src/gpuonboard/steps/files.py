@@ -81,7 +81,22 @@ class TemplateStep(Step):
 
     def plan(self, ctx: StepContext) -> Plan:
         """Compare the rendered content's sha256 and the mode with the remote file's."""
-        content = self.render(ctx)
+        import jinja2
+
+        try:
+            content = self.render(ctx)
+        except jinja2.TemplateNotFound:
+            return Plan(
+                False,
+                f"template {self.args['src']!r} not found under {ctx.project / 'templates'}",
+                failed=True,
+            )
+        except jinja2.UndefinedError as exc:
+            return Plan(
+                False, f"template {self.args['src']!r} uses an undefined value ({exc.message})", failed=True
+            )
+        except jinja2.TemplateError as exc:
+            return Plan(False, f"template {self.args['src']!r} cannot be rendered ({exc})", failed=True)
         want = hashlib.sha256(content).hexdigest()
         state = ctx.facts.raw[self.state_probe.name].stdout.split()
         have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
