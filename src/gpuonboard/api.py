@@ -217,3 +217,39 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
         t.add_row(h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
     terminal.console().print(t)
     return int(ExitCode.OK)
+
+
+def container(selection: Selection, settings: Settings, image: str | None = None, check: bool = False) -> int:
+    """`invoke container`: only the container step; `image` overrides vars.container_image.
+
+    Uses the project's playbooks/container.yml when there is one and no image is given,
+    else a one-step playbook written under .gpuonboard/playbooks/.
+    """
+    import hashlib
+
+    import yaml
+
+    from .steps.base import StepArgsError
+    from .steps.container import DEFAULT_IMAGE, parse_ref
+
+    if not image and any(
+        (settings.project / "playbooks" / f"container{s}").is_file() for s in (".yml", ".yaml")
+    ):
+        return provision(selection, settings, "container", check)
+    args: dict[str, Any] = {"image": "{{ vars.container_image | default('" + DEFAULT_IMAGE + "') }}"}
+    if image:
+        try:
+            parse_ref(image)
+        except StepArgsError as exc:
+            raise UsageError(f"--image: {exc}.") from None
+        # the playbook renders its args with Jinja2: keep the image literal
+        args["image"] = "{% raw %}" + image + "{% endraw %}"
+    book = {"name": "container", "steps": [{"step": "container", "args": args}]}
+    path = (
+        settings.state_root()
+        / "playbooks"
+        / f"container-{hashlib.sha1(str(image).encode()).hexdigest()[:8]}.yml"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(book, sort_keys=False))
+    return provision(selection, settings, str(path), check)

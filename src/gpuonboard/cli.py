@@ -1,4 +1,4 @@
-"""Invoke tasks (the CLI boundary): `invoke provision|check|inventory|sim.up|sim.down`.
+"""Invoke tasks (the CLI boundary): `invoke provision|check|inventory|autostop|sim.up|sim.down`.
 
 Errors become one sentence on stderr and an exit code here, and only here; a traceback is
 shown only with --debug (or GPUONBOARD_DEBUG=1).
@@ -202,6 +202,45 @@ def facts(
 
 @task(
     help={
+        **COMMON_HELP,
+        "image": "image to pull instead of vars.container_image (e.g. nvcr.io/nvidia/pytorch:24.08-py3)",
+        "check": "dry run: report what would be pulled, change nothing",
+    },
+    auto_shortflags=False,
+)
+def container(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    image: str = "",
+    check: bool = False,
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Only the container step: runtime and NVIDIA toolkit, pull the image (mirror, retries), smoke run."""
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+    _guard(lambda: api.container(sel, settings, image or None, check), debug)
+
+
+@task(
+    help={
         "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, no-driver)",
         "name": "inventory host name of the simulated server",
         "base": "state directory",
@@ -225,10 +264,112 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
     _guard(lambda: sim.down(Path(base)), False)
 
 
+@task(
+    help={
+        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "forks", "trust_new_hosts")},
+        **{k: COMMON_HELP[k] for k in ("known_hosts", "state_dir", "reports_dir", "quiet", "debug")},
+        "idle": "act after the box has been idle this long (default 30m)",
+        "job": "busy while a process matching NAME (pgrep -f) or a tmux/screen session NAME exists",
+        "pid": "busy while process N is alive",
+        "container": "busy while docker container NAME is running",
+        "grace": "warn (wall + log), then wait this long before acting (default 5m)",
+        "max_hours": "hard deadline: shut down H hours after install, whatever the activity",
+        "heartbeat": "dead-man switch: shut down when no `invoke autostop` renewed the lease for this long",
+        "before_shutdown": "command run before shutting down; if it fails, no shutdown (unless --force)",
+        "before_timeout": "time limit for --before-shutdown (default 10m)",
+        "force": "shut down even when --before-shutdown fails or times out",
+        "billing_aware": "wait for the end of the paid hour before acting (default: on when billed per hour)",
+        "no_billing_aware": "act as soon as idle + grace have passed, whatever the billing unit",
+        "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
+        "gpu_threshold": "a GPU above this utilisation (percent) counts as busy (default 5)",
+        "ssh_sessions": "also count logged-in users as busy",
+        "shutdown_command": "override the vendor profile's shutdown_command",
+        "status": "show what is installed, what it watches, idle-since, when it would act, last log lines",
+        "cancel": "remove everything autostop installed (script, config, state, log, cron entry)",
+        "check": "dry run: report what would change, change nothing",
+    },
+    auto_shortflags=False,
+)
+def autostop(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    idle: str = "30m",
+    job: str = "",
+    pid: str = "",
+    container: str = "",
+    grace: str = "5m",
+    max_hours: str = "",
+    heartbeat: str = "",
+    before_shutdown: str = "",
+    before_timeout: str = "10m",
+    force: bool = False,
+    billing_aware: bool = False,
+    no_billing_aware: bool = False,
+    margin: str = "5m",
+    gpu_threshold: str = "",
+    ssh_sessions: bool = False,
+    shutdown_command: str = "",
+    status: bool = False,
+    cancel: bool = False,
+    check: bool = False,
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Install (or --status, --cancel) the watcher that shuts an idle box down: `invoke autostop --host X`."""
+    from . import autostop as autostop_mod
+
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+
+    def go() -> int:
+        if billing_aware and no_billing_aware:
+            raise UsageError("give either --billing-aware or --no-billing-aware, not both.")
+        opts = autostop_mod.AutostopOptions(
+            idle=idle,
+            grace=grace,
+            job=job,
+            pid=pid,
+            container=container,
+            max_hours=max_hours,
+            heartbeat=heartbeat,
+            before_shutdown=before_shutdown,
+            before_timeout=before_timeout,
+            force=force,
+            billing_aware=True if billing_aware else (False if no_billing_aware else None),
+            margin=margin,
+            gpu_threshold=gpu_threshold,
+            ssh_sessions=ssh_sessions,
+            shutdown_command=shutdown_command,
+            status=status,
+            cancel=cancel,
+            check=check,
+        )
+        return autostop_mod.autostop(sel, settings, opts)
+
+    _guard(go, debug)
+
+
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
-ns = Collection(provision, check, inventory_, facts, sim_ns)
+ns = Collection(provision, check, inventory_, facts, container, autostop, sim_ns)
 
 
 def main() -> None:

@@ -33,6 +33,11 @@ PROFILES = {
     "throttled": "h100-8x-throttled",
     "busy": "t4-busy",
     "remap": "a10-remap-pending",
+    "autostop": None,
+    # container step (test_container.py): `docker` = a podman wrapper; a GPU box; no runtime
+    "ctr": None,
+    "ctrgpu": "rtx4090-1x",
+    "noctr": None,
 }
 
 

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from .acceptance import AcceptanceStep
+from .autostop import AutostopStatusStep, AutostopStep
 from .base import Check, Plan, Step, StepContext, StepResult
+from .container import ContainerStep
 from .driver_compat import DriverCompatStep
 from .files import CommandStep, TemplateStep
 from .gpu_health import GpuHealthStep
 
 REGISTRY: dict[str, type[Step]] = {
-    cls.name: cls for cls in (AcceptanceStep, GpuHealthStep, DriverCompatStep, TemplateStep, CommandStep)
+    cls.name: cls
+    for cls in (
+        AcceptanceStep,
+        GpuHealthStep,
+        DriverCompatStep,
+        TemplateStep,
+        CommandStep,
+        AutostopStep,
+        AutostopStatusStep,
+        ContainerStep,
+    )
 }
 
 __all__ = ["REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]

@@ -196,3 +196,16 @@ def check_absent(profile: Profile, path_dirs: Sequence[str]) -> None:
             candidate = Path(directory) / command
             if candidate.exists() and os.access(candidate, os.X_OK):
                 raise ProfileError(f"profile {profile.name}: {command} must be absent but {candidate} exists")
+
+
+def add_executable(bin_dir: Path, name: str, text: str) -> Path:
+    """Drop an extra executable (e.g. a ``docker`` wrapper) into a test host's bin dir,
+    which is first on that host's PATH; an existing one of that name is replaced."""
+    _check_command(name, bin_dir)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    tmp = bin_dir / f".{name}.tmp"
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,192 @@
+"""`invoke autostop`: install, inspect or remove the idle-shutdown watcher on hosts.
+
+A playbook-less run: one `autostop` (or `autostop_status`) step through the normal runner,
+so connections, the batched probe, check mode, journal, reports and exit codes behave
+exactly like `provision`. Host vars choose where things go (`autostop_dir`, `cron_dir`,
+`autostop_cron`), and `autostop_shutdown_command` overrides the vendor's shutdown command.
+No Invoke imports here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import api
+from . import inventory as inventory_mod
+from .connection import ConnectOptions, Preconnect
+from .errors import UsageError
+from .playbook import Playbook, StepSpec
+from .report import terminal
+from .runlog import RunLog
+from .runner import RunOptions, exit_code, new_run_id, run
+from .steps.autostop import parse_settings
+from .steps.base import StepArgsError
+
+# Per-host values, rendered by the playbook machinery from each host's vars and vendor.
+HOST_PATHS = {
+    "dir": "{{ vars.autostop_dir | default('') }}",
+    "cron_dir": "{{ vars.cron_dir | default('/etc/cron.d') }}",
+    "cron": "{{ vars.autostop_cron | default('auto') }}",
+}
+VENDOR_SHUTDOWN = (
+    "{{ vars.autostop_shutdown_command | default(vendor.shutdown_command if vendor else 'shutdown -h now') }}"
+)
+
+
+@dataclass
+class AutostopOptions:
+    """The command line of `invoke autostop` (durations as texts, validated here)."""
+
+    idle: str = "30m"
+    grace: str = "5m"
+    job: str = ""
+    pid: str = ""
+    container: str = ""
+    max_hours: str = ""
+    heartbeat: str = ""
+    before_shutdown: str = ""
+    before_timeout: str = "10m"
+    force: bool = False
+    billing_aware: bool | None = None  # None: on when the vendor bills per started hour
+    margin: str = "5m"
+    gpu_threshold: str = ""
+    ssh_sessions: bool = False
+    shutdown_command: str = ""
+    status: bool = False
+    cancel: bool = False
+    check: bool = False
+
+
+def _literal(value: str) -> str:
+    """Keep a user's text out of Jinja rendering (a `{{.State.Running}}` stays as it is)."""
+    if any(tag in value for tag in ("{{", "{%", "{#")):
+        if "endraw" in value:
+            raise UsageError(f"the value {value!r} cannot contain both '{{{{' and 'endraw'.")
+        return "{% raw %}" + value + "{% endraw %}"
+    return value
+
+
+FLAG_OF_ARG = {
+    "idle": "--idle",
+    "grace": "--grace",
+    "heartbeat": "--heartbeat",
+    "margin": "--margin",
+    "before_timeout": "--before-timeout",
+    "max_hours": "--max-hours",
+    "pid": "--pid",
+    "gpu_threshold": "--gpu-threshold",
+}
+
+
+def build_spec(opts: AutostopOptions) -> StepSpec:
+    """The one step of this run; bad flags raise UsageError (exit 2) naming the flag."""
+    modes = [name for name, on in (("--status", opts.status), ("--cancel", opts.cancel)) if on]
+    if len(modes) > 1:
+        raise UsageError("give either --status or --cancel, not both.")
+    if opts.status:
+        return StepSpec("autostop_status", "autostop-status", dict(HOST_PATHS), None)
+    if opts.cancel:
+        return StepSpec("autostop", "autostop-cancel", {"state": "absent", **HOST_PATHS}, None)
+    args: dict[str, Any] = {
+        "state": "present",
+        "idle": opts.idle,
+        "grace": opts.grace,
+        "job": opts.job,
+        "pid": opts.pid,
+        "container": opts.container,
+        "max_hours": opts.max_hours,
+        "heartbeat": opts.heartbeat or "0",
+        "before_shutdown": opts.before_shutdown,
+        "before_timeout": opts.before_timeout,
+        "force": opts.force,
+        "billing_aware": "auto" if opts.billing_aware is None else opts.billing_aware,
+        "margin": opts.margin,
+        "gpu_threshold": opts.gpu_threshold,
+        "ssh_sessions": opts.ssh_sessions,
+    }
+    try:
+        parse_settings(args)  # validate once, before any connection
+    except StepArgsError as exc:
+        message = str(exc)
+        for arg, flag in FLAG_OF_ARG.items():
+            message = message.replace(f"argument {arg!r}", flag)
+        if "only one of" in message:
+            message = "give only one of --job, --pid and --container"
+        raise UsageError(f"autostop: {message}.") from None
+    args = {k: _literal(v) if isinstance(v, str) else v for k, v in args.items()}
+    args["shutdown_command"] = _literal(opts.shutdown_command) if opts.shutdown_command else VENDOR_SHUTDOWN
+    args["billing_unit"] = "{{ vendor.billing.unit if vendor else '' }}"
+    args["billing_anchor"] = "{{ vars.autostop_billing_anchor | default(0) }}"
+    args.update(HOST_PATHS)
+    return StepSpec("autostop", "autostop", args, None)
+
+
+def autostop(selection: api.Selection, settings: api.Settings, opts: AutostopOptions) -> int:
+    """Install/update (default), show (--status) or remove (--cancel) the watcher; exit code."""
+    spec = build_spec(opts)
+    project = settings.project
+    inv_path = Path(os.path.expanduser(selection.inventory))
+    inv = inventory_mod.load(inv_path if inv_path.is_absolute() else project / inv_path)
+    hosts = inv.select(api.split_names(selection.hosts), selection.group, selection.limit)
+    book = Playbook(path=Path(spec.label), name=spec.label, steps=(spec,))
+    early = Preconnect(hosts)
+    run_id = new_run_id()
+    root = settings.state_root()
+    check = opts.check and not opts.status
+    options = RunOptions(
+        check=check,
+        forks=settings.forks,
+        state_dir=settings.state_dir or root / "state",
+        project=project,
+        connect=ConnectOptions(
+            known_hosts=settings.known_hosts or root / "known_hosts",
+            trust_new_hosts=settings.trust_new_hosts,
+            retries=settings.connect_retries,
+            preconnect=early,
+        ),
+        run_id=run_id,
+        log=RunLog(root / "logs" / f"{run_id}.log"),
+        core_facts=False,  # the watcher needs no hardware facts: one small probe per host
+    )
+    started = time.time()
+    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
+    options.on_event = progress.event
+    try:
+        with progress:
+            results = run(hosts, book, inv, options)
+    finally:
+        early.close()
+        assert options.log is not None
+        options.log.close()
+    code = exit_code(results)
+    meta = {
+        "run_id": run_id,
+        "playbook": book.name,
+        "playbook_path": str(book.path),
+        "inventory": str(inv.source),
+        "check_mode": check,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "duration": round(time.time() - started, 3),
+        "exit_code": int(code),
+    }
+    out_dir = api.write_reports(results, meta, settings.reports_dir or project / "reports", run_id)
+    if not settings.quiet:
+        con = terminal.console()
+        for r in results:
+            if opts.status:
+                raw = r.facts.raw if r.facts else {}
+                texts = [out.stdout for name, out in raw.items() if name.startswith("autostop_status:")]
+                if texts:
+                    con.out(f"== {r.host.name} ==", highlight=False)
+                    con.out(texts[0].rstrip("\n"), highlight=False)
+            else:
+                for step in r.steps:
+                    con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
+        terminal.print_results(results, con, rules=False)
+        con.print(f"reports: {out_dir}  log: {options.log.path}")
+    return int(code)

@@ -1,0 +1,557 @@
+"""Step `container`: a working container runtime with the training image pulled and smoke-tested.
+
+Plan (pure, from ONE read-only probe in the batched fact probe): which runtime answers
+(`docker info`, else `podman info`), whether the NVIDIA container toolkit is there (docker's
+`nvidia` runtime or an nvidia CDI spec), free space under the runtime's storage root, and the
+local image's id and repo digests. Apply: registry login over stdin (never argv), pull through
+the vendor's registry mirror with retries and backoff (a re-run reuses the layers already
+present), tag the mirror's copy back to the canonical name, then a smoke run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import shell
+from ..facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info, parse_podman_info
+from ..facts.gather import Facts
+from ..facts.probe import Probe
+from ..units import format_bytes, parse_size
+from .base import Plan, Step, StepArgsError, StepContext
+from .driver_compat import DEFAULT_IMAGE
+
+DEFAULT_SIZE_ESTIMATE = "20GB"  # NGC PyTorch 24.x: ~9-10 GB compressed, ~20 GB unpacked
+DEFAULT_UNPACK_FACTOR = 1.5  # compressed layers and their unpacked copy coexist during a pull
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF = 2.0
+PULL_TIMEOUT = 3600.0
+_MARK = "##gpuonboard-container "
+
+# Install commands per OS family (sources: docs.docker.com/engine/install, Debian/Ubuntu
+# `docker.io` packages, docs.nvidia.com/datacenter/cloud-native/container-toolkit/install-guide).
+_DOCKER_INSTALL = {
+    "debian": (
+        "sudo apt-get update && sudo apt-get install -y docker.io && sudo systemctl enable --now docker"
+    ),
+    "rhel": (
+        "sudo dnf install -y dnf-plugins-core && sudo dnf config-manager --add-repo"
+        " https://download.docker.com/linux/rhel/docker-ce.repo && sudo dnf install -y docker-ce"
+        " docker-ce-cli containerd.io && sudo systemctl enable --now docker"
+    ),
+}
+_TOOLKIT_INSTALL = {
+    "debian": (
+        "curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | sudo gpg --dearmor -o"
+        " /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg && curl -fsSL"
+        " https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list | sed"
+        " 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg]"
+        " https://#g' | sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list && sudo apt-get"
+        " update && sudo apt-get install -y nvidia-container-toolkit"
+    ),
+    "rhel": (
+        "curl -fsSL https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo"
+        " | sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo && sudo dnf install -y"
+        " nvidia-container-toolkit"
+    ),
+}
+_TOOLKIT_CONFIGURE = {
+    "docker": "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+    "podman": "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+}
+_GPU_PYTHON_CHECK = (
+    "import torch, torch.distributed as d; n = torch.cuda.device_count(); assert n > 0, 'torch sees no GPU'; "
+    "[(torch.ones(256, 256, device=f'cuda:{i}') @ torch.ones(256, 256, device=f'cuda:{i}')).sum().item()"
+    " for i in range(n)]; print(f'torch sees {n} GPUs; matmul ok; nccl={d.is_nccl_available()}')"
+)
+
+
+def os_family(os_release: Mapping[str, str]) -> str | None:
+    """'debian' (Debian, Ubuntu, ...), 'rhel' (RHEL, Rocky, Alma, Fedora, ...) or None."""
+    ids = {os_release.get("ID", "").lower(), *os_release.get("ID_LIKE", "").lower().split()}
+    if ids & {"debian", "ubuntu"}:
+        return "debian"
+    if ids & {"rhel", "fedora", "centos", "rocky", "almalinux"}:
+        return "rhel"
+    return None
+
+
+def install_hint(table: Mapping[str, str], os_release: Mapping[str, str]) -> str:
+    """The install command line for this host's OS family (both families when unknown)."""
+    family = os_family(os_release)
+    if family:
+        return table[family]
+    return f"on Debian/Ubuntu: {table['debian']}; on RHEL/Rocky: {table['rhel']}"
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """`[registry/]path[:tag][@digest]`, split so a mirror can serve the same path."""
+
+    registry: str | None
+    path: str
+    tag: str | None
+    digest: str | None
+
+    @property
+    def canonical(self) -> str:
+        """The name the image carries locally (tag form when a tag is given)."""
+        name = f"{self.registry}/{self.path}" if self.registry else self.path
+        if self.tag:
+            return f"{name}:{self.tag}"
+        return f"{name}@{self.digest}" if self.digest else f"{name}:latest"
+
+    def on(self, registry: str) -> str:
+        """The same repository path and tag/digest on another registry (a mirror)."""
+        ref = f"{registry}/{self.path}"
+        return f"{ref}@{self.digest}" if self.digest else f"{ref}:{self.tag or 'latest'}"
+
+    @property
+    def pull_name(self) -> str:
+        """What `pull` gets without a mirror (the digest wins over the tag)."""
+        name = f"{self.registry}/{self.path}" if self.registry else self.path
+        return f"{name}@{self.digest}" if self.digest else self.canonical
+
+
+_REF_RE = re.compile(
+    r"^(?P<name>[a-z0-9][a-z0-9._/:-]*?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+
+
+def parse_ref(image: str) -> ImageRef:
+    """Split an image reference; raises StepArgsError on anything else."""
+    m = _REF_RE.match(image.strip())
+    if not m or m.group("name").endswith("/"):
+        raise StepArgsError(f"{image!r} is not an image reference like {DEFAULT_IMAGE}")
+    name = m.group("name")
+    first, slash, rest = name.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        registry, path = first, rest
+    else:
+        registry, path = None, name
+    return ImageRef(registry, path, m.group("tag"), m.group("digest"))
+
+
+def mirror_host(mirror: str) -> str:
+    """`https://nvcr.mirror.example.cn/` -> `nvcr.mirror.example.cn` (host[:port][/prefix])."""
+    return re.sub(r"^[a-z]+://", "", mirror.strip()).rstrip("/")
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """What the container probe found (parsed, pure)."""
+
+    cli: str | None  # the command that answered: docker | podman
+    info: RuntimeInfo
+    errors: dict[str, str]  # cli -> why it did not answer ("not installed" or its error)
+    cdi_specs: tuple[str, ...]
+    free_bytes: int | None
+    image_id: str | None
+    repo_digests: tuple[str, ...]
+
+    @property
+    def nvidia_toolkit(self) -> bool:
+        """docker's `nvidia` runtime or an nvidia CDI spec (podman, docker >= 25 with CDI)."""
+        return self.info.nvidia_runtime or any("nvidia" in s.rsplit("/", 1)[-1] for s in self.cdi_specs)
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        """sha256 digests of the local image's manifests (from `repo@sha256:...`)."""
+        return tuple(d.rpartition("@")[2] for d in self.repo_digests if "@" in d)
+
+
+def probe_command(local_ref: str) -> str:
+    """The read-only probe: runtime info, CDI specs, df of the storage root, local image."""
+    m = _MARK
+    return (
+        f"img={shell.quote(local_ref)}; c=; info=\n"
+        "for x in docker podman; do\n"
+        '  if [ $x = docker ]; then info=$(docker info --format "{{json .}}" 2>/dev/null)\n'
+        "  else info=$(podman info --format json 2>/dev/null); fi\n"
+        "  rc=$?; if [ $rc = 0 ]; then c=$x; break; fi\n"
+        "  err=$($x info 2>&1 >/dev/null | tail -n 1)\n"
+        f"  printf '{m}error %s %s %s\\n' $x $rc \"$err\"\n"
+        "done\n"
+        f"printf '{m}cdi\\n'; ls -1d /etc/cdi/* /var/run/cdi/* 2>/dev/null\n"
+        '[ -n "$c" ] || exit 0\n'
+        f"printf '{m}info %s\\n' $c; printf '%s\\n' \"$info\"\n"
+        "root=$(printf '%s' \"$info\" | sed -n"
+        ' \'s/.*"\\(DockerRootDir\\|graphRoot\\)": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
+        f'printf \'{m}df\\n\'; [ -n "$root" ] && df -P -k "$root" 2>/dev/null | tail -n 1\n'
+        f"printf '{m}image\\n'; $c image inspect --format '{{{{.Id}}}} {{{{json .RepoDigests}}}}'"
+        ' "$img" 2>/dev/null\n'
+        "exit 0"
+    )
+
+
+def parse_state(text: str) -> ContainerState:
+    """Pure: the probe's output -> ContainerState."""
+    sections: dict[str, list[str]] = {}
+    errors: dict[str, str] = {}
+    cli: str | None = None
+    current = ""
+    for line in text.splitlines():
+        if line.startswith(_MARK):
+            kind, _, rest = line[len(_MARK) :].partition(" ")
+            if kind == "error":
+                name, _, why = rest.partition(" ")
+                code, _, detail = why.partition(" ")
+                errors[name] = "not installed" if code == "127" else (detail.strip() or f"exit code {code}")
+                continue
+            if kind == "info":
+                cli = rest.strip() or None
+            current = kind
+            sections[current] = []
+            continue
+        if current:
+            sections[current].append(line)
+    info_text = "\n".join(sections.get("info", []))
+    info = _parse_info(info_text) if cli else RuntimeInfo()
+    free = None
+    df_fields = " ".join(sections.get("df", [])).split()
+    if len(df_fields) >= 4 and df_fields[3].isdigit():
+        free = int(df_fields[3]) * 1024
+    image_id: str | None = None
+    digests: tuple[str, ...] = ()
+    image_line = " ".join(sections.get("image", [])).strip()
+    if image_line:
+        image_id, _, raw = image_line.partition(" ")
+        try:
+            parsed = json.loads(raw) if raw.strip() else []
+            digests = tuple(str(d) for d in parsed or [])
+        except ValueError:
+            digests = ()
+    return ContainerState(
+        cli, info, errors, parse_cdi_listing("\n".join(sections.get("cdi", []))), free, image_id, digests
+    )
+
+
+def _parse_info(text: str) -> RuntimeInfo:
+    # podman behind a `docker` shim answers `docker info` with podman's own JSON layout
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return parse_docker_info(text)
+    if isinstance(data, dict) and "store" in data:
+        return parse_podman_info(text)
+    return parse_docker_info(text)
+
+
+@dataclass
+class Settings:
+    """The step's resolved settings (args > host vars > vendor profile > defaults)."""
+
+    image: str
+    ref: ImageRef
+    mirror: str | None
+    size_estimate: int
+    unpack_factor: float
+    retries: int
+    backoff: float
+    user_env: str | None
+    password_env: str | None
+    smoke: bool
+
+    @property
+    def pull_ref(self) -> str:
+        """What is pulled: the mirror's copy when a mirror is set."""
+        return self.ref.on(self.mirror) if self.mirror else self.ref.pull_name
+
+    @property
+    def login_registry(self) -> str | None:
+        """The registry the credentials are for (the mirror's host when a mirror is used)."""
+        if self.mirror:
+            return self.mirror.split("/", 1)[0]
+        return self.ref.registry
+
+
+@dataclass
+class Applied:
+    """What apply did, for verify and the result."""
+
+    attempts: int = 0
+    pull_error: str | None = None
+    login_error: str | None = None
+    tag_error: str | None = None
+    image_id: str | None = None
+    digests: tuple[str, ...] = ()
+    smoke: list[str] = field(default_factory=list)
+    smoke_error: str | None = None
+
+
+class ContainerStep(Step):
+    """Runtime + NVIDIA toolkit + image pulled (through a mirror, with retries) + smoke run."""
+
+    name = "container"
+    read_only = False
+    ARGS = {
+        "image": f"image to pull (default: vars.container_image, else {DEFAULT_IMAGE}); may pin @sha256:...",
+        "registry_mirror": "pull MIRROR/<path>:<tag> and tag it back (default: vars/vendor registry_mirror)",
+        "image_size_estimate": f"download size of the image (default: vars, else {DEFAULT_SIZE_ESTIMATE})",
+        "unpack_factor": f"free space needed = estimate x this (default {DEFAULT_UNPACK_FACTOR})",
+        "pull_retries": f"retries after a failed pull (default {DEFAULT_RETRIES})",
+        "retry_backoff": f"seconds before the first retry, doubled each time (default {DEFAULT_BACKOFF})",
+        "registry_user_env": "environment variable (on this machine) holding the registry user",
+        "registry_password_env": "environment variable holding the registry password or token",
+        "smoke": "run the image after pulling (default true)",
+    }
+
+    def settings(self, host_vars: Mapping[str, Any], vendor_mirror: str | None) -> Settings:
+        """Resolve every setting; a bad value raises StepArgsError naming it."""
+
+        def get(key: str, default: Any = None) -> Any:
+            value = self.args.get(key)
+            if value is None or value == "":
+                value = host_vars.get(key)
+            return default if value is None or value == "" else value
+
+        image = str(self.args.get("image") or host_vars.get("container_image") or DEFAULT_IMAGE)
+        ref = parse_ref(image)
+        mirror = get("registry_mirror", vendor_mirror)
+        try:
+            size = parse_size(get("image_size_estimate", DEFAULT_SIZE_ESTIMATE))
+            factor = float(get("unpack_factor", DEFAULT_UNPACK_FACTOR))
+            retries = int(get("pull_retries", DEFAULT_RETRIES))
+            backoff = float(get("retry_backoff", DEFAULT_BACKOFF))
+        except (TypeError, ValueError) as exc:
+            raise StepArgsError(f"container settings: {exc}") from None
+        if retries < 0 or backoff < 0 or factor <= 0:
+            raise StepArgsError("pull_retries and retry_backoff must be >= 0 and unpack_factor > 0")
+        smoke = get("smoke", True)
+        return Settings(
+            image=image,
+            ref=ref,
+            mirror=mirror_host(str(mirror)) if mirror else None,
+            size_estimate=size,
+            unpack_factor=factor,
+            retries=retries,
+            backoff=backoff,
+            user_env=get("registry_user_env"),
+            password_env=get("registry_password_env"),
+            smoke=smoke not in (False, "false", "no", "0", 0),
+        )
+
+    def probe_for(self, local_ref: str) -> Probe:
+        """The container probe for this image (named by the image so two steps do not clash)."""
+        name = "container:" + hashlib.sha1(local_ref.encode()).hexdigest()[:10]
+        return Probe(name, probe_command(local_ref))
+
+    def probes(self) -> list[Probe]:
+        """Runtime, toolkit, free space and the local image, in the batched fact probe.
+
+        Host vars are not visible here, so the probe looks for the image named by the step's
+        (rendered) `image` arg; when vars name another image, plan() probes that one itself.
+        """
+        try:
+            ref = parse_ref(str(self.args.get("image") or DEFAULT_IMAGE))
+        except StepArgsError:
+            return []
+        return [self.probe_for(ref.canonical)]
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Runtime -> toolkit -> image present (digest) -> free space -> pull."""
+        vendor_mirror = ctx.host.vendor.registry_mirror if ctx.host.vendor else None
+        try:
+            s = self.settings(ctx.host.vars, vendor_mirror)
+        except StepArgsError as exc:
+            return Plan(False, str(exc), failed=True)
+        probe = self.probe_for(s.ref.canonical)
+        raw = ctx.facts.raw.get(probe.name)
+        if raw is None:
+            # the image comes from host vars: probe it now (one extra read-only command)
+            raw_result = ctx.runner.run(shell.sh_c(probe.command), timeout=120)
+            text = raw_result.stdout
+        else:
+            text = raw.stdout
+        return plan_from(parse_state(text), s, ctx.facts)
+
+    def apply(self, ctx: StepContext, plan: Plan) -> Any:
+        """Login (stdin), pull with retries (mirror, then tag back), inspect, smoke run."""
+        s, state = plan.data
+        cli = state.cli
+        out = Applied()
+        run = ctx.runner.run
+        secret = _credentials(s)
+        if isinstance(secret, str):
+            out.login_error = secret
+            return out
+        if secret is not None and s.login_registry:
+            user, password = secret
+            r = run(
+                shell.join([cli, "login", "--username", user, "--password-stdin", s.login_registry]),
+                stdin=(password.reveal() + "\n").encode(),
+                timeout=120,
+            )
+            if not r.ok:
+                out.login_error = f"login to {s.login_registry} failed: {_last_line(r.stderr, r.exit_code)}"
+                return out
+        delay = s.backoff
+        for attempt in range(s.retries + 1):
+            out.attempts = attempt + 1
+            r = run(shell.join([cli, "pull", s.pull_ref]), timeout=PULL_TIMEOUT)
+            if r.ok:
+                out.pull_error = None
+                break
+            out.pull_error = _last_line(r.stderr, r.exit_code)
+            if attempt < s.retries:
+                time.sleep(delay)
+                delay *= 2
+        if out.pull_error:
+            return out
+        local = s.ref.canonical
+        if s.mirror and s.ref.tag:
+            r = run(shell.join([cli, "tag", s.pull_ref, local]))
+            if not r.ok:
+                out.tag_error = _last_line(r.stderr, r.exit_code)
+                return out
+        elif s.mirror:
+            local = s.pull_ref  # digest-only pin: a digest reference cannot be a tag target
+        r = run(shell.join([cli, "image", "inspect", "--format", "{{.Id}} {{json .RepoDigests}}", local]))
+        if r.ok and r.stdout.strip():
+            state_after = parse_state(f"{_MARK}image\n{r.stdout}")
+            out.image_id, out.digests = state_after.image_id, state_after.digests
+        if s.smoke:
+            _smoke(ctx, cli, local, out)
+        return out
+
+    def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
+        """The image must be present (with the pinned digest) and the smoke run must pass."""
+        s, _state = plan.data
+        a: Applied = applied
+        if a.login_error:
+            return a.login_error
+        if a.pull_error:
+            where = f" from mirror {s.mirror}" if s.mirror else ""
+            return f"pulling {s.pull_ref}{where} failed after {a.attempts} attempt(s): {a.pull_error}"
+        if a.tag_error:
+            return f"tagging {s.pull_ref} as {s.ref.canonical} failed: {a.tag_error}"
+        if not a.image_id:
+            return f"{s.ref.canonical} is not present after the pull"
+        if s.ref.digest and s.ref.digest not in a.digests:
+            got = ", ".join(a.digests) or "unknown"
+            return f"{s.ref.canonical} was pulled but its digest is {got}, not {s.ref.digest}"
+        if a.smoke_error:
+            return a.smoke_error
+        digest = a.digests[0] if a.digests else None
+        via = f" via mirror {s.mirror}" if s.mirror else ""
+        tries = f" after {a.attempts} attempts" if a.attempts > 1 else ""
+        plan.msg = f"pulled {s.image}{via}{tries} ({digest or a.image_id}); " + "; ".join(a.smoke)
+        plan.diff = {
+            "image": s.image,
+            "before": None,
+            "after": {"id": a.image_id, "digest": digest, "pulled_from": s.pull_ref, "attempts": a.attempts},
+            "smoke": a.smoke,
+        }
+        return None
+
+
+def _credentials(s: Settings) -> tuple[str, shell.Secret] | str | None:
+    """(user, Secret password) from this machine's environment, None when not configured,
+    or a message when configured but missing."""
+    if not s.user_env and not s.password_env:
+        return None
+    if not (s.user_env and s.password_env):
+        return "set both registry_user_env and registry_password_env (or neither)"
+    user, password = os.environ.get(s.user_env), os.environ.get(s.password_env)
+    if not user or not password:
+        missing = s.user_env if not user else s.password_env
+        return f"registry credentials: environment variable {missing} is not set on this machine"
+    return user, shell.Secret(password)
+
+
+def _smoke(ctx: StepContext, cli: str, image: str, out: Applied) -> None:
+    r = ctx.runner.run(shell.join([cli, "run", "--rm", image, "true"]), timeout=300)
+    if not r.ok:
+        out.smoke_error = (
+            f"smoke run `{cli} run --rm {image} true` failed: {_last_line(r.stderr, r.exit_code)}"
+        )
+        return
+    out.smoke.append("plain container run ok")
+    if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
+        out.smoke.append("GPU smoke run skipped: no NVIDIA GPU on this host (nvidia-smi lists none)")
+        return
+    r = ctx.runner.run(
+        shell.join([cli, "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"]), timeout=300
+    )
+    if not r.ok:
+        out.smoke_error = (
+            f"GPU smoke run (nvidia-smi -L in the container) failed: {_last_line(r.stderr, r.exit_code)}"
+        )
+        return
+    n = len([line for line in r.stdout.splitlines() if line.startswith("GPU ")])
+    out.smoke.append(f"container sees {n} GPUs")
+    r = ctx.runner.run(
+        shell.join([cli, "run", "--rm", "--gpus", "all", image, "python", "-c", _GPU_PYTHON_CHECK]),
+        timeout=600,
+    )
+    if not r.ok:
+        out.smoke_error = f"GPU python check in the container failed: {_last_line(r.stderr, r.exit_code)}"
+        return
+    out.smoke.append(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "python check ok")
+
+
+def _last_line(text: str, code: int) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit code {code}"
+
+
+def plan_from(state: ContainerState, s: Settings, facts: Facts) -> Plan:
+    """Pure: decide from the probe what to do (or why the host is not usable)."""
+    osr = facts.os_release
+    if state.cli is None:
+        why = ", ".join(f"{k}: {v}" for k, v in state.errors.items()) or "neither docker nor podman found"
+        installed = [k for k, v in state.errors.items() if v != "not installed"]
+        if installed:
+            fix = (
+                f"{installed[0]} is installed but does not answer; start it (sudo systemctl enable --now"
+                f" {installed[0]}) or add the user to the docker group (sudo usermod -aG docker $USER)"
+            )
+        else:
+            fix = "install Docker: " + install_hint(_DOCKER_INSTALL, osr)
+        return Plan(False, f"no container runtime answered ({why}); {fix}", failed=True)
+    engine = state.info.engine or state.cli
+    version = state.info.server_version or "?"
+    has_gpus = bool(facts.gpu and facts.gpu.gpus)
+    if has_gpus and not state.nvidia_toolkit:
+        configure = _TOOLKIT_CONFIGURE["podman" if engine == "podman" else "docker"]
+        return Plan(
+            False,
+            f"{engine} {version} has no NVIDIA container toolkit (no 'nvidia' runtime, no nvidia CDI spec"
+            f" under /etc/cdi or /var/run/cdi), so containers cannot use the GPUs; install it:"
+            f" {install_hint(_TOOLKIT_INSTALL, osr)} && {configure}",
+            failed=True,
+        )
+    present = state.image_id is not None
+    if present and (not s.ref.digest or s.ref.digest in state.digests):
+        digest = s.ref.digest if s.ref.digest else (state.digests[0] if state.digests else None)
+        return Plan(
+            False,
+            f"{s.ref.canonical} is present ({digest or state.image_id}) on {engine} {version};"
+            " nothing pulled",
+            diff={"image": s.image, "id": state.image_id, "digest": digest},
+        )
+    need = int(s.size_estimate * s.unpack_factor)
+    root = state.info.storage_root or "the storage root"
+    if state.free_bytes is not None and state.free_bytes < need:
+        return Plan(
+            False,
+            f"not enough space to pull {s.image}: {format_bytes(state.free_bytes, binary=False)} free under"
+            f" {root}, {format_bytes(need, binary=False)} needed (image estimate"
+            f" {format_bytes(s.size_estimate, binary=False)} x {s.unpack_factor} for unpacking);"
+            " free space or set vars.image_size_estimate",
+            failed=True,
+        )
+    via = f" via mirror {s.mirror}" if s.mirror else ""
+    why = "digest differs, " if present else ""
+    return Plan(
+        True,
+        f"pull {s.image}{via} ({why}{format_bytes(state.free_bytes, binary=False)} free under {root})",
+        diff={"image": s.image, "before": state.image_id, "pull": s.pull_ref},
+        data=(s, state),
+    )

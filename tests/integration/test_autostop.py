@@ -1,0 +1,201 @@
+"""`invoke autostop` over real SSH: install twice (one cron entry), valid cron syntax, --status,
+--check changes nothing, --cancel removes everything. Never a real power-off: the shutdown
+command is a marker, and every path lives in temp dirs (the test host shares this filesystem).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project, host_entry
+
+from gpuonboard.testhosts import TestHostPool
+
+CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
+
+
+def cron_d_entries(text: str) -> list[list[str]]:
+    """Parse /etc/cron.d format strictly: comments, NAME=value, or 5 time fields + user + command."""
+    entries = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", line):
+            continue
+        fields = line.split(None, 6)
+        assert len(fields) == 7, f"not 5 time fields + user + command: {line!r}"
+        ranges = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]
+        for value, (lo, hi) in zip(fields[:5], ranges, strict=True):
+            assert CRON_FIELD.match(value), f"bad cron field {value!r} in {line!r}"
+            for n in re.findall(r"\d+", value.split("/")[0]):
+                assert lo <= int(n) <= hi, f"{value!r} out of range in {line!r}"
+        assert re.fullmatch(r"[a-z_][a-z0-9_-]*", fields[5]), f"bad user {fields[5]!r}"
+        assert "%" not in fields[6], "an unescaped % would end the command"
+        entries.append(fields)
+    return entries
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "dir": tmp_path / "var" / "autostop",
+        "cron": tmp_path / "cron.d",
+        "marker": tmp_path / "shutdown-ran",
+    }
+
+
+def inventory(project: Project, pool: TestHostPool, paths: dict[str, Path]) -> None:
+    entry: dict[str, Any] = host_entry(pool.hosts["autostop"], pool)
+    entry["vars"].update(
+        {
+            "autostop_dir": str(paths["dir"]),
+            "cron_dir": str(paths["cron"]),
+            "autostop_shutdown_command": f"touch {paths['marker']}",
+        }
+    )
+    project.write_inventory({"autostop": entry})
+
+
+def steps(project: Project) -> list[dict[str, Any]]:
+    return list(project.summary()["hosts"][0]["steps"])
+
+
+def test_install_is_idempotent_and_cancel_removes_everything(
+    project: Project, pool: TestHostPool, paths: dict[str, Path]
+) -> None:
+    inventory(project, pool, paths)
+    cron_file = paths["cron"] / "gpuonboard-autostop"
+
+    r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)[0]["msg"].startswith("would install the autostop watcher")
+    assert not paths["dir"].exists() and not paths["cron"].exists()
+
+    args = ["autostop", "--host", "autostop", "--idle", "45m", "--job", "train.py", "--no-billing-aware"]
+    r = project.cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)[0]["status"] == "changed"
+    assert sorted(p.name for p in paths["dir"].iterdir()) == ["autostop.conf", "autostop.sh", "installed_at"]
+    assert oct(paths["dir"].stat().st_mode & 0o777) == "0o700"
+    assert oct((paths["dir"] / "autostop.conf").stat().st_mode & 0o777) == "0o600"
+    assert "IDLE=2700\n" in (paths["dir"] / "autostop.conf").read_text()
+    first = cron_file.read_text()
+
+    r = project.cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [(s["status"], s["msg"]) for s in steps(project)] == [
+        ("ok", f"autostop watcher in {paths['dir']} is up to date ({paths['cron']}/gpuonboard-autostop)")
+    ]
+    assert sorted(p.name for p in paths["cron"].iterdir()) == ["gpuonboard-autostop"]
+    assert cron_file.read_text() == first
+    entries = cron_d_entries(first)
+    assert len(entries) == 1
+    assert entries[0][:6] == ["*", "*", "*", "*", "*", "root"]
+    assert entries[0][6].startswith(f"/bin/sh {paths['dir']}/autostop.sh tick")
+
+    # cron's own command, run once by hand: a tick writes state and log, never the marker
+    import subprocess
+
+    subprocess.run(["sh", "-c", entries[0][6]], check=True, timeout=20)
+    assert (paths["dir"] / "state").exists() and not paths["marker"].exists()
+
+    r = project.cli("autostop", "--host", "autostop", "--status")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert f"cron: {paths['cron']}/gpuonboard-autostop" in out
+    assert "watching: GPU utilisation > 5%; job 'train.py' (process, tmux or screen session)" in out
+    assert "idle: act after 45m00s idle + 5m00s grace" in out
+    assert "billing-aware: off" in out
+    assert "would act: " in out and "(idle), unless activity resumes" in out
+    assert "idle timer starts" in out  # the last log lines
+    assert f"shutdown command: touch {paths['marker']}" in out
+
+    # --check of a changed setting changes nothing
+    conf = (paths["dir"] / "autostop.conf").read_text()
+    r = project.cli("autostop", "--host", "autostop", "--idle", "2h", "--check")
+    assert r.returncode == 0 and steps(project)[0]["msg"].startswith("would update the autostop watcher")
+    assert (paths["dir"] / "autostop.conf").read_text() == conf
+
+    r = project.cli("autostop", "--host", "autostop", "--cancel", "--check")
+    assert r.returncode == 0 and cron_file.exists()
+    r = project.cli("autostop", "--host", "autostop", "--cancel")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)[0]["status"] == "changed"
+    assert not paths["dir"].exists()
+    assert list(paths["cron"].iterdir()) == []
+    r = project.cli("autostop", "--host", "autostop", "--cancel")
+    assert r.returncode == 0 and steps(project)[0]["msg"] == "autostop is not installed"
+    r = project.cli("autostop", "--host", "autostop", "--status")
+    assert "autostop is not installed" in r.stdout
+    assert not paths["marker"].exists()
+
+
+def test_heartbeat_lease_is_renewed_by_each_run(
+    project: Project, pool: TestHostPool, paths: dict[str, Path]
+) -> None:
+    inventory(project, pool, paths)
+    args = ["autostop", "--host", "autostop", "--heartbeat", "6h", "--max-hours", "12"]
+    assert project.cli(*args).returncode == 0
+    lease = paths["dir"] / "lease"
+    lease.write_text("1\n")
+    r = project.cli(*args)
+    assert r.returncode == 0
+    assert steps(project)[0]["msg"] == "renew the heartbeat lease"
+    assert int(lease.read_text()) > 1
+    assert "MAX_SECONDS=43200" in (paths["dir"] / "autostop.conf").read_text()
+    assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
+    assert not paths["dir"].exists()
+
+
+def test_bad_flag_is_a_usage_error(project: Project, pool: TestHostPool, paths: dict[str, Path]) -> None:
+    inventory(project, pool, paths)
+    r = project.cli("autostop", "--host", "autostop", "--idle", "5x")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "error: autostop: --idle: '5x' is not a duration like 30s, 5m or 2h."
+    r = project.cli("autostop", "--host", "autostop", "--job", "a", "--pid", "3")
+    assert r.returncode == 2 and "give only one of --job, --pid and --container" in r.stderr
+    assert not paths["dir"].exists()
+
+
+def test_user_crontab_mode_keeps_other_entries(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    # a test double of `crontab` (the real one would edit this machine's root crontab)
+    table = tmp_path / "crontab.txt"
+    table.write_text("# mine\n0 3 * * * /usr/local/bin/backup\n")
+    fake = pool.hosts["autostop"].bin_dir / "crontab"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(
+        f'#!/bin/sh\ncase "$1" in -l) cat {table} ;; -) cat > {table}.new && mv {table}.new {table} ;;'
+        " *) exit 2 ;; esac\n"
+    )
+    fake.chmod(0o755)
+    try:
+        inventory(project, pool, paths)
+        entry = host_entry(pool.hosts["autostop"], pool)
+        entry["vars"].update({"autostop_dir": str(paths["dir"]), "autostop_cron": "crontab"})
+        project.write_inventory({"autostop": entry})
+        for _ in range(2):
+            r = project.cli("autostop", "--host", "autostop", "--no-billing-aware")
+            assert r.returncode == 0, r.stdout + r.stderr
+        assert (
+            steps(project)[0]["msg"]
+            == f"autostop watcher in {paths['dir']} is up to date (the user's crontab)"
+        )
+        lines = table.read_text().splitlines()
+        assert lines[:2] == ["# mine", "0 3 * * * /usr/local/bin/backup"]
+        assert lines[2].startswith("# gpuonboard-autostop")
+        assert (
+            lines[3]
+            == f"* * * * * /bin/sh {paths['dir']}/autostop.sh tick >>{paths['dir']}/autostop.log 2>&1"
+        )
+        assert len(lines) == 4
+        assert "cron: the user's crontab" in project.cli("autostop", "--host", "autostop", "--status").stdout
+        assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
+        assert table.read_text() == "# mine\n0 3 * * * /usr/local/bin/backup\n"
+        assert not paths["dir"].exists()
+    finally:
+        fake.unlink()

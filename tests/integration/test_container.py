@@ -1,0 +1,412 @@
+"""Step `container` end to end: real podman as the test host's `docker`, a real registry on loopback.
+
+The registry is Debian's `docker-registry` with htpasswd auth; the image is a busybox rootfs
+imported with `podman import` and pushed there once per session. Each test gives the host a
+fresh, isolated podman storage through the `docker` wrapper first on its PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import bcrypt
+import pytest
+import yaml
+from conftest import Project, host_entry
+
+from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("podman") and os.path.exists("/usr/bin/docker-registry") and shutil.which("runc")),
+    reason="needs podman, runc and docker-registry (make test installs them)",
+)
+
+USER, PASSWORD = "ngc-user", "s3cret-Pa55-never-logged"
+REPO_TAG = "nvidia/pytorch:tiny-py3"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Registry:
+    """A real `docker-registry serve` on 127.0.0.1, stopped and started by PID."""
+
+    dir: Path
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "registry.log"
+
+    def start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/docker-registry", "serve", str(self.dir / "config.yml")], stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"registry did not start: {self.log_path.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def blob_requests(self) -> int:
+        return sum("/blobs/" in line for line in self.log_path.read_text(errors="replace").splitlines())
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """Registry with htpasswd auth holding 127.0.0.1:PORT/nvidia/pytorch:tiny-py3 (busybox)."""
+    base = tmp_path_factory.mktemp("registry")
+    reg = Registry(base, _free_port())
+    (base / "htpasswd").write_text(f"{USER}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(5)).decode()}\n")
+    config = {
+        "version": 0.1,
+        "log": {"level": "info"},
+        "storage": {"filesystem": {"rootdirectory": str(base / "data")}},
+        "http": {"addr": reg.address},
+        "auth": {"htpasswd": {"realm": "test", "path": str(base / "htpasswd")}},
+    }
+    (base / "config.yml").write_text(yaml.safe_dump(config))
+    reg.start()
+    try:
+        podman = _podman_env(base / "builder", reg)
+        rootfs = base / "rootfs"
+        (rootfs / "bin").mkdir(parents=True)
+        shutil.copy("/bin/busybox", rootfs / "bin" / "busybox")
+        for name in ("sh", "true", "echo"):
+            (rootfs / "bin" / name).symlink_to("busybox")
+        tar = subprocess.run(["tar", "-C", str(rootfs), "-c", "."], capture_output=True, check=True).stdout
+        ref = f"{reg.address}/{REPO_TAG}"
+        _ok(podman, ["import", "-", ref], tar)
+        _ok(podman, ["login", "-u", USER, "--password-stdin", reg.address], PASSWORD.encode())
+        _ok(podman, ["push", ref])
+        yield reg
+    finally:
+        reg.stop()
+
+
+def _ok(pm: Podman, args: list[str], stdin: bytes = b"") -> None:
+    r = subprocess.run([*pm.argv, *args], input=stdin, env=pm.env, capture_output=True)
+    assert r.returncode == 0, f"podman {args[0]}: {r.stderr.decode()[-2000:]}"
+
+
+@dataclass
+class Podman:
+    """An isolated podman (own storage, registries.conf, auth file) as argv + env."""
+
+    root: Path
+    argv: list[str]
+    env: dict[str, str]
+
+
+_RUNROOTS: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_runroots() -> Iterator[None]:
+    yield
+    for d in _RUNROOTS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _podman_env(root: Path, reg: Registry) -> Podman:
+    root.mkdir(parents=True, exist_ok=True)
+    # podman refuses a runroot path longer than 50 characters (pytest's tmp paths are longer)
+    runroot = Path(tempfile.mkdtemp(prefix="gpo-rr-", dir="/tmp"))
+    _RUNROOTS.append(runroot)
+    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
+    (root / "registries.conf").write_text(f'[[registry]]\nlocation = "{reg.address}"\ninsecure = true\n')
+    env = {
+        "CONTAINERS_CONF": str(root / "containers.conf"),
+        "CONTAINERS_REGISTRIES_CONF": str(root / "registries.conf"),
+        "REGISTRY_AUTH_FILE": str(root / "auth.json"),
+    }
+    argv = [
+        "podman",
+        "--root",
+        str(root / "storage"),
+        "--runroot",
+        str(runroot),
+        "--runtime",
+        "runc",
+        "--cgroup-manager",
+        "cgroupfs",
+        "--storage-driver",
+        "vfs",
+    ]
+    return Podman(root, argv, {**os.environ, **env})
+
+
+def give_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
+    """The test host's `docker`: podman with isolated storage and test-host-only settings."""
+    pm = _podman_env(root, reg)
+    exports = " ".join(f"{k}={v}" for k, v in pm.env.items() if k not in os.environ or os.environ[k] != v)
+    g = " ".join(pm.argv[1:])
+    add_executable(
+        host.bin_dir,
+        "docker",
+        "#!/bin/sh\n"
+        f"export {exports}\n"
+        'case "$1" in\n'
+        f'  run) shift; exec podman {g} run --network host "$@" ;;\n'
+        f'  *) exec podman {g} "$@" ;;\n'
+        "esac\n",
+    )
+    return pm
+
+
+@pytest.fixture
+def ctr(pool: TestHostPool, registry: Registry, tmp_path: Path) -> Iterator[Podman]:
+    """Host `ctr` with a fresh podman storage behind its `docker`."""
+    registry.start()
+    pm = give_docker(pool.hosts["ctr"], tmp_path / "podman", registry)
+    yield pm
+    subprocess.run([*pm.argv, "rm", "-a", "-f"], env=pm.env, capture_output=True)
+
+
+@pytest.fixture
+def creds(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Registry credentials in this machine's environment, named in the inventory vars."""
+    monkeypatch.setenv("TEST_REG_USER", USER)
+    monkeypatch.setenv("TEST_REG_PASSWORD", PASSWORD)
+    return {"registry_user_env": "TEST_REG_USER", "registry_password_env": "TEST_REG_PASSWORD"}
+
+
+def _inventory(project: Project, pool: TestHostPool, name: str, **vars: Any) -> None:
+    entry = host_entry(pool.hosts[name], pool)
+    entry["vars"].update({"image_size_estimate": "1MB", "retry_backoff": 0.2, **vars})
+    project.write_inventory({name: entry})
+
+
+def _step(project: Project) -> dict[str, Any]:
+    host = project.summary()["hosts"][0]
+    return next(s for s in host["steps"] if s["step"] == "container")
+
+
+def _log(project: Project) -> str:
+    return (project.root / ".gpuonboard" / "logs" / f"{project.summary()['run_id']}.log").read_text()
+
+
+def test_first_run_pulls_second_run_is_ok_without_pull(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, **creds)
+    before = registry.blob_requests()
+    r = project.cli("container", "--host", "ctr", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _step(project)["status"] == "changed" and _step(project)["msg"].startswith(f"would pull {image}")
+    assert registry.blob_requests() == before  # check mode: nothing fetched
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "changed"
+    assert step["msg"].startswith(f"pulled {image} (sha256:")
+    assert "plain container run ok" in step["msg"]
+    assert "GPU smoke run skipped: no NVIDIA GPU on this host" in step["msg"]
+    digest = step["diff"]["after"]["digest"]
+    assert digest.startswith("sha256:")
+    blobs = registry.blob_requests()
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "ok"
+    assert step["msg"] == f"{image} is present ({digest}) on podman {step['msg'].split(' on podman ')[1]}"
+    assert step["diff"]["digest"] == digest
+    assert registry.blob_requests() == blobs
+    assert "$ docker pull" not in _log(project)
+    # pinning the digest it has: still ok; a different digest: pulled again (and refused)
+    _inventory(project, pool, "ctr", container_image=f"{image}@{digest}", **creds)
+    assert project.cli("container", "--host", "ctr").returncode == 0
+    assert _step(project)["status"] == "ok"
+
+
+def test_pull_through_vendor_mirror_tags_canonical_name(
+    project: Project,
+    pool: TestHostPool,
+    registry: Registry,
+    ctr: Podman,
+    creds: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "demo-idc.yml").write_text(f"name: Mirror IDC\nregistry_mirror: http://{registry.address}/\n")
+    entry = host_entry(pool.hosts["ctr"], pool)
+    entry["vars"].update({"image_size_estimate": "1MB", **creds})
+    project.write_inventory({"ctr": entry}, vendors_dir=str(vendors))
+    image = f"nvcr.io/{REPO_TAG}"
+    r = project.cli("container", "--host", "ctr", "--image", image)
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "changed", step
+    assert step["msg"].startswith(f"pulled {image} via mirror {registry.address}")
+    assert step["diff"]["after"]["pulled_from"] == f"{registry.address}/{REPO_TAG}"
+    inspect = subprocess.run([*ctr.argv, "image", "inspect", image], env=ctr.env, capture_output=True)
+    assert inspect.returncode == 0
+    assert f"$ docker pull {registry.address}/{REPO_TAG}" in _log(project)
+    assert project.cli("container", "--host", "ctr", "--image", image).returncode == 0
+    assert _step(project)["status"] == "ok"
+
+
+def test_registry_down_then_back_is_retried(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    # no login here (it would fail fast on a down registry): the auth file is pre-seeded
+    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _inventory(project, pool, "ctr", container_image=image, pull_retries=4, retry_backoff=0.3)
+    registry.stop()
+    try:
+        proc = subprocess.Popen(
+            [*project.cli_argv(), "container", "--host", "ctr"],
+            cwd=project.root,
+            env=project.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # the registry returns once the run log shows a failed pull attempt
+        logs = project.root / ".gpuonboard" / "logs"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            text = "".join(p.read_text() for p in logs.glob("*.log")) if logs.is_dir() else ""
+            if " pull " in text and "-> exit 0" not in text.split(" pull ", 1)[1]:
+                break
+            time.sleep(0.05)
+        registry.start()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        registry.start()
+    assert proc.returncode == 0, out + err
+    step = _step(project)
+    assert step["status"] == "changed"
+    assert step["diff"]["after"]["attempts"] >= 2
+    assert "attempts" in step["msg"]
+
+
+def test_not_enough_disk_fails_before_any_pull(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, image_size_estimate="500TB", **creds)
+    blobs = registry.blob_requests()
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 1
+    step = _step(project)
+    assert step["status"] == "failed"
+    assert step["msg"].startswith(f"not enough space to pull {image}: ")
+    assert "needed (image estimate 500.0 TB x 1.5 for unpacking)" in step["msg"]
+    assert str(ctr.root / "storage") in step["msg"]
+    assert registry.blob_requests() == blobs
+    assert "$ docker pull" not in _log(project) and "$ docker login" not in _log(project)
+
+
+def test_registry_password_never_in_logs_reports_or_process_list(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, **creds)
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if "login" in text or PASSWORD in text:
+                    seen.append(text)
+            time.sleep(0.01)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        r = project.cli("container", "--host", "ctr")
+    finally:
+        done.set()
+        t.join()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not [s for s in seen if PASSWORD in s]
+    log = _log(project)
+    assert "login --username ngc-user --password-stdin" in log  # login happened, over stdin
+    reports = project.root / "reports" / "latest"
+    for text in (log, r.stdout, r.stderr, *(p.read_text() for p in reports.iterdir())):
+        assert PASSWORD not in text
+    # a wrong password fails clearly, and is not printed either
+    os.environ["TEST_REG_PASSWORD"] = "wrong-" + PASSWORD
+    subprocess.run([*ctr.argv, "rmi", "-a", "-f"], env=ctr.env, capture_output=True)
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 1
+    step = _step(project)
+    assert step["msg"].startswith(f"login to {registry.address} failed:")
+    assert PASSWORD not in step["msg"] + _log(project) + r.stdout
+
+
+def test_missing_runtime_fails_with_install_commands(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    host = pool.hosts["noctr"]
+    # stand-ins for absent commands: this machine has a docker client and podman in /usr/bin,
+    # which the test host's PATH includes; these shadow them exactly like "not found" (127)
+    for name in ("docker", "podman"):
+        add_executable(host.bin_dir, name, f'#!/bin/sh\necho "sh: 1: {name}: not found" >&2\nexit 127\n')
+    project.write_inventory({"noctr": host_entry(host, pool)})
+    r = project.cli("container", "--host", "noctr")
+    assert r.returncode == 1
+    step = _step(project)
+    assert step["status"] == "failed"
+    assert step["msg"].startswith(
+        "no container runtime answered (docker: not installed, podman: not installed); install Docker: "
+    )
+    # this machine is Debian: the apt line
+    assert "sudo apt-get install -y docker.io" in step["msg"]
+
+
+def test_gpu_host_without_nvidia_toolkit_fails_with_install_commands(
+    project: Project, pool: TestHostPool, registry: Registry, tmp_path: Path
+) -> None:
+    if any(Path(d).glob("*nvidia*") for d in ("/etc/cdi", "/var/run/cdi") if Path(d).is_dir()):
+        pytest.skip("this machine has an nvidia CDI spec")
+    host = pool.hosts["ctrgpu"]
+    give_docker(host, tmp_path / "podman", registry)
+    project.write_inventory({"ctrgpu": host_entry(host, pool)})
+    r = project.cli("container", "--host", "ctrgpu", "--image", f"{registry.address}/{REPO_TAG}")
+    assert r.returncode == 1
+    msg = _step(project)["msg"]
+    assert "has no NVIDIA container toolkit" in msg
+    assert "sudo apt-get install -y nvidia-container-toolkit" in msg
+    assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in msg  # podman answered
