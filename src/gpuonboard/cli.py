@@ -36,6 +36,8 @@ COMMON_HELP = {
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
+    if debug:
+        os.environ["GPUONBOARD_DEBUG"] = "1"  # worker threads re-raise instead of reporting
     try:
         code = fn()
     except GpuonboardError as exc:
