@@ -64,10 +64,13 @@ def find_playbook(project: Path, name_or_path: str) -> Path:
         if not direct.is_file():
             raise UsageError(f"{direct}: playbook not found; pass an existing file to --playbook.")
         return direct
-    for suffix in (".yml", ".yaml"):
-        candidate = project / "playbooks" / f"{name_or_path}{suffix}"
-        if candidate.is_file():
-            return candidate
+    from .resources import search_dirs
+
+    for directory in search_dirs(project, "playbooks"):
+        for suffix in (".yml", ".yaml"):
+            candidate = directory / f"{name_or_path}{suffix}"
+            if candidate.is_file():
+                return candidate
     raise UsageError(
         f"no playbook {name_or_path!r} under {project / 'playbooks'}; run from a gpuonboard project"
         " directory or pass --playbook FILE."

@@ -10,9 +10,9 @@ import jinja2
 
 
 @lru_cache(maxsize=8)
-def _file_env(root: str) -> jinja2.Environment:
+def _file_env(roots: tuple[str, ...]) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(root),
+        loader=jinja2.FileSystemLoader(list(roots)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -23,8 +23,11 @@ _STRING_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=Fa
 
 
 def render_file(project: Path, src: str, **context: Any) -> str:
-    """Render templates/<src> of the project."""
-    return _file_env(str(project / "templates")).get_template(src).render(**context)
+    """Render templates/<src> of the project (else the shipped templates)."""
+    from .resources import search_dirs
+
+    roots = tuple(str(d) for d in search_dirs(project, "templates"))
+    return _file_env(roots).get_template(src).render(**context)
 
 
 def render_value(value: Any, context: dict[str, Any]) -> Any:
