@@ -368,10 +368,109 @@ def autostop(
     _guard(go, debug)
 
 
+@task(
+    help={
+        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "forks", "trust_new_hosts")},
+        **{k: COMMON_HELP[k] for k in ("known_hosts", "state_dir", "reports_dir", "quiet", "debug")},
+        "results": "remote results/checkpoint dir to pull back first (default vars.results_dir)",
+        "dest": "local dir for the pulled results (default results/<host>/; '{host}' is replaced)",
+        "keep_image": "keep the training image on the host",
+        "force": "delete even when the pull is incomplete or unverified (missing/corrupt files)",
+        "check": "dry run: report what would be pulled and deleted, change nothing",
+    },
+    auto_shortflags=False,
+)
+def teardown(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    results: str = "",
+    dest: str = "",
+    keep_image: bool = False,
+    force: bool = False,
+    check: bool = False,
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Pull results back (rsync, sha256-verified), then remove containers, autostop, data, markers."""
+    from . import teardown as teardown_mod
+
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+    opts = teardown_mod.TeardownOptions(results, dest, keep_image, force, check)
+    _guard(lambda: teardown_mod.teardown(sel, settings, opts), debug)
+
+
+@task(
+    help={
+        **COMMON_HELP,
+        "dataset": "local dataset path (default: the host's vars.dataset)",
+        "dest": "remote data directory (default: the host's data_dir)",
+        "encrypt": "upload age ciphertexts (vars.age_recipients, or vars.age_passphrase_env)",
+        "decrypt_on_host": "decrypt on the host (identity from vars.age_identity_file/_env, sent over stdin)",
+        "bwlimit": "bandwidth limit passed to rsync, e.g. 5m",
+        "check": "dry run: say what would be sent, send nothing",
+    },
+    auto_shortflags=False,
+)
+def sync(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    dataset: str = "",
+    dest: str = "",
+    encrypt: bool = False,
+    decrypt_on_host: bool = False,
+    bwlimit: str = "",
+    check: bool = False,
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Upload the dataset with rsync (resumable, sha256-verified, optionally age-encrypted)."""
+    from . import sync as sync_mod
+
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts,
+        forks=forks,
+        quiet=quiet,
+        known_hosts=known_hosts,
+        state_dir=state_dir,
+        reports_dir=reports_dir,
+        connect_retries=connect_retries,
+    )
+    opts = sync_mod.SyncOptions(dataset, dest, encrypt, decrypt_on_host, bwlimit, check)
+    _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
+
+
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
-ns = Collection(provision, check, inventory_, facts, container, autostop, sim_ns)
+ns = Collection(provision, check, inventory_, facts, container, autostop, teardown, sync, sim_ns)
 
 
 def main() -> None:

@@ -53,12 +53,19 @@ class Runner(Protocol):
     fingerprint: str | None
 
     def run(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run `command` (built by gpuonboard.shell) and capture its output.
 
         `prefetch=True` hints that another command will follow, so the SSH runner opens
         the next channel while this command runs (its round trip then costs nothing).
+        `on_output`, when given, is called with each chunk of stdout as it arrives (live
+        progress); the result still holds the whole output.
         """
         ...
 
@@ -280,7 +287,12 @@ class SSHRunner:
         self._spare: Any = None
 
     def run(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run one command on an exec channel of the shared connection (see Runner.run)."""
         try:
@@ -291,7 +303,7 @@ class SSHRunner:
             chan.shutdown_write()
             if prefetch:
                 self._spare = self.transport.open_session()
-            out, err = _drain(chan, timeout)
+            out, err = _drain(chan, timeout, on_output)
             code = chan.recv_exit_status() if chan.exit_status_ready() else -1
             chan.close()
         except TimeoutError as exc:  # before OSError: TimeoutError is one of them
@@ -334,13 +346,17 @@ def _exec_pipelined(chan: Any, command: str) -> None:
     chan.transport._send_user_message(m)
 
 
-def _drain(chan: Any, timeout: float | None) -> tuple[bytes, bytes]:
+def _drain(
+    chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None = None
+) -> tuple[bytes, bytes]:
     out: list[bytes] = []
     err: list[bytes] = []
     deadline = time.monotonic() + timeout if timeout else None
     while True:
         if chan.recv_ready():
             out.append(chan.recv(1 << 16))
+            if on_output is not None:
+                on_output(out[-1])
             continue
         if chan.recv_stderr_ready():
             err.append(chan.recv_stderr(1 << 16))
@@ -353,6 +369,8 @@ def _drain(chan: Any, timeout: float | None) -> tuple[bytes, bytes]:
         select.select([chan], [], [], 0.5)
     while chan.recv_ready():
         out.append(chan.recv(1 << 16))
+        if on_output is not None:
+            on_output(out[-1])
     while chan.recv_stderr_ready():
         err.append(chan.recv_stderr(1 << 16))
     return b"".join(out), b"".join(err)
@@ -367,9 +385,16 @@ class LocalRunner:
         self.host = host
 
     def run(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run one command through /bin/sh locally."""
+        if on_output is not None:
+            return _run_streaming(command, stdin, timeout, on_output)
         proc = subprocess.run(
             ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout
         )
@@ -382,6 +407,53 @@ class LocalRunner:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _run_streaming(
+    command: str, stdin: bytes | None, timeout: float | None, on_output: Callable[[bytes], None]
+) -> CommandResult:
+    """LocalRunner.run with stdout handed to `on_output` chunk by chunk as it arrives."""
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    err: list[bytes] = []
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):
+            proc.stdin.write(stdin or b"")  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+
+    def collect_err() -> None:
+        err.append(proc.stderr.read())  # type: ignore[union-attr]
+
+    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=collect_err, daemon=True)]
+    for t in threads:
+        t.start()
+    out: list[bytes] = []
+    deadline = time.monotonic() + timeout if timeout else None
+    fd = proc.stdout.fileno()
+    while True:
+        wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+        ready, _, _ = select.select([fd], [], [], wait)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            out.append(chunk)
+            on_output(chunk)
+        elif deadline is not None and time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise subprocess.TimeoutExpired(command, timeout or 0)
+    code = proc.wait()
+    for t in threads:
+        t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return CommandResult(
+        command, code, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+    )
 
 
 def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:

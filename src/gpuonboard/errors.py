@@ -57,3 +57,13 @@ class CommandError(GpuonboardError):
     """A remote command failed in a way the step cannot interpret."""
 
     exit_code = ExitCode.ACCEPTANCE_FAILED
+
+
+class TransferError(GpuonboardError):
+    """A dataset upload failed (source missing, remote disk full, link drop, verification)."""
+
+    exit_code = ExitCode.ACCEPTANCE_FAILED
+
+
+class CryptoError(GpuonboardError):
+    """Encryption or decryption failed: bad recipient, wrong identity, tampered ciphertext."""

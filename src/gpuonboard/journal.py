@@ -53,10 +53,20 @@ def load(state_dir: Path, host: str, playbook: str) -> Journal | None:
 def save(state_dir: Path, journal: Journal) -> None:
     """Write atomically (temp file + rename): a crash never leaves a half journal."""
     state_dir.mkdir(parents=True, exist_ok=True)
+    # the first run ever recorded survives later runs (teardown's cost summary starts there)
+    first = journal.run_id
+    try:
+        old = json.loads(_path(state_dir, journal.host, journal.playbook).read_text())
+        if isinstance(old, dict):
+            recorded = str(old.get("first_run_id") or old.get("run_id") or "")
+            first = min(x for x in (recorded, first) if x) if (recorded or first) else ""
+    except (OSError, ValueError):
+        pass
     payload = {
         "host": journal.host,
         "playbook": journal.playbook,
         "run_id": journal.run_id,
+        "first_run_id": first,
         "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "steps": journal.steps,
         "failed_step": journal.failed_step,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -57,11 +58,16 @@ class LoggedRunner:
         self.fingerprint = inner.fingerprint
 
     def run(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None, prefetch: bool = False
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run through the wrapped runner and log the command with its result."""
         start = time.monotonic()
-        result = self.inner.run(command, stdin=stdin, timeout=timeout, prefetch=prefetch)
+        result = self.inner.run(command, stdin=stdin, timeout=timeout, prefetch=prefetch, on_output=on_output)
         self.log.command(self.host.name, command, result.exit_code, time.monotonic() - start)
         return result
 

@@ -10,6 +10,7 @@ continues there.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import threading
@@ -164,7 +165,7 @@ def _run_host_inner(
         )
         runner = LoggedRunner(runner, options.log)
     try:
-        result = _run_steps(host, runner, steps, playbook, options)
+        result = _run_steps(host, runner, steps, playbook, options, inventory)
     finally:
         runner.close()
     if options.log:
@@ -177,7 +178,12 @@ def _run_host_inner(
 
 
 def _run_steps(
-    host: Host, runner: Runner, steps: list[Step], playbook: Playbook, options: RunOptions
+    host: Host,
+    runner: Runner,
+    steps: list[Step],
+    playbook: Playbook,
+    options: RunOptions,
+    inventory: Inventory | None = None,
 ) -> HostResult:
     previous = journal_mod.load(options.state_dir, host.name, playbook.name) if options.resume else None
     resume_from = previous.failed_step if previous and not previous.finished else None
@@ -214,7 +220,16 @@ def _run_steps(
             results.append(StepResult(step.label, "skipped", f"not run: step {failed.step} failed"))
             continue
         _emit(options, host.name, f"step {step.label}")
-        ctx = StepContext(host=host, runner=runner, facts=facts, check=options.check, project=options.project)
+        ctx = StepContext(
+            host=host,
+            runner=runner,
+            facts=facts,
+            check=options.check,
+            project=options.project,
+            inventory=inventory,
+            known_hosts=options.connect.known_hosts,
+        )
+        ctx.progress = functools.partial(_emit, options, host.name)
         try:
             res = step.execute(ctx)
         except ConnectError as exc:

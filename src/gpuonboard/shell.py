@@ -90,3 +90,20 @@ def mask(text: str, secrets: Iterable[Secret | str] | None = None) -> str:
         if value:
             text = text.replace(value, MASK)
     return text
+
+
+def merge_stderr(command: str) -> str:
+    """A built command with its stderr folded into stdout (one stream to watch live)."""
+    return f"{command} 2>&1"
+
+
+def curl_config(values: Mapping[str, str | Secret]) -> bytes:
+    """A curl `-K -` config (sent over stdin, never argv): `name = "value"` lines, escaped."""
+    lines = []
+    for name, value in values.items():
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+            raise ValueError(f"{name!r} is not a curl option name")
+        raw = value.reveal() if isinstance(value, Secret) else value
+        escaped = raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        lines.append(f'{name} = "{escaped}"\n')
+    return "".join(lines).encode()

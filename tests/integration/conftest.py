@@ -38,6 +38,9 @@ PROFILES = {
     "ctr": None,
     "ctrgpu": "rtx4090-1x",
     "noctr": None,
+    # dataset step (test_dataset.py): plain box, real rsync and age
+    "dataset": None,
+    "teardown": None,  # test_teardown.py: results pulled back, host cleaned
 }
 
 

@@ -320,14 +320,15 @@ def test_not_enough_disk_fails_before_any_pull(
     project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
 ) -> None:
     image = f"{registry.address}/{REPO_TAG}"
-    _inventory(project, pool, "ctr", container_image=image, image_size_estimate="500TB", **creds)
+    # no credentials: the registry refuses the manifest, so the configured estimate is used
+    _inventory(project, pool, "ctr", container_image=image, image_size_estimate="500TB")
     blobs = registry.blob_requests()
     r = project.cli("container", "--host", "ctr")
     assert r.returncode == 1
     step = _step(project)
     assert step["status"] == "failed"
     assert step["msg"].startswith(f"not enough space to pull {image}: ")
-    assert "needed (image estimate 500.0 TB x 1.5 for unpacking)" in step["msg"]
+    assert "needed (image estimate 500.0 TB x 1.5 for unpacking; manifest size unavailable" in step["msg"]
     assert str(ctr.root / "storage") in step["msg"]
     assert registry.blob_requests() == blobs
     assert "$ docker pull" not in _log(project) and "$ docker login" not in _log(project)
@@ -410,3 +411,79 @@ def test_gpu_host_without_nvidia_toolkit_fails_with_install_commands(
     assert "has no NVIDIA container toolkit" in msg
     assert "sudo apt-get install -y nvidia-container-toolkit" in msg
     assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in msg  # podman answered
+
+
+def test_pull_progress_and_manifest_size_from_the_real_registry(registry: Registry, tmp_path: Path) -> None:
+    """A real non-TTY `podman pull` fed to the parser; the manifest fetched with the product's curl."""
+    from gpuonboard import shell
+    from gpuonboard.connection import LocalRunner
+    from gpuonboard.inventory import Host
+    from gpuonboard.steps.pull import manifest_command, parse_manifest, parse_pull_progress
+
+    runner = LocalRunner(Host("local", "127.0.0.1", connection="local"))
+    cfg = shell.curl_config({"user": shell.Secret(f"{USER}:{PASSWORD}")})
+    cmd = manifest_command(registry.address, "nvidia/pytorch", "tiny-py3", ("https", "http"))
+    assert PASSWORD not in cmd
+    manifest = parse_manifest(runner.run(cmd, stdin=cfg, timeout=60).stdout)
+    assert manifest.error is None and manifest.layers and manifest.size and manifest.size > 100_000
+    # without credentials the registry refuses: an error, never a size
+    assert parse_manifest(runner.run(cmd, stdin=b"", timeout=60).stdout).size is None
+    # nothing listening: unreachable, quickly
+    down = manifest_command(f"127.0.0.1:{_free_port()}", "nvidia/pytorch", "tiny-py3", ("http",))
+    assert parse_manifest(runner.run(down, timeout=60).stdout).error == "unreachable"
+
+    pm = _podman_env(tmp_path / "pm", registry)
+    _ok(pm, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    chunks: list[bytes] = []
+    pull = shell.merge_stderr(shell.join([*pm.argv, "pull", f"{registry.address}/{REPO_TAG}"]))
+    env = " ".join(
+        f"{k}={shell.quote(v)}" for k, v in pm.env.items() if k.startswith(("CONTAINERS", "REGISTRY"))
+    )
+    r = runner.run(f"env {env} {pull}", timeout=60, on_output=chunks.append)
+    assert r.ok, r.stdout
+    lines = b"".join(chunks).decode().splitlines()
+    assert any(line.startswith("Copying blob") for line in lines), lines
+    p = parse_pull_progress(lines, dict(manifest.layers))
+    assert (p.layers_done, p.layers_total) == (len(manifest.layers), len(manifest.layers))
+    assert p.bytes_done == p.bytes_total == manifest.size and p.finished
+    # halfway (only the "Copying blob" lines so far): started, not done
+    half = parse_pull_progress([x for x in lines if x.startswith("Copying blob")], dict(manifest.layers))
+    assert half.layers_done == 0 and half.layers_total == len(manifest.layers)
+
+
+def test_manifest_size_used_for_free_space_and_credentials_file(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, tmp_path: Path
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    creds = tmp_path / "registry-creds.yml"
+    creds.write_text(f"{registry.address}:\n  username: {USER}\n  password: {PASSWORD}\n")
+    creds.chmod(0o644)
+    _inventory(project, pool, "ctr", container_image=image, registry_credentials_file=str(creds))
+    r = project.cli("container", "--host", "ctr", "--check")
+    assert r.returncode == 1
+    msg = _step(project)["msg"]
+    assert "has mode 0644, readable by others" in msg and f"chmod 600 {creds}" in msg
+    creds.chmod(0o600)
+    # the manifest says ~1 MB: x a huge factor no disk has -> refused, naming the manifest
+    _inventory(
+        project,
+        pool,
+        "ctr",
+        container_image=image,
+        registry_credentials_file=str(creds),
+        manifest_unpack_factor=1e12,
+    )
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    msg = _step(project)["msg"]
+    assert "needed (registry manifest: " in msg and "compressed x 1000000000000.0 for unpacking)" in msg
+    _inventory(project, pool, "ctr", container_image=image, registry_credentials_file=str(creds))
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "changed" and "login --username ngc-user --password-stdin" in _log(project)
+    for text in (
+        _log(project),
+        r.stdout,
+        *(p.read_text() for p in (project.root / "reports" / "latest").iterdir()),
+    ):
+        assert PASSWORD not in text

@@ -65,3 +65,192 @@ def test_missing_runtime_remediation_by_os() -> None:
     assert "sudo apt-get install -y docker.io" in deb.msg
     down = parse_state(f"{M}error docker 1 Cannot connect\n{M}error podman 127 x\n{M}cdi\n")
     assert "docker is installed but does not answer" in plan_from(down, _settings(), _facts()).msg  # type: ignore[arg-type]
+
+
+# --- pull progress, manifests, sudo, the GPU python check -------------------------------
+
+DOCKER_PULL = """24.08-py3: Pulling from nvidia/pytorch
+aece8493d397: Already exists
+45f7ea5367fe: Pulling fs layer
+3d97a47c3c73: Pulling fs layer
+12cca292b13c: Pulling fs layer
+3d97a47c3c73: Waiting
+45f7ea5367fe: Downloading [=====>     ]  10.5MB/20MB
+45f7ea5367fe: Verifying Checksum
+45f7ea5367fe: Download complete
+45f7ea5367fe: Pull complete
+3d97a47c3c73: Download complete
+"""
+
+
+def test_docker_pull_output_parsed() -> None:
+    from gpuonboard.steps.pull import format_pull_progress, parse_pull_progress
+
+    sizes = {
+        "sha256:aece8493d397" + "0" * 52: 30_000_000,
+        "sha256:45f7ea5367fe" + "0" * 52: 20_000_000,
+        "sha256:3d97a47c3c73" + "0" * 52: 1_000_000,
+        "sha256:12cca292b13c" + "0" * 52: 5_000_000,
+    }
+    p = parse_pull_progress(DOCKER_PULL.splitlines(), sizes)
+    assert (p.layers_done, p.layers_total) == (2, 4)  # one already there, one pulled
+    assert p.bytes_done == 21_000_000 and p.bytes_total == 26_000_000 and not p.finished
+    assert format_pull_progress(p, 2.0) == "pull 2/4 layers, 20.0 MiB of 24.8 MiB, 10.0 MiB/s"
+    # without a manifest: the Downloading line's own numbers
+    q = parse_pull_progress(DOCKER_PULL.splitlines()[:7])
+    assert (q.layers_done, q.layers_total, q.bytes_done) == (1, 4, 10_500_000)
+    done = parse_pull_progress([*DOCKER_PULL.splitlines(), "Digest: sha256:" + "a" * 64, "Status: x"])
+    assert done.finished
+    assert format_pull_progress(parse_pull_progress([]), 1.0) == "pull 0/? layers"
+
+
+def test_podman_pull_output_parsed() -> None:
+    from gpuonboard.steps.pull import parse_pull_progress
+
+    blob_a, blob_b = "a" * 64, "b" * 64
+    lines = [
+        "Trying to pull 127.0.0.1:5000/x:y...",
+        "Getting image source signatures",
+        f"Copying blob sha256:{blob_a}",
+        f"Copying blob sha256:{blob_b} skipped: already exists",
+    ]
+    sizes = {f"sha256:{blob_a}": 100, f"sha256:{blob_b}": 50}
+    p = parse_pull_progress(lines, sizes)
+    assert (p.layers_done, p.layers_total, p.bytes_done, p.bytes_total) == (1, 2, 0, 100)
+    p = parse_pull_progress([*lines, f"Copying blob sha256:{blob_a} done"], sizes)
+    assert (p.layers_done, p.bytes_done) == (2, 100)
+    p = parse_pull_progress(
+        [*lines, "Copying config sha256:" + "c" * 64, "Writing manifest to image destination"]
+    )
+    assert p.layers_done == 2 and p.finished
+
+
+def test_manifest_parsing_picks_amd64_and_sums_layers() -> None:
+    import json
+
+    from gpuonboard.steps.pull import MANIFEST_MARK, parse_manifest
+
+    index = {
+        "manifests": [
+            {"digest": "sha256:arm", "platform": {"os": "linux", "architecture": "arm64"}},
+            {"digest": "sha256:amd", "platform": {"os": "linux", "architecture": "amd64"}},
+        ]
+    }
+    assert parse_manifest(f"{MANIFEST_MARK}ok\n{json.dumps(index)}").platform_digest == "sha256:amd"
+    image = {"layers": [{"digest": "sha256:1", "size": 10}, {"digest": "sha256:2", "size": 32}]}
+    assert parse_manifest(f"{MANIFEST_MARK}ok\n{json.dumps(image)}").size == 42
+    assert parse_manifest(f"{MANIFEST_MARK}error unreachable\n").error == "unreachable"
+    assert parse_manifest("").size is None
+
+
+def test_manifest_size_drives_the_free_space_check() -> None:
+    from gpuonboard.steps.pull import Manifest
+
+    text = f"{M}user 1000 alice alice,sudo\n{M}cdi\n{M}info docker\n{{}}\n{M}df\n/dev/vda 1 1 1000 1% /\n"
+    state = parse_state(text)
+    small = Manifest(layers=(("sha256:1", 100_000),))
+    plan = plan_from(state, _settings(), _facts(), small)  # type: ignore[arg-type]
+    assert plan.changes and plan.diff and plan.diff["size_from"] == "manifest"
+    assert plan.diff["needed_bytes"] == 300_000
+    big = Manifest(layers=(("sha256:1", 10**9),))
+    plan = plan_from(state, _settings(), _facts(), big)  # type: ignore[arg-type]
+    assert plan.failed and "(registry manifest: 1.0 GB compressed x 3.0 for unpacking)" in plan.msg
+    plan = plan_from(state, _settings(), _facts(), Manifest(error="unreachable"))  # type: ignore[arg-type]
+    assert plan.failed and "manifest size unavailable (unreachable)" in plan.msg
+
+
+def test_runtime_only_through_sudo() -> None:
+    text = f"{M}error docker 1 permission denied while trying to connect to the Docker daemon socket\n"
+    denied = parse_state(text + f"{M}error podman 127 x\n{M}user 1000 alice alice\n{M}cdi\n")
+    msg = plan_from(denied, _settings(), _facts()).msg  # type: ignore[arg-type]
+    assert "sudo usermod -aG docker alice" in msg and "container_sudo" in msg
+    via = parse_state(text + f"{M}user 1000 alice alice\n{M}cdi\n{M}info docker sudo\n{{}}\n")
+    assert via.sudo and via.access == "sudo -n"
+    assert via.command(["docker", "pull", "x"]) == "sudo -n sh -c 'docker pull x'"
+    plan = plan_from(via, _settings(), _facts())  # type: ignore[arg-type]
+    assert plan.failed and "sudo usermod -aG docker alice" in plan.msg
+    plan = plan_from(via, _settings(container_sudo=True), _facts())  # type: ignore[arg-type]
+    assert (
+        plan.changes
+        and plan.checks[0].verdict == "warn"
+        and "usermod -aG docker alice" in plan.checks[0].detail
+    )
+    group = parse_state(f"{M}user 1000 bob bob,docker\n{M}cdi\n{M}info docker\n{{}}\n")
+    assert group.access == "docker group" and group.command(["docker", "ps"]) == "docker ps"
+    assert parse_state(f"{M}user 0 root root\n{M}cdi\n{M}info docker\n{{}}\n").access == "root"
+
+
+def test_credentials_file_mode_and_lookup(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from gpuonboard.steps.container import read_credentials_file
+
+    path = Path(str(tmp_path)) / "creds.json"
+    path.write_text('{"https://mirror.example.cn/": {"username": "u", "password": "p@ss"}}')
+    path.chmod(0o640)
+    assert "mode 0640" in str(read_credentials_file(path, Path("/"), "mirror.example.cn"))
+    path.chmod(0o600)
+    got = read_credentials_file(path, Path("/"), "mirror.example.cn")
+    assert isinstance(got, tuple) and got[0] == "u" and got[1].reveal() == "p@ss" and "p@ss" not in repr(got)
+    assert read_credentials_file(path, Path("/"), "nvcr.io") is None
+
+
+class _FakeTorch:
+    """Just enough of torch for the GPU check's logic."""
+
+    def __init__(self, n: int, nccl: bool = True) -> None:
+        import types
+
+        self.cuda = types.SimpleNamespace(device_count=lambda: n)
+        self.distributed = types.SimpleNamespace(is_nccl_available=lambda: nccl)
+
+    @staticmethod
+    def ones(rows: int, cols: int, device: str) -> object:
+        class T:
+            def __matmul__(self, other: object) -> object:
+                return types_ns(rows * cols * cols)
+
+        def types_ns(total: float) -> object:
+            import types
+
+            return types.SimpleNamespace(sum=lambda: types.SimpleNamespace(item=lambda: float(total)))
+
+        return T()
+
+
+def test_gpu_python_check_asserts_count_matmul_and_nccl(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from gpuonboard.steps.container import gpu_check_command
+    from gpuonboard.steps.pull import gpu_python_check
+
+    state = parse_state(f"{M}user 1000 a a,docker\n{M}cdi\n{M}info docker\n{{}}\n")
+    cmd = gpu_check_command(state, "nvcr.io/nvidia/pytorch:24.08-py3", 8)
+    assert cmd.startswith("docker run --rm --gpus all nvcr.io/nvidia/pytorch:24.08-py3 python -c ")
+    assert "assert n == 8" in cmd
+
+    def run(n: int, have: int, nccl: bool = True) -> None:
+        fake = _FakeTorch(have, nccl)
+        mod = types.ModuleType("torch")
+        mod.__dict__.update(cuda=fake.cuda, distributed=fake.distributed, ones=fake.ones)
+        monkeypatch.setitem(sys.modules, "torch", mod)
+        monkeypatch.setitem(sys.modules, "torch.distributed", fake.distributed)
+        exec(compile(gpu_python_check(n), "<check>", "exec"), {})
+
+    run(2, 2)
+    with pytest.raises(AssertionError, match="torch sees 1 GPUs, nvidia-smi lists 2"):
+        run(2, 1)
+    with pytest.raises(AssertionError, match="no NCCL"):
+        run(2, 2, nccl=False)
+
+
+def test_local_runner_streams_stdout_chunks() -> None:
+    from gpuonboard.connection import LocalRunner
+    from gpuonboard.inventory import Host
+
+    chunks: list[bytes] = []
+    r = LocalRunner(Host("l", "127.0.0.1", connection="local")).run(
+        "printf a; cat; sleep 0.3; printf b; echo err >&2", stdin=b"-in-", on_output=chunks.append
+    )
+    assert r.ok and r.stdout == "a-in-b" and r.stderr == "err\n" and len(chunks) >= 2

@@ -6,9 +6,11 @@ from .acceptance import AcceptanceStep
 from .autostop import AutostopStatusStep, AutostopStep
 from .base import Check, Plan, Step, StepContext, StepResult
 from .container import ContainerStep
+from .dataset import DatasetStep
 from .driver_compat import DriverCompatStep
 from .files import CommandStep, TemplateStep
 from .gpu_health import GpuHealthStep
+from .teardown import TeardownContainersStep, TeardownCostStep, TeardownFilesStep, TeardownPullStep
 
 REGISTRY: dict[str, type[Step]] = {
     cls.name: cls
@@ -21,6 +23,11 @@ REGISTRY: dict[str, type[Step]] = {
         AutostopStep,
         AutostopStatusStep,
         ContainerStep,
+        DatasetStep,
+        TeardownPullStep,
+        TeardownContainersStep,
+        TeardownFilesStep,
+        TeardownCostStep,
     )
 }
 

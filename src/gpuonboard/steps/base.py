@@ -7,7 +7,7 @@ ONE batched fact probe, so a step whose plan finds nothing to do costs no extra 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..connection import Runner
     from ..facts.gather import Facts
     from ..facts.probe import Probe
-    from ..inventory import Host
+    from ..inventory import Host, Inventory
 
 Status = Literal["ok", "changed", "failed", "skipped"]
 Verdict = Literal["pass", "warn", "fail"]
@@ -81,6 +81,11 @@ class StepContext:
     facts: Facts
     check: bool
     project: Path
+    # live progress text for the terminal's per-host line (None: nobody is watching)
+    progress: Callable[[str], None] | None = None
+    # run-wide settings for steps that open their own transport (rsync over OpenSSH)
+    inventory: Inventory | None = None
+    known_hosts: Path | None = None
 
 
 class StepArgsError(GpuonboardError):

@@ -17,6 +17,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import shell
@@ -24,11 +25,24 @@ from ..facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info,
 from ..facts.gather import Facts
 from ..facts.probe import Probe
 from ..units import format_bytes, parse_size
-from .base import Plan, Step, StepArgsError, StepContext
+from ..yamlload import load_yaml
+from .base import Check, Plan, Step, StepArgsError, StepContext
 from .driver_compat import DEFAULT_IMAGE
+from .pull import (
+    Manifest,
+    format_pull_progress,
+    gpu_python_check,
+    manifest_command,
+    parse_manifest,
+    parse_pull_progress,
+    registry_api,
+)
 
 DEFAULT_SIZE_ESTIMATE = "20GB"  # NGC PyTorch 24.x: ~9-10 GB compressed, ~20 GB unpacked
 DEFAULT_UNPACK_FACTOR = 1.5  # compressed layers and their unpacked copy coexist during a pull
+# the manifest gives COMPRESSED sizes: the download plus its unpacked copy (~2x) must fit
+DEFAULT_MANIFEST_UNPACK_FACTOR = 3.0
+PROGRESS_EVERY = 0.5  # seconds between live progress updates
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 2.0
 PULL_TIMEOUT = 3600.0
@@ -65,11 +79,6 @@ _TOOLKIT_CONFIGURE = {
     "docker": "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
     "podman": "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
 }
-_GPU_PYTHON_CHECK = (
-    "import torch, torch.distributed as d; n = torch.cuda.device_count(); assert n > 0, 'torch sees no GPU'; "
-    "[(torch.ones(256, 256, device=f'cuda:{i}') @ torch.ones(256, 256, device=f'cuda:{i}')).sum().item()"
-    " for i in range(n)]; print(f'torch sees {n} GPUs; matmul ok; nccl={d.is_nccl_available()}')"
-)
 
 
 def os_family(os_release: Mapping[str, str]) -> str | None:
@@ -154,6 +163,28 @@ class ContainerState:
     free_bytes: int | None
     image_id: str | None
     repo_digests: tuple[str, ...]
+    sudo: bool = False  # the runtime answered only through `sudo -n`
+    uid: int | None = None
+    user: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def access(self) -> str:
+        """How the login user reaches the runtime (a fact for the report)."""
+        if self.sudo:
+            return "sudo -n"
+        if self.uid == 0:
+            return "root"
+        if self.info.engine == "podman" or self.cli == "podman":
+            return "rootless podman"
+        if "docker" in self.groups:
+            return "docker group"
+        return "direct"
+
+    def command(self, argv: list[str]) -> str:
+        """A runtime command (argv[0] is the cli), through `sudo -n` when that is how it answers."""
+        built = shell.join(argv)
+        return shell.sudo(built) if self.sudo else built
 
     @property
     def nvidia_toolkit(self) -> bool:
@@ -170,21 +201,25 @@ def probe_command(local_ref: str) -> str:
     """The read-only probe: runtime info, CDI specs, df of the storage root, local image."""
     m = _MARK
     return (
-        f"img={shell.quote(local_ref)}; c=; info=\n"
+        f"img={shell.quote(local_ref)}; c=; info=; pre=\n"
+        "q() { if [ $2 = docker ]; then $1 docker info --format '{{json .}}';"
+        " else $1 podman info --format json; fi; }\n"
         "for x in docker podman; do\n"
-        '  if [ $x = docker ]; then info=$(docker info --format "{{json .}}" 2>/dev/null)\n'
-        "  else info=$(podman info --format json 2>/dev/null); fi\n"
+        "  info=$(q '' $x 2>/dev/null)\n"
         "  rc=$?; if [ $rc = 0 ]; then c=$x; break; fi\n"
         "  err=$($x info 2>&1 >/dev/null | tail -n 1)\n"
         f"  printf '{m}error %s %s %s\\n' $x $rc \"$err\"\n"
+        '  case "$err" in *ermission\\ denied*)\n'
+        "    if info=$(q 'sudo -n' $x 2>/dev/null); then c=$x; pre='sudo -n'; break; fi ;; esac\n"
         "done\n"
+        f'printf \'{m}user %s %s %s\\n\' "$(id -u)" "$(id -un)" "$(id -nG | tr \' \' ,)"\n'
         f"printf '{m}cdi\\n'; ls -1d /etc/cdi/* /var/run/cdi/* 2>/dev/null\n"
         '[ -n "$c" ] || exit 0\n'
-        f"printf '{m}info %s\\n' $c; printf '%s\\n' \"$info\"\n"
+        f"printf '{m}info %s %s\\n' $c \"${{pre:+sudo}}\"; printf '%s\\n' \"$info\"\n"
         "root=$(printf '%s' \"$info\" | sed -n"
         ' \'s/.*"\\(DockerRootDir\\|graphRoot\\)": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
         f'printf \'{m}df\\n\'; [ -n "$root" ] && df -P -k "$root" 2>/dev/null | tail -n 1\n'
-        f"printf '{m}image\\n'; $c image inspect --format '{{{{.Id}}}} {{{{json .RepoDigests}}}}'"
+        f"printf '{m}image\\n'; $pre $c image inspect --format '{{{{.Id}}}} {{{{json .RepoDigests}}}}'"
         ' "$img" 2>/dev/null\n'
         "exit 0"
     )
@@ -195,6 +230,10 @@ def parse_state(text: str) -> ContainerState:
     sections: dict[str, list[str]] = {}
     errors: dict[str, str] = {}
     cli: str | None = None
+    via_sudo = False
+    uid: int | None = None
+    user: str | None = None
+    groups: tuple[str, ...] = ()
     current = ""
     for line in text.splitlines():
         if line.startswith(_MARK):
@@ -204,8 +243,16 @@ def parse_state(text: str) -> ContainerState:
                 code, _, detail = why.partition(" ")
                 errors[name] = "not installed" if code == "127" else (detail.strip() or f"exit code {code}")
                 continue
+            if kind == "user":
+                words = rest.split()
+                uid = int(words[0]) if words and words[0].isdigit() else None
+                user = words[1] if len(words) > 1 else None
+                groups = tuple(g for g in words[2].split(",") if g) if len(words) > 2 else ()
+                continue
             if kind == "info":
-                cli = rest.strip() or None
+                words = rest.split()
+                cli = words[0] if words else None
+                via_sudo = "sudo" in words[1:]
             current = kind
             sections[current] = []
             continue
@@ -227,9 +274,8 @@ def parse_state(text: str) -> ContainerState:
             digests = tuple(str(d) for d in parsed or [])
         except ValueError:
             digests = ()
-    return ContainerState(
-        cli, info, errors, parse_cdi_listing("\n".join(sections.get("cdi", []))), free, image_id, digests
-    )
+    cdi = parse_cdi_listing("\n".join(sections.get("cdi", [])))
+    return ContainerState(cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups)
 
 
 def _parse_info(text: str) -> RuntimeInfo:
@@ -257,6 +303,10 @@ class Settings:
     user_env: str | None
     password_env: str | None
     smoke: bool
+    credentials_file: str | None = None
+    container_sudo: bool = False
+    manifest_factor: float = DEFAULT_MANIFEST_UNPACK_FACTOR
+    mirror_scheme: str | None = None  # "http" when the mirror was given as http://...
 
     @property
     def pull_ref(self) -> str:
@@ -300,6 +350,12 @@ class ContainerStep(Step):
         "registry_user_env": "environment variable (on this machine) holding the registry user",
         "registry_password_env": "environment variable holding the registry password or token",
         "smoke": "run the image after pulling (default true)",
+        "registry_credentials_file": "YAML/JSON {registry: {username, password}} on this machine, mode 0600",
+        "container_sudo": "run the runtime through `sudo -n` when the user cannot use it directly",
+        "manifest_unpack_factor": (
+            "free space needed = the manifest's compressed size x this"
+            f" (default {DEFAULT_MANIFEST_UNPACK_FACTOR})"
+        ),
     }
 
     def settings(self, host_vars: Mapping[str, Any], vendor_mirror: str | None) -> Settings:
@@ -317,13 +373,15 @@ class ContainerStep(Step):
         try:
             size = parse_size(get("image_size_estimate", DEFAULT_SIZE_ESTIMATE))
             factor = float(get("unpack_factor", DEFAULT_UNPACK_FACTOR))
+            mfactor = float(get("manifest_unpack_factor", DEFAULT_MANIFEST_UNPACK_FACTOR))
             retries = int(get("pull_retries", DEFAULT_RETRIES))
             backoff = float(get("retry_backoff", DEFAULT_BACKOFF))
         except (TypeError, ValueError) as exc:
             raise StepArgsError(f"container settings: {exc}") from None
-        if retries < 0 or backoff < 0 or factor <= 0:
+        if retries < 0 or backoff < 0 or factor <= 0 or mfactor <= 0:
             raise StepArgsError("pull_retries and retry_backoff must be >= 0 and unpack_factor > 0")
         smoke = get("smoke", True)
+        creds_file = get("registry_credentials_file")
         return Settings(
             image=image,
             ref=ref,
@@ -334,7 +392,11 @@ class ContainerStep(Step):
             backoff=backoff,
             user_env=get("registry_user_env"),
             password_env=get("registry_password_env"),
-            smoke=smoke not in (False, "false", "no", "0", 0),
+            smoke=_truthy(smoke),
+            credentials_file=str(creds_file) if creds_file else None,
+            container_sudo=_truthy(get("container_sudo", False)),
+            manifest_factor=mfactor,
+            mirror_scheme="http" if mirror and str(mirror).strip().startswith("http://") else None,
         )
 
     def probe_for(self, local_ref: str) -> Probe:
@@ -369,22 +431,28 @@ class ContainerStep(Step):
             text = raw_result.stdout
         else:
             text = raw.stdout
-        return plan_from(parse_state(text), s, ctx.facts)
+        state = parse_state(text)
+        creds = _credentials(s, ctx.project)
+        if isinstance(creds, str):
+            return Plan(False, creds, failed=True)
+        manifest = None
+        if state.cli and state.image_id is None:
+            manifest = fetch_manifest(ctx, s, creds)
+        plan = plan_from(state, s, ctx.facts, manifest)
+        if plan.changes:
+            plan.data = (s, state, creds, manifest)
+        return plan
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """Login (stdin), pull with retries (mirror, then tag back), inspect, smoke run."""
-        s, state = plan.data
+        s, state, secret, manifest = plan.data
         cli = state.cli
         out = Applied()
         run = ctx.runner.run
-        secret = _credentials(s)
-        if isinstance(secret, str):
-            out.login_error = secret
-            return out
         if secret is not None and s.login_registry:
             user, password = secret
             r = run(
-                shell.join([cli, "login", "--username", user, "--password-stdin", s.login_registry]),
+                state.command([cli, "login", "--username", user, "--password-stdin", s.login_registry]),
                 stdin=(password.reveal() + "\n").encode(),
                 timeout=120,
             )
@@ -394,11 +462,15 @@ class ContainerStep(Step):
         delay = s.backoff
         for attempt in range(s.retries + 1):
             out.attempts = attempt + 1
-            r = run(shell.join([cli, "pull", s.pull_ref]), timeout=PULL_TIMEOUT)
+            r = run(
+                shell.merge_stderr(state.command([cli, "pull", s.pull_ref])),
+                timeout=PULL_TIMEOUT,
+                on_output=_progress_watcher(ctx, manifest),
+            )
             if r.ok:
                 out.pull_error = None
                 break
-            out.pull_error = _last_line(r.stderr, r.exit_code)
+            out.pull_error = _last_line(r.stdout + "\n" + r.stderr, r.exit_code)
             if attempt < s.retries:
                 time.sleep(delay)
                 delay *= 2
@@ -406,23 +478,23 @@ class ContainerStep(Step):
             return out
         local = s.ref.canonical
         if s.mirror and s.ref.tag:
-            r = run(shell.join([cli, "tag", s.pull_ref, local]))
+            r = run(state.command([cli, "tag", s.pull_ref, local]))
             if not r.ok:
                 out.tag_error = _last_line(r.stderr, r.exit_code)
                 return out
         elif s.mirror:
             local = s.pull_ref  # digest-only pin: a digest reference cannot be a tag target
-        r = run(shell.join([cli, "image", "inspect", "--format", "{{.Id}} {{json .RepoDigests}}", local]))
+        r = run(state.command([cli, "image", "inspect", "--format", "{{.Id}} {{json .RepoDigests}}", local]))
         if r.ok and r.stdout.strip():
             state_after = parse_state(f"{_MARK}image\n{r.stdout}")
             out.image_id, out.digests = state_after.image_id, state_after.digests
         if s.smoke:
-            _smoke(ctx, cli, local, out)
+            _smoke(ctx, state, local, out)
         return out
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """The image must be present (with the pinned digest) and the smoke run must pass."""
-        s, _state = plan.data
+        s = plan.data[0]
         a: Applied = applied
         if a.login_error:
             return a.login_error
@@ -451,22 +523,117 @@ class ContainerStep(Step):
         return None
 
 
-def _credentials(s: Settings) -> tuple[str, shell.Secret] | str | None:
-    """(user, Secret password) from this machine's environment, None when not configured,
-    or a message when configured but missing."""
-    if not s.user_env and not s.password_env:
+def _truthy(value: Any) -> bool:
+    return value not in (False, None, "", "false", "False", "no", "0", 0)
+
+
+def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str | None:
+    """(user, Secret password) for the login registry, from this machine's environment
+    (registry_user_env/registry_password_env) else the credentials file; None when neither
+    is configured (or the file has no entry for that registry); a message when unusable."""
+    if s.user_env or s.password_env:
+        if not (s.user_env and s.password_env):
+            return "set both registry_user_env and registry_password_env (or neither)"
+        user, password = os.environ.get(s.user_env), os.environ.get(s.password_env)
+        if not user or not password:
+            missing = s.user_env if not user else s.password_env
+            return f"registry credentials: environment variable {missing} is not set on this machine"
+        return user, shell.Secret(password)
+    if not s.credentials_file:
         return None
-    if not (s.user_env and s.password_env):
-        return "set both registry_user_env and registry_password_env (or neither)"
-    user, password = os.environ.get(s.user_env), os.environ.get(s.password_env)
-    if not user or not password:
-        missing = s.user_env if not user else s.password_env
-        return f"registry credentials: environment variable {missing} is not set on this machine"
-    return user, shell.Secret(password)
+    return read_credentials_file(Path(s.credentials_file).expanduser(), project, s.login_registry)
 
 
-def _smoke(ctx: StepContext, cli: str, image: str, out: Applied) -> None:
-    r = ctx.runner.run(shell.join([cli, "run", "--rm", image, "true"]), timeout=300)
+def read_credentials_file(
+    path: Path, project: Path, registry: str | None
+) -> tuple[str, shell.Secret] | str | None:
+    """`{registry: {username, password}}` (YAML or JSON) from a file only its owner can read."""
+    if not path.is_absolute():
+        path = project / path
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError as exc:
+        return f"registry credentials file {path}: {exc.strerror or exc}"
+    if mode & 0o077:
+        return (
+            f"registry credentials file {path} has mode {mode:04o}, readable by others; it holds"
+            f" passwords, so it was not used: chmod 600 {path}"
+        )
+    try:
+        data = load_yaml(path, StepArgsError, "registry credentials file")
+    except StepArgsError as exc:
+        return str(exc)
+    if not isinstance(data, dict):
+        return f"registry credentials file {path}: expected a mapping of registry -> {{username, password}}"
+    if registry is None:
+        return None
+    entry = None
+    for key, value in data.items():
+        if mirror_host(str(key)) == registry:
+            entry = value
+    if entry is None:
+        return None  # no entry for this registry: pull anonymously
+    if not (isinstance(entry, dict) and entry.get("username") and entry.get("password")):
+        return f"registry credentials file {path}: the entry for {registry} needs username and password"
+    return str(entry["username"]), shell.Secret(str(entry["password"]))
+
+
+def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, shell.Secret] | None) -> Manifest:
+    """The image's manifest from the registry (the mirror when set), asked from the host with
+    curl; an index is followed to its linux/amd64 image. Read-only; errors are in .error."""
+    registry = s.mirror or s.ref.registry
+    host, repo = registry_api(registry, s.ref.path)
+    if s.mirror_scheme == "http":
+        schemes: tuple[str, ...] = ("http",)
+    elif host.split(":")[0] in ("localhost", "127.0.0.1", "::1"):
+        schemes = ("https", "http")
+    else:
+        schemes = ("https",)
+    stdin = b""
+    if creds is not None:
+        stdin = shell.curl_config({"user": shell.Secret(f"{creds[0]}:{creds[1].reveal()}")})
+    reference = s.ref.digest or s.ref.tag or "latest"
+    for _ in range(2):
+        r = ctx.runner.run(manifest_command(host, repo, reference, schemes), stdin=stdin, timeout=180)
+        m = parse_manifest(r.stdout)
+        if m.platform_digest is None:
+            return m
+        reference = m.platform_digest
+    return Manifest(error="the manifest list points to another list")
+
+
+def _progress_watcher(ctx: StepContext, manifest: Manifest | None) -> Any:
+    """An on_output callback turning the pull's output into the terminal's live line."""
+    if ctx.progress is None:
+        return None
+    report = ctx.progress
+    sizes = dict(manifest.layers) if manifest and manifest.layers else None
+    start = time.monotonic()
+    seen: list[str] = []
+    last = [0.0]
+
+    def on_output(chunk: bytes) -> None:
+        seen.append(chunk.decode("utf-8", "replace"))
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = now
+        p = parse_pull_progress("".join(seen).splitlines(), sizes)
+        report(format_pull_progress(p, now - start))
+
+    return on_output
+
+
+def gpu_check_command(state: ContainerState, image: str, n: int) -> str:
+    """`docker run --rm --gpus all IMAGE python -c CHECK` (torch sees n GPUs, matmul, NCCL)."""
+    return state.command(
+        [state.cli or "docker", "run", "--rm", "--gpus", "all", image, "python", "-c", gpu_python_check(n)]
+    )
+
+
+def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) -> None:
+    cli = state.cli or "docker"
+    r = ctx.runner.run(state.command([cli, "run", "--rm", image, "true"]), timeout=300)
     if not r.ok:
         out.smoke_error = (
             f"smoke run `{cli} run --rm {image} true` failed: {_last_line(r.stderr, r.exit_code)}"
@@ -477,7 +644,7 @@ def _smoke(ctx: StepContext, cli: str, image: str, out: Applied) -> None:
         out.smoke.append("GPU smoke run skipped: no NVIDIA GPU on this host (nvidia-smi lists none)")
         return
     r = ctx.runner.run(
-        shell.join([cli, "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"]), timeout=300
+        state.command([cli, "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"]), timeout=300
     )
     if not r.ok:
         out.smoke_error = (
@@ -486,10 +653,7 @@ def _smoke(ctx: StepContext, cli: str, image: str, out: Applied) -> None:
         return
     n = len([line for line in r.stdout.splitlines() if line.startswith("GPU ")])
     out.smoke.append(f"container sees {n} GPUs")
-    r = ctx.runner.run(
-        shell.join([cli, "run", "--rm", "--gpus", "all", image, "python", "-c", _GPU_PYTHON_CHECK]),
-        timeout=600,
-    )
+    r = ctx.runner.run(gpu_check_command(state, image, len(ctx.facts.gpu.gpus)), timeout=600)
     if not r.ok:
         out.smoke_error = f"GPU python check in the container failed: {_last_line(r.stderr, r.exit_code)}"
         return
@@ -501,13 +665,21 @@ def _last_line(text: str, code: int) -> str:
     return lines[-1] if lines else f"exit code {code}"
 
 
-def plan_from(state: ContainerState, s: Settings, facts: Facts) -> Plan:
-    """Pure: decide from the probe what to do (or why the host is not usable)."""
+def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manifest | None = None) -> Plan:
+    """Pure: decide from the probe (and the registry's manifest, when fetched) what to do."""
     osr = facts.os_release
+    who = state.user or "$USER"
+    usermod = f"sudo usermod -aG docker {who} (then log in again)"
     if state.cli is None:
         why = ", ".join(f"{k}: {v}" for k, v in state.errors.items()) or "neither docker nor podman found"
         installed = [k for k, v in state.errors.items() if v != "not installed"]
-        if installed:
+        denied = [k for k, v in state.errors.items() if "permission denied" in v.lower()]
+        if denied:
+            fix = (
+                f"{who} may not use {denied[0]} without sudo; add the user to the docker group: {usermod},"
+                " or allow `sudo -n` for it and set vars.container_sudo: true"
+            )
+        elif installed:
             fix = (
                 f"{installed[0]} is installed but does not answer; start it (sudo systemctl enable --now"
                 f" {installed[0]}) or add the user to the docker group (sudo usermod -aG docker $USER)"
@@ -517,6 +689,25 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts) -> Plan:
         return Plan(False, f"no container runtime answered ({why}); {fix}", failed=True)
     engine = state.info.engine or state.cli
     version = state.info.server_version or "?"
+    checks: list[Check] = []
+    if state.sudo:
+        if not s.container_sudo:
+            return Plan(
+                False,
+                f"{who} can use {state.cli} only through sudo (permission denied on its socket); add the"
+                f" user to the docker group: {usermod}, or set vars.container_sudo: true to run it"
+                " through `sudo -n`",
+                failed=True,
+            )
+        checks.append(
+            Check(
+                "container runtime without sudo",
+                f"{who} can run {state.cli}",
+                "only through sudo -n",
+                "warn",
+                f"training users will need sudo for every container; {usermod}",
+            )
+        )
     has_gpus = bool(facts.gpu and facts.gpu.gpus)
     if has_gpus and not state.nvidia_toolkit:
         configure = _TOOLKIT_CONFIGURE["podman" if engine == "podman" else "docker"]
@@ -534,24 +725,46 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts) -> Plan:
             False,
             f"{s.ref.canonical} is present ({digest or state.image_id}) on {engine} {version};"
             " nothing pulled",
-            diff={"image": s.image, "id": state.image_id, "digest": digest},
+            diff={"image": s.image, "id": state.image_id, "digest": digest, "access": state.access},
+            checks=checks,
         )
-    need = int(s.size_estimate * s.unpack_factor)
+    size = manifest.size if manifest else None
+    if size is not None:
+        factor = s.manifest_factor
+        basis = f"registry manifest: {format_bytes(size, binary=False)} compressed x {factor} for unpacking"
+        need = int(size * factor)
+    else:
+        why_not = f" ({manifest.error})" if manifest and manifest.error else ""
+        factor = s.unpack_factor
+        basis = (
+            f"image estimate {format_bytes(s.size_estimate, binary=False)} x {factor} for unpacking;"
+            f" manifest size unavailable{why_not}"
+        )
+        need = int(s.size_estimate * factor)
     root = state.info.storage_root or "the storage root"
     if state.free_bytes is not None and state.free_bytes < need:
         return Plan(
             False,
             f"not enough space to pull {s.image}: {format_bytes(state.free_bytes, binary=False)} free under"
-            f" {root}, {format_bytes(need, binary=False)} needed (image estimate"
-            f" {format_bytes(s.size_estimate, binary=False)} x {s.unpack_factor} for unpacking);"
-            " free space or set vars.image_size_estimate",
+            f" {root}, {format_bytes(need, binary=False)} needed ({basis}); free space or set"
+            f" vars.{'manifest_unpack_factor' if size is not None else 'image_size_estimate'}",
             failed=True,
+            checks=checks,
         )
     via = f" via mirror {s.mirror}" if s.mirror else ""
     why = "digest differs, " if present else ""
     return Plan(
         True,
-        f"pull {s.image}{via} ({why}{format_bytes(state.free_bytes, binary=False)} free under {root})",
-        diff={"image": s.image, "before": state.image_id, "pull": s.pull_ref},
+        f"pull {s.image}{via} ({why}{format_bytes(state.free_bytes, binary=False)} free under {root},"
+        f" {format_bytes(need, binary=False)} needed from the {basis.split(':')[0] if size else 'estimate'})",
+        diff={
+            "image": s.image,
+            "before": state.image_id,
+            "pull": s.pull_ref,
+            "size_from": "manifest" if size is not None else "estimate",
+            "needed_bytes": need,
+            "access": state.access,
+        },
+        checks=checks,
         data=(s, state),
     )

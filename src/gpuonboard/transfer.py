@@ -1,0 +1,392 @@
+"""Dataset upload building blocks: local scan + sha256 manifest, remote listing, rsync over the
+host's own SSH settings, live progress from `--info=progress2`, verification on arrival.
+
+Pure parts (parsers, command builders) are separate from the two that do I/O (`scan_source`
+reads local files, `run_rsync` runs the local rsync), so they are unit-tested on real output.
+Remote command texts are built with `gpuonboard.shell` only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import shell
+from .crypto import sha256_file
+
+if TYPE_CHECKING:
+    from .inventory import Host, Inventory
+
+PARTIAL_DIR = ".rsync-partial"  # relative: rsync keeps it inside each destination directory
+_LIST_MARK = "##gpuonboard-dataset "
+
+
+# ---------------------------------------------------------------- local source
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file or symlink of the dataset (directories are implied by paths)."""
+
+    rel: str  # path relative to the dataset root, '/'-separated
+    kind: str  # 'f' regular file, 'l' symlink
+    size: int
+    mtime: int  # whole seconds, as rsync -t sets them
+    sha256: str  # of the content (file) or of the link target + '\n' (symlink)
+    target: str = ""  # symlink target
+
+
+@dataclass
+class SourceTree:
+    """The dataset on this machine: root, entries by relative path, totals."""
+
+    root: Path
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    @property
+    def files(self) -> list[Entry]:
+        """Regular files only."""
+        return [e for e in self.entries.values() if e.kind == "f"]
+
+    @property
+    def total_bytes(self) -> int:
+        """Sum of regular file sizes."""
+        return sum(e.size for e in self.files)
+
+
+def link_hash(target: str) -> str:
+    """What the remote computes for a symlink: sha256 of `readlink` output (target + newline)."""
+    import hashlib
+
+    return hashlib.sha256(target.encode("utf-8", "surrogateescape") + b"\n").hexdigest()
+
+
+def scan_source(root: Path) -> SourceTree:
+    """Walk the dataset (a directory, or one file) and hash every regular file."""
+    tree = SourceTree(root)
+    if root.is_file() and not root.is_symlink():
+        st = root.stat()
+        tree.entries[root.name] = Entry(root.name, "f", st.st_size, int(st.st_mtime), sha256_file(root))
+        return tree
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        base = Path(dirpath)
+        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            st = path.lstat()
+            if path.is_symlink():
+                target = os.readlink(path)
+                tree.entries[rel] = Entry(rel, "l", 0, int(st.st_mtime), link_hash(target), target)
+            elif path.is_file():
+                tree.entries[rel] = Entry(rel, "f", st.st_size, int(st.st_mtime), sha256_file(path))
+    return tree
+
+
+# ---------------------------------------------------------------- remote probes
+
+
+def listing_command(target: str, data_dir: str) -> str:
+    """Read-only probe: rsync present?, free space under data_dir, files under target.
+
+    The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf), the partial dir excluded.
+    """
+    m = _LIST_MARK
+    return (
+        f"t={shell.quote(target)}; d={shell.quote(data_dir)}\n"
+        f"printf '{m}rsync %s\\n' \"$(command -v rsync || echo absent)\"\n"
+        'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
+        f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
+        f"printf '{m}list\\n'\n"
+        '[ -d "$t" ] || exit 0\n'
+        f'cd -- "$t" && find . -name {PARTIAL_DIR} -prune -o \\( -type f -o -type l \\)'
+        " -printf '%y %s %T@ %P\\0'\n"
+        "exit 0"
+    )
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """What the listing probe found."""
+
+    rsync: str | None  # path of the remote rsync, None when absent
+    free_bytes: int | None
+    files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
+
+
+def parse_listing(text: str) -> RemoteState:
+    """Pure: the listing probe's output -> RemoteState."""
+    rsync: str | None = None
+    free: int | None = None
+    files: dict[str, tuple[str, int, int]] = {}
+    head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
+    section = ""
+    for line in head.splitlines():
+        if line.startswith(_LIST_MARK):
+            kind, _, rest = line[len(_LIST_MARK) :].partition(" ")
+            section = kind
+            if kind == "rsync":
+                rsync = None if rest.strip() in ("", "absent") else rest.strip()
+            continue
+        if section == "df":
+            fields = line.split()
+            if len(fields) >= 4 and fields[3].isdigit():
+                free = int(fields[3]) * 1024
+    for record in listing.split("\0") if sep else []:
+        parts = record.split(" ", 3)
+        if len(parts) != 4:
+            continue
+        kind, size, mtime, rel = parts
+        if not size.isdigit():
+            continue
+        files[rel] = (kind, int(size), int(float(mtime)))
+    return RemoteState(rsync, free, files)
+
+
+def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:
+    """Entries rsync's quick check would send: missing, or another kind, size or mtime."""
+    out = []
+    for e in entries:
+        have = remote.get(e.rel)
+        if have is None or have[0] != e.kind or e.kind == "f" and (have[1] != e.size or have[2] != e.mtime):
+            out.append(e)
+    return out
+
+
+HASH_SCRIPT = (
+    # one line per NUL-separated path read from stdin, in order: "L|F HASH" or "missing";
+    # content goes through stdin redirection, so no file name is ever parsed back
+    'cd -- "$1" || exit 3; xargs -0 sh -c \'for f; do if [ -L "$f" ]; then printf "L ";'
+    ' readlink -- "$f" | sha256sum; elif [ -f "$f" ]; then printf "F "; sha256sum < "$f";'
+    " else echo missing; fi; done' sh"
+)
+
+
+def hash_command(target: str) -> str:
+    """Remote command computing the sha256 of each path given on stdin (NUL-separated)."""
+    return shell.join(["sh", "-c", HASH_SCRIPT, "sh", target])
+
+
+def hash_stdin(rels: Sequence[str]) -> bytes:
+    """The stdin of hash_command: the relative paths, NUL-separated."""
+    return b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in rels)
+
+
+def parse_hashes(rels: Sequence[str], stdout: str) -> dict[str, str | None]:
+    """Pure: hash_command's output -> rel -> sha256 (None when missing on the host)."""
+    lines = stdout.splitlines()
+    out: dict[str, str | None] = {}
+    for i, rel in enumerate(rels):
+        fields = lines[i].split() if i < len(lines) else []
+        out[rel] = fields[1] if len(fields) >= 2 and re.fullmatch(r"[0-9a-f]{64}", fields[1]) else None
+    return out
+
+
+# ---------------------------------------------------------------- rsync over our ssh settings
+
+
+def _ssh_value(value: str) -> str:
+    """Quote a value for an ssh_config line (double quotes; a '"' cannot be represented)."""
+    if '"' in value or "\n" in value:
+        raise ValueError(f"{value!r} cannot be written to an ssh_config file")
+    return f'"{value}"'
+
+
+def ssh_config(host: Host, inventory: Inventory | None, known_hosts: Path) -> tuple[str, str]:
+    """An ssh_config text for OpenSSH (used by rsync -e) with the host's settings, and its alias.
+
+    Same key, user, port and jump chain as the paramiko connection; host keys are checked
+    strictly against OUR known_hosts only (no ~/.ssh/known_hosts, nothing ever added).
+    Jump hosts are aliases in the same file, so ProxyJump's inner ssh sees the same settings.
+    """
+    from .connection import _hop_host
+
+    chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
+    lines: list[str] = []
+    previous = None
+    for i, hop in enumerate(chain):
+        alias = f"gpuonboard-hop{i}" if i < len(chain) - 1 else "gpuonboard-target"
+        lines += [
+            f"Host {alias}",
+            f"  HostName {_ssh_value(hop.address)}",
+            f"  Port {int(hop.port)}",
+            f"  User {_ssh_value(hop.user)}",
+            f"  UserKnownHostsFile {_ssh_value(str(known_hosts.resolve()))}",
+            "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes",
+            "  UpdateHostKeys no",
+            "  CheckHostIP no",
+            "  BatchMode yes",
+            f"  ConnectTimeout {max(1, round(hop.connect_timeout))}",
+            "  ServerAliveInterval 15",
+            "  ServerAliveCountMax 4",
+        ]
+        if hop.key_file:
+            lines += [f"  IdentityFile {_ssh_value(hop.key_file)}", "  IdentitiesOnly yes"]
+        if previous:
+            lines.append(f"  ProxyJump {previous}")
+        previous = alias
+    return "\n".join(lines) + "\n", "gpuonboard-target"
+
+
+def rsync_argv(
+    src_dir: Path,
+    target: str,
+    config_path: Path,
+    alias: str,
+    bwlimit: str | None = None,
+    files_from: Path | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """The local rsync command line (argv, no shell): archive, resume, progress, stats."""
+    argv = [
+        "rsync",
+        "-a",
+        "-s",  # --protect-args: remote paths travel inside the protocol, never through a shell
+        "--partial",
+        f"--partial-dir={PARTIAL_DIR}",
+        "--info=progress2",
+        "--stats",
+        "--no-inc-recursive",  # progress2's total is known from the start
+        "-e",
+        shell.join(["ssh", "-F", str(config_path)]),
+    ]
+    if bwlimit:
+        argv.append(f"--bwlimit={bwlimit}")
+    if files_from is not None:
+        argv += ["--from0", f"--files-from={files_from}"]
+    if dry_run:
+        argv.append("--dry-run")
+    argv += [str(src_dir) + "/", f"{alias}:{target.rstrip('/')}/"]
+    return argv
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """One `--info=progress2` line: overall bytes so far, percent, rate, ETA or elapsed."""
+
+    bytes: int
+    percent: int
+    rate: str
+    eta: str
+
+
+_PROGRESS_RE = re.compile(r"^\s*([\d,]+)\s+(\d+)%\s+(\S+/s)\s+(\d+:\d\d:\d\d)")
+
+
+def parse_progress(line: str) -> ProgressUpdate | None:
+    """Pure: one progress2 update (rsync separates them with CR) -> ProgressUpdate, or None."""
+    m = _PROGRESS_RE.match(line)
+    if not m:
+        return None
+    return ProgressUpdate(int(m.group(1).replace(",", "")), int(m.group(2)), m.group(3), m.group(4))
+
+
+@dataclass(frozen=True)
+class RsyncStats:
+    """The numbers of rsync's --stats that say what was sent."""
+
+    files_transferred: int = 0
+    created: int = 0
+    literal_bytes: int = 0
+    bytes_sent: int = 0
+    total_size: int = 0
+
+
+def parse_stats(text: str) -> RsyncStats:
+    """Pure: rsync --stats output -> RsyncStats (missing numbers are 0)."""
+
+    def number(label: str) -> int:
+        m = re.search(rf"^{re.escape(label)}:\s*([\d,]+)", text, re.MULTILINE)
+        return int(m.group(1).replace(",", "")) if m else 0
+
+    return RsyncStats(
+        files_transferred=number("Number of regular files transferred"),
+        created=number("Number of created files"),
+        literal_bytes=number("Literal data"),
+        bytes_sent=number("Total bytes sent"),
+        total_size=number("Total file size"),
+    )
+
+
+@dataclass
+class RsyncRun:
+    """How one rsync run ended."""
+
+    exit_code: int
+    stats: RsyncStats
+    stderr: str
+    pid: int = 0
+
+
+def run_rsync(
+    argv: Sequence[str],
+    on_progress: Callable[[ProgressUpdate], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> RsyncRun:
+    """Run the local rsync, feeding each progress2 update to on_progress; collect stats."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "LC_ALL": "C"},
+    )
+    if on_start is not None:
+        on_start(proc.pid)
+    assert proc.stdout is not None and proc.stderr is not None
+    import threading
+
+    err_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    text: list[str] = []
+    pending = b""
+    last = 0.0
+    while chunk := proc.stdout.read1(1 << 14):  # type: ignore[attr-defined]
+        pending += chunk
+        *done, pending = re.split(rb"[\r\n]", pending)
+        for raw in done:
+            line = raw.decode("utf-8", "replace")
+            text.append(line)
+            update = parse_progress(line)
+            now = time.monotonic()
+            if update and on_progress and (now - last > 0.2 or update.percent == 100):
+                last = now
+                on_progress(update)
+    text.append(pending.decode("utf-8", "replace"))
+    code = proc.wait()
+    reader.join()
+    return RsyncRun(
+        code, parse_stats("\n".join(text)), b"".join(err_chunks).decode("utf-8", "replace"), proc.pid
+    )
+
+
+RSYNC_EXIT = {
+    11: "error in file I/O (the remote disk may be full)",
+    12: "error in the rsync protocol data stream (the link dropped or the remote disk is full)",
+    20: "interrupted",
+    23: "some files could not be transferred",
+    30: "timeout in data send/receive",
+    35: "timeout waiting for the daemon connection",
+    255: "the SSH connection failed or dropped",
+}
+
+
+def explain_rsync_failure(run: RsyncRun) -> str:
+    """One sentence for a failed rsync run (exit code meaning + its last stderr line)."""
+    lines = [x.strip() for x in run.stderr.strip().splitlines() if x.strip()]
+    detail = lines[-1] if lines else ""
+    full = " ".join(lines).lower()
+    meaning = RSYNC_EXIT.get(run.exit_code, f"exit code {run.exit_code}")
+    if "no space left" in full or "disk quota" in full:
+        meaning = "the remote disk is full"
+    if "host key verification failed" in full:
+        meaning = "host key verification failed against .gpuonboard/known_hosts"
+    return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")

@@ -1,0 +1,1 @@
+"""Unit tests (a package, so their module names never clash with tests/integration/)."""

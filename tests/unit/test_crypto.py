@@ -1,0 +1,117 @@
+"""age encryption: interoperability with the `age` CLI, stable cache, clear errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import crypto
+from gpuonboard.errors import CryptoError
+from gpuonboard.shell import Secret
+
+needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
+
+
+def _keypair(tmp: Path) -> tuple[Path, str]:
+    from pyrage import x25519
+
+    ident = x25519.Identity.generate()
+    key = tmp / "key.txt"
+    key.write_text(f"# created: test\n# public key: {ident.to_public()}\n{ident}\n")
+    return key, str(ident.to_public())
+
+
+def test_round_trip_and_cache_is_stable(tmp_path: Path) -> None:
+    key, pub = _keypair(tmp_path)
+    src = tmp_path / "plain.bin"
+    src.write_bytes(b"x" * 300_000)
+    enc = crypto.Encryption(recipients=(pub,))
+    sha = crypto.sha256_file(src)
+    first, made = crypto.cached_ciphertext(src, sha, enc, tmp_path / "cache")
+    again, made_again = crypto.cached_ciphertext(src, sha, enc, tmp_path / "cache")
+    assert made and not made_again and first == again
+    out = tmp_path / "out.bin"
+    crypto.decrypt_file(first, out, identity=Secret(key.read_text()))
+    assert out.read_bytes() == src.read_bytes()
+    # another recipient set is another cache entry
+    (tmp_path / "o").mkdir()
+    _, other = _keypair(tmp_path / "o")
+    assert crypto.Encryption(recipients=(other,)).cache_key(sha) != enc.cache_key(sha)
+
+
+@needs_age
+def test_ours_decrypts_with_age_cli_and_back(tmp_path: Path) -> None:
+    key, pub = _keypair(tmp_path)
+    src = tmp_path / "plain.bin"
+    src.write_bytes(bytes(range(256)) * 5000)
+    ours = tmp_path / "ours.age"
+    crypto.encrypt_file(src, ours, crypto.Encryption(recipients=(pub,)))
+    out = subprocess.run(["age", "-d", "-i", str(key), str(ours)], capture_output=True, check=True)
+    assert out.stdout == src.read_bytes()
+    theirs = tmp_path / "theirs.age"
+    subprocess.run(["age", "-r", pub, "-o", str(theirs), str(src)], check=True)
+    back = tmp_path / "back.bin"
+    crypto.decrypt_file(theirs, back, identity=Secret(key.read_text()))
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_passphrase_round_trip(tmp_path: Path) -> None:
+    src = tmp_path / "p.txt"
+    src.write_bytes(b"secret data")
+    enc = crypto.load_encryption(None, "PW", environ={"PW": "correct horse"})
+    assert "correct horse" not in repr(enc)
+    ct = tmp_path / "p.age"
+    crypto.encrypt_file(src, ct, enc)
+    out = tmp_path / "p.out"
+    crypto.decrypt_file(ct, out, passphrase=Secret("correct horse"))
+    assert out.read_bytes() == b"secret data"
+
+
+def test_wrong_identity_and_tampering_are_clear_and_leave_nothing(tmp_path: Path) -> None:
+    _, pub = _keypair(tmp_path)
+    (tmp_path / "w").mkdir()
+    wrong, _ = _keypair(tmp_path / "w")
+    src = tmp_path / "plain.bin"
+    src.write_bytes(b"y" * 200_000)
+    ct = tmp_path / "c.age"
+    crypto.encrypt_file(src, ct, crypto.Encryption(recipients=(pub,)))
+    out = tmp_path / "dec" / "out.bin"
+    with pytest.raises(CryptoError, match="wrong identity"):
+        crypto.decrypt_file(ct, out, identity=Secret(wrong.read_text()))
+    assert not out.exists() and list(out.parent.iterdir()) == []
+    data = bytearray(ct.read_bytes())
+    data[-100] ^= 1
+    ct.write_bytes(bytes(data))
+    key = tmp_path / "key.txt"
+    with pytest.raises(CryptoError):
+        crypto.decrypt_file(ct, out, identity=Secret(key.read_text()))
+    assert list(out.parent.iterdir()) == []
+
+
+def test_bad_settings_are_one_sentence() -> None:
+    with pytest.raises(CryptoError, match="not an age X25519 recipient"):
+        crypto.load_encryption(["ssh-rsa AAAA"], None)
+    with pytest.raises(CryptoError, match="age_recipients"):
+        crypto.load_encryption(None, None)
+    with pytest.raises(CryptoError, match="MISSING"):
+        crypto.load_encryption(None, "MISSING", environ={})
+    with pytest.raises(CryptoError, match="not an X25519 secret key"):
+        crypto.parse_identity(Secret("AGE-SECRET-KEY-1NOPE"))
+
+
+def test_streaming_memory_is_constant(tmp_path: Path) -> None:
+    """A 64 MiB file encrypts without growing the process by anything like its size."""
+    import resource
+
+    key, pub = _keypair(tmp_path)
+    src = tmp_path / "big.bin"
+    with src.open("wb") as f:
+        for _ in range(64):
+            f.write(b"\0" * (1 << 20))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    crypto.encrypt_file(src, tmp_path / "big.age", crypto.Encryption(recipients=(pub,)))
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 32 * 1024

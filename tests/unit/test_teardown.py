@@ -1,0 +1,194 @@
+"""Teardown's pure parts: cost rounding per billing unit, path safety, manifests, command lines."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import journal
+from gpuonboard.inventory import Host
+from gpuonboard.steps.teardown import (
+    compare_manifests,
+    describe_problems,
+    journal_start,
+    jump_config,
+    local_manifest,
+    manifest_command,
+    parse_manifest,
+    parse_since,
+    path_problem,
+    rental_cost,
+    rsync_argv,
+    run_id_time,
+    ssh_argv,
+)
+
+H = 3600.0
+
+
+@pytest.mark.parametrize(
+    ("unit", "elapsed", "units", "amount"),
+    [
+        ("hour", 1, 1, 58.0),  # a started hour is paid
+        ("hour", H, 1, 58.0),
+        ("hour", H + 1, 2, 116.0),
+        ("hour", 0, 0, 0.0),
+        ("minute", 61, 2, round(120 / H * 58.0, 2)),
+        ("minute", 60, 1, round(60 / H * 58.0, 2)),
+        ("minute", 2.5 * H, 150, 145.0),
+        ("second", 90.2, 91, round(91 / H * 58.0, 2)),
+        ("second", 2 * H, 7200, 116.0),
+    ],
+)
+def test_cost_rounds_up_by_the_billing_unit(unit: str, elapsed: float, units: int, amount: float) -> None:
+    start = 1_700_000_000.0
+    cost = rental_cost(start, start + elapsed, unit, 58.0, "CNY", "test")
+    assert cost.billed_units == units
+    assert cost.amount == amount
+    assert cost.to_json()["billed_s"] == units * {"hour": 3600, "minute": 60, "second": 1}[unit]
+    assert cost.text().endswith(f"= {amount:.2f} CNY")
+
+
+def test_cost_without_rate_and_with_a_clock_behind() -> None:
+    cost = rental_cost(100.0, 50.0, "hour", None, "", "x")
+    assert cost.elapsed == 0 and cost.billed_units == 0 and cost.amount is None
+    assert "no billing rate" in cost.text()
+    with pytest.raises(ValueError):
+        rental_cost(0, 1, "day", 1.0)
+
+
+def test_rented_since_and_run_id_times() -> None:
+    assert parse_since(None) is None and parse_since("") is None
+    assert parse_since(1700000000) == 1700000000.0
+    assert parse_since("1700000000") == 1700000000.0
+    assert parse_since("2023-11-14T22:13:20+00:00") == 1700000000.0
+    assert parse_since("2023-11-14T22:13:20Z") == 1700000000.0
+    with pytest.raises(ValueError):
+        parse_since("yesterday")
+    t = run_id_time("20261129-173501-3fa2")
+    assert t == time.mktime((2026, 11, 29, 17, 35, 1, 0, 0, -1))
+    assert run_id_time("garbage") is None
+
+
+def test_journal_start_is_the_first_provision_run(tmp_path: Path) -> None:
+    first, second = "20261129-100000-aaaa", "20261130-120000-bbbb"
+    journal.save(tmp_path, journal.Journal("h1", "provision", first, {"acceptance": {"run_id": first}}))
+    journal.save(tmp_path, journal.Journal("h1", "provision", second, {"acceptance": {"run_id": second}}))
+    assert json.loads((tmp_path / "h1__provision.json").read_text())["first_run_id"] == first
+    journal.save(tmp_path, journal.Journal("h1", "autostop", "20250101-000000-cccc"))
+    journal.save(tmp_path, journal.Journal("h2", "provision", "20240101-000000-dddd"))
+    assert journal_start(tmp_path, "h1") == (run_id_time(first), "the provision journal")
+    journal.save(tmp_path, journal.Journal("h3", "container", "20261201-000000-eeee"))
+    assert journal_start(tmp_path, "h3") == (run_id_time("20261201-000000-eeee"), "the container journal")
+    assert journal_start(tmp_path, "nobody") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("", "an empty path"),
+        ("   ", "an empty path"),
+        ("/", "the root directory"),
+        ("//", "the root directory"),
+        ("/root", "a top-level directory"),
+        ("/root/", "a top-level directory"),
+        ("/home", "a top-level directory"),
+        ("/home/alice", "a home directory"),
+        ("/home/alice/", "a home directory"),
+        ("/data", "a top-level directory"),
+        ("/etc/ssh", "a system directory"),
+        ("/usr/local/share/x", "a system directory"),
+        ("/var/lib", "a system directory"),
+        ("data/x", "not an absolute path"),
+        ("/data/../etc", "a path with '..'"),
+        ("/srv/x\nrm", "a path with a line break"),
+        ("/srv/work", "the login user's home directory"),
+        ("/srv", "a top-level directory"),
+        ("/opt/users", "a directory holding the login user's home directory"),
+    ],
+)
+def test_unsafe_paths_are_refused(path: str, why: str) -> None:
+    home = "/srv/work" if path.startswith("/srv/work") else "/opt/users/bob"
+    assert path_problem(path, home) == why
+
+
+@pytest.mark.parametrize(
+    "path", ["/data/dataset", "/var/lib/gpuonboard", "/home/alice/results", "/mnt/nvme0n1p1", "/tmp/x y;z"]
+)
+def test_safe_paths(path: str) -> None:
+    assert path_problem(path, "/root") is None
+
+
+def test_manifest_parsing_and_comparison(tmp_path: Path) -> None:
+    def sha(b: bytes) -> str:
+        return hashlib.sha256(b).hexdigest()
+
+    text = (
+        f"{sha(b'a')}  ./a.txt\n"
+        f"{sha(b'b')}  ./ckpt/b.pt\n"
+        f"\\{sha(b'n')}  ./odd\\nname\\\\x\n"
+        f"{sha(b'p')}  ./.rsync-partial/a.txt\n"
+        f"{sha(b'c')}  ./c.bin\n"
+    )
+    remote = parse_manifest(text)
+    assert sorted(remote) == ["a.txt", "c.bin", "ckpt/b.pt", "odd\nname\\x"]
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "ckpt" / "b.pt").write_bytes(b"B")  # corrupt
+    (tmp_path / "odd\nname\\x").write_bytes(b"n")
+    (tmp_path / "extra").write_bytes(b"local only: ignored")
+    local = local_manifest(tmp_path, remote)
+    missing, corrupt = compare_manifests(remote, local)
+    assert (missing, corrupt) == (["c.bin"], ["ckpt/b.pt"])
+    assert describe_problems(missing, corrupt, 4) == (
+        "2 of 4 files not verified: missing 1 (c.bin); corrupt 1 (ckpt/b.pt)"
+    )
+    many = [f"f{i}" for i in range(7)]
+    assert describe_problems(many, [], 9) == "7 of 9 files not verified: missing 7 (f0, f1, f2 (+4 more))"
+    assert compare_manifests(remote, {k: v for k, v in remote.items()}) == ([], [])
+
+
+def test_manifest_command_quotes_the_dir() -> None:
+    cmd = manifest_command("/data/res; rm -rf /")
+    inner = shlex.split(cmd)
+    assert inner[:2] == ["sh", "-c"]
+    assert inner[2].startswith("cd '/data/res; rm -rf /' && find . -type f")
+
+
+def test_ssh_and_rsync_command_lines(tmp_path: Path) -> None:
+    kh = tmp_path / "known hosts"
+    host = Host(name="h", address="10.0.0.5", port=2222, user="ubuntu", key_file="/k/id key")
+    argv = ssh_argv(host, kh, None)
+    assert argv[:5] == ["ssh", "-F", "/dev/null", "-p", "2222"]
+    assert argv[5:7] == ["-i", "/k/id key"]
+    assert f"-oUserKnownHostsFile={kh}" in argv and "-oStrictHostKeyChecking=yes" in argv
+    assert not any("ProxyJump" in a for a in argv)
+    rs = rsync_argv(host, argv, "/data/results/", tmp_path / "out")
+    assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.rsync-partial"]
+    assert rs[5] == "-e" and shlex.split(rs[6]) == argv  # quoted, splits back to the same argv
+    assert rs[7:] == ["ubuntu@10.0.0.5:/data/results/", f"{tmp_path / 'out'}/"]
+    v6 = Host(name="v6", address="fd00::5", user="root")
+    assert rsync_argv(v6, ["ssh"], "/r", tmp_path)[7] == "root@[fd00::5]:/r/"
+
+
+def test_jump_chain_config(tmp_path: Path) -> None:
+    kh = tmp_path / "kh"
+    hops = [
+        Host(name="b1", address="203.0.113.5", user="jump", key_file="/k/b1"),
+        Host(name="b2", address="10.0.0.1", port=2200),
+    ]
+    text = jump_config(hops, kh)
+    assert (
+        "Host gpuonboard-hop-0\n  HostName 203.0.113.5\n  Port 22\n  User jump\n  IdentityFile /k/b1" in text
+    )
+    assert "Host gpuonboard-hop-1\n  HostName 10.0.0.1\n  Port 2200" in text
+    assert text.count("StrictHostKeyChecking yes") == 2
+    assert text.rstrip().endswith("ProxyJump gpuonboard-hop-0")
+    target = Host(name="t", address="10.0.0.9", jump=("b1", "b2"))
+    argv = ssh_argv(target, kh, tmp_path / "cfg", hops=2)
+    assert argv[1:3] == ["-F", str(tmp_path / "cfg")] and argv[-1] == "-oProxyJump=gpuonboard-hop-1"

@@ -1,0 +1,98 @@
+"""Pure parts of the dataset transfer, on real rsync output captured here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from gpuonboard import transfer
+from gpuonboard.inventory import Host
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rsync" / "progress2-stats__rsync-3.5.0.txt"
+
+
+def test_progress2_updates_from_real_output() -> None:
+    text = FIXTURE.read_text()
+    updates = [u for part in text.replace("\r", "\n").split("\n") if (u := transfer.parse_progress(part))]
+    assert updates[0] == transfer.ProgressUpdate(32768, 0, "0.00kB/s", "0:00:00")
+    assert updates[1] == transfer.ProgressUpdate(2326528, 46, "2.00MB/s", "0:00:01")
+    assert updates[-1].bytes == 5003000 and updates[-1].percent == 100
+    assert transfer.parse_progress("Number of files: 3 (reg: 2, dir: 1)") is None
+
+
+def test_stats_from_real_output() -> None:
+    stats = transfer.parse_stats(FIXTURE.read_text())
+    assert stats == transfer.RsyncStats(
+        files_transferred=2, created=3, literal_bytes=5003000, bytes_sent=5004386, total_size=5003000
+    )
+    assert transfer.parse_stats("") == transfer.RsyncStats()
+
+
+def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
+    target = tmp_path / "data" / "set"
+    (target / ".rsync-partial").mkdir(parents=True)
+    (target / ".rsync-partial" / "half").write_bytes(b"h")
+    (target / "-dash name 'q'").write_bytes(b"abc")
+    (target / "link").symlink_to("-dash name 'q'")
+    os.utime(target / "-dash name 'q'", (1_700_000_000, 1_700_000_000))
+    out = subprocess.run(
+        ["sh", "-c", transfer.listing_command(str(target), str(tmp_path / "data" / "missing" / "x"))],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    state = transfer.parse_listing(out)
+    assert state.rsync and state.free_bytes and state.free_bytes > 0
+    assert state.files == {
+        "-dash name 'q'": ("f", 3, 1_700_000_000),
+        "link": ("l", len("-dash name 'q'"), state.files["link"][2]),
+    }
+
+
+def test_to_send_quick_check() -> None:
+    a = transfer.Entry("a", "f", 3, 100, "h")
+    b = transfer.Entry("b", "f", 3, 100, "h")
+    c = transfer.Entry("c", "l", 0, 100, "h", "a")
+    remote = {"a": ("f", 3, 100), "b": ("f", 4, 100), "c": ("l", 1, 5)}
+    assert transfer.to_send([a, b, c], remote) == [b]
+    assert transfer.to_send([a], {}) == [a]
+
+
+def test_hash_command_with_awkward_names(tmp_path: Path) -> None:
+    names = ["sp ace", "q'uote\"", "ünï", "-lead", "new\nline"]
+    for n in names:
+        (tmp_path / n).write_text(n)
+    (tmp_path / "ln").symlink_to("sp ace")
+    rels = [*names, "ln", "absent"]
+    r = subprocess.run(
+        ["sh", "-c", transfer.hash_command(str(tmp_path))],
+        input=transfer.hash_stdin(rels),
+        capture_output=True,
+    )
+    got = transfer.parse_hashes(rels, r.stdout.decode())
+    tree = transfer.scan_source(tmp_path)
+    for n in names:
+        assert got[n] == tree.entries[n].sha256
+    assert got["ln"] == tree.entries["ln"].sha256 == transfer.link_hash("sp ace")
+    assert got["absent"] is None
+
+
+def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
+    host = Host(
+        name="h", address="127.0.0.5", port=2222, user="root", key_file="/k dir/id", jump=("u@bastion:2200",)
+    )
+    text, alias = transfer.ssh_config(host, None, tmp_path / "known_hosts")
+    assert alias == "gpuonboard-target"
+    assert 'IdentityFile "/k dir/id"' in text and "StrictHostKeyChecking yes" in text
+    assert "ProxyJump gpuonboard-hop0" in text and 'HostName "bastion"' in text and "Port 2200" in text
+    assert f'UserKnownHostsFile "{tmp_path / "known_hosts"}"' in text
+    argv = transfer.rsync_argv(tmp_path, "/data/my set", tmp_path / "c f", alias, bwlimit="5m")
+    assert argv[-1] == "gpuonboard-target:/data/my set/" and "--bwlimit=5m" in argv
+    assert "--partial-dir=.rsync-partial" in argv and argv[argv.index("-e") + 1] == f"ssh -F '{tmp_path}/c f'"
+
+
+def test_rsync_failure_sentence() -> None:
+    run = transfer.RsyncRun(11, transfer.RsyncStats(), "rsync: write failed: No space left on device (28)\n")
+    assert "remote disk is full" in transfer.explain_rsync_failure(run)
+    assert "dropped" in transfer.explain_rsync_failure(transfer.RsyncRun(255, transfer.RsyncStats(), ""))
