@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,8 @@ from . import inventory as inventory_mod
 from . import playbook as playbook_mod
 from .connection import ConnectOptions, Preconnect
 from .errors import ExitCode, UsageError
+from .inventory import Host
+from .playbook import Playbook
 from .report import jsonfile, junit, terminal
 from .runlog import RunLog
 from .runner import HostResult, RunOptions, exit_code, new_run_id, run, select_steps
@@ -77,6 +79,12 @@ def find_playbook(project: Path, name_or_path: str) -> Path:
     )
 
 
+def load_hosts(selection: Selection, settings: Settings) -> tuple[inventory_mod.Inventory, list[Host]]:
+    """The inventory and the hosts the selection picks (errors before any connection)."""
+    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
+    return inv, inv.select(split_names(selection.hosts), selection.group, selection.limit)
+
+
 def provision(
     selection: Selection,
     settings: Settings,
@@ -89,14 +97,43 @@ def provision(
     """Load inventory and playbook, run on the selected hosts, print and write reports."""
     if settings.forks < 1:
         raise UsageError(f"--forks must be at least 1, not {settings.forks}.")
-    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
-    hosts = inv.select(split_names(selection.hosts), selection.group, selection.limit)
+    inv, hosts = load_hosts(selection, settings)
     book = playbook_mod.load(find_playbook(settings.project, playbook))
     select_steps(book, split_names(only), split_names(skip))  # bad --only/--skip: before any connection
+    return execute(inv, hosts, book, settings, check=check, only=only, skip=skip, resume=resume)
+
+
+def print_step_lines(results: Sequence[HostResult], con: Any) -> None:
+    """One line per host and step (for commands whose steps are not acceptance rules)."""
+    for r in results:
+        for step in r.steps:
+            con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
+
+
+def execute(
+    inv: inventory_mod.Inventory,
+    hosts: list[Host],
+    book: Playbook,
+    settings: Settings,
+    *,
+    check: bool = False,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    resume: bool = False,
+    core_facts: bool = True,
+    show: Callable[[Sequence[HostResult], Any], None] | None = None,
+) -> int:
+    """Run a validated playbook on hosts: connections, progress, run log, reports, terminal.
+
+    Every command (provision, check, container, sync, autostop, teardown) ends here, so they
+    share exit codes, reports and the run log. `show` prints command-specific lines before
+    the recap; without it the acceptance tables are printed.
+    """
     # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
     early = Preconnect(hosts)
     run_id = new_run_id()
     root = settings.state_root()
+    log = RunLog(root / "logs" / f"{run_id}.log")
     options = RunOptions(
         check=check,
         only=split_names(only),
@@ -112,7 +149,8 @@ def provision(
             preconnect=early,
         ),
         run_id=run_id,
-        log=RunLog(root / "logs" / f"{run_id}.log"),
+        log=log,
+        core_facts=core_facts,
     )
     started = time.time()
     progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
@@ -122,8 +160,7 @@ def provision(
             results = run(hosts, book, inv, options)
     finally:
         early.close()
-        assert options.log is not None
-        options.log.close()
+        log.close()
     code = exit_code(results)
     meta = {
         "run_id": run_id,
@@ -139,8 +176,10 @@ def provision(
     out_dir = write_reports(results, meta, settings.reports_dir or settings.project / "reports", run_id)
     if not settings.quiet:
         con = terminal.console()
-        terminal.print_results(results, con)
-        con.print(f"reports: {out_dir}  log: {options.log.path}")
+        if show is not None:
+            show(results, con)
+        terminal.print_results(results, con, rules=show is None)
+        con.print(f"reports: {out_dir}  log: {log.path}")
     return int(code)
 
 

@@ -9,22 +9,18 @@ No Invoke imports here.
 
 from __future__ import annotations
 
-import os
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import api
-from . import inventory as inventory_mod
-from .connection import ConnectOptions, Preconnect
 from .errors import UsageError
 from .playbook import Playbook, StepSpec
-from .report import terminal
-from .runlog import RunLog
-from .runner import RunOptions, exit_code, new_run_id, run
+from .runner import HostResult
 from .steps.autostop import parse_settings
 from .steps.base import StepArgsError
+from .templating import literal
 
 # Per-host values, rendered by the playbook machinery from each host's vars and vendor.
 HOST_PATHS = {
@@ -59,15 +55,6 @@ class AutostopOptions:
     status: bool = False
     cancel: bool = False
     check: bool = False
-
-
-def _literal(value: str) -> str:
-    """Keep a user's text out of Jinja rendering (a `{{.State.Running}}` stays as it is)."""
-    if any(tag in value for tag in ("{{", "{%", "{#")):
-        if "endraw" in value:
-            raise UsageError(f"the value {value!r} cannot contain both '{{{{' and 'endraw'.")
-        return "{% raw %}" + value + "{% endraw %}"
-    return value
 
 
 FLAG_OF_ARG = {
@@ -117,8 +104,8 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
         if "only one of" in message:
             message = "give only one of --job, --pid and --container"
         raise UsageError(f"autostop: {message}.") from None
-    args = {k: _literal(v) if isinstance(v, str) else v for k, v in args.items()}
-    args["shutdown_command"] = _literal(opts.shutdown_command) if opts.shutdown_command else VENDOR_SHUTDOWN
+    args = {k: literal(v) if isinstance(v, str) else v for k, v in args.items()}
+    args["shutdown_command"] = literal(opts.shutdown_command) if opts.shutdown_command else VENDOR_SHUTDOWN
     args["billing_unit"] = "{{ vendor.billing.unit if vendor else '' }}"
     args["billing_anchor"] = "{{ vars.autostop_billing_anchor | default(0) }}"
     args.update(HOST_PATHS)
@@ -128,65 +115,20 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
 def autostop(selection: api.Selection, settings: api.Settings, opts: AutostopOptions) -> int:
     """Install/update (default), show (--status) or remove (--cancel) the watcher; exit code."""
     spec = build_spec(opts)
-    project = settings.project
-    inv_path = Path(os.path.expanduser(selection.inventory))
-    inv = inventory_mod.load(inv_path if inv_path.is_absolute() else project / inv_path)
-    hosts = inv.select(api.split_names(selection.hosts), selection.group, selection.limit)
+    inv, hosts = api.load_hosts(selection, settings)
     book = Playbook(path=Path(spec.label), name=spec.label, steps=(spec,))
-    early = Preconnect(hosts)
-    run_id = new_run_id()
-    root = settings.state_root()
-    check = opts.check and not opts.status
-    options = RunOptions(
-        check=check,
-        forks=settings.forks,
-        state_dir=settings.state_dir or root / "state",
-        project=project,
-        connect=ConnectOptions(
-            known_hosts=settings.known_hosts or root / "known_hosts",
-            trust_new_hosts=settings.trust_new_hosts,
-            retries=settings.connect_retries,
-            preconnect=early,
-        ),
-        run_id=run_id,
-        log=RunLog(root / "logs" / f"{run_id}.log"),
-        core_facts=False,  # the watcher needs no hardware facts: one small probe per host
+    show = _show_status if opts.status else api.print_step_lines
+    # the watcher needs no hardware facts: one small probe per host
+    return api.execute(
+        inv, hosts, book, settings, check=opts.check and not opts.status, core_facts=False, show=show
     )
-    started = time.time()
-    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
-    options.on_event = progress.event
-    try:
-        with progress:
-            results = run(hosts, book, inv, options)
-    finally:
-        early.close()
-        assert options.log is not None
-        options.log.close()
-    code = exit_code(results)
-    meta = {
-        "run_id": run_id,
-        "playbook": book.name,
-        "playbook_path": str(book.path),
-        "inventory": str(inv.source),
-        "check_mode": check,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "duration": round(time.time() - started, 3),
-        "exit_code": int(code),
-    }
-    out_dir = api.write_reports(results, meta, settings.reports_dir or project / "reports", run_id)
-    if not settings.quiet:
-        con = terminal.console()
-        for r in results:
-            if opts.status:
-                raw = r.facts.raw if r.facts else {}
-                texts = [out.stdout for name, out in raw.items() if name.startswith("autostop_status:")]
-                if texts:
-                    con.out(f"== {r.host.name} ==", highlight=False)
-                    con.out(texts[0].rstrip("\n"), highlight=False)
-            else:
-                for step in r.steps:
-                    con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
-        terminal.print_results(results, con, rules=False)
-        con.print(f"reports: {out_dir}  log: {options.log.path}")
-    return int(code)
+
+
+def _show_status(results: Sequence[HostResult], con: Any) -> None:
+    """What the watcher's own `status` printed on each host."""
+    for r in results:
+        raw = r.facts.raw if r.facts else {}
+        texts = [out.stdout for name, out in raw.items() if name.startswith("autostop_status:")]
+        if texts:
+            con.out(f"== {r.host.name} ==", highlight=False)
+            con.out(texts[0].rstrip("\n"), highlight=False)

@@ -41,3 +41,15 @@ def render_value(value: Any, context: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [render_value(v, context) for v in value]
     return value
+
+
+def literal(value: str) -> str:
+    """Keep a user's text out of Jinja rendering when it becomes a step argument
+    (a command-line value such as `{{.State.Running}}` must stay as it is)."""
+    from .errors import UsageError
+
+    if not any(tag in value for tag in ("{{", "{%", "{#")):
+        return value
+    if "endraw" in value:
+        raise UsageError(f"the value {value!r} cannot contain both '{{{{' and 'endraw'.")
+    return "{% raw %}" + value + "{% endraw %}"
