@@ -21,7 +21,7 @@ from . import shell
 from .crypto import sha256_file
 
 if TYPE_CHECKING:
-    from .inventory import Host, Inventory
+    pass
 
 PARTIAL_DIR = ".rsync-partial"  # relative: rsync keeps it inside each destination directory
 _LIST_MARK = "##gpuonboard-dataset "
@@ -189,50 +189,6 @@ def parse_hashes(rels: Sequence[str], stdout: str) -> dict[str, str | None]:
 
 
 # ---------------------------------------------------------------- rsync over our ssh settings
-
-
-def _ssh_value(value: str) -> str:
-    """Quote a value for an ssh_config line (double quotes; a '"' cannot be represented)."""
-    if '"' in value or "\n" in value:
-        raise ValueError(f"{value!r} cannot be written to an ssh_config file")
-    return f'"{value}"'
-
-
-def ssh_config(host: Host, inventory: Inventory | None, known_hosts: Path) -> tuple[str, str]:
-    """An ssh_config text for OpenSSH (used by rsync -e) with the host's settings, and its alias.
-
-    Same key, user, port and jump chain as the paramiko connection; host keys are checked
-    strictly against OUR known_hosts only (no ~/.ssh/known_hosts, nothing ever added).
-    Jump hosts are aliases in the same file, so ProxyJump's inner ssh sees the same settings.
-    """
-    from .connection import _hop_host
-
-    chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
-    lines: list[str] = []
-    previous = None
-    for i, hop in enumerate(chain):
-        alias = f"gpuonboard-hop{i}" if i < len(chain) - 1 else "gpuonboard-target"
-        lines += [
-            f"Host {alias}",
-            f"  HostName {_ssh_value(hop.address)}",
-            f"  Port {int(hop.port)}",
-            f"  User {_ssh_value(hop.user)}",
-            f"  UserKnownHostsFile {_ssh_value(str(known_hosts.resolve()))}",
-            "  GlobalKnownHostsFile /dev/null",
-            "  StrictHostKeyChecking yes",
-            "  UpdateHostKeys no",
-            "  CheckHostIP no",
-            "  BatchMode yes",
-            f"  ConnectTimeout {max(1, round(hop.connect_timeout))}",
-            "  ServerAliveInterval 15",
-            "  ServerAliveCountMax 4",
-        ]
-        if hop.key_file:
-            lines += [f"  IdentityFile {_ssh_value(hop.key_file)}", "  IdentitiesOnly yes"]
-        if previous:
-            lines.append(f"  ProxyJump {previous}")
-        previous = alias
-    return "\n".join(lines) + "\n", "gpuonboard-target"
 
 
 def rsync_argv(

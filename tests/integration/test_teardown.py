@@ -233,5 +233,6 @@ def test_pull_goes_through_the_jump_host(
     assert (dest / "sub" / "x.bin").read_bytes() == b"x" * 5000 and not results.exists()
     # the run's own connection and rsync's ssh both logged in through the bastion
     assert pool.log_counts("bastion1")["logins"] - before == 2
-    cfg = (project.root / ".gpuonboard" / "ssh" / "teardown.conf").read_text()
-    assert "Host gpuonboard-hop-0" in cfg and "StrictHostKeyChecking yes" in cfg
+    [cfg_file] = (project.root / ".gpuonboard" / "ssh").glob("*.config")
+    cfg = cfg_file.read_text()
+    assert "Host gpuonboard-hop0" in cfg and "StrictHostKeyChecking yes" in cfg

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import journal
+from gpuonboard import journal, openssh
 from gpuonboard.inventory import Host
 from gpuonboard.steps.teardown import (
     compare_manifests,
     describe_problems,
     journal_start,
-    jump_config,
     local_manifest,
     manifest_command,
     parse_manifest,
@@ -25,7 +24,6 @@ from gpuonboard.steps.teardown import (
     rental_cost,
     rsync_argv,
     run_id_time,
-    ssh_argv,
 )
 
 H = 3600.0
@@ -160,35 +158,24 @@ def test_manifest_command_quotes_the_dir() -> None:
     assert inner[2].startswith("cd '/data/res; rm -rf /' && find . -type f")
 
 
-def test_ssh_and_rsync_command_lines(tmp_path: Path) -> None:
-    kh = tmp_path / "known hosts"
-    host = Host(name="h", address="10.0.0.5", port=2222, user="ubuntu", key_file="/k/id key")
-    argv = ssh_argv(host, kh, None)
-    assert argv[:5] == ["ssh", "-F", "/dev/null", "-p", "2222"]
-    assert argv[5:7] == ["-i", "/k/id key"]
-    assert f"-oUserKnownHostsFile={kh}" in argv and "-oStrictHostKeyChecking=yes" in argv
-    assert not any("ProxyJump" in a for a in argv)
-    rs = rsync_argv(host, argv, "/data/results/", tmp_path / "out")
+def test_rsync_pull_command_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "ssh cfg"
+    rs = rsync_argv("gpuonboard-target", cfg, "/data/results/", tmp_path / "out")
     assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.rsync-partial"]
-    assert rs[5] == "-e" and shlex.split(rs[6]) == argv  # quoted, splits back to the same argv
-    assert rs[7:] == ["ubuntu@10.0.0.5:/data/results/", f"{tmp_path / 'out'}/"]
-    v6 = Host(name="v6", address="fd00::5", user="root")
-    assert rsync_argv(v6, ["ssh"], "/r", tmp_path)[7] == "root@[fd00::5]:/r/"
+    assert rs[5] == "-e" and shlex.split(rs[6]) == ["ssh", "-F", str(cfg)]
+    assert rs[7:] == ["gpuonboard-target:/data/results/", f"{tmp_path / 'out'}/"]
 
 
-def test_jump_chain_config(tmp_path: Path) -> None:
+def test_pull_uses_the_shared_openssh_config_with_jump_chain(tmp_path: Path) -> None:
     kh = tmp_path / "kh"
-    hops = [
-        Host(name="b1", address="203.0.113.5", user="jump", key_file="/k/b1"),
-        Host(name="b2", address="10.0.0.1", port=2200),
-    ]
-    text = jump_config(hops, kh)
-    assert (
-        "Host gpuonboard-hop-0\n  HostName 203.0.113.5\n  Port 22\n  User jump\n  IdentityFile /k/b1" in text
+    target = Host(
+        name="t", address="10.0.0.9", jump=("jump@203.0.113.5:22", "10.0.0.1:2200"), key_file="/k/id"
     )
-    assert "Host gpuonboard-hop-1\n  HostName 10.0.0.1\n  Port 2200" in text
-    assert text.count("StrictHostKeyChecking yes") == 2
-    assert text.rstrip().endswith("ProxyJump gpuonboard-hop-0")
-    target = Host(name="t", address="10.0.0.9", jump=("b1", "b2"))
-    argv = ssh_argv(target, kh, tmp_path / "cfg", hops=2)
-    assert argv[1:3] == ["-F", str(tmp_path / "cfg")] and argv[-1] == "-oProxyJump=gpuonboard-hop-1"
+    text, alias = openssh.config_text(target, None, kh)
+    assert alias == "gpuonboard-target"
+    assert 'Host gpuonboard-hop0\n  HostName "203.0.113.5"\n  Port 22\n  User "jump"' in text
+    assert 'Host gpuonboard-hop1\n  HostName "10.0.0.1"\n  Port 2200' in text
+    assert text.count("StrictHostKeyChecking yes") == 3
+    assert text.rstrip().endswith("ProxyJump gpuonboard-hop1")
+    path = openssh.write_config(tmp_path, target, text)
+    assert path.read_text() == text and oct(path.stat().st_mode & 0o777) == "0o600"

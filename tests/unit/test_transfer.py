@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gpuonboard import transfer
+from gpuonboard import openssh, transfer
 from gpuonboard.inventory import Host
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rsync" / "progress2-stats__rsync-3.5.0.txt"
@@ -82,7 +82,7 @@ def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
     host = Host(
         name="h", address="127.0.0.5", port=2222, user="root", key_file="/k dir/id", jump=("u@bastion:2200",)
     )
-    text, alias = transfer.ssh_config(host, None, tmp_path / "known_hosts")
+    text, alias = openssh.config_text(host, None, tmp_path / "known_hosts")
     assert alias == "gpuonboard-target"
     assert 'IdentityFile "/k dir/id"' in text and "StrictHostKeyChecking yes" in text
     assert "ProxyJump gpuonboard-hop0" in text and 'HostName "bastion"' in text and "Port 2200" in text

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import crypto, shell, transfer
+from .. import crypto, openssh, shell, transfer
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext
@@ -221,15 +221,11 @@ class DatasetStep(Step):
         mk = ctx.runner.run(shell.join(["mkdir", "-p", "--", work.target]))
         if not mk.ok:
             return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
-        cfg_dir = ctx.project / ".gpuonboard" / "ssh"
-        cfg_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        text, alias = transfer.ssh_config(
+        text, alias = openssh.config_text(
             ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
         )
-        cfg = cfg_dir / f"{hashlib.sha1(ctx.host.name.encode()).hexdigest()[:12]}.config"
-        fd = os.open(cfg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        cfg = openssh.write_config(ctx.project, ctx.host, text)
+        cfg_dir = cfg.parent
         argv = transfer.rsync_argv(stage, work.target, cfg, alias, self.bwlimit)
         run = transfer.run_rsync(argv, self._progress(ctx))
         if run.exit_code != 0:

@@ -29,13 +29,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import shell
+from .. import openssh, shell
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext
 
 if TYPE_CHECKING:
-    from ..inventory import Host
+    from ..inventory import Inventory
 
 PARTIAL_DIR = ".rsync-partial"
 RECORD = ".gpuonboard-verified.sha256"  # in the local copy after a verified pull
@@ -328,57 +328,9 @@ def describe_problems(missing: Sequence[str], corrupt: Sequence[str], total: int
 # ---------------------------------------------------------------- pure: ssh / rsync command lines
 
 
-def _cfg_value(value: object) -> str:
-    text = str(value)
-    if any(c in text for c in '"\n\r'):
-        raise StepArgsError(f"{text!r} cannot be written to an ssh_config file")
-    return f'"{text}"' if any(c.isspace() for c in text) else text
-
-
-def _strict_options(known_hosts: Path) -> list[tuple[str, str]]:
-    return [
-        ("UserKnownHostsFile", str(known_hosts)),
-        ("GlobalKnownHostsFile", "/dev/null"),
-        ("StrictHostKeyChecking", "yes"),
-        ("BatchMode", "yes"),
-    ]
-
-
-def hop_alias(i: int) -> str:
-    """The Host alias of jump hop i in the generated ssh_config."""
-    return f"gpuonboard-hop-{i}"
-
-
-def jump_config(hops: Sequence[Host], known_hosts: Path) -> str:
-    """ssh_config for the jump chain (options on ssh's command line apply to the target only)."""
-    lines = ["# written by gpuonboard teardown for rsync's ssh; regenerated on each run"]
-    for i, hop in enumerate(hops):
-        lines += [f"Host {hop_alias(i)}", f"  HostName {_cfg_value(hop.address)}", f"  Port {hop.port}"]
-        lines.append(f"  User {_cfg_value(hop.user)}")
-        if hop.key_file:
-            lines += [f"  IdentityFile {_cfg_value(hop.key_file)}", "  IdentitiesOnly yes"]
-        lines += [f"  {k} {_cfg_value(v)}" for k, v in _strict_options(known_hosts)]
-        lines.append(f"  ConnectTimeout {max(1, round(hop.connect_timeout))}")
-        if i:
-            lines.append(f"  ProxyJump {hop_alias(i - 1)}")
-    return "\n".join(lines) + "\n"
-
-
-def ssh_argv(host: Host, known_hosts: Path, config: Path | None, hops: int = 0) -> list[str]:
-    """The `ssh` command rsync runs (-e): the host's key, port and our strict known_hosts."""
-    argv = ["ssh", "-F", str(config) if config else "/dev/null", "-p", str(host.port)]
-    if host.key_file:
-        argv += ["-i", host.key_file, "-o", "IdentitiesOnly=yes"]
-    argv += [f"-o{k}={v}" for k, v in _strict_options(known_hosts)]
-    argv.append(f"-oConnectTimeout={max(1, round(host.connect_timeout))}")
-    if hops:
-        argv.append(f"-oProxyJump={hop_alias(hops - 1)}")
-    return argv
-
-
-def rsync_argv(host: Host, ssh: Sequence[str], remote_dir: str, dest: Path) -> list[str]:
-    """rsync resumable pull of remote_dir's contents into dest (argv, run without a shell)."""
-    address = f"[{host.address}]" if ":" in host.address else host.address
+def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[str]:
+    """rsync resumable pull of remote_dir's contents into dest (argv, run without a shell),
+    through `ssh -F config` (see gpuonboard.openssh: same key, port, jumps, strict host keys)."""
     return [
         "rsync",
         "-a",
@@ -386,8 +338,8 @@ def rsync_argv(host: Host, ssh: Sequence[str], remote_dir: str, dest: Path) -> l
         "--partial",
         f"--partial-dir={PARTIAL_DIR}",
         "-e",
-        shell.join(ssh),
-        f"{host.user}@{address}:{remote_dir.rstrip('/')}/",
+        shell.join(["ssh", "-F", str(config)]),
+        f"{alias}:{remote_dir.rstrip('/')}/",
         f"{dest}/",
     ]
 
@@ -489,32 +441,21 @@ class TeardownPullStep(Step):
             diff={"results": self.results, "dest": str(dest), "files": count, "bytes": size},
         )
 
-    def _hops(self, ctx: StepContext) -> list[Host]:
-        from ..connection import _hop_host
+    def _inventory(self, ctx: StepContext) -> Inventory | None:
+        if ctx.inventory is not None or not self.args.get("inventory"):
+            return ctx.inventory
+        from .. import inventory as inventory_mod
 
-        if not ctx.host.jump:
-            return []
-        inv = None
-        if self.args.get("inventory"):
-            from .. import inventory as inventory_mod
-
-            inv = inventory_mod.load(Path(str(self.args["inventory"])))
-        return [_hop_host(h, inv, ctx.host) for h in ctx.host.jump]
+        return inventory_mod.load(Path(str(self.args["inventory"])))
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync into dest (resumable), then compare the host's sha256 manifest with local files."""
         dest = self.dest(ctx)
         dest.mkdir(parents=True, exist_ok=True)
-        known = Path(str(self.args.get("known_hosts") or ctx.project / ".gpuonboard" / "known_hosts"))
-        hops = self._hops(ctx)
-        config: Path | None = None
-        if hops:
-            config = ctx.project / ".gpuonboard" / "ssh" / f"{ctx.host.name}.conf"
-            config.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(jump_config(hops, known))
-        argv = rsync_argv(ctx.host, ssh_argv(ctx.host, known, config, len(hops)), self.results, dest)
+        default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
+        known = Path(str(self.args.get("known_hosts") or default_known))
+        text, alias = openssh.config_text(ctx.host, self._inventory(ctx), known)
+        argv = rsync_argv(alias, openssh.write_config(ctx.project, ctx.host, text), self.results, dest)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True)
             code, err = proc.returncode, _last_line(proc.stderr, proc.returncode) if proc.returncode else ""

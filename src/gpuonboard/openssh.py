@@ -1,0 +1,75 @@
+"""OpenSSH client settings for tools that open their own transport (rsync -e ssh).
+
+One generated ssh_config per host carries the same key, user, port and jump chain as the
+paramiko connection, with host keys checked strictly against OUR known_hosts only. Jump
+hosts are aliases in the same file, because options given on ssh's command line apply to
+the target alone, not to the hops ProxyJump opens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .inventory import Host, Inventory
+
+
+def _ssh_value(value: str) -> str:
+    """Quote a value for an ssh_config line (double quotes; a '"' cannot be represented)."""
+    if '"' in value or "\n" in value:
+        raise ValueError(f"{value!r} cannot be written to an ssh_config file")
+    return f'"{value}"'
+
+
+def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> tuple[str, str]:
+    """An ssh_config text for OpenSSH (used by rsync -e) with the host's settings, and its alias.
+
+    Same key, user, port and jump chain as the paramiko connection; host keys are checked
+    strictly against OUR known_hosts only (no ~/.ssh/known_hosts, nothing ever added).
+    Jump hosts are aliases in the same file, so ProxyJump's inner ssh sees the same settings.
+    """
+    chain = [*hop_chain(host, inventory), host]
+    lines: list[str] = []
+    previous = None
+    for i, hop in enumerate(chain):
+        alias = f"gpuonboard-hop{i}" if i < len(chain) - 1 else "gpuonboard-target"
+        lines += [
+            f"Host {alias}",
+            f"  HostName {_ssh_value(hop.address)}",
+            f"  Port {int(hop.port)}",
+            f"  User {_ssh_value(hop.user)}",
+            f"  UserKnownHostsFile {_ssh_value(str(known_hosts.resolve()))}",
+            "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes",
+            "  UpdateHostKeys no",
+            "  CheckHostIP no",
+            "  BatchMode yes",
+            f"  ConnectTimeout {max(1, round(hop.connect_timeout))}",
+            "  ServerAliveInterval 15",
+            "  ServerAliveCountMax 4",
+        ]
+        if hop.key_file:
+            lines += [f"  IdentityFile {_ssh_value(hop.key_file)}", "  IdentitiesOnly yes"]
+        if previous:
+            lines.append(f"  ProxyJump {previous}")
+        previous = alias
+    return "\n".join(lines) + "\n", "gpuonboard-target"
+
+
+def hop_chain(host: Host, inventory: Inventory | None) -> list[Host]:
+    """The jump hosts in front of host, resolved like the paramiko connection resolves them."""
+    from .connection import _hop_host
+
+    return [_hop_host(h, inventory, host) for h in host.jump]
+
+
+def write_config(project: Path, host: Host, text: str) -> Path:
+    """Write the config as `.gpuonboard/ssh/<id>.config`, mode 0600, and return its path."""
+    directory = project / ".gpuonboard" / "ssh"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{hashlib.sha1(host.name.encode()).hexdigest()[:12]}.config"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
