@@ -56,6 +56,14 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         raise Exit(code=code)
 
 
+def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
+    """Selection and settings from a task's common flags (pass the task's `locals()`)."""
+    hosts = api.split_names(kw["host"])
+    sel = api.Selection(kw["inventory"], hosts, kw["group"] or None, kw["limit"] or None)
+    keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")
+    return sel, _settings(**{k: kw[k] for k in keys})
+
+
 def _settings(**kw: Any) -> api.Settings:
     s = api.Settings(project=Path.cwd())
     for key in ("trust_new_hosts", "forks", "quiet", "connect_retries"):
@@ -99,16 +107,7 @@ def provision(
     connect_retries: int = 2,
 ) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
     _guard(
         lambda: api.provision(
             sel, settings, playbook, check, api.split_names(only), api.split_names(skip), resume
@@ -134,16 +133,7 @@ def check(
     connect_retries: int = 2,
 ) -> None:
     """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
     _guard(lambda: api.provision(sel, settings, "acceptance", check=True), debug)
 
 
@@ -228,16 +218,7 @@ def container(
     connect_retries: int = 2,
 ) -> None:
     """Only the container step: runtime and NVIDIA toolkit, pull the image (mirror, retries), smoke run."""
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
     _guard(lambda: api.container(sel, settings, image or None, check), debug)
 
 
@@ -329,16 +310,7 @@ def autostop(
     """Install (or --status, --cancel) the watcher that shuts an idle box down: `invoke autostop --host X`."""
     from . import autostop as autostop_mod
 
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
 
     def go() -> int:
         if billing_aware and no_billing_aware:
@@ -403,16 +375,7 @@ def teardown(
     """Pull results back (rsync, sha256-verified), then remove containers, autostop, data, markers."""
     from . import teardown as teardown_mod
 
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
     opts = teardown_mod.TeardownOptions(results, dest, keep_image, force, check)
     _guard(lambda: teardown_mod.teardown(sel, settings, opts), debug)
 
@@ -453,16 +416,7 @@ def sync(
     """Upload the dataset with rsync (resumable, sha256-verified, optionally age-encrypted)."""
     from . import sync as sync_mod
 
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts,
-        forks=forks,
-        quiet=quiet,
-        known_hosts=known_hosts,
-        state_dir=state_dir,
-        reports_dir=reports_dir,
-        connect_retries=connect_retries,
-    )
+    sel, settings = _common(locals())
     opts = sync_mod.SyncOptions(dataset, dest, encrypt, decrypt_on_host, bwlimit, check)
     _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
 
