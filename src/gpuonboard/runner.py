@@ -241,6 +241,9 @@ def _run_steps(
             res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
         results.append(res)
         record.steps[step.label] = {"status": res.status, "run_id": options.run_id}
+        if res.diff:
+            # what the step found or made (an image digest, a file's sha256) stays in the journal
+            record.steps[step.label]["diff"] = res.diff
         if res.status == "failed" and failed is None:
             # read-only checks after it still run, so one report shows every verdict
             failed = res

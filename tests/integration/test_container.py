@@ -7,6 +7,7 @@ fresh, isolated podman storage through the `docker` wrapper first on its PATH.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -245,6 +246,9 @@ def test_first_run_pulls_second_run_is_ok_without_pull(
     assert step["msg"] == f"{image} is present ({digest}) on podman {step['msg'].split(' on podman ')[1]}"
     assert step["diff"]["digest"] == digest
     assert registry.blob_requests() == blobs
+    # the digest is in the host's journal too
+    [journal_file] = (project.root / ".gpuonboard" / "state").glob("ctr__*.json")
+    assert json.loads(journal_file.read_text())["steps"]["container"]["diff"]["digest"] == digest
     assert "$ docker pull" not in _log(project)
     # pinning the digest it has: still ok; a different digest: pulled again (and refused)
     _inventory(project, pool, "ctr", container_image=f"{image}@{digest}", **creds)
