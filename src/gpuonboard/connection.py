@@ -606,6 +606,10 @@ def _connect_once(
             err.retryable = True  # type: ignore[attr-defined]
             raise err from None
         conn.transport.set_keepalive(options.keepalive)
+        if i < len(chain) - 1:
+            # this hop forwards to the next one: opening that forward must not wait paramiko's
+            # default hour when the bastion cannot reach the next host
+            conn.transport.channel_timeout = chain[i + 1].connect_timeout
         opened.append(conn)
         gateway = conn
     assert policy is not None

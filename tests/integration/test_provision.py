@@ -404,3 +404,19 @@ def test_connect_retries_with_backoff_reach_a_host_that_comes_back(
         h.start()
     assert proc.returncode == 0, out + err
     assert project.summary()["hosts"][0]["status"] == "ok"
+
+
+def test_target_unreachable_behind_a_jump_host_is_one_sentence(project: Project, pool: TestHostPool) -> None:
+    addr, port = pool.unreachable_address()
+    project.write_inventory(
+        {
+            "bastion1": host_entry(pool.hosts["bastion1"], pool),
+            "hidden": {"address": addr, "port": port, "key_file": str(pool.client_key), "jump": "bastion1"},
+        }
+    )
+    r = project.cli("check", "--host", "hidden", "--connect-retries", "0")
+    assert r.returncode == 3, r.stdout + r.stderr
+    msg = project.summary()["hosts"][0]["msg"]
+    assert msg.startswith(f"host hidden ({addr}:{port}) is unreachable: ")
+    assert msg.endswith("check the address, port and firewall, or whether the server is up.")
+    assert "Traceback" not in r.stdout + r.stderr
