@@ -195,8 +195,17 @@ def _iso(ts: float) -> str:
 def write_reports(
     results: Sequence[HostResult], meta: dict[str, Any], reports_dir: Path, run_id: str
 ) -> Path:
-    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link."""
+    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link.
+
+    Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
+    from .report.render import safe_name
+
     out = reports_dir / run_id
+    for r in results:
+        for probe, (data, _code) in jsonfile.raw_outputs(r).items():
+            raw_path = out / "raw" / safe_name(r.host.name) / f"{safe_name(probe)}.txt"
+            raw_path.parent.mkdir(parents=True, exist_ok=True)
+            raw_path.write_bytes(data)
     doc = jsonfile.summary(results, meta)
     jsonfile.write(out / "summary.json", doc)
     jsonfile.write_atomic(out / "junit.xml", junit.render(results, f"gpuonboard {meta['playbook']}"))

@@ -389,6 +389,8 @@ def teardown(
         "decrypt_on_host": "decrypt on the host (identity from vars.age_identity_file/_env, sent over stdin)",
         "bwlimit": "bandwidth limit passed to rsync, e.g. 5m",
         "check": "dry run: say what would be sent, send nothing",
+        "shards": "pack into tar shards (default above vars.shard_threshold files, 10000)",
+        "unpack": "shard mode: unpack the shards into the data dir on the host",
     },
     auto_shortflags=False,
 )
@@ -404,6 +406,8 @@ def sync(
     decrypt_on_host: bool = False,
     bwlimit: str = "",
     check: bool = False,
+    shards: bool = False,
+    unpack: bool = False,
     forks: int = 20,
     trust_new_hosts: bool = False,
     known_hosts: str = "",
@@ -417,14 +421,176 @@ def sync(
     from . import sync as sync_mod
 
     sel, settings = _common(locals())
-    opts = sync_mod.SyncOptions(dataset, dest, encrypt, decrypt_on_host, bwlimit, check)
+    opts = sync_mod.SyncOptions(dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack)
     _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
+
+
+@task(
+    help={
+        "params": "model size in parameters: 7B, 13B, 70B, 350M",
+        "precision": "bf16 (default), fp16 or fp32",
+        "optimizer": "adamw (default), sgd or adafactor",
+        "mode": "full (default), lora or qlora",
+        "seq": "sequence length in tokens (default 2048)",
+        "batch": "micro-batch size (default 1)",
+        "checkpointing": "assume activation checkpointing (stores only each layer's input)",
+        "dataset_size": "dataset size for the upload ETA and disk advice, e.g. 120GB",
+        "bandwidth": "upload bandwidth, e.g. 100Mbit, 1Gbit or 50MB/s",
+        "hours": "rental hours to price for each vendor profile in the inventory",
+        "inventory": COMMON_HELP["inventory"],
+        "json": "print the plan as JSON",
+        "debug": COMMON_HELP["debug"],
+    },
+    auto_shortflags=False,
+)
+def plan(
+    c: Any,
+    params: str = "",
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    mode: str = "full",
+    seq: str = "2048",
+    batch: str = "1",
+    checkpointing: bool = False,
+    dataset_size: str = "",
+    bandwidth: str = "",
+    hours: str = "",
+    inventory: str = "inventory",
+    json: bool = False,
+    debug: bool = False,
+) -> None:
+    """Before renting: memory needed, the GPUs that fit, host size, upload ETA, cost per vendor."""
+    from . import advise
+
+    args = advise.PlanArgs(
+        params,
+        precision,
+        optimizer,
+        mode,
+        seq,
+        batch,
+        checkpointing,
+        dataset_size,
+        bandwidth,
+        hours,
+        inventory,
+        json,
+    )
+    _guard(lambda: advise.plan(args, Path.cwd()), debug)
+
+
+@task(
+    name="report",
+    help={
+        "run": "run id under reports/ (default: reports/latest)",
+        "format": "html (default), md or json",
+        "compare": "put several hosts/vendors side by side (reports/compare/compare.FORMAT)",
+        "runs": "with --compare: run ids, comma-separated (default: the newest record of each host)",
+        "reports_dir": COMMON_HELP["reports_dir"],
+        "debug": COMMON_HELP["debug"],
+    },
+    auto_shortflags=False,
+)
+def report_(
+    c: Any,
+    run: str = "",
+    format: str = "html",
+    compare: bool = False,
+    runs: str = "",
+    reports_dir: str = "",
+    debug: bool = False,
+) -> None:
+    """Render the acceptance report (go/no-go, rules, evidence hashes) from summary.json."""
+    from . import advise
+
+    project = Path.cwd()
+    rdir = Path(reports_dir) if reports_dir else project / "reports"
+    _guard(lambda: advise.report(rdir, project, run, format, compare, runs), debug)
+
+
+@task(
+    help={
+        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "trust_new_hosts")},
+        **{k: COMMON_HELP[k] for k in ("known_hosts", "debug", "connect_retries")},
+        "interval": "sampling interval, e.g. 2s or 500ms (default 2s)",
+        "once": "one sample per GPU, then exit",
+        "json": "JSON instead of the live table (--once: one document; else JSON lines)",
+        "log": "append every sample as a JSON line to FILE",
+        "duration": "stop after this long (e.g. 30s, 10m); default: until Ctrl-C",
+    },
+    auto_shortflags=False,
+)
+def monitor(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    interval: str = "2s",
+    once: bool = False,
+    json: bool = False,
+    log: str = "",
+    duration: str = "",
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
+    from . import monitor as monitor_mod
+
+    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
+    )
+    cmd = monitor_mod.MonitorCommand(interval, once, json, log, duration)
+    _guard(lambda: monitor_mod.monitor(sel, settings, cmd), debug)
+
+
+@task(
+    help={
+        **{k: COMMON_HELP[k] for k in ("inventory", "trust_new_hosts", "known_hosts", "debug")},
+        "host": "the host (one) to run TensorBoard on",
+        "logdir": "TensorBoard --logdir on the host (default vars.tensorboard_logdir, else runs)",
+        "port": "TensorBoard port on the host (default 6006)",
+        "local_port": "local port to forward (default: the same as --port, or any free one; 0: any)",
+        "duration": "stop after this long (default: until Ctrl-C)",
+        "connect_retries": COMMON_HELP["connect_retries"],
+    },
+    auto_shortflags=False,
+)
+def tensorboard(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    logdir: str = "",
+    port: int = 6006,
+    local_port: int = -1,
+    duration: str = "",
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
+    from . import tunnel
+
+    sel = api.Selection(inventory, api.split_names(host))
+    settings = _settings(
+        trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
+    )
+    local = None if local_port < 0 else local_port
+    _guard(lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration), debug)
 
 
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
 ns = Collection(provision, check, inventory_, facts, container, autostop, teardown, sync, sim_ns)
+ns.add_task(monitor)
+ns.add_task(tensorboard)
+ns.add_task(plan)
+ns.add_task(report_, name="report")
 
 
 def main() -> None:

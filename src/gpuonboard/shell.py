@@ -107,3 +107,31 @@ def curl_config(values: Mapping[str, str | Secret]) -> bytes:
         escaped = raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         lines.append(f'{name} = "{escaped}"\n')
     return "".join(lines).encode()
+
+
+def until_stdin_closes(command: str) -> str:
+    """Run a built long-lived command so that it dies when our side closes the channel.
+
+    sshd gives a command without a pty no signal when the client closes its channel, so a
+    looping `nvidia-smi -l` would live on until its next write fails. Here a watcher reads
+    the channel's stdin and kills the command at EOF (the client closing, or sending EOF);
+    the exit status is the command's own, and the watcher is reaped when the command ends.
+    """
+    script = (
+        "exec 3<&0\n"
+        f"{command} &\n"
+        "p=$!\n"
+        "( while read -r _; do :; done; kill $p ) <&3 >/dev/null 2>&1 &\n"
+        "w=$!\n"
+        "exec 3<&-\n"
+        "wait $p; s=$?\n"
+        "kill $w 2>/dev/null\n"
+        "exit $s\n"
+    )
+    return sh_c(script)
+
+
+def background(command: str, log: str) -> str:
+    """Start a built command detached (nohup, output to `log`, stdin from /dev/null) and
+    print its PID; the SSH channel ends at once, the command keeps running."""
+    return f"nohup {command} >{quote(log)} 2>&1 </dev/null & echo $!"

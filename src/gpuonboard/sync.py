@@ -28,6 +28,8 @@ class SyncOptions:
     decrypt_on_host: bool = False
     bwlimit: str = ""
     check: bool = False
+    shards: bool = False
+    unpack: bool = False
 
 
 def build_spec(opts: SyncOptions) -> StepSpec:
@@ -43,6 +45,10 @@ def build_spec(opts: SyncOptions) -> StepSpec:
     }
     if opts.bwlimit:
         args["bwlimit"] = literal(opts.bwlimit)
+    if opts.shards:
+        args["shards"] = True
+    if opts.unpack:
+        args["unpack"] = True
     return StepSpec("dataset", "dataset", args, None)
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from . import shell
 from .crypto import sha256_file
@@ -346,3 +346,142 @@ def explain_rsync_failure(run: RsyncRun) -> str:
     if "host key verification failed" in full:
         meaning = "host key verification failed against .gpuonboard/known_hosts"
     return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")
+
+
+# ---------------------------------------------------------------- preflight: throughput probe, ETA
+
+PROBE_COMMAND = "echo ready && exec cat > /dev/null"  # constant: nothing of ours is interpolated
+PROBE_MAX_BYTES = 16 * 1024 * 1024
+PROBE_MAX_SECONDS = 2.0
+PROBE_MIN_DATASET = 64 * 1024 * 1024  # below this the probe would cost more than it tells
+DEFAULT_MBIT = 100.0  # vars.upload_mbit when nothing was measured
+
+
+def parse_rate_mbit(value: object) -> float | None:
+    """Pure: a rate -> Mbit/s. `93`, `93mbit`, `1gbit`, `500kbit`; rsync --bwlimit style `5m`/`500k`
+    (bytes per second in units of 1024, as rsync reads them). None when empty or unreadable."""
+    if value in (None, "", False):
+        return None
+    text = str(value).strip().lower().replace(" ", "")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(kbit|mbit|gbit|k|m|g|b)?(?:/s|ps)?", text)
+    if not m:
+        return None
+    number, unit = float(m.group(1)), m.group(2) or "mbit"
+    bits = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}.get(unit)
+    if bits is not None:
+        return number * bits / 1e6
+    scale = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit]
+    return number * scale * 8 / 1e6
+
+
+def eta_seconds(nbytes: int, mbit: float) -> float:
+    """Pure: seconds to move nbytes at mbit Mbit/s."""
+    return nbytes * 8 / (mbit * 1e6) if mbit > 0 else float("inf")
+
+
+def format_duration(seconds: float) -> str:
+    """Pure: `45 s`, `19 min`, `2 h 05 min`."""
+    if seconds == float("inf"):
+        return "unknown time"
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def format_eta(nbytes: int, mbit: float) -> str:
+    """Pure: `12.4 GiB at 93 Mbit/s ≈ 19 min`."""
+    from .units import format_bytes
+
+    rate = f"{mbit:.0f}" if mbit >= 10 else f"{mbit:.1f}"
+    return (
+        f"{format_bytes(nbytes, binary=True)} at {rate} Mbit/s ≈ {format_duration(eta_seconds(nbytes, mbit))}"
+    )
+
+
+def probe_throughput(
+    config_path: Path,
+    alias: str,
+    max_bytes: int = PROBE_MAX_BYTES,
+    max_seconds: float = PROBE_MAX_SECONDS,
+    timeout: float = 30.0,
+) -> float | None:
+    """Push incompressible bytes through OpenSSH (same config as rsync) into `cat > /dev/null`;
+    Mbit/s measured from the remote's `ready` (handshake done) to the remote's exit, so the
+    handshake is not counted and buffered bytes are. None when the probe could not run."""
+    proc = subprocess.Popen(
+        ["ssh", "-F", str(config_path), "-o", "Compression=no", alias, PROBE_COMMAND],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        import select
+
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        if not ready or proc.stdout.readline().strip() != b"ready":
+            return None
+        block = os.urandom(256 * 1024)
+        sent, start = 0, time.monotonic()
+        while sent < max_bytes and time.monotonic() - start < max_seconds:
+            proc.stdin.write(block)
+            sent += len(block)
+        proc.stdin.close()
+        if proc.wait(timeout=timeout) != 0:
+            return None
+        elapsed = time.monotonic() - start
+        return sent * 8 / elapsed / 1e6 if elapsed > 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# ---------------------------------------------------------------- pipelined production + upload
+
+T = TypeVar("T")
+
+
+def pipelined(batches: Iterable[Callable[[], T]], send: Callable[[T], bool]) -> bool:
+    """Run each batch's producer (encrypting, packing) in a background thread ONE batch ahead of
+    `send` (rsync of the previous batch), so wall time approaches the slower of the two and at most
+    two batches are in flight (constant memory: producers write files, not buffers). Stops at the
+    first send that returns False; a producer's exception is re-raised here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        it = iter(batches)
+        first = next(it, None)
+        if first is None:
+            return True
+        pending = pool.submit(first)
+        for producer in it:
+            ready = pending.result()
+            pending = pool.submit(producer)
+            if not send(ready):
+                pending.cancel()
+                return False
+        return send(pending.result())
+
+
+def batch_sizes(
+    sizes: Sequence[int], first: int = 8 * 1024 * 1024, cap: int = 1024**3, max_items: int = 20000
+) -> list[int]:
+    """Pure: split items (in order) into batches whose byte sizes start small (the upload starts
+    early) and double up to `cap` (few rsync runs); returns the item count of each batch."""
+    out: list[int] = []
+    limit, n, acc = first, 0, 0
+    for s in sizes:
+        n += 1
+        acc += max(s, 0)
+        if acc >= limit or n >= max_items:
+            out.append(n)
+            n, acc, limit = 0, 0, min(cap, limit * 2)
+    if n:
+        out.append(n)
+    return out

@@ -369,7 +369,7 @@ def test_registry_password_never_in_logs_reports_or_process_list(
     log = _log(project)
     assert "login --username ngc-user --password-stdin" in log  # login happened, over stdin
     reports = project.root / "reports" / "latest"
-    for text in (log, r.stdout, r.stderr, *(p.read_text() for p in reports.iterdir())):
+    for text in (log, r.stdout, r.stderr, *(p.read_text() for p in reports.rglob("*") if p.is_file())):
         assert PASSWORD not in text
     # a wrong password fails clearly, and is not printed either
     os.environ["TEST_REG_PASSWORD"] = "wrong-" + PASSWORD
@@ -488,6 +488,6 @@ def test_manifest_size_used_for_free_space_and_credentials_file(
     for text in (
         _log(project),
         r.stdout,
-        *(p.read_text() for p in (project.root / "reports" / "latest").iterdir()),
+        *(p.read_text() for p in (project.root / "reports" / "latest").rglob("*") if p.is_file()),
     ):
         assert PASSWORD not in text

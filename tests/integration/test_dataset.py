@@ -238,3 +238,55 @@ def test_progress_events_parse_in_process(tmp_path: Path) -> None:
     )
     assert run.exit_code == 0 and run.stats.files_transferred == 1
     assert seen and seen[-1].percent == 100
+
+
+def test_shard_mode_round_trip_and_one_shard_resent(project: Project, tmp_path: Path) -> None:
+    """2,000 small files in shards, unpacked on the host byte-identical; one file changed ->
+    exactly one shard re-sent; rerun -> ok; check mode sends nothing."""
+    src = tmp_path / "local" / "many"
+    for i in range(2000):
+        d = src / f"dir{i % 13}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f {i:04d}.bin").write_bytes(os.urandom(200 + i % 700))
+    data_dir = tmp_path / "remote data"
+    h = project.pool.hosts["dataset"]
+    entry = host_entry(h, project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "96KiB", "shard_threshold": 1000})
+    project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = step(project)
+    assert s["status"] == "changed", s
+    n_shards = s["diff"]["shards"]
+    assert n_shards >= 8 and s["diff"]["sent_shards"] == n_shards, s
+    assert tree_digest(data_dir / "many") == tree_digest(src)
+    cache = project.root / ".gpuonboard" / "cache" / "shards"
+    assert len(list(cache.glob("*/*.tar"))) == n_shards
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    (src / "dir5" / "f 0005.bin").write_bytes(os.urandom(999))
+    r = project.cli("sync", "--host", "dataset", "--unpack", "--check")
+    assert "send 1 of" in step(project)["msg"], step(project)
+    assert tree_digest(data_dir / "many") != tree_digest(src)
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    s = step(project)
+    assert r.returncode == 0 and s["diff"]["sent_shards"] == 1, s
+    assert tree_digest(data_dir / "many") == tree_digest(src)
+    remote_shards = [p for p in (data_dir / "many.shards").iterdir() if p.name.endswith(".tar")]
+    assert len(remote_shards) == n_shards  # the replaced shard was removed on the host
+
+
+@needs_age
+def test_encrypted_shards_decrypted_on_host(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert step(project)["status"] == "changed", step(project)
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+    assert all(
+        p.name.endswith((".tar.age", ".json")) or p.name.startswith("unpacked-")
+        for p in (data_dir / "my data.shards").iterdir()
+    )
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,16 @@ from .. import __version__
 from ..runner import HostResult, recap
 
 SCHEMA = "gpuonboard.summary/1"
+
+
+def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
+    """Each probe's stdout as bytes, with its exit code (written to raw/<host>/<probe>.txt)."""
+    if r.facts is None:
+        return {}
+    return {
+        name: (out.stdout.encode("utf-8", "surrogateescape"), out.exit_code)
+        for name, out in r.facts.raw.items()
+    }
 
 
 def host_json(r: HostResult) -> dict[str, Any]:
@@ -35,6 +47,14 @@ def host_json(r: HostResult) -> dict[str, Any]:
         "facts": r.facts.summary() if r.facts else None,
         "rules": rules,
         "steps": [s.to_json() for s in r.steps],
+        "vendor_licence": r.host.vendor.licence if r.host.vendor else None,
+        "vendor_icp": r.host.vendor.icp if r.host.vendor else None,
+        "vendor_billing": asdict(r.host.vendor.billing) if r.host.vendor else None,
+        "order": asdict(r.host.order),
+        "raw": {
+            name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "exit_code": code}
+            for name, (data, code) in sorted(raw_outputs(r).items())
+        },
     }
 
 

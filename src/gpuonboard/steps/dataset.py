@@ -20,12 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import crypto, openssh, shell, transfer
+from .. import crypto, openssh, shards, shell, transfer
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
+SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
+
+
+def transfer_size(value: Any) -> int:
+    """A size setting: bytes, or text like 256MiB."""
+    from ..units import parse_size
+
+    return parse_size(value)
 
 
 def _truthy(value: Any) -> bool:
@@ -43,6 +51,15 @@ class Work:
     cipher: dict[str, Path] = field(default_factory=dict)  # rel -> cached ciphertext (encrypted mode)
     decrypt: list[transfer.Entry] = field(default_factory=list)
     identity: Any = None
+    # shard mode
+    groups: list[list[transfer.Entry]] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    built: list[shards.Shard | None] = field(default_factory=list)
+    send_idx: list[int] = field(default_factory=list)  # groups to (build and) send
+    remote_names: list[str] = field(default_factory=list)
+    unpack: bool = False
+    need: int = 0
+    shard_size: int = 0
 
 
 class DatasetStep(Step):
@@ -58,6 +75,11 @@ class DatasetStep(Step):
         "decrypt_on_host": "decrypt on the host into <dest>/<name>/ (identity streamed over stdin)",
         "bwlimit": "rsync --bwlimit value, e.g. 5m",
         "cache_dir": "local cache of ciphertexts (default .gpuonboard/cache/encrypted)",
+        "shards": "pack into tar shards: true, false, or auto (default: above shard_threshold files)",
+        "shard_threshold": "auto: shard mode above this many files (default vars.shard_threshold, 10000)",
+        "shard_size": "shard size (default vars.shard_size, 256MiB)",
+        "unpack": "shard mode: unpack the shards into <dest>/<name>/ on the host (temp dir, then renamed)",
+        "upload_mbit": "link speed for the ETA when no probe runs (default vars.upload_mbit, 100)",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -78,6 +100,12 @@ class DatasetStep(Step):
         self.dirname = str(name)
         self.plain_target = posixpath.join(self.dest, self.dirname) if self.dest else ""
         self.target = self.plain_target + (ENCRYPTED_SUFFIX if self.encrypt else "")
+        self.shards_target = self.plain_target + SHARDS_SUFFIX if self.dest else ""
+        mode = str(self.args.get("shards", "auto")).lower()
+        self.shards: bool | None = None if mode in ("auto", "none", "") else _truthy(self.args.get("shards"))
+        self.unpack = _truthy(self.args.get("unpack"))
+        if self.unpack and self.shards is False:
+            raise StepArgsError("unpack needs shard mode")
 
     def _probe(self, target: str) -> Probe:
         key = f"{target}\0{self.dest}"
@@ -93,7 +121,23 @@ class DatasetStep(Step):
         out = [self._probe(self.target)]
         if self.decrypt_on_host:
             out.append(self._probe(self.plain_target))
+        if self.shards is not False:
+            out.append(self._probe(self.shards_target))
         return out
+
+    def _setting(self, ctx: StepContext, name: str, default: Any) -> Any:
+        value = self.args.get(name)
+        if value in (None, ""):
+            value = ctx.host.vars.get(name)
+        return default if value in (None, "") else value
+
+    def _link_mbit(self, ctx: StepContext) -> float:
+        mbit = transfer.parse_rate_mbit(self._setting(ctx, "upload_mbit", transfer.DEFAULT_MBIT))
+        return self._cap(mbit or transfer.DEFAULT_MBIT)
+
+    def _cap(self, mbit: float) -> float:
+        limit = transfer.parse_rate_mbit(self.bwlimit) if self.bwlimit else None
+        return min(mbit, limit) if limit else mbit
 
     def _cache_dir(self, ctx: StepContext) -> Path:
         custom = self.args.get("cache_dir")
@@ -124,6 +168,9 @@ class DatasetStep(Step):
         tree = transfer.scan_source(src)
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
+        threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
+        if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
+            return self._plan_shards(ctx, src, work)
         if self.encrypt:
             try:
                 work.enc = crypto.load_encryption(
@@ -175,49 +222,226 @@ class DatasetStep(Step):
             msg += f": {names}"
         if work.decrypt:
             msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}"
+        msg += f"; estimate {transfer.format_eta(need, self._link_mbit(ctx))}"
+        work.need = need
         diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": need, "source": str(src)}
         return Plan(True, msg, diff=diff, data=work)
 
+    def _load_enc(self, ctx: StepContext, work: Work) -> str | None:
+        try:
+            work.enc = crypto.load_encryption(
+                ctx.host.vars.get("age_recipients"), ctx.host.vars.get("age_passphrase_env")
+            )
+            if self.decrypt_on_host:
+                if work.enc.passphrase is not None:
+                    return "decrypt_on_host works with age recipients/identities only"
+                work.identity = crypto.load_identity(
+                    ctx.host.vars.get("age_identity_env"), ctx.host.vars.get("age_identity_file")
+                )
+        except crypto.CryptoError as exc:
+            return str(exc)
+        return None
+
+    def _shard_cache(self, ctx: StepContext, work: Work) -> Path:
+        root = work.tree.root
+        return ctx.project / ".gpuonboard" / "cache" / "shards" / shards.dataset_id(root)
+
+    def _plan_shards(self, ctx: StepContext, src: Path, work: Work) -> Plan:
+        """Shard mode: assign files to shards, reuse built ones from the cache index, compare the
+        uploaded names with the listing of <dest>/<name>.shards."""
+        work.target = self.shards_target
+        work.unpack = self.unpack or self.decrypt_on_host
+        if self.encrypt:
+            problem = self._load_enc(ctx, work)
+            if problem:
+                return Plan(False, problem, failed=True)
+            if work.unpack and work.identity is None:
+                return Plan(False, "unpacking encrypted shards needs --decrypt-on-host", failed=True)
+        size = int(transfer_size(self._setting(ctx, "shard_size", shards.DEFAULT_SIZE)))
+        work.groups = shards.assign(list(work.tree.entries.values()), size)
+        index = shards.Index(self._shard_cache(ctx, work))
+        work.keys = [
+            shards.member_key(work.tree.root if work.tree.root.is_dir() else work.tree.root.parent, g)
+            for g in work.groups
+        ]
+        work.built = [index.get(k) for k in work.keys]
+        remote = transfer.parse_listing(ctx.facts.raw[self._probe(self.shards_target).name].stdout)
+        cache = self._cache_dir(ctx)
+        for i, (group, shard) in enumerate(zip(work.groups, work.built, strict=True)):
+            estimate = sum(max(e.size, 0) + 512 for e in group)
+            if shard is None:
+                work.send_idx.append(i)
+                work.need += estimate
+                continue
+            name = shard.name
+            entry = transfer.Entry(name, "f", shard.size, shards.SHARD_MTIME, "")
+            if work.enc is not None:
+                name += ".age"
+                path = cache / f"{work.enc.cache_key(shard.sha256)}.age"
+                st = path.stat() if path.is_file() else None
+                entry = transfer.Entry(name, "f", st.st_size if st else -1, int(st.st_mtime) if st else 0, "")
+            work.remote_names.append(name)
+            if transfer.to_send([entry], remote.files):
+                work.send_idx.append(i)
+                work.need += shard.size
+        where = f"{ctx.host.name}:{self.shards_target}"
+        total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
+        complete = not work.send_idx and shards.MANIFEST in remote.files
+        unpacked = True
+        if work.unpack and complete:
+            digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
+            unpacked = shards.marker_name(digest) in remote.files
+        if complete and unpacked:
+            return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
+        if remote.free_bytes is not None and remote.free_bytes < work.need * (2 if work.unpack else 1):
+            return Plan(
+                False,
+                f"not enough space under {self.dest} on {ctx.host.name}:"
+                f" {format_bytes(remote.free_bytes, binary=True)} free,"
+                f" {format_bytes(work.need, binary=True)} needed for {len(work.send_idx)} shards;"
+                " free space first",
+                failed=True,
+            )
+        build = sum(1 for b in work.built if b is None)
+        msg = (
+            f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
+            f" {build} to build) of {len(work.tree.entries)} entries to {where}"
+        )
+        if work.unpack:
+            msg += f"; unpack into {self.plain_target}"
+        msg += f"; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
+        diff = {
+            "target": self.shards_target,
+            "shards": len(work.groups),
+            "send_shards": len(work.send_idx),
+            "bytes": work.need,
+            "source": str(src),
+        }
+        work.shard_size = size
+        return Plan(True, msg, diff=diff, data=work)
+
+    def _manifest(self, work: Work, size: int) -> bytes:
+        rows = []
+        for group, shard in zip(work.groups, work.built, strict=True):
+            assert shard is not None
+            name = shard.name + (".age" if work.enc is not None else "")
+            rows.append((name, shard.sha256, shard.size, group))
+        return shards.manifest(rows, size)
+
     # ------------------------------------------------------------ apply
 
-    def _staging(self, ctx: StepContext, work: Work) -> Path:
-        """The tree rsync sends: the source itself, or hard links to cached ciphertexts."""
-        if work.enc is None:
-            root = work.tree.root
-            return root if root.is_dir() else root.parent
-        assert work.enc is not None
-        key = hashlib.sha256(f"{ctx.host.name}\0{work.tree.root}".encode()).hexdigest()[:16]
-        stage = ctx.project / ".gpuonboard" / "cache" / "staging" / key
-        shutil.rmtree(stage, ignore_errors=True)
-        for done, e in enumerate(work.tree.files):
-            path = work.cipher[e.rel]
-            if not path.is_file():
-                if ctx.progress:
-                    ctx.progress(f"step {self.label}: encrypting {done + 1}/{len(work.tree.files)}")
-                src = work.tree.root / e.rel if work.tree.root.is_dir() else work.tree.root
-                crypto.encrypt_file(src, path, work.enc)
-            link = stage / (e.rel + ".age")
-            link.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(path, link)
-            except OSError:
-                shutil.copy2(path, link)
-        return stage
+    def _progress(self, ctx: StepContext, base: list[int] | None = None, total: int = 0) -> Any:
+        """Progress line; with `base` (bytes done by earlier batches) the percent is overall."""
 
-    def _progress(self, ctx: StepContext) -> Any:
         def show(u: transfer.ProgressUpdate) -> None:
-            if ctx.progress:
+            if not ctx.progress:
+                return
+            if base is None or not total:
                 ctx.progress(
                     f"step {self.label}: {u.percent}% {format_bytes(u.bytes, binary=True)}"
                     f" {u.rate} ETA {u.eta}"
                 )
+                return
+            done = base[0] + u.bytes
+            ctx.progress(
+                f"step {self.label}: {min(100, 100 * done // total)}% {format_bytes(done, binary=True)}"
+                f" of {format_bytes(total, binary=True)} {u.rate}"
+            )
 
         return show
+
+    def _preflight(self, ctx: StepContext, cfg: Path, alias: str, need: int) -> str:
+        """Throughput probe (skipped for tiny uploads) -> the ETA sentence, also shown live."""
+        mbit = None
+        if need >= transfer.PROBE_MIN_DATASET:
+            if ctx.progress:
+                ctx.progress(f"step {self.label}: measuring upload throughput")
+            mbit = transfer.probe_throughput(cfg, alias)
+        how = "measured" if mbit else "configured"
+        eta = f"{transfer.format_eta(need, self._cap(mbit) if mbit else self._link_mbit(ctx))} ({how})"
+        if ctx.progress:
+            ctx.progress(f"step {self.label}: {eta}")
+        return eta
+
+    def _rsync_batches(
+        self,
+        ctx: StepContext,
+        stage: Path,
+        target: str,
+        cfg: Path,
+        alias: str,
+        batches: list[Any],
+        total: int,
+    ) -> tuple[transfer.RsyncRun | None, int, int]:
+        """Send each batch (a producer returning stage-relative names) with rsync --files-from
+        while the next batch is produced; -> (failed run or None, files sent, literal bytes)."""
+        base = [0]
+        sent = [0, 0]
+        failed: list[transfer.RsyncRun] = []
+        listing = cfg.parent / f"{cfg.stem}.batch"
+
+        def send(names: list[str]) -> bool:
+            if not names:
+                return True
+            listing.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in names))
+            argv = transfer.rsync_argv(stage, target, cfg, alias, self.bwlimit, files_from=listing)
+            run = transfer.run_rsync(argv, self._progress(ctx, base, total))
+            if run.exit_code != 0:
+                failed.append(run)
+                return False
+            sent[0] += run.stats.files_transferred
+            sent[1] += run.stats.literal_bytes
+            base[0] += run.stats.total_size
+            return True
+
+        transfer.pipelined(batches, send)
+        return (failed[0] if failed else None), sent[0], sent[1]
+
+    def _encrypted_batches(self, ctx: StepContext, work: Work, stage: Path) -> list[Any]:
+        """Plain encrypted mode: batches of work.send; each producer encrypts (cache misses) and
+        hard-links its files into the stage."""
+        assert work.enc is not None
+        enc = work.enc
+        rels = [e.rel[: -len(".age")] for e in work.send]
+        rels.sort(key=lambda r: work.cipher[r].is_file(), reverse=True)  # cached ones go first
+        counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
+        root = work.tree.root
+        done = [0]
+
+        def make(chunk: list[str]) -> Any:
+            def produce() -> list[str]:
+                for rel in chunk:
+                    path = work.cipher[rel]
+                    if not path.is_file():
+                        done[0] += 1
+                        crypto.encrypt_file(root / rel if root.is_dir() else root, path, enc)
+                    link = stage / (rel + ".age")
+                    link.parent.mkdir(parents=True, exist_ok=True)
+                    link.unlink(missing_ok=True)
+                    try:
+                        os.link(path, link)
+                    except OSError:
+                        shutil.copy2(path, link)
+                return [rel + ".age" for rel in chunk]
+
+            return produce
+
+        out, i = [], 0
+        for n in counts:
+            out.append(make(rels[i : i + n]))
+            i += n
+        return out
+
+    def _stage_dir(self, ctx: StepContext, work: Work, kind: str) -> Path:
+        key = hashlib.sha256(f"{ctx.host.name}\0{work.tree.root}\0{kind}".encode()).hexdigest()[:16]
+        stage = ctx.project / ".gpuonboard" / "cache" / "staging" / key
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(parents=True)
+        return stage
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync, verify by sha256 on the host, re-send mismatches once, decrypt on the host."""
         work: Work = plan.data
-        stage = self._staging(ctx, work)
         mk = ctx.runner.run(shell.join(["mkdir", "-p", "--", work.target]))
         if not mk.ok:
             return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
@@ -225,16 +449,36 @@ class DatasetStep(Step):
             ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
         )
         cfg = openssh.write_config(ctx.project, ctx.host, text)
+        eta = self._preflight(ctx, cfg, alias, work.need)
+        if work.groups:
+            return self._apply_shards(ctx, plan, work, cfg, alias, eta)
         cfg_dir = cfg.parent
-        argv = transfer.rsync_argv(stage, work.target, cfg, alias, self.bwlimit)
-        run = transfer.run_rsync(argv, self._progress(ctx))
-        if run.exit_code != 0:
-            return transfer.explain_rsync_failure(run) + "; rerun to resume (partial files are kept)"
-        sent, literal = run.stats.files_transferred, run.stats.literal_bytes
+        if work.enc is None:
+            root = work.tree.root
+            stage = root if root.is_dir() else root.parent
+            argv = transfer.rsync_argv(stage, work.target, cfg, alias, self.bwlimit)
+            run: transfer.RsyncRun | None = transfer.run_rsync(argv, self._progress(ctx))
+            assert run is not None
+            bad_run = run if run.exit_code != 0 else None
+            sent, literal = run.stats.files_transferred, run.stats.literal_bytes
+        else:
+            stage = self._stage_dir(ctx, work, "encrypted")
+            batches = self._encrypted_batches(ctx, work, stage)
+            bad_run, sent, literal = self._rsync_batches(
+                ctx, stage, work.target, cfg, alias, batches, work.need
+            )
+        if bad_run is not None:
+            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
         # verification: the host hashes what arrived
         expect = self._expected(work)
         bad = self._mismatches(ctx, work.target, expect)
         if bad:
+            if work.enc is not None:  # the stage holds only this run's files: link the rest
+                for rel in bad:
+                    link = stage / rel
+                    if not link.exists():
+                        link.parent.mkdir(parents=True, exist_ok=True)
+                        os.link(work.cipher[rel[: -len(".age")]], link)
             listing = cfg_dir / f"{cfg.stem}.files"
             listing.write_bytes(b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in bad))
             resend = transfer.rsync_argv(stage, work.target, cfg, alias, self.bwlimit, files_from=listing)
@@ -249,7 +493,7 @@ class DatasetStep(Step):
                 return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
         size = format_bytes(literal, binary=True)
         msg = f"sent {sent} files ({size} of data) to {ctx.host.name}:{work.target}"
-        msg += f"; {len(expect)} files verified by sha256"
+        msg += f"; {len(expect)} files verified by sha256; estimate was {eta}"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
             if problem:
@@ -257,6 +501,127 @@ class DatasetStep(Step):
             msg += f"; decrypted {len(work.decrypt) or sent} into {self.plain_target}"
         plan.msg = msg
         plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
+        return None
+
+    def _apply_shards(self, ctx: StepContext, plan: Plan, work: Work, cfg: Path, alias: str, eta: str) -> Any:
+        """Build (cache misses), encrypt (cache misses) and send shards in pipelined batches; send
+        the manifest; verify sent shards by sha256; drop stale shards; unpack when asked."""
+        size = work.shard_size
+        root = work.tree.root if work.tree.root.is_dir() else work.tree.root.parent
+        cache = self._shard_cache(ctx, work)
+        index = shards.Index(cache)
+        enc_cache = self._cache_dir(ctx)
+        stage = self._stage_dir(ctx, work, "shards")
+        expect: dict[str, str] = {}
+        estimates = [sum(max(e.size, 0) + 512 for e in work.groups[i]) for i in work.send_idx]
+        counts = transfer.batch_sizes(estimates, max_items=1000)
+
+        def prepare(i: int) -> str:
+            shard = work.built[i]
+            if shard is None:
+                shard = shards.build(root, work.groups[i], cache)
+                work.built[i] = shard
+            index.put(work.keys[i], shard)
+            path, name = shard.path, shard.name
+            if work.enc is not None:
+                path, _ = crypto.cached_ciphertext(shard.path, shard.sha256, work.enc, enc_cache)
+                name += ".age"
+            expect[name] = crypto.sha256_file(path) if work.enc is not None else shard.sha256
+            (stage / name).unlink(missing_ok=True)
+            try:
+                os.link(path, stage / name)
+            except OSError:
+                shutil.copy2(path, stage / name)
+            return name
+
+        def make(idx: list[int]) -> Any:
+            def produce() -> list[str]:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                    return list(pool.map(prepare, idx))
+
+            return produce
+
+        batches, pos = [], 0
+        for n in counts:
+            batches.append(make(work.send_idx[pos : pos + n]))
+            pos += n
+        try:
+            bad_run, sent, literal = self._rsync_batches(
+                ctx, stage, work.target, cfg, alias, batches, work.need
+            )
+        finally:
+            index.save(set(work.keys))
+        if bad_run is not None:
+            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
+        sent_shards = sent
+        manifest = self._manifest(work, size)
+        (stage / shards.MANIFEST).write_bytes(manifest)
+        expect[shards.MANIFEST] = hashlib.sha256(manifest).hexdigest()
+        bad_run, n, lit = self._rsync_batches(
+            ctx, stage, work.target, cfg, alias, [lambda: [shards.MANIFEST]], len(manifest)
+        )
+        if bad_run is not None:
+            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume"
+        sent, literal = sent + n, literal + lit
+        bad = self._mismatches(ctx, work.target, expect)
+        if bad:
+            listing = cfg.parent / f"{cfg.stem}.files"
+            listing.write_bytes(b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in bad))
+            resend = transfer.rsync_argv(stage, work.target, cfg, alias, self.bwlimit, files_from=listing)
+            resend.insert(1, "--ignore-times")
+            again = transfer.run_rsync(resend, self._progress(ctx))
+            if again.exit_code != 0:
+                return transfer.explain_rsync_failure(again)
+            sent, literal = sent + again.stats.files_transferred, literal + again.stats.literal_bytes
+            still = self._mismatches(ctx, work.target, {r: expect[r] for r in bad})
+            if still:
+                return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
+        names = [s.name + (".age" if work.enc is not None else "") for s in work.built if s is not None]
+        listing_out = ctx.runner.run(transfer.listing_command(work.target, self.dest)).stdout
+        present = transfer.parse_listing(listing_out).files
+        stale = [
+            n
+            for n in present
+            if (n.endswith((".tar", ".tar.age")) and n not in names) or n.startswith("unpacked-")
+        ]
+        if stale:
+            ctx.runner.run(shell.join(["rm", "-f", "--", *(posixpath.join(work.target, n) for n in stale)]))
+        msg = (
+            f"sent {sent_shards} of {len(work.groups)} shards ({format_bytes(literal, binary=True)} of data)"
+            f" to {ctx.host.name}:{work.target}; {len(expect)} files verified by sha256; estimate was {eta}"
+        )
+        if work.unpack:
+            marker = posixpath.join(work.target, shards.marker_name(hashlib.sha256(manifest).hexdigest()))
+            r = ctx.runner.run(
+                shell.join(
+                    [
+                        "sh",
+                        "-c",
+                        shards.UNPACK_SCRIPT,
+                        "sh",
+                        self.plain_target,
+                        work.target,
+                        "1" if work.enc is not None else "0",
+                        *names,
+                    ]
+                ),
+                stdin=(work.identity.reveal() + "\n").encode() if work.enc is not None else None,
+                timeout=3600,
+            )
+            if not r.ok:
+                last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+                return f"unpacking the shards on the host failed: {last}"
+            ctx.runner.run(shell.join(["touch", "--", marker]))
+            msg += f"; unpacked into {self.plain_target}"
+        plan.msg = msg
+        plan.diff = {
+            **(plan.diff or {}),
+            "sent_files": sent,
+            "sent_shards": sent_shards,
+            "literal_bytes": literal,
+        }
         return None
 
     def _expected(self, work: Work) -> dict[str, str]:

@@ -1,0 +1,637 @@
+"""Plan before renting: memory needed for a training job, the cards it fits on, the host, ETA, cost.
+
+Pure functions (no I/O except reading the shipped GPU catalogue); `api.plan` prints them.
+
+Memory model (bytes, for the whole job; divided across n GPUs by FSDP/ZeRO-3 style sharding):
+
+* full fine-tune, mixed precision (bf16/fp16) with AdamW: weights 2 + gradients 2 + optimizer
+  12 (fp32 master copy 4, first and second moments 4 + 4) = 16 bytes/parameter (Rajbhandari
+  et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", §3.1);
+  in fp32: 4 + 4 + 8 = 16 too. SGD with momentum keeps one moment (4) instead of two;
+  Adafactor keeps factored second moments (a row and a column vector per matrix: about
+  8/h bytes/parameter, Shazeer & Stern 2018), plus the fp32 master copy in mixed precision.
+* LoRA (Hu et al. 2021): the base is frozen in the training precision (no gradients, no
+  optimizer states); rank-16 adapters on every attention (q, k, v, o) and MLP (gate, up,
+  down) matrix are trained with the full 16 bytes/parameter of mixed-precision AdamW.
+* QLoRA (Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs", §2): the base
+  is stored in 4-bit NF4 with double quantisation: 4 bits + 0.127 bits of quantisation
+  constants per parameter; adapters as LoRA.
+* activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+  Transformer Models", eq. (1): per layer s*b*h*(34 + 5*a*s/h) bytes with 16-bit activations,
+  no tensor/sequence parallelism and no recomputation (the 5*a*s/h term is the attention
+  score matrices; FlashAttention does not store them). With full activation checkpointing
+  (their §4.1) only each layer's input is kept: 2*s*b*h bytes per layer. x2 in fp32.
+  The frozen base of LoRA/QLoRA still needs these activations for the backward pass.
+* overhead: a fixed 2 GB per GPU (CUDA context, cuBLAS/NCCL workspaces, allocator
+  fragmentation).
+
+Model shape (s = sequence length, b = micro-batch, h = hidden size, L = layers, a = heads):
+from the parameter count alone, assuming a LLaMA-like decoder: L from the nearest LLaMA size
+(<=1.5B: 16; <=4B: 26; <=10B: 32; <=20B: 40; <=45B: 60; else 80), h = sqrt(P / (12 L))
+rounded to a multiple of 128 (a block holds ~12 h^2 parameters), a = h / 128 (head size
+128), MLP width 8/3 h. For 7B that gives L = 32, h = 4224, a = 33 (LLaMA-2-7B: 32, 4096, 32).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .inventory import Vendor
+from .units import parse_size
+
+GB = 1000**3
+OVERHEAD_BYTES = 2 * GB
+LORA_RANK = 16
+PRECISIONS = ("bf16", "fp16", "fp32")
+OPTIMIZERS = ("adamw", "sgd", "adafactor")
+MODES = ("full", "lora", "qlora")
+MAX_GPUS = 512
+HOURS_PER_MONTH = 720  # 30 days: how vendors quote a monthly rate
+CATALOGUE = Path(__file__).parent / "data" / "gpu_catalogue.yml"
+
+_PARAM_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+# ---------------------------------------------------------------- parsing user input
+
+
+def parse_params(value: str) -> int:
+    """`7B`, `1.5b`, `350M`, `7e9`, `7000000000` -> parameter count; nonsense -> UsageError."""
+    text = str(value).strip()
+    if re.fullmatch(r"-\s*\d.*", text):
+        raise UsageError(f"--params {value!r} is negative; give a positive parameter count like 7B or 350M.")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?(?:[eE]\d+)?)\s*([A-Za-z]*)", text)
+    if not m:
+        raise UsageError(f"--params {value!r} is not a parameter count like 7B, 13B or 350M.")
+    number, suffix = m.groups()
+    if suffix.upper() not in _PARAM_SUFFIX:
+        raise UsageError(f"--params {value!r} has an unknown suffix {suffix!r}; use M, B or T (e.g. 7B).")
+    count = int(float(number) * _PARAM_SUFFIX[suffix.upper()])
+    if count < 10**6:
+        raise UsageError(f"--params {value!r} is below a million parameters; give a count like 7B or 350M.")
+    if count > 10**13:
+        raise UsageError(f"--params {value!r} is above 10T parameters; give a count like 7B or 70B.")
+    return count
+
+
+_RATE_UNITS = {  # bytes per second per unit
+    "bit": 1 / 8,
+    "kbit": 1e3 / 8,
+    "mbit": 1e6 / 8,
+    "gbit": 1e9 / 8,
+    "bps": 1 / 8,
+    "kbps": 1e3 / 8,
+    "mbps": 1e6 / 8,
+    "gbps": 1e9 / 8,
+    "b/s": 1,
+    "kb/s": 1e3,
+    "mb/s": 1e6,
+    "gb/s": 1e9,
+    "kib/s": 1024,
+    "mib/s": 1024**2,
+    "gib/s": 1024**3,
+}
+
+
+def parse_bandwidth(value: str) -> float:
+    """`100Mbit`, `1Gbit`, `100Mbps` (bits) or `50MB/s`, `20MiB/s` (bytes) -> bytes per second."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z/]+)\s*", str(value))
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _RATE_UNITS:
+        raise UsageError(
+            f"--bandwidth {value!r} is not a rate like 100Mbit, 1Gbit or 50MB/s"
+            " (bit units: bit, kbit, Mbit, Gbit, Mbps; byte units: MB/s, MiB/s)."
+        )
+    rate = float(m.group(1)) * _RATE_UNITS[unit]
+    if rate <= 0:
+        raise UsageError(f"--bandwidth {value!r} must be more than zero.")
+    return rate
+
+
+def parse_hours(value: str | float) -> float:
+    """`72`, `1.5` -> hours (> 0)."""
+    try:
+        hours = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"--hours {value!r} is not a number of hours like 72 or 1.5.") from None
+    if not math.isfinite(hours) or hours <= 0:
+        raise UsageError(f"--hours {value!r} must be more than zero.")
+    return hours
+
+
+def parse_dataset_size(value: str) -> int:
+    """`120GB` -> bytes (SI), as in order sheets."""
+    try:
+        size = parse_size(value)
+    except ValueError as exc:
+        raise UsageError(f"--dataset-size: {exc}.") from None
+    return size
+
+
+def _positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise UsageError(f"--{name} {value!r} is not a whole number.") from None
+    if number < 1:
+        raise UsageError(f"--{name} {value!r} must be at least 1.")
+    return number
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    v = str(value).strip().lower()
+    if v not in choices:
+        raise UsageError(f"--{name} {value!r} is not one of {', '.join(choices)}.")
+    return v
+
+
+# ---------------------------------------------------------------- model shape and memory
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Assumed decoder shape from the parameter count (see the module docstring)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    mlp: int
+
+
+def shape_for(params: int) -> Shape:
+    """LLaMA-like shape for a parameter count: L from the nearest size, h from P = 12 L h^2."""
+    billions = params / 1e9
+    layers = next(
+        (lay for limit, lay in ((1.5, 16), (4, 26), (10, 32), (20, 40), (45, 60)) if billions <= limit), 80
+    )
+    hidden = max(128, round(math.sqrt(params / (12 * layers)) / 128) * 128)
+    return Shape(layers, hidden, max(1, hidden // 128), round(hidden * 8 / 3))
+
+
+def activation_bytes(shape: Shape, seq: int, batch: int, precision: str, checkpointing: bool) -> int:
+    """Korthikanti et al. 2022 eq. (1): L * s*b*h*(34 + 5*a*s/h), or L * 2*s*b*h when checkpointed."""
+    s, b, h, a = seq, batch, shape.hidden, shape.heads
+    per_layer = 2 * s * b * h if checkpointing else s * b * h * (34 + 5 * a * s / h)
+    factor = 2 if precision == "fp32" else 1  # the formula counts 16-bit activations
+    return int(shape.layers * per_layer * factor)
+
+
+def lora_params(shape: Shape, rank: int = LORA_RANK) -> int:
+    """Adapter parameters: rank r on q, k, v, o (h x h) and gate, up, down (h x mlp), every layer."""
+    per_layer = rank * (4 * 2 * shape.hidden + 3 * (shape.hidden + shape.mlp))
+    return per_layer * shape.layers
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The estimate, in bytes, for the whole job (before sharding across GPUs)."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    overhead_per_gpu: int
+    trainable_params: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def states(self) -> int:
+        """Weights + gradients + optimizer states."""
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total_one_gpu(self) -> int:
+        """Everything on one GPU."""
+        return self.states + self.activations + self.overhead_per_gpu
+
+    def per_gpu(self, n: int) -> int:
+        """Each of n GPUs: states and activations (batch) sharded n ways, overhead on each."""
+        return math.ceil((self.states + self.activations) / n) + self.overhead_per_gpu
+
+
+_WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def optimizer_bytes_per_param(optimizer: str, precision: str, hidden: int) -> float:
+    """Optimizer states per trainable parameter, including the fp32 master copy in mixed precision."""
+    master = 4 if precision in ("bf16", "fp16") else 0
+    moments = {"adamw": 8.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
+    return master + moments
+
+
+def estimate(
+    params: int,
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    mode: str = "full",
+    seq: int = 2048,
+    batch: int = 1,
+    checkpointing: bool = False,
+) -> Memory:
+    """Memory for training `params` parameters (see the module docstring for every assumption)."""
+    shape = shape_for(params)
+    wb = _WEIGHT_BYTES[precision]
+    acts = activation_bytes(shape, seq, batch, precision, checkpointing)
+    opt = optimizer_bytes_per_param(optimizer, precision, shape.hidden)
+    if mode == "full":
+        return Memory(
+            weights=params * wb,
+            gradients=params * wb,
+            optimizer=int(params * opt),
+            activations=acts,
+            overhead_per_gpu=OVERHEAD_BYTES,
+            trainable_params=params,
+        )
+    adapters = lora_params(shape)
+    base = params * wb if mode == "lora" else math.ceil(params * (4 + 0.127) / 8)
+    note = (
+        f"base frozen in {precision}"
+        if mode == "lora"
+        else "base frozen in 4-bit NF4 (double-quantised), compute in " + precision
+    )
+    return Memory(
+        weights=base + adapters * wb,
+        gradients=adapters * wb,
+        optimizer=int(adapters * opt),
+        activations=acts,
+        overhead_per_gpu=OVERHEAD_BYTES,
+        trainable_params=adapters,
+        notes=(note, f"LoRA rank {LORA_RANK} on attention and MLP matrices"),
+    )
+
+
+# ---------------------------------------------------------------- cards
+
+
+@dataclass(frozen=True)
+class Card:
+    """One row of data/gpu_catalogue.yml."""
+
+    card: str
+    memory_gb: float
+    bf16_tflops: float | None
+    interconnect: tuple[str, ...]
+    nvlink_gbps: float | None
+    klass: str
+    source: str
+
+
+@lru_cache(maxsize=2)
+def load_catalogue(path: Path = CATALOGUE) -> tuple[Card, ...]:
+    """The shipped GPU catalogue."""
+    import yaml
+
+    rows = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    return tuple(
+        Card(
+            card=str(r["card"]),
+            memory_gb=float(r["memory_gb"]),
+            bf16_tflops=None if r.get("bf16_tflops") is None else float(r["bf16_tflops"]),
+            interconnect=tuple(r.get("interconnect") or ()),
+            nvlink_gbps=None if r.get("nvlink_gbps") is None else float(r["nvlink_gbps"]),
+            klass=str(r["class"]),
+            source=str(r["source"]),
+        )
+        for r in rows
+    )
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How many of a card a job needs."""
+
+    card: Card
+    count: int | None  # None: more than MAX_GPUS
+    per_gpu_bytes: int | None
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        """For --json."""
+        return {
+            "card": self.card.card,
+            "memory_gb": self.card.memory_gb,
+            "bf16_tflops": self.card.bf16_tflops,
+            "interconnect": list(self.card.interconnect),
+            "class": self.card.klass,
+            "min_count": self.count,
+            "per_gpu_gb": None if self.per_gpu_bytes is None else round(self.per_gpu_bytes / GB, 1),
+            "note": self.note,
+            "source": self.card.source,
+        }
+
+
+def min_gpus(memory: Memory, card_bytes: int) -> int | None:
+    """The smallest n whose per-GPU share fits the card (None above MAX_GPUS)."""
+    if card_bytes <= memory.overhead_per_gpu:
+        return None
+    n = max(1, math.ceil((memory.states + memory.activations) / (card_bytes - memory.overhead_per_gpu)))
+    while n <= MAX_GPUS and memory.per_gpu(n) > card_bytes:
+        n += 1
+    return n if n <= MAX_GPUS else None
+
+
+def fits(memory: Memory, mode: str, catalogue: tuple[Card, ...]) -> list[Fit]:
+    """Every card with its minimum count, fewest cards first, then the most memory per card."""
+    out = []
+    for card in catalogue:
+        n = min_gpus(memory, int(card.memory_gb * GB))
+        notes = []
+        if n is None:
+            notes.append(f"more than {MAX_GPUS} cards")
+        elif n > 1 and mode == "full" and "nvlink" not in card.interconnect:
+            notes.append(
+                "NVLink bridge: pairs only" if "nvlink-bridge" in card.interconnect else "PCIe only: slower"
+            )
+        if n is not None and n > 8:
+            notes.append("> 8 cards: several servers")
+        note = "; ".join(notes)
+        out.append(Fit(card, n, None if n is None else memory.per_gpu(n), note))
+    return sorted(
+        out,
+        key=lambda f: (
+            f.count or MAX_GPUS + 1,
+            -f.card.memory_gb,
+            "nvlink" not in f.card.interconnect,
+            -(f.card.bf16_tflops or 0),
+            f.card.card,
+        ),
+    )
+
+
+def nvlink_advice(mode: str, count: int) -> str:
+    """Whether the interconnect matters for this job."""
+    if count <= 1:
+        return "no: one GPU, nothing to link"
+    if mode == "full":
+        return (
+            "yes: a multi-GPU full fine-tune exchanges gradients and parameter shards every step;"
+            " order NVLink (SXM/HGX) and check it with the acceptance rule `interconnect`"
+        )
+    return "helpful, not essential: only the small adapters' gradients are exchanged"
+
+
+@dataclass(frozen=True)
+class HostAdvice:
+    """What the server around the GPUs should have."""
+
+    cpu_cores: int
+    ram_bytes: int
+    disk_bytes: int
+    disk_detail: str
+
+
+def host_advice(params: int, memory: Memory, mode: str, gpus: int, dataset_bytes: int | None) -> HostAdvice:
+    """Seed rules: CPU >= 8 cores (4 per GPU above that), RAM >= 64 GB (128 GB multi-GPU, and at
+    least the 16-bit checkpoint so it can be loaded), disk >= 2x dataset + base model + 2 checkpoints
+    + 50 GB for the OS, container images and caches."""
+    cores = max(8, 4 * gpus)
+    ram_floor = 128 * GB if gpus > 1 else 64 * GB
+    base16 = params * 2
+    ram = max(ram_floor, math.ceil(base16 * 1.2 / (16 * GB)) * 16 * GB)
+    checkpoint = memory.states if mode == "full" else memory.trainable_params * 2 + memory.optimizer
+    data = 2 * (dataset_bytes or 0)
+    disk = data + base16 + 2 * checkpoint + 50 * GB
+    detail = (
+        f"2 x dataset ({_gb(data)}) + base model in 16-bit ({_gb(base16)}) + 2 checkpoints"
+        f" ({_gb(2 * checkpoint)}) + 50 GB OS/images/caches"
+    )
+    if dataset_bytes is None:
+        detail += "; no --dataset-size given, so no dataset counted"
+    return HostAdvice(cores, ram, disk, detail)
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:,.1f} GB"
+
+
+# ---------------------------------------------------------------- upload and cost
+
+
+def upload_seconds(size_bytes: int, bytes_per_second: float) -> float:
+    """Time to send size_bytes at the nominal rate (protocol overhead not counted)."""
+    return size_bytes / bytes_per_second
+
+
+def format_duration(seconds: float) -> str:
+    """`1d 02h 40m`, `2h 13m 20s`, `45s`."""
+    s = int(round(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d {h:02d}h {m:02d}m"
+    if h:
+        return f"{h}h {m:02d}m {s:02d}s"
+    if m:
+        return f"{m}m {s:02d}s"
+    return f"{s}s"
+
+
+@dataclass(frozen=True)
+class VendorCost:
+    """A vendor's price for the planned hours, hourly billing vs monthly rate."""
+
+    vendor: str
+    name: str
+    unit: str
+    rate: float | None
+    currency: str
+    billed_units: int
+    hourly_amount: float | None
+    monthly_rate: float | None
+    months: int
+    monthly_amount: float | None
+    cheaper: str
+
+    def to_json(self) -> dict[str, Any]:
+        """For --json."""
+        return asdict(self)
+
+
+UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
+
+
+def billed(hours: float, unit: str) -> int:
+    """Started billing units in `hours`: a started hour (minute, second) is a paid one."""
+    return math.ceil(hours * 3600 / UNIT_SECONDS[unit] - 1e-9)
+
+
+def vendor_cost(vendor: Vendor, hours: float) -> VendorCost:
+    """Cost of `hours` at the vendor's hourly rate (rounded up by its unit) and at its monthly rate."""
+    b = vendor.billing
+    units = billed(hours, b.unit)
+    hourly = None if b.rate is None else round(units * UNIT_SECONDS[b.unit] / 3600 * b.rate, 2)
+    months = math.ceil(hours / HOURS_PER_MONTH - 1e-9)
+    monthly = None if b.monthly_rate is None else round(months * b.monthly_rate, 2)
+    if hourly is None and monthly is None:
+        cheaper = "no rate in the profile"
+    elif monthly is None:
+        cheaper = "hourly (no monthly rate)"
+    elif hourly is None:
+        cheaper = "monthly (no hourly rate)"
+    elif monthly < hourly:
+        cheaper = "monthly"
+    elif hourly < monthly:
+        cheaper = "hourly"
+    else:
+        cheaper = "either (same price)"
+    return VendorCost(
+        vendor.id,
+        vendor.name,
+        b.unit,
+        b.rate,
+        b.currency,
+        units,
+        hourly,
+        b.monthly_rate,
+        months,
+        monthly,
+        cheaper,
+    )
+
+
+# ---------------------------------------------------------------- the whole plan
+
+
+@dataclass
+class Plan:
+    """Everything `invoke plan` prints."""
+
+    params: int
+    precision: str
+    optimizer: str
+    mode: str
+    seq: int
+    batch: int
+    checkpointing: bool
+    shape: Shape
+    memory: Memory
+    fits: list[Fit]
+    nvlink: str
+    host: HostAdvice
+    dataset_bytes: int | None = None
+    bandwidth: float | None = None
+    upload_s: float | None = None
+    hours: float | None = None
+    costs: list[VendorCost] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def best(self) -> Fit | None:
+        """The first card that fits (fewest cards, most memory)."""
+        return next((f for f in self.fits if f.count is not None), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document (sizes in bytes and GB)."""
+        m = self.memory
+        best = self.best()
+        return {
+            "input": {
+                "params": self.params,
+                "precision": self.precision,
+                "optimizer": self.optimizer,
+                "mode": self.mode,
+                "seq": self.seq,
+                "batch": self.batch,
+                "checkpointing": self.checkpointing,
+            },
+            "assumed_shape": asdict(self.shape),
+            "memory_bytes": {
+                "weights": m.weights,
+                "gradients": m.gradients,
+                "optimizer": m.optimizer,
+                "activations": m.activations,
+                "overhead_per_gpu": m.overhead_per_gpu,
+                "total_one_gpu": m.total_one_gpu,
+            },
+            "trainable_params": m.trainable_params,
+            "gpus": [f.to_json() for f in self.fits],
+            "recommended": best.to_json() if best else None,
+            "nvlink": self.nvlink,
+            "host": {
+                "cpu_cores": self.host.cpu_cores,
+                "ram_bytes": self.host.ram_bytes,
+                "disk_bytes": self.host.disk_bytes,
+                "disk_detail": self.host.disk_detail,
+            },
+            "upload": None
+            if self.upload_s is None
+            else {
+                "dataset_bytes": self.dataset_bytes,
+                "bytes_per_second": self.bandwidth,
+                "seconds": round(self.upload_s, 1),
+                "text": format_duration(self.upload_s),
+            },
+            "hours": self.hours,
+            "costs": [c.to_json() for c in self.costs],
+            "notes": self.notes + list(m.notes),
+        }
+
+
+def make_plan(
+    params: str,
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    mode: str = "full",
+    seq: Any = 2048,
+    batch: Any = 1,
+    checkpointing: bool = False,
+    dataset_size: str = "",
+    bandwidth: str = "",
+    hours: str = "",
+    vendors: tuple[Vendor, ...] = (),
+    catalogue: tuple[Card, ...] | None = None,
+) -> Plan:
+    """Validate every input (UsageError, one sentence), then compute the plan."""
+    count = parse_params(params)
+    precision = _choice("precision", precision, PRECISIONS)
+    optimizer = _choice("optimizer", optimizer, OPTIMIZERS)
+    mode = _choice("mode", mode, MODES)
+    s = _positive_int("seq", seq)
+    b = _positive_int("batch", batch)
+    data = parse_dataset_size(dataset_size) if dataset_size else None
+    rate = parse_bandwidth(bandwidth) if bandwidth else None
+    h = parse_hours(hours) if hours not in ("", None) else None
+    if optimizer != "adamw" and mode != "full":
+        optimizer_note = [f"{optimizer} applies to the adapters only"]
+    else:
+        optimizer_note = []
+    memory = estimate(count, precision, optimizer, mode, s, b, checkpointing)
+    card_fits = fits(memory, mode, catalogue if catalogue is not None else load_catalogue())
+    best = next((f for f in card_fits if f.count is not None), None)
+    gpus = best.count if best and best.count else 1
+    plan = Plan(
+        params=count,
+        precision=precision,
+        optimizer=optimizer,
+        mode=mode,
+        seq=s,
+        batch=b,
+        checkpointing=checkpointing,
+        shape=shape_for(count),
+        memory=memory,
+        fits=card_fits,
+        nvlink=nvlink_advice(mode, gpus),
+        host=host_advice(count, memory, mode, gpus, data),
+        dataset_bytes=data,
+        bandwidth=rate,
+        hours=h,
+        notes=optimizer_note,
+    )
+    if data is not None and rate is not None:
+        plan.upload_s = upload_seconds(data, rate)
+    elif data is not None or rate is not None:
+        plan.notes.append("give both --dataset-size and --bandwidth for an upload ETA")
+    if h is not None:
+        plan.costs = [vendor_cost(v, h) for v in vendors]
+    if not checkpointing and memory.activations > memory.states:
+        plan.notes.append(
+            "activations dominate: activation checkpointing (--checkpointing) stores only each layer's"
+            " input, and FlashAttention avoids the 5as/h attention-score term"
+        )
+    return plan

@@ -1,0 +1,440 @@
+"""`invoke report`: an evidence-grade acceptance report (HTML, Markdown, JSON) from summary.json.
+
+The view model (`context`) is computed here; the Jinja2 templates under `templates/report/`
+only lay it out. HTML is rendered with autoescape on: every value from a host or inventory
+is text, never markup. A `<file>.sha256` (sha256sum format) is written next to each report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UsageError
+from ..units import format_bytes
+
+FORMATS = ("html", "md", "json")
+RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
+
+# Which probe outputs a rule's verdict is computed from (see facts/gather.py CORE_PROBES).
+RULE_PROBES: dict[str, tuple[str, ...]] = {
+    "nvidia_driver": ("nvidia_smi",),
+    "gpu_model": ("nvidia_smi",),
+    "gpu_count": ("nvidia_smi",),
+    "vram": ("nvidia_smi",),
+    "min_driver": ("nvidia_smi",),
+    "cpu_cores": ("lscpu", "nproc"),
+    "ram": ("free",),
+    "data_disk": ("df", "lsblk"),
+    "interconnect": ("nvidia_topo",),
+    "ecc_mode": ("nvidia_smi",),
+    "ecc_uncorrectable": ("nvidia_smi",),
+    "memory_repair": ("nvidia_smi",),
+    "pcie_link": ("nvidia_smi",),
+    "power_limit": ("nvidia_smi",),
+    "throttling": ("nvidia_smi",),
+    "temperature": ("nvidia_smi",),
+    "foreign_processes": ("nvidia_smi",),
+    "persistence_mode": ("nvidia_smi",),
+    "mig_mode": ("nvidia_smi",),
+    "virtualization": ("nvidia_smi",),
+    "ngc_driver": ("nvidia_smi",),
+    "host_cuda_toolkit": ("nvcc",),
+}
+COMPAT_STEPS = ("driver_compat", "container")
+HEALTH_STEPS = ("gpu_health",)
+
+
+def safe_name(name: str) -> str:
+    """A host or probe name as a single path component (`raw/<host>/<probe>.txt`)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
+    return cleaned or "_"
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- loading
+
+
+def run_dir(reports_dir: Path, run: str | None) -> Path:
+    """reports/<run>/ (default `latest`), which must hold summary.json."""
+    name = run or "latest"
+    if "/" in name or name in ("", ".", ".."):
+        raise UsageError(f"--run {name!r} is not a run id like 20261129-175134-c38a.")
+    path = reports_dir / name
+    if not (path / "summary.json").is_file():
+        runs = sorted(p.name for p in reports_dir.glob("*/summary.json") for p in [p.parent])
+        hint = f"; known runs: {', '.join(runs[-5:])}" if runs else "; run `invoke provision` first"
+        raise UsageError(f"no summary.json in {path}{hint}.")
+    return path
+
+
+def load_summary(path: Path) -> dict[str, Any]:
+    """Parse a summary.json (UsageError when it is not one)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable summary.json ({exc}).") from None
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpuonboard.summary/"):
+        raise UsageError(f"{path}: not a gpuonboard summary.json (no schema gpuonboard.summary/1).")
+    return doc
+
+
+# ---------------------------------------------------------------- view model
+
+
+def _size(n: Any) -> str:
+    if not isinstance(n, int | float):
+        return "-"
+    return f"{format_bytes(int(n), binary=False)} ({format_bytes(int(n))})"
+
+
+def order_rows(host: dict[str, Any]) -> list[dict[str, str]]:
+    """Ordered vs delivered, one row per order field."""
+    order = host.get("order") or {}
+    facts = host.get("facts") or {}
+    disk = order.get("data_disk") or {}
+    rules = {r.get("name"): r for r in host.get("rules") or []}
+
+    def delivered(rule: str, fallback: str) -> str:
+        r = rules.get(rule)
+        return str(r["actual"]) if r else fallback
+
+    rows = [
+        ("GPU model", order.get("gpu_model"), delivered("gpu_model", str(facts.get("gpu_model") or "-"))),
+        ("GPU count", order.get("gpu_count"), delivered("gpu_count", str(facts.get("gpu_count", "-")))),
+        ("VRAM per GPU", order.get("vram_bytes") and _size(order["vram_bytes"]), delivered("vram", "-")),
+        ("CPU cores", order.get("cpu_cores"), delivered("cpu_cores", str(facts.get("cpu_cores") or "-"))),
+        (
+            "RAM",
+            order.get("ram_bytes") and _size(order["ram_bytes"]),
+            delivered("ram", _size(facts.get("ram_bytes"))),
+        ),
+        (
+            "data disk",
+            disk and f"{disk.get('mount')} >= {_size(disk.get('min_size_bytes'))}",
+            delivered("data_disk", "-"),
+        ),
+        (
+            "interconnect",
+            order.get("interconnect"),
+            delivered("interconnect", str(facts.get("interconnect") or "-")),
+        ),
+        (
+            "driver",
+            order.get("min_driver") and f">= {order['min_driver']}",
+            str(facts.get("driver_version") or "-"),
+        ),
+    ]
+    expected = {
+        "GPU model": "gpu_model",
+        "GPU count": "gpu_count",
+        "VRAM per GPU": "vram",
+        "CPU cores": "cpu_cores",
+        "RAM": "ram",
+        "data disk": "data_disk",
+        "interconnect": "interconnect",
+        "driver": "min_driver",
+    }
+    out = []
+    for f, o, d in rows:
+        if o in (None, "", {}) and expected[f] in rules:  # a summary.json without `order`
+            o = rules[expected[f]].get("expected")
+        out.append({"field": f, "ordered": "-" if o in (None, "", {}) else str(o), "delivered": d})
+    return out
+
+
+def host_verdict(host: dict[str, Any]) -> tuple[bool, list[str]]:
+    """GO when the host was reached, no step failed, every rule passed or warned... and no fail.
+
+    Returns (go, reasons against)."""
+    reasons = []
+    if host.get("status") in ("failed", "unreachable"):
+        reasons.append(f"host status {host.get('status')}: {host.get('msg', '')}")
+    fails = [r for r in host.get("rules") or [] if r.get("verdict") == "fail"]
+    reasons += [
+        f"rule {r.get('name')} failed: expected {r.get('expected')}, got {r.get('actual')}" for r in fails
+    ]
+    for b in host.get("benchmarks") or []:
+        if b.get("verdict") == "fail":
+            reasons.append(f"benchmark {b.get('name')} out of range: {b.get('value')} {b.get('unit', '')}")
+    if host.get("status") != "unreachable" and not host.get("rules"):
+        reasons.append("no acceptance rule was evaluated")
+    return not reasons, reasons
+
+
+def _raw_entries(host: dict[str, Any], run_path: Path) -> dict[str, dict[str, Any]]:
+    """Per probe: recorded sha256/bytes, whether the raw file still matches, and its text."""
+    out = {}
+    for probe, rec in sorted((host.get("raw") or {}).items()):
+        path = run_path / "raw" / safe_name(str(host.get("name", ""))) / f"{safe_name(probe)}.txt"
+        entry: dict[str, Any] = {
+            "probe": probe,
+            "sha256": rec.get("sha256", ""),
+            "bytes": rec.get("bytes", 0),
+            "exit_code": rec.get("exit_code"),
+            "file": str(path.relative_to(run_path)),
+            "text": "",
+            "truncated": False,
+        }
+        try:
+            data = path.read_bytes()
+        except OSError:
+            entry["status"] = "file missing"
+        else:
+            entry["status"] = "verified" if sha256_bytes(data) == entry["sha256"] else "HASH MISMATCH"
+            text = data.decode("utf-8", "replace")
+            entry["truncated"] = len(text) > RAW_INLINE_LIMIT
+            entry["text"] = text[:RAW_INLINE_LIMIT]
+        out[probe] = entry
+    return out
+
+
+def chart_svg(benchmarks: Sequence[dict[str, Any]]) -> str:
+    """An inline SVG bar chart: each benchmark's value beside its reference (no JavaScript).
+
+    Only numbers reach the markup; names are escaped."""
+    from markupsafe import escape
+
+    rows = [b for b in benchmarks if isinstance(b.get("value"), int | float)]
+    if not rows:
+        return ""
+    width, label_w, bar_h, gap = 640, 200, 14, 10
+    top = max(max(float(b["value"]), float(b.get("reference") or 0)) for b in rows) or 1.0
+    scale = (width - label_w - 90) / top
+    parts = []
+    y = 10
+    for b in rows:
+        value = float(b["value"])
+        ref = b.get("reference")
+        color = {"fail": "#c0392b", "warn": "#d68910"}.get(str(b.get("verdict")), "#2e86c1")
+        parts.append(
+            f'<text x="0" y="{y + bar_h - 3}" font-size="12">{escape(str(b.get("name", "")))}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{value * scale:.1f}" height="{bar_h}" fill="{color}"/>'
+            f'<text x="{label_w + value * scale + 4:.1f}" y="{y + bar_h - 3}" font-size="11">'
+            f"{value:g} {escape(str(b.get('unit', '')))}</text>"
+        )
+        y += bar_h + 2
+        if isinstance(ref, int | float) and not math.isnan(float(ref)):
+            parts.append(
+                f'<rect x="{label_w}" y="{y}" width="{float(ref) * scale:.1f}" height="{bar_h // 2}"'
+                ' fill="#aab7b8"/>'
+                f'<text x="{label_w + float(ref) * scale + 4:.1f}" y="{y + bar_h // 2}" font-size="10">'
+                f"reference {float(ref):g}</text>"
+            )
+            y += bar_h // 2
+        y += gap
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="benchmarks vs references"'
+        f' width="{width}" height="{y}" viewBox="0 0 {width} {y}">' + "".join(parts) + "</svg>"
+    )
+
+
+def context(doc: dict[str, Any], run_path: Path) -> dict[str, Any]:
+    """Everything the templates show."""
+    hosts = []
+    for h in doc.get("hosts") or []:
+        go, reasons = host_verdict(h)
+        raw = _raw_entries(h, run_path)
+        rules = []
+        for r in h.get("rules") or []:
+            probes = [raw[p] for p in RULE_PROBES.get(str(r.get("name")), ()) if p in raw]
+            rules.append({**r, "evidence": [{"probe": p["probe"], "sha256": p["sha256"]} for p in probes]})
+        compat = [
+            {**c, "step": s.get("step")}
+            for s in h.get("steps") or []
+            if s.get("step") in COMPAT_STEPS
+            for c in (
+                s.get("checks")
+                or [
+                    {
+                        "name": s.get("step"),
+                        "expected": "-",
+                        "actual": s.get("msg", ""),
+                        "verdict": "fail" if s.get("status") == "failed" else "pass",
+                        "detail": "",
+                    }
+                ]
+            )
+        ]
+        benchmarks = list(h.get("benchmarks") or [])
+        hosts.append(
+            {
+                **h,
+                "go": go,
+                "reasons": reasons,
+                "order_rows": order_rows(h),
+                "rule_rows": rules,
+                "compat_rows": compat,
+                "raw_entries": list(raw.values()),
+                "benchmarks": benchmarks,
+                "chart": chart_svg(benchmarks),
+            }
+        )
+    go = bool(hosts) and all(h["go"] for h in hosts)
+    return {
+        "doc": doc,
+        "hosts": hosts,
+        "go": go,
+        "verdict": "GO" if go else "NO-GO",
+        "renderer_version": __version__,
+        "any_benchmarks": any(h["benchmarks"] for h in hosts),
+    }
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _env(project: Path, html: bool) -> Any:
+    import jinja2
+
+    from ..resources import search_dirs
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in search_dirs(project, "templates")]),
+        undefined=jinja2.StrictUndefined,
+        autoescape=html,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["mdcell"] = md_cell
+    env.filters["size"] = _size
+    return env
+
+
+def md_cell(value: Any) -> str:
+    """A value as one Markdown table cell: pipes escaped, newlines as <br>, HTML escaped."""
+    from markupsafe import escape
+
+    text = str(escape("" if value is None else str(value)))
+    return text.replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path) -> str:
+    """The report text in html, md or json."""
+    ctx = context(doc, run_path)
+    if fmt == "json":
+        slim = {k: v for k, v in ctx.items() if k != "doc"}
+        slim["run"] = {k: v for k, v in doc.items() if k != "hosts"}
+        slim["hosts"] = [
+            {k: v for k, v in h.items() if k not in ("steps", "chart")}
+            | {"raw_entries": [{k: v for k, v in e.items() if k != "text"} for e in h["raw_entries"]]}
+            for h in ctx["hosts"]
+        ]
+        return json.dumps(slim, ensure_ascii=False, indent=2) + "\n"
+    from markupsafe import Markup
+
+    for h in ctx["hosts"]:
+        h["chart"] = Markup(h["chart"])  # built from numbers and escaped names only
+    return str(_env(project, fmt == "html").get_template(f"report/{fmt}.j2").render(**ctx))
+
+
+def write_with_sha(path: Path, text: str) -> str:
+    """Write the report and `<file>.sha256` beside it (sha256sum -c format); return the hex digest."""
+    from .jsonfile import write_atomic
+
+    write_atomic(path, text)
+    digest = sha256_bytes(path.read_bytes())
+    write_atomic(path.with_name(path.name + ".sha256"), f"{digest}  {path.name}\n")
+    return digest
+
+
+def report(reports_dir: Path, run: str | None, fmt: str, project: Path) -> tuple[Path, str, bool]:
+    """Render reports/<run>/report.<fmt>; return (path, sha256, go)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}.")
+    path = run_dir(reports_dir, run)
+    doc = load_summary(path / "summary.json")
+    text = render(doc, path, fmt, project)
+    out = path / f"report.{fmt}"
+    digest = write_with_sha(out, text)
+    return out, digest, context(doc, path)["go"]
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per host and run: delivered spec, verdict, price, price per GPU-hour."""
+    rows = []
+    for run_id, doc in docs:
+        for h in doc.get("hosts") or []:
+            facts = h.get("facts") or {}
+            billing = h.get("vendor_billing") or {}
+            rate = billing.get("rate")
+            gpus = facts.get("gpu_count") or 0
+            go, _ = host_verdict(h)
+            rows.append(
+                {
+                    "run": run_id,
+                    "host": h.get("name"),
+                    "vendor": h.get("vendor_name") or h.get("vendor") or "-",
+                    "verdict": "GO" if go else "NO-GO",
+                    "gpus": f"{gpus} x {facts.get('gpu_model') or '-'}" if gpus else "none",
+                    "interconnect": facts.get("interconnect") or "-",
+                    "cpu_cores": facts.get("cpu_cores") or "-",
+                    "ram": format_bytes(facts["ram_bytes"], binary=False) if facts.get("ram_bytes") else "-",
+                    "driver": facts.get("driver_version") or "-",
+                    "price": "-"
+                    if rate is None
+                    else f"{rate:g} {billing.get('currency', '')}/hour (per {billing.get('unit', 'hour')})",
+                    "monthly": "-"
+                    if billing.get("monthly_rate") is None
+                    else f"{billing['monthly_rate']:g} {billing.get('currency', '')}",
+                    "per_gpu_hour": "-"
+                    if rate is None or not gpus
+                    else f"{rate / gpus:.2f} {billing.get('currency', '')}",
+                    "throughput": "",
+                }
+            )
+    return rows
+
+
+def compare(
+    reports_dir: Path, runs: Sequence[str], fmt: str, project: Path
+) -> tuple[Path, str, list[dict[str, Any]]]:
+    """reports/compare/compare.<fmt> from the given runs (default: the newest record of each host)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}.")
+    if runs:
+        docs = [(r, load_summary(run_dir(reports_dir, r) / "summary.json")) for r in runs]
+    else:
+        newest: dict[str, tuple[str, dict[str, Any]]] = {}
+        for p in sorted(reports_dir.glob("*/summary.json")):
+            if p.parent.is_symlink():
+                continue
+            doc = load_summary(p)
+            for h in doc.get("hosts") or []:
+                newest[str(h.get("name"))] = (p.parent.name, {**doc, "hosts": [h]})
+        if not newest:
+            raise UsageError(f"no summary.json under {reports_dir}; run `invoke provision` first.")
+        docs = sorted(newest.values(), key=lambda d: str(d[1]["hosts"][0].get("name")))
+    rows = compare_rows(docs)
+    note = (
+        "throughput columns are empty: no benchmark results are recorded in summary.json yet;"
+        " price per unit of measured throughput will appear once they are"
+    )
+    if fmt == "json":
+        text = json.dumps(
+            {"rows": rows, "note": note, "tool_version": __version__}, ensure_ascii=False, indent=2
+        )
+        text += "\n"
+    else:
+        text = str(
+            _env(project, fmt == "html")
+            .get_template(f"report/compare.{fmt}.j2")
+            .render(rows=rows, note=note, renderer_version=__version__)
+        )
+    out = reports_dir / "compare" / f"compare.{fmt}"
+    digest = write_with_sha(out, text)
+    return out, digest, rows

@@ -1,0 +1,253 @@
+"""Shard mode of the dataset upload: many small files packed into deterministic tar shards.
+
+Assignment (pure, `assign`): files in sorted path order, with CONTENT-DEFINED boundaries where
+the "content" is the path: a shard ends after a file whose sha256(path) falls in a 1-in-n bucket
+(n = files per shard expected from the shard size and the mean file size, rounded DOWN to a power
+of two so it does not drift with small changes; shards average 1/2 to 1 shard size). A boundary
+therefore depends only on that file's path: editing, adding or removing a file changes the shard
+holding it and no other (fixed-size cut points would shift every later shard). Guards: a file of
+half a shard or more travels alone,
+and a shard is closed at four times the shard size (rare, ~2 %; a forced cut only moves until the
+next natural boundary).
+
+Packing (`build`): tar headers normalised (mtime 0, uid/gid 0, no user/group names, mode 0644 or
+0755 from the owner's exec bit, GNU format), members in sorted order, so the same files give a
+byte-identical shard. A shard is named by its sha256 (`<sha256[:32]>.tar`); an index in the cache
+maps the shard's member list (path, kind, sha256, mode) to that name, so a rerun rebuilds only
+shards whose members changed. Shards live in `.gpuonboard/cache/shards/<dataset-id>/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+from .transfer import Entry
+
+DEFAULT_SIZE = 256 * 1024 * 1024
+DEFAULT_THRESHOLD = 10_000
+SHARD_MTIME = 1_000_000_000  # mtime of the shard FILES in the cache (stable for rsync's quick check)
+MANIFEST = "manifest.json"
+FORMAT = "gpuonboard-shards/1"
+
+
+def dataset_id(root: Path) -> str:
+    """Cache directory name of one dataset source."""
+    return hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _bucket(rel: str) -> int:
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big")
+
+
+def files_per_shard(entries: Sequence[Entry], shard_size: int) -> int:
+    """Pure: expected files per shard, a power of two (stable under small dataset changes)."""
+    if not entries:
+        return 1
+    mean = max(1, sum(max(e.size, 0) + 512 for e in entries) // len(entries))
+    return 2 ** max(0, math.floor(math.log2(max(1.0, shard_size / mean))))
+
+
+def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[list[Entry]]:
+    """Pure: entries -> shards (lists in sorted path order), boundaries as the module says."""
+    n = files_per_shard(entries, shard_size)
+    shards: list[list[Entry]] = []
+    cur: list[Entry] = []
+    acc = 0
+    for e in sorted(entries, key=lambda x: x.rel):
+        size = max(e.size, 0) + 512
+        if size >= shard_size // 2:  # a big file travels alone
+            if cur:
+                shards.append(cur)
+            shards.append([e])
+            cur, acc = [], 0
+            continue
+        cur.append(e)
+        acc += size
+        if _bucket(e.rel) % n == 0 or acc >= 4 * shard_size:
+            shards.append(cur)
+            cur, acc = [], 0
+    if cur:
+        shards.append(cur)
+    return shards
+
+
+def _mode(path: Path) -> int:
+    return 0o755 if path.lstat().st_mode & stat.S_IXUSR else 0o644
+
+
+def member_key(root: Path, members: Sequence[Entry]) -> str:
+    """What identifies a shard's content without building it: paths, kinds, hashes, modes."""
+    h = hashlib.sha256(FORMAT.encode())
+    for e in members:
+        mode = 0o777 if e.kind == "l" else _mode(root / e.rel)
+        h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+class _HashingWriter:
+    """File-like sink for tarfile: writes through and hashes (constant memory)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out, self.hash, self.size = out, hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return self.out.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One built shard in the cache."""
+
+    name: str  # <sha256[:32]>.tar
+    sha256: str
+    size: int
+    path: Path
+
+
+def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:
+    """Pack members (in order) into a deterministic tar in cache, named by its sha256."""
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".build.")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            sink = _HashingWriter(raw)
+            with tarfile.TarFile(
+                fileobj=cast(Any, sink),
+                mode="w",
+                format=tarfile.GNU_FORMAT,
+                encoding="utf-8",
+                errors="surrogateescape",
+            ) as tar:
+                for e in members:
+                    info = tarfile.TarInfo(e.rel)
+                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                    if e.kind == "l":
+                        info.type, info.linkname, info.mode = tarfile.SYMTYPE, e.target, 0o777
+                        tar.addfile(info)
+                        continue
+                    path = root / e.rel
+                    info.mode, info.size = _mode(path), path.stat().st_size
+                    with path.open("rb") as f:
+                        tar.addfile(info, f)
+        digest = sink.hash.hexdigest()
+        final = cache / f"{digest[:32]}.tar"
+        os.chmod(tmp, 0o644)
+        os.utime(tmp, (SHARD_MTIME, SHARD_MTIME))
+        os.replace(tmp, final)
+        return Shard(final.name, digest, sink.size, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Index:
+    """member_key -> built shard, persisted as index.json in the dataset's cache dir."""
+
+    def __init__(self, cache: Path) -> None:
+        self.cache, self.path = cache, cache / "index.json"
+        try:
+            self.data: dict[str, dict[str, Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def get(self, key: str) -> Shard | None:
+        """The cached shard for these members, when its file is still there and unchanged in size."""
+        rec = self.data.get(key)
+        if not rec:
+            return None
+        path = self.cache / rec["name"]
+        try:
+            if path.stat().st_size != rec["size"]:
+                return None
+        except OSError:
+            return None
+        return Shard(rec["name"], rec["sha256"], rec["size"], path)
+
+    def put(self, key: str, shard: Shard) -> None:
+        """Remember a built shard (saved by `save`)."""
+        self.data[key] = {"name": shard.name, "sha256": shard.sha256, "size": shard.size}
+
+    def save(self, keep: set[str]) -> None:
+        """Write the index with only the keys still in use, and delete unused shard files."""
+        self.data = {k: v for k, v in self.data.items() if k in keep}
+        used = {v["name"] for v in self.data.values()}
+        for p in self.cache.glob("*.tar"):
+            if p.name not in used:
+                p.unlink(missing_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=0, sort_keys=True))
+        os.replace(tmp, self.path)
+
+
+def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size: int) -> bytes:
+    """Pure: the uploaded manifest (JSON): per shard its uploaded name, sha256, size and files."""
+    doc = {
+        "format": FORMAT,
+        "shard_size": shard_size,
+        "shards": [
+            {
+                "name": name,
+                "sha256": sha,
+                "size": size,
+                "files": [
+                    {
+                        "path": e.rel,
+                        "sha256": e.sha256,
+                        "size": e.size,
+                        **({"link": e.target} if e.kind == "l" else {}),
+                    }
+                    for e in members
+                ],
+            }
+            for name, sha, size, members in shards
+        ],
+    }
+    return (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+
+
+UNPACK_SCRIPT = r"""t=$1; s=$2; enc=$3; shift 3
+if [ "$enc" = 1 ]; then
+  command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
+  key=$(cat)
+fi
+parent=$(dirname -- "$t"); mkdir -p -- "$parent" || exit 1
+tmp=$(mktemp -d "$parent/.gpuonboard-unpack.XXXXXXXX") || exit 1
+dec="$s/.gpuonboard-dec.tar"
+fail() { rm -rf -- "$tmp"; rm -f -- "$dec" "$dec.err"; exit 2; }
+for f; do
+  if [ "$enc" = 1 ]; then
+    printf '%s\n' "$key" | age -d -i - -o "$dec" -- "$s/$f" 2>"$dec.err" \
+      || { printf '%s: ' "$f" >&2; tail -n 1 "$dec.err" >&2; fail; }
+    tar -x -m --no-same-owner -f "$dec" -C "$tmp" || fail
+  else
+    tar -x -m --no-same-owner -f "$s/$f" -C "$tmp" || fail
+  fi
+done
+rm -f -- "$dec" "$dec.err"; chmod 755 "$tmp"
+old=
+if [ -e "$t" ] || [ -L "$t" ]; then
+  old=$(mktemp -d "$parent/.gpuonboard-old.XXXXXXXX") && mv -- "$t" "$old/x" || fail
+fi
+mv -- "$tmp" "$t" || fail
+[ -n "$old" ] && rm -rf -- "$old"
+exit 0"""
+
+
+def marker_name(manifest_sha: str) -> str:
+    """File in the shards dir saying the plaintext tree was unpacked from this manifest."""
+    return f"unpacked-{manifest_sha[:16]}"

@@ -1,0 +1,242 @@
+"""`invoke tensorboard`: start TensorBoard on a host and forward a local port to it.
+
+The forward is a small thread pair per client over the host's ONE SSH connection
+(paramiko `direct-tcpip` channels on `SSHRunner.transport`), so it passes through the jump
+chain like every other command. What this command started on the host it stops on exit.
+No Invoke imports here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from . import api, shell
+from .connection import Runner, SSHRunner
+from .errors import CommandError, ExitCode, GpuonboardError, UsageError
+from .units import parse_duration
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at `address` right now."""
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def _transport(runner: Runner) -> Any:
+    if not isinstance(runner, SSHRunner):
+        raise UsageError(f"host {runner.host.name}: port forwarding needs an SSH connection.")
+    return runner.transport
+
+
+def remote_port_open(runner: Runner, host: str, port: int) -> bool:
+    """True when the host can open a TCP connection to host:port (asked over SSH)."""
+    if not isinstance(runner, SSHRunner):
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return True
+        except OSError:
+            return False
+    try:
+        chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=5)
+    except Exception:  # paramiko.ChannelException: connect refused on the far side
+        return False
+    chan.close()
+    return True
+
+
+def wait_remote_port(runner: Runner, host: str, port: int, timeout: float, pid: int | None = None) -> bool:
+    """Poll until host:port accepts connections (False on timeout or when `pid` died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if remote_port_open(runner, host, port):
+            return True
+        if pid is not None and not runner.run(shell.join(["kill", "-0", pid]), timeout=10).ok:
+            return False
+        time.sleep(0.2)
+    return False
+
+
+def start_background(runner: Runner, argv: Sequence[object], log: str) -> int:
+    """Start argv detached on the host (output to `log`); its PID."""
+    result = runner.run(shell.background(shell.join(argv), log), timeout=30)
+    pid = result.stdout.strip().splitlines()[-1:] if result.ok else []
+    if not pid or not pid[0].isdigit():
+        raise CommandError(f"host {runner.host.name}: could not start {argv[0]} ({result.stderr.strip()}).")
+    return int(pid[0])
+
+
+def stop_background(runner: Runner, pid: int) -> None:
+    """Stop a process started by start_background (TERM; nothing if already gone)."""
+    with contextlib.suppress(GpuonboardError):
+        runner.run(shell.join(["kill", pid]), timeout=10)
+
+
+class Forwarder:
+    """Listen on 127.0.0.1:local_port; carry each connection to remote host:port over SSH."""
+
+    def __init__(self, runner: Runner, remote_host: str, remote_port: int, local_port: int = 0) -> None:
+        self.transport = _transport(runner)
+        self.remote = (remote_host, remote_port)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.listener.bind(("127.0.0.1", local_port))
+        except OSError as exc:
+            self.listener.close()
+            raise UsageError(
+                f"local port {local_port} is taken ({exc.strerror}); pass another --local-port (0: any)."
+            ) from None
+        self.listener.listen(16)
+        self.listener.settimeout(0.25)
+        self.local_port = int(self.listener.getsockname()[1])
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._open: set[Any] = set()
+        self._accepter = threading.Thread(target=self._accept, name="forward-accept", daemon=True)
+        self._accepter.start()
+
+    def __enter__(self) -> Forwarder:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, peer = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._carry, args=(client, peer), daemon=True).start()
+
+    def _carry(self, client: socket.socket, peer: tuple[str, int]) -> None:
+        try:
+            chan = self.transport.open_channel("direct-tcpip", self.remote, peer, timeout=10)
+        except Exception:  # refused on the far side, or the connection is gone
+            client.close()
+            return
+        with self._lock:
+            self._open.update((client, chan))
+        try:
+            client.setblocking(True)
+            while not self._stop.is_set():
+                ready, _, _ = select.select([client, chan], [], [], 0.25)
+                if client in ready:
+                    data = client.recv(1 << 16)
+                    if not data:
+                        break
+                    chan.sendall(data)
+                if chan in ready:
+                    data = chan.recv(1 << 16)
+                    if not data:
+                        break
+                    client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._open.difference_update((client, chan))
+            with contextlib.suppress(Exception):
+                chan.close()
+            with contextlib.suppress(OSError):
+                client.close()
+
+    def close(self) -> None:
+        """Stop listening and close every carried connection."""
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            self.listener.close()
+        self._accepter.join(2)
+        with self._lock:
+            leftovers = list(self._open)
+        for item in leftovers:
+            with contextlib.suppress(Exception):
+                item.close()
+
+
+def tensorboard(
+    selection: api.Selection,
+    settings: api.Settings,
+    logdir: str = "",
+    port: int = 6006,
+    local_port: int | None = None,
+    duration: str = "",
+    stop: threading.Event | None = None,
+) -> int:
+    """Start TensorBoard on the one selected host unless it runs, forward, wait, clean up."""
+    from .monitor import connector
+
+    if not 0 < port < 65536:
+        raise UsageError(f"--port must be 1..65535, not {port}.")
+    if local_port is not None and not 0 <= local_port < 65536:
+        raise UsageError(f"--local-port must be 0..65535, not {local_port}.")
+    try:
+        seconds = parse_duration(duration) if duration else None
+    except ValueError as exc:
+        raise UsageError(f"--duration: {exc}.") from None
+    inv, hosts = api.load_hosts(selection, settings)
+    if len(hosts) != 1:
+        raise UsageError(f"give exactly one host for tensorboard, not {len(hosts)}.")
+    host = hosts[0]
+    logdir = logdir or str(host.vars.get("tensorboard_logdir") or "runs")
+    stop = stop or threading.Event()
+    runner = connector(settings, inv, retries=settings.connect_retries)(host)
+    started: int | None = None
+    forward: Forwarder | None = None
+    try:
+        if remote_port_open(runner, "127.0.0.1", port):
+            print(f"{host.name}: something already listens on 127.0.0.1:{port}; using it.", flush=True)
+        else:
+            log = f"/tmp/gpuonboard-tensorboard-{port}.log"
+            argv = ["python3", "-m", "tensorboard.main", "--logdir", logdir, "--port", port]
+            started = start_background(runner, [*argv, "--host", "127.0.0.1"], log)
+            if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=started):
+                tail = runner.run(shell.join(["tail", "-n", "5", log]), timeout=10).stdout.strip()
+                raise CommandError(
+                    f"host {host.name}: TensorBoard did not start on port {port}"
+                    + (f": {tail.splitlines()[-1]}" if tail else "")
+                    + " (is `tensorboard` installed for the host's python3?)."
+                )
+            print(f"{host.name}: started TensorBoard (pid {started}) on logdir {logdir}.", flush=True)
+        if isinstance(runner, SSHRunner):
+            want = port if local_port is None else local_port
+            try:
+                forward = Forwarder(runner, "127.0.0.1", port, want)
+            except UsageError:
+                if local_port is not None:
+                    raise
+                forward = Forwarder(runner, "127.0.0.1", port, 0)  # the default port is taken
+            url = f"http://127.0.0.1:{forward.local_port}/"
+        else:
+            url = f"http://127.0.0.1:{port}/"
+        print(f"TensorBoard of {host.name}: {url}  (Ctrl-C to stop)", flush=True)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        try:
+            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                stop.wait(0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic())))
+                if isinstance(runner, SSHRunner) and not runner.transport.is_active():
+                    print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
+                    return int(ExitCode.UNREACHABLE)
+        except KeyboardInterrupt:
+            pass
+        return int(ExitCode.OK)
+    finally:
+        if forward is not None:
+            forward.close()
+        if started is not None:
+            stop_background(runner, started)
+            print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
+        runner.close()

@@ -1,0 +1,394 @@
+"""`invoke monitor` and the SSH port forward over real sshd test hosts.
+
+The hosts' `nvidia-smi` is a pure-sh replay (dropped with add_executable, no profile
+changed) that supports `-l N` / `-lms N` by printing a timed, finite sequence of real
+captured samples: idle H100 (CSV capture), loaded H200 (CSV capture), throttled H100
+(GPU 0 of the real 8xH100 `-q` capture: HW Slowdown + HW Power Brake active).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Project, host_entry
+
+from gpuonboard import api, monitor, tunnel
+from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, parse_text_q
+from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+
+REAL = REPO / "tests" / "fixtures" / "real"
+IDLE_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"
+LOAD_CSV = REAL / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"
+THROTTLED_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+ALIASES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active"}
+UNIT = re.compile(r"\s+(W|MiB|%|MHz|us|ms)$")
+HOSTS = ("monA", "monB", "fwd")
+
+
+def csv_sample(path: Path) -> dict[str, str]:
+    """A real full --query-gpu capture (header + one row) as field -> value, units dropped."""
+    header, row = list(csv.reader(io.StringIO(path.read_text()), skipinitialspace=True))[:2]
+    names = [re.sub(r"\s*\[[^\]]*\]$", "", h).strip() for h in header]
+    return {n: UNIT.sub("", v.strip()) for n, v in zip(names, row, strict=True)}
+
+
+def throttled_sample() -> dict[str, str]:
+    """GPU 0 of the real 8xH100 -q capture, in --query-gpu terms (count 1: one GPU replayed)."""
+    g = parse_text_q(THROTTLED_Q.read_text()).gpus[0]
+    mask = sum(1 << CLOCK_EVENT_REASONS.index(r) for r in g.clock_event_reasons)
+    return {
+        "index": "0",
+        "count": "1",
+        "name": g.name,
+        "uuid": g.uuid or "",
+        "utilization.gpu": str(g.utilization_gpu_pct),
+        "memory.used": str(g.memory_used_mib),
+        "memory.total": str(g.memory_total_mib),
+        "temperature.gpu": str(g.temperature_c),
+        "power.draw": f"{g.power_draw_w:.2f}",
+        "enforced.power.limit": f"{g.power_limit_w:.2f}",
+        "clocks_event_reasons.active": f"0x{mask:016X}",
+        "pstate": g.performance_state or "",
+    }
+
+
+def line(sample: dict[str, str]) -> str:
+    return ", ".join(sample[ALIASES.get(f, f)] for f in monitor.MONITOR_FIELDS)
+
+
+SEQUENCE = [line(csv_sample(IDLE_CSV)), line(csv_sample(LOAD_CSV)), line(throttled_sample())]
+PROCESS_LINE = "GPU-00000000-0000-0000-0000-000000000000, 4242, /usr/bin/python3, 30000"
+
+
+def replay_script(rounds: int = 40) -> str:
+    """Pure sh: one sample without -l; with -l/-lms the sequence, `rounds` times, sleeping."""
+    fields = ",".join(monitor.MONITOR_FIELDS)
+    query = f"--query-gpu={fields} --format=csv,noheader,nounits"
+    apps = f"--query-compute-apps={','.join(monitor.PROCESS_FIELDS)} --format=csv,noheader,nounits"
+    body = "\n".join(f"  printf '%s\\n' {shlex.quote(s)}\n  nap" for s in SEQUENCE)
+    return f"""#!/bin/sh
+# nvidia-smi replay with -l: a timed, finite sequence of real captured samples (test fixture)
+q={shlex.quote(query)}
+case "$*" in
+  {shlex.quote(apps)}) printf '%s\\n' {shlex.quote(PROCESS_LINE)}; exit 0 ;;
+  "$q") printf '%s\\n' {shlex.quote(SEQUENCE[0])}; exit 0 ;;
+  "$q -l "*) d=$4 ;;
+  "$q -lms "*) d=$(printf '%d.%03d' $(($4 / 1000)) $(($4 % 1000))) ;;
+  *) printf 'nvidia-smi replay: no capture for: %s\\n' "$*" >&2; exit 2 ;;
+esac
+s=
+trap '[ -n "$s" ] && kill $s 2>/dev/null; exit 143' TERM HUP INT
+nap() {{ sleep "$d" & s=$!; wait $s; s=; }}
+n=0
+while [ $n -lt {rounds} ]; do
+{body}
+  n=$((n + 1))
+done
+"""
+
+
+@pytest.fixture(scope="module")
+def hosts(pool: TestHostPool) -> Iterator[dict[str, TestHost]]:
+    added = pool.add_many([(name, None) for name in HOSTS])
+    for h in added:
+        add_executable(h.bin_dir, "nvidia-smi", replay_script())
+    yield {h.name: h for h in added}
+    for h in added:
+        h.stop()
+
+
+def remote_processes(host: TestHost) -> list[str]:
+    """Command lines of processes running in this test host's SSH sessions."""
+    marker = f"GPUONBOARD_TESTHOST={host.name}\0".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in env and "sshd" not in cmd:
+            found.append(f"{entry}: {cmd}")
+    return found
+
+
+def assert_nothing_left(*hosts: TestHost, wait: float = 3.0) -> None:
+    deadline = time.monotonic() + wait
+    while True:
+        left = [p for h in hosts for p in remote_processes(h)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not left, f"still running on the test hosts: {left}"
+
+
+def write_inventory(project: Project, pool: TestHostPool, hosts: dict[str, TestHost]) -> None:
+    entries: dict[str, dict[str, Any]] = {}
+    for name in ("monA", "monB"):
+        e = host_entry(hosts[name], pool)
+        e["vars"]["expect_busy"] = True
+        e["order"] = {"gpu_count": 2}
+        entries[name] = e
+    entries["fwd"] = host_entry(hosts["fwd"], pool)
+    project.write_inventory(entries)
+
+
+def test_stream_shows_replayed_values_and_alerts_and_logs_json_lines(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    log = project.root / "samples.jsonl"
+    log.write_text('{"earlier": "line"}\n')  # --log appends
+    r = project.cli(
+        "monitor", "--host", "monA", "--interval", "150ms", "--json", "--duration", "1.5", "--log", str(log)
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    docs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    samples = [d for d in docs if "event" not in d]
+    by_name = {s["name"]: s for s in samples}
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= set(by_name), samples
+    load = by_name["NVIDIA H200"]
+    assert (load["util_pct"], load["mem_used_mib"], load["mem_total_mib"], load["temp_c"]) == (
+        100,
+        32362,
+        143771,
+        52,
+    )
+    assert (load["power_w"], load["power_limit_w"]) == (627.4, 700.0)
+    assert load["top_process"] == "4242 python3 (30000 MiB)"
+    assert load["alerts"] == []
+    idle = next(s for s in samples if s["util_pct"] == 0 and "gpu_idle" in s["throttle"])
+    assert idle["alerts"] == ["idle (0%) while a job is expected"]
+    throttled = [s for s in samples if "hw_slowdown" in s["throttle"]]
+    assert throttled, samples
+    assert throttled[0]["alerts"][0] == "throttled: hw_power_brake_slowdown,hw_slowdown"
+    lines = log.read_text().splitlines()
+    assert lines[0] == '{"earlier": "line"}'
+    logged = [json.loads(x) for x in lines[1:]]
+    assert [d for d in logged if "event" not in d] == samples
+    assert_nothing_left(hosts["monA"])
+
+
+def test_table_shows_values_alerts_and_missing_gpu(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    r = project.cli("monitor", "--host", "monA,monB", "--interval", "150ms", "--duration", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "monA" in r.stdout and "monB" in r.stdout
+    assert "GPU missing: 1 of 2 ordered" in r.stdout
+    assert re.search(r"\d+/\d+ MiB", r.stdout) and "/700 W" in r.stdout
+    assert_nothing_left(hosts["monA"], hosts["monB"])
+
+
+def test_once_json(project: Project, pool: TestHostPool, hosts: dict[str, TestHost]) -> None:
+    write_inventory(project, pool, hosts)
+    r = project.cli("monitor", "--host", "monA,monB", "--once", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert [s["host"] for s in doc["samples"]] == ["monA", "monB"]
+    s = doc["samples"][0]
+    assert (s["index"], s["name"], s["util_pct"], s["temp_c"], s["power_w"]) == (
+        0,
+        "NVIDIA H100 80GB HBM3",
+        0,
+        41,
+        69.85,
+    )
+    assert s["alerts"] == ["idle (0%) while a job is expected"]
+    assert doc["hosts"]["monA"] == {
+        "status": "ok",
+        "error": None,
+        "alerts": ["GPU missing: 1 of 2 ordered"],
+        "gpus": 1,
+    }
+    assert_nothing_left(hosts["monA"], hosts["monB"])
+
+
+def test_ctrl_c_exits_cleanly_closing_every_channel(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "monitor", "--host", "monA,monB", "--interval", "1s", "--json"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    assert proc.stdout is not None
+    seen: set[str] = set()
+    deadline = time.monotonic() + 10
+    while len(seen) < 2 and time.monotonic() < deadline:
+        seen.add(json.loads(proc.stdout.readline())["host"])
+    assert seen == {"monA", "monB"}
+    assert remote_processes(hosts["monA"])  # the stream runs remotely (-l 1: sleeping)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert_nothing_left(hosts["monA"], hosts["monB"])
+
+
+def test_stopped_host_goes_stale_and_recovers_while_the_other_keeps_updating(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    settings = api.Settings(project=project.root)
+    inv, selected = api.load_hosts(api.Selection(str(project.root / "inventory"), ["monA", "monB"]), settings)
+    opts = monitor.MonitorOptions(interval=0.15, backoff=0.3, backoff_max=0.6, process_every=0)
+    mon = monitor.Monitor(selected, monitor.connector(settings, inv), opts)
+
+    def state(name: str) -> monitor.HostState:
+        return next(s for s in mon.snapshot() if s.name == name)
+
+    def wait_for(cond: Any, what: str, timeout: float = 8) -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {mon.snapshot()}"
+            time.sleep(0.05)
+
+    mon.start()
+    try:
+        wait_for(lambda: state("monA").samples > 0 and state("monB").samples > 0, "first samples")
+        hosts["monA"].stop()
+        wait_for(lambda: state("monA").status == "stale", "monA stale")
+        b_before = state("monB").samples
+        time.sleep(0.8)  # monA keeps failing to reconnect meanwhile
+        assert state("monA").status == "stale" and state("monA").reconnects >= 1
+        assert state("monB").status == "live" and state("monB").samples > b_before
+        table = monitor.render_table(mon.snapshot(), 0.15)
+        from rich.console import Console
+
+        con = Console(width=200, record=True)
+        con.print(table)
+        assert "monA STALE" in con.export_text()
+        hosts["monA"].start()
+        a_before = state("monA").samples
+        wait_for(
+            lambda: state("monA").status == "live" and state("monA").samples > a_before, "monA recovered"
+        )
+    finally:
+        hosts["monA"].start()
+        mon.stop()
+    assert_nothing_left(hosts["monA"], hosts["monB"])
+
+
+def test_port_forward_carries_http_over_ssh(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    h = hosts["fwd"]
+    settings = api.Settings(project=project.root)
+    inv, (host,) = api.load_hosts(api.Selection(str(project.root / "inventory"), ["fwd"]), settings)
+    runner = monitor.connector(settings, inv)(host)
+    (h.home / "www").mkdir(exist_ok=True)
+    (h.home / "www" / "hello.txt").write_text("hello through ssh\n")
+    port = tunnel.free_port(h.address)
+    pid = tunnel.start_background(
+        runner,
+        ["python3", "-m", "http.server", "--bind", h.address, "--directory", str(h.home / "www"), str(port)],
+        str(h.home / "http.log"),
+    )
+    try:
+        assert tunnel.wait_remote_port(runner, h.address, port, timeout=10)
+        with tunnel.Forwarder(runner, h.address, port) as fwd:
+            assert fwd.local_port and fwd.local_port != port
+            url = f"http://127.0.0.1:{fwd.local_port}/hello.txt"
+            results: list[str] = []
+
+            def get() -> None:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    results.append(resp.read().decode())
+
+            threads = [threading.Thread(target=get) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(10)
+            assert results == ["hello through ssh\n"] * 3
+        assert "GET /hello.txt" in (h.home / "http.log").read_text()
+    finally:
+        tunnel.stop_background(runner, pid)
+        runner.close()
+    assert_nothing_left(h)
+
+
+def test_tensorboard_command_starts_forwards_and_stops(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """`invoke tensorboard` end to end; the host's `python3 -m tensorboard.main` is a stand-in
+    (http.server on the requested --host/--port) since TensorBoard is not installed here."""
+    write_inventory(project, pool, hosts)
+    h = hosts["fwd"]
+    add_executable(
+        h.bin_dir,
+        "python3",
+        """#!/bin/sh
+if [ "$1 $2" = "-m tensorboard.main" ]; then
+  shift 2; port=6006; addr=127.0.0.1; dir=.
+  while [ $# -gt 0 ]; do
+    case "$1" in --port) port=$2; shift ;; --host) addr=$2; shift ;; --logdir) dir=$2; shift ;; esac; shift
+  done
+  exec /usr/bin/python3 -m http.server --bind "$addr" --directory "$dir" "$port"
+fi
+exec /usr/bin/python3 "$@"
+""",
+    )
+    logdir = h.home / "runs"
+    logdir.mkdir(exist_ok=True)
+    (logdir / "index.html").write_text("fake tensorboard\n")
+    rport = tunnel.free_port("127.0.0.1")
+    proc = subprocess.Popen(
+        [
+            *project.cli_argv(),
+            "tensorboard",
+            "--host",
+            "fwd",
+            "--logdir",
+            str(logdir),
+            "--port",
+            str(rport),
+            "--local-port",
+            "0",
+        ],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    try:
+        assert proc.stdout is not None
+        url = ""
+        deadline = time.monotonic() + 15
+        while not url and time.monotonic() < deadline:
+            m = re.search(r"(http://127\.0\.0\.1:\d+/)", proc.stdout.readline())
+            url = m.group(1) if m else ""
+        assert url, proc.stderr.read() if proc.poll() is not None and proc.stderr else "no URL"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            assert resp.read().decode() == "fake tensorboard\n"
+        assert any("http.server" in p for p in remote_processes(h))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        (h.bin_dir / "python3").unlink()
+    assert proc.returncode == 0, err
+    assert "stopped TensorBoard" in out
+    assert_nothing_left(h)

@@ -1,0 +1,193 @@
+"""`invoke report`: rendering a recorded summary.json to html/md/json, escaping, evidence hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuonboard.errors import UsageError
+from gpuonboard.report import render
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTILE = "<script>alert(1)</script> | x"
+
+
+def _host(name: str, verdict: str, actual: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "address": "10.0.0.1",
+        "port": 22,
+        "vendor": "wuhan-idc",
+        "vendor_name": "Wuhan Optics Valley IDC",
+        "vendor_licence": "B1.B2-20200000",
+        "vendor_icp": "鄂ICP备00000000号",
+        "vendor_billing": {"unit": "hour", "rate": 58.0, "currency": "CNY", "monthly_rate": 28000},
+        "status": "failed" if verdict == "fail" else "ok",
+        "msg": "m",
+        "host_key_fingerprint": "SHA256:abc",
+        "duration": 1.0,
+        "facts": {
+            "gpu_count": 8,
+            "gpu_model": "NVIDIA A100-SXM4-80GB",
+            "driver_version": "535.54.03",
+            "cuda_version": "12.2",
+            "interconnect": "nvlink",
+            "cpu_cores": 64,
+            "ram_bytes": 10**12,
+        },
+        "order": {
+            "gpu_model": "A100 80GB SXM",
+            "gpu_count": 8,
+            "vram_bytes": 80 * 10**9,
+            "cpu_cores": 64,
+            "ram_bytes": 10**12,
+            "data_disk": None,
+            "interconnect": "nvlink",
+            "min_driver": "535",
+        },
+        "rules": [
+            {"name": "gpu_count", "expected": "8", "actual": actual, "verdict": verdict, "detail": ""},
+            {"name": "ram", "expected": ">= 1.0 TB", "actual": "1.0 TB", "verdict": "pass", "detail": ""},
+        ],
+        "steps": [
+            {
+                "step": "acceptance",
+                "status": "ok",
+                "msg": "ok",
+                "check_mode": False,
+                "duration": 0.1,
+                "diff": None,
+                "checks": [],
+            },
+            {
+                "step": "driver_compat",
+                "status": "ok",
+                "msg": "ok",
+                "check_mode": False,
+                "duration": 0.1,
+                "diff": None,
+                "checks": [
+                    {
+                        "name": "ngc_driver",
+                        "expected": ">= 535",
+                        "actual": "535.54.03",
+                        "verdict": "pass",
+                        "detail": "",
+                    }
+                ],
+            },
+        ],
+        "raw": {},
+    }
+
+
+def _run(tmp_path: Path, hosts: list[dict[str, Any]], run_id: str = "20261129-000000-aaaa") -> Path:
+    run = tmp_path / "reports" / run_id
+    for h in hosts:
+        data = b"nvidia-smi output <b>\n"
+        (run / "raw" / h["name"]).mkdir(parents=True)
+        (run / "raw" / h["name"] / "nvidia_smi.txt").write_bytes(data)
+        h["raw"] = {
+            "nvidia_smi": {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "exit_code": 0}
+        }
+    doc = {
+        "schema": "gpuonboard.summary/1",
+        "tool_version": "0.1.0",
+        "run_id": run_id,
+        "playbook": "provision",
+        "playbook_path": "p",
+        "inventory": "i",
+        "check_mode": False,
+        "started": "s",
+        "finished": "f",
+        "duration": 1.0,
+        "exit_code": 0,
+        "recap": {},
+        "hosts": hosts,
+    }
+    (run / "summary.json").write_text(json.dumps(doc), encoding="utf-8")
+    return run
+
+
+def test_html_escapes_and_sha_matches(tmp_path: Path) -> None:
+    _run(tmp_path, [_host("gpu-1", "fail", HOSTILE)])
+    out, digest, go = render.report(tmp_path / "reports", "20261129-000000-aaaa", "html", REPO)
+    html = out.read_text(encoding="utf-8")
+    assert not go and "NO-GO" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<b>" not in html.replace("<body>", "")  # the raw text is escaped too
+    assert "鄂ICP备00000000号" in html and "B1.B2-20200000" in html and "SHA256:abc" in html
+    assert "verified" in html and "Benchmarks" not in html  # no benchmark data: no section
+    sha_file = out.with_name("report.html.sha256").read_text()
+    assert sha_file == f"{hashlib.sha256(out.read_bytes()).hexdigest()}  report.html\n"
+    assert digest in sha_file
+
+
+def test_go_md_json_and_tampered_raw(tmp_path: Path) -> None:
+    run = _run(tmp_path, [_host("gpu-1", "pass", "8")])
+    out, _, go = render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", REPO)
+    md = out.read_text(encoding="utf-8")
+    assert go and md.startswith("# GPU server acceptance report: GO")
+    assert "| GPU count | 8 | 8 |" in md
+    (run / "raw" / "gpu-1" / "nvidia_smi.txt").write_bytes(b"changed")
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "json", REPO)
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "GO"
+    assert doc["hosts"][0]["raw_entries"][0]["status"] == "HASH MISMATCH"
+
+
+def test_markdown_cell_escapes_pipes_and_html(tmp_path: Path) -> None:
+    _run(tmp_path, [_host("gpu-1", "fail", HOSTILE)])
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", REPO)
+    md = out.read_text(encoding="utf-8")
+    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt; \\| x" in md
+
+
+def test_benchmark_chart_only_when_present(tmp_path: Path) -> None:
+    h = _host("gpu-1", "pass", "8")
+    h["benchmarks"] = [
+        {"name": "matmul <bf16>", "value": 250.0, "unit": "TFLOPS", "reference": 312, "verdict": "pass"}
+    ]
+    _run(tmp_path, [h])
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "html", REPO)
+    html = out.read_text(encoding="utf-8")
+    assert "<svg" in html and "matmul &lt;bf16&gt;" in html and "<script" not in html
+
+
+def test_compare_and_missing_run(tmp_path: Path) -> None:
+    _run(tmp_path, [_host("gpu-1", "pass", "8")], "20261129-000000-aaaa")
+    _run(tmp_path, [_host("gpu-2", "fail", "4")], "20261129-000001-bbbb")
+    out, _, rows = render.compare(tmp_path / "reports", [], "md", REPO)
+    assert [r["host"] for r in rows] == ["gpu-1", "gpu-2"]
+    assert rows[0]["per_gpu_hour"] == "7.25 CNY" and rows[1]["verdict"] == "NO-GO"
+    assert "throughput columns are empty" in out.read_text()
+    with pytest.raises(UsageError, match="no summary.json"):
+        render.report(tmp_path / "reports", "nope", "html", REPO)
+
+
+def test_cli_report(tmp_path: Path) -> None:
+    _run(tmp_path, [_host("gpu-1", "pass", "8")])
+    (tmp_path / "reports" / "latest").symlink_to("20261129-000000-aaaa")
+    done = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "report", "--format", "md"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "reports" / "latest" / "report.md.sha256").is_file()
+    bad = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "report", "--format", "pdf"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: --format 'pdf' is not one of html, md, json."

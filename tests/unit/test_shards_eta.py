@@ -1,0 +1,120 @@
+"""Pure parts of issue 5's additions: ETA formatting, batch sizing, pipelining, shard assignment
+and deterministic shard packing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+from gpuonboard import shards, transfer
+
+
+def test_eta_formatting_and_rates() -> None:
+    gib = 1024**3
+    assert transfer.format_eta(int(12.4 * gib), 93) == "12.4 GiB at 93 Mbit/s ≈ 19 min"
+    assert transfer.format_eta(10 * 1000**3, 100) == "9.3 GiB at 100 Mbit/s ≈ 13 min"  # the seed advice
+    assert transfer.format_duration(44.6) == "45 s"
+    assert transfer.format_duration(0.01) == "1 s"
+    assert transfer.format_duration(3 * 3600 + 5 * 60) == "3 h 05 min"
+    assert transfer.format_eta(1024, 0).endswith("unknown time")
+    assert transfer.parse_rate_mbit("100mbit") == 100
+    assert transfer.parse_rate_mbit("93") == 93
+    assert transfer.parse_rate_mbit("1gbit") == 1000
+    assert transfer.parse_rate_mbit("5m") == 5 * 1024**2 * 8 / 1e6  # rsync --bwlimit units
+    assert transfer.parse_rate_mbit("") is None and transfer.parse_rate_mbit("fast") is None
+
+
+def test_batch_sizes_grow_and_cover_everything() -> None:
+    mib = 1024**2
+    counts = transfer.batch_sizes([mib] * 100, first=4 * mib, cap=16 * mib)
+    assert sum(counts) == 100
+    assert counts[:3] == [4, 8, 16] and set(counts[3:-1]) == {16}
+    assert transfer.batch_sizes([]) == []
+    assert transfer.batch_sizes([1] * 10, max_items=3) == [3, 3, 3, 1]
+
+
+def test_pipelined_overlaps_production_with_sending() -> None:
+    log: list[str] = []
+    lock = threading.Lock()
+
+    def producer(k: int):  # type: ignore[no-untyped-def]
+        def run() -> int:
+            with lock:
+                log.append(f"p{k}")
+            time.sleep(0.05)
+            return k
+
+        return run
+
+    def send(k: int) -> bool:
+        time.sleep(0.05)
+        with lock:
+            log.append(f"s{k}")
+        return True
+
+    start = time.monotonic()
+    assert transfer.pipelined([producer(k) for k in range(4)], send)
+    elapsed = time.monotonic() - start
+    assert [x for x in log if x.startswith("s")] == ["s0", "s1", "s2", "s3"]
+    assert log.index("p1") < log.index("s0")  # batch 1 was produced while batch 0 was sent
+    assert elapsed < 0.35  # ~0.25 pipelined, 0.4 in sequence
+    assert not transfer.pipelined([producer(0), producer(1)], lambda k: False)
+
+
+def _entries(n: int, size: int = 100) -> list[transfer.Entry]:
+    return [transfer.Entry(f"d{i % 7}/f{i:05d}", "f", size, 0, f"{i:064x}") for i in range(n)]
+
+
+def test_assignment_is_stable_under_unrelated_changes() -> None:
+    entries = _entries(2000)
+    size = 64 * 1024
+    before = shards.assign(entries, size)
+    assert 8 <= len(before) <= 64
+    assert [e.rel for g in before for e in g] == sorted(e.rel for e in entries)
+    # one file grows: only its shard's member list changes
+    changed = [e if e.rel != "d6/f01000" else transfer.Entry(e.rel, "f", 150, 0, "x" * 64) for e in entries]
+    after = shards.assign(changed, size)
+    diff = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert len(before) == len(after) and len(diff) == 1
+    # one file added: a fixed-size cut would shift every later shard; here at most 2 differ
+    added = shards.assign([*entries, transfer.Entry("d0/f00000a", "f", 100, 0, "y" * 64)], size)
+    assert len({tuple(e.rel for e in g) for g in added} - {tuple(e.rel for e in g) for g in before}) <= 2
+    # a big file travels alone
+    big = shards.assign([*_entries(10), transfer.Entry("d0/zz", "f", size, 0, "z" * 64)], size)
+    assert any(len(g) == 1 and g[0].rel == "d0/zz" for g in big)
+
+
+def test_shard_is_byte_identical_and_normalised(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    (root / "a b").mkdir(parents=True)
+    (root / "a b" / "ü.txt").write_bytes(b"x" * 1000)
+    (root / "run.sh").write_bytes(b"#!/bin/sh\n")
+    os.chmod(root / "run.sh", 0o700)
+    (root / "link").symlink_to("run.sh")
+    tree = transfer.scan_source(root)
+    members = sorted(tree.entries.values(), key=lambda e: e.rel)
+    one = shards.build(root, members, tmp_path / "c1")
+    os.utime(root / "run.sh", (5, 5))  # mtimes do not matter
+    os.chown(root / "run.sh", os.getuid(), os.getgid())
+    two = shards.build(root, members, tmp_path / "c2")
+    assert one.sha256 == two.sha256 and one.path.read_bytes() == two.path.read_bytes()
+    assert one.name == one.sha256[:32] + ".tar"
+    assert hashlib.sha256(one.path.read_bytes()).hexdigest() == one.sha256
+    with tarfile.open(one.path) as tar:
+        infos = {i.name: i for i in tar.getmembers()}
+    assert set(infos) == {"a b/ü.txt", "link", "run.sh"}
+    assert all(i.mtime == 0 and i.uid == 0 and i.gid == 0 and i.uname == "" for i in infos.values())
+    assert infos["run.sh"].mode == 0o755 and infos["a b/ü.txt"].mode == 0o644
+    assert infos["link"].issym() and infos["link"].linkname == "run.sh"
+    # the index finds it again by member key; unused shard files are dropped on save
+    index = shards.Index(tmp_path / "c1")
+    key = shards.member_key(root, members)
+    index.put(key, one)
+    index.save({key})
+    assert shards.Index(tmp_path / "c1").get(key) == one
+    shards.Index(tmp_path / "c1").save(set())
+    assert not one.path.exists()
