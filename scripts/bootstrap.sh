@@ -11,13 +11,17 @@ command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need_pkgs+=(rsync)
 if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
-  # what the test suite's real parts need: containers, a registry, cron, age
+  # what the test suite's real parts need: containers, a registry, cron, age, chromium
   command -v podman >/dev/null 2>&1 || need_pkgs+=(podman podman-docker)
   command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
   [ -x /usr/bin/docker-registry ] || need_pkgs+=(docker-registry)
   [ -x /bin/busybox ] || need_pkgs+=(busybox-static)
   command -v crontab >/dev/null 2>&1 || need_pkgs+=(cron)
   command -v age >/dev/null 2>&1 || need_pkgs+=(age)
+  # the HTML report's headless-browser test (tests/unit/test_report_browser.py), and CJK
+  # fonts so the --lang zh screenshot is legible
+  command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+  [ -d /usr/share/fonts/opentype/noto ] || need_pkgs+=(fonts-noto-cjk)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -39,4 +43,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -c 'import gpuonboard, fabric, pytest, hypothesis' 
   touch "$stamp"
+fi
+if [ "${BOOTSTRAP_TESTS:-0}" = 1 ] && ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
+  # the prove tests run the bundled smoke training / all-reduce for real on the CPU. torch is
+  # NOT a package dependency; the exact pin takes the local CPU wheel (a bare `torch` or a
+  # range would pull a multi-GB CUDA build). Failure is not fatal: those tests then skip.
+  echo "bootstrap: installing torch==2.13.0 (test only)" >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1 \
+    || echo "bootstrap: torch==2.13.0 could not be installed; the prove tests will skip" >&2
 fi

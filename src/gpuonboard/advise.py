@@ -171,17 +171,25 @@ def print_plan(p: planner.Plan) -> None:
 
 
 def report(
-    reports_dir: Path, project: Path, run: str = "", fmt: str = "html", compare: bool = False, runs: str = ""
+    reports_dir: Path,
+    project: Path,
+    run: str = "",
+    fmt: str = "html",
+    compare: bool = False,
+    runs: str = "",
+    lang: str = "en",
 ) -> int:
     """Render reports/<run>/report.<fmt> (or the comparison) and print where it is."""
     from .api import split_names
+    from .i18n import check_lang, t
 
+    lang = check_lang(lang)
     con = terminal.console()
     if compare:
         out, digest, rows = render.compare(reports_dir, split_names(runs), fmt, project)
         con.print(f"compared {len(rows)} host record(s): {out}  sha256 {digest}")
         return int(ExitCode.OK)
-    out, digest, go = render.report(reports_dir, run or None, fmt, project)
-    verdict = "[bold green]GO[/]" if go else "[bold red]NO-GO[/]"
-    con.print(f"{verdict}  report: {out}  sha256 {digest}")
+    out, digest, go = render.report(reports_dir, run or None, fmt, project, lang)
+    verdict = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
+    con.print(f"{verdict}  {t('report_written', lang, path=out, digest=digest)}")
     return int(ExitCode.OK)

@@ -43,6 +43,7 @@ class Settings:
     connect_retries: int = 2
     quiet: bool = False
     progress: bool = True
+    lang: str = "en"  # terminal tables: en or zh (i18n.py)
 
     def state_root(self) -> Path:
         """`.gpuonboard/` under the project unless overridden."""
@@ -178,7 +179,7 @@ def execute(
         con = terminal.console()
         if show is not None:
             show(results, con)
-        terminal.print_results(results, con, rules=show is None)
+        terminal.print_results(results, con, rules=show is None, lang=settings.lang)
         con.print(f"reports: {out_dir}  log: {log.path}")
     return int(code)
 
@@ -266,7 +267,16 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
         via = f" via {' -> '.join(h.jump)}" if h.jump else ""
         address = "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
         t.add_row(h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
-    terminal.console().print(t)
+    con = terminal.console()
+    con.print(t)
+    from rich.markup import escape
+
+    from .licences import warnings as licence_warnings
+
+    used = {h.vendor.id for h in hosts if h.vendor}
+    for v in sorted((v for v in inv.vendors.values() if v.id in used), key=lambda v: v.id):
+        for w in licence_warnings(v.licence, v.icp):  # a format check only: never an error
+            con.print(f"[yellow]warning:[/] vendor {escape(v.id)} ({escape(v.source)}): {escape(w)}")
     return int(ExitCode.OK)
 
 

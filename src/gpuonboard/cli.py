@@ -31,6 +31,7 @@ COMMON_HELP = {
     "debug": "show tracebacks",
     "connect_retries": "retries on network errors when connecting (default 2)",
 }
+LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
 
 
 def _guard(fn: Callable[[], int], debug: bool) -> None:
@@ -61,7 +62,15 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     hosts = api.split_names(kw["host"])
     sel = api.Selection(kw["inventory"], hosts, kw["group"] or None, kw["limit"] or None)
     keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")
-    return sel, _settings(**{k: kw[k] for k in keys})
+    settings = _settings(**{k: kw[k] for k in keys})
+    if kw.get("lang"):  # provision/check: the terminal tables' language
+        from .i18n import check_lang
+
+        try:
+            settings.lang = check_lang(kw["lang"])
+        except UsageError as exc:
+            raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+    return sel, settings
 
 
 def _settings(**kw: Any) -> api.Settings:
@@ -83,6 +92,7 @@ def _settings(**kw: Any) -> api.Settings:
         "only": "run only these steps (comma-separated)",
         "skip": "skip these steps (comma-separated)",
         "resume": "continue at the step that failed in the last run",
+        "lang": LANG_HELP + " (terminal tables)",
     },
     auto_shortflags=False,
 )
@@ -105,6 +115,7 @@ def provision(
     quiet: bool = False,
     debug: bool = False,
     connect_retries: int = 2,
+    lang: str = "en",
 ) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
     sel, settings = _common(locals())
@@ -116,7 +127,7 @@ def provision(
     )
 
 
-@task(help=COMMON_HELP, auto_shortflags=False)
+@task(help={**COMMON_HELP, "lang": LANG_HELP + " (terminal tables)"}, auto_shortflags=False)
 def check(
     c: Any,
     host: str = "",
@@ -131,6 +142,7 @@ def check(
     quiet: bool = False,
     debug: bool = False,
     connect_retries: int = 2,
+    lang: str = "en",
 ) -> None:
     """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
     sel, settings = _common(locals())
@@ -486,6 +498,7 @@ def plan(
         "format": "html (default), md or json",
         "compare": "put several hosts/vendors side by side (reports/compare/compare.FORMAT)",
         "runs": "with --compare: run ids, comma-separated (default: the newest record of each host)",
+        "lang": LANG_HELP + "; html/md only (json stays English); zh writes report.zh.FORMAT",
         "reports_dir": COMMON_HELP["reports_dir"],
         "debug": COMMON_HELP["debug"],
     },
@@ -499,13 +512,14 @@ def report_(
     runs: str = "",
     reports_dir: str = "",
     debug: bool = False,
+    lang: str = "en",
 ) -> None:
     """Render the acceptance report (go/no-go, rules, evidence hashes) from summary.json."""
     from . import advise
 
     project = Path.cwd()
     rdir = Path(reports_dir) if reports_dir else project / "reports"
-    _guard(lambda: advise.report(rdir, project, run, format, compare, runs), debug)
+    _guard(lambda: advise.report(rdir, project, run, format, compare, runs, lang), debug)
 
 
 @task(
@@ -583,6 +597,27 @@ def tensorboard(
     _guard(lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration), debug)
 
 
+@task(help=COMMON_HELP, auto_shortflags=False)
+def prove(
+    c: Any,
+    host: str = "",
+    inventory: str = "inventory",
+    group: str = "",
+    limit: str = "",
+    forks: int = 20,
+    trust_new_hosts: bool = False,
+    known_hosts: str = "",
+    state_dir: str = "",
+    reports_dir: str = "",
+    quiet: bool = False,
+    debug: bool = False,
+    connect_retries: int = 2,
+) -> None:
+    """Prove the box trains: smoke training, all-reduce benchmark, checkpoint disk speed."""
+    sel, settings = _common(locals())
+    _guard(lambda: api.provision(sel, settings, "prove"), debug)
+
+
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
@@ -591,6 +626,7 @@ ns.add_task(monitor)
 ns.add_task(tensorboard)
 ns.add_task(plan)
 ns.add_task(report_, name="report")
+ns.add_task(prove)
 
 
 def main() -> None:

@@ -135,3 +135,28 @@ def background(command: str, log: str) -> str:
     """Start a built command detached (nohup, output to `log`, stdin from /dev/null) and
     print its PID; the SSH channel ends at once, the command keeps running."""
     return f"nohup {command} >{quote(log)} 2>&1 </dev/null & echo $!"
+
+
+def temp_script(workdir: str, script_name: str, command: str) -> str:
+    """Run a script that arrives on stdin: make the private directory `workdir` (mode 0700;
+    refusing one that exists), write stdin to `workdir/script_name`, run the built `command`
+    (which names that file), and remove the directory on every exit (INT/TERM/HUP included).
+
+    The exit status is the command's own. `workdir` is a literal path chosen by the caller
+    (e.g. /tmp/gpuonboard-<random>), so a command run through `sudo` or in a container with
+    `-v workdir:workdir` sees the same path.
+    """
+    if not script_name or "/" in script_name:
+        raise ValueError(f"{script_name!r} must be a plain file name")
+    d = quote(workdir)
+    script = (
+        f"D={d}\n"
+        'cleanup() { rm -rf -- "$D"; }\n'
+        "umask 077\n"
+        'mkdir -- "$D" || exit 1\n'
+        "trap cleanup EXIT\n"
+        "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM\n"
+        f'cat > "$D"/{quote(script_name)} || exit 1\n'
+        f"{command}\n"
+    )
+    return sh_c(script)

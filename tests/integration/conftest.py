@@ -41,6 +41,8 @@ PROFILES = {
     # dataset step (test_dataset.py): plain box, real rsync and age
     "dataset": None,
     "teardown": None,  # test_teardown.py: results pulled back, host cleaned
+    "prove": None,  # test_prove.py: smoke_train / allreduce / disk_speed on the CPU
+    "provegpu": "rtx4090-1x",  # nvidia-smi lists a GPU, torch has none: CPU warning
 }
 
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, licences
 from ..errors import UsageError
+from ..i18n import check_lang, status_word, t, verdict_word
 from ..units import format_bytes
 
 FORMATS = ("html", "md", "json")
@@ -98,8 +99,8 @@ def _size(n: Any) -> str:
     return f"{format_bytes(int(n), binary=False)} ({format_bytes(int(n))})"
 
 
-def order_rows(host: dict[str, Any]) -> list[dict[str, str]]:
-    """Ordered vs delivered, one row per order field."""
+def order_rows(host: dict[str, Any], lang: str = "en") -> list[dict[str, str]]:
+    """Ordered vs delivered, one row per order field (`key`: the rule it is checked by)."""
     order = host.get("order") or {}
     facts = host.get("facts") or {}
     disk = order.get("data_disk") or {}
@@ -110,17 +111,17 @@ def order_rows(host: dict[str, Any]) -> list[dict[str, str]]:
         return str(r["actual"]) if r else fallback
 
     rows = [
-        ("GPU model", order.get("gpu_model"), delivered("gpu_model", str(facts.get("gpu_model") or "-"))),
-        ("GPU count", order.get("gpu_count"), delivered("gpu_count", str(facts.get("gpu_count", "-")))),
-        ("VRAM per GPU", order.get("vram_bytes") and _size(order["vram_bytes"]), delivered("vram", "-")),
-        ("CPU cores", order.get("cpu_cores"), delivered("cpu_cores", str(facts.get("cpu_cores") or "-"))),
+        ("gpu_model", order.get("gpu_model"), delivered("gpu_model", str(facts.get("gpu_model") or "-"))),
+        ("gpu_count", order.get("gpu_count"), delivered("gpu_count", str(facts.get("gpu_count", "-")))),
+        ("vram", order.get("vram_bytes") and _size(order["vram_bytes"]), delivered("vram", "-")),
+        ("cpu_cores", order.get("cpu_cores"), delivered("cpu_cores", str(facts.get("cpu_cores") or "-"))),
         (
-            "RAM",
+            "ram",
             order.get("ram_bytes") and _size(order["ram_bytes"]),
             delivered("ram", _size(facts.get("ram_bytes"))),
         ),
         (
-            "data disk",
+            "data_disk",
             disk and f"{disk.get('mount')} >= {_size(disk.get('min_size_bytes'))}",
             delivered("data_disk", "-"),
         ),
@@ -130,45 +131,48 @@ def order_rows(host: dict[str, Any]) -> list[dict[str, str]]:
             delivered("interconnect", str(facts.get("interconnect") or "-")),
         ),
         (
-            "driver",
+            "min_driver",
             order.get("min_driver") and f">= {order['min_driver']}",
             str(facts.get("driver_version") or "-"),
         ),
     ]
-    expected = {
-        "GPU model": "gpu_model",
-        "GPU count": "gpu_count",
-        "VRAM per GPU": "vram",
-        "CPU cores": "cpu_cores",
-        "RAM": "ram",
-        "data disk": "data_disk",
-        "interconnect": "interconnect",
-        "driver": "min_driver",
-    }
+    label = {"vram": "o_vram", "min_driver": "o_driver"}
     out = []
-    for f, o, d in rows:
-        if o in (None, "", {}) and expected[f] in rules:  # a summary.json without `order`
-            o = rules[expected[f]].get("expected")
-        out.append({"field": f, "ordered": "-" if o in (None, "", {}) else str(o), "delivered": d})
+    for key, o, d in rows:
+        if o in (None, "", {}) and key in rules:  # a summary.json without `order`
+            o = rules[key].get("expected")
+        out.append(
+            {
+                "key": key,
+                "field": t(label.get(key, f"o_{key}"), lang),
+                "ordered": "-" if o in (None, "", {}) else str(o),
+                "delivered": d,
+            }
+        )
     return out
 
 
-def host_verdict(host: dict[str, Any]) -> tuple[bool, list[str]]:
+def host_verdict(host: dict[str, Any], lang: str = "en") -> tuple[bool, list[str]]:
     """GO when the host was reached, no step failed, every rule passed or warned... and no fail.
 
     Returns (go, reasons against)."""
     reasons = []
     if host.get("status") in ("failed", "unreachable"):
-        reasons.append(f"host status {host.get('status')}: {host.get('msg', '')}")
+        reasons.append(
+            t("r_status", lang, status=status_word(host.get("status"), lang), msg=host.get("msg", ""))
+        )
     fails = [r for r in host.get("rules") or [] if r.get("verdict") == "fail"]
     reasons += [
-        f"rule {r.get('name')} failed: expected {r.get('expected')}, got {r.get('actual')}" for r in fails
+        t("r_rule", lang, name=r.get("name"), expected=r.get("expected"), actual=r.get("actual"))
+        for r in fails
     ]
     for b in host.get("benchmarks") or []:
         if b.get("verdict") == "fail":
-            reasons.append(f"benchmark {b.get('name')} out of range: {b.get('value')} {b.get('unit', '')}")
+            reasons.append(
+                t("r_bench", lang, name=b.get("name"), value=b.get("value"), unit=b.get("unit", ""))
+            )
     if host.get("status") != "unreachable" and not host.get("rules"):
-        reasons.append("no acceptance rule was evaluated")
+        reasons.append(t("r_no_rules", lang))
     return not reasons, reasons
 
 
@@ -199,7 +203,7 @@ def _raw_entries(host: dict[str, Any], run_path: Path) -> dict[str, dict[str, An
     return out
 
 
-def chart_svg(benchmarks: Sequence[dict[str, Any]]) -> str:
+def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     """An inline SVG bar chart: each benchmark's value beside its reference (no JavaScript).
 
     Only numbers reach the markup; names are escaped."""
@@ -229,22 +233,27 @@ def chart_svg(benchmarks: Sequence[dict[str, Any]]) -> str:
                 f'<rect x="{label_w}" y="{y}" width="{float(ref) * scale:.1f}" height="{bar_h // 2}"'
                 ' fill="#aab7b8"/>'
                 f'<text x="{label_w + float(ref) * scale + 4:.1f}" y="{y + bar_h // 2}" font-size="10">'
-                f"reference {float(ref):g}</text>"
+                f"{escape(t('chart_reference', lang))} {float(ref):g}</text>"
             )
             y += bar_h // 2
         y += gap
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="benchmarks vs references"'
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(t("chart_label", lang))}"'
         f' width="{width}" height="{y}" viewBox="0 0 {width} {y}">' + "".join(parts) + "</svg>"
     )
 
 
-def context(doc: dict[str, Any], run_path: Path) -> dict[str, Any]:
-    """Everything the templates show."""
+_RAW_STATUS_KEY = {"verified": "raw_verified", "HASH MISMATCH": "raw_mismatch", "file missing": "raw_missing"}
+
+
+def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, Any]:
+    """Everything the templates show (fixed texts in `lang`; data as recorded)."""
     hosts = []
     for h in doc.get("hosts") or []:
-        go, reasons = host_verdict(h)
+        go, reasons = host_verdict(h, lang)
         raw = _raw_entries(h, run_path)
+        for e in raw.values():
+            e["status_text"] = t(_RAW_STATUS_KEY[e["status"]], lang)
         rules = []
         for r in h.get("rules") or []:
             probes = [raw[p] for p in RULE_PROBES.get(str(r.get("name")), ()) if p in raw]
@@ -272,12 +281,13 @@ def context(doc: dict[str, Any], run_path: Path) -> dict[str, Any]:
                 **h,
                 "go": go,
                 "reasons": reasons,
-                "order_rows": order_rows(h),
+                "order_rows": order_rows(h, lang),
                 "rule_rows": rules,
                 "compat_rows": compat,
                 "raw_entries": list(raw.values()),
                 "benchmarks": benchmarks,
-                "chart": chart_svg(benchmarks),
+                "chart": chart_svg(benchmarks, lang),
+                "vendor_warnings": licences.warnings(h.get("vendor_licence"), h.get("vendor_icp"), lang),
             }
         )
     go = bool(hosts) and all(h["go"] for h in hosts)
@@ -288,6 +298,8 @@ def context(doc: dict[str, Any], run_path: Path) -> dict[str, Any]:
         "verdict": "GO" if go else "NO-GO",
         "renderer_version": __version__,
         "any_benchmarks": any(h["benchmarks"] for h in hosts),
+        "warnings": [f"{h.get('name')}: {w}" for h in hosts for w in h["vendor_warnings"]],
+        "lang": lang,
     }
 
 
@@ -320,9 +332,10 @@ def md_cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
-def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path) -> str:
-    """The report text in html, md or json."""
-    ctx = context(doc, run_path)
+def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: str = "en") -> str:
+    """The report text in html, md or json (json: always English, machine-readable)."""
+    lang = check_lang(lang)
+    ctx = context(doc, run_path, "en" if fmt == "json" else lang)
     if fmt == "json":
         slim = {k: v for k, v in ctx.items() if k != "doc"}
         slim["run"] = {k: v for k, v in doc.items() if k != "hosts"}
@@ -336,7 +349,21 @@ def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path) -> str:
 
     for h in ctx["hosts"]:
         h["chart"] = Markup(h["chart"])  # built from numbers and escaped names only
-    return str(_env(project, fmt == "html").get_template(f"report/{fmt}.j2").render(**ctx))
+
+    def _(key: str, **fields: Any) -> str:
+        return t(key, lang, **fields)
+
+    return str(
+        _env(project, fmt == "html")
+        .get_template(f"report/{fmt}.j2")
+        .render(
+            **ctx,
+            _=_,
+            report_file=report_name(fmt, lang),
+            verdict_word=lambda v: verdict_word(v, lang),
+            status_word=lambda s: status_word(s, lang),
+        )
+    )
 
 
 def write_with_sha(path: Path, text: str) -> str:
@@ -349,14 +376,22 @@ def write_with_sha(path: Path, text: str) -> str:
     return digest
 
 
-def report(reports_dir: Path, run: str | None, fmt: str, project: Path) -> tuple[Path, str, bool]:
+def report_name(fmt: str, lang: str = "en") -> str:
+    """report.html, or report.zh.html for another language (json is always English)."""
+    return f"report.{fmt}" if lang == "en" or fmt == "json" else f"report.{lang}.{fmt}"
+
+
+def report(
+    reports_dir: Path, run: str | None, fmt: str, project: Path, lang: str = "en"
+) -> tuple[Path, str, bool]:
     """Render reports/<run>/report.<fmt>; return (path, sha256, go)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}.")
+    lang = check_lang(lang)
     path = run_dir(reports_dir, run)
     doc = load_summary(path / "summary.json")
-    text = render(doc, path, fmt, project)
-    out = path / f"report.{fmt}"
+    text = render(doc, path, fmt, project, lang)
+    out = path / report_name(fmt, lang)
     digest = write_with_sha(out, text)
     return out, digest, context(doc, path)["go"]
 

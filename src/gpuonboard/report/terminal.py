@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from ..i18n import status_word, t, verdict_word
 from ..runner import HostResult
 
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
@@ -75,8 +76,10 @@ class Progress:
         return t
 
 
-def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = True) -> None:
-    """Acceptance tables (expected / actual / verdict) per host, then the recap table."""
+def print_results(
+    results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en"
+) -> None:
+    """Acceptance tables (expected / actual / verdict) per host, then the recap table (`lang`: en/zh)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -84,31 +87,29 @@ def print_results(results: Sequence[HostResult], con: Any = None, rules: bool = 
     for r in results:
         checks = [c for s in r.steps for c in s.checks]
         if rules and checks:
-            t = Table(
+            table = Table(
                 title=escape(f"{r.host.name} — {r.host.vendor_name}"), title_justify="left", expand=False
             )
-            t.add_column("rule")
-            t.add_column("expected")
-            t.add_column("actual")
-            t.add_column("verdict")
+            for col in ("c_rule", "c_expected", "c_actual", "c_verdict"):
+                table.add_column(t(col, lang))
             for c in checks:
                 # text from the host (process names, error lines) is data, never rich markup
                 actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
-                t.add_row(
+                table.add_row(
                     escape(c.name),
                     escape(c.expected),
                     actual,
-                    f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]",
+                    f"[{_VERDICT_STYLE[c.verdict]}]{escape(verdict_word(c.verdict, lang))}[/]",
                 )
-            con.print(t)
-    recap = Table(title="recap", title_justify="left")
-    for col in ("host", "status", "steps", "duration", "message"):
-        recap.add_column(col)
+            con.print(table)
+    recap = Table(title=t("recap", lang), title_justify="left")
+    for col in ("c_host", "c_status", "c_steps", "c_duration", "c_message"):
+        recap.add_column(t(col, lang))
     for r in results:
         steps = " ".join(f"{s.step}:{s.status}" for s in r.steps) or "-"
         recap.add_row(
             escape(r.host.name),
-            f"[{_STATUS_STYLE[r.status]}]{r.status}[/]",
+            f"[{_STATUS_STYLE[r.status]}]{escape(status_word(r.status, lang))}[/]",
             escape(steps),
             f"{r.duration:.1f}s",
             escape(r.msg),

@@ -10,6 +10,7 @@ from .dataset import DatasetStep
 from .driver_compat import DriverCompatStep
 from .files import CommandStep, TemplateStep
 from .gpu_health import GpuHealthStep
+from .prove import AllreduceStep, DiskSpeedStep, SmokeTrainStep
 from .teardown import TeardownContainersStep, TeardownCostStep, TeardownFilesStep, TeardownPullStep
 
 REGISTRY: dict[str, type[Step]] = {
@@ -28,6 +29,9 @@ REGISTRY: dict[str, type[Step]] = {
         TeardownContainersStep,
         TeardownFilesStep,
         TeardownCostStep,
+        SmokeTrainStep,
+        AllreduceStep,
+        DiskSpeedStep,
     )
 }
 

@@ -1,0 +1,1 @@
+"""Scripts shipped to the host over the SSH channel's stdin (never imported by gpuonboard itself)."""

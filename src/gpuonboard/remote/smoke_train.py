@@ -1,0 +1,216 @@
+"""gpuonboard smoke training: prove a box trains (synthetic data, no download, no state left).
+
+Shipped to the host over the SSH channel's stdin and run with the host's (or the container's)
+Python. Trains a small MLP on a synthetic, learnable classification task through a real
+DataLoader with the configured workers; saves a checkpoint, reloads it into a fresh model and
+compares outputs; prints ONE result line `GPUONBOARD_RESULT {json}` on stdout (exit 0 even when a
+rule fails: judging is gpuonboard's job; exit 1 only when the script itself could not run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from typing import Any
+
+warnings.filterwarnings("ignore", message=".*NumPy.*")
+MARK = "GPUONBOARD_RESULT "
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The one machine-readable line gpuonboard parses."""
+    sys.stdout.write(MARK + json.dumps(result, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--dim", type=int, default=64, help="input features")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--classes", type=int, default=8)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--workdir", default="", help="where the checkpoint goes (default: a temp dir)")
+    p.add_argument("--window", type=int, default=5, help="steps averaged for first/last loss")
+    p.add_argument("--sample-cost-us", type=float, default=0.0, help="simulated per-sample load cost")
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, Dataset
+
+    torch.manual_seed(args.seed)
+    cuda = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda:
+        raise RuntimeError("--device cuda asked for, but torch.cuda.is_available() is False")
+    use_cuda = cuda and args.device != "cpu"
+    device = torch.device("cuda:0" if use_cuda else "cpu")
+    n_samples = args.steps * args.batch_size
+    gen = torch.Generator().manual_seed(args.seed)
+    teacher = torch.randn(args.dim, args.classes, generator=gen)
+    features = torch.randn(n_samples, args.dim, generator=gen)
+    labels = (features @ teacher).argmax(dim=1)
+    cost_s = args.sample_cost_us / 1e6
+
+    class Synthetic(Dataset):
+        def __len__(self) -> int:
+            return n_samples
+
+        def __getitem__(self, i: int) -> tuple[Any, Any]:
+            if cost_s:
+                end = time.perf_counter() + cost_s
+                while time.perf_counter() < end:
+                    pass
+            return features[i], labels[i]
+
+    loader = DataLoader(
+        Synthetic(),
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.workers,
+        pin_memory=use_cuda,
+        drop_last=True,
+        persistent_workers=False,
+        generator=torch.Generator().manual_seed(args.seed),
+    )
+
+    def make_model() -> Any:
+        return nn.Sequential(
+            nn.Linear(args.dim, args.hidden),
+            nn.ReLU(),
+            nn.Linear(args.hidden, args.hidden),
+            nn.ReLU(),
+            nn.Linear(args.hidden, args.classes),
+        ).to(device)
+
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    if use_cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+
+    def sync() -> None:
+        if use_cuda:
+            torch.cuda.synchronize(device)
+
+    losses: list[float] = []
+    step_times: list[float] = []
+    wait_total = 0.0
+    first_wait = 0.0
+    batches = 0
+    t_start = time.perf_counter()
+    t_prev = t_start
+    t_steady = t_start
+    for x, y in loader:
+        t_got = time.perf_counter()
+        if batches == 0:
+            first_wait = t_got - t_prev  # worker start-up: reported apart, not in the share
+            t_steady = t_got
+        else:
+            wait_total += t_got - t_prev
+        x = x.to(device, non_blocking=True)
+        y = y.to(device, non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))  # item() synchronises
+        sync()
+        t_prev = time.perf_counter()
+        step_times.append(t_prev - t_got)
+        batches += 1
+    t_end = time.perf_counter()
+    total = t_end - t_start
+    steady = t_end - t_steady
+    if batches == 0:
+        raise RuntimeError("the DataLoader yielded no batch")
+
+    # checkpoint round trip: save, reload into a fresh model, compare outputs bit for bit
+    workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-")
+    ckpt = os.path.join(workdir, "smoke_checkpoint.pt")
+    probe = torch.randn(16, args.dim, generator=torch.Generator().manual_seed(args.seed + 1)).to(device)
+    model.eval()
+    with torch.no_grad():
+        before = model(probe)
+    t0 = time.perf_counter()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": batches}, ckpt)
+    save_s = time.perf_counter() - t0
+    ckpt_bytes = os.path.getsize(ckpt)
+    t0 = time.perf_counter()
+    state = torch.load(ckpt, map_location=device)
+    fresh = make_model()
+    fresh.load_state_dict(state["model"])
+    fresh_opt = torch.optim.Adam(fresh.parameters(), lr=args.lr)
+    fresh_opt.load_state_dict(state["optimizer"])
+    load_s = time.perf_counter() - t0
+    fresh.eval()
+    with torch.no_grad():
+        after = fresh(probe)
+    identical = bool(torch.equal(before, after))
+    max_diff = float((before - after).abs().max().item())
+    os.remove(ckpt)
+    if not args.workdir:
+        os.rmdir(workdir)
+
+    w = max(1, min(args.window, len(losses) // 3 or 1))
+    median_step = statistics.median(step_times)
+    return {
+        "ok": True,
+        "device": "cuda" if use_cuda else "cpu",
+        "device_name": torch.cuda.get_device_name(device) if use_cuda else platform.processor() or "cpu",
+        "cuda_available": cuda,
+        "cuda_device_count": torch.cuda.device_count() if cuda else 0,
+        "torch_version": torch.__version__,
+        "python": platform.python_version(),
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "steps_asked": args.steps,
+        "batches": batches,
+        "loss_first": statistics.fmean(losses[:w]),
+        "loss_last": statistics.fmean(losses[-w:]),
+        "loss_window": w,
+        "losses": [round(v, 5) for v in losses],
+        "step_time_s": median_step,
+        "samples_per_s": batches * args.batch_size / total if total > 0 else None,
+        "total_s": total,
+        "loader_wait_s": wait_total,
+        "loader_first_batch_s": first_wait,
+        "loader_wait_share": wait_total / steady if steady > 0 else 0.0,
+        "peak_gpu_mem_bytes": int(torch.cuda.max_memory_allocated(device)) if use_cuda else None,
+        "checkpoint": {
+            "bytes": ckpt_bytes,
+            "save_s": save_s,
+            "load_s": load_s,
+            "identical": identical,
+            "max_abs_diff": max_diff,
+            "removed": not os.path.exists(ckpt),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except Exception as exc:  # report, never a bare traceback only
+        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    emit(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
