@@ -10,6 +10,7 @@ continues there.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -97,11 +98,26 @@ def run(
     workers = max(1, min(options.forks, len(hosts)))
     if workers == 1:
         return [_run_host(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host")
+    try:
         futures = [
             pool.submit(_run_host, h, plans[h.name], playbook, inventory, options, store) for h in hosts
         ]
         return [f.result() for f in futures]
+    except KeyboardInterrupt:
+        # Ctrl-C: start no new host, and cut the open connections so running hosts stop now
+        # instead of finishing their steps (the exit then waits for nothing)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for runner in list(_OPEN_RUNNERS):
+            with contextlib.suppress(Exception):
+                runner.close()
+        raise
+    finally:
+        pool.shutdown(wait=False)
+
+
+# connections currently open (for Ctrl-C); a set guarded by the GIL is enough for add/discard
+_OPEN_RUNNERS: set[Runner] = set()
 
 
 _event_lock = threading.Lock()
@@ -159,15 +175,18 @@ def _run_host_inner(
         )
         _emit(options, host.name, "unreachable")
         return result
+    connection = runner
     if options.log:
         options.log.write(
             host.name, f"connected to {host.address}:{host.port}, host key {runner.fingerprint}"
         )
         runner = LoggedRunner(runner, options.log)
+    _OPEN_RUNNERS.add(connection)
     try:
         result = _run_steps(host, runner, steps, playbook, options, inventory)
     finally:
         runner.close()
+        _OPEN_RUNNERS.discard(connection)
     if options.log:
         for step in result.steps:
             options.log.write(host.name, f"step {step.step}: {step.status}: {step.msg}")

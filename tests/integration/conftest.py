@@ -43,6 +43,7 @@ PROFILES = {
     "teardown": None,  # test_teardown.py: results pulled back, host cleaned
     "prove": None,  # test_prove.py: smoke_train / allreduce / disk_speed on the CPU
     "provegpu": "rtx4090-1x",  # nvidia-smi lists a GPU, torch has none: CPU warning
+    "slow": None,  # test_provision.py: a probe that hangs, for Ctrl-C
 }
 
 

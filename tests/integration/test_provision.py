@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -420,3 +421,26 @@ def test_target_unreachable_behind_a_jump_host_is_one_sentence(project: Project,
     assert msg.startswith(f"host hidden ({addr}:{port}) is unreachable: ")
     assert msg.endswith("check the address, port and firewall, or whether the server is up.")
     assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_ctrl_c_stops_at_once_with_exit_130(project: Project, pool: TestHostPool) -> None:
+    from gpuonboard.testhosts.toolbox import add_executable
+
+    h = pool.hosts["slow"]
+    add_executable(h.bin_dir, "nvidia-smi", "#!/bin/sh\nsleep 15\n")  # a GPU that never answers
+    project.write_inventory({"slow": host_entry(h, pool), "good": host_entry(pool.hosts["good"], pool)})
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "check"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    time.sleep(1.5)  # both hosts connected; "slow" waits in its probe
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    out, err = proc.communicate(timeout=20)
+    assert time.monotonic() - start < 5, "Ctrl-C must not wait for the hung host"
+    assert proc.returncode == 130, out + err
+    assert err.strip().endswith("interrupted") and "Traceback" not in out + err
