@@ -139,6 +139,13 @@ def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
             f"{playbook.path}, line {spec.line}: step {spec.label!r} has a bad template ({exc})."
         ) from None
     try:
-        return REGISTRY[spec.kind](args, spec.label)
+        step = REGISTRY[spec.kind](args, spec.label)
     except StepArgsError as exc:
         raise PlaybookError(f"{playbook.path}, line {spec.line}: step {spec.label!r}: {exc}.") from None
+    try:
+        step.check_host(host)
+    except StepArgsError as exc:
+        raise PlaybookError(
+            f"{playbook.path}, line {spec.line}: step {spec.label!r} for host {host.name!r}: {exc}."
+        ) from None
+    return step

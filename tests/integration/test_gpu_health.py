@@ -86,10 +86,10 @@ def test_thresholds_are_overridable_from_inventory_vars(project: Project, pool: 
     assert rules["temperature"]["verdict"] == "warn" and rules["temperature"]["expected"] == "< 1 C"
     assert code == 0
     bad = {"gpu_health": {"temperature_wran": 1}}
-    code, _ = check(project, pool, "good", vars=bad)
-    steps = {s["step"]: s for s in project.summary()["hosts"][0]["steps"]}
-    assert steps["gpu_health"]["msg"] == (
-        "bad gpu_health threshold: unknown gpu_health threshold 'temperature_wran' (known: temperature_warn,"
-        " temperature_fail, power_cap_warn, power_cap_fail)"
+    project.write_inventory({"good": host_entry(pool.hosts["good"], pool, vars=bad)})
+    r = project.cli("check", "--host", "good")
+    assert r.returncode == 2  # refused before connecting
+    assert r.stderr.strip().endswith(
+        "step 'gpu_health' for host 'good': unknown gpu_health threshold 'temperature_wran' (known:"
+        " temperature_warn, temperature_fail, power_cap_warn, power_cap_fail)."
     )
-    assert code == 1

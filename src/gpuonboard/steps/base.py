@@ -114,6 +114,10 @@ class Step:
         """Extra read-only probes for the batched fact probe (none by default)."""
         return []
 
+    def check_host(self, host: Host) -> None:
+        """Validate what this step takes from the host's inventory values, before connecting
+        (raise StepArgsError); nothing by default."""
+
     def plan(self, ctx: StepContext) -> Plan:
         """Pure: decide from facts what would change, or why nothing needs to."""
         raise NotImplementedError

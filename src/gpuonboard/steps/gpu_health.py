@@ -12,6 +12,7 @@ from typing import Any
 
 from ..facts.gather import Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
+from ..inventory import Host
 from ..ngc import gpu_class
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
@@ -342,7 +343,10 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
 
 def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
     """Step args, overridden by the inventory's `vars.gpu_health` (vendor, group or host)."""
-    merged = {**args, **(host_vars.get("gpu_health") or {})}
+    overrides = host_vars.get("gpu_health") or {}
+    if not isinstance(overrides, Mapping):
+        raise StepArgsError("vars.gpu_health must be a mapping of threshold: number")
+    merged = {**args, **overrides}
     out: dict[str, float] = {}
     for key, value in merged.items():
         if key not in DEFAULTS:
@@ -360,6 +364,10 @@ class GpuHealthStep(Step):
     name = "gpu_health"
     read_only = True
     ARGS = {k: f"threshold (default {v})" for k, v in DEFAULTS.items()}
+
+    def check_host(self, host: Host) -> None:
+        """Thresholds from `vars.gpu_health` must be known names and numbers."""
+        thresholds_from(self.args, host.vars)
 
     def plan(self, ctx: StepContext) -> Plan:
         """Evaluate every rule; failed when any fails; skipped-like ok when no GPU is visible."""
