@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU paths of issue 7 on a machine WITH NVIDIA GPUs (not run in CI: no GPU there).
-# Runs nvidia-smi, the bundled smoke training on CUDA and the all-reduce benchmark over NCCL
+# Runs nvidia-smi, the bundled smoke training on CUDA, the all-reduce benchmark over NCCL and
+# the ResNet-50 benchmark (images/s per GPU, DURATION=30 s sustained load by default)
 # with the Python that has a CUDA torch, and prints the figures. Usage:
 #   PY=python3 bash bench/gpu_check.sh            # MAX=1073741824 for the full 1 GiB sweep
 set -uo pipefail
@@ -34,3 +35,23 @@ for x in r["rows"]:
 print(f"peak busbw {r['peak_busbw_gbps']:.1f} GB/s; all correct: {r['all_correct']}")
 PYEOF
 "$PY" src/gpuonboard/remote/allreduce.py --max-bytes "$MAX" | sed -n 's/^GPUONBOARD_RESULT //p' | "$PY" -c "$TABLE"
+echo "== gpu_benchmark (ResNet-50, AMP, every GPU, sustained ${DURATION:=30} s)"
+read -r -d '' BENCH <<'PYEOF'
+import json, sys
+r = json.load(sys.stdin)
+if not r.get("ok"):
+    print("GPU_BENCHMARK FAILED", r)
+    sys.exit(1)
+print(f"{r['device']} {r['precision']} torch {r['torch_version']}, sampler {r['sampler']}")
+for w in r["workers"]:
+    s = w.get("sustained") or {}
+    print(f"GPU {w['gpu']} {w['device_name']}: {w['images_per_s']:.0f} images/s (batch {w['batch_size']},"
+          f" peak {(w['peak_mem_bytes'] or 0) / 2**30:.1f} GiB); sustained {s.get('first_images_per_s', 0):.0f}"
+          f" -> {s.get('last_images_per_s', 0):.0f} images/s")
+for idx, s in (r.get("samples") or {}).items():
+    print(f"GPU {idx} under load: {json.dumps(s)}")
+for e in r.get("worker_errors") or []:
+    print("WORKER ERROR", e)
+PYEOF
+"$PY" src/gpuonboard/remote/gpu_benchmark.py --device cuda --duration "$DURATION" \
+  | sed -n 's/^GPUONBOARD_RESULT //p' | "$PY" -c "$BENCH"

@@ -18,6 +18,8 @@ if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
   [ -x /bin/busybox ] || need_pkgs+=(busybox-static)
   command -v crontab >/dev/null 2>&1 || need_pkgs+=(cron)
   command -v age >/dev/null 2>&1 || need_pkgs+=(age)
+  # the network step's iperf3 test between two test hosts (tests/integration/test_prove_network.py)
+  command -v iperf3 >/dev/null 2>&1 || need_pkgs+=(iperf3)
   # the HTML report's headless-browser test (tests/unit/test_report_browser.py), and CJK
   # fonts so the --lang zh screenshot is legible
   command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)

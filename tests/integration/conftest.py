@@ -43,6 +43,8 @@ PROFILES = {
     "teardown": None,  # test_teardown.py: results pulled back, host cleaned
     "prove": None,  # test_prove.py: smoke_train / allreduce / disk_speed on the CPU
     "provegpu": "rtx4090-1x",  # nvidia-smi lists a GPU, torch has none: CPU warning
+    "net1": None,  # test_prove_network.py: gpu_benchmark on the CPU, network (RTT, upload, iperf3)
+    "net2": None,
     "slow": None,  # test_provision.py: a probe that hangs, for Ctrl-C
 }
 

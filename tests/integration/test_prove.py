@@ -25,6 +25,10 @@ FAST = {
     "allreduce_max_size": "4MiB",
     "disk_test_size": "64MiB",
     "model_params": "7B",
+    "benchmark_image_size": 32,  # gpu_benchmark: tiny ResNet-50 steps on the CPU
+    "benchmark_steps": 2,
+    "network_upload": False,  # network: the upload probe is tested in test_prove_network.py
+    "rtt_count": 2,
 }
 
 
@@ -61,6 +65,8 @@ def test_prove_runs_for_real_on_cpu(project: Project, tmp_path: Path) -> None:
     assert "GB/s" in rules["disk_write"]["actual"]
     assert "7B params" in rules["checkpoint_time"]["actual"]
     assert not list((tmp_path / "data disk").iterdir())
+    assert rules["resnet50_throughput"]["verdict"] == "pass"  # gpu_benchmark: CPU, information
+    assert rules["ssh_rtt"]["verdict"] == "pass"  # network
     assert _leftovers() == before  # the private temp dirs were removed
 
 

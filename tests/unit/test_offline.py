@@ -37,6 +37,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "docker-info": None,
+        "iperf3": None,  # network step captures, not fact-probe outputs
+        "ibv_devinfo": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want

@@ -9,7 +9,9 @@ from .container import ContainerStep
 from .dataset import DatasetStep
 from .driver_compat import DriverCompatStep
 from .files import CommandStep, TemplateStep
+from .gpu_benchmark import GpuBenchmarkStep
 from .gpu_health import GpuHealthStep
+from .network import NetworkStep
 from .prove import AllreduceStep, DiskSpeedStep, SmokeTrainStep
 from .teardown import TeardownContainersStep, TeardownCostStep, TeardownFilesStep, TeardownPullStep
 
@@ -32,6 +34,8 @@ REGISTRY: dict[str, type[Step]] = {
         SmokeTrainStep,
         AllreduceStep,
         DiskSpeedStep,
+        GpuBenchmarkStep,
+        NetworkStep,
     )
 }
 

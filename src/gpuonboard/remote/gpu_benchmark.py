@@ -1,0 +1,410 @@
+"""gpuonboard GPU benchmark: synthetic ResNet-50 training throughput per GPU + sustained load.
+
+Shipped to the host over the SSH channel's stdin and run with the host's (or the container's)
+Python. One worker process per GPU (all GPUs at once, as in a real run) trains ResNet-50 v1.5
+(defined here: torchvision is not needed) on random images with mixed precision (fp16 autocast
++ GradScaler, channels_last) at a batch sized to the GPU's memory; images/s over the timed
+steps, then a sustained-load window (default 120 s) while `nvidia-smi --query-gpu ... -lms`
+samples clocks, temperature, power and clock-event (throttle) reasons in the background. On a
+host without CUDA it trains once on the CPU in fp32 (information only). Prints ONE result line
+`GPUONBOARD_RESULT {json}`; exit 1 only when the script itself could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from typing import Any
+
+warnings.filterwarnings("ignore", message=".*NumPy.*")
+MARK = "GPUONBOARD_RESULT "
+WORKER_MARK = "GPUONBOARD_WORKER "
+SAMPLE_FIELDS = (
+    "index",
+    "clocks.sm",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "clocks_throttle_reasons.active",
+    "utilization.gpu",
+)
+# NVML clock-event reason bits (same order as gpuonboard.facts.nvidia_smi.CLOCK_EVENT_REASONS)
+REASONS = (
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+)
+
+
+def emit(result: dict[str, Any], mark: str = MARK) -> None:
+    sys.stdout.write(mark + json.dumps(result, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=0, help="timed steps (default 50 GPU / 3 CPU)")
+    p.add_argument("--warmup", type=int, default=-1, help="untimed steps (default 10 GPU / 1 CPU)")
+    p.add_argument("--batch-size", type=int, default=0, help="0: sized to memory (GPU) / 8 (CPU)")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--duration", type=float, default=-1, help="sustained window s (default 120 GPU / 0 CPU)")
+    p.add_argument("--sample-ms", type=int, default=1000, help="nvidia-smi sampling interval")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# --------------------------------------------------------------------------- ResNet-50 v1.5
+
+
+def resnet50(num_classes: int = 1000) -> Any:
+    """ResNet-50 v1.5 (stride in the 3x3 conv of the bottleneck), [3, 4, 6, 3] blocks."""
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        expansion = 4
+
+        def __init__(self, cin: int, width: int, stride: int) -> None:
+            super().__init__()
+            cout = width * self.expansion
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, width, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, cout, 1, bias=False),
+                nn.BatchNorm2d(cout),
+            )
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+                )
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x: Any) -> Any:
+            skip = x if self.down is None else self.down(x)
+            return self.relu(self.body(x) + skip)
+
+    layers: list[Any] = [
+        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, stride=2, padding=1),
+    ]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, num_classes)]
+    return nn.Sequential(*layers)
+
+
+# --------------------------------------------------------------------------- one worker
+
+
+def train(args: argparse.Namespace, gpu: int | None) -> dict[str, Any]:
+    """Train on one device; images/s over the timed steps and over the sustained window."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    cuda = gpu is not None
+    device = torch.device(f"cuda:{gpu}" if cuda else "cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True
+    size = args.image_size
+    model = resnet50().to(device)
+    if cuda:
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.875, weight_decay=3e-5)
+    loss_fn = nn.CrossEntropyLoss()
+    scaler = torch.amp.GradScaler("cuda") if cuda else None
+
+    def batch_of(n: int) -> tuple[Any, Any]:
+        x = torch.randn(n, 3, size, size, device=device)
+        if cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, torch.randint(0, 1000, (n,), device=device)
+
+    def step(x: Any, y: Any) -> None:
+        opt.zero_grad(set_to_none=True)
+        if cuda:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()  # type: ignore[union-attr]
+            scaler.step(opt)  # type: ignore[union-attr]
+            scaler.update()  # type: ignore[union-attr]
+        else:
+            loss_fn(model(x), y).backward()
+            opt.step()
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    # batch sized to memory: the largest candidate that fits (estimate first, then OOM fallback)
+    tried: list[int] = []
+    if args.batch_size:
+        batch = args.batch_size
+        x, y = batch_of(batch)
+        step(x, y)
+    elif cuda:
+        total = torch.cuda.get_device_properties(device).total_memory
+        per_image = 0.11 * (1 << 30) * (size / 224) ** 2  # ~AMP activations + workspace per image
+        batch = 0
+        for cand in (512, 384, 256, 192, 128, 96, 64, 32, 16, 8):
+            if cand * per_image > 0.8 * total and cand > 8:
+                continue
+            tried.append(cand)
+            try:
+                x, y = batch_of(cand)
+                step(x, y)
+                batch = cand
+                break
+            except torch.cuda.OutOfMemoryError:
+                x = y = None
+                opt.zero_grad(set_to_none=True)
+                torch.cuda.empty_cache()
+        if not batch:
+            raise RuntimeError(f"ResNet-50 does not fit even at batch 8 (tried {tried})")
+    else:
+        batch = 8
+        x, y = batch_of(batch)
+        step(x, y)
+    warmup = args.warmup if args.warmup >= 0 else (10 if cuda else 1)
+    steps = args.steps or (50 if cuda else 3)
+    for _ in range(warmup):
+        step(x, y)
+    sync()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step(x, y)
+    sync()
+    elapsed = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "gpu": gpu,
+        "device_name": torch.cuda.get_device_name(device) if cuda else platform.processor() or "cpu",
+        "batch_size": batch,
+        "batch_candidates_tried": tried,
+        "steps": steps,
+        "warmup": warmup,
+        "images_per_s": batch * steps / elapsed if elapsed > 0 else None,
+        "step_time_s": elapsed / steps,
+        "peak_mem_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
+    }
+    duration = args.duration if args.duration >= 0 else (120.0 if cuda else 0.0)
+    if duration > 0:
+        windows: list[float] = []
+        window_s = max(duration / 10, 0.5)
+        end = time.perf_counter() + duration
+        while time.perf_counter() < end:
+            w0, n = time.perf_counter(), 0
+            while time.perf_counter() - w0 < window_s:
+                step(x, y)
+                n += 1
+                if not cuda and time.perf_counter() >= end:
+                    break
+            sync()
+            windows.append(batch * n / (time.perf_counter() - w0))
+        out["sustained"] = {
+            "seconds": duration,
+            "window_s": window_s,
+            "windows_images_per_s": [round(w, 2) for w in windows],
+            "images_per_s": statistics.median(windows) if windows else None,
+            "first_images_per_s": windows[0] if windows else None,
+            "last_images_per_s": windows[-1] if windows else None,
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- sampler
+
+
+def decode_reasons(value: str) -> list[str]:
+    """Hex mask of `clocks_throttle_reasons.active` -> names (bits past the table: 'bit N')."""
+    try:
+        mask = int(value.strip(), 16)
+    except ValueError:
+        return []
+    return [REASONS[i] if i < len(REASONS) else f"bit {i}" for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def summarize_samples(text: str) -> dict[str, Any]:
+    """`nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms N` -> per GPU
+    {samples, sm_clock_mhz min/median, sm_clock_max_mhz, temp_max_c, power_median_w,
+    power_limit_w, reasons: {name: share of samples}}."""
+    per: dict[str, list[list[str]]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(SAMPLE_FIELDS) or not cells[0].isdigit():
+            continue
+        per.setdefault(cells[0], []).append(cells)
+
+    def nums(rows: list[list[str]], i: int) -> list[float]:
+        vals = []
+        for r in rows:
+            with contextlib.suppress(ValueError):
+                vals.append(float(r[i]))
+        return vals
+
+    out: dict[str, Any] = {}
+    for idx, rows in per.items():
+        clocks, maxc, temps = nums(rows, 1), nums(rows, 2), nums(rows, 3)
+        power, limit = nums(rows, 4), nums(rows, 5)
+        counts: dict[str, int] = {}
+        for r in rows:
+            for name in decode_reasons(r[6]):
+                counts[name] = counts.get(name, 0) + 1
+        out[idx] = {
+            "samples": len(rows),
+            "sm_clock_min_mhz": min(clocks) if clocks else None,
+            "sm_clock_median_mhz": statistics.median(clocks) if clocks else None,
+            "sm_clock_max_mhz": max(maxc) if maxc else None,
+            "temp_max_c": max(temps) if temps else None,
+            "power_median_w": statistics.median(power) if power else None,
+            "power_limit_w": statistics.median(limit) if limit else None,
+            "reasons": {k: round(v / len(rows), 3) for k, v in sorted(counts.items())},
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda:
+        raise RuntimeError("--device cuda asked for, but torch.cuda.is_available() is False")
+    use_cuda = cuda and args.device != "cpu"
+    result: dict[str, Any] = {
+        "ok": True,
+        "torch_version": torch.__version__,
+        "cuda_available": cuda,
+        "device": "cuda" if use_cuda else "cpu",
+        "precision": "amp-fp16" if use_cuda else "fp32",
+        "image_size": args.image_size,
+        "sampler": None,
+    }
+    if not use_cuda:
+        torch.set_num_threads(max(1, min(os.cpu_count() or 1, 8)))
+        result["workers"] = [train(args, None)]
+        return result
+    n = torch.cuda.device_count()
+    tmp = tempfile.mkdtemp(prefix="gpuonboard-bench-")
+    sampler = None
+    log = os.path.join(tmp, "samples.csv")
+    try:
+        smi = shutil.which("nvidia-smi")
+        if smi:
+            with open(log, "w") as f:
+                sampler = subprocess.Popen(
+                    [
+                        smi,
+                        f"--query-gpu={','.join(SAMPLE_FIELDS)}",
+                        "--format=csv,noheader,nounits",
+                        f"-lms={args.sample_ms}",
+                    ],
+                    stdout=f,
+                    stderr=subprocess.DEVNULL,
+                )
+            result["sampler"] = "nvidia-smi"
+        me = os.path.abspath(__file__)
+        base = [
+            sys.executable,
+            me,
+            "--image-size",
+            str(args.image_size),
+            "--duration",
+            str(args.duration),
+            "--steps",
+            str(args.steps),
+            "--warmup",
+            str(args.warmup),
+            "--batch-size",
+            str(args.batch_size),
+        ]
+        procs = []
+        for i in range(n):
+            procs.append(
+                subprocess.Popen(
+                    [*base, "--worker", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        workers, errors = [], []
+        for i, p in enumerate(procs):
+            out, err = p.communicate()
+            line = next((x for x in reversed(out.splitlines()) if x.startswith(WORKER_MARK)), None)
+            if line is None:
+                errors.append(f"GPU {i}: exit {p.returncode}: {' | '.join(err.strip().splitlines()[-2:])}")
+                continue
+            data = json.loads(line[len(WORKER_MARK) :])
+            if "error" in data:
+                errors.append(f"GPU {i}: {data['error']}")
+            else:
+                workers.append(data)
+        result["workers"] = workers
+        if errors:
+            result["worker_errors"] = errors
+        if not workers:
+            result.update(ok=False, error="; ".join(errors) or "no worker result")
+    finally:
+        if sampler is not None:
+            sampler.terminate()
+            try:
+                sampler.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                sampler.kill()
+            with open(log) as f:
+                result["samples"] = summarize_samples(f.read())
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker >= 0:
+        try:
+            emit(train(args, args.worker), WORKER_MARK)
+        except Exception as exc:  # reported to the parent, judged there
+            emit({"error": f"{type(exc).__name__}: {exc}"}, WORKER_MARK)
+        return 0
+    try:
+        result = run(args)
+    except ImportError as exc:
+        emit({"ok": False, "error": f"cannot import torch: {exc}", "python": sys.executable})
+        return 1
+    except Exception as exc:
+        emit({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    emit(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
