@@ -8,6 +8,7 @@ Remote command texts are built with `gpuonboard.shell` only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -67,12 +68,14 @@ def link_hash(target: str) -> str:
     return hashlib.sha256(target.encode("utf-8", "surrogateescape") + b"\n").hexdigest()
 
 
-def scan_source(root: Path) -> SourceTree:
-    """Walk the dataset (a directory, or one file) and hash every regular file."""
+def scan_source(root: Path, hashes: bool = True) -> SourceTree:
+    """Walk the dataset (a directory, or one file) and hash every regular file (with
+    `hashes=False` files get sha256 "" and `hash_tree` fills them in later, e.g. while rsync runs)."""
     tree = SourceTree(root)
+    digest = sha256_file if hashes else (lambda _p: "")
     if root.is_file() and not root.is_symlink():
         st = root.stat()
-        tree.entries[root.name] = Entry(root.name, "f", st.st_size, int(st.st_mtime), sha256_file(root))
+        tree.entries[root.name] = Entry(root.name, "f", st.st_size, int(st.st_mtime), digest(root))
         return tree
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -85,8 +88,17 @@ def scan_source(root: Path) -> SourceTree:
                 target = os.readlink(path)
                 tree.entries[rel] = Entry(rel, "l", 0, int(st.st_mtime), link_hash(target), target)
             elif path.is_file():
-                tree.entries[rel] = Entry(rel, "f", st.st_size, int(st.st_mtime), sha256_file(path))
+                tree.entries[rel] = Entry(rel, "f", st.st_size, int(st.st_mtime), digest(path))
     return tree
+
+
+def hash_tree(tree: SourceTree) -> None:
+    """Fill in the sha256 of every regular file scanned with `hashes=False` (in place)."""
+    root = tree.root
+    for rel, e in list(tree.entries.items()):
+        if e.kind == "f" and not e.sha256:
+            path = root / rel if root.is_dir() else root
+            tree.entries[rel] = Entry(e.rel, e.kind, e.size, e.mtime, sha256_file(path), e.target)
 
 
 # ---------------------------------------------------------------- remote probes
@@ -101,6 +113,8 @@ def listing_command(target: str, data_dir: str) -> str:
     return (
         f"t={shell.quote(target)}; d={shell.quote(data_dir)}\n"
         f"printf '{m}rsync %s\\n' \"$(command -v rsync || echo absent)\"\n"
+        f"printf '{m}compress %s\\n' \"$(rsync --version 2>/dev/null"
+        " | sed -n '/^Compress list:/{n;p;}')\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
         f"printf '{m}list\\n'\n"
@@ -118,6 +132,7 @@ class RemoteState:
     rsync: str | None  # path of the remote rsync, None when absent
     free_bytes: int | None
     files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
+    compress: tuple[str, ...] = ()  # the host rsync's compression choices (3.2+), e.g. zstd lz4
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -125,6 +140,7 @@ def parse_listing(text: str) -> RemoteState:
     rsync: str | None = None
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
+    compress: tuple[str, ...] = ()
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
     for line in head.splitlines():
@@ -133,6 +149,8 @@ def parse_listing(text: str) -> RemoteState:
             section = kind
             if kind == "rsync":
                 rsync = None if rest.strip() in ("", "absent") else rest.strip()
+            elif kind == "compress":
+                compress = tuple(rest.split())
             continue
         if section == "df":
             fields = line.split()
@@ -146,7 +164,7 @@ def parse_listing(text: str) -> RemoteState:
         if not size.isdigit():
             continue
         files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files)
+    return RemoteState(rsync, free, files, compress)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:
@@ -199,8 +217,12 @@ def rsync_argv(
     bwlimit: str | None = None,
     files_from: Path | None = None,
     dry_run: bool = False,
+    ssh_options: Sequence[str] = (),
+    compress: str | None = None,
 ) -> list[str]:
-    """The local rsync command line (argv, no shell): archive, resume, progress, stats."""
+    """The local rsync command line (argv, no shell): archive, resume, progress, stats.
+    `ssh_options` go to ssh (e.g. the shared master connection), `compress` is an rsync
+    --compress-choice (shard mode: tar headers compress, the payload goes through at ~GB/s)."""
     argv = [
         "rsync",
         "-a",
@@ -211,8 +233,10 @@ def rsync_argv(
         "--stats",
         "--no-inc-recursive",  # progress2's total is known from the start
         "-e",
-        shell.join(["ssh", "-F", str(config_path)]),
+        shell.join(["ssh", "-F", str(config_path), *ssh_options]),
     ]
+    if compress:
+        argv += ["-z", f"--compress-choice={compress}", "--compress-level=1"]
     if bwlimit:
         argv.append(f"--bwlimit={bwlimit}")
     if files_from is not None:
@@ -346,6 +370,87 @@ def explain_rsync_failure(run: RsyncRun) -> str:
     if "host key verification failed" in full:
         meaning = "host key verification failed against .gpuonboard/known_hosts"
     return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")
+
+
+def local_compress_choices() -> tuple[str, ...]:
+    """The local rsync's --compress-choice list (empty for rsync < 3.2 or when it cannot run)."""
+    global _LOCAL_COMPRESS
+    if _LOCAL_COMPRESS is None:
+        try:
+            out = subprocess.run(
+                ["rsync", "--version"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        lines = out.splitlines()
+        found: tuple[str, ...] = ()
+        for i, line in enumerate(lines[:-1]):
+            if line.startswith("Compress list:"):
+                found = tuple(lines[i + 1].split())
+        _LOCAL_COMPRESS = found
+    return _LOCAL_COMPRESS
+
+
+_LOCAL_COMPRESS: tuple[str, ...] | None = None
+
+
+def pick_compress(remote: Sequence[str]) -> str | None:
+    """A fast compression both rsyncs speak (zstd, then lz4), or None."""
+    local = local_compress_choices()
+    return next((c for c in ("zstd", "lz4") if c in remote and c in local), None)
+
+
+# ---------------------------------------------------------------- shared OpenSSH master connection
+
+
+def master_options(control_dir: Path) -> list[str]:
+    """ssh options that reuse the master connection whose socket lives in control_dir (a private
+    0700 dir); with no master there, ssh connects directly. [] when the socket path would be too
+    long for a unix socket."""
+    path = str(control_dir / "%C")
+    if len(path) - 2 + 40 > 100:
+        return []
+    return ["-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
+
+
+def start_master(config_path: Path, alias: str, control_dir: Path, persist: int = 60) -> list[str]:
+    """Open ONE OpenSSH master connection (same config: strict host keys) that every later rsync
+    and ssh of this run multiplexes over: one handshake, a warm TCP window. Returns the ssh
+    options for the clients ([] when it could not start: they then connect on their own).
+    ControlPersist closes it `persist` seconds after the last client if `stop_master` never runs."""
+    opts = master_options(control_dir)
+    if not opts:
+        return []
+    control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(control_dir, 0o700)
+    try:
+        r = subprocess.run(
+            ["ssh", "-F", str(config_path), "-o", "ControlMaster=yes", "-o", opts[-1]]
+            + ["-o", f"ControlPersist={persist}", "-N", "-f", alias],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return opts if r.returncode == 0 else []
+
+
+def stop_master(config_path: Path, alias: str, opts: Sequence[str]) -> None:
+    """`ssh -O exit` the master started by start_master (nothing when opts is empty)."""
+    if not opts:
+        return
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            ["ssh", "-F", str(config_path), *opts, "-O", "exit", alias],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=15,
+            check=False,
+        )
 
 
 # ---------------------------------------------------------------- preflight: throughput probe, ETA
