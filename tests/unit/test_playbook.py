@@ -143,3 +143,8 @@ def test_step_names_default_to_their_type(tmp_path: Path) -> None:
 def test_missing_playbook_file(tmp_path: Path) -> None:
     with pytest.raises(PlaybookError, match="playbook file not found; check the path"):
         playbook.load(tmp_path / "nope.yml")
+
+
+def test_every_registered_step_loads_under_its_own_name() -> None:
+    for name, cls in REGISTRY.items():
+        assert cls.name == name

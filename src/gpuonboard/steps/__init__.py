@@ -1,42 +1,65 @@
-"""Step registry: playbook `step:` names -> Step classes."""
+"""Step registry: playbook `step:` names -> Step classes, imported only when a playbook uses them.
+
+A run of one small playbook should not pay for importing every step (container, dataset,
+training ...) and what they import: with 50 hosts the start-up is serial time.
+"""
 
 from __future__ import annotations
 
-from .acceptance import AcceptanceStep
-from .autostop import AutostopStatusStep, AutostopStep
-from .base import Check, Plan, Step, StepContext, StepResult
-from .container import ContainerStep
-from .dataset import DatasetStep
-from .driver_compat import DriverCompatStep
-from .files import CommandStep, TemplateStep
-from .gpu_benchmark import GpuBenchmarkStep
-from .gpu_health import GpuHealthStep
-from .network import NetworkStep
-from .prove import AllreduceStep, DiskSpeedStep, SmokeTrainStep
-from .teardown import TeardownContainersStep, TeardownCostStep, TeardownFilesStep, TeardownPullStep
+import importlib
+from collections.abc import Iterator, Mapping
 
-REGISTRY: dict[str, type[Step]] = {
-    cls.name: cls
-    for cls in (
-        AcceptanceStep,
-        GpuHealthStep,
-        DriverCompatStep,
-        TemplateStep,
-        CommandStep,
-        AutostopStep,
-        AutostopStatusStep,
-        ContainerStep,
-        DatasetStep,
-        TeardownPullStep,
-        TeardownContainersStep,
-        TeardownFilesStep,
-        TeardownCostStep,
-        SmokeTrainStep,
-        AllreduceStep,
-        DiskSpeedStep,
-        GpuBenchmarkStep,
-        NetworkStep,
-    )
+from .base import Check, Plan, Step, StepContext, StepResult
+
+# step name -> (module under gpuonboard.steps, class name)
+_LOCATIONS: dict[str, tuple[str, str]] = {
+    "acceptance": ("acceptance", "AcceptanceStep"),
+    "gpu_health": ("gpu_health", "GpuHealthStep"),
+    "driver_compat": ("driver_compat", "DriverCompatStep"),
+    "template": ("files", "TemplateStep"),
+    "command": ("files", "CommandStep"),
+    "autostop": ("autostop", "AutostopStep"),
+    "autostop_status": ("autostop", "AutostopStatusStep"),
+    "container": ("container", "ContainerStep"),
+    "dataset": ("dataset", "DatasetStep"),
+    "teardown_pull": ("teardown", "TeardownPullStep"),
+    "teardown_containers": ("teardown", "TeardownContainersStep"),
+    "teardown_files": ("teardown", "TeardownFilesStep"),
+    "teardown_cost": ("teardown", "TeardownCostStep"),
+    "smoke_train": ("prove", "SmokeTrainStep"),
+    "allreduce": ("prove", "AllreduceStep"),
+    "disk_speed": ("prove", "DiskSpeedStep"),
+    "gpu_benchmark": ("gpu_benchmark", "GpuBenchmarkStep"),
+    "network": ("network", "NetworkStep"),
 }
+
+
+class _Registry(Mapping[str, type[Step]]):
+    """A read-only mapping whose values are imported on first use."""
+
+    def __init__(self, locations: Mapping[str, tuple[str, str]]) -> None:
+        self._locations = dict(locations)
+        self._loaded: dict[str, type[Step]] = {}
+
+    def __getitem__(self, name: str) -> type[Step]:
+        if name not in self._loaded:
+            module, cls = self._locations[name]  # KeyError for an unknown step, as a dict
+            step = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+            if step.name != name:  # pragma: no cover - a table typo, caught by the tests
+                raise RuntimeError(f"step table says {name!r} but {cls}.name is {step.name!r}")
+            self._loaded[name] = step
+        return self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._locations
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._locations)
+
+    def __len__(self) -> int:
+        return len(self._locations)
+
+
+REGISTRY: Mapping[str, type[Step]] = _Registry(_LOCATIONS)
 
 __all__ = ["REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]
