@@ -50,20 +50,7 @@ def plan(args: PlanArgs, project: Path) -> int:
 
     if not args.params:
         raise UsageError("--params is required, e.g. invoke plan --params 7B.")
-    # validate every flag before touching the inventory
-    planner.make_plan(
-        args.params,
-        args.precision,
-        args.optimizer,
-        args.mode,
-        args.seq,
-        args.batch,
-        args.checkpointing,
-        args.dataset_size,
-        args.bandwidth,
-        args.hours,
-    )
-    vendors, vendor_note = _vendors(project, args.inventory, bool(args.hours))
+    # every flag is validated (and the plan computed) before the inventory is touched
     p = planner.make_plan(
         args.params,
         args.precision,
@@ -75,8 +62,10 @@ def plan(args: PlanArgs, project: Path) -> int:
         args.dataset_size,
         args.bandwidth,
         args.hours,
-        vendors,
     )
+    vendors, vendor_note = _vendors(project, args.inventory, p.hours is not None)
+    if p.hours is not None:
+        p.costs = [planner.vendor_cost(v, p.hours) for v in vendors]
     if vendor_note:
         p.notes.append(vendor_note)
     if args.json:
