@@ -91,6 +91,7 @@ def main() -> int:
     )
     ap.add_argument("--big-mib", type=int, default=0, help="size of the one-file case (MiB)")
     ap.add_argument("--files", type=int, default=0, help="number of 4 KiB files")
+    ap.add_argument("--cases", default="a,b,ae,be", help="which cases: a, b, ae, be (e = encrypted)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (not the namespace)")
     args = ap.parse_args()
     big = (args.big_mib or (100 if args.small else 1024)) * 1024 * 1024
@@ -150,7 +151,7 @@ def main() -> int:
             f"Host bench\n  HostName {NS_IP}\n  User root\n  IdentityFile {client}\n  IdentitiesOnly yes\n"
             "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
         )
-        data = make_data(tmp / "data", big, n_small)
+        data = make_data(tmp / "data", big if "a" in args.cases else 1024, n_small)
         remote = tmp / "remote"  # same file system: the namespace only has its own network
         project = tmp / "project"
         (project / "inventory").mkdir(parents=True)
@@ -179,7 +180,8 @@ def main() -> int:
         env = {**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null", "COLUMNS": "200"}
         cli = [sys.executable, "-c", "from gpuonboard.cli import main; main()"]
         rows = []
-        for case, enc in (("a", False), ("b", False), ("a", True), ("b", True)):
+        chosen = [c.strip() for c in args.cases.split(",") if c.strip()]
+        for case, enc in [(c[0], c.endswith("e")) for c in chosen]:
             src, nbytes = data[case]
             shutil.rmtree(remote, ignore_errors=True)
             (remote / "base").mkdir(parents=True)

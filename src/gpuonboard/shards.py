@@ -26,10 +26,10 @@ import os
 import stat
 import tarfile
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
 from .transfer import Entry
 
@@ -94,65 +94,149 @@ def member_key(root: Path, members: Sequence[Entry]) -> str:
     return h.hexdigest()
 
 
-class _HashingWriter:
-    """File-like sink for tarfile: writes through and hashes (constant memory)."""
-
-    def __init__(self, out: IO[bytes]) -> None:
-        self.out, self.hash, self.size = out, hashlib.sha256(), 0
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        self.size += len(data)
-        return self.out.write(data)
-
-    def tell(self) -> int:
-        return self.size
-
-
 @dataclass(frozen=True)
 class Shard:
-    """One built shard in the cache."""
+    """One shard: its name, sha256 and size (path: the local tar file, when one was written)."""
 
     name: str  # <sha256[:32]>.tar
     sha256: str
     size: int
-    path: Path
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Packed:
+    """What packing one shard produced: the tar's sha256 and size, each member's content sha256."""
+
+    sha256: str
+    size: int
+    files: dict[str, str]
+
+    @property
+    def name(self) -> str:
+        """The shard's name on the host (content-addressed)."""
+        return f"{self.sha256[:32]}.tar"
+
+
+class ChangedWhilePacking(OSError):
+    """A file's size changed between the scan and packing."""
+
+
+_ZERO = bytes(tarfile.BLOCKSIZE)
+
+
+def _header(info: tarfile.TarInfo) -> bytes:
+    return info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+
+
+def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], flush: int = 1 << 20) -> Packed:
+    """Stream the deterministic tar of `members` (in order) to `write`, in ~`flush`-byte pieces,
+    hashing each member and the whole tar as it goes (files are read once, constant memory).
+    Byte-identical to what tarfile writes for the same normalised headers."""
+    from .transfer import link_hash
+
+    total = hashlib.sha256()
+    size = 0
+    files: dict[str, str] = {}
+    buf = bytearray()
+
+    def out(data: bytes | bytearray | memoryview) -> None:
+        nonlocal size
+        buf.extend(data)
+        if len(buf) >= flush:
+            emit()
+
+    def emit() -> None:
+        nonlocal size
+        if buf:
+            chunk = bytes(buf)
+            total.update(chunk)
+            size += len(chunk)
+            write(chunk)
+            buf.clear()
+
+    for e in members:
+        info = tarfile.TarInfo(e.rel)
+        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        if e.kind == "l":
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, e.target, 0o777
+            out(_header(info))
+            files[e.rel] = link_hash(e.target)
+            continue
+        with open(root / e.rel, "rb") as f:
+            st = os.fstat(f.fileno())
+            info.mode = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
+            info.size = st.st_size
+            out(_header(info))
+            h = hashlib.sha256()
+            left = st.st_size
+            while left > 0:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    raise ChangedWhilePacking(f"{root / e.rel} shrank while it was being packed; rerun")
+                h.update(chunk)
+                out(chunk)
+                left -= len(chunk)
+            files[e.rel] = h.hexdigest()
+            pad = -st.st_size % tarfile.BLOCKSIZE
+            if pad:
+                out(_ZERO[:pad])
+    out(_ZERO * 2)
+    end = (size + len(buf)) % tarfile.RECORDSIZE
+    if end:
+        out(bytes(tarfile.RECORDSIZE - end))
+    emit()
+    return Packed(total.hexdigest(), size, files)
 
 
 def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:
-    """Pack members (in order) into a deterministic tar in cache, named by its sha256."""
+    """Pack members (in order) into a deterministic tar file in cache, named by its sha256."""
     cache.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache, prefix=".build.")
     try:
         with os.fdopen(fd, "wb") as raw:
-            sink = _HashingWriter(raw)
-            with tarfile.TarFile(
-                fileobj=cast(Any, sink),
-                mode="w",
-                format=tarfile.GNU_FORMAT,
-                encoding="utf-8",
-                errors="surrogateescape",
-            ) as tar:
-                for e in members:
-                    info = tarfile.TarInfo(e.rel)
-                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-                    if e.kind == "l":
-                        info.type, info.linkname, info.mode = tarfile.SYMTYPE, e.target, 0o777
-                        tar.addfile(info)
-                        continue
-                    path = root / e.rel
-                    info.mode, info.size = _mode(path), path.stat().st_size
-                    with path.open("rb") as f:
-                        tar.addfile(info, f)
-        digest = sink.hash.hexdigest()
-        final = cache / f"{digest[:32]}.tar"
+            packed = pack(root, members, raw.write)
+        final = cache / packed.name
         os.chmod(tmp, 0o644)
         os.utime(tmp, (SHARD_MTIME, SHARD_MTIME))
         os.replace(tmp, final)
-        return Shard(final.name, digest, sink.size, final)
+        return Shard(final.name, packed.sha256, packed.size, final)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class HashCache:
+    """rel -> sha256 of a dataset file, valid while (size, mtime_ns, inode) are unchanged, so a
+    rerun hashes only the files that changed (persisted as hashes.json in the dataset's cache)."""
+
+    def __init__(self, cache: Path) -> None:
+        self.path = cache / "hashes.json"
+        try:
+            self.data: dict[str, list[Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def get(self, e: Entry) -> str:
+        """The cached sha256 of e, or "" when unknown or stale."""
+        rec = self.data.get(e.rel)
+        if rec and e.kind == "f" and rec[:3] == [e.size, e.mtime_ns, e.ino]:
+            return str(rec[3])
+        return ""
+
+    def put(self, e: Entry, sha: str) -> None:
+        """Remember e's content hash under its current stat."""
+        if e.kind == "f":
+            self.data[e.rel] = [e.size, e.mtime_ns, e.ino, sha]
+
+    def save(self, keep: Iterable[str]) -> None:
+        """Write the cache with only the paths still in the dataset."""
+        wanted = set(keep)
+        self.data = {k: v for k, v in self.data.items() if k in wanted}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, separators=(",", ":")))
+        os.replace(tmp, self.path)
 
 
 class Index:
@@ -166,17 +250,13 @@ class Index:
             self.data = {}
 
     def get(self, key: str) -> Shard | None:
-        """The cached shard for these members, when its file is still there and unchanged in size."""
+        """The shard these members packed into last time (name, sha256, size; packing is
+        deterministic, so the same members give the same shard again)."""
         rec = self.data.get(key)
         if not rec:
             return None
         path = self.cache / rec["name"]
-        try:
-            if path.stat().st_size != rec["size"]:
-                return None
-        except OSError:
-            return None
-        return Shard(rec["name"], rec["sha256"], rec["size"], path)
+        return Shard(rec["name"], rec["sha256"], rec["size"], path if path.is_file() else None)
 
     def put(self, key: str, shard: Shard) -> None:
         """Remember a built shard (saved by `save`)."""
@@ -189,6 +269,7 @@ class Index:
         for p in self.cache.glob("*.tar"):
             if p.name not in used:
                 p.unlink(missing_ok=True)
+        self.cache.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=0, sort_keys=True))
         os.replace(tmp, self.path)

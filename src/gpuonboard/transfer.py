@@ -9,6 +9,7 @@ Remote command texts are built with `gpuonboard.shell` only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import subprocess
@@ -41,6 +42,8 @@ class Entry:
     mtime: int  # whole seconds, as rsync -t sets them
     sha256: str  # of the content (file) or of the link target + '\n' (symlink)
     target: str = ""  # symlink target
+    mtime_ns: int = 0  # for the local hash cache (shard mode)
+    ino: int = 0
 
 
 @dataclass
@@ -70,25 +73,40 @@ def link_hash(target: str) -> str:
 
 def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     """Walk the dataset (a directory, or one file) and hash every regular file (with
-    `hashes=False` files get sha256 "" and `hash_tree` fills them in later, e.g. while rsync runs)."""
+    `hashes=False` files get sha256 "" and `hash_tree` fills them in later, e.g. while rsync runs).
+    One lstat per entry (os.scandir), directories in sorted order."""
     tree = SourceTree(root)
     digest = sha256_file if hashes else (lambda _p: "")
     if root.is_file() and not root.is_symlink():
         st = root.stat()
-        tree.entries[root.name] = Entry(root.name, "f", st.st_size, int(st.st_mtime), digest(root))
+        tree.entries[root.name] = Entry(
+            root.name, "f", st.st_size, int(st.st_mtime), digest(root), "", st.st_mtime_ns, st.st_ino
+        )
         return tree
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        base = Path(dirpath)
-        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            st = path.lstat()
-            if path.is_symlink():
-                target = os.readlink(path)
-                tree.entries[rel] = Entry(rel, "l", 0, int(st.st_mtime), link_hash(target), target)
-            elif path.is_file():
-                tree.entries[rel] = Entry(rel, "f", st.st_size, int(st.st_mtime), digest(path))
+    entries = tree.entries
+
+    def walk(path: str, prefix: str) -> None:
+        with os.scandir(path) as it:
+            items = sorted(it, key=lambda d: d.name)
+        subdirs = []
+        for d in items:
+            rel = prefix + d.name
+            if d.is_symlink():
+                target = os.readlink(d.path)
+                st = d.stat(follow_symlinks=False)
+                entries[rel] = Entry(rel, "l", 0, int(st.st_mtime), link_hash(target), target)
+            elif d.is_dir(follow_symlinks=False):
+                subdirs.append((d.path, rel + "/"))
+            elif d.is_file(follow_symlinks=False):
+                st = d.stat(follow_symlinks=False)
+                sha = digest(Path(d.path)) if hashes else ""
+                entries[rel] = Entry(
+                    rel, "f", st.st_size, int(st.st_mtime), sha, "", st.st_mtime_ns, st.st_ino
+                )
+        for sub, pre in subdirs:
+            walk(sub, pre)
+
+    walk(str(root), "")
     return tree
 
 
@@ -98,7 +116,7 @@ def hash_tree(tree: SourceTree) -> None:
     for rel, e in list(tree.entries.items()):
         if e.kind == "f" and not e.sha256:
             path = root / rel if root.is_dir() else root
-            tree.entries[rel] = Entry(e.rel, e.kind, e.size, e.mtime, sha256_file(path), e.target)
+            tree.entries[rel] = dataclasses.replace(e, sha256=sha256_file(path))
 
 
 # ---------------------------------------------------------------- remote probes
@@ -115,6 +133,7 @@ def listing_command(target: str, data_dir: str) -> str:
         f"printf '{m}rsync %s\\n' \"$(command -v rsync || echo absent)\"\n"
         f"printf '{m}compress %s\\n' \"$(rsync --version 2>/dev/null"
         " | sed -n '/^Compress list:/{n;p;}')\"\n"
+        f"printf '{m}zstd %s\\n' \"$(command -v zstd || echo absent)\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
         f"printf '{m}list\\n'\n"
@@ -133,6 +152,7 @@ class RemoteState:
     free_bytes: int | None
     files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
     compress: tuple[str, ...] = ()  # the host rsync's compression choices (3.2+), e.g. zstd lz4
+    zstd: bool = False  # the zstd command is on the host (shard streams)
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -141,6 +161,7 @@ def parse_listing(text: str) -> RemoteState:
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
     compress: tuple[str, ...] = ()
+    zstd = False
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
     for line in head.splitlines():
@@ -151,6 +172,8 @@ def parse_listing(text: str) -> RemoteState:
                 rsync = None if rest.strip() in ("", "absent") else rest.strip()
             elif kind == "compress":
                 compress = tuple(rest.split())
+            elif kind == "zstd":
+                zstd = rest.strip() not in ("", "absent")
             continue
         if section == "df":
             fields = line.split()
@@ -164,7 +187,7 @@ def parse_listing(text: str) -> RemoteState:
         if not size.isdigit():
             continue
         files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, compress)
+    return RemoteState(rsync, free, files, compress, zstd)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

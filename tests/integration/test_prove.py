@@ -46,7 +46,7 @@ def _leftovers() -> set[str]:
 
 def test_prove_runs_for_real_on_cpu(project: Project, tmp_path: Path) -> None:
     before = _leftovers()
-    _setup(project, tmp_path, "prove")
+    _setup(project, tmp_path, "prove", allreduce_nproc=3)  # --nproc used to break torchrun's parser
     r = project.cli("prove", "--host", "prove", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     rules = project.rules("prove")
@@ -57,9 +57,9 @@ def test_prove_runs_for_real_on_cpu(project: Project, tmp_path: Path) -> None:
     assert rules["checkpoint_roundtrip"]["verdict"] == "pass"
     assert "outputs identical" in rules["checkpoint_roundtrip"]["actual"]
     assert rules["training_device"]["actual"].startswith("cpu (no GPU")
-    # the real all-reduce: 2 gloo processes, exact sums, information-only verdict
+    # the real all-reduce: 3 gloo processes (allreduce_nproc), exact sums, information-only verdict
     assert rules["allreduce_correct"]["verdict"] == "pass"
-    assert "(2 x gloo)" in rules["allreduce_busbw"]["actual"]
+    assert "(3 x gloo)" in rules["allreduce_busbw"]["actual"]
     assert "information only" in rules["allreduce_busbw"]["expected"]
     # disk: measured, checkpoint time for 7B estimated, temp file gone
     assert "GB/s" in rules["disk_write"]["actual"]

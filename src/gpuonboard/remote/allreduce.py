@@ -52,6 +52,12 @@ def sizes(lo: int, hi: int, factor: int) -> list[int]:
     return out
 
 
+def _is_nproc(argv: list[str], i: int) -> bool:
+    """argv[i] is `--nproc`, its value, or `--nproc=N`."""
+    a = argv[i]
+    return a == "--nproc" or a.startswith("--nproc=") or (i > 0 and argv[i - 1] == "--nproc")
+
+
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """Launcher: choose process count and backend, run torchrun on this file, relay rank 0."""
     try:
@@ -67,9 +73,12 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     if backend == "nccl" and nproc > gpus:
         emit({"ok": False, "error": f"--nproc {nproc} asks for more GPUs than torch sees ({gpus})"})
         return 1
+    # the workers get the sweep settings only: torchrun's parser would take `--nproc` after the
+    # script for an ambiguous abbreviation of its own --nproc_per_node / --nproc-per-node
+    passed = [a for i, a in enumerate(argv) if not _is_nproc(argv, i)]
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-        os.path.abspath(__file__), *argv, "--backend", backend,
+        os.path.abspath(__file__), *passed, "--backend", backend,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     t0 = time.perf_counter()

@@ -11,9 +11,12 @@ re-sent once. With `encrypt`, files go as cached age ciphertexts (see crypto.py)
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import hashlib
 import os
 import posixpath
+import secrets
 import shutil
 import time
 from collections.abc import Mapping
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import crypto, openssh, shards, shell, transfer
+from .. import crypto, openssh, shards, shardstream, shell, transfer
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext
@@ -58,10 +61,12 @@ class Work:
     built: list[shards.Shard | None] = field(default_factory=list)
     send_idx: list[int] = field(default_factory=list)  # groups to (build and) send
     remote_names: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # names in <dest>/<name>.shards to remove
     unpack: bool = False
     need: int = 0
     shard_size: int = 0
-    # apply: the shared OpenSSH master's client options, rsync compression (shard mode)
+    codec: str = "gzip"  # shard streams: zstd when both ends have it
+    # apply: the shared OpenSSH master's client options, rsync compression
     ssh_opts: list[str] = field(default_factory=list)
     compress: str | None = None
 
@@ -175,10 +180,6 @@ class DatasetStep(Step):
         entries = list(tree.entries.values())
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
         if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
-            transfer.hash_tree(tree)
-            work.compress = transfer.pick_compress(
-                transfer.parse_listing(ctx.facts.raw[self._probe(self.shards_target).name].stdout).compress
-            )
             return self._plan_shards(ctx, src, work)
         if self.encrypt:
             transfer.hash_tree(tree)
@@ -256,9 +257,24 @@ class DatasetStep(Step):
         root = work.tree.root
         return ctx.project / ".gpuonboard" / "cache" / "shards" / shards.dataset_id(root)
 
+    def _shard_root(self, work: Work) -> Path:
+        return work.tree.root if work.tree.root.is_dir() else work.tree.root.parent
+
+    def _remote_name(self, work: Work, shard: shards.Shard) -> str:
+        """The shard's file name on the host: `<sha>.tar`, or `<sha>.tar.zst.age` encrypted."""
+        if work.enc is None:
+            return shard.name
+        return shard.name[: -len(".tar")] + shardstream.ENCRYPTED_SUFFIX[work.codec]
+
+    def _cipher_path(self, ctx: StepContext, work: Work, shard: shards.Shard) -> Path:
+        assert work.enc is not None
+        return self._cache_dir(ctx) / f"{work.enc.cache_key(f'{shard.sha256}:{work.codec}')}.age"
+
     def _plan_shards(self, ctx: StepContext, src: Path, work: Work) -> Plan:
-        """Shard mode: assign files to shards, reuse built ones from the cache index, compare the
-        uploaded names with the listing of <dest>/<name>.shards."""
+        """Shard mode: assign files to shards; when shards were packed before, find the unchanged
+        ones by member key (file hashes from the local hash cache: only changed files are read);
+        compare their names with the listing of <dest>/<name>.shards. A first run hashes nothing
+        here: packing hashes each file as it streams it."""
         work.target = self.shards_target
         work.unpack = self.unpack or self.decrypt_on_host
         if self.encrypt:
@@ -268,32 +284,49 @@ class DatasetStep(Step):
             if work.unpack and work.identity is None:
                 return Plan(False, "unpacking encrypted shards needs --decrypt-on-host", failed=True)
         size = int(transfer_size(self._setting(ctx, "shard_size", shards.DEFAULT_SIZE)))
-        work.groups = shards.assign(list(work.tree.entries.values()), size)
-        index = shards.Index(self._shard_cache(ctx, work))
-        work.keys = [
-            shards.member_key(work.tree.root if work.tree.root.is_dir() else work.tree.root.parent, g)
-            for g in work.groups
-        ]
-        work.built = [index.get(k) for k in work.keys]
+        root = self._shard_root(work)
+        cache = self._shard_cache(ctx, work)
+        index = shards.Index(cache)
         remote = transfer.parse_listing(ctx.facts.raw[self._probe(self.shards_target).name].stdout)
-        cache = self._cache_dir(ctx)
+        work.codec = shardstream.pick_codec(remote.zstd)
+        if index.data:
+            hashes = shards.HashCache(cache)
+            for rel, e in list(work.tree.entries.items()):
+                if e.kind == "f" and not e.sha256:
+                    known = hashes.get(e)
+                    if known:
+                        work.tree.entries[rel] = dataclasses.replace(e, sha256=known)
+            transfer.hash_tree(work.tree)
+        work.groups = shards.assign(list(work.tree.entries.values()), size)
+        if index.data:
+            work.keys = [shards.member_key(root, g) for g in work.groups]
+            work.built = [index.get(k) for k in work.keys]
+        else:
+            work.keys = [""] * len(work.groups)
+            work.built = [None] * len(work.groups)
         for i, (group, shard) in enumerate(zip(work.groups, work.built, strict=True)):
-            estimate = sum(max(e.size, 0) + 512 for e in group)
             if shard is None:
                 work.send_idx.append(i)
-                work.need += estimate
+                work.need += sum(max(e.size, 0) + 512 for e in group)
                 continue
-            name = shard.name
-            entry = transfer.Entry(name, "f", shard.size, shards.SHARD_MTIME, "")
-            if work.enc is not None:
-                name += ".age"
-                path = cache / f"{work.enc.cache_key(shard.sha256)}.age"
-                st = path.stat() if path.is_file() else None
-                entry = transfer.Entry(name, "f", st.st_size if st else -1, int(st.st_mtime) if st else 0, "")
+            name = self._remote_name(work, shard)
             work.remote_names.append(name)
-            if transfer.to_send([entry], remote.files):
+            have = remote.files.get(name)
+            want = shard.size
+            if work.enc is not None:
+                cipher = self._cipher_path(ctx, work, shard)
+                want = cipher.stat().st_size if cipher.is_file() else -1
+            if have is None or have[0] != "f" or have[1] != want:
                 work.send_idx.append(i)
                 work.need += shard.size
+        work.stale = [
+            n
+            for n, (kind, _, _) in remote.files.items()
+            if "/" not in n
+            and kind == "f"
+            and n not in work.remote_names
+            and (n.endswith((".tar", ".age")) or n.startswith(shardstream.INCOMING))
+        ]
         where = f"{ctx.host.name}:{self.shards_target}"
         total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
         complete = not work.send_idx and shards.MANIFEST in remote.files
@@ -301,6 +334,7 @@ class DatasetStep(Step):
         if work.unpack and complete:
             digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
             unpacked = shards.marker_name(digest) in remote.files
+        work.shard_size = size
         if complete and unpacked:
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
         if remote.free_bytes is not None and remote.free_bytes < work.need * (2 if work.unpack else 1):
@@ -327,15 +361,13 @@ class DatasetStep(Step):
             "bytes": work.need,
             "source": str(src),
         }
-        work.shard_size = size
         return Plan(True, msg, diff=diff, data=work)
 
     def _manifest(self, work: Work, size: int) -> bytes:
         rows = []
         for group, shard in zip(work.groups, work.built, strict=True):
             assert shard is not None
-            name = shard.name + (".age" if work.enc is not None else "")
-            rows.append((name, shard.sha256, shard.size, group))
+            rows.append((self._remote_name(work, shard), shard.sha256, shard.size, group))
         return shards.manifest(rows, size)
 
     # ------------------------------------------------------------ apply
@@ -545,126 +577,176 @@ class DatasetStep(Step):
         plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
         return None
 
+    def _shard_producer(
+        self, ctx: StepContext, work: Work, i: int, root: Path
+    ) -> tuple[Any, str | None, Any, Path | None, Path | None]:
+        """-> (produce, codec for the local pipeline, encrypt, temp ciphertext, cached ciphertext)."""
+        group = work.groups[i]
+
+        def pack(write: Any) -> shards.Packed:
+            return shards.pack(root, group, write)
+
+        if work.enc is None:
+            return pack, work.codec, None, None, None
+        shard = work.built[i]
+        cached = self._cipher_path(ctx, work, shard) if shard is not None else None
+        if cached is not None and cached.is_file():
+
+            def copy(write: Any) -> None:
+                with cached.open("rb") as f:
+                    while chunk := f.read(1 << 20):
+                        write(chunk)
+
+            return copy, None, None, None, cached
+        enc = work.enc
+
+        def encrypt(source: Any, sink: Any) -> None:
+            import pyrage
+
+            if enc.passphrase is not None:  # pyrage's scrypt API takes whole byte strings
+                sink.write(pyrage.passphrase.encrypt(source.read(), enc.passphrase.reveal()))
+            else:
+                pyrage.encrypt_io(source, sink, crypto.parse_recipients(enc.recipients))
+
+        return pack, work.codec, encrypt, shardstream.temp_cipher_path(self._cache_dir(ctx)), None
+
+    def _stream_progress(self, ctx: StepContext, total: int, n_shards: int) -> tuple[Any, list[int]]:
+        """on_bytes callback: live percent, rate and shard count; applies --bwlimit."""
+        mbit = transfer.parse_rate_mbit(self.bwlimit) if self.bwlimit else None
+        throttle = shardstream.Throttle(mbit * 1e6 / 8 if mbit else None)
+        state = [0, 0, 0]  # bytes, shard index, last report (ms)
+        start = time.monotonic()
+
+        def on_bytes(n: int) -> None:
+            throttle(n)
+            state[0] += n
+            now = time.monotonic()
+            if ctx.progress and (now - start) * 1000 - state[2] > 200:
+                state[2] = int((now - start) * 1000)
+                rate = state[0] / max(now - start, 1e-6) / 1e6
+                ctx.progress(
+                    f"step {self.label}: {min(100, 100 * state[0] // max(total, 1))}%"
+                    f" {format_bytes(state[0], binary=True)} of {format_bytes(total, binary=True)}"
+                    f" {rate:.1f}MB/s shard {state[1] + 1}/{n_shards}"
+                )
+
+        return on_bytes, state
+
     def _apply_shards(self, ctx: StepContext, plan: Plan, work: Work, cfg: Path, alias: str, eta: str) -> Any:
-        """Build (cache misses), encrypt (cache misses) and send shards in pipelined batches; send
-        the manifest; verify sent shards by sha256; drop stale shards; unpack when asked."""
-        size = work.shard_size
-        root = work.tree.root if work.tree.root.is_dir() else work.tree.root.parent
+        """Stream each shard to send (pack -> compress [-> encrypt] -> ssh -> host stores it as
+        .incoming-*, unpacking on the fly when asked), then one closing command renames the
+        verified shards, writes the manifest, unpacks the rest and removes stale shards."""
+        root = self._shard_root(work)
         cache = self._shard_cache(ctx, work)
         index = shards.Index(cache)
-        enc_cache = self._cache_dir(ctx)
-        stage = self._stage_dir(ctx, work, "shards")
-        expect: dict[str, str] = {}
-        estimates = [sum(max(e.size, 0) + 512 for e in work.groups[i]) for i in work.send_idx]
-        counts = transfer.batch_sizes(estimates, max_items=1000)
+        hashes = shards.HashCache(cache)
+        unpack_dir = ""
+        if work.unpack:
+            unpack_dir = posixpath.join(
+                posixpath.dirname(self.plain_target.rstrip("/")) or "/",
+                f".gpuonboard-unpack-{secrets.token_hex(6)}",
+            )
+        encrypted = work.enc is not None
+        prefix = shardstream.identity_prefix(work.identity.reveal()) if encrypted and work.unpack else b""
+        ssh_base = ["ssh", "-F", str(cfg), *work.ssh_opts, alias]
+        on_bytes, state = self._stream_progress(ctx, work.need, len(work.send_idx))
+        arrived: list[tuple[str, str, str]] = []
+        sent_bytes = 0
 
-        def prepare(i: int) -> str:
-            shard = work.built[i]
-            if shard is None:
-                shard = shards.build(root, work.groups[i], cache)
-                work.built[i] = shard
-            index.put(work.keys[i], shard)
-            path, name = shard.path, shard.name
-            if work.enc is not None:
-                path, _ = crypto.cached_ciphertext(shard.path, shard.sha256, work.enc, enc_cache)
-                name += ".age"
-            expect[name] = crypto.sha256_file(path) if work.enc is not None else shard.sha256
-            (stage / name).unlink(missing_ok=True)
-            try:
-                os.link(path, stage / name)
-            except OSError:
-                shutil.copy2(path, stage / name)
-            return name
+        def resumable(why: str) -> str:
+            done = f"{len(arrived)} of {len(work.send_idx)} shards arrived"
+            return f"{why}; rerun to resume ({done}, only the rest is sent)"
 
-        def make(idx: list[int]) -> Any:
-            def produce() -> list[str]:
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-                    return list(pool.map(prepare, idx))
-
-            return produce
-
-        batches, pos = [], 0
-        for n in counts:
-            batches.append(make(work.send_idx[pos : pos + n]))
-            pos += n
         try:
-            bad_run, sent, literal = self._rsync_batches(
-                ctx, stage, work.target, cfg, alias, batches, work.need, work
-            )
+            for n, i in enumerate(work.send_idx):
+                state[1] = n
+                produce, codec, encrypt, tmp_cipher, cached = self._shard_producer(ctx, work, i, root)
+                part = f"{shardstream.INCOMING}{i:06d}"
+                command = shardstream.receive_command(
+                    work.target, part, unpack_dir, work.codec, encrypted, clean=n == 0
+                )
+                try:
+                    res, packed = shardstream.stream(
+                        [*ssh_base, command],
+                        produce,
+                        codec,
+                        prefix=prefix,
+                        encrypt=encrypt,
+                        cipher_out=tmp_cipher,
+                        on_bytes=on_bytes,
+                    )
+                except (OSError, crypto.CryptoError) as exc:
+                    if tmp_cipher is not None:
+                        tmp_cipher.unlink(missing_ok=True)
+                    return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
+                if not res.ok or res.remote_sha != res.local_sha:
+                    if tmp_cipher is not None:
+                        tmp_cipher.unlink(missing_ok=True)
+                    why = _stream_failure(res)
+                    return resumable(why)
+                sent_bytes += res.sent
+                if isinstance(packed, shards.Packed):
+                    files = packed.files
+                    group = [
+                        dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]
+                    ]
+                    work.groups[i] = group
+                    for e in group:
+                        hashes.put(e, e.sha256)
+                    made = shards.Shard(packed.name, packed.sha256, packed.size)
+                    work.built[i] = made
+                    work.keys[i] = shards.member_key(root, group)
+                    index.put(work.keys[i], made)
+                    if tmp_cipher is not None:
+                        os.replace(tmp_cipher, self._cipher_path(ctx, work, made))
+                done = work.built[i]
+                assert done is not None
+                final = self._remote_name(work, done)
+                mv = ctx.runner.run(shardstream.rename_command(work.target, part, res.local_sha, final))
+                if not mv.ok:
+                    return resumable(f"upload failed: {mv.stderr.strip() or 'cannot rename ' + part}")
+                arrived.append((part, res.local_sha, final))
         finally:
-            index.save(set(work.keys))
-        if bad_run is not None:
-            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
-        sent_shards = sent
-        manifest = self._manifest(work, size)
-        (stage / shards.MANIFEST).write_bytes(manifest)
-        expect[shards.MANIFEST] = hashlib.sha256(manifest).hexdigest()
-        bad_run, n, lit = self._rsync_batches(
-            ctx, stage, work.target, cfg, alias, [lambda: [shards.MANIFEST]], len(manifest), work
+            index.save(set(k for k in work.keys if k))
+            hashes.save(work.tree.entries)
+        manifest = self._manifest(work, work.shard_size)
+        marker = shards.marker_name(hashlib.sha256(manifest).hexdigest())
+        names = [self._remote_name(work, s) for s in work.built if s is not None]
+        streamed = {final for _, _, final in arrived}
+        r = ctx.runner.run(
+            shardstream.finish_command(
+                work.target,
+                unpack_dir,
+                self.plain_target,
+                encrypted,
+                work.codec,
+                marker,
+                [],
+                [nm for nm in names if nm not in streamed] if work.unpack else [],
+                [nm for nm in work.stale if nm not in names],
+            ),
+            stdin=prefix + gzip.compress(manifest, compresslevel=1, mtime=0),
+            timeout=3600,
         )
-        if bad_run is not None:
-            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume"
-        sent, literal = sent + n, literal + lit
-        bad = self._mismatches(ctx, work.target, expect)
-        if bad:
-            listing = cfg.parent / f"{cfg.stem}.files"
-            listing.write_bytes(b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in bad))
-            resend = transfer.rsync_argv(
-                stage, work.target, cfg, alias, self.bwlimit, files_from=listing, ssh_options=work.ssh_opts
-            )
-            resend.insert(1, "--ignore-times")
-            again = transfer.run_rsync(resend, self._progress(ctx))
-            if again.exit_code != 0:
-                return transfer.explain_rsync_failure(again)
-            sent, literal = sent + again.stats.files_transferred, literal + again.stats.literal_bytes
-            still = self._mismatches(ctx, work.target, {r: expect[r] for r in bad})
-            if still:
-                return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
-        names = [s.name + (".age" if work.enc is not None else "") for s in work.built if s is not None]
-        listing_out = ctx.runner.run(transfer.listing_command(work.target, self.dest)).stdout
-        present = transfer.parse_listing(listing_out).files
-        stale = [
-            n
-            for n in present
-            if (n.endswith((".tar", ".tar.age")) and n not in names) or n.startswith("unpacked-")
-        ]
-        if stale:
-            ctx.runner.run(shell.join(["rm", "-f", "--", *(posixpath.join(work.target, n) for n in stale)]))
+        if not r.ok:
+            last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+            if "mismatch" in last:
+                return resumable(last)
+            return f"finishing the upload on the host failed: {last}"
+        data = format_bytes(sent_bytes, binary=True)
         msg = (
-            f"sent {sent_shards} of {len(work.groups)} shards ({format_bytes(literal, binary=True)} of data)"
-            f" to {ctx.host.name}:{work.target}; {len(expect)} files verified by sha256; estimate was {eta}"
+            f"sent {len(arrived)} of {len(work.groups)} shards ({data} of data)"
+            f" to {ctx.host.name}:{work.target}; {len(arrived) + 1} files verified by sha256"
+            f" ({work.codec} stream); estimate was {eta}"
         )
         if work.unpack:
-            marker = posixpath.join(work.target, shards.marker_name(hashlib.sha256(manifest).hexdigest()))
-            r = ctx.runner.run(
-                shell.join(
-                    [
-                        "sh",
-                        "-c",
-                        shards.UNPACK_SCRIPT,
-                        "sh",
-                        self.plain_target,
-                        work.target,
-                        "1" if work.enc is not None else "0",
-                        *names,
-                    ]
-                ),
-                stdin=(work.identity.reveal() + "\n").encode() if work.enc is not None else None,
-                timeout=3600,
-            )
-            if not r.ok:
-                last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
-                return f"unpacking the shards on the host failed: {last}"
-            ctx.runner.run(shell.join(["touch", "--", marker]))
             msg += f"; unpacked into {self.plain_target}"
         plan.msg = msg
         plan.diff = {
             **(plan.diff or {}),
-            "sent_files": sent,
-            "sent_shards": sent_shards,
-            "literal_bytes": literal,
+            "sent_files": len(arrived) + 1,
+            "sent_shards": len(arrived),
+            "literal_bytes": sent_bytes,
         }
         return None
 
@@ -718,3 +800,21 @@ class DatasetStep(Step):
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """apply returns the problem sentence, or None when everything arrived verified."""
         return applied if isinstance(applied, str) else None
+
+
+def _stream_failure(res: shardstream.StreamResult) -> str:
+    """One sentence for a shard stream that failed (disk full, link dropped, missing tool)."""
+    lines = [x.strip() for x in res.stderr.strip().splitlines() if x.strip()]
+    full = " ".join(lines).lower()
+    detail = lines[-1] if lines else ""
+    if "no space left" in full or "disk quota" in full:
+        why = "the remote disk is full"
+    elif "writing" in full and "failed" in full:
+        why = "writing on the host failed"
+    elif not res.ok and not detail:
+        why = "the SSH connection failed or dropped"
+    elif res.ok:
+        why = f"sha256 mismatch on the host (got {res.remote_sha[:12] or 'nothing'})"
+    else:
+        why = "the shard stream failed"
+    return f"upload failed: {why}" + (f" ({detail})" if detail else "")

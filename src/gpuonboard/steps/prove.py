@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import shell
 from ..errors import UsageError
-from ..facts import topo
+from ..facts import dcgm, topo
 from ..facts.gather import Facts
+from ..facts.probe import Probe
+from ..inventory import Host, Inventory
 from ..units import format_bytes, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
@@ -109,23 +113,46 @@ def build_command(
     workdir: str,
     runtime: Any = None,
     gpus: bool = False,
+    launcher: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    remote_timeout: float | None = None,
 ) -> str:
-    """The one remote command: stdin -> workdir/script, run it (host python or container)."""
+    """The one remote command: stdin -> workdir/script, run it (host python or container).
+
+    `launcher` goes between python and the script (`-m torch.distributed.run --nnodes=...` for a
+    multi-node run, which then also needs the host's network inside a container); `env` is set
+    for the python process; `remote_timeout` bounds the host's python with `timeout` there too
+    (so a rank waiting for a peer cannot outlive the step)."""
     path = f"{workdir}/{script}"
     if launch.in_container:
         cli = runtime.cli or "docker"
         argv = [cli, "run", "--rm", "--ipc=host", *(["--gpus", "all"] if gpus else [])]
-        argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, "python", path, *script_args]
-        inner = runtime.command(argv)
+        if launcher:
+            argv.append("--network=host")
+        for name, value in (env or {}).items():
+            argv += ["-e", f"{name}={value}"]
+        argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, "python", *launcher, path]
+        inner = runtime.command([*argv, *script_args])
     else:
-        inner = shell.join([launch.python, path, *script_args])
+        bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
+        inner = shell.with_env(shell.join([*bound, launch.python, *launcher, path, *script_args]), env or {})
     return shell.temp_script(workdir, script, inner)
 
 
 def run_script(
-    ctx: StepContext, launch: Launch, script: str, script_args: Sequence[str]
+    ctx: StepContext,
+    launch: Launch,
+    script: str,
+    script_args: Sequence[str],
+    launcher: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    expect_result: bool = True,
+    remote_timeout: float | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
-    """Run a bundled script on the host; (result JSON, '') or (None, why it failed)."""
+    """Run a bundled script on the host; (result JSON, '') or (None, why it failed).
+
+    With `expect_result=False` (a multi-node worker host, whose ranks print nothing) a clean
+    exit gives `({"ok": True, "result": False}, '')`."""
     runtime = None
     if launch.in_container:
         from .container import parse_ref, parse_state, probe_command
@@ -141,9 +168,21 @@ def run_script(
         if runtime.image_id is None:
             return None, f"image {launch.image} is not on the host; run the container step first"
     workdir = f"{launch.tmp}/gpuonboard-{script.split('.')[0]}-{secrets.token_hex(6)}"
-    command = build_command(launch, script, script_args, workdir, runtime, gpus=_gpu_count(ctx.facts) > 0)
+    command = build_command(
+        launch,
+        script,
+        script_args,
+        workdir,
+        runtime,
+        _gpu_count(ctx.facts) > 0,
+        launcher,
+        env,
+        remote_timeout,
+    )
     r = ctx.runner.run(command, stdin=script_bytes(script), timeout=launch.timeout)
     data = parse_result(r.stdout)
+    if data is None and not expect_result and r.ok:
+        return {"ok": True, "result": False}, ""
     if data is None:
         tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
         where = "in the container" if launch.in_container else f"with {launch.python}"
@@ -491,21 +530,321 @@ def allreduce_checks(
     return checks
 
 
+# --------------------------------------------------------------------------- dcgmi diag (in allreduce)
+
+DCGM_PROBE = Probe("prove_dcgmi", "command -v dcgmi")
+# seconds before `dcgmi diag -r <level>` is given up (levels 3 and 4 run for 30 min / 1-2 h)
+DCGM_TIMEOUTS = {1: 300, 2: 900, 3: 3600, 4: 3 * 3600}
+
+
+def dcgm_level(value: Any, budget: Any) -> int:
+    """The diagnostic level: `dcgm_level` when set (0 = off), else the deepest level that fits
+    `dcgm_budget` seconds, else 1 (quick)."""
+    if value not in (None, ""):
+        try:
+            level = int(value)
+        except (TypeError, ValueError):
+            raise StepArgsError(f"dcgm_level must be 0 (off) or 1-4, not {value!r}") from None
+        if level != 0 and level not in dcgm.LEVEL_SECONDS:
+            raise StepArgsError(f"dcgm_level must be 0 (off) or 1-4, not {level}")
+        return level
+    if budget not in (None, ""):
+        try:
+            return dcgm.level_for_budget(float(budget))
+        except (TypeError, ValueError):
+            raise StepArgsError(f"dcgm_budget must be a number of seconds, not {budget!r}") from None
+    return 1
+
+
+def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[Check]:
+    """Rules over a parsed `dcgmi diag -j` (pure): one `dcgm_<test>` rule per DCGM test (Fail
+    fails with DCGM's message, Warn warns, Skip passes and says so) plus a `dcgm_diag` summary.
+    `diag=None` without `why`: DCGM is not installed (information, never a failure)."""
+    want = f"dcgmi diag -r {level}: every test Pass"
+    if diag is None and not why:
+        return [
+            Check(
+                "dcgm_diag",
+                "(information) dcgmi diag when DCGM is installed",
+                "DCGM not installed: skipped",
+                "pass",
+                "install NVIDIA DCGM (datacenter-gpu-manager) to add its diagnostics to this step",
+            )
+        ]
+    if diag is None or diag.error:
+        reason = why or (diag.error if diag else "") or "no output"
+        return [
+            Check(
+                "dcgm_diag",
+                want,
+                f"could not read dcgmi output: {reason}",
+                "warn",
+                "dcgmi needs its host engine: `systemctl start nvidia-dcgm` (or `nv-hostengine`);"
+                " run `dcgmi diag -r 1 -j` by hand to see why",
+            )
+        ]
+    counts = {k: sum(1 for t in diag.tests if t.status == k) for k in ("pass", "fail", "warn", "skip")}
+    other = len(diag.tests) - sum(counts.values())
+    nothing_run = counts["skip"] == len(diag.tests)
+    checks = [
+        Check(
+            "dcgm_diag",
+            want,
+            f"DCGM {diag.version or '?'}"
+            + (f" (driver {diag.driver})" if diag.driver else "")
+            + f", level {level}: {len(diag.tests)} tests, "
+            + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            + (f", {other} unrecognised" if other else ""),
+            "warn" if nothing_run else "pass",
+            "DCGM skipped every test: nothing was verified" if nothing_run else "",
+        )
+    ]
+    seen: set[str] = set()
+    for t in diag.tests:
+        name = f"dcgm_{dcgm.slug(t.name)}"
+        if name in seen:
+            name = f"{name}_{dcgm.slug(t.category)}"
+        seen.add(name)
+        gpus = f" on GPU {', '.join(t.gpus)}" if t.gpus and t.status in ("fail", "warn") else ""
+        said = " | ".join(t.messages)
+        if t.status == "pass":
+            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
+        elif t.status == "skip":
+            checks.append(
+                Check(name, "Pass", f"{t.raw_status} ({t.category}): not run by DCGM", "pass", said)
+            )
+        elif t.status in ("fail", "warn"):
+            checks.append(
+                Check(
+                    name,
+                    "Pass",
+                    f"{t.raw_status}{gpus}" + (f": {t.messages[0]}" if t.messages else ""),
+                    "fail" if t.status == "fail" else "warn",
+                    said
+                    or f"DCGM's {t.name} test reported {t.raw_status}; `dcgmi diag -r {level} -v` tells more",
+                )
+            )
+        else:
+            checks.append(Check(name, "Pass", f"unrecognised status {t.raw_status!r}", "warn", said))
+    return checks
+
+
+def dcgm_failure_note(checks: Sequence[Check]) -> str:
+    """'; DCGM software: <message>' for the first failed DCGM test (for the step's message)."""
+    for c in checks:
+        if c.name.startswith("dcgm_") and c.name != "dcgm_diag" and c.verdict == "fail":
+            return f"; DCGM {c.name[5:]}: {c.actual}"
+    return ""
+
+
+def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check], dict[str, Any] | None]:
+    """Run `dcgmi diag -r <level> -j` when the fact probe found dcgmi; rules and the parsed result."""
+    found = ctx.facts.raw.get(DCGM_PROBE.name)
+    if found is None or found.exit_code != 0 or not found.stdout.strip():
+        return dcgm_checks(None, level), None
+    cmd = shell.join(["timeout", str(max(1, int(timeout)))]) + " " + dcgm.command(level)
+    r = ctx.runner.run(cmd, timeout=timeout + 30)
+    if r.exit_code == 124:
+        why = (
+            f"dcgmi diag -r {level} did not finish within {timeout:.0f} s"
+            " (raise dcgm_timeout or lower dcgm_level)"
+        )
+        return dcgm_checks(None, level, why), None
+    diag = dcgm.parse(r.stdout)
+    if diag.error and r.stderr.strip():
+        diag = dcgm.DcgmDiag(
+            diag.version, diag.driver, diag.tests, f"{diag.error}; {r.stderr.strip().splitlines()[-1]}"
+        )
+    return dcgm_checks(diag, level), {**asdict(diag), "level": level, "exit_code": r.exit_code}
+
+
+# --------------------------------------------------------------------------- multi-node all-reduce
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """This host's place in a multi-node all-reduce over the hosts of one inventory group."""
+
+    group: str
+    members: tuple[str, ...]  # the group's hosts in declared order; node rank = index
+    rank: int
+    master: str
+    master_addr: str
+    master_port: int
+
+
+def group_members(inventory: Inventory, group: str) -> tuple[str, ...]:
+    """The hosts of a group in declared order (names the inventory knows)."""
+    return tuple(m for m in inventory.groups.get(group, ()) if m in inventory.hosts)
+
+
+def node_plan(host: Host, inventory: Inventory | None, nodes: str) -> NodePlan | None:
+    """Pure: None for a single-node run (`nodes` empty), else this host's node rank, the master
+    (the group's first host) and its rendezvous address and port; StepArgsError says what to fix."""
+    if not nodes:
+        return None
+    if inventory is None:
+        raise StepArgsError("a multi-node all-reduce needs the inventory's groups")
+    if nodes == "group":
+        shared = [g for g in host.groups if len(group_members(inventory, g)) >= 2]
+        if not shared:
+            raise StepArgsError(
+                f"host {host.name} is in no group with another host; put the nodes in one group"
+                " or set allreduce_nodes to a group name"
+            )
+        if len(shared) > 1:
+            raise StepArgsError(
+                f"host {host.name} is in several groups with other hosts ({', '.join(shared)});"
+                " set allreduce_nodes to one of them"
+            )
+        group = shared[0]
+    else:
+        group = nodes
+        if group not in inventory.groups:
+            raise StepArgsError(f"allreduce_nodes names group {group!r}, which the inventory does not have")
+    members = group_members(inventory, group)
+    if host.name not in members:
+        raise StepArgsError(f"host {host.name} is not in group {group} (allreduce_nodes)")
+    if len(members) < 2:
+        raise StepArgsError(f"group {group} has only one host; a multi-node all-reduce needs two or more")
+    master = inventory.hosts[members[0]]
+    addr = str(master.vars.get("allreduce_master_addr") or master.address)
+    try:
+        port = int(master.vars.get("allreduce_master_port") or 29500)
+    except (TypeError, ValueError):
+        raise StepArgsError("allreduce_master_port must be a port number") from None
+    if not 0 < port < 65536:
+        raise StepArgsError(f"allreduce_master_port must be 1-65535, not {port}")
+    return NodePlan(group, members, members.index(host.name), master.name, addr, port)
+
+
+def torchrun_args(plan: NodePlan, nproc: int, join_timeout: float) -> list[str]:
+    """`python -m torch.distributed.run` arguments for this node (static rendezvous on the master)."""
+    return [
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={len(plan.members)}",
+        f"--node_rank={plan.rank}",
+        f"--nproc_per_node={nproc}",
+        f"--master_addr={plan.master_addr}",
+        f"--master_port={plan.master_port}",
+        f"--rdzv_conf=timeout={max(1, int(join_timeout))}",
+    ]
+
+
+class _Gate:
+    """The hosts of one group meeting in this process before they start torchrun together."""
+
+    def __init__(self, members: Sequence[str]) -> None:
+        self.members = frozenset(members)
+        self.arrived: dict[str, dict[str, Any]] = {}
+        self.closed = False
+        self.left = 0
+
+
+_GATE_LOCK = threading.Condition()
+_GATES: dict[tuple[int, str, str], _Gate] = {}
+
+
+def meet_group(
+    key: tuple[int, str, str], members: Sequence[str], me: str, info: dict[str, Any], timeout: float
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Wait (up to `timeout` s) until every member of the group has reached this step in this run;
+    returns (what each arrived host said, the members that never came). The runner runs hosts in
+    parallel, so a member that does not come is not selected, unreachable, or queued behind
+    --forks: without this gate its peers would sit in torchrun's rendezvous."""
+    deadline = time.monotonic() + timeout
+    with _GATE_LOCK:
+        gate = _GATES.setdefault(key, _Gate(members))
+        if gate.closed:
+            missing = sorted(gate.members - set(gate.arrived) - {me})
+            return dict(gate.arrived), missing or [me]
+        gate.arrived[me] = info
+        _GATE_LOCK.notify_all()
+        while not gate.members <= set(gate.arrived) and not gate.closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                gate.closed = True
+                _GATE_LOCK.notify_all()
+                break
+            _GATE_LOCK.wait(left)
+        missing = sorted(gate.members - set(gate.arrived))
+        gate.left += 1
+        if gate.left >= len(gate.arrived) and _GATES.get(key) is gate:
+            del _GATES[key]
+        return dict(gate.arrived), missing
+
+
+def multinode_checks(r: Mapping[str, Any], plan: NodePlan, nproc: int, backend: str) -> list[Check]:
+    """Rules for one node of a multi-node all-reduce (pure): rank 0's host judges the sums and
+    reports the cross-node bus bandwidth (information: no reference for a network), the others
+    report that they took part."""
+    n = len(plan.members)
+    if not r.get("result", True):
+        return [
+            Check(
+                "allreduce_multinode",
+                f"took part in the {n}-node all-reduce of group {plan.group}",
+                f"node rank {plan.rank} of {n} ({nproc} x {backend});"
+                f" the figures are in {plan.master}'s report",
+                "pass",
+            )
+        ]
+    rows = r.get("rows") or []
+    ok = bool(r.get("all_correct")) and bool(rows)
+    peak = float(r.get("peak_busbw_gbps") or 0.0)
+    at = max(rows, key=lambda x: x["busbw_gbps"])["bytes"] if rows else 0
+    return [
+        Check(
+            "allreduce_correct",
+            "sum over ranks is exact at every size",
+            f"{len(rows)} sizes, " + ("all exact" if ok else "WRONG results"),
+            "pass" if ok else "fail",
+            "" if ok else "a collective that returns wrong sums corrupts training; suspect the NICs or GPUs",
+        ),
+        Check(
+            "allreduce_multinode",
+            f"(information) cross-node busbw over group {plan.group}",
+            f"peak busbw {peak:.2f} GB/s at {format_bytes(at)} ({n} nodes, world size {r.get('world_size')}"
+            f" x {r.get('backend')})",
+            "pass",
+            "compare with the interconnect ordered (e.g. 400 Gbit/s InfiniBand ~ 40-48 GB/s busbw per node);"
+            " NCCL_DEBUG=INFO shows the transport used",
+        ),
+    ]
+
+
 class AllreduceStep(Step):
-    """torchrun all-reduce benchmark (NCCL on GPUs, gloo on CPU) against reference busbw."""
+    """torchrun all-reduce benchmark (NCCL on GPUs, gloo on CPU) against reference busbw; NVIDIA
+    DCGM's `dcgmi diag` folded into the rules when installed; optionally across a group's hosts."""
 
     name = "allreduce"
     read_only = True
     ARGS = {
         **_LAUNCH_ARGS,
-        "nproc": "processes (default: one per GPU, 2 on a CPU-only box)",
+        "nproc": "processes (default: one per GPU, 2 on a CPU-only box; 1 per CPU node multi-node)",
         "max_size": "largest message (default 1GiB on GPU, 64MiB on CPU)",
         "min_size": "smallest message (default 1MiB on GPU, 64KiB on CPU)",
         "iters": "timed iterations per size (default 20 GPU / 3 CPU)",
+        "dcgm_level": "dcgmi diag level 1-4, 0 = off (default: vars.dcgm_level, else by dcgm_budget, else 1)",
+        "dcgm_budget": "seconds dcgmi diag may take: picks the deepest level that fits (vars.dcgm_budget)",
+        "dcgm_timeout": "seconds before dcgmi diag is given up (default 300 / 900 / 3600 / 10800 by level)",
+        "nodes": "'group' (this host's group) or a group name: all-reduce across its hosts"
+        " (default: vars.allreduce_nodes; unset = this host only)",
+        "join_timeout": "seconds the group's hosts wait for each other"
+        " (default: vars.allreduce_join_timeout, else 300)",
     }
 
+    def probes(self) -> list[Probe]:
+        """Whether dcgmi is on the PATH rides in the batched fact probe."""
+        return [DCGM_PROBE]
+
+    def check_host(self, host: Host) -> None:
+        """Bad DCGM settings are reported before connecting."""
+        dcgm_level(_get(self.args, host.vars, "dcgm_level", "dcgm_level", None), None)
+
     def plan(self, ctx: StepContext) -> Plan:
-        """Run the benchmark (not in check mode), compare with the reference for the topology."""
+        """Run dcgmi diag and the benchmark (not in check mode), compare with the reference."""
         v = ctx.host.vars
         try:
             launch = launch_settings(self, v, 900)
@@ -516,22 +855,35 @@ class AllreduceStep(Step):
                 raw = _get(self.args, v, key, f"allreduce_{key}", "")
                 sizes[key] = parse_size(raw) if raw != "" else 0
             table = load_references()
+            level = dcgm_level(
+                _get(self.args, v, "dcgm_level", "dcgm_level", None),
+                _get(self.args, v, "dcgm_budget", "dcgm_budget", None),
+            )
+            dcgm_timeout = _float_arg(self, v, "dcgm_timeout", "dcgm_timeout", DCGM_TIMEOUTS.get(level, 300))
+            join_timeout = _float_arg(self, v, "join_timeout", "allreduce_join_timeout", 300)
+            nodes = node_plan(
+                ctx.host, ctx.inventory, str(_get(self.args, v, "nodes", "allreduce_nodes", ""))
+            )
         except (StepArgsError, UsageError, ValueError) as exc:
             return Plan(False, f"bad allreduce setting: {exc}", failed=True)
         if ctx.check:
             return Plan(False, "check mode: the all-reduce benchmark was not run")
         argv = []
-        if nproc:
-            argv += ["--nproc", str(nproc)]
         if iters:
             argv += ["--iters", str(iters)]
         if sizes["max_size"]:
             argv += ["--max-bytes", str(sizes["max_size"])]
         if sizes["min_size"]:
             argv += ["--min-bytes", str(sizes["min_size"])]
+        checks, dcgm_result = run_dcgm(ctx, level, dcgm_timeout) if level else ([], None)
+        diff: dict[str, Any] = {"dcgm": dcgm_result} if dcgm_result else {}
+        if nodes is not None:
+            return self._multinode(ctx, launch, nodes, nproc, argv, join_timeout, checks, diff)
+        if nproc:
+            argv += ["--nproc", str(nproc)]
         data, why = run_script(ctx, launch, "allreduce.py", argv)
         if data is None:
-            return Plan(False, why, failed=True)
+            return Plan(False, why + dcgm_failure_note(checks), checks=checks, failed=True, diff=diff or None)
         gpus = list(ctx.facts.gpu.gpus) if ctx.facts.gpu else []
         link = topo.interconnect(ctx.facts.topology) if ctx.facts.topology else "unknown"
         acs, asked = None, False
@@ -539,9 +891,71 @@ class AllreduceStep(Step):
             asked = True
             out = ctx.runner.run(shell.sh_c("lspci -vvv 2>/dev/null | grep ACSCtl"), timeout=60)
             acs = parse_acs(out.stdout)
-        checks = allreduce_checks(data, table, gpus[0].name if gpus else "", len(gpus), link, acs, asked)
+        checks += allreduce_checks(data, table, gpus[0].name if gpus else "", len(gpus), link, acs, asked)
         msg, failed = _summary(f"all-reduce over {data.get('world_size')} x {data.get('backend')}", checks)
-        return Plan(False, msg, checks=checks, failed=failed, diff={"result": data})
+        return Plan(
+            False,
+            msg + dcgm_failure_note(checks),
+            checks=checks,
+            failed=failed,
+            diff={**diff, "result": data},
+        )
+
+    def _multinode(
+        self,
+        ctx: StepContext,
+        launch: Launch,
+        nodes: NodePlan,
+        nproc: int,
+        argv: list[str],
+        join_timeout: float,
+        checks: list[Check],
+        diff: dict[str, Any],
+    ) -> Plan:
+        """Meet the group's other hosts, then run this node's torchrun (static rendezvous on the
+        group's first host); every host starts together because the runner runs them in parallel."""
+        n = len(nodes.members)
+        key = (id(ctx.inventory), nodes.group, self.label)
+        if ctx.progress:
+            ctx.progress(f"step {self.label}: waiting for the {n} hosts of group {nodes.group}")
+        seen, missing = meet_group(
+            key, nodes.members, ctx.host.name, {"gpus": _gpu_count(ctx.facts)}, join_timeout
+        )
+        if missing:
+            msg = (
+                f"multi-node all-reduce over group {nodes.group}: {', '.join(missing)} did not reach this"
+                f" step within {join_timeout:.0f} s; run all {n} hosts of the group together"
+                f" (--group {nodes.group} --forks {n} or more) and check that they are reachable"
+            )
+            return Plan(False, msg, checks=checks, failed=True, diff=diff or None)
+        # one backend for every node: NCCL only when each host has GPUs, else gloo on the CPU
+        backend = "nccl" if all(int(i.get("gpus") or 0) > 0 for i in seen.values()) else "gloo"
+        per_node = nproc or (_gpu_count(ctx.facts) if backend == "nccl" else 1)
+        launcher = torchrun_args(nodes, per_node, join_timeout)
+        data, why = run_script(
+            ctx,
+            launch,
+            "allreduce.py",
+            [*argv, "--backend", backend],
+            launcher=launcher,
+            env={"OMP_NUM_THREADS": "1"},
+            expect_result=nodes.rank == 0,
+            remote_timeout=max(1.0, launch.timeout - 10),  # ends before the SSH wait
+        )
+        where = f"node {nodes.rank} of {n} (master {nodes.master} {nodes.master_addr}:{nodes.master_port})"
+        if data is None:
+            msg = f"multi-node all-reduce over group {nodes.group}, {where}: {why}"
+            return Plan(False, msg + dcgm_failure_note(checks), checks=checks, failed=True, diff=diff or None)
+        checks += multinode_checks(data, nodes, per_node, backend)
+        msg, failed = _summary(f"{n}-node all-reduce over group {nodes.group}, {where}", checks)
+        result = {**data, "node_rank": nodes.rank, "nodes": list(nodes.members), "group": nodes.group}
+        return Plan(
+            False,
+            msg + dcgm_failure_note(checks),
+            checks=checks,
+            failed=failed,
+            diff={**diff, "result": result},
+        )
 
 
 # --------------------------------------------------------------------------- disk_speed

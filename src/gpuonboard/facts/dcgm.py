@@ -1,0 +1,176 @@
+"""`dcgmi diag -r <level> -j` (NVIDIA DCGM diagnostics): the command and a pure parser.
+
+Two JSON shapes are known from real output (tests/fixtures/real/dcgmi-diag-j__*):
+
+- DCGM 2.x/3.x: ``{"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name",
+  "results": [{"gpu_ids", "status", "warnings"?}]}]}], "version"}}``; statuses ``PASS``/``Pass``,
+  warnings plain strings (2.x) or ``{"warning": text, "error_id": ...}`` objects; DCGM 3.1 also
+  leaves ``null`` entries between tests.
+- DCGM 4.x: the same tree under ``"DCGM Diagnostic"``, results per entity (``entity_group``,
+  ``entity_id``), a per-test ``test_summary`` ({status, warnings, info}), and the version in a
+  top-level ``metadata`` object.
+
+Anything else is reported as unreadable (``DcgmDiag.error``), never guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import shell
+
+__all__ = [
+    "LEVEL_SECONDS",
+    "DcgmDiag",
+    "DcgmTest",
+    "command",
+    "level_for_budget",
+    "normalise_status",
+    "parse",
+    "slug",
+]
+
+# Typical run time per level (NVIDIA's DCGM user guide: r1 "quick" takes seconds, r2 about
+# 2 minutes, r3 about 30 minutes, r4 one to two hours); used to pick a level from a time budget.
+LEVEL_SECONDS = {1: 30, 2: 150, 3: 1800, 4: 7200}
+ROOT_KEYS = ("DCGM GPU Diagnostic", "DCGM Diagnostic")
+_STATUS = {
+    "pass": "pass",
+    "passed": "pass",
+    "fail": "fail",
+    "failed": "fail",
+    "warn": "warn",
+    "warning": "warn",
+    "skip": "skip",
+    "skipped": "skip",
+    "not run": "skip",
+    "notrun": "skip",
+}
+_WORST = ("fail", "warn", "unknown", "pass", "skip")  # a test's status: the worst of its results
+
+
+@dataclass(frozen=True)
+class DcgmTest:
+    """One DCGM test (plugin) with its status over all GPUs and DCGM's own messages."""
+
+    category: str
+    name: str
+    status: str  # pass | fail | warn | skip | unknown
+    raw_status: str  # as DCGM printed it (e.g. "PASS", "Fail")
+    gpus: tuple[str, ...]  # GPUs (entity ids) whose own result is `status`
+    messages: tuple[str, ...]  # DCGM's warning texts, deduplicated, in order
+
+
+@dataclass(frozen=True)
+class DcgmDiag:
+    """A parsed `dcgmi diag -j` document; `error` set when it could not be read."""
+
+    version: str | None
+    driver: str | None
+    tests: tuple[DcgmTest, ...]
+    error: str | None = None
+
+
+def command(level: int) -> str:
+    """The remote command: JSON output of the diagnostic at `level` (1-4)."""
+    if level not in LEVEL_SECONDS:
+        raise ValueError(f"DCGM diagnostic level must be 1-4, not {level}")
+    return shell.join(["dcgmi", "diag", "-r", str(level), "-j"])
+
+
+def level_for_budget(seconds: float) -> int:
+    """The deepest level whose typical run time fits the budget (at least 1)."""
+    fitting = [lvl for lvl, need in LEVEL_SECONDS.items() if need <= seconds]
+    return max(fitting, default=1)
+
+
+def normalise_status(raw: object) -> str:
+    """DCGM's status spelling (PASS, Pass, Skip, SKIPPED, Warn ...) -> pass|fail|warn|skip|unknown."""
+    return _STATUS.get(" ".join(str(raw).split()).lower(), "unknown")
+
+
+def _texts(items: object) -> list[str]:
+    """Warning texts from a `warnings` list: strings (2.x) or {"warning": text} objects."""
+    out: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping) and isinstance(item.get("warning"), str):
+            out.append(item["warning"])
+    return out
+
+
+def _entity(result: Mapping[str, Any]) -> str:
+    for key in ("entity_id", "gpu_ids", "gpu_id"):
+        if key in result:
+            return str(result[key])
+    return "?"
+
+
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x.strip() for x in items if x.strip()))
+
+
+def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
+    results = [r for r in test.get("results") or [] if isinstance(r, Mapping)]
+    summary = test.get("test_summary") if isinstance(test.get("test_summary"), Mapping) else None
+    per_result = [(normalise_status(r.get("status")), str(r.get("status")), _entity(r)) for r in results]
+    if summary is not None and "status" in summary:
+        raw = str(summary["status"])
+        status = normalise_status(raw)
+    elif per_result:
+        status = min((s for s, _, _ in per_result), key=_WORST.index)
+        raw = next(r for s, r, _ in per_result if s == status)
+    else:
+        status, raw = "unknown", "no result"
+    messages = _texts(summary.get("warnings")) if summary is not None else []
+    for r in results:
+        messages += _texts(r.get("warnings"))
+    gpus = tuple(e for s, _, e in per_result if s == status)
+    return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages))
+
+
+def parse(text: str) -> DcgmDiag:
+    """`dcgmi diag -j` output -> DcgmDiag. Text before the first `{` (a warning line) and after
+    the document is ignored; an unknown shape or DCGM's own runtime error sets `error`."""
+    start = text.find("{")
+    if start < 0:
+        last = (text.strip().splitlines() or ["no output"])[-1]
+        return DcgmDiag(None, None, (), f"no JSON in the output ({last[:200]})")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return DcgmDiag(None, None, (), f"not JSON ({exc.msg} at character {exc.pos})")
+    key = next((k for k in ROOT_KEYS if isinstance(data.get(k), dict)), None)
+    if key is None:
+        found = ", ".join(sorted(map(str, data))[:5]) or "nothing"
+        return DcgmDiag(None, None, (), f"unknown JSON shape (no {' or '.join(ROOT_KEYS)!r}; found {found})")
+    root: dict[str, Any] = data[key]
+    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    version = root.get("version") or meta.get("version")
+    driver = meta.get("Driver Version Detected") or root.get("Driver Version Detected")
+    tests: list[DcgmTest] = []
+    for cat in root.get("test_categories") or []:
+        if not isinstance(cat, Mapping):
+            continue
+        for test in cat.get("tests") or []:
+            if isinstance(test, Mapping):  # DCGM 3.1 prints `null` between tests
+                tests.append(_test(str(cat.get("category") or "?"), test))
+    error = root.get("runtime_error") or data.get("runtime_error")
+    if not error and not tests:
+        error = "the document holds no test results"
+    return DcgmDiag(
+        str(version) if version else None,
+        str(driver) if driver else None,
+        tuple(tests),
+        str(error) if error else None,
+    )
+
+
+def slug(name: str) -> str:
+    """A rule-name fragment for a test name: 'Page Retirement/Row Remap' -> 'page_retirement_row_remap'."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "test"
