@@ -403,6 +403,7 @@ def teardown(
         "check": "dry run: say what would be sent, send nothing",
         "shards": "pack into tar shards (default above vars.shard_threshold files, 10000)",
         "unpack": "shard mode: unpack the shards into the data dir on the host",
+        "decrypt_to": "with --decrypt-on-host: decrypt into this host dir instead (e.g. /dev/shm: tmpfs)",
     },
     auto_shortflags=False,
 )
@@ -420,6 +421,7 @@ def sync(
     check: bool = False,
     shards: bool = False,
     unpack: bool = False,
+    decrypt_to: str = "",
     forks: int = 20,
     trust_new_hosts: bool = False,
     known_hosts: str = "",
@@ -433,7 +435,9 @@ def sync(
     from . import sync as sync_mod
 
     sel, settings = _common(locals())
-    opts = sync_mod.SyncOptions(dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack)
+    opts = sync_mod.SyncOptions(
+        dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack, decrypt_to
+    )
     _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
 
 

@@ -57,6 +57,7 @@ def pick_codec(remote_has_zstd: bool, local_has_zstd: bool | None = None) -> str
 
 
 RECEIVE_SCRIPT = r"""t=$1; part=$2; u=$3; dc=$4; enc=$5; clean=$6
+agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 cd -- "$t" || exit 1
 f=$part.fail; rm -f -- "$part" "$part.sum" "$f" "$part.fifo" "$part.key"
 if [ -n "$u" ]; then
@@ -84,7 +85,7 @@ if [ "$enc" = 1 ]; then
     mkfifo -m 600 "$part.key" || exit 1
     { printf '%s' "$key" > "$part.key" & } 2>/dev/null
     keep "$part" \
-      | { age -d -i "$part.key" 2>"$part.aerr" || { printf 'age: ' >> "$f"; tail -n 1 "$part.aerr" >> "$f"; }
+      | { age -d -i "$part.key" 2>"$part.aerr" || agerr "$part.aerr" >> "$f"
         } \
       | { "$dc" -dc || echo "$dc -d failed" >> "$f"; } | untar
     : <> "$part.key"; rm -f -- "$part.key" "$part.aerr"
@@ -104,6 +105,7 @@ cut -c1-64 < "$part.sum"
 """
 
 FINISH_SCRIPT = r"""t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; shift 6
+agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 cd -- "$t" || exit 1
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
   IFS= read -r nk || exit 1
@@ -128,16 +130,23 @@ fi
 [ -z "$bad" ] || { echo "sha256 mismatch on the host for:$bad" >&2; fail 3; }
 mv -f -- .manifest.tmp manifest.json || fail 1
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  s=$1; shift
+  s=$1; want=$2; shift 2
   [ -n "$u" ] || continue
+  if [ "$want" != - ] && [ "$(sha256sum < "$s" | cut -c1-64)" != "$want" ]; then
+    rm -f -- "$s"
+    echo "shard $s on the host was damaged (sha256 mismatch) and has been removed; rerun to re-send it" >&2
+    fail 3
+  fi
+  ok=1
   if [ "$enc" = 1 ]; then
     rm -f -- .key.fifo; mkfifo -m 600 .key.fifo || fail 1
     { printf '%s' "$key" > .key.fifo & } 2>/dev/null
-    ok=1
-    { age -d -i .key.fifo -- "$s" 2>.age.err || { ok=0; printf '%s: ' "$s" >&2; tail -n 1 .age.err >&2; }; } \
-      | "$dc" -dc | tar -x -m --no-same-owner -f - -C "$u" || ok=0
+    rm -f -- .age.fail
+    { age -d -i .key.fifo -- "$s" 2>.age.err || echo "$s: $(agerr .age.err)" > .age.fail; } \
+      | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>/dev/null || ok=0
     : <> .key.fifo; rm -f -- .key.fifo .age.err
-    [ "$ok" = 1 ] || fail 2
+    if [ -s .age.fail ]; then cat .age.fail >&2; rm -f -- .age.fail; fail 2; fi
+    [ "$ok" = 1 ] || { echo "unpacking $s failed" >&2; fail 2; }
   else
     tar -x -m --no-same-owner -f "$s" -C "$u" || fail 2
   fi
@@ -201,17 +210,21 @@ def finish_command(
     codec: str,
     marker: str,
     arrived: Sequence[tuple[str, str, str]],
-    extract: Sequence[str],
+    extract: Sequence[tuple[str, str]],
     remove: Sequence[str],
 ) -> str:
     """The one closing command (stdin: [identity] + the gzip-compressed manifest: 50,000 files
     make 7 MB of JSON); `arrived` = (incoming name, expected sha256, final name);
-    `extract` = shards already on the host to unpack too; `remove` = stale names."""
+    `extract` = (name, sha256 or "-") of shards already on the host to unpack too (checked
+    first: a damaged one is removed so the rerun re-sends it); `remove` = stale names."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
     argv += ["1" if encrypted else "0", codec, marker]
     for part, sha, final in arrived:
         argv += ["+", part, sha, final]
-    argv += ["--", *extract, "--", *remove]
+    argv.append("--")
+    for name, sha in extract:
+        argv += [name, sha]
+    argv += ["--", *remove]
     return shell.join(argv)
 
 

@@ -30,12 +30,17 @@ class SyncOptions:
     check: bool = False
     shards: bool = False
     unpack: bool = False
+    decrypt_to: str = ""
 
 
 def build_spec(opts: SyncOptions) -> StepSpec:
     """The one `dataset` step of this run, args from flags or the host's inventory."""
     if opts.decrypt_on_host and not opts.encrypt:
         raise UsageError("--decrypt-on-host needs --encrypt.")
+    if opts.decrypt_to and not opts.decrypt_on_host:
+        raise UsageError("--decrypt-to needs --decrypt-on-host.")
+    if opts.decrypt_to and not opts.decrypt_to.startswith("/"):
+        raise UsageError(f"--decrypt-to must be an absolute path on the host, not {opts.decrypt_to!r}.")
     dataset = opts.dataset and os.path.abspath(os.path.expanduser(opts.dataset))
     args: dict[str, Any] = {
         "source": literal(dataset) if dataset else "{{ vars.dataset | default('') }}",
@@ -49,6 +54,8 @@ def build_spec(opts: SyncOptions) -> StepSpec:
         args["shards"] = True
     if opts.unpack:
         args["unpack"] = True
+    if opts.decrypt_to:
+        args["decrypt_dir"] = literal(opts.decrypt_to)
     return StepSpec("dataset", "dataset", args, None)
 
 

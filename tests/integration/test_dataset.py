@@ -347,3 +347,84 @@ def test_shard_upload_interrupted_then_resumed(project: Project, tmp_path: Path)
     assert tree_digest(data_dir / "many") == tree_digest(src)
     assert not list(data_dir.glob(".gpuonboard-unpack-*"))
     assert not list(shard_dir.glob(".incoming-*"))
+
+
+@needs_age
+def test_decrypt_to_tmpfs_leaves_no_plaintext_on_disk(project: Project, tmp_path: Path) -> None:
+    """--decrypt-to /dev/shm/...: ciphertexts on the data disk, plaintext only in tmpfs; a rerun
+    after the tmpfs copy vanished (a reboot) unpacks again."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    shm = Path(f"/dev/shm/gpuonboard-test-{os.getpid()}-{tmp_path.name}")
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    flags = ["--encrypt", "--decrypt-on-host", "--shards", "--decrypt-to", str(shm)]
+    try:
+        r = project.cli("sync", "--host", "dataset", *flags)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert tree_digest(shm / "my data") == tree_digest(src)
+        assert not (data_dir / "my data").exists()  # nothing decrypted on the data disk
+        assert any(p.name.endswith(".age") for p in (data_dir / "my data.shards").iterdir())
+        r = project.cli("sync", "--host", "dataset", *flags)
+        assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+        shutil.rmtree(shm)  # what a reboot does to tmpfs
+        r = project.cli("sync", "--host", "dataset", *flags)
+        s = step(project)
+        assert r.returncode == 0 and s["status"] == "changed" and s["diff"]["sent_shards"] == 0, s
+        assert tree_digest(shm / "my data") == tree_digest(src)
+        r = project.cli(
+            "sync", "--host", "dataset", "--decrypt-to", "relative/dir", "--encrypt", "--decrypt-on-host"
+        )
+        assert r.returncode == 2 and "must be an absolute path" in r.stdout + r.stderr, r.stdout + r.stderr
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+def _flip_byte(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_tampered_shards_on_the_host_are_caught(project: Project, tmp_path: Path) -> None:
+    """A shard damaged on the host (same size) is caught by its sha256 before it is unpacked,
+    removed, and re-sent by the rerun; the unpacked tree is never half-replaced."""
+    src = tmp_path / "local" / "many"
+    for i in range(1200):
+        d = src / f"d{i % 5}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:05d}").write_bytes(os.urandom(300 + i % 500))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 1000})
+    project.write_inventory({"dataset": entry})
+    assert project.cli("sync", "--host", "dataset", "--unpack").returncode == 0
+    before = tree_digest(data_dir / "many")
+    shard_files = sorted((data_dir / "many.shards").glob("*.tar"))
+    victim = shard_files[len(shard_files) // 2]
+    _flip_byte(victim, 700)
+    (src / "d0" / "f00000").write_bytes(b"changed")  # another shard changes: the rest is re-unpacked
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    msg = step(project)["msg"]
+    assert r.returncode == 1 and f"shard {victim.name} on the host was damaged" in msg, msg
+    assert tree_digest(data_dir / "many") == before  # untouched: no half-replaced tree
+    assert not victim.exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    s = step(project)
+    assert r.returncode == 0 and s["diff"]["sent_shards"] == 1, s  # the damaged one, re-sent
+    assert tree_digest(data_dir / "many") == tree_digest(src)
+
+
+@needs_age
+def test_tampered_encrypted_shard_fails_without_plaintext(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    flags = ["--encrypt", "--decrypt-on-host", "--shards"]
+    assert project.cli("sync", "--host", "dataset", *flags).returncode == 0
+    shutil.rmtree(data_dir / "my data")  # force unpacking from the shards on the host
+    (shard,) = (data_dir / "my data.shards").glob("*.age")
+    _flip_byte(shard, shard.stat().st_size // 2)
+    r = project.cli("sync", "--host", "dataset", *flags)
+    msg = step(project)["msg"]
+    assert r.returncode == 1 and "age" in msg and shard.name in msg, msg
+    assert not (data_dir / "my data").exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))

@@ -82,6 +82,7 @@ class DatasetStep(Step):
         "name": "directory name under dest (default the source's base name)",
         "encrypt": "upload age ciphertexts (recipients vars.age_recipients or vars.age_passphrase_env)",
         "decrypt_on_host": "decrypt on the host into <dest>/<name>/ (identity streamed over stdin)",
+        "decrypt_dir": "decrypt into <decrypt_dir>/<name>/ instead, e.g. /dev/shm (tmpfs: RAM only)",
         "bwlimit": "rsync --bwlimit value, e.g. 5m",
         "cache_dir": "local cache of ciphertexts (default .gpuonboard/cache/encrypted)",
         "shards": "pack into tar shards: true, false, or auto (default: above shard_threshold files)",
@@ -107,9 +108,15 @@ class DatasetStep(Step):
         if "/" in str(name) or str(name) in (".", ".."):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
         self.dirname = str(name)
-        self.plain_target = posixpath.join(self.dest, self.dirname) if self.dest else ""
-        self.target = self.plain_target + (ENCRYPTED_SUFFIX if self.encrypt else "")
-        self.shards_target = self.plain_target + SHARDS_SUFFIX if self.dest else ""
+        base = posixpath.join(self.dest, self.dirname) if self.dest else ""
+        self.target = base + (ENCRYPTED_SUFFIX if self.encrypt else "")
+        self.shards_target = base + SHARDS_SUFFIX if self.dest else ""
+        decrypt_dir = str(self.args.get("decrypt_dir") or "")
+        if decrypt_dir and not self.decrypt_on_host:
+            raise StepArgsError("decrypt_dir needs decrypt_on_host")
+        if decrypt_dir and not decrypt_dir.startswith("/"):
+            raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
+        self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
         mode = str(self.args.get("shards", "auto")).lower()
         self.shards: bool | None = None if mode in ("auto", "none", "") else _truthy(self.args.get("shards"))
         self.unpack = _truthy(self.args.get("unpack"))
@@ -334,6 +341,9 @@ class DatasetStep(Step):
         if work.unpack and complete:
             digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
             unpacked = shards.marker_name(digest) in remote.files
+            if unpacked and self.decrypt_on_host:  # a tmpfs target is gone after a reboot
+                plain = ctx.facts.raw[self._probe(self.plain_target).name].stdout
+                unpacked = bool(transfer.parse_listing(plain).files)
         work.shard_size = size
         if complete and unpacked:
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
@@ -722,7 +732,13 @@ class DatasetStep(Step):
                 work.codec,
                 marker,
                 [],
-                [nm for nm in names if nm not in streamed] if work.unpack else [],
+                [
+                    (self._remote_name(work, sh), "-" if encrypted else sh.sha256)
+                    for sh in work.built
+                    if sh is not None and self._remote_name(work, sh) not in streamed
+                ]
+                if work.unpack
+                else [],
                 [nm for nm in work.stale if nm not in names],
             ),
             stdin=prefix + gzip.compress(manifest, compresslevel=1, mtime=0),
@@ -730,9 +746,10 @@ class DatasetStep(Step):
         )
         if not r.ok:
             last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
-            if "mismatch" in last:
-                return resumable(last)
-            return f"finishing the upload on the host failed: {last}"
+            if "damaged" in last:
+                return last
+            hint = " (wrong identity, or a tampered or truncated shard)" if "age" in last else ""
+            return f"finishing the upload on the host failed: {last}{hint}"
         data = format_bytes(sent_bytes, binary=True)
         msg = (
             f"sent {len(arrived)} of {len(work.groups)} shards ({data} of data)"
