@@ -428,3 +428,29 @@ def test_tampered_encrypted_shard_fails_without_plaintext(project: Project, tmp_
     msg = step(project)["msg"]
     assert r.returncode == 1 and "age" in msg and shard.name in msg, msg
     assert not (data_dir / "my data").exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))
+
+
+def test_passphrase_encrypted_shards_open_with_age_and_zstd(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Passphrase mode in shard mode: the host holds age(zstd|gzip(tar)); the passphrase opens
+    it (pyrage, interoperable with `age -d`) and the tar holds the dataset's files."""
+    import io
+    import tarfile
+
+    import pyrage
+
+    monkeypatch.setenv("GPOB_TEST_PASS", "correct horse battery staple")
+    src, data_dir = setup(project, tmp_path, age_passphrase_env="GPOB_TEST_PASS")
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--shards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (shard,) = (data_dir / "my data.shards").glob("*.age")
+    packed = pyrage.passphrase.decrypt(shard.read_bytes(), "correct horse battery staple")
+    tool = ["zstd", "-dc"] if shard.name.endswith(".tar.zst.age") else ["gzip", "-dc"]
+    plain = subprocess.run(tool, input=packed, capture_output=True, check=True).stdout
+    assert hashlib.sha256(plain).hexdigest()[:32] == shard.name.split(".")[0]
+    with tarfile.open(fileobj=io.BytesIO(plain)) as tar:
+        names = {m.name for m in tar.getmembers()}
+    assert names == set(tree_digest(src))
+    for log in (project.root / ".gpuonboard" / "logs").glob("*.log"):
+        assert "correct horse" not in log.read_text()
