@@ -5,18 +5,18 @@
 
 Nothing waits for anything else: the first byte leaves while the first file is read, the host
 unpacks while it receives (with `unpack`), and the host's sha256 of what arrived is computed
-by `sha256sum` reading a fifo that tee feeds. Compression only removes the tar headers'
-overhead (a 4 KiB file carries a 512-byte header: 12.5 %); random payload passes through
-zstd at GB/s. Encrypted shards are age(compressed tar): compress first (ciphertext does not
-compress), encrypt in this process with pyrage, and cache the ciphertext so a rerun or a
-resend never re-encrypts; with decrypt-on-host the identity line goes first on the stream's
-stdin and reaches `age -i` through a fifo (never a file on the host's disk).
+by `openssl dgst -sha256` (else `sha256sum`) reading a fifo that tee feeds. Compression only
+removes the tar headers' overhead (a 4 KiB file carries a 512-byte header: 12.5 %); random
+payload passes through zstd at GB/s. Encrypted shards are age(compressed tar): compress first
+(ciphertext does not compress), encrypt in this process with pyrage, and cache the ciphertext
+so a rerun or a resend never re-encrypts; with decrypt-on-host the key lines go first on the
+stream's stdin and reach `age -i` through a fifo (never a file on the host's disk).
 
-A shard arrives as `.incoming-<name>` and gets its real name only in FINISH_SCRIPT, after its
-sha256 on the host equals the local one; a dropped link leaves no complete-looking shard, and
-the rerun re-sends at most the shard that was in flight. FINISH_SCRIPT runs once at the end
-(one round trip): renames verified shards, writes the manifest, extracts shards that were
-already on the host (unpack), removes stale shards and swaps the unpacked tree into place.
+A shard arrives as `.incoming-<n>` and gets its real name (RENAME_SCRIPT, right after it
+arrived) only when its sha256 on the host equals the local one; a dropped link leaves no
+complete-looking shard, and the rerun re-sends at most the shard that was in flight.
+FINISH_SCRIPT runs once at the end (one round trip): writes the manifest, extracts shards that
+were already on the host (unpack), removes stale shards and swaps the unpacked tree into place.
 
 Remote texts are constants; every value travels as a positional argument through
 `gpuonboard.shell`.
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import shell
+from .transfer import SHA256_FN
 
 INCOMING = ".incoming-"
 CODECS = ("zstd", "gzip")
@@ -56,7 +57,10 @@ def pick_codec(remote_has_zstd: bool, local_has_zstd: bool | None = None) -> str
     return "zstd" if remote_has_zstd and local_has_zstd else "gzip"
 
 
-RECEIVE_SCRIPT = r"""t=$1; part=$2; u=$3; dc=$4; enc=$5; clean=$6
+RECEIVE_SCRIPT = (
+    SHA256_FN
+    + r"""
+t=$1; part=$2; u=$3; dc=$4; enc=$5; clean=$6
 agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 cd -- "$t" || exit 1
 f=$part.fail; rm -f -- "$part" "$part.sum" "$f" "$part.fifo" "$part.key"
@@ -77,7 +81,7 @@ if [ "$need" = 1 ] && ! command -v "$dc" >/dev/null; then
   echo "$dc is not installed on the host" >&2; exit 127
 fi
 mkfifo -m 600 "$part.fifo" || exit 1
-sha256sum < "$part.fifo" > "$part.sum" &
+sha < "$part.fifo" > "$part.sum" &
 untar() { tar -x -m --no-same-owner -f - -C "$u" || echo "tar -x failed" >> "$f"; cat > /dev/null; }
 keep() { tee -- "$part.fifo" "$@" || echo "writing $part failed" >> "$f"; }
 if [ "$enc" = 1 ]; then
@@ -103,8 +107,12 @@ if [ -s "$f" ]; then cat -- "$f" >&2; rm -f -- "$f"; exit 3; fi
 rm -f -- "$f"
 cut -c1-64 < "$part.sum"
 """
+)
 
-FINISH_SCRIPT = r"""t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; shift 6
+FINISH_SCRIPT = (
+    SHA256_FN
+    + r"""
+t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; shift 6
 agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 cd -- "$t" || exit 1
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
@@ -132,7 +140,7 @@ mv -f -- .manifest.tmp manifest.json || fail 1
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   s=$1; want=$2; shift 2
   [ -n "$u" ] || continue
-  if [ "$want" != - ] && [ "$(sha256sum < "$s" | cut -c1-64)" != "$want" ]; then
+  if [ "$want" != - ] && [ "$(sha < "$s" | cut -c1-64)" != "$want" ]; then
     rm -f -- "$s"
     echo "shard $s on the host was damaged (sha256 mismatch) and has been removed; rerun to re-send it" >&2
     fail 3
@@ -167,6 +175,7 @@ if [ -n "$u" ]; then
 fi
 exit 0
 """
+)
 
 
 RENAME_SCRIPT = r"""cd -- "$1" || exit 1

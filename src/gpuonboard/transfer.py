@@ -200,11 +200,18 @@ def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]
     return out
 
 
+# `sha` reads stdin and prints "HASH ..." : OpenSSL when it works (SHA-NI: about 3x faster than
+# coreutils sha256sum, which matters for a 1 GiB file checked after the upload), else sha256sum
+SHA256_FN = (
+    "if command -v openssl >/dev/null 2>&1 && openssl dgst -sha256 -r </dev/null >/dev/null 2>&1;"
+    " then sha() { openssl dgst -sha256 -r; }; else sha() { sha256sum; }; fi"
+)
+
 HASH_SCRIPT = (
     # one line per NUL-separated path read from stdin, in order: "L|F HASH" or "missing";
     # content goes through stdin redirection, so no file name is ever parsed back
-    'cd -- "$1" || exit 3; xargs -0 sh -c \'for f; do if [ -L "$f" ]; then printf "L ";'
-    ' readlink -- "$f" | sha256sum; elif [ -f "$f" ]; then printf "F "; sha256sum < "$f";'
+    'cd -- "$1" || exit 3; xargs -0 sh -c \'' + SHA256_FN + '; for f; do if [ -L "$f" ]; then printf "L ";'
+    ' readlink -- "$f" | sha; elif [ -f "$f" ]; then printf "F "; sha < "$f";'
     " else echo missing; fi; done' sh"
 )
 

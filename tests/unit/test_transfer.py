@@ -126,3 +126,34 @@ def test_scan_without_hashes_then_hash_tree(tmp_path: Path) -> None:
     assert tree.entries["a"].sha256 == "" and tree.entries["l"].sha256
     transfer.hash_tree(tree)
     assert tree.entries["a"] == transfer.scan_source(tmp_path).entries["a"]
+
+
+def test_hash_script_uses_openssl_or_falls_back_to_sha256sum(tmp_path: Path) -> None:
+    """The host-side hash loop gives the same sha256 with OpenSSL and with coreutils only."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a b").write_bytes(b"x" * 70000)
+    (tmp_path / "d" / "l").symlink_to("a b")
+    rels = ["a b", "l", "missing"]
+    want = {"a b": hashlib.sha256(b"x" * 70000).hexdigest(), "l": transfer.link_hash("a b"), "missing": None}
+    for tools in (
+        ("sh", "xargs", "readlink", "sha256sum", "openssl", "cut"),
+        ("sh", "xargs", "readlink", "sha256sum"),
+    ):
+        bin_dir = tmp_path / f"bin{len(tools)}"
+        bin_dir.mkdir()
+        for t in tools:
+            found = shutil.which(t)
+            assert found, t
+            (bin_dir / t).symlink_to(found)
+        out = subprocess.run(
+            ["/bin/sh", "-c", transfer.hash_command(str(tmp_path / "d"))],
+            input=transfer.hash_stdin(rels),
+            capture_output=True,
+            env={"PATH": str(bin_dir)},
+            check=True,
+        ).stdout.decode()
+        assert transfer.parse_hashes(rels, out) == want, (tools, out)
