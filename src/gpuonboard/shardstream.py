@@ -280,6 +280,142 @@ class Throttle:
                 time.sleep(ahead)
 
 
+class Stream:
+    """One shard stream: `Stream(argv)` starts ssh at once (so its handshake and the host's
+    script start overlap the previous shard), `feed` pushes the bytes and returns as soon as they
+    are all handed to the pipes (the next shard can start while they drain), `wait` collects the
+    outcome. `close` kills what is left (a stream never fed, or after a failure)."""
+
+    def __init__(self, ssh_argv: Sequence[str]) -> None:
+        pipe = subprocess.PIPE
+        self.ssh = subprocess.Popen(list(ssh_argv), stdin=pipe, stdout=pipe, stderr=pipe)
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+        out, err = self.ssh.stdout, self.ssh.stderr
+        assert out is not None and err is not None
+        self._readers = [
+            threading.Thread(target=lambda: self._out.append(out.read()), daemon=True),
+            threading.Thread(target=lambda: self._err.append(err.read()), daemon=True),
+        ]
+        for r in self._readers:
+            r.start()
+        self.comp: subprocess.Popen[bytes] | None = None
+        self._enc_thread: threading.Thread | None = None
+        self._enc_error: list[BaseException] = []
+        self._sink_file: IO[bytes] | None = None
+        self._tee: _Tee | None = None
+        self._sha = hashlib.sha256()
+        self.sent = 0
+        self.broken = False
+
+    def feed(
+        self,
+        produce: Callable[[Callable[[bytes], None]], Any],
+        codec: str | None,
+        prefix: bytes = b"",
+        encrypt: Callable[[IO[bytes], Any], None] | None = None,
+        cipher_out: Path | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> Any:
+        """`produce(write)` writes the plain bytes (packing) and returns its result; `codec` None
+        sends them as they are (a cached ciphertext). With `encrypt` (pyrage.encrypt_io bound to
+        the recipients) the compressed stream is encrypted here and the ciphertext also written
+        to `cipher_out`."""
+        ssh_in = self.ssh.stdin
+        assert ssh_in is not None
+        result: Any = None
+        try:
+            if prefix:
+                ssh_in.write(prefix)
+                ssh_in.flush()
+            if codec is None:
+                sink: IO[bytes] = ssh_in
+            elif encrypt is None:
+                self.comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=ssh_in)
+                ssh_in.close()  # the compressor holds the pipe now
+                assert self.comp.stdin is not None
+                sink = self.comp.stdin
+            else:
+                comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self.comp = comp
+                assert comp.stdin is not None and comp.stdout is not None and cipher_out is not None
+                self._sink_file = cipher_out.open("wb")
+                tee = self._tee = _Tee(ssh_in, self._sink_file)
+                source = comp.stdout
+
+                def run_encrypt() -> None:
+                    try:
+                        encrypt(source, tee)
+                    except BaseException as exc:  # noqa: BLE001 - re-raised in wait()
+                        self._enc_error.append(exc)
+                        comp.kill()  # unblock the producer: its pipe now breaks
+
+                self._enc_thread = threading.Thread(target=run_encrypt, daemon=True)
+                self._enc_thread.start()
+                sink = comp.stdin
+            hashing = codec is None or encrypt is None
+
+            def write(data: bytes) -> None:
+                if hashing:
+                    self._sha.update(data)
+                sink.write(data)
+                self.sent += len(data)
+                if on_bytes is not None:
+                    on_bytes(len(data))
+
+            try:
+                result = produce(write)
+                sink.close()
+            except BrokenPipeError:
+                self.broken = True
+            if self._enc_thread is not None:
+                self._enc_thread.join()
+                assert self._sink_file is not None
+                self._sink_file.close()
+                with contextlib.suppress(BrokenPipeError):
+                    ssh_in.close()
+        except BaseException:
+            self.close()
+            raise
+        return result
+
+    def wait(self) -> StreamResult:
+        """Wait for the host to finish this shard; its outcome."""
+        try:
+            if self.comp is not None:
+                self.comp.wait()
+            self.ssh.wait()
+        finally:
+            self.close()
+        for r in self._readers:
+            r.join()
+        err0 = self._enc_error[0] if self._enc_error else None
+        if err0 is not None and not isinstance(err0, OSError):
+            raise err0
+        stdout = b"".join(self._out).decode("ascii", "replace").strip()
+        stderr = b"".join(self._err).decode("utf-8", "replace")
+        sha = self._tee.hash.hexdigest() if self._tee is not None else self._sha.hexdigest()
+        ok = (
+            self.ssh.returncode == 0
+            and not self.broken
+            and err0 is None
+            and (self.comp is None or self.comp.returncode == 0)
+        )
+        return StreamResult(ok, stdout.splitlines()[-1] if stdout else "", sha, stderr, self.sent)
+
+    def close(self) -> None:
+        """Kill the processes still running (a stream never fed, or after a failure)."""
+        for proc in (self.comp, self.ssh):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if self.ssh.stdin is not None and not self.ssh.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.ssh.stdin.close()
+        if self._sink_file is not None and not self._sink_file.closed:
+            self._sink_file.close()
+
+
 def stream(
     ssh_argv: Sequence[str],
     produce: Callable[[Callable[[bytes], None]], Any],
@@ -289,99 +425,10 @@ def stream(
     cipher_out: Path | None = None,
     on_bytes: Callable[[int], None] | None = None,
 ) -> tuple[StreamResult, Any]:
-    """Run one shard stream. `produce(write)` writes the plain bytes (packing) and returns its
-    result; `codec` None sends them as they are (a cached ciphertext). With `encrypt`
-    (pyrage.encrypt_io bound to the recipients), the compressed stream is encrypted here and the
-    ciphertext also written to `cipher_out` (temp name + rename by the caller's hash)."""
-    pipe = subprocess.PIPE
-    ssh = subprocess.Popen(list(ssh_argv), stdin=pipe, stdout=pipe, stderr=pipe)
-    assert ssh.stdin is not None and ssh.stdout is not None and ssh.stderr is not None
-    out_chunks: list[bytes] = []
-    err_chunks: list[bytes] = []
-    readers = [
-        threading.Thread(target=lambda: out_chunks.append(ssh.stdout.read()), daemon=True),  # type: ignore[union-attr]
-        threading.Thread(target=lambda: err_chunks.append(ssh.stderr.read()), daemon=True),  # type: ignore[union-attr]
-    ]
-    for r in readers:
-        r.start()
-    comp: subprocess.Popen[bytes] | None = None
-    enc_thread: threading.Thread | None = None
-    enc_error: list[BaseException] = []
-    sink_file: IO[bytes] | None = None
-    tee: _Tee | None = None
-    result: Any = None
-    local_sha = hashlib.sha256()
-    sent = 0
-    broken = False
-    try:
-        if prefix:
-            ssh.stdin.write(prefix)
-            ssh.stdin.flush()
-        if codec is None:
-            sink: IO[bytes] = ssh.stdin
-        elif encrypt is None:
-            comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=ssh.stdin)
-            ssh.stdin.close()  # the compressor holds the pipe now
-            assert comp.stdin is not None
-            sink = comp.stdin
-        else:
-            comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            assert comp.stdin is not None and comp.stdout is not None and cipher_out is not None
-            sink_file = cipher_out.open("wb")
-            tee = _Tee(ssh.stdin, sink_file)
-            source = comp.stdout
-
-            def run_encrypt() -> None:
-                try:
-                    encrypt(source, tee)
-                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                    enc_error.append(exc)
-                    if comp is not None:  # unblock the producer: its pipe now breaks
-                        comp.kill()
-
-            enc_thread = threading.Thread(target=run_encrypt, daemon=True)
-            enc_thread.start()
-            sink = comp.stdin
-
-        def write(data: bytes) -> None:
-            nonlocal sent
-            if codec is None or encrypt is None:
-                local_sha.update(data)
-            sink.write(data)
-            sent += len(data)
-            if on_bytes is not None:
-                on_bytes(len(data))
-
-        try:
-            result = produce(write)
-            sink.close()
-        except BrokenPipeError:
-            broken = True
-        if comp is not None:
-            comp.wait()
-        if enc_thread is not None:
-            enc_thread.join()
-            if sink_file is not None:
-                sink_file.close()
-            with contextlib.suppress(BrokenPipeError):
-                ssh.stdin.close()
-        ssh.wait()
-    finally:
-        for proc in (comp, ssh):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        if sink_file is not None and not sink_file.closed:
-            sink_file.close()
-    for r in readers:
-        r.join()
-    if enc_error and not isinstance(enc_error[0], (BrokenPipeError, OSError)):
-        raise enc_error[0]
-    stdout = b"".join(out_chunks).decode("ascii", "replace").strip()
-    stderr = b"".join(err_chunks).decode("utf-8", "replace")
-    sha = tee.hash.hexdigest() if tee is not None else local_sha.hexdigest()
-    ok = ssh.returncode == 0 and not broken and not enc_error and (comp is None or comp.returncode == 0)
-    return StreamResult(ok, stdout.splitlines()[-1] if stdout else "", sha, stderr, sent), result
+    """One shard stream from start to end (see Stream)."""
+    s = Stream(ssh_argv)
+    result = s.feed(produce, codec, prefix, encrypt, cipher_out, on_bytes)
+    return s.wait(), result
 
 
 def identity_prefix(identity_text: str) -> bytes:

@@ -18,6 +18,7 @@ import os
 import posixpath
 import secrets
 import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -508,7 +509,9 @@ class DatasetStep(Step):
         )
         cfg = openssh.write_config(ctx.project, ctx.host, text)
         eta = self._preflight(ctx, work.need)
-        control = cfg.parent / f"cm-{cfg.stem[:8]}"
+        # the master's socket: a private 0700 temp dir with a SHORT path (a unix socket path
+        # holds ~100 bytes; a socket under a deep project dir would not fit)
+        control = Path(tempfile.mkdtemp(prefix="gpob-cm-"))
         work.ssh_opts = transfer.start_master(cfg, alias, control)
         start = time.monotonic()
         try:
@@ -518,6 +521,7 @@ class DatasetStep(Step):
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
             transfer.stop_master(cfg, alias, work.ssh_opts)
+            shutil.rmtree(control, ignore_errors=True)
         literal = (plan.diff or {}).get("literal_bytes", 0)
         took = time.monotonic() - start
         if out is None and literal and took > 0:
@@ -673,56 +677,79 @@ class DatasetStep(Step):
             done = f"{len(arrived)} of {len(work.send_idx)} shards arrived"
             return f"{why}; rerun to resume ({done}, only the rest is sent)"
 
+        def spawn(n: int) -> shardstream.Stream:
+            part = f"{shardstream.INCOMING}{work.send_idx[n]:06d}"
+            command = shardstream.receive_command(
+                work.target, part, unpack_dir, work.codec, encrypted, n == 0
+            )
+            return shardstream.Stream([*ssh_base, command])
+
+        def settle(n: int, stream: shardstream.Stream, packed: Any, tmp_cipher: Path | None) -> str | None:
+            """Wait for shard n's host side, record it, give it its real name."""
+            nonlocal sent_bytes
+            i = work.send_idx[n]
+            part = f"{shardstream.INCOMING}{i:06d}"
+            res = stream.wait()
+            if not res.ok or res.remote_sha != res.local_sha:
+                if tmp_cipher is not None:
+                    tmp_cipher.unlink(missing_ok=True)
+                return resumable(_stream_failure(res))
+            sent_bytes += res.sent
+            if isinstance(packed, shards.Packed):
+                files = packed.files
+                group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
+                work.groups[i] = group
+                for e in group:
+                    hashes.put(e, e.sha256)
+                made = shards.Shard(packed.name, packed.sha256, packed.size)
+                work.built[i] = made
+                work.keys[i] = shards.member_key(root, group)
+                index.put(work.keys[i], made)
+                if tmp_cipher is not None:
+                    os.replace(tmp_cipher, self._cipher_path(ctx, work, made))
+            done = work.built[i]
+            assert done is not None
+            final = self._remote_name(work, done)
+            mv = ctx.runner.run(shardstream.rename_command(work.target, part, res.local_sha, final))
+            if not mv.ok:
+                return resumable(f"upload failed: {mv.stderr.strip() or 'cannot rename ' + part}")
+            arrived.append((part, res.local_sha, final))
+            return None
+
+        # shard n+1's ssh starts while shard n is fed; shard n is settled (waited for, renamed)
+        # once shard n+1's bytes flow, so the link never idles between shards
+        opened: list[shardstream.Stream] = []
+        pending: tuple[int, shardstream.Stream, Any, Path | None] | None = None
         try:
+            nxt = spawn(0) if work.send_idx else None
+            if nxt is not None:
+                opened.append(nxt)
             for n, i in enumerate(work.send_idx):
                 state[1] = n
-                produce, codec, encrypt, tmp_cipher, cached = self._shard_producer(ctx, work, i, root)
-                part = f"{shardstream.INCOMING}{i:06d}"
-                command = shardstream.receive_command(
-                    work.target, part, unpack_dir, work.codec, encrypted, clean=n == 0
-                )
+                cur = nxt
+                assert cur is not None
+                nxt = spawn(n + 1) if n + 1 < len(work.send_idx) else None
+                if nxt is not None:
+                    opened.append(nxt)
+                produce, codec, encrypt, tmp_cipher, _cached = self._shard_producer(ctx, work, i, root)
                 try:
-                    res, packed = shardstream.stream(
-                        [*ssh_base, command],
-                        produce,
-                        codec,
-                        prefix=prefix,
-                        encrypt=encrypt,
-                        cipher_out=tmp_cipher,
-                        on_bytes=on_bytes,
-                    )
+                    packed = cur.feed(produce, codec, prefix, encrypt, tmp_cipher, on_bytes)
                 except (OSError, crypto.CryptoError) as exc:
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
                     return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
-                if not res.ok or res.remote_sha != res.local_sha:
-                    if tmp_cipher is not None:
-                        tmp_cipher.unlink(missing_ok=True)
-                    why = _stream_failure(res)
-                    return resumable(why)
-                sent_bytes += res.sent
-                if isinstance(packed, shards.Packed):
-                    files = packed.files
-                    group = [
-                        dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]
-                    ]
-                    work.groups[i] = group
-                    for e in group:
-                        hashes.put(e, e.sha256)
-                    made = shards.Shard(packed.name, packed.sha256, packed.size)
-                    work.built[i] = made
-                    work.keys[i] = shards.member_key(root, group)
-                    index.put(work.keys[i], made)
-                    if tmp_cipher is not None:
-                        os.replace(tmp_cipher, self._cipher_path(ctx, work, made))
-                done = work.built[i]
-                assert done is not None
-                final = self._remote_name(work, done)
-                mv = ctx.runner.run(shardstream.rename_command(work.target, part, res.local_sha, final))
-                if not mv.ok:
-                    return resumable(f"upload failed: {mv.stderr.strip() or 'cannot rename ' + part}")
-                arrived.append((part, res.local_sha, final))
+                if pending is not None:
+                    problem = settle(*pending)
+                    if problem:
+                        return problem
+                pending = (n, cur, packed, tmp_cipher)
+            if pending is not None:
+                problem = settle(*pending)
+                if problem:
+                    return problem
         finally:
+            for st in opened:
+                st.close()
             index.save(set(k for k in work.keys if k))
             hashes.save(work.tree.entries)
         manifest = self._manifest(work, work.shard_size)
