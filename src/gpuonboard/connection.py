@@ -1,4 +1,4 @@
-"""SSH connections via Fabric/paramiko: one per host per run, host-key policy, jump chains, retries.
+"""SSH connections via paramiko: one per host per run, host-key policy, jump chains, retries.
 
 Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
 key we have never seen is refused unless the inventory pins its fingerprint (and it
@@ -14,10 +14,13 @@ import errno
 import fcntl
 import functools
 import hashlib
+import hmac
 import os
+import secrets
 import select
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -85,11 +88,52 @@ def known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
+class _LazyInvoke:
+    """Stands in for paramiko.config's optional `invoke` module until it is used."""
+
+    def __getattr__(self, name: str) -> Any:
+        import invoke
+
+        return getattr(invoke, name)
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_paramiko() -> Any:
+    """paramiko, imported without Invoke when Invoke is not loaded yet.
+
+    paramiko.config imports Invoke (and with it unittest.mock and asyncio, ~45 ms) only to
+    run `Match exec` lines of an ssh_config. A run that never loaded Invoke (the library
+    API, the benchmark adapter) gets a stand-in there that imports Invoke on first use, so
+    `Match exec` behaves the same; the `invoke` CLI has loaded Invoke already and keeps it.
+    """
+    loaded = sys.modules.get("paramiko")
+    if loaded is not None:
+        return loaded
+    with _IMPORT_LOCK:
+        if "invoke" in sys.modules or "paramiko.config" in sys.modules:
+            import paramiko
+
+            return paramiko
+        sys.modules["invoke"] = None  # type: ignore[assignment]  # makes `import invoke` fail fast
+        try:
+            import paramiko
+        finally:
+            if "invoke" in sys.modules and sys.modules["invoke"] is None:
+                del sys.modules["invoke"]
+        config: Any = paramiko.config
+        if config.invoke is None:
+            config.invoke = _LazyInvoke()
+            config.invoke_import_error = None
+        return paramiko
+
+
 class KnownHosts:
     """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
 
     def __init__(self, path: Path) -> None:
-        import paramiko
+        paramiko = import_paramiko()
         from paramiko.hostkeys import InvalidHostKey
 
         self.path = path
@@ -103,12 +147,40 @@ class KnownHosts:
                 raise HostKeyError(
                     f"{path}: cannot read the known_hosts file (bad entry: {line}); fix or remove that line."
                 ) from None
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Index the entries by plain host name. paramiko's own lookup scans every entry and
+        builds a new Mapping class per call: with 50 hosts in one run that was ~0.4 ms each.
+        Hashed names (`|1|salt|hash`) are few and stay a scan. Caller holds the lock (or
+        owns the object)."""
+        self._plain: dict[str, list[tuple[int, Any]]] = {}
+        self._hashed: list[tuple[int, Any]] = []
+        for i, entry in enumerate(self._keys._entries):
+            for name in entry.hostnames:
+                if not name.startswith("|1|"):
+                    self._plain.setdefault(name, []).append((i, entry))
+            if any(name.startswith("|1|") for name in entry.hostnames):
+                self._hashed.append((i, entry))
 
     def lookup(self, name: str) -> dict[str, Any]:
-        """Recorded keys for a host pattern, by key type."""
+        """Recorded keys for a host pattern, by key type (the first entry of a type wins,
+        as in paramiko's HostKeys.lookup)."""
+        from paramiko.hostkeys import HostKeys
+
         with self._lock:
-            found = self._keys.lookup(name)
-            return dict(found) if found else {}
+            hits = list(self._plain.get(name, ()))
+            for i, entry in self._hashed:
+                if any(
+                    h.startswith("|1|")
+                    and hmac.compare_digest(HostKeys.hash_host(name, h).encode(), h.encode())
+                    for h in entry.hostnames
+                ):
+                    hits.append((i, entry))
+            found: dict[str, Any] = {}
+            for _, entry in sorted(hits, key=lambda hit: hit[0]):
+                found.setdefault(entry.key.get_name(), entry.key)
+            return found
 
     def add(self, name: str, key: Any) -> None:
         """Record a key: one appended line (O_APPEND, under flock so parallel runs never
@@ -116,6 +188,7 @@ class KnownHosts:
         line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
         with self._lock:
             self._keys.add(name, key.get_name(), key)
+            self._reindex()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -276,7 +349,13 @@ class ConnectOptions:
 
 
 class SSHRunner:
-    """One open SSH connection (through its jump chain) running commands as exec channels."""
+    """One open SSH connection (through its jump chain) running commands as exec channels.
+
+    When a `sh -c SCRIPT` command is run with `prefetch=True` (another command follows),
+    its session stays open afterwards: the remote shell, once SCRIPT is done, waits on
+    stdin for that next command, so it costs no new SSH session (no channel open, no
+    login-shell start on the host). See _serve_script.
+    """
 
     def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
         self.host = host
@@ -285,6 +364,7 @@ class SSHRunner:
         self.fingerprint = policy.seen
         self.transport = connection.client.get_transport()
         self._spare: Any = None
+        self._serving: tuple[Any, str] | None = None  # (channel, token): a shell awaiting a command
 
     def run(
         self,
@@ -296,16 +376,42 @@ class SSHRunner:
     ) -> CommandResult:
         """Run one command on an exec channel of the shared connection (see Runner.run)."""
         try:
-            chan, self._spare = self._spare or self.transport.open_session(), None
-            _exec_pipelined(chan, command)
-            if stdin is not None:
-                chan.sendall(stdin)
-            chan.shutdown_write()
-            if prefetch:
-                self._spare = self.transport.open_session()
-            out, err = _drain(chan, timeout, on_output)
-            code = chan.recv_exit_status() if chan.exit_status_ready() else -1
-            chan.close()
+            served, self._serving = self._serving, None
+            if served is not None:
+                chan, token = served
+                # the waiting shell reads lines up to the token, then runs them with the rest
+                # of the channel as their stdin
+                script = _sh_c_script(command)
+                text = f"(\n{script}\n)" if script is not None else command
+                chan.sendall(f"{text}\n{token}\n".encode() + (stdin or b""))
+                chan.shutdown_write()
+                if prefetch:
+                    self._spare = self.transport.open_session()
+                out, err, _ = _drain(chan, timeout, on_output)
+                code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                chan.close()
+            else:
+                chan, self._spare = self._spare or self.transport.open_session(), None
+                script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
+                if script is not None:
+                    token = "@@gpuonboard-serve-" + secrets.token_hex(12)
+                    _exec_pipelined(chan, _serve_script(script, token))
+                    out, err, marked = _drain(chan, timeout, None, token.encode())
+                    if marked is not None:
+                        self._serving, code = (chan, token), marked
+                    else:  # the shell ended before serving: an ordinary result
+                        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                        chan.close()
+                else:
+                    _exec_pipelined(chan, command)
+                    if stdin is not None:
+                        chan.sendall(stdin)
+                    chan.shutdown_write()
+                    if prefetch:
+                        self._spare = self.transport.open_session()
+                    out, err, _ = _drain(chan, timeout, on_output)
+                    code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                    chan.close()
         except TimeoutError as exc:  # before OSError: TimeoutError is one of them
             raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
         except (OSError, EOFError) as exc:
@@ -322,10 +428,47 @@ class SSHRunner:
 
     def close(self) -> None:
         """Close the connection and every jump hop."""
-        if self._spare is not None:
-            with contextlib.suppress(Exception):
-                self._spare.close()
+        for chan in (self._spare, self._serving[0] if self._serving else None):
+            if chan is not None:
+                with contextlib.suppress(Exception):
+                    chan.close()
+        self._spare = self._serving = None
         _close_all([*self._hops, self._conn])
+
+
+def _sh_c_script(command: str) -> str | None:
+    """SCRIPT when `command` is exactly shell.sh_c(SCRIPT), else None."""
+    from . import shell
+
+    if not command.startswith("sh -c "):
+        return None
+    arg = command[6:]
+    script = arg[1:-1].replace("'\"'\"'", "'") if len(arg) > 1 and arg[0] == arg[-1] == "'" else arg
+    # a blank script would make `( )`, a syntax error: such a command is run as it is
+    return script if script.strip() and shell.sh_c(script) == command else None
+
+
+def _serve_script(script: str, token: str) -> str:
+    """The exec command: SCRIPT in a subshell (stdin /dev/null, as an exec channel's would
+    be at EOF), then its exit code and `token` framed on stdout and stderr; then the shell
+    reads the next command from stdin, line by line up to a `token` line, and runs it with
+    eval, the rest of stdin being that command's stdin. EOF instead ends it (exit 0).
+
+    `read` takes one byte at a time from a pipe (POSIX), so it never eats into the next
+    command's stdin. Variables use a prefix no gpuonboard command uses.
+    """
+    from . import shell
+
+    tok = shell.quote(token)
+    return shell.sh_c(
+        f"(\n{script}\n) </dev/null; __gpo_rc=$?\n"
+        f"printf '\\n%s %s\\n' {tok} \"$__gpo_rc\"; printf '\\n%s\\n' {tok} >&2\n"
+        "__gpo_c=\n"
+        "while IFS= read -r __gpo_l; do\n"
+        f'  if [ "$__gpo_l" = {tok} ]; then eval "$__gpo_c"; exit; fi\n'
+        '  __gpo_c="$__gpo_c$__gpo_l\n"\n'
+        "done\n"
+    )
 
 
 def _exec_pipelined(chan: Any, command: str) -> None:
@@ -347,33 +490,53 @@ def _exec_pipelined(chan: Any, command: str) -> None:
 
 
 def _drain(
-    chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None = None
-) -> tuple[bytes, bytes]:
+    chan: Any,
+    timeout: float | None,
+    on_output: Callable[[bytes], None] | None = None,
+    token: bytes | None = None,
+) -> tuple[bytes, bytes, int | None]:
+    """stdout and stderr of a channel until its command exits.
+
+    With `token` (a _serve_script session), it stops instead once stdout ends with
+    `\\nTOKEN RC\\n` and stderr with `\\nTOKEN\\n`: both markers are cut off and RC is returned.
+    """
     out: list[bytes] = []
     err: list[bytes] = []
+    out_tail = err_tail = b""
     deadline = time.monotonic() + timeout if timeout else None
     while True:
         if chan.recv_ready():
             out.append(chan.recv(1 << 16))
             if on_output is not None:
                 on_output(out[-1])
-            continue
-        if chan.recv_stderr_ready():
+            if token is None:
+                continue
+            out_tail = (out_tail + out[-1])[-200:]
+        elif chan.recv_stderr_ready():
             err.append(chan.recv_stderr(1 << 16))
-            continue
-        if (chan.exit_status_ready() and chan.eof_received) or chan.closed:
+            if token is None:
+                continue
+            err_tail = (err_tail + err[-1])[-200:]
+        elif (chan.exit_status_ready() and chan.eof_received) or chan.closed:
             break
-        if deadline is not None and time.monotonic() > deadline:
+        elif deadline is not None and time.monotonic() > deadline:
             chan.close()
             raise TimeoutError(f"command timed out after {timeout:.0f}s")
-        select.select([chan], [], [], 0.5)
+        else:
+            select.select([chan], [], [], 0.5)
+            continue
+        if token is not None and err_tail.endswith(b"\n" + token + b"\n"):
+            head, sep, rc = out_tail.rpartition(b"\n" + token + b" ")
+            if sep and rc.endswith(b"\n") and rc[:-1].lstrip(b"-").isdigit():
+                o, e = b"".join(out), b"".join(err)
+                return o[: len(o) - len(sep) - len(rc)], e[: len(e) - len(token) - 2], int(rc)
     while chan.recv_ready():
         out.append(chan.recv(1 << 16))
         if on_output is not None:
             on_output(out[-1])
     while chan.recv_stderr_ready():
         err.append(chan.recv_stderr(1 << 16))
-    return b"".join(out), b"".join(err)
+    return b"".join(out), b"".join(err), None
 
 
 class LocalRunner:
@@ -489,17 +652,24 @@ def _tcp_socket(host: Host) -> socket.socket:
 
 
 @functools.lru_cache(maxsize=1)
-def _fabric_config() -> Any:
-    """One Fabric Config for every connection (building one reads files and the user db)."""
-    from fabric import Config
+def _no_host_keys() -> Any:
+    """An always-empty paramiko HostKeys (shared: nothing is ever added to it)."""
+    base: Any = import_paramiko().HostKeys
 
-    return Config(overrides={"load_ssh_configs": False})
+    class NoHostKeys(base):
+        def lookup(self, hostname: str) -> None:
+            return None
+
+        def add(self, hostname: str, keytype: str, key: Any) -> None:
+            raise RuntimeError("host keys are recorded in gpuonboard's own known_hosts only")
+
+    return NoHostKeys()
 
 
 @functools.lru_cache(maxsize=32)
 def _load_key(path: str, mtime_ns: int) -> Any:
     """Parse a private key file once per run, not once per host (None: let paramiko try)."""
-    import paramiko
+    paramiko = import_paramiko()
 
     try:
         return paramiko.PKey.from_path(path)
@@ -507,36 +677,60 @@ def _load_key(path: str, mtime_ns: int) -> Any:
         return None  # encrypted or odd: paramiko's own key_filename path handles it (agent, errors)
 
 
-def _fabric_connection(host: Host, gateway: Any, policy: HostKeyPolicy) -> Any:
-    from fabric import Connection
+class _Hop:
+    """One SSH login of a host's chain: a paramiko client with our host-key policy.
 
-    cfg = _fabric_config()
-    kwargs: dict[str, Any] = {
-        "allow_agent": host.use_agent,
-        "look_for_keys": host.key_file is None,
-        "banner_timeout": host.connect_timeout,
-        "auth_timeout": host.connect_timeout,
-    }
-    if host.key_file:
-        try:
-            pkey = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
-        except OSError:
-            pkey = None
-        if pkey is not None:
-            kwargs["pkey"] = pkey
-        else:
-            kwargs["key_filename"] = [host.key_file]
-    conn = Connection(
-        host=host.address,
-        user=host.user,
-        port=host.port,
-        config=cfg,
-        gateway=gateway,
-        connect_timeout=max(1, round(host.connect_timeout)),
-        connect_kwargs=kwargs,
-    )
-    conn.client.set_missing_host_key_policy(policy)
-    return conn
+    (What fabric.Connection gave us here, without Fabric's import and per-connection
+    config cost: the run path needs a client, its transport, open and close.)
+    """
+
+    def __init__(self, host: Host, gateway: _Hop | None, policy: HostKeyPolicy) -> None:
+        paramiko = import_paramiko()
+        self.host = host
+        self.gateway = gateway
+        self.client = paramiko.SSHClient()
+        # the client's own key lists stay empty, so every key goes to our policy (our
+        # known_hosts); these stand-ins answer "none" without paramiko's per-call scan
+        self.client._system_host_keys = self.client._host_keys = _no_host_keys()
+        self.client.set_missing_host_key_policy(policy)
+        self.transport: Any = None
+        kwargs: dict[str, Any] = {
+            "allow_agent": host.use_agent,
+            "look_for_keys": host.key_file is None,
+            "banner_timeout": host.connect_timeout,
+            "auth_timeout": host.connect_timeout,
+        }
+        if host.key_file:
+            try:
+                pkey = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+            except OSError:
+                pkey = None
+            if pkey is not None:
+                kwargs["pkey"] = pkey
+            else:
+                kwargs["key_filename"] = [host.key_file]
+        self.connect_kwargs = kwargs
+
+    def open(self, sock: Any = None) -> None:
+        """Log in over `sock`, or through the gateway's direct-tcpip channel."""
+        host = self.host
+        if self.gateway is not None:
+            sock = self.gateway.transport.open_channel(
+                "direct-tcpip", (host.address, int(host.port)), ("", 0)
+            )
+        self.client.connect(
+            hostname=host.address,
+            port=host.port,
+            username=host.user,
+            sock=sock,
+            timeout=max(1, round(host.connect_timeout)),
+            **self.connect_kwargs,
+        )
+        self.transport = self.client.get_transport()
+
+    def close(self) -> None:
+        """Close this login (its transport and channels)."""
+        self.client.close()
 
 
 def open_runner(
@@ -565,7 +759,7 @@ def open_runner(
 def _connect_once(
     host: Host, options: ConnectOptions, store: KnownHosts, inventory: Inventory | None
 ) -> Runner:
-    import paramiko
+    paramiko = import_paramiko()
 
     chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
     for hop in chain:
@@ -573,18 +767,19 @@ def _connect_once(
             raise ConnectError(
                 f"host {hop.name}: key file {hop.key_file} does not exist; fix key_file in the inventory."
             )
-    gateway = None
+    gateway: _Hop | None = None
     opened: list[Any] = []
     policy = None
     for i, hop in enumerate(chain):
         label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
         policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
-        conn = _fabric_connection(hop, gateway, policy)
+        conn = _Hop(hop, gateway, policy)
         try:
             if gateway is None:
                 early = options.preconnect.take(hop) if options.preconnect and hop is host else None
-                conn.connect_kwargs["sock"] = early or _tcp_socket(hop)
-            conn.open()
+                conn.open(early or _tcp_socket(hop))
+            else:
+                conn.open()
         except HostKeyError:
             _close_all([*opened, conn])
             raise

@@ -2,42 +2,77 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import shell
 from ..errors import CommandError
-from . import cpu, disks, memory, nvidia_smi, topo
 from .probe import Probe, ProbeOutput, build_script, new_token, split_output
 
 if TYPE_CHECKING:
     from ..connection import Runner
 
-_GPU_FIELDS = ",".join(nvidia_smi.QUERY_FIELDS)
+    # The parsers (xml.etree, csv, many regexes: ~10 ms of start-up) are imported where they
+    # parse, so a run whose playbook needs no hardware facts (core=False) never loads them.
+    from . import cpu, disks, memory, nvidia_smi, topo
 
-# The GPU probe degrades: full XML, else the CSV query (some vendor images block -q),
-# else the plain table; exit 127 when nvidia-smi is not installed at all.
-CORE_PROBES: tuple[Probe, ...] = (
-    Probe(
-        "nvidia_smi",
-        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x || nvidia-smi -q"
-        f" || nvidia-smi --query-gpu={_GPU_FIELDS} --format=csv,nounits || nvidia-smi",
-        slow=True,
-    ),
-    Probe("nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m", slow=True),
-    Probe("lscpu", "lscpu"),
-    Probe("free", "free -k"),
-    Probe("df", "df -P -k"),
-    Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
-    Probe("os_release", "cat /etc/os-release"),
-    Probe("kernel", "uname -r"),
-    Probe("nproc", "nproc"),
-    Probe(
-        "container_runtime",
-        "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
-    ),
+CORE_NAMES = (
+    "nvidia_smi",
+    "nvidia_topo",
+    "lscpu",
+    "free",
+    "df",
+    "lsblk",
+    "os_release",
+    "kernel",
+    "nproc",
+    "container_runtime",
 )
+
+
+@functools.cache
+def core_probes() -> tuple[Probe, ...]:
+    """The core hardware probes (built once; the GPU query needs the parser's field list).
+
+    The GPU probe degrades: full XML, else the CSV query (some vendor images block -q),
+    else the plain table; exit 127 when nvidia-smi is not installed at all.
+    """
+    from . import nvidia_smi
+
+    gpu_fields = ",".join(nvidia_smi.QUERY_FIELDS)
+    probes = (
+        Probe(
+            "nvidia_smi",
+            "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x || nvidia-smi -q"
+            f" || nvidia-smi --query-gpu={gpu_fields} --format=csv,nounits || nvidia-smi",
+            slow=True,
+        ),
+        Probe(
+            "nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m", slow=True
+        ),
+        Probe("lscpu", "lscpu"),
+        Probe("free", "free -k"),
+        Probe("df", "df -P -k"),
+        Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
+        Probe("os_release", "cat /etc/os-release"),
+        Probe("kernel", "uname -r"),
+        Probe("nproc", "nproc"),
+        Probe(
+            "container_runtime",
+            "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
+        ),
+    )
+    assert tuple(p.name for p in probes) == CORE_NAMES
+    return probes
+
+
+def __getattr__(name: str) -> object:
+    """`CORE_PROBES` stays importable as before (computed on first access)."""
+    if name == "CORE_PROBES":
+        return core_probes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -64,12 +99,17 @@ class Facts:
 
     def summary(self) -> dict[str, object]:
         """A small JSON-able digest for reports."""
+        interconnect = None
+        if self.topology:
+            from . import topo
+
+            interconnect = topo.interconnect(self.topology)
         return {
             "gpu_count": len(self.gpu.gpus) if self.gpu else 0,
             "gpu_model": self.gpu.gpus[0].name if self.gpu and self.gpu.gpus else None,
             "driver_version": self.gpu.driver_version if self.gpu else None,
             "cuda_version": self.gpu.cuda_version if self.gpu else None,
-            "interconnect": topo.interconnect(self.topology) if self.topology else None,
+            "interconnect": interconnect,
             "cpu_cores": self.cpu.physical_cores if self.cpu else None,
             "logical_cpus": self.cpu.logical_cpus if self.cpu else None,
             "ram_bytes": self.memory.total_bytes if self.memory else None,
@@ -90,7 +130,7 @@ def gather(
 
     `core=False` runs only the steps' own probes (a playbook that needs no hardware facts).
     """
-    base = list(CORE_PROBES) if core else []
+    base = list(core_probes()) if core else []
     probes = base + [p for p in extra if p.name not in {c.name for c in base}]
     token = new_token()
     result = runner.run(shell.sh_c(build_script(probes, token)), timeout=timeout, prefetch=prefetch)
@@ -108,22 +148,35 @@ def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
 
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
+    # each parser module is imported only when there is output for it to parse
     warnings: list[str] = []
-    raw = {**{p.name: ProbeOutput("", "not probed", 127) for p in CORE_PROBES}, **raw}
-    gpu_text = _ok(raw, "nvidia_smi")
-    gpu = nvidia_smi.parse_any(gpu_text) if gpu_text else None
-    if gpu is not None:
+    raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    gpu = topology = cpu_info = mem = None
+    mounts: Sequence[disks.Mount] = ()
+    block: Sequence[disks.BlockDevice] = ()
+    if gpu_text := _ok(raw, "nvidia_smi"):
+        from . import nvidia_smi
+
+        gpu = nvidia_smi.parse_any(gpu_text)
         warnings += list(gpu.warnings)
-    topo_text = _ok(raw, "nvidia_topo")
-    topology = topo.parse_topo(topo_text) if topo_text else None
-    cpu_text = _ok(raw, "lscpu")
-    cpu_info = cpu.parse_lscpu(cpu_text) if cpu_text else None
-    free_text = _ok(raw, "free")
-    mem = memory.parse_free(free_text) if free_text else None
-    df_text = _ok(raw, "df")
-    mounts = disks.parse_df(df_text) if df_text else ()
-    lsblk_text = _ok(raw, "lsblk")
-    block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
+    if topo_text := _ok(raw, "nvidia_topo"):
+        from . import topo
+
+        topology = topo.parse_topo(topo_text)
+    if cpu_text := _ok(raw, "lscpu"):
+        from . import cpu
+
+        cpu_info = cpu.parse_lscpu(cpu_text)
+    if free_text := _ok(raw, "free"):
+        from . import memory
+
+        mem = memory.parse_free(free_text)
+    df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
+    if df_text or lsblk_text:
+        from . import disks
+
+        mounts = disks.parse_df(df_text) if df_text else ()
+        block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
     nproc_text = (_ok(raw, "nproc") or "").strip()
     return Facts(
         raw=raw,

@@ -64,11 +64,18 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
                 f'( ( {probe.command} ) >"$T/{i}.o" 2>"$T/{i}.e" </dev/null; echo $? >"$T/{i}.c" ) &'
             )
 
+    # one printf closes a probe's block and opens the next one's: each write becomes an SSH
+    # packet that the host encrypts and we decrypt (the byte stream is the same)
+    pending_end: list[str] = []  # [format, args] of the previous probe's end line
+
     def frame(name: str, body: str, rc: str) -> None:
         q = shell.quote(name)
-        lines.append(f"printf '%s begin %s\\n' {tag} {q}; printf '\\n%s stderr %s\\n' {tag} {q} >&2")
+        fmt, args = pending_end or ["", ""]
+        lines.append(
+            f"printf '{fmt}%s begin %s\\n'{args} {tag} {q}; printf '\\n%s stderr %s\\n' {tag} {q} >&2"
+        )
         lines.append(body)
-        lines.append(f"printf '\\n%s end %s %s\\n' {tag} {q} {rc}")
+        pending_end[:] = ["\\n%s end %s %s\\n", f" {tag} {q} {rc}"]
 
     for probe in probes:
         if not probe.slow:
@@ -77,6 +84,8 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
         lines.append("wait")
         for i, probe in enumerate(slow):
             frame(probe.name, f'read rc <"$T/{i}.c"; cat "$T/{i}.o"; cat "$T/{i}.e" >&2', '"$rc"')
+    if pending_end:
+        lines.append(f"printf '{pending_end[0]}'{pending_end[1]}")
     lines.append(f"printf '\\n%s stderr %s\\n' {tag} {shell.quote(_END)} >&2")
     return "\n".join(lines) + "\n"
 

@@ -643,11 +643,12 @@ class DatasetStep(Step):
             now = time.monotonic()
             if ctx.progress and (now - start) * 1000 - state[2] > 200:
                 state[2] = int((now - start) * 1000)
-                rate = state[0] / max(now - start, 1e-6) / 1e6
+                rate = state[0] / max(now - start, 1e-6)
+                eta = transfer.format_duration(max(total - state[0], 0) / rate) if rate > 0 else "?"
                 ctx.progress(
                     f"step {self.label}: {min(100, 100 * state[0] // max(total, 1))}%"
                     f" {format_bytes(state[0], binary=True)} of {format_bytes(total, binary=True)}"
-                    f" {rate:.1f}MB/s shard {state[1] + 1}/{n_shards}"
+                    f" {rate * 8 / 1e6:.0f} Mbit/s ETA {eta} shard {state[1] + 1}/{n_shards}"
                 )
 
         return on_bytes, state

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,16 +113,18 @@ class TemplateStep(Step):
         return Plan(True, f"{verb} {dest}", diff=diff, data=(content, want))
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
-        """Write to a temp file beside dest, chmod, then rename: never a half-written file."""
+        """Write to a temp file beside dest with its mode, then rename: never a half-written
+        file, and dest never exists with the wrong mode."""
         content, _ = plan.data
         dest = self.args["dest"]
         d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
-        # mktemp: an unpredictable name created with O_EXCL and mode 0600 (never a planted
-        # symlink); chmod before the rename, so dest never exists with the wrong mode.
+        tmp = shell.quote(".gpuonboard." + secrets.token_hex(8))
+        # install (one process for mktemp + cat + chmod): it unlinks whatever sits at the
+        # unpredictable temp name and creates it with O_EXCL (a planted symlink or FIFO is
+        # never followed), copies stdin, then sets the mode, all before the rename.
         script = (
-            f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; '
-            f't=$(mktemp "$d/.gpuonboard.XXXXXXXXXX"); trap \'rm -f "$t"\' EXIT; '
-            f'cat > "$t"; chmod {self.mode} "$t"; mv -f "$t" {q}; trap - EXIT; sha256sum < {q}'
+            f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
+            f'install -m {self.mode} /dev/stdin "$t"; mv -f "$t" {q}; trap - EXIT; sha256sum < {q}'
         )
         return ctx.runner.run(shell.sh_c(script), stdin=content)
 
