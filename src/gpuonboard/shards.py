@@ -26,8 +26,8 @@ import os
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ DEFAULT_SIZE = 256 * 1024 * 1024
 DEFAULT_THRESHOLD = 10_000
 SHARD_MTIME = 1_000_000_000  # mtime of the shard FILES in the cache (stable for rsync's quick check)
 MANIFEST = "manifest.json"
-FORMAT = "gpuonboard-shards/1"
+FORMAT = "gpuonboard-shards/2"  # 2: parent directories are members
 
 
 def dataset_id(root: Path) -> str:
@@ -85,11 +85,13 @@ def _mode(path: Path) -> int:
     return 0o755 if path.lstat().st_mode & stat.S_IXUSR else 0o644
 
 
-def member_key(root: Path, members: Sequence[Entry]) -> str:
-    """What identifies a shard's content without building it: paths, kinds, hashes, modes."""
+def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | None = None) -> str:
+    """What identifies a shard's content without building it: paths, kinds, hashes, modes
+    (`modes`: the tar modes packing used, else read from the files)."""
     h = hashlib.sha256(FORMAT.encode())
     for e in members:
-        mode = 0o777 if e.kind == "l" else _mode(root / e.rel)
+        known = modes.get(e.rel) if modes is not None else None
+        mode = 0o777 if e.kind == "l" else known if known is not None else _mode(root / e.rel)
         h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
@@ -111,6 +113,7 @@ class Packed:
     sha256: str
     size: int
     files: dict[str, str]
+    modes: dict[str, int] = field(default_factory=dict)  # the tar mode of each regular file
 
     @property
     def name(self) -> str:
@@ -138,6 +141,7 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
     total = hashlib.sha256()
     size = 0
     files: dict[str, str] = {}
+    modes: dict[str, int] = {}
     buf = bytearray()
 
     def out(data: bytes | bytearray | memoryview) -> None:
@@ -155,7 +159,20 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
             write(chunk)
             buf.clear()
 
+    made: set[str] = set()
     for e in members:
+        # every parent directory as its own member, before the first file in it: the host
+        # unpacks two shards at once (one draining, the next arriving), and GNU tar's implicit
+        # creation of a missing parent races with another tar ("Cannot open: No such file")
+        parts = e.rel.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            d = "/".join(parts[:depth])
+            if d not in made:
+                made.add(d)
+                dinfo = tarfile.TarInfo(d)
+                dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
+                dinfo.mtime, dinfo.uid, dinfo.gid, dinfo.uname, dinfo.gname = 0, 0, 0, "", ""
+                out(_header(dinfo))
         info = tarfile.TarInfo(e.rel)
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         if e.kind == "l":
@@ -165,7 +182,7 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
             continue
         with open(root / e.rel, "rb") as f:
             st = os.fstat(f.fileno())
-            info.mode = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
+            info.mode = modes[e.rel] = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
             info.size = st.st_size
             out(_header(info))
             h = hashlib.sha256()
@@ -186,7 +203,7 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
     if end:
         out(bytes(tarfile.RECORDSIZE - end))
     emit()
-    return Packed(total.hexdigest(), size, files)
+    return Packed(total.hexdigest(), size, files, modes)
 
 
 def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:

@@ -82,7 +82,11 @@ if [ "$need" = 1 ] && ! command -v "$dc" >/dev/null; then
 fi
 mkfifo -m 600 "$part.fifo" || exit 1
 sha < "$part.fifo" > "$part.sum" &
-untar() { tar -x -m --no-same-owner -f - -C "$u" || echo "tar -x failed" >> "$f"; cat > /dev/null; }
+untar() {
+  tar -x -m --no-same-owner -f - -C "$u" 2>"$part.terr" \
+    || echo "tar -x failed: $(grep -v 'Exiting with failure' "$part.terr" | tail -n 1)" >> "$f"
+  rm -f -- "$part.terr"; cat > /dev/null
+}
 keep() { tee -- "$part.fifo" "$@" || echo "writing $part failed" >> "$f"; }
 if [ "$enc" = 1 ]; then
   if [ -n "$u" ]; then

@@ -106,7 +106,10 @@ def test_shard_is_byte_identical_and_normalised(tmp_path: Path) -> None:
     assert hashlib.sha256(one.path.read_bytes()).hexdigest() == one.sha256
     with tarfile.open(one.path) as tar:
         infos = {i.name: i for i in tar.getmembers()}
-    assert set(infos) == {"a b/ü.txt", "link", "run.sh"}
+        names = [i.name for i in tar.getmembers()]
+    assert set(infos) == {"a b", "a b/ü.txt", "link", "run.sh"}
+    assert names.index("a b") < names.index("a b/ü.txt")  # a parent dir comes before its files
+    assert infos["a b"].isdir() and infos["a b"].mode == 0o755
     assert all(i.mtime == 0 and i.uid == 0 and i.gid == 0 and i.uname == "" for i in infos.values())
     assert infos["run.sh"].mode == 0o755 and infos["a b/ü.txt"].mode == 0o644
     assert infos["link"].issym() and infos["link"].linkname == "run.sh"
@@ -118,3 +121,27 @@ def test_shard_is_byte_identical_and_normalised(tmp_path: Path) -> None:
     assert shards.Index(tmp_path / "c1").get(key) == one
     shards.Index(tmp_path / "c1").save(set())
     assert not one.path.exists()
+
+
+def test_two_shards_unpack_at_once_into_one_dir(tmp_path: Path) -> None:
+    """The host runs two `tar -x` into the same dir at once (one shard draining, the next
+    arriving); parent dirs as members keep GNU tar's implicit mkdir from racing."""
+    import subprocess
+
+    root = tmp_path / "src"
+    for i in range(3000):
+        d = root / f"dir{i % 13}" / f"sub{i % 3}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f {i}").write_text(str(i))
+    members = sorted(transfer.scan_source(root).entries.values(), key=lambda e: e.rel)
+    halves = [shards.build(root, members[k::2], tmp_path / f"c{k}") for k in (0, 1)]
+    for attempt in range(8):
+        out = tmp_path / f"out{attempt}"
+        out.mkdir()
+        procs = [
+            subprocess.Popen(["tar", "-x", "-m", "--no-same-owner", "-f", str(h.path), "-C", str(out)])
+            for h in halves
+            if h.path is not None
+        ]
+        assert [p.wait() for p in procs] == [0, 0]
+        assert sum(1 for p in out.rglob("f *")) == 3000

@@ -19,8 +19,10 @@ import posixpath
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,7 @@ class Work:
     need: int = 0
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
+    master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # apply: the shared OpenSSH master's client options, rsync compression
     ssh_opts: list[str] = field(default_factory=list)
     compress: str | None = None
@@ -95,6 +98,7 @@ class DatasetStep(Step):
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
+        self._masters: dict[str, tuple[Path, str, Path, list[str]]] = {}
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
         self.encrypt = _truthy(self.args.get("encrypt"))
@@ -161,6 +165,45 @@ class DatasetStep(Step):
         return Path(custom) if custom else ctx.project / ".gpuonboard" / "cache" / "encrypted"
 
     def plan(self, ctx: StepContext) -> Plan:
+        """Plan; outside check mode the OpenSSH master connection of the upload is opened
+        meanwhile (its handshake overlaps the local scan), and closed again when there is
+        nothing to send."""
+        early = None
+        if not ctx.check and self.source and self.dest:
+            early = threading.Thread(target=self._open_master, args=(ctx,), daemon=True)
+            early.start()
+        result = self._plan(ctx)
+        if early is not None:
+            early.join()
+            opened = self._masters.pop(ctx.host.name, None)
+            if opened is not None and result.changes and not result.failed:
+                result.data.master = opened
+            elif opened is not None:
+                self._close_master(opened)
+        return result
+
+    def _open_master(self, ctx: StepContext) -> None:
+        """Write the host's OpenSSH config and start the master (see transfer.start_master)."""
+        try:
+            text, alias = openssh.config_text(
+                ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
+            )
+            cfg = openssh.write_config(ctx.project, ctx.host, text)
+            # the socket: a private 0700 temp dir with a SHORT path (a unix socket path holds
+            # ~100 bytes; a socket under a deep project dir would not fit)
+            control = Path(tempfile.mkdtemp(prefix="gpob-cm-"))
+            opts = transfer.start_master(cfg, alias, control)
+        except Exception:  # noqa: BLE001 - apply opens its own connections then
+            return
+        self._masters[ctx.host.name] = (cfg, alias, control, opts)
+
+    @staticmethod
+    def _close_master(opened: tuple[Path, str, Path, list[str]]) -> None:
+        cfg, alias, control, opts = opened
+        transfer.stop_master(cfg, alias, opts)
+        shutil.rmtree(control, ignore_errors=True)
+
+    def _plan(self, ctx: StepContext) -> Plan:
         """Source present -> rsync on host -> what differs -> free space -> send."""
         if not self.source:
             return Plan(False, "no dataset given: set vars.dataset or pass --dataset PATH", failed=True)
@@ -504,15 +547,13 @@ class DatasetStep(Step):
         mk = ctx.runner.run(shell.join(["mkdir", "-p", "--", work.target]))
         if not mk.ok:
             return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
-        text, alias = openssh.config_text(
-            ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
-        )
-        cfg = openssh.write_config(ctx.project, ctx.host, text)
         eta = self._preflight(ctx, work.need)
-        # the master's socket: a private 0700 temp dir with a SHORT path (a unix socket path
-        # holds ~100 bytes; a socket under a deep project dir would not fit)
-        control = Path(tempfile.mkdtemp(prefix="gpob-cm-"))
-        work.ssh_opts = transfer.start_master(cfg, alias, control)
+        if work.master is None:  # planned outside this process's plan() (or it could not start)
+            self._open_master(ctx)
+            work.master = self._masters.pop(ctx.host.name, None)
+        if work.master is None:
+            return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
+        cfg, alias, _control, work.ssh_opts = work.master
         start = time.monotonic()
         try:
             if work.groups:
@@ -520,8 +561,7 @@ class DatasetStep(Step):
             else:
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
-            transfer.stop_master(cfg, alias, work.ssh_opts)
-            shutil.rmtree(control, ignore_errors=True)
+            self._close_master(work.master)
         literal = (plan.diff or {}).get("literal_bytes", 0)
         took = time.monotonic() - start
         if out is None and literal and took > 0:
@@ -685,8 +725,23 @@ class DatasetStep(Step):
             )
             return shardstream.Stream([*ssh_base, command])
 
-        def settle(n: int, stream: shardstream.Stream, packed: Any, tmp_cipher: Path | None) -> str | None:
-            """Wait for shard n's host side, record it, give it its real name."""
+        def record(i: int, packed: Any, tmp_cipher: Path | None) -> None:
+            """What packing shard i found (file hashes, shard name) is true whether or not the
+            upload then succeeds: note it at once (the index and the manifest use it)."""
+            if not isinstance(packed, shards.Packed):
+                return
+            files = packed.files
+            group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
+            work.groups[i] = group
+            for e in group:
+                hashes.put(e, e.sha256)
+            made = shards.Shard(packed.name, packed.sha256, packed.size)
+            work.built[i] = made
+            work.keys[i] = shards.member_key(root, group, packed.modes)
+            index.put(work.keys[i], made)
+
+        def settle(n: int, stream: shardstream.Stream, tmp_cipher: Path | None) -> str | None:
+            """Wait for shard n's host side, then give it its real name."""
             nonlocal sent_bytes
             i = work.send_idx[n]
             part = f"{shardstream.INCOMING}{i:06d}"
@@ -696,20 +751,10 @@ class DatasetStep(Step):
                     tmp_cipher.unlink(missing_ok=True)
                 return resumable(_stream_failure(res))
             sent_bytes += res.sent
-            if isinstance(packed, shards.Packed):
-                files = packed.files
-                group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
-                work.groups[i] = group
-                for e in group:
-                    hashes.put(e, e.sha256)
-                made = shards.Shard(packed.name, packed.sha256, packed.size)
-                work.built[i] = made
-                work.keys[i] = shards.member_key(root, group)
-                index.put(work.keys[i], made)
-                if tmp_cipher is not None:
-                    os.replace(tmp_cipher, self._cipher_path(ctx, work, made))
             done = work.built[i]
             assert done is not None
+            if tmp_cipher is not None:
+                os.replace(tmp_cipher, self._cipher_path(ctx, work, done))
             final = self._remote_name(work, done)
             mv = ctx.runner.run(shardstream.rename_command(work.target, part, res.local_sha, final))
             if not mv.ok:
@@ -717,10 +762,18 @@ class DatasetStep(Step):
             arrived.append((part, res.local_sha, final))
             return None
 
+        def save_caches() -> None:
+            index.save({k for k in work.keys if k})
+            hashes.save(work.tree.entries)
+
         # shard n+1's ssh starts while shard n is fed; shard n is settled (waited for, renamed)
         # once shard n+1's bytes flow, so the link never idles between shards
         opened: list[shardstream.Stream] = []
-        pending: tuple[int, shardstream.Stream, Any, Path | None] | None = None
+        pending: tuple[int, shardstream.Stream, Path | None] | None = None
+        helpers = ThreadPoolExecutor(max_workers=2)
+        manifest_job: Any = None
+        if not work.send_idx:
+            manifest_job = helpers.submit(self._manifest_bytes, work)
         try:
             nxt = spawn(0) if work.send_idx else None
             if nxt is not None:
@@ -739,11 +792,14 @@ class DatasetStep(Step):
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
                     return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
+                record(i, packed, tmp_cipher)
+                if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
+                    manifest_job = helpers.submit(self._manifest_bytes, work)  # while the last drains
                 if pending is not None:
                     problem = settle(*pending)
                     if problem:
                         return problem
-                pending = (n, cur, packed, tmp_cipher)
+                pending = (n, cur, tmp_cipher)
             if pending is not None:
                 problem = settle(*pending)
                 if problem:
@@ -751,9 +807,35 @@ class DatasetStep(Step):
         finally:
             for st in opened:
                 st.close()
-            index.save(set(k for k in work.keys if k))
-            hashes.save(work.tree.entries)
+            saving = helpers.submit(save_caches)
+        try:
+            return self._finish_shards(
+                ctx, plan, work, eta, unpack_dir, prefix, arrived, sent_bytes, manifest_job
+            )
+        finally:
+            saving.result()
+            helpers.shutdown()
+
+    def _manifest_bytes(self, work: Work) -> tuple[bytes, bytes]:
+        """The manifest and its gzip form (what travels)."""
         manifest = self._manifest(work, work.shard_size)
+        return manifest, gzip.compress(manifest, compresslevel=1, mtime=0)
+
+    def _finish_shards(
+        self,
+        ctx: StepContext,
+        plan: Plan,
+        work: Work,
+        eta: str,
+        unpack_dir: str,
+        prefix: bytes,
+        arrived: list[tuple[str, str, str]],
+        sent_bytes: int,
+        manifest_job: Any,
+    ) -> Any:
+        """The closing command: manifest, unpack of shards already there, stale removal, swap."""
+        encrypted = work.enc is not None
+        manifest, packed_manifest = manifest_job.result()
         marker = shards.marker_name(hashlib.sha256(manifest).hexdigest())
         names = [self._remote_name(work, s) for s in work.built if s is not None]
         streamed = {final for _, _, final in arrived}
@@ -775,7 +857,7 @@ class DatasetStep(Step):
                 else [],
                 [nm for nm in work.stale if nm not in names],
             ),
-            stdin=prefix + gzip.compress(manifest, compresslevel=1, mtime=0),
+            stdin=prefix + packed_manifest,
             timeout=3600,
         )
         if not r.ok:
