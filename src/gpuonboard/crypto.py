@@ -148,6 +148,83 @@ def decrypt_file(
         raise
 
 
+class _HashingReader:
+    """File-like reader for pyrage that hashes what it hands out."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.hash = f, hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        data: bytes = self.f.read(n)
+        self.hash.update(data)
+        return data
+
+
+class _HashingWriter:
+    """File-like writer for pyrage that hashes what it writes."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.hash = f, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        return int(self.f.write(data))
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+def sidecar(path: Path) -> Path:
+    """Where the sha256 of a cached ciphertext is kept (written when it was made)."""
+    return path.with_name(path.name + ".sha256")
+
+
+def ciphertext_sha256(path: Path) -> str:
+    """sha256 of a cached ciphertext: from its sidecar when present, else computed."""
+    try:
+        text = sidecar(path).read_text().strip()
+        if len(text) == 64:
+            return text
+    except OSError:
+        pass
+    return sha256_file(path)
+
+
+def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, Path]:
+    """ONE pass over src: hash the plaintext while encrypting it into a temp file, then name the
+    ciphertext by its cache key (plaintext hash + recipients). When that name exists already the
+    existing (stable) ciphertext is kept and the new one dropped. -> (plaintext sha256, path);
+    the ciphertext's own sha256 goes to a sidecar file."""
+    import pyrage
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".enc.")
+    try:
+        with os.fdopen(fd, "wb") as raw, src.open("rb") as f:
+            reader, writer = _HashingReader(f), _HashingWriter(raw)
+            if enc.passphrase is not None:
+                size = os.fstat(f.fileno()).st_size
+                if size > PASSPHRASE_MAX_BYTES:
+                    raise CryptoError(
+                        f"{src} is {size} bytes: passphrase encryption holds a whole file in memory and is"
+                        f" limited to {PASSPHRASE_MAX_BYTES} bytes; use age recipients (vars.age_recipients)."
+                    )
+                writer.write(pyrage.passphrase.encrypt(reader.read(), enc.passphrase.reveal()))
+            else:
+                pyrage.encrypt_io(reader, writer, parse_recipients(enc.recipients))
+        plain = reader.hash.hexdigest()
+        final = cache_dir / f"{enc.cache_key(plain)}.age"
+        if final.is_file():
+            Path(tmp).unlink(missing_ok=True)
+            return plain, final
+        sidecar(final).write_text(writer.hash.hexdigest() + "\n")
+        os.replace(tmp, final)
+        return plain, final
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def cached_ciphertext(
     src: Path, plaintext_sha256: str, enc: Encryption, cache_dir: Path
 ) -> tuple[Path, bool]:

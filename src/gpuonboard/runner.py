@@ -11,6 +11,7 @@ continues there.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import secrets
@@ -51,6 +52,7 @@ class RunOptions:
     on_event: Event | None = None
     core_facts: bool = True
     log: RunLog | None = None
+    selected: frozenset[str] = frozenset()  # the hosts of this run (set by run())
 
 
 @dataclass
@@ -91,6 +93,7 @@ def run(
 ) -> list[HostResult]:
     """Run the playbook on every host (bounded by --forks); results in host order."""
     chosen = select_steps(playbook, options.only, options.skip)
+    options = dataclasses.replace(options, selected=frozenset(h.name for h in hosts))
     plans = {
         h.name: [instantiate(playbook, s, h) for s in playbook.steps if s.label in chosen] for h in hosts
     }
@@ -247,6 +250,8 @@ def _run_steps(
             project=options.project,
             inventory=inventory,
             known_hosts=options.connect.known_hosts,
+            run_hosts=options.selected,
+            forks=options.forks,
         )
         ctx.progress = functools.partial(_emit, options, host.name)
         try:

@@ -208,10 +208,17 @@ def test_tampered_ciphertext_and_wrong_identity(project: Project, tmp_path: Path
     entry["vars"].update({"dataset": str(src), **setup_key})
     project.write_inventory({"dataset": entry})
     cache = project.root / ".gpuonboard" / "cache" / "encrypted"
-    victim = max(cache.iterdir(), key=lambda p: p.stat().st_size)
+    victim = max(cache.glob("*.age"), key=lambda p: p.stat().st_size)
     data = victim.read_bytes()
     os.chmod(victim, 0o644)
     victim.write_bytes(data[: len(data) // 2])  # truncated ciphertext
+    # its sha256 noted at encryption time catches it: removed, the rerun re-encrypts
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 1, r.stdout
+    assert "was damaged on this machine" in step(project)["msg"], step(project)
+    assert not victim.exists()
+    # without that note (an older cache), the host's decryption refuses it
+    victim.write_bytes(data[: len(data) // 2])
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
     assert r.returncode == 1, r.stdout
     assert "decrypt" in step(project)["msg"], step(project)

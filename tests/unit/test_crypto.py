@@ -115,3 +115,22 @@ def test_streaming_memory_is_constant(tmp_path: Path) -> None:
     crypto.encrypt_file(src, tmp_path / "big.age", crypto.Encryption(recipients=(pub,)))
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 32 * 1024
+
+
+def test_encrypt_to_cache_hashes_in_the_same_pass_and_keeps_the_first(tmp_path: Path) -> None:
+    key, pub = _keypair(tmp_path)
+    src = tmp_path / "plain.bin"
+    src.write_bytes(bytes(range(256)) * 5000)
+    enc = crypto.Encryption(recipients=(pub,))
+    plain, path = crypto.encrypt_to_cache(src, enc, tmp_path / "cache")
+    assert plain == crypto.sha256_file(src)
+    assert path == tmp_path / "cache" / f"{enc.cache_key(plain)}.age"
+    assert crypto.sidecar(path).read_text().strip() == crypto.sha256_file(path)
+    assert crypto.ciphertext_sha256(path) == crypto.sha256_file(path)
+    first = path.read_bytes()
+    again, path2 = crypto.encrypt_to_cache(src, enc, tmp_path / "cache")
+    assert (again, path2) == (plain, path) and path.read_bytes() == first  # stable: never replaced
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [path.name, path.name + ".sha256"]
+    out = tmp_path / "out.bin"
+    crypto.decrypt_file(path, out, identity=Secret(key.read_text()))
+    assert out.read_bytes() == src.read_bytes()

@@ -26,6 +26,7 @@ from gpuonboard.steps.prove import (
     dcgm_level,
     meet_group,
     multinode_checks,
+    multinode_selection_problem,
     node_plan,
     torchrun_args,
 )
@@ -330,3 +331,14 @@ def test_multinode_rules() -> None:
     worker = multinode_checks({"ok": True, "result": False}, replace(plan, rank=1), 1, "gloo")
     assert [(x.name, x.verdict) for x in worker] == [("allreduce_multinode", "pass")]
     assert "node rank 1 of 2" in worker[0].actual and "a's report" in worker[0].actual
+
+
+def test_multinode_selection_problem_fails_at_once() -> None:
+    plan = NodePlan("rack", ("a", "b", "c"), 0, "a", "10.0.0.1", 29500)
+    assert multinode_selection_problem(plan, frozenset({"a", "b", "c", "z"}), 20) == ""
+    assert multinode_selection_problem(plan, frozenset(), 0) == ""  # unknown: the gate decides
+    assert multinode_selection_problem(plan, frozenset({"a"}), 20) == (
+        "multi-node all-reduce over group rack: b, c are not in this run;"
+        " run all 3 hosts of the group together (--group rack --forks 3 or more)"
+    )
+    assert "needs 3 hosts at once, --forks is 2" in multinode_selection_problem(plan, frozenset("abc"), 2)

@@ -86,6 +86,9 @@ class StepContext:
     # run-wide settings for steps that open their own transport (rsync over OpenSSH)
     inventory: Inventory | None = None
     known_hosts: Path | None = None
+    # the hosts of this run and --forks (steps that make hosts meet, e.g. multi-node all-reduce)
+    run_hosts: frozenset[str] = frozenset()
+    forks: int = 0
 
 
 class StepArgsError(GpuonboardError):

@@ -233,7 +233,14 @@ class DatasetStep(Step):
         if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
             return self._plan_shards(ctx, src, work)
         if self.encrypt:
-            transfer.hash_tree(tree)
+            # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
+            # hashed while they are encrypted, in one pass, during the upload
+            hashes = shards.HashCache(self._hash_cache_dir(ctx, tree.root))
+            for rel, e in list(tree.entries.items()):
+                if e.kind == "f":
+                    known = hashes.get(e)
+                    if known:
+                        tree.entries[rel] = dataclasses.replace(e, sha256=known)
             try:
                 work.enc = crypto.load_encryption(
                     ctx.host.vars.get("age_recipients"), ctx.host.vars.get("age_passphrase_env")
@@ -251,9 +258,10 @@ class DatasetStep(Step):
             cache = self._cache_dir(ctx)
             entries = []
             for e in tree.files:  # symlinks are not uploaded in encrypted mode
-                path = cache / f"{work.enc.cache_key(e.sha256)}.age"
-                work.cipher[e.rel] = path
-                if path.is_file():
+                path = cache / f"{work.enc.cache_key(e.sha256)}.age" if e.sha256 else None
+                if path is not None:
+                    work.cipher[e.rel] = path
+                if path is not None and path.is_file():
                     st = path.stat()
                     entries.append(transfer.Entry(e.rel + ".age", "f", st.st_size, int(st.st_mtime), ""))
                 else:  # not encrypted yet: certainly to send; size estimated (age adds ~0.03 %)
@@ -303,6 +311,11 @@ class DatasetStep(Step):
         except crypto.CryptoError as exc:
             return str(exc)
         return None
+
+    @staticmethod
+    def _hash_cache_dir(ctx: StepContext, root: Path) -> Path:
+        """The dataset's local cache dir (hash cache, shard index)."""
+        return ctx.project / ".gpuonboard" / "cache" / "shards" / shards.dataset_id(root)
 
     def _shard_cache(self, ctx: StepContext, work: Work) -> Path:
         root = work.tree.root
@@ -505,7 +518,10 @@ class DatasetStep(Step):
         assert work.enc is not None
         enc = work.enc
         rels = [e.rel[: -len(".age")] for e in work.send]
-        rels.sort(key=lambda r: work.cipher[r].is_file(), reverse=True)  # cached ones go first
+        cached = {r for r in rels if r in work.cipher and work.cipher[r].is_file()}
+        rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
+        cache = self._cache_dir(ctx)
+        hashes = shards.HashCache(self._hash_cache_dir(ctx, work.tree.root))
         counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
         root = work.tree.root
         done = [0]
@@ -513,10 +529,16 @@ class DatasetStep(Step):
         def make(chunk: list[str]) -> Any:
             def produce() -> list[str]:
                 for rel in chunk:
-                    path = work.cipher[rel]
-                    if not path.is_file():
+                    path = work.cipher.get(rel)
+                    if path is None or not path.is_file():
                         done[0] += 1
-                        crypto.encrypt_file(root / rel if root.is_dir() else root, path, enc)
+                        plain, path = crypto.encrypt_to_cache(
+                            root / rel if root.is_dir() else root, enc, cache
+                        )
+                        entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
+                        work.tree.entries[rel] = entry
+                        hashes.put(entry, plain)
+                        work.cipher[rel] = path
                     link = stage / (rel + ".age")
                     link.parent.mkdir(parents=True, exist_ok=True)
                     link.unlink(missing_ok=True)
@@ -524,6 +546,7 @@ class DatasetStep(Step):
                         os.link(path, link)
                     except OSError:
                         shutil.copy2(path, link)
+                hashes.save(work.tree.entries)
                 return [rel + ".age" for rel in chunk]
 
             return produce
@@ -598,6 +621,14 @@ class DatasetStep(Step):
         # verification: the host hashes what arrived
         expect = self._expected(work)
         bad = self._mismatches(ctx, work.target, expect)
+        if bad and work.enc is not None:
+            damaged = _damaged_ciphertexts([work.cipher[r[: -len(".age")]] for r in bad])
+            if damaged:
+                names = ", ".join(r for r in bad if work.cipher[r[: -len(".age")]] in damaged)
+                return (
+                    f"the cached ciphertext of {names} was damaged on this machine (its sha256 differs"
+                    " from when it was made); it was removed: rerun to encrypt and send it again"
+                )
         if bad:
             if work.enc is not None:  # the stage holds only this run's files: link the rest
                 for rel in bad:
@@ -886,7 +917,7 @@ class DatasetStep(Step):
     def _expected(self, work: Work) -> dict[str, str]:
         if work.enc is None:
             return {e.rel: e.sha256 for e in work.tree.entries.values()}
-        return {e.rel + ".age": crypto.sha256_file(work.cipher[e.rel]) for e in work.tree.files}
+        return {e.rel + ".age": crypto.ciphertext_sha256(work.cipher[e.rel]) for e in work.tree.files}
 
     def _mismatches(self, ctx: StepContext, target: str, expect: Mapping[str, str]) -> list[str]:
         rels = list(expect)
@@ -925,7 +956,8 @@ class DatasetStep(Step):
         if not r.ok:
             last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
             return f"decryption on the host failed (wrong identity, or tampered/truncated ciphertext): {last}"
-        bad = self._mismatches(ctx, self.plain_target, {e.rel: e.sha256 for e in todo})
+        plain = {e.rel: work.tree.entries[e.rel].sha256 for e in todo}  # hashed while encrypting
+        bad = self._mismatches(ctx, self.plain_target, plain)
         if bad:
             return f"decrypted files differ from the source: {', '.join(bad[:5])}"
         return None
@@ -951,3 +983,19 @@ def _stream_failure(res: shardstream.StreamResult) -> str:
     else:
         why = "the shard stream failed"
     return f"upload failed: {why}" + (f" ({detail})" if detail else "")
+
+
+def _damaged_ciphertexts(paths: list[Path]) -> set[Path]:
+    """Cached ciphertexts whose content no longer matches the sha256 noted when they were made;
+    they (and their sidecars) are removed so the next run re-encrypts."""
+    out = set()
+    for path in paths:
+        try:
+            noted = crypto.sidecar(path).read_text().strip()
+        except OSError:
+            continue
+        if len(noted) == 64 and crypto.sha256_file(path) != noted:
+            path.unlink(missing_ok=True)
+            crypto.sidecar(path).unlink(missing_ok=True)
+            out.add(path)
+    return out

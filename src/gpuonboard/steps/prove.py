@@ -746,6 +746,25 @@ _GATE_LOCK = threading.Condition()
 _GATES: dict[tuple[int, str, str], _Gate] = {}
 
 
+def multinode_selection_problem(nodes: NodePlan, run_hosts: frozenset[str], forks: int) -> str:
+    """Pure: why this run cannot hold the whole group at once ("" when it can): a member not
+    selected, or --forks below the group size (the gate would wait for the join timeout)."""
+    n = len(nodes.members)
+    fix = f"run all {n} hosts of the group together (--group {nodes.group} --forks {n} or more)"
+    absent = [m for m in nodes.members if run_hosts and m not in run_hosts]
+    if absent:
+        return (
+            f"multi-node all-reduce over group {nodes.group}: {', '.join(absent)}"
+            f" {'is' if len(absent) == 1 else 'are'} not in this run; {fix}"
+        )
+    if forks and forks < n:
+        return (
+            f"multi-node all-reduce over group {nodes.group} needs {n} hosts at once,"
+            f" --forks is {forks}; {fix}"
+        )
+    return ""
+
+
 def meet_group(
     key: tuple[int, str, str], members: Sequence[str], me: str, info: dict[str, Any], timeout: float
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -916,6 +935,9 @@ class AllreduceStep(Step):
         group's first host); every host starts together because the runner runs them in parallel."""
         n = len(nodes.members)
         key = (id(ctx.inventory), nodes.group, self.label)
+        early = multinode_selection_problem(nodes, ctx.run_hosts, ctx.forks)
+        if early:
+            return Plan(False, early, checks=checks, failed=True, diff=diff or None)
         if ctx.progress:
             ctx.progress(f"step {self.label}: waiting for the {n} hosts of group {nodes.group}")
         seen, missing = meet_group(
