@@ -96,25 +96,30 @@ def parse_identity(text: Secret) -> list[Any]:
     return identities
 
 
+def _encrypt_into(src: Path, f: Any, out: Any, enc: Encryption) -> None:
+    """Encrypt the open file f (src) into out: recipients stream, a passphrase holds it whole."""
+    import pyrage
+
+    if enc.passphrase is not None:
+        size = src.stat().st_size
+        if size > PASSPHRASE_MAX_BYTES:
+            raise CryptoError(
+                f"{src} is {size} bytes: passphrase encryption holds a whole file in memory and is"
+                f" limited to {PASSPHRASE_MAX_BYTES} bytes; use age recipients (vars.age_recipients)."
+            )
+        out.write(pyrage.passphrase.encrypt(f.read(), enc.passphrase.reveal()))
+    else:
+        pyrage.encrypt_io(f, out, parse_recipients(enc.recipients))
+
+
 def encrypt_file(src: Path, dst: Path, enc: Encryption) -> None:
     """Encrypt src to dst (temp file + rename, so dst is never a partial ciphertext)."""
-    import pyrage
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".enc.")
     try:
-        with os.fdopen(fd, "wb") as out:
-            if enc.passphrase is not None:
-                size = src.stat().st_size
-                if size > PASSPHRASE_MAX_BYTES:
-                    raise CryptoError(
-                        f"{src} is {size} bytes: passphrase encryption holds a whole file in memory and is"
-                        f" limited to {PASSPHRASE_MAX_BYTES} bytes; use age recipients (vars.age_recipients)."
-                    )
-                out.write(pyrage.passphrase.encrypt(src.read_bytes(), enc.passphrase.reveal()))
-            else:
-                with src.open("rb") as f:
-                    pyrage.encrypt_io(f, out, parse_recipients(enc.recipients))
+        with os.fdopen(fd, "wb") as out, src.open("rb") as f:
+            _encrypt_into(src, f, out, enc)
         os.replace(tmp, dst)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -148,32 +153,6 @@ def decrypt_file(
         raise
 
 
-class _HashingReader:
-    """File-like reader for pyrage that hashes what it hands out."""
-
-    def __init__(self, f: Any) -> None:
-        self.f, self.hash = f, hashlib.sha256()
-
-    def read(self, n: int = -1) -> bytes:
-        data: bytes = self.f.read(n)
-        self.hash.update(data)
-        return data
-
-
-class _HashingWriter:
-    """File-like writer for pyrage that hashes what it writes."""
-
-    def __init__(self, f: Any) -> None:
-        self.f, self.hash = f, hashlib.sha256()
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        return int(self.f.write(data))
-
-    def flush(self) -> None:
-        self.f.flush()
-
-
 def sidecar(path: Path) -> Path:
     """Where the sha256 of a cached ciphertext is kept (written when it was made)."""
     return path.with_name(path.name + ".sha256")
@@ -191,38 +170,43 @@ def ciphertext_sha256(path: Path) -> str:
 
 
 def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, Path]:
-    """ONE pass over src: hash the plaintext while encrypting it into a temp file, then name the
-    ciphertext by its cache key (plaintext hash + recipients). When that name exists already the
-    existing (stable) ciphertext is kept and the new one dropped. -> (plaintext sha256, path);
-    the ciphertext's own sha256 goes to a sidecar file."""
-    import pyrage
+    """Encrypt src into a temp file while another thread hashes its plaintext (two cores, so
+    the hash costs no wall time), then name the ciphertext by its cache key (plaintext hash +
+    recipients). When that name exists already the existing (stable) ciphertext is kept and the
+    new one dropped. -> (plaintext sha256, path). The ciphertext's own sha256 is noted later by
+    `note_sha256` (the caller runs it while the upload goes on)."""
+    from concurrent.futures import ThreadPoolExecutor
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".enc.")
     try:
-        with os.fdopen(fd, "wb") as raw, src.open("rb") as f:
-            reader, writer = _HashingReader(f), _HashingWriter(raw)
-            if enc.passphrase is not None:
-                size = os.fstat(f.fileno()).st_size
-                if size > PASSPHRASE_MAX_BYTES:
-                    raise CryptoError(
-                        f"{src} is {size} bytes: passphrase encryption holds a whole file in memory and is"
-                        f" limited to {PASSPHRASE_MAX_BYTES} bytes; use age recipients (vars.age_recipients)."
-                    )
-                writer.write(pyrage.passphrase.encrypt(reader.read(), enc.passphrase.reveal()))
-            else:
-                pyrage.encrypt_io(reader, writer, parse_recipients(enc.recipients))
-        plain = reader.hash.hexdigest()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hashing = pool.submit(sha256_file, src)
+            with os.fdopen(fd, "wb") as raw, src.open("rb") as f:
+                _encrypt_into(src, f, raw, enc)
+            plain = hashing.result()
         final = cache_dir / f"{enc.cache_key(plain)}.age"
         if final.is_file():
             Path(tmp).unlink(missing_ok=True)
             return plain, final
-        sidecar(final).write_text(writer.hash.hexdigest() + "\n")
+        sidecar(final).unlink(missing_ok=True)
         os.replace(tmp, final)
         return plain, final
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def note_sha256(path: Path) -> str:
+    """Compute a cached ciphertext's sha256 and note it in its sidecar (when none is there)."""
+    side = sidecar(path)
+    if side.is_file():
+        return ciphertext_sha256(path)
+    digest = sha256_file(path)
+    tmp = side.with_name(side.name + ".tmp")
+    tmp.write_text(digest + "\n")
+    os.replace(tmp, side)
+    return digest
 
 
 def cached_ciphertext(

@@ -420,21 +420,6 @@ class Stream:
             self._sink_file.close()
 
 
-def stream(
-    ssh_argv: Sequence[str],
-    produce: Callable[[Callable[[bytes], None]], Any],
-    codec: str | None,
-    prefix: bytes = b"",
-    encrypt: Callable[[IO[bytes], Any], None] | None = None,
-    cipher_out: Path | None = None,
-    on_bytes: Callable[[int], None] | None = None,
-) -> tuple[StreamResult, Any]:
-    """One shard stream from start to end (see Stream)."""
-    s = Stream(ssh_argv)
-    result = s.feed(produce, codec, prefix, encrypt, cipher_out, on_bytes)
-    return s.wait(), result
-
-
 def identity_prefix(identity_text: str) -> bytes:
     """What goes first on the stdin of the host's scripts: the number of key lines, then the
     AGE-SECRET-KEY lines (comments dropped)."""

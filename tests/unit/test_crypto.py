@@ -125,6 +125,8 @@ def test_encrypt_to_cache_hashes_in_the_same_pass_and_keeps_the_first(tmp_path: 
     plain, path = crypto.encrypt_to_cache(src, enc, tmp_path / "cache")
     assert plain == crypto.sha256_file(src)
     assert path == tmp_path / "cache" / f"{enc.cache_key(plain)}.age"
+    assert not crypto.sidecar(path).exists()  # noted later, while the upload runs
+    assert crypto.note_sha256(path) == crypto.sha256_file(path)
     assert crypto.sidecar(path).read_text().strip() == crypto.sha256_file(path)
     assert crypto.ciphertext_sha256(path) == crypto.sha256_file(path)
     first = path.read_bytes()

@@ -70,6 +70,10 @@ class Work:
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
+    # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
+    notes: tuple[ThreadPoolExecutor, list[Any]] = field(
+        default_factory=lambda: (ThreadPoolExecutor(max_workers=1), [])
+    )
     # apply: the shared OpenSSH master's client options, rsync compression
     ssh_opts: list[str] = field(default_factory=list)
     compress: str | None = None
@@ -522,6 +526,7 @@ class DatasetStep(Step):
         rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
         cache = self._cache_dir(ctx)
         hashes = shards.HashCache(self._hash_cache_dir(ctx, work.tree.root))
+        notes, noting = work.notes
         counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
         root = work.tree.root
         done = [0]
@@ -535,6 +540,7 @@ class DatasetStep(Step):
                         plain, path = crypto.encrypt_to_cache(
                             root / rel if root.is_dir() else root, enc, cache
                         )
+                        noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
                         entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
                         work.tree.entries[rel] = entry
                         hashes.put(entry, plain)
@@ -619,6 +625,9 @@ class DatasetStep(Step):
         if bad_run is not None:
             return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
         # verification: the host hashes what arrived
+        for job in work.notes[1]:
+            job.result()
+        work.notes[0].shutdown()
         expect = self._expected(work)
         bad = self._mismatches(ctx, work.target, expect)
         if bad and work.enc is not None:
