@@ -384,12 +384,7 @@ class SSHRunner:
                 script = _sh_c_script(command)
                 text = f"(\n{script}\n)" if script is not None else command
                 chan.sendall(f"{text}\n{token}\n".encode() + (stdin or b""))
-                chan.shutdown_write()
-                if prefetch:
-                    self._spare = self.transport.open_session()
-                out, err, _ = _drain(chan, timeout, on_output)
-                code = chan.recv_exit_status() if chan.exit_status_ready() else -1
-                chan.close()
+                out, err, code = self._collect(chan, timeout, on_output, prefetch)
             else:
                 chan, self._spare = self._spare or self.transport.open_session(), None
                 script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
@@ -406,12 +401,7 @@ class SSHRunner:
                     _exec_pipelined(chan, command)
                     if stdin is not None:
                         chan.sendall(stdin)
-                    chan.shutdown_write()
-                    if prefetch:
-                        self._spare = self.transport.open_session()
-                    out, err, _ = _drain(chan, timeout, on_output)
-                    code = chan.recv_exit_status() if chan.exit_status_ready() else -1
-                    chan.close()
+                    out, err, code = self._collect(chan, timeout, on_output, prefetch)
         except TimeoutError as exc:  # before OSError: TimeoutError is one of them
             raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
         except (OSError, EOFError) as exc:
@@ -425,6 +415,19 @@ class SSHRunner:
                 f"host {self.host.name}: the server refused to run a command on its SSH session."
             )
         return CommandResult(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+    def _collect(
+        self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool
+    ) -> tuple[bytes, bytes, int]:
+        """End the command's stdin, open the next channel meanwhile when one follows, then its
+        output and exit code (-1 when the server sent none)."""
+        chan.shutdown_write()
+        if prefetch:
+            self._spare = self.transport.open_session()
+        out, err, _ = _drain(chan, timeout, on_output)
+        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+        chan.close()
+        return out, err, code
 
     def close(self) -> None:
         """Close the connection and every jump hop."""
