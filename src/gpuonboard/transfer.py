@@ -131,8 +131,6 @@ def listing_command(target: str, data_dir: str) -> str:
     return (
         f"t={shell.quote(target)}; d={shell.quote(data_dir)}\n"
         f"printf '{m}rsync %s\\n' \"$(command -v rsync || echo absent)\"\n"
-        f"printf '{m}compress %s\\n' \"$(rsync --version 2>/dev/null"
-        " | sed -n '/^Compress list:/{n;p;}')\"\n"
         f"printf '{m}zstd %s\\n' \"$(command -v zstd || echo absent)\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
@@ -151,7 +149,6 @@ class RemoteState:
     rsync: str | None  # path of the remote rsync, None when absent
     free_bytes: int | None
     files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
-    compress: tuple[str, ...] = ()  # the host rsync's compression choices (3.2+), e.g. zstd lz4
     zstd: bool = False  # the zstd command is on the host (shard streams)
 
 
@@ -160,7 +157,6 @@ def parse_listing(text: str) -> RemoteState:
     rsync: str | None = None
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
-    compress: tuple[str, ...] = ()
     zstd = False
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
@@ -170,8 +166,6 @@ def parse_listing(text: str) -> RemoteState:
             section = kind
             if kind == "rsync":
                 rsync = None if rest.strip() in ("", "absent") else rest.strip()
-            elif kind == "compress":
-                compress = tuple(rest.split())
             elif kind == "zstd":
                 zstd = rest.strip() not in ("", "absent")
             continue
@@ -187,7 +181,7 @@ def parse_listing(text: str) -> RemoteState:
         if not size.isdigit():
             continue
         files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, compress, zstd)
+    return RemoteState(rsync, free, files, zstd)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:
@@ -248,11 +242,9 @@ def rsync_argv(
     files_from: Path | None = None,
     dry_run: bool = False,
     ssh_options: Sequence[str] = (),
-    compress: str | None = None,
 ) -> list[str]:
     """The local rsync command line (argv, no shell): archive, resume, progress, stats.
-    `ssh_options` go to ssh (e.g. the shared master connection), `compress` is an rsync
-    --compress-choice (shard mode: tar headers compress, the payload goes through at ~GB/s)."""
+    `ssh_options` go to ssh (e.g. the shared master connection)."""
     argv = [
         "rsync",
         "-a",
@@ -265,8 +257,6 @@ def rsync_argv(
         "-e",
         shell.join(["ssh", "-F", str(config_path), *ssh_options]),
     ]
-    if compress:
-        argv += ["-z", f"--compress-choice={compress}", "--compress-level=1"]
     if bwlimit:
         argv.append(f"--bwlimit={bwlimit}")
     if files_from is not None:
@@ -400,34 +390,6 @@ def explain_rsync_failure(run: RsyncRun) -> str:
     if "host key verification failed" in full:
         meaning = "host key verification failed against .gpuonboard/known_hosts"
     return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")
-
-
-def local_compress_choices() -> tuple[str, ...]:
-    """The local rsync's --compress-choice list (empty for rsync < 3.2 or when it cannot run)."""
-    global _LOCAL_COMPRESS
-    if _LOCAL_COMPRESS is None:
-        try:
-            out = subprocess.run(
-                ["rsync", "--version"], capture_output=True, text=True, timeout=10, check=False
-            ).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            out = ""
-        lines = out.splitlines()
-        found: tuple[str, ...] = ()
-        for i, line in enumerate(lines[:-1]):
-            if line.startswith("Compress list:"):
-                found = tuple(lines[i + 1].split())
-        _LOCAL_COMPRESS = found
-    return _LOCAL_COMPRESS
-
-
-_LOCAL_COMPRESS: tuple[str, ...] | None = None
-
-
-def pick_compress(remote: Sequence[str]) -> str | None:
-    """A fast compression both rsyncs speak (zstd, then lz4), or None."""
-    local = local_compress_choices()
-    return next((c for c in ("zstd", "lz4") if c in remote and c in local), None)
 
 
 # ---------------------------------------------------------------- shared OpenSSH master connection

@@ -98,24 +98,18 @@ def test_rsync_failure_sentence() -> None:
     assert "dropped" in transfer.explain_rsync_failure(transfer.RsyncRun(255, transfer.RsyncStats(), ""))
 
 
-def test_listing_reports_compress_choices_and_pick() -> None:
-    out = "##gpuonboard-dataset rsync /usr/bin/rsync\n##gpuonboard-dataset compress zstd lz4 zlib none\n"
-    assert transfer.parse_listing(out).compress == ("zstd", "lz4", "zlib", "none")
-    old = "##gpuonboard-dataset rsync /usr/bin/rsync\n##gpuonboard-dataset compress \n"
-    assert transfer.parse_listing(old).compress == ()  # rsync < 3.2: no list
-    assert transfer.pick_compress(()) is None
-    local = transfer.local_compress_choices()
-    assert transfer.pick_compress(("lz4",)) == ("lz4" if "lz4" in local else None)
+def test_listing_reports_zstd() -> None:
+    out = "##gpuonboard-dataset rsync /usr/bin/rsync\n##gpuonboard-dataset zstd /usr/bin/zstd\n"
+    assert transfer.parse_listing(out).zstd
+    assert not transfer.parse_listing(out.replace("/usr/bin/zstd", "absent")).zstd
 
 
-def test_rsync_argv_master_and_compress(tmp_path: Path) -> None:
+def test_rsync_argv_master(tmp_path: Path) -> None:
     opts = transfer.master_options(Path("/p/.gpuonboard/ssh/cm-1"))  # nothing is created
     assert opts == ["-o", "ControlMaster=no", "-o", "ControlPath=/p/.gpuonboard/ssh/cm-1/%C"]
     argv = transfer.rsync_argv(tmp_path, "/data/x", tmp_path / "c", "gpuonboard-target", ssh_options=opts)
     ssh = argv[argv.index("-e") + 1]
     assert "ControlMaster=no" in ssh and "-z" not in argv
-    argv = transfer.rsync_argv(tmp_path, "/data/x", tmp_path / "c", "t", compress="zstd")
-    assert argv[argv.index("-z") + 1 :][:2] == ["--compress-choice=zstd", "--compress-level=1"]
     assert transfer.master_options(Path("/" + "d" * 80)) == []  # unix socket path too long
 
 

@@ -74,9 +74,8 @@ class Work:
     notes: tuple[ThreadPoolExecutor, list[Any]] = field(
         default_factory=lambda: (ThreadPoolExecutor(max_workers=1), [])
     )
-    # apply: the shared OpenSSH master's client options, rsync compression
+    # apply: the shared OpenSSH master's client options
     ssh_opts: list[str] = field(default_factory=list)
-    compress: str | None = None
 
 
 class DatasetStep(Step):
@@ -502,7 +501,6 @@ class DatasetStep(Step):
                 self.bwlimit,
                 files_from=listing,
                 ssh_options=work.ssh_opts,
-                compress=work.compress,
             )
             run = transfer.run_rsync(argv, self._progress(ctx, base, total))
             if run.exit_code != 0:
