@@ -209,17 +209,6 @@ def note_sha256(path: Path) -> str:
     return digest
 
 
-def cached_ciphertext(
-    src: Path, plaintext_sha256: str, enc: Encryption, cache_dir: Path
-) -> tuple[Path, bool]:
-    """The cached ciphertext of src (encrypting it once if absent) and whether it was made now."""
-    path = cache_dir / f"{enc.cache_key(plaintext_sha256)}.age"
-    if path.is_file():
-        return path, False
-    encrypt_file(src, path, enc)
-    return path, True
-
-
 def load_encryption(
     recipients: Sequence[str] | str | None, passphrase_env: str | None, environ: Any = os.environ
 ) -> Encryption:

@@ -57,11 +57,24 @@ def pick_codec(remote_has_zstd: bool, local_has_zstd: bool | None = None) -> str
     return "zstd" if remote_has_zstd and local_has_zstd else "gzip"
 
 
-RECEIVE_SCRIPT = (
+# shell functions both host scripts use: `sha` (transfer.SHA256_FN); `agerr FILE`, age's own
+# error line (not its "report" URL); `read_key`, the key lines identity_prefix() put first on
+# stdin, into $key (a shell variable: never a file or an argument)
+_PRELUDE = (
     SHA256_FN
     + r"""
-t=$1; part=$2; u=$3; dc=$4; enc=$5; clean=$6
 agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
+read_key() {
+  IFS= read -r nk || { echo 'no identity on stdin' >&2; exit 1; }
+  key=; while [ "$nk" -gt 0 ]; do IFS= read -r l || exit 1; key="$key$l
+"; nk=$((nk - 1)); done
+}"""
+)
+
+RECEIVE_SCRIPT = (
+    _PRELUDE
+    + r"""
+t=$1; part=$2; u=$3; dc=$4; enc=$5; clean=$6
 cd -- "$t" || exit 1
 f=$part.fail; rm -f -- "$part" "$part.sum" "$f" "$part.fifo" "$part.key"
 if [ -n "$u" ]; then
@@ -72,9 +85,7 @@ if [ -n "$u" ]; then
 fi
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
   command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
-  IFS= read -r nk || { echo 'no identity on stdin' >&2; exit 1; }
-  key=; while [ "$nk" -gt 0 ]; do IFS= read -r l || exit 1; key="$key$l
-"; nk=$((nk - 1)); done
+  read_key
 fi
 need=1; [ "$enc" = 1 ] && [ -z "$u" ] && need=0
 if [ "$need" = 1 ] && ! command -v "$dc" >/dev/null; then
@@ -114,32 +125,19 @@ cut -c1-64 < "$part.sum"
 )
 
 FINISH_SCRIPT = (
-    SHA256_FN
+    _PRELUDE
     + r"""
 t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; shift 6
-agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 cd -- "$t" || exit 1
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
-  IFS= read -r nk || exit 1
-  key=; while [ "$nk" -gt 0 ]; do IFS= read -r l || exit 1; key="$key$l
-"; nk=$((nk - 1)); done
+  read_key
 fi
 gzip -dc > .manifest.tmp || { rm -f -- .manifest.tmp; echo 'the manifest did not arrive whole' >&2; exit 1; }
-bad=
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  part=$2; sha=$3; final=$4; shift 4
-  [ -f "$part.sum" ] && got=$(cut -c1-64 < "$part.sum") || got=
-  rm -f -- "$part.sum"
-  if [ "$got" = "$sha" ] && [ -f "$part" ]; then mv -f -- "$part" "$final" || bad="$bad $final"
-  else bad="$bad $final"; rm -f -- "$part"; fi
-done
-shift
 fail() { [ -n "$u" ] && rm -rf -- "$u"; rm -f -- .manifest.tmp; exit "$1"; }
 if [ -n "$u" ]; then  # unpack dirs of interrupted runs
   for d in "$(dirname -- "$u")"/.gpuonboard-unpack-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
   mkdir -p -- "$u" || fail 1
 fi
-[ -z "$bad" ] || { echo "sha256 mismatch on the host for:$bad" >&2; fail 3; }
 mv -f -- .manifest.tmp manifest.json || fail 1
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   s=$1; want=$2; shift 2
@@ -222,19 +220,14 @@ def finish_command(
     encrypted: bool,
     codec: str,
     marker: str,
-    arrived: Sequence[tuple[str, str, str]],
     extract: Sequence[tuple[str, str]],
     remove: Sequence[str],
 ) -> str:
     """The one closing command (stdin: [identity] + the gzip-compressed manifest: 50,000 files
-    make 7 MB of JSON); `arrived` = (incoming name, expected sha256, final name);
-    `extract` = (name, sha256 or "-") of shards already on the host to unpack too (checked
+    make 7 MB of JSON); `extract` = (name, sha256 or "-") of shards already on the host to unpack too (checked
     first: a damaged one is removed so the rerun re-sends it); `remove` = stale names."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
     argv += ["1" if encrypted else "0", codec, marker]
-    for part, sha, final in arrived:
-        argv += ["+", part, sha, final]
-    argv.append("--")
     for name, sha in extract:
         argv += [name, sha]
     argv += ["--", *remove]

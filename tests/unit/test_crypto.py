@@ -29,10 +29,10 @@ def test_round_trip_and_cache_is_stable(tmp_path: Path) -> None:
     src = tmp_path / "plain.bin"
     src.write_bytes(b"x" * 300_000)
     enc = crypto.Encryption(recipients=(pub,))
-    sha = crypto.sha256_file(src)
-    first, made = crypto.cached_ciphertext(src, sha, enc, tmp_path / "cache")
-    again, made_again = crypto.cached_ciphertext(src, sha, enc, tmp_path / "cache")
-    assert made and not made_again and first == again
+    sha, first = crypto.encrypt_to_cache(src, enc, tmp_path / "cache")
+    made = first.read_bytes()
+    sha_again, again = crypto.encrypt_to_cache(src, enc, tmp_path / "cache")
+    assert sha == sha_again and first == again and again.read_bytes() == made  # kept, not re-made
     out = tmp_path / "out.bin"
     crypto.decrypt_file(first, out, identity=Secret(key.read_text()))
     assert out.read_bytes() == src.read_bytes()

@@ -885,7 +885,6 @@ class DatasetStep(Step):
                 encrypted,
                 work.codec,
                 marker,
-                [],
                 [
                     (self._remote_name(work, sh), "-" if encrypted else sh.sha256)
                     for sh in work.built
