@@ -65,6 +65,9 @@ class Work:
     send_idx: list[int] = field(default_factory=list)  # groups to (build and) send
     remote_names: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # names in <dest>/<name>.shards to remove
+    # loaded once by plan, updated and saved by apply
+    index: shards.Index | None = None
+    hashes: shards.HashCache | None = None
     unpack: bool = False
     need: int = 0
     shard_size: int = 0
@@ -238,12 +241,7 @@ class DatasetStep(Step):
         if self.encrypt:
             # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
             # hashed while they are encrypted, in one pass, during the upload
-            hashes = shards.HashCache(self._hash_cache_dir(ctx, tree.root))
-            for rel, e in list(tree.entries.items()):
-                if e.kind == "f":
-                    known = hashes.get(e)
-                    if known:
-                        tree.entries[rel] = dataclasses.replace(e, sha256=known)
+            work.hashes = _known_hashes(tree, shards.HashCache(self._hash_cache_dir(ctx, tree.root)))
             try:
                 work.enc = crypto.load_encryption(
                     ctx.host.vars.get("age_recipients"), ctx.host.vars.get("age_passphrase_env")
@@ -320,10 +318,6 @@ class DatasetStep(Step):
         """The dataset's local cache dir (hash cache, shard index)."""
         return ctx.project / ".gpuonboard" / "cache" / "shards" / shards.dataset_id(root)
 
-    def _shard_cache(self, ctx: StepContext, work: Work) -> Path:
-        root = work.tree.root
-        return ctx.project / ".gpuonboard" / "cache" / "shards" / shards.dataset_id(root)
-
     def _shard_root(self, work: Work) -> Path:
         return work.tree.root if work.tree.root.is_dir() else work.tree.root.parent
 
@@ -352,17 +346,13 @@ class DatasetStep(Step):
                 return Plan(False, "unpacking encrypted shards needs --decrypt-on-host", failed=True)
         size = int(transfer_size(self._setting(ctx, "shard_size", shards.DEFAULT_SIZE)))
         root = self._shard_root(work)
-        cache = self._shard_cache(ctx, work)
+        cache = self._hash_cache_dir(ctx, work.tree.root)
         index = shards.Index(cache)
         remote = transfer.parse_listing(ctx.facts.raw[self._probe(self.shards_target).name].stdout)
         work.codec = shardstream.pick_codec(remote.zstd)
+        work.index, work.hashes = index, shards.HashCache(cache)
         if index.data:
-            hashes = shards.HashCache(cache)
-            for rel, e in list(work.tree.entries.items()):
-                if e.kind == "f" and not e.sha256:
-                    known = hashes.get(e)
-                    if known:
-                        work.tree.entries[rel] = dataclasses.replace(e, sha256=known)
+            _known_hashes(work.tree, work.hashes)
             transfer.hash_tree(work.tree)
         work.groups = shards.assign(list(work.tree.entries.values()), size)
         if index.data:
@@ -523,7 +513,8 @@ class DatasetStep(Step):
         cached = {r for r in rels if r in work.cipher and work.cipher[r].is_file()}
         rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
         cache = self._cache_dir(ctx)
-        hashes = shards.HashCache(self._hash_cache_dir(ctx, work.tree.root))
+        hashes = work.hashes
+        assert hashes is not None
         notes, noting = work.notes
         counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
         root = work.tree.root
@@ -736,9 +727,8 @@ class DatasetStep(Step):
         .incoming-*, unpacking on the fly when asked), then one closing command renames the
         verified shards, writes the manifest, unpacks the rest and removes stale shards."""
         root = self._shard_root(work)
-        cache = self._shard_cache(ctx, work)
-        index = shards.Index(cache)
-        hashes = shards.HashCache(cache)
+        index, hashes = work.index, work.hashes
+        assert index is not None and hashes is not None
         unpack_dir = ""
         if work.unpack:
             unpack_dir = posixpath.join(
@@ -1005,3 +995,14 @@ def _damaged_ciphertexts(paths: list[Path]) -> set[Path]:
             crypto.sidecar(path).unlink(missing_ok=True)
             out.add(path)
     return out
+
+
+def _known_hashes(tree: transfer.SourceTree, hashes: shards.HashCache) -> shards.HashCache:
+    """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
+    inode); the others keep "" for a later pass. Returns the cache."""
+    for rel, e in list(tree.entries.items()):
+        if e.kind == "f" and not e.sha256:
+            known = hashes.get(e)
+            if known:
+                tree.entries[rel] = dataclasses.replace(e, sha256=known)
+    return hashes
