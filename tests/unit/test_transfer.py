@@ -151,3 +151,26 @@ def test_hash_script_uses_openssl_or_falls_back_to_sha256sum(tmp_path: Path) -> 
             check=True,
         ).stdout.decode()
         assert transfer.parse_hashes(rels, out) == want, (tools, out)
+
+
+def test_sync_flag_combinations_are_one_sentence() -> None:
+    """`invoke sync` flags that do not go together: the exact sentence (the CLI exits 2 on it)."""
+    import pytest
+
+    from gpuonboard.errors import UsageError
+    from gpuonboard.sync import SyncOptions, build_spec
+
+    cases = [
+        (SyncOptions(decrypt_on_host=True), "--decrypt-on-host needs --encrypt."),
+        (SyncOptions(encrypt=True, decrypt_to="/dev/shm"), "--decrypt-to needs --decrypt-on-host."),
+        (
+            SyncOptions(encrypt=True, decrypt_on_host=True, decrypt_to="shm"),
+            "--decrypt-to must be an absolute path on the host, not 'shm'.",
+        ),
+    ]
+    for opts, sentence in cases:
+        with pytest.raises(UsageError) as err:
+            build_spec(opts)
+        assert str(err.value) == sentence
+    spec = build_spec(SyncOptions(encrypt=True, decrypt_on_host=True, decrypt_to="/dev/shm"))
+    assert str(spec.args["decrypt_dir"]) == "/dev/shm"
