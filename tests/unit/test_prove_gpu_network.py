@@ -9,7 +9,12 @@ from typing import Any
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps import REGISTRY
-from gpuonboard.steps.gpu_benchmark import benchmark_checks, load_gpu_references, match_gpu_reference
+from gpuonboard.steps.gpu_benchmark import (
+    benchmark_checks,
+    load_gpu_references,
+    load_summary,
+    match_gpu_reference,
+)
 from gpuonboard.steps.network import (
     iperf_check,
     iperf_peers,
@@ -37,7 +42,7 @@ def test_registered_read_only_and_bundled() -> None:
 
 def test_reference_table_loads_and_matches() -> None:
     table = load_gpu_references()
-    assert all(str(r["source"]).startswith("https://") for r in table["references"])
+    assert all(str(r["source"]).startswith(("https://", "measured: ")) for r in table["references"])
     assert match_gpu_reference(table, "NVIDIA A100-SXM4-80GB")["id"] == "a100"  # type: ignore[index]
     assert match_gpu_reference(table, "NVIDIA A10")["id"] == "a10"  # type: ignore[index]
     assert match_gpu_reference(table, "NVIDIA H100 PCIe")["id"] == "h100-pcie"  # type: ignore[index]
@@ -143,12 +148,23 @@ def test_sample_summary_decodes_throttle_mask() -> None:
     gb = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gb)
     text = (
+        "0, 345, 1980, 36, 78.2, 700.00, 0x0000000000000001, 0\n"  # idle before the load
         "0, 1980, 1980, 60, 650.1, 700.00, 0x0000000000000000, 100\n"
         "0, 1700, 1980, 84, 699.0, 700.00, 0x0000000000000024, 100\n"
+        "0, 1410, 1980, 70, 120.0, 700.00, 0x0000000000000001, [N/A]\n"
     )
     s = gb.summarize_samples(text)["0"]
-    assert s["samples"] == 2 and s["sm_clock_min_mhz"] == 1700 and s["temp_max_c"] == 84
+    # clocks, power and reasons under load only; the hottest reading over every sample
+    assert s["samples"] == 4 and s["load_samples"] == 2
+    assert s["sm_clock_min_mhz"] == 1700 and s["temp_max_c"] == 84 and s["power_median_w"] == 674.55
     assert s["reasons"] == {"sw_power_cap": 0.5, "sw_thermal_slowdown": 0.5}
+    text = "0, 345, 1980, 36, 78.2, 700.00, 0x0000000000000001, 0\n"
+    s = gb.summarize_samples(text)["0"]
+    assert s["load_samples"] == 0 and s["sm_clock_min_mhz"] == 345 and s["reasons"] == {"gpu_idle": 1.0}
+    assert load_summary(s).startswith("all samples (none at >= 50 % utilisation): SM clock 345-345")
+    assert load_summary(gb.summarize_samples(text.replace(", 0\n", ", 99\n"))["0"]) == (
+        "under load: SM clock 345-345 (max 1980) MHz, median 78 of 700 W; max 36 °C"
+    )
 
 
 # ----------------------------------------------------------------------------- network

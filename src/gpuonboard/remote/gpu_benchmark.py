@@ -39,6 +39,7 @@ SAMPLE_FIELDS = (
     "clocks_throttle_reasons.active",
     "utilization.gpu",
 )
+LOADED_UTIL_PCT = 50.0
 # NVML clock-event reason bits (same order as gpuonboard.facts.nvidia_smi.CLOCK_EVENT_REASONS)
 REASONS = (
     "gpu_idle",
@@ -255,8 +256,9 @@ def decode_reasons(value: str) -> list[str]:
 
 def summarize_samples(text: str) -> dict[str, Any]:
     """`nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms N` -> per GPU
-    {samples, sm_clock_mhz min/median, sm_clock_max_mhz, temp_max_c, power_median_w,
-    power_limit_w, reasons: {name: share of samples}}."""
+    {samples, load_samples (utilization >= LOADED_UTIL_PCT; the clock, power and reason figures
+    cover those alone when there are any), sm_clock_mhz min/median, sm_clock_max_mhz,
+    temp_max_c (over every sample), power_median_w, power_limit_w, reasons: {name: share}}."""
     per: dict[str, list[list[str]]] = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
@@ -272,15 +274,20 @@ def summarize_samples(text: str) -> dict[str, Any]:
         return vals
 
     out: dict[str, Any] = {}
-    for idx, rows in per.items():
-        clocks, maxc, temps = nums(rows, 1), nums(rows, 2), nums(rows, 3)
+    for idx, all_rows in per.items():
+        # clocks, power and reasons only while the GPU is busy: the sampler also runs through
+        # start-up, the batch-size search and the gaps between phases (idle clocks, idle power)
+        busy = [r for r in all_rows if nums([r], 7) and nums([r], 7)[0] >= LOADED_UTIL_PCT]
+        rows = busy or all_rows
+        clocks, maxc, temps = nums(rows, 1), nums(rows, 2), nums(all_rows, 3)
         power, limit = nums(rows, 4), nums(rows, 5)
         counts: dict[str, int] = {}
         for r in rows:
             for name in decode_reasons(r[6]):
                 counts[name] = counts.get(name, 0) + 1
         out[idx] = {
-            "samples": len(rows),
+            "samples": len(all_rows),
+            "load_samples": len(busy),
             "sm_clock_min_mhz": min(clocks) if clocks else None,
             "sm_clock_median_mhz": statistics.median(clocks) if clocks else None,
             "sm_clock_max_mhz": max(maxc) if maxc else None,

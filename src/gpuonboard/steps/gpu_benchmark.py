@@ -168,11 +168,7 @@ def benchmark_checks(
             s_idx = samples.get(str(idx)) if samples else None
             extra = ""
             if s_idx:
-                extra = (
-                    f"; SM clock {s_idx.get('sm_clock_min_mhz')}-{s_idx.get('sm_clock_median_mhz')}"
-                    f" (max {s_idx.get('sm_clock_max_mhz')}) MHz, max {s_idx.get('temp_max_c')} °C,"
-                    f" {s_idx.get('power_median_w')} of {s_idx.get('power_limit_w')} W"
-                )
+                extra = "; " + load_summary(s_idx)
             slowing = {
                 k: v for k, v in ((s_idx or {}).get("reasons") or {}).items() if k in gpu_health.HARD_THROTTLE
             }
@@ -203,6 +199,26 @@ def benchmark_checks(
             )
         )
     return checks
+
+
+def _num(value: Any) -> str:
+    try:
+        return f"{float(value):.0f}"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def load_summary(s: Mapping[str, Any]) -> str:
+    """One GPU's sampler summary as text: clocks and power under load, hottest temperature."""
+    load = s.get("load_samples")
+    where = "under load" if load else "all samples (none at >= 50 % utilisation)"
+    if load is None:
+        where = "all samples"
+    return (
+        f"{where}: SM clock {_num(s.get('sm_clock_min_mhz'))}-{_num(s.get('sm_clock_median_mhz'))}"
+        f" (max {_num(s.get('sm_clock_max_mhz'))}) MHz, median {_num(s.get('power_median_w'))}"
+        f" of {_num(s.get('power_limit_w'))} W; max {_num(s.get('temp_max_c'))} °C"
+    )
 
 
 class GpuBenchmarkStep(Step):

@@ -467,6 +467,18 @@ def allreduce_checks(
             )
         )
         return checks
+    if n == 1:
+        checks.append(
+            Check(
+                "allreduce_busbw",
+                "(information only: one GPU, no inter-GPU traffic)",
+                f"1 x {backend}: nothing crosses a link (bus bandwidth is 0 by definition with one rank)",
+                "pass",
+                "the bus-bandwidth comparison needs 2+ GPUs in the host, or a multi-node run"
+                " (allreduce_nodes)",
+            )
+        )
+        return checks
     max_bytes = int(r.get("max_bytes") or 0)
     if max_bytes < GiB:
         checks.append(
