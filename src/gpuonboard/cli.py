@@ -236,7 +236,7 @@ def container(
 
 @task(
     help={
-        "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, no-driver)",
+        "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, h200-1gpu, ...)",
         "name": "inventory host name of the simulated server",
         "base": "state directory",
     },

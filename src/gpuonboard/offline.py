@@ -92,6 +92,11 @@ def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
             )
         if kind in raw:
             raise UsageError(f"{path}: a second {kind} output; pass one file per command.")
+        if kind == "free":
+            from .facts import memory
+
+            if memory.is_bytes_output(path.name, text):  # the parsers read `free -k`
+                text = memory.bytes_to_kib(text)
         raw[kind] = ProbeOutput(text, "", 0)
     return raw
 

@@ -14,20 +14,37 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 EPYC = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
 GRACE = "lscpu__gh200-grace-neoverse-v2__aarch64.txt"
+# our own capture of a rented 1 x H200 VM (16 vCPUs, KVM, Ubuntu 24.04.3), 2026-11-29
+XEON = "lscpu__intel-xeon-16vcpu__h200-vm.txt"
+XEON_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
+XEON_INFO = CpuInfo("x86_64", "Intel(R) Xeon(R) Processor", 1, 16, 1, 16, 16)
 
 CASES = [
     (EPYC, CpuInfo("x86_64", "AMD EPYC 9374F 32-Core Processor", 2, 32, 1, 64, 64)),
     (GRACE, CpuInfo("aarch64", "Neoverse-V2", 1, 72, 1, 72, 72)),
+    (XEON, XEON_INFO),
 ]
+# real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
+JSON_CASES = [(XEON_J, XEON_INFO)]
 
 
-@pytest.mark.parametrize(("name", "expected"), CASES)
+@pytest.mark.parametrize(("name", "expected"), CASES + JSON_CASES)
 def test_every_capture(name: str, expected: CpuInfo) -> None:
     assert parse_lscpu((FIXTURES / "real" / name).read_text()) == expected
 
 
 def test_every_real_lscpu_is_covered() -> None:
-    assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == {n for n, _ in CASES}
+    assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == {n for n, _ in CASES + JSON_CASES}
+
+
+def test_real_json_is_the_flat_form_and_agrees_with_plain() -> None:
+    # util-linux 2.39 (Ubuntu 24.04) prints a flat list: no "children", same fields as plain
+    text = (FIXTURES / "real" / XEON_J).read_text()
+    entries = json.loads(text)["lscpu"]
+    assert not any("children" in e for e in entries)
+    assert {"field": "Model name:", "data": "Intel(R) Xeon(R) Processor"} in entries
+    assert json.loads(_as_json((FIXTURES / "real" / XEON).read_text(), nested=False))["lscpu"] == entries
+    assert parse_lscpu(text) == parse_lscpu((FIXTURES / "real" / XEON).read_text())
 
 
 def _as_json(text: str, nested: bool) -> str:

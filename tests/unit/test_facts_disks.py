@@ -21,9 +21,41 @@ TIB = 1024**4
 GIB = 1024**3
 
 
+H200_DF = "df-P-B1__h200-vm.txt"
+H200_LSBLK = "lsblk-J-b__h200-vm.json"
+
+
 def test_every_real_df_and_lsblk_is_covered() -> None:
-    assert {p.name for p in REAL.glob("df*")} == {"df-h__8gpu-server-mi300x.txt"}
-    assert {p.name for p in REAL.glob("lsblk*")} == {"lsblk-J-b__gpu-node-8x-nvme.json"}
+    assert {p.name for p in REAL.glob("df*")} == {"df-h__8gpu-server-mi300x.txt", H200_DF}
+    assert {p.name for p in REAL.glob("lsblk*")} == {"lsblk-J-b__gpu-node-8x-nvme.json", H200_LSBLK}
+
+
+def test_df_p_b1_h200_vm() -> None:
+    # GNU df -P -B1 heads its size column "1-blocks" (not "1B-blocks")
+    text = (REAL / H200_DF).read_text()
+    assert text.split()[1] == "1-blocks"
+    mounts = parse_df(text)
+    assert mounts == (
+        Mount("tmpfs", 137438953472, 0, 137438953472, "/dev/shm"),
+        Mount("/dev/vda", 270553174016, 17326297088, 68662640640, "/"),
+    )
+    root = mount_for(mounts, "/data/checkpoints")
+    assert root is not None and root.device == "/dev/vda"
+    assert root.avail_bytes is not None and 63 < root.avail_bytes / GIB < 64  # of a 252 GiB disk
+    shm = mount_for(mounts, "/dev/shm/x")
+    assert shm is not None and shm.size_bytes == 128 * GIB
+
+
+def test_lsblk_h200_vm() -> None:
+    devices = parse_lsblk_json((REAL / H200_LSBLK).read_text())
+    assert [(d.name, d.type, d.size_bytes, d.mountpoint) for d in devices] == [
+        ("zram0", "disk", 0, None),
+        ("vda", "disk", 256 * GIB, "/"),
+        ("vdb", "disk", 318332928, "/usr/local/nvidia"),  # driver files on their own disk
+    ]
+    # virtio disks report rotational; no model, no partitions
+    assert [d.rota for d in devices] == [False, True, True]
+    assert {d.model for d in devices} == {None} and {d.parent for d in devices} == {None}
 
 
 def test_df_h_mi300x() -> None:

@@ -10,20 +10,24 @@ from gpuonboard.facts.memory import MemoryInfo, parse_free, parse_meminfo
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
+# file, bytes per unit of its numbers (free -k: 1024, free -b: 1), total, available, swap
 CASES = [
-    ("real/free__ubuntu-18.04-vm.txt", 2017300 * 1024, 1585920 * 1024, 2097148 * 1024),
+    ("real/free__ubuntu-18.04-vm.txt", 1024, 2017300 * 1024, 1585920 * 1024, 2097148 * 1024),
     (
         "derived/free__gpu-server-2tib__derived.txt",
+        1024,
         2065715200 * 1024,
         1623982080 * 1024,
         2147479552 * 1024,
     ),
+    # our own `free -b` of a rented 1 x H200 VM (~126 GiB, no swap), 2026-11-29
+    ("real/free-b__h200-vm.txt", 1, 135148564480, 134617243648, 0),
 ]
 
 
-@pytest.mark.parametrize(("name", "total", "available", "swap"), CASES)
-def test_every_capture(name: str, total: int, available: int, swap: int) -> None:
-    info = parse_free((FIXTURES / name).read_text())
+@pytest.mark.parametrize(("name", "unit", "total", "available", "swap"), CASES)
+def test_every_capture(name: str, unit: int, total: int, available: int, swap: int) -> None:
+    info = parse_free((FIXTURES / name).read_text(), unit_bytes=unit)
     assert info == MemoryInfo(total, available, swap)
 
 
@@ -36,6 +40,13 @@ def test_derived_is_about_two_tib() -> None:
     info = parse_free((FIXTURES / "derived/free__gpu-server-2tib__derived.txt").read_text())
     assert info.total_bytes is not None
     assert 1.9 < info.total_bytes / 1024**4 < 2.0
+
+
+def test_h200_vm_free_b() -> None:
+    info = parse_free((FIXTURES / "real/free-b__h200-vm.txt").read_text(), unit_bytes=1)
+    assert info.total_bytes is not None and 125 < info.total_bytes / 1024**3 < 126
+    # read as the probe's `free -k` it would be 1024 x too much: the unit must be passed
+    assert parse_free((FIXTURES / "real/free-b__h200-vm.txt").read_text()).total_bytes == 135148564480 * 1024
 
 
 def test_unit_bytes_for_free_b() -> None:

@@ -29,6 +29,15 @@ def read(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
+# The 1 x H200 captures of 2026-11-29 (driver 580.159.04, CUDA 13.0; see real/SOURCES.md).
+H200_XML = "real/nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+H200_TEXT = "real/nvidia-smi-q__h200__1gpu__driver580.159.04.txt"
+H200_TABLE = "real/nvidia-smi__h200__1gpu__driver580.159.04.txt"
+H200_CSV = "real/nvidia-smi-query-gpu__h200__1gpu__driver580.159.04.csv"
+# nvidia-smi --query-gpu=...sampler fields... --format=csv,noheader,nounits -lms=500: a sampler
+# log (no header), read by gpu_benchmark.summarize_samples (tests/unit/test_prove_gpu_network.py)
+H200_SAMPLER = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
+
 # file, source, driver, cuda, attached_gpus, number of GPUs, name of GPU 0, memory MiB of GPU 0
 CASES = [
     ("real/nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml",
@@ -41,6 +50,8 @@ CASES = [
      "xml", "595.84", "13.2", 1, 1, "NVIDIA RTX 4000 SFF Ada Generation", 20475),
     ("real/nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml",
      "xml", "515.105.01", "11.7", 1, 1, "Tesla T4", 15360),
+    # our own capture: rented 1 x H200 VM (Firecracker, GPU passed through), 2026-11-29
+    (H200_XML, "xml", "580.159.04", "13.0", 1, 1, "NVIDIA H200", 143771),
     ("derived/nvidia-smi-q-x__a100-sxm4-80gb__8gpu__derived.xml",
      "xml", "535.54.03", "12.2", 8, 8, "NVIDIA A100-SXM4-80GB", 81920),
     ("derived/nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml",
@@ -49,6 +60,7 @@ CASES = [
      "text", "535.129.03", "12.2", 1, 1, "NVIDIA A10", 23028),
     ("real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt",
      "text", "535.161.08", "12.2", 8, 8, "NVIDIA H100 80GB HBM3", 81559),
+    (H200_TEXT, "text", "580.159.04", "13.0", 1, 1, "NVIDIA H200", 143771),
     ("real/nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt",
      "table", "550.144.03", "12.4", None, 1, "NVIDIA A100-SXM4-40GB", 40960),
     ("real/nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt",
@@ -65,6 +77,7 @@ CASES = [
      "table", "590.48.01", "13.1", None, 1, "NVIDIA H200", 143771),
     ("real/nvidia-smi__h200__8gpu__driver570.158.01.txt",
      "table", "570.158.01", "12.8", None, 8, "NVIDIA H200", 143771),
+    (H200_TABLE, "table", "580.159.04", "13.0", None, 1, "NVIDIA H200", 143771),
     ("real/nvidia-smi__l40s__1gpu__driver550.127.05.txt",
      "table", "550.127.05", "12.4", None, 1, "NVIDIA L40S", 46068),
     ("real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt",
@@ -73,6 +86,8 @@ CASES = [
      "csv", "590.48.01", None, 1, 1, "NVIDIA H100 80GB HBM3", 81559),
     ("real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv",
      "csv", "590.48.01", None, 1, 1, "NVIDIA H200", 143771),
+    # bench/device/run.sh's 7-field query: no count (attached unknown), no CUDA version
+    (H200_CSV, "csv", "580.159.04", None, None, 1, "NVIDIA H200", 143771),
     # netdata's field list has no memory.total and no driver_version
     ("real/nvidia-smi-query-gpu-nounits__tesla-p100-pcie-16gb__1gpu.csv",
      "csv", None, None, None, 1, "Tesla P100-PCIE-16GB", None),
@@ -112,9 +127,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
     outputs = {
         p.name
         for p in REAL.glob("nvidia-smi*")
-        if not p.name.startswith(("nvidia-smi-topo", "nvidia-smi-nvlink"))
+        if not p.name.startswith(("nvidia-smi-topo", "nvidia-smi-nvlink")) and p.name != H200_SAMPLER
     }
     assert outputs == covered
+    assert (REAL / H200_SAMPLER).is_file()
 
 
 def test_partial_capture_warns_about_count() -> None:
@@ -166,6 +182,47 @@ def test_derived_8gpu_identifiers_distinct() -> None:
     assert len({g.uuid for g in report.gpus}) == 8
     assert len({g.serial for g in report.gpus}) == 8
     assert [g.pci_bus_id for g in report.gpus][:2] == ["00000000:01:00.0", "00000000:0F:00.0"]
+
+
+def test_h200_580_every_format_agrees() -> None:
+    # One GPU, four outputs of the same minute: every form names the same box.
+    reports = {name: parse_any(read(FIXTURES / name)) for name in (H200_XML, H200_TEXT, H200_TABLE, H200_CSV)}
+    for name, report in reports.items():
+        assert report.warnings == (), name
+        gpu = report.gpus[0]
+        assert (gpu.name, gpu.memory_total_mib, gpu.pci_bus_id) == ("NVIDIA H200", 143771, "00000000:00:06.0")
+        assert gpu.ecc_mode == "Enabled", name
+    for name in (H200_XML, H200_TEXT, H200_TABLE):
+        gpu = reports[name].gpus[0]
+        assert (gpu.persistence_mode, gpu.mig_mode) == ("Enabled", "Disabled"), name
+        assert gpu.memory_used_mib == 0 and gpu.processes == () and gpu.processes_known, name
+    # -q -x and -q were taken in the same second (21:45:39): identical facts, field by field
+    assert reports[H200_XML].gpus == reports[H200_TEXT].gpus
+    xml = reports[H200_XML].gpus[0]
+    assert xml.virtualization_mode == "Pass-Through"  # a Firecracker VM with the GPU passed through
+    assert (xml.vbios, xml.product_architecture) == ("96.00.A5.00.1A", "Hopper")
+    # the margins "GPU Slowdown T.Limit Temp : -2 C" are not read as absolute thresholds
+    assert (xml.temperature_slowdown_c, xml.temperature_max_c) == (None, None)
+
+
+def test_h200_580_text_utilization_label_is_upper_case() -> None:
+    text = read(FIXTURES / H200_TEXT)
+    assert "    Utilization\n        GPU                                            : 0 %" in text
+    busy = text.replace(
+        "        GPU                                            : 0 %",
+        "        GPU                                            : 97 %",
+    )
+    assert parse_text_q(busy).gpus[0].utilization_gpu_pct == 97
+
+
+def test_h200_580_csv_reports_the_event_name_for_the_throttle_field() -> None:
+    # bench/device/run.sh asked for clocks_throttle_reasons.active (the R450-safe name, as in
+    # QUERY_FIELDS); driver 580 accepted it and headed the column with the event name.
+    text = read(FIXTURES / H200_CSV)
+    assert text.splitlines()[0].endswith(", clocks_event_reasons.active")
+    gpu = parse_query_csv(text, ()).gpus[0]
+    assert gpu.clock_event_reasons == ("gpu_idle",) and gpu.clock_event_reasons_known
+    assert parse_any(read(REAL / H200_SAMPLER)).source == "unknown"  # no header: not a report
 
 
 def test_text_q_h100_details() -> None:
@@ -341,6 +398,11 @@ A100_80 = (
     "92.00.36.00.02", "NVIDIA", "Ampere", (0, 0, 0, 0), (None, None, None), (None, None, None, None),
     (67.03, 500.0, 500.0, 500.0), (), True, "P0", None, (27, 89, 92), "None", "Default", True, 0,
 )  # fmt: skip
+H200_580 = (
+    "96.00.A5.00.1A", "NVIDIA", "Hopper", (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
+    (77.66, 700.0, 700.0, 700.0), ("gpu_idle",), True, "P0", 0, (34, None, None), "Pass-Through",
+    "Default", True, 0,
+)  # fmt: skip
 # Table rows: the table has no vbios/brand/ECC totals/retired/remapped/default power/reasons.
 NO_DETAIL = (None, None, None)
 
@@ -381,6 +443,15 @@ HEALTH: dict[str, tuple[object, ...]] = {
         "94.02.5C.00.04", "NVIDIA", "Ampere", (0, 0, 0, 0), (None, None, None), (0, 4, True, False),
         (43.89, 150.0, 150.0, 150.0), ("gpu_idle",), True, "P8", 0, (33, 98, 101), "Pass-Through",
         "Default", True, 0),
+    # 580: only the T.Limit margins are printed (-2 C / -8 C), no absolute slowdown/shutdown
+    H200_XML: H200_580,
+    H200_TEXT: H200_580,  # same second as the XML; the 580 text says "Utilization > GPU" (was "Gpu")
+    H200_TABLE: _table(0, 77.0, 700.0, "P0", 0, 35),
+    # asked for 7 fields only; the mask column came back headed clocks_event_reasons.active
+    H200_CSV: (
+        None, None, None, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (None, None, None, None), ("gpu_idle",), True, None, None, (None, None, None), None, None,
+        False, 0),
     "real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt": (
         "96.00.74.00.0D", "NVIDIA", "Hopper", (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
         (67.74, 700.0, 700.0, 700.0), ("hw_slowdown", "hw_power_brake_slowdown"), True, "P0", 0,
@@ -453,8 +524,9 @@ def test_health_facts(name: str) -> None:
     assert health(report.gpus[0]) == HEALTH[name]
     for gpu in report.gpus:
         assert set(gpu.clock_event_reasons) <= set(CLOCK_EVENT_REASONS)
-        assert gpu.temperature_c is not None
-        assert gpu.memory_used_mib is not None
+        if name != H200_CSV:  # that query asked for neither temperature.gpu nor memory.used
+            assert gpu.temperature_c is not None
+            assert gpu.memory_used_mib is not None
 
 
 @pytest.mark.parametrize(
@@ -473,8 +545,11 @@ def test_health_facts(name: str) -> None:
          "0000000000000", "GPU-00000000-0000-0000-0000-000000000000", (5, 5, 16, 16)),
         ("real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv",
          "0000000000000", "GPU-00000000-0000-0000-0000-000000000000", (5, 5, 16, 16)),
+        (H200_XML, "1653924042524", "GPU-e7c560dc-cf75-7469-658e-ed0adc9be226", (5, 5, 16, 16)),
+        (H200_TEXT, "1653924042524", "GPU-e7c560dc-cf75-7469-658e-ed0adc9be226", (5, 5, 16, 16)),
         # the table has neither identifiers nor link state
         ("real/nvidia-smi__h200__8gpu__driver570.158.01.txt", None, None, (None, None, None, None)),
+        (H200_TABLE, None, None, (None, None, None, None)),
     ],
 )  # fmt: skip
 def test_identity_and_link_every_format(

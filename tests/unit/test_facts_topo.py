@@ -14,6 +14,9 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 CASES = [
     ("real/nvidia-smi-topo-m__h100-80gb-hbm3__1gpu__driver590.48.01__ansi-escapes.txt",
      1, (), "single", None, None),
+    # our own capture: rented 1 x H200 VM, 2026-11-29 (header in the same ANSI escapes)
+    ("real/nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt",
+     1, (), "single", None, None),
     ("real/nvidia-smi-topo-m__h200__8gpu-10nic.txt",
      8, tuple(f"NIC{i}" for i in range(10)), "nvlink", "NV18", True),
     ("real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt",
@@ -58,6 +61,15 @@ def test_ansi_escapes_stripped() -> None:
     assert topo.cpu_affinity == {"GPU0": "0-19"}
     assert topo.numa_affinity == {"GPU0": "0"}
     assert topo.links == {}
+
+
+def test_h200_vm_single_gpu() -> None:
+    text = (FIXTURES / "real/nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt").read_text()
+    assert text.startswith("\t\x1b[4mGPU0\t")
+    topo = parse_topo(text)
+    assert topo.cpu_affinity == {"GPU0": "0-15"}  # all 16 vCPUs
+    assert topo.numa_affinity == {"GPU0": "0"}
+    assert topo.links == {} and topo.nic_legend == {}
 
 
 def test_v100_details() -> None:

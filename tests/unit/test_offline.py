@@ -30,12 +30,15 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
     expected = {
         "nvidia-smi-topo": "nvidia_topo",
         "nvidia-smi-nvlink": None,
+        "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
         "free": "free",
         "df-h": "df",
+        "df-P-B1": "df",
         "lsblk": "lsblk",
         "nvcc": "nvcc",
+        "nproc": None,  # a bare number; only the test-host profiles replay it
         "docker-info": None,
         "iperf3": None,  # network step captures, not fact-probe outputs
         "ibv_devinfo": None,
@@ -85,3 +88,21 @@ def test_unrecognised_or_missing_files_are_one_sentence(tmp_path: Path) -> None:
     )
     r = cli(tmp_path)  # Invoke's own parser answers a missing positional argument
     assert r.returncode != 0 and "did not receive required positional arguments: 'paths'" in r.stderr
+
+
+def test_saved_free_b_is_read_as_bytes(tmp_path: Path) -> None:
+    """`free -b` saved for `gpuonboard facts`: by its name, or by a total no box has in KiB."""
+    from gpuonboard.facts.memory import bytes_to_kib, is_bytes_output, parse_free
+
+    text = (REAL / "free-b__h200-vm.txt").read_text()
+    assert is_bytes_output("free-b__h200-vm.txt", text) and is_bytes_output("out.txt", text)
+    small = (REAL / "free__ubuntu-18.04-vm.txt").read_text()
+    assert not is_bytes_output("free.txt", small) and is_bytes_output("free -b.txt", small)
+    kib = parse_free(bytes_to_kib(text))
+    assert (kib.total_bytes, kib.available_bytes, kib.swap_total_bytes) == (135148564480, 134617243648, 0)
+    outputs = tmp_path / "saved"
+    outputs.mkdir()
+    shutil.copy(REAL / "free-b__h200-vm.txt", outputs / "mem.txt")
+    r = cli(tmp_path, str(outputs), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["facts"]["summary"]["ram_bytes"] == 135148564480

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from gpuonboard.facts.disks import parse_df, parse_lsblk_json
 from gpuonboard.facts.memory import parse_free
 from gpuonboard.facts.nvidia_smi import parse_any, parse_xml
 from gpuonboard.facts.topo import interconnect, parse_topo
+from gpuonboard.testhosts.toolbox import load_profile, render_toolbox
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROFILES = Path(__file__).parents[2] / "src" / "gpuonboard" / "testhosts" / "profiles"
@@ -24,7 +27,10 @@ NAMES = [
     "h100-8x-throttled",
     "t4-busy",
     "a10-remap-pending",
+    "h200-1gpu",
 ]
+# profiles whose CPU, RAM and disks are the 2-socket EPYC box of test_host_side_commands
+EPYC_HOSTS = [n for n in NAMES if n != "h200-1gpu"]
 
 
 def load(name: str) -> dict[str, Any]:
@@ -87,7 +93,7 @@ def test_gpu_profiles_parse(name: str, gpus: int, model: str, kind: str, ram: in
             assert [g.name for g in table.gpus] == [model] * gpus
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", EPYC_HOSTS)
 def test_host_side_commands(name: str) -> None:
     profile = load(name)
     cpu = parse_lscpu(rule_file(profile, "lscpu", "").read_text())
@@ -112,6 +118,65 @@ def test_health_profiles_parse(name: str, args: str, gpus: int, fact: Any) -> No
     report = parse_any(rule_file(load(name), "nvidia-smi", args).read_text())
     assert len(report.gpus) == gpus
     assert all(fact(g) for g in report.gpus)
+
+
+DERIVED_FREE_K = "derived/free-k__h200-vm__derived.txt"
+
+
+def test_h200_profile_is_one_real_box() -> None:
+    profile = load("h200-1gpu")
+    files = {rule["file"] for rules in profile["replay"].values() for rule in rules}
+    # one machine; all real but free -k, derived exactly from the real free -b
+    assert all(f.startswith("real/") and ("h200" in f) for f in files - {DERIVED_FREE_K}), files
+    xml = parse_xml(rule_file(profile, "nvidia-smi", "-q -x").read_text())
+    text = parse_any(rule_file(profile, "nvidia-smi", "-q").read_text())
+    table = parse_any(rule_file(profile, "nvidia-smi", "").read_text())
+    assert (xml.source, text.source, table.source) == ("xml", "text", "table")
+    for report in (xml, text, table):
+        assert [(g.name, g.memory_total_mib, g.pci_bus_id) for g in report.gpus] == [
+            ("NVIDIA H200", 143771, "00000000:00:06.0")
+        ]
+        assert (report.driver_version, report.cuda_version) == ("580.159.04", "13.0")
+    assert interconnect(parse_topo(rule_file(profile, "nvidia-smi", "topo -m").read_text())) == "single"
+    cpu = parse_lscpu(rule_file(profile, "lscpu", "").read_text())
+    assert (cpu.sockets, cpu.physical_cores, cpu.logical_cpus) == (1, 16, 16)
+    assert parse_lscpu(rule_file(profile, "lscpu", "-J").read_text()) == cpu
+    assert rule_file(profile, "nproc", "").read_text() == "16\n"
+    assert parse_free(rule_file(profile, "free", "-b").read_text(), unit_bytes=1).total_bytes == 135148564480
+    assert parse_free(rule_file(profile, "free", "-k").read_text()).total_bytes == 135148564480
+    mounts = parse_df(rule_file(profile, "df", "-P -B1").read_text())
+    assert [m.mountpoint for m in mounts] == ["/dev/shm", "/"]
+    assert [d.name for d in parse_lsblk_json(rule_file(profile, "lsblk", "-J -b").read_text())] == [
+        "zram0",
+        "vda",
+        "vdb",
+    ]
+
+
+def test_h200_profile_through_the_fact_probe(tmp_path: Path) -> None:
+    """The rendered toolbox answers the real core probe script; the facts are the H200 VM's."""
+    from gpuonboard.facts.gather import core_probes, parse_facts
+    from gpuonboard.facts.probe import build_script, new_token, split_output
+
+    bin_dir = render_toolbox(load_profile("h200-1gpu"), tmp_path / "host", FIXTURES)
+    probes = core_probes()
+    token = new_token()
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run(
+        ["sh", "-c", build_script(probes, token)], capture_output=True, text=True, env=env, timeout=60
+    )
+    raw = split_output(out.stdout, out.stderr, token, [p.name for p in probes])
+    facts = parse_facts(raw)
+    summary = facts.summary()
+    assert (summary["gpu_count"], summary["gpu_model"]) == (1, "NVIDIA H200")
+    assert (summary["driver_version"], summary["cuda_version"]) == ("580.159.04", "13.0")
+    assert (summary["interconnect"], summary["cpu_cores"], summary["logical_cpus"]) == ("single", 16, 16)
+    assert facts.nproc == 16
+    assert facts.gpu is not None and facts.gpu.source == "xml"  # -q -x answered: no fallback
+    # df -P -k is answered with the -P -B1 capture (the header carries the unit)
+    assert [(m.mountpoint, m.size_bytes) for m in facts.mounts][1] == ("/", 270553174016)
+    # free -k: derived from the real free -b capture (exactly /1024), so RAM is the box's to the byte
+    assert raw["free"].exit_code == 0 and summary["ram_bytes"] == 135148564480
 
 
 def test_no_driver_has_no_nvidia_smi() -> None:

@@ -127,6 +127,58 @@ def test_slow_gpu_warns_with_causes_from_facts_and_samples() -> None:
     assert c["resnet50_gpu0"].verdict == "fail" and "none found in the facts" in c["resnet50_gpu0"].detail
 
 
+def test_recorded_h200_run_against_the_measured_reference() -> None:
+    # real gpu_benchmark.py --device cuda --duration 20 on 1 x H200, 2026-11-29
+    r = parse_result((FIX / "prove" / "gpu_benchmark_cuda_h200.out").read_text())
+    assert r is not None and (r["device"], r["precision"], r["sampler"]) == ("cuda", "amp-fp16", "nvidia-smi")
+    assert r["workers"][0]["batch_size"] == 512 and r["workers"][0]["device_name"] == "NVIDIA H200"
+    table = load_gpu_references()
+    ref = match_gpu_reference(table, "NVIDIA H200")
+    assert ref is not None and ref["images_per_s"] == 6100 and ref["verified"] is True
+    c = by_name(benchmark_checks(r, table, []))
+    assert set(c) == {"resnet50_gpu0", "sustained_gpu0"}
+    ips = c["resnet50_gpu0"]
+    assert ips.verdict == "pass" and ips.expected == ">= 5,185 images/s (85 % of 6,100, h200)"
+    assert ips.actual == (
+        "GPU 0 NVIDIA H200: 6,142 images/s (batch 512, AMP fp16, peak 21.7 GiB), 101 % of reference"
+    )
+    sus = c["sustained_gpu0"]
+    assert sus.verdict == "pass"
+    assert sus.actual.startswith("6,176 -> 6,180 images/s (+0 %); ")
+    assert "under load: SM clock 1965-1980 (max 1980) MHz, median 647 of 700 W; max 54 °C" in sus.actual
+    # the benchmark's own sampler saw sw_power_cap (not a hard throttle) in 24 % of load samples
+    assert r["samples"]["0"]["reasons"] == {"sw_power_cap": 0.24} and "slowdown" not in sus.actual
+    # a half-speed H200 no longer passes (the old unverified 3,200 row would have passed it)
+    half = {**r, "workers": [{**r["workers"][0], "images_per_s": 3071.0}]}
+    assert by_name(benchmark_checks(half, table, []))["resnet50_gpu0"].verdict == "warn"
+
+
+def test_sample_summary_over_real_h200_sampler_log() -> None:
+    # nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms=500 around one
+    # 20 s benchmark: idle before (SM 345-375 MHz, gpu_idle) and after, load (93-98 %) between
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gb", Path(__file__).resolve().parents[2] / "src/gpuonboard/remote/gpu_benchmark.py"
+    )
+    assert spec and spec.loader
+    gb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gb)
+    name = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
+    text = (FIX / "real" / name).read_text()
+    assert "0, 345, 1980, 34, 77.45, 700.00, 0x0000000000000001, 0" in text.splitlines()
+    s = gb.summarize_samples(text)
+    assert set(s) == {"0"}
+    s = s["0"]
+    assert (s["samples"], s["load_samples"]) == (114, 51)
+    # the 14 idle samples at 345/375 MHz are not the minimum under load
+    assert (s["sm_clock_min_mhz"], s["sm_clock_median_mhz"], s["sm_clock_max_mhz"]) == (1965, 1980, 1980)
+    assert s["power_median_w"] == 647.6 and s["power_median_w"] > 500 and s["power_limit_w"] == 700
+    assert s["temp_max_c"] == 54
+    assert s["reasons"] == {"sw_power_cap": 0.353}  # 18 of the 51 load samples; no gpu_idle under load
+    assert load_summary(s) == "under load: SM clock 1965-1980 (max 1980) MHz, median 648 of 700 W; max 54 °C"
+
+
 def test_worker_error_and_unknown_gpu_and_no_sampler() -> None:
     r = _cuda_result(100, 100, {})
     r["workers"][0]["device_name"] = "Mystery GPU"

@@ -90,6 +90,29 @@ def test_smoke_rules_on_cuda() -> None:
     assert c["training_device"].verdict == "pass" and "peak GPU memory 2.0 GiB" in c["training_device"].actual
 
 
+def test_smoke_rules_on_recorded_h200_run() -> None:
+    # real smoke_train.py --device cuda on a rented 1 x H200 (torch 2.11.0+cu130), 2026-11-29
+    r = load("smoke_cuda_h200.out")
+    assert (r["device"], r["cuda_device_count"], r["torch_version"]) == ("cuda", 1, "2.11.0+cu130")
+    checks = smoke_checks(r, gpu_count=1, nproc=16)
+    assert {c.verdict for c in checks} == {"pass"}
+    c = by_name(checks)
+    assert set(c) == {
+        "loader_yields",
+        "loss_falls",
+        "checkpoint_roundtrip",
+        "training_device",
+        "loader_bottleneck",
+        "train_throughput",
+    }
+    assert c["training_device"].actual == "cuda (NVIDIA H200), peak GPU memory 67.7 MiB"
+    assert c["loss_falls"].actual == "1.9984 -> 0.3694 (-82 %)"
+    assert c["loader_yields"].actual == "60 batches"
+    assert c["checkpoint_roundtrip"].actual.endswith("outputs identical")
+    assert c["loader_bottleneck"].actual == "1 % with 2 workers"
+    assert c["train_throughput"].actual == "11,290 samples/s, median step 2.78 ms on cuda"
+
+
 def test_allreduce_cpu_is_information_only() -> None:
     r = load("allreduce_cpu_gloo.out")
     assert r["world_size"] == 2 and r["backend"] == "gloo"
@@ -98,6 +121,29 @@ def test_allreduce_cpu_is_information_only() -> None:
     c = by_name(allreduce_checks(r, load_references(), "", 0, "unknown"))
     assert c["allreduce_correct"].verdict == "pass"
     assert c["allreduce_busbw"].verdict == "pass" and "information only" in c["allreduce_busbw"].expected
+
+
+def test_allreduce_one_h200_is_information_only() -> None:
+    # real allreduce.py --max-bytes 1073741824 on 1 x H200 (NCCL 2.28.9): one rank, busbw 0
+    r = load("allreduce_1xh200_nccl.out")
+    assert (r["world_size"], r["backend"], r["nccl_version"], r["device_name"]) == (
+        1,
+        "nccl",
+        "2.28.9",
+        "NVIDIA H200",
+    )
+    assert [row["bytes"] for row in r["rows"]] == [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
+    assert {row["busbw_gbps"] for row in r["rows"]} == {0.0} and r["peak_busbw_gbps"] == 0.0
+    c = by_name(allreduce_checks(r, load_references(), "NVIDIA H200", 1, "single"))
+    assert set(c) == {"allreduce_correct", "allreduce_busbw"}  # no sizes warning, no reference lookup
+    assert c["allreduce_correct"].verdict == "pass" and c["allreduce_correct"].actual == "6 sizes, all exact"
+    busbw = c["allreduce_busbw"]
+    assert busbw.verdict == "pass" and "one GPU" in busbw.expected
+    assert busbw.actual.startswith("1 x nccl: nothing crosses a link")
+    # the same run with a wrong sum still fails
+    wrong = {**r, "all_correct": False}
+    c = by_name(allreduce_checks(wrong, load_references(), "NVIDIA H200", 1, "single"))
+    assert c["allreduce_correct"].verdict == "fail"
 
 
 def test_allreduce_gpu_against_reference() -> None:

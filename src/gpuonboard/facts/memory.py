@@ -64,6 +64,25 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     return MemoryInfo(total, available, swap, tuple(warnings))
 
 
+# No server this tool meets has 64 TiB of RAM: a `free` total that would be more in KiB was `free -b`.
+_KIB_IMPLAUSIBLE = 64 << 40
+_BYTES_NAME = re.compile(r"free[-_ ]*-?b(?![a-z0-9])", re.I)
+
+
+def is_bytes_output(name: str, text: str) -> bool:
+    """Whether a saved `free` output holds bytes (`free -b`): named so (`free-b.txt`,
+    `free -b.txt`), or its total read as KiB would be over 64 TiB."""
+    if _BYTES_NAME.search(name):
+        return True
+    total = parse_free(text).total_bytes
+    return total is not None and total > _KIB_IMPLAUSIBLE
+
+
+def bytes_to_kib(text: str) -> str:
+    """`free -b` output as `free -k` prints it (each number divided by 1024)."""
+    return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // 1024), text)
+
+
 _MEMINFO = re.compile(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
 
 

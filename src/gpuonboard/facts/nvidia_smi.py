@@ -1007,7 +1007,8 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         performance_state=_pstate(_tree_get(section, "Performance State")),
-        utilization_gpu_pct=_int(_tree_get(section, "Utilization", "Gpu")),
+        # "Gpu" up to R535, "GPU" from R580 (the 580.159.04 capture)
+        utilization_gpu_pct=_int(_tree_first(section, ("Utilization", "Gpu"), ("Utilization", "GPU"))),
         # absolute thresholds only, not the "... T.Limit Temp" margins
         temperature_slowdown_c=_int(_tree_get(section, "Temperature", "GPU Slowdown Temp")),
         temperature_max_c=_int(_tree_get(section, "Temperature", "GPU Shutdown Temp")),
