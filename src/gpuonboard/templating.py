@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,20 @@ def _file_env(roots: tuple[str, ...]) -> jinja2.Environment:
 
 
 _STRING_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+# Hosts render in parallel threads: without a lock, the first 50 hosts all miss the caches at
+# once and each compiles the same template (a Jinja2 compile costs milliseconds of CPU).
+_COMPILE = threading.Lock()
 
 
 @lru_cache(maxsize=512)
+def _compiled_unlocked(text: str) -> jinja2.Template:
+    return _STRING_ENV.from_string(text)
+
+
 def _compiled(text: str) -> jinja2.Template:
     """Compile each argument template once per run, not once per host (50 hosts, 1 compile)."""
-    return _STRING_ENV.from_string(text)
+    with _COMPILE:
+        return _compiled_unlocked(text)
 
 
 def render_file(project: Path, src: str, **context: Any) -> str:
@@ -33,7 +42,9 @@ def render_file(project: Path, src: str, **context: Any) -> str:
     from .resources import search_dirs
 
     roots = tuple(str(d) for d in search_dirs(project, "templates"))
-    return _file_env(roots).get_template(src).render(**context)
+    with _COMPILE:  # Jinja2 caches the compiled file (and re-checks its mtime); one compile
+        template = _file_env(roots).get_template(src)
+    return template.render(**context)
 
 
 def render_value(value: Any, context: dict[str, Any]) -> Any:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import Project, host_entry
 
@@ -77,3 +79,29 @@ def test_served_command_exit_codes_and_later_steps(
     )
     assert project.cli("provision", "--playbook", str(pb)).returncode == 0
     assert ran.read_text() == "1\n2\n"
+
+
+def test_key_exchange_is_p256_with_an_openssh_host(
+    pool: TestHostPool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """connection.kex_order: a real sshd (which offers curve25519 too) agrees on P-256."""
+    caplog.set_level(logging.DEBUG, logger="paramiko.transport")
+    from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
+    from gpuonboard.inventory import Host
+
+    h = pool.hosts["good"]
+    host = Host(
+        name="good",
+        address=h.address,
+        port=h.port,
+        user="root",
+        key_file=str(pool.client_key),
+        host_key=h.fingerprint,
+    )
+    runner = open_runner(host, ConnectOptions(known_hosts=tmp_path / "kh"), KnownHosts(tmp_path / "kh"))
+    try:
+        assert runner.run("echo ok").stdout.strip() == "ok"
+        agreed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Kex: ")]
+        assert agreed == ["Kex: ecdh-sha2-nistp256"], agreed
+    finally:
+        runner.close()

@@ -94,3 +94,25 @@ def test_sh_c_script_refuses_anything_else() -> None:
     assert _sh_c_script("sh -c a; rm -rf /") is None
     assert _sh_c_script("sh -c 'echo 'x") is None
     assert _sh_c_script("sh -c ''") is None  # `( )` would be a syntax error
+
+
+def test_kex_order_keeps_post_quantum_first_then_p256() -> None:
+    from gpuonboard.connection import kex_order
+
+    paramiko_default = (
+        "mlkem768x25519-sha256",
+        "curve25519-sha256@libssh.org",
+        "ecdh-sha2-nistp256",
+        "ecdh-sha2-nistp384",
+        "diffie-hellman-group14-sha256",
+    )
+    assert kex_order(paramiko_default) == (
+        "mlkem768x25519-sha256",
+        "ecdh-sha2-nistp256",
+        "curve25519-sha256@libssh.org",
+        "ecdh-sha2-nistp384",
+        "diffie-hellman-group14-sha256",
+    )
+    # an older paramiko without the hybrid: P-256 simply goes first; nothing is added
+    assert kex_order(paramiko_default[1:])[:2] == ("ecdh-sha2-nistp256", "curve25519-sha256@libssh.org")
+    assert kex_order(("curve25519-sha256",)) == ("curve25519-sha256",)
