@@ -127,3 +127,39 @@ def test_no_driver_is_one_clear_failure_per_gpu_rule() -> None:
     assert checks["nvidia_driver"].actual == "nvidia-smi not found"
     assert all(checks[n].verdict == "fail" for n in ("gpu_model", "gpu_count", "vram", "interconnect"))
     assert checks["cpu_cores"].verdict == "pass"
+
+
+def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
+    """The real probe script under sh, with an nvidia-smi that never answers (a hung driver):
+    `timeout` stops it, no fallback call waits again, the other probes still report."""
+    import os
+    import subprocess
+    import time
+
+    from gpuonboard.facts.gather import TIMED_OUT, core_probes
+    from gpuonboard.facts.probe import build_script, new_token, split_output
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    hung = bin_dir / "nvidia-smi"
+    hung.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec sleep 600\n')
+    hung.chmod(0o755)
+    probes = core_probes(nvidia_smi_timeout=1)
+    token = new_token()
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    start = time.monotonic()
+    out = subprocess.run(
+        ["sh", "-c", build_script(probes, token)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert time.monotonic() - start < 15  # 1 s per probe + the 5 s KILL grace at most, in parallel
+    raw = split_output(out.stdout, out.stderr, token, [p.name for p in probes])
+    assert raw["nvidia_smi"].exit_code == TIMED_OUT and raw["nvidia_topo"].exit_code == TIMED_OUT
+    assert sorted(calls.read_text().splitlines()) == ["-q -x", "topo -m"]  # no fallback waited again
+    facts = parse_facts(raw)
+    assert facts.nproc and facts.nproc > 0  # the quick probes answered
+    checks = {c.name: c for c in evaluate(ORDER, facts)}
+    driver = checks["nvidia_driver"]
+    assert (driver.verdict, driver.actual) == ("fail", "nvidia-smi did not answer within 60 s (stopped)")
+    assert "Xid 79" in driver.detail
+    assert checks["gpu_count"].verdict == "fail" and "did not answer" in checks["gpu_count"].actual

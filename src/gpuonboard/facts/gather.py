@@ -32,26 +32,42 @@ CORE_NAMES = (
 )
 
 
+# A hung driver (a GPU fallen off the bus, a wedged persistence daemon) makes nvidia-smi
+# block for ever: each call gets this long, then TERM (KILL 5 s later) and exit 124.
+NVIDIA_SMI_TIMEOUT = 60
+TIMED_OUT = 124  # the probe's exit code when nvidia-smi did not answer in time
+
+
+def _nvidia_smi_prelude(seconds: int) -> str:
+    """Shell: `n ARGS` runs nvidia-smi under `timeout` (when the host has it); a call that
+    timed out ends the probe with exit 124, so no fallback call waits as long again."""
+    return (
+        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
+        f'if command -v timeout >/dev/null 2>&1; then n() {{ timeout -k 5 {seconds} nvidia-smi "$@"; '
+        f"c=$?; [ $c -eq 124 ] || [ $c -eq 137 ] && exit {TIMED_OUT}; return $c; }}; "
+        'else n() { nvidia-smi "$@"; }; fi; '
+    )
+
+
 @functools.cache
-def core_probes() -> tuple[Probe, ...]:
+def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
     """The core hardware probes (built once; the GPU query needs the parser's field list).
 
     The GPU probe degrades: full XML, else the CSV query (some vendor images block -q),
-    else the plain table; exit 127 when nvidia-smi is not installed at all.
+    else the plain table; exit 127 when nvidia-smi is not installed at all, 124 when it
+    did not answer within `nvidia_smi_timeout` seconds.
     """
     from . import nvidia_smi
 
     gpu_fields = ",".join(nvidia_smi.QUERY_FIELDS)
+    prelude = _nvidia_smi_prelude(nvidia_smi_timeout)
     probes = (
         Probe(
             "nvidia_smi",
-            "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi -q -x || nvidia-smi -q"
-            f" || nvidia-smi --query-gpu={gpu_fields} --format=csv,nounits || nvidia-smi",
+            f"{prelude}n -q -x || n -q || n --query-gpu={gpu_fields} --format=csv,nounits || n",
             slow=True,
         ),
-        Probe(
-            "nvidia_topo", "command -v nvidia-smi >/dev/null 2>&1 || exit 127; nvidia-smi topo -m", slow=True
-        ),
+        Probe("nvidia_topo", f"{prelude}n topo -m", slow=True),
         Probe("lscpu", "lscpu"),
         Probe("free", "free -k"),
         Probe("df", "df -P -k"),

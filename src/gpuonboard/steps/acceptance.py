@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from ..facts import disks, topo
-from ..facts.gather import Facts
+from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..inventory import OrderSpec
 from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
@@ -58,6 +58,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         return "unknown: nvidia-smi not found"
     if facts.gpu is None or not facts.gpu.gpus:
         raw = facts.raw["nvidia_smi"]
+        if raw.exit_code == TIMED_OUT:
+            return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
         # a driver/library mismatch prints its reason on stdout ("NVIDIA-SMI has failed ...")
         lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
         return "unknown: nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else "")
@@ -76,8 +78,16 @@ def rule_driver(facts: Facts) -> Check:
         )
     problem = _no_gpu_actual(facts)
     if problem:
+        hung = facts.raw["nvidia_smi"].exit_code == TIMED_OUT
         return Check(
-            "nvidia_driver", "nvidia-smi reports the GPUs", problem.removeprefix("unknown: "), "fail"
+            "nvidia_driver",
+            "nvidia-smi reports the GPUs",
+            problem.removeprefix("unknown: "),
+            "fail",
+            "a hung driver: often a GPU that fell off the bus; ask the vendor to check `dmesg` for"
+            " NVIDIA Xid errors (Xid 79) and to reseat or replace the GPU"
+            if hung
+            else "",
         )
     assert facts.gpu is not None
     return Check(
