@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from invoke import Collection, Exit, Program, task
+from invoke.exceptions import ParseError
 
 from . import __version__, api
 from .errors import GpuonboardError, UsageError
@@ -633,6 +634,55 @@ ns.add_task(report_, name="report")
 ns.add_task(prove)
 
 
+def _typed_value_error() -> None:
+    """Invoke casts `--forks abc` with int() and lets the ValueError escape as a traceback
+    (both `invoke` and `gpuonboard`): turn it into a ParseError naming the flag."""
+    from invoke.parser.argument import Argument
+
+    original = Argument.set_value
+    if getattr(original, "_gpuonboard", False):
+        return
+
+    def set_value(self: Argument, value: Any, cast: bool = True) -> None:
+        try:
+            original(self, value, cast)
+        except ValueError:
+            kind = {int: "a whole number", float: "a number"}.get(self.kind, self.kind.__name__)
+            flag = "--" + str(self.name).replace("_", "-")
+            raise ParseError(f"{flag} takes {kind}, not {value!r}") from None
+
+    set_value._gpuonboard = True  # type: ignore[attr-defined]
+    Argument.set_value = set_value  # type: ignore[method-assign]
+
+
+_typed_value_error()
+
+
+class _Program(Program):
+    """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory)."""
+
+    def _usage_error(self, exc: ParseError) -> Exit:
+        return Exit(f"{exc} (see `gpuonboard --help` or `gpuonboard --help TASK`)", code=2)
+
+    def parse_core(self, argv: list[str] | None) -> None:
+        try:
+            super().parse_core(argv)
+        except ParseError as exc:
+            raise self._usage_error(exc) from None
+
+    def parse_tasks(self) -> None:
+        try:
+            super().parse_tasks()
+        except ParseError as exc:
+            raise self._usage_error(exc) from None
+
+    def parse_cleanup(self) -> None:
+        try:
+            super().parse_cleanup()
+        except ParseError as exc:
+            raise self._usage_error(exc) from None
+
+
 def main() -> None:
     """Console script `gpuonboard`: the same tasks outside the repository."""
-    Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard").run(sys.argv)
+    _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard").run(sys.argv)

@@ -282,3 +282,30 @@ def test_expected_sentence_is_one_plain_sentence(case: Case) -> None:
     assert "\n" not in sentence
     assert sentence.endswith((".", "?"))
     assert str(case.path) in sentence
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["check", "--forks", "abc"], "--forks takes a whole number, not 'abc'"),
+        (["sync", "--connect-retries", "x"], "--connect-retries takes a whole number, not 'x'"),
+        (["provision", "--bogus"], "No idea what '--bogus' is!"),
+        (["nosuchtask"], "No idea what 'nosuchtask' is!"),
+    ],
+)
+def test_malformed_command_line_is_one_sentence_exit_2(argv: list[str], message: str, tmp_path: Path) -> None:
+    """The console script: a usage error, no traceback, exit 2 (`invoke` itself exits 1)."""
+    code = "import sys; from gpuonboard.cli import main; sys.argv[0] = 'gpuonboard'; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == f"{message} (see `gpuonboard --help` or `gpuonboard --help TASK`)"
+    via_invoke = subprocess.run(
+        [sys.executable, "-m", "invoke", "--search-root", str(REPO), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert via_invoke.returncode == 1 and via_invoke.stderr.strip() == message, via_invoke.stderr
