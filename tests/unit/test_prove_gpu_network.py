@@ -153,9 +153,8 @@ def test_recorded_h200_run_against_the_measured_reference() -> None:
     assert by_name(benchmark_checks(half, table, []))["resnet50_gpu0"].verdict == "warn"
 
 
-def test_sample_summary_over_real_h200_sampler_log() -> None:
-    # nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms=500 around one
-    # 20 s benchmark: idle before (SM 345-375 MHz, gpu_idle) and after, load (93-98 %) between
+def remote_benchmark_module() -> Any:
+    """The host-side script src/gpuonboard/remote/gpu_benchmark.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -164,6 +163,13 @@ def test_sample_summary_over_real_h200_sampler_log() -> None:
     assert spec and spec.loader
     gb = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gb)
+    return gb
+
+
+def test_sample_summary_over_real_h200_sampler_log() -> None:
+    # nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms=500 around one
+    # 20 s benchmark: idle before (SM 345-375 MHz, gpu_idle) and after, load (93-98 %) between
+    gb = remote_benchmark_module()
     name = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
     text = (FIX / "real" / name).read_text()
     assert "0, 345, 1980, 34, 77.45, 700.00, 0x0000000000000001, 0" in text.splitlines()
@@ -191,14 +197,7 @@ def test_worker_error_and_unknown_gpu_and_no_sampler() -> None:
 
 
 def test_sample_summary_decodes_throttle_mask() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "gb", Path(__file__).resolve().parents[2] / "src/gpuonboard/remote/gpu_benchmark.py"
-    )
-    assert spec and spec.loader
-    gb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gb)
+    gb = remote_benchmark_module()
     text = (
         "0, 345, 1980, 36, 78.2, 700.00, 0x0000000000000001, 0\n"  # idle before the load
         "0, 1980, 1980, 60, 650.1, 700.00, 0x0000000000000000, 100\n"
