@@ -277,7 +277,7 @@ def summarize_samples(text: str) -> dict[str, Any]:
     for idx, all_rows in per.items():
         # clocks, power and reasons only while the GPU is busy: the sampler also runs through
         # start-up, the batch-size search and the gaps between phases (idle clocks, idle power)
-        busy = [r for r in all_rows if nums([r], 7) and nums([r], 7)[0] >= LOADED_UTIL_PCT]
+        busy = [r for r in all_rows if any(u >= LOADED_UTIL_PCT for u in nums([r], 7))]
         rows = busy or all_rows
         clocks, maxc, temps = nums(rows, 1), nums(rows, 2), nums(all_rows, 3)
         power, limit = nums(rows, 4), nums(rows, 5)

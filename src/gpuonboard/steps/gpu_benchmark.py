@@ -210,10 +210,11 @@ def _num(value: Any) -> str:
 
 def load_summary(s: Mapping[str, Any]) -> str:
     """One GPU's sampler summary as text: clocks and power under load, hottest temperature."""
-    load = s.get("load_samples")
-    where = "under load" if load else "all samples (none at >= 50 % utilisation)"
+    load = s.get("load_samples")  # absent in a summary from an older host-side script
     if load is None:
         where = "all samples"
+    else:
+        where = "under load" if load else "all samples (none at >= 50 % utilisation)"
     return (
         f"{where}: SM clock {_num(s.get('sm_clock_min_mhz'))}-{_num(s.get('sm_clock_median_mhz'))}"
         f" (max {_num(s.get('sm_clock_max_mhz'))}) MHz, median {_num(s.get('power_median_w'))}"

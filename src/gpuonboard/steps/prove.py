@@ -430,6 +430,26 @@ def parse_acs(lspci_vvv: str) -> dict[str, int] | None:
     return {"ports": len(lines), "redirecting": len(on)}
 
 
+def correct_check(r: Mapping[str, Any], suspect: str) -> Check:
+    """`allreduce_correct` over an allreduce.py result: exact sums at every size measured."""
+    rows = r.get("rows") or []
+    ok = bool(r.get("all_correct")) and bool(rows)
+    return Check(
+        "allreduce_correct",
+        "sum over ranks is exact at every size",
+        f"{len(rows)} sizes, " + ("all exact" if ok else "WRONG results"),
+        "pass" if ok else "fail",
+        "" if ok else f"a collective that returns wrong sums corrupts training; suspect {suspect}",
+    )
+
+
+def peak_busbw(r: Mapping[str, Any]) -> tuple[float, int]:
+    """(peak bus bandwidth in GB/s, the message size in bytes where it was reached)."""
+    rows = r.get("rows") or []
+    at = max(rows, key=lambda x: x["busbw_gbps"])["bytes"] if rows else 0
+    return float(r.get("peak_busbw_gbps") or 0.0), int(at)
+
+
 def allreduce_checks(
     r: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -440,20 +460,8 @@ def allreduce_checks(
     acs_asked: bool = False,
 ) -> list[Check]:
     """Rules over an allreduce.py result (pure)."""
-    checks: list[Check] = []
-    rows = r.get("rows") or []
-    ok = bool(r.get("all_correct")) and bool(rows)
-    checks.append(
-        Check(
-            "allreduce_correct",
-            "sum over ranks is exact at every size",
-            f"{len(rows)} sizes, " + ("all exact" if ok else "WRONG results"),
-            "pass" if ok else "fail",
-            "" if ok else "a collective that returns wrong sums corrupts training; suspect GPU/PCIe faults",
-        )
-    )
-    peak = float(r.get("peak_busbw_gbps") or 0.0)
-    at = max(rows, key=lambda x: x["busbw_gbps"])["bytes"] if rows else 0
+    checks = [correct_check(r, "GPU/PCIe faults")]
+    peak, at = peak_busbw(r)
     n, backend = r.get("world_size"), r.get("backend")
     actual = f"peak busbw {peak:.2f} GB/s at {format_bytes(at)} ({n} x {backend})"
     if r.get("device") != "cuda":
@@ -821,18 +829,9 @@ def multinode_checks(r: Mapping[str, Any], plan: NodePlan, nproc: int, backend: 
                 "pass",
             )
         ]
-    rows = r.get("rows") or []
-    ok = bool(r.get("all_correct")) and bool(rows)
-    peak = float(r.get("peak_busbw_gbps") or 0.0)
-    at = max(rows, key=lambda x: x["busbw_gbps"])["bytes"] if rows else 0
+    peak, at = peak_busbw(r)
     return [
-        Check(
-            "allreduce_correct",
-            "sum over ranks is exact at every size",
-            f"{len(rows)} sizes, " + ("all exact" if ok else "WRONG results"),
-            "pass" if ok else "fail",
-            "" if ok else "a collective that returns wrong sums corrupts training; suspect the NICs or GPUs",
-        ),
+        correct_check(r, "the NICs or GPUs"),
         Check(
             "allreduce_multinode",
             f"(information) cross-node busbw over group {plan.group}",
