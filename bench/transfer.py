@@ -18,6 +18,17 @@ counts). gpuonboard runs plain mode for (a) and `--shards --unpack` for (b) (the
 the same tree as the baseline). Printed per case: wall time, throughput of dataset bytes as % of
 100 Mbit/s, ratio to the baseline's wall time, peak RSS of the local process tree (os.wait4's
 rusage of the CLI subprocess: ru_maxrss of it and its waited-for descendants).
+
+The host's data disk (`--host-disk fresh`, the default): each tool, in each case, writes into a
+file system of its own, a freshly made ext4 with a journal (as on a real server's data disk) on a
+sparse loop image in the temp dir, mounted before sshd starts (the namespace's mount table is a
+copy taken then). Why: this VM's root file system is ext4 without a journal, and such an ext4
+skips every inode freed in the last 5 minutes (300 s while its inode-table block is dirty) when
+it allocates a new one, scanning them one by one from the start of the block group each time
+(`recently_deleted()` in fs/ext4/ialloc.c). After any large delete (the previous case's trees,
+an earlier run's temp dir) creating 50,000 files became quadratic: the host's `tar -x` or
+rsync receiver then burnt 15-35 s of CPU, and (b) measured 58-93 % of the link for either tool
+depending on which ran second. `--host-disk shared` writes to the temp dir as before.
 """
 
 from __future__ import annotations
@@ -66,6 +77,16 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     return time.monotonic() - start, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:]
 
 
+def fresh_disk(image: Path, mount_at: Path, size: int) -> None:
+    """A new ext4 (journal on, inode tables written now: no background lazy init competing for
+    the CPU during the run) on a sparse image file, loop-mounted at `mount_at`."""
+    with image.open("wb") as f:
+        f.truncate(size)
+    sh("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image))
+    mount_at.mkdir(parents=True, exist_ok=True)
+    sh("mount", "-o", "loop", str(image), str(mount_at))
+
+
 def make_data(base: Path, big: int, n_small: int) -> dict[str, tuple[Path, int]]:
     one = base / "one"
     one.mkdir(parents=True)
@@ -93,6 +114,12 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=0, help="number of 4 KiB files")
     ap.add_argument("--cases", default="a,b,ae,be", help="which cases: a, b, ae, be (e = encrypted)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (not the namespace)")
+    ap.add_argument(
+        "--host-disk",
+        choices=("fresh", "shared"),
+        default="fresh",
+        help="fresh: each tool and case writes into its own new ext4 (default); shared: the temp dir",
+    )
     args = ap.parse_args()
     big = (args.big_mib or (100 if args.small else 1024)) * 1024 * 1024
     n_small = args.files or (5000 if args.small else 50000)
@@ -101,7 +128,16 @@ def main() -> int:
     cns = f"gpob-client-{tag}"  # the client side lives in its own namespace too: nothing in the root one
     tmp = Path(tempfile.mkdtemp(prefix="gpob-bench-"))
     host: TestHost | None = None
+    mounts: list[Path] = []
+    chosen = [c.strip() for c in args.cases.split(",") if c.strip()]
+    remote = tmp / "remote"  # on the host's side; per case and tool: remote/<case>/{base,ours}
     try:
+        if args.host_disk == "fresh":  # before sshd starts: its mount namespace is a copy of this one
+            for case in chosen:
+                need = (big if case[0] == "a" else n_small * 4096) * 3 + (1 << 30)
+                for who in ("base", "ours"):
+                    fresh_disk(tmp / f"disk-{case}-{who}.img", remote / case / who, need)
+                    mounts.append(remote / case / who)
         sh("ip", "netns", "add", ns)
         sh("ip", "netns", "add", cns)
         sh("ip", "netns", "exec", cns, "ip", "link", "add", veth_h, "type", "veth", "peer", "name", veth_n)
@@ -152,7 +188,6 @@ def main() -> int:
             "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
         )
         data = make_data(tmp / "data", big if "a" in args.cases else 1024, n_small)
-        remote = tmp / "remote"  # same file system: the namespace only has its own network
         project = tmp / "project"
         (project / "inventory").mkdir(parents=True)
         from pyrage import x25519
@@ -167,7 +202,7 @@ def main() -> int:
                     "user": "root",
                     "key_file": str(client),
                     "host_key": host.fingerprint,
-                    "data_dir": str(remote / "ours"),
+                    "data_dir": str(remote / "unused"),  # each case passes --dest
                     "vars": {
                         "age_recipients": [str(ident.to_public())],
                         "age_identity_file": str(tmp / "age.key"),
@@ -180,11 +215,12 @@ def main() -> int:
         env = {**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null", "COLUMNS": "200"}
         cli = [sys.executable, "-c", "from gpuonboard.cli import main; main()"]
         rows = []
-        chosen = [c.strip() for c in args.cases.split(",") if c.strip()]
-        for case, enc in [(c[0], c.endswith("e")) for c in chosen]:
+        for name in chosen:
+            case, enc = name[0], name.endswith("e")
             src, nbytes = data[case]
-            shutil.rmtree(remote, ignore_errors=True)
-            (remote / "base").mkdir(parents=True)
+            base_dir, ours_dir = remote / name / "base", remote / name / "ours"
+            base_dir.mkdir(parents=True, exist_ok=True)
+            ours_dir.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(project / ".gpuonboard" / "cache", ignore_errors=True)
             base_argv = [
                 "rsync",
@@ -193,7 +229,7 @@ def main() -> int:
                 "-e",
                 f"ssh -F {ssh_cfg}",
                 f"{src}/",
-                f"bench:{remote / 'base'}/",
+                f"bench:{base_dir}/",
             ]
             if enc:  # baseline for (c): `age` then rsync, in sequence
                 enc_dir = tmp / f"enc-{case}"
@@ -202,7 +238,7 @@ def main() -> int:
                     f"cd {src} && find . -type f | while read -r f; do mkdir -p {enc_dir}/$(dirname $f);"
                     f" age -r {ident.to_public()} -o {enc_dir}/$f.age $f; done && "
                     + " ".join(base_argv[:-2])
-                    + f" {enc_dir}/ bench:{remote / 'base'}/"
+                    + f" {enc_dir}/ bench:{base_dir}/"
                 )
                 base_argv = [
                     "sh",
@@ -210,7 +246,7 @@ def main() -> int:
                     script.replace("-e ssh -F", "-e 'ssh -F").replace(f"{ssh_cfg} ", f"{ssh_cfg}' "),
                 ]
             bw, brss, brc, bout = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
-            ours_argv = [*cli, "sync", "--host", "bench", "--dataset", str(src)]
+            ours_argv = [*cli, "sync", "--host", "bench", "--dataset", str(src), "--dest", str(ours_dir)]
             if case == "b":
                 ours_argv += ["--shards", "--unpack"]
             if enc:
@@ -241,6 +277,8 @@ def main() -> int:
                 os.kill(int(p), signal.SIGKILL)
         for name in (ns, cns):  # deleting the namespaces removes the veth pair and its qdisc
             sh("ip", "netns", "del", name, check=False)
+        for m in mounts:  # loop devices mounted with -o loop detach themselves (autoclear)
+            sh("umount", str(m), check=False)
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
 

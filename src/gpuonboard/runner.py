@@ -30,7 +30,7 @@ from .facts.gather import Facts, gather
 from .inventory import Host, Inventory
 from .playbook import Playbook, instantiate
 from .runlog import LoggedRunner, RunLog
-from .steps.base import Step, StepContext, StepResult
+from .steps.base import Step, StepContext, StepResult, Warm
 
 HostStatus = Literal["ok", "changed", "failed", "unreachable"]
 Event = Callable[[str, str], None]
@@ -164,9 +164,32 @@ def _run_host_inner(
     start: float,
 ) -> HostResult:
     _emit(options, host.name, "connecting")
+    # work that needs no connection (or only a verified host key) overlaps the login and probe
+    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check)
+    for step in steps:
+        step.warm(warm)
+    try:
+        return _connect_and_run(host, steps, playbook, inventory, options, store, start, warm)
+    finally:
+        warm.settled.set()
+        for step in steps:
+            step.release()
+
+
+def _connect_and_run(
+    host: Host,
+    steps: list[Step],
+    playbook: Playbook,
+    inventory: Inventory | None,
+    options: RunOptions,
+    store: KnownHosts,
+    start: float,
+    warm: Warm,
+) -> HostResult:
     try:
         runner = open_runner(host, options.connect, store, inventory)
     except ConnectError as exc:
+        warm.settled.set()
         if options.log:
             options.log.write(host.name, f"unreachable: {exc}")
         result = HostResult(
@@ -179,6 +202,8 @@ def _run_host_inner(
         _emit(options, host.name, "unreachable")
         return result
     connection = runner
+    warm.connected = True
+    warm.settled.set()
     if options.log:
         options.log.write(
             host.name, f"connected to {host.address}:{host.port}, host key {runner.fingerprint}"

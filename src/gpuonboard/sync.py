@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import api
+from . import api, transfer
 from .errors import UsageError
 from .playbook import Playbook, StepSpec
 from .templating import literal
@@ -62,6 +62,8 @@ def build_spec(opts: SyncOptions) -> StepSpec:
 def sync(selection: api.Selection, settings: api.Settings, opts: SyncOptions) -> int:
     """Upload (or, with check, report what would be sent); exit code like provision."""
     spec = build_spec(opts)
+    if opts.dataset:  # the local scan needs no inventory or connection: start it first
+        transfer.prescan(Path(os.path.abspath(os.path.expanduser(opts.dataset))))
     inv, hosts = api.load_hosts(selection, settings)
     book = Playbook(path=Path("sync"), name="sync", steps=(spec,))
     # no hardware facts needed: one small probe per host

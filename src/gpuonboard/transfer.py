@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,37 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
 
     walk(str(root), "")
     return tree
+
+
+_PRESCANS: dict[Path, tuple[threading.Thread, list[SourceTree]]] = {}
+_PRESCANS_LOCK = threading.Lock()
+
+
+def prescan(root: Path) -> None:
+    """Start `scan_source(root, hashes=False)` in the background (once per root) so that it
+    overlaps the login; `take_prescan` collects it. Errors are left to the real scan."""
+    with _PRESCANS_LOCK:
+        if root in _PRESCANS:
+            return
+        found: list[SourceTree] = []
+
+        def scan() -> None:
+            with contextlib.suppress(Exception):  # the caller scans again and reports it
+                found.append(scan_source(root, hashes=False))
+
+        job = threading.Thread(target=scan, name="gpuonboard-prescan", daemon=True)
+        _PRESCANS[root] = (job, found)
+    job.start()
+
+
+def take_prescan(root: Path) -> SourceTree | None:
+    """The tree `prescan(root)` found (waiting for it), once; None when none ran or it failed."""
+    with _PRESCANS_LOCK:
+        started = _PRESCANS.pop(root, None)
+    if started is None:
+        return None
+    started[0].join()
+    return started[1][0] if started[1] else None
 
 
 def hash_tree(tree: SourceTree) -> None:

@@ -82,14 +82,50 @@ def test_round_trip_rerun_change_and_check(project: Project, tmp_path: Path) -> 
     assert tree_digest(data_dir / "my data") == tree_digest(src)
 
 
+def ssh_masters_left(project: Project) -> list[str]:
+    """Command lines of live processes using this project's generated OpenSSH configs (a master
+    connection left running would be one: ControlPersist keeps it for a minute)."""
+    needle = str(project.root / ".gpuonboard" / "ssh")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if needle in cmd:
+                found.append(cmd)
+    return found
+
+
 def test_missing_source_and_flags_override(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     r = project.cli("sync", "--host", "dataset", "--dataset", str(tmp_path / "nope"))
     assert r.returncode == 1 and "does not exist" in step(project)["msg"]
+    # the upload's master connection, started while logging in, was closed with the failure
+    assert ssh_masters_left(project) == []
     other = tmp_path / "elsewhere"
     r = project.cli("sync", "--host", "dataset", "--dest", str(other))
     assert r.returncode == 0, r.stdout
     assert (other / "my data" / "plain.txt").read_text() == "hello\n"
+    assert ssh_masters_left(project) == []
+
+
+def test_refused_login_starts_no_upload_connection(project: Project, tmp_path: Path) -> None:
+    """The local scan and the master connection start before the login; a refused login ends
+    the host at once, one sentence, and no OpenSSH master is left behind."""
+    src, data_dir = setup(project, tmp_path)
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    h = project.pool.hosts["dataset"]
+    entry = host_entry(h, project.pool, data_dir=str(data_dir), key_file=str(other))
+    entry["vars"]["dataset"] = str(src)
+    project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset", "--connect-retries", "0")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "refused the login" in project.summary()["hosts"][0]["msg"]
+    assert "Traceback" not in r.stdout + r.stderr
+    assert ssh_masters_left(project) == [] and not data_dir.exists()
 
 
 def test_interrupted_upload_resumes(project: Project, tmp_path: Path) -> None:
@@ -270,6 +306,17 @@ def test_shard_mode_round_trip_and_one_shard_resent(project: Project, tmp_path: 
     assert tree_digest(data_dir / "many") == tree_digest(src)
     cache = project.root / ".gpuonboard" / "cache" / "shards"
     assert len(json.loads(next(cache.glob("*/index.json")).read_text())) == n_shards
+    # the uploaded manifest: every shard on the host with its true sha256 and size, every file
+    # with its size; the last shard was renamed by the closing command (no .incoming-* left)
+    on_host = data_dir / "many.shards"
+    manifest = json.loads((on_host / "manifest.json").read_text())
+    assert manifest["format"] == "gpuonboard-shards/3" and len(manifest["shards"]) == n_shards
+    for sh in manifest["shards"]:
+        stored = (on_host / sh["name"]).read_bytes()
+        assert hashlib.sha256(stored).hexdigest() == sh["sha256"] and len(stored) == sh["size"], sh["name"]
+    listed = {f["path"]: f["size"] for sh in manifest["shards"] for f in sh["files"]}
+    assert listed == {p.relative_to(src).as_posix(): p.stat().st_size for p in src.rglob("*.bin")}
+    assert not [p for p in on_host.iterdir() if p.name.startswith(".incoming-")]
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
     (src / "dir5" / "f 0005.bin").write_bytes(os.urandom(999))

@@ -174,3 +174,21 @@ def test_sync_flag_combinations_are_one_sentence() -> None:
         assert str(err.value) == sentence
     spec = build_spec(SyncOptions(encrypt=True, decrypt_on_host=True, decrypt_to="/dev/shm"))
     assert str(spec.args["decrypt_dir"]) == "/dev/shm"
+
+
+def test_prescan_gives_the_same_tree_once(tmp_path: Path) -> None:
+    """`prescan` (started before the login) finds what scan_source finds, handed over once;
+    a source that cannot be scanned gives None, so the caller scans and reports it itself."""
+    from gpuonboard import transfer
+
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.bin").write_bytes(b"x" * 10)
+    (tmp_path / "d" / "sub" / "b.bin").write_bytes(b"y" * 3)
+    transfer.prescan(tmp_path / "d")
+    transfer.prescan(tmp_path / "d")  # once per root
+    got = transfer.take_prescan(tmp_path / "d")
+    assert got is not None and got.entries == transfer.scan_source(tmp_path / "d", hashes=False).entries
+    assert set(got.entries) == {"a.bin", "sub/b.bin"}
+    assert transfer.take_prescan(tmp_path / "d") is None
+    transfer.prescan(tmp_path / "missing")
+    assert transfer.take_prescan(tmp_path / "missing") is None

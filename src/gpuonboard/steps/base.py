@@ -6,6 +6,7 @@ ONE batched fact probe, so a step whose plan finds nothing to do costs no extra 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -91,6 +92,20 @@ class StepContext:
     forks: int = 0
 
 
+@dataclass
+class Warm:
+    """What `Step.warm` gets: the host and run settings; `settled` is set once the login is
+    over, with `connected` True when the connection is open and its host key verified."""
+
+    host: Host
+    inventory: Inventory | None
+    project: Path
+    known_hosts: Path | None
+    check: bool
+    settled: threading.Event = field(default_factory=threading.Event)
+    connected: bool = False
+
+
 class StepArgsError(GpuonboardError):
     """A step's arguments in a playbook are wrong (raised at load time, before connecting)."""
 
@@ -120,6 +135,17 @@ class Step:
     def check_host(self, host: Host) -> None:
         """Validate what this step takes from the host's inventory values, before connecting
         (raise StepArgsError); nothing by default."""
+
+    def warm(self, warm: Warm) -> None:
+        """Called before the host's connection is opened: start, in the background, work that
+        needs no connection (a local scan), or that may start once the host key is verified
+        (wait for `warm.settled`, then check `warm.connected`: a transport of the step's own),
+        so that it overlaps the login and the fact probe; plan() collects it. Must return at
+        once and never raise. Nothing by default."""
+
+    def release(self) -> None:
+        """Called once the host's run is over, whatever happened: stop what `warm` started and
+        plan/apply did not take over (e.g. the host was unreachable). Nothing by default."""
 
     def plan(self, ctx: StepContext) -> Plan:
         """Pure: decide from facts what would change, or why nothing needs to."""

@@ -21,16 +21,19 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import crypto, openssh, shards, shardstream, shell, transfer
 from ..facts.probe import Probe
 from ..units import format_bytes
-from .base import Plan, Step, StepArgsError, StepContext
+from .base import Plan, Step, StepArgsError, StepContext, Warm
+
+if TYPE_CHECKING:
+    from ..inventory import Host, Inventory
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
 SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
@@ -105,6 +108,7 @@ class DatasetStep(Step):
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
         self._masters: dict[str, tuple[Path, str, Path, list[str]]] = {}
+        self._early_master: threading.Thread | None = None  # started by warm()
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
         self.encrypt = _truthy(self.args.get("encrypt"))
@@ -170,13 +174,50 @@ class DatasetStep(Step):
         custom = self.args.get("cache_dir")
         return Path(custom) if custom else ctx.project / ".gpuonboard" / "cache" / "encrypted"
 
+    def _source_path(self, project: Path) -> Path | None:
+        if not self.source:
+            return None
+        src = Path(os.path.expanduser(self.source))
+        return src if src.is_absolute() else project / src
+
+    def warm(self, warm: Warm) -> None:
+        """Before the login: the local scan starts (it needs no connection), and outside check
+        mode the upload's OpenSSH master connection starts as soon as the host key is verified
+        (so both overlap the login and the fact probe instead of following them)."""
+        src = self._source_path(warm.project)
+        if src is not None:
+            transfer.prescan(src)  # (`invoke sync --dataset` started it already)
+        if not warm.check and self.source and self.dest:
+
+            def open_master() -> None:
+                warm.settled.wait()
+                if warm.connected:
+                    self._open_master(warm.host, warm.inventory, warm.known_hosts, warm.project)
+
+            self._early_master = threading.Thread(target=open_master, daemon=True)
+            self._early_master.start()
+
+    def release(self) -> None:
+        """Close a master connection no apply took over (the host failed before it)."""
+        if self._early_master is not None:
+            self._early_master.join()
+            self._early_master = None
+        for name in list(self._masters):
+            self._close_master(self._masters.pop(name))
+
+    @staticmethod
+    def _scanned(src: Path) -> transfer.SourceTree:
+        """The scan warm() started, else one now."""
+        return transfer.take_prescan(src) or transfer.scan_source(src, hashes=False)
+
     def plan(self, ctx: StepContext) -> Plan:
         """Plan; outside check mode the OpenSSH master connection of the upload is opened
-        meanwhile (its handshake overlaps the local scan), and closed again when there is
-        nothing to send."""
-        early = None
-        if not ctx.check and self.source and self.dest:
-            early = threading.Thread(target=self._open_master, args=(ctx,), daemon=True)
+        meanwhile (started by warm(); its handshake overlaps the login, probe and local scan),
+        and closed again when there is nothing to send."""
+        early, self._early_master = self._early_master, None
+        if early is None and not ctx.check and self.source and self.dest:
+            args = (ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
+            early = threading.Thread(target=self._open_master, args=args, daemon=True)
             early.start()
         result = self._plan(ctx)
         if early is not None:
@@ -188,20 +229,20 @@ class DatasetStep(Step):
                 self._close_master(opened)
         return result
 
-    def _open_master(self, ctx: StepContext) -> None:
+    def _open_master(
+        self, host: Host, inventory: Inventory | None, known_hosts: Path | None, project: Path
+    ) -> None:
         """Write the host's OpenSSH config and start the master (see transfer.start_master)."""
         try:
-            text, alias = openssh.config_text(
-                ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
-            )
-            cfg = openssh.write_config(ctx.project, ctx.host, text)
+            text, alias = openssh.config_text(host, inventory, known_hosts or Path(".gpuonboard/known_hosts"))
+            cfg = openssh.write_config(project, host, text)
             # the socket: a private 0700 temp dir with a SHORT path (a unix socket path holds
             # ~100 bytes; a socket under a deep project dir would not fit)
             control = Path(tempfile.mkdtemp(prefix="gpob-cm-"))
             opts = transfer.start_master(cfg, alias, control)
         except Exception:  # noqa: BLE001 - apply opens its own connections then
             return
-        self._masters[ctx.host.name] = (cfg, alias, control, opts)
+        self._masters[host.name] = (cfg, alias, control, opts)
 
     @staticmethod
     def _close_master(opened: tuple[Path, str, Path, list[str]]) -> None:
@@ -211,11 +252,9 @@ class DatasetStep(Step):
 
     def _plan(self, ctx: StepContext) -> Plan:
         """Source present -> rsync on host -> what differs -> free space -> send."""
-        if not self.source:
+        src = self._source_path(ctx.project)
+        if src is None:
             return Plan(False, "no dataset given: set vars.dataset or pass --dataset PATH", failed=True)
-        src = Path(os.path.expanduser(self.source))
-        if not src.is_absolute():
-            src = ctx.project / src
         if not src.exists():
             return Plan(False, f"dataset source {src} does not exist", failed=True)
         if not self.dest:
@@ -232,7 +271,7 @@ class DatasetStep(Step):
                 failed=True,
             )
         # plain mode needs no hash to plan (rsync's quick check): files are hashed during the upload
-        tree = transfer.scan_source(src, hashes=False)
+        tree = self._scanned(src)
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
@@ -567,7 +606,7 @@ class DatasetStep(Step):
             return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
         eta = self._preflight(ctx, work.need)
         if work.master is None:  # planned outside this process's plan() (or it could not start)
-            self._open_master(ctx)
+            self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
@@ -740,6 +779,7 @@ class DatasetStep(Step):
         ssh_base = ["ssh", "-F", str(cfg), *work.ssh_opts, alias]
         on_bytes, state = self._stream_progress(ctx, work.need, len(work.send_idx))
         arrived: list[tuple[str, str, str]] = []
+        renamed: list[tuple[str, str, str]] = []  # the last shard: renamed by the closing command
         sent_bytes = 0
 
         def resumable(why: str) -> str:
@@ -768,8 +808,11 @@ class DatasetStep(Step):
             work.keys[i] = shards.member_key(root, group, packed.modes)
             index.put(work.keys[i], made)
 
-        def settle(n: int, stream: shardstream.Stream, tmp_cipher: Path | None) -> str | None:
-            """Wait for shard n's host side, then give it its real name."""
+        def settle(
+            n: int, stream: shardstream.Stream, tmp_cipher: Path | None, last: bool = False
+        ) -> str | None:
+            """Wait for shard n's host side, then give it its real name (the last one: in the
+            closing command)."""
             nonlocal sent_bytes
             i = work.send_idx[n]
             part = f"{shardstream.INCOMING}{i:06d}"
@@ -784,6 +827,10 @@ class DatasetStep(Step):
             if tmp_cipher is not None:
                 os.replace(tmp_cipher, self._cipher_path(ctx, work, done))
             final = self._remote_name(work, done)
+            if last:
+                renamed.append((part, res.local_sha, final))
+                arrived.append((part, res.local_sha, final))
+                return None
             mv = ctx.runner.run(shardstream.rename_command(work.target, part, res.local_sha, final))
             if not mv.ok:
                 return resumable(f"upload failed: {mv.stderr.strip() or 'cannot rename ' + part}")
@@ -800,6 +847,7 @@ class DatasetStep(Step):
         pending: tuple[int, shardstream.Stream, Path | None] | None = None
         helpers = ThreadPoolExecutor(max_workers=2)
         manifest_job: Any = None
+        saving: Any = None
         if not work.send_idx:
             manifest_job = helpers.submit(self._manifest_bytes, work)
         try:
@@ -822,23 +870,27 @@ class DatasetStep(Step):
                     return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
                 record(i, packed, tmp_cipher)
                 if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
-                    manifest_job = helpers.submit(self._manifest_bytes, work)  # while the last drains
+                    # and the caches saved while the last shard drains (the Python work holds the
+                    # GIL; done later, it delayed the closing command's channel by ~0.1 s)
+                    manifest_job = helpers.submit(self._manifest_bytes, work)
+                    saving = helpers.submit(save_caches)
                 if pending is not None:
                     problem = settle(*pending)
                     if problem:
                         return problem
                 pending = (n, cur, tmp_cipher)
             if pending is not None:
-                problem = settle(*pending)
+                problem = settle(*pending, last=True)
                 if problem:
                     return problem
         finally:
             for st in opened:
                 st.close()
-            saving = helpers.submit(save_caches)
+            if saving is None:
+                saving = helpers.submit(save_caches)
         try:
             return self._finish_shards(
-                ctx, plan, work, eta, unpack_dir, prefix, arrived, sent_bytes, manifest_job
+                ctx, plan, work, eta, unpack_dir, prefix, arrived, sent_bytes, manifest_job, renamed
             )
         finally:
             saving.result()
@@ -860,6 +912,7 @@ class DatasetStep(Step):
         arrived: list[tuple[str, str, str]],
         sent_bytes: int,
         manifest_job: Any,
+        last: Sequence[tuple[str, str, str]] = (),
     ) -> Any:
         """The closing command: manifest, unpack of shards already there, stale removal, swap."""
         encrypted = work.enc is not None
@@ -883,16 +936,19 @@ class DatasetStep(Step):
                 if work.unpack
                 else [],
                 [nm for nm in work.stale if nm not in names],
+                last[0] if last else None,
             ),
             stdin=prefix + packed_manifest,
             timeout=3600,
         )
         if not r.ok:
-            last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
-            if "damaged" in last:
-                return last
-            hint = " (wrong identity, or a tampered or truncated shard)" if "age" in last else ""
-            return f"finishing the upload on the host failed: {last}{hint}"
+            why = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+            if "damaged" in why:
+                return why
+            hint = " (wrong identity, or a tampered or truncated shard)" if "age" in why else ""
+            if "sha256 mismatch" in why:
+                hint = "; rerun to re-send it"
+            return f"finishing the upload on the host failed: {why}{hint}"
         data = format_bytes(sent_bytes, binary=True)
         msg = (
             f"sent {len(arrived)} of {len(work.groups)} shards ({data} of data)"
