@@ -6,6 +6,7 @@ shown only with --debug (or GPUONBOARD_DEBUG=1).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -60,6 +61,9 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
 
 def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     """Selection and settings from a task's common flags (pass the task's `locals()`)."""
+    # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
+    # the cyclic collector's way, whose full passes would walk it again and again later
+    gc.freeze()
     hosts = api.split_names(kw["host"])
     sel = api.Selection(kw["inventory"], hosts, kw["group"] or None, kw["limit"] or None)
     keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")

@@ -165,7 +165,7 @@ def _run_host_inner(
 ) -> HostResult:
     _emit(options, host.name, "connecting")
     # work that needs no connection (or only a verified host key) overlaps the login and probe
-    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check)
+    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check, store=store)
     for step in steps:
         step.warm(warm)
     try:

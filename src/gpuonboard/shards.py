@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import os
 import stat
 import tarfile
@@ -48,6 +49,9 @@ def dataset_id(root: Path) -> str:
     return hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+_REL = operator.attrgetter("rel")
+
+
 def _bucket(rel: str) -> int:
     return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big")
 
@@ -66,9 +70,11 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
     shards: list[list[Entry]] = []
     cur: list[Entry] = []
     acc = 0
-    for e in sorted(entries, key=lambda x: x.rel):
-        size = max(e.size, 0) + 512
-        if size >= shard_size // 2:  # a big file travels alone
+    alone, cap = shard_size // 2, 4 * shard_size
+    sha256, from_bytes = hashlib.sha256, int.from_bytes  # (the loop runs once per file)
+    for e in sorted(entries, key=_REL):
+        size = (e.size if e.size > 0 else 0) + 512
+        if size >= alone:  # a big file travels alone
             if cur:
                 shards.append(cur)
             shards.append([e])
@@ -76,7 +82,11 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
             continue
         cur.append(e)
         acc += size
-        if _bucket(e.rel) % n == 0 or acc >= 4 * shard_size:
+        # _bucket(e.rel) % n == 0, inlined
+        if (
+            from_bytes(sha256(e.rel.encode("utf-8", "surrogateescape")).digest()[:8], "big") % n == 0
+            or acc >= cap
+        ):
             shards.append(cur)
             cur, acc = [], 0
     if cur:

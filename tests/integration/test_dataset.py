@@ -317,8 +317,12 @@ def test_shard_mode_round_trip_and_one_shard_resent(project: Project, tmp_path: 
     listed = {f["path"]: f["size"] for sh in manifest["shards"] for f in sh["files"]}
     assert listed == {p.relative_to(src).as_posix(): p.stat().st_size for p in src.rglob("*.bin")}
     assert not [p for p in on_host.iterdir() if p.name.startswith(".incoming-")]
+    before = sorted(p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*"))
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    # the stream opened ahead while planning was closed unused: nothing on the host changed
+    assert sorted(p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*")) == before
+    assert ssh_masters_left(project) == []
     (src / "dir5" / "f 0005.bin").write_bytes(os.urandom(999))
     r = project.cli("sync", "--host", "dataset", "--unpack", "--check")
     assert "send 1 of" in step(project)["msg"], step(project)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ..errors import GpuonboardError
 
 if TYPE_CHECKING:
-    from ..connection import Runner
+    from ..connection import KnownHosts, Runner
     from ..facts.gather import Facts
     from ..facts.probe import Probe
     from ..inventory import Host, Inventory
@@ -104,6 +104,18 @@ class Warm:
     check: bool
     settled: threading.Event = field(default_factory=threading.Event)
     connected: bool = False
+    store: KnownHosts | None = None  # the run's known_hosts (is the host's key recorded already?)
+
+    def key_known(self) -> bool:
+        """The host's key is recorded already (and matches the pin, when one is set), and no
+        jump host is involved: a transport that checks keys strictly against the same
+        known_hosts may then connect before our own login has finished."""
+        from ..connection import fingerprint, known_hosts_name
+
+        if self.store is None or self.host.jump:
+            return False
+        keys = self.store.lookup(known_hosts_name(self.host.address, self.host.port)).values()
+        return any(not self.host.host_key or fingerprint(k) == self.host.host_key for k in keys)
 
 
 class StepArgsError(GpuonboardError):

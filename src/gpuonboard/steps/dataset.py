@@ -11,6 +11,7 @@ re-sent once. With `encrypt`, files go as cached age ciphertexts (see crypto.py)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import hashlib
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
+# shard n+1's stream (ssh session, host shell) opens once this much of shard n was handed on:
+# not at the same moment as shard n's, when both would compete for the CPU at the start
+NEXT_STREAM_AFTER = 4 << 20
 SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
 
 
@@ -109,6 +113,8 @@ class DatasetStep(Step):
         super().__init__(args, label)
         self._masters: dict[str, tuple[Path, str, Path, list[str]]] = {}
         self._early_master: threading.Thread | None = None  # started by warm()
+        self._first: shardstream.Stream | None = None  # shard mode's first stream, opened ahead
+        self._unpack_token = secrets.token_hex(6)
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
         self.encrypt = _truthy(self.args.get("encrypt"))
@@ -182,28 +188,58 @@ class DatasetStep(Step):
 
     def warm(self, warm: Warm) -> None:
         """Before the login: the local scan starts (it needs no connection), and outside check
-        mode the upload's OpenSSH master connection starts as soon as the host key is verified
-        (so both overlap the login and the fact probe instead of following them)."""
+        mode the upload's OpenSSH master connection starts at once when the host key is
+        recorded already, else as soon as our login verified it (so both overlap the login and
+        the fact probe instead of following them)."""
         src = self._source_path(warm.project)
         if src is not None:
             transfer.prescan(src)  # (`invoke sync --dataset` started it already)
         if not warm.check and self.source and self.dest:
 
             def open_master() -> None:
-                warm.settled.wait()
-                if warm.connected:
+                # a host whose key is recorded already: at once (OpenSSH checks it strictly
+                # against the same known_hosts); else once our login verified and recorded it
+                if not warm.key_known():
+                    warm.settled.wait()
+                if warm.connected or not warm.settled.is_set():
                     self._open_master(warm.host, warm.inventory, warm.known_hosts, warm.project)
+                    opened = self._masters.get(warm.host.name)
+                    if opened is not None and opened[3] and self.shards is not False and self.dest:
+                        # shard mode's first stream too: it waits for its header (see
+                        # shardstream.receive_command), so an unused one changes nothing
+                        with contextlib.suppress(OSError):
+                            self._first = self._spawn_stream(opened, 0)
 
             self._early_master = threading.Thread(target=open_master, daemon=True)
             self._early_master.start()
 
     def release(self) -> None:
-        """Close a master connection no apply took over (the host failed before it)."""
+        """Close a master connection (and first stream) no apply took over (the host failed
+        before it, or there was nothing to send)."""
         if self._early_master is not None:
             self._early_master.join()
             self._early_master = None
+        self._drop_first()
         for name in list(self._masters):
             self._close_master(self._masters.pop(name))
+
+    def _drop_first(self) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            first.close()
+
+    def _unpack_dir(self) -> str:
+        """The temp dir shard mode unpacks into, beside the plaintext target."""
+        parent = posixpath.dirname(self.plain_target.rstrip("/")) or "/"
+        return posixpath.join(parent, f".gpuonboard-unpack-{self._unpack_token}")
+
+    def _spawn_stream(self, master: tuple[Path, str, Path, list[str]], n: int) -> shardstream.Stream:
+        """Open the n-th shard stream of this run over the master connection."""
+        cfg, alias, _control, opts = master
+        unpack_dir = self._unpack_dir() if self.unpack or self.decrypt_on_host else ""
+        part = shardstream.part_name(n)
+        command = shardstream.receive_command(self.shards_target, part, unpack_dir, self.encrypt, n == 0)
+        return shardstream.Stream(["ssh", "-F", str(cfg), *opts, alias, command])
 
     @staticmethod
     def _scanned(src: Path) -> transfer.SourceTree:
@@ -226,7 +262,10 @@ class DatasetStep(Step):
             if opened is not None and result.changes and not result.failed:
                 result.data.master = opened
             elif opened is not None:
+                self._drop_first()
                 self._close_master(opened)
+        if not (result.changes and not result.failed and result.data.groups):
+            self._drop_first()  # plain mode, or nothing to send
         return result
 
     def _open_master(
@@ -742,12 +781,13 @@ class DatasetStep(Step):
         """on_bytes callback: live percent, rate and shard count; applies --bwlimit."""
         mbit = transfer.parse_rate_mbit(self.bwlimit) if self.bwlimit else None
         throttle = shardstream.Throttle(mbit * 1e6 / 8 if mbit else None)
-        state = [0, 0, 0]  # bytes, shard index, last report (ms)
+        state = [0, 0, 0, 0]  # bytes, shard index, last report (ms), bytes of this shard
         start = time.monotonic()
 
         def on_bytes(n: int) -> None:
             throttle(n)
             state[0] += n
+            state[3] += n
             now = time.monotonic()
             if ctx.progress and (now - start) * 1000 - state[2] > 200:
                 state[2] = int((now - start) * 1000)
@@ -768,16 +808,13 @@ class DatasetStep(Step):
         root = self._shard_root(work)
         index, hashes = work.index, work.hashes
         assert index is not None and hashes is not None
-        unpack_dir = ""
-        if work.unpack:
-            unpack_dir = posixpath.join(
-                posixpath.dirname(self.plain_target.rstrip("/")) or "/",
-                f".gpuonboard-unpack-{secrets.token_hex(6)}",
-            )
+        unpack_dir = self._unpack_dir() if work.unpack else ""
         encrypted = work.enc is not None
         prefix = shardstream.identity_prefix(work.identity.reveal()) if encrypted and work.unpack else b""
-        ssh_base = ["ssh", "-F", str(cfg), *work.ssh_opts, alias]
-        on_bytes, state = self._stream_progress(ctx, work.need, len(work.send_idx))
+        master = work.master
+        assert master is not None
+        first, self._first = self._first, None
+        progress, state = self._stream_progress(ctx, work.need, len(work.send_idx))
         arrived: list[tuple[str, str, str]] = []
         renamed: list[tuple[str, str, str]] = []  # the last shard: renamed by the closing command
         sent_bytes = 0
@@ -786,12 +823,22 @@ class DatasetStep(Step):
             done = f"{len(arrived)} of {len(work.send_idx)} shards arrived"
             return f"{why}; rerun to resume ({done}, only the rest is sent)"
 
+        opened: list[shardstream.Stream] = [first] if first is not None else []
+
         def spawn(n: int) -> shardstream.Stream:
-            part = f"{shardstream.INCOMING}{work.send_idx[n]:06d}"
-            command = shardstream.receive_command(
-                work.target, part, unpack_dir, work.codec, encrypted, n == 0
-            )
-            return shardstream.Stream([*ssh_base, command])
+            if n == 0 and first is not None and first.ssh.poll() is None:
+                return first  # opened ahead, while planning
+            stream = self._spawn_stream(master, n)
+            opened.append(stream)
+            return stream
+
+        nxt: list[shardstream.Stream] = []  # shard n+1's stream, once shard n is under way
+
+        def on_bytes(k: int) -> None:
+            progress(k)
+            n = state[1]
+            if not nxt and n + 1 < len(work.send_idx) and state[3] >= NEXT_STREAM_AFTER:
+                nxt.append(spawn(n + 1))
 
         def record(i: int, packed: Any, tmp_cipher: Path | None) -> None:
             """What packing shard i found (file hashes, shard name) is true whether or not the
@@ -815,7 +862,7 @@ class DatasetStep(Step):
             closing command)."""
             nonlocal sent_bytes
             i = work.send_idx[n]
-            part = f"{shardstream.INCOMING}{i:06d}"
+            part = shardstream.part_name(n)
             res = stream.wait()
             if not res.ok or res.remote_sha != res.local_sha:
                 if tmp_cipher is not None:
@@ -843,7 +890,6 @@ class DatasetStep(Step):
 
         # shard n+1's ssh starts while shard n is fed; shard n is settled (waited for, renamed)
         # once shard n+1's bytes flow, so the link never idles between shards
-        opened: list[shardstream.Stream] = []
         pending: tuple[int, shardstream.Stream, Path | None] | None = None
         helpers = ThreadPoolExecutor(max_workers=2)
         manifest_job: Any = None
@@ -851,19 +897,13 @@ class DatasetStep(Step):
         if not work.send_idx:
             manifest_job = helpers.submit(self._manifest_bytes, work)
         try:
-            nxt = spawn(0) if work.send_idx else None
-            if nxt is not None:
-                opened.append(nxt)
+            header = shardstream.stream_header(work.codec) + prefix
             for n, i in enumerate(work.send_idx):
-                state[1] = n
-                cur = nxt
-                assert cur is not None
-                nxt = spawn(n + 1) if n + 1 < len(work.send_idx) else None
-                if nxt is not None:
-                    opened.append(nxt)
+                state[1], state[3] = n, 0
+                cur = nxt.pop() if nxt else spawn(n)
                 produce, codec, encrypt, tmp_cipher, _cached = self._shard_producer(ctx, work, i, root)
                 try:
-                    packed = cur.feed(produce, codec, prefix, encrypt, tmp_cipher, on_bytes)
+                    packed = cur.feed(produce, codec, header, encrypt, tmp_cipher, on_bytes)
                 except (OSError, crypto.CryptoError) as exc:
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
