@@ -37,9 +37,6 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
-# shard n+1's stream (ssh session, host shell) opens once this much of shard n was handed on:
-# not at the same moment as shard n's, when both would compete for the CPU at the start
-NEXT_STREAM_AFTER = 4 << 20
 SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
 
 
@@ -837,7 +834,9 @@ class DatasetStep(Step):
         def on_bytes(k: int) -> None:
             progress(k)
             n = state[1]
-            if not nxt and n + 1 < len(work.send_idx) and state[3] >= NEXT_STREAM_AFTER:
+            # shard n+1's stream (ssh session, host shell) opens once shard n's first piece was
+            # handed on: not at the same moment as shard n's, when both compete for the CPU
+            if not nxt and n + 1 < len(work.send_idx) and state[3] > 0:
                 nxt.append(spawn(n + 1))
 
         def record(i: int, packed: Any, tmp_cipher: Path | None) -> None:
