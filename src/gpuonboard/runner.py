@@ -142,8 +142,12 @@ def _run_host(
 ) -> HostResult:
     """One host's whole run; whatever goes wrong stays this host's failure, never the run's."""
     start = time.monotonic()
+    # work that needs no connection (or only a verified host key) overlaps the login and probe
+    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check, store=store)
     try:
-        return _run_host_inner(host, steps, playbook, inventory, options, store, start)
+        for step in steps:
+            step.warm(warm)
+        return _run_host_inner(host, steps, playbook, inventory, options, store, start, warm)
     except Exception as exc:  # a bug or an unforeseen error: report it, keep the other hosts
         if os.environ.get("GPUONBOARD_DEBUG") == "1":
             raise
@@ -152,6 +156,10 @@ def _run_host(
             options.log.write(host.name, msg)
         _emit(options, host.name, "failed")
         return HostResult(host, "failed", msg, duration=time.monotonic() - start)
+    finally:
+        warm.settled.set()
+        for step in steps:
+            step.release()
 
 
 def _run_host_inner(
@@ -162,30 +170,9 @@ def _run_host_inner(
     options: RunOptions,
     store: KnownHosts,
     start: float,
-) -> HostResult:
-    _emit(options, host.name, "connecting")
-    # work that needs no connection (or only a verified host key) overlaps the login and probe
-    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check, store=store)
-    for step in steps:
-        step.warm(warm)
-    try:
-        return _connect_and_run(host, steps, playbook, inventory, options, store, start, warm)
-    finally:
-        warm.settled.set()
-        for step in steps:
-            step.release()
-
-
-def _connect_and_run(
-    host: Host,
-    steps: list[Step],
-    playbook: Playbook,
-    inventory: Inventory | None,
-    options: RunOptions,
-    store: KnownHosts,
-    start: float,
     warm: Warm,
 ) -> HostResult:
+    _emit(options, host.name, "connecting")
     try:
         runner = open_runner(host, options.connect, store, inventory)
     except ConnectError as exc:

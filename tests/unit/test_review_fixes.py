@@ -62,3 +62,26 @@ def test_host_text_is_not_rich_markup() -> None:
     print_results([result], con)
     text = con.export_text()
     assert "pid 1 [/x]" in text and "[bold]advice" in text
+
+
+def test_an_early_upload_connection_needs_a_recorded_key_matching_the_pin(tmp_path: Path) -> None:
+    """The dataset step may open its OpenSSH master before our login only when that login's
+    check would pass anyway: the key is recorded, matches the pin if one is set, and no jump
+    host is involved (their keys are checked hop by hop by our login)."""
+    from gpuonboard.steps.base import Warm
+
+    store = KnownHosts(tmp_path / "known_hosts")
+    ed = paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, "ed25519")))
+
+    def warm(**kw: object) -> Warm:
+        host = Host(name="gpu-1", address="10.0.0.1", port=2222, **kw)  # type: ignore[arg-type]
+        return Warm(host, None, tmp_path, tmp_path / "known_hosts", False, store=store)
+
+    assert not warm().key_known()  # first contact: wait for our login
+    store.add("[10.0.0.1]:2222", ed)
+    assert warm().key_known()
+    assert warm(host_key=fingerprint(ed)).key_known()
+    assert not warm(host_key="SHA256:" + "A" * 43).key_known()  # the pin says another key
+    assert not warm(jump=("bastion",)).key_known()
+    no_store = Warm(Host(name="gpu-1", address="10.0.0.1", port=2222), None, tmp_path, None, False)
+    assert not no_store.key_known()
