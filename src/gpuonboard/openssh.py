@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 from .inventory import Host, Inventory
@@ -69,7 +70,13 @@ def write_config(project: Path, host: Host, text: str) -> Path:
     directory = project / ".gpuonboard" / "ssh"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / f"{hashlib.sha1(host.name.encode()).hexdigest()[:12]}.config"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    # a temp file renamed over it: an ssh reading the config meanwhile sees the old or the new
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".config.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

@@ -159,7 +159,11 @@ def _run_host(
     finally:
         warm.settled.set()
         for step in steps:
-            step.release()
+            try:
+                step.release()
+            except Exception:  # best-effort cleanup: never the host's result, never the run's
+                if os.environ.get("GPUONBOARD_DEBUG") == "1":
+                    raise
 
 
 def _run_host_inner(

@@ -17,7 +17,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -120,21 +120,39 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
                 os.close(fd)
 
     top = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
-    was_collecting = gc.isenabled()
-    gc.disable()  # entries hold no cycles; the collector's passes over them were 20-70 ms per 50,000
     try:
-        walk(top, "")
+        with _gc_paused():  # entries hold no cycles; the collector's passes cost 20-70 ms per 50,000
+            walk(top, "")
     finally:
         os.close(top)
-        if was_collecting:
-            gc.enable()
     return tree
+
+
+_GC_PAUSE = threading.Lock()
+_gc_pausers = [0, False]  # scans pausing the cyclic GC now; whether it was on before the first
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Cyclic GC off while any scan runs (scans of several hosts may overlap: counted)."""
+    with _GC_PAUSE:
+        if _gc_pausers[0] == 0:
+            _gc_pausers[1] = gc.isenabled()
+            gc.disable()
+        _gc_pausers[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_PAUSE:
+            _gc_pausers[0] -= 1
+            if _gc_pausers[0] == 0 and _gc_pausers[1]:
+                gc.enable()
 
 
 _NAME = operator.attrgetter("name")
 
 
-_PRESCANS: dict[Path, tuple[threading.Thread, list[SourceTree]]] = {}
+_PRESCANS: dict[Path, tuple[threading.Thread, list[SourceTree], float]] = {}
 _PRESCANS_LOCK = threading.Lock()
 
 
@@ -151,15 +169,16 @@ def prescan(root: Path) -> None:
                 found.append(scan_source(root, hashes=False))
 
         job = threading.Thread(target=scan, name="gpuonboard-prescan", daemon=True)
-        _PRESCANS[root] = (job, found)
+        _PRESCANS[root] = (job, found, time.monotonic())
     job.start()
 
 
-def take_prescan(root: Path) -> SourceTree | None:
-    """The tree `prescan(root)` found (waiting for it), once; None when none ran or it failed."""
+def take_prescan(root: Path, max_age: float = 30.0) -> SourceTree | None:
+    """The tree `prescan(root)` found (waiting for it), once; None when none ran, it failed, or
+    it started more than `max_age` seconds ago (the caller scans afresh)."""
     with _PRESCANS_LOCK:
         started = _PRESCANS.pop(root, None)
-    if started is None:
+    if started is None or time.monotonic() - started[2] > max_age:
         return None
     started[0].join()
     return started[1][0] if started[1] else None

@@ -512,3 +512,44 @@ def test_passphrase_encrypted_shards_open_with_age_and_zstd(
     assert names == set(tree_digest(src))
     for log in (project.root / ".gpuonboard" / "logs").glob("*.log"):
         assert "correct horse" not in log.read_text()
+
+
+def test_what_warm_opens_is_closed_by_release_even_late(project: Project, tmp_path: Path) -> None:
+    """The dataset step opens its OpenSSH master (and shard mode's first stream) before the
+    login when the host key is recorded already. release() closes them; one still opening when
+    the host's run ends is closed by its own thread; the host is not touched either way."""
+    import base64
+
+    import paramiko
+
+    from gpuonboard import inventory
+    from gpuonboard.connection import KnownHosts, known_hosts_name
+    from gpuonboard.steps.base import Warm
+    from gpuonboard.steps.dataset import DatasetStep
+
+    src, data_dir = setup(project, tmp_path)
+    h = project.pool.hosts["dataset"]
+    known = project.root / ".gpuonboard" / "known_hosts"
+    store = KnownHosts(known)
+    blob = base64.b64decode(h.host_key_pub.split()[1])
+    store.add(known_hosts_name(h.address, h.port), paramiko.Ed25519Key(data=blob))
+    inv = inventory.load(project.root / "inventory")
+    host = inv.hosts["dataset"]
+
+    def warmed() -> DatasetStep:
+        step = DatasetStep({"source": str(src), "dest": str(data_dir), "shards": True})
+        step.warm(Warm(host, inv, project.root, known, False, store=store))
+        return step
+
+    step = warmed()  # opened in full, then released
+    assert step._early_master is not None
+    step._early_master.join(30)
+    assert step._first is not None and ssh_masters_left(project)  # what the check below sees
+    step.release()
+    assert ssh_masters_left(project) == []
+
+    step = warmed()  # released while its thread is still logging in
+    step.release()
+    assert step._early_master is not None
+    step._early_master.join(30)
+    assert ssh_masters_left(project) == [] and not data_dir.exists()

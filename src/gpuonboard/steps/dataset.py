@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
+PRESCAN_MAX_AGE = 30.0  # s: an older scan of the dataset (started before the login) is redone
 SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
 
 
@@ -111,6 +112,8 @@ class DatasetStep(Step):
         self._masters: dict[str, tuple[Path, str, Path, list[str]]] = {}
         self._early_master: threading.Thread | None = None  # started by warm()
         self._first: shardstream.Stream | None = None  # shard mode's first stream, opened ahead
+        self._lock = threading.Lock()  # _released vs. what warm()'s thread opens
+        self._released = False
         self._unpack_token = secrets.token_hex(6)
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
@@ -206,19 +209,26 @@ class DatasetStep(Step):
                         # shardstream.receive_command), so an unused one changes nothing
                         with contextlib.suppress(OSError):
                             self._first = self._spawn_stream(opened, 0)
+                with self._lock:
+                    late = self._released
+                if late:  # the host's run ended meanwhile: close what was just opened
+                    self.release()
 
             self._early_master = threading.Thread(target=open_master, daemon=True)
             self._early_master.start()
 
     def release(self) -> None:
         """Close a master connection (and first stream) no apply took over (the host failed
-        before it, or there was nothing to send)."""
-        if self._early_master is not None:
-            self._early_master.join()
-            self._early_master = None
-        self._drop_first()
-        for name in list(self._masters):
-            self._close_master(self._masters.pop(name))
+        before it, or there was nothing to send). Never waits for warm()'s thread: what it
+        opens after this, it closes itself."""
+        with self._lock:
+            self._released = True
+            first, self._first = self._first, None
+            masters = [self._masters.pop(name) for name in list(self._masters)]
+        if first is not None:
+            first.close()
+        for opened in masters:
+            self._close_master(opened)
 
     def _drop_first(self) -> None:
         first, self._first = self._first, None
@@ -240,8 +250,9 @@ class DatasetStep(Step):
 
     @staticmethod
     def _scanned(src: Path) -> transfer.SourceTree:
-        """The scan warm() started, else one now."""
-        return transfer.take_prescan(src) or transfer.scan_source(src, hashes=False)
+        """The scan warm() started (when it began moments ago: not when earlier steps of a
+        playbook ran for minutes, during which the dataset may have changed), else one now."""
+        return transfer.take_prescan(src, PRESCAN_MAX_AGE) or transfer.scan_source(src, hashes=False)
 
     def plan(self, ctx: StepContext) -> Plan:
         """Plan; outside check mode the OpenSSH master connection of the upload is opened
@@ -252,9 +263,12 @@ class DatasetStep(Step):
             args = (ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             early = threading.Thread(target=self._open_master, args=args, daemon=True)
             early.start()
-        result = self._plan(ctx)
+        try:
+            result = self._plan(ctx)
+        finally:  # (should _plan raise, what the thread opened waits in _masters for release())
+            if early is not None:
+                early.join()
         if early is not None:
-            early.join()
             opened = self._masters.pop(ctx.host.name, None)
             if opened is not None and result.changes and not result.failed:
                 result.data.master = opened
