@@ -566,7 +566,7 @@ def format_eta(nbytes: int, mbit: float) -> str:
     """Pure: `12.4 GiB at 93 Mbit/s ≈ 19 min`."""
     from .units import format_bytes
 
-    rate = f"{mbit:.0f}" if mbit >= 10 else f"{mbit:.1f}"
+    rate = f"{mbit:.0f}" if mbit >= 10 else f"{mbit:.1f}" if mbit >= 1 else f"{mbit:.2g}"
     return (
         f"{format_bytes(nbytes, binary=True)} at {rate} Mbit/s ≈ {format_duration(eta_seconds(nbytes, mbit))}"
     )
@@ -578,12 +578,14 @@ def probe_throughput(
     max_bytes: int = PROBE_MAX_BYTES,
     max_seconds: float = PROBE_MAX_SECONDS,
     timeout: float = 30.0,
+    ssh_opts: Sequence[str] = (),
 ) -> float | None:
-    """Push incompressible bytes through OpenSSH (same config as rsync) into `cat > /dev/null`;
-    Mbit/s measured from the remote's `ready` (handshake done) to the remote's exit, so the
-    handshake is not counted and buffered bytes are. None when the probe could not run."""
+    """Push incompressible bytes through OpenSSH (same config as rsync; `ssh_opts`: e.g. the
+    run's master connection) into `cat > /dev/null`; Mbit/s measured from the remote's `ready`
+    (handshake done) to the remote's exit, so the handshake is not counted and buffered bytes
+    are. None when the probe could not run."""
     proc = subprocess.Popen(
-        ["ssh", "-F", str(config_path), "-o", "Compression=no", alias, PROBE_COMMAND],
+        ["ssh", "-F", str(config_path), *ssh_opts, "-o", "Compression=no", alias, PROBE_COMMAND],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -553,3 +553,26 @@ def test_what_warm_opens_is_closed_by_release_even_late(project: Project, tmp_pa
     assert step._early_master is not None
     step._early_master.join(30)
     assert ssh_masters_left(project) == [] and not data_dir.exists()
+
+
+def test_preflight_measures_the_upload_speed_when_the_upload_is_long(
+    project: Project, tmp_path: Path
+) -> None:
+    """An upload that would take 200 s or more at the configured speed gets a 2 s throughput
+    probe over the master connection first, and its ETA says so; `upload_probe: false` (or a
+    --bwlimit) keeps the configured speed; short uploads are never probed."""
+    src, data_dir = setup(project, tmp_path, upload_mbit=0.001)  # ~80 KB at 1 kbit/s: ~10 min
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = step(project)["msg"]
+    rate = re.search(r"estimate was .* at ([0-9.]+) Mbit/s ≈ [^(]*\(measured\)", msg)
+    assert rate and float(rate.group(1)) > 1, msg  # loopback: far above the configured 0.001
+    (src / "plain.txt").write_text("changed\n")
+    r = project.cli("sync", "--host", "dataset", "--bwlimit", "50m")
+    assert r.returncode == 0 and "(configured)" in step(project)["msg"], step(project)
+    setup(project, tmp_path / "2", upload_mbit=0.001, upload_probe=False)
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    assert "at 0.001 Mbit/s ≈ 10 min (configured)" in step(project)["msg"], step(project)
+    setup(project, tmp_path / "3")  # 100 Mbit/s: far below 200 s, no probe
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    assert "(configured)" in step(project)["msg"], step(project)

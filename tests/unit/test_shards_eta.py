@@ -21,6 +21,8 @@ def test_eta_formatting_and_rates() -> None:
     assert transfer.format_duration(0.01) == "1 s"
     assert transfer.format_duration(3 * 3600 + 5 * 60) == "3 h 05 min"
     assert transfer.format_eta(1024, 0).endswith("unknown time")
+    assert " at 2.5 Mbit/s " in transfer.format_eta(1 << 20, 2.5)
+    assert " at 0.001 Mbit/s " in transfer.format_eta(1 << 20, 0.001)  # never "0.0"
     assert transfer.parse_rate_mbit("100mbit") == 100
     assert transfer.parse_rate_mbit("93") == 93
     assert transfer.parse_rate_mbit("1gbit") == 1000

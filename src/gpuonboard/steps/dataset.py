@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 ENCRYPTED_SUFFIX = ".encrypted"  # ciphertexts live in <data_dir>/<name>.encrypted/<rel>.age
+# the preflight's throughput probe runs when the upload would take this long at the configured
+# speed: its 2 s are then at most 1 % of the upload (a 1 GiB upload at 100 Mbit/s is not probed)
+PROBE_WORTH_S = 200.0
 PRESCAN_MAX_AGE = 30.0  # s: an older scan of the dataset (started before the login) is redone
 SHARDS_SUFFIX = ".shards"  # shard mode: <data_dir>/<name>.shards/<sha>.tar[.age] + manifest.json
 
@@ -105,6 +108,7 @@ class DatasetStep(Step):
         "shard_size": "shard size (default vars.shard_size, 256MiB)",
         "unpack": "shard mode: unpack the shards into <dest>/<name>/ on the host (temp dir, then renamed)",
         "upload_mbit": "link speed for the ETA when no probe runs (default vars.upload_mbit, 100)",
+        "upload_probe": "measure the upload speed for the ETA: auto (uploads of 200 s or more), true, false",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -541,11 +545,26 @@ class DatasetStep(Step):
 
         return show
 
-    def _preflight(self, ctx: StepContext, need: int) -> str:
-        """The ETA sentence from the configured link speed, shown before the first byte. No separate
-        throughput probe (it cost 2 s of link time): the live line shows rsync's own measured rate
-        and ETA from `--info=progress2`, and the final message the rate really achieved."""
-        eta = f"{transfer.format_eta(need, self._link_mbit(ctx))} (configured)"
+    def _preflight(self, ctx: StepContext, need: int, master: tuple[Path, str, Path, list[str]]) -> str:
+        """The ETA sentence, shown before the first byte: from a short throughput probe over the
+        master connection (up to 16 MiB or 2 s into `cat > /dev/null`) when the upload would take
+        at least PROBE_WORTH_S at the configured speed (the probe then costs at most 1 %), and
+        `upload_probe` is not false, and no --bwlimit caps the rate; else from the configured
+        speed (`upload_mbit`). The live line then shows the measured rate and ETA, and the final
+        message the rate really achieved."""
+        configured = self._link_mbit(ctx)
+        probe = str(self._setting(ctx, "upload_probe", "auto")).lower()
+        worth = transfer.eta_seconds(need, configured) >= PROBE_WORTH_S or probe in ("true", "always", "yes")
+        mbit = None
+        if worth and probe not in ("false", "never", "no", "off") and not self.bwlimit:
+            if ctx.progress:
+                ctx.progress(f"step {self.label}: measuring the upload speed (2 s)")
+            cfg, alias, _control, opts = master
+            mbit = transfer.probe_throughput(cfg, alias, ssh_opts=opts)
+        if mbit:
+            eta = f"{transfer.format_eta(need, mbit)} (measured)"
+        else:
+            eta = f"{transfer.format_eta(need, configured)} (configured)"
         if ctx.progress:
             ctx.progress(f"step {self.label}: {eta}")
         return eta
@@ -654,12 +673,12 @@ class DatasetStep(Step):
         mk = ctx.runner.run(shell.join(["mkdir", "-p", "--", work.target]))
         if not mk.ok:
             return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
-        eta = self._preflight(ctx, work.need)
         if work.master is None:  # planned outside this process's plan() (or it could not start)
             self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
+        eta = self._preflight(ctx, work.need, work.master)
         cfg, alias, _control, work.ssh_opts = work.master
         start = time.monotonic()
         try:
