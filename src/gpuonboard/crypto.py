@@ -7,8 +7,8 @@ every byte already sent. So each file is encrypted ONCE into
 ciphertext is what rsync transfers (and resumes).
 
 X25519 recipients stream through pyrage's `encrypt_io` (constant memory, measured ~13 MiB
-RSS for a 300 MB file). pyrage's passphrase (scrypt) API takes whole byte strings only, so
-passphrase mode holds one file in memory and refuses files above PASSPHRASE_MAX_BYTES.
+RSS for a 300 MB file). A passphrase (age's scrypt recipient) streams through
+`gpuonboard.agescrypt`: pyrage's passphrase API takes whole byte strings only.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import agescrypt
 from .errors import CryptoError
 from .shell import Secret
 
 CHUNK = 1 << 20
-PASSPHRASE_MAX_BYTES = 256 * 1024 * 1024
 
 
 def sha256_file(path: Path) -> str:
@@ -96,19 +96,14 @@ def parse_identity(text: Secret) -> list[Any]:
     return identities
 
 
-def _encrypt_into(src: Path, f: Any, out: Any, enc: Encryption) -> None:
-    """Encrypt the open file f (src) into out: recipients stream, a passphrase holds it whole."""
-    import pyrage
-
+def encrypt_stream(f: Any, out: Any, enc: Encryption) -> None:
+    """Encrypt the open binary stream f into out, in constant memory (recipients: pyrage; a
+    passphrase: agescrypt, the same age format)."""
     if enc.passphrase is not None:
-        size = src.stat().st_size
-        if size > PASSPHRASE_MAX_BYTES:
-            raise CryptoError(
-                f"{src} is {size} bytes: passphrase encryption holds a whole file in memory and is"
-                f" limited to {PASSPHRASE_MAX_BYTES} bytes; use age recipients (vars.age_recipients)."
-            )
-        out.write(pyrage.passphrase.encrypt(f.read(), enc.passphrase.reveal()))
+        agescrypt.encrypt_io(f, out, enc.passphrase.reveal())
     else:
+        import pyrage
+
         pyrage.encrypt_io(f, out, parse_recipients(enc.recipients))
 
 
@@ -119,7 +114,7 @@ def encrypt_file(src: Path, dst: Path, enc: Encryption) -> None:
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".enc.")
     try:
         with os.fdopen(fd, "wb") as out, src.open("rb") as f:
-            _encrypt_into(src, f, out, enc)
+            encrypt_stream(f, out, enc)
         os.replace(tmp, dst)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -137,13 +132,14 @@ def decrypt_file(
     try:
         with os.fdopen(fd, "wb") as out:
             if passphrase is not None:
-                out.write(pyrage.passphrase.decrypt(src.read_bytes(), passphrase.reveal()))
+                with src.open("rb") as f:
+                    agescrypt.decrypt_io(f, out, passphrase.reveal())
             else:
                 assert identity is not None
                 with src.open("rb") as f:
                     pyrage.decrypt_io(f, out, parse_identity(identity))
         os.replace(tmp, dst)
-    except (pyrage.DecryptError, OSError) as exc:  # decrypt_io reports a bad chunk as OSError
+    except (pyrage.DecryptError, agescrypt.AgeError, OSError) as exc:  # pyrage: a bad chunk is OSError
         Path(tmp).unlink(missing_ok=True)
         raise CryptoError(
             f"cannot decrypt {src}: {exc} (wrong identity, or a tampered or truncated ciphertext)."
@@ -183,7 +179,7 @@ def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, 
         with ThreadPoolExecutor(max_workers=1) as pool:
             hashing = pool.submit(sha256_file, src)
             with os.fdopen(fd, "wb") as raw, src.open("rb") as f:
-                _encrypt_into(src, f, raw, enc)
+                encrypt_stream(f, raw, enc)
             plain = hashing.result()
         final = cache_dir / f"{enc.cache_key(plain)}.age"
         if final.is_file():

@@ -792,18 +792,7 @@ class DatasetStep(Step):
         enc = work.enc
 
         def encrypt(source: Any, sink: Any) -> None:
-            import pyrage
-
-            if enc.passphrase is not None:  # pyrage's scrypt API takes whole byte strings
-                data = source.read(crypto.PASSPHRASE_MAX_BYTES + 1)
-                if len(data) > crypto.PASSPHRASE_MAX_BYTES:
-                    raise crypto.CryptoError(
-                        "a compressed shard is above 256 MiB, the limit of passphrase encryption (it"
-                        " holds a shard in memory); set vars.shard_size lower or use vars.age_recipients"
-                    )
-                sink.write(pyrage.passphrase.encrypt(data, enc.passphrase.reveal()))
-            else:
-                pyrage.encrypt_io(source, sink, crypto.parse_recipients(enc.recipients))
+            crypto.encrypt_stream(source, sink, enc)
 
         return pack, work.codec, encrypt, shardstream.temp_cipher_path(self._cache_dir(ctx)), None
 
