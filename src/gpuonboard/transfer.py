@@ -521,9 +521,17 @@ def stop_master(config_path: Path, alias: str, opts: Sequence[str]) -> None:
 
 # ---------------------------------------------------------------- preflight: throughput probe, ETA
 
-PROBE_COMMAND = "echo ready && exec cat > /dev/null"  # constant: nothing of ours is interpolated
+# constant (nothing of ours is interpolated): read a byte count, swallow exactly that many
+# bytes, say "got"; the client times each round from its first byte to that answer, so bytes
+# still sitting in local buffers are never counted as sent
+PROBE_COMMAND = (
+    "echo ready && while read -r n; do case $n in ''|*[!0-9]*) exit 1 ;; esac;"
+    ' head -c "$n" > /dev/null || exit 1; echo got; done'
+)
 PROBE_MAX_BYTES = 16 * 1024 * 1024
 PROBE_MAX_SECONDS = 2.0
+PROBE_FIRST_BYTES = 256 * 1024  # round 1; a link slow enough to need 1.5 s for it stops there
+PROBE_ROUND_TIMEOUT = 15.0
 PROBE_MIN_DATASET = 64 * 1024 * 1024  # below this the probe would cost more than it tells
 DEFAULT_MBIT = 100.0  # vars.upload_mbit when nothing was measured
 
@@ -577,13 +585,17 @@ def probe_throughput(
     alias: str,
     max_bytes: int = PROBE_MAX_BYTES,
     max_seconds: float = PROBE_MAX_SECONDS,
-    timeout: float = 30.0,
+    timeout: float = PROBE_ROUND_TIMEOUT,
     ssh_opts: Sequence[str] = (),
 ) -> float | None:
-    """Push incompressible bytes through OpenSSH (same config as rsync; `ssh_opts`: e.g. the
-    run's master connection) into `cat > /dev/null`; Mbit/s measured from the remote's `ready`
-    (handshake done) to the remote's exit, so the handshake is not counted and buffered bytes
-    are. None when the probe could not run."""
+    """Mbit/s of incompressible bytes pushed through OpenSSH (same config as rsync; `ssh_opts`:
+    e.g. the run's master connection) into the host, which acknowledges each round once it has
+    swallowed it all: round 1 sends 256 KiB; unless that took 1.5 s already (a slow link: its
+    rate is the answer), round 2 sends what round 1's rate moves in `max_seconds` (1 MiB to
+    `max_bytes`), and its rate is the answer. A round is given `timeout` s, after which ssh is
+    killed (a stalled host never hangs the run). None when the probe could not run."""
+    import select
+
     proc = subprocess.Popen(
         ["ssh", "-F", str(config_path), *ssh_opts, "-o", "Compression=no", alias, PROBE_COMMAND],
         stdin=subprocess.PIPE,
@@ -591,27 +603,53 @@ def probe_throughput(
         stderr=subprocess.DEVNULL,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    try:
-        import select
+    stdin, stdout = proc.stdin, proc.stdout
 
-        ready, _, _ = select.select([proc.stdout], [], [], timeout)
-        if not ready or proc.stdout.readline().strip() != b"ready":
+    def answer(word: bytes, deadline: float) -> bool:
+        line = b""
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(stdout.fileno(), 64) if ready else b""
+            if not chunk:
+                return False
+            line += chunk
+        return line.strip() == word
+
+    def round_mbit(nbytes: int) -> float | None:
+        block = os.urandom(min(nbytes, 256 * 1024))
+
+        def send() -> None:
+            with contextlib.suppress(OSError):
+                stdin.write(b"%d\n" % nbytes)
+                left = nbytes
+                while left > 0:
+                    stdin.write(block[: min(left, len(block))])
+                    left -= min(left, len(block))
+                stdin.flush()
+
+        start = time.monotonic()
+        writer = threading.Thread(target=send, daemon=True)
+        writer.start()
+        if not answer(b"got", start + timeout):
             return None
-        block = os.urandom(256 * 1024)
-        sent, start = 0, time.monotonic()
-        while sent < max_bytes and time.monotonic() - start < max_seconds:
-            proc.stdin.write(block)
-            sent += len(block)
-        proc.stdin.close()
-        if proc.wait(timeout=timeout) != 0:
-            return None
+        writer.join()
         elapsed = time.monotonic() - start
-        return sent * 8 / elapsed / 1e6 if elapsed > 0 else None
-    except (OSError, subprocess.TimeoutExpired):
+        return nbytes * 8 / elapsed / 1e6 if elapsed > 0 else None
+
+    try:
+        if not answer(b"ready", time.monotonic() + timeout):
+            return None
+        first = round_mbit(PROBE_FIRST_BYTES)
+        if first is None or PROBE_FIRST_BYTES * 8 / (first * 1e6) >= 1.5:
+            return first
+        size = int(first * 1e6 / 8 * max_seconds)
+        second = round_mbit(min(max_bytes, max(1 << 20, size)))
+        return second if second is not None else first
+    except OSError:
         return None
     finally:
         if proc.poll() is None:
-            proc.kill()
+            proc.kill()  # also unblocks a writer stuck on a full pipe
             proc.wait()
 
 

@@ -576,3 +576,28 @@ def test_preflight_measures_the_upload_speed_when_the_upload_is_long(
     setup(project, tmp_path / "3")  # 100 Mbit/s: far below 200 s, no probe
     assert project.cli("sync", "--host", "dataset").returncode == 0
     assert "(configured)" in step(project)["msg"], step(project)
+
+
+def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path) -> None:
+    """The host swallows nothing (its `head -c` stalls): the probe gives up after its round
+    timeout and the ETA falls back to the configured speed; a bad upload_probe is one sentence."""
+    from gpuonboard.testhosts.toolbox import add_executable
+
+    h = project.pool.hosts["dataset"]
+    real = shutil.which("head")
+    stall = f'#!/bin/sh\ncase "$1" in -c) exec sleep 20 ;; esac\nexec {real} "$@"\n'
+    setup(project, tmp_path, upload_mbit=0.001)
+    fake = add_executable(h.bin_dir, "head", stall)
+    try:
+        start = time.monotonic()
+        r = project.cli("sync", "--host", "dataset")
+        took = time.monotonic() - start
+    finally:
+        fake.unlink()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(configured)" in step(project)["msg"] and took < 40, (took, step(project))
+    setup(project, tmp_path / "2", upload_probe="flase")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and step(project)["msg"] == (
+        "upload_probe must be auto, true or false, not 'flase' (vars.upload_probe or the step's upload_probe)"
+    ), step(project)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import subprocess
@@ -69,6 +70,10 @@ def test_wrong_passphrase_tampering_and_truncation_are_refused() -> None:
         _dec(greedy)
     with pytest.raises(AgeError, match="not an age file"):
         _dec(b"hello\n" + blob)
+    lines = blob.split(b"\n", 3)  # a sealed file key of the wrong length: refused before scrypt
+    short = base64.b64encode(base64.b64decode(lines[2] + b"=")[:30]).rstrip(b"=")
+    with pytest.raises(AgeError, match="malformed"):
+        _dec(b"\n".join([lines[0], lines[1], short, lines[3]]))
 
 
 def test_a_large_stream_needs_constant_memory(tmp_path: Path) -> None:

@@ -311,6 +311,10 @@ class DatasetStep(Step):
             return Plan(False, "no dataset given: set vars.dataset or pass --dataset PATH", failed=True)
         if not src.exists():
             return Plan(False, f"dataset source {src} does not exist", failed=True)
+        try:
+            self._probe_mode(ctx)
+        except StepArgsError as exc:
+            return Plan(False, f"{exc} (vars.upload_probe or the step's upload_probe)", failed=True)
         if not self.dest:
             return Plan(
                 False,
@@ -545,6 +549,18 @@ class DatasetStep(Step):
 
         return show
 
+    def _probe_mode(self, ctx: StepContext) -> bool | None:
+        """`upload_probe`: True (always), False (never), None (auto); StepArgsError otherwise."""
+        value = self._setting(ctx, "upload_probe", "auto")
+        text = str(value).strip().lower()
+        if text in ("auto", ""):
+            return None
+        if value is True or text in ("true", "yes", "on", "1", "always"):
+            return True
+        if value is False or text in ("false", "no", "off", "0", "never"):
+            return False
+        raise StepArgsError(f"upload_probe must be auto, true or false, not {value!r}")
+
     def _preflight(self, ctx: StepContext, need: int, master: tuple[Path, str, Path, list[str]]) -> str:
         """The ETA sentence, shown before the first byte: from a short throughput probe over the
         master connection (up to 16 MiB or 2 s into `cat > /dev/null`) when the upload would take
@@ -553,10 +569,10 @@ class DatasetStep(Step):
         speed (`upload_mbit`). The live line then shows the measured rate and ETA, and the final
         message the rate really achieved."""
         configured = self._link_mbit(ctx)
-        probe = str(self._setting(ctx, "upload_probe", "auto")).lower()
-        worth = transfer.eta_seconds(need, configured) >= PROBE_WORTH_S or probe in ("true", "always", "yes")
+        mode = self._probe_mode(ctx)
+        worth = mode is True or (mode is None and transfer.eta_seconds(need, configured) >= PROBE_WORTH_S)
         mbit = None
-        if worth and probe not in ("false", "never", "no", "off") and not self.bwlimit:
+        if worth and not self.bwlimit:
             if ctx.progress:
                 ctx.progress(f"step {self.label}: measuring the upload speed (2 s)")
             cfg, alias, _control, opts = master
@@ -678,10 +694,11 @@ class DatasetStep(Step):
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
-        eta = self._preflight(ctx, work.need, work.master)
         cfg, alias, _control, work.ssh_opts = work.master
         start = time.monotonic()
-        try:
+        try:  # (the probe too: a Ctrl-C during it still closes the master)
+            eta = self._preflight(ctx, work.need, work.master)
+            start = time.monotonic()
             if work.groups:
                 out = self._apply_shards(ctx, plan, work, cfg, alias, eta)
             else:
