@@ -179,8 +179,7 @@ def _run_host_inner(
     _emit(options, host.name, "connecting")
     try:
         runner = open_runner(host, options.connect, store, inventory)
-    except ConnectError as exc:
-        warm.settled.set()
+    except ConnectError as exc:  # (warm.settled is set by _run_host on the way out)
         if options.log:
             options.log.write(host.name, f"unreachable: {exc}")
         result = HostResult(

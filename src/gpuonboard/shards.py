@@ -71,7 +71,6 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
     cur: list[Entry] = []
     acc = 0
     alone, cap = shard_size // 2, 4 * shard_size
-    sha256, from_bytes = hashlib.sha256, int.from_bytes  # (the loop runs once per file)
     for e in sorted(entries, key=_REL):
         size = (e.size if e.size > 0 else 0) + 512
         if size >= alone:  # a big file travels alone
@@ -82,11 +81,7 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
             continue
         cur.append(e)
         acc += size
-        # _bucket(e.rel) % n == 0, inlined
-        if (
-            from_bytes(sha256(e.rel.encode("utf-8", "surrogateescape")).digest()[:8], "big") % n == 0
-            or acc >= cap
-        ):
+        if _bucket(e.rel) % n == 0 or acc >= cap:
             shards.append(cur)
             cur, acc = [], 0
     if cur:

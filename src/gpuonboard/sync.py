@@ -33,6 +33,11 @@ class SyncOptions:
     decrypt_to: str = ""
 
 
+def _dataset_path(opts: SyncOptions) -> str:
+    """--dataset as an absolute path ("" when not given)."""
+    return opts.dataset and os.path.abspath(os.path.expanduser(opts.dataset))
+
+
 def build_spec(opts: SyncOptions) -> StepSpec:
     """The one `dataset` step of this run, args from flags or the host's inventory."""
     if opts.decrypt_on_host and not opts.encrypt:
@@ -41,7 +46,7 @@ def build_spec(opts: SyncOptions) -> StepSpec:
         raise UsageError("--decrypt-to needs --decrypt-on-host.")
     if opts.decrypt_to and not opts.decrypt_to.startswith("/"):
         raise UsageError(f"--decrypt-to must be an absolute path on the host, not {opts.decrypt_to!r}.")
-    dataset = opts.dataset and os.path.abspath(os.path.expanduser(opts.dataset))
+    dataset = _dataset_path(opts)
     args: dict[str, Any] = {
         "source": literal(dataset) if dataset else "{{ vars.dataset | default('') }}",
         "dest": literal(opts.dest) if opts.dest else "{{ host.data_dir or '' }}",
@@ -63,7 +68,7 @@ def sync(selection: api.Selection, settings: api.Settings, opts: SyncOptions) ->
     """Upload (or, with check, report what would be sent); exit code like provision."""
     spec = build_spec(opts)
     if opts.dataset:  # the local scan needs no inventory or connection: start it first
-        transfer.prescan(Path(os.path.abspath(os.path.expanduser(opts.dataset))))
+        transfer.prescan(Path(_dataset_path(opts)))
     inv, hosts = api.load_hosts(selection, settings)
     book = Playbook(path=Path("sync"), name="sync", steps=(spec,))
     # no hardware facts needed: one small probe per host

@@ -532,7 +532,6 @@ PROBE_MAX_BYTES = 16 * 1024 * 1024
 PROBE_MAX_SECONDS = 2.0
 PROBE_FIRST_BYTES = 256 * 1024  # round 1; a link slow enough to need 1.5 s for it stops there
 PROBE_ROUND_TIMEOUT = 15.0
-PROBE_MIN_DATASET = 64 * 1024 * 1024  # below this the probe would cost more than it tells
 DEFAULT_MBIT = 100.0  # vars.upload_mbit when nothing was measured
 
 
@@ -615,7 +614,7 @@ def probe_throughput(
             line += chunk
         return line.strip() == word
 
-    def round_mbit(nbytes: int) -> float | None:
+    def round_seconds(nbytes: int) -> float | None:
         block = os.urandom(min(nbytes, 256 * 1024))
 
         def send() -> None:
@@ -633,18 +632,20 @@ def probe_throughput(
         if not answer(b"got", start + timeout):
             return None
         writer.join()
-        elapsed = time.monotonic() - start
-        return nbytes * 8 / elapsed / 1e6 if elapsed > 0 else None
+        return max(time.monotonic() - start, 1e-6)
 
     try:
         if not answer(b"ready", time.monotonic() + timeout):
             return None
-        first = round_mbit(PROBE_FIRST_BYTES)
-        if first is None or PROBE_FIRST_BYTES * 8 / (first * 1e6) >= 1.5:
+        took = round_seconds(PROBE_FIRST_BYTES)
+        if took is None:
+            return None
+        first = PROBE_FIRST_BYTES * 8 / took / 1e6
+        if took >= 1.5:
             return first
-        size = int(first * 1e6 / 8 * max_seconds)
-        second = round_mbit(min(max_bytes, max(1 << 20, size)))
-        return second if second is not None else first
+        size = min(max_bytes, max(1 << 20, int(PROBE_FIRST_BYTES / took * max_seconds)))
+        took = round_seconds(size)
+        return size * 8 / took / 1e6 if took is not None else first
     except OSError:
         return None
     finally:

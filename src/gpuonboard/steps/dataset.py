@@ -208,7 +208,7 @@ class DatasetStep(Step):
                 if warm.connected or not warm.settled.is_set():
                     self._open_master(warm.host, warm.inventory, warm.known_hosts, warm.project)
                     opened = self._masters.get(warm.host.name)
-                    if opened is not None and opened[3] and self.shards is not False and self.dest:
+                    if opened is not None and opened[3] and self.shards is not False:
                         # shard mode's first stream too: it waits for its header (see
                         # shardstream.receive_command), so an unused one changes nothing
                         with contextlib.suppress(OSError):
@@ -272,15 +272,15 @@ class DatasetStep(Step):
         finally:  # (should _plan raise, what the thread opened waits in _masters for release())
             if early is not None:
                 early.join()
+        sending = result.changes and not result.failed
+        if not (sending and result.data.groups):
+            self._drop_first()  # plain mode, or nothing to send
         if early is not None:
             opened = self._masters.pop(ctx.host.name, None)
-            if opened is not None and result.changes and not result.failed:
+            if opened is not None and sending:
                 result.data.master = opened
             elif opened is not None:
-                self._drop_first()
                 self._close_master(opened)
-        if not (result.changes and not result.failed and result.data.groups):
-            self._drop_first()  # plain mode, or nothing to send
         return result
 
     def _open_master(
@@ -695,12 +695,11 @@ class DatasetStep(Step):
         if work.master is None:
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
-        start = time.monotonic()
         try:  # (the probe too: a Ctrl-C during it still closes the master)
             eta = self._preflight(ctx, work.need, work.master)
             start = time.monotonic()
             if work.groups:
-                out = self._apply_shards(ctx, plan, work, cfg, alias, eta)
+                out = self._apply_shards(ctx, plan, work, eta)
             else:
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
@@ -837,7 +836,7 @@ class DatasetStep(Step):
 
         return on_bytes, state
 
-    def _apply_shards(self, ctx: StepContext, plan: Plan, work: Work, cfg: Path, alias: str, eta: str) -> Any:
+    def _apply_shards(self, ctx: StepContext, plan: Plan, work: Work, eta: str) -> Any:
         """Stream each shard to send (pack -> compress [-> encrypt] -> ssh -> host stores it as
         .incoming-*, unpacking on the fly when asked), then one closing command renames the
         verified shards, writes the manifest, unpacks the rest and removes stale shards."""
