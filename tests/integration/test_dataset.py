@@ -82,6 +82,18 @@ def test_round_trip_rerun_change_and_check(project: Project, tmp_path: Path) -> 
     assert tree_digest(data_dir / "my data") == tree_digest(src)
 
 
+def start_sync(project: Project, *args: str) -> subprocess.Popen[str]:
+    """`invoke sync ARGS` in the background (output captured as text)."""
+    return subprocess.Popen(
+        [*project.cli_argv(), "sync", *args],
+        cwd=project.root,
+        env=project.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def ssh_masters_left(project: Project) -> list[str]:
     """Command lines of live processes using this project's generated OpenSSH configs (a master
     connection left running would be one: ControlPersist keeps it for a minute)."""
@@ -132,13 +144,7 @@ def test_interrupted_upload_resumes(project: Project, tmp_path: Path) -> None:
     src, data_dir = setup(project, tmp_path)
     big = src / "big.bin"
     big.write_bytes(os.urandom(20 * 1024 * 1024))
-    proc = subprocess.Popen(
-        [*project.cli_argv(), "sync", "--host", "dataset", "--bwlimit", "8m"],
-        cwd=project.root,
-        env=project.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_sync(project, "--host", "dataset", "--bwlimit", "8m")
     # wait until part of big.bin sits in the partial dir, then kill the local rsync by PID
     deadline = time.monotonic() + 20
     killed = False
@@ -366,13 +372,7 @@ def test_shard_upload_interrupted_then_resumed(project: Project, tmp_path: Path)
     entry = host_entry(h, project.pool, data_dir=str(data_dir))
     entry["vars"].update({"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000})
     project.write_inventory({"dataset": entry})
-    proc = subprocess.Popen(
-        [*project.cli_argv(), "sync", "--host", "dataset", "--unpack", "--bwlimit", "2m"],
-        cwd=project.root,
-        env=project.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "2m")
     shard_dir = data_dir / "many.shards"
     deadline = time.monotonic() + 30
     killed = False
@@ -601,3 +601,36 @@ def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path
     assert r.returncode == 1 and step(project)["msg"] == (
         "upload_probe must be auto, true or false, not 'flase' (vars.upload_probe or the step's upload_probe)"
     ), step(project)
+
+
+def test_a_second_upload_to_the_same_host_copy_is_turned_away(project: Project, tmp_path: Path) -> None:
+    """Two syncs of one dataset to one host at once: the second fails at once with one
+    sentence naming the first (nothing of the first is disturbed); once the first ends, a
+    rerun is free again (the kernel dropped the lock)."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+    first = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "2m")
+    try:
+        locks = project.root / ".gpuonboard" / "locks"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(
+            p.read_text().startswith("pid ") for p in locks.glob("*.lock")
+        ):
+            time.sleep(0.05)
+        holder = next(locks.glob("*.lock")).read_text().strip()
+        assert holder.startswith(f"pid {first.pid} since "), holder
+        second = project.cli("sync", "--host", "dataset", "--unpack")
+        assert first.poll() is None, "the first upload ended before the second started"
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert (
+        f"another gpuonboard upload to dataset:{data_dir}/my data is running on this machine"
+        f" ({holder}); wait for it to finish (or stop it), then rerun"
+    ) in second.stdout, second.stdout
+    assert "Traceback" not in second.stdout + second.stderr
+    assert first.returncode == 0, out + err
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    assert ssh_masters_left(project) == []

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import crypto, openssh, shards, shardstream, shell, transfer
+from .. import crypto, openssh, shards, shardstream, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext, Warm
@@ -118,6 +118,7 @@ class DatasetStep(Step):
         self._first: shardstream.Stream | None = None  # shard mode's first stream, opened ahead
         self._lock = threading.Lock()  # _released vs. what warm()'s thread opens
         self._released = False
+        self._upload_lock: uploadlock.UploadLock | None = None  # held from plan to the end of apply
         self._unpack_token = secrets.token_hex(6)
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
@@ -229,10 +230,33 @@ class DatasetStep(Step):
             self._released = True
             first, self._first = self._first, None
             masters = [self._masters.pop(name) for name in list(self._masters)]
+        self._unlock()
         if first is not None:
             first.close()
         for opened in masters:
             self._close_master(opened)
+
+    def _take_lock(self, ctx: StepContext) -> str | None:
+        """This machine's lock on the host's copy of the dataset (see uploadlock); the
+        failure sentence when another run holds it."""
+        base = posixpath.join(self.dest, self.dirname)
+        name = uploadlock.lock_name(ctx.host.address, ctx.host.port, ctx.host.user, base)
+        try:
+            self._upload_lock = uploadlock.acquire(ctx.project / ".gpuonboard" / "locks", name)
+        except uploadlock.UploadBusy as busy:
+            return (
+                f"another gpuonboard upload to {ctx.host.name}:{base} is running on this machine"
+                f" ({busy}); wait for it to finish (or stop it), then rerun"
+            )
+        except OSError as exc:
+            where = ctx.project / ".gpuonboard" / "locks"
+            return f"cannot create the upload lock under {where}: {exc.strerror or exc}; check that directory"
+        return None
+
+    def _unlock(self) -> None:
+        held, self._upload_lock = self._upload_lock, None
+        if held is not None:
+            held.release()
 
     def _drop_first(self) -> None:
         first, self._first = self._first, None
@@ -268,11 +292,14 @@ class DatasetStep(Step):
             early = threading.Thread(target=self._open_master, args=args, daemon=True)
             early.start()
         try:
-            result = self._plan(ctx)
+            busy = None if ctx.check or not (self.source and self.dest) else self._take_lock(ctx)
+            result = Plan(False, busy, failed=True) if busy else self._plan(ctx)
         finally:  # (should _plan raise, what the thread opened waits in _masters for release())
             if early is not None:
                 early.join()
         sending = result.changes and not result.failed
+        if not sending:
+            self._unlock()
         if not (sending and result.data.groups):
             self._drop_first()  # plain mode, or nothing to send
         if early is not None:
@@ -704,6 +731,7 @@ class DatasetStep(Step):
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
             self._close_master(work.master)
+            self._unlock()
         literal = (plan.diff or {}).get("literal_bytes", 0)
         took = time.monotonic() - start
         if out is None and literal and took > 0:
