@@ -96,15 +96,53 @@ def parse_identity(text: Secret) -> list[Any]:
     return identities
 
 
+class _KeepErrors:
+    """A file object pyrage reads or writes through, keeping the OSError it hit: pyrage turns
+    it into an EncryptError whose text is all that is left, and callers need its errno (a full
+    disk on this machine is not a bug)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.error: OSError | None = None
+
+    def _keep(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError as exc:
+            self.error = exc
+            raise
+
+    def read(self, n: int = -1) -> bytes:
+        return self._keep(self.raw.read, n)
+
+    def readinto(self, buf: Any) -> int:
+        return self._keep(self.raw.readinto, buf)
+
+    def write(self, data: bytes) -> int:
+        return self._keep(self.raw.write, data)
+
+    def flush(self) -> None:
+        self._keep(self.raw.flush)
+
+
 def encrypt_stream(f: Any, out: Any, enc: Encryption) -> None:
     """Encrypt the open binary stream f into out, in constant memory (recipients: pyrage; a
-    passphrase: agescrypt, the same age format)."""
+    passphrase: agescrypt, the same age format). A read or write that fails raises its own
+    OSError (errno intact), whichever library encrypted."""
     if enc.passphrase is not None:
         agescrypt.encrypt_io(f, out, enc.passphrase.reveal())
-    else:
-        import pyrage
+        return
+    import pyrage
 
-        pyrage.encrypt_io(f, out, parse_recipients(enc.recipients))
+    src, dst = _KeepErrors(f), _KeepErrors(out)
+    try:
+        pyrage.encrypt_io(src, dst, parse_recipients(enc.recipients))
+    except Exception:
+        if dst.error is not None:
+            raise dst.error from None
+        if src.error is not None:
+            raise src.error from None
+        raise
 
 
 def encrypt_file(src: Path, dst: Path, enc: Encryption) -> None:

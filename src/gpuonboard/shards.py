@@ -259,9 +259,7 @@ class HashCache:
         wanted = set(keep)
         self.data = {k: v for k, v in self.data.items() if k in wanted}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, separators=(",", ":")))
-        os.replace(tmp, self.path)
+        _write_atomic(self.path, json.dumps(self.data, separators=(",", ":")))
 
 
 class Index:
@@ -295,9 +293,18 @@ class Index:
             if p.name not in used:
                 p.unlink(missing_ok=True)
         self.cache.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=0, sort_keys=True))
-        os.replace(tmp, self.path)
+        _write_atomic(self.path, json.dumps(self.data, indent=0, sort_keys=True))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Temp file + rename: a full disk leaves the previous file whole and no temp behind."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size: int) -> bytes:

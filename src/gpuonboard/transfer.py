@@ -453,6 +453,11 @@ RSYNC_EXIT = {
 }
 
 
+def disk_full_line(lines: Sequence[str]) -> str:
+    """Pure: the first line that says a disk is full ("" when none does)."""
+    return next((x for x in lines if "no space left" in x.lower() or "disk quota" in x.lower()), "")
+
+
 def explain_rsync_failure(run: RsyncRun) -> str:
     """One sentence for a failed rsync run (exit code meaning + its last stderr line)."""
     lines = [x.strip() for x in run.stderr.strip().splitlines() if x.strip()]
@@ -461,6 +466,7 @@ def explain_rsync_failure(run: RsyncRun) -> str:
     meaning = RSYNC_EXIT.get(run.exit_code, f"exit code {run.exit_code}")
     if "no space left" in full or "disk quota" in full:
         meaning = "the remote disk is full"
+        detail = disk_full_line(lines) or detail
     if "host key verification failed" in full:
         meaning = "host key verification failed against .gpuonboard/known_hosts"
     return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")

@@ -634,3 +634,110 @@ def test_a_second_upload_to_the_same_host_copy_is_turned_away(project: Project, 
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
     assert ssh_masters_left(project) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """mount(path, size): a real, small tmpfs at path (a full disk on either side of the
+    upload), unmounted after the test; skipped where this process may not mount."""
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """Fill a tmpfs up to `leave` free bytes with one filler file."""
+    st = os.statvfs(disk)
+    filler = disk / "filler"
+    with filler.open("wb") as f:
+        f.truncate(0)
+        left = st.f_bavail * st.f_frsize - leave
+        while left > 0:
+            left -= f.write(b"\0" * min(left, 1 << 20))
+    return filler
+
+
+@needs_age
+@pytest.mark.parametrize("mode", ["plain", "shards"])
+def test_a_full_local_disk_while_encrypting_is_one_sentence(
+    project: Project, tmp_path: Path, small_disk: Any, mode: str
+) -> None:
+    """The ciphertext cache's disk fills up: the step fails with one sentence naming the dir and
+    the remedy, leaves no temp ciphertext behind, and once there is room the rerun completes."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+    cache = small_disk(project.root / ".gpuonboard" / "cache" / "encrypted", "3m")
+    flags = ["--shards"] if mode == "shards" else []
+    r = project.cli("sync", "--host", "dataset", "--encrypt", *flags)
+    assert r.returncode == 1, r.stdout + r.stderr
+    what = "big.bin" if mode == "plain" else "shard 1"
+    kept = (
+        "what already arrived is not sent again"
+        if mode == "plain"
+        else "0 of 1 shards arrived, only the rest is sent"
+    )
+    assert step(project)["msg"] == (
+        f"no space left on this machine for the encrypted copy of {what} under {cache}; free space"
+        f" there (or set the step's cache_dir to a bigger disk), then rerun: {kept}"
+    )
+    assert "Traceback" not in r.stdout + r.stderr
+    assert [p.name for p in cache.iterdir() if p.name.startswith(".")] == []  # no temp ciphertext
+    subprocess.run(["umount", str(cache)], check=True)  # room again (the project's own disk)
+    r = project.cli("sync", "--host", "dataset", "--encrypt", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert step(project)["status"] == "changed"
+
+
+@pytest.mark.parametrize("mode", ["plain", "shards"])
+def test_the_host_disk_filling_up_mid_transfer_is_clear_and_resumable(
+    project: Project, tmp_path: Path, small_disk: Any, mode: str
+) -> None:
+    """Free space was enough when planned; something else on the host fills the disk while the
+    upload runs: one sentence saying the remote disk is full, exit 1, no complete-looking half
+    file; after room is made the rerun finishes byte-identical."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(8 * 1024 * 1024))
+    disk = small_disk(data_dir, "16m")
+    flags = ["--unpack"] if mode == "shards" else []
+    if mode == "shards":  # the preflight counts the shards AND the unpacked tree
+        r = project.cli("sync", "--host", "dataset", *flags)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"not enough space under {data_dir} on dataset: 16.0 MiB free, 16.1 MiB needed for 1"
+            " shards (the shards, and as much again unpacked); free space first"
+        ), step(project)
+        subprocess.run(["mount", "-o", "remount,size=24m", str(disk)], check=True)
+    proc = start_sync(project, "--host", "dataset", "--bwlimit", "2m", *flags)
+    deadline = time.monotonic() + 20
+    filler = None
+    while time.monotonic() < deadline and filler is None:
+        time.sleep(0.05)
+        written = sum(p.stat().st_size for p in disk.rglob("*") if p.is_file())
+        if written > 1024 * 1024:  # the upload is under way: the rest of the disk goes elsewhere
+            filler = _fill(disk, 256 * 1024)
+    out, err = proc.communicate(timeout=60)
+    assert filler is not None, "the upload never started: " + out[-1500:] + err[-800:]
+    assert proc.returncode == 1, out + err
+    msg = step(project)["msg"]
+    assert "the remote disk is full (" in msg and "rerun to resume (" in msg, msg
+    assert "No space left on device" in msg.split("the remote disk is full (")[1].split(")")[0], msg
+    assert "Traceback" not in out + err
+    assert not (data_dir / "my data" / "big.bin").exists()  # a half file never looks complete
+    filler.unlink()
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_digest(data_dir / "my data") == tree_digest(src)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +139,34 @@ def test_encrypt_to_cache_hashes_in_the_same_pass_and_keeps_the_first(tmp_path: 
     out = tmp_path / "out.bin"
     crypto.decrypt_file(path, out, identity=Secret(key.read_text()))
     assert out.read_bytes() == src.read_bytes()
+
+
+class _FullDisk(io.RawIOBase):
+    """A sink that fails like a full disk after `room` bytes (the errno is what callers need)."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.room -= len(data)
+        if self.room < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return len(data)
+
+
+@pytest.mark.parametrize("mode", ["recipients", "passphrase"])
+def test_a_full_disk_while_encrypting_keeps_its_errno(mode: str) -> None:
+    """pyrage reports a failed write as EncryptError text; encrypt_stream re-raises the OSError
+    itself, so the step can say "no space left on this machine" instead of an internal error."""
+    import pyrage
+
+    if mode == "recipients":
+        enc = crypto.Encryption(recipients=(str(pyrage.x25519.Identity.generate().to_public()),))
+    else:
+        enc = crypto.Encryption(passphrase=Secret("correct horse"))
+    with pytest.raises(OSError) as failed:
+        crypto.encrypt_stream(io.BytesIO(b"x" * 1_000_000), _FullDisk(200_000), enc)
+    assert failed.value.errno == errno.ENOSPC

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gzip
 import hashlib
 import os
@@ -521,12 +522,14 @@ class DatasetStep(Step):
         work.shard_size = size
         if complete and unpacked:
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
-        if remote.free_bytes is not None and remote.free_bytes < work.need * (2 if work.unpack else 1):
+        room = work.need * (2 if work.unpack else 1)
+        if remote.free_bytes is not None and remote.free_bytes < room:
+            unpacked_too = " (the shards, and as much again unpacked)" if work.unpack else ""
             return Plan(
                 False,
                 f"not enough space under {self.dest} on {ctx.host.name}:"
                 f" {format_bytes(remote.free_bytes, binary=True)} free,"
-                f" {format_bytes(work.need, binary=True)} needed for {len(work.send_idx)} shards;"
+                f" {format_bytes(room, binary=True)} needed for {len(work.send_idx)} shards{unpacked_too};"
                 " free space first",
                 failed=True,
             )
@@ -671,29 +674,42 @@ class DatasetStep(Step):
         root = work.tree.root
         done = [0]
 
+        current = [""]  # the file being encrypted (producers run one at a time)
+
+        def encrypt_and_stage(chunk: list[str]) -> list[str]:
+            for rel in chunk:
+                current[0] = rel
+                path = work.cipher.get(rel)
+                if path is None or not path.is_file():
+                    done[0] += 1
+                    plain, path = crypto.encrypt_to_cache(root / rel if root.is_dir() else root, enc, cache)
+                    noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
+                    entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
+                    work.tree.entries[rel] = entry
+                    hashes.put(entry, plain)
+                    work.cipher[rel] = path
+                link = stage / (rel + ".age")
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.unlink(missing_ok=True)
+                try:
+                    os.link(path, link)
+                except OSError:
+                    shutil.copy2(path, link)
+            hashes.save(work.tree.entries)
+            return [rel + ".age" for rel in chunk]
+
         def make(chunk: list[str]) -> Any:
             def produce() -> list[str]:
-                for rel in chunk:
-                    path = work.cipher.get(rel)
-                    if path is None or not path.is_file():
-                        done[0] += 1
-                        plain, path = crypto.encrypt_to_cache(
-                            root / rel if root.is_dir() else root, enc, cache
-                        )
-                        noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
-                        entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
-                        work.tree.entries[rel] = entry
-                        hashes.put(entry, plain)
-                        work.cipher[rel] = path
-                    link = stage / (rel + ".age")
-                    link.parent.mkdir(parents=True, exist_ok=True)
-                    link.unlink(missing_ok=True)
-                    try:
-                        os.link(path, link)
-                    except OSError:
-                        shutil.copy2(path, link)
-                hashes.save(work.tree.entries)
-                return [rel + ".age" for rel in chunk]
+                try:
+                    return encrypt_and_stage(chunk)
+                except OSError as exc:
+                    rel = current[0]
+                    source = root / rel if root.is_dir() else root
+                    if exc.filename is not None and Path(exc.filename) == source:
+                        why = f"cannot read {rel} on this machine: {exc.strerror or exc}; fix it, then rerun"
+                    else:
+                        why = local_write_failure(exc, f"the encrypted copy of {rel}", cache)
+                    raise LocalWriteError(why) from None
 
             return produce
 
@@ -760,9 +776,12 @@ class DatasetStep(Step):
         else:
             stage = self._stage_dir(ctx, work, "encrypted")
             batches = self._encrypted_batches(ctx, work, stage)
-            bad_run, sent, literal = self._rsync_batches(
-                ctx, stage, work.target, cfg, alias, batches, work.need, work
-            )
+            try:
+                bad_run, sent, literal = self._rsync_batches(
+                    ctx, stage, work.target, cfg, alias, batches, work.need, work
+                )
+            except LocalWriteError as exc:
+                return str(exc)
         if bad_run is not None:
             return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
         # verification: the host hashes what arrived
@@ -950,8 +969,12 @@ class DatasetStep(Step):
             return None
 
         def save_caches() -> None:
-            index.save({k for k in work.keys if k})
-            hashes.save(work.tree.entries)
+            # an optimisation only: when this machine's disk is full the upload still counts,
+            # and the next run re-reads the files (the previous caches stay whole)
+            with contextlib.suppress(OSError):
+                index.save({k for k in work.keys if k})
+            with contextlib.suppress(OSError):
+                hashes.save(work.tree.entries)
 
         # shard n+1's ssh starts while shard n is fed; shard n is settled (waited for, renamed)
         # once shard n+1's bytes flow, so the link never idles between shards
@@ -972,6 +995,10 @@ class DatasetStep(Step):
                 except (OSError, crypto.CryptoError) as exc:
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
+                    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                        what = f"the encrypted copy of shard {n + 1}"
+                        kept = f"{len(arrived)} of {len(work.send_idx)} shards arrived, only the rest is sent"
+                        return local_write_failure(exc, what, self._cache_dir(ctx), kept)
                     return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
                 record(i, packed, tmp_cipher)
                 if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
@@ -1124,6 +1151,22 @@ class DatasetStep(Step):
         return applied if isinstance(applied, str) else None
 
 
+class LocalWriteError(Exception):
+    """This machine could not write what the upload needed (its message is the step's)."""
+
+
+def local_write_failure(
+    exc: OSError, what: str, where: Path, kept: str = "what already arrived is not sent again"
+) -> str:
+    """Pure: the sentence for a local write that failed (a full disk is the usual one)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"no space left on this machine for {what} under {where}; free space there (or set"
+            f" the step's cache_dir to a bigger disk), then rerun: {kept}"
+        )
+    return f"cannot write {what} under {where}: {exc.strerror or exc}; fix that, then rerun: {kept}"
+
+
 def _stream_failure(res: shardstream.StreamResult) -> str:
     """One sentence for a shard stream that failed (disk full, link dropped, missing tool)."""
     lines = [x.strip() for x in res.stderr.strip().splitlines() if x.strip()]
@@ -1131,6 +1174,7 @@ def _stream_failure(res: shardstream.StreamResult) -> str:
     detail = lines[-1] if lines else ""
     if "no space left" in full or "disk quota" in full:
         why = "the remote disk is full"
+        detail = transfer.disk_full_line(lines) or detail
     elif "writing" in full and "failed" in full:
         why = "writing on the host failed"
     elif not res.ok and not detail:
