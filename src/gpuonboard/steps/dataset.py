@@ -255,7 +255,8 @@ class DatasetStep(Step):
         return None
 
     def _unlock(self) -> None:
-        held, self._upload_lock = self._upload_lock, None
+        with self._lock:  # release() may run twice at once (the host's end, warm()'s late path)
+            held, self._upload_lock = self._upload_lock, None
         if held is not None:
             held.release()
 
