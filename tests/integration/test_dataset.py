@@ -458,7 +458,13 @@ def test_tampered_shards_on_the_host_are_caught(project: Project, tmp_path: Path
     project.write_inventory({"dataset": entry})
     assert project.cli("sync", "--host", "dataset", "--unpack").returncode == 0
     before = tree_digest(data_dir / "many")
-    shard_files = sorted((data_dir / "many.shards").glob("*.tar"))
+    # the victim: any shard but the one holding the file changed below (that one is re-sent anyway)
+    manifest = json.loads((data_dir / "many.shards" / "manifest.json").read_text())
+    holder = next(
+        sh["name"] for sh in manifest["shards"] if any(f["path"] == "d0/f00000" for f in sh["files"])
+    )
+    assert (data_dir / "many.shards" / holder).is_file(), holder
+    shard_files = sorted(p for p in (data_dir / "many.shards").glob("*.tar") if p.name != holder)
     victim = shard_files[len(shard_files) // 2]
     _flip_byte(victim, 700)
     (src / "d0" / "f00000").write_bytes(b"changed")  # another shard changes: the rest is re-unpacked

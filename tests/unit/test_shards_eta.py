@@ -3,6 +3,7 @@ and deterministic shard packing."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tarfile
@@ -147,3 +148,26 @@ def test_two_shards_unpack_at_once_into_one_dir(tmp_path: Path) -> None:
         ]
         assert [p.wait() for p in procs] == [0, 0]
         assert sum(1 for p in out.rglob("f *")) == 3000
+
+
+def test_an_unreadable_dataset_file_is_named_not_a_rerun_loop(tmp_path: Path) -> None:
+    """Packing a shard fails on a file this process may not read: the sentence names the file
+    and what to do (a plain rerun would fail the same way); other failures are left to the
+    generic message (a file that vanished meanwhile: the rerun's scan no longer lists it)."""
+    from gpuonboard.steps.dataset import unreadable_source
+
+    kept = "2 of 5 shards arrived, only the rest is sent"
+    victim = tmp_path / "sub dir" / "x.bin"
+    denied = PermissionError(errno.EACCES, "Permission denied", str(victim))
+    assert unreadable_source(denied, tmp_path, kept) == (
+        "cannot read sub dir/x.bin in the dataset on this machine: Permission denied;"
+        " fix it (or move it out), then rerun: 2 of 5 shards arrived, only the rest is sent"
+    )
+    assert unreadable_source(IsADirectoryError(errno.EISDIR, "Is a directory", str(victim)), tmp_path, kept)
+    assert unreadable_source(FileNotFoundError(errno.ENOENT, "gone", str(victim)), tmp_path, kept) is None
+    assert (
+        unreadable_source(PermissionError(errno.EACCES, "Permission denied", "/etc/x"), tmp_path, kept)
+        is None
+    )
+    assert unreadable_source(PermissionError(errno.EACCES, "Permission denied"), tmp_path, kept) is None
+    assert unreadable_source(ValueError("x"), tmp_path, kept) is None

@@ -996,11 +996,12 @@ class DatasetStep(Step):
                 except (OSError, crypto.CryptoError) as exc:
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
+                    kept = f"{len(arrived)} of {len(work.send_idx)} shards arrived, only the rest is sent"
                     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                         what = f"the encrypted copy of shard {n + 1}"
-                        kept = f"{len(arrived)} of {len(work.send_idx)} shards arrived, only the rest is sent"
                         return local_write_failure(exc, what, self._cache_dir(ctx), kept)
-                    return resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
+                    unreadable = unreadable_source(exc, root, kept)
+                    return unreadable or resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
                 record(i, packed, tmp_cipher)
                 if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
                     # and the caches saved while the last shard drains (the Python work holds the
@@ -1166,6 +1167,25 @@ def local_write_failure(
             f" the step's cache_dir to a bigger disk), then rerun: {kept}"
         )
     return f"cannot write {what} under {where}: {exc.strerror or exc}; fix that, then rerun: {kept}"
+
+
+def unreadable_source(exc: Exception, root: Path, kept: str) -> str | None:
+    """Pure: the sentence for a dataset file this process may not read (a rerun alone would
+    fail the same way), None for any other failure (a file that vanished meanwhile is one: the
+    rerun's scan no longer lists it)."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.EACCES, errno.EPERM, errno.EISDIR):
+        return None
+    if exc.filename is None:
+        return None
+    path = Path(os.fsdecode(exc.filename))
+    base = root if root.is_dir() else root.parent
+    if not path.is_relative_to(base):
+        return None
+    rel = path.relative_to(base).as_posix()
+    return (
+        f"cannot read {rel} in the dataset on this machine: {exc.strerror};"
+        f" fix it (or move it out), then rerun: {kept}"
+    )
 
 
 def _stream_failure(res: shardstream.StreamResult) -> str:
