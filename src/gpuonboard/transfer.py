@@ -464,9 +464,9 @@ def explain_rsync_failure(run: RsyncRun) -> str:
     detail = lines[-1] if lines else ""
     full = " ".join(lines).lower()
     meaning = RSYNC_EXIT.get(run.exit_code, f"exit code {run.exit_code}")
-    if "no space left" in full or "disk quota" in full:
-        meaning = "the remote disk is full"
-        detail = disk_full_line(lines) or detail
+    full_disk = disk_full_line(lines)
+    if full_disk:
+        meaning, detail = "the remote disk is full", full_disk
     if "host key verification failed" in full:
         meaning = "host key verification failed against .gpuonboard/known_hosts"
     return f"rsync failed: {meaning}" + (f" ({detail})" if detail else "")

@@ -165,6 +165,12 @@ def test_an_unreadable_dataset_file_is_named_not_a_rerun_loop(tmp_path: Path) ->
     )
     assert unreadable_source(IsADirectoryError(errno.EISDIR, "Is a directory", str(victim)), tmp_path, kept)
     assert unreadable_source(FileNotFoundError(errno.ENOENT, "gone", str(victim)), tmp_path, kept) is None
+    # plain encrypted mode reports any read error of a dataset file (else it would blame the cache)
+    gone = FileNotFoundError(errno.ENOENT, "No such file or directory", str(victim))
+    assert unreadable_source(gone, tmp_path, kept, errnos=None) == (
+        "cannot read sub dir/x.bin in the dataset on this machine: No such file or directory;"
+        " fix it (or move it out), then rerun: 2 of 5 shards arrived, only the rest is sent"
+    )
     assert (
         unreadable_source(PermissionError(errno.EACCES, "Permission denied", "/etc/x"), tmp_path, kept)
         is None

@@ -704,12 +704,11 @@ class DatasetStep(Step):
                 try:
                     return encrypt_and_stage(chunk)
                 except OSError as exc:
-                    rel = current[0]
-                    source = root / rel if root.is_dir() else root
-                    if exc.filename is not None and Path(exc.filename) == source:
-                        why = f"cannot read {rel} on this machine: {exc.strerror or exc}; fix it, then rerun"
-                    else:
-                        why = local_write_failure(exc, f"the encrypted copy of {rel}", cache)
+                    # (any error reading a dataset file: a vanished one too, unlike shard mode's
+                    # generic message, since here the alternative would blame the cache)
+                    why = unreadable_source(exc, root, LOCAL_KEPT, errnos=None) or local_write_failure(
+                        exc, f"the encrypted copy of {current[0]}", cache
+                    )
                     raise LocalWriteError(why) from None
 
             return produce
@@ -902,9 +901,11 @@ class DatasetStep(Step):
         renamed: list[tuple[str, str, str]] = []  # the last shard: renamed by the closing command
         sent_bytes = 0
 
+        def kept() -> str:
+            return f"{len(arrived)} of {len(work.send_idx)} shards arrived, only the rest is sent"
+
         def resumable(why: str) -> str:
-            done = f"{len(arrived)} of {len(work.send_idx)} shards arrived"
-            return f"{why}; rerun to resume ({done}, only the rest is sent)"
+            return f"{why}; rerun to resume ({kept()})"
 
         opened: list[shardstream.Stream] = [first] if first is not None else []
 
@@ -996,11 +997,10 @@ class DatasetStep(Step):
                 except (OSError, crypto.CryptoError) as exc:
                     if tmp_cipher is not None:
                         tmp_cipher.unlink(missing_ok=True)
-                    kept = f"{len(arrived)} of {len(work.send_idx)} shards arrived, only the rest is sent"
-                    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
                         what = f"the encrypted copy of shard {n + 1}"
-                        return local_write_failure(exc, what, self._cache_dir(ctx), kept)
-                    unreadable = unreadable_source(exc, root, kept)
+                        return local_write_failure(exc, what, self._cache_dir(ctx), kept())
+                    unreadable = unreadable_source(exc, root, kept())
                     return unreadable or resumable(f"packing or encrypting shard {n + 1} failed: {exc}")
                 record(i, packed, tmp_cipher)
                 if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
@@ -1157,11 +1157,15 @@ class LocalWriteError(Exception):
     """This machine could not write what the upload needed (its message is the step's)."""
 
 
-def local_write_failure(
-    exc: OSError, what: str, where: Path, kept: str = "what already arrived is not sent again"
-) -> str:
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
+# errors reading a dataset file that a rerun alone would meet again
+UNREADABLE = (errno.EACCES, errno.EPERM, errno.EISDIR)
+
+
+def local_write_failure(exc: OSError, what: str, where: Path, kept: str = LOCAL_KEPT) -> str:
     """Pure: the sentence for a local write that failed (a full disk is the usual one)."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    if exc.errno in DISK_FULL:
         return (
             f"no space left on this machine for {what} under {where}; free space there (or set"
             f" the step's cache_dir to a bigger disk), then rerun: {kept}"
@@ -1169,13 +1173,16 @@ def local_write_failure(
     return f"cannot write {what} under {where}: {exc.strerror or exc}; fix that, then rerun: {kept}"
 
 
-def unreadable_source(exc: Exception, root: Path, kept: str) -> str | None:
-    """Pure: the sentence for a dataset file this process may not read (a rerun alone would
-    fail the same way), None for any other failure (a file that vanished meanwhile is one: the
-    rerun's scan no longer lists it)."""
-    if not isinstance(exc, OSError) or exc.errno not in (errno.EACCES, errno.EPERM, errno.EISDIR):
+def unreadable_source(
+    exc: Exception, root: Path, kept: str, errnos: Sequence[int] | None = UNREADABLE
+) -> str | None:
+    """Pure: the sentence for a dataset file (under root, or root itself) this process could not
+    read, with one of `errnos` (None: any); else None. By default only errors a rerun alone would
+    meet again: a file that vanished meanwhile is left to the caller (the rerun's scan no longer
+    lists it)."""
+    if not isinstance(exc, OSError) or exc.filename is None:
         return None
-    if exc.filename is None:
+    if errnos is not None and exc.errno not in errnos:
         return None
     path = Path(os.fsdecode(exc.filename))
     base = root if root.is_dir() else root.parent
@@ -1193,9 +1200,9 @@ def _stream_failure(res: shardstream.StreamResult) -> str:
     lines = [x.strip() for x in res.stderr.strip().splitlines() if x.strip()]
     full = " ".join(lines).lower()
     detail = lines[-1] if lines else ""
-    if "no space left" in full or "disk quota" in full:
-        why = "the remote disk is full"
-        detail = transfer.disk_full_line(lines) or detail
+    full_disk = transfer.disk_full_line(lines)
+    if full_disk:
+        why, detail = "the remote disk is full", full_disk
     elif "writing" in full and "failed" in full:
         why = "writing on the host failed"
     elif not res.ok and not detail:
