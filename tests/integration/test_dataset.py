@@ -747,3 +747,16 @@ def test_the_host_disk_filling_up_mid_transfer_is_clear_and_resumable(
     r = project.cli("sync", "--host", "dataset", *flags)
     assert r.returncode == 0, r.stdout + r.stderr
     assert tree_digest(data_dir / "my data") == tree_digest(src)
+
+
+def test_an_upload_lock_that_cannot_be_made_is_one_sentence(project: Project, tmp_path: Path) -> None:
+    src, data_dir = setup(project, tmp_path)
+    (project.root / ".gpuonboard").mkdir(exist_ok=True)
+    (project.root / ".gpuonboard" / "locks").write_text("not a directory\n")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert step(project)["msg"] == (
+        f"cannot create the upload lock under {project.root / '.gpuonboard' / 'locks'}: File exists;"
+        " check that directory"
+    )
+    assert not (data_dir / "my data").exists() and ssh_masters_left(project) == []

@@ -177,3 +177,19 @@ def test_an_unreadable_dataset_file_is_named_not_a_rerun_loop(tmp_path: Path) ->
     )
     assert unreadable_source(PermissionError(errno.EACCES, "Permission denied"), tmp_path, kept) is None
     assert unreadable_source(ValueError("x"), tmp_path, kept) is None
+
+
+def test_a_local_write_failure_is_one_sentence(tmp_path: Path) -> None:
+    from gpuonboard.steps.dataset import local_write_failure
+
+    full = OSError(errno.ENOSPC, "No space left on device")
+    assert local_write_failure(full, "the encrypted copy of a.bin", tmp_path) == (
+        f"no space left on this machine for the encrypted copy of a.bin under {tmp_path}; free space"
+        " there (or set the step's cache_dir to a bigger disk), then rerun: what already arrived is"
+        " not sent again"
+    )
+    ro = OSError(errno.EROFS, "Read-only file system")
+    assert local_write_failure(ro, "the encrypted copy of a.bin", tmp_path, "1 of 2 shards arrived") == (
+        f"cannot write the encrypted copy of a.bin under {tmp_path}: Read-only file system; fix that,"
+        " then rerun: 1 of 2 shards arrived"
+    )
