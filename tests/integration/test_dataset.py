@@ -642,6 +642,94 @@ def test_a_second_upload_to_the_same_host_copy_is_turned_away(project: Project, 
     assert ssh_masters_left(project) == []
 
 
+def other_project(project: Project, tmp_path: Path) -> Project:
+    """A second project dir (as on another machine) with the same inventory."""
+    other = Project(tmp_path / "other machine", project.pool)
+    for d in ("playbooks", "templates", "inventory"):
+        (other.root / d).mkdir(parents=True)
+        shutil.copytree(project.root / d, other.root / d, dirs_exist_ok=True, symlinks=True)
+    return other
+
+
+def test_a_live_upload_from_elsewhere_is_turned_away_by_the_host_lease(
+    project: Project, tmp_path: Path
+) -> None:
+    """Another machine (another project dir: this machine's lock does not see it) uploading
+    the same copy while one runs: turned away at once by the lease on the host, one sentence
+    naming the running one; the running one finishes untouched and gives the lease back."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+    other = other_project(project, tmp_path)
+    lease = data_dir / ".my data.gpuonboard-upload"
+    first = start_sync(project, "--host", "dataset", "--bwlimit", "2m")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+            time.sleep(0.05)
+        second = other.cli("sync", "--host", "dataset")
+        assert first.poll() is None, "the first upload ended before the second started"
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert second.returncode == 1, second.stdout + second.stderr
+    pattern = (
+        rf"another gpuonboard upload to dataset:{re.escape(str(data_dir))}/my data is running from"
+        rf" \S+, pid {first.pid}, started [-0-9]+ [:0-9]+ \(last heard from (\d+) s ago\); wait for it to"
+        r" finish, or if that run was stopped, rerun in (\d+) s"
+    )
+    m = re.search(pattern, second.stdout)
+    assert m and int(m[1]) + int(m[2]) == 60, second.stdout
+    assert "Traceback" not in second.stdout + second.stderr
+    assert first.returncode == 0, out + err
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+    assert not lease.exists()  # given back
+    r = other.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and other.summary()["hosts"][0]["steps"][0]["status"] == "ok", r.stdout
+
+
+def test_a_killed_uploads_lease_is_taken_over_by_its_rerun_and_stale_ones_by_anyone(
+    project: Project, tmp_path: Path
+) -> None:
+    """SIGKILL (nothing gives the lease back): a rerun from the same project takes it over at
+    once (this machine's lock proves the old run has ended); from elsewhere it is refused until
+    the lease is STALE_S old (the host's clock), then taken over."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+    other = other_project(project, tmp_path)
+    lease = data_dir / ".my data.gpuonboard-upload"
+    first = subprocess.Popen(
+        [*project.cli_argv(), "sync", "--host", "dataset", "--bwlimit", "2m"],
+        cwd=project.root,
+        env=project.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill reaches its rsync and ssh too
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    assert f"pid {first.pid}," in lease.read_text()  # left behind
+    r = other.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and "is running from " in r.stdout and f"pid {first.pid}," in r.stdout, r.stdout
+    old = time.time() - 61
+    os.utime(lease, (old, old))
+    r = other.cli("sync", "--host", "dataset", "--check")  # check mode takes no lease
+    assert r.returncode == 0 and lease.exists(), r.stdout
+    # the same project again, at once: taken over, finished, given back
+    os.utime(lease, None)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout
+    assert tree_digest(data_dir / "my data") == tree_digest(src) and not lease.exists()
+    # a stale lease of another project: taken over by anyone
+    (src / "plain.txt").write_text("changed\n")
+    lease.write_text("token feed\nowner someone-else\nholder far-away, pid 9, started T\n")
+    os.utime(lease, (old, old))
+    r = other.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout
+    assert tree_digest(data_dir / "my data") == tree_digest(src) and not lease.exists()
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Any:
     """mount(path, size): a real, small tmpfs at path (a full disk on either side of the

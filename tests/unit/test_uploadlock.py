@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,100 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     assert (tmp_path / name).read_text().startswith(f"pid {os.getpid()} since ")
     assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
     held.release()
+
+
+# ---------------------------------------------------------------- the host's lease (real sh)
+
+
+def _sh(command: str) -> subprocess.CompletedProcess[str]:
+    """Run a remote command as the host's login shell would."""
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)
+
+
+def time_since(path: Path) -> float:
+    return time.time() - path.stat().st_mtime
+
+
+def _age(path: Path, seconds: int) -> None:
+    old = path.stat().st_mtime - seconds
+    os.utime(path, (old, old))
+
+
+def test_the_lease_is_taken_refused_taken_over_refreshed_and_given_back(tmp_path: Path) -> None:
+    data = tmp_path / "data dir"
+    target = str(data / "my 'set'")
+    lease = uploadlock.Lease(uploadlock.lease_path(str(data), "my 'set'"), "aaaa")
+    path = Path(lease.path)
+    assert path == data / ".my 'set'.gpuonboard-upload"
+    # none there: made with the target's dir, atomically
+    r = _sh(uploadlock.take_command(target, lease, "me", "box-a, pid 1, started T"))
+    assert r.returncode == 0 and uploadlock.parse_take(r.stdout) is None, r
+    assert Path(target).is_dir()
+    assert path.read_text() == "token aaaa\nowner me\nholder box-a, pid 1, started T\n"
+    # another owner while it is fresh: turned away, told who and how long ago
+    other = uploadlock.Lease(lease.path, "bbbb")
+    _age(path, 7)
+    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U"))
+    busy = uploadlock.parse_take(r.stdout)
+    assert busy == uploadlock.LeaseBusy("box-a, pid 1, started T", 7), r.stdout
+    assert busy.sentence("h:/d/x") == (
+        "another gpuonboard upload to h:/d/x is running from box-a, pid 1, started T (last heard"
+        " from 7 s ago); wait for it to finish, or if that run was stopped, rerun in"
+        f" {uploadlock.STALE_S - 7} s"
+    )
+    assert "token aaaa" in path.read_text()
+    # a refresh by its holder makes it young again; one with another token changes nothing
+    _sh(uploadlock.touch_command(other))
+    assert time_since(path) >= 7
+    _sh(uploadlock.touch_command(lease))
+    assert time_since(path) < 3
+    # the same owner (a rerun from the same project) takes it over at once
+    again = uploadlock.Lease(lease.path, "cccc")
+    r = _sh(uploadlock.take_command(target, again, "me", "box-a, pid 3, started V"))
+    assert uploadlock.parse_take(r.stdout) is None and "token cccc" in path.read_text()
+    # stale: anyone takes it over
+    _age(path, uploadlock.STALE_S + 1)
+    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U"))
+    assert uploadlock.parse_take(r.stdout) is None and "owner you" in path.read_text()
+    # giving back: only by the token that holds it
+    _sh(uploadlock.release_command(again))
+    assert path.exists()
+    _sh(uploadlock.release_command(other))
+    assert not path.exists()
+    assert sorted(p.name for p in data.iterdir()) == ["my 'set'"]  # no temp left
+
+
+def test_a_lease_cut_short_is_no_lease_and_a_bad_target_is_exit_2(tmp_path: Path) -> None:
+    lease = uploadlock.Lease(uploadlock.lease_path(str(tmp_path), "x"), "aaaa")
+    Path(lease.path).write_text("")  # a create that a full disk cut short
+    r = _sh(uploadlock.take_command(str(tmp_path / "x"), lease, "you", "h"))
+    assert uploadlock.parse_take(r.stdout) is None, r
+    (tmp_path / "file").write_text("")
+    r = _sh(uploadlock.take_command(str(tmp_path / "file" / "x"), lease, "you", "h"))
+    assert r.returncode == 2 and "Not a directory" in r.stderr, r
+    with pytest.raises(ValueError):
+        uploadlock.parse_take("something else\n")
+
+
+def test_parse_take_keeps_only_printable_holder_text() -> None:
+    busy = uploadlock.parse_take("busy 3\ntoken t\nowner o\nholder evil\x1b[2Jbox\n")
+    assert busy == uploadlock.LeaseBusy("evil[2Jbox", 3)
+
+
+def test_owner_id_is_per_project_dir(tmp_path: Path) -> None:
+    a, b = tmp_path / "a" / ".gpuonboard" / "locks", tmp_path / "b" / ".gpuonboard" / "locks"
+    assert uploadlock.owner_id(a) == uploadlock.owner_id(a) != uploadlock.owner_id(b)
+    assert " " not in uploadlock.owner_id(a)
+
+
+def test_the_heartbeat_repeats_until_stopped_and_never_after(tmp_path: Path) -> None:
+    log = tmp_path / "beats"
+    beat = uploadlock.Heartbeat(["sh", "-c", f"echo x >> '{log}'"], every=0.05)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().split()) < 3):
+        time.sleep(0.02)
+    beat.stop()
+    n = len(log.read_text().split())
+    assert n >= 3
+    time.sleep(0.2)
+    assert len(log.read_text().split()) == n

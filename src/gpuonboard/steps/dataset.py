@@ -254,6 +254,32 @@ class DatasetStep(Step):
             return f"cannot create the upload lock under {where}: {exc.strerror or exc}; check that directory"
         return None
 
+    def _take_lease(self, ctx: StepContext, target: str) -> tuple[uploadlock.Lease | None, str]:
+        """Make the copy's dir and take the host's lease on it, in one command (see
+        uploadlock): (the lease, "") or (None, the failure sentence)."""
+        lease = uploadlock.Lease(uploadlock.lease_path(self.dest, self.dirname), secrets.token_hex(8))
+        owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
+        res = ctx.runner.run(uploadlock.take_command(target, lease, owner, uploadlock.holder_text()))
+        why = res.stderr.strip().splitlines()[-1:] or [f"exit {res.exit_code}"]
+        if res.exit_code == 2:
+            return None, f"cannot create {target} on the host: {why[0]}"
+        try:
+            busy = uploadlock.parse_take(res.stdout) if res.ok else None
+        except ValueError:
+            busy = None
+        if busy is not None:
+            return None, busy.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
+        if not res.ok or not res.stdout.strip().endswith("took"):
+            return None, f"cannot write the upload lease {lease.path} on the host: {why[0]}; check that disk"
+        return lease, ""
+
+    @staticmethod
+    def _give_back_lease(ctx: StepContext, lease: uploadlock.Lease) -> None:
+        """Remove the host's lease (still ours). Best effort: over a dropped link it goes stale
+        by itself, and a rerun from here takes it over at once."""
+        with contextlib.suppress(Exception):
+            ctx.runner.run(uploadlock.release_command(lease), timeout=15)
+
     def _unlock(self) -> None:
         with self._lock:  # release() may run twice at once (the host's end, warm()'s late path)
             held, self._upload_lock = self._upload_lock, None
@@ -729,15 +755,18 @@ class DatasetStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync, verify by sha256 on the host, re-send mismatches once, decrypt on the host."""
         work: Work = plan.data
-        mk = ctx.runner.run(shell.join(["mkdir", "-p", "--", work.target]))
-        if not mk.ok:
-            return f"cannot create {work.target} on the host: {mk.stderr.strip() or mk.exit_code}"
+        lease, refused = self._take_lease(ctx, work.target)
+        if lease is None:
+            return refused
         if work.master is None:  # planned outside this process's plan() (or it could not start)
             self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
+            self._give_back_lease(ctx, lease)
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
+        refresh = uploadlock.touch_command(lease)
+        beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
         try:  # (the probe too: a Ctrl-C during it still closes the master)
             eta = self._preflight(ctx, work.need, work.master)
             start = time.monotonic()
@@ -746,6 +775,8 @@ class DatasetStep(Step):
             else:
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
+            beat.stop()
+            self._give_back_lease(ctx, lease)
             self._close_master(work.master)
             self._unlock()
         literal = (plan.diff or {}).get("literal_bytes", 0)
