@@ -36,9 +36,19 @@ COMMON_HELP = {
 LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
 
 
+def _printable_names() -> None:
+    """A file name that is not UTF-8 (kept as lone surrogates) prints as a `\\udcXX` escape
+    instead of failing the run with UnicodeEncodeError (a terminal in a UTF-8 locale is strict)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
+    _printable_names()
     if debug:
         os.environ["GPUONBOARD_DEBUG"] = "1"  # worker threads re-raise instead of reporting
     try:

@@ -77,6 +77,13 @@ class Runner(Protocol):
         ...
 
 
+def decode_stdout(data: bytes) -> str:
+    """A command's stdout as text: bytes that are not UTF-8 (a file name from an old archive in a
+    listing) kept as lone surrogates, so the name matches the local one (os.fsdecode does the
+    same) and encodes back to the same bytes; stderr is only shown, so it uses "replace"."""
+    return data.decode("utf-8", "surrogateescape")
+
+
 def fingerprint(key: Any) -> str:
     """OpenSSH-style SHA256 fingerprint of a paramiko public key."""
     digest = hashlib.sha256(key.asbytes()).digest()
@@ -414,7 +421,7 @@ class SSHRunner:
             raise CommandError(
                 f"host {self.host.name}: the server refused to run a command on its SSH session."
             )
-        return CommandResult(command, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
 
     def _collect(
         self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool
@@ -567,7 +574,7 @@ class LocalRunner:
         return CommandResult(
             command,
             proc.returncode,
-            proc.stdout.decode("utf-8", "replace"),
+            decode_stdout(proc.stdout),
             proc.stderr.decode("utf-8", "replace"),
         )
 
@@ -618,7 +625,7 @@ def _run_streaming(
     proc.stdout.close()
     proc.stderr.close()
     return CommandResult(
-        command, code, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+        command, code, decode_stdout(b"".join(out)), b"".join(err).decode("utf-8", "replace")
     )
 
 

@@ -572,7 +572,7 @@ def sample_once(host: Host, runner: Runner, process: bool = True) -> tuple[list[
     thresholds = Thresholds.for_host(host)
     now = time.time()
     samples = []
-    for line in split_lines(b"", result.stdout.encode() + b"\n")[0]:
+    for line in split_lines(b"", result.stdout.encode("utf-8", "surrogateescape") + b"\n")[0]:
         s = parse_line(line, host.name, now)
         if s is not None:
             s = replace(s, top_process=procs.get(s.uuid or ""))

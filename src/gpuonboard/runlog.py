@@ -27,7 +27,7 @@ class RunLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._file: TextIO = path.open("a", encoding="utf-8")
+        self._file: TextIO = path.open("a", encoding="utf-8", errors="backslashreplace")  # names not UTF-8
 
     def write(self, host: str, message: str) -> None:
         """One masked line: time, host, message."""

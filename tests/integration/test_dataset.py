@@ -848,3 +848,21 @@ def test_an_upload_lock_that_cannot_be_made_is_one_sentence(project: Project, tm
         " check that directory"
     )
     assert not (data_dir / "my data").exists() and ssh_masters_left(project) == []
+
+
+def test_a_file_name_that_is_not_utf8_round_trips_and_reruns(project: Project, tmp_path: Path) -> None:
+    """A name with bytes that are not UTF-8 (an old Latin-1 archive): uploaded, reported (the
+    summary stays valid JSON, the bytes as \\udcXX escapes), and a rerun finds nothing to do."""
+    src, data_dir = setup(project, tmp_path)
+    raw = os.fsencode(src) + b"/caf\xe9 dir"
+    os.mkdir(raw)
+    with open(raw + b"/na\xefve.txt", "wb") as f:
+        f.write(b"latin-1\n")
+    for n, args in enumerate(((), ("--check",), ())):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert step(project)["status"] == ("changed" if n == 0 else "ok"), step(project)
+    assert (os.fsencode(data_dir) + b"/my data/caf\xe9 dir/na\xefve.txt") in [
+        os.path.join(d, f) for d, _, fs in os.walk(os.fsencode(data_dir)) for f in fs
+    ]
+    assert tree_digest(data_dir / "my data") == tree_digest(src)

@@ -70,10 +70,12 @@ def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, An
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Temp file + rename, so a reader never sees half a report."""
+    """Temp file + rename, so a reader never sees half a report. A file name that is not UTF-8
+    (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
+    back to the same name, and legible in a text report."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text)
     os.replace(tmp, path)
 
