@@ -354,6 +354,30 @@ mv -- "$tmp" "$t" || fail
 exit 0"""
 
 
+def tree_drift(
+    local: Mapping[str, Entry], host: Mapping[str, tuple[str, int, int]]
+) -> tuple[list[str], list[str]]:
+    """Pure: an unpacked tree's listing on the host (rel -> (kind, size, mtime)) against the
+    dataset: (paths missing, of another kind, or of another size there; paths there that the
+    dataset does not have), each sorted. Contents are not compared (a same-size edit on the host
+    is not seen: each shard was verified by sha256 when it was unpacked)."""
+    drift = sorted(
+        rel
+        for rel, e in local.items()
+        if (got := host.get(rel)) is None or got[0] != e.kind or (e.kind == "f" and got[1] != e.size)
+    )
+    return drift, sorted(rel for rel in host if rel not in local)
+
+
+def manifest_paths(text: str) -> set[str]:
+    """Pure: every member path of an uploaded manifest (empty when it cannot be read)."""
+    try:
+        doc = json.loads(text)
+        return {f["path"] for s in doc["shards"] for f in s["files"]}
+    except (ValueError, KeyError, TypeError):
+        return set()
+
+
 def marker_name(manifest_sha: str) -> str:
     """File in the shards dir saying the plaintext tree was unpacked from this manifest."""
     return f"unpacked-{manifest_sha[:16]}"

@@ -866,3 +866,96 @@ def test_a_file_name_that_is_not_utf8_round_trips_and_reruns(project: Project, t
         os.path.join(d, f) for d, _, fs in os.walk(os.fsencode(data_dir)) for f in fs
     ]
     assert tree_digest(data_dir / "my data") == tree_digest(src)
+
+
+def test_a_single_file_dataset_sends_that_file_only(project: Project, tmp_path: Path) -> None:
+    """--dataset pointing at one file: only it travels, never its neighbours (a key beside
+    it, the rest of the disk)."""
+    folder = tmp_path / "downloads"
+    (folder / "private").mkdir(parents=True)
+    (folder / "weights.bin").write_bytes(os.urandom(3000))
+    (folder / "my-age-identity.txt").write_text("AGE-SECRET-KEY-1NOTREAL\n")
+    (folder / "private" / "passwords.txt").write_text("pw\n")
+    setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset", "--dataset", str(folder / "weights.bin"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    arrived = tmp_path / "remote data" / "weights.bin"
+    assert sorted(p.relative_to(arrived).as_posix() for p in arrived.rglob("*")) == ["weights.bin"]
+    assert (arrived / "weights.bin").read_bytes() == (folder / "weights.bin").read_bytes()
+    r = project.cli("sync", "--host", "dataset", "--dataset", str(folder / "weights.bin"))
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+
+
+def _many_small(src: Path, n: int = 600) -> None:
+    for i in range(n):
+        d = src / f"dir{i % 7}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:04d}.bin").write_bytes(os.urandom(300 + i % 500))
+
+
+def _unpacked_upload(project: Project, tmp_path: Path) -> tuple[Path, Path]:
+    """600 small files uploaded in 64 KiB shards with --unpack: (source, data dir)."""
+    src = tmp_path / "local" / "many"
+    _many_small(src)
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100})
+    project.write_inventory({"dataset": entry})
+    assert project.cli("sync", "--host", "dataset", "--unpack").returncode == 0
+    return src, data_dir
+
+
+def test_an_unpacked_tree_damaged_on_the_host_is_unpacked_again(project: Project, tmp_path: Path) -> None:
+    """--unpack: a rerun checks the unpacked tree's listing (paths, kinds, sizes) against the
+    dataset, not only the marker: a deleted dir, a truncated file or a tree removed whole is
+    unpacked again from the shards already there (nothing re-sent), and said so."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    assert tree_digest(tree) == tree_digest(src)
+    shutil.rmtree(tree / "dir3")
+    (tree / "dir1" / "f0001.bin").write_bytes(b"short")
+    r = project.cli("sync", "--host", "dataset", "--unpack", "--check")
+    s = step(project)
+    assert r.returncode == 0 and s["status"] == "changed", s
+    assert (
+        f"the unpacked tree {tree} differs from the dataset (87 missing or changed, e.g. 'dir1/f0001.bin')"
+        in s["msg"]
+    )
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    s = step(project)
+    assert r.returncode == 0 and s["status"] == "changed" and s["diff"]["sent_shards"] == 0, s
+    assert tree_digest(tree) == tree_digest(src)
+    shutil.rmtree(tree)
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["diff"]["sent_shards"] == 0, step(project)
+    assert tree_digest(tree) == tree_digest(src)
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+
+
+def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tmp_path: Path) -> None:
+    """A file the user wrote into the unpacked tree (a checkpoint): left alone while nothing is
+    to be unpacked; when an unpack is due, the run refuses (check mode too) naming it, and
+    loses nothing. A file deleted from the dataset (it came from an earlier upload) is dropped
+    without a question."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    (tree / "outputs").mkdir()
+    (tree / "outputs" / "ckpt.pt").write_bytes(b"precious")
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    (src / "dir2" / "f0002.bin").write_bytes(b"changed")
+    sentence = (
+        f"dataset:{tree} holds a file that is not part of the dataset and was not uploaded by"
+        " gpuonboard ('outputs/ckpt.pt'); --unpack replaces that directory whole, so move it"
+        " out first (or unpack elsewhere with --dest), then rerun"
+    )
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--unpack", *args)
+        assert r.returncode == 1 and sentence in r.stdout, r.stdout
+    assert (tree / "outputs" / "ckpt.pt").read_bytes() == b"precious"
+    shutil.move(tree / "outputs", tmp_path / "saved outputs")
+    (src / "dir4" / "f0004.bin").unlink()  # uploaded before: dropped from the tree, no question
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0, r.stdout
+    assert tree_digest(tree) == tree_digest(src)

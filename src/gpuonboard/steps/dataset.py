@@ -539,13 +539,22 @@ class DatasetStep(Step):
         where = f"{ctx.host.name}:{self.shards_target}"
         total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
         complete = not work.send_idx and shards.MANIFEST in remote.files
-        unpacked = True
-        if work.unpack and complete:
-            digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
-            unpacked = shards.marker_name(digest) in remote.files
-            if unpacked and self.decrypt_on_host:  # a tmpfs target is gone after a reboot
-                plain = ctx.facts.raw[self._probe(self.plain_target).name].stdout
-                unpacked = bool(transfer.parse_listing(plain).files)
+        unpacked, redo = True, ""
+        if work.unpack:
+            tree = transfer.parse_listing(ctx.facts.raw[self._probe(self.plain_target).name].stdout).files
+            drift, extra = shards.tree_drift(work.tree.entries, tree)
+            if complete:  # the marker says which manifest was unpacked; the listing, that it is whole
+                digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
+                marked = shards.marker_name(digest) in remote.files
+                unpacked = marked and not drift
+                if marked and drift:
+                    redo = (
+                        f"; the unpacked tree {self.plain_target} differs from the dataset"
+                        f" ({len(drift)} missing or changed, e.g. {drift[0]!r}): unpacked again"
+                    )
+            foreign = self._foreign_files(ctx, extra) if extra and not (complete and unpacked) else []
+            if foreign:
+                return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
         work.shard_size = size
         if complete and unpacked:
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
@@ -566,7 +575,7 @@ class DatasetStep(Step):
             f" {build} to build) of {len(work.tree.entries)} entries to {where}"
         )
         if work.unpack:
-            msg += f"; unpack into {self.plain_target}"
+            msg += f"; unpack into {self.plain_target}{redo}"
         msg += f"; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
         diff = {
             "target": self.shards_target,
@@ -576,6 +585,28 @@ class DatasetStep(Step):
             "source": str(src),
         }
         return Plan(True, msg, diff=diff, data=work)
+
+    def _foreign_files(self, ctx: StepContext, extra: list[str]) -> list[str]:
+        """Of the files in the unpacked tree that the dataset does not have, those no earlier
+        upload put there (not in the host's manifest): the user's own (a checkpoint written
+        into the dataset dir). An unpack swaps the whole tree, so they would be lost."""
+        r = ctx.runner.run(shell.join(["cat", "--", posixpath.join(self.shards_target, shards.MANIFEST)]))
+        shipped = shards.manifest_paths(r.stdout) if r.ok else set()
+        return [rel for rel in extra if rel not in shipped]
+
+    def _foreign_sentence(self, ctx: StepContext, foreign: list[str]) -> str:
+        n = len(foreign)
+        what = (
+            f"a file that is not part of the dataset and was not uploaded by gpuonboard ({foreign[0]!r})"
+            if n == 1
+            else f"{n} files that are not part of the dataset and were not uploaded by gpuonboard"
+            f" (e.g. {foreign[0]!r})"
+        )
+        them = "it" if n == 1 else "them"
+        return (
+            f"{ctx.host.name}:{self.plain_target} holds {what}; --unpack replaces that directory"
+            f" whole, so move {them} out first (or unpack elsewhere with --dest), then rerun"
+        )
 
     def _manifest(self, work: Work, size: int) -> bytes:
         rows = []
@@ -790,9 +821,11 @@ class DatasetStep(Step):
         cfg_dir = cfg.parent
         if work.enc is None:
             root = work.tree.root
-            stage = root if root.is_dir() else root.parent
+            stage, only = (root, None) if root.is_dir() else (root.parent, cfg.parent / f"{cfg.stem}.one")
+            if only is not None:  # one file: that file, never the rest of its directory
+                only.write_bytes(root.name.encode("utf-8", "surrogateescape") + b"\0")
             argv = transfer.rsync_argv(
-                stage, work.target, cfg, alias, self.bwlimit, ssh_options=work.ssh_opts
+                stage, work.target, cfg, alias, self.bwlimit, files_from=only, ssh_options=work.ssh_opts
             )
             # the local sha256 runs while rsync sends (it was a serial pass before the upload)
             from concurrent.futures import ThreadPoolExecutor
