@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,10 +47,27 @@ def _printable_names() -> None:
             reconfigure(errors="backslashreplace")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`kill PID`, a closed terminal): unwound like Ctrl-C, so the upload's
+    rsync and ssh are stopped and the locks given back, instead of the default action's instant
+    death that left rsync writing on its own (exit 143)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _stop_cleanly_on_term() -> None:
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _raise_terminated)
+
+
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
     _printable_names()
+    _stop_cleanly_on_term()
     if debug:
         os.environ["GPUONBOARD_DEBUG"] = "1"  # worker threads re-raise instead of reporting
     try:
@@ -57,6 +76,8 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         if debug:
             raise
         raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+    except Terminated:
+        raise Exit("terminated", code=143) from None
     except KeyboardInterrupt:
         raise Exit("interrupted", code=130) from None
     except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug

@@ -423,23 +423,38 @@ def run_rsync(
     text: list[str] = []
     pending = b""
     last = 0.0
-    while chunk := proc.stdout.read1(1 << 14):  # type: ignore[attr-defined]
-        pending += chunk
-        *done, pending = re.split(rb"[\r\n]", pending)
-        for raw in done:
-            line = raw.decode("utf-8", "replace")
-            text.append(line)
-            update = parse_progress(line)
-            now = time.monotonic()
-            if update and on_progress and (now - last > 0.2 or update.percent == 100):
-                last = now
-                on_progress(update)
+    try:
+        while chunk := proc.stdout.read1(1 << 14):  # type: ignore[attr-defined]
+            pending += chunk
+            *done, pending = re.split(rb"[\r\n]", pending)
+            for raw in done:
+                line = raw.decode("utf-8", "replace")
+                text.append(line)
+                update = parse_progress(line)
+                now = time.monotonic()
+                if update and on_progress and (now - last > 0.2 or update.percent == 100):
+                    last = now
+                    on_progress(update)
+    except BaseException:  # Ctrl-C, SIGTERM: rsync stops with us (it would go on sending alone)
+        _stop(proc)
+        raise
     text.append(pending.decode("utf-8", "replace"))
     code = proc.wait()
     reader.join()
     return RsyncRun(
         code, parse_stats("\n".join(text)), b"".join(err_chunks).decode("utf-8", "replace"), proc.pid
     )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a child we started (SIGTERM, then SIGKILL after 5 s) and reap it."""
+    with contextlib.suppress(OSError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 RSYNC_EXIT = {

@@ -959,3 +959,30 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0, r.stdout
     assert tree_digest(tree) == tree_digest(src)
+
+
+def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:
+    """`kill PID` (SIGTERM to the CLI alone, not its group): unwound like Ctrl-C, exit 143,
+    one word; its rsync is gone (it went on sending alone, outliving the upload lock); the
+    rerun resumes."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(12 * 1024 * 1024))
+    proc = start_sync(project, "--host", "dataset", "--bwlimit", "4m")
+    rsyncs: list[int] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not rsyncs:
+        time.sleep(0.1)
+        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    assert rsyncs, "no rsync started"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and err.strip().endswith("terminated"), out + err
+    assert "Traceback" not in out + err
+    for pid in rsyncs:
+        assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid), "rsync outlived the CLI"
+    assert not (data_dir / "my data" / "big.bin").exists()
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout
+    assert step(project)["diff"]["literal_bytes"] < 12 * 1024 * 1024, step(project)
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
