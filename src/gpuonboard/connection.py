@@ -390,7 +390,7 @@ class SSHRunner:
                 # of the channel as their stdin
                 script = _sh_c_script(command)
                 text = f"(\n{script}\n)" if script is not None else command
-                chan.sendall(f"{text}\n{token}\n".encode() + (stdin or b""))
+                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape") + (stdin or b""))
                 out, err, code = self._collect(chan, timeout, on_output, prefetch)
             else:
                 chan, self._spare = self._spare or self.transport.open_session(), None
@@ -495,7 +495,7 @@ def _exec_pipelined(chan: Any, command: str) -> None:
     m.add_int(chan.remote_chanid)
     m.add_string("exec")
     m.add_boolean(True)
-    m.add_string(command)
+    m.add_string(command.encode("utf-8", "surrogateescape"))  # a non-UTF-8 file name: its own bytes
     chan.transport._send_user_message(m)
 
 

@@ -850,16 +850,25 @@ def test_an_upload_lock_that_cannot_be_made_is_one_sentence(project: Project, tm
     assert not (data_dir / "my data").exists() and ssh_masters_left(project) == []
 
 
-def test_a_file_name_that_is_not_utf8_round_trips_and_reruns(project: Project, tmp_path: Path) -> None:
-    """A name with bytes that are not UTF-8 (an old Latin-1 archive): uploaded, reported (the
-    summary stays valid JSON, the bytes as \\udcXX escapes), and a rerun finds nothing to do."""
-    src, data_dir = setup(project, tmp_path)
+@pytest.mark.parametrize("mode", [(), ("--encrypt", "--decrypt-on-host"), ("--shards", "--unpack")])
+def test_a_file_name_that_is_not_utf8_round_trips_and_reruns(
+    project: Project, tmp_path: Path, mode: tuple[str, ...]
+) -> None:
+    """A name with bytes that are not UTF-8 (an old Latin-1 archive), in each mode: uploaded
+    (decrypted, unpacked) byte for byte, reported (the summary stays valid JSON), and a rerun
+    finds nothing to do."""
+    if mode and mode[0] == "--encrypt" and shutil.which("age") is None:
+        pytest.skip("age not installed")
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    if mode and mode[0] == "--encrypt":
+        (src / "link to plain").unlink()  # symlinks travel in plain and shard mode only
     raw = os.fsencode(src) + b"/caf\xe9 dir"
     os.mkdir(raw)
     with open(raw + b"/na\xefve.txt", "wb") as f:
         f.write(b"latin-1\n")
     for n, args in enumerate(((), ("--check",), ())):
-        r = project.cli("sync", "--host", "dataset", *args)
+        r = project.cli("sync", "--host", "dataset", *mode, *args)
         assert r.returncode == 0, r.stdout + r.stderr
         assert step(project)["status"] == ("changed" if n == 0 else "ok"), step(project)
     assert (os.fsencode(data_dir) + b"/my data/caf\xe9 dir/na\xefve.txt") in [
