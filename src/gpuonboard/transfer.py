@@ -94,6 +94,16 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     base = str(root)
 
     def walk(dfd: int, prefix: str) -> None:
+        try:
+            walk_dir(dfd, prefix)
+        except OSError as exc:  # name the path in full (the calls are relative to a dir fd)
+            name = exc.filename
+            if isinstance(name, int) or (name is not None and not os.path.isabs(os.fsdecode(name))):
+                full = os.path.join(base, prefix + ("" if isinstance(name, int) else os.fsdecode(name)))
+                raise OSError(exc.errno, exc.strerror, full.rstrip("/")) from None
+            raise
+
+    def walk_dir(dfd: int, prefix: str) -> None:
         with os.scandir(dfd) as it:
             items = list(it)
         items.sort(key=_NAME)

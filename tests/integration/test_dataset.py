@@ -995,3 +995,71 @@ def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Proje
     assert r.returncode == 0, r.stdout
     assert step(project)["diff"]["literal_bytes"] < 12 * 1024 * 1024, step(project)
     assert tree_digest(data_dir / "my data") == tree_digest(src)
+
+
+def _without_dac_override(project: Project) -> list[str]:
+    """The CLI as root without CAP_DAC_OVERRIDE/DAC_READ_SEARCH: a mode-000 file is unreadable
+    to it as to any user (its own files, the key, the project, stay readable: it owns them)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to make a file unreadable to the CLI")
+    return [
+        "setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-dac_override,-dac_read_search",
+        *project.cli_argv(),
+    ]
+
+
+def test_an_unreadable_file_or_dir_in_the_dataset_is_one_sentence(project: Project, tmp_path: Path) -> None:
+    """Plain mode: a file this process may not read (rsync skips it, the hashing fails) and a
+    directory it may not list (the scan fails): each one sentence naming it, exit 1, never
+    'internal error'; once fixed, the rerun completes."""
+    src, data_dir = setup(project, tmp_path)
+    argv = _without_dac_override(project)
+    secret = src / "noread.txt"
+    secret.write_text("s\n")
+    secret.chmod(0)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*argv, "sync", "--host", "dataset"],
+            cwd=project.root,
+            env=project.env(),
+            capture_output=True,
+            text=True,
+        )
+
+    r = run()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "cannot read noread.txt in the dataset on this machine: Permission denied; fix it (or move it"
+        " out), then rerun: what already arrived is not sent again"
+    ) in r.stdout, r.stdout
+    secret.chmod(0o644)
+    closed = src / "sub dir" / "closed"
+    closed.mkdir()
+    closed.chmod(0)
+    r = run()
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert (
+        "cannot read sub dir/closed in the dataset on this machine: Permission denied; fix it (or move"
+        " it out), then rerun: nothing was sent"
+    ) in r.stdout, r.stdout
+    closed.chmod(0o755)
+    r = run()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+    # shard mode: the packing meets it
+    secret.chmod(0)
+    r = subprocess.run(
+        [*argv, "sync", "--host", "dataset", "--shards"],
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "cannot read noread.txt in the dataset on this machine: Permission denied; fix it (or move it"
+        " out), then rerun: 0 of 1 shards arrived, only the rest is sent"
+    ) in r.stdout, r.stdout

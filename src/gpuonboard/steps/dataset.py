@@ -384,7 +384,10 @@ class DatasetStep(Step):
                 failed=True,
             )
         # plain mode needs no hash to plan (rsync's quick check): files are hashed during the upload
-        tree = self._scanned(src)
+        try:
+            tree = self._scanned(src)
+        except OSError as exc:
+            return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
@@ -505,7 +508,10 @@ class DatasetStep(Step):
         work.index, work.hashes = index, shards.HashCache(cache)
         if index.data:
             _known_hashes(work.tree, work.hashes)
-            transfer.hash_tree(work.tree)
+            try:
+                transfer.hash_tree(work.tree)
+            except OSError as exc:
+                return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
         work.groups = shards.assign(list(work.tree.entries.values()), size)
         if index.data:
             work.keys = [shards.member_key(root, g) for g in work.groups]
@@ -833,7 +839,10 @@ class DatasetStep(Step):
             with ThreadPoolExecutor(max_workers=1) as pool:
                 hashing = pool.submit(transfer.hash_tree, work.tree)
                 run: transfer.RsyncRun | None = transfer.run_rsync(argv, self._progress(ctx))
-                hashing.result()
+                try:
+                    hashing.result()
+                except OSError as exc:
+                    return _unreadable(exc, root, LOCAL_KEPT)
             assert run is not None
             bad_run = run if run.exit_code != 0 else None
             sent, literal = run.stats.files_transferred, run.stats.literal_bytes
@@ -1222,6 +1231,7 @@ class LocalWriteError(Exception):
 
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+NOTHING_SENT = "nothing was sent"
 LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
 # errors reading a dataset file that a rerun alone would meet again
 UNREADABLE = (errno.EACCES, errno.EPERM, errno.EISDIR)
@@ -1256,6 +1266,13 @@ def unreadable_source(
     return (
         f"cannot read {rel} in the dataset on this machine: {exc.strerror};"
         f" fix it (or move it out), then rerun: {kept}"
+    )
+
+
+def _unreadable(exc: OSError, root: Path, kept: str) -> str:
+    """The sentence for any error reading the dataset (a file or directory in it, or itself)."""
+    return unreadable_source(exc, root, kept, errnos=None) or (
+        f"cannot read the dataset {root} on this machine: {exc.strerror or exc}; fix it, then rerun: {kept}"
     )
 
 
