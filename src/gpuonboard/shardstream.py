@@ -133,7 +133,7 @@ cut -c1-64 < "$part.sum"
 FINISH_SCRIPT = (
     _PRELUDE
     + r"""
-t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; shift 9
+t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9
 cd -- "$t" || exit 1
 if [ -n "$lp" ]; then  # the last shard streamed gets its real name here (RENAME_SCRIPT's check)
   got=; [ -f "$lp.sum" ] && got=$(cut -c1-64 < "$lp.sum")
@@ -146,15 +146,22 @@ fi
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
   read_key
 fi
-gzip -dc > .manifest.tmp || { rm -f -- .manifest.tmp; echo 'the manifest did not arrive whole' >&2; exit 1; }
-fail() { [ -n "$u" ] && rm -rf -- "$u"; rm -f -- .manifest.tmp; exit "$1"; }
+# the shard lists (finish_lists: on stdin, not the command line, whose one argument holds
+# 128 KiB: ~1,200 shards), then the manifest
+lines() {
+  i=0; while [ "$i" -lt "$1" ]; do IFS= read -r l || return 1; printf '%s\n' "$l"; i=$((i + 1)); done
+}
+lists() { IFS=' ' read -r nx nr && lines "$nx" > .finish.x && lines "$nr" > .finish.r; }
+gone() { rm -f -- .manifest.tmp .finish.x .finish.r; echo "the $1 did not arrive whole" >&2; exit 1; }
+lists || gone 'shard lists'
+gzip -dc > .manifest.tmp || gone manifest
+fail() { [ -n "$u" ] && rm -rf -- "$u"; rm -f -- .manifest.tmp .finish.x .finish.r; exit "$1"; }
 if [ -n "$u" ]; then  # unpack dirs of interrupted runs
   for d in "$(dirname -- "$u")"/.gpuonboard-unpack-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
   mkdir -p -- "$u" || fail 1
 fi
 mv -f -- .manifest.tmp manifest.json || fail 1
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  s=$1; want=$2; shift 2
+while IFS=' ' read -r s want <&3; do
   [ -n "$u" ] || continue
   if [ "$want" != - ] && [ "$(sha < "$s" | cut -c1-64)" != "$want" ]; then
     rm -f -- "$s"
@@ -174,9 +181,9 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
   else
     tar -x -m --no-same-owner -f "$s" -C "$u" || fail 2
   fi
-done
-shift
-for s; do rm -rf -- "$s"; done
+done 3< .finish.x
+while IFS= read -r s; do rm -rf -- "$s"; done < .finish.r
+rm -f -- .finish.x .finish.r
 rm -f -- unpacked-*
 if [ -n "$u" ]; then
   chmod 755 "$u"
@@ -234,21 +241,25 @@ def finish_command(
     encrypted: bool,
     codec: str,
     marker: str,
-    extract: Sequence[tuple[str, str]],
-    remove: Sequence[str],
     last: tuple[str, str, str] | None = None,
 ) -> str:
-    """The one closing command (stdin: [identity] + the gzip-compressed manifest); `last` =
-    (part, sha256, final name) of the shard streamed last, renamed here as rename_command would
-    (one round trip fewer); `extract` = (name, sha256 or "-") of shards already on the host to
-    unpack too (checked first: a damaged one is removed so the rerun re-sends it); `remove` =
-    stale names."""
+    """The one closing command (stdin: [identity] + finish_lists() + the gzip-compressed
+    manifest); `last` = (part, sha256, final name) of the shard streamed last, renamed here as
+    rename_command would (one round trip fewer)."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
     argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", ""))]
-    for name, sha in extract:
-        argv += [name, sha]
-    argv += ["--", *remove]
     return shell.join(argv)
+
+
+def finish_lists(extract: Sequence[tuple[str, str]], remove: Sequence[str]) -> bytes:
+    """The closing command's shard lists, on its stdin: `extract` = (name, sha256 or "-") of
+    shards already on the host to unpack too (checked first: a damaged one is removed so the
+    rerun re-sends it); `remove` = stale names. One per line (a name holding a newline is never
+    listed: shard names are hex)."""
+    assert all("\n" not in n and " " not in n for n, _ in extract), "shard names are hex"
+    gone = [n for n in remove if "\n" not in n]
+    lines = [f"{len(extract)} {len(gone)}", *(f"{n} {sha}" for n, sha in extract), *gone]
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
 @dataclass

@@ -13,8 +13,9 @@ from gpuonboard import shardstream
 def _finish(
     target: Path, last: tuple[str, str, str] | None, manifest: bytes
 ) -> subprocess.CompletedProcess[str]:
-    cmd = shardstream.finish_command(str(target), "", "", False, "zstd", "unpacked-x", [], [], last)
-    return subprocess.run(cmd, shell=True, input=gzip.compress(manifest), capture_output=True, timeout=30)
+    cmd = shardstream.finish_command(str(target), "", "", False, "zstd", "unpacked-x", last)
+    stdin = shardstream.finish_lists([], []) + gzip.compress(manifest)
+    return subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=30)
 
 
 def test_closing_command_renames_the_last_shard_only_when_its_sha256_matches(tmp_path: Path) -> None:
@@ -37,3 +38,48 @@ def test_closing_command_renames_the_last_shard_only_when_its_sha256_matches(tmp
     assert r.returncode == 3
     assert r.stderr.decode().strip() == f"sha256 mismatch on the host for {sha[:32]}.tar"
     assert list(other.iterdir()) == []
+
+
+def _tar_of(name: str, data: bytes) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_the_closing_command_takes_thousands_of_shards_on_stdin(tmp_path: Path) -> None:
+    """The shard lists travel on stdin: 3,600 stale names (~130 KB) were more than one command
+    line argument may hold (128 KiB; 'Argument list too long' once a dataset had ~1,200 shards)."""
+    target, plain = tmp_path / "ds.shards", tmp_path / "ds"
+    target.mkdir()
+    extract = []
+    for i, name in enumerate(("a.bin", "sub/b.bin")):
+        tar = _tar_of(name, f"content {i}\n".encode())
+        sha = hashlib.sha256(tar).hexdigest()
+        (target / f"{sha[:32]}.tar").write_bytes(tar)
+        extract.append((f"{sha[:32]}.tar", sha))
+    stale = [f"{i:032x}.tar" for i in range(3600)]
+    for name in stale:
+        (target / name).write_bytes(b"")
+    unpack = str(tmp_path / ".gpuonboard-unpack-test")
+    cmd = shardstream.finish_command(str(target), unpack, str(plain), False, "zstd", "unpacked-x")
+    stdin = shardstream.finish_lists(extract, stale) + gzip.compress(b"{}\n")
+    assert len(cmd) + len(b"".join(n.encode() for n in stale)) > 128 * 1024  # the old command line
+    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (plain / "a.bin").read_text() == "content 0\n"
+    assert (plain / "sub" / "b.bin").read_text() == "content 1\n"
+    kept = sorted([n for n, _ in extract] + ["manifest.json", "unpacked-x"])
+    assert sorted(p.name for p in target.iterdir()) == kept
+
+
+def test_the_closing_command_refuses_lists_cut_short(tmp_path: Path) -> None:
+    cmd = shardstream.finish_command(str(tmp_path), "", "", False, "zstd", "unpacked-x")
+    r = subprocess.run(cmd, shell=True, input=b"2 0\nonly-one.tar -\n", capture_output=True, timeout=30)
+    assert r.returncode == 1 and r.stderr.decode().strip() == "the shard lists did not arrive whole"
+    assert list(tmp_path.iterdir()) == []

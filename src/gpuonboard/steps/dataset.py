@@ -1127,25 +1127,20 @@ class DatasetStep(Step):
         marker = shards.marker_name(hashlib.sha256(manifest).hexdigest())
         names = [self._remote_name(work, s) for s in work.built if s is not None]
         streamed = {final for _, _, final in arrived}
+        extract = [
+            (self._remote_name(work, sh), "-" if encrypted else sh.sha256)
+            for sh in work.built
+            if sh is not None and self._remote_name(work, sh) not in streamed
+        ]
+        stale = [nm for nm in work.stale if nm not in names]
+        lists = shardstream.finish_lists(extract if work.unpack else [], stale)
+        end = last[0] if last else None
+        closing = shardstream.finish_command(
+            work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end
+        )
         r = ctx.runner.run(
-            shardstream.finish_command(
-                work.target,
-                unpack_dir,
-                self.plain_target,
-                encrypted,
-                work.codec,
-                marker,
-                [
-                    (self._remote_name(work, sh), "-" if encrypted else sh.sha256)
-                    for sh in work.built
-                    if sh is not None and self._remote_name(work, sh) not in streamed
-                ]
-                if work.unpack
-                else [],
-                [nm for nm in work.stale if nm not in names],
-                last[0] if last else None,
-            ),
-            stdin=prefix + packed_manifest,
+            closing,
+            stdin=prefix + lists + packed_manifest,
             timeout=3600,
         )
         if not r.ok:
