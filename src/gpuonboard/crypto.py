@@ -13,6 +13,7 @@ RSS for a 300 MB file). A passphrase (age's scrypt recipient) streams through
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -149,7 +150,7 @@ def encrypt_file(src: Path, dst: Path, enc: Encryption) -> None:
     """Encrypt src to dst (temp file + rename, so dst is never a partial ciphertext)."""
 
     dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".enc.")
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=temp_prefix(".enc."))
     try:
         with os.fdopen(fd, "wb") as out, src.open("rb") as f:
             encrypt_stream(f, out, enc)
@@ -212,7 +213,7 @@ def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, 
     from concurrent.futures import ThreadPoolExecutor
 
     cache_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".enc.")
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=temp_prefix(".enc."))
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             hashing = pool.submit(sha256_file, src)
@@ -280,3 +281,38 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
         )
     parse_identity(secret)
     return secret
+
+
+def temp_prefix(kind: str) -> str:
+    """A temp file's name prefix holding this process's pid (`.enc.<pid>.`), so that a later
+    run can tell the leftovers of a killed run (SIGKILL: no cleanup ran) from a live one's."""
+    return f"{kind}{os.getpid()}."
+
+
+def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".stream.")) -> int:
+    """Remove the temp files in cache_dir whose process has ended (a ciphertext half-written by
+    a killed run: up to the size of the file being encrypted); -> how many."""
+    removed = 0
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return 0
+    for name in names:
+        kind = next((k for k in kinds if name.startswith(k)), None)
+        pid = name[len(kind) :].split(".", 1)[0] if kind else ""
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(cache_dir, name))
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from . import shell
+from . import crypto, shell
 from .transfer import SHA256_FN
 
 INCOMING = ".incoming-"
@@ -451,6 +451,6 @@ def identity_prefix(identity_text: str) -> bytes:
 def temp_cipher_path(cache: Path) -> Path:
     """A fresh temp name in the ciphertext cache (renamed to its content key once complete)."""
     cache.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".stream.")
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=crypto.temp_prefix(".stream."))
     os.close(fd)
     return Path(tmp)

@@ -1063,3 +1063,39 @@ def test_an_unreadable_file_or_dir_in_the_dataset_is_one_sentence(project: Proje
         "cannot read noread.txt in the dataset on this machine: Permission denied; fix it (or move it"
         " out), then rerun: 0 of 1 shards arrived, only the rest is sent"
     ) in r.stdout, r.stdout
+
+
+def test_a_shard_upload_killed_hard_resumes_from_what_arrived(project: Project, tmp_path: Path) -> None:
+    """SIGKILL to the whole CLI (an OOM kill, a power cut: nothing runs at the end): the local
+    index and hash cache were saved while shards arrived, so the rerun sends only what had not
+    arrived (plus at most the shards since the last save), not everything again."""
+    src = tmp_path / "local" / "many"
+    for i in range(1200):
+        d = src / f"d{i % 7}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:05d}").write_bytes(os.urandom(8192))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000})
+    project.write_inventory({"dataset": entry})
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "sync", "--host", "dataset", "--unpack", "--bwlimit", "2m"],
+        cwd=project.root,
+        env=project.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    shard_dir = data_dir / "many.shards"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(shard_dir.glob("*.tar"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    arrived = len(list(shard_dir.glob("*.tar")))
+    assert arrived >= 3
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = step(project)
+    assert s["diff"]["sent_shards"] <= s["diff"]["shards"] - arrived + 2, s
+    assert tree_digest(data_dir / "many") == tree_digest(src)

@@ -802,6 +802,8 @@ class DatasetStep(Step):
             self._give_back_lease(ctx, lease)
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
+        if work.enc is not None:  # what a killed earlier run left half-encrypted
+            crypto.sweep_dead_temps(self._cache_dir(ctx))
         refresh = uploadlock.touch_command(lease)
         beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
         try:  # (the probe too: a Ctrl-C during it still closes the master)
@@ -1041,7 +1043,16 @@ class DatasetStep(Step):
             if not mv.ok:
                 return resumable(f"upload failed: {mv.stderr.strip() or 'cannot rename ' + part}")
             arrived.append((part, res.local_sha, final))
+            if saving is None and time.monotonic() - saved[0] > CACHE_SAVE_SHARE * saved[1]:
+                # what arrived is known after a SIGKILL or a power cut too (the caches were saved
+                # only at the end: the rerun then re-sent every shard); between shards, on this
+                # thread (it alone changes them), at most 1/CACHE_SAVE_SHARE of the time
+                began = time.monotonic()
+                save_caches()
+                saved[:] = [time.monotonic(), time.monotonic() - began]
             return None
+
+        saved = [time.monotonic(), 0.0]  # when the caches were last saved, how long that took
 
         def save_caches() -> None:
             # an optimisation only: when this machine's disk is full the upload still counts,
@@ -1227,6 +1238,7 @@ class LocalWriteError(Exception):
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
+CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
 LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
 # errors reading a dataset file that a rerun alone would meet again
 UNREADABLE = (errno.EACCES, errno.EPERM, errno.EISDIR)
