@@ -283,6 +283,13 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
     return secret
 
 
+def identity_matches(identity: Secret, recipients: Iterable[str]) -> bool:
+    """Whether one of the identity's keys is one of the recipients (else every file encrypted
+    to them is one the host cannot decrypt with it: known before a byte is sent)."""
+    wanted = {str(r).strip() for r in recipients}
+    return any(str(i.to_public()) in wanted for i in parse_identity(identity))
+
+
 def temp_prefix(kind: str) -> str:
     """A temp file's name prefix holding this process's pid (`.enc.<pid>.`), so that a later
     run can tell the leftovers of a killed run (SIGKILL: no cleanup ran) from a live one's."""

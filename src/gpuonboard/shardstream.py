@@ -173,10 +173,13 @@ while IFS=' ' read -r s want <&3; do
     rm -f -- .key.fifo; mkfifo -m 600 .key.fifo || fail 1
     { printf '%s' "$key" > .key.fifo & } 2>/dev/null
     rm -f -- .age.fail
-    { age -d -i .key.fifo -- "$s" 2>.age.err || echo "$s: $(agerr .age.err)" > .age.fail; } \
+    { age -d -i .key.fifo -- "$s" 2>.age.err || echo "$(agerr .age.err)" > .age.fail; } \
       | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>/dev/null || ok=0
     : <> .key.fifo; rm -f -- .key.fifo .age.err
-    if [ -s .age.fail ]; then cat .age.fail >&2; rm -f -- .age.fail; fail 2; fi
+    if [ -s .age.fail ]; then  # the identity matches a recipient (checked locally): damaged
+      why=$(cat .age.fail); rm -f -- .age.fail "$s"
+      echo "shard $s on the host was damaged ($why) and has been removed; rerun to re-send it" >&2; fail 3
+    fi
     [ "$ok" = 1 ] || { echo "unpacking $s failed" >&2; fail 2; }
   else
     tar -x -m --no-same-owner -f "$s" -C "$u" || fail 2

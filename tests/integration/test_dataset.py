@@ -240,8 +240,12 @@ def test_tampered_ciphertext_and_wrong_identity(project: Project, tmp_path: Path
     src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(wrong))
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
     assert r.returncode == 1
-    assert "wrong identity" in step(project)["msg"], step(project)
-    assert not (data_dir / "my data" / "plain.txt").exists()
+    # known before a byte is sent: the identity's public key is not a recipient
+    assert step(project)["msg"] == (
+        "wrong identity: the age key in vars.age_identity_file is not one of vars.age_recipients, so"
+        " the host could not decrypt what would be sent; fix one of them, then rerun (nothing was sent)"
+    ), step(project)
+    assert not data_dir.exists()
     # tamper with one cached ciphertext (as if corrupted): verification re-sends it, decrypt
     # with the right key still refuses a truncated one and leaves no partial plaintext
     setup_key = {"age_recipients": [pub], "age_identity_file": str(key)}
@@ -249,6 +253,9 @@ def test_tampered_ciphertext_and_wrong_identity(project: Project, tmp_path: Path
     entry = host_entry(setup_dataset, project.pool, data_dir=str(data_dir))
     entry["vars"].update({"dataset": str(src), **setup_key})
     project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0, r.stdout
+    shutil.rmtree(data_dir)  # the host lost its copy; the local ciphertext cache stays
     cache = project.root / ".gpuonboard" / "cache" / "encrypted"
     victim = max(cache.glob("*.age"), key=lambda p: p.stat().st_size)
     data = victim.read_bytes()
@@ -491,7 +498,14 @@ def test_tampered_encrypted_shard_fails_without_plaintext(project: Project, tmp_
     r = project.cli("sync", "--host", "dataset", *flags)
     msg = step(project)["msg"]
     assert r.returncode == 1 and "age" in msg and shard.name in msg, msg
+    assert msg.startswith(f"shard {shard.name} on the host was damaged (age: error: "), msg
+    assert msg.endswith(") and has been removed; rerun to re-send it"), msg
     assert not (data_dir / "my data").exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))
+    assert not shard.exists()  # removed, so the rerun re-sends it (it was stuck failing before)
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and step(project)["diff"]["sent_shards"] == 1, step(project)
+    want = {k: v for k, v in tree_digest(src).items() if not v.startswith("link:")}
+    assert {k: v for k, v in tree_digest(data_dir / "my data").items() if not v.startswith("link:")} == want
 
 
 def test_passphrase_encrypted_shards_open_with_age_and_zstd(

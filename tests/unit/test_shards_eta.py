@@ -11,7 +11,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from gpuonboard import shards, transfer
+from gpuonboard.steps.base import StepArgsError
+from gpuonboard.steps.dataset import DatasetStep
 
 
 def test_eta_formatting_and_rates() -> None:
@@ -193,3 +197,20 @@ def test_a_local_write_failure_is_one_sentence(tmp_path: Path) -> None:
         f"cannot write the encrypted copy of a.bin under {tmp_path}: Read-only file system; fix that,"
         " then rerun: 1 of 2 shards arrived"
     )
+
+
+BAD_RATES = ["5kkk", "5bm", "\u00b2", "\u0661\u0662", "99999999999999999999g", "abc", "-5", "1e99", ""]
+
+
+@pytest.mark.parametrize("rate", BAD_RATES)
+def test_a_bwlimit_rsync_would_refuse_is_refused_before_connecting(rate: str) -> None:
+    if rate == "":
+        DatasetStep({"source": "x", "dest": "/d", "bwlimit": rate})  # empty: no limit
+        return
+    with pytest.raises(StepArgsError, match="bwlimit must be a rate like 500k or 5m"):
+        DatasetStep({"source": "x", "dest": "/d", "bwlimit": rate})
+
+
+@pytest.mark.parametrize("rate", ["500k", "5m", "1.5M", "100", "2g", "800kb", "12MB"])
+def test_rates_rsync_takes_are_taken(rate: str) -> None:
+    assert DatasetStep({"source": "x", "dest": "/d", "bwlimit": rate}).bwlimit == rate

@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import os
 import posixpath
+import re
 import secrets
 import shutil
 import tempfile
@@ -129,7 +130,7 @@ class DatasetStep(Step):
             raise StepArgsError("decrypt_on_host needs encrypt")
         bw = self.args.get("bwlimit")
         self.bwlimit = str(bw) if bw not in (None, "") else None
-        if self.bwlimit and not self.bwlimit.replace(".", "", 1).rstrip("kKmMgGbB").isdigit():
+        if self.bwlimit and not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,3})?[kKmMgG]?[bB]?", self.bwlimit):
             raise StepArgsError(f"bwlimit must be a rate like 500k or 5m, not {self.bwlimit!r}")
         name = self.args.get("name") or os.path.basename(self.source.rstrip("/")) or "dataset"
         if "/" in str(name) or str(name) in (".", ".."):
@@ -397,20 +398,9 @@ class DatasetStep(Step):
             # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
             # hashed while they are encrypted, in one pass, during the upload
             work.hashes = _known_hashes(tree, shards.HashCache(self._hash_cache_dir(ctx, tree.root)))
-            try:
-                work.enc = crypto.load_encryption(
-                    ctx.host.vars.get("age_recipients"), ctx.host.vars.get("age_passphrase_env")
-                )
-                if self.decrypt_on_host:
-                    if work.enc.passphrase is not None:
-                        return Plan(
-                            False, "decrypt_on_host works with age recipients/identities only", failed=True
-                        )
-                    work.identity = crypto.load_identity(
-                        ctx.host.vars.get("age_identity_env"), ctx.host.vars.get("age_identity_file")
-                    )
-            except crypto.CryptoError as exc:
-                return Plan(False, str(exc), failed=True)
+            problem = self._load_enc(ctx, work)
+            if problem or work.enc is None:
+                return Plan(False, problem or "no encryption settings", failed=True)
             cache = self._cache_dir(ctx)
             entries = []
             for e in tree.files:  # symlinks are not uploaded in encrypted mode
@@ -464,6 +454,14 @@ class DatasetStep(Step):
                 work.identity = crypto.load_identity(
                     ctx.host.vars.get("age_identity_env"), ctx.host.vars.get("age_identity_file")
                 )
+                if not crypto.identity_matches(work.identity, work.enc.recipients):
+                    env = ctx.host.vars.get("age_identity_env")
+                    where = "vars.age_identity_env" if env else "vars.age_identity_file"
+                    return (
+                        f"wrong identity: the age key in {where} is not one of vars.age_recipients, so"
+                        " the host could not decrypt what would be sent; fix one of them, then rerun"
+                        " (nothing was sent)"
+                    )
         except crypto.CryptoError as exc:
             return str(exc)
         return None
@@ -1192,15 +1190,10 @@ class DatasetStep(Step):
 
     def _decrypt(self, ctx: StepContext, work: Work) -> str | None:
         """Decrypt on the host: identity on stdin (kept in a shell variable, never a file),
-        each file into a temp name, renamed only when age succeeded; mtime set like the source."""
+        each file into a temp name, renamed only when age succeeded; mtime set like the source.
+        In batches of at most DECRYPT_BATCH bytes of arguments (a command line's one argument
+        holds 128 KiB: a few hundred files)."""
         todo = work.decrypt or work.tree.files
-        args: list[str] = []
-        for e in todo:
-            args += [
-                posixpath.join(work.target, e.rel + ".age"),
-                posixpath.join(self.plain_target, e.rel),
-                str(e.mtime),
-            ]
         script = (
             "command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }\n"
             "key=$(cat); rc=0\n"
@@ -1209,18 +1202,31 @@ class DatasetStep(Step):
             '  t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=1; continue; }\n'
             '  if printf \'%s\\n\' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then\n'
             '    touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"\n'
-            '  else printf \'%s: \' "$c" >&2; tail -n 1 "$t.err" >&2; rm -f -- "$t" "$t.err"; rc=1; fi\n'
+            "  else printf '%s: ' \"$c\" >&2\n"
+            "    grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' \"$t.err\" | tail -n 1 >&2\n"
+            '    rm -f -- "$t" "$t.err"; rc=1; fi\n'
             "done\n"
             "exit $rc"
         )
-        r = ctx.runner.run(
-            shell.join(["sh", "-c", script, "sh", *args]),
-            stdin=(work.identity.reveal() + "\n").encode(),
-            timeout=3600,
-        )
-        if not r.ok:
-            last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
-            return f"decryption on the host failed (wrong identity, or tampered/truncated ciphertext): {last}"
+        batch: list[str] = []
+        size = 0
+        for k, e in enumerate(todo):
+            cipher = posixpath.join(work.target, e.rel + ".age")
+            triple = [cipher, posixpath.join(self.plain_target, e.rel), str(e.mtime)]
+            batch += triple
+            size += sum(len(shell.quote(a)) + 1 for a in triple)
+            if size < DECRYPT_BATCH and k + 1 < len(todo):
+                continue
+            r = ctx.runner.run(
+                shell.join(["sh", "-c", script, "sh", *batch]),
+                stdin=(work.identity.reveal() + "\n").encode(),
+                timeout=3600,
+            )
+            batch, size = [], 0
+            if not r.ok:
+                last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+                why = "wrong identity, or tampered/truncated ciphertext"
+                return f"decryption on the host failed ({why}): {last}"
         plain = {e.rel: work.tree.entries[e.rel].sha256 for e in todo}  # hashed while encrypting
         bad = self._mismatches(ctx, self.plain_target, plain)
         if bad:
@@ -1238,6 +1244,7 @@ class LocalWriteError(Exception):
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
+DECRYPT_BATCH = 64 * 1024  # bytes of quoted paths per decryption command (one argument: <= 128 KiB)
 CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
 LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
 # errors reading a dataset file that a rerun alone would meet again
@@ -1289,8 +1296,11 @@ def _stream_failure(res: shardstream.StreamResult) -> str:
     full = " ".join(lines).lower()
     detail = lines[-1] if lines else ""
     full_disk = transfer.disk_full_line(lines)
+    age = next((x for x in lines if "age:" in x), "")  # age's own line, not tar's after it
     if full_disk:
         why, detail = "the remote disk is full", full_disk
+    elif age:
+        why, detail = "the host could not decrypt the stream (wrong identity, or damaged on the way)", age
     elif "writing" in full and "failed" in full:
         why = "writing on the host failed"
     elif not res.ok and not detail:
