@@ -812,7 +812,6 @@ def test_a_full_local_disk_while_encrypting_is_one_sentence(
     assert step(project)["status"] == "changed"
 
 
-@pytest.mark.parametrize("mode", ["plain", "shards"])
 def _bytes_under(root: Path) -> int:
     """Bytes in the files under root now (files renamed or removed meanwhile are skipped: the
     upload renames its temp files as it goes)."""
@@ -824,6 +823,7 @@ def _bytes_under(root: Path) -> int:
     return total
 
 
+@pytest.mark.parametrize("mode", ["plain", "shards"])
 def test_the_host_disk_filling_up_mid_transfer_is_clear_and_resumable(
     project: Project, tmp_path: Path, small_disk: Any, mode: str
 ) -> None:
