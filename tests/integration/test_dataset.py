@@ -837,8 +837,8 @@ def test_the_host_disk_filling_up_mid_transfer_is_clear_and_resumable(
     if mode == "shards":  # the preflight counts the shards AND the unpacked tree
         r = project.cli("sync", "--host", "dataset", *flags)
         assert r.returncode == 1 and step(project)["msg"] == (
-            f"not enough space under {data_dir} on dataset: 16.0 MiB free, 16.1 MiB needed for 1"
-            " shards (the shards, and as much again unpacked); free space first"
+            f"not enough space under {data_dir} on dataset: 16.0 MiB free, 16.2 MiB needed for 1"
+            " shards (the shards, and the whole tree unpacked beside the current one); free space first"
         ), step(project)
         subprocess.run(["mount", "-o", "remount,size=24m", str(disk)], check=True)
     proc = start_sync(project, "--host", "dataset", "--bwlimit", "2m", *flags)
@@ -1125,3 +1125,34 @@ def test_a_shard_upload_killed_hard_resumes_from_what_arrived(project: Project, 
     s = step(project)
     assert s["diff"]["sent_shards"] <= s["diff"]["shards"] - arrived + 2, s
     assert tree_digest(data_dir / "many") == tree_digest(src)
+
+
+def test_the_plan_says_what_it_keeps_on_the_host_and_sizes_only_what_travels(
+    project: Project, tmp_path: Path
+) -> None:
+    """Plain mode keeps host files the dataset no longer has (rsync without --delete) and says
+    so, "up to date" included; with --decrypt-on-host the bytes to send and the ETA are the
+    upload's (the plaintext's room on the host is checked, not sent)."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    (src / "plain.txt").unlink()
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and step(project)["msg"].endswith(
+        "nothing sent; 1 file on the host is not in the dataset and kept there (e.g. 'plain.txt')"
+    ), step(project)
+    assert (data_dir / "my data" / "plain.txt").exists()
+    if shutil.which("age") is None:
+        return
+    (src / "link to plain").unlink()
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--check")
+    s = step(project)
+    size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    assert s["diff"]["bytes"] == size, (s, size)
+    assert f"({format_size(size)}) to dataset:" in s["msg"], s
+
+
+def format_size(n: int) -> str:
+    from gpuonboard.units import format_bytes
+
+    return format_bytes(n, binary=True)

@@ -416,14 +416,18 @@ class DatasetStep(Step):
         if self.decrypt_on_host:
             plain = transfer.parse_listing(ctx.facts.raw[self._probe(self.plain_target).name].stdout)
             work.decrypt = transfer.to_send(tree.files, plain.files)
-        need = sum(max(e.size, 0) for e in work.send) or 0
+        send = sum(max(e.size, 0) for e in work.send) or 0
+        need = send  # on the host's disk: what is sent, and with decryption the plaintext too
         if self.encrypt:
-            need = sum(tree.entries[e.rel[: -len(".age")]].size for e in work.send)
+            send = need = sum(tree.entries[e.rel[: -len(".age")]].size for e in work.send)
             need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
         total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
+        kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if not work.send and not work.decrypt:
-            return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
+            return Plan(
+                False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
+            )
         if remote.free_bytes is not None and remote.free_bytes < need:
             return Plan(
                 False,
@@ -433,14 +437,14 @@ class DatasetStep(Step):
                 failed=True,
             )
         names = ", ".join(e.rel for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
-        msg = f"send {len(work.send)} of {len(entries)} files ({format_bytes(need, binary=True)}) to {where}"
+        msg = f"send {len(work.send)} of {len(entries)} files ({format_bytes(send, binary=True)}) to {where}"
         if names:
             msg += f": {names}"
         if work.decrypt:
             msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}"
-        msg += f"; estimate {transfer.format_eta(need, self._link_mbit(ctx))}"
-        work.need = need
-        diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": need, "source": str(src)}
+        msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
+        work.need = send  # the upload's size: its ETA and whether to measure the link first
+        diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": send, "source": str(src)}
         return Plan(True, msg, diff=diff, data=work)
 
     def _load_enc(self, ctx: StepContext, work: Work) -> str | None:
@@ -562,9 +566,15 @@ class DatasetStep(Step):
         work.shard_size = size
         if complete and unpacked:
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
-        room = work.need * (2 if work.unpack else 1)
+        # an unpack rebuilds the WHOLE tree beside the current one (swapped in at the end), in
+        # file system blocks: a 1-byte file takes 4 KiB
+        room = work.need + (
+            sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
+        )
         if remote.free_bytes is not None and remote.free_bytes < room:
-            unpacked_too = " (the shards, and as much again unpacked)" if work.unpack else ""
+            unpacked_too = (
+                " (the shards, and the whole tree unpacked beside the current one)" if work.unpack else ""
+            )
             return Plan(
                 False,
                 f"not enough space under {self.dest} on {ctx.host.name}:"
@@ -1288,6 +1298,19 @@ def _unreadable(exc: OSError, root: Path, kept: str) -> str:
     return unreadable_source(exc, root, kept, errnos=None) or (
         f"cannot read the dataset {root} on this machine: {exc.strerror or exc}; fix it, then rerun: {kept}"
     )
+
+
+def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str]) -> str:
+    """Pure: the message's note on files in the host's copy that the dataset does not have
+    (deleted here since, or written there): plain mode keeps them, as rsync without --delete;
+    said, so that "up to date" never hides them."""
+    extra = sorted(rel for rel in host if rel not in local)
+    if not extra:
+        return ""
+    n = len(extra)
+    files = "1 file" if n == 1 else f"{n} files"
+    verb = "is" if n == 1 else "are"
+    return f"; {files} on the host {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
 
 
 def _stream_failure(res: shardstream.StreamResult) -> str:
