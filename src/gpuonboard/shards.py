@@ -1,14 +1,15 @@
 """Shard mode of the dataset upload: many small files packed into deterministic tar shards.
 
 Assignment (pure, `assign`): files in sorted path order, with CONTENT-DEFINED boundaries where
-the "content" is the path: a shard ends after a file whose sha256(path) falls in a 1-in-n bucket
-(n = files per shard expected from the shard size and the mean file size, rounded DOWN to a power
-of two so it does not drift with small changes; shards average 1/2 to 1 shard size). A boundary
-therefore depends only on that file's path: editing, adding or removing a file changes the shard
-holding it and no other (fixed-size cut points would shift every later shard). Guards: a file of
-half a shard or more travels alone,
-and a shard is closed at four times the shard size (rare, ~2 %; a forced cut only moves until the
-next natural boundary).
+the "content" is the path: a shard ends after a file when sha256(path), read as a fraction of
+2^64, is below that file's share of a shard ((size + 512) / shard size). A shard therefore ends
+after shard-size bytes on average, and whether a file ends one depends on that file alone (its
+path and size), never on the rest of the dataset: editing, adding or removing a file changes the
+shard holding it (splitting or joining it with the next at most), and no other (fixed-size cut
+points would shift every later shard; a boundary from the dataset's mean file size, as before,
+moved most of them when one big file was added or removed). Guards: a file of half a shard or
+more travels alone, and a shard is closed at four times the shard size (rare, ~2 %; a forced cut
+only moves until the next natural boundary).
 
 Packing (`build`): tar headers normalised (mtime 0, uid/gid 0, no user/group names, mode 0644 or
 0755 from the owner's exec bit, GNU format), members in sorted order, so the same files give a
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import operator
 import os
 import stat
@@ -56,17 +56,16 @@ def _bucket(rel: str) -> int:
     return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big")
 
 
-def files_per_shard(entries: Sequence[Entry], shard_size: int) -> int:
-    """Pure: expected files per shard, a power of two (stable under small dataset changes)."""
-    if not entries:
-        return 1
-    mean = max(1, sum(max(e.size, 0) + 512 for e in entries) // len(entries))
-    return 2 ** max(0, math.floor(math.log2(max(1.0, shard_size / mean))))
+def ends_shard(rel: str, size: int, shard_size: int) -> bool:
+    """Pure: whether a shard ends after this file: sha256(path), read as a fraction of 2^64, is
+    below the file's share of a shard (its size with its 512-byte header, over shard_size). So a
+    shard ends, on average, after shard_size bytes, and whether a file ends one depends on that
+    file alone (its path and size), never on the rest of the dataset."""
+    return _bucket(rel) * shard_size < size << 64
 
 
 def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[list[Entry]]:
     """Pure: entries -> shards (lists in sorted path order), boundaries as the module says."""
-    n = files_per_shard(entries, shard_size)
     shards: list[list[Entry]] = []
     cur: list[Entry] = []
     acc = 0
@@ -81,7 +80,7 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
             continue
         cur.append(e)
         acc += size
-        if _bucket(e.rel) % n == 0 or acc >= cap:
+        if ends_shard(e.rel, size, shard_size) or acc >= cap:
             shards.append(cur)
             cur, acc = [], 0
     if cur:

@@ -214,3 +214,32 @@ def test_a_bwlimit_rsync_would_refuse_is_refused_before_connecting(rate: str) ->
 @pytest.mark.parametrize("rate", ["500k", "5m", "1.5M", "100", "2g", "800kb", "12MB"])
 def test_rates_rsync_takes_are_taken(rate: str) -> None:
     assert DatasetStep({"source": "x", "dest": "/d", "bwlimit": rate}).bwlimit == rate
+
+
+def test_one_big_or_mid_size_file_moves_no_other_boundary() -> None:
+    """Adding a file of any size (one travelling alone, one of a third of a shard) leaves every
+    shard that does not hold it as it was (the boundary rule used the dataset's mean file size:
+    one 60 MB file re-sent 115 of 147 shards)."""
+    size = 1024 * 1024
+    entries = [
+        transfer.Entry(f"d{i % 9}/f{i:05d}", "f", 4000 + i % 9000, 0, f"{i:064x}") for i in range(5000)
+    ]
+    before = {tuple(e.rel for e in g) for g in shards.assign(entries, size)}
+    for extra in (60_000_000, size // 3):
+        after = {
+            tuple(e.rel for e in g)
+            for g in shards.assign([*entries, transfer.Entry("d4/labels.bin", "f", extra, 0, "z" * 64)], size)
+        }
+        # its shard, cut around it (and a forced cut at 4 shard sizes after it may move): a handful
+        assert len(after - before) <= 4 and len(before - after) <= 2, extra
+
+
+def test_shards_average_about_the_shard_size() -> None:
+    size = 1024 * 1024
+    entries = [
+        transfer.Entry(f"d{i % 13}/x{i:06d}", "f", 500 + (i * 7919) % 3000, 0, "") for i in range(40_000)
+    ]
+    groups = shards.assign(entries, size)
+    total = sum(e.size + 512 for e in entries)
+    assert 0.6 * size <= total / len(groups) <= 1.6 * size, (total / len(groups)) / size
+    assert max(sum(e.size + 512 for e in g) for g in groups) <= 4 * size + 4096

@@ -1163,7 +1163,14 @@ class DatasetStep(Step):
             timeout=3600,
         )
         if not r.ok:
-            why = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+            lines = [x.strip() for x in r.stderr.strip().splitlines() if x.strip()]
+            why = (lines or [f"exit code {r.exit_code}"])[-1]
+            full = transfer.disk_full_line(lines)
+            if full:  # tar's last line would only say "Exiting with failure status"
+                return (
+                    f"finishing the upload on the host failed: the remote disk is full ({full}); free"
+                    f" space under {self.dest}, then rerun: the {len(work.groups)} shards there are kept"
+                )
             if "damaged" in why:
                 return why
             hint = " (wrong identity, or a tampered or truncated shard)" if "age" in why else ""
