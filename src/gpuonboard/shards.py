@@ -129,7 +129,7 @@ class Packed:
 
 
 class ChangedWhilePacking(OSError):
-    """A file's size changed between the scan and packing."""
+    """A file was written to while it was being packed (its bytes would be part old, part new)."""
 
 
 _ZERO = bytes(tarfile.BLOCKSIZE)
@@ -197,10 +197,13 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
             while left > 0:
                 chunk = f.read(min(left, 1 << 20))
                 if not chunk:
-                    raise ChangedWhilePacking(f"{root / e.rel} shrank while it was being packed; rerun")
+                    raise ChangedWhilePacking(f"{root / e.rel} shrank while it was being packed")
                 h.update(chunk)
                 out(chunk)
                 left -= len(chunk)
+            after = os.fstat(f.fileno())
+            if (after.st_mtime_ns, after.st_size) != (st.st_mtime_ns, st.st_size):  # torn: part old, part new
+                raise ChangedWhilePacking(f"{root / e.rel} changed while it was being packed")
             files[e.rel] = h.hexdigest()
             pad = -st.st_size % tarfile.BLOCKSIZE
             if pad:

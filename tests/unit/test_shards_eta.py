@@ -243,3 +243,9 @@ def test_shards_average_about_the_shard_size() -> None:
     total = sum(e.size + 512 for e in entries)
     assert 0.6 * size <= total / len(groups) <= 1.6 * size, (total / len(groups)) / size
     assert max(sum(e.size + 512 for e in g) for g in groups) <= 4 * size + 4096
+
+
+@pytest.mark.parametrize("dest", ["relative dir", "~/tilde", "-dashdest"])
+def test_a_dest_that_is_not_absolute_is_refused(dest: str) -> None:
+    with pytest.raises(StepArgsError, match="must be an absolute path on the host, like /data, not"):
+        DatasetStep({"source": "x", "dest": dest})

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
+import pytest
+
 from gpuonboard import shards
 from gpuonboard.transfer import Entry
 
@@ -25,3 +31,38 @@ def test_manifest_paths_reads_every_member_or_nothing() -> None:
     )
     assert shards.manifest_paths(doc.decode("utf-8", "surrogateescape")) == {"a b", "c\udce9"}
     assert shards.manifest_paths("not json") == set() == shards.manifest_paths('{"shards": 3}')
+
+
+def test_a_file_written_to_while_it_is_packed_is_refused(tmp_path: Path) -> None:
+    """Its bytes in the shard would be part old, part new (a torn copy reported as uploaded)."""
+    root = tmp_path / "src"
+    root.mkdir()
+    big = root / "big.bin"
+    big.write_bytes(os.urandom(3 << 20))
+    st = big.stat()
+    entry = Entry("big.bin", "f", st.st_size, int(st.st_mtime), "", "", st.st_mtime_ns, st.st_ino)
+    calls = []
+
+    def write(chunk: bytes) -> None:
+        if not calls:  # the first MiB is out: someone rewrites the end of the file in place
+            with open(big, "r+b") as f:
+                f.seek(-10, os.SEEK_END)
+                f.write(b"0123456789")
+        calls.append(len(chunk))
+
+    with pytest.raises(shards.ChangedWhilePacking, match="big.bin changed while it was being packed"):
+        shards.pack(root, [entry], write)
+    shards.pack(root, [entry], lambda chunk: None)  # left alone: packed
+
+
+def test_a_file_changed_since_the_scan_is_told_apart(tmp_path: Path) -> None:
+    from gpuonboard import transfer
+    from gpuonboard.steps.dataset import _changed_since_scan
+
+    (tmp_path / "a.txt").write_text("one")
+    tree = transfer.scan_source(tmp_path, hashes=False)
+    assert not _changed_since_scan(tree, "a.txt")
+    time.sleep(0.01)
+    (tmp_path / "a.txt").write_text("two")
+    assert _changed_since_scan(tree, "a.txt")
+    assert _changed_since_scan(tree, "gone.txt")

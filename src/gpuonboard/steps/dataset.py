@@ -124,6 +124,11 @@ class DatasetStep(Step):
         self._unpack_token = secrets.token_hex(6)
         self.source = str(self.args.get("source") or "")
         self.dest = str(self.args.get("dest") or "")
+        if self.dest and not self.dest.startswith("/"):  # "~/x" would make a dir named "~"
+            raise StepArgsError(
+                f"dest (--dest or the host's data_dir) must be an absolute path on the host, like /data,"
+                f" not {self.dest!r}"
+            )
         self.encrypt = _truthy(self.args.get("encrypt"))
         self.decrypt_on_host = _truthy(self.args.get("decrypt_on_host"))
         if self.decrypt_on_host and not self.encrypt:
@@ -900,11 +905,17 @@ class DatasetStep(Step):
             sent += again.stats.files_transferred
             literal += again.stats.literal_bytes
             still = self._mismatches(ctx, work.target, {r: expect[r] for r in bad})
+            moved = [r for r in still if work.enc is None and _changed_since_scan(work.tree, r)]
+            if moved:
+                return (
+                    f"{', '.join(moved[:5])} changed on this machine during the upload (what arrived is"
+                    " neither the old nor surely the new content); rerun to send it as it is now"
+                )
             if still:
                 return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
         size = format_bytes(literal, binary=True)
         msg = f"sent {sent} files ({size} of data) to {ctx.host.name}:{work.target}"
-        msg += f"; {len(expect)} files verified by sha256; estimate was {eta}"
+        msg += f"; {_count(len(expect), 'file')} verified by sha256; estimate was {eta}"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
             if problem:
@@ -1180,7 +1191,7 @@ class DatasetStep(Step):
         data = format_bytes(sent_bytes, binary=True)
         msg = (
             f"sent {len(arrived)} of {len(work.groups)} shards ({data} of data)"
-            f" to {ctx.host.name}:{work.target}; {len(arrived) + 1} files verified by sha256"
+            f" to {ctx.host.name}:{work.target}; {_count(len(arrived), 'shard')} verified by sha256"
             f" ({work.codec} stream); estimate was {eta}"
         )
         if work.unpack:
@@ -1307,6 +1318,21 @@ def _unreadable(exc: OSError, root: Path, kept: str) -> str:
     )
 
 
+def _changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
+    """Whether a dataset file's size or mtime is not what the scan saw (written to meanwhile)."""
+    e = tree.entries.get(rel)
+    path = tree.root / rel if tree.root.is_dir() else tree.root
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return True
+    return e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str]) -> str:
     """Pure: the message's note on files in the host's copy that the dataset does not have
     (deleted here since, or written there): plain mode keeps them, as rsync without --delete;
@@ -1314,9 +1340,8 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str]) -> 
     extra = sorted(rel for rel in host if rel not in local)
     if not extra:
         return ""
-    n = len(extra)
-    files = "1 file" if n == 1 else f"{n} files"
-    verb = "is" if n == 1 else "are"
+    verb = "is" if len(extra) == 1 else "are"
+    files = _count(len(extra), "file")
     return f"; {files} on the host {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
 
 
