@@ -1156,3 +1156,34 @@ def format_size(n: int) -> str:
     from gpuonboard.units import format_bytes
 
     return format_bytes(n, binary=True)
+
+
+def test_shard_mode_says_when_an_unpacked_tree_is_left_behind_or_the_dataset_is_empty(
+    project: Project, tmp_path: Path
+) -> None:
+    """After an --unpack upload, a run without --unpack updates the shards only: the message
+    says the tree there is now older. An emptied dataset sends nothing and leaves the host's
+    copy (it fell through to a plain rsync into <name>.shards/, 'changed' on every run)."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    (src / "dir2" / "f0002.bin").write_bytes(b"changed")
+    r = project.cli("sync", "--host", "dataset", "--shards", "--check")
+    msg = step(project)["msg"]
+    assert (
+        r.returncode == 0
+        and (
+            f"; the unpacked tree {data_dir}/many (600 files) is not updated without --unpack and will be"
+            " older than the dataset"
+        )
+        in msg
+    ), msg
+    shutil.rmtree(src)
+    src.mkdir()
+    before = tree_digest(data_dir)
+    for _ in range(2):
+        r = project.cli("sync", "--host", "dataset", "--shards")
+        assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert step(project)["msg"] == (
+        f"the dataset {src} is empty; nothing sent (what dataset:{data_dir}/many.shards holds is left"
+        " as it is)"
+    )
+    assert tree_digest(data_dir) == before

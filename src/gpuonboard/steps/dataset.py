@@ -500,6 +500,13 @@ class DatasetStep(Step):
         here: packing hashes each file as it streams it."""
         work.target = self.shards_target
         work.unpack = self.unpack or self.decrypt_on_host
+        if not work.tree.entries:  # (no shard to make: plain rsync into <name>.shards/ was next)
+            return Plan(
+                False,
+                f"the dataset {src} is empty; nothing sent (what {ctx.host.name}:{self.shards_target} holds"
+                " is left as it is)",
+                diff={"sent": 0},
+            )
         if self.encrypt:
             problem = self._load_enc(ctx, work)
             if problem:
@@ -595,6 +602,13 @@ class DatasetStep(Step):
         )
         if work.unpack:
             msg += f"; unpack into {self.plain_target}{redo}"
+        elif not self.encrypt:  # an earlier --unpack's tree stays as it was: say so
+            left = transfer.parse_listing(ctx.facts.raw[self._probe(self.target).name].stdout).files
+            if left:
+                msg += (
+                    f"; the unpacked tree {self.target} ({_count(len(left), 'file')}) is not updated"
+                    " without --unpack and will be older than the dataset"
+                )
         msg += f"; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
         diff = {
             "target": self.shards_target,
