@@ -123,6 +123,12 @@ def host_context(host: Host) -> dict[str, Any]:
     return {"host": host, "vars": host.vars, "order": host.order, "vendor": host.vendor}
 
 
+def _at(playbook: Playbook, spec: StepSpec) -> str:
+    """Where a step comes from: file and line, or only the name of a playbook made from flags
+    (`invoke sync`: no line to point at)."""
+    return f"{playbook.path}, line {spec.line}" if spec.line else str(playbook.path)
+
+
 def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
     """Render a step's arguments for one host and build the Step; errors name file and step."""
     raw_keys = REGISTRY[spec.kind].RAW_ARGS
@@ -131,21 +137,21 @@ def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
         args = {**rendered, **{k: v for k, v in spec.args.items() if k in raw_keys}}
     except jinja2.UndefinedError as exc:
         raise PlaybookError(
-            f"{playbook.path}, line {spec.line}: step {spec.label!r} for host {host.name!r} uses an"
+            f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r} uses an"
             f" undefined variable ({exc.message}); define it in the inventory's vars."
         ) from None
     except jinja2.TemplateError as exc:
         raise PlaybookError(
-            f"{playbook.path}, line {spec.line}: step {spec.label!r} has a bad template ({exc})."
+            f"{_at(playbook, spec)}: step {spec.label!r} has a bad template ({exc})."
         ) from None
     try:
         step = REGISTRY[spec.kind](args, spec.label)
     except StepArgsError as exc:
-        raise PlaybookError(f"{playbook.path}, line {spec.line}: step {spec.label!r}: {exc}.") from None
+        raise PlaybookError(f"{_at(playbook, spec)}: step {spec.label!r}: {exc}.") from None
     try:
         step.check_host(host)
     except StepArgsError as exc:
         raise PlaybookError(
-            f"{playbook.path}, line {spec.line}: step {spec.label!r} for host {host.name!r}: {exc}."
+            f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r}: {exc}."
         ) from None
     return step

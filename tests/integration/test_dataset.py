@@ -1187,3 +1187,14 @@ def test_shard_mode_says_when_an_unpacked_tree_is_left_behind_or_the_dataset_is_
         " as it is)"
     )
     assert tree_digest(data_dir) == before
+
+
+def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: Path) -> None:
+    setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset", "--bwlimit", "5kkk")
+    assert r.returncode == 2, r.stdout + r.stderr
+    said = "error: sync: step 'dataset': bwlimit must be a rate like 500k or 5m, not '5kkk'."
+    assert said in r.stderr, r.stderr
+    r = project.cli("sync", "--host", "dataset", "--dest", "~/x")
+    said = "must be an absolute path on the host, like /data, not '~/x'"
+    assert r.returncode == 2 and said in r.stderr, r.stderr
