@@ -60,7 +60,8 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 def _stop_cleanly_on_term() -> None:
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _raise_terminated)
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # `nohup invoke sync`: left ignored
+                signal.signal(sig, _raise_terminated)
 
 
 def _guard(fn: Callable[[], int], debug: bool) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import socket
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -290,23 +291,36 @@ def identity_matches(identity: Secret, recipients: Iterable[str]) -> bool:
     return any(str(i.to_public()) in wanted for i in parse_identity(identity))
 
 
+def _machine_tag() -> str:
+    """8 hex digits naming this machine (machine-id and host name): a cache dir on a shared
+    disk (an NFS home, a bind-mounted project) holds other machines' temp files too."""
+    try:
+        machine = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        machine = ""
+    return hashlib.sha256(f"{machine}\0{socket.gethostname()}".encode()).hexdigest()[:8]
+
+
 def temp_prefix(kind: str) -> str:
-    """A temp file's name prefix holding this process's pid (`.enc.<pid>.`), so that a later
-    run can tell the leftovers of a killed run (SIGKILL: no cleanup ran) from a live one's."""
-    return f"{kind}{os.getpid()}."
+    """A temp file's name prefix naming this machine and process (`.enc.<machine>-<pid>.`), so
+    that a later run can tell a killed run's leftovers (SIGKILL: no cleanup ran) from a live one's."""
+    return f"{kind}{_machine_tag()}-{os.getpid()}."
 
 
 def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".stream.")) -> int:
-    """Remove the temp files in cache_dir whose process has ended (a ciphertext half-written by
-    a killed run: up to the size of the file being encrypted); -> how many."""
+    """Remove the temp files in cache_dir of this machine's processes that have ended (a
+    ciphertext half-written by a killed run: up to the size of the file being encrypted); other
+    machines' are never touched (their pids mean nothing here). -> how many."""
     removed = 0
     try:
         names = os.listdir(cache_dir)
     except OSError:
         return 0
+    mine = _machine_tag() + "-"
     for name in names:
         kind = next((k for k in kinds if name.startswith(k)), None)
-        pid = name[len(kind) :].split(".", 1)[0] if kind else ""
+        who = name[len(kind) :].split(".", 1)[0] if kind else ""
+        pid = who[len(mine) :] if who.startswith(mine) else ""
         if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
             continue
         with contextlib.suppress(OSError):

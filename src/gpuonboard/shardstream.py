@@ -172,15 +172,20 @@ while IFS=' ' read -r s want <&3; do
   if [ "$enc" = 1 ]; then
     rm -f -- .key.fifo; mkfifo -m 600 .key.fifo || fail 1
     { printf '%s' "$key" > .key.fifo & } 2>/dev/null
-    rm -f -- .age.fail
-    { age -d -i .key.fifo -- "$s" 2>.age.err || echo "$(agerr .age.err)" > .age.fail; } \
-      | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>/dev/null || ok=0
+    rm -f -- .age.fail .tar.err
+    # age's own complaint only (killed by a reader that stopped, it says nothing: not damage)
+    { age -d -i .key.fifo -- "$s" 2>.age.err || { [ -s .age.err ] && agerr .age.err > .age.fail; }; } \
+      | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>.tar.err || ok=0
     : <> .key.fifo; rm -f -- .key.fifo .age.err
     if [ -s .age.fail ]; then  # the identity matches a recipient (checked locally): damaged
-      why=$(cat .age.fail); rm -f -- .age.fail "$s"
+      why=$(cat .age.fail); rm -f -- .age.fail .tar.err "$s"
       echo "shard $s on the host was damaged ($why) and has been removed; rerun to re-send it" >&2; fail 3
     fi
-    [ "$ok" = 1 ] || { echo "unpacking $s failed" >&2; fail 2; }
+    if [ "$ok" != 1 ]; then  # tar's line (a full disk says so), not its closing "Exiting with ..."
+      grep -v 'Exiting with failure' .tar.err | tail -n 1 >&2; rm -f -- .tar.err .age.fail
+      echo "unpacking $s failed" >&2; fail 2
+    fi
+    rm -f -- .tar.err .age.fail
   else
     tar -x -m --no-same-owner -f "$s" -C "$u" || fail 2
   fi

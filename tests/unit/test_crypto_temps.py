@@ -16,11 +16,13 @@ def test_only_temps_of_ended_processes_are_swept(tmp_path: Path) -> None:
     dead = int(done.stdout)
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
+        me = crypto._machine_tag()
         names = {
-            f".enc.{dead}.abc": False,
-            f".stream.{dead}.xyz": False,
-            f".enc.{live.pid}.abc": True,
-            f".enc.{os.getpid()}.mine": True,
+            f".enc.{me}-{dead}.abc": False,
+            f".stream.{me}-{dead}.xyz": False,
+            f".enc.{me}-{live.pid}.abc": True,
+            f".enc.{me}-{os.getpid()}.mine": True,
+            f".enc.0badc0de-{dead}.other-machine": True,  # its pids mean nothing here
             "ready.age": True,
             ".enc.notapid": True,
         }
@@ -28,7 +30,7 @@ def test_only_temps_of_ended_processes_are_swept(tmp_path: Path) -> None:
             (tmp_path / name).write_bytes(b"x")
         assert crypto.sweep_dead_temps(tmp_path) == 2
         assert {p.name for p in tmp_path.iterdir()} == {n for n, keep in names.items() if keep}
-        assert crypto.temp_prefix(".enc.") == f".enc.{os.getpid()}."
+        assert crypto.temp_prefix(".enc.") == f".enc.{me}-{os.getpid()}."
     finally:
         live.communicate(b"")
     assert crypto.sweep_dead_temps(tmp_path / "missing") == 0

@@ -89,6 +89,8 @@ class Work:
     )
     # apply: the shared OpenSSH master's client options
     ssh_opts: list[str] = field(default_factory=list)
+    beat: uploadlock.Heartbeat | None = None  # keeps the host's lease fresh (and notices its loss)
+    temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
 
 class DatasetStep(Step):
@@ -819,21 +821,23 @@ class DatasetStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync, verify by sha256 on the host, re-send mismatches once, decrypt on the host."""
         work: Work = plan.data
-        lease, refused = self._take_lease(ctx, work.target)
-        if lease is None:
-            return refused
         if work.master is None:  # planned outside this process's plan() (or it could not start)
             self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
-            self._give_back_lease(ctx, lease)
+            self._unlock()
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
-        if work.enc is not None:  # what a killed earlier run left half-encrypted
-            crypto.sweep_dead_temps(self._cache_dir(ctx))
-        refresh = uploadlock.touch_command(lease)
-        beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
-        try:  # (the probe too: a Ctrl-C during it still closes the master)
+        lease: uploadlock.Lease | None = None
+        beat: uploadlock.Heartbeat | None = None
+        try:  # (the lease and the probe too: any end closes the master)
+            lease, refused = self._take_lease(ctx, work.target)
+            if lease is None:
+                return refused
+            if work.enc is not None:  # what a killed earlier run left half-encrypted
+                crypto.sweep_dead_temps(self._cache_dir(ctx))
+            refresh = uploadlock.touch_command(lease)
+            beat = work.beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
             eta = self._preflight(ctx, work.need, work.master)
             start = time.monotonic()
             if work.groups:
@@ -841,10 +845,14 @@ class DatasetStep(Step):
             else:
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
-            beat.stop()
-            self._give_back_lease(ctx, lease)
+            if beat is not None:
+                beat.stop()
+            if lease is not None:
+                self._give_back_lease(ctx, lease)
             self._close_master(work.master)
             self._unlock()
+            for temp in work.temps:
+                temp.unlink(missing_ok=True)
         literal = (plan.diff or {}).get("literal_bytes", 0)
         took = time.monotonic() - start
         if out is None and literal and took > 0:
@@ -856,9 +864,14 @@ class DatasetStep(Step):
         cfg_dir = cfg.parent
         if work.enc is None:
             root = work.tree.root
-            stage, only = (root, None) if root.is_dir() else (root.parent, cfg.parent / f"{cfg.stem}.one")
+            stage, only = (
+                (root, None)
+                if root.is_dir()
+                else (root.parent, cfg.parent / f"{cfg.stem}.{self._unpack_token}.one")
+            )
             if only is not None:  # one file: that file, never the rest of its directory
                 only.write_bytes(root.name.encode("utf-8", "surrogateescape") + b"\0")
+                work.temps.append(only)
             argv = transfer.rsync_argv(
                 stage, work.target, cfg, alias, self.bwlimit, files_from=only, ssh_options=work.ssh_opts
             )
@@ -1198,7 +1211,7 @@ class DatasetStep(Step):
                 )
             if "damaged" in why:
                 return why
-            hint = " (wrong identity, or a tampered or truncated shard)" if "age" in why else ""
+            hint = " (wrong identity, or a tampered or truncated shard)" if "age:" in why else ""
             if "sha256 mismatch" in why:
                 hint = "; rerun to re-send it"
             return f"finishing the upload on the host failed: {why}{hint}"
@@ -1256,7 +1269,7 @@ class DatasetStep(Step):
             cipher = posixpath.join(work.target, e.rel + ".age")
             triple = [cipher, posixpath.join(self.plain_target, e.rel), str(e.mtime)]
             batch += triple
-            size += sum(len(shell.quote(a)) + 1 for a in triple)
+            size += sum(len(shell.quote(a).encode("utf-8", "surrogateescape")) + 1 for a in triple)
             if size < DECRYPT_BATCH and k + 1 < len(todo):
                 continue
             r = ctx.runner.run(
