@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import children
 from . import journal as journal_mod
 from .connection import ConnectOptions, KnownHosts, Runner, open_runner
 from .errors import ConnectError, ExitCode, GpuonboardError, HostKeyError, UsageError
@@ -114,6 +115,7 @@ def run(
         for runner in list(_OPEN_RUNNERS):
             with contextlib.suppress(Exception):
                 runner.close()
+        children.stop_all()  # the hosts' rsync and shard streams: the signal reached only us
         raise
     finally:
         pool.shutdown(wait=False)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from . import crypto, shell
+from . import children, crypto, shell
 from .transfer import SHA256_FN
 
 INCOMING = ".incoming-"
@@ -321,7 +321,7 @@ class Stream:
 
     def __init__(self, ssh_argv: Sequence[str]) -> None:
         pipe = subprocess.PIPE
-        self.ssh = subprocess.Popen(list(ssh_argv), stdin=pipe, stdout=pipe, stderr=pipe)
+        self.ssh = children.track(subprocess.Popen(list(ssh_argv), stdin=pipe, stdout=pipe, stderr=pipe))
         self._out: list[bytes] = []
         self._err: list[bytes] = []
         out, err = self.ssh.stdout, self.ssh.stderr
@@ -364,12 +364,16 @@ class Stream:
             if codec is None:
                 sink: IO[bytes] = ssh_in
             elif encrypt is None:
-                self.comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=ssh_in)
+                self.comp = children.track(
+                    subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=ssh_in)
+                )
                 ssh_in.close()  # the compressor holds the pipe now
                 assert self.comp.stdin is not None
                 sink = self.comp.stdin
             else:
-                comp = subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                comp = children.track(
+                    subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                )
                 self.comp = comp
                 assert comp.stdin is not None and comp.stdout is not None and cipher_out is not None
                 self._sink_file = cipher_out.open("wb")

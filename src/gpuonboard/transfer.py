@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from . import shell
+from . import children, shell
 from .crypto import sha256_file
 
 if TYPE_CHECKING:
@@ -194,10 +194,13 @@ def take_prescan(root: Path, max_age: float = 30.0) -> SourceTree | None:
     return started[1][0] if started[1] else None
 
 
-def hash_tree(tree: SourceTree) -> None:
-    """Fill in the sha256 of every regular file scanned with `hashes=False` (in place)."""
+def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
+    """Fill in the sha256 of every regular file scanned with `hashes=False` (in place); ends
+    early once `stop` is set (the upload failed or was interrupted: nobody waits for them)."""
     root = tree.root
     for rel, e in list(tree.entries.items()):
+        if stop is not None and stop.is_set():
+            return
         if e.kind == "f" and not e.sha256:
             path = root / rel if root.is_dir() else root
             tree.entries[rel] = dataclasses.replace(e, sha256=sha256_file(path))
@@ -415,12 +418,14 @@ def run_rsync(
     on_start: Callable[[int], None] | None = None,
 ) -> RsyncRun:
     """Run the local rsync, feeding each progress2 update to on_progress; collect stats."""
-    proc = subprocess.Popen(
-        list(argv),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "LC_ALL": "C"},
+    proc = children.track(
+        subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "LC_ALL": "C"},
+        )
     )
     if on_start is not None:
         on_start(proc.pid)

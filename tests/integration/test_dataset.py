@@ -1198,3 +1198,30 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
     r = project.cli("sync", "--host", "dataset", "--dest", "~/x")
     said = "must be an absolute path on the host, like /data, not '~/x'"
     assert r.returncode == 2 and said in r.stderr, r.stderr
+
+
+def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tmp_path: Path) -> None:
+    """Two hosts upload at once (worker threads); `kill PID` reaches the main thread only: the
+    other threads' rsync is stopped too (it sent on to the end, unverified), exit 143 at once."""
+    src = make_dataset(tmp_path / "local")
+    (src / "big.bin").write_bytes(os.urandom(12 * 1024 * 1024))
+    hosts = {}
+    for name in ("dataset", "good"):
+        entry = host_entry(project.pool.hosts[name], project.pool, data_dir=str(tmp_path / f"remote {name}"))
+        entry["vars"].update({"dataset": str(src)})
+        hosts[name] = entry
+    project.write_inventory(hosts)
+    proc = start_sync(project, "--host", "dataset,good", "--bwlimit", "1m")
+    rsyncs: list[int] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(rsyncs) < 2:
+        time.sleep(0.1)
+        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    assert len(rsyncs) == 2, "both uploads should be under way"
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 6, "the other host's upload ran on (12 MiB at 1 MB/s)"
+    assert proc.returncode == 143 and err.strip().endswith("terminated"), out + err
+    for pid in rsyncs:
+        assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid), "an rsync outlived the CLI"

@@ -878,9 +878,16 @@ class DatasetStep(Step):
             # the local sha256 runs while rsync sends (it was a serial pass before the upload)
             from concurrent.futures import ThreadPoolExecutor
 
+            stop = threading.Event()
             with ThreadPoolExecutor(max_workers=1) as pool:
-                hashing = pool.submit(transfer.hash_tree, work.tree)
-                run: transfer.RsyncRun | None = transfer.run_rsync(argv, self._progress(ctx))
+                hashing = pool.submit(transfer.hash_tree, work.tree, stop)
+                try:
+                    run: transfer.RsyncRun | None = transfer.run_rsync(argv, self._progress(ctx))
+                except BaseException:
+                    stop.set()  # (leaving this block waits for the hashing: cut it short)
+                    raise
+                if run is not None and (run.exit_code == 20 or run.exit_code < 0):
+                    stop.set()  # rsync was stopped (an interrupt on another thread): nothing to verify
                 try:
                     hashing.result()
                 except OSError as exc:
