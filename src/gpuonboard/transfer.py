@@ -209,6 +209,9 @@ def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
 # ---------------------------------------------------------------- remote probes
 
 
+LEASE_IN_COPY = ".gpuonboard-upload"  # the upload lease, kept in the copy when its data dir is not writable
+
+
 def listing_command(target: str, data_dir: str) -> str:
     """Read-only probe: rsync present?, free space under data_dir, files under target.
 
@@ -223,7 +226,8 @@ def listing_command(target: str, data_dir: str) -> str:
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
-        f'cd -- "$t" && find . -name {PARTIAL_DIR} -prune -o \\( -type f -o -type l \\)'
+        f'cd -- "$t" && find . \\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY} \\) -prune'
+        " -o \\( -type f -o -type l \\)"
         " -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
     )

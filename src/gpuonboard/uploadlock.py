@@ -102,24 +102,28 @@ def _read_holder(fd: int) -> str:
 HEARTBEAT_S = 15  # the upload refreshes its lease this often
 STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a run that has ended
 
-# $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale seconds.
-# Prints "took", or "busy <age s>" and the lease's lines. A lease without a token line (a create
-# cut short by a full disk) is no lease.
+# $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale
+# seconds, $7 this run's pid, $8 the pid of a same-owner holder known to have ended (or "").
+# Prints "took <lease file>", or "busy <age s>" and the lease's lines. A data dir this login may
+# not write (root's /data holding the user's own copy) keeps the lease inside the copy's dir. A
+# lease without a token line (a create cut short by a full disk) is no lease; one of this same
+# owner is taken over only when its pid ($8) was seen to have ended on this machine.
 TAKE_SCRIPT = r"""
 mkdir -p -- "$1" || exit 2
 f=$2
-write() { printf 'token %s\nowner %s\nholder %s\n' "$3" "$4" "$5"; }
-if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then echo took; exit 0; fi
+[ -w "$(dirname -- "$f")" ] || f=$1/.gpuonboard-upload
+write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
+if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then echo "took $f"; exit 0; fi
 now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)
-if grep -q '^token ' -- "$f" 2>/dev/null && ! grep -qxF "owner $4" -- "$f" \
-   && [ $((now - mod)) -lt "$6" ]; then
+if grep -q '^token ' -- "$f" 2>/dev/null && [ $((now - mod)) -lt "$6" ] \
+   && { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; }; then
   echo "busy $((now - mod))"; cat -- "$f"; exit 0
 fi
-write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && echo took && exit 0
+write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && echo "took $f" && exit 0
 rm -f -- "$f.$3"; exit 3
 """
 # $1 lease file, $2 token: refresh (touch) or remove it only while it is still ours
-TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null && touch -c -- "$1"; exit 0'
+TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null || exit 1; touch -c -- "$1"'  # 1: lost
 RELEASE_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null && rm -f -- "$1"; exit 0'
 
 
@@ -133,10 +137,13 @@ class Lease:
 
 @dataclass(frozen=True)
 class LeaseBusy:
-    """Another live upload holds the host's lease: who, and seconds since it was refreshed."""
+    """Another live upload holds the host's lease: who, seconds since it was refreshed, and its
+    owner and pid (a same-owner holder that has ended here is taken over at once)."""
 
     holder: str
     age: int
+    owner: str = ""
+    pid: int = 0
 
     def sentence(self, where: str) -> str:
         wait = max(1, STALE_S - self.age)
@@ -169,22 +176,42 @@ def holder_text() -> str:
     return f"{host}, pid {os.getpid()}, started {stamp}"
 
 
-def take_command(target: str, lease: Lease, owner: str, holder: str) -> str:
+def take_command(target: str, lease: Lease, owner: str, holder: str, pid: int, ended: int = 0) -> str:
     """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT)."""
     argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
+    argv += [pid, ended or ""]
     return shell.join(argv)
 
 
-def parse_take(stdout: str) -> LeaseBusy | None:
-    """Pure: None when the lease was taken, else who holds it. ValueError on other output."""
+def parse_take(stdout: str) -> str | LeaseBusy:
+    """Pure: the lease file when it was taken, else who holds it. ValueError on other output."""
     lines = stdout.strip().splitlines()
-    if lines and lines[-1] == "took":
-        return None
+    if lines and lines[-1].startswith("took /"):
+        return lines[-1][len("took ") :]
     if lines and lines[0].startswith("busy "):
         fields = dict(line.split(" ", 1) for line in lines[1:] if " " in line)
         holder = "".join(c for c in fields.get("holder", "") if c.isprintable())[:200]
-        return LeaseBusy(holder or "another machine", int(lines[0].split()[1]))
+        pid = fields.get("pid", "")
+        return LeaseBusy(
+            holder or "another machine",
+            int(lines[0].split()[1]),
+            fields.get("owner", ""),
+            int(pid) if pid.isdigit() else 0,
+        )
     raise ValueError(f"unexpected answer {stdout.strip()[:200]!r}")
+
+
+def ended_here(pid: int) -> bool:
+    """Whether a process of this machine has ended (a same-owner lease's holder)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def touch_command(lease: Lease) -> str:
@@ -197,10 +224,13 @@ def release_command(lease: Lease) -> str:
 
 class Heartbeat:
     """Run `argv` (the lease's refresh over the master connection) every HEARTBEAT_S seconds
-    until stop(); failures are ignored (a lease that goes stale is the dropped link's case)."""
+    until stop(). Exit 1 means the lease is gone (taken over while this run was not heard from,
+    e.g. a suspended laptop): `lost` is set, and the upload stops at its next step. Other
+    failures are ignored (a lease that goes stale is the dropped link's case)."""
 
     def __init__(self, argv: list[str], every: float | None = None) -> None:
         self._every = HEARTBEAT_S if every is None else every
+        self.lost = False  # another run took the lease over (this one was not heard from)
         self._argv = argv
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -209,7 +239,7 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stopped.wait(self._every):
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                subprocess.run(
+                r = subprocess.run(
                     self._argv,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -217,6 +247,8 @@ class Heartbeat:
                     timeout=max(self._every, 5),
                     check=False,
                 )
+                if r.returncode == 1:  # the lease is not ours any more (ssh's own failures: 255)
+                    self.lost = True
 
     def stop(self) -> None:
         """No refresh after this returns (one in flight over the master takes milliseconds)."""

@@ -1225,3 +1225,53 @@ def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tm
     assert proc.returncode == 143 and err.strip().endswith("terminated"), out + err
     for pid in rsyncs:
         assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid), "an rsync outlived the CLI"
+
+
+@pytest.mark.parametrize("mode", ["plain", "shards"])
+def test_an_upload_whose_lease_was_taken_over_stops_before_finishing(
+    project: Project, tmp_path: Path, mode: str
+) -> None:
+    """While this run was not heard from (a suspended laptop), another took its lease over:
+    it stops before verifying (plain) or swapping in the unpacked tree (shards), one sentence."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(4 * 1024 * 1024))
+    flags = ["--unpack"] if mode == "shards" else []
+    proc = start_sync(project, "--host", "dataset", "--bwlimit", "2m", *flags)
+    lease = data_dir / ".my data.gpuonboard-upload"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+        time.sleep(0.05)
+    lease.write_text("token feed\nowner elsewhere\npid 1\nholder far-away, pid 1, started T\n")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out + err
+    assert step(project)["msg"] == (
+        "another run took over this upload's lease on the host while this one was not heard from for"
+        " over 60 s (a suspended machine, or a stalled link); stopped before changing more there:"
+        " rerun once that one has finished"
+    ), step(project)
+    assert "owner elsewhere" in lease.read_text()  # not ours: left to its holder
+    assert not (data_dir / "my data" / "plain.txt").exists() or mode == "plain"
+
+
+@needs_age
+@pytest.mark.parametrize("mode", ["plain", "shards"])
+def test_decrypt_to_checks_the_room_on_its_own_disk(
+    project: Project, tmp_path: Path, small_disk: Any, mode: str
+) -> None:
+    """--decrypt-to a small tmpfs: the plaintext's room is checked there (it was counted
+    against the data dir, which refused a rerun with a full data dir and passed a tmpfs too
+    small), before anything is sent."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "link to plain").unlink()
+    (src / "big.bin").write_bytes(os.urandom(2 * 1024 * 1024))
+    shm = small_disk(tmp_path / "shm", "1m")
+    flags = ["--encrypt", "--decrypt-on-host", "--decrypt-to", str(shm)]
+    flags += ["--shards"] if mode == "shards" else []
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 1, r.stdout
+    msg = step(project)["msg"]
+    assert msg.startswith(f"not enough space under {shm} on dataset for the ") and msg.endswith(
+        "needed; free space there (or pick another --decrypt-to)"
+    ), msg
+    assert not data_dir.exists() or not any(data_dir.rglob("*.age"))  # nothing sent

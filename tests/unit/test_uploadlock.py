@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -105,35 +107,39 @@ def test_the_lease_is_taken_refused_taken_over_refreshed_and_given_back(tmp_path
     path = Path(lease.path)
     assert path == data / ".my 'set'.gpuonboard-upload"
     # none there: made with the target's dir, atomically
-    r = _sh(uploadlock.take_command(target, lease, "me", "box-a, pid 1, started T"))
-    assert r.returncode == 0 and uploadlock.parse_take(r.stdout) is None, r
+    r = _sh(uploadlock.take_command(target, lease, "me", "box-a, pid 11, started T", 11))
+    assert r.returncode == 0 and uploadlock.parse_take(r.stdout) == str(path), r
     assert Path(target).is_dir()
-    assert path.read_text() == "token aaaa\nowner me\nholder box-a, pid 1, started T\n"
+    assert path.read_text() == "token aaaa\nowner me\npid 11\nholder box-a, pid 11, started T\n"
     # another owner while it is fresh: turned away, told who and how long ago
     other = uploadlock.Lease(lease.path, "bbbb")
     _age(path, 7)
-    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U"))
+    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U", 2))
     busy = uploadlock.parse_take(r.stdout)
-    assert busy == uploadlock.LeaseBusy("box-a, pid 1, started T", 7), r.stdout
-    assert busy.sentence("h:/d/x") == (
-        "another gpuonboard upload to h:/d/x is running from box-a, pid 1, started T (last heard"
+    assert busy == uploadlock.LeaseBusy("box-a, pid 11, started T", 7, "me", 11), r.stdout
+    assert isinstance(busy, uploadlock.LeaseBusy) and busy.sentence("h:/d/x") == (
+        "another gpuonboard upload to h:/d/x is running from box-a, pid 11, started T (last heard"
         " from 7 s ago); wait for it to finish, or if that run was stopped, rerun in"
         f" {uploadlock.STALE_S - 7} s"
     )
     assert "token aaaa" in path.read_text()
-    # a refresh by its holder makes it young again; one with another token changes nothing
-    _sh(uploadlock.touch_command(other))
+    # a refresh by its holder makes it young again; one with another token changes nothing and
+    # exits 1 (the heartbeat's sign that the lease was lost)
+    assert _sh(uploadlock.touch_command(other)).returncode == 1
     assert time_since(path) >= 7
-    _sh(uploadlock.touch_command(lease))
+    assert _sh(uploadlock.touch_command(lease)).returncode == 0
     assert time_since(path) < 3
-    # the same owner (a rerun from the same project) takes it over at once
+    # the same owner: refused while its holder's pid may live (two inventory entries for one
+    # machine), taken over once that pid is named as ended
     again = uploadlock.Lease(lease.path, "cccc")
-    r = _sh(uploadlock.take_command(target, again, "me", "box-a, pid 3, started V"))
-    assert uploadlock.parse_take(r.stdout) is None and "token cccc" in path.read_text()
+    r = _sh(uploadlock.take_command(target, again, "me", "box-a, pid 12, started V", 12))
+    assert isinstance(uploadlock.parse_take(r.stdout), uploadlock.LeaseBusy), r.stdout
+    r = _sh(uploadlock.take_command(target, again, "me", "box-a, pid 12, started V", 12, 11))
+    assert uploadlock.parse_take(r.stdout) == str(path) and "token cccc" in path.read_text()
     # stale: anyone takes it over
     _age(path, uploadlock.STALE_S + 1)
-    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U"))
-    assert uploadlock.parse_take(r.stdout) is None and "owner you" in path.read_text()
+    r = _sh(uploadlock.take_command(target, other, "you", "box-b, pid 2, started U", 2))
+    assert uploadlock.parse_take(r.stdout) == str(path) and "owner you" in path.read_text()
     # giving back: only by the token that holds it
     _sh(uploadlock.release_command(again))
     assert path.exists()
@@ -145,18 +151,62 @@ def test_the_lease_is_taken_refused_taken_over_refreshed_and_given_back(tmp_path
 def test_a_lease_cut_short_is_no_lease_and_a_bad_target_is_exit_2(tmp_path: Path) -> None:
     lease = uploadlock.Lease(uploadlock.lease_path(str(tmp_path), "x"), "aaaa")
     Path(lease.path).write_text("")  # a create that a full disk cut short
-    r = _sh(uploadlock.take_command(str(tmp_path / "x"), lease, "you", "h"))
-    assert uploadlock.parse_take(r.stdout) is None, r
+    r = _sh(uploadlock.take_command(str(tmp_path / "x"), lease, "you", "h", 5))
+    assert uploadlock.parse_take(r.stdout) == lease.path, r
     (tmp_path / "file").write_text("")
-    r = _sh(uploadlock.take_command(str(tmp_path / "file" / "x"), lease, "you", "h"))
+    r = _sh(uploadlock.take_command(str(tmp_path / "file" / "x"), lease, "you", "h", 5))
     assert r.returncode == 2 and "Not a directory" in r.stderr, r
     with pytest.raises(ValueError):
         uploadlock.parse_take("something else\n")
 
 
+def test_a_data_dir_this_login_may_not_write_keeps_the_lease_in_the_copy(tmp_path: Path) -> None:
+    """Root's /data holding the user's own copy dir: the lease goes inside the copy."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    data = Path(tempfile.mkdtemp(prefix="gpob-lease-"))  # (pytest's own tmp dirs are root-only)
+    try:
+        data.chmod(0o755)
+        (data / "mine").mkdir()
+        os.chown(data / "mine", 65534, 65534)
+        lease = uploadlock.Lease(uploadlock.lease_path(str(data), "mine"), "aaaa")
+        cmd = uploadlock.take_command(str(data / "mine"), lease, "me", "h", 5)
+        r = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", cmd],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert r.returncode == 0, r
+        assert uploadlock.parse_take(r.stdout) == str(data / "mine" / ".gpuonboard-upload"), r
+    finally:
+        shutil.rmtree(data)
+
+
 def test_parse_take_keeps_only_printable_holder_text() -> None:
-    busy = uploadlock.parse_take("busy 3\ntoken t\nowner o\nholder evil\x1b[2Jbox\n")
-    assert busy == uploadlock.LeaseBusy("evil[2Jbox", 3)
+    busy = uploadlock.parse_take("busy 3\ntoken t\nowner o\npid 9\nholder evil\x1b[2Jbox\n")
+    assert busy == uploadlock.LeaseBusy("evil[2Jbox", 3, "o", 9)
+
+
+def test_ended_here_tells_a_dead_pid_from_a_live_one() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    assert uploadlock.ended_here(int(done.stdout))
+    assert not uploadlock.ended_here(os.getpid()) and not uploadlock.ended_here(0)
+
+
+def test_the_heartbeat_notices_a_lost_lease(tmp_path: Path) -> None:
+    beat = uploadlock.Heartbeat(["sh", "-c", "exit 1"], every=0.05)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not beat.lost:
+        time.sleep(0.02)
+    beat.stop()
+    assert beat.lost
+    quiet = uploadlock.Heartbeat(["sh", "-c", "exit 255"], every=0.05)  # ssh could not connect
+    time.sleep(0.3)
+    quiet.stop()
+    assert not quiet.lost
 
 
 def test_owner_id_is_per_project_dir(tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ class Work:
     # apply: the shared OpenSSH master's client options
     ssh_opts: list[str] = field(default_factory=list)
     beat: uploadlock.Heartbeat | None = None  # keeps the host's lease fresh (and notices its loss)
+    lease: uploadlock.Lease | None = None  # the host's lease this upload holds
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
 
@@ -152,6 +153,7 @@ class DatasetStep(Step):
         if decrypt_dir and not decrypt_dir.startswith("/"):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
+        self.decrypt_dir = decrypt_dir
         mode = str(self.args.get("shards", "auto")).lower()
         self.shards: bool | None = None if mode in ("auto", "none", "") else _truthy(self.args.get("shards"))
         self.unpack = _truthy(self.args.get("unpack"))
@@ -159,10 +161,12 @@ class DatasetStep(Step):
             raise StepArgsError("unpack needs shard mode")
 
     def _probe(self, target: str) -> Probe:
-        key = f"{target}\0{self.dest}"
+        # free space where the target lives: the data dir, or --decrypt-to's dir (a tmpfs)
+        where = self.decrypt_dir if self.decrypt_dir and target == self.plain_target else self.dest
+        key = f"{target}\0{where}"
         return Probe(
             "dataset:" + hashlib.sha1(key.encode()).hexdigest()[:10],
-            transfer.listing_command(target, self.dest),
+            transfer.listing_command(target, where),
         )
 
     def probes(self) -> list[Probe]:
@@ -264,22 +268,33 @@ class DatasetStep(Step):
 
     def _take_lease(self, ctx: StepContext, target: str) -> tuple[uploadlock.Lease | None, str]:
         """Make the copy's dir and take the host's lease on it, in one command (see
-        uploadlock): (the lease, "") or (None, the failure sentence)."""
-        lease = uploadlock.Lease(uploadlock.lease_path(self.dest, self.dirname), secrets.token_hex(8))
+        uploadlock): (the lease, "") or (None, the failure sentence). A fresh lease of this same
+        project is taken over (a second command) only when its pid has ended on this machine."""
+        token = secrets.token_hex(8)
+        path = uploadlock.lease_path(self.dest, self.dirname)
         owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
-        res = ctx.runner.run(uploadlock.take_command(target, lease, owner, uploadlock.holder_text()))
-        why = res.stderr.strip().splitlines()[-1:] or [f"exit {res.exit_code}"]
-        if res.exit_code == 2:
-            return None, f"cannot create {target} on the host: {why[0]}"
-        try:
-            busy = uploadlock.parse_take(res.stdout) if res.ok else None
-        except ValueError:
-            busy = None
-        if busy is not None:
-            return None, busy.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
-        if not res.ok or not res.stdout.strip().endswith("took"):
-            return None, f"cannot write the upload lease {lease.path} on the host: {why[0]}; check that disk"
-        return lease, ""
+        holder, ended = uploadlock.holder_text(), 0
+        while True:
+            take = uploadlock.take_command(
+                target, uploadlock.Lease(path, token), owner, holder, os.getpid(), ended
+            )
+            res = ctx.runner.run(take)
+            why = (res.stderr.strip().splitlines() or [f"exit {res.exit_code}"])[-1]
+            if res.exit_code == 2:
+                return None, f"cannot create {target} on the host: {why}"
+            try:
+                got = uploadlock.parse_take(res.stdout) if res.ok else None
+            except ValueError:
+                got = None
+            if isinstance(got, str):
+                return uploadlock.Lease(got, token), ""
+            if got is None:
+                check = "its permissions" if "ermission" in why else "that disk"
+                return None, f"cannot write the upload lease {path} on the host: {why}; check {check}"
+            if not ended and got.owner == owner and uploadlock.ended_here(got.pid):
+                ended = got.pid  # this project's own earlier run, killed or cut off: take it over
+                continue
+            return None, got.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
 
     @staticmethod
     def _give_back_lease(ctx: StepContext, lease: uploadlock.Lease) -> None:
@@ -427,7 +442,8 @@ class DatasetStep(Step):
         need = send  # on the host's disk: what is sent, and with decryption the plaintext too
         if self.encrypt:
             send = need = sum(tree.entries[e.rel[: -len(".age")]].size for e in work.send)
-            need += sum(e.size for e in work.decrypt)
+            if not self.decrypt_dir:  # (--decrypt-to: the plaintext lands on another disk)
+                need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
         total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
@@ -435,6 +451,17 @@ class DatasetStep(Step):
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
             )
+        if self.decrypt_dir and work.decrypt:  # the plaintext's own disk (a tmpfs)
+            free = plain.free_bytes
+            wanted = sum(e.size for e in work.decrypt)
+            if free is not None and free < wanted:
+                return Plan(
+                    False,
+                    f"not enough space under {self.decrypt_dir} on {ctx.host.name} for the plaintext:"
+                    f" {format_bytes(free, binary=True)} free, {format_bytes(wanted, binary=True)} needed;"
+                    " free space there (or pick another --decrypt-to)",
+                    failed=True,
+                )
         if remote.free_bytes is not None and remote.free_bytes < need:
             return Plan(
                 False,
@@ -582,21 +609,31 @@ class DatasetStep(Step):
             return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
         # an unpack rebuilds the WHOLE tree beside the current one (swapped in at the end), in
         # file system blocks: a 1-byte file takes 4 KiB
-        room = work.need + (
-            sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
-        )
+        tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
+        apart = bool(self.decrypt_dir) and work.unpack  # the tree goes to --decrypt-to's disk
+        room = work.need + (0 if apart else tree_room)
         if remote.free_bytes is not None and remote.free_bytes < room:
-            unpacked_too = (
-                " (the shards, and the whole tree unpacked beside the current one)" if work.unpack else ""
-            )
+            unpacked_too = " (the shards, and the whole tree unpacked beside the current one)"
             return Plan(
                 False,
                 f"not enough space under {self.dest} on {ctx.host.name}:"
                 f" {format_bytes(remote.free_bytes, binary=True)} free,"
-                f" {format_bytes(room, binary=True)} needed for {len(work.send_idx)} shards{unpacked_too};"
-                " free space first",
+                f" {format_bytes(room, binary=True)} needed for {len(work.send_idx)} shards"
+                f"{unpacked_too if tree_room and not apart else ''}; free space first",
                 failed=True,
             )
+        if apart:
+            free = transfer.parse_listing(
+                ctx.facts.raw[self._probe(self.plain_target).name].stdout
+            ).free_bytes
+            if free is not None and free < tree_room:
+                return Plan(
+                    False,
+                    f"not enough space under {self.decrypt_dir} on {ctx.host.name} for the unpacked tree:"
+                    f" {format_bytes(free, binary=True)} free, {format_bytes(tree_room, binary=True)} needed;"
+                    " free space there (or pick another --decrypt-to)",
+                    failed=True,
+                )
         build = sum(1 for b in work.built if b is None)
         msg = (
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
@@ -834,6 +871,7 @@ class DatasetStep(Step):
             lease, refused = self._take_lease(ctx, work.target)
             if lease is None:
                 return refused
+            work.lease = lease
             if work.enc is not None:  # what a killed earlier run left half-encrypted
                 crypto.sweep_dead_temps(self._cache_dir(ctx))
             refresh = uploadlock.touch_command(lease)
@@ -906,6 +944,8 @@ class DatasetStep(Step):
                 return str(exc)
         if bad_run is not None:
             return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
+        if _lost(work, ctx):  # (asked of the host: verification re-sends and decrypts)
+            return LEASE_LOST
         # verification: the host hashes what arrived
         for job in work.notes[1]:
             job.result()
@@ -1126,6 +1166,8 @@ class DatasetStep(Step):
         try:
             header = shardstream.stream_header(work.codec) + prefix
             for n, i in enumerate(work.send_idx):
+                if _lost(work):
+                    return LEASE_LOST
                 state[1], state[3] = n, 0
                 cur = nxt.pop() if nxt else spawn(n)
                 produce, codec, encrypt, tmp_cipher, _cached = self._shard_producer(ctx, work, i, root)
@@ -1159,6 +1201,8 @@ class DatasetStep(Step):
                 st.close()
             if saving is None:
                 saving = helpers.submit(save_caches)
+        if _lost(work, ctx):  # (asked of the host: the closing command swaps the unpacked tree)
+            return LEASE_LOST
         try:
             return self._finish_shards(
                 ctx, plan, work, eta, unpack_dir, prefix, arrived, sent_bytes, manifest_job, renamed
@@ -1361,6 +1405,23 @@ def _changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
     except OSError:
         return True
     return e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns)
+
+
+LEASE_LOST = (
+    "another run took over this upload's lease on the host while this one was not heard from for"
+    f" over {uploadlock.STALE_S} s (a suspended machine, or a stalled link); stopped before changing"
+    " more there: rerun once that one has finished"
+)
+
+
+def _lost(work: Work, ctx: StepContext | None = None) -> bool:
+    """Whether the host's lease was taken over: the heartbeat's last word, or (with ctx) the
+    host's own answer now (one refresh: exit 1 when the token there is not ours)."""
+    if work.beat is not None and work.beat.lost:
+        return True
+    if ctx is None or work.lease is None:
+        return False
+    return ctx.runner.run(uploadlock.touch_command(work.lease)).exit_code == 1
 
 
 def _count(n: int, noun: str) -> str:
