@@ -149,7 +149,7 @@ fi
 # the shard lists (finish_lists: on stdin, not the command line, whose one argument holds
 # 128 KiB: ~1,200 shards), then the manifest
 lines() {
-  i=0; while [ "$i" -lt "$1" ]; do IFS= read -r l || return 1; printf '%s\n' "$l"; i=$((i + 1)); done
+  i=0; while [ "$i" -lt "$1" ]; do IFS= read -r l && printf '%s\n' "$l" || return 1; i=$((i + 1)); done
 }
 lists() { IFS=' ' read -r nx nr && lines "$nx" > .finish.x && lines "$nr" > .finish.r; }
 gone() { rm -f -- .manifest.tmp .finish.x .finish.r; echo "the $1 did not arrive whole" >&2; exit 1; }
