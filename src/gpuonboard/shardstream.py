@@ -426,6 +426,11 @@ class Stream:
             self.close()
         for r in self._readers:
             r.join()
+        # read to the end (and the encryption thread, fed by the compressor, joined in feed):
+        # close, else each shard kept two or three fds open ('Too many open files' at ~500)
+        for pipe in (self.ssh.stdout, self.ssh.stderr, self.comp.stdout if self.comp else None):
+            if pipe is not None:
+                pipe.close()
         err0 = self._enc_error[0] if self._enc_error else None
         if err0 is not None and not isinstance(err0, OSError):
             raise err0

@@ -104,14 +104,19 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 
 # $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale
 # seconds, $7 this run's pid, $8 the pid of a same-owner holder known to have ended (or "").
-# Prints "took <lease file>", or "busy <age s>" and the lease's lines. A data dir this login may
-# not write (root's /data holding the user's own copy) keeps the lease inside the copy's dir. A
+# Prints "took <lease file>" (its path with symlinks resolved), or "busy <age s>" and the lease's
+# lines. A data dir this login may not write (root's /data holding the user's own copy; a
+# read-only mount: root passes `test -w` there) keeps the lease inside the copy's dir. A
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
 TAKE_SCRIPT = r"""
 mkdir -p -- "$1" || exit 2
-f=$2
-[ -w "$(dirname -- "$f")" ] || f=$1/.gpuonboard-upload
+# one spelling of the data dir (a symlink or .. in it names the same lease)
+d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
+if [ ! -e "$f" ]; then  # a data dir this login may not write (or a read-only mount): in the copy
+  if ( : > "$f.$3" ) 2>/dev/null; then rm -f -- "$f.$3"; else f=$(cd -- "$1" && pwd -P)/.gpuonboard-upload; fi
+fi
+[ -d "$f" ] && { echo "$f is a directory, not an upload lease; remove it" >&2; exit 3; }
 write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
 if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then echo "took $f"; exit 0; fi
 now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)

@@ -919,6 +919,13 @@ def test_a_single_file_dataset_sends_that_file_only(project: Project, tmp_path: 
     assert (arrived / "weights.bin").read_bytes() == (folder / "weights.bin").read_bytes()
     r = project.cli("sync", "--host", "dataset", "--dataset", str(folder / "weights.bin"))
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    # a symlink to one file: that file's content, still alone
+    (tmp_path / "latest.bin").symlink_to(folder / "weights.bin")
+    r = project.cli("sync", "--host", "dataset", "--dataset", str(tmp_path / "latest.bin"))
+    assert r.returncode == 0, r.stdout
+    arrived = tmp_path / "remote data" / "latest.bin"
+    assert [p.name for p in arrived.iterdir()] == ["weights.bin"]
+    assert not (arrived / "weights.bin").is_symlink()
 
 
 def _many_small(src: Path, n: int = 600) -> None:
@@ -1275,3 +1282,18 @@ def test_decrypt_to_checks_the_room_on_its_own_disk(
         "needed; free space there (or pick another --decrypt-to)"
     ), msg
     assert not data_dir.exists() or not any(data_dir.rglob("*.age"))  # nothing sent
+
+
+def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
+    setup(project, tmp_path)
+    raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"
+    os.mkdir(raw)
+    with open(raw + b"/a.txt", "wb") as f:
+        f.write(b"a\n")
+    src = os.fsdecode(raw)
+    for args in ((), ("--check",), ("--shards", "--unpack")):
+        r = project.cli("sync", "--host", "dataset", "--dataset", src, *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+    arrived = os.fsencode(tmp_path / "remote data") + b"/caf\xe9 set/a.txt"
+    with open(arrived, "rb") as f:
+        assert f.read() == b"a\n"

@@ -83,3 +83,26 @@ def test_the_closing_command_refuses_lists_cut_short(tmp_path: Path) -> None:
     r = subprocess.run(cmd, shell=True, input=b"2 0\nonly-one.tar -\n", capture_output=True, timeout=30)
     assert r.returncode == 1 and r.stderr.decode().strip() == "the shard lists did not arrive whole"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_leaves_no_file_descriptor_open(tmp_path: Path) -> None:
+    """Each finished stream gives back every pipe (two fds a shard stayed open: 'Too many open
+    files' after ~500 shards at the usual limit of 1024)."""
+    import os
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def produce(write: object) -> None:
+        write(b"x" * 1000)  # type: ignore[operator]
+
+    before = 0
+    kept = []  # the upload keeps its streams until the end (to close any left on failure)
+    for n in range(31):
+        if n == 1:  # (after one: lazily opened things are open by then)
+            before = fds()
+        st = shardstream.Stream(["sh", "-c", "cat > /dev/null; echo done"])
+        kept.append(st)
+        st.feed(produce, "gzip")
+        assert st.wait().remote_sha == "done"
+    assert fds() <= before + 2, (before, fds())

@@ -226,3 +226,28 @@ def test_the_heartbeat_repeats_until_stopped_and_never_after(tmp_path: Path) -> 
     assert n >= 3
     time.sleep(0.2)
     assert len(log.read_text().split()) == n
+
+
+def test_two_spellings_of_one_data_dir_meet_at_one_lease(tmp_path: Path) -> None:
+    """--dest through a symlink or with '..' names the same copy: the same lease turns the
+    second run away (each had its own local lock)."""
+    real = tmp_path / "disk" / "data"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    spellings = [str(real), str(tmp_path / "link"), str(tmp_path / "disk" / "x" / ".." / "data")]
+    (tmp_path / "disk" / "x").mkdir()
+    first = uploadlock.Lease(uploadlock.lease_path(spellings[0], "set"), "aaaa")
+    r = _sh(uploadlock.take_command(f"{spellings[0]}/set", first, "me", "h", 5))
+    assert uploadlock.parse_take(r.stdout) == str(real / ".set.gpuonboard-upload")
+    for other in spellings[1:]:
+        lease = uploadlock.Lease(uploadlock.lease_path(other, "set"), "bbbb")
+        r = _sh(uploadlock.take_command(f"{other}/set", lease, "you", "h2", 6))
+        assert isinstance(uploadlock.parse_take(r.stdout), uploadlock.LeaseBusy), (other, r.stdout)
+
+
+def test_a_directory_where_the_lease_goes_is_refused(tmp_path: Path) -> None:
+    lease = uploadlock.Lease(uploadlock.lease_path(str(tmp_path), "set"), "aaaa")
+    Path(lease.path).mkdir()
+    r = _sh(uploadlock.take_command(str(tmp_path / "set"), lease, "me", "h", 5))
+    said = f"{lease.path} is a directory, not an upload lease; remove it"
+    assert r.returncode == 3 and r.stderr.strip() == said

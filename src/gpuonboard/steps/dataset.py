@@ -91,6 +91,7 @@ class Work:
     ssh_opts: list[str] = field(default_factory=list)
     beat: uploadlock.Heartbeat | None = None  # keeps the host's lease fresh (and notices its loss)
     lease: uploadlock.Lease | None = None  # the host's lease this upload holds
+    kept: str = ""  # plain mode's note on host files the dataset no longer has
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
 
@@ -165,7 +166,7 @@ class DatasetStep(Step):
         where = self.decrypt_dir if self.decrypt_dir and target == self.plain_target else self.dest
         key = f"{target}\0{where}"
         return Probe(
-            "dataset:" + hashlib.sha1(key.encode()).hexdigest()[:10],
+            "dataset:" + hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:10],
             transfer.listing_command(target, where),
         )
 
@@ -202,7 +203,10 @@ class DatasetStep(Step):
         if not self.source:
             return None
         src = Path(os.path.expanduser(self.source))
-        return src if src.is_absolute() else project / src
+        src = src if src.is_absolute() else project / src
+        if src.is_symlink() and src.is_file():  # a link to one file: that file (its content)
+            return src.resolve()
+        return src
 
     def warm(self, warm: Warm) -> None:
         """Before the login: the local scan starts (it needs no connection), and outside check
@@ -288,6 +292,8 @@ class DatasetStep(Step):
                 got = None
             if isinstance(got, str):
                 return uploadlock.Lease(got, token), ""
+            if got is None and why.endswith("remove it"):
+                return None, f"on {ctx.host.name}, {why}, then rerun"
             if got is None:
                 check = "its permissions" if "ermission" in why else "that disk"
                 return None, f"cannot write the upload lease {path} on the host: {why}; check {check}"
@@ -446,7 +452,7 @@ class DatasetStep(Step):
                 need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
         total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
-        kept = _kept_on_host(remote.files, {e.rel for e in entries})
+        kept = work.kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if not work.send and not work.decrypt:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
@@ -849,7 +855,9 @@ class DatasetStep(Step):
         return out
 
     def _stage_dir(self, ctx: StepContext, work: Work, kind: str) -> Path:
-        key = hashlib.sha256(f"{ctx.host.name}\0{work.tree.root}\0{kind}".encode()).hexdigest()[:16]
+        key = hashlib.sha256(
+            f"{ctx.host.name}\0{work.tree.root}\0{kind}".encode("utf-8", "surrogateescape")
+        ).hexdigest()[:16]
         stage = ctx.project / ".gpuonboard" / "cache" / "staging" / key
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True)
@@ -988,13 +996,14 @@ class DatasetStep(Step):
             if still:
                 return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
         size = format_bytes(literal, binary=True)
-        msg = f"sent {sent} files ({size} of data) to {ctx.host.name}:{work.target}"
+        msg = f"sent {_count(sent, 'file')} ({size} of data) to {ctx.host.name}:{work.target}"
         msg += f"; {_count(len(expect), 'file')} verified by sha256; estimate was {eta}"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
             if problem:
                 return problem
             msg += f"; decrypted {len(work.decrypt) or sent} into {self.plain_target}"
+        msg += work.kept
         plan.msg = msg
         plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
         return None
