@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -776,7 +777,12 @@ def _fill(disk: Path, leave: int) -> Path:
         f.truncate(0)
         left = st.f_bavail * st.f_frsize - leave
         while left > 0:
-            left -= f.write(b"\0" * min(left, 1 << 20))
+            try:
+                left -= f.write(b"\0" * min(left, 1 << 20))
+            except OSError as exc:  # the upload took the last of it meanwhile: full all the same
+                if exc.errno != errno.ENOSPC:
+                    raise
+                break
     return filler
 
 

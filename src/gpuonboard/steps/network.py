@@ -23,6 +23,7 @@ from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 from .prove import _float_arg, _get, _int_arg, _summary, _truthy
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
+IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet
 
 
 # --------------------------------------------------------------------------- parsers (pure)
@@ -339,12 +340,14 @@ class NetworkStep(Step):
             try:
                 client = shell.join(["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)])
                 r: dict[str, Any] = {"error": "not run"}
-                for attempt in range(6):  # the server needs a moment to listen
+                deadline = time.monotonic() + IPERF_LISTEN_WAIT_S
+                for attempt in range(100):  # the server needs a moment to listen (a busy host: seconds)
                     out = ctx.runner.run(client, timeout=seconds + 30)
                     r = parse_iperf3(out.stdout or out.stderr)
-                    if not r["error"] or "refused" not in str(r["error"]).lower():
+                    refused = "refused" in str(r["error"]).lower()
+                    if not refused or time.monotonic() > deadline:
                         break
-                    time.sleep(0.2 * (attempt + 1))
+                    time.sleep(min(1.0, 0.2 * (attempt + 1)))
                 r.update(peer=peer_name, address=address, port=port)
                 return r
             finally:
