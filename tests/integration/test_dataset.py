@@ -1303,3 +1303,22 @@ def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Pa
     arrived = os.fsencode(tmp_path / "remote data") + b"/caf\xe9 set/a.txt"
     with open(arrived, "rb") as f:
         assert f.read() == b"a\n"
+
+
+@needs_age
+def test_switching_to_decrypt_to_says_the_old_plaintext_is_still_on_the_data_disk(
+    project: Project, tmp_path: Path
+) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "link to plain").unlink()
+    assert project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host").returncode == 0
+    shm = tmp_path / "shm"
+    for _ in range(2):  # the upload's own message, then the rerun's "up to date"
+        r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", f"--decrypt-to={shm}")
+        assert r.returncode == 0, r.stdout
+        assert step(project)["msg"].endswith(
+            f"; 5 plaintext files of an earlier run without --decrypt-to are still at {data_dir}/my data on"
+            f" the data disk: delete them if the plaintext should live only under {shm}"
+        ), step(project)
+    assert (data_dir / "my data" / "plain.txt").exists()  # said, never deleted unasked

@@ -179,7 +179,25 @@ class DatasetStep(Step):
             out.append(self._probe(self.plain_target))
         if self.shards is not False:
             out.append(self._probe(self.shards_target))
+        if self.decrypt_dir:  # plaintext an earlier run without --decrypt-to left on the data disk
+            out.append(self._probe(posixpath.join(self.dest, self.dirname)))
         return out
+
+    def _left_plaintext(self, ctx: StepContext) -> str:
+        """The message's note on plaintext still in the data dir while --decrypt-to puts it
+        elsewhere (a tmpfs, so that it never rests on disk): said, never deleted unasked."""
+        if not self.decrypt_dir:
+            return ""
+        base = posixpath.join(self.dest, self.dirname)
+        left = transfer.parse_listing(ctx.facts.raw[self._probe(base).name].stdout).files
+        if not left:
+            return ""
+        one = len(left) == 1
+        return (
+            f"; {_count(len(left), 'plaintext file')} of an earlier run without --decrypt-to"
+            f" {'is' if one else 'are'} still at {base} on the data disk: delete {'it' if one else 'them'}"
+            f" if the plaintext should live only under {self.decrypt_dir}"
+        )
 
     def _setting(self, ctx: StepContext, name: str, default: Any) -> Any:
         value = self.args.get(name)
@@ -452,7 +470,7 @@ class DatasetStep(Step):
                 need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
         total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
-        kept = work.kept = _kept_on_host(remote.files, {e.rel for e in entries})
+        kept = work.kept = _kept_on_host(remote.files, {e.rel for e in entries}) + self._left_plaintext(ctx)
         if not work.send and not work.decrypt:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
@@ -612,7 +630,10 @@ class DatasetStep(Step):
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
         work.shard_size = size
         if complete and unpacked:
-            return Plan(False, f"dataset up to date at {where} ({total}); nothing sent", diff={"sent": 0})
+            note = self._left_plaintext(ctx)
+            return Plan(
+                False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0}
+            )
         # an unpack rebuilds the WHOLE tree beside the current one (swapped in at the end), in
         # file system blocks: a 1-byte file takes 4 KiB
         tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
@@ -654,7 +675,7 @@ class DatasetStep(Step):
                     f"; the unpacked tree {self.target} ({_count(len(left), 'file')}) is not updated"
                     " without --unpack and will be older than the dataset"
                 )
-        msg += f"; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
+        msg += f"{self._left_plaintext(ctx)}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
         diff = {
             "target": self.shards_target,
             "shards": len(work.groups),
@@ -1283,7 +1304,7 @@ class DatasetStep(Step):
         )
         if work.unpack:
             msg += f"; unpacked into {self.plain_target}"
-        plan.msg = msg
+        plan.msg = msg + self._left_plaintext(ctx)
         plan.diff = {
             **(plan.diff or {}),
             "sent_files": len(arrived) + 1,
