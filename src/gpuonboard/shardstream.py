@@ -133,7 +133,9 @@ cut -c1-64 < "$part.sum"
 FINISH_SCRIPT = (
     _PRELUDE
     + r"""
-t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9
+t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:-}; tok=${11:-}
+# the upload's lease stays fresh while this runs (it may outlive an interrupted client)
+beat() { [ -n "$lease" ] && grep -qxF "token $tok" -- "$lease" 2>/dev/null && touch -c -- "$lease"; :; }
 cd -- "$t" || exit 1
 if [ -n "$lp" ]; then  # the last shard streamed gets its real name here (RENAME_SCRIPT's check)
   got=; [ -f "$lp.sum" ] && got=$(cut -c1-64 < "$lp.sum")
@@ -163,6 +165,7 @@ fi
 mv -f -- .manifest.tmp manifest.json || fail 1
 while IFS=' ' read -r s want <&3; do
   [ -n "$u" ] || continue
+  beat
   if [ "$want" != - ] && [ "$(sha < "$s" | cut -c1-64)" != "$want" ]; then
     rm -f -- "$s"
     echo "shard $s on the host was damaged (sha256 mismatch) and has been removed; rerun to re-send it" >&2
@@ -250,12 +253,14 @@ def finish_command(
     codec: str,
     marker: str,
     last: tuple[str, str, str] | None = None,
+    lease: tuple[str, str] = ("", ""),
 ) -> str:
     """The one closing command (stdin: [identity] + finish_lists() + the gzip-compressed
     manifest); `last` = (part, sha256, final name) of the shard streamed last, renamed here as
-    rename_command would (one round trip fewer)."""
+    rename_command would (one round trip fewer); `lease` = (file, token) it keeps fresh while it
+    unpacks (a client interrupted meanwhile leaves it running: the lease must say so)."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
-    argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", ""))]
+    argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", "")), *lease]
     return shell.join(argv)
 
 

@@ -106,3 +106,27 @@ def test_a_stream_leaves_no_file_descriptor_open(tmp_path: Path) -> None:
         st.feed(produce, "gzip")
         assert st.wait().remote_sha == "done"
     assert fds() <= before + 2, (before, fds())
+
+
+def test_the_closing_command_keeps_the_lease_fresh_while_it_unpacks(tmp_path: Path) -> None:
+    import os
+    import time
+
+    target, plain = tmp_path / "ds.shards", tmp_path / "ds"
+    target.mkdir()
+    tar = _tar_of("a.bin", b"a\n")
+    sha = hashlib.sha256(tar).hexdigest()
+    (target / f"{sha[:32]}.tar").write_bytes(tar)
+    lease = tmp_path / ".ds.gpuonboard-upload"
+    lease.write_text("token tok1\nowner me\npid 1\nholder h\n")
+    old = time.time() - 100
+    os.utime(lease, (old, old))
+    unpack = str(tmp_path / ".gpuonboard-unpack-x")
+    cmd = shardstream.finish_command(
+        str(target), unpack, str(plain), False, "zstd", "unpacked-x", None, (str(lease), "tok1")
+    )
+    stdin = shardstream.finish_lists([(f"{sha[:32]}.tar", sha)], []) + gzip.compress(b"{}\n")
+    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert time.time() - lease.stat().st_mtime < 10  # refreshed by the host itself
+    assert (plain / "a.bin").read_bytes() == b"a\n"

@@ -914,7 +914,7 @@ class DatasetStep(Step):
         finally:
             if beat is not None:
                 beat.stop()
-            if lease is not None:
+            if lease is not None and work.lease is not None:  # (None: the host's closing work goes on)
                 self._give_back_lease(ctx, lease)
             self._close_master(work.master)
             self._unlock()
@@ -1273,14 +1273,17 @@ class DatasetStep(Step):
         stale = [nm for nm in work.stale if nm not in names]
         lists = shardstream.finish_lists(extract if work.unpack else [], stale)
         end = last[0] if last else None
+        held = (work.lease.path, work.lease.token) if work.lease else ("", "")
         closing = shardstream.finish_command(
-            work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end
+            work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end, held
         )
-        r = ctx.runner.run(
-            closing,
-            stdin=prefix + lists + packed_manifest,
-            timeout=3600,
-        )
+        try:
+            r = ctx.runner.run(closing, stdin=prefix + lists + packed_manifest, timeout=3600)
+        except BaseException:
+            # cut off while the host unpacks and swaps: that goes on without us, so the lease
+            # stays (the host keeps it fresh until done) instead of admitting another upload
+            work.lease = None
+            raise
         if not r.ok:
             lines = [x.strip() for x in r.stderr.strip().splitlines() if x.strip()]
             why = (lines or [f"exit code {r.exit_code}"])[-1]
