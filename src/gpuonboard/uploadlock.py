@@ -12,13 +12,14 @@ The file says who holds it (pid, start time) for the message of the run that is 
 
 The host: other machines (or other project dirs) are turned away by a LEASE file beside the
 dataset's copy, `<data_dir>/.<name>.gpuonboard-upload`, holding a random token, the owner (this
-project on this machine) and who holds it. The upload refreshes its mtime every HEARTBEAT_S
-seconds; a lease not refreshed for STALE_S seconds (by the host's own clock) is dead and is taken
-over. A session whose link dropped cannot hold the host for hours this way: its lease goes stale
-within STALE_S, and a rerun from the same project takes it over at once (holding this machine's
-lock proves the earlier run from here has ended). Taking is atomic when no lease exists (the
-shell's noclobber create, O_EXCL); two runs taking over the same STALE lease in the same instant
-could both win (then both fail verification, as before this lease existed).
+project on this machine), its pid and who holds it. The upload refreshes its mtime every
+HEARTBEAT_S seconds (a refresh that finds another token says the lease was lost: the upload stops
+before verifying or swapping); a lease not refreshed for STALE_S seconds (by the host's own
+clock) is dead and is taken over. A session whose link dropped cannot hold the host for hours
+this way: its lease goes stale within STALE_S, and a rerun from the same project takes it over at
+once when the pid written in it has ended on this machine. Taking is atomic when no lease exists
+(the shell's noclobber create, O_EXCL); two runs taking over the same STALE lease in the same
+instant could both win (then both fail verification, as before this lease existed).
 """
 
 from __future__ import annotations
