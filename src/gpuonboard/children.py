@@ -25,20 +25,24 @@ def track(proc: subprocess.Popen[Any]) -> subprocess.Popen[Any]:
     return proc
 
 
-def stop_all(grace: float = 5.0) -> int:
-    """SIGTERM every tracked child still running, SIGKILL those alive after `grace` seconds;
-    -> how many were running."""
-    with _LOCK:
-        running = [p for p in _LIVE if p.poll() is None]
-    for p in running:
+def stop(procs: list[subprocess.Popen[Any]], grace: float = 5.0) -> None:
+    """SIGTERM each child, SIGKILL those alive after `grace` seconds, and reap them all."""
+    for p in procs:
         with contextlib.suppress(OSError):
             p.terminate()
     deadline = time.monotonic() + grace
-    for p in running:
+    for p in procs:
         try:
             p.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 p.kill()
             p.wait()
+
+
+def stop_all(grace: float = 5.0) -> int:
+    """stop() every tracked child still running; -> how many were running."""
+    with _LOCK:
+        running = [p for p in _LIVE if p.poll() is None]
+    stop(running, grace)
     return len(running)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import socket
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import agescrypt
+from . import agescrypt, machine
 from .errors import CryptoError
 from .shell import Secret
 
@@ -291,20 +290,10 @@ def identity_matches(identity: Secret, recipients: Iterable[str]) -> bool:
     return any(str(i.to_public()) in wanted for i in parse_identity(identity))
 
 
-def _machine_tag() -> str:
-    """8 hex digits naming this machine (machine-id and host name): a cache dir on a shared
-    disk (an NFS home, a bind-mounted project) holds other machines' temp files too."""
-    try:
-        machine = Path("/etc/machine-id").read_text().strip()
-    except OSError:
-        machine = ""
-    return hashlib.sha256(f"{machine}\0{socket.gethostname()}".encode()).hexdigest()[:8]
-
-
 def temp_prefix(kind: str) -> str:
     """A temp file's name prefix naming this machine and process (`.enc.<machine>-<pid>.`), so
     that a later run can tell a killed run's leftovers (SIGKILL: no cleanup ran) from a live one's."""
-    return f"{kind}{_machine_tag()}-{os.getpid()}."
+    return f"{kind}{machine.tag(length=8)}-{os.getpid()}."
 
 
 def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".stream.")) -> int:
@@ -316,24 +305,14 @@ def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".strea
         names = os.listdir(cache_dir)
     except OSError:
         return 0
-    mine = _machine_tag() + "-"
+    mine = machine.tag(length=8) + "-"
     for name in names:
         kind = next((k for k in kinds if name.startswith(k)), None)
         who = name[len(kind) :].split(".", 1)[0] if kind else ""
         pid = who[len(mine) :] if who.startswith(mine) else ""
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or not machine.process_ended(int(pid)):
             continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(cache_dir, name))
             removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, another user's
-    return True

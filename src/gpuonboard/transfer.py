@@ -455,7 +455,7 @@ def run_rsync(
                     last = now
                     on_progress(update)
     except BaseException:  # Ctrl-C, SIGTERM: rsync stops with us (it would go on sending alone)
-        _stop(proc)
+        children.stop([proc])
         raise
     text.append(pending.decode("utf-8", "replace"))
     code = proc.wait()
@@ -463,17 +463,6 @@ def run_rsync(
     return RsyncRun(
         code, parse_stats("\n".join(text)), b"".join(err_chunks).decode("utf-8", "replace"), proc.pid
     )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End a child we started (SIGTERM, then SIGKILL after 5 s) and reap it."""
-    with contextlib.suppress(OSError):
-        proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 RSYNC_EXIT = {

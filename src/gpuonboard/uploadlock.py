@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import shell
+from . import machine, shell
 
 try:
     import fcntl
@@ -167,12 +167,7 @@ def lease_path(dest: str, name: str) -> str:
 def owner_id(lock_dir: Path) -> str:
     """This project on this machine: the same value for every run from here (machine-id and the
     lock dir), so a rerun recognises a lease its own earlier, ended run left behind."""
-    try:
-        machine = Path("/etc/machine-id").read_text().strip()
-    except OSError:
-        machine = ""
-    key = "\0".join([machine, socket.gethostname(), str(lock_dir.resolve())])
-    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return machine.tag(str(lock_dir.resolve()), length=16)
 
 
 def holder_text() -> str:
@@ -205,19 +200,6 @@ def parse_take(stdout: str) -> str | LeaseBusy:
             int(pid) if pid.isdigit() else 0,
         )
     raise ValueError(f"unexpected answer {stdout.strip()[:200]!r}")
-
-
-def ended_here(pid: int) -> bool:
-    """Whether a process of this machine has ended (a same-owner lease's holder)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def touch_command(lease: Lease) -> str:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuonboard import crypto
+from gpuonboard import crypto, machine
 
 
 def test_only_temps_of_ended_processes_are_swept(tmp_path: Path) -> None:
@@ -16,7 +16,7 @@ def test_only_temps_of_ended_processes_are_swept(tmp_path: Path) -> None:
     dead = int(done.stdout)
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        me = crypto._machine_tag()
+        me = machine.tag(length=8)
         names = {
             f".enc.{me}-{dead}.abc": False,
             f".stream.{me}-{dead}.xyz": False,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import uploadlock
+from gpuonboard import machine, uploadlock
 
 HOLD = """
 import sys, time
@@ -188,12 +188,12 @@ def test_parse_take_keeps_only_printable_holder_text() -> None:
     assert busy == uploadlock.LeaseBusy("evil[2Jbox", 3, "o", 9)
 
 
-def test_ended_here_tells_a_dead_pid_from_a_live_one() -> None:
+def test_process_ended_tells_a_dead_pid_from_a_live_one() -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
-    assert uploadlock.ended_here(int(done.stdout))
-    assert not uploadlock.ended_here(os.getpid()) and not uploadlock.ended_here(0)
+    assert machine.process_ended(int(done.stdout))
+    assert not machine.process_ended(os.getpid()) and not machine.process_ended(0)
 
 
 def test_the_heartbeat_notices_a_lost_lease(tmp_path: Path) -> None:
