@@ -62,10 +62,12 @@ def pick_codec(remote_has_zstd: bool, local_has_zstd: bool | None = None) -> str
 # shell functions both host scripts use: `sha` (transfer.SHA256_FN); `agerr FILE`, age's own
 # error line (not its "report" URL); `read_key`, the key lines identity_prefix() put first on
 # stdin, into $key (a shell variable: never a file or an argument)
+AGE_ERROR_FN = r"""agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }"""
 _PRELUDE = (
     SHA256_FN
+    + "\n"
+    + AGE_ERROR_FN
     + r"""
-agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }
 read_key() {
   IFS= read -r nk || { echo 'no identity on stdin' >&2; exit 1; }
   key=; while [ "$nk" -gt 0 ]; do IFS= read -r l || exit 1; key="$key$l

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import crypto, openssh, shards, shardstream, shell, transfer, uploadlock
+from .. import crypto, machine, openssh, shards, shardstream, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext, Warm
@@ -91,7 +91,7 @@ class Work:
     ssh_opts: list[str] = field(default_factory=list)
     beat: uploadlock.Heartbeat | None = None  # keeps the host's lease fresh (and notices its loss)
     lease: uploadlock.Lease | None = None  # the host's lease this upload holds
-    kept: str = ""  # plain mode's note on host files the dataset no longer has
+    kept: str = ""  # the plan's notes on what stays on the host (files the dataset lost, old plaintext)
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
 
@@ -183,13 +183,29 @@ class DatasetStep(Step):
             out.append(self._probe(posixpath.join(self.dest, self.dirname)))
         return out
 
+    def _listing(self, ctx: StepContext, target: str) -> transfer.RemoteState:
+        """What the fact probe found at `target` (see probes)."""
+        return transfer.parse_listing(ctx.facts.raw[self._probe(target).name].stdout)
+
+    def _decrypt_dir_room(self, ctx: StepContext, free: int | None, wanted: int, what: str) -> Plan | None:
+        """The failed plan when --decrypt-to's own disk lacks room for `what`; else None."""
+        if free is None or free >= wanted:
+            return None
+        return Plan(
+            False,
+            f"not enough space under {self.decrypt_dir} on {ctx.host.name} for {what}:"
+            f" {format_bytes(free, binary=True)} free, {format_bytes(wanted, binary=True)} needed;"
+            " free space there (or pick another --decrypt-to)",
+            failed=True,
+        )
+
     def _left_plaintext(self, ctx: StepContext) -> str:
         """The message's note on plaintext still in the data dir while --decrypt-to puts it
         elsewhere (a tmpfs, so that it never rests on disk): said, never deleted unasked."""
         if not self.decrypt_dir:
             return ""
         base = posixpath.join(self.dest, self.dirname)
-        left = transfer.parse_listing(ctx.facts.raw[self._probe(base).name].stdout).files
+        left = self._listing(ctx, base).files
         if not left:
             return ""
         one = len(left) == 1
@@ -315,7 +331,7 @@ class DatasetStep(Step):
             if got is None:
                 check = "its permissions" if "ermission" in why else "that disk"
                 return None, f"cannot write the upload lease {path} on the host: {why}; check {check}"
-            if not ended and got.owner == owner and uploadlock.ended_here(got.pid):
+            if not ended and got.owner == owner and machine.process_ended(got.pid):
                 ended = got.pid  # this project's own earlier run, killed or cut off: take it over
                 continue
             return None, got.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
@@ -423,7 +439,7 @@ class DatasetStep(Step):
                 "no remote data dir: set data_dir for the host (or its vendor) or pass --dest",
                 failed=True,
             )
-        remote = transfer.parse_listing(ctx.facts.raw[self._probe(self.target).name].stdout)
+        remote = self._listing(ctx, self.target)
         if remote.rsync is None:
             return Plan(
                 False,
@@ -460,7 +476,7 @@ class DatasetStep(Step):
                     entries.append(transfer.Entry(e.rel + ".age", "f", -1, 0, ""))
         work.send = transfer.to_send(entries, remote.files)
         if self.decrypt_on_host:
-            plain = transfer.parse_listing(ctx.facts.raw[self._probe(self.plain_target).name].stdout)
+            plain = self._listing(ctx, self.plain_target)
             work.decrypt = transfer.to_send(tree.files, plain.files)
         send = sum(max(e.size, 0) for e in work.send) or 0
         need = send  # on the host's disk: what is sent, and with decryption the plaintext too
@@ -476,16 +492,11 @@ class DatasetStep(Step):
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
             )
         if self.decrypt_dir and work.decrypt:  # the plaintext's own disk (a tmpfs)
-            free = plain.free_bytes
-            wanted = sum(e.size for e in work.decrypt)
-            if free is not None and free < wanted:
-                return Plan(
-                    False,
-                    f"not enough space under {self.decrypt_dir} on {ctx.host.name} for the plaintext:"
-                    f" {format_bytes(free, binary=True)} free, {format_bytes(wanted, binary=True)} needed;"
-                    " free space there (or pick another --decrypt-to)",
-                    failed=True,
-                )
+            short = self._decrypt_dir_room(
+                ctx, plain.free_bytes, sum(e.size for e in work.decrypt), "the plaintext"
+            )
+            if short is not None:
+                return short
         if remote.free_bytes is not None and remote.free_bytes < need:
             return Plan(
                 False,
@@ -570,7 +581,7 @@ class DatasetStep(Step):
         root = self._shard_root(work)
         cache = self._hash_cache_dir(ctx, work.tree.root)
         index = shards.Index(cache)
-        remote = transfer.parse_listing(ctx.facts.raw[self._probe(self.shards_target).name].stdout)
+        remote = self._listing(ctx, self.shards_target)
         work.codec = shardstream.pick_codec(remote.zstd)
         work.index, work.hashes = index, shards.HashCache(cache)
         if index.data:
@@ -613,9 +624,9 @@ class DatasetStep(Step):
         total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
         complete = not work.send_idx and shards.MANIFEST in remote.files
         unpacked, redo = True, ""
-        if work.unpack:
-            tree = transfer.parse_listing(ctx.facts.raw[self._probe(self.plain_target).name].stdout).files
-            drift, extra = shards.tree_drift(work.tree.entries, tree)
+        plain = self._listing(ctx, self.plain_target) if work.unpack else None
+        if plain is not None:
+            drift, extra = shards.tree_drift(work.tree.entries, plain.files)
             if complete:  # the marker says which manifest was unpacked; the listing, that it is whole
                 digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
                 marked = shards.marker_name(digest) in remote.files
@@ -629,8 +640,8 @@ class DatasetStep(Step):
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
         work.shard_size = size
+        note = work.kept = self._left_plaintext(ctx)
         if complete and unpacked:
-            note = self._left_plaintext(ctx)
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0}
             )
@@ -649,18 +660,10 @@ class DatasetStep(Step):
                 f"{unpacked_too if tree_room and not apart else ''}; free space first",
                 failed=True,
             )
-        if apart:
-            free = transfer.parse_listing(
-                ctx.facts.raw[self._probe(self.plain_target).name].stdout
-            ).free_bytes
-            if free is not None and free < tree_room:
-                return Plan(
-                    False,
-                    f"not enough space under {self.decrypt_dir} on {ctx.host.name} for the unpacked tree:"
-                    f" {format_bytes(free, binary=True)} free, {format_bytes(tree_room, binary=True)} needed;"
-                    " free space there (or pick another --decrypt-to)",
-                    failed=True,
-                )
+        if apart and plain is not None:
+            short = self._decrypt_dir_room(ctx, plain.free_bytes, tree_room, "the unpacked tree")
+            if short is not None:
+                return short
         build = sum(1 for b in work.built if b is None)
         msg = (
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
@@ -669,13 +672,13 @@ class DatasetStep(Step):
         if work.unpack:
             msg += f"; unpack into {self.plain_target}{redo}"
         elif not self.encrypt:  # an earlier --unpack's tree stays as it was: say so
-            left = transfer.parse_listing(ctx.facts.raw[self._probe(self.target).name].stdout).files
+            left = self._listing(ctx, self.target).files
             if left:
                 msg += (
                     f"; the unpacked tree {self.target} ({_count(len(left), 'file')}) is not updated"
                     " without --unpack and will be older than the dataset"
                 )
-        msg += f"{self._left_plaintext(ctx)}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
+        msg += f"{note}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
         diff = {
             "target": self.shards_target,
             "shards": len(work.groups),
@@ -894,17 +897,14 @@ class DatasetStep(Step):
             self._unlock()
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
-        lease: uploadlock.Lease | None = None
-        beat: uploadlock.Heartbeat | None = None
         try:  # (the lease and the probe too: any end closes the master)
-            lease, refused = self._take_lease(ctx, work.target)
-            if lease is None:
+            work.lease, refused = self._take_lease(ctx, work.target)
+            if work.lease is None:
                 return refused
-            work.lease = lease
             if work.enc is not None:  # what a killed earlier run left half-encrypted
                 crypto.sweep_dead_temps(self._cache_dir(ctx))
-            refresh = uploadlock.touch_command(lease)
-            beat = work.beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
+            refresh = uploadlock.touch_command(work.lease)
+            work.beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
             eta = self._preflight(ctx, work.need, work.master)
             start = time.monotonic()
             if work.groups:
@@ -912,10 +912,10 @@ class DatasetStep(Step):
             else:
                 out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
         finally:
-            if beat is not None:
-                beat.stop()
-            if lease is not None and work.lease is not None:  # (None: the host's closing work goes on)
-                self._give_back_lease(ctx, lease)
+            if work.beat is not None:
+                work.beat.stop()
+            if work.lease is not None:  # (None too when the host's closing work goes on without us)
+                self._give_back_lease(ctx, work.lease)
             self._close_master(work.master)
             self._unlock()
             for temp in work.temps:
@@ -1307,7 +1307,7 @@ class DatasetStep(Step):
         )
         if work.unpack:
             msg += f"; unpacked into {self.plain_target}"
-        plan.msg = msg + self._left_plaintext(ctx)
+        plan.msg = msg + work.kept
         plan.diff = {
             **(plan.diff or {}),
             "sent_files": len(arrived) + 1,
@@ -1334,6 +1334,7 @@ class DatasetStep(Step):
         holds 128 KiB: a few hundred files)."""
         todo = work.decrypt or work.tree.files
         script = (
+            shardstream.AGE_ERROR_FN + "\n"
             "command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }\n"
             "key=$(cat); rc=0\n"
             "while [ $# -ge 3 ]; do\n"
@@ -1341,8 +1342,7 @@ class DatasetStep(Step):
             '  t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=1; continue; }\n'
             '  if printf \'%s\\n\' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then\n'
             '    touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"\n'
-            "  else printf '%s: ' \"$c\" >&2\n"
-            "    grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' \"$t.err\" | tail -n 1 >&2\n"
+            '  else printf \'%s: \' "$c" >&2; agerr "$t.err" >&2\n'
             '    rm -f -- "$t" "$t.err"; rc=1; fi\n'
             "done\n"
             "exit $rc"
