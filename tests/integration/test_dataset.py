@@ -1322,3 +1322,17 @@ def test_switching_to_decrypt_to_says_the_old_plaintext_is_still_on_the_data_dis
             f" the data disk: delete them if the plaintext should live only under {shm}"
         ), step(project)
     assert (data_dir / "my data" / "plain.txt").exists()  # said, never deleted unasked
+
+
+def test_a_directory_where_the_lease_goes_is_one_sentence(project: Project, tmp_path: Path) -> None:
+    src, data_dir = setup(project, tmp_path)
+    blocker = data_dir / ".my data.gpuonboard-upload"
+    blocker.mkdir(parents=True)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1, r.stdout
+    assert step(project)["msg"] == (
+        f"on dataset, {blocker} is a directory, not an upload lease; remove it, then rerun"
+    ), step(project)
+    assert not (data_dir / "my data" / "plain.txt").exists()  # nothing sent
+    blocker.rmdir()
+    assert project.cli("sync", "--host", "dataset").returncode == 0
