@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -1007,6 +1008,26 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0, r.stdout
     assert tree_digest(tree) == tree_digest(src)
+
+
+def test_unpack_keeps_the_empty_dirs_a_job_made_in_the_tree(project: Project, tmp_path: Path) -> None:
+    """Empty directories a job created in the unpacked tree (an output dir not written yet)
+    survive the swap with their mode; where the dataset now has a file at that path, the file
+    wins."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    (tree / "outputs" / "run1").mkdir(parents=True)
+    (tree / "outputs" / "run1").chmod(0o700)
+    (tree / "dir3" / "empty").mkdir()
+    (tree / "taken").mkdir()
+    (src / "taken").write_bytes(b"a dataset file where the host had an empty dir")
+    (src / "dir2" / "f0002.bin").write_bytes(b"changed")
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert tree_digest(tree) == tree_digest(src)
+    assert (tree / "outputs" / "run1").is_dir() and (tree / "dir3" / "empty").is_dir()
+    assert stat.S_IMODE((tree / "outputs" / "run1").stat().st_mode) == 0o700
+    assert (tree / "taken").read_bytes() == b"a dataset file where the host had an empty dir"
 
 
 def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:
