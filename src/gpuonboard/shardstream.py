@@ -204,9 +204,10 @@ if [ -n "$u" ]; then
   old=
   if [ -d "$p" ] && [ ! -L "$p" ]; then  # empty dirs a job made in the old tree: kept (a
     # dataset file or link at that path wins; the plan refused any FILE it did not put there)
-    ( cd -- "$p" && find . -mindepth 1 -type d -empty -exec sh -c \
-      'for d; do [ -e "$0/$d" ] || [ -L "$0/$d" ] || { mkdir -p -- "$0/$d" && chmod --reference="$d" -- "$0/$d"; } 2>/dev/null; done' \
-      "$u" {} + ) || :
+    ( cd -- "$p" && find . -mindepth 1 -type d -empty -exec sh -c 'for d; do
+        [ -e "$0/$d" ] || [ -L "$0/$d" ] ||
+          { mkdir -p -- "$0/$d" && chmod --reference="$d" -- "$0/$d"; } 2>/dev/null
+      done' "$u" {} + ) || :
   fi
   if [ -e "$p" ] || [ -L "$p" ]; then
     old=$(mktemp -d "$parent/.gpuonboard-old.XXXXXXXX") && mv -- "$p" "$old/x" || fail 1
