@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from . import children, shell
 from .crypto import sha256_file
+from .uploadlock import LEASE_IN_COPY
 
 if TYPE_CHECKING:
     pass
@@ -207,9 +208,6 @@ def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
 
 
 # ---------------------------------------------------------------- remote probes
-
-
-LEASE_IN_COPY = ".gpuonboard-upload"  # the upload lease, kept in the copy when its data dir is not writable
 
 
 def listing_command(target: str, data_dir: str) -> str:

@@ -100,6 +100,7 @@ def _read_holder(fd: int) -> str:
 
 # ---------------------------------------------------------------- the lease on the host
 
+LEASE_IN_COPY = ".gpuonboard-upload"  # the lease's place inside the copy (data dir not writable)
 HEARTBEAT_S = 15  # the upload refreshes its lease this often
 STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a run that has ended
 
@@ -127,6 +128,18 @@ if grep -q '^token ' -- "$f" 2>/dev/null && [ $((now - mod)) -lt "$6" ] \
 fi
 write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && echo "took $f" && exit 0
 rm -f -- "$f.$3"; exit 3
+"""
+# $1 stale seconds, then the places a lease of this copy may be (beside it, or inside it):
+# read only (check mode). Prints "busy <age s>" and the lease's lines for a live one, else nothing.
+PEEK_SCRIPT = r"""
+s=$1; shift; now=$(date +%s)
+for f in "$@"; do
+  [ -f "$f" ] && grep -q '^token ' -- "$f" 2>/dev/null || continue
+  mod=$(stat -c %Y -- "$f" 2>/dev/null) || continue
+  [ $((now - mod)) -lt "$s" ] || continue
+  echo "busy $((now - mod))"; cat -- "$f"; exit 0
+done
+exit 0
 """
 # $1 lease file, $2 token: refresh (touch) or remove it only while it is still ours
 TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null || exit 1; touch -c -- "$1"'  # 1: lost
@@ -182,6 +195,24 @@ def take_command(target: str, lease: Lease, owner: str, holder: str, pid: int, e
     argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
     argv += [pid, ended or ""]
     return shell.join(argv)
+
+
+def peek_command(lease_file: str, copies: list[str]) -> str:
+    """Read-only: is a live lease held on this copy (see PEEK_SCRIPT)? `copies`: the copy dirs
+    that may hold it inside (a data dir this login may not write)."""
+    places = [lease_file] + [posixpath.join(c, LEASE_IN_COPY) for c in copies]
+    return shell.join(["sh", "-c", PEEK_SCRIPT, "sh", STALE_S, *places])
+
+
+def parse_peek(stdout: str) -> LeaseBusy | None:
+    """Pure: who holds a live lease, from peek_command's output (None: nobody, or unreadable)."""
+    if not stdout.startswith("busy "):
+        return None
+    try:
+        got = parse_take(stdout)
+    except ValueError:
+        return None
+    return got if isinstance(got, LeaseBusy) else None
 
 
 def parse_take(stdout: str) -> str | LeaseBusy:

@@ -684,10 +684,14 @@ def test_a_live_upload_from_elsewhere_is_turned_away_by_the_host_lease(
         while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
             time.sleep(0.05)
         second = other.cli("sync", "--host", "dataset")
+        checks = [p.cli("sync", "--host", "dataset", "--check") for p in (other, project)]
         assert first.poll() is None, "the first upload ended before the second started"
     finally:
         out, err = first.communicate(timeout=60)
     assert second.returncode == 1, second.stdout + second.stderr
+    for check in checks:  # check mode says it too (not rsync's temp names as files "kept there")
+        assert check.returncode == 1 and f"pid {first.pid}, started" in check.stdout, check.stdout
+        assert "kept there" not in check.stdout and "Traceback" not in check.stdout + check.stderr
     pattern = (
         rf"another gpuonboard upload to dataset:{re.escape(str(data_dir))}/my data is running from"
         rf" \S+, pid {first.pid}, started [-0-9]+ [:0-9]+ \(last heard from (\d+) s ago\); wait for it to"

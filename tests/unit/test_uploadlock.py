@@ -251,3 +251,29 @@ def test_a_directory_where_the_lease_goes_is_refused(tmp_path: Path) -> None:
     r = _sh(uploadlock.take_command(str(tmp_path / "set"), lease, "me", "h", 5))
     said = f"{lease.path} is a directory, not an upload lease; remove it"
     assert r.returncode == 3 and r.stderr.strip() == said
+
+
+def test_peek_reads_a_live_lease_beside_or_inside_the_copy_and_changes_nothing(tmp_path: Path) -> None:
+    """Check mode's read-only look: a fresh lease (beside the copy, or inside it) names its
+    holder; a stale one, one cut short (no token) or none at all is nobody; nothing is made."""
+    data = tmp_path / "data"
+    copy = data / "set"
+    beside = uploadlock.lease_path(str(data), "set")
+    peek = uploadlock.peek_command(beside, [str(copy), str(data / "set.shards")])
+    assert uploadlock.parse_peek(_sh(peek).stdout) is None and not data.exists()
+    copy.mkdir(parents=True)
+    inside = copy / uploadlock.LEASE_IN_COPY
+    inside.write_text("token t1\nowner o\npid 41\nholder box-c, pid 41, started W\n")
+    _age(inside, 5)
+    assert uploadlock.parse_peek(_sh(peek).stdout) == uploadlock.LeaseBusy(
+        "box-c, pid 41, started W", 5, "o", 41
+    )
+    _age(inside, uploadlock.STALE_S + 1)
+    assert uploadlock.parse_peek(_sh(peek).stdout) is None
+    Path(beside).write_text("owner o\n")  # cut short: no token line
+    assert uploadlock.parse_peek(_sh(peek).stdout) is None
+    Path(beside).write_text("token t2\nowner p\npid 7\nholder box-d, pid 7, started X\n")
+    busy = uploadlock.parse_peek(_sh(peek).stdout)
+    assert busy is not None and busy.holder == "box-d, pid 7, started X" and busy.age < 3
+    assert sorted(p.name for p in data.iterdir()) == [".set.gpuonboard-upload", "set"]
+    assert uploadlock.parse_peek("busy x\n") is None and uploadlock.parse_peek("") is None

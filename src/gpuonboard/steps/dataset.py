@@ -181,7 +181,27 @@ class DatasetStep(Step):
             out.append(self._probe(self.shards_target))
         if self.decrypt_dir:  # plaintext an earlier run without --decrypt-to left on the data disk
             out.append(self._probe(posixpath.join(self.dest, self.dirname)))
+        out.append(self._lease_probe())
         return out
+
+    def _lease_probe(self) -> Probe:
+        """Read only: a live lease of another run on this copy (check mode says so)."""
+        path = uploadlock.lease_path(self.dest, self.dirname)
+        copies = [self.target] + ([self.shards_target] if self.shards is not False else [])
+        key = hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+        return Probe(f"dataset-lease:{key}", uploadlock.peek_command(path, copies))
+
+    def _lease_busy(self, ctx: StepContext) -> str | None:
+        """Check mode: the sentence a real run would be turned away with (a live lease of
+        another run on the host), else None."""
+        raw = ctx.facts.raw.get(self._lease_probe().name)
+        got = uploadlock.parse_peek(raw.stdout) if raw is not None else None
+        if got is None:
+            return None
+        owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
+        if got.owner == owner and machine.process_ended(got.pid):
+            return None  # this project's own ended run: a real run takes it over
+        return got.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
 
     def _listing(self, ctx: StepContext, target: str) -> transfer.RemoteState:
         """What the fact probe found at `target` (see probes)."""
@@ -383,7 +403,10 @@ class DatasetStep(Step):
             early = threading.Thread(target=self._open_master, args=args, daemon=True)
             early.start()
         try:
-            busy = None if ctx.check or not (self.source and self.dest) else self._take_lock(ctx)
+            if not (self.source and self.dest):
+                busy = None
+            else:
+                busy = self._lease_busy(ctx) if ctx.check else self._take_lock(ctx)
             result = Plan(False, busy, failed=True) if busy else self._plan(ctx)
         finally:  # (should _plan raise, what the thread opened waits in _masters for release())
             if early is not None:
