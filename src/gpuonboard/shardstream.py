@@ -208,6 +208,7 @@ if [ -n "$u" ]; then
         [ -e "$0/$d" ] || [ -L "$0/$d" ] ||
           { mkdir -p -- "$0/$d" && chmod --reference="$d" -- "$0/$d"; } 2>/dev/null
       done' "$u" {} + ) || :
+    [ -f "$p/.gpuonboard-copy" ] && cp -p -- "$p/.gpuonboard-copy" "$u/" 2>/dev/null  # --decrypt-to's mark
   fi
   if [ -e "$p" ] || [ -L "$p" ]; then
     old=$(mktemp -d "$parent/.gpuonboard-old.XXXXXXXX") && mv -- "$p" "$old/x" || fail 1

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from . import children, shell
 from .crypto import sha256_file
-from .uploadlock import LEASE_IN_COPY
+from .uploadlock import COPY_MARK, LEASE_IN_COPY
 
 if TYPE_CHECKING:
     pass
@@ -222,9 +222,11 @@ def listing_command(target: str, data_dir: str) -> str:
         f"printf '{m}zstd %s\\n' \"$(command -v zstd || echo absent)\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
+        f'[ -f "$t/{COPY_MARK}" ] && printf \'{m}copy %s\\n\' "$(head -n 1 -- "$t/{COPY_MARK}")"\n'
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
-        f'cd -- "$t" && find . \\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY} \\) -prune'
+        f'cd -- "$t" && find . \\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY}'
+        f" -o -path ./{COPY_MARK} \\) -prune"
         " -o \\( -type f -o -type l \\)"
         " -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
@@ -239,6 +241,7 @@ class RemoteState:
     free_bytes: int | None
     files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
     zstd: bool = False  # the zstd command is on the host (shard streams)
+    copy: str | None = None  # the copy whose plaintext the dir holds (its COPY_MARK), if marked
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -247,6 +250,7 @@ def parse_listing(text: str) -> RemoteState:
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
     zstd = False
+    copy: str | None = None
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
     for line in head.splitlines():
@@ -257,6 +261,8 @@ def parse_listing(text: str) -> RemoteState:
                 rsync = None if rest.strip() in ("", "absent") else rest.strip()
             elif kind == "zstd":
                 zstd = rest.strip() not in ("", "absent")
+            elif kind == "copy":
+                copy = rest
             continue
         if section == "df":
             fields = line.split()
@@ -270,7 +276,7 @@ def parse_listing(text: str) -> RemoteState:
         if not size.isdigit():
             continue
         files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, zstd)
+    return RemoteState(rsync, free, files, zstd, copy)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

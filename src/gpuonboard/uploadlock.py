@@ -100,6 +100,8 @@ def _read_holder(fd: int) -> str:
 
 # ---------------------------------------------------------------- the lease on the host
 
+# in a --decrypt-to plaintext dir: the copy (resolved `<data_dir>/<name>`) it belongs to
+COPY_MARK = ".gpuonboard-copy"
 LEASE_IN_COPY = ".gpuonboard-upload"  # the lease's place inside the copy (data dir not writable)
 HEARTBEAT_S = 15  # the upload refreshes its lease this often
 STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a run that has ended
@@ -213,6 +215,29 @@ def parse_peek(stdout: str) -> LeaseBusy | None:
     except ValueError:
         return None
     return got if isinstance(got, LeaseBusy) else None
+
+
+# $1 the data dir, $2 the dataset's name, $3 the plaintext dir (--decrypt-to/<name>): mark it as
+# this copy's (noclobber), or say whose it is. Prints "ours <copy>" or "other <copy>".
+CLAIM_SCRIPT = r"""
+c=$(cd -- "$1" && pwd -P)/$2 || exit 2
+mkdir -p -- "$3" || exit 2
+m=$3/.gpuonboard-copy
+if ( set -C; printf '%s\n' "$c" > "$m" ) 2>/dev/null; then echo "ours $c"; exit 0; fi
+have=$(head -n 1 -- "$m" 2>/dev/null)
+if [ "$have" = "$c" ]; then echo "ours $c"; else echo "other $have"; fi
+"""
+# $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
+RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
+
+
+def claim_command(data_dir: str, name: str, plain_dir: str) -> str:
+    """Mark a --decrypt-to plaintext dir as this copy's, unless another copy's (CLAIM_SCRIPT)."""
+    return shell.join(["sh", "-c", CLAIM_SCRIPT, "sh", data_dir, name, plain_dir])
+
+
+def resolve_command(data_dir: str, name: str) -> str:
+    return shell.join(["sh", "-c", RESOLVE_SCRIPT, "sh", data_dir, name])
 
 
 def parse_take(stdout: str) -> str | LeaseBusy:

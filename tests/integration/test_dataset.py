@@ -24,10 +24,13 @@ pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    """rel -> sha256 (files) or 'link:target' (symlinks), the partial dir excluded."""
+    """rel -> sha256 (files) or 'link:target' (symlinks), the partial dir and a --decrypt-to
+    dir's mark excluded."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".rsync-partial"]
+        if dirpath == str(root):
+            filenames = [f for f in filenames if f != ".gpuonboard-copy"]
         for n in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
             p = Path(dirpath) / n
             rel = p.relative_to(root).as_posix()
@@ -1313,6 +1316,50 @@ def test_decrypt_to_checks_the_room_on_its_own_disk(
         "needed; free space there (or pick another --decrypt-to)"
     ), msg
     assert not data_dir.exists() or not any(data_dir.rglob("*.age"))  # nothing sent
+
+
+@needs_age
+@pytest.mark.parametrize("mode", ["plain", "shards"])
+def test_a_decrypt_to_dir_holding_another_copys_plaintext_is_refused(
+    project: Project, tmp_path: Path, mode: str
+) -> None:
+    """Two uploads of datasets with one name from different data dirs, both --decrypt-to one
+    dir (say /dev/shm): the first marks <dir>/<name> as its copy's; the second (check mode too),
+    and a plain upload whose copy is that dir, are refused with one sentence and change nothing
+    there; the first's reruns go on (the mark survives the unpack's swap)."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "link to plain").unlink()
+    shared = tmp_path / "shared plain"
+    flags = ["--encrypt", "--decrypt-on-host", "--decrypt-to", str(shared)]
+    flags += ["--shards"] if mode == "shards" else []
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plain = shared / "my data"
+    assert (plain / ".gpuonboard-copy").read_text() == f"{data_dir}/my data\n"
+    before = tree_digest(plain)
+    assert before == tree_digest(src)
+    other = other_project(project, tmp_path)
+    sentence = (
+        f"dataset:{plain} holds the plaintext of another upload (of the copy {data_dir}/my data), and"
+        " this run would write into it; pick another --decrypt-to, --dest or dataset name, or"
+        f" remove {plain} if nothing uses it any more, then rerun"
+    )
+    for args in (("--check",), (), ("--dest", str(shared))):
+        if args[:1] != ("--dest",):
+            args = ("--dest", str(tmp_path / "other data"), *flags, *args)
+        r = other.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1 and sentence in r.stdout, r.stdout + r.stderr
+        assert "Traceback" not in r.stdout + r.stderr
+    assert tree_digest(plain) == before
+    assert not (tmp_path / "other data").exists() or not any((tmp_path / "other data").rglob("*.age"))
+    (src / "plain.txt").write_text("changed\n")
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert tree_digest(plain) == tree_digest(src)
+    assert (plain / ".gpuonboard-copy").read_text() == f"{data_dir}/my data\n"
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
 
 
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:

@@ -277,3 +277,22 @@ def test_peek_reads_a_live_lease_beside_or_inside_the_copy_and_changes_nothing(t
     assert busy is not None and busy.holder == "box-d, pid 7, started X" and busy.age < 3
     assert sorted(p.name for p in data.iterdir()) == [".set.gpuonboard-upload", "set"]
     assert uploadlock.parse_peek("busy x\n") is None and uploadlock.parse_peek("") is None
+
+
+def test_a_plaintext_dir_is_claimed_once_by_one_copy_whatever_its_spelling(tmp_path: Path) -> None:
+    """--decrypt-to's mark: the first copy to claim <dir>/<name> gets it (noclobber), the same
+    copy spelt through a symlink is still ours, another copy is told whose it is; a removed dir
+    is free again."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "a")
+    plain = tmp_path / "shm" / "set"
+    claim = [uploadlock.claim_command(str(tmp_path / d), "set", str(plain)) for d in ("a", "via", "b")]
+    assert _sh(claim[0]).stdout == f"ours {tmp_path}/a/set\n"
+    assert (plain / uploadlock.COPY_MARK).read_text() == f"{tmp_path}/a/set\n"
+    assert _sh(claim[1]).stdout == f"ours {tmp_path}/a/set\n"
+    assert _sh(claim[2]).stdout == f"other {tmp_path}/a/set\n"
+    assert _sh(uploadlock.resolve_command(str(tmp_path / "via"), "set")).stdout == f"{tmp_path}/a/set\n"
+    shutil.rmtree(plain)
+    assert _sh(claim[2]).stdout == f"ours {tmp_path}/b/set\n"
+    assert sorted(p.name for p in plain.iterdir()) == [uploadlock.COPY_MARK]

@@ -207,6 +207,51 @@ class DatasetStep(Step):
         """What the fact probe found at `target` (see probes)."""
         return transfer.parse_listing(ctx.facts.raw[self._probe(target).name].stdout)
 
+    def _written_dirs(self) -> list[str]:
+        """The host dirs this run writes into (each probed by probes())."""
+        dirs = [self.target]
+        if self.decrypt_on_host:
+            dirs.append(self.plain_target)
+        if self.shards is not False:
+            dirs.append(self.shards_target)
+        return dirs
+
+    def _other_copy(self, ctx: StepContext) -> str | None:
+        """The failure sentence when a dir this run would write into is another copy's
+        --decrypt-to plaintext (its COPY_MARK names another `<data_dir>/<name>`), else None."""
+        ours = posixpath.join(posixpath.normpath(self.dest), self.dirname)
+        marked = [
+            (d, m) for d in self._written_dirs() if (m := self._listing(ctx, d).copy) not in (None, ours)
+        ]
+        if not marked:
+            return None
+        r = ctx.runner.run(uploadlock.resolve_command(self.dest, self.dirname))
+        resolved = r.stdout.strip() if r.ok else ours
+        for where, mark in marked:
+            if mark != resolved:
+                return self._taken_sentence(ctx, where, str(mark))
+        return None
+
+    @staticmethod
+    def _taken_sentence(ctx: StepContext, where: str, mark: str) -> str:
+        return (
+            f"{ctx.host.name}:{where} holds the plaintext of another upload (of the copy {mark}), and"
+            " this run would write into it; pick another --decrypt-to, --dest or dataset name, or"
+            f" remove {where} if nothing uses it any more, then rerun"
+        )
+
+    def _claim_plain_dir(self, ctx: StepContext) -> str | None:
+        """--decrypt-to: mark the plaintext dir as this copy's before writing into it (atomic:
+        of two uploads from different data dirs, one gets it). The failure sentence, or None."""
+        r = ctx.runner.run(uploadlock.claim_command(self.dest, self.dirname, self.plain_target))
+        word, _, copy = r.stdout.strip().partition(" ")
+        if r.ok and word == "ours":
+            return None
+        if r.ok and word == "other":
+            return self._taken_sentence(ctx, self.plain_target, copy)
+        why = (r.stderr.strip().splitlines() or [f"exit {r.exit_code}"])[-1]
+        return f"cannot create {self.plain_target} on the host: {why}"
+
     def _decrypt_dir_room(self, ctx: StepContext, free: int | None, wanted: int, what: str) -> Plan | None:
         """The failed plan when --decrypt-to's own disk lacks room for `what`; else None."""
         if free is None or free >= wanted:
@@ -469,6 +514,9 @@ class DatasetStep(Step):
                 "rsync is not installed on the host; install it (apt-get install rsync / dnf install rsync)",
                 failed=True,
             )
+        taken = self._other_copy(ctx)
+        if taken:
+            return Plan(False, taken, failed=True)
         # plain mode needs no hash to plan (rsync's quick check): files are hashed during the upload
         try:
             tree = self._scanned(src)
@@ -924,6 +972,10 @@ class DatasetStep(Step):
             work.lease, refused = self._take_lease(ctx, work.target)
             if work.lease is None:
                 return refused
+            if self.decrypt_dir:
+                taken = self._claim_plain_dir(ctx)
+                if taken:
+                    return taken
             if work.enc is not None:  # what a killed earlier run left half-encrypted
                 crypto.sweep_dead_temps(self._cache_dir(ctx))
             refresh = uploadlock.touch_command(work.lease)
