@@ -14,10 +14,11 @@ The host: other machines (or other project dirs) are turned away by a LEASE file
 dataset's copy, `<data_dir>/.<name>.gpuonboard-upload`, holding a random token, the owner (this
 project on this machine), its pid and who holds it. The upload refreshes its mtime every
 HEARTBEAT_S seconds (a refresh that finds another token says the lease was lost: the upload stops
-before verifying or swapping); a lease not refreshed for STALE_S seconds (by the host's own
-clock) is dead and is taken over. A session whose link dropped cannot hold the host for hours
-this way: its lease goes stale within STALE_S, and a rerun from the same project takes it over at
-once when the pid written in it has ended on this machine. Taking is atomic when no lease exists
+before verifying or swapping); a lease not refreshed for STALE_S seconds (by the clock of the
+file system it is on: an NFS server's, not the host's `date`) is dead and is taken over. A
+session whose link dropped cannot hold the host for hours this way: its lease goes stale
+within STALE_S, and a rerun from the same project takes it over at once when the pid written
+in it has ended on this machine. Taking is atomic when no lease exists
 (the shell's noclobber create, O_EXCL); two runs taking over the same STALE lease in the same
 instant could both win (then both fail verification, as before this lease existed).
 """
@@ -123,7 +124,9 @@ fi
 [ -d "$f" ] && { echo "$f is a directory, not an upload lease; remove it" >&2; exit 3; }
 write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
 if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then echo "took $f"; exit 0; fi
-now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)
+# the lease's age by the file system's clock (a file made now): on NFS the mtime is the server's
+now=$( : > "$f.$3.now" && stat -c %Y -- "$f.$3.now" ) 2>/dev/null; rm -f -- "$f.$3.now"
+[ -n "$now" ] || now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)
 if grep -q '^token ' -- "$f" 2>/dev/null && [ $((now - mod)) -lt "$6" ] \
    && { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; }; then
   echo "busy $((now - mod))"; cat -- "$f"; exit 0

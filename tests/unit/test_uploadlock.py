@@ -296,3 +296,29 @@ def test_a_plaintext_dir_is_claimed_once_by_one_copy_whatever_its_spelling(tmp_p
     shutil.rmtree(plain)
     assert _sh(claim[2]).stdout == f"ours {tmp_path}/b/set\n"
     assert sorted(p.name for p in plain.iterdir()) == [uploadlock.COPY_MARK]
+
+
+def test_the_lease_age_is_read_by_the_file_systems_clock_not_dates(tmp_path: Path) -> None:
+    """A host whose `date` runs 10 minutes ahead of its (NFS) file server's clock: a lease
+    refreshed 5 s ago by the server's clock is still live (by `date` it looked stale and was
+    taken over), and no probe file is left."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "date").write_text("#!/bin/sh\necho $(( $(/bin/date +%s) + 600 ))\n")
+    (fake / "date").chmod(0o755)
+    data = tmp_path / "data"
+    lease = uploadlock.Lease(uploadlock.lease_path(str(data), "set"), "aaaa")
+    assert _sh(uploadlock.take_command(str(data / "set"), lease, "me", "box-a", 11)).returncode == 0
+    _age(Path(lease.path), 5)
+    other = uploadlock.Lease(lease.path, "bbbb")
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    r = subprocess.run(
+        ["sh", "-c", uploadlock.take_command(str(data / "set"), other, "you", "box-b", 2)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    busy = uploadlock.parse_take(r.stdout)
+    assert isinstance(busy, uploadlock.LeaseBusy) and 4 <= busy.age <= 7, r.stdout
+    assert sorted(p.name for p in data.iterdir()) == [".set.gpuonboard-upload", "set"]
