@@ -1362,6 +1362,27 @@ def test_a_decrypt_to_dir_holding_another_copys_plaintext_is_refused(
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
 
 
+def test_a_lease_that_cannot_be_written_is_one_sentence(
+    project: Project, tmp_path: Path, small_disk: Any
+) -> None:
+    """A data dir on a read-only mount whose copy's dir exists already (so making it passes):
+    the lease can be written neither beside the copy nor inside it; one sentence naming the
+    lease and the reason, exit 1, nothing sent."""
+    src, data_dir = setup(project, tmp_path)
+    disk = small_disk(data_dir, "1m")
+    (disk / "my data").mkdir()
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1, r.stdout + r.stderr
+    msg = step(project)["msg"]
+    assert msg.startswith(
+        f"cannot write the upload lease {data_dir}/.my data.gpuonboard-upload on the host: "
+    )
+    assert msg.endswith("Read-only file system; check that disk"), msg
+    assert "Traceback" not in r.stdout + r.stderr and os.listdir(disk / "my data") == []
+    assert ssh_masters_left(project) == []
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"
