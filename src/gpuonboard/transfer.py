@@ -315,6 +315,16 @@ def hash_stdin(rels: Sequence[str]) -> bytes:
     return b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in rels)
 
 
+# the paths on stdin (NUL-separated) get the epoch as mtime: they failed verification, and
+# rsync's quick check (size + whole-second mtime) on the next run must not take them as sent
+UNVERIFIED_SCRIPT = 'cd -- "$1" && xargs -0 -r touch -c -m -d @0 --'
+
+
+def unverified_command(target: str) -> str:
+    """Remote command marking paths (stdin: hash_stdin) as not verified, so a rerun re-sends them."""
+    return shell.join(["sh", "-c", UNVERIFIED_SCRIPT, "sh", target])
+
+
 def parse_hashes(rels: Sequence[str], stdout: str) -> dict[str, str | None]:
     """Pure: hash_command's output -> rel -> sha256 (None when missing on the host)."""
     lines = stdout.splitlines()

@@ -1383,6 +1383,40 @@ def test_a_lease_that_cannot_be_written_is_one_sentence(
     assert ssh_masters_left(project) == []
 
 
+def test_a_file_written_to_all_through_a_plain_upload_is_named_as_changed_here(
+    project: Project, tmp_path: Path
+) -> None:
+    """A file another process keeps rewriting (same size, new bytes every few ms) while a plain
+    upload runs: its host sha256 differs from the one read here even after the re-send, and the
+    run blames the change on this machine (not the host or the link); once it is quiet, the
+    rerun sends it as it is."""
+    src, data_dir = setup(project, tmp_path)
+    hot = src / "hot.bin"
+    hot.write_bytes(os.urandom(65536))
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        with hot.open("r+b") as f:
+            while not stop.is_set():
+                os.pwrite(f.fileno(), os.urandom(65536), 0)
+                time.sleep(0.002)
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        r = project.cli("sync", "--host", "dataset")
+    finally:
+        stop.set()
+        writer.join()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert step(project)["msg"] == (
+        "hot.bin changed on this machine during the upload (what arrived is neither the old nor"
+        " surely the new content); rerun to send it as it is now"
+    )
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

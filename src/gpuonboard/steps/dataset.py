@@ -1065,6 +1065,7 @@ class DatasetStep(Step):
                     " from when it was made); it was removed: rerun to encrypt and send it again"
                 )
         if bad:
+            self._unverified(ctx, work.target, bad)  # until the re-send below verifies
             if work.enc is not None:  # the stage holds only this run's files: link the rest
                 for rel in bad:
                     link = stage / rel
@@ -1083,6 +1084,7 @@ class DatasetStep(Step):
             sent += again.stats.files_transferred
             literal += again.stats.literal_bytes
             still = self._mismatches(ctx, work.target, {r: expect[r] for r in bad})
+            self._unverified(ctx, work.target, still)
             moved = [r for r in still if work.enc is None and _changed_since_scan(work.tree, r)]
             if moved:
                 return (
@@ -1401,6 +1403,15 @@ class DatasetStep(Step):
         r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(rels), timeout=3600)
         got = transfer.parse_hashes(rels, r.stdout)
         return [rel for rel in rels if got.get(rel) != expect[rel]]
+
+    @staticmethod
+    def _unverified(ctx: StepContext, target: str, rels: Sequence[str]) -> None:
+        """Files whose host sha256 differs: mtime to the epoch, so that the next run's quick
+        check re-sends them (size and whole-second mtime can match a torn copy: a file written
+        to during the upload). Best effort: the run fails anyway."""
+        if rels:
+            with contextlib.suppress(Exception):
+                ctx.runner.run(transfer.unverified_command(target), stdin=transfer.hash_stdin(rels))
 
     def _decrypt(self, ctx: StepContext, work: Work) -> str | None:
         """Decrypt on the host: identity on stdin (kept in a shell variable, never a file),
