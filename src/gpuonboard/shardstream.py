@@ -87,7 +87,7 @@ mkdir -p -- "$t" && cd -- "$t" || exit 1
 f=$part.fail; rm -f -- "$part" "$part.sum" "$f" "$part.fifo" "$part.key"
 if [ -n "$u" ]; then
   if [ "$clean" = 1 ]; then
-    for d in "$(dirname -- "$u")"/.gpuonboard-unpack-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
+    for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done  # this copy's only
   fi
   mkdir -p -- "$u" || exit 1
 fi
@@ -160,8 +160,8 @@ gone() { rm -f -- .manifest.tmp .finish.x .finish.r; echo "the $1 did not arrive
 lists || gone 'shard lists'
 gzip -dc > .manifest.tmp || gone manifest
 fail() { [ -n "$u" ] && rm -rf -- "$u"; rm -f -- .manifest.tmp .finish.x .finish.r; exit "$1"; }
-if [ -n "$u" ]; then  # unpack dirs of interrupted runs
-  for d in "$(dirname -- "$u")"/.gpuonboard-unpack-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
+if [ -n "$u" ]; then  # unpack dirs of this copy's interrupted runs (.<name>.gpuonboard-unpack-*)
+  for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
   mkdir -p -- "$u" || fail 1
 fi
 mv -f -- .manifest.tmp manifest.json || fail 1

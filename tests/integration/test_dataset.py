@@ -416,7 +416,7 @@ def test_shard_upload_interrupted_then_resumed(project: Project, tmp_path: Path)
     # re-sent bytes: what had not arrived + at most one shard (4x guard) + 1 %
     assert s["diff"]["literal_bytes"] <= total - first * 512 * 1024 + 4 * 1024 * 1024 + total // 100, s
     assert tree_digest(data_dir / "many") == tree_digest(src)
-    assert not list(data_dir.glob(".gpuonboard-unpack-*"))
+    assert not list(data_dir.glob(".*.gpuonboard-unpack-*"))
     assert not list(shard_dir.glob(".incoming-*"))
 
 
@@ -485,7 +485,7 @@ def test_tampered_shards_on_the_host_are_caught(project: Project, tmp_path: Path
     msg = step(project)["msg"]
     assert r.returncode == 1 and f"shard {victim.name} on the host was damaged" in msg, msg
     assert tree_digest(data_dir / "many") == before  # untouched: no half-replaced tree
-    assert not victim.exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))
+    assert not victim.exists() and not list(data_dir.glob(".*.gpuonboard-unpack-*"))
     r = project.cli("sync", "--host", "dataset", "--unpack")
     s = step(project)
     assert r.returncode == 0 and s["diff"]["sent_shards"] == 1, s  # the damaged one, re-sent
@@ -506,7 +506,7 @@ def test_tampered_encrypted_shard_fails_without_plaintext(project: Project, tmp_
     assert r.returncode == 1 and "age" in msg and shard.name in msg, msg
     assert msg.startswith(f"shard {shard.name} on the host was damaged (age: error: "), msg
     assert msg.endswith(") and has been removed; rerun to re-send it"), msg
-    assert not (data_dir / "my data").exists() and not list(data_dir.glob(".gpuonboard-unpack-*"))
+    assert not (data_dir / "my data").exists() and not list(data_dir.glob(".*.gpuonboard-unpack-*"))
     assert not shard.exists()  # removed, so the rerun re-sends it (it was stuck failing before)
     r = project.cli("sync", "--host", "dataset", *flags)
     assert r.returncode == 0 and step(project)["diff"]["sent_shards"] == 1, step(project)

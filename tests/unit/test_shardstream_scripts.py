@@ -66,7 +66,7 @@ def test_the_closing_command_takes_thousands_of_shards_on_stdin(tmp_path: Path) 
     stale = [f"{i:032x}.tar" for i in range(3600)]
     for name in stale:
         (target / name).write_bytes(b"")
-    unpack = str(tmp_path / ".gpuonboard-unpack-test")
+    unpack = str(tmp_path / ".ds.gpuonboard-unpack-test")
     cmd = shardstream.finish_command(str(target), unpack, str(plain), False, "zstd", "unpacked-x")
     stdin = shardstream.finish_lists(extract, stale) + gzip.compress(b"{}\n")
     assert len(cmd) + len(b"".join(n.encode() for n in stale)) > 128 * 1024  # the old command line
@@ -121,7 +121,7 @@ def test_the_closing_command_keeps_the_lease_fresh_while_it_unpacks(tmp_path: Pa
     lease.write_text("token tok1\nowner me\npid 1\nholder h\n")
     old = time.time() - 100
     os.utime(lease, (old, old))
-    unpack = str(tmp_path / ".gpuonboard-unpack-x")
+    unpack = str(tmp_path / ".ds.gpuonboard-unpack-x")
     cmd = shardstream.finish_command(
         str(target), unpack, str(plain), False, "zstd", "unpacked-x", None, (str(lease), "tok1")
     )
@@ -129,4 +129,27 @@ def test_the_closing_command_keeps_the_lease_fresh_while_it_unpacks(tmp_path: Pa
     r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert time.time() - lease.stat().st_mtime < 10  # refreshed by the host itself
+    assert (plain / "a.bin").read_bytes() == b"a\n"
+
+
+def test_the_closing_command_sweeps_its_own_copys_unpack_dirs_only(tmp_path: Path) -> None:
+    """A killed run's unpack dir of this dataset is removed; another dataset's in the same data
+    dir (a live upload of `coco` beside `imagenet`) is left alone, as is a name that merely
+    starts alike."""
+    target, plain = tmp_path / "my set.shards", tmp_path / "my set"
+    target.mkdir()
+    tar = _tar_of("a.bin", b"a\n")
+    sha = hashlib.sha256(tar).hexdigest()
+    (target / f"{sha[:32]}.tar").write_bytes(tar)
+    mine_old = tmp_path / ".my set.gpuonboard-unpack-0a1b"
+    others = [tmp_path / ".coco.gpuonboard-unpack-77aa", tmp_path / ".my set2.gpuonboard-unpack-88bb"]
+    for d in (mine_old, *others):
+        d.mkdir()
+        (d / "half.bin").write_bytes(b"x")
+    unpack = str(tmp_path / ".my set.gpuonboard-unpack-ffee")
+    cmd = shardstream.finish_command(str(target), unpack, str(plain), False, "zstd", "unpacked-x", None)
+    stdin = shardstream.finish_lists([(f"{sha[:32]}.tar", sha)], []) + gzip.compress(b"{}\n")
+    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert not mine_old.exists() and all((d / "half.bin").exists() for d in others)
     assert (plain / "a.bin").read_bytes() == b"a\n"

@@ -422,7 +422,9 @@ class DatasetStep(Step):
     def _unpack_dir(self) -> str:
         """The temp dir shard mode unpacks into, beside the plaintext target."""
         parent = posixpath.dirname(self.plain_target.rstrip("/")) or "/"
-        return posixpath.join(parent, f".gpuonboard-unpack-{self._unpack_token}")
+        # named after the dataset: a run sweeps only its own copy's leftovers (the lease keeps
+        # other runs of this copy out), never another dataset's live unpack in the same dir
+        return posixpath.join(parent, f".{self.dirname}.gpuonboard-unpack-{self._unpack_token}")
 
     def _spawn_stream(self, master: tuple[Path, str, Path, list[str]], n: int) -> shardstream.Stream:
         """Open the n-th shard stream of this run over the master connection."""
