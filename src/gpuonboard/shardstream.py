@@ -135,6 +135,23 @@ cut -c1-64 < "$part.sum"
 FINISH_SCRIPT = (
     _PRELUDE
     + r"""
+# CARRY $1=new tree, $2=mk|mode, then ./paths of empty dirs in the old tree (cwd): a path whose
+# every component in the new tree is absent or a real dir (never through a symlink or a file:
+# the dataset's entry at that path wins, and nothing is made outside the tree) is printed
+# NUL-terminated for one batched `mkdir -p` (mk), or gets the old dir's mode once made (mode)
+CARRY='u=$1; what=$2; shift 2
+for d; do
+  rest=${d#./}; cur=$u; ok=1
+  while [ -n "$rest" ]; do
+    c=${rest%%/*}; if [ "$c" = "$rest" ]; then rest=; else rest=${rest#*/}; fi
+    cur=$cur/$c
+    if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then ok=0; break; fi
+    if [ "$what" = mode ] && [ ! -d "$cur" ]; then ok=0; break; fi
+  done
+  [ "$ok" = 1 ] || continue
+  if [ "$what" = mk ]; then printf "%s\\0" "$cur"; else chmod --reference="$d" -- "$cur" 2>/dev/null; fi
+done'
+
 t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:-}; tok=${11:-}
 # the upload's lease stays fresh while this runs (it may outlive an interrupted client)
 beat() { [ -n "$lease" ] && grep -qxF "token $tok" -- "$lease" 2>/dev/null && touch -c -- "$lease"; :; }
@@ -202,12 +219,10 @@ if [ -n "$u" ]; then
   chmod 755 "$u"
   parent=$(dirname -- "$p")
   old=
-  if [ -d "$p" ] && [ ! -L "$p" ]; then  # empty dirs a job made in the old tree: kept (a
-    # dataset file or link at that path wins; the plan refused any FILE it did not put there)
-    ( cd -- "$p" && find . -mindepth 1 -type d -empty -exec sh -c 'for d; do
-        [ -e "$0/$d" ] || [ -L "$0/$d" ] ||
-          { mkdir -p -- "$0/$d" && chmod --reference="$d" -- "$0/$d"; } 2>/dev/null
-      done' "$u" {} + ) || :
+  if [ -d "$p" ] && [ ! -L "$p" ]; then  # empty dirs a job made in the old tree: kept (see CARRY)
+    ( cd -- "$p" && find . -mindepth 1 -type d -empty -exec sh -c "$CARRY" sh "$u" mk {} + ) \
+      | xargs -0 -r mkdir -p -- 2>/dev/null
+    ( cd -- "$p" && find . -mindepth 1 -type d -empty ! -perm 0755 -exec sh -c "$CARRY" sh "$u" mode {} + )
     [ -f "$p/.gpuonboard-copy" ] && cp -p -- "$p/.gpuonboard-copy" "$u/" 2>/dev/null  # --decrypt-to's mark
   fi
   if [ -e "$p" ] || [ -L "$p" ]; then

@@ -1019,8 +1019,8 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
 
 def test_unpack_keeps_the_empty_dirs_a_job_made_in_the_tree(project: Project, tmp_path: Path) -> None:
     """Empty directories a job created in the unpacked tree (an output dir not written yet)
-    survive the swap with their mode; where the dataset now has a file at that path, the file
-    wins."""
+    survive the swap with their mode; where the dataset now has a file or a symlink at that
+    path (or on the way to it), the dataset wins and nothing is made through the symlink."""
     src, data_dir = _unpacked_upload(project, tmp_path)
     tree = data_dir / "many"
     (tree / "outputs" / "run1").mkdir(parents=True)
@@ -1028,6 +1028,12 @@ def test_unpack_keeps_the_empty_dirs_a_job_made_in_the_tree(project: Project, tm
     (tree / "dir3" / "empty").mkdir()
     (tree / "taken").mkdir()
     (src / "taken").write_bytes(b"a dataset file where the host had an empty dir")
+    (tree / "link" / "sub" / "deeper").mkdir(parents=True)  # the dataset now has a symlink there
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (src / "link").symlink_to(outside)
+    for i in range(300):
+        (tree / "many empty" / f"e{i:03d}").mkdir(parents=True)
     (src / "dir2" / "f0002.bin").write_bytes(b"changed")
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
@@ -1035,6 +1041,8 @@ def test_unpack_keeps_the_empty_dirs_a_job_made_in_the_tree(project: Project, tm
     assert (tree / "outputs" / "run1").is_dir() and (tree / "dir3" / "empty").is_dir()
     assert stat.S_IMODE((tree / "outputs" / "run1").stat().st_mode) == 0o700
     assert (tree / "taken").read_bytes() == b"a dataset file where the host had an empty dir"
+    assert os.readlink(tree / "link") == str(outside) and list(outside.iterdir()) == []  # not through it
+    assert len(list((tree / "many empty").iterdir())) == 300
 
 
 def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:
