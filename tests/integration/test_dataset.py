@@ -1425,6 +1425,31 @@ def test_a_file_written_to_all_through_a_plain_upload_is_named_as_changed_here(
     assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
 
 
+@needs_age
+def test_decrypt_on_host_never_writes_through_a_symlink_an_earlier_upload_left(
+    project: Project, tmp_path: Path
+) -> None:
+    """A plain upload sent a symlink to a dir outside the data dir; the dataset then has a real
+    dir there and is uploaded encrypted and decrypted on the host: the symlink is replaced by a
+    dir (as rsync does), and nothing is written through it."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.bin").write_bytes(b"precious")
+    (src / "link").symlink_to(outside)
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    assert os.readlink(data_dir / "my data" / "link") == str(outside)
+    (src / "link").unlink()
+    (src / "link").mkdir()
+    (src / "link" / "victim.bin").write_bytes(b"new")
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (outside / "victim.bin").read_bytes() == b"precious"
+    on_host = data_dir / "my data" / "link"
+    assert not on_host.is_symlink() and (on_host / "victim.bin").read_bytes() == b"new"
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

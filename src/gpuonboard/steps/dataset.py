@@ -1421,22 +1421,10 @@ class DatasetStep(Step):
         In batches of at most DECRYPT_BATCH bytes of arguments (a command line's one argument
         holds 128 KiB: a few hundred files)."""
         todo = work.decrypt or work.tree.files
-        script = (
-            shardstream.AGE_ERROR_FN + "\n"
-            "command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }\n"
-            "key=$(cat); rc=0\n"
-            "while [ $# -ge 3 ]; do\n"
-            '  c=$1; p=$2; m=$3; shift 3; mkdir -p -- "$(dirname -- "$p")" || { rc=1; continue; }\n'
-            '  t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=1; continue; }\n'
-            '  if printf \'%s\\n\' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then\n'
-            '    touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"\n'
-            '  else printf \'%s: \' "$c" >&2; agerr "$t.err" >&2\n'
-            '    rm -f -- "$t" "$t.err"; rc=1; fi\n'
-            "done\n"
-            "exit $rc"
-        )
+        script = DECRYPT_SCRIPT
         batch: list[str] = []
         size = 0
+        base = self.plain_target
         for k, e in enumerate(todo):
             cipher = posixpath.join(work.target, e.rel + ".age")
             triple = [cipher, posixpath.join(self.plain_target, e.rel), str(e.mtime)]
@@ -1445,13 +1433,15 @@ class DatasetStep(Step):
             if size < DECRYPT_BATCH and k + 1 < len(todo):
                 continue
             r = ctx.runner.run(
-                shell.join(["sh", "-c", script, "sh", *batch]),
+                shell.join(["sh", "-c", script, "sh", base, *batch]),
                 stdin=(work.identity.reveal() + "\n").encode(),
                 timeout=3600,
             )
             batch, size = [], 0
             if not r.ok:
                 last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+                if r.exit_code == 4:  # the way to a file (see DECRYPT_SCRIPT), not the decryption
+                    return f"cannot put the decrypted files in place on the host: {last}"
                 why = "wrong identity, or tampered/truncated ciphertext"
                 return f"decryption on the host failed ({why}): {last}"
         plain = {e.rel: work.tree.entries[e.rel].sha256 for e in todo}  # hashed while encrypting
@@ -1471,6 +1461,43 @@ class LocalWriteError(Exception):
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
+# $1 the plaintext dir, then (ciphertext, plaintext path, mtime) triples; the identity on stdin.
+# Each file's way is made of real dirs: a symlink or file an earlier upload left on it is
+# replaced (as rsync replaces them), so nothing is ever written through a symlink (outside the
+# data dir); a directory where the dataset now has a file is refused (exit 4, one line).
+DECRYPT_SCRIPT = (
+    shardstream.AGE_ERROR_FN
+    + r"""
+command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
+key=$(cat); rc=0; base=$1; shift
+mkdir -p -- "$base" || exit 4
+place() {
+  rest=${1#"$base"/}; cur=$base
+  while :; do
+    case $rest in */*) one=${rest%%/*}; rest=${rest#*/} ;; *) break ;; esac
+    cur=$cur/$one
+    if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then rm -f -- "$cur" || return 1; fi
+    [ -d "$cur" ] || mkdir -- "$cur" || return 1
+  done
+  if [ -L "$1" ]; then rm -f -- "$1" || return 1; fi
+  if [ -d "$1" ]; then
+    printf '%s is a directory on the host where the dataset now has a file; %s\n' \
+      "${1#"$base"/}" 'move it away, then rerun' >&2
+    return 1
+  fi
+}
+while [ $# -ge 3 ]; do
+  c=$1; p=$2; m=$3; shift 3
+  place "$p" || { rc=4; continue; }
+  t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=4; continue; }
+  if printf '%s\n' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then
+    touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"
+  else printf '%s: ' "$c" >&2; agerr "$t.err" >&2
+    rm -f -- "$t" "$t.err"; [ "$rc" = 4 ] || rc=1; fi
+done
+exit $rc
+"""
+)
 DECRYPT_BATCH = 64 * 1024  # bytes of quoted paths per decryption command (one argument: <= 128 KiB)
 CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
 LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
