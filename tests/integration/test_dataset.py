@@ -1450,6 +1450,20 @@ def test_decrypt_on_host_never_writes_through_a_symlink_an_earlier_upload_left(
     assert not on_host.is_symlink() and (on_host / "victim.bin").read_bytes() == b"new"
 
 
+def test_a_dataset_with_a_name_gpuonboard_keeps_for_itself_is_refused(
+    project: Project, tmp_path: Path
+) -> None:
+    src, data_dir = setup(project, tmp_path)
+    (src / ".gpuonboard-copy").write_text("my notes\n")
+    for args in ((), ("--check",), ("--shards", "--unpack")):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"the dataset {src} has a file named .gpuonboard-copy at its top, a name gpuonboard keeps"
+            " for itself on the host; rename it, then rerun (nothing was sent)"
+        ), r.stdout
+    assert not (data_dir / "my data").exists()
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

@@ -524,6 +524,14 @@ class DatasetStep(Step):
             tree = self._scanned(src)
         except OSError as exc:
             return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
+        reserved = [n for n in (uploadlock.COPY_MARK, uploadlock.LEASE_IN_COPY) if n in tree.entries]
+        if reserved:
+            return Plan(
+                False,
+                f"the dataset {src} has a file named {reserved[0]} at its top, a name gpuonboard keeps"
+                f" for itself on the host; rename it, then rerun ({NOTHING_SENT})",
+                failed=True,
+            )
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
