@@ -1464,6 +1464,25 @@ def test_a_dataset_with_a_name_gpuonboard_keeps_for_itself_is_refused(
     assert not (data_dir / "my data").exists()
 
 
+def test_a_plain_upload_into_an_unpacked_tree_makes_the_next_unpack_check_again(
+    project: Project, tmp_path: Path
+) -> None:
+    """--unpack, then a plain upload of an edited file into that same tree, then the edit undone
+    (same size): the shards on the host match the dataset again, but the tree does not; the
+    unpack run must not say up to date (the plain write dropped the unpacked marker)."""
+    src, data_dir = setup(project, tmp_path)
+    tree = data_dir / "my data"
+    assert project.cli("sync", "--host", "dataset", "--shards", "--unpack").returncode == 0
+    (src / "plain.txt").write_text("HELLO\n")
+    assert project.cli("sync", "--host", "dataset").returncode == 0  # plain mode (few files)
+    assert (tree / "plain.txt").read_text() == "HELLO\n"
+    (src / "plain.txt").write_text("hello\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--shards", "--unpack", *args)
+        assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert tree_digest(tree) == tree_digest(src)
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"
