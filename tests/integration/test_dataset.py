@@ -1247,6 +1247,11 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
     r = project.cli("sync", "--host", "dataset", "--dest", "~/x")
     said = "must be an absolute path on the host, like /data, not '~/x'"
     assert r.returncode == 2 and said in r.stderr, r.stderr
+    for flag, name in (("--dest", "dest"), ("--decrypt-to", "decrypt_dir")):
+        extra = ["--encrypt", "--decrypt-on-host"] if flag == "--decrypt-to" else []
+        r = project.cli("sync", "--host", "dataset", *extra, flag, "/srv/nx/../data")
+        said = f"step 'dataset': {name} must be spelt without '..', not '/srv/nx/../data'."
+        assert r.returncode == 2 and said in r.stderr, r.stderr
 
 
 def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tmp_path: Path) -> None:

@@ -133,6 +133,8 @@ class DatasetStep(Step):
                 f"dest (--dest or the host's data_dir) must be an absolute path on the host, like /data,"
                 f" not {self.dest!r}"
             )
+        if ".." in self.dest.split("/"):  # the host resolves it, a probe of a missing dir cannot
+            raise StepArgsError(f"dest must be spelt without '..', not {self.dest!r}")
         self.encrypt = _truthy(self.args.get("encrypt"))
         self.decrypt_on_host = _truthy(self.args.get("decrypt_on_host"))
         if self.decrypt_on_host and not self.encrypt:
@@ -153,6 +155,8 @@ class DatasetStep(Step):
             raise StepArgsError("decrypt_dir needs decrypt_on_host")
         if decrypt_dir and not decrypt_dir.startswith("/"):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
+        if ".." in decrypt_dir.split("/"):
+            raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
         self.decrypt_dir = decrypt_dir
         mode = str(self.args.get("shards", "auto")).lower()
