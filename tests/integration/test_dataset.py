@@ -1366,6 +1366,9 @@ def test_a_decrypt_to_dir_holding_another_copys_plaintext_is_refused(
         assert "Traceback" not in r.stdout + r.stderr
     assert tree_digest(plain) == before
     assert not (tmp_path / "other data").exists() or not any((tmp_path / "other data").rglob("*.age"))
+    # shard mode without --unpack writes <dir>/<name>.shards only: not refused
+    r = other.cli("sync", "--host", "dataset", "--dest", str(shared), "--shards", "--check")
+    assert r.returncode == 0 and "holds the plaintext" not in r.stdout, r.stdout
     (src / "plain.txt").write_text("changed\n")
     r = project.cli("sync", "--host", "dataset", *flags)
     assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout

@@ -211,22 +211,12 @@ class DatasetStep(Step):
         """What the fact probe found at `target` (see probes)."""
         return transfer.parse_listing(ctx.facts.raw[self._probe(target).name].stdout)
 
-    def _written_dirs(self) -> list[str]:
-        """The host dirs this run writes into (each probed by probes())."""
-        dirs = [self.target]
-        if self.decrypt_on_host:
-            dirs.append(self.plain_target)
-        if self.shards is not False:
-            dirs.append(self.shards_target)
-        return dirs
-
-    def _other_copy(self, ctx: StepContext) -> str | None:
-        """The failure sentence when a dir this run would write into is another copy's
-        --decrypt-to plaintext (its COPY_MARK names another `<data_dir>/<name>`), else None."""
+    def _other_copy(self, ctx: StepContext, dirs: list[str]) -> str | None:
+        """The failure sentence when one of `dirs` (those this run writes into, each probed by
+        probes()) is another copy's --decrypt-to plaintext (its COPY_MARK names another
+        `<data_dir>/<name>`), else None."""
         ours = posixpath.join(posixpath.normpath(self.dest), self.dirname)
-        marked = [
-            (d, m) for d in self._written_dirs() if (m := self._listing(ctx, d).copy) not in (None, ours)
-        ]
+        marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, ours)]
         if not marked:
             return None
         r = ctx.runner.run(uploadlock.resolve_command(self.dest, self.dirname))
@@ -520,9 +510,6 @@ class DatasetStep(Step):
                 "rsync is not installed on the host; install it (apt-get install rsync / dnf install rsync)",
                 failed=True,
             )
-        taken = self._other_copy(ctx)
-        if taken:
-            return Plan(False, taken, failed=True)
         # plain mode needs no hash to plan (rsync's quick check): files are hashed during the upload
         try:
             tree = self._scanned(src)
@@ -541,6 +528,9 @@ class DatasetStep(Step):
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
         if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
             return self._plan_shards(ctx, src, work)
+        taken = self._other_copy(ctx, [self.target] + ([self.plain_target] if self.decrypt_on_host else []))
+        if taken:
+            return Plan(False, taken, failed=True)
         if self.encrypt:
             # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
             # hashed while they are encrypted, in one pass, during the upload
@@ -649,6 +639,9 @@ class DatasetStep(Step):
         here: packing hashes each file as it streams it."""
         work.target = self.shards_target
         work.unpack = self.unpack or self.decrypt_on_host
+        taken = self._other_copy(ctx, [self.shards_target] + ([self.plain_target] if work.unpack else []))
+        if taken:
+            return Plan(False, taken, failed=True)
         if not work.tree.entries:  # (no shard to make: plain rsync into <name>.shards/ was next)
             return Plan(
                 False,
