@@ -222,11 +222,16 @@ def parse_peek(stdout: str) -> LeaseBusy | None:
 
 # $1 the data dir, $2 the dataset's name, $3 the plaintext dir (--decrypt-to/<name>): mark it as
 # this copy's (noclobber), or say whose it is. Prints "ours <copy>" or "other <copy>".
+# The mark is written whole before it appears (a temp file, then `ln`, which never replaces: a
+# full disk leaves no empty mark); an empty one (cut short before this) counts as none.
 CLAIM_SCRIPT = r"""
 c=$(cd -- "$1" && pwd -P)/$2 || exit 2
 mkdir -p -- "$3" || exit 2
 m=$3/.gpuonboard-copy
-if ( set -C; printf '%s\n' "$c" > "$m" ) 2>/dev/null; then echo "ours $c"; exit 0; fi
+[ -d "$m" ] && { echo "$m is a directory, not gpuonboard's mark; remove it" >&2; exit 3; }
+printf '%s\n' "$c" > "$m.$$" || { rm -f -- "$m.$$"; exit 2; }
+if ! ln -- "$m.$$" "$m" 2>/dev/null && [ ! -s "$m" ]; then rm -f -- "$m"; ln -- "$m.$$" "$m" 2>/dev/null; fi
+rm -f -- "$m.$$"
 have=$(head -n 1 -- "$m" 2>/dev/null)
 if [ "$have" = "$c" ]; then echo "ours $c"; else echo "other $have"; fi
 """
@@ -254,7 +259,7 @@ def parse_take(stdout: str) -> str | LeaseBusy:
         pid = fields.get("pid", "")
         return LeaseBusy(
             holder or "another machine",
-            int(lines[0].split()[1]),
+            max(0, int(lines[0].split()[1])),  # (a clock behind the file's: not negative)
             fields.get("owner", ""),
             int(pid) if pid.isdigit() else 0,
         )

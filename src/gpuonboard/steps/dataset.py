@@ -216,7 +216,7 @@ class DatasetStep(Step):
         probes()) is another copy's --decrypt-to plaintext (its COPY_MARK names another
         `<data_dir>/<name>`), else None."""
         ours = posixpath.join(posixpath.normpath(self.dest), self.dirname)
-        marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, ours)]
+        marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, "", ours)]
         if not marked:
             return None
         r = ctx.runner.run(uploadlock.resolve_command(self.dest, self.dirname))
@@ -244,6 +244,8 @@ class DatasetStep(Step):
         if r.ok and word == "other":
             return self._taken_sentence(ctx, self.plain_target, copy)
         why = (r.stderr.strip().splitlines() or [f"exit {r.exit_code}"])[-1]
+        if r.exit_code == 3:
+            return f"on {ctx.host.name}, {why}, then rerun"
         return f"cannot create {self.plain_target} on the host: {why}"
 
     def _decrypt_dir_room(self, ctx: StepContext, free: int | None, wanted: int, what: str) -> Plan | None:
