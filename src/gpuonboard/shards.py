@@ -38,6 +38,7 @@ DEFAULT_SIZE = 256 * 1024 * 1024
 DEFAULT_THRESHOLD = 10_000
 SHARD_MTIME = 1_000_000_000  # mtime of the shard FILES in the cache (stable for rsync's quick check)
 MANIFEST = "manifest.json"
+UNPACKED_MANIFEST = "manifest.unpacked.json"  # the manifest the plaintext tree was last unpacked from
 FORMAT = "gpuonboard-shards/2"  # 2: parent directories are members (keys the index: never bump lightly)
 # the uploaded manifest's format; 3: no per-file sha256 (each shard's sha256 covers its files'
 # bytes; 50,000 per-file hashes were 2.3 MB of compressed JSON on the link, 0.18 s at 100 Mbit/s)

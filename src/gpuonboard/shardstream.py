@@ -229,6 +229,7 @@ if [ -n "$u" ]; then
     old=$(mktemp -d "$parent/.gpuonboard-old.XXXXXXXX") && mv -- "$p" "$old/x" || fail 1
   fi
   mv -- "$u" "$p" || fail 1
+  cp -f -- manifest.json manifest.unpacked.json 2>/dev/null  # what the tree holds now
   [ -n "$old" ] && rm -rf -- "$old"
   : > "$marker"
 fi

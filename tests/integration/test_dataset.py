@@ -1002,9 +1002,10 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
     (src / "dir2" / "f0002.bin").write_bytes(b"changed")
     sentence = (
-        f"dataset:{tree} holds a file that is not part of the dataset and was not uploaded by"
-        " gpuonboard ('outputs/ckpt.pt'); --unpack replaces that directory whole, so move it"
-        " out first (or unpack elsewhere with --dest), then rerun"
+        f"dataset:{tree} holds a file that is in neither the dataset nor a shard upload's manifest"
+        " ('outputs/ckpt.pt'): a job's output, or left by a plain-mode upload; --unpack replaces"
+        " that directory whole, so move it out first (or delete it if unwanted, or unpack"
+        " elsewhere with --dest), then rerun"
     )
     for args in (("--check",), ()):
         r = project.cli("sync", "--host", "dataset", "--unpack", *args)
@@ -1012,6 +1013,8 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
     assert (tree / "outputs" / "ckpt.pt").read_bytes() == b"precious"
     shutil.move(tree / "outputs", tmp_path / "saved outputs")
     (src / "dir4" / "f0004.bin").unlink()  # uploaded before: dropped from the tree, no question
+    # (even after a --shards run without --unpack replaced the manifest it was in)
+    assert project.cli("sync", "--host", "dataset", "--shards").returncode == 0
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0, r.stdout
     assert tree_digest(tree) == tree_digest(src)

@@ -772,22 +772,26 @@ class DatasetStep(Step):
         """Of the files in the unpacked tree that the dataset does not have, those no earlier
         upload put there (not in the host's manifest): the user's own (a checkpoint written
         into the dataset dir). An unpack swaps the whole tree, so they would be lost."""
-        r = ctx.runner.run(shell.join(["cat", "--", posixpath.join(self.shards_target, shards.MANIFEST)]))
-        shipped = shards.manifest_paths(r.stdout) if r.ok else set()
+        shipped: set[str] = set()
+        for name in (shards.MANIFEST, shards.UNPACKED_MANIFEST):  # (a --shards run since may
+            # have replaced the first: the second is the one the tree was last unpacked from)
+            r = ctx.runner.run(shell.join(["cat", "--", posixpath.join(self.shards_target, name)]))
+            shipped |= shards.manifest_paths(r.stdout) if r.ok else set()
         return [rel for rel in extra if rel not in shipped]
 
     def _foreign_sentence(self, ctx: StepContext, foreign: list[str]) -> str:
         n = len(foreign)
         what = (
-            f"a file that is not part of the dataset and was not uploaded by gpuonboard ({foreign[0]!r})"
+            f"a file that is in neither the dataset nor a shard upload's manifest ({foreign[0]!r})"
             if n == 1
-            else f"{n} files that are not part of the dataset and were not uploaded by gpuonboard"
+            else f"{n} files that are in neither the dataset nor a shard upload's manifest"
             f" (e.g. {foreign[0]!r})"
         )
         them = "it" if n == 1 else "them"
         return (
-            f"{ctx.host.name}:{self.plain_target} holds {what}; --unpack replaces that directory"
-            f" whole, so move {them} out first (or unpack elsewhere with --dest), then rerun"
+            f"{ctx.host.name}:{self.plain_target} holds {what}: a job's output, or left by a plain-mode"
+            f" upload; --unpack replaces that directory whole, so move {them} out first (or delete"
+            f" {them} if unwanted, or unpack elsewhere with --dest), then rerun"
         )
 
     def _manifest(self, work: Work, size: int) -> bytes:
