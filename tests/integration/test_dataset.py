@@ -1048,6 +1048,42 @@ def test_unpack_keeps_the_empty_dirs_a_job_made_in_the_tree(project: Project, tm
     assert len(list((tree / "many empty").iterdir())) == 300
 
 
+def test_a_file_a_job_writes_into_the_tree_during_an_unpack_upload_is_never_swapped_away(
+    project: Project, tmp_path: Path
+) -> None:
+    """The plan found nothing foreign in the unpacked tree, then a job wrote a checkpoint into
+    it while the shards travelled (and a file deleted from the dataset waits to be dropped): the
+    closing command counts more files missing from the new tree than the plan did and keeps the
+    old tree whole; the rerun names the file, and once it is moved out unpacks without re-sending."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    (src / "dir1" / "f0001.bin").unlink()  # dropped from the tree by the next unpack: expected
+    (src / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024))
+    lease = data_dir / ".many.gpuonboard-upload"
+    run = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "1m")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+            time.sleep(0.05)
+        (tree / "ckpt.pt").write_bytes(b"precious")
+        assert run.poll() is None, "the upload ended before the job wrote"
+    finally:
+        out, err = run.communicate(timeout=60)
+    assert run.returncode == 1, out + err
+    assert (
+        f"1 file not in the dataset appeared in {tree} during the upload (a job's output?); the tree"
+        " was not replaced and nothing was lost: move them out of it, then rerun (the shards are on"
+        " the host: nothing is sent again)"
+    ) in out, out
+    assert (tree / "ckpt.pt").read_bytes() == b"precious" and (tree / "dir1" / "f0001.bin").exists()
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 1 and "('ckpt.pt')" in r.stdout, r.stdout
+    shutil.move(tree / "ckpt.pt", tmp_path / "ckpt.pt")
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["diff"]["sent_shards"] == 0, r.stdout
+    assert tree_digest(tree) == tree_digest(src)
+
+
 def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:
     """`kill PID` (SIGTERM to the CLI alone, not its group): unwound like Ctrl-C, exit 143,
     one word; its rsync is gone (it went on sending alone, outliving the upload lock); the

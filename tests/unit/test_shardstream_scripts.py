@@ -74,7 +74,7 @@ def test_the_closing_command_takes_thousands_of_shards_on_stdin(tmp_path: Path) 
     assert r.returncode == 0, r.stderr
     assert (plain / "a.bin").read_text() == "content 0\n"
     assert (plain / "sub" / "b.bin").read_text() == "content 1\n"
-    kept = sorted([n for n, _ in extract] + ["manifest.json", "unpacked-x"])
+    kept = sorted([n for n, _ in extract] + ["manifest.json", "manifest.unpacked.json", "unpacked-x"])
     assert sorted(p.name for p in target.iterdir()) == kept
 
 

@@ -82,6 +82,7 @@ class Work:
     need: int = 0
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
+    drop: int = 0  # unpack: files of the tree on the host the dataset no longer has (dropped)
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
     notes: tuple[ThreadPoolExecutor, list[Any]] = field(
@@ -719,6 +720,7 @@ class DatasetStep(Step):
             foreign = self._foreign_files(ctx, extra) if extra and not (complete and unpacked) else []
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
+            work.drop = len(extra)
         work.shard_size = size
         note = work.kept = self._left_plaintext(ctx)
         if complete and unpacked:
@@ -1366,7 +1368,7 @@ class DatasetStep(Step):
         end = last[0] if last else None
         held = (work.lease.path, work.lease.token) if work.lease else ("", "")
         closing = shardstream.finish_command(
-            work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end, held
+            work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end, held, work.drop
         )
         try:
             r = ctx.runner.run(closing, stdin=prefix + lists + packed_manifest, timeout=3600)
@@ -1384,7 +1386,7 @@ class DatasetStep(Step):
                     f"finishing the upload on the host failed: the remote disk is full ({full}); free"
                     f" space under {self.dest}, then rerun: the {len(work.groups)} shards there are kept"
                 )
-            if "damaged" in why:
+            if "damaged" in why or r.exit_code == 5:
                 return why
             hint = " (wrong identity, or a tampered or truncated shard)" if "age:" in why else ""
             if "sha256 mismatch" in why:
