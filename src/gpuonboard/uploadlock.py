@@ -115,6 +115,7 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
 TAKE_SCRIPT = r"""
+pt=${9:-}; pn=${10:-}
 mkdir -p -- "$1" || exit 2
 # one spelling of the data dir (a symlink or .. in it names the same lease)
 d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
@@ -123,7 +124,15 @@ if [ ! -e "$f" ]; then  # a data dir this login may not write (or a read-only mo
 fi
 [ -d "$f" ] && { echo "$f is a directory, not an upload lease; remove it" >&2; exit 3; }
 write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
-if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then echo "took $f"; exit 0; fi
+took() {  # the plaintext tree this run writes ($pt): marked as another copy's? then give it back
+  have=; [ -n "$pt" ] && [ -f "$pt/.gpuonboard-copy" ] && have=$(head -n 1 -- "$pt/.gpuonboard-copy")
+  if [ -n "$have" ] && [ "$have" != "$d/$pn" ]; then
+    grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
+  fi
+  echo "took $f"; exit 0
+}
+tok=$3
+if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then took; fi
 # the lease's age by the file system's clock (a file made now): on NFS the mtime is the server's
 now=$( : > "$f.$3.now" && stat -c %Y -- "$f.$3.now" ) 2>/dev/null; rm -f -- "$f.$3.now"
 [ -n "$now" ] || now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)
@@ -131,7 +140,7 @@ if grep -q '^token ' -- "$f" 2>/dev/null && [ $((now - mod)) -lt "$6" ] \
    && { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; }; then
   echo "busy $((now - mod))"; cat -- "$f"; exit 0
 fi
-write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && echo "took $f" && exit 0
+write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && took
 rm -f -- "$f.$3"; exit 3
 """
 # $1 stale seconds, then the places a lease of this copy may be (beside it, or inside it):
@@ -195,10 +204,21 @@ def holder_text() -> str:
     return f"{host}, pid {os.getpid()}, started {stamp}"
 
 
-def take_command(target: str, lease: Lease, owner: str, holder: str, pid: int, ended: int = 0) -> str:
-    """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT)."""
+def take_command(
+    target: str,
+    lease: Lease,
+    owner: str,
+    holder: str,
+    pid: int,
+    ended: int = 0,
+    plain: str = "",
+    name: str = "",
+) -> str:
+    """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT);
+    `plain` = the plaintext tree the run writes and `name` the dataset's: a --decrypt-to mark of
+    another copy there gives the lease back at once ("other <copy>")."""
     argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
-    argv += [pid, ended or ""]
+    argv += [pid, ended or "", plain, name]
     return shell.join(argv)
 
 
@@ -220,8 +240,11 @@ def parse_peek(stdout: str) -> LeaseBusy | None:
     return got if isinstance(got, LeaseBusy) else None
 
 
-# $1 the data dir, $2 the dataset's name, $3 the plaintext dir (--decrypt-to/<name>): mark it as
-# this copy's (noclobber), or say whose it is. Prints "ours <copy>" or "other <copy>".
+# $1 the data dir, $2 the dataset's name, $3 the plaintext dir (--decrypt-to/<name>), $4 this
+# run's lease token, $5 stale seconds: mark it as this copy's, or say why not. Prints "ours
+# <copy>", "other <copy>" (marked for another), "unmarked" (files there that no mark vouches
+# for), or "busy <age>" and the lease's lines (an upload of the copy that IS that dir runs now;
+# with TAKE_SCRIPT's check of the mark after taking its lease, one of two racing runs loses).
 # The mark is written whole before it appears (a temp file, then `ln`, which never replaces: a
 # full disk leaves no empty mark); an empty one (cut short before this) counts as none.
 CLAIM_SCRIPT = r"""
@@ -230,29 +253,57 @@ mkdir -p -- "$3" || exit 2
 m=$3/.gpuonboard-copy
 [ -d "$m" ] && { echo "$m is a directory, not gpuonboard's mark; remove it" >&2; exit 3; }
 printf '%s\n' "$c" > "$m.$$" || { rm -f -- "$m.$$"; exit 2; }
-if ! ln -- "$m.$$" "$m" 2>/dev/null && [ ! -s "$m" ]; then rm -f -- "$m"; ln -- "$m.$$" "$m" 2>/dev/null; fi
+new=0
+if ln -- "$m.$$" "$m" 2>/dev/null; then new=1
+elif [ ! -s "$m" ]; then rm -f -- "$m"; ln -- "$m.$$" "$m" 2>/dev/null && new=1; fi
 rm -f -- "$m.$$"
 have=$(head -n 1 -- "$m" 2>/dev/null)
-if [ "$have" = "$c" ]; then echo "ours $c"; else echo "other $have"; fi
+[ "$have" = "$c" ] || { echo "other $have"; exit 0; }
+undo() { if [ "$new" = 1 ]; then rm -f -- "$m"; fi; }
+# files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
+if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
+  undo; echo unmarked; exit 0
+fi
+# an upload whose copy IS this dir, running now (its lease beside the dir, or inside it)
+now=$( : > "$m.$$.now" && stat -c %Y -- "$m.$$.now" ) 2>/dev/null; rm -f -- "$m.$$.now"
+[ -n "$now" ] || now=$(date +%s)
+for l in "$(dirname -- "$3")/.$(basename -- "$3").gpuonboard-upload" "$3/.gpuonboard-upload"; do
+  [ -f "$l" ] && grep -q '^token ' -- "$l" 2>/dev/null && ! grep -qxF "token $4" -- "$l" || continue
+  mod=$(stat -c %Y -- "$l" 2>/dev/null) || continue
+  [ $((now - mod)) -lt "$5" ] || continue
+  undo; echo "busy $((now - mod))"; cat -- "$l"; exit 0
+done
+echo "ours $c"
 """
 # $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
 RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
 
 
-def claim_command(data_dir: str, name: str, plain_dir: str) -> str:
-    """Mark a --decrypt-to plaintext dir as this copy's, unless another copy's (CLAIM_SCRIPT)."""
-    return shell.join(["sh", "-c", CLAIM_SCRIPT, "sh", data_dir, name, plain_dir])
+def claim_command(data_dir: str, name: str, plain_dir: str, token: str = "") -> str:
+    """Mark a --decrypt-to plaintext dir as this copy's, unless another copy's, files no mark
+    vouches for, or a live upload of a copy that is that dir (CLAIM_SCRIPT); `token`: this
+    run's lease (when --decrypt-to is the data dir itself, its lease is beside the dir)."""
+    return shell.join(["sh", "-c", CLAIM_SCRIPT, "sh", data_dir, name, plain_dir, token, STALE_S])
 
 
 def resolve_command(data_dir: str, name: str) -> str:
     return shell.join(["sh", "-c", RESOLVE_SCRIPT, "sh", data_dir, name])
 
 
-def parse_take(stdout: str) -> str | LeaseBusy:
+@dataclass(frozen=True)
+class OtherCopy:
+    """The plaintext tree a run would write is marked as another copy's (its `<data_dir>/<name>`)."""
+
+    copy: str
+
+
+def parse_take(stdout: str) -> str | LeaseBusy | OtherCopy:
     """Pure: the lease file when it was taken, else who holds it. ValueError on other output."""
     lines = stdout.strip().splitlines()
     if lines and lines[-1].startswith("took /"):
         return lines[-1][len("took ") :]
+    if lines and lines[-1].startswith("other "):
+        return OtherCopy(lines[-1][len("other ") :])
     if lines and lines[0].startswith("busy "):
         fields = dict(line.split(" ", 1) for line in lines[1:] if " " in line)
         holder = "".join(c for c in fields.get("holder", "") if c.isprintable())[:200]

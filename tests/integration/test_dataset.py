@@ -1530,6 +1530,38 @@ def test_a_plain_upload_into_an_unpacked_tree_makes_the_next_unpack_check_again(
     assert tree_digest(tree) == tree_digest(src)
 
 
+@needs_age
+def test_decrypt_to_never_writes_over_another_projects_plain_copy(project: Project, tmp_path: Path) -> None:
+    """Another project uploaded a dataset with the same name, plain, into DIR (its copy is
+    DIR/<name>, which no mark covers); --decrypt-to DIR from here is refused with one sentence
+    and that copy is left exactly as it was, with no mark added."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "link to plain").unlink()
+    other = other_project(project, tmp_path)
+    shared = tmp_path / "shared"
+    theirs = tmp_path / "their data" / "my data"
+    theirs.mkdir(parents=True)
+    (theirs / "plain.txt").write_text("theirs\n")
+    assert (
+        other.cli("sync", "--host", "dataset", "--dataset", str(theirs), "--dest", str(shared)).returncode
+        == 0
+    )
+    before = tree_digest(shared / "my data")
+    flags = ["--encrypt", "--decrypt-on-host", "--decrypt-to", str(shared)]
+    for args in ((), ("--shards",)):
+        r = project.cli("sync", "--host", "dataset", *flags, *args)
+        assert r.returncode == 1, r.stdout
+        assert step(project)["msg"] == (
+            f"dataset:{shared}/my data holds files that no gpuonboard upload marked as its plaintext"
+            " (another copy of a dataset with this name, or plaintext an older gpuonboard left);"
+            " remove it if nothing uses it (the rerun decrypts it again from the copy on the data"
+            " disk: nothing is sent again), or pick another --decrypt-to, then rerun"
+        )
+    assert tree_digest(shared / "my data") == before
+    assert not (shared / "my data" / ".gpuonboard-copy").exists()
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

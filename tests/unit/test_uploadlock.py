@@ -334,3 +334,32 @@ def test_the_lease_age_is_read_by_the_file_systems_clock_not_dates(tmp_path: Pat
     busy = uploadlock.parse_take(r.stdout)
     assert isinstance(busy, uploadlock.LeaseBusy) and 4 <= busy.age <= 7, r.stdout
     assert sorted(p.name for p in data.iterdir()) == [".set.gpuonboard-upload", "set"]
+
+
+def test_a_claim_is_refused_over_unmarked_files_or_a_live_upload_of_that_dir(tmp_path: Path) -> None:
+    """The mark never lands on files no mark vouches for (another project's plain copy at
+    DIR/<name>), nor while an upload whose copy IS that dir runs (its lease, beside or inside);
+    this run's own lease there does not count; whatever it refuses, it leaves no mark."""
+    (tmp_path / "a").mkdir()
+    plain = tmp_path / "shm" / "set"
+    plain.mkdir(parents=True)
+    (plain / "theirs.bin").write_bytes(b"x")
+    claim = uploadlock.claim_command(str(tmp_path / "a"), "set", str(plain), "mine")
+    assert _sh(claim).stdout == "unmarked\n"
+    assert sorted(p.name for p in plain.iterdir()) == ["theirs.bin"]
+    (plain / "theirs.bin").unlink()
+    lease = tmp_path / "shm" / ".set.gpuonboard-upload"
+    lease.write_text("token other\nowner o\npid 9\nholder box-z, pid 9, started Y\n")
+    out = _sh(claim).stdout
+    busy = uploadlock.parse_take(out)
+    assert isinstance(busy, uploadlock.LeaseBusy) and busy.holder == "box-z, pid 9, started Y", out
+    assert list(plain.iterdir()) == []
+    lease.write_text("token mine\nowner me\npid 1\nholder me\n")  # --decrypt-to is the data dir itself
+    assert _sh(claim).stdout == f"ours {tmp_path}/a/set\n"
+    # the other side of a race: an upload taking its lease on that dir finds the mark and yields
+    other = uploadlock.Lease(str(lease), "tok2")
+    lease.unlink()
+    take = uploadlock.take_command(str(plain), other, "o", "box-z", 9, plain=str(plain), name="set")
+    r = _sh(take)
+    assert uploadlock.parse_take(r.stdout) == uploadlock.OtherCopy(f"{tmp_path}/a/set"), r
+    assert not lease.exists()

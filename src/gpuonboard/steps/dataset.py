@@ -235,15 +235,28 @@ class DatasetStep(Step):
             f" remove {where} if nothing uses it any more, then rerun"
         )
 
-    def _claim_plain_dir(self, ctx: StepContext) -> str | None:
+    def _claim_plain_dir(self, ctx: StepContext, lease: uploadlock.Lease | None) -> str | None:
         """--decrypt-to: mark the plaintext dir as this copy's before writing into it (atomic:
         of two uploads from different data dirs, one gets it). The failure sentence, or None."""
-        r = ctx.runner.run(uploadlock.claim_command(self.dest, self.dirname, self.plain_target))
+        token = lease.token if lease is not None else ""
+        r = ctx.runner.run(uploadlock.claim_command(self.dest, self.dirname, self.plain_target, token))
         word, _, copy = r.stdout.strip().partition(" ")
         if r.ok and word == "ours":
             return None
         if r.ok and word == "other":
             return self._taken_sentence(ctx, self.plain_target, copy)
+        if r.ok and word == "unmarked":
+            return (
+                f"{ctx.host.name}:{self.plain_target} holds files that no gpuonboard upload marked as its"
+                " plaintext (another copy of a dataset with this name, or plaintext an older gpuonboard"
+                " left); remove it if nothing uses it (the rerun decrypts it again from the copy on the"
+                " data disk: nothing is sent again), or pick another --decrypt-to, then rerun"
+            )
+        if r.ok and word == "busy":
+            with contextlib.suppress(ValueError):
+                busy = uploadlock.parse_take(r.stdout)
+                if isinstance(busy, uploadlock.LeaseBusy):
+                    return busy.sentence(f"{ctx.host.name}:{self.plain_target}")
         why = (r.stderr.strip().splitlines() or [f"exit {r.exit_code}"])[-1]
         if r.exit_code == 3:
             return f"on {ctx.host.name}, {why}, then rerun"
@@ -366,7 +379,7 @@ class DatasetStep(Step):
             return f"cannot create the upload lock under {where}: {exc.strerror or exc}; check that directory"
         return None
 
-    def _take_lease(self, ctx: StepContext, target: str) -> tuple[uploadlock.Lease | None, str]:
+    def _take_lease(self, ctx: StepContext, target: str, plain: str) -> tuple[uploadlock.Lease | None, str]:
         """Make the copy's dir and take the host's lease on it, in one command (see
         uploadlock): (the lease, "") or (None, the failure sentence). A fresh lease of this same
         project is taken over (a second command) only when its pid has ended on this machine."""
@@ -376,7 +389,7 @@ class DatasetStep(Step):
         holder, ended = uploadlock.holder_text(), 0
         while True:
             take = uploadlock.take_command(
-                target, uploadlock.Lease(path, token), owner, holder, os.getpid(), ended
+                target, uploadlock.Lease(path, token), owner, holder, os.getpid(), ended, plain, self.dirname
             )
             res = ctx.runner.run(take)
             why = (res.stderr.strip().splitlines() or [f"exit {res.exit_code}"])[-1]
@@ -388,6 +401,8 @@ class DatasetStep(Step):
                 got = None
             if isinstance(got, str):
                 return uploadlock.Lease(got, token), ""
+            if isinstance(got, uploadlock.OtherCopy):
+                return None, self._taken_sentence(ctx, plain, got.copy)
             if got is None and why.endswith("remove it"):
                 return None, f"on {ctx.host.name}, {why}, then rerun"
             if got is None:
@@ -984,11 +999,14 @@ class DatasetStep(Step):
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
         try:  # (the lease and the probe too: any end closes the master)
-            work.lease, refused = self._take_lease(ctx, work.target)
+            # the plaintext tree this run writes (checked for another copy's mark with the lease)
+            tree = self.plain_target if work.unpack or self.decrypt_on_host else ""
+            tree = tree or (self.target if work.enc is None else "")
+            work.lease, refused = self._take_lease(ctx, work.target, tree)
             if work.lease is None:
                 return refused
             if self.decrypt_dir:
-                taken = self._claim_plain_dir(ctx)
+                taken = self._claim_plain_dir(ctx, work.lease)
                 if taken:
                     return taken
             if work.enc is not None:  # what a killed earlier run left half-encrypted
