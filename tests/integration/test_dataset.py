@@ -214,12 +214,16 @@ def _age_key(tmp_path: Path) -> tuple[Path, str]:
 def test_encrypted_upload_decrypt_on_host(project: Project, tmp_path: Path) -> None:
     key, pub = _age_key(tmp_path)
     src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "plain.txt").chmod(0o640)
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
     assert r.returncode == 0, r.stdout + r.stderr
     s = step(project)
     assert s["status"] == "changed", s
     want = {k: v for k, v in tree_digest(src).items() if not v.startswith("link:")}
     assert tree_digest(data_dir / "my data") == want
+    for rel in want:  # the local file's mode, as rsync -a keeps it (the temp file was 0600)
+        mode = stat.S_IMODE((data_dir / "my data" / rel).stat().st_mode)
+        assert mode == stat.S_IMODE((src / rel).stat().st_mode), (rel, oct(mode))
     cipher = tree_digest(data_dir / "my data.encrypted")
     assert set(cipher) == {k + ".age" for k in want}
     # no key material anywhere on the host's side (data dir, host home)
@@ -235,6 +239,14 @@ def test_encrypted_upload_decrypt_on_host(project: Project, tmp_path: Path) -> N
     # rerun: cached ciphertexts, nothing to send or decrypt
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    # a file deleted here stays in the plaintext dir too, and the message says so
+    (src / "-leading-dash").unlink()
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert (
+        f"; 1 file in {data_dir}/my data on the host is not in the dataset and kept there"
+        " (e.g. '-leading-dash')"
+    ) in step(project)["msg"], step(project)["msg"]
 
 
 @needs_age

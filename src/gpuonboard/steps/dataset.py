@@ -579,7 +579,10 @@ class DatasetStep(Step):
                 need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
         total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
-        kept = work.kept = _kept_on_host(remote.files, {e.rel for e in entries}) + self._left_plaintext(ctx)
+        kept = _kept_on_host(remote.files, {e.rel for e in entries})
+        if self.decrypt_on_host:  # the plaintext dir keeps what the dataset dropped too
+            kept += _kept_on_host(plain.files, {e.rel for e in tree.files}, self.plain_target)
+        kept = work.kept = kept + self._left_plaintext(ctx)
         if not work.send and not work.decrypt:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
@@ -1469,7 +1472,12 @@ class DatasetStep(Step):
         base = self.plain_target
         for k, e in enumerate(todo):
             cipher = posixpath.join(work.target, e.rel + ".age")
-            triple = [cipher, posixpath.join(self.plain_target, e.rel), str(e.mtime)]
+            triple = [
+                cipher,
+                posixpath.join(self.plain_target, e.rel),
+                str(e.mtime),
+                _perms(work.tree, e.rel),
+            ]
             batch += triple
             size += sum(len(shell.quote(a).encode("utf-8", "surrogateescape")) + 1 for a in triple)
             if size < DECRYPT_BATCH and k + 1 < len(todo):
@@ -1504,7 +1512,8 @@ class LocalWriteError(Exception):
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
 UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
-# $1 the plaintext dir, then (ciphertext, plaintext path, mtime) triples; the identity on stdin.
+# $1 the plaintext dir, then (ciphertext, plaintext path, mtime, mode) per file; the identity on
+# stdin (the mode is the local file's, as rsync -a keeps it: a temp file is made 0600).
 # Each file's way is made of real dirs: a symlink or file an earlier upload left on it is
 # replaced (as rsync replaces them), so nothing is ever written through a symlink (outside the
 # data dir); a directory where the dataset now has a file is refused (exit 4, one line).
@@ -1529,12 +1538,12 @@ place() {
     return 1
   fi
 }
-while [ $# -ge 3 ]; do
-  c=$1; p=$2; m=$3; shift 3
+while [ $# -ge 4 ]; do
+  c=$1; p=$2; m=$3; o=$4; shift 4
   place "$p" || { rc=4; continue; }
   t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=4; continue; }
   if printf '%s\n' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then
-    touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"
+    chmod "$o" "$t"; touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"
   else printf '%s: ' "$c" >&2; agerr "$t.err" >&2
     rm -f -- "$t" "$t.err"; [ "$rc" = 4 ] || rc=1; fi
 done
@@ -1587,6 +1596,15 @@ def _unreadable(exc: OSError, root: Path, kept: str) -> str:
     )
 
 
+def _perms(tree: transfer.SourceTree, rel: str) -> str:
+    """The local file's permission bits in octal, for its plaintext on the host (644 when gone)."""
+    path = tree.root / rel if tree.root.is_dir() else tree.root
+    try:
+        return f"{os.lstat(path).st_mode & 0o777:o}"
+    except OSError:
+        return "644"
+
+
 def _changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
     """Whether a dataset file's size or mtime is not what the scan saw (written to meanwhile)."""
     e = tree.entries.get(rel)
@@ -1619,16 +1637,17 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str]) -> str:
-    """Pure: the message's note on files in the host's copy that the dataset does not have
-    (deleted here since, or written there): plain mode keeps them, as rsync without --delete;
-    said, so that "up to date" never hides them."""
+def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], where: str = "") -> str:
+    """Pure: the message's note on files in the host's copy (or in `where`, the plaintext dir)
+    that the dataset does not have (deleted here since, or written there): plain mode keeps them,
+    as rsync without --delete; said, so that "up to date" never hides them."""
     extra = sorted(rel for rel in host if rel not in local)
     if not extra:
         return ""
     verb = "is" if len(extra) == 1 else "are"
     files = _count(len(extra), "file")
-    return f"; {files} on the host {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
+    place = f"in {where} on the host" if where else "on the host"
+    return f"; {files} {place} {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
 
 
 def _stream_failure(res: shardstream.StreamResult) -> str:
