@@ -495,10 +495,31 @@ def disk_full_line(lines: Sequence[str]) -> str:
     return next((x for x in lines if "no space left" in x.lower() or "disk quota" in x.lower()), "")
 
 
+# rsync's lines when an entry of one kind on the host stands where the dataset has another
+_CONFLICT = re.compile(
+    r"(?:cannot delete non-empty directory|could not make way for new (?:regular file|symlink)): (.+)$"
+)
+
+
+def rsync_conflict(run: RsyncRun) -> str | None:
+    """The sentence for a directory on the host where the dataset now has a file or symlink
+    (rsync exit 23, which a rerun alone never clears), else None."""
+    for line in run.stderr.splitlines():
+        m = _CONFLICT.search(line.strip())
+        if m:
+            return (
+                f"{m[1]} is a directory on the host where the dataset now has a file or symlink;"
+                " move it away (or delete it) there, then rerun"
+            )
+    return None
+
+
 def explain_rsync_failure(run: RsyncRun) -> str:
-    """One sentence for a failed rsync run (exit code meaning + its last stderr line)."""
+    """One sentence for a failed rsync run (exit code meaning + its last stderr line that is not
+    rsync's closing summary)."""
     lines = [x.strip() for x in run.stderr.strip().splitlines() if x.strip()]
-    detail = lines[-1] if lines else ""
+    told = [x for x in lines if not x.startswith("rsync error:")] or lines
+    detail = told[-1] if told else ""
     full = " ".join(lines).lower()
     meaning = RSYNC_EXIT.get(run.exit_code, f"exit code {run.exit_code}")
     full_disk = disk_full_line(lines)

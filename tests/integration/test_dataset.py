@@ -1574,6 +1574,32 @@ def test_decrypt_to_never_writes_over_another_projects_plain_copy(project: Proje
     assert not (shared / "my data" / ".gpuonboard-copy").exists()
 
 
+def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: Path) -> None:
+    """A file that became a directory is replaced on the host (and not called "kept there");
+    a directory that became a file cannot be (rsync will not delete a non-empty directory): one
+    sentence naming it, not "rerun to resume", which would fail the same way forever."""
+    src, data_dir = setup(project, tmp_path)
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    (src / "plain.txt").unlink()
+    (src / "plain.txt").mkdir()
+    (src / "plain.txt" / "inside.txt").write_text("in\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 0 and "kept there" not in step(project)["msg"], step(project)["msg"]
+    assert (data_dir / "my data" / "plain.txt" / "inside.txt").read_text() == "in\n"
+    shutil.rmtree(src / "sub dir")
+    (src / "sub dir").write_text("a file now\n")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1, r.stdout
+    assert step(project)["msg"] == (
+        "sub dir is a directory on the host where the dataset now has a file or symlink; move it"
+        " away (or delete it) there, then rerun"
+    )
+    shutil.rmtree(data_dir / "my data" / "sub dir")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

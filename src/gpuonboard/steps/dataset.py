@@ -1084,7 +1084,9 @@ class DatasetStep(Step):
             except LocalWriteError as exc:
                 return str(exc)
         if bad_run is not None:
-            return transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
+            return transfer.rsync_conflict(bad_run) or (
+                transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
+            )
         if _lost(work, ctx):  # (asked of the host: verification re-sends and decrypts)
             return LEASE_LOST
         # verification: the host hashes what arrived
@@ -1641,13 +1643,25 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], whe
     """Pure: the message's note on files in the host's copy (or in `where`, the plaintext dir)
     that the dataset does not have (deleted here since, or written there): plain mode keeps them,
     as rsync without --delete; said, so that "up to date" never hides them."""
-    extra = sorted(rel for rel in host if rel not in local)
+    extra = [rel for rel in host if rel not in local]
+    if extra:  # a path that is a directory in the dataset now: rsync replaces it, not kept
+        dirs = {rel[:i] for rel in local if "/" in rel for i in _slashes(rel)}
+        extra = sorted(rel for rel in extra if rel not in dirs)
     if not extra:
         return ""
     verb = "is" if len(extra) == 1 else "are"
     files = _count(len(extra), "file")
     place = f"in {where} on the host" if where else "on the host"
     return f"; {files} {place} {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
+
+
+def _slashes(rel: str) -> list[int]:
+    """Pure: the index of each '/' in rel (its parent dirs are rel[:i])."""
+    out, i = [], rel.find("/")
+    while i != -1:
+        out.append(i)
+        i = rel.find("/", i + 1)
+    return out
 
 
 def _stream_failure(res: shardstream.StreamResult) -> str:
