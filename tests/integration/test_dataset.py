@@ -1266,16 +1266,19 @@ def test_shard_mode_says_when_an_unpacked_tree_is_left_behind_or_the_dataset_is_
     copy (it fell through to a plain rsync into <name>.shards/, 'changed' on every run)."""
     src, data_dir = _unpacked_upload(project, tmp_path)
     (src / "dir2" / "f0002.bin").write_bytes(b"changed")
-    r = project.cli("sync", "--host", "dataset", "--shards", "--check")
-    msg = step(project)["msg"]
+    older = (
+        f"; the unpacked tree {data_dir}/many (600 files) is not updated without --unpack and will be"
+        " older than the dataset"
+    )
+    for args in (("--check",), ()):  # the plan says it, and so does the final message
+        r = project.cli("sync", "--host", "dataset", "--shards", *args)
+        assert r.returncode == 0 and older in step(project)["msg"], step(project)["msg"]
+    r = project.cli("sync", "--host", "dataset", "--shards")  # shards up to date, the tree is not
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
     assert (
-        r.returncode == 0
-        and (
-            f"; the unpacked tree {data_dir}/many (600 files) is not updated without --unpack and will be"
-            " older than the dataset"
-        )
-        in msg
-    ), msg
+        f"; the unpacked tree {data_dir}/many differs from the dataset (1 path): --unpack updates it"
+        in (step(project)["msg"])
+    )
     shutil.rmtree(src)
     src.mkdir()
     before = tree_digest(data_dir)

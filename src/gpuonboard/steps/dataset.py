@@ -740,7 +740,21 @@ class DatasetStep(Step):
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
             work.drop = len(extra)
         work.shard_size = size
-        note = work.kept = self._left_plaintext(ctx)
+        older = ""
+        if not work.unpack and not self.encrypt:  # an earlier --unpack's tree is left as it was: say so
+            left = self._listing(ctx, self.target).files
+            drift, extra = shards.tree_drift(work.tree.entries, left) if left else ([], [])
+            if left and work.send_idx:
+                older = (
+                    f"; the unpacked tree {self.target} ({_count(len(left), 'file')}) is not updated"
+                    " without --unpack and will be older than the dataset"
+                )
+            elif drift or extra:
+                older = (
+                    f"; the unpacked tree {self.target} differs from the dataset"
+                    f" ({_count(len(drift) + len(extra), 'path')}): --unpack updates it"
+                )
+        note = work.kept = self._left_plaintext(ctx) + older
         if complete and unpacked:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0}
@@ -771,13 +785,6 @@ class DatasetStep(Step):
         )
         if work.unpack:
             msg += f"; unpack into {self.plain_target}{redo}"
-        elif not self.encrypt:  # an earlier --unpack's tree stays as it was: say so
-            left = self._listing(ctx, self.target).files
-            if left:
-                msg += (
-                    f"; the unpacked tree {self.target} ({_count(len(left), 'file')}) is not updated"
-                    " without --unpack and will be older than the dataset"
-                )
         msg += f"{note}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
         diff = {
             "target": self.shards_target,
