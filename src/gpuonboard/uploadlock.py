@@ -115,7 +115,7 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
 TAKE_SCRIPT = r"""
-pt=${9:-}; pn=${10:-}
+tgt=$1; pt=${9:-}; pn=${10:-}
 mkdir -p -- "$1" || exit 2
 # one spelling of the data dir (a symlink or .. in it names the same lease)
 d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
@@ -128,6 +128,12 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
   have=; [ -n "$pt" ] && [ -f "$pt/.gpuonboard-copy" ] && have=$(head -n 1 -- "$pt/.gpuonboard-copy")
   if [ -n "$have" ] && [ "$have" != "$d/$pn" ]; then
     grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
+  fi
+  if [ -n "$pn" ]; then  # this copy's unpack dirs that killed runs left (no run of it is live now)
+    for x in "$(dirname -- "$tgt")/.$pn.gpuonboard-unpack-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+    if [ -n "$pt" ]; then
+      for x in "$(dirname -- "$pt")/.$pn.gpuonboard-unpack-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+    fi
   fi
   echo "took $f"; exit 0
 }

@@ -363,3 +363,21 @@ def test_a_claim_is_refused_over_unmarked_files_or_a_live_upload_of_that_dir(tmp
     r = _sh(take)
     assert uploadlock.parse_take(r.stdout) == uploadlock.OtherCopy(f"{tmp_path}/a/set"), r
     assert not lease.exists()
+
+
+def test_taking_the_lease_sweeps_this_copys_unpack_dirs_of_killed_runs(tmp_path: Path) -> None:
+    """A killed --unpack run leaves a half-built tree (plaintext, when encrypted) beside the
+    dataset; the next run of that copy, whatever its mode, removes it once it holds the lease:
+    beside the data dir's copy and beside a --decrypt-to tree; other datasets' are left alone."""
+    data, shm = tmp_path / "data", tmp_path / "shm"
+    left = [data / ".set.gpuonboard-unpack-0a", shm / ".set.gpuonboard-unpack-1b"]
+    kept = [data / ".other.gpuonboard-unpack-2c", data / ".set2.gpuonboard-unpack-3d"]
+    for d in left + kept:
+        (d / "half").mkdir(parents=True)
+    lease = uploadlock.Lease(uploadlock.lease_path(str(data), "set"), "t")
+    take = uploadlock.take_command(
+        str(data / "set.shards"), lease, "me", "box", 1, plain=str(shm / "set"), name="set"
+    )
+    r = _sh(take)
+    assert uploadlock.parse_take(r.stdout) == str(Path(lease.path)), r
+    assert not any(d.exists() for d in left) and all(d.exists() for d in kept)
