@@ -227,7 +227,7 @@ if [ -n "$u" ]; then
     [ -f "$p/.gpuonboard-copy" ] && cp -p -- "$p/.gpuonboard-copy" "$u/" 2>/dev/null  # --decrypt-to's mark
     # more files the new tree lacks than the plan saw: a job wrote into the tree meanwhile; keep all
     n=$( (cd -- "$p" && find . -mindepth 1 \( -name .rsync-partial -o -path ./.gpuonboard-upload \
-      -o -path ./.gpuonboard-copy \) -prune -o \( -type f -o -type l \) -exec sh -c \
+      -o -path ./.gpuonboard-copy \) -prune -o ! -type d -exec sh -c \
       'for f; do [ -e "$0/$f" ] || [ -L "$0/$f" ] || printf x; done' "$u" {} + ) | wc -c)
     if [ "$n" -gt "$drop" ]; then
       k=$((n - drop)); w="$k files"; [ "$k" = 1 ] && w="1 file"

@@ -213,7 +213,9 @@ def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
 def listing_command(target: str, data_dir: str) -> str:
     """Read-only probe: rsync present?, free space under data_dir, files under target.
 
-    The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf), the partial dir excluded.
+    The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf) of everything but
+    directories (files, symlinks, and a fifo or socket a job made: an unpack must not drop them
+    unasked), the partial dir excluded.
     """
     m = _LIST_MARK
     return (
@@ -227,7 +229,7 @@ def listing_command(target: str, data_dir: str) -> str:
         '[ -d "$t" ] || exit 0\n'
         f'cd -- "$t" && find . \\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY}'
         f" -o -path ./{COPY_MARK} \\) -prune"
-        " -o \\( -type f -o -type l \\)"
+        " -o ! -type d"
         " -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
     )

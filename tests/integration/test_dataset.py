@@ -219,6 +219,7 @@ def test_encrypted_upload_decrypt_on_host(project: Project, tmp_path: Path) -> N
     assert r.returncode == 0, r.stdout + r.stderr
     s = step(project)
     assert s["status"] == "changed", s
+    assert "; 1 symlink of the dataset is not uploaded in encrypted mode (e.g. 'link to plain')" in s["msg"]
     want = {k: v for k, v in tree_digest(src).items() if not v.startswith("link:")}
     assert tree_digest(data_dir / "my data") == want
     for rel in want:  # the local file's mode, as rsync -a keeps it (the temp file was 0600)
@@ -1094,6 +1095,16 @@ def test_a_file_a_job_writes_into_the_tree_during_an_unpack_upload_is_never_swap
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["diff"]["sent_shards"] == 0, r.stdout
     assert tree_digest(tree) == tree_digest(src)
+
+
+def test_unpack_never_swaps_away_a_fifo_a_job_made_in_the_tree(project: Project, tmp_path: Path) -> None:
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    os.mkfifo(tree / "job.fifo")
+    (src / "dir2" / "f0002.bin").write_bytes(b"changed")
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 1 and "('job.fifo')" in step(project)["msg"], r.stdout
+    assert stat.S_ISFIFO((tree / "job.fifo").lstat().st_mode)
 
 
 def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:

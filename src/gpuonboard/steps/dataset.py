@@ -582,6 +582,11 @@ class DatasetStep(Step):
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if self.decrypt_on_host:  # the plaintext dir keeps what the dataset dropped too
             kept += _kept_on_host(plain.files, {e.rel for e in tree.files}, self.plain_target)
+        links = sorted(e.rel for e in tree.entries.values() if e.kind == "l") if self.encrypt else []
+        if links:  # (age encrypts file contents; a symlink has none)
+            verb = "is" if len(links) == 1 else "are"
+            kept += f"; {_count(len(links), 'symlink')} of the dataset {verb} not uploaded in encrypted mode"
+            kept += f" (e.g. {links[0]!r})"
         kept = work.kept = kept + self._left_plaintext(ctx)
         if not work.send and not work.decrypt:
             return Plan(
