@@ -370,7 +370,11 @@ def rsync_argv(
         argv += ["--from0", f"--files-from={files_from}"]
     if dry_run:
         argv.append("--dry-run")
-    argv += [str(src_dir) + "/", f"{alias}:{target.rstrip('/')}/"]
+    # the destination reaches the host as `.` in a dir the remote shell entered (a quoted path):
+    # with -s the remote rsync expands wildcards in the paths it gets, so a dataset named `[a]`
+    # or `g*` wrote into another copy's `a/` or `g1/` (the upload's first command made the dir)
+    argv.append("--rsync-path=" + shell.join(["cd", "--", target.rstrip("/") or "/"]) + " && rsync")
+    argv += [str(src_dir) + "/", f"{alias}:./"]
     return argv
 
 

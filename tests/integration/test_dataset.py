@@ -1614,6 +1614,22 @@ def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: 
     assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
 
 
+def test_a_dataset_name_with_wildcards_lands_in_its_own_dir(project: Project, tmp_path: Path) -> None:
+    """rsync -s has the host's rsync expand wildcards in the paths it gets: a dataset named `[a]`
+    was written into the copy `a` of another dataset in the same data dir."""
+    setup(project, tmp_path)
+    data_dir = tmp_path / "remote data"
+    for name, text in (("a", "plain a\n"), ("[a]", "brackets\n"), ("g*", "star\n")):
+        d = tmp_path / "local" / name
+        d.mkdir(parents=True)
+        (d / "x.txt").write_text(text)
+        r = project.cli("sync", "--host", "dataset", "--dataset", str(d))
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert (data_dir / "a" / "x.txt").read_text() == "plain a\n"
+    assert (data_dir / "[a]" / "x.txt").read_text() == "brackets\n"
+    assert (data_dir / "g*" / "x.txt").read_text() == "star\n"
+
+
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
     raw = os.fsencode(tmp_path / "local") + b"/caf\xe9 set"

@@ -88,7 +88,8 @@ def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
     assert "ProxyJump gpuonboard-hop0" in text and 'HostName "bastion"' in text and "Port 2200" in text
     assert f'UserKnownHostsFile "{tmp_path / "known_hosts"}"' in text
     argv = transfer.rsync_argv(tmp_path, "/data/my set", tmp_path / "c f", alias, bwlimit="5m")
-    assert argv[-1] == "gpuonboard-target:/data/my set/" and "--bwlimit=5m" in argv
+    assert argv[-1] == "gpuonboard-target:./" and "--bwlimit=5m" in argv
+    assert "--rsync-path=cd -- '/data/my set' && rsync" in argv  # (no wildcard the host could expand)
     assert "--partial-dir=.rsync-partial" in argv and argv[argv.index("-e") + 1] == f"ssh -F '{tmp_path}/c f'"
 
 
