@@ -153,7 +153,7 @@ for d; do
 done'
 
 t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:-}; tok=${11:-}
-drop=${12:-0}  # files of the old tree the plan found not in the dataset (from earlier uploads)
+drop=${12:-}  # sha256 of the old tree's files the plan found the new one will lack (see below)
 # the upload's lease stays fresh while this runs (it may outlive an interrupted client)
 beat() { [ -n "$lease" ] && grep -qxF "token $tok" -- "$lease" 2>/dev/null && touch -c -- "$lease"; :; }
 cd -- "$t" || exit 1
@@ -225,15 +225,17 @@ if [ -n "$u" ]; then
       | xargs -0 -r mkdir -p -- 2>/dev/null
     ( cd -- "$p" && find . -mindepth 1 -type d -empty ! -perm 0755 -exec sh -c "$CARRY" sh "$u" mode {} + )
     [ -f "$p/.gpuonboard-copy" ] && cp -p -- "$p/.gpuonboard-copy" "$u/" 2>/dev/null  # --decrypt-to's mark
-    # more files the new tree lacks than the plan saw: a job wrote into the tree meanwhile; keep all
-    n=$( (cd -- "$p" && find . -mindepth 1 \( -name .rsync-partial -o -path ./.gpuonboard-upload \
-      -o -path ./.gpuonboard-copy \) -prune -o ! -type d -exec sh -c \
-      'for f; do [ -e "$0/$f" ] || [ -L "$0/$f" ] || printf x; done' "$u" {} + ) | wc -c)
-    if [ "$n" -gt "$drop" ]; then
-      k=$((n - drop)); w="$k files"; [ "$k" = 1 ] && w="1 file"
-      printf '%s\n' "$w not in the dataset appeared in $p during the upload (a job's output?); the tree\
- was not replaced and nothing was lost: move them out of it, then rerun (the shards are on the host:\
- nothing is sent again)" >&2
+    # the old tree's files the new one lacks must be exactly those the plan saw ($drop: sha256 of
+    # their sorted NUL-terminated paths); any other set means a job changed the tree meanwhile
+    lst() { ( d=$1; shift; cd -- "$d" && find . -mindepth 1 \( -name .rsync-partial \
+      -o -path ./.gpuonboard-upload -o -path ./.gpuonboard-copy \) -prune -o "$@" -printf '%P\0' ) \
+      | LC_ALL=C sort -z; }
+    lst "$p" ! -type d > .finish.old; lst "$u" > .finish.new
+    got=$(LC_ALL=C comm -z -23 .finish.old .finish.new | sha | cut -c1-64); rm -f -- .finish.old .finish.new
+    if [ "$got" != "$drop" ]; then
+      printf '%s\n' "the tree $p changed during the upload (files not in the dataset appeared in it, or\
+ ones it no longer has vanished: a job at work?); it was not replaced and nothing was lost: see what\
+ is there, then rerun (the shards are on the host: nothing is sent again)" >&2
       fail 5
     fi
   fi
@@ -292,17 +294,24 @@ def finish_command(
     marker: str,
     last: tuple[str, str, str] | None = None,
     lease: tuple[str, str] = ("", ""),
-    drop: int = 0,
+    drop: str = "",
 ) -> str:
     """The one closing command (stdin: [identity] + finish_lists() + the gzip-compressed
     manifest); `last` = (part, sha256, final name) of the shard streamed last, renamed here as
     rename_command would (one round trip fewer); `lease` = (file, token) it keeps fresh while it
     unpacks (a client interrupted meanwhile leaves it running: the lease must say so); `drop` =
-    how many files of the old tree the plan found missing from the dataset (more at the swap:
-    a job wrote into the tree during the upload, and the swap is refused)."""
+    dropped_digest() of the old tree's files the plan found the new tree will lack (another set at
+    the swap: a job changed the tree during the upload, and the swap is refused)."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
-    argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", "")), *lease, str(drop)]
+    argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", "")), *lease, drop]
     return shell.join(argv)
+
+
+def dropped_digest(paths: Sequence[str]) -> str:
+    """sha256 of paths sorted by their bytes, each NUL-terminated (as FINISH_SCRIPT computes
+    it on the host with `LC_ALL=C sort -z`)."""
+    raw = sorted(p.encode("utf-8", "surrogateescape") for p in paths)
+    return hashlib.sha256(b"".join(p + b"\0" for p in raw)).hexdigest()
 
 
 def finish_lists(extract: Sequence[tuple[str, str]], remove: Sequence[str]) -> bytes:

@@ -1066,8 +1066,9 @@ def test_a_file_a_job_writes_into_the_tree_during_an_unpack_upload_is_never_swap
 ) -> None:
     """The plan found nothing foreign in the unpacked tree, then a job wrote a checkpoint into
     it while the shards travelled (and a file deleted from the dataset waits to be dropped): the
-    closing command counts more files missing from the new tree than the plan did and keeps the
-    old tree whole; the rerun names the file, and once it is moved out unpacks without re-sending."""
+    old tree's files the new one lacks are not the set the plan saw, so the closing command keeps
+    the old tree whole; the rerun names the file, and once it is moved out unpacks without
+    re-sending."""
     src, data_dir = _unpacked_upload(project, tmp_path)
     tree = data_dir / "many"
     (src / "dir1" / "f0001.bin").unlink()  # dropped from the tree by the next unpack: expected
@@ -1084,9 +1085,9 @@ def test_a_file_a_job_writes_into_the_tree_during_an_unpack_upload_is_never_swap
         out, err = run.communicate(timeout=60)
     assert run.returncode == 1, out + err
     assert (
-        f"1 file not in the dataset appeared in {tree} during the upload (a job's output?); the tree"
-        " was not replaced and nothing was lost: move them out of it, then rerun (the shards are on"
-        " the host: nothing is sent again)"
+        f"the tree {tree} changed during the upload (files not in the dataset appeared in it, or ones"
+        " it no longer has vanished: a job at work?); it was not replaced and nothing was lost: see"
+        " what is there, then rerun (the shards are on the host: nothing is sent again)"
     ) in out, out
     assert (tree / "ckpt.pt").read_bytes() == b"precious" and (tree / "dir1" / "f0001.bin").exists()
     r = project.cli("sync", "--host", "dataset", "--unpack")
@@ -1105,6 +1106,37 @@ def test_unpack_never_swaps_away_a_fifo_a_job_made_in_the_tree(project: Project,
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 1 and "('job.fifo')" in step(project)["msg"], r.stdout
     assert stat.S_ISFIFO((tree / "job.fifo").lstat().st_mode)
+
+
+def test_a_job_trading_one_file_for_another_during_an_unpack_is_still_caught(
+    project: Project, tmp_path: Path
+) -> None:
+    """The job removes the file the dataset dropped and writes one of its own (the same count),
+    while a dataset file became a directory (its old path is no loss): the closing command
+    compares the paths, not how many, and keeps the old tree."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    tree = data_dir / "many"
+    (src / "dir1" / "f0001.bin").unlink()
+    (src / "dir2" / "f0002.bin").unlink()
+    (src / "dir2" / "f0002.bin").mkdir()
+    (src / "dir2" / "f0002.bin" / "a.bin").write_bytes(b"a")
+    (src / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024))
+    lease = data_dir / ".many.gpuonboard-upload"
+    run = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "1m")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+            time.sleep(0.05)
+        (tree / "dir1" / "f0001.bin").unlink()
+        (tree / "dir3" / "ckpt.pt").write_bytes(b"precious")
+        assert run.poll() is None, "the upload ended before the job wrote"
+    finally:
+        out, err = run.communicate(timeout=60)
+    assert run.returncode == 1 and f"the tree {tree} changed during the upload" in out, out + err
+    assert (tree / "dir3" / "ckpt.pt").read_bytes() == b"precious"
+    (tree / "dir3" / "ckpt.pt").unlink()
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and tree_digest(tree) == tree_digest(src), r.stdout
 
 
 def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Project, tmp_path: Path) -> None:
@@ -1547,6 +1579,8 @@ def test_a_plain_upload_into_an_unpacked_tree_makes_the_next_unpack_check_again(
     tree = data_dir / "my data"
     assert project.cli("sync", "--host", "dataset", "--shards", "--unpack").returncode == 0
     (src / "plain.txt").write_text("HELLO\n")
+    later = time.time() + 10  # (not the second the unpack wrote the tree in: rsync's quick check)
+    os.utime(src / "plain.txt", (later, later))
     assert project.cli("sync", "--host", "dataset").returncode == 0  # plain mode (few files)
     assert (tree / "plain.txt").read_text() == "HELLO\n"
     (src / "plain.txt").write_text("hello\n")

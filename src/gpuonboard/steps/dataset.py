@@ -82,7 +82,7 @@ class Work:
     need: int = 0
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
-    drop: int = 0  # unpack: files of the tree on the host the dataset no longer has (dropped)
+    drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
     notes: tuple[ThreadPoolExecutor, list[Any]] = field(
@@ -743,7 +743,9 @@ class DatasetStep(Step):
             foreign = self._foreign_files(ctx, extra) if extra and not (complete and unpacked) else []
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
-            work.drop = len(extra)
+            # what the swap drops: listed paths that are neither in the dataset nor a dir of it
+            dirs = {rel[:i] for rel in work.tree.entries if "/" in rel for i in _slashes(rel)}
+            work.drop = shardstream.dropped_digest([rel for rel in extra if rel not in dirs])
         work.shard_size = size
         older = ""
         if not work.unpack and not self.encrypt:  # an earlier --unpack's tree is left as it was: say so
