@@ -282,13 +282,17 @@ def parse_listing(text: str) -> RemoteState:
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:
-    """Entries rsync's quick check would send: missing, or another kind, size or mtime."""
-    out = []
-    for e in entries:
-        have = remote.get(e.rel)
-        if have is None or have[0] != e.kind or e.kind == "f" and (have[1] != e.size or have[2] != e.mtime):
-            out.append(e)
-    return out
+    """Entries rsync's quick check would send: missing, or another kind, size or mtime (a
+    symlink: its target's length, and its own mtime, which rsync -a sets: `ln -sfn` to another
+    target makes a new link)."""
+    return [e for e in entries if _differs(e, remote.get(e.rel))]
+
+
+def _differs(e: Entry, have: tuple[str, int, int] | None) -> bool:
+    if have is None or have[0] != e.kind:
+        return True
+    size = e.size if e.kind == "f" else len(e.target.encode("utf-8", "surrogateescape"))
+    return e.kind in ("f", "l") and (have[1] != size or have[2] != e.mtime)
 
 
 # `sha` reads stdin and prints "HASH ..." : OpenSSL when it works (SHA-NI: about 3x faster than
@@ -319,7 +323,7 @@ def hash_stdin(rels: Sequence[str]) -> bytes:
 
 # the paths on stdin (NUL-separated) get the epoch as mtime: they failed verification, and
 # rsync's quick check (size + whole-second mtime) on the next run must not take them as sent
-UNVERIFIED_SCRIPT = 'cd -- "$1" && xargs -0 -r touch -c -m -d @0 --'
+UNVERIFIED_SCRIPT = 'cd -- "$1" && xargs -0 -r touch -c -h -m -d @0 --'  # -h: a link itself
 
 
 def unverified_command(target: str) -> str:

@@ -115,7 +115,7 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
 TAKE_SCRIPT = r"""
-tgt=$1; pt=${9:-}; pn=${10:-}
+tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}
 mkdir -p -- "$1" || exit 2
 # one spelling of the data dir (a symlink or .. in it names the same lease)
 d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
@@ -129,10 +129,10 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
   if [ -n "$have" ] && [ "$have" != "$d/$pn" ]; then
     grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
   fi
-  if [ -n "$pn" ]; then  # this copy's unpack dirs that killed runs left (no run of it is live now)
-    for x in "$(dirname -- "$tgt")/.$pn.gpuonboard-unpack-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+  if [ -n "$pn" ] && [ -n "$ptag" ]; then  # this copy's unpack dirs killed runs left (none is live)
+    for x in "$(dirname -- "$tgt")/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
     if [ -n "$pt" ]; then
-      for x in "$(dirname -- "$pt")/.$pn.gpuonboard-unpack-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+      for x in "$(dirname -- "$pt")/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
     fi
   fi
   echo "took $f"; exit 0
@@ -219,12 +219,14 @@ def take_command(
     ended: int = 0,
     plain: str = "",
     name: str = "",
+    tag: str = "",
 ) -> str:
     """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT);
     `plain` = the plaintext tree the run writes and `name` the dataset's: a --decrypt-to mark of
-    another copy there gives the lease back at once ("other <copy>")."""
+    another copy there gives the lease back at once ("other <copy>"); `tag` = unpack_tag() of
+    this copy: its unpack dirs killed runs left are removed once the lease is held."""
     argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
-    argv += [pid, ended or "", plain, name]
+    argv += [pid, ended or "", plain, name, tag]
     return shell.join(argv)
 
 
@@ -266,10 +268,6 @@ rm -f -- "$m.$$"
 have=$(head -n 1 -- "$m" 2>/dev/null)
 [ "$have" = "$c" ] || { echo "other $have"; exit 0; }
 undo() { if [ "$new" = 1 ]; then rm -f -- "$m"; fi; }
-# files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
-if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
-  undo; echo unmarked; exit 0
-fi
 # an upload whose copy IS this dir, running now (its lease beside the dir, or inside it)
 now=$( : > "$m.$$.now" && stat -c %Y -- "$m.$$.now" ) 2>/dev/null; rm -f -- "$m.$$.now"
 [ -n "$now" ] || now=$(date +%s)
@@ -279,10 +277,21 @@ for l in "$(dirname -- "$3")/.$(basename -- "$3").gpuonboard-upload" "$3/.gpuonb
   [ $((now - mod)) -lt "$5" ] || continue
   undo; echo "busy $((now - mod))"; cat -- "$l"; exit 0
 done
+# files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
+if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
+  undo; echo unmarked; exit 0
+fi
 echo "ours $c"
 """
 # $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
 RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
+
+
+def unpack_tag(copy: str) -> str:
+    """Pure: the part of a copy's unpack dir names (`.<name>.gpuonboard-unpack-<tag>-<token>`)
+    that tells it from another copy's of a dataset with the same name in the same dir (a
+    --decrypt-to tree beside another data dir's copy): a sweep never removes another copy's."""
+    return hashlib.sha256(posixpath.normpath(copy).encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
 def claim_command(data_dir: str, name: str, plain_dir: str, token: str = "") -> str:

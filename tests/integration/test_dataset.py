@@ -1563,9 +1563,14 @@ def test_a_dataset_with_a_name_gpuonboard_keeps_for_itself_is_refused(
     for args in ((), ("--check",), ("--shards", "--unpack")):
         r = project.cli("sync", "--host", "dataset", *args)
         assert r.returncode == 1 and step(project)["msg"] == (
-            f"the dataset {src} has a file named .gpuonboard-copy at its top, a name gpuonboard keeps"
+            f"the dataset {src} has an entry named .gpuonboard-copy at its top, a name gpuonboard keeps"
             " for itself on the host; rename it, then rerun (nothing was sent)"
         ), r.stdout
+    (src / ".gpuonboard-copy").unlink()
+    (src / ".gpuonboard-upload").mkdir()  # a directory of that name too
+    (src / ".gpuonboard-upload" / "z").write_text("z\n")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and "has an entry named .gpuonboard-upload at its top" in r.stdout, r.stdout
     assert not (data_dir / "my data").exists()
 
 
@@ -1662,6 +1667,39 @@ def test_a_dataset_name_with_wildcards_lands_in_its_own_dir(project: Project, tm
     assert (data_dir / "a" / "x.txt").read_text() == "plain a\n"
     assert (data_dir / "[a]" / "x.txt").read_text() == "brackets\n"
     assert (data_dir / "g*" / "x.txt").read_text() == "star\n"
+
+
+def test_plain_mode_sends_a_symlink_pointed_elsewhere_and_never_calls_a_fifo_kept(
+    project: Project, tmp_path: Path
+) -> None:
+    src, data_dir = setup(project, tmp_path)
+    os.mkfifo(src / "pipe")  # rsync -a copies it; the scan does not list it
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    (src / "link to plain").unlink()
+    (src / "link to plain").symlink_to("ünïcødé.txt")
+    later = time.time() + 10
+    os.utime(src / "link to plain", (later, later), follow_symlinks=False)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert os.readlink(data_dir / "my data" / "link to plain") == "ünïcødé.txt"
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    assert "kept there" not in step(project)["msg"], step(project)["msg"]
+
+
+@needs_age
+def test_decrypt_to_the_data_dir_itself_is_plain_decryption(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "link to plain").unlink()
+    assert project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host").returncode == 0
+    r = project.cli(
+        "sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--decrypt-to", f"{data_dir}/"
+    )
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    assert (
+        "earlier run" not in step(project)["msg"] and not (data_dir / "my data" / ".gpuonboard-copy").exists()
+    )
 
 
 def test_a_dataset_dir_whose_own_name_is_not_utf8(project: Project, tmp_path: Path) -> None:

@@ -54,9 +54,12 @@ def test_to_send_quick_check() -> None:
     a = transfer.Entry("a", "f", 3, 100, "h")
     b = transfer.Entry("b", "f", 3, 100, "h")
     c = transfer.Entry("c", "l", 0, 100, "h", "a")
-    remote = {"a": ("f", 3, 100), "b": ("f", 4, 100), "c": ("l", 1, 5)}
+    remote = {"a": ("f", 3, 100), "b": ("f", 4, 100), "c": ("l", 1, 100)}
     assert transfer.to_send([a, b, c], remote) == [b]
     assert transfer.to_send([a], {}) == [a]
+    # a symlink pointed elsewhere (`ln -sfn`): another target length, or a new link's mtime
+    assert transfer.to_send([c], {"c": ("l", 2, 100)}) == [c]
+    assert transfer.to_send([c], {"c": ("l", 1, 5)}) == [c]
 
 
 def test_hash_command_with_awkward_names(tmp_path: Path) -> None:
@@ -193,3 +196,21 @@ def test_prescan_gives_the_same_tree_once(tmp_path: Path) -> None:
     assert transfer.take_prescan(tmp_path / "d") is None
     transfer.prescan(tmp_path / "missing")
     assert transfer.take_prescan(tmp_path / "missing") is None
+
+
+def test_marking_unverified_files_never_follows_a_symlink(tmp_path: Path) -> None:
+    """A path that failed verification gets mtime 0 on the host; a symlink among them gets it
+    itself, and the file it points to (outside the data dir) keeps its own."""
+    import subprocess
+
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"x")
+    before = outside.stat().st_mtime
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "latest").symlink_to(outside)
+    (copy / "f.bin").write_bytes(b"y")
+    cmd = transfer.unverified_command(str(copy))
+    subprocess.run(["sh", "-c", cmd], input=transfer.hash_stdin(["latest", "f.bin"]), check=True)
+    assert outside.stat().st_mtime == before
+    assert (copy / "latest").lstat().st_mtime == 0 and (copy / "f.bin").stat().st_mtime == 0

@@ -347,8 +347,10 @@ def test_a_claim_is_refused_over_unmarked_files_or_a_live_upload_of_that_dir(tmp
     claim = uploadlock.claim_command(str(tmp_path / "a"), "set", str(plain), "mine")
     assert _sh(claim).stdout == "unmarked\n"
     assert sorted(p.name for p in plain.iterdir()) == ["theirs.bin"]
-    (plain / "theirs.bin").unlink()
     lease = tmp_path / "shm" / ".set.gpuonboard-upload"
+    lease.write_text("token other\nowner o\npid 9\nholder box-z, pid 9, started Y\n")
+    assert _sh(claim).stdout.startswith("busy ")  # its upload is live: that, not "unmarked"
+    (plain / "theirs.bin").unlink()
     lease.write_text("token other\nowner o\npid 9\nholder box-z, pid 9, started Y\n")
     out = _sh(claim).stdout
     busy = uploadlock.parse_take(out)
@@ -368,15 +370,24 @@ def test_a_claim_is_refused_over_unmarked_files_or_a_live_upload_of_that_dir(tmp
 def test_taking_the_lease_sweeps_this_copys_unpack_dirs_of_killed_runs(tmp_path: Path) -> None:
     """A killed --unpack run leaves a half-built tree (plaintext, when encrypted) beside the
     dataset; the next run of that copy, whatever its mode, removes it once it holds the lease:
-    beside the data dir's copy and beside a --decrypt-to tree; other datasets' are left alone."""
+    beside the data dir's copy and beside a --decrypt-to tree; other datasets' are left alone, and
+    so is another copy's of a dataset with the same name (a --decrypt-to tree there)."""
     data, shm = tmp_path / "data", tmp_path / "shm"
-    left = [data / ".set.gpuonboard-unpack-0a", shm / ".set.gpuonboard-unpack-1b"]
-    kept = [data / ".other.gpuonboard-unpack-2c", data / ".set2.gpuonboard-unpack-3d"]
+    tag = uploadlock.unpack_tag(str(data / "set"))
+    theirs = uploadlock.unpack_tag(str(shm / "set"))  # the copy shm/set of another project
+    assert tag != theirs and tag == uploadlock.unpack_tag(f"{data}//set/")
+    left = [data / f".set.gpuonboard-unpack-{tag}-0a", shm / f".set.gpuonboard-unpack-{tag}-1b"]
+    kept = [
+        data / f".other.gpuonboard-unpack-{tag}-2c",
+        data / f".set2.gpuonboard-unpack-{tag}-3d",
+        shm / f".set.gpuonboard-unpack-{theirs}-4e",
+    ]
     for d in left + kept:
         (d / "half").mkdir(parents=True)
     lease = uploadlock.Lease(uploadlock.lease_path(str(data), "set"), "t")
+    plain = str(shm / "set")
     take = uploadlock.take_command(
-        str(data / "set.shards"), lease, "me", "box", 1, plain=str(shm / "set"), name="set"
+        str(data / "set.shards"), lease, "me", "box", 1, plain=plain, name="set", tag=tag
     )
     r = _sh(take)
     assert uploadlock.parse_take(r.stdout) == str(Path(lease.path)), r

@@ -158,6 +158,8 @@ class DatasetStep(Step):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
         if ".." in decrypt_dir.split("/"):
             raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
+        if decrypt_dir and self.dest and posixpath.normpath(decrypt_dir) == posixpath.normpath(self.dest):
+            decrypt_dir = ""  # the data dir itself: what decrypting there does anyway
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
         self.decrypt_dir = decrypt_dir
         mode = str(self.args.get("shards", "auto")).lower()
@@ -389,7 +391,15 @@ class DatasetStep(Step):
         holder, ended = uploadlock.holder_text(), 0
         while True:
             take = uploadlock.take_command(
-                target, uploadlock.Lease(path, token), owner, holder, os.getpid(), ended, plain, self.dirname
+                target,
+                uploadlock.Lease(path, token),
+                owner,
+                holder,
+                os.getpid(),
+                ended,
+                plain,
+                self.dirname,
+                self._copy_tag(),
             )
             res = ctx.runner.run(take)
             why = (res.stderr.strip().splitlines() or [f"exit {res.exit_code}"])[-1]
@@ -434,9 +444,13 @@ class DatasetStep(Step):
     def _unpack_dir(self) -> str:
         """The temp dir shard mode unpacks into, beside the plaintext target."""
         parent = posixpath.dirname(self.plain_target.rstrip("/")) or "/"
-        # named after the dataset: a run sweeps only its own copy's leftovers (the lease keeps
-        # other runs of this copy out), never another dataset's live unpack in the same dir
-        return posixpath.join(parent, f".{self.dirname}.gpuonboard-unpack-{self._unpack_token}")
+        # named after the dataset and its copy: a run sweeps only its own copy's leftovers (the
+        # lease keeps other runs of this copy out), never another's live unpack in the same dir
+        name = f".{self.dirname}.gpuonboard-unpack-{self._copy_tag()}-{self._unpack_token}"
+        return posixpath.join(parent, name)
+
+    def _copy_tag(self) -> str:
+        return uploadlock.unpack_tag(posixpath.join(self.dest, self.dirname))
 
     def _spawn_stream(self, master: tuple[Path, str, Path, list[str]], n: int) -> shardstream.Stream:
         """Open the n-th shard stream of this run over the master connection."""
@@ -533,11 +547,13 @@ class DatasetStep(Step):
             tree = self._scanned(src)
         except OSError as exc:
             return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
-        reserved = [n for n in (uploadlock.COPY_MARK, uploadlock.LEASE_IN_COPY) if n in tree.entries]
+        ours = (uploadlock.COPY_MARK, uploadlock.LEASE_IN_COPY)
+        top = tree.root if tree.root.is_dir() else None  # (a dir of that name too: two stats, no walk)
+        reserved = [n for n in ours if n in tree.entries or (top is not None and os.path.lexists(top / n))]
         if reserved:
             return Plan(
                 False,
-                f"the dataset {src} has a file named {reserved[0]} at its top, a name gpuonboard keeps"
+                f"the dataset {src} has an entry named {reserved[0]} at its top, a name gpuonboard keeps"
                 f" for itself on the host; rename it, then rerun ({NOTHING_SENT})",
                 failed=True,
             )
@@ -578,7 +594,8 @@ class DatasetStep(Step):
             if not self.decrypt_dir:  # (--decrypt-to: the plaintext lands on another disk)
                 need += sum(e.size for e in work.decrypt)
         where = f"{ctx.host.name}:{self.target}"
-        total = f"{len(tree.entries)} entries, {format_bytes(tree.total_bytes, binary=True)}"
+        n = len(tree.entries)
+        total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if self.decrypt_on_host:  # the plaintext dir keeps what the dataset dropped too
             kept += _kept_on_host(plain.files, {e.rel for e in tree.files}, self.plain_target)
@@ -748,8 +765,10 @@ class DatasetStep(Step):
             work.drop = shardstream.dropped_digest([rel for rel in extra if rel not in dirs])
         work.shard_size = size
         older = ""
-        if not work.unpack and not self.encrypt:  # an earlier --unpack's tree is left as it was: say so
-            left = self._listing(ctx, self.target).files
+        there = self._listing(ctx, self.target)
+        theirs = there.copy not in (None, "", posixpath.join(posixpath.normpath(self.dest), self.dirname))
+        if not work.unpack and not self.encrypt and not theirs:  # an earlier --unpack's tree is left
+            left = there.files
             drift, extra = shards.tree_drift(work.tree.entries, left) if left else ([], [])
             if left and work.send_idx:
                 older = (
@@ -1016,9 +1035,12 @@ class DatasetStep(Step):
             return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
         try:  # (the lease and the probe too: any end closes the master)
-            # the plaintext tree this run writes (checked for another copy's mark with the lease)
-            tree = self.plain_target if work.unpack or self.decrypt_on_host else ""
-            tree = tree or (self.target if work.enc is None else "")
+            # the plaintext tree this run writes (checked for another copy's mark with the lease):
+            # an unpack's or a decryption's, or plain mode's copy itself; none for --shards alone
+            if work.unpack or self.decrypt_on_host:
+                tree = self.plain_target
+            else:
+                tree = self.target if work.enc is None and not work.groups else ""
             work.lease, refused = self._take_lease(ctx, work.target, tree)
             if work.lease is None:
                 return refused
@@ -1657,7 +1679,7 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], whe
     """Pure: the message's note on files in the host's copy (or in `where`, the plaintext dir)
     that the dataset does not have (deleted here since, or written there): plain mode keeps them,
     as rsync without --delete; said, so that "up to date" never hides them."""
-    extra = [rel for rel in host if rel not in local]
+    extra = [rel for rel, (kind, _, _) in host.items() if rel not in local and kind in ("f", "l")]
     if extra:  # a path that is a directory in the dataset now: rsync replaces it, not kept
         dirs = {rel[:i] for rel in local if "/" in rel for i in _slashes(rel)}
         extra = sorted(rel for rel in extra if rel not in dirs)
