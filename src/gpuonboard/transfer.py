@@ -14,6 +14,7 @@ import gc
 import operator
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -440,6 +441,14 @@ class RsyncRun:
     pid: int = 0
 
 
+def dies_with_us(argv: Sequence[str]) -> list[str]:
+    """argv run so that it gets SIGTERM when this process dies, even by SIGKILL (`setpriv
+    --pdeathsig`, util-linux, where present): a killed CLI's rsync kept writing into the copy
+    after a rerun had taken the lease over, and renamed the old content over the verified new."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
+
+
 def run_rsync(
     argv: Sequence[str],
     on_progress: Callable[[ProgressUpdate], None] | None = None,
@@ -448,7 +457,7 @@ def run_rsync(
     """Run the local rsync, feeding each progress2 update to on_progress; collect stats."""
     proc = children.track(
         subprocess.Popen(
-            list(argv),
+            dies_with_us(argv),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,

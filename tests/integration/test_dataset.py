@@ -1166,6 +1166,37 @@ def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Proje
     assert tree_digest(data_dir / "my data") == tree_digest(src)
 
 
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv (--pdeathsig)")
+def test_sigkill_of_the_cli_alone_takes_its_rsync_along(project: Project, tmp_path: Path) -> None:
+    """SIGKILL to the CLI (no handler runs): its rsync gets SIGTERM from the kernel (parent-death
+    signal) instead of writing on alone, so the rerun, which takes the lease over at once, is
+    the only writer, and what it verified stays on the host."""
+    src, data_dir = setup(project, tmp_path)
+    (src / "big.bin").write_bytes(os.urandom(16 * 1024 * 1024))  # 16 s at 1m: rsync would outlive
+    proc = start_sync(project, "--host", "dataset", "--bwlimit", "1m")
+    rsyncs: list[int] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not rsyncs:
+        time.sleep(0.1)
+        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    assert rsyncs, "no rsync started"
+    time.sleep(0.5)
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and any(
+        Path(f"/proc/{pid}").exists() and "rsync" in _cmdline(pid) for pid in rsyncs
+    ):
+        time.sleep(0.1)
+    for pid in rsyncs:
+        assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid), "rsync outlived the CLI"
+    (src / "big.bin").write_bytes(os.urandom(16 * 1024 * 1024))  # a new version, the same size
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout
+    time.sleep(2)
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+
+
 def _without_dac_override(project: Project) -> list[str]:
     """The CLI as root without CAP_DAC_OVERRIDE/DAC_READ_SEARCH: a mode-000 file is unreadable
     to it as to any user (its own files, the key, the project, stay readable: it owns them)."""

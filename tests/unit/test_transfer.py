@@ -214,3 +214,11 @@ def test_marking_unverified_files_never_follows_a_symlink(tmp_path: Path) -> Non
     subprocess.run(["sh", "-c", cmd], input=transfer.hash_stdin(["latest", "f.bin"]), check=True)
     assert outside.stat().st_mtime == before
     assert (copy / "latest").lstat().st_mtime == 0 and (copy / "f.bin").stat().st_mtime == 0
+
+
+def test_the_kept_note_leaves_out_rsync_temp_names() -> None:
+    from gpuonboard.steps.dataset import _kept_on_host
+
+    host = {"d/.big.bin.7wZleE": ("f", 9, 1), "d/.notes.txt.Ab12Cd": ("f", 1, 1), "d/old.txt": ("f", 1, 1)}
+    note = _kept_on_host(host, {"d/big.bin", "d/new.txt"})
+    assert note == "; 2 files on the host are not in the dataset and kept there (e.g. 'd/.notes.txt.Ab12Cd')"

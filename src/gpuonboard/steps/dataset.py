@@ -1682,13 +1682,20 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], whe
     extra = [rel for rel, (kind, _, _) in host.items() if rel not in local and kind in ("f", "l")]
     if extra:  # a path that is a directory in the dataset now: rsync replaces it, not kept
         dirs = {rel[:i] for rel in local if "/" in rel for i in _slashes(rel)}
-        extra = sorted(rel for rel in extra if rel not in dirs)
+        extra = sorted(rel for rel in extra if rel not in dirs and not _rsync_temp(rel, local))
     if not extra:
         return ""
     verb = "is" if len(extra) == 1 else "are"
     files = _count(len(extra), "file")
     place = f"in {where} on the host" if where else "on the host"
     return f"; {files} {place} {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
+
+
+def _rsync_temp(rel: str, local: set[str]) -> bool:
+    """Pure: rel is rsync's temp name `.<file>.XXXXXX` beside a dataset file (a killed rsync's,
+    or one still writing): not a file of the user's to report as kept."""
+    m = re.fullmatch(r"\.(.+)\.[A-Za-z0-9]{6}", posixpath.basename(rel))
+    return m is not None and posixpath.join(posixpath.dirname(rel), m[1]) in local
 
 
 def _slashes(rel: str) -> list[int]:
