@@ -28,7 +28,7 @@ def remote(tmp_path: Path, pool: TestHostPool) -> dict[str, Path]:
     base = tmp_path / "host"
     p = {
         "base": base,
-        "results": base / "results",
+        "results": base / "results [1]",  # a wildcard the host's rsync expanded: "results 1" below
         "dataset": base / "data" / "dataset",
         "decrypted": base / "data" / "plain",
         "state": base / "state",
@@ -38,6 +38,8 @@ def remote(tmp_path: Path, pool: TestHostPool) -> dict[str, Path]:
         "images": tmp_path / "images",
         "containers": tmp_path / "containers",
     }
+    (base / "results 1").mkdir(parents=True)  # a decoy the pattern "results [1]" matches
+    (base / "results 1" / "decoy.txt").write_text("not the results\n")
     for rel, content in FILES.items():
         f = p["results"] / rel
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +136,12 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
         assert (dest / rel).read_bytes() == content
     assert docker_calls(remote) == ["rm -f train-1", f"rmi {IMAGE}"]  # the mirror copy is absent
     # the host is clean: only the (empty) cron.d dir is left of what we set up
-    assert listing(remote["base"]) == ["cron.d", "data"]
+    assert listing(remote["base"]) == [
+        "cron.d",
+        "data",
+        "results 1",
+        "results 1/decoy.txt",
+    ]  # (the decoy stays)
     assert "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY" in s["cost"]["msg"]
     assert s["cost"]["diff"]["cost"]["amount"] == 174.0
     assert "teardown: cost: ok: rented 2h30m" in r.stdout
@@ -195,7 +202,12 @@ def test_refuses_to_wipe_on_a_corrupt_or_missing_copy_unless_forced(
     assert s["pull"]["msg"].endswith("wiping anyway (--force)")
     assert s["containers"]["msg"].startswith("stop and remove containers train-1 (docker) (keeping image")
     assert docker_calls(remote) == ["rm -f train-1"]
-    assert listing(remote["base"]) == ["cron.d", "data"]
+    assert listing(remote["base"]) == [
+        "cron.d",
+        "data",
+        "results 1",
+        "results 1/decoy.txt",
+    ]  # (the decoy stays)
 
 
 def test_unsafe_paths_are_refused_before_anything_is_deleted(

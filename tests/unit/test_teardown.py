@@ -163,7 +163,11 @@ def test_rsync_pull_command_line(tmp_path: Path) -> None:
     rs = rsync_argv("gpuonboard-target", cfg, "/data/results/", tmp_path / "out")
     assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.rsync-partial"]
     assert rs[5] == "-e" and shlex.split(rs[6]) == ["ssh", "-F", str(cfg)]
-    assert rs[7:] == ["gpuonboard-target:/data/results/", f"{tmp_path / 'out'}/"]
+    assert rs[7:] == [
+        "--rsync-path=cd -- /data/results && rsync",
+        "gpuonboard-target:./",
+        f"{tmp_path / 'out'}/",
+    ]
 
 
 def test_pull_uses_the_shared_openssh_config_with_jump_chain(tmp_path: Path) -> None:

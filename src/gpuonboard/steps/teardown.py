@@ -339,7 +339,10 @@ def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[st
         f"--partial-dir={PARTIAL_DIR}",
         "-e",
         shell.join(["ssh", "-F", str(config)]),
-        f"{alias}:{remote_dir.rstrip('/')}/",
+        # the source reaches the host as `./` in the dir its shell entered (quoted): with
+        # --protect-args the host's rsync expands wildcards, so `[x]` or `*` in it named others
+        "--rsync-path=" + shell.join(["cd", "--", remote_dir.rstrip("/") or "/"]) + " && rsync",
+        f"{alias}:./",
         f"{dest}/",
     ]
 
