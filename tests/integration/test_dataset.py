@@ -1712,6 +1712,7 @@ def test_plain_mode_sends_a_symlink_pointed_elsewhere_and_never_calls_a_fifo_kep
     os.utime(src / "link to plain", (later, later), follow_symlinks=False)
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert step(project)["msg"].startswith("sent 0 files and 1 symlink ("), step(project)["msg"]
     assert os.readlink(data_dir / "my data" / "link to plain") == "ünïcødé.txt"
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout

@@ -1169,7 +1169,9 @@ class DatasetStep(Step):
             if still:
                 return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
         size = format_bytes(literal, binary=True)
-        msg = f"sent {_count(sent, 'file')} ({size} of data) to {ctx.host.name}:{work.target}"
+        links = sum(1 for e in work.send if e.kind == "l")  # (rsync's count is of regular files)
+        also = f" and {_count(links, 'symlink')}" if links else ""
+        msg = f"sent {_count(sent, 'file')}{also} ({size} of data) to {ctx.host.name}:{work.target}"
         msg += f"; {_count(len(expect), 'file')} verified by sha256; estimate was {eta}"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
