@@ -107,6 +107,24 @@ LEASE_IN_COPY = ".gpuonboard-upload"  # the lease's place inside the copy (data 
 HEARTBEAT_S = 15  # the upload refreshes its lease this often
 STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a run that has ended
 
+# shell functions the lease scripts share. `fsnow F`: the time now by the clock of the file
+# system F is on (F made and removed; on NFS the mtime is the server's, not the host's `date`),
+# `date` when F cannot be made. `live F NOW STALE [TOKEN]`: F is a lease (a token line; one
+# without is a create cut short) refreshed less than STALE s before NOW and not TOKEN's: prints
+# "busy <age s>" and its lines.
+LEASE_FNS = r"""
+fsnow() {
+  n=$( : > "$1" && stat -c %Y -- "$1" ) 2>/dev/null; rm -f -- "$1"
+  [ -n "$n" ] || n=$(date +%s); echo "$n"
+}
+live() {
+  [ -f "$1" ] && grep -q '^token ' -- "$1" 2>/dev/null || return 1
+  if [ -n "${4:-}" ] && grep -qxF "token $4" -- "$1" 2>/dev/null; then return 1; fi
+  mod=$(stat -c %Y -- "$1" 2>/dev/null) || return 1
+  [ $(($2 - mod)) -lt "$3" ] || return 1
+  echo "busy $(($2 - mod))"; cat -- "$1"
+}
+"""
 # $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale
 # seconds, $7 this run's pid, $8 the pid of a same-owner holder known to have ended (or "").
 # Prints "took <lease file>" (its path with symlinks resolved), or "busy <age s>" and the lease's
@@ -114,7 +132,9 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 # read-only mount: root passes `test -w` there) keeps the lease inside the copy's dir. A
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
-TAKE_SCRIPT = r"""
+TAKE_SCRIPT = (
+    LEASE_FNS
+    + r"""
 tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}
 mkdir -p -- "$1" || exit 2
 # one spelling of the data dir (a symlink or .. in it names the same lease)
@@ -130,37 +150,31 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
     grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
   fi
   if [ -n "$pn" ] && [ -n "$ptag" ]; then  # this copy's unpack dirs killed runs left (none is live)
-    for x in "$(dirname -- "$tgt")/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
-    if [ -n "$pt" ]; then
-      for x in "$(dirname -- "$pt")/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
-    fi
+    for dir in "$(dirname -- "$tgt")" ${pt:+"$(dirname -- "$pt")"}; do
+      for x in "$dir/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+    done
   fi
   echo "took $f"; exit 0
 }
 tok=$3
 if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then took; fi
-# the lease's age by the file system's clock (a file made now): on NFS the mtime is the server's
-now=$( : > "$f.$3.now" && stat -c %Y -- "$f.$3.now" ) 2>/dev/null; rm -f -- "$f.$3.now"
-[ -n "$now" ] || now=$(date +%s); mod=$(stat -c %Y -- "$f" 2>/dev/null || echo 0)
-if grep -q '^token ' -- "$f" 2>/dev/null && [ $((now - mod)) -lt "$6" ] \
-   && { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; }; then
-  echo "busy $((now - mod))"; cat -- "$f"; exit 0
-fi
+# a live lease is ours to take over only when its owner is this project and its pid ($8) ended
+if { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; } 2>/dev/null \
+   && live "$f" "$(fsnow "$f.$3.now")" "$6"; then exit 0; fi
 write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && took
 rm -f -- "$f.$3"; exit 3
 """
+)
 # $1 stale seconds, then the places a lease of this copy may be (beside it, or inside it):
 # read only (check mode). Prints "busy <age s>" and the lease's lines for a live one, else nothing.
-PEEK_SCRIPT = r"""
-s=$1; shift; now=$(date +%s)
-for f in "$@"; do
-  [ -f "$f" ] && grep -q '^token ' -- "$f" 2>/dev/null || continue
-  mod=$(stat -c %Y -- "$f" 2>/dev/null) || continue
-  [ $((now - mod)) -lt "$s" ] || continue
-  echo "busy $((now - mod))"; cat -- "$f"; exit 0
-done
+PEEK_SCRIPT = (
+    LEASE_FNS
+    + r"""
+s=$1; shift; now=$(date +%s)  # (it writes nothing: the host's clock)
+for f in "$@"; do live "$f" "$now" "$s" && exit 0; done
 exit 0
 """
+)
 # $1 lease file, $2 token: refresh (touch) or remove it only while it is still ours
 TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null || exit 1; touch -c -- "$1"'  # 1: lost
 RELEASE_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null && rm -f -- "$1"; exit 0'
@@ -255,7 +269,9 @@ def parse_peek(stdout: str) -> LeaseBusy | None:
 # with TAKE_SCRIPT's check of the mark after taking its lease, one of two racing runs loses).
 # The mark is written whole before it appears (a temp file, then `ln`, which never replaces: a
 # full disk leaves no empty mark); an empty one (cut short before this) counts as none.
-CLAIM_SCRIPT = r"""
+CLAIM_SCRIPT = (
+    LEASE_FNS
+    + r"""
 c=$(cd -- "$1" && pwd -P)/$2 || exit 2
 mkdir -p -- "$3" || exit 2
 m=$3/.gpuonboard-copy
@@ -269,13 +285,9 @@ have=$(head -n 1 -- "$m" 2>/dev/null)
 [ "$have" = "$c" ] || { echo "other $have"; exit 0; }
 undo() { if [ "$new" = 1 ]; then rm -f -- "$m"; fi; }
 # an upload whose copy IS this dir, running now (its lease beside the dir, or inside it)
-now=$( : > "$m.$$.now" && stat -c %Y -- "$m.$$.now" ) 2>/dev/null; rm -f -- "$m.$$.now"
-[ -n "$now" ] || now=$(date +%s)
+now=$(fsnow "$m.$$.now")
 for l in "$(dirname -- "$3")/.$(basename -- "$3").gpuonboard-upload" "$3/.gpuonboard-upload"; do
-  [ -f "$l" ] && grep -q '^token ' -- "$l" 2>/dev/null && ! grep -qxF "token $4" -- "$l" || continue
-  mod=$(stat -c %Y -- "$l" 2>/dev/null) || continue
-  [ $((now - mod)) -lt "$5" ] || continue
-  undo; echo "busy $((now - mod))"; cat -- "$l"; exit 0
+  if live "$l" "$now" "$5" "$4"; then undo; exit 0; fi
 done
 # files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
 if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
@@ -283,6 +295,7 @@ if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -
 fi
 echo "ours $c"
 """
+)
 # $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
 RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
 
