@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import children, crypto, shell
-from .transfer import SHA256_FN
+from .transfer import LISTING_PRUNE, SHA256_FN
 
 INCOMING = ".incoming-"
 CODECS = ("zstd", "gzip")
@@ -227,9 +227,9 @@ if [ -n "$u" ]; then
     [ -f "$p/.gpuonboard-copy" ] && cp -p -- "$p/.gpuonboard-copy" "$u/" 2>/dev/null  # --decrypt-to's mark
     # the old tree's files the new one lacks must be exactly those the plan saw ($drop: sha256 of
     # their sorted NUL-terminated paths); any other set means a job changed the tree meanwhile
-    lst() { ( d=$1; shift; cd -- "$d" && find . -mindepth 1 \( -name .rsync-partial \
-      -o -path ./.gpuonboard-upload -o -path ./.gpuonboard-copy \) -prune -o "$@" -printf '%P\0' ) \
-      | LC_ALL=C sort -z; }
+    lst() { ( d=$1; shift; cd -- "$d" && find . -mindepth 1 """
+    + LISTING_PRUNE
+    + r""" -o "$@" -printf '%P\0' ) | LC_ALL=C sort -z; }
     lst "$p" ! -type d > .finish.old; lst "$u" > .finish.new
     got=$(LC_ALL=C comm -z -23 .finish.old .finish.new | sha | cut -c1-64); rm -f -- .finish.old .finish.new
     if [ "$got" != "$drop" ]; then

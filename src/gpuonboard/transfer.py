@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import operator
 import os
@@ -70,6 +71,14 @@ class SourceTree:
     def total_bytes(self) -> int:
         """Sum of regular file sizes."""
         return sum(e.size for e in self.files)
+
+    @functools.cached_property
+    def _root_is_dir(self) -> bool:
+        return self.root.is_dir()
+
+    def path(self, rel: str) -> Path:
+        """The local path of an entry (the root itself when the dataset is one file)."""
+        return self.root / rel if self._root_is_dir else self.root
 
 
 def link_hash(target: str) -> str:
@@ -199,16 +208,19 @@ def take_prescan(root: Path, max_age: float = 30.0) -> SourceTree | None:
 def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
     """Fill in the sha256 of every regular file scanned with `hashes=False` (in place); ends
     early once `stop` is set (the upload failed or was interrupted: nobody waits for them)."""
-    root = tree.root
     for rel, e in list(tree.entries.items()):
         if stop is not None and stop.is_set():
             return
         if e.kind == "f" and not e.sha256:
-            path = root / rel if root.is_dir() else root
-            tree.entries[rel] = dataclasses.replace(e, sha256=sha256_file(path))
+            tree.entries[rel] = dataclasses.replace(e, sha256=sha256_file(tree.path(rel)))
 
 
 # ---------------------------------------------------------------- remote probes
+
+
+# what no listing of a copy shows (find's expression): rsync's partial dir, the lease and the
+# copy mark kept in it; the plan's listing and the unpack's closing check must agree on it
+LISTING_PRUNE = f"\\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY} -o -path ./{COPY_MARK} \\) -prune"
 
 
 def listing_command(target: str, data_dir: str) -> str:
@@ -228,8 +240,7 @@ def listing_command(target: str, data_dir: str) -> str:
         f'[ -f "$t/{COPY_MARK}" ] && printf \'{m}copy %s\\n\' "$(head -n 1 -- "$t/{COPY_MARK}")"\n'
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
-        f'cd -- "$t" && find . \\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY}'
-        f" -o -path ./{COPY_MARK} \\) -prune"
+        f'cd -- "$t" && find . {LISTING_PRUNE}'
         " -o ! -type d"
         " -printf '%y %s %T@ %P\\0'\n"
         "exit 0"

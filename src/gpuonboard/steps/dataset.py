@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +149,7 @@ class DatasetStep(Step):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
         self.dirname = str(name)
         base = posixpath.join(self.dest, self.dirname) if self.dest else ""
+        self.copy = base  # <dest>/<name>: this copy, as the messages name it
         self.target = base + (ENCRYPTED_SUFFIX if self.encrypt else "")
         self.shards_target = base + SHARDS_SUFFIX if self.dest else ""
         decrypt_dir = str(self.args.get("decrypt_dir") or "")
@@ -187,7 +188,7 @@ class DatasetStep(Step):
         if self.shards is not False:
             out.append(self._probe(self.shards_target))
         if self.decrypt_dir:  # plaintext an earlier run without --decrypt-to left on the data disk
-            out.append(self._probe(posixpath.join(self.dest, self.dirname)))
+            out.append(self._probe(self.copy))
         out.append(self._lease_probe())
         return out
 
@@ -208,7 +209,7 @@ class DatasetStep(Step):
         owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
         if got.owner == owner and machine.process_ended(got.pid):
             return None  # this project's own ended run: a real run takes it over
-        return got.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
+        return got.sentence(f"{ctx.host.name}:{self.copy}")
 
     def _listing(self, ctx: StepContext, target: str) -> transfer.RemoteState:
         """What the fact probe found at `target` (see probes)."""
@@ -218,7 +219,7 @@ class DatasetStep(Step):
         """The failure sentence when one of `dirs` (those this run writes into, each probed by
         probes()) is another copy's --decrypt-to plaintext (its COPY_MARK names another
         `<data_dir>/<name>`), else None."""
-        ours = posixpath.join(posixpath.normpath(self.dest), self.dirname)
+        ours = posixpath.normpath(self.copy)
         marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, "", ours)]
         if not marked:
             return None
@@ -421,7 +422,7 @@ class DatasetStep(Step):
             if not ended and got.owner == owner and machine.process_ended(got.pid):
                 ended = got.pid  # this project's own earlier run, killed or cut off: take it over
                 continue
-            return None, got.sentence(f"{ctx.host.name}:{posixpath.join(self.dest, self.dirname)}")
+            return None, got.sentence(f"{ctx.host.name}:{self.copy}")
 
     @staticmethod
     def _give_back_lease(ctx: StepContext, lease: uploadlock.Lease) -> None:
@@ -450,7 +451,7 @@ class DatasetStep(Step):
         return posixpath.join(parent, name)
 
     def _copy_tag(self) -> str:
-        return uploadlock.unpack_tag(posixpath.join(self.dest, self.dirname))
+        return uploadlock.unpack_tag(self.copy)
 
     def _spawn_stream(self, master: tuple[Path, str, Path, list[str]], n: int) -> shardstream.Stream:
         """Open the n-th shard stream of this run over the master connection."""
@@ -761,13 +762,13 @@ class DatasetStep(Step):
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
             # what the swap drops: listed paths that are neither in the dataset nor a dir of it
-            dirs = {rel[:i] for rel in work.tree.entries if "/" in rel for i in _slashes(rel)}
+            dirs = _parent_dirs(work.tree.entries)
             work.drop = shardstream.dropped_digest([rel for rel in extra if rel not in dirs])
         work.shard_size = size
         older = ""
-        there = self._listing(ctx, self.target)
-        theirs = there.copy not in (None, "", posixpath.join(posixpath.normpath(self.dest), self.dirname))
-        if not work.unpack and not self.encrypt and not theirs:  # an earlier --unpack's tree is left
+        # an earlier --unpack's tree is left as it was (not another copy's plaintext there): say so
+        there = self._listing(ctx, self.target) if not work.unpack and not self.encrypt else None
+        if there is not None and there.copy in (None, "", posixpath.normpath(self.copy)):
             left = there.files
             drift, extra = shards.tree_drift(work.tree.entries, left) if left else ([], [])
             if left and work.send_idx:
@@ -979,7 +980,7 @@ class DatasetStep(Step):
                 path = work.cipher.get(rel)
                 if path is None or not path.is_file():
                     done[0] += 1
-                    plain, path = crypto.encrypt_to_cache(root / rel if root.is_dir() else root, enc, cache)
+                    plain, path = crypto.encrypt_to_cache(work.tree.path(rel), enc, cache)
                     noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
                     entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
                     work.tree.entries[rel] = entry
@@ -1506,24 +1507,17 @@ class DatasetStep(Step):
         In batches of at most DECRYPT_BATCH bytes of arguments (a command line's one argument
         holds 128 KiB: a few hundred files)."""
         todo = work.decrypt or work.tree.files
-        script = DECRYPT_SCRIPT
         batch: list[str] = []
         size = 0
-        base = self.plain_target
         for k, e in enumerate(todo):
             cipher = posixpath.join(work.target, e.rel + ".age")
-            triple = [
-                cipher,
-                posixpath.join(self.plain_target, e.rel),
-                str(e.mtime),
-                _perms(work.tree, e.rel),
-            ]
-            batch += triple
-            size += sum(len(shell.quote(a).encode("utf-8", "surrogateescape")) + 1 for a in triple)
+            one = [cipher, posixpath.join(self.plain_target, e.rel), str(e.mtime), _perms(work.tree, e.rel)]
+            batch += one
+            size += sum(len(shell.quote(a).encode("utf-8", "surrogateescape")) + 1 for a in one)
             if size < DECRYPT_BATCH and k + 1 < len(todo):
                 continue
             r = ctx.runner.run(
-                shell.join(["sh", "-c", script, "sh", base, *batch]),
+                shell.join(["sh", "-c", DECRYPT_SCRIPT, "sh", self.plain_target, *batch]),
                 stdin=(work.identity.reveal() + "\n").encode(),
                 timeout=3600,
             )
@@ -1638,9 +1632,8 @@ def _unreadable(exc: OSError, root: Path, kept: str) -> str:
 
 def _perms(tree: transfer.SourceTree, rel: str) -> str:
     """The local file's permission bits in octal, for its plaintext on the host (644 when gone)."""
-    path = tree.root / rel if tree.root.is_dir() else tree.root
     try:
-        return f"{os.lstat(path).st_mode & 0o777:o}"
+        return f"{os.lstat(tree.path(rel)).st_mode & 0o777:o}"
     except OSError:
         return "644"
 
@@ -1648,9 +1641,8 @@ def _perms(tree: transfer.SourceTree, rel: str) -> str:
 def _changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
     """Whether a dataset file's size or mtime is not what the scan saw (written to meanwhile)."""
     e = tree.entries.get(rel)
-    path = tree.root / rel if tree.root.is_dir() else tree.root
     try:
-        st = os.lstat(path)
+        st = os.lstat(tree.path(rel))
     except OSError:
         return True
     return e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns)
@@ -1683,7 +1675,7 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], whe
     as rsync without --delete; said, so that "up to date" never hides them."""
     extra = [rel for rel, (kind, _, _) in host.items() if rel not in local and kind in ("f", "l")]
     if extra:  # a path that is a directory in the dataset now: rsync replaces it, not kept
-        dirs = {rel[:i] for rel in local if "/" in rel for i in _slashes(rel)}
+        dirs = _parent_dirs(local)
         extra = sorted(rel for rel in extra if rel not in dirs and not _rsync_temp(rel, local))
     if not extra:
         return ""
@@ -1700,12 +1692,14 @@ def _rsync_temp(rel: str, local: set[str]) -> bool:
     return m is not None and posixpath.join(posixpath.dirname(rel), m[1]) in local
 
 
-def _slashes(rel: str) -> list[int]:
-    """Pure: the index of each '/' in rel (its parent dirs are rel[:i])."""
-    out, i = [], rel.find("/")
-    while i != -1:
-        out.append(i)
-        i = rel.find("/", i + 1)
+def _parent_dirs(paths: Iterable[str]) -> set[str]:
+    """Pure: every directory the '/'-separated relative paths imply ('a/b/c' -> 'a', 'a/b')."""
+    out: set[str] = set()
+    for rel in paths:
+        i = rel.find("/")
+        while i != -1:
+            out.add(rel[:i])
+            i = rel.find("/", i + 1)
     return out
 
 
