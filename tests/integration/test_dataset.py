@@ -197,6 +197,23 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _wait_for_lease(lease: Path, timeout: float = 20) -> None:
+    """Until a run holds the host lease `lease` (its holder line is written)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
+        time.sleep(0.05)
+
+
+def _rsyncs_of(proc: subprocess.Popen[str], count: int = 1, timeout: float = 20) -> list[int]:
+    """The pids of `proc`'s rsync children, once at least `count` run (fewer after `timeout`)."""
+    rsyncs: list[int] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(rsyncs) < count:
+        time.sleep(0.1)
+        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    return rsyncs
+
+
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 
 
@@ -696,9 +713,7 @@ def test_a_live_upload_from_elsewhere_is_turned_away_by_the_host_lease(
     lease = data_dir / ".my data.gpuonboard-upload"
     first = start_sync(project, "--host", "dataset", "--bwlimit", "2m")
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
-            time.sleep(0.05)
+        _wait_for_lease(lease)
         second = other.cli("sync", "--host", "dataset")
         checks = [p.cli("sync", "--host", "dataset", "--check") for p in (other, project)]
         assert first.poll() is None, "the first upload ended before the second started"
@@ -741,9 +756,7 @@ def test_a_killed_uploads_lease_is_taken_over_by_its_rerun_and_stale_ones_by_any
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the kill reaches its rsync and ssh too
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
-        time.sleep(0.05)
+    _wait_for_lease(lease)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=30)
     assert f"pid {first.pid}," in lease.read_text()  # left behind
@@ -1076,9 +1089,7 @@ def test_a_file_a_job_writes_into_the_tree_during_an_unpack_upload_is_never_swap
     lease = data_dir / ".many.gpuonboard-upload"
     run = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "1m")
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
-            time.sleep(0.05)
+        _wait_for_lease(lease)
         (tree / "ckpt.pt").write_bytes(b"precious")
         assert run.poll() is None, "the upload ended before the job wrote"
     finally:
@@ -1124,9 +1135,7 @@ def test_a_job_trading_one_file_for_another_during_an_unpack_is_still_caught(
     lease = data_dir / ".many.gpuonboard-upload"
     run = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "1m")
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
-            time.sleep(0.05)
+        _wait_for_lease(lease)
         (tree / "dir1" / "f0001.bin").unlink()
         (tree / "dir3" / "ckpt.pt").write_bytes(b"precious")
         assert run.poll() is None, "the upload ended before the job wrote"
@@ -1146,11 +1155,7 @@ def test_sigterm_mid_upload_stops_rsync_too_and_the_rerun_resumes(project: Proje
     src, data_dir = setup(project, tmp_path)
     (src / "big.bin").write_bytes(os.urandom(12 * 1024 * 1024))
     proc = start_sync(project, "--host", "dataset", "--bwlimit", "4m")
-    rsyncs: list[int] = []
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not rsyncs:
-        time.sleep(0.1)
-        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    rsyncs = _rsyncs_of(proc)
     assert rsyncs, "no rsync started"
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
@@ -1174,11 +1179,7 @@ def test_sigkill_of_the_cli_alone_takes_its_rsync_along(project: Project, tmp_pa
     src, data_dir = setup(project, tmp_path)
     (src / "big.bin").write_bytes(os.urandom(16 * 1024 * 1024))  # 16 s at 1m: rsync would outlive
     proc = start_sync(project, "--host", "dataset", "--bwlimit", "1m")
-    rsyncs: list[int] = []
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not rsyncs:
-        time.sleep(0.1)
-        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    rsyncs = _rsyncs_of(proc)
     assert rsyncs, "no rsync started"
     time.sleep(0.5)
     proc.kill()
@@ -1394,11 +1395,7 @@ def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tm
         hosts[name] = entry
     project.write_inventory(hosts)
     proc = start_sync(project, "--host", "dataset,good", "--bwlimit", "1m")
-    rsyncs: list[int] = []
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and len(rsyncs) < 2:
-        time.sleep(0.1)
-        rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    rsyncs = _rsyncs_of(proc, 2)
     assert len(rsyncs) == 2, "both uploads should be under way"
     proc.send_signal(signal.SIGTERM)
     start = time.monotonic()
@@ -1420,9 +1417,7 @@ def test_an_upload_whose_lease_was_taken_over_stops_before_finishing(
     flags = ["--unpack"] if mode == "shards" else []
     proc = start_sync(project, "--host", "dataset", "--bwlimit", "2m", *flags)
     lease = data_dir / ".my data.gpuonboard-upload"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and "holder " not in (lease.read_text() if lease.exists() else ""):
-        time.sleep(0.05)
+    _wait_for_lease(lease)
     lease.write_text("token feed\nowner elsewhere\npid 1\nholder far-away, pid 1, started T\n")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, out + err

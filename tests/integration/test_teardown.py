@@ -19,6 +19,9 @@ from conftest import Project, host_entry
 from gpuonboard.testhosts import TestHostPool
 
 IMAGE = "registry.test/proj/train:1"
+# what a teardown leaves of the host side set up below: the (empty) cron.d dir, the data dir,
+# and the decoy beside the results dir that a wildcard in its name matched
+LEFT_ON_HOST = ["cron.d", "data", "results 1", "results 1/decoy.txt"]
 FILES = {"a.txt": b"alpha\n", "ckpt/model.pt": b"weights" * 1000, "logs/run 1.log": b"it's; $(fine)\n"}
 
 
@@ -136,12 +139,7 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
         assert (dest / rel).read_bytes() == content
     assert docker_calls(remote) == ["rm -f train-1", f"rmi {IMAGE}"]  # the mirror copy is absent
     # the host is clean: only the (empty) cron.d dir is left of what we set up
-    assert listing(remote["base"]) == [
-        "cron.d",
-        "data",
-        "results 1",
-        "results 1/decoy.txt",
-    ]  # (the decoy stays)
+    assert listing(remote["base"]) == LEFT_ON_HOST
     assert "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY" in s["cost"]["msg"]
     assert s["cost"]["diff"]["cost"]["amount"] == 174.0
     assert "teardown: cost: ok: rented 2h30m" in r.stdout
@@ -202,12 +200,7 @@ def test_refuses_to_wipe_on_a_corrupt_or_missing_copy_unless_forced(
     assert s["pull"]["msg"].endswith("wiping anyway (--force)")
     assert s["containers"]["msg"].startswith("stop and remove containers train-1 (docker) (keeping image")
     assert docker_calls(remote) == ["rm -f train-1"]
-    assert listing(remote["base"]) == [
-        "cron.d",
-        "data",
-        "results 1",
-        "results 1/decoy.txt",
-    ]  # (the decoy stays)
+    assert listing(remote["base"]) == LEFT_ON_HOST
 
 
 def test_unsafe_paths_are_refused_before_anything_is_deleted(

@@ -108,25 +108,38 @@ def test_a_stream_leaves_no_file_descriptor_open(tmp_path: Path) -> None:
     assert fds() <= before + 2, (before, fds())
 
 
+def _one_shard(target: Path) -> tuple[str, str]:
+    """A shard holding a.bin ("a\\n") stored in `target` (made): (its name, sha256)."""
+    target.mkdir()
+    tar = _tar_of("a.bin", b"a\n")
+    sha = hashlib.sha256(tar).hexdigest()
+    (target / f"{sha[:32]}.tar").write_bytes(tar)
+    return f"{sha[:32]}.tar", sha
+
+
+def _unpack_one(
+    target: Path, unpack: str, plain: Path, shard: tuple[str, str], lease: tuple[str, str] = ("", "")
+) -> subprocess.CompletedProcess[bytes]:
+    """The closing command unpacking that one shard into `plain` (through `unpack`)."""
+    cmd = shardstream.finish_command(
+        str(target), unpack, str(plain), False, "zstd", "unpacked-x", None, lease
+    )
+    stdin = shardstream.finish_lists([shard], []) + gzip.compress(b"{}\n")
+    return subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+
+
 def test_the_closing_command_keeps_the_lease_fresh_while_it_unpacks(tmp_path: Path) -> None:
     import os
     import time
 
     target, plain = tmp_path / "ds.shards", tmp_path / "ds"
-    target.mkdir()
-    tar = _tar_of("a.bin", b"a\n")
-    sha = hashlib.sha256(tar).hexdigest()
-    (target / f"{sha[:32]}.tar").write_bytes(tar)
+    shard = _one_shard(target)
     lease = tmp_path / ".ds.gpuonboard-upload"
     lease.write_text("token tok1\nowner me\npid 1\nholder h\n")
     old = time.time() - 100
     os.utime(lease, (old, old))
     unpack = str(tmp_path / ".ds.gpuonboard-unpack-x")
-    cmd = shardstream.finish_command(
-        str(target), unpack, str(plain), False, "zstd", "unpacked-x", None, (str(lease), "tok1")
-    )
-    stdin = shardstream.finish_lists([(f"{sha[:32]}.tar", sha)], []) + gzip.compress(b"{}\n")
-    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    r = _unpack_one(target, unpack, plain, shard, (str(lease), "tok1"))
     assert r.returncode == 0, r.stderr
     assert time.time() - lease.stat().st_mtime < 10  # refreshed by the host itself
     assert (plain / "a.bin").read_bytes() == b"a\n"
@@ -137,19 +150,14 @@ def test_the_closing_command_sweeps_its_own_copys_unpack_dirs_only(tmp_path: Pat
     dir (a live upload of `coco` beside `imagenet`) is left alone, as is a name that merely
     starts alike."""
     target, plain = tmp_path / "my set.shards", tmp_path / "my set"
-    target.mkdir()
-    tar = _tar_of("a.bin", b"a\n")
-    sha = hashlib.sha256(tar).hexdigest()
-    (target / f"{sha[:32]}.tar").write_bytes(tar)
+    shard = _one_shard(target)
     mine_old = tmp_path / ".my set.gpuonboard-unpack-0a1b"
     others = [tmp_path / ".coco.gpuonboard-unpack-77aa", tmp_path / ".my set2.gpuonboard-unpack-88bb"]
     for d in (mine_old, *others):
         d.mkdir()
         (d / "half.bin").write_bytes(b"x")
     unpack = str(tmp_path / ".my set.gpuonboard-unpack-ffee")
-    cmd = shardstream.finish_command(str(target), unpack, str(plain), False, "zstd", "unpacked-x", None)
-    stdin = shardstream.finish_lists([(f"{sha[:32]}.tar", sha)], []) + gzip.compress(b"{}\n")
-    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    r = _unpack_one(target, unpack, plain, shard)
     assert r.returncode == 0, r.stderr
     assert not mine_old.exists() and all((d / "half.bin").exists() for d in others)
     assert (plain / "a.bin").read_bytes() == b"a\n"
