@@ -138,7 +138,7 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
     for rel, content in FILES.items():
         assert (dest / rel).read_bytes() == content
     assert docker_calls(remote) == ["rm -f train-1", f"rmi {IMAGE}"]  # the mirror copy is absent
-    # the host is clean: only the (empty) cron.d dir is left of what we set up
+    # the host is clean: only LEFT_ON_HOST is left of what we set up
     assert listing(remote["base"]) == LEFT_ON_HOST
     assert "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY" in s["cost"]["msg"]
     assert s["cost"]["diff"]["cost"]["amount"] == 174.0
