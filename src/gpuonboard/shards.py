@@ -140,6 +140,48 @@ def _header(info: tarfile.TarInfo) -> bytes:
     return info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
 
 
+def _dir_headers(rel: str, made: set[str]) -> list[bytes]:
+    """The headers of rel's parent directories not in `made` yet (added to it), outermost first:
+    every parent is its own member, before the first file in it (the host unpacks two shards at
+    once, one draining, the next arriving, and GNU tar's implicit creation of a missing parent
+    races with another tar: "Cannot open: No such file")."""
+    out = []
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        d = "/".join(parts[:depth])
+        if d not in made:
+            made.add(d)
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            out.append(_header(info))
+    return out
+
+
+def _member_info(e: Entry, mode: int, size: int) -> tarfile.TarInfo:
+    """The normalised header of one member (a symlink when e is one, else a regular file)."""
+    info = tarfile.TarInfo(e.rel)
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    info.mode, info.size = mode, size
+    if e.kind == "l":
+        info.type, info.linkname, info.size = tarfile.SYMTYPE, e.target, 0
+    return info
+
+
+def tar_size(members: Sequence[Entry]) -> int:
+    """The size `pack` gives these members while their sizes are the scanned ones, from the
+    headers alone (no file is read): what tells a shard on the host worth hashing for."""
+    made: set[str] = set()
+    size = 0
+    for e in members:
+        size += sum(len(h) for h in _dir_headers(e.rel, made))
+        size += len(_header(_member_info(e, 0o644, 0)))  # (mode and size never change its length)
+        if e.kind != "l":
+            size += -(-max(e.size, 0) // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    size += 2 * tarfile.BLOCKSIZE
+    return size + (-size % tarfile.RECORDSIZE)
+
+
 def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], flush: int = 1 << 20) -> Packed:
     """Stream the deterministic tar of `members` (in order) to `write`, in ~`flush`-byte pieces,
     hashing each member and the whole tar as it goes (files are read once, constant memory).
@@ -169,30 +211,16 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
 
     made: set[str] = set()
     for e in members:
-        # every parent directory as its own member, before the first file in it: the host
-        # unpacks two shards at once (one draining, the next arriving), and GNU tar's implicit
-        # creation of a missing parent races with another tar ("Cannot open: No such file")
-        parts = e.rel.split("/")[:-1]
-        for depth in range(1, len(parts) + 1):
-            d = "/".join(parts[:depth])
-            if d not in made:
-                made.add(d)
-                dinfo = tarfile.TarInfo(d)
-                dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
-                dinfo.mtime, dinfo.uid, dinfo.gid, dinfo.uname, dinfo.gname = 0, 0, 0, "", ""
-                out(_header(dinfo))
-        info = tarfile.TarInfo(e.rel)
-        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        for header in _dir_headers(e.rel, made):
+            out(header)
         if e.kind == "l":
-            info.type, info.linkname, info.mode = tarfile.SYMTYPE, e.target, 0o777
-            out(_header(info))
+            out(_header(_member_info(e, 0o777, 0)))
             files[e.rel] = link_hash(e.target)
             continue
         with open(root / e.rel, "rb") as f:
             st = os.fstat(f.fileno())
-            info.mode = modes[e.rel] = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
-            info.size = st.st_size
-            out(_header(info))
+            modes[e.rel] = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
+            out(_header(_member_info(e, modes[e.rel], st.st_size)))
             h = hashlib.sha256()
             left = st.st_size
             while left > 0:

@@ -987,6 +987,40 @@ def _unpacked_upload(project: Project, tmp_path: Path) -> tuple[Path, Path]:
     return src, data_dir
 
 
+def test_shards_the_host_has_are_recognised_without_this_machines_index(
+    project: Project, tmp_path: Path
+) -> None:
+    """A fresh clone of the project, a teammate's machine or a deleted cache has no shard index:
+    the shards already on the host are recognised by hashing here, not sent again (a metered
+    link paid for twice); a changed file still sends its one shard."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    n_shards = step(project)["diff"]["shards"]
+    assert n_shards >= 4, step(project)
+    on_host = data_dir / "many.shards"
+    stamps = {p.name: p.stat().st_mtime_ns for p in on_host.iterdir()}
+    cache = project.root / ".gpuonboard" / "cache"
+    shutil.rmtree(cache)
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    s = step(project)
+    assert r.returncode == 0 and s["status"] == "ok", s
+    assert s["msg"] == (
+        f"dataset up to date at dataset:{data_dir}/many.shards (600 entries in {n_shards} shards);"
+        f" nothing sent; {n_shards} shards already on the host recognised by hashing here (this"
+        " machine's shard index did not list them)"
+    ), s["msg"]
+    assert {p.name: p.stat().st_mtime_ns for p in on_host.iterdir()} == stamps  # nothing rewritten
+    # what it learnt is kept: the next run reads no file to know it
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert step(project)["msg"].endswith(f" in {n_shards} shards); nothing sent"), step(project)
+    shutil.rmtree(cache)
+    (src / "dir3" / "f 0003.bin").write_bytes(os.urandom(777))
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    s = step(project)
+    assert r.returncode == 0 and s["status"] == "changed" and s["diff"]["sent_shards"] == 1, s
+    assert f"; {n_shards - 1} shards already on the host recognised" in s["msg"], s["msg"]
+    assert tree_digest(data_dir / "many") == tree_digest(src)
+
+
 def test_an_unpacked_tree_damaged_on_the_host_is_unpacked_again(project: Project, tmp_path: Path) -> None:
     """--unpack: a rerun checks the unpacked tree's listing (paths, kinds, sizes) against the
     dataset, not only the marker: a deleted dir, a truncated file or a tree removed whole is

@@ -66,3 +66,35 @@ def test_a_file_changed_since_the_scan_is_told_apart(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("two")
     assert _changed_since_scan(tree, "a.txt")
     assert _changed_since_scan(tree, "gone.txt")
+
+
+def test_tar_size_is_the_packed_size_without_reading_a_file(tmp_path: Path) -> None:
+    """What the plan compares with the sizes of shards on the host that the index does not name:
+    long names and link targets (GNU long-name members), nested parents, empty files, sizes on a
+    512-byte boundary, and a tar that ends exactly on a 10 KiB record."""
+    from gpuonboard.transfer import scan_source
+
+    root = tmp_path / "src"
+    deep = root / ("d" * 120) / "sub"
+    deep.mkdir(parents=True)
+    (deep / ("n" * 130 + ".bin")).write_bytes(os.urandom(1000))
+    (root / "empty").write_bytes(b"")
+    (root / "block").write_bytes(os.urandom(512))
+    (root / "exec.sh").write_bytes(b"#!/bin/sh\n")
+    (root / "exec.sh").chmod(0o755)
+    (root / "link").symlink_to("t" * 150)
+    tree = scan_source(root, hashes=False)
+    members = list(tree.entries.values())
+    sizes = []
+    for k in range(1, len(members) + 1):
+        out = bytearray()
+        packed = shards.pack(root, members[:k], out.extend)
+        assert shards.tar_size(members[:k]) == packed.size == len(out), [e.rel for e in members[:k]]
+        sizes.append(packed.size)
+    assert len(set(sizes)) > 1  # (not one record every time)
+    # 9,216 bytes of members + 1,024 of end blocks: exactly one record, no padding
+    exact = tmp_path / "exact"
+    exact.mkdir()
+    (exact / "f").write_bytes(os.urandom(9216 - 512))
+    one = list(scan_source(exact, hashes=False).entries.values())
+    assert shards.tar_size(one) == 10240 == shards.pack(exact, one, lambda b: None).size

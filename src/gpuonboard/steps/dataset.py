@@ -676,6 +676,45 @@ class DatasetStep(Step):
         assert work.enc is not None
         return self._cache_dir(ctx) / f"{work.enc.cache_key(f'{shard.sha256}:{work.codec}')}.age"
 
+    def _recognise_host_shards(
+        self, ctx: StepContext, work: Work, remote: transfer.RemoteState, root: Path
+    ) -> int:
+        """Shards on the host that this machine's shard index does not name (another clone of
+        the project, a teammate's upload, a deleted cache): pack each group of unknown content
+        whose tar would have the size of one of them, hashing only (nothing is written), and note
+        what it is; the plan then finds it on the host like any known shard instead of sending
+        it again. Returns how many groups it packed that the host has."""
+        known = {s.name for s in work.built if s is not None}
+        sizes = {
+            have[1]
+            for name, have in remote.files.items()
+            if "/" not in name and have[0] == "f" and name.endswith(".tar") and name not in known
+        }
+        if not sizes:  # (a first upload: no tar size computed)
+            return 0
+        todo = [i for i, s in enumerate(work.built) if s is None and shards.tar_size(work.groups[i]) in sizes]
+        found = 0
+        for n, i in enumerate(todo):
+            if ctx.progress:
+                ctx.progress(
+                    f"step {self.label}: {self.shards_target} on the host holds shards this machine has"
+                    f" not packed: hashing shard {n + 1} of {len(todo)} here to recognise them"
+                )
+            try:
+                packed = shards.pack(root, work.groups[i], _discard)
+            except shards.ChangedWhilePacking:
+                continue  # (sent, and checked again, as any changed shard)
+            _note_packed(work, i, packed, root)
+            have = remote.files.get(packed.name)
+            found += have is not None and have[:2] == ("f", packed.size)
+        if todo:  # known from now on, even when nothing is sent (as apply saves them; a cache only)
+            assert work.index is not None and work.hashes is not None
+            with contextlib.suppress(OSError):
+                work.index.save({k for k in work.keys if k})
+            with contextlib.suppress(OSError):
+                work.hashes.save(work.tree.entries)
+        return found
+
     def _plan_shards(self, ctx: StepContext, src: Path, work: Work) -> Plan:
         """Shard mode: assign files to shards; when shards were packed before, find the unchanged
         ones by member key (file hashes from the local hash cache: only changed files are read);
@@ -719,6 +758,12 @@ class DatasetStep(Step):
         else:
             work.keys = [""] * len(work.groups)
             work.built = [None] * len(work.groups)
+        found = 0
+        if work.enc is None:
+            try:
+                found = self._recognise_host_shards(ctx, work, remote, root)
+            except OSError as exc:
+                return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
         for i, (group, shard) in enumerate(zip(work.groups, work.built, strict=True)):
             if shard is None:
                 work.send_idx.append(i)
@@ -781,7 +826,13 @@ class DatasetStep(Step):
                     f"; the unpacked tree {self.target} differs from the dataset"
                     f" ({_count(len(drift) + len(extra), 'path')}): --unpack updates it"
                 )
-        note = work.kept = self._left_plaintext(ctx) + older
+        recognised = (
+            f"; {_count(found, 'shard')} already on the host recognised by hashing here (this machine's"
+            " shard index did not list them)"
+            if found
+            else ""
+        )
+        note = work.kept = self._left_plaintext(ctx) + older + recognised
         if complete and unpacked:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0}
@@ -1282,17 +1333,8 @@ class DatasetStep(Step):
         def record(i: int, packed: Any, tmp_cipher: Path | None) -> None:
             """What packing shard i found (file hashes, shard name) is true whether or not the
             upload then succeeds: note it at once (the index and the manifest use it)."""
-            if not isinstance(packed, shards.Packed):
-                return
-            files = packed.files
-            group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
-            work.groups[i] = group
-            for e in group:
-                hashes.put(e, e.sha256)
-            made = shards.Shard(packed.name, packed.sha256, packed.size)
-            work.built[i] = made
-            work.keys[i] = shards.member_key(root, group, packed.modes)
-            index.put(work.keys[i], made)
+            if isinstance(packed, shards.Packed):
+                _note_packed(work, i, packed, root)
 
         def settle(
             n: int, stream: shardstream.Stream, tmp_cipher: Path | None, last: bool = False
@@ -1621,6 +1663,25 @@ def unreadable_source(
         f"cannot read {rel} in the dataset on this machine: {exc.strerror};"
         f" fix it (or move it out), then rerun: {kept}"
     )
+
+
+def _discard(data: bytes) -> None:
+    """A write that keeps nothing (packing only to learn a shard's hashes)."""
+
+
+def _note_packed(work: Work, i: int, packed: shards.Packed, root: Path) -> None:
+    """Note what packing group i found (its files' hashes, the shard's name and member key) in
+    the work, the hash cache and the shard index."""
+    assert work.index is not None and work.hashes is not None
+    files = packed.files
+    group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
+    work.groups[i] = group
+    for e in group:
+        work.hashes.put(e, e.sha256)
+    made = shards.Shard(packed.name, packed.sha256, packed.size)
+    work.built[i] = made
+    work.keys[i] = shards.member_key(root, group, packed.modes)
+    work.index.put(work.keys[i], made)
 
 
 def _unreadable(exc: OSError, root: Path, kept: str) -> str:
