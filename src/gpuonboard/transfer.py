@@ -226,9 +226,10 @@ LISTING_PRUNE = f"\\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY} -o -path ./
 def listing_command(target: str, data_dir: str) -> str:
     """Read-only probe: rsync present?, free space under data_dir, files under target.
 
-    The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf) of everything but
-    directories (files, symlinks, and a fifo or socket a job made: an unpack must not drop them
-    unasked), the partial dir excluded.
+    The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf) of everything (files,
+    symlinks, a fifo or socket a job made: an unpack must not drop them unasked; directories, kept
+    apart by parse_listing: one where the dataset has a file stops the plan), the partial dir
+    excluded.
     """
     m = _LIST_MARK
     return (
@@ -241,8 +242,7 @@ def listing_command(target: str, data_dir: str) -> str:
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
         f'cd -- "$t" && find . {LISTING_PRUNE}'
-        " -o ! -type d"
-        " -printf '%y %s %T@ %P\\0'\n"
+        " -o -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
     )
 
@@ -256,6 +256,7 @@ class RemoteState:
     files: dict[str, tuple[str, int, int]]  # rel -> (kind, size, mtime seconds)
     zstd: bool = False  # the zstd command is on the host (shard streams)
     copy: str | None = None  # the copy whose plaintext the dir holds (its COPY_MARK), if marked
+    dirs: frozenset[str] = frozenset()  # the directories under it (rel)
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -263,6 +264,7 @@ def parse_listing(text: str) -> RemoteState:
     rsync: str | None = None
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
+    dirs: set[str] = set()
     zstd = False
     copy: str | None = None
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
@@ -287,10 +289,13 @@ def parse_listing(text: str) -> RemoteState:
         if len(parts) != 4:
             continue
         kind, size, mtime, rel = parts
-        if not size.isdigit():
+        if not size.isdigit() or not rel:  # ("": the dir itself)
             continue
-        files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, zstd, copy)
+        if kind == "d":
+            dirs.add(rel)
+        else:
+            files[rel] = (kind, int(size), int(float(mtime)))
+    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs))
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

@@ -1702,15 +1702,50 @@ def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: 
     assert (data_dir / "my data" / "plain.txt" / "inside.txt").read_text() == "in\n"
     shutil.rmtree(src / "sub dir")
     (src / "sub dir").write_text("a file now\n")
+    (data_dir / "my data" / "link to plain").unlink()  # a job made a dir where a symlink was
+    (data_dir / "my data" / "link to plain").mkdir()
+    (data_dir / "my data" / "link to plain" / "x").write_text("x\n")
+    before = tree_digest(data_dir / "my data")
+    (src / "zz").write_text("sorted after the conflict\n")
+    for args in (("--check",), ()):  # check mode tells it too; the real run sends nothing
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1, r.stdout
+        assert step(project)["msg"] == (
+            f"dataset:{data_dir}/my data/link to plain is a directory where the dataset now has a"
+            " symlink (and 1 other); move it away (or delete it) there, then rerun (nothing was sent)"
+        )
+    assert tree_digest(data_dir / "my data") == before
+    shutil.rmtree(data_dir / "my data" / "link to plain")
     r = project.cli("sync", "--host", "dataset")
-    assert r.returncode == 1, r.stdout
-    assert step(project)["msg"] == (
-        "sub dir is a directory on the host where the dataset now has a file or symlink; move it"
-        " away (or delete it) there, then rerun"
+    assert r.returncode == 1 and step(project)["msg"] == (
+        f"dataset:{data_dir}/my data/sub dir is a directory where the dataset now has a file;"
+        " move it away (or delete it) there, then rerun (nothing was sent)"
     )
     shutil.rmtree(data_dir / "my data" / "sub dir")
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
+
+
+@needs_age
+def test_decrypt_on_host_names_a_dir_where_the_dataset_now_has_a_file(
+    project: Project, tmp_path: Path
+) -> None:
+    """The plaintext dir has directories (a job's, or an earlier upload's) where the dataset now
+    has files: named before anything is sent, in check mode too."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (data_dir / "my data" / "plain.txt").mkdir(parents=True)
+    (data_dir / "my data" / "plain.txt" / "job.log").write_text("keep\n")
+    (data_dir / "my data" / "-leading-dash").mkdir()
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", *args)
+        assert r.returncode == 1, r.stdout
+        assert step(project)["msg"] == (
+            f"dataset:{data_dir}/my data/-leading-dash is a directory where the dataset now has a file"
+            " (and 1 other); move it away (or delete it) there, then rerun (nothing was sent)"
+        ), step(project)["msg"]
+    assert not (data_dir / "my data.enc").exists()
+    assert (data_dir / "my data" / "plain.txt" / "job.log").read_text() == "keep\n"
 
 
 def test_a_dataset_name_with_wildcards_lands_in_its_own_dir(project: Project, tmp_path: Path) -> None:

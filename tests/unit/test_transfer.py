@@ -35,6 +35,7 @@ def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
     (target / ".rsync-partial" / "half").write_bytes(b"h")
     (target / "-dash name 'q'").write_bytes(b"abc")
     (target / "link").symlink_to("-dash name 'q'")
+    (target / "sub dir" / "deeper").mkdir(parents=True)
     os.utime(target / "-dash name 'q'", (1_700_000_000, 1_700_000_000))
     out = subprocess.run(
         ["sh", "-c", transfer.listing_command(str(target), str(tmp_path / "data" / "missing" / "x"))],
@@ -48,6 +49,7 @@ def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
         "-dash name 'q'": ("f", 3, 1_700_000_000),
         "link": ("l", len("-dash name 'q'"), state.files["link"][2]),
     }
+    assert state.dirs == {"sub dir", "sub dir/deeper"}  # (kept apart; the partial dir left out)
 
 
 def test_to_send_quick_check() -> None:

@@ -585,9 +585,21 @@ class DatasetStep(Step):
                 else:  # not encrypted yet: certainly to send; size estimated (age adds ~0.03 %)
                     entries.append(transfer.Entry(e.rel + ".age", "f", -1, 0, ""))
         work.send = transfer.to_send(entries, remote.files)
+        in_way = [(self.target, e) for e in work.send if e.rel in remote.dirs]
         if self.decrypt_on_host:
             plain = self._listing(ctx, self.plain_target)
             work.decrypt = transfer.to_send(tree.files, plain.files)
+            in_way += [(self.plain_target, e) for e in work.decrypt if e.rel in plain.dirs]
+        if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
+            there, e = in_way[0]
+            more = f" (and {_count(len(in_way) - 1, 'other')})" if len(in_way) > 1 else ""
+            return Plan(
+                False,
+                f"{ctx.host.name}:{posixpath.join(there, e.rel)} is a directory where the dataset now has"
+                f" a {'symlink' if e.kind == 'l' else 'file'}{more}; move it away (or"
+                f" delete it) there, then rerun ({NOTHING_SENT})",
+                failed=True,
+            )
         send = sum(max(e.size, 0) for e in work.send) or 0
         need = send  # on the host's disk: what is sent, and with decryption the plaintext too
         if self.encrypt:
