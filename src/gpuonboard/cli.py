@@ -434,6 +434,7 @@ def teardown(
         **COMMON_HELP,
         "dataset": "local dataset path (default: the host's vars.dataset)",
         "dest": "remote data directory (default: the host's data_dir)",
+        "name": "the copy's directory name under the data dir (default: the dataset's own name)",
         "encrypt": "upload age ciphertexts (vars.age_recipients, or vars.age_passphrase_env)",
         "decrypt_on_host": "decrypt on the host (identity from vars.age_identity_file/_env, sent over stdin)",
         "bwlimit": "bandwidth limit passed to rsync, e.g. 5m",
@@ -452,6 +453,7 @@ def sync(
     limit: str = "",
     dataset: str = "",
     dest: str = "",
+    name: str = "",
     encrypt: bool = False,
     decrypt_on_host: bool = False,
     bwlimit: str = "",
@@ -473,7 +475,7 @@ def sync(
 
     sel, settings = _common(locals())
     opts = sync_mod.SyncOptions(
-        dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack, decrypt_to
+        dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack, decrypt_to, name
     )
     _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
 

@@ -31,6 +31,7 @@ class SyncOptions:
     shards: bool = False
     unpack: bool = False
     decrypt_to: str = ""
+    name: str = ""
 
 
 def _dataset_path(opts: SyncOptions) -> str:
@@ -61,6 +62,8 @@ def build_spec(opts: SyncOptions) -> StepSpec:
         args["unpack"] = True
     if opts.decrypt_to:
         args["decrypt_dir"] = literal(opts.decrypt_to)
+    if opts.name:
+        args["name"] = literal(opts.name)
     return StepSpec("dataset", "dataset", args, None)
 
 

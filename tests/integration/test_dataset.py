@@ -1415,6 +1415,18 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
         r = project.cli("sync", "--host", "dataset", *extra, flag, "/srv/nx/../data")
         said = f"step 'dataset': {name} must be spelt without '..', not '/srv/nx/../data'."
         assert r.returncode == 2 and said in r.stderr, r.stderr
+    # a line break in the copy's name (the dataset dir's own name) or in --dest
+    odd = tmp_path / "local" / "two\nlines"
+    odd.mkdir()
+    (odd / "x.txt").write_text("x\n")
+    r = project.cli("sync", "--host", "dataset", "--dataset", str(odd))
+    said = "step 'dataset': name must not hold a line break, not 'two\\nlines'; pick another with --name."
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+    r = project.cli("sync", "--host", "dataset", "--dataset", str(odd), "--name", "two lines")
+    assert r.returncode == 0 and (tmp_path / "remote data" / "two lines" / "x.txt").is_file(), r.stdout
+    r = project.cli("sync", "--host", "dataset", "--dest", "/srv/a\nb")
+    said = "step 'dataset': dest must not hold a line break, not '/srv/a\\nb'; pick another."
+    assert r.returncode == 2 and said in r.stderr, r.stderr
 
 
 def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tmp_path: Path) -> None:

@@ -147,6 +147,10 @@ class DatasetStep(Step):
         name = self.args.get("name") or os.path.basename(self.source.rstrip("/")) or "dataset"
         if "/" in str(name) or str(name) in (".", ".."):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
+        for what, text in (("name", str(name)), ("dest", self.dest)):
+            if "\n" in text:  # (the host's listings and lease are read line by line)
+                flag = "pick another with --name" if what == "name" else "pick another"
+                raise StepArgsError(f"{what} must not hold a line break, not {text!r}; {flag}")
         self.dirname = str(name)
         base = posixpath.join(self.dest, self.dirname) if self.dest else ""
         self.copy = base  # <dest>/<name>: this copy, as the messages name it
