@@ -182,6 +182,27 @@ def tar_size(members: Sequence[Entry]) -> int:
     return size + (-size % tarfile.RECORDSIZE)
 
 
+def worth_hashing(
+    groups: Sequence[Sequence[Entry]],
+    built: Sequence[Shard | None],
+    host: Mapping[str, tuple[str, int, int]],
+    indexed: set[str],
+) -> list[int]:
+    """Pure: which groups of unknown content (`built[i]` None) to pack, hashing only, because
+    the host holds a shard no index entry names (`indexed`: every name the index holds, even one
+    no group packs into now, e.g. the old shard of a file edited to the same size) whose size
+    their tar would have. None on a first upload (no tar size is computed then)."""
+    known = indexed | {s.name for s in built if s is not None}
+    sizes = {
+        have[1]
+        for name, have in host.items()
+        if "/" not in name and have[0] == "f" and name.endswith(".tar") and name not in known
+    }
+    if not sizes:
+        return []
+    return [i for i, s in enumerate(built) if s is None and tar_size(groups[i]) in sizes]
+
+
 def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], flush: int = 1 << 20) -> Packed:
     """Stream the deterministic tar of `members` (in order) to `write`, in ~`flush`-byte pieces,
     hashing each member and the whole tar as it goes (files are read once, constant memory).

@@ -98,3 +98,22 @@ def test_tar_size_is_the_packed_size_without_reading_a_file(tmp_path: Path) -> N
     (exact / "f").write_bytes(os.urandom(9216 - 512))
     one = list(scan_source(exact, hashes=False).entries.values())
     assert shards.tar_size(one) == 10240 == shards.pack(exact, one, lambda b: None).size
+
+
+def test_worth_hashing_picks_groups_whose_tar_size_an_unknown_host_shard_has() -> None:
+    a = [Entry("a/1", "f", 100, 0, ""), Entry("a/2", "f", 12_000, 0, "")]
+    b = [Entry("b/1", "f", 30_000, 0, "")]
+    c = [Entry("c", "l", 0, 0, "", "a/1")]
+    groups = [a, b, c]
+    size_a, size_b = shards.tar_size(a), shards.tar_size(b)
+    assert size_a != size_b
+    host = {"x.tar": ("f", size_a, 0), "y.tar": ("f", size_b, 0), "sub/z.tar": ("f", 1, 0)}
+    assert shards.worth_hashing(groups, [None, None, None], host, set()) == [0, 1]
+    # a group already known is never packed again; a name any index entry holds is no unknown
+    known = shards.Shard("y.tar", "0" * 64, size_b)
+    assert shards.worth_hashing(groups, [None, known, None], host, set()) == [0]
+    assert shards.worth_hashing(groups, [None, None, None], host, {"x.tar"}) == [1]
+    # not a shard: another suffix, a dir, or a symlink of that size
+    odd = {"x.tar.part": ("f", size_a, 0), "d.tar": ("d", size_b, 0), "l.tar": ("l", size_a, 0)}
+    assert shards.worth_hashing(groups, [None, None, None], odd, set()) == []
+    assert shards.worth_hashing(groups, [None, None, None], {}, set()) == []  # a first upload

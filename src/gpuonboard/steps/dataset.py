@@ -700,15 +700,9 @@ class DatasetStep(Step):
         whose tar would have the size of one of them, hashing only (nothing is written), and note
         what it is; the plan then finds it on the host like any known shard instead of sending
         it again. Returns how many groups it packed that the host has."""
-        known = {s.name for s in work.built if s is not None}
-        sizes = {
-            have[1]
-            for name, have in remote.files.items()
-            if "/" not in name and have[0] == "f" and name.endswith(".tar") and name not in known
-        }
-        if not sizes:  # (a first upload: no tar size computed)
-            return 0
-        todo = [i for i, s in enumerate(work.built) if s is None and shards.tar_size(work.groups[i]) in sizes]
+        assert work.index is not None
+        known = {str(v.get("name")) for v in work.index.data.values()}
+        todo = shards.worth_hashing(work.groups, work.built, remote.files, known)
         found = 0
         for n, i in enumerate(todo):
             if ctx.progress:
