@@ -163,7 +163,7 @@ if [ -n "$lp" ]; then  # the last shard streamed gets its real name here (RENAME
   if [ "$got" != "$lsha" ] || [ ! -f "$lp" ]; then
     rm -f -- "$lp"; echo "sha256 mismatch on the host for $lfin" >&2; exit 3
   fi
-  mv -f -- "$lp" "$lfin" || exit 1
+  mv -f -T -- "$lp" "$lfin" || exit 1  # (-T: never into a directory of that name)
 fi
 if [ "$enc" = 1 ] && [ -n "$u" ]; then
   read_key
@@ -182,7 +182,7 @@ if [ -n "$u" ]; then  # unpack dirs of this copy's interrupted runs (.<name>.gpu
   for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
   mkdir -p -- "$u" || fail 1
 fi
-mv -f -- .manifest.tmp manifest.json || fail 1
+mv -f -T -- .manifest.tmp manifest.json || fail 1
 while IFS=' ' read -r s want <&3; do
   [ -n "$u" ] || continue
   beat
@@ -255,7 +255,7 @@ exit 0
 RENAME_SCRIPT = r"""cd -- "$1" || exit 1
 got=; [ -f "$2.sum" ] && got=$(cut -c1-64 < "$2.sum")
 rm -f -- "$2.sum"
-if [ "$got" = "$3" ] && [ -f "$2" ]; then exec mv -f -- "$2" "$4"; fi
+if [ "$got" = "$3" ] && [ -f "$2" ]; then exec mv -f -T -- "$2" "$4"; fi
 rm -f -- "$2"; echo "sha256 mismatch on the host for $4" >&2; exit 3
 """
 

@@ -223,8 +223,10 @@ def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
 LISTING_PRUNE = f"\\( -name {PARTIAL_DIR} -o -path ./{LEASE_IN_COPY} -o -path ./{COPY_MARK} \\) -prune"
 
 
-def listing_command(target: str, data_dir: str) -> str:
-    """Read-only probe: rsync present?, free space under data_dir, files under target.
+def listing_command(target: str, data_dir: str, manifest: str = "") -> str:
+    """Read-only probe: rsync present?, free space under data_dir, files under target (and
+    whether target is something else than a directory; with `manifest`, the sha256 of that file
+    in target, e.g. a shard store's manifest.json).
 
     The listing is `TYPE SIZE MTIME PATH\\0` records (GNU find -printf) of everything (files,
     symlinks, a fifo or socket a job made: an unpack must not drop them unasked; directories, kept
@@ -238,7 +240,14 @@ def listing_command(target: str, data_dir: str) -> str:
         f"printf '{m}zstd %s\\n' \"$(command -v zstd || echo absent)\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
-        f'[ -f "$t/{COPY_MARK}" ] && printf \'{m}copy %s\\n\' "$(head -n 1 -- "$t/{COPY_MARK}")"\n'
+        f'{{ [ -e "$t" ] || [ -L "$t" ]; }} && [ ! -d "$t" ] && printf \'{m}notdir\\n\'\n'
+        + (
+            f"mf={shell.quote(manifest)}; [ -f \"$t/$mf\" ] && {{ {SHA256_FN}; printf '{m}manifest %s\\n'"
+            ' "$(sha < "$t/$mf")"; }\n'
+            if manifest
+            else ""
+        )
+        + f'[ -f "$t/{COPY_MARK}" ] && printf \'{m}copy %s\\n\' "$(head -n 1 -- "$t/{COPY_MARK}")"\n'
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
         f'cd -- "$t" && find . {LISTING_PRUNE}'
@@ -257,6 +266,8 @@ class RemoteState:
     zstd: bool = False  # the zstd command is on the host (shard streams)
     copy: str | None = None  # the copy whose plaintext the dir holds (its COPY_MARK), if marked
     dirs: frozenset[str] = frozenset()  # the directories under it (rel)
+    not_dir: bool = False  # the target exists and is something else than a directory
+    manifest_sha: str | None = None  # sha256 of the asked-for manifest file in it, when there
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -265,7 +276,8 @@ def parse_listing(text: str) -> RemoteState:
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
     dirs: set[str] = set()
-    zstd = False
+    zstd = not_dir = False
+    manifest_sha: str | None = None
     copy: str | None = None
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
@@ -279,6 +291,10 @@ def parse_listing(text: str) -> RemoteState:
                 zstd = rest.strip() not in ("", "absent")
             elif kind == "copy":
                 copy = rest
+            elif kind == "notdir":
+                not_dir = True
+            elif kind == "manifest":
+                manifest_sha = rest.split(" ", 1)[0].strip() or None
             continue
         if section == "df":
             fields = line.split()
@@ -295,7 +311,7 @@ def parse_listing(text: str) -> RemoteState:
             dirs.add(rel)
         else:
             files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs))
+    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs), not_dir, manifest_sha)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

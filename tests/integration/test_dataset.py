@@ -1021,6 +1021,80 @@ def test_shards_the_host_has_are_recognised_without_this_machines_index(
     assert tree_digest(data_dir / "many") == tree_digest(src)
 
 
+def test_shards_without_unpack_never_call_an_old_manifest_up_to_date(
+    project: Project, tmp_path: Path
+) -> None:
+    """A deleted file that travelled alone in its shard (any file of half a shard or more) needs
+    no shard sent, but the host's manifest and that shard are the old ones: not "up to date";
+    an emptied manifest is rewritten too."""
+    src = tmp_path / "local" / "big"
+    src.mkdir(parents=True)
+    for n in "abc":
+        (src / f"{n}.bin").write_bytes(os.urandom(40_000))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB"})
+    project.write_inventory({"dataset": entry})
+    assert project.cli("sync", "--host", "dataset", "--shards").returncode == 0
+    store = data_dir / "big.shards"
+    assert len(list(store.glob("*.tar"))) == 3
+    (src / "b.bin").unlink()
+    where = f"dataset:{store}"
+    r = project.cli("sync", "--host", "dataset", "--shards", "--check")
+    assert r.returncode == 0 and step(project)["msg"] == (
+        f"would update the manifest; remove 1 old or partial shard: all 2 shards of 2 entries are at"
+        f" {where} already, nothing to send (check mode: nothing changed)"
+    ), step(project)["msg"]
+    r = project.cli("sync", "--host", "dataset", "--shards")
+    s = step(project)
+    assert r.returncode == 0 and s["status"] == "changed", s
+    assert s["msg"] == (
+        f"all 2 shards were at {where} already; nothing sent; manifest updated; 1 old or partial"
+        " shard removed"
+    ), s["msg"]
+    listed = {
+        f["path"] for sh in json.loads((store / "manifest.json").read_text())["shards"] for f in sh["files"]
+    }
+    assert listed == {"a.bin", "c.bin"} and len(list(store.glob("*.tar"))) == 2
+    r = project.cli("sync", "--host", "dataset", "--shards")
+    assert step(project)["status"] == "ok" and "up to date" in step(project)["msg"], step(project)
+    (store / "manifest.json").write_bytes(b"")
+    r = project.cli("sync", "--host", "dataset", "--shards")
+    assert step(project)["msg"].endswith("nothing sent; manifest updated"), step(project)["msg"]
+    assert json.loads((store / "manifest.json").read_text())["shards"]
+
+
+def test_what_stands_where_a_copy_or_a_shard_goes_is_named_before_sending(
+    project: Project, tmp_path: Path
+) -> None:
+    """The copy's dir is a file on the host (check mode said "would send", the run failed in
+    mkdir); a directory stands where a shard is renamed to (the shard went INTO it, and every
+    rerun sent it again): one sentence each, in check mode too, nothing sent."""
+    src, data_dir = setup(project, tmp_path)
+    data_dir.mkdir()
+    (data_dir / "my data").write_text("a file, not a dir\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"dataset:{data_dir}/my data is there and is not a directory (this upload's copy goes"
+            " there); move it away (or delete it) there, then rerun (nothing was sent)"
+        ), step(project)["msg"]
+    (data_dir / "my data").unlink()
+    assert project.cli("sync", "--host", "dataset", "--shards").returncode == 0
+    store = data_dir / "my data.shards"
+    shard = next(store.glob("*.tar"))
+    shard.unlink()
+    shard.mkdir()
+    (shard / "inner").write_text("x\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--shards", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"dataset:{shard} is a directory where a shard or the manifest goes; move it away (or"
+            " delete it) there, then rerun (nothing was sent)"
+        ), step(project)["msg"]
+    assert [p.name for p in shard.iterdir()] == ["inner"]
+
+
 def test_an_unpacked_tree_damaged_on_the_host_is_unpacked_again(project: Project, tmp_path: Path) -> None:
     """--unpack: a rerun checks the unpacked tree's listing (paths, kinds, sizes) against the
     dataset, not only the marker: a deleted dir, a truncated file or a tree removed whole is
@@ -1420,12 +1494,27 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
     odd.mkdir()
     (odd / "x.txt").write_text("x\n")
     r = project.cli("sync", "--host", "dataset", "--dataset", str(odd))
-    said = "step 'dataset': name must not hold a line break, not 'two\\nlines'; pick another with --name."
+    said = (
+        "step 'dataset': name must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line"
+        " separator), not 'two\\nlines'; pick another with --name."
+    )
     assert r.returncode == 2 and said in r.stderr, r.stderr
+    for name in ("cr\rx", "ff\x0cx", "a\u2028b", "a\x85b"):  # (what str.splitlines splits on too)
+        r = project.cli("sync", "--host", "dataset", "--dataset", str(odd), "--name", name)
+        assert r.returncode == 2 and "name must not hold a line break" in r.stderr, (name, r.stderr)
     r = project.cli("sync", "--host", "dataset", "--dataset", str(odd), "--name", "two lines")
     assert r.returncode == 0 and (tmp_path / "remote data" / "two lines" / "x.txt").is_file(), r.stdout
-    r = project.cli("sync", "--host", "dataset", "--dest", "/srv/a\nb")
-    said = "step 'dataset': dest must not hold a line break, not '/srv/a\\nb'; pick another."
+    r = project.cli("sync", "--host", "dataset", "--dest", "/srv/a\rb")
+    said = (
+        "step 'dataset': dest must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line"
+        " separator), not '/srv/a\\rb'; pick another."
+    )
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+    r = project.cli("sync", "--host", "dataset", "--name", "é" * 108)  # 216 bytes
+    said = (
+        "step 'dataset': name must be at most 214 bytes (a host's file names hold 255, and gpuonboard"
+        " adds up to 41 to it for its own files), not 216; pick a shorter one with --name."
+    )
     assert r.returncode == 2 and said in r.stderr, r.stderr
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -50,6 +51,20 @@ def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
         "link": ("l", len("-dash name 'q'"), state.files["link"][2]),
     }
     assert state.dirs == {"sub dir", "sub dir/deeper"}  # (kept apart; the partial dir left out)
+    assert not state.not_dir and state.manifest_sha is None
+
+    def probe(target: Path, manifest: str = "") -> transfer.RemoteState:
+        cmd = transfer.listing_command(str(target), str(tmp_path), manifest)
+        run = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=True)
+        return transfer.parse_listing(run.stdout)
+
+    (target / "manifest.json").write_bytes(b'{"shards": []}')
+    assert probe(target, "manifest.json").manifest_sha == hashlib.sha256(b'{"shards": []}').hexdigest()
+    assert probe(target, "missing.json").manifest_sha is None
+    (tmp_path / "a file").write_text("x")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert probe(tmp_path / "a file").not_dir and probe(tmp_path / "dangling").not_dir
+    assert not probe(tmp_path / "absent").not_dir
 
 
 def test_to_send_quick_check() -> None:

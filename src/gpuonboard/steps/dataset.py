@@ -82,6 +82,7 @@ class Work:
     need: int = 0
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
+    manifest_behind: bool = False  # shard mode: the host's manifest is not this run's
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
@@ -148,9 +149,19 @@ class DatasetStep(Step):
         if "/" in str(name) or str(name) in (".", ".."):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
         for what, text in (("name", str(name)), ("dest", self.dest)):
-            if "\n" in text:  # (the host's listings and lease are read line by line)
+            if text and text.splitlines() != [text]:  # (the host's replies are read line by line)
                 flag = "pick another with --name" if what == "name" else "pick another"
-                raise StepArgsError(f"{what} must not hold a line break, not {text!r}; {flag}")
+                raise StepArgsError(
+                    f"{what} must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line separator),"
+                    f" not {text!r}; {flag}"
+                )
+        size = len(str(name).encode("utf-8", "surrogateescape"))
+        if size > MAX_NAME:  # the unpack dir beside the copy adds up to 41 bytes to it
+            raise StepArgsError(
+                f"name must be at most {MAX_NAME} bytes (a host's file names hold 255, and gpuonboard"
+                f" adds up to {255 - MAX_NAME} to it for its own files), not {size}; pick a shorter one"
+                " with --name"
+            )
         self.dirname = str(name)
         base = posixpath.join(self.dest, self.dirname) if self.dest else ""
         self.copy = base  # <dest>/<name>: this copy, as the messages name it
@@ -177,9 +188,10 @@ class DatasetStep(Step):
         # free space where the target lives: the data dir, or --decrypt-to's dir (a tmpfs)
         where = self.decrypt_dir if self.decrypt_dir and target == self.plain_target else self.dest
         key = f"{target}\0{where}"
+        manifest = shards.MANIFEST if target == self.shards_target else ""
         return Probe(
             "dataset:" + hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:10],
-            transfer.listing_command(target, where),
+            transfer.listing_command(target, where, manifest),
         )
 
     def probes(self) -> list[Probe]:
@@ -221,8 +233,14 @@ class DatasetStep(Step):
 
     def _other_copy(self, ctx: StepContext, dirs: list[str]) -> str | None:
         """The failure sentence when one of `dirs` (those this run writes into, each probed by
-        probes()) is another copy's --decrypt-to plaintext (its COPY_MARK names another
-        `<data_dir>/<name>`), else None."""
+        probes()) is not a directory on the host, or is another copy's --decrypt-to plaintext
+        (its COPY_MARK names another `<data_dir>/<name>`), else None."""
+        for d in dirs:
+            if self._listing(ctx, d).not_dir:
+                return (
+                    f"{ctx.host.name}:{d} is there and is not a directory (this upload's copy goes"
+                    f" there); move it away (or delete it) there, then rerun ({NOTHING_SENT})"
+                )
         ours = posixpath.normpath(self.copy)
         marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, "", ours)]
         if not marked:
@@ -717,7 +735,7 @@ class DatasetStep(Step):
             _note_packed(work, i, packed, root)
             have = remote.files.get(packed.name)
             found += have is not None and have[:2] == ("f", packed.size)
-        if todo:  # known from now on, even when nothing is sent (as apply saves them; a cache only)
+        if todo and not ctx.check:  # known from now on, even when nothing is sent (a cache only)
             assert work.index is not None and work.hashes is not None
             with contextlib.suppress(OSError):
                 work.index.save({k for k in work.keys if k})
@@ -753,6 +771,15 @@ class DatasetStep(Step):
         cache = self._hash_cache_dir(ctx, work.tree.root)
         index = shards.Index(cache)
         remote = self._listing(ctx, self.shards_target)
+        in_way = sorted(d for d in remote.dirs if "/" not in d and d.endswith((".tar", ".age", ".json")))
+        if in_way:  # (a shard or the manifest is renamed to its name: it would go into it)
+            return Plan(
+                False,
+                f"{ctx.host.name}:{posixpath.join(self.shards_target, in_way[0])} is a directory where"
+                " a shard or the manifest goes; move it away (or delete it) there, then rerun"
+                f" ({NOTHING_SENT})",
+                failed=True,
+            )
         work.codec = shardstream.pick_codec(remote.zstd)
         work.index, work.hashes = index, shards.HashCache(cache)
         if index.data:
@@ -799,13 +826,15 @@ class DatasetStep(Step):
         ]
         where = f"{ctx.host.name}:{self.shards_target}"
         total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
-        complete = not work.send_idx and shards.MANIFEST in remote.files
+        # whole: every shard there, none left over, and the host's manifest is this one (a shard
+        # of a deleted file alone, or an emptied manifest, leaves the rest as it was)
+        digest = "" if work.send_idx else hashlib.sha256(self._manifest(work, size)).hexdigest()
+        complete = bool(digest) and not work.stale and remote.manifest_sha == digest
         unpacked, redo = True, ""
         plain = self._listing(ctx, self.plain_target) if work.unpack else None
         if plain is not None:
             drift, extra = shards.tree_drift(work.tree.entries, plain.files)
             if complete:  # the marker says which manifest was unpacked; the listing, that it is whole
-                digest = hashlib.sha256(self._manifest(work, size)).hexdigest()
                 marked = shards.marker_name(digest, self.plain_target) in remote.files
                 unpacked = marked and not drift
                 if marked and drift:
@@ -866,14 +895,33 @@ class DatasetStep(Step):
             short = self._decrypt_dir_room(ctx, plain.free_bytes, tree_room, "the unpacked tree")
             if short is not None:
                 return short
-        build = sum(1 for b in work.built if b is None)
+        # shards to pack now: every one sent, but encrypted ones whose ciphertext is cached
+        build = sum(
+            1
+            for i in work.send_idx
+            if work.enc is None
+            or (shard := work.built[i]) is None
+            or not self._cipher_path(ctx, work, shard).is_file()
+        )
         msg = (
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
             f" {build} to build) of {len(work.tree.entries)} entries to {where}"
         )
-        if work.unpack:
-            msg += f"; unpack into {self.plain_target}{redo}"
-        msg += f"{note}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
+        work.manifest_behind = remote.manifest_sha != digest
+        if work.send_idx:
+            if work.unpack:
+                msg += f"; unpack into {self.plain_target}{redo}"
+            msg += f"{note}; estimate {transfer.format_eta(work.need, self._link_mbit(ctx))}"
+        else:  # only the manifest, leftovers or the unpacked tree are behind
+            todo = ["update the manifest"] if work.manifest_behind else []
+            if work.stale:
+                todo.append(f"remove {_count(len(work.stale), 'old or partial shard')}")
+            if work.unpack:
+                todo.append(f"unpack into {self.plain_target}{redo}")
+            msg = (
+                f"{'; '.join(todo)}: all {len(work.groups)} shards of {len(work.tree.entries)} entries"
+                f" are at {where} already, nothing to send{note}"
+            )
         diff = {
             "target": self.shards_target,
             "shards": len(work.groups),
@@ -1512,6 +1560,12 @@ class DatasetStep(Step):
             f" to {ctx.host.name}:{work.target}; {_count(len(arrived), 'shard')} verified by sha256"
             f" ({work.codec} stream); estimate was {eta}"
         )
+        if not arrived:  # only the manifest, leftovers or the unpacked tree were behind
+            done = ["manifest updated"] if work.manifest_behind else []
+            if stale:
+                done.append(f"{_count(len(stale), 'old or partial shard')} removed")
+            msg = f"all {len(work.groups)} shards were at {ctx.host.name}:{work.target} already; nothing sent"
+            msg += "".join(f"; {d}" for d in done)
         if work.unpack:
             msg += f"; unpacked into {self.plain_target}"
         plan.msg = msg + work.kept
@@ -1597,6 +1651,7 @@ class LocalWriteError(Exception):
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
+MAX_NAME = 214  # bytes of the copy's name: its unpack dir, `.<name>.gpuonboard-unpack-<8>-<12>`, holds 255
 UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
 # $1 the plaintext dir, then (ciphertext, plaintext path, mtime, mode) per file; the identity on
 # stdin (the mode is the local file's, as rsync -a keeps it: a temp file is made 0600).
