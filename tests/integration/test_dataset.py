@@ -1825,6 +1825,15 @@ def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: 
     shutil.rmtree(data_dir / "my data" / "sub dir")
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
+    # a name with a line break stays on the sentence's one line
+    (src / "odd\nname").write_text("o\n")
+    (data_dir / "my data" / "odd\nname").mkdir()
+    (data_dir / "my data" / "odd\nname" / "x").write_text("x\n")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and step(project)["msg"] == (
+        f"dataset:{data_dir}/my data/odd\\nname is a directory where the dataset now has a file;"
+        " move it away (or delete it) there, then rerun (nothing was sent)"
+    ), step(project)["msg"]
 
 
 @needs_age

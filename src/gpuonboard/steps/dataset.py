@@ -238,7 +238,7 @@ class DatasetStep(Step):
         for d in dirs:
             if self._listing(ctx, d).not_dir:
                 return (
-                    f"{ctx.host.name}:{d} is there and is not a directory (this upload's copy goes"
+                    f"{ctx.host.name}:{_shown(d)} is there and is not a directory (this upload's copy goes"
                     f" there); move it away (or delete it) there, then rerun ({NOTHING_SENT})"
                 )
         ours = posixpath.normpath(self.copy)
@@ -617,8 +617,8 @@ class DatasetStep(Step):
             more = f" (and {_count(len(in_way) - 1, 'other')})" if len(in_way) > 1 else ""
             return Plan(
                 False,
-                f"{ctx.host.name}:{posixpath.join(there, e.rel)} is a directory where the dataset now has"
-                f" a {'symlink' if e.kind == 'l' else 'file'}{more}; move it away (or"
+                f"{ctx.host.name}:{_shown(posixpath.join(there, e.rel))} is a directory where the"
+                f" dataset now has a {'symlink' if e.kind == 'l' else 'file'}{more}; move it away (or"
                 f" delete it) there, then rerun ({NOTHING_SENT})",
                 failed=True,
             )
@@ -775,9 +775,9 @@ class DatasetStep(Step):
         if in_way:  # (a shard or the manifest is renamed to its name: it would go into it)
             return Plan(
                 False,
-                f"{ctx.host.name}:{posixpath.join(self.shards_target, in_way[0])} is a directory where"
-                " a shard or the manifest goes; move it away (or delete it) there, then rerun"
-                f" ({NOTHING_SENT})",
+                f"{ctx.host.name}:{_shown(posixpath.join(self.shards_target, in_way[0]))} is a"
+                " directory where a shard or the manifest goes; move it away (or delete it) there,"
+                f" then rerun ({NOTHING_SENT})",
                 failed=True,
             )
         work.codec = shardstream.pick_codec(remote.zstd)
@@ -1789,6 +1789,12 @@ def _lost(work: Work, ctx: StepContext | None = None) -> bool:
     if ctx is None or work.lease is None:
         return False
     return ctx.runner.run(uploadlock.touch_command(work.lease)).exit_code == 1
+
+
+def _shown(path: str) -> str:
+    """A path as one line of a sentence: as it is when printable, else with its line breaks,
+    control characters and undecodable bytes escaped as Python writes them."""
+    return path if path.isprintable() else repr(path)[1:-1]
 
 
 def _count(n: int, noun: str) -> str:
