@@ -72,6 +72,7 @@ def test_round_trip_rerun_change_and_check(project: Project, tmp_path: Path) -> 
     assert r.returncode == 0, r.stdout + r.stderr
     s = step(project)
     assert s["status"] == "changed" and s["diff"]["sent_files"] == 5, s
+    assert "; 5 files and 1 symlink verified by sha256;" in s["msg"], s["msg"]
     assert tree_digest(data_dir / "my data") == tree_digest(src)
     # rerun: nothing to do, no rsync at all
     r = project.cli("sync", "--host", "dataset")

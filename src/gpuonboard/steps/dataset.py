@@ -1282,7 +1282,9 @@ class DatasetStep(Step):
         links = sum(1 for e in work.send if e.kind == "l")  # (rsync's count is of regular files)
         also = f" and {_count(links, 'symlink')}" if links else ""
         msg = f"sent {_count(sent, 'file')}{also} ({size} of data) to {ctx.host.name}:{work.target}"
-        msg += f"; {_count(len(expect), 'file')} verified by sha256; estimate was {eta}"
+        checked = sum(1 for r in expect if (e := work.tree.entries.get(r)) is not None and e.kind == "l")
+        also = f" and {_count(checked, 'symlink')}" if checked else ""  # (its target's sha256)
+        msg += f"; {_count(len(expect) - checked, 'file')}{also} verified by sha256; estimate was {eta}"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
             if problem:
