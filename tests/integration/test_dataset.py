@@ -1511,6 +1511,13 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
         " separator), not '/srv/a\\rb'; pick another."
     )
     assert r.returncode == 2 and said in r.stderr, r.stderr
+    r = project.cli("sync", "--host", "dataset", "--name", "corpus.shards")
+    said = (
+        "step 'dataset': name must not end in .encrypted or .shards (where gpuonboard keeps the"
+        " ciphertexts and shards of the dataset named without it), not 'corpus.shards'; pick another"
+        " with --name."
+    )
+    assert r.returncode == 2 and said in r.stderr, r.stderr
     r = project.cli("sync", "--host", "dataset", "--name", "é" * 108)  # 216 bytes
     said = (
         "step 'dataset': name must be at most 214 bytes (a host's file names hold 255, and gpuonboard"

@@ -155,6 +155,12 @@ class DatasetStep(Step):
                     f"{what} must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line separator),"
                     f" not {text!r}; {flag}"
                 )
+        if str(name).endswith((ENCRYPTED_SUFFIX, SHARDS_SUFFIX)):  # another copy's store's name
+            raise StepArgsError(
+                f"name must not end in {ENCRYPTED_SUFFIX} or {SHARDS_SUFFIX} (where gpuonboard keeps the"
+                f" ciphertexts and shards of the dataset named without it), not {name!r}; pick another"
+                " with --name"
+            )
         size = len(str(name).encode("utf-8", "surrogateescape"))
         if size > MAX_NAME:  # the unpack dir beside the copy adds up to 41 bytes to it
             raise StepArgsError(
