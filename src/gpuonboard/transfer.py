@@ -248,6 +248,7 @@ def listing_command(target: str, data_dir: str, manifest: str = "") -> str:
             else ""
         )
         + f'[ -f "$t/{COPY_MARK}" ] && printf \'{m}copy %s\\n\' "$(head -n 1 -- "$t/{COPY_MARK}")"\n'
+        f"[ -d \"$t/{COPY_MARK}\" ] && printf '{m}markdir\\n'\n"
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
         f'cd -- "$t" && find . {LISTING_PRUNE}'
@@ -268,6 +269,7 @@ class RemoteState:
     dirs: frozenset[str] = frozenset()  # the directories under it (rel)
     not_dir: bool = False  # the target exists and is something else than a directory
     manifest_sha: str | None = None  # sha256 of the asked-for manifest file in it, when there
+    mark_dir: bool = False  # its COPY_MARK is a directory (no mark gpuonboard wrote)
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -276,7 +278,7 @@ def parse_listing(text: str) -> RemoteState:
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
     dirs: set[str] = set()
-    zstd = not_dir = False
+    zstd = not_dir = mark_dir = False
     manifest_sha: str | None = None
     copy: str | None = None
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
@@ -293,6 +295,8 @@ def parse_listing(text: str) -> RemoteState:
                 copy = rest
             elif kind == "notdir":
                 not_dir = True
+            elif kind == "markdir":
+                mark_dir = True
             elif kind == "manifest":
                 manifest_sha = rest.split(" ", 1)[0].strip() or None
             continue
@@ -311,7 +315,7 @@ def parse_listing(text: str) -> RemoteState:
             dirs.add(rel)
         else:
             files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs), not_dir, manifest_sha)
+    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs), not_dir, manifest_sha, mark_dir)
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

@@ -1845,6 +1845,25 @@ def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: 
 
 
 @needs_age
+def test_a_directory_in_the_marks_place_is_named_in_check_mode_too(project: Project, tmp_path: Path) -> None:
+    """--decrypt-to DIR whose <name>/.gpuonboard-copy is a directory: the claim refuses it; check
+    mode says the same (it said "would send"), and nothing is sent."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    shm = tmp_path / "shm"
+    (shm / "my data" / ".gpuonboard-copy").mkdir(parents=True)
+    for args in (("--check",), ()):
+        r = project.cli(
+            "sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--decrypt-to", str(shm), *args
+        )
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"on dataset, {shm}/my data/.gpuonboard-copy is a directory, not gpuonboard's mark; remove it,"
+            " then rerun"
+        ), step(project)["msg"]
+    assert not (data_dir / "my data.encrypted").exists()
+
+
+@needs_age
 def test_decrypt_on_host_names_a_dir_where_the_dataset_now_has_a_file(
     project: Project, tmp_path: Path
 ) -> None:

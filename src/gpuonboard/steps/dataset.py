@@ -247,6 +247,12 @@ class DatasetStep(Step):
                     f"{ctx.host.name}:{_shown(d)} is there and is not a directory (this upload's copy goes"
                     f" there); move it away (or delete it) there, then rerun ({NOTHING_SENT})"
                 )
+        if self.decrypt_dir and self.plain_target in dirs and self._listing(ctx, self.plain_target).mark_dir:
+            mark = posixpath.join(self.plain_target, uploadlock.COPY_MARK)  # (as the claim says it)
+            return (
+                f"on {ctx.host.name}, {_shown(mark)} is a directory, not gpuonboard's mark; remove it,"
+                " then rerun"
+            )
         ours = posixpath.normpath(self.copy)
         marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, "", ours)]
         if not marked:
