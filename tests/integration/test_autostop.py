@@ -6,6 +6,9 @@ command is a marker, and every path lives in temp dirs (the test host shares thi
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +100,6 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     assert entries[0][6].startswith(f"/bin/sh {paths['dir']}/autostop.sh tick")
 
     # cron's own command, run once by hand: a tick writes state and log, never the marker
-    import subprocess
-
     subprocess.run(["sh", "-c", entries[0][6]], check=True, timeout=20)
     assert (paths["dir"] / "state").exists() and not paths["marker"].exists()
 
@@ -143,11 +144,100 @@ def test_heartbeat_lease_is_renewed_by_each_run(
     lease.write_text("1\n")
     r = project.cli(*args)
     assert r.returncode == 0
-    assert steps(project)[0]["msg"] == "renew the heartbeat lease"
+    assert re.fullmatch(
+        r"renew the heartbeat lease; max-hours deadline \S+Z \(in 1[12]h\d\dm\d\ds\)",
+        steps(project)[0]["msg"],
+    ), steps(project)[0]["msg"]
     assert int(lease.read_text()) > 1
     assert "MAX_SECONDS=43200" in (paths["dir"] / "autostop.conf").read_text()
     assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
     assert not paths["dir"].exists()
+
+
+def test_max_hours_added_to_a_running_watcher_counts_from_then(
+    project: Project, pool: TestHostPool, paths: dict[str, Path]
+) -> None:
+    # the QA case: a watcher installed two days ago gets --max-hours 2; the deadline is two
+    # hours from that run (not from the install), and the run says when it falls
+    inventory(project, pool, paths)
+    base = ["autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware"]
+    assert project.cli(*base).returncode == 0
+    two_days_ago = int(time.time()) - 2 * 86400
+    (paths["dir"] / "installed_at").write_text(f"{two_days_ago}\n")
+
+    before = int(time.time())
+    r = project.cli(*base, "--max-hours", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = steps(project)[0]["msg"]
+    assert re.fullmatch(
+        r"update the autostop watcher \(max_since, autostop\.conf\);"
+        r" max-hours deadline \S+Z \(in (1h59m\d\ds|2h00m00s)\)",
+        msg,
+    ), msg
+    since = int((paths["dir"] / "max_since").read_text())
+    assert before - 5 <= since <= int(time.time()) + 5
+
+    # the watcher's own tick with the real clock: no warning, no shutdown
+    subprocess.run(["sh", str(paths["dir"] / "autostop.sh"), "tick"], check=True, timeout=20)
+    assert not paths["marker"].exists()
+    assert "max-hours" not in (paths["dir"] / "autostop.log").read_text()
+
+    # the same flags again: nothing changes, the deadline stays where it was
+    r = project.cli(*base, "--max-hours", "2")
+    assert r.returncode == 0
+    assert steps(project)[0]["status"] == "ok"
+    assert int((paths["dir"] / "max_since").read_text()) == since
+
+    # a deadline that has passed (the box was stopped past it, say) is announced, not hidden
+    (paths["dir"] / "max_since").write_text(f"{two_days_ago}\n")
+    r = project.cli(*base, "--max-hours", "2")
+    assert r.returncode == 0
+    deadline = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(two_days_ago + 7200))
+    assert steps(project)[0]["msg"] == (
+        f"autostop watcher in {paths['dir']} is up to date ({paths['cron']}/gpuonboard-autostop);"
+        f" the max-hours deadline {deadline} has passed: the watcher warns at its next check"
+        " and shuts the box down 5m00s (the grace period) after that warning"
+    )
+    assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
+    assert not paths["dir"].exists() and not paths["marker"].exists()
+
+
+def test_cancel_while_before_shutdown_runs_prevents_the_shutdown(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    # a tick decides to act and runs its before_shutdown (up to 10 min); --cancel meanwhile
+    # must leave the box up: the tick is stopped by the pid in its lock, and a tick that
+    # survived would find its config gone before running the shutdown command
+    inventory(project, pool, paths)
+    started, go = tmp_path / "upload-started", tmp_path / "upload-go"
+    upload = f"touch {started}; while [ ! -e {go} ]; do sleep 0.1; done"
+    args = ["autostop", "--host", "autostop", "--idle", "1m", "--grace", "0", "--no-billing-aware"]
+    r = project.cli(*args, "--before-shutdown", upload)
+    assert r.returncode == 0, r.stdout + r.stderr
+    script = str(paths["dir"] / "autostop.sh")
+    now = int(time.time())
+    env = {"PATH": "/usr/bin:/bin", "GPUONBOARD_NOW": str(now), "GPUONBOARD_BOOT_ID": "b1"}
+    subprocess.run(["sh", script, "tick"], check=True, timeout=20, env=env)  # idle timer starts
+    env["GPUONBOARD_NOW"] = str(now + 120)
+    tick = subprocess.Popen(["sh", script, "tick"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the tick never ran before_shutdown"
+        r = project.cli("autostop", "--host", "autostop", "--cancel")
+        assert r.returncode == 0, r.stdout + r.stderr
+        # stopped by the cancel (SIGTERM to the pid in its lock), not left to finish
+        assert tick.wait(timeout=20) == -signal.SIGTERM
+    finally:
+        go.touch()  # ends the upload loop (left to finish by the cancel)
+        if tick.poll() is None:
+            tick.kill()
+            tick.wait()
+    time.sleep(0.5)
+    assert not paths["marker"].exists()
+    assert not paths["dir"].exists()
+    assert list(paths["cron"].iterdir()) == []
 
 
 def test_bad_flag_is_a_usage_error(project: Project, pool: TestHostPool, paths: dict[str, Path]) -> None:
@@ -157,6 +247,44 @@ def test_bad_flag_is_a_usage_error(project: Project, pool: TestHostPool, paths: 
     assert r.stderr.strip() == "error: autostop: --idle: '5x' is not a duration like 30s, 5m or 2h."
     r = project.cli("autostop", "--host", "autostop", "--job", "a", "--pid", "3")
     assert r.returncode == 2 and "give only one of --job, --pid and --container" in r.stderr
+    assert not paths["dir"].exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "sentence"),
+    [
+        (
+            "--heartbeat",
+            "6",
+            "--heartbeat must be at least 5m (a bare number counts as seconds: write 6h for six hours),"
+            " not '6'",
+        ),
+        *(
+            (
+                "--max-hours",
+                v,
+                f"--max-hours must be a number of hours from 0.25 to 8760 (or 0 for no deadline), not '{v}'",
+            )
+            for v in ("0.001", "nan", "inf", "1e400")
+        ),
+        *(
+            (
+                "--pid",
+                v,
+                "--pid must be a process id from 2 to 4194304 (0 and 1 are always alive,"
+                f" so the box would never count as idle), not '{v}'",
+            )
+            for v in ("0", "1")
+        ),
+    ],
+)
+def test_out_of_range_flag_is_one_sentence_and_exit_2(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], flag: str, value: str, sentence: str
+) -> None:
+    inventory(project, pool, paths)
+    r = project.cli("autostop", "--host", "autostop", flag, value)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == f"error: autostop: {sentence}."
     assert not paths["dir"].exists()
 
 

@@ -12,7 +12,9 @@ hosts write into temp dirs.
 from __future__ import annotations
 
 import hashlib
+import math
 import posixpath
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,17 @@ CONF = "autostop.conf"
 CRON_NAME = "gpuonboard-autostop"
 CRON_MARKER = "# gpuonboard-autostop (managed by gpuonboard; remove with: invoke autostop --cancel)"
 # Everything the watcher or this step may create inside the autostop dir (--cancel removes these).
-OWNED_FILES = (SCRIPT, CONF, "state", "state.tmp", "lease", "installed_at", "autostop.log", "autostop.log.1")
+OWNED_FILES = (
+    SCRIPT,
+    CONF,
+    "state",
+    "state.tmp",
+    "lease",
+    "installed_at",
+    "max_since",
+    "autostop.log",
+    "autostop.log.1",
+)
 DEFAULT_ROOT_DIR = "/var/lib/gpuonboard/autostop"
 DEFAULT_USER_DIR = "$HOME/.local/state/gpuonboard/autostop"  # expanded by the remote shell
 DEFAULT_CRON_DIR = "/etc/cron.d"
@@ -40,6 +52,10 @@ DURATION_ARGS = {
     "margin": "5m",
     "before_timeout": "10m",
 }
+MAX_DURATION = 366 * 86400  # any duration flag: at most 366d (shell arithmetic stays far from overflow)
+MIN_HEARTBEAT = 300  # a heartbeat shorter than 5m is a typo (`--heartbeat 6` is 6 seconds)
+MIN_MAX_HOURS, MAX_MAX_HOURS = 0.25, 8760.0
+PID_MAX = 4194304  # Linux's PID_MAX_LIMIT
 
 
 def _probe_name(kind: str, key: str) -> str:
@@ -59,9 +75,12 @@ def _truthy(value: Any, name: str) -> bool:
 
 def _seconds(value: Any, name: str) -> int:
     try:
-        return int(round(parse_duration(value)))
+        seconds = parse_duration(value)
     except ValueError as exc:
         raise StepArgsError(f"argument {name!r}: {exc}") from None
+    if not seconds <= MAX_DURATION:  # also catches inf/nan from a number with hundreds of digits
+        raise StepArgsError(f"argument {name!r} must be at most 366d, not {value!r}")
+    return int(round(seconds))
 
 
 def _check_path(value: str, name: str) -> str:
@@ -144,17 +163,20 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         )
     if secs["margin"] >= 3600:
         raise StepArgsError(f"argument 'margin' must be less than an hour, not {args['margin']!r}")
-    try:
-        max_hours = float(args.get("max_hours") or 0)
-    except (TypeError, ValueError):
+    if 0 < secs["heartbeat"] < MIN_HEARTBEAT:
         raise StepArgsError(
-            f"argument 'max_hours' must be a number of hours, not {args['max_hours']!r}"
-        ) from None
-    if max_hours < 0:
-        raise StepArgsError(f"argument 'max_hours' must not be negative, not {max_hours}")
+            "argument 'heartbeat' must be at least 5m (a bare number counts as seconds: write 6h"
+            f" for six hours), not {args['heartbeat']!r}"
+        )
+    max_hours = _max_hours(args.get("max_hours"))
     pid = str(args.get("pid") or "")
     if pid and not pid.isdigit():
         raise StepArgsError(f"argument 'pid' must be a process id (digits), not {pid!r}")
+    if pid and not 2 <= int(pid) <= PID_MAX:
+        raise StepArgsError(
+            f"argument 'pid' must be a process id from 2 to {PID_MAX} (0 and 1 are always alive,"
+            f" so the box would never count as idle), not {pid!r}"
+        )
     job, container = str(args.get("job") or ""), str(args.get("container") or "")
     if sum(bool(x) for x in (job, pid, container)) > 1:
         raise StepArgsError("give only one of the arguments 'job', 'pid' and 'container'")
@@ -194,6 +216,23 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     )
 
 
+def _max_hours(value: Any) -> float:
+    """`max_hours` as a float: 0 (off) or a finite number of hours in the allowed range."""
+    text = str(value if value is not None else "").strip()
+    try:
+        hours = float(text or 0)
+    except (TypeError, ValueError):
+        raise StepArgsError(f"argument 'max_hours' must be a number of hours, not {value!r}") from None
+    if hours == 0:
+        return 0.0
+    if not (math.isfinite(hours) and MIN_MAX_HOURS <= hours <= MAX_MAX_HOURS):
+        raise StepArgsError(
+            f"argument 'max_hours' must be a number of hours from {MIN_MAX_HOURS:g} to {MAX_MAX_HOURS:g}"
+            f" (or 0 for no deadline), not {text!r}"
+        )
+    return hours
+
+
 def render_script(project: Any, host: str, directory: str) -> str:
     """The watcher script for one host and install directory."""
     from ..templating import render_file
@@ -229,6 +268,15 @@ class _Remote:
     cron_file: tuple[str, str] | None = None
     crontab: tuple[str, ...] = ()
     crontab_bin: bool = False
+    now: int | None = None  # the host's clock when probed
+    old_max: int | None = None  # MAX_SECONDS in the installed config
+    max_since: int | None = None  # when the installed --max-hours was set
+    installed_at: int | None = None
+
+
+def _int_or_none(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() and len(text) <= 12 else None
 
 
 def _parse_probe(text: str) -> _Remote:
@@ -256,6 +304,14 @@ def _parse_probe(text: str) -> _Remote:
             crontab.append(rest)
         elif kind == "crontab_bin":
             r.crontab_bin = rest == "yes"
+        elif kind == "now":
+            r.now = _int_or_none(rest)
+        elif kind == "oldmax":
+            r.old_max = _int_or_none(rest.strip("'\""))
+        elif kind == "maxsince":
+            r.max_since = _int_or_none(rest)
+        elif kind == "installedat":
+            r.installed_at = _int_or_none(rest)
     r.present, r.crontab = tuple(present), tuple(crontab)
     return r
 
@@ -265,7 +321,10 @@ def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
     marker = shell.quote(CRON_MARKER)
     return (
         f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}; "
-        'echo "uid $(id -u)"; echo "dir $d"; echo "mode $m"; '
+        'echo "uid $(id -u)"; echo "dir $d"; echo "mode $m"; echo "now $(date +%s)"; '
+        f'[ -f "$d/{CONF}" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/{CONF}" | head -n 1)"; '
+        '[ -f "$d/max_since" ] && echo "maxsince $(head -c 20 "$d/max_since")"; '
+        '[ -f "$d/installed_at" ] && echo "installedat $(head -c 20 "$d/installed_at")"; '
         f'for f in {SCRIPT} {CONF}; do [ -f "$d/$f" ] && echo "file $f $(stat -c %a "$d/$f")'
         ' $(sha256sum < "$d/$f" | cut -c1-64)"; done; '
         f'for f in {owned} lock; do [ -e "$d/$f" ] && echo "present $f"; done; '
@@ -280,6 +339,49 @@ def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _fmt_time(epoch: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _fmt_span(seconds: int) -> str:
+    """1h02m03s, like the watcher's fmt_span."""
+    s = max(0, seconds)
+    h, m, r = s // 3600, s % 3600 // 60, s % 60
+    if h:
+        return f"{h}h{m:02d}m{r:02d}s"
+    return f"{m}m{r:02d}s" if m else f"{r}s"
+
+
+def max_hours_anchor(settings: AutostopSettings, r: _Remote) -> int | None:
+    """When the max-hours deadline counts from: the time --max-hours got its current value.
+
+    A rerun with the same value keeps the recorded time (idempotent); a new value, or
+    max-hours added to a running watcher, counts from now (the host's clock). A watcher
+    installed before this record existed keeps its old deadline (from its install).
+    None when max-hours is off.
+    """
+    if settings.max_seconds == 0:
+        return None
+    now = r.now if r.now is not None else int(time.time())
+    if r.old_max == settings.max_seconds:
+        if r.max_since is not None:
+            return r.max_since
+        if r.installed_at is not None:
+            return r.installed_at
+    return now
+
+
+def max_hours_sentence(settings: AutostopSettings, anchor: int, now: int) -> str:
+    """When the max-hours deadline falls, or that it has passed and what happens then."""
+    due = anchor + settings.max_seconds
+    if due > now:
+        return f"max-hours deadline {_fmt_time(due)} (in {_fmt_span(due - now)})"
+    return (
+        f"the max-hours deadline {_fmt_time(due)} has passed: the watcher warns at its next check"
+        f" and shuts the box down {_fmt_span(settings.grace)} (the grace period) after that warning"
+    )
 
 
 def _write_file_sh(content: str, dest_var: str, name: str, mode: str) -> str:
@@ -300,11 +402,11 @@ class AutostopStep(Step):
         "state": "present (install/update, default) or absent (remove everything it installed)",
         "idle": "idle time before acting, e.g. 30m",
         "grace": "time between the warning and acting, e.g. 5m",
-        "job": "busy while a process matching this (pgrep -f), or a tmux/screen session of this name, runs",
+        "job": "busy while a command line contains this (literally) or a tmux/screen session has this name",
         "pid": "busy while this process id is alive",
         "container": "busy while this docker container is running",
-        "max_hours": "hard deadline in hours after install, whatever the activity (0: off)",
-        "heartbeat": "shut down when the lease is not renewed for this long, e.g. 6h (0: off)",
+        "max_hours": "hard deadline in hours (0.25..8760) after it was set, whatever the activity (0: off)",
+        "heartbeat": "shut down when the lease is not renewed for this long, e.g. 6h (at least 5m; 0: off)",
         "before_shutdown": "command run before shutting down (e.g. upload the last checkpoint)",
         "before_timeout": "time limit for before_shutdown (default 10m)",
         "force": "shut down even when before_shutdown fails",
@@ -375,11 +477,18 @@ class AutostopStep(Step):
             cron_text = "\n".join(crontab_lines(r.dir))
             cron_ok = list(r.crontab) == crontab_lines(r.dir)
         where = f"{self.cron_dir}/{CRON_NAME}" if r.mode == "cron.d" else "the user's crontab"
+        anchor = max_hours_anchor(self.settings, r)
+        if anchor is not None and anchor != r.max_since:
+            changed.insert(0, "max_since")  # written before the config
+        deadline = ""
+        if anchor is not None:
+            now = r.now if r.now is not None else int(time.time())
+            deadline = "; " + max_hours_sentence(self.settings, anchor, now)
         if not cron_ok:
             changed.append(where)
         renew = self.settings.heartbeat > 0
         if not changed and not renew:
-            return Plan(False, f"autostop watcher in {r.dir} is up to date ({where})")
+            return Plan(False, f"autostop watcher in {r.dir} is up to date ({where}){deadline}")
         diff = {
             "dir": r.dir,
             "cron": where,
@@ -393,7 +502,8 @@ class AutostopStep(Step):
             parts.append(f"{verb} the autostop watcher ({', '.join(changed)})")
         if renew:
             parts.append("renew the heartbeat lease")
-        return Plan(True, " and ".join(parts), diff=diff, data=(r, script, conf, cron_text, want))
+        data = (r, script, conf, cron_text, want, anchor)
+        return Plan(True, " and ".join(parts) + deadline, diff=diff, data=data)
 
     def _plan_absent(self, r: _Remote) -> Plan:
         leftovers = [f"{r.dir}/{f}" for f in r.present]
@@ -409,12 +519,16 @@ class AutostopStep(Step):
         """One remote command: write (or remove) every file, the cron entry last (first on removal)."""
         if self.state == "absent":
             return ctx.runner.run(shell.sh_c(self._remove_script(plan.data[0])))
-        r, script, conf, cron_text, _ = plan.data
+        r, script, conf, cron_text, _, anchor = plan.data
         assert self.settings is not None
         steps = [
             "set -e; umask 077",
             f"d={shell.quote(r.dir)}",
             'mkdir -p "$d"; chmod 700 "$d"',
+            # before the config, so a tick never pairs a new --max-hours with an old start
+            _write_file_sh(f"{anchor}\n", "d", "max_since", "600")
+            if anchor is not None
+            else 'rm -f "$d/max_since"',
             _write_file_sh(script, "d", SCRIPT, "755"),
             _write_file_sh(conf, "d", CONF, "600"),
             '[ -f "$d/installed_at" ] || date +%s > "$d/installed_at"',
@@ -452,8 +566,23 @@ class AutostopStep(Step):
         if r.crontab:
             lines.append(self._crontab_edit([]))
         owned = " ".join(f'"$d"/{shell.quote(f)}' for f in OWNED_FILES)
-        # only the files we own: a mistaken autostop_dir never loses anything else
-        lines += [f"rm -f {owned}", 'rm -rf "$d/lock"', 'rmdir "$d" 2>/dev/null || true']
+        # A tick that is running (e.g. its before_shutdown, up to before_timeout) would shut
+        # the box down after this cancel: stop it by the pid in its lock, after checking that
+        # the pid still is an autostop.sh process (a stale lock's pid may belong to another
+        # process now). Its before_shutdown command, if running, is left to finish. Its lock
+        # is removed only once it is gone; a tick that survives finds its config missing
+        # before acting and exits without shutting down (removing its lock and the dir).
+        tick_alive = 'grep -aqF autostop.sh "/proc/$p/cmdline" 2>/dev/null'
+        lines += [
+            'p=$(cat "$d/lock/pid" 2>/dev/null || true)',
+            'case "$p" in ""|*[!0-9]*) p="" ;; esac',
+            f'if [ -n "$p" ] && {tick_alive}; then kill "$p" 2>/dev/null || true; i=0; '
+            f'while [ "$i" -lt 50 ] && {tick_alive}; do sleep 0.1; i=$((i + 1)); done; fi',
+            # only the files we own: a mistaken autostop_dir never loses anything else
+            f"rm -f {owned}",
+            f'if [ -z "$p" ] || ! {tick_alive}; then rm -rf "$d/lock"; fi',
+            'rmdir "$d" 2>/dev/null || true',
+        ]
         return "\n".join(lines)
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
