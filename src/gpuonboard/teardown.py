@@ -16,6 +16,7 @@ from . import api
 from . import playbook as playbook_mod
 from .errors import UsageError
 from .playbook import Playbook
+from .steps.teardown import path_problem
 from .templating import literal
 
 
@@ -36,26 +37,64 @@ def build_playbook(
     """The teardown playbook with the command line's choices in its steps' arguments."""
     if opts.results and not opts.results.startswith("/"):
         raise UsageError(f"--results must be an absolute path on the host, not {opts.results!r}.")
+    why = path_problem(opts.results) if opts.results else None
+    if why:  # `/`, `/etc`: refused before anything is pulled (a pull of `/` is the whole disk)
+        raise UsageError(
+            f"--results {opts.results} is {why}, which teardown never pulls nor deletes; give the"
+            " directory your job writes its results into."
+        )
     root = settings.state_root()
+    pull_dest = next((s.args.get("dest") for s in book.steps if s.kind == "teardown_pull"), None)
+    dest = literal(str(Path(os.path.expanduser(opts.dest)))) if opts.dest else pull_dest
     specs = []
     for spec in book.steps:
         args: dict[str, Any] = dict(spec.args)
         if spec.kind == "teardown_pull":
             if opts.results:
                 args["results"] = literal(opts.results)
-            if opts.dest:
-                args["dest"] = literal(str(Path(os.path.expanduser(opts.dest))))
+            if dest:
+                args["dest"] = dest
             args["force"] = opts.force
             args["known_hosts"] = str(settings.known_hosts or root / "known_hosts")
             args["inventory"] = str(inventory)
-        elif spec.kind == "teardown_files" and opts.results:
-            args["results"] = literal(opts.results)
+        elif spec.kind == "teardown_files":
+            # the same local copy: its record says what the pull verified
+            if opts.results:
+                args["results"] = literal(opts.results)
+            if dest and "dest" not in args:
+                args["dest"] = dest
+            if opts.force:
+                args["force"] = True
         elif spec.kind == "teardown_containers":
             args["keep_image"] = opts.keep_image or bool(args.get("keep_image", False))
         elif spec.kind == "teardown_cost":
             args["state_dir"] = str(settings.state_dir or root / "state")
         specs.append(replace(spec, args=args))
     return Playbook(path=book.path, name=book.name, steps=tuple(specs))
+
+
+def check_dest(raw: str, names: list[str], project: Path, create: bool) -> None:
+    """--dest must be (or become) a directory on this machine: a file on its path, or a place
+    where it cannot be created (`/proc/x`), is a usage error before any host is touched."""
+    for name in names:
+        path = Path(os.path.expanduser(raw.replace("{host}", name)))
+        path = path if path.is_absolute() else project / path
+        for part in (path, *path.parents):
+            if part.is_dir():
+                break
+            if part.exists() or part.is_symlink():
+                what = "a file" if part.is_file() else "not a directory"
+                raise UsageError(
+                    f"--dest {raw}: {part} is {what}; give a directory (it is created when missing)."
+                )
+        if create:  # check mode creates nothing
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(
+                    f"--dest {raw}: cannot create {path} ({exc.strerror or exc}); give a directory on this"
+                    " machine you can write to."
+                ) from None
 
 
 def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOptions) -> int:
@@ -66,6 +105,8 @@ def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOpt
     book = build_playbook(
         playbook_mod.load(api.find_playbook(settings.project, "teardown")), opts, settings, inv.source
     )
+    if opts.dest:
+        check_dest(opts.dest, [h.name for h in hosts], settings.project, create=not opts.check)
     # teardown needs no hardware facts: one small probe per host
     return api.execute(
         inv, hosts, book, settings, check=opts.check, core_facts=False, show=api.print_step_lines

@@ -7,8 +7,12 @@ the container runtime is a test double (`docker` first on the host's PATH) that 
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import Project, host_entry
 
+from gpuonboard.steps.teardown import RECORD, RECORD_TAG, Record
 from gpuonboard.testhosts import TestHostPool
 
 IMAGE = "registry.test/proj/train:1"
@@ -40,6 +45,7 @@ def remote(tmp_path: Path, pool: TestHostPool) -> dict[str, Path]:
         "docker_log": tmp_path / "docker.log",
         "images": tmp_path / "images",
         "containers": tmp_path / "containers",
+        "on_rm": tmp_path / "on-docker-rm",  # run (when present) as the fake docker removes containers
     }
     (base / "results 1").mkdir(parents=True)  # a decoy the pattern "results [1]" matches
     (base / "results 1" / "decoy.txt").write_text("not the results\n")
@@ -67,7 +73,8 @@ def remote(tmp_path: Path, pool: TestHostPool) -> dict[str, Path]:
         f"  ps) cat {p['containers']} ;;\n"
         f'  container) grep -qxF "$3" {p["containers"]} ;;\n'
         f'  image) grep -qxF "$3" {p["images"]} ;;\n'
-        f'  rm) shift 2; for c in "$@"; do sed -i "/^$c\\$/d" {p["containers"]}; done ;;\n'
+        f'  rm) shift 2; for c in "$@"; do sed -i "/^$c\\$/d" {p["containers"]}; done;'
+        f" if [ -x {p['on_rm']} ]; then {p['on_rm']}; fi ;;\n"
         f'  rmi) shift; for i in "$@"; do grep -vxF "$i" {p["images"]} > {p["images"]}.n;'
         f" mv {p['images']}.n {p['images']}; done ;;\n"
         "  *) exit 2 ;;\n"
@@ -241,3 +248,354 @@ def test_pull_goes_through_the_jump_host(
     [cfg_file] = (project.root / ".gpuonboard" / "ssh").glob("*.config")
     cfg = cfg_file.read_text()
     assert "Host gpuonboard-hop0" in cfg and "StrictHostKeyChecking yes" in cfg
+
+
+def _local_rsyncs(marker: str) -> list[int]:
+    """pids of this machine's rsync processes whose command line names `marker`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and Path(os.fsdecode(argv[0])).name == "rsync" and any(marker.encode() in a for a in argv):
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_a_killed_teardown_stops_its_rsync(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path, sig: signal.Signals
+) -> None:
+    inventory(project, pool, remote)
+    dest = tmp_path / "signal copy"
+    # the host's rsync sends slowly: the pull is still running when the signal comes
+    (remote["results"] / "big.bin").write_bytes(os.urandom(1_500_000))
+    slow = pool.hosts["teardown"].bin_dir / "rsync"
+    slow.write_text('#!/bin/sh\nexec /usr/bin/rsync --bwlimit=100 "$@"\n')
+    slow.chmod(0o755)
+    before = listing(remote["base"])
+    try:
+        proc = subprocess.Popen(
+            [*project.cli_argv(), "teardown", "--host", "teardown", "--dest", str(dest)],
+            cwd=project.root,
+            env=project.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        # rsync forks when the transfer starts: a SIGKILL to the first leaves the other running
+        while len(_local_rsyncs(str(dest))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = _local_rsyncs(str(dest))
+        assert len(pids) >= 2, pids
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=20)
+        ends = {signal.SIGTERM: (143, "terminated"), signal.SIGINT: (130, "interrupted")}
+        code, last = ends.get(sig, (-9, ""))
+        assert proc.returncode == code, out + err
+        if last:  # (a SIGKILL leaves no last word; rsync gets its SIGTERM from the kernel)
+            assert err.strip().splitlines()[-1] == last
+        assert "Traceback" not in out + err
+        deadline = time.monotonic() + 3  # the transfer itself would take 15 s
+        while _local_rsyncs(str(dest)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _local_rsyncs(str(dest)) == [], f"rsync still running after the CLI got {sig.name}"
+        assert listing(remote["base"]) == before and docker_calls(remote) == []
+    finally:
+        slow.unlink()
+
+
+def refusal(what: str) -> str:
+    return f"refusing to delete anything on teardown: {what}, or pass --force to wipe anyway"
+
+
+def test_symlinks_whose_targets_are_not_in_the_results_are_refused(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    inventory(project, pool, remote)
+    res = remote["results"]
+    (res / "ckpt" / "latest.pt").symlink_to(remote["dataset"] / "train.bin")  # outside: not copied
+    (res / "gone.pt").symlink_to("ckpt/never-written.pt")  # dangling
+    (res / "best.pt").symlink_to("ckpt/model.pt")  # inside: copied as a link, its target verified
+    before = listing(remote["base"])
+    dest = tmp_path / "copy"
+    expected = refusal(
+        f"teardown:{res} holds 2 symlinks whose target is outside it or missing (first: ckpt/latest.pt),"
+        f" so the copy would not hold that data; copy the targets into {res} (or delete the links) on"
+        " the host, then rerun"
+    )
+    for extra in (["--check"], []):
+        r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), *extra)
+        assert r.returncode == 1, r.stdout + r.stderr
+        s = steps(project)
+        assert s["pull"]["status"] == "failed" and s["pull"]["msg"] == expected
+        assert [s[n]["status"] for n in ("containers", "autostop", "files")] == ["skipped"] * 3
+        assert listing(remote["base"]) == before and docker_calls(remote) == []
+        assert not dest.exists() or not any(dest.iterdir())  # --dest is created, nothing pulled
+
+    (res / "ckpt" / "latest.pt").unlink()
+    (res / "gone.pt").unlink()
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == f"pulled teardown:{res} to {dest}: 3 files verified (sha256)"
+    assert os.readlink(dest / "best.pt") == "ckpt/model.pt"
+    assert (dest / "best.pt").read_bytes() == FILES["ckpt/model.pt"]
+
+
+def test_a_record_counts_only_for_its_own_host_and_results_dir(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    inventory(project, pool, remote)
+    dest = tmp_path / "copy"
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = Record.parse((dest / RECORD).read_bytes())
+    assert rec is not None and (rec.host, rec.dir, len(rec.sums)) == ("teardown", str(remote["results"]), 3)
+    h = pool.hosts["teardown"]
+    assert (rec.address, rec.port) == (h.address, h.port)
+    check = subprocess.run(["sha256sum", "-c", "--quiet", RECORD], cwd=dest, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr  # the record works with sha256sum -c
+    good = (dest / RECORD).read_bytes()
+    other = json.loads(good.split(b"\n", 1)[0][len(RECORD_TAG) :])
+
+    # a typo in --results: the record of the earlier pull does not stand for it
+    remote["dataset"].mkdir(parents=True)
+    (remote["dataset"] / "train.bin").write_text("x\n")
+    typo = remote["base"] / "results [2]"
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--results", str(typo))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == refusal(
+        f"results dir teardown:{typo} not found on the host ({dest} holds the verified copy of"
+        f" {remote['results']}, not of it); check the path (--results or vars.results_dir)"
+    )
+    assert (remote["dataset"] / "train.bin").exists()
+
+    # records that do not count for the (gone) results dir: old format, empty, cut, other host
+    lines = good.decode().splitlines(keepends=True)
+    other["address"] = "192.0.2.7"
+    bad_records = {
+        "old": "".join(lines[1:]).encode(),
+        "empty": b"",
+        "cut": "".join(lines[:-1]).encode(),
+        "other host": (RECORD_TAG + json.dumps(other) + "\n" + "".join(lines[1:])).encode(),
+    }
+    for why, data in bad_records.items():
+        (dest / RECORD).write_bytes(data)
+        r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))
+        assert r.returncode == 1, why
+        msg = steps(project)["pull"]["msg"]
+        assert msg.startswith(
+            f"refusing to delete anything on teardown: results dir teardown:{remote['results']}"
+        )
+        assert (remote["dataset"] / "train.bin").exists(), why
+    (dest / RECORD).write_bytes(good)
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"].endswith(f"is gone; its verified copy (3 files) is in {dest}")
+    assert not remote["dataset"].exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "name"),
+    [("echo 3 > ckpt-3.pt", "ckpt-3.pt"), ("echo more >> a.txt", "a.txt")],
+)
+def test_results_written_after_the_pull_are_not_deleted(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path, change: str, name: str
+) -> None:
+    inventory(project, pool, remote)
+    dest = tmp_path / "copy"
+    res = remote["results"]
+    # the job writes once more while its container is being removed (after the pull's verification)
+    remote["on_rm"].write_text(f"#!/bin/sh\ncd '{res}' && sleep 0.02 && {change}\n")
+    remote["on_rm"].chmod(0o755)
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 1, r.stdout + r.stderr
+    s = steps(project)
+    assert s["pull"]["status"] == "changed" and s["containers"]["status"] == "changed"
+    assert s["files"]["status"] == "failed"
+    assert s["files"]["msg"] == (
+        f"refusing to delete anything on teardown: teardown:{res} changed after it was pulled (e.g. {name}):"
+        " a job may still be writing; stop it, then rerun"
+    )
+    assert (res / name).exists() and (remote["dataset"] / "train.bin").exists() and remote["state"].exists()
+
+    remote["on_rm"].unlink()
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (dest / name).read_bytes() == (b"3\n" if name == "ckpt-3.pt" else b"alpha\nmore\n")
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+
+def test_results_in_dirs_named_like_rsync_partial_dirs(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    inventory(project, pool, remote)
+    res = remote["results"]
+    ours = res / "sub" / ".gpuonboard-rsync-partial"
+    ours.mkdir(parents=True)
+    (ours / "x.pt").write_text("x\n")
+    (res / "run" / ".rsync-partial").mkdir(parents=True)
+    (res / "run" / ".rsync-partial" / "part.bin").write_bytes(b"p" * 100)
+    before = listing(remote["base"])
+    dest = tmp_path / "copy"
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == refusal(
+        f"teardown:{res} holds sub/.gpuonboard-rsync-partial, a name teardown keeps for its own files"
+        " (rsync's partial files, the verification record), so it would not be pulled; rename it on the"
+        " host, then rerun"
+    )
+    assert listing(remote["base"]) == before and docker_calls(remote) == []
+
+    ours.rename(res / "sub" / "kept")
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == f"pulled teardown:{res} to {dest}: 5 files verified (sha256)"
+    assert (dest / "run" / ".rsync-partial" / "part.bin").read_bytes() == b"p" * 100
+    assert (dest / "sub" / "kept" / "x.pt").read_text() == "x\n"
+
+
+def test_a_file_name_that_is_not_utf8(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    inventory(project, pool, remote)
+    odd = os.fsencode(remote["results"]) + b"/caf\xe9.pt"
+    with open(odd, "wb") as f:
+        f.write(b"latin-1 name\n")
+    dest = tmp_path / "copy"
+    # first the name cannot land (a directory holds it): named in the refusal, no crash
+    os.makedirs(os.fsencode(dest) + b"/caf\xe9.pt/x")
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "missing 1 (caf\udce9.pt)" in steps(project)["pull"]["msg"]
+    shutil.rmtree(os.fsencode(dest) + b"/caf\xe9.pt")
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == (
+        f"pulled teardown:{remote['results']} to {dest}: 4 files verified (sha256)"
+    )
+    with open(os.fsencode(dest) + b"/caf\xe9.pt", "rb") as f:
+        assert f.read() == b"latin-1 name\n"
+    rec = Record.parse((dest / RECORD).read_bytes())
+    assert rec is not None and "caf\udce9.pt" in rec.sums
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+
+def test_a_record_that_cannot_be_written_is_one_sentence_and_no_record(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # many small results make a record larger than the file size limit this run gets (the
+    # results themselves fit): writing the record fails as on a full disk
+    res = remote["results"]
+    for i in range(300):
+        (res / "many" / f"{i:03d}-{'n' * 80}.log").parent.mkdir(exist_ok=True)
+        (res / "many" / f"{i:03d}-{'n' * 80}.log").write_text(f"{i}\n")
+    inventory(project, pool, remote)
+    before = listing(remote["base"])
+    dest = tmp_path / "copy"
+    limit = 48_000
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    r = subprocess.run(
+        [*project.cli_argv(), "teardown", "--host", "teardown", "--dest", str(dest)],
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=small_files,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr and "internal error" not in r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == refusal(
+        f"could not write the verification record {dest / RECORD} (File too large); make room on this"
+        " machine (or give another --dest), then rerun"
+    )
+    assert sorted(p.name for p in dest.iterdir() if p.name.startswith(RECORD)) == []
+    assert listing(remote["base"]) == before and docker_calls(remote) == []
+
+
+def test_bad_results_and_dest_are_one_sentence(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    inventory(project, pool, remote)
+    before = listing(remote["base"])
+    a_file = tmp_path / "a file"
+    a_file.write_text("x\n")
+    usage = {
+        ("--results", "/"): "--results / is the root directory, which teardown never pulls nor deletes;"
+        " give the directory your job writes its results into.",
+        ("--results", "/etc"): "--results /etc is a system directory, which teardown never pulls nor"
+        " deletes; give the directory your job writes its results into.",
+        ("--results", "/etc/ssh"): "--results /etc/ssh is a system directory, which teardown never pulls"
+        " nor deletes; give the directory your job writes its results into.",
+        ("--dest", str(a_file)): f"--dest {a_file}: {a_file} is a file; give a directory (it is created"
+        " when missing).",
+        ("--dest", f"{a_file}/sub"): f"--dest {a_file}/sub: {a_file} is a file; give a directory (it is"
+        " created when missing).",
+        ("--dest", "/proc/x"): "--dest /proc/x: cannot create /proc/x (No such file or directory); give a"
+        " directory on this machine you can write to.",
+    }
+    for (flag, value), sentence in usage.items():
+        r = project.cli("teardown", "--host", "teardown", flag, value)
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", f"error: {sentence}\n"), (flag, value)
+    assert listing(remote["base"]) == before
+
+    # a results dir that is a file, or that resolves to a system dir: the step refuses
+    (remote["base"] / "etc-link").symlink_to("/etc")
+    r = project.cli("teardown", "--host", "teardown", "--results", str(remote["base"] / "etc-link"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == (
+        f"refusing to pull and delete teardown:{remote['base'] / 'etc-link'}: it resolves to /etc, a"
+        " system directory; give --results (or vars.results_dir) the directory your job writes its"
+        " results into"
+    )
+    (remote["base"] / "etc-link").unlink()
+    f = remote["results"] / "a.txt"
+    r = project.cli("teardown", "--host", "teardown", "--results", str(f))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == refusal(
+        f"teardown:{f} is a file, not a directory; give --results (or vars.results_dir) the directory your"
+        " job writes its results into"
+    )
+    assert listing(remote["base"]) == before and docker_calls(remote) == []
+
+
+def test_the_files_step_alone_never_removes_unverified_results(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # the files step run without the pull (`--only files`): no verified copy, nothing removed
+    inventory(project, pool, remote)
+    before = listing(remote["base"])
+    r = project.cli("provision", "--host", "teardown", "--playbook", "teardown", "--only", "files")
+    assert r.returncode == 1, r.stdout + r.stderr
+    dest = project.root / "results" / "teardown"
+    assert steps(project)["files"]["msg"] == (
+        f"refusing to delete anything on teardown: {dest} holds no verified copy of"
+        f" teardown:{remote['results']} (no matching {RECORD}); run the whole teardown (its pull"
+        " verifies the copy), or pass --force to wipe anyway"
+    )
+    assert listing(remote["base"]) == before
+
+
+def test_a_local_copy_dir_that_cannot_be_made(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    a_file = tmp_path / "a file"
+    a_file.write_text("x\n")
+    inventory(project, pool, remote, results_dest=str(a_file / "{host}"))
+    before = listing(remote["base"])
+    r = project.cli("teardown", "--host", "teardown")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == (
+        "refusing to delete anything on teardown: cannot create the local copy's directory"
+        f" ({a_file / 'teardown'}: Not a directory); give --dest a directory on this machine you can"
+        " write to"
+    )
+    assert listing(remote["base"]) == before and docker_calls(remote) == []

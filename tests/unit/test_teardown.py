@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,17 +15,25 @@ import pytest
 from gpuonboard import journal, openssh
 from gpuonboard.inventory import Host
 from gpuonboard.steps.teardown import (
+    RECORD,
+    Record,
+    TreeChecks,
     compare_manifests,
     describe_problems,
     journal_start,
+    listing_changes,
+    listing_digest,
     local_manifest,
     manifest_command,
     parse_manifest,
+    parse_pull_output,
     parse_since,
     path_problem,
+    read_record,
     rental_cost,
     rsync_argv,
     run_id_time,
+    write_record,
 )
 
 H = 3600.0
@@ -100,6 +110,8 @@ def test_journal_start_is_the_first_provision_run(tmp_path: Path) -> None:
         ("/home/alice/", "a home directory"),
         ("/data", "a top-level directory"),
         ("/etc/ssh", "a system directory"),
+        ("/etc", "a system directory"),
+        ("/usr", "a system directory"),
         ("/usr/local/share/x", "a system directory"),
         ("/var/lib", "a system directory"),
         ("data/x", "not an absolute path"),
@@ -130,11 +142,13 @@ def test_manifest_parsing_and_comparison(tmp_path: Path) -> None:
         f"{sha(b'a')}  ./a.txt\n"
         f"{sha(b'b')}  ./ckpt/b.pt\n"
         f"\\{sha(b'n')}  ./odd\\nname\\\\x\n"
-        f"{sha(b'p')}  ./.rsync-partial/a.txt\n"
+        f"{sha(b'p')}  ./run/.rsync-partial/a.txt\n"  # a result like any other (not ours)
         f"{sha(b'c')}  ./c.bin\n"
     )
     remote = parse_manifest(text)
-    assert sorted(remote) == ["a.txt", "c.bin", "ckpt/b.pt", "odd\nname\\x"]
+    assert sorted(remote) == ["a.txt", "c.bin", "ckpt/b.pt", "odd\nname\\x", "run/.rsync-partial/a.txt"]
+    (tmp_path / "run" / ".rsync-partial").mkdir(parents=True)
+    (tmp_path / "run" / ".rsync-partial" / "a.txt").write_bytes(b"p")
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "a.txt").write_bytes(b"a")
     (tmp_path / "ckpt" / "b.pt").write_bytes(b"B")  # corrupt
@@ -143,8 +157,8 @@ def test_manifest_parsing_and_comparison(tmp_path: Path) -> None:
     local = local_manifest(tmp_path, remote)
     missing, corrupt = compare_manifests(remote, local)
     assert (missing, corrupt) == (["c.bin"], ["ckpt/b.pt"])
-    assert describe_problems(missing, corrupt, 4) == (
-        "2 of 4 files not verified: missing 1 (c.bin); corrupt 1 (ckpt/b.pt)"
+    assert describe_problems(missing, corrupt, 5) == (
+        "2 of 5 files not verified: missing 1 (c.bin); corrupt 1 (ckpt/b.pt)"
     )
     many = [f"f{i}" for i in range(7)]
     assert describe_problems(many, [], 9) == "7 of 9 files not verified: missing 7 (f0, f1, f2 (+4 more))"
@@ -155,13 +169,13 @@ def test_manifest_command_quotes_the_dir() -> None:
     cmd = manifest_command("/data/res; rm -rf /")
     inner = shlex.split(cmd)
     assert inner[:2] == ["sh", "-c"]
-    assert inner[2].startswith("cd '/data/res; rm -rf /' && find . -type f")
+    assert inner[2].startswith("export LC_ALL=C; cd -- '/data/res; rm -rf /' && root=$(pwd -P) && find .")
 
 
 def test_rsync_pull_command_line(tmp_path: Path) -> None:
     cfg = tmp_path / "ssh cfg"
     rs = rsync_argv("gpuonboard-target", cfg, "/data/results/", tmp_path / "out")
-    assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.rsync-partial"]
+    assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.gpuonboard-rsync-partial"]
     assert rs[5] == "-e" and shlex.split(rs[6]) == ["ssh", "-F", str(cfg)]
     assert rs[7:] == [
         "--rsync-path=cd -- /data/results && rsync",
@@ -183,3 +197,67 @@ def test_pull_uses_the_shared_openssh_config_with_jump_chain(tmp_path: Path) -> 
     assert text.rstrip().endswith("ProxyJump gpuonboard-hop1")
     path = openssh.write_config(tmp_path, target, text)
     assert path.read_text() == text and oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def _host_sh(script: str, cwd: Path) -> str:
+    """Run a remote command line with this machine's sh, find and coreutils (as on a host)."""
+    out = subprocess.run(["sh", "-c", script], cwd=cwd, capture_output=True, check=True).stdout
+    return out.decode("utf-8", "surrogateescape")
+
+
+def test_manifest_command_lists_checks_and_hashes(tmp_path: Path) -> None:
+    res = tmp_path / "res"
+    (res / "ckpt").mkdir(parents=True)
+    (res / "ckpt" / "a.pt").write_bytes(b"a")
+    (res / "odd\nname").write_bytes(b"n")
+    with open(os.fsencode(res) + b"/caf\xe9.pt", "wb") as f:
+        f.write(b"c")
+    (tmp_path / "outside.bin").write_bytes(b"o")
+    (res / "in.pt").symlink_to("ckpt/a.pt")
+    (res / "up.pt").symlink_to("../outside.bin")
+    (res / "zz-gone.pt").symlink_to("nothing")
+    (res / "sub" / ".gpuonboard-rsync-partial").mkdir(parents=True)
+    (res / ".rsync-partial").mkdir()
+    (res / ".rsync-partial" / "p").write_bytes(b"p")
+    listing, checks, sums = parse_pull_output(_host_sh(shlex.split(manifest_command(str(res)))[2], tmp_path))
+    assert sorted(sums) == [".rsync-partial/p", "caf\udce9.pt", "ckpt/a.pt", "odd\nname"]
+    assert sums["ckpt/a.pt"] == hashlib.sha256(b"a").hexdigest()
+    assert checks == TreeChecks(("sub/.gpuonboard-rsync-partial",), ("up.pt", "zz-gone.pt"))
+    assert len(listing) == 7 and {e[0] for e in listing} == {"f", "l"}  # 4 files, 3 symlinks
+    what, _ = checks.problem("h:/r", "/r") or ("", "")
+    assert what.startswith("h:/r holds sub/.gpuonboard-rsync-partial, a name teardown keeps")
+    what, fix = TreeChecks((), checks.bad_links).problem("h:/r", "/r") or ("", "")
+    assert what == (
+        "h:/r holds 2 symlinks whose target is outside it or missing (first: up.pt), so the copy would"
+        " not hold that data"
+    )
+    assert fix == "copy the targets into /r (or delete the links) on the host, then rerun"
+
+    # the digest the removal script compares equals the host's `find | sort -z | sha256sum`
+    ls = "find . \\( -type f -o -type l \\) -printf '%y %s %T@ %p\\0' | LC_ALL=C sort -z | sha256sum"
+    assert _host_sh(f"cd {shlex.quote(str(res))} && {ls}", tmp_path).split()[0] == listing_digest(listing)
+    assert listing_changes(listing, listing) == []
+    (res / "ckpt" / "b.pt").write_bytes(b"b")
+    os.utime(res / "ckpt" / "a.pt", (1, 1))
+    (res / "odd\nname").unlink()
+    after, _, _ = parse_pull_output(_host_sh(shlex.split(manifest_command(str(res)))[2], tmp_path))
+    assert listing_changes(listing, after) == ["ckpt/a.pt", "ckpt/b.pt", "odd\nname"]
+
+
+def test_the_record_names_host_and_dir_and_is_all_or_nothing(tmp_path: Path) -> None:
+    host = Host(name="h1", address="10.0.0.9", port=2222)
+    sums = {"a.txt": "a" * 64, "odd\nname\\x": "b" * 64, "caf\udce9.pt": "c" * 64}
+    rec = Record("h1", "10.0.0.9", 2222, "/data/run-23", ("f 1 2.0 ./a.txt",), sums)
+    assert write_record(tmp_path, rec) is None
+    assert [p.name for p in tmp_path.iterdir()] == [RECORD]  # no temp file left
+    back = read_record(tmp_path)
+    assert back == rec and back.of(host, "/data/run-23")
+    assert not back.of(host, "/data/run-24")
+    assert not back.of(Host(name="h1", address="10.0.0.8", port=2222), "/data/run-23")
+    data = (tmp_path / RECORD).read_bytes()
+    assert data.splitlines()[0].startswith(b"# gpuonboard-verified {")
+    for bad in (b"", data[:-1], data.rsplit(b"\n", 2)[0] + b"\n", data.split(b"\n", 1)[1]):
+        assert Record.parse(bad) is None
+    # a failed write leaves no record at all (not the older one either)
+    assert write_record(tmp_path / "missing", rec) == "No such file or directory"
+    assert read_record(tmp_path / "missing") is None

@@ -1,13 +1,16 @@
 """Teardown steps: pull results back (rsync, sha256-verified), then remove what provisioning placed.
 
 `teardown_pull` runs `rsync` on this machine over the host's own SSH settings (key, port,
-our known_hosts with StrictHostKeyChecking=yes, ProxyJump through the jump chain), then
-compares a sha256 manifest computed on the host (one `find ... -exec sha256sum` through
-the run's connection) with the local files. When files are missing or corrupt the step
-fails, so the runner skips every later step that changes the host: nothing is deleted
-while a copy is incomplete (unless `force`). `teardown_containers` and `teardown_files`
-remove containers, the image and directories; every path is checked (never `/`, a home
-dir, a system dir) both here and again on the host after resolving symlinks.
+our known_hosts with StrictHostKeyChecking=yes, ProxyJump through the jump chain; stopped
+with us on a signal), then compares a sha256 manifest computed on the host (one remote
+command: listing, name and symlink checks, `find ... -exec sha256sum`) with the local files.
+When files are missing or corrupt, or a symlink points out of the results, the step fails,
+so the runner skips every later step that changes the host: nothing is deleted while a copy
+is incomplete (unless `force`). A verified pull leaves a record (host, dir, listing, sha256)
+in the copy, written atomically. `teardown_containers` and `teardown_files` remove
+containers, the image and directories; every path is checked (never `/`, a home dir, a
+system dir) both here and again on the host after resolving symlinks, and the results dir
+only goes when the host's listing still equals the record's, checked in the removing command.
 `teardown_cost` prints what the rental cost, rounded up by the vendor's billing unit.
 
 Pure helpers (cost, path safety, manifests, ssh/rsync command lines) are tested in
@@ -16,29 +19,33 @@ tests/unit/test_teardown.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import posixpath
-import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import openssh, shell
+from .. import openssh, shell, transfer
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext
 
 if TYPE_CHECKING:
-    from ..inventory import Inventory
+    from ..inventory import Host, Inventory
 
-PARTIAL_DIR = ".rsync-partial"
+# rsync's dir for partial files in the local copy. rsync excludes this name at any depth on the
+# host too, so a host entry of this name would be neither pulled nor checked: refused instead
+PARTIAL_DIR = ".gpuonboard-rsync-partial"
 RECORD = ".gpuonboard-verified.sha256"  # in the local copy after a verified pull
+RECORD_TAG = "# gpuonboard-verified "  # the record's first line: host, dir, listing (JSON)
+CHANGED_EXIT = 3  # the removal script's exit code when the results changed since the pull
 UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
 SHOWN = 3  # how many paths a message names before "+N more"
 
@@ -218,12 +225,12 @@ def path_problem(path: str, home: str | None = None) -> str | None:
         norm = "/" + norm.lstrip("/")
     if norm == "/":
         return "the root directory"
-    parts = norm.strip("/").split("/")
-    if len(parts) == 1:
-        return "a top-level directory"
     for tree in _SYSTEM_TREES:
         if norm == tree or norm.startswith(tree + "/"):
             return "a system directory"
+    parts = norm.strip("/").split("/")
+    if len(parts) == 1:
+        return "a top-level directory"
     if len(parts) == 2 and "/" + parts[0] in _GUARDED_PARENTS:
         return "a home directory" if parts[0] in ("home", "Users") else "a system directory"
     if home and home.startswith("/"):
@@ -256,7 +263,7 @@ def parse_manifest(text: str) -> dict[str, str]:
     """`sha256sum` output (run in the results dir on `./path`s) -> {relative path: sha256}.
 
     sha256sum escapes a name holding a backslash or newline and marks the line with a
-    leading backslash; files in a partial-transfer dir are not results.
+    leading backslash. Every file counts: the host never holds our partial dir (refused).
     """
     out: dict[str, str] = {}
     for line in text.splitlines():
@@ -274,8 +281,6 @@ def parse_manifest(text: str) -> dict[str, str]:
         if escaped:
             name = _unescape(name)
         name = name[2:] if name.startswith("./") else name
-        if name.split("/")[0] == PARTIAL_DIR or f"/{PARTIAL_DIR}/" in f"/{name}":
-            continue
         out[name] = digest.lower()
     return out
 
@@ -325,6 +330,204 @@ def describe_problems(missing: Sequence[str], corrupt: Sequence[str], total: int
     return f"{len(missing) + len(corrupt)} of {total} files not verified: " + "; ".join(parts)
 
 
+# ---------------------------------------------------------------- pure: host listings and checks
+
+# `%y %s %T@ %p` of each file and symlink: what the removal compares with the verified pull
+LISTING_FORMAT = "%y %s %T@ %p"
+
+
+def _names_checks_script() -> str:
+    """sh, run in the results dir with $root its physical path: one NUL-terminated record per
+    entry bearing a name teardown keeps for itself (`reserved ./x`), and per symlink whose target
+    is missing (`dangling ./x`) or resolves outside $root (`outside ./x`)."""
+    judge = (
+        'r=$1; shift; for l; do t=$(realpath -e -- "$l" 2>/dev/null) ||'
+        ' { printf "dangling %s\\0" "$l"; continue; };'
+        ' case $t in "$r"|"$r"/*) ;; *) printf "outside %s\\0" "$l" ;; esac; done; exit 0'
+    )
+    return (
+        f"find . \\( -name {shell.quote(PARTIAL_DIR)} -o -path {shell.quote('./' + RECORD + '*')} \\)"
+        " -printf 'reserved %p\\0' && "
+        f'find . -type l -exec sh -c {shell.quote(judge)} sh "$root" {{}} +'
+    )
+
+
+def records(text: str) -> list[tuple[str, str]]:
+    """NUL-terminated `kind rest` records -> [(kind, rest)] (a name may hold any byte but NUL)."""
+    out = []
+    for token in text.split("\0"):
+        if token:
+            kind, _, rest = token.partition(" ")
+            out.append((kind, rest))
+    return out
+
+
+def _rel(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+@dataclass(frozen=True)
+class TreeChecks:
+    """What the host's results hold that a verified copy cannot stand for."""
+
+    reserved: tuple[str, ...] = ()
+    bad_links: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, recs: Iterable[tuple[str, str]]) -> TreeChecks:
+        """From `reserved` / `dangling` / `outside` records."""
+        recs = list(recs)
+        reserved = sorted(_rel(n) for k, n in recs if k == "reserved")
+        links = sorted(_rel(n) for k, n in recs if k in ("dangling", "outside"))
+        return cls(tuple(reserved), tuple(links))
+
+    def problem(self, src: str, results: str) -> tuple[str, str] | None:
+        """(what is wrong, what to do) or None."""
+        if self.reserved:
+            return (
+                f"{src} holds {self.reserved[0]}, a name teardown keeps for its own files (rsync's"
+                " partial files, the verification record), so it would not be pulled",
+                "rename it on the host, then rerun",
+            )
+        if self.bad_links:
+            n = len(self.bad_links)
+            return (
+                f"{src} holds {n} symlink{'' if n == 1 else 's'} whose target is outside it or missing"
+                f" (first: {self.bad_links[0]}), so the copy would not hold that data",
+                f"copy the targets into {results} (or delete the links) on the host, then rerun",
+            )
+        return None
+
+
+def parse_pull_output(text: str) -> tuple[list[str], TreeChecks, dict[str, str]]:
+    """The manifest command's output -> (listing of files and symlinks, checks, sha256 manifest)."""
+    head, sep, sums = text.partition("\0sums\0")
+    if not sep:
+        head, sums = (text[:-5], "") if text.endswith("sums\0") else (text, "")
+    recs = records(head)
+    listing = [rest for kind, rest in recs if kind == "e" and rest[:2] in ("f ", "l ")]
+    return listing, TreeChecks.of(recs), parse_manifest(sums)
+
+
+def listing_digest(entries: Iterable[str]) -> str:
+    """sha256 of the entries as the host's `find -printf 'FMT\\0' | LC_ALL=C sort -z` prints them."""
+    raw = sorted(e.encode("utf-8", "surrogateescape") for e in entries)
+    return hashlib.sha256(b"".join(r + b"\0" for r in raw)).hexdigest()
+
+
+def listing_changes(before: Iterable[str], after: Iterable[str]) -> list[str]:
+    """Paths (relative) of files/symlinks new or changed (size, mtime, kind) since `before`,
+    then those gone; each listing entry is `%y %s %T@ %p`."""
+
+    def table(entries: Iterable[str]) -> dict[str, str]:
+        out = {}
+        for e in entries:
+            parts = e.split(" ", 3)
+            if len(parts) == 4:
+                out[_rel(parts[3])] = " ".join(parts[:3])
+        return out
+
+    old, new = table(before), table(after)
+    changed = sorted(p for p, v in new.items() if old.get(p) != v)
+    return changed + sorted(p for p in old if p not in new)
+
+
+# ---------------------------------------------------------------- pure: the verification record
+
+
+@dataclass(frozen=True)
+class Record:
+    """`DEST/.gpuonboard-verified.sha256`: what a verified pull copied, from which host and dir.
+
+    First line: `# gpuonboard-verified {json}` (host name, address, port, dir, file count, the
+    listing); then one sha256sum line per file, so `sha256sum -c` works in the copy."""
+
+    host: str
+    address: str
+    port: int
+    dir: str
+    listing: tuple[str, ...]
+    sums: dict[str, str]
+
+    def of(self, host: Host, results: str) -> bool:
+        """True when it records this host's (address, port) and this results dir."""
+        return (self.address, self.port, self.dir) == (host.address, host.port, results)
+
+    def to_bytes(self) -> bytes:
+        """The file's bytes (a name that is not UTF-8 keeps its own bytes)."""
+        head = {
+            "version": 2,
+            "host": self.host,
+            "address": self.address,
+            "port": self.port,
+            "dir": self.dir,
+            "files": len(self.sums),
+            "listing": sorted(self.listing),
+        }
+        lines = [RECORD_TAG + json.dumps(head, sort_keys=True)]  # ASCII: odd bytes as \\udcXX
+        for name, digest in sorted(self.sums.items()):
+            if any(c in name for c in "\\\n\r"):
+                esc = name.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+                lines.append(f"\\{digest}  ./{esc}")
+            else:
+                lines.append(f"{digest}  ./{name}")
+        return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+
+    @classmethod
+    def parse(cls, data: bytes) -> Record | None:
+        """A complete record of this format, else None (an old, empty or cut one never counts)."""
+        text = data.decode("utf-8", "surrogateescape")
+        first, _, rest = text.partition("\n")
+        if not first.startswith(RECORD_TAG) or not text.endswith("\n"):
+            return None
+        try:
+            head = json.loads(first[len(RECORD_TAG) :])
+        except ValueError:
+            return None
+        if not isinstance(head, dict) or head.get("version") != 2:
+            return None
+        fields = (head.get("host"), head.get("address"), head.get("port"), head.get("dir"))
+        listing, files = head.get("listing"), head.get("files")
+        if not (
+            all(isinstance(f, str) for f in fields[:2] + fields[3:])
+            and isinstance(fields[2], int)
+            and isinstance(files, int)
+            and isinstance(listing, list)
+            and all(isinstance(e, str) for e in listing)
+        ):
+            return None
+        sums = parse_manifest(rest)
+        if len(sums) != files:
+            return None
+        return cls(head["host"], head["address"], head["port"], head["dir"], tuple(listing), sums)
+
+
+def read_record(dest: Path) -> Record | None:
+    """The record in a local copy, or None."""
+    try:
+        return Record.parse((dest / RECORD).read_bytes())
+    except OSError:
+        return None
+
+
+def write_record(dest: Path, record: Record) -> str | None:
+    """Write the record atomically (temp file, fsync, rename); -> why it failed, else None.
+    On failure no record is left (neither a partial one nor an older one)."""
+    path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
+    try:
+        with tmp.open("wb") as f:
+            f.write(record.to_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        for stale in (tmp, path):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        return exc.strerror or str(exc)
+    return None
+
+
 # ---------------------------------------------------------------- pure: ssh / rsync command lines
 
 
@@ -348,10 +551,32 @@ def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[st
 
 
 def manifest_command(remote_dir: str) -> str:
-    """One remote command: sha256 of every file under remote_dir, as `./relative/path`."""
+    """One remote command, in remote_dir: the listing of every entry (`e %y %s %T@ %p`, taken
+    BEFORE hashing, so a file written meanwhile differs from the record), the name and symlink
+    checks, then `sums` and the sha256 of every file as `./relative/path`."""
     return shell.sh_c(
-        f"cd {shell.quote(remote_dir)} && find . -type f ! -path './{PARTIAL_DIR}/*'"
-        " -exec sha256sum -- {} +"
+        f"export LC_ALL=C; cd -- {shell.quote(remote_dir)} && root=$(pwd -P) && "
+        f"find . -printf 'e {LISTING_FORMAT}\\0' && {_names_checks_script()} && "
+        "printf 'sums\\0' && find . -type f -exec sha256sum -- {} +"
+    )
+
+
+def pull_probe_command(remote_dir: str) -> str:
+    """The pull step's probe: NUL-terminated records `home`, `rsync`/`no-rsync`, then for the
+    results dir `missing`, `notdir KIND`, or `real PATH`, `files N BYTES` and the checks."""
+    return (
+        "printf 'home %s\\0' \"$HOME\"; "
+        "if command -v rsync >/dev/null 2>&1; then printf 'rsync\\0'; else printf 'no-rsync\\0'; fi; "
+        f"d={shell.quote(remote_dir or '/')}; "
+        'if [ -d "$d" ]; then if ! cd -- "$d" 2>/dev/null; then'
+        " printf 'notdir a directory this login cannot enter\\0'; exit 0; fi; "
+        "root=$(pwd -P) && printf 'real %s\\0' \"$root\" && "
+        "{ find . -type f -printf '%s\\n' | awk '{n++; b+=$1} END {printf \"files %d %.0f\", n, b}';"
+        " printf '\\0'; } && "
+        f"{_names_checks_script()}; "
+        'elif [ -L "$d" ] && ! [ -e "$d" ]; then printf \'notdir a symlink to nothing\\0\'; '
+        "elif [ -f \"$d\" ]; then printf 'notdir a file, not a directory\\0'; "
+        "elif [ -e \"$d\" ]; then printf 'notdir not a directory\\0'; else printf 'missing\\0'; fi"
     )
 
 
@@ -365,6 +590,14 @@ def _check_dir_arg(value: Any, name: str) -> str:
     return posixpath.normpath(text) if text else ""
 
 
+def copy_dir(raw: Any, ctx: StepContext) -> Path:
+    """The local copy's directory: `raw` (else vars.results_dest, else results/<host> under the
+    project); `{host}` in it is replaced."""
+    text = str(raw or "") or str(ctx.host.vars.get("results_dest") or "") or str(Path("results") / "{host}")
+    path = Path(os.path.expanduser(text.replace("{host}", ctx.host.name)))
+    return path if path.is_absolute() else ctx.project / path
+
+
 @dataclass
 class PullOutcome:
     """What rsync and the manifest comparison found."""
@@ -375,6 +608,9 @@ class PullOutcome:
     missing: list[str]
     corrupt: list[str]
     manifest_error: str = ""
+    listing: list[str] = field(default_factory=list)
+    checks: TreeChecks = field(default_factory=TreeChecks)
+    local_error: str = ""
 
 
 class TeardownPullStep(Step):
@@ -394,49 +630,79 @@ class TeardownPullStep(Step):
         super().__init__(args, label)
         self.results = _check_dir_arg(self.args.get("results"), "results")
         self.force = _truthy(self.args.get("force", False))
-        command = (
-            f"d={shell.quote(self.results or '/')}; "
-            'if [ -d "$d" ]; then find "$d" -type f -printf "%s\\n" |'
-            " awk '{n++; b+=$1} END {printf \"files %d %.0f\\n\", n, b}'; else echo missing; fi; "
-            "command -v rsync >/dev/null 2>&1 && echo rsync || echo no-rsync"
-        )
+        command = pull_probe_command(self.results)
         self.probe = Probe(_probe_name("teardown_pull", command), command)
 
     def probes(self) -> list[Probe]:
-        """How many files the results dir holds, and whether the host has rsync."""
+        """$HOME, rsync, and the results dir: where it resolves, its files, names and symlinks."""
         return [self.probe] if self.results else []
 
     def dest(self, ctx: StepContext) -> Path:
         """The local copy's directory."""
-        raw = str(self.args.get("dest") or "") or str(Path("results") / "{host}")
-        path = Path(os.path.expanduser(raw.replace("{host}", ctx.host.name)))
-        return path if path.is_absolute() else ctx.project / path
+        return copy_dir(self.args.get("dest"), ctx)
+
+    def _refuse(self, ctx: StepContext, what: str, fix: str) -> Plan:
+        if self.force:
+            return Plan(False, f"{what}; nothing pulled, continuing (--force)")
+        return Plan(
+            False,
+            f"refusing to delete anything on {ctx.host.name}: {what}; {fix}, or pass --force to wipe anyway",
+            failed=True,
+        )
 
     def plan(self, ctx: StepContext) -> Plan:
-        """Nothing to pull, the dir is missing (fail unless force), or pull N files."""
+        """Nothing to pull; an unsafe, missing or odd results dir (fail unless force); or pull N files."""
         if not self.results:
             return Plan(False, "no results dir given (--results or vars.results_dir); nothing to pull")
-        out = ctx.facts.raw[self.probe.name].stdout.split()
+        recs = records(ctx.facts.raw[self.probe.name].stdout)
+        found = dict(recs)
         src = f"{ctx.host.name}:{self.results}"
-        if not out or out[0] == "missing":
-            record = self.dest(ctx) / RECORD
-            if record.is_file():  # a rerun after a verified pull removed the dir
-                n = len(parse_manifest(record.read_text()))
-                return Plan(False, f"{src} is gone; its verified copy ({n} files) is in {self.dest(ctx)}")
-            msg = f"results dir {src} not found on the host"
-            if self.force:
-                return Plan(False, f"{msg}; nothing pulled, continuing (--force)")
-            refusal = f"{msg}; refusing to delete anything (pass --force to wipe anyway)"
-            return Plan(False, refusal, failed=True)
-        count, size = (int(out[1]), int(out[2])) if len(out) >= 3 and out[1].isdigit() else (0, 0)
-        if "no-rsync" in out and not self.force:
+        home = found.get("home")
+        real = found.get("real", "")
+        why = path_problem(self.results, home)
+        why = f"it is {why}" if why else None
+        if not why and real and real != self.results:
+            why = path_problem(real, home)
+            why = f"it resolves to {real}, {why}" if why else None
+        if why:  # never pulled (nor deleted), --force or not
+            return Plan(
+                False,
+                f"refusing to pull and delete {src}: {why}; give --results (or vars.results_dir) the"
+                " directory your job writes its results into",
+                failed=True,
+            )
+        dest = self.dest(ctx)
+        if "notdir" in found:
+            return self._refuse(
+                ctx,
+                f"{src} is {found['notdir']}",
+                "give --results (or vars.results_dir) the directory your job writes its results into",
+            )
+        if "real" not in found:
+            record = read_record(dest)
+            if record is not None and record.of(ctx.host, self.results):  # a rerun after the removal
+                n = len(record.sums)
+                return Plan(False, f"{src} is gone; its verified copy ({n} files) is in {dest}")
+            other = ""
+            if record is not None and (record.address, record.port) == (ctx.host.address, ctx.host.port):
+                other = f" ({dest} holds the verified copy of {record.dir}, not of it)"
+            return self._refuse(
+                ctx,
+                f"results dir {src} not found on the host{other}",
+                "check the path (--results or vars.results_dir)",
+            )
+        problem = TreeChecks.of(recs).problem(src, self.results)
+        if problem and not self.force:
+            return self._refuse(ctx, *problem)
+        counts = found.get("files", "").split()
+        count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdigit() else (0, 0)
+        if "no-rsync" in found and not self.force:
             return Plan(
                 False,
                 f"host {ctx.host.name} has no rsync, so {src} cannot be pulled; install rsync there"
                 " (refusing to delete anything; --force wipes anyway)",
                 failed=True,
             )
-        dest = self.dest(ctx)
         return Plan(
             True,
             f"pull {count} files ({format_bytes(size, binary=False)}) from {src} to {dest} and verify"
@@ -454,55 +720,85 @@ class TeardownPullStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync into dest (resumable), then compare the host's sha256 manifest with local files."""
         dest = self.dest(ctx)
-        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / RECORD).unlink(missing_ok=True)  # rewritten once this pull is verified
+        except OSError as exc:
+            return PullOutcome(0, "", {}, [], [], local_error=f"{dest}: {exc.strerror or exc}")
         default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
         known = Path(str(self.args.get("known_hosts") or default_known))
         text, alias = openssh.config_text(ctx.host, self._inventory(ctx), known)
         argv = rsync_argv(alias, openssh.write_config(ctx.project, ctx.host, text), self.results, dest)
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True)
-            code, err = proc.returncode, _last_line(proc.stderr, proc.returncode) if proc.returncode else ""
+            # run so that a signal (or our death) stops rsync and its forked receiver too
+            run = transfer.run_rsync(argv)
+            code, err = run.exit_code, _last_line(run.stderr, run.exit_code) if run.exit_code else ""
         except FileNotFoundError:
             code, err = 127, "rsync is not installed on this machine"
         result = ctx.runner.run(manifest_command(self.results))
         if not result.ok:
             return PullOutcome(code, err, {}, [], [], _last_line(result.stderr, result.exit_code))
-        remote = parse_manifest(result.stdout)
+        listing, checks, remote = parse_pull_output(result.stdout)
         missing, corrupt = compare_manifests(remote, local_manifest(dest, remote))
-        return PullOutcome(code, err, remote, missing, corrupt)
+        return PullOutcome(code, err, remote, missing, corrupt, listing=listing, checks=checks)
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
-        """Refuse (fail, so nothing is deleted) unless every remote file is here with its sha256."""
+        """Refuse (fail, so nothing is deleted) unless every remote file is here with its sha256,
+        no symlink points out of the results, and the record of it is written."""
         out: PullOutcome = applied
         dest = self.dest(ctx)
         src = f"{ctx.host.name}:{self.results}"
+        if out.local_error:
+            return (
+                f"refusing to delete anything on {ctx.host.name}: cannot create the local copy's directory"
+                f" ({out.local_error}); give --dest a directory on this machine you can write to"
+            )
         plan.diff = {**(plan.diff or {}), "verified": len(out.remote) - len(out.missing) - len(out.corrupt)}
         plan.diff.update(missing=out.missing, corrupt=out.corrupt, rsync_exit=out.rsync_code)
         rsync_note = f" (rsync exit {out.rsync_code}: {out.rsync_error})" if out.rsync_code else ""
+        fix = "rerun teardown to resume the pull"
+        incomplete = f"the pull of {src} to {dest} is incomplete: "
         if out.manifest_error:
-            problem = f"could not compute the sha256 manifest on the host ({out.manifest_error})"
+            detail = f"could not compute the sha256 manifest on the host ({out.manifest_error})"
+        elif found := out.checks.problem(src, self.results):
+            (detail, fix), incomplete = found, ""
         elif out.missing or out.corrupt:
-            problem = describe_problems(out.missing, out.corrupt, len(out.remote))
+            detail = describe_problems(out.missing, out.corrupt, len(out.remote))
         else:
-            plan.msg = f"pulled {src} to {dest}: {len(out.remote)} files verified (sha256){rsync_note}"
-            lines = [f"{d}  ./{n}" for n, d in sorted(out.remote.items()) if "\n" not in n and "\\" not in n]
-            (dest / RECORD).write_text("\n".join(lines) + "\n")
-            return None
+            record = Record(
+                ctx.host.name, ctx.host.address, ctx.host.port, self.results, tuple(out.listing), out.remote
+            )
+            failed = write_record(dest, record)
+            if failed is None:
+                plan.msg = f"pulled {src} to {dest}: {len(out.remote)} files verified (sha256){rsync_note}"
+                return None
+            detail = f"could not write the verification record {dest / RECORD} ({failed})"
+            fix = "make room on this machine (or give another --dest), then rerun"
+            incomplete = rsync_note = ""
         if self.force:
-            plan.msg = f"pull of {src} to {dest} NOT verified: {problem}{rsync_note}; wiping anyway (--force)"
+            plan.msg = f"pull of {src} to {dest} NOT verified: {detail}{rsync_note}; wiping anyway (--force)"
             return None
-        return (
-            f"refusing to delete anything on {ctx.host.name}: the pull of {src} to {dest} is incomplete:"
-            f" {problem}{rsync_note}; rerun teardown to resume the pull, or pass --force to wipe anyway"
-        )
+        refusal = f"refusing to delete anything on {ctx.host.name}: {incomplete}{detail}{rsync_note}"
+        return f"{refusal}; {fix}, or pass --force to wipe anyway"
 
 
-def _guarded_rm_script(targets: Sequence[tuple[str, str]]) -> str:
+def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str, str] | None = None) -> str:
     """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf.
 
-    A path whose resolution changed since the probe (a new symlink) is left alone.
+    A path whose resolution changed since the probe (a new symlink) is left alone. With
+    `unchanged` (results dir, sha256 of its verified listing), nothing at all is removed when
+    that dir's files and symlinks (path, size, mtime) differ now: the script prints `changed`
+    and the current listing (NUL-terminated) and exits CHANGED_EXIT.
     """
-    lines = ["rc=0"]
+    lines = ["export LC_ALL=C", "rc=0"]
+    if unchanged is not None:
+        d, digest = shell.quote(unchanged[0]), unchanged[1]
+        ls = f"find . \\( -type f -o -type l \\) -printf '{LISTING_FORMAT}\\0'"
+        lines.append(
+            f"if [ -d {d} ]; then now=$(cd -- {d} && {ls} | sort -z | sha256sum);"
+            f" if [ \"${{now%% *}}\" != {digest} ]; then printf 'changed\\0';"
+            f" cd -- {d} && {ls}; exit {CHANGED_EXIT}; fi; fi"
+        )
     for path, resolved in targets:
         p, r = shell.quote(path), shell.quote(resolved)
         lines.append(
@@ -523,6 +819,8 @@ class TeardownFilesStep(Step):
     ARGS = {
         "paths": "remote directories/files to remove ('' entries are ignored: unset vars)",
         "results": "the remote results dir (removed too: its copy was pulled and verified first)",
+        "dest": "the local copy of the results (its record says what was verified; as teardown_pull)",
+        "force": "remove the results dir without comparing it with the verified copy's record",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -532,7 +830,10 @@ class TeardownFilesStep(Step):
             raw = [raw]
         if not isinstance(raw, list):
             raise StepArgsError("argument 'paths' must be a list of paths")
-        wanted = [str(p).strip() for p in [*raw, self.args.get("results") or ""]]
+        results = str(self.args.get("results") or "").strip()
+        self.results = posixpath.normpath(results) if results.lower() not in ("", "none", "null") else ""
+        self.force = _truthy(self.args.get("force", False))
+        wanted = [str(p).strip() for p in [*raw, results]]
         self.paths = list(dict.fromkeys(p for p in wanted if p and p.lower() not in ("none", "null")))
         quoted = " ".join(shell.quote(p) for p in self.paths) or "''"
         command = (
@@ -579,13 +880,39 @@ class TeardownFilesStep(Step):
         return Plan(True, f"remove {', '.join(names)}", diff={"removed": names}, data=present)
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
-        """One remote command removing every path after re-checking its resolution."""
-        return ctx.runner.run(shell.sh_c(_guarded_rm_script(plan.data)))
+        """One remote command removing every path after re-checking its resolution and, first,
+        that the results dir still holds exactly what the verified pull recorded."""
+        present: list[tuple[str, str]] = plan.data
+        unchanged = None
+        results = next((p for p, _ in present if self.results and posixpath.normpath(p) == self.results), "")
+        if results and not self.force:
+            dest = copy_dir(self.args.get("dest"), ctx)
+            record = read_record(dest)
+            if record is None or not record.of(ctx.host, self.results):
+                return (
+                    f"refusing to delete anything on {ctx.host.name}: {dest} holds no verified copy of"
+                    f" {ctx.host.name}:{self.results} (no matching {RECORD}); run the whole teardown (its"
+                    " pull verifies the copy), or pass --force to wipe anyway"
+                )
+            unchanged = (results, listing_digest(record.listing))
+            plan.data = (present, record)
+        return ctx.runner.run(shell.sh_c(_guarded_rm_script(present, unchanged)))
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
-        """The removal must succeed."""
+        """The removal must succeed; results changed since the pull removed nothing."""
+        if isinstance(applied, str):
+            return applied
         if applied.ok:
             return None
+        if applied.exit_code == CHANGED_EXIT and applied.stdout.startswith("changed\0"):
+            _, record = plan.data
+            now = [e for e in applied.stdout[len("changed\0") :].split("\0") if e]
+            changed = listing_changes(record.listing, now) or ["?"]
+            host = ctx.host.name
+            return (
+                f"refusing to delete anything on {host}: {host}:{self.results} changed after it was pulled"
+                f" (e.g. {_names(changed, 1)}): a job may still be writing; stop it, then rerun"
+            )
         return f"could not remove everything: {_last_line(applied.stderr, applied.exit_code)}"
 
 
