@@ -599,3 +599,23 @@ def test_a_local_copy_dir_that_cannot_be_made(
         " write to"
     )
     assert listing(remote["base"]) == before and docker_calls(remote) == []
+
+
+def test_a_rental_start_in_the_future_or_out_of_range_is_said_not_billed(
+    project: Project, pool: TestHostPool, remote: dict[str, Path]
+) -> None:
+    """vars.rented_since after now billed "0 hours" without a word; 1e400 was an internal error."""
+    future = int(time.time()) + 7 * 86400
+    inventory(project, pool, remote, rented_since=future)
+    r = project.cli("teardown", "--host", "teardown", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(future))
+    msg = steps(project)["cost"]["msg"]
+    assert msg.startswith(f"cost unknown: the rental start {when} (vars.rented_since) is after now ("), msg
+    assert msg.endswith("); check it (or this machine's clock)"), msg
+    inventory(project, pool, remote, rented_since="1e400")
+    r = project.cli("teardown", "--host", "teardown", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["cost"]["msg"] == (
+        "cost unknown: vars.rented_since: '1e400' is not a time between the years 2000 and 2100"
+    )

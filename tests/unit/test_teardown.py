@@ -78,6 +78,9 @@ def test_rented_since_and_run_id_times() -> None:
     assert parse_since("2023-11-14T22:13:20Z") == 1700000000.0
     with pytest.raises(ValueError):
         parse_since("yesterday")
+    for bad in ("1e400", 1e400, float("nan"), "-5", "9999-01-01T00:00:00"):  # (1e400 crashed the run)
+        with pytest.raises(ValueError, match="is not a time between the years 2000 and 2100"):
+            parse_since(bad)
     t = run_id_time("20261129-173501-3fa2")
     assert t == time.mktime((2026, 11, 29, 17, 35, 1, 0, 0, -1))
     assert run_id_time("garbage") is None

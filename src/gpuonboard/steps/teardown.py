@@ -157,18 +157,35 @@ def parse_since(value: Any) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return _in_range(float(value), value)
     if isinstance(value, datetime):
-        return value.timestamp()
+        return _in_range(value.timestamp(), value)
     text = str(value).strip()
     try:
-        return float(text)
-    except ValueError:
-        pass
+        return _in_range(float(text), value)
+    except ValueError as exc:
+        if "between" in str(exc):
+            raise
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+        return _in_range(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp(), value)
+    except (ValueError, OverflowError) as exc:
+        if "between" in str(exc):
+            raise
         raise ValueError(f"{value!r} is not epoch seconds or an ISO 8601 time") from None
+
+
+SINCE_RANGE = (946684800.0, 4102444800.0)  # 2000-01-01 .. 2100-01-01 UTC
+
+
+def _in_range(epoch: float, value: Any) -> float:
+    """epoch when it is a time a rental can have started at, else ValueError."""
+    if not (math.isfinite(epoch) and SINCE_RANGE[0] <= epoch < SINCE_RANGE[1]):
+        raise ValueError(f"{value!r} is not a time between the years 2000 and 2100")
+    return epoch
+
+
+def _utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def run_id_time(run_id: str) -> float | None:
@@ -1061,8 +1078,16 @@ class TeardownCostStep(Step):
         raw_rate = self.args.get("rate")
         try:
             rate = float(raw_rate) if raw_rate not in (None, "", "None") else None
+            if rate is not None and not (math.isfinite(rate) and rate >= 0):
+                raise ValueError(f"the billing rate must be a price per hour (0 or more), not {raw_rate!r}")
             now = float(self.args["now"]) if self.args.get("now") not in (None, "") else time.time()
             cost = rental_cost(since, now, unit, rate, str(self.args.get("currency") or ""), source)
         except (TypeError, ValueError) as exc:
             return Plan(False, f"cost unknown: {exc}")
+        if since > now + 60:  # (a minute of clock skew is no error)
+            return Plan(
+                False,
+                f"cost unknown: the rental start {_utc(since)} ({source}) is after now ({_utc(now)});"
+                " check it (or this machine's clock)",
+            )
         return Plan(False, cost.text(), diff={"cost": cost.to_json()})
