@@ -228,10 +228,20 @@ class HostKeyPolicy:
             if self.pinned and fp != self.pinned:
                 raise HostKeyError(self._pin_mismatch(hostname, fp))
             return
-        if recorded and not (self.pinned and fp == self.pinned):
+        if recorded:
             # a key of the same type that differs, or a key of a type never recorded for a
-            # host we know: both are what a man-in-the-middle would present
+            # host we know: both are what a man-in-the-middle would present. A pin equal to
+            # the new key does not override the record silently (it appended a second line on
+            # every run, and the same address without the pin was refused): one of the two is
+            # stale, and only the user can say which
             old = same_type or next(iter(recorded.values()))
+            if self.pinned and fp == self.pinned:
+                raise HostKeyError(
+                    f"host {self.host_label} ({hostname}) presented the host key the inventory pins"
+                    f" ({fp}), but {self.store.path} records another one for it ({fingerprint(old)});"
+                    " the connection was refused. If the vendor reinstalled the server and the pin is"
+                    " the new key, delete the old line there, then rerun."
+                )
             raise HostKeyError(
                 f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
                 f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"

@@ -131,6 +131,23 @@ def test_changed_host_key_is_refused(project: Project, pool: TestHostPool) -> No
     msg = project.summary()["hosts"][0]["msg"]
     assert f"presented a DIFFERENT host key ({h.fingerprint})" in msg
     assert f"({old})" in msg and "man-in-the-middle" in msg
+    # pinning the new key does not override the recorded old one silently (it was accepted, and
+    # a second line appended on every run): one sentence, known_hosts unchanged
+    known = project.root / ".gpuonboard" / "known_hosts"
+    lines = known.read_text()
+    project.write_inventory({"keyed": host_entry(h, pool, pin=False, host_key=h.fingerprint)})
+    for _ in range(2):
+        assert project.cli("check").returncode == 4
+        assert project.summary()["hosts"][0]["msg"] == (
+            f"host keyed ({h.address}) presented the host key the inventory pins ({h.fingerprint}), but"
+            f" {known} records another one for it ({old}); the connection was refused. If the vendor"
+            " reinstalled the server and the pin is the new key, delete the old line there, then rerun."
+        )
+        assert known.read_text() == lines
+    known.unlink()  # the old line deleted: the pin alone decides, and is recorded once
+    for _ in range(2):
+        assert project.cli("check").returncode == 0
+    assert known.read_text().count(h.host_key_pub.split()[1]) == 1
     # a pinned fingerprint that does not match is refused too
     project.write_inventory({"keyed": host_entry(h, pool, pin=False, host_key=old)})
     (project.root / ".gpuonboard" / "known_hosts").unlink()
