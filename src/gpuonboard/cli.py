@@ -721,6 +721,22 @@ class _Program(Program):
             raise self._usage_error(exc) from None
 
 
+def help_first(argv: list[str]) -> list[str]:
+    """`TASK --help` as `--help TASK`: a task with a positional argument (facts PATHS) took
+    `--help` for its value ("cannot read this file")."""
+    tasks = set(ns.task_names)
+    if len(argv) == 3 and argv[1] in tasks and argv[2] in ("--help", "-h"):
+        return [argv[0], "--help", argv[1]]
+    return argv
+
+
 def main() -> None:
     """Console script `gpuonboard`: the same tasks outside the repository."""
-    _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard").run(sys.argv)
+    program = _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard")
+    try:
+        program.run(help_first(sys.argv))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gpuonboard --help | head`: the reader left, nothing to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (Python's own flush at exit must not fail again)
+        sys.exit(141)  # 128 + SIGPIPE, as a shell tool killed by it

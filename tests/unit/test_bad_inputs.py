@@ -309,3 +309,27 @@ def test_malformed_command_line_is_one_sentence_exit_2(argv: list[str], message:
         timeout=60,
     )
     assert via_invoke.returncode == 1 and via_invoke.stderr.strip() == message, via_invoke.stderr
+
+
+def test_task_help_and_a_reader_that_leaves_early(tmp_path: Path) -> None:
+    """`facts --help` printed "--help: cannot read this file" (its positional took it); help piped
+    into a reader that closes early (`| head -1`) ended in a BrokenPipeError traceback."""
+    code = "import sys; from gpuonboard.cli import main; sys.argv[0] = 'gpuonboard'; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "facts", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("Usage: gpuonboard [--core-opts] facts"), (
+        r.stdout + r.stderr
+    )
+    for argv in (["--help"], ["sync", "--help"]):
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()  # the reader is gone before the first line
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=60) == 141 and err == "", err
