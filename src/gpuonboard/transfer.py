@@ -31,7 +31,10 @@ from .uploadlock import COPY_MARK, LEASE_IN_COPY
 if TYPE_CHECKING:
     pass
 
-PARTIAL_DIR = ".rsync-partial"  # relative: rsync keeps it inside each destination directory
+# relative: rsync keeps it inside each destination directory, and excludes that name at any depth
+# (so listings prune it everywhere); not rsync's usual `.rsync-partial`, which users' own rsync
+# runs leave in their trees: an unpack's swap then dropped a job's files under it unseen
+PARTIAL_DIR = ".gpuonboard-rsync-partial"
 _LIST_MARK = "##gpuonboard-dataset "
 
 

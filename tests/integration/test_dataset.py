@@ -28,7 +28,7 @@ def tree_digest(root: Path) -> dict[str, str]:
     dir's mark excluded."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".rsync-partial"]
+        dirnames[:] = [d for d in dirnames if d != ".gpuonboard-rsync-partial"]
         if dirpath == str(root):
             filenames = [f for f in filenames if f != ".gpuonboard-copy"]
         for n in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
@@ -158,7 +158,7 @@ def test_interrupted_upload_resumes(project: Project, tmp_path: Path) -> None:
     while time.monotonic() < deadline and not killed:
         time.sleep(0.2)
         for p in (data_dir / "my data").rglob("*"):
-            partial = ".rsync-partial" in p.parts or p.name.startswith(".big.bin.")
+            partial = ".gpuonboard-rsync-partial" in p.parts or p.name.startswith(".big.bin.")
             if partial and p.is_file() and p.stat().st_size > 4 * 1024 * 1024:
                 for pid in _children(proc.pid):
                     if _cmdline(pid).startswith("rsync"):
@@ -1131,21 +1131,23 @@ def test_unpack_never_swaps_away_files_it_did_not_put_there(project: Project, tm
     without a question."""
     src, data_dir = _unpacked_upload(project, tmp_path)
     tree = data_dir / "many"
-    (tree / "outputs").mkdir()
-    (tree / "outputs" / "ckpt.pt").write_bytes(b"precious")
+    # under the user's own rsync's partial dir (listings left `.rsync-partial` out at any depth:
+    # the swap dropped it unseen)
+    (tree / "outputs" / ".rsync-partial").mkdir(parents=True)
+    (tree / "outputs" / ".rsync-partial" / "ckpt.pt").write_bytes(b"precious")
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
     (src / "dir2" / "f0002.bin").write_bytes(b"changed")
     sentence = (
         f"dataset:{tree} holds a file that is in neither the dataset nor a shard upload's manifest"
-        " ('outputs/ckpt.pt'): a job's output, or left by a plain-mode upload; --unpack replaces"
-        " that directory whole, so move it out first (or delete it if unwanted, or unpack"
+        " ('outputs/.rsync-partial/ckpt.pt'): a job's output, or left by a plain-mode upload;"
+        " --unpack replaces that directory whole, so move it out first (or delete it if unwanted, or unpack"
         " elsewhere with --dest), then rerun"
     )
     for args in (("--check",), ()):
         r = project.cli("sync", "--host", "dataset", "--unpack", *args)
         assert r.returncode == 1 and sentence in r.stdout, r.stdout
-    assert (tree / "outputs" / "ckpt.pt").read_bytes() == b"precious"
+    assert (tree / "outputs" / ".rsync-partial" / "ckpt.pt").read_bytes() == b"precious"
     shutil.move(tree / "outputs", tmp_path / "saved outputs")
     (src / "dir4" / "f0004.bin").unlink()  # uploaded before: dropped from the tree, no question
     # (even after a --shards run without --unpack replaced the manifest it was in)
@@ -1736,6 +1738,16 @@ def test_a_dataset_with_a_name_gpuonboard_keeps_for_itself_is_refused(
             " for itself on the host; rename it, then rerun (nothing was sent)"
         ), r.stdout
     (src / ".gpuonboard-copy").unlink()
+    (src / "sub dir" / ".gpuonboard-rsync-partial").mkdir()  # rsync's partial dir, at any depth
+    (src / "sub dir" / ".gpuonboard-rsync-partial" / "x").write_text("x\n")
+    for args in ((), ("--shards", "--unpack")):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"the dataset {src} has a directory named .gpuonboard-rsync-partial (e.g. 'sub"
+            " dir/.gpuonboard-rsync-partial/x'), a name gpuonboard keeps for rsync's partial files;"
+            " rename it, then rerun (nothing was sent)"
+        ), step(project)["msg"]
+    shutil.rmtree(src / "sub dir" / ".gpuonboard-rsync-partial")
     (src / ".gpuonboard-upload").mkdir()  # a directory of that name too
     (src / ".gpuonboard-upload" / "z").write_text("z\n")
     r = project.cli("sync", "--host", "dataset")

@@ -32,8 +32,10 @@ def test_stats_from_real_output() -> None:
 
 def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
     target = tmp_path / "data" / "set"
-    (target / ".rsync-partial").mkdir(parents=True)
-    (target / ".rsync-partial" / "half").write_bytes(b"h")
+    (target / ".gpuonboard-rsync-partial").mkdir(parents=True)
+    (target / ".gpuonboard-rsync-partial" / "half").write_bytes(b"h")
+    (target / "sub dir" / ".rsync-partial").mkdir(parents=True)  # a user's own rsync runs': listed
+    (target / "sub dir" / ".rsync-partial" / "ckpt.pt").write_bytes(b"c")
     (target / "-dash name 'q'").write_bytes(b"abc")
     (target / "link").symlink_to("-dash name 'q'")
     (target / "sub dir" / "deeper").mkdir(parents=True)
@@ -49,8 +51,10 @@ def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
     assert state.files == {
         "-dash name 'q'": ("f", 3, 1_700_000_000),
         "link": ("l", len("-dash name 'q'"), state.files["link"][2]),
+        "sub dir/.rsync-partial/ckpt.pt": ("f", 1, state.files["sub dir/.rsync-partial/ckpt.pt"][2]),
     }
-    assert state.dirs == {"sub dir", "sub dir/deeper"}  # (kept apart; the partial dir left out)
+    # directories kept apart; our partial dir left out
+    assert state.dirs == {"sub dir", "sub dir/deeper", "sub dir/.rsync-partial"}
     assert not state.not_dir and state.manifest_sha is None
 
     def probe(target: Path, manifest: str = "") -> transfer.RemoteState:
@@ -110,7 +114,10 @@ def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
     argv = transfer.rsync_argv(tmp_path, "/data/my set", tmp_path / "c f", alias, bwlimit="5m")
     assert argv[-1] == "gpuonboard-target:./" and "--bwlimit=5m" in argv
     assert "--rsync-path=cd -- '/data/my set' && rsync" in argv  # (no wildcard the host could expand)
-    assert "--partial-dir=.rsync-partial" in argv and argv[argv.index("-e") + 1] == f"ssh -F '{tmp_path}/c f'"
+    assert (
+        "--partial-dir=.gpuonboard-rsync-partial" in argv
+        and argv[argv.index("-e") + 1] == f"ssh -F '{tmp_path}/c f'"
+    )
 
 
 def test_rsync_failure_sentence() -> None:

@@ -592,6 +592,14 @@ class DatasetStep(Step):
                 f" for itself on the host; rename it, then rerun ({NOTHING_SENT})",
                 failed=True,
             )
+        partial = next((rel for rel in tree.entries if transfer.PARTIAL_DIR in rel.split("/")[:-1]), None)
+        if partial is not None:  # (rsync would never send it, and listings leave it out)
+            return Plan(
+                False,
+                f"the dataset {src} has a directory named {transfer.PARTIAL_DIR} (e.g. {partial!r}), a"
+                f" name gpuonboard keeps for rsync's partial files; rename it, then rerun ({NOTHING_SENT})",
+                failed=True,
+            )
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
