@@ -1096,6 +1096,42 @@ def test_what_stands_where_a_copy_or_a_shard_goes_is_named_before_sending(
     assert [p.name for p in shard.iterdir()] == ["inner"]
 
 
+@needs_age
+def test_decrypt_on_host_over_an_unpacked_tree_never_trusts_its_mtimes(
+    project: Project, tmp_path: Path
+) -> None:
+    """An unpacked tree's files carry the unpack's mtimes: a file edited (same size) in that very
+    second matched by size and mtime, was never decrypted, and the run said verified, then "up to
+    date". After an unpack, plain --decrypt-on-host decrypts every file once."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    key, pub = _age_key(tmp_path)
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update(
+        {
+            "dataset": str(src),
+            "shard_threshold": 100000,
+            "age_recipients": [pub],
+            "age_identity_file": str(key),
+        }
+    )
+    project.write_inventory({"dataset": entry})
+    edited = src / "dir2" / "f0002.bin"
+    data = bytearray(edited.read_bytes())
+    data[0] ^= 0xFF
+    edited.write_bytes(bytes(data))
+    there = (data_dir / "many" / "dir2" / "f0002.bin").stat().st_mtime
+    os.utime(edited, (there, there))  # the unpack's second
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--check")
+    assert (
+        "(all: the tree there was unpacked from shards, so its mtimes prove nothing)" in step(project)["msg"]
+    )
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_digest(data_dir / "many") == tree_digest(src)
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)  # once only
+
+
 def test_an_unpacked_tree_damaged_on_the_host_is_unpacked_again(project: Project, tmp_path: Path) -> None:
     """--unpack: a rerun checks the unpacked tree's listing (paths, kinds, sizes) against the
     dataset, not only the marker: a deleted dir, a truncated file or a tree removed whole is

@@ -628,9 +628,16 @@ class DatasetStep(Step):
                     entries.append(transfer.Entry(e.rel + ".age", "f", -1, 0, ""))
         work.send = transfer.to_send(entries, remote.files)
         in_way = [(self.target, e) for e in work.send if e.rel in remote.dirs]
+        unpacked = ""
         if self.decrypt_on_host:
             plain = self._listing(ctx, self.plain_target)
             work.decrypt = transfer.to_send(tree.files, plain.files)
+            store = self._listing(ctx, self.shards_target).files if self.shards is not False else {}
+            if work.decrypt != tree.files and any(n.startswith("unpacked-") for n in store):
+                # the tree there was unpacked from shards: its mtimes are the unpack's, so a
+                # size-and-mtime match says nothing (an edit made in that second stayed stale)
+                work.decrypt = list(tree.files)
+                unpacked = " (all: the tree there was unpacked from shards, so its mtimes prove nothing)"
             in_way += [(self.plain_target, e) for e in work.decrypt if e.rel in plain.dirs]
         if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
             there, e = in_way[0]
@@ -683,7 +690,7 @@ class DatasetStep(Step):
         if names:
             msg += f": {names}"
         if work.decrypt:
-            msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}"
+            msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}{unpacked}"
         msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
         work.need = send  # the upload's size: its ETA and whether to measure the link first
         diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": send, "source": str(src)}
