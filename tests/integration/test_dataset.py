@@ -1831,7 +1831,7 @@ def test_decrypt_to_never_writes_over_another_projects_plain_copy(project: Proje
     )
     before = tree_digest(shared / "my data")
     flags = ["--encrypt", "--decrypt-on-host", "--decrypt-to", str(shared)]
-    for args in ((), ("--shards",)):
+    for args in ((), ("--shards",), ("--check",), ("--shards", "--check")):  # check mode said "would"
         r = project.cli("sync", "--host", "dataset", *flags, *args)
         assert r.returncode == 1, r.stdout
         assert step(project)["msg"] == (

@@ -247,12 +247,17 @@ class DatasetStep(Step):
                     f"{ctx.host.name}:{_shown(d)} is there and is not a directory (this upload's copy goes"
                     f" there); move it away (or delete it) there, then rerun ({NOTHING_SENT})"
                 )
-        if self.decrypt_dir and self.plain_target in dirs and self._listing(ctx, self.plain_target).mark_dir:
+        there = (
+            self._listing(ctx, self.plain_target) if self.decrypt_dir and self.plain_target in dirs else None
+        )
+        if there is not None and there.mark_dir:
             mark = posixpath.join(self.plain_target, uploadlock.COPY_MARK)  # (as the claim says it)
             return (
                 f"on {ctx.host.name}, {_shown(mark)} is a directory, not gpuonboard's mark; remove it,"
                 " then rerun"
             )
+        if there is not None and not there.copy and there.files:  # what the claim refuses, said ahead
+            return self._unmarked_sentence(ctx)
         ours = posixpath.normpath(self.copy)
         marked = [(d, m) for d in dirs if (m := self._listing(ctx, d).copy) not in (None, "", ours)]
         if not marked:
@@ -272,6 +277,14 @@ class DatasetStep(Step):
             f" remove {where} if nothing uses it any more, then rerun"
         )
 
+    def _unmarked_sentence(self, ctx: StepContext) -> str:
+        return (
+            f"{ctx.host.name}:{self.plain_target} holds files that no gpuonboard upload marked as its"
+            " plaintext (another copy of a dataset with this name, or plaintext an older gpuonboard"
+            " left); remove it if nothing uses it (the rerun decrypts it again from the copy on the"
+            " data disk: nothing is sent again), or pick another --decrypt-to, then rerun"
+        )
+
     def _claim_plain_dir(self, ctx: StepContext, lease: uploadlock.Lease | None) -> str | None:
         """--decrypt-to: mark the plaintext dir as this copy's before writing into it (atomic:
         of two uploads from different data dirs, one gets it). The failure sentence, or None."""
@@ -283,12 +296,7 @@ class DatasetStep(Step):
         if r.ok and word == "other":
             return self._taken_sentence(ctx, self.plain_target, copy)
         if r.ok and word == "unmarked":
-            return (
-                f"{ctx.host.name}:{self.plain_target} holds files that no gpuonboard upload marked as its"
-                " plaintext (another copy of a dataset with this name, or plaintext an older gpuonboard"
-                " left); remove it if nothing uses it (the rerun decrypts it again from the copy on the"
-                " data disk: nothing is sent again), or pick another --decrypt-to, then rerun"
-            )
+            return self._unmarked_sentence(ctx)
         if r.ok and word == "busy":
             with contextlib.suppress(ValueError):
                 busy = uploadlock.parse_take(r.stdout)
