@@ -430,8 +430,11 @@ def manifest_paths(text: str) -> set[str]:
         return set()
 
 
+MARKER_PREFIX = "unpacked-"
+
+
 def marker_name(manifest_sha: str, tree_dir: str) -> str:
     """File in the shards dir saying the plaintext tree `tree_dir` (the data dir's, or a
     --decrypt-to one) was unpacked from this manifest."""
     key = f"{manifest_sha}\0{tree_dir}".encode("utf-8", "surrogateescape")
-    return f"unpacked-{hashlib.sha256(key).hexdigest()[:16]}"
+    return f"{MARKER_PREFIX}{hashlib.sha256(key).hexdigest()[:16]}"

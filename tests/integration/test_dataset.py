@@ -1090,10 +1090,21 @@ def test_what_stands_where_a_copy_or_a_shard_goes_is_named_before_sending(
     for args in (("--check",), ()):
         r = project.cli("sync", "--host", "dataset", "--shards", *args)
         assert r.returncode == 1 and step(project)["msg"] == (
-            f"dataset:{shard} is a directory where a shard or the manifest goes; move it away (or"
-            " delete it) there, then rerun (nothing was sent)"
+            f"dataset:{shard} is a directory where a shard, the manifest or a marker goes; move it away"
+            " (or delete it) there, then rerun (nothing was sent)"
         ), step(project)["msg"]
     assert [p.name for p in shard.iterdir()] == ["inner"]
+    shutil.rmtree(shard)
+    assert project.cli("sync", "--host", "dataset", "--shards", "--unpack").returncode == 0
+    marker = next(store.glob("unpacked-*"))
+    marker.unlink()
+    marker.mkdir()  # where the unpack's marker goes ("cannot create ...: Is a directory", every run)
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--shards", "--unpack", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"dataset:{marker} is a directory where a shard, the manifest or a marker goes; move it"
+            " away (or delete it) there, then rerun (nothing was sent)"
+        ), step(project)["msg"]
 
 
 @needs_age
@@ -1534,21 +1545,29 @@ def test_a_bad_flag_value_names_the_flag_not_a_line(project: Project, tmp_path: 
     (odd / "x.txt").write_text("x\n")
     r = project.cli("sync", "--host", "dataset", "--dataset", str(odd))
     said = (
-        "step 'dataset': name must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line"
-        " separator), not 'two\\nlines'; pick another with --name."
+        "step 'dataset': name must not hold a line break or another control character (\\n, \\r,"
+        " \\t, ESC, a Unicode line separator ...), not 'two\\nlines'; pick another with --name."
     )
     assert r.returncode == 2 and said in r.stderr, r.stderr
-    for name in ("cr\rx", "ff\x0cx", "a\u2028b", "a\x85b"):  # (what str.splitlines splits on too)
+    for name in ("cr\rx", "ff\x0cx", "a\u2028b", "a\x85b", "esc\x1b[31m", "tab\tx"):  # (splitlines', Cc)
         r = project.cli("sync", "--host", "dataset", "--dataset", str(odd), "--name", name)
         assert r.returncode == 2 and "name must not hold a line break" in r.stderr, (name, r.stderr)
     r = project.cli("sync", "--host", "dataset", "--dataset", str(odd), "--name", "two lines")
     assert r.returncode == 0 and (tmp_path / "remote data" / "two lines" / "x.txt").is_file(), r.stdout
     r = project.cli("sync", "--host", "dataset", "--dest", "/srv/a\rb")
     said = (
-        "step 'dataset': dest must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line"
-        " separator), not '/srv/a\\rb'; pick another."
+        "step 'dataset': dest must not hold a line break or another control character (\\n, \\r,"
+        " \\t, ESC, a Unicode line separator ...), not '/srv/a\\rb'; pick another."
     )
     assert r.returncode == 2 and said in r.stderr, r.stderr
+    for name in (".gpuonboard-copy", ".corpus.gpuonboard-upload", ".corpus.gpuonboard-unpack-ab12cd34-0123"):
+        r = project.cli("sync", "--host", "dataset", "--name", name)
+        said = (
+            "step 'dataset': name must not be one gpuonboard uses for its own files on the host"
+            " (.gpuonboard-copy, .<name>.gpuonboard-upload, .<name>.gpuonboard-unpack-*), not"
+            f" {name!r}; pick another with --name."
+        )
+        assert r.returncode == 2 and said in r.stderr, r.stderr
     r = project.cli("sync", "--host", "dataset", "--name", "corpus.shards")
     said = (
         "step 'dataset': name must not end in .encrypted or .shards (where gpuonboard keeps the"
@@ -1907,6 +1926,24 @@ def test_a_directory_in_the_marks_place_is_named_in_check_mode_too(project: Proj
         assert r.returncode == 1 and step(project)["msg"] == (
             f"on dataset, {shm}/my data/.gpuonboard-copy is a directory, not gpuonboard's mark; remove it,"
             " then rerun"
+        ), step(project)["msg"]
+    assert not (data_dir / "my data.encrypted").exists()
+
+
+@needs_age
+def test_a_file_and_a_directory_named_like_its_ciphertext(project: Project, tmp_path: Path) -> None:
+    """`a` and `a.age/b` in one dataset: the ciphertext of `a` is `a.age`, where the directory
+    goes ("cannot write the encrypted copy ... File exists; fix that", which the user could not)."""
+    key, pub = _age_key(tmp_path)
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    (src / "plain.txt.age").mkdir()
+    (src / "plain.txt.age" / "b").write_text("b\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", *args)
+        assert r.returncode == 1 and step(project)["msg"] == (
+            f"the dataset {src} has both 'plain.txt' and a directory 'plain.txt.age': in encrypted"
+            " mode the first one's ciphertext takes the second one's name; rename one, then rerun"
+            " (nothing was sent)"
         ), step(project)["msg"]
     assert not (data_dir / "my data.encrypted").exists()
 

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -149,12 +150,20 @@ class DatasetStep(Step):
         if "/" in str(name) or str(name) in (".", ".."):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
         for what, text in (("name", str(name)), ("dest", self.dest)):
-            if text and text.splitlines() != [text]:  # (the host's replies are read line by line)
+            # (the host's replies are read line by line; a control character such as ESC would
+            # reach the terminal in every message)
+            if text and (text.splitlines() != [text] or any(unicodedata.category(c) == "Cc" for c in text)):
                 flag = "pick another with --name" if what == "name" else "pick another"
                 raise StepArgsError(
-                    f"{what} must not hold a line break (\\n, \\r, \\f, \\v or a Unicode line separator),"
-                    f" not {text!r}; {flag}"
+                    f"{what} must not hold a line break or another control character (\\n, \\r, \\t,"
+                    f" ESC, a Unicode line separator ...), not {text!r}; {flag}"
                 )
+        if _ours(str(name)):  # (a copy of that name would pass for a lease, mark or unpack dir)
+            raise StepArgsError(
+                f"name must not be one gpuonboard uses for its own files on the host (.gpuonboard-copy,"
+                f" .<name>.gpuonboard-upload, .<name>.gpuonboard-unpack-*), not {name!r}; pick another"
+                " with --name"
+            )
         if str(name).endswith((ENCRYPTED_SUFFIX, SHARDS_SUFFIX)):  # another copy's store's name
             raise StepArgsError(
                 f"name must not end in {ENCRYPTED_SUFFIX} or {SHARDS_SUFFIX} (where gpuonboard keeps the"
@@ -617,6 +626,16 @@ class DatasetStep(Step):
         if taken:
             return Plan(False, taken, failed=True)
         if self.encrypt:
+            dirs = _parent_dirs(tree.entries)
+            clash = sorted(e.rel for e in tree.files if e.rel + ".age" in dirs)
+            if clash:  # the ciphertext `a.age` of the file `a` is where the directory `a.age` goes
+                return Plan(
+                    False,
+                    f"the dataset {src} has both {clash[0]!r} and a directory {clash[0] + '.age'!r}: in"
+                    " encrypted mode the first one's ciphertext takes the second one's name; rename one,"
+                    f" then rerun ({NOTHING_SENT})",
+                    failed=True,
+                )
             # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
             # hashed while they are encrypted, in one pass, during the upload
             work.hashes = _known_hashes(tree, shards.HashCache(self._hash_cache_dir(ctx, tree.root)))
@@ -641,7 +660,7 @@ class DatasetStep(Step):
             plain = self._listing(ctx, self.plain_target)
             work.decrypt = transfer.to_send(tree.files, plain.files)
             store = self._listing(ctx, self.shards_target).files if self.shards is not False else {}
-            if work.decrypt != tree.files and any(n.startswith("unpacked-") for n in store):
+            if work.decrypt != tree.files and any(n.startswith(shards.MARKER_PREFIX) for n in store):
                 # the tree there was unpacked from shards: its mtimes are the unpack's, so a
                 # size-and-mtime match says nothing (an edit made in that second stayed stale)
                 work.decrypt = list(tree.files)
@@ -806,12 +825,16 @@ class DatasetStep(Step):
         cache = self._hash_cache_dir(ctx, work.tree.root)
         index = shards.Index(cache)
         remote = self._listing(ctx, self.shards_target)
-        in_way = sorted(d for d in remote.dirs if "/" not in d and d.endswith((".tar", ".age", ".json")))
+        in_way = sorted(
+            d
+            for d in remote.dirs
+            if "/" not in d and (d.endswith((".tar", ".age", ".json")) or d.startswith(shards.MARKER_PREFIX))
+        )
         if in_way:  # (a shard or the manifest is renamed to its name: it would go into it)
             return Plan(
                 False,
                 f"{ctx.host.name}:{_shown(posixpath.join(self.shards_target, in_way[0]))} is a"
-                " directory where a shard or the manifest goes; move it away (or delete it) there,"
+                " directory where a shard, the manifest or a marker goes; move it away (or delete it) there,"
                 f" then rerun ({NOTHING_SENT})",
                 failed=True,
             )
@@ -860,7 +883,8 @@ class DatasetStep(Step):
             and (n.endswith((".tar", ".age")) or n.startswith(shardstream.INCOMING))
         ]
         where = f"{ctx.host.name}:{self.shards_target}"
-        total = f"{len(work.tree.entries)} entries in {len(work.groups)} shards"
+        n = len(work.tree.entries)
+        total = f"{n} {'entry' if n == 1 else 'entries'} in {_count(len(work.groups), 'shard')}"
         # whole: every shard there, none left over, and the host's manifest is this one (a shard
         # of a deleted file alone, or an emptied manifest, leaves the rest as it was)
         digest = "" if work.send_idx else hashlib.sha256(self._manifest(work, size)).hexdigest()
@@ -1631,7 +1655,7 @@ class DatasetStep(Step):
         later --unpack run checks and unpacks again. Best effort."""
         if self.shards is False:
             return
-        if any(n.startswith("unpacked-") for n in self._listing(ctx, self.shards_target).files):
+        if any(n.startswith(shards.MARKER_PREFIX) for n in self._listing(ctx, self.shards_target).files):
             with contextlib.suppress(Exception):
                 ctx.runner.run(shell.join(["sh", "-c", UNMARK_SCRIPT, "sh", self.shards_target]))
 
@@ -1826,6 +1850,15 @@ def _lost(work: Work, ctx: StepContext | None = None) -> bool:
     if ctx is None or work.lease is None:
         return False
     return ctx.runner.run(uploadlock.touch_command(work.lease)).exit_code == 1
+
+
+def _ours(name: str) -> bool:
+    """A name gpuonboard gives its own files beside (or in) a copy on the host."""
+    return (
+        name in (uploadlock.COPY_MARK, transfer.PARTIAL_DIR)
+        or name.endswith(".gpuonboard-upload")
+        or ".gpuonboard-unpack-" in name
+    )
 
 
 def _shown(path: str) -> str:
