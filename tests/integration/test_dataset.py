@@ -2052,6 +2052,12 @@ def test_switching_to_decrypt_to_says_the_old_plaintext_is_still_on_the_data_dis
             f" the data disk: delete them if the plaintext should live only under {shm}"
         ), step(project)
     assert (data_dir / "my data" / "plain.txt").exists()  # said, never deleted unasked
+    # --decrypt-to spelt through a symlink to the data dir: those files ARE its plaintext, and the
+    # advice to delete them would delete what was asked for
+    link = tmp_path / "data link"
+    link.symlink_to(data_dir)
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", f"--decrypt-to={link}")
+    assert r.returncode == 0 and "earlier run without --decrypt-to" not in step(project)["msg"], step(project)
 
 
 def test_a_directory_where_the_lease_goes_is_one_sentence(project: Project, tmp_path: Path) -> None:

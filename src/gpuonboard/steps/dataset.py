@@ -328,6 +328,22 @@ class DatasetStep(Step):
             failed=True,
         )
 
+    def _same_dir_as_dest(self, ctx: StepContext) -> None:
+        """--decrypt-to spelt through a symlink to the data dir counts as no --decrypt-to, as the
+        data dir spelt plainly does (its plaintext was called "an earlier run's, delete it", and
+        refused as unmarked). One command per dir, only with --decrypt-to."""
+        if not self.decrypt_dir or not self.dest:
+            return
+        where = [
+            ctx.runner.run(uploadlock.resolve_command(d, self.dirname)) for d in (self.dest, self.decrypt_dir)
+        ]
+        missing = "/" + self.dirname  # (what the script prints for a dir it cannot enter)
+        if (
+            all(r.ok and r.stdout.strip() not in ("", missing) for r in where)
+            and where[0].stdout == where[1].stdout
+        ):
+            self.decrypt_dir, self.plain_target = "", self.copy  # (the copy's own listing is probed)
+
     def _left_plaintext(self, ctx: StepContext) -> str:
         """The message's note on plaintext still in the data dir while --decrypt-to puts it
         elsewhere (a tmpfs, so that it never rests on disk): said, never deleted unasked."""
@@ -609,6 +625,7 @@ class DatasetStep(Step):
                 f" for itself on the host; rename it, then rerun ({NOTHING_SENT})",
                 failed=True,
             )
+        self._same_dir_as_dest(ctx)
         partial = next((rel for rel in tree.entries if transfer.PARTIAL_DIR in rel.split("/")[:-1]), None)
         if partial is not None:  # (rsync would never send it, and listings leave it out)
             return Plan(
