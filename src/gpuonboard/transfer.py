@@ -255,7 +255,7 @@ def listing_command(target: str, data_dir: str, manifest: str = "") -> str:
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
         f'cd -- "$t" && find . {LISTING_PRUNE}'
-        " -o -printf '%y %s %T@ %P\\0'\n"
+        " -o -type d -empty -printf 'E %s %T@ %P\\0' -o -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
     )
 
@@ -270,6 +270,7 @@ class RemoteState:
     zstd: bool = False  # the zstd command is on the host (shard streams)
     copy: str | None = None  # the copy whose plaintext the dir holds (its COPY_MARK), if marked
     dirs: frozenset[str] = frozenset()  # the directories under it (rel)
+    empty_dirs: frozenset[str] = frozenset()  # those of them that are empty
     not_dir: bool = False  # the target exists and is something else than a directory
     manifest_sha: str | None = None  # sha256 of the asked-for manifest file in it, when there
     mark_dir: bool = False  # its COPY_MARK is a directory (no mark gpuonboard wrote)
@@ -281,6 +282,7 @@ def parse_listing(text: str) -> RemoteState:
     free: int | None = None
     files: dict[str, tuple[str, int, int]] = {}
     dirs: set[str] = set()
+    empty: set[str] = set()
     zstd = not_dir = mark_dir = False
     manifest_sha: str | None = None
     copy: str | None = None
@@ -314,11 +316,24 @@ def parse_listing(text: str) -> RemoteState:
         kind, size, mtime, rel = parts
         if not size.isdigit() or not rel:  # ("": the dir itself)
             continue
-        if kind == "d":
+        if kind in ("d", "E"):
             dirs.add(rel)
+            if kind == "E":
+                empty.add(rel)
         else:
             files[rel] = (kind, int(size), int(float(mtime)))
-    return RemoteState(rsync, free, files, zstd, copy, frozenset(dirs), not_dir, manifest_sha, mark_dir)
+    return RemoteState(
+        rsync,
+        free,
+        files,
+        zstd,
+        copy,
+        dirs=frozenset(dirs),
+        empty_dirs=frozenset(empty),
+        not_dir=not_dir,
+        manifest_sha=manifest_sha,
+        mark_dir=mark_dir,
+    )
 
 
 def to_send(entries: Iterable[Entry], remote: Mapping[str, tuple[str, int, int]]) -> list[Entry]:

@@ -1900,6 +1900,11 @@ def test_plain_mode_says_what_a_dir_file_swap_needs(project: Project, tmp_path: 
     shutil.rmtree(data_dir / "my data" / "sub dir")
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), r.stdout
+    # an EMPTY directory there is no obstacle: rsync replaces it (it was refused)
+    (src / "was empty").write_text("now a file\n")
+    (data_dir / "my data" / "was empty").mkdir()
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and tree_digest(data_dir / "my data") == tree_digest(src), step(project)["msg"]
     # a name with a line break stays on the sentence's one line
     (src / "odd\nname").write_text("o\n")
     (data_dir / "my data" / "odd\nname").mkdir()
@@ -1959,6 +1964,8 @@ def test_decrypt_on_host_names_a_dir_where_the_dataset_now_has_a_file(
     (data_dir / "my data" / "plain.txt").mkdir(parents=True)
     (data_dir / "my data" / "plain.txt" / "job.log").write_text("keep\n")
     (data_dir / "my data" / "-leading-dash").mkdir()
+    (data_dir / "my data" / "-leading-dash" / "job.log").write_text("keep\n")
+    (data_dir / "my data" / "sp ace 'q' \"dq\".bin").mkdir()  # empty: replaced, not refused
     for args in (("--check",), ()):
         r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", *args)
         assert r.returncode == 1, r.stdout
@@ -1968,6 +1975,13 @@ def test_decrypt_on_host_names_a_dir_where_the_dataset_now_has_a_file(
         ), step(project)["msg"]
     assert not (data_dir / "my data.enc").exists()
     assert (data_dir / "my data" / "plain.txt" / "job.log").read_text() == "keep\n"
+    shutil.rmtree(data_dir / "my data" / "plain.txt")
+    shutil.rmtree(data_dir / "my data" / "-leading-dash")
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
+    assert r.returncode == 0, r.stdout
+    assert (data_dir / "my data" / "sp ace 'q' \"dq\".bin").read_bytes() == (
+        src / "sp ace 'q' \"dq\".bin"
+    ).read_bytes()
 
 
 def test_a_dataset_name_with_wildcards_lands_in_its_own_dir(project: Project, tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ def test_listing_probe_runs_and_parses(tmp_path: Path) -> None:
     }
     # directories kept apart; our partial dir left out
     assert state.dirs == {"sub dir", "sub dir/deeper", "sub dir/.rsync-partial"}
+    assert state.empty_dirs == {"sub dir/deeper"}
     assert not state.not_dir and state.manifest_sha is None
 
     def probe(target: Path, manifest: str = "") -> transfer.RemoteState:

@@ -671,7 +671,8 @@ class DatasetStep(Step):
                 else:  # not encrypted yet: certainly to send; size estimated (age adds ~0.03 %)
                     entries.append(transfer.Entry(e.rel + ".age", "f", -1, 0, ""))
         work.send = transfer.to_send(entries, remote.files)
-        in_way = [(self.target, e) for e in work.send if e.rel in remote.dirs]
+        # (an empty directory is no obstacle: rsync, and the decryption, replace it)
+        in_way = [(self.target, e) for e in work.send if e.rel in remote.dirs - remote.empty_dirs]
         unpacked = ""
         if self.decrypt_on_host:
             plain = self._listing(ctx, self.plain_target)
@@ -682,7 +683,7 @@ class DatasetStep(Step):
                 # size-and-mtime match says nothing (an edit made in that second stayed stale)
                 work.decrypt = list(tree.files)
                 unpacked = " (all: the tree there was unpacked from shards, so its mtimes prove nothing)"
-            in_way += [(self.plain_target, e) for e in work.decrypt if e.rel in plain.dirs]
+            in_way += [(self.plain_target, e) for e in work.decrypt if e.rel in plain.dirs - plain.empty_dirs]
         if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
             there, e = in_way[0]
             more = f" (and {_count(len(in_way) - 1, 'other')})" if len(in_way) > 1 else ""
@@ -1751,7 +1752,7 @@ place() {
     [ -d "$cur" ] || mkdir -- "$cur" || return 1
   done
   if [ -L "$1" ]; then rm -f -- "$1" || return 1; fi
-  if [ -d "$1" ]; then
+  if [ -d "$1" ] && ! rmdir -- "$1" 2>/dev/null; then  # (an empty one goes, as rsync's would)
     printf '%s is a directory on the host where the dataset now has a file; %s\n' \
       "${1#"$base"/}" 'move it away, then rerun' >&2
     return 1
