@@ -64,6 +64,7 @@ class SourceTree:
 
     root: Path
     entries: dict[str, Entry] = field(default_factory=dict)
+    empty_dirs: set[str] = field(default_factory=set)  # directories with nothing in them (rel)
 
     @property
     def files(self) -> list[Entry]:
@@ -120,6 +121,8 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     def walk_dir(dfd: int, prefix: str) -> None:
         with os.scandir(dfd) as it:
             items = list(it)
+        if not items and prefix:
+            tree.empty_dirs.add(prefix[:-1])
         items.sort(key=_NAME)
         subdirs = []
         for d in items:

@@ -78,6 +78,14 @@ def test_round_trip_rerun_change_and_check(project: Project, tmp_path: Path) -> 
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
     assert "nothing sent" in step(project)["msg"]
+    # a new empty directory alone is not "up to date" (rsync -a makes it, once it runs)
+    (src / "empty dir").mkdir()
+    r = project.cli("sync", "--host", "dataset", "--check")
+    assert "; make 1 empty directory (e.g. 'empty dir')" in step(project)["msg"], step(project)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and (data_dir / "my data" / "empty dir").is_dir(), step(project)
+    r = project.cli("sync", "--host", "dataset")
+    assert step(project)["status"] == "ok", step(project)
     # change one file: only it is sent
     (src / "sub dir" / "nested.bin").write_bytes(os.urandom(70_001))
     r = project.cli("sync", "--host", "dataset", "--check")

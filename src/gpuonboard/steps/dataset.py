@@ -84,6 +84,7 @@ class Work:
     shard_size: int = 0
     codec: str = "gzip"  # shard streams: zstd when both ends have it
     manifest_behind: bool = False  # shard mode: the host's manifest is not this run's
+    mkdirs: list[str] = field(default_factory=list)  # plain mode: empty dirs the host lacks
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
@@ -712,7 +713,9 @@ class DatasetStep(Step):
             kept += f"; {_count(len(links), 'symlink')} of the dataset {verb} not uploaded in encrypted mode"
             kept += f" (e.g. {links[0]!r})"
         kept = work.kept = kept + self._left_plaintext(ctx)
-        if not work.send and not work.decrypt:
+        # empty directories (rsync -a makes them; with nothing else to send it never ran)
+        work.mkdirs = [] if self.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
+        if not work.send and not work.decrypt and not work.mkdirs:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
             )
@@ -734,6 +737,9 @@ class DatasetStep(Step):
         msg = f"send {len(work.send)} of {len(entries)} files ({format_bytes(send, binary=True)}) to {where}"
         if names:
             msg += f": {names}"
+        if work.mkdirs:
+            k = len(work.mkdirs)
+            msg += f"; make {k} empty {'directory' if k == 1 else 'directories'} (e.g. {work.mkdirs[0]!r})"
         if work.decrypt:
             msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}{unpacked}"
         msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
