@@ -1170,6 +1170,10 @@ def test_an_unpacked_tree_damaged_on_the_host_is_unpacked_again(project: Project
     r = project.cli("sync", "--host", "dataset", "--unpack")
     s = step(project)
     assert r.returncode == 0 and s["status"] == "changed" and s["diff"]["sent_shards"] == 0, s
+    assert s["msg"].endswith(  # the final message says why too, not only the plan
+        f"unpacked into {tree}; the unpacked tree {tree} differs from the dataset (87 missing or"
+        " changed, e.g. 'dir1/f0001.bin'): unpacked again"
+    ), s["msg"]
     assert tree_digest(tree) == tree_digest(src)
     shutil.rmtree(tree)
     r = project.cli("sync", "--host", "dataset", "--unpack")

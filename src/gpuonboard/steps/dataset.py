@@ -85,6 +85,7 @@ class Work:
     codec: str = "gzip"  # shard streams: zstd when both ends have it
     manifest_behind: bool = False  # shard mode: the host's manifest is not this run's
     mkdirs: list[str] = field(default_factory=list)  # plain mode: empty dirs the host lacks
+    redo: str = ""  # unpack: the plan's note on why an unpacked tree is unpacked again
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
     master: tuple[Path, str, Path, list[str]] | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
@@ -990,7 +991,7 @@ class DatasetStep(Step):
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
             f" {build} to build) of {len(work.tree.entries)} entries to {where}"
         )
-        work.manifest_behind = remote.manifest_sha != digest
+        work.manifest_behind, work.redo = remote.manifest_sha != digest, redo
         if work.send_idx:
             if work.unpack:
                 msg += f"; unpack into {self.plain_target}{redo}"
@@ -1652,7 +1653,7 @@ class DatasetStep(Step):
             msg = f"all {len(work.groups)} shards were at {ctx.host.name}:{work.target} already; nothing sent"
             msg += "".join(f"; {d}" for d in done)
         if work.unpack:
-            msg += f"; unpacked into {self.plain_target}"
+            msg += f"; unpacked into {self.plain_target}{work.redo}"
         plan.msg = msg + work.kept
         plan.diff = {
             **(plan.diff or {}),
