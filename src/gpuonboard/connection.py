@@ -230,11 +230,15 @@ class HostKeyPolicy:
             return
         if recorded:
             # a key of the same type that differs, or a key of a type never recorded for a
-            # host we know: both are what a man-in-the-middle would present. A pin equal to
-            # the new key does not override the record silently (it appended a second line on
-            # every run, and the same address without the pin was refused): one of the two is
-            # stale, and only the user can say which
+            # host we know: both are what a man-in-the-middle would present. A pin vouches for a
+            # key of a type never recorded (the server has several), but not for a key that
+            # differs from the recorded one of its type (that was accepted silently, a second
+            # line appended on every run, while the address without the pin was refused): one
+            # of the two is stale, and only the user can say which
             old = same_type or next(iter(recorded.values()))
+            if self.pinned and fp == self.pinned and same_type is None:
+                self.store.add(hostname, key)  # another of the host's keys, vouched for by the pin
+                return
             if self.pinned and fp == self.pinned:
                 raise HostKeyError(
                     f"host {self.host_label} ({hostname}) presented the host key the inventory pins"
