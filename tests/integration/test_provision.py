@@ -53,7 +53,7 @@ def test_misdelivered_box_fails_with_expected_and_actual(project: Project, pool:
         "verdict": "fail",
         "detail": "",
     }
-    assert rules["ram"]["expected"] == ">= 1.0 TB"
+    assert rules["ram"]["expected"] == ">= 1.0 TiB"
     assert rules["ram"]["actual"] == "1.9 GiB (2.1 GB)"
     assert rules["ram"]["verdict"] == "fail"
     assert rules["interconnect"]["expected"] == "nvlink"

@@ -104,10 +104,62 @@ def test_each_shortfall_fails_its_rule() -> None:
 def test_tolerance_allows_reporting_gap_but_not_less() -> None:
     facts = facts_from(**GOOD)
     total = facts.memory.total_bytes
-    just_enough = OrderSpec(ram_bytes=int(total / 0.96))
-    too_much = OrderSpec(ram_bytes=int(total / 0.90))
+    just_enough = OrderSpec(ram_bytes=int(total / 0.975))  # in bytes: not read as GB/TB
+    too_much = OrderSpec(ram_bytes=int(total / 0.95))
     assert evaluate(just_enough, facts)[-1].verdict == "pass"
     assert evaluate(too_much, facts)[-1].verdict == "fail"
+
+
+# --- RAM orders in binary units (defect 6) ---
+def _free_facts(rel: str, scale: float = 1.0) -> object:
+    """Facts from a real `free -k` capture; `scale` keeps that share of every number (a box
+    with DIMMs missing), the layout kept."""
+    text = (FIX / rel).read_text()
+    if scale != 1.0:
+        import re
+
+        text = re.sub(r"(?<=\s)\d+(?=\s|$)", lambda m: str(int(int(m.group()) * scale)), text)
+    return parse_facts({"free": ProbeOutput(text, "", 0)})
+
+
+def test_ram_order_in_tb_means_tib() -> None:
+    """free of the (derived) 2 TiB server: 1.92 TiB. A 2TB order is 2 TiB: the real reserve
+    passes; with one of 16 DIMMs missing (15/16 of every number) it fails."""
+    full = _free_facts("derived/free__gpu-server-2tib__derived.txt")
+    check = evaluate(OrderSpec(ram_bytes=2 * 10**12), full)[-1]
+    assert check.expected == ">= 2.0 TiB"
+    one_missing = _free_facts("derived/free__gpu-server-2tib__derived.txt", 15 / 16)
+    assert evaluate(OrderSpec(ram_bytes=2 * 10**12), one_missing)[-1].verdict == "fail"
+    # the QA case: 1TB ordered, 923.5 GiB shown (one of 16 x 64 GiB missing)
+    qa = parse_facts({"free": ProbeOutput(_free_line(int(923.5 * 2**20)), "", 0)})
+    assert evaluate(OrderSpec(ram_bytes=10**12), qa)[-1].verdict == "fail"
+
+
+def _free_line(total_kib: int) -> str:
+    """The real 1 x H200 VM's `free -k` (derived from its real `free -b`) with Mem total set."""
+    real = (FIX / "derived/free-k__h200-vm__derived.txt").read_text()
+    return real.replace("131981020", str(total_kib), 1)
+
+
+def test_real_boxes_pass_their_nominal_ram() -> None:
+    """The real captures against their nominal RAM: 1 x H200 VM 125.9 GiB of 128 GiB; the
+    2 GiB Ubuntu VM 1.92 GiB (a small box: the fixed reserve weighs more)."""
+    assert (
+        evaluate(OrderSpec(ram_bytes=128 * 10**9), _free_facts("derived/free-k__h200-vm__derived.txt"))[
+            -1
+        ].verdict
+        == "pass"
+    )
+    assert (
+        evaluate(OrderSpec(ram_bytes=2 * 10**9), _free_facts("real/free__ubuntu-18.04-vm.txt"))[-1].verdict
+        == "pass"
+    )
+    assert (
+        evaluate(OrderSpec(ram_bytes=2 * 10**12), _free_facts("derived/free__gpu-server-2tib__derived.txt"))[
+            -1
+        ].verdict
+        == "fail"
+    )
 
 
 def test_data_disk_on_system_disk_fails_and_hyperthreads_warn() -> None:
@@ -163,3 +215,260 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
     assert (driver.verdict, driver.actual) == ("fail", "nvidia-smi did not answer within 60 s (stopped)")
     assert "Xid 79" in driver.detail
     assert checks["gpu_count"].verdict == "fail" and "did not answer" in checks["gpu_count"].actual
+
+
+# --- GPU model names (real names from the captures under tests/fixtures/real and shared/) ---
+REAL_NAMES = {
+    "a100_80": ("NVIDIA A100-SXM4-80GB", 81920),
+    "a100_40": ("NVIDIA A100-SXM4-40GB", 40960),
+    "h100": ("NVIDIA H100 80GB HBM3", 81559),
+    "h200": ("NVIDIA H200", 143771),
+    "rtx4090": ("NVIDIA GeForce RTX 4090", 24564),
+    "rtx6000ada_table": ("NVIDIA RTX 6000 Ada Gene...", 49140),
+    "rtx4000sff": ("NVIDIA RTX 4000 SFF Ada Generation", 20475),
+    "t4": ("Tesla T4", 15360),
+    "p100": ("Tesla P100-PCIE-16GB", 16280),
+    "l40s": ("NVIDIA L40S", 46068),
+    "a10": ("NVIDIA A10", 23028),
+    "rtx3090": ("NVIDIA GeForce RTX 3090", 24576),
+}
+
+
+def test_real_names_table_is_from_the_captures() -> None:
+    texts = "".join(
+        p.read_text(errors="replace") for p in (FIX / "real").iterdir() if p.name.startswith("nvidia-smi")
+    )
+    for name, _ in REAL_NAMES.values():
+        assert name in texts, name
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        # correct boxes named differently from the order (defect 3)
+        ("H100 80GB SXM", REAL_NAMES["h100"], True),
+        ("H100 SXM5 80GB", REAL_NAMES["h100"], True),
+        ("H200 SXM 141GB", REAL_NAMES["h200"], True),
+        ("H200 141GB", REAL_NAMES["h200"], True),
+        ("A100 80G SXM4", REAL_NAMES["a100_80"], True),
+        ("A100 SXM 80GB", REAL_NAMES["a100_80"], True),
+        ("RTX4090", REAL_NAMES["rtx4090"], True),
+        ("RTX 4090 24GB", REAL_NAMES["rtx4090"], True),
+        ("RTX 6000 Ada Generation", REAL_NAMES["rtx6000ada_table"], True),
+        ("RTX 6000 Ada 48GB", REAL_NAMES["rtx6000ada_table"], True),
+        ("RTX 4000 SFF Ada", REAL_NAMES["rtx4000sff"], True),
+        ("T4 16GB", REAL_NAMES["t4"], True),
+        ("P100 PCIe 16GB", REAL_NAMES["p100"], True),
+        ("L40S PCIe 48GB", REAL_NAMES["l40s"], True),
+        ("A10 24GB", REAL_NAMES["a10"], True),
+        # wrong boxes
+        ("H100 80GB PCIe", REAL_NAMES["h100"], False),
+        ("H200 NVL", REAL_NAMES["h200"], False),
+        ("A100 80G SXM4", REAL_NAMES["a100_40"], False),
+        ("A100 SXM5", REAL_NAMES["a100_80"], False),
+        ("RTX 4090 D", REAL_NAMES["rtx4090"], False),
+        ("RTX 3090 Ti", REAL_NAMES["rtx3090"], False),
+        ("RTX 6000 Ada 24GB", REAL_NAMES["rtx6000ada_table"], False),
+        ("Quadro RTX 6000", REAL_NAMES["rtx6000ada_table"], False),
+        ("RTX 4000 Ada", REAL_NAMES["rtx6000ada_table"], False),
+        ("P100 SXM2", REAL_NAMES["p100"], False),
+        ("A100 80GB", REAL_NAMES["h100"], False),
+    ],
+)
+def test_model_matching_real_names(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
+
+
+# Names of other products that carry the ordered model's words plus a word that makes them
+# another card (NVIDIA's product names as nvidia-smi prints them).
+@pytest.mark.parametrize(
+    ("ordered", "delivered"),
+    [
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 D"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 Laptop GPU"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 Lap..."),
+        ("RTX 4080", "NVIDIA GeForce RTX 4080 SUPER"),
+        ("RTX 3080", "NVIDIA GeForce RTX 3080 Ti"),
+        ("RTX 3080", "NVIDIA GeForce RTX 3080 Ti Laptop GPU"),
+        ("RTX 2080", "NVIDIA GeForce RTX 2080 with Max-Q Design"),
+        ("H100", "NVIDIA H100 NVL"),
+        ("H100", "NVIDIA H100 PCIe"),
+        ("H100 80GB", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+        ("H200", "NVIDIA H200 NVL"),
+        ("H200 SXM", "NVIDIA H200 NVL"),
+        ("RTX 6000", "Quadro RTX 6000"),
+        ("RTX 5000", "NVIDIA RTX 5000 Ada Generation Laptop GPU"),
+        ("GTX 1650", "NVIDIA GeForce GTX 1650 Mobile"),
+    ],
+)
+def test_another_products_extra_word_fails_unless_ordered(ordered: str, delivered: str) -> None:
+    assert not model_matches(ordered, delivered)
+    named = delivered.replace("NVIDIA ", "").replace("GeForce ", "").replace("...", "")
+    if "MIG" not in delivered and not delivered.endswith("..."):
+        assert model_matches(named, delivered)  # ordering exactly that card matches it
+
+
+def test_rule_gpu_model_uses_the_delivered_vram_for_a_size_in_the_order() -> None:
+    facts = facts_from(nvidia_smi="real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt")
+    ok = evaluate(OrderSpec(gpu_model="H100 80GB SXM"), facts)[-1]
+    assert (ok.verdict, ok.actual) == ("pass", "8 x NVIDIA H100 80GB HBM3")
+    h200 = facts_from(nvidia_smi="real/nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml")
+    assert evaluate(OrderSpec(gpu_model="H200 SXM 141GB"), h200)[-1].verdict == "pass"
+    assert evaluate(OrderSpec(gpu_model="H200 SXM 80GB"), h200)[-1].verdict == "fail"
+    table = facts_from(nvidia_smi="real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt")
+    if table.gpu is None or not table.gpu.gpus:  # pragma: no cover - the table parser is another's
+        pytest.skip("no GPUs parsed from the table capture")
+    assert evaluate(OrderSpec(gpu_model="RTX 6000 Ada Generation"), table)[-1].verdict == "pass"
+    assert evaluate(OrderSpec(gpu_model="Quadro RTX 6000"), table)[-1].verdict == "fail"
+
+
+# --- data disk: same physical disk through LVM, /dev/root, loop devices (defect 1) ---
+def _disk_facts(df: str, lsblk: str | None, loops: str = "") -> object:
+    raw = {
+        "df": ProbeOutput((FIX / df).read_text(), "", 0),
+        "lsblk": ProbeOutput((FIX / lsblk).read_text(), "", 0) if lsblk else ProbeOutput("", "", 127),
+        "loop_backing": ProbeOutput(loops, "", 0),
+    }
+    return parse_facts(raw)
+
+
+def _disk_check(facts: object, mount: str, min_size: int | None = None) -> object:
+    return evaluate(OrderSpec(data_disk=DataDiskSpec(mount, min_size)), facts)[-1]
+
+
+def test_lvm_data_volume_on_the_system_disk_fails() -> None:
+    facts = _disk_facts(
+        "edited/df-P-B1__h200-vm__lvm__edited.txt",
+        "edited/lsblk-J-b__h200-vm__lvm-root-and-data-on-vda__edited.json",
+    )
+    check = _disk_check(facts, "/data")
+    assert check.verdict == "fail" and check.actual.endswith("(same disk as / on vda)")
+    spans = _disk_facts(
+        "edited/df-P-B1__h200-vm__lvm__edited.txt",
+        "edited/lsblk-J-b__h200-vm__lvm-data-spans-vda-and-vdb__edited.json",
+    )
+    assert _disk_check(spans, "/data").verdict == "fail"  # one LV on two PVs, one of them vda
+    apart = _disk_facts(
+        "edited/df-P-B1__h200-vm__lvm__edited.txt", "edited/lsblk-J-b__h200-vm__lvm-data-on-vdb__edited.json"
+    )
+    assert _disk_check(apart, "/data").verdict == "pass"
+
+
+def test_lvm_without_lsblk_warns_instead_of_passing() -> None:
+    facts = _disk_facts("edited/df-P-B1__h200-vm__lvm__edited.txt", None)
+    check = _disk_check(facts, "/data")
+    assert check.verdict == "warn" and "could not tell" in check.detail
+
+
+def test_dev_root_is_resolved_through_lsblk() -> None:
+    facts = _disk_facts(
+        "edited/df-h__8gpu-server-mi300x__dev-root__edited.txt",
+        "edited/lsblk-J-b__gpu-node-8x-nvme__nvme0n1p2-at-root__edited.json",
+    )
+    same = _disk_check(facts, "/boot/efi")  # /dev/nvme0n1p1: the other partition of /'s disk
+    assert same.verdict == "fail" and "same disk as / on nvme0n1" in same.actual
+    assert _disk_check(facts, "/mnt/nvme0n1p1").verdict == "pass"  # /dev/nvme2n1p1
+    no_lsblk = _disk_facts("edited/df-h__8gpu-server-mi300x__dev-root__edited.txt", None)
+    assert _disk_check(no_lsblk, "/boot/efi").verdict == "warn"
+
+
+def test_loop_device_backed_by_a_file_on_root_fails() -> None:
+    df, lsblk = (
+        "edited/df-P-B1__h200-vm__loop0-at-data__edited.txt",
+        "edited/lsblk-J-b__h200-vm__loop0-at-data__edited.json",
+    )
+    on_root = _disk_facts(df, lsblk, "loop0\t/var/lib/data.img\n")
+    check = _disk_check(on_root, "/data")
+    assert check.verdict == "fail" and "same disk as / on vda" in check.actual
+    # a backing file on a mount this df does not show is on / as well (a file lives in its
+    # longest mounted prefix)
+    hidden = _disk_facts(df, lsblk, "loop0\t/usr/local/nvidia/data.img\n")
+    assert _disk_check(hidden, "/data").verdict == "fail"
+    unknown = _disk_facts(df, lsblk)  # no backing file known
+    assert _disk_check(unknown, "/data").verdict == "warn"
+
+
+def test_loop_backing_probe_reads_sysfs() -> None:
+    """The probe's own loop listing runs under sh on this machine (no loop device may be
+    attached here: then it prints nothing and exits 0)."""
+    import subprocess
+
+    from gpuonboard.facts.disks import parse_loop_backing
+    from gpuonboard.facts.gather import core_probes
+
+    probe = next(p for p in core_probes() if p.name == "loop_backing")
+    out = subprocess.run(["sh", "-c", probe.command], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    assert all(name.startswith("loop") for name in parse_loop_backing(out.stdout))
+
+
+# --- data disk: a path inside a mount still has its size checked (defect 4) ---
+def test_path_inside_a_mount_too_small_fails() -> None:
+    facts = facts_from(**GOOD)
+    small = _disk_check(facts, "/mnt/nvme0n1p1/train", 100 * 10**12)
+    assert small.verdict == "fail"
+    fits = _disk_check(facts, "/mnt/nvme0n1p1/train", 12 * 10**12)
+    assert fits.verdict == "warn" and "lies inside the mount /mnt/nvme0n1p1" in fits.detail
+
+
+# --- container-style limits (defect 5) ---
+def _cgroup_dirs() -> tuple[Path, Path] | None:
+    """A fresh child of this process's v1 memory and cpu cgroups, when this machine lets us."""
+    import os
+
+    own = {
+        c: p for _, c, p in (ln.split(":", 2) for ln in Path("/proc/self/cgroup").read_text().splitlines())
+    }
+    mem = (
+        Path("/sys/fs/cgroup/memory" + own.get("memory", "/nonexistent").strip()) / f"gpo-test-{os.getpid()}"
+    )
+    cpu_ctl = next((c for c in own if "cpu" in c.split(",")), None)
+    cpu = (
+        Path("/sys/fs/cgroup/cpu" + (own[cpu_ctl].strip() if cpu_ctl else "/nonexistent"))
+        / f"gpo-test-{os.getpid()}"
+    )
+    try:
+        mem.mkdir()
+        cpu.mkdir()
+    except OSError:
+        return None
+    return mem, cpu
+
+
+def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
+    """The real probe script under sh in a real cgroup (8 GiB, 2 CPUs of quota) pinned to one
+    CPU: the rules say only that much is usable, whatever lscpu and free show."""
+    import shlex
+    import shutil
+    import subprocess
+
+    from gpuonboard.facts.gather import core_probes
+    from gpuonboard.facts.probe import build_script, new_token, split_output
+
+    dirs = _cgroup_dirs()
+    if dirs is None or shutil.which("taskset") is None:
+        pytest.skip("cannot create cgroups (v1 memory + cpu) or pin CPUs on this machine")
+    mem, cpu = dirs
+    try:
+        (mem / "memory.limit_in_bytes").write_text(str(8 << 30))
+        (cpu / "cpu.cfs_quota_us").write_text("200000")
+        probes = [p for p in core_probes() if p.name in ("nproc", "cgroup_limits")]
+        token = new_token()
+        inner = shlex.quote(build_script(probes, token))
+        script = (
+            f"echo $$ > {mem}/cgroup.procs && echo $$ > {cpu}/cgroup.procs && exec taskset -c 0 sh -c {inner}"
+        )
+        out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+    finally:
+        mem.rmdir()
+        cpu.rmdir()
+    raw = split_output(out.stdout, out.stderr, token, [p.name for p in probes])
+    real = {k: ProbeOutput((FIX / v).read_text(), "", 0) for k, v in GOOD.items() if k in ("lscpu", "free")}
+    facts = parse_facts({**raw, **real})
+    assert facts.nproc == 1 and facts.memory_limit_bytes == 8 << 30 and facts.cgroup_cpus == 2.0
+    checks = {c.name: c for c in evaluate(OrderSpec(cpu_cores=8, ram_bytes=64 * 10**9), facts)}
+    assert checks["cpu_cores"].verdict == "fail"
+    assert checks["cpu_cores"].detail.startswith("only 1 CPU usable (affinity/cgroup) of 64")
+    assert checks["ram"].verdict == "fail" and "8.0 GiB usable (cgroup memory limit)" in checks["ram"].actual
+    assert evaluate(OrderSpec(cpu_cores=1, ram_bytes=8 * 10**9), facts)[-1].verdict == "pass"

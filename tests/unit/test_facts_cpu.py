@@ -80,3 +80,16 @@ def test_garbage_warns_without_crash(text: str) -> None:
     info = parse_lscpu(text)
     assert info.logical_cpus is None and info.physical_cores is None
     assert info.warnings
+
+
+def test_cgroup_cpu_quota() -> None:
+    """v2 cpu.max and v1 quota/period as the probe prints them (FILE<TAB>VALUE); the values
+    are what the kernel writes there (v1 here: this machine's own cpu controller files)."""
+    from gpuonboard.facts.cpu import parse_cgroup_cpu_limit
+
+    assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
+    assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\t800000 100000\n") == 8.0
+    v1 = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us\t-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us\t100000\n"
+    assert parse_cgroup_cpu_limit(v1) is None
+    child = "/sys/fs/cgroup/cpu/a/cpu.cfs_quota_us\t150000\n/sys/fs/cgroup/cpu/a/cpu.cfs_period_us\t100000\n"
+    assert parse_cgroup_cpu_limit(child + v1) == 1.5

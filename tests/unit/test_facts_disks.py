@@ -201,3 +201,36 @@ def test_same_device() -> None:
 )  # fmt: skip
 def test_parse_size(text: str, expected: int | None) -> None:
     assert parse_size(text) == expected
+
+
+def test_physical_disks_through_the_lsblk_tree() -> None:
+    from gpuonboard.facts.disks import BlockDevice, parse_lsblk_json, physical_disks, shares_disk
+
+    edited = FIXTURES / "edited"
+
+    def lsblk(name: str) -> tuple[BlockDevice, ...]:
+        return parse_lsblk_json((edited / f"lsblk-J-b__h200-vm__{name}__edited.json").read_text())
+
+    mounts = parse_df((edited / "df-P-B1__h200-vm__lvm__edited.txt").read_text())
+    root, data = mount_for(mounts, "/"), mount_for(mounts, "/data")
+    assert root is not None and data is not None
+    on_vda = parse_lsblk_json(
+        (edited / "lsblk-J-b__h200-vm__lvm-root-and-data-on-vda__edited.json").read_text()
+    )
+    assert physical_disks(root, on_vda) == physical_disks(data, on_vda) == frozenset({"vda"})
+    assert shares_disk(root, data, on_vda) is True
+    spans = parse_lsblk_json(
+        (edited / "lsblk-J-b__h200-vm__lvm-data-spans-vda-and-vdb__edited.json").read_text()
+    )
+    assert physical_disks(data, spans) == frozenset({"vda", "vdb"})
+    apart = lsblk("lvm-data-on-vdb")
+    assert shares_disk(root, data, apart) is False
+    assert shares_disk(root, data, ()) is None  # /dev/mapper names say nothing without lsblk
+    # real captures: partitions by name, with and without lsblk (-p names in the gpud capture)
+    mi300x = parse_df((REAL / "df-h__8gpu-server-mi300x.txt").read_text())
+    r, d = mount_for(mi300x, "/"), mount_for(mi300x, "/mnt/nvme0n1p1")
+    assert r is not None and d is not None
+    gpud = parse_lsblk_json((REAL / "lsblk-J-b__gpu-node-8x-nvme.json").read_text())
+    assert shares_disk(r, d, gpud) is False and shares_disk(r, d, ()) is False
+    efi = mount_for(mi300x, "/boot/efi")
+    assert efi is not None and shares_disk(r, efi, ()) is True

@@ -93,3 +93,80 @@ def test_garbage_warns_without_crash(text: str) -> None:
     for info in (parse_free(text), parse_meminfo(text)):
         assert info.total_bytes is None
         assert info.warnings
+
+
+# --- saved `free` outputs: which unit (defect 7) ---
+def _scaled(rel: str, factor: float) -> str:
+    """A real `free` capture with every number times `factor` (same layout)."""
+    import re
+
+    text = (FIXTURES / rel).read_text()
+    return re.sub(r"(?<=\s)\d+(?=\s|$)", lambda m: str(int(int(m.group()) * factor)), text)
+
+
+def test_free_b_of_a_small_box_is_read_as_bytes() -> None:
+    """The real 126 GiB `free -b`, and the same box at 1/4 (31 GiB: 31 TiB were it KiB),
+    unnamed: every number is a multiple of 1024, so bytes."""
+    from gpuonboard.facts.memory import free_as_kib, free_unit
+
+    real = (FIXTURES / "real/free-b__h200-vm.txt").read_text()
+    assert free_unit("out.txt", real) == 1
+    small = _scaled("real/free-b__h200-vm.txt", 1 / 4)
+    assert free_unit("free.txt", small) == 1
+    assert parse_free(free_as_kib("free.txt", small)).total_bytes == 135148564480 // 4
+
+
+def test_free_k_m_h_are_told_apart() -> None:
+    from gpuonboard.facts.memory import free_as_kib, free_unit
+
+    kib = (FIXTURES / "derived/free-k__h200-vm__derived.txt").read_text()
+    assert free_unit("mem.txt", kib) == 1024  # 125.9 GiB; as MiB 125.9 TiB: no such box
+    assert parse_free(free_as_kib("mem.txt", kib)).total_bytes == 135148564480
+    mib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024)  # free -m of the same box
+    assert free_unit("mem.txt", mib) == 1024 * 1024  # 128880: as KiB 126 MiB, no GPU box
+    assert abs(parse_free(free_as_kib("mem.txt", mib)).total_bytes - 135148564480) < 2**20
+    assert free_unit("free -m.txt", mib) == 1024 * 1024 and free_unit("free-k.txt", kib) == 1024
+    import shutil
+    import subprocess
+
+    if shutil.which("free"):  # this machine's own `free -h` (procps): sizes with units
+        human = subprocess.run(["free", "-h"], capture_output=True, text=True, check=True).stdout
+        assert free_unit("mem.txt", human) == 0 and free_as_kib("mem.txt", human) == human
+        assert parse_free(human).total_bytes
+    assert free_unit("mem.txt", human) == 0 and free_as_kib("mem.txt", human) == human
+
+
+def test_free_that_could_be_kib_or_mib_is_refused() -> None:
+    """The real 2 GiB VM's `free` in an unnamed file: 1.9 GiB in KiB or 1.9 TiB in MiB."""
+    from gpuonboard.errors import UsageError
+    from gpuonboard.facts.memory import FreeFormatError, free_unit, is_bytes_output
+
+    text = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    with pytest.raises(FreeFormatError) as err:
+        free_unit("mem.txt", text)
+    assert isinstance(err.value, UsageError)
+    message = str(err.value)
+    assert message.startswith("mem.txt: cannot tell the unit") and message.count(". ") == 0
+    assert free_unit("free.txt", text) == 1024  # named for plain `free`: its default, KiB
+    mib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024)
+    with pytest.raises(FreeFormatError):
+        is_bytes_output("mem.txt", mib)  # the old reader would take MiB as KiB
+
+
+def test_cgroup_memory_limit_from_this_machines_probe() -> None:
+    """The real probe on this machine: a number or unlimited (None), never an error."""
+    import subprocess
+
+    from gpuonboard.facts.gather import core_probes
+    from gpuonboard.facts.memory import parse_cgroup_memory_limit
+
+    probe = next(p for p in core_probes() if p.name == "cgroup_limits")
+    out = subprocess.run(["sh", "-c", probe.command], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    limit = parse_cgroup_memory_limit(out.stdout)
+    assert limit is None or limit > 0
+    assert parse_cgroup_memory_limit("/sys/fs/cgroup/memory.max\tmax\n") is None
+    assert (
+        parse_cgroup_memory_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes\t9223372036854771712\n")
+        is None
+    )

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CpuInfo", "parse_lscpu"]
+__all__ = ["CpuInfo", "parse_cgroup_cpu_limit", "parse_lscpu"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,25 @@ def parse_lscpu(text: str) -> CpuInfo:
         physical_cores=sockets * cores if sockets is not None and cores is not None else None,
         warnings=tuple(warnings),
     )
+
+
+def parse_cgroup_cpu_limit(text: str) -> float | None:
+    """CPUs the cgroup quota allows (quota / period), the smallest among the probe's
+    `FILE<TAB>VALUE` lines (v2 `cpu.max` "QUOTA PERIOD" or "max PERIOD"; v1
+    `cpu.cfs_quota_us` -1 for none, with `cpu.cfs_period_us` in the same folder); None: no quota."""
+    limits: list[float] = []
+    v1: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        path, _, value = line.partition("\t")
+        folder, _, file = path.rpartition("/")
+        parts = value.split()
+        if file == "cpu.max" and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            if int(parts[1]) > 0:
+                limits.append(int(parts[0]) / int(parts[1]))
+        elif file in ("cpu.cfs_quota_us", "cpu.cfs_period_us") and re.fullmatch(r"-?\d+", value.strip()):
+            v1.setdefault(folder.rstrip("/"), {})[file] = int(value.strip())
+    for values in v1.values():
+        quota, period = values.get("cpu.cfs_quota_us", -1), values.get("cpu.cfs_period_us", 0)
+        if quota > 0 and period > 0:
+            limits.append(quota / period)
+    return min(limits) if limits else None

@@ -13,9 +13,12 @@ __all__ = [
     "Mount",
     "mount_for",
     "parse_df",
+    "parse_loop_backing",
     "parse_lsblk_json",
     "parse_size",
+    "physical_disks",
     "same_device",
+    "shares_disk",
 ]
 
 
@@ -216,3 +219,95 @@ def same_device(a: Mount, b: Mount) -> bool:
     /dev/mapper/*, tmpfs, overlay and other non-partition sources compare by device string.
     """
     return _disk_of(a.device) == _disk_of(b.device)
+
+
+# Whole kernel disks whose partitions the kernel names predictably (nvme0n1p2, sda1, vdb3).
+_WHOLE_DISK = re.compile(r"^/dev/(?:nvme\d+n\d+|mmcblk\d+|[shv]d[a-z]+|xvd[a-z]+)$")
+
+
+def _short(device: str) -> str:
+    """lsblk's NAME for a df device: '/dev/mapper/vg0-data' -> 'vg0-data', '/dev/sda1' -> 'sda1'."""
+    for prefix in ("/dev/mapper/", "/dev/"):
+        if device.startswith(prefix):
+            return device[len(prefix) :]
+    return device
+
+
+def parse_loop_backing(text: str) -> dict[str, str]:
+    """`loopN<TAB>backing file` lines (the probe reads /sys/block/loopN/loop/backing_file)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        name, tab, path = line.partition("\t")
+        if tab and name.strip() and path.strip():
+            out[_short(name.strip())] = path.strip().removesuffix(" (deleted)")
+    return out
+
+
+def physical_disks(
+    mount: Mount,
+    devices: Sequence[BlockDevice],
+    mounts: Sequence[Mount] = (),
+    loop_backing: Mapping[str, str] | None = None,
+    _depth: int = 0,
+) -> frozenset[str] | None:
+    """The whole physical disk(s) a mount lives on, or None when that cannot be told.
+
+    Through the lsblk tree: partition -> disk, LVM / dm-crypt / md RAID -> every device below
+    it (an LV on two PVs lives on both disks), loop -> the mount holding its backing file ->
+    that mount's disks. The lsblk entry is found by df's device name, else by mountpoint (df
+    says `/dev/root` for / on many images). Without lsblk only kernel partition names
+    (`/dev/nvme0n1p2`, `/dev/sda1`) are resolved, by name.
+    """
+    by_name: dict[str, list[BlockDevice]] = {}
+    for dev in devices:
+        by_name.setdefault(_short(dev.name), []).append(dev)
+    entries = by_name.get(_short(mount.device))
+    if not entries:
+        point = mount.mountpoint
+        entries = [d for d in devices if point in d.mountpoints]
+    if not entries:
+        disk = _disk_of(mount.device)
+        return frozenset({_short(disk)}) if _WHOLE_DISK.match(disk) else None
+    found: set[str] = set()
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        dev = todo.pop()
+        key = f"{_short(dev.name)}<{dev.parent}"
+        if key in seen:
+            continue
+        seen.add(key)
+        if dev.parent is not None:
+            # every occurrence of the parent: a RAID or LV member appears once per leg
+            todo += by_name.get(_short(dev.parent), [])
+        elif dev.type == "loop":
+            backing = (loop_backing or {}).get(_short(dev.name))
+            host = mount_for(mounts, backing) if backing else None
+            if host is None or _depth >= 4 or _short(host.device) == _short(dev.name):
+                return None
+            below = physical_disks(host, devices, mounts, loop_backing, _depth + 1)
+            if below is None:
+                return None
+            found |= below
+        elif dev.type in (None, "disk"):
+            found.add(_short(dev.name))
+        else:
+            return None  # a device lsblk shows with no parent that is not a disk (rom, ...)
+    return frozenset(found) or None
+
+
+def shares_disk(
+    a: Mount,
+    b: Mount,
+    devices: Sequence[BlockDevice],
+    mounts: Sequence[Mount] = (),
+    loop_backing: Mapping[str, str] | None = None,
+) -> bool | None:
+    """Whether two mounts share a physical disk: True, False, or None when it cannot be told."""
+    if a.device == b.device:
+        return True  # a bind mount or another subvolume of the same filesystem
+    disks_a = physical_disks(a, devices, mounts, loop_backing)
+    disks_b = physical_disks(b, devices, mounts, loop_backing)
+    if disks_a is None or disks_b is None:
+        return None
+    return bool(disks_a & disks_b)

@@ -29,6 +29,8 @@ CORE_NAMES = (
     "kernel",
     "nproc",
     "container_runtime",
+    "cgroup_limits",
+    "loop_backing",
 )
 
 
@@ -47,6 +49,37 @@ def _nvidia_smi_prelude(seconds: int) -> str:
         f"c=$?; [ $c -eq 124 ] || [ $c -eq 137 ] && exit {TIMED_OUT}; return $c; }}; "
         'else n() { nvidia-smi "$@"; }; fi; '
     )
+
+
+def _cgroup_limits_command() -> str:
+    """Shell: the memory and CPU limits of the probe's own cgroup and every cgroup above it,
+    as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max; v1 memory.limit_in_bytes and
+    cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file)."""
+
+    def walk(root: str, files: tuple[str, ...]) -> str:
+        reads = " ".join(
+            f'[ -r "$d/{f}" ] && read -r v <"$d/{f}" && printf \'%s\\t%s\\n\' "$d/{f}" "$v";' for f in files
+        )
+        return (
+            f"r={shell.quote(root)}; d=$r$p; while :; do {reads} "
+            '[ "$d" = "$r" ] || [ -z "$d" ] && break; d=${d%/*}; [ "${#d}" -ge "${#r}" ] || d=$r; done'
+        )
+
+    return (
+        "[ -r /proc/self/cgroup ] || exit 127; "
+        'while IFS=: read -r _ c p; do case ",$c," in '
+        f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max'))};; "
+        f"*,memory,*) {walk('/sys/fs/cgroup/memory', ('memory.limit_in_bytes',))};; "
+        f"*,cpu,*) {walk('/sys/fs/cgroup/cpu', ('cpu.cfs_quota_us', 'cpu.cfs_period_us'))};; "
+        "esac; done </proc/self/cgroup; exit 0"
+    )
+
+
+# loopN<TAB>backing file, for every attached loop device (a data "disk" that is a file on /)
+_LOOP_BACKING = (
+    'for f in /sys/block/loop*/loop/backing_file; do [ -r "$f" ] || continue; '
+    'read -r b <"$f" && n=${f#/sys/block/} && printf \'%s\\t%s\\n\' "${n%%/*}" "$b"; done; exit 0'
+)
 
 
 @functools.cache
@@ -79,6 +112,8 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
             "container_runtime",
             "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
         ),
+        Probe("cgroup_limits", _cgroup_limits_command()),
+        Probe("loop_backing", _LOOP_BACKING),
     )
     assert tuple(p.name for p in probes) == CORE_NAMES
     return probes
@@ -107,6 +142,10 @@ class Facts:
     nproc: int | None
     container_runtime: str | None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # limits of the login's cgroup (a container rental): None when unlimited or unknown
+    memory_limit_bytes: int | None = None
+    cgroup_cpus: float | None = None
+    loop_backing: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def nvidia_smi_present(self) -> bool:
@@ -194,6 +233,17 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         mounts = disks.parse_df(df_text) if df_text else ()
         block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
     nproc_text = (_ok(raw, "nproc") or "").strip()
+    memory_limit = cgroup_cpus = None
+    if limits_text := _ok(raw, "cgroup_limits"):
+        from . import cpu, memory
+
+        memory_limit = memory.parse_cgroup_memory_limit(limits_text)
+        cgroup_cpus = cpu.parse_cgroup_cpu_limit(limits_text)
+    loops: dict[str, str] = {}
+    if loop_text := _ok(raw, "loop_backing"):
+        from . import disks
+
+        loops = disks.parse_loop_backing(loop_text)
     return Facts(
         raw=raw,
         gpu=gpu,
@@ -207,6 +257,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         nproc=int(nproc_text) if nproc_text.isdigit() else None,
         container_runtime=_first_line(_ok(raw, "container_runtime")),
         warnings=tuple(warnings),
+        memory_limit_bytes=memory_limit,
+        cgroup_cpus=cgroup_cpus,
+        loop_backing=loops,
     )
 
 

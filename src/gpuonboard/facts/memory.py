@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MemoryInfo", "parse_free", "parse_meminfo"]
+from ..errors import UsageError
+
+__all__ = [
+    "FreeFormatError",
+    "MemoryInfo",
+    "free_as_kib",
+    "free_unit",
+    "parse_cgroup_memory_limit",
+    "parse_free",
+    "parse_meminfo",
+]
 
 
 @dataclass(frozen=True)
@@ -64,23 +74,114 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     return MemoryInfo(total, available, swap, tuple(warnings))
 
 
-# No server this tool meets has 64 TiB of RAM: a `free` total that would be more in KiB was `free -b`.
-_KIB_IMPLAUSIBLE = 64 << 40
-_BYTES_NAME = re.compile(r"free[-_ ]*-?b(?![a-z0-9])", re.I)
+class FreeFormatError(UsageError):
+    """A saved `free` output whose unit cannot be told (bytes, KiB or MiB)."""
+
+
+# Plausible RAM of a host this tool judges: 256 MiB .. 16 TiB. A saved `free` total read in
+# each unit (bytes, KiB, MiB) is kept as a candidate only when it lands in this range.
+_RAM_MIN = 256 << 20
+_RAM_MAX = 16 << 40
+_KIB, _MIB = 1024, 1024 * 1024
+_UNIT_NAMES = {1: "bytes (free -b)", _KIB: "KiB (free -k)", _MIB: "MiB (free -m)"}
+# the flag named in a file name: free-b.txt, free -m.txt, free_--kibi.txt, ...
+_NAMED_FLAG = re.compile(
+    r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|h|human)(?![a-z0-9])", re.IGNORECASE
+)
+_FLAG_UNITS = {"b": 1, "bytes": 1, "k": _KIB, "kibi": _KIB, "kilo": _KIB, "m": _MIB, "mebi": _MIB,
+               "mega": _MIB, "h": 0, "human": 0}  # fmt: skip
+# a name for plain `free` (no flag): free.txt, free__host.txt -> the command's default, KiB
+_PLAIN_NAME = re.compile(r"^free(?![a-z0-9])", re.IGNORECASE)
+
+
+def _numbers(text: str) -> list[int]:
+    """Every number in the Mem/Swap rows of a `free` output."""
+    values: list[int] = []
+    for line in text.splitlines():
+        label, colon, rest = line.partition(":")
+        if colon and label.strip() in ("Mem", "Swap", "Low", "High", "Total"):
+            values += [int(cell) for cell in rest.split() if cell.isdigit()]
+    return values
+
+
+def free_unit(name: str, text: str) -> int:
+    """Bytes per number of a saved `free` output: 1 (`-b`), 1024 (`-k`, plain `free`), 1048576
+    (`-m`), or 0 for `-h` (sizes carry their units). Raises FreeFormatError when it cannot tell.
+
+    A flag in the file name wins (`free-b.txt`, `free -m.txt`). Otherwise from the content:
+    units in the cells mean `-h`; bytes come from /proc/meminfo's KiB, so in `free -b` every
+    number is a multiple of 1024 (three or more non-zero ones make a KiB output doing so by
+    chance about one in a billion); the Mem total must then be plausible RAM (256 MiB..16 TiB)
+    in exactly one of bytes, KiB and MiB, or, for a file named for plain `free`, in KiB.
+    """
+    flag = _NAMED_FLAG.search(name)
+    if flag:
+        return _FLAG_UNITS[flag.group(1).lower()]
+    mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
+    if len(mem) > 1 and not mem[1].isdigit() and _HUMAN.match(mem[1]):
+        return 0  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)
+    total = parse_free(text, 1).total_bytes
+    if total is None:
+        raise FreeFormatError(f"{name}: no Mem total found in this free output.")
+    numbers = [n for n in _numbers(text) if n]
+    multiples = all(n % 1024 == 0 for n in numbers)
+    candidates = [u for u in (1, _KIB, _MIB) if _RAM_MIN <= total * u <= _RAM_MAX]
+    if not multiples:
+        candidates = [u for u in candidates if u != 1]
+    elif len(numbers) >= 3 and 1 in candidates:
+        return 1
+    if len(candidates) == 1:
+        return candidates[0]
+    if _KIB in candidates and _PLAIN_NAME.match(name):
+        return _KIB
+    readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
+    raise FreeFormatError(
+        f"{name}: cannot tell the unit of this free output (Mem total {total} reads as {readings});"
+        " save it as free-b.txt, free-k.txt or free-m.txt after the flag it was run with."
+    )
+
+
+def free_as_kib(name: str, text: str) -> str:
+    """A saved `free` output as the parsers read it (`free -k`, or `-h` as it is)."""
+    unit = free_unit(name, text)
+    if unit in (0, _KIB):
+        return text
+    return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) * unit // _KIB), text)
 
 
 def is_bytes_output(name: str, text: str) -> bool:
-    """Whether a saved `free` output holds bytes (`free -b`): named so (`free-b.txt`,
-    `free -b.txt`), or its total read as KiB would be over 64 TiB."""
-    if _BYTES_NAME.search(name):
-        return True
-    total = parse_free(text).total_bytes
-    return total is not None and total > _KIB_IMPLAUSIBLE
+    """Whether a saved `free` output holds bytes (`free -b`); see `free_unit`. A `free -m`
+    output, or one whose unit cannot be told, raises FreeFormatError (a one-sentence refusal)
+    rather than be misread as KiB; `free_as_kib` converts `-m` as well."""
+    unit = free_unit(name, text)
+    if unit == _MIB:
+        raise FreeFormatError(
+            f"{name}: this free output is in MiB (free -m), which this reader cannot take;"
+            " save free -k or free -b instead."
+        )
+    return unit == 1
 
 
 def bytes_to_kib(text: str) -> str:
     """`free -b` output as `free -k` prints it (each number divided by 1024)."""
     return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // 1024), text)
+
+
+# cgroup v1 writes "no limit" as the largest page-aligned 63-bit number (9223372036854771712)
+_NO_LIMIT = 1 << 62
+
+
+def parse_cgroup_memory_limit(text: str) -> int | None:
+    """The smallest memory limit among the probe's `FILE<TAB>VALUE` lines (v2 memory.max,
+    v1 memory.limit_in_bytes) in bytes; None when every one is unlimited or there is none."""
+    limits = []
+    for line in text.splitlines():
+        path, _, value = line.partition("\t")
+        if path.endswith(("/memory.max", "/memory.limit_in_bytes")) and value.strip().isdigit():
+            limit = int(value.strip())
+            if limit < _NO_LIMIT:
+                limits.append(limit)
+    return min(limits) if limits else None
 
 
 _MEMINFO = re.compile(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
