@@ -52,7 +52,9 @@ def test_pending_row_remap_fails(project: Project, pool: TestHostPool) -> None:
     code, rules = check(project, pool, "remap", order={"gpu_model": "A10", "gpu_count": 1})
     assert code == 1
     assert rules["memory_repair"]["verdict"] == "fail"
-    assert rules["memory_repair"]["actual"] == "GPU 0: row remap pending"
+    assert rules["memory_repair"]["actual"] == (
+        "GPU 0: row remap pending; GPU 0: 4 row(s) remapped after uncorrectable errors"
+    )
 
 
 def test_old_driver_on_consumer_card_cannot_run_2408(project: Project, pool: TestHostPool) -> None:

@@ -801,3 +801,57 @@ def test_other_parsers_on_wrong_format_never_raise(name: str) -> None:
     for parser in (parse_xml, parse_table, parse_text_q):
         assert isinstance(parser(text), GpuReport)
     assert isinstance(parse_query_csv(text, QUERY_FIELDS), GpuReport)
+
+
+def _repair_state(gpu: GpuInfo) -> tuple[object, ...]:
+    return (
+        gpu.unrepairable_memory,
+        gpu.channel_repair_pending,
+        gpu.tpc_repair_pending,
+        gpu.sram_threshold_exceeded,
+        (gpu.remap_banks_max, gpu.remap_banks_high, gpu.remap_banks_partial),
+        (gpu.remap_banks_low, gpu.remap_banks_none),
+        (gpu.mig_mode, gpu.mig_mode_pending),
+    )
+
+
+def test_driver_580_memory_repair_fields_xml_and_text_agree() -> None:
+    # the same H200 in the same second: "No" everywhere, 3072 banks with every spare row left
+    expected = (False, False, False, False, (3072, 0, 0), (0, 0), ("Disabled", "Disabled"))
+    assert _repair_state(parse_xml(read(FIXTURES / H200_XML)).gpus[0]) == expected
+    assert _repair_state(parse_text_q(read(FIXTURES / H200_TEXT)).gpus[0]) == expected
+
+
+def test_memory_repair_fields_na_or_absent_stay_unknown() -> None:
+    # DTD v13 RTX 4000 Ada: unrepairable memory and SRAM threshold N/A, repairs "No"
+    ada = parse_xml(read(REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml"))
+    assert _repair_state(ada.gpus[0]) == (None, False, False, None, (96, 0, 0), (0, 0), (None, None))
+    # driver 535 (DTD v12): no repair flags at all; MIG pending as reported
+    a100 = parse_xml(read(REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml")).gpus[0]
+    assert (a100.unrepairable_memory, a100.channel_repair_pending, a100.tpc_repair_pending) == (None,) * 3
+    assert (a100.mig_mode, a100.mig_mode_pending) == ("Enabled", "Enabled")
+    # driver 515 T4: page retirement, no row remapper, no histogram
+    t4 = parse_xml(read(REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml")).gpus[0]
+    assert _repair_state(t4) == (None, None, None, None, (None,) * 3, (None,) * 2, (None, None))
+
+
+def test_memory_repair_yes_values_parse_true() -> None:
+    # the real H200 capture with each repair flag flipped to "Yes" (one field each, by replace)
+    text = read(FIXTURES / H200_XML)
+    for tag in (
+        "unrepairable_memory",
+        "channel_repair_pending",
+        "tpc_repair_pending",
+        "sram_threshold_exceeded",
+    ):
+        assert text.count(f"<{tag}>No<") == 1
+        text = text.replace(f"<{tag}>No<", f"<{tag}>Yes<")
+    text = text.replace("<row_remapper_histogram_none>0 bank(s)<", "<row_remapper_histogram_none>1 bank(s)<")
+    gpu = parse_xml(text).gpus[0]
+    assert _repair_state(gpu)[:4] == (True, True, True, True)
+    assert gpu.remap_banks_none == 1
+
+
+def test_csv_mig_pending() -> None:
+    gpu = parse_query_csv("index, mig.mode.current, mig.mode.pending\n0, Disabled, Enabled\n", ()).gpus[0]
+    assert (gpu.mig_mode, gpu.mig_mode_pending) == ("Disabled", "Enabled")

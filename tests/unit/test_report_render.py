@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,7 +147,91 @@ def test_markdown_cell_escapes_pipes_and_html(tmp_path: Path) -> None:
     _run(tmp_path, [_host("gpu-1", "fail", HOSTILE)])
     out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", REPO)
     md = out.read_text(encoding="utf-8")
-    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt; \\| x" in md
+    # Markdown escapes with backslashes: `\<` is a literal `<` to every CommonMark renderer
+    assert "| \\<script>alert(1)\\</script> \\| x |" in md
+    assert not re.search(r"(?<!\\)<script", md)
+
+
+def test_markdown_is_not_html_escaped(tmp_path: Path) -> None:
+    h = _host("gpu-1", "pass", "8")
+    h["rules"][1]["actual"] = "1.0 TB & more, see *docs* [x](y) <b>"
+    h["host_key_fingerprint"] = "SHA256:a|b`c"
+    _run(tmp_path, [h])
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", REPO)
+    md = out.read_text(encoding="utf-8")
+    assert "&gt;" not in md and "&lt;" not in md and "&amp;" not in md
+    assert "| ram | >= 1.0 TB | 1.0 TB & more, see \\*docs\\* \\[x\\](y) \\<b> | **PASS** |" in md
+    assert "| host-key fingerprint | ``SHA256:a\\|b`c`` |" in md  # code span: only | escaped
+    # html keeps HTML escaping
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "html", REPO)
+    assert "&gt;= 1.0 TB" in out.read_text(encoding="utf-8")
+
+
+def test_md_cell_and_code() -> None:
+    assert render.md_cell("a_b _c d_ 2 * 3 &amp; & \\ x\ny") == "a_b \\_c d\\_ 2 \\* 3 \\&amp; & \\\\ x<br>y"
+    assert render.md_code("`x`") == "`` `x` ``" and render.md_code("p|q") == "`p\\|q`"
+
+
+def _warn_host(name: str) -> dict[str, Any]:
+    h = _host(name, "pass", "8")
+    h["rules"] += [
+        {
+            "name": "persistence_mode",
+            "expected": "Enabled",
+            "actual": "Disabled on GPU 0",
+            "verdict": "warn",
+            "detail": "enable it",
+        },
+        {
+            "name": "pcie_link",
+            "expected": "max",
+            "actual": "GPU 0 Gen1 of Gen4",
+            "verdict": "warn",
+            "detail": "",
+        },
+    ]
+    return h
+
+
+def test_go_with_warnings_names_them_in_every_format(tmp_path: Path) -> None:
+    _run(tmp_path, [_warn_host("gpu-1")])
+    run = "20261129-000000-aaaa"
+    out, _, go = render.report(tmp_path / "reports", run, "md", REPO)
+    md = out.read_text(encoding="utf-8")
+    assert go
+    assert md.startswith("# GPU server acceptance report: GO with 2 warnings: persistence_mode, pcie_link\n")
+    assert "every acceptance rule passed" not in md.lower()
+    assert "but 2 check(s) warned" in md and "persistence_mode (Disabled on GPU 0)" in md
+    assert "## gpu-1: GO with 2 warnings: persistence_mode, pcie_link" in md
+    out, _, _ = render.report(tmp_path / "reports", run, "html", REPO)
+    html = out.read_text(encoding="utf-8")
+    assert '<span class="verdict go" id="verdict">GO</span>' in html
+    assert '<strong class="warned" id="warned"> with 2 warnings: persistence_mode, pcie_link</strong>' in html
+    assert "every acceptance rule passed" not in html.lower()
+    out, _, _ = render.report(tmp_path / "reports", run, "json", REPO)
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "GO"  # the machine token stays
+    assert doc["headline"] == "GO with 2 warnings: persistence_mode, pcie_link"
+    assert [w["name"] for w in doc["warned_checks"]] == ["persistence_mode", "pcie_link"]
+    assert "every acceptance rule passed" not in doc["explain"].lower()
+    # Chinese
+    out, _, _ = render.report(tmp_path / "reports", run, "md", REPO, lang="zh")
+    assert "验收通过（GO），2 项警告：persistence_mode, pcie_link" in out.read_text(encoding="utf-8")
+
+
+def test_go_warnings_of_several_hosts_and_plain_go(tmp_path: Path) -> None:
+    _run(tmp_path, [_warn_host("gpu-1"), _host("gpu-2", "pass", "8")])
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000000-aaaa", "json", REPO)
+    doc = json.loads(out.read_text())
+    assert doc["headline"] == "GO with 2 warnings: gpu-1: persistence_mode, gpu-1: pcie_link"
+    assert [h["headline_suffix"] for h in doc["hosts"]] == [
+        " with 2 warnings: persistence_mode, pcie_link",
+        "",
+    ]
+    _run(tmp_path, [_host("gpu-3", "pass", "8")], "20261129-000001-bbbb")
+    out, _, _ = render.report(tmp_path / "reports", "20261129-000001-bbbb", "json", REPO)
+    doc = json.loads(out.read_text())
+    assert doc["headline"] == "GO" and doc["explain"].startswith("Every host reached, every acceptance rule")
 
 
 def test_benchmark_chart_only_when_present(tmp_path: Path) -> None:

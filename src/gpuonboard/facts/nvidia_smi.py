@@ -58,6 +58,7 @@ class GpuInfo:
     pcie_width_max: int | None = None
     temperature_c: int | None = None
     mig_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
+    mig_mode_pending: str | None = None  # the mode after the next GPU reset / reboot
     vbios: str | None = None
     product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
     product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"
@@ -75,6 +76,20 @@ class GpuInfo:
     remapped_rows_uncorrectable: int | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
+    # Row-remapper bank histogram: how many memory banks have max / high / partial / low /
+    # none of their spare rows left ("none": no spare row, the next error there cannot be
+    # remapped). None when not reported.
+    remap_banks_max: int | None = None
+    remap_banks_high: int | None = None
+    remap_banks_partial: int | None = None
+    remap_banks_low: int | None = None
+    remap_banks_none: int | None = None
+    # Memory repair state of newer drivers (DTD v13: the 580 and 595 captures); None when the
+    # driver does not report it or says N/A.
+    sram_threshold_exceeded: bool | None = None  # aggregate SRAM errors past the field-diag threshold
+    channel_repair_pending: bool | None = None  # a memory channel repair waits for a reset
+    tpc_repair_pending: bool | None = None  # a TPC (compute cluster) repair waits for a reset
+    unrepairable_memory: bool | None = None  # memory damage that no repair can fix
     power_draw_w: float | None = None
     power_limit_w: float | None = None  # the limit in force (enforced / current power limit)
     default_power_limit_w: float | None = None
@@ -481,6 +496,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
         temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
         mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
+        mig_mode_pending=_on_off(_xml_text(gpu, "mig_mode/pending_mig")),
         vbios=_xml_text(gpu, "vbios_version"),
         product_brand=_xml_text(gpu, "product_brand"),
         product_architecture=_xml_text(gpu, "product_architecture"),
@@ -499,6 +515,18 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         remapped_rows_uncorrectable=_int(_xml_text(remapped, "remapped_row_unc")),
         remapped_rows_pending=_yes_no(_xml_text(remapped, "remapped_row_pending")),
         remapped_rows_failure=_yes_no(_xml_text(remapped, "remapped_row_failure")),
+        remap_banks_max=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_max")),
+        remap_banks_high=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_high")),
+        remap_banks_partial=_int(
+            _xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_partial")
+        ),
+        remap_banks_low=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_low")),
+        remap_banks_none=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_none")),
+        # Absent before DTD v13; N/A where the GPU does not support them (the RTX 4000 Ada).
+        sram_threshold_exceeded=_yes_no(_xml_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        channel_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/channel_repair_pending")),
+        tpc_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/tpc_repair_pending")),
+        unrepairable_memory=_yes_no(_xml_text(gpu, "ecc_errors/unrepairable_memory")),
         # v13 has only average/instant draw; <power_draw> (older) is the average too.
         power_draw_w=_float(_xml_first(power, "power_draw", "average_power_draw", "instant_power_draw")),
         power_limit_w=_float(_xml_first(power, "enforced_power_limit", "current_power_limit", "power_limit")),
@@ -607,6 +635,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         pcie_width_max=_int(cells.get("pcie.link.width.max")),
         temperature_c=_int(cells.get("temperature.gpu")),
         mig_mode=_on_off(cells.get("mig.mode.current")),
+        mig_mode_pending=_on_off(cells.get("mig.mode.pending")),
         vbios=_clean(cells.get("vbios_version")),
         # no --query-gpu field for product brand / architecture
         ecc_volatile_correctable=_int(cells.get("ecc.errors.corrected.volatile.total")),
@@ -954,6 +983,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
     agg_corr, agg_unc = _text_ecc(section, "Aggregate")
     retired = _tree_section(section, "Retired Pages")
     remapped = _tree_section(section, "Remapped Rows")
+    histogram = "Bank Remap Availability Histogram"
     power = _tree_section(section, "GPU Power Readings", "Power Readings")
     reasons_section = _tree_section(section, "Clocks Event Reasons", "Clocks Throttle Reasons")
     reasons, reasons_known = _reasons_from_states(
@@ -978,6 +1008,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         pcie_width_max=_int(_tree_get(section, *link, "Link Width", "Max")),
         temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
+        mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
         vbios=_tree_get(section, "VBIOS Version"),
         product_brand=_tree_get(section, "Product Brand"),
         product_architecture=_tree_get(section, "Product Architecture"),
@@ -996,6 +1027,17 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         remapped_rows_uncorrectable=_int(_tree_get(remapped, "Uncorrectable Error")),
         remapped_rows_pending=_yes_no(_tree_get(remapped, "Pending")),
         remapped_rows_failure=_yes_no(_tree_get(remapped, "Remapping Failure Occurred")),
+        remap_banks_max=_int(_tree_get(remapped, histogram, "Max")),
+        remap_banks_high=_int(_tree_get(remapped, histogram, "High")),
+        remap_banks_partial=_int(_tree_get(remapped, histogram, "Partial")),
+        remap_banks_low=_int(_tree_get(remapped, histogram, "Low")),
+        remap_banks_none=_int(_tree_get(remapped, histogram, "None")),
+        sram_threshold_exceeded=_yes_no(
+            _tree_get(section, "ECC Errors", "Aggregate", "SRAM Threshold Exceeded")
+        ),
+        channel_repair_pending=_yes_no(_tree_get(section, "ECC Errors", "Channel Repair Pending")),
+        tpc_repair_pending=_yes_no(_tree_get(section, "ECC Errors", "TPC Repair Pending")),
+        unrepairable_memory=_yes_no(_tree_get(section, "ECC Errors", "Unrepairable Memory")),
         power_draw_w=_float(
             _tree_first(power, ("Power Draw",), ("Average Power Draw",), ("Instant Power Draw",))
         ),

@@ -48,6 +48,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
     "ngc_driver": ("nvidia_smi",),
     "host_cuda_toolkit": ("nvcc",),
 }
+RULE_PROBES["gpu_health"] = ("nvidia_smi",)  # "nothing checked" (no driver / no GPU listed)
 COMPAT_STEPS = ("driver_compat", "container")
 HEALTH_STEPS = ("gpu_health",)
 
@@ -243,6 +244,52 @@ def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     )
 
 
+# The GO-with-warnings headline. TODO(i18n owner): move these into i18n.CATALOGUE (keys
+# `go_warn_suffix`, `go_warn_explain`); kept here while that file is edited elsewhere.
+_WARN_TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "suffix_one": " with 1 warning: {items}",
+        "suffix_many": " with {n} warnings: {items}",
+        "explain": "Every host reached and no rule failed, but {n} check(s) warned; read each"
+        " warning's advice before you rely on the box: {items}.",
+    },
+    "zh": {
+        "suffix_one": "，1 项警告：{items}",
+        "suffix_many": "，{n} 项警告：{items}",
+        "explain": "所有主机均已连接，没有规则不通过，但有 {n} 项检查发出警告；"
+        "使用前请先阅读各项警告的建议：{items}。",
+    },
+}
+
+
+def warned_checks(host: dict[str, Any]) -> list[dict[str, str]]:
+    """A host's rules and benchmarks with verdict `warn` (name, actual, detail)."""
+    out = [
+        {"name": str(r.get("name")), "actual": str(r.get("actual", "")), "detail": str(r.get("detail") or "")}
+        for r in host.get("rules") or []
+        if r.get("verdict") == "warn"
+    ]
+    out += [
+        {"name": str(b.get("name")), "actual": f"{b.get('value')} {b.get('unit', '')}".strip(), "detail": ""}
+        for b in host.get("benchmarks") or []
+        if b.get("verdict") == "warn"
+    ]
+    return out
+
+
+def _warn_text(key: str, lang: str, **fields: Any) -> str:
+    texts = _WARN_TEXTS.get(lang) or _WARN_TEXTS["en"]
+    return texts[key].format(**fields)
+
+
+def warn_suffix(names: Sequence[str], lang: str = "en") -> str:
+    """' with 3 warnings: a, b, c' after the GO word; '' when nothing warned."""
+    if not names:
+        return ""
+    key = "suffix_one" if len(names) == 1 else "suffix_many"
+    return _warn_text(key, lang, n=len(names), items=", ".join(names))
+
+
 _RAW_STATUS_KEY = {"verified": "raw_verified", "HASH MISMATCH": "raw_mismatch", "file missing": "raw_missing"}
 
 
@@ -276,10 +323,14 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
             )
         ]
         benchmarks = list(h.get("benchmarks") or [])
+        warned = warned_checks(h)
         hosts.append(
             {
                 **h,
                 "go": go,
+                "warned_checks": warned,
+                # after the GO word: " with 2 warnings: mig_mode, persistence_mode" ("" for NO-GO)
+                "headline_suffix": warn_suffix([w["name"] for w in warned], lang) if go else "",
                 "reasons": reasons,
                 "order_rows": order_rows(h, lang),
                 "rule_rows": rules,
@@ -291,11 +342,36 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
             }
         )
     go = bool(hosts) and all(h["go"] for h in hosts)
+    verdict = "GO" if go else "NO-GO"
+    # name each warning with its host when the run has several hosts
+    several = len(hosts) > 1
+    warned = [
+        {"host": str(h.get("name")), **w}
+        | {"label": f"{h.get('name')}: {w['name']}" if several else w["name"]}
+        for h in hosts
+        for w in h["warned_checks"]
+    ]
+    suffix = warn_suffix([w["label"] for w in warned], lang) if go else ""
+    explain = (
+        _warn_text(
+            "explain",
+            lang,
+            n=len(warned),
+            items="; ".join(f"{w['label']} ({w['actual']})" for w in warned),
+        )
+        if go and warned
+        else t("go_explain" if go else "nogo_explain", lang)
+    )
     return {
         "doc": doc,
         "hosts": hosts,
         "go": go,
-        "verdict": "GO" if go else "NO-GO",
+        "verdict": verdict,
+        # the verdict word (translated in html/md) is followed by this; json: "GO with 2 warnings: ..."
+        "headline_suffix": suffix,
+        "headline": t(verdict, lang) + suffix,
+        "explain": explain,
+        "warned_checks": warned,
         "renderer_version": __version__,
         "any_benchmarks": any(h["benchmarks"] for h in hosts),
         "warnings": [f"{h.get('name')}: {w}" for h in hosts for w in h["vendor_warnings"]],
@@ -320,16 +396,33 @@ def _env(project: Path, html: bool) -> Any:
         lstrip_blocks=True,
     )
     env.filters["mdcell"] = md_cell
+    env.filters["mdcode"] = md_code
     env.filters["size"] = _size
     return env
 
 
-def md_cell(value: Any) -> str:
-    """A value as one Markdown table cell: pipes escaped, newlines as <br>, HTML escaped."""
-    from markupsafe import escape
+# Markdown (CommonMark/GFM) escaping of data: a backslash before each character that could
+# start markup - raw HTML or an autolink (<), a table cell end (|), code (`), emphasis (*, and
+# _ at a word edge), a link ([ ]), an entity (&name;) - and before a literal backslash. Text
+# such as ">= 1.0 TB" stays as it is: HTML entities (&gt;) are for the HTML report only.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<|]|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
-    text = str(escape("" if value is None else str(value)))
-    return text.replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+def md_cell(value: Any) -> str:
+    """A value as one Markdown table cell: markup characters backslash-escaped, newlines as <br>."""
+    text = "" if value is None else str(value)
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    return text.replace("\r", "").replace("\n", "<br>")
+
+
+def md_code(value: Any) -> str:
+    """A value as inline code in a Markdown table cell (backslash escapes do not work in code:
+    the fence is longer than any backtick run inside, and only `|` is escaped, for the table)."""
+    text = ("" if value is None else str(value)).replace("\r", "").replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
 def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: str = "en") -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..facts.gather import Facts
+from ..facts.gather import TIMED_OUT, Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
 from ..inventory import Host
 from ..ngc import gpu_class
@@ -90,28 +90,84 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     )
 
 
+# What each memory-repair finding means and what to ask the vendor (one sentence each).
+_REPAIR_ADVICE = {
+    "failed": "row remapping failed: a memory bank had no spare row left for a bad row, so the"
+    " bad memory stays in use; the GPU needs replacing (ask the vendor for another GPU)",
+    "unrepairable": "unrepairable memory: the driver reports memory damage that neither row"
+    " remapping nor channel repair can fix; ask the vendor for a replacement GPU",
+    "channel": "channel repair pending: a faulty memory channel is marked for repair, which takes"
+    " effect only after a GPU reset; ask the vendor to reset the GPU (`nvidia-smi -i N -r`) or"
+    " reboot, then check again",
+    "tpc": "TPC repair pending: a faulty TPC (a cluster of SMs) is marked to be switched off,"
+    " which takes effect only after a GPU reset; ask the vendor to reset the GPU or reboot, then"
+    " check again",
+    "pending": "a pending row remap / page retirement needs a GPU reset or reboot before the"
+    " memory is safe; ask the vendor",
+    "sram": "SRAM threshold exceeded: the GPU's on-chip SRAM (caches, register files) logged more"
+    " uncorrectable errors than NVIDIA's field-diagnostic threshold; ask the vendor to run NVIDIA"
+    " field diagnostics and replace the GPU if they fail",
+    "unc_rows": "rows were remapped after uncorrectable errors: the memory already lost data once"
+    " (contained by the remap); ask the vendor for the GPU's error history"
+    " (`nvidia-smi -q -d ROW_REMAPPER`, Xid 63/64/94/95 in `dmesg`)",
+    "banks": "the row-remapper histogram shows memory banks with low or no spare rows left; one"
+    " more error in a bank with none cannot be remapped (a remap failure needs a new GPU);"
+    " ask the vendor whether the GPU is due for replacement",
+}
+
+
 def rule_memory_repair(gpus: list[GpuInfo]) -> Check:
-    """No pending row remaps / retired pages and no remap failure."""
-    problems = []
+    """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
+
+    FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
+    repair. WARN: SRAM error threshold exceeded, rows remapped after uncorrectable errors,
+    banks with low or no spare rows (the row-remapper histogram). Fields a driver does not
+    report (older drivers have no repair flags) are not held against the GPU.
+    """
+    fails: list[tuple[str, str]] = []  # (advice key, finding)
+    warns: list[tuple[str, str]] = []
     for g in gpus:
+        label = _label(g)
         if g.remapped_rows_failure:
-            problems.append(f"{_label(g)}: row remapping FAILED")
+            fails.append(("failed", f"{label}: row remapping FAILED"))
+        if g.unrepairable_memory:
+            fails.append(("unrepairable", f"{label}: unrepairable memory"))
         if g.remapped_rows_pending:
-            problems.append(f"{_label(g)}: row remap pending")
+            fails.append(("pending", f"{label}: row remap pending"))
         if g.retired_pages_pending:
-            problems.append(f"{_label(g)}: page retirement pending")
-    if problems:
-        failed = any("FAILED" in p for p in problems)
-        return Check(
-            "memory_repair",
-            "nothing pending",
-            "; ".join(problems),
-            "fail",
-            "a failed remap needs a replacement GPU"
-            if failed
-            else "a pending remap needs a GPU reset or reboot before the memory is safe; ask the vendor",
-        )
-    return Check("memory_repair", "nothing pending", "nothing pending", "pass")
+            fails.append(("pending", f"{label}: page retirement pending"))
+        if g.channel_repair_pending:
+            fails.append(("channel", f"{label}: channel repair pending"))
+        if g.tpc_repair_pending:
+            fails.append(("tpc", f"{label}: TPC repair pending"))
+        if g.sram_threshold_exceeded:
+            warns.append(("sram", f"{label}: SRAM error threshold exceeded"))
+        if g.remapped_rows_uncorrectable:
+            warns.append(
+                (
+                    "unc_rows",
+                    f"{label}: {g.remapped_rows_uncorrectable} row(s) remapped after uncorrectable errors",
+                )
+            )
+        if g.remap_banks_none or g.remap_banks_low:
+            warns.append(
+                (
+                    "banks",
+                    f"{label}: {g.remap_banks_none or 0} bank(s) with no spare row left,"
+                    f" {g.remap_banks_low or 0} with few",
+                )
+            )
+    findings = fails + warns
+    if not findings:
+        return Check("memory_repair", "nothing pending", "nothing pending", "pass")
+    advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))
+    return Check(
+        "memory_repair",
+        "nothing pending",
+        "; ".join(text for _, text in findings),
+        "fail" if fails else "warn",
+        advice[0].upper() + advice[1:] + ".",
+    )
 
 
 def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
@@ -288,18 +344,53 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
 
 
 def rule_mig(gpus: list[GpuInfo]) -> Check:
-    """MIG splits a GPU into instances; a whole-GPU order should not arrive partitioned."""
-    on = [_label(g) for g in gpus if g.mig_mode == "Enabled"]
+    """MIG splits a GPU into instances: CUDA then sees only MIG instances (one per process, or
+    none until instances are created), so a whole-GPU order is not usable for training.
+
+    WARN when MIG is enabled now, or pending (enabled after the next GPU reset / reboot): some
+    rentals are MIG slices on purpose, and the order has no field saying which; the report's
+    headline names the warning ("GO with 1 warning: mig_mode"), and the message says what to ask.
+    """
+    on = [g for g in gpus if g.mig_mode == "Enabled"]
+    pending_on = [g for g in gpus if g.mig_mode != "Enabled" and g.mig_mode_pending == "Enabled"]
+    pending_off = [g for g in on if g.mig_mode_pending == "Disabled"]
+    if not on and not pending_on:
+        return Check("mig_mode", "Disabled (whole GPUs)", "Disabled", "pass")
+    parts = []
     if on:
-        return Check(
-            "mig_mode",
-            "Disabled (whole GPUs)",
-            f"Enabled on {', '.join(on)}",
-            "warn",
-            "the GPUs are partitioned into MIG instances; if you ordered whole GPUs ask the vendor to"
-            " disable MIG (nvidia-smi -mig 0)",
+        text = f"Enabled on {_gpu_list(on, gpus)}"
+        if pending_off:
+            text += f" (Disabled pending a GPU reset on {_gpu_list(pending_off, gpus)})"
+        parts.append(text)
+    if pending_on:
+        parts.append(f"Enabled pending a GPU reset on {_gpu_list(pending_on, gpus)}")
+    todo = [g for g in on + pending_on if g not in pending_off]
+    if todo:
+        fix = (
+            "ask the vendor to disable MIG with `sudo nvidia-smi -i N -mig 0` for N in"
+            f" {', '.join(str(g.index) for g in todo)}, then reset those GPUs"
+            " (`sudo nvidia-smi -i N -r`) or reboot, and check again"
         )
-    return Check("mig_mode", "Disabled (whole GPUs)", "Disabled", "pass")
+    else:
+        fix = (
+            "MIG is already set to Disabled from the next GPU reset: ask the vendor to reset the"
+            " GPUs (`sudo nvidia-smi -i N -r`) or reboot, and check again"
+        )
+    return Check(
+        "mig_mode",
+        "Disabled (whole GPUs)",
+        "; ".join(parts),
+        "warn",
+        "MIG mode partitions each GPU into instances: CUDA sees only MIG instances (or none), so"
+        f" whole GPUs cannot be used for training; if whole GPUs were ordered, {fix}.",
+    )
+
+
+def _gpu_list(some: list[GpuInfo], every: list[GpuInfo]) -> str:
+    """'GPU 0, GPU 3', or 'all 8 GPUs' when `some` is every GPU of the host."""
+    if len(some) == len(every) > 1:
+        return f"all {len(every)} GPUs"
+    return ", ".join(_label(g) for g in some)
 
 
 def rule_virtualization(gpus: list[GpuInfo]) -> Check:
@@ -317,6 +408,31 @@ def rule_virtualization(gpus: list[GpuInfo]) -> Check:
             "a vGPU shares the physical GPU; check the order said so",
         )
     return Check("virtualization", "bare metal or pass-through", ", ".join(modes), "pass")
+
+
+def rule_nothing_checked(facts: Facts) -> Check:
+    """The host has no GPU nvidia-smi could report: not a healthy box, an unchecked one.
+
+    FAIL, like acceptance's `nvidia_driver` rule for the same facts (missing driver, nvidia-smi
+    failing, hung or listing no GPU)."""
+    raw = facts.raw.get("nvidia_smi")
+    if not facts.nvidia_smi_present:
+        actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
+    elif raw is not None and raw.exit_code == TIMED_OUT:
+        actual = "nothing checked: nvidia-smi did not answer (stopped)"
+    elif facts.gpu is None:
+        code = "" if raw is None else f" (exit code {raw.exit_code})"
+        actual = f"nothing checked: nvidia-smi failed{code}"
+    else:
+        actual = "nothing checked: nvidia-smi listed no GPU"
+    return Check(
+        "gpu_health",
+        "health of every GPU checked",
+        actual,
+        "fail",
+        "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; install the NVIDIA"
+        " driver the order promised (or ask the vendor to) and run the check again",
+    )
 
 
 def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -370,14 +486,16 @@ class GpuHealthStep(Step):
         thresholds_from(self.args, host.vars)
 
     def plan(self, ctx: StepContext) -> Plan:
-        """Evaluate every rule; failed when any fails; skipped-like ok when no GPU is visible."""
+        """Evaluate every rule; failed when any fails, or when no GPU could be checked at all."""
         try:
             thresholds = thresholds_from(self.args, ctx.host.vars)
         except StepArgsError as exc:
             return Plan(False, f"bad gpu_health threshold: {exc}", failed=True)
         checks = evaluate(ctx.facts, thresholds)
         if not checks:
-            return Plan(False, "no GPU visible to check (see the acceptance step)", failed=False)
+            # Nothing was checked: that is a failure, as acceptance's nvidia_driver rule says.
+            check = rule_nothing_checked(ctx.facts)
+            return Plan(False, f"no GPU health check could run: {check.actual}", checks=[check], failed=True)
         fails = [c.name for c in checks if c.verdict == "fail"]
         warns = [c.name for c in checks if c.verdict == "warn"]
         if fails:
