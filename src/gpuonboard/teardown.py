@@ -45,6 +45,8 @@ def build_playbook(
         )
     root = settings.state_root()
     pull_dest = next((s.args.get("dest") for s in book.steps if s.kind == "teardown_pull"), None)
+    # the dirs the files step removes: a symlink in the results into one of them loses its data
+    removed = next((s.args.get("paths") for s in book.steps if s.kind == "teardown_files"), None)
     dest = literal(str(Path(os.path.expanduser(opts.dest)))) if opts.dest else pull_dest
     specs = []
     for spec in book.steps:
@@ -55,6 +57,8 @@ def build_playbook(
             if dest:
                 args["dest"] = dest
             args["force"] = opts.force
+            if removed is not None and "removed" not in args:
+                args["removed"] = removed
             args["known_hosts"] = str(settings.known_hosts or root / "known_hosts")
             args["inventory"] = str(inventory)
         elif spec.kind == "teardown_files":

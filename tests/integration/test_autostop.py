@@ -276,6 +276,8 @@ def test_bad_flag_is_a_usage_error(project: Project, pool: TestHostPool, paths: 
             )
             for v in ("0", "1")
         ),
+        ("--max-hours", "1_0", "--max-hours must be a number of hours, not '1_0'"),
+        ("--gpu-threshold", "5.5", "--gpu-threshold must be a whole percentage from 0 to 100, not '5.5'"),
     ],
 )
 def test_out_of_range_flag_is_one_sentence_and_exit_2(
@@ -285,6 +287,26 @@ def test_out_of_range_flag_is_one_sentence_and_exit_2(
     r = project.cli("autostop", "--host", "autostop", flag, value)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip() == f"error: autostop: {sentence}."
+    assert not paths["dir"].exists()
+
+
+def test_grace_not_shorter_than_a_hard_deadline_is_one_sentence_and_exit_2(
+    project: Project, pool: TestHostPool, paths: dict[str, Path]
+) -> None:
+    # --max-hours 0.25 --grace 2h said "deadline in 15m" while the box went down 2h later
+    inventory(project, pool, paths)
+    r = project.cli("autostop", "--host", "autostop", "--max-hours", "0.25", "--grace", "2h")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (
+        "error: autostop: --grace must be shorter than --max-hours (15m00s), not '2h': the warning goes"
+        " out one grace period before that deadline."
+    )
+    r = project.cli("autostop", "--host", "autostop", "--heartbeat", "6h", "--grace", "366d")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (
+        "error: autostop: --grace must be shorter than --heartbeat (6h00m00s), not '366d': the warning"
+        " goes out one grace period before that deadline."
+    )
     assert not paths["dir"].exists()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -313,21 +314,23 @@ def refusal(what: str) -> str:
     return f"refusing to delete anything on teardown: {what}, or pass --force to wipe anyway"
 
 
-def test_symlinks_whose_targets_are_not_in_the_results_are_refused(
+def test_only_symlinks_whose_targets_teardown_deletes_are_refused(
     project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
 ) -> None:
     inventory(project, pool, remote)
     res = remote["results"]
-    (res / "ckpt" / "latest.pt").symlink_to(remote["dataset"] / "train.bin")  # outside: not copied
-    (res / "gone.pt").symlink_to("ckpt/never-written.pt")  # dangling
+    doomed = remote["dataset"] / "train.bin"
+    (res / "ckpt" / "latest.pt").symlink_to(doomed)  # into the dataset, which teardown deletes
+    (res / "gone.pt").symlink_to("ckpt/never-written.pt")  # dangling (a rotated checkpoint)
+    (res / "python").symlink_to("/usr/bin/env")  # a system file: it stays where it is
     (res / "best.pt").symlink_to("ckpt/model.pt")  # inside: copied as a link, its target verified
     before = listing(remote["base"])
     dest = tmp_path / "copy"
-    expected = refusal(
-        f"teardown:{res} holds 2 symlinks whose target is outside it or missing (first: ckpt/latest.pt),"
-        f" so the copy would not hold that data; copy the targets into {res} (or delete the links) on"
-        " the host, then rerun"
+    lost = (
+        f"teardown:{res} holds 1 symlink whose target lies in a directory teardown deletes (first:"
+        f" ckpt/latest.pt -> {doomed}), so the copy would not hold that data"
     )
+    expected = refusal(f"{lost}; copy the targets into {res} (or delete the links) on the host, then rerun")
     for extra in (["--check"], []):
         r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), *extra)
         assert r.returncode == 1, r.stdout + r.stderr
@@ -337,13 +340,83 @@ def test_symlinks_whose_targets_are_not_in_the_results_are_refused(
         assert listing(remote["base"]) == before and docker_calls(remote) == []
         assert not dest.exists() or not any(dest.iterdir())  # --dest is created, nothing pulled
 
+    # --check --force: goes on, but says what will be lost (it said nothing before)
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--check", "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = steps(project)["pull"]["msg"]
+    assert msg.startswith(f"would pull 3 files (7.0 KB) from teardown:{res} to {dest} and verify them"), msg
+    assert f"; {lost}: wiping anyway (--force) (check mode: nothing changed)" in msg, msg
+    assert listing(remote["base"]) == before
+
     (res / "ckpt" / "latest.pt").unlink()
-    (res / "gone.pt").unlink()
+    kept = (
+        "; 2 symlinks copied as links, not their targets (missing, or outside every directory teardown"
+        " removes, so they stay; first: gone.pt -> ckpt/never-written.pt)"
+    )
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"].endswith(f"verify them (sha256){kept} (check mode: nothing changed)")
     r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert steps(project)["pull"]["msg"] == f"pulled teardown:{res} to {dest}: 3 files verified (sha256)"
+    assert (
+        steps(project)["pull"]["msg"] == f"pulled teardown:{res} to {dest}: 3 files verified (sha256){kept}"
+    )
     assert os.readlink(dest / "best.pt") == "ckpt/model.pt"
     assert (dest / "best.pt").read_bytes() == FILES["ckpt/model.pt"]
+    assert os.readlink(dest / "gone.pt") == "ckpt/never-written.pt"
+    assert os.readlink(dest / "python") == "/usr/bin/env" and Path("/usr/bin/env").exists()
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+
+def test_a_symlinked_dir_loses_its_target_not_just_the_link(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # vars.decrypted_dir is a symlink to the plaintext: `rm -rf -- LINK` removed only the link,
+    # the plaintext stayed, and a rerun said "already clean"
+    link = remote["base"] / "plain-link"
+    link.symlink_to(remote["decrypted"])
+    inventory(project, pool, remote, decrypted_dir=str(link))
+    r = project.cli("teardown", "--host", "teardown", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["files"]["msg"] == (
+        f"would remove {remote['dataset']}, {link} (a symlink: its target {remote['decrypted']} is removed"
+        f" too), {remote['state']}, {remote['results']} (check mode: nothing changed)"
+    )
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not remote["decrypted"].exists() and not link.is_symlink()
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+    # a link whose target is the login's home (or a system dir): refused, nothing deleted
+    home = pool.hosts["teardown"].home
+    link.symlink_to(home)
+    remote["dataset"].mkdir(parents=True)
+    (remote["dataset"] / "train.bin").write_text("x\n")
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)["files"]["msg"] == (
+        f"refusing to delete unsafe paths: {link} (it resolves to {home}, the login user's home"
+        " directory); fix the host vars"
+    )
+    assert home.is_dir() and link.is_symlink() and (remote["dataset"] / "train.bin").exists()
+
+
+def test_a_results_path_that_is_not_utf8(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # --results $'/.../r\xe9s' was an internal error (exit 70) hashing the probe's command
+    inventory(project, pool, remote)
+    odd = os.fsencode(remote["base"]) + b"/r\xe9s"
+    os.makedirs(odd + b"/sub")
+    with open(odd + b"/sub/x.pt", "wb") as f:
+        f.write(b"x\n")
+    dest = tmp_path / "copy"
+    r = project.cli("teardown", "--host", "teardown", "--results", os.fsdecode(odd), "--dest", str(dest))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == (
+        f"pulled teardown:{os.fsdecode(odd)} to {dest}: 1 files verified (sha256)"
+    )
+    assert (dest / "sub" / "x.pt").read_bytes() == b"x\n" and not os.path.exists(odd)
 
 
 def test_a_record_counts_only_for_its_own_host_and_results_dir(
@@ -619,3 +692,19 @@ def test_a_rental_start_in_the_future_or_out_of_range_is_said_not_billed(
     assert steps(project)["cost"]["msg"] == (
         "cost unknown: vars.rented_since: '1e400' is not a time between the years 2000 and 2100"
     )
+
+
+def test_a_rental_start_a_few_seconds_ahead_is_billed_as_just_started(
+    project: Project, pool: TestHostPool, remote: dict[str, Path]
+) -> None:
+    # a start up to a minute ahead (clock skew) printed "rented 0h00m00s ... = 0.00" with a since
+    # later than now: billed as the started first hour, and said
+    inventory(project, pool, remote, rented_since=int(time.time()) + 30)
+    r = project.cli("teardown", "--host", "teardown", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = steps(project)["cost"]["msg"]
+    assert re.fullmatch(
+        r"rented 0h00m00s since [-\d: ]+ \(vars\.rented_since, (2\d|30)s after this machine's clock:"
+        r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY",
+        msg,
+    ), msg

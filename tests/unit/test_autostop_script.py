@@ -6,9 +6,12 @@ prints the utilisation; the shutdown command only creates a marker file (never a
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,36 @@ from gpuonboard.steps.base import StepArgsError
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000  # a fixed "now" (2027-01-15T08:00:00Z), a whole hour since the epoch
+
+
+def session_pids(sid: int) -> list[int]:
+    """Processes of session `sid` (a background tick and what it started: `timeout` moves its
+    child into a process group of its own, but not out of the session)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+def end_session(proc: subprocess.Popen[str]) -> None:
+    """End a background tick started in its own session and everything it started (by pid)."""
+    for pid in session_pids(proc.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=10)
+    if proc.stderr is not None:
+        proc.stderr.close()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 class Box:
@@ -48,20 +81,21 @@ class Box:
 
     def run(self, now: int, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         """One cron tick (or `status`) at time `now`."""
-        full = {
-            "PATH": f"{self.bin}:/usr/bin:/bin",
-            "GPUONBOARD_NOW": str(now),
-            "GPUONBOARD_BOOT_ID": self.boot_id,
-            "GPUONBOARD_BOOT_TIME": str(T0),
-            **env,
-        }
-        r = subprocess.run(
+        # in a session of its own: whatever it leaves running (a hung probe, a before_shutdown
+        # that outlived it) is ended here, by pid, even when the tick fails or times out
+        proc = subprocess.Popen(
             ["/bin/sh", str(self.dir / "autostop.sh"), *args],
-            env=full,
-            capture_output=True,
+            env=self.env(now, **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=20,
+            start_new_session=True,
         )
+        try:
+            out, err = proc.communicate(timeout=20)
+        finally:
+            end_session(proc)
+        r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         assert r.returncode == 0, r.stderr
         return r
 
@@ -69,6 +103,43 @@ class Box:
         """One tick per minute from `start` (inclusive) for `minutes` ticks."""
         for m in range(minutes):
             self.run(start + 60 * m)
+
+    def reconfigure(self, **args: Any) -> None:
+        """What a rerun of `invoke autostop` with other flags writes: a new config."""
+        args.setdefault("shutdown_command", f"touch {self.marker}")
+        (self.dir / "autostop.conf").write_text(parse_settings(args).conf_text())
+
+    def env(self, now: int, **env: str) -> dict[str, str]:
+        return {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "GPUONBOARD_NOW": str(now),
+            "GPUONBOARD_BOOT_ID": self.boot_id,
+            "GPUONBOARD_BOOT_TIME": str(T0),
+            **env,
+        }
+
+    def start_tick(self, now: int, **env: str) -> subprocess.Popen[str]:
+        """A tick in the background, in its own session (ended with end_session), once it holds the lock."""
+        proc = subprocess.Popen(
+            ["/bin/sh", str(self.dir / "autostop.sh"), "tick"],
+            env=self.env(now, **env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pid = self.dir / "lock" / "pid"
+            if (
+                pid.exists()
+                and pid.read_text().strip() == str(proc.pid)
+                and (self.dir / "lock" / "since").exists()
+            ):
+                return proc
+            time.sleep(0.02)
+        end_session(proc)
+        raise AssertionError("the background tick never took the lock")
 
     @property
     def shut_down(self) -> bool:
@@ -183,7 +254,7 @@ def test_live_process_keeps_the_box_up(tmp_path: Path) -> None:
 
 
 def test_named_job_keeps_the_box_up(tmp_path: Path) -> None:
-    job = subprocess.Popen(["sh", "-c", "sleep 60; : trainjob-7f3a"])
+    job = subprocess.Popen(["sh", "-c", "sleep 60; : trainjob-7f3a"], start_new_session=True)
     try:
         box = Box(tmp_path, idle="1m", grace="0", job="trainjob-7f3a", billing_aware="false")
         box.run(T0)
@@ -191,7 +262,7 @@ def test_named_job_keeps_the_box_up(tmp_path: Path) -> None:
         assert not box.shut_down
         assert "busy: job 'trainjob-7f3a' is running" in box.log()
     finally:
-        job.kill()
+        os.killpg(job.pid, signal.SIGKILL)  # the sh and its sleep
         job.wait()
 
 
@@ -294,7 +365,11 @@ def test_settings_changed_during_before_shutdown_defer_the_decision(tmp_path: Pa
         "the settings changed while this tick ran; not shutting down now (the next tick decides again)"
         in box.log()
     )
-    box.run(T0 + 120)  # GRACE is 60 now: warned at T0+60, acts at T0+120
+    # the warning went out under the old settings: withdrawn, warned anew, acted on GRACE (60s) later
+    box.run(T0 + 120)
+    assert not box.shut_down
+    assert "the settings changed since the idle warning: it is withdrawn" in box.log()
+    box.run(T0 + 180)
     assert box.shut_down
 
 
@@ -314,7 +389,14 @@ def test_stale_state_from_before_a_reboot_is_discarded(box: Box) -> None:
     box.run(T0 + 2400)
     assert not box.shut_down
     assert "new boot (boot-2): discarding state from boot boot-1" in box.log()
-    assert box.state() == {
+    state = box.state()
+    assert (
+        state.pop("conf_sum")
+        == subprocess.run(
+            ["cksum"], input=(box.dir / "autostop.conf").read_text(), capture_output=True, text=True
+        ).stdout.strip()
+    )
+    assert state == {
         "boot_id": "boot-2",
         "idle_since": str(T0 + 2400),
         "warned_at": "0",
@@ -502,6 +584,39 @@ def test_bad_settings_name_the_argument(args: dict[str, str], fragment: str) -> 
             for v in ("0", "1", "00", "4194305")
         ),
         ({"idle": "9" * 400 + "h"}, f"argument 'idle' must be at most 366d, not '{'9' * 400}h'"),
+        # float() and int() take '1_0' as 10 (and other scripts' digits): refused
+        *(
+            ({"max_hours": v}, f"argument 'max_hours' must be a number of hours, not '{v}'")
+            for v in ("1_0", "١٠")
+        ),
+        # a wrong --gpu-threshold is named alone (the old sentence named billing_anchor too)
+        *(
+            (
+                {"gpu_threshold": v},
+                f"argument 'gpu_threshold' must be a whole percentage from 0 to 100, not '{v}'",
+            )
+            for v in ("5.5", "1_0", "101", "-1")
+        ),
+        (
+            {"billing_anchor": "1_700_000_000"},
+            "argument 'billing_anchor' must be epoch seconds (digits), not '1_700_000_000'",
+        ),
+        # a grace as long as a hard deadline: the box would go down later than the install said
+        (
+            {"max_hours": "0.25", "grace": "2h"},
+            "argument 'grace' must be shorter than argument 'max_hours' (15m00s), not '2h': the warning"
+            " goes out one grace period before that deadline",
+        ),
+        (
+            {"max_hours": "1", "grace": "366d"},
+            "argument 'grace' must be shorter than argument 'max_hours' (1h00m00s), not '366d': the"
+            " warning goes out one grace period before that deadline",
+        ),
+        (
+            {"heartbeat": "6h", "grace": "6h"},
+            "argument 'grace' must be shorter than argument 'heartbeat' (6h00m00s), not '6h': the warning"
+            " goes out one grace period before that deadline",
+        ),
     ],
 )
 def test_out_of_range_settings_are_refused_in_one_sentence(args: dict[str, str], sentence: str) -> None:
@@ -511,7 +626,7 @@ def test_out_of_range_settings_are_refused_in_one_sentence(args: dict[str, str],
 
 
 def test_smallest_allowed_heartbeat_and_max_hours() -> None:
-    s = parse_settings({"heartbeat": "5m", "max_hours": "0.25", "pid": "2"})
+    s = parse_settings({"heartbeat": "5m", "max_hours": "0.25", "pid": "2", "grace": "4m"})
     assert (s.heartbeat, s.max_seconds, s.pid) == (300, 900, "2")
     assert parse_settings({"heartbeat": "0", "max_hours": "0"}).max_seconds == 0
 
@@ -523,3 +638,153 @@ def test_hostile_values_stay_data(tmp_path: Path) -> None:
     box.run(T0 + 60)
     assert box.shut_down and not pwned.exists()
     assert os.path.exists(box.dir / "state")
+
+
+def _hang(box: Box) -> None:
+    """A fake nvidia-smi that never answers (a hung GPU driver)."""
+    tool = box.bin / "nvidia-smi"
+    tool.write_text("#!/bin/sh\nexec sleep 600\n")
+    tool.chmod(0o755)
+
+
+def test_a_hung_nvidia_smi_is_given_up_on_and_counts_as_busy(box: Box) -> None:
+    _hang(box)
+    started = time.monotonic()
+    box.run(T0, GPUONBOARD_PROBE_TIMEOUT="1")
+    assert time.monotonic() - started < 10
+    assert "busy: nvidia-smi did not answer within 1s (GPU activity unknown); idle timer reset" in box.log()
+    assert box.state()["idle_since"] == ""
+
+
+def test_a_lock_whose_pid_is_another_process_is_taken_over(box: Box) -> None:
+    # after a VM restart the pid in a stale lock belongs to some other live process: before the
+    # fix every later tick saw it alive and exited silently, forever (max-hours included)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (box.dir / "lock").mkdir()
+        (box.dir / "lock" / "pid").write_text(f"{other.pid}\n")
+        box.run(T0)
+        assert f"took the lock over: process {other.pid} is not an autostop tick" in box.log()
+        assert "idle: no activity seen; idle timer starts" in box.log()
+        assert not (box.dir / "lock").exists() and other.poll() is None  # (not ours: left alone)
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_lock_from_another_boot_is_taken_over(box: Box) -> None:
+    _hang(box)
+    box.boot_id = "boot-0"
+    stuck = box.start_tick(T0, GPUONBOARD_PROBE_TIMEOUT="600")
+    try:
+        box.boot_id = "boot-1"
+        box.run(T0 + 60, GPUONBOARD_PROBE_TIMEOUT="1")
+        assert "took the lock over: it is from another boot (boot-0)" in box.log()
+    finally:
+        end_session(stuck)
+
+
+def test_a_stuck_tick_is_reported_taken_over_and_stopped_and_max_hours_still_acts(tmp_path: Path) -> None:
+    # a tick hangs in nvidia-smi; later ticks wait for it while it may still be working (less
+    # than 2 x before_timeout + 5m = 7m here), then take the lock over, stop it, and the
+    # max-hours deadline acts as planned
+    box = Box(tmp_path, idle="30m", grace="5m", max_hours="0.25", before_timeout="1m", billing_aware="no")
+    _hang(box)
+    stuck = box.start_tick(T0, GPUONBOARD_PROBE_TIMEOUT="600")
+    try:
+        box.run(T0 + 300, GPUONBOARD_PROBE_TIMEOUT="1")  # within the bound: it waits, silently
+        assert box.log() == ""
+        status = box.run(T0 + 300, "status").stdout
+        assert f"tick: running (pid {stuck.pid}, since 2027-01-15T08:00:00Z)" in status
+        status = box.run(T0 + 420, "status").stdout
+        assert (
+            f"tick: STUCK: tick {stuck.pid} has held it since 2027-01-15T08:00:00Z, longer than 7m00s;"
+            " the next check takes the lock over and stops it" in status
+        )
+        box.run(T0 + 420, GPUONBOARD_PROBE_TIMEOUT="1")
+        assert (
+            f"took the lock over: tick {stuck.pid} has held it since 2027-01-15T08:00:00Z, longer than"
+            " 7m00s; stopped it" in box.log()
+        )
+        assert stuck.wait(timeout=10) == -signal.SIGTERM
+        assert "busy: nvidia-smi did not answer within 1s (GPU activity unknown)" in box.log()
+        # the deadline (T0+15m) comes before any probe: warned at T0+10m, acted on at T0+15m
+        box.run(T0 + 600, GPUONBOARD_PROBE_TIMEOUT="1")
+        assert "warn: max-hours deadline soon; will act at 2027-01-15T08:15:00Z" in box.log()
+        box.run(T0 + 900, GPUONBOARD_PROBE_TIMEOUT="1")
+        assert box.shut_down and "shutdown: max-hours deadline; running:" in box.log()
+        assert not (box.dir / "lock").exists()
+    finally:
+        end_session(stuck)
+
+
+def test_a_before_shutdown_that_ignores_sigterm_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    marker = f"ignores-term-{tmp_path.name}"
+    cmd = f"trap '' TERM; sleep 60; : {marker}"
+    box = Box(tmp_path, idle="1m", grace="0", before_shutdown=cmd, before_timeout="1s", billing_aware="no")
+    box.run(T0)
+    started = time.monotonic()
+    box.run(T0 + 60)  # (before the fix: `timeout` without -k waited for the full 60 s)
+    assert time.monotonic() - started < 15
+    assert not box.shut_down
+    assert (
+        "before_shutdown timed out (killed 10s after SIGTERM, which it ignored); NOT shutting down,"
+        " retry next tick" in box.log()
+    )
+    left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, marker)]
+    assert left == []
+
+
+def _cmdline_has(proc_dir: Path, text: str) -> bool:
+    try:
+        return text.encode() in (proc_dir / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def test_a_lease_renewed_while_before_shutdown_runs_stops_the_shutdown(tmp_path: Path) -> None:
+    lease = tmp_path / "autostop" / "lease"
+    renewed = T0 + 6 * 3600 + 10
+    # the control machine renews the lease (`invoke autostop`) while the upload runs
+    box = Box(
+        tmp_path, idle="30m", heartbeat="6h", billing_aware="no", before_shutdown=f"echo {renewed} > {lease}"
+    )
+    box.gpu("100")
+    lease.write_text(f"{T0}\n")
+    box.run(T0 + 6 * 3600 - 300)  # the warning
+    box.run(T0 + 6 * 3600)  # acts: before_shutdown renews the lease
+    assert not box.shut_down
+    assert (
+        "the heartbeat lease was renewed while this tick ran (the lease now runs out at"
+        " 2027-01-15T20:00:10Z); not shutting down now (the next tick decides again)" in box.log()
+    )
+    box.run(T0 + 6 * 3600 + 60)
+    assert not box.shut_down
+
+
+def test_a_pending_idle_warning_is_withdrawn_when_the_settings_change(box: Box) -> None:
+    # idle 30m warned; the user raises --idle to 2h: before the fix the old warning stood, so
+    # at 2h the tick acted at once (no wall message, no grace) and status showed a past time
+    box.run(T0)
+    box.run(T0 + 1800)
+    assert box.state()["warned_at"] == str(T0 + 1800)
+    box.reconfigure(idle="2h", grace="5m", billing_aware="false")
+    status = box.run(T0 + 1830, "status").stdout
+    assert "would act: 2027-01-15T10:05:00Z (idle), unless activity resumes" in status
+    assert "warned: the last warning was given under other settings; the next check warns anew" in status
+    box.run(T0 + 1860)
+    assert "the settings changed since the idle warning: it is withdrawn" in box.log()
+    assert box.state()["warned_at"] == "0"
+    box.run(T0 + 7200)
+    assert not box.shut_down
+    assert "warn: idle for 2h00m00s; will act at 2027-01-15T10:05:00Z" in box.log()
+    box.run(T0 + 7200 + 300)
+    assert box.shut_down
+
+
+def test_status_of_an_idle_box_not_warned_yet_says_a_time_to_come(box: Box) -> None:
+    # idle past the threshold, but no check warned yet (cron paused): the act time is one grace
+    # after the next check, not idle-since + idle + grace (in the past)
+    box.run(T0)
+    status = box.run(T0 + 7200, "status").stdout
+    assert "would act: 2027-01-15T10:05:00Z (idle), unless activity resumes" in status

@@ -45,7 +45,7 @@ H = 3600.0
         ("hour", 1, 1, 58.0),  # a started hour is paid
         ("hour", H, 1, 58.0),
         ("hour", H + 1, 2, 116.0),
-        ("hour", 0, 0, 0.0),
+        ("hour", 0, 1, 58.0),  # started just now: the first hour has started
         ("minute", 61, 2, round(120 / H * 58.0, 2)),
         ("minute", 60, 1, round(60 / H * 58.0, 2)),
         ("minute", 2.5 * H, 150, 145.0),
@@ -64,7 +64,7 @@ def test_cost_rounds_up_by_the_billing_unit(unit: str, elapsed: float, units: in
 
 def test_cost_without_rate_and_with_a_clock_behind() -> None:
     cost = rental_cost(100.0, 50.0, "hour", None, "", "x")
-    assert cost.elapsed == 0 and cost.billed_units == 0 and cost.amount is None
+    assert cost.elapsed == 0 and cost.billed_units == 1 and cost.amount is None
     assert "no billing rate" in cost.text()
     with pytest.raises(ValueError):
         rental_cost(0, 1, "day", 1.0)
@@ -225,14 +225,17 @@ def test_manifest_command_lists_checks_and_hashes(tmp_path: Path) -> None:
     listing, checks, sums = parse_pull_output(_host_sh(shlex.split(manifest_command(str(res)))[2], tmp_path))
     assert sorted(sums) == [".rsync-partial/p", "caf\udce9.pt", "ckpt/a.pt", "odd\nname"]
     assert sums["ckpt/a.pt"] == hashlib.sha256(b"a").hexdigest()
-    assert checks == TreeChecks(("sub/.gpuonboard-rsync-partial",), ("up.pt", "zz-gone.pt"))
+    outside = str(tmp_path / "outside.bin")
+    # the removed dirs not known (the step without them): every link out of the results is bad
+    bad = (("up.pt", outside), ("zz-gone.pt", "nothing"))
+    assert checks == TreeChecks(("sub/.gpuonboard-rsync-partial",), bad, (), strict=True)
     assert len(listing) == 7 and {e[0] for e in listing} == {"f", "l"}  # 4 files, 3 symlinks
     what, _ = checks.problem("h:/r", "/r") or ("", "")
     assert what.startswith("h:/r holds sub/.gpuonboard-rsync-partial, a name teardown keeps")
-    what, fix = TreeChecks((), checks.bad_links).problem("h:/r", "/r") or ("", "")
+    what, fix = TreeChecks((), checks.bad_links, strict=True).problem("h:/r", "/r") or ("", "")
     assert what == (
-        "h:/r holds 2 symlinks whose target is outside it or missing (first: up.pt), so the copy would"
-        " not hold that data"
+        f"h:/r holds 2 symlinks whose target is outside it or missing (first: up.pt -> {outside}), so the"
+        " copy would not hold that data"
     )
     assert fix == "copy the targets into /r (or delete the links) on the host, then rerun"
 
@@ -264,3 +267,36 @@ def test_the_record_names_host_and_dir_and_is_all_or_nothing(tmp_path: Path) -> 
     # a failed write leaves no record at all (not the older one either)
     assert write_record(tmp_path / "missing", rec) == "No such file or directory"
     assert read_record(tmp_path / "missing") is None
+
+
+def test_links_are_judged_by_the_dirs_teardown_removes(tmp_path: Path) -> None:
+    # only a link whose target teardown deletes loses data; a dangling link (a rotated
+    # checkpoint) or one to a system file is copied as a link and its target stays
+    res, data = tmp_path / "res", tmp_path / "data"
+    (res / "wandb").mkdir(parents=True)
+    (data / "set").mkdir(parents=True)
+    (data / "set" / "train.bin").write_bytes(b"t")
+    (tmp_path / "data-link").symlink_to(data)  # a removed dir given through a symlink
+    (res / "ckpt-5.pt").write_bytes(b"c")
+    (res / "latest.pt").symlink_to("ckpt-4.pt")  # dangling after rotation
+    (res / "wandb" / "python").symlink_to("/usr/bin/env")
+    (res / "train.bin").symlink_to(data / "set" / "train.bin")
+    (res / "best.pt").symlink_to("ckpt-5.pt")  # inside: not a concern
+    removed = [str(tmp_path / "data-link"), "", str(tmp_path / "no such dir")]
+    script = shlex.split(manifest_command(str(res), removed))[2]
+    _, checks, _ = parse_pull_output(_host_sh(script, tmp_path))
+    assert checks.bad_links == (("train.bin", str(data / "set" / "train.bin")),)
+    assert checks.kept_links == (("latest.pt", "ckpt-4.pt"), ("wandb/python", "/usr/bin/env"))
+    assert not checks.strict
+    what, _ = checks.problem("h:/r", "/r") or ("", "")
+    assert what == (
+        f"h:/r holds 1 symlink whose target lies in a directory teardown deletes (first: train.bin ->"
+        f" {data / 'set' / 'train.bin'}), so the copy would not hold that data"
+    )
+    assert checks.kept_note() == (
+        "; 2 symlinks copied as links, not their targets (missing, or outside every directory teardown"
+        " removes, so they stay; first: latest.pt -> ckpt-4.pt)"
+    )
+    (res / "train.bin").unlink()
+    _, checks, _ = parse_pull_output(_host_sh(script, tmp_path))
+    assert checks.problem("h:/r", "/r") is None and len(checks.kept_links) == 2

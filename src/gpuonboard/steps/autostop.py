@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import posixpath
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ PID_MAX = 4194304  # Linux's PID_MAX_LIMIT
 
 
 def _probe_name(kind: str, key: str) -> str:
-    return f"{kind}:{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+    return f"{kind}:{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
 def _truthy(value: Any, name: str) -> bool:
@@ -180,14 +181,17 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     job, container = str(args.get("job") or ""), str(args.get("container") or "")
     if sum(bool(x) for x in (job, pid, container)) > 1:
         raise StepArgsError("give only one of the arguments 'job', 'pid' and 'container'")
-    try:
-        raw_threshold = args.get("gpu_threshold")
-        threshold = int(raw_threshold if raw_threshold not in (None, "") else 5)
-        anchor = int(args.get("billing_anchor") or 0)
-    except (TypeError, ValueError):
-        raise StepArgsError("arguments 'gpu_threshold' and 'billing_anchor' must be integers") from None
-    if not 0 <= threshold <= 100:
-        raise StepArgsError(f"argument 'gpu_threshold' must be a percentage 0..100, not {threshold}")
+    raw_threshold = args.get("gpu_threshold")
+    threshold = _whole(raw_threshold if raw_threshold not in (None, "") else 5)
+    if threshold is None or not 0 <= threshold <= 100:
+        raise StepArgsError(
+            f"argument 'gpu_threshold' must be a whole percentage from 0 to 100, not {raw_threshold!r}"
+        )
+    raw_anchor = args.get("billing_anchor") or 0
+    anchor = _whole(raw_anchor)
+    if anchor is None:
+        raise StepArgsError(f"argument 'billing_anchor' must be epoch seconds (digits), not {raw_anchor!r}")
+    _check_grace(secs, max_hours, args)
     billing = str(args.get("billing_aware", "auto")).strip().lower()
     if billing == "auto":
         billing_aware = str(args.get("billing_unit") or "").strip() == "hour"
@@ -216,10 +220,40 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     )
 
 
+def _whole(value: Any) -> int | None:
+    """A whole number written in ASCII digits (int() also takes '1_0', ' 7 ' and other scripts' digits)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    return int(text) if re.fullmatch(r"[0-9]+", text) else None
+
+
+def _check_grace(secs: Mapping[str, int], max_hours: float, args: Mapping[str, Any]) -> None:
+    """A hard trigger warns `grace` before its deadline and acts at it: a grace as long as the
+    deadline itself would put the shutdown later than the install message says (and a grace of
+    366d would disable max-hours)."""
+    grace = secs["grace"]
+    limits = (("max_hours", int(round(max_hours * 3600))), ("heartbeat", secs["heartbeat"]))
+    for name, limit in limits:
+        if limit > 0 and grace >= limit:
+            raise StepArgsError(
+                f"argument 'grace' must be shorter than argument {name!r} ({_fmt_span(limit)}), not"
+                f" {args.get('grace') or DURATION_ARGS['grace']!r}: the warning goes out one grace period"
+                " before that deadline"
+            )
+
+
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
+
+
 def _max_hours(value: Any) -> float:
     """`max_hours` as a float: 0 (off) or a finite number of hours in the allowed range."""
     text = str(value if value is not None else "").strip()
     try:
+        if text and not _NUMBER.fullmatch(text):  # float() also takes '1_0' (10) and other digits
+            raise ValueError(text)
         hours = float(text or 0)
     except (TypeError, ValueError):
         raise StepArgsError(f"argument 'max_hours' must be a number of hours, not {value!r}") from None
@@ -651,4 +685,7 @@ class AutostopStatusStep(Step):
         act = next((ln for ln in text.splitlines() if ln.startswith("would act:")), "would act: unknown")
         missing = "cron: MISSING" in text
         msg = f"autostop is installed; {act}" + ("; its cron entry is MISSING" if missing else "")
+        stuck = next((ln for ln in text.splitlines() if ln.startswith("tick: STUCK")), "")
+        if stuck:
+            msg += f"; {stuck}"
         return Plan(False, msg, data=text, failed=missing)

@@ -59,7 +59,8 @@ _GUARDED_PARENTS = ("/home", "/var", "/root", "/Users")
 
 
 def _probe_name(kind: str, key: str) -> str:
-    return f"{kind}:{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+    # (a path that is not UTF-8 holds lone surrogates: its own bytes)
+    return f"{kind}:{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
 def _truthy(value: Any) -> bool:
@@ -93,8 +94,9 @@ class Cost:
 
     @property
     def billed_units(self) -> int:
-        """Started billing units: a started hour (minute, second) is a paid one."""
-        return math.ceil(self.elapsed / UNIT_SECONDS[self.unit] - 1e-9)
+        """Started billing units: a started hour (minute, second) is a paid one, the first too
+        (a rental that started just now has started its first unit)."""
+        return max(1, math.ceil(self.elapsed / UNIT_SECONDS[self.unit] - 1e-9))
 
     @property
     def billed_seconds(self) -> int:
@@ -353,19 +355,31 @@ def describe_problems(missing: Sequence[str], corrupt: Sequence[str], total: int
 LISTING_FORMAT = "%y %s %T@ %p"
 
 
-def _names_checks_script() -> str:
+def _names_checks_script(removed: Sequence[str] | None) -> str:
     """sh, run in the results dir with $root its physical path: one NUL-terminated record per
     entry bearing a name teardown keeps for itself (`reserved ./x`), and per symlink whose target
-    is missing (`dangling ./x`) or resolves outside $root (`outside ./x`)."""
+    is missing (`dangling ./x`, then `to TARGET` as the link says it), resolves into one of the
+    `removed` dirs (resolved on the host: `doomed ./x`, `to TARGET`) or elsewhere outside $root
+    (`outside ./x`, `to TARGET`). With `removed` None (not known) every target outside $root
+    counts as doomed, and a `strict` record says so."""
     judge = (
-        'r=$1; shift; for l; do t=$(realpath -e -- "$l" 2>/dev/null) ||'
-        ' { printf "dangling %s\\0" "$l"; continue; };'
-        ' case $t in "$r"|"$r"/*) ;; *) printf "outside %s\\0" "$l" ;; esac; done; exit 0'
+        'r=$1; g=$2; shift 2; for l; do t=$(realpath -e -- "$l" 2>/dev/null) ||'
+        ' { printf "dangling %s\\0to %s\\0" "$l" "$(readlink -- "$l")"; continue; };'
+        ' case $t in "$r"|"$r"/*) continue ;; esac;'
+        # under a dir teardown removes (or that dir itself)? `g` holds them, one a line
+        ' if [ "$g" = "*" ] || printf "%s\\n" "$g" | { while IFS= read -r d; do [ -n "$d" ] || continue;'
+        ' case $t in "$d"|"$d"/*) exit 0 ;; esac; done; exit 1; }; then k=doomed; else k=outside; fi;'
+        ' printf "%s %s\\0to %s\\0" "$k" "$l" "$t"; done; exit 0'
     )
+    if removed is None:
+        gone = "g='*' && printf 'strict\\0'"
+    else:
+        each = " ".join(shell.quote(d) for d in removed if d)
+        gone = f'g=$(for d in {each}; do realpath -m -- "$d"; done)' if each else "g="
     return (
         f"find . \\( -name {shell.quote(PARTIAL_DIR)} -o -path {shell.quote('./' + RECORD + '*')} \\)"
-        " -printf 'reserved %p\\0' && "
-        f'find . -type l -exec sh -c {shell.quote(judge)} sh "$root" {{}} +'
+        f" -printf 'reserved %p\\0' && {gone} && "
+        f'find . -type l -exec sh -c {shell.quote(judge)} sh "$root" "$g" {{}} +'
     )
 
 
@@ -385,18 +399,36 @@ def _rel(path: str) -> str:
 
 @dataclass(frozen=True)
 class TreeChecks:
-    """What the host's results hold that a verified copy cannot stand for."""
+    """What the host's results hold that a verified copy cannot stand for.
+
+    `bad_links`: symlinks whose target teardown deletes (in a dir it removes; any target outside
+    the results when those dirs are not known: `strict`), as (path, target). `kept_links`:
+    symlinks to a missing target or to one outside every removed dir: copied as links, their
+    targets stay where they are."""
 
     reserved: tuple[str, ...] = ()
-    bad_links: tuple[str, ...] = ()
+    bad_links: tuple[tuple[str, str], ...] = ()
+    kept_links: tuple[tuple[str, str], ...] = ()
+    strict: bool = False
 
     @classmethod
     def of(cls, recs: Iterable[tuple[str, str]]) -> TreeChecks:
-        """From `reserved` / `dangling` / `outside` records."""
+        """From `reserved` / `dangling` / `outside` / `doomed` records (each link's `to TARGET` after
+        it); a `strict` record: the removed dirs were not known, every link out of the results is bad."""
         recs = list(recs)
-        reserved = sorted(_rel(n) for k, n in recs if k == "reserved")
-        links = sorted(_rel(n) for k, n in recs if k in ("dangling", "outside"))
-        return cls(tuple(reserved), tuple(links))
+        strict = ("strict", "") in recs
+        reserved: list[str] = []
+        links: list[tuple[str, str, str]] = []
+        for kind, rest in recs:
+            if kind == "reserved":
+                reserved.append(_rel(rest))
+            elif kind in ("dangling", "outside", "doomed"):
+                links.append((kind, _rel(rest), ""))
+            elif kind == "to" and links and not links[-1][2]:
+                links[-1] = (*links[-1][:2], rest)
+        bad = sorted((p, t) for k, p, t in links if k == "doomed" or (strict and k != "doomed"))
+        kept = sorted((p, t) for k, p, t in links if k != "doomed" and not strict)
+        return cls(tuple(sorted(reserved)), tuple(bad), tuple(kept), strict)
 
     def problem(self, src: str, results: str) -> tuple[str, str] | None:
         """(what is wrong, what to do) or None."""
@@ -407,13 +439,25 @@ class TreeChecks:
                 "rename it on the host, then rerun",
             )
         if self.bad_links:
-            n = len(self.bad_links)
+            n, (first, target) = len(self.bad_links), self.bad_links[0]
+            where = "is outside it or missing" if self.strict else "lies in a directory teardown deletes"
             return (
-                f"{src} holds {n} symlink{'' if n == 1 else 's'} whose target is outside it or missing"
-                f" (first: {self.bad_links[0]}), so the copy would not hold that data",
+                f"{src} holds {n} symlink{'' if n == 1 else 's'} whose target {where}"
+                f" (first: {first} -> {target}), so the copy would not hold that data",
                 f"copy the targets into {results} (or delete the links) on the host, then rerun",
             )
         return None
+
+    def kept_note(self) -> str:
+        """'; 2 symlinks are copied as links ...' for the links whose targets stay, or ''."""
+        if not self.kept_links:
+            return ""
+        n, (first, target) = len(self.kept_links), self.kept_links[0]
+        s = "" if n == 1 else "s"
+        return (
+            f"; {n} symlink{s} copied as link{s}, not their targets (missing, or outside every directory"
+            f" teardown removes, so they stay; first: {first} -> {target})"
+        )
 
 
 def parse_pull_output(text: str) -> tuple[list[str], TreeChecks, dict[str, str]]:
@@ -567,18 +611,18 @@ def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[st
     ]
 
 
-def manifest_command(remote_dir: str) -> str:
+def manifest_command(remote_dir: str, removed: Sequence[str] | None = None) -> str:
     """One remote command, in remote_dir: the listing of every entry (`e %y %s %T@ %p`, taken
     BEFORE hashing, so a file written meanwhile differs from the record), the name and symlink
     checks, then `sums` and the sha256 of every file as `./relative/path`."""
     return shell.sh_c(
         f"export LC_ALL=C; cd -- {shell.quote(remote_dir)} && root=$(pwd -P) && "
-        f"find . -printf 'e {LISTING_FORMAT}\\0' && {_names_checks_script()} && "
+        f"find . -printf 'e {LISTING_FORMAT}\\0' && {_names_checks_script(removed)} && "
         "printf 'sums\\0' && find . -type f -exec sha256sum -- {} +"
     )
 
 
-def pull_probe_command(remote_dir: str) -> str:
+def pull_probe_command(remote_dir: str, removed: Sequence[str] | None = None) -> str:
     """The pull step's probe: NUL-terminated records `home`, `rsync`/`no-rsync`, then for the
     results dir `missing`, `notdir KIND`, or `real PATH`, `files N BYTES` and the checks."""
     return (
@@ -590,7 +634,7 @@ def pull_probe_command(remote_dir: str) -> str:
         "root=$(pwd -P) && printf 'real %s\\0' \"$root\" && "
         "{ find . -type f -printf '%s\\n' | awk '{n++; b+=$1} END {printf \"files %d %.0f\", n, b}';"
         " printf '\\0'; } && "
-        f"{_names_checks_script()}; "
+        f"{_names_checks_script(removed)}; "
         'elif [ -L "$d" ] && ! [ -e "$d" ]; then printf \'notdir a symlink to nothing\\0\'; '
         "elif [ -f \"$d\" ]; then printf 'notdir a file, not a directory\\0'; "
         "elif [ -e \"$d\" ]; then printf 'notdir not a directory\\0'; else printf 'missing\\0'; fi"
@@ -641,13 +685,25 @@ class TeardownPullStep(Step):
         "force": "continue (delete later) even when the pull is incomplete or unverified",
         "known_hosts": "known_hosts file rsync's ssh uses (default .gpuonboard/known_hosts)",
         "inventory": "inventory path, to resolve jump hosts given by name",
+        "removed": "the other dirs teardown removes (teardown_files' paths): a symlink in the results"
+        " into one of them is refused, one to anywhere else is copied as a link (unset: any symlink"
+        " out of the results is refused)",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
         self.results = _check_dir_arg(self.args.get("results"), "results")
         self.force = _truthy(self.args.get("force", False))
-        command = pull_probe_command(self.results)
+        raw = self.args.get("removed")
+        if isinstance(raw, str):
+            raw = [raw]
+        if raw is not None and not isinstance(raw, list):
+            raise StepArgsError("argument 'removed' must be a list of paths")
+        self.removed: list[str] | None = None
+        if raw is not None:
+            texts = (str(p).strip() for p in raw)
+            self.removed = [t for t in texts if t and t.lower() not in ("none", "null")]
+        command = pull_probe_command(self.results, self.removed)
         self.probe = Probe(_probe_name("teardown_pull", command), command)
 
     def probes(self) -> list[Probe]:
@@ -708,9 +764,12 @@ class TeardownPullStep(Step):
                 f"results dir {src} not found on the host{other}",
                 "check the path (--results or vars.results_dir)",
             )
-        problem = TreeChecks.of(recs).problem(src, self.results)
+        checks = TreeChecks.of(recs)
+        problem = checks.problem(src, self.results)
         if problem and not self.force:
             return self._refuse(ctx, *problem)
+        # --force goes on, but what will be lost is said (in --check too)
+        forced = f"; {problem[0]}: wiping anyway (--force)" if problem else ""
         counts = found.get("files", "").split()
         count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdigit() else (0, 0)
         if "no-rsync" in found and not self.force:
@@ -723,7 +782,7 @@ class TeardownPullStep(Step):
         return Plan(
             True,
             f"pull {count} files ({format_bytes(size, binary=False)}) from {src} to {dest} and verify"
-            " them (sha256)",
+            f" them (sha256){checks.kept_note()}{forced}",
             diff={"results": self.results, "dest": str(dest), "files": count, "bytes": size},
         )
 
@@ -752,7 +811,7 @@ class TeardownPullStep(Step):
             code, err = run.exit_code, _last_line(run.stderr, run.exit_code) if run.exit_code else ""
         except FileNotFoundError:
             code, err = 127, "rsync is not installed on this machine"
-        result = ctx.runner.run(manifest_command(self.results))
+        result = ctx.runner.run(manifest_command(self.results, self.removed))
         if not result.ok:
             return PullOutcome(code, err, {}, [], [], _last_line(result.stderr, result.exit_code))
         listing, checks, remote = parse_pull_output(result.stdout)
@@ -787,7 +846,10 @@ class TeardownPullStep(Step):
             )
             failed = write_record(dest, record)
             if failed is None:
-                plan.msg = f"pulled {src} to {dest}: {len(out.remote)} files verified (sha256){rsync_note}"
+                plan.msg = (
+                    f"pulled {src} to {dest}: {len(out.remote)} files verified (sha256){rsync_note}"
+                    f"{out.checks.kept_note()}"
+                )
                 return None
             detail = f"could not write the verification record {dest / RECORD} ({failed})"
             fix = "make room on this machine (or give another --dest), then rerun"
@@ -800,7 +862,8 @@ class TeardownPullStep(Step):
 
 
 def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str, str] | None = None) -> str:
-    """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf.
+    """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf the
+    resolved path (the data: `rm -rf` of a symlink removes only the link) and the link itself.
 
     A path whose resolution changed since the probe (a new symlink) is left alone. With
     `unchanged` (results dir, sha256 of its verified listing), nothing at all is removed when
@@ -821,7 +884,8 @@ def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str,
         lines.append(
             f'if [ -e {p} ] || [ -L {p} ]; then if [ "$(realpath -m -- {p})" = {r} ]; then'
             # a mount point keeps its (now empty) directory: rm's EBUSY on it is fine
-            f' rm -rf -- {p} 2>/dev/null || {{ mountpoint -q {p} && [ -z "$(ls -A {p})" ]; }}'
+            f' {{ rm -rf -- {r} 2>/dev/null || {{ mountpoint -q {r} && [ -z "$(ls -A {r})" ]; }}; }}'
+            f" && {{ ! [ -L {p} ] || rm -f -- {p}; }}"
             f" || {{ echo could not remove {p} >&2; rc=1; }}; else echo changed {p} >&2; rc=1; fi; fi"
         )
     lines.append("exit $rc")
@@ -856,12 +920,13 @@ class TeardownFilesStep(Step):
         command = (
             'echo "home $HOME"; '
             f'for p in {quoted}; do [ -n "$p" ] || continue; '
-            'if [ -e "$p" ] || [ -L "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi; done'
+            'if [ -L "$p" ]; then echo "link $(realpath -m -- "$p")";'
+            ' elif [ -e "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi; done'
         )
         self.probe = Probe(_probe_name("teardown_files", command), command)
 
     def probes(self) -> list[Probe]:
-        """$HOME and, per path, whether it exists and where it resolves."""
+        """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it resolves."""
         return [self.probe] if self.paths else []
 
     def plan(self, ctx: StepContext) -> Plan:
@@ -874,10 +939,15 @@ class TeardownFilesStep(Step):
         if len(states) != len(self.paths):
             return Plan(False, f"could not inspect {', '.join(self.paths)} on the host", failed=True)
         present: list[tuple[str, str]] = []
+        links: set[str] = set()
         refused: list[str] = []
         for path, state in zip(self.paths, states, strict=True):
             why = path_problem(path, home)
-            resolved = state[4:] if state.startswith("yes ") else ""
+            kind, _, resolved = state.partition(" ")
+            resolved = resolved if kind in ("yes", "link") else ""
+            if kind == "link":
+                links.add(path)
+            # (the resolved path is what is deleted: it passes the same check)
             if not why and resolved and resolved != posixpath.normpath(path):
                 why = path_problem(resolved, home)
                 why = f"it resolves to {resolved}, {why}" if why else None
@@ -894,7 +964,9 @@ class TeardownFilesStep(Step):
         if not present:
             return Plan(False, f"already clean: {_names(self.paths, 5)} not present")
         names = [p for p, _ in present]
-        return Plan(True, f"remove {', '.join(names)}", diff={"removed": names}, data=present)
+        said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
+        diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
+        return Plan(True, f"remove {', '.join(said)}", diff=diff, data=present)
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """One remote command removing every path after re-checking its resolution and, first,
@@ -1084,10 +1156,13 @@ class TeardownCostStep(Step):
             cost = rental_cost(since, now, unit, rate, str(self.args.get("currency") or ""), source)
         except (TypeError, ValueError) as exc:
             return Plan(False, f"cost unknown: {exc}")
-        if since > now + 60:  # (a minute of clock skew is no error)
+        if since > now + 60:
             return Plan(
                 False,
                 f"cost unknown: the rental start {_utc(since)} ({source}) is after now ({_utc(now)});"
                 " check it (or this machine's clock)",
             )
+        if since > now:  # a minute of clock skew is no error: billed as just started, and said
+            skew = f"{source}, {math.ceil(since - now)}s after this machine's clock: counted from now"
+            cost = rental_cost(now, now, unit, rate, str(self.args.get("currency") or ""), skew)
         return Plan(False, cost.text(), diff={"cost": cost.to_json()})
