@@ -95,8 +95,7 @@ def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
         if kind == "free":
             from .facts import memory
 
-            if memory.is_bytes_output(path.name, text):  # the parsers read `free -k`
-                text = memory.bytes_to_kib(text)
+            text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
         raw[kind] = ProbeOutput(text, "", 0)
     return raw
 

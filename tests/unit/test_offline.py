@@ -92,13 +92,13 @@ def test_unrecognised_or_missing_files_are_one_sentence(tmp_path: Path) -> None:
 
 def test_saved_free_b_is_read_as_bytes(tmp_path: Path) -> None:
     """`free -b` saved for `gpuonboard facts`: by its name, or by a total no box has in KiB."""
-    from gpuonboard.facts.memory import bytes_to_kib, is_bytes_output, parse_free
+    from gpuonboard.facts.memory import free_as_kib, free_unit, parse_free
 
     text = (REAL / "free-b__h200-vm.txt").read_text()
-    assert is_bytes_output("free-b__h200-vm.txt", text) and is_bytes_output("out.txt", text)
+    assert free_unit("free-b__h200-vm.txt", text) == 1 == free_unit("out.txt", text)
     small = (REAL / "free__ubuntu-18.04-vm.txt").read_text()
-    assert not is_bytes_output("free.txt", small) and is_bytes_output("free -b.txt", small)
-    kib = parse_free(bytes_to_kib(text))
+    assert free_unit("free.txt", small) == 1024 and free_unit("free -b.txt", small) == 1
+    kib = parse_free(free_as_kib("out.txt", text))
     assert (kib.total_bytes, kib.available_bytes, kib.swap_total_bytes) == (135148564480, 134617243648, 0)
     outputs = tmp_path / "saved"
     outputs.mkdir()
@@ -106,3 +106,19 @@ def test_saved_free_b_is_read_as_bytes(tmp_path: Path) -> None:
     r = cli(tmp_path, str(outputs), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["facts"]["summary"]["ram_bytes"] == 135148564480
+
+
+def test_saved_free_m_is_converted(tmp_path: Path) -> None:
+    """`free -m` saved for `gpuonboard facts`: read in MiB (it was refused), named or not."""
+    kib = (DERIVED / "free-k__h200-vm__derived.txt").read_text()
+    import re
+
+    mib = re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // 1024), kib)  # free -m of it
+    for name in ("free -m.txt", "mem.txt"):
+        outputs = tmp_path / name.replace(" ", "_")
+        outputs.mkdir()
+        (outputs / name).write_text(mib)
+        r = cli(tmp_path, str(outputs / name), "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        total = json.loads(r.stdout)["facts"]["memory"]["total_bytes"]
+        assert abs(total - 135148564480) < 2**20, total

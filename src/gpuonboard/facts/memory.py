@@ -149,24 +149,6 @@ def free_as_kib(name: str, text: str) -> str:
     return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) * unit // _KIB), text)
 
 
-def is_bytes_output(name: str, text: str) -> bool:
-    """Whether a saved `free` output holds bytes (`free -b`); see `free_unit`. A `free -m`
-    output, or one whose unit cannot be told, raises FreeFormatError (a one-sentence refusal)
-    rather than be misread as KiB; `free_as_kib` converts `-m` as well."""
-    unit = free_unit(name, text)
-    if unit == _MIB:
-        raise FreeFormatError(
-            f"{name}: this free output is in MiB (free -m), which this reader cannot take;"
-            " save free -k or free -b instead."
-        )
-    return unit == 1
-
-
-def bytes_to_kib(text: str) -> str:
-    """`free -b` output as `free -k` prints it (each number divided by 1024)."""
-    return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // 1024), text)
-
-
 # cgroup v1 writes "no limit" as the largest page-aligned 63-bit number (9223372036854771712)
 _NO_LIMIT = 1 << 62
 
