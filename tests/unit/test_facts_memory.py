@@ -169,3 +169,17 @@ def test_cgroup_memory_limit_from_this_machines_probe() -> None:
         parse_cgroup_memory_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes\t9223372036854771712\n")
         is None
     )
+
+
+def test_free_g_is_told_apart_or_refused() -> None:
+    """`free -g` of a 2 TiB box (`Mem: 2015`) was read as MiB: 2 GiB, a 1024x error."""
+    from gpuonboard.facts.memory import FreeFormatError, free_as_kib, free_unit
+
+    gib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024**2)  # free -g of the H200 VM: 125
+    assert free_unit("free-g.txt", gib) == 1024**3 == free_unit("free --giga.txt", gib)
+    assert abs(parse_free(free_as_kib("free-g.txt", gib)).total_bytes - 135148564480) < 2**30
+    assert free_unit("mem.txt", gib) == 1024**3  # 125: too small as MiB, plausible only as GiB
+    big = _scaled("derived/free__gpu-server-2tib__derived.txt", 1 / 1024**2)  # ~1966: MiB or GiB?
+    with pytest.raises(FreeFormatError, match=r"reads as MiB \(free -m\) or GiB \(free -g\)"):
+        free_unit("mem.txt", big)
+    assert free_unit("free-g.txt", big) == 1024**3

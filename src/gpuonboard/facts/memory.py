@@ -82,14 +82,14 @@ class FreeFormatError(UsageError):
 # each unit (bytes, KiB, MiB) is kept as a candidate only when it lands in this range.
 _RAM_MIN = 256 << 20
 _RAM_MAX = 16 << 40
-_KIB, _MIB = 1024, 1024 * 1024
-_UNIT_NAMES = {1: "bytes (free -b)", _KIB: "KiB (free -k)", _MIB: "MiB (free -m)"}
+_KIB, _MIB, _GIB = 1024, 1024 * 1024, 1024**3
+_UNIT_NAMES = {1: "bytes (free -b)", _KIB: "KiB (free -k)", _MIB: "MiB (free -m)", _GIB: "GiB (free -g)"}
 # the flag named in a file name: free-b.txt, free -m.txt, free_--kibi.txt, ...
 _NAMED_FLAG = re.compile(
-    r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|h|human)(?![a-z0-9])", re.IGNORECASE
+    r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|g|gibi|giga|h|human)(?![a-z0-9])", re.IGNORECASE
 )
 _FLAG_UNITS = {"b": 1, "bytes": 1, "k": _KIB, "kibi": _KIB, "kilo": _KIB, "m": _MIB, "mebi": _MIB,
-               "mega": _MIB, "h": 0, "human": 0}  # fmt: skip
+               "mega": _MIB, "g": _GIB, "gibi": _GIB, "giga": _GIB, "h": 0, "human": 0}  # fmt: skip
 # a name for plain `free` (no flag): free.txt, free__host.txt -> the command's default, KiB
 _PLAIN_NAME = re.compile(r"^free(?![a-z0-9])", re.IGNORECASE)
 
@@ -106,13 +106,15 @@ def _numbers(text: str) -> list[int]:
 
 def free_unit(name: str, text: str) -> int:
     """Bytes per number of a saved `free` output: 1 (`-b`), 1024 (`-k`, plain `free`), 1048576
-    (`-m`), or 0 for `-h` (sizes carry their units). Raises FreeFormatError when it cannot tell.
+    (`-m`), 1073741824 (`-g`), or 0 for `-h` (sizes carry their units). Raises FreeFormatError
+    when it cannot tell.
 
     A flag in the file name wins (`free-b.txt`, `free -m.txt`). Otherwise from the content:
     units in the cells mean `-h`; bytes come from /proc/meminfo's KiB, so in `free -b` every
     number is a multiple of 1024 (three or more non-zero ones make a KiB output doing so by
     chance about one in a billion); the Mem total must then be plausible RAM (256 MiB..16 TiB)
-    in exactly one of bytes, KiB and MiB, or, for a file named for plain `free`, in KiB.
+    in exactly one of bytes, KiB, MiB and GiB, or, for a file named for plain `free`, in KiB
+    (a `free -g` of a 2 TiB box, `Mem: 2015`, is also 2015 MiB: refused unless named).
     """
     flag = _NAMED_FLAG.search(name)
     if flag:
@@ -125,7 +127,7 @@ def free_unit(name: str, text: str) -> int:
         raise FreeFormatError(f"{name}: no Mem total found in this free output.")
     numbers = [n for n in _numbers(text) if n]
     multiples = all(n % 1024 == 0 for n in numbers)
-    candidates = [u for u in (1, _KIB, _MIB) if _RAM_MIN <= total * u <= _RAM_MAX]
+    candidates = [u for u in (1, _KIB, _MIB, _GIB) if _RAM_MIN <= total * u <= _RAM_MAX]
     if not multiples:
         candidates = [u for u in candidates if u != 1]
     elif len(numbers) >= 3 and 1 in candidates:
@@ -137,7 +139,7 @@ def free_unit(name: str, text: str) -> int:
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
         f"{name}: cannot tell the unit of this free output (Mem total {total} reads as {readings});"
-        " save it as free-b.txt, free-k.txt or free-m.txt after the flag it was run with."
+        " save it as free-b.txt, free-k.txt, free-m.txt or free-g.txt after the flag it was run with."
     )
 
 
