@@ -169,6 +169,8 @@ def report(
     lang: str = "en",
 ) -> int:
     """Render reports/<run>/report.<fmt> (or the comparison) and print where it is."""
+    from rich.markup import escape
+
     from .api import split_names
     from .i18n import check_lang, t
 
@@ -179,6 +181,10 @@ def report(
         con.print(f"compared {len(rows)} host record(s): {out}  sha256 {digest}")
         return int(ExitCode.OK)
     out, digest, go = render.report(reports_dir, run or None, fmt, project, lang)
-    verdict = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
+    # the report's own headline: "GO with 2 warnings: ..." (a bare GO hid them)
+    suffix = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)[
+        "headline_suffix"
+    ]
+    verdict = f"[bold green]{t('GO', lang)}[/]{escape(suffix)}" if go else f"[bold red]{t('NO-GO', lang)}[/]"
     con.print(f"{verdict}  {t('report_written', lang, path=out, digest=digest)}")
     return int(ExitCode.OK)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -217,6 +218,18 @@ def test_go_with_warnings_names_them_in_every_format(tmp_path: Path) -> None:
     # Chinese
     out, _, _ = render.report(tmp_path / "reports", run, "md", REPO, lang="zh")
     assert "验收通过（GO），2 项警告：persistence_mode, pcie_link" in out.read_text(encoding="utf-8")
+    # the `report` command's own line says it too (it printed a bare GO)
+    (tmp_path / "reports" / "latest").symlink_to(run)
+    done = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "report", "--format", "md"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "300"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("GO with 2 warnings: persistence_mode, pcie_link  report: "), done.stdout
 
 
 def test_go_warnings_of_several_hosts_and_plain_go(tmp_path: Path) -> None:
