@@ -590,7 +590,8 @@ def render_table(states: Sequence[HostState], interval: float, now: float | None
     from rich.text import Text
 
     now = time.monotonic() if now is None else now
-    t = Table(title=f"GPU monitor (every {interval:g}s; Ctrl-C to quit)", title_justify="left")
+    every = f"every {interval:g}s; Ctrl-C to quit" if interval > 0 else "one sample"  # (--once: "every 0s")
+    t = Table(title=f"GPU monitor ({every})", title_justify="left")
     for col in ("host", "gpu", "util", "memory", "temp", "power", "throttle", "top process", "alerts"):
         t.add_column(col, no_wrap=col not in ("alerts", "top process"))
     for st in states:
@@ -608,7 +609,8 @@ def render_table(states: Sequence[HostState], interval: float, now: float | None
             continue
         for i, (index, s) in enumerate(sorted(st.gpus.items())):
             style = "dim" if stale else ""
-            mem = f"{s.mem_used_mib or 0}/{s.mem_total_mib or '?'} MiB"
+            used = "?" if s.mem_used_mib is None else s.mem_used_mib  # ([N/A] is not 0 MiB used)
+            mem = f"{used}/{s.mem_total_mib or '?'} MiB"
             if s.mem_pct is not None:
                 mem += f" ({s.mem_pct:.0f}%)"
             power = (

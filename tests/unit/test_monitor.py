@@ -158,6 +158,13 @@ def test_table_marks_stale_hosts() -> None:
     con.print(monitor.render_table([live, stale], 2, now=8.0))
     text = con.export_text()
     assert "b STALE, retry in 2s" in text and "connection refused" in text and "50%" in text
+    assert "every 2s" in text
+    # --once: one sample, not "every 0s"; a used memory of [N/A] is "?", not a made-up 0
+    na = monitor.HostState("c", status="live", gpus={0: row(0, mem_used_mib=None, mem_total_mib=81920)})
+    con = Console(width=200, record=True)
+    con.print(monitor.render_table([na], 0))
+    text = con.export_text()
+    assert "GPU monitor (one sample)" in text and "?/81920 MiB" in text and "0/81920" not in text
 
 
 def test_sample_json_and_log_reader() -> None:
