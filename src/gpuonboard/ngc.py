@@ -174,31 +174,110 @@ def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
     return tuple(sorted(rows, key=lambda r: version_key(r.release)))
 
 
-_IMAGE_RE = re.compile(
-    r"^(?:(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/)?(?P<path>(?:[a-z0-9._-]+/)*nvidia/pytorch)"
-    r"(?::(?P<tag>[A-Za-z0-9._-]+))?(?P<digest>@sha256:[0-9a-fA-F]+)?$"
-)
-_TAG_RE = re.compile(r"^(?P<release>\d{2}\.\d{2})-(?P<variant>[A-Za-z0-9._-]+)$")
+NGC_IMAGE = "nvcr.io/nvidia/pytorch"
+_NGC_PATH = "nvidia/pytorch"
+_TAG_RE = re.compile(r"^(?P<yy>\d{2})\.(?P<mm>\d{2})-(?P<variant>[A-Za-z0-9._-]+)$")
+VARIANTS = ("py3", "py3-igpu")
+IGPU_VARIANT = "py3-igpu"
 
 
-def parse_image(image: str) -> tuple[str | None, str | None]:
+@dataclass(frozen=True)
+class NgcImage:
+    """What an image reference says about NGC PyTorch (see :func:`read_image`).
+
+    ``is_ngc``: the repository is ``nvcr.io/nvidia/pytorch`` or a configured mirror of it.
+    ``release``/``variant`` are set only for an NGC image with a valid ``YY.MM-py3`` /
+    ``YY.MM-py3-igpu`` tag; otherwise ``problem`` says, in one sentence, what is wrong.
+    """
+
+    image: str
+    is_ngc: bool
+    tag: str | None
+    release: str | None
+    variant: str | None
+    problem: str | None
+
+    @property
+    def igpu(self) -> bool:
+        """The Jetson / integrated-GPU flavour (``YY.MM-py3-igpu``), not for discrete GPUs."""
+        return self.variant == IGPU_VARIANT
+
+
+def _mirror_prefix(mirror: str) -> str:
+    """``https://nvcr.mirror.example.cn/`` -> ``nvcr.mirror.example.cn`` (host[:port][/prefix])."""
+    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.I).rstrip("/").lower()
+
+
+def _split_ref(ref: str) -> tuple[str, str | None, str | None]:
+    """``name[:tag][@digest]`` -> (name, tag, digest); a ``:port`` in the host is not a tag."""
+    name, _, digest = ref.partition("@")
+    head, sep, tail = name.rpartition(":")
+    if sep and "/" not in tail:
+        return head, tail, digest or None
+    return name, None, digest or None
+
+
+def read_image(image: str, mirrors: Sequence[str] = ()) -> NgcImage:
+    """Read an image reference as an NGC PyTorch image.
+
+    Only ``nvcr.io/nvidia/pytorch`` (host case-insensitive) and ``<mirror>/nvidia/pytorch`` for
+    a configured ``registry_mirror`` (``https://`` and a trailing ``/`` ignored) are NGC;
+    ``nvidia/pytorch`` alone is Docker Hub and ``ghcr.io/x/nvidia/pytorch`` someone else's.
+    A digest next to a tag (``:24.08-py3@sha256:...``) is ignored: the tag names the release.
+    """
+    ref = image.strip()
+    name, tag, digest = _split_ref(ref)
+    host, _, path = name.partition("/")
+    allowed = {f"nvcr.io/{_NGC_PATH}"} | {f"{_mirror_prefix(m)}/{_NGC_PATH}" for m in mirrors if m.strip()}
+    is_ngc = bool(path) and f"{host.lower()}/{path}" in allowed
+    if not is_ngc:
+        where = f"{NGC_IMAGE} or a mirror of it" if mirrors else NGC_IMAGE
+        return NgcImage(ref, False, tag, None, None, f"{ref!r} is not {where}")
+    if tag is None:
+        why = "is pinned by digest only" if digest else "has no tag"
+        return NgcImage(
+            ref,
+            True,
+            None,
+            None,
+            None,
+            f"{ref!r} {why}: the release cannot be told; pin a tag such as {NGC_IMAGE}:24.08-py3",
+        )
+    t = _TAG_RE.match(tag)
+    if t is None or not 1 <= int(t.group("mm")) <= 12:
+        return NgcImage(
+            ref,
+            True,
+            tag,
+            None,
+            None,
+            f"{tag!r} is not a valid NGC tag: NGC PyTorch tags are YY.MM-py3 with a month 01-12 "
+            "(e.g. 24.08-py3)",
+        )
+    release, variant = f"{t.group('yy')}.{t.group('mm')}", t.group("variant")
+    if variant not in VARIANTS:
+        return NgcImage(
+            ref,
+            True,
+            tag,
+            None,
+            None,
+            f"{tag!r} is not an NGC PyTorch tag: the variants are {release}-py3 (discrete GPUs) "
+            f"and {release}-py3-igpu (Jetson / integrated GPUs), not -{variant}",
+        )
+    return NgcImage(ref, True, tag, release, variant, None)
+
+
+def parse_image(image: str, mirrors: Sequence[str] = ()) -> tuple[str | None, str | None]:
     """Split an NGC PyTorch image reference into ``(release, variant)``.
 
-    ``"nvcr.io/nvidia/pytorch:24.08-py3"`` -> ``("24.08", "py3")``; mirror hosts
-    (``"mirror.example.cn/nvidia/pytorch:24.08-py3"``) work too. A digest-pinned reference
-    (``...@sha256:...``) gives ``(None, None)``: the digest, not the tag, decides what runs.
-    Anything that is not an NGC PyTorch ``YY.MM-<variant>`` tag gives ``(None, None)``.
+    ``"nvcr.io/nvidia/pytorch:24.08-py3"`` -> ``("24.08", "py3")``; a configured mirror
+    (``mirrors=["mirror.example.cn"]``: ``"mirror.example.cn/nvidia/pytorch:24.08-py3"``) works
+    too, and ``":24.08-py3@sha256:..."`` gives the tag's release. Anything :func:`read_image`
+    finds a problem with gives ``(None, None)``.
     """
-    m = _IMAGE_RE.match(image.strip())
-    if m is None or m.group("digest") or not m.group("tag"):
-        return (None, None)
-    host = m.group("host")
-    if host is not None and "." not in host and ":" not in host and host != "localhost":
-        return (None, None)  # first segment is a path component, e.g. "foo/nvidia/pytorch"
-    t = _TAG_RE.match(m.group("tag"))
-    if t is None:
-        return (None, None)
-    return (t.group("release"), t.group("variant"))
+    info = read_image(image, mirrors)
+    return (info.release, info.variant) if info.problem is None else (None, None)
 
 
 _DATACENTER_RE = re.compile(
@@ -247,16 +326,30 @@ def _forward_branch(release: NgcRelease, driver: str) -> ForwardBranch | None:
     return None
 
 
+def _beyond_listed(release: NgcRelease, driver: str) -> bool:
+    """The driver is on a branch newer than every forward-compatible branch listed for the release.
+
+    NVIDIA's notes list branches as of the release date; a later branch (R550 for a release that
+    lists up to R545) is not named there, yet is newer than what is: unverified, not refused.
+    """
+    if not release.forward_compat:
+        return False
+    return version_key(driver)[0] > max(fb.number for fb in release.forward_compat)
+
+
 def runs_natively(release: NgcRelease, driver: str) -> bool:
     """True when ``driver`` meets the release's native requirement (any GPU)."""
     return _driver_at_least(driver, release.min_driver)
 
 
 def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> str | None:
-    """Newest release in ``releases`` this driver runs: natively, or (datacenter only) via forward compat."""
+    """Newest release in ``releases`` this driver runs: natively, or (datacenter only) via forward
+    compat, counting a branch newer than every listed one (see :func:`compat`)."""
     best: NgcRelease | None = None
     for r in releases:
-        ok = runs_natively(r, driver) or (klass == "datacenter" and _forward_branch(r, driver) is not None)
+        ok = runs_natively(r, driver) or (
+            klass == "datacenter" and (_forward_branch(r, driver) is not None or _beyond_listed(r, driver))
+        )
         if ok and (best is None or version_key(r.release) > version_key(best.release)):
             best = r
     return best.release if best is not None else None
@@ -273,6 +366,9 @@ def compat(
     * ``driver >= release.min_driver`` -> ``compatible``.
     * else, driver on a listed forward-compat branch at/above its ``min``: ``forward_compat`` on a
       data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU.
+    * else, on a data-centre or professional GPU, a driver whose branch is newer than every listed
+      forward-compat branch (R550/R560/R570 for a release listing up to R545):
+      ``forward_compat_unverified`` (warn) -- newer than what NVIDIA's notes name, never a fail.
     * otherwise ``incompatible``; for consumer cards the message explains CUDA error 804.
 
     ``newest_runnable`` is computed over ``releases`` (default: the packaged table).
@@ -304,6 +400,18 @@ def compat(
             f"Driver {driver} is older than {need}; branch {fb.branch} is forward-compatible for NGC PyTorch "
             f"{rel}, but NVIDIA supports forward compatibility only on select RTX professional GPUs, so "
             f"this card may fail with CUDA error 804 -- test it or upgrade the driver to {need} or later.",
+            newest,
+            need,
+        )
+    if klass in ("datacenter", "professional") and _beyond_listed(release, driver):
+        branch = f"R{version_key(driver)[0]}"
+        listed = ", ".join(f.branch for f in release.forward_compat)
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} needs natively, and its branch "
+            f"{branch} is newer than every forward-compatible branch NVIDIA lists for {rel} ({listed}) "
+            f"but not listed itself: forward compatibility is unverified for it -- test the container "
+            f"or upgrade the driver to {need} or later.",
             newest,
             need,
         )

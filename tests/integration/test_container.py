@@ -172,15 +172,29 @@ def _podman_env(root: Path, reg: Registry) -> Podman:
 def give_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
     """The test host's `docker`: podman with isolated storage and test-host-only settings."""
     pm = _podman_env(root, reg)
-    exports = " ".join(f"{k}={v}" for k, v in pm.env.items() if k not in os.environ or os.environ[k] != v)
+    # REGISTRY_AUTH_FILE only as a default: the step's login sets its own temporary one
+    exports = " ".join(
+        f'{k}="${{{k}:-{v}}}"' if k == "REGISTRY_AUTH_FILE" else f"{k}={v}"
+        for k, v in pm.env.items()
+        if k not in os.environ or os.environ[k] != v
+    )
     g = " ".join(pm.argv[1:])
+    r = root
     add_executable(
         host.bin_dir,
         "docker",
         "#!/bin/sh\n"
         f"export {exports}\n"
+        # podman fails every command when REGISTRY_AUTH_FILE names a missing file
+        '[ -e "$REGISTRY_AUTH_FILE" ] || echo "{}" > "$REGISTRY_AUTH_FILE"\n'
         'case "$1" in\n'
-        f'  run) shift; exec podman {g} run --network host "$@" ;;\n'
+        # test switches: a broken smoke run; a pull that hits a full disk (podman's own error)
+        f'  run) [ -e {r}/fail-run ] && {{ echo "Error: runc: smoke run broken" >&2; exit 126; }}\n'
+        f'    shift; exec podman {g} run --network host "$@" ;;\n'
+        f'  pull) echo pull >> {r}/pulls; [ -e {r}/enospc ] && {{ echo "Error: writing blob: storing blob'
+        f' to file \\"/var/tmp/x\\": write /var/tmp/x: no space left on device" >&2; exit 125; }}\n'
+        f'    exec podman {g} "$@" ;;\n'
+        f'  login) echo "$REGISTRY_AUTH_FILE $DOCKER_CONFIG" >> {r}/logins; exec podman {g} "$@" ;;\n'
         f'  *) exec podman {g} "$@" ;;\n'
         "esac\n",
     )
@@ -271,8 +285,15 @@ def test_pull_through_vendor_mirror_tags_canonical_name(
     entry["vars"].update({"image_size_estimate": "1MB", **creds})
     project.write_inventory({"ctr": entry}, vendors_dir=str(vendors))
     image = f"nvcr.io/{REPO_TAG}"
+    # the env credentials are nvcr.io's: never sent to the (http://) mirror, no login there;
+    # the mirror's own access is the host's business (pre-seeded in its auth file here)
+    r = project.cli("container", "--host", "ctr", "--image", image)
+    assert r.returncode == 1 and "login" not in _log(project)
+    assert not (ctr.root / "logins").exists()
+    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
     r = project.cli("container", "--host", "ctr", "--image", image)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "login" not in _log(project) and not (ctr.root / "logins").exists()
     step = _step(project)
     assert step["status"] == "changed", step
     assert step["msg"].startswith(f"pulled {image} via mirror {registry.address}")
@@ -491,3 +512,71 @@ def test_manifest_size_used_for_free_space_and_credentials_file(
         *(p.read_text() for p in (project.root / "reports" / "latest").rglob("*") if p.is_file()),
     ):
         assert PASSWORD not in text
+
+
+def test_failed_smoke_run_is_repeated_until_it_passes(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, **creds)
+    (ctr.root / "fail-run").touch()
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    assert "smoke run broken" in _step(project)["msg"]
+    # the image is present now, but its smoke run never passed: failed again, not "nothing pulled"
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    step = _step(project)
+    assert step["status"] == "failed" and "smoke run broken" in step["msg"], step
+    assert "$ docker pull" not in _log(project)
+    (ctr.root / "fail-run").unlink()
+    assert project.cli("container", "--host", "ctr").returncode == 0
+    step = _step(project)
+    assert step["status"] == "changed" and "nothing pulled; smoke run" in step["msg"], step
+    assert "plain container run ok" in step["msg"] and "$ docker pull" not in _log(project)
+    assert project.cli("container", "--host", "ctr").returncode == 0
+    assert _step(project)["status"] == "ok"
+    (ctr.root / "fail-run").touch()
+    assert project.cli("container", "--host", "ctr").returncode == 0  # its pass is recorded: ok
+
+
+def test_login_uses_a_temporary_auth_file_removed_after_the_pull(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, **creds)
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    [line] = (ctr.root / "logins").read_text().splitlines()
+    auth_file, docker_config = line.split()
+    assert auth_file == f"{docker_config}/auth.json" and "gpuonboard-auth." in docker_config
+    assert not Path(docker_config).exists()  # removed with the pull
+    default = ctr.root / "auth.json"  # the host's own auth file: no credentials written there
+    assert not default.exists() or registry.address not in default.read_text()
+
+
+def test_login_retried_while_registry_unreachable_and_hopeless_errors_not_retried(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    # nothing listening: the login is retried, and the message says unreachable
+    down = f"127.0.0.1:{_free_port()}"
+    _inventory(project, pool, "ctr", container_image=f"{down}/{REPO_TAG}", pull_retries=2, **creds)
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    msg = _step(project)["msg"]
+    assert "after 3 attempt(s)" in msg and f"registry {down} is unreachable" in msg, msg
+    assert "connection refused" in msg
+    # no such tag: one attempt, not retried
+    image = f"{registry.address}/nvidia/pytorch:no-such-tag"
+    _inventory(project, pool, "ctr", container_image=image, pull_retries=3, **creds)
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    msg = _step(project)["msg"]
+    assert "has no such image or tag" in msg and "manifest unknown" in msg and "not retried" in msg, msg
+    assert (ctr.root / "pulls").read_text().count("pull") == 1
+    # a full disk: one attempt, and where to free space
+    (ctr.root / "pulls").unlink()
+    (ctr.root / "enospc").touch()
+    _inventory(
+        project, pool, "ctr", container_image=f"{registry.address}/{REPO_TAG}", pull_retries=3, **creds
+    )
+    assert project.cli("container", "--host", "ctr").returncode == 1
+    msg = _step(project)["msg"]
+    assert f"no space left on device: free space under {ctr.root / 'storage'}" in msg, msg
+    assert (ctr.root / "pulls").read_text().count("pull") == 1

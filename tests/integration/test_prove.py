@@ -70,16 +70,30 @@ def test_prove_runs_for_real_on_cpu(project: Project, tmp_path: Path) -> None:
     assert _leftovers() == before  # the private temp dirs were removed
 
 
-def test_prove_warns_cpu_training_on_gpu_host_and_check_mode(project: Project, tmp_path: Path) -> None:
+def test_prove_fails_cpu_torch_on_gpu_host_and_check_mode(project: Project, tmp_path: Path) -> None:
+    # provegpu replays nvidia-smi (1 GPU) while its torch is this machine's CPU build: the
+    # training and the all-reduce ran on the CPU, so they must fail, not pass as "GO"
     _setup(project, tmp_path, "provegpu")
     r = project.cli(
-        "provision", "--host", "provegpu", "--playbook", "prove", "--only", "smoke_train", timeout=120
+        "provision",
+        "--host",
+        "provegpu",
+        "--playbook",
+        "prove",
+        "--only",
+        "smoke_train,allreduce",
+        timeout=180,
     )
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     rules = project.rules("provegpu")
-    assert rules["training_device"]["verdict"] == "warn"
+    sentence = f"the box lists 1 GPU(s) but torch in {sys.executable} has no CUDA: nothing ran on the GPUs"
+    assert rules["training_device"]["verdict"] == "fail"
     assert "nvidia-smi lists 1 GPU" in rules["training_device"]["actual"]
+    assert sentence in rules["training_device"]["detail"]
+    assert rules["allreduce_busbw"]["verdict"] == "fail", rules["allreduce_busbw"]
+    assert sentence in rules["allreduce_busbw"]["detail"]
     assert rules["loss_falls"]["verdict"] == "pass"
+    assert rules["allreduce_correct"]["verdict"] == "pass"
     # check mode: nothing runs on the host
     r = project.cli("provision", "--host", "provegpu", "--playbook", "prove", "--check", timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

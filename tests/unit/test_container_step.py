@@ -7,7 +7,15 @@ import pytest
 from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.base import StepArgsError
-from gpuonboard.steps.container import ContainerStep, mirror_host, parse_ref, parse_state, plan_from
+from gpuonboard.steps.container import (
+    ContainerStep,
+    _credentials,
+    mirror_host,
+    parse_ref,
+    parse_state,
+    plan_from,
+    pull_command,
+)
 
 M = "##gpuonboard-container "
 DIGEST = "sha256:" + "ab" * 32
@@ -41,6 +49,7 @@ def test_probe_output_parsed_and_planned() -> None:
         f' "version": {{"Version": "4.3.1"}}}}\n'
         f"{M}df\n/dev/vda 100 50 20000000 50% /\n{M}image\n"
         f'sha256:1234 ["nvcr.io/nvidia/pytorch@{DIGEST}"]\n'
+        f"{M}smoke\npodman /var/lib/containers/storage sha256:1234 gpus=0\n"
     )
     state = parse_state(text)
     assert state.cli == "podman" and state.info.engine == "podman"
@@ -254,3 +263,54 @@ def test_local_runner_streams_stdout_chunks() -> None:
         "printf a; cat; sleep 0.3; printf b; echo err >&2", stdin=b"-in-", on_output=chunks.append
     )
     assert r.ok and r.stdout == "a-in-b" and r.stderr == "err\n" and len(chunks) >= 2
+
+
+def test_present_image_without_a_passed_smoke_run_is_smoke_run_again() -> None:
+    base = (
+        f'{M}info podman\n{{"store": {{"graphRoot": "/s"}}, "host": {{}},'
+        f' "version": {{"Version": "4.3.1"}}}}\n'
+        f"{M}df\n/dev/vda 100 50 20000000 50% /\n{M}image\n"
+        f'sha256:1234 ["nvcr.io/nvidia/pytorch@{DIGEST}"]\n'
+    )
+    # no record (a failed or never-run smoke run): changed, a smoke run without a pull
+    plan = plan_from(parse_state(base), _settings(), _facts())  # type: ignore[arg-type]
+    assert plan.changes and plan.msg.startswith("smoke run nvcr.io/nvidia/pytorch:24.08-py3: present")
+    # a record for another image id (re-pulled since): smoke run again
+    other = base + f"{M}smoke\npodman /s sha256:9999 gpus=0\n"
+    assert plan_from(parse_state(other), _settings(), _facts()).changes  # type: ignore[arg-type]
+    # the record of this image: ok; smoke: false never asks for it
+    good = base + f"{M}smoke\npodman /s sha256:1234 gpus=0\n"
+    assert not plan_from(parse_state(good), _settings(), _facts()).changes  # type: ignore[arg-type]
+    assert not plan_from(parse_state(base), _settings(smoke=False), _facts()).changes  # type: ignore[arg-type]
+
+
+def test_credentials_for_the_image_registry_never_go_to_a_mirror(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    monkeypatch.setenv("U_ENV", "ngc-user")
+    monkeypatch.setenv("P_ENV", "pw")
+    env = {"registry_user_env": "U_ENV", "registry_password_env": "P_ENV"}
+    direct = _settings(container_image="nvcr.io/nvidia/pytorch:24.08-py3", **env)
+    got = _credentials(direct, Path(str(tmp_path)))
+    assert isinstance(got, tuple) and got[0] == "ngc-user" and direct.login_registry == "nvcr.io"
+    mirrored = _settings(registry_mirror="http://mirror.example.cn:5000", **env)
+    assert _credentials(mirrored, Path(str(tmp_path))) is None  # nvcr.io's password stays home
+    f = Path(str(tmp_path)) / "creds.yml"
+    f.write_text("nvcr.io: {username: a, password: b}\nmirror.example.cn:5000: {username: m, password: n}\n")
+    f.chmod(0o600)
+    named = _settings(
+        registry_mirror="https://mirror.example.cn:5000", registry_credentials_file=str(f), **env
+    )
+    got = _credentials(named, Path(str(tmp_path)))
+    assert isinstance(got, tuple) and got[0] == "m"  # only an entry named for the mirror
+
+
+def test_pull_command_logs_in_to_a_temporary_auth_dir() -> None:
+    state = parse_state(f'{M}info docker\n{{"DockerRootDir": "/var/lib/docker"}}\n')
+    plain = pull_command(state, "nvcr.io/a:b", None)
+    assert "login" not in plain and plain.endswith("2>&1")
+    cmd = pull_command(state, "nvcr.io/a:b", ("ngc-user", "nvcr.io"))
+    assert "--password-stdin" in cmd and "mktemp -d" in cmd and "rm -rf" in cmd
+    assert 'DOCKER_CONFIG="$d"' in cmd and "REGISTRY_AUTH_FILE=" in cmd

@@ -129,6 +129,37 @@ def test_below_forward_compat_min_is_incompatible(releases: tuple[ngc.NgcRelease
     assert ngc.compat(r, "535.54.03", "datacenter", releases).verdict == "incompatible"
 
 
+@pytest.mark.parametrize("driver", ["550.54.15", "550.127.08", "555.42.06"])
+def test_branch_newer_than_listed_is_a_warning_not_a_fail(
+    r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...], driver: str
+) -> None:
+    # 24.08 needs 560 natively and lists forward-compat branches up to R545: R550 is newer than
+    # every listed branch, so it must not be judged worse than 545.23 (which passes)
+    assert ngc.compat(r2408, "545.23.08", "datacenter", releases).verdict == "forward_compat"
+    c = ngc.compat(r2408, driver, "datacenter", releases)
+    assert c.verdict == "forward_compat_unverified"
+    assert "unverified" in c.message and "560" in c.message
+    # newest_runnable is not worse than for an older, listed branch
+    assert c.newest_runnable == ngc.newest_runnable(releases, "545.23.08", "datacenter")
+    # GeForce still cannot use forward compatibility at all
+    assert ngc.compat(r2408, driver, "consumer", releases).verdict == "incompatible"
+
+
+@pytest.mark.parametrize("driver", ["550.54.15", "560.35.03", "570.86.15"])
+def test_2504_newer_branches_warn(releases: tuple[ngc.NgcRelease, ...], driver: str) -> None:
+    r = ngc.release_for(releases, "25.04")
+    assert r is not None
+    assert ngc.compat(r, driver, "datacenter", releases).verdict == "forward_compat_unverified"
+    assert ngc.compat(r, "575.51.03", "datacenter", releases).verdict == "compatible"
+
+
+def test_unlisted_branch_between_listed_ones_stays_incompatible(
+    r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...]
+) -> None:
+    # R530 sits between listed R525 and R535: NVIDIA's list skipped it on purpose
+    assert ngc.compat(r2408, "530.30.02", "datacenter", releases).verdict == "incompatible"
+
+
 def test_compat_defaults_to_packaged_table(r2408: ngc.NgcRelease) -> None:
     assert ngc.compat(r2408, "570.158.01", "datacenter").verdict == "compatible"
 
@@ -136,23 +167,64 @@ def test_compat_defaults_to_packaged_table(r2408: ngc.NgcRelease) -> None:
 # --- parse_image -------------------------------------------------------------------------
 
 
+MIRRORS = ("https://mirror.example.cn/", "registry.local:5000")
+
+
 @pytest.mark.parametrize(
     ("image", "expected"),
     [
         ("nvcr.io/nvidia/pytorch:24.08-py3", ("24.08", "py3")),
+        ("NVCR.IO/nvidia/pytorch:24.08-py3 ", ("24.08", "py3")),
         ("mirror.example.cn/nvidia/pytorch:24.08-py3", ("24.08", "py3")),
         ("registry.local:5000/nvidia/pytorch:23.11-py3-igpu", ("23.11", "py3-igpu")),
-        ("nvcr.io/nvidia/pytorch:24.08-py3@sha256:" + "a" * 64, (None, None)),
+        # a tag pinned with a digest: the tag names the release
+        ("nvcr.io/nvidia/pytorch:24.08-py3@sha256:" + "a" * 64, ("24.08", "py3")),
         ("nvcr.io/nvidia/pytorch@sha256:" + "b" * 64, (None, None)),
         ("nvcr.io/nvidia/pytorch:latest", (None, None)),
         ("nvcr.io/nvidia/pytorch", (None, None)),
+        ("nvcr.io/nvidia/pytorch:24.08", (None, None)),
+        ("nvcr.io/nvidia/pytorch:24.08-py2", (None, None)),
+        ("nvcr.io/nvidia/pytorch:24.13-py3", (None, None)),
+        ("nvcr.io/nvidia/pytorch:99.99-py3", (None, None)),
+        ("nvcr.io/nvidia/pytorch:24.8-py3", (None, None)),
+        # not NGC: Docker Hub, someone else's registry, an unconfigured host
+        ("nvidia/pytorch:24.08-py3", (None, None)),
+        ("ghcr.io/x/nvidia/pytorch:24.08-py3", (None, None)),
+        ("other.example.com/nvidia/pytorch:24.08-py3", (None, None)),
         ("nvcr.io/nvidia/tensorflow:24.08-tf2-py3", (None, None)),
         ("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime", (None, None)),
         ("", (None, None)),
     ],
 )
 def test_parse_image(image: str, expected: tuple[str | None, str | None]) -> None:
-    assert ngc.parse_image(image) == expected
+    assert ngc.parse_image(image, MIRRORS) == expected
+
+
+def test_mirror_counts_only_when_configured() -> None:
+    assert ngc.parse_image("mirror.example.cn/nvidia/pytorch:24.08-py3") == (None, None)
+    info = ngc.read_image("mirror.example.cn/nvidia/pytorch:24.08-py3")
+    assert not info.is_ngc and "nvcr.io/nvidia/pytorch" in (info.problem or "")
+
+
+@pytest.mark.parametrize(
+    ("image", "fragment"),
+    [
+        ("nvcr.io/nvidia/pytorch:24.13-py3", "not a valid NGC tag"),
+        ("nvcr.io/nvidia/pytorch:99.99-py3", "not a valid NGC tag"),
+        ("nvcr.io/nvidia/pytorch:24.08-py2", "not an NGC PyTorch tag"),
+        ("ghcr.io/x/nvidia/pytorch:24.08-py3", "is not nvcr.io/nvidia/pytorch"),
+        ("nvcr.io/nvidia/pytorch@sha256:" + "b" * 64, "pinned by digest only"),
+    ],
+)
+def test_read_image_says_why(image: str, fragment: str) -> None:
+    info = ngc.read_image(image)
+    assert info.release is None and fragment in (info.problem or "")
+
+
+def test_igpu_variant_is_flagged() -> None:
+    info = ngc.read_image("nvcr.io/nvidia/pytorch:24.08-py3-igpu")
+    assert info.igpu and info.release == "24.08" and info.problem is None
+    assert not ngc.read_image("nvcr.io/nvidia/pytorch:24.08-py3").igpu
 
 
 # --- gpu_class ---------------------------------------------------------------------------
@@ -265,3 +337,38 @@ def test_not_a_list(tmp_path: Path) -> None:
     p.write_text("release: 24.08\n", encoding="utf-8")
     with pytest.raises(ValueError, match="list"):
         ngc.load_releases(p)
+
+
+# --- driver_compat over the image's tag ----------------------------------------------------
+
+
+def _a100_facts() -> object:
+    # a real `nvidia-smi -q -x` of an A100 box on driver 535.54.03 (runs 23.10 natively)
+    from gpuonboard.facts.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+
+    xml = (FIXTURES / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml").read_text()
+    return parse_facts({"nvidia_smi": ProbeOutput(xml, "", 0)})
+
+
+@pytest.mark.parametrize(
+    ("image", "verdict", "fragment"),
+    [
+        ("nvcr.io/nvidia/pytorch:24.08-py3-igpu", "fail", "not for discrete GPUs"),
+        ("nvcr.io/nvidia/pytorch:24.09-py3", "warn", "24.09 is not in gpuonboard's table"),
+        ("nvcr.io/nvidia/pytorch:24.13-py3", "warn", "not a valid NGC tag"),
+        ("nvcr.io/nvidia/pytorch:24.08-py2", "warn", "not an NGC PyTorch tag"),
+        ("ghcr.io/x/nvidia/pytorch:24.08-py3", "warn", "is not nvcr.io/nvidia/pytorch"),
+        ("nvcr.io/nvidia/pytorch:23.10-py3@sha256:" + "a" * 64, "pass", ">= 535 for 23.10"),
+        ("mirror.example.cn/nvidia/pytorch:23.10-py3", "pass", ">= 535 for 23.10"),
+    ],
+)
+def test_driver_compat_judges_the_tag(image: str, verdict: str, fragment: str) -> None:
+    from gpuonboard.steps import driver_compat
+
+    f = _a100_facts()
+    mirrors = ["https://mirror.example.cn/"]
+    check = driver_compat.evaluate(f, image, ngc.load_releases(), mirrors)[0]
+    assert check.verdict == verdict, check
+    assert fragment in check.detail + check.actual + check.expected, check
+    assert "pin one of" not in check.detail or verdict == "pass"

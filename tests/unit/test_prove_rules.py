@@ -74,7 +74,7 @@ def test_smoke_rules_flag_each_failure() -> None:
     assert c["loader_yields"].verdict == "fail"
     assert c["loss_falls"].verdict == "fail"
     assert c["checkpoint_roundtrip"].verdict == "fail"
-    assert c["training_device"].verdict == "warn" and "8 GPU" in c["training_device"].actual
+    assert c["training_device"].verdict == "fail" and "8 GPU" in c["training_device"].actual
     assert c["loader_bottleneck"].verdict == "warn"
     assert "num_workers" in c["loader_bottleneck"].detail and "64 cores" in c["loader_bottleneck"].detail
 
@@ -121,6 +121,25 @@ def test_allreduce_cpu_is_information_only() -> None:
     c = by_name(allreduce_checks(r, load_references(), "", 0, "unknown"))
     assert c["allreduce_correct"].verdict == "pass"
     assert c["allreduce_busbw"].verdict == "pass" and "information only" in c["allreduce_busbw"].expected
+
+
+def test_cpu_torch_on_a_gpu_box_fails_training_and_allreduce() -> None:
+    # a real CPU run (torch CPU build) judged on a box whose nvidia-smi lists 8 GPUs:
+    # nothing ran on the GPUs, so neither the training device nor the busbw may pass
+    where = "/opt/venv/bin/python"
+    sentence = (
+        f"the box lists 8 GPU(s) but torch in {where} has no CUDA: nothing ran on the GPUs;"
+        " use the NGC container (train_in_container) or a CUDA build of torch"
+    )
+    s = by_name(smoke_checks(load("smoke_cpu.out"), gpu_count=8, where=where))
+    assert (s["training_device"].verdict, s["training_device"].detail) == ("fail", sentence)
+    a = by_name(
+        allreduce_checks(
+            load("allreduce_cpu_gloo.out"), load_references(), "NVIDIA A100", 8, "nvlink", where=where
+        )
+    )
+    assert (a["allreduce_busbw"].verdict, a["allreduce_busbw"].detail) == ("fail", sentence)
+    assert a["allreduce_correct"].verdict == "pass"
 
 
 def test_allreduce_one_h200_is_information_only() -> None:

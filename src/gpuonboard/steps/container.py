@@ -3,9 +3,11 @@
 Plan (pure, from ONE read-only probe in the batched fact probe): which runtime answers
 (`docker info`, else `podman info`), whether the NVIDIA container toolkit is there (docker's
 `nvidia` runtime or an nvidia CDI spec), free space under the runtime's storage root, and the
-local image's id and repo digests. Apply: registry login over stdin (never argv), pull through
-the vendor's registry mirror with retries and backoff (a re-run reuses the layers already
-present), tag the mirror's copy back to the canonical name, then a smoke run.
+local image's id and repo digests, and the host's record of a passed smoke run for it. Apply:
+registry login over stdin (never argv) into a temporary auth dir removed when the pull ends,
+pull through the vendor's registry mirror with retries and backoff (a re-run reuses the layers
+already present), tag the mirror's copy back to the canonical name, then a smoke run, whose
+pass is recorded on the host (an image present without that record is smoke-run again).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,23 @@ DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 2.0
 PULL_TIMEOUT = 3600.0
 _MARK = "##gpuonboard-container "
+_LOGIN_FAILED = "##gpuonboard-login-failed"
+# where the host records a passed smoke run (no secrets): one file per image name
+SMOKE_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/container-smoke"
+# login errors that are the network's, not the credentials': retried like a failed pull
+_NETWORK_ERRORS = (
+    "connection refused",
+    "no such host",
+    "i/o timeout",
+    "network is unreachable",
+    "connection reset",
+    "tls handshake timeout",
+    "no route to host",
+    "temporary failure in name resolution",
+    "server misbehaving",
+    "timeout exceeded",
+    "eof",
+)
 
 # Install commands per OS family (sources: docs.docker.com/engine/install, Debian/Ubuntu
 # `docker.io` packages, docs.nvidia.com/datacenter/cloud-native/container-toolkit/install-guide).
@@ -167,6 +186,7 @@ class ContainerState:
     uid: int | None = None
     user: str | None = None
     groups: tuple[str, ...] = ()
+    smoke_record: str | None = None  # the host's record of a passed smoke run for this image
 
     @property
     def access(self) -> str:
@@ -197,11 +217,25 @@ class ContainerState:
         return tuple(d.rpartition("@")[2] for d in self.repo_digests if "@" in d)
 
 
+def smoke_file(local_ref: str) -> str:
+    """The host file (shell text, $HOME expanded there) recording a passed smoke run of an image."""
+    return f"{SMOKE_DIR}/{hashlib.sha256(local_ref.encode()).hexdigest()[:16]}"
+
+
+def smoke_key(state: ContainerState, gpus: int) -> str:
+    """What a passed smoke run is recorded as: runtime, storage, image id and GPU count; a
+    record matching none of today's values means the smoke run must be run (again)."""
+    root = state.info.storage_root or "-"
+    return f"{state.cli} {root.replace(' ', '_')} {state.image_id} gpus={gpus}"
+
+
 def probe_command(local_ref: str) -> str:
-    """The read-only probe: runtime info, CDI specs, df of the storage root, local image."""
+    """The read-only probe: runtime info, CDI specs, df of the storage root, local image, and
+    the host's record of a passed smoke run for it."""
     m = _MARK
     return (
         f"img={shell.quote(local_ref)}; c=; info=; pre=\n"
+        f"printf '{m}smoke\\n'; cat \"{smoke_file(local_ref)}\" 2>/dev/null | head -n 1\n"
         "q() { if [ $2 = docker ]; then $1 docker info --format '{{json .}}';"
         " else $1 podman info --format json; fi; }\n"
         "for x in docker podman; do\n"
@@ -275,7 +309,10 @@ def parse_state(text: str) -> ContainerState:
         except ValueError:
             digests = ()
     cdi = parse_cdi_listing("\n".join(sections.get("cdi", [])))
-    return ContainerState(cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups)
+    record = " ".join(sections.get("smoke", [])).strip() or None
+    return ContainerState(
+        cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups, record
+    )
 
 
 def _parse_info(text: str) -> RuntimeInfo:
@@ -315,7 +352,8 @@ class Settings:
 
     @property
     def login_registry(self) -> str | None:
-        """The registry the credentials are for (the mirror's host when a mirror is used)."""
+        """The registry logged in to: the mirror's host when a mirror is used (then only with
+        credentials named for that mirror in the credentials file), else the image's registry."""
         if self.mirror:
             return self.mirror.split("/", 1)[0]
         return self.ref.registry
@@ -327,12 +365,14 @@ class Applied:
 
     attempts: int = 0
     pull_error: str | None = None
-    login_error: str | None = None
+    fail: str | None = None  # a failure that ends the step as it is (not retried)
     tag_error: str | None = None
     image_id: str | None = None
     digests: tuple[str, ...] = ()
     smoke: list[str] = field(default_factory=list)
     smoke_error: str | None = None
+    smoke_only: bool = False  # the image was present: only the smoke run was (re)done
+    retried_login: bool = False
 
 
 class ContainerStep(Step):
@@ -435,6 +475,14 @@ class ContainerStep(Step):
         creds = _credentials(s, ctx.project)
         if isinstance(creds, str):
             return Plan(False, creds, failed=True)
+        if creds is not None and s.mirror and s.mirror_scheme == "http":
+            return Plan(
+                False,
+                f"refusing to log in to mirror {s.login_registry} over plain http:// (the password would"
+                " cross the network unencrypted): serve the mirror over https:// or remove its entry"
+                " from the registry credentials file",
+                failed=True,
+            )
         manifest = None
         if state.cli and state.image_id is None:
             manifest = fetch_manifest(ctx, s, creds)
@@ -444,33 +492,57 @@ class ContainerStep(Step):
         return plan
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
-        """Login (stdin), pull with retries (mirror, then tag back), inspect, smoke run."""
+        """Login (stdin, temporary auth dir) + pull with retries (mirror, then tag back),
+        inspect, smoke run; an image already present gets only the smoke run."""
         s, state, secret, manifest = plan.data
         cli = state.cli
         out = Applied()
         run = ctx.runner.run
-        if secret is not None and s.login_registry:
-            user, password = secret
-            r = run(
-                state.command([cli, "login", "--username", user, "--password-stdin", s.login_registry]),
-                stdin=(password.reveal() + "\n").encode(),
-                timeout=120,
-            )
-            if not r.ok:
-                out.login_error = f"login to {s.login_registry} failed: {_last_line(r.stderr, r.exit_code)}"
-                return out
+        if image_ready(state, s):
+            out.smoke_only = True
+            out.image_id, out.digests = state.image_id, state.digests
+            if s.smoke:
+                _smoke(ctx, state, s.ref.canonical, out)
+                _record_smoke(ctx, state, s.ref.canonical, out)
+            return out
+        login = (secret[0], s.login_registry) if secret is not None and s.login_registry else None
+        stdin = (secret[1].reveal() + "\n").encode() if login and secret is not None else None
+        where = "mirror" if s.mirror else "registry"
         delay = s.backoff
         for attempt in range(s.retries + 1):
             out.attempts = attempt + 1
             r = run(
-                shell.merge_stderr(state.command([cli, "pull", s.pull_ref])),
+                pull_command(state, s.pull_ref, login),
+                stdin=stdin,
                 timeout=PULL_TIMEOUT,
                 on_output=_progress_watcher(ctx, manifest),
             )
             if r.ok:
-                out.pull_error = None
+                out.pull_error = out.fail = None
                 break
-            out.pull_error = _last_line(r.stdout + "\n" + r.stderr, r.exit_code)
+            text = r.stdout + "\n" + r.stderr
+            low = text.lower()
+            if login and _LOGIN_FAILED in text:
+                why = _last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
+                if not any(w in why.lower() for w in _NETWORK_ERRORS):
+                    out.fail = f"login to {login[1]} failed: {why}"
+                    return out
+                out.pull_error = f"the {where} {login[1]} is unreachable (login failed: {why})"
+            elif "no space left on device" in low:
+                root = state.info.storage_root or "the container runtime's storage root"
+                out.fail = (
+                    f"pulling {s.pull_ref} failed with no space left on device: free space under {root}"
+                    " and run again (not retried: a retry would download the layers again)"
+                )
+                return out
+            elif "manifest unknown" in low:
+                out.fail = (
+                    f"pulling {s.pull_ref} failed: the {where} has no such image or tag"
+                    f" ({_last_line(text, r.exit_code)}); not retried"
+                )
+                return out
+            else:
+                out.pull_error = _last_line(text, r.exit_code)
             if attempt < s.retries:
                 time.sleep(delay)
                 delay *= 2
@@ -490,14 +562,32 @@ class ContainerStep(Step):
             out.image_id, out.digests = state_after.image_id, state_after.digests
         if s.smoke:
             _smoke(ctx, state, local, out)
+            if local == s.ref.canonical and out.image_id:
+                _record_smoke(ctx, replace(state, image_id=out.image_id), local, out)
         return out
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """The image must be present (with the pinned digest) and the smoke run must pass."""
         s = plan.data[0]
         a: Applied = applied
-        if a.login_error:
-            return a.login_error
+        if a.fail:
+            return a.fail
+        if a.smoke_only:
+            if a.smoke_error:
+                return a.smoke_error
+            digest = s.ref.digest or (a.digests[0] if a.digests else None)
+            plan.msg = (
+                f"{s.ref.canonical} is present ({digest or a.image_id}), nothing pulled; smoke run"
+                f" (none had passed for it on this host): " + "; ".join(a.smoke)
+            )
+            plan.diff = {
+                "image": s.image,
+                "id": a.image_id,
+                "digest": digest,
+                "access": state_access(plan),
+                "smoke": a.smoke,
+            }
+            return None
         if a.pull_error:
             where = f" from mirror {s.mirror}" if s.mirror else ""
             return f"pulling {s.pull_ref}{where} failed after {a.attempts} attempt(s): {a.pull_error}"
@@ -523,6 +613,57 @@ class ContainerStep(Step):
         return None
 
 
+def state_access(plan: Plan) -> str:
+    """How the runtime is reached, from the plan's probe state."""
+    state: ContainerState = plan.data[1]
+    return state.access
+
+
+def image_ready(state: ContainerState, s: Settings) -> bool:
+    """The image is present locally (with the pinned digest, when one is pinned)."""
+    return state.image_id is not None and (not s.ref.digest or s.ref.digest in state.digests)
+
+
+def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | None) -> str:
+    """One pull attempt (stderr folded into stdout). With `login` (user, registry): `login
+    --password-stdin` (the password is this command's stdin) into a fresh 0700 temporary dir
+    (DOCKER_CONFIG for docker, REGISTRY_AUTH_FILE for podman), used by the pull and removed by
+    a trap when the command ends: no credential stays on the host. A failed login prints
+    `##gpuonboard-login-failed` after its error."""
+    cli = state.cli or "docker"
+    if login is None:
+        return shell.merge_stderr(state.command([cli, "pull", pull_ref]))
+    user, registry = login
+    pre = "sudo -n " if state.sudo else ""
+    env = 'env DOCKER_CONFIG="$d" REGISTRY_AUTH_FILE="$d/auth.json" '
+    login_cmd = shell.join([cli, "login", "--username", user, "--password-stdin", registry])
+    return shell.sh_c(
+        # the first line is what the run log shows: say what runs (no secret in it)
+        f"umask 077; : {login_cmd} then {shell.join([cli, 'pull', pull_ref])} with a temporary auth dir\n"
+        'b=${XDG_RUNTIME_DIR:-/dev/shm}; { [ -d "$b" ] && [ -w "$b" ]; } || b=${TMPDIR:-/tmp}\n'
+        'd=$(mktemp -d "$b/gpuonboard-auth.XXXXXX") || { echo "cannot create a temporary auth dir under $b";'
+        f" echo '{_LOGIN_FAILED}'; exit 1; }}\n"
+        "trap 'rm -rf \"$d\"' EXIT\n"
+        "trap 'exit 130' HUP INT TERM\n"
+        f"if ! {pre}{env}{login_cmd} 2>&1; then echo '{_LOGIN_FAILED}'; exit 1; fi\n"
+        f"{pre}{env}{shell.join([cli, 'pull', pull_ref])} 2>&1"
+    )
+
+
+def _record_smoke(ctx: StepContext, state: ContainerState, local: str, out: Applied) -> None:
+    """Record a passed smoke run on the host (no secrets), or drop the record after a failure."""
+    path = smoke_file(local)
+    if out.smoke_error:
+        ctx.runner.run(shell.sh_c(f'rm -f "{path}"'), timeout=60)
+        return
+    gpus = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.gpus else 0
+    key = smoke_key(state, gpus)
+    ctx.runner.run(
+        shell.sh_c(f'f="{path}"; mkdir -p "${{f%/*}}" && printf \'%s\\n\' {shell.quote(key)} > "$f"'),
+        timeout=60,
+    )
+
+
 def _truthy(value: Any) -> bool:
     return value not in (False, None, "", "false", "False", "no", "0", 0)
 
@@ -530,10 +671,18 @@ def _truthy(value: Any) -> bool:
 def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str | None:
     """(user, Secret password) for the login registry, from this machine's environment
     (registry_user_env/registry_password_env) else the credentials file; None when neither
-    is configured (or the file has no entry for that registry); a message when unusable."""
+    is configured (or the file has no entry for that registry); a message when unusable.
+
+    The environment's credentials are for the image's own registry (e.g. nvcr.io): with a
+    mirror they are never used (never sent to the mirror); only a credentials-file entry
+    named for the mirror's host logs in to the mirror."""
     if s.user_env or s.password_env:
         if not (s.user_env and s.password_env):
             return "set both registry_user_env and registry_password_env (or neither)"
+        if s.mirror:
+            if not s.credentials_file:
+                return None
+            return read_credentials_file(Path(s.credentials_file).expanduser(), project, s.login_registry)
         user, password = os.environ.get(s.user_env), os.environ.get(s.password_env)
         if not user or not password:
             missing = s.user_env if not user else s.password_env
@@ -719,8 +868,18 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
             failed=True,
         )
     present = state.image_id is not None
-    if present and (not s.ref.digest or s.ref.digest in state.digests):
+    if image_ready(state, s):
         digest = s.ref.digest if s.ref.digest else (state.digests[0] if state.digests else None)
+        gpus = len(facts.gpu.gpus) if facts.gpu and facts.gpu.gpus else 0
+        if s.smoke and state.smoke_record != smoke_key(state, gpus):
+            return Plan(
+                True,
+                f"smoke run {s.ref.canonical}: present ({digest or state.image_id}), nothing to pull, but"
+                " no smoke run has passed for it on this host",
+                diff={"image": s.image, "id": state.image_id, "digest": digest, "access": state.access},
+                checks=checks,
+                data=(s, state),
+            )
         return Plan(
             False,
             f"{s.ref.canonical} is present ({digest or state.image_id}) on {engine} {version};"

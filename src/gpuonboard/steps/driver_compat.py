@@ -8,7 +8,7 @@ data-centre GPUs; on GeForce cards the container fails at run time with CUDA err
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import ngc
@@ -46,9 +46,15 @@ def image_for(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> str:
     return image
 
 
-def evaluate(facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...]) -> list[Check]:
-    """The compatibility rule, plus the host CUDA toolkit as information."""
-    checks = [_driver_check(facts, image, releases)]
+def evaluate(
+    facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...], mirrors: Sequence[str] = ()
+) -> list[Check]:
+    """The compatibility rule, plus the host CUDA toolkit as information.
+
+    ``mirrors``: configured registry mirrors of nvcr.io (``registry_mirror``); an image under one
+    of them counts as NGC PyTorch too.
+    """
+    checks = [_driver_check(facts, image, releases, mirrors)]
     nvcc = facts.raw.get(NVCC_PROBE.name)
     if nvcc is not None and nvcc.exit_code != 127:
         version = parse_nvcc(nvcc.stdout)
@@ -64,26 +70,87 @@ def evaluate(facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...]) -> 
     return checks
 
 
-def _driver_check(facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...]) -> Check:
-    tag, _ = ngc.parse_image(image)
-    release = ngc.release_for(releases, tag) if tag else None
-    if release is None:
-        known = f"{releases[0].release} to {releases[-1].release}" if releases else "none"
+def _missing_release(release: str, releases: tuple[ngc.NgcRelease, ...]) -> str:
+    """Why a valid YY.MM tag has no row: inside the table's range (a gap), newer, or older."""
+    if not releases:
+        return f"NGC PyTorch {release} is not in gpuonboard's table (the table is empty)"
+    first, last = releases[0].release, releases[-1].release
+    key = ngc.version_key(release)
+    if key > ngc.version_key(last):
+        return (
+            f"NGC PyTorch {release} is newer than every release in gpuonboard's table (newest {last}): "
+            "its driver requirement is unverified; check NVIDIA's notes or pin one of the listed releases"
+        )
+    if key < ngc.version_key(first):
+        return f"NGC PyTorch {release} is older than every release in gpuonboard's table (oldest {first})"
+    below = max((r.release for r in releases if ngc.version_key(r.release) < key), key=ngc.version_key)
+    above = min((r.release for r in releases if ngc.version_key(r.release) > key), key=ngc.version_key)
+    return (
+        f"NGC PyTorch {release} is not in gpuonboard's table (no driver requirement recorded for that "
+        f"month; the nearest listed releases are {below} and {above})"
+    )
+
+
+def _driver_check(
+    facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...], mirrors: Sequence[str] = ()
+) -> Check:
+    info = ngc.read_image(image, mirrors)
+    expected = f"a driver that runs {image}"
+    if info.problem is not None or info.release is None:
+        why = info.problem or "not an NGC PyTorch image"
         return Check(
             "ngc_driver",
-            f"a driver that runs {image}",
-            "unknown: not an NGC PyTorch release in the table",
+            expected,
+            "unknown: no verdict for this image",
             "warn",
-            f"gpuonboard knows NGC PyTorch releases {known}; pin one of those to get a verdict",
+            f"{why}; gpuonboard judges only {ngc.NGC_IMAGE}:YY.MM-py3 images",
+        )
+    if info.igpu:
+        first_name = facts.gpu.gpus[0].name if facts.gpu is not None and facts.gpu.gpus else "a discrete GPU"
+        return Check(
+            "ngc_driver",
+            expected,
+            f"{info.tag} is the iGPU image",
+            "fail",
+            f"{info.tag} is NGC's image for integrated GPUs (Jetson / IGX iGPU), not for discrete GPUs "
+            f"such as {first_name}; use {ngc.NGC_IMAGE}:{info.release}-py3",
+        )
+    release = ngc.release_for(releases, info.release)
+    if release is None:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"unknown: {info.release} is not in the table",
+            "warn",
+            _missing_release(info.release, releases),
         )
     expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
     if facts.gpu is None or not facts.gpu.driver_version or not facts.gpu.gpus:
         return Check("ngc_driver", expected, "no NVIDIA driver answered", "fail", "install the driver first")
     first = facts.gpu.gpus[0]
     klass = ngc.gpu_class(first.name, first.product_brand)
-    result = ngc.compat(release, facts.gpu.driver_version, klass)
-    actual = f"{facts.gpu.driver_version} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
+    driver = facts.gpu.driver_version.strip()
+    try:
+        result = ngc.compat(release, driver, klass)
+    except ValueError:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"driver version {driver!r} unreadable",
+            "warn",
+            "nvidia-smi did not report a numeric driver version; check the driver installation",
+        )
+    actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
     return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+
+
+def _mirrors(ctx: StepContext) -> list[str]:
+    """The configured mirrors of nvcr.io: the host's `registry_mirror`, else the vendor's."""
+    out = [m for m in (ctx.host.vars.get("registry_mirror"),) if isinstance(m, str) and m.strip()]
+    vendor = ctx.host.vendor.registry_mirror if ctx.host.vendor else None
+    if vendor:
+        out.append(vendor)
+    return out
 
 
 class DriverCompatStep(Step):
@@ -103,7 +170,7 @@ class DriverCompatStep(Step):
             image = image_for(self.args, ctx.host.vars)
         except StepArgsError as exc:
             return Plan(False, str(exc), failed=True)
-        checks = evaluate(ctx.facts, image, ngc.load_releases())
+        checks = evaluate(ctx.facts, image, ngc.load_releases(), _mirrors(ctx))
         main = checks[0]
         msg = f"{image}: {main.actual}" + (
             f"; {main.detail}" if main.verdict != "pass" and main.detail else ""

@@ -194,6 +194,19 @@ def run_script(
     return data, ""
 
 
+def torch_where(launch: Launch) -> str:
+    """Where torch ran, for messages: the host's Python or the image."""
+    return f"the image {launch.image}" if launch.in_container else launch.python
+
+
+def no_cuda_sentence(gpu_count: int, where: str) -> str:
+    """The one sentence for a box whose nvidia-smi lists GPUs while torch ran on the CPU."""
+    return (
+        f"the box lists {gpu_count} GPU(s) but torch in {where} has no CUDA: nothing ran on the GPUs;"
+        " use the NGC container (train_in_container) or a CUDA build of torch"
+    )
+
+
 def _torch_hint(why: str, launch: Launch) -> str:
     if "No module named 'torch'" in why or "cannot import torch" in why:
         where = "the image" if launch.in_container else launch.python
@@ -248,8 +261,12 @@ def smoke_checks(
     loss_margin: float = 0.2,
     loader_wait_warn: float = 0.3,
     nproc: int | None = None,
+    where: str = "this Python",
 ) -> list[Check]:
-    """Rules over a smoke_train.py result (pure)."""
+    """Rules over a smoke_train.py result (pure). ``where``: the Python / image torch ran in.
+
+    On a box whose nvidia-smi lists GPUs, training on the CPU fails ``training_device``: the
+    GPUs were not exercised, so nothing here proves them."""
     checks: list[Check] = []
     steps, workers, batches = int(r.get("steps_asked", 0)), r.get("workers"), int(r.get("batches", 0))
     checks.append(
@@ -306,9 +323,8 @@ def smoke_checks(
                 "cuda",
                 f"cpu although nvidia-smi lists {gpu_count} GPU(s) (torch {r.get('torch_version')},"
                 f" cuda available: {r.get('cuda_available')})",
-                "warn",
-                "PyTorch trains on the CPU: a CPU-only torch build, or a CUDA build the driver is too old"
-                " for; use the NGC container (train_in_container) or a matching CUDA wheel",
+                "fail",
+                no_cuda_sentence(gpu_count, where),
             )
         )
     else:
@@ -384,7 +400,7 @@ class SmokeTrainStep(Step):
         data, why = run_script(ctx, launch, "smoke_train.py", argv)
         if data is None:
             return Plan(False, why, failed=True)
-        checks = smoke_checks(data, _gpu_count(ctx.facts), margin, wait, ctx.facts.nproc)
+        checks = smoke_checks(data, _gpu_count(ctx.facts), margin, wait, ctx.facts.nproc, torch_where(launch))
         msg, failed = _summary(f"smoke training on {data.get('device')}", checks)
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": data})
 
@@ -458,12 +474,27 @@ def allreduce_checks(
     interconnect: str,
     acs: dict[str, int] | None = None,
     acs_asked: bool = False,
+    where: str = "this Python",
 ) -> list[Check]:
-    """Rules over an allreduce.py result (pure)."""
+    """Rules over an allreduce.py result (pure). ``where``: the Python / image torch ran in.
+
+    On a box whose nvidia-smi lists GPUs (``gpu_count``), an all-reduce that ran on the CPU over
+    gloo fails ``allreduce_busbw``: it measured the CPU, not the GPUs or their links."""
     checks = [correct_check(r, "GPU/PCIe faults")]
     peak, at = peak_busbw(r)
     n, backend = r.get("world_size"), r.get("backend")
     actual = f"peak busbw {peak:.2f} GB/s at {format_bytes(at)} ({n} x {backend})"
+    if r.get("device") != "cuda" and gpu_count:
+        checks.append(
+            Check(
+                "allreduce_busbw",
+                f"measured on the {gpu_count} GPU(s) with NCCL",
+                f"{actual} on the CPU",
+                "fail",
+                no_cuda_sentence(gpu_count, where),
+            )
+        )
+        return checks
     if r.get("device") != "cuda":
         checks.append(
             Check(
@@ -921,7 +952,9 @@ class AllreduceStep(Step):
             asked = True
             out = ctx.runner.run(shell.sh_c("lspci -vvv 2>/dev/null | grep ACSCtl"), timeout=60)
             acs = parse_acs(out.stdout)
-        checks += allreduce_checks(data, table, gpus[0].name if gpus else "", len(gpus), link, acs, asked)
+        checks += allreduce_checks(
+            data, table, gpus[0].name if gpus else "", len(gpus), link, acs, asked, torch_where(launch)
+        )
         msg, failed = _summary(f"all-reduce over {data.get('world_size')} x {data.get('backend')}", checks)
         return Plan(
             False,
