@@ -472,3 +472,157 @@ def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
     assert checks["cpu_cores"].detail.startswith("only 1 CPU usable (affinity/cgroup) of 64")
     assert checks["ram"].verdict == "fail" and "8.0 GiB usable (cgroup memory limit)" in checks["ram"].actual
     assert evaluate(OrderSpec(cpu_cores=1, ram_bytes=8 * 10**9), facts)[-1].verdict == "pass"
+
+
+# --- QA round 3: GPU model names. The names are nvidia-smi's, from the captures here or from
+# public nvidia-smi outputs (GitHub: "NVIDIA GeForce RTX 4090 D" 24564 MiB, "NVIDIA H800" 700 W
+# and "NVIDIA H800 PCIe", old driver <= 525 tables "NVIDIA A100-SXM...", new tables
+# "NVIDIA GeForce RTX 4080 ..." for a 4080 SUPER, "NVIDIA GH200 480GB" with ~97.8 GB VRAM). ---
+RTX4090D = ("NVIDIA GeForce RTX 4090 D", 24564)
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        # a suffix joined to the number is the spaced word (defect 1)
+        ("RTX 4090D", RTX4090D, True),
+        ("4090D", RTX4090D, True),
+        ("RTX4090D", RTX4090D, True),
+        ("RTX-4090D", RTX4090D, True),
+        ("GeForce RTX 4090D", RTX4090D, True),
+        ("RTX 3090Ti", ("NVIDIA GeForce RTX 3090 Ti", 24564), True),
+        ("RTX 2080Ti", ("NVIDIA GeForce RTX 2080 Ti", 11264), True),
+        ("4090", REAL_NAMES["rtx4090"], True),  # a bare number: the model word holding it
+        ("4090 24G", REAL_NAMES["rtx4090"], True),
+        ("4090", RTX4090D, False),  # D still marks another product
+        ("RTX 4090D", REAL_NAMES["rtx4090"], False),
+        ("A10", ("NVIDIA A10G", 23028), False),
+        # H800 and H20 without PCIe/NVL are SXM parts (defect 2)
+        ("H800 SXM", ("NVIDIA H800", 81559), True),
+        ("H800 SXM5 80GB", ("NVIDIA H800", 81559), True),
+        ("H800 PCIe", ("NVIDIA H800", 81559), False),
+        ("H800 PCIe", ("NVIDIA H800 PCIe", 81559), True),
+        ("H800 SXM", ("NVIDIA H800 PCIe", 81559), False),
+        ("H20 SXM", ("NVIDIA H20", 97871), True),
+        ("H20 PCIe", ("NVIDIA H20", 97871), False),
+        # an old table's visible SXM fragment is information (defect 3)
+        ("A100 80GB SXM", ("NVIDIA A100-SXM...", 81920), True),
+        ("A100-SXM4-80GB", ("NVIDIA A100-SXM...", 81920), True),
+        ("A100 80GB PCIe", ("NVIDIA A100-SXM...", 81920), False),
+        ("V100 PCIe", ("Tesla V100-SXM2...", 32768), False),
+        ("V100 SXM2 32GB", ("Tesla V100-SXM2...", 32768), True),
+        # a new table's name cut at a space: the visible words decide (defect 4)
+        ("RTX 4080 SUPER", ("NVIDIA GeForce RTX 4080 ...", 16376), True),
+        ("A100", ("NVIDIA H100 ...", 81559), False),  # a visible model number still counts
+        ("RTX 4080 Ti", ("NVIDIA GeForce RTX 4070 ...", 12282), False),
+        # vendor-quote spellings (defect 5)
+        ("8x A100 80G", REAL_NAMES["a100_80"], True),
+        ("4x A100 80G SXM4", REAL_NAMES["a100_80"], True),
+        ("A100*8", REAL_NAMES["a100_80"], True),
+        ("8 x A100 80GB", REAL_NAMES["a100_80"], True),
+        ("A100 80GB NVLink", REAL_NAMES["a100_80"], True),
+        ("A100 40GB PCI-E", ("NVIDIA A100-PCIE-40GB", 40960), True),
+        ("A100 PCI-e 40GB", ("NVIDIA A100-PCIE-40GB", 40960), True),
+        ("GTX 1080", ("NVIDIA GeForce GTX 1080", 8192), True),  # 'X 1080' is no count
+        # GH200's name holds CPU + GPU memory (defect 6)
+        ("GH200 96GB", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 480GB", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 144GB", ("NVIDIA GH200 480GB", 97871), False),
+        # SFF is another card (defect 7)
+        ("RTX 4000 Ada", REAL_NAMES["rtx4000sff"], False),
+        ("RTX 4000 Ada", ("NVIDIA RTX 4000 SFF Ada ...", 20475), False),
+    ],
+)
+def test_model_matching_qa_round_3(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
+
+
+def _renamed(rel: str, name: str, vram_mib: int | None = None) -> object:
+    """Facts from a real capture with every GPU's name (and VRAM) replaced in the parsed
+    facts (the name as another box's nvidia-smi prints it; the capture file is untouched)."""
+    import dataclasses
+
+    facts = facts_from(nvidia_smi=rel)
+    gpus = [
+        dataclasses.replace(g, name=name, memory_total_mib=vram_mib or g.memory_total_mib)
+        for g in facts.gpu.gpus
+    ]
+    return dataclasses.replace(facts, gpu=dataclasses.replace(facts.gpu, gpus=gpus))
+
+
+def _gpu_model(facts: object, ordered: str, count: int | None = None) -> object:
+    return next(
+        c for c in evaluate(OrderSpec(gpu_model=ordered, gpu_count=count), facts) if c.name == "gpu_model"
+    )
+
+
+def test_gpu_model_failure_names_the_word() -> None:
+    """Every gpu_model failure says which word did not match or marks another product."""
+    h100 = facts_from(nvidia_smi="real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt")
+    check = _gpu_model(h100, "H100 80GB PCIe")
+    assert check.verdict == "fail"
+    assert check.detail == "NVIDIA H100 80GB HBM3: 'PCIe' ordered, this is an SXM part"
+    assert "'A100' not in the name" in _gpu_model(h100, "A100 80GB").detail
+    assert "'40GB' ordered, the name says 80GB" in _gpu_model(h100, "H100 40GB").detail
+    d = _renamed("real/nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt", RTX4090D[0])
+    assert _gpu_model(d, "RTX 4090").detail.endswith("'D' in the name marks another product (not ordered)")
+    assert _gpu_model(d, "RTX 4090D").verdict == "pass"
+
+
+def test_count_in_the_model_is_checked_against_the_gpus() -> None:
+    """'8x A100 80G' (a vendor quote): the model matches, the count is the GPUs delivered."""
+    four = facts_from(nvidia_smi="derived/nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml")
+    assert _gpu_model(four, "4x A100 80G SXM4").verdict == "pass"
+    short = _gpu_model(four, "8x A100 80G")
+    assert short.verdict == "fail" and "the order's model says 8 x, 4 delivered" in short.detail
+    odd = _gpu_model(four, "4x A100 80G", count=2)
+    assert odd.verdict == "warn" and "gpu_count is 2" in odd.detail
+
+
+def test_name_cut_at_a_space_warns_on_the_visible_words() -> None:
+    """The new table cuts 'NVIDIA GeForce RTX 4080 SUPER' to 'NVIDIA GeForce RTX 4080 ...':
+    the order passes on the visible words, with a warning that the rest is not shown."""
+    cut = _renamed(
+        "real/nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt", "NVIDIA GeForce RTX 4080 ...", 16376
+    )
+    check = _gpu_model(cut, "RTX 4080 SUPER")
+    assert check.verdict == "warn" and "name cut by nvidia-smi's table" in check.detail
+    assert "not shown: SUPER" in check.detail
+    assert _gpu_model(cut, "RTX 4080").verdict == "warn"  # the cut tail may be SUPER or Laptop
+    assert _gpu_model(cut, "RTX 4090").verdict == "fail"
+
+
+def test_gh200_size_is_checked_against_vram() -> None:
+    gh = _renamed("real/nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "NVIDIA GH200 480GB", 97871)
+    assert _gpu_model(gh, "GH200 96GB").verdict == "pass"
+    assert _gpu_model(gh, "GH200 141GB").verdict == "fail"
+
+
+def test_offline_without_nvidia_smi_output_is_not_a_hardware_failure() -> None:
+    """`invoke facts free.txt --order`: no nvidia-smi output given -> the GPU rules are not
+    judged (warn), unlike a live host where nvidia-smi is missing (fail, tested above)."""
+    from gpuonboard import offline
+
+    raw = offline.load_outputs([str(FIX / "real/free__ubuntu-18.04-vm.txt")])
+    facts = parse_facts(raw)
+    order = OrderSpec(gpu_model="A100", gpu_count=8, vram_bytes=80 * 10**9, cpu_cores=4, min_driver="535")
+    checks = {c.name: c for c in evaluate(order, facts)}
+    driver = checks["nvidia_driver"]
+    assert (driver.verdict, driver.actual) == ("warn", "not judged: no nvidia-smi output was given")
+    assert all(checks[n].verdict == "warn" for n in ("gpu_model", "gpu_count", "vram", "min_driver"))
+    assert checks["cpu_cores"].actual == "not judged: no lscpu output was given"
+    assert not [c for c in offline.judge(facts, order) if c.verdict == "fail"]
+
+
+def test_bcache_cache_on_the_system_disk_warns_backing_there_fails() -> None:
+    """A 16 TB data disk behind bcache whose cache partition sits on /'s disk: the data is on
+    the backing disk (warn, saying so); the backing device on /'s disk still fails."""
+    df = "edited/df-P-B1__h200-vm__bcache-at-data__edited.txt"
+    cache = _disk_facts(df, "edited/lsblk-J-b__h200-vm__bcache-cache-on-vda2__edited.json")
+    check = _disk_check(cache, "/data", 16 * 10**12)
+    assert check.verdict == "warn" and check.detail == "its cache device shares the system disk (vda) with /"
+    assert _disk_check(cache, "/data", 20 * 10**12).verdict == "fail"  # still too small
+    backing = _disk_facts(df, "edited/lsblk-J-b__h200-vm__bcache-backing-on-vda2__edited.json")
+    failed = _disk_check(backing, "/data")
+    assert failed.verdict == "fail" and "(same disk as / on vda)" in failed.actual

@@ -234,3 +234,21 @@ def test_physical_disks_through_the_lsblk_tree() -> None:
     assert shares_disk(r, d, gpud) is False and shares_disk(r, d, ()) is False
     efi = mount_for(mi300x, "/boot/efi")
     assert efi is not None and shares_disk(r, efi, ()) is True
+
+
+# --- bcache: the data lives on the backing device, the cache leg is another device (QA round 3)
+def test_bcache_cache_leg_left_out_only_when_asked() -> None:
+    from gpuonboard.facts.disks import physical_disks
+
+    fix = FIXTURES
+    devices = parse_lsblk_json(
+        (fix / "edited/lsblk-J-b__h200-vm__bcache-cache-on-vda2__edited.json").read_text()
+    )
+    mounts = parse_df((fix / "edited/df-P-B1__h200-vm__bcache-at-data__edited.txt").read_text())
+    data = next(m for m in mounts if m.mountpoint == "/data")
+    assert physical_disks(data, devices, mounts) == frozenset({"vda", "vdb"})
+    assert physical_disks(data, devices, mounts, cache=False) == frozenset({"vdb"})
+    swapped = parse_lsblk_json(
+        (fix / "edited/lsblk-J-b__h200-vm__bcache-backing-on-vda2__edited.json").read_text()
+    )
+    assert physical_disks(data, swapped, mounts, cache=False) == frozenset({"vda"})

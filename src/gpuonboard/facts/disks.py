@@ -243,12 +243,41 @@ def parse_loop_backing(text: str) -> dict[str, str]:
     return out
 
 
+_BCACHE = re.compile(r"^bcache\d+$")
+
+
+def _cache_legs(devices: Sequence[BlockDevice]) -> set[tuple[str, str]]:
+    """(bcache device, parent) pairs that are a bcache's cache device, not its backing device.
+
+    lsblk lists a bcache device under both; the backing device is the one whose size it takes
+    (a few KiB of superblock less): the parent at least as large and closest in size. When
+    sizes do not tell, no leg is called a cache (every leg counts as the data's disk).
+    """
+    size = {_short(d.name): d.size_bytes for d in devices}
+    parents: dict[str, list[str]] = {}
+    for dev in devices:
+        if dev.parent is not None and _BCACHE.match(_short(dev.name)):
+            parents.setdefault(_short(dev.name), []).append(_short(dev.parent))
+    legs: set[tuple[str, str]] = set()
+    for name, above in parents.items():
+        own = size.get(name)
+        fits = [
+            (s - own, p) for p in above if own is not None and (s := size.get(p)) is not None and s >= own
+        ]
+        if len(set(above)) < 2 or not fits:
+            continue
+        backing = min(fits)[1]
+        legs |= {(name, p) for p in above if p != backing}
+    return legs
+
+
 def physical_disks(
     mount: Mount,
     devices: Sequence[BlockDevice],
     mounts: Sequence[Mount] = (),
     loop_backing: Mapping[str, str] | None = None,
     _depth: int = 0,
+    cache: bool = True,
 ) -> frozenset[str] | None:
     """The whole physical disk(s) a mount lives on, or None when that cannot be told.
 
@@ -256,7 +285,8 @@ def physical_disks(
     it (an LV on two PVs lives on both disks), loop -> the mount holding its backing file ->
     that mount's disks. The lsblk entry is found by df's device name, else by mountpoint (df
     says `/dev/root` for / on many images). Without lsblk only kernel partition names
-    (`/dev/nvme0n1p2`, `/dev/sda1`) are resolved, by name.
+    (`/dev/nvme0n1p2`, `/dev/sda1`) are resolved, by name. `cache=False` leaves out the disks
+    reached only through a bcache device's cache leg (its backing device holds the data).
     """
     by_name: dict[str, list[BlockDevice]] = {}
     for dev in devices:
@@ -268,9 +298,10 @@ def physical_disks(
     if not entries:
         disk = _disk_of(mount.device)
         return frozenset({_short(disk)}) if _WHOLE_DISK.match(disk) else None
+    skip = set() if cache else _cache_legs(devices)
     found: set[str] = set()
     seen: set[str] = set()
-    todo = list(entries)
+    todo = [d for d in entries if (_short(d.name), _short(d.parent or "")) not in skip]
     while todo:
         dev = todo.pop()
         key = f"{_short(dev.name)}<{dev.parent}"
@@ -279,13 +310,17 @@ def physical_disks(
         seen.add(key)
         if dev.parent is not None:
             # every occurrence of the parent: a RAID or LV member appears once per leg
-            todo += by_name.get(_short(dev.parent), [])
+            todo += [
+                d
+                for d in by_name.get(_short(dev.parent), [])
+                if (_short(d.name), _short(d.parent or "")) not in skip
+            ]
         elif dev.type == "loop":
             backing = (loop_backing or {}).get(_short(dev.name))
             host = mount_for(mounts, backing) if backing else None
             if host is None or _depth >= 4 or _short(host.device) == _short(dev.name):
                 return None
-            below = physical_disks(host, devices, mounts, loop_backing, _depth + 1)
+            below = physical_disks(host, devices, mounts, loop_backing, _depth + 1, cache)
             if below is None:
                 return None
             found |= below
@@ -302,12 +337,14 @@ def shares_disk(
     devices: Sequence[BlockDevice],
     mounts: Sequence[Mount] = (),
     loop_backing: Mapping[str, str] | None = None,
+    cache: bool = True,
 ) -> bool | None:
-    """Whether two mounts share a physical disk: True, False, or None when it cannot be told."""
+    """Whether two mounts share a physical disk: True, False, or None when it cannot be told.
+    `cache=False`: `b`'s bcache cache devices left out (see `physical_disks`)."""
     if a.device == b.device:
         return True  # a bind mount or another subvolume of the same filesystem
     disks_a = physical_disks(a, devices, mounts, loop_backing)
-    disks_b = physical_disks(b, devices, mounts, loop_backing)
+    disks_b = physical_disks(b, devices, mounts, loop_backing, cache=cache)
     if disks_a is None or disks_b is None:
         return None
     return bool(disks_a & disks_b)

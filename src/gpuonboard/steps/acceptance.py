@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
@@ -30,49 +31,97 @@ _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
 _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
-# MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe)
-_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO"}
+# MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
+# SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada)
+_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF"}
+_SHOW = {
+    "TI": "Ti",
+    "SUPER": "SUPER",
+    "PCIE": "PCIe",
+    "LAPTOP": "Laptop",
+    "MAXQ": "Max-Q",
+    "MOBILE": "Mobile",
+}
+# such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
+_JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)\b")
+# interconnect words in an order's model ("A100 80GB NVLink"): the `interconnect` rule judges them
+_INTERCONNECT = re.compile(r"^(NVLINK|NVSWITCH)\d*$")
+# a GPU count in an order's model, as vendor quotes write it: "8x A100 80G", "A100*8", "A100 x8"
+_COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[xX\u00d7*]\s*(?=\S)")
+_COUNT_SUFFIX = re.compile(r"(?:\s+[xX\u00d7]\s*|\s*[*\u00d7]\s*)(\d+)\s*$")
 _MEMORY = re.compile(r"^(\d+)GB$")
 _SXM = re.compile(r"^SXM\d*$")
-# SXM parts whose names do not say SXM (nvidia-smi: "NVIDIA H100 80GB HBM3", "NVIDIA H200");
-# the PCIe versions say so ("NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL").
-_SXM_ONLY = ({"H100", "HBM3"}, {"H800", "HBM3"}, {"H200"}, {"B200"})
+# SXM parts whose names do not say SXM; their PCIe versions say so ("NVIDIA H100 PCIe",
+# "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H200 NVL"). nvidia-smi names: "NVIDIA H100 80GB
+# HBM3", "NVIDIA H800" (also "NVIDIA H800 80GB HBM3"), "NVIDIA H20", "NVIDIA H200", "NVIDIA B200".
+_SXM_ONLY = ({"H100", "HBM3"}, {"H800"}, {"H20"}, {"H200"}, {"B200"})
+# superchips whose name carries CPU + GPU memory ("NVIDIA GH200 480GB": 97871 MiB of VRAM): an
+# ordered size is checked against the VRAM (or that name's number, when ordered so)
+_SUPERCHIPS = {"GH200", "GB200"}
+# words that open a name ("Quadro RTX 6000"): never in the tail nvidia-smi's table cuts off
+_LEADING = {"QUADRO"}
 # how close nvidia-smi's VRAM (MiB) is to an ordered "80GB" (meaning 80 GiB class): reserved
 # regions and ECC take up to ~7 % (L40S 46068 MiB of 48 GiB, A10 23028 MiB of 24 GiB)
 _VRAM_CLASS = (0.92, 1.08)
 
 
-def _name_tokens(name: str) -> tuple[list[str], str | None]:
-    """Normalised tokens of a GPU name, in order, plus the cut-off fragment of a name that
-    nvidia-smi's table truncated with '...' (None when not truncated).
+@dataclass(frozen=True)
+class _Name:
+    """A GPU name split into normalised words."""
 
-    '80 GB'/'80G'/'80GiB' -> '80GB'; 'RTX 4090' and 'RTX4090' -> 'RTX4090'; 'Max-Q' -> 'MAXQ';
-    vendor words dropped.
+    tokens: tuple[str, ...]
+    joined: frozenset[str]  # words joined from a letters word and the number after it: RTX4090
+    cut: bool  # nvidia-smi's table cut the name with '...'
+    fragment: str  # the visible start of the word the cut fell in ('GENE'); '' at a word boundary
+
+
+def split_count(model: str) -> tuple[str, int | None]:
+    """An order's model without a GPU count written into it: '8x A100 80G' -> ('A100 80G', 8)."""
+    for pattern in (_COUNT_PREFIX, _COUNT_SUFFIX):
+        match = pattern.search(model)
+        if match and int(match.group(1)) > 0:
+            rest = (model[: match.start()] + " " + model[match.end() :]).strip()
+            if rest:
+                return rest, int(match.group(1))
+    return model, None
+
+
+def _name_tokens(name: str) -> _Name:
+    """Normalised words of a GPU name, in order.
+
+    '80 GB'/'80G'/'80GiB' -> '80GB'; 'RTX 4090' and 'RTX4090' -> 'RTX4090'; '4090D' -> '4090 D';
+    'PCI-E' -> 'PCIE'; 'Max-Q' -> 'MAXQ'; vendor words dropped. A name nvidia-smi's table cut
+    with '...' keeps the cut word's visible start apart (`fragment`), unless the cut fell
+    between words (the space before '...' is looked at before it is stripped).
     """
     upper = name.strip().upper()
-    truncated = upper.endswith("...") or upper.endswith("\u2026")
-    upper = upper.rstrip(".\u2026 ")
+    cut = upper.endswith("...") or upper.endswith("\u2026")
+    upper = upper.rstrip(".\u2026")
+    at_boundary = not upper or not upper[-1].isalnum()
+    upper = upper.strip()
     upper = re.sub(r"MAX[- ]?Q\b", "MAXQ", upper)
+    upper = re.sub(r"\bPCI[- ]?E(?![A-Z])", "PCIE", upper)
+    upper = _JOINED_SUFFIX.sub(r" \1", upper)
     upper = re.sub(r"(\d+)\s*G(?:I?B)?\b", r"\1GB", upper)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []
+    joined: set[str] = set()
     for t in raw:
         # a letters-only word followed by a number is one model name: RTX 4090 == RTX4090
         if tokens and t.isdigit() and tokens[-1].isalpha() and tokens[-1] not in _OTHER_PRODUCT:
             tokens[-1] += t
+            joined.add(tokens[-1])
         else:
             tokens.append(t)
-    fragment = None
-    if truncated and tokens and not re.search(r"[^A-Z0-9]$", upper):
+    fragment = ""
+    if cut and not at_boundary and tokens and not _MEMORY.match(tokens[-1]):
         fragment = tokens.pop()  # the last word was cut: 'Gene...' of 'Generation'
-    elif truncated:
-        fragment = ""
-    return tokens, fragment
+    return _Name(tuple(tokens), frozenset(joined), cut, fragment)
 
 
 def model_tokens(name: str) -> set[str]:
     """Normalised tokens of a GPU name: 'NVIDIA A100-SXM4-80GB' -> {A100, SXM4, SXM, 80GB}."""
-    tokens = set(_name_tokens(name)[0])
+    tokens = set(_name_tokens(name).tokens)
     for t in list(tokens):
         family = re.match(r"^(SXM|PCIE|NVL|HBM)\d+[A-Z]?$", t)
         if family:
@@ -87,54 +136,140 @@ def _is_sxm(tokens: set[str]) -> bool:
     return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in _SXM_ONLY)
 
 
-def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> bool:
-    """Whether a delivered GPU name is the ordered model.
+def _show(token: str, joined: Iterable[str] = ()) -> str:
+    """A normalised word as people write it: 'RTX4090' -> 'RTX 4090', 'TI' -> 'Ti'."""
+    if token in joined or re.fullmatch(r"[A-Z]{2,}\d+", token):
+        token = re.sub(r"^([A-Z]+)(\d+)$", r"\1 \2", token)
+    return _SHOW.get(token, token)
 
-    Every ordered word must be in the name (a name truncated with '...' may lack the words its
-    cut-off tail held); a memory size ('80GB') is checked against the size in the name, else
-    against the delivered VRAM; 'SXM' is met by a name saying SXM or a known SXM-only name,
-    'PCIe' by any name that is not SXM. A word in the name that marks another product (D, Ti,
-    SUPER, NVL, PCIe, Laptop, Max-Q, Mobile, MIG, Quadro) fails unless the order names it.
-    """
-    want, _ = _name_tokens(ordered)
-    have_list, fragment = _name_tokens(delivered)
-    if not want or not have_list:
-        return False
-    have = set(have_list)
+
+@dataclass(frozen=True)
+class ModelMatch:
+    """How a delivered GPU name compares with the ordered model: `pass`; `warn` when nvidia-smi's
+    table cut the name where the words left to check may be; `fail`, `why` naming the word(s)."""
+
+    verdict: Verdict
+    why: str = ""
+
+
+def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> ModelMatch:
+    """Compare a delivered GPU name with the ordered model (rules in `model_matches`)."""
+    want_name = _name_tokens(split_count(ordered)[0])
+    want = [t for t in want_name.tokens if not _INTERCONNECT.match(t)]
+    name = _name_tokens(delivered)
+    if not want:
+        return ModelMatch("fail", "no GPU model in the order")
+    if not name.tokens and not name.cut:
+        return ModelMatch("fail", "the GPU has no name")
+    have = model_tokens(" ".join(name.tokens))
+    frag = name.fragment
+    frag_known = False
+    if _SXM.match(frag):  # 'NVIDIA A100-SXM...' (old tables): the part is SXM
+        have |= {frag, "SXM"}
+        frag_known = True
+    elif len(frag) >= 3 and "PCIE".startswith(frag):  # 'NVIDIA A100-PCI...'
+        have.add("PCIE")
+        frag_known = True
     sxm = _is_sxm(have)
-    missing: list[int] = []
-    for i, token in enumerate(want):
+    said_sxm = sorted(t for t in have if _SXM.match(t) and t != "SXM")
+    named = [int(m.group(1)) for t in have if (m := _MEMORY.match(t))]
+    superchip = bool(have & _SUPERCHIPS)
+    problems: list[str] = []
+    unseen: list[str] = []  # ordered words the cut-off tail of the name may hold
+    for token in want:
+        show = _show(token, want_name.joined)
         memory = _MEMORY.match(token)
         if memory:
             size = int(memory.group(1))
-            named = [int(m.group(1)) for t in have if (m := _MEMORY.match(t))]
-            if named:
-                if size not in named:
-                    return False
-            elif vram_mib is not None and not (_VRAM_CLASS[0] <= vram_mib / (size * 1024) <= _VRAM_CLASS[1]):
-                return False
+            if size in named:
+                continue
+            if named and not superchip:
+                problems.append(
+                    f"'{show}' ordered, the name says {', '.join(f'{n}GB' for n in sorted(named))}"
+                )
+            elif vram_mib is not None:
+                if not _VRAM_CLASS[0] <= vram_mib / (size * 1024) <= _VRAM_CLASS[1]:
+                    problems.append(f"'{show}' ordered, the GPU has {vram_mib} MiB")
+            elif named:
+                problems.append(
+                    f"'{show}' ordered, the name says {named[0]}GB (CPU and GPU memory); VRAM unknown"
+                )
         elif _SXM.match(token):
-            said = {t for t in have if _SXM.match(t)}
-            if not sxm or (said and token != "SXM" and token not in said and said != {"SXM"}):
-                return False
+            if sxm:
+                if said_sxm and token != "SXM" and token not in said_sxm:
+                    problems.append(f"'{token}' ordered, the name says {'/'.join(said_sxm)}")
+            elif "PCIE" in have or "NVL" in have:
+                problems.append(f"'{token}' ordered, the name says {'PCIe' if 'PCIE' in have else 'NVL'}")
+            elif name.cut:
+                unseen.append(token)
+            else:
+                problems.append(f"'{token}' ordered, the name does not say SXM and is no SXM-only model")
         elif token == "PCIE":
             if sxm:
-                return False
-        elif token not in have:
-            missing.append(i)
-    if missing:
-        # only a truncated name may lack words, and only those of the cut-off tail
-        if fragment is None or not want[missing[0]].startswith(fragment):
-            return False
-        if missing != list(range(missing[0], missing[0] + len(missing))):
-            return False
-    cut = fragment or ""
-    if len(cut) > 1 and any(w.startswith(cut) and w not in want for w in _OTHER_PRODUCT):
-        return False  # 'Lapt...' of a Laptop GPU
-    extra = (have - set(want)) & _OTHER_PRODUCT
-    if "PCIE" in extra and "PCIE" in want:
-        extra.discard("PCIE")
-    return not extra
+                problems.append(
+                    "'PCIe' ordered, this is an SXM part" + (f" ({'/'.join(said_sxm)})" if said_sxm else "")
+                )
+            elif name.cut and "PCIE" not in have:
+                unseen.append(token)
+        elif token in have:
+            continue
+        elif token.isdigit() and any(j.endswith(token) and j[: -len(token)].isalpha() for j in name.joined):
+            continue  # a bare number: '4090' is the RTX 4090
+        elif frag and token.startswith(frag):
+            continue  # 'Gene...' of 'Generation'
+        elif name.cut and token not in _LEADING:
+            unseen.append(token)
+        else:
+            problems.append(f"'{show}' not in the name")
+    if unseen:
+        # the cut tail may hold them, unless a visible model number is another than ordered
+        covered = set(want) | {j for j in name.joined if any(j.endswith(w) for w in want if w.isdigit())}
+        models = [
+            t
+            for t in name.tokens
+            if any(c.isdigit() for c in t) and not _MEMORY.match(t) and not re.match(r"^(SXM|PCIE|HBM)\d*", t)
+        ]
+        others = [t for t in models if t not in covered]
+        if others:
+            says = ", ".join(_show(o, name.joined) for o in others)
+            problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
+            unseen = []
+    extra = sorted((have & _OTHER_PRODUCT) - set(want))
+    problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
+    vague = ""
+    if frag and not frag_known and not any(t.startswith(frag) for t in want):
+        markers = sorted(_show(w) for w in _OTHER_PRODUCT if w.startswith(frag))
+        if markers and len(frag) > 1:
+            problems.append(f"the cut word '{frag.title()}...' marks another product ({', '.join(markers)})")
+        elif markers:
+            vague = f"the cut word '{frag.title()}...' may be {' or '.join(markers)}"
+    if problems:
+        return ModelMatch("fail", "; ".join(problems))
+    if name.cut and (unseen or not frag or vague):
+        note = "name cut by nvidia-smi's table"
+        if unseen:
+            note += f"; not shown: {', '.join(_show(t, want_name.joined) for t in unseen)}"
+        elif vague:
+            note += f"; {vague}"
+        else:
+            note += "; the words after the cut are not shown"
+        return ModelMatch("warn", note + " (`nvidia-smi -L` prints the whole name)")
+    return ModelMatch("pass")
+
+
+def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> bool:
+    """Whether a delivered GPU name is the ordered model (a `warn` of `match_model` included).
+
+    Every ordered word must be in the name (a name cut with '...' may lack the words its cut-off
+    tail held; a bare number is met by the model word holding it: '4090' by 'RTX 4090'); a memory
+    size ('80GB') is checked against the size in the name, else against the delivered VRAM (for
+    GH200/GB200 against the VRAM: their name's size is CPU + GPU memory); 'SXM' is met by a name
+    saying SXM or a known SXM-only name, 'PCIe' (also 'PCI-E') by any name that is not SXM. A
+    word in the name that marks another product (D, Ti, SUPER, NVL, PCIe, SFF, Laptop, Max-Q,
+    Mobile, MIG, Quadro) fails unless the order names it. A GPU count ('8x A100') and
+    interconnect words ('NVLink') in the order are left out.
+    """
+    return match_model(ordered, delivered, vram_mib).verdict != "fail"
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -147,7 +282,32 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def _not_given(facts: Facts, probe: str) -> bool:
+    """No output of this probe at all: `invoke facts FILE...` judging saved files without one
+    (parse_facts marks what nobody gave as 'not probed'), as opposed to a tool the host lacks."""
+    out = facts.raw.get(probe)
+    return out is None or (out.absent and out.stderr == "not probed")
+
+
+def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
+    """A rule whose input was not among the saved outputs: a warning, not a hardware failure."""
+    return Check(
+        name,
+        expected,
+        f"not judged: no {what} output was given",
+        "warn",
+        f"add the saved `{command}` output to judge it",
+    )
+
+
+def _unjudged_verdict(facts: Facts) -> Verdict:
+    """The verdict of a GPU rule without GPU facts: warn when no nvidia-smi output was given."""
+    return "warn" if _not_given(facts, "nvidia_smi") else "fail"
+
+
 def _no_gpu_actual(facts: Facts) -> str | None:
+    if _not_given(facts, "nvidia_smi"):
+        return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
         return "unknown: nvidia-smi not found"
     if facts.gpu is None or not facts.gpu.gpus:
@@ -162,6 +322,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
 
 def rule_driver(facts: Facts) -> Check:
     """The NVIDIA driver answers: nvidia-smi exists and reports GPUs."""
+    if _not_given(facts, "nvidia_smi"):
+        return _not_judged("nvidia_driver", "nvidia-smi reports the GPUs", "nvidia-smi", "nvidia-smi -q -x")
     if not facts.nvidia_smi_present:
         return Check(
             "nvidia_driver",
@@ -193,16 +355,37 @@ def rule_driver(facts: Facts) -> Check:
 
 
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
-    """Every GPU is the ordered model (names normalised)."""
+    """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
+    not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
+    written into the model ('8x A100 80G') is checked against the GPUs delivered."""
     expected = order.gpu_model or ""
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("gpu_model", expected, problem, "fail")
+        return Check("gpu_model", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None
     names = [g.name for g in facts.gpu.gpus]
     actual = _count_names(names) or "no GPU"
-    wrong = [g.name for g in facts.gpu.gpus if not model_matches(expected, g.name, g.memory_total_mib)]
-    return Check("gpu_model", expected, actual, "fail" if wrong or not names else "pass")
+    model, count = split_count(expected)
+    fails: dict[str, list[str]] = {}
+    warns: dict[str, list[str]] = {}
+    for g in facts.gpu.gpus:
+        result = match_model(model, g.name, g.memory_total_mib)
+        into = fails if result.verdict == "fail" else warns if result.verdict == "warn" else None
+        if into is not None and result.why not in into.setdefault(g.name, []):
+            into[g.name].append(result.why)
+    notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
+    verdict: Verdict = "fail" if fails or not names else "warn" if warns else "pass"
+    if count is not None and len(names) < count:
+        notes.append(f"the order's model says {count} x, {len(names)} delivered")
+        verdict = "fail"
+    elif count is not None and order.gpu_count is not None and order.gpu_count != count:
+        notes.append(
+            f"the order's model says {count} x but gpu_count is {order.gpu_count}: correct the order"
+        )
+        verdict = "warn" if verdict == "pass" else verdict
+    if verdict != "fail":
+        notes += [f"{n}: {'; '.join(w)}" for n, w in warns.items()]
+    return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
 
 
 def _count_names(names: Iterable[str]) -> str:
@@ -217,7 +400,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     expected = str(order.gpu_count)
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("gpu_count", expected, problem, "fail")
+        return Check("gpu_count", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None and order.gpu_count is not None
     n = len(facts.gpu.gpus)
     detail = ""
@@ -235,7 +418,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f">= {format_bytes(order.vram_bytes, binary=False)} per GPU"
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("vram", expected, problem, "fail")
+        return Check("vram", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None
     sizes = [g.memory_total_mib for g in facts.gpu.gpus]
     if not sizes or any(s is None for s in sizes):
@@ -268,6 +451,8 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
     if facts.cpu is None:
+        if usable is None and _not_given(facts, "lscpu"):
+            return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:
             verdict: Verdict = "warn" if usable >= order.cpu_cores else "fail"
             return Check("cpu_cores", expected, f"{usable} logical CPUs (lscpu unavailable)", verdict)
@@ -319,6 +504,8 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     assert order.ram_bytes is not None
     wanted = ram_order_bytes(order.ram_bytes)
     expected = f">= {format_bytes(wanted)}"
+    if facts.memory is None and _not_given(facts, "free"):
+        return _not_judged("ram", expected, "free", "free -k")
     if facts.memory is None or facts.memory.total_bytes is None:
         return Check("ram", expected, "unknown: free not available", "fail")
     total = facts.memory.total_bytes
@@ -345,6 +532,8 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f"separate disk at {spec.mount}"
     if spec.min_size_bytes:
         expected += f", >= {format_bytes(spec.min_size_bytes, binary=False)}"
+    if not facts.mounts and _not_given(facts, "df"):
+        return _not_judged("data_disk", expected, "df", "df -P -k")
     if not facts.mounts:
         return Check("data_disk", expected, "unknown: df not available", "fail")
     root = disks.mount_for(facts.mounts, "/")
@@ -367,13 +556,22 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         if root is not None
         else None
     )
+    cache_only = ""
     if shared:
         assert root is not None
         under = disks.physical_disks(root, facts.block_devices, facts.mounts, facts.loop_backing)
         on = f" {', '.join(sorted(under))}" if under else f" {root.device}"
-        return Check("data_disk", expected, actual + f" (same disk as / on{on})", "fail")
+        backing = disks.shares_disk(
+            root, mount, facts.block_devices, facts.mounts, facts.loop_backing, cache=False
+        )
+        if backing is not False:
+            return Check("data_disk", expected, actual + f" (same disk as / on{on})", "fail")
+        # bcache: the data lives on its backing device; only the cache shares /'s disk
+        cache_only = f"its cache device shares the system disk ({on.strip()}) with /"
     if spec.min_size_bytes and (mount.size_bytes or 0) < spec.min_size_bytes * (1 - tolerance):
         return Check("data_disk", expected, actual, "fail")
+    if cache_only:
+        return Check("data_disk", expected, actual, "warn", cache_only)
     if shared is None:
         return Check(
             "data_disk",
@@ -394,8 +592,10 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     """NVLink between every GPU pair when NVLink was ordered (from nvidia-smi topo -m)."""
     expected = order.interconnect or ""
     if facts.topology is None:
+        if _not_given(facts, "nvidia_topo"):
+            return _not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
         problem = _no_gpu_actual(facts) or "unknown: nvidia-smi topo -m failed"
-        return Check("interconnect", expected, problem, "fail")
+        return Check("interconnect", expected, problem, _unjudged_verdict(facts))
     kind = topo.interconnect(facts.topology)
     weakest = topo.weakest_link(facts.topology)
     actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
@@ -416,7 +616,9 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     expected = f">= {order.min_driver}"
     problem = _no_gpu_actual(facts)
     if problem or facts.gpu is None or not facts.gpu.driver_version:
-        return Check("min_driver", expected, problem or "unknown", "fail")
+        return Check(
+            "min_driver", expected, problem or "unknown", _unjudged_verdict(facts) if problem else "fail"
+        )
     ok = version_tuple(facts.gpu.driver_version) >= version_tuple(order.min_driver)
     return Check("min_driver", expected, facts.gpu.driver_version, "pass" if ok else "fail")
 
