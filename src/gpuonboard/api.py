@@ -230,7 +230,7 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
     """Print hosts with vendor, address and order spec."""
     from rich.table import Table
 
-    from .units import format_bytes
+    from .units import format_bytes, ram_order_bytes
 
     inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
     names = split_names(selection.hosts)
@@ -252,7 +252,7 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
         if o.cpu_cores:
             parts.append(f"{o.cpu_cores} cores")
         if o.ram_bytes:
-            parts.append(f"{format_bytes(o.ram_bytes, binary=False)} RAM")
+            parts.append(f"{format_bytes(ram_order_bytes(o.ram_bytes))} RAM")
         if o.data_disk:
             size = (
                 f" {format_bytes(o.data_disk.min_size_bytes, binary=False)}"

@@ -15,6 +15,7 @@ import fcntl
 import functools
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import select
@@ -105,6 +106,12 @@ class _LazyInvoke:
 
 
 _IMPORT_LOCK = threading.Lock()
+
+
+# paramiko logs a refused port forward ("Secsh channel 0 open FAILED: Connection refused", once
+# per try) through Python's last-resort handler, onto stderr before our one sentence; every
+# failure it logs also reaches us as an exception, which says it once, plainly
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def import_paramiko() -> Any:

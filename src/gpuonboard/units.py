@@ -83,3 +83,15 @@ def parse_duration(value: object) -> float:
     number, unit = match.groups()
     factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[unit]
     return float(number) * factor
+
+
+def ram_order_bytes(ordered: int) -> int:
+    """RAM is sold in binary units: an order's `1TB` (10^12 bytes once parsed) means 1 TiB,
+    `512GB` 512 GiB, `1.5TB` 1.5 TiB. A size not whole in SI units (`1TiB`, `96GiB`) is kept."""
+    for si, binary in ((10**12, 1 << 40), (10**9, 1 << 30), (10**6, 1 << 20)):
+        if ordered >= si and ordered % (si // 1000 if si > 10**6 else si) == 0:
+            amount = ordered / si
+            if si == 10**12 and (amount * 1024) % 64 and ordered % 10**9 == 0:
+                continue  # 1.6TB is 1600 GB -> 1600 GiB, not 1.6 TiB
+            return round(amount * binary)
+    return ordered

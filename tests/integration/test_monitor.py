@@ -392,3 +392,28 @@ exec /usr/bin/python3 "$@"
     assert proc.returncode == 0, err
     assert "stopped TensorBoard" in out
     assert_nothing_left(h)
+
+
+def test_tensorboard_missing_on_the_host_is_one_sentence(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """No TensorBoard on the host: paramiko's 'Secsh channel N open FAILED' lines (8 of them)
+    came before the sentence on stderr."""
+    write_inventory(project, pool, hosts)
+    h = hosts["fwd"]
+    r = subprocess.run(
+        [*project.cli_argv(), "tensorboard", "--host", "fwd", "--logdir", str(h.home), "--local-port", "0"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        env=project.env(),
+        timeout=120,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.startswith(  # one sentence, nothing before it
+        "error: host fwd: TensorBoard did not start on port 6006: /usr/bin/python3: Error while finding"
+        " module specification for 'tensorboard.main' (ModuleNotFoundError: No module named 'tensorboard')"
+        " (is `tensorboard` installed for the host's python3?)."
+    ), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert_nothing_left(h)

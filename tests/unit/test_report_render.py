@@ -289,3 +289,10 @@ def test_cli_report(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --format 'pdf' is not one of html, md, json."
+
+
+def test_the_order_row_reads_ram_as_the_rule_does() -> None:
+    """`ram: 1TB` is judged as 1 TiB; the order-vs-delivered row said `1.0 TB (931.3 GiB)`."""
+    rows = render.order_rows({"order": {"ram_bytes": 10**12}, "facts": {}, "rules": []})
+    ram = next(r for r in rows if "1.0" in str(r))
+    assert "1.0 TiB" in str(ram) and "931.3 GiB" not in str(ram), ram

@@ -18,7 +18,7 @@ from typing import Any
 from .. import __version__, licences
 from ..errors import UsageError
 from ..i18n import check_lang, status_word, t, verdict_word
-from ..units import format_bytes
+from ..units import format_bytes, ram_order_bytes
 
 FORMATS = ("html", "md", "json")
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
@@ -118,7 +118,8 @@ def order_rows(host: dict[str, Any], lang: str = "en") -> list[dict[str, str]]:
         ("cpu_cores", order.get("cpu_cores"), delivered("cpu_cores", str(facts.get("cpu_cores") or "-"))),
         (
             "ram",
-            order.get("ram_bytes") and _size(order["ram_bytes"]),
+            # (RAM is sold in binary units: the rule reads 1TB as 1 TiB, and so does this row)
+            order.get("ram_bytes") and format_bytes(ram_order_bytes(int(order["ram_bytes"]))),
             delivered("ram", _size(facts.get("ram_bytes"))),
         ),
         (

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..inventory import OrderSpec
-from ..units import format_bytes
+from ..units import format_bytes, ram_order_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULT_TOLERANCE = {"ram": 0.03, "vram": 0.03, "disk": 0.05}
@@ -477,18 +477,6 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     if logical is not None and logical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
     return Check("cpu_cores", expected, actual, "fail")
-
-
-def ram_order_bytes(ordered: int) -> int:
-    """RAM is sold in binary units: an order's `1TB` (10^12 bytes once parsed) means 1 TiB,
-    `512GB` 512 GiB, `1.5TB` 1.5 TiB. A size not whole in SI units (`1TiB`, `96GiB`) is kept."""
-    for si, binary in ((10**12, 1 << 40), (10**9, 1 << 30), (10**6, 1 << 20)):
-        if ordered >= si and ordered % (si // 1000 if si > 10**6 else si) == 0:
-            amount = ordered / si
-            if si == 10**12 and (amount * 1024) % 64 and ordered % 10**9 == 0:
-                continue  # 1.6TB is 1600 GB -> 1600 GiB, not 1.6 TiB
-            return round(amount * binary)
-    return ordered
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real
