@@ -617,6 +617,11 @@ def test_bad_settings_name_the_argument(args: dict[str, str], fragment: str) -> 
             "argument 'grace' must be shorter than argument 'heartbeat' (6h00m00s), not '6h': the warning"
             " goes out one grace period before that deadline",
         ),
+        # `timeout 0 CMD` means no limit: the documented hard limit was gone
+        (
+            {"before_timeout": "0"},
+            "argument 'before_timeout' must be at least 1s (0 would mean no limit), not '0'",
+        ),
     ],
 )
 def test_out_of_range_settings_are_refused_in_one_sentence(args: dict[str, str], sentence: str) -> None:

@@ -164,6 +164,11 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         )
     if secs["margin"] >= 3600:
         raise StepArgsError(f"argument 'margin' must be less than an hour, not {args['margin']!r}")
+    if secs["before_timeout"] < 1:  # (`timeout 0 CMD` means no limit at all)
+        raise StepArgsError(
+            "argument 'before_timeout' must be at least 1s (0 would mean no limit),"
+            f" not {args['before_timeout']!r}"
+        )
     if 0 < secs["heartbeat"] < MIN_HEARTBEAT:
         raise StepArgsError(
             "argument 'heartbeat' must be at least 5m (a bare number counts as seconds: write 6h"
