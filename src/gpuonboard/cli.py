@@ -229,6 +229,8 @@ def facts(
     from . import offline
 
     def go() -> int:
+        if paths in ("--help", "-h"):  # (`invoke facts --help`: invoke's parser gave it to PATHS)
+            raise UsageError("for this task's help run `invoke --help facts` (or `gpuonboard facts --help`).")
         if order and host:
             raise UsageError("give either --host or --order, not both.")
         spec = None

@@ -325,6 +325,16 @@ def test_task_help_and_a_reader_that_leaves_early(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.stdout.startswith("Usage: gpuonboard [--core-opts] facts"), (
         r.stdout + r.stderr
     )
+    via_invoke = subprocess.run(  # invoke's own parser gives --help to PATHS: say where help is
+        [sys.executable, "-m", "invoke", "--search-root", str(REPO), "facts", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert via_invoke.returncode == 2 and via_invoke.stderr.strip() == (
+        "error: for this task's help run `invoke --help facts` (or `gpuonboard facts --help`)."
+    ), via_invoke.stderr
     for argv in (["--help"], ["sync", "--help"]):
         p = subprocess.Popen(
             [sys.executable, "-c", code, *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
