@@ -580,3 +580,101 @@ def test_login_retried_while_registry_unreachable_and_hopeless_errors_not_retrie
     msg = _step(project)["msg"]
     assert f"no space left on device: free space under {ctr.root / 'storage'}" in msg, msg
     assert (ctr.root / "pulls").read_text().count("pull") == 1
+
+
+_FAKE_TORCH = """\
+import os
+_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _M:
+    def __matmul__(self, other):
+        return self
+
+    def sum(self):
+        return self
+
+    def item(self):
+        return 256.0 ** 3
+
+
+class cuda:
+    @staticmethod
+    def device_count():
+        return int(open(os.path.join(_DIR, "torch_gpus")).read())
+
+
+def ones(*shape, device=None):
+    return _M()
+
+
+from . import distributed  # noqa: E402
+"""
+
+
+def give_gpu_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
+    """give_docker behind a front `docker` emulating a GPU runtime: `info` names the nvidia
+    runtime; `run --rm --gpus all IMAGE nvidia-smi -L` lists `root/visible` GPUs; `run ... python
+    -c CHECK` runs CHECK in the host's python3 with PYTHONOPTIMIZE=2 (asserts stripped) and a fake
+    torch seeing `root/torch/torch_gpus` GPUs."""
+    pm = give_docker(host, root, reg)
+    inner = root / "docker-pm"
+    os.replace(host.bin_dir / "docker", inner)
+    (root / "torch" / "torch").mkdir(parents=True)
+    (root / "torch" / "torch" / "__init__.py").write_text(_FAKE_TORCH)
+    (root / "torch" / "torch" / "distributed.py").write_text("def is_nccl_available():\n    return True\n")
+    fix = (
+        "import json,sys; d=json.load(sys.stdin); d['host']['ociRuntime']['name']='nvidia';"
+        " print(json.dumps(d))"
+    )
+    add_executable(
+        host.bin_dir,
+        "docker",
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f'  info) out=$({inner} "$@") || exit $?; printf \'%s\' "$out" | python3 -c "{fix}" ;;\n'
+        '  run) if [ "$2" = --rm ] && [ "$3" = --gpus ]; then shift 5\n'
+        '      case "$1" in\n'
+        f'        nvidia-smi) i=0; while [ $i -lt $(cat {root}/visible) ]; do echo "GPU $i: NVIDIA GeForce'
+        ' RTX 4090 (UUID: GPU-$i)"; i=$((i+1)); done; exit 0 ;;\n'
+        f'        python) shift; exec env PYTHONPATH={root}/torch PYTHONOPTIMIZE=2 python3 "$@" ;;\n'
+        "      esac\n"
+        "    fi\n"
+        f'    exec {inner} "$@" ;;\n'
+        f'  *) exec {inner} "$@" ;;\n'
+        "esac\n",
+    )
+    return pm
+
+
+def test_gpu_smoke_run_fails_when_the_container_sees_fewer_gpus_or_torch_disagrees(
+    project: Project, pool: TestHostPool, registry: Registry, creds: dict[str, str], tmp_path: Path
+) -> None:
+    registry.start()
+    host = pool.hosts["ctrgpu"]  # nvidia-smi lists 1 GPU
+    root = tmp_path / "podman"
+    pm = give_gpu_docker(host, root, registry)
+    try:
+        _inventory(project, pool, "ctrgpu", container_image=f"{registry.address}/{REPO_TAG}", **creds)
+        # the container lists none of the host's GPU: failed, and no record of a pass
+        (root / "visible").write_text("0")
+        (root / "torch" / "torch_gpus").write_text("1")
+        assert project.cli("container", "--host", "ctrgpu").returncode == 1
+        msg = _step(project)["msg"]
+        assert "the container sees 0 of the 1 GPUs nvidia-smi lists on the host" in msg, msg
+        # every GPU listed, but torch sees none: the explicit check fails even with asserts stripped
+        (root / "visible").write_text("1")
+        (root / "torch" / "torch_gpus").write_text("0")
+        assert project.cli("container", "--host", "ctrgpu").returncode == 1
+        msg = _step(project)["msg"]
+        assert "GPU python check in the container failed: torch sees 0 GPUs, nvidia-smi lists 1" in msg, msg
+        # all checks pass: passed and recorded; the next run is ok without a smoke run
+        (root / "torch" / "torch_gpus").write_text("1")
+        assert project.cli("container", "--host", "ctrgpu").returncode == 0
+        step = _step(project)
+        assert "container sees 1 GPUs" in step["msg"] and "torch sees 1 GPUs" in step["msg"], step
+        assert "##gpuonboard" not in step["msg"]
+        assert project.cli("container", "--host", "ctrgpu").returncode == 0
+        assert _step(project)["status"] == "ok"
+    finally:
+        subprocess.run([*pm.argv, "rm", "-a", "-f"], env=pm.env, capture_output=True)

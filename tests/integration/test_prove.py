@@ -111,3 +111,36 @@ def test_prove_without_torch_fails_clearly(project: Project, tmp_path: Path) -> 
     assert r.returncode == 1
     msg = project.summary()["hosts"][0]["steps"][0]["msg"]
     assert "No module named 'torch'" in msg and "install PyTorch for /usr/bin/python3" in msg, msg
+
+
+def test_prove_fails_on_a_box_whose_nvidia_smi_fails(project: Project, tmp_path: Path) -> None:
+    # nvidia-smi exits 9 (driver not answering): the CPU run is no "GPU-less box" pass
+    from gpuonboard.testhosts import add_executable
+
+    host = project.pool.hosts["prove"]
+    smi = add_executable(
+        host.bin_dir,
+        "nvidia-smi",
+        '#!/bin/sh\necho "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."\n'
+        "exit 9\n",
+    )
+    try:
+        _setup(project, tmp_path, "prove")
+        r = project.cli(
+            "provision",
+            "--host",
+            "prove",
+            "--playbook",
+            "prove",
+            "--only",
+            "smoke_train,allreduce,gpu_benchmark",
+            timeout=300,
+        )
+        assert r.returncode == 1, r.stdout + r.stderr
+        rules = project.rules("prove")
+        for name in ("training_device", "allreduce_busbw", "benchmark_device"):
+            assert rules[name]["verdict"] == "fail", rules[name]
+            assert "nvidia-smi failed (exit code 9)" in rules[name]["actual"], rules[name]
+            assert "the NVIDIA driver does not answer" in rules[name]["detail"], rules[name]
+    finally:
+        smi.unlink()

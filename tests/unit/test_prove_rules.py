@@ -278,3 +278,27 @@ def test_container_command_shape() -> None:
 def test_scripts_are_bundled() -> None:
     assert b"GPUONBOARD_RESULT" in script_bytes("smoke_train.py")
     assert b"torch.distributed.run" in script_bytes("allreduce.py")
+
+
+def test_failing_nvidia_smi_is_a_broken_gpu_box_not_a_cpu_box() -> None:
+    from gpuonboard.facts.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.prove import nvidia_smi_failure
+
+    broken = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    cases = {
+        "broken": (ProbeOutput(broken, "", 9), "nvidia-smi failed (exit code 9): " + broken),
+        "hung": (ProbeOutput("", "", 124), "nvidia-smi did not answer (stopped after its timeout)"),
+        "absent": (ProbeOutput("", "", 127), None),
+        "none": (ProbeOutput("No devices were found", "", 6), None),
+    }
+    for name, (raw, want) in cases.items():
+        failure = nvidia_smi_failure(parse_facts({"nvidia_smi": raw}))
+        assert failure == want, name
+    failure = nvidia_smi_failure(parse_facts({"nvidia_smi": cases["broken"][0]}))
+    c = by_name(smoke_checks(load("smoke_cpu.out"), gpu_count=0, gpu_failure=failure))
+    assert c["training_device"].verdict == "fail" and "exit code 9" in c["training_device"].actual
+    assert "the NVIDIA driver does not answer" in c["training_device"].detail
+    # a GPU-less box (absent nvidia-smi, "No devices were found") still trains on the CPU
+    c = by_name(smoke_checks(load("smoke_cpu.out"), gpu_count=0, gpu_failure=None))
+    assert c["training_device"].verdict == "pass"

@@ -33,7 +33,6 @@ from .driver_compat import DEFAULT_IMAGE
 from .pull import (
     Manifest,
     format_pull_progress,
-    gpu_python_check,
     manifest_command,
     parse_manifest,
     parse_pull_progress,
@@ -773,6 +772,27 @@ def _progress_watcher(ctx: StepContext, manifest: Manifest | None) -> Any:
     return on_output
 
 
+_GPU_CHECK_OK = "##gpuonboard-gpu-check-ok"
+
+
+def gpu_python_check(n: int) -> str:
+    """The `python -c` text run in the image on a GPU host: torch sees exactly n GPUs, a small
+    matmul on each gives the right answer, NCCL is available. Explicit checks that exit non-zero
+    (never `assert`: an image with PYTHONOPTIMIZE set would skip them); the last line, printed
+    only when every check passed, carries a marker the step requires."""
+    return (
+        "import sys, torch, torch.distributed as d\n"
+        "n = torch.cuda.device_count()\n"
+        f"if n != {int(n)}: sys.exit(f'torch sees {{n}} GPUs, nvidia-smi lists {int(n)}')\n"
+        "for i in range(n):\n"
+        "    a = torch.ones(256, 256, device=f'cuda:{i}')\n"
+        "    s = (a @ a).sum().item()\n"
+        "    if s != 256.0 ** 3: sys.exit(f'matmul on cuda:{i} gave {s}')\n"
+        "if not d.is_nccl_available(): sys.exit('torch.distributed has no NCCL')\n"
+        f"print(f'torch sees {{n}} GPUs; matmul ok on each; NCCL available {_GPU_CHECK_OK}')"
+    )
+
+
 def gpu_check_command(state: ContainerState, image: str, n: int) -> str:
     """`docker run --rm --gpus all IMAGE python -c CHECK` (torch sees n GPUs, matmul, NCCL)."""
     return state.command(
@@ -781,6 +801,8 @@ def gpu_check_command(state: ContainerState, image: str, n: int) -> str:
 
 
 def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) -> None:
+    """Plain run, then on a GPU host: the container lists every GPU the host lists, and the
+    python check passed (its marker line printed); any shortfall sets out.smoke_error."""
     cli = state.cli or "docker"
     r = ctx.runner.run(state.command([cli, "run", "--rm", image, "true"]), timeout=300)
     if not r.ok:
@@ -792,6 +814,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
         out.smoke.append("GPU smoke run skipped: no NVIDIA GPU on this host (nvidia-smi lists none)")
         return
+    host_n = len(ctx.facts.gpu.gpus)
     r = ctx.runner.run(
         state.command([cli, "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"]), timeout=300
     )
@@ -801,12 +824,25 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
         )
         return
     n = len([line for line in r.stdout.splitlines() if line.startswith("GPU ")])
+    if n < host_n:
+        out.smoke_error = (
+            f"GPU smoke run: the container sees {n} of the {host_n} GPUs nvidia-smi lists on the host;"
+            " check the NVIDIA container toolkit's configuration and NVIDIA_VISIBLE_DEVICES"
+        )
+        return
     out.smoke.append(f"container sees {n} GPUs")
-    r = ctx.runner.run(gpu_check_command(state, image, len(ctx.facts.gpu.gpus)), timeout=600)
+    r = ctx.runner.run(gpu_check_command(state, image, host_n), timeout=600)
     if not r.ok:
         out.smoke_error = f"GPU python check in the container failed: {_last_line(r.stderr, r.exit_code)}"
         return
-    out.smoke.append(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "python check ok")
+    done = [line for line in r.stdout.splitlines() if _GPU_CHECK_OK in line]
+    if not done:
+        out.smoke_error = (
+            "GPU python check in the container did not finish (exit 0 without its final line:"
+            f" {_last_line(r.stdout, r.exit_code)})"
+        )
+        return
+    out.smoke.append(done[-1].replace(_GPU_CHECK_OK, "").strip())
 
 
 def _last_line(text: str, code: int) -> str:

@@ -13,7 +13,18 @@ from ..facts.nvidia_smi import GpuInfo
 from ..yamlload import load_yaml
 from . import gpu_health
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
-from .prove import _LAUNCH_ARGS, _float_arg, _gpu_count, _int_arg, _pct, _summary, launch_settings, run_script
+from .prove import (
+    _LAUNCH_ARGS,
+    _float_arg,
+    _gpu_count,
+    _int_arg,
+    _pct,
+    _summary,
+    broken_driver_sentence,
+    launch_settings,
+    nvidia_smi_failure,
+    run_script,
+)
 
 GPU_REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "gpu_reference.yml"
 # reasons seen under load that slow a GPU (gpu_idle / sync_boost / display clocks do not)
@@ -269,9 +280,15 @@ class GpuBenchmarkStep(Step):
                     "benchmark_device",
                     "cuda",
                     f"cpu although nvidia-smi lists {len(gpus)} GPU(s)",
-                    "warn",
-                    "PyTorch has no CUDA here: a CPU-only build or a driver too old for its CUDA",
+                    "fail",
+                    "PyTorch has no CUDA here (a CPU-only build or a driver too old for its CUDA): the"
+                    " GPUs were not benchmarked; use the NGC container (train_in_container) or a CUDA"
+                    " build of torch",
                 )
+            )
+        elif data.get("device") != "cuda" and (failure := nvidia_smi_failure(ctx.facts)):
+            checks.append(
+                Check("benchmark_device", "cuda", f"cpu ({failure})", "fail", broken_driver_sentence(failure))
             )
         msg, failed = _summary(f"ResNet-50 benchmark on {data.get('device')}", checks)
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": data})

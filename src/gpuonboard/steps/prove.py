@@ -22,7 +22,7 @@ from typing import Any
 from .. import shell
 from ..errors import UsageError
 from ..facts import dcgm, topo
-from ..facts.gather import Facts
+from ..facts.gather import TIMED_OUT, Facts
 from ..facts.probe import Probe
 from ..inventory import Host, Inventory
 from ..units import format_bytes, parse_size
@@ -66,6 +66,31 @@ def _get(args: Mapping[str, Any], host_vars: Mapping[str, Any], key: str, var: s
 
 def _gpu_count(facts: Facts) -> int:
     return len(facts.gpu.gpus) if facts.gpu else 0
+
+
+def nvidia_smi_failure(facts: Facts) -> str | None:
+    """Why nvidia-smi listed no GPU on a box that has it (a broken driver: exit 9 "couldn't
+    communicate with the NVIDIA driver", or it hung), or None: it listed GPUs, it is absent, or
+    it said "No devices were found" (only those two mean "no GPU on this host")."""
+    if facts.gpu and facts.gpu.gpus:
+        return None
+    raw = facts.raw.get("nvidia_smi")
+    if raw is None or raw.absent or "No devices were found" in raw.stdout + raw.stderr:
+        return None
+    if raw.exit_code == TIMED_OUT:
+        return "nvidia-smi did not answer (stopped after its timeout)"
+    if raw.exit_code == 0:
+        return None
+    lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
+    return f"nvidia-smi failed (exit code {raw.exit_code})" + (f": {lines[0][:160]}" if lines else "")
+
+
+def broken_driver_sentence(failure: str) -> str:
+    """The one sentence for a box whose nvidia-smi fails: it ran on the CPU, not a GPU-less box."""
+    return (
+        f"{failure}: the NVIDIA driver does not answer, so this ran on the CPU and proves nothing"
+        " about the GPUs; fix the driver (see acceptance's nvidia_driver and gpu_health) and run prove again"
+    )
 
 
 def _pct(x: float) -> str:
@@ -262,8 +287,10 @@ def smoke_checks(
     loader_wait_warn: float = 0.3,
     nproc: int | None = None,
     where: str = "this Python",
+    gpu_failure: str | None = None,
 ) -> list[Check]:
-    """Rules over a smoke_train.py result (pure). ``where``: the Python / image torch ran in.
+    """Rules over a smoke_train.py result (pure). ``where``: the Python / image torch ran in;
+    ``gpu_failure``: why nvidia-smi failed on this box (then training on the CPU fails too).
 
     On a box whose nvidia-smi lists GPUs, training on the CPU fails ``training_device``: the
     GPUs were not exercised, so nothing here proves them."""
@@ -325,6 +352,12 @@ def smoke_checks(
                 f" cuda available: {r.get('cuda_available')})",
                 "fail",
                 no_cuda_sentence(gpu_count, where),
+            )
+        )
+    elif gpu_failure:
+        checks.append(
+            Check(
+                "training_device", "cuda", f"cpu ({gpu_failure})", "fail", broken_driver_sentence(gpu_failure)
             )
         )
     else:
@@ -400,7 +433,15 @@ class SmokeTrainStep(Step):
         data, why = run_script(ctx, launch, "smoke_train.py", argv)
         if data is None:
             return Plan(False, why, failed=True)
-        checks = smoke_checks(data, _gpu_count(ctx.facts), margin, wait, ctx.facts.nproc, torch_where(launch))
+        checks = smoke_checks(
+            data,
+            _gpu_count(ctx.facts),
+            margin,
+            wait,
+            ctx.facts.nproc,
+            torch_where(launch),
+            nvidia_smi_failure(ctx.facts),
+        )
         msg, failed = _summary(f"smoke training on {data.get('device')}", checks)
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": data})
 
@@ -475,6 +516,7 @@ def allreduce_checks(
     acs: dict[str, int] | None = None,
     acs_asked: bool = False,
     where: str = "this Python",
+    gpu_failure: str | None = None,
 ) -> list[Check]:
     """Rules over an allreduce.py result (pure). ``where``: the Python / image torch ran in.
 
@@ -492,6 +534,17 @@ def allreduce_checks(
                 f"{actual} on the CPU",
                 "fail",
                 no_cuda_sentence(gpu_count, where),
+            )
+        )
+        return checks
+    if r.get("device") != "cuda" and gpu_failure:
+        checks.append(
+            Check(
+                "allreduce_busbw",
+                "measured on the GPUs with NCCL",
+                f"{actual} on the CPU ({gpu_failure})",
+                "fail",
+                broken_driver_sentence(gpu_failure),
             )
         )
         return checks
@@ -953,7 +1006,15 @@ class AllreduceStep(Step):
             out = ctx.runner.run(shell.sh_c("lspci -vvv 2>/dev/null | grep ACSCtl"), timeout=60)
             acs = parse_acs(out.stdout)
         checks += allreduce_checks(
-            data, table, gpus[0].name if gpus else "", len(gpus), link, acs, asked, torch_where(launch)
+            data,
+            table,
+            gpus[0].name if gpus else "",
+            len(gpus),
+            link,
+            acs,
+            asked,
+            torch_where(launch),
+            nvidia_smi_failure(ctx.facts),
         )
         msg, failed = _summary(f"all-reduce over {data.get('world_size')} x {data.get('backend')}", checks)
         return Plan(
