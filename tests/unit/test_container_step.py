@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from gpuonboard.facts.gather import parse_facts
@@ -314,3 +321,63 @@ def test_pull_command_logs_in_to_a_temporary_auth_dir() -> None:
     cmd = pull_command(state, "nvcr.io/a:b", ("ngc-user", "nvcr.io"))
     assert "--password-stdin" in cmd and "mktemp -d" in cmd and "rm -rf" in cmd
     assert 'DOCKER_CONFIG="$d"' in cmd and "REGISTRY_AUTH_FILE=" in cmd
+
+
+_FAKE_DAEMON = r"""
+import http.server, json, os, socketserver, sys
+path = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, body):
+        b = json.dumps(body).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Api-Version", "1.43"); self.send_header("Content-Length", str(len(b)))
+        self.end_headers(); self.wfile.write(b)
+    def do_HEAD(self): self.reply({})
+    def do_GET(self): self.reply({"ApiVersion": "1.43", "Version": "24.0.0"})
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.reply({"Status": "Login Succeeded", "IdentityToken": ""})
+    def address_string(self): return "unix"
+    def log_message(self, *a): pass
+class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer): pass
+S(path, H).serve_forever()
+"""
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker CLI on this machine")
+def test_a_login_never_reaches_the_platforms_credential_helper(tmp_path: Path) -> None:
+    """The real docker CLI stores a login in the platform's default credential helper
+    (secretservice, pass) when its config holds no auth entry: the password then outlived the
+    temporary auth dir. A recording `docker-credential-secretservice` on PATH must never be
+    asked to store it; the daemon is a stand-in answering the login."""
+    sock = tmp_path / "d.sock"
+    daemon = subprocess.Popen([sys.executable, "-c", _FAKE_DAEMON, str(sock)])
+    try:
+        for _ in range(100):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        log = tmp_path / "helper.log"
+        helper = bin_dir / "docker-credential-secretservice"
+        helper.write_text(f'#!/bin/sh\necho "$1 $(cat)" >> {log}\n[ "$1" = get ] && exit 1\nexit 0\n')
+        helper.chmod(0o755)
+        state = parse_state(f'{M}info docker\n{{"DockerRootDir": "/var/lib/docker"}}\n')
+        cmd = pull_command(state, "registry.example:5000/a:b", ("u1", "registry.example:5000"))
+        env = {
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "DOCKER_HOST": f"unix://{sock}",
+            "XDG_RUNTIME_DIR": str(tmp_path),
+            "HOME": str(tmp_path),
+        }
+        r = subprocess.run(
+            ["sh", "-c", cmd], input="SECRET-PW\n", env=env, capture_output=True, text=True, timeout=60
+        )
+        assert "Login Succeeded" in r.stdout, r.stdout + r.stderr
+        said = log.read_text() if log.exists() else ""
+        assert "store" not in said and "SECRET-PW" not in said, said
+        assert not list(tmp_path.glob("gpuonboard-auth.*"))  # the temporary dir went
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)

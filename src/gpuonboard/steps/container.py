@@ -636,13 +636,19 @@ def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | 
     pre = "sudo -n " if state.sudo else ""
     env = 'env DOCKER_CONFIG="$d" REGISTRY_AUTH_FILE="$d/auth.json" '
     login_cmd = shell.join([cli, "login", "--username", user, "--password-stdin", registry])
+    logout_cmd = shell.join([cli, "logout", registry])
+    # docker keeps a login in the platform's default credential helper (secretservice, pass)
+    # unless the config already holds an auth entry: start the temporary config with one, so
+    # the login lands in the file that the trap removes (and log out in the trap as well)
+    seed = json.dumps({"auths": {registry: {}}})
     return shell.sh_c(
         # the first line is what the run log shows: say what runs (no secret in it)
         f"umask 077; : {login_cmd} then {shell.join([cli, 'pull', pull_ref])} with a temporary auth dir\n"
         'b=${XDG_RUNTIME_DIR:-/dev/shm}; { [ -d "$b" ] && [ -w "$b" ]; } || b=${TMPDIR:-/tmp}\n'
         'd=$(mktemp -d "$b/gpuonboard-auth.XXXXXX") || { echo "cannot create a temporary auth dir under $b";'
         f" echo '{_LOGIN_FAILED}'; exit 1; }}\n"
-        "trap 'rm -rf \"$d\"' EXIT\n"
+        f"printf '%s\\n' {shell.quote(seed)} > \"$d/config.json\"\n"
+        f"trap '{pre}{env}{logout_cmd} >/dev/null 2>&1; rm -rf \"$d\"' EXIT\n"
         "trap 'exit 130' HUP INT TERM\n"
         f"if ! {pre}{env}{login_cmd} 2>&1; then echo '{_LOGIN_FAILED}'; exit 1; fi\n"
         f"{pre}{env}{shell.join([cli, 'pull', pull_ref])} 2>&1"
