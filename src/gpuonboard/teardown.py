@@ -8,6 +8,7 @@ keep-image arguments from the command line. No Invoke imports here.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,22 +84,26 @@ def check_dest(raw: str, names: list[str], project: Path, create: bool) -> None:
     for name in names:
         path = Path(os.path.expanduser(raw.replace("{host}", name)))
         path = path if path.is_absolute() else project / path
+        base = path
         for part in (path, *path.parents):
             if part.is_dir():
+                base = part
                 break
             if part.exists() or part.is_symlink():
                 what = "a file" if part.is_file() else "not a directory"
                 raise UsageError(
                     f"--dest {raw}: {part} is {what}; give a directory (it is created when missing)."
                 )
-        if create:  # check mode creates nothing
-            try:
+        try:
+            if create:
                 path.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise UsageError(
-                    f"--dest {raw}: cannot create {path} ({exc.strerror or exc}); give a directory on this"
-                    " machine you can write to."
-                ) from None
+            elif base != path:  # check mode: a probe dir made and removed at once (`/proc/x`)
+                os.rmdir(tempfile.mkdtemp(prefix=".gpuonboard-check-", dir=base))
+        except OSError as exc:
+            raise UsageError(
+                f"--dest {raw}: cannot create {path} ({exc.strerror or exc}); give a directory on this"
+                " machine you can write to."
+            ) from None
 
 
 def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOptions) -> int:

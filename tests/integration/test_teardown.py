@@ -616,9 +616,11 @@ def test_bad_results_and_dest_are_one_sentence(
         " directory on this machine you can write to.",
     }
     for (flag, value), sentence in usage.items():
-        r = project.cli("teardown", "--host", "teardown", flag, value)
-        assert (r.returncode, r.stdout, r.stderr) == (2, "", f"error: {sentence}\n"), (flag, value)
+        for check in ((), ("--check",)):  # check mode said "would pull ... to /proc/x", exit 0
+            r = project.cli("teardown", "--host", "teardown", flag, value, *check)
+            assert (r.returncode, r.stdout, r.stderr) == (2, "", f"error: {sentence}\n"), (flag, value, check)
     assert listing(remote["base"]) == before
+    assert not list(project.root.glob("**/.gpuonboard-check-*"))  # (check mode's probe dir went)
 
     # a results dir that is a file, or that resolves to a system dir: the step refuses
     (remote["base"] / "etc-link").symlink_to("/etc")
