@@ -913,12 +913,13 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
     if image_ready(state, s):
         digest = s.ref.digest if s.ref.digest else (state.digests[0] if state.digests else None)
         gpus = len(facts.gpu.gpus) if facts.gpu and facts.gpu.gpus else 0
+        found = {"image": s.image, "id": state.image_id, "digest": digest, "access": state.access}
         if s.smoke and state.smoke_record != smoke_key(state, gpus):
             return Plan(
                 True,
                 f"smoke run {s.ref.canonical}: present ({digest or state.image_id}), nothing to pull, but"
                 " no smoke run has passed for it on this host",
-                diff={"image": s.image, "id": state.image_id, "digest": digest, "access": state.access},
+                diff=found,
                 checks=checks,
                 data=(s, state),
             )
@@ -926,7 +927,7 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
             False,
             f"{s.ref.canonical} is present ({digest or state.image_id}) on {engine} {version};"
             " nothing pulled",
-            diff={"image": s.image, "id": state.image_id, "digest": digest, "access": state.access},
+            diff=found,
             checks=checks,
         )
     size = manifest.size if manifest else None
