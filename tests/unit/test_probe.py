@@ -50,3 +50,24 @@ def test_any_output_round_trips(text: str) -> None:
 def test_missing_probe_output_is_reported_not_raised() -> None:
     out = split_output("", "", new_token(), ["gone"])
     assert out["gone"].exit_code == -1 and out["gone"].stdout == ""
+
+
+def test_a_closed_channel_leaves_no_temp_dir_behind(tmp_path) -> None:
+    """The reader goes away mid-output (a dropped link, a client timeout): the script dies of
+    SIGPIPE on its own printf, and must still remove its private dir from the host's /tmp."""
+    probes = [
+        Probe("slow", "head -c 300000 /dev/zero | tr '\\0' x", slow=True),
+        Probe("after", "echo done"),
+    ]
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", build_script(probes, new_token())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+    )
+    assert proc.stdout is not None
+    proc.stdout.read(10)
+    proc.stdout.close()
+    proc.wait(timeout=20)
+    assert proc.returncode != 0
+    assert list(tmp_path.iterdir()) == []

@@ -58,6 +58,10 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
         lines += [
             f'T={tmp}; mkdir -m 700 "$T" || exit 97',
             "trap 'rm -rf \"$T\"' EXIT",
+            # a closed channel (SIGPIPE on our own printf), a hang-up or a kill: exit through
+            # the EXIT trap, or the dir stays in the host's /tmp (dash runs no EXIT trap on
+            # death by signal)
+            "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM",
         ]
         for i, probe in enumerate(slow):
             lines.append(

@@ -115,21 +115,12 @@ class TemplateStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """Write to a temp file beside dest with its mode, then rename: never a half-written
         file, and dest never exists with the wrong mode."""
-        content, _ = plan.data
-        dest = self.args["dest"]
-        d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
-        tmp = shell.quote(".gpuonboard." + secrets.token_hex(8))
-        # install (one process for mktemp + cat + chmod): it unlinks whatever sits at the
-        # unpredictable temp name and creates it with O_EXCL (a planted symlink or FIFO is
-        # never followed), copies stdin, then sets the mode, all before the rename.
-        script = (
-            f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
-            f'install -m {self.mode} /dev/stdin "$t"; mv -f "$t" {q}; trap - EXIT; sha256sum < {q}'
-        )
+        content, want = plan.data
+        script = write_script(self.args["dest"], self.mode, want, secrets.token_hex(8))
         return ctx.runner.run(shell.sh_c(script), stdin=content)
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
-        """The sha256 the host computed after the rename must be the rendered one."""
+        """The sha256 the host computed of the written file must be the rendered one."""
         _, want = plan.data
         if not applied.ok:
             err = (applied.stderr.strip().splitlines() or [f"exit code {applied.exit_code}"])[-1]
@@ -185,3 +176,25 @@ class CommandStep(Step):
             return None
         err = (applied.stderr.strip().splitlines() or [""])[-1]
         return f"command {shell.join(self.argv)} exited {applied.exit_code}" + (f": {err}" if err else "")
+
+
+def write_script(dest: str, mode: str, want: str, token: str) -> str:
+    """The sh script that writes stdin to `dest` atomically, with `mode`, and prints its sha256.
+
+    install (one process for mktemp + cat + chmod) unlinks whatever sits at the unpredictable
+    temp name and creates it with O_EXCL (a planted symlink or FIFO is never followed), copies
+    stdin, then sets the mode, all before the rename. A link that drops mid-write ends stdin
+    early, and install succeeds with a cut file: the rename happens only when the temp file's
+    sha256 is the rendered one. A hang-up or kill leaves no temp file (dash runs no EXIT trap
+    on death by signal, so the signals exit through it).
+    """
+    d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
+    tmp = shell.quote(".gpuonboard." + token)
+    return (
+        f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
+        "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM; "
+        f'install -m {mode} /dev/stdin "$t"; h=$(sha256sum < "$t"); h=${{h%% *}}; '
+        f'[ "$h" = {shell.quote(want)} ] || {{ echo "the host received a cut or altered file'
+        ' (sha256 $h): the link dropped while writing? run again" >&2; exit 1; }; '
+        f'mv -f "$t" {q}; trap - EXIT; echo "$h"'
+    )
