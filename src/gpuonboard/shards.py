@@ -93,13 +93,16 @@ def _mode(path: Path) -> int:
     return 0o755 if path.lstat().st_mode & stat.S_IXUSR else 0o644
 
 
+_FIXED_MODE = {"l": 0o777, "d": 0o755}  # a symlink's and an empty directory's tar mode
+
+
 def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | None = None) -> str:
     """What identifies a shard's content without building it: paths, kinds, hashes, modes
     (`modes`: the tar modes packing used, else read from the files)."""
     h = hashlib.sha256(FORMAT.encode())
     for e in members:
         known = modes.get(e.rel) if modes is not None else None
-        mode = 0o777 if e.kind == "l" else known if known is not None else _mode(root / e.rel)
+        mode = _FIXED_MODE.get(e.kind) or (known if known is not None else _mode(root / e.rel))
         h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
@@ -159,12 +162,15 @@ def _dir_headers(rel: str, made: set[str]) -> list[bytes]:
 
 
 def _member_info(e: Entry, mode: int, size: int) -> tarfile.TarInfo:
-    """The normalised header of one member (a symlink when e is one, else a regular file)."""
+    """The normalised header of one member (a symlink, or an empty directory, when e is one,
+    else a regular file)."""
     info = tarfile.TarInfo(e.rel)
     info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
     info.mode, info.size = mode, size
     if e.kind == "l":
         info.type, info.linkname, info.size = tarfile.SYMTYPE, e.target, 0
+    elif e.kind == "d":
+        info.type, info.mode, info.size = tarfile.DIRTYPE, 0o755, 0
     return info
 
 
@@ -176,7 +182,7 @@ def tar_size(members: Sequence[Entry]) -> int:
     for e in members:
         size += sum(len(h) for h in _dir_headers(e.rel, made))
         size += len(_header(_member_info(e, 0o644, 0)))  # (mode and size never change its length)
-        if e.kind != "l":
+        if e.kind == "f":
             size += -(-max(e.size, 0) // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
     size += 2 * tarfile.BLOCKSIZE
     return size + (-size % tarfile.RECORDSIZE)
@@ -237,6 +243,10 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
         if e.kind == "l":
             out(_header(_member_info(e, 0o777, 0)))
             files[e.rel] = link_hash(e.target)
+            continue
+        if e.kind == "d":  # an empty directory of the dataset (a parent one is a header above)
+            made.add(e.rel)
+            out(_header(_member_info(e, 0o755, 0)))
             continue
         with open(root / e.rel, "rb") as f:
             st = os.fstat(f.fileno())
@@ -359,16 +369,20 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+_TAIL = {"f": "}", "d": ', "dir": true}'}  # a member's manifest entry after its size
+
+
 def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size: int) -> bytes:
     """Pure: the uploaded manifest (JSON): per shard its uploaded name, sha256 (of the file as
-    stored on the host), size and members (path and size; a symlink's target). The shard's
-    sha256 covers every byte of its members; their own sha256s stay in the local hash cache."""
+    stored on the host), size and members (path and size; a symlink's target; `"dir": true` for
+    an empty directory). The shard's sha256 covers every byte of its members; their own sha256s
+    stay in the local hash cache."""
     dumps = json.dumps
     lines = [f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": [']
     for n, (name, sha, size, members) in enumerate(shards):
         files = ",\n".join(
             f'  {{"path": {dumps(e.rel, ensure_ascii=False)}, "size": {e.size}'
-            + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else "}")
+            + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else _TAIL[e.kind])
             for e in members
         )
         sep = "," if n + 1 < len(shards) else ""

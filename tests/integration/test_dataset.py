@@ -2098,3 +2098,46 @@ def test_a_directory_where_the_lease_goes_is_one_sentence(project: Project, tmp_
     assert not (data_dir / "my data" / "plain.txt").exists()  # nothing sent
     blocker.rmdir()
     assert project.cli("sync", "--host", "dataset").returncode == 0
+
+
+def _empty_dirs(root: Path) -> set[str]:
+    return {
+        Path(d).relative_to(root).as_posix()
+        for d, dirnames, filenames in os.walk(root)
+        if not dirnames and not filenames and Path(d) != root
+    }
+
+
+def test_the_datasets_empty_directories_reach_an_unpacked_tree(project: Project, tmp_path: Path) -> None:
+    """Shards carry the dataset's empty directories (an ImageFolder class with no image yet
+    shifts every class index when it is missing): unpacked, rerun up to date, one removed on
+    the host is noticed and unpacked again, one added here is sent."""
+    src = tmp_path / "local" / "many"
+    _many_small(src)
+    for rel in ("classes/zebra", "dir1/no files yet", "top empty", "a/b/c"):
+        (src / rel).mkdir(parents=True)
+    want = _empty_dirs(src)
+    assert {"classes/zebra", "top empty", "a/b/c"} <= want
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100})
+    project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0, r.stdout
+    tree = data_dir / "many"
+    assert _empty_dirs(tree) == want and tree_digest(tree) == tree_digest(src)
+    manifest = json.loads((data_dir / "many.shards" / "manifest.json").read_text())
+    dirs = {f["path"] for s in manifest["shards"] for f in s["files"] if f.get("dir")}
+    assert dirs == want
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    (tree / "classes" / "zebra").rmdir()
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert "'classes/zebra'" in step(project)["msg"], step(project)
+    assert _empty_dirs(tree) == want
+    (src / "classes" / "okapi").mkdir()
+    r = project.cli("sync", "--host", "dataset", "--unpack")
+    assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
+    assert step(project)["diff"]["sent_shards"] == 1, step(project)
+    assert _empty_dirs(tree) == want | {"classes/okapi"} and tree_digest(tree) == tree_digest(src)

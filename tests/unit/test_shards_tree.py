@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from pathlib import Path
@@ -72,6 +73,7 @@ def test_tar_size_is_the_packed_size_without_reading_a_file(tmp_path: Path) -> N
     """What the plan compares with the sizes of shards on the host that the index does not name:
     long names and link targets (GNU long-name members), nested parents, empty files, sizes on a
     512-byte boundary, and a tar that ends exactly on a 10 KiB record."""
+    from gpuonboard.steps.dataset import _dir_members
     from gpuonboard.transfer import scan_source
 
     root = tmp_path / "src"
@@ -83,8 +85,10 @@ def test_tar_size_is_the_packed_size_without_reading_a_file(tmp_path: Path) -> N
     (root / "exec.sh").write_bytes(b"#!/bin/sh\n")
     (root / "exec.sh").chmod(0o755)
     (root / "link").symlink_to("t" * 150)
+    (root / "no files" / ("e" * 110)).mkdir(parents=True)  # an empty directory member, long name
     tree = scan_source(root, hashes=False)
-    members = list(tree.entries.values())
+    members = sorted(list(tree.entries.values()) + _dir_members(tree.empty_dirs), key=lambda e: e.rel)
+    assert any(e.kind == "d" for e in members)
     sizes = []
     for k in range(1, len(members) + 1):
         out = bytearray()
@@ -117,3 +121,21 @@ def test_worth_hashing_picks_groups_whose_tar_size_an_unknown_host_shard_has() -
     odd = {"x.tar.part": ("f", size_a, 0), "d.tar": ("d", size_b, 0), "l.tar": ("l", size_a, 0)}
     assert shards.worth_hashing(groups, [None, None, None], odd, set()) == []
     assert shards.worth_hashing(groups, [None, None, None], {}, set()) == []  # a first upload
+
+
+def test_an_empty_directory_member_unpacks_as_a_directory(tmp_path: Path) -> None:
+    """The tar an empty directory of the dataset packs into: a directory member (with its
+    parents before it), read back by tarfile as one, and in the member key."""
+    import tarfile
+
+    from gpuonboard.steps.dataset import _dir_members
+    from gpuonboard.transfer import scan_source
+
+    (tmp_path / "f.txt").write_text("x")
+    members = [*scan_source(tmp_path, hashes=False).entries.values(), *_dir_members({"a/b"})]
+    out = bytearray()
+    shards.pack(tmp_path, members, out.extend)
+    with tarfile.open(fileobj=io.BytesIO(bytes(out))) as tar:
+        kinds = {m.name: (m.isdir(), m.mode) for m in tar.getmembers()}
+    assert kinds == {"f.txt": (False, 0o644), "a": (True, 0o755), "a/b": (True, 0o755)}
+    assert shards.member_key(tmp_path, members) != shards.member_key(tmp_path, members[:1])

@@ -875,7 +875,8 @@ class DatasetStep(Step):
                 transfer.hash_tree(work.tree)
             except OSError as exc:
                 return Plan(False, _unreadable(exc, src, NOTHING_SENT), failed=True)
-        work.groups = shards.assign(list(work.tree.entries.values()), size)
+        members = list(work.tree.entries.values()) + _dir_members(work.tree.empty_dirs)
+        work.groups = shards.assign(members, size)
         if index.data:
             work.keys = [shards.member_key(root, g) for g in work.groups]
             work.built = [index.get(k) for k in work.keys]
@@ -924,6 +925,7 @@ class DatasetStep(Step):
         plain = self._listing(ctx, self.plain_target) if work.unpack else None
         if plain is not None:
             drift, extra = shards.tree_drift(work.tree.entries, plain.files)
+            drift += sorted(d for d in work.tree.empty_dirs if d not in plain.dirs)
             if complete:  # the marker says which manifest was unpacked; the listing, that it is whole
                 marked = shards.marker_name(digest, self.plain_target) in remote.files
                 unpacked = marked and not drift
@@ -1923,6 +1925,12 @@ def _rsync_temp(rel: str, local: set[str]) -> bool:
     or one still writing): not a file of the user's to report as kept."""
     m = re.fullmatch(r"\.(.+)\.[A-Za-z0-9]{6}", posixpath.basename(rel))
     return m is not None and posixpath.join(posixpath.dirname(rel), m[1]) in local
+
+
+def _dir_members(empty_dirs: Iterable[str]) -> list[transfer.Entry]:
+    """Pure: the dataset's empty directories as shard members (a directory with something in it
+    is a header before its first member), so an unpacked tree has them too."""
+    return [transfer.Entry(rel, "d", 0, 0, "") for rel in sorted(empty_dirs)]
 
 
 def _parent_dirs(paths: Iterable[str]) -> set[str]:
