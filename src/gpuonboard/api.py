@@ -83,7 +83,9 @@ def find_playbook(project: Path, name_or_path: str) -> Path:
 def load_hosts(selection: Selection, settings: Settings) -> tuple[inventory_mod.Inventory, list[Host]]:
     """The inventory and the hosts the selection picks (errors before any connection)."""
     inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
-    return inv, inv.select(split_names(selection.hosts), selection.group, selection.limit)
+    hosts = inv.select(split_names(selection.hosts), selection.group, selection.limit)
+    inv.check_key_files(hosts)  # (a missing key is an input error, exit 2, not "unreachable")
+    return inv, hosts
 
 
 def provision(

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError, UsageError
-from .units import parse_size
+from .units import parse_ram_size, parse_size
 from .yamlload import LineDict, did_you_mean, load_yaml, where
 
 HOST_KEYS = {
@@ -88,7 +88,7 @@ class OrderSpec:
     gpu_count: int | None = None
     vram_bytes: int | None = None
     cpu_cores: int | None = None
-    ram_bytes: int | None = None
+    ram_bytes: int | None = None  # binary: `ram: 1TB` is 2^40 bytes (units.parse_ram_size)
     data_disk: DataDiskSpec | None = None
     interconnect: str | None = None
     min_driver: str | None = None
@@ -154,6 +154,8 @@ class Inventory:
     hosts: dict[str, Host]
     groups: dict[str, tuple[str, ...]]
     vendors: dict[str, Vendor]
+    # host name -> where its key_file was set: (`file, line N` prefix, who set it)
+    key_file_origins: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def select(
         self,
@@ -185,6 +187,30 @@ class Inventory:
         if not names:
             raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
         return [self.hosts[n] for n in names]
+
+    def check_key_files(self, hosts: Iterable[Host]) -> None:
+        """Before connecting: a key_file that is not there (of these hosts or their inventory
+        jump hosts) is an input error naming the file and line that set it. Not part of
+        `select`, so listing hosts and judging saved outputs offline need no key."""
+        for host in hosts:
+            for hop in [*(self.hosts[j] for j in host.jump if j in self.hosts), host]:
+                path = hop.key_file
+                if hop.connection != "ssh" or not path or os.path.isfile(path):
+                    continue
+                problem = "which does not exist" if not os.path.exists(path) else "which is not a file"
+                loc, who = self.key_file_origins.get(hop.name, (str(self.source), f"host {hop.name!r}"))
+                if who == "ssh_config":
+                    raise InventoryError(
+                        f"{loc}: host {hop.name!r} of the inventory {self.source} takes its key from this"
+                        f" SSH config's IdentityFile {path}, {problem}; fix that path, or set key_file"
+                        " for the host in the inventory."
+                    )
+                if who != f"host {hop.name!r}":
+                    who += f" (for host {hop.name!r})"
+                raise InventoryError(
+                    f"{loc}: {who} field 'key_file' names {path}, {problem}; fix the path, or remove"
+                    " key_file to log in with the SSH agent and the default keys."
+                )
 
 
 def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
@@ -280,8 +306,9 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
         _check_host_keys(gvars, hosts_file, f"group {gname!r} vars")
         groups[gname] = tuple(members)
         group_vars[gname] = gvars
-    ssh_cfg = _ssh_config(ssh_config, raw, defaults, hosts_file)
+    ssh_cfg, ssh_cfg_path = _ssh_config(ssh_config, raw, defaults, hosts_file)
     hosts: dict[str, Host] = {}
+    key_file_origins: dict[str, tuple[str, str]] = {}
     for hname, hdef in hosts_raw.items():
         hdef = _mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
         _check_host_keys(hdef, hosts_file, f"host {hname!r}")
@@ -299,6 +326,9 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
             vendors_dir,
             where(hosts_file, hosts_raw, hname),
         )
+        origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
+        if origin is not None:
+            key_file_origins[hname] = origin
     for host in hosts.values():
         if host.name in host.jump:
             raise InventoryError(
@@ -312,7 +342,37 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
                     f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} jump host {hop!r}"
                     f" {problem}"
                 )
-    return Inventory(source=hosts_file, hosts=hosts, groups=groups, vendors=vendors)
+    return Inventory(
+        source=hosts_file, hosts=hosts, groups=groups, vendors=vendors, key_file_origins=key_file_origins
+    )
+
+
+def _key_file_origin(
+    name: str,
+    layers: list[tuple[Mapping[str, Any], str]],
+    host: Host,
+    path: Path,
+    ssh_cfg: Any,
+    ssh_cfg_path: Path | None,
+) -> tuple[str, str] | None:
+    """Where host's key_file was set, as `pick` chose it: a host or group layer, else the SSH
+    config's IdentityFile of its Host entry, else the vendor profile or defaults."""
+    if not host.key_file:
+        return None
+    found: tuple[Mapping[str, Any], str] | None = None
+    for layer, label in layers:
+        if "key_file" in layer:
+            found = (layer, label)
+    if found is not None and found[1].startswith(("host ", "group ")):
+        return where(path, found[0], "key_file"), found[1]
+    if name in _ssh_config_aliases(ssh_cfg) and "identityfile" in ssh_cfg.lookup(name):
+        return str(ssh_cfg_path), "ssh_config"
+    vendor = host.vendor
+    if vendor is not None and "key_file" in vendor.host_defaults:
+        return where(Path(vendor.source), vendor.host_defaults, "key_file"), f"vendor {vendor.id!r}"
+    if found is not None:
+        return where(path, found[0], "key_file"), found[1]
+    return None
 
 
 def _mapping(value: Any, path: Path, parent: Any, key: str, label: str | None = None) -> LineDict:
@@ -560,7 +620,7 @@ def parse_order(
         loc, who = at(key)
         return InventoryError(f"{loc}: {who} order field {key!r} {problem}")
 
-    def size(key: str) -> int | None:
+    def size(key: str, parse: Callable[[object], int] = parse_size) -> int | None:
         if raw.get(key) is None:
             return None
         if isinstance(raw[key], int | float) and not isinstance(raw[key], bool):
@@ -568,7 +628,7 @@ def parse_order(
                 key, f"needs a unit, like {raw[key]}GB or {raw[key]}GiB (a bare number would mean bytes)."
             )
         try:
-            return parse_size(raw[key])
+            return parse(raw[key])
         except ValueError as exc:
             raise fail(key, f"is not a valid size: {exc}.") from None
 
@@ -649,7 +709,7 @@ def parse_order(
         gpu_count=count("gpu_count"),
         vram_bytes=size("vram"),
         cpu_cores=count("cpu_cores"),
-        ram_bytes=size("ram"),
+        ram_bytes=size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
         data_disk=data_disk,
         interconnect=interconnect,
         min_driver=min_driver,
@@ -759,8 +819,9 @@ def _copy_line(target: LineDict, key: str, source: Mapping[str, Any]) -> None:
 
 def _ssh_config(
     explicit: Path | None, raw: Mapping[str, Any], defaults: Mapping[str, Any], hosts_file: Path
-) -> Any:
-    """paramiko.SSHConfig from --ssh-config, the inventory's ssh_config key, or ~/.ssh/config."""
+) -> tuple[Any, Path | None]:
+    """paramiko.SSHConfig (and its path) from --ssh-config, the inventory's ssh_config key, or
+    ~/.ssh/config; (None, None) when there is none."""
     candidate = explicit
     if candidate is None and raw.get("ssh_config"):
         candidate = (hosts_file.parent / os.path.expanduser(str(raw["ssh_config"]))).resolve()
@@ -770,11 +831,11 @@ def _ssh_config(
         env = os.environ.get("GPUONBOARD_SSH_CONFIG")
         candidate = Path(env) if env else Path.home() / ".ssh" / "config"
     if not candidate.is_file():
-        return None
+        return None, None
     import paramiko
 
     try:
-        return paramiko.SSHConfig.from_path(str(candidate))
+        return paramiko.SSHConfig.from_path(str(candidate)), candidate
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
 

@@ -16,6 +16,7 @@ import operator
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -642,6 +643,35 @@ def start_master(config_path: Path, alias: str, control_dir: Path, persist: int 
     except (OSError, subprocess.TimeoutExpired):
         return []
     return opts if r.returncode == 0 else []
+
+
+CONTROL_PREFIX = "gpob-cm-"
+
+
+def sweep_control_dirs(parent: Path, keep: Path | None = None, max_age: float = 600.0) -> int:
+    """Remove this user's empty `gpob-cm-*` dirs under `parent` (the temp dir) older than
+    `max_age` seconds: what a run killed with SIGKILL left (its master, under ControlPersist,
+    is gone by then and took its socket along; a dir with a socket in it is never touched).
+    Returns how many went."""
+    gone = 0
+    now = time.time()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(CONTROL_PREFIX)]
+    except OSError:
+        return 0
+    for name in names:
+        path = parent / name
+        if path == keep:
+            continue
+        try:
+            st = path.lstat()
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or now - st.st_mtime < max_age:
+                continue
+            path.rmdir()  # (only an empty one: ENOTEMPTY otherwise)
+            gone += 1
+        except OSError:
+            continue
+    return gone
 
 
 def stop_master(config_path: Path, alias: str, opts: Sequence[str]) -> None:

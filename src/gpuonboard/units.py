@@ -31,6 +31,23 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 def parse_size(value: object) -> int:
     """Return a size in bytes from `80GB`, `80 GiB`, `81920MiB`, an int, or raise ValueError."""
+    return _parse(value, _MULTIPLIERS)
+
+
+# RAM is sold in binary sizes: an order's `512GB` is 512 GiB, `1TB` 1 TiB, `0.5TB` 512 GiB.
+_RAM_MULTIPLIERS: dict[str, int] = {
+    **_MULTIPLIERS,
+    **{si: _MULTIPLIERS[f"{si[0]}IB"] for si in ("K", "KB", "M", "MB", "G", "GB", "T", "TB", "P", "PB")},
+}
+
+
+def parse_ram_size(value: object) -> int:
+    """Bytes of a RAM order: decimal units are read as binary, as RAM is sold (`512GB` = 512 GiB,
+    `1TB` = 1 TiB, `0.5TB` = 512 GiB, `1.5TB` = 1536 GiB); `GiB`/`TiB` and bare bytes as written."""
+    return _parse(value, _RAM_MULTIPLIERS)
+
+
+def _parse(value: object, multipliers: dict[str, int]) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, int):
@@ -47,7 +64,7 @@ def parse_size(value: object) -> int:
     if not match:
         raise ValueError(f"{value!r} is not a size like 80GB, 80 GiB or 81920MiB")
     number, suffix = match.groups()
-    multiplier = _MULTIPLIERS.get(suffix.upper())
+    multiplier = multipliers.get(suffix.upper())
     if multiplier is None:
         raise ValueError(f"{value!r} has an unknown unit {suffix!r}; use B, MB, GB, TB, MiB, GiB or TiB")
     return int(float(number) * multiplier)
@@ -86,8 +103,10 @@ def parse_duration(value: object) -> float:
 
 
 def ram_order_bytes(ordered: int) -> int:
-    """RAM is sold in binary units: an order's `1TB` (10^12 bytes once parsed) means 1 TiB,
-    `512GB` 512 GiB, `1.5TB` 1.5 TiB. A size not whole in SI units (`1TiB`, `96GiB`) is kept."""
+    """The RAM of an order read from a `summary.json` written before RAM orders were parsed in
+    binary (`parse_ram_size`): there `1TB` was stored as 10^12 bytes and is 1 TiB, `512GB`
+    512 GiB. A size not whole in SI units (what the inventory stores now: `1TB` as 2^40
+    bytes, `0.5TB` as 2^39) is kept. The acceptance rule judges the order's own bytes."""
     for si, binary in ((10**12, 1 << 40), (10**9, 1 << 30), (10**6, 1 << 20)):
         if ordered >= si and ordered % (si // 1000 if si > 10**6 else si) == 0:
             amount = ordered / si

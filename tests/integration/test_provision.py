@@ -392,11 +392,16 @@ def test_wrong_or_missing_key_is_one_clear_sentence(
         f" check user and key_file {other}."
     )
     assert "Traceback" not in r.stdout + r.stderr
-    project.write_inventory({"rtx": host_entry(h, pool, key_file=str(tmp_path / "nope"))})
-    assert project.cli("check").returncode == 3
-    assert project.summary()["hosts"][0]["msg"] == (
-        f"host rtx: key file {tmp_path / 'nope'} does not exist; fix key_file in the inventory."
-    )
+    # a key file that is not there: an input error before any connection (exit 2), naming where
+    path = project.write_inventory({"rtx": host_entry(h, pool, key_file=str(tmp_path / "nope"))})
+    r = project.cli("check")
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "key_file:" in text)
+    assert r.stderr.strip().endswith(
+        f"{path}, line {line}: host 'rtx' field 'key_file' names {tmp_path / 'nope'}, which does not"
+        " exist; fix the path, or remove key_file to log in with the SSH agent and the default keys."
+    ), r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
 
 
 def test_connect_retries_with_backoff_reach_a_host_that_comes_back(

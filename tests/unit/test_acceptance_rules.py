@@ -10,6 +10,7 @@ from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
 from gpuonboard.steps.acceptance import evaluate, model_matches, model_tokens, version_tuple
+from gpuonboard.units import parse_ram_size
 
 FIX = Path(__file__).parents[1] / "fixtures"
 
@@ -33,7 +34,7 @@ ORDER = OrderSpec(
     gpu_count=8,
     vram_bytes=80 * 10**9,
     cpu_cores=64,
-    ram_bytes=10**12,
+    ram_bytes=parse_ram_size("1TB"),
     data_disk=DataDiskSpec("/mnt/nvme0n1p1", 12 * 10**12),
     interconnect="nvlink",
     min_driver="535",
@@ -126,13 +127,13 @@ def test_ram_order_in_tb_means_tib() -> None:
     """free of the (derived) 2 TiB server: 1.92 TiB. A 2TB order is 2 TiB: the real reserve
     passes; with one of 16 DIMMs missing (15/16 of every number) it fails."""
     full = _free_facts("derived/free__gpu-server-2tib__derived.txt")
-    check = evaluate(OrderSpec(ram_bytes=2 * 10**12), full)[-1]
+    check = evaluate(OrderSpec(ram_bytes=parse_ram_size("2TB")), full)[-1]
     assert check.expected == ">= 2.0 TiB"
     one_missing = _free_facts("derived/free__gpu-server-2tib__derived.txt", 15 / 16)
-    assert evaluate(OrderSpec(ram_bytes=2 * 10**12), one_missing)[-1].verdict == "fail"
+    assert evaluate(OrderSpec(ram_bytes=parse_ram_size("2TB")), one_missing)[-1].verdict == "fail"
     # the QA case: 1TB ordered, 923.5 GiB shown (one of 16 x 64 GiB missing)
     qa = parse_facts({"free": ProbeOutput(_free_line(int(923.5 * 2**20)), "", 0)})
-    assert evaluate(OrderSpec(ram_bytes=10**12), qa)[-1].verdict == "fail"
+    assert evaluate(OrderSpec(ram_bytes=parse_ram_size("1TB")), qa)[-1].verdict == "fail"
 
 
 def _free_line(total_kib: int) -> str:
@@ -145,19 +146,22 @@ def test_real_boxes_pass_their_nominal_ram() -> None:
     """The real captures against their nominal RAM: 1 x H200 VM 125.9 GiB of 128 GiB; the
     2 GiB Ubuntu VM 1.92 GiB (a small box: the fixed reserve weighs more)."""
     assert (
-        evaluate(OrderSpec(ram_bytes=128 * 10**9), _free_facts("derived/free-k__h200-vm__derived.txt"))[
+        evaluate(
+            OrderSpec(ram_bytes=parse_ram_size("128GB")), _free_facts("derived/free-k__h200-vm__derived.txt")
+        )[-1].verdict
+        == "pass"
+    )
+    assert (
+        evaluate(OrderSpec(ram_bytes=parse_ram_size("2GB")), _free_facts("real/free__ubuntu-18.04-vm.txt"))[
             -1
         ].verdict
         == "pass"
     )
     assert (
-        evaluate(OrderSpec(ram_bytes=2 * 10**9), _free_facts("real/free__ubuntu-18.04-vm.txt"))[-1].verdict
-        == "pass"
-    )
-    assert (
-        evaluate(OrderSpec(ram_bytes=2 * 10**12), _free_facts("derived/free__gpu-server-2tib__derived.txt"))[
-            -1
-        ].verdict
+        evaluate(
+            OrderSpec(ram_bytes=parse_ram_size("2TB")),
+            _free_facts("derived/free__gpu-server-2tib__derived.txt"),
+        )[-1].verdict
         == "fail"
     )
 
@@ -467,11 +471,11 @@ def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
     real = {k: ProbeOutput((FIX / v).read_text(), "", 0) for k, v in GOOD.items() if k in ("lscpu", "free")}
     facts = parse_facts({**raw, **real})
     assert facts.nproc == 1 and facts.memory_limit_bytes == 8 << 30 and facts.cgroup_cpus == 2.0
-    checks = {c.name: c for c in evaluate(OrderSpec(cpu_cores=8, ram_bytes=64 * 10**9), facts)}
+    checks = {c.name: c for c in evaluate(OrderSpec(cpu_cores=8, ram_bytes=parse_ram_size("64GB")), facts)}
     assert checks["cpu_cores"].verdict == "fail"
     assert checks["cpu_cores"].detail.startswith("only 1 CPU usable (affinity/cgroup) of 64")
     assert checks["ram"].verdict == "fail" and "8.0 GiB usable (cgroup memory limit)" in checks["ram"].actual
-    assert evaluate(OrderSpec(cpu_cores=1, ram_bytes=8 * 10**9), facts)[-1].verdict == "pass"
+    assert evaluate(OrderSpec(cpu_cores=1, ram_bytes=parse_ram_size("8GB")), facts)[-1].verdict == "pass"
 
 
 # --- QA round 3: GPU model names. The names are nvidia-smi's, from the captures here or from

@@ -289,7 +289,7 @@ def test_sizes_are_parsed_to_bytes(tmp_path: Path) -> None:
     )
     order = inv.hosts["gpu-1"].order
     assert order.vram_bytes == 80 * 1024**3
-    assert order.ram_bytes == 1_500_000_000_000
+    assert order.ram_bytes == 1536 * 1024**3  # RAM is sold in binary sizes: 1.5TB is 1.5 TiB
     assert order.data_disk == DataDiskSpec(mount="/data", min_size_bytes=7681502 * 1024**2)
     assert order.min_driver == "550.90"
     assert order.cpu_cores == 64

@@ -247,6 +247,26 @@ def test_disk_script_runs_here_with_dd(tmp_path: Path) -> None:
     assert not list(weird.iterdir())
 
 
+def test_disk_script_says_when_df_prints_no_number(tmp_path: Path) -> None:
+    """A df that prints human sizes (a test host replays `df -h` for every df, a wrapper on a
+    vendor image): one sentence, not "only 202G KiB free"."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text(
+        "#!/bin/sh\nprintf 'Filesystem Size Used Avail Use%% Mounted on\\n/dev/x 1T 800G 202G 80%% /\\n'\n"
+    )
+    (bin_dir / "df").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    out = subprocess.run(
+        ["sh", "-c", disk_script(str(tmp_path), 8, use_fio=False)], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 3
+    assert parse_disk(out.stdout)["error"] == (
+        f"cannot read the free space in {tmp_path}: df -Pk printed '202G', not a number of KiB"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
 def test_temp_script_writes_runs_and_removes(tmp_path: Path) -> None:
     work = tmp_path / "w o'rk"
     cmd = shell.temp_script(str(work), "s.py", shell.join(["cat", f"{work}/s.py"]))

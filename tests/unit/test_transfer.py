@@ -247,3 +247,24 @@ def test_the_kept_note_leaves_out_rsync_temp_names() -> None:
     host = {"d/.big.bin.7wZleE": ("f", 9, 1), "d/.notes.txt.Ab12Cd": ("f", 1, 1), "d/old.txt": ("f", 1, 1)}
     note = _kept_on_host(host, {"d/big.bin", "d/new.txt"})
     assert note == "; 2 files on the host are not in the dataset and kept there (e.g. 'd/.notes.txt.Ab12Cd')"
+
+
+def test_sweep_removes_only_old_empty_control_dirs(tmp_path: Path) -> None:
+    """What a run killed with SIGKILL left in /tmp (220 found here after many test runs): empty
+    `gpob-cm-*` dirs older than ten minutes go; a young one, one holding a socket or file, a
+    file of that name, the caller's own and other names stay."""
+    import time
+
+    from gpuonboard.transfer import sweep_control_dirs
+
+    old = time.time() - 3600
+    for name in ("gpob-cm-old", "gpob-cm-young", "gpob-cm-busy", "gpob-cm-mine", "other-old"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "gpob-cm-busy" / "socket").write_text("")
+    (tmp_path / "gpob-cm-file").write_text("")
+    for name in ("gpob-cm-old", "gpob-cm-busy", "gpob-cm-mine", "other-old", "gpob-cm-file"):
+        os.utime(tmp_path / name, (old, old))
+    assert sweep_control_dirs(tmp_path, keep=tmp_path / "gpob-cm-mine") == 1
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["gpob-cm-busy", "gpob-cm-file", "gpob-cm-mine", "gpob-cm-young", "other-old"]
+    assert sweep_control_dirs(tmp_path / "missing") == 0

@@ -54,7 +54,10 @@ class BlockDevice:
 
 _SIZE = re.compile(r"^(\d+(?:[.,]\d+)?)\s*([KMGTPEZ]?)(i?B?)$", re.IGNORECASE)
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7}
-_BLOCKS = re.compile(r"^(\d+)([KMGT]?)(?:B)?-blocks$", re.IGNORECASE)
+# df's size header: `1K-blocks`, `1024-blocks`, `1B-blocks`; `-BG` `1G-blocks`, `-B GB`
+# `1GB-blocks` (SI), `-B KiB` `1KiB-blocks`. With a unit letter GNU df suffixes every cell
+# with it (`252G`, `271GB`, `264212084KiB`), except when the letter is its own (`-B 1MiB`).
+_BLOCKS = re.compile(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
 
 
 def parse_size(value: str) -> int | None:
@@ -66,20 +69,26 @@ def parse_size(value: str) -> int | None:
     return round(number * 1024 ** _POWERS[match.group(2).upper()])
 
 
-def _block_size(header: str) -> int | None:
-    """Bytes per unit named by df's size header: '1B-blocks' 1, '1024-blocks'/'1K-blocks' 1024."""
+def _block_size(header: str) -> tuple[int, str] | None:
+    """Bytes per unit named by df's size header ('1B-blocks' 1, '1024-blocks'/'1K-blocks' 1024,
+    '1GB-blocks' 10^9, '1KiB-blocks' 1024) and the suffix df may print after each cell."""
     match = _BLOCKS.match(header)
     if not match:
         return None
-    return int(match.group(1)) * 1024 ** _POWERS[match.group(2).upper()]
+    count, suffix, letter, tail = match.groups()
+    base = 1000 if (tail or "").upper() == "B" and letter else 1024
+    return int(count) * base ** _POWERS[letter.upper()], suffix
 
 
-def _df_number(cell: str, unit: int | None) -> int | None:
-    """A df size cell in bytes: a block count times `unit`, or a human size when unit is None."""
+def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
+    """A df size cell in bytes: a block count (with the header's unit suffix or none) times the
+    unit, or a human size (`df -h`: binary powers) when unit is None."""
     if cell == "-":
         return None
     if unit is not None:
-        return int(cell) * unit if cell.isdigit() else None
+        size, suffix = unit
+        count = cell[: -len(suffix)] if suffix and cell.endswith(suffix) else cell
+        return int(count) * size if count.isdigit() else None
     return parse_size(cell)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..inventory import OrderSpec
-from ..units import format_bytes, ram_order_bytes
+from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULT_TOLERANCE = {"ram": 0.03, "vram": 0.03, "disk": 0.05}
@@ -487,10 +487,10 @@ RAM_RESERVE_BYTES = 256 << 20
 
 
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
-    """Installed RAM >= ordered (GB/TB read as GiB/TiB), allowing the kernel's reserved share;
-    a cgroup memory limit below it (a container rental) is what counts."""
+    """Installed RAM >= ordered (the inventory reads GB/TB as GiB/TiB), allowing the kernel's
+    reserved share; a cgroup memory limit below it (a container rental) is what counts."""
     assert order.ram_bytes is not None
-    wanted = ram_order_bytes(order.ram_bytes)
+    wanted = order.ram_bytes
     expected = f">= {format_bytes(wanted)}"
     if facts.memory is None and _not_given(facts, "free"):
         return _not_judged("ram", expected, "free", "free -k")
@@ -556,6 +556,15 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             return Check("data_disk", expected, actual + f" (same disk as / on{on})", "fail")
         # bcache: the data lives on its backing device; only the cache shares /'s disk
         cache_only = f"its cache device shares the system disk ({on.strip()}) with /"
+    if spec.min_size_bytes and mount.size_bytes is None:
+        return Check(
+            "data_disk",
+            expected,
+            actual,
+            "warn",
+            f"the size of {mount.mountpoint} could not be read from the df output; save `df -P -B1`"
+            " or `df -P -k` to judge it",
+        )
     if spec.min_size_bytes and (mount.size_bytes or 0) < spec.min_size_bytes * (1 - tolerance):
         return Check("data_disk", expected, actual, "fail")
     if cache_only:

@@ -577,7 +577,7 @@ class DatasetStep(Step):
             cfg = openssh.write_config(project, host, text)
             # the socket: a private 0700 temp dir with a SHORT path (a unix socket path holds
             # ~100 bytes; a socket under a deep project dir would not fit)
-            control = Path(tempfile.mkdtemp(prefix="gpob-cm-"))
+            control = Path(tempfile.mkdtemp(prefix=transfer.CONTROL_PREFIX))
             opts = transfer.start_master(cfg, alias, control)
         except Exception:  # noqa: BLE001 - apply opens its own connections then
             return
@@ -588,6 +588,7 @@ class DatasetStep(Step):
         cfg, alias, control, opts = opened
         transfer.stop_master(cfg, alias, opts)
         shutil.rmtree(control, ignore_errors=True)
+        transfer.sweep_control_dirs(control.parent)  # (what runs killed with SIGKILL left)
 
     def _plan(self, ctx: StepContext) -> Plan:
         """Source present -> rsync on host -> what differs -> free space -> send."""

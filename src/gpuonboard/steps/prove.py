@@ -1100,7 +1100,10 @@ def disk_script(directory: str, size_mib: int, use_fio: bool = True) -> str:
 [ -d "$D" ] || {{ echo "ERR no such directory: $D"; exit 2; }}
 avail=$(df -Pk "$D" | awk 'NR==2 {{print $4}}')
 need=$((N * 4096 * 2))
-[ "${{avail:-0}}" -ge "$need" ] || {{ echo "ERR only ${{avail}} KiB free in $D, need $need KiB"; exit 3; }}
+case $avail in ''|*[!0-9]*)
+  echo "ERR cannot read the free space in $D: df -Pk printed '$avail', not a number of KiB"; exit 3 ;;
+esac
+[ "$avail" -ge "$need" ] || {{ echo "ERR only ${{avail}} KiB free in $D, need $need KiB"; exit 3; }}
 F=$(mktemp "$D/.gpuonboard-disk.XXXXXX") || {{ echo "ERR cannot create a file in $D"; exit 4; }}
 trap 'rm -f -- "$F"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
