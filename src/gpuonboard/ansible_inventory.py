@@ -78,8 +78,11 @@ def is_native(data: Mapping[str, Any]) -> bool:
     return True
 
 
-def convert_vars(raw: Mapping[str, Any]) -> LineDict:
-    """Ansible host/group variables -> our host keys, other variables under `vars`."""
+def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
+    """Ansible host/group variables -> our host keys, other variables under `vars`.
+
+    A ProxyCommand we cannot follow is an error naming `path` (connecting straight to a private
+    address instead of through the bastion would only time out, or reach another box)."""
     out = LineDict()
     out.key_lines = {}
     extra: dict[str, Any] = {}
@@ -92,8 +95,11 @@ def convert_vars(raw: Mapping[str, Any]) -> LineDict:
             ours = key
         if key == "ansible_connection":
             ours, value = "connection", ("local" if value == "local" else "ssh")
-        if key == "ansible_ssh_common_args" and isinstance(value, str):
-            jump = _proxy_jump(value)
+        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args") and isinstance(value, str):
+            try:
+                jump = _proxy_jump(value)
+            except ValueError as exc:
+                raise InventoryError(f"{where(path or Path('inventory'), raw, key)}: {key} {exc}.") from None
             if jump:
                 ours, value = "jump", jump
         if ours is None:
@@ -109,6 +115,8 @@ def convert_vars(raw: Mapping[str, Any]) -> LineDict:
 
 
 def _proxy_jump(args: str) -> str | None:
+    """The jump host of `-J X`, `-o ProxyJump=X` or a ProxyCommand that is `ssh -W %h:%p X`;
+    ValueError (the reason) for any other ProxyCommand."""
     try:
         words = shlex.split(args)
     except ValueError:
@@ -119,11 +127,109 @@ def _proxy_jump(args: str) -> str | None:
         m = re.match(r"^(?:-o)?ProxyJump[= ](.+)$", w, re.I)
         if m:
             return m.group(1)
+        m = re.match(r"^(?:-o)?ProxyCommand[= ](.+)$", w, re.I)
         if w == "-o" and i + 1 < len(words):
             m = re.match(r"^ProxyJump[= ](.+)$", words[i + 1], re.I)
             if m:
                 return m.group(1)
+            m = re.match(r"^ProxyCommand[= ](.+)$", words[i + 1], re.I)
+        if m:
+            return _jump_of_proxy_command(m.group(1))
     return None
+
+
+# ssh options that take a value (ssh(1) synopsis)
+_SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _jump_of_proxy_command(command: str) -> str:
+    """`ssh [-q] [-p P] [-l U] -W %h:%p [U@]BASTION` -> `U@BASTION:P` (what ProxyJump means)."""
+    refuse = (
+        f"has ProxyCommand {command!r}, which gpuonboard cannot follow (only `ssh -W %h:%p"
+        " [user@]bastion`); write the bastion as ProxyJump (-J user@bastion:port) or give the host"
+        " a 'jump:'"
+    )
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        raise ValueError(refuse) from None
+    if not words or words[0].rsplit("/", 1)[-1] != "ssh":
+        raise ValueError(refuse)
+    opts: dict[str, str] = {}
+    dest: list[str] = []
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and len(w) > 1:  # ssh reads options after the destination too
+            flag = w[1]
+            if flag in _SSH_VALUE_OPTS:
+                value = w[2:] or (words[i + 1] if i + 1 < len(words) else "")
+                i += 1 if w[2:] else 2
+                if flag == "o" and re.match(r"^(port|user)[= ]", value, re.I):
+                    name, _, v = re.split(r"([= ])", value, maxsplit=1)
+                    opts["p" if name.lower() == "port" else "l"] = v.strip()
+                else:
+                    opts[flag] = value
+                continue
+            i += 1  # flags without a value (-q, -A, -T, -4 ...)
+            continue
+        dest.append(w)
+        i += 1
+    if opts.get("W") not in ("%h:%p", "[%h]:%p") or len(dest) != 1:
+        raise ValueError(refuse)
+    target = dest[0]
+    if "l" in opts and "@" not in target:
+        target = f"{opts['l']}@{target}"
+    if "p" in opts:
+        target = f"{target}:{opts['p']}"
+    return target
+
+
+def expand_host_pattern(pattern: str) -> tuple[list[str], int | None]:
+    """Ansible host patterns: `gpu-[01:08]` (zero-padded), `node[a:c]`, `[1:9:2]` (a stride),
+    several ranges in one name, and a `:PORT` suffix (`10.0.0.5:2222`) -> names and port.
+    ValueError (the reason) for a malformed range."""
+    port: int | None = None
+    m = re.fullmatch(r"(.+):(\d+)", pattern)
+    if m and ":" not in re.sub(r"\[[^\]]*\]", "", m.group(1)):  # not an IPv6 address
+        pattern, port = m.group(1), int(m.group(2))
+    return _expand_ranges(pattern), port
+
+
+def _expand_ranges(name: str) -> list[str]:
+    m = re.search(r"\[([^\]]*)\]", name)
+    if not m:
+        return [name]
+    head, tail = name[: m.start()], name[m.end() :]
+    parts = m.group(1).split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"range [{m.group(1)}] must be written [start:end] or [start:end:step]")
+    beg, end = parts[0] or "0", parts[1]
+    step_text = parts[2] if len(parts) == 3 else "1"
+    if not end or not step_text.isdigit() or int(step_text) < 1:
+        raise ValueError(f"range [{m.group(1)}] needs an end and a positive whole step")
+    step = int(step_text)
+    if beg.isdigit() and end.isdigit():
+        width = len(beg) if beg.startswith("0") and len(beg) > 1 else 0
+        if width and len(end) != width:
+            raise ValueError(f"range [{m.group(1)}] must give start and end with the same number of digits")
+        values = [str(n).zfill(width) for n in range(int(beg), int(end) + 1, step)]
+    elif (
+        len(beg) == 1
+        and len(end) == 1
+        and beg.isalpha()
+        and end.isalpha()
+        and beg.isascii()
+        and end.isascii()
+    ):
+        values = [chr(c) for c in range(ord(beg), ord(end) + 1, step)]
+    else:
+        raise ValueError(f"range [{m.group(1)}] must run between two numbers or two letters")
+    if not values:
+        raise ValueError(f"range [{m.group(1)}] is empty: its start is after its end")
+    if len(values) > 10000:
+        raise ValueError(f"range [{m.group(1)}] names more than 10000 hosts")
+    return [expanded for v in values for expanded in _expand_ranges(f"{head}{v}{tail}")]
 
 
 class _Builder:
@@ -136,8 +242,24 @@ class _Builder:
         self.defaults: LineDict = LineDict()
         self.children: dict[str, list[str]] = {}
 
+    def add_pattern(self, pattern: str, hvars: Mapping[str, Any], line: int | None) -> list[str]:
+        """Add the hosts an Ansible host pattern names (`gpu-[01:04]`, `name:2222`); their names."""
+        try:
+            names, port = expand_host_pattern(str(pattern))
+        except ValueError as exc:
+            at = f"{self.path}, line {line}" if line else str(self.path)
+            raise InventoryError(f"{at}: host pattern {pattern!r}: {exc}.") from None
+        if port is not None and not any(k in hvars for k in ("ansible_port", "ansible_ssh_port", "port")):
+            with_port = LineDict({**hvars, "ansible_port": port})
+            with_port.key_lines = dict(getattr(hvars, "key_lines", {}))
+            with_port.line = getattr(hvars, "line", None)
+            hvars = with_port
+        for name in names:
+            self.add_host(name, hvars, line)
+        return names
+
     def add_host(self, name: str, hvars: Mapping[str, Any], line: int | None) -> None:
-        converted = convert_vars(hvars)
+        converted = convert_vars(hvars, self.path)
         if name in self.hosts:
             merged = LineDict({**self.hosts[name], **converted})
             merged.key_lines = {**self.hosts[name].key_lines, **converted.key_lines}
@@ -152,14 +274,14 @@ class _Builder:
     def add_group(self, name: str, gvars: Mapping[str, Any], members: list[str], line: int | None) -> None:
         entry = self.groups.get(name)
         if entry is None:
-            entry = LineDict({"vars": convert_vars(gvars), "hosts": []})
+            entry = LineDict({"vars": convert_vars(gvars, self.path), "hosts": []})
             entry.key_lines = {}
             entry.line = line
             self.groups[name] = entry
             if line:
                 self.groups.key_lines[name] = line
         elif gvars:
-            entry["vars"] = LineDict({**entry["vars"], **convert_vars(gvars)})
+            entry["vars"] = LineDict({**entry["vars"], **convert_vars(gvars, self.path)})
         for m in members:
             if m not in entry["hosts"]:
                 entry["hosts"].append(m)
@@ -198,7 +320,7 @@ def from_yaml(data: Mapping[str, Any], path: Path) -> LineDict:
     if not isinstance(top, Mapping):
         raise InventoryError(f"{where(path, data, 'all')}: Ansible 'all' must be a mapping.")
     _walk_group(b, "all", top, path)
-    b.defaults = convert_vars(top.get("vars") or {})
+    b.defaults = convert_vars(top.get("vars") or {}, path)
     b.groups.pop("all", None)
     return b.result()
 
@@ -230,8 +352,7 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
             raise InventoryError(
                 f"{where(path, hosts, hname)}: Ansible host {hname!r} vars must be a mapping."
             )
-        b.add_host(hname, hvars, getattr(hosts, "key_lines", {}).get(hname))
-        members.append(hname)
+        members += b.add_pattern(hname, hvars, getattr(hosts, "key_lines", {}).get(hname))
     children = group.get("children") or {}
     if not isinstance(children, Mapping):
         raise InventoryError(
@@ -253,7 +374,7 @@ def load_ini(path: Path) -> LineDict:
     except OSError as exc:
         raise InventoryError(f"{path}: cannot read the inventory ({exc}).") from None
     b = _Builder(path)
-    group_vars: dict[str, dict[str, Any]] = {}
+    group_vars: dict[str, LineDict] = {}
     children: dict[str, list[str]] = {}
     direct: dict[str, list[str]] = {}
     section, kind = "ungrouped", "hosts"
@@ -281,11 +402,13 @@ def load_ini(path: Path) -> LineDict:
                 raise InventoryError(
                     f"{path}, line {lineno}: expected name=value in [{section}:vars], not {s!r}."
                 )
-            group_vars.setdefault(section, {})[key.strip()] = _ini_value(value.strip())
+            gv = group_vars.setdefault(section, _line_dict(lineno))
+            gv[key.strip()] = _ini_value(value.strip())
+            gv.key_lines[key.strip()] = lineno
         elif kind == "children":
             children.setdefault(section, []).append(words[0])
         else:
-            hvars: dict[str, Any] = {}
+            hvars = _line_dict(lineno)
             for w in words[1:]:
                 key, eq, value = w.partition("=")
                 if not eq:
@@ -294,8 +417,8 @@ def load_ini(path: Path) -> LineDict:
                         " name=value, with no spaces around '='."
                     )
                 hvars[key] = _ini_value(value)
-            b.add_host(words[0], hvars, lineno)
-            direct.setdefault(section, []).append(words[0])
+                hvars.key_lines[key] = lineno
+            direct.setdefault(section, []).extend(b.add_pattern(words[0], hvars, lineno))
 
     def members(g: str, seen: frozenset[str] = frozenset()) -> list[str]:
         if g in seen:
@@ -308,11 +431,19 @@ def load_ini(path: Path) -> LineDict:
     for g in list(direct) + [c for c in children if c not in direct]:
         if g in ("all", "ungrouped"):
             continue
-        b.add_group(g, group_vars.get(g, {}), members(g), None)
+        b.add_group(g, group_vars.get(g) or {}, members(g), None)
         for c in children.get(g, []):
             b.add_child(g, c)
-    b.defaults = convert_vars(group_vars.get("all", {}))
+    b.defaults = convert_vars(group_vars.get("all") or {}, path)
     return b.result()
+
+
+def _line_dict(line: int) -> LineDict:
+    """An empty LineDict for variables read from one INI line (errors then name that line)."""
+    out = LineDict()
+    out.line = line
+    out.key_lines = {}
+    return out
 
 
 def _ini_value(value: str) -> Any:

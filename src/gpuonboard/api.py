@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,14 +61,19 @@ def split_names(value: str | Sequence[str] | None) -> list[str]:
 
 def find_playbook(project: Path, name_or_path: str) -> Path:
     """A playbook by path, or by name under playbooks/ of the project."""
+    from .resources import search_dirs
+
     direct = Path(name_or_path)
     if direct.suffix in (".yml", ".yaml") or os.sep in name_or_path:
         if not direct.is_absolute():
             direct = project / direct
-        if not direct.is_file():
-            raise UsageError(f"{direct}: playbook not found; pass an existing file to --playbook.")
-        return direct
-    from .resources import search_dirs
+        if direct.is_file():
+            return direct
+        if os.sep not in name_or_path:  # `--playbook provision.yml`: the file under playbooks/
+            for directory in search_dirs(project, "playbooks"):
+                if (directory / name_or_path).is_file():
+                    return directory / name_or_path
+        raise UsageError(f"{direct}: playbook not found; pass an existing file to --playbook.")
 
     for directory in search_dirs(project, "playbooks"):
         for suffix in (".yml", ".yaml"):
@@ -132,6 +138,9 @@ def execute(
     share exit codes, reports and the run log. `show` prints command-specific lines before
     the recap; without it the acceptance tables are printed.
     """
+    playbook_mod.check_templates(
+        book, settings.project, select_steps(book, split_names(only), split_names(skip))
+    )
     # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
     early = Preconnect(hosts)
     run_id = new_run_id()
@@ -161,6 +170,11 @@ def execute(
     try:
         with progress:
             results = run(hosts, book, inv, options)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (cli.Terminated)
+        # the log is the only record such a run leaves (no report is written): end it saying so
+        how = "terminated" if type(exc).__name__ == "Terminated" else "interrupted (Ctrl-C)"
+        log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
+        raise
     finally:
         early.close()
         log.close()
@@ -183,7 +197,26 @@ def execute(
             show(results, con)
         terminal.print_results(results, con, rules=show is None, lang=settings.lang)
         con.print(f"reports: {out_dir}  log: {log.path}")
+    for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
+        print(f"warning: {warning}", file=sys.stderr)
     return int(code)
+
+
+def same_machine_warnings(results: Sequence[HostResult]) -> list[str]:
+    """One sentence per host key that several hosts of the run presented: one box checked twice
+    under two names (a copied address), or clones of one image that kept its host keys. Either
+    way "2 hosts GO" did not prove two good boxes."""
+    by_key: dict[str, list[str]] = {}
+    for r in results:
+        if r.fingerprint:
+            by_key.setdefault(r.fingerprint, []).append(r.host.name)
+    return [
+        f"hosts {', '.join(names)} presented the same host key ({key}): the same machine under"
+        " several names (check their addresses in the inventory), or clones of one image that kept"
+        " its SSH host keys (ask the vendor to regenerate them); their results are not independent."
+        for key, names in by_key.items()
+        if len(names) > 1
+    ]
 
 
 def _resolve(project: Path, path: str) -> Path:
@@ -243,7 +276,8 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
     )
     t = Table(title=f"inventory {inv.source}", title_justify="left")
     for col in ("host", "address", "groups", "vendor", "order"):
-        t.add_column(col)
+        # fold, never cut: an address shortened to `ubuntu@198.5…` on a narrow terminal is wrong
+        t.add_column(col, overflow="fold")
     for h in hosts:
         o = h.order
         parts = []

@@ -40,12 +40,20 @@ def load(state_dir: Path, host: str, playbook: str) -> Journal | None:
         return None
     if not isinstance(data, dict):
         return None
+    steps = data.get("steps") or {}
+    failed = data.get("failed_step")
+    # a journal edited by hand or cut short is "unreadable" too: --resume then starts afresh
+    # (it crashed the host's run with an internal error)
+    if not isinstance(steps, dict) or not all(isinstance(r, dict) for r in steps.values()):
+        return None
+    if failed is not None and not isinstance(failed, str):
+        return None
     return Journal(
         host=host,
         playbook=playbook,
         run_id=str(data.get("run_id", "")),
-        steps=dict(data.get("steps") or {}),
-        failed_step=data.get("failed_step"),
+        steps=dict(steps),
+        failed_step=failed,
         finished=bool(data.get("finished")),
     )
 

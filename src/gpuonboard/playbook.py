@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,12 @@ def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec
     label = entry.get("name") or kind
     if not isinstance(label, str):
         raise PlaybookError(f"{where(path, entry, 'name')}: step {i} 'name' must be a text.")
+    if "," in label or label != label.strip():
+        # --only/--skip split on commas and strip spaces: such a step could never be picked
+        raise PlaybookError(
+            f"{where(path, entry, 'name')}: step {i} name {label!r} must have no comma and no"
+            " leading or trailing space (--only/--skip take comma-separated names)."
+        )
     unknown = [k for k in args if k not in REGISTRY[kind].ARGS]
     if unknown:
         allowed = ", ".join(sorted(REGISTRY[kind].ARGS)) or "none"
@@ -116,6 +123,23 @@ def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec
             f"{did_you_mean(unknown[0], REGISTRY[kind].ARGS) or '; allowed: ' + allowed + '.'}"
         )
     return StepSpec(kind=kind, label=label, args=dict(args), line=line)
+
+
+def check_templates(playbook: Playbook, project: Path, labels: Iterable[str]) -> None:
+    """A `template` step whose `src` names no file under templates/ is a playbook error before
+    any connection (found only after the login and the probe, it failed every host: exit 1)."""
+    from .templating import find_template
+
+    chosen = set(labels)
+    for spec in playbook.steps:
+        src = spec.args.get("src")
+        if spec.kind != "template" or spec.label not in chosen or not isinstance(src, str):
+            continue
+        if not any(tag in src for tag in ("{{", "{%", "{#")) and not find_template(project, src):
+            raise PlaybookError(
+                f"{_at(playbook, spec)}: step {spec.label!r} names the template {src!r}, which is not"
+                f" under {project / 'templates'} nor the shipped templates; fix 'src' or add the file."
+            )
 
 
 def host_context(host: Host) -> dict[str, Any]:

@@ -33,6 +33,8 @@ class RunLog:
         """One masked line: time, host, message."""
         line = shell.mask(f"{time.strftime('%H:%M:%S')} {host}: {message}")
         with self._lock:
+            if self._file.closed:  # a host thread still ending after a Ctrl-C closed the run
+                return
             self._file.write(line.replace("\n", " | ") + "\n")
             self._file.flush()
 

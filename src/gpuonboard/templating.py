@@ -10,17 +10,27 @@ from typing import Any
 import jinja2
 
 
+def _sh(value: Any) -> str:
+    """`{{ x | sh }}`: one shell word (a file meant to be sourced stays data: quotes, `$(...)`)."""
+    from .shell import quote
+
+    return quote("" if value is None else str(value))
+
+
 @lru_cache(maxsize=8)
 def _file_env(roots: tuple[str, ...]) -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(list(roots)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["sh"] = _sh
+    return env
 
 
 _STRING_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+_STRING_ENV.filters["sh"] = _sh
 # Hosts render in parallel threads: without a lock, the first 50 hosts all miss the caches at
 # once and each compiles the same template (a Jinja2 compile costs milliseconds of CPU).
 _COMPILE = threading.Lock()
@@ -45,6 +55,20 @@ def render_file(project: Path, src: str, **context: Any) -> str:
     with _COMPILE:  # Jinja2 caches the compiled file (and re-checks its mtime); one compile
         template = _file_env(roots).get_template(src)
     return template.render(**context)
+
+
+def find_template(project: Path, src: str) -> bool:
+    """True when templates/<src> exists for render_file (the project's or the shipped copy)."""
+    from .resources import search_dirs
+
+    roots = tuple(str(d) for d in search_dirs(project, "templates"))
+    env = _file_env(roots)
+    assert env.loader is not None
+    try:
+        env.loader.get_source(env, src)
+    except jinja2.TemplateNotFound:
+        return False
+    return True
 
 
 def render_value(value: Any, context: dict[str, Any]) -> Any:

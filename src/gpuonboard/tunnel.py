@@ -74,10 +74,15 @@ def start_background(runner: Runner, argv: Sequence[object], log: str) -> int:
     return int(pid[0])
 
 
-def stop_background(runner: Runner, pid: int) -> None:
-    """Stop a process started by start_background (TERM; nothing if already gone)."""
-    with contextlib.suppress(GpuonboardError):
-        runner.run(shell.join(["kill", pid]), timeout=10)
+def stop_background(runner: Runner, pid: int) -> bool:
+    """Stop a process started by start_background (TERM); True when it was signalled or is gone
+    already, False when that could not be done (the connection dropped, kill refused)."""
+    kill = shell.join(["kill", pid])
+    alive = shell.join(["kill", "-0", pid])
+    try:
+        return runner.run(shell.sh_c(f"{kill} 2>/dev/null || ! {alive} 2>/dev/null"), timeout=10).ok
+    except GpuonboardError:
+        return False
 
 
 class Forwarder:
@@ -167,6 +172,15 @@ class Forwarder:
                 item.close()
 
 
+def remote_home_path(path: str) -> str:
+    """`~/runs` -> `runs`: every argument is quoted, so the host's shell never expands `~`, and
+    TensorBoard watched a directory literally named `~` (empty: no error, no data). Commands
+    start in the login's home directory, so the relative path is the one meant."""
+    if path == "~":
+        return "."
+    return path[2:] or "." if path.startswith("~/") else path
+
+
 def tensorboard(
     selection: api.Selection,
     settings: api.Settings,
@@ -191,7 +205,7 @@ def tensorboard(
     if len(hosts) != 1:
         raise UsageError(f"give exactly one host for tensorboard, not {len(hosts)}.")
     host = hosts[0]
-    logdir = logdir or str(host.vars.get("tensorboard_logdir") or "runs")
+    logdir = remote_home_path(logdir or str(host.vars.get("tensorboard_logdir") or "runs"))
     stop = stop or threading.Event()
     runner = connector(settings, inv, retries=settings.connect_retries)(host)
     started: int | None = None
@@ -237,6 +251,13 @@ def tensorboard(
         if forward is not None:
             forward.close()
         if started is not None:
-            stop_background(runner, started)
-            print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
+            if stop_background(runner, started):
+                print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
+            else:  # never claim a stop that did not happen: it keeps a port and memory on the box
+                print(
+                    f"warning: host {host.name}: could not stop the TensorBoard this command started"
+                    f" (pid {started}); it still runs there: run `kill {started}` on the host.",
+                    file=sys.stderr,
+                    flush=True,
+                )
         runner.close()

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ..runner import HostResult
+
+# XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
+# surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with
+# colour codes (ESC) made junit.xml unreadable for every CI parser. They become `\x1b` escapes.
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _legal_xml(root: ET.Element) -> None:
+    """Make every text and attribute of the tree legal XML 1.0 (text from hosts is arbitrary)."""
+    for el in root.iter():
+        if el.text:
+            el.text = _NOT_XML.sub(_escape_char, el.text)
+        for key, value in list(el.attrib.items()):
+            el.set(key, _NOT_XML.sub(_escape_char, value))
 
 
 def render(results: Sequence[HostResult], name: str) -> str:
@@ -48,5 +68,6 @@ def render(results: Sequence[HostResult], name: str) -> str:
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
+    _legal_xml(suites)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

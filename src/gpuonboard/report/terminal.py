@@ -91,7 +91,7 @@ def print_results(
                 title=escape(f"{r.host.name} — {r.host.vendor_name}"), title_justify="left", expand=False
             )
             for col in ("c_rule", "c_expected", "c_actual", "c_verdict"):
-                table.add_column(t(col, lang))
+                table.add_column(t(col, lang), overflow="fold")
             for c in checks:
                 # text from the host (process names, error lines) is data, never rich markup
                 actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
@@ -103,8 +103,10 @@ def print_results(
                 )
             con.print(table)
     recap = Table(title=t("recap", lang), title_justify="left")
+    # fold, never cut with "…": `rack7-node-0001` and `-0002` both shown as `rack7-n…` hid
+    # which host failed on a narrow terminal
     for col in ("c_host", "c_status", "c_steps", "c_duration", "c_message"):
-        recap.add_column(t(col, lang))
+        recap.add_column(t(col, lang), overflow="fold")
     for r in results:
         steps = " ".join(f"{s.step}:{s.status}" for s in r.steps) or "-"
         recap.add_row(

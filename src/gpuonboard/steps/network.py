@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 import statistics
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -120,8 +121,9 @@ def rtt_check(samples_s: Sequence[float], warn_ms: float) -> Check:
     )
 
 
-def upload_check(mbit: float | None) -> Check:
-    """Upload throughput from the control machine through OpenSSH (information)."""
+def upload_check(mbit: float | None, shared_with: int = 0) -> Check:
+    """Upload throughput from the control machine through OpenSSH (information); `shared_with`:
+    how many other hosts' probes used this machine's link at the same time (--forks)."""
     if mbit is None:
         return Check(
             "upload_throughput",
@@ -131,12 +133,45 @@ def upload_check(mbit: float | None) -> Check:
             "check that `ssh` works with the same settings (the dataset step needs it too)",
         )
     per_100g = 100e9 * 8 / (mbit * 1e6)
+    shared = (
+        f"; measured while {shared_with} other host(s) were measured over this machine's link, so"
+        " one upload alone may be faster"
+        if shared_with
+        else ""
+    )
     return Check(
         "upload_throughput",
         "(information)",
-        f"{mbit:,.0f} Mbit/s from this machine over SSH (100 GB ≈ {transfer.format_duration(per_100g)})",
+        f"{mbit:,.0f} Mbit/s from this machine over SSH (100 GB ≈ {transfer.format_duration(per_100g)})"
+        + shared,
         "pass",
     )
+
+
+class _SharedLink:
+    """Counts the upload probes of one run that overlap in time (hosts run in parallel)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.active = 0
+        self.started = 0
+
+    def begin(self) -> tuple[int, int]:
+        with self._lock:
+            mark = (self.active, self.started)
+            self.active += 1
+            self.started += 1
+            return mark
+
+    def end(self, mark: tuple[int, int]) -> int:
+        """How many other probes ran at some time during this one."""
+        with self._lock:
+            self.active -= 1
+            running_at_start, started_before = mark
+            return running_at_start + (self.started - started_before - 1)
+
+
+_UPLOAD_LINK = _SharedLink()
 
 
 def iperf_check(peer: str, r: Mapping[str, Any], min_gbps: float | None) -> Check:
@@ -240,6 +275,22 @@ def iperf_peers(host: Host, inventory: Inventory | None, asked: Any) -> list[str
     return peers
 
 
+def iperf_port(peer: Host) -> int | None:
+    """The peer's `vars.iperf_port` (its iperf3 server's port), None when unset."""
+    value = peer.vars.get("iperf_port")
+    if value is None or value == "":
+        return None
+    try:
+        port = int(value) if not isinstance(value, bool | float) else 0
+    except (TypeError, ValueError):
+        port = 0
+    if not 0 < port < 65536:
+        raise StepArgsError(
+            f"host {peer.name}: vars.iperf_port must be a port number from 1 to 65535, not {value!r}"
+        )
+    return port
+
+
 class NetworkStep(Step):
     """RTT and upload from the control machine, iperf3 inside a group, RDMA devices."""
 
@@ -264,9 +315,14 @@ class NetworkStep(Step):
             seconds = max(1, _int_arg(self, v, "iperf_seconds", "iperf_seconds", 5))
             raw_min = _get(self.args, v, "iperf_min_gbps", "iperf_min_gbps", None)
             min_gbps = float(raw_min) if raw_min is not None else None
-        except (StepArgsError, ValueError) as exc:
+            peers = iperf_peers(
+                ctx.host, ctx.inventory, _get(self.args, v, "iperf_peers", "iperf_peers", None)
+            )
+            for name in peers:  # a bad port is the inventory's mistake: say so before measuring
+                if ctx.inventory is not None and name in ctx.inventory.hosts:
+                    iperf_port(ctx.inventory.hosts[name])
+        except (StepArgsError, ValueError, TypeError) as exc:
             return Plan(False, f"bad network setting: {exc}", failed=True)
-        peers = iperf_peers(ctx.host, ctx.inventory, _get(self.args, v, "iperf_peers", "iperf_peers", None))
         rdma = _truthy(_get(self.args, v, "expect_rdma", "expect_rdma", False))
         if ctx.check:
             return Plan(False, "check mode: the network was not measured")
@@ -280,9 +336,14 @@ class NetworkStep(Step):
         result["rtt_s"] = rtts
         checks.append(rtt_check(rtts, warn_ms))
         if _truthy(_get(self.args, v, "upload", "network_upload", True)) and ctx.host.connection != "local":
-            mbit = self._upload(ctx)
+            mark = _UPLOAD_LINK.begin()
+            try:
+                mbit = self._upload(ctx)
+            finally:
+                shared_with = _UPLOAD_LINK.end(mark)
             result["upload_mbit"] = mbit
-            checks.append(upload_check(mbit))
+            result["upload_shared_with"] = shared_with
+            checks.append(upload_check(mbit, shared_with))
         for peer in peers:
             r = self._iperf(ctx, peer, seconds)
             result.setdefault("iperf3", {})[peer] = r
@@ -330,10 +391,7 @@ class NetworkStep(Step):
         try:
             if not other.run(shell.sh_c("command -v iperf3"), timeout=30).ok:
                 return {"error": f"iperf3 is not installed on {peer_name} (apt-get install iperf3)"}
-            port = int(
-                peer.vars.get("iperf_port")
-                or IPERF_PORTS[0] + secrets.randbelow(IPERF_PORTS[1] - IPERF_PORTS[0])
-            )
+            port = iperf_port(peer) or IPERF_PORTS[0] + secrets.randbelow(IPERF_PORTS[1] - IPERF_PORTS[0])
             server = shell.join(["timeout", str(seconds + 30), "iperf3", "-s", "-1", "-p", str(port)])
             started = other.run(shell.background(server, "/dev/null"), timeout=30)
             pid = started.stdout.strip().splitlines()[-1] if started.ok and started.stdout.strip() else ""

@@ -1,0 +1,91 @@
+"""QA round 3 (tensorboard): the command never says it stopped TensorBoard when it could not."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuonboard import api, monitor, tunnel
+from gpuonboard.connection import CommandResult, ConnectError
+
+
+class DroppingRunner:
+    """Starts 'TensorBoard' (a local listener), then loses the connection before the stop."""
+
+    def __init__(self, host: Any, listener: socket.socket, fail: str) -> None:
+        self.host, self.listener, self.fail = host, listener, fail
+        self.commands: list[str] = []
+
+    def run(self, command: str, **_: Any) -> CommandResult:
+        self.commands.append(command)
+        if command.startswith("nohup "):
+            self.listener.listen(1)  # "TensorBoard" listens now
+            return CommandResult(command, 0, "4242\n", "")
+        if "kill" in command and "-0" not in command.split("||")[0]:
+            if self.fail == "dropped":
+                raise ConnectError("host gpu-1: the SSH connection dropped")
+            return CommandResult(command, 1, "", "")
+        return CommandResult(command, 0, "", "")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fail", ["dropped", "refused"])
+def test_tensorboard_does_not_claim_a_stop_that_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fail: str
+) -> None:
+    (tmp_path / "hosts.yml").write_text("hosts:\n  gpu-1: {connection: local}\n")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    runners: list[DroppingRunner] = []
+
+    def connector(*_: Any, **__: Any) -> Any:
+        def open_(host: Any) -> DroppingRunner:
+            runners.append(DroppingRunner(host, listener, fail))
+            return runners[-1]
+
+        return open_
+
+    monkeypatch.setattr(monitor, "connector", connector)
+    stop = threading.Event()
+    stop.set()
+    try:
+        code = tunnel.tensorboard(
+            api.Selection(str(tmp_path / "hosts.yml"), ["gpu-1"]),
+            api.Settings(project=tmp_path),
+            logdir="~/runs",
+            port=port,
+            stop=stop,
+        )
+    finally:
+        listener.close()
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "started TensorBoard (pid 4242)" in out
+    assert "stopped TensorBoard" not in out
+    assert "could not stop the TensorBoard this command started (pid 4242)" in err
+    assert "kill 4242" in err
+    start = next(c for c in runners[0].commands if c.startswith("nohup "))
+    assert " --logdir runs " in start  # not a directory literally named '~'
+
+
+def test_stop_background_is_true_when_signalled_or_gone() -> None:
+    class Ok:
+        def run(self, command: str, **_: Any) -> CommandResult:
+            return CommandResult(command, 0, "", "")
+
+    assert tunnel.stop_background(Ok(), 17) is True  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [("~/runs", "runs"), ("~", "."), ("~/", "."), ("/data/runs", "/data/runs"), ("runs", "runs")],
+)
+def test_logdir_under_the_home_directory_is_not_a_literal_tilde(given: str, sent: str) -> None:
+    assert tunnel.remote_home_path(given) == sent
