@@ -59,6 +59,24 @@ def split_names(value: str | Sequence[str] | None) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
+def selection(
+    inventory: str, host: str | None, group: str | None = None, limit: str | None = None
+) -> Selection:
+    """The Selection of a command's --host/--group/--limit, where None is a flag not given. A
+    flag given with nothing in it (`--host "$UNSET"`, `--host ,`, `--group ""`) is a usage error:
+    read as "no filter", it selected every host of the inventory."""
+    for flag, value, what in (
+        ("--host", host, "host"),
+        ("--group", group, "group"),
+        ("--limit", limit, "pattern"),
+    ):
+        if value is not None and not split_names(value):
+            raise UsageError(
+                f"{flag} {value!r} names no {what}; give one (see `invoke inventory`), or leave {flag} out."
+            )
+    return Selection(inventory, split_names(host), group or None, limit or None)
+
+
 def find_playbook(project: Path, name_or_path: str) -> Path:
     """A playbook by path, or by name under playbooks/ of the project."""
     from .resources import search_dirs

@@ -96,8 +96,7 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
     # the cyclic collector's way, whose full passes would walk it again and again later
     gc.freeze()
-    hosts = api.split_names(kw["host"])
-    sel = api.Selection(kw["inventory"], hosts, kw["group"] or None, kw["limit"] or None)
+    sel = _selection(kw["inventory"], kw["host"], kw["group"], kw["limit"])
     keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")
     settings = _settings(**{k: kw[k] for k in keys})
     if kw.get("lang"):  # provision/check: the terminal tables' language
@@ -108,6 +107,16 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
         except UsageError as exc:
             raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
     return sel, settings
+
+
+def _selection(
+    inventory: str, host: str | None, group: str | None = None, limit: str | None = None
+) -> api.Selection:
+    """api.selection, its usage error as one sentence and exit 2 (before _guard runs)."""
+    try:
+        return api.selection(inventory, host, group, limit)
+    except UsageError as exc:
+        raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
 
 
 def _settings(**kw: Any) -> api.Settings:
@@ -135,10 +144,10 @@ def _settings(**kw: Any) -> api.Settings:
 )
 def provision(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     playbook: str = "provision",
     check: bool = False,
     only: str = "",
@@ -167,10 +176,10 @@ def provision(
 @task(help={**COMMON_HELP, "lang": LANG_HELP + " (terminal tables)"}, auto_shortflags=False)
 def check(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     forks: int = 20,
     trust_new_hosts: bool = False,
     known_hosts: str = "",
@@ -193,14 +202,14 @@ def check(
 )
 def inventory_(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     debug: bool = False,
 ) -> None:
     """List hosts with vendor, address and order spec."""
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    sel = _selection(inventory, host, group, limit)
     _guard(lambda: api.list_inventory(sel, _settings()), debug)
 
 
@@ -220,7 +229,7 @@ def facts(
     c: Any,
     paths: str | None = None,  # no default value: invoke fills only unset positionals
     json: bool = False,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
     order: str = "",
     debug: bool = False,
@@ -253,10 +262,10 @@ def facts(
 )
 def container(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     image: str = "",
     check: bool = False,
     forks: int = 20,
@@ -326,10 +335,10 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
 )
 def autostop(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     idle: str = "30m",
     job: str = "",
     pid: str = "",
@@ -405,10 +414,10 @@ def autostop(
 )
 def teardown(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     results: str = "",
     dest: str = "",
     keep_image: bool = False,
@@ -449,10 +458,10 @@ def teardown(
 )
 def sync(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     dataset: str = "",
     dest: str = "",
     name: str = "",
@@ -581,10 +590,10 @@ def report_(
 )
 def monitor(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     interval: str = "2s",
     once: bool = False,
     json: bool = False,
@@ -598,7 +607,7 @@ def monitor(
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
     from . import monitor as monitor_mod
 
-    sel = api.Selection(inventory, api.split_names(host), group or None, limit or None)
+    sel = _selection(inventory, host, group, limit)
     settings = _settings(
         trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
     )
@@ -620,7 +629,7 @@ def monitor(
 )
 def tensorboard(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
     logdir: str = "",
     port: int = 6006,
@@ -634,7 +643,7 @@ def tensorboard(
     """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
     from . import tunnel
 
-    sel = api.Selection(inventory, api.split_names(host))
+    sel = _selection(inventory, host)
     settings = _settings(
         trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
     )
@@ -645,10 +654,10 @@ def tensorboard(
 @task(help=COMMON_HELP, auto_shortflags=False)
 def prove(
     c: Any,
-    host: str = "",
+    host: str | None = None,
     inventory: str = "inventory",
-    group: str = "",
-    limit: str = "",
+    group: str | None = None,
+    limit: str | None = None,
     forks: int = 20,
     trust_new_hosts: bool = False,
     known_hosts: str = "",

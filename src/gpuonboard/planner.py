@@ -120,7 +120,9 @@ def parse_hours(value: str | float) -> float:
         hours = float(value)
     except (TypeError, ValueError):
         raise UsageError(f"--hours {value!r} is not a number of hours like 72 or 1.5.") from None
-    if not math.isfinite(hours) or hours <= 0:
+    if not math.isfinite(hours):
+        raise UsageError(f"--hours {value!r} must be a finite number of hours like 72 or 1.5.")
+    if hours <= 0:
         raise UsageError(f"--hours {value!r} must be more than zero.")
     return hours
 

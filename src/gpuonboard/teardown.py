@@ -108,6 +108,11 @@ def check_dest(raw: str, names: list[str], project: Path, create: bool) -> None:
 
 def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOptions) -> int:
     """Pull, verify, then clean each selected host (nothing deleted on an unverified pull)."""
+    if not (selection.hosts or selection.group or selection.limit):
+        raise UsageError(
+            "teardown deletes data on the hosts it selects: name them with --host (or --group or"
+            " --limit); it never takes every host of the inventory by default."
+        )
     inv, hosts = api.load_hosts(selection, settings)
     if opts.dest and len(hosts) > 1 and "{host}" not in opts.dest:
         opts = replace(opts, dest=str(Path(opts.dest) / "{host}"))  # one copy per host, never mixed

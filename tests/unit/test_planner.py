@@ -118,6 +118,8 @@ def test_upload_eta() -> None:
             " (bit units: bit, kbit, Mbit, Gbit, Mbps; byte units: MB/s, MiB/s).",
         ),
         ({"params": "7B", "hours": "0"}, "--hours '0' must be more than zero."),
+        ({"params": "7B", "hours": "inf"}, "--hours 'inf' must be a finite number of hours like 72 or 1.5."),
+        ({"params": "7B", "hours": "nan"}, "--hours 'nan' must be a finite number of hours like 72 or 1.5."),
         ({"params": "7B", "hours": "soon"}, "--hours 'soon' is not a number of hours like 72 or 1.5."),
         ({"params": "7B", "mode": "half"}, "--mode 'half' is not one of full, lora, qlora."),
         ({"params": "7B", "seq": "0"}, "--seq '0' must be at least 1."),
