@@ -2141,3 +2141,31 @@ def test_the_datasets_empty_directories_reach_an_unpacked_tree(project: Project,
     assert r.returncode == 0 and step(project)["status"] == "changed", r.stdout
     assert step(project)["diff"]["sent_shards"] == 1, step(project)
     assert _empty_dirs(tree) == want | {"classes/okapi"} and tree_digest(tree) == tree_digest(src)
+
+
+@needs_age
+def test_encrypted_shards_carry_empty_directories_to_the_decrypted_tree(
+    project: Project, tmp_path: Path
+) -> None:
+    key, pub = _age_key(tmp_path)
+    src = tmp_path / "local" / "many"
+    _many_small(src, 150)
+    (src / "classes" / "zebra").mkdir(parents=True)
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update(
+        {
+            "dataset": str(src),
+            "shard_size": "64KiB",
+            "shard_threshold": 100,
+            "age_recipients": [pub],
+            "age_identity_file": str(key),
+        }
+    )
+    project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    tree = data_dir / "many"
+    assert _empty_dirs(tree) == {"classes/zebra"} and tree_digest(tree) == tree_digest(src)
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
