@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,7 +178,10 @@ def report(
     lang = check_lang(lang)
     con = terminal.console()
     if compare:
-        out, digest, rows = render.compare(reports_dir, split_names(runs), fmt, project)
+        warnings: list[str] = []
+        out, digest, rows = render.compare(reports_dir, split_names(runs), fmt, project, warnings)
+        for warning in warnings:  # one sentence per run left out (a corrupt summary.json)
+            print(f"warning: {warning}", file=sys.stderr)
         con.print(f"compared {len(rows)} host record(s): {out}  sha256 {digest}")
         return int(ExitCode.OK)
     out, digest, go = render.report(reports_dir, run or None, fmt, project, lang)

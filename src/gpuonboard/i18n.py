@@ -112,6 +112,15 @@ CATALOGUE: dict[str, dict[str, str]] = {
         " (like {example}); check it at https://tsm.miit.gov.cn",
         "w_icp": "vendor ICP filing {value!r} does not look like an ICP filing number"
         " (like {example}); check it at https://beian.miit.gov.cn",
+        # the verdict headline: after the GO / NO-GO word (report and terminal)
+        "go_warn_one": " with 1 warning: {items}",
+        "go_warn_many": " with {n} warnings: {items}",
+        "go_warn_explain": "Every host reached and no rule failed, but {n} check(s) warned; read each"
+        " warning's advice before you rely on the box: {items}.",
+        "nogo_failed": ", failed: {items}",
+        "nogo_reasons": ": {items}",
+        # `invoke provision` / `invoke check`: one line per host after its acceptance table
+        "verdict_line": "verdict for {host}: {verdict}",
         # `invoke report` on the terminal
         "report_written": "report: {path}  sha256 {digest}",
     },
@@ -204,6 +213,13 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "请在 https://tsm.miit.gov.cn 核实",
         "w_icp": "供应商 ICP 备案号 {value!r} 不像 ICP 备案号（例如 {example}）；"
         "请在 https://beian.miit.gov.cn 核实",
+        "go_warn_one": "，1 项警告：{items}",
+        "go_warn_many": "，{n} 项警告：{items}",
+        "go_warn_explain": "所有主机均已连接，没有规则不通过，但有 {n} 项检查发出警告；"
+        "使用前请先阅读各项警告的建议：{items}。",
+        "nogo_failed": "，不通过：{items}",
+        "nogo_reasons": "：{items}",
+        "verdict_line": "{host} 的验收结论：{verdict}",
         "report_written": "报告：{path}  sha256 {digest}",
     },
 }

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import __version__
 from ..runner import HostResult, recap
+from .render import raw_file
 
 SCHEMA = "gpuonboard.summary/1"
 
@@ -27,13 +28,18 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
     }
 
 
-def host_json(r: HostResult) -> dict[str, Any]:
-    """One host's record: status, rules (expected/actual/verdict), steps, facts digest."""
-    rules = [
+def host_rules(r: HostResult) -> list[dict[str, Any]]:
+    """Every check of every step, as summary.json's `rules` (what the GO / NO-GO verdict reads)."""
+    return [
         {"name": c.name, "expected": c.expected, "actual": c.actual, "verdict": c.verdict, "detail": c.detail}
         for s in r.steps
         for c in s.checks
     ]
+
+
+def host_json(r: HostResult) -> dict[str, Any]:
+    """One host's record: status, rules (expected/actual/verdict), steps, facts digest."""
+    rules = host_rules(r)
     return {
         "name": r.host.name,
         "address": r.host.address,
@@ -52,7 +58,13 @@ def host_json(r: HostResult) -> dict[str, Any]:
         "vendor_billing": asdict(r.host.vendor.billing) if r.host.vendor else None,
         "order": asdict(r.host.order),
         "raw": {
-            name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "exit_code": code}
+            name: {
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+                "exit_code": code,
+                # where api.write_reports puts the text (names made path-safe, one file per name)
+                "file": raw_file(r.host.name, name),
+            }
             for name, (data, code) in sorted(raw_outputs(r).items())
         },
     }

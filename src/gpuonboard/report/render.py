@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .. import __version__, licences
@@ -53,10 +53,35 @@ COMPAT_STEPS = ("driver_compat", "container")
 HEALTH_STEPS = ("gpu_health",)
 
 
-def safe_name(name: str) -> str:
-    """A host or probe name as a single path component (`raw/<host>/<probe>.txt`)."""
+_SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_HASHED = re.compile(r"-[0-9a-f]{8}$")  # the suffix safe_name appends
+_SAFE_MAX = 120  # characters kept before the hash (a path component may hold 255 bytes)
+
+
+def legacy_safe_name(name: str) -> str:
+    """The path component of runs whose summary.json records no `raw.<probe>.file`: the name
+    reduced to `[A-Za-z0-9._-]`, which is not injective (`武汉1` and `上海1` were both `__1`);
+    used only to read those older runs' `raw/` files."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
     return cleaned or "_"
+
+
+def safe_name(name: str) -> str:
+    """A host or probe name as a single path component (`raw/<host>/<probe>.txt`), one per name.
+
+    A name of `[A-Za-z0-9._-]` (not starting with `.`) stays as it is. Any other name is
+    reduced to those characters and gets `-` and 8 hex digits of the sha256 of the original:
+    `武汉1` -> `__1-a1b2c3d4`, `gpu/1` and `gpu 1` differ. A safe name that already ends like
+    such a suffix is suffixed too, so a reduced name never equals another name kept as is."""
+    if _SAFE.fullmatch(name) and len(name) <= _SAFE_MAX and not _HASHED.search(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{legacy_safe_name(name)[:_SAFE_MAX]}-{digest}"
+
+
+def raw_file(host: str, probe: str) -> str:
+    """Where a probe's raw output lies inside the run directory: `raw/<host>/<probe>.txt`."""
+    return f"raw/{safe_name(host)}/{safe_name(probe)}.txt"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -178,11 +203,24 @@ def host_verdict(host: dict[str, Any], lang: str = "en") -> tuple[bool, list[str
     return not reasons, reasons
 
 
+def _raw_path(run_path: Path, host: str, probe: str, rec: dict[str, Any]) -> Path:
+    """The file a probe's recorded output is in: `file` as summary.json records it (a path
+    `raw/<host>/<probe>.txt` inside the run, else where this version writes it); for a run
+    that records no `file` (older runs), the old reduced names."""
+    recorded = rec.get("file")
+    if recorded is None:
+        return run_path / "raw" / legacy_safe_name(host) / f"{legacy_safe_name(probe)}.txt"
+    rel = PurePosixPath(str(recorded))
+    if rel.is_absolute() or len(rel.parts) != 3 or rel.parts[0] != "raw" or ".." in rel.parts:
+        rel = PurePosixPath(raw_file(host, probe))
+    return run_path.joinpath(*rel.parts)
+
+
 def _raw_entries(host: dict[str, Any], run_path: Path) -> dict[str, dict[str, Any]]:
     """Per probe: recorded sha256/bytes, whether the raw file still matches, and its text."""
     out = {}
     for probe, rec in sorted((host.get("raw") or {}).items()):
-        path = run_path / "raw" / safe_name(str(host.get("name", ""))) / f"{safe_name(probe)}.txt"
+        path = _raw_path(run_path, str(host.get("name", "")), probe, rec)
         entry: dict[str, Any] = {
             "probe": probe,
             "sha256": rec.get("sha256", ""),
@@ -245,24 +283,6 @@ def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     )
 
 
-# The GO-with-warnings headline. TODO(i18n owner): move these into i18n.CATALOGUE (keys
-# `go_warn_suffix`, `go_warn_explain`); kept here while that file is edited elsewhere.
-_WARN_TEXTS: dict[str, dict[str, str]] = {
-    "en": {
-        "suffix_one": " with 1 warning: {items}",
-        "suffix_many": " with {n} warnings: {items}",
-        "explain": "Every host reached and no rule failed, but {n} check(s) warned; read each"
-        " warning's advice before you rely on the box: {items}.",
-    },
-    "zh": {
-        "suffix_one": "，1 项警告：{items}",
-        "suffix_many": "，{n} 项警告：{items}",
-        "explain": "所有主机均已连接，没有规则不通过，但有 {n} 项检查发出警告；"
-        "使用前请先阅读各项警告的建议：{items}。",
-    },
-}
-
-
 def warned_checks(host: dict[str, Any]) -> list[dict[str, str]]:
     """A host's rules and benchmarks with verdict `warn` (name, actual, detail)."""
     out = [
@@ -278,17 +298,26 @@ def warned_checks(host: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def _warn_text(key: str, lang: str, **fields: Any) -> str:
-    texts = _WARN_TEXTS.get(lang) or _WARN_TEXTS["en"]
-    return texts[key].format(**fields)
-
-
 def warn_suffix(names: Sequence[str], lang: str = "en") -> str:
     """' with 3 warnings: a, b, c' after the GO word; '' when nothing warned."""
     if not names:
         return ""
-    key = "suffix_one" if len(names) == 1 else "suffix_many"
-    return _warn_text(key, lang, n=len(names), items=", ".join(names))
+    key = "go_warn_one" if len(names) == 1 else "go_warn_many"
+    return t(key, lang, n=len(names), items=", ".join(names))
+
+
+def host_headline(host: dict[str, Any], lang: str = "en") -> tuple[bool, str]:
+    """One host's verdict (`host_verdict`) and the words after its GO / NO-GO word: the warned
+    checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed rules of a
+    NO-GO (', failed: gpu_count, vram'), else its reasons against GO."""
+    go, reasons = host_verdict(host, lang)
+    if go:
+        return True, warn_suffix([w["name"] for w in warned_checks(host)], lang)
+    failed = [str(r.get("name")) for r in host.get("rules") or [] if r.get("verdict") == "fail"]
+    failed += [str(b.get("name")) for b in host.get("benchmarks") or [] if b.get("verdict") == "fail"]
+    if failed:
+        return False, t("nogo_failed", lang, items=", ".join(failed))
+    return False, t("nogo_reasons", lang, items="; ".join(reasons))
 
 
 _RAW_STATUS_KEY = {"verified": "raw_verified", "HASH MISMATCH": "raw_mismatch", "file missing": "raw_missing"}
@@ -354,8 +383,8 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
     ]
     suffix = warn_suffix([w["label"] for w in warned], lang) if go else ""
     explain = (
-        _warn_text(
-            "explain",
+        t(
+            "go_warn_explain",
             lang,
             n=len(warned),
             items="; ".join(f"{w['label']} ({w['actual']})" for w in warned),
@@ -529,22 +558,49 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
     return rows
 
 
+def _readable_runs(paths: Sequence[Path], warnings: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(run id, summary) of each summary.json that parses; one warning per one that does not.
+
+    Raises UsageError when a run was skipped and fewer than two readable runs are left."""
+    docs = []
+    skipped = []
+    for p in paths:
+        try:
+            doc = load_summary(p)
+            hosts = doc.get("hosts") or []
+            if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
+                raise UsageError(f"{p}: `hosts` is not a list of host records.")
+        except UsageError:
+            skipped.append(p)
+            warnings.append(f"{p} is not a readable gpuonboard summary.json; that run is left out.")
+        else:
+            docs.append((p.parent.name, doc))
+    if skipped and len(docs) < 2:
+        raise UsageError(
+            f"--compare needs two readable runs, but only {len(docs)} of {len(paths)} could be read"
+            f" (unreadable: {', '.join(str(p) for p in skipped)})."
+        )
+    return docs
+
+
 def compare(
-    reports_dir: Path, runs: Sequence[str], fmt: str, project: Path
+    reports_dir: Path, runs: Sequence[str], fmt: str, project: Path, warnings: list[str] | None = None
 ) -> tuple[Path, str, list[dict[str, Any]]]:
-    """reports/compare/compare.<fmt> from the given runs (default: the newest record of each host)."""
+    """reports/compare/compare.<fmt> from the given runs (default: the newest record of each host).
+
+    A run whose summary.json is corrupt or unreadable is left out, with a sentence appended to
+    `warnings`; fewer than two readable runs left after that is a UsageError."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}.")
+    warnings = [] if warnings is None else warnings
     if runs:
-        docs = [(r, load_summary(run_dir(reports_dir, r) / "summary.json")) for r in runs]
+        docs = _readable_runs([run_dir(reports_dir, r) / "summary.json" for r in runs], warnings)
     else:
         newest: dict[str, tuple[str, dict[str, Any]]] = {}
-        for p in sorted(reports_dir.glob("*/summary.json")):
-            if p.parent.is_symlink():
-                continue
-            doc = load_summary(p)
+        paths = [p for p in sorted(reports_dir.glob("*/summary.json")) if not p.parent.is_symlink()]
+        for run_id, doc in _readable_runs(paths, warnings):
             for h in doc.get("hosts") or []:
-                newest[str(h.get("name"))] = (p.parent.name, {**doc, "hosts": [h]})
+                newest[str(h.get("name"))] = (run_id, {**doc, "hosts": [h]})
         if not newest:
             raise UsageError(f"no summary.json under {reports_dir}; run `invoke provision` first.")
         docs = sorted(newest.values(), key=lambda d: str(d[1]["hosts"][0].get("name")))

@@ -76,10 +76,24 @@ class Progress:
         return t
 
 
+def verdict_line(r: HostResult, lang: str = "en") -> str:
+    """`verdict for h1: GO with 2 warnings: persistence_mode, mig_mode` (rich markup): the
+    verdict `invoke report` gives this host, from the same rules (render.host_verdict)."""
+    from rich.markup import escape
+
+    from .jsonfile import host_rules
+    from .render import host_headline
+
+    go, rest = host_headline({"status": r.status, "msg": r.msg, "rules": host_rules(r)}, lang)
+    word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
+    return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
+
+
 def print_results(
     results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en"
 ) -> None:
-    """Acceptance tables (expected / actual / verdict) per host, then the recap table (`lang`: en/zh)."""
+    """Acceptance tables (expected / actual / verdict) per host, each followed by the host's
+    GO / NO-GO verdict line, then the recap table (`lang`: en/zh)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -102,6 +116,9 @@ def print_results(
                     f"[{_VERDICT_STYLE[c.verdict]}]{escape(verdict_word(c.verdict, lang))}[/]",
                 )
             con.print(table)
+        # one line per host that ran acceptance (a resumed run's skipped step ran nothing)
+        if rules and (checks or any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)):
+            con.print(verdict_line(r, lang))
     recap = Table(title=t("recap", lang), title_justify="left")
     # fold, never cut with "…": `rack7-node-0001` and `-0002` both shown as `rack7-n…` hid
     # which host failed on a narrow terminal
