@@ -263,7 +263,7 @@ def test_first_run_pulls_second_run_is_ok_without_pull(
     # the digest is in the host's journal too
     [journal_file] = (project.root / ".gpuonboard" / "state").glob("ctr__*.json")
     assert json.loads(journal_file.read_text())["steps"]["container"]["diff"]["digest"] == digest
-    assert "$ docker pull" not in _log(project)
+    assert "docker pull" not in _log(project)
     # pinning the digest it has: still ok; a different digest: pulled again (and refused)
     _inventory(project, pool, "ctr", container_image=f"{image}@{digest}", **creds)
     assert project.cli("container", "--host", "ctr").returncode == 0
@@ -300,7 +300,7 @@ def test_pull_through_vendor_mirror_tags_canonical_name(
     assert step["diff"]["after"]["pulled_from"] == f"{registry.address}/{REPO_TAG}"
     inspect = subprocess.run([*ctr.argv, "image", "inspect", image], env=ctr.env, capture_output=True)
     assert inspect.returncode == 0
-    assert f"$ docker pull {registry.address}/{REPO_TAG}" in _log(project)
+    assert f"$ sh -c ': docker pull {registry.address}/{REPO_TAG} ... -> exit 0" in _log(project)
     assert project.cli("container", "--host", "ctr", "--image", image).returncode == 0
     assert _step(project)["status"] == "ok"
 
@@ -356,7 +356,7 @@ def test_not_enough_disk_fails_before_any_pull(
     assert "needed (image estimate 500.0 TB x 1.5 for unpacking; manifest size unavailable" in step["msg"]
     assert str(ctr.root / "storage") in step["msg"]
     assert registry.blob_requests() == blobs
-    assert "$ docker pull" not in _log(project) and "$ docker login" not in _log(project)
+    assert "docker pull" not in _log(project) and "docker login" not in _log(project)
 
 
 def test_registry_password_never_in_logs_reports_or_process_list(
@@ -526,12 +526,12 @@ def test_failed_smoke_run_is_repeated_until_it_passes(
     assert project.cli("container", "--host", "ctr").returncode == 1
     step = _step(project)
     assert step["status"] == "failed" and "smoke run broken" in step["msg"], step
-    assert "$ docker pull" not in _log(project)
+    assert "docker pull" not in _log(project)
     (ctr.root / "fail-run").unlink()
     assert project.cli("container", "--host", "ctr").returncode == 0
     step = _step(project)
     assert step["status"] == "changed" and "nothing pulled; smoke run" in step["msg"], step
-    assert "plain container run ok" in step["msg"] and "$ docker pull" not in _log(project)
+    assert "plain container run ok" in step["msg"] and "docker pull" not in _log(project)
     assert project.cli("container", "--host", "ctr").returncode == 0
     assert _step(project)["status"] == "ok"
     (ctr.root / "fail-run").touch()
@@ -678,3 +678,139 @@ def test_gpu_smoke_run_fails_when_the_container_sees_fewer_gpus_or_torch_disagre
         assert _step(project)["status"] == "ok"
     finally:
         subprocess.run([*pm.argv, "rm", "-a", "-f"], env=pm.env, capture_output=True)
+
+
+def give_stalled_pull(host: TestHost, root: Path) -> Path:
+    """A front `docker` before give_docker's whose `pull` is silent and hangs (a registry that
+    stalls mid-layer): it records its pid, its child's and the temporary DOCKER_CONFIG in
+    root/stalled-pull, then waits on a long `sleep`. Every other command goes to podman."""
+    inner = root / "docker-pm"
+    os.replace(host.bin_dir / "docker", inner)
+    add_executable(
+        host.bin_dir,
+        "docker",
+        "#!/bin/sh\n"
+        'if [ "$1" = pull ]; then\n'
+        "  sleep 300 &\n"
+        f'  echo "$$ $! ${{DOCKER_CONFIG:--}}" > {root}/stalled.tmp\n'
+        f"  mv {root}/stalled.tmp {root}/stalled-pull\n"
+        "  wait\n"
+        "  exit 1\n"
+        "fi\n"
+        f'exec {inner} "$@"\n',
+    )
+    return root / "stalled-pull"
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word", "login"),
+    [
+        (signal.SIGINT, 130, "interrupted", True),
+        (signal.SIGTERM, 143, "terminated", True),
+        (signal.SIGINT, 130, "interrupted", False),
+    ],
+)
+def test_an_interrupted_run_stops_the_remote_pull_and_removes_its_auth_dir(
+    project: Project,
+    pool: TestHostPool,
+    registry: Registry,
+    ctr: Podman,
+    creds: dict[str, str],
+    sig: signal.Signals,
+    code: int,
+    word: str,
+    login: bool,
+) -> None:
+    """Ctrl-C (or SIGTERM) of this machine's run while the host's `docker pull` hangs: the
+    remote pull and its temporary auth dir (the registry login) are gone within seconds, and
+    the run ends with the interrupt's exit code and one word, no traceback."""
+    from gpuonboard.testhosts.hosts import process_alive
+
+    image = f"{registry.address}/{REPO_TAG}"
+    _inventory(project, pool, "ctr", container_image=image, **(creds if login else {}))
+    stalled = give_stalled_pull(pool.hosts["ctr"], ctr.root)
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "container", "--host", "ctr"],
+        cwd=project.root,
+        env=project.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not stalled.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stalled.exists(), "the pull never started"
+        stand_in, child, auth_dir = stalled.read_text().split()
+        pids = [int(stand_in), int(child)]
+        assert all(process_alive(p) for p in pids)
+        if login:
+            assert "gpuonboard-auth." in auth_dir and Path(auth_dir).is_dir()
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, out + err
+    assert err.strip().endswith(word) and "Traceback" not in out + err, out + err
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (
+        any(process_alive(p) for p in pids) or (login and Path(auth_dir).exists())
+    ):
+        time.sleep(0.1)
+    left = [p for p in pids if process_alive(p)]
+    left_dir = login and Path(auth_dir).exists()
+    for p in left:  # a failed run leaves no process and no credential behind
+        os.kill(p, signal.SIGKILL)
+    if left_dir:
+        shutil.rmtree(auth_dir, ignore_errors=True)
+    assert not left, "the remote pull still runs after the interrupt"
+    assert not left_dir, "the temporary auth dir outlived the interrupted pull"
+
+
+def test_credentials_are_never_sent_to_an_http_mirror(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, tmp_path: Path
+) -> None:
+    """A credentials-file entry for a mirror reached over plain http://: the step fails before
+    anything is sent (no manifest request with the credentials, no login, no pull), in --check
+    too, with one sentence naming the mirror and the two ways out."""
+    creds = tmp_path / "registry-creds.yml"
+    creds.write_text(f"{registry.address}:\n  username: {USER}\n  password: {PASSWORD}\n")
+    creds.chmod(0o600)
+    _inventory(
+        project,
+        pool,
+        "ctr",
+        registry_mirror=f"http://{registry.address}/",
+        registry_credentials_file=str(creds),
+    )
+    image = f"nvcr.io/{REPO_TAG}"
+    expected = (
+        f"refusing to log in to mirror {registry.address} over plain http:// (the password would cross"
+        " the network unencrypted): serve the mirror over https:// or remove its entry from the registry"
+        " credentials file"
+    )
+    requests = len(registry.log_path.read_text(errors="replace").splitlines())
+    for check in (["--check"], []):
+        r = project.cli("container", "--host", "ctr", "--image", image, *check)
+        assert r.returncode == 1, r.stdout + r.stderr
+        step = _step(project)
+        assert step["status"] == "failed" and step["msg"] == expected, step
+        assert "docker login" not in _log(project) and "docker pull" not in _log(project)
+        for text in (_log(project), r.stdout, r.stderr):
+            assert PASSWORD not in text
+    assert not (ctr.root / "logins").exists() and not (ctr.root / "pulls").exists()
+    assert len(registry.log_path.read_text(errors="replace").splitlines()) == requests
+    # the same mirror over https:// (named so in the inventory) is not refused
+    _inventory(
+        project,
+        pool,
+        "ctr",
+        registry_mirror=f"https://{registry.address}/",
+        registry_credentials_file=str(creds),
+    )
+    project.cli("container", "--host", "ctr", "--image", image, "--check")
+    assert "refusing" not in _step(project)["msg"]

@@ -628,12 +628,18 @@ def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | 
     --password-stdin` (the password is this command's stdin) into a fresh 0700 temporary dir
     (DOCKER_CONFIG for docker, REGISTRY_AUTH_FILE for podman), used by the pull and removed by
     a trap when the command ends: no credential stays on the host. A failed login prints
-    `##gpuonboard-login-failed` after its error."""
+    `##gpuonboard-login-failed` after its error.
+
+    The pull stops when this session ends early (Ctrl-C or SIGTERM here, a dropped link): see
+    _pull_until_session_ends. The channel's stderr is fd 3 inside, for its watcher."""
     cli = state.cli or "docker"
-    if login is None:
-        return shell.merge_stderr(state.command([cli, "pull", pull_ref]))
-    user, registry = login
     pre = "sudo -n " if state.sudo else ""
+    pull = shell.join([cli, "pull", pull_ref])
+    if login is None:
+        # the first line is what the run log shows
+        script = f": {pull}\n" + _pull_until_session_ends(state, pull, "")
+        return shell.merge_stderr(f"{shell.sh_c(script)} 3>&2")
+    user, registry = login
     env = 'env DOCKER_CONFIG="$d" REGISTRY_AUTH_FILE="$d/auth.json" '
     login_cmd = shell.join([cli, "login", "--username", user, "--password-stdin", registry])
     logout_cmd = shell.join([cli, "logout", registry])
@@ -641,17 +647,58 @@ def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | 
     # unless the config already holds an auth entry: start the temporary config with one, so
     # the login lands in the file that the trap removes (and log out in the trap as well)
     seed = json.dumps({"auths": {registry: {}}})
-    return shell.sh_c(
+    script = (
         # the first line is what the run log shows: say what runs (no secret in it)
-        f"umask 077; : {login_cmd} then {shell.join([cli, 'pull', pull_ref])} with a temporary auth dir\n"
+        f"umask 077; : {login_cmd} then {pull} with a temporary auth dir\n"
         'b=${XDG_RUNTIME_DIR:-/dev/shm}; { [ -d "$b" ] && [ -w "$b" ]; } || b=${TMPDIR:-/tmp}\n'
         'd=$(mktemp -d "$b/gpuonboard-auth.XXXXXX") || { echo "cannot create a temporary auth dir under $b";'
         f" echo '{_LOGIN_FAILED}'; exit 1; }}\n"
         f"printf '%s\\n' {shell.quote(seed)} > \"$d/config.json\"\n"
-        f"trap '{pre}{env}{logout_cmd} >/dev/null 2>&1; rm -rf \"$d\"' EXIT\n"
-        "trap 'exit 130' HUP INT TERM\n"
-        f"if ! {pre}{env}{login_cmd} 2>&1; then echo '{_LOGIN_FAILED}'; exit 1; fi\n"
-        f"{pre}{env}{shell.join([cli, 'pull', pull_ref])} 2>&1"
+        + _pull_until_session_ends(
+            state,
+            f"{env}{pull}",
+            f'{pre}{env}{logout_cmd} >/dev/null 2>&1; rm -rf "$d"',
+            f"if ! {pre}{env}{login_cmd} 2>&1; then echo '{_LOGIN_FAILED}'; exit 1; fi\n",
+        )
+    )
+    return shell.merge_stderr(f"{shell.sh_c(script)} 3>&2")
+
+
+def _pull_until_session_ends(state: ContainerState, pull: str, cleanup: str, before: str = "") -> str:
+    """Shell text: run `before` (the login), then `pull` in the background (in its own process
+    group when `setsid` exists) and wait for it; `cleanup` runs on exit however it comes.
+
+    An SSH session's command outlives the client: sshd sends no signal to a command without
+    a tty, and the pull's stdin (the password) is at its end already. So a watcher writes a
+    newline to the channel's stderr (fd 3) every second; once this machine's run has gone
+    (Ctrl-C, SIGTERM, a dropped link) sshd has closed that pipe, the write fails, and the
+    watcher stops the pull (TERM, KILL 5 s later), whose end runs the exit trap (the logout,
+    the temporary auth dir removed); so it does when this shell has gone (killed). Through
+    sudo, `sudo -n kill` stops the root-owned pull."""
+    pre = "sudo -n " if state.sudo else ""
+    sudo_kill = ' || sudo -n kill -s "$1" -- "-$p" 2>/dev/null' if state.sudo else ""
+    return (
+        "p=; w=\n"
+        'gpo_stop_pull() { [ -n "$p" ] || return 0\n'
+        f'  kill -s "$1" -- "-$p" 2>/dev/null{sudo_kill} || kill -s "$1" "$p" 2>/dev/null; }}\n'
+        # KILL: a TERM reaching the watcher before it drops this shell's TERM trap is lost
+        'gpo_end() { [ -z "$w" ] || kill -s KILL "$w" 2>/dev/null; gpo_stop_pull TERM'
+        + (f"; {cleanup}" if cleanup else "")
+        + "; }\n"
+        "trap gpo_end EXIT\n"
+        # a write to the closed channel (a marker, the shell's `Terminated` job note) would
+        # kill this shell with SIGPIPE, skipping the exit trap: trapped, it exits through it
+        "trap 'exit 130' HUP INT TERM; trap 'exit 141' PIPE\n"
+        + before
+        + "s=; command -v setsid >/dev/null 2>&1 && s=setsid\n"
+        f"$s {pre}{pull} 3>&- 2>&1 &\n"
+        "p=$!\n"
+        "( trap '' PIPE\n"
+        "  while sleep 1 </dev/null >/dev/null 2>&1 3>&- && kill -0 $$; do printf '\\n' >&3 || break; done\n"
+        "  gpo_stop_pull TERM; sleep 5 3>&-; gpo_stop_pull KILL ) </dev/null >/dev/null 2>&1 &\n"
+        "w=$!\n"
+        'wait "$p"; rc=$?; p=\n'
+        'exit "$rc"'
     )
 
 
