@@ -804,6 +804,16 @@ def test_credentials_are_never_sent_to_an_http_mirror(
             assert PASSWORD not in text
     assert not (ctr.root / "logins").exists() and not (ctr.root / "pulls").exists()
     assert len(registry.log_path.read_text(errors="replace").splitlines()) == requests
+    # a URL scheme is case-insensitive: HTTP:// is plain http too
+    _inventory(
+        project,
+        pool,
+        "ctr",
+        registry_mirror=f"HTTP://{registry.address}/",
+        registry_credentials_file=str(creds),
+    )
+    r = project.cli("container", "--host", "ctr", "--image", image, "--check")
+    assert r.returncode == 1 and _step(project)["msg"] == expected, _step(project)
     # the same mirror over https:// (named so in the inventory) is not refused
     _inventory(
         project,

@@ -37,6 +37,7 @@ def test_image_references_split_for_mirrors() -> None:
     assert parse_ref("127.0.0.1:5000/a/b:t").registry == "127.0.0.1:5000"
     assert parse_ref("ubuntu").canonical == "ubuntu:latest"
     assert mirror_host("https://nvcr.mirror.example.cn/") == "nvcr.mirror.example.cn"
+    assert mirror_host("HTTPS://nvcr.mirror.example.cn/") == "nvcr.mirror.example.cn"
     with pytest.raises(StepArgsError):
         parse_ref("nvcr.io/x; rm -rf /")
 

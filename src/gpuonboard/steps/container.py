@@ -167,7 +167,7 @@ def parse_ref(image: str) -> ImageRef:
 
 def mirror_host(mirror: str) -> str:
     """`https://nvcr.mirror.example.cn/` -> `nvcr.mirror.example.cn` (host[:port][/prefix])."""
-    return re.sub(r"^[a-z]+://", "", mirror.strip()).rstrip("/")
+    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.IGNORECASE).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -435,7 +435,7 @@ class ContainerStep(Step):
             credentials_file=str(creds_file) if creds_file else None,
             container_sudo=_truthy(get("container_sudo", False)),
             manifest_factor=mfactor,
-            mirror_scheme="http" if mirror and str(mirror).strip().startswith("http://") else None,
+            mirror_scheme="http" if mirror and str(mirror).strip().lower().startswith("http://") else None,
         )
 
     def probe_for(self, local_ref: str) -> Probe:
