@@ -1,6 +1,7 @@
 """Read an existing Ansible inventory (YAML or INI) as it is, into the native inventory shape.
 
-Ansible variables map to ours: `ansible_host` -> address, `ansible_port` -> port,
+Ansible variables map to ours: `ansible_host` -> address (without it, as in Ansible, the
+host name is the address unless the SSH config has a Host entry for it), `ansible_port` -> port,
 `ansible_user` -> user, `ansible_ssh_private_key_file` -> key_file, `ansible_connection`
 local/ssh, `-J`/`ProxyJump` in `ansible_ssh_common_args` -> jump. Our own settings may be
 given plainly (`vendor`, `order`) or prefixed (`gpuonboard_vendor`); every other variable
@@ -9,6 +10,7 @@ is kept under `vars` for playbooks, so a team's inventory needs no edit.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
 from collections.abc import Mapping
@@ -190,10 +192,27 @@ def expand_host_pattern(pattern: str) -> tuple[list[str], int | None]:
     several ranges in one name, and a `:PORT` suffix (`10.0.0.5:2222`) -> names and port.
     ValueError (the reason) for a malformed range."""
     port: int | None = None
+    if _bracketed_ipv6(pattern):  # `[2001:db8::7]:2222`, as Ansible writes it
+        host, _, port_text = pattern[1:].rpartition("]:")
+        return _expand_ranges(host), int(port_text)
     m = re.fullmatch(r"(.+):(\d+)", pattern)
     if m and ":" not in re.sub(r"\[[^\]]*\]", "", m.group(1)):  # not an IPv6 address
         pattern, port = m.group(1), int(m.group(2))
     return _expand_ranges(pattern), port
+
+
+def _bracketed_ipv6(word: str) -> bool:
+    """`[IPv6]:PORT`, the one host pattern that starts with a bracket (Ansible's form)."""
+    m = re.fullmatch(r"\[(.+)\]:(\d+)", word)
+    return m is not None and _is_ipv6(m.group(1))
+
+
+def _is_ipv6(text: str) -> bool:
+    """An IPv6 address, where each range in it (`2001:db8::[1:9]`) stands for a number."""
+    try:
+        return isinstance(ipaddress.ip_address(re.sub(r"\[[^\]]*\]", "0", text)), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def _expand_ranges(name: str) -> list[str]:
@@ -387,7 +406,7 @@ def load_ini(path: Path) -> LineDict:
             section, kind = m.group(1), m.group(2) or "hosts"
             direct.setdefault(section, [])
             continue
-        if s.startswith("["):
+        if s.startswith("[") and not _bracketed_ipv6(s.split()[0]):  # `[2001:db8::8]:2222` is a host
             raise InventoryError(
                 f"{path}, line {lineno}: malformed section header {s!r}; write [group],"
                 " [group:vars] or [group:children]."

@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import CommandError, ConnectError, HostKeyError
+from .errors import CommandError, ConnectError, ConnectionLost, HostKeyError
 from .inventory import Host, Inventory
 
 DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
+# how long a channel closed without an exit status waits for paramiko to mark a dead
+# connection inactive (it closes the channels first); only failures ever wait
+_LINK_SETTLE_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -433,16 +436,45 @@ class SSHRunner:
         except TimeoutError as exc:  # before OSError: TimeoutError is one of them
             raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
         except (OSError, EOFError) as exc:
+            if self._link_lost():
+                raise self._lost(exc) from None
             raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
         except Exception as exc:
             if type(exc).__module__.startswith("paramiko"):
+                if self._link_lost():  # e.g. "SSH session not active": no channel opens on it
+                    raise self._lost(exc, running=False) from None
                 raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
             raise
+        if code == -1 and self._link_lost():
+            # the channel closed without an exit status because the connection under it went
+            # (sshd killed, host rebooted, link cut): not the command's failure, and not a refusal
+            raise self._lost(None)
         if code == -1 and not out and not err:
             raise CommandError(
                 f"host {self.host.name}: the server refused to run a command on its SSH session."
             )
         return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
+
+    def _link_lost(self) -> bool:
+        """True when this runner's SSH connection is gone. paramiko's transport thread closes its
+        channels just before it marks itself inactive, so a caller that saw its channel close
+        waits a moment for that thread to end (one that stays up is a live connection)."""
+        transport = self.transport
+        if transport.is_active():
+            with contextlib.suppress(RuntimeError):  # a transport thread never started
+                transport.join(_LINK_SETTLE_S)
+        return not transport.is_active()
+
+    def _lost(self, exc: BaseException | None, running: bool = True) -> ConnectionLost:
+        """The one sentence for a connection that dropped (while a command ran, or before)."""
+        cause = exc if exc is not None else getattr(self.transport, "saved_exception", None)
+        why = "closed by the other end" if cause is None or isinstance(cause, EOFError) else _reason(cause)
+        when = "while a command was running" if running else "before a command could start"
+        return ConnectionLost(
+            f"host {self.host.name}: the SSH connection was lost {when} ({why});"
+            " the host is unreachable now. Once it answers again, run the command again"
+            " (provision --resume continues at the step that was running)."
+        )
 
     def _collect(
         self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool

@@ -47,6 +47,11 @@ class ConnectError(GpuonboardError):
     exit_code = ExitCode.UNREACHABLE
 
 
+class ConnectionLost(ConnectError):
+    """An open SSH connection dropped while a command ran (sshd killed, host down, link cut):
+    the host is unreachable now, and a rerun (--resume) continues where it stopped."""
+
+
 class HostKeyError(ConnectError):
     """A host key is unknown (and not trusted) or has changed."""
 

@@ -251,6 +251,7 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     from . import ansible_inventory
 
     raw: dict[str, Any]
+    ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
     if ansible_inventory.looks_like_ini(hosts_file):
         raw = ansible_inventory.load_ini(hosts_file)
     else:
@@ -263,9 +264,10 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
             raise InventoryError(
                 f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
             )
-        raw = data if ansible_inventory.is_native(data) else ansible_inventory.from_yaml(data, hosts_file)
+        ansible = not ansible_inventory.is_native(data)
+        raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
     assert isinstance(raw, dict)
-    return build(raw, hosts_file, ssh_config)
+    return build(raw, hosts_file, ssh_config, name_is_address=ansible)
 
 
 def _vendors_dir(raw: Mapping[str, Any], hosts_file: Path) -> Path:
@@ -273,8 +275,15 @@ def _vendors_dir(raw: Mapping[str, Any], hosts_file: Path) -> Path:
     return (hosts_file.parent / str(vd)).resolve()
 
 
-def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None) -> Inventory:
-    """Validate a native-shaped mapping and resolve every host."""
+def build(
+    raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None, name_is_address: bool = False
+) -> Inventory:
+    """Validate a native-shaped mapping and resolve every host.
+
+    `name_is_address` (an Ansible inventory): a host with no address and no SSH config Host
+    entry is reached at its own name, as Ansible does (`10.0.0.7`, `gpu1.example.com`); in our
+    own format that host is an error, so a typo in a name never becomes a DNS lookup.
+    """
     _check_keys(raw, TOP_KEYS, hosts_file, "the inventory")
     defaults = _mapping(raw.get("defaults") or LineDict(), hosts_file, raw, "defaults")
     _check_host_keys(defaults, hosts_file, "'defaults'")
@@ -325,6 +334,7 @@ def build(raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None)
             ssh_cfg,
             vendors_dir,
             where(hosts_file, hosts_raw, hname),
+            name_is_address,
         )
         origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
         if origin is not None:
@@ -427,6 +437,7 @@ def _resolve_host(
     ssh_cfg: Any,
     vendors_dir: Path,
     host_where: str,
+    name_is_address: bool = False,
 ) -> Host:
     vendor_id: str | None = None
     vendor_src: tuple[Mapping[str, Any], str] | None = None
@@ -484,6 +495,8 @@ def _resolve_host(
             address = "localhost"
         elif hostname and hostname != name or name in _ssh_config_aliases(ssh_cfg):
             address = hostname or name
+        elif name_is_address:  # Ansible: inventory_hostname is the address without ansible_host
+            address = name
         else:
             raise InventoryError(
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"

@@ -277,7 +277,15 @@ def _run_steps(
             record.failed_step = step.label
             if not options.check:
                 journal_mod.save(options.state_dir, record)  # so --resume continues here
-            return HostResult(host, "unreachable", str(exc), results, facts, runner.fingerprint)
+            return HostResult(
+                host, "unreachable", f"step {step.label}: {exc}", results, facts, runner.fingerprint
+            )
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.Terminated) during this step
+            record.failed_step = step.label
+            if not options.check:  # (--resume continues here, the steps done before skipped)
+                with contextlib.suppress(OSError):
+                    journal_mod.save(options.state_dir, record)
+            raise
         except GpuonboardError as exc:
             res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
         results.append(res)

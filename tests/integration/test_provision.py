@@ -247,6 +247,57 @@ def test_resume_continues_at_the_failed_step(project: Project, pool: TestHostPoo
     assert ran.read_text() == "first\nlast\n"  # `first` did not run again
 
 
+def test_resume_after_ctrl_c_continues_at_the_interrupted_step(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    """A Ctrl-C in the middle of a step (one host: the step runs in the main thread) leaves a
+    journal naming that step, so --resume skips the steps done before it (it started afresh)."""
+    h = pool.hosts["good"]
+    started, go_on, ran = tmp_path / "started", tmp_path / "go-on", tmp_path / "ran.log"
+    long_job = f"if [ -e {go_on} ]; then echo long >> {ran}; else touch {started}; sleep 30; fi"
+    project.write_inventory({"good": host_entry(h, pool)})
+    book = {
+        "name": "interruptible",
+        "steps": [
+            {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
+            {"step": "command", "name": "long-job", "args": {"argv": ["sh", "-c", long_job]}},
+            {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
+        ],
+    }
+    pb = project.root / "interruptible.yml"
+    pb.write_text(yaml.safe_dump(book))
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "provision", "--playbook", str(pb)],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in out + err, out + err
+    go_on.touch()
+    r = project.cli("provision", "--playbook", str(pb), "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = project.summary()["hosts"][0]["steps"]
+    assert [(s["step"], s["status"]) for s in steps] == [
+        ("first", "skipped"),
+        ("long-job", "changed"),
+        ("last", "changed"),
+    ]
+    assert ran.read_text() == "first\nlong\nlast\n"
+
+
 def test_only_and_skip_select_steps(project: Project, pool: TestHostPool) -> None:
     dest = _provision_inventory(project, pool)
     dest.unlink(missing_ok=True)

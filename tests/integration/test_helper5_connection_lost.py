@@ -1,0 +1,146 @@
+"""A connection that drops mid-command (sshd killed under a running step) is `unreachable`
+(exit 3) with a sentence that says so, not a command the server "refused" (failed, exit 1);
+the rerun with --resume continues at that step."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Project, host_entry
+
+from gpuonboard import shell
+from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
+from gpuonboard.errors import CommandError, ConnectionLost, ExitCode
+from gpuonboard.inventory import Host
+from gpuonboard.testhosts import TestHost, TestHostPool
+
+
+def _wait_for(path: Path, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _runner_for(th: TestHost, pool: TestHostPool, tmp_path: Path) -> Runner:
+    host = Host(
+        name=th.name,
+        address=th.address,
+        port=th.port,
+        key_file=str(pool.client_key),
+        host_key=th.fingerprint,
+    )
+    known = tmp_path / "known_hosts"
+    return open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+
+
+_HOST_NUMBERS = itertools.count(1)
+
+
+@pytest.fixture
+def drop_host(pool: TestHostPool) -> TestHost:
+    """A test host of its own for each test: the test kills its sshd."""
+    return pool.add(f"h5drop-{next(_HOST_NUMBERS)}")
+
+
+@pytest.mark.parametrize(
+    ("script", "prefetch", "on_output"),
+    [
+        ("touch {m}; sleep 30", False, False),
+        ("echo started; touch {m}; sleep 30", False, True),  # output came before the drop
+        ("touch {m}; sleep 30", True, False),  # a served session (another command follows)
+    ],
+    ids=["plain", "partial-output", "served"],
+)
+def test_a_dropped_connection_is_lost_not_refused(
+    drop_host: TestHost, pool: TestHostPool, tmp_path: Path, script: str, prefetch: bool, on_output: bool
+) -> None:
+    runner = _runner_for(drop_host, pool, tmp_path)
+    # a command killed by a signal leaves no exit status either, but the connection lives on:
+    # that stays the command's error, and the next command runs
+    with pytest.raises(CommandError) as killed:
+        runner.run(shell.sh_c("kill -9 $$"))
+    assert not isinstance(killed.value, ConnectionLost)
+    assert runner.run(shell.sh_c("echo alive")).stdout == "alive\n"
+    started = tmp_path / "started"
+
+    def kill_sshd_once_started() -> None:
+        _wait_for(started)
+        drop_host.stop()  # only this host's sshd (checked by its pid file and config) and sessions
+
+    threading.Thread(target=kill_sshd_once_started, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(ConnectionLost) as info:
+        runner.run(
+            shell.sh_c(script.format(m=shell.quote(str(started)))),
+            prefetch=prefetch,
+            on_output=(lambda chunk: None) if on_output else None,
+        )
+    assert time.monotonic() - t0 < 15
+    assert info.value.exit_code == ExitCode.UNREACHABLE
+    assert str(info.value).startswith(
+        f"host {drop_host.name}: the SSH connection was lost while a command was running ("
+    )
+    assert "the host is unreachable now" in str(info.value) and "--resume" in str(info.value)
+    # the next command on the dead connection says the same, not "the server refused"
+    with pytest.raises(ConnectionLost):
+        runner.run(shell.sh_c("true"))
+    runner.close()
+
+
+def test_sshd_killed_during_a_step_is_unreachable_and_resumable(
+    project: Project, pool: TestHostPool, drop_host: TestHost, tmp_path: Path
+) -> None:
+    started, go_on, ran = tmp_path / "started", tmp_path / "go-on", tmp_path / "ran.log"
+    long_job = f"if [ -e {go_on} ]; then echo long >> {ran}; else touch {started}; sleep 30; fi"
+    project.write_inventory({"drop": host_entry(drop_host, pool)})
+    book = {
+        "name": "dropping",
+        "steps": [
+            {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
+            {"step": "command", "name": "long-job", "args": {"argv": ["sh", "-c", long_job]}},
+            {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
+        ],
+    }
+    pb = project.root / "dropping.yml"
+    pb.write_text(yaml.safe_dump(book))
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "provision", "--playbook", str(pb)],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    try:
+        _wait_for(started)
+        drop_host.stop()  # this host's sshd listener and its session child, by pid
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == ExitCode.UNREACHABLE, out + err
+    assert "Traceback" not in out + err and "refused to run a command" not in out + err
+    host = project.summary()["hosts"][0]
+    assert host["status"] == "unreachable"
+    assert "the SSH connection was lost while a command was running" in host["msg"]
+    assert ran.read_text() == "first\n"
+    # the box is back: --resume continues at the step the connection was lost in
+    drop_host.start()
+    go_on.touch()
+    r = project.cli("provision", "--playbook", str(pb), "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = project.summary()["hosts"][0]["steps"]
+    assert [(s["step"], s["status"]) for s in steps] == [
+        ("first", "skipped"),
+        ("long-job", "changed"),
+        ("last", "changed"),
+    ]
+    assert ran.read_text() == "first\nlong\nlast\n"
