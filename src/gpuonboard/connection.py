@@ -376,6 +376,9 @@ class ConnectOptions:
     retries: int = 2
     backoff: float = 0.5
     keepalive: int = 15
+    keepalive_count: int = (
+        4  # unanswered keepalives before the connection is given up (ssh's ServerAliveCountMax)
+    )
     preconnect: Preconnect | None = None
 
 
@@ -396,6 +399,13 @@ class SSHRunner:
         self.transport = connection.client.get_transport()
         self._spare: Any = None
         self._serving: tuple[Any, str] | None = None  # (channel, token): a shell awaiting a command
+        self.silent_for: float | None = None  # set by LinkWatch when it gave the connection up
+
+    def watch(self, interval: float, count: int) -> None:
+        """Give the connection up once the host has answered nothing for interval * count
+        seconds (see LinkWatch); a command running then ends with ConnectionLost."""
+        if interval > 0 and count > 0:
+            LinkWatch(self, interval, count).start()
 
     def run(
         self,
@@ -469,6 +479,8 @@ class SSHRunner:
         """The one sentence for a connection that dropped (while a command ran, or before)."""
         cause = exc if exc is not None else getattr(self.transport, "saved_exception", None)
         why = "closed by the other end" if cause is None or isinstance(cause, EOFError) else _reason(cause)
+        if self.silent_for is not None:
+            why = f"no answer from the host for {self.silent_for:.0f} s: the link is down or the host hangs"
         when = "while a command was running" if running else "before a command could start"
         return ConnectionLost(
             f"host {self.host.name}: the SSH connection was lost {when} ({why});"
@@ -897,7 +909,45 @@ def _connect_once(
         opened.append(conn)
         gateway = conn
     assert policy is not None
-    return SSHRunner(host, opened[-1], policy, opened[:-1])
+    runner = SSHRunner(host, opened[-1], policy, opened[:-1])
+    runner.watch(options.keepalive, options.keepalive_count)
+    return runner
+
+
+class LinkWatch(threading.Thread):
+    """What OpenSSH's ServerAliveInterval/ServerAliveCountMax do, for a paramiko connection.
+
+    paramiko's keepalive asks for no reply, so a link that goes silent (no reset: a NAT
+    dropping state, a cable, a hung host) left a command waiting until TCP gave up, about
+    15 minutes. Every `interval` seconds this asks the host for a reply (a global request
+    sshd answers "failure" to); when none comes within interval * count seconds it closes
+    the connection, and the command running on it ends with ConnectionLost saying so."""
+
+    def __init__(self, runner: SSHRunner, interval: float, count: int) -> None:
+        super().__init__(name=f"linkwatch-{runner.host.name}", daemon=True)
+        self.runner, self.interval, self.count = runner, interval, count
+
+    def run(self) -> None:
+        transport = self.runner.transport
+        while transport.is_active():
+            time.sleep(self.interval)
+            answered = threading.Event()
+            threading.Thread(
+                target=_ask, args=(transport, answered), name=f"{self.name}-ask", daemon=True
+            ).start()
+            if not answered.wait(self.interval * self.count) and transport.is_active():
+                self.runner.silent_for = self.interval * self.count
+                with contextlib.suppress(Exception):
+                    transport.close()
+                return
+
+
+def _ask(transport: Any, answered: threading.Event) -> None:
+    """One keepalive that wants a reply; `answered` is set once any reply came (or the
+    transport closed)."""
+    with contextlib.suppress(Exception):  # a transport closing meanwhile
+        transport.global_request("keepalive@openssh.com", wait=True)
+    answered.set()
 
 
 def _close_all(conns: list[Any]) -> None:
