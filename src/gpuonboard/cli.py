@@ -741,13 +741,34 @@ def help_first(argv: list[str]) -> list[str]:
     return argv
 
 
+def _reader_left() -> None:
+    """`gpuonboard --help | head`: the reader left, nothing to say; exit as a shell tool killed
+    by SIGPIPE would (128 + 13)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # (Python's own flush at exit must not fail again)
+    sys.exit(141)
+
+
+def quiet_broken_pipe() -> None:
+    """For the `invoke` program itself (its own main, which tasks.py cannot wrap): an uncaught
+    BrokenPipeError (`invoke --list | head`) exits 141 quietly instead of a traceback."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if issubclass(kind, BrokenPipeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os._exit(141)  # (the interpreter is already unwinding: no sys.exit from a hook)
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
+
+
 def main() -> None:
     """Console script `gpuonboard`: the same tasks outside the repository."""
     program = _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard")
     try:
         program.run(help_first(sys.argv))
         sys.stdout.flush()
-    except BrokenPipeError:  # `gpuonboard --help | head`: the reader left, nothing to say
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # (Python's own flush at exit must not fail again)
-        sys.exit(141)  # 128 + SIGPIPE, as a shell tool killed by it
+    except BrokenPipeError:
+        _reader_left()
