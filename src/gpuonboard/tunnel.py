@@ -74,6 +74,30 @@ def start_background(runner: Runner, argv: Sequence[object], log: str) -> int:
     return int(pid[0])
 
 
+def private_log(runner: Runner, name: str) -> str:
+    """The absolute path of `name` in the host user's private gpuonboard cache dir (made 0700):
+    a fixed name under /tmp could be a symlink another user of the box planted, which the
+    redirect would follow."""
+    made = runner.run(
+        shell.sh_c(
+            'd="${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard"; mkdir -p -m 700 -- "$d" && printf %s "$d"'
+        ),
+        timeout=30,
+    )
+    if not made.ok or not made.stdout.startswith("/"):
+        raise CommandError(
+            f"host {runner.host.name}: cannot make the cache dir ~/.cache/gpuonboard"
+            f" ({made.stderr.strip() or 'no home directory'})."
+        )
+    return f"{made.stdout}/{name}"
+
+
+def remove_file(runner: Runner, path: str) -> None:
+    """rm -f one file on the host; nothing when the connection is gone."""
+    with contextlib.suppress(GpuonboardError):
+        runner.run(shell.join(["rm", "-f", "--", path]), timeout=10)
+
+
 def stop_background(runner: Runner, pid: int) -> bool:
     """Stop a process started by start_background (TERM); True when it was signalled or is gone
     already, False when that could not be done (the connection dropped, kill refused)."""
@@ -209,12 +233,13 @@ def tensorboard(
     stop = stop or threading.Event()
     runner = connector(settings, inv, retries=settings.connect_retries)(host)
     started: int | None = None
+    log = ""
     forward: Forwarder | None = None
     try:
         if remote_port_open(runner, "127.0.0.1", port):
             print(f"{host.name}: something already listens on 127.0.0.1:{port}; using it.", flush=True)
         else:
-            log = f"/tmp/gpuonboard-tensorboard-{port}.log"
+            log = private_log(runner, f"tensorboard-{port}.log")
             argv = ["python3", "-m", "tensorboard.main", "--logdir", logdir, "--port", port]
             started = start_background(runner, [*argv, "--host", "127.0.0.1"], log)
             if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=started):
@@ -252,6 +277,7 @@ def tensorboard(
             forward.close()
         if started is not None:
             if stop_background(runner, started):
+                remove_file(runner, log)  # (its log said what TensorBoard printed: shown on failure)
                 print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
             else:  # never claim a stop that did not happen: it keeps a port and memory on the box
                 print(

@@ -385,12 +385,17 @@ exec /usr/bin/python3 "$@"
         with urllib.request.urlopen(url, timeout=5) as resp:
             assert resp.read().decode() == "fake tensorboard\n"
         assert any("http.server" in p for p in remote_processes(h))
+        # its log: in the login's private cache dir (never a fixed name under /tmp)
+        cache = h.home / ".cache" / "gpuonboard"
+        assert (cache / f"tensorboard-{rport}.log").is_file()
+        assert oct(cache.stat().st_mode & 0o777) == "0o700"
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
         (h.bin_dir / "python3").unlink()
     assert proc.returncode == 0, err
     assert "stopped TensorBoard" in out
+    assert not (h.home / ".cache" / "gpuonboard" / f"tensorboard-{rport}.log").exists()  # removed
     assert_nothing_left(h)
 
 
