@@ -190,35 +190,93 @@ def registry_api(registry: str | None, path: str) -> tuple[str, str]:
     return host, f"{prefix}/{path}" if prefix else path
 
 
+# Hosts besides the registry itself whose token service may be sent the registry's basic
+# credentials (the registry's own, well-known auth service; never one a server names).
+TOKEN_HOSTS: dict[str, tuple[str, ...]] = {"registry-1.docker.io": ("auth.docker.io",)}
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, `127.x.x.x` or `::1` (with or without a port / brackets)."""
+    h = host.lower()
+    if h.startswith("["):
+        h = h[1:].partition("]")[0]
+    elif h.count(":") == 1:
+        h = h.partition(":")[0]
+    return h in ("localhost", "::1") or re.fullmatch(r"127(\.\d{1,3}){3}", h) is not None
+
+
 def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, ...]) -> str:
     """Read-only: GET /v2/REPO/manifests/REF with curl (Accept: OCI/Docker v2 and lists).
 
     stdin carries the curl config with `user = "name:password"` (or nothing); on a 401 with a
-    Bearer challenge the token is fetched with it and sent as a header, also through stdin.
+    Bearer challenge the token is fetched and sent as a header, also through stdin.
     Prints `##gpuonboard-manifest ok` and the body, or `... error WHY`.
+
+    The challenge's `realm` comes from the server (a mirror may be hostile), so it is used
+    only when it is an `https://` URL (`http://` only on loopback, for a registry reached over
+    http on loopback); else the probe ends with an error naming the registry and the realm's
+    scheme and host. curl gets it as `--url` (never read as an option) with `--proto`
+    limiting it (and any redirect) to that scheme. The basic credentials go to the realm only
+    when its host is the registry's own (or the registry's well-known token service,
+    TOKEN_HOSTS); any other realm host is asked for a token anonymously.
     """
     m = MANIFEST_MARK
+    reg = host.lower()
+    trusted = " ".join(shell.quote(h) for h in (reg, *TOKEN_HOSTS.get(reg, ())))
     urls = " ".join(shell.quote(f"{s}://{host}/v2/{repo}/manifests/{reference}") for s in schemes)
+    refused = (
+        "the token realm of registry $reg (scheme $rs, host $ra) was refused: only an https://"
+        " realm is used (http:// only on loopback for a registry on loopback)"
+    )
     return shell.sh_c(
         f"cfg=$(cat); h={shell.quote('Accept: ' + ACCEPT)}; scope={shell.quote(f'repository:{repo}:pull')}\n"
+        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}\n"
         f"command -v curl >/dev/null 2>&1 || {{ printf '{m}error no curl on the host\\n'; exit 0; }}\n"
         "o='--connect-timeout 5 --max-time 60 -fsS'; why=unreachable\n"
+        # host[:port] lowercased, without the scheme's default port
+        "hp() { case $1 in https) d=443 ;; *) d=80 ;; esac\n"
+        "  x=$(printf '%s' \"$2\" | tr 'A-Z' 'a-z'); printf '%s' \"${x%:$d}\"; }\n"
         f"for url in {urls}; do\n"
-        '  if body=$(printf \'%s\\n\' "$cfg" | curl $o -K - -H "$h" "$url" 2>/dev/null); then\n'
+        "  case $url in https:*) p='=https' ;; *) p='=http,https' ;; esac\n"
+        '  if body=$(printf \'%s\\n\' "$cfg" | curl $o --proto "$p" --proto-redir "$p" -K - -H "$h"'
+        ' --url "$url" 2>/dev/null); then\n'
         f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
-        '  auth=$(curl -sS --connect-timeout 5 --max-time 30 -o /dev/null -D - -H "$h" "$url" 2>/dev/null'
+        '  auth=$(curl -sS --connect-timeout 5 --max-time 30 --proto "$p" --proto-redir "$p" -o /dev/null'
+        ' -D - -H "$h" --url "$url" 2>/dev/null'
         " | tr -d '\\r' | sed -n 's/^[Ww][Ww][Ww]-[Aa]uthenticate: *[Bb]earer *//p')\n"
         '  [ -n "$auth" ] || continue\n'
         "  why='registry refused the credentials'\n"
         '  realm=$(printf \'%s\' "$auth" | sed -n \'s/.*realm="\\([^"]*\\)".*/\\1/p\')\n'
         '  svc=$(printf \'%s\' "$auth" | sed -n \'s/.*service="\\([^"]*\\)".*/\\1/p\')\n'
-        '  tok=$(printf \'%s\\n\' "$cfg" | curl $o -K - -G --data-urlencode "service=$svc"'
-        ' --data-urlencode "scope=$scope" "$realm" 2>/dev/null'
+        # the realm's scheme and authority (host[:port]); anything odd is refused
+        "  rs=; ra=\n"
+        "  case $realm in *://*) rs=$(printf '%s' \"${realm%%://*}\" | tr 'A-Z' 'a-z'); rest=${realm#*://}\n"
+        "    ra=$(printf '%s' \"${rest%%[/?#]*}\" | tr 'A-Z' 'a-z') ;; esac\n"
+        "  case $ra in '[::1]'|'[::1]:'*) rh='[::1]' ;; *) rh=${ra%:*} ;; esac\n"
+        "  rp=; ok=1\n"
+        "  case $ra in '') ra=none; ok= ;; *[!]a-z0-9.:_[-]*) ra=unusable; ok= ;; esac\n"
+        "  case $rs in [a-z]*) case $rs in *[!a-z0-9+.-]*) rs='not a URL' ;; esac ;;\n"
+        "    *) rs='not a URL' ;; esac\n"
+        "  [ ${#rs} -le 20 ] || rs='not a URL'\n"
+        '  if [ -n "$ok" ]; then\n'
+        "    case $rs in\n"
+        "      https) rp='=https' ;;\n"
+        '      http) case $url in http:*) [ -z "$loop" ] || case $rh in\n'
+        "        localhost|'[::1]') rp='=http' ;;\n"
+        "        127.*.*.*) case $rh in *[!0-9.]*) ;; *) rp='=http' ;; esac ;;\n"
+        "      esac ;; esac ;;\n"
+        "    esac\n"
+        "  fi\n"
+        f'  [ -n "$rp" ] || {{ why="{refused}"; continue; }}\n'
+        '  kc=; rn=$(hp "$rs" "$ra")\n'
+        f'  for t in {trusted}; do [ "$rn" = "$(hp "$rs" "$t")" ] && kc=$cfg; done\n'
+        '  tok=$(printf \'%s\\n\' "$kc" | curl $o --proto "$rp" --proto-redir "$rp" -K - -G'
+        ' --data-urlencode "service=$svc" --data-urlencode "scope=$scope" --url "$realm" 2>/dev/null'
         " | tr ',' '\\n'"
         ' | sed -n \'s/.*"\\(access_\\)\\{0,1\\}token": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
         '  [ -n "$tok" ] || continue\n'
-        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl $o -K - -H "$h" "$url"'
-        " 2>/dev/null); then\n"
+        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl $o --proto "$p"'
+        ' --proto-redir "$p" -K - -H "$h" --url "$url" 2>/dev/null); then\n'
         f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
         "done\n"
         f"printf '{m}error %s\\n' \"$why\""
