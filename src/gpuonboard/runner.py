@@ -18,7 +18,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -99,23 +99,28 @@ def run(
         h.name: [instantiate(playbook, s, h) for s in playbook.steps if s.label in chosen] for h in hosts
     }
     store = KnownHosts(options.connect.known_hosts)
+    children.STOPPING.clear()  # (a run before it in this process may have been interrupted)
     workers = max(1, min(options.forks, len(hosts)))
     if workers == 1:
         return [_run_host(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host")
+    futures: list[Future[HostResult]] = []
     try:
-        futures = [
+        futures += [
             pool.submit(_run_host, h, plans[h.name], playbook, inventory, options, store) for h in hosts
         ]
         return [f.result() for f in futures]
     except KeyboardInterrupt:
-        # Ctrl-C: start no new host, and cut the open connections so running hosts stop now
-        # instead of finishing their steps (the exit then waits for nothing)
+        # Ctrl-C: start no new host or step; stop the hosts' rsync and shard streams (the
+        # signal reached only us); do what the hosts' steps registered for an interrupt over
+        # their still open connections (an upload gives its lease back); then cut those
+        # connections so nothing else runs (the exit then waits for nothing)
         pool.shutdown(wait=False, cancel_futures=True)
+        children.stop_all()
+        children.run_cleanups(INTERRUPT_GRACE_S)
         for runner in list(_OPEN_RUNNERS):
             with contextlib.suppress(Exception):
                 runner.close()
-        children.stop_all()  # the hosts' rsync and shard streams: the signal reached only us
         raise
     finally:
         pool.shutdown(wait=False)
@@ -123,6 +128,7 @@ def run(
 
 # connections currently open (for Ctrl-C); a set guarded by the GIL is enough for add/discard
 _OPEN_RUNNERS: set[Runner] = set()
+INTERRUPT_GRACE_S = 3.0  # how long an interrupted run waits for its hosts' cleanups
 
 
 _event_lock = threading.Lock()
@@ -254,6 +260,8 @@ def _run_steps(
             )
             record.steps[step.label] = dict(previous.steps[step.label]) if previous else {}
             continue
+        if children.STOPPING.is_set():  # the run is being interrupted: no new step
+            raise KeyboardInterrupt
         if failed is not None and not step.read_only:
             # a step that changes the host never runs on a box that failed an earlier step
             results.append(StepResult(step.label, "skipped", f"not run: step {failed.step} failed"))

@@ -364,8 +364,10 @@ class Throttle:
         self.done += n
         if self.rate:
             ahead = self.done / self.rate - (time.monotonic() - self.start)
-            if ahead > 0:
-                time.sleep(ahead)
+            # (a worker thread of an interrupted run: its streams are killed; sleeping through
+            # the rest of the shard kept the process alive after Ctrl-C)
+            if ahead > 0 and children.STOPPING.wait(ahead):
+                raise BrokenPipeError("the run is being interrupted")
 
 
 class Stream:

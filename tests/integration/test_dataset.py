@@ -231,6 +231,7 @@ def _age_key(tmp_path: Path) -> tuple[Path, str]:
     key = tmp_path / "keys" / "id.txt"
     key.parent.mkdir()
     key.write_text(out)
+    key.chmod(0o600)  # (a private key readable by others is refused)
     pub = re.search(r"public key: (age1\w+)", out)
     assert pub
     return key, pub.group(1)
@@ -1616,6 +1617,41 @@ def test_sigterm_with_several_hosts_stops_every_hosts_rsync(project: Project, tm
     assert proc.returncode == 143 and err.strip().endswith("terminated"), out + err
     for pid in rsyncs:
         assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid), "an rsync outlived the CLI"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_with_several_hosts_in_shard_mode_exits_at_once_and_gives_leases_back(
+    project: Project, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Two hosts stream shards at 50 KB/s (worker threads): the --bwlimit throttle slept through
+    the rest of its shard and kept the process alive after Ctrl-C, and the connections were cut
+    before the workers gave their upload leases back (another project was refused for a minute)."""
+    src = tmp_path / "local" / "many"
+    _many_small(src, 300)
+    for i in range(2):  # (one 8 MiB shard: the throttle sleeps ~20 s per MiB handed on)
+        (src / f"big{i}.bin").write_bytes(os.urandom(2 << 20))
+    hosts = {}
+    for name in ("dataset", "good"):
+        entry = host_entry(project.pool.hosts[name], project.pool, data_dir=str(tmp_path / f"remote {name}"))
+        entry["vars"].update({"dataset": str(src), "shard_size": "8MiB", "shard_threshold": 100})
+        hosts[name] = entry
+    project.write_inventory(hosts)
+    proc = start_sync(project, "--host", "dataset,good", "--shards", "--bwlimit", "50k")
+    deadline = time.monotonic() + 30
+    leases: list[Path] = []
+    while len(leases) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+        leases = [p for name in hosts for p in (tmp_path / f"remote {name}").glob(".*.gpuonboard-upload")]
+    assert len(leases) == 2, "both uploads should be under way"
+    time.sleep(1.0)  # (into the throttled stream)
+    proc.send_signal(sig)
+    start = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - start < 8, "the process outlived the interrupt"
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), out + err
+    assert "Traceback" not in out + err
+    left = [p for name in hosts for p in (tmp_path / f"remote {name}").glob(".*.gpuonboard-upload")]
+    assert left == [], "an upload lease was left behind"
 
 
 @pytest.mark.parametrize("mode", ["plain", "shards"])

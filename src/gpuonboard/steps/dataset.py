@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import crypto, machine, openssh, shards, shardstream, shell, transfer, uploadlock
+from .. import children, crypto, machine, openssh, shards, shardstream, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
 from .base import Plan, Step, StepArgsError, StepContext, Warm
@@ -97,6 +97,9 @@ class Work:
     ssh_opts: list[str] = field(default_factory=list)
     beat: uploadlock.Heartbeat | None = None  # keeps the host's lease fresh (and notices its loss)
     lease: uploadlock.Lease | None = None  # the host's lease this upload holds
+    # children.on_interrupt key: an interrupt of several hosts gives the lease back from the
+    # main thread (none while the host's closing work runs: that keeps the lease itself)
+    on_interrupt: int | None = None
     kept: str = ""  # the plan's notes on what stays on the host (files the dataset lost, old plaintext)
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
@@ -495,11 +498,11 @@ class DatasetStep(Step):
             return None, got.sentence(f"{ctx.host.name}:{self.copy}")
 
     @staticmethod
-    def _give_back_lease(ctx: StepContext, lease: uploadlock.Lease) -> None:
+    def _give_back_lease(ctx: StepContext, lease: uploadlock.Lease, timeout: float = 15) -> None:
         """Remove the host's lease (still ours). Best effort: over a dropped link it goes stale
         by itself, and a rerun from here takes it over at once."""
         with contextlib.suppress(Exception):
-            ctx.runner.run(uploadlock.release_command(lease), timeout=15)
+            ctx.runner.run(uploadlock.release_command(lease), timeout=timeout)
 
     def _unlock(self) -> None:
         with self._lock:  # release() may run twice at once (the host's end, warm()'s late path)
@@ -1247,6 +1250,8 @@ class DatasetStep(Step):
             work.lease, refused = self._take_lease(ctx, work.target, tree)
             if work.lease is None:
                 return refused
+            lease = work.lease
+            work.on_interrupt = children.on_interrupt(lambda: self._give_back_lease(ctx, lease, timeout=5))
             if self.decrypt_dir:
                 taken = self._claim_plain_dir(ctx, work.lease)
                 if taken:
@@ -1266,6 +1271,8 @@ class DatasetStep(Step):
                 work.beat.stop()
             if work.lease is not None:  # (None too when the host's closing work goes on without us)
                 self._give_back_lease(ctx, work.lease)
+            if work.on_interrupt is not None:  # (only now: an interrupt's main thread runs it
+                children.done(work.on_interrupt)  # meanwhile, before it cuts this connection)
             self._close_master(work.master)
             self._unlock()
             for temp in work.temps:
@@ -1627,6 +1634,9 @@ class DatasetStep(Step):
         closing = shardstream.finish_command(
             work.target, unpack_dir, self.plain_target, encrypted, work.codec, marker, end, held, work.drop
         )
+        if work.on_interrupt is not None:  # (from here on the host's closing work holds the lease)
+            children.done(work.on_interrupt)
+            work.on_interrupt = None
         try:
             r = ctx.runner.run(closing, stdin=prefix + lists + packed_manifest, timeout=3600)
         except BaseException:
