@@ -194,6 +194,7 @@ def main() -> int:
 
         ident = x25519.Identity.generate()
         (tmp / "age.key").write_text(str(ident) + "\n")
+        (tmp / "age.key").chmod(0o600)  # (a private key readable by others is refused)
         inv = {
             "hosts": {
                 "bench": {

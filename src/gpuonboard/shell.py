@@ -92,6 +92,28 @@ def mask(text: str, secrets: Iterable[Secret | str] | None = None) -> str:
     return text
 
 
+def mask_written(text: str) -> str:
+    """mask() for a file's text (summary.json, junit.xml, a report): every live secret in the
+    forms JSON, XML and HTML writers escape it to (quotes, backslashes, line breaks, <, &) as
+    well as the plain one."""
+    import html
+    import json
+
+    for secret in list(_LIVE_SECRETS):
+        value = secret.reveal()
+        if not value:
+            continue
+        forms = {
+            value,
+            json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1],
+            html.escape(value),
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, MASK)
+    return text
+
+
 def merge_stderr(command: str) -> str:
     """A built command with its stderr folded into stdout (one stream to watch live)."""
     return f"{command} 2>&1"

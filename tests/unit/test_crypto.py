@@ -170,3 +170,47 @@ def test_a_full_disk_while_encrypting_keeps_its_errno(mode: str) -> None:
     with pytest.raises(OSError) as failed:
         crypto.encrypt_stream(io.BytesIO(b"x" * 1_000_000), _FullDisk(200_000), enc)
     assert failed.value.errno == errno.ENOSPC
+
+
+def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_masked(tmp_path: Path) -> None:
+    """A private key readable by others is not used (as ssh does); a loaded identity's key line
+    alone is masked too (the file's whole text, comments and all, was the only secret)."""
+    import pyrage
+
+    from gpuonboard import shell
+
+    ident = pyrage.x25519.Identity.generate()
+    key = tmp_path / "id.txt"
+    key.write_text(f"# created: today\n# public key: {ident.to_public()}\n{ident}\n")
+    key.chmod(0o644)
+    with pytest.raises(crypto.CryptoError) as err:
+        crypto.load_identity(None, str(key))
+    assert str(err.value) == (
+        f"the age identity file {key} has mode 0644, readable by others; it holds a private key,"
+        f" so it was not used: chmod 600 {key}"
+    )
+    key.chmod(0o600)
+    secret = crypto.load_identity(None, str(key))
+    assert secret.reveal().endswith(f"{ident}\n")
+    line = f"decrypt failed with {ident} on host h1"
+    assert str(ident) not in shell.mask(line) and str(ident) not in shell.mask_written(line)
+
+
+def test_mask_written_masks_escaped_forms(tmp_path: Path) -> None:
+    """summary.json escapes quotes and line breaks, an HTML report escapes < and &: a secret
+    holding them must still not appear in any form."""
+    import html
+    import json
+
+    from gpuonboard import shell
+    from gpuonboard.report.jsonfile import write_atomic
+
+    secret = shell.Secret('pa"ss\\word\n<&>')
+    doc = json.dumps({"msg": f"login failed for {secret.reveal()}"})
+    page = f"<p>{html.escape(secret.reveal())}</p>"
+    for name, text in (("summary.json", doc), ("report.html", page)):
+        write_atomic(tmp_path / name, text)
+        written = (tmp_path / name).read_text()
+        assert shell.MASK in written
+        for form in (secret.reveal(), json.dumps(secret.reveal())[1:-1], html.escape(secret.reveal())):
+            assert form not in written, (name, form)

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, shell
 from ..runner import HostResult, recap
 from .render import raw_file
 
@@ -84,11 +84,12 @@ def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, An
 def write_atomic(path: Path, text: str) -> None:
     """Temp file + rename, so a reader never sees half a report. A file name that is not UTF-8
     (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
-    back to the same name, and legible in a text report."""
+    back to the same name, and legible in a text report. No secret's value is written (a
+    failed login's stderr line in a message): shell.mask_written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-        f.write(text)
+        f.write(shell.mask_written(text))
     os.replace(tmp, path)
 
 
