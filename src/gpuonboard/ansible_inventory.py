@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
+from .inventory import name_problem
 from .yamlload import LineDict, did_you_mean, parse_yaml, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
@@ -187,6 +188,12 @@ def _jump_of_proxy_command(command: str) -> str:
     return target
 
 
+def _check_name(path: Path, line: int | None, kind: str, name: Any) -> None:
+    """A host or group name with a control character or line break: one sentence naming the line."""
+    if problem := name_problem(kind, name):
+        raise InventoryError(f"{path}, line {line}: {problem}" if line else f"{path}: {problem}")
+
+
 def expand_host_pattern(pattern: str) -> tuple[list[str], int | None]:
     """Ansible host patterns: `gpu-[01:08]` (zero-padded), `node[a:c]`, `[1:9:2]` (a stride),
     several ranges in one name, and a `:PORT` suffix (`10.0.0.5:2222`) -> names and port.
@@ -263,6 +270,7 @@ class _Builder:
 
     def add_pattern(self, pattern: str, hvars: Mapping[str, Any], line: int | None) -> list[str]:
         """Add the hosts an Ansible host pattern names (`gpu-[01:04]`, `name:2222`); their names."""
+        _check_name(self.path, line, "host", pattern)
         try:
             names, port = expand_host_pattern(str(pattern))
         except ValueError as exc:
@@ -380,6 +388,7 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
     gvars = (group.get("vars") or {}) if name != "all" else {}
     b.add_group(name, gvars, [], getattr(group, "line", None))
     for cname, cdef in children.items():
+        _check_name(path, getattr(children, "key_lines", {}).get(cname), "group", cname)
         b.add_child(name, cname)
         members += _walk_group(b, cname, cdef, path)
     b.add_group(name, {}, members, None)
@@ -403,6 +412,7 @@ def load_ini(path: Path) -> LineDict:
             continue
         m = re.match(r"^\[([^\]:]+)(?::(vars|children))?\]$", s)
         if m:
+            _check_name(path, lineno, "group", m.group(1))
             section, kind = m.group(1), m.group(2) or "hosts"
             direct.setdefault(section, [])
             continue
@@ -425,6 +435,7 @@ def load_ini(path: Path) -> LineDict:
             gv[key.strip()] = _ini_value(value.strip())
             gv.key_lines[key.strip()] = lineno
         elif kind == "children":
+            _check_name(path, lineno, "group", words[0])
             children.setdefault(section, []).append(words[0])
         else:
             hvars = _line_dict(lineno)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +231,25 @@ def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
 
 # ---------------------------------------------------------------- loading
 
+# line breaks as Python's splitlines() knows them (sh ends a line at "\n" alone; all are refused)
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def name_problem(kind: str, name: Any) -> str | None:
+    """Why a host, group or vendor name is refused, or None: a control character or a line or
+    paragraph separator. Names reach scripts, comments of a script cron runs as root, file names
+    and messages: `h1\ntouch /tmp/x` would start a line of its own there."""
+    if not isinstance(name, str):
+        return None
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+    if bad is None:
+        return None
+    what = "a line break" if bad in _LINE_BREAKS else "a control character"
+    return (
+        f"{kind} name {name!r} holds {what} ({bad!r}); a {kind} name must be one line of printable"
+        " text: rename it."
+    )
+
 
 def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inventory:
     """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
@@ -291,7 +311,13 @@ def build(
     if not hosts_raw:
         raise InventoryError(f"{where(hosts_file, raw, 'hosts')}: no hosts defined; add a 'hosts:' mapping.")
     hosts_raw = _mapping(hosts_raw, hosts_file, raw, "hosts")
+    for hname in hosts_raw:
+        if problem := name_problem("host", hname):
+            raise InventoryError(f"{where(hosts_file, hosts_raw, hname)}: {problem}")
     groups_raw = _mapping(raw.get("groups") or LineDict(), hosts_file, raw, "groups")
+    for gname in groups_raw:
+        if problem := name_problem("group", gname):
+            raise InventoryError(f"{where(hosts_file, groups_raw, gname)}: {problem}")
     vendors_dir = _vendors_dir(raw, hosts_file)
     vendors = load_vendors(vendors_dir)
     groups: dict[str, tuple[str, ...]] = {}
@@ -346,6 +372,10 @@ def build(
                 " own jump host; remove it from 'jump'."
             )
         for hop in host.jump:
+            if problem := name_problem("jump host", hop):
+                raise InventoryError(
+                    f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} {problem}"
+                )
             problem = jump_problem(hop, hosts)
             if problem:
                 raise InventoryError(
@@ -738,6 +768,8 @@ def load_vendors(directory: Path) -> dict[str, Vendor]:
     if not directory.is_dir():
         return vendors
     for f in sorted(directory.glob("*.y*ml")):
+        if problem := name_problem("vendor", f.stem):  # (the file name is the vendor id)
+            raise InventoryError(f"{directory}: vendor profile file {f.name!r}: {problem}")
         vendors[f.stem] = load_vendor(f)
     return vendors
 

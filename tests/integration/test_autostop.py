@@ -349,3 +349,29 @@ def test_user_crontab_mode_keeps_other_entries(
         assert not paths["dir"].exists()
     finally:
         fake.unlink()
+
+
+def test_a_host_name_with_a_line_break_never_reaches_the_cron_script(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    # "h1\ntouch /tmp/PWNED\n" rendered unquoted into the script's comment line became a command
+    # line of its own, in a script cron runs as root every minute
+    pwned = tmp_path / "PWNED"
+    entry: dict[str, Any] = host_entry(pool.hosts["autostop"], pool)
+    entry["vars"].update(
+        {
+            "autostop_dir": str(paths["dir"]),
+            "cron_dir": str(paths["cron"]),
+            "autostop_shutdown_command": f"touch {paths['marker']}",
+        }
+    )
+    evil = f"h1\ntouch {pwned}\n"
+    hosts = project.write_inventory({evil: entry})
+    line = next(i for i, text in enumerate(hosts.read_text().splitlines(), 1) if "h1" in text)
+    r = project.cli("autostop", "--idle", "30m")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == (
+        f"error: {hosts}, line {line}: host name {evil!r} holds a line break ('\\n'); a host name must"
+        " be one line of printable text: rename it.\n"
+    )
+    assert not paths["dir"].exists() and not paths["cron"].exists() and not pwned.exists()

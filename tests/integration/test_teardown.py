@@ -13,6 +13,7 @@ import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -710,3 +711,88 @@ def test_a_rental_start_a_few_seconds_ahead_is_billed_as_just_started(
         r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY",
         msg,
     ), msg
+
+
+def test_the_pull_keeps_no_device_node_setuid_bit_or_owner_from_the_host(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # `rsync -a` as root kept a crw-rw-rw- device node, a -rwsrwxrwx file and the host's owner:
+    # a compromised host dropped a raw-disk node or a setuid-root binary on this machine
+    inventory(project, pool, remote)
+    res = remote["results"]
+    (res / "dev").mkdir()
+    os.mknod(res / "dev" / "disk", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    (res / "run").mkdir()
+    os.mkfifo(res / "run" / "pipe")
+    tool = res / "tool"
+    tool.write_bytes(b"#!/bin/sh\n")
+    os.chown(tool, 1234, 1234)
+    tool.chmod(0o6777)  # (after chown, which clears the bits)
+    (res / "shared").mkdir()
+    (res / "shared").chmod(0o3777)
+    dest = tmp_path / "copy"
+    note = (
+        "; not pulled: 1 device node (first: dev/disk, a character device) and 1 fifo or socket (first:"
+        " run/pipe, a fifo), which hold no data to copy (a device node in results is suspicious: check"
+        " what on the host made it)"
+    )
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"].endswith(f"(sha256){note} (check mode: nothing changed)")
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (
+        steps(project)["pull"]["msg"] == f"pulled teardown:{res} to {dest}: 4 files verified (sha256){note}"
+    )
+    assert not os.path.lexists(dest / "dev" / "disk") and not os.path.lexists(dest / "run" / "pipe")
+    st = (dest / "tool").lstat()
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755, oct(st.st_mode)
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    assert stat.S_IMODE((dest / "shared").stat().st_mode) == 0o755
+    for rel, content in FILES.items():
+        assert (dest / rel).read_bytes() == content
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+
+def test_an_unverified_pull_leaves_no_link_out_of_the_copy(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    # the host makes links after the check (its rsync runs a hook): the pull is refused, but the
+    # pulled links that pointed out of the copy (to the dataset, to /usr/bin/env) stayed on disk
+    inventory(project, pool, remote)
+    res = remote["results"]
+    doomed = remote["dataset"] / "train.bin"
+    (res / "best.pt").symlink_to("ckpt/model.pt")  # inside: stays a link
+    real = shutil.which("rsync")
+    hook = pool.hosts["teardown"].bin_dir / "rsync"
+    hook.write_text(
+        f"#!/bin/sh\nln -s '{doomed}' ckpt/latest.pt; ln -s /usr/bin/env python; ln -s ../.. up\n"
+        f'exec {real} "$@"\n'
+    )
+    hook.chmod(0o755)
+    dest = tmp_path / "copy"
+    try:
+        r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))
+    finally:
+        hook.unlink()
+    assert r.returncode == 1, r.stdout + r.stderr
+    s = steps(project)
+    assert s["pull"]["msg"] == refusal(
+        f"teardown:{res} holds 1 symlink whose target lies in a directory teardown deletes (first:"
+        f" ckpt/latest.pt -> {doomed}), so the copy would not hold that data; the 3 pulled symlinks"
+        f" pointing out of {dest} were removed from it (first: ckpt/latest.pt -> {doomed}); copy the"
+        f" targets into {res} (or delete the links) on the host, then rerun"
+    )
+    for gone in ("ckpt/latest.pt", "python", "up"):
+        assert not os.path.lexists(dest / gone), gone
+    assert os.readlink(dest / "best.pt") == "ckpt/model.pt"
+    assert doomed.exists() and (res / "a.txt").exists() and remote["state"].exists()
+    assert docker_calls(remote) == []
+
+    # fixed on the host: a rerun pulls the links it keeps (as the README says) and goes on
+    (res / "ckpt" / "latest.pt").unlink()
+    (res / "up").unlink()
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.readlink(dest / "python") == "/usr/bin/env"
+    assert listing(remote["base"]) == LEFT_ON_HOST

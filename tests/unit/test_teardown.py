@@ -179,8 +179,10 @@ def test_rsync_pull_command_line(tmp_path: Path) -> None:
     cfg = tmp_path / "ssh cfg"
     rs = rsync_argv("gpuonboard-target", cfg, "/data/results/", tmp_path / "out")
     assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.gpuonboard-rsync-partial"]
-    assert rs[5] == "-e" and shlex.split(rs[6]) == ["ssh", "-F", str(cfg)]
-    assert rs[7:] == [
+    # data, not privileges: no device node, fifo, owner, group, setuid bit or group/other write
+    assert rs[5:10] == ["--no-devices", "--no-specials", "--no-owner", "--no-group", "--chmod=ugo-st,go-w"]
+    assert rs[10] == "-e" and shlex.split(rs[11]) == ["ssh", "-F", str(cfg)]
+    assert rs[12:] == [
         "--rsync-path=cd -- /data/results && rsync",
         "gpuonboard-target:./",
         f"{tmp_path / 'out'}/",

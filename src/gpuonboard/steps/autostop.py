@@ -272,11 +272,27 @@ def _max_hours(value: Any) -> float:
     return hours
 
 
+def comment_label(text: str) -> str:
+    """`text` as one shell word that stays on its line: every character that is not printable
+    (a newline, a carriage return, U+2028, an escape) written as its Python escape (`\\n`).
+    A host name in the script's comment line must never start a line of its own (cron runs
+    the script as root every minute); the inventory refuses such names, this is the second wall."""
+    printable = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return shell.quote(printable)
+
+
 def render_script(project: Any, host: str, directory: str) -> str:
-    """The watcher script for one host and install directory."""
+    """The watcher script for one host and install directory (`host_label`: the host name for
+    the comment line, see comment_label; `dir_q`: the directory as one shell word)."""
     from ..templating import render_file
 
-    return render_file(project, "remote/autostop.sh.j2", host=host, dir_q=shell.quote(directory))
+    return render_file(
+        project,
+        "remote/autostop.sh.j2",
+        host=host,
+        host_label=comment_label(host),
+        dir_q=shell.quote(directory),
+    )
 
 
 def cron_file_text(directory: str) -> str:

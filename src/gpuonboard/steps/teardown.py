@@ -6,7 +6,9 @@ with us on a signal), then compares a sha256 manifest computed on the host (one 
 command: listing, name and symlink checks, `find ... -exec sha256sum`) with the local files.
 When files are missing or corrupt, or a symlink points out of the results, the step fails,
 so the runner skips every later step that changes the host: nothing is deleted while a copy
-is incomplete (unless `force`). A verified pull leaves a record (host, dir, listing, sha256)
+is incomplete (unless `force`); an unverified copy keeps no symlink pointing out of itself.
+rsync receives without device nodes, fifos, sockets, owners, groups, setuid/setgid/sticky bits
+or group/other write (RECEIVE_SAFELY). A verified pull leaves a record (host, dir, listing, sha256)
 in the copy, written atomically. `teardown_containers` and `teardown_files` remove
 containers, the image and directories; every path is checked (never `/`, a home dir, a
 system dir) both here and again on the host after resolving symlinks, and the results dir
@@ -361,7 +363,8 @@ def _names_checks_script(removed: Sequence[str] | None) -> str:
     is missing (`dangling ./x`, then `to TARGET` as the link says it), resolves into one of the
     `removed` dirs (resolved on the host: `doomed ./x`, `to TARGET`) or elsewhere outside $root
     (`outside ./x`, `to TARGET`). With `removed` None (not known) every target outside $root
-    counts as doomed, and a `strict` record says so."""
+    counts as doomed, and a `strict` record says so. Each device node, fifo or socket: `special
+    TYPE ./x` (find's %y letter: b, c, p, s); the pull never copies them."""
     judge = (
         'r=$1; g=$2; shift 2; for l; do t=$(realpath -e -- "$l" 2>/dev/null) ||'
         ' { printf "dangling %s\\0to %s\\0" "$l" "$(readlink -- "$l")"; continue; };'
@@ -378,7 +381,9 @@ def _names_checks_script(removed: Sequence[str] | None) -> str:
         gone = f'g=$(for d in {each}; do realpath -m -- "$d"; done)' if each else "g="
     return (
         f"find . \\( -name {shell.quote(PARTIAL_DIR)} -o -path {shell.quote('./' + RECORD + '*')} \\)"
-        f" -printf 'reserved %p\\0' && {gone} && "
+        f" -printf 'reserved %p\\0' && "
+        "find . \\( -type b -o -type c -o -type p -o -type s \\) -printf 'special %y %p\\0' && "
+        f"{gone} && "
         f'find . -type l -exec sh -c {shell.quote(judge)} sh "$root" "$g" {{}} +'
     )
 
@@ -404,12 +409,14 @@ class TreeChecks:
     `bad_links`: symlinks whose target teardown deletes (in a dir it removes; any target outside
     the results when those dirs are not known: `strict`), as (path, target). `kept_links`:
     symlinks to a missing target or to one outside every removed dir: copied as links, their
-    targets stay where they are."""
+    targets stay where they are. `specials`: device nodes, fifos and sockets as (path, find's
+    %y letter): never pulled (rsync --no-devices --no-specials), said in the step's message."""
 
     reserved: tuple[str, ...] = ()
     bad_links: tuple[tuple[str, str], ...] = ()
     kept_links: tuple[tuple[str, str], ...] = ()
     strict: bool = False
+    specials: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, recs: Iterable[tuple[str, str]]) -> TreeChecks:
@@ -418,17 +425,21 @@ class TreeChecks:
         recs = list(recs)
         strict = ("strict", "") in recs
         reserved: list[str] = []
+        specials: list[tuple[str, str]] = []
         links: list[tuple[str, str, str]] = []
         for kind, rest in recs:
             if kind == "reserved":
                 reserved.append(_rel(rest))
+            elif kind == "special":
+                letter, _, path = rest.partition(" ")
+                specials.append((_rel(path), letter))
             elif kind in ("dangling", "outside", "doomed"):
                 links.append((kind, _rel(rest), ""))
             elif kind == "to" and links and not links[-1][2]:
                 links[-1] = (*links[-1][:2], rest)
         bad = sorted((p, t) for k, p, t in links if k == "doomed" or (strict and k != "doomed"))
         kept = sorted((p, t) for k, p, t in links if k != "doomed" and not strict)
-        return cls(tuple(sorted(reserved)), tuple(bad), tuple(kept), strict)
+        return cls(tuple(sorted(reserved)), tuple(bad), tuple(kept), strict, tuple(sorted(specials)))
 
     def problem(self, src: str, results: str) -> tuple[str, str] | None:
         """(what is wrong, what to do) or None."""
@@ -458,6 +469,32 @@ class TreeChecks:
             f"; {n} symlink{s} copied as link{s}, not their targets (missing, or outside every directory"
             f" teardown removes, so they stay; first: {first} -> {target})"
         )
+
+    def specials_note(self) -> str:
+        """'; not pulled: 1 device node (first: ...) ...' for the special files, or ''.
+
+        A device node, fifo or socket holds no data a copy could keep, and on this machine a
+        device node (a raw disk, /dev/mem) is a hazard: never pulled; a device node in results
+        is suspicious (no training job writes one), so it is named as such."""
+        if not self.specials:
+            return ""
+        kinds = {"b": "a block device", "c": "a character device", "p": "a fifo", "s": "a socket"}
+        devices = [(p, k) for p, k in self.specials if k in ("b", "c")]
+        others = [(p, k) for p, k in self.specials if k not in ("b", "c")]
+        parts = []
+        if devices:
+            n, (first, kind) = len(devices), devices[0]
+            parts.append(f"{n} device node{'' if n == 1 else 's'} (first: {first}, {kinds.get(kind, kind)})")
+        if others:
+            n, (first, kind) = len(others), others[0]
+            parts.append(
+                f"{n} fifo{'' if n == 1 else 's'} or socket{'' if n == 1 else 's'}"
+                f" (first: {first}, {kinds.get(kind, kind)})"
+            )
+        note = f"; not pulled: {' and '.join(parts)}, which hold no data to copy"
+        if devices:
+            note += " (a device node in results is suspicious: check what on the host made it)"
+        return note
 
 
 def parse_pull_output(text: str) -> tuple[list[str], TreeChecks, dict[str, str]]:
@@ -592,15 +629,30 @@ def write_record(dest: Path, record: Record) -> str | None:
 # ---------------------------------------------------------------- pure: ssh / rsync command lines
 
 
+# What the receiving rsync (on this machine) must not take from the host as it is: `-a` keeps
+# device nodes, fifos and sockets (as root: a raw-disk node a compromised host chose), owners
+# and groups (as root: a file owned by anyone), and setuid/setgid/sticky bits and group/other
+# write (a setuid-root binary in the results). Contents, mtimes and the owner's bits stay.
+RECEIVE_SAFELY = (
+    "--no-devices",
+    "--no-specials",
+    "--no-owner",
+    "--no-group",
+    "--chmod=ugo-st,go-w",
+)
+
+
 def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[str]:
     """rsync resumable pull of remote_dir's contents into dest (argv, run without a shell),
-    through `ssh -F config` (see gpuonboard.openssh: same key, port, jumps, strict host keys)."""
+    through `ssh -F config` (see gpuonboard.openssh: same key, port, jumps, strict host keys),
+    receiving data, not privileges (RECEIVE_SAFELY)."""
     return [
         "rsync",
         "-a",
         "--protect-args",  # the remote path travels inside the protocol, never through a shell
         "--partial",
         f"--partial-dir={PARTIAL_DIR}",
+        *RECEIVE_SAFELY,
         "-e",
         shell.join(["ssh", "-F", str(config)]),
         # the source reaches the host as `./` in the dir its shell entered (quoted): with
@@ -609,6 +661,43 @@ def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[st
         f"{alias}:./",
         f"{dest}/",
     ]
+
+
+def links_out_of(dest: Path) -> list[tuple[str, str]]:
+    """Symlinks under dest whose target, resolved on this machine, lies outside dest:
+    (relative path, link text), sorted. No link is followed while walking."""
+    root = os.path.realpath(dest)
+    out = []
+    for top, dirs, files in os.walk(dest, followlinks=False):
+        for name in (*dirs, *files):
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                continue
+            resolved = os.path.realpath(path)
+            if resolved != root and not resolved.startswith(root.rstrip(os.sep) + os.sep):
+                try:
+                    out.append((os.path.relpath(path, dest), os.readlink(path)))
+                except OSError:
+                    continue
+    return sorted(out)
+
+
+def drop_links_out(dest: Path) -> str:
+    """Remove the symlinks under dest that point out of it (an unverified copy keeps none of
+    them: followed later, they would read or write this machine's files); -> a note for the
+    step's message ('' when there were none)."""
+    gone = []
+    for rel, target in links_out_of(dest):
+        with contextlib.suppress(OSError):
+            (dest / rel).unlink()
+            gone.append((rel, target))
+    if not gone:
+        return ""
+    n, (first, target) = len(gone), gone[0]
+    links, were = ("symlink", "was") if n == 1 else ("symlinks", "were")
+    return (
+        f"; the {n} pulled {links} pointing out of {dest} {were} removed from it (first: {first} -> {target})"
+    )
 
 
 def manifest_command(remote_dir: str, removed: Sequence[str] | None = None) -> str:
@@ -782,7 +871,7 @@ class TeardownPullStep(Step):
         return Plan(
             True,
             f"pull {count} files ({format_bytes(size, binary=False)}) from {src} to {dest} and verify"
-            f" them (sha256){checks.kept_note()}{forced}",
+            f" them (sha256){checks.kept_note()}{checks.specials_note()}{forced}",
             diff={"results": self.results, "dest": str(dest), "files": count, "bytes": size},
         )
 
@@ -848,12 +937,15 @@ class TeardownPullStep(Step):
             if failed is None:
                 plan.msg = (
                     f"pulled {src} to {dest}: {len(out.remote)} files verified (sha256){rsync_note}"
-                    f"{out.checks.kept_note()}"
+                    f"{out.checks.kept_note()}{out.checks.specials_note()}"
                 )
                 return None
             detail = f"could not write the verification record {dest / RECORD} ({failed})"
             fix = "make room on this machine (or give another --dest), then rerun"
             incomplete = rsync_note = ""
+        # not verified: the copy keeps no link out of itself (the host's word on its links does
+        # not count; a rerun pulls them again)
+        rsync_note += drop_links_out(dest)
         if self.force:
             plan.msg = f"pull of {src} to {dest} NOT verified: {detail}{rsync_note}; wiping anyway (--force)"
             return None
