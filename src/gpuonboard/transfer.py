@@ -247,7 +247,13 @@ def listing_command(target: str, data_dir: str, manifest: str = "") -> str:
         f"printf '{m}zstd %s\\n' \"$(command -v zstd || echo absent)\"\n"
         'while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname -- "$d"); done\n'
         f"printf '{m}df\\n'; df -P -k -- \"$d\" 2>/dev/null | tail -n 1\n"
+        # where this login cannot write: the nearest existing dir of data_dir (the lease, the
+        # copy and an unpack's temp tree go in it), or target itself
+        f'{{ [ -w "$d" ] && [ -x "$d" ]; }} || printf \'{m}nowrite %s\\n\' "$d"\n'
+        f'[ -d "$t" ] && [ ! -L "$t" ] && {{ [ ! -w "$t" ] || [ ! -x "$t" ]; }}'
+        f" && printf '{m}nowrite %s\\n' \"$t\"\n"
         f'{{ [ -e "$t" ] || [ -L "$t" ]; }} && [ ! -d "$t" ] && printf \'{m}notdir\\n\'\n'
+        f'[ -L "$t" ] && printf \'{m}link %s\\n\' "$(readlink -- "$t")"\n'
         + (
             f"mf={shell.quote(manifest)}; [ -f \"$t/$mf\" ] && {{ {SHA256_FN}; printf '{m}manifest %s\\n'"
             ' "$(sha < "$t/$mf")"; }\n'
@@ -278,6 +284,8 @@ class RemoteState:
     not_dir: bool = False  # the target exists and is something else than a directory
     manifest_sha: str | None = None  # sha256 of the asked-for manifest file in it, when there
     mark_dir: bool = False  # its COPY_MARK is a directory (no mark gpuonboard wrote)
+    not_writable: str | None = None  # a dir the upload writes in that this login cannot write
+    link: str | None = None  # the target is a symlink (to this)
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -288,6 +296,8 @@ def parse_listing(text: str) -> RemoteState:
     dirs: set[str] = set()
     empty: set[str] = set()
     zstd = not_dir = mark_dir = False
+    not_writable: str | None = None
+    link: str | None = None
     manifest_sha: str | None = None
     copy: str | None = None
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
@@ -306,6 +316,10 @@ def parse_listing(text: str) -> RemoteState:
                 not_dir = True
             elif kind == "markdir":
                 mark_dir = True
+            elif kind == "nowrite":
+                not_writable = not_writable or rest
+            elif kind == "link":
+                link = rest
             elif kind == "manifest":
                 manifest_sha = rest.split(" ", 1)[0].strip() or None
             continue
@@ -337,6 +351,8 @@ def parse_listing(text: str) -> RemoteState:
         not_dir=not_dir,
         manifest_sha=manifest_sha,
         mark_dir=mark_dir,
+        not_writable=not_writable,
+        link=link,
     )
 
 

@@ -254,6 +254,8 @@ def test_encrypted_upload_decrypt_on_host(project: Project, tmp_path: Path) -> N
         assert mode == stat.S_IMODE((src / rel).stat().st_mode), (rel, oct(mode))
     cipher = tree_digest(data_dir / "my data.encrypted")
     assert set(cipher) == {k + ".age" for k in want}
+    # rsync's --files-from list was this run's own temp file, removed (not a shared <host>.batch)
+    assert list((project.root / ".gpuonboard" / "ssh").glob("*batch")) == []
     # no key material anywhere on the host's side (data dir, host home)
     secret = key.read_text().split("AGE-SECRET-KEY-")[1].split()[0]
     h = project.pool.hosts["dataset"]
@@ -1749,24 +1751,28 @@ def test_a_decrypt_to_dir_holding_another_copys_plaintext_is_refused(
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
 
 
-def test_a_lease_that_cannot_be_written_is_one_sentence(
+def test_a_data_dir_that_cannot_be_written_is_refused_before_sending(
     project: Project, tmp_path: Path, small_disk: Any
 ) -> None:
-    """A data dir on a read-only mount whose copy's dir exists already (so making it passes):
-    the lease can be written neither beside the copy nor inside it; one sentence naming the
-    lease and the reason, exit 1, nothing sent."""
+    """A data dir (here a read-only mount; for a non-root login, a dir it does not own) whose
+    copy's dir exists already: the lease, the copy and an unpack's temp tree cannot be written
+    there; the plan says so in one sentence naming the dir, in --check too (it said "would
+    send"), for plain and shard mode, exit 1, nothing sent (every rerun failed after sending,
+    saying "rerun to resume")."""
     src, data_dir = setup(project, tmp_path)
     disk = small_disk(data_dir, "1m")
     (disk / "my data").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
-    r = project.cli("sync", "--host", "dataset")
-    assert r.returncode == 1, r.stdout + r.stderr
-    msg = step(project)["msg"]
-    assert msg.startswith(
-        f"cannot write the upload lease {data_dir}/.my data.gpuonboard-upload on the host: "
+    want = (
+        f"dataset:{data_dir} is not writable by root (this upload's lease, copy and temp files go"
+        f" there); make it writable there (e.g. sudo chown root {data_dir}), or pick another --dest,"
+        " then rerun (nothing was sent)"
     )
-    assert msg.endswith("Read-only file system; check that disk"), msg
-    assert "Traceback" not in r.stdout + r.stderr and os.listdir(disk / "my data") == []
+    for args in (["--check"], [], ["--shards", "--unpack"], ["--shards", "--unpack", "--check"]):
+        r = project.cli("sync", "--host", "dataset", *args)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert step(project)["msg"] == want, (args, step(project)["msg"])
+        assert "Traceback" not in r.stdout + r.stderr and os.listdir(disk / "my data") == []
     assert ssh_masters_left(project) == []
 
 
@@ -2205,3 +2211,37 @@ def test_encrypted_shards_carry_empty_directories_to_the_decrypted_tree(
     assert _empty_dirs(tree) == {"classes/zebra"} and tree_digest(tree) == tree_digest(src)
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+
+
+def test_unpack_refuses_a_copy_that_is_a_symlink_and_one_dest_spelling_is_one_tree(
+    project: Project, tmp_path: Path
+) -> None:
+    """The data dir spelt `/x//data/.` is the same tree (its unpack marker was keyed by the
+    spelling: every run unpacked again, never `ok`); a copy that is a symlink to a directory is
+    refused (the swap renamed the link away and left the old copy at its target)."""
+    src, data_dir = _unpacked_upload(project, tmp_path)
+    odd = str(data_dir).replace("/", "//") + "/."
+    r = project.cli("sync", "--host", "dataset", "--unpack", "--dest", odd)
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    real = tmp_path / "elsewhere" / "many"
+    shutil.move(data_dir / "many", real)
+    (data_dir / "many").symlink_to(real)
+    (src / "dir1" / "new.bin").write_bytes(b"new")
+    for args in (["--check"], []):
+        r = project.cli("sync", "--host", "dataset", "--unpack", *args)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert step(project)["msg"] == (
+            f"dataset:{data_dir}/many is a symlink (to {real}); an unpack replaces the tree by a rename,"
+            " which would replace the link and leave the old copy where it points: name the real"
+            " directory with --dest and --name, or remove the link, then rerun (nothing was sent)"
+        ), step(project)["msg"]
+    assert (data_dir / "many").is_symlink() and not (real / "dir1" / "new.bin").exists()
+
+
+def test_a_bwlimit_below_1k_is_refused_before_connecting(project: Project, tmp_path: Path) -> None:
+    setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset", "--bwlimit", "100b")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (
+        "error: sync: step 'dataset': bwlimit must be at least 1k (1 KiB/s), or 0 for none, not '100b'."
+    ), r.stderr

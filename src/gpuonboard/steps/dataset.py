@@ -144,6 +144,8 @@ class DatasetStep(Step):
             )
         if ".." in self.dest.split("/"):  # the host resolves it, a probe of a missing dir cannot
             raise StepArgsError(f"dest must be spelt without '..', not {self.dest!r}")
+        # one spelling per dir (`/data//x`, `/data/x/.`): the unpack marker is keyed by the path
+        self.dest = _one_spelling(self.dest)
         self.encrypt = _truthy(self.args.get("encrypt"))
         self.decrypt_on_host = _truthy(self.args.get("decrypt_on_host"))
         if self.decrypt_on_host and not self.encrypt:
@@ -152,6 +154,9 @@ class DatasetStep(Step):
         self.bwlimit = str(bw) if bw not in (None, "") else None
         if self.bwlimit and not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,3})?[kKmMgG]?[bB]?", self.bwlimit):
             raise StepArgsError(f"bwlimit must be a rate like 500k or 5m, not {self.bwlimit!r}")
+        mbit = transfer.parse_rate_mbit(self.bwlimit) if self.bwlimit else None
+        if mbit is not None and 0 < mbit * 1e6 / 8 < 1024:  # (rsync refuses it, after connecting)
+            raise StepArgsError(f"bwlimit must be at least 1k (1 KiB/s), or 0 for none, not {self.bwlimit!r}")
         name = self.args.get("name") or os.path.basename(self.source.rstrip("/")) or "dataset"
         if "/" in str(name) or str(name) in (".", ".."):
             raise StepArgsError(f"name must be one directory name, not {name!r}")
@@ -195,6 +200,7 @@ class DatasetStep(Step):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
         if ".." in decrypt_dir.split("/"):
             raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
+        decrypt_dir = _one_spelling(decrypt_dir)
         if decrypt_dir and self.dest and posixpath.normpath(decrypt_dir) == posixpath.normpath(self.dest):
             decrypt_dir = ""  # the data dir itself: what decrypting there does anyway
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
@@ -257,10 +263,19 @@ class DatasetStep(Step):
         probes()) is not a directory on the host, or is another copy's --decrypt-to plaintext
         (its COPY_MARK names another `<data_dir>/<name>`), else None."""
         for d in dirs:
-            if self._listing(ctx, d).not_dir:
+            listing = self._listing(ctx, d)
+            if listing.not_dir:
                 return (
                     f"{ctx.host.name}:{_shown(d)} is there and is not a directory (this upload's copy goes"
                     f" there); move it away (or delete it) there, then rerun ({NOTHING_SENT})"
+                )
+            if listing.not_writable:  # (every rerun failed there, each saying "rerun to resume")
+                who = ctx.host.user or "this login"
+                return (
+                    f"{ctx.host.name}:{_shown(listing.not_writable)} is not writable by {who} (this"
+                    " upload's lease, copy and temp files go there); make it writable there (e.g."
+                    f" sudo chown {who} {_shown(listing.not_writable)}), or pick another --dest, then"
+                    f" rerun ({NOTHING_SENT})"
                 )
         there = (
             self._listing(ctx, self.plain_target) if self.decrypt_dir and self.plain_target in dirs else None
@@ -840,6 +855,16 @@ class DatasetStep(Step):
         taken = self._other_copy(ctx, [self.shards_target] + ([self.plain_target] if work.unpack else []))
         if taken:
             return Plan(False, taken, failed=True)
+        link = self._listing(ctx, self.plain_target).link if work.unpack else None
+        if link is not None:  # (the swap renames the link away and leaves the old copy at its target)
+            return Plan(
+                False,
+                f"{ctx.host.name}:{_shown(self.plain_target)} is a symlink (to {_shown(link)}); an unpack"
+                " replaces the tree by a rename, which would replace the link and leave the old copy"
+                " where it points: name the real directory with --dest and --name, or remove the link,"
+                f" then rerun ({NOTHING_SENT})",
+                failed=True,
+            )
         if not work.tree.entries:  # (no shard to make: plain rsync into <name>.shards/ was next)
             return Plan(
                 False,
@@ -1134,7 +1159,11 @@ class DatasetStep(Step):
         base = [0]
         sent = [0, 0]
         failed: list[transfer.RsyncRun] = []
-        listing = cfg.parent / f"{cfg.stem}.batch"
+        # this run's own list (two runs to other copies on one host shared `<host>.batch`)
+        fd, name = tempfile.mkstemp(dir=cfg.parent, prefix=f".{cfg.stem}.", suffix=".batch")
+        os.close(fd)
+        listing = Path(name)
+        work.temps.append(listing)  # (removed when apply ends)
 
         def send(names: list[str]) -> bool:
             if not names:
@@ -1942,6 +1971,12 @@ def _dir_members(empty_dirs: Iterable[str]) -> list[transfer.Entry]:
     """Pure: the dataset's empty directories as shard members (a directory with something in it
     is a header before its first member), so an unpacked tree has them too."""
     return [transfer.Entry(rel, "d", 0, 0, "") for rel in sorted(empty_dirs)]
+
+
+def _one_spelling(path: str) -> str:
+    """Pure: an absolute path without repeated slashes, `.` parts or a trailing slash ('' stays
+    ''); `..` is refused before this."""
+    return posixpath.normpath("/" + path.lstrip("/")) if path else ""
 
 
 def _parent_dirs(paths: Iterable[str]) -> set[str]:
