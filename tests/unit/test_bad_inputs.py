@@ -343,6 +343,20 @@ def test_task_help_and_a_reader_that_leaves_early(tmp_path: Path) -> None:
         p.stdout.close()  # the reader is gone before the first line
         err = p.stderr.read().decode()
         assert p.wait(timeout=60) == 141 and err == "", err
+    # a task's own output (rich): rich's reaction was a silent exit 1, read as a failed host
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("hosts:\n  a: {address: 10.0.0.1}\n")
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, "inventory", "--inventory", str(inv)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and err == "", err
     # the same through the `invoke` program, whose main tasks.py cannot wrap (an excepthook)
     for argv in (["--list"], ["--help", "sync"]):
         p = subprocess.Popen(

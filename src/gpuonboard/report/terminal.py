@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -17,10 +18,20 @@ _VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 
 
 def console(stderr: bool = False) -> Any:
-    """A rich Console (imported lazily: rich costs start-up time)."""
+    """A rich Console (imported lazily: rich costs start-up time). When the reader of our output
+    has gone (`gpuonboard sync ... | head -1`), it exits quietly with 141 (128 + SIGPIPE, as a
+    shell tool killed by it), the run's work and reports done; rich's own reaction was a silent
+    exit 1, which reads as a failed host."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
+            raise SystemExit(141)
+
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 class Progress:
