@@ -13,7 +13,7 @@ from typing import Any
 from . import inventory as inventory_mod
 from . import playbook as playbook_mod
 from .connection import ConnectOptions, Preconnect
-from .errors import ExitCode, UsageError
+from .errors import ExitCode, Terminated, UsageError
 from .inventory import Host
 from .playbook import Playbook
 from .report import jsonfile, junit, terminal
@@ -188,9 +188,9 @@ def execute(
     try:
         with progress:
             results = run(hosts, book, inv, options)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (cli.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
         # the log is the only record such a run leaves (no report is written): end it saying so
-        how = "terminated" if type(exc).__name__ == "Terminated" else "interrupted (Ctrl-C)"
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
         log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
         raise
     finally:

@@ -19,7 +19,8 @@ from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
 from . import __version__, api
-from .errors import GpuonboardError, UsageError
+from .errors import ExitCode, GpuonboardError, Terminated, UsageError
+from .report import terminal
 
 COMMON_HELP = {
     "host": "host name(s) from the inventory, comma-separated",
@@ -45,12 +46,6 @@ def _printable_names() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (`kill PID`, a closed terminal): unwound like Ctrl-C, so the upload's
-    rsync and ssh are stopped and the locks given back, instead of the default action's instant
-    death that left rsync writing on its own (exit 143)."""
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -741,14 +736,6 @@ def help_first(argv: list[str]) -> list[str]:
     return argv
 
 
-def _reader_left() -> None:
-    """`gpuonboard --help | head`: the reader left, nothing to say; exit as a shell tool killed
-    by SIGPIPE would (128 + 13)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # (Python's own flush at exit must not fail again)
-    sys.exit(141)
-
-
 def quiet_broken_pipe() -> None:
     """For the `invoke` program itself (its own main, which tasks.py cannot wrap): an uncaught
     BrokenPipeError (`invoke --list | head`) exits 141 quietly instead of a traceback."""
@@ -756,9 +743,8 @@ def quiet_broken_pipe() -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         if issubclass(kind, BrokenPipeError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os._exit(141)  # (the interpreter is already unwinding: no sys.exit from a hook)
+            terminal.reader_left()
+            os._exit(ExitCode.READER_LEFT)  # (the interpreter is already unwinding: no sys.exit here)
         previous(kind, value, tb)
 
     sys.excepthook = hook
@@ -770,5 +756,6 @@ def main() -> None:
     try:
         program.run(help_first(sys.argv))
         sys.stdout.flush()
-    except BrokenPipeError:
-        _reader_left()
+    except BrokenPipeError:  # `gpuonboard --help | head`: the reader left, nothing to say
+        terminal.reader_left()
+        sys.exit(ExitCode.READER_LEFT)

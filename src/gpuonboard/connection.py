@@ -376,9 +376,8 @@ class ConnectOptions:
     retries: int = 2
     backoff: float = 0.5
     keepalive: int = 15
-    keepalive_count: int = (
-        4  # unanswered keepalives before the connection is given up (ssh's ServerAliveCountMax)
-    )
+    # unanswered keepalives before the connection is given up (ssh's ServerAliveCountMax)
+    keepalive_count: int = 4
     preconnect: Preconnect | None = None
 
 

@@ -277,11 +277,8 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
             secret = Secret(path.read_text())
         except OSError as exc:
             raise CryptoError(f"cannot read the age identity file {identity_file}: {exc.strerror}.") from None
-        if mode & 0o077:  # (as ssh with a private key, and the registry credentials file)
-            raise CryptoError(
-                f"the age identity file {identity_file} has mode {mode:04o}, readable by others; it"
-                f" holds a private key, so it was not used: chmod 600 {identity_file}"
-            )
+        if refused := machine.exposed("the age identity file", identity_file, mode, "a private key"):
+            raise CryptoError(refused)
     else:
         raise CryptoError(
             "--decrypt-on-host needs vars.age_identity_file (a local key file) or vars.age_identity_env."
@@ -289,7 +286,7 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
     parse_identity(secret)
     # each key line a secret of its own too: masking the whole file's text (comments and all)
     # missed a key line quoted alone (an error message, a log line)
-    _KEY_LINES.extend(
+    _KEY_LINES.update(
         Secret(line.strip())
         for line in secret.reveal().splitlines()
         if line.strip().startswith("AGE-SECRET-KEY-")
@@ -297,7 +294,7 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
     return secret
 
 
-_KEY_LINES: list[Secret] = []  # (shell keeps secrets weakly: these stay alive for the run)
+_KEY_LINES: set[Secret] = set()  # (shell keeps secrets weakly: these stay alive; once per key)
 
 
 def identity_matches(identity: Secret, recipients: Iterable[str]) -> bool:

@@ -14,6 +14,13 @@ class ExitCode(IntEnum):
     UNREACHABLE = 3
     HOST_KEY = 4
     INTERRUPTED = 130
+    READER_LEFT = 141  # the reader of our output went away (128 + SIGPIPE, as a shell tool)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`kill PID`, a closed terminal), raised by the CLI's signal handler:
+    unwound like Ctrl-C, so the upload's rsync and ssh are stopped and the locks given back,
+    instead of the default action's instant death that left rsync writing on its own (exit 143)."""
 
 
 class GpuonboardError(Exception):

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError, UsageError
+from .shell import control_char
 from .units import parse_ram_size, parse_size
 from .yamlload import LineDict, did_you_mean, load_yaml, where
 
@@ -241,7 +241,7 @@ def name_problem(kind: str, name: Any) -> str | None:
     and messages: `h1\ntouch /tmp/x` would start a line of its own there."""
     if not isinstance(name, str):
         return None
-    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+    bad = control_char(name)
     if bad is None:
         return None
     what = "a line break" if bad in _LINE_BREAKS else "a control character"

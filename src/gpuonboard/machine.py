@@ -32,3 +32,14 @@ def process_ended(pid: int) -> bool:
     except OSError:
         return False
     return False
+
+
+def exposed(label: str, path: str, mode: int, holds: str) -> str | None:
+    """The sentence refusing a local file of secrets that others can read (`mode & 0o077`), as
+    ssh refuses such a private key; None when only its owner can."""
+    if not mode & 0o077:
+        return None
+    return (
+        f"{label} {path} has mode {mode:04o}, readable by others; it holds {holds}, so it was not"
+        f" used: chmod 600 {path}"
+    )

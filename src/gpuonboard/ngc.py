@@ -203,9 +203,10 @@ class NgcImage:
         return self.variant == IGPU_VARIANT
 
 
-def _mirror_prefix(mirror: str) -> str:
-    """``https://nvcr.mirror.example.cn/`` -> ``nvcr.mirror.example.cn`` (host[:port][/prefix])."""
-    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.I).rstrip("/").lower()
+def mirror_host(mirror: str) -> str:
+    """`https://nvcr.mirror.example.cn/` -> `nvcr.mirror.example.cn` (host[:port][/prefix]):
+    a registry mirror as image references name it (the scheme in any case)."""
+    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.IGNORECASE).rstrip("/")
 
 
 def _split_ref(ref: str) -> tuple[str, str | None, str | None]:
@@ -215,6 +216,11 @@ def _split_ref(ref: str) -> tuple[str, str | None, str | None]:
     if sep and "/" not in tail:
         return head, tail, digest or None
     return name, None, digest or None
+
+
+def _unreadable_tag(ref: str, tag: str | None, problem: str) -> NgcImage:
+    """An NGC image whose tag tells no release (`problem` says why)."""
+    return NgcImage(ref, True, tag, None, None, problem)
 
 
 def read_image(image: str, mirrors: Sequence[str] = ()) -> NgcImage:
@@ -228,40 +234,31 @@ def read_image(image: str, mirrors: Sequence[str] = ()) -> NgcImage:
     ref = image.strip()
     name, tag, digest = _split_ref(ref)
     host, _, path = name.partition("/")
-    allowed = {f"nvcr.io/{_NGC_PATH}"} | {f"{_mirror_prefix(m)}/{_NGC_PATH}" for m in mirrors if m.strip()}
+    allowed = {f"nvcr.io/{_NGC_PATH}"} | {
+        f"{mirror_host(m).lower()}/{_NGC_PATH}" for m in mirrors if m.strip()
+    }
     is_ngc = bool(path) and f"{host.lower()}/{path}" in allowed
     if not is_ngc:
         where = f"{NGC_IMAGE} or a mirror of it" if mirrors else NGC_IMAGE
         return NgcImage(ref, False, tag, None, None, f"{ref!r} is not {where}")
     if tag is None:
         why = "is pinned by digest only" if digest else "has no tag"
-        return NgcImage(
-            ref,
-            True,
-            None,
-            None,
-            None,
-            f"{ref!r} {why}: the release cannot be told; pin a tag such as {NGC_IMAGE}:24.08-py3",
+        return _unreadable_tag(
+            ref, None, f"{ref!r} {why}: the release cannot be told; pin a tag such as {NGC_IMAGE}:24.08-py3"
         )
     t = _TAG_RE.match(tag)
     if t is None or not 1 <= int(t.group("mm")) <= 12:
-        return NgcImage(
+        return _unreadable_tag(
             ref,
-            True,
             tag,
-            None,
-            None,
             f"{tag!r} is not a valid NGC tag: NGC PyTorch tags are YY.MM-py3 with a month 01-12 "
             "(e.g. 24.08-py3)",
         )
     release, variant = f"{t.group('yy')}.{t.group('mm')}", t.group("variant")
     if variant not in VARIANTS:
-        return NgcImage(
+        return _unreadable_tag(
             ref,
-            True,
             tag,
-            None,
-            None,
             f"{tag!r} is not an NGC PyTorch tag: the variants are {release}-py3 (discrete GPUs) "
             f"and {release}-py3-igpu (Jetson / integrated GPUs), not -{variant}",
         )

@@ -288,7 +288,7 @@ def _run_steps(
             return HostResult(
                 host, "unreachable", f"step {step.label}: {exc}", results, facts, runner.fingerprint
             )
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.Terminated) during this step
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (errors.Terminated) during this step
             record.failed_step = step.label
             if not options.check:  # (--resume continues here, the steps done before skipped)
                 with contextlib.suppress(OSError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 import weakref
 from collections.abc import Iterable, Mapping
 
@@ -70,6 +71,13 @@ def sudo(command: str, user: str | None = None) -> str:
     """Run a built command through `sudo -n` (never prompts; fails clearly instead)."""
     prefix = ["sudo", "-n"] + (["-u", user] if user else [])
     return f"{join(prefix)} sh -c {quote(command)}"
+
+
+def control_char(text: str) -> str | None:
+    """The first control character, line or paragraph separator in text (every line break
+    str.splitlines() knows is one of them), else None: a value holding one would start a line
+    of its own in a script, a listing read line by line, or a terminal."""
+    return next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
 
 
 def sh_c(script: str) -> str:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,17 @@ class Project:
             env=self.env(),
         )
 
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """Start the CLI with this project as cwd, in the background (output captured as text)."""
+        return subprocess.Popen(
+            [*self.cli_argv(), *args],
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env(),
+        )
+
     def summary(self) -> dict[str, Any]:
         """reports/latest/summary.json of the last run."""
         return json.loads((self.root / "reports" / "latest" / "summary.json").read_text())
@@ -123,6 +135,55 @@ class Project:
         """Rules of one host in the last summary, by name."""
         h = next(x for x in self.summary()["hosts"] if x["name"] == host)
         return {r["name"]: r for r in h["rules"]}
+
+
+def wait_for(path: Path, seconds: float = 20) -> None:
+    """Until path exists (a marker a remote command touched), at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class LongJob:
+    """A three-step playbook (first, long-job, last; each appends its word to `ran`) whose
+    middle step touches `started` and sleeps 30 s, unless `go_on` exists: a run to cut in that
+    step (a signal, a dropped link), then resume."""
+
+    playbook: Path
+    started: Path
+    go_on: Path
+    ran: Path
+
+    @classmethod
+    def write(cls, project: Project, tmp_path: Path) -> LongJob:
+        started, go_on, ran = tmp_path / "started", tmp_path / "go-on", tmp_path / "ran.log"
+        long_job = f"if [ -e {go_on} ]; then echo long >> {ran}; else touch {started}; sleep 30; fi"
+        book = {
+            "name": "long-job",
+            "steps": [
+                {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
+                {"step": "command", "name": "long-job", "args": {"argv": ["sh", "-c", long_job]}},
+                {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
+            ],
+        }
+        path = project.root / "long-job.yml"
+        path.write_text(yaml.safe_dump(book))
+        return cls(path, started, go_on, ran)
+
+    def assert_resumes(self, project: Project) -> None:
+        """`--resume` (the long step now quick) skips `first`, runs the rest once."""
+        self.go_on.touch()
+        r = project.cli("provision", "--playbook", str(self.playbook), "--resume")
+        assert r.returncode == 0, r.stdout + r.stderr
+        steps = project.summary()["hosts"][0]["steps"]
+        assert [(s["step"], s["status"]) for s in steps] == [
+            ("first", "skipped"),
+            ("long-job", "changed"),
+            ("last", "changed"),
+        ]
+        assert self.ran.read_text() == "first\nlong\nlast\n"  # `first` did not run again
 
 
 @pytest.fixture

@@ -5,27 +5,18 @@ the rerun with --resume continues at that step."""
 from __future__ import annotations
 
 import itertools
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import Project, host_entry
+from conftest import LongJob, Project, host_entry, wait_for
 
 from gpuonboard import shell
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.errors import CommandError, ConnectionLost, ExitCode
 from gpuonboard.inventory import Host
 from gpuonboard.testhosts import TestHost, TestHostPool
-
-
-def _wait_for(path: Path, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
 
 
 def _runner_for(th: TestHost, pool: TestHostPool, tmp_path: Path) -> Runner:
@@ -71,7 +62,7 @@ def test_a_dropped_connection_is_lost_not_refused(
     started = tmp_path / "started"
 
     def kill_sshd_once_started() -> None:
-        _wait_for(started)
+        wait_for(started)
         drop_host.stop()  # only this host's sshd (checked by its pid file and config) and sessions
 
     threading.Thread(target=kill_sshd_once_started, daemon=True).start()
@@ -97,29 +88,11 @@ def test_a_dropped_connection_is_lost_not_refused(
 def test_sshd_killed_during_a_step_is_unreachable_and_resumable(
     project: Project, pool: TestHostPool, drop_host: TestHost, tmp_path: Path
 ) -> None:
-    started, go_on, ran = tmp_path / "started", tmp_path / "go-on", tmp_path / "ran.log"
-    long_job = f"if [ -e {go_on} ]; then echo long >> {ran}; else touch {started}; sleep 30; fi"
+    job = LongJob.write(project, tmp_path)
     project.write_inventory({"drop": host_entry(drop_host, pool)})
-    book = {
-        "name": "dropping",
-        "steps": [
-            {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
-            {"step": "command", "name": "long-job", "args": {"argv": ["sh", "-c", long_job]}},
-            {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
-        ],
-    }
-    pb = project.root / "dropping.yml"
-    pb.write_text(yaml.safe_dump(book))
-    proc = subprocess.Popen(
-        [*project.cli_argv(), "provision", "--playbook", str(pb)],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=project.env(),
-    )
+    proc = project.start("provision", "--playbook", str(job.playbook))
     try:
-        _wait_for(started)
+        wait_for(job.started)
         drop_host.stop()  # this host's sshd listener and its session child, by pid
         out, err = proc.communicate(timeout=30)
     finally:
@@ -130,17 +103,10 @@ def test_sshd_killed_during_a_step_is_unreachable_and_resumable(
     assert "Traceback" not in out + err and "refused to run a command" not in out + err
     host = project.summary()["hosts"][0]
     assert host["status"] == "unreachable"
-    assert "the SSH connection was lost while a command was running" in host["msg"]
-    assert ran.read_text() == "first\n"
+    assert host["msg"].startswith("step long-job: ") and (
+        "the SSH connection was lost while a command was running" in host["msg"]
+    ), host["msg"]
+    assert job.ran.read_text() == "first\n"
     # the box is back: --resume continues at the step the connection was lost in
     drop_host.start()
-    go_on.touch()
-    r = project.cli("provision", "--playbook", str(pb), "--resume")
-    assert r.returncode == 0, r.stdout + r.stderr
-    steps = project.summary()["hosts"][0]["steps"]
-    assert [(s["step"], s["status"]) for s in steps] == [
-        ("first", "skipped"),
-        ("long-job", "changed"),
-        ("last", "changed"),
-    ]
-    assert ran.read_text() == "first\nlong\nlast\n"
+    job.assert_resumes(project)

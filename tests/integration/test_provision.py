@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import yaml
-from conftest import REPO, Project, host_entry
+from conftest import REPO, LongJob, Project, host_entry, wait_for
 
 from gpuonboard.testhosts import TestHostPool
 
@@ -252,33 +252,11 @@ def test_resume_after_ctrl_c_continues_at_the_interrupted_step(
 ) -> None:
     """A Ctrl-C in the middle of a step (one host: the step runs in the main thread) leaves a
     journal naming that step, so --resume skips the steps done before it (it started afresh)."""
-    h = pool.hosts["good"]
-    started, go_on, ran = tmp_path / "started", tmp_path / "go-on", tmp_path / "ran.log"
-    long_job = f"if [ -e {go_on} ]; then echo long >> {ran}; else touch {started}; sleep 30; fi"
-    project.write_inventory({"good": host_entry(h, pool)})
-    book = {
-        "name": "interruptible",
-        "steps": [
-            {"step": "command", "name": "first", "args": {"argv": ["sh", "-c", f"echo first >> {ran}"]}},
-            {"step": "command", "name": "long-job", "args": {"argv": ["sh", "-c", long_job]}},
-            {"step": "command", "name": "last", "args": {"argv": ["sh", "-c", f"echo last >> {ran}"]}},
-        ],
-    }
-    pb = project.root / "interruptible.yml"
-    pb.write_text(yaml.safe_dump(book))
-    proc = subprocess.Popen(
-        [*project.cli_argv(), "provision", "--playbook", str(pb)],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=project.env(),
-    )
+    job = LongJob.write(project, tmp_path)
+    project.write_inventory({"good": host_entry(pool.hosts["good"], pool)})
+    proc = project.start("provision", "--playbook", str(job.playbook))
     try:
-        deadline = time.monotonic() + 30
-        while not started.exists():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for(job.started, 30)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -286,16 +264,7 @@ def test_resume_after_ctrl_c_continues_at_the_interrupted_step(
             proc.kill()
             proc.wait()
     assert proc.returncode == 130 and "Traceback" not in out + err, out + err
-    go_on.touch()
-    r = project.cli("provision", "--playbook", str(pb), "--resume")
-    assert r.returncode == 0, r.stdout + r.stderr
-    steps = project.summary()["hosts"][0]["steps"]
-    assert [(s["step"], s["status"]) for s in steps] == [
-        ("first", "skipped"),
-        ("long-job", "changed"),
-        ("last", "changed"),
-    ]
-    assert ran.read_text() == "first\nlong\nlast\n"
+    job.assert_resumes(project)
 
 
 def test_only_and_skip_select_steps(project: Project, pool: TestHostPool) -> None:

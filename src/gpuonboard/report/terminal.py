@@ -10,11 +10,20 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from ..errors import ExitCode
 from ..i18n import status_word, t, verdict_word
 from ..runner import HostResult
 
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
 _VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def reader_left(stream: Any = None) -> None:
+    """The reader of our output has gone (`... | head`): point the stream (stdout by default)
+    at /dev/null, so nothing more is written and Python's own flush at exit does not fail
+    again. The caller then exits with ExitCode.READER_LEFT."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, (stream or sys.stdout).fileno())
 
 
 def console(stderr: bool = False) -> Any:
@@ -27,9 +36,8 @@ def console(stderr: bool = False) -> Any:
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             self.quiet = True
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
-            raise SystemExit(141)
+            reader_left(sys.stderr if stderr else sys.stdout)
+            raise SystemExit(ExitCode.READER_LEFT)
 
     return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 

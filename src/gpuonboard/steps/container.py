@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import shell
+from .. import machine, shell
 from ..facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info, parse_podman_info
 from ..facts.gather import Facts
 from ..facts.probe import Probe
+from ..ngc import mirror_host
 from ..units import format_bytes, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext
@@ -163,11 +164,6 @@ def parse_ref(image: str) -> ImageRef:
     else:
         registry, path = None, name
     return ImageRef(registry, path, m.group("tag"), m.group("digest"))
-
-
-def mirror_host(mirror: str) -> str:
-    """`https://nvcr.mirror.example.cn/` -> `nvcr.mirror.example.cn` (host[:port][/prefix])."""
-    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.IGNORECASE).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -755,11 +751,8 @@ def read_credentials_file(
         mode = path.stat().st_mode & 0o777
     except OSError as exc:
         return f"registry credentials file {path}: {exc.strerror or exc}"
-    if mode & 0o077:
-        return (
-            f"registry credentials file {path} has mode {mode:04o}, readable by others; it holds"
-            f" passwords, so it was not used: chmod 600 {path}"
-        )
+    if refused := machine.exposed("registry credentials file", str(path), mode, "passwords"):
+        return refused
     try:
         data = load_yaml(path, StepArgsError, "registry credentials file")
     except StepArgsError as exc:

@@ -24,7 +24,6 @@ import shutil
 import tempfile
 import threading
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -163,7 +162,7 @@ class DatasetStep(Step):
         for what, text in (("name", str(name)), ("dest", self.dest)):
             # (the host's replies are read line by line; a control character such as ESC would
             # reach the terminal in every message)
-            if text and (text.splitlines() != [text] or any(unicodedata.category(c) == "Cc" for c in text)):
+            if shell.control_char(text):
                 flag = "pick another with --name" if what == "name" else "pick another"
                 raise StepArgsError(
                     f"{what} must not hold a line break or another control character (\\n, \\r, \\t,"
@@ -201,7 +200,7 @@ class DatasetStep(Step):
         if ".." in decrypt_dir.split("/"):
             raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
         decrypt_dir = _one_spelling(decrypt_dir)
-        if decrypt_dir and self.dest and posixpath.normpath(decrypt_dir) == posixpath.normpath(self.dest):
+        if decrypt_dir and decrypt_dir == self.dest:  # (both in one spelling)
             decrypt_dir = ""  # the data dir itself: what decrypting there does anyway
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
         self.decrypt_dir = decrypt_dir
