@@ -19,6 +19,7 @@ import logging
 import os
 import secrets
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -830,7 +831,37 @@ def _transport(sock: Any, **kwargs: Any) -> Any:
     transport = paramiko.Transport(sock, **kwargs)
     options = transport.get_security_options()
     options.kex = kex_order(options.kex)
+    table = dict(transport._channel_handler_table)
+    table[paramiko.common.MSG_CHANNEL_REQUEST] = _channel_request(table[paramiko.common.MSG_CHANNEL_REQUEST])
+    transport._channel_handler_table = table  # this transport's own copy, not the class's
     return transport
+
+
+def signal_status(name: str) -> int:
+    """The exit status a shell gives a command killed by signal NAME ("KILL" -> 137); 255 for a
+    name this system does not know."""
+    try:
+        return 128 + int(signal.Signals["SIG" + name])
+    except KeyError:
+        return 255
+
+
+def _channel_request(handle: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """paramiko's channel-request handler, plus `exit-signal` (RFC 4254 6.10), which paramiko
+    ignores: a command killed by a signal (OOM killer, pkill) then ends with the status a shell
+    gives it (128 + N) instead of none at all, which read as a refusal or a lost link."""
+
+    def handler(chan: Any, m: Any) -> None:
+        start = m.packet.tell()
+        if chan is not None and m.get_text() == "exit-signal":
+            m.get_boolean()  # want_reply: always false for exit-signal
+            chan.exit_status = signal_status(m.get_text())
+            chan.status_event.set()
+            return
+        m.packet.seek(start)
+        handle(chan, m)
+
+    return handler
 
 
 def open_runner(

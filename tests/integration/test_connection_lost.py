@@ -14,7 +14,7 @@ from conftest import LongJob, Project, host_entry, wait_for
 
 from gpuonboard import shell
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
-from gpuonboard.errors import CommandError, ConnectionLost, ExitCode
+from gpuonboard.errors import ConnectionLost, ExitCode
 from gpuonboard.inventory import Host
 from gpuonboard.testhosts import TestHost, TestHostPool
 
@@ -53,11 +53,11 @@ def test_a_dropped_connection_is_lost_not_refused(
     drop_host: TestHost, pool: TestHostPool, tmp_path: Path, script: str, prefetch: bool, on_output: bool
 ) -> None:
     runner = _runner_for(drop_host, pool, tmp_path)
-    # a command killed by a signal leaves no exit status either, but the connection lives on:
-    # that stays the command's error, and the next command runs
-    with pytest.raises(CommandError) as killed:
-        runner.run(shell.sh_c("kill -9 $$"))
-    assert not isinstance(killed.value, ConnectionLost)
+    # a command killed by a signal gets no exit status, only sshd's exit-signal, and the
+    # connection lives on: the status a shell would give it (128 + 9), and the next command runs
+    killed = runner.run(shell.sh_c("echo before; kill -9 $$"))
+    assert (killed.exit_code, killed.stdout) == (137, "before\n")
+    assert runner.run(shell.sh_c("kill -TERM $$")).exit_code == 143
     assert runner.run(shell.sh_c("echo alive")).stdout == "alive\n"
     started = tmp_path / "started"
 
