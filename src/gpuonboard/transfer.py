@@ -81,6 +81,13 @@ class SourceTree:
     def _root_is_dir(self) -> bool:
         return self.root.is_dir()
 
+    def landing(self, target: str) -> str:
+        """Where the dataset lands in the copy dir `target`: the dir, or for a one-file dataset
+        the file in it (`--dataset x.bin` lands at `<target>/x.bin`)."""
+        if self._root_is_dir or len(self.entries) != 1:
+            return target
+        return f"{target.rstrip('/')}/{next(iter(self.entries))}"
+
     def path(self, rel: str) -> Path:
         """The local path of an entry (the root itself when the dataset is one file)."""
         return self.root / rel if self._root_is_dir else self.root

@@ -969,8 +969,11 @@ def test_a_single_file_dataset_sends_that_file_only(project: Project, tmp_path: 
     arrived = tmp_path / "remote data" / "weights.bin"
     assert sorted(p.relative_to(arrived).as_posix() for p in arrived.rglob("*")) == ["weights.bin"]
     assert (arrived / "weights.bin").read_bytes() == (folder / "weights.bin").read_bytes()
+    # the message names the file where it is, not only its copy dir
+    assert f"to dataset:{arrived}/weights.bin;" in step(project)["msg"], step(project)["msg"]
     r = project.cli("sync", "--host", "dataset", "--dataset", str(folder / "weights.bin"))
     assert r.returncode == 0 and step(project)["status"] == "ok", r.stdout
+    assert f"up to date at dataset:{arrived}/weights.bin (" in step(project)["msg"], step(project)["msg"]
     # a symlink to one file: that file's content, still alone
     (tmp_path / "latest.bin").symlink_to(folder / "weights.bin")
     r = project.cli("sync", "--host", "dataset", "--dataset", str(tmp_path / "latest.bin"))

@@ -724,7 +724,7 @@ class DatasetStep(Step):
             send = need = sum(tree.entries[e.rel[: -len(".age")]].size for e in work.send)
             if not self.decrypt_dir:  # (--decrypt-to: the plaintext lands on another disk)
                 need += sum(e.size for e in work.decrypt)
-        where = f"{ctx.host.name}:{self.target}"
+        where = f"{ctx.host.name}:{self.target if self.encrypt else tree.landing(self.target)}"
         n = len(tree.entries)
         total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
@@ -764,7 +764,8 @@ class DatasetStep(Step):
             k = len(work.mkdirs)
             msg += f"; make {k} empty {'directory' if k == 1 else 'directories'} (e.g. {work.mkdirs[0]!r})"
         if work.decrypt:
-            msg += f"; decrypt {len(work.decrypt)} on the host into {self.plain_target}{unpacked}"
+            into = tree.landing(self.plain_target)
+            msg += f"; decrypt {len(work.decrypt)} on the host into {into}{unpacked}"
         msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
         work.need = send  # the upload's size: its ETA and whether to measure the link first
         diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": send, "source": str(src)}
@@ -1409,7 +1410,8 @@ class DatasetStep(Step):
         size = format_bytes(literal, binary=True)
         links = sum(1 for e in work.send if e.kind == "l")  # (rsync's count is of regular files)
         also = f" and {_count(links, 'symlink')}" if links else ""
-        msg = f"sent {_count(sent, 'file')}{also} ({size} of data) to {ctx.host.name}:{work.target}"
+        landed = work.target if work.enc is not None else work.tree.landing(work.target)
+        msg = f"sent {_count(sent, 'file')}{also} ({size} of data) to {ctx.host.name}:{landed}"
         checked = sum(1 for r in expect if (e := work.tree.entries.get(r)) is not None and e.kind == "l")
         also = f" and {_count(checked, 'symlink')}" if checked else ""  # (its target's sha256)
         msg += f"; {_count(len(expect) - checked, 'file')}{also} verified by sha256; estimate was {eta}"
@@ -1417,7 +1419,7 @@ class DatasetStep(Step):
             problem = self._decrypt(ctx, work)
             if problem:
                 return problem
-            msg += f"; decrypted {len(work.decrypt) or sent} into {self.plain_target}"
+            msg += f"; decrypted {len(work.decrypt) or sent} into {work.tree.landing(self.plain_target)}"
         msg += work.kept
         plan.msg = msg
         plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
