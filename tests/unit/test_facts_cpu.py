@@ -18,11 +18,14 @@ GRACE = "lscpu__gh200-grace-neoverse-v2__aarch64.txt"
 XEON = "lscpu__intel-xeon-16vcpu__h200-vm.txt"
 XEON_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
 XEON_INFO = CpuInfo("x86_64", "Intel(R) Xeon(R) Processor", 1, 16, 1, 16, 16)
+# Jetson AGX Orin: "Socket(s): -", 3 clusters of 4 cores (no SMT): 12 physical cores, not unknown
+ORIN = "lscpu__jetson-agx-orin-cortex-a78ae__aarch64-clusters.txt"
 
 CASES = [
     (EPYC, CpuInfo("x86_64", "AMD EPYC 9374F 32-Core Processor", 2, 32, 1, 64, 64)),
     (GRACE, CpuInfo("aarch64", "Neoverse-V2", 1, 72, 1, 72, 72)),
     (XEON, XEON_INFO),
+    (ORIN, CpuInfo("aarch64", "Cortex-A78AE", None, None, 1, 12, 12)),
 ]
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
@@ -93,3 +96,16 @@ def test_cgroup_cpu_quota() -> None:
     assert parse_cgroup_cpu_limit(v1) is None
     child = "/sys/fs/cgroup/cpu/a/cpu.cfs_quota_us\t150000\n/sys/fs/cgroup/cpu/a/cpu.cfs_period_us\t100000\n"
     assert parse_cgroup_cpu_limit(child + v1) == 1.5
+
+
+def test_cluster_layout_counts_cores_per_cluster() -> None:
+    """ARM boards without socket data (Kunpeng 920 prints `Core(s) per cluster: 48`,
+    `Cluster(s): 4`): cores are clusters x cores per cluster, not unknown (which read as 'only
+    hyperthreads reach the order' on a CPU without SMT)."""
+    text = (FIXTURES / "real" / ORIN).read_text()
+    info = parse_lscpu(text)
+    assert (info.physical_cores, info.threads_per_core, info.warnings) == (12, 1, ())
+    big = text.replace("CPU(s):                             12", "CPU(s):                             192")
+    big = big.replace("Core(s) per cluster:                4", "Core(s) per cluster:                48")
+    big = big.replace("Cluster(s):                         3", "Cluster(s):                         4")
+    assert parse_lscpu(big).physical_cores == 192

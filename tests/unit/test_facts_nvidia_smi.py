@@ -38,6 +38,8 @@ H200_CSV = "real/nvidia-smi-query-gpu__h200__1gpu__driver580.159.04.csv"
 # log (no header), read by gpu_benchmark.summarize_samples (tests/unit/test_prove_gpu_network.py)
 H200_SAMPLER = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
 
+JETSON_TABLE = "real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt"
+
 # file, source, driver, cuda, attached_gpus, number of GPUs, name of GPU 0, memory MiB of GPU 0
 CASES = [
     ("real/nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml",
@@ -82,6 +84,8 @@ CASES = [
      "table", "550.127.05", "12.4", None, 1, "NVIDIA L40S", 46068),
     ("real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt",
      "table", "575.51.03", "12.9", None, 4, "NVIDIA RTX 6000 Ada Gene...", 49140),
+    # Jetson AGX Orin (JetPack 6): an integrated GPU, Bus-Id and memory N/A
+    (JETSON_TABLE, "table", "540.4.0", "12.6", None, 1, "Orin (nvgpu)", None),
     ("real/nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv",
      "csv", "590.48.01", None, 1, 1, "NVIDIA H100 80GB HBM3", 81559),
     ("real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv",
@@ -480,6 +484,10 @@ HEALTH: dict[str, tuple[object, ...]] = {
     "real/nvidia-smi__h200__8gpu__driver570.158.01.txt": _table(0, 120.0, 700.0, "P0", 0, 31),
     "real/nvidia-smi__l40s__1gpu__driver550.127.05.txt": _table(0, 33.0, 350.0, "P8", 0, 31),
     "real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt": _table(None, 5.0, 300.0, "P8", 0, 31),
+    # Jetson's integrated GPU: every health cell N/A; "No running processes found"
+    JETSON_TABLE: (
+        *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (None, None, None, None), (), False, None, None, (None, None, None), None, None, True, 0),
 }  # fmt: skip
 
 
@@ -524,7 +532,8 @@ def test_health_facts(name: str) -> None:
     assert health(report.gpus[0]) == HEALTH[name]
     for gpu in report.gpus:
         assert set(gpu.clock_event_reasons) <= set(CLOCK_EVENT_REASONS)
-        if name != H200_CSV:  # that query asked for neither temperature.gpu nor memory.used
+        # that query asked for neither temperature.gpu nor memory.used; Jetson prints N/A
+        if name not in (H200_CSV, JETSON_TABLE):
             assert gpu.temperature_c is not None
             assert gpu.memory_used_mib is not None
 
@@ -855,3 +864,13 @@ def test_memory_repair_yes_values_parse_true() -> None:
 def test_csv_mig_pending() -> None:
     gpu = parse_query_csv("index, mig.mode.current, mig.mode.pending\n0, Disabled, Enabled\n", ()).gpus[0]
     assert (gpu.mig_mode, gpu.mig_mode_pending) == ("Disabled", "Enabled")
+
+
+def test_table_integrated_gpu_without_bus_id() -> None:
+    """Jetson's table prints `N/A` where a discrete GPU's PCI address is: the GPU row is still a
+    GPU (it was 'no GPU rows found', so acceptance failed the driver on a working board)."""
+    report = parse_table(read(FIXTURES / JETSON_TABLE))
+    gpu = report.gpus[0]
+    assert (gpu.index, gpu.pci_bus_id, gpu.persistence_mode, gpu.ecc_mode) == (0, None, None, None)
+    assert gpu.processes_known and gpu.processes == ()
+    assert "no GPU rows found in nvidia-smi table" not in report.warnings

@@ -21,7 +21,9 @@ class CpuInfo:
     cores_per_socket: int | None
     threads_per_core: int | None
     logical_cpus: int | None
-    physical_cores: int | None  # sockets * cores_per_socket when both are known
+    # sockets * cores_per_socket when both are known; clusters * cores per cluster where lscpu
+    # says "Socket(s): -" (ARM without socket data)
+    physical_cores: int | None
     warnings: tuple[str, ...] = ()
 
 
@@ -89,10 +91,19 @@ def parse_lscpu(text: str) -> CpuInfo:
         fields = _plain_fields(text)
     if "Architecture" not in fields and "CPU(s)" not in fields:
         return _empty("output not recognised as lscpu")
-    sockets = _int(fields, "Socket(s)", warnings)
-    cores = _int(fields, "Core(s) per socket", warnings)
     threads = _int(fields, "Thread(s) per core", warnings)
     logical = _int(fields, "CPU(s)", warnings)
+    if fields.get("Socket(s)") == "-" and "Core(s) per cluster" in fields:
+        # ARM without socket data from the firmware (Jetson Orin, Kunpeng 920, Ampere Altra on
+        # some boards): lscpu prints "Socket(s): -" and counts cores per cluster instead
+        sockets, cores = None, None
+        clusters = _int(fields, "Cluster(s)", warnings)
+        per_cluster = _int(fields, "Core(s) per cluster", warnings)
+        physical = clusters * per_cluster if clusters is not None and per_cluster is not None else None
+    else:
+        sockets = _int(fields, "Socket(s)", warnings)
+        cores = _int(fields, "Core(s) per socket", warnings)
+        physical = sockets * cores if sockets is not None and cores is not None else None
     return CpuInfo(
         architecture=fields.get("Architecture") or None,
         model_name=fields.get("Model name") or None,
@@ -100,7 +111,7 @@ def parse_lscpu(text: str) -> CpuInfo:
         cores_per_socket=cores,
         threads_per_core=threads,
         logical_cpus=logical,
-        physical_cores=sockets * cores if sockets is not None and cores is not None else None,
+        physical_cores=physical,
         warnings=tuple(warnings),
     )
 

@@ -705,7 +705,8 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
 _TABLE_DRIVER = re.compile(r"Driver Version:\s*(\S+)")
 _TABLE_CUDA = re.compile(r"CUDA Version:\s*(\S+)")
 _TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A)\s*$")
-_TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")
+# an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A
+_TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?=\s|$)")
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
 _TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
 _TABLE_PERF = re.compile(r"\b(P\d{1,2})\b")
@@ -805,7 +806,7 @@ def parse_table(text: str) -> GpuReport:
             GpuInfo(
                 index=int(name_cell.group(1)),
                 name=name_cell.group(2).strip(),
-                pci_bus_id=bus_cell.group(1),
+                pci_bus_id=_clean(bus_cell.group(1)),
                 memory_total_mib=int(memory.group(2)) if memory else None,
                 memory_used_mib=int(memory.group(1)) if memory else None,
                 ecc_mode=_table_ecc(cells[2]),

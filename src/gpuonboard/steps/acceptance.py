@@ -314,6 +314,10 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         raw = facts.raw["nvidia_smi"]
         if raw.exit_code == TIMED_OUT:
             return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
+        if raw.exit_code == 0 and facts.gpu is not None:
+            # it answered, but no GPU could be read from what it printed
+            why = "; ".join(facts.gpu.warnings[:2])
+            return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
         # a driver/library mismatch prints its reason on stdout ("NVIDIA-SMI has failed ...")
         lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
         return "unknown: nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else "")

@@ -38,6 +38,16 @@ def parse_nvcc(text: str) -> str | None:
     return m.group(2) or m.group(1)
 
 
+# an integrated GPU (Jetson / IGX iGPU): nvidia-smi names it "Orin (nvgpu)"; its driver comes
+# with JetPack / L4T (540.4.0 on JetPack 6), not from the data-centre branches the table lists
+_INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:orin|xavier|tegra|thor)\b", re.IGNORECASE)
+
+
+def is_integrated(name: str) -> bool:
+    """Whether nvidia-smi's GPU name is an integrated (Jetson / IGX iGPU) GPU."""
+    return bool(_INTEGRATED.search(name))
+
+
 def image_for(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> str:
     """The container image: step arg, else the inventory's `vars.container_image`, else 24.08."""
     image = args.get("image") or host_vars.get("container_image") or DEFAULT_IMAGE
@@ -105,8 +115,11 @@ def _driver_check(
             "warn",
             f"{why}; gpuonboard judges only {ngc.NGC_IMAGE}:YY.MM-py3 images",
         )
+    first_name = facts.gpu.gpus[0].name if facts.gpu is not None and facts.gpu.gpus else ""
+    if is_integrated(first_name):
+        return _integrated_check(info.tag, info.release, info.igpu, first_name, expected)
     if info.igpu:
-        first_name = facts.gpu.gpus[0].name if facts.gpu is not None and facts.gpu.gpus else "a discrete GPU"
+        first_name = first_name or "a discrete GPU"
         return Check(
             "ngc_driver",
             expected,
@@ -142,6 +155,28 @@ def _driver_check(
         )
     actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
     return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+
+
+def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expected: str) -> Check:
+    """An integrated GPU (Jetson): only the -igpu image runs there, and its driver comes with
+    JetPack, which the table of data-centre driver minimums does not cover."""
+    if not igpu:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"{tag} is built for discrete GPUs; this host's GPU is integrated ({gpu})",
+            "fail",
+            f"the -py3 images do not run on an integrated GPU (Jetson / IGX iGPU); use"
+            f" {ngc.NGC_IMAGE}:{release}-py3-igpu",
+        )
+    return Check(
+        "ngc_driver",
+        expected,
+        f"{tag} on integrated GPU ({gpu}): not judged",
+        "warn",
+        "the driver of an integrated GPU comes with JetPack / L4T, which gpuonboard's table does not"
+        f" cover; check NGC's notes for the JetPack release {tag} needs",
+    )
 
 
 def _mirrors(ctx: StepContext) -> list[str]:

@@ -340,7 +340,9 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
             "warn",
             "enable it with `sudo nvidia-smi -pm 1` (or the nvidia-persistenced service)",
         )
-    return Check("persistence_mode", "Enabled", "Enabled" if gpus else "not reported", "pass")
+    # N/A (an integrated GPU, some vGPUs) is not "Enabled": say that it was not reported
+    known = [g for g in gpus if g.persistence_mode is not None]
+    return Check("persistence_mode", "Enabled", "Enabled" if known else "not reported", "pass")
 
 
 def rule_mig(gpus: list[GpuInfo]) -> Check:
