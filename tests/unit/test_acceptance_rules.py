@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.facts.topo import nvlink_orphans
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
 from gpuonboard.steps.acceptance import evaluate, model_matches, model_tokens, version_tuple
 from gpuonboard.units import parse_ram_size
@@ -630,3 +632,41 @@ def test_bcache_cache_on_the_system_disk_warns_backing_there_fails() -> None:
     backing = _disk_facts(df, "edited/lsblk-J-b__h200-vm__bcache-backing-on-vda2__edited.json")
     failed = _disk_check(backing, "/data")
     assert failed.verdict == "fail" and "(same disk as / on vda)" in failed.actual
+
+
+def _one_gpu_without_nvlink(lost: int) -> str:
+    """The real 8 x H200 matrix with GPU`lost`'s NVLinks gone (its pairs on the PCIe path SYS)."""
+    lines = (FIX / GOOD["nvidia_topo"]).read_text().splitlines()
+    out = []
+    for line in lines:
+        cells = line.split("\t")
+        if cells[0].strip() == f"GPU{lost}":
+            cells = [c if c.strip() in ("X",) or not c.strip().startswith("NV") else "SYS" for c in cells]
+        elif cells[0].strip().startswith("GPU") and len(cells) > lost + 1:
+            cells[lost + 1] = "SYS"
+        out.append("\t".join(cells))
+    return "\n".join(out) + "\n"
+
+
+def _with_topo(text: str) -> Any:
+    raw = {name: ProbeOutput((FIX / rel).read_text(), "", 0) for name, rel in GOOD.items()}
+    return parse_facts({**raw, "nvidia_topo": ProbeOutput(text, "", 0)})
+
+
+def test_a_gpu_that_lost_its_nvlinks_fails_an_nvlink_order() -> None:
+    """An NVSwitch box where one GPU has NVLink to no other: a fault (dead link, missing bridge),
+    not a design with some pairs on NVLink: fail, naming the GPU; pairwise bridges stay a warning."""
+    facts = _with_topo(_one_gpu_without_nvlink(3))
+    check = next(c for c in evaluate(ORDER, facts) if c.name == "interconnect")
+    assert (check.verdict, check.actual) == ("fail", "mixed (weakest GPU link SYS)"), check
+    assert check.detail.startswith("GPU3 has NVLink to no other GPU while the others have it"), check.detail
+    assert nvlink_orphans(facts.topology) == ["GPU3"]
+    # the real 4 x V100 SXM2 (POWER9): every GPU on NVLink to some other, not to all: a warning
+    facts = facts_from(
+        **{**GOOD, "nvidia_topo": "real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt"}
+    )
+    check = next(c for c in evaluate(ORDER, facts) if c.name == "interconnect")
+    assert check.verdict == "warn" and check.detail == "only some GPU pairs are on NVLink", check
+    # a PCIe order on the broken board: what was ordered
+    pcie = OrderSpec(interconnect="pcie")
+    assert evaluate(pcie, _with_topo(_one_gpu_without_nvlink(3)))[-1].verdict == "pass"

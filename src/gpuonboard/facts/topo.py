@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from types import MappingProxyType
 
-__all__ = ["Topology", "all_pairs_nvlink", "interconnect", "parse_topo", "weakest_link"]
+__all__ = ["Topology", "all_pairs_nvlink", "interconnect", "nvlink_orphans", "parse_topo", "weakest_link"]
 
 
 def _frozen_map() -> Mapping[str, str]:
@@ -135,6 +135,20 @@ def interconnect(t: Topology) -> str:
     if not any(nvlink):
         return "pcie"
     return "mixed"
+
+
+def nvlink_orphans(t: Topology) -> list[str]:
+    """GPUs with NVLink to no other GPU, on a box where some GPU pair has NVLink: a board
+    design joins each GPU to at least one other (NVSwitch to all, bridges in pairs), so such a
+    GPU has lost its links (a dead NVLink, a missing bridge)."""
+
+    def linked(gpu: str) -> bool:
+        return any(
+            _NVLINK.match(t.links.get((gpu, o)) or t.links.get((o, gpu)) or "") for o in t.gpus if o != gpu
+        )
+
+    with_links = [g for g in t.gpus if linked(g)]
+    return [g for g in t.gpus if g not in with_links] if with_links else []
 
 
 def weakest_link(t: Topology) -> str | None:

@@ -600,14 +600,20 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     kind = topo.interconnect(facts.topology)
     weakest = topo.weakest_link(facts.topology)
     actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
+    orphans = topo.nvlink_orphans(facts.topology) if kind == "mixed" else []
     verdict: Verdict
     if order.interconnect == "pcie" or kind == "nvlink" or kind == "single":
         verdict = "pass"
-    elif kind == "mixed":
+    elif kind == "mixed" and not orphans:
         verdict = "warn"
     else:
         verdict = "fail"
     detail = "only some GPU pairs are on NVLink" if kind == "mixed" else ""
+    if orphans and verdict == "fail":
+        detail = (
+            f"{', '.join(orphans)} {'has' if len(orphans) == 1 else 'have'} NVLink to no other GPU while"
+            " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
+        )
     return Check("interconnect", expected, actual, verdict, detail)
 
 
