@@ -144,6 +144,16 @@ def test_partial_capture_warns_about_count() -> None:
     assert any("attached_gpus says 4" in w for w in report.warnings)
 
 
+def test_xml_followed_by_the_fallback_calls_output_is_read() -> None:
+    """`n -q -x || n -q || ... || n`: an XML call that printed the GPUs it could read, then exited
+    non-zero (a GPU fallen off the bus), has the fallbacks' output after it: the XML is read."""
+    xml = read(REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml")
+    table = read(REAL / "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt")
+    alone, glued = parse_xml(xml), parse_any(xml + "Unable to determine the device handle for GPU1\n" + table)
+    assert glued.source == "xml" and glued.gpus == alone.gpus and len(glued.gpus) == 1
+    assert glued.warnings == alone.warnings
+
+
 def test_xml_a100_80gb_details() -> None:
     gpu = parse_xml(read(REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml")).gpus[0]
     assert gpu.uuid == "GPU-513536b6-7d19-9063-b049-1e69664bb298"

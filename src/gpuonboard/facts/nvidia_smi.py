@@ -547,6 +547,9 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
     )
 
 
+_XML_END = "</nvidia_smi_log>"
+
+
 def parse_xml(text: str) -> GpuReport:
     """Parse `nvidia-smi -q -x` (DTD v11..v13) into a GpuReport."""
     if "<!ENTITY" in text.upper():
@@ -554,6 +557,10 @@ def parse_xml(text: str) -> GpuReport:
         return GpuReport("xml", None, None, None, (), ("XML declares entities; refused to parse",))
     # The DOCTYPE only names an external DTD file; drop it so nothing is ever resolved.
     body = _DOCTYPE.sub("", text, count=1)
+    # what follows the document: the probe's fallback calls' output when `-q -x` printed its XML
+    # (the GPUs it could read) but exited non-zero, e.g. with a GPU fallen off the bus
+    end = body.find(_XML_END)
+    body = body[: end + len(_XML_END)] if end >= 0 else body
     try:
         root = ET.fromstring(body)
     except ET.ParseError as exc:
