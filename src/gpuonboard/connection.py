@@ -630,15 +630,21 @@ class LocalRunner:
         prefetch: bool = False,
         on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
-        """Run one command through /bin/sh locally."""
-        if on_output is not None:
-            return _run_streaming(command, stdin, timeout, on_output)
-        proc = subprocess.run(
-            ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout
-        )
+        """Run one command through /bin/sh locally (as SSHRunner: a timeout is a CommandError,
+        a command killed by a signal ends with 128 + N)."""
+        try:
+            if on_output is not None:
+                return _run_streaming(command, stdin, timeout, on_output)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise CommandError(
+                f"host {self.host.name}: a command timed out (after {timeout or 0:.0f} s)."
+            ) from None
         return CommandResult(
             command,
-            proc.returncode,
+            _shell_status(proc.returncode),
             decode_stdout(proc.stdout),
             proc.stderr.decode("utf-8", "replace"),
         )
@@ -690,8 +696,13 @@ def _run_streaming(
     proc.stdout.close()
     proc.stderr.close()
     return CommandResult(
-        command, code, decode_stdout(b"".join(out)), b"".join(err).decode("utf-8", "replace")
+        command, _shell_status(code), decode_stdout(b"".join(out)), b"".join(err).decode("utf-8", "replace")
     )
+
+
+def _shell_status(returncode: int) -> int:
+    """subprocess's -N (killed by signal N) as a shell and sshd's exit-signal give it: 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:

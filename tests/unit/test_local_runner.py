@@ -1,0 +1,22 @@
+"""`connection: local` runs commands as the SSH runner does: a command killed by a signal ends
+with the status a shell gives it (128 + N), and a timeout is the same one-sentence error."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuonboard.connection import LocalRunner
+from gpuonboard.errors import CommandError
+from gpuonboard.inventory import Host
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["captured", "streaming"])
+def test_signals_and_timeouts_read_as_over_ssh(streaming: bool) -> None:
+    runner = LocalRunner(Host("box", "127.0.0.1", connection="local"))
+    on_output = (lambda chunk: None) if streaming else None
+    killed = runner.run("echo before; kill -9 $$", on_output=on_output)
+    assert (killed.exit_code, killed.stdout) == (137, "before\n")
+    assert runner.run("kill -TERM $$", on_output=on_output).exit_code == 143
+    assert runner.run("exit 3", on_output=on_output).exit_code == 3
+    with pytest.raises(CommandError, match=r"^host box: a command timed out \(after 1 s\)\.$"):
+        runner.run("sleep 5", timeout=1, on_output=on_output)
