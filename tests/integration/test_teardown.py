@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conftest import Project, host_entry
 
-from gpuonboard.steps.teardown import RECORD, RECORD_TAG, Record
+from gpuonboard.steps.teardown import RECORD, RECORD_TAG, Record, read_record
 from gpuonboard.testhosts import TestHostPool
 
 IMAGE = "registry.test/proj/train:1"
@@ -106,6 +106,14 @@ def inventory(project: Project, pool: TestHostPool, p: dict[str, Path], **more: 
     project.write_inventory({"teardown": entry})
 
 
+def earlier_pull(project: Project, pool: TestHostPool, p: dict[str, Path], dest: Path) -> None:
+    """A verified pull into dest alone (its record written), as a run stopped after the pull."""
+    inventory(project, pool, p, results_dest=str(dest))
+    r = project.cli("provision", "--host", "teardown", "--playbook", "teardown", "--only", "pull")
+    assert r.returncode == 0, r.stdout + r.stderr
+    inventory(project, pool, p)
+
+
 def listing(root: Path) -> list[str]:
     return sorted(str(x.relative_to(root)) for x in root.rglob("*"))
 
@@ -166,11 +174,10 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
 def test_refuses_to_wipe_on_a_corrupt_or_missing_copy_unless_forced(
     project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
 ) -> None:
-    inventory(project, pool, remote)
     dest = tmp_path / "local copy"
     # an earlier pull, then local corruption that keeps size and mtime: rsync's quick check
     # skips the file, only the sha256 manifest notices
-    shutil.copytree(remote["results"], dest, copy_function=shutil.copy2)
+    earlier_pull(project, pool, remote, dest)
     bad = dest / "a.txt"
     st = bad.stat()
     bad.write_bytes(b"ALPHA\n")
@@ -536,11 +543,11 @@ def test_results_in_dirs_named_like_rsync_partial_dirs(
 def test_a_file_name_that_is_not_utf8(
     project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
 ) -> None:
-    inventory(project, pool, remote)
+    dest = tmp_path / "copy"
+    earlier_pull(project, pool, remote, dest)
     odd = os.fsencode(remote["results"]) + b"/caf\xe9.pt"
     with open(odd, "wb") as f:
         f.write(b"latin-1 name\n")
-    dest = tmp_path / "copy"
     # first the name cannot land (a directory holds it): named in the refusal, no crash
     os.makedirs(os.fsencode(dest) + b"/caf\xe9.pt/x")
     r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
@@ -591,8 +598,16 @@ def test_a_record_that_cannot_be_written_is_one_sentence_and_no_record(
         f"could not write the verification record {dest / RECORD} (File too large); make room on this"
         " machine (or give another --dest), then rerun"
     )
-    assert sorted(p.name for p in dest.iterdir() if p.name.startswith(RECORD)) == []
+    # no record: only the mark of the pull in progress (whose copy this is), which counts for nothing
+    assert sorted(p.name for p in dest.iterdir() if p.name.startswith(RECORD)) == [RECORD]
+    assert read_record(dest) is None
+    assert (dest / RECORD).read_text().startswith("# gpuonboard-pulling {")
     assert listing(remote["base"]) == before and docker_calls(remote) == []
+
+    # with room again, the rerun resumes into the same copy (it is this pull's, not another's)
+    r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert steps(project)["pull"]["msg"] == (f"pulled teardown:{res} to {dest}: 303 files verified (sha256)")
 
 
 def test_bad_results_and_dest_are_one_sentence(

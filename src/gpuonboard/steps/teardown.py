@@ -9,10 +9,14 @@ so the runner skips every later step that changes the host: nothing is deleted w
 is incomplete (unless `force`); an unverified copy keeps no symlink pointing out of itself.
 rsync receives without device nodes, fifos, sockets, owners, groups, setuid/setgid/sticky bits
 or group/other write (RECEIVE_SAFELY). A verified pull leaves a record (host, dir, listing, sha256)
-in the copy, written atomically. `teardown_containers` and `teardown_files` remove
-containers, the image and directories; every path is checked (never `/`, a home dir, a
+in the copy, written atomically; until then the record's place holds the mark of the pull (host,
+dir), and a local dir holding anything else (the user's files, another host's or dir's copy) is
+never pulled into: rsync would replace its files of the same names. `teardown_containers` and
+`teardown_files` remove containers, the image and directories; every path is checked (never `/`, a home dir, a
 system dir) both here and again on the host after resolving symlinks, and the results dir
-only goes when the host's listing still equals the record's, checked in the removing command.
+only goes when the host's listing still equals the record's, checked in the removing command,
+and the local copy still holds every recorded file; gpuonboard's own cache dir on the host
+(`own_cache`) goes too.
 `teardown_cost` prints what the rental cost, rounded up by the vendor's billing unit.
 
 Pure helpers (cost, path safety, manifests, ssh/rsync command lines) are tested in
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 PARTIAL_DIR = ".gpuonboard-rsync-partial"
 RECORD = ".gpuonboard-verified.sha256"  # in the local copy after a verified pull
 RECORD_TAG = "# gpuonboard-verified "  # the record's first line: host, dir, listing (JSON)
+# while a pull runs the record's place holds only this line (host, dir): whose copy the dir is
+PULLING_TAG = "# gpuonboard-pulling "
 CHANGED_EXIT = 3  # the removal script's exit code when the results changed since the pull
 UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
 SHOWN = 3  # how many paths a message names before "+N more"
@@ -608,9 +614,112 @@ def read_record(dest: Path) -> Record | None:
         return None
 
 
+@dataclass(frozen=True)
+class Owner:
+    """Whose copy a local dir is: the host (name, address, port) and results dir a pull into it
+    started (`pulling`, written before rsync) or verified (the record)."""
+
+    host: str
+    address: str
+    port: int
+    dir: str
+    verified: bool
+
+    def of(self, host: Host, results: str) -> bool:
+        """True when it is this host's (address, port) and this results dir."""
+        return (self.address, self.port, self.dir) == (host.address, host.port, results)
+
+    def to_bytes(self) -> bytes:
+        """The mark of a pull in progress: one line, never a record (Record.parse refuses it)."""
+        head = {"host": self.host, "address": self.address, "port": self.port, "dir": self.dir}
+        return (PULLING_TAG + json.dumps(head, sort_keys=True) + "\n").encode("utf-8", "surrogateescape")
+
+
+def read_owner(dest: Path) -> Owner | None:
+    """The owner a local copy names: its verified record, or the mark of a pull in progress."""
+    try:
+        data = (dest / RECORD).read_bytes()
+    except OSError:
+        return None
+    record = Record.parse(data)
+    if record is not None:
+        return Owner(record.host, record.address, record.port, record.dir, True)
+    first = data.decode("utf-8", "surrogateescape").partition("\n")[0]
+    if not first.startswith(PULLING_TAG):
+        return None
+    try:
+        head = json.loads(first[len(PULLING_TAG) :])
+    except ValueError:
+        return None
+    if not isinstance(head, dict):
+        return None
+    name, address, port, where = (head.get(k) for k in ("host", "address", "port", "dir"))
+    if not (isinstance(name, str) and isinstance(address, str) and isinstance(port, int)):
+        return None
+    return Owner(name, address, port, where, False) if isinstance(where, str) else None
+
+
+def foreign_dest(dest: Path, host: Host, results: str) -> str | None:
+    """What in `dest` no pull of host:results put there (rsync would overwrite a local file of
+    the same name as a host file), or None: dest is missing or empty, or its record (or mark of
+    a pull in progress) is of this host's address and port and this results dir."""
+    owner = read_owner(dest)
+    if owner is not None and owner.of(host, results):
+        return None
+    try:
+        entries = sorted(p.name for p in dest.iterdir() if p.name != PARTIAL_DIR)
+    except OSError:  # missing, or not a dir this machine can list: the pull says why it cannot write
+        return None
+    if not entries:
+        return None
+    if owner is not None:
+        what = "the verified copy" if owner.verified else "an unfinished pull"
+        return f"{what} of {owner.dir} from {owner.host} ({owner.address}:{owner.port})"
+    n = len(entries)
+    return f"{n} entr{'y' if n == 1 else 'ies'} no pull of {results} from it put there (first: {entries[0]})"
+
+
+def copy_lacks(dest: Path, record: Record) -> list[str]:
+    """Files the record lists that are no longer in dest as a file of their recorded size
+    (a stat each, no hashing): the copy changed since its pull was verified."""
+    sizes = {}
+    for entry in record.listing:
+        kind, size, _, path = (entry.split(" ", 3) + ["", "", ""])[:4]
+        if kind == "f" and size.isdigit():
+            sizes[_rel(path)] = int(size)
+    gone = []
+    for name in sorted(record.sums):
+        p = dest / name
+        try:
+            ok = p.is_file() and not p.is_symlink() and p.stat().st_size == sizes.get(name, p.stat().st_size)
+        except OSError:
+            ok = False
+        if not ok:
+            gone.append(name)
+    return gone
+
+
+def mark_pulling(dest: Path, owner: Owner) -> str | None:
+    """Replace the record by the mark of this pull (temp file, fsync, rename) before rsync runs:
+    a rerun after an interrupt resumes into it, a pull of another host or dir is refused."""
+    path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
+    try:
+        with tmp.open("wb") as f:
+            f.write(owner.to_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return exc.strerror or str(exc)
+    return None
+
+
 def write_record(dest: Path, record: Record) -> str | None:
     """Write the record atomically (temp file, fsync, rename); -> why it failed, else None.
-    On failure no record is left (neither a partial one nor an older one)."""
+    On failure no record is left (neither a partial one nor an older one); the mark of the
+    pull in progress stays (a rerun resumes into this dir)."""
     path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
     try:
         with tmp.open("wb") as f:
@@ -619,9 +728,11 @@ def write_record(dest: Path, record: Record) -> str | None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        for stale in (tmp, path):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if read_record(dest) is not None:
             with contextlib.suppress(OSError):
-                stale.unlink()
+                path.unlink()
         return exc.strerror or str(exc)
     return None
 
@@ -761,6 +872,7 @@ class PullOutcome:
     listing: list[str] = field(default_factory=list)
     checks: TreeChecks = field(default_factory=TreeChecks)
     local_error: str = ""
+    mark_error: str = ""  # the mark of this pull could not be written (disk full): nothing pulled
 
 
 class TeardownPullStep(Step):
@@ -857,6 +969,13 @@ class TeardownPullStep(Step):
         problem = checks.problem(src, self.results)
         if problem and not self.force:
             return self._refuse(ctx, *problem)
+        held = foreign_dest(dest, ctx.host, self.results)
+        if held:  # the user's files (another run's copy): rsync would replace those of the same names
+            return self._refuse(
+                ctx,
+                f"{dest} already holds {held}, which the pull could overwrite",
+                "give --dest an empty or new directory (or move what it holds away), then rerun",
+            )
         # --force goes on, but what will be lost is said (in --check too)
         forced = f"; {problem[0]}: wiping anyway (--force)" if problem else ""
         counts = found.get("files", "").split()
@@ -887,9 +1006,14 @@ class TeardownPullStep(Step):
         dest = self.dest(ctx)
         try:
             dest.mkdir(parents=True, exist_ok=True)
-            (dest / RECORD).unlink(missing_ok=True)  # rewritten once this pull is verified
         except OSError as exc:
             return PullOutcome(0, "", {}, [], [], local_error=f"{dest}: {exc.strerror or exc}")
+        # the record is rewritten once this pull is verified; until then its place says whose
+        # pull this dir holds (a rerun resumes it, another host's or dir's pull is refused)
+        h = ctx.host
+        failed = mark_pulling(dest, Owner(h.name, h.address, h.port, self.results, False))
+        if failed:
+            return PullOutcome(0, "", {}, [], [], mark_error=failed)
         default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
         known = Path(str(self.args.get("known_hosts") or default_known))
         text, alias = openssh.config_text(ctx.host, self._inventory(ctx), known)
@@ -917,6 +1041,12 @@ class TeardownPullStep(Step):
             return (
                 f"refusing to delete anything on {ctx.host.name}: cannot create the local copy's directory"
                 f" ({out.local_error}); give --dest a directory on this machine you can write to"
+            )
+        if out.mark_error:
+            return (
+                f"refusing to delete anything on {ctx.host.name}: nothing pulled: could not write"
+                f" {dest / RECORD} ({out.mark_error}); make room on this machine (or give another"
+                " --dest), then rerun"
             )
         plan.diff = {**(plan.diff or {}), "verified": len(out.remote) - len(out.missing) - len(out.corrupt)}
         plan.diff.update(missing=out.missing, corrupt=out.corrupt, rsync_exit=out.rsync_code)
@@ -984,6 +1114,43 @@ def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str,
     return "\n".join(lines)
 
 
+# gpuonboard's own dir on a host (the login's): container smoke records, TensorBoard logs
+CACHE_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard"
+
+
+@dataclass(frozen=True)
+class OwnCache:
+    """gpuonboard's cache dir as the files step's probe found it: removed when `target` is set."""
+
+    path: str
+    target: str = ""  # what is removed: the path resolved on the host ('' when absent or refused)
+    problem: str = ""  # why it is left alone (a relative $XDG_CACHE_HOME, no $HOME, a link to /)
+    link: bool = False
+
+    def link_note(self) -> str:
+        """', a symlink: its target T is removed too', or ''."""
+        return f"; a symlink: its target {self.target} is removed too" if self.link else ""
+
+
+def own_cache(lines: Sequence[str], home: str | None) -> OwnCache | None:
+    """The probe's `cache PATH` line and PATH's state line -> OwnCache (None when not probed).
+
+    Unlike a configured path, a cache path that is unsafe to delete never fails the step: it is
+    left, and said (its place comes from the host's environment, not from the inventory)."""
+    if len(lines) < 2 or not lines[0].startswith("cache "):
+        return None
+    path, (kind, _, resolved) = lines[0][6:], lines[1].partition(" ")
+    if kind not in ("yes", "link"):
+        return OwnCache(path)
+    why = path_problem(path, home)
+    if not why and resolved != posixpath.normpath(path):
+        why = path_problem(resolved, home)
+        why = f"resolved to {resolved}, {why}" if why else None
+    if why:
+        return OwnCache(path, problem=why)
+    return OwnCache(path, resolved, link=kind == "link")
+
+
 class TeardownFilesStep(Step):
     """Remove directories provisioning placed (dataset, decrypted data, markers, pulled results)."""
 
@@ -994,10 +1161,13 @@ class TeardownFilesStep(Step):
         "results": "the remote results dir (removed too: its copy was pulled and verified first)",
         "dest": "the local copy of the results (its record says what was verified; as teardown_pull)",
         "force": "remove the results dir without comparing it with the verified copy's record",
+        "own_cache": "also remove gpuonboard's own cache dir on the host,"
+        " ${XDG_CACHE_HOME:-~/.cache}/gpuonboard (container smoke records, TensorBoard logs)",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
+        self.own_cache = _truthy(self.args.get("own_cache", False))
         raw = self.args.get("paths") or []
         if isinstance(raw, str):
             raw = [raw]
@@ -1009,27 +1179,29 @@ class TeardownFilesStep(Step):
         wanted = [str(p).strip() for p in [*raw, results]]
         self.paths = list(dict.fromkeys(p for p in wanted if p and p.lower() not in ("none", "null")))
         quoted = " ".join(shell.quote(p) for p in self.paths) or "''"
-        command = (
-            'echo "home $HOME"; '
-            f'for p in {quoted}; do [ -n "$p" ] || continue; '
+        state = (
             'if [ -L "$p" ]; then echo "link $(realpath -m -- "$p")";'
-            ' elif [ -e "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi; done'
+            ' elif [ -e "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi'
         )
+        command = f'echo "home $HOME"; for p in {quoted}; do [ -n "$p" ] || continue; {state}; done'
+        if self.own_cache:  # where tunnel.private_log and the container step's SMOKE_DIR put it
+            command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}'
         self.probe = Probe(_probe_name("teardown_files", command), command)
 
     def probes(self) -> list[Probe]:
         """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it resolves."""
-        return [self.probe] if self.paths else []
+        return [self.probe] if self.paths or self.own_cache else []
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
-        if not self.paths:
+        if not self.paths and not self.own_cache:
             return Plan(False, "no provisioned directories configured; nothing to remove")
         lines = ctx.facts.raw[self.probe.name].stdout.splitlines()
         home = lines[0][5:] if lines and lines[0].startswith("home ") else None
-        states = lines[1:]
+        states = lines[1 : 1 + len(self.paths)]
         if len(states) != len(self.paths):
             return Plan(False, f"could not inspect {', '.join(self.paths)} on the host", failed=True)
+        cache = own_cache(lines[1 + len(self.paths) :], home) if self.own_cache else None
         present: list[tuple[str, str]] = []
         links: set[str] = set()
         refused: list[str] = []
@@ -1053,12 +1225,22 @@ class TeardownFilesStep(Step):
                 "refusing to delete unsafe paths: " + "; ".join(refused) + "; fix the host vars",
                 failed=True,
             )
-        if not present:
-            return Plan(False, f"already clean: {_names(self.paths, 5)} not present")
-        names = [p for p, _ in present]
         said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
+        note = ""
+        if cache is not None and cache.target:
+            present.append((cache.path, cache.target))
+            said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
+            if cache.link_note():
+                links.add(cache.path)
+        elif cache is not None and cache.problem:
+            note = f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
+        if not present:
+            return Plan(
+                False, f"already clean: {_names(self.paths, 5) or 'gpuonboard cache'} not present{note}"
+            )
+        names = [p for p, _ in present]
         diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
-        return Plan(True, f"remove {', '.join(said)}", diff=diff, data=present)
+        return Plan(True, f"remove {', '.join(said)}{note}", diff=diff, data=present)
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """One remote command removing every path after re-checking its resolution and, first,
@@ -1074,6 +1256,14 @@ class TeardownFilesStep(Step):
                     f"refusing to delete anything on {ctx.host.name}: {dest} holds no verified copy of"
                     f" {ctx.host.name}:{self.results} (no matching {RECORD}); run the whole teardown (its"
                     " pull verifies the copy), or pass --force to wipe anyway"
+                )
+            gone = copy_lacks(dest, record)
+            if gone:  # the copy lost files since its pull (moved, deleted: a rerun after --resume)
+                return (
+                    f"refusing to delete anything on {ctx.host.name}: the verified copy {dest} of"
+                    f" {ctx.host.name}:{self.results} lacks {len(gone)} of its {len(record.sums)} files"
+                    f" now ({_names(gone)}); run the whole teardown (its pull brings them back), or pass"
+                    " --force to wipe anyway"
                 )
             unchanged = (results, listing_digest(record.listing))
             plan.data = (present, record)
