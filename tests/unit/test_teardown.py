@@ -302,3 +302,17 @@ def test_links_are_judged_by_the_dirs_teardown_removes(tmp_path: Path) -> None:
     (res / "train.bin").unlink()
     _, checks, _ = parse_pull_output(_host_sh(script, tmp_path))
     assert checks.problem("h:/r", "/r") is None and len(checks.kept_links) == 2
+
+
+def test_image_refs_name_the_mirror_copy_as_the_container_step_tagged_it() -> None:
+    """The mirror's copy is `<host[:port][/prefix]>/<path>:<tag>`, host lowercased, scheme
+    dropped (as container.parse_mirror names it); a malformed mirror has no copy to remove."""
+    from gpuonboard.steps.teardown import _image_refs
+
+    image = "nvcr.io/nvidia/pytorch:24.08-py3"
+    assert _image_refs(image, "https://Mirror.Example.CN:5000/ngc/") == [
+        image,
+        "mirror.example.cn:5000/ngc/nvidia/pytorch:24.08-py3",
+    ]
+    assert _image_refs(image, "https://robot:pw@harbor.cn") == [image]
+    assert _image_refs(image, "") == [image]

@@ -27,7 +27,7 @@ from ..facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info,
 from ..facts.gather import Facts
 from ..facts.probe import Probe
 from ..ngc import mirror_host
-from ..units import format_bytes, parse_size
+from ..units import format_bytes, parse_duration, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext
 from .driver_compat import DEFAULT_IMAGE
@@ -47,7 +47,10 @@ DEFAULT_MANIFEST_UNPACK_FACTOR = 3.0
 PROGRESS_EVERY = 0.5  # seconds between live progress updates
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 2.0
-PULL_TIMEOUT = 3600.0
+# a pull's time limit: an NGC PyTorch image (~9-10 GB compressed) on a slow or metered link
+# (~0.5 MB/s) takes hours, and a pull stopped mid-layer loses that layer's bytes
+DEFAULT_PULL_TIMEOUT = "6h"
+_PULL_TIMED_OUT = "##gpuonboard-pull-timed-out"
 _MARK = "##gpuonboard-container "
 _LOGIN_FAILED = "##gpuonboard-login-failed"
 # where the host records a passed smoke run (no secrets): one file per image name
@@ -156,7 +159,12 @@ def parse_ref(image: str) -> ImageRef:
     """Split an image reference; raises StepArgsError on anything else."""
     m = _REF_RE.match(image.strip())
     if not m or m.group("name").endswith("/"):
-        raise StepArgsError(f"{image!r} is not an image reference like {DEFAULT_IMAGE}")
+        why = ""
+        if any(c.isspace() for c in image.strip()):
+            why = " (it holds a space)"
+        elif _REF_RE.match(image.strip().lower()):
+            why = " (the repository name must be lowercase; only the tag may hold capitals)"
+        raise StepArgsError(f"{image!r} is not an image reference like {DEFAULT_IMAGE}{why}")
     name = m.group("name")
     first, slash, rest = name.partition("/")
     if slash and ("." in first or ":" in first or first == "localhost"):
@@ -164,6 +172,45 @@ def parse_ref(image: str) -> ImageRef:
     else:
         registry, path = None, name
     return ImageRef(registry, path, m.group("tag"), m.group("digest"))
+
+
+_MIRROR_RE = re.compile(
+    r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?"
+    r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+    r"(?::(?P<port>\d{1,5}))?(?P<prefix>(?:/[a-z0-9._-]+)*)/?$"
+)
+
+
+def parse_mirror(value: object) -> tuple[str, str | None]:
+    """A `registry_mirror` setting -> (host[:port][/prefix] as image references name it, "http"
+    when given as http://, else None). Anything else raises StepArgsError naming the setting: a
+    list (one mirror is pulled through), a scheme other than http(s), credentials in the URL
+    (they would be in the pull's command line, the run log and the report), a bad port, spaces."""
+    example = "a host like mirror.example.cn, mirror.example.cn:5000/prefix or https://mirror.example.cn"
+    if not isinstance(value, str):
+        kind = "a list" if isinstance(value, list | tuple) else f"a {type(value).__name__}"
+        raise StepArgsError(f"registry_mirror is {kind} ({value!r}); give one mirror: {example}")
+    text = value.strip()
+    if "@" in text.split("://", 1)[-1].split("/", 1)[0]:
+        shown = re.sub(r"(://|^)[^/]*@", r"\1***@", text)
+        raise StepArgsError(
+            f"registry_mirror {shown!r} holds credentials (user:password@): they would show in the pull"
+            " command, the run log and the report; give the mirror without them and put them in"
+            " registry_credentials_file under the mirror's host"
+        )
+    m = _MIRROR_RE.match(text)
+    if not m:
+        raise StepArgsError(f"registry_mirror {text!r} is not a registry mirror: give {example}")
+    scheme = (m.group("scheme") or "").lower()
+    if scheme not in ("", "http", "https"):
+        raise StepArgsError(
+            f"registry_mirror {text!r} has scheme {scheme}://; a registry mirror is https:// (or http://)"
+        )
+    port = m.group("port")
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise StepArgsError(f"registry_mirror {text!r} has port {port}, not 1-65535")
+    host = m.group("host").lower() + (f":{port}" if port else "")
+    return host + (m.group("prefix") or ""), "http" if scheme == "http" else None
 
 
 @dataclass(frozen=True)
@@ -339,6 +386,7 @@ class Settings:
     container_sudo: bool = False
     manifest_factor: float = DEFAULT_MANIFEST_UNPACK_FACTOR
     mirror_scheme: str | None = None  # "http" when the mirror was given as http://...
+    pull_timeout: float = 6 * 3600.0  # seconds one pull attempt may take (pull_timeout)
 
     @property
     def pull_ref(self) -> str:
@@ -387,6 +435,7 @@ class ContainerStep(Step):
         "smoke": "run the image after pulling (default true)",
         "registry_credentials_file": "YAML/JSON {registry: {username, password}} on this machine, mode 0600",
         "container_sudo": "run the runtime through `sudo -n` when the user cannot use it directly",
+        "pull_timeout": f"time one pull attempt may take, e.g. 12h (default {DEFAULT_PULL_TIMEOUT})",
         "manifest_unpack_factor": (
             "free space needed = the manifest's compressed size x this"
             f" (default {DEFAULT_MANIFEST_UNPACK_FACTOR})"
@@ -402,25 +451,36 @@ class ContainerStep(Step):
                 value = host_vars.get(key)
             return default if value is None or value == "" else value
 
+        def read(key: str, default: Any, convert: Any, wanted: str) -> Any:
+            value = get(key, default)
+            try:
+                if isinstance(value, bool):
+                    raise ValueError(value)
+                return convert(value)
+            except (TypeError, ValueError):
+                raise StepArgsError(f"container setting {key}: {value!r} is not {wanted}") from None
+
         image = str(self.args.get("image") or host_vars.get("container_image") or DEFAULT_IMAGE)
         ref = parse_ref(image)
         mirror = get("registry_mirror", vendor_mirror)
-        try:
-            size = parse_size(get("image_size_estimate", DEFAULT_SIZE_ESTIMATE))
-            factor = float(get("unpack_factor", DEFAULT_UNPACK_FACTOR))
-            mfactor = float(get("manifest_unpack_factor", DEFAULT_MANIFEST_UNPACK_FACTOR))
-            retries = int(get("pull_retries", DEFAULT_RETRIES))
-            backoff = float(get("retry_backoff", DEFAULT_BACKOFF))
-        except (TypeError, ValueError) as exc:
-            raise StepArgsError(f"container settings: {exc}") from None
-        if retries < 0 or backoff < 0 or factor <= 0 or mfactor <= 0:
-            raise StepArgsError("pull_retries and retry_backoff must be >= 0 and unpack_factor > 0")
+        mirror_ref, mirror_scheme = parse_mirror(mirror) if mirror else (None, None)
+        size = read("image_size_estimate", DEFAULT_SIZE_ESTIMATE, parse_size, "a size like 20GB")
+        factor = read("unpack_factor", DEFAULT_UNPACK_FACTOR, float, "a number like 1.5")
+        mfactor = read("manifest_unpack_factor", DEFAULT_MANIFEST_UNPACK_FACTOR, float, "a number like 3.0")
+        retries = read("pull_retries", DEFAULT_RETRIES, int, "a whole number like 3")
+        backoff = read("retry_backoff", DEFAULT_BACKOFF, float, "a number of seconds like 2")
+        limit = read("pull_timeout", DEFAULT_PULL_TIMEOUT, parse_duration, "a duration like 6h or 90m")
+        if retries < 0 or backoff < 0 or factor <= 0 or mfactor <= 0 or limit < 1:
+            raise StepArgsError(
+                "pull_retries and retry_backoff must be >= 0, unpack_factor and manifest_unpack_factor"
+                " > 0, pull_timeout at least 1s"
+            )
         smoke = get("smoke", True)
         creds_file = get("registry_credentials_file")
         return Settings(
             image=image,
             ref=ref,
-            mirror=mirror_host(str(mirror)) if mirror else None,
+            mirror=mirror_ref,
             size_estimate=size,
             unpack_factor=factor,
             retries=retries,
@@ -431,7 +491,8 @@ class ContainerStep(Step):
             credentials_file=str(creds_file) if creds_file else None,
             container_sudo=_truthy(get("container_sudo", False)),
             manifest_factor=mfactor,
-            mirror_scheme="http" if mirror and str(mirror).strip().lower().startswith("http://") else None,
+            mirror_scheme=mirror_scheme,
+            pull_timeout=limit,
         )
 
     def probe_for(self, local_ref: str) -> Probe:
@@ -507,9 +568,9 @@ class ContainerStep(Step):
         for attempt in range(s.retries + 1):
             out.attempts = attempt + 1
             r = run(
-                pull_command(state, s.pull_ref, login),
+                pull_command(state, s.pull_ref, login, int(s.pull_timeout)),
                 stdin=stdin,
-                timeout=PULL_TIMEOUT,
+                timeout=s.pull_timeout + 120,  # the host stops the pull at pull_timeout itself
                 on_output=_progress_watcher(ctx, manifest),
             )
             if r.ok:
@@ -517,6 +578,9 @@ class ContainerStep(Step):
                 break
             text = r.stdout + "\n" + r.stderr
             low = text.lower()
+            if _PULL_TIMED_OUT in r.stderr:
+                out.fail = pull_timed_out(s, manifest)
+                return out
             if login and _LOGIN_FAILED in text:
                 why = _last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
                 if not any(w in why.lower() for w in _NETWORK_ERRORS):
@@ -525,9 +589,19 @@ class ContainerStep(Step):
                 out.pull_error = f"the {where} {login[1]} is unreachable (login failed: {why})"
             elif "no space left on device" in low:
                 root = state.info.storage_root or "the container runtime's storage root"
+                diff = plan.diff or {}
+                need, free = diff.get("needed_bytes"), state.free_bytes
+                counted = (
+                    f"; it needed more than the {format_bytes(need, binary=False)} counted on from the"
+                    f" {diff.get('size_from', 'estimate')} ({format_bytes(free, binary=False)} was free"
+                    " there before it), or the runtime's temporary download dir (podman: /var/tmp) is on"
+                    " a fuller file system"
+                    if need and free is not None
+                    else ""
+                )
                 out.fail = (
                     f"pulling {s.pull_ref} failed with no space left on device: free space under {root}"
-                    " and run again (not retried: a retry would download the layers again)"
+                    f" and run again{counted} (not retried: a retry would download the layers again)"
                 )
                 return out
             elif "manifest unknown" in low:
@@ -596,6 +670,8 @@ class ContainerStep(Step):
         if a.smoke_error:
             return a.smoke_error
         digest = a.digests[0] if a.digests else None
+        if s.mirror and not s.ref.digest:
+            plan.checks.append(mirror_digest_check(s, digest or a.image_id or "?"))
         via = f" via mirror {s.mirror}" if s.mirror else ""
         tries = f" after {a.attempts} attempts" if a.attempts > 1 else ""
         plan.msg = f"pulled {s.image}{via}{tries} ({digest or a.image_id}); " + "; ".join(a.smoke)
@@ -614,12 +690,48 @@ def state_access(plan: Plan) -> str:
     return state.access
 
 
+def mirror_digest_check(s: Settings, got: str) -> Check:
+    """A tag pulled through a mirror is whatever the mirror serves under it (a stale copy, or
+    another image): a `warn` saying so, until the image pins the digest its registry lists
+    (a pinned digest is checked by the runtime itself)."""
+    origin = s.ref.registry or "Docker Hub"
+    return Check(
+        "image digest from mirror",
+        f"{s.ref.canonical} as {origin} serves it",
+        f"{got} as mirror {s.mirror} serves it (not compared with {origin})",
+        "warn",
+        f"a mirror may serve a stale or different image under the tag {s.ref.tag or 'latest'}; compare"
+        f" the digest with the one {origin} lists for it, then pin it: image: {s.ref.canonical}@sha256:...",
+    )
+
+
+def pull_timed_out(s: Settings, manifest: Manifest | None) -> str:
+    """The sentence for a pull the host stopped at pull_timeout: how slow the link must have
+    been, that finished layers are kept, and the setting to raise."""
+    t = s.pull_timeout
+    limit = f"{t / 3600:g} h" if t >= 3600 else f"{t / 60:g} min" if t >= 60 else f"{t:g} s"
+    size = manifest.size if manifest else None
+    rate = (
+        f" (below {format_bytes(int(size / s.pull_timeout), binary=False)}/s on average for its"
+        f" {format_bytes(size, binary=False)} of layers)"
+        if size
+        else ""
+    )
+    return (
+        f"pulling {s.pull_ref} did not finish within pull_timeout ({limit}) and was stopped: the"
+        f" link is too slow{rate} or the download stalled; layers finished so far are kept, so a rerun"
+        " continues from them; on a slow link set vars.pull_timeout higher (e.g. 12h)"
+    )
+
+
 def image_ready(state: ContainerState, s: Settings) -> bool:
     """The image is present locally (with the pinned digest, when one is pinned)."""
     return state.image_id is not None and (not s.ref.digest or s.ref.digest in state.digests)
 
 
-def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | None) -> str:
+def pull_command(
+    state: ContainerState, pull_ref: str, login: tuple[str, str] | None, limit: int | None = None
+) -> str:
     """One pull attempt (stderr folded into stdout). With `login` (user, registry): `login
     --password-stdin` (the password is this command's stdin) into a fresh 0700 temporary dir
     (DOCKER_CONFIG for docker, REGISTRY_AUTH_FILE for podman), used by the pull and removed by
@@ -627,13 +739,15 @@ def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | 
     `##gpuonboard-login-failed` after its error.
 
     The pull stops when this session ends early (Ctrl-C or SIGTERM here, a dropped link): see
-    _pull_until_session_ends. The channel's stderr is fd 3 inside, for its watcher."""
+    _pull_until_session_ends. The channel's stderr is fd 3 inside, for its watcher, which also
+    stops a pull running longer than `limit` seconds (printing `##gpuonboard-pull-timed-out` on
+    that stderr)."""
     cli = state.cli or "docker"
     pre = "sudo -n " if state.sudo else ""
     pull = shell.join([cli, "pull", pull_ref])
     if login is None:
         # the first line is what the run log shows
-        script = f": {pull}\n" + _pull_until_session_ends(state, pull, "")
+        script = f": {pull}\n" + _pull_until_session_ends(state, pull, "", limit=limit)
         return shell.merge_stderr(f"{shell.sh_c(script)} 3>&2")
     user, registry = login
     env = 'env DOCKER_CONFIG="$d" REGISTRY_AUTH_FILE="$d/auth.json" '
@@ -655,12 +769,15 @@ def pull_command(state: ContainerState, pull_ref: str, login: tuple[str, str] | 
             f"{env}{pull}",
             f'{pre}{env}{logout_cmd} >/dev/null 2>&1; rm -rf "$d"',
             f"if ! {pre}{env}{login_cmd} 2>&1; then echo '{_LOGIN_FAILED}'; exit 1; fi\n",
+            limit,
         )
     )
     return shell.merge_stderr(f"{shell.sh_c(script)} 3>&2")
 
 
-def _pull_until_session_ends(state: ContainerState, pull: str, cleanup: str, before: str = "") -> str:
+def _pull_until_session_ends(
+    state: ContainerState, pull: str, cleanup: str, before: str = "", limit: int | None = None
+) -> str:
     """Shell text: run `before` (the login), then `pull` in the background (in its own process
     group when `setsid` exists) and wait for it; `cleanup` runs on exit however it comes.
 
@@ -670,7 +787,8 @@ def _pull_until_session_ends(state: ContainerState, pull: str, cleanup: str, bef
     (Ctrl-C, SIGTERM, a dropped link) sshd has closed that pipe, the write fails, and the
     watcher stops the pull (TERM, KILL 5 s later), whose end runs the exit trap (the logout,
     the temporary auth dir removed); so it does when this shell has gone (killed). Through
-    sudo, `sudo -n kill` stops the root-owned pull."""
+    sudo, `sudo -n kill` stops the root-owned pull. After `limit` seconds (its beats counted)
+    the watcher says so on fd 3 and stops the pull the same way."""
     pre = "sudo -n " if state.sudo else ""
     sudo_kill = ' || sudo -n kill -s "$1" -- "-$p" 2>/dev/null' if state.sudo else ""
     return (
@@ -689,8 +807,15 @@ def _pull_until_session_ends(state: ContainerState, pull: str, cleanup: str, bef
         + "s=; command -v setsid >/dev/null 2>&1 && s=setsid\n"
         f"$s {pre}{pull} 3>&- 2>&1 &\n"
         "p=$!\n"
-        "( trap '' PIPE\n"
-        "  while sleep 1 </dev/null >/dev/null 2>&1 3>&- && kill -0 $$; do printf '\\n' >&3 || break; done\n"
+        "( trap '' PIPE; n=0\n"
+        "  while sleep 1 </dev/null >/dev/null 2>&1 3>&- && kill -0 $$; do printf '\\n' >&3 || break\n"
+        + (
+            f"    n=$((n+1)); [ $n -lt {int(limit)} ] ||"
+            f" {{ printf '%s\\n' '{_PULL_TIMED_OUT}' >&3; break; }}\n"
+            if limit
+            else ""
+        )
+        + "  done\n"
         "  gpo_stop_pull TERM; sleep 5 3>&-; gpo_stop_pull KILL ) </dev/null >/dev/null 2>&1 &\n"
         "w=$!\n"
         'wait "$p"; rc=$?; p=\n'

@@ -281,18 +281,3 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
         "done\n"
         f"printf '{m}error %s\\n' \"$why\""
     )
-
-
-def gpu_python_check(n: int) -> str:
-    """The `python -c` text run in the image on a GPU host: torch sees exactly n GPUs, a small
-    matmul on each gives the right answer, NCCL is available."""
-    return (
-        "import torch, torch.distributed as d\n"
-        f"n = torch.cuda.device_count()\n"
-        f"assert n == {int(n)}, f'torch sees {{n}} GPUs, nvidia-smi lists {int(n)}'\n"
-        "for i in range(n):\n"
-        "    a = torch.ones(256, 256, device=f'cuda:{i}')\n"
-        "    s = (a @ a).sum().item(); assert s == 256.0 ** 3, f'matmul on cuda:{i} gave {s}'\n"
-        "assert d.is_nccl_available(), 'torch.distributed has no NCCL'\n"
-        "print(f'torch sees {n} GPUs; matmul ok on each; NCCL available')"
-    )

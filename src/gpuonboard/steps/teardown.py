@@ -1294,10 +1294,10 @@ def _image_refs(image: str, mirror: str) -> list[str]:
     refs = [image]
     if mirror:
         try:
-            from .container import mirror_host, parse_ref
+            from .container import parse_mirror, parse_ref
 
-            ref = parse_ref(image)
-            refs = [ref.canonical, ref.on(mirror_host(mirror))]
+            ref = parse_ref(image)  # (the mirror as the container step named its copy; none when malformed)
+            refs = [ref.canonical, ref.on(parse_mirror(mirror)[0])]
         except (ImportError, StepArgsError, AttributeError):
             pass
     return list(dict.fromkeys(refs))
