@@ -47,7 +47,11 @@ def build_playbook(
     root = settings.state_root()
     pull_dest = next((s.args.get("dest") for s in book.steps if s.kind == "teardown_pull"), None)
     # the dirs the files step removes: a symlink in the results into one of them loses its data
-    removed = next((s.args.get("paths") for s in book.steps if s.kind == "teardown_files"), None)
+    files = next((s for s in book.steps if s.kind == "teardown_files"), None)
+    removed = files.args.get("paths") if files is not None else None
+    if files is not None and isinstance(removed, list) and files.args.get("uploads_in"):
+        # (the uploads in the data dir go too: a link into the data dir counts as one into them)
+        removed = [*removed, files.args["uploads_in"]]
     dest = literal(str(Path(os.path.expanduser(opts.dest)))) if opts.dest else pull_dest
     specs = []
     for spec in book.steps:

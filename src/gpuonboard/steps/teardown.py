@@ -1151,6 +1151,77 @@ def own_cache(lines: Sequence[str], home: str | None) -> OwnCache | None:
     return OwnCache(path, resolved, link=kind == "link")
 
 
+# the data dir's entries that gpuonboard's dataset upload made (sync reserves these names)
+COPY_MARK = ".gpuonboard-copy"  # in a plaintext copy that a decryption or unpack marked
+STORE_SUFFIXES = (".encrypted", ".shards")  # <name>.encrypted (ciphertexts), <name>.shards
+LEASE_SUFFIX = ".gpuonboard-upload"  # .<name>.gpuonboard-upload: an upload's lease
+UNPACK_INFIX = ".gpuonboard-unpack-"  # .<name>.gpuonboard-unpack-*: an interrupted unpack's dir
+FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor said
+
+
+def uploads_probe_command(data_dir: str) -> str:
+    """sh: the data dir resolved (`dir PATH`), then each entry in it as `KIND MARK NAME`, every
+    record NUL-terminated (a name may hold a line break). KIND: d (dir), l (symlink), f (other);
+    MARK of a dir: c (holds a .gpuonboard-copy file), s (holds manifest.json), else -.
+    `none` when the data dir is not a directory."""
+    d = shell.quote(data_dir)
+    return (
+        f"d={d}; [ -d \"$d\" ] || {{ printf 'none\\0'; exit 0; }}; "
+        'printf \'dir %s\\0\' "$(realpath -- "$d")"; '
+        'for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do [ -e "$p" ] || [ -L "$p" ] || continue; '
+        'k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; '
+        f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; fi; '
+        'printf \'%s %s %s\\0\' "$k" "$m" "${p##*/}"; done'
+    )
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """What the data dir holds: the entries gpuonboard's upload made (`ours`, removed) and the
+    rest (`others`, left on the host and said), as names in `root` (resolved on the host)."""
+
+    root: str
+    ours: tuple[str, ...]
+    others: tuple[str, ...]
+
+
+def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = ()) -> Uploads | None:
+    """Pure: uploads_probe_command's output -> Uploads (None when the data dir is not there).
+
+    Ours: the configured dataset's copy `N` and its stores `N.encrypted`, `N.shards`; any dir
+    marked as a copy (.gpuonboard-copy) or a shard store (`X.shards` with its manifest.json);
+    the store or copy beside one of those (`X`, `X.encrypted`, `X.shards`: names sync reserves
+    for one dataset); leases (`.X.gpuonboard-upload`) and interrupted unpack dirs. Never a
+    symlink (its target is not ours to judge). `skip`: names removed by another path."""
+    records = output.split("\0")
+    if not records or not records[0].startswith("dir "):
+        return None
+    root, entries = records[0][4:], []
+    for rec in records[1:]:
+        kind, mark, name = (rec.split(" ", 2) + ["", ""])[:3]
+        if name and kind in ("d", "l", "f") and name not in FS_ENTRIES and name not in skip:
+            entries.append((kind, mark, name))
+    dirs = {name for kind, _, name in entries if kind == "d"}
+    stems = {dataset_name} if dataset_name else set()
+    for _, mark, name in (e for e in entries if e[0] == "d"):
+        if mark == "c":
+            stems.add(name)
+        elif mark == "s" and name.endswith(".shards"):
+            stems.add(name[: -len(".shards")])
+    family = {stem + suffix for stem in stems for suffix in ("", *STORE_SUFFIXES)}
+
+    def ours(kind: str, name: str) -> bool:
+        if kind == "f":
+            return name.startswith(".") and name.endswith(LEASE_SUFFIX)
+        if kind == "d":
+            return name in family or (name.startswith(".") and UNPACK_INFIX in name)
+        return False
+
+    mine = tuple(sorted(n for k, _, n in entries if ours(k, n) and (k != "d" or n in dirs)))
+    rest = tuple(sorted(n for k, _, n in entries if n not in mine))
+    return Uploads(root, mine, rest)
+
+
 class TeardownFilesStep(Step):
     """Remove directories provisioning placed (dataset, decrypted data, markers, pulled results)."""
 
@@ -1163,6 +1234,9 @@ class TeardownFilesStep(Step):
         "force": "remove the results dir without comparing it with the verified copy's record",
         "own_cache": "also remove gpuonboard's own cache dir on the host,"
         " ${XDG_CACHE_HOME:-~/.cache}/gpuonboard (container smoke records, TensorBoard logs)",
+        "uploads_in": "the data dir: remove what gpuonboard's dataset upload made in it (the dataset's"
+        " copy and stores, marked copies, leases), and name the rest, which stays",
+        "dataset": "the dataset (a local path) whose copy <uploads_in>/<its base name> is removed",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -1187,14 +1261,53 @@ class TeardownFilesStep(Step):
         if self.own_cache:  # where tunnel.private_log and the container step's SMOKE_DIR put it
             command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}'
         self.probe = Probe(_probe_name("teardown_files", command), command)
+        uploads_in = str(self.args.get("uploads_in") or "").strip()
+        self.uploads_in = uploads_in if uploads_in.lower() not in ("none", "null") else ""
+        dataset = str(self.args.get("dataset") or "").strip().rstrip("/")
+        self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
+        listing = uploads_probe_command(self.uploads_in)
+        self.uploads_probe = Probe(_probe_name("teardown_uploads", listing), listing)
 
     def probes(self) -> list[Probe]:
-        """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it resolves."""
-        return [self.probe] if self.paths or self.own_cache else []
+        """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it
+        resolves; with `uploads_in`, the entries of the data dir."""
+        found = [self.probe] if self.paths or self.own_cache or self.uploads_in else []
+        return found + ([self.uploads_probe] if self.uploads_in else [])
+
+    def _uploads(self, ctx: StepContext, home: str | None) -> tuple[list[tuple[str, str]], str, str | None]:
+        """(what to remove of the data dir's uploads: (path, resolved), the note on what stays,
+        why the data dir itself is refused or None)."""
+        if not self.uploads_in:
+            return [], "", None
+        if not posixpath.isabs(self.uploads_in):
+            return [], "", f"{self.uploads_in} (not an absolute path)"
+        raw = ctx.facts.raw.get(self.uploads_probe.name)
+        norm = posixpath.normpath(self.uploads_in)
+        skip = {
+            posixpath.basename(p) for p in map(posixpath.normpath, self.paths) if posixpath.dirname(p) == norm
+        }
+        found = classify_uploads(raw.stdout if raw is not None else "", self.dataset_name, skip)
+        if found is None:
+            return [], "", None
+        here = norm.rstrip("/")
+        ours = [(f"{here}/{n}", f"{found.root.rstrip('/')}/{n}") for n in found.ours]
+        for path, resolved in ours:  # (what is removed is each entry: the same check as a path)
+            why = path_problem(path, home) or path_problem(resolved, home)
+            if why:
+                return [], "", f"{path} ({why})"
+        note = ""
+        if found.others:
+            n = len(found.others)
+            note = (
+                f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that no gpuonboard"
+                f" upload made and no pull took ({_names([f'{here}/{o}' for o in found.others])}): pull or"
+                " delete them yourself, or set vars.dataset_dir to a dir teardown should remove whole"
+            )
+        return ours, note, None
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
-        if not self.paths and not self.own_cache:
+        if not self.paths and not self.own_cache and not self.uploads_in:
             return Plan(False, "no provisioned directories configured; nothing to remove")
         lines = ctx.facts.raw[self.probe.name].stdout.splitlines()
         home = lines[0][5:] if lines and lines[0].startswith("home ") else None
@@ -1219,6 +1332,9 @@ class TeardownFilesStep(Step):
                 refused.append(f"{path} ({why})")
             elif resolved:
                 present.append((path, resolved))
+        uploads, left, bad = self._uploads(ctx, home)
+        if bad:
+            refused.append(bad)
         if refused:
             return Plan(
                 False,
@@ -1226,18 +1342,20 @@ class TeardownFilesStep(Step):
                 failed=True,
             )
         said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
-        note = ""
+        if uploads:
+            present.extend(uploads)
+            said.append(f"{_names([p for p, _ in uploads], 5)} (gpuonboard's uploads in {self.uploads_in})")
+        note = left
         if cache is not None and cache.target:
             present.append((cache.path, cache.target))
             said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
             if cache.link_note():
                 links.add(cache.path)
         elif cache is not None and cache.problem:
-            note = f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
+            note += f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
         if not present:
-            return Plan(
-                False, f"already clean: {_names(self.paths, 5) or 'gpuonboard cache'} not present{note}"
-            )
+            looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
+            return Plan(False, f"already clean: {_names(looked, 5) or 'gpuonboard cache'} not present{note}")
         names = [p for p, _ in present]
         diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
         return Plan(True, f"remove {', '.join(said)}{note}", diff=diff, data=present)

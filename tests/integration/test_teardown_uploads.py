@@ -1,0 +1,69 @@
+"""Teardown without `vars.dataset_dir` removes what gpuonboard's dataset upload made in the data
+dir (the configured dataset's copy, shard stores and their unpacked trees, marked copies,
+leases) and nothing else there: other dirs and files on the data disk were never pulled, so
+they stay and are named. Real sshd test host, real rsync and real `sync` uploads, as in
+test_teardown.py (whose fixtures this module uses)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Project
+from test_teardown import inventory, remote, steps
+
+from gpuonboard.testhosts import TestHostPool
+
+__all__ = ["remote"]  # the fixture, used by name
+
+
+def _dataset(root: Path, n: int) -> Path:
+    for i in range(n):
+        (root / f"part{i % 3}").mkdir(parents=True, exist_ok=True)
+        (root / f"part{i % 3}" / f"{i}.bin").write_bytes(os.urandom(200 + i))
+    return root
+
+
+def test_only_gpuonboards_uploads_leave_the_data_dir(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    disk = remote["base"] / "disk"
+    disk.mkdir()
+    corpus = _dataset(tmp_path / "local" / "corpus", 9)
+    images = _dataset(tmp_path / "local" / "images", 12)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None)
+    hosts = project.root / "inventory" / "hosts.yml"
+    text = hosts.read_text()
+    hosts.write_text(text.replace("address:", f"data_dir: {disk}\n    address:", 1))
+    for argv in (["sync"], ["sync", "--dataset", str(images), "--shards", "--unpack", "--name", "imgs"]):
+        r = project.cli(*argv, "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in disk.iterdir()) == ["corpus", "imgs", "imgs.shards"]
+    # what the user put on the data disk: never pulled, so never deleted
+    (disk / "runs-old").mkdir()
+    (disk / "runs-old" / "ckpt.pt").write_bytes(b"only copy")
+    (disk / "notes.txt").write_text("mine\n")
+    (disk / "corpus-link").symlink_to(disk / "corpus")
+    (disk / "lost+found").mkdir()
+
+    r = project.cli("teardown", "--host", "teardown", "--keep-image", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = steps(project)["files"]["msg"]
+    assert f"{disk}/corpus, {disk}/imgs, {disk}/imgs.shards (gpuonboard's uploads in {disk})" in msg, msg
+    assert (
+        f"; left on the host: 3 entries in {disk} that no gpuonboard upload made and no pull took"
+        f" ({disk}/corpus-link, {disk}/notes.txt, {disk}/runs-old): pull or delete them yourself,"
+        " or set vars.dataset_dir to a dir teardown should remove whole"
+    ) in msg, msg
+    assert (disk / "corpus").is_dir()
+
+    r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in disk.iterdir()) == ["corpus-link", "lost+found", "notes.txt", "runs-old"]
+    assert (disk / "runs-old" / "ckpt.pt").read_bytes() == b"only copy"
+    assert not remote["results"].exists()  # (pulled and verified first)
+
+    r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = steps(project)["files"]
+    assert files["status"] == "ok" and "left on the host: 3 entries" in files["msg"], files

@@ -1,0 +1,56 @@
+"""Which entries of the data dir are gpuonboard's uploads (removed by teardown) and which are
+not (left, and named): the probe runs with this machine's sh over a real directory."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from gpuonboard.steps.teardown import Uploads, classify_uploads, uploads_probe_command
+
+
+def _probe(d: Path) -> str:
+    return subprocess.run(["sh", "-c", uploads_probe_command(str(d))], capture_output=True, text=True).stdout
+
+
+def test_uploads_are_told_from_the_users_entries(tmp_path: Path) -> None:
+    disk = tmp_path / "data disk"
+    for name in (
+        "imagenet",  # the configured dataset's copy
+        "imagenet.encrypted",
+        "docs",  # a copy a decryption marked
+        "docs.encrypted",
+        "imgs.shards",  # a shard store (its manifest) ...
+        "imgs",  # ... and its unpacked tree
+        ".imgs.gpuonboard-unpack-0123abcd-0123456789ab",  # an interrupted unpack
+        "runs-old",  # the user's
+        "other.shards",  # no manifest: not a store gpuonboard made
+        "lost+found",
+        "two\nlines",
+    ):
+        (disk / name).mkdir(parents=True)
+    (disk / "docs" / ".gpuonboard-copy").write_text(f"{disk}/docs\n")
+    (disk / "imgs.shards" / "manifest.json").write_text("{}\n")
+    (disk / ".imgs.gpuonboard-upload").write_text("token\n")  # a lease
+    (disk / "notes.txt").write_text("mine\n")
+    (disk / "imagenet.shards").symlink_to(disk / "runs-old")  # a link: never ours to judge
+    found = classify_uploads(_probe(disk), "imagenet", skip={"results"})
+    assert found == Uploads(
+        str(disk),
+        (
+            ".imgs.gpuonboard-unpack-0123abcd-0123456789ab",
+            ".imgs.gpuonboard-upload",
+            "docs",
+            "docs.encrypted",
+            "imagenet",
+            "imagenet.encrypted",
+            "imgs",
+            "imgs.shards",
+        ),
+        ("imagenet.shards", "notes.txt", "other.shards", "runs-old", "two\nlines"),
+    )
+    # without a configured dataset its copy is the user's; a skipped name is neither
+    found = classify_uploads(_probe(disk), "", skip={"runs-old"})
+    assert found is not None and "imagenet" in found.others and "runs-old" not in found.others
+    assert "imagenet" not in found.ours and "docs" in found.ours
+    assert classify_uploads(_probe(tmp_path / "missing"), "imagenet") is None
