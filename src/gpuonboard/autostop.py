@@ -95,6 +95,8 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
         "gpu_threshold": opts.gpu_threshold,
         "ssh_sessions": opts.ssh_sessions,
     }
+    if opts.shutdown_command and not opts.shutdown_command.strip():
+        raise UsageError("autostop: --shutdown-command must be a command, not blank.")
     try:
         parse_settings(args)  # validate once, before any connection
     except StepArgsError as exc:

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,26 @@ def cron_d_entries(text: str) -> list[list[str]]:
         assert "%" not in fields[6], "an unescaped % would end the command"
         entries.append(fields)
     return entries
+
+
+def start_cron_daemon(where: Path) -> subprocess.Popen[bytes]:
+    """A process named `cron` (a copy of sleep): the install refuses a box where no cron daemon
+    runs (the watcher would never run), and this machine runs none. Ended by the caller, by pid."""
+    where.mkdir(parents=True, exist_ok=True)
+    binary = where / "cron"
+    binary.write_bytes(Path("/bin/sleep").read_bytes())
+    binary.chmod(0o755)
+    return subprocess.Popen([str(binary), "600"])
+
+
+@pytest.fixture(autouse=True)
+def cron_daemon(tmp_path: Path) -> Iterator[None]:
+    daemon = start_cron_daemon(tmp_path / "crond")
+    try:
+        yield
+    finally:
+        daemon.kill()
+        daemon.wait()
 
 
 @pytest.fixture
@@ -77,7 +98,8 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     assert steps(project)[0]["msg"].startswith("would install the autostop watcher")
     assert not paths["dir"].exists() and not paths["cron"].exists()
 
-    args = ["autostop", "--host", "autostop", "--idle", "45m", "--job", "train.py", "--no-billing-aware"]
+    job = f"train-{paths['dir'].parent.parent.name}.py"  # no other process on this machine has it
+    args = ["autostop", "--host", "autostop", "--idle", "45m", "--job", job, "--no-billing-aware"]
     r = project.cli(*args)
     assert r.returncode == 0, r.stdout + r.stderr
     assert steps(project)[0]["status"] == "changed"
@@ -107,7 +129,7 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert f"cron: {paths['cron']}/gpuonboard-autostop" in out
-    assert "watching: GPU utilisation > 5%; job 'train.py' (process, tmux or screen session)" in out
+    assert f"watching: GPU utilisation > 5%; job '{job}' (process, tmux or screen session)" in out
     assert "idle: act after 45m00s idle + 5m00s grace" in out
     assert "billing-aware: off" in out
     assert "would act: " in out and "(idle), unless activity resumes" in out

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,7 @@ class Box:
         self.bin.mkdir()
         self.marker = tmp / "shutdown-ran"
         self.boot_id = "boot-1"
+        self.login: list[str] = []  # a command that runs the tick as another user (setpriv ...)
         args.setdefault("shutdown_command", f"touch {self.marker}")
         args.setdefault("grace", "5m")
         settings = parse_settings(args)
@@ -84,7 +87,7 @@ class Box:
         # in a session of its own: whatever it leaves running (a hung probe, a before_shutdown
         # that outlived it) is ended here, by pid, even when the tick fails or times out
         proc = subprocess.Popen(
-            ["/bin/sh", str(self.dir / "autostop.sh"), *args],
+            [*self.login, "/bin/sh", str(self.dir / "autostop.sh"), *args],
             env=self.env(now, **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -253,6 +256,30 @@ def test_live_process_keeps_the_box_up(tmp_path: Path) -> None:
     assert box.shut_down
 
 
+def test_a_non_root_watcher_sees_another_users_process_alive(tmp_path: Path) -> None:
+    # crontab mode runs the watcher as the login user: `kill -0` of a root-owned training
+    # process (started with sudo, or a container's) fails with EPERM and read as "ended"
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run the tick as an unprivileged user")
+    nobody = 65534
+    base = Path(tempfile.mkdtemp(prefix="autostop-nonroot-", dir="/tmp"))
+    job = subprocess.Popen(["sleep", "60"])  # root's
+    try:
+        base.chmod(0o755)
+        box = Box(base, idle="1m", grace="0", pid=str(job.pid), billing_aware="false")
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, nobody, nobody)
+        box.login = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"]
+        box.run(T0)
+        box.run(T0 + 3600)
+        assert not box.shut_down
+        assert f"busy: process {job.pid} is alive" in box.log()
+    finally:
+        job.kill()
+        job.wait()
+        shutil.rmtree(base)
+
+
 def test_named_job_keeps_the_box_up(tmp_path: Path) -> None:
     job = subprocess.Popen(["sh", "-c", "sleep 60; : trainjob-7f3a"], start_new_session=True)
     try:
@@ -264,6 +291,24 @@ def test_named_job_keeps_the_box_up(tmp_path: Path) -> None:
     finally:
         os.killpg(job.pid, signal.SIGKILL)  # the sh and its sleep
         job.wait()
+
+
+def test_plain_job_name_lets_the_box_go_idle_once_the_job_ended(tmp_path: Path) -> None:
+    # pgrep runs under `timeout`, whose command line holds the pattern: a plain name such as
+    # 'finetune-<id>' must not find that `timeout` and call the job running forever
+    name = f"finetune-{tmp_path.name}"
+    job = subprocess.Popen(["sh", "-c", f"sleep 60; : {name}"], start_new_session=True)
+    try:
+        box = Box(tmp_path, idle="1m", grace="0", job=name, billing_aware="false")
+        box.run(T0)
+        assert f"busy: job '{name}' is running" in box.log()
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    box.run(T0 + 60)
+    box.run(T0 + 120)
+    assert box.shut_down, box.log()
+    assert box.log().count("is running") == 1
 
 
 def _python_job(*argv: str) -> subprocess.Popen[bytes]:
@@ -311,6 +356,36 @@ def test_container_running_keeps_the_box_up(tmp_path: Path) -> None:
     box.run(T0 + 660)
     box.run(T0 + 720)
     assert box.shut_down
+
+
+def test_docker_that_does_not_answer_never_reads_as_a_stopped_container(tmp_path: Path) -> None:
+    # a watcher that may not reach the daemon (not root, not in the docker group) or a daemon
+    # that is restarting said "not running": the box was shut down under a training container
+    # the real Docker CLI (this machine has a client without an engine; /usr/bin/docker may be
+    # podman's shim, which needs no daemon)
+    client = Path("/usr/local/bin/docker")
+    if not client.exists() or "podman" in client.read_bytes()[:4096].decode(errors="replace"):
+        pytest.skip("needs the Docker CLI at /usr/local/bin/docker (a client without a daemon is enough)")
+    box = Box(tmp_path, idle="1m", grace="0", container="trainer", billing_aware="false")
+    (box.bin / "docker").symlink_to(client)
+    nowhere = f"unix://{tmp_path}/no-daemon.sock"
+    box.run(T0, DOCKER_HOST=nowhere)
+    box.run(T0 + 600, DOCKER_HOST=nowhere)
+    assert not box.shut_down
+    assert (
+        "busy: docker inspect failed (container activity unknown): Cannot connect to the Docker daemon"
+        in (box.log())
+    )
+
+
+def test_a_container_that_is_gone_lets_the_box_go_idle(tmp_path: Path) -> None:
+    box = Box(tmp_path, idle="1m", grace="0", container="trainer", billing_aware="false")
+    docker = box.bin / "docker"  # what the docker CLI says for a container that does not exist
+    docker.write_text('#!/bin/sh\necho "Error: No such object: $4" >&2\nexit 1\n')
+    docker.chmod(0o755)
+    box.run(T0)
+    box.run(T0 + 60)
+    assert box.shut_down, box.log()
 
 
 def test_failing_before_shutdown_blocks_shutdown_and_retries(tmp_path: Path) -> None:
@@ -527,11 +602,13 @@ def test_max_hours_counts_from_when_it_was_set(tmp_path: Path) -> None:
 
 
 def test_status_reports_watch_list_idle_since_and_next_action(tmp_path: Path) -> None:
-    box = Box(tmp_path, idle="30m", job="train.py", billing_aware="no")
+    # a job name no other process on this (shared) machine has: a real train.py would keep it busy
+    job = f"train-{tmp_path.name}.py"
+    box = Box(tmp_path, idle="30m", job=job, billing_aware="no")
     assert "idle since: - (no check yet since boot)" in box.run(T0, "status").stdout
     box.run(T0)
     out = box.run(T0 + 600, "status").stdout
-    assert "watching: GPU utilisation > 5%; job 'train.py' (process, tmux or screen session)" in out
+    assert f"watching: GPU utilisation > 5%; job '{job}' (process, tmux or screen session)" in out
     assert "idle since: 2027-01-15T08:00:00Z (10m00s)" in out
     assert "would act: 2027-01-15T08:35:00Z (idle), unless activity resumes" in out
     assert "shutdown command: touch " in out

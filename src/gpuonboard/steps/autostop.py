@@ -15,15 +15,19 @@ import hashlib
 import math
 import posixpath
 import re
+import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import shell
 from ..facts.probe import Probe
 from ..units import parse_duration
 from .base import Plan, Step, StepArgsError, StepContext
+
+if TYPE_CHECKING:
+    from ..inventory import Host
 
 SCRIPT = "autostop.sh"
 CONF = "autostop.conf"
@@ -42,6 +46,17 @@ OWNED_FILES = (
     "autostop.log.1",
 )
 DEFAULT_ROOT_DIR = "/var/lib/gpuonboard/autostop"
+# Is a cron daemon running? Its process (Debian's cron, cronie's/busybox's crond, fcron), or,
+# where /proc hides other users' processes from a non-root login, systemd's word for it.
+CRON_DAEMON_PROBE = (
+    "if command -v pgrep >/dev/null 2>&1 && pgrep -x 'cron|crond|fcron' >/dev/null 2>&1;"
+    ' then echo "crond yes"; elif command -v systemctl >/dev/null 2>&1 &&'
+    " { systemctl is-active --quiet cron || systemctl is-active --quiet crond; } 2>/dev/null;"
+    ' then echo "crond yes"; elif command -v pgrep >/dev/null 2>&1; then echo "crond no"; fi'
+)
+NO_CRON_DAEMON = "cron daemon: NOT RUNNING (no cron or crond process): the watcher never runs; start cron"
+# Commands that power a box off, which only root may run (a non-root watcher needs sudo).
+POWER_COMMANDS = frozenset({"shutdown", "poweroff", "halt", "reboot", "init", "telinit", "systemctl"})
 DEFAULT_USER_DIR = "$HOME/.local/state/gpuonboard/autostop"  # expanded by the remote shell
 DEFAULT_CRON_DIR = "/etc/cron.d"
 CRON_MODES = ("auto", "cron.d", "crontab")
@@ -93,6 +108,48 @@ def _check_path(value: str, name: str) -> str:
     if any(c in value for c in "%\n\r"):
         raise StepArgsError(f"argument {name!r} must not contain '%' or a line break: {value!r}")
     return posixpath.normpath(value)
+
+
+# Host vars the autostop steps take (see autostop.HOST_PATHS), and what each must be.
+TEXT_VARS = ("autostop_dir", "cron_dir", "autostop_cron")
+
+
+def check_vars(host_vars: Mapping[str, Any], shutdown: bool) -> None:
+    """The host's autostop vars are texts (a YAML `key:` with no value is null, which the
+    playbook renders as the text 'None': a shutdown command 'None' never shut anything down),
+    and the shutdown command a non-blank line; the error names the var."""
+    names = TEXT_VARS + (("autostop_shutdown_command",) if shutdown else ())
+    for name in names:
+        if name not in host_vars:
+            continue
+        value = host_vars[name]
+        if not isinstance(value, str):
+            what = _kind_of(value)
+            raise StepArgsError(f"vars.{name} must be a text, not {what}; set it or remove it")
+        if name == "autostop_shutdown_command" and not value.strip():
+            raise StepArgsError(
+                f"vars.{name} is blank; give the command that powers the box off, or remove it to use"
+                " the vendor's shutdown_command"
+            )
+    if shutdown and "autostop_billing_anchor" in host_vars:
+        anchor = host_vars["autostop_billing_anchor"]
+        if _whole(anchor) is None:
+            raise StepArgsError(
+                f"vars.autostop_billing_anchor must be epoch seconds (a whole number), not {anchor!r}"
+            )
+
+
+def _kind_of(value: Any) -> str:
+    """A YAML value's kind, as the user wrote it."""
+    if value is None:
+        return "null (a key with no value)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a yes/no)"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return "a list" if isinstance(value, list | tuple) else repr(value)
 
 
 def _resolve_dir(dir_arg: str) -> str:
@@ -203,8 +260,11 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     else:
         billing_aware = _truthy(billing, "billing_aware")
     shutdown_command = str(args.get("shutdown_command") or "shutdown -h now")
-    if "\n" in shutdown_command:
+    if "\n" in shutdown_command or "\r" in shutdown_command:
         raise StepArgsError("argument 'shutdown_command' must be one line")
+    if not shutdown_command.strip():
+        # `sh -c "  "` succeeds: the watcher would log a shutdown and the box would keep running
+        raise StepArgsError("argument 'shutdown_command' must be a command, not blank")
     return AutostopSettings(
         idle=secs["idle"],
         grace=secs["grace"],
@@ -316,7 +376,11 @@ class _Remote:
     """What the probe found on the host."""
 
     uid: str = ""
+    user: str = ""
     dir: str = ""
+    dir_owner: str = ""  # uid owning the dir, when it exists
+    dir_mode: int | None = None  # its permission bits, when it exists
+    cron_daemon: str = ""  # "yes", "no", or "" (could not tell: no pgrep)
     mode: str = ""
     files: dict[str, tuple[str, str]] | None = None  # name -> (mode, sha256)
     present: tuple[str, ...] = ()
@@ -342,6 +406,14 @@ def _parse_probe(text: str) -> _Remote:
         kind, _, rest = line.partition(" ")
         if kind == "uid":
             r.uid = rest
+        elif kind == "user":
+            r.user = rest
+        elif kind == "dirstat":
+            owner, mode = (rest.split() + ["", ""])[:2]
+            r.dir_owner = owner
+            r.dir_mode = int(mode, 8) if re.fullmatch(r"[0-7]{3,4}", mode) else None
+        elif kind == "crond":
+            r.cron_daemon = rest
         elif kind == "dir":
             r.dir = rest
         elif kind == "mode":
@@ -376,7 +448,9 @@ def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
     marker = shell.quote(CRON_MARKER)
     return (
         f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}; "
-        'echo "uid $(id -u)"; echo "dir $d"; echo "mode $m"; echo "now $(date +%s)"; '
+        'echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"; '
+        'echo "now $(date +%s)"; [ -d "$d" ] && echo "dirstat $(stat -L -c "%u %a" "$d")"; '
+        f"{CRON_DAEMON_PROBE}; "
         f'[ -f "$d/{CONF}" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/{CONF}" | head -n 1)"; '
         '[ -f "$d/max_since" ] && echo "maxsince $(head -c 20 "$d/max_since")"; '
         '[ -f "$d/installed_at" ] && echo "installedat $(head -c 20 "$d/installed_at")"; '
@@ -439,6 +513,48 @@ def max_hours_sentence(settings: AutostopSettings, anchor: int, now: int) -> str
     )
 
 
+def _power_command(command: str) -> bool:
+    """Whether `command` starts with a power-off tool that only root may run (after any
+    VAR=value words; `sudo ...` or a vendor's API call is not one)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS
+
+
+def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
+    """Why a watcher installed as the probe found the host would never shut it down, or would
+    let others run commands as this login; None when there is nothing in the way."""
+    who = r.user or f"uid {r.uid}"
+    if r.cron_daemon == "no":
+        return (
+            f"host {host}: no cron daemon runs there (no cron or crond process), so the watcher would"
+            " never run and the box would never be shut down: start cron (systemctl enable --now cron,"
+            " or service cron start where there is no systemd), then rerun"
+        )
+    if r.uid != "0" and _power_command(settings.shutdown_command):
+        return (
+            f"host {host}: the watcher would run as {who}, not root, which cannot run the shutdown"
+            f" command {settings.shutdown_command!r}: pass --shutdown-command"
+            f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
+            " or connect as root"
+        )
+    if r.dir_mode is not None and (r.dir_owner != r.uid or r.dir_mode & 0o022):
+        what = (
+            f"owned by another user (uid {r.dir_owner})"
+            if r.dir_owner != r.uid
+            else f"writable by other users (mode {r.dir_mode:o})"
+        )
+        return (
+            f"host {host}: the autostop directory {r.dir} is {what}, and cron runs the watcher from it"
+            f" as {who} every minute, so they could run commands as {who}: set vars.autostop_dir to a"
+            " directory only this login can write, or remove it to use the default"
+        )
+    return None
+
+
 def _write_file_sh(content: str, dest_var: str, name: str, mode: str) -> str:
     """sh: write content to a temp file beside $dest_var/name (O_EXCL), chmod, rename."""
     tmp = f'"${dest_var}/.{name}.$$.tmp"'
@@ -493,6 +609,10 @@ class AutostopStep(Step):
         command = _state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode)
         self.state_probe = Probe(_probe_name("autostop", command), command)
 
+    def check_host(self, host: Host) -> None:
+        """The host's autostop vars, named, before connecting."""
+        check_vars(host.vars, shutdown=self.state == "present")
+
     def probes(self) -> list[Probe]:
         """Where the watcher lives and the sha256 of what is installed."""
         return [self.state_probe]
@@ -520,6 +640,9 @@ class AutostopStep(Step):
                 " install cron there or connect as root",
                 failed=True,
             )
+        problem = install_problem(ctx.host.name, self.settings, r)
+        if problem:
+            return Plan(False, problem, failed=True)
         script = render_script(ctx.project, ctx.host.name, r.dir)
         conf = self.settings.conf_text()
         assert r.files is not None
@@ -579,7 +702,8 @@ class AutostopStep(Step):
         steps = [
             "set -e; umask 077",
             f"d={shell.quote(r.dir)}",
-            'mkdir -p "$d"; chmod 700 "$d"',
+            # a directory that exists (a chosen autostop_dir such as /data) keeps its mode
+            '[ -d "$d" ] || { mkdir -p "$d"; chmod 700 "$d"; }',
             # before the config, so a tick never pairs a new --max-hours with an old start
             _write_file_sh(f"{anchor}\n", "d", "max_since", "600")
             if anchor is not None
@@ -688,10 +812,15 @@ class AutostopStatusStep(Step):
             f' || echo "cron: MISSING ($c/{CRON_NAME})"; '
             f'else crontab -l 2>/dev/null | grep -qxF {marker} && echo "cron: the user\'s crontab"'
             ' || echo "cron: MISSING (the user\'s crontab)"; fi; '
+            f'[ "$({CRON_DAEMON_PROBE})" = "crond no" ] && echo "{NO_CRON_DAEMON}"; '
             f'sh "$d/{SCRIPT}" status; echo "last log lines:"; '
             f'tail -n {lines} "$d/autostop.log" 2>/dev/null | sed "s/^/  /"; fi; true'
         )
         self.probe = Probe(_probe_name("autostop_status", command), command)
+
+    def check_host(self, host: Host) -> None:
+        """The host's autostop vars, named, before connecting."""
+        check_vars(host.vars, shutdown=False)
 
     def probes(self) -> list[Probe]:
         """The whole status text comes from one probe."""
@@ -705,8 +834,11 @@ class AutostopStatusStep(Step):
             return Plan(False, first[0] if first else "autostop is not installed", data=text)
         act = next((ln for ln in text.splitlines() if ln.startswith("would act:")), "would act: unknown")
         missing = "cron: MISSING" in text
+        no_daemon = NO_CRON_DAEMON in text
         msg = f"autostop is installed; {act}" + ("; its cron entry is MISSING" if missing else "")
+        if no_daemon:
+            msg += "; no cron daemon runs, so the watcher does not run"
         stuck = next((ln for ln in text.splitlines() if ln.startswith("tick: STUCK")), "")
         if stuck:
             msg += f"; {stuck}"
-        return Plan(False, msg, data=text, failed=missing)
+        return Plan(False, msg, data=text, failed=missing or no_daemon)
