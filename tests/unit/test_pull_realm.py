@@ -250,3 +250,15 @@ def test_an_https_registry_naming_an_http_realm_is_refused(
     m, _, _ = _probe(tmp_path, reg.address, ("https",), {"CURL_CA_BUNDLE": str(tls[1])})
     _refused(m, reg.address, "http", reg.address)
     assert not any(path.startswith("/token") for path, _ in reg.seen)
+
+
+def test_the_hosts_curlrc_is_never_read(tmp_path: Path, fakes: list[Fake]) -> None:
+    """A vendor image's ~/.curlrc (`insecure`, a header, a user) would change what curl sends
+    and checks: every curl of the probe starts with -q, which skips it."""
+    reg = _fake(fakes, need_basic=True)
+    reg.realm = f"http://{reg.address}/token"
+    (tmp_path / ".curlrc").write_text('header = "Authorization: Bearer FROM-CURLRC"\ninsecure\n')
+    m, _, argvs = _probe(tmp_path, reg.address, ("http",))
+    assert m.size == 4242
+    assert not reg.saw("FROM-CURLRC"), reg.seen
+    assert all(argv[0] == "-q" for argv in argvs), argvs

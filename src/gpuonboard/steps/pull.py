@@ -219,6 +219,9 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
     limiting it (and any redirect) to that scheme. The basic credentials go to the realm only
     when its host is the registry's own (or the registry's well-known token service,
     TOKEN_HOSTS); any other realm host is asked for a token anonymously.
+
+    Every curl starts with `-q`: the login's `~/.curlrc` on the host (a vendor image's
+    `insecure`, a header of its own) is never read.
     """
     m = MANIFEST_MARK
     reg = host.lower()
@@ -238,10 +241,10 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
         "  x=$(printf '%s' \"$2\" | tr 'A-Z' 'a-z'); printf '%s' \"${x%:$d}\"; }\n"
         f"for url in {urls}; do\n"
         "  case $url in https:*) p='=https' ;; *) p='=http,https' ;; esac\n"
-        '  if body=$(printf \'%s\\n\' "$cfg" | curl $o --proto "$p" --proto-redir "$p" -K - -H "$h"'
+        '  if body=$(printf \'%s\\n\' "$cfg" | curl -q $o --proto "$p" --proto-redir "$p" -K - -H "$h"'
         ' --url "$url" 2>/dev/null); then\n'
         f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
-        '  auth=$(curl -sS --connect-timeout 5 --max-time 30 --proto "$p" --proto-redir "$p" -o /dev/null'
+        '  auth=$(curl -q -sS --connect-timeout 5 --max-time 30 --proto "$p" --proto-redir "$p" -o /dev/null'
         ' -D - -H "$h" --url "$url" 2>/dev/null'
         " | tr -d '\\r' | sed -n 's/^[Ww][Ww][Ww]-[Aa]uthenticate: *[Bb]earer *//p')\n"
         '  [ -n "$auth" ] || continue\n'
@@ -270,12 +273,12 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
         f'  [ -n "$rp" ] || {{ why="{refused}"; continue; }}\n'
         '  kc=; rn=$(hp "$rs" "$ra")\n'
         f'  for t in {trusted}; do [ "$rn" = "$(hp "$rs" "$t")" ] && kc=$cfg; done\n'
-        '  tok=$(printf \'%s\\n\' "$kc" | curl $o --proto "$rp" --proto-redir "$rp" -K - -G'
+        '  tok=$(printf \'%s\\n\' "$kc" | curl -q $o --proto "$rp" --proto-redir "$rp" -K - -G'
         ' --data-urlencode "service=$svc" --data-urlencode "scope=$scope" --url "$realm" 2>/dev/null'
         " | tr ',' '\\n'"
         ' | sed -n \'s/.*"\\(access_\\)\\{0,1\\}token": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
         '  [ -n "$tok" ] || continue\n'
-        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl $o --proto "$p"'
+        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl -q $o --proto "$p"'
         ' --proto-redir "$p" -K - -H "$h" --url "$url" 2>/dev/null); then\n'
         f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
         "done\n"
