@@ -183,6 +183,9 @@ def temp_script(workdir: str, script_name: str, command: str) -> str:
         f"D={d}\n"
         'cleanup() { rm -rf -- "$D"; }\n'
         "umask 077\n"
+        # a closed channel (Ctrl-C, a dropped link) must not kill this shell with SIGPIPE when
+        # it reports a child killed by a signal ("Terminated"): that skips the EXIT trap
+        "trap '' PIPE\n"
         'mkdir -- "$D" || exit 1\n'
         "trap cleanup EXIT\n"
         "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM\n"

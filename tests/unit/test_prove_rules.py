@@ -280,6 +280,26 @@ def test_temp_script_writes_runs_and_removes(tmp_path: Path) -> None:
         shell.temp_script(str(work), "../x", "true")
 
 
+def test_temp_script_dir_goes_when_the_channel_closed_before_its_command_was_killed(tmp_path: Path) -> None:
+    """The SSH channel gone (Ctrl-C, a dropped link), then the script killed: the shell's word
+    about it ("Terminated") hits a closed stderr; SIGPIPE must not skip the cleanup."""
+    import os
+
+    work = tmp_path / "w"
+    cmd = shell.temp_script(str(work), "s.sh", "sh -c 'kill -TERM $$'")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads stderr any more
+    try:
+        p = subprocess.Popen(
+            ["sh", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=write_end
+        )
+    finally:
+        os.close(write_end)
+    p.communicate(b"true\n", timeout=30)
+    assert p.returncode == 143
+    assert not work.exists()
+
+
 def test_container_command_shape() -> None:
     launch = Launch("python3", True, "nvcr.io/nvidia/pytorch:24.08-py3", "/tmp", 60)
     runtime = SimpleNamespace(cli="docker", command=lambda argv: shell.sudo(shell.join(argv)))

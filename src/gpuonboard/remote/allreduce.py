@@ -23,6 +23,7 @@ from typing import Any
 warnings.filterwarnings("ignore", message=".*NumPy.*")
 MARK = "GPUONBOARD_RESULT "
 MiB = 1 << 20
+PERIOD = 251  # the input pattern's period (a prime: no alignment with chunk sizes)
 
 
 def emit(result: dict[str, Any]) -> None:
@@ -58,6 +59,35 @@ def _is_nproc(argv: list[str], i: int) -> bool:
     return a == "--nproc" or a.startswith("--nproc=") or (i > 0 and argv[i - 1] == "--nproc")
 
 
+def stop(proc: subprocess.Popen[str], grace: float = 30.0) -> None:
+    """End torchrun with SIGTERM first: it then stops its workers (they run in sessions of their
+    own, so a SIGKILL of torchrun alone would leave ranks hung in a collective, holding GPUs)."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+
+
+def pattern(numel: int, rank: int, device: Any) -> Any:
+    """Rank `rank`'s input: element i holds (rank + 1) + (i mod 251), so the exact sum differs
+    from element to element and an all-reduce that puts a chunk in the wrong place (or returns
+    another chunk's partial sum) is caught, not only one that gets every value wrong. Every sum
+    stays an integer below 2**24, exact in float32."""
+    import torch
+
+    ramp = torch.arange(PERIOD, dtype=torch.float32, device=device)
+    reps = -(-numel // PERIOD)
+    return ramp.repeat(reps)[:numel].add_(float(rank + 1))
+
+
+def is_exact_sum(t: Any, n: int, device: Any) -> bool:
+    """Whether `t` is the sum over `n` ranks of `pattern(...)`: n * (i mod 251) + n(n+1)/2."""
+    want = pattern(t.numel(), -1, device).mul_(float(n)).add_(n * (n + 1) / 2)
+    return bool(t.equal(want))
+
+
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """Launcher: choose process count and backend, run torchrun on this file, relay rank 0."""
     try:
@@ -82,14 +112,16 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+        out, err = proc.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        emit({"ok": False, "error": f"torchrun did not finish within {args.timeout:.0f} s"})
+        stop(proc)
+        emit({"ok": False, "error": f"torchrun did not finish within {args.timeout:.0f} s (stopped)"})
         return 1
-    lines = [x for x in proc.stdout.splitlines() if x.startswith(MARK)]
+    lines = [x for x in out.splitlines() if x.startswith(MARK)]
     if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
+        tail = (err or out).strip().splitlines()[-15:]
         emit({"ok": False, "error": f"torchrun exited {proc.returncode}", "stderr_tail": tail})
         return 1
     result = json.loads(lines[-1][len(MARK) :])
@@ -121,12 +153,11 @@ def worker(args: argparse.Namespace) -> int:
             torch.cuda.synchronize(device)
 
     rows = []
-    expected = n * (n + 1) / 2
     for size in sizes(lo, hi, args.factor):
         numel = max(1, size // 4)
-        t = torch.full((numel,), float(rank + 1), dtype=torch.float32, device=device)
+        t = pattern(numel, rank, device)
         dist.all_reduce(t)
-        correct = bool(torch.all(t == expected).item())
+        correct = is_exact_sum(t, n, device)
         for _ in range(warm - 1):
             dist.all_reduce(t)
         sync()

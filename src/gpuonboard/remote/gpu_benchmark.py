@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -57,6 +58,19 @@ REASONS = (
 def emit(result: dict[str, Any], mark: str = MARK) -> None:
     sys.stdout.write(mark + json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def private_dir() -> str | None:
+    """The private temp dir gpuonboard shipped this script into (removed by its shell on every
+    exit, a kill included), else None (the system's temp dir) for a script run by hand."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return here if os.path.basename(here).startswith("gpuonboard-") else None
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM / SIGHUP (the host's `timeout`, a `kill`): unwind through `finally`, so the
+    nvidia-smi sampler (which samples for ever) and the workers are stopped, not left running."""
+    raise SystemExit(128 + signum)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -323,9 +337,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["workers"] = [train(args, None)]
         return result
     n = torch.cuda.device_count()
-    tmp = tempfile.mkdtemp(prefix="gpuonboard-bench-")
+    result["cuda_device_count"] = n
+    tmp = tempfile.mkdtemp(prefix="gpuonboard-bench-", dir=private_dir())
     sampler = None
+    procs: list[subprocess.Popen[str]] = []
     log = os.path.join(tmp, "samples.csv")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
     try:
         smi = shutil.which("nvidia-smi")
         if smi:
@@ -356,7 +374,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--batch-size",
             str(args.batch_size),
         ]
-        procs = []
         for i in range(n):
             procs.append(
                 subprocess.Popen(
@@ -381,6 +398,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not workers:
             result.update(ok=False, error="; ".join(errors) or "no worker result")
     finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
         if sampler is not None:
             sampler.terminate()
             try:

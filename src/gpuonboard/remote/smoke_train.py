@@ -30,6 +30,29 @@ def emit(result: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def private_dir() -> str | None:
+    """The private temp dir gpuonboard shipped this script into (removed by its shell on every
+    exit, a kill included), else None (the system's temp dir) for a script run by hand."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return here if os.path.basename(here).startswith("gpuonboard-") else None
+
+
+def same_tensors(a: Any, b: Any) -> bool:
+    """Whether two (nested dicts / lists of) tensors and numbers are equal bit for bit: the
+    optimizer state a resume continues from (Adam's moments), not only the weights."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a.cpu(), b.cpu()))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_tensors(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_tensors(x, y) for x, y in zip(a, b))  # noqa: B905 (host Pythons < 3.10)
+    return bool(a == b)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=60)
@@ -139,7 +162,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise RuntimeError("the DataLoader yielded no batch")
 
     # checkpoint round trip: save, reload into a fresh model, compare outputs bit for bit
-    workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-", dir=private_dir())
     ckpt = os.path.join(workdir, "smoke_checkpoint.pt")
     probe = torch.randn(16, args.dim, generator=torch.Generator().manual_seed(args.seed + 1)).to(device)
     model.eval()
@@ -161,6 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         after = fresh(probe)
     identical = bool(torch.equal(before, after))
     max_diff = float((before - after).abs().max().item())
+    optimizer_identical = same_tensors(opt.state_dict()["state"], fresh_opt.state_dict()["state"])
     os.remove(ckpt)
     if not args.workdir:
         os.rmdir(workdir)
@@ -195,6 +219,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "save_s": save_s,
             "load_s": load_s,
             "identical": identical,
+            "optimizer_identical": optimizer_identical,
             "max_abs_diff": max_diff,
             "removed": not os.path.exists(ckpt),
         },

@@ -21,8 +21,10 @@ from .prove import (
     _pct,
     _summary,
     broken_driver_sentence,
+    hidden_gpus_sentence,
     launch_settings,
     nvidia_smi_failure,
+    row_matches_name,
     run_script,
 )
 
@@ -45,16 +47,19 @@ def load_gpu_references(path: Path = GPU_REFERENCE_FILE) -> dict[str, Any]:
 
 
 def match_gpu_reference(table: Mapping[str, Any], gpu_name: str) -> dict[str, Any] | None:
-    """The first row whose `gpu` (and `form`, when given) is a substring of the GPU name."""
-    name = gpu_name.lower()
+    """The first row whose `gpu` (and `form`, when given) names part of the GPU name (see
+    prove.name_has: "H200" does not match a GH200, "A10" not an A100)."""
     for row in table["references"]:
-        if str(row.get("gpu", "")).lower() not in name:
-            continue
-        form = row.get("form")
-        if form and str(form).lower() not in name:
-            continue
-        return dict(row)
+        if row.get("gpu") and row_matches_name(row, gpu_name):
+            return dict(row)
     return None
+
+
+def default_timeout(duration: float) -> float:
+    """Seconds the benchmark may take when no timeout is set: 20 min, or the sustained window
+    asked for plus 10 min (start-up, batch-size search, timed steps), so a long
+    `benchmark_duration` is not stopped part-way by the default."""
+    return max(1200.0, duration + 600.0)
 
 
 def likely_causes(gpus: Sequence[GpuInfo], samples: Mapping[str, Any] | None) -> list[str]:
@@ -118,6 +123,18 @@ def benchmark_checks(
                 "; ".join(errors)[-400:],
                 "fail",
                 "a GPU that cannot train ResNet-50 cannot train your model; see gpu_health",
+            )
+        )
+    seen = r.get("cuda_device_count")
+    seen = int(seen) if isinstance(seen, int) else len(workers) + len(errors)
+    if gpus and seen < len(gpus):
+        checks.append(
+            Check(
+                "resnet50_gpus",
+                f"all {len(gpus)} GPUs nvidia-smi lists",
+                f"torch saw {seen}: {seen} benchmarked",
+                "fail",
+                hidden_gpus_sentence(seen, len(gpus)),
             )
         )
     warn_below = float(table.get("warn_below", 0.85))
@@ -251,8 +268,8 @@ class GpuBenchmarkStep(Step):
         """Run the benchmark (not in check mode) and judge it against the reference table."""
         v = ctx.host.vars
         try:
-            launch = launch_settings(self, v, 1200)
             duration = _float_arg(self, v, "duration", "benchmark_duration", -1)
+            launch = launch_settings(self, v, default_timeout(duration))
             steps = _int_arg(self, v, "steps", "benchmark_steps", 0)
             batch = _int_arg(self, v, "batch_size", "benchmark_batch_size", 0)
             size = _int_arg(self, v, "image_size", "benchmark_image_size", 224)

@@ -146,8 +146,9 @@ def build_command(
 
     `launcher` goes between python and the script (`-m torch.distributed.run --nnodes=...` for a
     multi-node run, which then also needs the host's network inside a container); `env` is set
-    for the python process; `remote_timeout` bounds the host's python with `timeout` there too
-    (so a rank waiting for a peer cannot outlive the step)."""
+    for the python process; `remote_timeout` bounds the python with `timeout` on the host (in
+    the container when it runs there), so a hung script cannot outlive the step: the SSH wait
+    giving up alone would leave it running (a non-tty session's process gets no signal)."""
     path = f"{workdir}/{script}"
     if launch.in_container:
         cli = runtime.cli or "docker"
@@ -156,12 +157,19 @@ def build_command(
             argv.append("--network=host")
         for name, value in (env or {}).items():
             argv += ["-e", f"{name}={value}"]
-        argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, "python", *launcher, path]
+        bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
+        argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, *bound, "python", *launcher, path]
         inner = runtime.command([*argv, *script_args])
     else:
         bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
         inner = shell.with_env(shell.join([*bound, launch.python, *launcher, path, *script_args]), env or {})
     return shell.temp_script(workdir, script, inner)
+
+
+def host_bound(timeout: float) -> float:
+    """Seconds the host's `timeout` gives a script: a little less than the step's own wait, so
+    the host stops it (its temp dir removed, its GPU memory freed) and the exit code comes back."""
+    return max(1.0, timeout - min(10.0, timeout * 0.2))
 
 
 def run_script(
@@ -177,7 +185,8 @@ def run_script(
     """Run a bundled script on the host; (result JSON, '') or (None, why it failed).
 
     With `expect_result=False` (a multi-node worker host, whose ranks print nothing) a clean
-    exit gives `({"ok": True, "result": False}, '')`."""
+    exit gives `({"ok": True, "result": False}, '')`. The script is stopped on the host after
+    `remote_timeout` seconds (default: a little less than `launch.timeout`, see host_bound)."""
     runtime = None
     if launch.in_container:
         from .container import parse_ref, parse_state, probe_command
@@ -193,6 +202,8 @@ def run_script(
         if runtime.image_id is None:
             return None, f"image {launch.image} is not on the host; run the container step first"
     workdir = f"{launch.tmp}/gpuonboard-{script.split('.')[0]}-{secrets.token_hex(6)}"
+    if remote_timeout is None:
+        remote_timeout = host_bound(launch.timeout)
     command = build_command(
         launch,
         script,
@@ -208,9 +219,15 @@ def run_script(
     data = parse_result(r.stdout)
     if data is None and not expect_result and r.ok:
         return {"ok": True, "result": False}, ""
+    where = "in the container" if launch.in_container else f"with {launch.python}"
+    if data is None and r.exit_code == 124:
+        return None, (
+            f"{script} {where} did not finish within {max(1, int(remote_timeout))} s"
+            " and was stopped on the host;"
+            f" raise vars.train_timeout (now {launch.timeout:.0f} s) or the step's timeout argument"
+        )
     if data is None:
         tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-        where = "in the container" if launch.in_container else f"with {launch.python}"
         why = " | ".join(tail) or f"exit {r.exit_code}"
         return None, _torch_hint(f"{script} {where} gave no result: {why}", launch)
     if not data.get("ok"):
@@ -229,6 +246,15 @@ def no_cuda_sentence(gpu_count: int, where: str) -> str:
     return (
         f"the box lists {gpu_count} GPU(s) but torch in {where} has no CUDA: nothing ran on the GPUs;"
         " use the NGC container (train_in_container) or a CUDA build of torch"
+    )
+
+
+def hidden_gpus_sentence(seen: int, gpu_count: int) -> str:
+    """The one sentence for a box where torch sees fewer GPUs than nvidia-smi lists."""
+    return (
+        f"torch sees {seen} of the {gpu_count} GPUs nvidia-smi lists, so {gpu_count - seen} of them were"
+        " not exercised: check CUDA_VISIBLE_DEVICES in the host's environment, MIG mode (acceptance's"
+        " mig_mode), and `dmesg` for a GPU that CUDA cannot use (Xid)"
     )
 
 
@@ -320,14 +346,18 @@ def smoke_checks(
         )
     )
     ck = r.get("checkpoint") or {}
-    same = bool(ck.get("identical"))
+    outputs_same = bool(ck.get("identical"))
+    # absent in a result of an older host-side script: it compared the outputs only
+    optimizer_same = ck.get("optimizer_identical") is not False
+    same = outputs_same and optimizer_same
     checks.append(
         Check(
             "checkpoint_roundtrip",
             "saved, reloaded, identical outputs",
             f"{format_bytes(ck.get('bytes'))} saved in {float(ck.get('save_s', 0)):.3f} s, reloaded in "
             f"{float(ck.get('load_s', 0)):.3f} s, "
-            + ("outputs identical" if same else f"outputs differ (max {ck.get('max_abs_diff')})"),
+            + ("outputs identical" if outputs_same else f"outputs differ (max {ck.get('max_abs_diff')})")
+            + ("" if optimizer_same else ", optimizer state differs"),
             "pass" if same else "fail",
             "" if same else "a checkpoint that does not reload identically cannot resume a run",
         )
@@ -457,17 +487,33 @@ def load_references(path: Path = REFERENCE_FILE) -> dict[str, Any]:
     return data
 
 
+def name_has(gpu_name: str, token: str, model: bool = True) -> bool:
+    """Whether a reference row's `token` ("H100", "RTX 4090"; a form: "SXM", "PCIe") names part of
+    nvidia-smi's GPU name, case-insensitively, at the start of a word: a model is not inside a
+    longer model number ("A10" is not in "A100", "H200" not in "GH200"; a letter may follow:
+    "A10" is in "A10G"); a form may be followed by its generation ("SXM" is in "A100-SXM4-80GB")."""
+    pattern = r"(?<![a-z0-9])" + re.escape(token.lower()) + (r"(?![0-9])" if model else "")
+    return re.search(pattern, gpu_name.lower()) is not None
+
+
+def row_matches_name(row: Mapping[str, Any], gpu_name: str) -> bool:
+    """A reference row's `gpu` ("*" = any), `form` and `exclude` (a list) against a GPU name."""
+    gpu = str(row.get("gpu", "*"))
+    if gpu != "*" and not name_has(gpu_name, gpu):
+        return False
+    form = row.get("form")
+    if form and not name_has(gpu_name, str(form), model=False):
+        return False
+    excluded = row.get("exclude") or []
+    return not any(name_has(gpu_name, str(x), model=False) for x in excluded)
+
+
 def match_reference(
     table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str
 ) -> dict[str, Any] | None:
     """The first reference row matching GPU name, count and interconnect, or None."""
-    name = gpu_name.lower()
     for row in table["references"]:
-        gpu = str(row.get("gpu", "*")).lower()
-        if gpu != "*" and gpu not in name:
-            continue
-        form = row.get("form")
-        if form and str(form).lower() not in name:
+        if not row_matches_name(row, gpu_name):
             continue
         if row.get("gpus") is not None and int(row["gpus"]) != gpu_count:
             continue
@@ -517,11 +563,14 @@ def allreduce_checks(
     acs_asked: bool = False,
     where: str = "this Python",
     gpu_failure: str | None = None,
+    nproc_asked: int = 0,
 ) -> list[Check]:
-    """Rules over an allreduce.py result (pure). ``where``: the Python / image torch ran in.
+    """Rules over an allreduce.py result (pure). ``where``: the Python / image torch ran in;
+    ``nproc_asked``: the process count the settings asked for (0: one per GPU).
 
     On a box whose nvidia-smi lists GPUs (``gpu_count``), an all-reduce that ran on the CPU over
-    gloo fails ``allreduce_busbw``: it measured the CPU, not the GPUs or their links."""
+    gloo fails ``allreduce_busbw``: it measured the CPU, not the GPUs or their links; one that
+    ran over fewer GPUs than listed, because torch saw fewer, fails ``allreduce_gpus``."""
     checks = [correct_check(r, "GPU/PCIe faults")]
     peak, at = peak_busbw(r)
     n, backend = r.get("world_size"), r.get("backend")
@@ -559,6 +608,17 @@ def allreduce_checks(
             )
         )
         return checks
+    seen = int(r.get("cuda_device_count") or n or 0)
+    if gpu_count and seen < gpu_count and not nproc_asked:
+        checks.append(
+            Check(
+                "allreduce_gpus",
+                f"all {gpu_count} GPUs nvidia-smi lists",
+                f"torch saw {seen}; the all-reduce ran over {n}",
+                "fail",
+                hidden_gpus_sentence(seen, gpu_count),
+            )
+        )
     if n == 1:
         checks.append(
             Check(
@@ -1015,6 +1075,7 @@ class AllreduceStep(Step):
             asked,
             torch_where(launch),
             nvidia_smi_failure(ctx.facts),
+            nproc,
         )
         msg, failed = _summary(f"all-reduce over {data.get('world_size')} x {data.get('backend')}", checks)
         return Plan(
