@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from typing import Any
 from .. import __version__, shell
 from ..runner import HostResult, recap
 from .render import raw_file
+from .strictjson import dumps
 
 SCHEMA = "gpuonboard.summary/1"
 
@@ -97,7 +97,7 @@ def write(path: Path, doc: dict[str, Any]) -> None:
     """Write summary.json: one host per line (json's C encoder; indent= would use the slow
     pure-Python one, which costs more than a 50-host run's SSH work)."""
     hosts = doc.get("hosts", [])
-    head = json.dumps({k: v for k, v in doc.items() if k != "hosts"}, ensure_ascii=False)
-    body = ",\n  ".join(json.dumps(h, ensure_ascii=False) for h in hosts)
+    head = dumps({k: v for k, v in doc.items() if k != "hosts"})
+    body = ",\n  ".join(dumps(h) for h in hosts)
     text = head[:-1] + (', "hosts": [\n  ' + body + "\n]}" if hosts else ', "hosts": []}')
     write_atomic(path, text + "\n")

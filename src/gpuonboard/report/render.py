@@ -19,6 +19,7 @@ from .. import __version__, licences
 from ..errors import UsageError
 from ..i18n import check_lang, status_word, t, verdict_word
 from ..units import format_bytes, ram_order_bytes
+from .strictjson import dumps as strict_dumps
 
 FORMATS = ("html", "md", "json")
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
@@ -467,7 +468,7 @@ def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: s
             | {"raw_entries": [{k: v for k, v in e.items() if k != "text"} for e in h["raw_entries"]]}
             for h in ctx["hosts"]
         ]
-        return json.dumps(slim, ensure_ascii=False, indent=2) + "\n"
+        return strict_dumps(slim, indent=2) + "\n"
     from markupsafe import Markup
 
     for h in ctx["hosts"]:
@@ -610,9 +611,7 @@ def compare(
         " price per unit of measured throughput will appear once they are"
     )
     if fmt == "json":
-        text = json.dumps(
-            {"rows": rows, "note": note, "tool_version": __version__}, ensure_ascii=False, indent=2
-        )
+        text = strict_dumps({"rows": rows, "note": note, "tool_version": __version__}, indent=2)
         text += "\n"
     else:
         text = str(
