@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -186,6 +187,21 @@ def decrypt_file(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def decrypt_bytes(data: bytes, identity: Secret | None = None, passphrase: Secret | None = None) -> bytes:
+    """Decrypt a small age file held in memory (a manifest); CryptoError when it cannot be."""
+    import pyrage
+
+    try:
+        if passphrase is not None:
+            out = io.BytesIO()
+            agescrypt.decrypt_io(io.BytesIO(data), out, passphrase.reveal())
+            return out.getvalue()
+        assert identity is not None
+        return bytes(pyrage.decrypt(data, parse_identity(identity)))
+    except (pyrage.DecryptError, agescrypt.AgeError, OSError, ValueError) as exc:
+        raise CryptoError(f"cannot decrypt: {exc}") from None
 
 
 def sidecar(path: Path) -> Path:

@@ -237,6 +237,10 @@ def _age_key(tmp_path: Path) -> tuple[Path, str]:
     return key, pub.group(1)
 
 
+def _secret_line(key: Path) -> str:
+    return next(ln for ln in key.read_text().splitlines() if ln.startswith("AGE-SECRET-KEY-"))
+
+
 @needs_age
 def test_encrypted_upload_decrypt_on_host(project: Project, tmp_path: Path) -> None:
     key, pub = _age_key(tmp_path)
@@ -408,8 +412,24 @@ def test_encrypted_shards_decrypted_on_host(project: Project, tmp_path: Path) ->
         p.name.endswith((".age", ".json")) or p.name.startswith("unpacked-")
         for p in (data_dir / "my data.shards").iterdir()
     )
+    # the manifest on the host is encrypted too: the dataset's paths are no less private
+    import pyrage
+
+    stored = (data_dir / "my data.shards" / "manifest.json").read_bytes()
+    assert stored.startswith(b"age-encryption.org/v1\n")
+    assert not any(rel.encode() in stored for rel in tree_digest(src))
+    doc = json.loads(pyrage.decrypt(stored, [pyrage.x25519.Identity.from_str(_secret_line(key))]))
+    assert {f["path"] for sh in doc["shards"] for f in sh["files"]} >= set(tree_digest(src))
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert (data_dir / "my data.shards" / "manifest.json").read_bytes() == stored  # (one ciphertext)
+    # a file the dataset dropped: the encrypted manifest, decrypted here, vouches that an upload
+    # put it there (not the user's own file in the tree), so the new tree goes in without it
+    dropped = sorted(tree_digest(src))[0]
+    (src / dropped).unlink()
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host", "--shards")
+    assert r.returncode == 0 and step(project)["status"] == "changed", step(project)
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
 
 
 def test_shard_upload_interrupted_then_resumed(project: Project, tmp_path: Path) -> None:
@@ -578,6 +598,13 @@ def test_passphrase_encrypted_shards_open_with_age_and_zstd(
     with tarfile.open(fileobj=io.BytesIO(plain)) as tar:
         names = {m.name for m in tar.getmembers() if not m.isdir()}
     assert names == set(tree_digest(src))
+    # the manifest (the dataset's paths) opens with the passphrase only
+    doc = json.loads(
+        pyrage.passphrase.decrypt(
+            (data_dir / "my data.shards" / "manifest.json").read_bytes(), "correct horse battery staple"
+        )
+    )
+    assert {f["path"] for sh in doc["shards"] for f in sh["files"]} >= names
     for log in (project.root / ".gpuonboard" / "logs").glob("*.log"):
         assert "correct horse" not in log.read_text()
 

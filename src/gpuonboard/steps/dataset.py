@@ -16,6 +16,7 @@ import dataclasses
 import errno
 import gzip
 import hashlib
+import io
 import os
 import posixpath
 import re
@@ -949,7 +950,8 @@ class DatasetStep(Step):
         # (with nothing to send the shards are final: apply reuses this manifest)
         work.manifest = b"" if work.send_idx else self._manifest(work, size)
         digest = hashlib.sha256(work.manifest).hexdigest() if work.manifest else ""
-        complete = bool(digest) and not work.stale and remote.manifest_sha == digest
+        stored = self._stored_digest(ctx, work, work.manifest) if work.manifest else ""
+        complete = bool(stored) and not work.stale and remote.manifest_sha == stored
         unpacked, redo = True, ""
         plain = self._listing(ctx, self.plain_target) if work.unpack else None
         if plain is not None:
@@ -963,7 +965,7 @@ class DatasetStep(Step):
                         f"; the unpacked tree {self.plain_target} differs from the dataset"
                         f" ({len(drift)} missing or changed, e.g. {drift[0]!r}): unpacked again"
                     )
-            foreign = self._foreign_files(ctx, extra) if extra and not (complete and unpacked) else []
+            foreign = self._foreign_files(ctx, extra, work) if extra and not (complete and unpacked) else []
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
             # what the swap drops: listed paths that are neither in the dataset nor a dir of it
@@ -1028,7 +1030,7 @@ class DatasetStep(Step):
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
             f" {build} to build) of {len(work.tree.entries)} entries to {where}"
         )
-        work.manifest_behind, work.redo = remote.manifest_sha != digest, redo
+        work.manifest_behind, work.redo = remote.manifest_sha != stored, redo
         if work.send_idx:
             if work.unpack:
                 msg += f"; unpack into {self.plain_target}{redo}"
@@ -1052,7 +1054,7 @@ class DatasetStep(Step):
         }
         return Plan(True, msg, diff=diff, data=work)
 
-    def _foreign_files(self, ctx: StepContext, extra: list[str]) -> list[str]:
+    def _foreign_files(self, ctx: StepContext, extra: list[str], work: Work) -> list[str]:
         """Of the files in the unpacked tree that the dataset does not have, those no earlier
         upload put there (not in the host's manifest): the user's own (a checkpoint written
         into the dataset dir). An unpack swaps the whole tree, so they would be lost."""
@@ -1060,8 +1062,23 @@ class DatasetStep(Step):
         for name in (shards.MANIFEST, shards.UNPACKED_MANIFEST):  # (a --shards run since may
             # have replaced the first: the second is the one the tree was last unpacked from)
             r = ctx.runner.run(shell.join(["cat", "--", posixpath.join(self.shards_target, name)]))
-            shipped |= shards.manifest_paths(r.stdout) if r.ok else set()
+            shipped |= shards.manifest_paths(self._readable_manifest(r.stdout, work)) if r.ok else set()
         return [rel for rel in extra if rel not in shipped]
+
+    @staticmethod
+    def _readable_manifest(text: str, work: Work) -> str:
+        """A host's manifest.json as JSON text: an encrypted one (age) decrypted with this run's
+        identity or passphrase; '' when it cannot be (then it vouches for no file)."""
+        data = text.encode("utf-8", "surrogateescape")
+        if not data.startswith(b"age-encryption.org/"):
+            return text  # (a plain-mode manifest, or one written before manifests were encrypted)
+        passphrase = work.enc.passphrase if work.enc is not None else None
+        if work.identity is None and passphrase is None:
+            return ""
+        try:
+            return crypto.decrypt_bytes(data, work.identity, passphrase).decode("utf-8", "surrogateescape")
+        except crypto.CryptoError:
+            return ""
 
     def _foreign_sentence(self, ctx: StepContext, foreign: list[str]) -> str:
         n = len(foreign)
@@ -1579,7 +1596,7 @@ class DatasetStep(Step):
         manifest_job: Any = None
         saving: Any = None
         if not work.send_idx:
-            manifest_job = helpers.submit(self._manifest_bytes, work)
+            manifest_job = helpers.submit(self._manifest_bytes, self._cache_dir(ctx), work)
         try:
             header = shardstream.stream_header(work.codec) + prefix
             for n, i in enumerate(work.send_idx):
@@ -1602,7 +1619,7 @@ class DatasetStep(Step):
                 if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
                     # and the caches saved while the last shard drains (the Python work holds the
                     # GIL; done later, it delayed the closing command's channel by ~0.1 s)
-                    manifest_job = helpers.submit(self._manifest_bytes, work)
+                    manifest_job = helpers.submit(self._manifest_bytes, self._cache_dir(ctx), work)
                     saving = helpers.submit(save_caches)
                 if pending is not None:
                     problem = settle(*pending)
@@ -1628,10 +1645,44 @@ class DatasetStep(Step):
             saving.result()
             helpers.shutdown()
 
-    def _manifest_bytes(self, work: Work) -> tuple[bytes, bytes]:
-        """The manifest and its gzip form (what travels)."""
+    def _manifest_bytes(self, cache: Path, work: Work) -> tuple[bytes, bytes]:
+        """The manifest and its gzip form of what the host keeps (see _stored_manifest)."""
         manifest = work.manifest or self._manifest(work, work.shard_size)
-        return manifest, gzip.compress(manifest, compresslevel=1, mtime=0)
+        return manifest, gzip.compress(self._stored_manifest(cache, work, manifest), compresslevel=1, mtime=0)
+
+    @staticmethod
+    def _manifest_cipher(cache: Path, work: Work, manifest: bytes) -> Path:
+        """Where the ciphertext of this manifest is cached (encrypted mode)."""
+        assert work.enc is not None
+        return cache / f"{work.enc.cache_key('manifest:' + hashlib.sha256(manifest).hexdigest())}.age"
+
+    def _stored_manifest(self, cache: Path, work: Work, manifest: bytes) -> bytes:
+        """What the host's manifest.json holds: the manifest, or in encrypted mode its age
+        ciphertext to the same recipients (the paths, sizes and link targets of the dataset are
+        no less private than the contents), made once and cached, so an unchanged manifest has
+        one stable ciphertext and a rerun finds it on the host as it is."""
+        if work.enc is None:
+            return manifest
+        path = self._manifest_cipher(cache, work, manifest)
+        if not path.is_file():
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=cache, prefix=crypto.temp_prefix(".enc."))
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    crypto.encrypt_stream(io.BytesIO(manifest), out, work.enc)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return path.read_bytes()
+
+    def _stored_digest(self, ctx: StepContext, work: Work, manifest: bytes) -> str:
+        """sha256 of what the host's manifest.json holds when it is this manifest ('' when that
+        is not known here: an encrypted manifest whose ciphertext this machine has not cached)."""
+        if work.enc is None:
+            return hashlib.sha256(manifest).hexdigest()
+        path = self._manifest_cipher(self._cache_dir(ctx), work, manifest)
+        return crypto.sha256_file(path) if path.is_file() else ""
 
     def _finish_shards(
         self,
