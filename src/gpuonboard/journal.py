@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -21,10 +23,25 @@ class Journal:
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed_step: str | None = None
     finished: bool = False
+    # the host key the box presented (None: a local connection, or a journal written before)
+    host_key: str | None = None
 
     def done_steps(self) -> set[str]:
         """Steps that ended ok or changed (not failed, not skipped) in the recorded run."""
         return {name for name, rec in self.steps.items() if rec.get("status") in ("ok", "changed")}
+
+    def same_args(self, label: str, digest: str) -> bool:
+        """Whether step `label` ran with the arguments whose digest is `digest` (a journal
+        written before digests were recorded vouches for its steps as it did then)."""
+        recorded = self.steps.get(label, {}).get("args")
+        return recorded is None or recorded == digest
+
+
+def args_digest(kind: str, args: dict[str, Any]) -> str:
+    """sha256 of a step's type and rendered arguments: a --resume skips a done step only when
+    it would run with the same ones (a changed `dest` or image is work not done yet)."""
+    text = json.dumps([kind, args], sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _path(state_dir: Path, host: str, playbook: str) -> Path:
@@ -48,13 +65,16 @@ def load(state_dir: Path, host: str, playbook: str) -> Journal | None:
         return None
     if failed is not None and not isinstance(failed, str):
         return None
+    host_key = data.get("host_key")
     return Journal(
         host=host,
         playbook=playbook,
         run_id=str(data.get("run_id", "")),
         steps=dict(steps),
         failed_step=failed,
-        finished=bool(data.get("finished")),
+        # only a real `true` (a hand-edited "no" is no finished run: resume continues)
+        finished=data.get("finished") is True,
+        host_key=host_key if isinstance(host_key, str) else None,
     )
 
 
@@ -79,8 +99,17 @@ def save(state_dir: Path, journal: Journal) -> None:
         "steps": journal.steps,
         "failed_step": journal.failed_step,
         "finished": journal.finished,
+        "host_key": journal.host_key,
     }
+    # serialised before the temp file exists: a value JSON cannot hold (a step's diff) is written
+    # as its text, and a failure leaves no temp file behind
+    text = json.dumps(payload, indent=1, default=str)
     fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=".journal.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(payload, f, indent=1)
-    os.replace(tmp, _path(state_dir, journal.host, journal.playbook))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, _path(state_dir, journal.host, journal.playbook))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

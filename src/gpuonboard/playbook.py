@@ -103,8 +103,10 @@ def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec
             f"{where(path, entry, 'step')}: unknown step type {kind!r}"
             f"{did_you_mean(kind, REGISTRY) or '; known: ' + ', '.join(REGISTRY) + '.'}"
         )
-    args = entry.get("args") or {}
-    if not isinstance(args, dict):
+    args = entry.get("args")
+    if args is None:  # `args:` with nothing after it
+        args = {}
+    if not isinstance(args, dict):  # (`args: []` or `args: ""` too: never taken as "no args")
         raise PlaybookError(f"{where(path, entry, 'args')}: step {i} 'args' must be a mapping.")
     label = entry.get("name") or kind
     if not isinstance(label, str):
@@ -167,6 +169,11 @@ def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
     except jinja2.TemplateError as exc:
         raise PlaybookError(
             f"{_at(playbook, spec)}: step {spec.label!r} has a bad template ({exc})."
+        ) from None
+    except Exception as exc:  # `{{ 1/0 }}`, `{{ host.name + 1 }}`: the template's error, not ours
+        raise PlaybookError(
+            f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r}: a template in its"
+            f" arguments failed ({type(exc).__name__}: {exc}); fix the expression."
         ) from None
     try:
         step = REGISTRY[spec.kind](args, spec.label)

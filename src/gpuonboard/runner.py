@@ -31,6 +31,7 @@ from .facts.gather import Facts, gather
 from .inventory import Host, Inventory
 from .playbook import Playbook, instantiate
 from .runlog import LoggedRunner, RunLog
+from .steps import FACT_CHECKS
 from .steps.base import Step, StepContext, StepResult, Warm
 
 HostStatus = Literal["ok", "changed", "failed", "unreachable"]
@@ -232,6 +233,11 @@ def _run_steps(
 ) -> HostResult:
     previous = journal_mod.load(options.state_dir, host.name, playbook.name) if options.resume else None
     resume_from = previous.failed_step if previous and not previous.finished else None
+    not_resumed = _other_machine(previous, runner.fingerprint) if resume_from else None
+    if not_resumed:
+        resume_from = None
+        if options.log:
+            options.log.write(host.name, not_resumed)
     done_before = previous.done_steps() if previous is not None and resume_from else set()
     _emit(options, host.name, "gathering facts")
     extra = [p for s in steps for p in s.probes()]
@@ -243,14 +249,21 @@ def _run_steps(
         return HostResult(host, "unreachable", str(exc), fingerprint=runner.fingerprint)
     except GpuonboardError as exc:
         return HostResult(host, "failed", str(exc), fingerprint=runner.fingerprint)
-    record = journal_mod.Journal(host.name, playbook.name, options.run_id)
+    record = journal_mod.Journal(host.name, playbook.name, options.run_id, host_key=runner.fingerprint)
     results: list[StepResult] = []
     reached_failed = resume_from is None
     failed: StepResult | None = None
     for step in steps:
+        digest = journal_mod.args_digest(step.name, step.args)
         if not reached_failed and step.label == resume_from:
             reached_failed = True
-        if not reached_failed and step.label in done_before:
+        if (
+            not reached_failed
+            and step.label in done_before
+            and step.name not in FACT_CHECKS  # (they cost nothing: the verdict of now)
+            and previous is not None
+            and previous.same_args(step.label, digest)  # changed args: work not done yet
+        ):
             results.append(
                 StepResult(
                     step.label,
@@ -296,8 +309,18 @@ def _run_steps(
             raise
         except GpuonboardError as exc:
             res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
+        except Exception as exc:  # a bug in the step: it failed; what ran before stays recorded
+            if os.environ.get("GPUONBOARD_DEBUG") == "1":
+                raise
+            res = StepResult(
+                step.label,
+                "failed",
+                f"internal error in this step ({type(exc).__name__}: {exc}); rerun with --debug and"
+                " report it",
+                check_mode=options.check,
+            )
         results.append(res)
-        record.steps[step.label] = {"status": res.status, "run_id": options.run_id}
+        record.steps[step.label] = {"status": res.status, "run_id": options.run_id, "args": digest}
         if res.diff:
             # what the step found or made (an image digest, a file's sha256) stays in the journal
             record.steps[step.label]["diff"] = res.diff
@@ -307,8 +330,12 @@ def _run_steps(
             record.failed_step = step.label
     if failed is None:
         record.finished = True
+    unsaved = ""
     if not options.check:
-        journal_mod.save(options.state_dir, record)
+        try:
+            journal_mod.save(options.state_dir, record)
+        except OSError as exc:  # (a full disk): the steps' results are still the truth
+            unsaved = f"; the journal could not be written ({exc}), so --resume cannot continue here"
     status: HostStatus
     if failed is not None:
         status, msg = "failed", f"step {failed.step}: {failed.msg}"
@@ -316,7 +343,20 @@ def _run_steps(
         status, msg = "changed", _summary(results)
     else:
         status, msg = "ok", _summary(results)
-    return HostResult(host, status, msg, results, facts, runner.fingerprint)
+    if not_resumed:
+        msg = f"{msg} ({not_resumed})"
+    return HostResult(host, status, msg + unsaved, results, facts, runner.fingerprint)
+
+
+def _other_machine(previous: journal_mod.Journal | None, fingerprint: str | None) -> str | None:
+    """Why the journal cannot be resumed on this box: it records another host key (the name
+    now leads to another machine, which none of the recorded steps touched), else None."""
+    if previous is None or not previous.host_key or not fingerprint or previous.host_key == fingerprint:
+        return None
+    return (
+        f"not resumed: run {previous.run_id} was on a box with host key {previous.host_key}, this one"
+        f" presents {fingerprint}, so every step ran again"
+    )
 
 
 def _summary(results: list[StepResult]) -> str:

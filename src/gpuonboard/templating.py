@@ -1,4 +1,10 @@
-"""Jinja2 rendering for playbook arguments and templates/ files (StrictUndefined: no silent blanks)."""
+"""Jinja2 rendering for playbook arguments and templates/ files (StrictUndefined: no silent blanks).
+
+Both render in Jinja2's immutable sandbox: a playbook or template is configuration, so it may
+read values and call their plain methods, but never reach Python internals
+(`host.__class__.__init__.__globals__` runs any code on this machine) nor change the values it
+reads (`vars.update(...)` would change the host's vars for every later step).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 
 def _sh(value: Any) -> str:
@@ -19,7 +26,7 @@ def _sh(value: Any) -> str:
 
 @lru_cache(maxsize=8)
 def _file_env(roots: tuple[str, ...]) -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.FileSystemLoader(list(roots)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -29,7 +36,7 @@ def _file_env(roots: tuple[str, ...]) -> jinja2.Environment:
     return env
 
 
-_STRING_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+_STRING_ENV = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
 _STRING_ENV.filters["sh"] = _sh
 # Hosts render in parallel threads: without a lock, the first 50 hosts all miss the caches at
 # once and each compiles the same template (a Jinja2 compile costs milliseconds of CPU).

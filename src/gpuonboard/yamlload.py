@@ -75,10 +75,75 @@ def load_yaml(path: Path, error: type[GpuonboardError], what: str) -> Any:
     return parse_yaml(text, path, error)
 
 
+# How many values a document may hold once its aliases are expanded. A few anchors that each
+# repeat the one before ("billion laughs": 9 lines, 10^9 strings) load as shared references in
+# no time, but every walk over the values (rendering a playbook's arguments per host, writing
+# a report) expands them: minutes of CPU and gigabytes of memory from a 1 kB file.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+class AliasBomb(yaml.MarkedYAMLError):
+    """Aliases that expand to more than MAX_EXPANDED_VALUES values."""
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the values `root` holds with every alias expanded (a node counted once per place
+    it appears), memoised per node: one pass over the file's nodes, whatever they expand to."""
+    sizes: dict[int, int] = {}
+    pending: set[int] = set()
+    # an iterative post-order walk: a deeply nested file must not hit Python's recursion limit
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done:
+            if id(node) in pending:  # an alias inside its own anchor: the constructor refuses it
+                continue
+            pending.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        pending.discard(id(node))
+        sizes[id(node)] = total = 1 + sum(sizes.get(id(c), 0) for c in children)
+        if total > MAX_EXPANDED_VALUES:
+            raise AliasBomb(
+                None,
+                None,
+                f"its aliases expand to more than {MAX_EXPANDED_VALUES:,} values (anchors that"
+                ' repeat each other, a "billion laughs"); write the values out instead',
+                node.start_mark,
+            )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _load(text: str) -> Any:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_expansion(root)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, path: Path, error: type[GpuonboardError]) -> Any:
     """Parse YAML text; errors name the file and line."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        return _load(text)
+    except AliasBomb as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise error(f"{path}, line {line}: {exc.problem}.") from None
     except DuplicateKey as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise error(f"{path}, line {line}: {exc.problem}; remove or rename one of them.") from None

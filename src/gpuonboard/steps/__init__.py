@@ -33,6 +33,13 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "network": ("network", "NetworkStep"),
 }
 
+# Steps whose plan reads only the batched fact probe (and local state): no command of their own,
+# nothing changed, so they cost nothing to run again. A --resume runs them again rather than
+# trust an older run's verdict: the resumed run's report carries the box's verdict of now, and
+# a box that changed since (another machine behind the name, a GPU fallen off the bus) fails
+# them again, so no later step changes it.
+FACT_CHECKS: frozenset[str] = frozenset({"acceptance", "gpu_health", "driver_compat", "teardown_cost"})
+
 
 class _Registry(Mapping[str, type[Step]]):
     """A read-only mapping whose values are imported on first use."""
@@ -62,4 +69,4 @@ class _Registry(Mapping[str, type[Step]]):
 
 REGISTRY: Mapping[str, type[Step]] = _Registry(_LOCATIONS)
 
-__all__ = ["REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]
+__all__ = ["FACT_CHECKS", "REGISTRY", "Check", "Plan", "Step", "StepContext", "StepResult"]

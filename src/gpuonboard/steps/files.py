@@ -98,6 +98,12 @@ class TemplateStep(Step):
             )
         except jinja2.TemplateError as exc:
             return Plan(False, f"template {self.args['src']!r} cannot be rendered ({exc})", failed=True)
+        except Exception as exc:  # `{{ 1/0 }}` in the file: the template's error, not ours
+            return Plan(
+                False,
+                f"template {self.args['src']!r} cannot be rendered ({type(exc).__name__}: {exc})",
+                failed=True,
+            )
         want = hashlib.sha256(content).hexdigest()
         state = ctx.facts.raw[self.state_probe.name].stdout.split()
         have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
