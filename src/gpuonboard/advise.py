@@ -70,10 +70,21 @@ def plan(args: PlanArgs, project: Path) -> int:
     if vendor_note:
         p.notes.append(vendor_note)
     if args.json:
-        print(json.dumps(p.to_json(), ensure_ascii=False, indent=2))
+        print_json(p.to_json(), indent=2)
     else:
         print_plan(p)
     return int(ExitCode.OK)
+
+
+def print_json(doc: object, indent: int) -> None:
+    """Print a --json document; when its reader has gone (`... --json | head -1`), exit 141
+    quietly as the README promises, not "internal error (BrokenPipeError)" with 70."""
+    try:
+        print(json.dumps(doc, ensure_ascii=False, indent=indent))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        terminal.reader_left()
+        raise SystemExit(ExitCode.READER_LEFT) from None
 
 
 def _gb(n: float) -> str:
@@ -115,7 +126,7 @@ def print_plan(p: planner.Plan) -> None:
         c = f.card
         g.add_row(
             escape(c.card),
-            f"{c.memory_gb:g} GB",
+            _gb(c.capacity_bytes) + ("" if c.nvidia_smi_mib else " (datasheet)"),
             "-" if c.bf16_tflops is None else f"{c.bf16_tflops:g}",
             str(f.count),
             _gb(f.per_gpu_bytes or 0),
@@ -130,9 +141,12 @@ def print_plan(p: planner.Plan) -> None:
             f"recommended: [bold]{best.count} x {escape(best.card.card)}[/];"
             f" NVLink matters: {escape(p.nvlink)}"
         )
+    else:
+        con.print(f"recommended: [bold red]none[/]: no card fits on {planner.MAX_GPUS} cards or fewer")
     h = p.host
+    each = f"each of {h.servers} servers" if h.servers > 1 else "host"
     con.print(
-        f"host: CPU >= {h.cpu_cores} cores, RAM >= {_gb(h.ram_bytes)}, disk >= {_gb(h.disk_bytes)}"
+        f"{each}: CPU >= {h.cpu_cores} cores, RAM >= {_gb(h.ram_bytes)}, disk >= {_gb(h.disk_bytes)}"
         f" ({escape(h.disk_detail)})"
     )
     if p.upload_s is not None and p.dataset_bytes is not None and p.bandwidth is not None:

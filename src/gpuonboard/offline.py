@@ -8,7 +8,6 @@ run turn them into facts, and with an order the same acceptance and health rules
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,6 +22,9 @@ from .steps.base import Check
 from .yamlload import LineDict, load_yaml
 
 KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
+# the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
+# landed in the vendor's folder is not read into memory whole only to be refused
+MAX_OUTPUT_BYTES = 32 * 2**20
 
 
 def detect_kind(text: str) -> str | None:
@@ -65,9 +67,15 @@ def expand(paths: Sequence[str]) -> list[Path]:
                 continue
             path = Path(part)
             if path.is_dir():
-                out += sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+                files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+                if not files:  # judged nothing, it exited 0 with an empty table
+                    raise UsageError(
+                        f"{part}: no saved command output in this directory (it holds no files)."
+                    )
+                out += files
             elif any(ch in part for ch in "*?[") and not path.exists():
-                matches = sorted(Path().glob(part))
+                # subfolders are skipped, as in a directory
+                matches = sorted(f for f in Path().glob(part) if not f.is_dir())
                 if not matches:
                     raise UsageError(f"{part}: no file matches this pattern.")
                 out += matches
@@ -79,11 +87,19 @@ def expand(paths: Sequence[str]) -> list[Path]:
 def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
     """Read files, detect kinds; errors name the file."""
     raw: dict[str, ProbeOutput] = {}
+    origin: dict[str, Path] = {}
     for path in expand(paths):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            with path.open("rb") as handle:
+                data = handle.read(MAX_OUTPUT_BYTES + 1)
         except OSError as exc:
-            raise UsageError(f"{path}: cannot read this file ({exc.strerror}).") from None
+            raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
+        if len(data) > MAX_OUTPUT_BYTES:
+            raise UsageError(
+                f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
+                " leave it out of the files to judge."
+            )
+        text = data.decode("utf-8", errors="replace")
         kind = detect_kind(text)
         if kind is None:
             raise UsageError(
@@ -91,13 +107,57 @@ def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
                 " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release or nvcc --version)."
             )
         if kind in raw:
-            raise UsageError(f"{path}: a second {kind} output; pass one file per command.")
+            raise UsageError(
+                f"{path}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
+            )
+        if kind == "nvidia_smi":
+            _refuse_damaged_xml(path, text)
+        origin[kind] = path
         if kind == "free":
             from .facts import memory
 
             text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
         raw[kind] = ProbeOutput(text, "", 0)
     return raw
+
+
+def _refuse_damaged_xml(path: Path, text: str) -> None:
+    """An `nvidia-smi -q -x` file that is cut short or damaged is a bad input (exit 2, naming the
+    file), not a box without GPUs: it passed with exit 0 and one warning line."""
+    from .facts import nvidia_smi
+
+    report = nvidia_smi.parse_any(text)
+    if report.source == "xml" and not report.gpus and report.warnings:
+        raise UsageError(
+            f"{path}: this nvidia-smi XML cannot be read ({report.warnings[0]}); the file is cut short"
+            " or damaged: save `nvidia-smi -q -x` again."
+        )
+
+
+def given(facts: Facts, kind: str) -> bool:
+    """Whether a saved output of this kind was among the files (parse_facts fills the others in
+    as 'not probed')."""
+    out = facts.raw.get(kind)
+    return out is not None and out.stderr != "not probed"
+
+
+def nvcc_version(facts: Facts) -> str | None:
+    """The CUDA toolkit release of a saved `nvcc --version` (it was recognised, then dropped)."""
+    from .steps.driver_compat import parse_nvcc
+
+    out = facts.raw.get("nvcc")
+    return parse_nvcc(out.stdout) if out is not None and given(facts, "nvcc") else None
+
+
+def summary(facts: Facts) -> dict[str, object]:
+    """Facts.summary(), with what no file told shown as unknown: without an nvidia-smi output the
+    GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free)."""
+    out = facts.summary()
+    if not given(facts, "nvidia_smi"):
+        out["gpu_count"] = None
+    if given(facts, "nvcc"):
+        out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
+    return out
 
 
 def load_order(path: str) -> OrderSpec:
@@ -126,15 +186,19 @@ def facts_json(facts: Facts) -> dict[str, Any]:
         return value
 
     out = {f.name: conv(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.name != "raw"}
-    out["summary"] = facts.summary()
+    out["summary"] = summary(facts)
     return out
 
 
 def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
-    """Acceptance rules (when an order is given) and GPU health rules."""
+    """Acceptance rules (when an order is given) and GPU health rules; without an order, a given
+    nvidia-smi output is still judged by the order-free `nvidia_driver` rule, so an output from
+    which no GPU can be read ("NVIDIA-SMI has failed ...") fails instead of passing with exit 0."""
     checks: list[Check] = []
     if order is not None:
         checks += acceptance.evaluate(order, facts)
+    elif given(facts, "nvidia_smi"):
+        checks.append(acceptance.rule_driver(facts))
     checks += gpu_health.evaluate(facts)
     return checks
 
@@ -147,8 +211,9 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     facts = parse_facts(raw)
     checks = judge(facts, order)
     if as_json:
-        doc = {"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}
-        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        from .advise import print_json
+
+        print_json({"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}, indent=1)
     else:
         _print(facts, checks, sorted(raw))
     return 1 if any(c.verdict == "fail" for c in checks) else 0
@@ -164,7 +229,7 @@ def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
     t = Table(title=f"facts from {', '.join(kinds)}", title_justify="left")
     t.add_column("fact")
     t.add_column("value")
-    for key, value in facts.summary().items():
+    for key, value in summary(facts).items():
         t.add_row(key, "-" if value is None else escape(str(value)))
     con.print(t)
     for w in facts.warnings:

@@ -24,6 +24,9 @@ Memory model (bytes, for the whole job; divided across n GPUs by FSDP/ZeRO-3 sty
   The frozen base of LoRA/QLoRA still needs these activations for the backward pass.
 * overhead: a fixed 2 GB per GPU (CUDA context, cuBLAS/NCCL workspaces, allocator
   fragmentation).
+* a card's capacity: nvidia-smi's memory.total for it (data/gpu_catalogue.yml `nvidia_smi_mib`,
+  from real captures: an "80GB" HBM card has 80 GiB, 81559-81920 MiB), else its datasheet "GB"
+  read as 10^9 bytes (below every captured card's memory.total).
 
 Model shape (s = sequence length, b = micro-batch, h = hidden size, L = layers, a = heads):
 from the parameter count alone, assuming a LLaMA-like decoder: L from the nearest LLaMA size
@@ -53,6 +56,8 @@ OPTIMIZERS = ("adamw", "sgd", "adafactor")
 MODES = ("full", "lora", "qlora")
 MAX_GPUS = 512
 HOURS_PER_MONTH = 720  # 30 days: how vendors quote a monthly rate
+MAX_HOURS = 876_000  # 100 years: a longer "rental" is a typo (and 1e308 hours overflowed)
+GPUS_PER_SERVER = 8  # an HGX/DGX baseboard; more cards are several servers
 CATALOGUE = Path(__file__).parent / "data" / "gpu_catalogue.yml"
 
 _PARAM_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
@@ -72,7 +77,10 @@ def parse_params(value: str) -> int:
     number, suffix = m.groups()
     if suffix.upper() not in _PARAM_SUFFIX:
         raise UsageError(f"--params {value!r} has an unknown suffix {suffix!r}; use M, B or T (e.g. 7B).")
-    count = int(float(number) * _PARAM_SUFFIX[suffix.upper()])
+    scaled = float(number) * _PARAM_SUFFIX[suffix.upper()]
+    if not math.isfinite(scaled) or scaled > 10**13:  # (`1e400` is a float infinity)
+        raise UsageError(f"--params {value!r} is above 10T parameters; give a count like 7B or 70B.")
+    count = int(scaled)
     if count < 10**6:
         raise UsageError(f"--params {value!r} is below a million parameters; give a count like 7B or 350M.")
     if count > 10**13:
@@ -80,35 +88,34 @@ def parse_params(value: str) -> int:
     return count
 
 
-_RATE_UNITS = {  # bytes per second per unit
-    "bit": 1 / 8,
-    "kbit": 1e3 / 8,
-    "mbit": 1e6 / 8,
-    "gbit": 1e9 / 8,
-    "bps": 1 / 8,
-    "kbps": 1e3 / 8,
-    "mbps": 1e6 / 8,
-    "gbps": 1e9 / 8,
-    "b/s": 1,
-    "kb/s": 1e3,
-    "mb/s": 1e6,
-    "gb/s": 1e9,
-    "kib/s": 1024,
-    "mib/s": 1024**2,
-    "gib/s": 1024**3,
-}
+_RATE_PREFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+# a rate's unit: a prefix (k, M, G, T; with i: binary), then the letter that decides bits or
+# bytes as network gear writes it: b or bit = bits (100Mb/s, 100Mbps, 100Mbit), B or byte = bytes
+# (50MB/s, 50MBps, 20MiB/s); then /s or ps (optional after bit and byte)
+_RATE_RE = re.compile(
+    r"\s*(\d+(?:\.\d+)?)\s*(?:([kKmMgGtT])(i?))?(?:([bB][iI][tT]|[bB][yY][tT][eE])(/s|ps)?|(b|B)(/s|ps))\s*"
+)
+BANDWIDTH_HELP = "b or bit means bits (100Mb/s, 100Mbps), B or byte means bytes (50MB/s, 20MiB/s)"
 
 
 def parse_bandwidth(value: str) -> float:
-    """`100Mbit`, `1Gbit`, `100Mbps` (bits) or `50MB/s`, `20MiB/s` (bytes) -> bytes per second."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z/]+)\s*", str(value))
-    unit = m.group(2).lower() if m else ""
-    if not m or unit not in _RATE_UNITS:
+    """`100Mbit`, `1Gbit`, `100Mb/s`, `100Mbps` (bits) or `50MB/s`, `20MiB/s` (bytes) -> bytes per
+    second. The case of the b decides, as on network gear: `Mb/s` is megabits, `MB/s` megabytes
+    (read case-blind, `100Mb/s` was taken for 100 MB/s: an upload ETA 8x too short)."""
+    m = _RATE_RE.fullmatch(str(value))
+    if not m:
         raise UsageError(
-            f"--bandwidth {value!r} is not a rate like 100Mbit, 1Gbit or 50MB/s"
-            " (bit units: bit, kbit, Mbit, Gbit, Mbps; byte units: MB/s, MiB/s)."
+            f"--bandwidth {value!r} is not a rate like 100Mbit, 1Gbit or 50MB/s; {BANDWIDTH_HELP}."
         )
-    rate = float(m.group(1)) * _RATE_UNITS[unit]
+    number, prefix, binary, word, _, letter, _ = m.groups()
+    prefix = (prefix or "").lower()
+    scale = 1024 ** ("kmgt".index(prefix) + 1) if binary else _RATE_PREFIX[prefix]
+    is_bits = (word or "").lower() == "bit" or letter == "b"
+    rate = float(number) * scale / (8 if is_bits else 1)
+    if not math.isfinite(rate):
+        raise UsageError(
+            f"--bandwidth {value!r} is not a rate like 100Mbit, 1Gbit or 50MB/s; {BANDWIDTH_HELP}."
+        )
     if rate <= 0:
         raise UsageError(f"--bandwidth {value!r} must be more than zero.")
     return rate
@@ -124,11 +131,21 @@ def parse_hours(value: str | float) -> float:
         raise UsageError(f"--hours {value!r} must be a finite number of hours like 72 or 1.5.")
     if hours <= 0:
         raise UsageError(f"--hours {value!r} must be more than zero.")
+    if hours > MAX_HOURS:
+        raise UsageError(
+            f"--hours {value!r} is more than 100 years ({MAX_HOURS:,} hours); give the rental hours."
+        )
     return hours
 
 
 def parse_dataset_size(value: str) -> int:
-    """`120GB` -> bytes (SI), as in order sheets."""
+    """`120GB` -> bytes (SI), as in order sheets. A bare number is refused: `--dataset-size 120`
+    read as 120 bytes planned an upload of 0 s and no disk for the data."""
+    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", str(value)):
+        raise UsageError(
+            f"--dataset-size {value!r} has no unit; write it with one, e.g. {str(value).strip()}GB"
+            f" (10^9 bytes) or {str(value).strip()}GiB."
+        )
     try:
         size = parse_size(value)
     except ValueError as exc:
@@ -282,6 +299,15 @@ class Card:
     nvlink_gbps: float | None
     klass: str
     source: str
+    nvidia_smi_mib: int | None = None
+
+    @property
+    def capacity_bytes(self) -> int:
+        """What a job is fitted into: nvidia-smi's memory.total of the card (an "80GB" HBM card
+        has 80 GiB: 81559-81920 MiB, 85.5-85.9 GB), else the datasheet figure read as 10^9 bytes,
+        which is below every captured card's (reading them all so planned a 7B full fine-tune on
+        two H200s, 145.6 GB, that one H200's 150.8 GB holds)."""
+        return self.nvidia_smi_mib * 2**20 if self.nvidia_smi_mib else int(self.memory_gb * GB)
 
 
 @lru_cache(maxsize=2)
@@ -299,6 +325,7 @@ def load_catalogue(path: Path = CATALOGUE) -> tuple[Card, ...]:
             nvlink_gbps=None if r.get("nvlink_gbps") is None else float(r["nvlink_gbps"]),
             klass=str(r["class"]),
             source=str(r["source"]),
+            nvidia_smi_mib=None if r.get("nvidia_smi_mib") is None else int(r["nvidia_smi_mib"]),
         )
         for r in rows
     )
@@ -318,6 +345,10 @@ class Fit:
         return {
             "card": self.card.card,
             "memory_gb": self.card.memory_gb,
+            "capacity_gb": round(self.card.capacity_bytes / GB, 1),
+            "capacity_from": "nvidia-smi memory.total"
+            if self.card.nvidia_smi_mib
+            else "datasheet, as 10^9 bytes",
             "bf16_tflops": self.card.bf16_tflops,
             "interconnect": list(self.card.interconnect),
             "class": self.card.klass,
@@ -339,10 +370,13 @@ def min_gpus(memory: Memory, card_bytes: int) -> int | None:
 
 
 def fits(memory: Memory, mode: str, catalogue: tuple[Card, ...]) -> list[Fit]:
-    """Every card with its minimum count, fewest cards first, then the most memory per card."""
+    """Every card with its minimum count: fewest cards first; then, for a multi-GPU full fine-tune,
+    NVLink cards (the plan tells the user to order NVLink); then the SMALLEST card that holds the job
+    (the cheapest class: "most memory first" recommended an H200 for a 350M model, 12.9 GB, and
+    contradicted the README's "70B QLoRA: one 48 GB L40S"); then NVLink, then the fastest."""
     out = []
     for card in catalogue:
-        n = min_gpus(memory, int(card.memory_gb * GB))
+        n = min_gpus(memory, card.capacity_bytes)
         notes = []
         if n is None:
             notes.append(f"more than {MAX_GPUS} cards")
@@ -358,7 +392,8 @@ def fits(memory: Memory, mode: str, catalogue: tuple[Card, ...]) -> list[Fit]:
         out,
         key=lambda f: (
             f.count or MAX_GPUS + 1,
-            -f.card.memory_gb,
+            (f.count or 0) > 1 and mode == "full" and "nvlink" not in f.card.interconnect,
+            f.card.memory_gb,  # the datasheet class: an H100 before an A100 of 0.4 GB more
             "nvlink" not in f.card.interconnect,
             -(f.card.bf16_tflops or 0),
             f.card.card,
@@ -386,13 +421,21 @@ class HostAdvice:
     ram_bytes: int
     disk_bytes: int
     disk_detail: str
+    servers: int = 1  # the figures above are for each of them
+
+
+def servers_for(gpus: int) -> int:
+    """Servers that n cards take: an HGX/DGX server holds 8."""
+    return max(1, math.ceil(gpus / GPUS_PER_SERVER))
 
 
 def host_advice(params: int, memory: Memory, mode: str, gpus: int, dataset_bytes: int | None) -> HostAdvice:
-    """Seed rules: CPU >= 8 cores (4 per GPU above that), RAM >= 64 GB (128 GB multi-GPU, and at
-    least the 16-bit checkpoint so it can be loaded), disk >= 2x dataset + base model + 2 checkpoints
-    + 50 GB for the OS, container images and caches."""
-    cores = max(8, 4 * gpus)
+    """Seed rules, per server: CPU >= 8 cores (4 per GPU above that), RAM >= 64 GB (128 GB
+    multi-GPU, and at least the 16-bit checkpoint so it can be loaded), disk >= 2x dataset + base
+    model + 2 checkpoints + 50 GB for the OS, container images and caches. More than 8 cards are
+    several servers, each with its share of the cards (4 x 10 cards of CPU is no server's)."""
+    servers = servers_for(gpus)
+    cores = max(8, 4 * math.ceil(gpus / servers))
     ram_floor = 128 * GB if gpus > 1 else 64 * GB
     base16 = params * 2
     ram = max(ram_floor, math.ceil(base16 * 1.2 / (16 * GB)) * 16 * GB)
@@ -405,7 +448,7 @@ def host_advice(params: int, memory: Memory, mode: str, gpus: int, dataset_bytes
     )
     if dataset_bytes is None:
         detail += "; no --dataset-size given, so no dataset counted"
-    return HostAdvice(cores, ram, disk, detail)
+    return HostAdvice(cores, ram, disk, detail, servers)
 
 
 def _gb(n: float) -> str:
@@ -525,7 +568,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def best(self) -> Fit | None:
-        """The first card that fits (fewest cards, most memory)."""
+        """The first card that fits (fewest cards, then the smallest that holds the job; see fits)."""
         return next((f for f in self.fits if f.count is not None), None)
 
     def to_json(self) -> dict[str, Any]:
@@ -560,6 +603,7 @@ class Plan:
                 "ram_bytes": self.host.ram_bytes,
                 "disk_bytes": self.host.disk_bytes,
                 "disk_detail": self.host.disk_detail,
+                "servers": self.host.servers,
             },
             "upload": None
             if self.upload_s is None
@@ -631,6 +675,24 @@ def make_plan(
         plan.notes.append("give both --dataset-size and --bandwidth for an upload ETA")
     if h is not None:
         plan.costs = [vendor_cost(v, h) for v in vendors]
+    if best is None:
+        plan.notes.insert(
+            0,
+            f"no card in the catalogue holds this job on {MAX_GPUS} cards or fewer: the host figures"
+            " assume one GPU; use a smaller model, --mode lora/qlora, --checkpointing or a smaller --batch",
+        )
+    elif gpus > GPUS_PER_SERVER:
+        servers = servers_for(gpus)
+        plan.notes.insert(
+            0,
+            f"{gpus} x {best.card.card} is more than one {GPUS_PER_SERVER}-GPU server: {servers} servers,"
+            " linked by a fast network (InfiniBand/RoCE); the host figures are per server"
+            + (
+                f" and each vendor cost is for one box, so {servers} boxes cost {servers} times that"
+                if h
+                else ""
+            ),
+        )
     if not checkpointing and memory.activations > memory.states:
         plan.notes.append(
             "activations dominate: activation checkpointing (--checkpointing) stores only each layer's"

@@ -114,8 +114,8 @@ def test_upload_eta() -> None:
         ({"params": "seven"}, "--params 'seven' is not a parameter count like 7B, 13B or 350M."),
         (
             {"params": "7B", "bandwidth": "fast"},
-            "--bandwidth 'fast' is not a rate like 100Mbit, 1Gbit or 50MB/s"
-            " (bit units: bit, kbit, Mbit, Gbit, Mbps; byte units: MB/s, MiB/s).",
+            "--bandwidth 'fast' is not a rate like 100Mbit, 1Gbit or 50MB/s; b or bit means bits"
+            " (100Mb/s, 100Mbps), B or byte means bytes (50MB/s, 20MiB/s).",
         ),
         ({"params": "7B", "hours": "0"}, "--hours '0' must be more than zero."),
         ({"params": "7B", "hours": "inf"}, "--hours 'inf' must be a finite number of hours like 72 or 1.5."),
