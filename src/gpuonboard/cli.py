@@ -76,6 +76,11 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         raise Exit("terminated", code=143) from None
     except KeyboardInterrupt:
         raise Exit("interrupted", code=130) from None
+    except BrokenPipeError:  # the reader of our output left (`... | head -1`): quietly, as a shell tool
+        from .report.terminal import reader_left
+
+        reader_left()
+        raise Exit(code=int(ExitCode.READER_LEFT)) from None
     except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug
         if debug:
             raise
