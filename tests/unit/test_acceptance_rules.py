@@ -670,3 +670,17 @@ def test_a_gpu_that_lost_its_nvlinks_fails_an_nvlink_order() -> None:
     # a PCIe order on the broken board: what was ordered
     pcie = OrderSpec(interconnect="pcie")
     assert evaluate(pcie, _with_topo(_one_gpu_without_nvlink(3)))[-1].verdict == "pass"
+
+
+def test_a_templated_tolerance_renders_as_text_and_is_read() -> None:
+    """`ram_tolerance: "{{ vars.tol | default(0.05) }}"` reaches the step as the text '0.05'."""
+    from gpuonboard.steps.acceptance import AcceptanceStep
+    from gpuonboard.steps.base import StepArgsError
+
+    assert AcceptanceStep({"ram_tolerance": "0.05", "vram_tolerance": 0.02}).tolerance == {
+        "ram": 0.05,
+        "vram": 0.02,
+    }
+    for bad in ("5", "lots", True, "", -0.1):
+        with pytest.raises(StepArgsError, match="must be a fraction from 0 to 1"):
+            AcceptanceStep({"disk_tolerance": bad})

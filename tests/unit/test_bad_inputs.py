@@ -210,7 +210,7 @@ CASES = [
     pb(
         "bad-argument-value.yml",
         "{path}, line 3: step 'acceptance': argument 'ram_tolerance' must be a fraction from 0 to 1,"
-        " like 0.05.",
+        " like 0.05, not 5.",
     ),
     pb(
         "undefined-variable.yml",

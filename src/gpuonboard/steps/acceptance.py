@@ -12,6 +12,7 @@ VRAM 3 %, data disk 5 %; overridable per step.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Iterable
@@ -630,6 +631,20 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     return Check("min_driver", expected, facts.gpu.driver_version, "pass" if ok else "fail")
 
 
+def _fraction(key: str, value: object) -> float:
+    """A tolerance argument: a number from 0 to 1, or its text (a templated argument renders
+    as text: `"{{ vars.tol | default(0.05) }}"`)."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value.strip())
+    if number is None or not 0 <= number < 1:
+        raise StepArgsError(f"argument {key!r} must be a fraction from 0 to 1, like 0.05, not {value!r}")
+    return number
+
+
 def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None = None) -> list[Check]:
     """Every rule that the order specifies, in a stable order."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
@@ -668,9 +683,7 @@ class AcceptanceStep(Step):
         super().__init__(args, label)
         self.tolerance: dict[str, float] = {}
         for key, value in self.args.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-                raise StepArgsError(f"argument {key!r} must be a fraction from 0 to 1, like 0.05")
-            self.tolerance[key.removesuffix("_tolerance")] = float(value)
+            self.tolerance[key.removesuffix("_tolerance")] = _fraction(key, value)
 
     def plan(self, ctx: StepContext) -> Plan:
         """Evaluate every rule; failed when any rule fails."""
