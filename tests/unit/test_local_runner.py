@@ -20,3 +20,19 @@ def test_signals_and_timeouts_read_as_over_ssh(streaming: bool) -> None:
     assert runner.run("exit 3", on_output=on_output).exit_code == 3
     with pytest.raises(CommandError, match=r"^host box: a command timed out \(after 1 s\)\.$"):
         runner.run("sleep 5", timeout=1, on_output=on_output)
+
+
+def test_a_playbook_needing_no_facts_runs_no_probe() -> None:
+    """gather(core=False) with no step probes: no command at all (it failed as 'the fact probe
+    could not run': an empty probe script prints no end marker)."""
+    from gpuonboard.facts.gather import gather
+
+    ran: list[str] = []
+
+    class Recording(LocalRunner):
+        def run(self, command: str, *a: object, **kw: object) -> object:  # type: ignore[override]
+            ran.append(command)
+            return super().run(command)
+
+    facts = gather(Recording(Host("box", "127.0.0.1", connection="local")), core=False)
+    assert ran == [] and facts.gpu is None
