@@ -699,13 +699,13 @@ def copy_lacks(dest: Path, record: Record) -> list[str]:
     return gone
 
 
-def mark_pulling(dest: Path, owner: Owner) -> str | None:
-    """Replace the record by the mark of this pull (temp file, fsync, rename) before rsync runs:
-    a rerun after an interrupt resumes into it, a pull of another host or dir is refused."""
+def _replace_record(dest: Path, data: bytes) -> str | None:
+    """Put `data` in the record's place atomically (temp file, fsync, rename); -> why it failed
+    (the temp file removed), else None."""
     path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
     try:
         with tmp.open("wb") as f:
-            f.write(owner.to_bytes())
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -714,27 +714,23 @@ def mark_pulling(dest: Path, owner: Owner) -> str | None:
             tmp.unlink()
         return exc.strerror or str(exc)
     return None
+
+
+def mark_pulling(dest: Path, owner: Owner) -> str | None:
+    """Replace the record by the mark of this pull before rsync runs: a rerun after an
+    interrupt resumes into it, a pull of another host or dir is refused."""
+    return _replace_record(dest, owner.to_bytes())
 
 
 def write_record(dest: Path, record: Record) -> str | None:
-    """Write the record atomically (temp file, fsync, rename); -> why it failed, else None.
-    On failure no record is left (neither a partial one nor an older one); the mark of the
-    pull in progress stays (a rerun resumes into this dir)."""
-    path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
-    try:
-        with tmp.open("wb") as f:
-            f.write(record.to_bytes())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
+    """Write the record atomically; -> why it failed, else None. On failure no record is left
+    (neither a partial one nor an older one); the mark of the pull in progress stays (a rerun
+    resumes into this dir)."""
+    failed = _replace_record(dest, record.to_bytes())
+    if failed and read_record(dest) is not None:
         with contextlib.suppress(OSError):
-            tmp.unlink()
-        if read_record(dest) is not None:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        return exc.strerror or str(exc)
-    return None
+            (dest / RECORD).unlink()
+    return failed
 
 
 # ---------------------------------------------------------------- pure: ssh / rsync command lines
