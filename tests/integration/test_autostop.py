@@ -52,7 +52,7 @@ def start_cron_daemon(where: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([str(binary), "600"])
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def cron_daemon(tmp_path: Path) -> Iterator[None]:
     daemon = start_cron_daemon(tmp_path / "crond")
     try:
@@ -60,6 +60,11 @@ def cron_daemon(tmp_path: Path) -> Iterator[None]:
     finally:
         daemon.kill()
         daemon.wait()
+
+
+@pytest.fixture(autouse=True)
+def _cron_for_every_test(cron_daemon: None) -> None:
+    """Every test of this module installs on a box where cron runs."""
 
 
 @pytest.fixture

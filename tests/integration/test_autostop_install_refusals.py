@@ -6,33 +6,15 @@ an existing directory it is pointed at. Real SSH, real files; never a real power
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_autostop import inventory, start_cron_daemon, steps
+from test_autostop import cron_daemon, inventory, paths, start_cron_daemon, steps
 
 from gpuonboard.testhosts import TestHostPool
 
-
-@pytest.fixture
-def paths(tmp_path: Path) -> dict[str, Path]:
-    return {
-        "dir": tmp_path / "var" / "autostop",
-        "cron": tmp_path / "cron.d",
-        "marker": tmp_path / "shutdown-ran",
-    }
-
-
-@pytest.fixture
-def cron_daemon(tmp_path: Path) -> Iterator[None]:
-    daemon = start_cron_daemon(tmp_path / "crond")
-    try:
-        yield
-    finally:
-        daemon.kill()
-        daemon.wait()
+__all__ = ["cron_daemon", "paths"]  # the fixtures, used by name
 
 
 def _cron_runs() -> bool:
