@@ -18,6 +18,7 @@ import json
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from typing import Any, TextIO
 
 from . import api, shell
 from .connection import ConnectOptions, KnownHosts, Runner, SSHRunner, open_runner
-from .errors import ExitCode, GpuonboardError, UsageError
+from .errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from .facts.nvidia_smi import parse_query_csv
 from .inventory import Host, Inventory
 from .units import parse_duration
@@ -55,6 +56,7 @@ THROTTLE_ALERT_REASONS = frozenset(
     {"hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
 )
 MAX_LINE = 1 << 16
+MAX_DETAIL = 300  # characters of a host's own error text kept in a stale reason
 
 
 # ------------------------------------------------------------------ pure parsing
@@ -271,11 +273,35 @@ def process_command() -> str:
 # ------------------------------------------------------------------ streams
 
 
+def stream_end_reason(status: int | None, detail: str | None) -> str:
+    """Why a host's nvidia-smi stream ended, in the host's own words where it gave any (its
+    last stderr line, or a last stdout line that was no sample): `nvidia-smi exited 127: sh: 1:
+    nvidia-smi: not found`, never just "ended" when the host said why."""
+    head = "the nvidia-smi stream ended" if status is None else f"nvidia-smi exited {status}"
+    detail = (detail or "").strip()
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 3] + "..."
+    return f"{head}: {detail}" if detail else head
+
+
+def _last_line(text: str) -> str | None:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
 class _Stream:
     """A running remote command whose stdout we read; close() ends it."""
 
     def read(self, timeout: float) -> bytes | None:  # pragma: no cover - interface
         """Bytes (b"" when none arrived within timeout), or None at EOF."""
+        raise NotImplementedError
+
+    def exit_status(self, wait: float) -> int | None:  # pragma: no cover - interface
+        """The command's exit status once it ended (waiting up to `wait` s), else None."""
+        raise NotImplementedError
+
+    def stderr_tail(self) -> str | None:  # pragma: no cover - interface
+        """The last line the command wrote to stderr, if any."""
         raise NotImplementedError
 
     def close(self) -> None:  # pragma: no cover - interface
@@ -287,20 +313,42 @@ class _SshStream(_Stream):
     def __init__(self, runner: SSHRunner, command: str) -> None:
         self.chan = runner.transport.open_session()
         self.chan.exec_command(command)
+        self._stderr = b""
+
+    def _drain_stderr(self) -> None:
+        while self.chan.recv_stderr_ready():  # nvidia-smi's complaints: not data, but the reason
+            self._stderr = (self._stderr + self.chan.recv_stderr(1 << 16))[-MAX_LINE:]
 
     def read(self, timeout: float) -> bytes | None:
         chan = self.chan
-        if not chan.recv_ready():
-            if chan.closed or chan.eof_received:
-                return None
+        if not chan.recv_ready() and not (chan.closed or chan.eof_received):
             select.select([chan], [], [], timeout)
+        self._drain_stderr()
         if chan.recv_ready():
             return bytes(chan.recv(1 << 16))
-        while chan.recv_stderr_ready():
-            chan.recv_stderr(1 << 16)  # nvidia-smi's complaints: not data
         if chan.closed or chan.eof_received or not chan.get_transport().is_active():
             return None
         return b""
+
+    def exit_status(self, wait: float) -> int | None:
+        chan = self.chan
+        deadline = time.monotonic() + wait
+        with contextlib.suppress(Exception):
+            while (
+                not chan.exit_status_ready()
+                and time.monotonic() < deadline
+                and chan.get_transport().is_active()
+            ):
+                time.sleep(0.02)
+        if not chan.exit_status_ready():
+            return None
+        status = int(chan.recv_exit_status())
+        return None if status < 0 else status  # -1: paramiko's "no status" (a signal without one)
+
+    def stderr_tail(self) -> str | None:
+        with contextlib.suppress(Exception):
+            self._drain_stderr()
+        return _last_line(self._stderr.decode("utf-8", "replace"))
 
     def close(self) -> None:
         chan = self.chan
@@ -319,11 +367,12 @@ class _SshStream(_Stream):
 
 class _LocalStream(_Stream):
     def __init__(self, command: str) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
         )
 
     def read(self, timeout: float) -> bytes | None:
@@ -333,6 +382,17 @@ class _LocalStream(_Stream):
             return b""
         data = self.proc.stdout.read1(1 << 16)  # type: ignore[attr-defined]
         return bytes(data) or None
+
+    def exit_status(self, wait: float) -> int | None:
+        try:
+            status = self.proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+        return 128 - status if status < 0 else status  # killed by signal N: 128 + N, as a shell says
+
+    def stderr_tail(self) -> str | None:
+        self._stderr.seek(0)
+        return _last_line(self._stderr.read()[-MAX_LINE:].decode("utf-8", "replace"))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -345,6 +405,7 @@ class _LocalStream(_Stream):
             self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        self._stderr.close()
 
 
 def _open_stream(runner: Runner, command: str) -> _Stream:
@@ -452,13 +513,10 @@ class Monitor:
         attempt = 0
         while not self.stop_event.is_set():
             try:
-                got_data = self._session(host)
+                got_data, error = self._session(host)
             except Exception as exc:  # any failure of this host: stale, retry; never the others
-                message = exc.message if isinstance(exc, GpuonboardError) else f"{type(exc).__name__}: {exc}"
+                error = exc.message if isinstance(exc, GpuonboardError) else f"{type(exc).__name__}: {exc}"
                 got_data = False
-                error: str | None = message
-            else:
-                error = "the nvidia-smi stream ended"
             if self.stop_event.is_set():
                 break
             attempt = 0 if got_data else attempt + 1
@@ -469,8 +527,9 @@ class Monitor:
             with self._lock:
                 self._states[host.name].reconnects += 1
 
-    def _session(self, host: Host) -> bool:
-        """One connection: stream until it fails or we stop. True if any sample arrived."""
+    def _session(self, host: Host) -> tuple[bool, str]:
+        """One connection: stream until it fails or we stop. (Whether any sample arrived, why
+        the stream ended.)"""
         opts = self.options
         stale_after = opts.stale_after or 3 * opts.interval + 5
         runner = self.connect(host)
@@ -487,11 +546,13 @@ class Monitor:
             buffer, pending = b"", ()  # type: tuple[bytes, tuple[GpuSample, ...]]
             last = time.monotonic()
             thresholds = Thresholds.for_host(host)
+            other: str | None = None  # the last stdout line that was no sample (an error text)
             while not self.stop_event.is_set():
                 chunk = stream.read(0.25)
                 now = time.monotonic()
                 if chunk is None:
-                    return got
+                    other = _last_line(buffer.decode("utf-8", "replace")) or other  # (no final newline)
+                    return got, stream_end_reason(stream.exit_status(1.0), stream.stderr_tail() or other)
                 if not chunk:
                     if now - last > stale_after:
                         raise GpuonboardError(f"no sample for {now - last:.0f}s")
@@ -501,7 +562,9 @@ class Monitor:
                 for line in lines:
                     sample = parse_line(line, host.name, time.time())
                     if sample is None:
+                        other = line
                         continue
+                    other = None
                     sample = replace(
                         sample,
                         top_process=procs.get(sample.uuid or "", None) if procs is not None else None,
@@ -513,7 +576,7 @@ class Monitor:
                 if opts.process_every and now >= next_procs:
                     procs = self._processes(runner)
                     next_procs = now + opts.process_every
-            return got
+            return got, "stopped"
         finally:
             with self._lock:
                 self._streams.pop(host.name, None)
@@ -583,17 +646,73 @@ def sample_once(host: Host, runner: Runner, process: bool = True) -> tuple[list[
 
 # ------------------------------------------------------------------ rendering
 
+COLUMNS: tuple[str, ...] = (
+    "host",
+    "gpu",
+    "util",
+    "memory",
+    "temp",
+    "power",
+    "throttle",
+    "top process",
+    "alerts",
+)
+# Dropped in this order when the table is wider than the terminal (the throttle reasons that
+# matter are alerts too); the alerts then go below the table, where they are never cut off.
+OPTIONAL_COLUMNS: tuple[str, ...] = ("top process", "throttle")
+_WRAPPING = frozenset({"host", "gpu", "memory", "top process", "alerts"})  # util, temp, power stay whole
 
-def render_table(states: Sequence[HostState], interval: float, now: float | None = None) -> Any:
-    """The rich table: one row per GPU (one per host without GPUs yet)."""
+
+def short_gpu_name(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3' (every GPU here is an NVIDIA one)."""
+    return name[len("NVIDIA ") :] if name.startswith("NVIDIA ") and len(name) > len("NVIDIA ") else name
+
+
+def _host_alert(st: HostState) -> str:
+    stale = st.status != "live"
+    return "; ".join(x for x in ((st.error if stale else None), *st.alerts) if x)
+
+
+def alert_lines(states: Sequence[HostState]) -> list[str]:
+    """Every alert as one line (`host: ...`, `host gpu N: ...`): below a table too narrow for them."""
+    out: list[str] = []
+    for st in states:
+        host_alert = _host_alert(st)
+        if host_alert:
+            out.append(f"{st.name}: {host_alert}")
+        out += [f"{st.name} gpu {i}: {'; '.join(s.alerts)}" for i, s in sorted(st.gpus.items()) if s.alerts]
+    return out
+
+
+def _gpu_cells(s: GpuSample) -> dict[str, str]:
+    used = "?" if s.mem_used_mib is None else s.mem_used_mib  # ([N/A] is not 0 MiB used)
+    mem = f"{used}/{s.mem_total_mib or '?'} MiB"
+    if s.mem_pct is not None:
+        mem += f" ({s.mem_pct:.0f}%)"
+    power = (
+        f"{s.power_w:.0f}/{s.power_limit_w:.0f} W"
+        if s.power_w is not None and s.power_limit_w
+        else (f"{s.power_w:.0f} W" if s.power_w is not None else "-")
+    )
+    return {
+        "gpu": f"{s.index} {short_gpu_name(s.name)}",
+        "util": "-" if s.util_pct is None else f"{s.util_pct}%",
+        "memory": mem,
+        "temp": "-" if s.temp_c is None else f"{s.temp_c}C",
+        "power": power,
+        "throttle": ",".join(r for r in s.throttle if r != "gpu_idle") or "-",
+        "top process": s.top_process or "-",
+    }
+
+
+def _table(states: Sequence[HostState], interval: float, now: float, columns: Sequence[str]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    now = time.monotonic() if now is None else now
     every = f"every {interval:g}s; Ctrl-C to quit" if interval > 0 else "one sample"  # (--once: "every 0s")
     t = Table(title=f"GPU monitor ({every})", title_justify="left")
-    for col in ("host", "gpu", "util", "memory", "temp", "power", "throttle", "top process", "alerts"):
-        t.add_column(col, no_wrap=col not in ("alerts", "top process"))
+    for col in columns:
+        t.add_column(col, no_wrap=col not in _WRAPPING)
     for st in states:
         stale = st.status != "live"
         if stale:
@@ -601,36 +720,57 @@ def render_table(states: Sequence[HostState], interval: float, now: float | None
             label = Text(f"{st.name} {st.status.upper()}{wait}", style="bold magenta")
         else:
             label = Text(st.name)
-        host_alert = "; ".join(st.alerts)
-        if stale and st.error:
-            host_alert = "; ".join(x for x in (st.error, host_alert) if x)
+        host_alert = _host_alert(st)
         if not st.gpus:
-            t.add_row(label, "-", "-", "-", "-", "-", "-", "-", Text(host_alert, style="red"))
+            cells = {c: Text("-") for c in columns}
+            cells.update(host=label, alerts=Text(host_alert, style="red"))
+            t.add_row(*(cells[c] for c in columns))
             continue
-        for i, (index, s) in enumerate(sorted(st.gpus.items())):
-            style = "dim" if stale else ""
-            used = "?" if s.mem_used_mib is None else s.mem_used_mib  # ([N/A] is not 0 MiB used)
-            mem = f"{used}/{s.mem_total_mib or '?'} MiB"
-            if s.mem_pct is not None:
-                mem += f" ({s.mem_pct:.0f}%)"
-            power = (
-                f"{s.power_w:.0f}/{s.power_limit_w:.0f} W"
-                if s.power_w is not None and s.power_limit_w
-                else (f"{s.power_w:.0f} W" if s.power_w is not None else "-")
-            )
+        style = "dim" if stale else ""
+        for i, (_, s) in enumerate(sorted(st.gpus.items())):
             alerts = "; ".join(s.alerts + ((host_alert,) if host_alert and i == 0 else ()))
-            t.add_row(
-                label if i == 0 else "",
-                Text(f"{index} {s.name}", style=style),
-                Text("-" if s.util_pct is None else f"{s.util_pct}%", style=style),
-                Text(mem, style=style),
-                Text("-" if s.temp_c is None else f"{s.temp_c}C", style=style),
-                Text(power, style=style),
-                Text(",".join(r for r in s.throttle if r != "gpu_idle") or "-", style=style),
-                Text(s.top_process or "-", style=style),
-                Text(alerts, style="bold red" if alerts else ""),
+            cells = {c: Text(v, style=style) for c, v in _gpu_cells(s).items()}
+            cells.update(
+                host=label if i == 0 else Text(""), alerts=Text(alerts, style="bold red" if alerts else "")
             )
+            t.add_row(*(cells[c] for c in columns))
     return t
+
+
+def _width(renderable: Any) -> int:
+    """The width a renderable takes when nothing limits it."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    con = Console(width=10_000, file=io.StringIO())
+    return int(Measurement.get(con, con.options, renderable).maximum)
+
+
+def render_table(
+    states: Sequence[HostState], interval: float, now: float | None = None, width: int | None = None
+) -> Any:
+    """The rich table: one row per GPU (one per host without GPUs yet). Given the terminal's
+    `width`, a table wider than it loses the optional columns, then its alerts column, whose
+    alerts are printed below it instead: util, temp and the alerts are never squeezed away."""
+    now = time.monotonic() if now is None else now
+    columns = list(COLUMNS)
+    table = _table(states, interval, now, columns)
+    if width is None:
+        return table
+    for drop in OPTIONAL_COLUMNS:
+        if _width(table) <= width:
+            return table
+        columns.remove(drop)
+        table = _table(states, interval, now, columns)
+    if _width(table) <= width:
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    columns.remove("alerts")
+    table = _table(states, interval, now, columns)
+    lines = [Text(line, style="bold red") for line in alert_lines(states)]
+    return Group(table, *lines) if lines else table
 
 
 # ------------------------------------------------------------------ entry point
@@ -686,7 +826,8 @@ def monitor(
         return _watch(hosts, connect, interval, duration, cmd.json, log, out, stop or threading.Event())
     finally:
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # (every line was flushed: a full disk said so then)
+                log.close()
 
 
 def _open_log(path: str) -> TextIO | None:
@@ -735,7 +876,7 @@ def _once(
     }
     if log is not None:
         for s in samples:
-            log.write(json.dumps(s.to_json()) + "\n")
+            write_log(log, json.dumps(s.to_json()) + "\n")
     if as_json:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -746,7 +887,8 @@ def _once(
             states.append(st)
         from .report import terminal
 
-        terminal.console().print(render_table(states, 0))
+        con = terminal.console()
+        con.print(render_table(states, 0, width=con.width))
     failed = [err for _, _, err in results if err]
     for err in failed:
         print(f"error: {err}", file=sys.stderr)
@@ -764,15 +906,30 @@ def _watch(
     stop: threading.Event,
 ) -> int:
     write_lock = threading.Lock()
+    reader_gone = threading.Event()  # `monitor --json | head`: stop quietly, exit 141
+    log_failed: list[str] = []  # the --log file could not be written (disk full): stop, say so
 
     def emit(doc: Mapping[str, Any]) -> None:
+        # (called on the host workers' threads: an exception here killed the worker, and the
+        # monitor went on forever without that host, a traceback on stderr)
         line = json.dumps(doc) + "\n"
         with write_lock:
+            if reader_gone.is_set() or log_failed:
+                return
             if log is not None:
-                log.write(line)
+                try:
+                    write_log(log, line)
+                except CommandError as exc:
+                    log_failed.append(exc.message)
+                    stop.set()
+                    return
             if as_json:
-                out.write(line)
-                out.flush()
+                try:
+                    out.write(line)
+                    out.flush()
+                except BrokenPipeError:
+                    reader_gone.set()
+                    stop.set()
 
     def on_sample(s: GpuSample) -> None:
         if log is not None or as_json:
@@ -800,23 +957,47 @@ def _watch(
 
             from .report import terminal
 
+            con = terminal.console()  # its width is read at each update: a resized terminal fits
             live = Live(
-                render_table(mon.snapshot(), interval), console=terminal.console(), refresh_per_second=4
+                render_table(mon.snapshot(), interval, width=con.width), console=con, refresh_per_second=4
             )
             live.start()
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             wait = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
             stop.wait(wait)
             if live is not None:
-                live.update(render_table(mon.snapshot(), interval))
+                live.update(render_table(mon.snapshot(), interval, width=live.console.width))
+    except Terminated:
+        raise  # SIGTERM/SIGHUP: 143 (errors.Terminated), once everything below is closed
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a monitor ends: close everything below, exit 0
     finally:
         mon.stop()
         if live is not None:
-            live.update(render_table(mon.snapshot(), interval))
+            live.update(render_table(mon.snapshot(), interval, width=live.console.width))
             live.stop()
+    if log_failed:
+        raise CommandError(log_failed[0])
+    if reader_gone.is_set():
+        from .report import terminal
+
+        with contextlib.suppress(OSError, ValueError):  # (not a real file: nothing to silence)
+            terminal.reader_left(out)
+        return int(ExitCode.READER_LEFT)
     return int(ExitCode.OK)
+
+
+def write_log(log: TextIO, line: str) -> None:
+    """Append one line to the --log file, flushed; a file that stops taking lines (a full disk)
+    is one sentence (CommandError), never an internal error or a dead host worker."""
+    try:
+        log.write(line)
+        log.flush()
+    except OSError as exc:
+        raise CommandError(
+            f"--log {getattr(log, 'name', '?')}: cannot write to it any more ({exc.strerror or exc});"
+            " the monitor stopped: free some space there or pass another --log file."
+        ) from None
 
 
 def iter_log(lines: Iterable[str]) -> list[dict[str, Any]]:

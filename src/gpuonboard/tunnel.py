@@ -14,14 +14,18 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from . import api, shell
 from .connection import Runner, SSHRunner
-from .errors import CommandError, ExitCode, GpuonboardError, UsageError
+from .errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from .units import parse_duration
+
+# In the command line of the TensorBoard we start (`python3 -m tensorboard.main ...`): a PID
+# whose command line lacks it is not ours any more, and is never killed.
+TENSORBOARD_MARK = "tensorboard.main"
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -98,15 +102,59 @@ def remove_file(runner: Runner, path: str) -> None:
         runner.run(shell.join(["rm", "-f", "--", path]), timeout=10)
 
 
-def stop_background(runner: Runner, pid: int) -> bool:
-    """Stop a process started by start_background (TERM); True when it was signalled or is gone
-    already, False when that could not be done (the connection dropped, kill refused)."""
+def stop_command(pid: int, expect: str | None = None) -> str:
+    """The remote command of stop_background. With `expect`, a process whose command line
+    (/proc/PID/cmdline) lacks that text is not the one we started: its PID was reused after
+    ours ended (the host rebooted while the link was down) and it is left alone, as gone."""
     kill = shell.join(["kill", pid])
     alive = shell.join(["kill", "-0", pid])
+    script = f"{kill} 2>/dev/null || ! {alive} 2>/dev/null"
+    if expect:
+        cmdline = shell.quote(f"/proc/{pid}/cmdline")
+        script = (
+            f"if [ -r {cmdline} ] && ! tr '\\000' ' ' <{cmdline} | grep -qF -- {shell.quote(expect)}; then"
+            f" exit 0; fi; {script}"
+        )
+    return shell.sh_c(script)
+
+
+def stop_background(runner: Runner, pid: int, expect: str | None = None) -> bool:
+    """Stop a process started by start_background (TERM); True when it was signalled or is gone
+    already, False when that could not be done (the connection dropped, kill refused). See
+    stop_command for `expect`."""
     try:
-        return runner.run(shell.sh_c(f"{kill} 2>/dev/null || ! {alive} 2>/dev/null"), timeout=10).ok
+        return runner.run(stop_command(pid, expect), timeout=10).ok
     except GpuonboardError:
         return False
+
+
+def connected(runner: Runner) -> bool:
+    """False when the runner's SSH connection is gone (a local runner is always connected)."""
+    return not isinstance(runner, SSHRunner) or bool(runner.transport.is_active())
+
+
+def stop_started(
+    runner: Runner, reconnect: Callable[[], Runner], pid: int, log: str, expect: str | None = None
+) -> bool:
+    """Stop what this command started on the host and remove its log; when the connection it
+    was started over is gone (the link dropped), over a new one, so it is not left running
+    (holding the port and memory) for want of the old link. True when stopped or gone."""
+    if stop_background(runner, pid, expect):
+        remove_file(runner, log)
+        return True
+    if connected(runner):
+        return False  # the host refused the kill: nothing a new connection changes
+    try:
+        again = reconnect()
+    except GpuonboardError:
+        return False
+    try:
+        if stop_background(again, pid, expect):
+            remove_file(again, log)
+            return True
+        return False
+    finally:
+        again.close()
 
 
 class Forwarder:
@@ -231,7 +279,8 @@ def tensorboard(
     host = hosts[0]
     logdir = remote_home_path(logdir or str(host.vars.get("tensorboard_logdir") or "runs"))
     stop = stop or threading.Event()
-    runner = connector(settings, inv, retries=settings.connect_retries)(host)
+    connect = connector(settings, inv, retries=settings.connect_retries)
+    runner = connect(host)
     started: int | None = None
     log = ""
     forward: Forwarder | None = None
@@ -240,7 +289,7 @@ def tensorboard(
             print(f"{host.name}: something already listens on 127.0.0.1:{port}; using it.", flush=True)
         else:
             log = private_log(runner, f"tensorboard-{port}.log")
-            argv = ["python3", "-m", "tensorboard.main", "--logdir", logdir, "--port", port]
+            argv = ["python3", "-m", TENSORBOARD_MARK, "--logdir", logdir, "--port", port]
             started = start_background(runner, [*argv, "--host", "127.0.0.1"], log)
             if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=started):
                 tail = runner.run(shell.join(["tail", "-n", "5", log]), timeout=10).stdout.strip()
@@ -269,15 +318,17 @@ def tensorboard(
                 if isinstance(runner, SSHRunner) and not runner.transport.is_active():
                     print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
                     return int(ExitCode.UNREACHABLE)
+        except Terminated:
+            raise  # SIGTERM/SIGHUP: 143 once everything below is stopped (the finally)
         except KeyboardInterrupt:
-            pass
+            pass  # Ctrl-C is how this command ends
         return int(ExitCode.OK)
     finally:
         if forward is not None:
             forward.close()
         if started is not None:
-            if stop_background(runner, started):
-                remove_file(runner, log)  # (its log said what TensorBoard printed: shown on failure)
+            # (its log said what TensorBoard printed: shown on failure, removed with it)
+            if stop_started(runner, lambda: connect(host), started, log, TENSORBOARD_MARK):
                 print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
             else:  # never claim a stop that did not happen: it keeps a port and memory on the box
                 print(

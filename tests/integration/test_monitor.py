@@ -337,20 +337,7 @@ def test_tensorboard_command_starts_forwards_and_stops(
     (http.server on the requested --host/--port) since TensorBoard is not installed here."""
     write_inventory(project, pool, hosts)
     h = hosts["fwd"]
-    add_executable(
-        h.bin_dir,
-        "python3",
-        """#!/bin/sh
-if [ "$1 $2" = "-m tensorboard.main" ]; then
-  shift 2; port=6006; addr=127.0.0.1; dir=.
-  while [ $# -gt 0 ]; do
-    case "$1" in --port) port=$2; shift ;; --host) addr=$2; shift ;; --logdir) dir=$2; shift ;; esac; shift
-  done
-  exec /usr/bin/python3 -m http.server --bind "$addr" --directory "$dir" "$port"
-fi
-exec /usr/bin/python3 "$@"
-""",
-    )
+    add_executable(h.bin_dir, "python3", FAKE_TENSORBOARD)
     logdir = h.home / "runs"
     logdir.mkdir(exist_ok=True)
     (logdir / "index.html").write_text("fake tensorboard\n")
@@ -399,6 +386,22 @@ exec /usr/bin/python3 "$@"
     assert_nothing_left(h)
 
 
+FAKE_TENSORBOARD = """#!/bin/sh
+# python3 on the test host: `-m tensorboard.main` serves --logdir over http.server on the given
+# --host/--port, with `tensorboard.main` kept in its command line, as the real one has it
+if [ "$1 $2" = "-m tensorboard.main" ]; then
+  shift 2; port=6006; addr=127.0.0.1; dir=.
+  while [ $# -gt 0 ]; do
+    case "$1" in --port) port=$2; shift ;; --host) addr=$2; shift ;; --logdir) dir=$2; shift ;; esac; shift
+  done
+  exec /usr/bin/python3 -c 'import runpy, sys; sys.argv = ["http.server", *sys.argv[2:]]; \
+runpy.run_module("http.server", run_name="__main__")' \\
+    tensorboard.main --bind "$addr" --directory "$dir" "$port"
+fi
+exec /usr/bin/python3 "$@"
+"""
+
+
 def test_tensorboard_missing_on_the_host_is_one_sentence(
     project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
 ) -> None:
@@ -422,3 +425,214 @@ def test_tensorboard_missing_on_the_host_is_one_sentence(
     ), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert_nothing_left(h)
+
+
+def session_pids(host: TestHost) -> list[int]:
+    """The per-connection sshd processes of a test host (children of its listening daemon)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == host.pid:
+            found.append(int(entry))
+    return found
+
+
+def start_tensorboard(
+    project: Project, h: TestHost, logdir: Path, rport: int
+) -> tuple[subprocess.Popen[str], str]:
+    """`gpuonboard tensorboard` against the fake TensorBoard; (the process, its URL)."""
+    add_executable(h.bin_dir, "python3", FAKE_TENSORBOARD)
+    logdir.mkdir(exist_ok=True)
+    (logdir / "index.html").write_text("fake tensorboard\n")
+    proc = subprocess.Popen(
+        [*project.cli_argv(), "tensorboard", "--host", "fwd", "--logdir", str(logdir)]
+        + ["--port", str(rport), "--local-port", "0"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    assert proc.stdout is not None
+    url = ""
+    deadline = time.monotonic() + 15
+    while not url and time.monotonic() < deadline and proc.poll() is None:
+        m = re.search(r"(http://127\.0\.0\.1:\d+/)", proc.stdout.readline())
+        url = m.group(1) if m else ""
+    assert url, proc.stderr.read() if proc.stderr else "no URL"
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        assert resp.read().decode() == "fake tensorboard\n"
+    return proc, url
+
+
+def test_tensorboard_is_stopped_over_a_new_connection_when_the_link_dropped(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """The link dropped (the host's sshd session died, the daemon lives): the TensorBoard this
+    command started (nohup, detached) was left running there, holding its port, with a 'kill
+    PID' sentence; now a new connection stops it and removes its log."""
+    write_inventory(project, pool, hosts)
+    h = hosts["fwd"]
+    rport = tunnel.free_port("127.0.0.1")
+    proc, _ = start_tensorboard(project, h, h.home / "runs-drop", rport)
+    try:
+        assert any("tensorboard.main" in p for p in remote_processes(h))
+        for pid in session_pids(h):
+            os.kill(pid, signal.SIGTERM)  # the link drops; sshd itself keeps listening
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        (h.bin_dir / "python3").unlink()
+        deadline = time.monotonic() + 3
+        while True:
+            left = [int(p.split(":")[0]) for p in remote_processes(h) if "tensorboard.main" in p]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for pid in left:  # (a failure here must not fail the other tests on this host)
+            os.kill(pid, signal.SIGTERM)
+    assert not left, out + err
+    assert proc.returncode == 3, out + err
+    assert "the SSH connection dropped" in err and "Traceback" not in err
+    assert "stopped TensorBoard" in out and "could not stop" not in err, out + err
+    assert not (h.home / ".cache" / "gpuonboard" / f"tensorboard-{rport}.log").exists()
+    assert_nothing_left(h)
+
+
+def test_tensorboard_sigterm_stops_it_and_exits_143(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    h = hosts["fwd"]
+    rport = tunnel.free_port("127.0.0.1")
+    proc, _ = start_tensorboard(project, h, h.home / "runs-term", rport)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        (h.bin_dir / "python3").unlink()
+    assert proc.returncode == 143, out + err  # the exit code of a terminated command, not 0
+    assert "stopped TensorBoard" in out
+    assert_nothing_left(h)
+
+
+def test_tensorboard_never_kills_a_process_that_took_its_pid(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """After our TensorBoard ended (and the host perhaps rebooted), its PID can belong to
+    someone's training job: the stop leaves a process without `tensorboard.main` alone."""
+    h = hosts["fwd"]
+    write_inventory(project, pool, hosts)
+    settings = api.Settings(project=project.root)
+    inv, (host,) = api.load_hosts(api.Selection(str(project.root / "inventory"), ["fwd"]), settings)
+    runner = monitor.connector(settings, inv)(host)
+    other = tunnel.start_background(runner, ["sleep", "300"], str(h.home / "sleep.log"))
+    try:
+        assert tunnel.stop_background(runner, other, tunnel.TENSORBOARD_MARK)  # "gone": not ours
+        time.sleep(0.3)
+        assert f"{other}: sleep 300 " in remote_processes(h)  # and still running
+        assert tunnel.stop_background(runner, other, "sleep")
+        assert_nothing_left(h)  # (no other test's process runs on fwd meanwhile)
+    finally:
+        runner.run(shlex.join(["kill", str(other)]))
+        runner.close()
+    assert_nothing_left(h)
+
+
+def test_monitor_sigterm_exits_143_closing_every_channel(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    write_inventory(project, pool, hosts)
+    proc = project.start("monitor", "--host", "monA", "--interval", "1s", "--json")
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["host"] == "monA"
+    assert remote_processes(hosts["monA"])
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 143, err  # as the exit code table says, not 0
+    assert "Traceback" not in err
+    assert_nothing_left(hosts["monA"])
+
+
+def test_once_table_on_an_80_column_terminal_shows_util_temp_and_alerts(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """The tests ran with COLUMNS=200; at 80 (a pipe, a default terminal) util and temp read
+    '…' and the alerts column had no width at all."""
+    write_inventory(project, pool, hosts)
+    r = subprocess.run(
+        [*project.cli_argv(), "monitor", "--host", "monA", "--once"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        env={**project.env(), "COLUMNS": "80"},
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert max(len(x) for x in r.stdout.splitlines()) <= 80
+    row = next(x for x in r.stdout.splitlines() if "H100 80GB HBM3" in x)  # the real idle capture
+    assert " 0% " in row and " 41C " in row and "70/700 W" in row, r.stdout
+    assert "monA: GPU missing: 1 of 2 ordered" in r.stdout
+    assert "monA gpu 0: idle (0%) while a job is expected" in r.stdout
+
+
+def test_a_stream_that_ends_says_why(project: Project, pool: TestHostPool) -> None:
+    """A box without its driver (profile no-driver: no nvidia-smi on PATH) went stale with
+    'the nvidia-smi stream ended'; the host's own words say why."""
+    h = pool.hosts.get("monNoDriver") or pool.add("monNoDriver", "no-driver")
+    project.write_inventory({"monNoDriver": host_entry(h, pool)})
+    r = project.cli("monitor", "--host", "monNoDriver", "--json", "--interval", "150ms", "--duration", "1.5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    events = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    stale = [e for e in events if e.get("event") == "stale"]
+    assert stale, events
+    assert re.fullmatch(r"nvidia-smi exited 127: .*nvidia-smi: not found", stale[0]["error"]), stale[0]
+
+
+def test_json_into_a_reader_that_left_exits_141_quietly(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost]
+) -> None:
+    """`monitor --json | head -n 2`: the host worker died of BrokenPipeError (a traceback on
+    stderr) and the monitor went on forever, its reader gone, never exiting."""
+    write_inventory(project, pool, hosts)
+    proc = project.start("monitor", "--host", "monA", "--interval", "150ms", "--json")
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["host"] == "monA"
+    proc.stdout.close()  # the reader leaves
+    try:
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert proc.returncode == 141, err
+    assert err == ""
+    assert_nothing_left(hosts["monA"])
+
+
+@pytest.mark.parametrize("once", [False, True], ids=["watch", "once"])
+def test_a_log_file_that_stops_taking_lines_is_one_sentence(
+    project: Project, pool: TestHostPool, hosts: dict[str, TestHost], once: bool
+) -> None:
+    """--log on a full disk (/dev/full): 'internal error (OSError ...)', exit 70, and (watching)
+    a dead host worker with a traceback while the monitor ran on without logging."""
+    write_inventory(project, pool, hosts)
+    extra = ["--once"] if once else ["--interval", "150ms", "--duration", "20"]
+    r = project.cli("monitor", "--host", "monA", "--log", "/dev/full", *extra)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr == (
+        "error: --log /dev/full: cannot write to it any more (No space left on device); the monitor"
+        " stopped: free some space there or pass another --log file.\n"
+    )
+    assert_nothing_left(hosts["monA"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -173,3 +174,64 @@ def test_sample_json_and_log_reader() -> None:
     assert doc["alerts"] == ["x"] and doc["host"] == "h" and "time" in doc
     lines = [json.dumps(doc), json.dumps({"host": "h", "event": "stale"}), ""]
     assert monitor.iter_log(lines) == [doc]
+
+
+def _eight_gpus(hot: int) -> monitor.HostState:
+    """8 real H200 rows (LOAD), GPU `hot` at 88C, one GPU fewer than ordered."""
+    base = monitor.parse_line(LOAD, "wuhan-h200-1", 0.0)
+    assert base is not None
+    gpus = {}
+    for i in range(8):
+        s = replace(base, index=i, count=8, temp_c=88 if i == hot else base.temp_c)
+        gpus[i] = replace(s, alerts=monitor.gpu_alerts(s, Thresholds()))
+    return monitor.HostState(
+        "wuhan-h200-1", status="live", gpus=gpus, alerts=("GPU missing: 8 of 9 ordered",)
+    )
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_table_on_a_narrow_terminal_keeps_util_temp_and_every_alert(width: int) -> None:
+    """At 80-120 columns rich squeezed util and temp to '…' and the alerts column to nothing:
+    a GPU at 88C showed no alert at all."""
+    con = Console(width=width, record=True)
+    con.print(monitor.render_table([_eight_gpus(hot=5)], 2, now=0.0, width=width))
+    text = con.export_text()
+    assert max(len(x) for x in text.splitlines()) <= width
+    assert text.count("100%") == 8 and text.count("52C") == 7 and "88C" in text
+    assert "temperature 88C >= 85C" in text and "GPU missing: 8 of 9 ordered" in text
+    assert "…" not in text
+
+
+def test_table_on_a_wide_terminal_has_every_column() -> None:
+    con = Console(width=200, record=True)
+    con.print(monitor.render_table([_eight_gpus(hot=5)], 2, now=0.0, width=200))
+    text = con.export_text()
+    header = next(x for x in text.splitlines() if "util" in x)
+    for col in monitor.COLUMNS:
+        assert col in header
+    row = next(x for x in text.splitlines() if "5 H200" in x)
+    assert "temperature 88C >= 85C" in row  # in its row, not below the table
+
+
+def test_stale_host_reason_is_shown_below_a_narrow_table() -> None:
+    stale = _eight_gpus(hot=-1)
+    stale.status, stale.error, stale.retry_at = "stale", "nvidia-smi exited 9: NVIDIA-SMI has failed", 5.0
+    con = Console(width=80, record=True)
+    con.print(monitor.render_table([stale], 2, now=0.0, width=80))
+    text = " ".join(con.export_text().split())
+    assert "STALE" in text and "wuhan-h200-1: nvidia-smi exited 9: NVIDIA-SMI has failed" in text
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "reason"),
+    [
+        (127, "sh: 1: nvidia-smi: not found", "nvidia-smi exited 127: sh: 1: nvidia-smi: not found"),
+        (0, None, "nvidia-smi exited 0"),
+        (None, "", "the nvidia-smi stream ended"),
+        (None, "x" * 1000, "the nvidia-smi stream ended: " + "x" * (monitor.MAX_DETAIL - 3) + "..."),
+    ],
+)
+def test_stream_end_reason_says_what_the_host_said(
+    status: int | None, detail: str | None, reason: str
+) -> None:
+    assert monitor.stream_end_reason(status, detail) == reason
