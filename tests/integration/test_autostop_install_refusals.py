@@ -100,8 +100,37 @@ def test_a_directory_others_can_write_is_refused(
     assert (step["status"], step["msg"]) == (
         "failed",
         f"host autostop: the autostop directory {paths['dir']} is writable by other users (mode 777),"
-        " and cron runs the watcher from it as root every minute, so they could run commands as root:"
-        " set vars.autostop_dir to a directory only this login can write, or remove it to use the"
-        " default",
+        " and cron runs the watcher from it as root every minute, so another user could run commands"
+        " as root: set vars.autostop_dir to a directory only this login can write (and the directories"
+        " above it), or remove it to use the default",
     )
     assert list(paths["dir"].iterdir()) == [] and not paths["cron"].exists()
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_a_symlinked_directory_or_one_under_an_open_dir_is_refused(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    # a link passes a check of its target, and whoever can write the link's dir swaps the target
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    paths["dir"].parent.mkdir(parents=True)
+    paths["dir"].symlink_to(real)
+    inventory(project, pool, paths)
+    r = project.cli("autostop", "--host", "autostop", "--idle", "30m")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)[0]["msg"].startswith(
+        f"host autostop: the autostop directory {paths['dir']} is a symbolic link, and cron runs"
+    )
+    assert list(real.iterdir()) == [] and not paths["cron"].exists()
+    # a dir above it others can write (no sticky bit): they could rename it away and put theirs
+    paths["dir"].unlink()
+    paths["dir"].mkdir(mode=0o700)
+    paths["dir"].parent.chmod(0o777)
+    r = project.cli("autostop", "--host", "autostop", "--idle", "30m")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert steps(project)[0]["msg"].startswith(
+        f"host autostop: the autostop directory {paths['dir']} lies under {paths['dir'].parent}, which"
+        " is writable by other users (mode 777), and cron runs"
+    )
+    assert list(paths["dir"].iterdir()) == []

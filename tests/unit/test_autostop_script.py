@@ -256,11 +256,15 @@ def test_live_process_keeps_the_box_up(tmp_path: Path) -> None:
     assert box.shut_down
 
 
-def test_a_non_root_watcher_sees_another_users_process_alive(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hidepid", [False, True], ids=["proc", "hidepid"])
+def test_a_non_root_watcher_sees_another_users_process_alive(tmp_path: Path, hidepid: bool) -> None:
     # crontab mode runs the watcher as the login user: `kill -0` of a root-owned training
-    # process (started with sudo, or a container's) fails with EPERM and read as "ended"
+    # process (started with sudo, or a container's) fails with EPERM and read as "ended"; on a
+    # /proc mounted hidepid=2 (a hardened host) /proc/PID is hidden too, and EPERM must tell
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root and setpriv to run the tick as an unprivileged user")
+    if hidepid and not shutil.which("unshare"):
+        pytest.skip("needs unshare for a private /proc mounted hidepid=2")
     nobody = 65534
     base = Path(tempfile.mkdtemp(prefix="autostop-nonroot-", dir="/tmp"))
     job = subprocess.Popen(["sleep", "60"])  # root's
@@ -270,6 +274,12 @@ def test_a_non_root_watcher_sees_another_users_process_alive(tmp_path: Path) -> 
         for path in [base, *base.rglob("*")]:
             os.chown(path, nobody, nobody)
         box.login = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"]
+        if hidepid:  # a proc instance of its own, in a mount namespace of its own (this machine's
+            # /proc is not touched)
+            mount = 'mount -t proc -o hidepid=2 proc /proc && exec "$@"'
+            box.login = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", *box.login]
+            hidden = [*box.login, "sh", "-c", f"test -d /proc/{job.pid} && echo visible || echo hidden"]
+            assert subprocess.run(hidden, capture_output=True, text=True).stdout == "hidden\n"
         box.run(T0)
         box.run(T0 + 3600)
         assert not box.shut_down

@@ -378,8 +378,7 @@ class _Remote:
     uid: str = ""
     user: str = ""
     dir: str = ""
-    dir_owner: str = ""  # uid owning the dir, when it exists
-    dir_mode: int | None = None  # its permission bits, when it exists
+    unsafe: tuple[str, str] | None = None  # (path, why): the dir or one above it others could use
     cron_daemon: str = ""  # "yes", "no", or "" (could not tell: no pgrep)
     mode: str = ""
     files: dict[str, tuple[str, str]] | None = None  # name -> (mode, sha256)
@@ -408,10 +407,9 @@ def _parse_probe(text: str) -> _Remote:
             r.uid = rest
         elif kind == "user":
             r.user = rest
-        elif kind == "dirstat":
-            owner, mode = (rest.split() + ["", ""])[:2]
-            r.dir_owner = owner
-            r.dir_mode = int(mode, 8) if re.fullmatch(r"[0-7]{3,4}", mode) else None
+        elif kind == "dirunsafe":
+            path, _, why = rest.partition("\t")
+            r.unsafe = (path, why)
         elif kind == "crond":
             r.cron_daemon = rest
         elif kind == "dir":
@@ -443,13 +441,31 @@ def _parse_probe(text: str) -> _Remote:
     return r
 
 
+# sh: `unsafe DIR` prints `PATH<TAB>WHY` for the first of DIR and the directories above it that
+# another user could use to change what root's cron runs from DIR (a symbolic link, another
+# user's, or writable by group/other; above DIR a sticky dir such as /tmp is fine), and
+# returns 1 when there is none (as OpenSSH's StrictModes judges a key file's dirs). DIR itself
+# may not exist yet (mkdir -p makes it 0700).
+UNSAFE_DIR_FN = (
+    "unsafe() { u=$(id -u); x=$1; top=1; "
+    "while :; do "
+    'if [ -L "$x" ]; then printf \'%s\\tis a symbolic link\\n\' "$x"; return 0; fi; '
+    'if [ -e "$x" ]; then o=$(stat -c %u -- "$x"); a=$(stat -c %a -- "$x"); '
+    'if [ "$o" != 0 ] && [ "$o" != "$u" ]; then '
+    'printf \'%s\\tis owned by another user (uid %s)\\n\' "$x" "$o"; return 0; fi; '
+    "if [ $((0$a & 022)) -ne 0 ] && { [ $top = 1 ] || [ $((0$a & 01000)) -eq 0 ]; }; then "
+    'printf \'%s\\tis writable by other users (mode %s)\\n\' "$x" "$a"; return 0; fi; fi; top=0; '
+    '[ "$x" = / ] && return 1; x=$(dirname -- "$x"); done; }'
+)
+
+
 def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
     owned = " ".join(shell.quote(f) for f in OWNED_FILES)
     marker = shell.quote(CRON_MARKER)
     return (
         f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}; "
         'echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"; '
-        'echo "now $(date +%s)"; [ -d "$d" ] && echo "dirstat $(stat -L -c "%u %a" "$d")"; '
+        f'echo "now $(date +%s)"; {UNSAFE_DIR_FN}; if x=$(unsafe "$d"); then echo "dirunsafe $x"; fi; '
         f"{CRON_DAEMON_PROBE}; "
         f'[ -f "$d/{CONF}" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/{CONF}" | head -n 1)"; '
         '[ -f "$d/max_since" ] && echo "maxsince $(head -c 20 "$d/max_since")"; '
@@ -541,25 +557,25 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
             " or connect as root"
         )
-    if r.dir_mode is not None and (r.dir_owner != r.uid or r.dir_mode & 0o022):
-        what = (
-            f"owned by another user (uid {r.dir_owner})"
-            if r.dir_owner != r.uid
-            else f"writable by other users (mode {r.dir_mode:o})"
-        )
+    if r.unsafe is not None:
+        path, why = r.unsafe
+        subject = f"the autostop directory {r.dir}"
+        if posixpath.normpath(path) != posixpath.normpath(r.dir):
+            subject += f" lies under {path}, which"
         return (
-            f"host {host}: the autostop directory {r.dir} is {what}, and cron runs the watcher from it"
-            f" as {who} every minute, so they could run commands as {who}: set vars.autostop_dir to a"
-            " directory only this login can write, or remove it to use the default"
+            f"host {host}: {subject} {why}, and cron runs the watcher from it as {who} every minute,"
+            f" so another user could run commands as {who}: set vars.autostop_dir to a directory only"
+            " this login can write (and the directories above it), or remove it to use the default"
         )
     return None
 
 
 def _write_file_sh(content: str, dest_var: str, name: str, mode: str) -> str:
-    """sh: write content to a temp file beside $dest_var/name (O_EXCL), chmod, rename."""
+    """sh: write content to a temp file beside $dest_var/name (O_EXCL: noclobber, so a name
+    planted there meanwhile, a symlink included, is never written through), chmod, rename."""
     tmp = f'"${dest_var}/.{name}.$$.tmp"'
     return (
-        f"rm -f {tmp}; printf %s {shell.quote(content)} > {tmp}; chmod {mode} {tmp}; "
+        f"rm -f {tmp}; (set -C; printf %s {shell.quote(content)} > {tmp}); chmod {mode} {tmp}; "
         f'mv -f {tmp} "${dest_var}/{name}"'
     )
 
@@ -704,6 +720,10 @@ class AutostopStep(Step):
             f"d={shell.quote(r.dir)}",
             # a directory that exists (a chosen autostop_dir such as /data) keeps its mode
             '[ -d "$d" ] || { mkdir -p "$d"; chmod 700 "$d"; }',
+            # checked again where it is written (the probe ran before the other steps)
+            UNSAFE_DIR_FN,
+            'if x=$(unsafe "$d"); then printf \'the autostop directory is not safe any more: %s\\n\' "$x"'
+            " >&2; exit 3; fi",
             # before the config, so a tick never pairs a new --max-hours with an old start
             _write_file_sh(f"{anchor}\n", "d", "max_since", "600")
             if anchor is not None
