@@ -45,25 +45,34 @@ def test_only_gpuonboards_uploads_leave_the_data_dir(
     (disk / "notes.txt").write_text("mine\n")
     (disk / "corpus-link").symlink_to(disk / "corpus")
     (disk / "lost+found").mkdir()
+    # a name teardown would never rm (a line break): left and said, never failing the step
+    (disk / ".x\n.gpuonboard-upload").write_text("token\n")
 
     r = project.cli("teardown", "--host", "teardown", "--keep-image", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     msg = steps(project)["files"]["msg"]
     assert f"{disk}/corpus, {disk}/imgs, {disk}/imgs.shards (gpuonboard's uploads in {disk})" in msg, msg
+    odd = repr(f"{disk}/.x\n.gpuonboard-upload")
     assert (
-        f"; left on the host: 3 entries in {disk} that no gpuonboard upload made and no pull took"
-        f" ({disk}/corpus-link, {disk}/notes.txt, {disk}/runs-old): pull or delete them yourself,"
+        f"; left on the host: 4 entries in {disk} that no gpuonboard upload made and no pull took"
+        f" ({odd}, {disk}/corpus-link, {disk}/notes.txt (+1 more)): pull or delete them yourself,"
         " or set vars.dataset_dir to a dir teardown should remove whole"
     ) in msg, msg
     assert (disk / "corpus").is_dir()
 
     r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert sorted(p.name for p in disk.iterdir()) == ["corpus-link", "lost+found", "notes.txt", "runs-old"]
+    assert sorted(p.name for p in disk.iterdir()) == [
+        ".x\n.gpuonboard-upload",
+        "corpus-link",
+        "lost+found",
+        "notes.txt",
+        "runs-old",
+    ]
     assert (disk / "runs-old" / "ckpt.pt").read_bytes() == b"only copy"
     assert not remote["results"].exists()  # (pulled and verified first)
 
     r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
     assert r.returncode == 0, r.stdout + r.stderr
     files = steps(project)["files"]
-    assert files["status"] == "ok" and "left on the host: 3 entries" in files["msg"], files
+    assert files["status"] == "ok" and "left on the host: 4 entries" in files["msg"], files

@@ -26,6 +26,7 @@ tests/unit/test_teardown.py.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -1156,18 +1157,22 @@ FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor
 
 
 def uploads_probe_command(data_dir: str) -> str:
-    """sh: the data dir resolved (`dir PATH`), then each entry in it as `KIND MARK NAME`, every
-    record NUL-terminated (a name may hold a line break). KIND: d (dir), l (symlink), f (other);
-    MARK of a dir: c (holds a .gpuonboard-copy file), s (holds manifest.json), else -.
-    `none` when the data dir is not a directory."""
+    """sh: the data dir resolved (`dir PATH`), this login's uid (`uid N`), then each entry in it
+    as `KIND MARK UID NAME`, every record NUL-terminated (a name may hold a line break). KIND: d
+    (dir), l (symlink), f (other); MARK of a dir: c (holds a .gpuonboard-copy file: its first
+    line follows as a record `mark LINE`), s (holds manifest.json), u (and manifest.unpacked.json:
+    a shard store a tree was unpacked from), else -. `none` when the data dir is not a
+    directory."""
     d = shell.quote(data_dir)
     return (
         f"d={d}; [ -d \"$d\" ] || {{ printf 'none\\0'; exit 0; }}; "
-        'printf \'dir %s\\0\' "$(realpath -- "$d")"; '
+        'printf \'dir %s\\0uid %s\\0\' "$(realpath -- "$d")" "$(id -u)"; '
         'for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do [ -e "$p" ] || [ -L "$p" ] || continue; '
         'k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; '
-        f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; fi; '
-        'printf \'%s %s %s\\0\' "$k" "$m" "${p##*/}"; done'
+        f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; '
+        '[ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u; fi; '
+        'printf \'%s %s %s %s\\0\' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"; '
+        f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; done; true'
     )
 
 
@@ -1181,40 +1186,70 @@ class Uploads:
     others: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    kind: str
+    mark: str
+    owner: str
+    name: str
+    mark_text: str = ""
+
+
+def _upload_entries(records: Sequence[str]) -> list[_Entry]:
+    """The probe's entry records (a `mark` record belongs to the entry before it)."""
+    entries: list[_Entry] = []
+    for rec in records:
+        if rec.startswith("mark ") and entries and entries[-1].mark == "c":
+            entries[-1] = dataclasses.replace(entries[-1], mark_text=rec[5:])
+            continue
+        kind, mark, owner, name = (rec.split(" ", 3) + ["", "", ""])[:4]
+        if name and kind in ("d", "l", "f"):
+            entries.append(_Entry(kind, mark, owner, name))
+    return entries
+
+
 def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = ()) -> Uploads | None:
     """Pure: uploads_probe_command's output -> Uploads (None when the data dir is not there).
 
-    Ours: the configured dataset's copy `N` and its stores `N.encrypted`, `N.shards`; any dir
-    marked as a copy (.gpuonboard-copy) or a shard store (`X.shards` with its manifest.json);
-    the store or copy beside one of those (`X`, `X.encrypted`, `X.shards`: names sync reserves
-    for one dataset); leases (`.X.gpuonboard-upload`) and interrupted unpack dirs. Never a
-    symlink (its target is not ours to judge). `skip`: names removed by another path."""
+    Ours, each on evidence of its own and only when this login owns it (another user cannot
+    make an entry this login owns): the configured dataset's copy `N` and its stores
+    `N.encrypted`, `N.shards`; a dir whose .gpuonboard-copy mark names that very dir (a `cp -a`
+    of a copy carries a mark naming the original), with its stores; a shard store (`X.shards`
+    holding its manifest.json), and the tree `X` beside one a tree was unpacked from (its
+    manifest.unpacked.json); leases (`.X.gpuonboard-upload`) and interrupted unpack dirs. Never
+    a symlink (its target is not ours to judge), nor a sibling on a store's word alone (a tree
+    beside a store nothing was unpacked from stays, named). `skip`: names removed by another
+    path."""
     records = output.split("\0")
-    if not records or not records[0].startswith("dir "):
+    if len(records) < 2 or not records[0].startswith("dir ") or not records[1].startswith("uid "):
         return None
-    root, entries = records[0][4:], []
-    for rec in records[1:]:
-        kind, mark, name = (rec.split(" ", 2) + ["", ""])[:3]
-        if name and kind in ("d", "l", "f") and name not in FS_ENTRIES and name not in skip:
-            entries.append((kind, mark, name))
-    dirs = {name for kind, _, name in entries if kind == "d"}
+    root, uid = records[0][4:], records[1][4:]
+    entries = [e for e in _upload_entries(records[2:]) if e.name not in FS_ENTRIES and e.name not in skip]
+    here = root.rstrip("/")
     stems = {dataset_name} if dataset_name else set()
-    for _, mark, name in (e for e in entries if e[0] == "d"):
-        if mark == "c":
-            stems.add(name)
-        elif mark == "s" and name.endswith(".shards"):
-            stems.add(name[: -len(".shards")])
+    stems |= {
+        e.name for e in entries if e.kind == "d" and e.mark == "c" and e.mark_text == f"{here}/{e.name}"
+    }
     family = {stem + suffix for stem in stems for suffix in ("", *STORE_SUFFIXES)}
+    stores = {e.name: e for e in entries if e.kind == "d" and e.mark in "su" and e.name.endswith(".shards")}
+    unpacked = {n[: -len(".shards")] for n, e in stores.items() if e.mark == "u" and e.owner == uid}
 
-    def ours(kind: str, name: str) -> bool:
-        if kind == "f":
-            return name.startswith(".") and name.endswith(LEASE_SUFFIX)
-        if kind == "d":
-            return name in family or (name.startswith(".") and UNPACK_INFIX in name)
-        return False
+    def ours(e: _Entry) -> bool:
+        if e.owner != uid:
+            return False
+        if e.kind == "f":
+            return e.name.startswith(".") and e.name.endswith(LEASE_SUFFIX)
+        if e.kind != "d":
+            return False
+        return (
+            e.name in family
+            or e.name in stores
+            or e.name in unpacked
+            or (e.name.startswith(".") and UNPACK_INFIX in e.name)
+        )
 
-    mine = tuple(sorted(n for k, _, n in entries if ours(k, n) and (k != "d" or n in dirs)))
-    rest = tuple(sorted(n for k, _, n in entries if n not in mine))
+    mine = tuple(sorted(e.name for e in entries if ours(e)))
+    rest = tuple(sorted(e.name for e in entries if e.name not in mine))
     return Uploads(root, mine, rest)
 
 
@@ -1286,18 +1321,22 @@ class TeardownFilesStep(Step):
         if found is None:
             return [], "", None
         here = norm.rstrip("/")
-        ours = [(f"{here}/{n}", f"{found.root.rstrip('/')}/{n}") for n in found.ours]
-        for path, resolved in ours:  # (what is removed is each entry: the same check as a path)
-            why = path_problem(path, home) or path_problem(resolved, home)
-            if why:
-                return [], "", f"{path} ({why})"
+        ours: list[tuple[str, str]] = []
+        others = list(found.others)
+        for name in found.ours:  # (each is removed: the same check as a configured path)
+            path, resolved = f"{here}/{name}", f"{found.root.rstrip('/')}/{name}"
+            if path_problem(path, home) or path_problem(resolved, home):
+                others.append(name)  # (a name with a line break: left, said, never fatal)
+            else:
+                ours.append((path, resolved))
         note = ""
-        if found.others:
-            n = len(found.others)
+        if others:
+            n = len(others)
+            shown = _names([repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)])
             note = (
                 f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that no gpuonboard"
-                f" upload made and no pull took ({_names([f'{here}/{o}' for o in found.others])}): pull or"
-                " delete them yourself, or set vars.dataset_dir to a dir teardown should remove whole"
+                f" upload made and no pull took ({shown}): pull or delete them yourself, or set"
+                " vars.dataset_dir to a dir teardown should remove whole"
             )
         return ours, note, None
 
