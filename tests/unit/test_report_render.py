@@ -296,3 +296,20 @@ def test_the_order_row_reads_ram_as_the_rule_does() -> None:
     rows = render.order_rows({"order": {"ram_bytes": 10**12}, "facts": {}, "rules": []})
     ram = next(r for r in rows if "1.0" in str(r))
     assert "1.0 TiB" in str(ram) and "931.3 GiB" not in str(ram), ram
+
+
+def test_a_project_report_template_cannot_run_code_here(tmp_path: Path) -> None:
+    """A project's own templates/report/md.j2 renders in the immutable sandbox, as playbooks
+    and templates/ do: reaching Python internals is one sentence naming it, and nothing runs."""
+    from gpuonboard.errors import UsageError
+
+    _run(tmp_path, [_host("gpu-1", "pass", "8")])
+    marker = tmp_path / "ran"
+    (tmp_path / "templates" / "report").mkdir(parents=True)
+    (tmp_path / "templates" / "report" / "md.j2").write_text(
+        f"{{{{ cycler.__init__.__globals__.os.system('touch {marker}') }}}}\n"
+    )
+    want = r"^report template .*/templates/report/md\.j2: access to attribute .* is unsafe; fix the template"
+    with pytest.raises(UsageError, match=want):
+        render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", tmp_path)
+    assert not marker.exists()

@@ -415,10 +415,13 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
 
 def _env(project: Path, html: bool) -> Any:
     import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     from ..resources import search_dirs
 
-    env = jinja2.Environment(
+    # the immutable sandbox, as for playbooks and templates/ (templating.py): a project's own
+    # report template is configuration, never a way to run code on this machine
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.FileSystemLoader([str(d) for d in search_dirs(project, "templates")]),
         undefined=jinja2.StrictUndefined,
         autoescape=html,
@@ -477,17 +480,36 @@ def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: s
     def _(key: str, **fields: Any) -> str:
         return t(key, lang, **fields)
 
-    return str(
-        _env(project, fmt == "html")
-        .get_template(f"report/{fmt}.j2")
-        .render(
-            **ctx,
-            _=_,
-            report_file=report_name(fmt, lang),
-            verdict_word=lambda v: verdict_word(v, lang),
-            status_word=lambda s: status_word(s, lang),
-        )
+    return _render_template(
+        project,
+        fmt,
+        f"report/{fmt}.j2",
+        **ctx,
+        _=_,
+        report_file=report_name(fmt, lang),
+        verdict_word=lambda v: verdict_word(v, lang),
+        status_word=lambda s: status_word(s, lang),
     )
+
+
+def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
+    """A report template rendered; its error (a project's own template that tries to reach
+    Python internals, a syntax or expression error) is one sentence naming it (exit 2)."""
+    import jinja2
+
+    env = _env(project, fmt == "html")
+    where = name
+    try:
+        template = env.get_template(name)
+        where = template.filename or name
+        return str(template.render(**fields))
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        at = f"{getattr(exc, 'filename', None) or where}" + (f", line {line}" if line else "")
+        why = str(exc).rstrip(".")
+        raise UsageError(
+            f"report template {at}: {why}; fix the template (or remove it to use the shipped one)."
+        ) from None
 
 
 def write_with_sha(path: Path, text: str) -> str:
@@ -614,10 +636,8 @@ def compare(
         text = strict_dumps({"rows": rows, "note": note, "tool_version": __version__}, indent=2)
         text += "\n"
     else:
-        text = str(
-            _env(project, fmt == "html")
-            .get_template(f"report/compare.{fmt}.j2")
-            .render(rows=rows, note=note, renderer_version=__version__)
+        text = _render_template(
+            project, fmt, f"report/compare.{fmt}.j2", rows=rows, note=note, renderer_version=__version__
         )
     out = reports_dir / "compare" / f"compare.{fmt}"
     digest = write_with_sha(out, text)
