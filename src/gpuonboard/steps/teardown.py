@@ -553,10 +553,13 @@ class Record:
     dir: str
     listing: tuple[str, ...]
     sums: dict[str, str]
+    key: str = ""  # the host key's fingerprint ('' in a record written before it was kept)
 
-    def of(self, host: Host, results: str) -> bool:
-        """True when it records this host's (address, port) and this results dir."""
-        return (self.address, self.port, self.dir) == (host.address, host.port, results)
+    def of(self, host: Host, results: str, key: str = "") -> bool:
+        """True when it records this host's (address, port), this results dir and, where both
+        are known, this host key (a rental's address reused for another box is another host)."""
+        same = (self.address, self.port, self.dir) == (host.address, host.port, results)
+        return same and (not self.key or not key or self.key == key)
 
     def to_bytes(self) -> bytes:
         """The file's bytes (a name that is not UTF-8 keeps its own bytes)."""
@@ -569,6 +572,8 @@ class Record:
             "files": len(self.sums),
             "listing": sorted(self.listing),
         }
+        if self.key:
+            head["key"] = self.key
         lines = [RECORD_TAG + json.dumps(head, sort_keys=True)]  # ASCII: odd bytes as \\udcXX
         for name, digest in sorted(self.sums.items()):
             if any(c in name for c in "\\\n\r"):
@@ -604,7 +609,13 @@ class Record:
         sums = parse_manifest(rest)
         if len(sums) != files:
             return None
-        return cls(head["host"], head["address"], head["port"], head["dir"], tuple(listing), sums)
+        key = str(head.get("key") or "")
+        return cls(head["host"], head["address"], head["port"], head["dir"], tuple(listing), sums, key)
+
+
+def host_key(ctx: StepContext) -> str:
+    """The fingerprint of the host key this run's connection verified ('' with none: local)."""
+    return str(getattr(ctx.runner, "fingerprint", None) or "")
 
 
 def read_record(dest: Path) -> Record | None:
@@ -625,14 +636,24 @@ class Owner:
     port: int
     dir: str
     verified: bool
+    key: str = ""  # the host key's fingerprint, when known
 
-    def of(self, host: Host, results: str) -> bool:
-        """True when it is this host's (address, port) and this results dir."""
-        return (self.address, self.port, self.dir) == (host.address, host.port, results)
+    def of(self, host: Host, results: str, key: str = "") -> bool:
+        """True when it is this host's (address, port), this results dir and, where both are
+        known, this host key."""
+        same = (self.address, self.port, self.dir) == (host.address, host.port, results)
+        return same and (not self.key or not key or self.key == key)
 
     def to_bytes(self) -> bytes:
         """The mark of a pull in progress: one line, never a record (Record.parse refuses it)."""
-        head = {"host": self.host, "address": self.address, "port": self.port, "dir": self.dir}
+        head: dict[str, Any] = {
+            "host": self.host,
+            "address": self.address,
+            "port": self.port,
+            "dir": self.dir,
+        }
+        if self.key:
+            head["key"] = self.key
         return (PULLING_TAG + json.dumps(head, sort_keys=True) + "\n").encode("utf-8", "surrogateescape")
 
 
@@ -644,7 +665,7 @@ def read_owner(dest: Path) -> Owner | None:
         return None
     record = Record.parse(data)
     if record is not None:
-        return Owner(record.host, record.address, record.port, record.dir, True)
+        return Owner(record.host, record.address, record.port, record.dir, True, record.key)
     first = data.decode("utf-8", "surrogateescape").partition("\n")[0]
     if not first.startswith(PULLING_TAG):
         return None
@@ -657,15 +678,16 @@ def read_owner(dest: Path) -> Owner | None:
     name, address, port, where = (head.get(k) for k in ("host", "address", "port", "dir"))
     if not (isinstance(name, str) and isinstance(address, str) and isinstance(port, int)):
         return None
-    return Owner(name, address, port, where, False) if isinstance(where, str) else None
+    key = str(head.get("key") or "")
+    return Owner(name, address, port, where, False, key) if isinstance(where, str) else None
 
 
-def foreign_dest(dest: Path, host: Host, results: str) -> str | None:
+def foreign_dest(dest: Path, host: Host, results: str, key: str = "") -> str | None:
     """What in `dest` no pull of host:results put there (rsync would overwrite a local file of
     the same name as a host file), or None: dest is missing or empty, or its record (or mark of
     a pull in progress) is of this host's address and port and this results dir."""
     owner = read_owner(dest)
-    if owner is not None and owner.of(host, results):
+    if owner is not None and owner.of(host, results, key):
         return None
     try:
         entries = sorted(p.name for p in dest.iterdir() if p.name != PARTIAL_DIR)
@@ -678,6 +700,20 @@ def foreign_dest(dest: Path, host: Host, results: str) -> str | None:
         return f"{what} of {owner.dir} from {owner.host} ({owner.address}:{owner.port})"
     n = len(entries)
     return f"{n} entr{'y' if n == 1 else 'ies'} no pull of {results} from it put there (first: {entries[0]})"
+
+
+def exposed_dest(dest: Path) -> str | None:
+    """Why another local user could change what a pull writes into `dest` (it is theirs, or
+    anyone may write it), or None: missing, or this user's (root's) and not world-writable."""
+    try:
+        st = dest.stat()
+    except OSError:
+        return None
+    if st.st_uid not in (os.getuid(), 0):
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o002:
+        return f"is writable by every user (mode {st.st_mode & 0o7777:o})"
+    return None
 
 
 def copy_lacks(dest: Path, record: Record) -> list[str]:
@@ -705,7 +741,11 @@ def _replace_record(dest: Path, data: bytes) -> str | None:
     (the temp file removed), else None."""
     path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
     try:
-        with tmp.open("wb") as f:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # (a crashed run's)
+        # a new file, never through a name planted meanwhile (a symlink to another file)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -951,7 +991,9 @@ class TeardownPullStep(Step):
             )
         if "real" not in found:
             record = read_record(dest)
-            if record is not None and record.of(ctx.host, self.results):  # a rerun after the removal
+            if record is not None and record.of(
+                ctx.host, self.results, host_key(ctx)
+            ):  # a rerun after the removal
                 n = len(record.sums)
                 return Plan(False, f"{src} is gone; its verified copy ({n} files) is in {dest}")
             other = ""
@@ -966,7 +1008,12 @@ class TeardownPullStep(Step):
         problem = checks.problem(src, self.results)
         if problem and not self.force:
             return self._refuse(ctx, *problem)
-        held = foreign_dest(dest, ctx.host, self.results)
+        exposed = exposed_dest(dest)
+        if exposed:  # another user could swap what the pull writes into (or read it)
+            return self._refuse(
+                ctx, f"{dest} {exposed}", "give --dest a directory only you can write (a new one is made)"
+            )
+        held = foreign_dest(dest, ctx.host, self.results, host_key(ctx))
         if held:  # the user's files (another run's copy): rsync would replace those of the same names
             return self._refuse(
                 ctx,
@@ -1008,7 +1055,7 @@ class TeardownPullStep(Step):
         # the record is rewritten once this pull is verified; until then its place says whose
         # pull this dir holds (a rerun resumes it, another host's or dir's pull is refused)
         h = ctx.host
-        failed = mark_pulling(dest, Owner(h.name, h.address, h.port, self.results, False))
+        failed = mark_pulling(dest, Owner(h.name, h.address, h.port, self.results, False, host_key(ctx)))
         if failed:
             return PullOutcome(0, "", {}, [], [], mark_error=failed)
         default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
@@ -1057,8 +1104,9 @@ class TeardownPullStep(Step):
         elif out.missing or out.corrupt:
             detail = describe_problems(out.missing, out.corrupt, len(out.remote))
         else:
+            h = ctx.host
             record = Record(
-                ctx.host.name, ctx.host.address, ctx.host.port, self.results, tuple(out.listing), out.remote
+                h.name, h.address, h.port, self.results, tuple(out.listing), out.remote, host_key(ctx)
             )
             failed = write_record(dest, record)
             if failed is None:
@@ -1404,7 +1452,7 @@ class TeardownFilesStep(Step):
         if results and not self.force:
             dest = copy_dir(self.args.get("dest"), ctx)
             record = read_record(dest)
-            if record is None or not record.of(ctx.host, self.results):
+            if record is None or not record.of(ctx.host, self.results, host_key(ctx)):
                 return (
                     f"refusing to delete anything on {ctx.host.name}: {dest} holds no verified copy of"
                     f" {ctx.host.name}:{self.results} (no matching {RECORD}); run the whole teardown (its"
