@@ -866,7 +866,8 @@ def _channel_request(handle: Callable[[Any, Any], None]) -> Callable[[Any, Any],
         start = m.packet.tell()
         if chan is not None and m.get_text() == "exit-signal":
             m.get_boolean()  # want_reply: always false for exit-signal
-            chan.exit_status = signal_status(m.get_text())
+            # (bytes, not text: a name that is no UTF-8 must not raise in the transport thread)
+            chan.exit_status = signal_status(m.get_string().decode("ascii", "replace"))
             chan.status_event.set()
             return
         m.packet.seek(start)

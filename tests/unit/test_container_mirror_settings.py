@@ -38,6 +38,14 @@ def test_credentials_in_the_mirror_url_are_refused_and_not_repeated() -> None:
     msg = str(info.value)
     assert "Pa55word" not in msg and "robot" not in msg
     assert "holds credentials" in msg and "registry_credentials_file" in msg
+    # a password holding a `/`, and a token in a query: never shown either
+    for given, secret in (
+        ("https://bob:s3cr/et@mirror.example.cn", "s3cr"),
+        ("https://m.cn/?token=abc", "abc"),
+    ):
+        with pytest.raises(StepArgsError) as info:
+            _settings(registry_mirror=given)
+        assert secret not in str(info.value), info.value
 
 
 @pytest.mark.parametrize(
@@ -72,6 +80,14 @@ def test_a_bad_number_names_its_setting(key: str, value: object, words: str) -> 
     with pytest.raises(StepArgsError) as info:
         _settings(**{key: value})
     assert str(info.value).startswith(words)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e308, "30d"])
+def test_a_pull_timeout_that_is_no_finite_week_is_refused(value: object) -> None:
+    """(nan passed `< 1` and broke int(); 1e308 overflowed the host's shell arithmetic, which
+    stopped the pull at once)"""
+    with pytest.raises(StepArgsError, match="pull_timeout at most 7 days"):
+        _settings(pull_timeout=value)
 
 
 def test_pull_timeout_defaults_to_hours_and_takes_durations() -> None:

@@ -36,3 +36,40 @@ def test_a_playbook_needing_no_facts_runs_no_probe() -> None:
 
     facts = gather(Recording(Host("box", "127.0.0.1", connection="local")), core=False)
     assert ran == [] and facts.gpu is None
+
+
+def test_an_exit_signal_message_is_read_whatever_its_name_holds() -> None:
+    """sshd's exit-signal (RFC 4254 6.10) through our channel-request handler: a known name is
+    128 + N, anything else (unknown, empty, not UTF-8: a hostile server's) is 255, never an
+    exception in paramiko's transport thread; other requests reach paramiko's own handler."""
+    import threading
+
+    from paramiko.message import Message
+
+    from gpuonboard.connection import _channel_request
+
+    seen: list[str] = []
+
+    class Chan:
+        def __init__(self) -> None:
+            self.exit_status = -1
+            self.status_event = threading.Event()
+
+    def message(kind: bytes, name: bytes) -> Message:
+        m = Message()
+        m.add_string(kind)
+        m.add_boolean(False)
+        m.add_string(name)
+        m.add_boolean(False)
+        m.add_string(b"")
+        m.add_string(b"")
+        m.rewind()
+        return m
+
+    handler = _channel_request(lambda chan, m: seen.append(m.get_text()))
+    for name, status in ((b"KILL", 137), (b"TERM", 143), (b"NOPE", 255), (b"", 255), (b"\xff\xfe", 255)):
+        chan = Chan()
+        handler(chan, message(b"exit-signal", name))
+        assert (chan.exit_status, chan.status_event.is_set()) == (status, True), name
+    handler(Chan(), message(b"exit-status", b"x"))
+    assert seen == ["exit-status"]  # (the message as it came: paramiko reads it from the start)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -50,6 +51,7 @@ DEFAULT_BACKOFF = 2.0
 # a pull's time limit: an NGC PyTorch image (~9-10 GB compressed) on a slow or metered link
 # (~0.5 MB/s) takes hours, and a pull stopped mid-layer loses that layer's bytes
 DEFAULT_PULL_TIMEOUT = "6h"
+MAX_PULL_TIMEOUT = 7 * 86400  # (a bigger one overflows the host's shell arithmetic)
 _PULL_TIMED_OUT = "##gpuonboard-pull-timed-out"
 _MARK = "##gpuonboard-container "
 _LOGIN_FAILED = "##gpuonboard-login-failed"
@@ -191,16 +193,17 @@ def parse_mirror(value: object) -> tuple[str, str | None]:
         kind = "a list" if isinstance(value, list | tuple) else f"a {type(value).__name__}"
         raise StepArgsError(f"registry_mirror is {kind} ({value!r}); give one mirror: {example}")
     text = value.strip()
-    if "@" in text.split("://", 1)[-1].split("/", 1)[0]:
-        shown = re.sub(r"(://|^)[^/]*@", r"\1***@", text)
+    if "@" in text.split("://", 1)[-1]:  # (anywhere: a password may hold a `/`)
+        shown = re.sub(r"(://|^).*@", r"\1***@", text)
         raise StepArgsError(
             f"registry_mirror {shown!r} holds credentials (user:password@): they would show in the pull"
             " command, the run log and the report; give the mirror without them and put them in"
             " registry_credentials_file under the mirror's host"
         )
     m = _MIRROR_RE.match(text)
-    if not m:
-        raise StepArgsError(f"registry_mirror {text!r} is not a registry mirror: give {example}")
+    if not m:  # (a query or fragment may carry a token: not shown)
+        shown = re.sub(r"[?#].*$", "?***", text)
+        raise StepArgsError(f"registry_mirror {shown!r} is not a registry mirror: give {example}")
     scheme = (m.group("scheme") or "").lower()
     if scheme not in ("", "http", "https"):
         raise StepArgsError(
@@ -470,6 +473,12 @@ class ContainerStep(Step):
         retries = read("pull_retries", DEFAULT_RETRIES, int, "a whole number like 3")
         backoff = read("retry_backoff", DEFAULT_BACKOFF, float, "a number of seconds like 2")
         limit = read("pull_timeout", DEFAULT_PULL_TIMEOUT, parse_duration, "a duration like 6h or 90m")
+        numbers = (backoff, factor, mfactor, limit)
+        if not all(math.isfinite(x) for x in numbers) or limit > MAX_PULL_TIMEOUT:
+            raise StepArgsError(
+                "retry_backoff, unpack_factor, manifest_unpack_factor and pull_timeout must be finite"
+                f" numbers, pull_timeout at most {MAX_PULL_TIMEOUT // 86400} days"
+            )
         if retries < 0 or backoff < 0 or factor <= 0 or mfactor <= 0 or limit < 1:
             raise StepArgsError(
                 "pull_retries and retry_backoff must be >= 0, unpack_factor and manifest_unpack_factor"
