@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,13 @@ def parse_recipients(values: Iterable[str]) -> list[Any]:
 
     out = []
     for value in values:
+        if looks_secret(str(value)):  # (the usual mix-up: the key file's other line)
+            raise CryptoError(
+                "vars.age_recipients holds an age SECRET key (AGE-SECRET-KEY-1..., not shown here),"
+                " where the public key goes: put the key's public key there instead (`age-keygen -y"
+                " KEYFILE` prints it), keep the secret key out of the inventory, and treat it as"
+                " exposed if that inventory was shared."
+            )
         try:
             out.append(x25519.Recipient.from_str(str(value).strip()))
         except Exception:
@@ -78,6 +86,30 @@ def parse_recipients(values: Iterable[str]) -> list[Any]:
                 " check vars.age_recipients."
             ) from None
     return out
+
+
+def looks_secret(value: str) -> bool:
+    """Pure: value holds an age secret key (never to be echoed in a message)."""
+    return "AGE-SECRET-KEY-" in value.upper()
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_value(name: str, setting: str, what: str, environ: Any) -> str:
+    """The value of the environment variable a setting names; CryptoError when it is unset. A
+    setting that is no variable name at all is most likely the secret itself pasted there: said
+    without echoing it (it would reach the terminal, the run log and every report)."""
+    if not ENV_NAME.fullmatch(name):
+        raise CryptoError(
+            f"{setting} must be the NAME of an environment variable that holds {what} (letters,"
+            f" digits and _, e.g. GPUONBOARD_AGE_KEY), not {what} itself; its value is not shown here:"
+            " set the name there and export that variable."
+        )
+    value = environ.get(name)
+    if not value:
+        raise CryptoError(f"environment variable {name} ({setting}) is not set.")
+    return str(value)
 
 
 def parse_identity(text: Secret) -> list[Any]:
@@ -269,9 +301,7 @@ def load_encryption(
     if recipients:
         return Encryption(recipients=tuple(str(r) for r in recipients))
     if passphrase_env:
-        value = environ.get(passphrase_env)
-        if not value:
-            raise CryptoError(f"environment variable {passphrase_env} (vars.age_passphrase_env) is not set.")
+        value = env_value(str(passphrase_env), "vars.age_passphrase_env", "the passphrase", environ)
         return Encryption(passphrase=Secret(value))
     raise CryptoError(
         "--encrypt needs vars.age_recipients (age1... public keys) or vars.age_passphrase_env"
@@ -282,11 +312,15 @@ def load_encryption(
 def load_identity(identity_env: str | None, identity_file: str | None, environ: Any = os.environ) -> Secret:
     """The age identity for --decrypt-on-host: an env var's value, else a local key file."""
     if identity_env:
-        value = environ.get(identity_env)
-        if not value:
-            raise CryptoError(f"environment variable {identity_env} (vars.age_identity_env) is not set.")
-        secret = Secret(value)
+        secret = Secret(env_value(str(identity_env), "vars.age_identity_env", "the age identity", environ))
     elif identity_file:
+        if looks_secret(str(identity_file)):  # (the key pasted where its file's path goes)
+            raise CryptoError(
+                "vars.age_identity_file holds an age secret key (not shown here) where the path of"
+                " a local key file goes: save the key in a file (chmod 600) and name that file there"
+                " (or use vars.age_identity_env), and treat the key as exposed if that inventory was"
+                " shared."
+            )
         path = Path(os.path.expanduser(identity_file))
         try:
             mode = path.stat().st_mode & 0o777

@@ -101,10 +101,12 @@ if [ "$need" = 1 ] && ! command -v "$dc" >/dev/null; then
 fi
 mkfifo -m 600 "$part.fifo" || exit 1
 sha < "$part.fifo" > "$part.sum" &
+# tar's complaints name plaintext paths: kept in a variable, never in a file in the store on the
+# data disk (nor beside the unpack dir: when that disk is full, they would be lost)
 untar() {
-  tar -x -m --no-same-owner -f - -C "$u" 2>"$part.terr" \
-    || echo "tar -x failed: $(grep -v 'Exiting with failure' "$part.terr" | tail -n 1)" >> "$f"
-  rm -f -- "$part.terr"; cat > /dev/null
+  terr=$(tar -x -m --no-same-owner -f - -C "$u" 2>&1) \
+    || echo "tar -x failed: $(printf '%s\n' "$terr" | grep -v 'Exiting with failure' | tail -n 1)" >> "$f"
+  cat > /dev/null
 }
 keep() { tee -- "$part.fifo" "$@" || echo "writing $part failed" >> "$f"; }
 if [ "$enc" = 1 ]; then
@@ -177,7 +179,10 @@ lists() { IFS=' ' read -r nx nr && lines "$nx" > .finish.x && lines "$nr" > .fin
 gone() { rm -f -- .manifest.tmp .finish.x .finish.r; echo "the $1 did not arrive whole" >&2; exit 1; }
 lists || gone 'shard lists'
 gzip -dc > .manifest.tmp || gone manifest
-fail() { [ -n "$u" ] && rm -rf -- "$u"; rm -f -- .manifest.tmp .finish.x .finish.r; exit "$1"; }
+fail() {
+  [ -n "$u" ] && rm -rf -- "$u" "$u.old" "$u.new"
+  rm -f -- .manifest.tmp .finish.x .finish.r; exit "$1"
+}
 if [ -n "$u" ]; then  # unpack dirs of this copy's interrupted runs (.<name>.gpuonboard-unpack-*)
   for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
   mkdir -p -- "$u" || fail 1
@@ -195,20 +200,22 @@ while IFS=' ' read -r s want <&3; do
   if [ "$enc" = 1 ]; then
     rm -f -- .key.fifo; mkfifo -m 600 .key.fifo || fail 1
     { printf '%s' "$key" > .key.fifo & } 2>/dev/null
-    rm -f -- .age.fail .tar.err
-    # age's own complaint only (killed by a reader that stopped, it says nothing: not damage)
-    { age -d -i .key.fifo -- "$s" 2>.age.err || { [ -s .age.err ] && agerr .age.err > .age.fail; }; } \
-      | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>.tar.err || ok=0
+    rm -f -- .age.fail
+    # age's own complaint only (killed by a reader that stopped, it says nothing: not damage);
+    # tar's names plaintext paths: in a variable, never in the store (see RECEIVE_SCRIPT)
+    terr=$(
+      { age -d -i .key.fifo -- "$s" 2>.age.err || { [ -s .age.err ] && agerr .age.err > .age.fail; }; } \
+      | "$dc" -dc 2>/dev/null | tar -x -m --no-same-owner -f - -C "$u" 2>&1) || ok=0
     : <> .key.fifo; rm -f -- .key.fifo .age.err
     if [ -s .age.fail ]; then  # the identity matches a recipient (checked locally): damaged
-      why=$(cat .age.fail); rm -f -- .age.fail .tar.err "$s"
+      why=$(cat .age.fail); rm -f -- .age.fail "$s"
       echo "shard $s on the host was damaged ($why) and has been removed; rerun to re-send it" >&2; fail 3
     fi
     if [ "$ok" != 1 ]; then  # tar's line (a full disk says so), not its closing "Exiting with ..."
-      grep -v 'Exiting with failure' .tar.err | tail -n 1 >&2; rm -f -- .tar.err .age.fail
+      printf '%s\n' "$terr" | grep -v 'Exiting with failure' | tail -n 1 >&2; rm -f -- .age.fail
       echo "unpacking $s failed" >&2; fail 2
     fi
-    rm -f -- .tar.err .age.fail
+    rm -f -- .age.fail
   else
     tar -x -m --no-same-owner -f "$s" -C "$u" || fail 2
   fi
@@ -229,9 +236,11 @@ if [ -n "$u" ]; then
     # their sorted NUL-terminated paths); any other set means a job changed the tree meanwhile
     lst() { ( d=$1; shift; cd -- "$d" && find . -mindepth 1 """
     + LISTING_PRUNE
-    + r""" -o "$@" -printf '%P\0' ) | LC_ALL=C sort -z; }
-    lst "$p" ! -type d > .finish.old; lst "$u" > .finish.new
-    got=$(LC_ALL=C comm -z -23 .finish.old .finish.new | sha | cut -c1-64); rm -f -- .finish.old .finish.new
+    + r""" -o "$@" -printf '%P\0' ) | LC_ALL=C sort -z -T "${u%/*}"; }  # (spills there, not /tmp)
+    # (both lists hold plaintext paths: beside the unpack dir, on --decrypt-to's disk and swept
+    # with it by the next run, never in the store on the data disk)
+    lst "$p" ! -type d > "$u.old"; lst "$u" > "$u.new"
+    got=$(LC_ALL=C comm -z -23 "$u.old" "$u.new" | sha | cut -c1-64); rm -f -- "$u.old" "$u.new"
     if [ "$got" != "$drop" ]; then
       printf '%s\n' "the tree $p changed during the upload (files not in the dataset appeared in it, or\
  ones it no longer has vanished: a job at work?); it was not replaced and nothing was lost: see what\

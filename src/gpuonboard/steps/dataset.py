@@ -101,6 +101,8 @@ class Work:
     # main thread (none while the host's closing work runs: that keeps the lease itself)
     on_interrupt: int | None = None
     kept: str = ""  # the plan's notes on what stays on the host (files the dataset lost, old plaintext)
+    # decrypt-on-host: temp files (plaintext) a decryption cut short on the host left, removed first
+    dec_temps: list[str] = field(default_factory=list)
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
 
 
@@ -709,6 +711,9 @@ class DatasetStep(Step):
                 unpacked = " (all: the tree there was unpacked from shards, so its mtimes prove nothing)"
             blocking = plain.dirs - plain.empty_dirs
             in_way += [(self.plain_target, e) for e in work.decrypt if e.rel in blocking]
+            work.dec_temps = sorted(
+                rel for rel in plain.files if _decrypt_temp(rel) and rel not in tree.entries
+            )
         if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
             there, e = in_way[0]
             more = f" (and {_count(len(in_way) - 1, 'other')})" if len(in_way) > 1 else ""
@@ -730,7 +735,10 @@ class DatasetStep(Step):
         total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if self.decrypt_on_host:  # the plaintext dir keeps what the dataset dropped too
-            kept += _kept_on_host(plain.files, {e.rel for e in tree.files}, self.plain_target)
+            # (not the temp files of a cut-short decryption: this run removes them)
+            temps = set(work.dec_temps)
+            theirs = {rel: v for rel, v in plain.files.items() if rel not in temps}
+            kept += _kept_on_host(theirs, {e.rel for e in tree.files}, self.plain_target)
         links = sorted(e.rel for e in tree.entries.values() if e.kind == "l") if self.encrypt else []
         if links:  # (age encrypts file contents; a symlink has none)
             verb = "is" if len(links) == 1 else "are"
@@ -739,7 +747,7 @@ class DatasetStep(Step):
         kept = work.kept = kept + self._left_plaintext(ctx)
         # empty directories (rsync -a makes them; with nothing else to send it never ran)
         work.mkdirs = [] if self.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
-        if not work.send and not work.decrypt and not work.mkdirs:
+        if not work.send and not work.decrypt and not work.mkdirs and not work.dec_temps:
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
             )
@@ -767,6 +775,11 @@ class DatasetStep(Step):
         if work.decrypt:
             into = tree.landing(self.plain_target)
             msg += f"; decrypt {len(work.decrypt)} on the host into {into}{unpacked}"
+        if work.dec_temps:
+            msg += (
+                f"; remove {_count(len(work.dec_temps), 'temp file')} a decryption cut short on the host"
+                f" left in {_shown(self.plain_target)} (e.g. {work.dec_temps[0]!r})"
+            )
         msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
         work.need = send  # the upload's size: its ETA and whether to measure the link first
         diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": send, "source": str(src)}
@@ -779,7 +792,12 @@ class DatasetStep(Step):
             )
             if self.decrypt_on_host:
                 if work.enc.passphrase is not None:
-                    return "decrypt_on_host works with age recipients/identities only"
+                    return (
+                        "--decrypt-on-host needs vars.age_recipients and their identity"
+                        " (vars.age_identity_file or vars.age_identity_env), not a passphrase"
+                        " (vars.age_passphrase_env, which is never sent to the host): use recipients,"
+                        f" or upload without --decrypt-on-host ({NOTHING_SENT})"
+                    )
                 work.identity = crypto.load_identity(
                     ctx.host.vars.get("age_identity_env"), ctx.host.vars.get("age_identity_file")
                 )
@@ -1432,6 +1450,11 @@ class DatasetStep(Step):
         checked = sum(1 for r in expect if (e := work.tree.entries.get(r)) is not None and e.kind == "l")
         also = f" and {_count(checked, 'symlink')}" if checked else ""  # (its target's sha256)
         msg += f"; {_count(len(expect) - checked, 'file')}{also} verified by sha256; estimate was {eta}"
+        if work.dec_temps:  # (partial plaintext a killed decryption left: never a dataset file)
+            problem = self._remove_decrypt_temps(ctx, work)
+            if problem:
+                return problem
+            msg += f"; removed {_count(len(work.dec_temps), 'temp file')} a cut-short decryption left"
         if self.decrypt_on_host and (work.decrypt or sent):
             problem = self._decrypt(ctx, work)
             if problem:
@@ -1604,7 +1627,11 @@ class DatasetStep(Step):
                     return LEASE_LOST
                 state[1], state[3] = n, 0
                 cur = nxt.pop() if nxt else spawn(n)
-                produce, codec, encrypt, tmp_cipher, _cached = self._shard_producer(ctx, work, i, root)
+                try:  # (its temp ciphertext is made in the cache: a full or read-only one fails here)
+                    produce, codec, encrypt, tmp_cipher, _cached = self._shard_producer(ctx, work, i, root)
+                except OSError as exc:
+                    what = f"the encrypted copy of shard {n + 1}"
+                    return local_write_failure(exc, what, self._cache_dir(ctx), kept())
                 try:
                     packed = cur.feed(produce, codec, header, encrypt, tmp_cipher, on_bytes)
                 except (OSError, crypto.CryptoError) as exc:
@@ -1699,7 +1726,12 @@ class DatasetStep(Step):
     ) -> Any:
         """The closing command: manifest, unpack of shards already there, stale removal, swap."""
         encrypted = work.enc is not None
-        manifest, packed_manifest = manifest_job.result()
+        try:
+            manifest, packed_manifest = manifest_job.result()
+        except OSError as exc:  # its ciphertext, made in the cache (full, or not writable)
+            whole = len(arrived) - len(last)  # (the last one gets its name from the closing command)
+            kept = f"{whole} of {len(work.send_idx)} shards arrived, only the rest is sent"
+            return local_write_failure(exc, "the encrypted manifest", self._cache_dir(ctx), kept)
         marker = shards.marker_name(hashlib.sha256(manifest).hexdigest(), self.plain_target)
         names = [self._remote_name(work, s) for s in work.built if s is not None]
         streamed = {final for _, _, final in arrived}
@@ -1730,9 +1762,13 @@ class DatasetStep(Step):
             why = (lines or [f"exit code {r.exit_code}"])[-1]
             full = transfer.disk_full_line(lines)
             if full:  # tar's last line would only say "Exiting with failure status"
+                # (tar writes the unpacked tree: with --decrypt-to, on that disk, not the data dir's)
+                untar = full.startswith("tar:") and bool(self.decrypt_dir) and work.unpack
+                where = posixpath.dirname(self.plain_target) if untar else self.dest
                 return (
                     f"finishing the upload on the host failed: the remote disk is full ({full}); free"
-                    f" space under {self.dest}, then rerun: the {len(work.groups)} shards there are kept"
+                    f" space under {_shown(where)}, then rerun: the {_count(len(work.groups), 'shard')}"
+                    f" there {'is' if len(work.groups) == 1 else 'are'} kept"
                 )
             if "damaged" in why or r.exit_code == 5:
                 return why
@@ -1818,12 +1854,35 @@ class DatasetStep(Step):
                 last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
                 if r.exit_code == 4:  # the way to a file (see DECRYPT_SCRIPT), not the decryption
                     return f"cannot put the decrypted files in place on the host: {last}"
+                if r.exit_code > 128 or r.exit_code == DECRYPT_KILLED:  # no key or data fault
+                    return _decrypt_killed(r.exit_code, last)
+                full = transfer.disk_full_line(r.stderr.splitlines())
+                if full:  # (the plan checked the room: another writer took it meanwhile)
+                    return (
+                        f"the plaintext's disk on the host is full ({full.strip()}): free space under"
+                        f" {_shown(posixpath.dirname(self.plain_target))} there, then rerun (the ciphertexts"
+                        " are on the host: nothing is sent again)"
+                    )
                 why = "wrong identity, or tampered/truncated ciphertext"
                 return f"decryption on the host failed ({why}): {last}"
         plain = {e.rel: work.tree.entries[e.rel].sha256 for e in todo}  # hashed while encrypting
         bad = self._mismatches(ctx, self.plain_target, plain)
-        if bad:
+        if bad:  # (their size and mtime are the source's: without this the rerun said "up to date")
+            self._unverified(ctx, self.plain_target, bad)
             return f"decrypted files differ from the source: {', '.join(bad[:5])}"
+        return None
+
+    def _remove_decrypt_temps(self, ctx: StepContext, work: Work) -> str | None:
+        """Remove the temp files (partial plaintext) of a decryption cut short on the host (its
+        command killed: an OOM kill, a reboot), which no later run would otherwise touch; paths
+        on stdin, NUL-terminated (any byte but NUL in a name)."""
+        r = ctx.runner.run(
+            shell.join(["sh", "-c", REMOVE_TEMPS_SCRIPT, "sh", self.plain_target]),
+            stdin=b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" for rel in work.dec_temps),
+        )
+        if not r.ok:
+            last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+            return f"cannot remove the temp files a cut-short decryption left on the host: {last}"
         return None
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
@@ -1869,14 +1928,41 @@ while [ $# -ge 4 ]; do
   c=$1; p=$2; m=$3; o=$4; shift 4
   place "$p" || { rc=4; continue; }
   t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=4; continue; }
-  if printf '%s\n' "$key" | age -d -i - -o "$t" -- "$c" 2>"$t.err"; then
-    chmod "$o" "$t"; touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"; rm -f -- "$t.err"
-  else printf '%s: ' "$c" >&2; agerr "$t.err" >&2
-    rm -f -- "$t" "$t.err"; [ "$rc" = 4 ] || rc=1; fi
+  # (age's complaint kept in a variable: a file beside $t is lost when that disk is full)
+  if err=$(printf '%s\n' "$key" | age -d -i - -o "$t" -- "$c" 2>&1); then
+    chmod "$o" "$t"; touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"
+  else st=$?
+    rm -f -- "$t"
+    if [ "$st" -gt 128 ]; then  # age killed (the OOM killer): no fault of the key or the file
+      echo "age was killed by signal $((st - 128))" >&2; exit 5
+    fi
+    printf '%s: %s\n' "$c" "$(printf '%s\n' "$err" | agerr -)" >&2; [ "$rc" = 4 ] || rc=1; fi
 done
 exit $rc
 """
 )
+DECRYPT_KILLED = 5  # DECRYPT_SCRIPT's exit status when age was killed by a signal
+DECRYPT_TEMP = re.compile(r"\.gpuonboard-dec\.[A-Za-z0-9]{8}(\.err)?")  # DECRYPT_SCRIPT's mktemp names
+# $1 the plaintext dir; stdin: NUL-terminated paths in it of DECRYPT_SCRIPT's temp files
+REMOVE_TEMPS_SCRIPT = 'cd -- "$1" 2>/dev/null || exit 0; xargs -0 -r rm -f --'
+
+
+def _decrypt_temp(rel: str) -> bool:
+    """Pure: rel is a temp file of DECRYPT_SCRIPT (a decryption into it was cut short)."""
+    return DECRYPT_TEMP.fullmatch(posixpath.basename(rel)) is not None
+
+
+def _decrypt_killed(status: int, last: str) -> str:
+    """Pure: the sentence for a decryption on the host stopped by a signal (its command, or age
+    in it): not a wrong identity or a damaged file; what was decrypted stays, the rerun goes on."""
+    why = last if status == DECRYPT_KILLED else f"its command ended with status {status}"
+    return (
+        f"the decryption on the host was stopped by a signal ({why}: the host's OOM killer, a"
+        " reboot or a kill), not by a wrong key or a damaged file; rerun to decrypt the rest"
+        " (what arrived is not sent again)"
+    )
+
+
 DECRYPT_BATCH = 64 * 1024  # bytes of quoted paths per decryption command (one argument: <= 128 KiB)
 CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
 LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keeps what arrived)
