@@ -392,34 +392,6 @@ def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
-UNPACK_SCRIPT = r"""t=$1; s=$2; enc=$3; shift 3
-if [ "$enc" = 1 ]; then
-  command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
-  key=$(cat)
-fi
-parent=$(dirname -- "$t"); mkdir -p -- "$parent" || exit 1
-tmp=$(mktemp -d "$parent/.gpuonboard-unpack.XXXXXXXX") || exit 1
-dec="$s/.gpuonboard-dec.tar"
-fail() { rm -rf -- "$tmp"; rm -f -- "$dec" "$dec.err"; exit 2; }
-for f; do
-  if [ "$enc" = 1 ]; then
-    printf '%s\n' "$key" | age -d -i - -o "$dec" -- "$s/$f" 2>"$dec.err" \
-      || { printf '%s: ' "$f" >&2; tail -n 1 "$dec.err" >&2; fail; }
-    tar -x -m --no-same-owner -f "$dec" -C "$tmp" || fail
-  else
-    tar -x -m --no-same-owner -f "$s/$f" -C "$tmp" || fail
-  fi
-done
-rm -f -- "$dec" "$dec.err"; chmod 755 "$tmp"
-old=
-if [ -e "$t" ] || [ -L "$t" ]; then
-  old=$(mktemp -d "$parent/.gpuonboard-old.XXXXXXXX") && mv -- "$t" "$old/x" || fail
-fi
-mv -- "$tmp" "$t" || fail
-[ -n "$old" ] && rm -rf -- "$old"
-exit 0"""
-
-
 def tree_drift(
     local: Mapping[str, Entry], host: Mapping[str, tuple[str, int, int]]
 ) -> tuple[list[str], list[str]]:
