@@ -51,7 +51,8 @@ def test_credentials_in_the_mirror_url_are_refused_and_not_repeated() -> None:
 @pytest.mark.parametrize(
     ("given", "words"),
     [
-        (["mirror-a.example.cn", "mirror-b.example.cn"], "registry_mirror is a list"),
+        (["mirror-a.example.cn", "ftp://mirror-b.example.cn"], "or http://) (item 2 of the list)"),
+        ([["nested"]], "registry_mirror is a list"),
         ("ftp://mirror.example.cn", "has scheme ftp://"),
         ("mirror .example.cn", "is not a registry mirror"),
         ("https://mirror.example.cn:abc/", "is not a registry mirror"),
@@ -107,3 +108,14 @@ def test_an_image_reference_says_what_is_wrong_with_it(image: str, why: str) -> 
     with pytest.raises(StepArgsError) as info:
         parse_ref(image)
     assert why in str(info.value)
+
+
+def test_a_list_of_mirrors_is_tried_in_order_then_the_origin_only_when_asked() -> None:
+    s = _settings(registry_mirror=["https://a.example.cn/", "http://b.example.cn:5000/ngc", "a.example.cn"])
+    assert [x.source_name for x in s.sources()] == ["mirror a.example.cn", "mirror b.example.cn:5000/ngc"]
+    assert [x.mirror_scheme for x in s.sources()] == [None, "http"]
+    assert [x.pull_ref for x in s.sources()][1] == "b.example.cn:5000/ngc/nvidia/pytorch:24.08-py3"
+    s = _settings(registry_mirror=["a.example.cn"], pull_fallback_origin=True)
+    assert [x.source_name for x in s.sources()] == ["mirror a.example.cn", "nvcr.io"]
+    assert s.sources()[1].pull_ref == "nvcr.io/nvidia/pytorch:24.08-py3"
+    assert [x.source_name for x in _settings().sources()] == ["nvcr.io"]  # (no mirror: no fallback)

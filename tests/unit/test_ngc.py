@@ -372,3 +372,18 @@ def test_driver_compat_judges_the_tag(image: str, verdict: str, fragment: str) -
     assert check.verdict == verdict, check
     assert fragment in check.detail + check.actual + check.expected, check
     assert "pin one of" not in check.detail or verdict == "pass"
+
+
+def test_driver_compat_knows_every_mirror_of_a_list() -> None:
+    """`registry_mirror` as a list (the container step tries each): an image named under any of
+    them is the NGC image, judged as such."""
+    from types import SimpleNamespace
+
+    from gpuonboard.steps.driver_compat import _mirrors
+
+    host = SimpleNamespace(vars={"registry_mirror": ["https://a.example.cn/", "b.example.cn"]}, vendor=None)
+    assert _mirrors(SimpleNamespace(host=host)) == ["https://a.example.cn/", "b.example.cn"]  # type: ignore[arg-type]
+    host = SimpleNamespace(
+        vars={"registry_mirror": "a.example.cn"}, vendor=SimpleNamespace(registry_mirror="v.cn")
+    )
+    assert _mirrors(SimpleNamespace(host=host)) == ["a.example.cn", "v.cn"]  # type: ignore[arg-type]

@@ -186,12 +186,12 @@ _MIRROR_RE = re.compile(
 def parse_mirror(value: object) -> tuple[str, str | None]:
     """A `registry_mirror` setting -> (host[:port][/prefix] as image references name it, "http"
     when given as http://, else None). Anything else raises StepArgsError naming the setting: a
-    list (one mirror is pulled through), a scheme other than http(s), credentials in the URL
-    (they would be in the pull's command line, the run log and the report), a bad port, spaces."""
+    scheme other than http(s), credentials in the URL (they would be in the pull's command line,
+    the run log and the report), a bad port, spaces. (A list: see parse_mirrors.)"""
     example = "a host like mirror.example.cn, mirror.example.cn:5000/prefix or https://mirror.example.cn"
     if not isinstance(value, str):
         kind = "a list" if isinstance(value, list | tuple) else f"a {type(value).__name__}"
-        raise StepArgsError(f"registry_mirror is {kind} ({value!r}); give one mirror: {example}")
+        raise StepArgsError(f"registry_mirror is {kind} ({value!r}); give a mirror: {example}")
     text = value.strip()
     if "@" in text.split("://", 1)[-1]:  # (anywhere: a password may hold a `/`)
         shown = re.sub(r"(://|^).*@", r"\1***@", text)
@@ -214,6 +214,25 @@ def parse_mirror(value: object) -> tuple[str, str | None]:
         raise StepArgsError(f"registry_mirror {text!r} has port {port}, not 1-65535")
     host = m.group("host").lower() + (f":{port}" if port else "")
     return host + (m.group("prefix") or ""), "http" if scheme == "http" else None
+
+
+def parse_mirrors(value: object) -> tuple[tuple[str, str | None], ...]:
+    """`registry_mirror`: one mirror, or a list of them tried in order -> ((ref, scheme), ...),
+    each as parse_mirror reads it, duplicates dropped. A list's item that is no mirror is named
+    by its position."""
+    if value is None or value == "":
+        return ()
+    if not isinstance(value, list | tuple):
+        return (parse_mirror(value),)
+    out: list[tuple[str, str | None]] = []
+    for n, item in enumerate(value, 1):
+        try:
+            parsed = parse_mirror(item)
+        except StepArgsError as exc:
+            raise StepArgsError(f"{exc} (item {n} of the list)") from None
+        if parsed not in out:
+            out.append(parsed)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -390,6 +409,20 @@ class Settings:
     manifest_factor: float = DEFAULT_MANIFEST_UNPACK_FACTOR
     mirror_scheme: str | None = None  # "http" when the mirror was given as http://...
     pull_timeout: float = 6 * 3600.0  # seconds one pull attempt may take (pull_timeout)
+    # where to pull from when this source fails: the next mirrors, then (None) the image's own
+    # registry when `pull_fallback_origin` is true
+    fallbacks: tuple[tuple[str | None, str | None], ...] = ()
+
+    def sources(self) -> list[Settings]:
+        """These settings, then one per fallback source (its mirror, or none), in order."""
+        return [self] + [
+            replace(self, mirror=m, mirror_scheme=sch, fallbacks=()) for m, sch in self.fallbacks
+        ]
+
+    @property
+    def source_name(self) -> str:
+        """`mirror HOST/PREFIX`, or the image's own registry."""
+        return f"mirror {self.mirror}" if self.mirror else (self.ref.registry or "Docker Hub")
 
     @property
     def pull_ref(self) -> str:
@@ -418,6 +451,8 @@ class Applied:
     smoke: list[str] = field(default_factory=list)
     smoke_error: str | None = None
     smoke_only: bool = False  # the image was present: only the smoke run was (re)done
+    source: Any = None  # the Settings of the source the image came from (a mirror, or none)
+    tried: int = 0  # how many sources failed (when every one did)
     retried_login: bool = False
 
 
@@ -428,7 +463,10 @@ class ContainerStep(Step):
     read_only = False
     ARGS = {
         "image": f"image to pull (default: vars.container_image, else {DEFAULT_IMAGE}); may pin @sha256:...",
-        "registry_mirror": "pull MIRROR/<path>:<tag> and tag it back (default: vars/vendor registry_mirror)",
+        "registry_mirror": "pull MIRROR/<path>:<tag> and tag it back (default: vars/vendor registry_mirror);"
+        " a list: each mirror in turn while the ones before fail",
+        "pull_fallback_origin": "after every mirror failed, pull from the image's own registry"
+        " (default false)",
         "image_size_estimate": f"download size of the image (default: vars, else {DEFAULT_SIZE_ESTIMATE})",
         "unpack_factor": f"free space needed = estimate x this (default {DEFAULT_UNPACK_FACTOR})",
         "pull_retries": f"retries after a failed pull (default {DEFAULT_RETRIES})",
@@ -465,8 +503,11 @@ class ContainerStep(Step):
 
         image = str(self.args.get("image") or host_vars.get("container_image") or DEFAULT_IMAGE)
         ref = parse_ref(image)
-        mirror = get("registry_mirror", vendor_mirror)
-        mirror_ref, mirror_scheme = parse_mirror(mirror) if mirror else (None, None)
+        mirrors = parse_mirrors(get("registry_mirror", vendor_mirror))
+        mirror_ref, mirror_scheme = mirrors[0] if mirrors else (None, None)
+        fallbacks: list[tuple[str | None, str | None]] = list(mirrors[1:])
+        if mirrors and _truthy(get("pull_fallback_origin", False)):
+            fallbacks.append((None, None))
         size = read("image_size_estimate", DEFAULT_SIZE_ESTIMATE, parse_size, "a size like 20GB")
         factor = read("unpack_factor", DEFAULT_UNPACK_FACTOR, float, "a number like 1.5")
         mfactor = read("manifest_unpack_factor", DEFAULT_MANIFEST_UNPACK_FACTOR, float, "a number like 3.0")
@@ -502,6 +543,7 @@ class ContainerStep(Step):
             manifest_factor=mfactor,
             mirror_scheme=mirror_scheme,
             pull_timeout=limit,
+            fallbacks=tuple(fallbacks),
         )
 
     def probe_for(self, local_ref: str) -> Probe:
@@ -570,62 +612,38 @@ class ContainerStep(Step):
                 _smoke(ctx, state, s.ref.canonical, out)
                 _record_smoke(ctx, state, s.ref.canonical, out)
             return out
-        login = (secret[0], s.login_registry) if secret is not None and s.login_registry else None
-        stdin = (secret[1].reveal() + "\n").encode() if login and secret is not None else None
-        where = "mirror" if s.mirror else "registry"
-        delay = s.backoff
-        for attempt in range(s.retries + 1):
-            out.attempts = attempt + 1
-            r = run(
-                pull_command(state, s.pull_ref, login, int(s.pull_timeout)),
-                stdin=stdin,
-                timeout=s.pull_timeout + 120,  # the host stops the pull at pull_timeout itself
-                on_output=_progress_watcher(ctx, manifest),
-            )
-            if r.ok:
-                out.pull_error = out.fail = None
+        tried: list[str] = []
+        last_fail: str | None = None
+        for n, source in enumerate(s.sources()):
+            if n:  # a fallback source: its own credentials (only its entry in the file)
+                creds = _credentials(source, ctx.project)
+                if isinstance(creds, str) or (creds is not None and source.mirror_scheme == "http"):
+                    why = creds if isinstance(creds, str) else "no login over plain http://"
+                    tried.append(f"{source.source_name}: not tried ({why})")
+                    continue
+                secret = creds
+                if ctx.progress:
+                    ctx.progress(f"step {self.label}: {tried[-1]}; trying {source.source_name}")
+            outcome = self._pull_from(ctx, plan, source, state, secret, manifest, out)
+            if outcome == "done":
+                out.source = source
                 break
-            text = r.stdout + "\n" + r.stderr
-            low = text.lower()
-            if _PULL_TIMED_OUT in r.stderr:
-                out.fail = pull_timed_out(s, manifest)
+            if outcome == "stop":
                 return out
-            if login and _LOGIN_FAILED in text:
-                why = _last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
-                if not any(w in why.lower() for w in _NETWORK_ERRORS):
-                    out.fail = f"login to {login[1]} failed: {why}"
-                    return out
-                out.pull_error = f"the {where} {login[1]} is unreachable (login failed: {why})"
-            elif "no space left on device" in low:
-                root = state.info.storage_root or "the container runtime's storage root"
-                diff = plan.diff or {}
-                need, free = diff.get("needed_bytes"), state.free_bytes
-                counted = (
-                    f"; it needed more than the {format_bytes(need, binary=False)} counted on from the"
-                    f" {diff.get('size_from', 'estimate')} ({format_bytes(free, binary=False)} was free"
-                    " there before it), or the runtime's temporary download dir (podman: /var/tmp) is on"
-                    " a fuller file system"
-                    if need and free is not None
-                    else ""
-                )
-                out.fail = (
-                    f"pulling {s.pull_ref} failed with no space left on device: free space under {root}"
-                    f" and run again{counted} (not retried: a retry would download the layers again)"
-                )
-                return out
-            elif "manifest unknown" in low:
-                out.fail = (
-                    f"pulling {s.pull_ref} failed: the {where} has no such image or tag"
-                    f" ({_last_line(text, r.exit_code)}); not retried"
-                )
-                return out
+            tried.append(f"{source.source_name}: {out.fail or out.pull_error}")
+            last_fail = out.fail
+            out.fail = out.pull_error = None
+        else:
+            if len(tried) == 1:  # (one source: its own sentence, as before)
+                if last_fail:
+                    out.fail = last_fail
+                else:
+                    out.pull_error = tried[0].split(": ", 1)[1]
             else:
-                out.pull_error = _last_line(text, r.exit_code)
-            if attempt < s.retries:
-                time.sleep(delay)
-                delay *= 2
-        if out.pull_error:
+                out.pull_error = "; ".join(tried)
+                out.tried = len(tried)
             return out
+        s = out.source
         local = s.ref.canonical
         if s.mirror and s.ref.tag:
             r = run(state.command([cli, "tag", s.pull_ref, local]))
@@ -643,6 +661,75 @@ class ContainerStep(Step):
             if local == s.ref.canonical and out.image_id:
                 _record_smoke(ctx, replace(state, image_id=out.image_id), local, out)
         return out
+
+    def _pull_from(
+        self,
+        ctx: StepContext,
+        plan: Plan,
+        s: Settings,
+        state: ContainerState,
+        secret: tuple[str, shell.Secret] | None,
+        manifest: Manifest | None,
+        out: Applied,
+    ) -> str:
+        """Login + pull from one source with retries: "done", "next" (this source failed in a
+        way another may not: unreachable, no such tag there) or "stop" (out.fail says why)."""
+        run = ctx.runner.run
+        login = (secret[0], s.login_registry) if secret is not None and s.login_registry else None
+        stdin = (secret[1].reveal() + "\n").encode() if login and secret is not None else None
+        where = "mirror" if s.mirror else "registry"
+        delay = s.backoff
+        for attempt in range(s.retries + 1):
+            out.attempts += 1
+            r = run(
+                pull_command(state, s.pull_ref, login, int(s.pull_timeout)),
+                stdin=stdin,
+                timeout=s.pull_timeout + 120,  # the host stops the pull at pull_timeout itself
+                on_output=_progress_watcher(ctx, manifest),
+            )
+            if r.ok:
+                out.pull_error = out.fail = None
+                return "done"
+            text = r.stdout + "\n" + r.stderr
+            low = text.lower()
+            if _PULL_TIMED_OUT in r.stderr:
+                out.fail = pull_timed_out(s, manifest)
+                return "stop"
+            if login and _LOGIN_FAILED in text:
+                why = _last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
+                if not any(w in why.lower() for w in _NETWORK_ERRORS):
+                    out.fail = f"login to {login[1]} failed: {why}"
+                    return "stop"
+                out.pull_error = f"the {where} {login[1]} is unreachable (login failed: {why})"
+            elif "no space left on device" in low:
+                root = state.info.storage_root or "the container runtime's storage root"
+                diff = plan.diff or {}
+                need, free = diff.get("needed_bytes"), state.free_bytes
+                counted = (
+                    f"; it needed more than the {format_bytes(need, binary=False)} counted on from the"
+                    f" {diff.get('size_from', 'estimate')} ({format_bytes(free, binary=False)} was free"
+                    " there before it), or the runtime's temporary download dir (podman: /var/tmp) is on"
+                    " a fuller file system"
+                    if need and free is not None
+                    else ""
+                )
+                out.fail = (
+                    f"pulling {s.pull_ref} failed with no space left on device: free space under {root}"
+                    f" and run again{counted} (not retried: a retry would download the layers again)"
+                )
+                return "stop"
+            elif "manifest unknown" in low:
+                out.fail = (
+                    f"pulling {s.pull_ref} failed: the {where} has no such image or tag"
+                    f" ({_last_line(text, r.exit_code)}); not retried"
+                )
+                return "next"
+            else:
+                out.pull_error = _last_line(text, r.exit_code)
+            if attempt < s.retries:
+                time.sleep(delay)
+                delay *= 2
+        return "next"
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """The image must be present (with the pinned digest) and the smoke run must pass."""
@@ -666,9 +753,15 @@ class ContainerStep(Step):
                 "smoke": a.smoke,
             }
             return None
+        if a.pull_error and a.tried:
+            return (
+                f"pulling {s.ref.canonical} failed from each of its {a.tried} sources, in order"
+                f" ({a.attempts} attempts in all): {a.pull_error}"
+            )
         if a.pull_error:
             where = f" from mirror {s.mirror}" if s.mirror else ""
             return f"pulling {s.pull_ref}{where} failed after {a.attempts} attempt(s): {a.pull_error}"
+        s = a.source or s  # (the source the image came from: a fallback mirror, or none)
         if a.tag_error:
             return f"tagging {s.pull_ref} as {s.ref.canonical} failed: {a.tag_error}"
         if not a.image_id:

@@ -180,8 +180,11 @@ def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expec
 
 
 def _mirrors(ctx: StepContext) -> list[str]:
-    """The configured mirrors of nvcr.io: the host's `registry_mirror`, else the vendor's."""
-    out = [m for m in (ctx.host.vars.get("registry_mirror"),) if isinstance(m, str) and m.strip()]
+    """The configured mirrors of nvcr.io: the host's `registry_mirror` (one, or a list), else
+    the vendor's."""
+    given = ctx.host.vars.get("registry_mirror")
+    listed = given if isinstance(given, list | tuple) else [given]
+    out = [m for m in listed if isinstance(m, str) and m.strip()]
     vendor = ctx.host.vendor.registry_mirror if ctx.host.vendor else None
     if vendor:
         out.append(vendor)

@@ -25,6 +25,7 @@ tests/unit/test_teardown.py.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import hashlib
@@ -1489,18 +1490,22 @@ class TeardownFilesStep(Step):
 
 
 def _image_refs(image: str, mirror: str) -> list[str]:
-    """The image's local names: canonical, plus the mirror's copy when pulled through one."""
+    """The image's local names: canonical, plus each mirror's copy when pulled through one
+    (`mirror`: one mirror, or a list as the playbook renders it, `['a', 'b']`)."""
     if not image:
         return []
     refs = [image]
     if mirror:
         try:
-            from .container import parse_mirror, parse_ref
+            from .container import parse_mirrors, parse_ref
 
-            ref = parse_ref(image)  # (the mirror as the container step named its copy; none when malformed)
-            refs = [ref.canonical, ref.on(parse_mirror(mirror)[0])]
-        except (ImportError, StepArgsError, AttributeError):
-            pass
+            listed: object = mirror
+            if mirror.startswith("[") and mirror.endswith("]"):
+                listed = ast.literal_eval(mirror)
+            ref = parse_ref(image)  # (each mirror as the container step named its copy)
+            refs = [ref.canonical, *(ref.on(m) for m, _ in parse_mirrors(listed))]
+        except (ImportError, StepArgsError, AttributeError, ValueError, SyntaxError):
+            pass  # (a malformed mirror: the container step pulled nothing through it)
     return list(dict.fromkeys(refs))
 
 
