@@ -29,6 +29,7 @@ from conftest import REPO, Project, host_entry
 from gpuonboard import api, monitor, tunnel
 from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, parse_text_q
 from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testhosts.hosts import parent_map
 
 REAL = REPO / "tests" / "fixtures" / "real"
 IDLE_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"
@@ -429,17 +430,7 @@ def test_tensorboard_missing_on_the_host_is_one_sentence(
 
 def session_pids(host: TestHost) -> list[int]:
     """The per-connection sshd processes of a test host (children of its listening daemon)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == host.pid:
-            found.append(int(entry))
-    return found
+    return [pid for pid, parent in parent_map().items() if parent == host.pid]
 
 
 def start_tensorboard(

@@ -96,7 +96,8 @@ def _is_sshd_for(pid: int, config: Path) -> bool:
     return os.path.basename(exe).startswith("sshd") and str(config).encode() in cmdline
 
 
-def _parent_map() -> dict[int, int]:
+def parent_map() -> dict[int, int]:
+    """pid -> parent pid of every process this machine's /proc shows."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -111,7 +112,7 @@ def _parent_map() -> dict[int, int]:
 
 def _descendants(pids: set[int]) -> set[int]:
     """All descendants of ``pids`` (per-connection sshd processes and their sessions)."""
-    parents = _parent_map()
+    parents = parent_map()
     found: set[int] = set()
     frontier = set(pids)
     while frontier:
