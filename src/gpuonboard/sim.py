@@ -7,7 +7,9 @@ and the order that profile should satisfy) under the sim base directory.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -29,15 +31,73 @@ DEMO_ORDER = {
 DEMO_IMAGE = "nvcr.io/nvidia/pytorch:23.10-py3"
 
 
-def inventory_text(hosts: list[dict[str, object]], vendors_dir: Path) -> str:
-    """A native inventory for simulated hosts."""
-    doc = {
+def sim_entry(
+    name: str, address: str, port: int, key_file: str, fingerprint: str, home: Path
+) -> dict[str, Any]:
+    """A simulated host's inventory entry. A test host shares this machine's file system and runs
+    as root, so everything that would write outside the sim dir points into it: provision's
+    state, the data dir (the demo vendor's is this machine's /mnt/nvme0n1p1), autostop's dir and
+    cron dir, disk tests; and autostop's shutdown command only touches a file."""
+    return {
+        "name": name,
+        "address": address,
+        "port": port,
+        "user": "root",
+        "key_file": key_file,
+        "host_key": fingerprint,
+        "data_dir": str(home / "data"),
+        "vars": {
+            "state_dir": str(home / "home" / "gpuonboard-state"),
+            "autostop_dir": str(home / "autostop"),
+            "cron_dir": str(home / "cron.d"),
+            "autostop_shutdown_command": f"touch {home / 'shutdown-ran'}",
+            "disk_test_dir": str(home / "disk"),
+        },
+    }
+
+
+# what sim.up owns in a host's entry: rewritten each time (the host's address and key change)
+CONNECTION_KEYS = ("address", "port", "user", "key_file", "host_key")
+
+
+def merged(entry: dict[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`entry` over what the inventory already says of that host: its connection is sim.up's,
+    every other key and var the user set (an order, `train_python`) is kept."""
+    before = (old or {}).get("hosts", {}).get(entry["name"]) if old else None
+    if not isinstance(before, dict):
+        return entry
+    out = {**entry, **{k: v for k, v in before.items() if k not in CONNECTION_KEYS and k != "vars"}}
+    vars_before = before.get("vars")
+    out["vars"] = {**entry["vars"], **(vars_before if isinstance(vars_before, dict) else {})}
+    return out
+
+
+def _existing(path: Path) -> dict[str, Any] | None:
+    """The inventory sim.up wrote before (and the user may have edited), or None."""
+    if not path.exists():
+        return None
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(
+            f"{path}: cannot read it to keep your edits ({exc}); fix or delete it, then rerun"
+        ) from None
+    return doc if isinstance(doc, dict) else None
+
+
+def inventory_text(
+    hosts: list[dict[str, Any]], vendors_dir: Path, old: Mapping[str, Any] | None = None
+) -> str:
+    """A native inventory for simulated hosts (`old`'s top-level keys, e.g. an edited order in
+    `defaults`, are kept)."""
+    doc: dict[str, Any] = {
         "vendors_dir": str(vendors_dir),
         # the demo box's driver (535.54.03) runs NGC PyTorch 23.10 natively; 24.08 would need
         # 560+, or 535.86+ through forward compatibility (see `invoke check` on it)
         "defaults": {"vendor": "demo-idc", "order": DEMO_ORDER, "vars": {"container_image": DEMO_IMAGE}},
-        "hosts": {str(h.pop("name")): h for h in hosts},
     }
+    doc.update({k: v for k, v in (old or {}).items() if k != "hosts"})
+    doc["hosts"] = {str(h.pop("name")): h for h in hosts}
     return "# written by `invoke sim.up`; simulated rented servers on loopback\n" + yaml.safe_dump(
         doc, sort_keys=False
     )
@@ -61,23 +121,16 @@ def up(base: Path, name: str, profile: str) -> int:
             pool.add(name, profile)
         except ProfileError as exc:
             raise UsageError(f"unknown or broken hardware profile {profile!r}: {exc}") from None
-    entries = [
-        {
-            "name": h.name,
-            "address": h.address,
-            "port": h.port,
-            "user": "root",
-            "key_file": str(pool.client_key),
-            "host_key": h.fingerprint,
-            # test hosts share this machine's filesystem: keep what provision writes in the sim dir
-            "vars": {"state_dir": str(h.dir / "home" / "gpuonboard-state")},
-        }
-        for h in pool.hosts.values()
-    ]
     inv_dir = base / "inventory"
     inv_dir.mkdir(parents=True, exist_ok=True)
     vendors = Path(__file__).resolve().parents[2] / "inventory" / "vendors"
-    (inv_dir / "hosts.yml").write_text(inventory_text(entries, vendors))
+    path = inv_dir / "hosts.yml"
+    old = _existing(path)
+    entries = [
+        merged(sim_entry(h.name, h.address, h.port, str(pool.client_key), h.fingerprint, h.dir), old)
+        for h in pool.hosts.values()
+    ]
+    (inv_dir / "hosts.yml").write_text(inventory_text(entries, vendors, old))
     pool.write_state()
     print(
         f"simulated server {name!r} ({profile}) up at {pool.hosts[name].address}:{pool.hosts[name].port};"

@@ -1,0 +1,54 @@
+"""`sim.up` (the demo's simulated server): a test host shares this machine's file system and
+runs as root, so its inventory points every place gpuonboard writes into the sim dir (data dir,
+autostop and cron dirs, disk tests; the shutdown command only touches a file), and a second
+sim.up keeps what the user edited in that inventory (it rewrote the file before)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import Project
+from test_autostop import cron_daemon
+
+__all__ = ["cron_daemon"]  # the fixture, used by name
+
+
+def _hosts(base: Path) -> dict[str, Any]:
+    return yaml.safe_load((base / "inventory" / "hosts.yml").read_text())
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_sim_up_keeps_edits_and_writes_nothing_outside_its_dir(project: Project, tmp_path: Path) -> None:
+    base = tmp_path / "sim"
+    try:
+        r = project.cli("sim.up", "--base", str(base), "--name", "s1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = _hosts(base)
+        s1 = doc["hosts"]["s1"]
+        home = base.resolve()
+        for value in [s1["data_dir"], *s1["vars"].values()]:
+            assert str(home) in str(value), s1  # (inside the sim dir, never /etc/cron.d, /mnt/...)
+        assert s1["vars"]["autostop_shutdown_command"].startswith("touch ")
+        # the user's edits: a var, the order of another profile, a default
+        s1["vars"]["train_python"] = "/opt/py/bin/python"
+        s1["order"] = {"gpu_model": "H200", "gpu_count": 1}
+        doc["defaults"]["vars"]["container_image"] = "nvcr.io/nvidia/pytorch:24.08-py3"
+        (base / "inventory" / "hosts.yml").write_text(yaml.safe_dump(doc))
+        r = project.cli("sim.up", "--base", str(base), "--name", "s2", "--profile", "h200-1gpu")
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = _hosts(base)
+        assert set(doc["hosts"]) == {"s1", "s2"}
+        assert doc["hosts"]["s1"]["vars"]["train_python"] == "/opt/py/bin/python"
+        assert doc["hosts"]["s1"]["order"] == {"gpu_model": "H200", "gpu_count": 1}
+        assert doc["defaults"]["vars"]["container_image"] == "nvcr.io/nvidia/pytorch:24.08-py3"
+        # autostop against it plans in the sim dir, not this machine's /etc/cron.d
+        inv = str(base / "inventory")
+        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--idle", "30m", "--check")
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = project.summary()["hosts"][0]["steps"][0]["msg"]
+        assert f"{home}/hosts/s1/cron.d/" in msg and "/etc/cron.d" not in msg, msg
+    finally:
+        project.cli("sim.down", "--base", str(base))
