@@ -62,6 +62,7 @@ def _stop_cleanly_on_term() -> None:
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
+    _refuse_empty_values()
     _printable_names()
     _stop_cleanly_on_term()
     if debug:
@@ -91,8 +92,37 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         raise Exit(code=code)
 
 
+def empty_values(argv: list[str]) -> list[str]:
+    """Pure: the flags of a command line given an empty (or blank) value: `--dest ""`,
+    `--results=$UNSET`. (--host/--group/--limit have their own sentence, in api.selection.)"""
+    found = []
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if not flag.startswith("--") or flag in ("--host", "--group", "--limit"):
+            continue
+        if not eq:  # `--flag VALUE`: the next word, when there is one
+            value = argv[i + 1] if i + 1 < len(argv) else "x"
+        if not value.strip():
+            found.append(flag)
+    return found
+
+
+def _refuse_empty_values() -> None:
+    """A flag given empty (an unset shell variable) was read as "not given": `teardown
+    --results ""` then pulled nothing and went on to delete, `sync --dest ""` sent to the default
+    dir. Exit 2 instead, naming the flag."""
+    empty = empty_values(sys.argv[1:])
+    if empty:
+        raise Exit(
+            f"error: {empty[0]} was given an empty value (an unset shell variable?); give it a value,"
+            " or leave it out.",
+            code=int(ExitCode.USAGE),
+        )
+
+
 def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     """Selection and settings from a task's common flags (pass the task's `locals()`)."""
+    _refuse_empty_values()
     # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
     # the cyclic collector's way, whose full passes would walk it again and again later
     gc.freeze()
