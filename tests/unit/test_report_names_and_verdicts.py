@@ -99,7 +99,12 @@ def test_safe_name_is_injective_and_keeps_safe_names() -> None:
 
 def _summary(run: Path, host: str) -> None:
     run.mkdir(parents=True)
-    doc = {"schema": "gpuonboard.summary/1", "run_id": run.name, "hosts": [{"name": host, "rules": []}]}
+    steps = [{"step": "acceptance", "status": "ok"}]
+    doc = {
+        "schema": "gpuonboard.summary/1",
+        "run_id": run.name,
+        "hosts": [{"name": host, "rules": [], "steps": steps}],
+    }
     (run / "summary.json").write_text(json.dumps(doc), encoding="utf-8")
 
 

@@ -313,3 +313,25 @@ def test_a_project_report_template_cannot_run_code_here(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=want):
         render.report(tmp_path / "reports", "20261129-000000-aaaa", "md", tmp_path)
     assert not marker.exists()
+
+
+def test_report_and_compare_take_the_newest_run_that_judged_the_box(tmp_path: Path) -> None:
+    """`invoke report` without --run, and --compare, read the newest run whose acceptance step
+    ran: a `sync` or `teardown` run after `check` judged no box (its report said NO-GO, "no
+    acceptance rule was evaluated", and --compare showed no GPUs)."""
+    import os
+
+    _run(tmp_path, [_host("gpu-1", "pass", "8")], "20261129-000000-aaaa")
+    later = _host("gpu-1", "pass", "8")
+    later["rules"], later["facts"] = [], {}
+    later["steps"] = [{"step": "dataset", "status": "changed", "msg": "sent", "checks": []}]
+    newer = _run(tmp_path, [later], "20261129-000100-bbbb")
+    os.utime(newer / "summary.json", (2_000_000_000, 2_000_000_000))
+    (tmp_path / "reports" / "latest").symlink_to("20261129-000100-bbbb")
+    out, _, go = render.report(tmp_path / "reports", None, "md", REPO)
+    assert out.parent.name == "20261129-000000-aaaa" and go
+    _, _, rows = render.compare(tmp_path / "reports", [], "md", REPO)
+    assert [(r["host"], r["run"]) for r in rows] == [("gpu-1", "20261129-000000-aaaa")]
+    # named, the sync run is still reported
+    out, _, go = render.report(tmp_path / "reports", "20261129-000100-bbbb", "md", REPO)
+    assert out.parent.name == "20261129-000100-bbbb" and not go

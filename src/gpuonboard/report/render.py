@@ -93,14 +93,46 @@ def sha256_bytes(data: bytes) -> str:
 # ---------------------------------------------------------------- loading
 
 
+def judged(host: dict[str, Any]) -> bool:
+    """Whether a host record of summary.json holds an acceptance verdict (its `acceptance` step
+    ran): a `sync`, `autostop` or `teardown` run judges no box."""
+    steps = host.get("steps") if isinstance(host, dict) else None
+    return any(
+        isinstance(st, dict)
+        and st.get("step") == "acceptance"
+        and st.get("status") in ("ok", "changed", "failed")
+        for st in steps or []
+    )
+
+
+def newest_acceptance_run(reports_dir: Path) -> str | None:
+    """The newest run under reports_dir whose summary.json judged a box, or None."""
+    paths = sorted(
+        (p for p in reports_dir.glob("*/summary.json") if not p.parent.is_symlink()),
+        key=lambda p: (p.stat().st_mtime, p.parent.name),
+        reverse=True,
+    )
+    for p in paths:
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and any(judged(h) for h in doc.get("hosts") or []):
+            return p.parent.name
+    return None
+
+
 def run_dir(reports_dir: Path, run: str | None) -> Path:
-    """reports/<run>/ (default `latest`), which must hold summary.json."""
-    name = run or "latest"
+    """reports/<run>/ (default: the newest run that judged a box, else `latest`), which must
+    hold summary.json."""
+    name = run or newest_acceptance_run(reports_dir) or "latest"
     if "/" in name or name in ("", ".", ".."):
         raise UsageError(f"--run {name!r} is not a run id like 20261129-175134-c38a.")
     path = reports_dir / name
     if not (path / "summary.json").is_file():
-        runs = sorted(p.name for p in reports_dir.glob("*/summary.json") for p in [p.parent])
+        runs = sorted(
+            p.name for p in reports_dir.glob("*/summary.json") for p in [p.parent] if not p.is_symlink()
+        )
         hint = f"; known runs: {', '.join(runs[-5:])}" if runs else "; run `invoke provision` first"
         raise UsageError(f"no summary.json in {path}{hint}.")
     return path
@@ -623,9 +655,13 @@ def compare(
         paths = [p for p in sorted(reports_dir.glob("*/summary.json")) if not p.parent.is_symlink()]
         for run_id, doc in _readable_runs(paths, warnings):
             for h in doc.get("hosts") or []:
-                newest[str(h.get("name"))] = (run_id, {**doc, "hosts": [h]})
+                if judged(h):  # (a later sync or teardown of the host judged nothing)
+                    newest[str(h.get("name"))] = (run_id, {**doc, "hosts": [h]})
         if not newest:
-            raise UsageError(f"no summary.json under {reports_dir}; run `invoke provision` first.")
+            raise UsageError(
+                f"no run under {reports_dir} judged a box (its acceptance step ran); run `invoke check`"
+                " or `invoke provision` first."
+            )
         docs = sorted(newest.values(), key=lambda d: str(d[1]["hosts"][0].get("name")))
     rows = compare_rows(docs)
     note = (
