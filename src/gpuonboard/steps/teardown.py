@@ -1383,8 +1383,10 @@ class TeardownFilesStep(Step):
             n = len(others)
             shown = _names([repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)])
             note = (
-                f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that no gpuonboard"
-                f" upload made and no pull took ({shown}): pull or delete them yourself, or set"
+                f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown cannot"
+                " tell for gpuonboard's uploads (it knows vars.dataset's copy and marked ones; a plain"
+                f" `sync --dataset` copy of another dataset carries no mark) nor pulled ({shown}): pull or"
+                " delete them yourself, or set"
                 " vars.dataset_dir to a dir teardown should remove whole"
             )
         return ours, note, None
