@@ -697,7 +697,7 @@ def prove(
     debug: bool = False,
     connect_retries: int = 2,
 ) -> None:
-    """Prove the box trains: smoke training, all-reduce benchmark, checkpoint disk speed."""
+    """Prove the box trains: smoke training, all-reduce, checkpoint disk speed, GPU benchmark, network."""
     sel, settings = _common(locals())
     _guard(lambda: api.provision(sel, settings, "prove"), debug)
 
