@@ -284,6 +284,7 @@ def tensorboard(
     started: int | None = None
     log = ""
     forward: Forwarder | None = None
+    announced = False
     try:
         if remote_port_open(runner, "127.0.0.1", port):
             print(f"{host.name}: something already listens on 127.0.0.1:{port}; using it.", flush=True)
@@ -299,6 +300,7 @@ def tensorboard(
                     + " (is `tensorboard` installed for the host's python3?)."
                 )
             print(f"{host.name}: started TensorBoard (pid {started}) on logdir {logdir}.", flush=True)
+            announced = True
         if isinstance(runner, SSHRunner):
             want = port if local_port is None else local_port
             try:
@@ -329,7 +331,8 @@ def tensorboard(
         if started is not None:
             # (its log said what TensorBoard printed: shown on failure, removed with it)
             if stop_started(runner, lambda: connect(host), started, log, TENSORBOARD_MARK):
-                print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
+                if announced:  # (one that never came up was not "started": nothing to say)
+                    print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
             else:  # never claim a stop that did not happen: it keeps a port and memory on the box
                 print(
                     f"warning: host {host.name}: could not stop the TensorBoard this command started"

@@ -425,6 +425,7 @@ def test_tensorboard_missing_on_the_host_is_one_sentence(
         " (is `tensorboard` installed for the host's python3?)."
     ), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "stopped TensorBoard" not in r.stdout, r.stdout  # (it never came up: nothing was stopped)
     assert_nothing_left(h)
 
 
