@@ -106,6 +106,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "r_status": "host status {status}: {msg}",
         "r_rule": "rule {name} failed: expected {expected}, got {actual}",
         "r_bench": "benchmark {name} out of range: {value} {unit}",
+        "r_step": "step {name} failed: {msg}",
         "r_no_rules": "no acceptance rule was evaluated",
         # vendor number checks
         "w_licence": "vendor licence {value!r} does not look like a value-added telecom licence number"
@@ -208,6 +209,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "r_status": "主机状态 {status}：{msg}",
         "r_rule": "规则 {name} 不通过：期望 {expected}，实际 {actual}",
         "r_bench": "基准测试 {name} 超出范围：{value} {unit}",
+        "r_step": "步骤 {name} 失败：{msg}",
         "r_no_rules": "没有评估任何验收规则",
         "w_licence": "供应商许可证号 {value!r} 不像增值电信业务经营许可证编号（例如 {example}）；"
         "请在 https://tsm.miit.gov.cn 核实",

@@ -335,3 +335,31 @@ def test_report_and_compare_take_the_newest_run_that_judged_the_box(tmp_path: Pa
     # named, the sync run is still reported
     out, _, go = render.report(tmp_path / "reports", "20261129-000100-bbbb", "md", REPO)
     assert out.parent.name == "20261129-000100-bbbb" and not go
+
+
+def test_a_failed_step_no_rule_explains_is_named_in_the_verdict() -> None:
+    """prove's disk_speed that could not read the free space failed without a rule of its own,
+    after another failed step: the verdict line and the report's reasons name it and why."""
+    why = "cannot read the free space in /data: df -Pk printed '202G', not a number of KiB"
+    host = {
+        "status": "failed",
+        "msg": "step smoke_train: training ran on the CPU",
+        "rules": [{"name": "training_device", "verdict": "fail", "expected": "cuda", "actual": "cpu"}],
+        "steps": [
+            {
+                "step": "smoke_train",
+                "status": "failed",
+                "msg": "training ran on the CPU",
+                "checks": [
+                    {"name": "training_device", "verdict": "fail", "expected": "cuda", "actual": "cpu"}
+                ],
+            },
+            {"step": "disk_speed", "status": "failed", "msg": why, "checks": []},
+            {"step": "network", "status": "ok", "msg": "ok", "checks": []},
+        ],
+    }
+    go, rest = render.host_headline(host)
+    assert not go and rest == f", failed: training_device, step disk_speed ({why})", rest
+    _, reasons = render.host_verdict(host)
+    assert f"step disk_speed failed: {why}" in reasons
+    assert not any("smoke_train failed" in r for r in reasons)  # (the host's message names it)

@@ -231,6 +231,7 @@ def host_verdict(host: dict[str, Any], lang: str = "en") -> tuple[bool, list[str
             reasons.append(
                 t("r_bench", lang, name=b.get("name"), value=b.get("value"), unit=b.get("unit", ""))
             )
+    reasons += [t("r_step", lang, name=name, msg=msg) for name, msg in _failed_steps(host)]
     if host.get("status") != "unreachable" and not host.get("rules"):
         reasons.append(t("r_no_rules", lang))
     return not reasons, reasons
@@ -339,6 +340,22 @@ def warn_suffix(names: Sequence[str], lang: str = "en") -> str:
     return t(key, lang, n=len(names), items=", ".join(names))
 
 
+def _failed_steps(host: dict[str, Any]) -> list[tuple[str, str]]:
+    """(step, message) of each failed step that no failed rule of its own explains, other than
+    the one the host's own message names (prove's disk_speed that could not read the free
+    space: no rule says so, and only the first failed step is the host's message)."""
+    out = []
+    for st in host.get("steps") or []:
+        if not isinstance(st, dict) or st.get("status") != "failed":
+            continue
+        if any(c.get("verdict") == "fail" for c in st.get("checks") or [] if isinstance(c, dict)):
+            continue
+        name, msg = str(st.get("step")), str(st.get("msg") or "")
+        if str(host.get("msg") or "") != f"step {name}: {msg}":
+            out.append((name, msg))
+    return out
+
+
 def host_headline(host: dict[str, Any], lang: str = "en") -> tuple[bool, str]:
     """One host's verdict (`host_verdict`) and the words after its GO / NO-GO word: the warned
     checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed rules of a
@@ -348,6 +365,7 @@ def host_headline(host: dict[str, Any], lang: str = "en") -> tuple[bool, str]:
         return True, warn_suffix([w["name"] for w in warned_checks(host)], lang)
     failed = [str(r.get("name")) for r in host.get("rules") or [] if r.get("verdict") == "fail"]
     failed += [str(b.get("name")) for b in host.get("benchmarks") or [] if b.get("verdict") == "fail"]
+    failed += [f"step {name} ({msg})" for name, msg in _failed_steps(host)]
     if failed:
         return False, t("nogo_failed", lang, items=", ".join(failed))
     return False, t("nogo_reasons", lang, items="; ".join(reasons))

@@ -103,7 +103,8 @@ def verdict_line(r: HostResult, lang: str = "en") -> str:
     from .jsonfile import host_rules
     from .render import host_headline
 
-    go, rest = host_headline({"status": r.status, "msg": r.msg, "rules": host_rules(r)}, lang)
+    steps = [s.to_json() for s in r.steps]
+    go, rest = host_headline({"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": steps}, lang)
     word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
     return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
 
