@@ -130,10 +130,14 @@ def provision(
     return execute(inv, hosts, book, settings, check=check, only=only, skip=skip, resume=resume)
 
 
-def print_step_lines(results: Sequence[HostResult], con: Any) -> None:
-    """One line per host and step (for commands whose steps are not acceptance rules)."""
+def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bool = False) -> None:
+    """One line per host and step (for commands whose steps are not acceptance rules; with
+    `without_checks`, of the steps that ran and whose rules are not in a table: what a
+    `template` step wrote, or a teardown's `files` step would remove)."""
     for r in results:
         for step in r.steps:
+            if without_checks and (step.checks or step.status == "skipped"):
+                continue
             con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
 
 
@@ -213,6 +217,8 @@ def execute(
         con = terminal.console()
         if show is not None:
             show(results, con)
+        else:  # (the acceptance tables show the rules: this says what the other steps did)
+            print_step_lines(results, con, without_checks=True)
         terminal.print_results(results, con, rules=show is None, lang=settings.lang)
         con.print(f"reports: {out_dir}  log: {log.path}")
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven

@@ -78,3 +78,14 @@ def test_only_gpuonboards_uploads_leave_the_data_dir(
     assert r.returncode == 0, r.stdout + r.stderr
     files = steps(project)["files"]
     assert files["status"] == "ok" and "left on the host: 4 entries" in files["msg"], files
+
+
+def test_provision_says_what_a_step_without_rules_would_do(
+    project: Project, pool: TestHostPool, remote: dict[str, Path]
+) -> None:
+    """`provision --playbook teardown --only files --check`: the step's sentence (which paths it
+    would remove) is on the terminal, as `invoke teardown` prints it, not only in the recap."""
+    inventory(project, pool, remote)
+    r = project.cli("provision", "--host", "teardown", "--playbook", "teardown", "--only", "files", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"teardown: files: changed: would remove {remote['dataset']}, " in r.stdout, r.stdout
