@@ -101,10 +101,13 @@ def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
             )
         text = data.decode("utf-8", errors="replace")
         kind = detect_kind(text)
+        if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
+            kind = "nproc"  # (a bare number: known by its file name only)
         if kind is None:
             raise UsageError(
                 f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-                " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release or nvcc --version)."
+                " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release, nvcc --version, or"
+                " nproc in a file named nproc*)."
             )
         if kind in raw:
             raise UsageError(

@@ -55,7 +55,8 @@ def test_nvidia_smi_that_failed_fails_without_an_order(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stdout + r.stderr
     rule = {c["name"]: c for c in json.loads(r.stdout)["rules"]}["nvidia_driver"]
     assert rule["verdict"] == "fail"
-    assert rule["actual"].startswith("nvidia-smi answered but listed no GPU")
+    # the driver's own words, not "answered but listed no GPU"
+    assert rule["actual"].startswith("nvidia-smi failed (NVIDIA-SMI has failed because it couldn't"), rule
     # a good output gets the same rule, passing
     ok = cli(tmp_path, str(H200_XML), "--json")
     assert ok.returncode == 0, ok.stderr
@@ -138,3 +139,14 @@ def test_facts_json_to_a_reader_that_left_exits_141_quietly(tmp_path: Path) -> N
     finally:
         os.close(write_end)
     assert (r.returncode, r.stderr.decode()) == (141, "")
+
+
+def test_a_saved_nproc_is_read_by_its_file_name(tmp_path: Path) -> None:
+    """`nproc` (what the live probe reads for the cores the login may use) prints a bare number:
+    a file named nproc* is that; it made the whole directory an input error."""
+    (tmp_path / "nproc.txt").write_text("12\n")
+    r = cli(tmp_path, str(tmp_path / "nproc.txt"), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    assert json.loads(r.stdout)["facts"]["nproc"] == 12
+    (tmp_path / "count.txt").write_text("12\n")  # (a bare number under another name: no telling)
+    assert cli(tmp_path, str(tmp_path / "count.txt")).returncode == 2

@@ -315,7 +315,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         raw = facts.raw["nvidia_smi"]
         if raw.exit_code == TIMED_OUT:
             return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
-        if raw.exit_code == 0 and facts.gpu is not None:
+        failed_words = "NVIDIA-SMI has failed" in raw.stdout or "couldn't communicate" in raw.stdout
+        if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
