@@ -363,3 +363,11 @@ def test_a_failed_step_no_rule_explains_is_named_in_the_verdict() -> None:
     _, reasons = render.host_verdict(host)
     assert f"step disk_speed failed: {why}" in reasons
     assert not any("smoke_train failed" in r for r in reasons)  # (the host's message names it)
+
+
+def test_compare_shows_ram_in_binary_units_as_everywhere_else(tmp_path: Path) -> None:
+    host = _host("gpu-1", "pass", "8")
+    host["facts"]["ram_bytes"] = 135_162_146_816  # what `free -b` says of a 126 GiB box
+    _run(tmp_path, [host])
+    _, _, rows = render.compare(tmp_path / "reports", [], "md", REPO)
+    assert rows[0]["ram"] == "125.9 GiB", rows[0]

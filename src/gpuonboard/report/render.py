@@ -614,7 +614,8 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
                     "gpus": f"{gpus} x {facts.get('gpu_model') or '-'}" if gpus else "none",
                     "interconnect": facts.get("interconnect") or "-",
                     "cpu_cores": facts.get("cpu_cores") or "-",
-                    "ram": format_bytes(facts["ram_bytes"], binary=False) if facts.get("ram_bytes") else "-",
+                    # (binary, as every other RAM figure of the tool: free, the order's rule)
+                    "ram": format_bytes(facts["ram_bytes"], binary=True) if facts.get("ram_bytes") else "-",
                     "driver": facts.get("driver_version") or "-",
                     "price": "-"
                     if rate is None
