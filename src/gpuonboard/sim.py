@@ -7,6 +7,9 @@ and the order that profile should satisfy) under the sim base directory.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -132,11 +135,46 @@ def up(base: Path, name: str, profile: str) -> int:
     ]
     (inv_dir / "hosts.yml").write_text(inventory_text(entries, vendors, old))
     pool.write_state()
+    for h in pool.hosts.values():
+        forget_old_key(Path.cwd() / ".gpuonboard" / "known_hosts", h.address, h.port, h.fingerprint)
     print(
         f"simulated server {name!r} ({profile}) up at {pool.hosts[name].address}:{pool.hosts[name].port};"
         f" inventory: {inv_dir}"
     )
     return 0
+
+
+def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str) -> bool:
+    """Drop the project's recorded keys of a loopback address a simulated server now answers on
+    with a new key (an earlier one, stopped by sim.down, had it): its own inventory pins the new
+    key, and the old line made every command refuse it as a changed key (exit 4). Only plain
+    lines naming just that address; True when one went."""
+    from .connection import known_hosts_name
+
+    if not address.startswith("127.") or not known_hosts.is_file():
+        return False
+    name = known_hosts_name(address, port)
+    lines = known_hosts.read_text().splitlines(keepends=True)
+
+    def stale(line: str) -> bool:
+        fields = line.split()
+        if len(fields) < 3 or fields[0] != name:
+            return False
+        try:
+            blob = base64.b64decode(fields[2])
+        except ValueError:
+            return True
+        return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=") != fingerprint
+
+    keep = [ln for ln in lines if not stale(ln)]
+    if len(keep) == len(lines):
+        return False
+    tmp = known_hosts.with_name(known_hosts.name + ".sim")
+    tmp.write_text("".join(keep))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, known_hosts)
+    print(f"forgot the recorded host key of {name} (an earlier simulated server there); now {fingerprint}")
+    return True
 
 
 def down(base: Path) -> int:

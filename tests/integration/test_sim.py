@@ -52,3 +52,31 @@ def test_sim_up_keeps_edits_and_writes_nothing_outside_its_dir(project: Project,
         assert f"{home}/hosts/s1/cron.d/" in msg and "/etc/cron.d" not in msg, msg
     finally:
         project.cli("sim.down", "--base", str(base))
+
+
+def test_a_new_sim_host_on_an_old_ones_address_is_not_refused(project: Project, tmp_path: Path) -> None:
+    """sim.down, then sim.up: the new host gets the old one's loopback address with a new key.
+    Its inventory pins the new key; the project's recorded old key made every command refuse it
+    as changed (exit 4). sim.up forgets that old line (only a loopback address's, only when the
+    key differs)."""
+    base = tmp_path / "sim"
+    inv = str(base / "inventory")
+    try:
+        assert project.cli("sim.up", "--base", str(base), "--name", "s1").returncode == 0
+        first = _hosts(base)["hosts"]["s1"]
+        assert project.cli("check", "--host", "s1", "--inventory", inv).returncode in (0, 1)
+        known = project.root / ".gpuonboard" / "known_hosts"
+        assert first["address"] in known.read_text()
+        assert project.cli("sim.down", "--base", str(base)).returncode == 0
+        r = project.cli("sim.up", "--base", str(base), "--name", "s2")  # (another server: its own key)
+        assert r.returncode == 0, r.stdout + r.stderr
+        second = _hosts(base)["hosts"]["s2"]
+        assert second["address"] == first["address"] and second["host_key"] != first["host_key"]
+        assert "forgot the recorded host key of" in r.stdout
+        r = project.cli("check", "--host", "s2", "--inventory", inv)
+        assert r.returncode in (0, 1), r.stdout + r.stderr  # (not 4: a changed key)
+        # the same server started again (same key): nothing forgotten
+        r = project.cli("sim.up", "--base", str(base), "--name", "s2")
+        assert r.returncode == 0 and "forgot" not in r.stdout, r.stdout
+    finally:
+        project.cli("sim.down", "--base", str(base))
