@@ -73,4 +73,7 @@ def test_a_blank_shutdown_command_var_is_refused(tmp_path: Path) -> None:
 def test_a_blank_shutdown_command_flag_is_a_usage_error(tmp_path: Path) -> None:
     r = autostop(tmp_path, "autostop_cron: auto", "--shutdown-command", " ")
     assert r.returncode == 2, r.stdout + r.stderr
-    assert r.stderr == "error: autostop: --shutdown-command must be a command, not blank.\n"
+    assert r.stderr == (
+        "error: --shutdown-command was given an empty value (an unset shell variable?); give it a"
+        " value, or leave it out.\n"
+    )
