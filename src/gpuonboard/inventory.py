@@ -114,7 +114,7 @@ class Vendor:
     licence: str | None = None
     icp: str | None = None
     data_dir: str | None = None
-    registry_mirror: str | None = None
+    registry_mirror: str | tuple[str, ...] | None = None  # one mirror, or several tried in order
     billing: Billing = field(default_factory=Billing)
     shutdown_command: str = "shutdown -h now"
     source: str = ""
@@ -795,6 +795,17 @@ def load_vendor(path: Path) -> Vendor:
             )
         return str(v)
 
+    def mirrors(key: str) -> str | tuple[str, ...] | None:
+        v = data.get(key)
+        if isinstance(v, list):
+            if not v or not all(isinstance(m, str) and m.strip() for m in v):
+                raise InventoryError(
+                    f"{where(path, data, key)}: vendor {path.stem!r} field {key!r} must be a mirror or a"
+                    " list of mirrors (texts), tried in order."
+                )
+            return tuple(v)
+        return text(key)
+
     # The host-settings layer this profile contributes; it keeps line numbers so a bad value
     # is reported at its line in this file.
     layer = LineDict()
@@ -839,7 +850,7 @@ def load_vendor(path: Path) -> Vendor:
         licence=text("licence"),
         icp=text("icp"),
         data_dir=text("data_dir"),
-        registry_mirror=text("registry_mirror"),
+        registry_mirror=mirrors("registry_mirror"),
         billing=Billing(
             unit=unit,
             rate=rates["rate"],

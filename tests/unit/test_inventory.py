@@ -491,3 +491,28 @@ def test_shipped_example_inventory_loads() -> None:
     assert (sh.user, sh.port, sh.vendor_name) == ("ubuntu", 2222, "Shanghai GPU Cloud")  # vendor > defaults
     assert sh.order.gpu_count == 1 and sh.order.interconnect is None
     assert names(inv.select(group="wuhan", limit="!wuhan-bastion")) == ["wuhan-a100-1", "wuhan-a100-2"]
+
+
+def test_a_vendor_may_offer_several_mirrors_tried_in_order(tmp_path: Path) -> None:
+    """A vendor profile's `registry_mirror` may be a list (the container step tries each in
+    turn); anything else in a list is an input error naming its line."""
+    from gpuonboard.steps.container import ContainerStep
+
+    inv_dir = write(
+        tmp_path / "inv",
+        {
+            "hosts.yml": "vendors_dir: profiles\nhosts:\n  gpu-1: {address: 10.0.0.1, vendor: acme}\n",
+            "profiles/acme.yml": "name: ACME\nregistry_mirror:\n  - https://a.acme.cn/\n  - b.acme.cn:5000\n",
+        },
+    )
+    [host] = inventory.load(inv_dir).select([])
+    assert host.vendor is not None and host.vendor.registry_mirror == ("https://a.acme.cn/", "b.acme.cn:5000")
+    s = ContainerStep({}).settings(host.vars, host.vendor.registry_mirror)
+    assert [x.source_name for x in s.sources()] == ["mirror a.acme.cn", "mirror b.acme.cn:5000"]
+    (inv_dir / "profiles" / "acme.yml").write_text("name: ACME\nregistry_mirror: [a.acme.cn, 5]\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(inv_dir)
+    assert str(info.value).startswith(
+        f"{(inv_dir / 'profiles' / 'acme.yml').resolve()}, line 2: vendor 'acme'"
+    )
+    assert "a mirror or a list of mirrors" in str(info.value)

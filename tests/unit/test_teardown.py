@@ -317,6 +317,10 @@ def test_image_refs_name_the_mirror_copy_as_the_container_step_tagged_it() -> No
     assert _image_refs(image, "https://robot:pw@harbor.cn") == [image]
     assert _image_refs(image, "") == [image]
     # a list of mirrors, as the playbook renders it: each one's copy
+    assert _image_refs(image, "('a.example.cn', 'b.example.cn:5000')")[1:] == [  # (a vendor's)
+        "a.example.cn/nvidia/pytorch:24.08-py3",
+        "b.example.cn:5000/nvidia/pytorch:24.08-py3",
+    ]
     assert _image_refs(image, "['https://a.example.cn/', 'b.example.cn:5000']") == [
         image,
         "a.example.cn/nvidia/pytorch:24.08-py3",

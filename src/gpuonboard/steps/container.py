@@ -483,7 +483,7 @@ class ContainerStep(Step):
         ),
     }
 
-    def settings(self, host_vars: Mapping[str, Any], vendor_mirror: str | None) -> Settings:
+    def settings(self, host_vars: Mapping[str, Any], vendor_mirror: str | tuple[str, ...] | None) -> Settings:
         """Resolve every setting; a bad value raises StepArgsError naming it."""
 
         def get(key: str, default: Any = None) -> Any:

@@ -186,8 +186,7 @@ def _mirrors(ctx: StepContext) -> list[str]:
     listed = given if isinstance(given, list | tuple) else [given]
     out = [m for m in listed if isinstance(m, str) and m.strip()]
     vendor = ctx.host.vendor.registry_mirror if ctx.host.vendor else None
-    if vendor:
-        out.append(vendor)
+    out += [vendor] if isinstance(vendor, str) else list(vendor or ())
     return out
 
 

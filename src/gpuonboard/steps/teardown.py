@@ -1502,7 +1502,7 @@ def _image_refs(image: str, mirror: str) -> list[str]:
             from .container import parse_mirrors, parse_ref
 
             listed: object = mirror
-            if mirror.startswith("[") and mirror.endswith("]"):
+            if mirror[:1] + mirror[-1:] in ("[]", "()"):  # (a host's list, a vendor's tuple)
                 listed = ast.literal_eval(mirror)
             ref = parse_ref(image)  # (each mirror as the container step named its copy)
             refs = [ref.canonical, *(ref.on(m) for m, _ in parse_mirrors(listed))]
