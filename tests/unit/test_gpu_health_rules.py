@@ -234,7 +234,7 @@ def test_no_driver_fails_as_nothing_checked() -> None:
 
 def test_idle_4090_link_downshift_is_a_warning_not_a_failure() -> None:
     v = verdicts(REAL / "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml")
-    assert v["pcie_link"] == ("warn", "GPU 0 Gen1 of Gen3")
+    assert v["pcie_link"] == ("warn", "GPU 0 in a Gen3 slot (the card is Gen4); GPU 0 Gen1 of Gen3")
     assert v["ecc_mode"][0] == "pass" and v["ecc_uncorrectable"][0] == "pass"
 
 

@@ -53,7 +53,11 @@ class GpuInfo:
     ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
     persistence_mode: str | None = None  # "Enabled" / "Disabled"
     pcie_gen_current: int | None = None
-    pcie_gen_max: int | None = None
+    pcie_gen_max: int | None = None  # the link's max: the lower of the card's and the host slot's
+    # the card's own max and the host slot's (R520+ `-q -x` / `-q`; None when N/A or not reported):
+    # a Gen4 card in a Gen3 slot has pcie_gen_max 3, and only these two tell it
+    pcie_gen_device_max: int | None = None
+    pcie_gen_host_max: int | None = None
     pcie_width_current: int | None = None
     pcie_width_max: int | None = None
     temperature_c: int | None = None
@@ -492,6 +496,8 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
         pcie_gen_current=_int(_xml_text(link, "pcie_gen/current_link_gen")),
         pcie_gen_max=_int(_xml_text(link, "pcie_gen/max_link_gen")),
+        pcie_gen_device_max=_int(_xml_text(link, "pcie_gen/max_device_link_gen")),
+        pcie_gen_host_max=_int(_xml_text(link, "pcie_gen/max_host_link_gen")),
         pcie_width_current=_int(_xml_text(link, "link_widths/current_link_width")),
         pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
         temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
@@ -1012,6 +1018,8 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
         pcie_gen_current=_int(_tree_get(section, *link, "PCIe Generation", "Current")),
         pcie_gen_max=_int(_tree_get(section, *link, "PCIe Generation", "Max")),
+        pcie_gen_device_max=_int(_tree_get(section, *link, "PCIe Generation", "Device Max")),
+        pcie_gen_host_max=_int(_tree_get(section, *link, "PCIe Generation", "Host Max")),
         pcie_width_current=_int(_tree_get(section, *link, "Link Width", "Current")),
         pcie_width_max=_int(_tree_get(section, *link, "Link Width", "Max")),
         temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),

@@ -415,6 +415,13 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
     if n > order.gpu_count:
         detail = detail or "more GPUs than ordered"
+    elif n < order.gpu_count:
+        missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"
+        detail = (
+            missing
+            + (f" ({detail})" if detail else "")
+            + "; ask the vendor to install them or for the box that was ordered"
+        )
     return Check("gpu_count", expected, str(n), verdict, detail)
 
 
@@ -516,7 +523,16 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
                 "fail",
                 f"only {format_bytes(limit)} usable (cgroup memory limit) of {format_bytes(total)}",
             )
-    return Check("ram", expected, actual, "pass" if total >= floor else "fail")
+    if total >= floor:
+        return Check("ram", expected, actual, "pass")
+    return Check(
+        "ram",
+        expected,
+        actual,
+        "fail",
+        f"{format_bytes(wanted - total)} less than ordered, more than the {tolerance:.0%} + 256 MiB the"
+        " kernel and firmware keep; a missing or failed DIMM, or a smaller box: ask the vendor",
+    )
 
 
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
@@ -611,6 +627,13 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     else:
         verdict = "fail"
     detail = "only some GPU pairs are on NVLink" if kind == "mixed" else ""
+    if verdict == "fail" and not orphans:
+        detail = (
+            "NVLink was ordered, but the GPUs reach each other only over PCIe"
+            + (f" (the weakest pair through {weakest})" if weakest else "")
+            + ": GPU-to-GPU traffic (all-reduce) is many times slower than over NVLink;"
+            " ask the vendor for the NVLink (SXM/NVSwitch or bridged) box that was ordered"
+        )
     if orphans and verdict == "fail":
         detail = (
             f"{', '.join(orphans)} {'has' if len(orphans) == 1 else 'have'} NVLink to no other GPU while"

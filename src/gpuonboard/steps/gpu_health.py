@@ -102,8 +102,10 @@ _REPAIR_ADVICE = {
     "tpc": "TPC repair pending: a faulty TPC (a cluster of SMs) is marked to be switched off,"
     " which takes effect only after a GPU reset; ask the vendor to reset the GPU or reboot, then"
     " check again",
-    "pending": "a pending row remap / page retirement needs a GPU reset or reboot before the"
-    " memory is safe; ask the vendor",
+    "pending": "a pending row remap / page retirement takes effect only after a GPU reset: until"
+    " then the bad memory row stays in use and training may hit uncorrectable errors; ask the"
+    " vendor to reset the GPU (`nvidia-smi -i N -r`, no process may use it) or reboot, then check"
+    " again (if a remap stays pending or fails after the reset, ask for another GPU)",
     "sram": "SRAM threshold exceeded: the GPU's on-chip SRAM (caches, register files) logged more"
     " uncorrectable errors than NVIDIA's field-diagnostic threshold; ask the vendor to run NVIDIA"
     " field diagnostics and replace the GPU if they fail",
@@ -170,6 +172,17 @@ def rule_memory_repair(gpus: list[GpuInfo]) -> Check:
     )
 
 
+def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
+    """GPUs whose host slot supports a lower PCIe generation than the card (a Gen4 RTX 4090 in a
+    Gen3 slot): the link's max is then the slot's, so a link at that max still runs below the
+    card's; nvidia-smi (R520+) reports both as `max_device_link_gen` / `max_host_link_gen`."""
+    return [
+        f"{_label(g)} in a Gen{g.pcie_gen_host_max} slot (the card is Gen{g.pcie_gen_device_max})"
+        for g in gpus
+        if g.pcie_gen_host_max and g.pcie_gen_device_max and g.pcie_gen_host_max < g.pcie_gen_device_max
+    ]
+
+
 def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
     """PCIe link at the card's max generation and width (gen may drop while idle)."""
     narrow: list[str] = []
@@ -191,13 +204,22 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
             "a narrower or slower link than the card supports hints at a riser/slot fault or a"
             " virtualisation limit; ask the vendor to check the slot",
         )
-    if slow_idle:
+    capped = _slot_capped(gpus)
+    if slow_idle or capped:
+        advice = []
+        if capped:
+            advice.append(
+                "the host's slot or platform runs the link below the card's own PCIe generation, at"
+                " half its host-to-GPU bandwidth or less (slower data loading, offload and"
+                " multi-GPU traffic over PCIe); ask the vendor for a slot or server of the card's"
+                " generation"
+            )
+        if slow_idle:
+            advice.append(
+                "the GPU is idle and its link downshifts to save power; rerun under load to be sure"
+            )
         return Check(
-            "pcie_link",
-            "max gen and width",
-            "; ".join(slow_idle),
-            "warn",
-            "the GPU is idle and its link downshifts to save power; rerun under load to be sure",
+            "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
         )
     known = any(g.pcie_gen_current for g in gpus)
     return Check(
