@@ -47,6 +47,7 @@ def test_only_gpuonboards_uploads_leave_the_data_dir(
     (disk / "lost+found").mkdir()
     # a name teardown would never rm (a line break): left and said, never failing the step
     (disk / ".x\n.gpuonboard-upload").write_text("token\n")
+    os.utime(disk / ".x\n.gpuonboard-upload", (1_000_000_000, 1_000_000_000))  # (a run long over)
 
     r = project.cli("teardown", "--host", "teardown", "--keep-image", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -89,3 +90,25 @@ def test_provision_says_what_a_step_without_rules_would_do(
     r = project.cli("provision", "--host", "teardown", "--playbook", "teardown", "--only", "files", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"teardown: files: changed: would remove {remote['dataset']}, " in r.stdout, r.stdout
+
+
+def test_teardown_waits_for_an_upload_that_runs_now(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """A lease refreshed within the last minute: `sync` is uploading there now. Removing its
+    copy under it failed the upload (and a rerun put the data back): refused, in --check too."""
+    disk = remote["base"] / "disk"
+    (disk / "corpus").mkdir(parents=True)
+    (disk / ".corpus.gpuonboard-upload").write_text("token\n")
+    inventory(project, pool, remote, dataset=str(tmp_path / "corpus"), dataset_dir=None)
+    hosts = project.root / "inventory" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    for extra in (["--check"], []):
+        r = project.cli("teardown", "--host", "teardown", "--keep-image", *extra)
+        assert r.returncode == 1, r.stdout + r.stderr
+        files = steps(project)["files"]
+        assert files["msg"] == (
+            f"refusing to delete anything on teardown: an upload to {disk}/corpus is running (its lease"
+            " was refreshed within the last minute); wait for it to end, or stop it, then rerun"
+        ), files
+    assert (disk / "corpus").is_dir()

@@ -89,3 +89,17 @@ def test_an_entry_another_user_owns_is_never_ours(tmp_path: Path) -> None:
         os.chown(p, 65534, 65534)
     found = classify_uploads(_probe(disk), "imagenet")
     assert found is not None and found.ours == () and found.others == ("imagenet", "imagenet.shards")
+
+
+def test_a_lease_refreshed_within_a_minute_is_a_running_upload(tmp_path: Path) -> None:
+    """An upload refreshes its lease every 15 s: one younger than uploadlock.STALE_S means an
+    upload runs now, and removing its copy under it failed that upload (a rerun put it back)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    lease = disk / ".imgs.gpuonboard-upload"
+    lease.write_text("token\n")
+    found = classify_uploads(_probe(disk), "imgs")
+    assert found is not None and found.live_leases == (".imgs.gpuonboard-upload",)
+    os.utime(lease, (os.path.getmtime(lease) - 120,) * 2)
+    found = classify_uploads(_probe(disk), "imgs")
+    assert found is not None and found.live_leases == () and found.ours == (".imgs.gpuonboard-upload",)

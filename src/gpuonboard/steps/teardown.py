@@ -1205,13 +1205,27 @@ UNPACK_INFIX = ".gpuonboard-unpack-"  # .<name>.gpuonboard-unpack-*: an interrup
 FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor said
 
 
+# sh, inside uploads_probe_command's loop over a dir `$p` named *.shards: `m=i` when it holds no
+# manifest but an interrupted upload's `.incoming-N` and nothing but a shard store's own names
+# (shards, their `.sum`s, unpack markers, manifests), so no job's file; `a=1` when it holds age
+# ciphertexts (encrypted shards)
+_INTERRUPTED_STORE = (
+    'if [ "$m" = - ]; then m=i; n=; for q in "$p"/* "$p"/.[!.]* "$p"/..?*; do'
+    ' [ -e "$q" ] || [ -L "$q" ] || continue; case "${q##*/}" in'
+    " .incoming-[0-9]*) n=1 ;; unpacked-*|manifest.json|manifest.unpacked.json|*.tar.*) ;;"
+    ' *) m=-; break ;; esac; done; [ -n "$n" ] || m=-; fi;'
+    ' for q in "$p"/*.age; do [ -e "$q" ] && a=1; break; done'
+)
+
+
 def uploads_probe_command(data_dir: str) -> str:
     """sh: the data dir resolved (`dir PATH`), this login's uid (`uid N`), then each entry in it
     as `KIND MARK UID NAME`, every record NUL-terminated (a name may hold a line break). KIND: d
     (dir), l (symlink), f (other); MARK of a dir: c (holds a .gpuonboard-copy file: its first
     line follows as a record `mark LINE`), s (holds manifest.json), u (and manifest.unpacked.json:
-    a shard store a tree was unpacked from), else -. `none` when the data dir is not a
-    directory."""
+    a shard store a tree was unpacked from), i (a `*.shards` dir an interrupted upload left: no
+    manifest, an `.incoming-N`, nothing but a store's own names), else -; a record `age` follows
+    a `*.shards` dir holding age ciphertexts. `none` when the data dir is not a directory."""
     d = shell.quote(data_dir)
     return (
         f"d={d}; [ -d \"$d\" ] || {{ printf 'none\\0'; exit 0; }}; "
@@ -1219,9 +1233,14 @@ def uploads_probe_command(data_dir: str) -> str:
         'for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do [ -e "$p" ] || [ -L "$p" ] || continue; '
         'k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; '
         f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; '
-        '[ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u; fi; '
+        '[ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u; fi; a=; '
+        f'case "$k ${{p##*/}}" in "d "*.shards) {_INTERRUPTED_STORE} ;; esac; '
         'printf \'%s %s %s %s\\0\' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"; '
-        f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; done; true'
+        f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; '
+        "[ -n \"$a\" ] && printf 'age\\0'; "
+        # an upload's lease: how long ago it was refreshed (a running upload refreshes it often)
+        f'case "$k ${{p##*/}}" in "f ".*{LEASE_SUFFIX}) '
+        'printf \'lease %s\\0\' "$(( $(date +%s) - $(stat -c %Y -- "$p") ))" ;; esac; done; true'
     )
 
 
@@ -1233,6 +1252,11 @@ class Uploads:
     root: str
     ours: tuple[str, ...]
     others: tuple[str, ...]
+    # the stores of age ciphertexts (`X.encrypted`, encrypted `X.shards`), ours or not: their
+    # plaintext may have been decrypted outside the data dir (`sync --decrypt-to`)
+    ciphertexts: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+    # upload leases refreshed less than uploadlock.STALE_S ago: an upload runs there now
+    live_leases: tuple[str, ...] = dataclasses.field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -1242,6 +1266,8 @@ class _Entry:
     owner: str
     name: str
     mark_text: str = ""
+    age: bool = False
+    lease_age: int | None = None  # seconds since an upload lease was refreshed
 
 
 def _upload_entries(records: Sequence[str]) -> list[_Entry]:
@@ -1250,6 +1276,12 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
     for rec in records:
         if rec.startswith("mark ") and entries and entries[-1].mark == "c":
             entries[-1] = dataclasses.replace(entries[-1], mark_text=rec[5:])
+            continue
+        if rec == "age" and entries:
+            entries[-1] = dataclasses.replace(entries[-1], age=True)
+            continue
+        if rec.startswith("lease ") and entries and rec[6:].lstrip("-").isdigit():
+            entries[-1] = dataclasses.replace(entries[-1], lease_age=int(rec[6:]))
             continue
         kind, mark, owner, name = (rec.split(" ", 3) + ["", "", ""])[:4]
         if name and kind in ("d", "l", "f"):
@@ -1280,7 +1312,11 @@ def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = 
         e.name for e in entries if e.kind == "d" and e.mark == "c" and e.mark_text == f"{here}/{e.name}"
     }
     family = {stem + suffix for stem in stems for suffix in ("", *STORE_SUFFIXES)}
-    stores = {e.name: e for e in entries if e.kind == "d" and e.mark in "su" and e.name.endswith(".shards")}
+    stores = {
+        e.name: e
+        for e in entries
+        if e.kind == "d" and e.mark in ("s", "u", "i") and e.name.endswith(".shards")
+    }
     unpacked = {n[: -len(".shards")] for n, e in stores.items() if e.mark == "u" and e.owner == uid}
 
     def ours(e: _Entry) -> bool:
@@ -1299,7 +1335,26 @@ def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = 
 
     mine = tuple(sorted(e.name for e in entries if ours(e)))
     rest = tuple(sorted(e.name for e in entries if e.name not in mine))
-    return Uploads(root, mine, rest)
+    sealed = tuple(
+        sorted(e.name for e in entries if e.kind == "d" and (e.age or e.name.endswith(".encrypted")))
+    )
+    from ..uploadlock import STALE_S
+
+    live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
+    return Uploads(root, mine, rest, sealed, live)
+
+
+def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:
+    """Pure: what the message says of the plaintext of encrypted uploads, which `sync
+    --decrypt-to DIR` put in DIR/<name> outside the data dir, where teardown cannot find it."""
+    if not ciphertexts:
+        return ""
+    return (
+        f"; the data dir held age ciphertexts ({_names([f'{data_dir}/{c}' for c in ciphertexts])}): plaintext"
+        " that `sync --decrypt-on-host --decrypt-to DIR` put in DIR/<name> is not looked for and stays"
+        " on the host unless vars.decrypted_dir names it: delete it there yourself (e.g. rm -rf"
+        " /dev/shm/<name>)"
+    )
 
 
 class TeardownFilesStep(Step):
@@ -1369,6 +1424,14 @@ class TeardownFilesStep(Step):
         found = classify_uploads(raw.stdout if raw is not None else "", self.dataset_name, skip)
         if found is None:
             return [], "", None
+        if found.live_leases:  # (removing its copy under it fails the upload, and a rerun puts it back)
+            lease = found.live_leases[0]
+            name = lease[1 : -len(LEASE_SUFFIX)] if lease.startswith(".") else lease
+            self.busy = (
+                f"refusing to delete anything on {ctx.host.name}: an upload to {norm.rstrip('/')}/{name} is"
+                " running (its lease was refreshed within the last minute); wait for it to end, or stop"
+                " it, then rerun"
+            )
         here = norm.rstrip("/")
         ours: list[tuple[str, str]] = []
         others = list(found.others)
@@ -1389,7 +1452,7 @@ class TeardownFilesStep(Step):
                 " delete them yourself, or set"
                 " vars.dataset_dir to a dir teardown should remove whole"
             )
-        return ours, note, None
+        return ours, note + plaintext_note(here, found.ciphertexts), None
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
@@ -1418,7 +1481,10 @@ class TeardownFilesStep(Step):
                 refused.append(f"{path} ({why})")
             elif resolved:
                 present.append((path, resolved))
+        self.busy = ""
         uploads, left, bad = self._uploads(ctx, home)
+        if self.busy:
+            return Plan(False, self.busy, failed=True)
         if bad:
             refused.append(bad)
         if refused:
