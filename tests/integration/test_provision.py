@@ -51,7 +51,8 @@ def test_misdelivered_box_fails_with_expected_and_actual(project: Project, pool:
         "expected": "8",
         "actual": "4",
         "verdict": "fail",
-        "detail": "",
+        "detail": "4 of the 8 ordered GPUs missing; ask the vendor to install them or for the box that"
+        " was ordered",
     }
     assert rules["ram"]["expected"] == ">= 1.0 TiB"
     assert rules["ram"]["actual"] == "1.9 GiB (2.1 GB)"
