@@ -60,3 +60,20 @@ def test_too_little_ram_names_the_shortfall() -> None:
     assert check.verdict == "fail"
     assert check.detail.startswith("1022.1 GiB less than ordered")
     assert "ask the vendor" in check.detail
+
+
+def test_too_little_gpu_memory_and_an_old_driver_say_what_to_ask_for() -> None:
+    """The same real A100 80GB outputs judged against an order they do not meet: a 141 GB card
+    and a 550 driver (the box runs 535)."""
+    from dataclasses import replace
+
+    raw = {k: ProbeOutput((FIX / rel).read_text(), "", 0) for k, rel in MISDELIVERED.items()}
+    checks = {
+        c.name: c
+        for c in evaluate(replace(ORDER, vram_bytes=141 * 10**9, min_driver="550"), parse_facts(raw))
+    }
+    vram, driver = checks["vram"], checks["min_driver"]
+    assert vram.verdict == "fail" and "ask the vendor for the cards that were ordered" in vram.detail
+    assert driver.verdict == "fail" and driver.detail.startswith(
+        "the NVIDIA driver is older than the ordered 550: ask the vendor to install a 550 or newer driver"
+    ), driver

@@ -439,7 +439,16 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     smallest = min(s for s in sizes if s is not None) * 1024 * 1024
     actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=False)}) smallest"
     ok = smallest >= order.vram_bytes * (1 - tolerance)
-    return Check("vram", expected, actual, "pass" if ok else "fail")
+    if ok:
+        return Check("vram", expected, actual, "pass")
+    return Check(
+        "vram",
+        expected,
+        actual,
+        "fail",
+        "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
+        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered",
+    )
 
 
 def _or_unknown(n: int | None) -> str:
@@ -652,7 +661,16 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
             "min_driver", expected, problem or "unknown", _unjudged_verdict(facts) if problem else "fail"
         )
     ok = version_tuple(facts.gpu.driver_version) >= version_tuple(order.min_driver)
-    return Check("min_driver", expected, facts.gpu.driver_version, "pass" if ok else "fail")
+    if ok:
+        return Check("min_driver", expected, facts.gpu.driver_version, "pass")
+    return Check(
+        "min_driver",
+        expected,
+        facts.gpu.driver_version,
+        "fail",
+        f"the NVIDIA driver is older than the ordered {order.min_driver}: ask the vendor to install a"
+        f" {order.min_driver} or newer driver (a driver upgrade needs root and, usually, a reboot)",
+    )
 
 
 def _fraction(key: str, value: object) -> float:
