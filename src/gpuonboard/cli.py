@@ -78,9 +78,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
     except KeyboardInterrupt:
         raise Exit("interrupted", code=130) from None
     except BrokenPipeError:  # the reader of our output left (`... | head -1`): quietly, as a shell tool
-        from .report.terminal import reader_left
-
-        reader_left()
+        terminal.reader_left()
         raise Exit(code=int(ExitCode.READER_LEFT)) from None
     except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug
         if debug:
@@ -122,7 +120,6 @@ def _refuse_empty_values() -> None:
 
 def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     """Selection and settings from a task's common flags (pass the task's `locals()`)."""
-    _refuse_empty_values()
     # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
     # the cyclic collector's way, whose full passes would walk it again and again later
     gc.freeze()

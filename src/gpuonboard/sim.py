@@ -7,8 +7,6 @@ and the order that profile should satisfy) under the sim base directory.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -150,6 +148,7 @@ def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str)
     key, and the old line made every command refuse it as a changed key (exit 4). Only plain
     lines naming just that address; True when one went."""
     from .connection import known_hosts_name
+    from .testhosts.hosts import fingerprint as key_fingerprint
 
     if not address.startswith("127.") or not known_hosts.is_file():
         return False
@@ -161,10 +160,9 @@ def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str)
         if len(fields) < 3 or fields[0] != name:
             return False
         try:
-            blob = base64.b64decode(fields[2])
+            return key_fingerprint(f"{fields[1]} {fields[2]}") != fingerprint
         except ValueError:
             return True
-        return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=") != fingerprint
 
     keep = [ln for ln in lines if not stale(ln)]
     if len(keep) == len(lines):
