@@ -556,11 +556,15 @@ class Record:
     sums: dict[str, str]
     key: str = ""  # the host key's fingerprint ('' in a record written before it was kept)
 
+    @property
+    def owner(self) -> Owner:
+        """Whose verified copy this record says the dir is."""
+        return Owner(self.host, self.address, self.port, self.dir, True, self.key)
+
     def of(self, host: Host, results: str, key: str = "") -> bool:
         """True when it records this host's (address, port), this results dir and, where both
         are known, this host key (a rental's address reused for another box is another host)."""
-        same = (self.address, self.port, self.dir) == (host.address, host.port, results)
-        return same and (not self.key or not key or self.key == key)
+        return self.owner.of(host, results, key)
 
     def to_bytes(self) -> bytes:
         """The file's bytes (a name that is not UTF-8 keeps its own bytes)."""
@@ -666,7 +670,7 @@ def read_owner(dest: Path) -> Owner | None:
         return None
     record = Record.parse(data)
     if record is not None:
-        return Owner(record.host, record.address, record.port, record.dir, True, record.key)
+        return record.owner
     first = data.decode("utf-8", "surrogateescape").partition("\n")[0]
     if not first.startswith(PULLING_TAG):
         return None
@@ -1409,13 +1413,16 @@ class TeardownFilesStep(Step):
         found = [self.probe] if self.paths or self.own_cache or self.uploads_in else []
         return found + ([self.uploads_probe] if self.uploads_in else [])
 
-    def _uploads(self, ctx: StepContext, home: str | None) -> tuple[list[tuple[str, str]], str, str | None]:
+    def _uploads(
+        self, ctx: StepContext, home: str | None
+    ) -> tuple[list[tuple[str, str]], str, str | None, str | None]:
         """(what to remove of the data dir's uploads: (path, resolved), the note on what stays,
-        why the data dir itself is refused or None)."""
+        why the data dir itself is refused or None, the refusal while an upload runs there or
+        None)."""
         if not self.uploads_in:
-            return [], "", None
+            return [], "", None, None
         if not posixpath.isabs(self.uploads_in):
-            return [], "", f"{self.uploads_in} (not an absolute path)"
+            return [], "", f"{self.uploads_in} (not an absolute path)", None
         raw = ctx.facts.raw.get(self.uploads_probe.name)
         norm = posixpath.normpath(self.uploads_in)
         skip = {
@@ -1423,15 +1430,16 @@ class TeardownFilesStep(Step):
         }
         found = classify_uploads(raw.stdout if raw is not None else "", self.dataset_name, skip)
         if found is None:
-            return [], "", None
+            return [], "", None, None
         if found.live_leases:  # (removing its copy under it fails the upload, and a rerun puts it back)
             lease = found.live_leases[0]
             name = lease[1 : -len(LEASE_SUFFIX)] if lease.startswith(".") else lease
-            self.busy = (
+            busy = (
                 f"refusing to delete anything on {ctx.host.name}: an upload to {norm.rstrip('/')}/{name} is"
                 " running (its lease was refreshed within the last minute); wait for it to end, or stop"
                 " it, then rerun"
             )
+            return [], "", None, busy
         here = norm.rstrip("/")
         ours: list[tuple[str, str]] = []
         others = list(found.others)
@@ -1452,7 +1460,7 @@ class TeardownFilesStep(Step):
                 " delete them yourself, or set"
                 " vars.dataset_dir to a dir teardown should remove whole"
             )
-        return ours, note + plaintext_note(here, found.ciphertexts), None
+        return ours, note + plaintext_note(here, found.ciphertexts), None, None
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
@@ -1481,10 +1489,9 @@ class TeardownFilesStep(Step):
                 refused.append(f"{path} ({why})")
             elif resolved:
                 present.append((path, resolved))
-        self.busy = ""
-        uploads, left, bad = self._uploads(ctx, home)
-        if self.busy:
-            return Plan(False, self.busy, failed=True)
+        uploads, left, bad, busy = self._uploads(ctx, home)
+        if busy:
+            return Plan(False, busy, failed=True)
         if bad:
             refused.append(bad)
         if refused:
