@@ -70,21 +70,10 @@ def plan(args: PlanArgs, project: Path) -> int:
     if vendor_note:
         p.notes.append(vendor_note)
     if args.json:
-        print_json(p.to_json(), indent=2)
+        print(json.dumps(p.to_json(), ensure_ascii=False, indent=2))
     else:
         print_plan(p)
     return int(ExitCode.OK)
-
-
-def print_json(doc: object, indent: int) -> None:
-    """Print a --json document; when its reader has gone (`... --json | head -1`), exit 141
-    quietly as the README promises, not "internal error (BrokenPipeError)" with 70."""
-    try:
-        print(json.dumps(doc, ensure_ascii=False, indent=indent))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        terminal.reader_left()
-        raise SystemExit(ExitCode.READER_LEFT) from None
 
 
 def _gb(n: float) -> str:

@@ -69,6 +69,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         os.environ["GPUONBOARD_DEBUG"] = "1"  # worker threads re-raise instead of reporting
     try:
         code = fn()
+        sys.stdout.flush()  # (a closed pipe's BrokenPipeError here, inside the guard)
     except GpuonboardError as exc:
         if debug:
             raise

@@ -8,6 +8,7 @@ run turn them into facts, and with an order the same acceptance and health rules
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -214,9 +215,8 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     facts = parse_facts(raw)
     checks = judge(facts, order)
     if as_json:
-        from .advise import print_json
-
-        print_json({"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}, indent=1)
+        doc = {"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         _print(facts, checks, sorted(raw))
     return 1 if any(c.verdict == "fail" for c in checks) else 0

@@ -268,10 +268,10 @@ def _run_steps(
                 StepResult(
                     step.label,
                     "skipped",
-                    f"done in run {previous.run_id if previous else '?'}; resumed after it",
+                    f"done in run {previous.run_id}; resumed after it",
                 )
             )
-            record.steps[step.label] = dict(previous.steps[step.label]) if previous else {}
+            record.steps[step.label] = dict(previous.steps[step.label])
             continue
         if children.STOPPING.is_set():  # the run is being interrupted: no new step
             raise KeyboardInterrupt

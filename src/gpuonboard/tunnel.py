@@ -139,8 +139,14 @@ def stop_started(
     """Stop what this command started on the host and remove its log; when the connection it
     was started over is gone (the link dropped), over a new one, so it is not left running
     (holding the port and memory) for want of the old link. True when stopped or gone."""
-    if stop_background(runner, pid, expect):
-        remove_file(runner, log)
+
+    def stop(over: Runner) -> bool:
+        if not stop_background(over, pid, expect):
+            return False
+        remove_file(over, log)
+        return True
+
+    if stop(runner):
         return True
     if connected(runner):
         return False  # the host refused the kill: nothing a new connection changes
@@ -149,10 +155,7 @@ def stop_started(
     except GpuonboardError:
         return False
     try:
-        if stop_background(again, pid, expect):
-            remove_file(again, log)
-            return True
-        return False
+        return stop(again)
     finally:
         again.close()
 
@@ -317,7 +320,7 @@ def tensorboard(
         try:
             while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 stop.wait(0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic())))
-                if isinstance(runner, SSHRunner) and not runner.transport.is_active():
+                if not connected(runner):
                     print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
                     return int(ExitCode.UNREACHABLE)
         except Terminated:

@@ -150,6 +150,7 @@ def build_command(
     the container when it runs there), so a hung script cannot outlive the step: the SSH wait
     giving up alone would leave it running (a non-tty session's process gets no signal)."""
     path = f"{workdir}/{script}"
+    bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
     if launch.in_container:
         cli = runtime.cli or "docker"
         argv = [cli, "run", "--rm", "--ipc=host", *(["--gpus", "all"] if gpus else [])]
@@ -157,11 +158,9 @@ def build_command(
             argv.append("--network=host")
         for name, value in (env or {}).items():
             argv += ["-e", f"{name}={value}"]
-        bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
         argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, *bound, "python", *launcher, path]
         inner = runtime.command([*argv, *script_args])
     else:
-        bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
         inner = shell.with_env(shell.join([*bound, launch.python, *launcher, path, *script_args]), env or {})
     return shell.temp_script(workdir, script, inner)
 
