@@ -179,13 +179,14 @@ def encrypt_stream(f: Any, out: Any, enc: Encryption) -> None:
         raise
 
 
-def encrypt_file(src: Path, dst: Path, enc: Encryption) -> None:
-    """Encrypt src to dst (temp file + rename, so dst is never a partial ciphertext)."""
+def encrypt_file(src: Path | bytes, dst: Path, enc: Encryption) -> None:
+    """Encrypt src (a file, or bytes in memory) to dst (temp file + rename, so dst is never a
+    partial ciphertext)."""
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=temp_prefix(".enc."))
     try:
-        with os.fdopen(fd, "wb") as out, src.open("rb") as f:
+        with os.fdopen(fd, "wb") as out, io.BytesIO(src) if isinstance(src, bytes) else src.open("rb") as f:
             encrypt_stream(f, out, enc)
         os.replace(tmp, dst)
     except BaseException:

@@ -452,7 +452,6 @@ class Applied:
     smoke_error: str | None = None
     smoke_only: bool = False  # the image was present: only the smoke run was (re)done
     source: Any = None  # the Settings of the source the image came from (a mirror, or none)
-    tried: int = 0  # how many sources failed (when every one did)
     retried_login: bool = False
 
 
@@ -612,8 +611,8 @@ class ContainerStep(Step):
                 _smoke(ctx, state, s.ref.canonical, out)
                 _record_smoke(ctx, state, s.ref.canonical, out)
             return out
-        tried: list[str] = []
-        last_fail: str | None = None
+        tried: list[str] = []  # (one sentence per source, in order)
+        last: tuple[str | None, str | None] = (None, None)  # (fail, pull_error) of the last source
         for n, source in enumerate(s.sources()):
             if n:  # a fallback source: its own credentials (only its entry in the file)
                 creds = _credentials(source, ctx.project)
@@ -631,17 +630,13 @@ class ContainerStep(Step):
             if outcome == "stop":
                 return out
             tried.append(f"{source.source_name}: {out.fail or out.pull_error}")
-            last_fail = out.fail
+            last = (out.fail, None if out.fail else out.pull_error)
             out.fail = out.pull_error = None
         else:
-            if len(tried) == 1:  # (one source: its own sentence, as before)
-                if last_fail:
-                    out.fail = last_fail
-                else:
-                    out.pull_error = tried[0].split(": ", 1)[1]
-            else:
+            if s.fallbacks:
                 out.pull_error = "; ".join(tried)
-                out.tried = len(tried)
+            else:  # (one source: its own sentence)
+                out.fail, out.pull_error = last
             return out
         s = out.source
         local = s.ref.canonical
@@ -753,9 +748,9 @@ class ContainerStep(Step):
                 "smoke": a.smoke,
             }
             return None
-        if a.pull_error and a.tried:
+        if a.pull_error and s.fallbacks:
             return (
-                f"pulling {s.ref.canonical} failed from each of its {a.tried} sources, in order"
+                f"pulling {s.ref.canonical} failed from each of its {len(s.sources())} sources, in order"
                 f" ({a.attempts} attempts in all): {a.pull_error}"
             )
         if a.pull_error:

@@ -16,7 +16,6 @@ import dataclasses
 import errno
 import gzip
 import hashlib
-import io
 import os
 import posixpath
 import re
@@ -968,7 +967,7 @@ class DatasetStep(Step):
         # (with nothing to send the shards are final: apply reuses this manifest)
         work.manifest = b"" if work.send_idx else self._manifest(work, size)
         digest = hashlib.sha256(work.manifest).hexdigest() if work.manifest else ""
-        stored = self._stored_digest(ctx, work, work.manifest) if work.manifest else ""
+        stored = self._stored_digest(ctx, work, digest) if digest else ""
         complete = bool(stored) and not work.stale and remote.manifest_sha == stored
         unpacked, redo = True, ""
         plain = self._listing(ctx, self.plain_target) if work.unpack else None
@@ -1672,43 +1671,38 @@ class DatasetStep(Step):
             saving.result()
             helpers.shutdown()
 
-    def _manifest_bytes(self, cache: Path, work: Work) -> tuple[bytes, bytes]:
-        """The manifest and its gzip form of what the host keeps (see _stored_manifest)."""
+    def _manifest_bytes(self, cache: Path, work: Work) -> tuple[str, bytes]:
+        """The manifest's sha256 and the gzip form of what the host keeps (see _stored_manifest)."""
         manifest = work.manifest or self._manifest(work, work.shard_size)
-        return manifest, gzip.compress(self._stored_manifest(cache, work, manifest), compresslevel=1, mtime=0)
+        digest = hashlib.sha256(manifest).hexdigest()
+        stored = self._stored_manifest(cache, work, manifest, digest)
+        return digest, gzip.compress(stored, compresslevel=1, mtime=0)
 
     @staticmethod
-    def _manifest_cipher(cache: Path, work: Work, manifest: bytes) -> Path:
-        """Where the ciphertext of this manifest is cached (encrypted mode)."""
+    def _manifest_cipher(cache: Path, work: Work, digest: str) -> Path:
+        """Where the ciphertext of the manifest of sha256 `digest` is cached (encrypted mode)."""
         assert work.enc is not None
-        return cache / f"{work.enc.cache_key('manifest:' + hashlib.sha256(manifest).hexdigest())}.age"
+        return cache / f"{work.enc.cache_key('manifest:' + digest)}.age"
 
-    def _stored_manifest(self, cache: Path, work: Work, manifest: bytes) -> bytes:
+    def _stored_manifest(self, cache: Path, work: Work, manifest: bytes, digest: str) -> bytes:
         """What the host's manifest.json holds: the manifest, or in encrypted mode its age
         ciphertext to the same recipients (the paths, sizes and link targets of the dataset are
         no less private than the contents), made once and cached, so an unchanged manifest has
         one stable ciphertext and a rerun finds it on the host as it is."""
         if work.enc is None:
             return manifest
-        path = self._manifest_cipher(cache, work, manifest)
+        path = self._manifest_cipher(cache, work, digest)
         if not path.is_file():
-            cache.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=cache, prefix=crypto.temp_prefix(".enc."))
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    crypto.encrypt_stream(io.BytesIO(manifest), out, work.enc)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            crypto.encrypt_file(manifest, path, work.enc)
         return path.read_bytes()
 
-    def _stored_digest(self, ctx: StepContext, work: Work, manifest: bytes) -> str:
-        """sha256 of what the host's manifest.json holds when it is this manifest ('' when that
-        is not known here: an encrypted manifest whose ciphertext this machine has not cached)."""
+    def _stored_digest(self, ctx: StepContext, work: Work, digest: str) -> str:
+        """sha256 of what the host's manifest.json holds when it is the manifest of sha256
+        `digest` ('' when that is not known here: an encrypted manifest whose ciphertext this
+        machine has not cached)."""
         if work.enc is None:
-            return hashlib.sha256(manifest).hexdigest()
-        path = self._manifest_cipher(self._cache_dir(ctx), work, manifest)
+            return digest
+        path = self._manifest_cipher(self._cache_dir(ctx), work, digest)
         return crypto.sha256_file(path) if path.is_file() else ""
 
     def _finish_shards(
@@ -1727,12 +1721,12 @@ class DatasetStep(Step):
         """The closing command: manifest, unpack of shards already there, stale removal, swap."""
         encrypted = work.enc is not None
         try:
-            manifest, packed_manifest = manifest_job.result()
+            digest, packed_manifest = manifest_job.result()
         except OSError as exc:  # its ciphertext, made in the cache (full, or not writable)
             whole = len(arrived) - len(last)  # (the last one gets its name from the closing command)
             kept = f"{whole} of {len(work.send_idx)} shards arrived, only the rest is sent"
             return local_write_failure(exc, "the encrypted manifest", self._cache_dir(ctx), kept)
-        marker = shards.marker_name(hashlib.sha256(manifest).hexdigest(), self.plain_target)
+        marker = shards.marker_name(digest, self.plain_target)
         names = [self._remote_name(work, s) for s in work.built if s is not None]
         streamed = {final for _, _, final in arrived}
         extract = [
