@@ -8,10 +8,10 @@ from pathlib import Path
 
 from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.inventory import DataDiskSpec, OrderSpec
 from gpuonboard.steps.acceptance import evaluate
 from gpuonboard.steps.base import Check
-from gpuonboard.units import parse_ram_size
+
+from .test_acceptance_rules import ORDER  # (the demo's 8 x A100 order)
 
 FIX = Path(__file__).parents[1] / "fixtures"
 MISDELIVERED = {
@@ -21,16 +21,6 @@ MISDELIVERED = {
     "free": "real/free__ubuntu-18.04-vm.txt",
     "df": "real/df-h__8gpu-server-mi300x.txt",
 }
-ORDER = OrderSpec(
-    gpu_model="A100 80GB SXM",
-    gpu_count=8,
-    vram_bytes=80 * 10**9,
-    cpu_cores=64,
-    ram_bytes=parse_ram_size("1TB"),
-    data_disk=DataDiskSpec("/mnt/nvme0n1p1", 12 * 10**12),
-    interconnect="nvlink",
-    min_driver="535",
-)
 
 
 def _checks() -> dict[str, Check]:
