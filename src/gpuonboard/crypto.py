@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import agescrypt, machine
+from . import agescrypt, atomicfile, machine
 from .errors import CryptoError
 from .shell import Secret
 
@@ -112,19 +112,34 @@ def env_value(name: str, setting: str, what: str, environ: Any) -> str:
     return str(value)
 
 
-def parse_identity(text: Secret) -> list[Any]:
-    """An age identity file's text (comments allowed) -> pyrage identities."""
+KEY_PREFIX = "AGE-SECRET-KEY-1"
+
+
+def identity_keys(text: str) -> list[str]:
+    """Pure: the key lines of an age identity file's text: each line stripped, blank lines and
+    `#` comments dropped (whether each is a key: parse_identity). What parse_identity reads, the
+    host's `age -i` is sent (shardstream.identity_prefix) and the log masks."""
+    return [key for line in text.splitlines() if (key := line.strip()) and not key.startswith("#")]
+
+
+def _parse_key(key: str) -> Any:
+    """One key line -> a pyrage identity; CryptoError (never showing it) when it is none. Upper
+    case only: pyrage reads a lower-case key too, but age on the host refuses it (`unknown
+    identity type`: known only once shards reach the host)."""
     from pyrage import x25519
 
-    keys = [
-        line.strip()
-        for line in text.reveal().splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    try:
-        identities = [x25519.Identity.from_str(k) for k in keys]
-    except Exception:
-        raise CryptoError("the age identity is not an X25519 secret key (AGE-SECRET-KEY-1...).") from None
+    if key.startswith(KEY_PREFIX):
+        with contextlib.suppress(Exception):
+            return x25519.Identity.from_str(key)
+    raise CryptoError(
+        "the age identity is not an X25519 secret key (AGE-SECRET-KEY-1..., in upper case as"
+        " age-keygen writes it)."
+    )
+
+
+def parse_identity(text: Secret) -> list[Any]:
+    """An age identity file's text (comments allowed) -> pyrage identities."""
+    identities = [_parse_key(key) for key in identity_keys(text.reveal())]
     if not identities:
         raise CryptoError("the age identity file holds no key (AGE-SECRET-KEY-1...).")
     return identities
@@ -183,15 +198,11 @@ def encrypt_file(src: Path | bytes, dst: Path, enc: Encryption) -> None:
     """Encrypt src (a file, or bytes in memory) to dst (temp file + rename, so dst is never a
     partial ciphertext)."""
 
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=temp_prefix(".enc."))
-    try:
-        with os.fdopen(fd, "wb") as out, io.BytesIO(src) if isinstance(src, bytes) else src.open("rb") as f:
-            encrypt_stream(f, out, enc)
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with (
+        atomicfile.replacing(dst, temp_prefix(".enc.")) as out,
+        io.BytesIO(src) if isinstance(src, bytes) else src.open("rb") as f,
+    ):
+        encrypt_stream(f, out, enc)
 
 
 def decrypt_file(
@@ -200,26 +211,18 @@ def decrypt_file(
     """Decrypt src to dst; a wrong key or a tampered/truncated file raises CryptoError, no dst left."""
     import pyrage
 
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".dec.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if passphrase is not None:
-                with src.open("rb") as f:
+    with atomicfile.replacing(dst, ".dec.") as out:
+        try:
+            with src.open("rb") as f:
+                if passphrase is not None:
                     agescrypt.decrypt_io(f, out, passphrase.reveal())
-            else:
-                assert identity is not None
-                with src.open("rb") as f:
+                else:
+                    assert identity is not None
                     pyrage.decrypt_io(f, out, parse_identity(identity))
-        os.replace(tmp, dst)
-    except (pyrage.DecryptError, agescrypt.AgeError, OSError) as exc:  # pyrage: a bad chunk is OSError
-        Path(tmp).unlink(missing_ok=True)
-        raise CryptoError(
-            f"cannot decrypt {src}: {exc} (wrong identity, or a tampered or truncated ciphertext)."
-        ) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        except (pyrage.DecryptError, agescrypt.AgeError, OSError) as exc:  # pyrage: a bad chunk is OSError
+            raise CryptoError(
+                f"cannot decrypt {src}: {exc} (wrong identity, or a tampered or truncated ciphertext)."
+            ) from None
 
 
 def decrypt_bytes(data: bytes, identity: Secret | None = None, passphrase: Secret | None = None) -> bytes:
@@ -287,9 +290,7 @@ def note_sha256(path: Path) -> str:
     if side.is_file():
         return ciphertext_sha256(path)
     digest = sha256_file(path)
-    tmp = side.with_name(side.name + ".tmp")
-    tmp.write_text(digest + "\n")
-    os.replace(tmp, side)
+    atomicfile.write_text(side, digest + "\n", mode=0o666)
     return digest
 
 
@@ -337,11 +338,7 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
     parse_identity(secret)
     # each key line a secret of its own too: masking the whole file's text (comments and all)
     # missed a key line quoted alone (an error message, a log line)
-    _KEY_LINES.update(
-        Secret(line.strip())
-        for line in secret.reveal().splitlines()
-        if line.strip().startswith("AGE-SECRET-KEY-")
-    )
+    _KEY_LINES.update(Secret(key) for key in identity_keys(secret.reveal()))
     return secret
 
 

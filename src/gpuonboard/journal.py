@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from . import atomicfile
 
 
 @dataclass
@@ -80,7 +79,6 @@ def load(state_dir: Path, host: str, playbook: str) -> Journal | None:
 
 def save(state_dir: Path, journal: Journal) -> None:
     """Write atomically (temp file + rename): a crash never leaves a half journal."""
-    state_dir.mkdir(parents=True, exist_ok=True)
     # the first run ever recorded survives later runs (teardown's cost summary starts there)
     first = journal.run_id
     try:
@@ -104,12 +102,4 @@ def save(state_dir: Path, journal: Journal) -> None:
     # serialised before the temp file exists: a value JSON cannot hold (a step's diff) is written
     # as its text, and a failure leaves no temp file behind
     text = json.dumps(payload, indent=1, default=str)
-    fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=".journal.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, _path(state_dir, journal.host, journal.playbook))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomicfile.write_text(_path(state_dir, journal.host, journal.playbook), text, prefix=".journal.")

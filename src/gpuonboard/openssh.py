@@ -9,10 +9,9 @@ the target alone, not to the hops ProxyJump opens.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
+from . import atomicfile
 from .inventory import Host, Inventory
 
 
@@ -71,12 +70,5 @@ def write_config(project: Path, host: Host, text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / f"{hashlib.sha1(host.name.encode()).hexdigest()[:12]}.config"
     # a temp file renamed over it: an ssh reading the config meanwhile sees the old or the new
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".config.")  # mode 0600
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomicfile.write_text(path, text, mode=0o600, prefix=".config.")
     return path

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import atomicfile
 from .transfer import Entry
 
 DEFAULT_SIZE = 256 * 1024 * 1024
@@ -320,8 +321,7 @@ class HashCache:
         """Write the cache with only the paths still in the dataset."""
         wanted = set(keep)
         self.data = {k: v for k, v in self.data.items() if k in wanted}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.path, json.dumps(self.data, separators=(",", ":")))
+        _write_cache(self.path, json.dumps(self.data, separators=(",", ":")))
 
 
 class Index:
@@ -354,19 +354,13 @@ class Index:
         for p in self.cache.glob("*.tar"):
             if p.name not in used:
                 p.unlink(missing_ok=True)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.path, json.dumps(self.data, indent=0, sort_keys=True))
+        _write_cache(self.path, json.dumps(self.data, indent=0, sort_keys=True))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Temp file + rename: a full disk leaves the previous file whole and no temp behind."""
-    tmp = path.with_suffix(".tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+def _write_cache(path: Path, text: str) -> None:
+    """Write a cache file atomically: a full disk leaves the previous one whole, no temp behind.
+    Its mode is the one open() gives (0666 less the umask): the shards beside it are 0644."""
+    atomicfile.write_text(path, text, mode=0o666)
 
 
 _TAIL = {"f": "}", "d": ', "dir": true}'}  # a member's manifest entry after its size

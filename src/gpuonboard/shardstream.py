@@ -527,7 +527,7 @@ class Stream:
 def identity_prefix(identity_text: str) -> bytes:
     """What goes first on the stdin of the host's scripts: the number of key lines, then the
     AGE-SECRET-KEY lines (comments dropped)."""
-    keys = [k.strip() for k in identity_text.splitlines() if k.strip() and not k.lstrip().startswith("#")]
+    keys = crypto.identity_keys(identity_text)
     return (f"{len(keys)}\n" + "".join(k + "\n" for k in keys)).encode()
 
 

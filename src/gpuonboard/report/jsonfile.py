@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, shell
+from .. import __version__, atomicfile, shell
 from ..runner import HostResult, recap
 from .render import raw_file
 from .strictjson import dumps
@@ -86,11 +84,7 @@ def write_atomic(path: Path, text: str) -> None:
     (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
     back to the same name, and legible in a text report. No secret's value is written (a
     failed login's stderr line in a message): shell.mask_written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-        f.write(shell.mask_written(text))
-    os.replace(tmp, path)
+    atomicfile.write_text(path, shell.mask_written(text), errors="backslashreplace")
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
