@@ -705,14 +705,12 @@ def _gpu_cells(s: GpuSample) -> dict[str, str]:
     }
 
 
-def _table(states: Sequence[HostState], interval: float, now: float, columns: Sequence[str]) -> Any:
-    from rich.table import Table
+def _rows(states: Sequence[HostState], now: float) -> list[dict[str, Any]]:
+    """The table's cells, every column of COLUMNS, as rich Text: one row per GPU (one per
+    host without GPUs yet)."""
     from rich.text import Text
 
-    every = f"every {interval:g}s; Ctrl-C to quit" if interval > 0 else "one sample"  # (--once: "every 0s")
-    t = Table(title=f"GPU monitor ({every})", title_justify="left")
-    for col in columns:
-        t.add_column(col, no_wrap=col not in _WRAPPING)
+    rows: list[dict[str, Any]] = []
     for st in states:
         stale = st.status != "live"
         if stale:
@@ -722,9 +720,9 @@ def _table(states: Sequence[HostState], interval: float, now: float, columns: Se
             label = Text(st.name)
         host_alert = _host_alert(st)
         if not st.gpus:
-            cells = {c: Text("-") for c in columns}
+            cells = {c: Text("-") for c in COLUMNS}
             cells.update(host=label, alerts=Text(host_alert, style="red"))
-            t.add_row(*(cells[c] for c in columns))
+            rows.append(cells)
             continue
         style = "dim" if stale else ""
         for i, (_, s) in enumerate(sorted(st.gpus.items())):
@@ -733,17 +731,66 @@ def _table(states: Sequence[HostState], interval: float, now: float, columns: Se
             cells.update(
                 host=label if i == 0 else Text(""), alerts=Text(alerts, style="bold red" if alerts else "")
             )
-            t.add_row(*(cells[c] for c in columns))
+            rows.append(cells)
+    return rows
+
+
+def text_width(text: str) -> int:
+    """Terminal cells of a cell's text when nothing limits it: its widest line (as rich
+    measures a Text; wide characters count 2)."""
+    from rich.cells import cell_len
+
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def column_widths(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Each column's content width (header included, padding not): measured once per refresh."""
+    widths = {c: text_width(c) for c in COLUMNS}
+    for row in rows:
+        for col, cell in row.items():
+            w = text_width(cell.plain)
+            if w > widths[col]:
+                widths[col] = w
+    return widths
+
+
+def table_width(widths: Mapping[str, int], columns: Sequence[str]) -> int:
+    """Terminal columns the table takes with these columns: each cell padded by one on both
+    sides, a border on both edges and one between columns (rich's default box)."""
+    return sum(widths[c] + 2 for c in columns) + 2 + len(columns) - 1
+
+
+def fit_columns(widths: Mapping[str, int], width: int) -> tuple[list[str], bool]:
+    """The columns to show on a terminal `width` wide, and whether the alerts go below the
+    table: the optional columns are left out first, then the alerts column."""
+    columns = list(COLUMNS)
+    for drop in OPTIONAL_COLUMNS:
+        if table_width(widths, columns) <= width:
+            return columns, False
+        columns.remove(drop)
+    if table_width(widths, columns) <= width:
+        return columns, False
+    columns.remove("alerts")
+    return columns, True
+
+
+def _table(
+    rows: Sequence[Mapping[str, Any]],
+    interval: float,
+    columns: Sequence[str],
+    widths: Mapping[str, int] | None = None,
+) -> Any:
+    """The rich table of these rows and columns; `widths` fixes the columns' widths (rich then
+    measures no cell again), only for a table known to fit the terminal."""
+    from rich.table import Table
+
+    every = f"every {interval:g}s; Ctrl-C to quit" if interval > 0 else "one sample"  # (--once: "every 0s")
+    t = Table(title=f"GPU monitor ({every})", title_justify="left")
+    for col in columns:
+        t.add_column(col, no_wrap=col not in _WRAPPING, width=None if widths is None else widths[col])
+    for cells in rows:
+        t.add_row(*(cells[c] for c in columns))
     return t
-
-
-def _width(renderable: Any) -> int:
-    """The width a renderable takes when nothing limits it."""
-    from rich.console import Console
-    from rich.measure import Measurement
-
-    con = Console(width=10_000, file=io.StringIO())
-    return int(Measurement.get(con, con.options, renderable).maximum)
 
 
 def render_table(
@@ -751,24 +798,23 @@ def render_table(
 ) -> Any:
     """The rich table: one row per GPU (one per host without GPUs yet). Given the terminal's
     `width`, a table wider than it loses the optional columns, then its alerts column, whose
-    alerts are printed below it instead: util, temp and the alerts are never squeezed away."""
+    alerts are printed below it instead: util, temp and the alerts are never squeezed away.
+
+    The cells are measured once (column_widths) and the layout decided on those numbers
+    (fit_columns): a refresh of 256 GPUs builds one table, not one per column tried."""
     now = time.monotonic() if now is None else now
-    columns = list(COLUMNS)
-    table = _table(states, interval, now, columns)
+    rows = _rows(states, now)
     if width is None:
-        return table
-    for drop in OPTIONAL_COLUMNS:
-        if _width(table) <= width:
-            return table
-        columns.remove(drop)
-        table = _table(states, interval, now, columns)
-    if _width(table) <= width:
+        return _table(rows, interval, COLUMNS)
+    widths = column_widths(rows)
+    columns, alerts_below = fit_columns(widths, width)
+    fits = table_width(widths, columns) <= width
+    table = _table(rows, interval, columns, widths if fits else None)
+    if not alerts_below:
         return table
     from rich.console import Group
     from rich.text import Text
 
-    columns.remove("alerts")
-    table = _table(states, interval, now, columns)
     lines = [Text(line, style="bold red") for line in alert_lines(states)]
     return Group(table, *lines) if lines else table
 

@@ -8,8 +8,6 @@ captured samples: idle H100 (CSV capture), loaded H200 (CSV capture), throttled 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -27,8 +25,8 @@ import pytest
 from conftest import REPO, Project, host_entry
 
 from gpuonboard import api, monitor, tunnel
-from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, parse_text_q
 from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testhosts.gpu_samples import csv_sample, q_sample
 from gpuonboard.testhosts.hosts import parent_map
 
 REAL = REPO / "tests" / "fixtures" / "real"
@@ -36,35 +34,12 @@ IDLE_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__
 LOAD_CSV = REAL / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"
 THROTTLED_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
 ALIASES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active"}
-UNIT = re.compile(r"\s+(W|MiB|%|MHz|us|ms)$")
 HOSTS = ("monA", "monB", "fwd")
-
-
-def csv_sample(path: Path) -> dict[str, str]:
-    """A real full --query-gpu capture (header + one row) as field -> value, units dropped."""
-    header, row = list(csv.reader(io.StringIO(path.read_text()), skipinitialspace=True))[:2]
-    names = [re.sub(r"\s*\[[^\]]*\]$", "", h).strip() for h in header]
-    return {n: UNIT.sub("", v.strip()) for n, v in zip(names, row, strict=True)}
 
 
 def throttled_sample() -> dict[str, str]:
     """GPU 0 of the real 8xH100 -q capture, in --query-gpu terms (count 1: one GPU replayed)."""
-    g = parse_text_q(THROTTLED_Q.read_text()).gpus[0]
-    mask = sum(1 << CLOCK_EVENT_REASONS.index(r) for r in g.clock_event_reasons)
-    return {
-        "index": "0",
-        "count": "1",
-        "name": g.name,
-        "uuid": g.uuid or "",
-        "utilization.gpu": str(g.utilization_gpu_pct),
-        "memory.used": str(g.memory_used_mib),
-        "memory.total": str(g.memory_total_mib),
-        "temperature.gpu": str(g.temperature_c),
-        "power.draw": f"{g.power_draw_w:.2f}",
-        "enforced.power.limit": f"{g.power_limit_w:.2f}",
-        "clocks_event_reasons.active": f"0x{mask:016X}",
-        "pstate": g.performance_state or "",
-    }
+    return q_sample(THROTTLED_Q)
 
 
 def line(sample: dict[str, str]) -> str:
