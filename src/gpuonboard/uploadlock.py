@@ -132,8 +132,22 @@ live() {
 # read-only mount: root passes `test -w` there) keeps the lease inside the copy's dir. A
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
+# where each upload's copy and plaintext tree are recorded on the host, NUL-terminated paths (in
+# the login's gpuonboard cache dir, which teardown removes last): teardown finds uploads under
+# another --dest and --decrypt-to plaintext there, not only in the host's data dir
+UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/uploads"
+# sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)
+RECORD_FN = (
+    "record() { c=${XDG_CACHE_HOME:-$HOME/.cache}; case $c in /*) ;; *) return 0 ;; esac;"
+    ' mkdir -p -- "$c/gpuonboard" 2>/dev/null && chmod 700 -- "$c/gpuonboard" 2>/dev/null || return 0;'
+    ' for x in "$@"; do case $x in "" | *"\n"*) continue ;; esac;'
+    ' grep -qzxF -- "$x" "$c/gpuonboard/uploads" 2>/dev/null'
+    """ || printf '%s\\0' "$x" >> "$c/gpuonboard/uploads" 2>/dev/null; done; return 0; }
+"""
+)
 TAKE_SCRIPT = (
     LEASE_FNS
+    + RECORD_FN
     + r"""
 tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}
 mkdir -p -- "$1" || exit 2
@@ -154,6 +168,9 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
       for x in "$dir/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
     done
   fi
+  # where this upload's copy and plaintext tree are, for teardown (see UPLOADS_RECORD)
+  pp=$pt; [ -n "$pt" ] && up=$(cd -- "$(dirname -- "$pt")" 2>/dev/null && pwd -P) && pp=$up/${pt##*/}
+  record ${pn:+"$d/$pn"} "$pp"
   echo "took $f"; exit 0
 }
 tok=$3

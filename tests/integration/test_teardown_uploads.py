@@ -56,8 +56,7 @@ def test_only_gpuonboards_uploads_leave_the_data_dir(
     odd = repr(f"{disk}/.x\n.gpuonboard-upload")
     assert (
         f"; left on the host: 4 entries in {disk} that teardown cannot tell for gpuonboard's uploads"
-        " (it knows vars.dataset's copy and marked ones; a plain `sync --dataset` copy of another"
-        " dataset carries no mark) nor pulled"
+        " (it knows vars.dataset's copy, marked ones and those `sync` recorded on the host) nor pulled"
         f" ({odd}, {disk}/corpus-link, {disk}/notes.txt (+1 more)): pull or delete them yourself,"
         " or set vars.dataset_dir to a dir teardown should remove whole"
     ) in msg, msg

@@ -3,7 +3,8 @@ holding anything else is not pulled into (rsync would replace its files of the s
 
 from __future__ import annotations
 
-import os
+import resource
+import signal
 from pathlib import Path
 
 from gpuonboard.inventory import Host
@@ -50,7 +51,16 @@ def test_an_empty_or_missing_dest_or_our_own_copy_is_pulled_into(tmp_path: Path)
 def test_a_record_that_cannot_be_written_keeps_the_mark_of_the_pull(tmp_path: Path) -> None:
     owner = Owner("h1", "10.0.0.9", 2222, "/data/run", False)
     assert mark_pulling(tmp_path, owner) is None
-    (tmp_path / f"{RECORD}.{os.getpid()}.tmp").mkdir()  # the temp name is taken
     rec = Record("h1", "10.0.0.9", 2222, "/data/run", (), {})
-    assert write_record(tmp_path, rec) is not None
+    # a write that fails half-way (here: the file size limit, EFBIG; as a full disk would)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, old_limit[1]))
+    try:
+        failed = write_record(tmp_path, rec)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert failed == "File too large"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [RECORD]  # (no temp file left)
     assert read_owner(tmp_path) == owner and read_record(tmp_path) is None

@@ -118,6 +118,12 @@ class Warm:
         return any(not self.host.host_key or fingerprint(k) == self.host.host_key for k in keys)
 
 
+def last_line(text: str, code: int) -> str:
+    """Pure: the last non-blank line of a command's output (its error, mostly), else `exit code N`."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit code {code}"
+
+
 class StepArgsError(GpuonboardError):
     """A step's arguments in a playbook are wrong (raised at load time, before connecting)."""
 

@@ -30,7 +30,7 @@ from ..facts.probe import Probe
 from ..ngc import mirror_host
 from ..units import format_bytes, parse_duration, parse_size
 from ..yamlload import load_yaml
-from .base import Check, Plan, Step, StepArgsError, StepContext
+from .base import Check, Plan, Step, StepArgsError, StepContext, last_line
 from .driver_compat import DEFAULT_IMAGE
 from .pull import (
     Manifest,
@@ -643,7 +643,7 @@ class ContainerStep(Step):
         if s.mirror and s.ref.tag:
             r = run(state.command([cli, "tag", s.pull_ref, local]))
             if not r.ok:
-                out.tag_error = _last_line(r.stderr, r.exit_code)
+                out.tag_error = last_line(r.stderr, r.exit_code)
                 return out
         elif s.mirror:
             local = s.pull_ref  # digest-only pin: a digest reference cannot be a tag target
@@ -691,7 +691,7 @@ class ContainerStep(Step):
                 out.fail = pull_timed_out(s, manifest)
                 return "stop"
             if login and _LOGIN_FAILED in text:
-                why = _last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
+                why = last_line(text.split(_LOGIN_FAILED, 1)[0], r.exit_code)
                 if not any(w in why.lower() for w in _NETWORK_ERRORS):
                     out.fail = f"login to {login[1]} failed: {why}"
                     return "stop"
@@ -716,11 +716,11 @@ class ContainerStep(Step):
             elif "manifest unknown" in low:
                 out.fail = (
                     f"pulling {s.pull_ref} failed: the {where} has no such image or tag"
-                    f" ({_last_line(text, r.exit_code)}); not retried"
+                    f" ({last_line(text, r.exit_code)}); not retried"
                 )
                 return "next"
             else:
-                out.pull_error = _last_line(text, r.exit_code)
+                out.pull_error = last_line(text, r.exit_code)
             if attempt < s.retries:
                 time.sleep(delay)
                 delay *= 2
@@ -1075,7 +1075,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     r = ctx.runner.run(state.command([cli, "run", "--rm", image, "true"]), timeout=300)
     if not r.ok:
         out.smoke_error = (
-            f"smoke run `{cli} run --rm {image} true` failed: {_last_line(r.stderr, r.exit_code)}"
+            f"smoke run `{cli} run --rm {image} true` failed: {last_line(r.stderr, r.exit_code)}"
         )
         return
     out.smoke.append("plain container run ok")
@@ -1088,7 +1088,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     )
     if not r.ok:
         out.smoke_error = (
-            f"GPU smoke run (nvidia-smi -L in the container) failed: {_last_line(r.stderr, r.exit_code)}"
+            f"GPU smoke run (nvidia-smi -L in the container) failed: {last_line(r.stderr, r.exit_code)}"
         )
         return
     n = len([line for line in r.stdout.splitlines() if line.startswith("GPU ")])
@@ -1101,21 +1101,16 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     out.smoke.append(f"container sees {n} GPUs")
     r = ctx.runner.run(gpu_check_command(state, image, host_n), timeout=600)
     if not r.ok:
-        out.smoke_error = f"GPU python check in the container failed: {_last_line(r.stderr, r.exit_code)}"
+        out.smoke_error = f"GPU python check in the container failed: {last_line(r.stderr, r.exit_code)}"
         return
     done = [line for line in r.stdout.splitlines() if _GPU_CHECK_OK in line]
     if not done:
         out.smoke_error = (
             "GPU python check in the container did not finish (exit 0 without its final line:"
-            f" {_last_line(r.stdout, r.exit_code)})"
+            f" {last_line(r.stdout, r.exit_code)})"
         )
         return
     out.smoke.append(done[-1].replace(_GPU_CHECK_OK, "").strip())
-
-
-def _last_line(text: str, code: int) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else f"exit code {code}"
 
 
 def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manifest | None = None) -> Plan:

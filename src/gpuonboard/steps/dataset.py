@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .. import children, crypto, machine, openssh, shards, shardstream, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
-from .base import Plan, Step, StepArgsError, StepContext, Warm
+from .base import Plan, Step, StepArgsError, StepContext, Warm, last_line
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -201,6 +201,11 @@ class DatasetStep(Step):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
         if ".." in decrypt_dir.split("/"):
             raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
+        if shell.control_char(decrypt_dir):  # (the host's replies and its record are read by line)
+            raise StepArgsError(
+                "decrypt_dir must not hold a line break or another control character (\\n, \\r, \\t,"
+                f" ESC, a Unicode line separator ...), not {decrypt_dir!r}; pick another"
+            )
         decrypt_dir = _one_spelling(decrypt_dir)
         if decrypt_dir and decrypt_dir == self.dest:  # (both in one spelling)
             decrypt_dir = ""  # the data dir itself: what decrypting there does anyway
@@ -1840,12 +1845,13 @@ class DatasetStep(Step):
                 continue
             r = ctx.runner.run(
                 shell.join(["sh", "-c", DECRYPT_SCRIPT, "sh", self.plain_target, *batch]),
-                stdin=(work.identity.reveal() + "\n").encode(),
+                # the key lines alone, stripped (age refuses an indented or commented-out one)
+                stdin="".join(k + "\n" for k in crypto.identity_keys(work.identity.reveal())).encode(),
                 timeout=3600,
             )
             batch, size = [], 0
             if not r.ok:
-                last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+                last = last_line(r.stderr, r.exit_code)
                 if r.exit_code == 4:  # the way to a file (see DECRYPT_SCRIPT), not the decryption
                     return f"cannot put the decrypted files in place on the host: {last}"
                 if r.exit_code > 128 or r.exit_code == DECRYPT_KILLED:  # no key or data fault
@@ -1875,7 +1881,7 @@ class DatasetStep(Step):
             stdin=b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" for rel in work.dec_temps),
         )
         if not r.ok:
-            last = (r.stderr.strip().splitlines() or [f"exit code {r.exit_code}"])[-1]
+            last = last_line(r.stderr, r.exit_code)
             return f"cannot remove the temp files a cut-short decryption left on the host: {last}"
         return None
 

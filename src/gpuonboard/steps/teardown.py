@@ -40,10 +40,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import openssh, shell, transfer
+from .. import atomicfile, openssh, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
-from .base import Plan, Step, StepArgsError, StepContext
+from .base import Plan, Step, StepArgsError, StepContext, last_line
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -64,6 +64,7 @@ _SYSTEM_TREES = (
     *("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/usr"),
     *("/lib", "/lib32", "/lib64", "/libx32", "/snap"),
 )
+_USER_TMPFS = "/dev/shm"  # in /dev, yet its entries are users' files (never /dev/shm itself)
 # their direct children are home dirs or system state (/home/alice, /var/lib): refused too
 _GUARDED_PARENTS = ("/home", "/var", "/root", "/Users")
 
@@ -77,10 +78,6 @@ def _truthy(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def _last_line(text: str, code: int) -> str:
-    return (text.strip().splitlines() or [f"exit code {code}"])[-1]
 
 
 # ---------------------------------------------------------------- pure: cost
@@ -255,7 +252,8 @@ def path_problem(path: str, home: str | None = None) -> str | None:
     if norm == "/":
         return "the root directory"
     for tree in _SYSTEM_TREES:
-        if norm == tree or norm.startswith(tree + "/"):
+        # (/dev/shm's entries are users' files, e.g. `sync --decrypt-to /dev/shm`'s plaintext)
+        if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_USER_TMPFS + "/"):
             return "a system directory"
     parts = norm.strip("/").split("/")
     if len(parts) == 1:
@@ -744,20 +742,10 @@ def copy_lacks(dest: Path, record: Record) -> list[str]:
 def _replace_record(dest: Path, data: bytes) -> str | None:
     """Put `data` in the record's place atomically (temp file, fsync, rename); -> why it failed
     (the temp file removed), else None."""
-    path, tmp = dest / RECORD, dest / f"{RECORD}.{os.getpid()}.tmp"
     try:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()  # (a crashed run's)
-        # a new file, never through a name planted meanwhile (a symlink to another file)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as f:
+        with atomicfile.replacing(dest / RECORD, f"{RECORD}.", 0o644, fsync=True, parents=False) as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return exc.strerror or str(exc)
     return None
 
@@ -1070,12 +1058,12 @@ class TeardownPullStep(Step):
         try:
             # run so that a signal (or our death) stops rsync and its forked receiver too
             run = transfer.run_rsync(argv)
-            code, err = run.exit_code, _last_line(run.stderr, run.exit_code) if run.exit_code else ""
+            code, err = run.exit_code, last_line(run.stderr, run.exit_code) if run.exit_code else ""
         except FileNotFoundError:
             code, err = 127, "rsync is not installed on this machine"
         result = ctx.runner.run(manifest_command(self.results, self.removed))
         if not result.ok:
-            return PullOutcome(code, err, {}, [], [], _last_line(result.stderr, result.exit_code))
+            return PullOutcome(code, err, {}, [], [], last_line(result.stderr, result.exit_code))
         listing, checks, remote = parse_pull_output(result.stdout)
         missing, corrupt = compare_manifests(remote, local_manifest(dest, remote))
         return PullOutcome(code, err, remote, missing, corrupt, listing=listing, checks=checks)
@@ -1222,6 +1210,24 @@ _INTERRUPTED_STORE = (
 )
 
 
+# sh, with `$d` set: uploads_probe_command's listing of the dir $d
+_LISTING = (
+    "[ -d \"$d\" ] || { printf 'none\\0'; exit 0; }; "
+    'printf \'dir %s\\0uid %s\\0\' "$(realpath -- "$d")" "$(id -u)"; '
+    'for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do [ -e "$p" ] || [ -L "$p" ] || continue; '
+    'k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; '
+    f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; '
+    '[ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u; fi; a=; '
+    f'case "$k ${{p##*/}}" in "d "*.shards) {_INTERRUPTED_STORE} ;; esac; '
+    'printf \'%s %s %s %s\\0\' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"; '
+    f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; '
+    "[ -n \"$a\" ] && printf 'age\\0'; "
+    # an upload's lease: how long ago it was refreshed (a running upload refreshes it often)
+    f'case "$k ${{p##*/}}" in "f ".*{LEASE_SUFFIX}) '
+    'printf \'lease %s\\0\' "$(( $(date +%s) - $(stat -c %Y -- "$p") ))" ;; esac; done; true'
+)
+
+
 def uploads_probe_command(data_dir: str) -> str:
     """sh: the data dir resolved (`dir PATH`), this login's uid (`uid N`), then each entry in it
     as `KIND MARK UID NAME`, every record NUL-terminated (a name may hold a line break). KIND: d
@@ -1230,22 +1236,45 @@ def uploads_probe_command(data_dir: str) -> str:
     a shard store a tree was unpacked from), i (a `*.shards` dir an interrupted upload left: no
     manifest, an `.incoming-N`, nothing but a store's own names), else -; a record `age` follows
     a `*.shards` dir holding age ciphertexts. `none` when the data dir is not a directory."""
-    d = shell.quote(data_dir)
-    return (
-        f"d={d}; [ -d \"$d\" ] || {{ printf 'none\\0'; exit 0; }}; "
-        'printf \'dir %s\\0uid %s\\0\' "$(realpath -- "$d")" "$(id -u)"; '
-        'for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do [ -e "$p" ] || [ -L "$p" ] || continue; '
-        'k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; '
-        f'if [ "$k" = d ]; then [ -f "$p/{COPY_MARK}" ] && m=c; [ -f "$p/manifest.json" ] && m=s; '
-        '[ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u; fi; a=; '
-        f'case "$k ${{p##*/}}" in "d "*.shards) {_INTERRUPTED_STORE} ;; esac; '
-        'printf \'%s %s %s %s\\0\' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"; '
-        f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; '
-        "[ -n \"$a\" ] && printf 'age\\0'; "
-        # an upload's lease: how long ago it was refreshed (a running upload refreshes it often)
-        f'case "$k ${{p##*/}}" in "f ".*{LEASE_SUFFIX}) '
-        'printf \'lease %s\\0\' "$(( $(date +%s) - $(stat -c %Y -- "$p") ))" ;; esac; done; true'
+    return f"d={shell.quote(data_dir)}; {_LISTING}"
+
+
+def recorded_probe_command() -> str:
+    """sh: the uploads `sync` recorded on the host (uploadlock.UPLOADS_RECORD): `none` when there
+    is no record, else `record`, then `rec PATH` per recorded path, then per dir holding any of them
+    `section DIR` and uploads_probe_command's listing of DIR; every record NUL-terminated."""
+    paths = (
+        "tr '\\0' '\\n' < \"$r\" | while IFS= read -r x; do"
+        " case $x in /?*) printf '%s\\n' \"$x\" ;; esac; done"
     )
+    return (
+        f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
+        "printf 'record\\0'; "
+        f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
+        f'{paths} | while IFS= read -r x; do dirname -- "$x"; done | sort -u | '
+        f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {_LISTING} ); done; true"
+    )
+
+
+def parse_recorded(output: str) -> tuple[dict[str, set[str]], dict[str, str]] | None:
+    """Pure: recorded_probe_command's output -> ({dir: names recorded in it}, {dir: its
+    listing, for classify_uploads}); None when the host holds no record."""
+    records = output.split("\0")
+    if records[0] != "record":  # (`none`: no record; nothing: the probe did not run)
+        return None
+    names: dict[str, set[str]] = {}
+    listings: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for rec in records:
+        if rec.startswith("rec ") and current is None:
+            parent, name = posixpath.split(rec[4:])
+            if name:
+                names.setdefault(parent, set()).add(name)
+        elif rec.startswith("section "):
+            current = listings.setdefault(rec[8:], [])
+        elif current is not None:
+            current.append(rec)
+    return names, {d: "\0".join(r) for d, r in listings.items()}
 
 
 @dataclass(frozen=True)
@@ -1293,7 +1322,12 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
     return entries
 
 
-def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = ()) -> Uploads | None:
+def classify_uploads(
+    output: str,
+    dataset_name: str = "",
+    skip: Iterable[str] = (),
+    recorded: Mapping[str, Iterable[str]] | None = None,
+) -> Uploads | None:
     """Pure: uploads_probe_command's output -> Uploads (None when the data dir is not there).
 
     Ours, each on evidence of its own and only when this login owns it (another user cannot
@@ -1304,7 +1338,8 @@ def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = 
     manifest.unpacked.json); leases (`.X.gpuonboard-upload`) and interrupted unpack dirs. Never
     a symlink (its target is not ours to judge), nor a sibling on a store's word alone (a tree
     beside a store nothing was unpacked from stays, named). `skip`: names removed by another
-    path."""
+    path. `recorded`: names `sync` recorded as its copies, by dir (see parse_recorded): each is
+    a copy as the configured dataset's is."""
     records = output.split("\0")
     if len(records) < 2 or not records[0].startswith("dir ") or not records[1].startswith("uid "):
         return None
@@ -1312,6 +1347,7 @@ def classify_uploads(output: str, dataset_name: str = "", skip: Iterable[str] = 
     entries = [e for e in _upload_entries(records[2:]) if e.name not in FS_ENTRIES and e.name not in skip]
     here = root.rstrip("/")
     stems = {dataset_name} if dataset_name else set()
+    stems |= set((recorded or {}).get(root.rstrip("/") or "/", ()))
     stems |= {
         e.name for e in entries if e.kind == "d" and e.mark == "c" and e.mark_text == f"{here}/{e.name}"
     }
@@ -1376,6 +1412,8 @@ class TeardownFilesStep(Step):
         "uploads_in": "the data dir: remove what gpuonboard's dataset upload made in it (the dataset's"
         " copy and stores, marked copies, leases), and name the rest, which stays",
         "dataset": "the dataset (a local path) whose copy <uploads_in>/<its base name> is removed",
+        "recorded_uploads": "also remove the uploads `sync` recorded on the host, wherever they are"
+        " (under another --dest, --decrypt-to plaintext): each copy, its stores and leases",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -1406,65 +1444,111 @@ class TeardownFilesStep(Step):
         self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
         listing = uploads_probe_command(self.uploads_in)
         self.uploads_probe = Probe(_probe_name("teardown_uploads", listing), listing)
+        self.recorded = _truthy(self.args.get("recorded_uploads", False))
+        listing = recorded_probe_command()
+        self.recorded_probe = Probe(_probe_name("teardown_recorded", listing), listing)
 
     def probes(self) -> list[Probe]:
         """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it
-        resolves; with `uploads_in`, the entries of the data dir."""
-        found = [self.probe] if self.paths or self.own_cache or self.uploads_in else []
-        return found + ([self.uploads_probe] if self.uploads_in else [])
+        resolves; with `uploads_in`, the entries of the data dir; with `recorded_uploads`, the
+        uploads `sync` recorded and the entries of each dir holding one."""
+        found = [self.probe] if self.paths or self.own_cache or self.uploads_in or self.recorded else []
+        found += [self.uploads_probe] if self.uploads_in else []
+        return found + ([self.recorded_probe] if self.recorded else [])
 
     def _uploads(
         self, ctx: StepContext, home: str | None
     ) -> tuple[list[tuple[str, str]], str, str | None, str | None]:
-        """(what to remove of the data dir's uploads: (path, resolved), the note on what stays,
+        """(what to remove of gpuonboard's uploads: (path, resolved), the note on what stays,
         why the data dir itself is refused or None, the refusal while an upload runs there or
-        None)."""
-        if not self.uploads_in:
-            return [], "", None, None
-        if not posixpath.isabs(self.uploads_in):
-            return [], "", f"{self.uploads_in} (not an absolute path)", None
-        raw = ctx.facts.raw.get(self.uploads_probe.name)
-        norm = posixpath.normpath(self.uploads_in)
-        skip = {
-            posixpath.basename(p) for p in map(posixpath.normpath, self.paths) if posixpath.dirname(p) == norm
-        }
-        found = classify_uploads(raw.stdout if raw is not None else "", self.dataset_name, skip)
-        if found is None:
-            return [], "", None, None
-        if found.live_leases:  # (removing its copy under it fails the upload, and a rerun puts it back)
-            lease = found.live_leases[0]
-            name = lease[1 : -len(LEASE_SUFFIX)] if lease.startswith(".") else lease
-            busy = (
-                f"refusing to delete anything on {ctx.host.name}: an upload to {norm.rstrip('/')}/{name} is"
-                " running (its lease was refreshed within the last minute); wait for it to end, or stop"
-                " it, then rerun"
-            )
-            return [], "", None, busy
-        here = norm.rstrip("/")
+        None): those in the data dir, and with `recorded_uploads` those `sync` recorded."""
+        recorded = None
+        if self.recorded:
+            raw = ctx.facts.raw.get(self.recorded_probe.name)
+            recorded = parse_recorded(raw.stdout if raw is not None else "")
+        names, listings = recorded or ({}, {})
         ours: list[tuple[str, str]] = []
+        note, data_root = "", None
+        if self.uploads_in:
+            if not posixpath.isabs(self.uploads_in):
+                return [], "", f"{self.uploads_in} (not an absolute path)", None
+            raw = ctx.facts.raw.get(self.uploads_probe.name)
+            norm = posixpath.normpath(self.uploads_in)
+            found = classify_uploads(
+                raw.stdout if raw is not None else "", self.dataset_name, self._skipped(norm), names
+            )
+            if found is not None:
+                busy = self._running(ctx, norm, found)
+                if busy:
+                    return [], "", None, busy
+                data_root = found.root
+                here = norm.rstrip("/")
+                others = self._removable(found, here, home, ours)
+                if others:
+                    n = len(others)
+                    spelt = [repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)]
+                    shown = _names(spelt)
+                    note = (
+                        f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown"
+                        " cannot tell for gpuonboard's uploads (it knows vars.dataset's copy, marked ones and"
+                        f" those `sync` recorded on the host) nor pulled ({shown}): pull or delete them"
+                        " yourself, or set vars.dataset_dir to a dir teardown should remove whole"
+                    )
+                if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
+                    note += plaintext_note(here, found.ciphertexts)
+        left: list[str] = []
+        for where, listing in sorted(listings.items()):  # the dirs holding recorded uploads
+            found = classify_uploads(listing, "", self._skipped(where), names)
+            if found is None or found.root == data_root:
+                continue
+            busy = self._running(ctx, where, found)
+            if busy:
+                return [], "", None, busy
+            here = where.rstrip("/")
+            others = self._removable(found, here, home, ours)
+            # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
+            left += [f"{here}/{o}" for o in others if o in names.get(where, ())]
+        if left:
+            note += (
+                f"; left on the host: {_names(left)}, recorded by sync as its uploads but not removable"
+                " now (a symlink, another user's, or an unsafe path): delete them yourself"
+            )
+        return ours, note, None, None
+
+    def _skipped(self, where: str) -> set[str]:
+        """Names in `where` that a configured path removes (never twice)."""
+        paths = map(posixpath.normpath, self.paths)
+        return {posixpath.basename(p) for p in paths if posixpath.dirname(p) == where}
+
+    @staticmethod
+    def _running(ctx: StepContext, where: str, found: Uploads) -> str | None:
+        """The refusal while an upload runs in `where` (a lease refreshed within a minute), or None:
+        removing its copy under it fails the upload, and a rerun puts it back."""
+        if not found.live_leases:
+            return None
+        lease = found.live_leases[0]
+        name = lease[1 : -len(LEASE_SUFFIX)] if lease.startswith(".") else lease
+        return (
+            f"refusing to delete anything on {ctx.host.name}: an upload to {where.rstrip('/')}/{name} is"
+            " running (its lease was refreshed within the last minute); wait for it to end, or stop"
+            " it, then rerun"
+        )
+
+    @staticmethod
+    def _removable(found: Uploads, here: str, home: str | None, ours: list[tuple[str, str]]) -> list[str]:
+        """Add found.ours that pass the path check to `ours` (path, resolved); the names that stay."""
         others = list(found.others)
         for name in found.ours:  # (each is removed: the same check as a configured path)
             path, resolved = f"{here}/{name}", f"{found.root.rstrip('/')}/{name}"
             if path_problem(path, home) or path_problem(resolved, home):
                 others.append(name)  # (a name with a line break: left, said, never fatal)
-            else:
+            elif (path, resolved) not in ours:
                 ours.append((path, resolved))
-        note = ""
-        if others:
-            n = len(others)
-            shown = _names([repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)])
-            note = (
-                f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown cannot"
-                " tell for gpuonboard's uploads (it knows vars.dataset's copy and marked ones; a plain"
-                f" `sync --dataset` copy of another dataset carries no mark) nor pulled ({shown}): pull or"
-                " delete them yourself, or set"
-                " vars.dataset_dir to a dir teardown should remove whole"
-            )
-        return ours, note + plaintext_note(here, found.ciphertexts), None, None
+        return others
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
-        if not self.paths and not self.own_cache and not self.uploads_in:
+        if not self.paths and not self.own_cache and not self.uploads_in and not self.recorded:
             return Plan(False, "no provisioned directories configured; nothing to remove")
         lines = ctx.facts.raw[self.probe.name].stdout.splitlines()
         home = lines[0][5:] if lines and lines[0].startswith("home ") else None
@@ -1501,9 +1585,13 @@ class TeardownFilesStep(Step):
                 failed=True,
             )
         said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
+        gone = {r for _, r in present}
+        uploads = [(p, r) for p, r in uploads if r not in gone]  # (a configured path removes it)
         if uploads:
             present.extend(uploads)
-            said.append(f"{_names([p for p, _ in uploads], 5)} (gpuonboard's uploads in {self.uploads_in})")
+            norm = posixpath.normpath(self.uploads_in) if self.uploads_in else ""
+            where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
+            said.append(f"{_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
         note = left
         if cache is not None and cache.target:
             present.append((cache.path, cache.target))
@@ -1514,6 +1602,7 @@ class TeardownFilesStep(Step):
             note += f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
         if not present:
             looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
+            looked += ["the uploads sync recorded"] if self.recorded else []
             return Plan(False, f"already clean: {_names(looked, 5) or 'gpuonboard cache'} not present{note}")
         names = [p for p, _ in present]
         diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
@@ -1561,7 +1650,7 @@ class TeardownFilesStep(Step):
                 f"refusing to delete anything on {host}: {host}:{self.results} changed after it was pulled"
                 f" (e.g. {_names(changed, 1)}): a job may still be writing; stop it, then rerun"
             )
-        return f"could not remove everything: {_last_line(applied.stderr, applied.exit_code)}"
+        return f"could not remove everything: {last_line(applied.stderr, applied.exit_code)}"
 
 
 def _image_refs(image: str, mirror: str) -> list[str]:
@@ -1677,7 +1766,7 @@ class TeardownContainersStep(Step):
         """The runtime must have removed them."""
         if applied.ok:
             return None
-        return f"could not remove containers/image: {_last_line(applied.stderr, applied.exit_code)}"
+        return f"could not remove containers/image: {last_line(applied.stderr, applied.exit_code)}"
 
 
 class TeardownCostStep(Step):
