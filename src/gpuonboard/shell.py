@@ -167,6 +167,96 @@ def background(command: str, log: str) -> str:
     return f"nohup {command} >{quote(log)} 2>&1 </dev/null & echo $!"
 
 
+SESSION_POLL_S = 1  # how often the watcher looks whether the SSH session is still there
+STOP_GRACE_S = 5  # SIGTERM, then SIGKILL to what is left this many seconds later
+
+# Shell text (no values in it: the caller's command and stop commands are built by shell.*).
+# Nothing signals a script when the SSH session that started it goes away: sshd gives a
+# command without a pty no SIGHUP, and the channel's stdin carried the script (it is at EOF
+# from the start, so EOF there says nothing). What does change: the per-connection sshd exits
+# when its connection closes (Ctrl-C, the local process killed, the link reset, sshd's
+# ClientAliveInterval giving up), and the shell below it is re-parented. So the parent of this
+# shell and of each shell above it, up to the first process that is not a shell (sshd; with
+# `connection: local` the gpuonboard process) is recorded, and a watcher checks every second
+# that each still has it; one changed (or gone) means the session is over: SIGTERM to the
+# script and every descendant it has then (torchrun's ranks run in sessions of their own, so
+# a process group would miss them), SIGKILL to the survivors after a grace. The watcher ends
+# with the script; the exit status is the script's own.
+_SESSION_BOUND = """gw_pp() {
+  gw_l=
+  read -r gw_l <"/proc/$1/stat" || return 1
+  gw_n=${gw_l#*"("}; gw_n=${gw_n%") "*}
+  set -- ${gw_l##*") "}
+  gw_p=$2
+}
+gw_links=; gw_c=$$
+while [ "$gw_c" -gt 1 ] && gw_pp "$gw_c" 2>/dev/null; do
+  case $gw_n in sh|dash|bash|ash|ksh|mksh|zsh|busybox|fish|tcsh|csh) ;; *) break ;; esac
+  gw_links="$gw_links $gw_c:$gw_p"; gw_c=$gw_p
+done
+gw_here() {
+  for gw_k in $gw_links; do
+    gw_pp "${gw_k%:*}" 2>/dev/null && [ "$gw_p" = "${gw_k#*:}" ] || return 1
+  done
+}
+gw_tree() {
+  gw_t=" $1 "; gw_more=1
+  while [ -n "$gw_more" ]; do
+    gw_more=
+    for gw_f in /proc/[0-9]*; do
+      gw_q=${gw_f#/proc/}
+      case $gw_t in *" $gw_q "*) continue ;; esac
+      gw_pp "$gw_q" 2>/dev/null || continue
+      case $gw_t in *" $gw_p "*) gw_t="$gw_t$gw_q "; gw_more=1 ;; esac
+    done
+  done
+}
+gw_stop() {
+  gw_tree "$gw_job"
+  kill -s TERM $gw_t 2>/dev/null
+  @TERM@
+  gw_i=0
+  while [ "$gw_i" -lt @GRACE@ ]; do
+    gw_left=
+    for gw_q in $gw_t; do kill -0 "$gw_q" 2>/dev/null && gw_left=1; done
+    [ -n "$gw_left" ] || return 0
+    sleep 1; gw_i=$((gw_i + 1))
+  done
+  kill -s KILL $gw_t 2>/dev/null
+  @KILL@
+}
+@COMMAND@ &
+gw_job=$!
+(
+  gw_z=
+  trap 'kill $gw_z 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep @POLL@ & gw_z=$!; wait $gw_z
+    kill -0 "$gw_job" 2>/dev/null || exit 0
+    gw_here || { gw_stop; exit 0; }
+  done
+) </dev/null >/dev/null 2>&1 &
+gw_w=$!
+wait "$gw_job"; gw_s=$?
+kill "$gw_w" 2>/dev/null
+exit "$gw_s"
+"""
+
+
+def until_session_ends(command: str, stop_term: str = "", stop_kill: str = "") -> str:
+    """Shell text that runs the built `command` and stops it (and every process under it) when
+    the SSH session that started it goes away; `stop_term` / `stop_kill` (built commands) also
+    run then (a container's `kill`). The exit status is the command's own. See _SESSION_BOUND."""
+    values = {
+        "TERM": f"{stop_term} >/dev/null 2>&1" if stop_term else ":",
+        "KILL": f"{stop_kill} >/dev/null 2>&1" if stop_kill else ":",
+        "GRACE": str(STOP_GRACE_S),
+        "POLL": str(SESSION_POLL_S),
+        "COMMAND": command,
+    }
+    return re.sub(r"@([A-Z]+)@", lambda m: values[m.group(1)], _SESSION_BOUND)
+
+
 def temp_script(workdir: str, script_name: str, command: str) -> str:
     """Run a script that arrives on stdin: make the private directory `workdir` (mode 0700;
     refusing one that exists), write stdin to `workdir/script_name`, run the built `command`

@@ -1,8 +1,9 @@
 """Steps that prove the box trains: `smoke_train`, `allreduce`, `disk_speed` (issue 7).
 
 Each is read-only for the host's state: the scripts arrive over the SSH channel's stdin, go
-into a private temp directory (`shell.temp_script`) that is removed on every exit, and the
-figures come back as ONE `GPUONBOARD_RESULT {json}` line. The rules are pure functions over
+into a private temp directory (`shell.temp_script`) that is removed on every exit, stop with
+the SSH session that started them (`shell.until_session_ends`), and their figures come back as ONE
+`GPUONBOARD_RESULT {json}` line. The rules are pure functions over
 that JSON (tested on recorded result files). In check mode nothing runs (they load the box).
 """
 
@@ -148,21 +149,34 @@ def build_command(
     multi-node run, which then also needs the host's network inside a container); `env` is set
     for the python process; `remote_timeout` bounds the python with `timeout` on the host (in
     the container when it runs there), so a hung script cannot outlive the step: the SSH wait
-    giving up alone would leave it running (a non-tty session's process gets no signal)."""
+    giving up alone would leave it running (a non-tty session's process gets no signal). The
+    script is also stopped within seconds when the SSH session that started it goes away
+    (Ctrl-C, the local process killed, the link dropped): see `shell.until_session_ends`."""
     path = f"{workdir}/{script}"
     bound = ["timeout", str(max(1, int(remote_timeout)))] if remote_timeout else []
+    stop: tuple[str, str] = ("", "")
     if launch.in_container:
         cli = runtime.cli or "docker"
-        argv = [cli, "run", "--rm", "--ipc=host", *(["--gpus", "all"] if gpus else [])]
+        name = container_name(workdir)
+        argv = [cli, "run", "--rm", "--name", name, "--ipc=host", *(["--gpus", "all"] if gpus else [])]
         if launcher:
             argv.append("--network=host")
-        for name, value in (env or {}).items():
-            argv += ["-e", f"{name}={value}"]
+        for key, value in (env or {}).items():
+            argv += ["-e", f"{key}={value}"]
         argv += ["-v", f"{workdir}:{workdir}", "-w", workdir, launch.image, *bound, "python", *launcher, path]
         inner = runtime.command([*argv, *script_args])
+        # the container's processes are not the session's descendants (dockerd starts them)
+        stop = (runtime.command([cli, "kill", "--signal=TERM", name]), runtime.command([cli, "kill", name]))
     else:
         inner = shell.with_env(shell.join([*bound, launch.python, *launcher, path, *script_args]), env or {})
-    return shell.temp_script(workdir, script, inner)
+    return shell.temp_script(workdir, script, shell.until_session_ends(inner, *stop))
+
+
+def container_name(workdir: str) -> str:
+    """The name of a script's container: its private temp dir's (random) name."""
+    return (
+        re.sub(r"[^A-Za-z0-9_.-]", "_", workdir.rstrip("/").rsplit("/", 1)[-1]).lstrip("_.-") or "gpuonboard"
+    )
 
 
 def host_bound(timeout: float) -> float:
@@ -805,7 +819,12 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
     found = ctx.facts.raw.get(DCGM_PROBE.name)
     if found is None or found.exit_code != 0 or not found.stdout.strip():
         return dcgm_checks(None, level), None
-    cmd = shell.join(["timeout", str(max(1, int(timeout)))]) + " " + dcgm.command(level)
+    # a level 3 / 4 diag loads the GPUs for up to hours: it must not outlive the session either
+    cmd = shell.sh_c(
+        shell.until_session_ends(
+            shell.join(["timeout", str(max(1, int(timeout)))]) + " " + dcgm.command(level)
+        )
+    )
     r = ctx.runner.run(cmd, timeout=timeout + 30)
     if r.exit_code == 124:
         why = (
