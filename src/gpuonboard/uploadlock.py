@@ -132,9 +132,9 @@ live() {
 # read-only mount: root passes `test -w` there) keeps the lease inside the copy's dir. A
 # lease without a token line (a create cut short by a full disk) is no lease; one of this same
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
-# where each upload's copy and plaintext tree are recorded on the host, NUL-terminated paths (in
-# the login's gpuonboard cache dir, which teardown removes last): teardown finds uploads under
-# another --dest and --decrypt-to plaintext there, not only in the host's data dir
+# where each upload's copy (or its store alone) and plaintext tree are recorded on the host,
+# NUL-terminated paths (in the login's gpuonboard cache dir, which teardown removes last): teardown
+# finds uploads under another --dest and --decrypt-to plaintext there, not only in the data dir
 UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/uploads"
 # sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)
 RECORD_FN = (
@@ -150,6 +150,13 @@ TAKE_SCRIPT = (
     + RECORD_FN
     + r"""
 tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}
+# a dir this upload makes (or finds empty) is its own; one the user's files were in already is
+# not recorded for teardown, which would remove them with it (`sync --dest ~ --dataset proj` into
+# the user's own ~/proj: the copy merges into it)
+fresh() {
+  { ! [ -e "$1" ] && ! [ -L "$1" ]; } || { [ -d "$1" ] && ! [ -L "$1" ] && [ -z "$(ls -A -- "$1")" ]; }
+}
+tn=; fresh "$1" 2>/dev/null && tn=1; ptn=; [ -n "$pt" ] && fresh "$pt" 2>/dev/null && ptn=1
 mkdir -p -- "$1" || exit 2
 # one spelling of the data dir (a symlink or .. in it names the same lease)
 d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
@@ -168,9 +175,15 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
       for x in "$dir/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
     done
   fi
-  # where this upload's copy and plaintext tree are, for teardown (see UPLOADS_RECORD)
-  pp=$pt; [ -n "$pt" ] && up=$(cd -- "$(dirname -- "$pt")" 2>/dev/null && pwd -P) && pp=$up/${pt##*/}
-  record ${pn:+"$d/$pn"} "$pp"
+  # where this upload writes, for teardown (see UPLOADS_RECORD): the dir it made ($tgt: the copy,
+  # or its store alone, <name>.shards or <name>.encrypted, never a <name> it does not write) and
+  # its plaintext tree, whose dir is resolved even when not made yet (--decrypt-to /scratch/new
+  # with /scratch a link: teardown looks in /scratch's target)
+  pp=$pt; [ -n "$pt" ] && up=$(realpath -m -- "$(dirname -- "$pt")" 2>/dev/null) && pp=${up%/}/${pt##*/}
+  [ -n "$have" ] && ptn=1  # (marked as this copy's: made by an upload of it)
+  set --; [ -n "$pn" ] && [ -n "$tn" ] && set -- "$d/${tgt##*/}"
+  [ -n "$ptn" ] && set -- "$@" "$pp"
+  record "$@"
   echo "took $f"; exit 0
 }
 tok=$3

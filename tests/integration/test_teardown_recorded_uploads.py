@@ -56,7 +56,7 @@ def test_uploads_under_another_dest_and_decrypted_elsewhere_are_removed(
         r = project.cli(*argv, "--host", "teardown")
         assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(_record(pool)) == sorted(
-        [f"{other}/corpus", f"{disk}/images", f"{shm}/images", f"{disk}/notes"]
+        [f"{other}/corpus", f"{disk}/images.encrypted", f"{shm}/images", f"{disk}/notes"]
     )
     assert sorted(p.name for p in other.iterdir()) == ["corpus"]
     assert (shm / "images" / "part0").is_dir()  # the plaintext, outside the data dir

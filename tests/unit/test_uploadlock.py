@@ -86,6 +86,13 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the host's lease (real sh)
 
 
+@pytest.fixture(autouse=True)
+def _own_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TAKE_SCRIPT records each upload in ${XDG_CACHE_HOME:-~/.cache}/gpuonboard: a temp dir
+    here, never this machine's own cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
 def _sh(command: str) -> subprocess.CompletedProcess[str]:
     """Run a remote command as the host's login shell would."""
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)

@@ -363,13 +363,23 @@ def describe_problems(missing: Sequence[str], corrupt: Sequence[str], total: int
 LISTING_FORMAT = "%y %s %T@ %p"
 
 
-def _names_checks_script(removed: Sequence[str] | None) -> str:
+# sh: each upload `sync` recorded on the host (uploadlock.UPLOADS_RECORD), one a line, with its
+# stores: what teardown_files removes of them (it reads the same record)
+_RECORDED_REMOVED = (
+    f'r="{uploadlock.UPLOADS_RECORD}"; if [ -f "$r" ]; then tr \'\\0\' \'\\n\' < "$r" |'
+    " while IFS= read -r x; do case $x in /?*) printf '%s\\n%s.shards\\n%s.encrypted\\n'"
+    ' "$x" "$x" "$x" ;; esac; done; fi'
+)
+
+
+def _names_checks_script(removed: Sequence[str] | None, recorded: bool = False) -> str:
     """sh, run in the results dir with $root its physical path: one NUL-terminated record per
     entry bearing a name teardown keeps for itself (`reserved ./x`), and per symlink whose target
     is missing (`dangling ./x`, then `to TARGET` as the link says it), resolves into one of the
     `removed` dirs (resolved on the host: `doomed ./x`, `to TARGET`) or elsewhere outside $root
-    (`outside ./x`, `to TARGET`). With `removed` None (not known) every target outside $root
-    counts as doomed, and a `strict` record says so. Each device node, fifo or socket: `special
+    (`outside ./x`, `to TARGET`); with `recorded`, the uploads `sync` recorded on the host (and
+    their stores) count as removed dirs too. With `removed` None (not known) every target outside
+    $root counts as doomed, and a `strict` record says so. Each device node, fifo or socket: `special
     TYPE ./x` (find's %y letter: b, c, p, s); the pull never copies them."""
     judge = (
         'r=$1; g=$2; shift 2; for l; do t=$(realpath -e -- "$l" 2>/dev/null) ||'
@@ -384,7 +394,9 @@ def _names_checks_script(removed: Sequence[str] | None) -> str:
         gone = "g='*' && printf 'strict\\0'"
     else:
         each = " ".join(shell.quote(d) for d in removed if d)
-        gone = f'g=$(for d in {each}; do realpath -m -- "$d"; done)' if each else "g="
+        listed = [f'for d in {each}; do realpath -m -- "$d"; done'] if each else []
+        listed += [_RECORDED_REMOVED] if recorded else []
+        gone = f"g=$({'; '.join(listed)})" if listed else "g="
     return (
         f"find . \\( -name {shell.quote(PARTIAL_DIR)} -o -path {shell.quote('./' + RECORD + '*')} \\)"
         f" -printf 'reserved %p\\0' && "
@@ -841,18 +853,18 @@ def drop_links_out(dest: Path) -> str:
     )
 
 
-def manifest_command(remote_dir: str, removed: Sequence[str] | None = None) -> str:
+def manifest_command(remote_dir: str, removed: Sequence[str] | None = None, recorded: bool = False) -> str:
     """One remote command, in remote_dir: the listing of every entry (`e %y %s %T@ %p`, taken
     BEFORE hashing, so a file written meanwhile differs from the record), the name and symlink
     checks, then `sums` and the sha256 of every file as `./relative/path`."""
     return shell.sh_c(
         f"export LC_ALL=C; cd -- {shell.quote(remote_dir)} && root=$(pwd -P) && "
-        f"find . -printf 'e {LISTING_FORMAT}\\0' && {_names_checks_script(removed)} && "
+        f"find . -printf 'e {LISTING_FORMAT}\\0' && {_names_checks_script(removed, recorded)} && "
         "printf 'sums\\0' && find . -type f -exec sha256sum -- {} +"
     )
 
 
-def pull_probe_command(remote_dir: str, removed: Sequence[str] | None = None) -> str:
+def pull_probe_command(remote_dir: str, removed: Sequence[str] | None = None, recorded: bool = False) -> str:
     """The pull step's probe: NUL-terminated records `home`, `rsync`/`no-rsync`, then for the
     results dir `missing`, `notdir KIND`, or `real PATH`, `files N BYTES` and the checks."""
     return (
@@ -864,7 +876,7 @@ def pull_probe_command(remote_dir: str, removed: Sequence[str] | None = None) ->
         "root=$(pwd -P) && printf 'real %s\\0' \"$root\" && "
         "{ find . -type f -printf '%s\\n' | awk '{n++; b+=$1} END {printf \"files %d %.0f\", n, b}';"
         " printf '\\0'; } && "
-        f"{_names_checks_script(removed)}; "
+        f"{_names_checks_script(removed, recorded)}; "
         'elif [ -L "$d" ] && ! [ -e "$d" ]; then printf \'notdir a symlink to nothing\\0\'; '
         "elif [ -f \"$d\" ]; then printf 'notdir a file, not a directory\\0'; "
         "elif [ -e \"$d\" ]; then printf 'notdir not a directory\\0'; else printf 'missing\\0'; fi"
@@ -919,6 +931,8 @@ class TeardownPullStep(Step):
         "removed": "the other dirs teardown removes (teardown_files' paths): a symlink in the results"
         " into one of them is refused, one to anywhere else is copied as a link (unset: any symlink"
         " out of the results is refused)",
+        "recorded_uploads": "with `removed`: the uploads `sync` recorded on the host (removed by"
+        " teardown_files' recorded_uploads) count as removed dirs too",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -934,7 +948,8 @@ class TeardownPullStep(Step):
         if raw is not None:
             texts = (str(p).strip() for p in raw)
             self.removed = [t for t in texts if t and t.lower() not in ("none", "null")]
-        command = pull_probe_command(self.results, self.removed)
+        self.recorded = _truthy(self.args.get("recorded_uploads", False))
+        command = pull_probe_command(self.results, self.removed, self.recorded)
         self.probe = Probe(_probe_name("teardown_pull", command), command)
 
     def probes(self) -> list[Probe]:
@@ -1061,7 +1076,7 @@ class TeardownPullStep(Step):
             code, err = run.exit_code, last_line(run.stderr, run.exit_code) if run.exit_code else ""
         except FileNotFoundError:
             code, err = 127, "rsync is not installed on this machine"
-        result = ctx.runner.run(manifest_command(self.results, self.removed))
+        result = ctx.runner.run(manifest_command(self.results, self.removed, self.recorded))
         if not result.ok:
             return PullOutcome(code, err, {}, [], [], last_line(result.stderr, result.exit_code))
         listing, checks, remote = parse_pull_output(result.stdout)
@@ -1251,7 +1266,8 @@ def recorded_probe_command() -> str:
         f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
         "printf 'record\\0'; "
         f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
-        f'{paths} | while IFS= read -r x; do dirname -- "$x"; done | sort -u | '
+        # (each path's dir by expansion, not a `dirname` per path: thousands of recorded uploads)
+        f"{paths} | while IFS= read -r x; do x=${{x%/*}}; printf '%s\\n' \"${{x:-/}}\"; done | sort -u | "
         f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {_LISTING} ); done; true"
     )
 
@@ -1327,6 +1343,7 @@ def classify_uploads(
     dataset_name: str = "",
     skip: Iterable[str] = (),
     recorded: Mapping[str, Iterable[str]] | None = None,
+    only_recorded: bool = False,
 ) -> Uploads | None:
     """Pure: uploads_probe_command's output -> Uploads (None when the data dir is not there).
 
@@ -1339,7 +1356,10 @@ def classify_uploads(
     a symlink (its target is not ours to judge), nor a sibling on a store's word alone (a tree
     beside a store nothing was unpacked from stays, named). `skip`: names removed by another
     path. `recorded`: names `sync` recorded as its copies, by dir (see parse_recorded): each is
-    a copy as the configured dataset's is."""
+    a copy as the configured dataset's is. `only_recorded`: a dir that is not the data dir (one
+    holding a recorded upload: /dev/shm, a --dest under the home dir): a shard store, and a tree
+    beside one, count only as a recorded copy's (the user's own `ckpt.shards/manifest.json`
+    there is no upload's)."""
     records = output.split("\0")
     if len(records) < 2 or not records[0].startswith("dir ") or not records[1].startswith("uid "):
         return None
@@ -1368,8 +1388,7 @@ def classify_uploads(
             return False
         return (
             e.name in family
-            or e.name in stores
-            or e.name in unpacked
+            or (not only_recorded and (e.name in stores or e.name in unpacked))
             or (e.name.startswith(".") and UNPACK_INFIX in e.name)
         )
 
@@ -1382,6 +1401,12 @@ def classify_uploads(
 
     live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
     return Uploads(root, mine, rest, sealed, live)
+
+
+def _holds(path: str, inner: str) -> bool:
+    """Pure: `path` is `inner` or a directory above it (both absolute, normalised)."""
+    top = path.rstrip("/")
+    return inner == path or inner.startswith(top + "/")
 
 
 def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:
@@ -1497,21 +1522,34 @@ class TeardownFilesStep(Step):
                 if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
                     note += plaintext_note(here, found.ciphertexts)
         left: list[str] = []
+        holding: list[str] = []
         for where, listing in sorted(listings.items()):  # the dirs holding recorded uploads
-            found = classify_uploads(listing, "", self._skipped(where), names)
+            found = classify_uploads(listing, "", self._skipped(where), names, only_recorded=True)
             if found is None or found.root == data_root:
                 continue
             busy = self._running(ctx, where, found)
             if busy:
                 return [], "", None, busy
             here = where.rstrip("/")
-            others = self._removable(found, here, home, ours)
+            theirs: list[tuple[str, str]] = []
+            others = self._removable(found, here, home, theirs)
             # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
             left += [f"{here}/{o}" for o in others if o in names.get(where, ())]
+            for path, resolved in theirs:
+                if data_root is not None and _holds(resolved, data_root):
+                    holding.append(path)  # (a copy made the data dir: it is never removed whole)
+                elif (path, resolved) not in ours:
+                    ours.append((path, resolved))
         if left:
             note += (
                 f"; left on the host: {_names(left)}, recorded by sync as its uploads but not removable"
                 " now (a symlink, another user's, or an unsafe path): delete them yourself"
+            )
+        if holding:
+            note += (
+                f"; left on the host: {_names(holding)}, recorded by sync as its uploads but holding the"
+                f" data dir {data_root}, which teardown never removes whole (it may hold other runs'"
+                " outputs that no pull took): delete what you no longer need there yourself"
             )
         return ours, note, None, None
 
@@ -1633,7 +1671,10 @@ class TeardownFilesStep(Step):
                 )
             unchanged = (results, listing_digest(record.listing))
             plan.data = (present, record)
-        return ctx.runner.run(shell.sh_c(_guarded_rm_script(present, unchanged)))
+        # on sh's stdin, not in the command: one line per path (a host with hundreds of recorded
+        # uploads) made a command over sshd's and execve's limits, and the connection was reset
+        script = _guarded_rm_script(present, unchanged).encode("utf-8", "surrogateescape")
+        return ctx.runner.run("sh -s", stdin=script)
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """The removal must succeed; results changed since the pull removed nothing."""
