@@ -51,6 +51,7 @@ class AutostopOptions:
     margin: str = "5m"
     gpu_threshold: str = ""
     ssh_sessions: bool = False
+    gpu_processes: bool = False
     shutdown_command: str = ""
     status: bool = False
     cancel: bool = False
@@ -94,6 +95,7 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
         "margin": opts.margin,
         "gpu_threshold": opts.gpu_threshold,
         "ssh_sessions": opts.ssh_sessions,
+        "gpu_processes": opts.gpu_processes,
     }
     if opts.shutdown_command and not opts.shutdown_command.strip():
         raise UsageError("autostop: --shutdown-command must be a command, not blank.")

@@ -354,6 +354,7 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
         "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
         "gpu_threshold": "a GPU above this utilisation (percent) counts as busy (default 5)",
         "ssh_sessions": "also count logged-in users as busy",
+        "gpu_processes": "also busy while any process holds a GPU (memory), even at 0% utilisation",
         "shutdown_command": "override the vendor profile's shutdown_command",
         "status": "show what is installed, what it watches, idle-since, when it would act, last log lines",
         "cancel": "remove everything autostop installed (script, config, state, log, cron entry)",
@@ -382,6 +383,7 @@ def autostop(
     margin: str = "5m",
     gpu_threshold: str = "",
     ssh_sessions: bool = False,
+    gpu_processes: bool = False,
     shutdown_command: str = "",
     status: bool = False,
     cancel: bool = False,
@@ -418,6 +420,7 @@ def autostop(
             margin=margin,
             gpu_threshold=gpu_threshold,
             ssh_sessions=ssh_sessions,
+            gpu_processes=gpu_processes,
             shutdown_command=shutdown_command,
             status=status,
             cancel=cancel,
@@ -651,6 +654,7 @@ def monitor(
         "port": "TensorBoard port on the host (default 6006)",
         "local_port": "local port to forward (default: the same as --port, or any free one; 0: any)",
         "duration": "stop after this long (default: until Ctrl-C)",
+        "reconnect_for": "after the SSH link drops, reconnect for up to this long (default 5m; 0: exit)",
         "connect_retries": COMMON_HELP["connect_retries"],
     },
     auto_shortflags=False,
@@ -663,6 +667,7 @@ def tensorboard(
     port: int = 6006,
     local_port: int = -1,
     duration: str = "",
+    reconnect_for: str = "5m",
     trust_new_hosts: bool = False,
     known_hosts: str = "",
     debug: bool = False,
@@ -676,7 +681,10 @@ def tensorboard(
         trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
     )
     local = None if local_port < 0 else local_port
-    _guard(lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration), debug)
+    _guard(
+        lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration, reconnect_for=reconnect_for),
+        debug,
+    )
 
 
 @task(help=COMMON_HELP, auto_shortflags=False)

@@ -9,23 +9,31 @@ No Invoke imports here.
 from __future__ import annotations
 
 import contextlib
+import json
+import posixpath
 import select
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
 from . import api, shell
 from .connection import Runner, SSHRunner
-from .errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
+from .errors import CommandError, ExitCode, GpuonboardError, HostKeyError, Terminated, UsageError
 from .units import parse_duration
 
 # In the command line of the TensorBoard we start (`python3 -m tensorboard.main ...`): a PID
 # whose command line lacks it is not ours any more, and is never killed.
 TENSORBOARD_MARK = "tensorboard.main"
+
+RECONNECT_FOR = "5m"  # how long a dropped link is tried again (autossh-like) before giving up
+BACKOFF_FIRST_S = 1.0  # the waits between those tries: 1, 2, 4 ... seconds,
+BACKOFF_MAX_S = 30.0  # never more than this
+HEALTH_EVERY_S = 5.0  # how often the host is asked whether TensorBoard still listens
+LINK_WAIT_S = 20.0  # how long a browser connection made while the link is down waits for it
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -55,6 +63,112 @@ def remote_port_open(runner: Runner, host: str, port: int) -> bool:
         return False
     chan.close()
     return True
+
+
+def probe_port(runner: Runner, host: str, port: int) -> bool | None:
+    """Does host:port (seen from the host) accept connections? True; False when the host
+    refused it (nothing listens); None when that cannot be told now (the link is down or slow)."""
+    if not isinstance(runner, SSHRunner):
+        return remote_port_open(runner, host, port)
+    from .connection import import_paramiko
+
+    try:
+        chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=10)
+    except import_paramiko().ChannelException:  # the host's connect() to host:port failed
+        return False
+    except Exception:  # no answer in time, or the connection is gone
+        return None
+    chan.close()
+    return True
+
+
+def served_logdir(runner: Runner, port: int) -> str | None:
+    """The logdir the TensorBoard on the host's 127.0.0.1:port serves (its `/data/environment`
+    page's `data_location`), or None when that page does not say (not TensorBoard, no answer)."""
+    if not isinstance(runner, SSHRunner):
+        return None
+    try:
+        local = ("127.0.0.1", 0)
+        chan = runner.transport.open_channel("direct-tcpip", ("127.0.0.1", port), local, timeout=10)
+    except Exception:  # (it answered the probe a moment ago: the link is slow or gone)
+        return None
+    try:
+        chan.settimeout(5)
+        chan.sendall(b"GET /data/environment HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        reply = b""
+        while len(reply) < 1 << 16:
+            data = chan.recv(1 << 14)
+            if not data:
+                break
+            reply += data
+    except Exception:  # (socket.timeout, a closed channel)
+        return None
+    finally:
+        chan.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status = head.split(b"\r\n", 1)[0].split()
+    if len(status) < 2 or not status[0].startswith(b"HTTP/") or status[1] != b"200":
+        return None
+    try:
+        location = json.loads(body).get("data_location")
+    except (ValueError, AttributeError):
+        return None
+    # (printed on the user's terminal: another user's service could send escape sequences)
+    return location if isinstance(location, str) and location and location.isprintable() else None
+
+
+def same_logdir(served: str, wanted: str) -> bool:
+    """Whether TensorBoard's `data_location` is the logdir asked for (relative paths are the
+    login directory's: `runs` is `/home/u/runs`)."""
+    a, b = posixpath.normpath(served), posixpath.normpath(wanted)
+    return a == b or (not b.startswith("/") and a.endswith("/" + b))
+
+
+def already_running_line(name: str, port: int, served: str | None, wanted: str) -> str:
+    """What is said when something listens on the host's port already: whose logdir, when
+    TensorBoard said, and when it is not the one asked for, how to get that one."""
+    if served is None:
+        return f"{name}: something already listens on 127.0.0.1:{port}; using it."
+    if same_logdir(served, wanted):
+        return f"{name}: TensorBoard already runs on 127.0.0.1:{port} for logdir {served}; using it."
+    return (
+        f"{name}: the TensorBoard already running on 127.0.0.1:{port} serves logdir {served}, not {wanted};"
+        f" using it (pass another --port to start one for {wanted})."
+    )
+
+
+def backoff_delays(first: float = BACKOFF_FIRST_S, most: float = BACKOFF_MAX_S) -> Iterator[float]:
+    """1, 2, 4, ... seconds, each at most `most`: the waits between reconnection tries."""
+    delay = first
+    while True:
+        yield min(delay, most)
+        delay = min(delay * 2, most)
+
+
+def reconnect(
+    connect: Callable[[], Runner],
+    window: float,
+    stop: threading.Event,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Runner | None, str]:
+    """Try `connect` (its own settings, host-key checks and retries) again and again, waiting
+    backoff_delays between tries, for up to `window` seconds or until `stop` is set: (the new
+    runner, ""), or (None, the last try's error). A host key that changed is never retried."""
+    deadline = clock() + window
+    delays = backoff_delays()
+    last = "no try was made"
+    while not stop.is_set():
+        try:
+            return connect(), ""
+        except HostKeyError:
+            raise
+        except GpuonboardError as exc:
+            last = exc.message
+        left = deadline - clock()
+        if left <= 0:
+            break
+        stop.wait(min(next(delays), left))
+    return None, last
 
 
 def wait_remote_port(runner: Runner, host: str, port: int, timeout: float, pid: int | None = None) -> bool:
@@ -161,7 +275,11 @@ def stop_started(
 
 
 class Forwarder:
-    """Listen on 127.0.0.1:local_port; carry each connection to remote host:port over SSH."""
+    """Listen on 127.0.0.1:local_port; carry each connection to remote host:port over SSH.
+
+    After the link dropped, `relink` hands it the new connection: it keeps listening on the
+    same port meanwhile (the browser's tab keeps its URL), and a connection made while the
+    link is down waits up to LINK_WAIT_S for it."""
 
     def __init__(self, runner: Runner, remote_host: str, remote_port: int, local_port: int = 0) -> None:
         self.transport = _transport(runner)
@@ -202,10 +320,27 @@ class Forwarder:
                 return
             threading.Thread(target=self._carry, args=(client, peer), daemon=True).start()
 
+    def relink(self, runner: Runner) -> None:
+        """Carry new connections over `runner` (the host's connection made again)."""
+        self.transport = _transport(runner)
+
+    def _channel(self, peer: tuple[str, int]) -> Any:
+        """A channel to the remote end; None when refused there, or the link stayed down."""
+        deadline = time.monotonic() + LINK_WAIT_S
+        while not self._stop.is_set():
+            transport = self.transport
+            try:
+                return transport.open_channel("direct-tcpip", self.remote, peer, timeout=10)
+            except Exception:  # refused on the far side, or the connection is gone
+                if transport.is_active() or time.monotonic() > deadline:
+                    return None
+            while self.transport is transport and time.monotonic() < deadline and not self._stop.is_set():
+                self._stop.wait(0.25)  # (until relink)
+        return None
+
     def _carry(self, client: socket.socket, peer: tuple[str, int]) -> None:
-        try:
-            chan = self.transport.open_channel("direct-tcpip", self.remote, peer, timeout=10)
-        except Exception:  # refused on the far side, or the connection is gone
+        chan = self._channel(peer)
+        if chan is None:
             client.close()
             return
         with self._lock:
@@ -256,6 +391,39 @@ def remote_home_path(path: str) -> str:
     return path[2:] or "." if path.startswith("~/") else path
 
 
+def log_tail(runner: Runner, log: str) -> str:
+    """The last non-empty line of a log on the host ("" when it is empty or cannot be read)."""
+    try:
+        out = runner.run(shell.join(["tail", "-n", "5", log]), timeout=10).stdout
+    except GpuonboardError:
+        return ""
+    lines = [x.strip() for x in out.splitlines() if x.strip()]
+    return lines[-1] if lines else ""
+
+
+def tensorboard_gone(runner: Runner, port: int, pause: float = 1.0) -> bool:
+    """True when the host refused a connection to its 127.0.0.1:port twice, `pause` apart (a
+    probe that got no answer, on a slow or dropping link, is no evidence)."""
+    if probe_port(runner, "127.0.0.1", port) is not False:
+        return False
+    time.sleep(pause)
+    return probe_port(runner, "127.0.0.1", port) is False
+
+
+def gone_sentence(name: str, port: int, started: int | None, tail: str, log: str) -> str:
+    """The error when TensorBoard stopped listening while the forward ran."""
+    if started is None:
+        return (
+            f"host {name}: the TensorBoard that was already running on 127.0.0.1:{port} stopped"
+            " listening; run `invoke tensorboard` again to start one."
+        )
+    return (
+        f"host {name}: TensorBoard (pid {started}) stopped listening on 127.0.0.1:{port}"
+        + (f"; the last line of its log: {tail}" if tail else "; its log is empty")
+        + f" (all of it in {log} on the host)."
+    )
+
+
 def tensorboard(
     selection: api.Selection,
     settings: api.Settings,
@@ -264,8 +432,13 @@ def tensorboard(
     local_port: int | None = None,
     duration: str = "",
     stop: threading.Event | None = None,
+    reconnect_for: str = RECONNECT_FOR,
 ) -> int:
-    """Start TensorBoard on the one selected host unless it runs, forward, wait, clean up."""
+    """Start TensorBoard on the one selected host unless it runs, forward, wait, clean up.
+
+    While it forwards, a dropped SSH link is made again (with backoff, for up to
+    `reconnect_for`; "0": not at all) on the same local port, and every HEALTH_EVERY_S the
+    host is asked whether TensorBoard still listens (exit 1 with its log's last line if not)."""
     from .monitor import connector
 
     if not 0 < port < 65536:
@@ -276,6 +449,10 @@ def tensorboard(
         seconds = parse_duration(duration) if duration else None
     except ValueError as exc:
         raise UsageError(f"--duration: {exc}.") from None
+    try:
+        window = parse_duration(reconnect_for)
+    except ValueError as exc:
+        raise UsageError(f"--reconnect-for: {exc}.") from None
     inv, hosts = api.load_hosts(selection, settings)
     if len(hosts) != 1:
         raise UsageError(f"give exactly one host for tensorboard, not {len(hosts)}.")
@@ -287,19 +464,19 @@ def tensorboard(
     started: int | None = None
     log = ""
     forward: Forwarder | None = None
-    announced = False
+    announced = crashed = False
     try:
         if remote_port_open(runner, "127.0.0.1", port):
-            print(f"{host.name}: something already listens on 127.0.0.1:{port}; using it.", flush=True)
+            print(already_running_line(host.name, port, served_logdir(runner, port), logdir), flush=True)
         else:
             log = private_log(runner, f"tensorboard-{port}.log")
             argv = ["python3", "-m", TENSORBOARD_MARK, "--logdir", logdir, "--port", port]
             started = start_background(runner, [*argv, "--host", "127.0.0.1"], log)
             if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=started):
-                tail = runner.run(shell.join(["tail", "-n", "5", log]), timeout=10).stdout.strip()
+                tail = log_tail(runner, log)
                 raise CommandError(
                     f"host {host.name}: TensorBoard did not start on port {port}"
-                    + (f": {tail.splitlines()[-1]}" if tail else "")
+                    + (f": {tail}" if tail else "")
                     + " (is `tensorboard` installed for the host's python3?)."
                 )
             print(f"{host.name}: started TensorBoard (pid {started}) on logdir {logdir}.", flush=True)
@@ -317,12 +494,44 @@ def tensorboard(
             url = f"http://127.0.0.1:{port}/"
         print(f"TensorBoard of {host.name}: {url}  (Ctrl-C to stop)", flush=True)
         deadline = None if seconds is None else time.monotonic() + seconds
+        next_check = time.monotonic() + HEALTH_EVERY_S
         try:
             while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 stop.wait(0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic())))
                 if not connected(runner):
-                    print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
-                    return int(ExitCode.UNREACHABLE)
+                    if not window:
+                        print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
+                        return int(ExitCode.UNREACHABLE)
+                    print(
+                        f"warning: host {host.name}: the SSH connection dropped; reconnecting for up to"
+                        f" {reconnect_for} (Ctrl-C to stop).",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    left = window if deadline is None else min(window, deadline - time.monotonic())
+                    again, why = reconnect(lambda: connect(host), left, stop)
+                    if again is None:
+                        if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                            break  # (--duration ended meanwhile)
+                        print(
+                            f"error: host {host.name}: the SSH connection dropped and could not be made"
+                            f" again within {reconnect_for}: {why}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                        return int(ExitCode.UNREACHABLE)
+                    runner.close()
+                    runner = again
+                    if forward is not None:
+                        forward.relink(runner)
+                    print(f"{host.name}: the SSH connection is back; TensorBoard at {url} again.", flush=True)
+                    next_check = 0.0  # (did TensorBoard outlive the outage? the host may have rebooted)
+                if time.monotonic() >= next_check:
+                    if tensorboard_gone(runner, port):
+                        crashed = True
+                        tail = log_tail(runner, log) if started is not None else ""
+                        raise CommandError(gone_sentence(host.name, port, started, tail, log))
+                    next_check = time.monotonic() + HEALTH_EVERY_S
         except Terminated:
             raise  # SIGTERM/SIGHUP: 143 once everything below is stopped (the finally)
         except KeyboardInterrupt:
@@ -331,7 +540,10 @@ def tensorboard(
     finally:
         if forward is not None:
             forward.close()
-        if started is not None:
+        if started is not None and crashed:
+            # (one that hangs, not listening, is stopped; its log is kept: it says what happened)
+            stop_background(runner, started, TENSORBOARD_MARK)
+        elif started is not None:
             # (its log said what TensorBoard printed: shown on failure, removed with it)
             if stop_started(runner, lambda: connect(host), started, log, TENSORBOARD_MARK):
                 if announced:  # (one that never came up was not "started": nothing to say)

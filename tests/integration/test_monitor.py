@@ -410,7 +410,7 @@ def session_pids(host: TestHost) -> list[int]:
 
 
 def start_tensorboard(
-    project: Project, h: TestHost, logdir: Path, rport: int
+    project: Project, h: TestHost, logdir: Path, rport: int, *extra: str
 ) -> tuple[subprocess.Popen[str], str]:
     """`gpuonboard tensorboard` against the fake TensorBoard; (the process, its URL)."""
     add_executable(h.bin_dir, "python3", FAKE_TENSORBOARD)
@@ -418,7 +418,7 @@ def start_tensorboard(
     (logdir / "index.html").write_text("fake tensorboard\n")
     proc = subprocess.Popen(
         [*project.cli_argv(), "tensorboard", "--host", "fwd", "--logdir", str(logdir)]
-        + ["--port", str(rport), "--local-port", "0"],
+        + ["--port", str(rport), "--local-port", "0", *extra],
         cwd=project.root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -446,7 +446,7 @@ def test_tensorboard_is_stopped_over_a_new_connection_when_the_link_dropped(
     write_inventory(project, pool, hosts)
     h = hosts["fwd"]
     rport = tunnel.free_port("127.0.0.1")
-    proc, _ = start_tensorboard(project, h, h.home / "runs-drop", rport)
+    proc, _ = start_tensorboard(project, h, h.home / "runs-drop", rport, "--reconnect-for", "0")
     try:
         assert any("tensorboard.main" in p for p in remote_processes(h))
         for pid in session_pids(h):

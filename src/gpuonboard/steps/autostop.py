@@ -186,6 +186,7 @@ class AutostopSettings:
     gpu_threshold: int
     ssh_sessions: bool
     shutdown_command: str
+    gpu_processes: bool = False
 
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
@@ -205,6 +206,7 @@ class AutostopSettings:
             ("BILLING_ANCHOR", self.billing_anchor),
             ("GPU_THRESHOLD", self.gpu_threshold),
             ("SSH_SESSIONS", int(self.ssh_sessions)),
+            ("GPU_PROCESSES", int(self.gpu_processes)),
             ("SHUTDOWN_COMMAND", self.shutdown_command),
         ]
         lines = ["# gpuonboard autostop settings (written by `invoke autostop`; rerun it to change them)"]
@@ -282,6 +284,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         gpu_threshold=threshold,
         ssh_sessions=_truthy(args.get("ssh_sessions", False), "ssh_sessions"),
         shutdown_command=shutdown_command,
+        gpu_processes=_truthy(args.get("gpu_processes", False), "gpu_processes"),
     )
 
 
@@ -603,6 +606,7 @@ class AutostopStep(Step):
         "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
         "gpu_threshold": "a GPU above this utilisation percentage is busy (default 5)",
         "ssh_sessions": "busy while any user is logged in",
+        "gpu_processes": "busy while any process holds GPU memory (nvidia-smi --query-compute-apps)",
         "shutdown_command": "command that powers the box off (vendor profile's shutdown_command)",
         "dir": "remote directory for the script, config, state and log",
         "cron_dir": "cron.d directory (default /etc/cron.d)",
