@@ -85,3 +85,22 @@ def test_decrypt_to_with_a_control_character_is_refused() -> None:
         with pytest.raises(StepArgsError, match="decrypt_dir must not hold a line break"):
             DatasetStep({**args, "decrypt_dir": bad})
     assert DatasetStep({**args, "decrypt_dir": "/dev/shm"}).decrypt_dir == "/dev/shm"
+
+
+def test_a_lease_inside_the_copy_is_a_running_upload_too(tmp_path: Path) -> None:
+    """A data dir the login may not write keeps the upload's lease inside the copy: teardown
+    must see that one too, or it removes the copy under a running upload."""
+    import os
+
+    from gpuonboard.steps.teardown import classify_uploads, uploads_probe_command
+
+    disk = tmp_path / "data"
+    for name in ("corpus", ".hidden", "old"):
+        (disk / name).mkdir(parents=True)
+        (disk / name / ".gpuonboard-upload").write_text("token aaaa\n")
+    os.utime(disk / "old" / ".gpuonboard-upload", (1_000_000_000, 1_000_000_000))  # (long over)
+    (disk / "linked").mkdir()
+    (disk / "linked" / ".gpuonboard-upload").symlink_to(disk / "corpus" / ".gpuonboard-upload")
+    probe = subprocess.run(["sh", "-c", uploads_probe_command(str(disk))], capture_output=True, text=True)
+    found = classify_uploads(probe.stdout, "corpus")
+    assert found is not None and found.live_leases == (".hidden", "corpus")

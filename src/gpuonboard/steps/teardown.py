@@ -1208,6 +1208,7 @@ def own_cache(lines: Sequence[str], home: str | None) -> OwnCache | None:
 COPY_MARK = ".gpuonboard-copy"  # in a plaintext copy that a decryption or unpack marked
 STORE_SUFFIXES = (".encrypted", ".shards")  # <name>.encrypted (ciphertexts), <name>.shards
 LEASE_SUFFIX = ".gpuonboard-upload"  # .<name>.gpuonboard-upload: an upload's lease
+LEASE_IN_COPY = uploadlock.LEASE_IN_COPY  # <name>/.gpuonboard-upload: one kept inside the copy
 UNPACK_INFIX = ".gpuonboard-unpack-"  # .<name>.gpuonboard-unpack-*: an interrupted unpack's dir
 FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor said
 
@@ -1237,9 +1238,11 @@ _LISTING = (
     'printf \'%s %s %s %s\\0\' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"; '
     f'[ "$m" = c ] && printf \'mark %s\\0\' "$(head -n 1 -- "$p/{COPY_MARK}")"; '
     "[ -n \"$a\" ] && printf 'age\\0'; "
-    # an upload's lease: how long ago it was refreshed (a running upload refreshes it often)
-    f'case "$k ${{p##*/}}" in "f ".*{LEASE_SUFFIX}) '
-    'printf \'lease %s\\0\' "$(( $(date +%s) - $(stat -c %Y -- "$p") ))" ;; esac; done; true'
+    # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);
+    # beside the copy, or inside it (where a data dir the login may not write keeps it)
+    f'l=; case "$k ${{p##*/}}" in "f ".*{LEASE_SUFFIX}) l=$p ;; "d "*) [ -f "$p/{LEASE_IN_COPY}" ] &&'
+    f' ! [ -L "$p/{LEASE_IN_COPY}" ] && l=$p/{LEASE_IN_COPY} ;; esac; '
+    '[ -n "$l" ] && printf \'lease %s\\0\' "$(( $(date +%s) - $(stat -c %Y -- "$l") ))"; done; true'
 )
 
 
@@ -1565,7 +1568,8 @@ class TeardownFilesStep(Step):
         if not found.live_leases:
             return None
         lease = found.live_leases[0]
-        name = lease[1 : -len(LEASE_SUFFIX)] if lease.startswith(".") else lease
+        beside = lease.startswith(".") and lease.endswith(LEASE_SUFFIX)  # (else: a copy holding it)
+        name = lease[1 : -len(LEASE_SUFFIX)] if beside else lease
         return (
             f"refusing to delete anything on {ctx.host.name}: an upload to {where.rstrip('/')}/{name} is"
             " running (its lease was refreshed within the last minute); wait for it to end, or stop"
