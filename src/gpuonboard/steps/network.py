@@ -3,7 +3,9 @@ machine, iperf3 between hosts of the same group (intranet; the server is started
 the step), and RDMA/InfiniBand devices (`ibv_devinfo`) when `vars.expect_rdma` asks for them.
 
 Read-only for the hosts: iperf3's server runs once (`-s -1`) under `timeout` and is killed by
-PID afterwards; the upload probe pushes bytes into `cat > /dev/null`.
+PID afterwards; the client runs under `timeout` too (a port where something else takes the
+connection and stays silent would keep it waiting forever); the upload probe pushes bytes into
+`cat > /dev/null`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .prove import _float_arg, _get, _int_arg, _summary, _truthy
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
 IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet
+IPERF_CLIENT_SLACK_S = 20  # the host stops the client this long after its test should have ended
 
 
 # --------------------------------------------------------------------------- parsers (pure)
@@ -59,10 +62,13 @@ def parse_iperf3(text: str) -> dict[str, Any]:
     st = data.get("start") or {}
     out["version"] = st.get("version")
     out["streams"] = (st.get("test_start") or {}).get("num_streams")
+    connected = [c for c in st.get("connected") or [] if isinstance(c, dict)]
     out["connected"] = [
-        f"{c.get('local_host')} -> {c.get('remote_host')}:{c.get('remote_port')}"
-        for c in st.get("connected") or []
+        f"{c.get('local_host')} -> {c.get('remote_host')}:{c.get('remote_port')}" for c in connected
     ]
+    out["to_itself"] = any(
+        c.get("local_host") and c.get("local_host") == c.get("remote_host") for c in connected
+    )
     if out["error"] is None and out["received_gbps"] is None and out["sent_gbps"] is None:
         out["error"] = "iperf3 JSON without an end summary"
     return out
@@ -190,6 +196,17 @@ def iperf_check(peer: str, r: Mapping[str, Any], min_gbps: float | None) -> Chec
     retr = r.get("retransmits")
     actual = f"{gbps:.2f} Gbit/s received ({float(r.get('sent_gbps') or 0):.2f} sent"
     actual += f", {retr} retransmits)" if retr is not None else ")"
+    if r.get("to_itself"):
+        where = r.get("address") or "the peer's address"
+        return Check(
+            name,
+            want,
+            f"{actual}, but the connection went from {where} to {where}: this host to itself",
+            "warn",
+            f"not a network figure: {where} is an address of this host, so {peer} runs on this very"
+            " machine (or vars.iperf_address names this host); set iperf_address to the peer's"
+            " intranet address, or ask the vendor why two ordered hosts are one",
+        )
     verdict: Verdict = "pass" if not min_gbps or gbps >= min_gbps else "warn"
     return Check(
         name,
@@ -250,6 +267,15 @@ def rdma_check(devices: list[dict[str, Any]] | None, why: str = "") -> Check:
         f"{len(active)} active: {'; '.join(active)}" + (f"; down: {', '.join(down)}" if down else ""),
         "warn" if down else "pass",
         f"{len(down)} port(s) not active" if down else "",
+    )
+
+
+def iperf_hung(address: str, port: int, limit: int) -> str:
+    """The iperf3 client got no result and was stopped on the host after `limit` s."""
+    return (
+        f"iperf3 to {address}:{port} gave no result within {limit} s and was stopped on the host:"
+        " something that is not the iperf3 server took the connection (vars.iperf_port names a"
+        " port in use? a load balancer or firewall that accepts and then drops?), or the link stalled"
     )
 
 
@@ -396,11 +422,16 @@ class NetworkStep(Step):
             started = other.run(shell.background(server, "/dev/null"), timeout=30)
             pid = started.stdout.strip().splitlines()[-1] if started.ok and started.stdout.strip() else ""
             try:
-                client = shell.join(["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)])
+                limit = seconds + IPERF_CLIENT_SLACK_S
+                argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)]
+                client = shell.join(["timeout", str(limit), *argv])  # never left waiting on the host
                 r: dict[str, Any] = {"error": "not run"}
                 deadline = time.monotonic() + IPERF_LISTEN_WAIT_S
                 for attempt in range(100):  # the server needs a moment to listen (a busy host: seconds)
-                    out = ctx.runner.run(client, timeout=seconds + 30)
+                    out = ctx.runner.run(client, timeout=limit + 10)
+                    if out.exit_code == 124:  # the host's `timeout` stopped a client that hung
+                        r = {"error": iperf_hung(address, port, limit)}
+                        break
                     r = parse_iperf3(out.stdout or out.stderr)
                     refused = "refused" in str(r["error"]).lower()
                     if not refused or time.monotonic() > deadline:

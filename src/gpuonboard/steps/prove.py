@@ -1168,77 +1168,178 @@ class AllreduceStep(Step):
 
 BYTES_PER_PARAM_WEIGHTS = 2  # bf16 weights
 BYTES_PER_PARAM_FULL = 14  # bf16 weights + fp32 master copy + Adam m and v (4 + 4 + 4)
+DISK_FILE = ".gpuonboard-disk"  # test file: <dir>/.gpuonboard-disk.<host>.<shell pid>.<token>.XXXXXX
+RAM_FILESYSTEMS = ("tmpfs", "ramfs")
+CACHED_READ_SHARE = 0.1  # more of the file than this in the page cache before the read: not a disk figure
 
 
-def disk_script(directory: str, size_mib: int, use_fio: bool = True) -> str:
+def disk_script(directory: str, size_mib: int, use_fio: bool = True, token: str = "run") -> str:
     """Remote shell text: sequential write (+fsync) then read of one file in `directory`,
-    fio when present else dd; prints `TOOL`, `DIRECT`, `WRITE bytes ns`, `READ bytes ns`
-    (dd) or fio's JSON between `##FIO-WRITE`/`##FIO-READ` markers. Removes its file."""
+    fio when present else dd; prints `TOOL`, `FS type source mountpoint`, `SIZE bytes`, `DIRECT`, `WRITE bytes
+    ns`, `READ bytes ns` (dd) or fio's JSON between `##FIO-WRITE`/`##FIO-READ` markers, and the
+    file's bytes in the page cache after the write / before the read (`CACHED_AFTER_WRITE`,
+    `CACHED_BEFORE_READ`, when `fincore` exists; the cache is dropped for the file in between).
+    Removes its file on every exit it can trap, and first removes the files that earlier runs on
+    this host left (their shell is gone: SIGKILL, a reboot), printing `SWEPT bytes` for each.
+    `token` (letters/digits) is in the file name, so the caller can remove it by pattern."""
     count = max(1, size_mib // 4)
-    return f"""D={shell.quote(directory)}; N={count}
-[ -d "$D" ] || {{ echo "ERR no such directory: $D"; exit 2; }}
+    return f"""D={shell.quote(directory)}; N={count}; T={shell.quote(token)}
+trap '' PIPE
+err() {{ echo "ERR $2"; exit "$1"; }}
+last() {{
+  printf '%s\\n' "$1" | grep -v -e ' records in$' -e ' records out$' -e ' copied, ' | grep . | tail -n 1
+}}
+[ -d "$D" ] || err 2 "no such directory: $D"
+H=$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_\\n-' _); P="$D/{DISK_FILE}.${{H:-host}}."
+if [ -d "/proc/$$" ]; then
+  for old in "$P"*; do
+    [ -f "$old" ] || continue
+    pid=${{old#"$P"}}; pid=${{pid%%.*}}
+    case $pid in ''|*[!0-9]*) continue ;; esac
+    [ -d "/proc/$pid" ] && continue
+    size=$(wc -c < "$old" 2>/dev/null)
+    rm -f -- "$old" && echo "SWEPT ${{size:-0}}"
+  done
+fi
 avail=$(df -Pk "$D" | awk 'NR==2 {{print $4}}')
 need=$((N * 4096 * 2))
 case $avail in ''|*[!0-9]*)
-  echo "ERR cannot read the free space in $D: df -Pk printed '$avail', not a number of KiB"; exit 3 ;;
+  err 3 "cannot read the free space in $D: df -Pk printed '$avail', not a number of KiB" ;;
 esac
-[ "$avail" -ge "$need" ] || {{ echo "ERR only ${{avail}} KiB free in $D, need $need KiB"; exit 3; }}
-F=$(mktemp "$D/.gpuonboard-disk.XXXXXX") || {{ echo "ERR cannot create a file in $D"; exit 4; }}
-trap 'rm -f -- "$F"' EXIT
+[ "$avail" -ge "$need" ] || err 3 "only ${{avail}} KiB free in $D, need $need KiB"
+fs=$(stat -f -c %T "$D" 2>/dev/null | tr ' ' _)
+where=$(df -P "$D" | awk 'NR==2 {{ m = $6; for (i = 7; i <= NF; i++) m = m " " $i; print $1, m }}')
+echo "FS ${{fs:-unknown}} $where"
+echo "SIZE $((N * 4194304))"
+F=
+trap '[ -z "$F" ] || rm -f -- "$F"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-now() {{ date +%s%N; }}
+F=$(mktemp "$P$$.$T.XXXXXX") || err 4 "cannot create a file in $D"
+cached() {{ command -v fincore >/dev/null 2>&1 && fincore -b -n -o RES "$F" 2>/dev/null | tr -d ' '; }}
+drop() {{
+  c=$(cached); [ -z "$c" ] || echo "CACHED_AFTER_WRITE $c"
+  if dd if="$F" iflag=nocache count=0 2>/dev/null; then echo "DROPPED 1"; else echo "DROPPED 0"; fi
+  c=$(cached); [ -z "$c" ] || echo "CACHED_BEFORE_READ $c"
+}}
+full() {{ case $1 in *"No space left"*|*"quota exceeded"*|*"Quota exceeded"*) return 0 ;; esac; return 1; }}
 if {"true" if use_fio else "false"} && command -v fio >/dev/null 2>&1; then
   echo "TOOL fio"
-  common="--filename=$F --bs=4M --size=$((N * 4))M --ioengine=psync --output-format=json"
-  if fio --name=probe --filename="$F" --rw=write --bs=4M --size=4M --direct=1 --output=/dev/null \
+  FF=$(printf '%s\\n' "$F" | sed 's/:/\\\\:/g')
+  if fio --name=probe --filename="$FF" --rw=write --bs=4M --size=4M --direct=1 --output=/dev/null \\
       >/dev/null 2>&1; then dir=1; else dir=0; fi
   echo "DIRECT $dir"
-  echo "##FIO-WRITE"; fio --name=write $common --rw=write --direct=$dir --end_fsync=1 || exit 5
-  echo "##FIO-READ"; fio --name=read $common --rw=read --direct=$dir || exit 6
-  echo "##FIO-END"
+  job() {{ n=$1; shift; fio --name="$n" --filename="$FF" --bs=4M --size=$((N * 4))M --ioengine=psync \\
+    --output-format=json --rw="$n" --direct=$dir "$@" 2>&1; }}
+  fioerr() {{ last "$(printf '%s\\n' "$1" | grep '^fio')"; }}
+  out=$(job write --end_fsync=1) || err 5 "write failed: $(fioerr "$out")"
+  printf '##FIO-WRITE\\n%s\\n' "$out"
+  drop
+  out=$(job read) || err 6 "read failed: $(fioerr "$out")"
+  printf '##FIO-READ\\n%s\\n##FIO-END\\n' "$out"
 else
   echo "TOOL dd"
+  now() {{ date +%s%N; }}
+  case $(now) in ''|*[!0-9]*)
+    err 7 "this host's date cannot print nanoseconds (date +%s%N): install GNU coreutils or fio" ;;
+  esac
   t0=$(now)
-  if dd if=/dev/zero of="$F" bs=4M count=$N oflag=direct conv=fsync 2>/dev/null; then dir=1
-  else t0=$(now); dd if=/dev/zero of="$F" bs=4M count=$N conv=fsync 2>/dev/null || exit 5; dir=0; fi
+  if out=$(dd if=/dev/zero of="$F" bs=4M count=$N oflag=direct conv=fsync 2>&1); then dir=1
+  else
+    if full "$out"; then err 5 "write failed: $(last "$out")"; fi
+    t0=$(now)
+    out=$(dd if=/dev/zero of="$F" bs=4M count=$N conv=fsync 2>&1) || err 5 "write failed: $(last "$out")"
+    dir=0
+  fi
   t1=$(now)
   echo "DIRECT $dir"
   echo "WRITE $((N * 4194304)) $((t1 - t0))"
+  drop
   if [ $dir = 1 ]; then flag=iflag=direct; else flag=; fi
-  t0=$(now); dd if="$F" of=/dev/null bs=4M $flag 2>/dev/null || exit 6; t1=$(now)
+  t0=$(now); out=$(dd if="$F" of=/dev/null bs=4M $flag 2>&1) || err 6 "read failed: $(last "$out")"; t1=$(now)
   echo "READ $((N * 4194304)) $((t1 - t0))"
 fi
 """
 
 
+def _fio_job(text: str, kind: str) -> dict[str, Any] | None:
+    """fio's JSON (stderr lines may come before or after it) -> the job's `read`/`write` part."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        job = data["jobs"][0][kind]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return job if isinstance(job, dict) else None
+
+
 def parse_disk(stdout: str) -> dict[str, Any]:
-    """`disk_script` output -> {tool, direct, write_gbps, read_gbps, bytes} (GB/s = 1e9 B/s)."""
+    """`disk_script` output -> {tool, direct, write_gbps, read_gbps, bytes (the file's size), fs,
+    swept, dropped, cached_after_write, cached_before_read} (GB/s = 1e9 B/s)."""
     out: dict[str, Any] = {"tool": None, "direct": None, "write_gbps": None, "read_gbps": None}
     for line in stdout.splitlines():
-        if line.startswith("ERR "):
-            out["error"] = line[4:]
-        elif line.startswith("TOOL "):
-            out["tool"] = line.split()[1]
-        elif line.startswith("DIRECT "):
-            out["direct"] = line.split()[1] == "1"
-        elif line.startswith(("WRITE ", "READ ")):
-            kind, nbytes, ns = line.split()
-            out["bytes"] = int(nbytes)
-            sec = int(ns) / 1e9
-            out[f"{kind.lower()}_gbps"] = int(nbytes) / sec / 1e9 if sec > 0 else None
+        word, _, rest = line.partition(" ")
+        if word == "ERR":
+            out["error"] = rest
+        elif word == "TOOL":
+            out["tool"] = rest.strip()
+        elif word == "DIRECT":
+            out["direct"] = rest.strip() == "1"
+        elif word == "DROPPED":
+            out["dropped"] = rest.strip() == "1"
+        elif word == "FS":
+            fstype, _, where = rest.partition(" ")
+            source, _, mount = where.partition(" ")
+            out["fs"] = {"type": fstype, "source": source, "mount": mount}
+        elif word in ("SWEPT", "SIZE", "CACHED_AFTER_WRITE", "CACHED_BEFORE_READ") and rest.strip().isdigit():
+            if word == "SWEPT":
+                out.setdefault("swept", []).append(int(rest))
+            elif word == "SIZE":
+                out["bytes"] = int(rest)
+            else:
+                out[word.lower()] = int(rest)
+        elif word in ("WRITE", "READ"):
+            parts = rest.split()
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                continue
+            nbytes, ns = int(parts[0]), int(parts[1])
+            out["bytes"] = nbytes
+            out[f"{word.lower()}_gbps"] = nbytes / (ns / 1e9) / 1e9 if ns > 0 else None
     if out["tool"] == "fio":
         for kind in ("write", "read"):
             m = re.search(rf"##FIO-{kind.upper()}\n(.*?)\n##FIO-", stdout, re.S)
-            if not m:
+            job = _fio_job(m.group(1), kind) if m else None
+            if job is None:
                 continue
-            text = m.group(1)
-            try:
-                job = json.loads(text[text.index("{") :])["jobs"][0][kind]
-            except (ValueError, KeyError, IndexError):
+            if job.get("bw_bytes") is not None:
+                bw = float(job["bw_bytes"])
+            elif job.get("bw") is not None:  # fio 2.x: KiB/s only
+                bw = float(job["bw"]) * 1024
+            else:
                 continue
-            out[f"{kind}_gbps"] = float(job["bw_bytes"]) / 1e9
-            out["bytes"] = int(job.get("io_bytes") or 0)
+            out[f"{kind}_gbps"] = bw / 1e9 if bw > 0 else None
+            if "bytes" not in out and job.get("bw_bytes") is not None:  # (fio 2.x: io_bytes in KiB)
+                out["bytes"] = int(job.get("io_bytes") or 0)
     return out
+
+
+def disk_failure(directory: str, why: str, size: int) -> str:
+    """The step's sentence for a disk test that stopped with `why` (the script's ERR text)."""
+    what = f"disk test in {directory} failed"
+    file = f"the {format_bytes(size)} test file"
+    if "No space left on device" in why:
+        return (
+            f"{what}: the disk filled up while {file} was written ({why}); the test file was removed."
+            " Something else is writing there, or not all the free space df reports is usable:"
+            " free space there or set vars.disk_test_size smaller"
+        )
+    if "quota exceeded" in why.lower():
+        return (
+            f"{what}: a disk quota stopped {file} although df shows enough free space ({why});"
+            " the test file was removed. Raise the quota or set vars.disk_test_size smaller"
+        )
+    return f"{what}: {why}"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -1247,33 +1348,92 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def disk_checks(d: Mapping[str, Any], params: int | None, min_gbps: float) -> list[Check]:
+def _share(cached: Any, total: Any) -> float | None:
+    """The part of the test file that was in the page cache (None when not measured)."""
+    if not isinstance(cached, int) or not total:
+        return None
+    return min(1.0, cached / float(total))
+
+
+def disk_fs_check(d: Mapping[str, Any], directory: str, data_disk: str | None) -> Check | None:
+    """Which filesystem the figures are of: memory (tmpfs) fails, the system disk when the order
+    has a data disk warns; None when the script did not say (an older recording)."""
+    fs = d.get("fs")
+    if not isinstance(fs, Mapping):
+        return None
+    fstype, source, mount = str(fs.get("type")), str(fs.get("source")), str(fs.get("mount"))
+    actual = f"{directory} is on {source} ({fstype}) mounted at {mount}"
+    if fstype in RAM_FILESYSTEMS:
+        return Check(
+            "disk_device",
+            "a disk",
+            f"{actual}: memory, not a disk",
+            "fail",
+            "these figures are RAM speed, and what is written there is gone after a reboot: point"
+            " vars.disk_test_dir at a directory on the data disk (or ask the vendor why the data"
+            " disk is a tmpfs)",
+        )
+    if data_disk and data_disk != "/" and mount == "/":
+        return Check(
+            "disk_device",
+            f"the data disk at {data_disk}",
+            f"{actual}: the system disk",
+            "warn",
+            f"these figures are the system disk's: the order's data disk is not mounted at {data_disk}"
+            " (see the data_disk rule), or vars.disk_test_dir points at the system disk",
+        )
+    return Check("disk_device", "(information)", actual, "pass")
+
+
+def disk_checks(
+    d: Mapping[str, Any],
+    params: int | None,
+    min_gbps: float,
+    directory: str = "",
+    data_disk: str | None = None,
+) -> list[Check]:
     """Rules over a parsed disk measurement (pure)."""
     checks: list[Check] = []
-    tool = f"{d.get('tool')}, " + ("direct I/O" if d.get("direct") else "buffered (no O_DIRECT here)")
+    size = d.get("bytes")
+    after_write = _share(d.get("cached_after_write"), size)
+    before_read = _share(d.get("cached_before_read"), size)
+    direct = bool(d.get("direct"))
+    ignored = direct and after_write is not None and after_write > 0.5
+    if ignored:
+        mode = "O_DIRECT ignored by this filesystem: buffered, fsync'd"
+    else:
+        mode = "direct I/O" if direct else "buffered (no O_DIRECT here)"
+    tool = f"{d.get('tool')}, {mode}"
+    fs_check = disk_fs_check(d, directory, data_disk)
+    if fs_check is not None:
+        checks.append(fs_check)
     for kind in ("write", "read"):
         gbps = d.get(f"{kind}_gbps")
         if gbps is None:
             checks.append(Check(f"disk_{kind}", f">= {min_gbps} GB/s", "not measured", "warn"))
             continue
+        actual = f"{gbps:.2f} GB/s sequential ({format_bytes(size)}, {tool})"
         note = ""
-        if kind == "read" and not d.get("direct"):
-            note = "read may come from the page cache (no direct I/O): treat as an upper bound"
         verdict: Verdict = "pass" if gbps >= min_gbps else "warn"
         if verdict == "warn":
             note = (
                 f"slow {kind}s make every checkpoint (and a resume) expensive; a local NVMe data disk"
                 " writes 1-3 GB/s"
             )
-        checks.append(
-            Check(
-                f"disk_{kind}",
-                f">= {min_gbps} GB/s",
-                f"{gbps:.2f} GB/s sequential ({format_bytes(d.get('bytes'))}, {tool})",
-                verdict,
-                note,
+        if kind == "read" and before_read is not None and before_read > CACHED_READ_SHARE:
+            actual += f"; {before_read:.0%} of the file was in the page cache when the read began"
+            verdict, note = (
+                "warn",
+                "not a disk figure: the read came from memory (the page cache could not be dropped"
+                " for the test file here); judge the disk by disk_write",
             )
-        )
+        elif kind == "read" and before_read is None and not (direct and not ignored) and not d.get("dropped"):
+            verdict, note = (
+                "warn",
+                "read may come from the page cache (no direct I/O, and the file's cache could not"
+                " be dropped): treat as an upper bound, not a disk figure",
+            )
+        checks.append(Check(f"disk_{kind}", f">= {min_gbps} GB/s", actual, verdict, note))
     wr = d.get("write_gbps")
     if params and wr:
         w = params * BYTES_PER_PARAM_WEIGHTS
@@ -1289,6 +1449,15 @@ def disk_checks(d: Mapping[str, Any], params: int | None, min_gbps: float) -> li
             )
         )
     return checks
+
+
+def disk_command(directory: str, script: str, token: str, timeout: float) -> str:
+    """The one remote command: the script under the host's `timeout` (a little less than the
+    step's wait), stopped with the SSH session that started it (`shell.until_session_ends`); a
+    script killed before its own trap ran has its test file removed by name then."""
+    inner = shell.join(["timeout", str(max(1, int(host_bound(timeout)))), "sh", "-c", script])
+    leftover = f"rm -f -- {shell.quote(directory.rstrip('/') or '/')}/{DISK_FILE}.*.{token}.*"
+    return shell.sh_c("trap '' PIPE\n" + shell.until_session_ends(inner, stop_kill=leftover))
 
 
 class DiskSpeedStep(Step):
@@ -1325,12 +1494,28 @@ class DiskSpeedStep(Step):
         if ctx.check:
             return Plan(False, f"check mode: the disk test of {directory} was not run")
         use_fio = _truthy(_get(self.args, v, "fio", "disk_use_fio", True))
-        script = disk_script(str(directory), max(4, size // MiB), use_fio)
-        r = ctx.runner.run(shell.sh_c(script), timeout=timeout)
+        size_mib = max(4, size // MiB)
+        token = secrets.token_hex(6)
+        script = disk_script(str(directory), size_mib, use_fio, token)
+        r = ctx.runner.run(disk_command(str(directory), script, token, timeout), timeout=timeout)
         d = parse_disk(r.stdout)
+        if r.exit_code == 124 and not d.get("error"):
+            return Plan(
+                False,
+                f"disk test in {directory} did not finish within {max(1, int(host_bound(timeout)))} s and"
+                f" was stopped on the host (its test file removed): a very slow or hung disk; raise"
+                f" vars.disk_timeout (now {timeout:.0f} s) or set vars.disk_test_size smaller",
+                failed=True,
+            )
         if d.get("error") or not r.ok:
             why = d.get("error") or (r.stderr.strip().splitlines() or [f"exit {r.exit_code}"])[-1]
-            return Plan(False, f"disk test in {directory} failed: {why}", failed=True)
-        checks = disk_checks(d, params, min_gbps)
+            return Plan(False, disk_failure(str(directory), why, (size_mib // 4 or 1) * 4 * MiB), failed=True)
+        checks = disk_checks(d, params, min_gbps, str(directory), order_disk.mount if order_disk else None)
         msg, failed = _summary(f"disk {directory}", checks)
+        swept = d.get("swept") or []
+        if swept:
+            msg += (
+                f"; removed {len(swept)} test file(s) ({format_bytes(sum(swept))}) that an earlier"
+                f" interrupted disk test left in {directory}"
+            )
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": {**d, "dir": directory}})
