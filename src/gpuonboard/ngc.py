@@ -15,14 +15,23 @@ forward-compatibility package (``cuda-compat``) shipped inside it, but only when
   *select* NVIDIA RTX professional GPUs (and Jetson). This module therefore gives
   ``"datacenter"`` cards the ``forward_compat`` verdict, ``"professional"`` cards only
   ``forward_compat_unverified`` (a warning), and consumer GeForce cards ``incompatible``: there
-  the container fails at run time with CUDA error 804 ("forward compatibility was attempted on
+  the compatibility package is refused with CUDA error 804 ("forward compatibility was attempted on
   non supported HW").
+
+Minor version compatibility
+---------------------------
+Refused forward compatibility is not the end: the container's entrypoint then starts on the host's
+own driver, and a CUDA 12.x runtime runs on any driver of the CUDA 12 family (>= 525.60.13), on
+any GPU, with a limited feature set (no JIT of PTX newer than the driver). A driver below the
+release's minimum but at or above that floor therefore gets ``minor_version_compat`` (a warning),
+not ``incompatible``; the floors live in ``gpuonboard/data/cuda_minor_compat.yml``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,9 +39,12 @@ from typing import Any, Literal
 import yaml
 
 DATA_FILE = Path(__file__).parent / "data" / "ngc_pytorch.yml"
+MINOR_COMPAT_FILE = Path(__file__).parent / "data" / "cuda_minor_compat.yml"
 
 GpuClass = Literal["datacenter", "consumer", "professional", "unknown"]
-Verdict = Literal["compatible", "forward_compat", "forward_compat_unverified", "incompatible"]
+Verdict = Literal[
+    "compatible", "forward_compat", "forward_compat_unverified", "minor_version_compat", "incompatible"
+]
 
 _RELEASE_RE = re.compile(r"^\d{2}\.\d{2}$")
 _VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
@@ -172,6 +184,46 @@ def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
             raise ValueError(f"{p}: row {i} (release {r.release!r}): duplicate release")
         seen.add(r.release)
     return tuple(sorted(rows, key=lambda r: version_key(r.release)))
+
+
+def _minor_floor_row(path: Path, index: int, row: Any) -> tuple[int, str]:
+    if not isinstance(row, dict) or set(row) != {"cuda_major", "min_driver", "source"}:
+        raise ValueError(f"{path}: row {index}: expected {{cuda_major, min_driver, source}}, got {row!r}")
+    major, floor, source = row["cuda_major"], row["min_driver"], row["source"]
+    if not isinstance(major, int) or isinstance(major, bool) or major < 1:
+        raise ValueError(f"{path}: row {index}: cuda_major {major!r} is not a whole number")
+    if not isinstance(floor, str) or not _VERSION_RE.match(floor.strip()):
+        raise ValueError(f"{path}: row {index}: min_driver {floor!r} is not a dotted version (quote it)")
+    if not isinstance(source, str) or not source.startswith(("https://", "http://")):
+        raise ValueError(f"{path}: row {index}: source {source!r} does not start with a URL")
+    return major, floor.strip()
+
+
+def load_minor_compat(path: Path | None = None) -> dict[int, str]:
+    """CUDA major -> oldest driver of CUDA minor version compatibility (``{12: "525.60.13"}``).
+
+    ``path`` defaults to the packaged ``data/cuda_minor_compat.yml`` (read once); a malformed
+    file raises :class:`ValueError` naming the file and the row.
+    """
+    return dict(_packaged_minor_compat() if path is None else _read_minor_compat(Path(path)))
+
+
+@functools.cache
+def _packaged_minor_compat() -> tuple[tuple[int, str], ...]:
+    return _read_minor_compat(MINOR_COMPAT_FILE)
+
+
+def _read_minor_compat(p: Path) -> tuple[tuple[int, str], ...]:
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{p}: expected a non-empty YAML list of CUDA majors")
+    rows = [_minor_floor_row(p, i, row) for i, row in enumerate(raw)]
+    if len({m for m, _ in rows}) != len(rows):
+        raise ValueError(f"{p}: a cuda_major is listed twice")
+    return tuple(rows)
 
 
 NGC_IMAGE = "nvcr.io/nvidia/pytorch"
@@ -352,11 +404,52 @@ def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> 
     return best.release if best is not None else None
 
 
+def minor_compat_floor(release: NgcRelease, floors: Mapping[int, str] | None = None) -> str | None:
+    """The oldest driver that runs ``release`` through CUDA minor version compatibility (the floor
+    of its CUDA major: ``"525.60.13"`` for a CUDA 12.x release), or ``None`` when unknown."""
+    table = load_minor_compat() if floors is None else floors
+    return table.get(version_key(release.cuda)[0])
+
+
+def runs_with_minor_compat(release: NgcRelease, driver: str, floors: Mapping[int, str] | None = None) -> bool:
+    """True when ``driver`` is at or above the minor-version-compatibility floor of the release's
+    CUDA major (any GPU: it needs no compatibility package)."""
+    floor = minor_compat_floor(release, floors)
+    return floor is not None and _driver_at_least(driver, floor)
+
+
+def _no_forward_compat(release: NgcRelease, driver: str, klass: str) -> str:
+    """Why forward compatibility does not carry ``driver`` to ``release`` on a ``klass`` GPU."""
+    if klass == "consumer":
+        return "forward compatibility does not work on GeForce cards (CUDA error 804)"
+    if klass == "datacenter":
+        branch = f"R{version_key(driver)[0]}"
+        same = next((f for f in release.forward_compat if f.branch == branch), None)
+        if same is not None:
+            return f"forward compatibility on branch {branch} needs {same.min} or later"
+        listed = ", ".join(f.branch for f in release.forward_compat) or "none"
+        return f"branch {branch} is not a forward-compatible branch for it ({listed})"
+    if klass == "professional":
+        return "its branch is not one of the release's forward-compatible branches"
+    return "forward compatibility cannot be assumed for an unrecognised GPU (CUDA error 804 risk)"
+
+
+def _minor_compat_note(release: NgcRelease, floors: Mapping[int, str] | None) -> str:
+    floor = minor_compat_floor(release, floors)
+    major = version_key(release.cuda)[0]
+    return (
+        f"it runs through CUDA minor version compatibility (CUDA {major}.x on a driver >= {floor}; the "
+        "container prints 'compatibility mode is UNAVAILABLE' and starts) with a limited feature set: PTX "
+        "newer than the driver cannot be JIT-compiled (cudaErrorUnsupportedPtxVersion)"
+    )
+
+
 def compat(
     release: NgcRelease,
     driver: str,
     klass: str,
     releases: Sequence[NgcRelease] | None = None,
+    minor_floors: Mapping[int, str] | None = None,
 ) -> Compat:
     """Can ``driver`` on a GPU of class ``klass`` run NGC PyTorch ``release``?
 
@@ -366,9 +459,17 @@ def compat(
     * else, on a data-centre or professional GPU, a driver whose branch is newer than every listed
       forward-compat branch (R550/R560/R570 for a release listing up to R545):
       ``forward_compat_unverified`` (warn) -- newer than what NVIDIA's notes name, never a fail.
-    * otherwise ``incompatible``; for consumer cards the message explains CUDA error 804.
+    * else, a driver at or above the minor-version-compatibility floor of the release's CUDA major
+      (``minor_floors``, default the packaged table; 525.60.13 for CUDA 12.x), on any GPU:
+      ``minor_version_compat`` (warn). NGC's entrypoint loads the compatibility package only when
+      it works there, and otherwise starts on the host's driver, which runs the container's CUDA
+      12.x runtime with a limited feature set (NVIDIA, "CUDA Compatibility", Minor Version
+      Compatibility): it runs, so never a fail; not fully supported, so never a pass.
+    * otherwise ``incompatible``: CUDA cannot initialise in the container.
 
-    ``newest_runnable`` is computed over ``releases`` (default: the packaged table).
+    ``newest_runnable`` (computed over ``releases``, default the packaged table) counts only
+    releases the driver runs with full support: natively, or through forward compatibility on a
+    data-centre GPU.
     """
     table = load_releases() if releases is None else releases
     rel, need = release.release, release.min_driver
@@ -391,12 +492,15 @@ def compat(
             newest,
             need,
         )
+    minor = runs_with_minor_compat(release, driver, minor_floors)
+    fallback_note = f"; if it is refused, {_minor_compat_note(release, minor_floors)}" if minor else ""
     if fb is not None and klass == "professional":
         return Compat(
             "forward_compat_unverified",
             f"Driver {driver} is older than {need}; branch {fb.branch} is forward-compatible for NGC PyTorch "
             f"{rel}, but NVIDIA supports forward compatibility only on select RTX professional GPUs, so "
-            f"this card may fail with CUDA error 804 -- test it or upgrade the driver to {need} or later.",
+            f"this card may refuse it with CUDA error 804{fallback_note} -- test it or upgrade the driver "
+            f"to {need} or later.",
             newest,
             need,
         )
@@ -407,35 +511,36 @@ def compat(
             "forward_compat_unverified",
             f"Driver {driver} is older than {need}, which NGC PyTorch {rel} needs natively, and its branch "
             f"{branch} is newer than every forward-compatible branch NVIDIA lists for {rel} ({listed}) "
-            f"but not listed itself: forward compatibility is unverified for it -- test the container "
-            f"or upgrade the driver to {need} or later.",
+            f"but not listed itself: forward compatibility is unverified for it{fallback_note} -- test "
+            f"the container or upgrade the driver to {need} or later.",
             newest,
             need,
         )
     fallback = (
-        f"use NGC PyTorch {newest} or older" if newest else "no release in the table runs on this driver"
+        f"use NGC PyTorch {newest} or older, or upgrade the driver to {need} or later"
+        if newest
+        else f"upgrade the driver to {need} or later (no release in gpuonboard's table runs fully on it)"
     )
-    if klass == "consumer":
-        why = (
-            "and forward compatibility does not work on GeForce cards, so the container would fail "
-            'with CUDA error 804 ("forward compatibility was attempted on non supported HW")'
+    why = _no_forward_compat(release, driver, klass)
+    if minor:
+        return Compat(
+            "minor_version_compat",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
+            f"and {why}; {_minor_compat_note(release, minor_floors)}. For full support {fallback}.",
+            newest,
+            need,
         )
-    elif klass == "datacenter":
-        branch = f"R{version_key(driver)[0]}"
-        same = next((f for f in release.forward_compat if f.branch == branch), None)
-        if same is not None:
-            why = f"and forward compatibility on branch {branch} needs {same.min} or later"
-        else:
-            listed = ", ".join(f.branch for f in release.forward_compat) or "none"
-            why = f"and branch {branch} is not a forward-compatible branch for it ({listed})"
-    elif klass == "professional":
-        why = "and its branch is not one of the release's forward-compatible branches"
-    else:
-        why = "and forward compatibility cannot be assumed for an unrecognised GPU (CUDA error 804 risk)"
+    floor = minor_compat_floor(release, minor_floors)
+    below = (
+        f", and it is below {floor}, the oldest driver of CUDA {version_key(release.cuda)[0]}.x minor "
+        "version compatibility, so CUDA cannot initialise in the container"
+        if floor is not None
+        else ""
+    )
     return Compat(
         "incompatible",
-        f"Driver {driver} is too old for NGC PyTorch {rel}, which needs driver {need} or later, {why}; "
-        f"{fallback}, or upgrade the driver to {need} or later.",
+        f"Driver {driver} is too old for NGC PyTorch {rel}, which needs driver {need} or later, and "
+        f"{why}{below}; {fallback}.",
         newest,
         need,
     )

@@ -85,13 +85,15 @@ def test_h100_on_r535_is_forward_compat(r2408: ngc.NgcRelease, releases: tuple[n
     assert "forward-compatibility" in c.message and "data-centre" in c.message
 
 
-def test_rtx4090_on_535_is_incompatible_with_804(
+def test_rtx4090_on_535_runs_only_through_minor_version_compat(
     r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...]
 ) -> None:
+    # forward compatibility is refused on GeForce (804), so NGC's entrypoint starts on the host's
+    # 535 driver: CUDA 12.6 on a CUDA 12 driver >= 525.60.13 is minor version compatibility
     klass = ngc.gpu_class("NVIDIA GeForce RTX 4090", "GeForce")
     assert klass == "consumer"
     c = ngc.compat(r2408, "535.86.05", klass, releases)
-    assert c.verdict == "incompatible"
+    assert c.verdict == "minor_version_compat"
     assert "804" in c.message and "GeForce" in c.message
     # newest release whose native requirement 535.86.05 meets
     expected = max(
@@ -126,7 +128,9 @@ def test_professional_card_is_only_a_warning(
 def test_below_forward_compat_min_is_incompatible(releases: tuple[ngc.NgcRelease, ...]) -> None:
     r = ngc.release_for(releases, "24.08")
     assert r is not None
-    assert ngc.compat(r, "535.54.03", "datacenter", releases).verdict == "incompatible"
+    # below R535's forward-compatibility floor (535.86), but in the CUDA 12 family: minor version compat
+    assert ngc.compat(r, "535.54.03", "datacenter", releases).verdict == "minor_version_compat"
+    assert ngc.compat(r, "515.105.01", "datacenter", releases).verdict == "incompatible"
 
 
 @pytest.mark.parametrize("driver", ["550.54.15", "550.127.08", "555.42.06"])
@@ -141,8 +145,8 @@ def test_branch_newer_than_listed_is_a_warning_not_a_fail(
     assert "unverified" in c.message and "560" in c.message
     # newest_runnable is not worse than for an older, listed branch
     assert c.newest_runnable == ngc.newest_runnable(releases, "545.23.08", "datacenter")
-    # GeForce still cannot use forward compatibility at all
-    assert ngc.compat(r2408, driver, "consumer", releases).verdict == "incompatible"
+    # GeForce still cannot use forward compatibility at all: only minor version compatibility
+    assert ngc.compat(r2408, driver, "consumer", releases).verdict == "minor_version_compat"
 
 
 @pytest.mark.parametrize("driver", ["550.54.15", "560.35.03", "570.86.15"])
@@ -153,11 +157,12 @@ def test_2504_newer_branches_warn(releases: tuple[ngc.NgcRelease, ...], driver: 
     assert ngc.compat(r, "575.51.03", "datacenter", releases).verdict == "compatible"
 
 
-def test_unlisted_branch_between_listed_ones_stays_incompatible(
+def test_unlisted_branch_between_listed_ones_gets_no_forward_compat(
     r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...]
 ) -> None:
-    # R530 sits between listed R525 and R535: NVIDIA's list skipped it on purpose
-    assert ngc.compat(r2408, "530.30.02", "datacenter", releases).verdict == "incompatible"
+    # R530 sits between listed R525 and R535: NVIDIA's list skipped it on purpose, so no forward
+    # compatibility; it is a CUDA 12 driver (>= 525.60.13), so minor version compatibility only
+    assert ngc.compat(r2408, "530.30.02", "datacenter", releases).verdict == "minor_version_compat"
 
 
 def test_compat_defaults_to_packaged_table(r2408: ngc.NgcRelease) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import ngc
-from ..facts.gather import Facts
+from ..facts.gather import TIMED_OUT, Facts
 from ..facts.probe import Probe
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
@@ -26,6 +26,7 @@ _VERDICTS: dict[str, Verdict] = {
     "compatible": "pass",
     "forward_compat": "pass",
     "forward_compat_unverified": "warn",
+    "minor_version_compat": "warn",
     "incompatible": "fail",
 }
 
@@ -138,8 +139,17 @@ def _driver_check(
             _missing_release(info.release, releases),
         )
     expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
-    if facts.gpu is None or not facts.gpu.driver_version or not facts.gpu.gpus:
-        return Check("ngc_driver", expected, "no NVIDIA driver answered", "fail", "install the driver first")
+    if facts.gpu is None or not facts.gpu.gpus:
+        actual, advice = _no_driver(facts)
+        return Check("ngc_driver", expected, actual, "fail", advice)
+    if not facts.gpu.driver_version:
+        return Check(
+            "ngc_driver",
+            expected,
+            "driver version not reported",
+            "warn",
+            "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
+        )
     first = facts.gpu.gpus[0]
     klass = ngc.gpu_class(first.name, first.product_brand)
     driver = facts.gpu.driver_version.strip()
@@ -155,6 +165,29 @@ def _driver_check(
         )
     actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
     return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+
+
+def _no_driver(facts: Facts) -> tuple[str, str]:
+    """Why no GPU could be judged, and what to do: no driver, a hung one, or a broken one."""
+    raw = facts.raw.get("nvidia_smi")
+    if not facts.nvidia_smi_present:
+        return "no NVIDIA driver answered", "install the driver first (nvidia-smi was not found)"
+    if raw is not None and raw.exit_code == TIMED_OUT:
+        return (
+            "nvidia-smi did not answer (stopped)",
+            "the driver is installed but hung (often a GPU in a bad state); ask the vendor to reset or"
+            " reboot the box, then check again",
+        )
+    if facts.gpu is None:
+        lines = [
+            ln.strip() for ln in ((raw.stderr + "\n" + raw.stdout) if raw else "").splitlines() if ln.strip()
+        ]
+        return (
+            "nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else ""),
+            "the driver is installed but not working (a driver/library version mismatch after an upgrade"
+            " needs a reboot); fix it, then check again",
+        )
+    return "nvidia-smi listed no GPU", "no GPU to run the container on; ask the vendor for the ordered GPUs"
 
 
 def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expected: str) -> Check:
