@@ -24,6 +24,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "s_ok": "ok",
         "s_changed": "changed",
         "s_failed": "failed",
+        "s_skipped": "skipped",
         "s_unreachable": "unreachable",
         # headings and explanations
         "title": "gpuonboard acceptance report",
@@ -134,6 +135,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "s_ok": "成功",
         "s_changed": "已变更",
         "s_failed": "失败",
+        "s_skipped": "已跳过",
         "s_unreachable": "无法连接",
         "title": "gpuonboard 验收报告",
         "heading": "GPU 服务器验收报告",

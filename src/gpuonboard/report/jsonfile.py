@@ -17,11 +17,13 @@ SCHEMA = "gpuonboard.summary/1"
 
 
 def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
-    """Each probe's stdout as bytes, with its exit code (written to raw/<host>/<probe>.txt)."""
+    """Each probe's stdout as bytes, with its exit code (written to raw/<host>/<probe>.txt and
+    hashed into summary.json: the same bytes). A secret of this run (a registry token a
+    `files` probe printed) is masked, as everywhere else a report is written."""
     if r.facts is None:
         return {}
     return {
-        name: (out.stdout.encode("utf-8", "surrogateescape"), out.exit_code)
+        name: (shell.mask(out.stdout).encode("utf-8", "surrogateescape"), out.exit_code)
         for name, out in r.facts.raw.items()
     }
 

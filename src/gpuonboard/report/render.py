@@ -138,14 +138,60 @@ def run_dir(reports_dir: Path, run: str | None) -> Path:
     return path
 
 
+# the host fields the report reads, and the JSON type each must have when present and not
+# null: (its type, the type of each item or value or None, the words for both)
+_HOST_SHAPE: dict[str, tuple[type, type | None, str]] = {
+    "facts": (dict, None, "an object"),
+    "order": (dict, None, "an object"),
+    "vendor_billing": (dict, None, "an object"),
+    "rules": (list, dict, "a list of objects"),
+    "steps": (list, dict, "a list of objects"),
+    "benchmarks": (list, dict, "a list of objects"),
+    "raw": (dict, dict, "an object of objects"),
+}
+
+
+def shape_problem(doc: dict[str, Any]) -> str | None:
+    """What makes a parsed summary.json unusable for a report (a damaged or hand-edited file):
+    `hosts` not a list of objects, or a host field the report reads of another JSON type; None
+    when the shape is right."""
+    hosts = doc.get("hosts")
+    if hosts is None:
+        return None
+    if not isinstance(hosts, list):
+        return "`hosts` is not a list of host records"
+    for i, h in enumerate(hosts, 1):
+        if not isinstance(h, dict):
+            return f"host record {i} is not an object"
+        for key, (kind, item, what) in _HOST_SHAPE.items():
+            value = h.get(key)
+            if value is None:
+                continue
+            items = value.values() if isinstance(value, dict) else value
+            if not isinstance(value, kind) or (
+                item is not None and not all(isinstance(v, item) for v in items)
+            ):
+                return f"host {h.get('name', i)!r} has a `{key}` that is not {what}"
+        rate = (h.get("vendor_billing") or {}).get("rate")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)):
+            return f"host {h.get('name', i)!r} has a `vendor_billing.rate` that is not a number"
+    return None
+
+
 def load_summary(path: Path) -> dict[str, Any]:
-    """Parse a summary.json (UsageError when it is not one)."""
+    """Parse a summary.json (UsageError when it is not one, or is damaged: `shape_problem`)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a readable summary.json ({exc}).") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpuonboard.summary/"):
         raise UsageError(f"{path}: not a gpuonboard summary.json (no schema gpuonboard.summary/1).")
+    problem = shape_problem(doc)
+    if problem:
+        raise UsageError(
+            f"{path}: {problem}; the file is damaged (or not written by gpuonboard): rerun"
+            " `invoke check` for that host to get a new one."
+        )
     return doc
 
 
@@ -212,8 +258,16 @@ def order_rows(host: dict[str, Any], lang: str = "en") -> list[dict[str, str]]:
     return out
 
 
-def host_verdict(host: dict[str, Any], lang: str = "en") -> tuple[bool, list[str]]:
-    """GO when the host was reached, no step failed, every rule passed or warned... and no fail.
+def host_verdict(
+    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True
+) -> tuple[bool, list[str]]:
+    """GO when the host was reached, its acceptance step ran (the box was compared with its
+    order), no step failed and no rule or benchmark failed.
+
+    A run that skipped the acceptance step (`--skip acceptance`, `--only gpu_health`, a `prove`
+    or `sync` run) judged the box against nothing: NO-GO, "no acceptance rule was evaluated",
+    even when its other checks (GPU health) passed.
+    `require_acceptance=False` leaves that reason out (the terminal's line after a prove run).
 
     Returns (go, reasons against)."""
     reasons = []
@@ -232,7 +286,9 @@ def host_verdict(host: dict[str, Any], lang: str = "en") -> tuple[bool, list[str
                 t("r_bench", lang, name=b.get("name"), value=b.get("value"), unit=b.get("unit", ""))
             )
     reasons += [t("r_step", lang, name=name, msg=msg) for name, msg in _failed_steps(host)]
-    if host.get("status") != "unreachable" and not host.get("rules"):
+    if host.get("status") != "unreachable" and (
+        not host.get("rules") or (require_acceptance and not judged(host))
+    ):
         reasons.append(t("r_no_rules", lang))
     return not reasons, reasons
 
@@ -356,11 +412,13 @@ def _failed_steps(host: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def host_headline(host: dict[str, Any], lang: str = "en") -> tuple[bool, str]:
+def host_headline(
+    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True
+) -> tuple[bool, str]:
     """One host's verdict (`host_verdict`) and the words after its GO / NO-GO word: the warned
     checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed rules of a
     NO-GO (', failed: gpu_count, vram'), else its reasons against GO."""
-    go, reasons = host_verdict(host, lang)
+    go, reasons = host_verdict(host, lang, require_acceptance)
     if go:
         return True, warn_suffix([w["name"] for w in warned_checks(host)], lang)
     failed = [str(r.get("name")) for r in host.get("rules") or [] if r.get("verdict") == "fail"]
@@ -371,7 +429,33 @@ def host_headline(host: dict[str, Any], lang: str = "en") -> tuple[bool, str]:
     return False, t("nogo_reasons", lang, items="; ".join(reasons))
 
 
+def step_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every step of the host as recorded (step, status, msg, duration; `-` where a record
+    lacks one), for the steps table of the HTML and Markdown reports: a step that was skipped
+    or failed shows as such, never only as the absence of a failed rule."""
+    return [
+        {
+            "step": st.get("step", "-"),
+            "status": st.get("status") or "-",
+            "msg": st.get("msg") or "",
+            "duration": st.get("duration", "-"),
+        }
+        for st in host.get("steps") or []
+        if isinstance(st, dict)
+    ]
+
+
 _RAW_STATUS_KEY = {"verified": "raw_verified", "HASH MISMATCH": "raw_mismatch", "file missing": "raw_missing"}
+
+
+# What the templates read of a run and of a host, for a summary.json that lacks a field (an
+# older or hand-made one): shown as `-`, not an undefined-variable error blamed on the template.
+_RUN_DEFAULTS = dict.fromkeys(
+    ("run_id", "playbook", "inventory", "started", "finished", "duration", "tool_version", "schema"), "-"
+) | {"check_mode": False}
+_HOST_DEFAULTS = dict.fromkeys(("name", "address", "port", "status", "msg"), "-") | dict.fromkeys(
+    ("vendor", "vendor_name", "host_key_fingerprint", "facts"), None
+)
 
 
 def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, Any]:
@@ -407,6 +491,7 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
         warned = warned_checks(h)
         hosts.append(
             {
+                **_HOST_DEFAULTS,
                 **h,
                 "go": go,
                 "warned_checks": warned,
@@ -416,6 +501,7 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
                 "order_rows": order_rows(h, lang),
                 "rule_rows": rules,
                 "compat_rows": compat,
+                "step_rows": step_rows(h),
                 "raw_entries": list(raw.values()),
                 "benchmarks": benchmarks,
                 "chart": chart_svg(benchmarks, lang),
@@ -444,7 +530,7 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
         else t("go_explain" if go else "nogo_explain", lang)
     )
     return {
-        "doc": doc,
+        "doc": _RUN_DEFAULTS | doc,
         "hosts": hosts,
         "go": go,
         "verdict": verdict,
@@ -455,7 +541,15 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
         "warned_checks": warned,
         "renderer_version": __version__,
         "any_benchmarks": any(h["benchmarks"] for h in hosts),
-        "warnings": [f"{h.get('name')}: {w}" for h in hosts for w in h["vendor_warnings"]],
+        # vendor numbers of the wrong form; raw evidence that no longer backs the verdicts (a
+        # raw file edited or lost since the run), named at the top, not only in its table
+        "warnings": [f"{h.get('name')}: {w}" for h in hosts for w in h["vendor_warnings"]]
+        + [
+            f"{h.get('name')}: {e['probe']} ({e['file']}): {e['status_text']}"
+            for h in hosts
+            for e in h["raw_entries"]
+            if e["status"] != "verified"
+        ],
         "lang": lang,
     }
 
@@ -517,7 +611,7 @@ def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: s
         slim = {k: v for k, v in ctx.items() if k != "doc"}
         slim["run"] = {k: v for k, v in doc.items() if k != "hosts"}
         slim["hosts"] = [
-            {k: v for k, v in h.items() if k not in ("steps", "chart")}
+            {k: v for k, v in h.items() if k not in ("steps", "step_rows", "chart")}
             | {"raw_entries": [{k: v for k, v in e.items() if k != "text"} for e in h["raw_entries"]]}
             for h in ctx["hosts"]
         ]
@@ -604,13 +698,20 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
             billing = h.get("vendor_billing") or {}
             rate = billing.get("rate")
             gpus = facts.get("gpu_count") or 0
-            go, _ = host_verdict(h)
+            go, why = host_headline(h)
+            counted = judged(h) or h.get("status") == "unreachable"
             rows.append(
                 {
                     "run": run_id,
                     "host": h.get("name"),
                     "vendor": h.get("vendor_name") or h.get("vendor") or "-",
-                    "verdict": "GO" if go else "NO-GO",
+                    # a record whose acceptance step did not run (a sync run named in --runs)
+                    # judged nothing: not a NO-GO of the box
+                    "verdict": ("GO" if go else "NO-GO") if counted else "not judged",
+                    # the GO / NO-GO is against this host's own order: "with 2 warnings: ...",
+                    # "failed: gpu_count, ram"
+                    "verdict_detail": why.lstrip(",: ") if counted else "",
+                    "ordered": ordered_gpus(h.get("order")),
                     "gpus": f"{gpus} x {facts.get('gpu_model') or '-'}" if gpus else "none",
                     "interconnect": facts.get("interconnect") or "-",
                     "cpu_cores": facts.get("cpu_cores") or "-",
@@ -632,6 +733,33 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
     return rows
 
 
+def ordered_gpus(order: Any) -> str:
+    """What the order asked for, in the compare table's GPUs form: `8 x A100 80GB SXM`."""
+    if not isinstance(order, dict) or not (order.get("gpu_count") or order.get("gpu_model")):
+        return "-"
+    count, model = order.get("gpu_count"), order.get("gpu_model") or "any GPU"
+    return f"{count} x {model}" if count else str(model)
+
+
+def identity_warnings(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One sentence per host name whose compared records carry different host keys: the same
+    name was another machine in another run (a box swapped behind the name), so its rows are
+    not two looks at one box."""
+    keys: dict[str, dict[str, list[str]]] = {}
+    for run_id, doc in docs:
+        for h in doc.get("hosts") or []:
+            key = h.get("host_key_fingerprint")
+            if key:
+                keys.setdefault(str(h.get("name")), {}).setdefault(str(key), []).append(run_id)
+    return [
+        f"host {name} presented different host keys in the compared runs ("
+        + "; ".join(f"{key} in {', '.join(runs)}" for key, runs in by_key.items())
+        + "): these are different machines behind one name, not the same box"
+        for name, by_key in sorted(keys.items())
+        if len(by_key) > 1
+    ]
+
+
 def _readable_runs(paths: Sequence[Path], warnings: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(run id, summary) of each summary.json that parses; one warning per one that does not.
 
@@ -641,9 +769,6 @@ def _readable_runs(paths: Sequence[Path], warnings: list[str]) -> list[tuple[str
     for p in paths:
         try:
             doc = load_summary(p)
-            hosts = doc.get("hosts") or []
-            if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
-                raise UsageError(f"{p}: `hosts` is not a list of host records.")
         except UsageError:
             skipped.append(p)
             warnings.append(f"{p} is not a readable gpuonboard summary.json; that run is left out.")
@@ -683,16 +808,26 @@ def compare(
             )
         docs = sorted(newest.values(), key=lambda d: str(d[1]["hosts"][0].get("name")))
     rows = compare_rows(docs)
+    notes = identity_warnings(docs)
+    warnings.extend(notes)
     note = (
         "throughput columns are empty: no benchmark results are recorded in summary.json yet;"
         " price per unit of measured throughput will appear once they are"
     )
     if fmt == "json":
-        text = strict_dumps({"rows": rows, "note": note, "tool_version": __version__}, indent=2)
+        text = strict_dumps(
+            {"rows": rows, "note": note, "warnings": notes, "tool_version": __version__}, indent=2
+        )
         text += "\n"
     else:
         text = _render_template(
-            project, fmt, f"report/compare.{fmt}.j2", rows=rows, note=note, renderer_version=__version__
+            project,
+            fmt,
+            f"report/compare.{fmt}.j2",
+            rows=rows,
+            note=note,
+            warnings=notes,
+            renderer_version=__version__,
         )
     out = reports_dir / "compare" / f"compare.{fmt}"
     digest = write_with_sha(out, text)

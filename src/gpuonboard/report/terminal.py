@@ -95,16 +95,23 @@ class Progress:
         return t
 
 
-def verdict_line(r: HostResult, lang: str = "en") -> str:
+def verdict_line(r: HostResult, lang: str = "en") -> str | None:
     """`verdict for h1: GO with 2 warnings: persistence_mode, mig_mode` (rich markup): the
-    verdict `invoke report` gives this host, from the same rules (render.host_verdict)."""
+    verdict `invoke report` gives this host, from the same rules (render.host_verdict).
+
+    None for a host whose acceptance step did not run (a `prove` run, `--skip acceptance`)
+    unless something failed: its box was compared with no order, so it gets no GO here (the
+    report says NO-GO, "no acceptance rule was evaluated"); a failure is still a NO-GO."""
     from rich.markup import escape
 
     from .jsonfile import host_rules
-    from .render import host_headline
+    from .render import host_headline, judged
 
     steps = [s.to_json() for s in r.steps]
-    go, rest = host_headline({"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": steps}, lang)
+    record = {"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": steps}
+    go, rest = host_headline(record, lang, require_acceptance=False)
+    if go and not judged(record):
+        return None
     word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
     return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
 
@@ -136,9 +143,12 @@ def print_results(
                     f"[{_VERDICT_STYLE[c.verdict]}]{escape(verdict_word(c.verdict, lang))}[/]",
                 )
             con.print(table)
-        # one line per host that ran acceptance (a resumed run's skipped step ran nothing)
-        if rules and (checks or any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)):
-            con.print(verdict_line(r, lang))
+        # one line per host that ran acceptance (a resumed run's skipped step ran nothing), or
+        # whose other checks failed
+        ran = any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)
+        line = verdict_line(r, lang) if rules and (checks or ran) else None
+        if line is not None:
+            con.print(line)
     recap = Table(title=t("recap", lang), title_justify="left")
     # fold, never cut with "…": `rack7-node-0001` and `-0002` both shown as `rack7-n…` hid
     # which host failed on a narrow terminal
