@@ -27,7 +27,7 @@ from .prove import _float_arg, _get, _int_arg, _summary, _truthy
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
 IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet
-IPERF_CLIENT_SLACK_S = 20  # the host stops the client this long after its test should have ended
+IPERF_CLIENT_SLACK_S = 10  # the host stops the client this long after its test should have ended
 
 
 # --------------------------------------------------------------------------- parsers (pure)
