@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,13 @@ import yaml
 
 from gpuonboard.sim import DEMO_IMAGE, DEMO_ORDER
 from gpuonboard.testhosts import TestHost, TestHostPool
+
+# A test run started in the background of a non-interactive shell (`./.ci/run &`, nohup) has
+# SIGINT ignored, and an ignored signal stays ignored across exec: every CLI a test starts
+# would ignore the Ctrl-C the interrupt tests send it. A handler here is reset to the default
+# in each child at exec, so the children get Ctrl-C as a terminal would give it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[2]
 
