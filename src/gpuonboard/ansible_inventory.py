@@ -19,10 +19,23 @@ from typing import Any
 
 from .errors import InventoryError
 from .inventory import name_problem
-from .yamlload import LineDict, did_you_mean, parse_yaml, where
+from .yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
 _GROUP_KEYS = {"hosts", "children", "vars"}
+# passwords an Ansible inventory may hold: never imported (gpuonboard logs in with keys and asks
+# for sudo with -n), so they cannot reach a template, a log or a report
+_PASSWORD_VARS = frozenset(
+    {
+        "ansible_password",
+        "ansible_ssh_pass",
+        "ansible_ssh_password",
+        "ansible_become_pass",
+        "ansible_become_password",
+        "ansible_sudo_pass",
+        "ansible_sudo_password",
+    }
+)
 _ANSIBLE_MAP = {
     "ansible_host": "address",
     "ansible_ssh_host": "address",
@@ -57,7 +70,7 @@ def looks_like_ini(path: Path) -> bool:
     if path.suffix in (".yml", ".yaml"):
         return False
     try:
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8-sig").splitlines():
             s = line.strip()
             if s and not s.startswith(("#", ";")):
                 if re.match(r"^\[[^\]]+\]$", s):
@@ -91,6 +104,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
     extra: dict[str, Any] = {}
     lines = getattr(raw, "key_lines", {})
     for key, value in raw.items():
+        if key in _PASSWORD_VARS:
+            continue
         ours = _ANSIBLE_MAP.get(key)
         if ours is None and key.startswith("gpuonboard_") and key[11:] in _OUR_KEYS:
             ours = key[11:]
@@ -397,10 +412,7 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
 
 def load_ini(path: Path) -> LineDict:
     """Parse Ansible's INI inventory: [group], [group:vars], [group:children], host k=v lines."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read the inventory ({exc}).") from None
+    text = read_text(path, InventoryError, "inventory")
     b = _Builder(path)
     group_vars: dict[str, LineDict] = {}
     children: dict[str, list[str]] = {}
@@ -428,8 +440,10 @@ def load_ini(path: Path) -> LineDict:
         if kind == "vars":
             key, _, value = s.partition("=")
             if not _:
+                # the line is not echoed: it may hold a secret (`ansible_become_password: ...`)
                 raise InventoryError(
-                    f"{path}, line {lineno}: expected name=value in [{section}:vars], not {s!r}."
+                    f"{path}, line {lineno}: a line in [{section}:vars] must be written name=value"
+                    f" (this one, starting {_first_word(s)!r}, has no '='); fix that line."
                 )
             gv = group_vars.setdefault(section, _line_dict(lineno))
             gv[key.strip()] = _ini_value(value.strip())
@@ -466,6 +480,11 @@ def load_ini(path: Path) -> LineDict:
             b.add_child(g, c)
     b.defaults = convert_vars(group_vars.get("all") or {}, path)
     return b.result()
+
+
+def _first_word(line: str) -> str:
+    """The variable name a malformed vars line starts with (never its value, maybe a secret)."""
+    return re.split(r"[\s:=]", line, maxsplit=1)[0][:40]
 
 
 def _line_dict(line: int) -> LineDict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,10 +185,34 @@ class Inventory:
             members = set(self.groups[group])
             names = [n for n in names if n in members]
         if limit:
+            self._check_limit(limit)
             names = [n for n in names if matches_limit(n, self.hosts[n].groups, limit)]
         if not names:
             raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
         return [self.hosts[n] for n in names]
+
+    def _check_limit(self, limit: str) -> None:
+        """A --limit term that is a plain name (no glob, no regex) but neither a host nor a group
+        of this inventory is a typo: `!node-02` meant to spare node-02 would spare nothing, and
+        `teardown` would take that box too. A bad `~regex` is refused as well."""
+        known = {*self.hosts, *self.groups, "all", "ungrouped"}
+        for term in limit_terms(limit):
+            bare = term.lstrip("!&")
+            if bare.startswith("~"):
+                try:
+                    re.compile(bare[1:])
+                except re.error as exc:
+                    raise UsageError(
+                        f"--limit pattern {term!r} is not a valid regular expression ({exc});"
+                        " fix it, or use a glob like 'gpu-*'."
+                    ) from None
+                continue
+            if any(c in bare for c in "*?[") or bare in known:
+                continue
+            raise UsageError(
+                f"--limit pattern {term!r} names no host or group in {self.source}; fix the name"
+                f" (run `invoke inventory` to list hosts and groups){did_you_mean(bare, known) or '.'}"
+            )
 
     def check_key_files(self, hosts: Iterable[Host]) -> None:
         """Before connecting: a key_file that is not there (of these hosts or their inventory
@@ -214,17 +239,48 @@ class Inventory:
                 )
 
 
+def limit_terms(pattern: str) -> list[str]:
+    """The terms of a --limit pattern: split at commas, or, as Ansible does, at colons
+    (`gpus:!gpu-3`) where a term is not an IPv6 address (`2001:db8::7`)."""
+    terms: list[str] = []
+    for part in (p.strip() for p in pattern.split(",")):
+        if not part:
+            continue
+        bare = part.lstrip("!&")
+        if ":" in bare and not bare.startswith("~") and not _looks_like_ipv6(bare):
+            terms += [t.strip() for t in part.split(":") if t.strip()]
+        else:
+            terms.append(part)
+    return terms
+
+
+def _looks_like_ipv6(text: str) -> bool:
+    """An IPv6 address or a glob over one (`2001:db8::*`): two colons or more, hex digits."""
+    return text.count(":") >= 2 and all(c in "0123456789abcdefABCDEF:.*?[]%" for c in text)
+
+
 def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
-    """Ansible-style --limit: comma-separated globs over host or group names, `!` excludes."""
-    parts = [p.strip() for p in pattern.split(",") if p.strip()]
-    include = [p for p in parts if not p.startswith("!")]
-    exclude = [p[1:] for p in parts if p.startswith("!")]
+    """Ansible-style --limit: comma- (or colon-) separated globs over host or group names;
+    `!pat` excludes, `&pat` must also match (intersection), `~regex` matches by regular
+    expression, `all` is every host and `ungrouped` a host of no group."""
+    groups = tuple(groups)
+    terms = limit_terms(pattern)
+    include = [t for t in terms if not t.startswith(("!", "&"))]
+    require = [t[1:] for t in terms if t.startswith("&")]
+    exclude = [t[1:] for t in terms if t.startswith("!")]
     targets = [name, *groups]
 
     def hit(pat: str) -> bool:
+        if pat == "all" or (pat == "ungrouped" and not groups):  # Ansible's implicit groups
+            return True
+        if pat.startswith("~"):
+            regex = re.compile(pat[1:])
+            return any(regex.match(t) for t in targets)
         return any(fnmatch.fnmatchcase(t, pat) for t in targets)
 
     if include and not any(hit(p) for p in include):
+        return False
+    if not all(hit(p) for p in require):
         return False
     return not any(hit(p) for p in exclude)
 
@@ -405,7 +461,7 @@ def _key_file_origin(
             found = (layer, label)
     if found is not None and found[1].startswith(("host ", "group ")):
         return where(path, found[0], "key_file"), found[1]
-    if name in _ssh_config_aliases(ssh_cfg) and "identityfile" in ssh_cfg.lookup(name):
+    if _uses_ssh_config_entry(name, layers, ssh_cfg) and "identityfile" in ssh_cfg.lookup(name):
         return str(ssh_cfg_path), "ssh_config"
     vendor = host.vendor
     if vendor is not None and "key_file" in vendor.host_defaults:
@@ -503,7 +559,7 @@ def _resolve_host(
 
     # only an explicit `Host <name>` entry applies: a `Host *` block would otherwise override
     # the vendor profile and defaults for every host
-    sshc = ssh_cfg.lookup(name) if ssh_cfg is not None and name in _ssh_config_aliases(ssh_cfg) else {}
+    sshc = ssh_cfg.lookup(name) if _uses_ssh_config_entry(name, layers, ssh_cfg) else {}
 
     def pick(key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
@@ -894,6 +950,16 @@ def _ssh_config(
         return paramiko.SSHConfig.from_path(str(candidate)), candidate
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
+
+
+def _uses_ssh_config_entry(name: str, layers: Iterable[tuple[Mapping[str, Any], str]], cfg: Any) -> bool:
+    """Whether the SSH config's `Host <name>` entry supplies this host's settings: only for a
+    host whose address the inventory does not give. With an address (`ansible_host`), that entry
+    may describe another machine (an old rental of the same name); as in Ansible, which then
+    looks the address up, its Port and User must not be mixed into the inventory's host."""
+    if any("address" in layer for layer, _ in layers):
+        return False
+    return name in _ssh_config_aliases(cfg)
 
 
 def _ssh_config_aliases(cfg: Any) -> set[str]:

@@ -66,13 +66,31 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 
 def load_yaml(path: Path, error: type[GpuonboardError], what: str) -> Any:
     """Parse a YAML file into LineDicts/lists; any problem -> `error` naming file and line."""
+    return parse_yaml(read_text(path, error, what), path, error)
+
+
+def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
+    """A file's text as UTF-8, without the byte-order mark an editor on Windows may write;
+    bytes that are not UTF-8 -> `error` naming the file, the line and what to do."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise error(f"{path}: {what} file not found; check the path.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read the {what} file ({exc}).") from None
-    return parse_yaml(text, path, error)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} file ({exc.strerror or exc}).") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise error(
+            f"{path}: the {what} file is UTF-16 text (as Windows PowerShell's `>` writes it);"
+            " save it as UTF-8."
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(
+            f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text (a file saved in"
+            f" another encoding, such as Latin-1 or GBK?); save the {what} file as UTF-8."
+        ) from None
 
 
 # How many values a document may hold once its aliases are expanded. A few anchors that each
