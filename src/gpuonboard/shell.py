@@ -182,12 +182,18 @@ STOP_GRACE_S = 5  # SIGTERM, then SIGKILL to what is left this many seconds late
 # script and every descendant it has then (torchrun's ranks run in sessions of their own, so
 # a process group would miss them), SIGKILL to the survivors after a grace. The watcher ends
 # with the script; the exit status is the script's own.
+# gw_pp PID: its name (gw_n), parent (gw_p) and start time (gw_st, clock ticks since boot) from
+# /proc/PID/stat. A name may hold a line break (any process can set one: prctl, /proc/self/comm),
+# and `read` takes the first line only: `a) S 1234` then reads as a child of pid 1234, drawn into
+# the tree that is killed. So a line without all of stat's fields after the name is refused.
+# The start time tells a pid from a new process given the same number (gw_alive).
 _SESSION_BOUND = """gw_pp() {
   gw_l=
   read -r gw_l <"/proc/$1/stat" || return 1
   gw_n=${gw_l#*"("}; gw_n=${gw_n%") "*}
   set -- ${gw_l##*") "}
-  gw_p=$2
+  [ "$#" -ge 20 ] || return 1
+  gw_p=$2; gw_st=${20}
 }
 gw_links=; gw_c=$$
 while [ "$gw_c" -gt 1 ] && gw_pp "$gw_c" 2>/dev/null; do
@@ -211,18 +217,26 @@ gw_tree() {
     done
   done
 }
+gw_alive() {  # the processes of pid:start list $1 that still run (not a pid reused meanwhile)
+  gw_a=
+  for gw_k in $1; do
+    gw_pp "${gw_k%:*}" 2>/dev/null && [ "$gw_st" = "${gw_k#*:}" ] && gw_a="$gw_a ${gw_k%:*}"
+  done
+}
 gw_stop() {
   gw_tree "$gw_job"
+  gw_ks=
+  for gw_q in $gw_t; do gw_pp "$gw_q" 2>/dev/null && gw_ks="$gw_ks $gw_q:$gw_st"; done
   kill -s TERM $gw_t 2>/dev/null
   @TERM@
   gw_i=0
   while [ "$gw_i" -lt @GRACE@ ]; do
-    gw_left=
-    for gw_q in $gw_t; do kill -0 "$gw_q" 2>/dev/null && gw_left=1; done
-    [ -n "$gw_left" ] || return 0
+    gw_alive "$gw_ks"
+    [ -n "$gw_a" ] || return 0
     sleep 1; gw_i=$((gw_i + 1))
   done
-  kill -s KILL $gw_t 2>/dev/null
+  gw_alive "$gw_ks"
+  [ -z "$gw_a" ] || kill -s KILL $gw_a 2>/dev/null
   @KILL@
 }
 @COMMAND@ &

@@ -34,6 +34,8 @@ BACKOFF_FIRST_S = 1.0  # the waits between those tries: 1, 2, 4 ... seconds,
 BACKOFF_MAX_S = 30.0  # never more than this
 HEALTH_EVERY_S = 5.0  # how often the host is asked whether TensorBoard still listens
 LINK_WAIT_S = 20.0  # how long a browser connection made while the link is down waits for it
+ENVIRONMENT_WAIT_S = 10.0  # the most time TensorBoard's /data/environment reply is read for
+ENVIRONMENT_MAX_BYTES = 1 << 16  # and the most of it read
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -93,10 +95,17 @@ def served_logdir(runner: Runner, port: int) -> str | None:
     except Exception:  # (it answered the probe a moment ago: the link is slow or gone)
         return None
     try:
+        # (whatever listens there may be another user's service: a reply dripped a byte at a
+        # time is read for ENVIRONMENT_WAIT_S in all, not 5 s per byte, and no more than 64 KiB)
+        deadline = time.monotonic() + ENVIRONMENT_WAIT_S
         chan.settimeout(5)
         chan.sendall(b"GET /data/environment HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         reply = b""
-        while len(reply) < 1 << 16:
+        while len(reply) < ENVIRONMENT_MAX_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            chan.settimeout(min(5.0, left))
             data = chan.recv(1 << 14)
             if not data:
                 break
@@ -105,13 +114,19 @@ def served_logdir(runner: Runner, port: int) -> str | None:
         return None
     finally:
         chan.close()
+    return environment_logdir(reply)
+
+
+def environment_logdir(reply: bytes) -> str | None:
+    """Pure: the `data_location` of TensorBoard's `/data/environment` HTTP reply, or None when
+    the reply is not one (another status, not JSON, JSON nested too deep to read, no string)."""
     head, _, body = reply.partition(b"\r\n\r\n")
     status = head.split(b"\r\n", 1)[0].split()
     if len(status) < 2 or not status[0].startswith(b"HTTP/") or status[1] != b"200":
         return None
     try:
         location = json.loads(body).get("data_location")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # ([[[[... : RecursionError, no ValueError)
         return None
     # (printed on the user's terminal: another user's service could send escape sequences)
     return location if isinstance(location, str) and location and location.isprintable() else None

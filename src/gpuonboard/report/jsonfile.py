@@ -23,7 +23,7 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
     if r.facts is None:
         return {}
     return {
-        name: (shell.mask(out.stdout).encode("utf-8", "surrogateescape"), out.exit_code)
+        name: (shell.mask_written(out.stdout).encode("utf-8", "surrogateescape"), out.exit_code)
         for name, out in r.facts.raw.items()
     }
 

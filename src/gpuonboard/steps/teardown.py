@@ -33,6 +33,7 @@ import json
 import math
 import os
 import posixpath
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1332,7 +1333,8 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
         if rec == "age" and entries:
             entries[-1] = dataclasses.replace(entries[-1], age=True)
             continue
-        if rec.startswith("lease ") and entries and rec[6:].lstrip("-").isdigit():
+        # (ASCII digits only: str.isdigit() passes `²` and a lstrip passes `--5`, which int() refuses)
+        if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
             entries[-1] = dataclasses.replace(entries[-1], lease_age=int(rec[6:]))
             continue
         kind, mark, owner, name = (rec.split(" ", 3) + ["", "", ""])[:4]
