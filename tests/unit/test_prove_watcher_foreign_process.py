@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuonboard.steps.prove import Launch, build_command
 
-PARENT = "import subprocess, sys; subprocess.run(['/bin/sh', '-c', sys.argv[1]], input=sys.argv[2].encode())"
+from .test_prove_session_bound import PARENT, _wait_until, sandbox
+
+__all__ = ["sandbox"]  # the fixture, used by name
+
 # a process (not the script's) that names itself `a) S <pid>\n<rest>` and waits
 DECOY = (
     "import ctypes, sys, time\n"
@@ -32,17 +31,6 @@ DECOY = (
     "print('named', flush=True)\n"
     "time.sleep(60)\n"
 )
-
-
-def _pids_naming(text: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if text.encode() in (proc / "cmdline").read_bytes().replace(b"\0", b" "):
-                pids.append(int(proc.name))
-    return pids
 
 
 def _sleeps(sandbox: Path) -> list[int]:
@@ -56,22 +44,6 @@ def _sleeps(sandbox: Path) -> list[int]:
             ):
                 pids.append(int(proc.name))
     return pids
-
-
-def _wait_until(what: str, ok: Callable[[], object], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not ok():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Path]:
-    shutil.copy(shutil.which("sleep") or "/bin/sleep", tmp_path / "sleep")
-    yield tmp_path
-    for pid in _pids_naming(str(tmp_path)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "prctl"), reason="needs Linux prctl")
