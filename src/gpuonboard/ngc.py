@@ -171,13 +171,7 @@ def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
     releases).
     """
     p = DATA_FILE if path is None else Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{p}: expected a non-empty YAML list of releases")
-    rows = [_parse_row(p, i, row) for i, row in enumerate(raw)]
+    rows = [_parse_row(p, i, row) for i, row in enumerate(_yaml_list(p, "releases"))]
     seen: set[str] = set()
     for i, r in enumerate(rows):
         if r.release in seen:
@@ -213,14 +207,19 @@ def _packaged_minor_compat() -> tuple[tuple[int, str], ...]:
     return _read_minor_compat(MINOR_COMPAT_FILE)
 
 
-def _read_minor_compat(p: Path) -> tuple[tuple[int, str], ...]:
+def _yaml_list(p: Path, what: str) -> list[Any]:
+    """A data file's YAML: a non-empty list (ValueError naming the file otherwise)."""
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ValueError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{p}: expected a non-empty YAML list of CUDA majors")
-    rows = [_minor_floor_row(p, i, row) for i, row in enumerate(raw)]
+        raise ValueError(f"{p}: expected a non-empty YAML list of {what}")
+    return raw
+
+
+def _read_minor_compat(p: Path) -> tuple[tuple[int, str], ...]:
+    rows = [_minor_floor_row(p, i, row) for i, row in enumerate(_yaml_list(p, "CUDA majors"))]
     if len({m for m, _ in rows}) != len(rows):
         raise ValueError(f"{p}: a cuda_major is listed twice")
     return tuple(rows)
