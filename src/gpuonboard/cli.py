@@ -18,7 +18,7 @@ from typing import Any
 from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
-from . import __version__, api
+from . import __version__, api, shell
 from .errors import ExitCode, GpuonboardError, Terminated, UsageError
 from .report import terminal
 
@@ -73,7 +73,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
     except GpuonboardError as exc:
         if debug:
             raise
-        raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+        raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     except Terminated:
         raise Exit("terminated", code=143) from None
     except KeyboardInterrupt:
@@ -133,7 +133,7 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
         try:
             settings.lang = check_lang(kw["lang"])
         except UsageError as exc:
-            raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+            raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     return sel, settings
 
 
@@ -144,7 +144,7 @@ def _selection(
     try:
         return api.selection(inventory, host, group, limit)
     except UsageError as exc:
-        raise Exit(f"error: {exc.message}", code=int(exc.exit_code)) from None
+        raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
 
 
 def _settings(**kw: Any) -> api.Settings:

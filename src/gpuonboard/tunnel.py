@@ -413,7 +413,7 @@ def log_tail(runner: Runner, log: str) -> str:
     except GpuonboardError:
         return ""
     lines = [x.strip() for x in out.splitlines() if x.strip()]
-    return lines[-1] if lines else ""
+    return shell.for_terminal(lines[-1]) if lines else ""  # (printed: a host's text)
 
 
 def tensorboard_gone(runner: Runner, port: int, pause: float = 1.0) -> bool:

@@ -32,12 +32,24 @@ def console(stderr: bool = False) -> Any:
     shell tool killed by it), the run's work and reports done; rich's own reaction was a silent
     exit 1, which reads as a failed host."""
     from rich.console import Console
+    from rich.segment import Segment
+
+    from ..shell import for_terminal
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             self.quiet = True
             reader_left(sys.stderr if stderr else sys.stdout)
             raise SystemExit(ExitCode.READER_LEFT)
+
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            # what is drawn, never an escape sequence a host's text carried (a window title, a
+            # clipboard write); rich's own styles and cursor moves are added after this
+            for seg in super().render(renderable, options):
+                if seg.control or seg.text.isprintable():
+                    yield seg
+                else:
+                    yield Segment(for_terminal(seg.text), seg.style, seg.control)
 
     return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
