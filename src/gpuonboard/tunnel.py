@@ -53,29 +53,22 @@ def _transport(runner: Runner) -> Any:
 
 def remote_port_open(runner: Runner, host: str, port: int) -> bool:
     """True when the host can open a TCP connection to host:port (asked over SSH)."""
+    return probe_port(runner, host, port, timeout=5) is True
+
+
+def probe_port(runner: Runner, host: str, port: int, timeout: float = 10) -> bool | None:
+    """Does host:port (seen from the host) accept connections? True; False when the host
+    refused it (nothing listens); None when that cannot be told now (the link is down or slow)."""
     if not isinstance(runner, SSHRunner):
         try:
             socket.create_connection((host, port), timeout=2).close()
             return True
         except OSError:
             return False
-    try:
-        chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=5)
-    except Exception:  # paramiko.ChannelException: connect refused on the far side
-        return False
-    chan.close()
-    return True
-
-
-def probe_port(runner: Runner, host: str, port: int) -> bool | None:
-    """Does host:port (seen from the host) accept connections? True; False when the host
-    refused it (nothing listens); None when that cannot be told now (the link is down or slow)."""
-    if not isinstance(runner, SSHRunner):
-        return remote_port_open(runner, host, port)
     from .connection import import_paramiko
 
     try:
-        chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=10)
+        chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout)
     except import_paramiko().ChannelException:  # the host's connect() to host:port failed
         return False
     except Exception:  # no answer in time, or the connection is gone

@@ -237,6 +237,12 @@ def journal_start(state_dir: Path, host: str) -> tuple[float, str] | None:
 # ---------------------------------------------------------------- pure: path safety
 
 
+def _holds(path: str, inner: str) -> bool:
+    """Pure: `path` is `inner` or a directory above it (both absolute, normalised)."""
+    top = path.rstrip("/")
+    return inner == path or inner.startswith(top + "/")
+
+
 def path_problem(path: str, home: str | None = None) -> str | None:
     """Why deleting `path` on a host is refused, or None when it is safe to delete."""
     if not path or not path.strip():
@@ -254,7 +260,7 @@ def path_problem(path: str, home: str | None = None) -> str | None:
         return "the root directory"
     for tree in _SYSTEM_TREES:
         # (/dev/shm's entries are users' files, e.g. `sync --decrypt-to /dev/shm`'s plaintext)
-        if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_USER_TMPFS + "/"):
+        if _holds(tree, norm) and not norm.startswith(_USER_TMPFS + "/"):
             return "a system directory"
     parts = norm.strip("/").split("/")
     if len(parts) == 1:
@@ -265,7 +271,7 @@ def path_problem(path: str, home: str | None = None) -> str | None:
         h = posixpath.normpath(home)
         if norm == h:
             return "the login user's home directory"
-        if h.startswith(norm + "/"):
+        if _holds(norm, h):
             return "a directory holding the login user's home directory"
     return None
 
@@ -1406,12 +1412,6 @@ def classify_uploads(
 
     live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
     return Uploads(root, mine, rest, sealed, live)
-
-
-def _holds(path: str, inner: str) -> bool:
-    """Pure: `path` is `inner` or a directory above it (both absolute, normalised)."""
-    top = path.rstrip("/")
-    return inner == path or inner.startswith(top + "/")
 
 
 def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:
