@@ -91,6 +91,15 @@ class Running:
     def text(self) -> str:
         return "stdout:\n" + "\n".join(self.lines["out"]) + "\nstderr:\n" + "\n".join(self.lines["err"])
 
+    def end(self, h: TestHost) -> list[int]:
+        """A test's cleanup: this command killed if it still runs, the host's sshd started again
+        if the test stopped it; -> the TensorBoard stand-ins that were left (see kill_leftovers)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        if not h.is_running():
+            h.start()
+        return kill_leftovers(h)
+
 
 def start(
     project: Project, pool: TestHostPool, h: TestHost, logdir: Path, rport: int, *extra: str
@@ -147,9 +156,7 @@ def test_a_dropped_link_is_made_again_on_the_same_local_port(
         run.proc.send_signal(signal.SIGINT)
         code = run.finish()
     finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-        left = kill_leftovers(host)
+        left = run.end(host)
     assert code == 0, run.text()
     assert f"{NAME}: stopped TensorBoard (pid {tb})." in run.lines["out"], run.text()
     assert not left and "Traceback" not in run.text()
@@ -171,10 +178,7 @@ def test_a_link_that_stays_down_gives_up_naming_the_pid_to_kill(
         code = run.finish(timeout=60)
         took = time.monotonic() - began
     finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-        host.start()
-        left = kill_leftovers(host)
+        left = run.end(host)
     assert code == 3, run.text()
     assert took >= 3, run.text()  # it did try for the whole window
     err = run.lines["err"]
@@ -207,9 +211,7 @@ def test_a_tensorboard_that_died_ends_the_command_with_its_last_log_line(
         os.kill(tb, signal.SIGKILL)
         code = run.finish(timeout=40)  # (a health check every 5 s)
     finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-        left = kill_leftovers(host)
+        left = run.end(host)
     assert code == 1, run.text()
     assert run.lines["err"] == [
         f"error: host {NAME}: TensorBoard (pid {tb}) stopped listening on 127.0.0.1:{rport}; the last line"
@@ -279,11 +281,7 @@ def test_ctrl_c_while_reconnecting_ends_at_once_and_stops_it_when_the_host_is_ba
         code = run.finish(timeout=30)
         took = time.monotonic() - began
     finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-        if not host.is_running():
-            host.start()
-        left = kill_leftovers(host)
+        left = run.end(host)
     assert code == 0, run.text()
     assert took < 10, run.text()
     assert f"{NAME}: stopped TensorBoard (pid {tb})." in run.lines["out"], run.text()
