@@ -340,8 +340,7 @@ def comment_label(text: str) -> str:
     (a newline, a carriage return, U+2028, an escape) written as its Python escape (`\\n`).
     A host name in the script's comment line must never start a line of its own (cron runs
     the script as root every minute); the inventory refuses such names, this is the second wall."""
-    printable = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return shell.quote(printable)
+    return shell.quote(shell.for_terminal(text, keep=""))
 
 
 def render_script(project: Any, host: str, directory: str) -> str:
