@@ -1173,6 +1173,11 @@ RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 CACHED_READ_SHARE = 0.1  # more of the file than this in the page cache before the read: not a disk figure
 
 
+def disk_file_blocks(size_mib: int) -> int:
+    """The disk test file's size in 4 MiB blocks (at least one) for a requested size in MiB."""
+    return max(1, size_mib // 4)
+
+
 def disk_script(directory: str, size_mib: int, use_fio: bool = True, token: str = "run") -> str:
     """Remote shell text: sequential write (+fsync) then read of one file in `directory`,
     fio when present else dd; prints `TOOL`, `FS type source mountpoint`, `SIZE bytes`, `DIRECT`, `WRITE bytes
@@ -1182,7 +1187,7 @@ def disk_script(directory: str, size_mib: int, use_fio: bool = True, token: str 
     Removes its file on every exit it can trap, and first removes the files that earlier runs on
     this host left (their shell is gone: SIGKILL, a reboot), printing `SWEPT bytes` for each.
     `token` (letters/digits) is in the file name, so the caller can remove it by pattern."""
-    count = max(1, size_mib // 4)
+    count = disk_file_blocks(size_mib)
     return f"""D={shell.quote(directory)}; N={count}; T={shell.quote(token)}
 trap '' PIPE
 err() {{ echo "ERR $2"; exit "$1"; }}
@@ -1509,7 +1514,8 @@ class DiskSpeedStep(Step):
             )
         if d.get("error") or not r.ok:
             why = d.get("error") or (r.stderr.strip().splitlines() or [f"exit {r.exit_code}"])[-1]
-            return Plan(False, disk_failure(str(directory), why, (size_mib // 4 or 1) * 4 * MiB), failed=True)
+            size_made = disk_file_blocks(size_mib) * 4 * MiB
+            return Plan(False, disk_failure(str(directory), why, size_made), failed=True)
         checks = disk_checks(d, params, min_gbps, str(directory), order_disk.mount if order_disk else None)
         msg, failed = _summary(f"disk {directory}", checks)
         swept = d.get("swept") or []
