@@ -134,17 +134,31 @@ live() {
 # owner is taken over only when its pid ($8) was seen to have ended on this machine.
 # where each upload's copy (or its store alone) and plaintext tree are recorded on the host,
 # NUL-terminated paths (in the login's gpuonboard cache dir, which teardown removes last): teardown
-# finds uploads under another --dest and --decrypt-to plaintext there, not only in the data dir
-UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/uploads"
+# finds uploads under another --dest and --decrypt-to plaintext there, not only in the data dir.
+# One record per machine, `uploads.<its host name>`: a home shared between machines (NFS on a
+# cluster) holds each node's record, and teardown of one node reads only its own (another node's
+# uploads are not this node's to remove, and its record is not this node's to lose).
+RECORD_PREFIX = "uploads."
+# sh: this machine's host name, the record's suffix (only [A-Za-z0-9._-], never a `/`)
+MACHINE_SH = "$(uname -n | tr -cd 'A-Za-z0-9._-')"
+UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/" + RECORD_PREFIX + MACHINE_SH
 # sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)
 RECORD_FN = (
     "record() { c=${XDG_CACHE_HOME:-$HOME/.cache}; case $c in /*) ;; *) return 0 ;; esac;"
     ' mkdir -p -- "$c/gpuonboard" 2>/dev/null && chmod 700 -- "$c/gpuonboard" 2>/dev/null || return 0;'
+    f' u="$c/gpuonboard/{RECORD_PREFIX}{MACHINE_SH}";'
     ' for x in "$@"; do case $x in "" | *"\n"*) continue ;; esac;'
-    ' grep -qzxF -- "$x" "$c/gpuonboard/uploads" 2>/dev/null'
-    """ || printf '%s\\0' "$x" >> "$c/gpuonboard/uploads" 2>/dev/null; done; return 0; }
+    ' grep -qzxF -- "$x" "$u" 2>/dev/null'
+    """ || printf '%s\\0' "$x" >> "$u" 2>/dev/null; done; return 0; }
 """
 )
+
+
+def record_name(machine: str) -> str:
+    """Pure: the record's file name on a machine whose `uname -n` is `machine` (as MACHINE_SH)."""
+    return RECORD_PREFIX + "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
+
+
 TAKE_SCRIPT = (
     LEASE_FNS
     + RECORD_FN

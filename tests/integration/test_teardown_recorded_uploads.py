@@ -8,6 +8,7 @@ dirs. Real sshd test host, real rsync, real age, real `sync` uploads, as in test
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import Project
@@ -15,13 +16,17 @@ from test_dataset import _age_key, needs_age
 from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
+from gpuonboard import uploadlock
 from gpuonboard.testhosts import TestHostPool
+
+# this machine's record of uploads (the test hosts are this machine)
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
 
 __all__ = ["remote"]  # the fixture, used by name
 
 
 def _record(pool: TestHostPool) -> list[str]:
-    path = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / "uploads"
+    path = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / MY_RECORD
     return [p for p in path.read_text().split("\0") if p] if path.exists() else []
 
 

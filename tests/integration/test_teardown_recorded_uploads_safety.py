@@ -8,6 +8,7 @@ uploads, as in test_teardown.py (whose fixtures this module uses)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import Project
@@ -15,7 +16,11 @@ from test_dataset import _age_key, needs_age
 from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
+from gpuonboard import uploadlock
 from gpuonboard.testhosts import TestHostPool
+
+# this machine's record of uploads (the test hosts are this machine)
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
 
 __all__ = ["remote"]  # the fixture, used by name
 
@@ -170,7 +175,7 @@ def test_hundreds_of_recorded_uploads_are_removed(
     other = remote["base"] / "scratch"
     other.mkdir()
     _sync(project, "--dest", str(other))
-    record = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / "uploads"
+    record = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / MY_RECORD
     runs = [other / f"sweep-{i:04d}" for i in range(300)]  # as 300 `sync --name sweep-N` left
     for run in runs:
         run.mkdir()

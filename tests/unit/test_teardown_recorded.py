@@ -4,11 +4,16 @@ directories; and /dev/shm's entries (where --decrypt-to puts plaintext in RAM) m
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
+from gpuonboard import uploadlock
 from gpuonboard.steps.teardown import parse_recorded, path_problem, recorded_probe_command
 from gpuonboard.uploadlock import RECORD_FN
+
+# this machine's record of uploads (the test hosts are this machine)
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
 
 
 def _sh(script: str, home: Path, *args: str, cache: str | None = None) -> str:
@@ -26,7 +31,7 @@ def test_each_path_is_recorded_once_and_read_back_with_its_dirs_entries(tmp_path
     odd = f"{data}/two words 'quoted'"
     for _ in range(2):
         _sh(RECORD_FN + 'record "$@"', home, f"{data}/corpus", f"{shm}/corpus", "", odd)
-    record = home / ".cache" / "gpuonboard" / "uploads"
+    record = home / ".cache" / "gpuonboard" / MY_RECORD
     assert record.read_bytes().split(b"\0")[:-1] == [
         f"{data}/corpus".encode(),
         f"{shm}/corpus".encode(),
@@ -52,7 +57,7 @@ def test_no_record_and_a_relative_cache_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "rel").exists() and not (home / ".cache").exists()
     # a record holding a relative path (not one `sync` writes) is never read as a place
     (home / ".cache" / "gpuonboard").mkdir(parents=True)
-    (home / ".cache" / "gpuonboard" / "uploads").write_bytes(b"corpus\0/\0")
+    (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(b"corpus\0/\0")
     assert parse_recorded(_sh(recorded_probe_command(), home)) == ({}, {})
 
 
@@ -70,7 +75,7 @@ def test_a_path_with_a_line_break_is_never_recorded(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     _sh(RECORD_FN + 'record "$@"', home, f"{tmp_path}/a\n/etc/name", f"{tmp_path}/b")
-    record = home / ".cache" / "gpuonboard" / "uploads"
+    record = home / ".cache" / "gpuonboard" / MY_RECORD
     assert record.read_bytes() == f"{tmp_path}/b\0".encode()
 
 

@@ -18,6 +18,9 @@ from gpuonboard.steps.teardown import (
     records,
 )
 
+# this machine's record of uploads (the test hosts are this machine)
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
+
 
 def _sh(command: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
@@ -25,7 +28,7 @@ def _sh(command: str, home: Path, cwd: Path | None = None) -> subprocess.Complet
 
 
 def _recorded(home: Path) -> list[str]:
-    path = home / ".cache" / "gpuonboard" / "uploads"
+    path = home / ".cache" / "gpuonboard" / MY_RECORD
     return [p for p in path.read_text().split("\0") if p]
 
 
@@ -86,7 +89,7 @@ def test_in_a_dir_that_is_not_the_data_dir_only_recorded_uploads_are_taken(tmp_p
     (other / ".imgs.gpuonboard-upload").write_text("token t\n")
     os.utime(other / ".imgs.gpuonboard-upload", (1_000_000_000, 1_000_000_000))  # (a run long over)
     (home / ".cache" / "gpuonboard").mkdir(parents=True)
-    (home / ".cache" / "gpuonboard" / "uploads").write_bytes(f"{other}/imgs.shards\0{other}/imgs\0".encode())
+    (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(f"{other}/imgs.shards\0{other}/imgs\0".encode())
 
     found = parse_recorded(_sh(recorded_probe_command(), home).stdout)
     assert found is not None
@@ -104,7 +107,7 @@ def test_in_a_dir_that_is_not_the_data_dir_only_recorded_uploads_are_taken(tmp_p
 def test_a_record_of_a_path_at_the_top_is_read_in_its_dir(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".cache" / "gpuonboard").mkdir(parents=True)
-    (home / ".cache" / "gpuonboard" / "uploads").write_bytes(b"/gpuonboard-test-nothing-here\0")
+    (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(b"/gpuonboard-test-nothing-here\0")
     found = parse_recorded(_sh(recorded_probe_command(), home).stdout)
     assert found is not None and found[0] == {"/": {"gpuonboard-test-nothing-here"}}
     assert found[1]["/"].startswith("dir /\0")
@@ -121,7 +124,7 @@ def test_the_pulls_link_check_counts_recorded_uploads_as_removed(tmp_path: Path)
         d.mkdir(parents=True)
     for f in ("corpus/a.bin", "corpus.shards/manifest.json", "runs/b.pt"):
         (other / f).write_text("x")
-    (home / ".cache" / "gpuonboard" / "uploads").write_bytes(f"{other}/corpus\0".encode())
+    (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(f"{other}/corpus\0".encode())
     (res / "a").symlink_to(other / "corpus" / "a.bin")
     (res / "m").symlink_to(other / "corpus.shards" / "manifest.json")
     (res / "b").symlink_to(other / "runs" / "b.pt")  # beside the upload, not in it: it stays

@@ -1176,6 +1176,13 @@ def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str,
 
 # gpuonboard's own dir on a host (the login's): container smoke records, TensorBoard logs
 CACHE_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard"
+# sh, with $p the cache dir: `mine NAME` (this machine's record of uploads, when there is one)
+# and `other NAME` per other machine's record there (a home shared between machines)
+_RECORDS_SEEN = (
+    f'm={uploadlock.RECORD_PREFIX}{uploadlock.MACHINE_SH}; for x in "$p"/{uploadlock.RECORD_PREFIX}*;'
+    ' do [ -f "$x" ] || continue; if [ "${x##*/}" = "$m" ]; then echo "mine $m";'
+    " else printf 'other %s\\n' \"${x##*/}\"; fi; done; true"
+)
 
 
 @dataclass(frozen=True)
@@ -1186,6 +1193,10 @@ class OwnCache:
     target: str = ""  # what is removed: the path resolved on the host ('' when absent or refused)
     problem: str = ""  # why it is left alone (a relative $XDG_CACHE_HOME, no $HOME, a link to /)
     link: bool = False
+    # a home shared between machines (NFS): the other machines' records of uploads found in it,
+    # for which the dir stays (their teardown needs them), and this machine's record, removed alone
+    others: tuple[str, ...] = ()
+    record: str = ""
 
     def link_note(self) -> str:
         """', a symlink: its target T is removed too', or ''."""
@@ -1208,7 +1219,21 @@ def own_cache(lines: Sequence[str], home: str | None) -> OwnCache | None:
         why = f"resolved to {resolved}, {why}" if why else None
     if why:
         return OwnCache(path, problem=why)
+    others = tuple(sorted(x[6:] for x in lines[2:] if x.startswith("other ")))
+    if others:  # (only this machine's record goes; `mine NAME` when there is one)
+        mine = next((x[5:] for x in lines[2:] if x.startswith("mine ")), "")
+        return OwnCache(path, others=others, record=posixpath.join(resolved, mine) if mine else "")
     return OwnCache(path, resolved, link=kind == "link")
+
+
+def shared_cache_note(cache: OwnCache) -> str:
+    """Pure: what the message says of a cache dir left for other machines' records."""
+    if not cache.others:
+        return ""
+    return (
+        f" (gpuonboard's cache {cache.path} is left: it holds the upload records of other machines"
+        f" sharing this home ({_names(list(cache.others), 3)}); the teardown of each removes its own)"
+    )
 
 
 # the data dir's entries that gpuonboard's dataset upload made (sync reserves these names)
@@ -1466,7 +1491,7 @@ class TeardownFilesStep(Step):
         )
         command = f'echo "home $HOME"; for p in {quoted}; do [ -n "$p" ] || continue; {state}; done'
         if self.own_cache:  # where tunnel.private_log and the container step's SMOKE_DIR put it
-            command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}'
+            command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}; {_RECORDS_SEEN}'
         self.probe = Probe(_probe_name("teardown_files", command), command)
         uploads_in = str(self.args.get("uploads_in") or "").strip()
         self.uploads_in = uploads_in if uploads_in.lower() not in ("none", "null") else ""
@@ -1644,6 +1669,11 @@ class TeardownFilesStep(Step):
                 links.add(cache.path)
         elif cache is not None and cache.problem:
             note += f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
+        elif cache is not None and cache.others:
+            note += shared_cache_note(cache)
+            if cache.record:  # (last, as the dir would go: the uploads it names went first)
+                present.append((cache.record, cache.record))
+                said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
         if not present:
             looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
             looked += ["the uploads sync recorded"] if self.recorded else []

@@ -1,0 +1,60 @@
+"""A home shared between machines (NFS on a cluster): each machine's `sync` records its uploads in
+a record of its own (`~/.cache/gpuonboard/uploads.<host name>`), and teardown of one machine
+removes only what that machine recorded, and keeps the other machines' records (their teardown
+needs them). Real sshd test host, real rsync, real `sync` uploads; the other machine's record is
+one a real `sync` wrote, renamed as a machine called node2 would have named it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from conftest import Project
+from test_teardown import inventory, remote, steps
+from test_teardown_uploads import _dataset
+
+from gpuonboard import uploadlock
+from gpuonboard.testhosts import TestHostPool
+
+__all__ = ["remote"]  # the fixture, used by name
+
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
+
+
+def test_teardown_of_one_machine_leaves_what_another_machine_recorded(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    shared, local = remote["base"] / "nfs-scratch", remote["base"] / "scratch"
+    for d in (shared, local):
+        d.mkdir()
+    corpus = _dataset(tmp_path / "local" / "corpus", 3)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None)
+    cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    try:
+        # node2's upload to the shared scratch, and its record in the shared home
+        r = project.cli("sync", "--dest", str(shared), "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert (cache / MY_RECORD).read_bytes() == f"{shared}/corpus\0".encode()
+        (cache / MY_RECORD).rename(cache / "uploads.node2")
+        # this machine's own upload
+        r = project.cli("sync", "--dest", str(local), "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert (cache / MY_RECORD).read_bytes() == f"{local}/corpus\0".encode()
+
+        r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = steps(project)["files"]["msg"]
+        assert not (local / "corpus").exists()
+        kept = sorted(p.name for p in (shared / "corpus").iterdir())
+        assert kept == sorted(p.name for p in corpus.iterdir())
+        assert f"{shared}/corpus" not in msg, msg
+        # the cache dir stays for node2's record; this machine's record went
+        assert sorted(p.name for p in cache.iterdir()) == ["uploads.node2"]
+        assert (
+            f"(gpuonboard's cache {cache} is left: it holds the upload records of other machines sharing"
+            " this home (uploads.node2); the teardown of each removes its own)"
+        ) in msg, msg
+        assert f"{cache}/{MY_RECORD} (this machine's record of gpuonboard's uploads)" in msg, msg
+    finally:  # (the test host's home is shared by the tests)
+        shutil.rmtree(cache, ignore_errors=True)
