@@ -20,12 +20,15 @@ XEON_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
 XEON_INFO = CpuInfo("x86_64", "Intel(R) Xeon(R) Processor", 1, 16, 1, 16, 16)
 # Jetson AGX Orin: "Socket(s): -", 3 clusters of 4 cores (no SMT): 12 physical cores, not unknown
 ORIN = "lscpu__jetson-agx-orin-cortex-a78ae__aarch64-clusters.txt"
+OFFLINE = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
 
 CASES = [
     (EPYC, CpuInfo("x86_64", "AMD EPYC 9374F 32-Core Processor", 2, 32, 1, 64, 64)),
     (GRACE, CpuInfo("aarch64", "Neoverse-V2", 1, 72, 1, 72, 72)),
     (XEON, XEON_INFO),
     (ORIN, CpuInfo("aarch64", "Cortex-A78AE", None, None, 1, 12, 12)),
+    # 2 x Xeon E5-2630 v4 with 36 of its 40 CPUs offline ("Thread(s) per core: 0" as printed)
+    (OFFLINE, CpuInfo("x86_64", "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz", 2, 10, 0, 40, 20, (), 36)),
 ]
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]

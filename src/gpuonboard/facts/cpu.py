@@ -25,6 +25,9 @@ class CpuInfo:
     # says "Socket(s): -" (ARM without socket data)
     physical_cores: int | None
     warnings: tuple[str, ...] = ()
+    # CPUs in lscpu's "Off-line CPU(s) list" (counted in logical_cpus, usable by nobody);
+    # None when lscpu prints no such line (every CPU online)
+    offline_cpus: int | None = None
 
 
 _FIELD = re.compile(r"^\s*([^:]+?):\s*(.*?)\s*$")
@@ -67,6 +70,27 @@ def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None
         warnings.append(f"lscpu '{key}' is not a number: {value!r}")
         return None
     return int(value)
+
+
+_CPU_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def _cpu_list_count(value: str | None) -> int | None:
+    """How many CPUs a lscpu CPU list names ('0-3,8,10-11' -> 7, '' -> 0); None if not a list."""
+    if value is None:
+        return None
+    count = 0
+    for part in value.replace(" ", "").split(","):
+        if not part:
+            continue
+        match = _CPU_RANGE.match(part)
+        if not match:
+            return None
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if last < first:
+            return None
+        count += last - first + 1
+    return count
 
 
 def _empty(message: str) -> CpuInfo:
@@ -113,6 +137,7 @@ def parse_lscpu(text: str) -> CpuInfo:
         logical_cpus=logical,
         physical_cores=physical,
         warnings=tuple(warnings),
+        offline_cpus=_cpu_list_count(fields.get("Off-line CPU(s) list")),
     )
 
 

@@ -19,6 +19,8 @@ __all__ = [
     "physical_disks",
     "same_device",
     "shares_disk",
+    "short_name",
+    "unmounted_disks",
 ]
 
 
@@ -242,6 +244,11 @@ def _short(device: str) -> str:
     return device
 
 
+def short_name(device: str) -> str:
+    """lsblk's short NAME of a device, as `physical_disks` gives it ('/dev/nvme1n1' -> 'nvme1n1')."""
+    return _short(device)
+
+
 def parse_loop_backing(text: str) -> dict[str, str]:
     """`loopN<TAB>backing file` lines (the probe reads /sys/block/loopN/loop/backing_file)."""
     out: dict[str, str] = {}
@@ -357,3 +364,33 @@ def shares_disk(
     if disks_a is None or disks_b is None:
         return None
     return bool(disks_a & disks_b)
+
+
+def unmounted_disks(devices: Sequence[BlockDevice]) -> list[BlockDevice]:
+    """Whole disks lsblk shows with nothing mounted on them or on anything below them (no
+    partition, LV, RAID or swap in use): a data disk delivered but not yet formatted/mounted.
+    zram devices and empty (size 0) disks are left out."""
+    by_name: dict[str, list[BlockDevice]] = {}
+    for dev in devices:
+        by_name.setdefault(_short(dev.name), []).append(dev)
+    used: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    todo = [d for d in devices if d.mountpoints]
+    while todo:  # mark every device above a mounted one (all legs of a RAID or an LV)
+        dev = todo.pop()
+        key = (_short(dev.name), _short(dev.parent or ""))
+        if key in seen:
+            continue
+        seen.add(key)
+        used.add(key[0])
+        if dev.parent is not None:
+            todo += by_name.get(key[1], [])
+    out: list[BlockDevice] = []
+    for dev in devices:
+        name = _short(dev.name)
+        if dev.parent is not None or dev.type != "disk" or name in used or name.startswith("zram"):
+            continue
+        if dev.size_bytes == 0 or any(_short(d.name) == name for d in out):
+            continue
+        out.append(dev)
+    return out

@@ -456,9 +456,16 @@ def _or_unknown(n: int | None) -> str:
 
 
 def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
-    """CPUs a process of this login may use: nproc (the affinity mask) and the cgroup's CPU
-    quota, whichever is smaller, with what limited it; (None, "") when neither is known."""
-    usable, why = facts.nproc, "affinity/cgroup"
+    """CPUs a process of this login may use: the online CPUs (lscpu's CPU(s) less its Off-line
+    CPU(s) list), nproc (the affinity mask) and the cgroup's CPU quota, whichever is smallest,
+    with what limited it; (None, "") when none is known."""
+    usable, why = None, ""
+    cpu = facts.cpu
+    if cpu is not None and cpu.offline_cpus and cpu.logical_cpus is not None:
+        usable, why = max(0, cpu.logical_cpus - cpu.offline_cpus), "offline"
+    # nproc counts only online CPUs: no lower than the online count, offline is the reason
+    if facts.nproc is not None and (usable is None or facts.nproc < usable):
+        usable, why = facts.nproc, "affinity/cgroup"
     if facts.cgroup_cpus is not None:
         quota = max(1, math.floor(facts.cgroup_cpus + 1e-9))
         if usable is None or quota < usable:
@@ -466,9 +473,24 @@ def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     return usable, why
 
 
+def _limited_detail(usable: int, why: str, logical: int, offline: int | None) -> str:
+    """Why fewer CPUs than the host has may be used, and what to do."""
+    if why == "offline":
+        return (
+            f"only {usable} of {logical} CPUs online ({offline} offline: lscpu's Off-line CPU(s) list);"
+            " ask the vendor to bring them online (`chcpu -e`, or a kernel `maxcpus=`/`nr_cpus=` limit"
+            " removed) or for the box that was ordered"
+        )
+    return (
+        f"only {usable} CPU{'s' if usable != 1 else ''} usable ({why}) of {logical};"
+        " the host has more than this login may use"
+    )
+
+
 def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     """Physical cores >= ordered; only hyperthreads reaching it is a warning; fewer CPUs usable
-    by this login (affinity, cgroup quota: a container rental) than ordered fails."""
+    by this login (offline CPUs, affinity, cgroup quota: a container rental) than ordered fails,
+    and a CPU set of an SMT host that may be hyperthreads of fewer cores than ordered warns."""
     assert order.cpu_cores is not None
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
@@ -483,22 +505,40 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads"
     if facts.cpu.model_name:
         actual += f" ({facts.cpu.model_name})"
+    threads = facts.cpu.threads_per_core or 1
     if usable is not None and logical is not None and usable < logical:
-        actual += f", {usable} usable ({why})"
+        actual += f", {usable} usable ({why})" if why != "offline" else f", {usable} online"
         if usable < order.cpu_cores:
             return Check(
                 "cpu_cores",
                 expected,
                 actual,
                 "fail",
-                f"only {usable} CPU{'s' if usable != 1 else ''} usable ({why}) of {logical};"
-                " the host has more than this login may use",
+                _limited_detail(usable, why, logical, facts.cpu.offline_cpus),
+            )
+        if why == "affinity/cgroup" and threads > 1 and usable < order.cpu_cores * threads:
+            # a CPU set (cpuset, taskset) of an SMT host may hold both threads of each core
+            return Check(
+                "cpu_cores",
+                expected,
+                actual,
+                "warn",
+                f"the {usable} usable CPUs may be hyperthreads ({threads} per core) of as few as"
+                f" {math.ceil(usable / threads)} cores; the order is met for certain only by"
+                f" {order.cpu_cores * threads} usable CPUs",
             )
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")
     if logical is not None and logical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
-    return Check("cpu_cores", expected, actual, "fail")
+    return Check(
+        "cpu_cores",
+        expected,
+        actual,
+        "fail",
+        "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
+        " ask the vendor for the box that was ordered",
+    )
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real
@@ -544,6 +584,58 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     )
 
 
+def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:
+    """Mounts df lists on a known other physical disk than /'s (not tmpfs/overlay, not under
+    /boot), largest first: where a vendor may have mounted the data disk instead."""
+    found: list[disks.Mount] = []
+    for mount in facts.mounts:
+        if mount.device in _NOT_DISKS or (mount.fstype or "") in _NOT_DISKS or mount is root:
+            continue
+        if mount.mountpoint == "/boot" or mount.mountpoint.startswith("/boot/"):
+            continue
+        shared = disks.shares_disk(root, mount, facts.block_devices, facts.mounts, facts.loop_backing)
+        if shared is False and all(m.device != mount.device for m in found):
+            found.append(mount)
+    return sorted(found, key=lambda m: -(m.size_bytes or 0))
+
+
+def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
+    """What to do when nothing is mounted at the ordered path: name the disks lsblk shows with
+    nothing mounted (a data disk delivered but not formatted/mounted), when lsblk sees this
+    system's mounts (it resolves /; in a container it may not)."""
+    # only an lsblk that shows / mounted sees this system's mounts (one run in a container
+    # shows the host's system disk with nothing mounted); a disk under any mount df lists
+    # (/ included) is never offered
+    sees_root = any("/" in d.mountpoints for d in facts.block_devices)
+    in_use: set[str] = set()
+    for mount in facts.mounts:
+        in_use |= disks.physical_disks(mount, facts.block_devices, facts.mounts, facts.loop_backing) or set()
+    idle = [
+        d
+        for d in (disks.unmounted_disks(facts.block_devices) if sees_root and root is not None else [])
+        if disks.short_name(d.name) not in in_use
+    ]
+    elsewhere = _separate_mounts(root, facts) if root is not None else []
+    if elsewhere:
+        shown = ", ".join(
+            f"{m.mountpoint} ({m.device}, {format_bytes(m.size_bytes, binary=False)})" for m in elsewhere[:3]
+        )
+        more = f" and {len(elsewhere) - 3} more" if len(elsewhere) > 3 else ""
+        return (
+            f"another disk than / is mounted elsewhere: {shown}{more}; if one is the ordered data"
+            f" disk, set the order's data_disk mount to its path, or mount it at {path}"
+        )
+    if idle:
+        names = ", ".join(f"{d.name} ({format_bytes(d.size_bytes, binary=False)})" for d in idle)
+        one = len(idle) == 1
+        return (
+            f"lsblk shows {'a disk' if one else 'disks'} with nothing mounted: {names}; if"
+            f" {'it is' if one else 'one is'} the ordered data disk, format it and mount it at {path}"
+            " (or ask the vendor to)"
+        )
+    return f"no disk is mounted there: ask the vendor to attach the ordered data disk and mount it at {path}"
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough."""
     spec = order.data_disk
@@ -559,7 +651,11 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     mount = disks.mount_for(facts.mounts, spec.mount)
     if mount is None or mount.mountpoint == "/":
         return Check(
-            "data_disk", expected, f"{spec.mount} is not a mount point; it lives on the system disk /", "fail"
+            "data_disk",
+            expected,
+            f"{spec.mount} is not a mount point; it lives on the system disk /",
+            "fail",
+            _no_mount_detail(spec.mount, root, facts),
         )
     actual = f"{mount.device} at {mount.mountpoint}, {format_bytes(mount.size_bytes, binary=False)}"
     if mount.device in _NOT_DISKS or (mount.fstype or "") in _NOT_DISKS:
