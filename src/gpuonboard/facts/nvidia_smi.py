@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -109,6 +110,10 @@ class GpuInfo:
     compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
     processes: tuple[GpuProcess, ...] = ()
     processes_known: bool = False  # False: this output cannot list processes
+    # What nvidia-smi printed instead of this GPU's values when it could not read them
+    # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
+    # () when the GPU answered. Its unreadable fields are None, never a value.
+    faults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,17 @@ _MISSING = {
     "[requested functionality has been deprecated]",
     "insufficient permissions",
     "[insufficient permissions]",
+    # a GPU nvidia-smi cannot read (GpuInfo.faults says so): no value, never data
+    "err!",
+    "gpu requires reset",
+    "gpu is lost",
 }
+
+# nvidia-smi's words for a GPU it cannot read: the table prints "ERR!" in its cells (a GPU
+# fallen off the bus, a GSP timeout: Xid 79 / 119), the other forms "[GPU requires reset]" or
+# "[GPU is lost]". "Unknown Error" is not one: healthy GPUs print it for a single sensor.
+FAULT_WORDS: tuple[str, ...] = ("ERR!", "GPU requires reset", "GPU is lost")
+_FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
 
 _LEADING_INT = re.compile(r"^\s*(-?\d+)")
 _NUMBER_UNIT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -387,6 +402,12 @@ def _compute_mode(value: str | None) -> str | None:
     return _COMPUTE_MODES.get(cleaned.lower(), cleaned)
 
 
+def _faults(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The FAULT_WORDS that any of `values` holds, in FAULT_WORDS order."""
+    found = {m.group(0).lower() for v in values if v for m in _FAULT.finditer(v)}
+    return tuple(w for w in FAULT_WORDS if w.lower() in found)
+
+
 def _unknown(message: str) -> GpuReport:
     """An empty report that says why it is empty."""
     return GpuReport("unknown", None, None, None, (), (message,))
@@ -550,6 +571,8 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         compute_mode=_compute_mode(_xml_text(gpu, "compute_mode")),
         processes=processes,
         processes_known=processes_known,
+        # every value of the GPU but its process list (a process name is free text)
+        faults=_faults(text for child in gpu if child.tag != "processes" for text in child.itertext()),
     )
 
 
@@ -674,6 +697,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         virtualization_mode=_clean(cells.get("virtualization_mode")),
         compute_mode=_compute_mode(cells.get("compute_mode")),
         processes_known=False,  # --query-gpu cannot list processes
+        faults=_faults(cells.values()),
     )
 
 
@@ -834,6 +858,7 @@ def parse_table(text: str) -> GpuReport:
                 performance_state=_pstate(perf.group(1)) if perf else None,
                 utilization_gpu_pct=_int(util.group(1)) if util else None,
                 compute_mode=_compute_mode(util.group(2)) if util else None,
+                faults=_faults(cells + second + third),
             )
         )
         i += 3
@@ -1074,6 +1099,12 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         compute_mode=_compute_mode(_tree_get(section, "Compute Mode")),
         processes=processes,
         processes_known=processes_known,
+        # the values before the process list (a process name is free text)
+        faults=_faults(
+            match.group(3)
+            for line in itertools.takewhile(lambda ln: _TEXT_PROCESSES.match(ln) is None, lines)
+            if (match := _TEXT_LINE.match(line)) is not None
+        ),
     )
 
 

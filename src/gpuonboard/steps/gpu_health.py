@@ -249,12 +249,20 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
             verdict,
             "a capped power limit lowers training speed; ask the vendor to restore it (nvidia-smi -pl)",
         )
-    known = any(g.power_limit_w for g in gpus)
+    # "at default" needs the default: the plain table prints only the enforced cap
+    # ("Pwr:Usage/Cap"), which cannot tell a capped card from one at its default
+    if any(g.power_limit_w and g.default_power_limit_w for g in gpus):
+        return Check("power_limit", "default power limit", "at default", "pass")
+    enforced = sorted({f"{g.power_limit_w:.0f} W" for g in gpus if g.power_limit_w})
     return Check(
         "power_limit",
         "default power limit",
-        "at default" if known else "not reported",
-        "pass" if known else "warn",
+        f"enforced {', '.join(enforced)}; default not reported" if enforced else "not reported",
+        "warn",
+        "this nvidia-smi output does not give the default power limit, so a capped card cannot be"
+        " told from one at its default; `nvidia-smi -q -d POWER` shows both"
+        if enforced
+        else "",
     )
 
 
@@ -459,12 +467,38 @@ def rule_nothing_checked(facts: Facts) -> Check:
     )
 
 
+def rule_unreadable(gpus: list[GpuInfo]) -> Check | None:
+    """GPUs nvidia-smi lists but cannot read (`ERR!`, `[GPU requires reset]`, `[GPU is lost]`):
+    every other rule sees only "not reported" for them, so this one fails. None when every GPU
+    answered (the `gpu_health` row appears only when some GPU could not be checked)."""
+    bad = [g for g in gpus if g.faults]
+    if not bad:
+        return None
+
+    def where(g: GpuInfo) -> str:
+        bus = f" ({g.pci_bus_id})" if g.pci_bus_id else ""
+        return f"{_label(g)}{bus}: nvidia-smi reads {' / '.join(g.faults)}"
+
+    return Check(
+        "gpu_health",
+        "health of every GPU checked",
+        "; ".join(where(g) for g in bad),
+        "fail",
+        "nvidia-smi cannot read the GPU(s) named (fallen off the bus, needing a reset, or a hung driver/GSP)"
+        ", so no other check covers them; ask the vendor to check `dmesg` for NVIDIA Xid"
+        " errors (79: fallen off the bus; 119/120: GSP timeout), to reset the GPU"
+        f" (`sudo nvidia-smi -i N -r`, N in {', '.join(str(g.index) for g in bad)}) or reboot, and to"
+        " replace it if it stays so",
+    )
+
+
 def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
     """All health rules over the host's GPUs (none when the driver is absent)."""
     t = {**DEFAULTS, **(thresholds or {})}
     gpus = list(facts.gpu.gpus) if facts.gpu else []
     if not gpus:
         return []
+    unreadable = rule_unreadable(gpus)
     rules: list[Callable[[], Check]] = [
         lambda: rule_ecc_mode(gpus),
         lambda: rule_ecc_errors(gpus),
@@ -478,7 +512,7 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
     ]
-    return [r() for r in rules]
+    return ([unreadable] if unreadable else []) + [r() for r in rules]
 
 
 def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
