@@ -18,7 +18,7 @@ import re
 import shlex
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import shell
@@ -187,6 +187,9 @@ class AutostopSettings:
     ssh_sessions: bool
     shutdown_command: str
     gpu_processes: bool = False
+    # where the installing login found these (cron's PATH may lack their directories); "" when not
+    nvidia_smi: str = ""
+    docker: str = ""
 
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
@@ -208,6 +211,8 @@ class AutostopSettings:
             ("SSH_SESSIONS", int(self.ssh_sessions)),
             ("GPU_PROCESSES", int(self.gpu_processes)),
             ("SHUTDOWN_COMMAND", self.shutdown_command),
+            ("NVIDIA_SMI", self.nvidia_smi),
+            ("DOCKER", self.docker),
         ]
         lines = ["# gpuonboard autostop settings (written by `invoke autostop`; rerun it to change them)"]
         lines += [f"{k}={shell.quote(v)}" for k, v in values]
@@ -392,6 +397,8 @@ class _Remote:
     old_max: int | None = None  # MAX_SECONDS in the installed config
     max_since: int | None = None  # when the installed --max-hours was set
     installed_at: int | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # nvidia-smi/docker -> the login's path
+    pgrep: bool = True  # the probe found pgrep (False: none, so a --job could never be seen)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -439,6 +446,12 @@ def _parse_probe(text: str) -> _Remote:
             r.max_since = _int_or_none(rest)
         elif kind == "installedat":
             r.installed_at = _int_or_none(rest)
+        elif kind == "tool":
+            name, _, path = rest.partition(" ")
+            if name in WATCHED_TOOLS and _tool_path(path):
+                r.tools[name] = path
+        elif kind == "pgrep":
+            r.pgrep = rest != "no"
     r.present, r.crontab = tuple(present), tuple(crontab)
     return r
 
@@ -461,6 +474,16 @@ UNSAFE_DIR_FN = (
 )
 
 
+# Commands the watcher runs that may live outside cron's PATH (/usr/bin:/bin): the install
+# records where the login finds them, and the watcher runs them from there (see conf_text).
+WATCHED_TOOLS = ("nvidia-smi", "docker")
+
+
+def _tool_path(path: str) -> bool:
+    """An absolute path of a command, as `command -v` prints it (not an alias or a function)."""
+    return path.startswith("/") and not path.endswith("/") and path.isprintable()
+
+
 def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
     owned = " ".join(shell.quote(f) for f in OWNED_FILES)
     marker = shell.quote(CRON_MARKER)
@@ -480,7 +503,10 @@ def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
         'if command -v crontab >/dev/null 2>&1; then echo "crontab_bin yes"; '
         f"crontab -l 2>/dev/null | awk -v m={marker} "
         '\'f{print "crontab " $0; f=0; next} $0==m{print "crontab " $0; f=1}\'; '
-        'else echo "crontab_bin no"; fi; true'
+        'else echo "crontab_bin no"; fi; '
+        f"for t in {' '.join(WATCHED_TOOLS)}; do"
+        ' p=$(command -v "$t" 2>/dev/null) && echo "tool $t $p"; done; '
+        'command -v pgrep >/dev/null 2>&1 || echo "pgrep no"; true'
     )
 
 
@@ -542,6 +568,13 @@ def _power_command(command: str) -> bool:
     return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS
 
 
+def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
+    """The settings plus where the login found nvidia-smi (and docker, for --container): cron
+    runs the watcher with PATH=/usr/bin:/bin, which may not hold them."""
+    docker = r.tools.get("docker", "") if settings.container else ""
+    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker)
+
+
 def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
     """Why a watcher installed as the probe found the host would never shut it down, or would
     let others run commands as this login; None when there is nothing in the way."""
@@ -558,6 +591,12 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f" command {settings.shutdown_command!r}: pass --shutdown-command"
             f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
             " or connect as root"
+        )
+    if settings.job and not r.pgrep:
+        return (
+            f"host {host}: --job {settings.job!r} needs pgrep, which this host lacks, so the watcher"
+            " could never see the job running: install procps (apt-get install procps), or watch"
+            " the job by --pid or --container instead"
         )
     if r.unsafe is not None:
         path, why = r.unsafe
@@ -659,11 +698,12 @@ class AutostopStep(Step):
                 " install cron there or connect as root",
                 failed=True,
             )
-        problem = install_problem(ctx.host.name, self.settings, r)
+        settings = with_tools(self.settings, r)
+        problem = install_problem(ctx.host.name, settings, r)
         if problem:
             return Plan(False, problem, failed=True)
         script = render_script(ctx.project, ctx.host.name, r.dir)
-        conf = self.settings.conf_text()
+        conf = settings.conf_text()
         assert r.files is not None
         want = {SCRIPT: ("755", _sha(script)), CONF: ("600", _sha(conf))}
         changed = [n for n, v in want.items() if r.files.get(n) != v]
