@@ -7,6 +7,7 @@ fresh, isolated podman storage through the `docker` wrapper first on its PATH.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ import pytest
 import yaml
 from conftest import Project, host_entry
 
+from gpuonboard.steps.pull import ACCEPT
 from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
 
 pytestmark = pytest.mark.skipif(
@@ -655,7 +658,8 @@ from . import distributed  # noqa: E402
 
 def give_gpu_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
     """give_docker behind a front `docker` emulating a GPU runtime: `info` names the nvidia
-    runtime; `run --rm --gpus all IMAGE nvidia-smi -L` lists `root/visible` GPUs; `run ... python
+    runtime; `run --rm --device nvidia.com/gpu=all IMAGE nvidia-smi -L` (podman's CDI device;
+    podman 4 ignores `--gpus all`, so that runs with no GPU) lists `root/visible` GPUs; `run ... python
     -c CHECK` runs CHECK in the host's python3 with PYTHONOPTIMIZE=2 (asserts stripped) and a fake
     torch seeing `root/torch/torch_gpus` GPUs."""
     pm = give_docker(host, root, reg)
@@ -674,7 +678,7 @@ def give_gpu_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
         "#!/bin/sh\n"
         'case "$1" in\n'
         f'  info) out=$({inner} "$@") || exit $?; printf \'%s\' "$out" | python3 -c "{fix}" ;;\n'
-        '  run) if [ "$2" = --rm ] && [ "$3" = --gpus ]; then shift 5\n'
+        '  run) if [ "$2" = --rm ] && [ "$3" = --device ] && [ "$4" = nvidia.com/gpu=all ]; then shift 5\n'
         '      case "$1" in\n'
         f'        nvidia-smi) i=0; while [ $i -lt $(cat {root}/visible) ]; do echo "GPU $i: NVIDIA GeForce'
         ' RTX 4090 (UUID: GPU-$i)"; i=$((i+1)); done; exit 0 ;;\n'
@@ -896,3 +900,69 @@ def test_a_pull_past_pull_timeout_is_stopped_on_the_host_with_the_setting_to_rai
     assert not [p for p in (stand_in, child) if process_alive(int(p))], "the stopped pull still runs"
     assert not Path(auth_dir).exists()
     assert _log(project).count("docker pull") == 1  # not retried
+
+
+# ---- QA: a tag+digest pin pulled straight from its registry; a broken nvidia-smi on a GPU box
+
+# what nvidia-smi prints (exit 18) when the loaded kernel module and the user-space library differ
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+
+
+def _digest(reg: Registry) -> str:
+    """The manifest digest the registry serves for the test image's tag."""
+    req = urllib.request.Request(
+        f"http://{reg.address}/v2/{REPO_TAG.replace(':', '/manifests/')}", method="HEAD"
+    )
+    req.add_header("Accept", ACCEPT)
+    req.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(resp.headers["Docker-Content-Digest"])
+
+
+def test_tag_and_digest_pin_pulled_from_its_registry_is_found_under_its_tag(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    digest = _digest(registry)
+    assert digest.startswith("sha256:")
+    image = f"{registry.address}/{REPO_TAG}@{digest}"
+    _inventory(project, pool, "ctr", container_image=image, **creds)
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "changed", step
+    assert step["msg"].startswith(f"pulled {image} ({digest})"), step["msg"]
+    # the rerun finds it under its tag (with that digest): nothing pulled, nothing run
+    r = project.cli("container", "--host", "ctr")
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = _step(project)
+    assert step["status"] == "ok", step
+    assert "docker pull" not in _log(project)
+
+
+def test_broken_nvidia_smi_fails_the_smoke_run_instead_of_skipping_it(
+    project: Project, pool: TestHostPool, registry: Registry, ctr: Podman, creds: dict[str, str]
+) -> None:
+    host = pool.hosts["ctr"]
+    smi = host.bin_dir / "nvidia-smi"
+    add_executable(host.bin_dir, "nvidia-smi", f"#!/bin/sh\necho '{MISMATCH}'\nexit 18\n")
+    try:
+        image = f"{registry.address}/{REPO_TAG}"
+        _inventory(project, pool, "ctr", container_image=image, **creds)
+        r = project.cli("container", "--host", "ctr")
+        assert r.returncode == 1, r.stdout + r.stderr
+        step = _step(project)
+        assert step["status"] == "failed", step
+        msg = step["msg"]
+        assert "skipped" not in msg, msg
+        assert msg.startswith(f"GPU smoke run not possible: nvidia-smi failed ({MISMATCH}) on the host"), msg
+        assert "needs a reboot" in msg, msg
+        # the image is there now, but no pass was recorded: the rerun fails the same way
+        r = project.cli("container", "--host", "ctr")
+        assert r.returncode == 1 and "GPU smoke run not possible" in _step(project)["msg"], r.stdout
+        # the driver answers again (here: no nvidia-smi, no GPU): the smoke run passes
+        smi.unlink()
+        r = project.cli("container", "--host", "ctr")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "GPU smoke run skipped: no NVIDIA GPU" in _step(project)["msg"]
+    finally:
+        smi.unlink(missing_ok=True)

@@ -31,7 +31,7 @@ from ..ngc import mirror_host
 from ..units import format_bytes, parse_duration, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext, last_line
-from .driver_compat import DEFAULT_IMAGE
+from .driver_compat import DEFAULT_IMAGE, _no_driver
 from .pull import (
     Manifest,
     format_pull_progress,
@@ -286,11 +286,20 @@ def smoke_file(local_ref: str) -> str:
     return f"{SMOKE_DIR}/{hashlib.sha256(local_ref.encode()).hexdigest()[:16]}"
 
 
-def smoke_key(state: ContainerState, gpus: int) -> str:
+def smoke_key(state: ContainerState, gpus: int | None) -> str:
     """What a passed smoke run is recorded as: runtime, storage, image id and GPU count; a
-    record matching none of today's values means the smoke run must be run (again)."""
+    record matching none of today's values means the smoke run must be run (again). An unknown
+    count (nvidia-smi failed) is `gpus=?`, which no passed run records."""
     root = state.info.storage_root or "-"
-    return f"{state.cli} {root.replace(' ', '_')} {state.image_id} gpus={gpus}"
+    return f"{state.cli} {root.replace(' ', '_')} {state.image_id} gpus={'?' if gpus is None else gpus}"
+
+
+def host_gpu_count(facts: Facts) -> int | None:
+    """How many GPUs the host's nvidia-smi lists: 0 without nvidia-smi (no driver), None when
+    it is installed but failed or hung (a broken driver: the GPUs are there, uncounted)."""
+    if facts.gpu is not None:
+        return len(facts.gpu.gpus)
+    return None if facts.nvidia_smi_present else 0
 
 
 def probe_command(local_ref: str) -> str:
@@ -640,7 +649,9 @@ class ContainerStep(Step):
             return out
         s = out.source
         local = s.ref.canonical
-        if s.mirror and s.ref.tag:
+        if s.ref.tag and s.pull_ref != local:
+            # a mirror's copy, or a `name:tag@sha256:` pin pulled by its digest (which leaves no
+            # tag): tag it with the canonical name, which the probe and the smoke run look for
             r = run(state.command([cli, "tag", s.pull_ref, local]))
             if not r.ok:
                 out.tag_error = last_line(r.stderr, r.exit_code)
@@ -926,8 +937,7 @@ def _record_smoke(ctx: StepContext, state: ContainerState, local: str, out: Appl
     if out.smoke_error:
         ctx.runner.run(shell.sh_c(f'rm -f "{path}"'), timeout=60)
         return
-    gpus = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.gpus else 0
-    key = smoke_key(state, gpus)
+    key = smoke_key(state, host_gpu_count(ctx.facts))
     ctx.runner.run(
         shell.sh_c(f'f="{path}"; mkdir -p "${{f%/*}}" && printf \'%s\\n\' {shell.quote(key)} > "$f"'),
         timeout=60,
@@ -978,20 +988,52 @@ def read_credentials_file(
     try:
         data = load_yaml(path, StepArgsError, "registry credentials file")
     except StepArgsError as exc:
-        return str(exc)
+        return _without_yaml_problem(str(exc))
     if not isinstance(data, dict):
         return f"registry credentials file {path}: expected a mapping of registry -> {{username, password}}"
     if registry is None:
         return None
     entry = None
     for key, value in data.items():
-        if mirror_host(str(key)) == registry:
+        # docker logs in per host: `HOST[:PORT]`, as written or with the mirror's /prefix (as in
+        # registry_mirror), in any case
+        if mirror_host(str(key)).split("/", 1)[0].lower() == registry.lower():
             entry = value
     if entry is None:
         return None  # no entry for this registry: pull anonymously
     if not (isinstance(entry, dict) and entry.get("username") and entry.get("password")):
         return f"registry credentials file {path}: the entry for {registry} needs username and password"
+    for key in ("username", "password"):
+        if not isinstance(entry[key], str):  # (the value is not shown: it may be the password)
+            return (
+                f"registry credentials file {path}: the {key} for {registry} is read as a"
+                f" {_yaml_kind(entry[key])}, not as text (YAML turns 0123 into 83, yes into true);"
+                f" put it in single quotes: {key}: '...'"
+            )
     return str(entry["username"]), shell.Secret(str(entry["password"]))
+
+
+def _yaml_kind(value: object) -> str:
+    """What YAML made of an unquoted value: `number`, `true/false value`, `date`, ..."""
+    if isinstance(value, bool):
+        return "true/false value"
+    if isinstance(value, int | float):
+        return "number"
+    return {"date": "date", "datetime": "date and time"}.get(type(value).__name__, type(value).__name__)
+
+
+def _without_yaml_problem(message: str) -> str:
+    """A YAML error about the credentials file without PyYAML's words for the problem: they
+    quote the text it stopped at, and an unquoted password starting with `*` or `!` is read as
+    an alias or a tag named by the password itself ("found undefined alias 'S3cret'")."""
+    head, sep, _ = message.partition(": invalid YAML:")
+    if not sep:
+        return message
+    return (
+        f"registry credentials file {head}: invalid YAML (the problem is not shown, as it may quote a"
+        " password); put each username and password in single quotes, e.g. password: '...' (a value"
+        " starting with *, !, &, %, @ or ` is YAML syntax, not text)"
+    )
 
 
 def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, shell.Secret] | None) -> Manifest:
@@ -1061,10 +1103,19 @@ def gpu_python_check(n: int) -> str:
     )
 
 
+def gpu_flags(state: ContainerState) -> list[str]:
+    """How a container gets every GPU: docker's `--gpus all` (the NVIDIA toolkit's hook), podman's
+    CDI device `nvidia.com/gpu=all` (podman before 5.0 accepts `--gpus` and ignores it, podman
+    behind the `docker` shim included)."""
+    if state.info.engine == "podman" or state.cli == "podman":
+        return ["--device", "nvidia.com/gpu=all"]
+    return ["--gpus", "all"]
+
+
 def gpu_check_command(state: ContainerState, image: str, n: int) -> str:
     """`docker run --rm --gpus all IMAGE python -c CHECK` (torch sees n GPUs, matmul, NCCL)."""
     return state.command(
-        [state.cli or "docker", "run", "--rm", "--gpus", "all", image, "python", "-c", gpu_python_check(n)]
+        [state.cli or "docker", "run", "--rm", *gpu_flags(state), image, "python", "-c", gpu_python_check(n)]
     )
 
 
@@ -1079,12 +1130,19 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
         )
         return
     out.smoke.append("plain container run ok")
-    if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
+    host_n = host_gpu_count(ctx.facts)
+    if host_n is None:  # never "skipped": the GPUs may be there, unseen by a broken driver
+        what, advice = _no_driver(ctx.facts)
+        out.smoke_error = (
+            f"GPU smoke run not possible: {what} on the host, so whether containers see its GPUs is"
+            f" unknown; {advice}"
+        )
+        return
+    if not host_n:
         out.smoke.append("GPU smoke run skipped: no NVIDIA GPU on this host (nvidia-smi lists none)")
         return
-    host_n = len(ctx.facts.gpu.gpus)
     r = ctx.runner.run(
-        state.command([cli, "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"]), timeout=300
+        state.command([cli, "run", "--rm", *gpu_flags(state), image, "nvidia-smi", "-L"]), timeout=300
     )
     if not r.ok:
         out.smoke_error = (
@@ -1169,7 +1227,7 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
     present = state.image_id is not None
     if image_ready(state, s):
         digest = s.ref.digest if s.ref.digest else (state.digests[0] if state.digests else None)
-        gpus = len(facts.gpu.gpus) if facts.gpu and facts.gpu.gpus else 0
+        gpus = host_gpu_count(facts)
         found = {"image": s.image, "id": state.image_id, "digest": digest, "access": state.access}
         if s.smoke and state.smoke_record != smoke_key(state, gpus):
             return Plan(
