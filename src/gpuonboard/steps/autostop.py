@@ -787,7 +787,10 @@ class AutostopStep(Step):
         else:
             steps.append(self._crontab_edit(crontab_lines(r.dir)))
         steps.append(f'cd "$d"; sha256sum {SCRIPT} {CONF}')
-        return ctx.runner.run(shell.sh_c("\n".join(steps)))
+        # on sh's stdin, not in its arguments: the config holds --before-shutdown's command (it may
+        # carry a token: the file is 0600 for it), and a command line is visible to every user
+        # of the host (`ps`) while it runs
+        return ctx.runner.run("sh -s", stdin="\n".join(steps).encode("utf-8", "surrogateescape") + b"\n")
 
     @staticmethod
     def _crontab_edit(add: list[str]) -> str:
