@@ -229,7 +229,10 @@ def test_no_driver_fails_as_nothing_checked() -> None:
     # nvidia-smi present but failing (driver/library mismatch prints on stdout, exit 9)
     mismatch = "Failed to initialize NVML: Driver/library version mismatch\n"
     plan = _plan({"nvidia_smi": ProbeOutput(mismatch, "", 9)})
-    assert plan.failed and plan.checks[0].actual == "nothing checked: nvidia-smi failed (exit code 9)"  # type: ignore[attr-defined]
+    assert plan.failed and plan.checks[0].actual == (  # type: ignore[attr-defined]
+        "nothing checked: nvidia-smi failed (exit code 9):"
+        " Failed to initialize NVML: Driver/library version mismatch"
+    )
 
 
 def test_idle_4090_link_downshift_is_a_warning_not_a_failure() -> None:

@@ -17,12 +17,16 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..inventory import OrderSpec
 from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+
+if TYPE_CHECKING:
+    from ..facts.nvidia_smi import GpuInfo
 
 DEFAULT_TOLERANCE = {"ram": 0.03, "vram": 0.03, "disk": 0.05}
 _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
@@ -306,6 +310,68 @@ def _unjudged_verdict(facts: Facts) -> Verdict:
     return "warn" if _not_given(facts, "nvidia_smi") else "fail"
 
 
+# What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults), or a hung driver
+def fault_advice(indexes: Iterable[int]) -> str:
+    """One sentence: what to ask the vendor about the unreadable GPUs numbered `indexes`."""
+    return (
+        "nvidia-smi cannot read the GPU(s) named (fallen off the bus, needing a reset, or a hung"
+        " driver/GSP), so no other check covers them; ask the vendor to check `dmesg` for NVIDIA Xid"
+        " errors (79: fallen off the bus; 119/120: GSP timeout), to reset the GPU"
+        f" (`sudo nvidia-smi -i N -r`, N in {', '.join(str(i) for i in indexes)}) or reboot, and to"
+        " replace it if it stays so"
+    )
+
+
+HUNG_ADVICE = (
+    "a hung driver: often a GPU that fell off the bus; ask the vendor to check `dmesg` for"
+    " NVIDIA Xid errors (Xid 79) and to reseat or replace the GPU"
+)
+
+# nvidia-smi's own words for why it read no GPU, each with what to do; the first line of its
+# output naming one of them is quoted (a driver/library mismatch prints on stdout)
+_SMI_FAILURES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"version mismatch", re.IGNORECASE),
+        "the NVIDIA kernel module and the driver's library are different versions (a driver"
+        " updated without a reboot): ask the vendor to reboot the box, or to reinstall one driver"
+        " version, and run the check again",
+    ),
+    (
+        re.compile(r"GPU is lost|Unable to determine the device handle|fallen off the bus", re.IGNORECASE),
+        "a GPU has fallen off the bus or hangs, and nvidia-smi stops at it: ask the vendor to check"
+        " `dmesg` for NVIDIA Xid errors (79: fallen off the bus), to reset the GPU"
+        " (`sudo nvidia-smi -r`) or reboot, and to reseat or replace it if it stays so",
+    ),
+    (
+        re.compile(r"No devices were found", re.IGNORECASE),
+        "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
+        " without its passthrough or vGPU device, a container started without GPUs) or not"
+        " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
+    ),
+    (
+        re.compile(
+            r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML|driver is not loaded",
+            re.IGNORECASE,
+        ),
+        "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
+        " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
+        " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
+        " again",
+    ),
+)
+
+
+def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
+    """nvidia-smi's own line saying why it read no GPU (the first naming a known cause, else its
+    first line; '' when it printed nothing) and what to do about that cause ('' when unknown)."""
+    lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
+    for line in lines:
+        for pattern, advice in _SMI_FAILURES:
+            if pattern.search(line):
+                return line, advice
+    return (lines[0] if lines else ""), ""
+
+
 def _no_gpu_actual(facts: Facts) -> str | None:
     if _not_given(facts, "nvidia_smi"):
         return "not judged: no nvidia-smi output was given"
@@ -315,14 +381,13 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         raw = facts.raw["nvidia_smi"]
         if raw.exit_code == TIMED_OUT:
             return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
-        failed_words = "NVIDIA-SMI has failed" in raw.stdout or "couldn't communicate" in raw.stdout
+        line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
+        failed_words = bool(advice) or "NVIDIA-SMI has failed" in raw.stdout
         if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
-        # a driver/library mismatch prints its reason on stdout ("NVIDIA-SMI has failed ...")
-        lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
-        return "unknown: nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else "")
+        return "unknown: nvidia-smi failed" + (f" ({line[:160]})" if line else "")
     return None
 
 
@@ -340,24 +405,51 @@ def rule_driver(facts: Facts) -> Check:
         )
     problem = _no_gpu_actual(facts)
     if problem:
-        hung = facts.raw["nvidia_smi"].exit_code == TIMED_OUT
+        raw = facts.raw["nvidia_smi"]
+        hung = raw.exit_code == TIMED_OUT
         return Check(
             "nvidia_driver",
             "nvidia-smi reports the GPUs",
             problem.removeprefix("unknown: "),
             "fail",
-            "a hung driver: often a GPU that fell off the bus; ask the vendor to check `dmesg` for"
-            " NVIDIA Xid errors (Xid 79) and to reseat or replace the GPU"
-            if hung
-            else "",
+            HUNG_ADVICE if hung else nvidia_smi_failure(raw.stdout, raw.stderr)[1],
         )
     assert facts.gpu is not None
+    actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"
+    short = _attached_gap(facts)
+    if short:
+        # a GPU nvidia-smi could not read left out of its output, or an output of some GPUs
+        # only (`nvidia-smi -q -x -i N`, a trimmed capture): only a warning, never a failure
+        return Check(
+            "nvidia_driver",
+            "nvidia-smi reports the GPUs",
+            f"{actual}; {short}",
+            "warn",
+            "nvidia-smi reports more GPUs attached than its output describes: a GPU it could not"
+            " read was left out, or the output is of some GPUs only (`nvidia-smi -i N`); run"
+            " `nvidia-smi -L` on the host and check `dmesg` for NVIDIA Xid errors",
+        )
     return Check(
-        "nvidia_driver",
-        "nvidia-smi reports the GPUs",
-        f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}",
-        "pass" if facts.gpu.driver_version else "warn",
+        "nvidia_driver", "nvidia-smi reports the GPUs", actual, "pass" if facts.gpu.driver_version else "warn"
     )
+
+
+def _attached_gap(facts: Facts) -> str:
+    """'nvidia-smi says 4 attached but lists 1' when its attached count differs from the GPUs
+    its output describes; '' otherwise."""
+    if facts.gpu is None or facts.gpu.attached_gpus is None:
+        return ""
+    n = len(facts.gpu.gpus)
+    return (
+        f"nvidia-smi says {facts.gpu.attached_gpus} attached but lists {n}"
+        if facts.gpu.attached_gpus != n
+        else ""
+    )
+
+
+def _unreadable(g: GpuInfo) -> str:
+    """'GPU 4 unreadable (nvidia-smi reads ERR!)': a GPU nvidia-smi lists but cannot read."""
+    return f"GPU {g.index} unreadable (nvidia-smi reads {' / '.join(g.faults)})"
 
 
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
@@ -369,20 +461,25 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if problem:
         return Check("gpu_model", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None
-    names = [g.name for g in facts.gpu.gpus]
-    actual = _count_names(names) or "no GPU"
+    # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
+    read = [g for g in facts.gpu.gpus if not g.faults]
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    names = [g.name for g in read]
+    actual = ", ".join(filter(None, [_count_names(names), *map(_unreadable, faulty)])) or "no GPU"
     model, count = split_count(expected)
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
-    for g in facts.gpu.gpus:
+    for g in read:
         result = match_model(model, g.name, g.memory_total_mib)
         into = fails if result.verdict == "fail" else warns if result.verdict == "warn" else None
         if into is not None and result.why not in into.setdefault(g.name, []):
             into[g.name].append(result.why)
     notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
-    verdict: Verdict = "fail" if fails or not names else "warn" if warns else "pass"
-    if count is not None and len(names) < count:
-        notes.append(f"the order's model says {count} x, {len(names)} delivered")
+    if faulty:
+        notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
+    verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
+    if count is not None and len(facts.gpu.gpus) < count:
+        notes.append(f"the order's model says {count} x, {len(facts.gpu.gpus)} delivered")
         verdict = "fail"
     elif count is not None and order.gpu_count is not None and order.gpu_count != count:
         notes.append(
@@ -409,9 +506,20 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
         return Check("gpu_count", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None and order.gpu_count is not None
     n = len(facts.gpu.gpus)
-    detail = ""
-    if facts.gpu.attached_gpus is not None and facts.gpu.attached_gpus != n:
-        detail = f"nvidia-smi says {facts.gpu.attached_gpus} attached but lists {n}"
+    detail = _attached_gap(facts)
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    if faulty and n >= order.gpu_count:
+        # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU
+        usable = n - len(faulty)
+        unread = "; ".join(map(_unreadable, faulty))
+        return Check(
+            "gpu_count",
+            expected,
+            f"{n} ({len(faulty)} unreadable)",
+            "fail" if usable < order.gpu_count else "pass",
+            f"{unread}: {usable} of the {n} listed GPUs can be read"
+            + (f", {order.gpu_count} ordered (see gpu_model)" if usable < order.gpu_count else ""),
+        )
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
     if n > order.gpu_count:
         detail = detail or "more GPUs than ordered"
@@ -433,11 +541,18 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if problem:
         return Check("vram", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None
-    sizes = [g.memory_total_mib for g in facts.gpu.gpus]
-    if not sizes or any(s is None for s in sizes):
+    # a GPU nvidia-smi cannot read gives no data, even where a memory size is printed for it
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    unread = "; ".join(map(_unreadable, faulty))
+    sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
+    if not sizes:
+        return Check("vram", expected, f"unknown: no GPU could be read: {unread}", "fail")
+    if any(s is None for s in sizes):
         return Check("vram", expected, "unknown: nvidia-smi did not report memory", "fail")
     smallest = min(s for s in sizes if s is not None) * 1024 * 1024
     actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=False)}) smallest"
+    if faulty:
+        actual += f" of the {len(sizes)} GPUs read; {unread}"
     ok = smallest >= order.vram_bytes * (1 - tolerance)
     if ok:
         return Check("vram", expected, actual, "pass")

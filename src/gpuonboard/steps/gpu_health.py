@@ -14,6 +14,7 @@ from ..facts.gather import TIMED_OUT, Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
 from ..inventory import Host
 from ..ngc import gpu_class
+from .acceptance import HUNG_ADVICE, fault_advice, nvidia_smi_failure
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULTS: dict[str, float] = {
@@ -41,9 +42,16 @@ def _is_idle(g: GpuInfo) -> bool:
 
 def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     """ECC on for data-centre GPUs (consumer cards have none to enable)."""
-    dc = [g for g in gpus if gpu_class(g.name, g.product_brand) == "datacenter"]
+    # a GPU nvidia-smi cannot read is no data (the gpu_health row fails it): said, not counted
+    unread = ", ".join(_label(g) for g in gpus if g.faults)
+    note = f" ({unread} unreadable)" if unread else ""
+    dc = [g for g in gpus if not g.faults and gpu_class(g.name, g.product_brand) == "datacenter"]
+    if not dc and unread and all(g.faults for g in gpus):
+        return Check("ecc_mode", "Enabled", f"not judged: {unread} unreadable", "warn")
     if not dc:
-        return Check("ecc_mode", "enabled on data-centre GPUs", "not applicable (no data-centre GPU)", "pass")
+        return Check(
+            "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no data-centre GPU){note}", "pass"
+        )
     off = [g for g in dc if g.ecc_mode == "Disabled"]
     unknown = [g for g in dc if g.ecc_mode is None]
     if off:
@@ -58,7 +66,8 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
         return Check(
             "ecc_mode", "Enabled", f"not reported for {', '.join(_label(g) for g in unknown)}", "warn"
         )
-    return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs", "pass")
+    read = " read" if unread else ""
+    return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read}{note}", "pass")
 
 
 def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
@@ -446,24 +455,35 @@ def rule_nothing_checked(facts: Facts) -> Check:
     """The host has no GPU nvidia-smi could report: not a healthy box, an unchecked one.
 
     FAIL, like acceptance's `nvidia_driver` rule for the same facts (missing driver, nvidia-smi
-    failing, hung or listing no GPU)."""
+    failing, hung or listing no GPU); a failing nvidia-smi is quoted (its own line, as
+    `nvidia_driver` quotes it) and the advice follows its cause."""
     raw = facts.raw.get("nvidia_smi")
+    line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
+    quoted = f": {line[:160]}" if line else ""
     if not facts.nvidia_smi_present:
         actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
+        advice = "install the NVIDIA driver the order promised (or ask the vendor to) and run the check again"
     elif raw is not None and raw.exit_code == TIMED_OUT:
         actual = "nothing checked: nvidia-smi did not answer (stopped)"
+        advice = HUNG_ADVICE
     elif facts.gpu is None:
         code = "" if raw is None else f" (exit code {raw.exit_code})"
-        actual = f"nothing checked: nvidia-smi failed{code}"
+        actual = f"nothing checked: nvidia-smi failed{code}{quoted}"
+        advice = (
+            advice
+            or "nvidia-smi's message says why; ask the vendor to repair the NVIDIA driver and run"
+            " the check again"
+        )
     else:
-        actual = "nothing checked: nvidia-smi listed no GPU"
+        # it answered (exit 0); "No devices were found" is such an answer
+        actual = "nothing checked: nvidia-smi listed no GPU" + (quoted if advice else "")
+        advice = advice or "run `nvidia-smi -L` on the host to see which GPUs the driver finds"
     return Check(
         "gpu_health",
         "health of every GPU checked",
         actual,
         "fail",
-        "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; install the NVIDIA"
-        " driver the order promised (or ask the vendor to) and run the check again",
+        f"no ECC, memory-repair, PCIe, power, throttling or MIG check could run; {advice}",
     )
 
 
@@ -484,11 +504,7 @@ def rule_unreadable(gpus: list[GpuInfo]) -> Check | None:
         "health of every GPU checked",
         "; ".join(where(g) for g in bad),
         "fail",
-        "nvidia-smi cannot read the GPU(s) named (fallen off the bus, needing a reset, or a hung driver/GSP)"
-        ", so no other check covers them; ask the vendor to check `dmesg` for NVIDIA Xid"
-        " errors (79: fallen off the bus; 119/120: GSP timeout), to reset the GPU"
-        f" (`sudo nvidia-smi -i N -r`, N in {', '.join(str(g.index) for g in bad)}) or reboot, and to"
-        " replace it if it stays so",
+        fault_advice(g.index for g in bad),
     )
 
 
