@@ -173,7 +173,33 @@ def parse_ref(image: str) -> ImageRef:
         registry, path = first, rest
     else:
         registry, path = None, name
+    why = _ref_problem(registry, path)
+    if why:  # (a pull of it could only fail, after every retry)
+        raise StepArgsError(f"{image!r} is not an image reference like {DEFAULT_IMAGE} ({why})")
     return ImageRef(registry, path, m.group("tag"), m.group("digest"))
+
+
+_REGISTRY_RE = re.compile(r"^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::(?P<port>[^/]*))?$")
+_PATH_PART_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+
+
+def _ref_problem(registry: str | None, path: str) -> str:
+    """Pure: what the docker reference grammar refuses in a parsed reference ('' when nothing):
+    a registry port that is not a number, a `:` inside the repository path (`a/b:c:d`), an
+    empty or badly separated path component (`a//b`, `a/-b`)."""
+    if registry is not None:
+        m = _REGISTRY_RE.match(registry)
+        port = m.group("port") if m else None
+        if not m or (port is not None and not (port.isdigit() and 0 < int(port) < 65536)):
+            return f"the registry {registry!r} must be a host name with an optional numeric port"
+    if ":" in path:
+        return "a ':' may stand only before the tag and in the registry's port"
+    bad = next((part for part in path.split("/") if not _PATH_PART_RE.match(part)), None)
+    if bad == "":
+        return "an empty path component ('//', or a '/' at either end)"
+    if bad is not None:
+        return f"the path component {bad!r} must be lowercase letters and digits joined by '.', '_' or '-'"
+    return ""
 
 
 _MIRROR_RE = re.compile(
@@ -721,7 +747,7 @@ class ContainerStep(Step):
                 )
                 out.fail = (
                     f"pulling {s.pull_ref} failed with no space left on device: free space under {root}"
-                    f" and run again{counted} (not retried: a retry would download the layers again)"
+                    f" and run again{counted} (not retried: the disk stays full until space is freed)"
                 )
                 return "stop"
             elif "manifest unknown" in low:
