@@ -119,7 +119,9 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
         stop(proc)
         emit({"ok": False, "error": f"torchrun did not finish within {args.timeout:.0f} s (stopped)"})
         return 1
-    lines = [x for x in out.splitlines() if x.startswith(MARK)]
+    # the marker may follow other text on its line: NCCL_DEBUG=INFO writes to the ranks' stdout
+    # through a C buffer that can end part-way through a line
+    lines = [x[x.find(MARK) :] for x in out.splitlines() if MARK in x]
     if proc.returncode != 0 or not lines:
         tail = (err or out).strip().splitlines()[-15:]
         emit({"ok": False, "error": f"torchrun exited {proc.returncode}", "stderr_tail": tail})

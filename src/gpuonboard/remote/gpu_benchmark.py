@@ -383,11 +383,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         workers, errors = [], []
         for i, p in enumerate(procs):
             out, err = p.communicate()
-            line = next((x for x in reversed(out.splitlines()) if x.startswith(WORKER_MARK)), None)
+            # the marker may follow a C library's partial line on the same stdout
+            line = next((x for x in reversed(out.splitlines()) if WORKER_MARK in x), None)
             if line is None:
                 errors.append(f"GPU {i}: exit {p.returncode}: {' | '.join(err.strip().splitlines()[-2:])}")
                 continue
-            data = json.loads(line[len(WORKER_MARK) :])
+            data = json.loads(line[line.find(WORKER_MARK) + len(WORKER_MARK) :])
             if "error" in data:
                 errors.append(f"GPU {i}: {data['error']}")
             else:

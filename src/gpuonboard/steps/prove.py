@@ -10,6 +10,7 @@ that JSON (tested on recorded result files). In check mode nothing runs (they lo
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import threading
@@ -42,11 +43,14 @@ def script_bytes(name: str) -> bytes:
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
-    """The last `GPUONBOARD_RESULT {json}` line of a script's output, or None."""
+    """The last `GPUONBOARD_RESULT {json}` line of a script's output, or None. The marker may
+    follow other text on its line: NCCL (NCCL_DEBUG=INFO) and other C libraries write to the
+    same stdout through a buffer that can end part-way through a line."""
     for line in reversed(stdout.splitlines()):
-        if line.startswith(MARK):
+        at = line.find(MARK)
+        if at >= 0:
             try:
-                data = json.loads(line[len(MARK) :])
+                data = json.loads(line[at + len(MARK) :])
             except json.JSONDecodeError:
                 return None
             return data if isinstance(data, dict) else None
@@ -319,6 +323,73 @@ _LAUNCH_ARGS = {
 SMOKE_DEFAULTS = {"steps": 60, "batch_size": 128, "workers": 2, "loss_margin": 0.2, "loader_wait_warn": 0.3}
 
 
+def _loss(value: Any) -> float:
+    """A loss figure of the result as a float (NaN when absent or not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _loss_text(v: float) -> str:
+    return f"{v:.4f}" if abs(v) < 1e6 else f"{v:.4g}"
+
+
+def loss_problem(losses: Sequence[float]) -> str:
+    """Why a run's per-step losses cannot show learning, or '': a NaN or infinite loss, or a
+    negative one (cross-entropy is >= 0, so a negative figure is broken arithmetic)."""
+    for i, v in enumerate(losses):
+        if not math.isfinite(v):
+            return f"the loss was {v} at step {i + 1}"
+        if v < 0:
+            return f"the loss was negative ({v:.4g}) at step {i + 1}, impossible for cross-entropy"
+    return ""
+
+
+def loss_check(r: Mapping[str, Any], loss_margin: float) -> Check:
+    """`loss_falls` over a smoke_train.py result (pure): every loss finite and >= 0, and the mean
+    of the last steps at most (1 - margin) of the first steps' mean AND of the lowest loss of
+    the first steps, so a loss that blew up after step 1 and came only part of the way back
+    (1e31 -> 1e28) does not count as learning."""
+    first, last = _loss(r.get("loss_first")), _loss(r.get("loss_last"))
+    w = int(r.get("loss_window") or 1)
+    per_step = [_loss(v) for v in r.get("losses") or []]
+    expected = f"loss of the last {r.get('loss_window')} steps <= {_pct(1 - loss_margin)} of the first's"
+    drop = (first - last) / first if math.isfinite(first) and math.isfinite(last) and first > 0 else 0.0
+    actual = f"{_loss_text(first)} -> {_loss_text(last)} ({-drop * 100:+.0f} %)"
+    broken = loss_problem(per_step)
+    if not broken and loss_problem([first, last]):
+        broken = f"the mean loss of the first / last steps was {first} / {last}"
+    if broken:
+        return Check(
+            "loss_falls",
+            expected,
+            f"{actual}; {broken}",
+            "fail",
+            "the arithmetic of this training run is broken: suspect numerics (driver, GPU memory errors)",
+        )
+    lowest_early = min([first, *per_step[:w]])
+    falls = first > 0 and last <= first * (1 - loss_margin) and last <= lowest_early * (1 - loss_margin)
+    if not falls and first > 0 and last <= first * (1 - loss_margin):
+        return Check(
+            "loss_falls",
+            expected,
+            f"{actual}; but the first steps reached {_loss_text(lowest_early)} already",
+            "fail",
+            "the loss blew up in the first steps and came only part of the way back: the model does"
+            " not learn steadily; suspect numerics (driver, GPU memory errors)",
+        )
+    return Check(
+        "loss_falls",
+        expected,
+        actual,
+        "pass" if falls else "fail",
+        ""
+        if falls
+        else "the model does not learn a learnable task: suspect numerics (driver, GPU memory errors)",
+    )
+
+
 def smoke_checks(
     r: Mapping[str, Any],
     gpu_count: int,
@@ -344,20 +415,7 @@ def smoke_checks(
             "" if batches >= steps > 0 else "the DataLoader stopped early or yielded nothing",
         )
     )
-    first, last = float(r.get("loss_first", 0.0)), float(r.get("loss_last", 0.0))
-    drop = (first - last) / first if first > 0 else 0.0
-    falls = first > 0 and last <= first * (1 - loss_margin)
-    checks.append(
-        Check(
-            "loss_falls",
-            f"loss of the last {r.get('loss_window')} steps <= {_pct(1 - loss_margin)} of the first's",
-            f"{first:.4f} -> {last:.4f} ({-drop * 100:+.0f} %)",
-            "pass" if falls else "fail",
-            ""
-            if falls
-            else "the model does not learn a learnable task: suspect numerics (driver, GPU memory errors)",
-        )
-    )
+    checks.append(loss_check(r, loss_margin))
     ck = r.get("checkpoint") or {}
     outputs_same = bool(ck.get("identical"))
     # absent in a result of an older host-side script: it compared the outputs only
@@ -470,6 +528,14 @@ class SmokeTrainStep(Step):
             return Plan(False, f"bad smoke_train setting: {exc}", failed=True)
         if steps < 3 or batch < 1:
             return Plan(False, "bad smoke_train setting: steps must be >= 3 and batch_size >= 1", failed=True)
+        if not 0 < margin < 1:
+            return Plan(
+                False,
+                f"bad smoke_train setting: loss_margin (vars.train_loss_margin) must be between 0 and 1"
+                f" (0.2: the loss must fall by 20 %), not {margin:g}: 0 or less passes a loss that"
+                " does not fall, 1 or more fails every run",
+                failed=True,
+            )
         if ctx.check:
             return Plan(False, "check mode: the smoke training was not run")
         argv = ["--steps", str(steps), "--batch-size", str(batch), "--workers", str(workers)]
@@ -655,12 +721,15 @@ def allreduce_checks(
                 "peak bus bandwidth is not reached below 1 GiB; the comparison understates the box",
             )
         )
-    ref = match_reference(table, gpu_name, gpu_count, interconnect)
+    # a row is for an all-reduce over its `gpus`: the ranks that ran (allreduce_nproc may ask for
+    # fewer than the box has), not the GPUs listed
+    ranks = int(n or gpu_count)
+    ref = match_reference(table, gpu_name, ranks, interconnect)
     if ref is None:
         checks.append(
             Check(
                 "allreduce_busbw",
-                f"a reference for {gpu_count} x {gpu_name} ({interconnect})",
+                f"a reference for {ranks} x {gpu_name} ({interconnect})",
                 actual,
                 "warn",
                 "no reference row for this topology; add one to data/allreduce_reference.yml",
