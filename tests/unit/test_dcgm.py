@@ -281,7 +281,7 @@ def test_multinode_command_shape() -> None:
         " --node_rank=1 --nproc_per_node=1 --master_addr=10.0.0.1 --master_port=29500 --rdzv_conf=timeout=60"
         " /tmp/g-1/allreduce.py --backend gloo"
     ) in host
-    runtime = SimpleNamespace(cli="docker", command=shell.join)
+    runtime = SimpleNamespace(cli="docker", info=SimpleNamespace(engine="docker"), command=shell.join)
     ctr = build_command(
         Launch("python3", True, "img:1", "/tmp", 60), "allreduce.py", [], "/tmp/g-2", runtime, True, launcher
     )

@@ -302,7 +302,9 @@ def test_temp_script_dir_goes_when_the_channel_closed_before_its_command_was_kil
 
 def test_container_command_shape() -> None:
     launch = Launch("python3", True, "nvcr.io/nvidia/pytorch:24.08-py3", "/tmp", 60)
-    runtime = SimpleNamespace(cli="docker", command=lambda argv: shell.sudo(shell.join(argv)))
+    runtime = SimpleNamespace(
+        cli="docker", info=SimpleNamespace(engine="docker"), command=lambda argv: shell.sudo(shell.join(argv))
+    )
     cmd = build_command(launch, "smoke_train.py", ["--steps", "5"], "/tmp/gpuonboard-x", runtime, gpus=True)
     for part in (
         "--gpus all",

@@ -30,6 +30,7 @@ from ..inventory import Host, Inventory
 from ..units import format_bytes, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from .container import gpu_flags
 
 MARK = "GPUONBOARD_RESULT "
 REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "allreduce_reference.yml"
@@ -162,7 +163,8 @@ def build_command(
     if launch.in_container:
         cli = runtime.cli or "docker"
         name = container_name(workdir)
-        argv = [cli, "run", "--rm", "--name", name, "--ipc=host", *(["--gpus", "all"] if gpus else [])]
+        # (podman gets its CDI device: podman before 5.0 accepts `--gpus all` and ignores it)
+        argv = [cli, "run", "--rm", "--name", name, "--ipc=host", *(gpu_flags(runtime) if gpus else [])]
         if launcher:
             argv.append("--network=host")
         for key, value in (env or {}).items():
