@@ -185,6 +185,17 @@ def container_name(workdir: str) -> str:
     )
 
 
+def launcher_argv(launch: Launch, nproc: int | None) -> list[str]:
+    """allreduce.py's launcher flags on one node: `--nproc` when set, and its own wait for
+    torchrun beyond the host's `timeout` (host_bound), so that a long vars.train_timeout is what
+    stops a slow run (the launcher's default, 900 s, stopped it first)."""
+    return [
+        *(["--nproc", str(nproc)] if nproc else []),
+        "--timeout",
+        str(int(host_bound(launch.timeout)) + 60),
+    ]
+
+
 def host_bound(timeout: float) -> float:
     """Seconds the host's `timeout` gives a script: a little less than the step's own wait, so
     the host stops it (its temp dir removed, its GPU memory freed) and the exit code comes back."""
@@ -1142,8 +1153,7 @@ class AllreduceStep(Step):
         diff: dict[str, Any] = {"dcgm": dcgm_result} if dcgm_result else {}
         if nodes is not None:
             return self._multinode(ctx, launch, nodes, nproc, argv, join_timeout, checks, diff)
-        if nproc:
-            argv += ["--nproc", str(nproc)]
+        argv += launcher_argv(launch, nproc)
         data, why = run_script(ctx, launch, "allreduce.py", argv)
         if data is None:
             return Plan(False, why + dcgm_failure_note(checks), checks=checks, failed=True, diff=diff or None)
