@@ -7,6 +7,7 @@ run turn them into facts, and with an order the same acceptance and health rules
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import re
@@ -59,6 +60,43 @@ def detect_kind(text: str) -> str | None:
     return None
 
 
+# the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
+# line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
+# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
+_COMMANDS = r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc)"
+_PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
+# a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
+_TRAILING_PROMPT = re.compile(
+    r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
+    r"\s*[$#%>]\s*(?:exit|logout)?"
+)
+
+
+def decode_saved(data: bytes) -> str:
+    """A saved output's bytes as the text the parsers read: UTF-8, or UTF-16 where a byte-order
+    mark says so (Windows PowerShell's `>` writes UTF-16); a UTF-8 byte-order mark (Notepad)
+    dropped; CRLF line ends as LF. (With the mark kept, `lscpu`, `df` and nvidia-smi CSV were
+    not recognised, an nvidia-smi XML was judged a failed driver, and a `free` read 100x off.)"""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+
+
+def strip_prompt(text: str) -> str:
+    """The output without a copied terminal prompt: a first line that is a prompt and the
+    command (`root@gpu-01:~# nvidia-smi -q -x`), a last line that is the next prompt."""
+    lines = text.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and _PROMPT_LINE.fullmatch(lines[first].strip()):
+        lines = lines[first + 1 :]
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
+    if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
+        lines = [*lines[:last], ""]
+    return "\n".join(lines)
+
+
 def expand(paths: Sequence[str]) -> list[Path]:
     """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
     out: list[Path] = []
@@ -100,7 +138,7 @@ def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
                 f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
                 " leave it out of the files to judge."
             )
-        text = data.decode("utf-8", errors="replace")
+        text = strip_prompt(decode_saved(data))
         kind = detect_kind(text)
         if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
             kind = "nproc"  # (a bare number: known by its file name only)

@@ -38,6 +38,12 @@ def render(results: Sequence[HostResult], name: str) -> str:
             case = ET.SubElement(suite, "testcase", classname=r.host.name, name="connect")
             ET.SubElement(case, "error", message=r.msg).text = r.msg
             tests, errors = 1, 1
+        elif r.status == "failed" and not r.steps:
+            # failed before any step ran (facts could not be gathered, an internal error): the
+            # suite held no testcase, 0 tests and 0 failures, which CI showed as a green host
+            case = ET.SubElement(suite, "testcase", classname=r.host.name, name="host")
+            ET.SubElement(case, "error", message=r.msg).text = r.msg
+            tests, errors = 1, 1
         for step in r.steps:
             if step.checks:
                 for c in step.checks:
@@ -55,6 +61,15 @@ def render(results: Sequence[HostResult], name: str) -> str:
                         ).text = text
                     else:
                         ET.SubElement(case, "system-out").text = f"verdict: {c.verdict}\n{text}"
+                if step.status == "failed" and not any(c.verdict == "fail" for c in step.checks):
+                    # a step that failed with none of its checks failing (a prove step whose
+                    # script could not run after its first checks passed) was all green
+                    tests += 1
+                    failures += 1
+                    case = ET.SubElement(
+                        suite, "testcase", classname=r.host.name, name=step.step, time=f"{step.duration:.3f}"
+                    )
+                    ET.SubElement(case, "failure", message=step.msg).text = step.msg
             else:
                 tests += 1
                 case = ET.SubElement(

@@ -333,23 +333,31 @@ def _raw_entries(host: dict[str, Any], run_path: Path) -> dict[str, dict[str, An
     return out
 
 
+def _number(value: Any) -> float | None:
+    """A benchmark's value or reference as a finite number; None for anything else (`"n/a"`, a
+    NaN, true: a hand-edited summary.json, which made the report an internal error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     """An inline SVG bar chart: each benchmark's value beside its reference (no JavaScript).
 
     Only numbers reach the markup; names are escaped."""
     from markupsafe import escape
 
-    rows = [b for b in benchmarks if isinstance(b.get("value"), int | float)]
+    rows = [b for b in benchmarks if _number(b.get("value")) is not None]
     if not rows:
         return ""
     width, label_w, bar_h, gap = 640, 200, 14, 10
-    top = max(max(float(b["value"]), float(b.get("reference") or 0)) for b in rows) or 1.0
+    top = max(max(float(b["value"]), _number(b.get("reference")) or 0.0) for b in rows) or 1.0
     scale = (width - label_w - 90) / top
     parts = []
     y = 10
     for b in rows:
         value = float(b["value"])
-        ref = b.get("reference")
+        ref = _number(b.get("reference"))
         color = {"fail": "#c0392b", "warn": "#d68910"}.get(str(b.get("verdict")), "#2e86c1")
         parts.append(
             f'<text x="0" y="{y + bar_h - 3}" font-size="12">{escape(str(b.get("name", "")))}</text>'
@@ -358,12 +366,12 @@ def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
             f"{value:g} {escape(str(b.get('unit', '')))}</text>"
         )
         y += bar_h + 2
-        if isinstance(ref, int | float) and not math.isnan(float(ref)):
+        if ref is not None:
             parts.append(
-                f'<rect x="{label_w}" y="{y}" width="{float(ref) * scale:.1f}" height="{bar_h // 2}"'
+                f'<rect x="{label_w}" y="{y}" width="{ref * scale:.1f}" height="{bar_h // 2}"'
                 ' fill="#aab7b8"/>'
-                f'<text x="{label_w + float(ref) * scale + 4:.1f}" y="{y + bar_h // 2}" font-size="10">'
-                f"{escape(t('chart_reference', lang))} {float(ref):g}</text>"
+                f'<text x="{label_w + ref * scale + 4:.1f}" y="{y + bar_h // 2}" font-size="10">'
+                f"{escape(t('chart_reference', lang))} {ref:g}</text>"
             )
             y += bar_h // 2
         y += gap
@@ -657,12 +665,22 @@ def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
 
 
 def write_with_sha(path: Path, text: str) -> str:
-    """Write the report and `<file>.sha256` beside it (sha256sum -c format); return the hex digest."""
+    """Write the report and `<file>.sha256` beside it (sha256sum -c format); return the hex digest.
+
+    A write that fails (a full disk) is one sentence naming the file (exit 2), not an internal
+    error "rerun with --debug and report it"; the report is written whole or not at all."""
     from .jsonfile import write_atomic
 
-    write_atomic(path, text)
-    digest = sha256_bytes(path.read_bytes())
-    write_atomic(path.with_name(path.name + ".sha256"), f"{digest}  {path.name}\n")
+    sha_path = path.with_name(path.name + ".sha256")
+    try:
+        write_atomic(path, text)
+        digest = sha256_bytes(path.read_bytes())
+        write_atomic(sha_path, f"{digest}  {path.name}\n")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {path} ({exc.strerror or exc}); free space there (or fix its permissions)"
+            " and run `invoke report` again."
+        ) from None
     return digest
 
 
