@@ -2,7 +2,8 @@
 
 Pure functions (no I/O except reading the shipped GPU catalogue); `api.plan` prints them.
 
-Memory model (bytes, for the whole job; divided across n GPUs by FSDP/ZeRO-3 style sharding):
+Memory model (bytes; on n GPUs the weights, gradients and optimizer states are sharded n ways,
+FSDP/ZeRO-3 style, while each GPU holds the activations of its own micro-batch whole):
 
 * full fine-tune, mixed precision (bf16/fp16) with AdamW: weights 2 + gradients 2 + optimizer
   12 (fp32 master copy 4, first and second moments 4 + 4) = 16 bytes/parameter (Rajbhandari
@@ -228,8 +229,10 @@ class Memory:
         return self.states + self.activations + self.overhead_per_gpu
 
     def per_gpu(self, n: int) -> int:
-        """Each of n GPUs: states and activations (batch) sharded n ways, overhead on each."""
-        return math.ceil((self.states + self.activations) / n) + self.overhead_per_gpu
+        """Each of n GPUs: the states sharded n ways (FSDP / ZeRO-3), its own micro-batch's
+        activations whole (data parallel: every GPU runs a micro-batch of `batch` sequences,
+        so sharding never divides them), and the overhead."""
+        return math.ceil(self.states / n) + self.activations + self.overhead_per_gpu
 
 
 _WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -359,9 +362,10 @@ class Fit:
 
 def min_gpus(memory: Memory, card_bytes: int) -> int | None:
     """The smallest n whose per-GPU share fits the card (None above MAX_GPUS)."""
-    if card_bytes <= memory.overhead_per_gpu:
+    room = card_bytes - memory.overhead_per_gpu - memory.activations  # what the states' share may take
+    if room <= 0:  # (one micro-batch's activations alone fill the card: no count of cards helps)
         return None
-    n = max(1, math.ceil((memory.states + memory.activations) / (card_bytes - memory.overhead_per_gpu)))
+    n = max(1, math.ceil(memory.states / room))
     while n <= MAX_GPUS and memory.per_gpu(n) > card_bytes:
         n += 1
     return n if n <= MAX_GPUS else None
@@ -376,7 +380,9 @@ def fits(memory: Memory, mode: str, catalogue: tuple[Card, ...]) -> list[Fit]:
     for card in catalogue:
         n = min_gpus(memory, card.capacity_bytes)
         notes = []
-        if n is None:
+        if n is None and memory.activations + memory.overhead_per_gpu >= card.capacity_bytes:
+            notes.append("one micro-batch's activations do not fit")
+        elif n is None:
             notes.append(f"more than {MAX_GPUS} cards")
         elif n > 1 and mode == "full" and "nvlink" not in card.interconnect:
             notes.append(
@@ -673,7 +679,21 @@ def make_plan(
         plan.notes.append("give both --dataset-size and --bandwidth for an upload ETA")
     if h is not None:
         plan.costs = [vendor_cost(v, h) for v in vendors]
-    if best is None:
+    alt = None
+    if best is None and not checkpointing and any(f.note.startswith("one micro-batch") for f in card_fits):
+        ck = estimate(count, precision, optimizer, mode, s, b, True)
+        alt = next((f for f in fits(ck, mode, catalogue or load_catalogue()) if f.count is not None), None)
+    if alt is not None:  # (checkpointing would make it fit: say so, with what it would take)
+        then = f" (then {alt.count} x {alt.card.card})"
+        plan.notes.insert(
+            0,
+            f"no card holds the activations of one micro-batch ({memory.activations / GB:.1f} GB: with"
+            " FSDP/ZeRO-3 each GPU shards the weights, gradients and optimizer states but keeps its own"
+            f" micro-batch's activations whole): add --checkpointing{then}, or use a smaller --batch or"
+            " --seq (tensor/pipeline parallelism also splits them; not modelled here); the host figures"
+            " assume one GPU",
+        )
+    elif best is None:
         plan.notes.insert(
             0,
             f"no card in the catalogue holds this job on {MAX_GPUS} cards or fewer: the host figures"

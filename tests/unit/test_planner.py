@@ -54,9 +54,9 @@ def test_lora_and_qlora_far_smaller() -> None:
 
 
 def test_70b_full_needs_several_80gb_cards_and_nvlink() -> None:
-    plan = planner.make_plan("70B")
+    plan = planner.make_plan("70B", checkpointing=True)
     a100 = next(f for f in plan.fits if f.card.card == "A100 SXM 80GB")
-    assert a100.count is not None and a100.count >= 15  # 1120 GB of states alone
+    assert a100.count is not None and a100.count >= 14  # 1120 GB of states alone: 13.04 x 85.9 GB
     assert plan.nvlink.startswith("yes")
     assert plan.host.ram_bytes >= 128 * GB
 

@@ -33,8 +33,15 @@ def test_7b_full_bf16_adamw_by_hand() -> None:
     assert m.total_one_gpu == 145_557_943_296
     # seed: "40 GB+ with gradients, optimizer and activations"
     assert m.total_one_gpu > 40 * GB and m.weights == 14 * GB
-    # sharded over n 80 GB cards: ceil(143,557,943,296 / 78e9) = 2 H100 80GB
-    assert _count(m, "full", "H100 SXM 80GB") == 2
+    # on n H100 80GB (81559 MiB = 85,520,809,984 B) the states are sharded n ways but every GPU
+    # keeps its own micro-batch's activations whole: room for states = 85,520,809,984 - 2e9 -
+    # 31,557,943,296 = 51,962,866,688 B per card; ceil(112e9 / 51,962,866,688) = ceil(2.16) = 3
+    # (2 cards would need 56e9 + 31.56e9 + 2e9 = 89.56 GB each)
+    assert _count(m, "full", "H100 SXM 80GB") == 3
+    # checkpointed: 32*2*2048*4224 = 553,648,128 B of activations; ceil(112e9 / 82.97e9) = 2
+    ck = planner.estimate(7 * 10**9, "bf16", "adamw", "full", seq=2048, batch=1, checkpointing=True)
+    assert ck.activations == 553_648_128
+    assert _count(ck, "full", "H100 SXM 80GB") == 2
 
 
 def test_13b_lora_by_hand() -> None:
@@ -54,9 +61,9 @@ def test_13b_lora_by_hand() -> None:
     assert m.total_one_gpu == 78_031_503_360
     assert _count(m, "lora", "H100 SXM 80GB") == 1
     # an A100 40GB has 40960 MiB = 42,949,672,960 B (nvidia-smi's memory.total, a real capture):
-    # n=1 needs 78.03 GB; n=2 gives 76,031,503,360/2 + 2e9 = 40.02 GB <= 42.95 GB, so 2 cards
-    # (read as 40 x 10^9 B, 40.02 GB did not fit and it asked for 3) ...
-    assert _count(m, "lora", "A100 SXM 40GB") == 2
+    # its one micro-batch's 49.01 GB of activations alone do not fit, on any count of cards
+    # (sharding divides the states, never a GPU's own activations) ...
+    assert _count(m, "lora", "A100 SXM 40GB") is None
     # ... unless activations are checkpointed: 40*2*2048*5248 = 859,832,320 B,
     # total 27,021,061,120 + 859,832,320 + 2e9 = 29,880,893,440 -> one A100 40GB
     ck = planner.estimate(13 * 10**9, "bf16", "adamw", "lora", seq=2048, batch=1, checkpointing=True)
@@ -84,10 +91,11 @@ def test_70b_qlora_by_hand() -> None:
     assert _count(m, "qlora", "L40S 48GB") == 1
     assert _count(m, "qlora", "RTX 4090 24GB") == 2  # 42.26e9/2 + 2e9 = 23.13 GB per card
     # without checkpointing, 5*67*2048/8576 = 80 -> 80*2048*8576*114 = 160,180,469,760 B of
-    # activations: three 80 GB cards
+    # activations on every GPU: no card holds them (an H200 has 150.8 GB)
     full_acts = planner.estimate(70 * 10**9, "bf16", "adamw", "qlora", seq=2048, batch=1)
     assert full_acts.activations == 160_180_469_760
-    assert _count(full_acts, "qlora", "H100 SXM 80GB") == 3
+    assert _count(full_acts, "qlora", "H100 SXM 80GB") is None
+    assert _count(full_acts, "qlora", "H200 SXM 141GB") is None
 
 
 def test_seed_rules_of_thumb() -> None:
@@ -106,9 +114,12 @@ def test_seed_rules_of_thumb() -> None:
     ):
         assert _count(planner.estimate(p * 10**9, mode=mode, checkpointing=ck), mode, card) == 1, (p, ck)
     # "> 13B: several cards, the interconnect matters": a 20B full fine-tune is 320 GB of
-    # states alone -> 5 x 80 GB; the plan says NVLink matters
+    # states alone -> 4 x 80 GB checkpointed (L = 40, h = 6400: 40*2*2048*6400 = 1.05 GB of
+    # activations; ceil(320e9 / (85.52e9 - 2e9 - 1.05e9)) = 4); without checkpointing each GPU
+    # keeps 59.77 GB of activations: ceil(320e9 / 23.75e9) = 14; the plan says NVLink matters
     big = planner.make_plan("20B")
     best = big.best()
     assert best is not None and best.count is not None and best.count > 1
-    assert _count(big.memory, "full", "H100 SXM 80GB") == 5
+    assert _count(big.memory, "full", "H100 SXM 80GB") == 14
+    assert _count(planner.estimate(20 * 10**9, checkpointing=True), "full", "H100 SXM 80GB") == 4
     assert big.nvlink.startswith("yes") and big.host.ram_bytes >= 128 * GB and big.host.cpu_cores >= 8
