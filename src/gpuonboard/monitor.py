@@ -82,6 +82,9 @@ class GpuSample:
     pstate: str | None = None
     top_process: str | None = None
     alerts: tuple[str, ...] = ()
+    # what nvidia-smi printed instead of values it cannot read ("GPU requires reset", "GPU is
+    # lost", "ERR!"; facts.nvidia_smi.FAULT_WORDS): a GPU in trouble, never a calm row of dashes
+    faults: tuple[str, ...] = ()
 
     @property
     def mem_pct(self) -> float | None:
@@ -95,6 +98,7 @@ class GpuSample:
         doc = asdict(self)
         doc["throttle"] = list(self.throttle)
         doc["alerts"] = list(self.alerts)
+        doc["faults"] = list(self.faults)
         doc["time"] = (
             time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.ts)) + f".{int(self.ts % 1 * 1000):03d}"
         )
@@ -115,14 +119,22 @@ def split_lines(buffer: bytes, chunk: bytes) -> tuple[list[str], bytes]:
 
 def parse_line(line: str, host: str, ts: float, fields: Sequence[str] = MONITOR_FIELDS) -> GpuSample | None:
     """One `--format=csv,noheader,nounits` line -> a sample, or None for anything else
-    (an error message, a header, a line with the wrong number of cells)."""
-    if line.count(",") != len(fields) - 1 or next(csv.reader(io.StringIO(line)), [""])[0].strip() == "index":
+    (an error message, a header, a line with the wrong number of cells or without a GPU index).
+    A GPU nvidia-smi cannot read (`[GPU requires reset]` in its cells) is a sample with faults."""
+    if line.count(",") != len(fields) - 1:
         return None
+    cells = next(csv.reader(io.StringIO(line)), [])
+    if "index" in fields and not (
+        len(cells) == len(fields) and cells[fields.index("index")].strip().isdigit()
+    ):
+        return None  # (a header; and a faulted row still needs the GPU it is about)
     report = parse_query_csv(line + "\n", fields)
     if len(report.gpus) != 1:
         return None
     gpu = report.gpus[0]
-    if not gpu.name and gpu.utilization_gpu_pct is None and gpu.memory_total_mib is None:
+    if not (
+        gpu.name or gpu.utilization_gpu_pct is not None or gpu.memory_total_mib is not None or gpu.faults
+    ):
         return None  # e.g. "No devices were found" split at its commas
     return GpuSample(
         host=host,
@@ -139,6 +151,7 @@ def parse_line(line: str, host: str, ts: float, fields: Sequence[str] = MONITOR_
         power_limit_w=gpu.power_limit_w,
         throttle=gpu.clock_event_reasons,
         pstate=gpu.performance_state,
+        faults=gpu.faults,
     )
 
 
@@ -217,6 +230,8 @@ def _truthy(value: Any) -> bool:
 def gpu_alerts(s: GpuSample, t: Thresholds) -> tuple[str, ...]:
     """Alerts of one GPU sample (short texts, most urgent first)."""
     out: list[str] = []
+    if s.faults:
+        out.append(f"unreadable: nvidia-smi reads {', '.join(s.faults)}")
     hot = sorted(THROTTLE_ALERT_REASONS.intersection(s.throttle))
     if hot:
         out.append("throttled: " + ",".join(hot))
@@ -278,6 +293,17 @@ def stream_end_reason(status: int | None, detail: str | None) -> str:
     last stderr line, or a last stdout line that was no sample): `nvidia-smi exited 127: sh: 1:
     nvidia-smi: not found`, never just "ended" when the host said why."""
     head = "the nvidia-smi stream ended" if status is None else f"nvidia-smi exited {status}"
+    return _with_detail(head, detail)
+
+
+def silent_reason(seconds: float, detail: str | None) -> str:
+    """Why a host whose stream still runs is stale: no sample for that long, and the last line
+    it printed instead, in its own words (`no sample for 11s: Unable to determine the device
+    handle for GPU0000:0B:00.0: Unknown Error`)."""
+    return _with_detail(f"no sample for {seconds:.0f}s", detail)
+
+
+def _with_detail(head: str, detail: str | None) -> str:
     detail = (detail or "").strip()
     if len(detail) > MAX_DETAIL:
         detail = detail[: MAX_DETAIL - 3] + "..."
@@ -544,6 +570,8 @@ class Monitor:
             with self._lock:
                 self._streams[host.name] = stream
             buffer, pending = b"", ()  # type: tuple[bytes, tuple[GpuSample, ...]]
+            # (the time of the last SAMPLE: lines that are none, such as nvidia-smi's "Unable to
+            # determine the device handle" for a GPU fallen off the bus, keep no host live)
             last = time.monotonic()
             thresholds = Thresholds.for_host(host)
             other: str | None = None  # the last stdout line that was no sample (an error text)
@@ -553,18 +581,13 @@ class Monitor:
                 if chunk is None:
                     other = _last_line(buffer.decode("utf-8", "replace")) or other  # (no final newline)
                     return got, stream_end_reason(stream.exit_status(1.0), stream.stderr_tail() or other)
-                if not chunk:
-                    if now - last > stale_after:
-                        raise GpuonboardError(f"no sample for {now - last:.0f}s")
-                    continue
-                last = now
-                lines, buffer = split_lines(buffer, chunk)
+                lines, buffer = split_lines(buffer, chunk) if chunk else ([], buffer)
                 for line in lines:
                     sample = parse_line(line, host.name, time.time())
                     if sample is None:
                         other = line
                         continue
-                    other = None
+                    other, last = None, now
                     sample = replace(
                         sample,
                         top_process=procs.get(sample.uuid or "", None) if procs is not None else None,
@@ -573,7 +596,9 @@ class Monitor:
                     done, pending = assemble(pending, sample)
                     self._record(host, sample, done, now)
                     got = True
-                if opts.process_every and now >= next_procs:
+                if now - last > stale_after:
+                    raise GpuonboardError(silent_reason(now - last, other))
+                if chunk and opts.process_every and now >= next_procs:
                     procs = self._processes(runner)
                     next_procs = now + opts.process_every
             return got, "stopped"
@@ -661,6 +686,7 @@ COLUMNS: tuple[str, ...] = (
 # matter are alerts too); the alerts then go below the table, where they are never cut off.
 OPTIONAL_COLUMNS: tuple[str, ...] = ("top process", "throttle")
 _WRAPPING = frozenset({"host", "gpu", "memory", "top process", "alerts"})  # util, temp, power stay whole
+TABLE_LINES = 5  # a table's lines besides its rows: title, top border, header, its rule, bottom border
 
 
 def short_gpu_name(name: str) -> str:
@@ -669,18 +695,29 @@ def short_gpu_name(name: str) -> str:
 
 
 def _host_alert(st: HostState) -> str:
-    stale = st.status != "live"
-    return "; ".join(x for x in ((st.error if stale else None), *st.alerts) if x)
+    stale = st.status != "live"  # (the error is the host's own words: no escape sequence passes)
+    return shell.for_terminal("; ".join(x for x in ((st.error if stale else None), *st.alerts) if x), keep="")
 
 
-def alert_lines(states: Sequence[HostState]) -> list[str]:
-    """Every alert as one line (`host: ...`, `host gpu N: ...`): below a table too narrow for them."""
+def alert_lines(states: Sequence[HostState], per_alert: bool = False) -> list[str]:
+    """Every alert as one line (`host: ...`, `host gpu N: ...`): below a table too narrow for
+    them. `per_alert`: one line per host and alert text instead, naming its GPUs (`host gpu
+    0,3: ...`), above a table taller than the terminal (8 GPUs idle: one line, not 8)."""
     out: list[str] = []
     for st in states:
         host_alert = _host_alert(st)
         if host_alert:
             out.append(f"{st.name}: {host_alert}")
-        out += [f"{st.name} gpu {i}: {'; '.join(s.alerts)}" for i, s in sorted(st.gpus.items()) if s.alerts]
+        if not per_alert:
+            out += [
+                f"{st.name} gpu {i}: {'; '.join(s.alerts)}" for i, s in sorted(st.gpus.items()) if s.alerts
+            ]
+            continue
+        gpus: dict[str, list[str]] = {}
+        for i, s in sorted(st.gpus.items()):
+            for alert in s.alerts:
+                gpus.setdefault(alert, []).append(str(i))
+        out += [f"{st.name} gpu {','.join(idx)}: {alert}" for alert, idx in gpus.items()]
     return out
 
 
@@ -694,7 +731,7 @@ def _gpu_cells(s: GpuSample) -> dict[str, str]:
         if s.power_w is not None and s.power_limit_w
         else (f"{s.power_w:.0f} W" if s.power_w is not None else "-")
     )
-    return {
+    cells = {
         "gpu": f"{s.index} {short_gpu_name(s.name)}",
         "util": "-" if s.util_pct is None else f"{s.util_pct}%",
         "memory": mem,
@@ -703,6 +740,8 @@ def _gpu_cells(s: GpuSample) -> dict[str, str]:
         "throttle": ",".join(r for r in s.throttle if r != "gpu_idle") or "-",
         "top process": s.top_process or "-",
     }
+    # (a process name on a shared box is anyone's text: an ESC in it must not reach the terminal)
+    return {col: shell.for_terminal(text, keep="") for col, text in cells.items()}
 
 
 def _rows(states: Sequence[HostState], now: float) -> list[dict[str, Any]]:
@@ -794,11 +833,17 @@ def _table(
 
 
 def render_table(
-    states: Sequence[HostState], interval: float, now: float | None = None, width: int | None = None
+    states: Sequence[HostState],
+    interval: float,
+    now: float | None = None,
+    width: int | None = None,
+    height: int | None = None,
 ) -> Any:
     """The rich table: one row per GPU (one per host without GPUs yet). Given the terminal's
     `width`, a table wider than it loses the optional columns, then its alerts column, whose
     alerts are printed below it instead: util, temp and the alerts are never squeezed away.
+    Given its `height`, a table taller than it (the live view shows its top only) has every
+    alert above it instead, one line per host and alert (`host gpu 0,3: ...`).
 
     The cells are measured once (column_widths) and the layout decided on those numbers
     (fit_columns): a refresh of 256 GPUs builds one table, not one per column tried."""
@@ -810,13 +855,18 @@ def render_table(
     columns, alerts_below = fit_columns(widths, width)
     fits = table_width(widths, columns) <= width
     table = _table(rows, interval, columns, widths if fits else None)
-    if not alerts_below:
+    below = alert_lines(states) if alerts_below else []
+    # (at least: a row that wraps takes more than one line)
+    too_tall = height is not None and len(rows) + TABLE_LINES + len(below) > height
+    if not (below or too_tall):
         return table
     from rich.console import Group
     from rich.text import Text
 
-    lines = [Text(line, style="bold red") for line in alert_lines(states)]
-    return Group(table, *lines) if lines else table
+    if too_tall:
+        above = [Text(line, style="bold red") for line in alert_lines(states, per_alert=True)]
+        return Group(*above, table) if above else table
+    return Group(table, *(Text(line, style="bold red") for line in below))
 
 
 # ------------------------------------------------------------------ entry point
@@ -937,7 +987,7 @@ def _once(
         con.print(render_table(states, 0, width=con.width))
     failed = [err for _, _, err in results if err]
     for err in failed:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {shell.for_terminal(err, keep='')}", file=sys.stderr)
     return int(ExitCode.UNREACHABLE) if failed and len(failed) == len(hosts) else int(ExitCode.OK)
 
 
@@ -1005,14 +1055,20 @@ def _watch(
 
             con = terminal.console()  # its width is read at each update: a resized terminal fits
             live = Live(
-                render_table(mon.snapshot(), interval, width=con.width), console=con, refresh_per_second=4
+                render_table(mon.snapshot(), interval, width=con.width, height=con.height),
+                console=con,
+                refresh_per_second=4,
             )
             live.start()
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             wait = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
             stop.wait(wait)
             if live is not None:
-                live.update(render_table(mon.snapshot(), interval, width=live.console.width))
+                live.update(
+                    render_table(
+                        mon.snapshot(), interval, width=live.console.width, height=live.console.height
+                    )
+                )
     except Terminated:
         raise  # SIGTERM/SIGHUP: 143 (errors.Terminated), once everything below is closed
     except KeyboardInterrupt:
@@ -1020,7 +1076,9 @@ def _watch(
     finally:
         mon.stop()
         if live is not None:
-            live.update(render_table(mon.snapshot(), interval, width=live.console.width))
+            live.update(
+                render_table(mon.snapshot(), interval, width=live.console.width, height=live.console.height)
+            )
             live.stop()
     if log_failed:
         raise CommandError(log_failed[0])

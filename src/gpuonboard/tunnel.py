@@ -36,6 +36,9 @@ HEALTH_EVERY_S = 5.0  # how often the host is asked whether TensorBoard still li
 LINK_WAIT_S = 20.0  # how long a browser connection made while the link is down waits for it
 ENVIRONMENT_WAIT_S = 10.0  # the most time TensorBoard's /data/environment reply is read for
 ENVIRONMENT_MAX_BYTES = 1 << 16  # and the most of it read
+# RFC 4254 5.1: how sshd answers a direct-tcpip channel it may not open (AllowTcpForwarding no,
+# PermitOpen); a port nothing listens on is CONNECT_FAILED (2).
+OPEN_ADMINISTRATIVELY_PROHIBITED = 1
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -56,9 +59,20 @@ def remote_port_open(runner: Runner, host: str, port: int) -> bool:
     return probe_port(runner, host, port, timeout=5) is True
 
 
+def forwarding_forbidden(name: str) -> CommandError:
+    """The error when the host's sshd refuses every forward (`AllowTcpForwarding no`)."""
+    return CommandError(
+        f"host {name}: its sshd does not allow port forwarding (AllowTcpForwarding no), so"
+        " TensorBoard cannot be reached over SSH; ask the provider to allow it, or run"
+        " TensorBoard elsewhere."
+    )
+
+
 def probe_port(runner: Runner, host: str, port: int, timeout: float = 10) -> bool | None:
     """Does host:port (seen from the host) accept connections? True; False when the host
-    refused it (nothing listens); None when that cannot be told now (the link is down or slow)."""
+    refused it (nothing listens); None when that cannot be told now (the link is down or slow).
+    A host whose sshd forbids forwarding is a CommandError (forwarding_forbidden): its refusal
+    says nothing about the port, and waiting for the port would wait for ever."""
     if not isinstance(runner, SSHRunner):
         try:
             socket.create_connection((host, port), timeout=2).close()
@@ -69,7 +83,9 @@ def probe_port(runner: Runner, host: str, port: int, timeout: float = 10) -> boo
 
     try:
         chan = runner.transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout)
-    except import_paramiko().ChannelException:  # the host's connect() to host:port failed
+    except import_paramiko().ChannelException as exc:  # the host's connect() to host:port failed
+        if getattr(exc, "code", None) == OPEN_ADMINISTRATIVELY_PROHIBITED:
+            raise forwarding_forbidden(runner.host.name) from None
         return False
     except Exception:  # no answer in time, or the connection is gone
         return None
