@@ -13,7 +13,9 @@ RSS for a 300 MB file). A passphrase (age's scrypt recipient) streams through
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -107,8 +109,10 @@ def env_value(name: str, setting: str, what: str, environ: Any) -> str:
             " set the name there and export that variable."
         )
     value = environ.get(name)
-    if not value:
+    if value is None:
         raise CryptoError(f"environment variable {name} ({setting}) is not set.")
+    if not value:  # ("not set" sent the user looking for a typo in the name)
+        raise CryptoError(f"environment variable {name} ({setting}) is set but empty; export {what} in it.")
     return str(value)
 
 
@@ -256,22 +260,75 @@ def ciphertext_sha256(path: Path) -> str:
     return sha256_file(path)
 
 
+class ChangedWhileEncrypting(OSError):
+    """A dataset file was written to while it was being encrypted (its ciphertext would be part
+    old, part new: a content that never was on disk)."""
+
+
+class _HashingReader:
+    """Reads a file in CHUNK pieces for the encryptor (which asks for 8 KiB at a time) while one
+    other thread hashes those very pieces, in order: the hash is of exactly the bytes encrypted
+    (a second reader of the file saw other bytes when it was written to meanwhile, and the cache
+    kept that ciphertext under the other content's hash), and costs no wall time. At most
+    `ahead` pieces wait for the hasher (constant memory)."""
+
+    def __init__(self, raw: Any, pool: Any, ahead: int = 4) -> None:
+        self.raw, self.pool, self.ahead = raw, pool, ahead
+        self.h = hashlib.sha256()
+        self.pending: collections.deque[Any] = collections.deque()
+        self.buf = memoryview(b"")
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.buf:
+            chunk = self.raw.read(CHUNK)
+            if not chunk:
+                return b""
+            self.pending.append(self.pool.submit(self.h.update, chunk))
+            if len(self.pending) > self.ahead:
+                self.pending.popleft().result()
+            self.buf = memoryview(chunk)
+        n = len(self.buf) if n < 0 else min(n, len(self.buf))
+        out, self.buf = bytes(self.buf[:n]), self.buf[n:]
+        return out
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+    def hexdigest(self) -> str:
+        while self.pending:
+            self.pending.popleft().result()
+        return self.h.hexdigest()
+
+
 def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, Path]:
-    """Encrypt src into a temp file while another thread hashes its plaintext (two cores, so
-    the hash costs no wall time), then name the ciphertext by its cache key (plaintext hash +
-    recipients). When that name exists already the existing (stable) ciphertext is kept and the
-    new one dropped. -> (plaintext sha256, path). The ciphertext's own sha256 is noted later by
-    `note_sha256` (the caller runs it while the upload goes on)."""
+    """Encrypt src into a temp file while another thread hashes the plaintext bytes it reads
+    (two cores, so the hash costs no wall time), then name the ciphertext by its cache key
+    (plaintext hash + recipients). When that name exists already the existing (stable)
+    ciphertext is kept and the new one dropped. -> (plaintext sha256, path). A file whose size
+    or mtime moved while it was read raises ChangedWhileEncrypting (nothing cached). The
+    ciphertext's own sha256 is noted later by `note_sha256` (the caller runs it while the upload
+    goes on)."""
     from concurrent.futures import ThreadPoolExecutor
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=temp_prefix(".enc."))
     try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            hashing = pool.submit(sha256_file, src)
-            with os.fdopen(fd, "wb") as raw, src.open("rb") as f:
-                encrypt_stream(f, raw, enc)
-            plain = hashing.result()
+        with (
+            ThreadPoolExecutor(max_workers=1) as pool,
+            os.fdopen(fd, "wb") as raw,
+            src.open("rb", buffering=0) as f,
+        ):
+            before = os.fstat(f.fileno())
+            reader = _HashingReader(f, pool)
+            encrypt_stream(reader, raw, enc)
+            plain = reader.hexdigest()
+            after = os.fstat(f.fileno())
+        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+            raise ChangedWhileEncrypting(
+                errno.EAGAIN, "changed while it was being encrypted (its size or mtime moved)", str(src)
+            )
         final = cache_dir / f"{enc.cache_key(plain)}.age"
         if final.is_file():
             Path(tmp).unlink(missing_ok=True)

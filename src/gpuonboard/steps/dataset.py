@@ -665,6 +665,15 @@ class DatasetStep(Step):
             )
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
+        if not entries and not tree.empty_dirs and not (self.shards or self.unpack):
+            # (rsync never ran: "up to date at" named a copy that may not even exist there)
+            where = self.target if self.encrypt else tree.landing(self.target)
+            return Plan(
+                False,
+                f"the dataset {src} is empty; nothing sent (what {ctx.host.name}:{where} holds is left"
+                " as it is)",
+                diff={"sent": 0},
+            )
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
         if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
             return self._plan_shards(ctx, src, work)
@@ -1273,6 +1282,8 @@ class DatasetStep(Step):
             def produce() -> list[str]:
                 try:
                     return encrypt_and_stage(chunk)
+                except crypto.ChangedWhileEncrypting:
+                    raise LocalWriteError(_changed_while_encrypting(current[0])) from None
                 except OSError as exc:
                     # (any error reading a dataset file: a vanished one too, unlike shard mode's
                     # generic message, since here the alternative would blame the cache)
@@ -2025,6 +2036,14 @@ def _unreadable(exc: OSError, root: Path, kept: str) -> str:
     """The sentence for any error reading the dataset (a file or directory in it, or itself)."""
     return unreadable_source(exc, root, kept, errnos=None) or (
         f"cannot read the dataset {root} on this machine: {exc.strerror or exc}; fix it, then rerun: {kept}"
+    )
+
+
+def _changed_while_encrypting(rel: str) -> str:
+    """Pure: the sentence for a dataset file written to while it was being encrypted."""
+    return (
+        f"{_shown(rel)} changed on this machine while it was being encrypted (its ciphertext would"
+        f" be part old, part new, so it was not sent); rerun to send it as it is now: {LOCAL_KEPT}"
     )
 
 
