@@ -157,15 +157,49 @@ class KnownHosts:
         self.path = path
         self._lock = threading.Lock()
         self._keys = paramiko.HostKeys()
+        self._revoked: set[bytes] = set()  # key blobs of `@revoked` lines: never accepted
         if path.is_file():
             try:
-                self._keys.load(str(path))
+                self._load(path)
             except (OSError, UnicodeDecodeError, paramiko.SSHException, InvalidHostKey, ValueError) as exc:
                 line = exc.args[0] if isinstance(exc, InvalidHostKey) and exc.args else exc
                 raise HostKeyError(
                     f"{path}: cannot read the known_hosts file (bad entry: {line}); fix or remove that line."
                 ) from None
         self._reindex()
+
+    def _load(self, path: Path) -> None:
+        """paramiko's HostKeys.load, plus OpenSSH's markers, which paramiko read as a bad entry
+        (the whole file refused, every host with it): a `@revoked` line's key is refused for
+        every host, as OpenSSH (the rsync path) refuses it; a `@cert-authority` line vouches
+        for host certificates, which paramiko cannot check, so it vouches for no key here."""
+        paramiko = import_paramiko()
+        from paramiko.hostkeys import HostKeyEntry
+
+        with open(path, encoding="utf-8") as f:
+            for lineno, raw in enumerate(f, 1):
+                line = raw.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("@"):
+                    marker, _, rest = line.partition(" ")
+                    if marker == "@revoked":
+                        self._revoked.add(_marker_key(line, rest))
+                    continue
+                try:
+                    entry = HostKeyEntry.from_line(line, lineno)
+                except paramiko.SSHException:
+                    continue  # (as HostKeys.load)
+                if entry is None:  # a key type paramiko does not know: as paramiko, skipped
+                    continue
+                names = [h for h in entry.hostnames if not self._keys.check(h, entry.key)]
+                if names:
+                    entry.hostnames = names
+                    self._keys._entries.append(entry)
+
+    def revoked(self, key: Any) -> bool:
+        """Whether a `@revoked` line of this file names `key`."""
+        return key.asbytes() in self._revoked
 
     def _reindex(self) -> None:
         """Index the entries by plain host name. paramiko's own lookup scans every entry and
@@ -219,6 +253,20 @@ class KnownHosts:
                 os.close(fd)
 
 
+def _marker_key(line: str, rest: str) -> bytes:
+    """The key blob of a `@revoked HOSTS TYPE BASE64` line (InvalidHostKey when unreadable: a
+    revocation that cannot be read must not be dropped silently)."""
+    from paramiko.hostkeys import InvalidHostKey
+
+    fields = rest.split()
+    if len(fields) < 3:
+        raise InvalidHostKey(line, ValueError("not enough fields"))
+    try:
+        return base64.b64decode(fields[2], validate=True)
+    except ValueError as exc:
+        raise InvalidHostKey(line, exc) from None
+
+
 class HostKeyPolicy:
     """paramiko policy called for every server key (the client's own key list stays empty)."""
 
@@ -228,16 +276,26 @@ class HostKeyPolicy:
         self.store = store
         self.trust_new = trust_new
         self.seen: str | None = None
+        # the type of a presented key that did not match the pin: the server may hold the pinned
+        # key under another type (a vendor mail lists the RSA or ECDSA fingerprint), so the login
+        # is tried again without it (see _open_hop)
+        self.pin_missed: str | None = None
 
     def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
         """Accept a recorded or pinned key, record a trusted new one, refuse the rest."""
         fp = fingerprint(key)
         self.seen = fp
+        if self.store.revoked(key):
+            raise HostKeyError(
+                f"host {self.host_label} ({hostname}) presented host key {fp}, which {self.store.path}"
+                " marks @revoked; the connection was refused. A revoked key may be in an attacker's"
+                " hands: ask the vendor for the server's new key."
+            )
         recorded = self.store.lookup(hostname)
         same_type = recorded.get(key.get_name())
         if same_type is not None and same_type.asbytes() == key.asbytes():
             if self.pinned and fp != self.pinned:
-                raise HostKeyError(self._pin_mismatch(hostname, fp))
+                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
             return
         if recorded:
             # a key of the same type that differs, or a key of a type never recorded for a
@@ -257,6 +315,8 @@ class HostKeyPolicy:
                     " the connection was refused. If the vendor reinstalled the server and the pin is"
                     " the new key, delete the old line there, then rerun."
                 )
+            if self.pinned and same_type is None:
+                self.pin_missed = key.get_name()  # (the pinned key may be of a third type)
             raise HostKeyError(
                 f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
                 f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"
@@ -265,7 +325,7 @@ class HostKeyPolicy:
             )
         if self.pinned:
             if fp != self.pinned:
-                raise HostKeyError(self._pin_mismatch(hostname, fp))
+                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
             self.store.add(hostname, key)
             return
         if self.trust_new:
@@ -276,7 +336,8 @@ class HostKeyPolicy:
             " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory."
         )
 
-    def _pin_mismatch(self, hostname: str, fp: str) -> str:
+    def _pin_mismatch(self, hostname: str, fp: str, key: Any) -> str:
+        self.pin_missed = key.get_name()
         return (
             f"host {self.host_label} ({hostname}) presented host key {fp}, but the inventory pins"
             f" {self.pinned}; the connection was refused (possible man-in-the-middle)."
@@ -753,14 +814,49 @@ def _no_host_keys() -> Any:
 
 
 @functools.lru_cache(maxsize=32)
-def _load_key(path: str, mtime_ns: int) -> Any:
-    """Parse a private key file once per run, not once per host (None: let paramiko try)."""
+def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
+    """Parse a private key file once per run, not once per host: (key, None), or (None, why it
+    cannot be used: `KEY_ENCRYPTED` or the parser's reason); paramiko's own key_filename path
+    then still tries it, and the agent."""
     paramiko = import_paramiko()
 
     try:
-        return paramiko.PKey.from_path(path)
+        return paramiko.PKey.from_path(path), None
+    except paramiko.PasswordRequiredException:
+        return None, KEY_ENCRYPTED
+    except TypeError as exc:  # cryptography's "Key is password-protected, but password was not provided"
+        return None, KEY_ENCRYPTED if "password" in str(exc) else str(exc)
     except (paramiko.SSHException, OSError, ValueError):
-        return None  # encrypted or odd: paramiko's own key_filename path handles it (agent, errors)
+        return None, _key_file_kind(path)
+
+
+def _key_file_kind(path: str) -> str:
+    """Why a key file paramiko cannot parse is no usable private key, in a few words."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64).lstrip()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if head.startswith((b"ssh-", b"ecdsa-", b"sk-")) or b"PUBLIC KEY" in head:
+        return "it holds a public key"
+    return "not a private key format paramiko reads"
+
+
+KEY_ENCRYPTED = "encrypted"
+
+
+def key_problem_message(label: str, key_file: str, problem: str) -> str:
+    """The sentence for a login that failed because key_file cannot be used as it is."""
+    if problem == KEY_ENCRYPTED:
+        return (
+            f"host {label}: key file {key_file} is protected by a passphrase, and no SSH agent offered"
+            f" it; load it into your agent (ssh-add {key_file}, with SSH_AUTH_SOCK set) and rerun"
+            " (gpuonboard never asks for a passphrase)."
+        )
+    return (
+        f"host {label}: key file {key_file} is not a private key that can be read ({problem});"
+        " key_file must name the private key (e.g. ~/.ssh/id_ed25519, not the .pub file)."
+    )
 
 
 class _Hop:
@@ -770,10 +866,20 @@ class _Hop:
     config cost: the run path needs a client, its transport, open and close.)
     """
 
-    def __init__(self, host: Host, gateway: _Hop | None, policy: HostKeyPolicy) -> None:
+    def __init__(
+        self,
+        host: Host,
+        gateway: _Hop | None,
+        policy: HostKeyPolicy,
+        prefer: Sequence[str] = (),
+        avoid: frozenset[str] = frozenset(),
+    ) -> None:
         paramiko = import_paramiko()
         self.host = host
         self.gateway = gateway
+        # host key algorithms: those of the recorded keys first, as OpenSSH (and paramiko with
+        # its own known_hosts) does, so a server with several keys presents the recorded one
+        self.transport_factory = functools.partial(_transport, prefer=tuple(prefer), avoid=avoid)
         self.client = paramiko.SSHClient()
         # the client's own key lists stay empty, so every key goes to our policy (our
         # known_hosts); these stand-ins answer "none" without paramiko's per-call scan
@@ -786,11 +892,12 @@ class _Hop:
             "banner_timeout": host.connect_timeout,
             "auth_timeout": host.connect_timeout,
         }
+        self.key_problem: str | None = None  # why key_file cannot be used (a failed login says so)
         if host.key_file:
             try:
-                pkey = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
-            except OSError:
-                pkey = None
+                pkey, self.key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+            except OSError as exc:
+                pkey, self.key_problem = None, exc.strerror or str(exc)
             if pkey is not None:
                 kwargs["pkey"] = pkey
             else:
@@ -810,7 +917,7 @@ class _Hop:
             username=host.user,
             sock=sock,
             timeout=max(1, round(host.connect_timeout)),
-            transport_factory=_transport,
+            transport_factory=self.transport_factory,
             **self.connect_kwargs,
         )
         self.transport = self.client.get_transport()
@@ -836,12 +943,35 @@ def kex_order(available: Sequence[str]) -> tuple[str, ...]:
     return tuple(order)
 
 
-def _transport(sock: Any, **kwargs: Any) -> Any:
-    """The Transport SSHClient.connect uses, with our key-exchange order (`kex_order`)."""
+def host_key_algorithms(key_type: str) -> tuple[str, ...]:
+    """The host key algorithms that present a key of `key_type` (an RSA key, "ssh-rsa", is
+    presented under its SHA-2 signature names)."""
+    if key_type == "ssh-rsa":
+        return ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
+    return (key_type,)
+
+
+def key_types_order(
+    available: Sequence[str], prefer: Sequence[str], avoid: frozenset[str]
+) -> tuple[str, ...]:
+    """paramiko's host key algorithms without `avoid`'s, those presenting a key type of `prefer`
+    (the recorded keys) first."""
+    wanted = {a for t in prefer for a in host_key_algorithms(t)}
+    left = [a for a in available if a not in avoid]
+    return tuple([a for a in left if a in wanted] + [a for a in left if a not in wanted])
+
+
+def _transport(
+    sock: Any, prefer: Sequence[str] = (), avoid: frozenset[str] = frozenset(), **kwargs: Any
+) -> Any:
+    """The Transport SSHClient.connect uses, with our key-exchange order (`kex_order`) and host
+    key algorithm order (`key_types_order`)."""
     paramiko = import_paramiko()
     transport = paramiko.Transport(sock, **kwargs)
     options = transport.get_security_options()
     options.kex = kex_order(options.kex)
+    if prefer or avoid:
+        options.key_types = key_types_order(options.key_types, prefer, avoid)
     table = dict(transport._channel_handler_table)
     table[paramiko.common.MSG_CHANNEL_REQUEST] = _channel_request(table[paramiko.common.MSG_CHANNEL_REQUEST])
     transport._channel_handler_table = table  # this transport's own copy, not the class's
@@ -902,8 +1032,6 @@ def open_runner(
 def _connect_once(
     host: Host, options: ConnectOptions, store: KnownHosts, inventory: Inventory | None
 ) -> Runner:
-    paramiko = import_paramiko()
-
     chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
     for hop in chain:
         if hop.key_file and not os.path.isfile(hop.key_file):
@@ -915,34 +1043,11 @@ def _connect_once(
     policy = None
     for i, hop in enumerate(chain):
         label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
-        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
-        conn = _Hop(hop, gateway, policy)
         try:
-            if gateway is None:
-                early = options.preconnect.take(hop) if options.preconnect and hop is host else None
-                conn.open(early or _tcp_socket(hop))
-            else:
-                conn.open()
-        except HostKeyError:
-            _close_all([*opened, conn])
-            raise
-        except paramiko.BadHostKeyException as exc:  # pragma: no cover - our policy handles keys
+            conn, policy = _open_hop(hop, label, gateway, store, options, hop is host)
+        except ConnectError:
             _close_all(opened)
-            raise HostKeyError(f"host {label}: host key changed ({exc}).") from None
-        except paramiko.AuthenticationException as exc:
-            _close_all([*opened, conn])
-            raise ConnectError(
-                f"host {label} ({hop.user}@{hop.address}:{hop.port}) refused the login ({exc});"
-                f" check user and key_file{' ' + hop.key_file if hop.key_file else ''}."
-            ) from None
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            _close_all([*opened, conn])
-            err = ConnectError(
-                f"host {label} ({hop.address}:{hop.port}) is unreachable: {_reason(exc)};"
-                " check the address, port and firewall, or whether the server is up."
-            )
-            err.retryable = True  # type: ignore[attr-defined]
-            raise err from None
+            raise
         conn.transport.set_keepalive(options.keepalive)
         if i < len(chain) - 1:
             # this hop forwards to the next one: opening that forward must not wait paramiko's
@@ -954,6 +1059,87 @@ def _connect_once(
     runner = SSHRunner(host, opened[-1], policy, opened[:-1])
     runner.watch(options.keepalive, options.keepalive_count)
     return runner
+
+
+def _open_hop(
+    hop: Host, label: str, gateway: _Hop | None, store: KnownHosts, options: ConnectOptions, target: bool
+) -> tuple[_Hop, HostKeyPolicy]:
+    """Log in to one hop of the chain (its failure as one ConnectError sentence).
+
+    A server holds several host keys (ed25519, ECDSA, RSA) and presents one per login: the
+    type of a recorded key first; when the key presented does not match the inventory's pin,
+    the login is tried again without that type, since the vendor may have sent the fingerprint
+    of another of its keys. Every key is still judged by HostKeyPolicy; when none matches,
+    the first refusal is the answer."""
+    recorded = store.lookup(known_hosts_name(hop.address, hop.port))
+    # (the type of a recorded key the pin names first: one handshake, not one per type)
+    prefer = sorted(recorded, key=lambda t: fingerprint(recorded[t]) != hop.host_key)
+    avoid: frozenset[str] = frozenset()
+    first_refusal: HostKeyError | None = None
+    while True:
+        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
+        conn = _Hop(hop, gateway, policy, prefer, avoid)
+        try:
+            if gateway is not None:
+                conn.open()
+            else:
+                early = options.preconnect.take(hop) if options.preconnect and target else None
+                conn.open(early or _tcp_socket(hop))
+            return conn, policy
+        except Exception as exc:
+            _close_all([conn])
+            if isinstance(exc, HostKeyError) and policy.pin_missed is not None:
+                first_refusal = first_refusal or exc
+                avoid |= _tried(policy)
+                if _more_key_types(avoid):
+                    continue
+                raise first_refusal from None
+            if first_refusal is not None and policy.seen is None:
+                raise first_refusal from None  # no other key type to present (or no answer)
+            if isinstance(exc, HostKeyError):
+                raise
+            err = _login_error(exc, conn, policy, hop, label)
+            if err is None:
+                raise
+            raise err from None
+
+
+def _tried(policy: HostKeyPolicy) -> frozenset[str]:
+    """The host key algorithms of the key type a login was refused for."""
+    return frozenset(host_key_algorithms(policy.pin_missed)) if policy.pin_missed else frozenset()
+
+
+def _more_key_types(avoid: frozenset[str]) -> bool:
+    """Whether paramiko offers a host key algorithm outside `avoid`."""
+    return any(a not in avoid for a in import_paramiko().Transport._preferred_keys)
+
+
+def _login_error(
+    exc: BaseException, conn: _Hop, policy: HostKeyPolicy, hop: Host, label: str
+) -> ConnectError | None:
+    """The one sentence for a login that failed with `exc` (None: not a login failure, a bug)."""
+    paramiko = import_paramiko()
+    if isinstance(exc, paramiko.BadHostKeyException):  # pragma: no cover - our policy handles keys
+        return HostKeyError(f"host {label}: host key changed ({exc}).")
+    if isinstance(exc, paramiko.SSHException):
+        if policy.seen is not None and conn.key_problem is not None and hop.key_file:
+            # the host key was verified, then our key could not even be offered
+            return ConnectError(key_problem_message(label, hop.key_file, conn.key_problem))
+        if policy.seen is not None and str(exc) == "No authentication methods available":
+            return ConnectError(
+                f"host {label} ({hop.user}@{hop.address}:{hop.port}): there is no key to log in"
+                " with (no key_file, no SSH agent, no ~/.ssh/id_* key); set key_file in the"
+                " inventory, or load the key into your SSH agent."
+            )
+        if isinstance(exc, paramiko.AuthenticationException):
+            return ConnectError(
+                f"host {label} ({hop.user}@{hop.address}:{hop.port}) refused the login ({exc});"
+                f" check user and key_file{' ' + hop.key_file if hop.key_file else ''}."
+            )
+        return _unreachable(label, hop, exc)
+    if isinstance(exc, OSError | EOFError):
+        return _unreachable(label, hop, exc)
+    return None
 
 
 class LinkWatch(threading.Thread):
@@ -992,18 +1178,41 @@ def _ask(transport: Any, answered: threading.Event) -> None:
     answered.set()
 
 
+def _unreachable(label: str, hop: Host, exc: BaseException) -> ConnectError:
+    """A network-level failure to reach `hop` (retried with backoff by open_runner)."""
+    err = ConnectError(
+        f"host {label} ({hop.address}:{hop.port}) is unreachable: {_reason(exc, hop)};"
+        " check the address, port and firewall, or whether the server is up."
+    )
+    err.retryable = True  # type: ignore[attr-defined]
+    return err
+
+
 def _close_all(conns: list[Any]) -> None:
     for c in reversed(conns):
         with contextlib.suppress(Exception):  # closing a dead transport may raise anything
             c.close()
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, hop: Host | None = None) -> str:
     if isinstance(exc, socket.timeout | TimeoutError):
         return "connection timed out"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        name = f"the name {hop.address!r}" if hop is not None else "the name"
+        return f"{name} does not resolve ({exc.strerror or exc}; DNS)"
     text = str(exc) or type(exc).__name__
     if "Unable to connect" in text or "Errno 111" in text:
         return "connection refused"
+    if hop is not None and (
+        text in ("No existing session", "Negotiation failed.")
+        or text.startswith("Error reading SSH protocol banner")
+    ):
+        # paramiko's words, by timing, for a handshake that did not finish within the connect
+        # timeout (a port that is no SSH server, an overloaded sshd)
+        return (
+            f"the SSH handshake did not finish within {max(1, round(hop.connect_timeout))} s"
+            " (no SSH greeting: is this port an SSH server?)"
+        )
     return text

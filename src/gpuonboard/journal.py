@@ -44,7 +44,13 @@ def args_digest(kind: str, args: dict[str, Any]) -> str:
 
 
 def _path(state_dir: Path, host: str, playbook: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{host}__{playbook}")
+    """`HOST__PLAYBOOK.json`; a name whose characters had to be replaced (`gpu 1`, `gpu/1`) gets
+    a digest of the real names, so it never shares the file of another host (`gpu_1`): that
+    host's run overwrote its journal, and --resume skipped steps done only on the other box."""
+    raw = f"{host}__{playbook}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)
+    if safe != raw or host.count("__") or playbook.count("__"):
+        safe += "-" + hashlib.sha256(json.dumps([host, playbook]).encode()).hexdigest()[:10]
     return state_dir / f"{safe}.json"
 
 
@@ -56,6 +62,8 @@ def load(state_dir: Path, host: str, playbook: str) -> Journal | None:
         return None
     if not isinstance(data, dict):
         return None
+    if data.get("host", host) != host or data.get("playbook", playbook) != playbook:
+        return None  # another host's or playbook's journal (a file copied, an older name clash)
     steps = data.get("steps") or {}
     failed = data.get("failed_step")
     # a journal edited by hand or cut short is "unreadable" too: --resume then starts afresh

@@ -9,9 +9,10 @@ the target alone, not to the hops ProxyJump opens.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
-from . import atomicfile
+from . import atomicfile, shell
 from .inventory import Host, Inventory
 
 
@@ -20,6 +21,13 @@ def _ssh_value(value: str) -> str:
     if '"' in value or "\n" in value:
         raise ValueError(f"{value!r} cannot be written to an ssh_config file")
     return f'"{value}"'
+
+
+def _ssh_path(value: str) -> str:
+    """A file path for an ssh_config line whose value ssh %-expands (UserKnownHostsFile,
+    IdentityFile): a `%` in it written as `%%` (a project under `100%done/` read `%d` as the home
+    directory, so no host key was ever found there)."""
+    return _ssh_value(value.replace("%", "%%"))
 
 
 def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> tuple[str, str]:
@@ -39,7 +47,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
             f"  HostName {_ssh_value(hop.address)}",
             f"  Port {int(hop.port)}",
             f"  User {_ssh_value(hop.user)}",
-            f"  UserKnownHostsFile {_ssh_value(str(known_hosts.resolve()))}",
+            f"  UserKnownHostsFile {_ssh_path(str(known_hosts.resolve()))}",
             "  GlobalKnownHostsFile /dev/null",
             "  StrictHostKeyChecking yes",
             "  UpdateHostKeys no",
@@ -50,7 +58,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
             "  ServerAliveCountMax 4",
         ]
         if hop.key_file:
-            lines += [f"  IdentityFile {_ssh_value(hop.key_file)}", "  IdentitiesOnly yes"]
+            lines += [f"  IdentityFile {_ssh_path(hop.key_file)}", "  IdentitiesOnly yes"]
         if previous:
             lines.append(f"  ProxyJump {previous}")
         previous = alias
@@ -70,5 +78,23 @@ def write_config(project: Path, host: Host, text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / f"{hashlib.sha1(host.name.encode()).hexdigest()[:12]}.config"
     # a temp file renamed over it: an ssh reading the config meanwhile sees the old or the new
-    atomicfile.write_text(path, text, mode=0o600, prefix=".config.")
+    atomicfile.write_text(path, jumps_for_path(text, path), mode=0o600, prefix=".config.")
     return path
+
+
+def jumps_for_path(text: str, config: Path) -> str:
+    """The config text as it is written to `config`: ssh runs a ProxyJump hop as the shell
+    command `ssh -F CONFIG -W ...` with CONFIG unquoted and %-expanded, so a project path
+    holding a space (`~/My Projects/gpu`), a quote or a `%` broke every transfer through a jump
+    host ("Can't open user config file /home/u/My"). There the hops are written as that same
+    command, quoted (ssh reads a ProxyCommand line raw, and expands %% to %)."""
+    raw = str(config)
+    if shell.quote(raw) == raw and "%" not in raw:
+        return text
+    quoted = shell.quote(raw.replace("%", "%%"))
+    return re.sub(
+        r"^  ProxyJump (\S+)$",
+        lambda m: f"  ProxyCommand ssh -F {quoted} -W '[%h]:%p' {m.group(1)}",
+        text,
+        flags=re.MULTILINE,
+    )
