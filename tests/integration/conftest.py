@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,6 +145,34 @@ class Project:
         """Rules of one host in the last summary, by name."""
         h = next(x for x in self.summary()["hosts"] if x["name"] == host)
         return {r["name"]: r for r in h["rules"]}
+
+
+@contextlib.contextmanager
+def argv_watch(*needles: str, every: float = 0.005) -> Iterator[list[str]]:
+    """While the block runs, the command line of every process of this machine (the test hosts'
+    among them) that holds one of `needles`, read from /proc over and over: what `ps` shows
+    any user of a host. Yields the list it fills."""
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if any(n in text for n in needles):
+                    seen.append(text)
+            time.sleep(every)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        t.join()
 
 
 def wait_for(path: Path, seconds: float = 20) -> None:

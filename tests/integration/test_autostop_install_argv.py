@@ -5,11 +5,9 @@ process's arguments on the host, where every user sees it (`ps`), nor in the run
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 from pathlib import Path
 
-from conftest import Project
+from conftest import Project, argv_watch
 from test_autostop import cron_daemon, inventory, paths, steps
 
 from gpuonboard.testhosts import TestHostPool
@@ -22,28 +20,9 @@ def test_the_before_shutdown_command_is_never_a_process_argument_or_logged(
 ) -> None:
     inventory(project, pool, paths)
     token = "tok-" + secrets.token_hex(8)
-    seen: list[str] = []
-    done = threading.Event()
-
-    def watch() -> None:  # every process of this machine (the test host's are among them)
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                try:
-                    text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    continue
-                if "autostop.conf" in text or token in text:
-                    seen.append(text)
-            time.sleep(0.005)
-
-    t = threading.Thread(target=watch)
-    t.start()
-    try:
-        before = f"curl -fsS -H 'Authorization: Bearer {token}' https://hooks.invalid/ckpt"
+    before = f"curl -fsS -H 'Authorization: Bearer {token}' https://hooks.invalid/ckpt"
+    with argv_watch("autostop.conf", token) as seen:  # (the test hosts' processes are this machine's)
         r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--before-shutdown", before)
-    finally:
-        done.set()
-        t.join()
     assert r.returncode == 0, r.stdout + r.stderr
     assert steps(project)[0]["status"] == "changed"
     conf = paths["dir"] / "autostop.conf"

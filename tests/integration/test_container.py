@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from typing import Any
 import bcrypt
 import pytest
 import yaml
-from conftest import Project, host_entry
+from conftest import Project, argv_watch, host_entry
 
 from gpuonboard.steps.pull import ACCEPT
 from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
@@ -407,27 +406,8 @@ def test_registry_password_never_in_logs_reports_or_process_list(
 ) -> None:
     image = f"{registry.address}/{REPO_TAG}"
     _inventory(project, pool, "ctr", container_image=image, **creds)
-    seen: list[str] = []
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                try:
-                    text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    continue
-                if "login" in text or PASSWORD in text:
-                    seen.append(text)
-            time.sleep(0.01)
-
-    t = threading.Thread(target=watch)
-    t.start()
-    try:
+    with argv_watch("login", PASSWORD) as seen:
         r = project.cli("container", "--host", "ctr")
-    finally:
-        done.set()
-        t.join()
     assert r.returncode == 0, r.stdout + r.stderr
     assert not [s for s in seen if PASSWORD in s]
     log = _log(project)
