@@ -353,7 +353,7 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
         "no_billing_aware": "act as soon as idle + grace have passed, whatever the billing unit",
         "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
         "gpu_threshold": "a GPU above this utilisation (percent) counts as busy (default 5)",
-        "ssh_sessions": "also count logged-in users as busy",
+        "ssh_sessions": "also count logged-in users and open SSH sessions (VS Code Remote, ssh -N) as busy",
         "gpu_processes": "also busy while any process holds a GPU (memory), even at 0% utilisation",
         "shutdown_command": "override the vendor profile's shutdown_command",
         "status": "show what is installed, what it watches, idle-since, when it would act, last log lines",

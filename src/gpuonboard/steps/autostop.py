@@ -399,6 +399,7 @@ class _Remote:
     installed_at: int | None = None
     tools: dict[str, str] = field(default_factory=dict)  # nvidia-smi/docker -> the login's path
     pgrep: bool = True  # the probe found pgrep (False: none, so a --job could never be seen)
+    ps: bool = True  # the probe found ps (False: none, so --ssh-sessions could never see a session)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -452,6 +453,8 @@ def _parse_probe(text: str) -> _Remote:
                 r.tools[name] = path
         elif kind == "pgrep":
             r.pgrep = rest != "no"
+        elif kind == "ps":
+            r.ps = rest != "no"
     r.present, r.crontab = tuple(present), tuple(crontab)
     return r
 
@@ -506,7 +509,8 @@ def _state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
         'else echo "crontab_bin no"; fi; '
         f"for t in {' '.join(WATCHED_TOOLS)}; do"
         ' p=$(command -v "$t" 2>/dev/null) && echo "tool $t $p"; done; '
-        'command -v pgrep >/dev/null 2>&1 || echo "pgrep no"; true'
+        'command -v pgrep >/dev/null 2>&1 || echo "pgrep no"; '
+        'command -v ps >/dev/null 2>&1 || echo "ps no"; true'
     )
 
 
@@ -597,6 +601,12 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f"host {host}: --job {settings.job!r} needs pgrep, which this host lacks, so the watcher"
             " could never see the job running: install procps (apt-get install procps), or watch"
             " the job by --pid or --container instead"
+        )
+    if settings.ssh_sessions and not r.ps:
+        return (
+            f"host {host}: --ssh-sessions needs ps, which this host lacks, so the watcher could never"
+            " see an SSH session without a terminal (VS Code Remote, ssh -N tunnels) and would count"
+            " the box busy for ever: install procps (apt-get install procps), or leave --ssh-sessions out"
         )
     if r.unsafe is not None:
         path, why = r.unsafe
