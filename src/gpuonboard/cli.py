@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import signal
 import sys
 import threading
@@ -36,6 +37,7 @@ COMMON_HELP = {
     "debug": "show tracebacks",
     "connect_retries": "retries on network errors when connecting (default 2)",
 }
+SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
 LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
 
 
@@ -62,6 +64,7 @@ def _stop_cleanly_on_term() -> None:
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
+    _refuse_several_tasks()
     _refuse_empty_values()
     _printable_names()
     _stop_cleanly_on_term()
@@ -91,9 +94,47 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         raise Exit(code=code)
 
 
+# flags whose value is a comma-separated list of names: `--skip "$A,$B"` with both unset is `,`,
+# which names nothing (read as "not given", `--only ,` ran every step of the playbook)
+LIST_FLAGS = frozenset({"--only", "--skip", "--runs"})
+
+
+_PROGRAM: Program | None = None  # the `gpuonboard` console script's, once main() runs it
+
+
+def _tasks_named() -> list[str]:
+    """The tasks the command line named, through `gpuonboard` or `invoke` (whose program is
+    invoke.main's); [] for a task called from Python."""
+    program = _PROGRAM
+    if program is None:
+        program = getattr(sys.modules.get("invoke.main"), "program", None)
+    return [str(t.name) for t in getattr(program, "tasks", None) or []]
+
+
+def several_tasks(names: list[str]) -> str | None:
+    """Pure: the sentence for a command line that names more than one task, else None."""
+    if len(names) < 2:
+        return None
+    return (
+        f"error: the command line names {len(names)} tasks ({', '.join(names)}): a word after a"
+        " task's flags is read as another task to run with its own defaults (every host of"
+        " ./inventory); run one task per command, and list steps with commas"
+        " (--only acceptance,container)."
+    )
+
+
+def _refuse_several_tasks() -> None:
+    """`provision --host h1 --skip container autostop` (a space for a comma) ran provision, then
+    the autostop task with its defaults on every host of the inventory. Exit 2 before either."""
+    sentence = several_tasks(_tasks_named())
+    if sentence:
+        raise Exit(sentence, code=int(ExitCode.USAGE))
+
+
 def empty_values(argv: list[str]) -> list[str]:
     """Pure: the flags of a command line given an empty (or blank) value: `--dest ""`,
-    `--results=$UNSET`. (--host/--group/--limit have their own sentence, in api.selection.)"""
+    `--results=$UNSET`, a list flag with no name in it (`--only ,`). (--host/--group/--limit
+    have their own sentence, in api.selection.)"""
     found = []
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
@@ -101,6 +142,8 @@ def empty_values(argv: list[str]) -> list[str]:
             continue
         if not eq:  # `--flag VALUE`: the next word, when there is one
             value = argv[i + 1] if i + 1 < len(argv) else "x"
+        if flag in LIST_FLAGS:
+            value = value.replace(",", "")
         if not value.strip():
             found.append(flag)
     return found
@@ -193,12 +236,32 @@ def provision(
 ) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
     sel, settings = _common(locals())
-    _guard(
-        lambda: api.provision(
+
+    def go() -> int:
+        if not (sel.hosts or sel.group or sel.limit):
+            _refuse_teardown_steps(settings.project, playbook, only, skip)
+        return api.provision(
             sel, settings, playbook, check, api.split_names(only), api.split_names(skip), resume
-        ),
-        debug,
-    )
+        )
+
+    _guard(go, debug)
+
+
+def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> None:
+    """`provision --playbook teardown` without --host ran the teardown steps on every host of the
+    inventory, which `invoke teardown` refuses: so does provision, for a playbook with them."""
+    from . import playbook as playbook_mod
+    from .runner import select_steps
+
+    book = playbook_mod.load(api.find_playbook(project, name))
+    chosen = select_steps(book, api.split_names(only), api.split_names(skip))
+    steps = playbook_mod.teardown_steps(book, chosen)
+    if steps:
+        raise UsageError(
+            f"{book.path}: step(s) {', '.join(steps)} pull results and delete data on the hosts they"
+            " run on: name them with --host (or --group or --limit); as `invoke teardown`, such a"
+            " playbook never takes every host of the inventory by default."
+        )
 
 
 @task(help={**COMMON_HELP, "lang": LANG_HELP + " (terminal tables)"}, auto_shortflags=False)
@@ -324,7 +387,15 @@ def sim_up(
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
     from . import sim
 
-    _guard(lambda: sim.up(Path(base), name, profile), False)
+    def go() -> int:
+        if not SIM_NAME.fullmatch(name):  # (else the test host's own check: "internal error", 70)
+            raise UsageError(
+                f"--name {name!r} is not a host name; use letters, digits, '.', '_' and '-',"
+                " starting with a letter or digit."
+            )
+        return sim.up(Path(base), name, profile)
+
+    _guard(go, False)
 
 
 @task(help={"base": "state directory"}, auto_shortflags=False)
@@ -743,11 +814,20 @@ def _typed_value_error() -> None:
 _typed_value_error()
 
 
+def parse_error_text(text: str) -> str:
+    """Pure: Invoke's "Flag <Argument: known_hosts> needed value and was not given one!" as
+    the flag the user typed: "--known-hosts needs a value"."""
+    m = re.fullmatch(r"Flag <Argument: (\w+)[^>]*> needed value and was not given one!", text)
+    return f"--{m.group(1).replace('_', '-')} needs a value" if m else text
+
+
 class _Program(Program):
     """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory)."""
 
     def _usage_error(self, exc: ParseError) -> Exit:
-        return Exit(f"{exc} (see `gpuonboard --help` or `gpuonboard --help TASK`)", code=2)
+        return Exit(
+            f"{parse_error_text(str(exc))} (see `gpuonboard --help` or `gpuonboard --help TASK`)", code=2
+        )
 
     def parse_core(self, argv: list[str] | None) -> None:
         try:
@@ -793,7 +873,8 @@ def quiet_broken_pipe() -> None:
 
 def main() -> None:
     """Console script `gpuonboard`: the same tasks outside the repository."""
-    program = _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard")
+    global _PROGRAM
+    program = _PROGRAM = _Program(namespace=ns, version=__version__, name="gpuonboard", binary="gpuonboard")
     try:
         program.run(help_first(sys.argv))
         sys.stdout.flush()

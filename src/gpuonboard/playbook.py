@@ -62,6 +62,9 @@ def load(path: Path | str) -> Playbook:
                 f"{where(path, data, key)}: the playbook has an unknown key {key!r}"
                 f"{did_you_mean(key, PLAYBOOK_KEYS) or '; allowed: name, description, steps.'}"
             )
+    for key in ("name", "description"):
+        if isinstance(data.get(key), list | dict):  # `name: [a]` was the playbook's name "['a']"
+            raise PlaybookError(f"{where(path, data, key)}: the playbook's {key!r} must be a text.")
     steps_raw = data.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
         raise PlaybookError(
@@ -144,6 +147,18 @@ def check_templates(playbook: Playbook, project: Path, labels: Iterable[str]) ->
             )
 
 
+# steps that pull results and delete on the host: they need what `invoke teardown` gives them
+# (a host named, the pull's known_hosts, inventory and the dirs the files step removes, so a
+# symlink in the results into them is refused before anything is deleted)
+TEARDOWN_KINDS = frozenset({"teardown_pull", "teardown_containers", "teardown_files"})
+
+
+def teardown_steps(playbook: Playbook, labels: Iterable[str]) -> list[str]:
+    """Pure: the chosen steps (by label) that only `invoke teardown` may run."""
+    chosen = set(labels)
+    return [s.label for s in playbook.steps if s.kind in TEARDOWN_KINDS and s.label in chosen]
+
+
 def host_context(host: Host) -> dict[str, Any]:
     """Variables a playbook argument may use: host, vars, order, vendor."""
     return {"host": host, "vars": host.vars, "order": host.order, "vendor": host.vendor}
@@ -158,13 +173,24 @@ def _at(playbook: Playbook, spec: StepSpec) -> str:
 def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
     """Render a step's arguments for one host and build the Step; errors name file and step."""
     raw_keys = REGISTRY[spec.kind].RAW_ARGS
+    args = {k: v for k, v in spec.args.items() if k in raw_keys}
+    key = ""
     try:
-        rendered = render_value({k: v for k, v in spec.args.items() if k not in raw_keys}, host_context(host))
-        args = {**rendered, **{k: v for k, v in spec.args.items() if k in raw_keys}}
+        context = host_context(host)
+        for key, value in spec.args.items():
+            if key not in raw_keys:
+                args[key] = render_value(value, context)
     except jinja2.UndefinedError as exc:
         raise PlaybookError(
             f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r} uses an"
             f" undefined variable ({exc.message}); define it in the inventory's vars."
+        ) from None
+    except jinja2.TemplateSyntaxError as exc:
+        # `{{.State.Running}}` (a Go template for docker) is Jinja2 syntax too
+        raise PlaybookError(
+            f"{_at(playbook, spec)}: step {spec.label!r} has a bad template ({exc}) in argument"
+            f" {key!r}; a literal '{{{{' (a Go template like '{{{{.State.Running}}}}') must be written"
+            " inside {% raw %}...{% endraw %}."
         ) from None
     except jinja2.TemplateError as exc:
         raise PlaybookError(

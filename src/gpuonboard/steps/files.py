@@ -39,6 +39,12 @@ class TemplateStep(Step):
                 raise StepArgsError(f"argument {key!r} is required and must be a text")
         if not posixpath.isabs(self.args["dest"]):
             raise StepArgsError(f"argument 'dest' must be an absolute path, not {self.args['dest']!r}")
+        if self.args["dest"].endswith("/"):
+            # a directory: the rename put the temp file inside it, "changed" on every run
+            raise StepArgsError(
+                f"argument 'dest' must name a file, not the directory {self.args['dest']!r}"
+                " (add the file's name)"
+            )
         mode = self.args.get("mode", "0644")
         if not isinstance(mode, str):
             # YAML reads an unquoted 0644 as the number 420: refuse rather than write mode 0420
@@ -54,15 +60,31 @@ class TemplateStep(Step):
         self.user_probes = {k: Probe(_probe_name("p", k + v), v) for k, v in probes.items()}
         self.state_probe = Probe(
             _probe_name("template", self.args["dest"]),
-            # prints "MODE\nSHA256  -": two execs, no subshells (cheap on 50 hosts)
+            # prints "MODE\nSHA256  -" ("directory" for a directory): two execs, no subshells
+            # (cheap on 50 hosts)
             "f="
             + shell.quote(self.args["dest"])
+            + '; if [ -d "$f" ]; then echo directory; exit 0; fi'
             + '; [ -f "$f" ] || exit 0; stat -c %a "$f" && sha256sum < "$f"',
         )
 
     def probes(self) -> list[Probe]:
         """The remote file's mode and sha256, plus the template's own probes."""
         return [self.state_probe, *self.user_probes.values()]
+
+    def failed_probe(self, ctx: StepContext) -> str | None:
+        """A probe of the template's that failed: its output, empty or cut, is not the value the
+        template reads (`cat` of a missing file rendered `token=` and wrote it)."""
+        for key, probe in self.user_probes.items():
+            out = ctx.facts.raw[probe.name]
+            if out.exit_code != 0:
+                err = (out.stderr.strip().splitlines() or ["no error output"])[-1]
+                return (
+                    f"template {self.args['src']!r}: probe {key!r} ({probe.command}) exited"
+                    f" {out.exit_code} ({err}); fix it, or end it with '|| true' if a failure is"
+                    " expected"
+                )
+        return None
 
     def render(self, ctx: StepContext) -> bytes:
         """The file content for this host."""
@@ -84,6 +106,9 @@ class TemplateStep(Step):
         """Compare the rendered content's sha256 and the mode with the remote file's."""
         import jinja2
 
+        failed = self.failed_probe(ctx)
+        if failed:
+            return Plan(False, failed, failed=True)
         try:
             content = self.render(ctx)
         except jinja2.TemplateNotFound:
@@ -106,9 +131,11 @@ class TemplateStep(Step):
             )
         want = hashlib.sha256(content).hexdigest()
         state = ctx.facts.raw[self.state_probe.name].stdout.split()
-        have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
         dest = self.args["dest"]
-        if have_sha == want and have_mode == self.mode:
+        if state == ["directory"]:
+            return Plan(False, dest_is_directory(dest), failed=True)
+        have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
+        if have_sha == want and same_mode(have_mode, self.mode):
             return Plan(False, f"{dest} is up to date")
         diff = {
             "path": dest,
@@ -184,6 +211,19 @@ class CommandStep(Step):
         return f"command {shell.join(self.argv)} exited {applied.exit_code}" + (f": {err}" if err else "")
 
 
+def same_mode(have: str | None, want: str) -> bool:
+    """Pure: `stat -c %a`'s mode is `want` (it prints 0 for mode 000, never "000")."""
+    try:
+        return have is not None and int(have, 8) == int(want, 8)
+    except ValueError:
+        return False
+
+
+def dest_is_directory(dest: str) -> str:
+    """The sentence for a `dest` that is a directory on the host (mv would put the file inside)."""
+    return f"{dest} is a directory on the host; 'dest' must name a file (e.g. {dest.rstrip('/')}/NAME)"
+
+
 def write_script(dest: str, mode: str, want: str, token: str) -> str:
     """The sh script that writes stdin to `dest` atomically, with `mode`, and prints its sha256.
 
@@ -192,7 +232,10 @@ def write_script(dest: str, mode: str, want: str, token: str) -> str:
     stdin, then sets the mode, all before the rename. A link that drops mid-write ends stdin
     early, and install succeeds with a cut file: the rename happens only when the temp file's
     sha256 is the rendered one. A hang-up or kill leaves no temp file (dash runs no EXIT trap
-    on death by signal, so the signals exit through it).
+    on death by signal, so the signals exit through it). A `dest` that is a directory is refused:
+    `mv` would put the file inside it (and every later run would write another). A `dest` that
+    exists keeps its owner and group when the login is root (who may give them); else, and for
+    a new file, it belongs to the login user.
     """
     d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
     tmp = shell.quote(".gpuonboard." + token)
@@ -202,5 +245,10 @@ def write_script(dest: str, mode: str, want: str, token: str) -> str:
         f'install -m {mode} /dev/stdin "$t"; h=$(sha256sum < "$t"); h=${{h%% *}}; '
         f'[ "$h" = {shell.quote(want)} ] || {{ echo "the host received a cut or altered file'
         ' (sha256 $h): the link dropped while writing? run again" >&2; exit 1; }; '
+        f"[ ! -d {q} ] || {{ echo {shell.quote(dest_is_directory(dest))} >&2; exit 1; }}; "
+        # a file that exists keeps its owner and group (a service's 0640 config stays readable
+        # by it); chown clears a setuid bit, so the mode is set again after it
+        f'if [ -e {q} ]; then chown "$(stat -c %u:%g {q})" "$t" 2>/dev/null || true; '
+        f'chmod {mode} "$t"; fi; '
         f'mv -f "$t" {q}; trap - EXIT; echo "$h"'
     )
