@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,8 @@ class Facts:
     memory_limit_bytes: int | None = None
     cgroup_cpus: float | None = None
     loop_backing: Mapping[str, str] = field(default_factory=dict)
+    # the probes whose output reports never show (Probe.private): a template's own values
+    private: frozenset[str] = frozenset()
 
     @property
     def nvidia_smi_present(self) -> bool:
@@ -195,7 +198,7 @@ def gather(
         detail = (result.stderr.strip() or f"exit code {result.exit_code}").splitlines()[0]
         raise CommandError(f"host {runner.host.name}: the fact probe could not run ({detail}).")
     raw = split_output(result.stdout, result.stderr, token, [p.name for p in probes])
-    return parse_facts(raw)
+    return dataclasses.replace(parse_facts(raw), private=frozenset(p.name for p in probes if p.private))
 
 
 def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:

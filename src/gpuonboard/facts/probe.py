@@ -27,6 +27,9 @@ class Probe:
     name: str
     command: str  # built with gpuonboard.shell (a constant or shell.join(...))
     slow: bool = False
+    # its output is the playbook's own data (a template's value: a token `cat`, a password),
+    # not evidence about the box: reports keep its sha256, never its text (Facts.private)
+    private: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,21 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
     if r.facts is None:
         return {}
     return {
-        name: (shell.mask_written(out.stdout).encode("utf-8", "surrogateescape"), out.exit_code)
+        name: (
+            private_placeholder(out.stdout)
+            if name in r.facts.private
+            else shell.mask_written(out.stdout).encode("utf-8", "surrogateescape"),
+            out.exit_code,
+        )
         for name, out in r.facts.raw.items()
     }
+
+
+def private_placeholder(stdout: str) -> bytes:
+    """What a report keeps of a private probe's output (a template's value, a secret perhaps):
+    its size, never its text (nor its hash: a short password falls to a dictionary of hashes)."""
+    size = len(stdout.encode("utf-8", "surrogateescape"))
+    return f"(not kept: the output of a template's probe, which may hold a secret; {size} bytes)\n".encode()
 
 
 def host_rules(r: HostResult) -> list[dict[str, Any]]:

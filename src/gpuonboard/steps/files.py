@@ -57,7 +57,8 @@ class TemplateStep(Step):
             isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in probes.items()
         ):
             raise StepArgsError("argument 'probes' must map names to command texts")
-        self.user_probes = {k: Probe(_probe_name("p", k + v), v) for k, v in probes.items()}
+        # (private: what they print is the template's data, a secret perhaps, never a report's)
+        self.user_probes = {k: Probe(_probe_name("p", k + v), v, private=True) for k, v in probes.items()}
         self.state_probe = Probe(
             _probe_name("template", self.args["dest"]),
             # prints "MODE\nSHA256  -" ("directory" for a directory): two execs, no subshells
