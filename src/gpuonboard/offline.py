@@ -216,7 +216,7 @@ def load_order(path: str) -> OrderSpec:
 
 
 def facts_json(facts: Facts) -> dict[str, Any]:
-    """Every parsed fact as JSON-able data (raw outputs left out)."""
+    """Every parsed fact as JSON-able data (raw outputs and the private probes' names left out)."""
 
     def conv(value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -227,7 +227,11 @@ def facts_json(facts: Facts) -> dict[str, Any]:
             return {"-".join(k) if isinstance(k, tuple) else str(k): conv(v) for k, v in value.items()}
         return value
 
-    out = {f.name: conv(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.name != "raw"}
+    out = {
+        f.name: conv(getattr(facts, f.name))
+        for f in dataclasses.fields(facts)
+        if f.name not in ("raw", "private")
+    }
     out["summary"] = summary(facts)
     return out
 
