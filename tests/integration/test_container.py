@@ -285,7 +285,7 @@ def test_pull_through_vendor_mirror_tags_canonical_name(
     vendors.mkdir()
     (vendors / "demo-idc.yml").write_text(f"name: Mirror IDC\nregistry_mirror: http://{registry.address}/\n")
     entry = host_entry(pool.hosts["ctr"], pool)
-    entry["vars"].update({"image_size_estimate": "1MB", **creds})
+    entry["vars"].update({"image_size_estimate": "1MB", "retry_backoff": 0.2, **creds})
     project.write_inventory({"ctr": entry}, vendors_dir=str(vendors))
     image = f"nvcr.io/{REPO_TAG}"
     # the env credentials are nvcr.io's: never sent to the (http://) mirror, no login there;
