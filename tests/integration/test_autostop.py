@@ -10,13 +10,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 from conftest import Project, host_entry
 
 from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testhosts.gpu_samples import csv_sample
+from gpuonboard.testhosts.toolbox import ReplayRule, add_executable, render_script
 
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 
@@ -40,6 +42,23 @@ def cron_d_entries(text: str) -> list[list[str]]:
         assert "%" not in fields[6], "an unescaped % would end the command"
         entries.append(fields)
     return entries
+
+
+UTIL_ARGS = "--query-gpu=utilization.gpu --format=csv,noheader,nounits"
+APPS_ARGS = "--query-compute-apps=pid --format=csv,noheader"
+
+
+def replay_nvidia_smi(bin_dir: Path, files: Path, util_capture: Path, apps: str | None = None) -> Path:
+    """An nvidia-smi on the test host (its login's PATH, not cron's) that replays the REAL
+    capture's utilisation (and, given, a compute-apps pid list): the executable, removed by the
+    caller."""
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "util.csv").write_text(f"{csv_sample(util_capture)['utilization.gpu']}\n")
+    rules = [ReplayRule(UTIL_ARGS, PurePosixPath("util.csv"))]
+    if apps is not None:
+        (files / "apps.csv").write_text(apps)
+        rules.append(ReplayRule(APPS_ARGS, PurePosixPath("apps.csv")))
+    return add_executable(bin_dir, "nvidia-smi", render_script("nvidia-smi", rules, files))
 
 
 def start_cron_daemon(where: Path) -> subprocess.Popen[bytes]:

@@ -10,15 +10,13 @@ import csv
 import io
 import subprocess
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_autostop import cron_daemon, inventory, paths, steps
+from test_autostop import cron_daemon, inventory, paths, replay_nvidia_smi, steps
 
 from gpuonboard.testhosts import TestHostPool
-from gpuonboard.testhosts.gpu_samples import csv_sample
-from gpuonboard.testhosts.toolbox import ReplayRule, add_executable, render_script
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 
@@ -39,14 +37,7 @@ def pid_column(capture: Path) -> str:
 
 def install_replay(bin_dir: Path, files: Path) -> Path:
     """nvidia-smi on the test host: an idle H100's 0 % utilisation, an H200's three processes."""
-    files.mkdir(parents=True, exist_ok=True)
-    (files / "util.csv").write_text(f"{csv_sample(IDLE_UTIL)['utilization.gpu']}\n")
-    (files / "apps.csv").write_text(pid_column(THREE_PROCESSES))
-    rules = [
-        ReplayRule("--query-gpu=utilization.gpu --format=csv,noheader,nounits", PurePosixPath("util.csv")),
-        ReplayRule("--query-compute-apps=pid --format=csv,noheader", PurePosixPath("apps.csv")),
-    ]
-    return add_executable(bin_dir, "nvidia-smi", render_script("nvidia-smi", rules, files))
+    return replay_nvidia_smi(bin_dir, files, IDLE_UTIL, pid_column(THREE_PROCESSES))
 
 
 @pytest.mark.usefixtures("cron_daemon")

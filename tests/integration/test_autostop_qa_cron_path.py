@@ -8,21 +8,18 @@ a training run. Never a real power-off: the shutdown command is a marker.
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_autostop import cron_d_entries, cron_daemon, inventory, paths, steps
+from test_autostop import cron_d_entries, cron_daemon, inventory, paths, replay_nvidia_smi, steps
 
 from gpuonboard.testhosts import TestHostPool
-from gpuonboard.testhosts.gpu_samples import csv_sample
-from gpuonboard.testhosts.toolbox import ReplayRule, add_executable, render_script
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOAD_UTIL = FIXTURES / "real" / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"
-UTIL_ARGS = "--query-gpu=utilization.gpu --format=csv,noheader,nounits"
 
 
 @pytest.mark.usefixtures("cron_daemon")
@@ -31,11 +28,7 @@ def test_the_cron_entry_sees_a_busy_gpu_the_login_found_outside_crons_path(
 ) -> None:
     inventory(project, pool, paths)
     host = pool.hosts["autostop"]
-    files = tmp_path / "replay"
-    files.mkdir()
-    (files / "util.csv").write_text(f"{csv_sample(LOAD_UTIL)['utilization.gpu']}\n")
-    rules = [ReplayRule(UTIL_ARGS, PurePosixPath("util.csv"))]
-    tool = add_executable(host.bin_dir, "nvidia-smi", render_script("nvidia-smi", rules, files))
+    tool = replay_nvidia_smi(host.bin_dir, tmp_path / "replay", LOAD_UTIL)
     try:
         r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware")
         assert r.returncode == 0, r.stdout + r.stderr

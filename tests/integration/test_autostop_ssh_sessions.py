@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import subprocess
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_autostop import cron_d_entries, cron_daemon, inventory, paths
+from test_autostop import cron_d_entries, cron_daemon, inventory, paths, replay_nvidia_smi
 
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
 from gpuonboard.inventory import Host
 from gpuonboard.testhosts import TestHostPool
-from gpuonboard.testhosts.gpu_samples import csv_sample
-from gpuonboard.testhosts.toolbox import ReplayRule, add_executable, render_script
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 IDLE_UTIL = FIXTURES / "real" / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"
-UTIL_ARGS = "--query-gpu=utilization.gpu --format=csv,noheader,nounits"
 CRON_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/root", "SHELL": "/bin/sh", "LOGNAME": "root"}
 
 
@@ -50,14 +47,7 @@ def test_a_session_without_a_terminal_keeps_the_box_up(
 ) -> None:
     inventory(project, pool, paths)
     h = pool.hosts["autostop"]
-    files = tmp_path / "replay"
-    files.mkdir()
-    (files / "util.csv").write_text(f"{csv_sample(IDLE_UTIL)['utilization.gpu']}\n")
-    tool = add_executable(
-        h.bin_dir,
-        "nvidia-smi",
-        render_script("nvidia-smi", [ReplayRule(UTIL_ARGS, PurePosixPath("util.csv"))], files),
-    )
+    tool = replay_nvidia_smi(h.bin_dir, tmp_path / "replay", IDLE_UTIL)
     args = ["autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware", "--ssh-sessions"]
     try:
         r = project.cli(*args)
