@@ -4,7 +4,6 @@ ciphertext whose plaintext is part old, part new (real sshd test host, real rsyn
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import subprocess
 import threading
@@ -12,23 +11,13 @@ from pathlib import Path
 
 import pytest
 from conftest import Project, host_entry
+from test_dataset import _age_key
 
 pytestmark = pytest.mark.skipif(
     shutil.which("rsync") is None or shutil.which("age") is None, reason="rsync or Debian `age` not installed"
 )
 
 SIZE = 256 << 20
-
-
-def _age_key(tmp_path: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = tmp_path / "keys" / "id.txt"
-    key.parent.mkdir()
-    key.write_text(out)
-    key.chmod(0o600)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
 
 
 def _rewrite_until(path: Path, stop: threading.Event) -> None:
