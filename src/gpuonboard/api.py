@@ -12,6 +12,7 @@ from typing import Any
 
 from . import inventory as inventory_mod
 from . import playbook as playbook_mod
+from . import shell
 from .connection import ConnectOptions, Preconnect
 from .errors import ExitCode, Terminated, UsageError
 from .inventory import Host
@@ -19,6 +20,7 @@ from .playbook import Playbook
 from .report import jsonfile, junit, terminal
 from .runlog import RunLog
 from .runner import HostResult, RunOptions, exit_code, new_run_id, run, select_steps
+from .yamlload import did_you_mean
 
 
 @dataclass
@@ -98,9 +100,22 @@ def find_playbook(project: Path, name_or_path: str) -> Path:
             candidate = directory / f"{name_or_path}{suffix}"
             if candidate.is_file():
                 return candidate
+    names = sorted(
+        {
+            p.stem
+            for directory in search_dirs(project, "playbooks")
+            if directory.is_dir()
+            for p in directory.iterdir()
+            if p.suffix in (".yml", ".yaml")
+        }
+    )
+    close = did_you_mean(name_or_path, names)
+    if close:  # (`--playbook provison`)
+        raise UsageError(f"no playbook {name_or_path!r} under {project / 'playbooks'}{close}")
+    known = f" (the playbooks here: {', '.join(names)})" if names else ""
     raise UsageError(
-        f"no playbook {name_or_path!r} under {project / 'playbooks'}; run from a gpuonboard project"
-        " directory or pass --playbook FILE."
+        f"no playbook {name_or_path!r} under {project / 'playbooks'}{known}; run from a gpuonboard"
+        " project directory or pass --playbook FILE."
     )
 
 
@@ -221,9 +236,27 @@ def execute(
             print_step_lines(results, con, without_checks=True)
         terminal.print_results(results, con, rules=show is None, lang=settings.lang)
         con.print(f"reports: {out_dir}  log: {log.path}")
+    else:  # "print nothing but errors": a line for each host that failed or was never reached
+        for line in failure_lines(results):
+            print(f"error: {shell.for_terminal(line, keep='')}", file=sys.stderr)
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
     return int(code)
+
+
+def failure_lines(results: Sequence[HostResult]) -> list[str]:
+    """Pure: what `--quiet` prints (on stderr): a line per unreachable host, and per failed step
+    of a failed host (the host's own message when no step failed: it failed before any ran)."""
+    lines = []
+    for r in results:
+        if r.status == "unreachable":
+            lines.append(f"{r.host.name}: unreachable: {r.msg}")
+        elif r.status == "failed":
+            failed = [s for s in r.steps if s.status == "failed"]
+            lines += [f"{r.host.name}: {s.step}: failed: {s.msg}" for s in failed]
+            if not failed:
+                lines.append(f"{r.host.name}: failed: {r.msg}")
+    return lines
 
 
 def same_machine_warnings(results: Sequence[HostResult]) -> list[str]:

@@ -198,6 +198,15 @@ def _settings(**kw: Any) -> api.Settings:
     for key in ("known_hosts", "state_dir", "reports_dir"):
         if kw.get(key):
             setattr(s, key, Path(kw[key]))
+    bad = (
+        f"--connect-retries must be 0 or more, not {s.connect_retries}."  # (-1: not even one try)
+        if s.connect_retries < 0
+        else f"--forks must be at least 1, not {s.forks}."
+        if s.forks < 1
+        else ""
+    )
+    if bad:  # (every task: `sync --forks 0` was an internal error of the thread pool)
+        raise Exit(f"error: {bad}", code=int(ExitCode.USAGE))
     return s
 
 
