@@ -832,6 +832,29 @@ def _table(
     return t
 
 
+def fit_alerts(lines: list[str], width: int, height: int) -> list[str]:
+    """Pure: the alert lines that fit above a table on a `width` x `height` terminal, keeping
+    the table's header and first row in view (TABLE_LINES + 1 lines); when some do not fit, the
+    last line shown says how many more there are (the live view shows its top only: an alert
+    past the bottom was never seen)."""
+    room = max(height - TABLE_LINES - 1, 1)
+
+    def used(line: str) -> int:  # (a line wider than the terminal wraps)
+        return max(-(-len(line) // max(width, 1)), 1)
+
+    if sum(used(line) for line in lines) <= room:
+        return lines
+    more = "... and {} more alert lines: `invoke monitor --once` prints every one"
+    shown: list[str] = []
+    taken = used(more.format(len(lines)))
+    for line in lines:
+        if taken + used(line) > room:
+            break
+        shown.append(line)
+        taken += used(line)
+    return [*shown, more.format(len(lines) - len(shown))]
+
+
 def render_table(
     states: Sequence[HostState],
     interval: float,
@@ -864,7 +887,9 @@ def render_table(
     from rich.text import Text
 
     if too_tall:
-        above = [Text(line, style="bold red") for line in alert_lines(states, per_alert=True)]
+        assert height is not None
+        lines = fit_alerts(alert_lines(states, per_alert=True), width, height)
+        above = [Text(line, style="bold red") for line in lines]
         return Group(*above, table) if above else table
     return Group(table, *(Text(line, style="bold red") for line in below))
 
