@@ -656,6 +656,8 @@ class DatasetStep(Step):
         self._same_dir_as_dest(ctx)
         mark = transfer.PARTIAL_DIR  # (the substring test first: 50,000 splits took 6 ms of every plan)
         partial = next((rel for rel in tree.entries if mark in rel and mark in rel.split("/")[:-1]), None)
+        if partial is None:  # (an empty one: never made on the host, so never up to date)
+            partial = next((d for d in sorted(tree.empty_dirs) if mark in d and mark in d.split("/")), None)
         if partial is not None:  # (rsync would never send it, and listings leave it out)
             return Plan(
                 False,
@@ -665,12 +667,13 @@ class DatasetStep(Step):
             )
         work = Work(tree, [], self.target)
         entries = list(tree.entries.values())
-        if not entries and not tree.empty_dirs and not (self.shards or self.unpack):
+        if not entries and (self.encrypt or not tree.empty_dirs) and not (self.shards or self.unpack):
             # (rsync never ran: "up to date at" named a copy that may not even exist there)
             where = self.target if self.encrypt else tree.landing(self.target)
+            what = "is empty" if not tree.empty_dirs else _ONLY_EMPTY_DIRS
             return Plan(
                 False,
-                f"the dataset {src} is empty; nothing sent (what {ctx.host.name}:{where} holds is left"
+                f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{where} holds is left"
                 " as it is)",
                 diff={"sent": 0},
             )
@@ -897,10 +900,14 @@ class DatasetStep(Step):
                 f" then rerun ({NOTHING_SENT})",
                 failed=True,
             )
-        if not work.tree.entries:  # (no shard to make: plain rsync into <name>.shards/ was next)
+        stored = self._listing(ctx, self.shards_target).files
+        if not work.tree.entries and (not work.tree.empty_dirs or stored):
+            # (no shard to make. Empty dirs alone are members of a first upload's shard, but never
+            # mirror away an earlier upload: a dataset whose mounts are missing looks like this)
+            what = "is empty" if not work.tree.empty_dirs else "holds only empty directories"
             return Plan(
                 False,
-                f"the dataset {src} is empty; nothing sent (what {ctx.host.name}:{self.shards_target} holds"
+                f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{self.shards_target} holds"
                 " is left as it is)",
                 diff={"sent": 0},
             )
@@ -1000,7 +1007,9 @@ class DatasetStep(Step):
             if foreign:
                 return Plan(False, self._foreign_sentence(ctx, foreign), failed=True)
             # what the swap drops: listed paths that are neither in the dataset nor a dir of it
-            dirs = _parent_dirs(work.tree.entries)
+            # (an empty one too: a file that became one is replaced, not dropped, by the swap)
+            empty = work.tree.empty_dirs
+            dirs = _parent_dirs([*work.tree.entries, *empty]) | empty
             work.drop = shardstream.dropped_digest([rel for rel in extra if rel not in dirs])
         work.shard_size = size
         older = ""
@@ -1907,6 +1916,10 @@ class LocalWriteError(Exception):
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 NOTHING_SENT = "nothing was sent"
+# (plain encrypted mode sends each file's ciphertext: a directory with no file in it has none)
+_ONLY_EMPTY_DIRS = (
+    "holds only empty directories, which plain encrypted mode does not upload (--shards carries them)"
+)
 MAX_NAME = 214  # bytes of the copy's name: its unpack dir, `.<name>.gpuonboard-unpack-<8>-<12>`, holds 255
 UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
 # $1 the plaintext dir, then (ciphertext, plaintext path, mtime, mode) per file; the identity on
