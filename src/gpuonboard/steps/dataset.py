@@ -900,8 +900,8 @@ class DatasetStep(Step):
                 f" then rerun ({NOTHING_SENT})",
                 failed=True,
             )
-        stored = self._listing(ctx, self.shards_target).files
-        if not work.tree.entries and (not work.tree.empty_dirs or stored):
+        earlier = self._listing(ctx, self.shards_target).files
+        if not work.tree.entries and (not work.tree.empty_dirs or earlier):
             # (no shard to make. Empty dirs alone are members of a first upload's shard, but never
             # mirror away an earlier upload: a dataset whose mounts are missing looks like this)
             what = "is empty" if not work.tree.empty_dirs else "holds only empty directories"
