@@ -7,6 +7,7 @@ import posixpath
 import re
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .. import shell
@@ -29,6 +30,7 @@ class TemplateStep(Step):
         "dest": "absolute remote path",
         "mode": "octal file mode, e.g. '0644'",
         "probes": "extra read-only commands whose outputs the template reads as p.<name>",
+        "follow": "a `dest` that is a symlink: write to its target, keeping the link (default false)",
     }
     RAW_ARGS = frozenset({"probes"})
 
@@ -59,14 +61,10 @@ class TemplateStep(Step):
             raise StepArgsError("argument 'probes' must map names to command texts")
         # (private: what they print is the template's data, a secret perhaps, never a report's)
         self.user_probes = {k: Probe(_probe_name("p", k + v), v, private=True) for k, v in probes.items()}
+        self.follow = follow_arg(self.args.get("follow", False))
         self.state_probe = Probe(
-            _probe_name("template", self.args["dest"]),
-            # prints "MODE\nSHA256  -" ("directory" for a directory): two execs, no subshells
-            # (cheap on 50 hosts)
-            "f="
-            + shell.quote(self.args["dest"])
-            + '; if [ -d "$f" ]; then echo directory; exit 0; fi'
-            + '; [ -f "$f" ] || exit 0; stat -c %a "$f" && sha256sum < "$f"',
+            _probe_name("template", self.args["dest"] + ("\0follow" if self.follow else "")),
+            state_command(self.args["dest"], self.follow),
         )
 
     def probes(self) -> list[Probe]:
@@ -131,26 +129,28 @@ class TemplateStep(Step):
                 failed=True,
             )
         want = hashlib.sha256(content).hexdigest()
-        state = ctx.facts.raw[self.state_probe.name].stdout.split()
         dest = self.args["dest"]
-        if state == ["directory"]:
-            return Plan(False, dest_is_directory(dest), failed=True)
-        have_mode, have_sha = (state + [None, None])[:2] if state else (None, None)
-        if have_sha == want and same_mode(have_mode, self.mode):
-            return Plan(False, f"{dest} is up to date")
-        diff = {
+        state = parse_state(ctx.facts.raw[self.state_probe.name].stdout)
+        refused = refusal(dest, state)
+        if refused:
+            return Plan(False, refused, failed=True)
+        if state.sha == want and same_mode(state.mode, self.mode):
+            through = f" (through the symlink to {state.link})" if state.link is not None else ""
+            return Plan(False, f"{dest} is up to date{through}")
+        diff: dict[str, Any] = {
             "path": dest,
-            "before": {"sha256": have_sha, "mode": have_mode},
+            "before": {"sha256": state.sha, "mode": state.mode},
             "after": {"sha256": want, "mode": self.mode, "size": len(content)},
         }
-        verb = "create" if have_sha is None else "update"
-        return Plan(True, f"{verb} {dest}", diff=diff, data=(content, want))
+        if state.link is not None:
+            diff["symlink"] = {"target": state.link, "kept": self.follow}
+        return Plan(True, change_message(dest, state, self.follow), diff=diff, data=(content, want))
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """Write to a temp file beside dest with its mode, then rename: never a half-written
         file, and dest never exists with the wrong mode."""
         content, want = plan.data
-        script = write_script(self.args["dest"], self.mode, want, secrets.token_hex(8))
+        script = write_script(self.args["dest"], self.mode, want, secrets.token_hex(8), self.follow)
         return ctx.runner.run(shell.sh_c(script), stdin=content)
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
@@ -225,7 +225,7 @@ def dest_is_directory(dest: str) -> str:
     return f"{dest} is a directory on the host; 'dest' must name a file (e.g. {dest.rstrip('/')}/NAME)"
 
 
-def write_script(dest: str, mode: str, want: str, token: str) -> str:
+def write_script(dest: str, mode: str, want: str, token: str, follow: bool = False) -> str:
     """The sh script that writes stdin to `dest` atomically, with `mode`, and prints its sha256.
 
     install (one process for mktemp + cat + chmod) unlinks whatever sits at the unpredictable
@@ -234,22 +234,126 @@ def write_script(dest: str, mode: str, want: str, token: str) -> str:
     early, and install succeeds with a cut file: the rename happens only when the temp file's
     sha256 is the rendered one. A hang-up or kill leaves no temp file (dash runs no EXIT trap
     on death by signal, so the signals exit through it). A `dest` that is a directory is refused:
-    `mv` would put the file inside it (and every later run would write another). A `dest` that
-    exists keeps its owner and group when the login is root (who may give them); else, and for
-    a new file, it belongs to the login user.
+    `mv` would put the file inside it (and every later run would write another); so is one
+    that is a device, FIFO or socket (`mv` would replace it). A `dest` that exists keeps its
+    owner and group when the login is root (who may give them); else, and for a new file, it
+    belongs to the login user. A `dest` that is a symlink is replaced by the file, as Ansible's
+    template does by default; with `follow` the file is written (the same way, temp file in
+    its directory + rename) to the link's final target, and the link stays.
     """
-    d, q = shell.quote(posixpath.dirname(dest) or "/"), shell.quote(dest)
+    q, d = shell.quote(dest), shell.quote(posixpath.dirname(dest) or "/")
     tmp = shell.quote(".gpuonboard." + token)
+    resolve = ""
+    if follow:
+        cannot = f"{dest} is a symlink whose target cannot be resolved (a loop, or a missing directory)"
+        resolve = (
+            f'if [ -L "$q" ]; then q=$(readlink -f -- "$q")'
+            f" || {{ echo {shell.quote(cannot)} >&2; exit 1; }}; "
+            'd=$(dirname -- "$q"); fi; '
+        )
     return (
-        f'set -e; d={d}; [ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
+        f"set -e; q={q}; d={d}; {resolve}"
+        f'[ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
         "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM; "
         f'install -m {mode} /dev/stdin "$t"; h=$(sha256sum < "$t"); h=${{h%% *}}; '
         f'[ "$h" = {shell.quote(want)} ] || {{ echo "the host received a cut or altered file'
         ' (sha256 $h): the link dropped while writing? run again" >&2; exit 1; }; '
-        f"[ ! -d {q} ] || {{ echo {shell.quote(dest_is_directory(dest))} >&2; exit 1; }}; "
+        f'[ ! -d "$q" ] || {{ echo {shell.quote(dest_is_directory(dest))} >&2; exit 1; }}; '
+        '[ ! -e "$q" ] || [ -f "$q" ] || [ -L "$q" ]'
+        f" || {{ echo {shell.quote(not_regular(dest))} >&2; exit 1; }}; "
         # a file that exists keeps its owner and group (a service's 0640 config stays readable
-        # by it); chown clears a setuid bit, so the mode is set again after it
-        f'if [ -e {q} ]; then chown "$(stat -c %u:%g {q})" "$t" 2>/dev/null || true; '
+        # by it; a replaced symlink's file gets its target's); chown clears a setuid bit, so the
+        # mode is set again after it
+        'if [ -e "$q" ]; then chown "$(stat -L -c %u:%g "$q")" "$t" 2>/dev/null || true; '
         f'chmod {mode} "$t"; fi; '
-        f'mv -f "$t" {q}; trap - EXIT; echo "$h"'
+        'mv -f "$t" "$q"; trap - EXIT; echo "$h"'
+    )
+
+
+def follow_arg(value: Any) -> bool:
+    """Pure: the `follow` argument (true/false, or its text as a templated argument renders)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise StepArgsError(f"argument 'follow' must be true or false, not {value!r}")
+
+
+def state_command(dest: str, follow: bool) -> str:
+    """The read-only probe of `dest`: a first line `link TARGET` for a symlink, then
+    `directory`, `special` (a device, FIFO or socket), `unresolved` (with `follow`: a link
+    loop, or a missing directory), or the mode and sha256 of the file the path reads (the
+    link's target: `stat -L`, as the link's own mode is always 777), or nothing when absent.
+    Plain files cost two execs, no subshells (cheap on 50 hosts)."""
+    resolve = ' f=$(readlink -f -- "$f") || { echo unresolved; exit 0; };' if follow else ""
+    return (
+        f"f={shell.quote(dest)}"
+        f'; if [ -L "$f" ]; then printf \'link %s\\n\' "$(readlink -- "$f")";{resolve} fi'
+        '; if [ -d "$f" ]; then echo directory; exit 0; fi'
+        '; if [ -f "$f" ]; then stat -L -c %a "$f" && sha256sum < "$f"'
+        '; elif [ -e "$f" ] && [ ! -L "$f" ]; then echo special; fi'
+    )
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """What `dest` is on the host, from state_command's output."""
+
+    kind: str  # "absent", "file", "directory", "special" or "unresolved"
+    mode: str | None = None
+    sha: str | None = None
+    link: str | None = None  # the symlink's target as `readlink` prints it, when dest is one
+
+
+def parse_state(stdout: str) -> RemoteState:
+    """Pure: state_command's output."""
+    lines = stdout.splitlines()
+    link = None
+    if lines and lines[0].startswith("link "):
+        link, lines = lines[0][len("link ") :], lines[1:]
+    words = " ".join(lines).split()
+    if not words:
+        return RemoteState("absent", link=link)
+    if words[0] in ("directory", "special", "unresolved"):
+        return RemoteState(words[0], link=link)
+    return RemoteState("file", words[0], words[1] if len(words) > 1 else None, link)
+
+
+def refusal(dest: str, state: RemoteState) -> str | None:
+    """Pure: why `dest` cannot be written, as it stands on the host (None: it can)."""
+    if state.kind == "unresolved":
+        return (
+            f"{dest} is a symlink to {state.link} that cannot be resolved on the host (a loop, or a"
+            " missing directory); fix the link, or drop 'follow' to replace the link with a file"
+        )
+    if state.kind == "directory":
+        if state.link is None:
+            return dest_is_directory(dest)
+        return (
+            f"{dest} is a symlink to the directory {state.link} on the host; 'dest' must name a file"
+            f" (e.g. {dest.rstrip('/')}/NAME)"
+        )
+    if state.kind == "special":
+        return not_regular(dest) if state.link is None else not_regular(f"{dest} (a symlink to {state.link})")
+    return None
+
+
+def change_message(dest: str, state: RemoteState, follow: bool) -> str:
+    """Pure: what writing would do (the message --check shows)."""
+    verb = "create" if state.sha is None else "update"
+    if state.link is None:
+        return f"{verb} {dest}"
+    if follow:
+        return f"{verb} {state.link}, the target of the symlink {dest} (the link is kept)"
+    return (
+        f"replace the symlink {dest} (-> {state.link}) with a file"
+        " (add 'follow: true' to write to its target instead)"
+    )
+
+
+def not_regular(dest: str) -> str:
+    """The sentence for a `dest` that is a device, FIFO or socket (mv would replace it)."""
+    return (
+        f"{dest} exists on the host and is not a regular file (a device, FIFO or socket);"
+        " 'dest' must name a regular file"
     )
