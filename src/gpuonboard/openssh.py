@@ -19,14 +19,19 @@ from .inventory import Host, Inventory
 def _ssh_value(value: str) -> str:
     """Quote a value for an ssh_config line (double quotes; a '"' cannot be represented)."""
     if '"' in value or "\n" in value:
-        raise ValueError(f"{value!r} cannot be written to an ssh_config file")
+        raise ValueError(
+            f"{value!r} holds a double quote or a line break, which OpenSSH's config (used by rsync)"
+            " cannot hold; rename that path (or change that inventory field)"
+        )
     return f'"{value}"'
 
 
 def _ssh_path(value: str) -> str:
-    """A file path for an ssh_config line whose value ssh %-expands (UserKnownHostsFile,
-    IdentityFile): a `%` in it written as `%%` (a project under `100%done/` read `%d` as the home
-    directory, so no host key was ever found there)."""
+    """A value for an ssh_config line that ssh %-expands (UserKnownHostsFile, IdentityFile,
+    HostName, ControlPath): a `%` in it written as `%%` (a project under `100%done/` read `%d`
+    as the home directory, so no host key was ever found there; an IPv6 zone `fe80::1%eth0`
+    stopped ssh with "unknown key %e"). Only there: where ssh does not expand (User, Port)
+    `%%` would stay two characters."""
     return _ssh_value(value.replace("%", "%%"))
 
 
@@ -44,7 +49,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
         alias = f"gpuonboard-hop{i}" if i < len(chain) - 1 else "gpuonboard-target"
         lines += [
             f"Host {alias}",
-            f"  HostName {_ssh_value(hop.address)}",
+            f"  HostName {_ssh_path(hop.address)}",
             f"  Port {int(hop.port)}",
             f"  User {_ssh_value(hop.user)}",
             f"  UserKnownHostsFile {_ssh_path(str(known_hosts.resolve()))}",
@@ -73,12 +78,20 @@ def hop_chain(host: Host, inventory: Inventory | None) -> list[Host]:
 
 
 def write_config(project: Path, host: Host, text: str) -> Path:
-    """Write the config as `.gpuonboard/ssh/<id>.config`, mode 0600, and return its path."""
+    """Write the config as `.gpuonboard/ssh/<id>.config`, mode 0600, and return its path.
+
+    The id is a hash of the host's name AND the text: two runs at once for the same host with
+    different settings (another `--known-hosts`, key or jump chain) each get their own file (one
+    file per host let one run's rsync check host keys against the other run's known_hosts);
+    runs with the same settings share one, rewritten with the same bytes."""
     directory = project / ".gpuonboard" / "ssh"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = directory / f"{hashlib.sha1(host.name.encode()).hexdigest()[:12]}.config"
-    # a temp file renamed over it: an ssh reading the config meanwhile sees the old or the new
-    atomicfile.write_text(path, jumps_for_path(text, path), mode=0o600, prefix=".config.")
+    digest = hashlib.sha256(f"{host.name}\0{text}".encode("utf-8", "surrogateescape"))
+    path = directory / f"{digest.hexdigest()[:16]}.config"
+    # a temp file renamed over it: an ssh reading the config meanwhile sees the old or the new;
+    # a path that is not UTF-8 (a Latin-1 `caf\xe9/`) is written as its own bytes, as ssh reads it
+    text = jumps_for_path(text, path)
+    atomicfile.write_text(path, text, mode=0o600, errors="surrogateescape", prefix=".config.")
     return path
 
 

@@ -636,10 +636,16 @@ def explain_rsync_failure(run: RsyncRun) -> str:
 def master_options(control_dir: Path) -> list[str]:
     """ssh options that reuse the master connection whose socket lives in control_dir (a private
     0700 dir); with no master there, ssh connects directly. [] when the socket path would be too
-    long for a unix socket."""
-    path = str(control_dir / "%C")
-    if len(path) - 2 + 40 > 100:
+    long for a unix socket, or cannot be written for ssh (a `"` or a `${` in $TMPDIR).
+
+    ssh reads the value as a config line (a space splits it: quoted) and %-expands it (a `%` in
+    $TMPDIR is written `%%`): else the master never started, or put its socket elsewhere."""
+    raw = str(control_dir)
+    if len(raw) + 1 + 40 > 100 or '"' in raw or "${" in raw or "\n" in raw:
         return []
+    path = raw.replace("%", "%%") + "/%C"
+    if shell.quote(raw) != raw:  # (as plain as before where nothing needs it)
+        path = f'"{path}"'
     return ["-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
 
 
