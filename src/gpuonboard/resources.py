@@ -2,7 +2,8 @@
 
 A project directory (the repository, or a team's own copy) wins; outside one, the console
 script `gpuonboard` falls back to the copies installed with the package
-(`<prefix>/share/gpuonboard/`) or, in a source checkout, the repository's own.
+(`<prefix>/share/gpuonboard/`) or, in a source checkout, the repository's own. The same goes
+for what `sim.up` needs: the demo's vendor files and the captured outputs its test hosts replay.
 """
 
 from __future__ import annotations
@@ -12,14 +13,30 @@ from functools import lru_cache
 from pathlib import Path
 
 
+def installed_root() -> Path:
+    """Where a (non-editable) install puts the package's data files: `<prefix>/share/gpuonboard`."""
+    return Path(sys.prefix) / "share" / "gpuonboard"
+
+
+def checkout_root() -> Path:
+    """The source checkout this module runs from (meaningless for an installed package)."""
+    return Path(__file__).resolve().parents[2]
+
+
 @lru_cache(maxsize=1)
 def shipped_root() -> Path | None:
     """The installed (or source-checkout) directory holding playbooks/ and templates/."""
-    for candidate in (
-        Path(sys.prefix) / "share" / "gpuonboard",
-        Path(__file__).resolve().parents[2],
-    ):
+    for candidate in (installed_root(), checkout_root()):
         if (candidate / "playbooks").is_dir():
+            return candidate
+    return None
+
+
+def shipped_dir(installed: str, checkout: str) -> Path | None:
+    """A shipped data directory: `<prefix>/share/gpuonboard/<installed>` of an installed
+    package, else the source checkout's `<checkout>`; None when neither is there."""
+    for candidate in (installed_root() / installed, checkout_root() / checkout):
+        if candidate.is_dir():
             return candidate
     return None
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import UsageError
+from .shell import quote
+
+if TYPE_CHECKING:
+    from .testhosts import TestHostPool
 
 # What each profile's box was "ordered" as, so the demo shows pass and fail honestly.
 DEMO_ORDER = {
@@ -51,7 +55,7 @@ def sim_entry(
             "state_dir": str(home / "home" / "gpuonboard-state"),
             "autostop_dir": str(home / "autostop"),
             "cron_dir": str(home / "cron.d"),
-            "autostop_shutdown_command": f"touch {home / 'shutdown-ran'}",
+            "autostop_shutdown_command": f"touch {quote(home / 'shutdown-ran')}",
             "disk_test_dir": str(home / "disk"),
         },
     }
@@ -104,27 +108,122 @@ def inventory_text(
     )
 
 
+def shipped(installed: str, checkout: str) -> Path:
+    """A directory sim.up needs from the package (installed, or the source checkout's)."""
+    from .resources import checkout_root, installed_root, shipped_dir
+
+    found = shipped_dir(installed, checkout)
+    if found is None:
+        raise UsageError(
+            f"gpuonboard's shipped {installed} directory is missing (neither"
+            f" {installed_root() / installed} nor {checkout_root() / checkout}); reinstall gpuonboard"
+        )
+    return found
+
+
+STATE_FILE = "testhosts-state.json"
+
+
+def stop_unrecorded(base: Path) -> int:
+    """Stop the daemons a state file that cannot be read no longer lists: each host dir's under
+    base (its pid file, or the pid the state file still names), only a process that is that
+    host's own sshd (the PID's command line names its config); how many were running."""
+    import json
+
+    from .testhosts import TestHost
+
+    pids: dict[Path, int | None] = {d: None for d in sorted((base / "hosts").glob("*/"))}
+    try:
+        listed = json.loads((base / STATE_FILE).read_text()).get("hosts", [])
+        pids.update({Path(h["dir"]): int(h["pid"]) for h in listed if h.get("pid")})
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    stopped = 0
+    for host_dir, pid in pids.items():
+        host = TestHost(
+            name=host_dir.name,
+            address="",
+            port=0,
+            profile=None,
+            dir=host_dir,
+            pid=pid,
+            host_key_pub="",
+            fingerprint="",
+            log_path=host_dir / "sshd.log",
+        )
+        if host.is_running():
+            host.stop()
+            stopped += 1
+    return stopped
+
+
+def recorded_pool(base: Path) -> TestHostPool | None:
+    """The pool sim.up recorded under base, or None. A state file that cannot be read (edited,
+    a host dir deleted, another version's) is dropped, after stopping the daemons it listed:
+    starting afresh over it left them running, and sim.down failed on it (exit 70)."""
+    from .testhosts import TestHostPool
+
+    state = base / STATE_FILE
+    if not state.exists():
+        return None
+    try:
+        return TestHostPool.load_state(base)
+    except Exception as exc:
+        n = stop_unrecorded(base)
+        state.unlink(missing_ok=True)
+        print(f"{state}: cannot read it ({exc}); stopped the {n} simulated server(s) still running there")
+        return None
+
+
+def _started(pool: TestHostPool, name: str, profile: str) -> str:
+    """Start `name` (restart it, when recorded); the profile it replays."""
+    from .testhosts import ProfileError, TestHostError
+
+    try:
+        if name not in pool.hosts:
+            pool.add(name, profile)
+            return profile
+        pool.hosts[name].start()
+    except ProfileError as exc:
+        raise UsageError(f"unknown or broken hardware profile {profile!r}: {exc}") from None
+    except TestHostError as exc:
+        raise UsageError(f"simulated server {name!r} could not start: {exc}") from None
+    was = str(pool.hosts[name].profile)
+    if was != profile:
+        print(
+            f"note: {name!r} already replays {was}; --profile {profile} is not applied"
+            f" (sim.down, then sim.up, to change it)"
+        )
+    return was
+
+
 def up(base: Path, name: str, profile: str) -> int:
     """Start the simulated host and write its inventory; prints how to use it."""
-    from .testhosts import ProfileError, TestHostPool
+    from .testhosts import TestHostPool
+    from .testhosts.hosts import SSHD
 
     base = base.resolve()
-    try:
-        pool = (
-            TestHostPool.load_state(base) if (base / "testhosts-state.json").exists() else TestHostPool(base)
+    # an installed package has no repository: the vendor files and captures are its data files
+    vendors = shipped("inventory/vendors", "inventory/vendors")
+    fixtures = shipped("fixtures", "tests/fixtures")
+    if not os.access(SSHD, os.X_OK):
+        raise UsageError(
+            f"a simulated server is OpenSSH's sshd, and {SSHD} is missing; install it"
+            " (apt-get install openssh-server), then rerun"
         )
-    except Exception:  # a stale state file from a crashed run: start afresh
-        pool = TestHostPool(base)
-    if name in pool.hosts:
-        pool.hosts[name].start()
-    else:
-        try:
-            pool.add(name, profile)
-        except ProfileError as exc:
-            raise UsageError(f"unknown or broken hardware profile {profile!r}: {exc}") from None
+    if base.exists() and not base.is_dir():
+        raise UsageError(f"--base {base} is not a directory; give a directory for the simulated servers")
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--base {base}: cannot create it ({exc.strerror}); give a directory you can write"
+        ) from None
+    pool = recorded_pool(base) or TestHostPool(base, fixtures_root=fixtures)
+    pool.fixtures_root = fixtures  # (the state's may be another install's)
+    profile = _started(pool, name, profile)
     inv_dir = base / "inventory"
     inv_dir.mkdir(parents=True, exist_ok=True)
-    vendors = Path(__file__).resolve().parents[2] / "inventory" / "vendors"
     path = inv_dir / "hosts.yml"
     old = _existing(path)
     entries = [
@@ -176,16 +275,20 @@ def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str)
 
 
 def down(base: Path) -> int:
-    """Stop every simulated host recorded under base."""
-    from .testhosts import TestHostPool
-
+    """Stop every simulated host under base: those its state file records, then any other
+    host dir's daemon still running (a state file deleted, or one that cannot be read)."""
     base = base.resolve()
-    if not (base / "testhosts-state.json").exists():
+    state = base / STATE_FILE
+    had_state = state.exists()
+    pool = recorded_pool(base) if had_state else None
+    if pool is not None:
+        n = len(pool.hosts)
+        pool.stop_all()
+        state.unlink(missing_ok=True)
+        print(f"stopped {n} simulated server(s)")
+    stray = stop_unrecorded(base) if base.is_dir() else 0
+    if stray:
+        print(f"stopped {stray} simulated server(s) under {base} that no state file recorded")
+    elif not had_state:
         print("no simulated server is running")
-        return 0
-    pool = TestHostPool.load_state(base)
-    n = len(pool.hosts)
-    pool.stop_all()
-    (base / "testhosts-state.json").unlink(missing_ok=True)
-    print(f"stopped {n} simulated server(s)")
     return 0
