@@ -31,6 +31,8 @@ from gpuonboard.facts.gather import Facts, parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps import driver_compat
 
+from .test_gpu_truth_followups_smi_failure import ADVICE, MISMATCH
+
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 IMAGE_2408 = "nvcr.io/nvidia/pytorch:24.08-py3"
 
@@ -180,12 +182,14 @@ def test_hung_nvidia_smi_is_not_told_to_install_a_driver() -> None:
 
 
 def test_driver_library_mismatch_is_named() -> None:
-    out = "Failed to initialize NVML: Driver/library version mismatch\n"
-    f = parse_facts({"nvidia_smi": ProbeOutput(out, "", 9)})
+    f = parse_facts({"nvidia_smi": ProbeOutput(MISMATCH + "\n", "", 18)})
     check = driver_compat.evaluate(f, IMAGE_2408, ngc.load_releases())[0]
-    assert check.verdict == "fail"
-    assert "Driver/library version mismatch" in check.actual
-    assert "reboot" in check.detail and "install the driver" not in check.detail
+    assert (check.verdict, check.actual, check.detail) == (
+        "fail",
+        f"nvidia-smi failed ({MISMATCH})",
+        ADVICE[MISMATCH],
+    )
+    assert "install the driver" not in check.detail
 
 
 def test_missing_driver_still_says_install() -> None:

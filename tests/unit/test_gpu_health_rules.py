@@ -13,6 +13,8 @@ from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps import driver_compat, gpu_health
 from gpuonboard.steps.base import StepArgsError
 
+from .test_gpu_truth_followups_smi_failure import ADVICE, HEALTH, MISMATCH
+
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 DERIVED = Path(__file__).parents[1] / "fixtures" / "derived"
 
@@ -233,6 +235,7 @@ def test_no_driver_fails_as_nothing_checked() -> None:
         "nothing checked: nvidia-smi failed (exit code 9):"
         " Failed to initialize NVML: Driver/library version mismatch"
     )
+    assert plan.checks[0].detail == HEALTH + ADVICE[MISMATCH]  # type: ignore[attr-defined]
 
 
 def test_idle_4090_link_downshift_is_a_warning_not_a_failure() -> None:

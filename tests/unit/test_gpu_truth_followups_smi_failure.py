@@ -1,5 +1,6 @@
-"""A failing nvidia-smi is quoted, and the advice follows its cause, in `gpu_health` and in
-acceptance's `nvidia_driver` (one shared helper, `acceptance.nvidia_smi_failure`).
+"""A failing nvidia-smi is quoted, and the advice follows its cause, in `gpu_health`, in
+acceptance's `nvidia_driver` and in driver_compat's `ngc_driver` (one shared helper,
+`facts.nvidia_smi_failure.nvidia_smi_failure`).
 
 Before, `gpu_health` said only "nothing checked: nvidia-smi failed (exit code 15)" and advised
 "install the NVIDIA driver" for every failure, also for a box whose driver runs but whose GPU
@@ -19,9 +20,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from gpuonboard import ngc
 from gpuonboard.facts.gather import core_probes, parse_facts
+from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import acceptance, gpu_health
+from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
 
 LOST = (
@@ -35,6 +38,29 @@ NO_MODULE = (
     " Make sure that the latest NVIDIA driver is installed and running."
 )
 NONE = "No devices were found"
+# a warning nvidia-smi prints before the failure itself ("WARNING: infoROM is corrupted at gpu
+# 0000:02:00.0", as users posted it): quoting the first line quoted this noise
+INFOROM = "WARNING: infoROM is corrupted at gpu 0000:02:00.0"
+
+# the advice, word for word, for each cause (every step that reports a failing nvidia-smi)
+ADVICE = {
+    MISMATCH: "the NVIDIA kernel module and the driver's library are different versions (a driver"
+    " updated without a reboot): ask the vendor to reboot the box, or to reinstall one driver"
+    " version, and run the check again",
+    LOST: "a GPU has fallen off the bus or hangs, and nvidia-smi stops at it: ask the vendor to check"
+    " `dmesg` for NVIDIA Xid errors (79: fallen off the bus), to reset the GPU"
+    " (`sudo nvidia-smi -r`) or reboot, and to reseat or replace it if it stays so",
+    NONE: "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
+    " without its passthrough or vGPU device, a container started without GPUs) or not"
+    " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
+    NO_MODULE: "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
+    " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
+    " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
+    " again",
+}
+ADVICE[OFF_BUS] = ADVICE[LOST]
+UNKNOWN = "nvidia-smi's message says why; ask the vendor to repair the NVIDIA driver and run the check again"
+HEALTH = "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; "
 
 
 def _probe(tmp_path: Path, line: str, code: int) -> ProbeOutput:
@@ -54,6 +80,12 @@ def _probe(tmp_path: Path, line: str, code: int) -> ProbeOutput:
         env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
     )
     return ProbeOutput(out.stdout, out.stderr, out.returncode)
+
+
+def _compat(raw: ProbeOutput) -> Check:
+    """driver_compat's ngc_driver check of the default image on a host with this nvidia-smi."""
+    facts = parse_facts({"nvidia_smi": raw})
+    return driver_compat.evaluate(facts, driver_compat.DEFAULT_IMAGE, ngc.load_releases())[0]
 
 
 def _health(raw: ProbeOutput) -> Check:
@@ -87,15 +119,26 @@ def test_a_failing_nvidia_smi_is_quoted_and_advised_by_cause(
     check = _health(raw)
     assert (check.name, check.verdict) == ("gpu_health", "fail")
     assert check.actual == f"nothing checked: nvidia-smi failed (exit code {code}): {line[:160]}"
+    assert check.detail == HEALTH + ADVICE[line]
     for words in advice:
         assert words in check.detail, (words, check.detail)
     if line != NO_MODULE:
         # the driver is installed and answers: "install the driver" would send the user astray
         assert "install the NVIDIA driver" not in check.detail
-    # acceptance's nvidia_driver quotes the same line and gives the same advice
+    # acceptance's nvidia_driver and driver_compat's ngc_driver quote the same line and give the
+    # same advice
     driver = acceptance.rule_driver(parse_facts({"nvidia_smi": raw}))
-    assert (driver.verdict, driver.actual) == ("fail", f"nvidia-smi failed ({line[:160]})")
-    assert driver.detail and driver.detail in check.detail
+    assert (driver.verdict, driver.actual, driver.detail) == (
+        "fail",
+        f"nvidia-smi failed ({line[:160]})",
+        ADVICE[line],
+    )
+    compat = _compat(raw)
+    assert (compat.verdict, compat.actual, compat.detail) == (
+        "fail",
+        f"nvidia-smi failed ({line[:160]})",
+        ADVICE[line],
+    )
 
 
 def test_no_devices_found_with_exit_0_is_no_gpu_listed_and_says_so() -> None:
@@ -104,21 +147,58 @@ def test_no_devices_found_with_exit_0_is_no_gpu_listed_and_says_so() -> None:
     raw = ProbeOutput(NONE + "\n", "", 0)
     check = _health(raw)
     assert check.actual == f"nothing checked: nvidia-smi listed no GPU: {NONE}"
-    assert "not attached" in check.detail
+    assert check.detail == HEALTH + ADVICE[NONE]
     driver = acceptance.rule_driver(parse_facts({"nvidia_smi": raw}))
-    assert (driver.verdict, driver.actual) == ("fail", f"nvidia-smi failed ({NONE})")
+    assert (driver.verdict, driver.actual, driver.detail) == (
+        "fail",
+        f"nvidia-smi failed ({NONE})",
+        ADVICE[NONE],
+    )
+    compat = _compat(raw)
+    assert (compat.verdict, compat.actual, compat.detail) == (
+        "fail",
+        f"nvidia-smi listed no GPU ({NONE})",
+        ADVICE[NONE],
+    )
 
 
 def test_the_cause_line_is_found_after_other_output() -> None:
     """The line naming the cause is quoted even when other lines come first (an XML header of the
     first call, a banner), and an unknown failure still quotes nvidia-smi's first line."""
     raw = ProbeOutput('<?xml version="1.0" ?>\n' + OFF_BUS + "\n", "", 15)
-    assert acceptance.nvidia_smi_failure(raw.stdout, raw.stderr)[0] == OFF_BUS
+    assert nvidia_smi_failure(raw.stdout, raw.stderr) == (OFF_BUS, ADVICE[OFF_BUS])
     assert _health(raw).actual.endswith(f": {OFF_BUS}")
     weird = ProbeOutput("Segmentation fault\n", "", 139)
     check = _health(weird)
     assert check.actual == "nothing checked: nvidia-smi failed (exit code 139): Segmentation fault"
-    assert "repair the NVIDIA driver" in check.detail
+    assert check.detail == HEALTH + UNKNOWN
+    compat = _compat(weird)
+    assert (compat.actual, compat.detail) == ("nvidia-smi failed (Segmentation fault)", UNKNOWN)
+
+
+@pytest.mark.parametrize(
+    "line", [MISMATCH, NO_MODULE, LOST, NONE], ids=["mismatch", "no-module", "lost", "none"]
+)
+def test_a_warning_before_the_cause_is_not_quoted(line: str) -> None:
+    """nvidia-smi's warning on stderr comes first in the output read (stderr, then stdout): every
+    step quotes the line naming the cause after it, and advises by that cause. driver_compat (and
+    the container step's smoke run, which uses its sentence) quoted the warning and advised a
+    reboot for any failure."""
+    raw = ProbeOutput(line + "\n", INFOROM + "\n", 6 if line == NONE else 9)
+    assert nvidia_smi_failure(raw.stdout, raw.stderr) == (line, ADVICE[line])
+    compat = _compat(raw)
+    assert (compat.verdict, compat.actual, compat.detail) == (
+        "fail",
+        f"nvidia-smi failed ({line})",
+        ADVICE[line],
+    )
+    check = _health(raw)
+    assert (check.actual, check.detail) == (
+        f"nothing checked: nvidia-smi failed (exit code {raw.exit_code}): {line}",
+        HEALTH + ADVICE[line],
+    )
+    driver = acceptance.rule_driver(parse_facts({"nvidia_smi": raw}))
+    assert (driver.actual, driver.detail) == (f"nvidia-smi failed ({line})", ADVICE[line])
 
 
 def test_missing_and_hung_nvidia_smi_keep_their_advice() -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from ..facts.nvidia_smi_failure import nvidia_smi_failure
 from ..inventory import OrderSpec
 from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
@@ -326,50 +327,6 @@ HUNG_ADVICE = (
     "a hung driver: often a GPU that fell off the bus; ask the vendor to check `dmesg` for"
     " NVIDIA Xid errors (Xid 79) and to reseat or replace the GPU"
 )
-
-# nvidia-smi's own words for why it read no GPU, each with what to do; the first line of its
-# output naming one of them is quoted (a driver/library mismatch prints on stdout)
-_SMI_FAILURES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"version mismatch", re.IGNORECASE),
-        "the NVIDIA kernel module and the driver's library are different versions (a driver"
-        " updated without a reboot): ask the vendor to reboot the box, or to reinstall one driver"
-        " version, and run the check again",
-    ),
-    (
-        re.compile(r"GPU is lost|Unable to determine the device handle|fallen off the bus", re.IGNORECASE),
-        "a GPU has fallen off the bus or hangs, and nvidia-smi stops at it: ask the vendor to check"
-        " `dmesg` for NVIDIA Xid errors (79: fallen off the bus), to reset the GPU"
-        " (`sudo nvidia-smi -r`) or reboot, and to reseat or replace it if it stays so",
-    ),
-    (
-        re.compile(r"No devices were found", re.IGNORECASE),
-        "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
-        " without its passthrough or vGPU device, a container started without GPUs) or not"
-        " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
-    ),
-    (
-        re.compile(
-            r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML|driver is not loaded",
-            re.IGNORECASE,
-        ),
-        "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
-        " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
-        " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
-        " again",
-    ),
-)
-
-
-def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
-    """nvidia-smi's own line saying why it read no GPU (the first naming a known cause, else its
-    first line; '' when it printed nothing) and what to do about that cause ('' when unknown)."""
-    lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
-    for line in lines:
-        for pattern, advice in _SMI_FAILURES:
-            if pattern.search(line):
-                return line, advice
-    return (lines[0] if lines else ""), ""
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:

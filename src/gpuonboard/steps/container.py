@@ -31,7 +31,7 @@ from ..ngc import mirror_host
 from ..units import format_bytes, parse_duration, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext, last_line
-from .driver_compat import DEFAULT_IMAGE, _no_driver
+from .driver_compat import DEFAULT_IMAGE, driver_failure
 from .pull import (
     Manifest,
     format_pull_progress,
@@ -277,6 +277,7 @@ class ContainerState:
     user: str | None = None
     groups: tuple[str, ...] = ()
     smoke_record: str | None = None  # the host's record of a passed smoke run for this image
+    image_name: str | None = None  # the name the probe found the image under (see local_names)
 
     @property
     def access(self) -> str:
@@ -328,12 +329,14 @@ def host_gpu_count(facts: Facts) -> int | None:
     return None if facts.nvidia_smi_present else 0
 
 
-def probe_command(local_ref: str) -> str:
-    """The read-only probe: runtime info, CDI specs, df of the storage root, local image, and
-    the host's record of a passed smoke run for it."""
+def probe_command(local_ref: str, also: tuple[str, ...] = ()) -> str:
+    """The read-only probe: runtime info, CDI specs, df of the storage root, the local image
+    (under `local_ref`, else the first of `also` the runtime holds: see local_names), and the
+    host's record of a passed smoke run for it (kept under `local_ref`)."""
     m = _MARK
+    names = " ".join(shell.quote(n) for n in dict.fromkeys((local_ref, *also)))
     return (
-        f"img={shell.quote(local_ref)}; c=; info=; pre=\n"
+        "c=; info=; pre=\n"
         f"printf '{m}smoke\\n'; cat \"{smoke_file(local_ref)}\" 2>/dev/null | head -n 1\n"
         "q() { if [ $2 = docker ]; then $1 docker info --format '{{json .}}';"
         " else $1 podman info --format json; fi; }\n"
@@ -352,8 +355,11 @@ def probe_command(local_ref: str) -> str:
         "root=$(printf '%s' \"$info\" | sed -n"
         ' \'s/.*"\\(DockerRootDir\\|graphRoot\\)": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
         f'printf \'{m}df\\n\'; [ -n "$root" ] && df -P -k "$root" 2>/dev/null | tail -n 1\n'
-        f"printf '{m}image\\n'; $pre $c image inspect --format '{{{{.Id}}}} {{{{json .RepoDigests}}}}'"
-        ' "$img" 2>/dev/null\n'
+        f"for n in {names}; do\n"
+        "  r=$($pre $c image inspect --format '{{.Id}} {{json .RepoDigests}}' \"$n\" 2>/dev/null)"
+        " || continue\n"
+        f'  [ -n "$r" ] && {{ printf \'{m}image %s\\n%s\\n\' "$n" "$r"; break; }}\n'
+        "done\n"
         "exit 0"
     )
 
@@ -367,6 +373,7 @@ def parse_state(text: str) -> ContainerState:
     uid: int | None = None
     user: str | None = None
     groups: tuple[str, ...] = ()
+    image_name: str | None = None
     current = ""
     for line in text.splitlines():
         if line.startswith(_MARK):
@@ -386,6 +393,8 @@ def parse_state(text: str) -> ContainerState:
                 words = rest.split()
                 cli = words[0] if words else None
                 via_sudo = "sudo" in words[1:]
+            if kind == "image":
+                image_name = rest.strip() or None
             current = kind
             sections[current] = []
             continue
@@ -410,7 +419,7 @@ def parse_state(text: str) -> ContainerState:
     cdi = parse_cdi_listing("\n".join(sections.get("cdi", [])))
     record = " ".join(sections.get("smoke", [])).strip() or None
     return ContainerState(
-        cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups, record
+        cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups, record, image_name
     )
 
 
@@ -463,6 +472,17 @@ class Settings:
     def pull_ref(self) -> str:
         """What is pulled: the mirror's copy when a mirror is set."""
         return self.ref.on(self.mirror) if self.mirror else self.ref.pull_name
+
+    @property
+    def local_names(self) -> tuple[str, ...]:
+        """The names the runtime may hold the image under, the canonical one first. A pin by
+        digest only pulled through a mirror keeps the mirror's name (a digest reference is no
+        tag target), and docker finds it only under that name (podman under any name with
+        its digest); a tag is tagged back to the canonical name after a pull."""
+        names = [self.ref.canonical]
+        if self.ref.digest and not self.ref.tag:
+            names += [src.pull_ref for src in self.sources() if src.mirror]
+        return tuple(dict.fromkeys(names))
 
     @property
     def login_registry(self) -> str | None:
@@ -580,10 +600,12 @@ class ContainerStep(Step):
             fallbacks=tuple(fallbacks),
         )
 
-    def probe_for(self, local_ref: str) -> Probe:
-        """The container probe for this image (named by the image so two steps do not clash)."""
-        name = "container:" + hashlib.sha1(local_ref.encode()).hexdigest()[:10]
-        return Probe(name, probe_command(local_ref))
+    def probe_for(self, local_ref: str, also: tuple[str, ...] = ()) -> Probe:
+        """The container probe for this image, under its name or the others in `also` (named
+        by them so two steps do not clash)."""
+        names = "\n".join(dict.fromkeys((local_ref, *also)))
+        name = "container:" + hashlib.sha1(names.encode()).hexdigest()[:10]
+        return Probe(name, probe_command(local_ref, also))
 
     def probes(self) -> list[Probe]:
         """Runtime, toolkit, free space and the local image, in the batched fact probe.
@@ -604,7 +626,7 @@ class ContainerStep(Step):
             s = self.settings(ctx.host.vars, vendor_mirror)
         except StepArgsError as exc:
             return Plan(False, str(exc), failed=True)
-        probe = self.probe_for(s.ref.canonical)
+        probe = self.probe_for(s.ref.canonical, s.local_names)
         raw = ctx.facts.raw.get(probe.name)
         if raw is None:
             # the image comes from host vars: probe it now (one extra read-only command)
@@ -642,8 +664,8 @@ class ContainerStep(Step):
         if image_ready(state, s):
             out.smoke_only = True
             out.image_id, out.digests = state.image_id, state.digests
-            if s.smoke:
-                _smoke(ctx, state, s.ref.canonical, out)
+            if s.smoke:  # (run under the name the runtime holds: another one, docker would pull)
+                _smoke(ctx, state, state.image_name or s.ref.canonical, out)
                 _record_smoke(ctx, state, s.ref.canonical, out)
             return out
         tried: list[str] = []  # (one sentence per source, in order)
@@ -690,8 +712,8 @@ class ContainerStep(Step):
             out.image_id, out.digests = state_after.image_id, state_after.digests
         if s.smoke:
             _smoke(ctx, state, local, out)
-            if local == s.ref.canonical and out.image_id:
-                _record_smoke(ctx, replace(state, image_id=out.image_id), local, out)
+            if out.image_id:  # (kept under the canonical name, which the probe's record is read by)
+                _record_smoke(ctx, replace(state, image_id=out.image_id), s.ref.canonical, out)
         return out
 
     def _pull_from(
@@ -751,9 +773,16 @@ class ContainerStep(Step):
                 )
                 return "stop"
             elif "manifest unknown" in low:
+                what = (
+                    f"no image with the pinned digest {s.ref.digest} (its copy may be another version,"
+                    " or none; have the mirror synced, or set pull_fallback_origin: true to pull from"
+                    f" {s.ref.registry or 'Docker Hub'})"
+                    if s.ref.digest and s.mirror
+                    else "no such image or tag"
+                )
                 out.fail = (
-                    f"pulling {s.pull_ref} failed: the {where} has no such image or tag"
-                    f" ({last_line(text, r.exit_code)}); not retried"
+                    f"pulling {s.pull_ref} failed: the {where} has {what} ({last_line(text, r.exit_code)});"
+                    " not retried"
                 )
                 return "next"
             else:
@@ -837,6 +866,20 @@ def mirror_digest_check(s: Settings, got: str) -> Check:
         f"a mirror may serve a stale or different image under the tag {s.ref.tag or 'latest'}; compare"
         f" the digest with the one {origin} lists for it, then pin it: image: {s.ref.canonical}@sha256:...",
     )
+
+
+def mirror_copy(state: ContainerState, s: Settings) -> tuple[Settings, str] | None:
+    """Pure: (the mirror source, digest) when the present image, not pinned by digest, came
+    through one of the configured mirrors (a repo digest names the mirror's copy of its
+    repository); None when it is pinned or came from elsewhere."""
+    if s.ref.digest:
+        return None
+    for d in state.repo_digests:
+        repo, _, digest = d.rpartition("@")
+        src = next((x for x in s.sources() if x.mirror and repo == f"{x.mirror}/{x.ref.path}"), None)
+        if src is not None:
+            return src, digest
+    return None
 
 
 def pull_timed_out(s: Settings, manifest: Manifest | None) -> str:
@@ -1158,7 +1201,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     out.smoke.append("plain container run ok")
     host_n = host_gpu_count(ctx.facts)
     if host_n is None:  # never "skipped": the GPUs may be there, unseen by a broken driver
-        what, advice = _no_driver(ctx.facts)
+        what, advice = driver_failure(ctx.facts)
         out.smoke_error = (
             f"GPU smoke run not possible: {what} on the host, so whether containers see its GPUs is"
             f" unknown; {advice}"
@@ -1255,6 +1298,9 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
         digest = s.ref.digest if s.ref.digest else (state.digests[0] if state.digests else None)
         gpus = host_gpu_count(facts)
         found = {"image": s.image, "id": state.image_id, "digest": digest, "access": state.access}
+        came = mirror_copy(state, s)
+        if came is not None:  # (the pull's warning stays until the digest is pinned)
+            checks.append(mirror_digest_check(came[0], came[1]))
         if s.smoke and state.smoke_record != smoke_key(state, gpus):
             return Plan(
                 True,

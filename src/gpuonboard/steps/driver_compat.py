@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import ngc
 from ..facts.gather import TIMED_OUT, Facts
+from ..facts.nvidia_smi_failure import UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..facts.probe import Probe
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
@@ -140,7 +141,7 @@ def _driver_check(
         )
     expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
     if facts.gpu is None or not facts.gpu.gpus:
-        actual, advice = _no_driver(facts)
+        actual, advice = driver_failure(facts)
         return Check("ngc_driver", expected, actual, "fail", advice)
     if not facts.gpu.driver_version:
         return Check(
@@ -167,8 +168,9 @@ def _driver_check(
     return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
 
 
-def _no_driver(facts: Facts) -> tuple[str, str]:
-    """Why no GPU could be judged, and what to do: no driver, a hung one, or a broken one."""
+def driver_failure(facts: Facts) -> tuple[str, str]:
+    """Why no GPU could be judged, and what to do: no driver, a hung one, or a failing one (its own
+    line quoted and advised by cause: `facts.nvidia_smi_failure`). Also the container step's."""
     raw = facts.raw.get("nvidia_smi")
     if not facts.nvidia_smi_present:
         return "no NVIDIA driver answered", "install the driver first (nvidia-smi was not found)"
@@ -178,16 +180,15 @@ def _no_driver(facts: Facts) -> tuple[str, str]:
             "the driver is installed but hung (often a GPU in a bad state); ask the vendor to reset or"
             " reboot the box, then check again",
         )
+    line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
+    quoted = f" ({line[:160]})" if line else ""
     if facts.gpu is None:
-        lines = [
-            ln.strip() for ln in ((raw.stderr + "\n" + raw.stdout) if raw else "").splitlines() if ln.strip()
-        ]
-        return (
-            "nvidia-smi failed" + (f" ({lines[0][:160]})" if lines else ""),
-            "the driver is installed but not working (a driver/library version mismatch after an upgrade"
-            " needs a reboot); fix it, then check again",
-        )
-    return "nvidia-smi listed no GPU", "no GPU to run the container on; ask the vendor for the ordered GPUs"
+        return "nvidia-smi failed" + quoted, advice or UNKNOWN_CAUSE_ADVICE
+    # it answered (exit 0); "No devices were found" is such an answer
+    return (
+        "nvidia-smi listed no GPU" + (quoted if advice else ""),
+        advice or "no GPU to run the container on; ask the vendor for the ordered GPUs",
+    )
 
 
 def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expected: str) -> Check:

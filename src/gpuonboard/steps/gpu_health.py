@@ -12,9 +12,10 @@ from typing import Any
 
 from ..facts.gather import TIMED_OUT, Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
+from ..facts.nvidia_smi_failure import UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..inventory import Host
 from ..ngc import gpu_class
-from .acceptance import HUNG_ADVICE, fault_advice, nvidia_smi_failure
+from .acceptance import HUNG_ADVICE, fault_advice
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULTS: dict[str, float] = {
@@ -469,11 +470,7 @@ def rule_nothing_checked(facts: Facts) -> Check:
     elif facts.gpu is None:
         code = "" if raw is None else f" (exit code {raw.exit_code})"
         actual = f"nothing checked: nvidia-smi failed{code}{quoted}"
-        advice = (
-            advice
-            or "nvidia-smi's message says why; ask the vendor to repair the NVIDIA driver and run"
-            " the check again"
-        )
+        advice = advice or UNKNOWN_CAUSE_ADVICE
     else:
         # it answered (exit 0); "No devices were found" is such an answer
         actual = "nothing checked: nvidia-smi listed no GPU" + (quoted if advice else "")
