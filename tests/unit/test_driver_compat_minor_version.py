@@ -196,4 +196,4 @@ def test_missing_driver_still_says_install() -> None:
     f = parse_facts({"nvidia_smi": ProbeOutput("", "", 127)})
     check = driver_compat.evaluate(f, IMAGE_2408, ngc.load_releases())[0]
     assert (check.verdict, check.actual) == ("fail", "no NVIDIA driver answered")
-    assert "install the driver" in check.detail
+    assert "install the NVIDIA driver" in check.detail

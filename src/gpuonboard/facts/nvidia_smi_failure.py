@@ -3,7 +3,8 @@
 The one helper behind every message about a failing nvidia-smi: acceptance's `nvidia_driver`,
 `gpu_health`'s "nothing checked", `driver_compat`'s `ngc_driver` and the container step's GPU
 smoke run. Each step frames the sentence (which step, what was being checked); the quoted line
-and the advice come from here, so they read the same everywhere.
+and the advice come from here, so they read the same everywhere: also the advice for an
+nvidia-smi that is missing (NOT_FOUND_ADVICE) or hung (HUNG_ADVICE).
 """
 
 from __future__ import annotations
@@ -12,8 +13,30 @@ import re
 
 # nvidia-smi's own words for why it read no GPU, each with what to do; the first line of its
 # output naming one of them is quoted (a driver/library mismatch prints on stdout), not its first
-# line, which on a real box may be a warning or a header before the cause
+# line, which on a real box may be a warning or a header before the cause. "Failed to initialize
+# NVML: X" is NVML's init error X, and the X say different things (NVML API reference, nvmlInit_v2:
+# docs.nvidia.com/deploy/nvml-api/group__nvmlInitializationAndCleanup.html): "Driver Not Loaded"
+# (the kernel module), "Insufficient Permissions" (no permission to talk to the driver) and
+# "Unknown Error" (any unexpected error) are three causes, never one "module not loaded".
 _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        # NVML_ERROR_NO_PERMISSION: the user running nvidia-smi may not open /dev/nvidia*. The
+        # driver creates them mode 0666 unless the nvidia module's NVreg_DeviceFileUID/GID/Mode
+        # (or a udev rule) narrow them to a group, e.g. video and 0660 (openSUSE's
+        # modprobe.nvidia.install); inside a container SELinux can refuse them too
+        # (github.com/NVIDIA/nvidia-docker/issues/284, /issues/676;
+        # github.com/NVIDIA/nvidia-container-toolkit/issues/33). Before the line of any other
+        # cause: a per-GPU "Unable to determine the device handle ...: Insufficient Permissions"
+        # is this cause too, not a GPU fallen off the bus.
+        re.compile(r"Insufficient Permissions", re.IGNORECASE),
+        "the login user may not open the NVIDIA device files (/dev/nvidia*), though the driver"
+        " runs: run `ls -l /dev/nvidia*` on the host; when they are not open to all (the driver's"
+        " default mode is 0666; the nvidia module's NVreg_DeviceFileGID and NVreg_DeviceFileMode"
+        " options or a udev rule can narrow them to a group such as video), add the user to"
+        " their group (`sudo usermod -aG GROUP USER`, then log in again) or ask the vendor to"
+        " open them to it; in a container, SELinux may refuse them (ask the vendor); then run the"
+        " check again",
+    ),
     (
         re.compile(r"version mismatch", re.IGNORECASE),
         "the NVIDIA kernel module and the driver's library are different versions (a driver"
@@ -33,8 +56,25 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
     ),
     (
+        # NVML_ERROR_UNKNOWN at init. Most reported inside a container that worked before: with
+        # systemd managing the container's cgroups, a `systemctl daemon-reload` on its host
+        # takes its access to the GPU device nodes away, and only a new (restarted) container
+        # gets it back (NVIDIA's notice github.com/NVIDIA/nvidia-docker/issues/1730;
+        # github.com/NVIDIA/nvidia-container-toolkit/issues/48, /issues/251, /issues/1227,
+        # the host's own nvidia-smi working meanwhile). The per-GPU "Unable to determine the
+        # device handle ...: Unknown Error" of a GPU fallen off the bus is the cause above.
+        re.compile(r"Failed to initialize NVML: Unknown Error", re.IGNORECASE),
+        "NVML failed with an error it does not name: in a container (many rented instances are"
+        " one) this is most often the container's access to the GPU devices lost after its host"
+        " ran `systemctl daemon-reload` (systemd managing its cgroups; a known NVIDIA Container"
+        " Toolkit issue), which only a restarted container gets back: ask the vendor to restart"
+        " the instance; on a machine of its own, check `dmesg | grep -i -e nvidia -e xid` and ask"
+        " the vendor to reboot it; then run the check again",
+    ),
+    (
         re.compile(
-            r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML|driver is not loaded",
+            r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML: Driver Not Loaded"
+            r"|driver is not loaded",
             re.IGNORECASE,
         ),
         "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
@@ -42,6 +82,24 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
         " again",
     ),
+)
+
+# What to do when nvidia-smi is not on the host at all (the probe's `command -v nvidia-smi` found
+# none: exit 127), for every step that reports it. On Ubuntu nvidia-smi comes in the driver's
+# nvidia-utils-<branch> package (manpages.ubuntu.com: nvidia-smi.1 "Provided by:
+# nvidia-utils-550-server").
+NOT_FOUND_ADVICE = (
+    "no nvidia-smi on the login user's PATH: no NVIDIA driver is installed, or one without its"
+    " utilities (on Ubuntu nvidia-smi comes in nvidia-utils-<branch>); install the NVIDIA driver"
+    " the order promised (or ask the vendor to) and run the check again"
+)
+
+# What to do when nvidia-smi did not answer within its timeout (the probe stopped it: exit 124),
+# for every step that reports it: a hung driver, most often stuck on a GPU fallen off the bus
+HUNG_ADVICE = (
+    "a hung driver (nvidia-smi never answered; most often a GPU that fell off the bus): ask the"
+    " vendor to check `dmesg` for NVIDIA Xid errors (Xid 79: fallen off the bus), to reboot the"
+    " box, and to reseat or replace a GPU that hangs again; then run the check again"
 )
 
 # the advice for a failure none of _CAUSES names (nvidia-smi's quoted line says why)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
-from ..facts.nvidia_smi_failure import nvidia_smi_failure
+from ..facts.nvidia_smi_failure import HUNG_ADVICE, NOT_FOUND_ADVICE, UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..inventory import OrderSpec
 from ..units import format_bytes
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
@@ -311,7 +311,7 @@ def _unjudged_verdict(facts: Facts) -> Verdict:
     return "warn" if _not_given(facts, "nvidia_smi") else "fail"
 
 
-# What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults), or a hung driver
+# What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults); a hung driver: HUNG_ADVICE
 def fault_advice(indexes: Iterable[int]) -> str:
     """One sentence: what to ask the vendor about the unreadable GPUs numbered `indexes`."""
     return (
@@ -321,12 +321,6 @@ def fault_advice(indexes: Iterable[int]) -> str:
         f" (`sudo nvidia-smi -i N -r`, N in {', '.join(str(i) for i in indexes)}) or reboot, and to"
         " replace it if it stays so"
     )
-
-
-HUNG_ADVICE = (
-    "a hung driver: often a GPU that fell off the bus; ask the vendor to check `dmesg` for"
-    " NVIDIA Xid errors (Xid 79) and to reseat or replace the GPU"
-)
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:
@@ -358,18 +352,18 @@ def rule_driver(facts: Facts) -> Check:
             "NVIDIA driver installed (nvidia-smi)",
             "nvidia-smi not found",
             "fail",
-            "install the NVIDIA driver the order promised, or ask the vendor to",
+            NOT_FOUND_ADVICE,
         )
     problem = _no_gpu_actual(facts)
     if problem:
         raw = facts.raw["nvidia_smi"]
-        hung = raw.exit_code == TIMED_OUT
+        advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
+        if raw.exit_code == TIMED_OUT:
+            advice = HUNG_ADVICE
+        elif not advice and problem.startswith("unknown: nvidia-smi failed"):
+            advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
         return Check(
-            "nvidia_driver",
-            "nvidia-smi reports the GPUs",
-            problem.removeprefix("unknown: "),
-            "fail",
-            HUNG_ADVICE if hung else nvidia_smi_failure(raw.stdout, raw.stderr)[1],
+            "nvidia_driver", "nvidia-smi reports the GPUs", problem.removeprefix("unknown: "), "fail", advice
         )
     assert facts.gpu is not None
     actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"

@@ -13,7 +13,12 @@ from typing import Any
 
 from .. import ngc
 from ..facts.gather import TIMED_OUT, Facts
-from ..facts.nvidia_smi_failure import UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
+from ..facts.nvidia_smi_failure import (
+    HUNG_ADVICE,
+    NOT_FOUND_ADVICE,
+    UNKNOWN_CAUSE_ADVICE,
+    nvidia_smi_failure,
+)
 from ..facts.probe import Probe
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
@@ -173,13 +178,9 @@ def driver_failure(facts: Facts) -> tuple[str, str]:
     line quoted and advised by cause: `facts.nvidia_smi_failure`). Also the container step's."""
     raw = facts.raw.get("nvidia_smi")
     if not facts.nvidia_smi_present:
-        return "no NVIDIA driver answered", "install the driver first (nvidia-smi was not found)"
+        return "no NVIDIA driver answered", NOT_FOUND_ADVICE
     if raw is not None and raw.exit_code == TIMED_OUT:
-        return (
-            "nvidia-smi did not answer (stopped)",
-            "the driver is installed but hung (often a GPU in a bad state); ask the vendor to reset or"
-            " reboot the box, then check again",
-        )
+        return "nvidia-smi did not answer (stopped)", HUNG_ADVICE
     line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
     quoted = f" ({line[:160]})" if line else ""
     if facts.gpu is None:

@@ -12,10 +12,10 @@ from typing import Any
 
 from ..facts.gather import TIMED_OUT, Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
-from ..facts.nvidia_smi_failure import UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
+from ..facts.nvidia_smi_failure import HUNG_ADVICE, NOT_FOUND_ADVICE, UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..inventory import Host
 from ..ngc import gpu_class
-from .acceptance import HUNG_ADVICE, fault_advice
+from .acceptance import fault_advice
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 
 DEFAULTS: dict[str, float] = {
@@ -463,7 +463,7 @@ def rule_nothing_checked(facts: Facts) -> Check:
     quoted = f": {line[:160]}" if line else ""
     if not facts.nvidia_smi_present:
         actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
-        advice = "install the NVIDIA driver the order promised (or ask the vendor to) and run the check again"
+        advice = NOT_FOUND_ADVICE
     elif raw is not None and raw.exit_code == TIMED_OUT:
         actual = "nothing checked: nvidia-smi did not answer (stopped)"
         advice = HUNG_ADVICE
