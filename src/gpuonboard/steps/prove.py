@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,13 @@ from .. import shell
 from ..errors import UsageError
 from ..facts import dcgm, topo
 from ..facts.gather import TIMED_OUT, Facts
+from ..facts.nvidia_smi_failure import nvidia_smi_failure as smi_failure
 from ..facts.probe import Probe
 from ..inventory import Host, Inventory
 from ..units import format_bytes, parse_size
 from ..yamlload import load_yaml
 from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
-from .container import gpu_flags
+from .container import ContainerState, gpu_flags
 
 MARK = "GPUONBOARD_RESULT "
 REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "allreduce_reference.yml"
@@ -77,7 +78,8 @@ def _gpu_count(facts: Facts) -> int:
 def nvidia_smi_failure(facts: Facts) -> str | None:
     """Why nvidia-smi listed no GPU on a box that has it (a broken driver: exit 9 "couldn't
     communicate with the NVIDIA driver", or it hung), or None: it listed GPUs, it is absent, or
-    it said "No devices were found" (only those two mean "no GPU on this host")."""
+    it said "No devices were found" (only those two mean "no GPU on this host"). The line quoted
+    is the one naming the cause (`facts.nvidia_smi_failure`: a warning may come first)."""
     if facts.gpu and facts.gpu.gpus:
         return None
     raw = facts.raw.get("nvidia_smi")
@@ -87,15 +89,19 @@ def nvidia_smi_failure(facts: Facts) -> str | None:
         return "nvidia-smi did not answer (stopped after its timeout)"
     if raw.exit_code == 0:
         return None
-    lines = [ln.strip() for ln in (raw.stderr + "\n" + raw.stdout).splitlines() if ln.strip()]
-    return f"nvidia-smi failed (exit code {raw.exit_code})" + (f": {lines[0][:160]}" if lines else "")
+    line, _ = smi_failure(raw.stdout, raw.stderr)
+    return f"nvidia-smi failed (exit code {raw.exit_code})" + (f": {line[:160]}" if line else "")
 
 
 def broken_driver_sentence(failure: str) -> str:
-    """The one sentence for a box whose nvidia-smi fails: it ran on the CPU, not a GPU-less box."""
+    """The one sentence for a box whose nvidia-smi fails (`failure`, as nvidia_smi_failure says
+    it): it ran on the CPU, not a GPU-less box; what to do follows the cause its quoted line names
+    (`facts.nvidia_smi_failure`), else: fix the driver."""
+    _, advice = smi_failure(failure, "")
+    advice = advice or "fix the driver (see acceptance's nvidia_driver and gpu_health) and run prove again"
     return (
         f"{failure}: the NVIDIA driver does not answer, so this ran on the CPU and proves nothing"
-        " about the GPUs; fix the driver (see acceptance's nvidia_driver and gpu_health) and run prove again"
+        f" about the GPUs; {advice}"
     )
 
 
@@ -219,18 +225,10 @@ def run_script(
     `remote_timeout` seconds (default: a little less than `launch.timeout`, see host_bound)."""
     runtime = None
     if launch.in_container:
-        from .container import parse_ref, parse_state, probe_command
-
-        try:
-            ref = parse_ref(launch.image)
-        except StepArgsError as exc:
-            return None, str(exc)
-        probe = ctx.runner.run(shell.sh_c(probe_command(ref.canonical)), timeout=120)
-        runtime = parse_state(probe.stdout)
-        if not runtime.cli:
-            return None, "train_in_container is set but no container runtime answers (run the container step)"
-        if runtime.image_id is None:
-            return None, f"image {launch.image} is not on the host; run the container step first"
+        runtime, found = container_image(ctx, launch.image)
+        if runtime is None:
+            return None, found
+        launch = replace(launch, image=found)
     workdir = f"{launch.tmp}/gpuonboard-{script.split('.')[0]}-{secrets.token_hex(6)}"
     if remote_timeout is None:
         remote_timeout = host_bound(launch.timeout)
@@ -264,6 +262,49 @@ def run_script(
         extra = " | ".join(data.get("stderr_tail") or [])[-400:]
         return None, _torch_hint(f"{script}: {data.get('error')}" + (f" ({extra})" if extra else ""), launch)
     return data, ""
+
+
+def image_local_names(host: Host, image: str) -> tuple[str, ...]:
+    """The names the container step leaves `image` under on this host (`Settings.local_names`:
+    also each mirror's name for a pin by digest only), from the host's vars and vendor profile as
+    that step reads them; only the image's own name when those settings do not resolve (the
+    container step fails on them). Raises StepArgsError for an image that is no reference."""
+    from .container import ContainerStep, parse_ref
+
+    vendor_mirror = host.vendor.registry_mirror if host.vendor else None
+    try:
+        return ContainerStep({"image": image}).settings(host.vars, vendor_mirror).local_names
+    except StepArgsError:
+        return (parse_ref(image).canonical,)
+
+
+def container_image(ctx: StepContext, image: str) -> tuple[ContainerState | None, str]:
+    """Probe the container runtime for the training image: (its state, the name to run the image
+    under: the one the runtime holds it as, as the container step's smoke run does), or (None, why
+    it cannot run). Docker finds a digest-only pin pulled through a mirror only under the mirror's
+    name; a pinned digest must be the local image's (else `docker run` would pull)."""
+    from .container import parse_ref, parse_state, probe_command
+
+    try:
+        ref = parse_ref(image)
+        names = image_local_names(ctx.host, image)
+    except StepArgsError as exc:
+        return None, str(exc)
+    probe = ctx.runner.run(shell.sh_c(probe_command(ref.canonical, names)), timeout=120)
+    runtime = parse_state(probe.stdout)
+    if not runtime.cli:
+        return None, "train_in_container is set but no container runtime answers (run the container step)"
+    if runtime.image_id is None:
+        also = f" (looked for it as {', '.join(names)})" if len(names) > 1 else ""
+        return None, f"image {image} is not on the host{also}; run the container step first"
+    name = runtime.image_name or ref.canonical
+    if ref.digest and ref.digest not in runtime.digests:
+        held = ", ".join(runtime.digests) or "no registry digest"
+        return None, (
+            f"image {image} is on the host as {name} but not with the pinned digest ({held});"
+            " run the container step first"
+        )
+    return runtime, name
 
 
 def torch_where(launch: Launch) -> str:
