@@ -123,6 +123,11 @@ def install_hint(table: Mapping[str, str], os_release: Mapping[str, str]) -> str
     return f"on Debian/Ubuntu: {table['debian']}; on RHEL/Rocky: {table['rhel']}"
 
 
+# the names Docker Hub goes by in an image reference (docker normalizes index.docker.io to
+# docker.io; registry-1.docker.io is its registry API host)
+DOCKER_HUB_NAMES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
 @dataclass(frozen=True)
 class ImageRef:
     """`[registry/]path[:tag][@digest]`, split so a mirror can serve the same path."""
@@ -140,9 +145,22 @@ class ImageRef:
             return f"{name}:{self.tag}"
         return f"{name}@{self.digest}" if self.digest else f"{name}:latest"
 
+    @property
+    def docker_hub(self) -> bool:
+        """The image is on Docker Hub: no registry, or one of Docker Hub's own names."""
+        return self.registry is None or self.registry in DOCKER_HUB_NAMES
+
+    @property
+    def repository(self) -> str:
+        """The repository path as the registry's API, and a mirror of it, serve it: a Docker Hub
+        official image (`ubuntu`, `docker.io/ubuntu`) is `library/ubuntu` there, as docker and
+        podman request it from a registry mirror of docker.io."""
+        return f"library/{self.path}" if self.docker_hub and "/" not in self.path else self.path
+
     def on(self, registry: str) -> str:
-        """The same repository path and tag/digest on another registry (a mirror)."""
-        ref = f"{registry}/{self.path}"
+        """The same repository and tag/digest on another registry (a mirror): `MIRROR/nvidia/pytorch`,
+        `MIRROR/library/ubuntu` for Docker Hub's `ubuntu`."""
+        ref = f"{registry}/{self.repository}"
         return f"{ref}@{self.digest}" if self.digest else f"{ref}:{self.tag or 'latest'}"
 
     @property
@@ -876,7 +894,7 @@ def mirror_copy(state: ContainerState, s: Settings) -> tuple[Settings, str] | No
         return None
     for d in state.repo_digests:
         repo, _, digest = d.rpartition("@")
-        src = next((x for x in s.sources() if x.mirror and repo == f"{x.mirror}/{x.ref.path}"), None)
+        src = next((x for x in s.sources() if x.mirror and repo == f"{x.mirror}/{x.ref.repository}"), None)
         if src is not None:
             return src, digest
     return None
@@ -1108,8 +1126,8 @@ def _without_yaml_problem(message: str) -> str:
 def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, shell.Secret] | None) -> Manifest:
     """The image's manifest from the registry (the mirror when set), asked from the host with
     curl; an index is followed to its linux/amd64 image. Read-only; errors are in .error."""
-    registry = s.mirror or s.ref.registry
-    host, repo = registry_api(registry, s.ref.path)
+    registry = s.mirror or (None if s.ref.docker_hub else s.ref.registry)
+    host, repo = registry_api(registry, s.ref.repository)
     if s.mirror_scheme == "http":
         schemes: tuple[str, ...] = ("http",)
     elif host.split(":")[0] in ("localhost", "127.0.0.1", "::1"):
