@@ -488,6 +488,9 @@ def test_stale_state_from_before_a_reboot_is_discarded(box: Box) -> None:
         "hard_warned": "",
         "hard_warned_at": "0",
         "shutdown_at": "0",
+        "idle_since_up": str(T0 + 2400),  # (the test clock moves the uptime too)
+        "warned_up": "",
+        "hard_warned_up": "",
     }
 
 

@@ -40,6 +40,7 @@ OWNED_FILES = (
     "state",
     "state.tmp",
     "lease",
+    "lease_up",
     "installed_at",
     "max_since",
     "autostop.log",
@@ -786,7 +787,16 @@ class AutostopStep(Step):
             '[ -f "$d/installed_at" ] || date +%s > "$d/installed_at"',
         ]
         if self.settings.heartbeat > 0:
-            steps.append('date +%s > "$d/.lease.tmp"; mv -f "$d/.lease.tmp" "$d/lease"')
+            # lease_up: the same moment in seconds since boot, and the boot: the watcher counts
+            # the lease's age on the uptime within that boot (a step of the wall clock does not
+            # make it run out early); written first, it names the lease it belongs to
+            steps.append(
+                "l=$(date +%s); u=$(cut -d. -f1 /proc/uptime 2>/dev/null || true); "
+                "b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true); "
+                'printf \'%s %s %s\\n\' "$l" "$u" "$b" > "$d/.lease_up.tmp"; '
+                'mv -f "$d/.lease_up.tmp" "$d/lease_up"; '
+                'echo "$l" > "$d/.lease.tmp"; mv -f "$d/.lease.tmp" "$d/lease"'
+            )
         if r.mode == "cron.d":
             steps += [
                 f"c={shell.quote(self.cron_dir)}",
