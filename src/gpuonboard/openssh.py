@@ -77,6 +77,26 @@ def hop_chain(host: Host, inventory: Inventory | None) -> list[Host]:
     return [_hop_host(h, inventory, host) for h in host.jump]
 
 
+def write_for(
+    host: Host, inventory: Inventory | None, known_hosts: Path, project: Path, what: str = "rsync"
+) -> tuple[Path, str] | str:
+    """The host's config written (config_text + write_config): (its path, the host's alias in
+    it); else why it cannot be, one sentence naming `what` it is for: a double quote or a line
+    break in a path it names (the project's, the known_hosts file's, a key's), or the file not
+    writable. Never raises (it also runs in threads)."""
+    try:
+        text, alias = config_text(host, inventory, known_hosts)
+        return write_config(project, host, text), alias
+    except ValueError as exc:
+        return str(exc)
+    except OSError as exc:
+        return (
+            f"cannot write the OpenSSH config for {what} in {project / '.gpuonboard' / 'ssh'}"
+            f" ({exc.strerror or exc}); make that directory writable (or free space on this machine),"
+            " then rerun"
+        )
+
+
 def write_config(project: Path, host: Host, text: str) -> Path:
     """Write the config as `.gpuonboard/ssh/<id>.config`, mode 0600, and return its path.
 

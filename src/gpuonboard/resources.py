@@ -2,12 +2,14 @@
 
 A project directory (the repository, or a team's own copy) wins; outside one, the console
 script `gpuonboard` falls back to the copies installed with the package
-(`<prefix>/share/gpuonboard/`) or, in a source checkout, the repository's own. The same goes
-for what `sim.up` needs: the demo's vendor files and the captured outputs its test hosts replay.
+(`<prefix>/share/gpuonboard/`, or the user base's after `pip install --user`) or, in a
+source checkout, the repository's own. The same goes for what `sim.up` needs: the demo's
+vendor files and the captured outputs its test hosts replay.
 """
 
 from __future__ import annotations
 
+import site
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +20,20 @@ def installed_root() -> Path:
     return Path(sys.prefix) / "share" / "gpuonboard"
 
 
+def user_root() -> Path:
+    """Where `pip install --user` (outside a venv) puts them: `<user base>/share/gpuonboard`
+    (`~/.local/share/gpuonboard` on Linux)."""
+    return Path(site.getuserbase()) / "share" / "gpuonboard"
+
+
+def installed_roots() -> list[Path]:
+    """`<prefix>/share/gpuonboard`, then the `--user` install's when that is another place."""
+    roots = [installed_root()]
+    if user_root() != roots[0]:
+        roots.append(user_root())
+    return roots
+
+
 def checkout_root() -> Path:
     """The source checkout this module runs from (meaningless for an installed package)."""
     return Path(__file__).resolve().parents[2]
@@ -26,7 +42,7 @@ def checkout_root() -> Path:
 @lru_cache(maxsize=1)
 def shipped_root() -> Path | None:
     """The installed (or source-checkout) directory holding playbooks/ and templates/."""
-    for candidate in (installed_root(), checkout_root()):
+    for candidate in (*installed_roots(), checkout_root()):
         if (candidate / "playbooks").is_dir():
             return candidate
     return None
@@ -34,8 +50,9 @@ def shipped_root() -> Path | None:
 
 def shipped_dir(installed: str, checkout: str) -> Path | None:
     """A shipped data directory: `<prefix>/share/gpuonboard/<installed>` of an installed
-    package, else the source checkout's `<checkout>`; None when neither is there."""
-    for candidate in (installed_root() / installed, checkout_root() / checkout):
+    package (or of a `pip install --user`'s user base), else the source checkout's
+    `<checkout>`; None when none is there."""
+    for candidate in (*(root / installed for root in installed_roots()), checkout_root() / checkout):
         if candidate.is_dir():
             return candidate
     return None

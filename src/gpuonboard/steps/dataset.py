@@ -594,18 +594,28 @@ class DatasetStep(Step):
 
     def _open_master(
         self, host: Host, inventory: Inventory | None, known_hosts: Path | None, project: Path
-    ) -> None:
-        """Write the host's OpenSSH config and start the master (see transfer.start_master)."""
+    ) -> str | None:
+        """Write the host's OpenSSH config and start the master (see transfer.start_master);
+        -> why that cannot be done (one sentence), else None. (Run in a thread too: it never raises.)"""
+        known = known_hosts or Path(".gpuonboard/known_hosts")
+        config = openssh.write_for(host, inventory, known, project, "the upload")
+        if isinstance(config, str):
+            return config
+        cfg, alias = config
         try:
-            text, alias = openssh.config_text(host, inventory, known_hosts or Path(".gpuonboard/known_hosts"))
-            cfg = openssh.write_config(project, host, text)
             # the socket: a private 0700 temp dir with a SHORT path (a unix socket path holds
             # ~100 bytes; a socket under a deep project dir would not fit)
             control = Path(tempfile.mkdtemp(prefix=transfer.CONTROL_PREFIX))
             opts = transfer.start_master(cfg, alias, control)
-        except Exception:  # noqa: BLE001 - apply opens its own connections then
-            return
+        except Exception as exc:  # noqa: BLE001 - said by apply, never a thread's traceback
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return (
+                f"cannot make a private directory for the upload's SSH connection in"
+                f" {tempfile.gettempdir()} ({why}); free space there (or set TMPDIR to a writable"
+                " directory), then rerun"
+            )
         self._masters[host.name] = (cfg, alias, control, opts)
+        return None
 
     @staticmethod
     def _close_master(opened: tuple[Path, str, Path, list[str]]) -> None:
@@ -749,6 +759,8 @@ class DatasetStep(Step):
         where = f"{ctx.host.name}:{self.target if self.encrypt else tree.landing(self.target)}"
         n = len(tree.entries)
         total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
+        if not n and tree.empty_dirs:  # (plain mode only: encrypted mode returned above)
+            total = f"{_empty_dirs(len(tree.empty_dirs))}, no files"
         kept = _kept_on_host(remote.files, {e.rel for e in entries})
         if self.decrypt_on_host:  # the plaintext dir keeps what the dataset dropped too
             # (not the temp files of a cut-short decryption: this run removes them)
@@ -760,6 +772,13 @@ class DatasetStep(Step):
             verb = "is" if len(links) == 1 else "are"
             kept += f"; {_count(len(links), 'symlink')} of the dataset {verb} not uploaded in encrypted mode"
             kept += f" (e.g. {links[0]!r})"
+        if self.encrypt and tree.empty_dirs:  # (each file's ciphertext travels: a dir with none, not)
+            gone = sorted(tree.empty_dirs)
+            verb = "is" if len(gone) == 1 else "are"
+            kept += (
+                f"; {_empty_dirs(len(gone))} of the dataset {verb} not uploaded in encrypted mode"
+                f" (e.g. {gone[0]!r}; --shards carries them)"
+            )
         kept = work.kept = kept + self._left_plaintext(ctx)
         # empty directories (rsync -a makes them; with nothing else to send it never ran)
         work.mkdirs = [] if self.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
@@ -785,9 +804,10 @@ class DatasetStep(Step):
         msg = f"send {len(work.send)} of {len(entries)} files ({format_bytes(send, binary=True)}) to {where}"
         if names:
             msg += f": {names}"
-        if work.mkdirs:
-            k = len(work.mkdirs)
-            msg += f"; make {k} empty {'directory' if k == 1 else 'directories'} (e.g. {work.mkdirs[0]!r})"
+        if work.mkdirs and not entries:  # (nothing else: "send 0 of 0 files (0 B)" said nothing)
+            msg = f"make {_made(work.mkdirs)} at {where}; the dataset has no files to send"
+        elif work.mkdirs:
+            msg += f"; make {_made(work.mkdirs)}"
         if work.decrypt:
             into = tree.landing(self.plain_target)
             msg += f"; decrypt {len(work.decrypt)} on the host into {into}{unpacked}"
@@ -796,7 +816,9 @@ class DatasetStep(Step):
                 f"; remove {_count(len(work.dec_temps), 'temp file')} a decryption cut short on the host"
                 f" left in {_shown(self.plain_target)} (e.g. {work.dec_temps[0]!r})"
             )
-        msg += f"{kept}; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
+        msg += kept
+        if entries:  # (no file: nothing to estimate)
+            msg += f"; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
         work.need = send  # the upload's size: its ETA and whether to measure the link first
         diff = {"target": self.target, "send": [e.rel for e in work.send], "bytes": send, "source": str(src)}
         return Plan(True, msg, diff=diff, data=work)
@@ -983,6 +1005,10 @@ class DatasetStep(Step):
         where = f"{ctx.host.name}:{self.shards_target}"
         n = len(work.tree.entries)
         total = f"{n} {'entry' if n == 1 else 'entries'} in {_count(len(work.groups), 'shard')}"
+        counted = f"{n} entries"  # (a dataset of only empty dirs: those, not "0 entries")
+        if not n and work.tree.empty_dirs:
+            counted = _empty_dirs(len(work.tree.empty_dirs))
+            total = f"{counted} in {_count(len(work.groups), 'shard')}"
         # whole: every shard there, none left over, and the host's manifest is this one (a shard
         # of a deleted file alone, or an emptied manifest, leaves the rest as it was)
         # (with nothing to send the shards are final: apply reuses this manifest)
@@ -1068,7 +1094,7 @@ class DatasetStep(Step):
         )
         msg = (
             f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
-            f" {build} to build) of {len(work.tree.entries)} entries to {where}"
+            f" {build} to build) of {counted} to {where}"
         )
         work.manifest_behind, work.redo = remote.manifest_sha != stored, redo
         if work.send_idx:
@@ -1082,7 +1108,7 @@ class DatasetStep(Step):
             if work.unpack:
                 todo.append(f"unpack into {self.plain_target}{redo}")
             msg = (
-                f"{'; '.join(todo)}: all {len(work.groups)} shards of {len(work.tree.entries)} entries"
+                f"{'; '.join(todo)}: all {len(work.groups)} shards of {counted}"
                 f" are at {where} already, nothing to send{note}"
             )
         diff = {
@@ -1321,12 +1347,13 @@ class DatasetStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync, verify by sha256 on the host, re-send mismatches once, decrypt on the host."""
         work: Work = plan.data
+        why = None
         if work.master is None:  # planned outside this process's plan() (or it could not start)
-            self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
+            why = self._open_master(ctx.host, ctx.inventory, ctx.known_hosts, ctx.project)
             work.master = self._masters.pop(ctx.host.name, None)
         if work.master is None:
             self._unlock()
-            return "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
+            return why or "cannot write the OpenSSH config for the upload under .gpuonboard/ssh/"
         cfg, alias, _control, work.ssh_opts = work.master
         try:  # (the lease and the probe too: any end closes the master)
             # the plaintext tree this run writes (checked for another copy's mark with the lease):
@@ -1474,6 +1501,10 @@ class DatasetStep(Step):
         checked = sum(1 for r in expect if (e := work.tree.entries.get(r)) is not None and e.kind == "l")
         also = f" and {_count(checked, 'symlink')}" if checked else ""  # (its target's sha256)
         msg += f"; {_count(len(expect) - checked, 'file')}{also} verified by sha256; estimate was {eta}"
+        if work.mkdirs and not expect:  # (rsync -a made them; "sent 0 files" said nothing of them)
+            msg = f"made {_made(work.mkdirs)} at {ctx.host.name}:{landed}; the dataset has no files to send"
+        elif work.mkdirs:
+            msg += f"; made {_made(work.mkdirs)}"
         if work.dec_temps:  # (partial plaintext a killed decryption left: never a dataset file)
             problem = self._remove_decrypt_temps(ctx, work)
             if problem:
@@ -2112,6 +2143,16 @@ def _shown(path: str) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _empty_dirs(n: int) -> str:
+    """Pure: '1 empty directory', '3 empty directories'."""
+    return f"{n} empty {'directory' if n == 1 else 'directories'}"
+
+
+def _made(dirs: Sequence[str]) -> str:
+    """Pure: the message's count of empty directories made on the host, with one example."""
+    return f"{_empty_dirs(len(dirs))} (e.g. {dirs[0]!r})"
 
 
 def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], where: str = "") -> str:

@@ -127,9 +127,18 @@ def rtt_check(samples_s: Sequence[float], warn_ms: float) -> Check:
     )
 
 
-def upload_check(mbit: float | None, shared_with: int = 0) -> Check:
+def upload_check(mbit: float | str | None, shared_with: int = 0) -> Check:
     """Upload throughput from the control machine through OpenSSH (information); `shared_with`:
-    how many other hosts' probes used this machine's link at the same time (--forks)."""
+    how many other hosts' probes used this machine's link at the same time (--forks); a str:
+    why the probe's OpenSSH config cannot be written (the dataset upload cannot run either)."""
+    if isinstance(mbit, str):
+        return Check(
+            "upload_throughput",
+            "(information)",
+            f"not measured: {mbit}",
+            "fail",
+            "the dataset step's upload goes through the same OpenSSH config",
+        )
     if mbit is None:
         return Check(
             "upload_throughput",
@@ -367,7 +376,7 @@ class NetworkStep(Step):
                 mbit = self._upload(ctx)
             finally:
                 shared_with = _UPLOAD_LINK.end(mark)
-            result["upload_mbit"] = mbit
+            result["upload_mbit"] = None if isinstance(mbit, str) else mbit
             result["upload_shared_with"] = shared_with
             checks.append(upload_check(mbit, shared_with))
         for peer in peers:
@@ -388,13 +397,16 @@ class NetworkStep(Step):
         msg, failed = _summary("network", checks)
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": result})
 
-    def _upload(self, ctx: StepContext) -> float | None:
+    def _upload(self, ctx: StepContext) -> float | str | None:
+        """Mbit/s of the probe (None: it did not run), or why its OpenSSH config cannot be written."""
         from .. import openssh
 
-        text, alias = openssh.config_text(
-            ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts")
+        config = openssh.write_for(
+            ctx.host, ctx.inventory, ctx.known_hosts or Path(".gpuonboard/known_hosts"), ctx.project
         )
-        cfg = openssh.write_config(ctx.project, ctx.host, text)
+        if isinstance(config, str):
+            return config
+        cfg, alias = config
         return transfer.probe_throughput(cfg, alias)
 
     def _iperf(self, ctx: StepContext, peer_name: str, seconds: int) -> dict[str, Any]:

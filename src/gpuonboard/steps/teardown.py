@@ -922,6 +922,7 @@ class PullOutcome:
     checks: TreeChecks = field(default_factory=TreeChecks)
     local_error: str = ""
     mark_error: str = ""  # the mark of this pull could not be written (disk full): nothing pulled
+    config_error: str = ""  # rsync's OpenSSH config could not be written: nothing made or pulled
 
 
 class TeardownPullStep(Step):
@@ -1063,6 +1064,12 @@ class TeardownPullStep(Step):
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """rsync into dest (resumable), then compare the host's sha256 manifest with local files."""
         dest = self.dest(ctx)
+        # rsync's OpenSSH config first: when it cannot be written, nothing is made, marked or pulled
+        default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
+        known = Path(str(self.args.get("known_hosts") or default_known))
+        config = openssh.write_for(ctx.host, self._inventory(ctx), known, ctx.project)
+        if isinstance(config, str):
+            return PullOutcome(0, "", {}, [], [], config_error=config)
         try:
             dest.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -1073,10 +1080,7 @@ class TeardownPullStep(Step):
         failed = mark_pulling(dest, Owner(h.name, h.address, h.port, self.results, False, host_key(ctx)))
         if failed:
             return PullOutcome(0, "", {}, [], [], mark_error=failed)
-        default_known = ctx.known_hosts or ctx.project / ".gpuonboard" / "known_hosts"
-        known = Path(str(self.args.get("known_hosts") or default_known))
-        text, alias = openssh.config_text(ctx.host, self._inventory(ctx), known)
-        argv = rsync_argv(alias, openssh.write_config(ctx.project, ctx.host, text), self.results, dest)
+        argv = rsync_argv(config[1], config[0], self.results, dest)
         try:
             # run so that a signal (or our death) stops rsync and its forked receiver too
             run = transfer.run_rsync(argv)
@@ -1096,6 +1100,8 @@ class TeardownPullStep(Step):
         out: PullOutcome = applied
         dest = self.dest(ctx)
         src = f"{ctx.host.name}:{self.results}"
+        if out.config_error:
+            return f"refusing to delete anything on {ctx.host.name}: nothing pulled: {out.config_error}"
         if out.local_error:
             return (
                 f"refusing to delete anything on {ctx.host.name}: cannot create the local copy's directory"
