@@ -110,13 +110,14 @@ def inventory_text(
 
 def shipped(installed: str, checkout: str) -> Path:
     """A directory sim.up needs from the package (installed, or the source checkout's)."""
-    from .resources import checkout_root, installed_root, shipped_dir
+    from .resources import checkout_root, installed_roots, shipped_dir
 
     found = shipped_dir(installed, checkout)
     if found is None:
+        places = [str(root / installed) for root in installed_roots()] + [str(checkout_root() / checkout)]
         raise UsageError(
-            f"gpuonboard's shipped {installed} directory is missing (neither"
-            f" {installed_root() / installed} nor {checkout_root() / checkout}); reinstall gpuonboard"
+            f"gpuonboard's shipped {installed} directory is missing (not in {', '.join(places[:-1])}"
+            f" nor {places[-1]}); reinstall gpuonboard"
         )
     return found
 

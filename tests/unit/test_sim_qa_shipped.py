@@ -42,13 +42,15 @@ def test_without_the_shipped_files_sim_up_says_so_and_starts_nothing(
 ) -> None:
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "prefix"))
     monkeypatch.setattr(resources, "checkout_root", lambda: tmp_path / "lib")
+    monkeypatch.setattr(resources, "user_root", lambda: tmp_path / "user" / "share" / "gpuonboard")
     base = tmp_path / "sim"
     with pytest.raises(UsageError) as err:
         sim.up(base, "h1", "a100-8x-nvlink")
     msg = str(err.value)
     assert msg == (
-        "gpuonboard's shipped inventory/vendors directory is missing (neither"
-        f" {tmp_path}/prefix/share/gpuonboard/inventory/vendors nor {tmp_path}/lib/inventory/vendors);"
+        "gpuonboard's shipped inventory/vendors directory is missing (not in"
+        f" {tmp_path}/prefix/share/gpuonboard/inventory/vendors,"
+        f" {tmp_path}/user/share/gpuonboard/inventory/vendors nor {tmp_path}/lib/inventory/vendors);"
         " reinstall gpuonboard"
     )
     assert not base.exists()  # (no key, no state, no sshd)
