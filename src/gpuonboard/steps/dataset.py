@@ -690,6 +690,17 @@ class DatasetStep(Step):
         threshold = int(self._setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
         if self.shards or (self.shards is None and len(entries) > threshold) or self.unpack:
             return self._plan_shards(ctx, src, work)
+        if self.encrypt and not tree.files:  # symlinks (and empty dirs) only: no ciphertext to make
+            # ("up to date at" named an .encrypted copy the host does not have)
+            links = sum(1 for e in entries if e.kind == "l")
+            dirs = " and its empty directories" if tree.empty_dirs else ""
+            return Plan(
+                False,
+                f"the dataset {src} holds no regular file, the only kind plain encrypted mode uploads"
+                f" (its {_count(links, 'symlink')}{dirs} are not; --shards carries them); nothing sent"
+                f" (what {ctx.host.name}:{self.target} holds is left as it is)",
+                diff={"sent": 0},
+            )
         taken = self._other_copy(ctx, [self.target] + ([self.plain_target] if self.decrypt_on_host else []))
         if taken:
             return Plan(False, taken, failed=True)
