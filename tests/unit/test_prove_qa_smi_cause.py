@@ -10,13 +10,12 @@ an `nvidia-smi` on PATH that prints those lines and exits as nvidia-smi does.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpuonboard.facts.gather import core_probes, parse_facts
+from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.prove import (
     allreduce_checks,
@@ -26,6 +25,8 @@ from gpuonboard.steps.prove import (
     parse_result,
     smoke_checks,
 )
+
+from .test_gpu_truth_followups_smi_failure import _probe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "prove"
 INFOROM = "WARNING: infoROM is corrupted at gpu 0000:02:00.0"
@@ -45,25 +46,6 @@ ADVICE = {
 }
 FRAME = "the NVIDIA driver does not answer, so this ran on the CPU and proves nothing about the GPUs"
 FIX_DRIVER = "fix the driver (see acceptance's nvidia_driver and gpu_health) and run prove again"
-
-
-def _probe(tmp_path: Path, text: str, code: int) -> ProbeOutput:
-    """The nvidia_smi fact probe's real output on a host whose nvidia-smi prints `text`."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (tmp_path / "message").write_text(text + "\n")
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f"#!/bin/sh\ncat '{tmp_path / 'message'}'\nexit {code}\n")
-    smi.chmod(0o755)
-    probe = next(p for p in core_probes() if p.name == "nvidia_smi")
-    out = subprocess.run(
-        ["sh", "-c", probe.command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
-    )
-    return ProbeOutput(out.stdout, out.stderr, out.returncode)
 
 
 def _load(name: str) -> dict[str, Any]:

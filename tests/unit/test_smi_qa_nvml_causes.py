@@ -17,18 +17,19 @@ runs through the real fact probe (`n -q -x || n -q || ... || n` under sh and tim
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from gpuonboard import ngc
-from gpuonboard.facts.gather import core_probes, parse_facts
+from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
+
+from .test_gpu_truth_followups_smi_failure import _probe
 
 # github.com/NVIDIA/nvidia-docker/issues/284, NVIDIA/nvidia-container-toolkit/issues/33 (exit 4:
 # nvidia-smi's "Insufficient Permissions")
@@ -76,25 +77,6 @@ NOT_FOUND = (
     " the order promised (or ask the vendor to) and run the check again"
 )
 HEALTH = "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; "
-
-
-def _probe(tmp_path: Path, line: str, code: int) -> ProbeOutput:
-    """The nvidia_smi fact probe's real output on a host whose nvidia-smi prints `line`."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (tmp_path / "message").write_text(line + "\n")
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f"#!/bin/sh\ncat '{tmp_path / 'message'}'\nexit {code}\n")
-    smi.chmod(0o755)
-    probe = next(p for p in core_probes() if p.name == "nvidia_smi")
-    out = subprocess.run(
-        ["sh", "-c", probe.command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
-    )
-    return ProbeOutput(out.stdout, out.stderr, out.returncode)
 
 
 def _health(raw: ProbeOutput) -> Check:

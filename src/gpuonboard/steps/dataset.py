@@ -692,12 +692,12 @@ class DatasetStep(Step):
             return self._plan_shards(ctx, src, work)
         if self.encrypt and not tree.files:  # symlinks (and empty dirs) only: no ciphertext to make
             # ("up to date at" named an .encrypted copy the host does not have)
-            links = sum(1 for e in entries if e.kind == "l")
-            dirs = " and its empty directories" if tree.empty_dirs else ""
+            n_links = sum(1 for e in entries if e.kind == "l")
+            and_dirs = " and its empty directories" if tree.empty_dirs else ""
             return Plan(
                 False,
                 f"the dataset {src} holds no regular file, the only kind plain encrypted mode uploads"
-                f" (its {_count(links, 'symlink')}{dirs} are not; --shards carries them); nothing sent"
+                f" (its {_count(n_links, 'symlink')}{and_dirs} are not; --shards carries them); nothing sent"
                 f" (what {ctx.host.name}:{self.target} holds is left as it is)",
                 diff={"sent": 0},
             )
