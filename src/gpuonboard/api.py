@@ -235,7 +235,9 @@ def execute(
         else:  # (the acceptance tables show the rules: this says what the other steps did)
             print_step_lines(results, con, without_checks=True)
         terminal.print_results(results, con, rules=show is None, lang=settings.lang)
-        con.print(f"reports: {out_dir}  log: {log.path}")
+        # as it is: one line (a wrapped path cannot be copied or grepped), no markup (a
+        # `[v2]` in a path was dropped)
+        con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
     else:  # "print nothing but errors": a line for each host that failed or was never reached
         for line in failure_lines(results):
             print(f"error: {shell.for_terminal(line, keep='')}", file=sys.stderr)
@@ -321,6 +323,7 @@ def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderS
 def list_inventory(selection: Selection, settings: Settings) -> int:
     """Print hosts with vendor, address and order spec."""
     from rich.table import Table
+    from rich.text import Text
 
     from .units import format_bytes, ram_order_bytes
 
@@ -331,7 +334,8 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
         if (names or selection.group or selection.limit)
         else list(inv.hosts.values())
     )
-    t = Table(title=f"inventory {inv.source}", title_justify="left")
+    # Text, never markup: a vendor name or order with `[...]` in it lost it (`[/x]`: internal error)
+    t = Table(title=Text(f"inventory {inv.source}"), title_justify="left")
     for col in ("host", "address", "groups", "vendor", "order"):
         # fold, never cut: an address shortened to `ubuntu@198.5…` on a narrow terminal is wrong
         t.add_column(col, overflow="fold")
@@ -359,7 +363,8 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
             parts.append(f"driver >= {o.min_driver}")
         via = f" via {' -> '.join(h.jump)}" if h.jump else ""
         address = "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
-        t.add_row(h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
+        cells = (h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
+        t.add_row(*(Text(cell) for cell in cells))
     con = terminal.console()
     con.print(t)
     from rich.markup import escape

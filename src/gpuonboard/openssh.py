@@ -35,6 +35,25 @@ def _ssh_path(value: str) -> str:
     return _ssh_value(value.replace("%", "%%"))
 
 
+# what a host name, an IPv4/IPv6 address and an IPv6 zone (`fe80::1%eth0`) are made of
+_HOST_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
+
+
+def _ssh_host(hop: Host) -> str:
+    """The HostName value for `hop`. OpenSSH puts it into a shell command for a jump chain
+    (ProxyJump runs `ssh -W '[%h]:%p' HOP` through sh, and so does our ProxyCommand): an
+    address holding a quote and `$(...)` ran that command on this machine, so only the
+    characters of a host name or IP address are accepted."""
+    if not _HOST_CHARS.fullmatch(hop.address):
+        bad = next(c for c in hop.address if not _HOST_CHARS.fullmatch(c))
+        raise ValueError(
+            f"host {hop.name!r}: address {hop.address!r} is not a host name or IP address (it holds"
+            f" {bad!r}, which OpenSSH, used by rsync, would pass to a shell); fix its 'address'"
+            " in the inventory"
+        )
+    return _ssh_path(hop.address)
+
+
 def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> tuple[str, str]:
     """An ssh_config text for OpenSSH (used by rsync -e) with the host's settings, and its alias.
 
@@ -49,7 +68,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
         alias = f"gpuonboard-hop{i}" if i < len(chain) - 1 else "gpuonboard-target"
         lines += [
             f"Host {alias}",
-            f"  HostName {_ssh_path(hop.address)}",
+            f"  HostName {_ssh_host(hop)}",
             f"  Port {int(hop.port)}",
             f"  User {_ssh_value(hop.user)}",
             f"  UserKnownHostsFile {_ssh_path(str(known_hosts.resolve()))}",

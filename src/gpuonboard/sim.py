@@ -125,37 +125,83 @@ def shipped(installed: str, checkout: str) -> Path:
 STATE_FILE = "testhosts-state.json"
 
 
+def sshd_of(pid: int, config: Path) -> bool:
+    """True only when `pid` is an sshd started with `-f config` (exactly that path): its
+    executable is sshd and its command line, as argv (`sshd`, `-f`, `CONFIG`, ...) or as the
+    title a listening sshd gives itself (`sshd: /usr/sbin/sshd -f CONFIG -E LOG [listener] ...`),
+    names that config. Another config whose path merely contains this one (a base under
+    another base, `CONFIG.bak`) is not this host's."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    if not os.path.basename(exe).startswith("sshd"):
+        return False
+    want = os.fsencode(config)
+    argv = cmdline.rstrip(b"\0").split(b"\0")
+    if any(a == b"-f" and b == want for a, b in zip(argv, argv[1:], strict=False)) or b"-f" + want in argv:
+        return True
+    title = b" ".join(argv) + b" "
+    return b" -f " + want + b" " in title
+
+
+def _host_dirs(base: Path) -> list[Path]:
+    """The host dirs sim.up makes under base: `base/hosts/<name>`."""
+    return sorted(d for d in (base / "hosts").glob("*") if d.is_dir())
+
+
 def stop_unrecorded(base: Path) -> int:
     """Stop the daemons a state file that cannot be read no longer lists: each host dir's under
-    base (its pid file, or the pid the state file still names), only a process that is that
-    host's own sshd (the PID's command line names its config); how many were running."""
+    base/hosts (its pid file, and the pid the state file still names for that dir; a dir it
+    names elsewhere is not sim.up's under this base), only a process that is that host's own
+    sshd (see sshd_of); how many were running."""
     import json
 
     from .testhosts import TestHost
 
-    pids: dict[Path, int | None] = {d: None for d in sorted((base / "hosts").glob("*/"))}
+    pids: dict[Path, set[int]] = {}
+    for d in _host_dirs(base):
+        try:
+            pids[d] = {int((d / "sshd.pid").read_text().split()[0])}
+        except (OSError, ValueError, IndexError):
+            pids[d] = set()
     try:
         listed = json.loads((base / STATE_FILE).read_text()).get("hosts", [])
-        pids.update({Path(h["dir"]): int(h["pid"]) for h in listed if h.get("pid")})
+        for h in listed:
+            if Path(h["dir"]) in pids and h.get("pid"):
+                pids[Path(h["dir"])].add(int(h["pid"]))
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     stopped = 0
-    for host_dir, pid in pids.items():
-        host = TestHost(
-            name=host_dir.name,
-            address="",
-            port=0,
-            profile=None,
-            dir=host_dir,
-            pid=pid,
-            host_key_pub="",
-            fingerprint="",
-            log_path=host_dir / "sshd.log",
-        )
-        if host.is_running():
-            host.stop()
-            stopped += 1
+    for host_dir, candidates in pids.items():
+        for pid in sorted(candidates):
+            if pid <= 1 or not sshd_of(pid, host_dir / "sshd_config"):
+                continue
+            host = TestHost(
+                name=host_dir.name,
+                address="",
+                port=0,
+                profile=None,
+                dir=host_dir,
+                pid=pid,
+                host_key_pub="",
+                fingerprint="",
+                log_path=host_dir / "sshd.log",
+            )
+            if host.is_running():
+                host.stop()
+                stopped += 1
     return stopped
+
+
+def outside_hosts(base: Path, pool: TestHostPool) -> str | None:
+    """Pure but for paths: the first recorded host whose dir is not `base/hosts/<its name>`
+    (a state file edited, or copied from another base), as a phrase; None when all are."""
+    for host in pool.hosts.values():
+        if host.dir != base / "hosts" / host.name:
+            return f"host {host.name!r} has its dir at {host.dir}, not under {base / 'hosts'}"
+    return None
 
 
 def recorded_pool(base: Path) -> TestHostPool | None:
@@ -168,7 +214,12 @@ def recorded_pool(base: Path) -> TestHostPool | None:
     if not state.exists():
         return None
     try:
-        return TestHostPool.load_state(base)
+        pool = TestHostPool.load_state(base)
+        # (its daemons are stopped by pid: only this base's own hosts, never another's)
+        elsewhere = outside_hosts(base, pool)
+        if elsewhere is not None:
+            raise ValueError(elsewhere)
+        return pool
     except Exception as exc:
         n = stop_unrecorded(base)
         state.unlink(missing_ok=True)

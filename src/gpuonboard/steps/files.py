@@ -280,18 +280,20 @@ def follow_arg(value: Any) -> bool:
 
 
 def state_command(dest: str, follow: bool) -> str:
-    """The read-only probe of `dest`: a first line `link TARGET` for a symlink, then
-    `directory`, `special` (a device, FIFO or socket), `unresolved` (with `follow`: a link
-    loop, or a missing directory), or the mode and sha256 of the file the path reads (the
-    link's target: `stat -L`, as the link's own mode is always 777), or nothing when absent.
-    Plain files cost two execs, no subshells (cheap on 50 hosts)."""
-    resolve = ' f=$(readlink -f -- "$f") || { echo unresolved; exit 0; };' if follow else ""
+    """The read-only probe of `dest`: `directory`, `special` (a device, FIFO or socket),
+    `unresolved` (with `follow`: a link loop, or a missing directory), or the mode and sha256
+    of the file the path reads (the link's target: `stat -L`, as the link's own mode is always
+    777), or nothing when absent; then, for a symlink, `link TARGET` LAST: a target may hold
+    line breaks (`x<LF>644 <sha256>` must not read as a file that is up to date), so everything
+    from that line on is the target. Plain files cost two execs, no subshells (cheap on 50 hosts)."""
+    resolve = ' f=$(readlink -f -- "$f") || { echo unresolved; f=; };' if follow else ""
     return (
-        f"f={shell.quote(dest)}"
-        f'; if [ -L "$f" ]; then printf \'link %s\\n\' "$(readlink -- "$f")";{resolve} fi'
-        '; if [ -d "$f" ]; then echo directory; exit 0; fi'
-        '; if [ -f "$f" ]; then stat -L -c %a "$f" && sha256sum < "$f"'
+        f"f={shell.quote(dest)}; l="
+        f'; if [ -L "$f" ]; then l=$(readlink -- "$f");{resolve} fi'
+        '; if [ -z "$f" ]; then :; elif [ -d "$f" ]; then echo directory'
+        '; elif [ -f "$f" ]; then stat -L -c %a "$f" && sha256sum < "$f"'
         '; elif [ -e "$f" ] && [ ! -L "$f" ]; then echo special; fi'
+        '; [ -z "$l" ] || printf \'link %s\\n\' "$l"'
     )
 
 
@@ -306,11 +308,12 @@ class RemoteState:
 
 
 def parse_state(stdout: str) -> RemoteState:
-    """Pure: state_command's output."""
+    """Pure: state_command's output (the `link` line and all after it: the link's target)."""
     lines = stdout.splitlines()
     link = None
-    if lines and lines[0].startswith("link "):
-        link, lines = lines[0][len("link ") :], lines[1:]
+    at = next((i for i, line in enumerate(lines) if line.startswith("link ")), None)
+    if at is not None:
+        link, lines = "\n".join([lines[at][len("link ") :], *lines[at + 1 :]]), lines[:at]
     words = " ".join(lines).split()
     if not words:
         return RemoteState("absent", link=link)
