@@ -8,6 +8,7 @@ fresh, isolated podman storage through the `docker` wrapper first on its PATH.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -44,6 +46,31 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _broken_registry() -> Iterator[str]:
+    """A mirror that is up but broken: it takes each connection, answers one line that is
+    neither TLS nor HTTP and hangs up. Every pull from it fails at once (podman gives a
+    refused connection 3 retries 1 s apart of its own, which cost 3 s a pull here)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                with conn, contextlib.suppress(OSError):
+                    conn.sendall(b"not a registry\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
 
 
 @dataclass
@@ -317,34 +344,36 @@ def test_pull_through_vendor_mirror_tags_canonical_name(
 def test_a_list_of_mirrors_falls_back_to_the_next_one(
     project: Project, pool: TestHostPool, registry: Registry, ctr: Podman
 ) -> None:
-    """`registry_mirror: [dead, good]`: the dead mirror's pull fails (after its retries), the next
-    one serves the image, tagged back to the canonical name; the message names where it came
+    """`registry_mirror: [broken, good]`: the broken mirror's pull fails (after its retries), the
+    next one serves the image, tagged back to the canonical name; the message names where it came
     from and what failed before. Never the image's own registry (pull_fallback_origin unset)."""
-    dead = f"127.0.0.1:{_free_port()}"
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
-    image = f"nvcr.io/{REPO_TAG}"
-    mirrors = [f"http://{dead}/", f"http://{registry.address}/"]
-    _inventory(project, pool, "ctr", container_image=image, registry_mirror=mirrors, pull_retries=1)
-    r = project.cli("container", "--host", "ctr")
-    assert r.returncode == 0, r.stdout + r.stderr
-    step = _step(project)
-    assert step["msg"].startswith(f"pulled {image} via mirror {registry.address} after 3 attempts ("), step
-    assert step["diff"]["after"]["pulled_from"] == f"{registry.address}/{REPO_TAG}"
-    log = _log(project)
-    assert log.count(f"docker pull {dead}/{REPO_TAG}") == 2 and "docker pull nvcr.io" not in log
-    inspect = subprocess.run([*ctr.argv, "image", "inspect", image], env=ctr.env, capture_output=True)
-    assert inspect.returncode == 0
-    # every mirror failing: one sentence naming each, in order; still never nvcr.io
-    subprocess.run([*ctr.argv, "rmi", "-a", "-f"], env=ctr.env, capture_output=True)
-    other = f"127.0.0.1:{_free_port()}"
-    _inventory(project, pool, "ctr", container_image=image, registry_mirror=[dead, other], pull_retries=0)
-    r = project.cli("container", "--host", "ctr")
-    assert r.returncode == 1, r.stdout + r.stderr
-    msg = _step(project)["msg"]
-    assert msg.startswith(
-        f"pulling {image} failed from each of its 2 sources, in order (2 attempts in all): mirror {dead}: "
-    ), msg
-    assert f"; mirror {other}: " in msg and "docker pull nvcr.io" not in _log(project)
+    with _broken_registry() as dead, _broken_registry() as other:
+        _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+        image = f"nvcr.io/{REPO_TAG}"
+        mirrors = [f"http://{dead}/", f"http://{registry.address}/"]
+        _inventory(project, pool, "ctr", container_image=image, registry_mirror=mirrors, pull_retries=1)
+        r = project.cli("container", "--host", "ctr")
+        assert r.returncode == 0, r.stdout + r.stderr
+        step = _step(project)
+        assert step["msg"].startswith(f"pulled {image} via mirror {registry.address} after 3 attempts ("), (
+            step
+        )
+        assert step["diff"]["after"]["pulled_from"] == f"{registry.address}/{REPO_TAG}"
+        log = _log(project)
+        assert log.count(f"docker pull {dead}/{REPO_TAG}") == 2 and "docker pull nvcr.io" not in log
+        inspect = subprocess.run([*ctr.argv, "image", "inspect", image], env=ctr.env, capture_output=True)
+        assert inspect.returncode == 0
+        # every mirror failing: one sentence naming each, in order; still never nvcr.io
+        subprocess.run([*ctr.argv, "rmi", "-a", "-f"], env=ctr.env, capture_output=True)
+        _inventory(project, pool, "ctr", container_image=image, registry_mirror=[dead, other], pull_retries=0)
+        r = project.cli("container", "--host", "ctr")
+        assert r.returncode == 1, r.stdout + r.stderr
+        msg = _step(project)["msg"]
+        assert msg.startswith(
+            f"pulling {image} failed from each of its 2 sources, in order (2 attempts in all):"
+            f" mirror {dead}: "
+        ), msg
+        assert f"; mirror {other}: " in msg and "docker pull nvcr.io" not in _log(project)
 
 
 def test_registry_down_then_back_is_retried(

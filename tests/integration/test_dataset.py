@@ -674,14 +674,15 @@ def test_preflight_measures_the_upload_speed_when_the_upload_is_long(
 
 
 def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path) -> None:
-    """The host swallows nothing (its `head -c` stalls): the probe gives up after its round
-    timeout and the ETA falls back to the configured speed; a bad upload_probe is one sentence."""
+    """The host swallows nothing (its `head -c` stalls for 20 s): the probe gives up after its
+    round timeout (`upload_probe_timeout`, 1 s here; 15 s by default) and the ETA falls back to
+    the configured speed; a bad upload_probe or upload_probe_timeout is one sentence."""
     from gpuonboard.testhosts.toolbox import add_executable
 
     h = project.pool.hosts["dataset"]
     real = shutil.which("head")
     stall = f'#!/bin/sh\ncase "$1" in -c) exec sleep 20 ;; esac\nexec {real} "$@"\n'
-    setup(project, tmp_path, upload_mbit=0.001)
+    setup(project, tmp_path, upload_mbit=0.001, upload_probe_timeout=1)
     fake = add_executable(h.bin_dir, "head", stall)
     try:
         start = time.monotonic()
@@ -690,11 +691,18 @@ def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path
     finally:
         fake.unlink()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "(configured)" in step(project)["msg"] and took < 40, (took, step(project))
+    # (a probe that waited for the stalled host would take the 20 s, and say "(measured)")
+    assert "(configured)" in step(project)["msg"] and took < 10, (took, step(project))
     setup(project, tmp_path / "2", upload_probe="flase")
     r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 1 and step(project)["msg"] == (
         "upload_probe must be auto, true or false, not 'flase' (vars.upload_probe or the step's upload_probe)"
+    ), step(project)
+    setup(project, tmp_path / "3", upload_probe_timeout="soon")
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and step(project)["msg"] == (
+        "upload_probe_timeout must be a number of seconds above 0, not 'soon'"
+        " (vars.upload_probe_timeout or the step's upload_probe_timeout)"
     ), step(project)
 
 
@@ -1017,10 +1025,11 @@ def _many_small(src: Path, n: int = 600) -> None:
         (d / f"f{i:04d}.bin").write_bytes(os.urandom(300 + i % 500))
 
 
-def _unpacked_upload(project: Project, tmp_path: Path) -> tuple[Path, Path]:
-    """600 small files uploaded in 64 KiB shards with --unpack: (source, data dir)."""
+def _unpacked_upload(project: Project, tmp_path: Path, n: int = 600) -> tuple[Path, Path]:
+    """n small files (600; above 100: shard mode) uploaded in 64 KiB shards with --unpack:
+    (source, data dir)."""
     src = tmp_path / "local" / "many"
-    _many_small(src)
+    _many_small(src, n)
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
     entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100})
@@ -1155,7 +1164,7 @@ def test_decrypt_on_host_over_an_unpacked_tree_never_trusts_its_mtimes(
     """An unpacked tree's files carry the unpack's mtimes: a file edited (same size) in that very
     second matched by size and mtime, was never decrypted, and the run said verified, then "up to
     date". After an unpack, plain --decrypt-on-host decrypts every file once."""
-    src, data_dir = _unpacked_upload(project, tmp_path)
+    src, data_dir = _unpacked_upload(project, tmp_path, n=150)  # (each file is encrypted here)
     key, pub = _age_key(tmp_path)
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
     entry["vars"].update(

@@ -125,6 +125,7 @@ class DatasetStep(Step):
         "unpack": "shard mode: unpack the shards into <dest>/<name>/ on the host (temp dir, then renamed)",
         "upload_mbit": "link speed for the ETA when no probe runs (default vars.upload_mbit, 100)",
         "upload_probe": "measure the upload speed for the ETA: auto (uploads of 200 s or more), true, false",
+        "upload_probe_timeout": "seconds a round of the upload probe may take, then it gives up (default 15)",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -635,6 +636,12 @@ class DatasetStep(Step):
             self._probe_mode(ctx)
         except StepArgsError as exc:
             return Plan(False, f"{exc} (vars.upload_probe or the step's upload_probe)", failed=True)
+        try:
+            self._probe_timeout(ctx)
+        except StepArgsError as exc:
+            return Plan(
+                False, f"{exc} (vars.upload_probe_timeout or the step's upload_probe_timeout)", failed=True
+            )
         if not self.dest:
             return Plan(
                 False,
@@ -1213,6 +1220,17 @@ class DatasetStep(Step):
             return False
         raise StepArgsError(f"upload_probe must be auto, true or false, not {value!r}")
 
+    def _probe_timeout(self, ctx: StepContext) -> float:
+        """`upload_probe_timeout`: seconds a probe round may take (default 15); StepArgsError otherwise."""
+        value = self._setting(ctx, "upload_probe_timeout", transfer.PROBE_ROUND_TIMEOUT)
+        try:
+            seconds = float(value) if not isinstance(value, bool) else -1.0
+        except (TypeError, ValueError):
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise StepArgsError(f"upload_probe_timeout must be a number of seconds above 0, not {value!r}")
+        return seconds
+
     def _preflight(self, ctx: StepContext, need: int, master: tuple[Path, str, Path, list[str]]) -> str:
         """The ETA sentence, shown before the first byte: from a short throughput probe over the
         master connection (up to 16 MiB or 2 s into `cat > /dev/null`) when the upload would take
@@ -1228,7 +1246,7 @@ class DatasetStep(Step):
             if ctx.progress:
                 ctx.progress(f"step {self.label}: measuring the upload speed (2 s)")
             cfg, alias, _control, opts = master
-            mbit = transfer.probe_throughput(cfg, alias, ssh_opts=opts)
+            mbit = transfer.probe_throughput(cfg, alias, timeout=self._probe_timeout(ctx), ssh_opts=opts)
         if mbit:
             eta = f"{transfer.format_eta(need, mbit)} (measured)"
         else:
