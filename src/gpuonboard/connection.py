@@ -1194,6 +1194,19 @@ def _close_all(conns: list[Any]) -> None:
             c.close()
 
 
+def _closed_early(exc: BaseException) -> bool:
+    """Whether the connection was closed under paramiko (an EOF or a reset in the exception's
+    chain), rather than left silent until the timeout."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, EOFError | ConnectionResetError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _reason(exc: BaseException, hop: Host | None = None) -> str:
     if isinstance(exc, socket.timeout | TimeoutError):
         return "connection timed out"
@@ -1205,6 +1218,13 @@ def _reason(exc: BaseException, hop: Host | None = None) -> str:
     text = str(exc) or type(exc).__name__
     if "Unable to connect" in text or "Errno 111" in text:
         return "connection refused"
+    if hop is not None and text.startswith("Error reading SSH protocol banner") and _closed_early(exc):
+        # (in a split second: not a timeout; a proxy or firewall that takes the connection and
+        # drops it, an sshd refusing by MaxStartups or tcp_wrappers, a port of another service)
+        return (
+            "the server closed the connection before sending its SSH greeting (is this port an SSH"
+            " server, or does a firewall or proxy cut it?)"
+        )
     if hop is not None and (
         text in ("No existing session", "Negotiation failed.")
         or text.startswith("Error reading SSH protocol banner")

@@ -10,6 +10,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,6 +129,8 @@ def test_a_port_that_speaks_no_ssh_times_out_with_its_own_words(tmp_path: Path) 
 
 CHECK_DNS = """
 import sys
+import threading
+import time
 from pathlib import Path
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
 from gpuonboard.errors import ConnectError
@@ -154,3 +158,39 @@ def test_a_name_that_does_not_resolve_says_dns(tmp_path: Path) -> None:
         "host typo (gpu-node-7.invalid:22) is unreachable: the name 'gpu-node-7.invalid' does not resolve ("
     ), out.stdout + out.stderr
     assert "; DNS)" in out.stdout
+
+
+def test_a_port_that_hangs_up_at_once_is_not_called_a_timeout(tmp_path: Path) -> None:
+    """A port that takes the connection and closes it (a proxy, a firewall, an sshd over its
+    MaxStartups) was said to time out ("did not finish within 10 s") after a split second."""
+    with socket.socket() as rude:
+        rude.bind(("127.0.0.1", 0))
+        rude.listen(4)
+        port = rude.getsockname()[1]
+        stop = threading.Event()
+
+        def hang_up() -> None:
+            rude.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    conn, _ = rude.accept()
+                except OSError:
+                    continue
+                conn.close()
+
+        t = threading.Thread(target=hang_up)
+        t.start()
+        try:
+            host = Host(name="rude", address="127.0.0.1", port=port, user="root", connect_timeout=10)
+            started = time.monotonic()
+            with pytest.raises(ConnectError) as err:
+                _connect(host, tmp_path / "known")
+        finally:
+            stop.set()
+            t.join()
+    assert time.monotonic() - started < 5
+    assert str(err.value) == (
+        f"host rude (127.0.0.1:{port}) is unreachable: the server closed the connection before sending"
+        " its SSH greeting (is this port an SSH server, or does a firewall or proxy cut it?); check the"
+        " address, port and firewall, or whether the server is up."
+    )
