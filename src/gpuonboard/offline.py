@@ -12,11 +12,11 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import UsageError
-from .facts.gather import Facts, parse_facts
+from .facts.gather import CORE_NAMES, Facts, parse_facts
 from .facts.probe import ProbeOutput
 from .inventory import OrderSpec, parse_order
 from .steps import acceptance, gpu_health
@@ -27,6 +27,11 @@ KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_releas
 # the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
 # landed in the vendor's folder is not read into memory whole only to be refused
 MAX_OUTPUT_BYTES = 32 * 2**20
+# the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
+# with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
+RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc"})
+SUMMARY_SCHEMA_PREFIX = "gpuonboard.summary/"
+MAX_SUMMARY_BYTES = 64 * 2**20
 
 
 def detect_kind(text: str) -> str | None:
@@ -106,6 +111,7 @@ def expand(paths: Sequence[str]) -> list[Path]:
                 continue
             path = Path(part)
             if path.is_dir():
+                _refuse_run_folder(path, part)
                 files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
                 if not files:  # judged nothing, it exited 0 with an empty table
                     raise UsageError(
@@ -123,43 +129,183 @@ def expand(paths: Sequence[str]) -> list[Path]:
     return out
 
 
-def load_outputs(paths: Sequence[str]) -> dict[str, ProbeOutput]:
-    """Read files, detect kinds; errors name the file."""
+def _run_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The summary.json of a gpuonboard run directory (None: there is none, or it is not ours)."""
+    path = run_dir / "summary.json"
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SUMMARY_BYTES + 1)
+        doc = json.loads(data) if len(data) <= MAX_SUMMARY_BYTES else None
+    except (OSError, ValueError):
+        return None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(schema, str) or not schema.startswith(SUMMARY_SCHEMA_PREFIX):
+        return None
+    assert isinstance(doc, dict)
+    return doc
+
+
+def _raw_record_file(host: str, probe: str, rec: Mapping[str, Any]) -> PurePosixPath:
+    """Where the run wrote a probe's raw output (`raw/<host>/<probe>.txt`, as its summary.json
+    records it; a run of before that record: the names reduced as that version did)."""
+    from .report.render import legacy_safe_name
+
+    file = rec.get("file")
+    if isinstance(file, str):
+        return PurePosixPath(file)
+    return PurePosixPath("raw", legacy_safe_name(host), f"{legacy_safe_name(probe)}.txt")
+
+
+def raw_dir_manifest(folder: Path) -> dict[str, tuple[str, int]] | None:
+    """For a host's folder of a gpuonboard run (`reports/<run>/raw/<host>/`, recognised by the
+    run's own summary.json, whose `raw` records name the files in it): file name -> (probe,
+    exit code). None for any other folder (a user's own: each file is judged by its content)."""
+    try:
+        real = folder.resolve()
+    except (OSError, RuntimeError):
+        return None
+    if real.parent.name != "raw":
+        return None
+    doc = _run_summary(real.parent.parent)
+    hosts = doc.get("hosts") if doc is not None else None
+    out: dict[str, tuple[str, int]] = {}
+    for host in hosts if isinstance(hosts, list) else ():
+        records = host.get("raw") if isinstance(host, dict) else None
+        for probe, rec in records.items() if isinstance(records, dict) else ():
+            if not isinstance(rec, dict):
+                continue
+            parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
+            if len(parts) == 3 and parts[0] == "raw" and parts[1] == real.name:
+                code = rec.get("exit_code")
+                out[parts[2]] = (str(probe), code if type(code) is int else 0)
+    return out or None
+
+
+def _run_hosts(doc: Mapping[str, Any]) -> list[str]:
+    """The host folders under raw/ that a run's summary.json records, in its order."""
+    names: list[str] = []
+    for host in doc.get("hosts") or ():
+        records = host.get("raw") if isinstance(host, dict) else None
+        for probe, rec in records.items() if isinstance(records, dict) else ():
+            if isinstance(rec, dict):
+                parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
+                if len(parts) == 3 and parts[1] not in names:
+                    names.append(parts[1])
+    return names
+
+
+def _refuse_run_folder(path: Path, given_as: str) -> None:
+    """A gpuonboard run's folder (`reports/<run>/`) or its `raw/` is not one box's outputs: say
+    which folder to give (summary.json was 'not a recognised command output')."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return
+    doc = _run_summary(real)
+    if doc is not None:
+        run = real
+    elif real.name == "raw" and (doc := _run_summary(real.parent)) is not None:
+        run = real.parent
+    else:
+        return
+    hosts = _run_hosts(doc)
+    example = (
+        str(Path(given_as) / "raw" if run == real else Path(given_as))
+        + f"/{hosts[0] if hosts else '<host>'}/"
+    )
+    shown = f" (its hosts: {', '.join(hosts)})" if hosts else ""
+    raise UsageError(
+        f"{given_as}: this is a gpuonboard run's folder, not one box's saved outputs; give one host's"
+        f" folder of it{shown}, e.g. {example}"
+    )
+
+
+def _read_saved(path: Path) -> bytes:
+    """A saved output's bytes (errors name the file)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_OUTPUT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
+    if len(data) > MAX_OUTPUT_BYTES:
+        raise UsageError(
+            f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
+            " leave it out of the files to judge."
+        )
+    return data
+
+
+def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
+    """A user's saved output: its kind detected from its content (errors name the file)."""
+    text = strip_prompt(decode_saved(data))
+    kind = detect_kind(text)
+    if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
+        kind = "nproc"  # (a bare number: known by its file name only)
+    if kind is None:
+        raise UsageError(
+            f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
+            " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release, nvcc --version, or"
+            " nproc in a file named nproc*)."
+        )
+    if kind == "nvidia_smi":
+        _refuse_damaged_xml(path, text)
+    if kind == "free":
+        from .facts import memory
+
+        text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
+    return kind, ProbeOutput(text, "", 0)
+
+
+def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
+    """A run's own raw output, as the live run read it: no prompt to strip, the probe's own
+    command (`free -k`), and the exit code its summary.json records."""
+    text = decode_saved(data)
+    if probe == "nvidia_smi" and code == 0:
+        _refuse_damaged_xml(path, text)
+    return ProbeOutput(text, "", code)
+
+
+def _skipped_note(folder: Path, probes: Sequence[str]) -> str:
+    many = len(probes) != 1
+    return (
+        f"{folder}: {len(probes)} saved output{'s' if many else ''} of this gpuonboard run skipped,"
+        f" offline judging does not read {'them' if many else 'it'} ({', '.join(sorted(probes))})."
+    )
+
+
+def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[str, ProbeOutput]:
+    """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
+    (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
+    judging does not read is skipped, and one line per such folder is added to `notes`."""
     raw: dict[str, ProbeOutput] = {}
     origin: dict[str, Path] = {}
+    manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
+    skipped: dict[Path, list[str]] = {}
     for path in expand(paths):
-        try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_OUTPUT_BYTES + 1)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
-        if len(data) > MAX_OUTPUT_BYTES:
-            raise UsageError(
-                f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
-                " leave it out of the files to judge."
-            )
-        text = strip_prompt(decode_saved(data))
-        kind = detect_kind(text)
-        if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
-            kind = "nproc"  # (a bare number: known by its file name only)
-        if kind is None:
-            raise UsageError(
-                f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-                " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release, nvcc --version, or"
-                " nproc in a file named nproc*)."
-            )
+        if path.parent not in manifests:
+            manifests[path.parent] = raw_dir_manifest(path.parent)
+        recorded = (manifests[path.parent] or {}).get(path.name)
+        if recorded is not None and recorded[0] not in RAW_DIR_PROBES:
+            skipped.setdefault(path.parent, []).append(recorded[0])
+            continue
+        data = _read_saved(path)
+        if recorded is not None:
+            kind, out = recorded[0], _run_output(path, data, *recorded)
+        else:
+            kind, out = _saved_output(path, data)
         if kind in raw:
             raise UsageError(
                 f"{path}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
             )
-        if kind == "nvidia_smi":
-            _refuse_damaged_xml(path, text)
-        origin[kind] = path
-        if kind == "free":
-            from .facts import memory
-
-            text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
-        raw[kind] = ProbeOutput(text, "", 0)
+        origin[kind], raw[kind] = path, out
+    if notes is not None:
+        notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
+    if not raw:
+        raise UsageError(
+            f"{', '.join(str(f) for f in skipped)}: none of these saved outputs of a gpuonboard run is"
+            " one offline judging reads (nvidia-smi, topo -m, lscpu, free, df, lsblk, os-release, nvcc,"
+            " nproc, ...)."
+        )
     return raw
 
 
@@ -253,7 +399,15 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     """Parse, print, and return the exit code (1 when any rule fails)."""
     if not paths:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
-    raw = load_outputs(paths)
+    notes: list[str] = []
+    raw = load_outputs(paths, notes)
+    if notes:
+        from rich.markup import escape
+
+        from .report.terminal import console
+
+        for line in notes:  # on stderr: stdout stays the table, or JSON with --json
+            console(stderr=True).print(f"note: {escape(line)}", soft_wrap=True)
     facts = parse_facts(raw)
     checks = judge(facts, order)
     if as_json:

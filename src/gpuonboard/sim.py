@@ -16,6 +16,7 @@ import yaml
 
 from .errors import UsageError
 from .shell import quote
+from .testhosts.hosts import sshd_of  # (sim.sshd_of: a host dir's own sshd, by its exact `-f CONFIG`)
 
 if TYPE_CHECKING:
     from .testhosts import TestHostPool
@@ -123,27 +124,6 @@ def shipped(installed: str, checkout: str) -> Path:
 
 
 STATE_FILE = "testhosts-state.json"
-
-
-def sshd_of(pid: int, config: Path) -> bool:
-    """True only when `pid` is an sshd started with `-f config` (exactly that path): its
-    executable is sshd and its command line, as argv (`sshd`, `-f`, `CONFIG`, ...) or as the
-    title a listening sshd gives itself (`sshd: /usr/sbin/sshd -f CONFIG -E LOG [listener] ...`),
-    names that config. Another config whose path merely contains this one (a base under
-    another base, `CONFIG.bak`) is not this host's."""
-    try:
-        exe = os.readlink(f"/proc/{pid}/exe")
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    if not os.path.basename(exe).startswith("sshd"):
-        return False
-    want = os.fsencode(config)
-    argv = cmdline.rstrip(b"\0").split(b"\0")
-    if any(a == b"-f" and b == want for a, b in zip(argv, argv[1:], strict=False)) or b"-f" + want in argv:
-        return True
-    title = b" ".join(argv) + b" "
-    return b" -f " + want + b" " in title
 
 
 def _host_dirs(base: Path) -> list[Path]:

@@ -86,14 +86,25 @@ def process_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _is_sshd_for(pid: int, config: Path) -> bool:
-    """True only if ``pid`` runs sshd and its command line names ``config``."""
+def sshd_of(pid: int, config: Path) -> bool:
+    """True only when `pid` is an sshd started with `-f config` (exactly that path): its
+    executable is sshd and its command line, as argv (`sshd`, `-f`, `CONFIG`, ...) or as the
+    title a listening sshd gives itself (`sshd: /usr/sbin/sshd -f CONFIG -E LOG [listener] ...`),
+    names that config. Another config whose path merely contains this one (a base under
+    another base, `CONFIG.bak`) is not this host's."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return os.path.basename(exe).startswith("sshd") and str(config).encode() in cmdline
+    if not os.path.basename(exe).startswith("sshd"):
+        return False
+    want = os.fsencode(config)
+    argv = cmdline.rstrip(b"\0").split(b"\0")
+    if any(a == b"-f" and b == want for a, b in zip(argv, argv[1:], strict=False)) or b"-f" + want in argv:
+        return True
+    title = b" ".join(argv) + b" "
+    return b" -f " + want + b" " in title
 
 
 def parent_map() -> dict[int, int]:
@@ -308,7 +319,7 @@ class TestHost:
 
     def _live_pid(self) -> int | None:
         pid = self.pid if self.pid is not None else _read_pid(self.pid_path)
-        if pid is not None and _is_sshd_for(pid, self.config_path) and process_alive(pid):
+        if pid is not None and sshd_of(pid, self.config_path) and process_alive(pid):
             return pid
         return None
 
@@ -335,7 +346,7 @@ class TestHost:
         """Wait for our pid file and banner; False if the address was taken meanwhile."""
         while True:
             pid = _read_pid(self.pid_path)
-            if pid is not None and _is_sshd_for(pid, self.config_path) and self._banner():
+            if pid is not None and sshd_of(pid, self.config_path) and self._banner():
                 self.pid = pid
                 return True
             log = self._log_since(offset)
