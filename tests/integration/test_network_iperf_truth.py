@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from conftest import Project, host_entry
 
-from gpuonboard.steps.network import IPERF_CLIENT_SLACK_S
 from gpuonboard.testhosts import TestHost, TestHostPool
 
 pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
@@ -34,9 +33,11 @@ def hosts(pool: TestHostPool) -> Iterator[dict[str, TestHost]]:
         h.stop()
 
 
-def _write(project: Project, hosts: dict[str, TestHost], **peer_vars: Any) -> None:
+def _write(project: Project, hosts: dict[str, TestHost], slack: int | None = None, **peer_vars: Any) -> None:
     a = host_entry(hosts["iperfa"], project.pool)
     a["vars"].update({"iperf_seconds": 1, "rtt_count": 2, "network_upload": False})
+    if slack is not None:
+        a["vars"]["iperf_slack_s"] = slack
     b = host_entry(hosts["iperfb"], project.pool)
     b["vars"].update(peer_vars)
     project.write_inventory({"iperfa": a, "iperfb": b}, groups={"rack": {"hosts": ["iperfa", "iperfb"]}})
@@ -63,14 +64,15 @@ def test_a_port_that_takes_the_connection_and_stays_silent_does_not_hang(
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         port = silent.getsockname()[1]
-        _write(project, hosts, iperf_address="127.0.0.1", iperf_port=port)
+        # vars.iperf_slack_s (default 10) shortened: the client is stopped 1 + 1 s after it started
+        _write(project, hosts, slack=1, iperf_address="127.0.0.1", iperf_port=port)
         r = project.cli(
             "provision", "--host", "iperfa", "--playbook", "prove", "--only", "network", timeout=120
         )
         assert r.returncode == 0, r.stdout + r.stderr
         rules = project.rules("iperfa")
         assert rules["ssh_rtt"]["verdict"] == "pass"  # the other figures are kept
-        limit = 1 + IPERF_CLIENT_SLACK_S
+        limit = 1 + 1  # iperf_seconds + iperf_slack_s
         assert rules["iperf3_iperfb"]["verdict"] == "warn"
         assert rules["iperf3_iperfb"]["actual"] == (
             f"no result: iperf3 to 127.0.0.1:{port} gave no result within {limit} s and was stopped on"

@@ -21,28 +21,60 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reaso
 SCRIPT = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "remote" / "allreduce.py"
 
 
-def _pids_naming(text: str) -> list[int]:
+def _pids_naming(text: str, *, ranks_only: bool = False) -> list[int]:
+    """PIDs whose command line names `text`; `ranks_only`: torchrun's workers alone (not the
+    launcher, whose argv has --nproc, nor torchrun, run as torch.distributed.run)."""
     pids = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if text.encode() in (proc / "cmdline").read_bytes():
-                    pids.append(int(proc.name))
+                argv = (proc / "cmdline").read_bytes()
             except OSError:
                 continue
+            if text.encode() in argv and not (
+                ranks_only and (b"torch.distributed.run" in argv or b"--nproc" in argv)
+            ):
+                pids.append(int(proc.name))
     return pids
+
+
+def _run_until_stopped(argv: list[str], script: Path, timeout: int) -> tuple[str, bool]:
+    """The launcher's stdout, and whether both ranks were seen running before it returned."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = False
+    limit = time.monotonic() + timeout + 60  # ranks left running keep its pipes open: it hangs
+    try:
+        while proc.poll() is None:
+            assert time.monotonic() < limit, "the launcher did not return after its timeout"
+            seen = seen or len(_pids_naming(str(script), ranks_only=True)) >= 2
+            time.sleep(0.05)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1
+    return out, seen
 
 
 def test_launcher_timeout_stops_the_ranks(tmp_path: Path) -> None:
     script = tmp_path / "gpuonboard-allreduce-test" / "allreduce.py"
     script.parent.mkdir()
     shutil.copy(SCRIPT, script)
-    argv = [sys.executable, str(script), "--nproc", "2", "--timeout", "8"]
-    argv += ["--min-bytes", "4096", "--max-bytes", "4096", "--iters", "10000000"]  # runs for hours
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 1
-        assert "torchrun did not finish within 8 s (stopped)" in r.stdout, r.stdout + r.stderr
+        # a short launcher timeout, as long as the ranks were running when it struck (a busy
+        # machine starts them later: then again with a longer one)
+        for timeout in (3, 6, 12, 24):
+            argv = [sys.executable, str(script), "--nproc", "2", "--timeout", str(timeout)]
+            argv += ["--min-bytes", "4096", "--max-bytes", "4096", "--iters", "10000000"]  # runs for hours
+            out, ranks_ran = _run_until_stopped(argv, script, timeout)
+            assert f"torchrun did not finish within {timeout} s (stopped)" in out, out
+            if ranks_ran:
+                break
+            deadline = time.monotonic() + 10
+            while _pids_naming(str(script)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        assert ranks_ran, "torchrun never started its ranks within the launcher's timeout"
         deadline = time.monotonic() + 10
         while _pids_naming(str(script)) and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -338,6 +338,8 @@ class NetworkStep(Step):
         "iperf_peers": "hosts to run iperf3 to (default: vars.iperf_peers, else the next host of each group)",
         "iperf_seconds": "iperf3 test length (default: vars.iperf_seconds, else 5)",
         "iperf_min_gbps": "warn below this many Gbit/s (default: vars.iperf_min_gbps; unset = information)",
+        "iperf_slack_s": "the host stops the iperf3 client this many seconds after its test should have"
+        " ended (default: vars.iperf_slack_s, else 10)",
         "expect_rdma": "require RDMA devices with an active port (default: vars.expect_rdma)",
     }
 
@@ -348,6 +350,7 @@ class NetworkStep(Step):
             count = max(1, _int_arg(self, v, "rtt_count", "rtt_count", 7))
             warn_ms = _float_arg(self, v, "rtt_warn_ms", "rtt_warn_ms", 250)
             seconds = max(1, _int_arg(self, v, "iperf_seconds", "iperf_seconds", 5))
+            slack = max(1, _int_arg(self, v, "iperf_slack_s", "iperf_slack_s", IPERF_CLIENT_SLACK_S))
             raw_min = _get(self.args, v, "iperf_min_gbps", "iperf_min_gbps", None)
             min_gbps = float(raw_min) if raw_min is not None else None
             peers = iperf_peers(
@@ -380,7 +383,7 @@ class NetworkStep(Step):
             result["upload_shared_with"] = shared_with
             checks.append(upload_check(mbit, shared_with))
         for peer in peers:
-            r = self._iperf(ctx, peer, seconds)
+            r = self._iperf(ctx, peer, seconds, slack)
             result.setdefault("iperf3", {})[peer] = r
             checks.append(iperf_check(peer, r, min_gbps))
         if rdma:
@@ -409,7 +412,9 @@ class NetworkStep(Step):
         cfg, alias = config
         return transfer.probe_throughput(cfg, alias)
 
-    def _iperf(self, ctx: StepContext, peer_name: str, seconds: int) -> dict[str, Any]:
+    def _iperf(
+        self, ctx: StepContext, peer_name: str, seconds: int, slack: int = IPERF_CLIENT_SLACK_S
+    ) -> dict[str, Any]:
         """Start `iperf3 -s -1` on the peer (bounded by timeout), run the client here, parse."""
         from ..connection import DEFAULT_KNOWN_HOSTS, ConnectError, ConnectOptions, KnownHosts, open_runner
 
@@ -434,7 +439,7 @@ class NetworkStep(Step):
             started = other.run(shell.background(server, "/dev/null"), timeout=30)
             pid = started.stdout.strip().splitlines()[-1] if started.ok and started.stdout.strip() else ""
             try:
-                limit = seconds + IPERF_CLIENT_SLACK_S
+                limit = seconds + slack
                 argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)]
                 client = shell.join(["timeout", str(limit), *argv])  # never left waiting on the host
                 r: dict[str, Any] = {"error": "not run"}
