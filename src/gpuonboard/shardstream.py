@@ -158,6 +158,11 @@ t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:
 drop=${12:-}  # sha256 of the old tree's files the plan found the new one will lack (see below)
 # the upload's lease stays fresh while this runs (it may outlive an interrupted client)
 beat() { [ -n "$lease" ] && grep -qxF "token $tok" -- "$lease" 2>/dev/null && touch -c -- "$lease"; :; }
+# the lease is still this upload's (another run takes it over when this one was not heard from
+# for STALE_S): asked here, not in a round trip of its own before this command
+if [ -n "$lease" ] && ! grep -qxF "token $tok" -- "$lease" 2>/dev/null; then
+  echo 'the upload lease was taken over' >&2; exit 9  # LEASE_TAKEN_EXIT
+fi
 cd -- "$t" || exit 1
 if [ -n "$lp" ]; then  # the last shard streamed gets its real name here (RENAME_SCRIPT's check)
   got=; [ -f "$lp.sum" ] && got=$(cut -c1-64 < "$lp.sum")
@@ -294,6 +299,9 @@ def stream_header(codec: str) -> bytes:
     return f"go {codec}\n".encode()
 
 
+LEASE_TAKEN_EXIT = 9  # the closing command's exit when the upload's lease is no longer its own
+
+
 def finish_command(
     target: str,
     unpack_dir: str,
@@ -308,7 +316,8 @@ def finish_command(
     """The one closing command (stdin: [identity] + finish_lists() + the gzip-compressed
     manifest); `last` = (part, sha256, final name) of the shard streamed last, renamed here as
     rename_command would (one round trip fewer); `lease` = (file, token) it keeps fresh while it
-    unpacks (a client interrupted meanwhile leaves it running: the lease must say so); `drop` =
+    unpacks (a client interrupted meanwhile leaves it running: the lease must say so), and when
+    that file no longer holds the token it changes nothing and exits LEASE_TAKEN_EXIT; `drop` =
     dropped_digest() of the old tree's files the plan found the new tree will lack (another set at
     the swap: a job changed the tree during the upload, and the swap is refused)."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]

@@ -1746,7 +1746,7 @@ class DatasetStep(Step):
                 st.close()
             if saving is None:
                 saving = helpers.submit(save_caches)
-        if _lost(work, ctx):  # (asked of the host: the closing command swaps the unpacked tree)
+        if _lost(work):  # (the host is asked too: by the closing command, before it changes anything)
             return LEASE_LOST
         try:
             return self._finish_shards(
@@ -1836,6 +1836,9 @@ class DatasetStep(Step):
             # stays (the host keeps it fresh until done) instead of admitting another upload
             work.lease = None
             raise
+        if r.exit_code == shardstream.LEASE_TAKEN_EXIT:
+            work.lease = None  # (another run's now: never released by this one)
+            return LEASE_LOST
         if not r.ok:
             lines = [x.strip() for x in r.stderr.strip().splitlines() if x.strip()]
             why = (lines or [f"exit code {r.exit_code}"])[-1]
