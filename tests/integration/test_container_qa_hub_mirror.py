@@ -72,6 +72,15 @@ def test_a_docker_hub_image_is_pulled_from_the_mirrors_library_copy(
     # tagged back under the name the user wrote: the runtime finds it there
     inspect = subprocess.run([*ctr.argv, "image", "inspect", IMAGE], env=ctr.env, capture_output=True)
     assert inspect.returncode == 0, inspect.stderr
+    # in its full name (podman filed a short tag target as localhost/tinyhub:1, which a run of
+    # docker.io/library/tinyhub:1 or a FROM line does not find: they pulled from Docker Hub)
+    names = subprocess.run(
+        [*ctr.argv, "image", "inspect", "--format", "{{json .RepoTags}}", IMAGE],
+        env=ctr.env,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert f"docker.io/library/{IMAGE}" in names and f"localhost/{IMAGE}" not in names, names
     # the rerun: present, nothing pulled; still said to be whatever the mirror serves
     r = project.cli("container", "--host", "ctr")
     assert r.returncode == 0, r.stdout + r.stderr

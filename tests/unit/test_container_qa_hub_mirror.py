@@ -96,3 +96,21 @@ def test_teardown_removes_the_mirror_copy_the_container_step_pulled() -> None:
         f"{M}/library/ubuntu:22.04",
         "harbor.example/dockerhub/library/ubuntu:22.04",
     ]
+
+
+@pytest.mark.parametrize(
+    ("image", "target"),
+    [
+        # Docker Hub: the full name (podman files a short tag target under localhost/)
+        ("ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
+        ("index.docker.io/ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
+        ("docker.io/library/ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
+        ("pytorch/pytorch:2.4.0", "docker.io/pytorch/pytorch:2.4.0"),
+        (f"ubuntu:22.04@{DIGEST}", "docker.io/library/ubuntu:22.04"),
+        # any other registry: the name as written
+        ("nvcr.io/nvidia/pytorch:24.08-py3", "nvcr.io/nvidia/pytorch:24.08-py3"),
+        ("127.0.0.1:5000/tiny:1", "127.0.0.1:5000/tiny:1"),
+    ],
+)
+def test_a_copy_is_tagged_back_to_the_full_canonical_name(image: str, target: str) -> None:
+    assert parse_ref(image).tag_target == target

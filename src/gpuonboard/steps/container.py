@@ -146,6 +146,18 @@ class ImageRef:
         return f"{name}@{self.digest}" if self.digest else f"{name}:latest"
 
     @property
+    def tag_target(self) -> str:
+        """The name a mirror's (or a digest pull's) copy is tagged back to: the canonical name, for
+        a Docker Hub image in its full form (`docker.io/library/ubuntu:22.04`). podman would file
+        a short `ubuntu:22.04` as `localhost/ubuntu:22.04`, which `FROM ubuntu:22.04` or a run of
+        `docker.io/library/ubuntu:22.04` does not find: they would pull it from Docker Hub, the
+        registry the mirror is there to avoid. docker files both forms as `ubuntu:22.04`, and
+        either runtime finds the full form under the short name."""
+        if self.docker_hub and self.tag:
+            return f"docker.io/{self.repository}:{self.tag}"
+        return self.canonical
+
+    @property
     def docker_hub(self) -> bool:
         """The image is on Docker Hub: no registry, or one of Docker Hub's own names."""
         return self.registry is None or self.registry in DOCKER_HUB_NAMES
@@ -718,7 +730,7 @@ class ContainerStep(Step):
         if s.ref.tag and s.pull_ref != local:
             # a mirror's copy, or a `name:tag@sha256:` pin pulled by its digest (which leaves no
             # tag): tag it with the canonical name, which the probe and the smoke run look for
-            r = run(state.command([cli, "tag", s.pull_ref, local]))
+            r = run(state.command([cli, "tag", s.pull_ref, s.ref.tag_target]))
             if not r.ok:
                 out.tag_error = last_line(r.stderr, r.exit_code)
                 return out
