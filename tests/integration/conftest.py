@@ -20,6 +20,7 @@ import yaml
 
 from gpuonboard.sim import DEMO_IMAGE, DEMO_ORDER
 from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testhosts.turns import machine_turn
 
 # A test run started in the background of a non-interactive shell (`./.ci/run &`, nohup) has
 # SIGINT ignored, and an ignored signal stays ignored across exec: every CLI a test starts
@@ -58,6 +59,24 @@ PROFILES = {
     "net2": None,
     "slow": None,  # test_provision.py: a probe that hangs, for Ctrl-C
 }
+
+
+ALONE_DOC = (
+    "alone: no other test runs on this machine meanwhile (another xdist worker's waits): for a"
+    " test that reads machine-wide state, such as every process's command line or name"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", ALONE_DOC)
+
+
+@pytest.fixture(autouse=True)
+def _machine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test holds this machine's turn, shared; one marked `alone` holds it alone (its
+    function-scoped fixtures, a fake cron daemon among them, run inside the turn)."""
+    with machine_turn(alone=request.node.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture(scope="session")

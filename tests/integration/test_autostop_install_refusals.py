@@ -21,6 +21,7 @@ def _cron_runs() -> bool:
     return subprocess.run(["pgrep", "-x", "cron|crond|fcron"], capture_output=True).returncode == 0
 
 
+@pytest.mark.alone  # `pgrep cron` on the host sees this whole machine: another test's fake cron
 def test_no_cron_daemon_is_a_failure_that_installs_nothing(
     project: Project, pool: TestHostPool, paths: dict[str, Path]
 ) -> None:
@@ -41,6 +42,7 @@ def test_no_cron_daemon_is_a_failure_that_installs_nothing(
     assert not paths["dir"].exists() and not paths["cron"].exists()
 
 
+@pytest.mark.alone  # (as above)
 def test_status_says_when_no_cron_daemon_runs(
     project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
 ) -> None:

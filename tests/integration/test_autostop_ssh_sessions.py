@@ -41,6 +41,7 @@ def _wait(what: str, ok: object, seconds: float = 10) -> None:
     raise AssertionError(what)
 
 
+@pytest.mark.alone  # the tick's `ps` sees every SSH session of this machine (another worker's too)
 @pytest.mark.usefixtures("cron_daemon")
 def test_a_session_without_a_terminal_keeps_the_box_up(
     project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path

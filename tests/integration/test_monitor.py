@@ -89,7 +89,8 @@ def hosts(pool: TestHostPool) -> Iterator[dict[str, TestHost]]:
 
 def remote_processes(host: TestHost) -> list[str]:
     """Command lines of processes running in this test host's SSH sessions."""
-    marker = f"GPUONBOARD_TESTHOST={host.name}\0".encode()
+    # (HOME, not the host's name: another xdist worker's pool has hosts of the same names)
+    marker = f"\0HOME={host.home}\0".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -99,7 +100,7 @@ def remote_processes(host: TestHost) -> list[str]:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if marker in env and "sshd" not in cmd:
+        if marker in b"\0" + env and "sshd" not in cmd:
             found.append(f"{entry}: {cmd}")
     return found
 

@@ -54,6 +54,7 @@ def test_sim_up_keeps_edits_and_writes_nothing_outside_its_dir(project: Project,
         project.cli("sim.down", "--base", str(base))
 
 
+@pytest.mark.alone  # another sim.up (another worker's) could take the address freed meanwhile
 def test_a_new_sim_host_on_an_old_ones_address_is_not_refused(project: Project, tmp_path: Path) -> None:
     """sim.down, then sim.up: the new host gets the old one's loopback address with a new key.
     Its inventory pins the new key; the project's recorded old key made every command refuse it

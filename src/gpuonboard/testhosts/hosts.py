@@ -66,6 +66,12 @@ _BIND_FAILURE = "Cannot bind any address"
 # Addresses claimed by pools of this process (hosts keep theirs while stopped).
 _CLAIMED: set[tuple[str, int]] = set()
 _CLAIM_LOCK = threading.Lock()
+# ... and, for other processes (another pytest worker's pool, a sim.up), an abstract-namespace
+# unix socket per claimed address held open meanwhile: bound by one process at a time, freed
+# by the kernel when this one exits, no file left behind. Without it a stopped host's address
+# looked free to another process, whose new host took it: the restart failed ("taken by
+# another") or a connection meant to be refused reached the other pool's sshd.
+_HELD: dict[tuple[str, int], socket.socket] = {}
 
 
 class TestHostError(RuntimeError):
@@ -212,9 +218,39 @@ def _free_port(address: str) -> int:
         return port
 
 
+def _claim_name(candidate: tuple[str, int]) -> str:
+    return f"\0gpuonboard-testhost-{candidate[0]}:{candidate[1]}"
+
+
+def _hold(candidate: tuple[str, int]) -> socket.socket | None:
+    """The machine-wide claim on `candidate` (None: another process holds it)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(_claim_name(candidate))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _claimed_elsewhere(candidate: tuple[str, int]) -> bool:
+    """True when another process holds the claim on `candidate`."""
+    if candidate in _HELD:
+        return False
+    sock = _hold(candidate)
+    if sock is None:
+        return True
+    sock.close()
+    return False
+
+
 def _claim(candidate: tuple[str, int]) -> bool:
     if candidate in _CLAIMED or not _bind_free(*candidate):
         return False
+    sock = _hold(candidate)
+    if sock is None:
+        return False
+    _HELD[candidate] = sock
     _CLAIMED.add(candidate)
     return True
 
@@ -222,6 +258,9 @@ def _claim(candidate: tuple[str, int]) -> bool:
 def _release(candidate: tuple[str, int]) -> None:
     with _CLAIM_LOCK:
         _CLAIMED.discard(candidate)
+        held = _HELD.pop(candidate, None)
+        if held is not None:
+            held.close()
 
 
 def _loopback_candidates(subnet: int) -> Iterator[tuple[str, int]]:
@@ -528,7 +567,7 @@ class TestHostPool:
             return "127.0.0.1", _free_port("127.0.0.1")
         for last in range(254, 0, -1):
             candidate = (f"127.0.{self.subnet}.{last}", 22)
-            if candidate not in _CLAIMED and _bind_free(*candidate):
+            if candidate not in _CLAIMED and _bind_free(*candidate) and not _claimed_elsewhere(candidate):
                 return candidate
         raise TestHostError(f"no free address in 127.0.{self.subnet}.0/24")
 
