@@ -14,7 +14,7 @@ from . import inventory as inventory_mod
 from . import playbook as playbook_mod
 from . import shell
 from .connection import ConnectOptions, Preconnect
-from .errors import ExitCode, Terminated, UsageError
+from .errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from .inventory import Host
 from .playbook import Playbook
 from .report import jsonfile, junit, terminal
@@ -119,10 +119,65 @@ def find_playbook(project: Path, name_or_path: str) -> Path:
     )
 
 
+SIM_INVENTORY = Path(".gpuonboard") / "sim" / "inventory"  # where `sim.up` writes its hosts
+
+
+def sim_hint(message: str, names: Sequence[str], sim_hosts: Sequence[str]) -> str:
+    """Pure: an inventory error of a command whose --host names a simulated server of
+    `sim.up` (or that gave no --host), ended with what to pass instead; else the message."""
+    sim = [n for n in names if n in sim_hosts] if names else list(sim_hosts)
+    if not sim:
+        return message
+    which = f"{sim[0]!r} is a simulated server" if names else "`sim.up` wrote its simulated servers"
+    return (
+        f"{message.rstrip('.')}; {which} in {SIM_INVENTORY}: pass --inventory {SIM_INVENTORY}"
+        " to every command against it."
+    )
+
+
+def _sim_hosts(settings: Settings, used: Path) -> list[str]:
+    """The host names of this project's `sim.up` inventory, unless it is the one in use."""
+    sim = settings.project / SIM_INVENTORY
+    if not (sim / "hosts.yml").is_file() or used.resolve() in (sim.resolve(), (sim / "hosts.yml").resolve()):
+        return []
+    try:
+        return list(inventory_mod.load(sim).hosts)
+    except (GpuonboardError, OSError):  # (a broken sim inventory: no hint, the user's error stands)
+        return []
+
+
+def _selected(
+    selection: Selection, settings: Settings, every: bool = False
+) -> tuple[inventory_mod.Inventory, list[Host]]:
+    """Load the inventory and select the hosts; a missing inventory, or a --host that `sim.up`
+    put in its own inventory (`--inventory` forgotten), says to pass that inventory. `every`:
+    no --host/--group/--limit selects every host (`invoke inventory`)."""
+    path = _resolve(settings.project, selection.inventory)
+    names = split_names(selection.hosts)
+    try:
+        inv = inventory_mod.load(path)
+    except InventoryError as exc:
+        if path.exists():
+            raise
+        hinted = sim_hint(exc.message, names, _sim_hosts(settings, path))
+        if hinted == exc.message:
+            raise
+        raise InventoryError(hinted) from None
+    if every and not (names or selection.group or selection.limit):
+        return inv, list(inv.hosts.values())
+    try:
+        return inv, inv.select(names, selection.group, selection.limit)
+    except UsageError as exc:
+        unknown = [n for n in names if n not in inv.hosts]
+        hinted = sim_hint(exc.message, unknown, _sim_hosts(settings, path)) if unknown else exc.message
+        if hinted == exc.message:
+            raise
+        raise UsageError(hinted) from None
+
+
 def load_hosts(selection: Selection, settings: Settings) -> tuple[inventory_mod.Inventory, list[Host]]:
     """The inventory and the hosts the selection picks (errors before any connection)."""
-    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
-    hosts = inv.select(split_names(selection.hosts), selection.group, selection.limit)
+    inv, hosts = _selected(selection, settings)
     inv.check_key_files(hosts)  # (a missing key is an input error, exit 2, not "unreachable")
     return inv, hosts
 
@@ -316,8 +371,7 @@ def write_reports(
 
 def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderSpec:
     """The order spec of the one selected host (for offline judgement)."""
-    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
-    return inv.select(split_names(selection.hosts))[0].order
+    return _selected(Selection(selection.inventory, selection.hosts), settings)[1][0].order
 
 
 def list_inventory(selection: Selection, settings: Settings) -> int:
@@ -327,13 +381,7 @@ def list_inventory(selection: Selection, settings: Settings) -> int:
 
     from .units import format_bytes, ram_order_bytes
 
-    inv = inventory_mod.load(_resolve(settings.project, selection.inventory))
-    names = split_names(selection.hosts)
-    hosts = (
-        inv.select(names, selection.group, selection.limit)
-        if (names or selection.group or selection.limit)
-        else list(inv.hosts.values())
-    )
+    inv, hosts = _selected(selection, settings, every=True)
     # Text, never markup: a vendor name or order with `[...]` in it lost it (`[/x]`: internal error)
     t = Table(title=Text(f"inventory {inv.source}"), title_justify="left")
     for col in ("host", "address", "groups", "vendor", "order"):

@@ -38,6 +38,7 @@ COMMON_HELP = {
     "connect_retries": "retries on network errors when connecting (default 2)",
 }
 SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
+SIM_BASE_HELP = "state directory of the simulated servers (default .gpuonboard/sim; its inventory/ is theirs)"
 LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
 
 
@@ -162,8 +163,27 @@ def _refuse_empty_values() -> None:
         )
 
 
+def invoke_dry(c: Any) -> bool:
+    """Whether Invoke's core `--dry` (-R) was given: its config's run.dry."""
+    return bool(getattr(getattr(getattr(c, "config", None), "run", None), "dry", False))
+
+
+def _refuse_invoke_dry(c: Any) -> None:
+    """Invoke's core `--dry` (-R, "Echo commands instead of running") only changes Invoke's own
+    `c.run`, which no task uses: `gpuonboard --dry provision` provisioned the box, and `--dry
+    teardown` deleted its data. Exit 2 before anything, naming gpuonboard's dry run."""
+    if invoke_dry(c):
+        raise Exit(
+            "error: --dry (-R) is Invoke's own flag, which only echoes shell commands and would not"
+            " stop this task; for a dry run give the task --check (`gpuonboard provision --check"
+            " --host NAME`), and leave --dry out.",
+            code=int(ExitCode.USAGE),
+        )
+
+
 def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     """Selection and settings from a task's common flags (pass the task's `locals()`)."""
+    _refuse_invoke_dry(kw.get("c"))
     # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
     # the cyclic collector's way, whose full passes would walk it again and again later
     gc.freeze()
@@ -384,9 +404,9 @@ def container(
 
 @task(
     help={
-        "profile": "hardware profile (a100-8x-nvlink, rtx4090-1x, a100-misdelivered, h200-1gpu, ...)",
-        "name": "inventory host name of the simulated server",
-        "base": "state directory",
+        "profile": "hardware profile (default a100-8x-nvlink; rtx4090-1x, a100-misdelivered, h200-1gpu, ...)",
+        "name": "inventory host name of the simulated server (default demo-a100)",
+        "base": SIM_BASE_HELP,
     },
     auto_shortflags=False,
 )
@@ -402,12 +422,44 @@ def sim_up(
                 f"--name {name!r} is not a host name; use letters, digits, '.', '_' and '-',"
                 " starting with a letter or digit."
             )
+        sim_profile_error(profile)
         return sim.up(Path(base), name, profile)
 
     _guard(go, False)
 
 
-@task(help={"base": "state directory"}, auto_shortflags=False)
+def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
+    """Pure: the sentence for a `sim.up --profile` that is none of the shipped profiles (`known`)
+    nor a profile file that exists, or ''."""
+    names = ", ".join(known)
+    if "/" in profile or profile.endswith((".yml", ".yaml")):
+        if file_exists:
+            return ""
+        return (
+            f"--profile {profile}: no such file; give an existing profile file, or a profile name ({names})."
+        )
+    if profile in known:
+        return ""
+    from .yamlload import did_you_mean
+
+    return (
+        f"--profile {profile!r} is no hardware profile (nor a profile file, FILE.yml)"
+        f"{did_you_mean(profile, known) or f'; the profiles are: {names}.'}"
+    )
+
+
+def sim_profile_error(profile: str) -> None:
+    """`sim.up --profile a100` was "unknown or broken hardware profile 'a100': cannot read
+    profile a100: [Errno 2] No such file or directory: '/.../profiles/a100.yml'": name the choices."""
+    from .testhosts.toolbox import PROFILES_DIR
+
+    known = sorted(p.stem for p in PROFILES_DIR.glob("*.yml"))
+    problem = profile_problem(profile, known, Path(profile).is_file())
+    if problem:
+        raise UsageError(problem)
+
+
+@task(help={"base": SIM_BASE_HELP}, auto_shortflags=False)
 def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
     """Stop every simulated server started by sim.up (by PID)."""
     from . import sim
@@ -659,7 +711,7 @@ def plan(
 @task(
     name="report",
     help={
-        "run": "run id under reports/ (default: reports/latest)",
+        "run": "run id under reports/ (default: the newest run that judged a box: check, provision)",
         "format": "html (default), md or json",
         "compare": "put several hosts/vendors side by side (reports/compare/compare.FORMAT)",
         "runs": "with --compare: run ids, comma-separated (default: the newest record of each host)",
@@ -756,6 +808,7 @@ def tensorboard(
     """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
     from . import tunnel
 
+    _refuse_invoke_dry(c)
     sel = _selection(inventory, host)
     settings = _settings(
         trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
@@ -830,13 +883,31 @@ def parse_error_text(text: str) -> str:
     return f"--{m.group(1).replace('_', '-')} needs a value" if m else text
 
 
+def unknown_word_text(text: str, flags: list[str], tasks: list[str]) -> str:
+    """Pure: Invoke's "No idea what '--hots' is!" with the closest flag of the task (or, for a
+    word, the closest task: 'chek'), "No idea what '--hots' is; did you mean '--host'?"."""
+    from .yamlload import did_you_mean
+
+    m = re.fullmatch(r"No idea what '(.+)' is!", text)
+    if not m:
+        return text
+    word = m.group(1)
+    if word.startswith("-"):  # (compared without the dashes, which every flag shares)
+        close = did_you_mean(word.lstrip("-"), [f.lstrip("-") for f in flags])
+        close = close.replace("'", "'--", 1) if close else ""
+    else:
+        close = did_you_mean(word, tasks)
+    return f"No idea what {word!r} is{close}" if close else text
+
+
 class _Program(Program):
     """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory)."""
 
     def _usage_error(self, exc: ParseError) -> Exit:
-        return Exit(
-            f"{parse_error_text(str(exc))} (see `gpuonboard --help` or `gpuonboard --help TASK`)", code=2
-        )
+        context = getattr(exc, "context", None)
+        flags = [str(f) for f in getattr(context, "flags", None) or {} if str(f).startswith("--")]
+        text = unknown_word_text(parse_error_text(str(exc)), flags, list(ns.task_names))
+        return Exit(f"{text} (see `gpuonboard --help` or `gpuonboard --help TASK`)", code=2)
 
     def parse_core(self, argv: list[str] | None) -> None:
         try:

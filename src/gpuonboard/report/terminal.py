@@ -160,7 +160,10 @@ def print_results(
         ran = any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)
         line = verdict_line(r, lang) if rules and (checks or ran) else None
         if line is not None:
-            con.print(line)
+            # one line, as wide as it is (the terminal wraps it for the eye): a NO-GO's advice
+            # holds commands and URLs (the container toolkit's install line) to copy, which a
+            # newline at the console's width cut in two (`...nvidia-container-toolkit` / `.list`)
+            con.print(line, soft_wrap=True)
     recap = Table(title=t("recap", lang), title_justify="left")
     # fold, never cut with "…": `rack7-node-0001` and `-0002` both shown as `rack7-n…` hid
     # which host failed on a narrow terminal
