@@ -185,7 +185,8 @@ def report(
         out, digest, rows = render.compare(reports_dir, split_names(runs), fmt, project, warnings)
         for warning in warnings:  # one sentence per run left out (a corrupt summary.json)
             print(f"warning: {warning}", file=sys.stderr)
-        con.print(f"compared {len(rows)} host record(s): {out}  sha256 {digest}")
+        # as it is: one line (a wrapped path cannot be copied), no markup (`[v2]` in a path)
+        con.print(f"compared {len(rows)} host record(s): {escape(str(out))}  sha256 {digest}", soft_wrap=True)
         return int(ExitCode.OK)
     out, digest, go = render.report(reports_dir, run or None, fmt, project, lang)
     # the report's own headline: "GO with 2 warnings: ..." (a bare GO hid them)
@@ -193,5 +194,5 @@ def report(
         "headline_suffix"
     ]
     verdict = f"[bold green]{t('GO', lang)}[/]{escape(suffix)}" if go else f"[bold red]{t('NO-GO', lang)}[/]"
-    con.print(f"{verdict}  {t('report_written', lang, path=out, digest=digest)}")
+    con.print(f"{verdict}  {t('report_written', lang, path=escape(str(out)), digest=digest)}", soft_wrap=True)
     return int(ExitCode.OK)

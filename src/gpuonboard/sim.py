@@ -8,6 +8,7 @@ and the order that profile should satisfy) under the sim base directory.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .errors import UsageError
-from .shell import quote
+from .shell import join, quote
 from .testhosts.hosts import sshd_of  # (sim.sshd_of: a host dir's own sshd, by its exact `-f CONFIG`)
 
 if TYPE_CHECKING:
@@ -270,7 +271,16 @@ def up(base: Path, name: str, profile: str) -> int:
         f"simulated server {name!r} ({profile}) up at {pool.hosts[name].address}:{pool.hosts[name].port};"
         f" inventory: {inv_dir}"
     )
+    prog = "gpuonboard" if Path(sys.argv[0]).name == "gpuonboard" else "invoke"
+    print(f"next: {next_command(name, inv_dir, Path.cwd(), prog)}")
     return 0
+
+
+def next_command(name: str, inv_dir: Path, cwd: Path, prog: str = "invoke") -> str:
+    """Pure: the command that checks the simulated server (`prog`: invoke, or the gpuonboard
+    console script; its inventory relative to `cwd` when under it, quoted for a shell)."""
+    shown = inv_dir.relative_to(cwd) if inv_dir.is_relative_to(cwd) else inv_dir
+    return join([prog, "check", "--host", name, "--inventory", str(shown)])
 
 
 def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str) -> bool:

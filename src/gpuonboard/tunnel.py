@@ -448,6 +448,20 @@ def gone_sentence(name: str, port: int, started: int | None, tail: str, log: str
     )
 
 
+def one_host_problem(names: list[str]) -> str:
+    """Pure: the sentence for a tensorboard selection of other than one host (it forwards one
+    host's port)."""
+    if not names:
+        return (
+            "tensorboard forwards one host's port, and the selection picked none; give one with --host NAME."
+        )
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return (
+        f"tensorboard forwards one host's port, and the selection picked {len(names)} hosts ({shown});"
+        " give one with --host NAME."
+    )
+
+
 def tensorboard(
     selection: api.Selection,
     settings: api.Settings,
@@ -479,7 +493,7 @@ def tensorboard(
         raise UsageError(f"--reconnect-for: {exc}.") from None
     inv, hosts = api.load_hosts(selection, settings)
     if len(hosts) != 1:
-        raise UsageError(f"give exactly one host for tensorboard, not {len(hosts)}.")
+        raise UsageError(one_host_problem([h.name for h in hosts]))
     host = hosts[0]
     logdir = remote_home_path(logdir or str(host.vars.get("tensorboard_logdir") or "runs"))
     stop = stop or threading.Event()

@@ -82,6 +82,8 @@ def test_a_running_servers_profile_is_not_changed_by_a_second_sim_up(tmp_path: P
         pid = _pid(base, "h1")
         r = _up(base, "h1", "--profile", "h200-1gpu")
         assert "simulated server 'h1' (a100-8x-nvlink) up at" in r.stdout, r.stdout
+        # and what to run next, its inventory named relative to here
+        assert "next: invoke check --host h1 --inventory sim/inventory\n" in r.stdout, r.stdout
         assert "note: 'h1' already replays a100-8x-nvlink; --profile h200-1gpu is not applied" in r.stdout
         assert _pid(base, "h1") == pid  # (the same daemon: a second sim.up starts no other)
     finally:
