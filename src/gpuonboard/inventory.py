@@ -15,10 +15,11 @@ defaults. An Ansible inventory (YAML or INI) is accepted as it is (see `ansible_
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -311,19 +312,12 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
     path = Path(path)
     if path.is_dir():
-        hosts_file = next(
-            (path / n for n in ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts") if (path / n).is_file()),
-            None,
-        )
-        if hosts_file is None:
-            raise InventoryError(
-                f"{path}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
-                " repository for an example) or pass --inventory FILE."
-            )
+        hosts_file = _hosts_file_in(path)
     elif path.exists():
         hosts_file = path
     else:
         raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
+    _check_no_ansible_vars_dirs(hosts_file.parent)
     from . import ansible_inventory
 
     raw: dict[str, Any]
@@ -344,6 +338,52 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
     assert isinstance(raw, dict)
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
+
+
+HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
+INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
+
+
+def _hosts_file_in(directory: Path) -> Path:
+    """The one hosts file of an inventory directory. Only that file is read, so a second hosts
+    file or another inventory-looking file beside it (`gpus.yml`, `hosts.ini`) is refused: its
+    hosts, groups and order specs would be ignored without a word."""
+    found = [directory / n for n in HOSTS_FILE_NAMES if (directory / n).is_file()]
+    if not found:
+        raise InventoryError(
+            f"{directory}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
+            " repository for an example) or pass --inventory FILE."
+        )
+    if len(found) > 1:
+        raise InventoryError(
+            f"{directory}: this inventory directory holds both {found[0].name} and {found[1].name},"
+            f" and gpuonboard reads only one; merge them into {found[0].name} and remove the other,"
+            " or pass --inventory FILE."
+        )
+    extra = sorted(
+        p.name
+        for p in directory.iterdir()
+        if p.suffix in INVENTORY_SUFFIXES and not p.name.startswith(".") and p.is_file() and p != found[0]
+    )
+    if extra:
+        raise InventoryError(
+            f"{directory / extra[0]}: gpuonboard reads only {found[0].name} of an inventory directory,"
+            f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
+            f" or pass --inventory {directory / extra[0]} to use that file instead."
+        )
+    return found[0]
+
+
+def _check_no_ansible_vars_dirs(directory: Path) -> None:
+    """Ansible's group_vars/ and host_vars/ beside the inventory are not read: a user, port,
+    key or order spec in them would be silently ignored, so their presence is an input error."""
+    for sub in ("group_vars", "host_vars"):
+        if (directory / sub).is_dir():
+            raise InventoryError(
+                f"{directory / sub}: gpuonboard does not read Ansible's {sub}/ directories, so the"
+                f" settings in it would be ignored; move them into the inventory file (a group's or"
+                " host's vars), or move the directory away."
+            )
 
 
 def _vendors_dir(raw: Mapping[str, Any], hosts_file: Path) -> Path:
@@ -397,6 +437,12 @@ def build(
         _check_host_keys(gvars, hosts_file, f"group {gname!r} vars")
         groups[gname] = tuple(members)
         group_vars[gname] = gvars
+        if gname in hosts_raw and gname not in members and members:
+            raise InventoryError(
+                f"{where(hosts_file, groups_raw, gname)}: group {gname!r} has the name of a host that is"
+                f" not in it, so --limit {gname} would take that host and the group's hosts"
+                f" ({', '.join(members)}) alike; rename the group or the host."
+            )
     ssh_cfg, ssh_cfg_path = _ssh_config(ssh_config, raw, defaults, hosts_file)
     hosts: dict[str, Host] = {}
     key_file_origins: dict[str, tuple[str, str]] = {}
@@ -438,9 +484,37 @@ def build(
                     f"{where(hosts_file, hosts_raw, host.name)}: host {host.name!r} jump host {hop!r}"
                     f" {problem}"
                 )
+    chains = {name: _jump_chain(name, hosts, hosts_file, hosts_raw) for name in hosts}
+    hosts = {name: replace(h, jump=chains[name]) for name, h in hosts.items()}
     return Inventory(
         source=hosts_file, hosts=hosts, groups=groups, vendors=vendors, key_file_origins=key_file_origins
     )
+
+
+def _jump_chain(
+    name: str,
+    hosts: Mapping[str, Host],
+    path: Path,
+    hosts_raw: Mapping[str, Any],
+    trail: tuple[str, ...] = (),
+) -> tuple[str, ...]:
+    """Every hop in front of `name`, first hop first. A first hop that is an inventory host with
+    a jump of its own is reached through that jump too, as OpenSSH's ProxyJump does (the
+    connection opens the flat chain: without this, the bastion's own jump host was skipped and
+    its private address dialled directly). A chain that comes back to a host is refused."""
+    trail = (*trail, name)
+    hops = hosts[name].jump
+    if not hops:
+        return ()
+    first = hops[0]
+    if first in trail:
+        loop = " -> ".join((*trail[trail.index(first) :], first))
+        raise InventoryError(
+            f"{where(path, hosts_raw, name)}: host {name!r} field 'jump' makes a loop of jump hosts"
+            f" ({loop}); one of them must be reachable without the others: fix its 'jump'."
+        )
+    before = _jump_chain(first, hosts, path, hosts_raw, trail) if first in hosts else ()
+    return (*before, *hops)
 
 
 def _key_file_origin(
@@ -514,6 +588,30 @@ def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
+def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for an unknown vendor, also across case (`Wuhan-IDC`)."""
+    vendors = list(vendors)
+    same = [v for v in vendors if v.casefold() == word.casefold()]
+    return f"; did you mean {same[0]!r}?" if same else did_you_mean(word, vendors)
+
+
+# what a host name or an IP address (with an IPv6 zone) is made of: the characters rsync's
+# OpenSSH config accepts (openssh._HOST_CHARS), checked here so the run stops before connecting
+_ADDRESS_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
+# `$HOME/.ssh/id` or `${KEYS}/id` in a key_file
+_ENV_VAR = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
+def _expand_path(value: str) -> tuple[str, str | None]:
+    """`~` and `$VAR`/`${VAR}` expanded, as Ansible does for a key file; and the name of a
+    variable that is not set (then the path is not used), else None."""
+    for match in _ENV_VAR.finditer(value):
+        name = match.group(1).strip("{}")
+        if name not in os.environ:
+            return value, name
+    return os.path.expanduser(os.path.expandvars(value)), None
+
+
 def _resolve_host(
     name: str,
     layers: list[tuple[Mapping[str, Any], str]],
@@ -538,7 +636,7 @@ def _resolve_host(
             raise InventoryError(
                 f"{where(path, vendor_src[0], 'vendor')}: {vendor_src[1]} names unknown vendor"
                 f" {vendor_id!r}; vendor profiles are the files <name>.yml in {vendors_dir}"
-                f"{did_you_mean(str(vendor_id), vendors) or '.'}"
+                f"{_vendor_suggestion(str(vendor_id), vendors) or '.'}"
             )
         vendor = vendors[vendor_id]
         vendor_layer = vendor.host_defaults
@@ -590,6 +688,13 @@ def _resolve_host(
             )
     if not isinstance(address, str) or not address.strip():
         raise err("address", "must be a host name or IP address string.")
+    if not _ADDRESS_CHARS.fullmatch(address.strip()):
+        bad = next(c for c in address.strip() if not _ADDRESS_CHARS.fullmatch(c))
+        raise err(
+            "address",
+            f"{address!r} is not a host name or IP address (it holds {bad!r}); write only the host"
+            " name or IP address.",
+        )
     port = pick("port", "port", 22)
     if isinstance(port, str) and port.isdigit():
         port = int(port)
@@ -602,7 +707,13 @@ def _resolve_host(
     if key_file is not None and not isinstance(key_file, str):
         raise err("key_file", "must be a path string.")
     if key_file:
-        key_file = os.path.expanduser(key_file)
+        key_file, unset = _expand_path(key_file)
+        if unset is not None:
+            raise err(
+                "key_file",
+                f"{key_file!r} uses the environment variable {unset!r}, which is not set; set it,"
+                " or write the path out.",
+            )
         if not os.path.isabs(key_file):
             key_file = str((path.parent / key_file).resolve())
     use_agent = merged.get("use_agent", True)
@@ -614,7 +725,12 @@ def _resolve_host(
     if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
         raise err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
     timeout = merged.get("connect_timeout", 10)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
         raise err("connect_timeout", f"must be a positive number of seconds, not {timeout!r}.")
     data_dir = merged.get("data_dir", vendor.data_dir if vendor else None)
     if data_dir is not None and not isinstance(data_dir, str):
@@ -742,6 +858,9 @@ def parse_order(
     gpu_model = raw.get("gpu_model")
     if gpu_model is not None and not isinstance(gpu_model, str):
         raise fail("gpu_model", "must be a text like 'A100 80GB SXM'.")
+    if gpu_model is not None and not gpu_model.strip():
+        # (an empty model would not be checked at all: the box would pass whatever GPU it holds)
+        raise fail("gpu_model", "is empty; give the model ordered, like 'A100 80GB SXM', or remove the line.")
     interconnect = raw.get("interconnect")
     if interconnect is not None and interconnect not in INTERCONNECTS:
         raise fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
@@ -823,9 +942,18 @@ def load_vendors(directory: Path) -> dict[str, Vendor]:
     vendors: dict[str, Vendor] = {}
     if not directory.is_dir():
         return vendors
+    seen: dict[str, Path] = {}
     for f in sorted(directory.glob("*.y*ml")):
+        if f.name.startswith("."):  # an editor's lock or swap file (`.#wuhan-idc.yml`), not a profile
+            continue
         if problem := name_problem("vendor", f.stem):  # (the file name is the vendor id)
             raise InventoryError(f"{directory}: vendor profile file {f.name!r}: {problem}")
+        if f.stem in seen:
+            raise InventoryError(
+                f"{f}: vendor {f.stem!r} has two profiles, {seen[f.stem].name} and {f.name}, and only one"
+                " would be used; merge them into one file and remove the other."
+            )
+        seen[f.stem] = f
         vendors[f.stem] = load_vendor(f)
     return vendors
 
@@ -913,11 +1041,25 @@ def load_vendor(path: Path) -> Vendor:
             currency=str(billing_raw.get("currency", "")),
             monthly_rate=rates["monthly_rate"],
         ),
-        shutdown_command=text("shutdown_command") or "shutdown -h now",
+        shutdown_command=_shutdown_command(text("shutdown_command"), path, data),
         source=str(path),
         host_defaults=layer,
     )
     return vendor
+
+
+def _shutdown_command(value: str | None, path: Path, data: Mapping[str, Any]) -> str:
+    """The profile's shutdown command; a blank one is refused, not replaced by the default:
+    `shutdown_command: ""` may mean "never power off" and must not become `shutdown -h now`."""
+    if value is None:
+        return "shutdown -h now"
+    if not value.strip():
+        raise InventoryError(
+            f"{where(path, data, 'shutdown_command')}: vendor {path.stem!r} field 'shutdown_command'"
+            " is empty; give the command that powers the box off, or remove the line for"
+            " `shutdown -h now`."
+        )
+    return value
 
 
 def _copy_line(target: LineDict, key: str, source: Mapping[str, Any]) -> None:
