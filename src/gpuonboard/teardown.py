@@ -110,6 +110,26 @@ def check_dest(raw: str, names: list[str], project: Path, create: bool) -> None:
             ) from None
 
 
+def shared_dest(dests: dict[str, str], project: Path) -> str | None:
+    """Pure: the usage error when two hosts' vars.results_dest (by host name) name the same local
+    dir: their pulls, run side by side, would write into one copy (rsync replaces files of the
+    same names), or None."""
+    seen: dict[str, str] = {}
+    for name, raw in dests.items():
+        if not raw:
+            continue  # (the default results/<host> is each host's own)
+        path = Path(os.path.expanduser(raw.replace("{host}", name)))
+        key = os.path.normpath(path if path.is_absolute() else project / path)
+        if key in seen:
+            return (
+                f"hosts {seen[key]} and {name} would pull their results into the same local dir {key}"
+                f" (vars.results_dest), where one pull could overwrite the other's files; put {{host}} in"
+                " vars.results_dest, or give --dest (each host then gets its own subdirectory), then rerun."
+            )
+        seen[key] = name
+    return None
+
+
 def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOptions) -> int:
     """Pull, verify, then clean each selected host (nothing deleted on an unverified pull)."""
     if not (selection.hosts or selection.group or selection.limit):
@@ -120,6 +140,10 @@ def teardown(selection: api.Selection, settings: api.Settings, opts: TeardownOpt
     inv, hosts = api.load_hosts(selection, settings)
     if opts.dest and len(hosts) > 1 and "{host}" not in opts.dest:
         opts = replace(opts, dest=str(Path(opts.dest) / "{host}"))  # one copy per host, never mixed
+    if not opts.dest:
+        clash = shared_dest({h.name: str(h.vars.get("results_dest") or "") for h in hosts}, settings.project)
+        if clash:
+            raise UsageError(clash)
     book = build_playbook(
         playbook_mod.load(api.find_playbook(settings.project, "teardown")), opts, settings, inv.source
     )

@@ -34,6 +34,8 @@ import math
 import os
 import posixpath
 import re
+import shutil
+import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -758,6 +760,58 @@ def copy_lacks(dest: Path, record: Record) -> list[str]:
     return gone
 
 
+def held_bytes(dest: Path) -> int:
+    """Bytes of the regular files under dest (rsync's partial files too; no link followed):
+    what an interrupted pull into it already brought."""
+    total = 0
+    for top, _, files in os.walk(dest):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
+
+
+def free_bytes(dest: Path) -> int | None:
+    """Bytes this user may still write on the file system that holds (or will hold) dest;
+    None when no dir on its path can be asked."""
+    for part in (dest, *dest.parents):
+        try:
+            return shutil.disk_usage(part).free
+        except OSError:
+            continue
+    return None
+
+
+def room_problem(size: int, held: int, free: int | None) -> int | None:
+    """Pure: the bytes the pull still needs when they surely exceed what is free (a lower
+    bound: file system blocks and rsync's temp files need more), else None."""
+    need = max(0, size - held)
+    return need if free is not None and need > free else None
+
+
+def mark_stale(dest: Path, names: Sequence[str], listing: Sequence[str]) -> None:
+    """Give each local file whose sha256 differs from the host's an mtime one second off the
+    host's one: rsync's quick check (size and mtime in whole seconds) skipped it, and a rerun,
+    skipping it again, could never mend the copy (a corrupted copy, or a file the host rewrote
+    at its size within the second it was pulled). Its content stays: the rerun's rsync sends
+    only what differs from it."""
+    mtimes = {}
+    for entry in listing:
+        kind, _, mtime, path = (entry.split(" ", 3) + ["", "", ""])[:4]
+        if kind == "f":
+            mtimes[_rel(path)] = mtime
+    for name in names:
+        with contextlib.suppress(OSError, ValueError):
+            host = int(float(mtimes.get(name) or "0"))
+            p = dest / name
+            st = p.lstat()
+            if stat.S_ISREG(st.st_mode):
+                os.utime(p, ns=(st.st_atime_ns, (host - 1 if host > 0 else host + 1) * 10**9))
+
+
 def _replace_record(dest: Path, data: bytes) -> str | None:
     """Put `data` in the record's place atomically (temp file, fsync, rename); -> why it failed
     (the temp file removed), else None."""
@@ -923,6 +977,11 @@ class PullOutcome:
     local_error: str = ""
     mark_error: str = ""  # the mark of this pull could not be written (disk full): nothing pulled
     config_error: str = ""  # rsync's OpenSSH config could not be written: nothing made or pulled
+    no_room: str = ""  # why rsync could not write here: the disk (or the user's quota) filled up
+
+
+# what rsync's receiver says when this machine's disk (or the user's quota) is full
+_NO_ROOM = ("No space left on device", "Disk quota exceeded")
 
 
 class TeardownPullStep(Step):
@@ -1040,6 +1099,16 @@ class TeardownPullStep(Step):
         forced = f"; {problem[0]}: wiping anyway (--force)" if problem else ""
         counts = found.get("files", "").split()
         count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdigit() else (0, 0)
+        free = free_bytes(dest)
+        need = room_problem(size, held_bytes(dest), free)
+        if need is not None:  # rsync would fill this machine's disk, then fail: paid hours for nothing
+            still = f", {format_bytes(need, binary=False)} of it not yet in {dest}," if need < size else ""
+            return self._refuse(
+                ctx,
+                f"{src} holds {format_bytes(size, binary=False)} ({count} files){still} but the disk of"
+                f" {dest} on this machine has only {format_bytes(free, binary=False)} free",
+                "make room there (or give --dest a directory on a disk with room), then rerun",
+            )
         if "no-rsync" in found and not self.force:
             return Plan(
                 False,
@@ -1085,14 +1154,17 @@ class TeardownPullStep(Step):
             # run so that a signal (or our death) stops rsync and its forked receiver too
             run = transfer.run_rsync(argv)
             code, err = run.exit_code, last_line(run.stderr, run.exit_code) if run.exit_code else ""
+            no_room = next((w for w in _NO_ROOM if code and w in run.stderr), "")
         except FileNotFoundError:
-            code, err = 127, "rsync is not installed on this machine"
+            code, err, no_room = 127, "rsync is not installed on this machine", ""
         result = ctx.runner.run(manifest_command(self.results, self.removed, self.recorded))
         if not result.ok:
             return PullOutcome(code, err, {}, [], [], last_line(result.stderr, result.exit_code))
         listing, checks, remote = parse_pull_output(result.stdout)
         missing, corrupt = compare_manifests(remote, local_manifest(dest, remote))
-        return PullOutcome(code, err, remote, missing, corrupt, listing=listing, checks=checks)
+        return PullOutcome(
+            code, err, remote, missing, corrupt, listing=listing, checks=checks, no_room=no_room
+        )
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """Refuse (fail, so nothing is deleted) unless every remote file is here with its sha256,
@@ -1124,6 +1196,9 @@ class TeardownPullStep(Step):
             (detail, fix), incomplete = found, ""
         elif out.missing or out.corrupt:
             detail = describe_problems(out.missing, out.corrupt, len(out.remote))
+            if out.no_room:  # a rerun alone fills the disk again
+                rsync_note = f" (rsync: {out.no_room} on this machine)"
+                fix = f"make room on the disk of {dest} (or give another --dest), then rerun"
         else:
             h = ctx.host
             record = Record(
@@ -1142,6 +1217,8 @@ class TeardownPullStep(Step):
         # not verified: the copy keeps no link out of itself (the host's word on its links does
         # not count; a rerun pulls them again)
         rsync_note += drop_links_out(dest)
+        if not self.force:  # a rerun pulls the corrupt files again (--force wipes: nothing reruns)
+            mark_stale(dest, out.corrupt, out.listing)
         if self.force:
             plan.msg = f"pull of {src} to {dest} NOT verified: {detail}{rsync_note}; wiping anyway (--force)"
             return None
