@@ -56,12 +56,44 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     return result
 
 
+_AS_WRITTEN = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null")}
+
+
 def _key(loader: _Loader, key_node: yaml.Node) -> str:
+    # a plain scalar key is the name as written: a host `01`, `on` or `null` was renamed `1`,
+    # `True` or `None` (YAML 1.1 reads them as a number, a boolean, nothing)
+    if isinstance(key_node, yaml.ScalarNode) and key_node.tag in _AS_WRITTEN:
+        return str(key_node.value)
     key = loader.construct_object(key_node, deep=True)
     return key if isinstance(key, str) else str(key)
 
 
+class AmbiguousNumber(yaml.MarkedYAMLError):
+    """A number YAML 1.1 reads in another base than it looks: `port: 022` is 18 (octal), `1:30`
+    is 90 (base 60); YAML 1.2 and most readers take 022 as 22."""
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    text = str(node.value)
+    digits = text.lstrip("+-").replace("_", "")
+    value = int(yaml.SafeLoader.construct_yaml_int(loader, node))
+    octal = len(digits) > 1 and digits.startswith("0") and digits[1:2].isdigit()
+    if octal or ":" in digits:
+        how = "octal" if octal else "base 60"
+        plain = text[: len(text) - len(text.lstrip("+-"))].replace("+", "") + (digits.lstrip("0") or "0")
+        fix = f"write {plain} without the leading zeros" if octal else "write the number itself"
+        raise AmbiguousNumber(
+            None,
+            None,
+            f"{text!r} is read by YAML as {value} ({how}), not as written; {fix},"
+            " or quote it if it is a text",
+            node.start_mark,
+        )
+    return value
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def load_yaml(path: Path, error: type[GpuonboardError], what: str) -> Any:
@@ -160,6 +192,9 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError]) -> Any:
     try:
         return _load(text)
     except AliasBomb as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise error(f"{path}, line {line}: {exc.problem}.") from None
+    except AmbiguousNumber as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise error(f"{path}, line {line}: {exc.problem}.") from None
     except DuplicateKey as exc:

@@ -1,0 +1,62 @@
+"""YAML 1.1 reads some numbers in another base than they look (`port: 022` is 18, `gpu_count: 010`
+is 8, `1:30` is 90) and renames keys that look like numbers, booleans or null (a host `01`
+became `1`, `on` became `True`): the first is one sentence naming the file and line, the
+second keeps the name as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import inventory
+from gpuonboard.errors import InventoryError
+from gpuonboard.yamlload import parse_yaml
+
+P = Path("inventory/hosts.yml")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "port: 022",
+            "'022' is read by YAML as 18 (octal), not as written; write 22 without the leading zeros",
+        ),
+        ("n: [1, 010]", "'010' is read by YAML as 8 (octal)"),
+        ("t: -07", "'-07' is read by YAML as -7 (octal), not as written; write -7 without"),
+        ("t: 1:30", "'1:30' is read by YAML as 90 (base 60), not as written; write the number itself"),
+    ],
+)
+def test_a_number_read_in_another_base_is_refused(text: str, said: str) -> None:
+    with pytest.raises(InventoryError) as exc:
+        parse_yaml(text, P, InventoryError)
+    assert str(exc.value).startswith(f"{P}, line 1: {said}"), exc.value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("v: 22", 22),
+        ("v: 0", 0),
+        ("v: 0x1F", 31),
+        ("v: 0b101", 5),
+        ("v: 1_000", 1000),
+        ("v: '022'", "022"),
+        ("v: -7", -7),
+    ],
+)
+def test_plain_numbers_are_read_as_before(text: str, value: object) -> None:
+    assert parse_yaml(text, P, InventoryError) == {"v": value}
+
+
+def test_keys_that_look_like_numbers_or_booleans_keep_their_names() -> None:
+    doc = parse_yaml("hosts:\n  01: {}\n  on: {}\n  null: {}\n  1.5: {}\n", P, InventoryError)
+    assert list(doc["hosts"]) == ["01", "on", "null", "1.5"]
+
+
+def test_an_octal_port_in_an_inventory_stops_the_run_naming_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "hosts.yml"
+    f.write_text("hosts:\n  gpu-1:\n    address: 10.0.0.7\n    port: 022\n")
+    with pytest.raises(InventoryError, match=r"hosts\.yml, line 4: '022' is read by YAML as 18 \(octal\)"):
+        inventory.load(f)
