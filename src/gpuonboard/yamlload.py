@@ -24,15 +24,19 @@ class LineDict(dict[str, Any]):
         return getattr(self, "key_lines", {}).get(key, self.line)
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _LaxLoader(yaml.SafeLoader):
+    """Line numbers, duplicate keys refused, keys as written; numbers as YAML 1.1 reads them."""
+
+
+class _Loader(_LaxLoader):
+    """... and a number YAML 1.1 reads in another base than it looks is refused."""
 
 
 class DuplicateKey(yaml.MarkedYAMLError):
     """A key that appears twice in one mapping (PyYAML would silently keep the last)."""
 
 
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
+def _construct_mapping(loader: _LaxLoader, node: yaml.MappingNode) -> LineDict:
     # Duplicates are checked among the mapping's own keys only: a key that overrides one
     # pulled in by a `<<: *anchor` merge is the point of the merge, not a mistake.
     first_line: dict[str, int] = {}
@@ -59,7 +63,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
 _AS_WRITTEN = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null")}
 
 
-def _key(loader: _Loader, key_node: yaml.Node) -> str:
+def _key(loader: _LaxLoader, key_node: yaml.Node) -> str:
     # a plain scalar key is the name as written: a host `01`, `on` or `null` was renamed `1`,
     # `True` or `None` (YAML 1.1 reads them as a number, a boolean, nothing)
     if isinstance(key_node, yaml.ScalarNode) and key_node.tag in _AS_WRITTEN:
@@ -74,31 +78,29 @@ class AmbiguousNumber(yaml.MarkedYAMLError):
 
 
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
-    text = str(node.value)
-    digits = text.lstrip("+-").replace("_", "")
-    value = int(yaml.SafeLoader.construct_yaml_int(loader, node))
+    digits = str(node.value).lstrip("+-").replace("_", "")
     octal = len(digits) > 1 and digits.startswith("0") and digits[1:2].isdigit()
     if octal or ":" in digits:
-        how = "octal" if octal else "base 60"
-        plain = text[: len(text) - len(text.lstrip("+-"))].replace("+", "") + (digits.lstrip("0") or "0")
-        fix = f"write {plain} without the leading zeros" if octal else "write the number itself"
+        # (the value itself is not quoted: it may be a password, say in a vars: block)
+        how = "with a leading zero is read by YAML as octal (022 is 18)"
+        how = how if octal else "with ':' is read by YAML in base 60 (1:30 is 90)"
+        fix = "without the leading zeros" if octal else "as the number itself"
         raise AmbiguousNumber(
             None,
             None,
-            f"{text!r} is read by YAML as {value} ({how}), not as written; {fix},"
-            " or quote it if it is a text",
+            f"a number written {how}, not as written; write it {fix}, or quote it if it is a text",
             node.start_mark,
         )
-    return value
+    return int(yaml.SafeLoader.construct_yaml_int(loader, node))
 
 
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LaxLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
-def load_yaml(path: Path, error: type[GpuonboardError], what: str) -> Any:
+def load_yaml(path: Path, error: type[GpuonboardError], what: str, strict_numbers: bool = True) -> Any:
     """Parse a YAML file into LineDicts/lists; any problem -> `error` naming file and line."""
-    return parse_yaml(read_text(path, error, what), path, error)
+    return parse_yaml(read_text(path, error, what), path, error, strict_numbers)
 
 
 def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
@@ -175,8 +177,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _load(text: str) -> Any:
-    loader = _Loader(text)
+def _load(text: str, strict_numbers: bool = True) -> Any:
+    loader = _Loader(text) if strict_numbers else _LaxLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -187,10 +189,10 @@ def _load(text: str) -> Any:
         loader.dispose()
 
 
-def parse_yaml(text: str, path: Path, error: type[GpuonboardError]) -> Any:
+def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbers: bool = True) -> Any:
     """Parse YAML text; errors name the file and line."""
     try:
-        return _load(text)
+        return _load(text, strict_numbers)
     except AliasBomb as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise error(f"{path}, line {line}: {exc.problem}.") from None

@@ -1085,7 +1085,8 @@ def read_credentials_file(
     if refused := machine.exposed("registry credentials file", str(path), mode, "passwords"):
         return refused
     try:
-        data = load_yaml(path, StepArgsError, "registry credentials file")
+        # (numbers as YAML reads them: a password that is no text gets its own sentence below)
+        data = load_yaml(path, StepArgsError, "registry credentials file", strict_numbers=False)
     except StepArgsError as exc:
         return _without_yaml_problem(str(exc))
     if not isinstance(data, dict):
