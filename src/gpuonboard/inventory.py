@@ -843,9 +843,14 @@ def parse_order(
                 key, f"needs a unit, like {raw[key]}GB or {raw[key]}GiB (a bare number would mean bytes)."
             )
         try:
-            return parse(raw[key])
+            value = parse(raw[key])
         except ValueError as exc:
             raise fail(key, f"is not a valid size: {exc}.") from None
+        if value <= 0:  # (a minimum of nothing: the box would pass whatever it holds)
+            raise fail(
+                key, f"is {raw[key]!r}, which checks nothing; give the size ordered, or remove the line."
+            )
+        return value
 
     def count(key: str) -> int | None:
         v = raw.get(key)
@@ -921,6 +926,11 @@ def parse_order(
                     f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size'"
                     f" is not a valid size: {exc}."
                 ) from None
+            if min_size <= 0:
+                raise InventoryError(
+                    f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size' is"
+                    f" {disk['min_size']!r}, which checks nothing; give the size ordered, or remove the line."
+                )
         data_disk = DataDiskSpec(mount=mount.rstrip("/") or "/", min_size_bytes=min_size)
     return OrderSpec(
         gpu_model=gpu_model,

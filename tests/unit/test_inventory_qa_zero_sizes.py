@@ -1,0 +1,39 @@
+"""An order of `vram: 0GB`, `ram: 0TB` or a data disk of `min_size: 0TB` checked nothing (the box
+passed whatever it held): it is an input error naming the file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import inventory
+from gpuonboard.errors import InventoryError
+
+
+@pytest.mark.parametrize(
+    ("order", "field"),
+    [
+        ("{vram: 0GB}", "'vram' is '0GB'"),
+        ("{ram: 0TB}", "'ram' is '0TB'"),
+        ("{data_disk: {mount: /data, min_size: 0TB}}", "'min_size' is '0TB'"),
+    ],
+)
+def test_a_size_of_zero_is_refused(tmp_path: Path, order: str, field: str) -> None:
+    f = tmp_path / "hosts.yml"
+    f.write_text(f"hosts:\n  gpu-1:\n    address: 10.0.0.7\n    order: {order}\n")
+    with pytest.raises(InventoryError) as exc:
+        inventory.load(f)
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}, line 4: ") and field in msg and "which checks nothing" in msg, msg
+
+
+def test_real_sizes_still_load(tmp_path: Path) -> None:
+    f = tmp_path / "hosts.yml"
+    f.write_text(
+        "hosts:\n  gpu-1:\n    address: 10.0.0.7\n"
+        "    order: {vram: 80GB, ram: 1TB, data_disk: {mount: /data, min_size: 7TB}}\n"
+    )
+    order = inventory.load(f).hosts["gpu-1"].order
+    assert order.vram_bytes == 80 * 10**9 and order.ram_bytes == 1024**4
+    assert order.data_disk is not None and order.data_disk.min_size_bytes == 7 * 10**12
