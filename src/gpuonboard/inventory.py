@@ -578,14 +578,28 @@ def _check_host_keys(mapping: Mapping[str, Any], path: Path, label: str) -> None
     _check_keys(mapping, HOST_KEYS, path, label)
 
 
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _deep_merge(dict(out[k]), v)
+        cur = out.get(k)
+        if path == ("order",) and k == "data_disk":
+            cur, v = _disk_mappings(cur, v)
+        if isinstance(v, Mapping) and isinstance(cur, Mapping):
+            out[k] = _deep_merge(dict(cur), v, (*path, k))
         else:
             out[k] = v
     return out
+
+
+def _disk_mappings(base: Any, over: Any) -> tuple[Any, Any]:
+    """Pure: an order's `data_disk: /data` is short for `{mount: /data}`, and merges key by key
+    with a mapping in another layer like one (a vendor's `data_disk: /data` under a host's
+    `data_disk: {min_size: 7TB}` was replaced whole: "'mount' must be an absolute path")."""
+    if isinstance(base, str) and isinstance(over, Mapping):
+        return {"mount": base}, over
+    if isinstance(over, str) and isinstance(base, Mapping):
+        return base, {"mount": over}
+    return base, over
 
 
 def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:

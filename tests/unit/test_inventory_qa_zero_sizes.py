@@ -37,3 +37,18 @@ def test_real_sizes_still_load(tmp_path: Path) -> None:
     order = inventory.load(f).hosts["gpu-1"].order
     assert order.vram_bytes == 80 * 10**9 and order.ram_bytes == 1024**4
     assert order.data_disk is not None and order.data_disk.min_size_bytes == 7 * 10**12
+
+
+def test_a_data_disk_shorthand_merges_with_a_mapping_in_another_layer(tmp_path: Path) -> None:
+    """A group's `data_disk: /data` with the host's `data_disk: {min_size: 7TB}` was replaced whole
+    ("'mount' must be an absolute path"); the shorthand is `{mount: /data}`, merged key by key."""
+    f = tmp_path / "hosts.yml"
+    f.write_text(
+        "groups:\n  g:\n    vars: {order: {data_disk: /data}}\n    hosts: [gpu-1, gpu-2]\n"
+        "hosts:\n  gpu-1:\n    address: 10.0.0.7\n    order: {data_disk: {min_size: 7TB}}\n"
+        "  gpu-2:\n    address: 10.0.0.8\n    order: {data_disk: /nvme}\n"
+    )
+    hosts = inventory.load(f).hosts
+    one, two = hosts["gpu-1"].order.data_disk, hosts["gpu-2"].order.data_disk
+    assert one is not None and (one.mount, one.min_size_bytes) == ("/data", 7 * 10**12)
+    assert two is not None and (two.mount, two.min_size_bytes) == ("/nvme", None)
