@@ -770,6 +770,7 @@ def monitor(
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
     from . import monitor as monitor_mod
 
+    _refuse_invoke_dry(c)
     sel = _selection(inventory, host, group, limit)
     settings = _settings(
         trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries

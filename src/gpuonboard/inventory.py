@@ -348,6 +348,16 @@ def _hosts_file_in(directory: Path) -> Path:
     """The one hosts file of an inventory directory. Only that file is read, so a second hosts
     file or another inventory-looking file beside it (`gpus.yml`, `hosts.ini`) is refused: its
     hosts, groups and order specs would be ignored without a word."""
+    try:
+        return _one_hosts_file(directory)
+    except PermissionError as exc:
+        raise InventoryError(
+            f"{directory}: cannot read this inventory directory ({exc.strerror}); fix its permissions,"
+            " or pass --inventory FILE."
+        ) from None
+
+
+def _one_hosts_file(directory: Path) -> Path:
     found = [directory / n for n in HOSTS_FILE_NAMES if (directory / n).is_file()]
     if not found:
         raise InventoryError(
@@ -514,7 +524,23 @@ def _jump_chain(
             f" ({loop}); one of them must be reachable without the others: fix its 'jump'."
         )
     before = _jump_chain(first, hosts, path, hosts_raw, trail) if first in hosts else ()
-    return (*before, *hops)
+    literal = next((h for h in before if h not in hosts), None)
+    if literal is not None:  # (a `user@host:port` hop takes the key of the host it is a hop of:
+        # in front of `name`, that would be name's key, not the jump host's own)
+        raise InventoryError(
+            f"{where(path, hosts_raw, name)}: host {name!r} jumps through {first!r}, whose own jump"
+            f" {literal!r} is not an inventory host, so it would be reached with {name!r}'s key and user;"
+            f" add {literal!r} as an inventory host (with its address, user and key_file) and name it"
+            f" in {first!r}'s jump."
+        )
+    chain = (*before, *hops)
+    if name in chain or len(set(chain)) < len(chain):
+        raise InventoryError(
+            f"{where(path, hosts_raw, name)}: host {name!r} field 'jump' makes a loop of jump hosts"
+            f" ({' -> '.join((*chain, name))}); one of them must be reachable without the others: fix"
+            " its 'jump'."
+        )
+    return chain
 
 
 def _key_file_origin(

@@ -84,11 +84,13 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
         # (the value itself is not quoted: it may be a password, say in a vars: block)
         how = "with a leading zero is read by YAML as octal (022 is 18)"
         how = how if octal else "with ':' is read by YAML in base 60 (1:30 is 90)"
-        fix = "without the leading zeros" if octal else "as the number itself"
+        fix = "write it without the leading zeros" if octal else "write it as the number itself"
+        keep = '("0644")' if octal else '("1:30")'
         raise AmbiguousNumber(
             None,
             None,
-            f"a number written {how}, not as written; write it {fix}, or quote it if it is a text",
+            f"a number written {how}, not as written; quote it {keep} where it is meant as"
+            f" written (a file mode, a time), else {fix}",
             node.start_mark,
         )
     return int(yaml.SafeLoader.construct_yaml_int(loader, node))

@@ -103,8 +103,9 @@ def test_teardown_removes_the_mirror_copy_the_container_step_pulled() -> None:
     [
         # Docker Hub: the full name (podman files a short tag target under localhost/)
         ("ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
-        ("index.docker.io/ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
         ("docker.io/library/ubuntu:22.04", "docker.io/library/ubuntu:22.04"),
+        # another name of Docker Hub's registry is another registry to docker and podman: as written
+        ("index.docker.io/ubuntu:22.04", "index.docker.io/ubuntu:22.04"),
         ("pytorch/pytorch:2.4.0", "docker.io/pytorch/pytorch:2.4.0"),
         (f"ubuntu:22.04@{DIGEST}", "docker.io/library/ubuntu:22.04"),
         # any other registry: the name as written

@@ -18,11 +18,13 @@ P = Path("inventory/hosts.yml")
 
 OCTAL = (
     "a number written with a leading zero is read by YAML as octal (022 is 18), not as written;"
-    " write it without the leading zeros, or quote it if it is a text."
+    ' quote it ("0644") where it is meant as written (a file mode, a time), else write it without'
+    " the leading zeros."
 )
 BASE60 = (
     "a number written with ':' is read by YAML in base 60 (1:30 is 90), not as written;"
-    " write it as the number itself, or quote it if it is a text."
+    ' quote it ("1:30") where it is meant as written (a file mode, a time), else write it as the'
+    " number itself."
 )
 
 

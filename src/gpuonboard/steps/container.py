@@ -153,7 +153,8 @@ class ImageRef:
         `docker.io/library/ubuntu:22.04` does not find: they would pull it from Docker Hub, the
         registry the mirror is there to avoid. docker files both forms as `ubuntu:22.04`, and
         either runtime finds the full form under the short name."""
-        if self.docker_hub and self.tag:
+        if self.registry in (None, "docker.io") and self.tag:  # (registry-1.docker.io/... is
+            # another registry name to podman and docker: kept as written, as the probe asks it)
             return f"docker.io/{self.repository}:{self.tag}"
         return self.canonical
 
@@ -854,7 +855,7 @@ class ContainerStep(Step):
             return f"pulling {s.pull_ref}{where} failed after {a.attempts} attempt(s): {a.pull_error}"
         s = a.source or s  # (the source the image came from: a fallback mirror, or none)
         if a.tag_error:
-            return f"tagging {s.pull_ref} as {s.ref.canonical} failed: {a.tag_error}"
+            return f"tagging {s.pull_ref} as {s.ref.tag_target} failed: {a.tag_error}"
         if not a.image_id:
             return f"{s.ref.canonical} is not present after the pull"
         if s.ref.digest and s.ref.digest not in a.digests:

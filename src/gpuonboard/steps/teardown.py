@@ -803,10 +803,19 @@ def mark_stale(dest: Path, names: Sequence[str], listing: Sequence[str]) -> None
         kind, _, mtime, path = (entry.split(" ", 3) + ["", "", ""])[:4]
         if kind == "f":
             mtimes[_rel(path)] = mtime
+    root = dest.resolve()
     for name in names:
         with contextlib.suppress(OSError, ValueError):
             host = int(float(mtimes.get(name) or "0"))
             p = dest / name
+            # (names come from the host's manifest: `../x` or `/etc/x` there never reaches a file
+            # of this machine outside the copy; nor does a path through a symlink in it)
+            if (
+                name.startswith("/")
+                or ".." in Path(name).parts
+                or not p.parent.resolve().is_relative_to(root)
+            ):
+                continue
             st = p.lstat()
             if stat.S_ISREG(st.st_mode):
                 os.utime(p, ns=(st.st_atime_ns, (host - 1 if host > 0 else host + 1) * 10**9))
