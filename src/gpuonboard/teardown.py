@@ -116,9 +116,9 @@ def shared_dest(dests: dict[str, str], project: Path) -> str | None:
     same names), or None."""
     seen: dict[str, str] = {}
     for name, raw in dests.items():
-        if not raw:
-            continue  # (the default results/<host> is each host's own)
-        path = Path(os.path.expanduser(raw.replace("{host}", name)))
+        # (a host without the var pulls into its default results/<host>, which another host's
+        # vars.results_dest may name too)
+        path = Path(os.path.expanduser((raw or "results/{host}").replace("{host}", name)))
         key = os.path.normpath(path if path.is_absolute() else project / path)
         if key in seen:
             return (

@@ -35,3 +35,12 @@ def test_shared_dest_names_the_two_hosts_and_the_dir(tmp_path: Path) -> None:
     assert clash is not None and clash.startswith(
         f"hosts b and c would pull their results into the same local dir {tmp_path}/runs "
     )
+
+
+def test_a_results_dest_naming_another_hosts_default_dir_is_a_clash(tmp_path: Path) -> None:
+    """gpu1's vars.results_dest `results/gpu2` is gpu2's default copy (results/<host>)."""
+    clash = shared_dest({"gpu1": "results/gpu2", "gpu2": ""}, tmp_path)
+    assert clash is not None and clash.startswith(
+        f"hosts gpu1 and gpu2 would pull their results into the same local dir {tmp_path}/results/gpu2 "
+    ), clash
+    assert shared_dest({"gpu1": "results/gpu1", "gpu2": ""}, tmp_path) is None
