@@ -431,8 +431,10 @@ def sim_up(
 def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
     """Pure: the sentence for a `sim.up --profile` that is none of the shipped profiles (`known`)
     nor a profile file that exists, or ''."""
+    from .testhosts.toolbox import is_profile_file
+
     names = ", ".join(known)
-    if "/" in profile or profile.endswith((".yml", ".yaml")):
+    if is_profile_file(profile):
         if file_exists:
             return ""
         return (

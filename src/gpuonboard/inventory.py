@@ -635,9 +635,17 @@ def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:
     return f"; did you mean {same[0]!r}?" if same else did_you_mean(word, vendors)
 
 
-# what a host name or an IP address (with an IPv6 zone) is made of: the characters rsync's
-# OpenSSH config accepts (openssh._HOST_CHARS), checked here so the run stops before connecting
-_ADDRESS_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
+# what a host name, an IPv4/IPv6 address and an IPv6 zone (`fe80::1%eth0`) are made of: checked
+# when the inventory is loaded (the run stops before connecting), and by openssh for each hop of
+# rsync's config (ProxyJump passes the address to a shell)
+HOST_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
+
+
+def bad_host_char(address: str) -> str | None:
+    """Pure: the first character of `address` that no host name or IP address holds, or None."""
+    return next((c for c in address if not HOST_CHARS.fullmatch(c)), None)
+
+
 # `$HOME/.ssh/id` or `${KEYS}/id` in a key_file
 _ENV_VAR = re.compile(r"\$(\w+|\{[^}]*\})")
 
@@ -728,8 +736,7 @@ def _resolve_host(
             )
     if not isinstance(address, str) or not address.strip():
         raise err("address", "must be a host name or IP address string.")
-    if not _ADDRESS_CHARS.fullmatch(address.strip()):
-        bad = next(c for c in address.strip() if not _ADDRESS_CHARS.fullmatch(c))
+    if (bad := bad_host_char(address.strip())) is not None:
         raise err(
             "address",
             f"{address!r} is not a host name or IP address (it holds {bad!r}); write only the host"

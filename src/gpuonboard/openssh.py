@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from . import atomicfile, shell
-from .inventory import Host, Inventory
+from .inventory import HOST_CHARS, Host, Inventory, bad_host_char
 
 
 def _ssh_value(value: str) -> str:
@@ -35,17 +35,13 @@ def _ssh_path(value: str) -> str:
     return _ssh_value(value.replace("%", "%%"))
 
 
-# what a host name, an IPv4/IPv6 address and an IPv6 zone (`fe80::1%eth0`) are made of
-_HOST_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
-
-
 def _ssh_host(hop: Host) -> str:
     """The HostName value for `hop`. OpenSSH puts it into a shell command for a jump chain
     (ProxyJump runs `ssh -W '[%h]:%p' HOP` through sh, and so does our ProxyCommand): an
     address holding a quote and `$(...)` ran that command on this machine, so only the
     characters of a host name or IP address are accepted."""
-    if not _HOST_CHARS.fullmatch(hop.address):
-        bad = next(c for c in hop.address if not _HOST_CHARS.fullmatch(c))
+    if not HOST_CHARS.fullmatch(hop.address):
+        bad = bad_host_char(hop.address)
         raise ValueError(
             f"host {hop.name!r}: address {hop.address!r} is not a host name or IP address (it holds"
             f" {bad!r}, which OpenSSH, used by rsync, would pass to a shell); fix its 'address'"

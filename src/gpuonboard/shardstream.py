@@ -157,10 +157,11 @@ done'
 t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:-}; tok=${11:-}
 drop=${12:-}  # sha256 of the old tree's files the plan found the new one will lack (see below)
 # the upload's lease stays fresh while this runs (it may outlive an interrupted client)
-beat() { [ -n "$lease" ] && grep -qxF "token $tok" -- "$lease" 2>/dev/null && touch -c -- "$lease"; :; }
+ours() { grep -qxF "token $tok" -- "$lease" 2>/dev/null; }
+beat() { [ -n "$lease" ] && ours && touch -c -- "$lease"; :; }
 # the lease is still this upload's (another run takes it over when this one was not heard from
 # for STALE_S): asked here, not in a round trip of its own before this command
-if [ -n "$lease" ] && ! grep -qxF "token $tok" -- "$lease" 2>/dev/null; then
+if [ -n "$lease" ] && ! ours; then
   echo 'the upload lease was taken over' >&2; exit 9  # LEASE_TAKEN_EXIT
 fi
 cd -- "$t" || exit 1

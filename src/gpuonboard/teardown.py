@@ -17,7 +17,7 @@ from . import api
 from . import playbook as playbook_mod
 from .errors import UsageError
 from .playbook import Playbook
-from .steps.teardown import path_problem
+from .steps.teardown import copy_path, path_problem
 from .templating import literal
 
 
@@ -118,8 +118,7 @@ def shared_dest(dests: dict[str, str], project: Path) -> str | None:
     for name, raw in dests.items():
         # (a host without the var pulls into its default results/<host>, which another host's
         # vars.results_dest may name too)
-        path = Path(os.path.expanduser((raw or "results/{host}").replace("{host}", name)))
-        key = os.path.normpath(path if path.is_absolute() else project / path)
+        key = os.path.normpath(copy_path(raw, name, project))
         if key in seen:
             return (
                 f"hosts {seen[key]} and {name} would pull their results into the same local dir {key}"

@@ -82,15 +82,20 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     octal = len(digits) > 1 and digits.startswith("0") and digits[1:2].isdigit()
     if octal or ":" in digits:
         # (the value itself is not quoted: it may be a password, say in a vars: block)
-        how = "with a leading zero is read by YAML as octal (022 is 18)"
-        how = how if octal else "with ':' is read by YAML in base 60 (1:30 is 90)"
-        fix = "write it without the leading zeros" if octal else "write it as the number itself"
-        keep = '("0644")' if octal else '("1:30")'
+        how, keep, fix = (
+            (
+                "with a leading zero is read by YAML as octal (022 is 18)",
+                '("0644")',
+                "without the leading zeros",
+            )
+            if octal
+            else ("with ':' is read by YAML in base 60 (1:30 is 90)", '("1:30")', "as the number itself")
+        )
         raise AmbiguousNumber(
             None,
             None,
             f"a number written {how}, not as written; quote it {keep} where it is meant as"
-            f" written (a file mode, a time), else {fix}",
+            f" written (a file mode, a time), else write it {fix}",
             node.start_mark,
         )
     return int(yaml.SafeLoader.construct_yaml_int(loader, node))
@@ -195,10 +200,7 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbe
     """Parse YAML text; errors name the file and line."""
     try:
         return _load(text, strict_numbers)
-    except AliasBomb as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
-        raise error(f"{path}, line {line}: {exc.problem}.") from None
-    except AmbiguousNumber as exc:
+    except (AliasBomb, AmbiguousNumber) as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise error(f"{path}, line {line}: {exc.problem}.") from None
     except DuplicateKey as exc:

@@ -966,9 +966,16 @@ def _check_dir_arg(value: Any, name: str) -> str:
 def copy_dir(raw: Any, ctx: StepContext) -> Path:
     """The local copy's directory: `raw` (else vars.results_dest, else results/<host> under the
     project); `{host}` in it is replaced."""
-    text = str(raw or "") or str(ctx.host.vars.get("results_dest") or "") or str(Path("results") / "{host}")
-    path = Path(os.path.expanduser(text.replace("{host}", ctx.host.name)))
-    return path if path.is_absolute() else ctx.project / path
+    return copy_path(
+        str(raw or "") or str(ctx.host.vars.get("results_dest") or ""), ctx.host.name, ctx.project
+    )
+
+
+def copy_path(text: str, host: str, project: Path) -> Path:
+    """Pure: the local copy's directory for a dest `text` ('': results/<host>) of `host`, `{host}`
+    in it replaced, relative to the project."""
+    path = Path(os.path.expanduser((text or str(Path("results") / "{host}")).replace("{host}", host)))
+    return path if path.is_absolute() else project / path
 
 
 @dataclass

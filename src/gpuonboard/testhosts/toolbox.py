@@ -62,9 +62,14 @@ class Profile:
     absent: list[str] = field(default_factory=list)
 
 
+def is_profile_file(profile: str) -> bool:
+    """Pure: whether `profile` names a profile file (a path, or ``FILE.yml``), not a profile name."""
+    return "/" in profile or profile.endswith((".yml", ".yaml"))
+
+
 def profile_path(profile: str | Path, profiles_dir: Path = PROFILES_DIR) -> Path:
     """Resolve a profile name (``a100-8x``) or a path to a ``.yml`` file."""
-    if isinstance(profile, Path) or "/" in profile or profile.endswith((".yml", ".yaml")):
+    if isinstance(profile, Path) or is_profile_file(profile):
         return Path(profile).resolve()
     return profiles_dir / f"{profile}.yml"
 
