@@ -114,6 +114,13 @@ def earlier_pull(project: Project, pool: TestHostPool, p: dict[str, Path], dest:
     inventory(project, pool, p)
 
 
+def corrupt_keeping_size_and_mtime(path: Path, content: bytes) -> None:
+    """Local corruption rsync's quick check (size, mtime) cannot see: only a sha256 notices."""
+    st = path.stat()
+    path.write_bytes(content)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def listing(root: Path) -> list[str]:
     return sorted(str(x.relative_to(root)) for x in root.rglob("*"))
 
@@ -179,9 +186,7 @@ def test_refuses_to_wipe_on_a_corrupt_or_missing_copy_unless_forced(
     # skips the file, only the sha256 manifest notices
     earlier_pull(project, pool, remote, dest)
     bad = dest / "a.txt"
-    st = bad.stat()
-    bad.write_bytes(b"ALPHA\n")
-    os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns))
+    corrupt_keeping_size_and_mtime(bad, b"ALPHA\n")
     before = listing(remote["base"])
 
     r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))

@@ -10,7 +10,6 @@ the small disk is a tmpfs mounted under the test's tmp_path (root only) and unmo
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from conftest import Project
 from test_teardown import (
     FILES,
     LEFT_ON_HOST,
+    corrupt_keeping_size_and_mtime,
     docker_calls,
     earlier_pull,
     inventory,
@@ -163,8 +163,7 @@ def test_a_rerun_mends_a_corrupt_copy_rsync_would_skip(
     earlier_pull(project, pool, remote, dest)
     bad = dest / "a.txt"
     st = bad.stat()
-    bad.write_bytes(b"ALPHA\n")
-    os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns))
+    corrupt_keeping_size_and_mtime(bad, b"ALPHA\n")
     r = project.cli("teardown", "--host", "teardown", "--dest", str(dest))
     assert r.returncode == 1, r.stdout + r.stderr
     assert steps(project)["pull"]["msg"].endswith(
