@@ -114,6 +114,16 @@ class GpuInfo:
     # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
     # () when the GPU answered. Its unreadable fields are None, never a value.
     faults: tuple[str, ...] = ()
+    # One cell nvidia-smi could not read while the rest of the row was read ("fan sensor reads
+    # ERR!"): that sensor's fault, not an unreadable GPU (its value is None).
+    cell_faults: tuple[str, ...] = ()
+    # PCIe link replays since reset and rollovers of that counter (-q / -q -x): a bad riser/slot
+    pcie_replays: int | None = None
+    pcie_replay_rollovers: int | None = None
+    board_part_number: str | None = None
+    # where each field came from when several nvidia-smi formats were merged: field -> source
+    # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
+    provenance: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,10 @@ class GpuReport:
     attached_gpus: int | None  # as the tool says; may differ from len(gpus) in a partial capture
     gpus: tuple[GpuInfo, ...]
     warnings: tuple[str, ...] = ()
+    # False when the output was cut off mid-record (an XML without its closing tag, a -q whose
+    # last GPU block ends early, fewer GPUs listed than "Attached GPUs" says with the text ending
+    # inside a record): an incomplete probe to rerun, never a hardware claim
+    complete: bool = True
 
 
 # The --query-gpu list recommended for a fallback probe (when -q -x is unusable):

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 Status = Literal["ok", "changed", "failed", "skipped"]
-Verdict = Literal["pass", "warn", "fail"]
+# `unverified`: the fact could not be read, was refused by the provider, or its output was cut
+# short; never a pass and never a hardware claim. Counted in the verdict line ("GO with 1
+# unverified"); a failure only under --strict.
+Verdict = Literal["pass", "warn", "fail", "unverified"]
 
 
 @dataclass(frozen=True)
