@@ -121,6 +121,10 @@ class GpuInfo:
     pcie_replays: int | None = None
     pcie_replay_rollovers: int | None = None
     board_part_number: str | None = None
+    # the -q / -q -x `Fabric` section on NVSwitch boxes (H100/H200/B200 SXM): State "Completed" /
+    # "In Progress" / "Not Started", Status "Success" / an error; None where N/A or not reported
+    fabric_state: str | None = None
+    fabric_status: str | None = None
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
