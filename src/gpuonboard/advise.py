@@ -193,6 +193,13 @@ def report(
     suffix = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)[
         "headline_suffix"
     ]
-    verdict = f"[bold green]{t('GO', lang)}[/]{escape(suffix)}" if go else f"[bold red]{t('NO-GO', lang)}[/]"
+    word = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)["verdict"]
+    verdict = (
+        f"[bold green]{t('GO', lang)}[/]{escape(suffix)}"
+        if go
+        else f"[bold red]{t('NO-GO', lang)}[/]"
+        if word == "NO-GO"
+        else f"[bold]{t('no verdict', lang)}[/]"
+    )
     con.print(f"{verdict}  {t('report_written', lang, path=escape(str(out)), digest=digest)}", soft_wrap=True)
     return int(ExitCode.OK)

@@ -47,6 +47,7 @@ class Settings:
     quiet: bool = False
     progress: bool = True
     lang: str = "en"  # terminal tables: en or zh (i18n.py)
+    strict: bool = False  # an unverified check fails the host (--strict)
 
     def state_root(self) -> Path:
         """`.gpuonboard/` under the project unless overridden."""
@@ -270,7 +271,12 @@ def execute(
     finally:
         early.close()
         log.close()
-    code = exit_code(results)
+    from . import results as verdicts
+    from .report.jsonfile import host_record
+
+    code = verdicts.exit_code(
+        [verdicts.judge(host_record(r), settings.strict) for r in results], exit_code(results)
+    )
     meta = {
         "run_id": run_id,
         "playbook": book.name,
@@ -281,6 +287,7 @@ def execute(
         "finished": _iso(time.time()),
         "duration": round(time.time() - started, 3),
         "exit_code": int(code),
+        "strict": settings.strict,
     }
     out_dir = write_reports(results, meta, settings.reports_dir or settings.project / "reports", run_id)
     if not settings.quiet:
@@ -289,7 +296,7 @@ def execute(
             show(results, con)
         else:  # (the acceptance tables show the rules: this says what the other steps did)
             print_step_lines(results, con, without_checks=True)
-        terminal.print_results(results, con, rules=show is None, lang=settings.lang)
+        terminal.print_results(results, con, rules=show is None, lang=settings.lang, strict=settings.strict)
         # as it is: one line (a wrapped path cannot be copied or grepped), no markup (a
         # `[v2]` in a path was dropped)
         con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
@@ -358,7 +365,8 @@ def write_reports(
             raw_path.write_bytes(data)
     doc = jsonfile.summary(results, meta)
     jsonfile.write(out / "summary.json", doc)
-    jsonfile.write_atomic(out / "junit.xml", junit.render(results, f"gpuonboard {meta['playbook']}"))
+    junit_text = junit.render(results, f"gpuonboard {meta['playbook']}", bool(meta.get("strict")))
+    jsonfile.write_atomic(out / "junit.xml", junit_text)
     latest = reports_dir / "latest"
     try:
         tmp = reports_dir / f".latest.{run_id}"

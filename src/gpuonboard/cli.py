@@ -190,6 +190,7 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     sel = _selection(kw["inventory"], kw["host"], kw["group"], kw["limit"])
     keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")
     settings = _settings(**{k: kw[k] for k in keys})
+    settings.strict = bool(kw.get("strict"))  # provision/check: an unverified check fails
     if kw.get("lang"):  # provision/check: the terminal tables' language
         from .i18n import check_lang
 
@@ -239,6 +240,7 @@ def _settings(**kw: Any) -> api.Settings:
         "skip": "skip these steps (comma-separated)",
         "resume": "continue at the step that failed in the last run",
         "lang": LANG_HELP + " (terminal tables)",
+        "strict": "treat an unverified check (a fact that could not be read) as a failure: NO-GO, exit 1",
     },
     auto_shortflags=False,
 )
@@ -262,6 +264,7 @@ def provision(
     debug: bool = False,
     connect_retries: int = 2,
     lang: str = "en",
+    strict: bool = False,
 ) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
     sel, settings = _common(locals())
@@ -293,7 +296,14 @@ def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> No
         )
 
 
-@task(help={**COMMON_HELP, "lang": LANG_HELP + " (terminal tables)"}, auto_shortflags=False)
+@task(
+    help={
+        **COMMON_HELP,
+        "lang": LANG_HELP + " (terminal tables)",
+        "strict": "treat an unverified check (a fact that could not be read) as a failure: NO-GO, exit 1",
+    },
+    auto_shortflags=False,
+)
 def check(
     c: Any,
     host: str | None = None,
@@ -309,6 +319,7 @@ def check(
     debug: bool = False,
     connect_retries: int = 2,
     lang: str = "en",
+    strict: bool = False,
 ) -> None:
     """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
     sel, settings = _common(locals())

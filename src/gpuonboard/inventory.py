@@ -52,6 +52,7 @@ ORDER_KEYS = {
     "data_disk",
     "interconnect",
     "min_driver",
+    "rdma",
 }
 DATA_DISK_KEYS = {"mount", "min_size"}
 VENDOR_KEYS = {
@@ -95,6 +96,7 @@ class OrderSpec:
     data_disk: DataDiskSpec | None = None
     interconnect: str | None = None
     min_driver: str | None = None
+    rdma: tuple[int, float] | None = None  # `rdma: "8x400G"` -> (8, 400.0): ports x Gb/s each
 
 
 @dataclass(frozen=True)
@@ -847,6 +849,20 @@ def _parse_jump(value: Any, err: Any) -> tuple[str, ...]:
     return tuple(hops)
 
 
+_RDMA = re.compile(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(G|Gb|Gbit|Gbps|Gb/s)", re.I)
+
+
+def parse_rdma(value: object) -> tuple[int, float]:
+    """An order's `rdma` field, COUNTxRATE with the rate in Gb/s (`8x400G`, `8 x 400Gbps`,
+    `2x200Gb/s`) -> (8, 400.0); ValueError with the reason otherwise."""
+    if not isinstance(value, str) or not (m := _RDMA.fullmatch(value.strip())):
+        raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {value!r}')
+    count, rate = int(m.group(1)), float(m.group(2))
+    if count < 1 or rate <= 0:
+        raise ValueError(f"is {value!r}, which checks nothing; give at least 1 port and a rate above 0")
+    return count, rate
+
+
 def parse_order(
     raw: Any,
     path: Path,
@@ -928,6 +944,12 @@ def parse_order(
         min_driver = str(min_driver)
         if not all(p.isdigit() for p in min_driver.split(".")):
             raise fail("min_driver", f'must be a driver version like "535.54", not {min_driver!r}.')
+    rdma = None
+    if raw.get("rdma") is not None:
+        try:
+            rdma = parse_rdma(raw["rdma"])
+        except ValueError as exc:
+            raise fail("rdma", f"{exc}.") from None
     disk = raw.get("data_disk")
     data_disk = None
     if disk is not None:
@@ -988,6 +1010,7 @@ def parse_order(
         data_disk=data_disk,
         interconnect=interconnect,
         min_driver=min_driver,
+        rdma=rdma,
     )
 
 

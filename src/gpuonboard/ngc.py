@@ -43,7 +43,12 @@ MINOR_COMPAT_FILE = Path(__file__).parent / "data" / "cuda_minor_compat.yml"
 
 GpuClass = Literal["datacenter", "consumer", "professional", "unknown"]
 Verdict = Literal[
-    "compatible", "forward_compat", "forward_compat_unverified", "minor_version_compat", "incompatible"
+    "compatible",
+    "forward_compat",
+    "forward_compat_unverified",
+    "minor_version_compat",
+    "must_upgrade",
+    "incompatible",
 ]
 
 _RELEASE_RE = re.compile(r"^\d{2}\.\d{2}$")
@@ -80,6 +85,13 @@ class NgcRelease:
     min_driver: str
     forward_compat: tuple[ForwardBranch, ...]
     source: str
+    # branches NVIDIA's notes for the release say to upgrade from ("users should upgrade from all
+    # R418, ... drivers, which are not forward-compatible with CUDA 12.6"), the sentence itself,
+    # where it was read, and whether that page (NVIDIA's own) was read for this release
+    must_upgrade: tuple[str, ...] = ()
+    must_upgrade_note: str | None = None
+    must_upgrade_source: str | None = None
+    must_upgrade_verified: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +165,7 @@ def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
         if not _VERSION_RE.match(minimum) or version_key(minimum)[0] != int(m.group(1)):
             raise _row_error(path, index, row, f"forward_compat min {minimum!r} is not on branch {branch}")
         branches.append(ForwardBranch(branch=branch, min=minimum))
+    must, note, must_source, must_verified = _must_upgrade(path, index, row)
     return NgcRelease(
         release=release,
         cuda=cuda,
@@ -160,7 +173,36 @@ def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
         min_driver=min_driver,
         forward_compat=tuple(branches),
         source=source,
+        must_upgrade=must,
+        must_upgrade_note=note,
+        must_upgrade_source=must_source,
+        must_upgrade_verified=must_verified,
     )
+
+
+def _must_upgrade(
+    path: Path, index: int, row: dict[str, Any]
+) -> tuple[tuple[str, ...], str | None, str | None, bool]:
+    """The optional `must_upgrade` list with its `must_upgrade_note` (NVIDIA's sentence, quoted),
+    `must_upgrade_source` (URL) and `must_upgrade_verified`; all or none."""
+    raw = row.get("must_upgrade")
+    if raw is None:
+        return (), None, None, False
+    if not isinstance(raw, list) or not raw:
+        raise _row_error(path, index, row, "field 'must_upgrade' must be a non-empty list of branches")
+    branches = []
+    for b in raw:
+        if not isinstance(b, str) or _BRANCH_RE.match(b) is None:
+            raise _row_error(path, index, row, f"must_upgrade branch {b!r} is not like 'R555'")
+        branches.append(b)
+    note = _req_str(path, index, row, "must_upgrade_note")
+    source = _req_str(path, index, row, "must_upgrade_source")
+    if not source.startswith(("https://", "http://")):
+        raise _row_error(path, index, row, f"must_upgrade_source {source!r} does not start with a URL")
+    verified = row.get("must_upgrade_verified")
+    if not isinstance(verified, bool):
+        raise _row_error(path, index, row, "field 'must_upgrade_verified' must be true or false")
+    return tuple(branches), note, source, verified
 
 
 def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
@@ -385,6 +427,23 @@ def _beyond_listed(release: NgcRelease, driver: str) -> bool:
     return version_key(driver)[0] > max(fb.number for fb in release.forward_compat)
 
 
+def must_upgrade_branch(release: NgcRelease, driver: str) -> str | None:
+    """The driver's branch (``"R555"``) when NVIDIA's notes for ``release`` say to upgrade from it
+    and the driver is below the release's native minimum, else ``None``.
+
+    A branch on both of NVIDIA's lists (R545 in the CUDA 12.6 notes: "you can use ... 545.23 (or
+    later R545)" and "users should upgrade from all ... R545 ... drivers") is read with the more
+    specific sentence winning: from that branch's forward-compatibility ``min`` up it is accepted,
+    below it it must be upgraded.
+    """
+    if runs_natively(release, driver):
+        return None
+    branch = f"R{version_key(driver)[0]}"
+    if branch not in release.must_upgrade or _forward_branch(release, driver) is not None:
+        return None
+    return branch
+
+
 def runs_natively(release: NgcRelease, driver: str) -> bool:
     """True when ``driver`` meets the release's native requirement (any GPU)."""
     return _driver_at_least(driver, release.min_driver)
@@ -396,7 +455,9 @@ def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> 
     best: NgcRelease | None = None
     for r in releases:
         ok = runs_natively(r, driver) or (
-            klass == "datacenter" and (_forward_branch(r, driver) is not None or _beyond_listed(r, driver))
+            klass == "datacenter"
+            and must_upgrade_branch(r, driver) is None
+            and (_forward_branch(r, driver) is not None or _beyond_listed(r, driver))
         )
         if ok and (best is None or version_key(r.release) > version_key(best.release)):
             best = r
@@ -453,6 +514,9 @@ def compat(
     """Can ``driver`` on a GPU of class ``klass`` run NGC PyTorch ``release``?
 
     * ``driver >= release.min_driver`` -> ``compatible``.
+    * else, a driver on a branch NVIDIA's notes for the release say to upgrade from
+      (``release.must_upgrade``, below that branch's forward-compat ``min`` when it is on both
+      lists) -> ``must_upgrade`` (a fail), on any GPU; the message quotes NVIDIA's sentence.
     * else, driver on a listed forward-compat branch at/above its ``min``: ``forward_compat`` on a
       data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU.
     * else, on a data-centre or professional GPU, a driver whose branch is newer than every listed
@@ -478,6 +542,35 @@ def compat(
             "compatible",
             f"Driver {driver} meets NGC PyTorch {rel}'s requirement (driver {need} or later), "
             "so the container runs natively.",
+            newest,
+            need,
+        )
+    # below the CUDA major's minor-compatibility floor the container cannot start at all: that is
+    # "incompatible" (below); at or above it, NVIDIA's upgrade sentence decides
+    minor_ok = runs_with_minor_compat(release, driver, minor_floors)
+    must = must_upgrade_branch(release, driver) if minor_ok else None
+    if must is not None:
+        where = release.must_upgrade_source or release.source
+        read = (
+            ""
+            if release.must_upgrade_verified
+            else " (not read on the page of this release itself: see the data file)"
+        )
+        starts = (
+            " The container may still start through CUDA minor version compatibility, with a limited"
+            " feature set, but NVIDIA's notes say to upgrade this driver."
+        )
+        return Compat(
+            "must_upgrade",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
+            f"and its branch {must} is one NVIDIA's notes say to upgrade from: "
+            f'"{release.must_upgrade_note}" '
+            f"({where}){read}.{starts} Upgrade the driver to {need} or later"
+            + (
+                f", or use NGC PyTorch {newest} or older."
+                if newest and version_key(newest) < version_key(rel)
+                else "."
+            ),
             newest,
             need,
         )

@@ -24,18 +24,72 @@ from .steps.base import Check
 from .yamlload import LineDict, load_yaml
 
 KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
+# saved outputs of the fabric probes (facts/extra_probes.py): kind = the live probe's name
+FABRIC_KINDS = ("kernel_log", "nvidia_nvlink", "nvidia_smi_list", "rdma_ports", "fabric_manager")
+# recognised and shown, not judged (no rule reads them offline): kind -> what it is
+SHOWN_KINDS = {"docker_info": "docker info", "iperf3": "iperf3 -J (network throughput JSON)"}
 # the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
 # landed in the vendor's folder is not read into memory whole only to be refused
 MAX_OUTPUT_BYTES = 32 * 2**20
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
-RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc"})
+RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
 SUMMARY_SCHEMA_PREFIX = "gpuonboard.summary/"
 MAX_SUMMARY_BYTES = 64 * 2**20
 
 
+_GPU_LINE = re.compile(r"^GPU \d+: .*$")
+_MIG_LINE = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")
+_NVLINK_LINE = re.compile(
+    r"^\s+Link \d+[:,]|does not have or support Nvlink|Nvlink queries are not supported"
+    r"|all links are inActive",
+    re.I,
+)
+# a kernel log line: dmesg `[   12.345678]`, dmesg -T `[Sun Feb 23 16:24:18 2025]`, dmesg --decode
+# `kern  :warn  : `, journalctl/syslog `Oct 02 10:41:07 host kernel: `; or any NVRM / SXid line
+_KERNEL_LINE = re.compile(
+    r"^(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|kern\s*:\w+\s*: "
+    r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
+    r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+)
+_IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
+
+
+def detect_fabric_kind(text: str) -> str | None:
+    """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
+    from content alone; None for any other text."""
+    head = text.lstrip()[:4000]
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    if head.startswith("{") and '"intervals"' in text and '"start"' in text:
+        return "iperf3"
+    if re.search(r"^Server Version:", head, re.M) or (
+        re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
+    ):
+        return "docker_info"
+    if re.search(r"^hca_id:", head, re.M) or all(_IB_SYSFS_LINE.match(line) for line in lines[:50]):
+        return "rdma_ports"
+    if _GPU_LINE.match(lines[0]):
+        rest = lines[1:]
+        if (
+            rest
+            and all(_NVLINK_LINE.search(line) or _GPU_LINE.match(line) for line in rest)
+            and any(_NVLINK_LINE.search(line) for line in rest)
+        ):
+            return "nvidia_nvlink"
+        if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
+            return "nvidia_smi_list"
+    kernel = sum(1 for line in lines[:200] if _KERNEL_LINE.search(line))
+    if kernel and kernel >= min(len(lines), 200) // 2:
+        return "kernel_log"
+    return None
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
+    if (fabric := detect_fabric_kind(text)) is not None:
+        return fabric
     head = text.lstrip()[:4000]
     if head.startswith("<?xml") or "<nvidia_smi_log" in head:
         return "nvidia_smi"
@@ -68,7 +122,9 @@ def detect_kind(text: str) -> str | None:
 # the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
 # line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
 # `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
-_COMMANDS = r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc)"
+_COMMANDS = (
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|docker|iperf3|systemctl)"
+)
 _PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
 # a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
 _TRAILING_PROMPT = re.compile(
@@ -241,11 +297,19 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
+    if (
+        kind is None
+        and "fabric" in path.name.lower()
+        and text.strip().split("\n")[0].strip()
+        in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
+    ):
+        kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
     if kind is None:
         raise UsageError(
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-            " table, nvidia-smi topo -m, lscpu, free, df, lsblk -J, /etc/os-release, nvcc --version, or"
-            " nproc in a file named nproc*)."
+            " table, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s, dmesg / journalctl -k,"
+            " ibv_devinfo, docker info, iperf3 -J, lscpu, free, df, lsblk -J, /etc/os-release,"
+            " nvcc --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
         )
     if kind == "nvidia_smi":
         _refuse_damaged_xml(path, text)
@@ -392,7 +456,45 @@ def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     elif given(facts, "nvidia_smi"):
         checks.append(acceptance.rule_driver(facts))
     checks += gpu_health.evaluate(facts)
+    checks += fabric_checks(facts, order)
     return checks
+
+
+def fabric_checks(facts: Facts, order: OrderSpec | None) -> list[Check]:
+    """The fabric rules (steps/fabric_health.py) for the fabric outputs among the files: Xid /
+    SXid from a kernel log, NVLink links from `nvlink -s`, Fabric Manager from its state, RDMA
+    ports against the order's `rdma`. Only kinds that were given are judged."""
+    from .facts import fabric_manager, infiniband, kernel_log, nvlink
+    from .steps import fabric_health
+
+    checks: list[Check | None] = []
+    gpus = facts.gpu.gpus if facts.gpu is not None and given(facts, "nvidia_smi") else ()
+    if given(facts, "kernel_log"):
+        out = facts.raw["kernel_log"]
+        log = kernel_log.parse_kernel_log(out.stdout)
+        ok = out.exit_code == 0
+        why = out.stderr.strip() or f"exit {out.exit_code}"
+        pairs = [(g.index, g.pci_bus_id) for g in gpus]
+        checks.append(fabric_health.rule_xid(log.events, ok, why, pairs, log.covers_boot))
+        checks.append(fabric_health.rule_sxid(log.events, ok, why, log.covers_boot))
+    status = None
+    if given(facts, "nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
+        status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)
+    models = [g.name for g in sorted(gpus, key=lambda g: g.index)]
+    if not models and status is not None:
+        models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
+    if given(facts, "nvidia_nvlink"):
+        checks.append(fabric_health.rule_nvlink(models, status))
+    if given(facts, "fabric_manager"):
+        out = facts.raw["fabric_manager"]
+        fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
+        states = [(g.fabric_state, g.fabric_status) for g in sorted(gpus, key=lambda g: g.index)]
+        checks.append(fabric_health.rule_fabric_manager(models, states, fm))
+    if given(facts, "rdma_ports"):
+        out = facts.raw["rdma_ports"]
+        ports = infiniband.parse_rdma(out.stdout).ports if out.exit_code == 0 else None
+        checks.append(fabric_health.rule_rdma(order.rdma if order is not None else None, ports))
+    return [c for c in checks if c is not None]
 
 
 def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
@@ -401,6 +503,9 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
     notes: list[str] = []
     raw = load_outputs(paths, notes)
+    notes += [
+        f"{what} output read and shown, not judged." for kind, what in SHOWN_KINDS.items() if kind in raw
+    ]
     if notes:
         from rich.markup import escape
 
@@ -415,6 +520,8 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         _print(facts, checks, sorted(raw))
+    # an unverified rule is counted, not failed (there is no --strict offline: a saved output
+    # that lacks a fact is said so in the table)
     return 1 if any(c.verdict == "fail" for c in checks) else 0
 
 

@@ -273,13 +273,13 @@ def test_only_and_skip_select_steps(project: Project, pool: TestHostPool) -> Non
     dest.unlink(missing_ok=True)
     assert project.cli("provision", "--skip", "record-acceptance,container").returncode == 0
     steps = [s["step"] for s in project.summary()["hosts"][0]["steps"]]
-    assert steps == ["acceptance", "gpu_health", "driver_compat"]
+    assert steps == ["acceptance", "gpu_health", "gpu_identity", "driver_compat"]
     assert not dest.exists()
     r = project.cli("provision", "--only", "nope")
     assert r.returncode == 2
     assert r.stderr.strip() == (
         f"error: {REPO / 'playbooks' / 'provision.yml'} has no step named 'nope'; its steps are:"
-        " acceptance, gpu_health, driver_compat, container, record-acceptance."
+        " acceptance, gpu_health, gpu_identity, driver_compat, container, record-acceptance."
     ).replace(str(REPO / "playbooks"), str(project.root / "playbooks"))
 
 

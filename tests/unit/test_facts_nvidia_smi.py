@@ -389,8 +389,10 @@ def test_garbage_warns_without_crash(text: str) -> None:
 def test_truncated_xml() -> None:
     text = read(REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml")
     report = parse_xml(text[: len(text) // 2])
-    assert report.gpus == ()
-    assert "not parseable" in report.warnings[0]
+    # cut inside its only <gpu>: no GPU is claimed read, and the report says it is incomplete
+    assert report.gpus == () and report.complete is False
+    assert report.attached_gpus == 1
+    assert "incomplete probe, rerun" in report.warnings[0]
 
 
 def test_entity_declarations_refused() -> None:

@@ -19,6 +19,9 @@ CASES = [
      1, (), "single", None, None),
     ("real/nvidia-smi-topo-m__h200__8gpu-10nic.txt",
      8, tuple(f"NIC{i}" for i in range(10)), "nvlink", "NV18", True),
+    # space aligned (pasted with tabs expanded): small-ablation's benchmark notes
+    ("real/nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt",
+     4, tuple(f"NIC{i}" for i in range(8)), "nvlink", "NV18", True),
     ("real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "mixed", "SYS", False),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",

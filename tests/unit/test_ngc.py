@@ -133,7 +133,7 @@ def test_below_forward_compat_min_is_incompatible(releases: tuple[ngc.NgcRelease
     assert ngc.compat(r, "515.105.01", "datacenter", releases).verdict == "incompatible"
 
 
-@pytest.mark.parametrize("driver", ["550.54.15", "550.127.08", "555.42.06"])
+@pytest.mark.parametrize("driver", ["550.54.15", "550.127.08"])
 def test_branch_newer_than_listed_is_a_warning_not_a_fail(
     r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...], driver: str
 ) -> None:
@@ -160,9 +160,13 @@ def test_2504_newer_branches_warn(releases: tuple[ngc.NgcRelease, ...], driver: 
 def test_unlisted_branch_between_listed_ones_gets_no_forward_compat(
     r2408: ngc.NgcRelease, releases: tuple[ngc.NgcRelease, ...]
 ) -> None:
-    # R530 sits between listed R525 and R535: NVIDIA's list skipped it on purpose, so no forward
-    # compatibility; it is a CUDA 12 driver (>= 525.60.13), so minor version compatibility only
-    assert ngc.compat(r2408, "530.30.02", "datacenter", releases).verdict == "minor_version_compat"
+    # R530 sits between listed R525 and R535, and the CUDA 12.6 notes name it among the branches
+    # to upgrade from ("users should upgrade from all ... R530 ... drivers"): a fail, not the
+    # minor-version-compatibility warning it got while only the accepted list was recorded
+    c = ngc.compat(r2408, "530.30.02", "datacenter", releases)
+    assert c.verdict == "must_upgrade" and "R530" in c.message
+    # R550 is on neither list: newer than every listed branch, still a warning
+    assert ngc.compat(r2408, "550.54.15", "datacenter", releases).verdict == "forward_compat_unverified"
 
 
 def test_compat_defaults_to_packaged_table(r2408: ngc.NgcRelease) -> None:

@@ -17,10 +17,16 @@ if TYPE_CHECKING:
 
     # The parsers (xml.etree, csv, many regexes: ~10 ms of start-up) are imported where they
     # parse, so a run whose playbook needs no hardware facts (core=False) never loads them.
-    from . import cpu, disks, memory, nvidia_smi, topo
+    from . import cpu, disks, gpu_merge, memory, nvidia_smi, topo
+    from .gpu_merge import GpuEvidence
 
 CORE_NAMES = (
     "nvidia_smi",
+    "nvidia_smi_q",
+    "nvidia_smi_csv",
+    "nvidia_smi_table",
+    "nvidia_smi_list",
+    "nvidia_smi_apps",
     "nvidia_topo",
     "lscpu",
     "free",
@@ -87,21 +93,29 @@ _LOOP_BACKING = (
 def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
     """The core hardware probes (built once; the GPU query needs the parser's field list).
 
-    The GPU probe degrades: full XML, else the CSV query (some vendor images block -q),
-    else the plain table; exit 127 when nvidia-smi is not installed at all, 124 when it
-    did not answer within `nvidia_smi_timeout` seconds.
+    Every nvidia-smi format is asked at once (XML, -q, the CSV query, the plain table, -L, the
+    compute apps, topo -m), each its own probe: exit 127 when nvidia-smi is not installed at
+    all, 124 when it did not answer within `nvidia_smi_timeout` seconds.
     """
     from . import nvidia_smi
+    from .gpu_merge import APPS_FIELDS
 
     gpu_fields = ",".join(nvidia_smi.QUERY_FIELDS)
     prelude = _nvidia_smi_prelude(nvidia_smi_timeout)
+
+    def gpu(name: str, args: str) -> Probe:
+        return Probe(name, f"{prelude}n {args}".rstrip(), slow=True)
+
+    # every cheap nvidia-smi format at once (they run side by side on the host): each answers
+    # other questions, and a provider may block some (facts/gpu_merge.py merges them)
     probes = (
-        Probe(
-            "nvidia_smi",
-            f"{prelude}n -q -x || n -q || n --query-gpu={gpu_fields} --format=csv,nounits || n",
-            slow=True,
-        ),
-        Probe("nvidia_topo", f"{prelude}n topo -m", slow=True),
+        gpu("nvidia_smi", "-q -x"),
+        gpu("nvidia_smi_q", "-q"),
+        gpu("nvidia_smi_csv", f"--query-gpu={gpu_fields} --format=csv,nounits"),
+        gpu("nvidia_smi_table", ""),
+        gpu("nvidia_smi_list", "-L"),
+        gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
+        gpu("nvidia_topo", "topo -m"),
         Probe("lscpu", "lscpu"),
         Probe("free", "free -k"),
         Probe("df", "df -P -k"),
@@ -149,11 +163,25 @@ class Facts:
     loop_backing: Mapping[str, str] = field(default_factory=dict)
     # the probes whose output reports never show (Probe.private): a template's own values
     private: frozenset[str] = frozenset()
+    # which nvidia-smi formats answered and which the host refused (gpu is their merge)
+    gpu_evidence: GpuEvidence | None = None
 
     @property
     def nvidia_smi_present(self) -> bool:
         """False when nvidia-smi is not installed (no driver)."""
         return not self.raw["nvidia_smi"].absent
+
+    @property
+    def gpu_raw(self) -> ProbeOutput:
+        """The nvidia-smi output that says why no GPU could be read: the richest format's,
+        passing over a format the host refused (its words are in gpu_evidence.refusals)."""
+        from .gpu_merge import GPU_SOURCES, refusal_line
+
+        for name, _, _ in GPU_SOURCES:
+            out = self.raw.get(name)
+            if out is not None and not out.absent and refusal_line(out) is None:
+                return out
+        return self.raw["nvidia_smi"]
 
     def summary(self) -> dict[str, object]:
         """A small JSON-able digest for reports."""
@@ -174,6 +202,23 @@ class Facts:
             "os": self.os_release.get("PRETTY_NAME"),
             "kernel": self.kernel,
             "container_runtime": self.container_runtime,
+            # which nvidia-smi formats the facts came from, and those the host refused
+            "nvidia_smi_formats": list(self.gpu_evidence.answered) if self.gpu_evidence else [],
+            "nvidia_smi_refused": [r.sentence() for r in self.gpu_evidence.refusals]
+            if self.gpu_evidence
+            else [],
+            # every GPU's identity (a swapped GPU, a box handed back: steps/identity.py)
+            "gpus": [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "serial": g.serial,
+                    "uuid": g.uuid,
+                    "board_part_number": g.board_part_number,
+                    "pci_bus_id": g.pci_bus_id,
+                }
+                for g in (self.gpu.gpus if self.gpu else ())
+            ],
         }
 
 
@@ -214,11 +259,16 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     gpu = topology = cpu_info = mem = None
     mounts: Sequence[disks.Mount] = ()
     block: Sequence[disks.BlockDevice] = ()
-    if gpu_text := _ok(raw, "nvidia_smi"):
-        from . import nvidia_smi
+    evidence = None
+    if any(_some(raw, name) for name, _, _ in _gpu_sources()) or _some(raw, "nvidia_smi_list"):
+        from . import gpu_merge, nvidia_smi
 
-        gpu = nvidia_smi.parse_any(gpu_text)
-        warnings += list(gpu.warnings)
+        evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, _list_parser())
+        gpu = evidence.report
+        if gpu is None and (text := _ok(raw, "nvidia_smi")):
+            gpu = nvidia_smi.parse_any(text)  # it answered, but listed no GPU: say why
+        warnings += list(gpu.warnings) if gpu else []
+        warnings += [r.sentence() for r in evidence.refusals]
     if topo_text := _ok(raw, "nvidia_topo"):
         from . import topo
 
@@ -265,7 +315,29 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         memory_limit_bytes=memory_limit,
         cgroup_cpus=cgroup_cpus,
         loop_backing=loops,
+        gpu_evidence=evidence,
     )
+
+
+def _some(raw: Mapping[str, ProbeOutput], name: str) -> bool:
+    """The probe printed something (its exit code aside: a format may answer and still fail)."""
+    out = raw.get(name)
+    return out is not None and bool(out.stdout.strip() or out.stderr.strip()) and not out.absent
+
+
+def _gpu_sources() -> tuple[tuple[str, str, str], ...]:
+    from .gpu_merge import GPU_SOURCES
+
+    return GPU_SOURCES
+
+
+def _list_parser() -> gpu_merge.ListParser | None:
+    """`nvidia-smi -L`'s reader: (index, name, uuid) per GPU."""
+    try:
+        from .gpu_list import parse_gpu_list_tuples
+    except ImportError:  # pragma: no cover
+        return None
+    return parse_gpu_list_tuples
 
 
 def _first_line(text: str | None) -> str | None:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "CLOCK_EVENT_REASONS",
@@ -241,8 +240,24 @@ _MISSING = {
 # nvidia-smi's words for a GPU it cannot read: the table prints "ERR!" in its cells (a GPU
 # fallen off the bus, a GSP timeout: Xid 79 / 119), the other forms "[GPU requires reset]" or
 # "[GPU is lost]". "Unknown Error" is not one: healthy GPUs print it for a single sensor.
-FAULT_WORDS: tuple[str, ...] = ("ERR!", "GPU requires reset", "GPU is lost")
+FAULT_WORDS: tuple[str, ...] = (
+    "ERR!",
+    "GPU requires reset",
+    "GPU is lost",
+    "Unable to determine the device handle",
+)
 _FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
+# The words that speak for the whole GPU wherever they stand (a record of a GPU that needs a
+# reset or fell off the bus); ERR! speaks for its own cell only, unless it is the GPU's name or
+# most of its row.
+_GPU_FAULT_WORDS: tuple[str, ...] = FAULT_WORDS[1:]
+_GPU_FAULT = re.compile("|".join(re.escape(w) for w in _GPU_FAULT_WORDS), re.IGNORECASE)
+# What nvidia-smi prints in ONE cell/field it could not read (one sensor, one query) while the
+# GPU answered otherwise: that cell's fault (GpuInfo.cell_faults), its value None.
+_CELL_FAULT = re.compile(r"^\s*(ERR!|\[N/A\]|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
+# In the -q / -q -x / CSV forms "[N/A]" / "N/A" is the ordinary "not supported"; only the table
+# prints a bracketed [N/A] for a value it failed to read.
+_FIELD_FAULT = re.compile(r"^\s*(ERR!|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
 
 _LEADING_INT = re.compile(r"^\s*(-?\d+)")
 _NUMBER_UNIT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -426,6 +441,97 @@ def _faults(values: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(w for w in FAULT_WORDS if w.lower() in found)
 
 
+def _gpu_faults(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The GPU-level fault words (not ERR!) that any of `values` holds, in FAULT_WORDS order."""
+    found = {m.group(0).lower() for v in values if v for m in _GPU_FAULT.finditer(v)}
+    return tuple(w for w in FAULT_WORDS if w.lower() in found)
+
+
+def _cell_fault(value: str | None, pattern: re.Pattern[str] = _CELL_FAULT) -> str | None:
+    """The fault marker `value` is ('ERR!', '[Unknown Error]', ...), as printed; None if a value."""
+    if value is None:
+        return None
+    match = pattern.match(value)
+    return match.group(1) if match else None
+
+
+# Names of the fields whose faults are worth a sentence of their own (-q path / XML path):
+# everything else is named by its -q label path or XML element path.
+_FIELD_NAMES: Mapping[str, str] = {
+    "Fan Speed": "fan sensor",
+    "fan_speed": "fan sensor",
+    "Temperature/GPU Current Temp": "temperature sensor",
+    "temperature/gpu_temp": "temperature sensor",
+    "Performance State": "performance state",
+    "performance_state": "performance state",
+    "Utilization/Gpu": "utilization",
+    "Utilization/GPU": "utilization",
+    "utilization/gpu_util": "utilization",
+    "ECC Mode/Current": "ECC",
+    "ecc_mode/current_ecc": "ECC",
+    "Compute Mode": "compute mode",
+    "compute_mode": "compute mode",
+    "Persistence Mode": "persistence mode",
+    "persistence_mode": "persistence mode",
+    "MIG Mode/Current": "MIG mode",
+    "mig_mode/current_mig": "MIG mode",
+}
+_FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("FB Memory Usage/", "memory usage"),
+    ("fb_memory_usage/", "memory usage"),
+    ("GPU Power Readings/Power Draw", "power draw"),
+    ("GPU Power Readings/Average Power Draw", "power draw"),
+    ("GPU Power Readings/Instant Power Draw", "power draw"),
+    ("Power Readings/Power Draw", "power draw"),
+    ("gpu_power_readings/power_draw", "power draw"),
+    ("gpu_power_readings/average_power_draw", "power draw"),
+    ("gpu_power_readings/instant_power_draw", "power draw"),
+    ("power_readings/power_draw", "power draw"),
+    ("GPU Power Readings/Current Power Limit", "power cap"),
+    ("GPU Power Readings/Enforced Power Limit", "power cap"),
+    ("Power Readings/Power Limit", "power cap"),
+    ("Power Readings/Enforced Power Limit", "power cap"),
+    ("gpu_power_readings/current_power_limit", "power cap"),
+    ("gpu_power_readings/enforced_power_limit", "power cap"),
+    ("power_readings/power_limit", "power cap"),
+    ("power_readings/enforced_power_limit", "power cap"),
+)
+
+
+def _field_name(path: str) -> str:
+    """A reader's name for the field at `path` ('Fan Speed' -> 'fan sensor')."""
+    if path in _FIELD_NAMES:
+        return _FIELD_NAMES[path]
+    for prefix, name in _FIELD_PREFIXES:
+        if path.startswith(prefix):
+            return name
+    return path
+
+
+def _field_faults(
+    leaves: Iterable[tuple[str, str]], name_path: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(faults, cell_faults) of one GPU record's (path, value) leaves (-q, -q -x, CSV).
+
+    A GPU-level word anywhere ("GPU requires reset", "GPU is lost", "Unable to determine the
+    device handle") or a fault marker as the product name makes the GPU unreadable; a marker in
+    any other one field is that field's fault only."""
+    leaves = list(leaves)
+    faults = _gpu_faults(value for _path, value in leaves)
+    cell_faults: list[str] = []
+    for path, value in leaves:
+        marker = _cell_fault(value, _FIELD_FAULT)
+        if marker is None:
+            continue
+        if path == name_path:
+            faults = _faults([*faults, marker]) or (marker,)
+            continue
+        sentence = f"{_field_name(path)} reads {marker}"
+        if sentence not in cell_faults:
+            cell_faults.append(sentence)
+    return faults, (() if faults else tuple(cell_faults))
+
+
 def _unknown(message: str) -> GpuReport:
     """An empty report that says why it is empty."""
     return GpuReport("unknown", None, None, None, (), (message,))
@@ -521,6 +627,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
             [(child.tag, child.text) for child in reasons_node], f"<gpu> #{position}", warnings
         )
     processes, processes_known = _xml_processes(gpu)
+    faults, cell_faults = _field_faults(_xml_leaves(gpu), "product_name")
     return GpuInfo(
         # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
         index=position,
@@ -589,9 +696,26 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         compute_mode=_compute_mode(_xml_text(gpu, "compute_mode")),
         processes=processes,
         processes_known=processes_known,
-        # every value of the GPU but its process list (a process name is free text)
-        faults=_faults(text for child in gpu if child.tag != "processes" for text in child.itertext()),
+        faults=faults,
+        cell_faults=cell_faults,
+        pcie_replays=_int(_xml_text(gpu, "pci/replay_counter")),
+        pcie_replay_rollovers=_int(_xml_text(gpu, "pci/replay_rollover_counter")),
+        board_part_number=_xml_text(gpu, "board_part_number"),
+        fabric_state=_xml_text(gpu, "fabric/state"),
+        fabric_status=_xml_text(gpu, "fabric/status"),
     )
+
+
+def _xml_leaves(node: ET.Element, prefix: str = "") -> Iterable[tuple[str, str]]:
+    """(path, text) of every element with text below `node`, the process list left out (a
+    process name is free text)."""
+    for child in node:
+        if child.tag == "processes":
+            continue
+        path = f"{prefix}{child.tag}"
+        if child.text is not None and child.text.strip():
+            yield path, child.text.strip()
+        yield from _xml_leaves(child, f"{path}/")
 
 
 _XML_END = "</nvidia_smi_log>"
@@ -607,7 +731,9 @@ def parse_xml(text: str) -> GpuReport:
     # what follows the document: the probe's fallback calls' output when `-q -x` printed its XML
     # (the GPUs it could read) but exited non-zero, e.g. with a GPU fallen off the bus
     end = body.find(_XML_END)
-    body = body[: end + len(_XML_END)] if end >= 0 else body
+    if end < 0:
+        return _xml_cut(body)
+    body = body[: end + len(_XML_END)]
     try:
         root = ET.fromstring(body)
     except ET.ParseError as exc:
@@ -628,6 +754,40 @@ def parse_xml(text: str) -> GpuReport:
         attached,
         tuple(gpus),
         tuple(warnings),
+    )
+
+
+_XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
+
+
+def _xml_cut(body: str) -> GpuReport:
+    """A `-q -x` document cut off before its closing tag: the <gpu> records that closed are
+    read, the one cut off is not (its values may be cut too), and the report is incomplete."""
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    root: ET.Element | None = None
+    closed: list[ET.Element] = []
+    try:
+        parser.feed(body)
+        for pair in parser.read_events():
+            event, element = cast(tuple[str, ET.Element], pair)
+            if event == "start" and root is None:
+                root = element
+            elif event == "end" and element.tag == "gpu" and root is not None and element in list(root):
+                closed.append(element)
+    except ET.ParseError as exc:
+        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
+    if root is None or root.tag != "nvidia_smi_log":
+        return GpuReport("xml", None, None, None, (), (_XML_CUT,), complete=False)
+    warnings: list[str] = [_XML_CUT]
+    gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
+    return GpuReport(
+        "xml",
+        _xml_text(root, "driver_version"),
+        _xml_text(root, "cuda_version"),
+        _int(_xml_text(root, "attached_gpus")),
+        tuple(gpus),
+        tuple(warnings),
+        complete=False,
     )
 
 
@@ -673,6 +833,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
     """One CSV row; fields the query did not ask for stay None."""
     index = _int(cells.get("index"))
     reasons, reasons_known = _csv_reasons(cells, f"CSV row {position}", warnings)
+    faults, cell_faults = _field_faults(cells.items(), "name")
     return GpuInfo(
         index=position if index is None else index,
         name=_clean(cells.get("name")) or "",
@@ -715,7 +876,8 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         virtualization_mode=_clean(cells.get("virtualization_mode")),
         compute_mode=_compute_mode(cells.get("compute_mode")),
         processes_known=False,  # --query-gpu cannot list processes
-        faults=_faults(cells.values()),
+        faults=faults,
+        cell_faults=cell_faults,
     )
 
 
@@ -742,9 +904,14 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
     gpus: list[GpuInfo] = []
     driver: str | None = None
     count: int | None = None
+    complete = True
     for position, row in enumerate(data):
         if len(row) != len(names):
             warnings.append(f"CSV row {position} has {len(row)} cells, expected {len(names)}")
+            if position == len(data) - 1 and len(row) < len(names):
+                # the last line cut short: the output stopped mid-row, not a GPU gone
+                complete = False
+                warnings.append("the nvidia-smi --query-gpu output ends mid-row: incomplete probe, rerun")
             continue
         cells: Mapping[str, str] = dict(zip(names, row, strict=True))
         driver = driver or _clean(cells.get("driver_version"))
@@ -752,14 +919,14 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         gpus.append(_csv_gpu(cells, position, warnings))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")
-    return GpuReport("csv", driver, None, count, tuple(gpus), tuple(warnings))
+    return GpuReport("csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete)
 
 
 # ---------------------------------------------------------------- table (plain nvidia-smi)
 
 _TABLE_DRIVER = re.compile(r"Driver Version:\s*(\S+)")
 _TABLE_CUDA = re.compile(r"CUDA Version:\s*(\S+)")
-_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A)\s*$")
+_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!)\s*$")
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A
 _TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?=\s|$)")
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
@@ -827,6 +994,113 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
     return by_gpu, True
 
 
+_TABLE_TOKEN = re.compile(r"\[Unknown Error\]|Unknown Error|\S+")
+_TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
+_TABLE_CUT = "the nvidia-smi table output ends mid-table (mid-record): incomplete probe, rerun"
+
+
+def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:
+    """`value` stripped; a fault marker there is recorded as that cell's fault and read as N/A."""
+    marker = _cell_fault(value)
+    if marker is None:
+        return value.strip()
+    cell_faults.append(f"{name} reads {marker}")
+    return "N/A"
+
+
+def _table_gpu(
+    cells: Sequence[str], second: Sequence[str], third: Sequence[str], warnings: list[str]
+) -> GpuInfo:
+    """One GPU's 2 or 3 table rows; a fault marker belongs to its cell, unless it is the GPU's
+    name or most of its cells (then the GPU is unreadable: GpuInfo.faults)."""
+    name_cell = _TABLE_NAME_CELL.match(cells[0])
+    bus_cell = _TABLE_BUS_CELL.match(cells[1])
+    assert name_cell is not None and bus_cell is not None  # the caller matched them
+    index = int(name_cell.group(1))
+    cell_faults: list[str] = []
+    name = name_cell.group(2).strip()
+    persistence = _table_cell(name_cell.group(3), "persistence mode", cell_faults)
+    display = bus_cell.string[bus_cell.end() :].strip()
+    if display:
+        _table_cell(display, "display (Disp.A)", cell_faults)
+    ecc_raw = _table_cell(cells[2], "ECC", cell_faults)
+    # "Fan  Temp  Perf  Pwr:Usage/Cap": fan, temperature, P-state, draw / cap
+    tokens = _TABLE_TOKEN.findall(second[0])
+    temp: int | None = None
+    perf: str | None = None
+    draw: float | None = None
+    cap: float | None = None
+    if len(tokens) == 6 and tokens[4] == "/":
+        _table_cell(tokens[0], "fan sensor", cell_faults)
+        temp_raw = _table_cell(tokens[1], "temperature sensor", cell_faults)
+        temp = _int(temp_raw.rstrip("C")) if temp_raw.endswith("C") else None
+        perf = _pstate(_table_cell(tokens[2], "performance state", cell_faults))
+        draw = _table_watts(_table_cell(tokens[3], "power draw", cell_faults))
+        cap = _table_watts(_table_cell(tokens[5], "power cap", cell_faults))
+    else:  # an unusual layout: read what is recognisable, as before
+        temp_match = _TABLE_TEMP.search(second[0])
+        perf_match = _TABLE_PERF.search(second[0])
+        power = _TABLE_POWER.search(second[0])
+        temp = int(temp_match.group(1)) if temp_match else None
+        perf = _pstate(perf_match.group(1)) if perf_match else None
+        if power:
+            draw = _table_watts(_table_cell(power.group(1), "power draw", cell_faults))
+            cap = _table_watts(_table_cell(power.group(2), "power cap", cell_faults))
+    memory_raw = _table_cell(second[1], "memory usage", cell_faults)
+    memory = _TABLE_MEMORY.search(memory_raw)
+    # "GPU-Util  Compute M.": utilization, then the compute mode
+    util_tokens = _TABLE_TOKEN.findall(second[2])
+    util: int | None = None
+    compute: str | None = None
+    if util_tokens:
+        util = _int(_table_cell(util_tokens[0], "utilization", cell_faults).rstrip("%"))
+        if len(util_tokens) > 1:
+            compute = _compute_mode(_table_cell(" ".join(util_tokens[1:]), "compute mode", cell_faults))
+    mig = _table_cell(third[2], "MIG mode", cell_faults) if len(third) == 3 else None
+    # the whole-row judgement: its name unreadable, or most of its cells
+    markers = [cell.rsplit(" reads ", 1)[1] for cell in cell_faults]
+    counted = 9  # persistence, ECC, fan, temperature, P-state, draw, cap, memory, utilization
+    name_marker = _cell_fault(name)
+    faults: tuple[str, ...] = ()
+    if name_marker is not None or len(markers) * 2 > counted:
+        found = [name_marker] if name_marker is not None else markers
+        faults = _faults(found) or tuple(dict.fromkeys(found))
+        cell_faults = []
+    if memory is None:
+        warnings.append(f"GPU {index}: memory column not found")
+    return GpuInfo(
+        index=index,
+        name=name,
+        pci_bus_id=_clean(bus_cell.group(1)),
+        memory_total_mib=int(memory.group(2)) if memory else None,
+        memory_used_mib=int(memory.group(1)) if memory else None,
+        ecc_mode=_table_ecc(ecc_raw),
+        persistence_mode=_on_off(persistence),
+        temperature_c=temp,
+        mig_mode=_on_off(mig) if mig is not None else None,
+        # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
+        ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdigit() else None,
+        # "Pwr:Usage/Cap": the cap is the enforced limit
+        power_draw_w=draw,
+        power_limit_w=cap,
+        performance_state=perf,
+        utilization_gpu_pct=util,
+        compute_mode=compute,
+        faults=faults,
+        cell_faults=tuple(cell_faults),
+    )
+
+
+def _table_complete(lines: Sequence[str]) -> bool:
+    """Whether the table output ran to its end: the default output always closes with the
+    Processes table, and its last box line is a whole closing border. A cut inside a GPU row,
+    between GPU rows or inside the process list fails one of the two."""
+    if not any("Processes:" in line for line in lines):
+        return False
+    box = [line for line in lines if line.strip().startswith(("|", "+"))]
+    return bool(box) and _TABLE_BORDER.match(box[-1]) is not None
+
+
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
     driver_match = _TABLE_DRIVER.search(text)
@@ -849,36 +1123,7 @@ def parse_table(text: str) -> GpuReport:
         third = _cells(lines[i + 2]) if i + 2 < len(lines) else []
         if len(second) != 3:
             second = ["", "", ""]
-        temp = _TABLE_TEMP.search(second[0])
-        memory = _TABLE_MEMORY.search(second[1])
-        perf = _TABLE_PERF.search(second[0])
-        power = _TABLE_POWER.search(second[0])
-        util = _TABLE_UTIL.match(second[2])
-        if memory is None:
-            warnings.append(f"GPU {name_cell.group(1)}: memory column not found")
-        ecc_cell = _clean(cells[2])
-        gpus.append(
-            GpuInfo(
-                index=int(name_cell.group(1)),
-                name=name_cell.group(2).strip(),
-                pci_bus_id=_clean(bus_cell.group(1)),
-                memory_total_mib=int(memory.group(2)) if memory else None,
-                memory_used_mib=int(memory.group(1)) if memory else None,
-                ecc_mode=_table_ecc(cells[2]),
-                persistence_mode=_on_off(name_cell.group(3)),
-                temperature_c=int(temp.group(1)) if temp else None,
-                mig_mode=_on_off(third[2]) if len(third) == 3 else None,
-                # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
-                ecc_volatile_uncorrectable=int(ecc_cell) if ecc_cell and ecc_cell.isdigit() else None,
-                # "Pwr:Usage/Cap": the cap is the enforced limit
-                power_draw_w=_table_watts(power.group(1)) if power else None,
-                power_limit_w=_table_watts(power.group(2)) if power else None,
-                performance_state=_pstate(perf.group(1)) if perf else None,
-                utilization_gpu_pct=_int(util.group(1)) if util else None,
-                compute_mode=_compute_mode(util.group(2)) if util else None,
-                faults=_faults(cells + second + third),
-            )
-        )
+        gpus.append(_table_gpu(cells, second, third, warnings))
         i += 3
     processes, processes_known = _table_processes(lines, warnings)
     gpus = [
@@ -891,6 +1136,9 @@ def parse_table(text: str) -> GpuReport:
         warnings.append("no 'Driver Version:' in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")
+    complete = _table_complete(lines)
+    if not complete:
+        warnings.append(_TABLE_CUT)
     return GpuReport(
         "table",
         driver_match.group(1) if driver_match else None,
@@ -898,6 +1146,7 @@ def parse_table(text: str) -> GpuReport:
         None,  # the table does not state a count
         tuple(gpus),
         tuple(warnings),
+        complete=complete,
     )
 
 
@@ -1049,6 +1298,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         warnings,
     )
     processes, processes_known = _text_processes(lines)
+    faults, cell_faults = _field_faults(_tree_leaves(section), "Product Name")
     return GpuInfo(
         index=position,
         name=name or "",
@@ -1117,30 +1367,84 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         compute_mode=_compute_mode(_tree_get(section, "Compute Mode")),
         processes=processes,
         processes_known=processes_known,
-        # the values before the process list (a process name is free text)
-        faults=_faults(
-            match.group(3)
-            for line in itertools.takewhile(lambda ln: _TEXT_PROCESSES.match(ln) is None, lines)
-            if (match := _TEXT_LINE.match(line)) is not None
-        ),
+        faults=faults,
+        cell_faults=cell_faults,
+        pcie_replays=_int(_tree_get(section, "PCI", "Replays Since Reset")),
+        pcie_replay_rollovers=_int(_tree_get(section, "PCI", "Replay Number Rollovers")),
+        board_part_number=_tree_get(section, "Board Part Number"),
+        fabric_state=_tree_get(section, "Fabric", "State"),
+        fabric_status=_tree_get(section, "Fabric", "Status"),
     )
+
+
+def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str]]:
+    """(path, value) of every value of a -q text tree, the process list left out (a process
+    name is free text)."""
+    for key, value in tree.items():
+        if key == "Processes":
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _tree_leaves(value, f"{path}/")
+        else:
+            yield path, value
+
+
+# Top-level sections of a -q GPU record that every complete record has, whatever the driver
+# (R450 .. R590 captures): a last record without one of them was cut off.
+_TEXT_RECORD_KEYS = ("Product Name", "PCI", "Processes")
+_TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
+
+
+def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
+    """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
+    when it is the only record, one that every full record has)."""
+    if not single:
+        # the sections every record has, and the first record's closing one (sections such as
+        # "MIG Devices" may differ from GPU to GPU on a mixed box; the record's end does not)
+        required = [key for key in _TEXT_RECORD_KEYS if key in first]
+        required += list(first)[-1:]
+        return any(key not in last for key in required)
+    if "Processes" in last:
+        return False
+    # `-q -d MEMORY` and friends print a few sections without the product name: not a cut
+    return "Product Name" in last or len(last) < 2
 
 
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form."""
     tree = _text_tree(text)
     warnings: list[str] = []
-    gpus = [
-        _text_gpu(key, lines, position, warnings)
-        for position, (key, lines) in enumerate(_text_gpu_blocks(text))
-    ]
-    driver = _tree_get(tree, "Driver Version")
+    blocks = _text_gpu_blocks(text)
     attached = _int(_tree_get(tree, "Attached GPUs"))
+    complete = True
+    if blocks:
+        first = _text_tree("\n".join(blocks[0][1]))
+        last = first if len(blocks) == 1 else _text_tree("\n".join(blocks[-1][1]))
+        if _text_block_cut(first, last, len(blocks) == 1):
+            complete = False
+            if not text.endswith("\n") and blocks[-1][1]:
+                # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it
+                blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
+    elif attached:
+        complete = False  # "Attached GPUs : 8" and not one GPU record after it
+    gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
+    driver = _tree_get(tree, "Driver Version")
     if driver is None:
         warnings.append("no 'Driver Version' in nvidia-smi -q text")
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
-    return GpuReport("text", driver, _tree_get(tree, "CUDA Version"), attached, tuple(gpus), tuple(warnings))
+    if not complete:
+        warnings.append(_TEXT_CUT)
+    return GpuReport(
+        "text",
+        driver,
+        _tree_get(tree, "CUDA Version"),
+        attached,
+        tuple(gpus),
+        tuple(warnings),
+        complete=complete,
+    )
 
 
 # ---------------------------------------------------------------- sniffing

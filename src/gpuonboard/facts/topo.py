@@ -37,17 +37,46 @@ _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _PCIE_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
 
 
+# A header cell of several words ("CPU Affinity", ...) is one cell, not one per word.
+_TOKEN = re.compile(r"(?:CPU Affinity|NUMA Affinity|GPU NUMA ID|\S)+")
+
+
+def _fields(line: str) -> list[str]:
+    """The cells of one matrix line, tab separated or space aligned.
+
+    nvidia-smi separates cells by tabs; a capture pasted from a terminal or a document has them
+    expanded to spaces (tab stops every 8 columns). There every cell starts on a tab stop
+    (" X " one column after it), so a gap that passes a whole further stop is an empty cell
+    (an empty "CPU Affinity", the blank before "GPU NUMA ID"), exactly as the tabs said. A line
+    whose cells do not sit on tab stops (re-spaced by hand) is read cell by cell in order."""
+    if "\t" in line:
+        return [_ANSI.sub("", c).strip() for c in line.split("\t")]
+    tokens = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(line)]
+    starts = [
+        start - 1 if _ANSI.sub("", text) == "X" and start % 8 == 1 else start for start, _, text in tokens
+    ]
+    if not all(start % 8 == 0 for start in starts):
+        cells = [_ANSI.sub("", text) for _, _, text in tokens]
+        return [""] + cells if line[:1].isspace() else cells
+    fields: list[str] = []
+    stop = 0  # where the next cell may start: the tab stop after the previous cell
+    for start, (_, end, text) in zip(starts, tokens, strict=True):
+        fields.extend([""] * ((start - stop) // 8))
+        fields.append(_ANSI.sub("", text).strip())
+        stop = (end // 8 + 1) * 8
+    return fields
+
+
+def _is_header(fields: list[str]) -> bool:
+    """The column header: GPU labels and no self cell ("X"), which every matrix row has."""
+    return any(_GPU_LABEL.match(c) for c in fields) and "X" not in fields
+
+
 def parse_topo(text: str) -> Topology:
-    """Parse `nvidia-smi topo -m` (tab separated; ANSI escapes, NIC rows and legends allowed)."""
-    lines = [_ANSI.sub("", line) for line in text.splitlines()]
-    header_at = next(
-        (
-            i
-            for i, line in enumerate(lines)
-            if "\t" in line and any(_GPU_LABEL.match(c.strip()) for c in line.split("\t"))
-        ),
-        None,
-    )
+    """Parse `nvidia-smi topo -m` (tab separated or space aligned; ANSI escapes, NIC rows and
+    legends allowed)."""
+    lines = text.splitlines()
+    header_at = next((i for i, line in enumerate(lines) if _is_header(_fields(line))), None)
     if header_at is None:
         return Topology(
             (),
@@ -55,9 +84,10 @@ def parse_topo(text: str) -> Topology:
             (),
             _frozen_map(),
             _frozen_map(),
-            ("no tab-separated GPU matrix found in topo output",),
+            ("no GPU matrix found in topo output",),
         )
-    columns = [c.strip() for c in lines[header_at].split("\t")[1:]]
+    header = _fields(lines[header_at])
+    columns = header[1:] if header and header[0] == "" else header
     warnings: list[str] = []
     gpus: list[str] = []
     nics: list[str] = []
@@ -67,7 +97,7 @@ def parse_topo(text: str) -> Topology:
     for line in lines[header_at + 1 :]:
         if not line.strip():
             break  # the matrix ends at the first blank line; the legend follows
-        cells = [c.strip() for c in line.split("\t")]
+        cells = _fields(line)
         label, values = cells[0], cells[1:]
         if not _GPU_LABEL.match(label):
             nics.append(label)
@@ -84,7 +114,7 @@ def parse_topo(text: str) -> Topology:
                 numa_affinity[label] = value
     legend = {}
     for line in lines[header_at + 1 :]:
-        match = _LEGEND_NIC.match(line)
+        match = _LEGEND_NIC.match(_ANSI.sub("", line))
         if match:
             legend[match.group(1)] = match.group(2)
     for a, b in combinations(gpus, 2):

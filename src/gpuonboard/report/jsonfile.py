@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, atomicfile, shell
+from .. import __version__, atomicfile, results, shell
 from ..runner import HostResult, recap
 from .render import raw_file
 from .strictjson import dumps
@@ -49,7 +49,12 @@ def host_rules(r: HostResult) -> list[dict[str, Any]]:
     ]
 
 
-def host_json(r: HostResult) -> dict[str, Any]:
+def host_record(r: HostResult) -> dict[str, Any]:
+    """The part of a host's record its verdict reads (results.judge): status, rules, steps."""
+    return {"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": [s.to_json() for s in r.steps]}
+
+
+def host_json(r: HostResult, strict: bool = False) -> dict[str, Any]:
     """One host's record: status, rules (expected/actual/verdict), steps, facts digest."""
     rules = host_rules(r)
     return {
@@ -69,6 +74,8 @@ def host_json(r: HostResult) -> dict[str, Any]:
         "vendor_icp": r.host.vendor.icp if r.host.vendor else None,
         "vendor_billing": asdict(r.host.vendor.billing) if r.host.vendor else None,
         "order": asdict(r.host.order),
+        # the verdict, computed once (results.judge): what `invoke report` and the exit code say
+        "verdict": results.judge(host_record(r), strict).to_json(),
         "raw": {
             name: {
                 "sha256": hashlib.sha256(data).hexdigest(),
@@ -89,7 +96,7 @@ def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, An
         "tool_version": __version__,
         **meta,
         "recap": recap(results),
-        "hosts": [host_json(r) for r in results],
+        "hosts": [host_json(r, bool(meta.get("strict"))) for r in results],
     }
 
 

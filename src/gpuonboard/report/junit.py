@@ -28,12 +28,13 @@ def _legal_xml(root: ET.Element) -> None:
             el.set(key, _NOT_XML.sub(_escape_char, value))
 
 
-def render(results: Sequence[HostResult], name: str) -> str:
-    """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unreachable -> <error>."""
+def render(results: Sequence[HostResult], name: str, strict: bool = False) -> str:
+    """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unverified -> <skipped>
+    (<failure> under --strict), unreachable -> <error>."""
     suites = ET.Element("testsuites", name=name)
     for r in results:
         suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
-        tests = failures = errors = 0
+        tests = failures = errors = skipped = 0
         if r.status == "unreachable":
             case = ET.SubElement(suite, "testcase", classname=r.host.name, name="connect")
             ET.SubElement(case, "error", message=r.msg).text = r.msg
@@ -54,11 +55,15 @@ def render(results: Sequence[HostResult], name: str) -> str:
                     text = f"expected: {c.expected}\nactual: {c.actual}" + (
                         f"\n{c.detail}" if c.detail else ""
                     )
-                    if c.verdict == "fail":
+                    if c.verdict == "fail" or (c.verdict == "unverified" and strict):
                         failures += 1
                         ET.SubElement(
                             case, "failure", message=f"expected {c.expected}, got {c.actual}"
                         ).text = text
+                    elif c.verdict == "unverified":
+                        # could not be verified: neither a pass nor a failure of the box
+                        skipped += 1
+                        ET.SubElement(case, "skipped", message=f"unverified: {c.actual}").text = text
                     else:
                         ET.SubElement(case, "system-out").text = f"verdict: {c.verdict}\n{text}"
                 if step.status == "failed" and not any(c.verdict == "fail" for c in step.checks):
@@ -79,8 +84,10 @@ def render(results: Sequence[HostResult], name: str) -> str:
                     failures += 1
                     ET.SubElement(case, "failure", message=step.msg).text = step.msg
                 elif step.status == "skipped":
+                    skipped += 1
                     ET.SubElement(case, "skipped", message=step.msg)
         suite.set("tests", str(tests))
+        suite.set("skipped", str(skipped))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
     _legal_xml(suites)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import __version__, licences
+from .. import __version__, licences, results
 from ..errors import UsageError
 from ..i18n import check_lang, status_word, t, verdict_word
 from ..units import format_bytes, ram_order_bytes
@@ -94,15 +94,8 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def judged(host: dict[str, Any]) -> bool:
-    """Whether a host record of summary.json holds an acceptance verdict (its `acceptance` step
-    ran): a `sync`, `autostop` or `teardown` run judges no box."""
-    steps = host.get("steps") if isinstance(host, dict) else None
-    return any(
-        isinstance(st, dict)
-        and st.get("step") == "acceptance"
-        and st.get("status") in ("ok", "changed", "failed")
-        for st in steps or []
-    )
+    """Whether a host record of summary.json holds an acceptance verdict (results.judged)."""
+    return results.judged(host)
 
 
 def newest_acceptance_run(reports_dir: Path) -> str | None:
@@ -258,39 +251,19 @@ def order_rows(host: dict[str, Any], lang: str = "en") -> list[dict[str, str]]:
     return out
 
 
+def _reason_text(reason: results.Reason, lang: str) -> str:
+    values = dict(reason.values)
+    if reason.key == "r_status":
+        values["status"] = status_word(values.get("status"), lang)
+    return t(reason.key, lang, **values)
+
+
 def host_verdict(
-    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True
+    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True, strict: bool = False
 ) -> tuple[bool, list[str]]:
-    """GO when the host was reached, its acceptance step ran (the box was compared with its
-    order), no step failed and no rule or benchmark failed.
-
-    A run that skipped the acceptance step (`--skip acceptance`, `--only gpu_health`, a `prove`
-    or `sync` run) judged the box against nothing: NO-GO, "no acceptance rule was evaluated",
-    even when its other checks (GPU health) passed.
-    `require_acceptance=False` leaves that reason out (the terminal's line after a prove run).
-
-    Returns (go, reasons against)."""
-    reasons = []
-    if host.get("status") in ("failed", "unreachable"):
-        reasons.append(
-            t("r_status", lang, status=status_word(host.get("status"), lang), msg=host.get("msg", ""))
-        )
-    fails = [r for r in host.get("rules") or [] if r.get("verdict") == "fail"]
-    reasons += [
-        t("r_rule", lang, name=r.get("name"), expected=r.get("expected"), actual=r.get("actual"))
-        for r in fails
-    ]
-    for b in host.get("benchmarks") or []:
-        if b.get("verdict") == "fail":
-            reasons.append(
-                t("r_bench", lang, name=b.get("name"), value=b.get("value"), unit=b.get("unit", ""))
-            )
-    reasons += [t("r_step", lang, name=name, msg=msg) for name, msg in _failed_steps(host)]
-    if host.get("status") != "unreachable" and (
-        not host.get("rules") or (require_acceptance and not judged(host))
-    ):
-        reasons.append(t("r_no_rules", lang))
-    return not reasons, reasons
+    """GO or not, and the reasons against GO in `lang`, from the one verdict (results.judge)."""
+    v = results.judge(host, strict, require_acceptance)
+    return v.go, [_reason_text(r, lang) for r in v.reasons]
 
 
 def _raw_path(run_path: Path, host: str, probe: str, rec: dict[str, Any]) -> Path:
@@ -381,60 +354,46 @@ def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     )
 
 
-def warned_checks(host: dict[str, Any]) -> list[dict[str, str]]:
-    """A host's rules and benchmarks with verdict `warn` (name, actual, detail)."""
+def warned_checks(host: dict[str, Any], verdict: str = "warn") -> list[dict[str, str]]:
+    """A host's rules and benchmarks with this verdict (`warn`, `unverified`): name, actual, detail."""
     out = [
         {"name": str(r.get("name")), "actual": str(r.get("actual", "")), "detail": str(r.get("detail") or "")}
         for r in host.get("rules") or []
-        if r.get("verdict") == "warn"
+        if r.get("verdict") == verdict
     ]
     out += [
         {"name": str(b.get("name")), "actual": f"{b.get('value')} {b.get('unit', '')}".strip(), "detail": ""}
         for b in host.get("benchmarks") or []
-        if b.get("verdict") == "warn"
+        if b.get("verdict") == verdict
     ]
     return out
 
 
-def warn_suffix(names: Sequence[str], lang: str = "en") -> str:
-    """' with 3 warnings: a, b, c' after the GO word; '' when nothing warned."""
-    if not names:
-        return ""
-    key = "go_warn_one" if len(names) == 1 else "go_warn_many"
-    return t(key, lang, n=len(names), items=", ".join(names))
-
-
-def _failed_steps(host: dict[str, Any]) -> list[tuple[str, str]]:
-    """(step, message) of each failed step that no failed rule of its own explains, other than
-    the one the host's own message names (prove's disk_speed that could not read the free
-    space: no rule says so, and only the first failed step is the host's message)."""
-    out = []
-    for st in host.get("steps") or []:
-        if not isinstance(st, dict) or st.get("status") != "failed":
-            continue
-        if any(c.get("verdict") == "fail" for c in st.get("checks") or [] if isinstance(c, dict)):
-            continue
-        name, msg = str(st.get("step")), str(st.get("msg") or "")
-        if str(host.get("msg") or "") != f"step {name}: {msg}":
-            out.append((name, msg))
+def warn_suffix(names: Sequence[str], lang: str = "en", unverified: Sequence[str] = ()) -> str:
+    """' with 3 warnings: a, b, c' after the GO word, '; 1 unverified: d' after it; '' when
+    nothing warned and everything was verified."""
+    out = ""
+    if names:
+        key = "go_warn_one" if len(names) == 1 else "go_warn_many"
+        out = t(key, lang, n=len(names), items=", ".join(names))
+    if unverified:
+        key = "and_unverified" if out else "go_unverified"
+        out += t(key, lang, n=len(unverified), items=", ".join(unverified))
     return out
 
 
 def host_headline(
-    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True
-) -> tuple[bool, str]:
-    """One host's verdict (`host_verdict`) and the words after its GO / NO-GO word: the warned
-    checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed rules of a
-    NO-GO (', failed: gpu_count, vram'), else its reasons against GO."""
-    go, reasons = host_verdict(host, lang, require_acceptance)
-    if go:
-        return True, warn_suffix([w["name"] for w in warned_checks(host)], lang)
-    failed = [str(r.get("name")) for r in host.get("rules") or [] if r.get("verdict") == "fail"]
-    failed += [str(b.get("name")) for b in host.get("benchmarks") or [] if b.get("verdict") == "fail"]
-    failed += [f"step {name} ({msg})" for name, msg in _failed_steps(host)]
-    if failed:
-        return False, t("nogo_failed", lang, items=", ".join(failed))
-    return False, t("nogo_reasons", lang, items="; ".join(reasons))
+    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True, strict: bool = False
+) -> tuple[results.HostVerdict, str]:
+    """One host's verdict (results.judge) and the words after its verdict word: the warned and
+    unverified checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed
+    checks of a NO-GO (', failed: gpu_count, vram'), else its reasons."""
+    v = results.judge(host, strict, require_acceptance)
+    if v.go:
+        return v, warn_suffix(v.warned, lang, v.unverified)
+    if v.failed:
+        return v, t("nogo_failed", lang, items=", ".join(v.failed))
+    return v, t("nogo_reasons", lang, items="; ".join(_reason_text(r, lang) for r in v.reasons))
 
 
 def step_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
@@ -469,8 +428,10 @@ _HOST_DEFAULTS = dict.fromkeys(("name", "address", "port", "status", "msg"), "-"
 def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, Any]:
     """Everything the templates show (fixed texts in `lang`; data as recorded)."""
     hosts = []
+    strict = bool(doc.get("strict"))
     for h in doc.get("hosts") or []:
-        go, reasons = host_verdict(h, lang)
+        host_v = results.judge(h, strict)
+        go, reasons = host_v.go, [_reason_text(r, lang) for r in host_v.reasons]
         raw = _raw_entries(h, run_path)
         for e in raw.values():
             e["status_text"] = t(_RAW_STATUS_KEY[e["status"]], lang)
@@ -497,14 +458,19 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
         ]
         benchmarks = list(h.get("benchmarks") or [])
         warned = warned_checks(h)
+        unverified = warned_checks(h, "unverified")
         hosts.append(
             {
                 **_HOST_DEFAULTS,
                 **h,
                 "go": go,
+                "verdict_word": host_v.word,
                 "warned_checks": warned,
+                "unverified_checks": unverified,
                 # after the GO word: " with 2 warnings: mig_mode, persistence_mode" ("" for NO-GO)
-                "headline_suffix": warn_suffix([w["name"] for w in warned], lang) if go else "",
+                "headline_suffix": warn_suffix([w["name"] for w in warned], lang, host_v.unverified)
+                if go
+                else "",
                 "reasons": reasons,
                 "order_rows": order_rows(h, lang),
                 "rule_rows": rules,
@@ -517,7 +483,13 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
             }
         )
     go = bool(hosts) and all(h["go"] for h in hosts)
-    verdict = "GO" if go else "NO-GO"
+    verdict = (
+        "GO"
+        if go
+        else "no verdict"
+        if hosts and all(h["verdict_word"] != "NO-GO" for h in hosts)
+        else "NO-GO"
+    )
     # name each warning with its host when the run has several hosts
     several = len(hosts) > 1
     warned = [
@@ -526,7 +498,12 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
         for h in hosts
         for w in h["warned_checks"]
     ]
-    suffix = warn_suffix([w["label"] for w in warned], lang) if go else ""
+    unverified_names = [
+        f"{h.get('name')}: {w['name']}" if several else w["name"]
+        for h in hosts
+        for w in h["unverified_checks"]
+    ]
+    suffix = warn_suffix([w["label"] for w in warned], lang, unverified_names) if go else ""
     explain = (
         t(
             "go_warn_explain",
@@ -535,7 +512,7 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
             items="; ".join(f"{w['label']} ({w['actual']})" for w in warned),
         )
         if go and warned
-        else t("go_explain" if go else "nogo_explain", lang)
+        else t("go_explain" if go else "nogo_explain" if verdict == "NO-GO" else "noverdict_explain", lang)
     )
     return {
         "doc": _RUN_DEFAULTS | doc,
@@ -716,7 +693,8 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
             billing = h.get("vendor_billing") or {}
             rate = billing.get("rate")
             gpus = facts.get("gpu_count") or 0
-            go, why = host_headline(h)
+            v, why = host_headline(h, strict=bool(doc.get("strict")))
+            go = v.go
             counted = judged(h) or h.get("status") == "unreachable"
             rows.append(
                 {

@@ -15,7 +15,13 @@ from ..i18n import status_word, t, verdict_word
 from ..runner import HostResult
 
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
-_VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_VERDICT_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "unverified": "bold cyan",
+    "info": "dim",
+}
 
 
 def reader_left(stream: Any = None) -> None:
@@ -107,29 +113,28 @@ class Progress:
         return t
 
 
-def verdict_line(r: HostResult, lang: str = "en") -> str | None:
+def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str | None:
     """`verdict for h1: GO with 2 warnings: persistence_mode, mig_mode` (rich markup): the
-    verdict `invoke report` gives this host, from the same rules (render.host_verdict).
+    verdict `invoke report` gives this host, from the same function (results.judge).
 
     None for a host whose acceptance step did not run (a `prove` run, `--skip acceptance`)
-    unless something failed: its box was compared with no order, so it gets no GO here (the
-    report says NO-GO, "no acceptance rule was evaluated"); a failure is still a NO-GO."""
+    unless something failed: its box was compared with no order, so it has no verdict; a
+    failure is still a NO-GO."""
     from rich.markup import escape
 
-    from .jsonfile import host_rules
-    from .render import host_headline, judged
+    from ..results import judged
+    from .jsonfile import host_record
+    from .render import host_headline
 
-    steps = [s.to_json() for s in r.steps]
-    record = {"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": steps}
-    go, rest = host_headline(record, lang, require_acceptance=False)
-    if go and not judged(record):
+    verdict, rest = host_headline(host_record(r), lang, require_acceptance=False, strict=strict)
+    if verdict.word != "NO-GO" and not judged(host_record(r)):
         return None
-    word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
+    word = f"[bold green]{t('GO', lang)}[/]" if verdict.go else f"[bold red]{t('NO-GO', lang)}[/]"
     return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
 
 
 def print_results(
-    results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en"
+    results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en", strict: bool = False
 ) -> None:
     """Acceptance tables (expected / actual / verdict) per host, each followed by the host's
     GO / NO-GO verdict line, then the recap table (`lang`: en/zh)."""
@@ -158,7 +163,7 @@ def print_results(
         # one line per host that ran acceptance (a resumed run's skipped step ran nothing), or
         # whose other checks failed
         ran = any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)
-        line = verdict_line(r, lang) if rules and (checks or ran) else None
+        line = verdict_line(r, lang, strict) if rules and (checks or ran) else None
         if line is not None:
             # one line, as wide as it is (the terminal wraps it for the eye): a NO-GO's advice
             # holds commands and URLs (the container toolkit's install line) to copy, which a

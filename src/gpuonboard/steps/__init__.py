@@ -15,6 +15,7 @@ from .base import Check, Plan, Step, StepContext, StepResult
 _LOCATIONS: dict[str, tuple[str, str]] = {
     "acceptance": ("acceptance", "AcceptanceStep"),
     "gpu_health": ("gpu_health", "GpuHealthStep"),
+    "gpu_identity": ("identity", "GpuIdentityStep"),
     "driver_compat": ("driver_compat", "DriverCompatStep"),
     "template": ("files", "TemplateStep"),
     "command": ("files", "CommandStep"),
@@ -38,7 +39,9 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
 # trust an older run's verdict: the resumed run's report carries the box's verdict of now, and
 # a box that changed since (another machine behind the name, a GPU fallen off the bus) fails
 # them again, so no later step changes it.
-FACT_CHECKS: frozenset[str] = frozenset({"acceptance", "gpu_health", "driver_compat", "teardown_cost"})
+FACT_CHECKS: frozenset[str] = frozenset(
+    {"acceptance", "gpu_health", "gpu_identity", "driver_compat", "teardown_cost"}
+)
 
 
 class _Registry(Mapping[str, type[Step]]):

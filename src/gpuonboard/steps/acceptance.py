@@ -24,7 +24,7 @@ from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..facts.nvidia_smi_failure import HUNG_ADVICE, NOT_FOUND_ADVICE, UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..inventory import OrderSpec
 from ..units import format_bytes
-from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict, last_line
 
 if TYPE_CHECKING:
     from ..facts.nvidia_smi import GpuInfo
@@ -296,19 +296,42 @@ def _not_given(facts: Facts, probe: str) -> bool:
 
 
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
-    """A rule whose input was not among the saved outputs: a warning, not a hardware failure."""
+    """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(
         name,
         expected,
         f"not judged: no {what} output was given",
-        "warn",
+        "unverified",
         f"add the saved `{command}` output to judge it",
     )
 
 
 def _unjudged_verdict(facts: Facts) -> Verdict:
-    """The verdict of a GPU rule without GPU facts: warn when no nvidia-smi output was given."""
-    return "warn" if _not_given(facts, "nvidia_smi") else "fail"
+    """The verdict of a GPU rule without GPU facts: unverified. Its cause (no driver, a hung or
+    broken one) fails the nvidia_driver rule; this rule's fact could not be read."""
+    return "unverified"
+
+
+def _refused(facts: Facts) -> str:
+    """'the host refuses nvidia-smi -q -x: ERROR: ...; ...' for the formats refused on purpose."""
+    ev = facts.gpu_evidence
+    return "; ".join(r.sentence() for r in ev.refusals) if ev else ""
+
+
+def _incomplete(facts: Facts) -> str:
+    """'nvidia-smi says 8 GPUs attached but its output lists 1 (cut off)' when no format listed
+    every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
+    if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
+        return ""
+    gap = _attached_gap(facts) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
+    return f"incomplete probe: {gap}"
+
+
+RERUN_ADVICE = (
+    "an output cut short (a dropped session, a capture cut off, a GPU left out of a listing) is"
+    " no evidence about the hardware: rerun `invoke check`; if it stays so, run `nvidia-smi -L`"
+    " on the host and check `dmesg` for NVIDIA Xid errors"
+)
 
 
 # What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults); a hung driver: HUNG_ADVICE
@@ -324,12 +347,12 @@ def fault_advice(indexes: Iterable[int]) -> str:
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:
-    if _not_given(facts, "nvidia_smi"):
+    if _not_given(facts, "nvidia_smi") and facts.gpu is None:
         return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
         return "unknown: nvidia-smi not found"
     if facts.gpu is None or not facts.gpu.gpus:
-        raw = facts.raw["nvidia_smi"]
+        raw = facts.gpu_raw
         if raw.exit_code == TIMED_OUT:
             return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
         line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
@@ -343,9 +366,11 @@ def _no_gpu_actual(facts: Facts) -> str | None:
 
 
 def rule_driver(facts: Facts) -> Check:
-    """The NVIDIA driver answers: nvidia-smi exists and reports GPUs."""
-    if _not_given(facts, "nvidia_smi"):
-        return _not_judged("nvidia_driver", "nvidia-smi reports the GPUs", "nvidia-smi", "nvidia-smi -q -x")
+    """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
+    refuses is said, never taken for a broken driver; a cut-off output is unverified."""
+    expected = "nvidia-smi reports the GPUs"
+    if _not_given(facts, "nvidia_smi") and facts.gpu is None:
+        return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
     if not facts.nvidia_smi_present:
         return Check(
             "nvidia_driver",
@@ -354,35 +379,44 @@ def rule_driver(facts: Facts) -> Check:
             "fail",
             NOT_FOUND_ADVICE,
         )
+    refused = _refused(facts)
     problem = _no_gpu_actual(facts)
+    if problem and refused:
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{problem.removeprefix('unknown: ')}; {refused}",
+            "unverified",
+            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
+            " driver): ask the provider which format they allow, or for the GPU list they delivered",
+        )
     if problem:
-        raw = facts.raw["nvidia_smi"]
+        raw = facts.gpu_raw
         advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
         if raw.exit_code == TIMED_OUT:
             advice = HUNG_ADVICE
         elif not advice and problem.startswith("unknown: nvidia-smi failed"):
             advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
-        return Check(
-            "nvidia_driver", "nvidia-smi reports the GPUs", problem.removeprefix("unknown: "), "fail", advice
-        )
+        return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
     assert facts.gpu is not None
     actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"
-    short = _attached_gap(facts)
-    if short:
-        # a GPU nvidia-smi could not read left out of its output, or an output of some GPUs
-        # only (`nvidia-smi -q -x -i N`, a trimmed capture): only a warning, never a failure
+    notes = [refused] if refused else []
+    incomplete = _incomplete(facts)
+    if incomplete:
         return Check(
             "nvidia_driver",
-            "nvidia-smi reports the GPUs",
-            f"{actual}; {short}",
-            "warn",
-            "nvidia-smi reports more GPUs attached than its output describes: a GPU it could not"
-            " read was left out, or the output is of some GPUs only (`nvidia-smi -i N`); run"
-            " `nvidia-smi -L` on the host and check `dmesg` for NVIDIA Xid errors",
+            expected,
+            f"{actual}; {incomplete}",
+            "unverified",
+            "; ".join([RERUN_ADVICE, *notes]),
         )
-    return Check(
-        "nvidia_driver", "nvidia-smi reports the GPUs", actual, "pass" if facts.gpu.driver_version else "warn"
-    )
+    if refused:
+        notes.append(
+            "the provider blocks these formats by policy; the facts come from the formats that"
+            f" answered ({', '.join(facts.gpu_evidence.answered) if facts.gpu_evidence else '-'})"
+        )
+    verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
+    return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
 
 
 def _attached_gap(facts: Facts) -> str:
@@ -429,6 +463,10 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if faulty:
         notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
     verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
+    incomplete = _incomplete(facts)
+    if incomplete and verdict != "fail":
+        # the GPUs read are the ordered model; those the output left out could not be judged
+        return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
     if count is not None and len(facts.gpu.gpus) < count:
         notes.append(f"the order's model says {count} x, {len(facts.gpu.gpus)} delivered")
         verdict = "fail"
@@ -471,6 +509,9 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
             f"{unread}: {usable} of the {n} listed GPUs can be read"
             + (f", {order.gpu_count} ordered (see gpu_model)" if usable < order.gpu_count else ""),
         )
+    incomplete = _incomplete(facts)
+    if incomplete and n < order.gpu_count:
+        return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
     if n > order.gpu_count:
         detail = detail or "more GPUs than ordered"
@@ -498,13 +539,29 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
     if not sizes:
         return Check("vram", expected, f"unknown: no GPU could be read: {unread}", "fail")
-    if any(s is None for s in sizes):
-        return Check("vram", expected, "unknown: nvidia-smi did not report memory", "fail")
-    smallest = min(s for s in sizes if s is not None) * 1024 * 1024
+    read = [s for s in sizes if s is not None]
+    if not read:
+        refused = _refused(facts)
+        return Check(
+            "vram",
+            expected,
+            "unknown: no nvidia-smi format that answered reports GPU memory"
+            + (f" ({refused})" if refused else ""),
+            "unverified",
+            "the memory of the GPUs could not be read: run `nvidia-smi --query-gpu=name,memory.total"
+            " --format=csv` on the host, or ask the provider to allow it",
+        )
+    smallest = min(read) * 1024 * 1024
     actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=False)}) smallest"
     if faulty:
         actual += f" of the {len(sizes)} GPUs read; {unread}"
     ok = smallest >= order.vram_bytes * (1 - tolerance)
+    unread_sizes = len(sizes) - len(read)
+    incomplete = _incomplete(facts) or (
+        f"the memory of {unread_sizes} GPU(s) was not reported" if unread_sizes else ""
+    )
+    if ok and incomplete:
+        return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
     if ok:
         return Check("vram", expected, actual, "pass")
     return Check(
@@ -784,9 +841,27 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     if facts.topology is None:
         if _not_given(facts, "nvidia_topo"):
             return _not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
-        problem = _no_gpu_actual(facts) or "unknown: nvidia-smi topo -m failed"
-        return Check("interconnect", expected, problem, _unjudged_verdict(facts))
+        problem = _no_gpu_actual(facts) or "unknown: " + _topo_failure(facts)
+        # no matrix is no evidence: neither NVLink's absence (a fail) nor PCIe's presence (a pass)
+        return Check(
+            "interconnect",
+            expected,
+            problem,
+            "unverified",
+            "the GPU topology could not be read: run `nvidia-smi topo -m` on the host and save its"
+            " output; `invoke facts FILE` judges it",
+        )
     kind = topo.interconnect(facts.topology)
+    listed = len(facts.gpu.gpus) if facts.gpu else 0
+    if kind == "unknown" or len(facts.topology.gpus) < listed:
+        seen = len(facts.topology.gpus)
+        return Check(
+            "interconnect",
+            expected,
+            f"unknown: nvidia-smi topo -m shows {seen} of the {listed or '?'} GPUs",
+            "unverified",
+            "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
+        )
     weakest = topo.weakest_link(facts.topology)
     actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
     orphans = topo.nvlink_orphans(facts.topology) if kind == "mixed" else []
@@ -813,6 +888,22 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     return Check("interconnect", expected, actual, verdict, detail)
 
 
+def _topo_failure(facts: Facts) -> str:
+    """Why `nvidia-smi topo -m` gave no matrix, in a few words."""
+    out = facts.raw.get("nvidia_topo")
+    if out is None or out.absent:
+        return "nvidia-smi topo -m was not run"
+    from ..facts.gpu_merge import refusal_line
+
+    line = refusal_line(out)
+    if line:
+        return f"the host refuses nvidia-smi topo -m ({line[:160]})"
+    if out.exit_code != 0:
+        line = last_line(out.stderr or out.stdout, out.exit_code)[:160]
+        return f"nvidia-smi topo -m failed (exit {out.exit_code}: {line})"
+    return "nvidia-smi topo -m printed no GPU matrix that could be read"
+
+
 def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version."""
     assert order.min_driver is not None
@@ -820,7 +911,7 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     problem = _no_gpu_actual(facts)
     if problem or facts.gpu is None or not facts.gpu.driver_version:
         return Check(
-            "min_driver", expected, problem or "unknown", _unjudged_verdict(facts) if problem else "fail"
+            "min_driver", expected, problem or "unknown: the driver version was not reported", "unverified"
         )
     ok = version_tuple(facts.gpu.driver_version) >= version_tuple(order.min_driver)
     if ok:
@@ -894,12 +985,17 @@ class AcceptanceStep(Step):
         checks = evaluate(ctx.host.order, ctx.facts, self.tolerance)
         fails = [c for c in checks if c.verdict == "fail"]
         warns = [c for c in checks if c.verdict == "warn"]
+        unverified = [c.name for c in checks if c.verdict == "unverified"]
+        tail = f"; {len(unverified)} unverified: {', '.join(unverified)}" if unverified else ""
         if fails:
             msg = f"{len(fails)} of {len(checks)} acceptance rules failed: " + ", ".join(
                 c.name for c in fails
             )
         elif warns:
             msg = f"accepted with {len(warns)} warning(s) (degraded): " + ", ".join(c.name for c in warns)
+        elif unverified:
+            msg = f"accepted with {len(unverified)} rule(s) unverified: {', '.join(unverified)}"
+            tail = ""
         else:
             msg = f"all {len(checks)} acceptance rules passed"
-        return Plan(changes=False, msg=msg, checks=checks, failed=bool(fails))
+        return Plan(changes=False, msg=msg + tail, checks=checks, failed=bool(fails))

@@ -33,6 +33,7 @@ _VERDICTS: dict[str, Verdict] = {
     "forward_compat": "pass",
     "forward_compat_unverified": "warn",
     "minor_version_compat": "warn",
+    "must_upgrade": "fail",  # NVIDIA's notes for the release say to upgrade from the driver's branch
     "incompatible": "fail",
 }
 

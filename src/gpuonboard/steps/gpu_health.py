@@ -7,8 +7,12 @@ sentence of advice. Thresholds come from the step's args, overridden per vendor 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..facts.gather import TIMED_OUT, Facts
 from ..facts.nvidia_smi import GpuInfo, GpuProcess
@@ -41,34 +45,75 @@ def _is_idle(g: GpuInfo) -> bool:
     )
 
 
+ECC_ENABLE_ADVICE = (
+    "enable it with `sudo nvidia-smi -e 1` (per GPU: `-i N -e 1`) and a reboot; ECC costs about"
+    " 6 % of usable memory and some memory bandwidth, and without it memory errors corrupt"
+    " results silently"
+)
+
+
 def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
-    """ECC on for data-centre GPUs (consumer cards have none to enable)."""
+    """ECC on for data-centre GPUs; a workstation / pro card with ECC switched off is said too.
+
+    `ecc_mode` None is N/A (the card has no ECC to enable: GeForce, integrated GPUs) and is not
+    applicable. "Disabled" means the card has ECC and it is off: FAIL on a data-centre GPU (A100,
+    H100, L40S, A10 ...), WARN on an NVIDIA RTX / Quadro workstation card (RTX A6000, RTX 6000
+    Ada, RTX 4000 SFF Ada ...) or an unrecognised one (ECC is optional there, and costs memory),
+    and named without a verdict against it on a GeForce card (a consumer card is not expected to
+    run with ECC). A data-centre GPU whose mode could not be read is unverified.
+    """
     # a GPU nvidia-smi cannot read is no data (the gpu_health row fails it): said, not counted
     unread = ", ".join(_label(g) for g in gpus if g.faults)
     note = f" ({unread} unreadable)" if unread else ""
-    dc = [g for g in gpus if not g.faults and gpu_class(g.name, g.product_brand) == "datacenter"]
-    if not dc and unread and all(g.faults for g in gpus):
+    read = [g for g in gpus if not g.faults]
+    if not read and unread:
         return Check("ecc_mode", "Enabled", f"not judged: {unread} unreadable", "warn")
-    if not dc:
-        return Check(
-            "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no data-centre GPU){note}", "pass"
-        )
-    off = [g for g in dc if g.ecc_mode == "Disabled"]
+    klass = {g.index: gpu_class(g.name, g.product_brand) for g in read}
+    dc = [g for g in read if klass[g.index] == "datacenter"]
+    off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
+    off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
+    off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
     unknown = [g for g in dc if g.ecc_mode is None]
-    if off:
+    if off_dc:
         return Check(
             "ecc_mode",
             "Enabled",
-            f"Disabled on {', '.join(_label(g) for g in off)}",
+            f"Disabled on {_gpu_list(off_dc, gpus)} (data-centre GPU)"
+            + (f"; Disabled on {_gpu_list(off_pro, gpus)} (workstation GPU)" if off_pro else "")
+            + note,
             "fail",
-            "memory errors go undetected without ECC; ask the vendor to run `nvidia-smi -e 1` and reboot",
+            "memory errors go undetected without ECC; ask the vendor to run `sudo nvidia-smi -e 1`"
+            " and reboot",
+        )
+    if off_pro:
+        return Check(
+            "ecc_mode",
+            "Enabled where the GPU supports it",
+            f"Disabled on {_gpu_list(off_pro, gpus)} (workstation GPU with ECC)" + note,
+            "warn",
+            f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
         )
     if unknown:
         return Check(
-            "ecc_mode", "Enabled", f"not reported for {', '.join(_label(g) for g in unknown)}", "warn"
+            "ecc_mode",
+            "Enabled",
+            f"not reported for {_gpu_list(unknown, gpus)}{note}",
+            "unverified",
+            "nvidia-smi gave no ECC mode for a data-centre GPU; `nvidia-smi -q -d ECC` shows it",
         )
-    read = " read" if unread else ""
-    return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read}{note}", "pass")
+    if dc:
+        read_note = " read" if unread else ""
+        return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read_note}{note}", "pass")
+    if off_consumer:
+        return Check(
+            "ecc_mode",
+            "enabled on data-centre GPUs",
+            f"Disabled on {_gpu_list(off_consumer, gpus)} (GeForce card: ECC optional, not expected)" + note,
+            "pass",
+        )
+    return Check(
+        "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no ECC on these GPUs){note}", "pass"
+    )
 
 
 def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
@@ -95,8 +140,14 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
         return Check("ecc_uncorrectable", "0", "0", "pass")
     if not any(g.ecc_mode == "Enabled" for g in gpus):
         return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
+    # ECC is on but this output carries no error counts (the plain table has only the volatile
+    # column): an uncorrectable error could hide there, so it is unverified, not a pass
     return Check(
-        "ecc_uncorrectable", "0", "not reported", "warn", "nvidia-smi did not report ECC error counts"
+        "ecc_uncorrectable",
+        "0",
+        "not reported",
+        "unverified",
+        "nvidia-smi did not report ECC error counts; `nvidia-smi -q -d ECC` shows them",
     )
 
 
@@ -232,9 +283,88 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
             "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
         )
     known = any(g.pcie_gen_current for g in gpus)
+    if known:
+        return Check("pcie_link", "max gen and width", "at max", "pass")
+    # the plain table carries no link generation / width: a narrowed link (a riser fault) could
+    # hide there, so unverified rather than a plain warning
     return Check(
-        "pcie_link", "max gen and width", "at max" if known else "not reported", "pass" if known else "warn"
+        "pcie_link",
+        "max gen and width",
+        "not reported",
+        "unverified",
+        "this nvidia-smi output gives no PCIe link generation or width; `nvidia-smi -q -d PCIE` shows them",
     )
+
+
+PCIE_REPLAY_FILE = Path(__file__).parents[1] / "data" / "pcie_replay.yml"
+
+
+@functools.cache
+def pcie_replay_limits() -> dict[str, int]:
+    """warn_replays / fail_replays / fail_rollovers from `data/pcie_replay.yml` (sources there)."""
+    rows = yaml.safe_load(PCIE_REPLAY_FILE.read_text(encoding="utf-8"))
+    limits = {str(r["name"]): int(r["value"]) for r in rows}
+    missing = {"warn_replays", "fail_replays", "fail_rollovers"} - set(limits)
+    if missing:
+        raise ValueError(f"{PCIE_REPLAY_FILE}: missing {', '.join(sorted(missing))}")
+    return limits
+
+
+def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
+    """PCIe replays since reset per GPU (`nvidia-smi -q` / `-q -x` only): a link resending packets.
+
+    Thresholds in `data/pcie_replay.yml`, from DCGM's PCIe health watch (more than 8 replays a
+    minute, "the maximum recommended by RM", is DCGM_FR_PCI_REPLAY_RATE): one reading has no time
+    base, so counts are judged. FAIL: any replay-number rollover (the link retrained after a
+    packet was replayed 4 times) or >= 1000 replays; WARN: >= 100; PASS below, with the count.
+    Not reported (the plain table and the CSV query carry no replay counter): UNVERIFIED when a
+    data-centre GPU is among them (a bad riser / PCIe switch on a rented server hides there);
+    otherwise the row is left out (None), as for GPUs whose link is not a rented server's
+    concern and where the table is the usual output.
+    """
+    lim = pcie_replay_limits()
+    read = [g for g in gpus if not g.faults]
+    known = [g for g in read if g.pcie_replays is not None or g.pcie_replay_rollovers is not None]
+    expected = f"< {lim['warn_replays']} replays since reset, no rollover"
+    if not known:
+        dc = [g for g in read if gpu_class(g.name, g.product_brand) == "datacenter"]
+        if not dc:
+            return None
+        return Check(
+            "pcie_replays",
+            expected,
+            "not reported by this nvidia-smi output",
+            "unverified",
+            "the PCIe replay counter (a bad riser or slot shows there) is only in `nvidia-smi -q`"
+            " (PCI > Replays Since Reset); run it to check",
+        )
+    fails: list[str] = []
+    warns: list[str] = []
+    for g in known:
+        replays, rollovers = g.pcie_replays or 0, g.pcie_replay_rollovers or 0
+        text = f"{_label(g)}: {replays} replays" + (f", {rollovers} rollover(s)" if rollovers else "")
+        if rollovers >= lim["fail_rollovers"] or replays >= lim["fail_replays"]:
+            fails.append(text)
+        elif replays >= lim["warn_replays"]:
+            warns.append(text)
+    advice = (
+        "the PCIe link resends packets (a bad riser, cable, retimer or slot); DCGM warns above 8"
+        " replays a minute; ask the vendor to reseat or replace the riser / slot"
+    )
+    if fails:
+        return Check("pcie_replays", expected, "; ".join(fails + warns), "fail", advice)
+    if warns:
+        return Check(
+            "pcie_replays",
+            expected,
+            "; ".join(warns),
+            "warn",
+            advice + "; rerun `nvidia-smi -q -d PCIE` a minute later: a count still rising means a bad link",
+        )
+    counts = ", ".join(str(g.pcie_replays or 0) for g in known)
+    unread = [g for g in read if g not in known]
+    note = f"; not reported for {_gpu_list(unread, gpus)}" if unread else ""
+    return Check("pcie_replays", expected, f"{counts} replays since reset, no rollover{note}", "pass")
 
 
 def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
@@ -303,11 +433,17 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
             "clocks are held at the power limit; normal under full load, suspicious at idle",
         )
     known = any(g.clock_event_reasons_known for g in gpus)
+    if known:
+        return Check("throttling", "no slowdown active", "none active", "pass")
+    # no clock-event reasons in this output (the plain table): an active hardware slowdown could
+    # hide there, so unverified rather than a plain warning
     return Check(
         "throttling",
         "no slowdown active",
-        "none active" if known else "not reported",
-        "pass" if known else "warn",
+        "not reported",
+        "unverified",
+        "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
+        " shows them",
     )
 
 
@@ -339,21 +475,74 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     return Check("temperature", f"< {warn_c:.0f} C", actual, "pass")
 
 
+# "Busy" from the numbers alone (when no process list can be read, or the list is empty while
+# the GPU works: processes of other containers / VMs are invisible in nvidia-smi's list).
+# Utilisation: an idle GPU reads 0 % (every idle capture under tests/fixtures/real); 10 % leaves
+# room for a monitoring sample. Memory used: idle GPUs in the real captures hold 0-50 MiB (H100,
+# H200, A100, RTX 4090; older drivers count a few hundred MiB of reserved memory as used, and a
+# desktop session ~400 MiB); more than 1 GiB is some process's allocations. An absolute floor,
+# not a share of total, so that 2 GiB taken on a 141 GiB H200 still counts.
+BUSY_UTIL_PCT = 10
+BUSY_MEMORY_MIB = 1024
+
+
+def _busy(g: GpuInfo) -> str | None:
+    """'at 100 % utilisation with 31.6 GiB used' when the numbers show work, else None."""
+    util = g.utilization_gpu_pct
+    used = g.memory_used_mib
+    if (util is None or util < BUSY_UTIL_PCT) and (used is None or used <= BUSY_MEMORY_MIB):
+        return None
+    mem = f"{used / 1024:.1f} GiB used" if used is not None else "memory use not reported"
+    at = f"at {util} % utilisation" if util is not None else "utilisation not reported"
+    return f"{_label(g)} {at} with {mem}"
+
+
+def _idle_by_numbers(g: GpuInfo) -> bool:
+    return (
+        g.utilization_gpu_pct is not None
+        and g.memory_used_mib is not None
+        and g.utilization_gpu_pct < BUSY_UTIL_PCT
+        and g.memory_used_mib <= BUSY_MEMORY_MIB
+    )
+
+
 def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
-    """Nobody else's job runs on 'your' GPUs."""
+    """Nobody else's job runs on 'your' GPUs.
+
+    FAIL: a compute process is listed, or a GPU with no listed process (no list in this output,
+    or an empty one) shows utilisation >= 10 % or more than 1 GiB of memory used (another job:
+    a container's or VM's processes are not listed). WARN: only graphics processes. PASS: every
+    GPU's list is known and empty, or (no list) its utilisation and memory both read idle.
+    UNVERIFIED: no list and no utilisation / memory figures to judge from.
+    """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
         return f"{_label(g)}: pid {p.pid} {p.name} ({p.used_memory_mib} MiB)"
 
-    compute = [fmt(g, p) for g in gpus for p in g.processes if p.type != "G"]
-    graphics = [fmt(g, p) for g in gpus for p in g.processes if p.type == "G"]
-    if compute:
+    read = [g for g in gpus if not g.faults]
+    compute = [fmt(g, p) for g in read for p in g.processes if p.type != "G"]
+    graphics = [fmt(g, p) for g in read for p in g.processes if p.type == "G"]
+    # GPUs with no process listed: the figures may still show someone's job
+    unlisted = [g for g in read if not g.processes]
+    busy_listed_empty = [b for g in unlisted if g.processes_known and (b := _busy(g))]
+    busy_no_list = [b for g in unlisted if not g.processes_known and (b := _busy(g))]
+    if compute or busy_listed_empty or busy_no_list:
+        parts = compute + graphics
+        if busy_listed_empty:
+            parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
+        if busy_no_list:
+            parts.append("; ".join(busy_no_list) + ", though this nvidia-smi output lists no processes")
+        hidden = (
+            " (a job in another container or VM is not listed by nvidia-smi here)"
+            if busy_listed_empty or busy_no_list
+            else ""
+        )
         return Check(
             "foreign_processes",
             "none",
-            "; ".join(compute + graphics),
+            "; ".join(parts),
             "fail",
-            "another job is using the GPUs you rent; ask the vendor before you start",
+            f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
     if graphics:
         return Check(
@@ -363,9 +552,44 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
             "warn",
             "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless",
         )
-    known = all(g.processes_known for g in gpus)
+    if all(g.processes_known for g in read):
+        return Check("foreign_processes", "none", "none", "pass")
+    no_list = [g for g in read if not g.processes_known]
+    unjudged = [g for g in no_list if not _idle_by_numbers(g)]
+    if unjudged:
+        return Check(
+            "foreign_processes",
+            "none",
+            f"not reported for {_gpu_list(unjudged, gpus)}: no process list and no utilisation /"
+            " memory figures",
+            "unverified",
+            "this nvidia-smi output lists no processes; `nvidia-smi` (the table) or"
+            " `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` shows them",
+        )
+    figures = ", ".join(f"{_label(g)} {g.utilization_gpu_pct} % / {g.memory_used_mib} MiB" for g in no_list)
     return Check(
-        "foreign_processes", "none", "none" if known else "not reported", "pass" if known else "warn"
+        "foreign_processes",
+        "none",
+        f"none by utilisation and memory used ({figures}); this output lists no processes",
+        "pass",
+    )
+
+
+def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
+    """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
+    fan column reading `ERR!`): WARN, naming it; the GPU is not failed for it (a whole GPU that
+    cannot be read is the `gpu_health` row's). None when no such fault (the row appears only
+    then)."""
+    found = [f"{_label(g)}: {fault}" for g in gpus for fault in g.cell_faults]
+    if not found:
+        return None
+    return Check(
+        "sensor_faults",
+        "every sensor readable",
+        "; ".join(found),
+        "warn",
+        "a sensor the driver cannot read often means a failing fan or sensor (a fan that has"
+        " stopped lets the GPU overheat under load); ask the vendor to check it",
     )
 
 
@@ -512,20 +736,23 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
     if not gpus:
         return []
     unreadable = rule_unreadable(gpus)
-    rules: list[Callable[[], Check]] = [
+    rules: list[Callable[[], Check | None]] = [
         lambda: rule_ecc_mode(gpus),
         lambda: rule_ecc_errors(gpus),
         lambda: rule_memory_repair(gpus),
         lambda: rule_pcie_link(gpus),
+        lambda: rule_pcie_replays(gpus),
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
+        lambda: rule_sensor_faults(gpus),
         lambda: rule_foreign_processes(gpus),
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
     ]
-    return ([unreadable] if unreadable else []) + [r() for r in rules]
+    checks = [c for r in rules if (c := r()) is not None]
+    return ([unreadable] if unreadable else []) + checks
 
 
 def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:

@@ -1,0 +1,108 @@
+"""Read-only probes for the fabric facts: GPU list, NVLink status, kernel Xid/SXid lines, RDMA
+ports, Fabric Manager. Each is a `Probe` whose output the pure parsers of facts/gpu_list.py,
+nvlink.py, kernel_log.py, infiniband.py and fabric_manager.py read.
+
+They are cheap and bounded: nvidia-smi calls run under `timeout` when the host has it; the
+kernel log is filtered on the host to NVRM/Xid/SXid/nvswitch lines and capped (a dmesg ring
+buffer is up to several MB; journalctl -k -b of a long uptime more). Exit codes: 127 = the
+tool is absent; 126 = the kernel log could not be read by dmesg nor journalctl (stderr says
+which refused and why, e.g. "dmesg: read kernel buffer failed: Operation not permitted").
+"""
+
+from __future__ import annotations
+
+from .. import shell
+from .probe import Probe
+
+__all__ = [
+    "FABRIC_MANAGER",
+    "GPU_LIST",
+    "KERNEL_LOG",
+    "KERNEL_LOG_MAX_LINES",
+    "NVIDIA_SMI_TIMEOUT",
+    "NVLINK_STATUS",
+    "RDMA_PORTS",
+    "extra_probes",
+    "kernel_log_command",
+    "nvidia_smi_command",
+]
+
+NVIDIA_SMI_TIMEOUT = 60  # seconds per call (a wedged driver makes nvidia-smi hang for ever)
+KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
+# kernel log lines kept: the GPU driver's (NVRM: Xid, GPU fallen off the bus ...) and the
+# NVSwitch driver's (nvidia-nvswitchN: SXid ...)
+KERNEL_LOG_PATTERN = "NVRM|Xid|SXid|nvswitch"
+
+
+def nvidia_smi_command(args: list[str], seconds: int = NVIDIA_SMI_TIMEOUT) -> str:
+    """`nvidia-smi ARGS` under `timeout` where the host has it (exit 124 when it hung);
+    exit 127 when nvidia-smi is not installed."""
+    call = shell.join(["nvidia-smi", *args])
+    return (
+        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
+        f"if command -v timeout >/dev/null 2>&1; then timeout -k 5 {int(seconds)} {call}; "
+        f"else {call}; fi"
+    )
+
+
+def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KERNEL_LOG_PATTERN) -> str:
+    """Shell: the kernel log's NVRM/Xid/SXid lines since boot, newest `max_lines`.
+
+    Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
+    dmesg was refused. Output starts with `# source: <which answered>` and `# first: <the
+    log's first line>` (so a reader can tell whether the log reaches back to boot). When
+    nothing could be read: exit 126, and stderr names each refusal and its first line.
+    A journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
+    currently not seeing messages ...") counts as a refusal, not as an empty log.
+    """
+    keep = shell.quote(pattern)
+    emit = (
+        'printf \'# source: %s\\n# first: %s\\n\' "$s" "$(printf \'%s\\n\' "$o" | head -n 1)"; '
+        f"printf '%s\\n' \"$o\" | grep -E {keep} | tail -n {int(max_lines)}; exit 0"
+    )
+    return (
+        "e=; "
+        f'if o=$(dmesg 2>&1); then s=dmesg; {emit}; fi; e="dmesg: $(printf \'%s\\n\' "$o" | head -n 1)"; '
+        'if command -v sudo >/dev/null 2>&1 && o=$(sudo -n dmesg 2>/dev/null) && [ -n "$o" ]; then '
+        f"s='sudo -n dmesg'; {emit}; fi; "
+        "if command -v journalctl >/dev/null 2>&1; then "
+        'if o=$(journalctl -k -b --no-pager -q 2>&1) && [ -n "$o" ] && '
+        "! printf '%s\\n' \"$o\" | grep -q -e '^-- No entries --' -e 'not seeing messages'; then "
+        f"s='journalctl -k -b'; {emit}; fi; "
+        'e="$e; journalctl -k -b: $(printf \'%s\\n\' "$o" | head -n 1)"; '
+        'else e="$e; journalctl: not installed"; fi; '
+        "printf '%s\\n' \"$e\" >&2; exit 126"
+    )
+
+
+# /sys/class/infiniband/DEV/ports/N/{state,phys_state,rate,link_layer} -> one tab-separated
+# line per port (builtins only: no process per file). No RDMA device: no output, exit 0.
+_RDMA_SYSFS = (
+    "for p in /sys/class/infiniband/*/ports/*; do "
+    '[ -d "$p" ] || continue; d=${p%/ports/*}; d=${d##*/}; n=${p##*/}; '
+    "s=; ph=; r=; l=; "
+    '[ -r "$p/state" ] && read -r s <"$p/state"; '
+    '[ -r "$p/phys_state" ] && read -r ph <"$p/phys_state"; '
+    '[ -r "$p/rate" ] && read -r r <"$p/rate"; '
+    '[ -r "$p/link_layer" ] && read -r l <"$p/link_layer"; '
+    'printf \'%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n\' "$d" "$n" "$s" "$ph" "$r" "$l"; '
+    "done; exit 0"
+)
+
+_FABRIC_MANAGER = (
+    "command -v systemctl >/dev/null 2>&1 || exit 127; "
+    "systemctl is-active nvidia-fabricmanager 2>&1; "
+    "systemctl show -p LoadState nvidia-fabricmanager 2>/dev/null; exit 0"
+)
+
+GPU_LIST = Probe("nvidia_smi_list", nvidia_smi_command(["-L"]), slow=True)
+NVLINK_STATUS = Probe("nvidia_nvlink", nvidia_smi_command(["nvlink", "-s"]), slow=True)
+KERNEL_LOG = Probe("kernel_log", kernel_log_command())
+RDMA_PORTS = Probe("rdma_ports", _RDMA_SYSFS)
+FABRIC_MANAGER = Probe("fabric_manager", _FABRIC_MANAGER)
+
+
+def extra_probes() -> tuple[Probe, ...]:
+    """The fabric probes, for the lead to add to the batched gather (GPU_LIST duplicates the
+    core `nvidia_smi_list` probe where the gather already has it: keep one)."""
+    return (NVLINK_STATUS, KERNEL_LOG, RDMA_PORTS, FABRIC_MANAGER)

@@ -1,0 +1,55 @@
+"""Pure parser for the NVIDIA Fabric Manager service state.
+
+The probe (facts/extra_probes.py FABRIC_MANAGER) prints `systemctl is-active
+nvidia-fabricmanager` (one word: active, inactive, failed, activating, deactivating,
+reloading, unknown) and then `systemctl show -p LoadState nvidia-fabricmanager`
+(`LoadState=loaded`, `LoadState=not-found` when the unit is not installed, `masked`).
+A bare saved `systemctl is-active` output (one word) is read too. Without systemd as init
+(a container) systemctl prints "System has not been booted with systemd ..." and the state
+is "unknown".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["ACTIVE_STATES", "FabricManagerState", "parse_fabric_manager"]
+
+ACTIVE_STATES = ("active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown")
+
+
+@dataclass(frozen=True)
+class FabricManagerState:
+    """nvidia-fabricmanager's service state."""
+
+    state: str  # one of ACTIVE_STATES ("unknown": systemd did not say)
+    unit_present: bool | None  # False: unit not installed (LoadState=not-found); None: not said
+    load_state: str | None = None  # "loaded", "not-found", "masked", ...
+    detail: str | None = None  # the line that explains an "unknown" (no systemd, ...)
+
+    @property
+    def running(self) -> bool:
+        """The service is up."""
+        return self.state == "active"
+
+
+def parse_fabric_manager(text: str) -> FabricManagerState:
+    """Parse `systemctl is-active nvidia-fabricmanager` (+ `systemctl show -p LoadState`)."""
+    state = "unknown"
+    load = None
+    detail = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if m := re.fullmatch(r"LoadState=(\S*)", line):
+            load = m.group(1) or None
+        elif m := re.fullmatch(r"ActiveState=(\S*)", line):
+            state = m.group(1) if m.group(1) in ACTIVE_STATES else state
+        elif line in ACTIVE_STATES:
+            state = line
+        elif detail is None:
+            detail = line
+    present = None if load is None else load not in ("not-found", "")
+    return FabricManagerState(state, present, load, detail)

@@ -1,0 +1,257 @@
+"""Every answer nvidia-smi gave, merged into one GpuReport that says where each field came from.
+
+The host is asked in every cheap format at once (`-q -x`, `-q`, the `--query-gpu` CSV, the
+default table, `-L`, `--query-compute-apps`): formats answer different questions (the CSV lists
+no processes, the table cuts names, `-q -x` may be blocked by a provider's policy), so no format
+wins alone. Each field comes from the richest format that read it; the GPU set is the widest any
+format listed; a format the provider refuses is a fact of its own (`Refusal`), never a broken
+driver. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .nvidia_smi import GpuInfo, GpuProcess, GpuReport
+from .probe import ProbeOutput
+
+# probe name -> (format label, the nvidia-smi arguments), richest format first
+GPU_SOURCES: tuple[tuple[str, str, str], ...] = (
+    ("nvidia_smi", "xml", "-q -x"),
+    ("nvidia_smi_q", "text", "-q"),
+    ("nvidia_smi_csv", "csv", "--query-gpu"),
+    ("nvidia_smi_table", "table", "(default table)"),
+)
+LIST_PROBE = "nvidia_smi_list"
+APPS_PROBE = "nvidia_smi_apps"
+APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
+# where a field is taken from, in order: a named field of a GPU comes from the first of these
+# formats that read it (-L's names are whole, the table's may be cut with "...")
+_FIELD_RANK = ("xml", "text", "csv", "list", "table")
+
+# A format refused on purpose (a provider's policy, the login's permissions), as opposed to a
+# driver that cannot answer: its words, case-insensitive
+_REFUSAL = re.compile(
+    r"disabled on this (?:instance|machine|host|server|node)|\bpolicy\b|by (?:the )?(?:administrator|"
+    r"provider|vendor)|\bnot allowed\b|\bis restricted\b|\bblocked\b",
+    re.IGNORECASE,
+)
+# (permissions and NVML errors are causes of their own, each with its advice: nvidia_smi_failure)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One nvidia-smi format the host refused to give (`-q -x` disabled by the provider)."""
+
+    probe: str
+    args: str
+    line: str  # nvidia-smi's own words
+
+    def sentence(self) -> str:
+        """'the host refuses nvidia-smi -q -x: ERROR: ... disabled ... by the provider's policy'."""
+        return f"the host refuses nvidia-smi {self.args}: {self.line[:200]}"
+
+
+@dataclass(frozen=True)
+class GpuEvidence:
+    """The merged GPU report and what each format did: answered, refused, failed or absent."""
+
+    report: GpuReport | None
+    answered: tuple[str, ...]  # format labels that listed GPUs, richest first
+    refusals: tuple[Refusal, ...]
+    # the `-L` listing's GPU count (None: not given or unreadable)
+    listed: int | None = None
+
+    @property
+    def blocked_by_policy(self) -> bool:
+        """Some format was refused on purpose: say so, never 'repair the driver'."""
+        return bool(self.refusals)
+
+
+def refusal_line(out: ProbeOutput) -> str | None:
+    """The line of a refused format (provider policy, permissions); None when it is not one."""
+    for text in (out.stdout, out.stderr):
+        for line in text.splitlines()[:20]:
+            if _REFUSAL.search(line):
+                return line.strip()
+    return None
+
+
+def _bus_key(bus_id: str | None) -> str | None:
+    """'00000000:3B:00.0' and '0000:3b:00.0' are one address: domain without leading zeros."""
+    if not bus_id or ":" not in bus_id:
+        return None
+    domain, _, rest = bus_id.strip().lower().partition(":")
+    return f"{domain.lstrip('0') or '0'}:{rest}"
+
+
+def _same(a: GpuInfo, b: GpuInfo) -> bool:
+    """One physical GPU in two formats: by PCI address, else UUID, else index."""
+    ka, kb = _bus_key(a.pci_bus_id), _bus_key(b.pci_bus_id)
+    if ka and kb:
+        return ka == kb
+    if a.uuid and b.uuid:
+        return a.uuid == b.uuid
+    return a.index == b.index
+
+
+_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in ("index", "provenance")]
+# read from the highest-ranked format that lists the GPU, never "the first that has one": a
+# fault one format shows while a richer one reads the GPU is that format's own
+_FROM_BEST = {"faults", "cell_faults"}
+# paired with the flag that says whether the format could say
+_WITH_FLAG = {"processes": "processes_known", "clock_event_reasons": "clock_event_reasons_known"}
+
+
+def _unset(value: object) -> bool:
+    return value is None or value == () or value is False or value == ""
+
+
+def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
+    """One GPU from its copies in several formats (ranked richest first)."""
+    ranked = sorted(copies, key=lambda c: _FIELD_RANK.index(c[0]))
+    values: dict[str, Any] = {}
+    provenance: list[tuple[str, str]] = []
+    for f in _FIELDS:
+        if f.name in _WITH_FLAG.values():
+            continue
+        if f.name in _FROM_BEST:
+            # -L names a GPU but reads none of its values: it can neither show nor clear a fault
+            read = [g for label, g in ranked if label != "list"] or [ranked[0][1]]
+            values[f.name] = getattr(read[0], f.name)
+            continue
+        flag = _WITH_FLAG.get(f.name)
+        for label, gpu in ranked:
+            known = getattr(gpu, flag) if flag else not _unset(getattr(gpu, f.name))
+            if f.name == "name" and gpu.name.endswith("...") and label == "table":
+                known = known and len(ranked) == 1  # a cut name only when no other format has it
+            if known:
+                values[f.name] = getattr(gpu, f.name)
+                if flag:
+                    values[flag] = True
+                provenance.append((f.name, label))
+                break
+    sources = {label for _, label in provenance}
+    return dataclasses.replace(
+        base, **values, provenance=tuple(provenance) if len(sources) > 1 else base.provenance
+    )
+
+
+def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
+    """`--query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
+    -> processes per GPU UUID; {} for an empty list (no process); None when the text is not
+    such an output (a replayed other format, an error line)."""
+    out: dict[str, list[GpuProcess]] = {}
+    for row in csv.reader(io.StringIO(text), skipinitialspace=True):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != len(APPS_FIELDS):
+            return None
+        uuid, pid, name, mem = (cell.strip() for cell in row)
+        if not uuid.upper().startswith(("GPU-", "MIG-")) or not pid.isdigit():
+            return None
+        used = int(mem) if mem.isdigit() else None
+        out.setdefault(uuid, []).append(GpuProcess(int(pid), name, "C", used))
+    return out
+
+
+def _with_processes(gpus: list[GpuInfo], apps: Mapping[str, list[GpuProcess]]) -> list[GpuInfo]:
+    """The compute-apps list where a GPU's own format could not list processes."""
+    out = []
+    for g in gpus:
+        if not g.processes_known and not g.faults:
+            found = tuple(apps.get(g.uuid or "", ()))
+            g = dataclasses.replace(
+                g,
+                processes=found,
+                processes_known=True,
+                provenance=(*g.provenance, ("processes", "compute_apps")),
+            )
+        out.append(g)
+    return out
+
+
+ListParser = Callable[[str], Sequence[tuple[int, str, str | None]]]
+
+
+def merge(
+    raw: Mapping[str, ProbeOutput],
+    parse: Callable[[str], GpuReport],
+    parse_list: ListParser | None = None,
+) -> GpuEvidence:
+    """Pure: the GPU probes' outputs -> one GpuReport with per-field provenance, the formats
+    that answered and those refused. `parse` reads any nvidia-smi format (it recognises the
+    text, whatever arguments were asked); `parse_list` reads `nvidia-smi -L`."""
+    reports: list[tuple[str, GpuReport]] = []
+    refusals: list[Refusal] = []
+    seen: dict[str, GpuReport] = {}
+    for probe, _label, args in GPU_SOURCES:
+        out = raw.get(probe)
+        if out is None or out.absent:
+            continue
+        line = refusal_line(out)
+        if line is not None:
+            refusals.append(Refusal(probe, args, line))
+            continue
+        if not out.stdout.strip():
+            continue
+        report = seen.get(out.stdout) or parse(out.stdout)
+        seen[out.stdout] = report
+        if report.gpus and all(r is not report for _, r in reports):
+            reports.append((report.source, report))
+    listed = _listing(raw.get(LIST_PROBE), parse_list)
+    if not reports and not listed:
+        return GpuEvidence(None, (), tuple(refusals), None)
+    merged = _union(reports, listed)
+    apps_out = raw.get(APPS_PROBE)
+    if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
+        apps = parse_compute_apps(apps_out.stdout)
+        if apps is not None:
+            merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
+    answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
+    return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> list[GpuInfo]:
+    if out is None or parse_list is None or out.exit_code != 0 or refusal_line(out):
+        return []
+    return [GpuInfo(index=i, name=name, uuid=uuid) for i, name, uuid in parse_list(out.stdout)]
+
+
+def _union(reports: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> GpuReport:
+    """The widest GPU set any format gave, each GPU's fields from the richest format."""
+    ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
+    # the GPU set: the format listing the most GPUs, a complete one before a cut one
+    widest = max(ranked, key=lambda r: (len(r[1].gpus), r[1].complete), default=None)
+    pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
+    pool += [("list", g) for g in listed]
+    base = list(widest[1].gpus) if widest else []
+    if len(listed) > len(base):
+        base = listed
+    gpus = []
+    for g in base:
+        copies = [(label, c) for label, c in pool if _same(g, c)]
+        gpus.append(_merge_gpu(g, copies))
+    # GPUs another format listed that the widest missed (a cut output, a GPU one format skipped)
+    for _label, c in pool:
+        if not any(_same(c, g) for g in gpus):
+            gpus.append(_merge_gpu(c, [(lab, x) for lab, x in pool if _same(c, x)]))
+    attached = max((r.attached_gpus for _, r in ranked if r.attached_gpus is not None), default=None)
+    complete = len(gpus) >= max(attached or 0, len(listed))
+    first = ranked[0][1] if ranked else None
+    warnings = [w for _, r in ranked for w in r.warnings]
+    return GpuReport(
+        source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
+        driver_version=next((r.driver_version for _, r in ranked if r.driver_version), None),
+        cuda_version=next((r.cuda_version for _, r in ranked if r.cuda_version), None),
+        attached_gpus=attached if attached is not None else (first.attached_gpus if first else None),
+        gpus=tuple(sorted(gpus, key=lambda g: g.index)),
+        warnings=tuple(dict.fromkeys(warnings)),
+        complete=complete and all(r.complete for _, r in ranked if len(r.gpus) == len(gpus)),
+    )

@@ -1,0 +1,126 @@
+"""Pure parser for `nvidia-smi nvlink -s` (`--status`): each GPU's NVLink links and speeds.
+
+Real shapes (tests/fixtures/real/nvidia-smi-nvlink-s__*):
+
+    GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)
+             Link 0: 25 GB/s                         (per-link speed: the link is up)
+             Link 3: <inactive>                      (trained down / never came up)
+    GPU 0: NVIDIA L40S (UUID: GPU-...)
+    Device does not have or support Nvlink           (a PCIe-only card)
+    GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)
+    Nvlink queries are not supported for Devices in MIG mode
+
+A PCIe box may also print nothing at all (the A10 capture of leptonai/gpud is empty). A link
+counts as active only with a speed figure: `<inactive>` or an unknown word is not evidence of
+a working link. `Link N, P2P is supported: true` lines (`nvlink -c`, pasted together with -s)
+are capability lines, not links, and are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+__all__ = ["GpuNvlink", "NvlinkLink", "NvlinkStatus", "parse_nvlink_status"]
+
+# what a GPU's note says instead of links
+UNSUPPORTED = "unsupported"  # the card has no NVLink
+MIG_MODE = "mig"  # the driver refuses NVLink queries in MIG mode: not a hardware fact
+ALL_INACTIVE = "all_inactive"  # NVML: every link is inactive
+
+
+@dataclass(frozen=True)
+class NvlinkLink:
+    """One link line: its number, speed in GB/s when up, and the text as printed."""
+
+    link: int
+    speed_gbps: float | None  # GB/s (bytes) as nvidia-smi prints it; None when not up
+    text: str
+
+    @property
+    def active(self) -> bool:
+        """Up: nvidia-smi printed a speed for it."""
+        return self.speed_gbps is not None
+
+
+@dataclass(frozen=True)
+class GpuNvlink:
+    """One GPU's block of `nvlink -s`."""
+
+    index: int
+    name: str
+    uuid: str | None
+    links: tuple[NvlinkLink, ...] = ()
+    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE, else None
+    note_text: str | None = None  # the driver's sentence behind `note`
+
+    @property
+    def active_links(self) -> int:
+        """How many links are up."""
+        return sum(1 for link in self.links if link.active)
+
+    @property
+    def total_links(self) -> int:
+        """How many links were listed (up or not)."""
+        return len(self.links)
+
+    @property
+    def speeds(self) -> tuple[float, ...]:
+        """The distinct speeds (GB/s) of the links that are up, ascending."""
+        return tuple(sorted({link.speed_gbps for link in self.links if link.speed_gbps is not None}))
+
+
+@dataclass(frozen=True)
+class NvlinkStatus:
+    """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
+
+    gpus: tuple[GpuNvlink, ...]
+    warnings: tuple[str, ...] = ()
+
+    def by_index(self, index: int) -> GpuNvlink | None:
+        """The block of GPU `index`, if listed."""
+        return next((g for g in self.gpus if g.index == index), None)
+
+
+_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
+_GPU_NO_UUID = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*()()$")
+_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+_CAPABILITY = re.compile(r"^\s*Link\s+\d+,\s")
+_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
+
+
+def _note(text: str) -> str | None:
+    low = text.lower()
+    if "does not have or support nvlink" in low:
+        return UNSUPPORTED
+    if "mig mode" in low:
+        return MIG_MODE
+    if "all links are inactive" in low:
+        return ALL_INACTIVE
+    return None
+
+
+def parse_nvlink_status(text: str) -> NvlinkStatus:
+    """Parse `nvidia-smi nvlink -s` into per-GPU links (active when a speed is printed)."""
+    gpus: list[GpuNvlink] = []
+    warnings: list[str] = []
+
+    for line in text.splitlines():
+        if not line.strip() or _CAPABILITY.match(line):
+            continue
+        if m := _GPU.match(line) or _GPU_NO_UUID.match(line):
+            gpus.append(GpuNvlink(int(m.group(1)), m.group(2), m.group(3) or None))
+            if tail := m.group(4).strip():  # some builds print the verdict on the GPU line
+                gpus[-1] = replace(gpus[-1], note=_note(tail), note_text=tail)
+            continue
+        if gpus and (m := _LINK.match(line)):
+            value = m.group(2)
+            speed = _SPEED.match(value)
+            link = NvlinkLink(int(m.group(1)), float(speed.group(1)) if speed else None, value)
+            gpus[-1] = replace(gpus[-1], links=(*gpus[-1].links, link))
+            continue
+        if gpus and (note := _note(line)):
+            gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
+            continue
+        warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
+    return NvlinkStatus(tuple(gpus), tuple(warnings))

@@ -1,0 +1,444 @@
+"""Fabric health rules: Xid / SXid in the kernel log, NVLink links, Fabric Manager, RDMA ports.
+
+Pure functions from parsed facts to one `Check` each (or None where a rule does not apply to
+this box). Thresholds and actions live in data files with a source per row:
+data/xid.yml (NVIDIA's Xid catalog and Fabric Manager guide, via leptonai/gpud, AWS and
+Azure health checks) and data/nvlink_links.yml (links per GPU model, NVIDIA datasheets and
+real captures). Absence of evidence is never a pass: an unreadable log or a missing output
+is `unverified`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..facts.fabric_manager import FabricManagerState
+from ..facts.infiniband import IbPort
+from ..facts.kernel_log import KernelEvent, pci_key
+from ..facts.nvlink import MIG_MODE, UNSUPPORTED, NvlinkStatus
+from .base import Check
+
+__all__ = [
+    "ModelLinks",
+    "XidEntry",
+    "load_nvlink_models",
+    "load_xid_catalogue",
+    "nvlink_model",
+    "rule_fabric_manager",
+    "rule_nvlink",
+    "rule_rdma",
+    "rule_sxid",
+    "rule_xid",
+    "xid_action",
+]
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+XID_FILE = DATA / "xid.yml"
+NVLINK_FILE = DATA / "nvlink_links.yml"
+ACTIONS = ("ignore", "check_app", "reset_gpu", "reboot", "replace", "update_driver", "from_message")
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver")
+# what the renter asks the vendor to do, per action
+_ASK = {
+    "reset_gpu": "ask the vendor to reset the GPU (nvidia-smi -r, or a reboot) and to check it stays clean",
+    "reboot": "ask the vendor to reboot the host and to check the GPU comes back",
+    "replace": "ask the vendor to inspect and replace the GPU (or the box)",
+    "update_driver": "ask the vendor to update the GPU driver / firmware",
+}
+NVSWITCH_MIN_GPUS = 8  # HGX 8-GPU boards link through NVSwitch; 4-GPU HGX boards link directly
+
+
+@dataclass(frozen=True)
+class XidEntry:
+    """One row of data/xid.yml."""
+
+    code: int
+    name: str
+    action: str
+    verified: bool
+
+
+@dataclass(frozen=True)
+class ModelLinks:
+    """One row of data/nvlink_links.yml."""
+
+    match: str
+    links: int | None
+    nvswitch: bool
+    source: str
+    verified: bool
+
+
+def _rows(path: Path, key: str) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rows = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{path}: '{key}' must be a list of mappings")
+    return rows
+
+
+@functools.cache
+def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], Mapping[int, XidEntry]]:
+    """(Xid code -> entry, SXid code -> entry) from data/xid.yml; ValueError on a bad row."""
+    out: list[dict[int, XidEntry]] = []
+    for key in ("xid", "sxid"):
+        table: dict[int, XidEntry] = {}
+        for row in _rows(path, key):
+            code, action = row.get("code"), row.get("action")
+            if not isinstance(code, int) or action not in ACTIONS or code in table:
+                raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
+            table[code] = XidEntry(code, str(row.get("name", "")), str(action), bool(row.get("verified")))
+        out.append(table)
+    return out[0], out[1]
+
+
+@functools.cache
+def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
+    """The rows of data/nvlink_links.yml in order (first match wins)."""
+    rows = []
+    for row in _rows(path, "models"):
+        links = row.get("links")
+        if not isinstance(row.get("match"), str) or not (links is None or isinstance(links, int)):
+            raise ValueError(f"{path}: models row {row!r}: needs match (text) and links (number or null)")
+        rows.append(
+            ModelLinks(
+                row["match"],
+                links,
+                bool(row.get("nvswitch")),
+                str(row.get("source", "")),
+                bool(row.get("verified")),
+            )
+        )
+    return tuple(rows)
+
+
+def nvlink_model(gpu_name: str) -> ModelLinks | None:
+    """The nvlink_links.yml row of a GPU name as nvidia-smi prints it (None: unknown model)."""
+    low = gpu_name.lower()
+    return next((m for m in load_nvlink_models() if m.match.lower() in low), None)
+
+
+def xid_action(event: KernelEvent) -> tuple[str, str]:
+    """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
+    (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
+    xids, sxids = load_xid_catalogue()
+    entry = (sxids if event.kind == "sxid" else xids).get(event.code)
+    if entry is None:
+        return "replace", "not in NVIDIA's catalogue"
+    if (
+        entry.action == "from_message"
+    ):  # Xid 154: "GPU recovery action changed from ... to 0x1 (GPU Reset Required)"
+        msg = event.message.lower()
+        if "reboot" in msg:
+            return "reboot", entry.name
+        if "reset" in msg or "drain" in msg:
+            return "reset_gpu", entry.name
+        return "ignore", entry.name
+    return entry.action, entry.name
+
+
+def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
+    index = gpus.get(pci_key(pci))
+    return f"GPU {index} ({pci})" if index is not None else f"GPU at PCI {pci}"
+
+
+def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
+    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
+    groups: dict[tuple[str, int], list[KernelEvent]] = {}
+    for e in events:
+        groups.setdefault((pci_key(e.pci), e.code), []).append(e)
+    rank = {
+        a: i for i, a in enumerate(("replace", "reboot", "update_driver", "reset_gpu", "check_app", "ignore"))
+    }
+    out = []
+    for (_, code), group in groups.items():
+        action, name = xid_action(group[0])
+        who = (
+            f"NVSwitch {group[0].device} ({group[0].pci})"
+            if group[0].kind == "sxid"
+            else _gpu_label(group[0].pci, gpus)
+        )
+        times = f" x{len(group)}" if len(group) > 1 else ""
+        out.append((action, f"{who}: {what} {code} {name}{times} -> {action}"))
+    return sorted(out, key=lambda item: rank.get(item[0], 0))
+
+
+def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
+    return {pci_key(pci): index for index, pci in gpus if pci}
+
+
+def _event_rule(
+    name: str,
+    what: str,
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str,
+    gpus: Sequence[tuple[int, str | None]],
+    covers_boot: bool | None,
+) -> Check:
+    expected = f"no {what} since boot needing action"
+    if not probe_ok:
+        return Check(
+            name,
+            expected,
+            f"kernel log not readable: {why_unread or 'no reason given'}",
+            "unverified",
+            f"give the login user read access to the kernel log (sudo, or kernel.dmesg_restrict=0) so {what}"
+            " errors can be checked; until then GPU faults since boot are unknown.",
+        )
+    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    if not events:
+        return Check(name, expected, f"no {what} in the kernel log{span}", "pass")
+    lines = _summarise(events, _pci_index(gpus), what)
+    actions = [a for a, _ in lines]
+    actual = "; ".join(text for _, text in lines) + span
+    worst = next((a for a in ("replace", "reboot", "update_driver", "reset_gpu") if a in actions), None)
+    if worst is not None:
+        return Check(
+            name,
+            expected,
+            actual,
+            "fail",
+            f"{_ASK[worst][0].upper()}{_ASK[worst][1:]}, per NVIDIA's {what} catalogue,"
+            " before accepting the box.",
+        )
+    if "check_app" in actions:
+        return Check(
+            name,
+            expected,
+            actual,
+            "warn",
+            f"application-level {what}s (a program faulted on this GPU since boot): ask the vendor what ran"
+            " on the box, and watch for them again under your own load.",
+        )
+    return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
+
+
+def rule_xid(
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str = "",
+    gpus: Sequence[tuple[int, str | None]] = (),
+    covers_boot: bool | None = None,
+) -> Check:
+    """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
+    fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
+    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why.
+    `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index."""
+    xids = [e for e in events if e.kind == "xid"]
+    return _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+
+
+def rule_sxid(
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str = "",
+    covers_boot: bool | None = None,
+) -> Check:
+    """NVSwitch SXid errors since boot (data/xid.yml `sxid`, Fabric Manager User Guide): fatal
+    SXids (reboot the host, inspect the NVSwitch) = fail; non-fatal (single-bit ECC) = pass."""
+    sxids = [e for e in events if e.kind == "sxid"]
+    return _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
+
+
+def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -> Check | None:
+    """Active NVLink links per GPU vs data/nvlink_links.yml on NVLink-board (SXM) models.
+
+    None when no GPU is an NVLink-board model (PCIe cards: not applicable). Fewer links than the
+    model has = fail naming the GPUs and counts; no nvlink output, or MIG mode (the driver
+    refuses NVLink queries) = unverified."""
+    expected_links = {i: m for i, name in enumerate(gpu_models) if (m := nvlink_model(name)) and m.links}
+    if not expected_links:
+        return None
+    counts = sorted({m.links for m in expected_links.values() if m.links})
+    expected = f"{'/'.join(map(str, counts))} active NVLink links on each of {len(expected_links)} GPU(s)"
+    if nvlink_status is None or not nvlink_status.gpus:
+        return Check(
+            "nvlink_links",
+            expected,
+            "no `nvidia-smi nvlink -s` output",
+            "unverified",
+            "nvidia-smi nvlink -s gave nothing to read; run it on the box (as root) to see each GPU's links.",
+        )
+    short: list[str] = []
+    unread: list[str] = []
+    for index, model in sorted(expected_links.items()):
+        block = nvlink_status.by_index(index)
+        if block is None or block.note == MIG_MODE or (not block.links and block.note != UNSUPPORTED):
+            why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
+            unread.append(f"GPU {index} ({why})")
+            continue
+        assert model.links is not None
+        if block.active_links < model.links:
+            down = [str(link.link) for link in block.links if not link.active]
+            detail = f", inactive link(s) {', '.join(down)}" if down else ""
+            short.append(f"GPU {index}: {block.active_links} of {model.links} links active{detail}")
+    if short:
+        return Check(
+            "nvlink_links",
+            expected,
+            "; ".join(short),
+            "fail",
+            "NVLink links are down: GPU-to-GPU traffic falls back to slower paths; ask the vendor to"
+            " reseat / repair the baseboard (or reset the GPUs) and show `nvidia-smi nvlink"
+            " -s` with all links up.",
+        )
+    if unread:
+        return Check(
+            "nvlink_links",
+            expected,
+            f"links not readable for {', '.join(unread)}",
+            "unverified",
+            "NVLink status could not be read for these GPUs (in MIG mode the driver refuses NVLink queries).",
+        )
+    speeds = sorted({s for g in nvlink_status.gpus for s in g.speeds})
+    at = f" at {'/'.join(f'{s:g}' for s in speeds)} GB/s" if speeds else ""
+    return Check("nvlink_links", expected, f"all links active on {len(expected_links)} GPU(s){at}", "pass")
+
+
+def rule_fabric_manager(
+    gpu_models: Sequence[str],
+    fabric_states: Sequence[tuple[str | None, str | None]],
+    fm: FabricManagerState | None,
+) -> Check | None:
+    """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
+    reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
+    "Completed" / "Success", and on a whole 8-GPU box nvidia-fabricmanager must be running.
+    Source: NVIDIA Fabric Manager User Guide (without it, CUDA init fails on NVSwitch systems).
+    `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported). None when
+    the rule does not apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
+    models = [nvlink_model(n) for n in gpu_models]
+    nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
+    reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]
+    whole_box = nvswitch_gpus >= NVSWITCH_MIN_GPUS
+    if not whole_box and not reported:
+        return None
+    expected = "fabric manager active; every GPU's fabric state Completed / Success"
+    bad = [f"GPU {i}: {s}" + (f" / {st}" if st else "") for i, s, st in reported if s != "Completed"]
+    bad += [
+        f"GPU {i}: status {st}" for i, s, st in reported if s == "Completed" and st not in (None, "Success")
+    ]
+    complete = bool(reported) and not bad and len(reported) >= len(gpu_models)
+    ask = (
+        "ask the vendor to install and start nvidia-fabricmanager (same version as the driver) and to show"
+        " `nvidia-smi -q | grep -A2 Fabric` reading Completed / Success on every GPU: an NVSwitch box"
+        " without a running fabric manager cannot run multi-GPU CUDA work."
+    )
+    fm_text = (
+        "not probed"
+        if fm is None
+        else (
+            "not installed"
+            if fm.unit_present is False
+            else fm.state + (f" ({fm.detail})" if fm.detail and fm.state == "unknown" else "")
+        )
+    )
+    if bad:
+        return Check("fabric_manager", expected, f"fabric manager {fm_text}; " + "; ".join(bad), "fail", ask)
+    if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
+        return Check("fabric_manager", expected, f"fabric state Completed on {len(reported)} GPU(s)", "pass")
+    if fm is not None and fm.running:
+        if complete:
+            return Check(
+                "fabric_manager", expected, "fabric manager active; fabric Completed on every GPU", "pass"
+            )
+        return Check(
+            "fabric_manager",
+            expected,
+            "fabric manager active; GPU fabric state not reported",
+            "pass",
+            "nvidia-smi did not report the GPUs' fabric state (older driver): the running"
+            " service is the evidence.",
+        )
+    if fm is not None and (fm.unit_present is False or fm.state in ("inactive", "failed")):
+        if complete:  # registered, but the daemon is gone: new jobs may fail to set up the fabric
+            return Check(
+                "fabric_manager",
+                expected,
+                f"fabric manager {fm_text}; fabric Completed on every GPU",
+                "warn",
+                "the GPUs registered with the fabric but nvidia-fabricmanager is not running now; " + ask,
+            )
+        return Check(
+            "fabric_manager",
+            expected,
+            f"fabric manager {fm_text} on an {nvswitch_gpus}-GPU NVSwitch box",
+            "fail",
+            ask,
+        )
+    if complete:
+        return Check(
+            "fabric_manager", expected, f"fabric manager {fm_text}; fabric Completed on every GPU", "pass"
+        )
+    return Check(
+        "fabric_manager",
+        expected,
+        f"fabric manager {fm_text}; GPU fabric state not reported",
+        "unverified",
+        "neither the service state nor the GPUs' fabric state could be read; run `systemctl status"
+        " nvidia-fabricmanager` and `nvidia-smi -q | grep -A2 Fabric` on the box.",
+    )
+
+
+def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | None) -> Check | None:
+    """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
+    rate or more: fewer = fail naming the ports down or slow; no port data = unverified; an
+    active port whose rate is not reported (ibv_devinfo without -v) cannot count: unverified.
+    None when the order asks for no RDMA."""
+    if order_rdma is None:
+        return None
+    count, gbit = order_rdma
+    expected = f"{count} RDMA port(s) ACTIVE at >= {gbit:g} Gb/s"
+    if ports is None:
+        return Check(
+            "rdma_ports",
+            expected,
+            "RDMA ports not readable",
+            "unverified",
+            "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
+            " /sys/class/infiniband on the box.",
+        )
+    good = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
+    unknown = [p for p in ports if p.active and p.rate_gbps is None]
+    others = [p for p in ports if p not in good and p not in unknown]
+
+    def show(p: IbPort) -> str:
+        rate = f"{p.rate_gbps:g} Gb/s" if p.rate_gbps is not None else "rate ?"
+        return f"{p.device}/{p.port} {p.state} {rate} {p.link_layer or ''}".rstrip()
+
+    actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s"
+    if len(good) >= count:
+        return Check("rdma_ports", expected, actual, "pass")
+    if len(good) + len(unknown) >= count:
+        return Check(
+            "rdma_ports",
+            expected,
+            actual + f"; {len(unknown)} active with no rate reported",
+            "unverified",
+            "the port rate was not reported (ibv_devinfo without -v); read"
+            " /sys/class/infiniband/*/ports/*/rate.",
+        )
+    if not ports:
+        return Check(
+            "rdma_ports",
+            expected,
+            "no RDMA device found",
+            "fail",
+            "no InfiniBand/RoCE device is visible (driver not loaded, or no NIC): ask the"
+            " vendor for the ordered"
+            " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
+        )
+    return Check(
+        "rdma_ports",
+        expected,
+        actual + (f"; short: {', '.join(show(p) for p in others)}" if others else ""),
+        "fail",
+        "fewer RDMA ports are up at the ordered rate than ordered: ask the vendor to check cables, switch"
+        " ports and NIC firmware, and show `ibv_devinfo -v` with every port PORT_ACTIVE"
+        " at the ordered speed.",
+    )
