@@ -456,45 +456,7 @@ def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     elif given(facts, "nvidia_smi"):
         checks.append(acceptance.rule_driver(facts))
     checks += gpu_health.evaluate(facts)
-    checks += fabric_checks(facts, order)
     return checks
-
-
-def fabric_checks(facts: Facts, order: OrderSpec | None) -> list[Check]:
-    """The fabric rules (steps/fabric_health.py) for the fabric outputs among the files: Xid /
-    SXid from a kernel log, NVLink links from `nvlink -s`, Fabric Manager from its state, RDMA
-    ports against the order's `rdma`. Only kinds that were given are judged."""
-    from .facts import fabric_manager, infiniband, kernel_log, nvlink
-    from .steps import fabric_health
-
-    checks: list[Check | None] = []
-    gpus = facts.gpu.gpus if facts.gpu is not None and given(facts, "nvidia_smi") else ()
-    if given(facts, "kernel_log"):
-        out = facts.raw["kernel_log"]
-        log = kernel_log.parse_kernel_log(out.stdout)
-        ok = out.exit_code == 0
-        why = out.stderr.strip() or f"exit {out.exit_code}"
-        pairs = [(g.index, g.pci_bus_id) for g in gpus]
-        checks.append(fabric_health.rule_xid(log.events, ok, why, pairs, log.covers_boot))
-        checks.append(fabric_health.rule_sxid(log.events, ok, why, log.covers_boot))
-    status = None
-    if given(facts, "nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
-        status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)
-    models = [g.name for g in sorted(gpus, key=lambda g: g.index)]
-    if not models and status is not None:
-        models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
-    if given(facts, "nvidia_nvlink"):
-        checks.append(fabric_health.rule_nvlink(models, status))
-    if given(facts, "fabric_manager"):
-        out = facts.raw["fabric_manager"]
-        fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
-        states = [(g.fabric_state, g.fabric_status) for g in sorted(gpus, key=lambda g: g.index)]
-        checks.append(fabric_health.rule_fabric_manager(models, states, fm))
-    if given(facts, "rdma_ports"):
-        out = facts.raw["rdma_ports"]
-        ports = infiniband.parse_rdma(out.stdout).ports if out.exit_code == 0 else None
-        checks.append(fabric_health.rule_rdma(order.rdma if order is not None else None, ports))
-    return [c for c in checks if c is not None]
 
 
 def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:

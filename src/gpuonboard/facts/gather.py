@@ -28,6 +28,10 @@ CORE_NAMES = (
     "nvidia_smi_list",
     "nvidia_smi_apps",
     "nvidia_topo",
+    "nvidia_nvlink",
+    "kernel_log",
+    "rdma_ports",
+    "fabric_manager",
     "lscpu",
     "free",
     "df",
@@ -97,7 +101,7 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
     compute apps, topo -m), each its own probe: exit 127 when nvidia-smi is not installed at
     all, 124 when it did not answer within `nvidia_smi_timeout` seconds.
     """
-    from . import nvidia_smi
+    from . import extra_probes, nvidia_smi
     from .gpu_merge import APPS_FIELDS
 
     gpu_fields = ",".join(nvidia_smi.QUERY_FIELDS)
@@ -116,6 +120,11 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         gpu("nvidia_smi_list", "-L"),
         gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
         gpu("nvidia_topo", "topo -m"),
+        gpu("nvidia_nvlink", "nvlink -s"),
+        # the kernel's Xid/SXid lines since boot, the RDMA ports, the fabric manager's state
+        dataclasses.replace(extra_probes.KERNEL_LOG, slow=True),
+        extra_probes.RDMA_PORTS,
+        extra_probes.FABRIC_MANAGER,
         Probe("lscpu", "lscpu"),
         Probe("free", "free -k"),
         Probe("df", "df -P -k"),

@@ -25,31 +25,46 @@ FORMATS = ("html", "md", "json")
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
 
 # Which probe outputs a rule's verdict is computed from (see facts/gather.py CORE_PROBES).
+# every nvidia-smi format the GPU facts are merged from (facts/gpu_merge.py)
+_GPU = ("nvidia_smi", "nvidia_smi_q", "nvidia_smi_csv", "nvidia_smi_table", "nvidia_smi_list")
 RULE_PROBES: dict[str, tuple[str, ...]] = {
-    "nvidia_driver": ("nvidia_smi",),
-    "gpu_model": ("nvidia_smi",),
-    "gpu_count": ("nvidia_smi",),
-    "vram": ("nvidia_smi",),
-    "min_driver": ("nvidia_smi",),
+    **dict.fromkeys(
+        (
+            "nvidia_driver",
+            "gpu_model",
+            "gpu_count",
+            "vram",
+            "min_driver",
+            "ecc_mode",
+            "ecc_uncorrectable",
+            "memory_repair",
+            "pcie_link",
+            "pcie_replays",
+            "power_limit",
+            "throttling",
+            "temperature",
+            "sensor_faults",
+            "persistence_mode",
+            "mig_mode",
+            "virtualization",
+            "ngc_driver",
+            "gpu_health",  # "nothing checked" (no driver / no GPU listed)
+            "gpu_identity",
+        ),
+        _GPU,
+    ),
+    "foreign_processes": (*_GPU, "nvidia_smi_apps"),
     "cpu_cores": ("lscpu", "nproc"),
     "ram": ("free",),
     "data_disk": ("df", "lsblk"),
     "interconnect": ("nvidia_topo",),
-    "ecc_mode": ("nvidia_smi",),
-    "ecc_uncorrectable": ("nvidia_smi",),
-    "memory_repair": ("nvidia_smi",),
-    "pcie_link": ("nvidia_smi",),
-    "power_limit": ("nvidia_smi",),
-    "throttling": ("nvidia_smi",),
-    "temperature": ("nvidia_smi",),
-    "foreign_processes": ("nvidia_smi",),
-    "persistence_mode": ("nvidia_smi",),
-    "mig_mode": ("nvidia_smi",),
-    "virtualization": ("nvidia_smi",),
-    "ngc_driver": ("nvidia_smi",),
     "host_cuda_toolkit": ("nvcc",),
+    "gpu_xid": ("kernel_log",),
+    "nvswitch_sxid": ("kernel_log",),
+    "nvlink_links": ("nvidia_nvlink",),
+    "fabric_manager": ("fabric_manager", "nvidia_smi", "nvidia_smi_q"),
+    "rdma_ports": ("rdma_ports",),
 }
-RULE_PROBES["gpu_health"] = ("nvidia_smi",)  # "nothing checked" (no driver / no GPU listed)
 COMPAT_STEPS = ("driver_compat", "container")
 HEALTH_STEPS = ("gpu_health",)
 

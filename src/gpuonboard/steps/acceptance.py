@@ -960,7 +960,10 @@ def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None 
         checks.append(rule_interconnect(order, facts))
     if order.min_driver is not None:
         checks.append(rule_min_driver(order, facts))
-    return checks
+    from .fabric_health import rdma_check
+
+    rdma = rdma_check(facts, order)
+    return checks + ([rdma] if rdma else [])
 
 
 class AcceptanceStep(Step):

@@ -177,7 +177,7 @@ def _driver_check(
 def driver_failure(facts: Facts) -> tuple[str, str]:
     """Why no GPU could be judged, and what to do: no driver, a hung one, or a failing one (its own
     line quoted and advised by cause: `facts.nvidia_smi_failure`). Also the container step's."""
-    raw = facts.raw.get("nvidia_smi")
+    raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
     if not facts.nvidia_smi_present:
         return "no NVIDIA driver answered", NOT_FOUND_ADVICE
     if raw is not None and raw.exit_code == TIMED_OUT:

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -24,8 +24,14 @@ from ..facts.kernel_log import KernelEvent, pci_key
 from ..facts.nvlink import MIG_MODE, UNSUPPORTED, NvlinkStatus
 from .base import Check
 
+if TYPE_CHECKING:
+    from ..facts.gather import Facts
+    from ..inventory import OrderSpec
+
 __all__ = [
     "ModelLinks",
+    "health_checks",
+    "rdma_check",
     "XidEntry",
     "load_nvlink_models",
     "load_xid_catalogue",
@@ -442,3 +448,53 @@ def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | No
         " ports and NIC firmware, and show `ibv_devinfo -v` with every port PORT_ACTIVE"
         " at the ordered speed.",
     )
+
+
+def given(facts: Facts, probe: str) -> bool:
+    """The probe ran on the host, or its saved output was among `invoke facts` files (the
+    gather fills the others in as 'not probed': those kinds are not judged)."""
+    out = facts.raw.get(probe)
+    return out is not None and out.stderr != "not probed"
+
+
+def health_checks(facts: Facts) -> list[Check]:
+    """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
+    NVLink links from `nvlink -s`, Fabric Manager from its state."""
+    from ..facts import fabric_manager, kernel_log, nvlink
+
+    checks: list[Check | None] = []
+    gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
+    if given(facts, "kernel_log"):
+        out = facts.raw["kernel_log"]
+        log = kernel_log.parse_kernel_log(out.stdout)
+        ok = out.exit_code == 0
+        why = out.stderr.strip() or f"exit {out.exit_code}"
+        pairs = [(g.index, g.pci_bus_id) for g in gpus]
+        checks.append(rule_xid(log.events, ok, why, pairs, log.covers_boot))
+        checks.append(rule_sxid(log.events, ok, why, log.covers_boot))
+    status = None
+    if given(facts, "nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
+        status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)
+    models = [g.name for g in gpus]
+    if not models and status is not None:
+        models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
+    if given(facts, "nvidia_nvlink"):
+        checks.append(rule_nvlink(models, status if status is not None and status.gpus else None))
+    if given(facts, "fabric_manager"):
+        out = facts.raw["fabric_manager"]
+        fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
+        states = [(g.fabric_state, g.fabric_status) for g in gpus]
+        checks.append(rule_fabric_manager(models, states, fm))
+    return [c for c in checks if c is not None]
+
+
+def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
+    """The order's `rdma` against the RDMA ports the host shows (None: no RDMA ordered)."""
+    from ..facts import infiniband
+
+    if order is None or order.rdma is None:
+        return None
+    ports = None
+    if given(facts, "rdma_ports") and facts.raw["rdma_ports"].exit_code == 0:
+        ports = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout).ports
+    return rule_rdma(order.rdma, ports)

@@ -682,7 +682,7 @@ def rule_nothing_checked(facts: Facts) -> Check:
     FAIL, like acceptance's `nvidia_driver` rule for the same facts (missing driver, nvidia-smi
     failing, hung or listing no GPU); a failing nvidia-smi is quoted (its own line, as
     `nvidia_driver` quotes it) and the advice follows its cause."""
-    raw = facts.raw.get("nvidia_smi")
+    raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
     line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
     quoted = f": {line[:160]}" if line else ""
     if not facts.nvidia_smi_present:
@@ -699,6 +699,18 @@ def rule_nothing_checked(facts: Facts) -> Check:
         # it answered (exit 0); "No devices were found" is such an answer
         actual = "nothing checked: nvidia-smi listed no GPU" + (quoted if advice else "")
         advice = advice or "run `nvidia-smi -L` on the host to see which GPUs the driver finds"
+    ev = facts.gpu_evidence
+    if ev is not None and ev.refusals and facts.nvidia_smi_present:
+        # the provider blocks the formats: the GPUs could not be read, which is no fault of theirs
+        refused = "; ".join(r.sentence() for r in ev.refusals)
+        return Check(
+            "gpu_health",
+            "health of every GPU checked",
+            f"nothing checked: {refused}",
+            "unverified",
+            "the provider blocks the nvidia-smi formats that report GPU health (a policy, not a broken"
+            " driver): ask the provider which format they allow",
+        )
     return Check(
         "gpu_health",
         "health of every GPU checked",
@@ -730,7 +742,15 @@ def rule_unreadable(gpus: list[GpuInfo]) -> Check | None:
 
 
 def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
-    """All health rules over the host's GPUs (none when the driver is absent)."""
+    """All health rules over the host's GPUs (none when the driver is absent), then the fabric
+    rules (kernel Xid/SXid, NVLink links, Fabric Manager: steps/fabric_health.py), which read
+    other outputs than nvidia-smi's and so run even when no GPU could be read."""
+    from .fabric_health import health_checks
+
+    return _gpu_rules(facts, thresholds) + health_checks(facts)
+
+
+def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Check]:
     t = {**DEFAULTS, **(thresholds or {})}
     gpus = list(facts.gpu.gpus) if facts.gpu else []
     if not gpus:
@@ -790,16 +810,24 @@ class GpuHealthStep(Step):
         except StepArgsError as exc:
             return Plan(False, f"bad gpu_health threshold: {exc}", failed=True)
         checks = evaluate(ctx.facts, thresholds)
-        if not checks:
-            # Nothing was checked: that is a failure, as acceptance's nvidia_driver rule says.
+        if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
+            # No GPU was checked: that is a failure, as acceptance's nvidia_driver rule says (the
+            # kernel log's Xid lines still say why, when it could be read)
             check = rule_nothing_checked(ctx.facts)
-            return Plan(False, f"no GPU health check could run: {check.actual}", checks=[check], failed=True)
+            return Plan(
+                False, f"no GPU health check could run: {check.actual}", checks=[check, *checks], failed=True
+            )
         fails = [c.name for c in checks if c.verdict == "fail"]
         warns = [c.name for c in checks if c.verdict == "warn"]
+        unverified = [c.name for c in checks if c.verdict == "unverified"]
         if fails:
             msg = f"{len(fails)} of {len(checks)} GPU health checks failed: {', '.join(fails)}"
         elif warns:
             msg = f"GPUs healthy with {len(warns)} warning(s): {', '.join(warns)}"
+        elif unverified:
+            msg = f"all {len(checks) - len(unverified)} GPU health checks that could run passed"
         else:
             msg = f"all {len(checks)} GPU health checks passed"
+        if unverified:
+            msg += f"; {len(unverified)} unverified: {', '.join(unverified)}"
         return Plan(False, msg, checks=checks, failed=bool(fails))

@@ -82,7 +82,7 @@ def nvidia_smi_failure(facts: Facts) -> str | None:
     is the one naming the cause (`facts.nvidia_smi_failure`: a warning may come first)."""
     if facts.gpu and facts.gpu.gpus:
         return None
-    raw = facts.raw.get("nvidia_smi")
+    raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
     if raw is None or raw.absent or "No devices were found" in raw.stdout + raw.stderr:
         return None
     if raw.exit_code == TIMED_OUT:
