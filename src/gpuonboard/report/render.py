@@ -399,16 +399,16 @@ def warn_suffix(names: Sequence[str], lang: str = "en", unverified: Sequence[str
 
 def host_headline(
     host: dict[str, Any], lang: str = "en", require_acceptance: bool = True, strict: bool = False
-) -> tuple[results.HostVerdict, str]:
-    """One host's verdict (results.judge) and the words after its verdict word: the warned and
+) -> tuple[bool, str]:
+    """One host's GO (results.judge) and the words after its verdict word: the warned and
     unverified checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed
     checks of a NO-GO (', failed: gpu_count, vram'), else its reasons."""
     v = results.judge(host, strict, require_acceptance)
     if v.go:
-        return v, warn_suffix(v.warned, lang, v.unverified)
+        return True, warn_suffix(v.warned, lang, v.unverified)
     if v.failed:
-        return v, t("nogo_failed", lang, items=", ".join(v.failed))
-    return v, t("nogo_reasons", lang, items="; ".join(_reason_text(r, lang) for r in v.reasons))
+        return False, t("nogo_failed", lang, items=", ".join(v.failed))
+    return False, t("nogo_reasons", lang, items="; ".join(_reason_text(r, lang) for r in v.reasons))
 
 
 def step_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
@@ -708,8 +708,7 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
             billing = h.get("vendor_billing") or {}
             rate = billing.get("rate")
             gpus = facts.get("gpu_count") or 0
-            v, why = host_headline(h, strict=bool(doc.get("strict")))
-            go = v.go
+            go, why = host_headline(h, strict=bool(doc.get("strict")))
             counted = judged(h) or h.get("status") == "unreachable"
             rows.append(
                 {

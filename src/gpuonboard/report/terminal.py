@@ -122,14 +122,15 @@ def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str |
     failure is still a NO-GO."""
     from rich.markup import escape
 
-    from ..results import judged
+    from ..results import judge, judged
     from .jsonfile import host_record
     from .render import host_headline
 
-    verdict, rest = host_headline(host_record(r), lang, require_acceptance=False, strict=strict)
-    if verdict.word != "NO-GO" and not judged(host_record(r)):
+    record = host_record(r)
+    go, rest = host_headline(record, lang, require_acceptance=False, strict=strict)
+    if judge(record, strict, require_acceptance=False).word != "NO-GO" and not judged(record):
         return None
-    word = f"[bold green]{t('GO', lang)}[/]" if verdict.go else f"[bold red]{t('NO-GO', lang)}[/]"
+    word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
     return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
 
 
