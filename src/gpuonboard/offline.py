@@ -313,11 +313,34 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         )
     if kind == "nvidia_smi":
         _refuse_damaged_xml(path, text)
+        kind = _gpu_format(text)  # several formats of one box are merged, as the live probe's
     if kind == "free":
         from .facts import memory
 
         text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
     return kind, ProbeOutput(text, "", 0)
+
+
+# the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
+_GPU_PROBE_OF = {
+    "xml": "nvidia_smi",
+    "text": "nvidia_smi_q",
+    "csv": "nvidia_smi_csv",
+    "table": "nvidia_smi_table",
+}
+
+
+def _gpu_format(text: str) -> str:
+    """The probe name of a saved nvidia-smi output's format, so that an XML and a table of one
+    box given together are merged (each answers other questions) rather than refused."""
+    from .facts.nvidia_smi import parse_any
+
+    return _GPU_PROBE_OF.get(parse_any(text).source, "nvidia_smi")
+
+
+def given_gpu(facts: Facts) -> bool:
+    """Some nvidia-smi output that lists GPUs was among the files."""
+    return any(given(facts, name) for name in (*_GPU_PROBE_OF.values(), "nvidia_smi_list"))
 
 
 def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
@@ -405,7 +428,7 @@ def summary(facts: Facts) -> dict[str, object]:
     """Facts.summary(), with what no file told shown as unknown: without an nvidia-smi output the
     GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free)."""
     out = facts.summary()
-    if not given(facts, "nvidia_smi"):
+    if not given_gpu(facts):
         out["gpu_count"] = None
     if given(facts, "nvcc"):
         out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
@@ -453,7 +476,7 @@ def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     checks: list[Check] = []
     if order is not None:
         checks += acceptance.evaluate(order, facts)
-    elif given(facts, "nvidia_smi"):
+    elif given_gpu(facts):
         checks.append(acceptance.rule_driver(facts))
     checks += gpu_health.evaluate(facts)
     return checks

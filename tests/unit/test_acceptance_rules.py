@@ -179,11 +179,18 @@ def test_data_disk_on_system_disk_fails_and_hyperthreads_warn() -> None:
     assert evaluate(OrderSpec(cpu_cores=facts.cpu.logical_cpus + 1), facts)[-1].verdict == "fail"
 
 
-def test_no_driver_is_one_clear_failure_per_gpu_rule() -> None:
+def test_no_driver_fails_the_driver_rule_and_leaves_gpu_rules_unverified() -> None:
+    """No nvidia-smi: the driver rule alone fails (with its cause); what the GPUs are could not
+    be read, so every rule on a GPU fact is unverified, never a hardware failure."""
     facts = facts_from(**{**GOOD, "nvidia_smi": None, "nvidia_topo": None})
     checks = {c.name: c for c in evaluate(ORDER, facts)}
-    assert checks["nvidia_driver"].actual == "nvidia-smi not found"
-    assert all(checks[n].verdict == "fail" for n in ("gpu_model", "gpu_count", "vram", "interconnect"))
+    assert (checks["nvidia_driver"].verdict, checks["nvidia_driver"].actual) == ("fail", "nvidia-smi not found")
+    assert "install the NVIDIA driver" in checks["nvidia_driver"].detail
+    gpu_rules = ("gpu_model", "gpu_count", "vram", "interconnect", "min_driver")
+    assert {n: (checks[n].verdict, checks[n].actual) for n in gpu_rules} == {
+        n: ("unverified", "unknown: nvidia-smi not found") for n in gpu_rules
+    }
+    assert [c.name for c in checks.values() if c.verdict == "fail"] == ["nvidia_driver"]
     assert checks["cpu_cores"].verdict == "pass"
 
 
@@ -195,6 +202,7 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
     import time
 
     from gpuonboard.facts.gather import TIMED_OUT, core_probes
+    from gpuonboard.facts.nvidia_smi import QUERY_FIELDS
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
     bin_dir = tmp_path / "bin"
@@ -212,15 +220,39 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
     )
     assert time.monotonic() - start < 15  # 1 s per probe + the 5 s KILL grace at most, in parallel
     raw = split_output(out.stdout, out.stderr, token, [p.name for p in probes])
-    assert raw["nvidia_smi"].exit_code == TIMED_OUT and raw["nvidia_topo"].exit_code == TIMED_OUT
-    assert sorted(calls.read_text().splitlines()) == ["-q -x", "topo -m"]  # no fallback waited again
+    smi_probes = [
+        "nvidia_smi",
+        "nvidia_smi_q",
+        "nvidia_smi_csv",
+        "nvidia_smi_table",
+        "nvidia_smi_list",
+        "nvidia_smi_apps",
+        "nvidia_topo",
+        "nvidia_nvlink",
+    ]
+    assert {name: raw[name].exit_code for name in smi_probes} == dict.fromkeys(smi_probes, TIMED_OUT)
+    # each format is its own probe, asked once, side by side: no call waited again after a timeout
+    assert sorted(calls.read_text().splitlines()) == [
+        "",
+        "--query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits",
+        f"--query-gpu={','.join(QUERY_FIELDS)} --format=csv,nounits",
+        "-L",
+        "-q",
+        "-q -x",
+        "nvlink -s",
+        "topo -m",
+    ]
     facts = parse_facts(raw)
     assert facts.nproc and facts.nproc > 0  # the quick probes answered
     checks = {c.name: c for c in evaluate(ORDER, facts)}
     driver = checks["nvidia_driver"]
     assert (driver.verdict, driver.actual) == ("fail", "nvidia-smi did not answer within 60 s (stopped)")
     assert "Xid 79" in driver.detail
-    assert checks["gpu_count"].verdict == "fail" and "did not answer" in checks["gpu_count"].actual
+    # the GPUs could not be read: their rules are unverified, not failed
+    gpu_rules = ("gpu_model", "gpu_count", "vram", "interconnect", "min_driver")
+    assert {n: (checks[n].verdict, checks[n].actual) for n in gpu_rules} == {
+        n: ("unverified", "unknown: nvidia-smi did not answer within 60 s (stopped)") for n in gpu_rules
+    }
 
 
 # --- GPU model names (real names from the captures under tests/fixtures/real and shared/) ---

@@ -28,8 +28,10 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
     text = (REAL / name).read_text()
     expected = {
+        # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
         "nvidia-smi-topo": "nvidia_topo",
-        "nvidia-smi-nvlink": None,
+        "nvidia-smi-nvlink": "nvidia_nvlink",
+        "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
@@ -39,9 +41,11 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it
-        "docker-info": None,
-        "iperf3": None,  # network step captures, not fact-probe outputs
-        "ibv_devinfo": None,
+        "docker-info": "docker_info",
+        "iperf3": "iperf3",
+        "ibv_devinfo": "rdma_ports",
+        "ib-sysfs": "rdma_ports",
+        "dmesg": "kernel_log",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want

@@ -28,9 +28,11 @@ NAMES = [
     "t4-busy",
     "a10-remap-pending",
     "h200-1gpu",
+    "h200-policy-blocked",
+    "h100-8x-cut-probe",
 ]
 # profiles whose CPU, RAM and disks are the 2-socket EPYC box of test_host_side_commands
-EPYC_HOSTS = [n for n in NAMES if n != "h200-1gpu"]
+EPYC_HOSTS = [n for n in NAMES if n not in ("h200-1gpu", "h200-policy-blocked", "h100-8x-cut-probe")]
 
 
 def load(name: str) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def test_profile_shape_and_files_exist(name: str) -> None:
             assert set(rule) == {"args", "file"}
             assert isinstance(rule["args"], str)
             assert (FIXTURES / rule["file"]).is_file(), rule["file"]
-            assert rule["file"].startswith(("real/", "derived/"))
+            assert rule["file"].startswith(("real/", "derived/", "edited/"))
 
 
 # name, GPUs, model, interconnect, RAM bytes
@@ -172,7 +174,10 @@ def test_h200_profile_through_the_fact_probe(tmp_path: Path) -> None:
     assert (summary["driver_version"], summary["cuda_version"]) == ("580.159.04", "13.0")
     assert (summary["interconnect"], summary["cpu_cores"], summary["logical_cpus"]) == ("single", 16, 16)
     assert facts.nproc == 16
-    assert facts.gpu is not None and facts.gpu.source == "xml"  # -q -x answered: no fallback
+    # every format the box answers is read and merged (-q -x, -q, the plain table; no CSV, no -L
+    # replayed); -q -x is the richest, so every field is its own: no per-field provenance
+    assert facts.gpu is not None and facts.gpu.source == "xml+text+table"
+    assert facts.gpu.complete and [g.provenance for g in facts.gpu.gpus] == [()]
     # df -P -k is answered with the -P -B1 capture (the header carries the unit)
     assert [(m.mountpoint, m.size_bytes) for m in facts.mounts][1] == ("/", 270553174016)
     # free -k: derived from the real free -b capture (exactly /1024), so RAM is the box's to the byte
@@ -200,3 +205,30 @@ def test_derived_fixtures_are_up_to_date() -> None:
     assert set(written) == {p.name for p in (FIXTURES / "derived").iterdir() if "__derived" in p.name}
     for name, text in written.items():
         assert (FIXTURES / "derived" / name).read_bytes() == text.encode("utf-8"), name
+
+
+def test_cut_probe_profile_is_an_incomplete_probe() -> None:
+    """h100-8x-cut-probe: 'Attached GPUs : 8' and GPU 0 cut mid-record, nothing else answered."""
+    profile = load("h100-8x-cut-probe")
+    assert list(profile["replay"]) == ["nvidia-smi"]
+    report = parse_any(rule_file(profile, "nvidia-smi", "-q").read_text())
+    assert (report.source, report.attached_gpus, len(report.gpus), report.complete) == ("text", 8, 1, False)
+    assert report.warnings == (
+        "Attached GPUs says 8 but 1 GPU sections found",
+        "the nvidia-smi -q output ends mid-record: incomplete probe, rerun",
+    )
+
+
+def test_policy_blocked_profile_refuses_xml_and_text_but_answers_the_csv() -> None:
+    from gpuonboard.facts.gpu_merge import refusal_line
+    from gpuonboard.facts.probe import ProbeOutput
+
+    profile = load("h200-policy-blocked")
+    for args in ("-q -x", "-q"):
+        text = rule_file(profile, "nvidia-smi", args).read_text()
+        assert refusal_line(ProbeOutput(text, "", 255)) == (
+            "ERROR: nvidia-smi XML output (-x) is disabled on this instance by the provider's policy."
+        )
+    csv_rule = next(r for r in profile["replay"]["nvidia-smi"] if r["args"].startswith("--query-gpu="))
+    report = parse_any((FIXTURES / csv_rule["file"]).read_text())
+    assert (report.source, report.complete, [g.name for g in report.gpus]) == ("csv", True, ["NVIDIA H200"])

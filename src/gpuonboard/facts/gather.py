@@ -177,8 +177,11 @@ class Facts:
 
     @property
     def nvidia_smi_present(self) -> bool:
-        """False when nvidia-smi is not installed (no driver)."""
-        return not self.raw["nvidia_smi"].absent
+        """False when nvidia-smi is not installed (no driver): no format of it ran."""
+        from .gpu_merge import GPU_SOURCES, LIST_PROBE
+
+        names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
+        return any(name in self.raw and not self.raw[name].absent for name in names)
 
     @property
     def gpu_raw(self) -> ProbeOutput:

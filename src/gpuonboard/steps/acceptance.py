@@ -295,6 +295,13 @@ def _not_given(facts: Facts, probe: str) -> bool:
     return out is None or (out.absent and out.stderr == "not probed")
 
 
+def _gpu_not_given(facts: Facts) -> bool:
+    """No nvidia-smi output of any format was given (`invoke facts` without one)."""
+    from ..facts.gpu_merge import GPU_SOURCES, LIST_PROBE
+
+    return all(_not_given(facts, name) for name in [n for n, _, _ in GPU_SOURCES] + [LIST_PROBE])
+
+
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
     """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(
@@ -347,7 +354,7 @@ def fault_advice(indexes: Iterable[int]) -> str:
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:
-    if _not_given(facts, "nvidia_smi") and facts.gpu is None:
+    if _gpu_not_given(facts) and facts.gpu is None:
         return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
         return "unknown: nvidia-smi not found"
@@ -369,7 +376,7 @@ def rule_driver(facts: Facts) -> Check:
     """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
     refuses is said, never taken for a broken driver; a cut-off output is unverified."""
     expected = "nvidia-smi reports the GPUs"
-    if _not_given(facts, "nvidia_smi") and facts.gpu is None:
+    if _gpu_not_given(facts) and facts.gpu is None:
         return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
     if not facts.nvidia_smi_present:
         return Check(
