@@ -24,7 +24,9 @@ def check(
     return r.returncode, project.rules(name), r.stdout
 
 
-def test_a_policy_blocked_xml_is_said_and_the_csv_shows_the_gpu_busy(project: Project, pool: TestHostPool) -> None:
+def test_a_policy_blocked_xml_is_said_and_the_csv_shows_the_gpu_busy(
+    project: Project, pool: TestHostPool
+) -> None:
     """-q -x and -q refused by the provider's policy, the CSV under someone's load: the refusal is
     a fact in the report (never "repair the driver"), the GPU is read from the CSV, and 100 %
     utilisation with 31.6 GiB used is a busy GPU although the CSV lists no process (it got GO)."""
@@ -33,7 +35,9 @@ def test_a_policy_blocked_xml_is_said_and_the_csv_shows_the_gpu_busy(project: Pr
     driver = rules["nvidia_driver"]
     assert driver["verdict"] == "pass", driver
     assert driver["actual"] == "driver 590.48.01, CUDA unknown"
-    assert "the host refuses nvidia-smi -q -x: ERROR: nvidia-smi XML output (-x) is disabled" in driver["detail"]
+    assert (
+        "the host refuses nvidia-smi -q -x: ERROR: nvidia-smi XML output (-x) is disabled" in driver["detail"]
+    )
     assert "the provider blocks these formats by policy" in driver["detail"]
     assert "repair" not in driver["detail"].lower()
     assert [rules[n]["verdict"] for n in ("gpu_model", "gpu_count", "vram")] == ["pass", "pass", "pass"]
@@ -49,7 +53,7 @@ def test_a_policy_blocked_xml_is_said_and_the_csv_shows_the_gpu_busy(project: Pr
 
 
 def test_a_cut_off_probe_is_unverified_never_missing_gpus(project: Project, pool: TestHostPool) -> None:
-    """"Attached GPUs : 8" and one GPU half listed: no rule claims 7 GPUs are missing; the GPU
+    """ "Attached GPUs : 8" and one GPU half listed: no rule claims 7 GPUs are missing; the GPU
     rules are unverified (counted, not failed), and --strict fails them."""
     code, rules, out = check(project, pool, "cutprobe", order=H100_ORDER)
     count = rules["gpu_count"]
@@ -88,7 +92,10 @@ def test_a_gpu_only_order_is_go_with_the_unverified_rules_named(project: Project
     r = project.cli("provision", "--host", "cutprobe", "--only", "acceptance")
     assert r.returncode == 0, r.stdout + r.stderr
     line = " ".join(r.stdout.split())
-    assert "verdict for cutprobe: GO with 4 unverified: nvidia_driver, gpu_model, gpu_count, interconnect" in line
+    assert (
+        "verdict for cutprobe: GO with 4 unverified: nvidia_driver, gpu_model, gpu_count, interconnect"
+        in line
+    )
     doc = json.loads((project.root / "reports" / "latest" / "summary.json").read_text())
     assert doc["exit_code"] == 0 and doc["hosts"][0]["verdict"]["word"] == "GO"
     rep = project.cli("report", "--format", "md")

@@ -184,7 +184,10 @@ def test_no_driver_fails_the_driver_rule_and_leaves_gpu_rules_unverified() -> No
     be read, so every rule on a GPU fact is unverified, never a hardware failure."""
     facts = facts_from(**{**GOOD, "nvidia_smi": None, "nvidia_topo": None})
     checks = {c.name: c for c in evaluate(ORDER, facts)}
-    assert (checks["nvidia_driver"].verdict, checks["nvidia_driver"].actual) == ("fail", "nvidia-smi not found")
+    assert (checks["nvidia_driver"].verdict, checks["nvidia_driver"].actual) == (
+        "fail",
+        "nvidia-smi not found",
+    )
     assert "install the NVIDIA driver" in checks["nvidia_driver"].detail
     gpu_rules = ("gpu_model", "gpu_count", "vram", "interconnect", "min_driver")
     assert {n: (checks[n].verdict, checks[n].actual) for n in gpu_rules} == {
@@ -639,7 +642,8 @@ def test_gh200_size_is_checked_against_vram() -> None:
 
 def test_offline_without_nvidia_smi_output_is_not_a_hardware_failure() -> None:
     """`invoke facts free.txt --order`: no nvidia-smi output given -> the GPU rules are not
-    judged (warn), unlike a live host where nvidia-smi is missing (fail, tested above)."""
+    judged (unverified), unlike a live host where nvidia-smi is missing (the driver rule fails,
+    tested above)."""
     from gpuonboard import offline
 
     raw = offline.load_outputs([str(FIX / "real/free__ubuntu-18.04-vm.txt")])
@@ -647,9 +651,13 @@ def test_offline_without_nvidia_smi_output_is_not_a_hardware_failure() -> None:
     order = OrderSpec(gpu_model="A100", gpu_count=8, vram_bytes=80 * 10**9, cpu_cores=4, min_driver="535")
     checks = {c.name: c for c in evaluate(order, facts)}
     driver = checks["nvidia_driver"]
-    assert (driver.verdict, driver.actual) == ("warn", "not judged: no nvidia-smi output was given")
-    assert all(checks[n].verdict == "warn" for n in ("gpu_model", "gpu_count", "vram", "min_driver"))
-    assert checks["cpu_cores"].actual == "not judged: no lscpu output was given"
+    assert (driver.verdict, driver.actual) == ("unverified", "not judged: no nvidia-smi output was given")
+    gpu_rules = ("gpu_model", "gpu_count", "vram", "min_driver")
+    assert {n: (checks[n].verdict, checks[n].actual) for n in gpu_rules} == {
+        n: ("unverified", "not judged: no nvidia-smi output was given") for n in gpu_rules
+    }
+    cpu = checks["cpu_cores"]
+    assert (cpu.verdict, cpu.actual) == ("unverified", "not judged: no lscpu output was given")
     assert not [c for c in offline.judge(facts, order) if c.verdict == "fail"]
 
 
@@ -693,12 +701,25 @@ def test_a_gpu_that_lost_its_nvlinks_fails_an_nvlink_order() -> None:
     assert (check.verdict, check.actual) == ("fail", "mixed (weakest GPU link SYS)"), check
     assert check.detail.startswith("GPU3 has NVLink to no other GPU while the others have it"), check.detail
     assert nvlink_orphans(facts.topology) == ["GPU3"]
-    # the real 4 x V100 SXM2 (POWER9): every GPU on NVLink to some other, not to all: a warning
-    facts = facts_from(
-        **{**GOOD, "nvidia_topo": "real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt"}
-    )
+    # the real 4 x V100 SXM2 (POWER9): every GPU on NVLink to some other, not to all: a warning.
+    # Its matrix lists 4 GPUs, so nvidia-smi must list 4 too (the derived 4-GPU XML; no real
+    # 4 x V100 nvidia-smi capture exists): the interconnect rule reads only the matrix
+    v100_topo = "real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt"
+    four = "derived/nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml"
+    facts = facts_from(**{**GOOD, "nvidia_smi": four, "nvidia_topo": v100_topo})
     check = next(c for c in evaluate(ORDER, facts) if c.name == "interconnect")
-    assert check.verdict == "warn" and check.detail == "only some GPU pairs are on NVLink", check
+    assert (check.verdict, check.actual, check.detail) == (
+        "warn",
+        "mixed (weakest GPU link SYS)",
+        "only some GPU pairs are on NVLink",
+    ), check
+    # the same 4-GPU matrix beside an 8-GPU nvidia-smi: the matrix is cut short, not judged
+    facts = facts_from(**{**GOOD, "nvidia_topo": v100_topo})
+    check = next(c for c in evaluate(ORDER, facts) if c.name == "interconnect")
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "unknown: nvidia-smi topo -m shows 4 of the 8 GPUs",
+    )
     # a PCIe order on the broken board: what was ordered
     pcie = OrderSpec(interconnect="pcie")
     assert evaluate(pcie, _with_topo(_one_gpu_without_nvlink(3)))[-1].verdict == "pass"

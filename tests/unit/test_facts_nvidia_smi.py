@@ -127,13 +127,20 @@ def test_every_capture(
 
 
 def test_every_real_nvidia_smi_output_is_covered() -> None:
+    from gpuonboard.offline import detect_kind
+
     covered = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
+    # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L): their own parsers' tests
+    other_commands = ("nvidia-smi-topo", "nvidia-smi-nvlink-s__", "nvidia-smi-L__")
     outputs = {
         p.name
         for p in REAL.glob("nvidia-smi*")
-        if not p.name.startswith(("nvidia-smi-topo", "nvidia-smi-nvlink")) and p.name != H200_SAMPLER
+        if not p.name.startswith(other_commands) and p.name != H200_SAMPLER
     }
     assert outputs == covered
+    # the prefixes leave out no GPU report: every real output read as one is covered
+    reports = {p.name for p in REAL.glob("nvidia-smi*") if detect_kind(p.read_text()) == "nvidia_smi"}
+    assert reports == outputs
     assert (REAL / H200_SAMPLER).is_file()
 
 

@@ -8,13 +8,14 @@ fell off the bus, or a VM without its GPU attached. The lines are nvidia-smi's r
 users posted them: "GPU is lost" (github.com/JosephKJ/OWOD/issues/81), "Unknown Error" of a GPU
 that fell off the bus (github.com/NVIDIA/open-gpu-kernel-modules/issues/387), the driver/library
 mismatch and "couldn't communicate" messages, "No devices were found". Each is run through the
-real fact probe (`n -q -x || n -q || ... || n` under sh and timeout), with an `nvidia-smi` on
-PATH that prints that line and exits as nvidia-smi does.
+real fact probes (every nvidia-smi format its own probe, each under sh and timeout), with an
+`nvidia-smi` on PATH that prints that line and exits as nvidia-smi does.
 """
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,6 +25,7 @@ from gpuonboard import ngc
 from gpuonboard.facts.gather import core_probes, parse_facts
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
 
@@ -63,33 +65,54 @@ UNKNOWN = "nvidia-smi's message says why; ask the vendor to repair the NVIDIA dr
 HEALTH = "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; "
 
 
-def _probe(tmp_path: Path, line: str, code: int) -> ProbeOutput:
-    """The nvidia_smi fact probe's real output on a host whose nvidia-smi prints `line`."""
+# the fact probes that call nvidia-smi: one call each (gather.py core_probes)
+SMI_PROBES = (
+    "nvidia_smi",
+    "nvidia_smi_q",
+    "nvidia_smi_csv",
+    "nvidia_smi_table",
+    "nvidia_smi_list",
+    "nvidia_smi_apps",
+    "nvidia_topo",
+    "nvidia_nvlink",
+)
+Raw = ProbeOutput | Mapping[str, ProbeOutput]
+
+
+def _probes(tmp_path: Path, line: str, code: int) -> dict[str, ProbeOutput]:
+    """Every nvidia-smi fact probe's real output on a host whose nvidia-smi prints `line`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (tmp_path / "message").write_text(line + "\n")
     smi = bin_dir / "nvidia-smi"
     smi.write_text(f"#!/bin/sh\ncat '{tmp_path / 'message'}'\nexit {code}\n")
     smi.chmod(0o755)
-    probe = next(p for p in core_probes() if p.name == "nvidia_smi")
-    out = subprocess.run(
-        ["sh", "-c", probe.command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
-    )
-    return ProbeOutput(out.stdout, out.stderr, out.returncode)
+    probes = [p for p in core_probes() if p.name in SMI_PROBES]
+    assert [p.name for p in probes] == list(SMI_PROBES)
+    raw = {}
+    for probe in probes:
+        out = subprocess.run(
+            ["sh", "-c", probe.command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        )
+        raw[probe.name] = ProbeOutput(out.stdout, out.stderr, out.returncode)
+    return raw
 
 
-def _compat(raw: ProbeOutput) -> Check:
+def _facts(raw: Raw):  # type: ignore[no-untyped-def]
+    return parse_facts({"nvidia_smi": raw} if isinstance(raw, ProbeOutput) else dict(raw))
+
+
+def _compat(raw: Raw) -> Check:
     """driver_compat's ngc_driver check of the default image on a host with this nvidia-smi."""
-    facts = parse_facts({"nvidia_smi": raw})
-    return driver_compat.evaluate(facts, driver_compat.DEFAULT_IMAGE, ngc.load_releases())[0]
+    return driver_compat.evaluate(_facts(raw), driver_compat.DEFAULT_IMAGE, ngc.load_releases())[0]
 
 
-def _health(raw: ProbeOutput) -> Check:
-    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=parse_facts({"nvidia_smi": raw}))
+def _health(raw: Raw) -> Check:
+    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=_facts(raw))
     plan = gpu_health.GpuHealthStep({}).plan(ctx)  # type: ignore[arg-type]
     assert plan.failed
     [check] = plan.checks
@@ -114,8 +137,13 @@ def _health(raw: ProbeOutput) -> Check:
 def test_a_failing_nvidia_smi_is_quoted_and_advised_by_cause(
     tmp_path: Path, line: str, code: int, advice: list[str]
 ) -> None:
-    raw = _probe(tmp_path, line, code)
-    assert raw.exit_code == code and raw.stdout.count(line) == 4  # the probe's four calls
+    raw = _probes(tmp_path, line, code)
+    # one call per probe: each nvidia-smi probe printed the line once and kept the exit code
+    assert {name: (out.exit_code, out.stdout) for name, out in raw.items()} == dict.fromkeys(
+        SMI_PROBES, (code, line + "\n")
+    )
+    # the output that explains the failure is the richest format's (-q -x)
+    assert _facts(raw).gpu_raw == raw["nvidia_smi"]
     check = _health(raw)
     assert (check.name, check.verdict) == ("gpu_health", "fail")
     assert check.actual == f"nothing checked: nvidia-smi failed (exit code {code}): {line[:160]}"
@@ -127,7 +155,7 @@ def test_a_failing_nvidia_smi_is_quoted_and_advised_by_cause(
         assert "install the NVIDIA driver" not in check.detail
     # acceptance's nvidia_driver and driver_compat's ngc_driver quote the same line and give the
     # same advice
-    driver = acceptance.rule_driver(parse_facts({"nvidia_smi": raw}))
+    driver = acceptance.rule_driver(_facts(raw))
     assert (driver.verdict, driver.actual, driver.detail) == (
         "fail",
         f"nvidia-smi failed ({line[:160]})",
@@ -139,6 +167,9 @@ def test_a_failing_nvidia_smi_is_quoted_and_advised_by_cause(
         f"nvidia-smi failed ({line[:160]})",
         ADVICE[line],
     )
+    # the GPUs could not be read: a GPU rule is unverified, the driver rule alone fails
+    count = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=1), _facts(raw))}["gpu_count"]
+    assert (count.verdict, count.actual) == ("unverified", f"unknown: nvidia-smi failed ({line[:160]})")
 
 
 def test_no_devices_found_with_exit_0_is_no_gpu_listed_and_says_so() -> None:

@@ -90,11 +90,30 @@ def test_nvcc_is_shown_and_gpu_count_unknown_without_nvidia_smi(tmp_path: Path) 
 
 
 def test_two_outputs_of_one_command_name_both_files(tmp_path: Path) -> None:
-    table = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
-    r = cli(tmp_path, f"{H200_XML},{table}")
+    """Two outputs of one nvidia-smi format (two -q -x files) cannot both be the box's: refused,
+    both named."""
+    other = REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml"
+    r = cli(tmp_path, f"{H200_XML},{other}")
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        f"error: {table}: a second nvidia_smi output (the first is {H200_XML}); pass one file per command."
+        f"error: {other}: a second nvidia_smi output (the first is {H200_XML}); pass one file per command."
+    )
+
+
+def test_two_nvidia_smi_formats_of_one_box_are_merged(tmp_path: Path) -> None:
+    """-q -x and the plain table of one box answer together, merged as the live probe's formats:
+    every field from the XML (the richer format), both formats named in the source."""
+    table = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+    r = cli(tmp_path, f"{H200_XML},{table}", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    gpu = out["facts"]["gpu"]
+    assert (gpu["source"], gpu["complete"]) == ("xml+table", True)
+    assert [(g["name"], g["provenance"]) for g in gpu["gpus"]] == [("NVIDIA H200", [])]
+    rules = {c["name"]: c for c in out["rules"]}
+    assert (rules["nvidia_driver"]["verdict"], rules["nvidia_driver"]["actual"]) == (
+        "pass",
+        "driver 580.159.04, CUDA 13.0",
     )
 
 

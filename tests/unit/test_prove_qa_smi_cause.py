@@ -4,8 +4,9 @@ names its cause, and advises by that cause, through the project's one helper
 
 Before, prove quoted nvidia-smi's FIRST output line: on a real box that may be a warning printed
 before the failure ("WARNING: infoROM is corrupted ..."), so the report named the infoROM as the
-reason the run fell back to the CPU. The nvidia-smi output goes through the real fact probe, with
-an `nvidia-smi` on PATH that prints those lines and exits as nvidia-smi does.
+reason the run fell back to the CPU. The nvidia-smi output goes through the real fact probes (every
+nvidia-smi format its own probe), with an `nvidia-smi` on PATH that prints those lines and exits as
+nvidia-smi does.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gpuonboard.steps.prove import (
     smoke_checks,
 )
 
-from .test_gpu_truth_followups_smi_failure import _probe
+from .test_gpu_truth_followups_smi_failure import _facts, _probes
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "prove"
 INFOROM = "WARNING: infoROM is corrupted at gpu 0000:02:00.0"
@@ -58,8 +59,8 @@ def _load(name: str) -> dict[str, Any]:
 def test_the_cause_line_is_quoted_after_a_warning_and_advised_by_cause(
     tmp_path: Path, cause: str, code: int
 ) -> None:
-    raw = _probe(tmp_path, f"{INFOROM}\n{cause}", code)
-    failure = nvidia_smi_failure(parse_facts({"nvidia_smi": raw}))
+    raw = _probes(tmp_path, f"{INFOROM}\n{cause}", code)
+    failure = nvidia_smi_failure(_facts(raw))
     assert failure == f"nvidia-smi failed (exit code {code}): {cause}"
     detail = f"{failure}: {FRAME}; {ADVICE[cause]}"
     assert broken_driver_sentence(failure) == detail  # (gpu_benchmark's benchmark_device too)
@@ -79,8 +80,8 @@ def test_the_cause_line_is_quoted_after_a_warning_and_advised_by_cause(
 
 
 def test_an_unknown_cause_and_a_hung_nvidia_smi_keep_the_fix_the_driver_advice(tmp_path: Path) -> None:
-    raw = _probe(tmp_path, "Segmentation fault", 139)
-    failure = nvidia_smi_failure(parse_facts({"nvidia_smi": raw}))
+    raw = _probes(tmp_path, "Segmentation fault", 139)
+    failure = nvidia_smi_failure(_facts(raw))
     assert failure == "nvidia-smi failed (exit code 139): Segmentation fault"
     assert broken_driver_sentence(failure) == f"{failure}: {FRAME}; {FIX_DRIVER}"
     hung = nvidia_smi_failure(parse_facts({"nvidia_smi": ProbeOutput("", "", 124)}))

@@ -11,8 +11,9 @@ and gpu_health; a missing one was "install the driver first" in one, "install th
 the order promised" in the other.
 
 The lines are nvidia-smi's real messages as users posted them (the issues named at each); each
-runs through the real fact probe (`n -q -x || n -q || ... || n` under sh and timeout) with an
-`nvidia-smi` on PATH that prints it and exits with nvidia-smi's documented code for that error.
+runs through the real fact probes (every nvidia-smi format its own probe, under sh and timeout)
+with an `nvidia-smi` on PATH that prints it and exits with nvidia-smi's documented code for that
+error.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
 
-from .test_gpu_truth_followups_smi_failure import _probe
+from .test_gpu_truth_followups_smi_failure import SMI_PROBES, Raw, _facts, _probes
 
 # github.com/NVIDIA/nvidia-docker/issues/284, NVIDIA/nvidia-container-toolkit/issues/33 (exit 4:
 # nvidia-smi's "Insufficient Permissions")
@@ -79,16 +80,16 @@ NOT_FOUND = (
 HEALTH = "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; "
 
 
-def _health(raw: ProbeOutput) -> Check:
-    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=parse_facts({"nvidia_smi": raw}))
+def _health(raw: Raw) -> Check:
+    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=_facts(raw))
     plan = gpu_health.GpuHealthStep({}).plan(ctx)  # type: ignore[arg-type]
     assert plan.failed
     [check] = plan.checks
     return check
 
 
-def _compat(raw: ProbeOutput) -> Check:
-    facts = parse_facts({"nvidia_smi": raw})
+def _compat(raw: Raw) -> Check:
+    facts = _facts(raw)
     return driver_compat.evaluate(facts, driver_compat.DEFAULT_IMAGE, ngc.load_releases())[0]
 
 
@@ -98,23 +99,29 @@ def _compat(raw: ProbeOutput) -> Check:
         (PERMS, 4, PERMS_ADVICE),
         (UNKNOWN_INIT, 255, UNKNOWN_INIT_ADVICE),
         (NOT_LOADED, 9, MODULE_ADVICE),
-        (BLOCKED, 17, GENERAL),
     ],
-    ids=["insufficient-permissions", "unknown-error", "driver-not-loaded", "blocked-by-os"],
+    ids=["insufficient-permissions", "unknown-error", "driver-not-loaded"],
 )
 def test_each_nvml_init_error_is_advised_as_its_own_cause(
     tmp_path: Path, line: str, code: int, advice: str
 ) -> None:
-    raw = _probe(tmp_path, line, code)
-    assert raw.exit_code == code and raw.stdout.count(line) == 4  # the probe's four calls
-    assert nvidia_smi_failure(raw.stdout, raw.stderr) == (line, "" if advice == GENERAL else advice)
+    raw = _probes(tmp_path, line, code)
+    # one call per probe: each nvidia-smi probe printed the line once and kept the exit code
+    assert {name: (out.exit_code, out.stdout) for name, out in raw.items()} == dict.fromkeys(
+        SMI_PROBES, (code, line + "\n")
+    )
+    # an NVML error is no provider's refusal: every format failed, none was refused
+    evidence = _facts(raw).gpu_evidence
+    assert evidence is not None and (evidence.report, evidence.refusals) == (None, ())
+    gpu_raw = _facts(raw).gpu_raw
+    assert nvidia_smi_failure(gpu_raw.stdout, gpu_raw.stderr) == (line, advice)
     health = _health(raw)
     assert (health.verdict, health.actual, health.detail) == (
         "fail",
         f"nothing checked: nvidia-smi failed (exit code {code}): {line}",
         HEALTH + advice,
     )
-    driver = acceptance.rule_driver(parse_facts({"nvidia_smi": raw}))
+    driver = acceptance.rule_driver(_facts(raw))
     assert (driver.verdict, driver.actual, driver.detail) == ("fail", f"nvidia-smi failed ({line})", advice)
     compat = _compat(raw)
     assert (compat.verdict, compat.actual, compat.detail) == ("fail", f"nvidia-smi failed ({line})", advice)
@@ -122,6 +129,39 @@ def test_each_nvml_init_error_is_advised_as_its_own_cause(
         # the kernel module is loaded (NVML reached it): a reboot or reinstall for the running
         # kernel is not what fixes it
         assert "kernel module is not loaded" not in health.detail + driver.detail + compat.detail
+
+
+def test_nvml_blocked_by_the_os_is_never_module_not_loaded(tmp_path: Path) -> None:
+    """WSL / a cgroup blocking the GPU control device: no cause nvidia_smi_failure names, so it is
+    quoted with the general advice in driver_compat, and never "module not loaded" anywhere."""
+    raw = _probes(tmp_path, BLOCKED, 17)
+    assert {name: (out.exit_code, out.stdout) for name, out in raw.items()} == dict.fromkeys(
+        SMI_PROBES, (17, BLOCKED + "\n")
+    )
+    gpu_raw = _facts(raw).gpu_raw
+    assert nvidia_smi_failure(gpu_raw.stdout, gpu_raw.stderr) == (BLOCKED, "")
+    compat = _compat(raw)
+    assert (compat.verdict, compat.actual, compat.detail) == (
+        "fail",
+        f"nvidia-smi failed ({BLOCKED})",
+        GENERAL,
+    )
+    driver = acceptance.rule_driver(_facts(raw))
+    assert driver.verdict != "pass" and driver.actual.startswith(f"nvidia-smi failed ({BLOCKED})")
+    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=_facts(raw))
+    [health] = gpu_health.GpuHealthStep({}).plan(ctx).checks  # type: ignore[arg-type]
+    assert health.verdict != "pass" and BLOCKED in health.actual
+    for check in (compat, driver, health):
+        assert "kernel module is not loaded" not in check.detail
+
+
+def test_nvml_blocked_by_the_os_is_judged_alike_in_every_step(tmp_path: Path) -> None:
+    raw = _probes(tmp_path, BLOCKED, 17)
+    driver = acceptance.rule_driver(_facts(raw))
+    compat = _compat(raw)
+    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=_facts(raw))
+    [health] = gpu_health.GpuHealthStep({}).plan(ctx).checks  # type: ignore[arg-type]
+    assert driver.verdict == compat.verdict == health.verdict
 
 
 def test_a_per_gpu_permission_error_is_not_a_gpu_fallen_off_the_bus() -> None:

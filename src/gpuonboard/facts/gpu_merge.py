@@ -39,10 +39,12 @@ _FIELD_RANK = ("xml", "text", "csv", "list", "table")
 # driver that cannot answer: its words, case-insensitive
 _REFUSAL = re.compile(
     r"disabled on this (?:instance|machine|host|server|node)|\bpolicy\b|by (?:the )?(?:administrator|"
-    r"provider|vendor)|\bnot allowed\b|\bis restricted\b|\bblocked\b",
+    r"provider|vendor)\b|\bnot allowed\b|\bis restricted\b",
     re.IGNORECASE,
 )
-# (permissions and NVML errors are causes of their own, each with its advice: nvidia_smi_failure)
+# NVML's own errors ("GPU access blocked by the operating system", "Insufficient Permissions")
+# are causes of their own, each with its advice (nvidia_smi_failure), never a format refused
+_NVML = re.compile(r"\bNVML\b")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def refusal_line(out: ProbeOutput) -> str | None:
     """The line of a refused format (provider policy, permissions); None when it is not one."""
     for text in (out.stdout, out.stderr):
         for line in text.splitlines()[:20]:
-            if _REFUSAL.search(line):
+            if _REFUSAL.search(line) and not _NVML.search(line):
                 return line.strip()
     return None
 
@@ -224,34 +226,32 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> list[Gpu
     return [GpuInfo(index=i, name=name, uuid=uuid) for i, name, uuid in parse_list(out.stdout)]
 
 
+def _base(ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> list[GpuInfo]:
+    """The GPU set: the richest format that listed every GPU it says is attached; where every
+    format was cut short, the widest of them, or `-L`'s listing when it names more."""
+    whole = [r for _, r in ranked if r.complete and len(r.gpus) >= (r.attached_gpus or 0)]
+    if whole:
+        return list(whole[0].gpus)
+    widest = list(max((r for _, r in ranked), key=lambda r: len(r.gpus)).gpus) if ranked else []
+    return listed if len(listed) > len(widest) else widest
+
+
 def _union(reports: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> GpuReport:
-    """The widest GPU set any format gave, each GPU's fields from the richest format."""
+    """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
+    another format that matches none of the set (another PCI address) is not added: formats of
+    one box name the same GPUs, and two boxes' outputs are never one box."""
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
-    # the GPU set: the format listing the most GPUs, a complete one before a cut one
-    widest = max(ranked, key=lambda r: (len(r[1].gpus), r[1].complete), default=None)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
-    base = list(widest[1].gpus) if widest else []
-    if len(listed) > len(base):
-        base = listed
-    gpus = []
-    for g in base:
-        copies = [(label, c) for label, c in pool if _same(g, c)]
-        gpus.append(_merge_gpu(g, copies))
-    # GPUs another format listed that the widest missed (a cut output, a GPU one format skipped)
-    for _label, c in pool:
-        if not any(_same(c, g) for g in gpus):
-            gpus.append(_merge_gpu(c, [(lab, x) for lab, x in pool if _same(c, x)]))
+    gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in _base(ranked, listed)]
     attached = max((r.attached_gpus for _, r in ranked if r.attached_gpus is not None), default=None)
-    complete = len(gpus) >= max(attached or 0, len(listed))
-    first = ranked[0][1] if ranked else None
     warnings = [w for _, r in ranked for w in r.warnings]
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=next((r.driver_version for _, r in ranked if r.driver_version), None),
         cuda_version=next((r.cuda_version for _, r in ranked if r.cuda_version), None),
-        attached_gpus=attached if attached is not None else (first.attached_gpus if first else None),
+        attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
-        complete=complete and all(r.complete for _, r in ranked if len(r.gpus) == len(gpus)),
+        complete=len(gpus) >= max(attached or 0, len(listed)),
     )

@@ -397,6 +397,11 @@ def rule_driver(facts: Facts) -> Check:
             "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
             " driver): ask the provider which format they allow, or for the GPU list they delivered",
         )
+    if problem and facts.gpu is not None and not facts.gpu.complete:
+        # an output cut short before any GPU row: no evidence about the driver or the GPUs
+        return Check(
+            "nvidia_driver", expected, f"{problem.removeprefix('unknown: ')}", "unverified", RERUN_ADVICE
+        )
     if problem:
         raw = facts.gpu_raw
         advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
