@@ -210,7 +210,12 @@ def test_second_run_changes_nothing(project: Project, pool: TestHostPool) -> Non
     second = project.summary()["hosts"][0]
     assert second["status"] == "ok"
     assert [s["status"] for s in second["steps"]] == ["ok", "ok", "ok", "ok", "ok"]
-    assert first["rules"] == second["rules"]
+    # every rule the same, but the GPU ledger's, which now knows this box's GPUs
+    assert [r for r in first["rules"] if r["name"] != "gpu_identity"] == [
+        r for r in second["rules"] if r["name"] != "gpu_identity"
+    ]
+    identity = next(r for r in second["rules"] if r["name"] == "gpu_identity")
+    assert identity["verdict"] == "pass" and identity["actual"].startswith("same 8 GPUs as on ")
     assert dest.stat().st_mtime_ns == stat.st_mtime_ns and dest.read_text() == content
     log = (project.root / ".gpuonboard" / "logs" / f"{project.summary()['run_id']}.log").read_text()
     assert "good: $ sh -c 'export LC_ALL=C ... -> exit 0" in log
