@@ -25,7 +25,14 @@ from .yamlload import LineDict, load_yaml
 
 KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
 # saved outputs of the fabric probes (facts/extra_probes.py): kind = the live probe's name
-FABRIC_KINDS = ("kernel_log", "nvidia_nvlink", "nvidia_smi_list", "rdma_ports", "fabric_manager")
+FABRIC_KINDS = (
+    "kernel_log",
+    "nvidia_nvlink",
+    "nvidia_nvlink_errors",
+    "nvidia_smi_list",
+    "rdma_ports",
+    "fabric_manager",
+)
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
 SHOWN_KINDS = {"docker_info": "docker info", "iperf3": "iperf3 -J (network throughput JSON)"}
 # the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
@@ -52,6 +59,8 @@ _KERNEL_LINE = re.compile(
     r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
     r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
+# `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
+_NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
 
 
@@ -70,6 +79,11 @@ def detect_fabric_kind(text: str) -> str | None:
         return "docker_info"
     if re.search(r"^hca_id:", head, re.M) or all(_IB_SYSFS_LINE.match(line) for line in lines[:50]):
         return "rdma_ports"
+    if any(_GPU_LINE.match(line) for line in lines[:50]):
+        counters = sum(1 for line in lines[:200] if _NVLINK_ERR_LINE.match(line))
+        others = sum(1 for line in lines[:200] if not (_GPU_LINE.match(line) or _NVLINK_ERR_LINE.match(line)))
+        if counters and others <= counters // 4:  # (`nvlink -e -i N` loops echo a header per GPU)
+            return "nvidia_nvlink_errors"
     if _GPU_LINE.match(lines[0]):
         rest = lines[1:]
         if (

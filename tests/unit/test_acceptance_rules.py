@@ -232,6 +232,7 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
         "nvidia_smi_apps",
         "nvidia_topo",
         "nvidia_nvlink",
+        "nvidia_nvlink_errors",
     ]
     assert {name: raw[name].exit_code for name in smi_probes} == dict.fromkeys(smi_probes, TIMED_OUT)
     # each format is its own probe, asked once, side by side: no call waited again after a timeout
@@ -242,6 +243,7 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
         "-L",
         "-q",
         "-q -x",
+        "nvlink -e",
         "nvlink -s",
         "topo -m",
     ]

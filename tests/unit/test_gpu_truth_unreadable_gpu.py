@@ -73,7 +73,7 @@ def test_gpu_requires_reset_in_the_query_csv_fails() -> None:
         for p in (FIXTURES / "real").glob("nvidia-smi*")
         # other commands' outputs (topo -m, nvlink -s, -L) and the benchmark's sampler log
         if not p.name.startswith(
-            ("nvidia-smi-topo", "nvidia-smi-nvlink-s__", "nvidia-smi-L__", "nvidia-smi-query-gpu-sampler")
+            ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-query-gpu-sampler")
         )
     )
     + sorted((FIXTURES / "derived").glob("nvidia-smi-q*")),

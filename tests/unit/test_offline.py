@@ -30,6 +30,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
     expected = {
         # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
         "nvidia-smi-topo": "nvidia_topo",
+        "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log

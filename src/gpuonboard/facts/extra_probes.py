@@ -20,6 +20,7 @@ __all__ = [
     "KERNEL_LOG",
     "KERNEL_LOG_MAX_LINES",
     "NVIDIA_SMI_TIMEOUT",
+    "NVLINK_ERRORS",
     "NVLINK_STATUS",
     "RDMA_PORTS",
     "extra_probes",
@@ -97,6 +98,12 @@ _FABRIC_MANAGER = (
 
 GPU_LIST = Probe("nvidia_smi_list", nvidia_smi_command(["-L"]), slow=True)
 NVLINK_STATUS = Probe("nvidia_nvlink", nvidia_smi_command(["nvlink", "-s"]), slow=True)
+# `nvlink -e` (long form --errorcounters): each link's error counters (facts/nvlink.py
+# parse_nvlink_errors). The short form is the one documented across driver generations (the
+# R5xx help: "[-e | --errorcounters]: Display error counters for a link"; real captures on
+# driver 535 (A100) and on H100 use `-e`); newer drivers print other counter names under the same
+# option. Not `-ec`: that is --crcerrorcounters (per-lane CRC counters), a different table.
+NVLINK_ERRORS = Probe("nvidia_nvlink_errors", nvidia_smi_command(["nvlink", "-e"]), slow=True)
 KERNEL_LOG = Probe("kernel_log", kernel_log_command())
 RDMA_PORTS = Probe("rdma_ports", _RDMA_SYSFS)
 FABRIC_MANAGER = Probe("fabric_manager", _FABRIC_MANAGER)

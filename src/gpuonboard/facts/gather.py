@@ -29,6 +29,7 @@ CORE_NAMES = (
     "nvidia_smi_apps",
     "nvidia_topo",
     "nvidia_nvlink",
+    "nvidia_nvlink_errors",
     "kernel_log",
     "rdma_ports",
     "fabric_manager",
@@ -121,6 +122,7 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
         gpu("nvidia_topo", "topo -m"),
         gpu("nvidia_nvlink", "nvlink -s"),
+        gpu("nvidia_nvlink_errors", "nvlink -e"),
         # the kernel's Xid/SXid lines since boot, the RDMA ports, the fabric manager's state
         dataclasses.replace(extra_probes.KERNEL_LOG, slow=True),
         extra_probes.RDMA_PORTS,

@@ -1,4 +1,5 @@
-"""Pure parser for `nvidia-smi nvlink -s` (`--status`): each GPU's NVLink links and speeds.
+"""Pure parsers for `nvidia-smi nvlink -s` (`--status`): each GPU's NVLink links and speeds,
+and `nvidia-smi nvlink -e` (`--errorcounters`): each link's error counters.
 
 Real shapes (tests/fixtures/real/nvidia-smi-nvlink-s__*):
 
@@ -21,7 +22,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["GpuNvlink", "NvlinkLink", "NvlinkStatus", "parse_nvlink_status"]
+__all__ = [
+    "GpuNvlink",
+    "GpuNvlinkErrors",
+    "NvlinkErrors",
+    "NvlinkLink",
+    "NvlinkStatus",
+    "parse_nvlink_errors",
+    "parse_nvlink_status",
+]
 
 # what a GPU's note says instead of links
 UNSUPPORTED = "unsupported"  # the card has no NVLink
@@ -124,3 +133,84 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
             continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
     return NvlinkStatus(tuple(gpus), tuple(warnings))
+
+
+# --- nvidia-smi nvlink -e (--errorcounters) -------------------------------------------------
+#
+# Real shapes (tests/fixtures/real/nvidia-smi-nvlink-e__*):
+#
+#     GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)
+#     \t Link 0: Replay Errors: 0                   (tab + space indent; 9 spaces where pasted)
+#     \t Link 0: Recovery Errors: 0
+#     \t Link 0: CRC Errors: 0
+#                                                   (a blank line after each link)
+# Newer drivers print other counter names on the same `Link N: NAME: VALUE` shape (Hopper /
+# Blackwell: "Malformed packet Errors", "Rx Errors", "Local link integrity Errors", "Symbol
+# Errors", "Effective BER", "FEC Errors - 3" ...): any name is kept as printed. A value that is
+# not a whole number ("N/A", a BER such as "1.5e-15") is skipped: it is not a count. `nvidia-smi
+# nvlink -e -i N` run in a loop, with `=== GPU N ... ===` echo lines between, and a pasted `[...]`
+# elision become warnings, not data. -ec (`--crcerrorcounters`) is a different command (per-lane
+# CRC counters): not this parser's input.
+
+_ERR_LINE = re.compile(r"^\s*Link\s+(\d+):\s*([^:]*?[A-Za-z][^:]*?)\s*:\s*(\S.*?)\s*$")
+_COUNT = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True)
+class GpuNvlinkErrors:
+    """One GPU's block of `nvlink -e`: per link, counter name (as printed) -> count."""
+
+    index: int
+    name: str
+    uuid: str | None
+    links: dict[int, dict[str, int]]
+    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE, else None
+    note_text: str | None = None
+
+    def counter(self, link: int, name: str) -> int | None:
+        """A link's count for `name` (case-insensitive), None when not printed."""
+        low = name.lower()
+        return next((v for k, v in self.links.get(link, {}).items() if k.lower() == low), None)
+
+
+@dataclass(frozen=True)
+class NvlinkErrors:
+    """Every GPU block of `nvidia-smi nvlink -e`, in order, plus lines not understood."""
+
+    gpus: tuple[GpuNvlinkErrors, ...]
+    warnings: tuple[str, ...] = ()
+
+    def by_index(self, index: int) -> GpuNvlinkErrors | None:
+        """The block of GPU `index`, if listed."""
+        return next((g for g in self.gpus if g.index == index), None)
+
+
+def parse_nvlink_errors(text: str) -> NvlinkErrors:
+    """Parse `nvidia-smi nvlink -e` into per GPU index, per link, counter name -> count.
+
+    Counter names are kept as nvidia-smi prints them ("Replay Errors", "Rx remote Errors");
+    values that are not whole numbers (N/A, BER figures) are left out; a GPU line that says
+    NVLink is unsupported / refused in MIG mode sets the GPU's `note` (as in nvlink -s).
+    """
+    gpus: list[GpuNvlinkErrors] = []
+    warnings: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if m := _GPU.match(line) or _GPU_NO_UUID.match(line):
+            gpus.append(GpuNvlinkErrors(int(m.group(1)), m.group(2), m.group(3) or None, {}))
+            if tail := m.group(4).strip():
+                gpus[-1] = replace(gpus[-1], note=_note(tail), note_text=tail)
+            continue
+        if gpus and (m := _ERR_LINE.match(line)):
+            value = m.group(3)
+            if _COUNT.match(value):
+                gpus[-1].links.setdefault(int(m.group(1)), {})[m.group(2)] = int(value)
+            else:
+                gpus[-1].links.setdefault(int(m.group(1)), {})
+            continue
+        if gpus and (note := _note(line)):
+            gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
+            continue
+        warnings.append(f"nvidia-smi nvlink -e: unexpected line {line.strip()!r}")
+    return NvlinkErrors(tuple(gpus), tuple(warnings))

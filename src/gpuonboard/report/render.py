@@ -62,6 +62,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
     "gpu_xid": ("kernel_log",),
     "nvswitch_sxid": ("kernel_log",),
     "nvlink_links": ("nvidia_nvlink",),
+    "nvlink_errors": ("nvidia_nvlink_errors",),
     "fabric_manager": ("fabric_manager", "nvidia_smi", "nvidia_smi_q"),
     "rdma_ports": ("rdma_ports",),
 }

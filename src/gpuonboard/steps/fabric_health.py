@@ -21,7 +21,7 @@ import yaml
 from ..facts.fabric_manager import FabricManagerState
 from ..facts.infiniband import IbPort
 from ..facts.kernel_log import KernelEvent, pci_key
-from ..facts.nvlink import MIG_MODE, UNSUPPORTED, NvlinkStatus
+from ..facts.nvlink import MIG_MODE, UNSUPPORTED, NvlinkErrors, NvlinkStatus
 from .base import Check
 
 if TYPE_CHECKING:
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from ..inventory import OrderSpec
 
 __all__ = [
+    "ErrorThreshold",
     "ModelLinks",
     "health_checks",
+    "load_nvlink_error_thresholds",
     "rdma_check",
     "XidEntry",
     "load_nvlink_models",
@@ -38,6 +40,7 @@ __all__ = [
     "nvlink_model",
     "rule_fabric_manager",
     "rule_nvlink",
+    "rule_nvlink_errors",
     "rule_rdma",
     "rule_sxid",
     "rule_xid",
@@ -47,6 +50,7 @@ __all__ = [
 DATA = Path(__file__).resolve().parent.parent / "data"
 XID_FILE = DATA / "xid.yml"
 NVLINK_FILE = DATA / "nvlink_links.yml"
+NVLINK_ERRORS_FILE = DATA / "nvlink_errors.yml"
 ACTIONS = ("ignore", "check_app", "reset_gpu", "reboot", "replace", "update_driver", "from_message")
 FAILING = ("reset_gpu", "reboot", "replace", "update_driver")
 # what the renter asks the vendor to do, per action
@@ -76,6 +80,17 @@ class ModelLinks:
     match: str
     links: int | None
     nvswitch: bool
+    source: str
+    verified: bool
+
+
+@dataclass(frozen=True)
+class ErrorThreshold:
+    """One row of data/nvlink_errors.yml: when a counter's count warns or fails."""
+
+    name: str
+    warn_at: int | None
+    fail_at: int | None
     source: str
     verified: bool
 
@@ -120,6 +135,21 @@ def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
                 bool(row.get("verified")),
             )
         )
+    return tuple(rows)
+
+
+@functools.cache
+def load_nvlink_error_thresholds(path: Path = NVLINK_ERRORS_FILE) -> tuple[ErrorThreshold, ...]:
+    """The rows of data/nvlink_errors.yml (ValueError on a bad or duplicate row)."""
+    rows: list[ErrorThreshold] = []
+    for row in _rows(path, "counters"):
+        name, warn, fail = row.get("name"), row.get("warn_at"), row.get("fail_at")
+        limits_ok = all(v is None or (isinstance(v, int) and v >= 1) for v in (warn, fail))
+        if not isinstance(name, str) or not limits_ok or (warn is None and fail is None):
+            raise ValueError(f"{path}: counters row {row!r}: needs name and warn_at / fail_at (>= 1 or null)")
+        if any(r.name.lower() == name.lower() for r in rows):
+            raise ValueError(f"{path}: counter {name!r} listed twice")
+        rows.append(ErrorThreshold(name, warn, fail, str(row.get("source", "")), bool(row.get("verified"))))
     return tuple(rows)
 
 
@@ -307,6 +337,101 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
     return Check("nvlink_links", expected, f"all links active on {len(expected_links)} GPU(s){at}", "pass")
 
 
+def rule_nvlink_errors(gpu_models: Sequence[str], errors: NvlinkErrors | None) -> Check | None:
+    """NVLink error counters (`nvidia-smi nvlink -e`) per GPU and link vs data/nvlink_errors.yml
+    (NVIDIA DCGM's NVLink health watch) on NVLink-board (SXM) models.
+
+    None when no GPU is an NVLink-board model. A recovery or replay error (or, on newer drivers,
+    a symbol / malformed-packet / integrity ... error) = fail naming GPU, link and counter; CRC
+    errors = warn (DCGM fails them only by rate, which one reading cannot give); all zero = pass;
+    no output, MIG mode, or a GPU not listed = unverified. Counters the data file does not
+    list (traffic counts, FEC histograms, BER figures) are not judged."""
+    expected = {i: m for i, name in enumerate(gpu_models) if (m := nvlink_model(name)) and m.links}
+    if not expected:
+        return None
+    want = f"no NVLink replay / recovery errors and no CRC errors on each of {len(expected)} GPU(s)"
+    if errors is None or not errors.gpus:
+        return Check(
+            "nvlink_errors",
+            want,
+            "no `nvidia-smi nvlink -e` output",
+            "unverified",
+            "nvidia-smi nvlink -e gave nothing to read; run it on the box to see each link's error counters.",
+        )
+    limits = {t.name.lower(): t for t in load_nvlink_error_thresholds()}
+    failing: list[str] = []
+    warning: list[str] = []
+    unread: list[str] = []
+    links = judged = 0
+    for index in sorted(expected):
+        block = errors.by_index(index)
+        if block is None or block.note is not None or not block.links:
+            why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
+            if block is not None and block.note not in (None, MIG_MODE):
+                why = block.note_text or str(block.note)
+            elif block is not None and block.note is None:
+                why = "no counters printed"
+            unread.append(f"GPU {index} ({why})")
+            continue
+        for link, counters in sorted(block.links.items()):
+            links += 1
+            for name, count in counters.items():
+                limit = limits.get(name.lower())
+                if limit is None:
+                    continue
+                judged += 1
+                hit = f"GPU {index} link {link}: {name} {count}"
+                if limit.fail_at is not None and count >= limit.fail_at:
+                    failing.append(hit)
+                elif limit.warn_at is not None and count >= limit.warn_at:
+                    warning.append(hit)
+    read = f" (links of {', '.join(unread)} not read)" if unread else ""
+    if failing:
+        return Check(
+            "nvlink_errors",
+            want,
+            "; ".join(failing + warning) + read,
+            "fail",
+            "NVLink links are retrying / retraining (NVIDIA DCGM counts any replay or recovery error as a"
+            " failure): ask the vendor to reseat or replace the NVLink bridge / board (or the GPU) and show"
+            " `nvidia-smi nvlink -e` with these counters at zero after a clean run.",
+        )
+    if warning:
+        return Check(
+            "nvlink_errors",
+            want,
+            "; ".join(warning) + read,
+            "warn",
+            "CRC errors on these links since the driver loaded (NVIDIA DCGM warns on any; it fails a link"
+            " only at 100+ per second): read `nvidia-smi nvlink -e` again after a load test, and ask the"
+            " vendor to reseat or replace the NVLink bridge / board if the counts keep rising.",
+        )
+    if unread:
+        return Check(
+            "nvlink_errors",
+            want,
+            f"counters not readable for {', '.join(unread)}",
+            "unverified",
+            "NVLink error counters could not be read for these GPUs (in MIG mode the driver refuses NVLink"
+            " queries).",
+        )
+    if not judged:
+        return Check(
+            "nvlink_errors",
+            want,
+            f"{links} link(s) listed, none with a counter gpuonboard knows",
+            "unverified",
+            "nvidia-smi nvlink -e printed no replay / recovery / CRC (or newer-driver error) counters;"
+            " the counters could not be judged.",
+        )
+    return Check(
+        "nvlink_errors",
+        want,
+        f"all NVLink error counters zero on {links} link(s) of {len(expected)} GPU(s)",
+        "pass",
+    )
+
+
 def rule_fabric_manager(
     gpu_models: Sequence[str],
     fabric_states: Sequence[tuple[str | None, str | None]],
@@ -480,6 +605,10 @@ def health_checks(facts: Facts) -> list[Check]:
         models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
     if given(facts, "nvidia_nvlink"):
         checks.append(rule_nvlink(models, status if status is not None and status.gpus else None))
+    if given(facts, "nvidia_nvlink_errors"):
+        out = facts.raw["nvidia_nvlink_errors"]
+        errors = nvlink.parse_nvlink_errors(out.stdout) if out.exit_code == 0 else None
+        checks.append(rule_nvlink_errors(models, errors if errors is not None and errors.gpus else None))
     if given(facts, "fabric_manager"):
         out = facts.raw["fabric_manager"]
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
