@@ -63,6 +63,9 @@ CASES = [
     ("real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt",
      "text", "535.161.08", "12.2", 8, 8, "NVIDIA H100 80GB HBM3", 81559),
     (H200_TEXT, "text", "580.159.04", "13.0", 1, 1, "NVIDIA H200", 143771),
+    # R418 labels ("Ecc Mode", "Virtualization mode"); 1 of 4 GPUs shown, the rest elided
+    ("real/nvidia-smi-q__tesla-v100-sxm2-32gb__1of4gpu__driver418.67.txt",
+     "text", "418.67", "10.1", 4, 1, "Tesla V100-SXM2-32GB", 32480),
     ("real/nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt",
      "table", "550.144.03", "12.4", None, 1, "NVIDIA A100-SXM4-40GB", 40960),
     ("real/nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt",
@@ -462,6 +465,11 @@ HEALTH: dict[str, tuple[object, ...]] = {
     "real/nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml": (
         "90.04.84.00.06", "NVIDIA", "Turing", (0, 0, 0, 0), (0, 0, False), (None, None, None, None),
         (26.78, 70.0, 70.0, 70.0), (), True, "P0", 0, (40, 93, 96), "Pass-Through", "Default", True, 2),
+    # R418: "Ecc Mode" and "Virtualization mode" labels (read case-insensitively)
+    "real/nvidia-smi-q__tesla-v100-sxm2-32gb__1of4gpu__driver418.67.txt": (
+        "88.00.80.00.01", "Tesla", None, (0, 0, 0, 0), (0, 0, False), (None, None, None, None),
+        (39.78, 300.0, 300.0, 300.0), ("gpu_idle",), True, "P0", 0, (38, 87, 90), "None", "Default",
+        True, 0),
     "real/nvidia-smi-q__a10__1gpu__driver535.129.03.txt": (
         "94.02.5C.00.04", "NVIDIA", "Ampere", (0, 0, 0, 0), (None, None, None), (0, 4, True, False),
         (43.89, 150.0, 150.0, 150.0), ("gpu_idle",), True, "P8", 0, (33, 98, 101), "Pass-Through",

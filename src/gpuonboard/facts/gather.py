@@ -185,6 +185,33 @@ class Facts:
         names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
         return any(name in self.raw and not self.raw[name].absent for name in names)
 
+    def unread_not_a_fault(self) -> str:
+        """Why no GPU could be read when that says nothing about the box: the host refuses every
+        format that lists GPUs, the output was cut short, or nvidia-smi answered (exit 0) with
+        text that is no nvidia-smi listing (another command's capture). '' when nvidia-smi
+        itself failed, hung or is missing (the box's own fault) or GPUs were read."""
+        from .gpu_merge import refusal_line
+        from .nvidia_smi_failure import nvidia_smi_failure
+
+        if not self.nvidia_smi_present or (self.gpu is not None and self.gpu.gpus):
+            return ""
+        raw = self.gpu_raw
+        failed = (
+            bool(nvidia_smi_failure(raw.stdout, raw.stderr)[1])
+            or "NVIDIA-SMI has failed" in raw.stdout
+            or raw.exit_code == TIMED_OUT
+        )
+        if failed and refusal_line(raw) is None:
+            return ""  # a format that was not refused failed with a cause of its own
+        ev = self.gpu_evidence
+        if ev is not None and ev.refusals:
+            return "; ".join(r.sentence() for r in ev.refusals)
+        if self.gpu is not None and not self.gpu.complete:
+            return "the nvidia-smi output was cut short"
+        if raw.exit_code == 0 and self.gpu is not None and self.gpu.source == "unknown":
+            return "nvidia-smi answered with text that is no GPU listing"
+        return ""
+
     @property
     def gpu_raw(self) -> ProbeOutput:
         """The nvidia-smi output that says why no GPU could be read: the richest format's,
@@ -345,13 +372,14 @@ def _gpu_sources() -> tuple[tuple[str, str, str], ...]:
     return GPU_SOURCES
 
 
-def _list_parser() -> gpu_merge.ListParser | None:
-    """`nvidia-smi -L`'s reader: (index, name, uuid) per GPU."""
-    try:
-        from .gpu_list import parse_gpu_list_tuples
-    except ImportError:  # pragma: no cover
-        return None
-    return parse_gpu_list_tuples
+def _list_parser() -> gpu_merge.ListParser:
+    """`nvidia-smi -L`'s reader: (index, name, uuid, MIG devices) per GPU."""
+    from .gpu_list import parse_gpu_list
+
+    def read(text: str) -> list[tuple[int, str, str | None, int]]:
+        return [(g.index, g.name, g.uuid, len(g.mig_devices)) for g in parse_gpu_list(text).gpus]
+
+    return read
 
 
 def _first_line(text: str | None) -> str | None:

@@ -85,6 +85,33 @@ def refusal_line(out: ProbeOutput) -> str | None:
     return None
 
 
+# nvidia-smi's line for a GPU it cannot open, printed in place of that GPU's record or row
+# ("Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error", "... for GPU
+# 00000000:02:00.0: GPU is lost. Reboot the system to recover this GPU")
+_NO_HANDLE = re.compile(
+    r"Unable to determine the device handle for gpu\s*"
+    r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s*:?\s*(.*)",
+    re.IGNORECASE,
+)
+
+
+def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
+    """The GPUs nvidia-smi names as unopenable ("Unable to determine the device handle for gpu
+    ADDR: CAUSE") in any of its outputs: each is a GPU that is there and cannot be read, a fault
+    (a GPU fallen off the bus), never a GPU missing from a cut-off output."""
+    found: dict[str, GpuInfo] = {}
+    for text in texts:
+        for line in text.splitlines():
+            m = _NO_HANDLE.search(line)
+            key = _bus_key(m.group(1)) if m else None
+            if m and key and key not in found:
+                cause = m.group(2).strip().rstrip(".") or "Unknown Error"
+                found[key] = GpuInfo(
+                    index=-1, name="", pci_bus_id=m.group(1), faults=(f"no device handle: {cause[:120]}",)
+                )
+    return list(found.values())
+
+
 def _bus_key(bus_id: str | None) -> str | None:
     """'00000000:3B:00.0' and '0000:3b:00.0' are one address: domain without leading zeros."""
     if not bus_id or ":" not in bus_id:
@@ -179,7 +206,8 @@ def _with_processes(gpus: list[GpuInfo], apps: Mapping[str, list[GpuProcess]]) -
     return out
 
 
-ListParser = Callable[[str], Sequence[tuple[int, str, str | None]]]
+# `nvidia-smi -L` -> (index, name, uuid, MIG devices listed under it) per GPU
+ListParser = Callable[[str], Sequence[tuple[int, str, str | None, int]]]
 
 
 def merge(
@@ -208,9 +236,11 @@ def merge(
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
     listed = _listing(raw.get(LIST_PROBE), parse_list)
+    outputs = [o.stdout + "\n" + o.stderr for name, _, _ in GPU_SOURCES if (o := raw.get(name)) is not None]
+    unopened = unopened_gpus(outputs)
     if not reports and not listed:
         return GpuEvidence(None, (), tuple(refusals), None)
-    merged = _union(reports, listed)
+    merged = _union(reports, listed, unopened)
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)
@@ -223,29 +253,44 @@ def merge(
 def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> list[GpuInfo]:
     if out is None or parse_list is None or out.exit_code != 0 or refusal_line(out):
         return []
-    return [GpuInfo(index=i, name=name, uuid=uuid) for i, name, uuid in parse_list(out.stdout)]
+    # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
+    return [
+        GpuInfo(index=i, name=name, uuid=uuid, mig_mode="Enabled" if migs else None)
+        for i, name, uuid, migs in parse_list(out.stdout)
+    ]
 
 
-def _base(ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> list[GpuInfo]:
-    """The GPU set: the richest format that listed every GPU it says is attached; where every
-    format was cut short, the widest of them, or `-L`'s listing when it names more."""
+def _base(ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> tuple[list[GpuInfo], bool]:
+    """The GPU set and whether it is whole: the richest format that listed every GPU it says is
+    attached; where every format was cut short, the widest of them (not whole), or `-L`'s
+    listing when it names more."""
     whole = [r for _, r in ranked if r.complete and len(r.gpus) >= (r.attached_gpus or 0)]
     if whole:
-        return list(whole[0].gpus)
-    widest = list(max((r for _, r in ranked), key=lambda r: len(r.gpus)).gpus) if ranked else []
-    return listed if len(listed) > len(widest) else widest
+        return list(whole[0].gpus), True
+    widest = max((r for _, r in ranked), key=lambda r: len(r.gpus)) if ranked else None
+    if widest is None or len(listed) > len(widest.gpus):
+        return listed, bool(listed)
+    return list(widest.gpus), widest.complete
 
 
-def _union(reports: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> GpuReport:
+def _union(
+    reports: list[tuple[str, GpuReport]], listed: list[GpuInfo], unopened: Sequence[GpuInfo] = ()
+) -> GpuReport:
     """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
     another format that matches none of the set (another PCI address) is not added: formats of
-    one box name the same GPUs, and two boxes' outputs are never one box."""
+    one box name the same GPUs, and two boxes' outputs are never one box. A GPU nvidia-smi
+    names as unopenable is added as an unreadable GPU (a fault)."""
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
-    gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in _base(ranked, listed)]
+    base, whole = _base(ranked, listed)
+    gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in base]
+    for g in unopened:
+        if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
+            gpus.append(dataclasses.replace(g, index=len(gpus)))
     attached = max((r.attached_gpus for _, r in ranked if r.attached_gpus is not None), default=None)
     warnings = [w for _, r in ranked for w in r.warnings]
+    known = len(gpus) - len(unopened)
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=next((r.driver_version for _, r in ranked if r.driver_version), None),
@@ -253,5 +298,6 @@ def _union(reports: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> GpuRe
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
-        complete=len(gpus) >= max(attached or 0, len(listed)),
+        # cut short: the set's own output was, or fewer GPUs than nvidia-smi says are attached
+        complete=(whole or known >= (attached or 0)) and len(gpus) >= max(attached or 0, len(listed)),
     )

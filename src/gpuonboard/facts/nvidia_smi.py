@@ -1179,13 +1179,25 @@ def _text_tree(text: str) -> dict[str, Any]:
     return root
 
 
+def _tree_child(node: Mapping[str, Any], key: str) -> Any:
+    """`node[key]`, the label matched case-insensitively when not printed exactly: drivers
+    R418-R470 print `Ecc Mode` and `Virtualization mode` where newer ones print `ECC Mode` and
+    `Virtualization Mode`. The exact label wins where both are present. None when absent."""
+    if key in node:
+        return node[key]
+    low = key.casefold()
+    return next((value for label, value in node.items() if label.casefold() == low), None)
+
+
 def _tree_get(tree: Mapping[str, Any], *path: str) -> str | None:
-    """Value at `path` in a text tree; None when missing or N/A."""
+    """Value at `path` in a text tree (labels case-insensitive); None when missing or N/A."""
     node: Any = tree
     for key in path:
-        if not isinstance(node, Mapping) or key not in node:
+        if not isinstance(node, Mapping):
             return None
-        node = node[key]
+        node = _tree_child(node, key)
+        if node is None:
+            return None
     return _clean(node) if isinstance(node, str) else None
 
 
@@ -1252,9 +1264,9 @@ def _tree_first(tree: Mapping[str, Any], *paths: tuple[str, ...]) -> str | None:
 
 
 def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
-    """The first sub-section of `names` present, else an empty one."""
+    """The first sub-section of `names` present (labels case-insensitive), else an empty one."""
     for name in names:
-        section = tree.get(name)
+        section = _tree_child(tree, name)
         if isinstance(section, Mapping):
             return section
     return {}
@@ -1264,7 +1276,7 @@ def _text_ecc(section: Mapping[str, Any], kind: str) -> tuple[int | None, int | 
     """(correctable, uncorrectable) totals under 'ECC Errors' > Volatile|Aggregate."""
     node = _tree_section(section, "ECC Errors")
     node = _tree_section(node, kind)
-    if "Single Bit" in node or "Double Bit" in node:  # older drivers
+    if _tree_child(node, "Single Bit") is not None or _tree_child(node, "Double Bit") is not None:  # older
         return _int(_tree_get(node, "Single Bit", "Total")), _int(_tree_get(node, "Double Bit", "Total"))
     sram_unc = _int(_tree_get(node, "SRAM Uncorrectable"))
     if sram_unc is None:

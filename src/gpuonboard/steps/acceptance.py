@@ -388,20 +388,21 @@ def rule_driver(facts: Facts) -> Check:
         )
     refused = _refused(facts)
     problem = _no_gpu_actual(facts)
-    if problem and refused:
+    unread = facts.unread_not_a_fault() if problem else ""
+    if unread and refused:
         return Check(
             "nvidia_driver",
             expected,
-            f"{problem.removeprefix('unknown: ')}; {refused}",
+            f"{(problem or '').removeprefix('unknown: ')}; {refused}",
             "unverified",
             "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
             " driver): ask the provider which format they allow, or for the GPU list they delivered",
         )
-    if problem and facts.gpu is not None and not facts.gpu.complete:
-        # an output cut short before any GPU row: no evidence about the driver or the GPUs
-        return Check(
-            "nvidia_driver", expected, f"{problem.removeprefix('unknown: ')}", "unverified", RERUN_ADVICE
-        )
+    if unread:
+        # an output cut short, or text that is no nvidia-smi listing: no evidence either way
+        actual = (problem or "").removeprefix("unknown: ")
+        actual += "" if "incomplete probe" in actual else f" ({unread})"
+        return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
     if problem:
         raw = facts.gpu_raw
         advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
@@ -459,8 +460,10 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
         return Check("gpu_model", expected, problem, _unjudged_verdict(facts))
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
-    read = [g for g in facts.gpu.gpus if not g.faults]
+    # a GPU whose name was not read (an output cut inside its record) is unread, not another model
+    read = [g for g in facts.gpu.gpus if not g.faults and g.name.strip()]
     faulty = [g for g in facts.gpu.gpus if g.faults]
+    nameless = len(facts.gpu.gpus) - len(read) - len(faulty)
     names = [g.name for g in read]
     actual = ", ".join(filter(None, [_count_names(names), *map(_unreadable, faulty)])) or "no GPU"
     model, count = split_count(expected)
@@ -475,8 +478,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if faulty:
         notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
     verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
-    incomplete = _incomplete(facts)
-    if incomplete and verdict != "fail":
+    incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
+    if incomplete and (verdict != "fail" or (nameless and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
     if count is not None and len(facts.gpu.gpus) < count:

@@ -147,6 +147,9 @@ def _driver_check(
         )
     expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
     if facts.gpu is None or not facts.gpu.gpus:
+        unread = facts.unread_not_a_fault()
+        if unread:  # a provider's policy, a cut-off output: no evidence about the driver
+            return Check("ngc_driver", expected, f"no GPU could be read ({unread})", "unverified")
         actual, advice = driver_failure(facts)
         return Check("ngc_driver", expected, actual, "fail", advice)
     if not facts.gpu.driver_version:
@@ -154,7 +157,7 @@ def _driver_check(
             "ngc_driver",
             expected,
             "driver version not reported",
-            "warn",
+            "unverified",
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
     first = facts.gpu.gpus[0]

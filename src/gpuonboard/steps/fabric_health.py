@@ -11,6 +11,7 @@ is `unverified`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import yaml
 from ..facts.fabric_manager import FabricManagerState
 from ..facts.infiniband import IbPort
 from ..facts.kernel_log import KernelEvent, pci_key
-from ..facts.nvlink import MIG_MODE, UNSUPPORTED, NvlinkErrors, NvlinkStatus
+from ..facts.nvlink import ALL_INACTIVE, MIG_MODE, UNSUPPORTED, NvlinkErrors, NvlinkStatus
 from .base import Check
 
 if TYPE_CHECKING:
@@ -153,10 +154,18 @@ def load_nvlink_error_thresholds(path: Path = NVLINK_ERRORS_FILE) -> tuple[Error
     return tuple(rows)
 
 
+@functools.cache
+def _model_pattern(match: str) -> re.Pattern[str]:
+    """`match` as whole tokens: not inside a longer letter/digit run ("H200" is not in "GH200",
+    "B200" not in "GB200", "H20" not in "H200"); "-" and spaces separate tokens."""
+    return re.compile(rf"(?<![a-z0-9]){re.escape(match.lower())}(?![a-z0-9])")
+
+
 def nvlink_model(gpu_name: str) -> ModelLinks | None:
-    """The nvlink_links.yml row of a GPU name as nvidia-smi prints it (None: unknown model)."""
+    """The nvlink_links.yml row of a GPU name as nvidia-smi prints it (None: unknown model).
+    A row's `match` must stand as whole tokens in the name (case-insensitive), first row wins."""
     low = gpu_name.lower()
-    return next((m for m in load_nvlink_models() if m.match.lower() in low), None)
+    return next((m for m in load_nvlink_models() if _model_pattern(m.match).search(low)), None)
 
 
 def xid_action(event: KernelEvent) -> tuple[str, str]:
@@ -166,16 +175,41 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
     entry = (sxids if event.kind == "sxid" else xids).get(event.code)
     if entry is None:
         return "replace", "not in NVIDIA's catalogue"
-    if (
-        entry.action == "from_message"
-    ):  # Xid 154: "GPU recovery action changed from ... to 0x1 (GPU Reset Required)"
-        msg = event.message.lower()
-        if "reboot" in msg:
-            return "reboot", entry.name
-        if "reset" in msg or "drain" in msg:
-            return "reset_gpu", entry.name
-        return "ignore", entry.name
+    if entry.action == "from_message":
+        return _recovery_action(event.message), entry.name
     return entry.action, entry.name
+
+
+# Xid 154: the driver prints "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; what the
+# GPU needs NOW is the value after "to" (the "from" half is the action being left behind).
+# Codes: NVML nvmlDeviceGpuRecoveryAction_t (nvml.h; NVIDIA/DCGM sdk/nvidia/nvml/dcgm_nvml.h):
+# 0 NONE, 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET. Actions per NVIDIA's Xid
+# catalogue (Xid 154: "follow the recovery action in the message"; data/xid.yml) and DCGM's
+# health watch (modules/health/DcgmHealthWatch.cpp; dcgmlib/src/dcgm_errors.c): NONE = healthy;
+# GPU_RESET, DRAIN_P2P ("terminate P2P processes, check again") and DRAIN_AND_RESET ("reset the
+# GPU after work drained") = a GPU reset (DCGM_ERROR_RESET); NODE_REBOOT = reboot.
+_RECOVERY_TO = re.compile(r"\bto\s+(?:0x([0-9a-f]+))?\s*(?:\(([^)]*)\))?", re.I)
+_RECOVERY_CODES = {0: "ignore", 1: "reset_gpu", 2: "reboot", 3: "reset_gpu", 4: "reset_gpu"}
+
+
+def _recovery_action(message: str) -> str:
+    """The action of an Xid 154 message: the recovery action it changed TO. Read by code, else
+    by the printed name ("None", "GPU Reset Required" / "PF FLR", "Node Reboot Required" /
+    "OS Reboot", "Drain P2P", "Drain and Reset"); a target that cannot be read is `replace`
+    (the vendor explains it), never a pass."""
+    found = [m for m in _RECOVERY_TO.finditer(message) if m.group(1) or m.group(2)]
+    if not found:
+        return "replace"
+    code_text, name = found[-1].group(1), (found[-1].group(2) or "").strip().lower()
+    if code_text is not None and int(code_text, 16) in _RECOVERY_CODES:
+        return _RECOVERY_CODES[int(code_text, 16)]
+    if name == "none":
+        return "ignore"
+    if "reboot" in name:
+        return "reboot"
+    if "reset" in name or "drain" in name or "flr" in name:
+        return "reset_gpu"
+    return "replace"
 
 
 def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
@@ -286,8 +320,8 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
     """Active NVLink links per GPU vs data/nvlink_links.yml on NVLink-board (SXM) models.
 
     None when no GPU is an NVLink-board model (PCIe cards: not applicable). Fewer links than the
-    model has = fail naming the GPUs and counts; no nvlink output, or MIG mode (the driver
-    refuses NVLink queries) = unverified."""
+    model has = fail naming the GPUs and counts (NVML's "all links are inActive" = 0 active:
+    fail); no nvlink output, or MIG mode (the driver refuses NVLink queries) = unverified."""
     expected_links = {i: m for i, name in enumerate(gpu_models) if (m := nvlink_model(name)) and m.links}
     if not expected_links:
         return None
@@ -305,6 +339,12 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
     unread: list[str] = []
     for index, model in sorted(expected_links.items()):
         block = nvlink_status.by_index(index)
+        if block is not None and block.note == ALL_INACTIVE and not any(link.active for link in block.links):
+            # NVML's "Unable to retrieve Nvlink information as all links are inActive": the model
+            # has NVLink links and none is up (Azure/azurehpc-health-checks azure_gpu_nvlink.nhc
+            # fails the node on this sentence: "GPU N has all nvlinks inactive").
+            short.append(f"GPU {index}: 0 of {model.links} links active (all links inactive)")
+            continue
         if block is None or block.note == MIG_MODE or (not block.links and block.note != UNSUPPORTED):
             why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
             unread.append(f"GPU {index} ({why})")

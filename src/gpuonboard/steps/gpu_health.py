@@ -8,6 +8,7 @@ sentence of advice. Thresholds come from the step's args, overridden per vendor 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,10 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     ]
     if known:
         return Check("ecc_uncorrectable", "0", "0", "pass")
-    if not any(g.ecc_mode == "Enabled" for g in gpus):
+    unknown_dc = [
+        g for g in gpus if g.ecc_mode is None and gpu_class(g.name, g.product_brand) == "datacenter"
+    ]
+    if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown_dc:
         return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
     # ECC is on but this output carries no error counts (the plain table has only the volatile
     # column): an uncorrectable error could hide there, so it is unverified, not a pass
@@ -179,7 +183,22 @@ _REPAIR_ADVICE = {
 }
 
 
-def rule_memory_repair(gpus: list[GpuInfo]) -> Check:
+def _repair_reported(g: GpuInfo) -> bool:
+    """The output said something about this GPU's memory repair state."""
+    return any(
+        v is not None
+        for v in (
+            g.retired_pages_pending,
+            g.remapped_rows_pending,
+            g.remapped_rows_failure,
+            g.unrepairable_memory,
+            g.channel_repair_pending,
+            g.tpc_repair_pending,
+        )
+    )
+
+
+def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
 
     FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
@@ -221,6 +240,22 @@ def rule_memory_repair(gpus: list[GpuInfo]) -> Check:
                 )
             )
     findings = fails + warns
+    silent = [
+        g
+        for g in gpus
+        if not g.faults and not _repair_reported(g) and gpu_class(g.name, g.product_brand) == "datacenter"
+    ]
+    if not findings and silent and not detailed:
+        # a data-centre GPU repairs its memory (row remapping, page retirement): the plain table
+        # and the CSV report none of it, so they cannot show a repair pending (-q / -q -x say
+        # N/A where there is nothing to report, e.g. in MIG mode)
+        return Check(
+            "memory_repair",
+            "nothing pending",
+            f"not reported for {_gpu_list(silent, gpus)}",
+            "unverified",
+            "`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT` shows pending repairs",
+        )
     if not findings:
         return Check("memory_repair", "nothing pending", "nothing pending", "pass")
     advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))
@@ -398,7 +433,7 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
         "power_limit",
         "default power limit",
         f"enforced {', '.join(enforced)}; default not reported" if enforced else "not reported",
-        "warn",
+        "unverified",
         "this nvidia-smi output does not give the default power limit, so a capped card cannot be"
         " told from one at its default; `nvidia-smi -q -d POWER` shows both"
         if enforced
@@ -451,7 +486,13 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     """GPU temperature below the thresholds (lower of the configured and the card's slowdown point)."""
     temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None]
     if not temps:
-        return Check("temperature", f"< {warn_c:.0f} C", "not reported", "warn")
+        return Check(
+            "temperature",
+            f"< {warn_c:.0f} C",
+            "not reported",
+            "unverified",
+            "no nvidia-smi format that answered reports the GPU temperature",
+        )
     g, hottest = max(temps, key=lambda x: x[1] or 0)
     assert hottest is not None
     limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
@@ -609,6 +650,13 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
     return Check("persistence_mode", "Enabled", "Enabled" if known else "not reported", "pass")
 
 
+# GPUs that have MIG (NVIDIA's MIG user guide, "Supported GPUs": A100, A30, H100, H200, H800,
+# H20, A800, B200, GB200, RTX PRO 6000 Blackwell); others print N/A, which is no MIG at all
+_MIG_CAPABLE = re.compile(
+    r"\b(A100|A30|A800|H100|H200|H800|H20|GH200|B200|GB200|B300|GB300)\b", re.IGNORECASE
+)
+
+
 def rule_mig(gpus: list[GpuInfo]) -> Check:
     """MIG splits a GPU into instances: CUDA then sees only MIG instances (one per process, or
     none until instances are created), so a whole-GPU order is not usable for training.
@@ -620,6 +668,16 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     on = [g for g in gpus if g.mig_mode == "Enabled"]
     pending_on = [g for g in gpus if g.mig_mode != "Enabled" and g.mig_mode_pending == "Enabled"]
     pending_off = [g for g in on if g.mig_mode_pending == "Disabled"]
+    unknown = [g for g in gpus if g.mig_mode is None and _MIG_CAPABLE.search(g.name)]
+    if not on and not pending_on and unknown:
+        # a MIG-capable GPU whose mode no format reported: whole GPUs are not shown
+        return Check(
+            "mig_mode",
+            "Disabled (whole GPUs)",
+            f"not reported for {_gpu_list(unknown, gpus)}",
+            "unverified",
+            "`nvidia-smi -L` lists MIG devices under a GPU in MIG mode; `nvidia-smi -q` shows the mode",
+        )
     if not on and not pending_on:
         return Check("mig_mode", "Disabled (whole GPUs)", "Disabled", "pass")
     parts = []
@@ -699,17 +757,17 @@ def rule_nothing_checked(facts: Facts) -> Check:
         # it answered (exit 0); "No devices were found" is such an answer
         actual = "nothing checked: nvidia-smi listed no GPU" + (quoted if advice else "")
         advice = advice or "run `nvidia-smi -L` on the host to see which GPUs the driver finds"
-    ev = facts.gpu_evidence
-    if ev is not None and ev.refusals and facts.nvidia_smi_present:
-        # the provider blocks the formats: the GPUs could not be read, which is no fault of theirs
-        refused = "; ".join(r.sentence() for r in ev.refusals)
+    unread = facts.unread_not_a_fault()
+    if unread:
+        # a provider's policy, an output cut short, text that is no listing: the GPUs could not
+        # be read, which says nothing about them
         return Check(
             "gpu_health",
             "health of every GPU checked",
-            f"nothing checked: {refused}",
+            f"nothing checked: {unread}",
             "unverified",
-            "the provider blocks the nvidia-smi formats that report GPU health (a policy, not a broken"
-            " driver): ask the provider which format they allow",
+            "the GPUs could not be read (not a broken driver): rerun `invoke check`; where the"
+            " provider blocks nvidia-smi's formats, ask which format they allow",
         )
     return Check(
         "gpu_health",
@@ -756,10 +814,13 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     if not gpus:
         return []
     unreadable = rule_unreadable(gpus)
+    # -q or -q -x answered: their N/A is an answer (the table and the CSV carry no repair state)
+    source = facts.gpu.source if facts.gpu else ""
+    detailed = "xml" in source or "text" in source
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_ecc_mode(gpus),
         lambda: rule_ecc_errors(gpus),
-        lambda: rule_memory_repair(gpus),
+        lambda: rule_memory_repair(gpus, detailed),
         lambda: rule_pcie_link(gpus),
         lambda: rule_pcie_replays(gpus),
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
