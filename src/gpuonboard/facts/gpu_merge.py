@@ -299,5 +299,6 @@ def _union(
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
         # cut short: the set's own output was, or fewer GPUs than nvidia-smi says are attached
-        complete=(whole or known >= (attached or 0)) and len(gpus) >= max(attached or 0, len(listed)),
+        complete=(whole or (attached is not None and known >= attached))
+        and len(gpus) >= max(attached or 0, len(listed)),
     )
