@@ -134,3 +134,42 @@ def test_mig_devices_under_a_gpu_in_l_mean_mig_is_on() -> None:
     assert got["mig_mode"][0] == "warn", got["mig_mode"]
     assert got["gpu_model"][0] == "pass" and got["gpu_count"] == ("pass", "1")
     assert got["vram"][0] if "vram" in got else True
+
+
+def test_a_whole_listing_is_the_count_whatever_another_capture_says() -> None:
+    """A complete XML of 4 GPUs beside a `-L` of 8 (another capture, as a simulated host may mix
+    them; the `-L` lines are built in the real captures' line shape): the 4-GPU listing is the box;
+    4 of 8 ordered fail, never "unverified: incomplete"."""
+    xml = (
+        Path(__file__).parents[1]
+        / "fixtures"
+        / "derived"
+        / "nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml"
+    )
+    listing = "".join(
+        f"GPU {i}: NVIDIA A100-SXM4-80GB (UUID: GPU-{i:08d}-0000-0000-0000-000000000000)\n" for i in range(8)
+    )
+    got = rules(
+        {"nvidia_smi": out(xml.read_text()), "nvidia_smi_list": out(listing)},
+        OrderSpec(gpu_model="A100 80GB", gpu_count=8),
+    )
+    assert got["gpu_count"][0] == "fail" and got["gpu_count"][1] == "4", got["gpu_count"]
+    assert got["nvidia_driver"][0] == "pass"
+
+
+def test_a_cut_q_with_a_whole_l_is_counted_from_l() -> None:
+    """`-q` cut inside GPU 0 ("Attached GPUs : 8") and `-L` listing all 8: the count is 8 (pass),
+    the fields of the GPUs -q never reached are unverified where a rule needs them."""
+    cut = (
+        EDITED / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08__cut-in-gpu0__edited.txt"
+    ).read_text()
+    listing = "".join(
+        f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i:08d}-0000-0000-0000-000000000000)\n" for i in range(8)
+    )
+    got = rules(
+        {"nvidia_smi_q": out(cut), "nvidia_smi_list": out(listing)},
+        OrderSpec(gpu_model="H100 80GB", gpu_count=8, vram_bytes=80 * 10**9),
+    )
+    assert got["gpu_count"] == ("pass", "8")
+    assert got["gpu_model"][0] == "pass"
+    assert got["vram"][0] == "unverified"

@@ -260,17 +260,19 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> list[Gpu
     ]
 
 
-def _base(ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]) -> tuple[list[GpuInfo], bool]:
-    """The GPU set and whether it is whole: the richest format that listed every GPU it says is
-    attached; where every format was cut short, the widest of them (not whole), or `-L`'s
-    listing when it names more."""
+def _base(
+    ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+) -> tuple[list[GpuInfo], bool, GpuReport | None]:
+    """The GPU set, whether it is whole, and the report it came from: the richest format that
+    listed every GPU it says is attached; where every format was cut short, the widest of them
+    (not whole), or `-L`'s listing when it names more (whole: a listing, not a cut record)."""
     whole = [r for _, r in ranked if r.complete and len(r.gpus) >= (r.attached_gpus or 0)]
     if whole:
-        return list(whole[0].gpus), True
+        return list(whole[0].gpus), True, whole[0]
     widest = max((r for _, r in ranked), key=lambda r: len(r.gpus)) if ranked else None
     if widest is None or len(listed) > len(widest.gpus):
-        return listed, bool(listed)
-    return list(widest.gpus), widest.complete
+        return listed, bool(listed), None
+    return list(widest.gpus), False, widest
 
 
 def _union(
@@ -283,14 +285,17 @@ def _union(
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
-    base, whole = _base(ranked, listed)
+    base, whole, base_report = _base(ranked, listed)
     gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in base]
     for g in unopened:
         if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
             gpus.append(dataclasses.replace(g, index=len(gpus)))
-    attached = max((r.attached_gpus for _, r in ranked if r.attached_gpus is not None), default=None)
+    # a whole listing (the richest format that listed every GPU it says is attached) is the
+    # count: another format's other count is another capture, never this box's missing GPUs
+    counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
+    attached = (base_report.attached_gpus if whole and base_report else None) or max(counts, default=None)
     warnings = [w for _, r in ranked for w in r.warnings]
-    known = len(gpus) - len(unopened)
+
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=next((r.driver_version for _, r in ranked if r.driver_version), None),
@@ -299,6 +304,8 @@ def _union(
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
         # cut short: the set's own output was, or fewer GPUs than nvidia-smi says are attached
-        complete=(whole or (attached is not None and known >= attached))
-        and len(gpus) >= max(attached or 0, len(listed)),
+        # cut short: the set's own output was, or it lists fewer GPUs than are attached
+        complete=not (base_report is not None and not base_report.complete)
+        and len(gpus) >= (attached or 0)
+        and (whole or len(gpus) >= len(listed)),
     )
