@@ -13,7 +13,17 @@ import os
 from pathlib import Path
 
 from conftest import Project
-from test_teardown import FILES, LEFT_ON_HOST, docker_calls, earlier_pull, inventory, listing, remote, steps
+from test_teardown import (
+    FILES,
+    LEFT_ON_HOST,
+    corrupt_keeping_size_and_mtime,
+    docker_calls,
+    earlier_pull,
+    inventory,
+    listing,
+    remote,
+    steps,
+)
 
 from gpuonboard.steps.teardown import RECORD, Record
 from gpuonboard.testhosts import TestHostPool
@@ -129,9 +139,39 @@ def test_results_are_not_removed_when_the_verified_copy_lost_files_since_its_pul
     assert r.returncode == 1, r.stdout + r.stderr
     assert steps(project)["files"]["msg"] == (
         f"refusing to delete anything on teardown: the verified copy {dest} of teardown:{remote['results']}"
-        " lacks 2 of its 3 files now (a.txt, ckpt/model.pt); run the whole teardown (its pull brings them"
-        " back), or pass --force to wipe anyway"
+        " no longer matches its pull (sha256): 2 of 3 files not verified: missing 1 (ckpt/model.pt);"
+        " corrupt 1 (a.txt); run the whole teardown (its pull brings them back), or pass --force to wipe"
+        " anyway"
     )
+    assert listing(remote["base"]) == before
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all((dest / rel).read_bytes() == content for rel, content in FILES.items())
+    assert listing(remote["base"]) == LEFT_ON_HOST
+
+
+def test_results_are_not_removed_when_the_copy_was_corrupted_keeping_size_and_mtime(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--only files` after a verified pull: a copy corrupted since (same size and mtime, or
+    zeroed) let the results be deleted (exit 0): every file is hashed right before deleting."""
+    dest = tmp_path / "copy"
+    earlier_pull(project, pool, remote, dest)
+    victim = dest / "ckpt" / "model.pt"
+    corrupt_keeping_size_and_mtime(victim, bytes(victim.stat().st_size))  # zeroed, same size and mtime
+    inventory(project, pool, remote, results_dest=str(dest))
+    before = listing(remote["base"])
+    r = project.cli("provision", "--host", "teardown", "--playbook", "teardown", "--only", "files")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "no longer matches its pull (sha256): 1 of 3 files not verified: corrupt 1 (ckpt/model.pt)"
+        in (steps(project)["files"]["msg"])
+    )
+    assert listing(remote["base"]) == before  # nothing deleted on the host
+    # the whole teardown's pull finds the same corruption (rsync's quick check skipped the file)
+    # and marks it; its rerun mends the copy, then removes the results
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 1 and "corrupt 1 (ckpt/model.pt)" in steps(project)["pull"]["msg"]
     assert listing(remote["base"]) == before
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
     assert r.returncode == 0, r.stdout + r.stderr

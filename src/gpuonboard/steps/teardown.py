@@ -740,24 +740,11 @@ def exposed_dest(dest: Path) -> str | None:
     return None
 
 
-def copy_lacks(dest: Path, record: Record) -> list[str]:
-    """Files the record lists that are no longer in dest as a file of their recorded size
-    (a stat each, no hashing): the copy changed since its pull was verified."""
-    sizes = {}
-    for entry in record.listing:
-        kind, size, _, path = (entry.split(" ", 3) + ["", "", ""])[:4]
-        if kind == "f" and size.isdigit():
-            sizes[_rel(path)] = int(size)
-    gone = []
-    for name in sorted(record.sums):
-        p = dest / name
-        try:
-            ok = p.is_file() and not p.is_symlink() and p.stat().st_size == sizes.get(name, p.stat().st_size)
-        except OSError:
-            ok = False
-        if not ok:
-            gone.append(name)
-    return gone
+def copy_unverified(dest: Path, record: Record) -> tuple[list[str], list[str]]:
+    """(missing, corrupt): the files the record lists that are no longer in dest, and those whose
+    sha256 now differs from the one the verified pull recorded. By content, not by size and
+    mtime: a copy corrupted after its pull (size and mtime kept, or zeroed) is no copy."""
+    return compare_manifests(record.sums, local_manifest(dest, record.sums))
 
 
 def held_bytes(dest: Path) -> int:
@@ -1796,13 +1783,15 @@ class TeardownFilesStep(Step):
                     f" {ctx.host.name}:{self.results} (no matching {RECORD}); run the whole teardown (its"
                     " pull verifies the copy), or pass --force to wipe anyway"
                 )
-            gone = copy_lacks(dest, record)
-            if gone:  # the copy lost files since its pull (moved, deleted: a rerun after --resume)
+            # by content, right before deleting: the copy may have lost or changed files since its
+            # pull was verified (moved, deleted, corrupted: a rerun of `--only files`, `--resume`)
+            missing, corrupt = copy_unverified(dest, record)
+            if missing or corrupt:
+                problems = describe_problems(missing, corrupt, len(record.sums))
                 return (
                     f"refusing to delete anything on {ctx.host.name}: the verified copy {dest} of"
-                    f" {ctx.host.name}:{self.results} lacks {len(gone)} of its {len(record.sums)} files"
-                    f" now ({_names(gone)}); run the whole teardown (its pull brings them back), or pass"
-                    " --force to wipe anyway"
+                    f" {ctx.host.name}:{self.results} no longer matches its pull (sha256): {problems};"
+                    " run the whole teardown (its pull brings them back), or pass --force to wipe anyway"
                 )
             unchanged = (results, listing_digest(record.listing))
             plan.data = (present, record)
