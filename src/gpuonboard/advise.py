@@ -190,10 +190,8 @@ def report(
         return int(ExitCode.OK)
     out, digest, go = render.report(reports_dir, run or None, fmt, project, lang)
     # the report's own headline: "GO with 2 warnings: ..." (a bare GO hid them)
-    suffix = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)[
-        "headline_suffix"
-    ]
-    word = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)["verdict"]
+    ctx = render.context(render.load_summary(out.parent / "summary.json"), out.parent, lang)
+    suffix, word = ctx["headline_suffix"], ctx["verdict"]
     verdict = (
         f"[bold green]{t('GO', lang)}[/]{escape(suffix)}"
         if go

@@ -354,7 +354,9 @@ def _gpu_format(text: str) -> str:
 
 def given_gpu(facts: Facts) -> bool:
     """Some nvidia-smi output that lists GPUs was among the files."""
-    return any(given(facts, name) for name in (*_GPU_PROBE_OF.values(), "nvidia_smi_list"))
+    from .facts.gpu_merge import GPU_PROBES
+
+    return any(facts.given(name) for name in GPU_PROBES)
 
 
 def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
@@ -423,19 +425,12 @@ def _refuse_damaged_xml(path: Path, text: str) -> None:
         )
 
 
-def given(facts: Facts, kind: str) -> bool:
-    """Whether a saved output of this kind was among the files (parse_facts fills the others in
-    as 'not probed')."""
-    out = facts.raw.get(kind)
-    return out is not None and out.stderr != "not probed"
-
-
 def nvcc_version(facts: Facts) -> str | None:
     """The CUDA toolkit release of a saved `nvcc --version` (it was recognised, then dropped)."""
     from .steps.driver_compat import parse_nvcc
 
     out = facts.raw.get("nvcc")
-    return parse_nvcc(out.stdout) if out is not None and given(facts, "nvcc") else None
+    return parse_nvcc(out.stdout) if out is not None and facts.given("nvcc") else None
 
 
 def summary(facts: Facts) -> dict[str, object]:
@@ -444,7 +439,7 @@ def summary(facts: Facts) -> dict[str, object]:
     out = facts.summary()
     if not given_gpu(facts):
         out["gpu_count"] = None
-    if given(facts, "nvcc"):
+    if facts.given("nvcc"):
         out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
     return out
 

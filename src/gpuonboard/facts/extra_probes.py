@@ -1,10 +1,11 @@
-"""Read-only probes for the fabric facts: GPU list, NVLink status, kernel Xid/SXid lines, RDMA
-ports, Fabric Manager. Each is a `Probe` whose output the pure parsers of facts/gpu_list.py,
-nvlink.py, kernel_log.py, infiniband.py and fabric_manager.py read.
+"""Read-only probes for the fabric facts that are not nvidia-smi's: kernel Xid/SXid lines, RDMA
+ports, Fabric Manager (the nvidia-smi ones, `-L`, `nvlink -s` and `nvlink -e` among them, are
+built in facts/gather.py, under its timeout). Each is a `Probe` whose output the pure parsers
+of facts/kernel_log.py, infiniband.py and fabric_manager.py read.
 
-They are cheap and bounded: nvidia-smi calls run under `timeout` when the host has it; the
-kernel log is filtered on the host to NVRM/Xid/SXid/nvswitch lines and capped (a dmesg ring
-buffer is up to several MB; journalctl -k -b of a long uptime more). Exit codes: 127 = the
+They are cheap and bounded: the kernel log is filtered on the host to NVRM/Xid/SXid/nvswitch
+lines and capped (a dmesg ring buffer is up to several MB; journalctl -k -b of a long uptime
+more). Exit codes: 127 = the
 tool is absent; 126 = the kernel log could not be read by dmesg nor journalctl (stderr says
 which refused and why, e.g. "dmesg: read kernel buffer failed: Operation not permitted").
 """
@@ -16,34 +17,16 @@ from .probe import Probe
 
 __all__ = [
     "FABRIC_MANAGER",
-    "GPU_LIST",
     "KERNEL_LOG",
     "KERNEL_LOG_MAX_LINES",
-    "NVIDIA_SMI_TIMEOUT",
-    "NVLINK_ERRORS",
-    "NVLINK_STATUS",
     "RDMA_PORTS",
-    "extra_probes",
     "kernel_log_command",
-    "nvidia_smi_command",
 ]
 
-NVIDIA_SMI_TIMEOUT = 60  # seconds per call (a wedged driver makes nvidia-smi hang for ever)
 KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
 # kernel log lines kept: the GPU driver's (NVRM: Xid, GPU fallen off the bus ...) and the
 # NVSwitch driver's (nvidia-nvswitchN: SXid ...)
 KERNEL_LOG_PATTERN = "NVRM|Xid|SXid|nvswitch"
-
-
-def nvidia_smi_command(args: list[str], seconds: int = NVIDIA_SMI_TIMEOUT) -> str:
-    """`nvidia-smi ARGS` under `timeout` where the host has it (exit 124 when it hung);
-    exit 127 when nvidia-smi is not installed."""
-    call = shell.join(["nvidia-smi", *args])
-    return (
-        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
-        f"if command -v timeout >/dev/null 2>&1; then timeout -k 5 {int(seconds)} {call}; "
-        f"else {call}; fi"
-    )
 
 
 def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KERNEL_LOG_PATTERN) -> str:
@@ -96,20 +79,6 @@ _FABRIC_MANAGER = (
     "systemctl show -p LoadState nvidia-fabricmanager 2>/dev/null; exit 0"
 )
 
-GPU_LIST = Probe("nvidia_smi_list", nvidia_smi_command(["-L"]), slow=True)
-NVLINK_STATUS = Probe("nvidia_nvlink", nvidia_smi_command(["nvlink", "-s"]), slow=True)
-# `nvlink -e` (long form --errorcounters): each link's error counters (facts/nvlink.py
-# parse_nvlink_errors). The short form is the one documented across driver generations (the
-# R5xx help: "[-e | --errorcounters]: Display error counters for a link"; real captures on
-# driver 535 (A100) and on H100 use `-e`); newer drivers print other counter names under the same
-# option. Not `-ec`: that is --crcerrorcounters (per-lane CRC counters), a different table.
-NVLINK_ERRORS = Probe("nvidia_nvlink_errors", nvidia_smi_command(["nvlink", "-e"]), slow=True)
-KERNEL_LOG = Probe("kernel_log", kernel_log_command())
+KERNEL_LOG = Probe("kernel_log", kernel_log_command(), slow=True)
 RDMA_PORTS = Probe("rdma_ports", _RDMA_SYSFS)
 FABRIC_MANAGER = Probe("fabric_manager", _FABRIC_MANAGER)
-
-
-def extra_probes() -> tuple[Probe, ...]:
-    """The fabric probes, for the lead to add to the batched gather (GPU_LIST duplicates the
-    core `nvidia_smi_list` probe where the gather already has it: keep one)."""
-    return (NVLINK_STATUS, KERNEL_LOG, RDMA_PORTS, FABRIC_MANAGER)

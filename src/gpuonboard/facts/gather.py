@@ -122,9 +122,11 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
         gpu("nvidia_topo", "topo -m"),
         gpu("nvidia_nvlink", "nvlink -s"),
+        # `-e` (--errorcounters): each link's error counters, the form documented across driver
+        # generations; not `-ec` (--crcerrorcounters, per-lane CRC counters, another table)
         gpu("nvidia_nvlink_errors", "nvlink -e"),
         # the kernel's Xid/SXid lines since boot, the RDMA ports, the fabric manager's state
-        dataclasses.replace(extra_probes.KERNEL_LOG, slow=True),
+        extra_probes.KERNEL_LOG,
         extra_probes.RDMA_PORTS,
         extra_probes.FABRIC_MANAGER,
         Probe("lscpu", "lscpu"),
@@ -180,10 +182,15 @@ class Facts:
     @property
     def nvidia_smi_present(self) -> bool:
         """False when nvidia-smi is not installed (no driver): no format of it ran."""
-        from .gpu_merge import GPU_SOURCES, LIST_PROBE
+        from .gpu_merge import GPU_PROBES
 
-        names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
-        return any(name in self.raw and not self.raw[name].absent for name in names)
+        return any(name in self.raw and not self.raw[name].absent for name in GPU_PROBES)
+
+    def given(self, probe: str) -> bool:
+        """The probe ran on the host, or its saved output was among `invoke facts` files
+        (parse_facts fills the others in as 'not probed')."""
+        out = self.raw.get(probe)
+        return out is not None and out.stderr != "not probed"
 
     def unread_not_a_fault(self) -> str:
         """Why no GPU could be read when that says nothing about the box: the host refuses every
@@ -301,7 +308,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     mounts: Sequence[disks.Mount] = ()
     block: Sequence[disks.BlockDevice] = ()
     evidence = None
-    if any(_some(raw, name) for name, _, _ in _gpu_sources()) or _some(raw, "nvidia_smi_list"):
+    from .gpu_merge import GPU_PROBES
+
+    if any(_some(raw, name) for name in GPU_PROBES):
         from . import gpu_merge, nvidia_smi
 
         evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, _list_parser())
@@ -364,12 +373,6 @@ def _some(raw: Mapping[str, ProbeOutput], name: str) -> bool:
     """The probe printed something (its exit code aside: a format may answer and still fail)."""
     out = raw.get(name)
     return out is not None and bool(out.stdout.strip() or out.stderr.strip()) and not out.absent
-
-
-def _gpu_sources() -> tuple[tuple[str, str, str], ...]:
-    from .gpu_merge import GPU_SOURCES
-
-    return GPU_SOURCES
 
 
 def _list_parser() -> gpu_merge.ListParser:

@@ -29,6 +29,8 @@ GPU_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("nvidia_smi_table", "table", "(default table)"),
 )
 LIST_PROBE = "nvidia_smi_list"
+# every probe whose output lists GPUs
+GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
 APPS_PROBE = "nvidia_smi_apps"
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # where a field is taken from, in order: a named field of a GPU comes from the first of these

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__, licences, results
 from ..errors import UsageError
+from ..facts.gpu_merge import GPU_PROBES
 from ..i18n import check_lang, status_word, t, verdict_word
 from ..units import format_bytes, ram_order_bytes
 from .strictjson import dumps as strict_dumps
@@ -26,7 +27,7 @@ RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds
 
 # Which probe outputs a rule's verdict is computed from (see facts/gather.py CORE_PROBES).
 # every nvidia-smi format the GPU facts are merged from (facts/gpu_merge.py)
-_GPU = ("nvidia_smi", "nvidia_smi_q", "nvidia_smi_csv", "nvidia_smi_table", "nvidia_smi_list")
+_GPU = GPU_PROBES
 RULE_PROBES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         (

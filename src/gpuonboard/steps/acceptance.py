@@ -288,18 +288,11 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _not_given(facts: Facts, probe: str) -> bool:
-    """No output of this probe at all: `invoke facts FILE...` judging saved files without one
-    (parse_facts marks what nobody gave as 'not probed'), as opposed to a tool the host lacks."""
-    out = facts.raw.get(probe)
-    return out is None or (out.absent and out.stderr == "not probed")
-
-
 def _gpu_not_given(facts: Facts) -> bool:
     """No nvidia-smi output of any format was given (`invoke facts` without one)."""
-    from ..facts.gpu_merge import GPU_SOURCES, LIST_PROBE
+    from ..facts.gpu_merge import GPU_PROBES
 
-    return all(_not_given(facts, name) for name in [n for n, _, _ in GPU_SOURCES] + [LIST_PROBE])
+    return not any(facts.given(name) for name in GPU_PROBES)
 
 
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
@@ -633,7 +626,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
     if facts.cpu is None:
-        if usable is None and _not_given(facts, "lscpu"):
+        if usable is None and not facts.given("lscpu"):
             return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:
             verdict: Verdict = "warn" if usable >= order.cpu_cores else "fail"
@@ -692,7 +685,7 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     assert order.ram_bytes is not None
     wanted = order.ram_bytes
     expected = f">= {format_bytes(wanted)}"
-    if facts.memory is None and _not_given(facts, "free"):
+    if facts.memory is None and not facts.given("free"):
         return _not_judged("ram", expected, "free", "free -k")
     if facts.memory is None or facts.memory.total_bytes is None:
         return Check("ram", expected, "unknown: free not available", "fail")
@@ -781,7 +774,7 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f"separate disk at {spec.mount}"
     if spec.min_size_bytes:
         expected += f", >= {format_bytes(spec.min_size_bytes, binary=False)}"
-    if not facts.mounts and _not_given(facts, "df"):
+    if not facts.mounts and not facts.given("df"):
         return _not_judged("data_disk", expected, "df", "df -P -k")
     if not facts.mounts:
         return Check("data_disk", expected, "unknown: df not available", "fail")
@@ -854,7 +847,7 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     """NVLink between every GPU pair when NVLink was ordered (from nvidia-smi topo -m)."""
     expected = order.interconnect or ""
     if facts.topology is None:
-        if _not_given(facts, "nvidia_topo"):
+        if not facts.given("nvidia_topo"):
             return _not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
         problem = _no_gpu_actual(facts) or "unknown: " + _topo_failure(facts)
         # no matrix is no evidence: neither NVLink's absence (a fail) nor PCIe's presence (a pass)

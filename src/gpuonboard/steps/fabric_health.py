@@ -615,13 +615,6 @@ def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | No
     )
 
 
-def given(facts: Facts, probe: str) -> bool:
-    """The probe ran on the host, or its saved output was among `invoke facts` files (the
-    gather fills the others in as 'not probed': those kinds are not judged)."""
-    out = facts.raw.get(probe)
-    return out is not None and out.stderr != "not probed"
-
-
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
@@ -629,7 +622,7 @@ def health_checks(facts: Facts) -> list[Check]:
 
     checks: list[Check | None] = []
     gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
-    if given(facts, "kernel_log"):
+    if facts.given("kernel_log"):
         out = facts.raw["kernel_log"]
         log = kernel_log.parse_kernel_log(out.stdout)
         ok = out.exit_code == 0
@@ -638,18 +631,18 @@ def health_checks(facts: Facts) -> list[Check]:
         checks.append(rule_xid(log.events, ok, why, pairs, log.covers_boot))
         checks.append(rule_sxid(log.events, ok, why, log.covers_boot))
     status = None
-    if given(facts, "nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
+    if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)
     models = [g.name for g in gpus]
     if not models and status is not None:
         models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
-    if given(facts, "nvidia_nvlink"):
+    if facts.given("nvidia_nvlink"):
         checks.append(rule_nvlink(models, status if status is not None and status.gpus else None))
-    if given(facts, "nvidia_nvlink_errors"):
+    if facts.given("nvidia_nvlink_errors"):
         out = facts.raw["nvidia_nvlink_errors"]
         errors = nvlink.parse_nvlink_errors(out.stdout) if out.exit_code == 0 else None
         checks.append(rule_nvlink_errors(models, errors if errors is not None and errors.gpus else None))
-    if given(facts, "fabric_manager"):
+    if facts.given("fabric_manager"):
         out = facts.raw["fabric_manager"]
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
         states = [(g.fabric_state, g.fabric_status) for g in gpus]
@@ -664,6 +657,6 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     if order is None or order.rdma is None:
         return None
     ports = None
-    if given(facts, "rdma_ports") and facts.raw["rdma_ports"].exit_code == 0:
+    if facts.given("rdma_ports") and facts.raw["rdma_ports"].exit_code == 0:
         ports = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout).ports
     return rule_rdma(order.rdma, ports)
