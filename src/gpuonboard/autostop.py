@@ -47,7 +47,7 @@ class AutostopOptions:
     before_shutdown: str = ""
     before_timeout: str = "10m"
     force: bool = False
-    billing_aware: bool | None = None  # None: on when the vendor bills per started hour
+    billing_aware: bool | None = None  # None: on when the vendor profile says billing.unit: hour
     margin: str = "5m"
     gpu_threshold: str = ""
     ssh_sessions: bool = False
@@ -110,7 +110,10 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
         raise UsageError(f"autostop: {message}.") from None
     args = {k: literal(v) if isinstance(v, str) else v for k, v in args.items()}
     args["shutdown_command"] = literal(opts.shutdown_command) if opts.shutdown_command else VENDOR_SHUTDOWN
-    args["billing_unit"] = "{{ vendor.billing.unit if vendor else '' }}"
+    # only a unit the vendor profile names: without one, billing-aware mode is off (an assumed
+    # hourly billing kept an idle box up to ~55 min past idle + grace)
+    args["billing_unit"] = "{{ vendor.billing.unit if vendor and vendor.billing.unit_given else '' }}"
+    args["billing_vendor"] = "{{ vendor.id if vendor else '' }}"
     args["billing_anchor"] = "{{ vars.autostop_billing_anchor | default(0) }}"
     args.update(HOST_PATHS)
     return StepSpec("autostop", "autostop", args, None)

@@ -107,6 +107,7 @@ class Billing:
     rate: float | None = None
     currency: str = ""
     monthly_rate: float | None = None
+    unit_given: bool = False  # the profile names `billing.unit` (else `unit` is an assumption)
 
 
 @dataclass(frozen=True)
@@ -1117,6 +1118,7 @@ def load_vendor(path: Path) -> Vendor:
         registry_mirror=mirrors("registry_mirror"),
         billing=Billing(
             unit=unit,
+            unit_given="unit" in billing_raw,
             rate=rates["rate"],
             currency=str(billing_raw.get("currency", "")),
             monthly_rate=rates["monthly_rate"],

@@ -155,7 +155,7 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     assert f"cron: {paths['cron']}/gpuonboard-autostop" in out
     assert f"watching: GPU utilisation > 5%; job '{job}' (process, tmux or screen session)" in out
     assert "idle: act after 45m00s idle + 5m00s grace" in out
-    assert "billing-aware: off" in out
+    assert "mode: idle (--no-billing-aware): acts after idle + grace" in out
     assert "would act: " in out and "(idle), unless activity resumes" in out
     assert "idle timer starts" in out  # the last log lines
     assert f"shutdown command: touch {paths['marker']}" in out

@@ -73,6 +73,7 @@ MAX_DURATION = 366 * 86400  # any duration flag: at most 366d (shell arithmetic 
 MIN_HEARTBEAT = 300  # a heartbeat shorter than 5m is a typo (`--heartbeat 6` is 6 seconds)
 MIN_MAX_HOURS, MAX_MAX_HOURS = 0.25, 8760.0
 PID_MAX = 4194304  # Linux's PID_MAX_LIMIT
+BILLING_UNITS = ("second", "minute", "hour")  # as a vendor profile's `billing.unit` takes them
 
 
 def _probe_name(kind: str, key: str) -> str:
@@ -188,6 +189,12 @@ class AutostopSettings:
     ssh_sessions: bool
     shutdown_command: str
     gpu_processes: bool = False
+    # why billing-aware is on or off, for `status` (see billing_mode): "auto" (from the vendor's
+    # billing unit), "on" or "off" (asked for); the unit ("" where the profile names none) and
+    # the vendor profile it came from
+    billing_set: str = "auto"
+    billing_unit: str = ""
+    billing_vendor: str = ""
     # where the installing login found these (cron's PATH may lack their directories); "" when not
     nvidia_smi: str = ""
     docker: str = ""
@@ -208,6 +215,9 @@ class AutostopSettings:
             ("FORCE", int(self.force)),
             ("BILLING_AWARE", int(self.billing_aware)),
             ("BILLING_ANCHOR", self.billing_anchor),
+            ("BILLING_SET", self.billing_set),
+            ("BILLING_UNIT", self.billing_unit),
+            ("BILLING_VENDOR", self.billing_vendor),
             ("GPU_THRESHOLD", self.gpu_threshold),
             ("SSH_SESSIONS", int(self.ssh_sessions)),
             ("GPU_PROCESSES", int(self.gpu_processes)),
@@ -262,11 +272,8 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     if anchor is None:
         raise StepArgsError(f"argument 'billing_anchor' must be epoch seconds (digits), not {raw_anchor!r}")
     _check_grace(secs, max_hours, args)
-    billing = str(args.get("billing_aware", "auto")).strip().lower()
-    if billing == "auto":
-        billing_aware = str(args.get("billing_unit") or "").strip() == "hour"
-    else:
-        billing_aware = _truthy(billing, "billing_aware")
+    billing_set, billing_unit = billing_mode(args)
+    billing_aware = billing_set == "on" or (billing_set == "auto" and billing_unit == "hour")
     shutdown_command = str(args.get("shutdown_command") or "shutdown -h now")
     if "\n" in shutdown_command or "\r" in shutdown_command:
         raise StepArgsError("argument 'shutdown_command' must be one line")
@@ -287,11 +294,31 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         force=_truthy(args.get("force", False), "force"),
         billing_aware=billing_aware,
         billing_anchor=anchor,
+        billing_set=billing_set,
+        billing_unit=billing_unit,
+        # (a vendor id is a file name: one line of printable text in the config and `status`)
+        billing_vendor=shell.for_terminal(str(args.get("billing_vendor") or ""), keep=""),
         gpu_threshold=threshold,
         ssh_sessions=_truthy(args.get("ssh_sessions", False), "ssh_sessions"),
         shutdown_command=shutdown_command,
         gpu_processes=_truthy(args.get("gpu_processes", False), "gpu_processes"),
     )
+
+
+def billing_mode(args: Mapping[str, Any]) -> tuple[str, str]:
+    """("auto" | "on" | "off", the billing unit or ""): billing-aware is asked for (on/off), or
+    follows the vendor's billing unit (auto). The unit is "" where the vendor profile names none:
+    an unknown unit is never taken for hourly billing (which would keep an idle box up to the end
+    of an hour that may not be paid at all)."""
+    unit = str(args.get("billing_unit") or "").strip()
+    if unit not in ("", *BILLING_UNITS):
+        raise StepArgsError(
+            f"argument 'billing_unit' must be one of {', '.join(BILLING_UNITS)}, not {unit!r}"
+        )
+    billing = str(args.get("billing_aware", "auto")).strip().lower()
+    if billing == "auto":
+        return "auto", unit
+    return ("on" if _truthy(billing, "billing_aware") else "off"), unit
 
 
 def _whole(value: Any) -> int | None:
@@ -649,8 +676,9 @@ class AutostopStep(Step):
         "before_shutdown": "command run before shutting down (e.g. upload the last checkpoint)",
         "before_timeout": "time limit for before_shutdown (default 10m)",
         "force": "shut down even when before_shutdown fails",
-        "billing_aware": "auto (on when billed per started hour), true or false",
-        "billing_unit": "the vendor's billing unit (second | minute | hour)",
+        "billing_aware": "auto (on when the vendor profile says billing.unit: hour), true or false",
+        "billing_unit": "the vendor's billing unit (second | minute | hour; empty: unknown, never hourly)",
+        "billing_vendor": "the vendor profile the billing unit comes from (shown by status)",
         "billing_anchor": "epoch seconds when billing started (default: boot time)",
         "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
         "gpu_threshold": "a GPU above this utilisation percentage is busy (default 5)",
