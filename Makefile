@@ -23,6 +23,8 @@ lint: bootstrap
 	$(VENV)/bin/ruff check src tests tasks.py bench
 	$(VENV)/bin/ruff format --check src tests tasks.py bench
 	$(VENV)/bin/mypy
+	# the docs site: strict, so a broken link or anchor fails (site in build/, git-ignored)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 test: lint
 	@BOOTSTRAP_TESTS=1 bash scripts/bootstrap.sh
