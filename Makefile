@@ -13,11 +13,12 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 # The simulated box has GPUs but no container engine of its own: the demo skips `container`.
+# It replaces only its own server (demo-a100): other simulated servers keep running and listed.
 demo: bootstrap
-	@$(INVOKE) sim.down --base $(SIM) >/dev/null 2>&1 || true
-	@$(INVOKE) sim.up --name demo-a100 --profile a100-8x-nvlink --base $(SIM)
+	@$(INVOKE) sim.down --name demo-a100 --base $(SIM) >/dev/null 2>&1 || true
+	@$(INVOKE) sim.up --name demo-a100 --profile a100-8x-nvlink --base $(SIM) --no-hint
 	@status=0; $(INVOKE) provision --host demo-a100 --inventory $(SIM)/inventory --skip container || status=$$?; \
-	  $(INVOKE) sim.down --base $(SIM); exit $$status
+	  $(INVOKE) sim.down --name demo-a100 --base $(SIM); exit $$status
 
 lint: bootstrap
 	$(VENV)/bin/ruff check src tests tasks.py bench

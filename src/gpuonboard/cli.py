@@ -418,11 +418,16 @@ def container(
         "profile": "hardware profile (default a100-8x-nvlink; rtx4090-1x, a100-misdelivered, h200-1gpu, ...)",
         "name": "inventory host name of the simulated server (default demo-a100)",
         "base": SIM_BASE_HELP,
+        "hint": "print the command to run next (default on; --no-hint: the demo, which stops it again)",
     },
     auto_shortflags=False,
 )
 def sim_up(
-    c: Any, name: str = "demo-a100", profile: str = "a100-8x-nvlink", base: str = ".gpuonboard/sim"
+    c: Any,
+    name: str = "demo-a100",
+    profile: str = "a100-8x-nvlink",
+    base: str = ".gpuonboard/sim",
+    hint: bool = True,
 ) -> None:
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
     from . import sim
@@ -434,7 +439,7 @@ def sim_up(
                 " starting with a letter or digit."
             )
         sim_profile_error(profile)
-        return sim.up(Path(base), name, profile)
+        return sim.up(Path(base), name, profile, hint)
 
     _guard(go, False)
 
@@ -472,12 +477,23 @@ def sim_profile_error(profile: str) -> None:
         raise UsageError(problem)
 
 
-@task(help={"base": SIM_BASE_HELP}, auto_shortflags=False)
-def sim_down(c: Any, base: str = ".gpuonboard/sim") -> None:
-    """Stop every simulated server started by sim.up (by PID)."""
+@task(
+    help={"base": SIM_BASE_HELP, "name": "stop only this simulated server (the others keep running)"},
+    auto_shortflags=False,
+)
+def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
+    """Stop every simulated server started by sim.up (by PID), or only --name."""
     from . import sim
 
-    _guard(lambda: sim.down(Path(base)), False)
+    _guard(lambda: sim.down(Path(base), name or None), False)
+
+
+@task(help={"base": SIM_BASE_HELP, "name": "the simulated server (default demo-a100)"}, auto_shortflags=False)
+def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> None:
+    """Run a simulated server's cron entries once, now (its cron runs them each minute)."""
+    from . import sim
+
+    _guard(lambda: sim.cron(Path(base), name), False)
 
 
 @task(
@@ -858,6 +874,7 @@ def prove(
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
+sim_ns.add_task(sim_cron, name="cron")
 ns = Collection(provision, check, inventory_, facts, container, autostop, teardown, sync, sim_ns)
 ns.add_task(monitor)
 ns.add_task(tensorboard)

@@ -17,6 +17,7 @@ import yaml
 
 from .errors import UsageError
 from .shell import join, quote
+from .testhosts import cronrunner
 from .testhosts.hosts import sshd_of  # (sim.sshd_of: a host dir's own sshd, by its exact `-f CONFIG`)
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def shipped(installed: str, checkout: str) -> Path:
 
 
 STATE_FILE = "testhosts-state.json"
+DEFAULT_BASE = ".gpuonboard/sim"
 
 
 def _host_dirs(base: Path) -> list[Path]:
@@ -230,8 +232,9 @@ def _started(pool: TestHostPool, name: str, profile: str) -> str:
     return was
 
 
-def up(base: Path, name: str, profile: str) -> int:
-    """Start the simulated host and write its inventory; prints how to use it."""
+def up(base: Path, name: str, profile: str, hint: bool = True) -> int:
+    """Start the simulated host and write its inventory; prints how to use it (`hint`: the
+    `next:` line; the demo, which stops the host again, prints its own)."""
     from .testhosts import TestHostPool
     from .testhosts.hosts import SSHD
 
@@ -267,13 +270,68 @@ def up(base: Path, name: str, profile: str) -> int:
     pool.write_state()
     for h in pool.hosts.values():
         forget_old_key(Path.cwd() / ".gpuonboard" / "known_hosts", h.address, h.port, h.fingerprint)
+    host_dir = pool.hosts[name].dir
+    entry = _entry_of(path, name)
+    make_box_dirs(entry, host_dir)
+    real_df_inside(host_dir)
+    cron_dir = entry.get("vars", {}).get("cron_dir")
+    cronrunner.start(host_dir, Path(cron_dir if isinstance(cron_dir, str) else host_dir / "cron.d"))
     print(
         f"simulated server {name!r} ({profile}) up at {pool.hosts[name].address}:{pool.hosts[name].port};"
         f" inventory: {inv_dir}"
     )
-    prog = "gpuonboard" if Path(sys.argv[0]).name == "gpuonboard" else "invoke"
-    print(f"next: {next_command(name, inv_dir, Path.cwd(), prog)}")
+    if hint:
+        print(f"next: {next_command(name, inv_dir, Path.cwd(), prog_name())}")
     return 0
+
+
+def prog_name() -> str:
+    """How the user runs the tasks: the gpuonboard console script, or invoke."""
+    return "gpuonboard" if Path(sys.argv[0]).name == "gpuonboard" else "invoke"
+
+
+def _entry_of(path: Path, name: str) -> dict[str, Any]:
+    """A host's entry in the inventory sim.up just wrote (with the user's edits)."""
+    doc = _existing(path) or {}
+    entry = doc.get("hosts", {}).get(name)
+    return entry if isinstance(entry, dict) else {}
+
+
+DF_MARKER = "# gpuonboard sim: df wrapper"
+
+
+def df_wrapper_text(host_dir: Path) -> str:
+    """Pure: the simulated host's `df`: the profile's replayed capture, except for a path in
+    the host's dir, which is on THIS machine's disk (disk_speed writes its test file there):
+    the real df answers for it, so the free-space check sees the real free space."""
+    return (
+        f"#!/bin/sh\n{DF_MARKER} (sim.up)\n"
+        'last=; for a in "$@"; do last=$a; done\n'
+        f'case $last in\n  {quote(str(host_dir))}/*) exec /bin/df "$@" ;;\nesac\n'
+        f'exec /bin/sh {quote(str(host_dir / "df-replay"))} "$@"\n'
+    )
+
+
+def real_df_inside(host_dir: Path) -> None:
+    """Put the df wrapper (df_wrapper_text) in front of the host's replayed df, once."""
+    from .testhosts.toolbox import add_executable
+
+    df = host_dir / "bin" / "df"
+    if not df.is_file() or DF_MARKER in df.read_text():
+        return
+    os.replace(df, host_dir / "df-replay")
+    add_executable(df.parent, "df", df_wrapper_text(host_dir))
+
+
+def make_box_dirs(entry: Mapping[str, Any], host_dir: Path) -> None:
+    """Create the simulated box's data dir and disk test dir (a rented box comes with its data
+    disk mounted): `prove`'s disk_speed said "no such directory" without them. Only paths in the
+    host's dir (an entry the user pointed elsewhere is left alone)."""
+    host_vars = entry.get("vars")
+    wanted = [entry.get("data_dir"), host_vars.get("disk_test_dir") if isinstance(host_vars, dict) else None]
+    for value in wanted:
+        if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(host_dir):
+            Path(value).mkdir(parents=True, exist_ok=True)
 
 
 def next_command(name: str, inv_dir: Path, cwd: Path, prog: str = "invoke") -> str:
@@ -316,10 +374,13 @@ def forget_old_key(known_hosts: Path, address: str, port: int, fingerprint: str)
     return True
 
 
-def down(base: Path) -> int:
+def down(base: Path, name: str | None = None) -> int:
     """Stop every simulated host under base: those its state file records, then any other
-    host dir's daemon still running (a state file deleted, or one that cannot be read)."""
+    host dir's daemon still running (a state file deleted, or one that cannot be read); with
+    `name`, only that one (the others keep running and keep their inventory entries)."""
     base = base.resolve()
+    if name is not None:
+        return down_one(base, name)
     state = base / STATE_FILE
     had_state = state.exists()
     pool = recorded_pool(base) if had_state else None
@@ -329,8 +390,76 @@ def down(base: Path) -> int:
         state.unlink(missing_ok=True)
         print(f"stopped {n} simulated server(s)")
     stray = stop_unrecorded(base) if base.is_dir() else 0
+    for host_dir in _host_dirs(base) if base.is_dir() else []:
+        cronrunner.stop(host_dir)
     if stray:
         print(f"stopped {stray} simulated server(s) under {base} that no state file recorded")
     elif not had_state:
         print("no simulated server is running")
+    return 0
+
+
+def down_one(base: Path, name: str) -> int:
+    """Stop one simulated host (its sshd and its cron, by PID), drop it from the state file and
+    from the inventory; every other host and entry stays as it was."""
+    pool = recorded_pool(base) if (base / STATE_FILE).exists() else None
+    host = pool.hosts.get(name) if pool is not None else None
+    if pool is None or host is None:
+        others = ", ".join(sorted(pool.hosts)) if pool is not None and pool.hosts else "none"
+        print(f"no simulated server named {name!r} under {base} (running there: {others})")
+        return 0
+    host.stop()
+    cronrunner.stop(host.dir)
+    del pool.hosts[name]
+    if pool.hosts:
+        pool.write_state()
+    else:
+        pool.state_path.unlink(missing_ok=True)
+    drop_inventory_entry(base / "inventory" / "hosts.yml", name)
+    rest = f"; still running: {', '.join(sorted(pool.hosts))}" if pool.hosts else ""
+    print(f"stopped simulated server {name!r}{rest}")
+    print(f"to start it again: {again_command(name, str(host.profile), base, Path.cwd(), prog_name())}")
+    return 0
+
+
+def drop_inventory_entry(path: Path, name: str) -> None:
+    """Remove one host from the inventory sim.up wrote (every other key kept as it is)."""
+    doc = _existing(path)
+    if not doc or not isinstance(doc.get("hosts"), dict) or name not in doc["hosts"]:
+        return
+    del doc["hosts"][name]
+    tmp = path.with_name(path.name + ".sim")
+    tmp.write_text(
+        "# written by `invoke sim.up`; simulated rented servers on loopback\n"
+        + yaml.safe_dump(doc, sort_keys=False)
+    )
+    os.replace(tmp, path)
+
+
+def again_command(name: str, profile: str, base: Path, cwd: Path, prog: str = "invoke") -> str:
+    """Pure: the sim.up that starts `name` again, then the check of it (`--base` only when it
+    is not the default)."""
+    argv = [prog, "sim.up", "--name", name, "--profile", profile]
+    inv_dir = base / "inventory"
+    if base != (cwd / DEFAULT_BASE).resolve():
+        argv += ["--base", str(base.relative_to(cwd) if base.is_relative_to(cwd) else base)]
+    return f"{join(argv)}, then {next_command(name, inv_dir, cwd, prog)}"
+
+
+def cron(base: Path, name: str) -> int:
+    """Run the cron entries installed on a simulated host once, now, as its cron would (the
+    same commands, environment and user; see testhosts.cronrunner): to see autostop's watcher
+    tick without waiting for the minute."""
+    base = base.resolve()
+    pool = recorded_pool(base) if (base / STATE_FILE).exists() else None
+    if pool is None or name not in pool.hosts:
+        raise UsageError(
+            f"no simulated server named {name!r} under {base}; start it with `sim.up --name {name}`"
+        )
+    host_dir = pool.hosts[name].dir
+    cron_dir = _entry_of(base / "inventory" / "hosts.yml", name).get("vars", {}).get("cron_dir")
+    lines = cronrunner.run_due(host_dir, Path(cron_dir if isinstance(cron_dir, str) else host_dir / "cron.d"))
+    cronrunner.log(host_dir, lines or ["sim.cron: no cron entry"])
+    for line in lines or [f"no cron entry on {name!r} (nothing installed in its cron dir)"]:
+        print(line)
     return 0

@@ -81,3 +81,165 @@ def test_a_new_sim_host_on_an_old_ones_address_is_not_refused(project: Project, 
         assert r.returncode == 0 and "forgot" not in r.stdout, r.stdout
     finally:
         project.cli("sim.down", "--base", str(base))
+
+
+def _running(base: Path, name: str) -> bool:
+    """Whether the simulated server `name` under base answers (its sshd, by its own pid file)."""
+    from gpuonboard.testhosts.hosts import process_alive, sshd_of
+
+    host_dir = base.resolve() / "hosts" / name
+    try:
+        pid = int((host_dir / "sshd.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return sshd_of(pid, host_dir / "sshd_config") and process_alive(pid)
+
+
+def test_rerunning_the_demo_keeps_the_other_simulated_servers(project: Project, tmp_path: Path) -> None:
+    """`make demo` stopped every simulated server of the base first (and with them their
+    inventory entries) and ended with a `next:` hint naming the server it had just stopped.
+    Now it replaces only demo-a100, and its last line says how to start it again."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    base = tmp_path / "sim"
+    try:
+        r = project.cli("sim.up", "--base", str(base), "--name", "other", "--profile", "h200-1gpu")
+        assert r.returncode == 0, r.stdout + r.stderr
+        console = Path(sys.executable).parent / "gpuonboard"
+        make = ["make", "-s", "-o", "bootstrap", "-f", str(REPO / "Makefile"), "demo"]
+        for _ in range(2):  # (the second run replaces its own demo-a100, nothing else)
+            done = subprocess.run(
+                [*make, f"INVOKE={console}", f"SIM={base}"],
+                cwd=project.root,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                env=project.env(),
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert _running(base, "other") and not _running(base, "demo-a100")
+            assert set(_hosts(base)["hosts"]) == {"other"}
+        lines = done.stdout.strip().splitlines()
+        assert not any(ln.startswith("next:") for ln in lines), done.stdout
+        assert lines[-1].startswith("to start it again: gpuonboard sim.up --name demo-a100"), lines[-1]
+        assert "then gpuonboard check --host demo-a100" in lines[-1]
+        r = project.cli("check", "--host", "other", "--inventory", str(base / "inventory"))
+        assert r.returncode in (0, 1), r.stdout + r.stderr  # (reachable: not 3)
+    finally:
+        project.cli("sim.down", "--base", str(base))
+
+
+def test_sim_down_name_stops_only_that_server(project: Project, tmp_path: Path) -> None:
+    base = tmp_path / "sim"
+    try:
+        for name in ("s1", "s2"):
+            assert project.cli("sim.up", "--base", str(base), "--name", name).returncode == 0
+        r = project.cli("sim.down", "--base", str(base), "--name", "s1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "stopped simulated server 's1'; still running: s2" in r.stdout
+        assert not _running(base, "s1") and _running(base, "s2")
+        assert set(_hosts(base)["hosts"]) == {"s2"}
+        r = project.cli("sim.down", "--base", str(base), "--name", "s1")  # (again: nothing to stop)
+        assert r.returncode == 0 and "no simulated server named 's1'" in r.stdout, r.stdout
+        assert _running(base, "s2")
+    finally:
+        project.cli("sim.down", "--base", str(base))
+
+
+def test_monitor_on_a_simulated_server_gets_live_samples(project: Project, tmp_path: Path) -> None:
+    """The simulated nvidia-smi replays a stream for monitor's `--query-gpu ... -l N` (it said
+    "replays no capture for arguments": STALE, exit 3)."""
+    import json
+
+    base = tmp_path / "sim"
+    inv = str(base / "inventory")
+    try:
+        assert (
+            project.cli("sim.up", "--base", str(base), "--name", "h2", "--profile", "h200-1gpu").returncode
+            == 0
+        )
+        assert project.cli("sim.up", "--base", str(base), "--name", "a8").returncode == 0
+        r = project.cli(
+            "monitor", "--host", "h2", "--inventory", inv, "--interval", "0.2", "--duration", "2", "--json"
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        docs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+        samples = [d for d in docs if "event" not in d]
+        assert len(samples) >= 3, r.stdout
+        assert {s["name"] for s in samples} == {"NVIDIA H200"}
+        # the real sampler stream, in its order: idle first (0 %, 123.94 W), then the next line
+        assert [s["power_w"] for s in samples[:2]] == [123.94, 123.98], samples[:2]
+        assert not [d for d in docs if d.get("event") == "stale"], docs
+        r = project.cli("monitor", "--host", "a8", "--inventory", inv, "--once", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["hosts"]["a8"]["status"] == "ok" and doc["hosts"]["a8"]["gpus"] == 8, doc["hosts"]
+    finally:
+        project.cli("sim.down", "--base", str(base))
+
+
+def _cron_runner_pids(host_dir: Path) -> list[int]:
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if comm == "cron" and str(host_dir).encode() in cmd:
+            out.append(int(entry))
+    return out
+
+
+def test_the_simulated_cron_runs_the_autostop_watcher(project: Project, tmp_path: Path) -> None:
+    """autostop refused the simulator (no cron daemon) and, with one, its cron file sat in a
+    dir no cron reads (`--status`: "no check yet" forever). sim.up starts the host's own cron
+    (a process named cron, stopped by sim.down); sim.cron runs its entries now."""
+    base = tmp_path / "sim"
+    inv = str(base / "inventory")
+    host_dir = base.resolve() / "hosts" / "s1"
+    try:
+        assert project.cli("sim.up", "--base", str(base), "--name", "s1").returncode == 0
+        assert _cron_runner_pids(host_dir), "no cron runner for the simulated server"
+        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--idle", "30m", "--no-billing-aware")
+        assert r.returncode == 0, r.stdout + r.stderr
+        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--status")
+        assert "no check yet" in r.stdout, r.stdout
+        r = project.cli("sim.cron", "--base", str(base), "--name", "s1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "gpuonboard-autostop: ran " in r.stdout and "(exit 0)" in r.stdout, r.stdout
+        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--status")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "no check yet" not in r.stdout and "idle since: " in r.stdout, r.stdout
+        assert not (host_dir / "shutdown-ran").exists()  # (30 minutes idle are not over)
+    finally:
+        project.cli("sim.down", "--base", str(base))
+    assert not _cron_runner_pids(host_dir), "sim.down left the cron runner running"
+
+
+def test_the_simulated_box_has_its_data_dir_for_disk_speed(project: Project, tmp_path: Path) -> None:
+    """prove's disk_speed said "no such directory" on the simulator: sim.up now creates the
+    data dir and the disk test dir it points the host's inventory at, and the host's df answers
+    for a path there with this machine's real df (the test file is really written there)."""
+    base = tmp_path / "sim"
+    inv = str(base / "inventory")
+    try:
+        assert project.cli("sim.up", "--base", str(base), "--name", "s1").returncode == 0
+        doc = _hosts(base)
+        s1 = doc["hosts"]["s1"]
+        assert Path(s1["data_dir"]).is_dir() and Path(s1["vars"]["disk_test_dir"]).is_dir(), s1
+        s1["vars"]["disk_test_size"] = "16MiB"
+        (base / "inventory" / "hosts.yml").write_text(yaml.safe_dump(doc))
+        r = project.cli(
+            "provision", "--host", "s1", "--inventory", inv, "--playbook", "prove", "--only", "disk_speed"
+        )
+        step = next(s for s in project.summary()["hosts"][0]["steps"] if s["step"] == "disk_speed")
+        # (before: "no such directory"; then "df -Pk printed '202G'": the replayed df -h capture)
+        assert step["status"] == "ok", (r.stdout, step["msg"])
+    finally:
+        project.cli("sim.down", "--base", str(base))

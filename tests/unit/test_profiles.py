@@ -63,7 +63,7 @@ def test_profile_shape_and_files_exist(name: str) -> None:
     for command, rules in profile["replay"].items():
         assert command not in profile["absent"]
         for rule in rules:
-            assert set(rule) == {"args", "file"}
+            assert {"args", "file"} <= set(rule) <= {"args", "file", "loop"}
             assert isinstance(rule["args"], str)
             assert (FIXTURES / rule["file"]).is_file(), rule["file"]
             assert rule["file"].startswith(("real/", "derived/", "edited/"))
@@ -123,13 +123,17 @@ def test_health_profiles_parse(name: str, args: str, gpus: int, fact: Any) -> No
 
 
 DERIVED_FREE_K = "derived/free-k__h200-vm__derived.txt"
+# the real sampler stream in the monitor's fields, with the real -q's name/uuid/memory
+DERIVED_MONITOR = "derived/nvidia-smi-query-gpu-monitor__h200__1gpu__driver580.159.04__derived.csv"
 
 
 def test_h200_profile_is_one_real_box() -> None:
     profile = load("h200-1gpu")
     files = {rule["file"] for rules in profile["replay"].values() for rule in rules}
     # one machine; all real but free -k, derived exactly from the real free -b
-    assert all(f.startswith("real/") and ("h200" in f) for f in files - {DERIVED_FREE_K}), files
+    assert all(f.startswith("real/") and ("h200" in f) for f in files - {DERIVED_FREE_K, DERIVED_MONITOR}), (
+        files
+    )
     xml = parse_xml(rule_file(profile, "nvidia-smi", "-q -x").read_text())
     text = parse_any(rule_file(profile, "nvidia-smi", "-q").read_text())
     table = parse_any(rule_file(profile, "nvidia-smi", "").read_text())
