@@ -13,7 +13,7 @@ from typing import Any
 from . import inventory as inventory_mod
 from . import playbook as playbook_mod
 from . import shell
-from .connection import ConnectOptions, Preconnect
+from .connection import ConnectOptions, Preconnect, known_hosts_problem
 from .errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from .inventory import Host
 from .playbook import Playbook
@@ -234,6 +234,7 @@ def execute(
     playbook_mod.check_templates(
         book, settings.project, select_steps(book, split_names(only), split_names(skip))
     )
+    check_outputs(settings, hosts, inv, check)
     # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
     early = Preconnect(hosts)
     run_id = new_run_id()
@@ -289,7 +290,14 @@ def execute(
         "exit_code": int(code),
         "strict": settings.strict,
     }
-    out_dir = write_reports(results, meta, settings.reports_dir or settings.project / "reports", run_id)
+    reports_dir = settings.reports_dir or settings.project / "reports"
+    try:
+        out_dir = write_reports(results, meta, reports_dir, run_id)
+    except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
+        raise UsageError(
+            f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
+            f" free space or pass --reports-dir a directory you can write to (the run log: {log.path})."
+        ) from None
     if not settings.quiet:
         con = terminal.console()
         if show is not None:
@@ -306,6 +314,60 @@ def execute(
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
     return int(code)
+
+
+def check_outputs(
+    settings: Settings, hosts: Sequence[Host], inv: inventory_mod.Inventory, check: bool
+) -> None:
+    """Before connecting: every folder the run writes (reports, the run log, the journal unless
+    --check) can be made and written, and so can the known_hosts file when keys are to be
+    recorded. `--reports-dir /proc/nope` ran every host, then failed writing the reports
+    (internal error, exit 70); a known_hosts directory recorded nothing and said nothing."""
+    root = settings.state_root()
+    folders = [
+        (settings.reports_dir or settings.project / "reports", "the reports directory", "pass --reports-dir"),
+        (root / "logs", "the run log directory", ""),
+    ]
+    if not check:
+        folders.append((settings.state_dir or root / "state", "the journal directory", "pass --state-dir"))
+    for path, what, flag in folders:
+        why = unwritable_dir(path)
+        if why is not None:
+            fix = (
+                f"{flag} a directory you can write to"
+                if flag
+                else "run from a project directory you can write to (gpuonboard keeps its state in"
+                " .gpuonboard/ there)"
+            )
+            raise UsageError(f"{what} {path} cannot be {why}; {fix}.")
+    problem = known_hosts_problem(
+        settings.known_hosts or root / "known_hosts", hosts, inv, settings.trust_new_hosts
+    )
+    if problem is not None:
+        raise UsageError(problem)
+
+
+def unwritable_dir(path: Path) -> str | None:
+    """Why the directory `path` cannot be made or written ("created (a-file is a file)"); None
+    when it can. Nothing is left behind: a missing one is judged by its nearest existing
+    parent (made later by what writes there, as before), and the write probe is a temp file."""
+    import tempfile
+
+    if path.exists() and not path.is_dir():
+        return "created (it is a file)"
+    verb, probe = "written", path
+    if not path.exists():
+        verb, probe = "created", path.parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            return f"created ({probe} is a file)"
+    try:
+        with tempfile.TemporaryFile(dir=probe):  # (a read-only mount, /proc, another user's)
+            pass
+    except OSError as exc:
+        return f"{verb} ({exc.strerror or exc})"
+    return None
 
 
 def failure_lines(results: Sequence[HostResult]) -> list[str]:

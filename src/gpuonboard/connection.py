@@ -21,6 +21,7 @@ import secrets
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -30,10 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import CommandError, ConnectError, ConnectionLost, HostKeyError
+from .errors import CommandError, ConnectError, ConnectionLost, HostKeyError, UsageError
 from .inventory import Host, Inventory
 
 DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
+# Bounds on what the inventory asks, at the point of use (the inventory refuses most at load):
+# a connect timeout of 1e300 s raised OverflowError in select/socket/threading (a thread's
+# traceback, "internal error" for the host); 1,200 jump hosts nested 1,200 SSH sessions; a key
+# file of gigabytes, or a FIFO, was read whole (or forever) to see whether it is a key
+MAX_CONNECT_TIMEOUT_S = 3600.0  # the longest wait for a host's TCP connect, banner and login
+MAX_WAIT_S = 7 * 86400.0  # the longest wait for a local command (poll() takes under 24.8 days)
+MAX_JUMP_HOPS = 16  # OpenSSH sets none; real ProxyJump chains are one to three hops
+MAX_KEY_FILE_BYTES = 1 << 20  # a private key is a few KiB (an RSA-16384 PEM, about 12 KiB)
 # how long a channel closed without an exit status waits for paramiko to mark a dead
 # connection inactive (it closes the channels first); only failures ever wait
 _LINK_SETTLE_S = 0.25
@@ -93,6 +102,15 @@ def fingerprint(key: Any) -> str:
     """OpenSSH-style SHA256 fingerprint of a paramiko public key."""
     digest = hashlib.sha256(key.asbytes()).digest()
     return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def connect_timeout(host: Host) -> float:
+    """The host's connect timeout as waited: at most MAX_CONNECT_TIMEOUT_S (a NaN or a value
+    that is not positive: the default 10 s)."""
+    seconds = host.connect_timeout
+    if not seconds > 0:  # (NaN too)
+        return 10.0
+    return min(float(seconds), MAX_CONNECT_TIMEOUT_S)
 
 
 def known_hosts_name(address: str, port: int) -> str:
@@ -158,6 +176,12 @@ class KnownHosts:
         self._lock = threading.Lock()
         self._keys = paramiko.HostKeys()
         self._revoked: set[bytes] = set()  # key blobs of `@revoked` lines: never accepted
+        if path.exists() and not path.is_file():  # (read as empty, then nothing was recorded)
+            what = "a directory" if path.is_dir() else "not a regular file"
+            raise UsageError(
+                f"{path} is {what}, not a known_hosts file; pass --known-hosts the path of a file"
+                " (the default is .gpuonboard/known_hosts)."
+            )
         if path.is_file():
             try:
                 self._load(path)
@@ -234,23 +258,65 @@ class KnownHosts:
                 found.setdefault(entry.key.get_name(), entry.key)
             return found
 
-    def add(self, name: str, key: Any) -> None:
+    def add(self, name: str, key: Any, label: str | None = None) -> None:
         """Record a key: one appended line (O_APPEND, under flock so parallel runs never
-        interleave), like OpenSSH; never a rewrite of the whole file per host."""
+        interleave), like OpenSSH; never a rewrite of the whole file per host. A file that
+        cannot be written is a HostKeyError naming it (`label`: the host, for that sentence)."""
         line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
         with self._lock:
+            # the file first: a key kept in memory only (the file a directory, read-only, on a
+            # full disk) let the connection's retry pass, and the next run found it unknown
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        line = b"\n" + line  # a hand-edited file without a final newline
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                who = f"host {label} ({name})" if label else name
+                raise HostKeyError(
+                    f"the host key of {who} could not be recorded in {self.path} ({exc.strerror or exc});"
+                    " make that file writable (or pass --known-hosts a file you can write to), then rerun."
+                ) from None
             self._keys.add(name, key.get_name(), key)
             self._reindex()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    line = b"\n" + line  # a hand-edited file without a final newline
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+
+
+def known_hosts_problem(
+    path: Path, hosts: Sequence[Host], inventory: Inventory | None, trust_new: bool
+) -> str | None:
+    """Before connecting: why the host keys this run would record (a pinned or, with
+    --trust-new-hosts, any key not recorded yet) cannot be written to `path`; None when they can
+    or none is to be recorded. (A directory there is refused by KnownHosts itself.) A key that
+    could not be written was kept in memory only: the run passed and the next found it unknown."""
+    store = KnownHosts(path)
+    pending: list[str] = []
+    for host in hosts:
+        if host.connection != "ssh":
+            continue
+        for hop in [*(_hop_host(j, inventory, host) for j in host.jump[:MAX_JUMP_HOPS]), host]:
+            name = known_hosts_name(hop.address, hop.port)
+            if (trust_new or hop.host_key) and hop.name not in pending and not store.lookup(name):
+                pending.append(hop.name)
+    if not pending:
+        return None
+    target = path if path.exists() else path.parent
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(target, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        keys = f"key of {pending[0]}" if len(pending) == 1 else f"keys of {', '.join(pending)}"
+        return (
+            f"the known_hosts file {path} cannot be written ({exc.strerror or exc}), so the host {keys}"
+            " could not be recorded; pass --known-hosts a file you can write to."
+        )
+    return None
 
 
 def _marker_key(line: str, rest: str) -> bytes:
@@ -306,7 +372,7 @@ class HostKeyPolicy:
             # of the two is stale, and only the user can say which
             old = same_type or next(iter(recorded.values()))
             if self.pinned and fp == self.pinned and same_type is None:
-                self.store.add(hostname, key)  # another of the host's keys, vouched for by the pin
+                self.store.add(hostname, key, self.host_label)  # another of its keys, vouched for by the pin
                 return
             if self.pinned and fp == self.pinned:
                 raise HostKeyError(
@@ -326,10 +392,10 @@ class HostKeyPolicy:
         if self.pinned:
             if fp != self.pinned:
                 raise HostKeyError(self._pin_mismatch(hostname, fp, key))
-            self.store.add(hostname, key)
+            self.store.add(hostname, key, self.host_label)
             return
         if self.trust_new:
-            self.store.add(hostname, key)
+            self.store.add(hostname, key, self.host_label)
             return
         raise HostKeyError(
             f"host {self.host_label} ({hostname}) has an unknown host key {fp}; confirm it with the"
@@ -355,7 +421,7 @@ class Preconnect:
 
     def __init__(self, hosts: list[Host]) -> None:
         self._targets = {
-            h.name: (h.address, h.port, h.connect_timeout)
+            h.name: (h.address, h.port, connect_timeout(h))
             for h in hosts
             if h.connection == "ssh" and not h.jump
         }
@@ -410,14 +476,14 @@ class Preconnect:
         """The pre-opened socket for host's first hop (once), or None."""
         if host.name not in self._targets:
             return None
-        self._ready[host.name].wait(host.connect_timeout)
+        self._ready[host.name].wait(connect_timeout(host))
         with self._lock:
             if host.name in self._taken:
                 return None
             self._taken.add(host.name)
             sock = self._socks.pop(host.name, None)
         if sock is not None:
-            sock.settimeout(host.connect_timeout)
+            sock.settimeout(connect_timeout(host))
         return sock
 
     def close(self) -> None:
@@ -693,6 +759,8 @@ class LocalRunner:
     ) -> CommandResult:
         """Run one command through /bin/sh locally (as SSHRunner: a timeout is a CommandError,
         a command killed by a signal ends with 128 + N)."""
+        if timeout is not None:
+            timeout = min(timeout, MAX_WAIT_S)  # (1e300: OverflowError in subprocess's poll)
         try:
             if on_output is not None:
                 return _run_streaming(command, stdin, timeout, on_output)
@@ -793,7 +861,7 @@ def _tcp_socket(host: Host) -> socket.socket:
     """TCP connection with TCP_NODELAY, as OpenSSH does: without it Nagle's algorithm holds
     each small SSH packet that follows another (exec request, then stdin, then EOF) for a
     round trip, which on a 20 ms link doubles the time of every command."""
-    sock = socket.create_connection((host.address, host.port), timeout=host.connect_timeout)
+    sock = socket.create_connection((host.address, host.port), timeout=connect_timeout(host))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
@@ -820,6 +888,9 @@ def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
     then still tries it, and the agent."""
     paramiko = import_paramiko()
 
+    unreadable = _key_file_unreadable(path)
+    if unreadable is not None:
+        return None, unreadable
     try:
         return paramiko.PKey.from_path(path), None
     except paramiko.PasswordRequiredException:
@@ -830,8 +901,33 @@ def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
         return None, _key_file_kind(path)
 
 
+def _key_file_unreadable(path: str) -> str | None:
+    """Why the file at `path` is not even read as a key (checked before reading it): not a
+    regular file (a FIFO blocked the run forever), or far larger than any private key."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_size > MAX_KEY_FILE_BYTES:
+        return f"it is {info.st_size:,} bytes, and a private key is a few KiB"
+    return None
+
+
+KEY_FORMATS = (
+    "it is in no private key format that can be read: OpenSSH's BEGIN OPENSSH PRIVATE KEY, or"
+    " PEM's BEGIN RSA, EC, DSA or BEGIN PRIVATE KEY"
+)
+
+
 def _key_file_kind(path: str) -> str:
     """Why a key file paramiko cannot parse is no usable private key, in a few words."""
+    unreadable = _key_file_unreadable(path)
+    if unreadable is not None:
+        return unreadable
     try:
         with open(path, "rb") as f:
             head = f.read(64).lstrip()
@@ -839,7 +935,7 @@ def _key_file_kind(path: str) -> str:
         return exc.strerror or str(exc)
     if head.startswith((b"ssh-", b"ecdsa-", b"sk-")) or b"PUBLIC KEY" in head:
         return "it holds a public key"
-    return "not a private key format paramiko reads"
+    return KEY_FORMATS
 
 
 KEY_ENCRYPTED = "encrypted"
@@ -889,8 +985,8 @@ class _Hop:
         kwargs: dict[str, Any] = {
             "allow_agent": host.use_agent,
             "look_for_keys": host.key_file is None,
-            "banner_timeout": host.connect_timeout,
-            "auth_timeout": host.connect_timeout,
+            "banner_timeout": connect_timeout(host),
+            "auth_timeout": connect_timeout(host),
         }
         self.key_problem: str | None = None  # why key_file cannot be used (a failed login says so)
         if host.key_file:
@@ -900,8 +996,11 @@ class _Hop:
                 pkey, self.key_problem = None, exc.strerror or str(exc)
             if pkey is not None:
                 kwargs["pkey"] = pkey
-            else:
+            elif self.key_problem == KEY_ENCRYPTED:
                 kwargs["key_filename"] = [host.key_file]
+            # (a file that is no key: paramiko's own reader would fail too, or stop the host with
+            # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
+            # failure names the file and why)
         self.connect_kwargs = kwargs
 
     def open(self, sock: Any = None) -> None:
@@ -916,7 +1015,7 @@ class _Hop:
             port=host.port,
             username=host.user,
             sock=sock,
-            timeout=max(1, round(host.connect_timeout)),
+            timeout=max(1, round(connect_timeout(host))),
             transport_factory=self.transport_factory,
             **self.connect_kwargs,
         )
@@ -1032,6 +1131,12 @@ def open_runner(
 def _connect_once(
     host: Host, options: ConnectOptions, store: KnownHosts, inventory: Inventory | None
 ) -> Runner:
+    if len(host.jump) > MAX_JUMP_HOPS:
+        raise ConnectError(
+            f"host {host.name}: its jump chain has {len(host.jump):,} hops, and gpuonboard opens at"
+            f" most {MAX_JUMP_HOPS} (OpenSSH's ProxyJump chains are a few hops); shorten the host's"
+            " 'jump' in the inventory."
+        )
     chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
     for hop in chain:
         if hop.key_file and not os.path.isfile(hop.key_file):
@@ -1052,7 +1157,7 @@ def _connect_once(
         if i < len(chain) - 1:
             # this hop forwards to the next one: opening that forward must not wait paramiko's
             # default hour when the bastion cannot reach the next host
-            conn.transport.channel_timeout = chain[i + 1].connect_timeout
+            conn.transport.channel_timeout = connect_timeout(chain[i + 1])
         opened.append(conn)
         gateway = conn
     assert policy is not None
@@ -1232,7 +1337,7 @@ def _reason(exc: BaseException, hop: Host | None = None) -> str:
         # paramiko's words, by timing, for a handshake that did not finish within the connect
         # timeout (a port that is no SSH server, an overloaded sshd)
         return (
-            f"the SSH handshake did not finish within {max(1, round(hop.connect_timeout))} s"
+            f"the SSH handshake did not finish within {max(1, round(connect_timeout(hop)))} s"
             " (no SSH greeting: is this port an SSH server?)"
         )
     return text

@@ -57,6 +57,13 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
     strictly against OUR known_hosts only (no ~/.ssh/known_hosts, nothing ever added).
     Jump hosts are aliases in the same file, so ProxyJump's inner ssh sees the same settings.
     """
+    from .connection import MAX_JUMP_HOPS, connect_timeout
+
+    if len(host.jump) > MAX_JUMP_HOPS:  # (as the paramiko connection: 1,200 nested ssh otherwise)
+        raise ValueError(
+            f"host {host.name!r}: its jump chain has {len(host.jump):,} hops, and gpuonboard opens at"
+            f" most {MAX_JUMP_HOPS}; shorten the host's 'jump' in the inventory"
+        )
     chain = [*hop_chain(host, inventory), host]
     lines: list[str] = []
     previous = None
@@ -73,7 +80,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
             "  UpdateHostKeys no",
             "  CheckHostIP no",
             "  BatchMode yes",
-            f"  ConnectTimeout {max(1, round(hop.connect_timeout))}",
+            f"  ConnectTimeout {max(1, round(connect_timeout(hop)))}",
             "  ServerAliveInterval 15",
             "  ServerAliveCountMax 4",
         ]
