@@ -419,6 +419,9 @@ def container(
         "name": "inventory host name of the simulated server (default demo-a100)",
         "base": SIM_BASE_HELP,
         "hint": "print the command to run next (default on; --no-hint: the demo, which stops it again)",
+        "container": "give it a container runtime (podman as docker) with a simulated NVIDIA toolkit and"
+        " a local registry mirror, where podman, runc, docker-registry and busybox are installed"
+        " (default on; --no-container: none)",
     },
     auto_shortflags=False,
 )
@@ -428,6 +431,7 @@ def sim_up(
     profile: str = "a100-8x-nvlink",
     base: str = ".gpuonboard/sim",
     hint: bool = True,
+    container: bool = True,
 ) -> None:
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
     from . import sim
@@ -439,7 +443,7 @@ def sim_up(
                 " starting with a letter or digit."
             )
         sim_profile_error(profile)
-        return sim.up(Path(base), name, profile, hint)
+        return sim.up(Path(base), name, profile, hint, container)
 
     _guard(go, False)
 

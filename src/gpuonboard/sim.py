@@ -8,6 +8,7 @@ and the order that profile should satisfy) under the sim base directory.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,13 +41,15 @@ DEMO_IMAGE = "nvcr.io/nvidia/pytorch:23.10-py3"
 
 
 def sim_entry(
-    name: str, address: str, port: int, key_file: str, fingerprint: str, home: Path
+    name: str, address: str, port: int, key_file: str, fingerprint: str, home: Path, mirror: str | None = None
 ) -> dict[str, Any]:
     """A simulated host's inventory entry. A test host shares this machine's file system and runs
     as root, so everything that would write outside the sim dir points into it: provision's
     state, the data dir (the demo vendor's is this machine's /mnt/nvme0n1p1), autostop's dir and
-    cron dir, disk tests; and autostop's shutdown command only touches a file."""
-    return {
+    cron dir, disk tests; and autostop's shutdown command only touches a file. `mirror`: the
+    sim's local registry, when the host has the simulated container runtime (see
+    testhosts.simcontainers): the container step pulls its image from there."""
+    entry: dict[str, Any] = {
         "name": name,
         "address": address,
         "port": port,
@@ -62,10 +65,15 @@ def sim_entry(
             "disk_test_dir": str(home / "disk"),
         },
     }
+    if mirror:
+        entry["vars"]["registry_mirror"] = mirror
+    return entry
 
 
 # what sim.up owns in a host's entry: rewritten each time (the host's address and key change)
 CONNECTION_KEYS = ("address", "port", "user", "key_file", "host_key")
+# the vars sim.up owns likewise: the local registry's address changes with it (or it is gone)
+SIM_VARS = ("registry_mirror",)
 
 
 def merged(entry: dict[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -76,7 +84,9 @@ def merged(entry: dict[str, Any], old: Mapping[str, Any] | None) -> dict[str, An
         return entry
     out = {**entry, **{k: v for k, v in before.items() if k not in CONNECTION_KEYS and k != "vars"}}
     vars_before = before.get("vars")
-    out["vars"] = {**entry["vars"], **(vars_before if isinstance(vars_before, dict) else {})}
+    user_vars = vars_before if isinstance(vars_before, dict) else {}
+    kept = {k: v for k, v in user_vars.items() if k not in SIM_VARS}
+    out["vars"] = {**entry["vars"], **kept}
     return out
 
 
@@ -232,9 +242,10 @@ def _started(pool: TestHostPool, name: str, profile: str) -> str:
     return was
 
 
-def up(base: Path, name: str, profile: str, hint: bool = True) -> int:
+def up(base: Path, name: str, profile: str, hint: bool = True, container: bool = True) -> int:
     """Start the simulated host and write its inventory; prints how to use it (`hint`: the
-    `next:` line; the demo, which stops the host again, prints its own)."""
+    `next:` line; the demo, which stops the host again, prints its own). `container`: give it
+    the simulated container runtime where this machine can (else one line says why not)."""
     from .testhosts import TestHostPool
     from .testhosts.hosts import SSHD
 
@@ -262,8 +273,24 @@ def up(base: Path, name: str, profile: str, hint: bool = True) -> int:
     inv_dir.mkdir(parents=True, exist_ok=True)
     path = inv_dir / "hosts.yml"
     old = _existing(path)
+    from .testhosts import simcontainers
+
+    dirs = [h.dir for h in pool.hosts.values()]
+    skipped = container_runtime(base, pool.hosts[name].dir, container, images_of(old), dirs)
+    mirror = simcontainers.mirror_url(base)
     entries = [
-        merged(sim_entry(h.name, h.address, h.port, str(pool.client_key), h.fingerprint, h.dir), old)
+        merged(
+            sim_entry(
+                h.name,
+                h.address,
+                h.port,
+                str(pool.client_key),
+                h.fingerprint,
+                h.dir,
+                mirror if simcontainers.has_runtime(h.dir) else None,
+            ),
+            old,
+        )
         for h in pool.hosts.values()
     ]
     (inv_dir / "hosts.yml").write_text(inventory_text(entries, vendors, old))
@@ -280,9 +307,61 @@ def up(base: Path, name: str, profile: str, hint: bool = True) -> int:
         f"simulated server {name!r} ({profile}) up at {pool.hosts[name].address}:{pool.hosts[name].port};"
         f" inventory: {inv_dir}"
     )
+    if skipped:
+        print(skipped)
+    elif simcontainers.has_runtime(host_dir):
+        print(
+            f"container runtime: podman as docker, the NVIDIA toolkit simulated; images from the"
+            f" simulator's registry {mirror} (a mirror of {', '.join(sorted(mirror_origins(old)))})"
+        )
     if hint:
         print(f"next: {next_command(name, inv_dir, Path.cwd(), prog_name())}")
     return 0
+
+
+def images_of(doc: Mapping[str, Any] | None) -> list[str]:
+    """Pure: the container images an inventory names (defaults and hosts' `container_image`),
+    the demo's when it names none."""
+    found: list[str] = []
+    sections = [(doc or {}).get("defaults")] + list(((doc or {}).get("hosts") or {}).values())
+    for section in sections:
+        host_vars = section.get("vars") if isinstance(section, dict) else None
+        image = host_vars.get("container_image") if isinstance(host_vars, dict) else None
+        if isinstance(image, str) and image:
+            found.append(image)
+    return list(dict.fromkeys(found or [DEMO_IMAGE]))
+
+
+def mirror_origins(doc: Mapping[str, Any] | None) -> set[str]:
+    """Pure: the registries of the images an inventory names (what the sim's registry mirrors)."""
+    return {image.split("/", 1)[0] if "/" in image else "Docker Hub" for image in images_of(doc)}
+
+
+def container_runtime(base: Path, host_dir: Path, wanted: bool, images: list[str], dirs: list[Path]) -> str:
+    """Give the simulated host its container runtime (podman as `docker`, the NVIDIA toolkit
+    stand-in, the sim's registry holding `images`; see testhosts.simcontainers); the other
+    hosts' (`dirs`) that have one pull from the registry as it runs now. "" when done or not
+    wanted; else the one line saying why the container step cannot run on it."""
+    from .steps.container import _GPU_CHECK_OK
+    from .testhosts import simcontainers
+
+    if not wanted:
+        simcontainers.take_from_host(host_dir)
+        return ""
+    why = simcontainers.unavailable()
+    if why is None:
+        try:
+            reg = simcontainers.registry(base)
+            simcontainers.push_images(reg, images, _GPU_CHECK_OK)
+            for d in dirs:
+                if d == host_dir or simcontainers.has_runtime(d):
+                    simcontainers.give_host(d, reg)
+            return ""
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as exc:
+            last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
+            why = f"its container runtime could not be set up ({last})"
+    simcontainers.take_from_host(host_dir)
+    return f"container step skipped on {host_dir.name!r}: {why}; pass --skip container to provision"
 
 
 def prog_name() -> str:
@@ -378,6 +457,8 @@ def down(base: Path, name: str | None = None) -> int:
     """Stop every simulated host under base: those its state file records, then any other
     host dir's daemon still running (a state file deleted, or one that cannot be read); with
     `name`, only that one (the others keep running and keep their inventory entries)."""
+    from .testhosts import simcontainers
+
     base = base.resolve()
     if name is not None:
         return down_one(base, name)
@@ -392,6 +473,8 @@ def down(base: Path, name: str | None = None) -> int:
     stray = stop_unrecorded(base) if base.is_dir() else 0
     for host_dir in _host_dirs(base) if base.is_dir() else []:
         cronrunner.stop(host_dir)
+        simcontainers.release(host_dir)
+    simcontainers.stop_registry(base)
     if stray:
         print(f"stopped {stray} simulated server(s) under {base} that no state file recorded")
     elif not had_state:
@@ -408,13 +491,17 @@ def down_one(base: Path, name: str) -> int:
         others = ", ".join(sorted(pool.hosts)) if pool is not None and pool.hosts else "none"
         print(f"no simulated server named {name!r} under {base} (running there: {others})")
         return 0
+    from .testhosts import simcontainers
+
     host.stop()
     cronrunner.stop(host.dir)
+    simcontainers.release(host.dir)
     del pool.hosts[name]
     if pool.hosts:
         pool.write_state()
     else:
         pool.state_path.unlink(missing_ok=True)
+        simcontainers.stop_registry(base)
     drop_inventory_entry(base / "inventory" / "hosts.yml", name)
     rest = f"; still running: {', '.join(sorted(pool.hosts))}" if pool.hosts else ""
     print(f"stopped simulated server {name!r}{rest}")

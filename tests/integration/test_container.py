@@ -21,17 +21,16 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import bcrypt
 import pytest
-import yaml
 from conftest import Project, argv_watch, host_entry
 
 from gpuonboard.steps.pull import ACCEPT
 from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testhosts.containers import Podman, Registry, podman_env, wrapper_exports
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("podman") and os.path.exists("/usr/bin/docker-registry") and shutil.which("runc")),
@@ -73,62 +72,13 @@ def _broken_registry() -> Iterator[str]:
         server.close()
 
 
-@dataclass
-class Registry:
-    """A real `docker-registry serve` on 127.0.0.1, stopped and started by PID."""
-
-    dir: Path
-    port: int
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def log_path(self) -> Path:
-        return self.dir / "registry.log"
-
-    def start(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            return
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            ["/usr/bin/docker-registry", "serve", str(self.dir / "config.yml")], stdout=log, stderr=log
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"registry did not start: {self.log_path.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        self.proc = None
-
-    def blob_requests(self) -> int:
-        return sum("/blobs/" in line for line in self.log_path.read_text(errors="replace").splitlines())
-
-
 @pytest.fixture(scope="session")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     """Registry with htpasswd auth holding 127.0.0.1:PORT/nvidia/pytorch:tiny-py3 (busybox)."""
     base = tmp_path_factory.mktemp("registry")
     reg = Registry(base, _free_port())
     (base / "htpasswd").write_text(f"{USER}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(5)).decode()}\n")
-    config = {
-        "version": 0.1,
-        "log": {"level": "info"},
-        "storage": {"filesystem": {"rootdirectory": str(base / "data")}},
-        "http": {"addr": reg.address},
-        "auth": {"htpasswd": {"realm": "test", "path": str(base / "htpasswd")}},
-    }
-    (base / "config.yml").write_text(yaml.safe_dump(config))
+    reg.write_config(htpasswd=base / "htpasswd")
     reg.start()
     try:
         podman = _podman_env(base / "builder", reg)
@@ -152,15 +102,6 @@ def _ok(pm: Podman, args: list[str], stdin: bytes = b"") -> None:
     assert r.returncode == 0, f"podman {args[0]}: {r.stderr.decode()[-2000:]}"
 
 
-@dataclass
-class Podman:
-    """An isolated podman (own storage, registries.conf, auth file) as argv + env."""
-
-    root: Path
-    argv: list[str]
-    env: dict[str, str]
-
-
 _RUNROOTS: list[Path] = []
 
 
@@ -172,42 +113,17 @@ def _remove_runroots() -> Iterator[None]:
 
 
 def _podman_env(root: Path, reg: Registry) -> Podman:
-    root.mkdir(parents=True, exist_ok=True)
-    # podman refuses a runroot path longer than 50 characters (pytest's tmp paths are longer)
+    # (a runroot of its own per call, removed after the module)
     runroot = Path(tempfile.mkdtemp(prefix="gpo-rr-", dir="/tmp"))
     _RUNROOTS.append(runroot)
-    (root / "containers.conf").write_text("[containers]\ndefault_ulimits = []\n")
-    (root / "registries.conf").write_text(f'[[registry]]\nlocation = "{reg.address}"\ninsecure = true\n')
-    env = {
-        "CONTAINERS_CONF": str(root / "containers.conf"),
-        "CONTAINERS_REGISTRIES_CONF": str(root / "registries.conf"),
-        "REGISTRY_AUTH_FILE": str(root / "auth.json"),
-    }
-    argv = [
-        "podman",
-        "--root",
-        str(root / "storage"),
-        "--runroot",
-        str(runroot),
-        "--runtime",
-        "runc",
-        "--cgroup-manager",
-        "cgroupfs",
-        "--storage-driver",
-        "vfs",
-    ]
-    return Podman(root, argv, {**os.environ, **env})
+    return podman_env(root, reg.address, runroot)
 
 
 def give_docker(host: TestHost, root: Path, reg: Registry) -> Podman:
     """The test host's `docker`: podman with isolated storage and test-host-only settings."""
     pm = _podman_env(root, reg)
     # REGISTRY_AUTH_FILE only as a default: the step's login sets its own temporary one
-    exports = " ".join(
-        f'{k}="${{{k}:-{v}}}"' if k == "REGISTRY_AUTH_FILE" else f"{k}={v}"
-        for k, v in pm.env.items()
-        if k not in os.environ or os.environ[k] != v
-    )
+    exports = wrapper_exports(pm)
     g = " ".join(pm.argv[1:])
     r = root
     add_executable(

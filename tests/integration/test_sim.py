@@ -5,6 +5,7 @@ sim.up keeps what the user edited in that inventory (it rewrote the file before)
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 import yaml
 from conftest import Project
 from test_autostop import cron_daemon
+
+from gpuonboard.testhosts import simcontainers
 
 __all__ = ["cron_daemon"]  # the fixture, used by name
 
@@ -29,7 +32,8 @@ def test_sim_up_keeps_edits_and_writes_nothing_outside_its_dir(project: Project,
         doc = _hosts(base)
         s1 = doc["hosts"]["s1"]
         home = base.resolve()
-        for value in [s1["data_dir"], *s1["vars"].values()]:
+        paths = [v for k, v in s1["vars"].items() if k != "registry_mirror"]  # (a URL: the sim's registry)
+        for value in [s1["data_dir"], *paths]:
             assert str(home) in str(value), s1  # (inside the sim dir, never /etc/cron.d, /mnt/...)
         assert s1["vars"]["autostop_shutdown_command"].startswith("touch ")
         # the user's edits: a var, the order of another profile, a default
@@ -241,5 +245,80 @@ def test_the_simulated_box_has_its_data_dir_for_disk_speed(project: Project, tmp
         step = next(s for s in project.summary()["hosts"][0]["steps"] if s["step"] == "disk_speed")
         # (before: "no such directory"; then "df -Pk printed '202G'": the replayed df -h capture)
         assert step["status"] == "ok", (r.stdout, step["msg"])
+    finally:
+        project.cli("sim.down", "--base", str(base))
+
+
+def _container_step(project: Project) -> dict[str, Any]:
+    return next(s for s in project.summary()["hosts"][0]["steps"] if s["step"] == "container")
+
+
+@pytest.mark.skipif(
+    simcontainers.unavailable() is not None, reason="needs podman, runc, docker-registry and busybox"
+)
+def test_the_simulated_server_runs_the_container_step(project: Project, tmp_path: Path) -> None:
+    """The container step on the simulator said NO-GO (no NVIDIA container toolkit) with a
+    785-character install line. sim.up now gives the server podman as `docker`, a simulated
+    NVIDIA toolkit and a local registry mirroring the inventory's NGC image: the pull and the
+    smoke runs really run in containers, and the result says what is simulated."""
+    base = tmp_path / "sim"
+    inv = str(base / "inventory")
+    try:
+        r = project.cli("sim.up", "--base", str(base), "--name", "c1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "container runtime: podman as docker, the NVIDIA toolkit simulated" in r.stdout, r.stdout
+        mirror = _hosts(base)["hosts"]["c1"]["vars"]["registry_mirror"]
+        r = project.cli("provision", "--host", "c1", "--inventory", inv, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        step = _container_step(project)
+        assert step["status"] == "changed", step
+        address = mirror.removeprefix("http://").rstrip("/")
+        assert step["msg"].startswith(f"pulled nvcr.io/nvidia/pytorch:23.10-py3 via mirror {address} ("), step
+        assert step["diff"]["after"]["pulled_from"] == f"{address}/nvidia/pytorch:23.10-py3"
+        assert step["diff"]["smoke"] == [
+            "plain container run ok",
+            "container sees 8 GPUs",
+            "simulated: the 8 GPUs are replayed, no torch in the stand-in image (no matmul or NCCL ran)",
+        ]
+        r = project.cli("provision", "--host", "c1", "--inventory", inv, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        step = _container_step(project)
+        assert step["status"] == "ok", step
+        assert "NVIDIA runtime simulated by gpuonboard sim" in step["msg"], step
+    finally:
+        project.cli("sim.down", "--base", str(base))
+    assert simcontainers.mirror_url(base.resolve()) is None, "sim.down left the registry running"
+
+
+def test_without_podman_sim_up_says_in_one_line_why_the_container_step_is_skipped(
+    project: Project, tmp_path: Path
+) -> None:
+    """On a machine without podman, sim.up says in one line why the simulated server has no
+    container runtime, and the server gets none (no `docker` wrapper, no registry mirror)."""
+    path_dir = tmp_path / "path"
+    path_dir.mkdir()
+    for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        for tool in Path(d).iterdir() if Path(d).is_dir() else []:
+            if tool.name != "podman" and not (path_dir / tool.name).exists():
+                (path_dir / tool.name).symlink_to(tool)
+    base = tmp_path / "sim"
+    env = {**project.env(), "PATH": str(path_dir)}
+    try:
+        r = subprocess.run(
+            [*project.cli_argv(), "sim.up", "--base", str(base), "--name", "c2"],
+            cwd=project.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        said = [line for line in (r.stdout + r.stderr).splitlines() if "container" in line]
+        assert said == [
+            "container step skipped on 'c2': the simulator needs podman for it (apt-get install podman);"
+            " pass --skip container to provision"
+        ], r.stdout + r.stderr
+        assert "registry_mirror" not in _hosts(base)["hosts"]["c2"]["vars"]
+        assert not (base / "hosts" / "c2" / "bin" / "docker").exists()
     finally:
         project.cli("sim.down", "--base", str(base))
