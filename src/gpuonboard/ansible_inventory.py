@@ -11,14 +11,16 @@ is kept under `vars` for playbooks, so a team's inventory needs no edit.
 from __future__ import annotations
 
 import ipaddress
+import itertools
+import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
-from .inventory import name_problem
+from .inventory import MAX_HOSTS, name_problem
 from .yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
@@ -62,23 +64,26 @@ _OUR_KEYS = {
 }
 
 
-def looks_like_ini(path: Path) -> bool:
+def looks_like_ini(path: Path, text: str | None = None) -> bool:
     """An INI inventory: `.ini` suffix, or a first meaningful line that is not YAML-shaped
-    (a `[section]`, or an ungrouped host line like `gpu-1 ansible_host=10.0.0.1`)."""
+    (a `[section]`, or an ungrouped host line like `gpu-1 ansible_host=10.0.0.1`). `text` is
+    the file's text when the caller has read it (else it is read, bounded like every input)."""
     if path.suffix == ".ini":
         return True
     if path.suffix in (".yml", ".yaml"):
         return False
-    try:
-        for line in path.read_text(encoding="utf-8-sig").splitlines():
-            s = line.strip()
-            if s and not s.startswith(("#", ";")):
-                if re.match(r"^\[[^\]]+\]$", s):
-                    return True
-                yaml_shaped = s.startswith(("---", "- ", "{", "%")) or s == "-"
-                return not (yaml_shaped or re.match(r"^[^\s=]+:(\s|$)", s))
-    except (OSError, UnicodeDecodeError):
-        return False
+    if text is None:
+        try:
+            text = read_text(path, InventoryError, "inventory")
+        except InventoryError:
+            return False
+    for line in text.splitlines():
+        s = line.strip()
+        if s and not s.startswith(("#", ";")):
+            if re.match(r"^\[[^\]]+\]$", s):
+                return True
+            yaml_shaped = s.startswith(("---", "- ", "{", "%")) or s == "-"
+            return not (yaml_shaped or re.match(r"^[^\s=]+:(\s|$)", s))
     return False
 
 
@@ -209,18 +214,37 @@ def _check_name(path: Path, line: int | None, kind: str, name: Any) -> None:
         raise InventoryError(f"{path}, line {line}: {problem}" if line else f"{path}: {problem}")
 
 
-def expand_host_pattern(pattern: str) -> tuple[list[str], int | None]:
+# Bounds on a file's host patterns, checked from the ranges' bounds before anything is
+# expanded: `gpu-[0:99999999]` held 7.1 GB before a limit applied to the expanded list, and
+# three ranges of 100 in one name (a million hosts) ran for 300 s.
+MAX_RANGES_PER_NAME = 16  # `rack[1:4]-node[01:16]-gpu[0:7]` is three
+MAX_PATTERN_NAMES = 100_000  # names all patterns of a file expand to (a host in several groups
+# is listed once per group, so this is a multiple of the hosts an inventory may hold)
+MAX_GROUP_DEPTH = 64  # groups inside groups ([g:children] chains), like YAML's nesting bound
+MAX_MEMBERSHIPS = 1_000_000  # host-in-group pairs, all groups together
+
+
+class TooManyHosts(ValueError):
+    """A host pattern that names more hosts than allowed; `count` is how many it names."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"names {count:,} hosts")
+        self.count = count
+
+
+def expand_host_pattern(pattern: str, limit: int = MAX_HOSTS) -> tuple[list[str], int | None]:
     """Ansible host patterns: `gpu-[01:08]` (zero-padded), `node[a:c]`, `[1:9:2]` (a stride),
     several ranges in one name, and a `:PORT` suffix (`10.0.0.5:2222`) -> names and port.
-    ValueError (the reason) for a malformed range."""
+    ValueError (the reason) for a malformed range; TooManyHosts, before expanding anything,
+    for a pattern that names more than `limit` hosts."""
     port: int | None = None
     if _bracketed_ipv6(pattern):  # `[2001:db8::7]:2222`, as Ansible writes it
         host, _, port_text = pattern[1:].rpartition("]:")
-        return _expand_ranges(host), int(port_text)
+        return _expand_ranges(host, limit), int(port_text)
     m = re.fullmatch(r"(.+):(\d+)", pattern)
     if m and ":" not in re.sub(r"\[[^\]]*\]", "", m.group(1)):  # not an IPv6 address
         pattern, port = m.group(1), int(m.group(2))
-    return _expand_ranges(pattern), port
+    return _expand_ranges(pattern, limit), port
 
 
 def _bracketed_ipv6(word: str) -> bool:
@@ -237,24 +261,25 @@ def _is_ipv6(text: str) -> bool:
         return False
 
 
-def _expand_ranges(name: str) -> list[str]:
-    m = re.search(r"\[([^\]]*)\]", name)
-    if not m:
-        return [name]
-    head, tail = name[: m.start()], name[m.end() :]
-    parts = m.group(1).split(":")
+_RANGE = re.compile(r"\[([^\]]*)\]")
+
+
+def _range_values(body: str) -> tuple[range, Callable[[int], str]]:
+    """One range's numbers and how each is written: `01:08` -> 1..8 zero-padded, `a:c` -> the
+    letters' code points; ValueError (the reason) for a malformed one. Nothing is listed yet."""
+    parts = body.split(":")
     if len(parts) not in (2, 3):
-        raise ValueError(f"range [{m.group(1)}] must be written [start:end] or [start:end:step]")
+        raise ValueError(f"range [{body}] must be written [start:end] or [start:end:step]")
     beg, end = parts[0] or "0", parts[1]
     step_text = parts[2] if len(parts) == 3 else "1"
-    if not end or not step_text.isdigit() or int(step_text) < 1:
-        raise ValueError(f"range [{m.group(1)}] needs an end and a positive whole step")
+    if not end or not step_text.isdigit() or int(step_text) < 1 or len(step_text) > 18:
+        raise ValueError(f"range [{body}] needs an end and a positive whole step")
     step = int(step_text)
-    if beg.isdigit() and end.isdigit():
+    if beg.isdigit() and end.isdigit() and len(beg) <= 18 and len(end) <= 18:
         width = len(beg) if beg.startswith("0") and len(beg) > 1 else 0
         if width and len(end) != width:
-            raise ValueError(f"range [{m.group(1)}] must give start and end with the same number of digits")
-        values = [str(n).zfill(width) for n in range(int(beg), int(end) + 1, step)]
+            raise ValueError(f"range [{body}] must give start and end with the same number of digits")
+        numbers, spell = range(int(beg), int(end) + 1, step), lambda n: str(n).zfill(width)
     elif (
         len(beg) == 1
         and len(end) == 1
@@ -263,14 +288,34 @@ def _expand_ranges(name: str) -> list[str]:
         and beg.isascii()
         and end.isascii()
     ):
-        values = [chr(c) for c in range(ord(beg), ord(end) + 1, step)]
+        numbers, spell = range(ord(beg), ord(end) + 1, step), chr
     else:
-        raise ValueError(f"range [{m.group(1)}] must run between two numbers or two letters")
-    if not values:
-        raise ValueError(f"range [{m.group(1)}] is empty: its start is after its end")
-    if len(values) > 10000:
-        raise ValueError(f"range [{m.group(1)}] names more than 10000 hosts")
-    return [expanded for v in values for expanded in _expand_ranges(f"{head}{v}{tail}")]
+        raise ValueError(f"range [{body}] must run between two numbers or two letters")
+    if not numbers:
+        raise ValueError(f"range [{body}] is empty: its start is after its end")
+    return numbers, spell
+
+
+def _expand_ranges(name: str, limit: int = MAX_HOSTS) -> list[str]:
+    """Every name a pattern stands for, in Ansible's order (the last range varies fastest); the
+    count is the product of the ranges' lengths, known from their bounds before any is listed."""
+    found = list(_RANGE.finditer(name))
+    if not found:
+        return [name]
+    if len(found) > MAX_RANGES_PER_NAME:
+        raise ValueError(f"has more than {MAX_RANGES_PER_NAME} ranges in one name")
+    ranges = [_range_values(m.group(1)) for m in found]
+    count = math.prod(len(numbers) for numbers, _ in ranges)
+    if count > limit:
+        raise TooManyHosts(count)
+    literals = [name[: found[0].start()]]
+    literals += [name[a.end() : b.start()] for a, b in zip(found, found[1:], strict=False)]
+    literals.append(name[found[-1].end() :])
+    spelt = [[spell(n) for n in numbers] for numbers, spell in ranges]
+    out = []
+    for values in itertools.product(*spelt):
+        out.append(literals[0] + "".join(v + lit for v, lit in zip(values, literals[1:], strict=True)))
+    return out
 
 
 class _Builder:
@@ -282,15 +327,30 @@ class _Builder:
         self.groups.key_lines = {}
         self.defaults: LineDict = LineDict()
         self.children: dict[str, list[str]] = {}
+        self.expanded = 0  # names all host patterns expanded to so far
 
     def add_pattern(self, pattern: str, hvars: Mapping[str, Any], line: int | None) -> list[str]:
-        """Add the hosts an Ansible host pattern names (`gpu-[01:04]`, `name:2222`); their names."""
+        """Add the hosts an Ansible host pattern names (`gpu-[01:04]`, `name:2222`); their names.
+        Counts are checked before the pattern is expanded: the pattern's own, the names all
+        patterns of the file expand to, and the hosts the inventory then holds."""
         _check_name(self.path, line, "host", pattern)
+        at = f"{self.path}, line {line}" if line else str(self.path)
         try:
-            names, port = expand_host_pattern(str(pattern))
+            names, port = expand_host_pattern(str(pattern), min(MAX_HOSTS, MAX_PATTERN_NAMES - self.expanded))
+        except TooManyHosts as exc:
+            if exc.count > MAX_HOSTS:
+                raise InventoryError(
+                    f"{at}: host pattern {pattern!r} names {exc.count:,} hosts, more than the"
+                    f" {MAX_HOSTS:,} an inventory may hold; narrow the range."
+                ) from None
+            raise InventoryError(
+                f"{at}: with host pattern {pattern!r} the host patterns of this file name more than"
+                f" {MAX_PATTERN_NAMES:,} hosts in all (a host counted once per group that lists it);"
+                " list fewer, or put the hosts in one group and the others in [group:children]."
+            ) from None
         except ValueError as exc:
-            at = f"{self.path}, line {line}" if line else str(self.path)
             raise InventoryError(f"{at}: host pattern {pattern!r}: {exc}.") from None
+        self.expanded += len(names)
         if port is not None and not any(k in hvars for k in ("ansible_port", "ansible_ssh_port", "port")):
             with_port = LineDict({**hvars, "ansible_port": port})
             with_port.key_lines = dict(getattr(hvars, "key_lines", {}))
@@ -298,6 +358,11 @@ class _Builder:
             hvars = with_port
         for name in names:
             self.add_host(name, hvars, line)
+        if len(self.hosts) > MAX_HOSTS:
+            raise InventoryError(
+                f"{at}: with host pattern {pattern!r} the inventory holds more than the {MAX_HOSTS:,}"
+                " hosts an inventory may hold; split it."
+            )
         return names
 
     def add_host(self, name: str, hvars: Mapping[str, Any], line: int | None) -> None:
@@ -333,11 +398,18 @@ class _Builder:
         if child not in self.children[parent]:
             self.children[parent].append(child)
 
-    def _depth(self, group: str, parents: Mapping[str, list[str]], seen: frozenset[str]) -> int:
-        if group in seen:
+    def _depth(
+        self, group: str, parents: Mapping[str, list[str]], memo: dict[str, int], trail: tuple[str, ...] = ()
+    ) -> int:
+        """How many groups are above `group` (memoised: a lattice of groups is walked once)."""
+        if group in trail:
             raise InventoryError(f"{self.path}: group {group!r} is its own child; remove the cycle.")
-        ups = [p for p in parents.get(group, []) if p != "all"]
-        return 1 + max((self._depth(p, parents, seen | {group}) for p in ups), default=0)
+        if group not in memo:
+            if len(trail) >= MAX_GROUP_DEPTH:
+                raise group_depth_error(self.path, group)
+            ups = [p for p in parents.get(group, []) if p != "all"]
+            memo[group] = 1 + max((self._depth(p, parents, memo, (*trail, group)) for p in ups), default=0)
+        return memo[group]
 
     def result(self) -> LineDict:
         # Ansible's precedence: a child group's vars override its parent's. Later groups win
@@ -346,7 +418,8 @@ class _Builder:
         for parent, kids in self.children.items():
             for kid in kids:
                 parents.setdefault(kid, []).append(parent)
-        depth = {g: self._depth(g, parents, frozenset()) for g in self.groups}
+        memo: dict[str, int] = {}
+        depth = {g: self._depth(g, parents, memo) for g in self.groups}
         ordered = LineDict({g: self.groups[g] for g in sorted(self.groups, key=lambda g: depth[g])})
         ordered.key_lines = self.groups.key_lines
         self.groups = ordered
@@ -410,9 +483,11 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
     return members
 
 
-def load_ini(path: Path) -> LineDict:
-    """Parse Ansible's INI inventory: [group], [group:vars], [group:children], host k=v lines."""
-    text = read_text(path, InventoryError, "inventory")
+def load_ini(path: Path, text: str | None = None) -> LineDict:
+    """Parse Ansible's INI inventory: [group], [group:vars], [group:children], host k=v lines
+    (`text`: the file's, when the caller has read it)."""
+    if text is None:
+        text = read_text(path, InventoryError, "inventory")
     b = _Builder(path)
     group_vars: dict[str, LineDict] = {}
     children: dict[str, list[str]] = {}
@@ -464,13 +539,27 @@ def load_ini(path: Path) -> LineDict:
                 hvars.key_lines[key] = lineno
             direct.setdefault(section, []).extend(b.add_pattern(words[0], hvars, lineno))
 
-    def members(g: str, seen: frozenset[str] = frozenset()) -> list[str]:
-        if g in seen:
+    memo: dict[str, list[str]] = {}
+    pairs = [0]  # host-in-group pairs listed so far
+
+    def members(g: str, trail: tuple[str, ...] = ()) -> list[str]:
+        """The hosts of `g` and of the groups inside it, each once (memoised per group)."""
+        if g in trail:
             raise InventoryError(f"{path}: group {g!r} is its own child; remove the cycle.")
-        out = list(direct.get(g, []))
-        for c in children.get(g, []):
-            out += members(c, seen | {g})
-        return out
+        if g not in memo:
+            if len(trail) >= MAX_GROUP_DEPTH:
+                raise group_depth_error(path, g)
+            out = dict.fromkeys(direct.get(g, []))
+            for c in children.get(g, []):
+                out.update(dict.fromkeys(members(c, (*trail, g))))
+            pairs[0] += len(out)
+            if pairs[0] > MAX_MEMBERSHIPS:
+                raise InventoryError(
+                    f"{path}: the groups of this inventory list more than {MAX_MEMBERSHIPS:,} hosts in"
+                    f" all (group {g!r} among them); list fewer hosts per group."
+                )
+            memo[g] = list(out)
+        return memo[g]
 
     for g in list(direct) + [c for c in children if c not in direct]:
         if g in ("all", "ungrouped"):
@@ -480,6 +569,14 @@ def load_ini(path: Path) -> LineDict:
             b.add_child(g, c)
     b.defaults = convert_vars(group_vars.get("all") or {}, path)
     return b.result()
+
+
+def group_depth_error(path: Path, group: str) -> InventoryError:
+    """The sentence for groups nested past MAX_GROUP_DEPTH (Python's recursion ran out first)."""
+    return InventoryError(
+        f"{path}: the groups nest more than {MAX_GROUP_DEPTH} levels deep (group {group!r} among"
+        " them); flatten the groups' children."
+    )
 
 
 def _first_word(line: str) -> str:

@@ -15,6 +15,7 @@ defaults. An Ansible inventory (YAML or INI) is accepted as it is (see `ansible_
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import math
 import os
 import re
@@ -26,7 +27,7 @@ from typing import Any
 from .errors import InventoryError, UsageError
 from .shell import control_char
 from .units import parse_ram_size, parse_size
-from .yamlload import LineDict, did_you_mean, load_yaml, where
+from .yamlload import LineDict, did_you_mean, load_yaml, parse_yaml, read_text, shown, where
 
 HOST_KEYS = {
     "address": "the IP address or DNS name to connect to",
@@ -74,6 +75,66 @@ GROUP_KEYS = {"vars", "hosts"}
 INTERCONNECTS = ("nvlink", "pcie")
 CONNECTIONS = ("ssh", "local")
 BILLING_UNITS = ("second", "minute", "hour")
+
+
+@dataclass(frozen=True)
+class NumberRange:
+    """The valid values of a numeric field: a finite number (a whole one when `whole`) from `lo`
+    (excluded when `lo_open`) to `hi`. `text` says what the field takes, for the sentence that
+    refuses a value of the wrong type, below the range, inf or nan; above the range the sentence
+    adds the upper bound. One rule for every number of the schema: `connect_timeout: 1.0e+300`
+    was accepted and crashed a connection thread, a vendor `rate: .inf` printed `inf USD`."""
+
+    lo: float
+    hi: float
+    text: str
+    lo_open: bool = False
+    whole: bool = False
+    names_range: bool = False  # `text` already says the range ("a number from 1 to 65535")
+
+    def problem(self, value: object) -> str | None:
+        """Pure: None when `value` is valid, else `must be ..., not X.` (the end of a sentence)."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (self.whole and not isinstance(value, int)):
+            return f"must be {self.text}, not {shown(value)}."
+        assert isinstance(value, int | float)
+        if not math.isfinite(value) or value < self.lo or (self.lo_open and value == self.lo):
+            return f"must be {self.text}, not {shown(value)}."
+        if value > self.hi:
+            upper = "" if self.names_range else f" up to {self.hi:g}"
+            return f"must be {self.text}{upper}, not {shown(value)}."
+        return None
+
+
+PORT_RANGE = NumberRange(1, 65535, "a number from 1 to 65535", whole=True, names_range=True)
+# an hour: far beyond any login; 1e300 overflowed the socket's timeout in a connection thread
+CONNECT_TIMEOUT_RANGE = NumberRange(0, 3600, "a positive number of seconds", lo_open=True)
+# per box: a DGX/HGX holds 8 GPUs and the largest single systems a few hundred cores; far above
+# that an order is a typo that no box would ever pass
+GPU_COUNT_RANGE = NumberRange(1, 1024, "a whole number of at least 1", whole=True)
+CPU_CORES_RANGE = NumberRange(1, 65536, "a whole number of at least 1", whole=True)
+RDMA_PORTS_RANGE = NumberRange(1, 1024, "a whole number of at least 1", whole=True)
+RDMA_GBITS_RANGE = NumberRange(0, 1e6, "a number of Gb/s above 0", lo_open=True)
+# a price per hour or month in any currency (IDR or KRW too); finite, so costs stay numbers
+RATE_RANGE = NumberRange(0, 1e12, "a non-negative number")
+# 1 EiB: no disk, RAM or GPU memory order comes near it
+SIZE_MAX_BYTES = 1 << 60
+
+
+def remote_path_problem(value: object) -> str | None:
+    """Pure: why a path on the host (a data dir, a mount point) is refused, else None: it must
+    be absolute and spelt without `..` (`/data/..` is `/`, which the mount check refused)."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return f"must be an absolute path like /data, not {shown(value)}."
+    if ".." in value.split("/"):
+        return f"must be spelt without '..' (it names another directory), not {shown(value)}."
+    return None
+
+
+def normal_remote_path(value: str) -> str:
+    """Pure: one spelling of an absolute path (`//data/./x/` -> `/data/x`), for a path that
+    remote_path_problem accepted."""
+    return "/" + "/".join(p for p in value.split("/") if p not in ("", "."))
 
 
 @dataclass(frozen=True)
@@ -190,7 +251,8 @@ class Inventory:
             names = [n for n in names if n in members]
         if limit:
             self._check_limit(limit)
-            names = [n for n in names if matches_limit(n, self.hosts[n].groups, limit)]
+            hits = regex_hits(limit, [*self.hosts, *self.groups])
+            names = [n for n in names if matches_limit(n, self.hosts[n].groups, limit, hits)]
         if not names:
             raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
         return [self.hosts[n] for n in names]
@@ -205,7 +267,7 @@ class Inventory:
             if bare.startswith("~"):
                 try:
                     re.compile(bare[1:])
-                except re.error as exc:
+                except (re.error, RecursionError, OverflowError) as exc:  # ('(' * 10000: too deep)
                     raise UsageError(
                         f"--limit pattern {term!r} is not a valid regular expression ({exc});"
                         " fix it, or use a glob like 'gpu-*'."
@@ -263,10 +325,60 @@ def _looks_like_ipv6(text: str) -> bool:
     return text.count(":") >= 2 and all(c in "0123456789abcdefABCDEF:.*?[]%" for c in text)
 
 
-def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
+# How long the `~regex` terms of a --limit may take to match every host and group name. Python's
+# regular expressions backtrack: `~(a+)+$` over a 40-character name would run for days.
+REGEX_TIME_LIMIT_S = 2.0
+_REGEX_CHILD = (
+    "import json, re, sys\n"
+    "d = json.load(sys.stdin)\n"
+    "print(json.dumps([[i for i, t in enumerate(d['t']) if re.match(r, t)] for r in d['r']]))\n"
+)
+
+
+def regex_hits(pattern: str, targets: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The names among `targets` that each `~regex` term of a --limit matches, computed by a
+    child Python under REGEX_TIME_LIMIT_S (a match cannot be interrupted in a thread, and a
+    signal only works in the main thread); a regex past the limit is a UsageError. {} when the
+    pattern has no regex."""
+    regexes = list(
+        dict.fromkeys(t.lstrip("!&")[1:] for t in limit_terms(pattern) if t.lstrip("!&")[:1] == "~")
+    )
+    if not regexes:
+        return {}
+    import json
+    import subprocess
+    import sys
+
+    try:
+        child = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _REGEX_CHILD],
+            input=json.dumps({"r": regexes, "t": list(targets)}),
+            capture_output=True,
+            text=True,
+            timeout=REGEX_TIME_LIMIT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(
+            f"--limit pattern {pattern!r}: its regular expression took more than {REGEX_TIME_LIMIT_S:g} s"
+            " on the inventory's host and group names (it backtracks without end, like '(a+)+$');"
+            " simplify it, or use a glob like 'gpu-*'."
+        ) from None
+    if child.returncode != 0:
+        last = (child.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(
+            f"--limit pattern {pattern!r}: its regular expression could not be matched ({last})."
+        )
+    found = json.loads(child.stdout)
+    return {r: frozenset(targets[i] for i in idx) for r, idx in zip(regexes, found, strict=True)}
+
+
+def matches_limit(
+    name: str, groups: Iterable[str], pattern: str, regex_hits: Mapping[str, frozenset[str]] | None = None
+) -> bool:
     """Ansible-style --limit: comma- (or colon-) separated globs over host or group names;
     `!pat` excludes, `&pat` must also match (intersection), `~regex` matches by regular
-    expression, `all` is every host and `ungrouped` a host of no group."""
+    expression, `all` is every host and `ungrouped` a host of no group. `regex_hits` (from
+    regex_hits(), time-bounded) answers the `~regex` terms; without it they run here."""
     groups = tuple(groups)
     terms = limit_terms(pattern)
     include = [t for t in terms if not t.startswith(("!", "&"))]
@@ -278,6 +390,8 @@ def matches_limit(name: str, groups: Iterable[str], pattern: str) -> bool:
         if pat == "all" or (pat == "ungrouped" and not groups):  # Ansible's implicit groups
             return True
         if pat.startswith("~"):
+            if regex_hits is not None and pat[1:] in regex_hits:
+                return any(t in regex_hits[pat[1:]] for t in targets)
             regex = re.compile(pat[1:])
             return any(regex.match(t) for t in targets)
         return any(fnmatch.fnmatchcase(t, pat) for t in targets)
@@ -311,6 +425,32 @@ def name_problem(kind: str, name: Any) -> str | None:
     )
 
 
+# A host name is the folder of its pulled results (`results/<host>`), its reports and journal:
+# one path component, so `../../../../tmp/x` cannot send a teardown's pull outside the project;
+# not starting with `~` either (a results_dest of `{host}/...` is expanded like a home dir);
+# at most a DNS name's 253 bytes (a path component holds 255).
+HOST_NAME_MAX_BYTES = 253
+
+
+def host_name_problem(name: str) -> str | None:
+    """Pure: why a host name cannot be a folder name, else None (checked at load for names
+    from every inventory format: our YAML, Ansible YAML and INI)."""
+    why = None
+    if "/" in name or "\\" in name:
+        why = f"holds {'/' if '/' in name else chr(92)!r}"
+    elif name.startswith((".", "~")):
+        why = f"starts with {name[0]!r}"
+    elif len(name.encode("utf-8", "surrogatepass")) > HOST_NAME_MAX_BYTES:
+        why = f"is longer than {HOST_NAME_MAX_BYTES} bytes"
+    if why is None:
+        return None
+    return (
+        f"host name {name[:60]!r}{'...' if len(name) > 60 else ''} {why}; a host name is the name of"
+        " its results folder, so it must be one path component (no '/' or '\\', not starting with"
+        " '.' or '~'): rename the host and put where it is reached in 'address:'."
+    )
+
+
 def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inventory:
     """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
     path = Path(path)
@@ -325,10 +465,11 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
 
     raw: dict[str, Any]
     ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
-    if ansible_inventory.looks_like_ini(hosts_file):
-        raw = ansible_inventory.load_ini(hosts_file)
+    text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
+    if ansible_inventory.looks_like_ini(hosts_file, text):
+        raw = ansible_inventory.load_ini(hosts_file, text)
     else:
-        data = load_yaml(hosts_file, InventoryError, "inventory")
+        data = parse_yaml(text, hosts_file, InventoryError)
         if data is None:
             raise InventoryError(
                 f"{hosts_file}: the inventory is empty; define at least one host under 'hosts:'."
@@ -343,6 +484,9 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
 
 
+# hosts in one inventory: a rented fleet is tens of boxes; a range like `gpu-[0:99999999]` is
+# refused before it is expanded (it held 7.1 GB), and everything per host stays bounded
+MAX_HOSTS = 10_000
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
 INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
 
@@ -420,8 +564,13 @@ def build(
     if not hosts_raw:
         raise InventoryError(f"{where(hosts_file, raw, 'hosts')}: no hosts defined; add a 'hosts:' mapping.")
     hosts_raw = _mapping(hosts_raw, hosts_file, raw, "hosts")
+    if len(hosts_raw) > MAX_HOSTS:
+        raise InventoryError(
+            f"{where(hosts_file, raw, 'hosts')}: the inventory defines {len(hosts_raw):,} hosts, more"
+            f" than the {MAX_HOSTS:,} hosts an inventory may hold; split it."
+        )
     for hname in hosts_raw:
-        if problem := name_problem("host", hname):
+        if problem := name_problem("host", hname) or host_name_problem(str(hname)):
             raise InventoryError(f"{where(hosts_file, hosts_raw, hname)}: {problem}")
     groups_raw = _mapping(raw.get("groups") or LineDict(), hosts_file, raw, "groups")
     for gname in groups_raw:
@@ -504,6 +653,10 @@ def build(
     )
 
 
+# jump hosts in front of one host: one ssh per hop; real chains are one or two bastions
+MAX_JUMP_HOPS = 16
+
+
 def _jump_chain(
     name: str,
     hosts: Mapping[str, Host],
@@ -519,6 +672,11 @@ def _jump_chain(
     hops = hosts[name].jump
     if not hops:
         return ()
+    if len(trail) + len(hops) > MAX_JUMP_HOPS + 1:  # (before recursing: 1,200 hops crashed it)
+        raise InventoryError(
+            f"{where(path, hosts_raw, trail[0])}: host {trail[0]!r} is reached through more than"
+            f" {MAX_JUMP_HOPS} jump hosts (its 'jump', their own 'jump' ...); shorten the chain."
+        )
     first = hops[0]
     if first in trail:
         loop = " -> ".join((*trail[trail.index(first) :], first))
@@ -620,6 +778,45 @@ def _deep_merge(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, 
     return out
 
 
+# Settings whose explicit null would silently drop what a group, the vendor or the defaults
+# give: `order:` left empty on a host dropped its group's order, so nothing was checked. (A
+# null `jump`, `key_file`, `host_key` or `vendor` says "none" on purpose and stays allowed; a
+# null port, user or timeout is refused by its own check.) Inside an order, every field.
+NULL_DROPS = ("order", "data_dir", "vars")
+
+
+def _refuse_dropping_null(
+    layer: Mapping[str, Any], label: str, set_by: dict[tuple[str, ...], str], file: Path
+) -> None:
+    """A null in `layer` for a value an earlier layer set (`set_by`: key path -> that layer's
+    label) is refused, naming both; then `set_by` records what `layer` sets."""
+
+    def walk(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+        for key, value in mapping.items():
+            if not keys and key not in NULL_DROPS:
+                continue
+            here = (*keys, key)
+            if value is None and here in set_by:
+                who = set_by[here]
+                field = f"field {key!r}" if not keys else f"{' '.join(keys)} field {key!r}"
+                raise InventoryError(
+                    f"{where(file, mapping, key)}: {label} {field} is empty (null), which would drop"
+                    f" the {key!r} of {who}; remove the key to inherit {_possessive(who)} {key}."
+                )
+            if value is not None:
+                set_by[here] = label
+            if isinstance(value, Mapping) and here[0] == "order":
+                walk(value, here)
+
+    walk(layer, ())
+
+
+def _possessive(label: str) -> str:
+    """`group 'g'` -> `the group's`, `defaults` -> `the defaults'`."""
+    kind = label.split()[0]
+    return f"the {kind}'" if kind.endswith("s") else f"the {kind}'s"
+
+
 def _disk_mappings(base: Any, over: Any) -> tuple[Any, Any]:
     """Pure: an order's `data_disk: /data` is short for `{mount: /data}`, and merges key by key
     with a mapping in another layer like one (a vendor's `data_disk: /data` under a host's
@@ -647,6 +844,39 @@ HOST_CHARS = re.compile(r"[\w.:%@+\[\]-]+")
 def bad_host_char(address: str) -> str | None:
     """Pure: the first character of `address` that no host name or IP address holds, or None."""
     return next((c for c in address if not HOST_CHARS.fullmatch(c)), None)
+
+
+def split_address(address: str) -> tuple[str, str | None]:
+    """Pure: (the address to dial, None), or (address, why it is refused). An address with a
+    port (`10.0.0.1:2222`, `[2001:db8::1]:2222`) is refused: the port went nowhere and the host
+    was shown as `root@10.0.0.1:2222:22`. An IPv6 address (`::1`, `fe80::1%eth0`) has colons of
+    its own; in brackets (`[::1]`) it is taken without them."""
+    port_hint = "; put the port in 'port:' and write only the host name or IP address in 'address:'."
+    if address.startswith("["):
+        m = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?", address)
+        if m is None or not _is_ipv6(m.group(1)):
+            return address, f"{address!r} is not a host name or IP address; write an IPv6 address like [::1]."
+        if m.group(2):
+            return address, f"{address!r} holds a port (:{m.group(2)}){port_hint}"
+        return m.group(1), None
+    if address.count(":") == 1:
+        port = address.partition(":")[2]
+        if port.isdigit():
+            return address, f"{address!r} holds a port (:{port}){port_hint}"
+        return (
+            address,
+            f"{address!r} is not a host name or IP address; write only the host name or IP address.",
+        )
+    if ":" in address and not _is_ipv6(address):
+        return address, f"{address!r} is neither a host name nor an IPv6 address; fix the address."
+    return address, None
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 # `$HOME/.ssh/id` or `${KEYS}/id` in a key_file
@@ -694,13 +924,16 @@ def _resolve_host(
     merged: dict[str, Any] = {}
     origin: dict[str, tuple[Mapping[str, Any], str]] = {}
     ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
-    for layer, label in ordered:
-        merged = _deep_merge(merged, layer)
-        for k in layer:
-            origin[k] = (layer, label)
 
     def file_of(label: str) -> Path:
         return Path(vendor.source) if vendor is not None and label.startswith("vendor ") else path
+
+    set_by: dict[tuple[str, ...], str] = {}  # which layer set each value a null could drop
+    for layer, label in ordered:
+        _refuse_dropping_null(layer, label, set_by, file_of(label))
+        merged = _deep_merge(merged, layer)
+        for k in layer:
+            origin[k] = (layer, label)
 
     def err(key: str, problem: str) -> InventoryError:
         src, label = origin.get(key, (LineDict(), f"host {name!r}"))
@@ -745,11 +978,14 @@ def _resolve_host(
             f"{address!r} is not a host name or IP address (it holds {bad!r}); write only the host"
             " name or IP address.",
         )
+    address, problem = split_address(address.strip())
+    if problem:
+        raise err("address", problem)
     port = pick("port", "port", 22)
     if isinstance(port, str) and port.isdigit():
         port = int(port)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise err("port", f"must be a number from 1 to 65535, not {port!r}.")
+    if problem := PORT_RANGE.problem(port):
+        raise err("port", problem)
     user = pick("user", "user", "root")
     if not isinstance(user, str) or not user:
         raise err("user", "must be a user name string.")
@@ -775,16 +1011,15 @@ def _resolve_host(
     if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
         raise err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
     timeout = merged.get("connect_timeout", 10)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise err("connect_timeout", f"must be a positive number of seconds, not {timeout!r}.")
+    if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
+        raise err("connect_timeout", problem)
     data_dir = merged.get("data_dir", vendor.data_dir if vendor else None)
     if data_dir is not None and not isinstance(data_dir, str):
         raise err("data_dir", "must be a path string.")
+    if data_dir is not None:
+        if problem := remote_path_problem(data_dir):
+            raise err("data_dir", problem)
+        data_dir = normal_remote_path(data_dir)
     hvars = merged.get("vars", {})
     if not isinstance(hvars, Mapping):
         raise err("vars", "must be a mapping of name: value.")
@@ -798,7 +1033,7 @@ def _resolve_host(
     )
     return Host(
         name=name,
-        address=address.strip(),
+        address=address,
         port=port,
         user=user,
         key_file=key_file,
@@ -857,10 +1092,15 @@ def parse_rdma(value: object) -> tuple[int, float]:
     """An order's `rdma` field, COUNTxRATE with the rate in Gb/s (`8x400G`, `8 x 400Gbps`,
     `2x200Gb/s`) -> (8, 400.0); ValueError with the reason otherwise."""
     if not isinstance(value, str) or not (m := _RDMA.fullmatch(value.strip())):
-        raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {value!r}')
+        raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {shown(value)}')
     count, rate = int(m.group(1)), float(m.group(2))
     if count < 1 or rate <= 0:
         raise ValueError(f"is {value!r}, which checks nothing; give at least 1 port and a rate above 0")
+    for rule, number in ((RDMA_PORTS_RANGE, count), (RDMA_GBITS_RANGE, rate)):
+        if problem := rule.problem(number):
+            raise ValueError(
+                f"is {shown(value)}: the {'ports' if number is count else 'rate'} {problem[:-1]}"
+            )
     return count, rate
 
 
@@ -908,20 +1148,23 @@ def parse_order(
             )
         try:
             value = parse(raw[key])
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # (400 digits: a float of inf, no int)
             raise fail(key, f"is not a valid size: {exc}.") from None
         if value <= 0:  # (a minimum of nothing: the box would pass whatever it holds)
             raise fail(
                 key, f"is {raw[key]!r}, which checks nothing; give the size ordered, or remove the line."
             )
+        if value > SIZE_MAX_BYTES:
+            raise fail(key, f"is {raw[key]!r}, more than any box holds (at most 1 EiB); fix the size.")
         return value
 
-    def count(key: str) -> int | None:
+    def count(key: str, rule: NumberRange) -> int | None:
         v = raw.get(key)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise fail(key, f"must be a whole number of at least 1, not {v!r}.")
+        if problem := rule.problem(v):
+            raise fail(key, problem)
+        assert isinstance(v, int)
         return v
 
     gpu_model = raw.get("gpu_model")
@@ -972,12 +1215,11 @@ def parse_order(
                     f"{did_you_mean(key, DATA_DISK_KEYS) or '; allowed: mount, min_size.'}"
                 )
         mount = disk.get("mount")
-        if not isinstance(mount, str) or not mount.startswith("/"):
-            raise InventoryError(
-                f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must be an absolute path like /data,"
-                f" not {mount!r}."
-            )
-        if mount.rstrip("/") == "":
+        if problem := remote_path_problem(mount):
+            raise InventoryError(f"{disk_at('mount')}: {dlabel} order data_disk 'mount' {problem}")
+        assert isinstance(mount, str)
+        mount = normal_remote_path(mount)
+        if mount == "/":
             raise InventoryError(
                 f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must not be '/' (the system disk);"
                 " give the data disk's own mount point, like /data."
@@ -991,7 +1233,9 @@ def parse_order(
         if disk.get("min_size") is not None:
             try:
                 min_size = parse_size(disk["min_size"])
-            except ValueError as exc:
+                if min_size > SIZE_MAX_BYTES:
+                    raise ValueError(f"{disk['min_size']!r} is more than any disk holds (at most 1 EiB)")
+            except (ValueError, OverflowError) as exc:
                 raise InventoryError(
                     f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size'"
                     f" is not a valid size: {exc}."
@@ -1001,12 +1245,12 @@ def parse_order(
                     f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size' is"
                     f" {disk['min_size']!r}, which checks nothing; give the size ordered, or remove the line."
                 )
-        data_disk = DataDiskSpec(mount=mount.rstrip("/") or "/", min_size_bytes=min_size)
+        data_disk = DataDiskSpec(mount=mount, min_size_bytes=min_size)
     return OrderSpec(
         gpu_model=gpu_model,
-        gpu_count=count("gpu_count"),
+        gpu_count=count("gpu_count", GPU_COUNT_RANGE),
         vram_bytes=size("vram"),
-        cpu_cores=count("cpu_cores"),
+        cpu_cores=count("cpu_cores", CPU_CORES_RANGE),
         ram_bytes=size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
         data_disk=data_disk,
         interconnect=interconnect,
@@ -1103,18 +1347,24 @@ def load_vendor(path: Path) -> Vendor:
     rates: dict[str, float | None] = {}
     for key in ("rate", "monthly_rate"):
         v = billing_raw.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
+        if v is not None and (problem := RATE_RANGE.problem(v)):
             raise InventoryError(
-                f"{where(path, billing_raw, key)}: vendor {path.stem!r} billing {key!r} must be a"
-                f" non-negative number, not {v!r}."
+                f"{where(path, billing_raw, key)}: vendor {path.stem!r} billing {key!r} {problem}"
             )
         rates[key] = float(v) if v is not None else None
+    data_dir = text("data_dir")
+    if data_dir is not None:
+        if problem := remote_path_problem(data_dir):
+            raise InventoryError(
+                f"{where(path, data, 'data_dir')}: vendor {path.stem!r} 'data_dir' {problem}"
+            )
+        data_dir = normal_remote_path(data_dir)
     vendor = Vendor(
         id=path.stem,
         name=text("name") or path.stem,
         licence=text("licence"),
         icp=text("icp"),
-        data_dir=text("data_dir"),
+        data_dir=data_dir,
         registry_mirror=mirrors("registry_mirror"),
         billing=Billing(
             unit=unit,
@@ -1168,10 +1418,11 @@ def _ssh_config(
         candidate = Path(env) if env else Path.home() / ".ssh" / "config"
     if not candidate.is_file():
         return None, None
-    import paramiko
+    from .sshconfig import UserSSHConfig  # paramiko's parser, made to run nothing (`Match exec`)
 
+    text = read_text(candidate, InventoryError, "SSH config")  # (bounded, like every input)
     try:
-        return paramiko.SSHConfig.from_path(str(candidate)), candidate
+        return UserSSHConfig.from_text_at(text, candidate), candidate
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
 

@@ -14,7 +14,7 @@ from .inventory import Host
 from .steps import REGISTRY, Step
 from .steps.base import StepArgsError
 from .templating import render_value
-from .yamlload import did_you_mean, load_yaml, where
+from .yamlload import did_you_mean, load_yaml, shown, where
 
 PLAYBOOK_KEYS = {"name", "description", "steps"}
 STEP_KEYS = {"step", "name", "args"}
@@ -89,7 +89,7 @@ def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec
     if not isinstance(entry, dict):
         raise PlaybookError(
             f"{where(path, data, 'steps')}: step {i} must be a mapping like 'step: acceptance',"
-            f" not {entry!r}."
+            f" not {shown(entry)}."
         )
     line = getattr(entry, "line", None)
     for key in entry:

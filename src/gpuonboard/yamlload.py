@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,115 @@ class LineDict(dict[str, Any]):
         return getattr(self, "key_lines", {}).get(key, self.line)
 
 
+# Bounds on what one YAML document may hold, checked while it is composed (before any value
+# is built), so a hostile or mistaken file costs at most a few seconds and a few hundred MB:
+# - MAX_DEPTH: the deepest real inventory nests about 10 levels (an Ansible tree of groups a
+#   few more); PyYAML composes and constructs by recursion, so 400 levels crashed the run
+#   (RecursionError) and 50,000 did too.
+# - MAX_EXPANDED_VALUES / MAX_EXPANDED_CHARS: what the document holds with every alias written
+#   out. A few anchors that each repeat the one before ("billion laughs": 9 lines, 10^9 strings)
+#   load as shared references in no time, but every walk over the values (rendering a
+#   playbook's arguments per host, writing a report) expands them. The count of values alone
+#   let 800,000 aliases of one long text through, which reached 10.4 GB: the text they hold is
+#   bounded too, at twice what the largest file (MAX_INPUT_BYTES) holds written out.
+# - MAX_NUMBER_DIGITS: Python refuses to convert a number of over 4,300 digits (ValueError, a
+#   crash); no setting needs more than a few dozen.
+MAX_DEPTH = 64
+MAX_EXPANDED_VALUES = 1_000_000
+MAX_EXPANDED_CHARS = 8 << 20
+MAX_NUMBER_DIGITS = 100
+
+
+class InputBomb(yaml.MarkedYAMLError):
+    """A document past one of the bounds above (too deep, too much once its aliases expand,
+    an alias inside its own anchor, a number too long to be one)."""
+
+
 class _LaxLoader(yaml.SafeLoader):
-    """Line numbers, duplicate keys refused, keys as written; numbers as YAML 1.1 reads them."""
+    """Line numbers, duplicate keys refused, keys as written; numbers as YAML 1.1 reads them;
+    depth and expanded size bounded while the document is composed."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0  # values composed so far, each alias counted as all it holds
+        self._chars = 0  # characters of the scalars composed so far, likewise
+        self._aliased = False
+        self._sizes: dict[str, tuple[int, int]] = {}  # anchor -> (values, chars) it holds
+        self._open: set[str] = set()  # anchors whose node is being composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """PyYAML's, counting what each node holds (an alias: what its anchor holds) and refusing
+        a document past the bounds as soon as it gets there, before the rest is even parsed."""
+        event = self.peek_event()
+        mark: Any = event.start_mark
+        if isinstance(event, yaml.AliasEvent):
+            anchor = str(event.anchor)
+            if anchor in self._open:  # `&a [*a]`: a list that contains itself, endless to walk
+                raise InputBomb(
+                    None,
+                    None,
+                    f"the alias *{anchor} is inside its own anchor &{anchor}, a value that contains"
+                    " itself; write the value out",
+                    mark,
+                )
+            if anchor in self._sizes:  # (an undefined alias: PyYAML's own error below)
+                self._aliased = True
+                self._count(*self._sizes[anchor], mark)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise InputBomb(
+                None,
+                None,
+                f"the values nest more than {MAX_DEPTH} levels deep; write them flatter (an"
+                " inventory or playbook nests a few levels)",
+                mark,
+            )
+        named: str | None = getattr(event, "anchor", None)
+        before = (self._values, self._chars)
+        self._count(1, len(event.value) if isinstance(event, yaml.ScalarEvent) else 0, mark)
+        if named is not None:
+            self._open.add(named)
+        node = super().compose_node(parent, index)
+        if named is not None:
+            self._open.discard(named)
+            self._sizes[named] = (self._values - before[0], self._chars - before[1])
+        self._depth -= 1
+        return node
+
+    def _count(self, values: int, chars: int, mark: Any) -> None:
+        self._values += values
+        self._chars += chars
+        if self._values <= MAX_EXPANDED_VALUES and self._chars <= MAX_EXPANDED_CHARS:
+            return
+        amount = (
+            f"{MAX_EXPANDED_VALUES:,} values"
+            if self._values > MAX_EXPANDED_VALUES
+            else f"{MAX_EXPANDED_CHARS >> 20} MiB of text"
+        )
+        problem = (
+            f"its aliases expand to more than {amount} (anchors that repeat each other, a"
+            ' "billion laughs"); write the values out instead'
+            if self._aliased
+            else f"it holds more than {amount}; split it, or remove what is not needed"
+        )
+        raise InputBomb(None, None, problem, mark)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's, with a value its tag cannot hold (`2001-02-30`, `!!int abc`) refused at
+        its line instead of escaping as Python's ValueError."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            raise InputBomb(
+                None,
+                None,
+                f"a value is not a valid {kind} ({' '.join(str(exc).split())[:100]}); quote it where it"
+                " is meant as text",
+                node.start_mark,
+            ) from None
 
 
 class _Loader(_LaxLoader):
@@ -77,6 +186,17 @@ class AmbiguousNumber(yaml.MarkedYAMLError):
     is 90 (base 60); YAML 1.2 and most readers take 022 as 22."""
 
 
+def _construct_lax_int(loader: _LaxLoader, node: yaml.ScalarNode) -> int:
+    if len(str(node.value)) > MAX_NUMBER_DIGITS:
+        raise InputBomb(
+            None,
+            None,
+            f"a number of more than {MAX_NUMBER_DIGITS} digits; quote it where it is meant as text",
+            node.start_mark,
+        )
+    return int(yaml.SafeLoader.construct_yaml_int(loader, node))
+
+
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     digits = str(node.value).lstrip("+-").replace("_", "")
     octal = len(digits) > 1 and digits.startswith("0") and digits[1:2].isdigit()
@@ -98,10 +218,11 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
             f" written (a file mode, a time), else write it {fix}",
             node.start_mark,
         )
-    return int(yaml.SafeLoader.construct_yaml_int(loader, node))
+    return _construct_lax_int(loader, node)
 
 
 _LaxLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LaxLoader.add_constructor("tag:yaml.org,2002:int", _construct_lax_int)
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
@@ -110,15 +231,64 @@ def load_yaml(path: Path, error: type[GpuonboardError], what: str, strict_number
     return parse_yaml(read_text(path, error, what), path, error, strict_numbers)
 
 
-def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
-    """A file's text as UTF-8, without the byte-order mark an editor on Windows may write;
-    bytes that are not UTF-8 -> `error` naming the file, the line and what to do."""
+# The most any input file may hold: a real inventory, playbook or vendor profile is a few kB
+# (an Ansible inventory of thousands of hosts a few hundred kB); PyYAML parses about 200 kB/s,
+# so this bounds a parse to seconds. `--inventory /dev/zero` read 5.3 GB, then crashed.
+MAX_INPUT_BYTES = 4 << 20
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_bounded(path: Path, error: type[GpuonboardError], what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit` of them; anything else -> `error` in one sentence.
+
+    Opened without blocking, then checked by fstat (no race with a swapped path): a FIFO given as
+    a vendor file waited forever for a writer, and a device (`/dev/zero`) never ends."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise error(f"{path}: {what} file not found; check the path.") from None
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} file ({exc.strerror or exc}).") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+            raise error(
+                f"{path}: the {what} file is not a regular file but {kind}; save the {what} to a"
+                " file and name that file."
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} file ({exc.strerror or exc}).") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise error(
+            f"{path}: the {what} file is larger than {limit >> 20} MiB, the most gpuonboard reads"
+            f" (one is a few kB); check that the path names the {what}."
+        )
+    return b"".join(chunks)
+
+
+def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
+    """A file's text as UTF-8 (read_bounded), without the byte-order mark an editor on Windows
+    may write; bytes that are not UTF-8 -> `error` naming the file, the line and what to do."""
+    data = read_bounded(path, error, what)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise error(
             f"{path}: the {what} file is UTF-16 text (as Windows PowerShell's `>` writes it);"
@@ -134,63 +304,12 @@ def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
         ) from None
 
 
-# How many values a document may hold once its aliases are expanded. A few anchors that each
-# repeat the one before ("billion laughs": 9 lines, 10^9 strings) load as shared references in
-# no time, but every walk over the values (rendering a playbook's arguments per host, writing
-# a report) expands them: minutes of CPU and gigabytes of memory from a 1 kB file.
-MAX_EXPANDED_VALUES = 1_000_000
-
-
-class AliasBomb(yaml.MarkedYAMLError):
-    """Aliases that expand to more than MAX_EXPANDED_VALUES values."""
-
-
-def _check_expansion(root: yaml.Node) -> None:
-    """Count the values `root` holds with every alias expanded (a node counted once per place
-    it appears), memoised per node: one pass over the file's nodes, whatever they expand to."""
-    sizes: dict[int, int] = {}
-    pending: set[int] = set()
-    # an iterative post-order walk: a deeply nested file must not hit Python's recursion limit
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if id(node) in sizes:
-            continue
-        children = _children(node)
-        if not children_done:
-            if id(node) in pending:  # an alias inside its own anchor: the constructor refuses it
-                continue
-            pending.add(id(node))
-            stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
-            continue
-        pending.discard(id(node))
-        sizes[id(node)] = total = 1 + sum(sizes.get(id(c), 0) for c in children)
-        if total > MAX_EXPANDED_VALUES:
-            raise AliasBomb(
-                None,
-                None,
-                f"its aliases expand to more than {MAX_EXPANDED_VALUES:,} values (anchors that"
-                ' repeat each other, a "billion laughs"); write the values out instead',
-                node.start_mark,
-            )
-
-
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    return []
-
-
 def _load(text: str, strict_numbers: bool = True) -> Any:
     loader = _Loader(text) if strict_numbers else _LaxLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
             return None
-        _check_expansion(root)
         return loader.construct_document(root)
     finally:
         loader.dispose()
@@ -200,7 +319,7 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbe
     """Parse YAML text; errors name the file and line."""
     try:
         return _load(text, strict_numbers)
-    except (AliasBomb, AmbiguousNumber) as exc:
+    except (InputBomb, AmbiguousNumber) as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise error(f"{path}, line {line}: {exc.problem}.") from None
     except DuplicateKey as exc:
@@ -232,6 +351,15 @@ def where(path: Path, mapping: object, key: str | None = None) -> str:
     if isinstance(mapping, LineDict):
         line = mapping.line_of(key) if key is not None else mapping.line
     return f"{path}, line {line}" if line else str(path)
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """`repr(value)` for a message, cut to `limit` characters: a value that is a list of a
+    million items (or a 4 MB text) must not make the one-line error megabytes long."""
+    if isinstance(value, list | dict) and len(value) > limit:
+        return f"a {type(value).__name__} of {len(value):,} items"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

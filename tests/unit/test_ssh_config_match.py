@@ -94,11 +94,6 @@ def test_a_huge_or_special_file_is_refused_before_reading(tmp_path: Path) -> Non
         UserSSHConfig.read(bad)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inventory._ssh_config still parses with paramiko.SSHConfig.from_text; it must parse with"
-    " gpuonboard.sshconfig.UserSSHConfig.from_text_at(text, candidate) (the inventory helper's file)",
-)
 def test_a_match_exec_in_the_inventorys_ssh_config_is_exit_2_through_the_cli(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     inv = tmp_path / "inventory"
