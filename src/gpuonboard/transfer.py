@@ -14,6 +14,7 @@ import functools
 import gc
 import operator
 import os
+import posixpath
 import re
 import shutil
 import stat
@@ -37,6 +38,16 @@ if TYPE_CHECKING:
 # runs leave in their trees: an unpack's swap then dropped a job's files under it unseen
 PARTIAL_DIR = ".gpuonboard-rsync-partial"
 _LIST_MARK = "##gpuonboard-dataset "
+# rsync --timeout: the host's receiver gives up a link that moved nothing for this long (and
+# keeps what arrived as a partial file). Its sshd never hears a link that drops without a FIN or
+# RST (ClientAliveInterval is the host's setting, off by default): without it, the receiver of a
+# cut upload lived on for hours holding its temp file. Twice ssh's own keepalive window
+# (ServerAliveInterval 15 x 4, see openssh.py), so that this side's clearer message comes first.
+RSYNC_TIMEOUT_S = 120
+# rsync's temp file beside the file it receives: `.<name>.XXXXXX`, mkstemp's six random letters
+# and digits; six of one class only (`.notes.backup`, `.log.202401`) are taken for a user's name
+# (about 1 % of rsync's are: those are left alone, and said as kept)
+_RSYNC_TEMP = re.compile(r"\.(.+)\.([A-Za-z0-9]{6})")
 
 
 # ---------------------------------------------------------------- local source
@@ -271,8 +282,11 @@ def listing_command(target: str, data_dir: str, manifest: str = "") -> str:
         f"[ -d \"$t/{COPY_MARK}\" ] && printf '{m}markdir\\n'\n"
         f"printf '{m}list\\n'\n"
         '[ -d "$t" ] || exit 0\n'
-        f'cd -- "$t" && find . {LISTING_PRUNE}'
-        " -o -type d -empty -printf 'E %s %T@ %P\\0' -o -printf '%y %s %T@ %P\\0'\n"
+        # (rsync's partial files as `P` records: what a resumed transfer starts from, which the
+        # preflight counts as already there; the partial dir itself is no directory of the copy)
+        f'cd -- "$t" && find . \\( -path ./{LEASE_IN_COPY} -o -path ./{COPY_MARK} \\) -prune'
+        f" -o -path '*/{PARTIAL_DIR}/*' \\( -type f -printf 'P %s %T@ %P\\0' -o -prune \\)"
+        f" -o -name {PARTIAL_DIR} -o -type d -empty -printf 'E %s %T@ %P\\0' -o -printf '%y %s %T@ %P\\0'\n"
         "exit 0"
     )
 
@@ -293,6 +307,8 @@ class RemoteState:
     mark_dir: bool = False  # its COPY_MARK is a directory (no mark gpuonboard wrote)
     not_writable: str | None = None  # a dir the upload writes in that this login cannot write
     link: str | None = None  # the target is a symlink (to this)
+    # rsync's partial files (in PARTIAL_DIR beside the file they are of): file's rel -> bytes
+    partials: Mapping[str, int] = field(default_factory=dict)
 
 
 def parse_listing(text: str) -> RemoteState:
@@ -307,6 +323,7 @@ def parse_listing(text: str) -> RemoteState:
     link: str | None = None
     manifest_sha: str | None = None
     copy: str | None = None
+    partials: dict[str, int] = {}
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
     for line in head.splitlines():
@@ -341,6 +358,11 @@ def parse_listing(text: str) -> RemoteState:
         kind, size, mtime, rel = parts
         if not size.isdigit() or not rel:  # ("": the dir itself)
             continue
+        if kind == "P":  # (`dir/PARTIAL_DIR/name`: the partial file of `dir/name`)
+            where, _, name = rel.rpartition("/")
+            if where.rpartition("/")[2] == PARTIAL_DIR and name:
+                partials[posixpath.join(where.rpartition("/")[0], name)] = int(size)
+            continue
         if kind in ("d", "E"):
             dirs.add(rel)
             if kind == "E":
@@ -360,6 +382,7 @@ def parse_listing(text: str) -> RemoteState:
         mark_dir=mark_dir,
         not_writable=not_writable,
         link=link,
+        partials=partials,
     )
 
 
@@ -435,15 +458,19 @@ def rsync_argv(
     files_from: Path | None = None,
     dry_run: bool = False,
     ssh_options: Sequence[str] = (),
+    marker: str = "",
 ) -> list[str]:
     """The local rsync command line (argv, no shell): archive, resume, progress, stats.
-    `ssh_options` go to ssh (e.g. the shared master connection)."""
+    `ssh_options` go to ssh (e.g. the shared master connection); `marker` (uploadlock.mark())
+    goes into the environment of the host's rsync, so that a rerun holding the upload's lease
+    can find it should this run's link drop (see uploadlock.STOP_FN)."""
     argv = [
         "rsync",
         "-a",
         "-s",  # --protect-args: remote paths travel inside the protocol, never through a shell
         "--partial",
         f"--partial-dir={PARTIAL_DIR}",
+        f"--timeout={RSYNC_TIMEOUT_S}",  # (the host's end too: rsync passes it on)
         "--info=progress2",
         "--stats",
         "--no-inc-recursive",  # progress2's total is known from the start
@@ -459,9 +486,38 @@ def rsync_argv(
     # the destination reaches the host as `.` in a dir the remote shell entered (a quoted path):
     # with -s the remote rsync expands wildcards in the paths it gets, so a dataset named `[a]`
     # or `g*` wrote into another copy's `a/` or `g1/` (the upload's first command made the dir)
-    argv.append("--rsync-path=" + shell.join(["cd", "--", target.rstrip("/") or "/"]) + " && rsync")
+    remote = shell.join(["env", marker, "rsync"]) if marker else "rsync"
+    argv.append("--rsync-path=" + shell.join(["cd", "--", target.rstrip("/") or "/"]) + " && " + remote)
     argv += [str(src_dir) + "/", f"{alias}:./"]
     return argv
+
+
+def rsync_temp_of(rel: str) -> str | None:
+    """Pure: the file (its rel) that rel is rsync's temp file of (`d/.name.XXXXXX` -> `d/name`),
+    else None."""
+    m = _RSYNC_TEMP.fullmatch(posixpath.basename(rel))
+    if m is None or sum(any(f(c) for c in m[2]) for f in (str.islower, str.isupper, str.isdigit)) < 2:
+        return None
+    return posixpath.join(posixpath.dirname(rel), m[1])
+
+
+# NUL-terminated paths (relative to $1) of the files named like rsync's temp files, the partial
+# dirs left out (`find -name`'s `?` is one character, any byte: the caller matches the names)
+TEMPS_SCRIPT = (
+    f'cd -- "$1" 2>/dev/null || exit 0; find . -name {PARTIAL_DIR} -prune -o -type f'
+    " -name '.?*.??????' -printf '%P\\0'"
+)
+
+
+def temps_command(target: str) -> str:
+    """Remote command listing the files under target named like rsync's temp files."""
+    return shell.join(["sh", "-c", TEMPS_SCRIPT, "sh", target])
+
+
+def parse_temps(stdout: str, files: Iterable[str]) -> list[str]:
+    """Pure: temps_command's output -> the temp files (rels) of `files` among them, sorted."""
+    wanted = set(files)
+    return sorted(r for r in stdout.split("\0") if r and r not in wanted and rsync_temp_of(r) in wanted)
 
 
 @dataclass(frozen=True)
@@ -483,6 +539,22 @@ def parse_progress(line: str) -> ProgressUpdate | None:
     if not m:
         return None
     return ProgressUpdate(int(m.group(1).replace(",", "")), int(m.group(2)), m.group(3), m.group(4))
+
+
+_RATE_RE = re.compile(r"^([\d.]+)([kMGT]?)B/s$")
+
+
+def upload_eta(done: int, total: int, rate: str) -> str:
+    """Pure: `ETA 19 min` for the whole upload, bytes left over rsync's rate (`12.34MB/s`,
+    1024-based as rsync prints it); '' when the total or the rate is not known yet. The time
+    field of `--info=progress2` counted down per file (`0:00:01` with hours to go)."""
+    m = _RATE_RE.match(rate)
+    if not m or total <= 0:
+        return ""
+    per_second = float(m.group(1)) * 1024 ** " kMGT".index(m.group(2) or " ")
+    if per_second <= 0:
+        return ""
+    return f"ETA {format_duration(max(0, total - done) / per_second)}"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +155,69 @@ RECORD_FN = (
 )
 
 
+# the environment variable that marks what an upload runs on the host (its rsync, its shard
+# streams): `<copy tag>-<run token>` (both hex). A rerun that holds the copy's lease stops the
+# marked processes of every other run of that copy: they are stale (the lease says no other
+# upload of it is live), e.g. the receiver of a run whose link dropped without a FIN or RST,
+# which the host's sshd never hears of, and which held its temp file instead of a partial one
+UPLOAD_ENV = "GPUONBOARD_UPLOAD"
+STOP_WAIT_S = 10  # how long stopped processes get to end (rsync keeps its partial file) before SIGKILL
+# `stop TAG RUN`: SIGTERM the process groups holding this login's processes marked `TAG-<other
+# run>` (one per remote command: an rsync, a shard stream), wait for them, SIGKILL what is left;
+# prints "stopped <groups>". `tidy DIR`: stdin holds
+# NUL-terminated records, `A<temp>` (an rsync temp file of a file to send: kept as that file's
+# partial, resumed from, unless a bigger partial is there) or `R<path>` (a temp or partial of a
+# file not to send: removed), relative to DIR; prints "tidied A|R" per file it moved or removed.
+STOP_FN = (
+    r"""
+stop() {
+  pg() { sed 's/.*) //' "$1/stat" 2>/dev/null | cut -d' ' -f3; }
+  mine=$(pg /proc/$$); gs=; n=0
+  for e in $(grep -lszx "__ENV__=$1-[0-9a-f]*" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${e%/environ}
+    [ -O "$p" ] || continue
+    grep -qszx "__ENV__=$1-$2" "$e" && continue
+    g=$(pg "$p"); case $g in ''|*[!0-9]*|0|1) continue ;; esac
+    [ "$g" = "$mine" ] && continue
+    case " $gs " in *" $g "*) ;; *) gs="$gs $g"; n=$((n + 1)) ;; esac
+  done
+  for g in $gs; do kill -TERM "-$g" 2>/dev/null; done  # (dash's kill takes no `--`)
+  i=0; alive=$gs
+  while [ -n "$alive" ] && [ $i -lt $((__WAIT__ * 10)) ]; do
+    sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); alive=
+    for g in $gs; do kill -0 "-$g" 2>/dev/null && alive="$alive $g"; done
+  done
+  for g in $alive; do kill -KILL "-$g" 2>/dev/null; done
+  echo "stopped $n"
+}
+tidy() {
+  ( cd -- "$1" 2>/dev/null || exit 0
+    xargs -0 -r sh -c '
+      for x; do
+        op=${x%"${x#?}"}; f=${x#?}
+        { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
+        case $f in */*) d=${f%/*} ;; *) d=. ;; esac
+        b=${f##*/}; n=${b#.}; n=${n%.??????}; p=$d/__PARTIAL__/$n
+        kept=; [ -f "$p" ] && [ "$(stat -c %s -- "$p")" -ge "$(stat -c %s -- "$f")" ] && kept=1
+        if [ "$op" = A ] && [ -z "$kept" ]; then
+          mkdir -p -- "$d/__PARTIAL__" && mv -f -- "$f" "$p" && echo "tidied A"
+        else
+          rm -f -- "$f" && echo "tidied R"
+        fi
+      done' sh )
+}
+""".replace("__ENV__", UPLOAD_ENV)
+    .replace("__WAIT__", str(STOP_WAIT_S))
+    .replace("__PARTIAL__", ".gpuonboard-rsync-partial")
+)
+
+
+def mark(tag: str, run: str) -> str:
+    """Pure: the environment assignment (UPLOAD_ENV) that marks a run's processes on the host
+    for the copy whose unpack_tag() is `tag`; `run` is the run's own token (hex)."""
+    return f"{UPLOAD_ENV}={tag}-{run}"
+
+
 def record_name(machine: str) -> str:
     """Pure: the record's file name on a machine whose `uname -n` is `machine` (as MACHINE_SH)."""
     return RECORD_PREFIX + "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
@@ -162,8 +226,9 @@ def record_name(machine: str) -> str:
 TAKE_SCRIPT = (
     LEASE_FNS
     + RECORD_FN
+    + STOP_FN
     + r"""
-tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}
+tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}; prun=${12:-}
 # a dir this upload makes (or finds empty) is its own; one the user's files were in already is
 # not recorded for teardown, which would remove them with it (`sync --dest ~ --dataset proj` into
 # the user's own ~/proj: the copy merges into it)
@@ -198,6 +263,9 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
   set --; [ -n "$pn" ] && [ -n "$tn" ] && set -- "$d/${tgt##*/}"
   [ -n "$ptn" ] && set -- "$@" "$pp"
   record "$@"
+  # what earlier runs of this copy still run here (a dropped link's receiver), then their temp
+  # files (stdin): stopped, so that what they received is kept and this run resumes from it
+  if [ -n "$ptag" ] && [ -n "$prun" ]; then stop "$ptag" "$prun"; tidy "$tgt"; fi
   echo "took $f"; exit 0
 }
 tok=$3
@@ -278,14 +346,45 @@ def take_command(
     plain: str = "",
     name: str = "",
     tag: str = "",
+    run: str = "",
 ) -> str:
     """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT);
     `plain` = the plaintext tree the run writes and `name` the dataset's: a --decrypt-to mark of
     another copy there gives the lease back at once ("other <copy>"); `tag` = unpack_tag() of
-    this copy: its unpack dirs killed runs left are removed once the lease is held."""
+    this copy: its unpack dirs killed runs left are removed once the lease is held; with `run`
+    (this run's token in mark()) the processes other runs of the copy left running are stopped
+    (STOP_FN), and the rsync temp files on its stdin (tidy_stdin()) kept or removed."""
     argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
-    argv += [pid, ended or "", plain, name, tag]
+    argv += [pid, ended or "", plain, name, tag, run]
     return shell.join(argv)
+
+
+def tidy_stdin(resume: Iterable[str], remove: Iterable[str]) -> bytes:
+    """The take command's stdin: rsync temp files (rels in the target) to resume from, then
+    temp and partial files to remove (see STOP_FN's tidy)."""
+    records = [b"A" + _raw(r) for r in resume] + [b"R" + _raw(r) for r in remove]
+    return b"".join(r + b"\0" for r in records)
+
+
+def _raw(rel: str) -> bytes:
+    return rel.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What the take command found of earlier runs: processes stopped, temp files resumed from
+    (kept as partial files) and temp or partial files removed."""
+
+    processes: int = 0
+    resumed: int = 0
+    removed: int = 0
+
+
+def parse_stopped(stdout: str) -> Stopped:
+    """Pure: the take command's lines about earlier runs' leftovers (STOP_FN)."""
+    lines = stdout.splitlines()
+    found = [int(x.split()[1]) for x in lines if x.startswith("stopped ") and x.split()[1].isdigit()]
+    return Stopped(sum(found), lines.count("tidied A"), lines.count("tidied R"))
 
 
 def peek_command(lease_file: str, copies: list[str]) -> str:

@@ -181,8 +181,9 @@ def test_rsync_pull_command_line(tmp_path: Path) -> None:
     assert rs[:5] == ["rsync", "-a", "--protect-args", "--partial", "--partial-dir=.gpuonboard-rsync-partial"]
     # data, not privileges: no device node, fifo, owner, group, setuid bit or group/other write
     assert rs[5:10] == ["--no-devices", "--no-specials", "--no-owner", "--no-group", "--chmod=ugo-st,go-w"]
-    assert rs[10] == "-e" and shlex.split(rs[11]) == ["ssh", "-F", str(cfg)]
-    assert rs[12:] == [
+    assert rs[10] == "--timeout=120"  # the host's sender gives a silent (dropped) link up
+    assert rs[11] == "-e" and shlex.split(rs[12]) == ["ssh", "-F", str(cfg)]
+    assert rs[13:] == [
         "--rsync-path=cd -- /data/results && rsync",
         "gpuonboard-target:./",
         f"{tmp_path / 'out'}/",

@@ -103,6 +103,13 @@ class Work:
     # decrypt-on-host: temp files (plaintext) a decryption cut short on the host left, removed first
     dec_temps: list[str] = field(default_factory=list)
     temps: list[Path] = field(default_factory=list)  # this run's local temp files, removed at the end
+    # plain and encrypted mode: rsync temp files of files to send that an interrupted run left in
+    # the target (kept as partial files: resumed from), and temp or partial files of files that
+    # are not to be sent (removed); rels in the target. Done once the lease is held.
+    resume: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+    stopped: uploadlock.Stopped = field(default_factory=uploadlock.Stopped)  # what the lease found
+    resumed: tuple[int, int] = (0, 0)  # files resumed from what interrupted uploads left, and its bytes
 
 
 class DatasetStep(Step):
@@ -477,10 +484,15 @@ class DatasetStep(Step):
             return f"cannot create the upload lock under {where}: {exc.strerror or exc}; check that directory"
         return None
 
-    def _take_lease(self, ctx: StepContext, target: str, plain: str) -> tuple[uploadlock.Lease | None, str]:
+    def _take_lease(self, ctx: StepContext, work: Work, plain: str) -> tuple[uploadlock.Lease | None, str]:
         """Make the copy's dir and take the host's lease on it, in one command (see
         uploadlock): (the lease, "") or (None, the failure sentence). A fresh lease of this same
-        project is taken over (a second command) only when its pid has ended on this machine."""
+        project is taken over (a second command) only when its pid has ended on this machine.
+        Once it is held, what earlier runs of this copy still run on the host is stopped (a
+        dropped link's receiver: it keeps what arrived as a partial file), and the rsync temp
+        files they left are kept as partial files to resume from or removed (work.stopped)."""
+        target = work.target
+        tidy = uploadlock.tidy_stdin(work.resume, work.leftovers)
         token = secrets.token_hex(8)
         path = uploadlock.lease_path(self.dest, self.dirname)
         owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
@@ -496,8 +508,9 @@ class DatasetStep(Step):
                 plain,
                 self.dirname,
                 self._copy_tag(),
+                self._unpack_token,
             )
-            res = ctx.runner.run(take)
+            res = ctx.runner.run(take, stdin=tidy)
             why = (res.stderr.strip().splitlines() or [f"exit {res.exit_code}"])[-1]
             if res.exit_code == 2:
                 return None, f"cannot create {target} on the host: {why}"
@@ -506,6 +519,7 @@ class DatasetStep(Step):
             except ValueError:
                 got = None
             if isinstance(got, str):
+                work.stopped = uploadlock.parse_stopped(res.stdout)
                 return uploadlock.Lease(got, token), ""
             if isinstance(got, uploadlock.OtherCopy):
                 return None, self._taken_sentence(ctx, plain, got.copy)
@@ -548,12 +562,18 @@ class DatasetStep(Step):
     def _copy_tag(self) -> str:
         return uploadlock.unpack_tag(self.copy)
 
+    def _marker(self) -> str:
+        """What this run's processes on the host carry in their environment (uploadlock.mark):
+        a rerun holding the lease finds and stops them should this run's link drop."""
+        return uploadlock.mark(self._copy_tag(), self._unpack_token)
+
     def _spawn_stream(self, master: tuple[Path, str, Path, list[str]], n: int) -> shardstream.Stream:
         """Open the n-th shard stream of this run over the master connection."""
         cfg, alias, _control, opts = master
         unpack_dir = self._unpack_dir() if self.unpack or self.decrypt_on_host else ""
         part = shardstream.part_name(n)
         command = shardstream.receive_command(self.shards_target, part, unpack_dir, self.encrypt, n == 0)
+        command = shell.join(["env", self._marker()]) + " " + command
         return shardstream.Stream(["ssh", "-F", str(cfg), *opts, alias, command])
 
     @staticmethod
@@ -768,12 +788,27 @@ class DatasetStep(Step):
                 f" delete it) there, then rerun ({NOTHING_SENT})",
                 failed=True,
             )
-        send = sum(max(e.size, 0) for e in work.send) or 0
-        need = send  # on the host's disk: what is sent, and with decryption the plaintext too
-        if self.encrypt:
-            send = need = sum(tree.entries[e.rel[: -len(".age")]].size for e in work.send)
-            if not self.decrypt_dir:  # (--decrypt-to: the plaintext lands on another disk)
-                need += sum(e.size for e in work.decrypt)
+        # what interrupted uploads left (a dropped link's temp files, partial files): resumed
+        # from, or removed; and the room on the host's disk, counting what is already there
+        sending = {e.rel for e in work.send}
+        work.resume, work.leftovers, basis, freed = _interrupted(remote, {e.rel for e in entries}, sending)
+        if self.encrypt:  # (plaintext sizes: a ciphertext not made yet has none; age adds ~0.03 %)
+            sizes = [tree.entries[e.rel[: -len(".age")]].size for e in work.send]
+        else:
+            sizes = [max(e.size, 0) for e in work.send]
+        send = sum(sizes)
+        resumed = sum(min(basis.get(e.rel, 0), size) for e, size in zip(work.send, sizes, strict=True))
+        peak, grown = _room(
+            [
+                (size, basis.get(e.rel, 0) + _old_size(remote.files.get(e.rel)))
+                for e, size in zip(work.send, sizes, strict=True)
+            ]
+        )
+        # on the host's disk: what is sent, and with decryption the plaintext too (--decrypt-to:
+        # the plaintext lands on another disk)
+        decrypted = sum(e.size for e in work.decrypt) if self.encrypt and not self.decrypt_dir else 0
+        need = max(peak, grown + decrypted) - freed
+        counted = send + decrypted - need  # (already on the host: partial files, old versions)
         where = f"{ctx.host.name}:{self.target if self.encrypt else tree.landing(self.target)}"
         n = len(tree.entries)
         total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
@@ -801,6 +836,13 @@ class DatasetStep(Step):
         # empty directories (rsync -a makes them; with nothing else to send it never ran)
         work.mkdirs = [] if self.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
         if not work.send and not work.decrypt and not work.mkdirs and not work.dec_temps:
+            if work.leftovers:  # (a later run said "up to date" and never mentioned them)
+                return Plan(
+                    True,
+                    f"dataset up to date at {where} ({total}); remove {_leftovers(work.leftovers)}{kept}",
+                    diff={"target": self.target, "send": [], "bytes": 0, "remove": work.leftovers},
+                    data=work,
+                )
             return Plan(
                 False, f"dataset up to date at {where} ({total}); nothing sent{kept}", diff={"sent": 0}
             )
@@ -811,11 +853,13 @@ class DatasetStep(Step):
             if short is not None:
                 return short
         if remote.free_bytes is not None and remote.free_bytes < need:
+            there = f", {format_bytes(counted, binary=True)} already there counted" if counted > 0 else ""
             return Plan(
                 False,
                 f"not enough space under {self.dest} on {ctx.host.name}:"
                 f" {format_bytes(remote.free_bytes, binary=True)} free,"
-                f" {format_bytes(need, binary=True)} needed for {len(work.send)} files; free space first",
+                f" {format_bytes(need, binary=True)} needed for {len(work.send)} files{there};"
+                " free space first",
                 failed=True,
             )
         names = ", ".join(e.rel for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
@@ -834,7 +878,12 @@ class DatasetStep(Step):
                 f"; remove {_count(len(work.dec_temps), 'temp file')} a decryption cut short on the host"
                 f" left in {_shown(self.plain_target)} (e.g. {work.dec_temps[0]!r})"
             )
+        work.resumed = (sum(1 for e in work.send if basis.get(e.rel)), resumed)
+        msg += _resumed_note(work.resumed, "resume")
+        if work.leftovers:
+            msg += f"; remove {_leftovers(work.leftovers)}"
         msg += kept
+        send -= resumed  # (what travels: rsync sends the rest of a partial file)
         if entries:  # (no file: nothing to estimate)
             msg += f"; estimate {transfer.format_eta(send, self._link_mbit(ctx))}"
         work.need = send  # the upload's size: its ETA and whether to measure the link first
@@ -1194,16 +1243,19 @@ class DatasetStep(Step):
         def show(u: transfer.ProgressUpdate) -> None:
             if not ctx.progress:
                 return
-            if base is None or not total:
+            if base is None or not total:  # (the whole upload's size, from rsync's own percent)
+                whole = total or (u.bytes * 100 // u.percent if u.percent else 0)
+                eta = transfer.upload_eta(u.bytes, whole, u.rate)
                 ctx.progress(
                     f"step {self.label}: {u.percent}% {format_bytes(u.bytes, binary=True)}"
-                    f" {u.rate} ETA {u.eta}"
+                    f" {u.rate}{' ' + eta if eta else ''}"
                 )
                 return
             done = base[0] + u.bytes
+            eta = transfer.upload_eta(done, total, u.rate)
             ctx.progress(
                 f"step {self.label}: {min(100, 100 * done // total)}% {format_bytes(done, binary=True)}"
-                f" of {format_bytes(total, binary=True)} {u.rate}"
+                f" of {format_bytes(total, binary=True)} {u.rate}{' ' + eta if eta else ''}"
             )
 
         return show
@@ -1289,6 +1341,7 @@ class DatasetStep(Step):
                 self.bwlimit,
                 files_from=listing,
                 ssh_options=work.ssh_opts,
+                marker=self._marker(),
             )
             run = transfer.run_rsync(argv, self._progress(ctx, base, total))
             if run.exit_code != 0:
@@ -1391,7 +1444,7 @@ class DatasetStep(Step):
                 tree = self.plain_target
             else:
                 tree = self.target if work.enc is None and not work.groups else ""
-            work.lease, refused = self._take_lease(ctx, work.target, tree)
+            work.lease, refused = self._take_lease(ctx, work, tree)
             if work.lease is None:
                 return refused
             lease = work.lease
@@ -1404,12 +1457,19 @@ class DatasetStep(Step):
                 crypto.sweep_dead_temps(self._cache_dir(ctx))
             refresh = uploadlock.touch_command(work.lease)
             work.beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
-            eta = self._preflight(ctx, work.need, work.master)
             start = time.monotonic()
-            if work.groups:
-                out = self._apply_shards(ctx, plan, work, eta)
+            if not (work.groups or work.send or work.decrypt or work.mkdirs or work.dec_temps):
+                out = None  # only an interrupted upload's leftovers to remove: the lease did
+                plan.msg = plan.msg.replace("; remove ", "; removed ", 1) + _stopped_note(work.stopped)
             else:
-                out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
+                eta = self._preflight(ctx, work.need, work.master)
+                start = time.monotonic()
+                if work.groups:
+                    out = self._apply_shards(ctx, plan, work, eta)
+                else:
+                    out = self._apply_plain(ctx, plan, work, cfg, alias, eta)
+                if out is None:
+                    plan.msg += _stopped_note(work.stopped)
         finally:
             if work.beat is not None:
                 work.beat.stop()
@@ -1442,7 +1502,14 @@ class DatasetStep(Step):
                 only.write_bytes(root.name.encode("utf-8", "surrogateescape") + b"\0")
                 work.temps.append(only)
             argv = transfer.rsync_argv(
-                stage, work.target, cfg, alias, self.bwlimit, files_from=only, ssh_options=work.ssh_opts
+                stage,
+                work.target,
+                cfg,
+                alias,
+                self.bwlimit,
+                files_from=only,
+                ssh_options=work.ssh_opts,
+                marker=self._marker(),
             )
             # the local sha256 runs while rsync sends (it was a serial pass before the upload)
             from concurrent.futures import ThreadPoolExecutor
@@ -1504,7 +1571,14 @@ class DatasetStep(Step):
             listing = cfg_dir / f"{cfg.stem}.files"
             listing.write_bytes(b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in bad))
             resend = transfer.rsync_argv(
-                stage, work.target, cfg, alias, self.bwlimit, files_from=listing, ssh_options=work.ssh_opts
+                stage,
+                work.target,
+                cfg,
+                alias,
+                self.bwlimit,
+                files_from=listing,
+                ssh_options=work.ssh_opts,
+                marker=self._marker(),
             )
             resend.insert(1, "--ignore-times")
             again = transfer.run_rsync(resend, self._progress(ctx))
@@ -1522,6 +1596,9 @@ class DatasetStep(Step):
                 )
             if still:
                 return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}"
+        stray = self._temps_left(ctx, work.target, expect)
+        if stray:
+            return stray
         size = format_bytes(literal, binary=True)
         links = sum(1 for e in work.send if e.kind == "l")  # (rsync's count is of regular files)
         also = f" and {_count(links, 'symlink')}" if links else ""
@@ -1530,6 +1607,9 @@ class DatasetStep(Step):
         checked = sum(1 for r in expect if (e := work.tree.entries.get(r)) is not None and e.kind == "l")
         also = f" and {_count(checked, 'symlink')}" if checked else ""  # (its target's sha256)
         msg += f"; {_count(len(expect) - checked, 'file')}{also} verified by sha256; estimate was {eta}"
+        msg += _resumed_note(work.resumed, "resumed")
+        if work.leftovers:
+            msg += f"; removed {_leftovers(work.leftovers)}"
         if work.mkdirs and not expect:  # (rsync -a made them; "sent 0 files" said nothing of them)
             msg = f"made {_made(work.mkdirs)} at {ctx.host.name}:{landed}; the dataset has no files to send"
         elif work.mkdirs:
@@ -1892,6 +1972,23 @@ class DatasetStep(Step):
         got = transfer.parse_hashes(rels, r.stdout)
         return [rel for rel in rels if got.get(rel) != expect[rel]]
 
+    @staticmethod
+    def _temps_left(ctx: StepContext, target: str, files: Iterable[str]) -> str | None:
+        """The failure sentence when rsync temp files of the dataset's files are in the target
+        after the upload (this run stopped earlier runs' receivers and kept or removed their temp
+        files first, and its own rsync leaves none): another process writes there, which a later
+        run's "up to date" would never mention."""
+        r = ctx.runner.run(transfer.temps_command(target))
+        left = transfer.parse_temps(r.stdout, files) if r.ok else []
+        if not left:
+            return None
+        return (
+            f"the upload arrived verified, but {_count(len(left), 'rsync temp file')} not of this run"
+            f" {'is' if len(left) == 1 else 'are'} in {ctx.host.name}:{_shown(target)} (e.g."
+            f" {_shown(left[0])!r}): another rsync is writing there (or was killed there); stop it,"
+            " then rerun (a rerun removes what it left)"
+        )
+
     def _unmark_unpacked(self, ctx: StepContext) -> None:
         """Plain mode writes into the tree an --unpack made: the shards dir's "unpacked"
         markers no longer describe it (a same-size edit would pass the listing check), so a
@@ -2205,9 +2302,85 @@ def _kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], whe
 
 def _rsync_temp(rel: str, local: set[str]) -> bool:
     """Pure: rel is rsync's temp name `.<file>.XXXXXX` beside a dataset file (a killed rsync's,
-    or one still writing): not a file of the user's to report as kept."""
-    m = re.fullmatch(r"\.(.+)\.[A-Za-z0-9]{6}", posixpath.basename(rel))
-    return m is not None and posixpath.join(posixpath.dirname(rel), m[1]) in local
+    or one still writing): not a file of the user's to report as kept (the plan resumes from it
+    or removes it, and says so)."""
+    return transfer.rsync_temp_of(rel) in local
+
+
+def _interrupted(
+    remote: transfer.RemoteState, names: set[str], sending: set[str]
+) -> tuple[list[str], list[str], dict[str, int], int]:
+    """Pure: what interrupted uploads left in the target for the files rsync writes there
+    (`names`; `sending`: those this run sends): (rsync temp files of files to send, resumed from
+    as partial files; temp files of the others, and partial files of any file not sent, removed;
+    the bytes each file to send resumes from, its biggest partial or temp file; the bytes of the
+    rest, which go). A dropped link's receiver kept its temp file, not a partial one: this run
+    stops it, then resumes from its temp file (the rerun re-sent the whole file)."""
+    resume: list[str] = []
+    remove: list[str] = []
+    sizes: dict[str, list[int]] = {}
+    for rel, (kind, size, _) in remote.files.items():
+        of = transfer.rsync_temp_of(rel) if kind == "f" else None
+        if of is None or of not in names or rel in names:  # (no dataset file's: said as kept, left)
+            continue
+        (resume if of in sending else remove).append(rel)
+        sizes.setdefault(of, []).append(size)
+    for of, size in remote.partials.items():
+        if of in sending:
+            sizes.setdefault(of, []).append(size)
+        else:
+            remove.append(posixpath.join(posixpath.dirname(of), transfer.PARTIAL_DIR, posixpath.basename(of)))
+            sizes.setdefault(of, []).append(size)
+    basis = {of: max(got) for of, got in sizes.items() if of in sending}
+    freed = sum(sum(got) for got in sizes.values()) - sum(basis.values())
+    return sorted(resume), sorted(remove), basis, freed
+
+
+def _room(files: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """Pure: (the most an upload adds to the host's disk at any moment, what it adds in the end)
+    for files that arrive one after another, each as a whole temp file beside what it replaces
+    (its old version, the partial file it resumes from), which goes once it is in place;
+    `files` = (bytes it arrives with, bytes it frees then), in rsync's order."""
+    peak = grown = 0
+    for size, frees in files:
+        peak = max(peak, grown + size)
+        grown += size - frees
+    return max(peak, grown), grown
+
+
+def _old_size(have: tuple[str, int, int] | None) -> int:
+    """Pure: the bytes of the regular file a file sent replaces (0: none there)."""
+    return have[1] if have is not None and have[0] == "f" else 0
+
+
+def _stopped_note(stopped: uploadlock.Stopped) -> str:
+    """Pure: the message's note on what the lease found of earlier runs of this copy."""
+    note = ""
+    if stopped.processes:
+        note += (
+            f"; stopped {_count(stopped.processes, 'transfer')} an earlier upload of this copy left"
+            " running on the host (its link dropped)"
+        )
+    return note
+
+
+def _resumed_note(resumed: tuple[int, int], verb: str) -> str:
+    """Pure: the message's note on the partial files (or a dropped link's temp files) an upload
+    resumes from: ("resume"|"resumed", files and bytes)."""
+    n, size = resumed
+    if not n:
+        return ""
+    return (
+        f"; {verb} from {_count(n, 'partial file')} an interrupted upload left"
+        f" ({format_bytes(size, binary=True)} already there)"
+    )
+
+
+def _leftovers(rels: Sequence[str]) -> str:
+    """Pure: the message's note on the temp and partial files interrupted uploads left."""
+    return (
+        f"{_count(len(rels), 'temp or partial file')} an interrupted upload left (e.g. {_shown(rels[0])!r})"
+    )
 
 
 def _dir_members(empty_dirs: Iterable[str]) -> list[transfer.Entry]:

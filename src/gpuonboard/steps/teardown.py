@@ -863,6 +863,9 @@ def rsync_argv(alias: str, config: Path, remote_dir: str, dest: Path) -> list[st
         "--partial",
         f"--partial-dir={PARTIAL_DIR}",
         *RECEIVE_SAFELY,
+        # the host's sender gives a silent link up by itself, as the upload's receiver does (a
+        # link dropped without FIN/RST left it running for hours); passed on to the host's rsync
+        f"--timeout={transfer.RSYNC_TIMEOUT_S}",
         "-e",
         shell.join(["ssh", "-F", str(config)]),
         # the source reaches the host as `./` in the dir its shell entered (quoted): with
