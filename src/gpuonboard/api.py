@@ -204,10 +204,11 @@ def provision(
 def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bool = False) -> None:
     """One line per host and step (for commands whose steps are not acceptance rules; with
     `without_checks`, of the steps that ran and whose rules are not in a table: what a
-    `template` step wrote, or a teardown's `files` step would remove)."""
+    `template` step wrote, or a teardown's `files` step would remove; a failed step's line is
+    then printed beside its host's verdict, by terminal.print_results)."""
     for r in results:
         for step in r.steps:
-            if without_checks and (step.checks or step.status == "skipped"):
+            if without_checks and (step.checks or step.status in ("skipped", "failed")):
                 continue
             con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
 
@@ -292,7 +293,7 @@ def execute(
     }
     reports_dir = settings.reports_dir or settings.project / "reports"
     try:
-        out_dir = write_reports(results, meta, reports_dir, run_id)
+        out_dir = write_reports(results, meta, reports_dir, run_id, project=settings.project)
     except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
         raise UsageError(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
@@ -307,6 +308,9 @@ def execute(
         terminal.print_results(results, con, rules=show is None, lang=settings.lang, strict=settings.strict)
         # as it is: one line (a wrapped path cannot be copied or grepped), no markup (a
         # `[v2]` in a path was dropped)
+        html = out_dir / "report.html"
+        if html.is_file():  # (every run writes it; a broken project template said why on stderr)
+            con.out(f"report: {html}", highlight=False)
         con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
     else:  # "print nothing but errors": a line for each host that failed or was never reached
         for line in failure_lines(results):
@@ -412,9 +416,14 @@ def _iso(ts: float) -> str:
 
 
 def write_reports(
-    results: Sequence[HostResult], meta: dict[str, Any], reports_dir: Path, run_id: str
+    results: Sequence[HostResult],
+    meta: dict[str, Any],
+    reports_dir: Path,
+    run_id: str,
+    project: Path | None = None,
 ) -> Path:
-    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link.
+    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link; with `project` (whose
+    templates/ it uses), the HTML report too, so that every run leaves one to open.
 
     Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
     from .report.render import safe_name
@@ -429,6 +438,8 @@ def write_reports(
     jsonfile.write(out / "summary.json", doc)
     junit_text = junit.render(results, f"gpuonboard {meta['playbook']}", bool(meta.get("strict")))
     jsonfile.write_atomic(out / "junit.xml", junit_text)
+    if project is not None:
+        write_html_report(doc, out, project)
     latest = reports_dir / "latest"
     try:
         tmp = reports_dir / f".latest.{run_id}"
@@ -437,6 +448,21 @@ def write_reports(
     except OSError:
         pass  # a filesystem without symlinks still has the run directory
     return out
+
+
+def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | None:
+    """reports/<run-id>/report.html (and its .sha256) from the summary just written: rendered
+    once per run, whatever the number of hosts. A project's broken report template does not
+    undo the run: one warning on stderr says why, and None is returned."""
+    from .report.render import render, report_name, write_with_sha
+
+    try:
+        path = out / report_name("html")
+        write_with_sha(path, render(doc, out, "html", project))
+    except GpuonboardError as exc:
+        print(f"warning: no HTML report for this run: {shell.for_terminal(exc.message)}", file=sys.stderr)
+        return None
+    return path
 
 
 def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderSpec:
@@ -530,3 +556,28 @@ def container(selection: Selection, settings: Settings, image: str | None = None
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(book, sort_keys=False))
     return provision(selection, settings, str(path), check)
+
+
+def new_keys(file: str = "") -> int:
+    """`keys.new`: write an age key pair for encrypted uploads and print the inventory lines
+    that use it (the recipe that `sync --encrypt` without keys names)."""
+    from . import crypto
+
+    path = Path(os.path.expanduser(file or crypto.DEFAULT_KEY_FILE)).absolute()
+    try:
+        recipient = crypto.new_key_pair(path)
+    except FileExistsError:
+        raise UsageError(
+            f"{path} already exists (a key is never replaced: what was encrypted to it needs it);"
+            " pass --file a new path, or use that key."
+        ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {path} ({exc.strerror or exc}); pass --file a path you can write."
+        ) from None
+    print(f"wrote a new age identity (secret key) to {path} (mode 600): back it up and keep it private.")
+    print(f"public key (recipient): {recipient}")
+    print("add to the vars of the host (or of defaults) in the inventory, then `sync --encrypt`:")
+    print(f"  age_recipients: [{recipient}]")
+    print(f"  age_identity_file: {path}")
+    return int(ExitCode.OK)

@@ -62,6 +62,14 @@ def _stop_cleanly_on_term() -> None:
                 signal.signal(sig, _raise_terminated)
 
 
+# said before the last word of a stopped run ("interrupted" / "terminated", which scripts read):
+# the journal skips what finished, and rsync resumes what was partly sent
+RESUME_HINT = (
+    "to resume, rerun the same command: steps that finished are kept and skipped, and files"
+    " already uploaded are not sent again."
+)
+
+
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
@@ -79,8 +87,10 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
             raise
         raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     except Terminated:
+        print(RESUME_HINT, file=sys.stderr)
         raise Exit("terminated", code=143) from None
     except KeyboardInterrupt:
+        print(RESUME_HINT, file=sys.stderr)
         raise Exit("interrupted", code=130) from None
     except BrokenPipeError:  # the reader of our output left (`... | head -1`): quietly, as a shell tool
         terminal.reader_left()
@@ -875,6 +885,21 @@ def prove(
     _guard(lambda: api.provision(sel, settings, "prove"), debug)
 
 
+@task(
+    name="new",
+    help={
+        "file": "where to write the age identity (default ~/.config/gpuonboard/age-key.txt; never replaced)",
+        "debug": COMMON_HELP["debug"],
+    },
+    auto_shortflags=False,
+)
+def keys_new(c: Any, file: str = "", debug: bool = False) -> None:
+    """Make an age key pair for `sync --encrypt` and print the inventory lines that use it."""
+    _guard(lambda: api.new_keys(file), debug)
+
+
+keys_ns = Collection("keys")
+keys_ns.add_task(keys_new, name="new")
 sim_ns = Collection("sim")
 sim_ns.add_task(sim_up, name="up")
 sim_ns.add_task(sim_down, name="down")
@@ -885,6 +910,7 @@ ns.add_task(tensorboard)
 ns.add_task(plan)
 ns.add_task(report_, name="report")
 ns.add_task(prove)
+ns.add_collection(keys_ns)
 
 
 def _typed_value_error() -> None:
@@ -935,8 +961,29 @@ def unknown_word_text(text: str, flags: list[str], tasks: list[str]) -> str:
     return f"No idea what {word!r} is{close}" if close else text
 
 
+HELP_HEAD = """\
+Usage: gpuonboard COMMAND [--OPTIONS]     (a command's options: gpuonboard --help COMMAND)
+
+Acceptance-test and onboard rented GPU servers over SSH: check that a box is what was
+ordered (GO / NO-GO), provision it, upload data, prove it trains, tear it down.
+Try it without a server: gpuonboard sim.up, then the `next:` line it prints.
+Exit codes: 0 GO, 1 NO-GO / a step failed, 2 bad input, 3 unreachable, 4 host key.
+"""
+
+
 class _Program(Program):
-    """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory)."""
+    """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory),
+    and `--help` opens with the tool's own usage and commands (Invoke's core options last)."""
+
+    def print_help(self) -> None:
+        print(HELP_HEAD)
+        self.list_tasks()
+        print("Invoke's core options (rarely needed; they come before COMMAND):")
+        print("")
+        self.print_columns(self.initial_context.help_tuples())
+
+    def task_list_opener(self, extra: str = "") -> str:
+        return "Commands" + (f" ({extra})" if extra else "")
 
     def _usage_error(self, exc: ParseError) -> Exit:
         context = getattr(exc, "context", None)

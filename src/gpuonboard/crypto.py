@@ -435,3 +435,50 @@ def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".strea
             os.unlink(os.path.join(cache_dir, name))
             removed += 1
     return removed
+
+
+DEFAULT_KEY_FILE = "~/.config/gpuonboard/age-key.txt"  # where `keys.new` writes, unless --file
+KEY_RECIPE = (
+    f"make a key pair with `gpuonboard keys.new` (it writes {DEFAULT_KEY_FILE}, mode 600, and prints"
+    " the age_recipients and age_identity_file lines to add to the host's vars in the inventory)"
+)
+
+
+def check_upload_keys(host_vars: Any, decrypt_on_host: bool, environ: Any = os.environ) -> None:
+    """Before any connection: the keys an encrypted upload of this host needs are there and
+    usable (recipients or the passphrase variable; with decrypt_on_host, an identity that is
+    one of the recipients). A missing key failed the upload only after connecting."""
+    enc = load_encryption(host_vars.get("age_recipients"), host_vars.get("age_passphrase_env"), environ)
+    if not decrypt_on_host or not enc.recipients:  # (a passphrase with it: the step's own sentence)
+        return
+    identity = load_identity(host_vars.get("age_identity_env"), host_vars.get("age_identity_file"), environ)
+    if not identity_matches(identity, enc.recipients):
+        where = "vars.age_identity_env" if host_vars.get("age_identity_env") else "vars.age_identity_file"
+        raise CryptoError(
+            f"wrong identity: the age key in {where} is not one of vars.age_recipients, so the host could"
+            " not decrypt what would be sent; fix one of them, then rerun (nothing was sent)."
+        )
+
+
+def missing_keys(message: str) -> bool:
+    """Pure: whether a CryptoError sentence says a key is not configured at all (the sentence
+    then ends with KEY_RECIPE), not that a configured one is wrong."""
+    return message.startswith(("--encrypt needs", "--decrypt-on-host needs"))
+
+
+def new_key_pair(path: Path) -> str:
+    """Write a new age X25519 identity to `path` in age-keygen's format (mode 600, parents
+    made 700; an existing file is never replaced) and return its public key (the recipient)."""
+    from datetime import UTC, datetime
+
+    from pyrage import x25519
+
+    identity = x25519.Identity.generate()
+    recipient = str(identity.to_public())
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = f"# created: {created}\n# public key: {recipient}\n{identity}\n"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return recipient

@@ -67,12 +67,28 @@ def build_spec(opts: SyncOptions) -> StepSpec:
     return StepSpec("dataset", "dataset", args, None)
 
 
+def check_keys(hosts: Any, decrypt_on_host: bool) -> None:
+    """`sync --encrypt`: each host's age keys, before any connection (exit 2, naming the host,
+    with a recipe when none is configured): a missing key failed only after connecting."""
+    from . import crypto
+
+    for host in hosts:
+        try:
+            crypto.check_upload_keys(host.vars, decrypt_on_host)
+        except crypto.CryptoError as exc:
+            message = exc.message.rstrip(".")
+            recipe = f"; {crypto.KEY_RECIPE}" if crypto.missing_keys(exc.message) else ""
+            raise UsageError(f"{host.name}: {message}{recipe}.") from None
+
+
 def sync(selection: api.Selection, settings: api.Settings, opts: SyncOptions) -> int:
     """Upload (or, with check, report what would be sent); exit code like provision."""
     spec = build_spec(opts)
     if opts.dataset:  # the local scan needs no inventory or connection: start it first
         transfer.prescan(Path(_dataset_path(opts)))
     inv, hosts = api.load_hosts(selection, settings)
+    if opts.encrypt:
+        check_keys(hosts, opts.decrypt_on_host)
     book = Playbook(path=Path("sync"), name="sync", steps=(spec,))
     # no hardware facts needed: one small probe per host
     return api.execute(

@@ -291,12 +291,13 @@ def test_tampered_ciphertext_and_wrong_identity(project: Project, tmp_path: Path
     wrong, _ = _age_key(wrong_dir)
     src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(wrong))
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--decrypt-on-host")
-    assert r.returncode == 1
-    # known before a byte is sent: the identity's public key is not a recipient
-    assert step(project)["msg"] == (
-        "wrong identity: the age key in vars.age_identity_file is not one of vars.age_recipients, so"
-        " the host could not decrypt what would be sent; fix one of them, then rerun (nothing was sent)"
-    ), step(project)
+    # known before any connection (exit 2, issue 27): the identity's public key is not a recipient
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (
+        "error: dataset: wrong identity: the age key in vars.age_identity_file is not one of"
+        " vars.age_recipients, so the host could not decrypt what would be sent; fix one of them, then"
+        " rerun (nothing was sent)."
+    ), r.stderr
     assert not data_dir.exists()
     # tamper with one cached ciphertext (as if corrupted): verification re-sends it, decrypt
     # with the right key still refuses a truncated one and leaves no partial plaintext

@@ -240,6 +240,10 @@ def test_a_no_go_verdict_line_is_never_cut_at_the_console_width() -> None:
     )
     con = Console(record=True, width=80)
     terminal.print_results([result], con)
-    lines = [line for line in con.export_text().splitlines() if line.startswith("verdict for h1")]
-    assert len(lines) == 1 and lines[0].startswith("verdict for h1: NO-GO"), con.export_text()
-    assert f"curl -fsSL {url} | sudo tee x.list" in lines[0]
+    text = con.export_text()
+    lines = [line for line in text.splitlines() if line.startswith("verdict for h1")]
+    assert lines == ["verdict for h1: NO-GO, failed: step container"], text
+    # the failed step's reason: a line of its own, never cut either (issue 27: the verdict line
+    # is short, each failed step has its line)
+    lines = [line for line in text.splitlines() if line.startswith("h1: container: failed: ")]
+    assert len(lines) == 1 and f"curl -fsSL {url} | sudo tee x.list" in lines[0], text

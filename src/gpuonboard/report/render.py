@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -559,26 +560,49 @@ def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, 
 # ---------------------------------------------------------------- rendering
 
 
-def _env(project: Path, html: bool) -> Any:
+def report_limits() -> Any:
+    """What one report rendering may do: the user-template limits (templating.TemplateLimits),
+    with room for a fleet's report (the raw evidence of hundreds of hosts is tens of MiB of
+    HTML). A function: templating imports Jinja2, which commands without a report never need."""
+    from ..templating import MIB, TemplateLimits
+
+    return TemplateLimits(text=64 * MIB, work=512 * MIB, steps=20_000_000, seconds=120.0)
+
+
+def _bytecode_cache() -> Any:
+    """Compiled report templates kept between runs (the HTML report is written by every run:
+    compiling it cost ~60 ms a run), in Jinja2's per-user cache folder (made 0700 and checked
+    to be the user's), under a name of ours: no other program's Jinja2, whose code is not
+    bounded, shares its entries. None where that folder cannot be had."""
     import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    from ..resources import search_dirs
+    try:
+        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-%s.cache")
+    except (OSError, RuntimeError):
+        return None
 
-    # the immutable sandbox, as for playbooks and templates/ (templating.py): a project's own
-    # report template is configuration, never a way to run code on this machine
-    env = ImmutableSandboxedEnvironment(
-        loader=jinja2.FileSystemLoader([str(d) for d in search_dirs(project, "templates")]),
+
+@lru_cache(maxsize=8)
+def _env(roots: tuple[str, ...], html: bool) -> Any:
+    """The report templates' environment (cached per template folders: Jinja then compiles each
+    template once per process, not once per report)."""
+    import jinja2
+
+    from ..templating import BoundedSandbox
+
+    # the bounded immutable sandbox, as for playbooks and templates/ (templating.py): a
+    # project's own report template is configuration, never a way to run code on this machine
+    # or to build a value without end
+    return BoundedSandbox(
+        loader=jinja2.FileSystemLoader(list(roots)),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=html,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        filters={"mdcell": md_cell, "mdcode": md_code, "size": _size},
     )
-    env.filters["mdcell"] = md_cell
-    env.filters["mdcode"] = md_code
-    env.filters["size"] = _size
-    return env
 
 
 # Markdown (CommonMark/GFM) escaping of data: a backslash before each character that could
@@ -643,12 +667,14 @@ def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
     Python internals, a syntax or expression error) is one sentence naming it (exit 2)."""
     import jinja2
 
-    env = _env(project, fmt == "html")
+    from ..resources import search_dirs
+
+    env = _env(tuple(str(d) for d in search_dirs(project, "templates")), fmt == "html")
     where = name
     try:
         template = env.get_template(name)
         where = template.filename or name
-        return str(template.render(**fields))
+        return _bounded_render(template, fields)
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
         at = f"{getattr(exc, 'filename', None) or where}" + (f", line {line}" if line else "")
@@ -656,6 +682,22 @@ def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
         raise UsageError(
             f"report template {at}: {why}; fix the template (or remove it to use the shipped one)."
         ) from None
+
+
+def _bounded_render(template: Any, fields: dict[str, Any]) -> str:
+    """The template's output within report_limits(). Rendered whole, not streamed piece by
+    piece (a fleet's report is ~2,000 pieces a host): every piece is already charged to the
+    rendering's work budget as it is written, so the text cannot outgrow that meanwhile."""
+    from ..templating import TemplateLimitError, _bounded
+
+    limits = report_limits()
+    with _bounded(limits):
+        text = str(template.render(**fields))
+    if len(text) > limits.text:
+        raise TemplateLimitError(
+            f"its output is longer than {limits.text >> 20} MiB, the most a report may be"
+        )
+    return text
 
 
 def write_with_sha(path: Path, text: str) -> str:

@@ -113,9 +113,39 @@ class Progress:
         return t
 
 
+def short_failures(record: dict[str, Any], strict: bool = False) -> list[str]:
+    """Pure: what failed on a host, as names only (`gpu_count`, `step disk_speed`): its failed
+    rules and benchmarks (unverified ones under --strict), then each failed step. The verdict
+    line lists these; each failed step's reason has a line of its own (failed_step_lines)."""
+    from ..results import judge
+
+    v = judge(record, strict, require_acceptance=False)
+    named = [x for x in v.failed if not x.startswith("step ")]
+    steps = [f"step {st.get('step')}" for st in record.get("steps") or [] if _unexplained(st)]
+    return named + [s for s in steps if s not in named]
+
+
+def _unexplained(step: Any) -> bool:
+    """A failed step (record or StepResult) that no failed rule of its own explains: the
+    acceptance step that failed on `gpu_count` is told by that rule's row and note."""
+    get = step.get if isinstance(step, dict) else lambda k: getattr(step, k, None)
+    checks = get("checks") or []
+    verdicts = [c.get("verdict") if isinstance(c, dict) else getattr(c, "verdict", None) for c in checks]
+    return get("status") == "failed" and "fail" not in verdicts
+
+
+def failed_step_lines(r: HostResult) -> list[str]:
+    """Pure: `host: step: failed: reason`, one per failed step of the host that no failed rule
+    explains (a `prove` step's failure sat inside a 538-character verdict line, with no line of
+    its own)."""
+    return [f"{r.host.name}: {s.step}: failed: {s.msg}" for s in r.steps if _unexplained(s)]
+
+
 def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str | None:
     """`verdict for h1: GO with 2 warnings: persistence_mode, mig_mode` (rich markup): the
-    verdict `invoke report` gives this host, from the same function (results.judge).
+    verdict `invoke report` gives this host, from the same function (results.judge). A NO-GO
+    names what failed, briefly (`NO-GO, failed: ram, step disk_speed`): the reasons are in the
+    table above it and in the failed-step lines.
 
     None for a host whose acceptance step did not run (a `prove` run, `--skip acceptance`)
     unless something failed: its box was compared with no order, so it has no verdict; a
@@ -130,15 +160,73 @@ def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str |
     go, rest = host_headline(record, lang, require_acceptance=False, strict=strict)
     if judge(record, strict, require_acceptance=False).word != "NO-GO" and not judged(record):
         return None
+    names = [] if go else short_failures(record, strict)
+    if names:
+        rest = t("nogo_failed", lang, items=", ".join(names))
     word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
     return t("verdict_line", lang, host=escape(r.host.name), verdict=word + escape(rest))
+
+
+NARROW = 120  # columns below which the rules table folds `expected` into the actual cell
+
+
+def _rules_table(r: HostResult, checks: Sequence[Any], lang: str, width: int) -> Any:
+    """The host's rules as a table of short cells; the advice of a rule that did not pass is
+    printed under it (rule_notes), full width: in a fourth of an 80-column terminal it ran to
+    20 lines a rule. Below NARROW columns the table has three columns (rule, verdict, actual)
+    and a rule that did not pass says what was expected in its actual cell (a passed rule met
+    it; the reports show every expected value)."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    narrow = width < NARROW
+    # light rules between columns, none around: the text keeps ~60 of 80 columns
+    table = Table(
+        title=escape(f"{r.host.name} — {r.host.vendor_name}"),
+        title_justify="left",
+        expand=False,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+    )
+    table.add_column(t("c_rule", lang), overflow="fold")
+    if narrow:
+        table.add_column(t("c_verdict", lang), no_wrap=True)
+    else:
+        table.add_column(t("c_expected", lang), overflow="fold")
+    table.add_column(t("c_actual", lang), overflow="fold")
+    if not narrow:
+        table.add_column(t("c_verdict", lang), no_wrap=True)
+    for c in checks:
+        # text from the host (process names, error lines) is data, never rich markup
+        verdict = f"[{_VERDICT_STYLE[c.verdict]}]{escape(verdict_word(c.verdict, lang))}[/]"
+        if not narrow:
+            table.add_row(escape(c.name), escape(c.expected), escape(c.actual), verdict)
+            continue
+        actual = escape(c.actual)
+        if c.verdict not in ("pass", "info"):
+            actual += f" [dim]({escape(t('c_expected', lang))}: {escape(c.expected)})[/]"
+        table.add_row(escape(c.name), verdict, actual)
+    return table
+
+
+def rule_notes(checks: Sequence[Any], lang: str = "en") -> list[str]:
+    """Pure: `  gpu_count (FAIL): 4 of the 8 ordered GPUs missing; ask the vendor...`, one
+    line per rule that did not pass and says why (a passed rule's note is in the report)."""
+    return [
+        f"  {c.name} ({verdict_word(c.verdict, lang)}): {c.detail}"
+        for c in checks
+        if c.detail and c.verdict not in ("pass", "info")
+    ]
 
 
 def print_results(
     results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en", strict: bool = False
 ) -> None:
-    """Acceptance tables (expected / actual / verdict) per host, each followed by the host's
-    GO / NO-GO verdict line, then the recap table (`lang`: en/zh)."""
+    """Acceptance tables (expected / actual / verdict) per host, the advice of each rule that did
+    not pass and a line per failed step under it, then the host's GO / NO-GO verdict line, then
+    the recap table (`lang`: en/zh)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -146,29 +234,19 @@ def print_results(
     for r in results:
         checks = [c for s in r.steps for c in s.checks]
         if rules and checks:
-            table = Table(
-                title=escape(f"{r.host.name} — {r.host.vendor_name}"), title_justify="left", expand=False
-            )
-            for col in ("c_rule", "c_expected", "c_actual", "c_verdict"):
-                table.add_column(t(col, lang), overflow="fold")
-            for c in checks:
-                # text from the host (process names, error lines) is data, never rich markup
-                actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
-                table.add_row(
-                    escape(c.name),
-                    escape(c.expected),
-                    actual,
-                    f"[{_VERDICT_STYLE[c.verdict]}]{escape(verdict_word(c.verdict, lang))}[/]",
-                )
-            con.print(table)
+            con.print(_rules_table(r, checks, lang, con.width))
+        # one line each, as wide as it is (the terminal wraps it for the eye, full width): advice
+        # holds commands and URLs (the container toolkit's install line) to copy, which a
+        # newline at the console's width cut in two (`...nvidia-container-toolkit` / `.list`)
+        for note in rule_notes(checks, lang) if rules else []:
+            con.print(escape(note), soft_wrap=True)
+        for failed in failed_step_lines(r) if rules else []:
+            con.print(escape(failed), soft_wrap=True)
         # one line per host that ran acceptance (a resumed run's skipped step ran nothing), or
         # whose other checks failed
         ran = any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)
         line = verdict_line(r, lang, strict) if rules and (checks or ran) else None
         if line is not None:
-            # one line, as wide as it is (the terminal wraps it for the eye): a NO-GO's advice
-            # holds commands and URLs (the container toolkit's install line) to copy, which a
-            # newline at the console's width cut in two (`...nvidia-container-toolkit` / `.list`)
             con.print(line, soft_wrap=True)
     recap = Table(title=t("recap", lang), title_justify="left")
     # fold, never cut with "…": `rack7-node-0001` and `-0002` both shown as `rack7-n…` hid

@@ -1,0 +1,36 @@
+"""The sync progress line's ETA is the whole upload's (bytes left / rate): rsync's
+`--info=progress2` time field counted down per file, so it read `0:00:01` with hours to go."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from gpuonboard import transfer
+from gpuonboard.steps.dataset import DatasetStep
+
+MIB = 1 << 20
+
+
+def test_upload_eta_is_bytes_left_over_the_rate() -> None:
+    assert transfer.upload_eta(50 * MIB, 100 * MIB, "1.00MB/s") == "ETA 50 s"
+    assert transfer.upload_eta(0, 10 * 1024 * MIB, "10.00MB/s") == "ETA 17 min"
+    assert transfer.upload_eta(10, 100, "512.00kB/s") == "ETA 1 s"
+    assert transfer.upload_eta(5, 100, "0.00kB/s") == ""  # no rate yet: no ETA
+    assert transfer.upload_eta(5, 0, "1.00MB/s") == ""  # no total: no ETA
+
+
+def _lines(update: transfer.ProgressUpdate, base: list[int] | None = None, total: int = 0) -> list[str]:
+    out: list[str] = []
+    ctx = SimpleNamespace(progress=out.append)
+    show = DatasetStep._progress(SimpleNamespace(label="dataset"), ctx, base, total)  # type: ignore[arg-type]
+    show(update)
+    return out
+
+
+def test_the_progress_line_shows_the_whole_uploads_eta() -> None:
+    # rsync: half of 100 MiB sent at 1 MB/s, its time field 0:00:01 (the current file's)
+    line = _lines(transfer.ProgressUpdate(50 * MIB, 50, "1.00MB/s", "0:00:01"))[0]
+    assert line.endswith("1.00MB/s ETA 50 s"), line
+    # batches (shards): the overall bytes give the ETA
+    line = _lines(transfer.ProgressUpdate(10 * MIB, 20, "1.00MB/s", "0:00:01"), [40 * MIB], 100 * MIB)[0]
+    assert line.endswith("1.00MB/s ETA 50 s"), line
