@@ -23,12 +23,27 @@ class Terminated(KeyboardInterrupt):
     instead of the default action's instant death that left rsync writing on its own (exit 143)."""
 
 
+# an error sentence longer than this keeps its start (the file, host and field it names) and its
+# end (what to do), and says how much of the middle was cut: a value quoted whole (a 4 MB list in
+# a step's argument) must not make the one-line error megabytes long
+MAX_MESSAGE = 2000
+
+
+def bounded_message(message: str, limit: int = MAX_MESSAGE) -> str:
+    """`message`, or its first and last parts with the number of characters cut between them."""
+    if len(message) <= limit:
+        return message
+    head, tail = limit * 2 // 3, limit // 3
+    return f"{message[:head]} [... {len(message) - head - tail:,} characters cut ...] {message[-tail:]}"
+
+
 class GpuonboardError(Exception):
-    """Root of every error the tool reports to the user as one plain sentence."""
+    """Root of every error the tool reports to the user as one plain sentence (bounded in length)."""
 
     exit_code: ExitCode = ExitCode.USAGE
 
     def __init__(self, message: str) -> None:
+        message = bounded_message(message)
         super().__init__(message)
         self.message = message
 

@@ -385,6 +385,19 @@ def test_a_huge_value_is_shown_short_in_the_sentence(tmp_path: Path) -> None:
     assert exc.value.message.endswith("not a list of 5,000 items.") and len(exc.value.message) < 300
 
 
+def test_a_huge_step_argument_is_one_short_sentence_through_the_cli(tmp_path: Path) -> None:
+    """A step's own argument check quotes the value it refuses; a 200,000-item list there made
+    the one error line megabytes long. Every error sentence keeps its start and its end."""
+    inv = inv_dir(tmp_path, "hosts:\n  h1: {address: 10.0.0.1}\n")
+    big = "[" + ", ".join(["12345"] * 200_000) + "]"
+    pb = tmp_path / "pb.yml"
+    pb.write_text(f"steps:\n  - step: acceptance\n    args: {{disk_tolerance: {big}}}\n")
+    r = cli(tmp_path, "provision", "--host", "h1", "--inventory", str(inv), "--playbook", str(pb))
+    line = one_error_line(r)
+    assert len(line) < 2_100, len(line)
+    assert "disk_tolerance" in line and "characters cut" in line
+
+
 def test_a_long_chain_of_jump_hosts_is_one_sentence(tmp_path: Path) -> None:
     # (1,200 hosts, each the jump host of the next: RecursionError, exit 70)
     hosts = "hosts:\n  h0: {address: 10.0.0.1}\n"
