@@ -29,8 +29,11 @@ from typing import Any
 from . import agescrypt, atomicfile, machine
 from .errors import CryptoError
 from .shell import Secret
+from .yamlload import read_text
 
 CHUNK = 1 << 20
+
+MAX_IDENTITY_BYTES = 64 << 10  # an age identity file is a few lines
 
 
 def sha256_file(path: Path) -> str:
@@ -383,9 +386,10 @@ def load_identity(identity_env: str | None, identity_file: str | None, environ: 
         path = Path(os.path.expanduser(identity_file))
         try:
             mode = path.stat().st_mode & 0o777
-            secret = Secret(path.read_text())
         except OSError as exc:
             raise CryptoError(f"cannot read the age identity file {identity_file}: {exc.strerror}.") from None
+        # a regular file of at most 64 KiB, UTF-8 (random bytes, a FIFO or a huge file: one sentence)
+        secret = Secret(read_text(path, CryptoError, "age identity", limit=MAX_IDENTITY_BYTES))
         if refused := machine.exposed("the age identity file", identity_file, mode, "a private key"):
             raise CryptoError(refused)
     else:

@@ -278,17 +278,18 @@ def read_bounded(path: Path, error: type[GpuonboardError], what: str, limit: int
     finally:
         os.close(fd)
     if size > limit:
+        most = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
         raise error(
-            f"{path}: the {what} file is larger than {limit >> 20} MiB, the most gpuonboard reads"
+            f"{path}: the {what} file is larger than {most}, the most gpuonboard reads"
             f" (one is a few kB); check that the path names the {what}."
         )
     return b"".join(chunks)
 
 
-def read_text(path: Path, error: type[GpuonboardError], what: str) -> str:
+def read_text(path: Path, error: type[GpuonboardError], what: str, limit: int = MAX_INPUT_BYTES) -> str:
     """A file's text as UTF-8 (read_bounded), without the byte-order mark an editor on Windows
     may write; bytes that are not UTF-8 -> `error` naming the file, the line and what to do."""
-    data = read_bounded(path, error, what)
+    data = read_bounded(path, error, what, limit)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise error(
             f"{path}: the {what} file is UTF-16 text (as Windows PowerShell's `>` writes it);"

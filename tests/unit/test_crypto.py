@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -214,3 +215,25 @@ def test_mask_written_masks_escaped_forms(tmp_path: Path) -> None:
         assert shell.MASK in written
         for form in (secret.reveal(), json.dumps(secret.reveal())[1:-1], html.escape(secret.reveal())):
             assert form not in written, (name, form)
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "fifo", "huge"])
+def test_an_identity_file_that_is_no_key_text_is_one_sentence(tmp_path: Path, kind: str) -> None:
+    """--decrypt-on-host's key file of random bytes crashed (UnicodeDecodeError), a FIFO waited
+    forever for a writer, a huge file was read whole: each is one CryptoError naming the file."""
+    key = tmp_path / "id.txt"
+    if kind == "fifo":
+        os.mkfifo(key, 0o600)
+    else:
+        key.write_bytes(os.urandom(4096) if kind == "random bytes" else b"#" * (1 << 20))
+        key.chmod(0o600)
+    with pytest.raises(crypto.CryptoError) as err:
+        crypto.load_identity(None, str(key))
+    message = str(err.value)
+    assert str(key) in message and "\n" not in message
+    expected = {
+        "random bytes": "UTF-8",
+        "fifo": "not a regular file but a FIFO",
+        "huge": "larger than 64 KiB",
+    }
+    assert expected[kind] in message, message
