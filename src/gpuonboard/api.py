@@ -462,6 +462,10 @@ def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | N
     except GpuonboardError as exc:
         print(f"warning: no HTML report for this run: {shell.for_terminal(exc.message)}", file=sys.stderr)
         return None
+    except OSError as exc:  # (a full disk, a file-size limit: summary.json, the record, is written)
+        why = shell.for_terminal(exc.strerror or str(exc))
+        print(f"warning: no HTML report for this run: {out} could not take it ({why}).", file=sys.stderr)
+        return None
     return path
 
 

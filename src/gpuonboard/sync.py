@@ -14,7 +14,7 @@ from typing import Any
 
 from . import api, transfer
 from .errors import UsageError
-from .playbook import Playbook, StepSpec
+from .playbook import Playbook, StepSpec, instantiate
 from .templating import literal
 
 
@@ -87,9 +87,11 @@ def sync(selection: api.Selection, settings: api.Settings, opts: SyncOptions) ->
     if opts.dataset:  # the local scan needs no inventory or connection: start it first
         transfer.prescan(Path(_dataset_path(opts)))
     inv, hosts = api.load_hosts(selection, settings)
-    if opts.encrypt:
-        check_keys(hosts, opts.decrypt_on_host)
     book = Playbook(path=Path("sync"), name="sync", steps=(spec,))
+    if opts.encrypt:
+        for host in hosts:  # a flag's bad value is named first (the step checks its arguments)
+            instantiate(book, spec, host)
+        check_keys(hosts, opts.decrypt_on_host)
     # no hardware facts needed: one small probe per host
     return api.execute(
         inv, hosts, book, settings, check=opts.check, core_facts=False, show=api.print_step_lines
