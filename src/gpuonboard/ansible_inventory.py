@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
-from .inventory import MAX_HOSTS, name_problem
+from .inventory_rules import MAX_HOSTS, name_problem
 from .yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError, UsageError
-from .shell import control_char
+from .inventory_rules import MAX_HOSTS, name_problem
 from .units import parse_ram_size, parse_size
 from .yamlload import LineDict, did_you_mean, load_yaml, parse_yaml, read_text, shown, where
 
@@ -405,26 +405,6 @@ def matches_limit(
 
 # ---------------------------------------------------------------- loading
 
-# line breaks as Python's splitlines() knows them (sh ends a line at "\n" alone; all are refused)
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-
-def name_problem(kind: str, name: Any) -> str | None:
-    """Why a host, group or vendor name is refused, or None: a control character or a line or
-    paragraph separator. Names reach scripts, comments of a script cron runs as root, file names
-    and messages: `h1\ntouch /tmp/x` would start a line of its own there."""
-    if not isinstance(name, str):
-        return None
-    bad = control_char(name)
-    if bad is None:
-        return None
-    what = "a line break" if bad in _LINE_BREAKS else "a control character"
-    return (
-        f"{kind} name {name!r} holds {what} ({bad!r}); a {kind} name must be one line of printable"
-        " text: rename it."
-    )
-
-
 # A host name is the folder of its pulled results (`results/<host>`), its reports and journal:
 # one path component, so `../../../../tmp/x` cannot send a teardown's pull outside the project;
 # not starting with `~` either (a results_dest of `{host}/...` is expanded like a home dir);
@@ -484,9 +464,6 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
 
 
-# hosts in one inventory: a rented fleet is tens of boxes; a range like `gpu-[0:99999999]` is
-# refused before it is expanded (it held 7.1 GB), and everything per host stays bounded
-MAX_HOSTS = 10_000
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
 INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
 

@@ -31,6 +31,7 @@ from .connection import ConnectOptions, KnownHosts, Runner, SSHRunner, open_runn
 from .errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from .facts.nvidia_smi import parse_query_csv
 from .inventory import Host, Inventory
+from .steps.base import StepArgsError, truthy
 from .units import parse_duration
 
 # Every name accepted by --query-gpu from R450 upward (see facts.nvidia_smi.QUERY_FIELDS).
@@ -208,23 +209,24 @@ class Thresholds:
         v: Mapping[str, Any] = host.vars or {}
         t = cls()
         try:
+            expect_busy = truthy(v.get("expect_busy", False), "expect_busy")
+        except StepArgsError:
+            value = v.get("expect_busy")
+            raise UsageError(
+                f"host {host.name}: vars.expect_busy must be true or false, not {value!r}."
+            ) from None
+        try:
             return cls(
                 mem_pct=float(v.get("monitor_mem_pct", t.mem_pct)),
                 temp_c=float(v.get("monitor_temp_c", t.temp_c)),
                 idle_util_pct=float(v.get("monitor_idle_pct", t.idle_util_pct)),
-                expect_busy=_truthy(v.get("expect_busy", False)),
+                expect_busy=expect_busy,
             )
         except (TypeError, ValueError):
             raise UsageError(
                 f"host {host.name}: vars.monitor_mem_pct, monitor_temp_c and monitor_idle_pct"
                 " must be numbers."
             ) from None
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 def gpu_alerts(s: GpuSample, t: Thresholds) -> tuple[str, ...]:

@@ -75,7 +75,8 @@ def build_playbook(
             if opts.force:
                 args["force"] = True
         elif spec.kind == "teardown_containers":
-            args["keep_image"] = opts.keep_image or bool(args.get("keep_image", False))
+            if opts.keep_image:  # (else the step reads its own argument: steps.base.truthy)
+                args["keep_image"] = True
         elif spec.kind == "teardown_cost":
             args["state_dir"] = str(settings.state_dir or root / "state")
         specs.append(replace(spec, args=args))

@@ -106,7 +106,9 @@ def test_the_file_gets_the_owner_of_the_links_target_not_of_the_link(tmp_path: P
 
 def test_follow_is_a_boolean_or_its_rendered_text() -> None:
     assert [follow_arg(v) for v in (True, False, "True", " false ")] == [True, False, True, False]
-    for bad in ("yes", 1, None):
+    # the one yes/no rule of every step argument (steps.base.truthy)
+    assert [follow_arg(v) for v in ("yes", "off", 1, 0, None)] == [True, False, True, False, False]
+    for bad in ("maybe", 2, "y"):
         with pytest.raises(StepArgsError) as exc:
             follow_arg(bad)
         assert str(exc.value) == f"argument 'follow' must be true or false, not {bad!r}"

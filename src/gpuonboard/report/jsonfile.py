@@ -8,9 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, atomicfile, results, shell
+from .. import __version__, results, shell
 from ..runner import HostResult, recap
-from .render import raw_file
+from .render import raw_file, write_atomic  # (write_atomic: used as jsonfile.write_atomic too)
 from .strictjson import dumps
 
 SCHEMA = "gpuonboard.summary/1"
@@ -98,14 +98,6 @@ def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, An
         "recap": recap(results),
         "hosts": [host_json(r, bool(meta.get("strict"))) for r in results],
     }
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file + rename, so a reader never sees half a report. A file name that is not UTF-8
-    (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
-    back to the same name, and legible in a text report. No secret's value is written (a
-    failed login's stderr line in a message): shell.mask_written."""
-    atomicfile.write_text(path, shell.mask_written(text), errors="backslashreplace")
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import __version__, licences, results
+from .. import __version__, atomicfile, licences, results, shell
 from ..errors import UsageError
 from ..facts.gpu_merge import GPU_PROBES
 from ..i18n import check_lang, status_word, t, verdict_word
@@ -96,6 +96,15 @@ def safe_name(name: str) -> str:
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{legacy_safe_name(name)[:_SAFE_MAX]}-{digest}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file + rename, so a reader never sees half a report. A file name that is not UTF-8
+    (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
+    back to the same name, and legible in a text report. No secret's value is written (a
+    failed login's stderr line in a message): shell.mask_written. (Here rather than in
+    jsonfile, which writes summary.json with it: jsonfile imports this module.)"""
+    atomicfile.write_text(path, shell.mask_written(text), errors="backslashreplace")
 
 
 def raw_file(host: str, probe: str) -> str:
@@ -705,8 +714,6 @@ def write_with_sha(path: Path, text: str) -> str:
 
     A write that fails (a full disk) is one sentence naming the file (exit 2), not an internal
     error "rerun with --debug and report it"; the report is written whole or not at all."""
-    from .jsonfile import write_atomic
-
     sha_path = path.with_name(path.name + ".sha256")
     try:
         write_atomic(path, text)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .. import shell
 from ..facts.probe import Probe
 from ..units import parse_duration
-from .base import Plan, Step, StepArgsError, StepContext
+from .base import Plan, Step, StepArgsError, StepContext, truthy
 
 if TYPE_CHECKING:
     from ..inventory import Host
@@ -78,17 +78,6 @@ BILLING_UNITS = ("second", "minute", "hour")  # as a vendor profile's `billing.u
 
 def _probe_name(kind: str, key: str) -> str:
     return f"{kind}:{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
-
-
-def _truthy(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise StepArgsError(f"argument {name!r} must be true or false, not {value!r}")
 
 
 def _seconds(value: Any, name: str) -> int:
@@ -291,7 +280,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         pid=pid,
         container=container,
         before_shutdown=str(args.get("before_shutdown") or ""),
-        force=_truthy(args.get("force", False), "force"),
+        force=truthy(args.get("force", False), "force"),
         billing_aware=billing_aware,
         billing_anchor=anchor,
         billing_set=billing_set,
@@ -299,9 +288,9 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         # (a vendor id is a file name: one line of printable text in the config and `status`)
         billing_vendor=shell.for_terminal(str(args.get("billing_vendor") or ""), keep=""),
         gpu_threshold=threshold,
-        ssh_sessions=_truthy(args.get("ssh_sessions", False), "ssh_sessions"),
+        ssh_sessions=truthy(args.get("ssh_sessions", False), "ssh_sessions"),
         shutdown_command=shutdown_command,
-        gpu_processes=_truthy(args.get("gpu_processes", False), "gpu_processes"),
+        gpu_processes=truthy(args.get("gpu_processes", False), "gpu_processes"),
     )
 
 
@@ -318,7 +307,7 @@ def billing_mode(args: Mapping[str, Any]) -> tuple[str, str]:
     billing = str(args.get("billing_aware", "auto")).strip().lower()
     if billing == "auto":
         return "auto", unit
-    return ("on" if _truthy(billing, "billing_aware") else "off"), unit
+    return ("on" if truthy(billing, "billing_aware") else "off"), unit
 
 
 def _whole(value: Any) -> int | None:

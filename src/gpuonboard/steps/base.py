@@ -131,6 +131,25 @@ class StepArgsError(GpuonboardError):
     """A step's arguments in a playbook are wrong (raised at load time, before connecting)."""
 
 
+TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+FALSE_WORDS = frozenset({"false", "no", "off", "0", ""})
+
+
+def truthy(value: Any, name: str) -> bool:
+    """The one rule for a yes/no setting (a step argument, a flag, a host variable): true for
+    true/yes/on/1, false for false/no/off/0 and "" (any case, spaces stripped), True/False
+    and None as themselves; anything else is a StepArgsError naming the setting, as a guess
+    either way (`encrypt: maybe`) would do what the user did not ask for."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in TRUE_WORDS:
+        return True
+    if text in FALSE_WORDS:
+        return False
+    raise StepArgsError(f"argument {name!r} must be true or false, not {value!r}")
+
+
 class Step:
     """Base class: subclasses set `name`, `read_only`, `ARGS`, and implement plan/apply."""
 

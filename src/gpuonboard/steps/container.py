@@ -30,7 +30,7 @@ from ..facts.probe import Probe
 from ..ngc import mirror_host
 from ..units import format_bytes, parse_duration, parse_size
 from ..yamlload import load_yaml
-from .base import Check, Plan, Step, StepArgsError, StepContext, last_line
+from .base import Check, Plan, Step, StepArgsError, StepContext, last_line, truthy
 from .driver_compat import DEFAULT_IMAGE, driver_failure
 from .pull import (
     Manifest,
@@ -591,7 +591,7 @@ class ContainerStep(Step):
         mirrors = parse_mirrors(get("registry_mirror", vendor_mirror))
         mirror_ref, mirror_scheme = mirrors[0] if mirrors else (None, None)
         fallbacks: list[tuple[str | None, str | None]] = list(mirrors[1:])
-        if mirrors and _truthy(get("pull_fallback_origin", False)):
+        if mirrors and truthy(get("pull_fallback_origin", False), "pull_fallback_origin"):
             fallbacks.append((None, None))
         size = read("image_size_estimate", DEFAULT_SIZE_ESTIMATE, parse_size, "a size like 20GB")
         factor = read("unpack_factor", DEFAULT_UNPACK_FACTOR, float, "a number like 1.5")
@@ -622,9 +622,9 @@ class ContainerStep(Step):
             backoff=backoff,
             user_env=get("registry_user_env"),
             password_env=get("registry_password_env"),
-            smoke=_truthy(smoke),
+            smoke=truthy(smoke, "smoke"),
             credentials_file=str(creds_file) if creds_file else None,
-            container_sudo=_truthy(get("container_sudo", False)),
+            container_sudo=truthy(get("container_sudo", False), "container_sudo"),
             manifest_factor=mfactor,
             mirror_scheme=mirror_scheme,
             pull_timeout=limit,
@@ -1042,10 +1042,6 @@ def _record_smoke(ctx: StepContext, state: ContainerState, local: str, out: Appl
         shell.sh_c(f'f="{path}"; mkdir -p "${{f%/*}}" && printf \'%s\\n\' {shell.quote(key)} > "$f"'),
         timeout=60,
     )
-
-
-def _truthy(value: Any) -> bool:
-    return value not in (False, None, "", "false", "False", "no", "0", 0)
 
 
 def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str | None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .. import children, crypto, machine, openssh, shards, shardstream, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
-from .base import Plan, Step, StepArgsError, StepContext, Warm, last_line
+from .base import Plan, Step, StepArgsError, StepContext, Warm, last_line, truthy
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -51,10 +51,6 @@ def transfer_size(value: Any) -> int:
     from ..units import parse_size
 
     return parse_size(value)
-
-
-def _truthy(value: Any) -> bool:
-    return value not in (None, False, "", "false", "False", "no", "0", 0)
 
 
 @dataclass
@@ -155,8 +151,8 @@ class DatasetStep(Step):
             raise StepArgsError(f"dest must be spelt without '..', not {self.dest!r}")
         # one spelling per dir (`/data//x`, `/data/x/.`): the unpack marker is keyed by the path
         self.dest = _one_spelling(self.dest)
-        self.encrypt = _truthy(self.args.get("encrypt"))
-        self.decrypt_on_host = _truthy(self.args.get("decrypt_on_host"))
+        self.encrypt = truthy(self.args.get("encrypt"), "encrypt")
+        self.decrypt_on_host = truthy(self.args.get("decrypt_on_host"), "decrypt_on_host")
         if self.decrypt_on_host and not self.encrypt:
             raise StepArgsError("decrypt_on_host needs encrypt")
         bw = self.args.get("bwlimit")
@@ -220,8 +216,10 @@ class DatasetStep(Step):
         self.plain_target = posixpath.join(decrypt_dir, self.dirname) if decrypt_dir else base
         self.decrypt_dir = decrypt_dir
         mode = str(self.args.get("shards", "auto")).lower()
-        self.shards: bool | None = None if mode in ("auto", "none", "") else _truthy(self.args.get("shards"))
-        self.unpack = _truthy(self.args.get("unpack"))
+        self.shards: bool | None = (
+            None if mode in ("auto", "none", "") else truthy(self.args.get("shards"), "shards")
+        )
+        self.unpack = truthy(self.args.get("unpack"), "unpack")
         if self.unpack and self.shards is False:
             raise StepArgsError("unpack needs shard mode")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import shell
 from ..facts.probe import Probe
-from .base import Plan, Step, StepArgsError, StepContext
+from .base import Plan, Step, StepArgsError, StepContext, truthy
 
 
 def _probe_name(kind: str, key: str) -> str:
@@ -272,11 +272,7 @@ def write_script(dest: str, mode: str, want: str, token: str, follow: bool = Fal
 
 def follow_arg(value: Any) -> bool:
     """Pure: the `follow` argument (true/false, or its text as a templated argument renders)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise StepArgsError(f"argument 'follow' must be true or false, not {value!r}")
+    return truthy(value, "follow")
 
 
 def state_command(dest: str, follow: bool) -> str:

@@ -22,8 +22,8 @@ from typing import Any
 
 from .. import shell, transfer
 from ..inventory import Host, Inventory
-from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
-from .prove import _float_arg, _get, _int_arg, _summary, _truthy
+from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict, truthy
+from .prove import _float_arg, _get, _int_arg, _summary
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
 IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet
@@ -359,9 +359,10 @@ class NetworkStep(Step):
             for name in peers:  # a bad port is the inventory's mistake: say so before measuring
                 if ctx.inventory is not None and name in ctx.inventory.hosts:
                     iperf_port(ctx.inventory.hosts[name])
+            rdma = truthy(_get(self.args, v, "expect_rdma", "expect_rdma", False), "expect_rdma")
+            upload = truthy(_get(self.args, v, "upload", "network_upload", True), "upload")
         except (StepArgsError, ValueError, TypeError) as exc:
             return Plan(False, f"bad network setting: {exc}", failed=True)
-        rdma = _truthy(_get(self.args, v, "expect_rdma", "expect_rdma", False))
         if ctx.check:
             return Plan(False, "check mode: the network was not measured")
         checks: list[Check] = []
@@ -373,7 +374,7 @@ class NetworkStep(Step):
             rtts.append(time.monotonic() - t0)
         result["rtt_s"] = rtts
         checks.append(rtt_check(rtts, warn_ms))
-        if _truthy(_get(self.args, v, "upload", "network_upload", True)) and ctx.host.connection != "local":
+        if upload and ctx.host.connection != "local":
             mark = _UPLOAD_LINK.begin()
             try:
                 mbit = self._upload(ctx)

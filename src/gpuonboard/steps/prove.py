@@ -30,7 +30,7 @@ from ..facts.probe import Probe
 from ..inventory import Host, Inventory
 from ..units import format_bytes, parse_size
 from ..yamlload import load_yaml
-from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from .base import Check, Plan, Step, StepArgsError, StepContext, Verdict, truthy
 from .container import ContainerState, gpu_flags
 
 MARK = "GPUONBOARD_RESULT "
@@ -57,10 +57,6 @@ def parse_result(stdout: str) -> dict[str, Any] | None:
                 return None
             return data if isinstance(data, dict) else None
     return None
-
-
-def _truthy(value: Any) -> bool:
-    return value not in (False, None, "", "false", "False", "no", "0", 0)
 
 
 def _get(args: Mapping[str, Any], host_vars: Mapping[str, Any], key: str, var: str, default: Any) -> Any:
@@ -136,7 +132,9 @@ def launch_settings(step: Step, host_vars: Mapping[str, Any], default_timeout: f
         raise StepArgsError(f"tmp_dir must be an absolute path, not {tmp!r}")
     return Launch(
         python=str(_get(step.args, host_vars, "python", "train_python", "python3")),
-        in_container=_truthy(_get(step.args, host_vars, "in_container", "train_in_container", False)),
+        in_container=truthy(
+            _get(step.args, host_vars, "in_container", "train_in_container", False), "in_container"
+        ),
         image=str(_get(step.args, host_vars, "image", "container_image", DEFAULT_IMAGE)),
         tmp=tmp.rstrip("/") or "/",
         timeout=timeout,
@@ -1616,11 +1614,11 @@ class DiskSpeedStep(Step):
             timeout = _float_arg(self, v, "timeout", "disk_timeout", 900)
             raw_params = _get(self.args, v, "model_params", "model_params", "")
             params = parse_params(str(raw_params)) if raw_params else None
+            use_fio = truthy(_get(self.args, v, "fio", "disk_use_fio", True), "fio")
         except (StepArgsError, UsageError, ValueError) as exc:
             return Plan(False, f"bad disk_speed setting: {exc}", failed=True)
         if ctx.check:
             return Plan(False, f"check mode: the disk test of {directory} was not run")
-        use_fio = _truthy(_get(self.args, v, "fio", "disk_use_fio", True))
         size_mib = max(4, size // MiB)
         token = secrets.token_hex(6)
         script = disk_script(str(directory), size_mib, use_fio, token)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from .. import atomicfile, openssh, shell, transfer, uploadlock
 from ..facts.probe import Probe
 from ..units import format_bytes
-from .base import Plan, Step, StepArgsError, StepContext, last_line
+from .base import Plan, Step, StepArgsError, StepContext, last_line, truthy
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -75,12 +75,6 @@ _GUARDED_PARENTS = ("/home", "/var", "/root", "/Users")
 def _probe_name(kind: str, key: str) -> str:
     # (a path that is not UTF-8 holds lone surrogates: its own bytes)
     return f"{kind}:{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 # ---------------------------------------------------------------- pure: cost
@@ -1011,7 +1005,7 @@ class TeardownPullStep(Step):
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
         self.results = _check_dir_arg(self.args.get("results"), "results")
-        self.force = _truthy(self.args.get("force", False))
+        self.force = truthy(self.args.get("force", False), "force")
         raw = self.args.get("removed")
         if isinstance(raw, str):
             raw = [raw]
@@ -1021,7 +1015,7 @@ class TeardownPullStep(Step):
         if raw is not None:
             texts = (str(p).strip() for p in raw)
             self.removed = [t for t in texts if t and t.lower() not in ("none", "null")]
-        self.recorded = _truthy(self.args.get("recorded_uploads", False))
+        self.recorded = truthy(self.args.get("recorded_uploads", False), "recorded_uploads")
         command = pull_probe_command(self.results, self.removed, self.recorded)
         self.probe = Probe(_probe_name("teardown_pull", command), command)
 
@@ -1562,7 +1556,7 @@ class TeardownFilesStep(Step):
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
         super().__init__(args, label)
-        self.own_cache = _truthy(self.args.get("own_cache", False))
+        self.own_cache = truthy(self.args.get("own_cache", False), "own_cache")
         raw = self.args.get("paths") or []
         if isinstance(raw, str):
             raw = [raw]
@@ -1570,7 +1564,7 @@ class TeardownFilesStep(Step):
             raise StepArgsError("argument 'paths' must be a list of paths")
         results = str(self.args.get("results") or "").strip()
         self.results = posixpath.normpath(results) if results.lower() not in ("", "none", "null") else ""
-        self.force = _truthy(self.args.get("force", False))
+        self.force = truthy(self.args.get("force", False), "force")
         wanted = [str(p).strip() for p in [*raw, results]]
         self.paths = list(dict.fromkeys(p for p in wanted if p and p.lower() not in ("none", "null")))
         quoted = " ".join(shell.quote(p) for p in self.paths) or "''"
@@ -1588,7 +1582,7 @@ class TeardownFilesStep(Step):
         self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
         listing = uploads_probe_command(self.uploads_in)
         self.uploads_probe = Probe(_probe_name("teardown_uploads", listing), listing)
-        self.recorded = _truthy(self.args.get("recorded_uploads", False))
+        self.recorded = truthy(self.args.get("recorded_uploads", False), "recorded_uploads")
         listing = recorded_probe_command()
         self.recorded_probe = Probe(_probe_name("teardown_recorded", listing), listing)
 
@@ -1863,7 +1857,7 @@ class TeardownContainersStep(Step):
             raise StepArgsError("argument 'containers' must be a list of container names")
         self.names = [str(n) for n in raw if str(n).strip()]
         self.label_key = str(self.args.get("label") or "gpuonboard")
-        self.keep_image = _truthy(self.args.get("keep_image", False))
+        self.keep_image = truthy(self.args.get("keep_image", False), "keep_image")
         mirror = str(self.args.get("registry_mirror") or "")
         self.images = _image_refs(str(self.args.get("image") or ""), mirror)
         names = " ".join(shell.quote(n) for n in self.names) or "''"
