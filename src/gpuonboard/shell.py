@@ -192,7 +192,9 @@ STOP_GRACE_S = 5  # SIGTERM, then SIGKILL to what is left this many seconds late
 # that each still has it; one changed (or gone) means the session is over: SIGTERM to the
 # script and every descendant it has then (torchrun's ranks run in sessions of their own, so
 # a process group would miss them), SIGKILL to the survivors after a grace. The watcher ends
-# with the script; the exit status is the script's own.
+# with the script; the exit status is the script's own. Once stopping, the watcher ignores TERM:
+# the script's end makes the main shell TERM the watcher, which cut off a container's `kill`
+# through its runtime (seen under load: the container's processes are not the script's).
 # gw_pp PID: its name (gw_n), parent (gw_p) and start time (gw_st, clock ticks since boot) from
 # /proc/PID/stat. A name may hold a line break (any process can set one: prctl, /proc/self/comm),
 # and `read` takes the first line only: `a) S 1234` then reads as a child of pid 1234, drawn into
@@ -235,6 +237,7 @@ gw_alive() {  # the processes of pid:start list $1 that still run (not a pid reu
   done
 }
 gw_stop() {
+  trap '' TERM
   gw_tree "$gw_job"
   gw_ks=
   for gw_q in $gw_t; do gw_pp "$gw_q" 2>/dev/null && gw_ks="$gw_ks $gw_q:$gw_st"; done
