@@ -433,7 +433,7 @@ def sweep_dead_temps(cache_dir: Path, kinds: tuple[str, ...] = (".enc.", ".strea
         kind = next((k for k in kinds if name.startswith(k)), None)
         who = name[len(kind) :].split(".", 1)[0] if kind else ""
         pid = who[len(mine) :] if who.startswith(mine) else ""
-        if not pid.isdigit() or int(pid) == os.getpid() or not machine.process_ended(int(pid)):
+        if not pid.isdecimal() or int(pid) == os.getpid() or not machine.process_ended(int(pid)):
             continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(cache_dir, name))

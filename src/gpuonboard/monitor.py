@@ -126,7 +126,7 @@ def parse_line(line: str, host: str, ts: float, fields: Sequence[str] = MONITOR_
         return None
     cells = next(csv.reader(io.StringIO(line)), [])
     if "index" in fields and not (
-        len(cells) == len(fields) and cells[fields.index("index")].strip().isdigit()
+        len(cells) == len(fields) and cells[fields.index("index")].strip().isdecimal()
     ):
         return None  # (a header; and a faulted row still needs the GPU it is about)
     report = parse_query_csv(line + "\n", fields)
@@ -181,9 +181,9 @@ def parse_processes(text: str) -> dict[str, str]:
         if len(row) != len(PROCESS_FIELDS):
             continue
         uuid, pid, name, mem = (cell.strip() for cell in row)
-        if not uuid.startswith("GPU-") or not pid.isdigit():
+        if not uuid.startswith("GPU-") or not pid.isdecimal():
             continue
-        mib = int(mem) if mem.isdigit() else -1
+        mib = int(mem) if mem.isdecimal() else -1
         short = name.rsplit("/", 1)[-1] or name
         label = f"{pid} {short}" + (f" ({mib} MiB)" if mib >= 0 else "")
         if uuid not in best or mib > best[uuid][0]:

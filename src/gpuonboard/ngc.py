@@ -52,7 +52,7 @@ Verdict = Literal[
 ]
 
 _RELEASE_RE = re.compile(r"^\d{2}\.\d{2}$")
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+)*$", re.ASCII)  # ("5²0.47" from a garbled box: unreadable)
 _BRANCH_RE = re.compile(r"^R(\d+)$")
 
 

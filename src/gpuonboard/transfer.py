@@ -349,14 +349,14 @@ def parse_listing(text: str) -> RemoteState:
             continue
         if section == "df":
             fields = line.split()
-            if len(fields) >= 4 and fields[3].isdigit():
+            if len(fields) >= 4 and fields[3].isdecimal():
                 free = int(fields[3]) * 1024
     for record in listing.split("\0") if sep else []:
         parts = record.split(" ", 3)
         if len(parts) != 4:
             continue
         kind, size, mtime, rel = parts
-        if not size.isdigit() or not rel:  # ("": the dir itself)
+        if not size.isdecimal() or not rel:  # ("": the dir itself)
             continue
         if kind == "P":  # (`dir/PARTIAL_DIR/name`: the partial file of `dir/name`)
             where, _, name = rel.rpartition("/")

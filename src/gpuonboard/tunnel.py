@@ -211,7 +211,7 @@ def start_background(runner: Runner, argv: Sequence[object], log: str) -> int:
     """Start argv detached on the host (output to `log`); its PID."""
     result = runner.run(shell.background(shell.join(argv), log), timeout=30)
     pid = result.stdout.strip().splitlines()[-1:] if result.ok else []
-    if not pid or not pid[0].isdigit():
+    if not pid or not pid[0].isdecimal():
         raise CommandError(f"host {runner.host.name}: could not start {argv[0]} ({result.stderr.strip()}).")
     return int(pid[0])
 

@@ -383,7 +383,7 @@ class Stopped:
 def parse_stopped(stdout: str) -> Stopped:
     """Pure: the take command's lines about earlier runs' leftovers (STOP_FN)."""
     lines = stdout.splitlines()
-    found = [int(x.split()[1]) for x in lines if x.startswith("stopped ") and x.split()[1].isdigit()]
+    found = [int(x.split()[1]) for x in lines if x.startswith("stopped ") and x.split()[1].isdecimal()]
     return Stopped(sum(found), lines.count("tidied A"), lines.count("tidied R"))
 
 
@@ -483,7 +483,7 @@ def parse_take(stdout: str) -> str | LeaseBusy | OtherCopy:
             holder or "another machine",
             max(0, int(lines[0].split()[1])),  # (a clock behind the file's: not negative)
             fields.get("owner", ""),
-            int(pid) if pid.isdigit() else 0,
+            int(pid) if pid.isdecimal() else 0,
         )
     raise ValueError(f"unexpected answer {stdout.strip()[:200]!r}")
 

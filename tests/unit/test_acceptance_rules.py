@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +14,12 @@ from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import nvlink_orphans
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
-from gpuonboard.steps.acceptance import evaluate, model_matches, model_tokens, version_tuple
+from gpuonboard.ngc import version_key
+from gpuonboard.steps.acceptance import evaluate, model_matches, model_tokens
 from gpuonboard.units import parse_ram_size
 
 FIX = Path(__file__).parents[1] / "fixtures"
+REAL = FIX / "real"
 
 
 def facts_from(**files: str | None) -> object:
@@ -66,9 +71,12 @@ def test_model_tokens_drop_vendor_words() -> None:
     assert model_tokens("NVIDIA A100-SXM4-80GB") == {"A100", "SXM4", "SXM", "80GB"}
 
 
-def test_version_tuple() -> None:
-    assert version_tuple("535.54.03") == (535, 54, 3)
-    assert version_tuple("550") < version_tuple("550.54") < version_tuple("590.48.01")
+def test_version_key() -> None:
+    assert version_key("535.54.03") == (535, 54, 3)
+    assert version_key("550") < version_key("550.54") < version_key("590.48.01")
+    for garbled in ("5\u00b20.47.03", "\u0665\u0663\u0665.54", "535.54.x", ""):  # superscript 2, Arabic-Indic
+        with pytest.raises(ValueError):
+            version_key(garbled)
 
 
 def test_correct_box_passes_every_rule() -> None:
@@ -739,3 +747,29 @@ def test_a_templated_tolerance_renders_as_text_and_is_read() -> None:
     for bad in ("5", "lots", True, "", -0.1):
         with pytest.raises(StepArgsError, match="must be a fraction from 0 to 1"):
             AcceptanceStep({"disk_tolerance": bad})
+
+
+@pytest.mark.parametrize("garbled", ["5\u00b20.47.03", "510.47.x3"])
+def test_a_garbled_driver_version_from_the_box_is_unverified_never_older(
+    tmp_path: Path, garbled: str
+) -> None:
+    """A box's output with a driver version that is no number ("5²0.47.03": a superscript digit,
+    which str.isdigit() accepts and int() refuses) crashed the judgement (exit 70) or was judged
+    "older than ordered": both min_driver and ngc_driver are unverified, through the real CLI."""
+    real = REAL / "nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml"
+    box = tmp_path / "nvidia-smi-q-x.xml"
+    box.write_text(real.read_text().replace("510.47.03", garbled))
+    order = tmp_path / "order.yml"
+    order.write_text('order:\n  min_driver: "500"\n')
+    r = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", "--paths", str(box)]
+        + ["--order", str(order)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith("│ min_driver "))
+    assert "UNVERIFIED" in row and "unreadable" in row, row

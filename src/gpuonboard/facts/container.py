@@ -94,7 +94,7 @@ def _docker_text(text: str) -> RuntimeInfo:
         default_runtime=fields.get("Default Runtime"),
         registry_mirrors=tuple(mirrors),
         cgroup_version=fields.get("Cgroup Version"),
-        containers_running=int(fields["_running"]) if fields.get("_running", "").isdigit() else None,
+        containers_running=int(fields["_running"]) if fields.get("_running", "").isdecimal() else None,
     )
 
 

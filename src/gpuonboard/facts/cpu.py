@@ -66,7 +66,7 @@ def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None
     if value is None:
         warnings.append(f"lscpu has no '{key}' field")
         return None
-    if not value.isdigit():
+    if not value.isdecimal():
         warnings.append(f"lscpu '{key}' is not a number: {value!r}")
         return None
     return int(value)
@@ -151,7 +151,7 @@ def parse_cgroup_cpu_limit(text: str) -> float | None:
         path, _, value = line.partition("\t")
         folder, _, file = path.rpartition("/")
         parts = value.split()
-        if file == "cpu.max" and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+        if file == "cpu.max" and len(parts) == 2 and parts[0].isdecimal() and parts[1].isdecimal():
             if int(parts[1]) > 0:
                 limits.append(int(parts[0]) / int(parts[1]))
         elif file in ("cpu.cfs_quota_us", "cpu.cfs_period_us") and re.fullmatch(r"-?\d+", value.strip()):

@@ -90,7 +90,7 @@ def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
     if unit is not None:
         size, suffix = unit
         count = cell[: -len(suffix)] if suffix and cell.endswith(suffix) else cell
-        return int(count) * size if count.isdigit() else None
+        return int(count) * size if count.isdecimal() else None
     return parse_size(cell)
 
 

@@ -359,7 +359,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         block_devices=tuple(block),
         os_release=parse_os_release(_ok(raw, "os_release") or ""),
         kernel=(_ok(raw, "kernel") or "").strip() or None,
-        nproc=int(nproc_text) if nproc_text.isdigit() else None,
+        nproc=int(nproc_text) if nproc_text.isdecimal() else None,
         container_runtime=_first_line(_ok(raw, "container_runtime")),
         warnings=tuple(warnings),
         memory_limit_bytes=memory_limit,

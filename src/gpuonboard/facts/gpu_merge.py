@@ -185,9 +185,9 @@ def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
         if len(row) != len(APPS_FIELDS):
             return None
         uuid, pid, name, mem = (cell.strip() for cell in row)
-        if not uuid.upper().startswith(("GPU-", "MIG-")) or not pid.isdigit():
+        if not uuid.upper().startswith(("GPU-", "MIG-")) or not pid.isdecimal():
             return None
-        used = int(mem) if mem.isdigit() else None
+        used = int(mem) if mem.isdecimal() else None
         out.setdefault(uuid, []).append(GpuProcess(int(pid), name, "C", used))
     return out
 

@@ -67,7 +67,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
         if not line.strip() or line.startswith("#"):
             continue
         cells = line.split("\t")
-        if len(cells) != 6 or not cells[1].strip().isdigit():
+        if len(cells) != 6 or not cells[1].strip().isdecimal():
             warnings.append(f"infiniband sysfs: unexpected line {line.strip()!r}")
             continue
         device, port, state, phys, rate, layer = (c.strip() for c in cells)

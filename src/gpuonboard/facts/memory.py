@@ -34,7 +34,7 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 def _amount(cell: str, unit_bytes: int) -> int | None:
     """Bytes from a free cell: a plain count of `unit_bytes`, or a `free -h` size like '1.9Gi'."""
-    if cell.isdigit():
+    if cell.isdecimal():
         return int(cell) * unit_bytes
     match = _HUMAN.match(cell)
     if not match:
@@ -100,7 +100,7 @@ def _numbers(text: str) -> list[int]:
     for line in text.splitlines():
         label, colon, rest = line.partition(":")
         if colon and label.strip() in ("Mem", "Swap", "Low", "High", "Total"):
-            values += [int(cell) for cell in rest.split() if cell.isdigit()]
+            values += [int(cell) for cell in rest.split() if cell.isdecimal()]
     return values
 
 
@@ -120,7 +120,7 @@ def free_unit(name: str, text: str) -> int:
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()]
     mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
-    if len(mem) > 1 and not mem[1].isdigit() and _HUMAN.match(mem[1]):
+    if len(mem) > 1 and not mem[1].isdecimal() and _HUMAN.match(mem[1]):
         return 0  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)
     total = parse_free(text, 1).total_bytes
     if total is None:
@@ -161,7 +161,7 @@ def parse_cgroup_memory_limit(text: str) -> int | None:
     limits = []
     for line in text.splitlines():
         path, _, value = line.partition("\t")
-        if path.endswith(("/memory.max", "/memory.limit_in_bytes")) and value.strip().isdigit():
+        if path.endswith(("/memory.max", "/memory.limit_in_bytes")) and value.strip().isdecimal():
             limit = int(value.strip())
             if limit < _NO_LIMIT:
                 limits.append(limit)

@@ -953,7 +953,7 @@ def _table_ecc(value: str) -> str | None:
     cleaned = _clean(value)
     if cleaned is None:
         return None
-    if cleaned.isdigit():
+    if cleaned.isdecimal():
         return "Enabled"
     return _on_off(cleaned)
 
@@ -1079,7 +1079,7 @@ def _table_gpu(
         temperature_c=temp,
         mig_mode=_on_off(mig) if mig is not None else None,
         # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
-        ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdigit() else None,
+        ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdecimal() else None,
         # "Pwr:Usage/Cap": the cap is the enforced limit
         power_draw_w=draw,
         power_limit_w=cap,

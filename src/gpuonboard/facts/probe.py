@@ -128,7 +128,7 @@ def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> 
             current, block = rest, []
         elif kind == "end" and current is not None:
             _, _, rc_text = rest.rpartition(" ")
-            outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdigit() else -1)
+            outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdecimal() else -1)
             current = None
     current = None
     for line in _lines(stderr):

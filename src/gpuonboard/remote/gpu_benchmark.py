@@ -276,7 +276,7 @@ def summarize_samples(text: str) -> dict[str, Any]:
     per: dict[str, list[list[str]]] = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) != len(SAMPLE_FIELDS) or not cells[0].isdigit():
+        if len(cells) != len(SAMPLE_FIELDS) or not cells[0].isdecimal():
             continue
         per.setdefault(cells[0], []).append(cells)
 

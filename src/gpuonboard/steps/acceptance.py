@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import ngc
 from ..facts import disks, topo
 from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from ..facts.nvidia_smi_failure import HUNG_ADVICE, NOT_FOUND_ADVICE, UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
@@ -114,7 +115,7 @@ def _name_tokens(name: str) -> _Name:
     joined: set[str] = set()
     for t in raw:
         # a letters-only word followed by a number is one model name: RTX 4090 == RTX4090
-        if tokens and t.isdigit() and tokens[-1].isalpha() and tokens[-1] not in _OTHER_PRODUCT:
+        if tokens and t.isdecimal() and tokens[-1].isalpha() and tokens[-1] not in _OTHER_PRODUCT:
             tokens[-1] += t
             joined.add(tokens[-1])
         else:
@@ -219,7 +220,7 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
                 unseen.append(token)
         elif token in have:
             continue
-        elif token.isdigit() and any(j.endswith(token) and j[: -len(token)].isalpha() for j in name.joined):
+        elif token.isdecimal() and any(j.endswith(token) and j[: -len(token)].isalpha() for j in name.joined):
             continue  # a bare number: '4090' is the RTX 4090
         elif frag and token.startswith(frag):
             continue  # 'Gene...' of 'Generation'
@@ -229,11 +230,13 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
             problems.append(f"'{show}' not in the name")
     if unseen:
         # the cut tail may hold them, unless a visible model number is another than ordered
-        covered = set(want) | {j for j in name.joined if any(j.endswith(w) for w in want if w.isdigit())}
+        covered = set(want) | {j for j in name.joined if any(j.endswith(w) for w in want if w.isdecimal())}
         models = [
             t
             for t in name.tokens
-            if any(c.isdigit() for c in t) and not _MEMORY.match(t) and not re.match(r"^(SXM|PCIE|HBM)\d*", t)
+            if any(c.isdecimal() for c in t)
+            and not _MEMORY.match(t)
+            and not re.match(r"^(SXM|PCIE|HBM)\d*", t)
         ]
         others = [t for t in models if t not in covered]
         if others:
@@ -276,16 +279,6 @@ def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> 
     interconnect words ('NVLink') in the order are left out.
     """
     return match_model(ordered, delivered, vram_mib).verdict != "fail"
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """'535.54.03' -> (535, 54, 3); non-numeric parts end the tuple."""
-    parts: list[int] = []
-    for p in version.strip().split("."):
-        if not p.isdigit():
-            break
-        parts.append(int(p))
-    return tuple(parts)
 
 
 def _gpu_not_given(facts: Facts) -> bool:
@@ -921,7 +914,16 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
         return Check(
             "min_driver", expected, problem or "unknown: the driver version was not reported", "unverified"
         )
-    ok = version_tuple(facts.gpu.driver_version) >= version_tuple(order.min_driver)
+    try:
+        ok = ngc.version_key(facts.gpu.driver_version) >= ngc.version_key(order.min_driver)
+    except ValueError:  # a garbled or cut-off version: no evidence that the driver is older
+        return Check(
+            "min_driver",
+            expected,
+            f"driver version {facts.gpu.driver_version!r} unreadable",
+            "unverified",
+            "nvidia-smi did not report a numeric driver version; run nvidia-smi on the host to read it",
+        )
     if ok:
         return Check("min_driver", expected, facts.gpu.driver_version, "pass")
     return Check(

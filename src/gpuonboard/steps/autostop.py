@@ -240,7 +240,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         )
     max_hours = _max_hours(args.get("max_hours"))
     pid = str(args.get("pid") or "")
-    if pid and not pid.isdigit():
+    if pid and not pid.isdecimal():
         raise StepArgsError(f"argument 'pid' must be a process id (digits), not {pid!r}")
     if pid and not 2 <= int(pid) <= PID_MAX:
         raise StepArgsError(
@@ -421,7 +421,7 @@ class _Remote:
 
 def _int_or_none(text: str) -> int | None:
     text = text.strip()
-    return int(text) if text.isdigit() and len(text) <= 12 else None
+    return int(text) if text.isdecimal() and len(text) <= 12 else None
 
 
 def _parse_probe(text: str) -> _Remote:

@@ -221,7 +221,7 @@ def _ref_problem(registry: str | None, path: str) -> str:
     if registry is not None:
         m = _REGISTRY_RE.match(registry)
         port = m.group("port") if m else None
-        if not m or (port is not None and not (port.isdigit() and 0 < int(port) < 65536)):
+        if not m or (port is not None and not (port.isdecimal() and 0 < int(port) < 65536)):
             return f"the registry {registry!r} must be a host name with an optional numeric port"
     if ":" in path:
         return "a ':' may stand only before the tag and in the registry's port"
@@ -416,7 +416,7 @@ def parse_state(text: str) -> ContainerState:
                 continue
             if kind == "user":
                 words = rest.split()
-                uid = int(words[0]) if words and words[0].isdigit() else None
+                uid = int(words[0]) if words and words[0].isdecimal() else None
                 user = words[1] if len(words) > 1 else None
                 groups = tuple(g for g in words[2].split(",") if g) if len(words) > 2 else ()
                 continue
@@ -435,7 +435,7 @@ def parse_state(text: str) -> ContainerState:
     info = _parse_info(info_text) if cli else RuntimeInfo()
     free = None
     df_fields = " ".join(sections.get("df", [])).split()
-    if len(df_fields) >= 4 and df_fields[3].isdigit():
+    if len(df_fields) >= 4 and df_fields[3].isdecimal():
         free = int(df_fields[3]) * 1024
     image_id: str | None = None
     digests: tuple[str, ...] = ()

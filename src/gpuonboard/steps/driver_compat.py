@@ -170,7 +170,7 @@ def _driver_check(
             "ngc_driver",
             expected,
             f"driver version {driver!r} unreadable",
-            "warn",
+            "unverified",
             "nvidia-smi did not report a numeric driver version; check the driver installation",
         )
     actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"

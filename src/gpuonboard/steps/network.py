@@ -91,7 +91,7 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
         dev = devices[-1]
         key, _, value = line.partition(":")
         value = value.strip()
-        if key == "port" and value.isdigit():
+        if key == "port" and value.isdecimal():
             port = {
                 "port": int(value),
                 "state": None,
@@ -458,7 +458,7 @@ class NetworkStep(Step):
                 r.update(peer=peer_name, address=address, port=port)
                 return r
             finally:
-                if pid.isdigit():
+                if pid.isdecimal():
                     other.run(shell.sh_c(f"kill {int(pid)} 2>/dev/null; true"), timeout=30)
         finally:
             other.close()

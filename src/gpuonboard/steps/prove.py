@@ -1417,7 +1417,7 @@ def parse_disk(stdout: str) -> dict[str, Any]:
             fstype, _, where = rest.partition(" ")
             source, _, mount = where.partition(" ")
             out["fs"] = {"type": fstype, "source": source, "mount": mount}
-        elif word in ("SWEPT", "SIZE", "CACHED_AFTER_WRITE", "CACHED_BEFORE_READ") and rest.strip().isdigit():
+        elif word in ("SWEPT", "SIZE", "CACHED_AFTER_WRITE", "CACHED_BEFORE_READ") and rest.strip().isdecimal():
             if word == "SWEPT":
                 out.setdefault("swept", []).append(int(rest))
             elif word == "SIZE":
@@ -1426,7 +1426,7 @@ def parse_disk(stdout: str) -> dict[str, Any]:
                 out[word.lower()] = int(rest)
         elif word in ("WRITE", "READ"):
             parts = rest.split()
-            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            if len(parts) != 2 or not all(p.isdecimal() for p in parts):
                 continue
             nbytes, ns = int(parts[0]), int(parts[1])
             out["bytes"] = nbytes

@@ -1098,7 +1098,7 @@ class TeardownPullStep(Step):
         # --force goes on, but what will be lost is said (in --check too)
         forced = f"; {problem[0]}: wiping anyway (--force)" if problem else ""
         counts = found.get("files", "").split()
-        count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdigit() else (0, 0)
+        count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdecimal() else (0, 0)
         free = free_bytes(dest)
         need = room_problem(size, held_bytes(dest), free)
         if need is not None:  # rsync would fill this machine's disk, then fail: paid hours for nothing
@@ -1447,7 +1447,7 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
         if rec == "age" and entries:
             entries[-1] = dataclasses.replace(entries[-1], age=True)
             continue
-        # (ASCII digits only: str.isdigit() passes `²` and a lstrip passes `--5`, which int() refuses)
+        # (ASCII digits only: str.isdecimal() passes `²` and a lstrip passes `--5`, which int() refuses)
         if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
             entries[-1] = dataclasses.replace(entries[-1], lease_age=int(rec[6:]))
             continue

@@ -58,15 +58,15 @@ def field_matches(spec: str, value: int, low: int, high: int) -> bool:
     """Pure: whether one cron time field (`*`, `5`, `1-5`, `*/15`, `1,30`) matches `value`."""
     for part in spec.split(","):
         base, _, step_text = part.partition("/")
-        step = int(step_text) if step_text.isdigit() else 1
+        step = int(step_text) if step_text.isdecimal() else 1
         if base == "*":
             start, end = low, high
         elif "-" in base:
             a, _, b = base.partition("-")
-            if not (a.isdigit() and b.isdigit()):
+            if not (a.isdecimal() and b.isdecimal()):
                 return False
             start, end = int(a), int(b)
-        elif base.isdigit():
+        elif base.isdecimal():
             start = int(base)
             end = high if step_text else start
         else:

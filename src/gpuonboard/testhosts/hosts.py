@@ -117,7 +117,7 @@ def parent_map() -> dict[int, int]:
     """pid -> parent pid of every process this machine's /proc shows."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdecimal():
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()

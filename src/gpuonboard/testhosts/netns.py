@@ -161,7 +161,7 @@ class CutLink:
         ports = []
         for line in r.stdout.splitlines():
             fields = line.split()
-            if len(fields) >= 5 and fields[4].rsplit(":", 1)[-1].isdigit():  # (State Recv Send Local Peer)
+            if len(fields) >= 5 and fields[4].rsplit(":", 1)[-1].isdecimal():  # (State Recv Send Local Peer)
                 ports.append(int(fields[4].rsplit(":", 1)[-1]))
         return ports
 
@@ -182,7 +182,7 @@ class CutLink:
     def host_pids(self) -> list[int]:
         """The processes running in the host's namespace (sshd, its sessions, what they run)."""
         r = _ip("netns", "pids", self.host_ns, check=False)
-        return [int(p) for p in r.stdout.split() if p.isdigit()]
+        return [int(p) for p in r.stdout.split() if p.isdecimal()]
 
     def close(self) -> None:
         """Stop everything in the namespaces and delete them (the veth pair and qdisc go along)."""
@@ -192,7 +192,7 @@ class CutLink:
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(p), signal.SIGKILL)
             deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and any(p.isdigit() and process_alive(int(p)) for p in left):
+            while time.monotonic() < deadline and any(p.isdecimal() and process_alive(int(p)) for p in left):
                 time.sleep(0.02)
         for ns in reversed(self._made):
             _ip("netns", "del", ns, check=False)
