@@ -165,6 +165,16 @@ def import_paramiko() -> Any:
         return paramiko
 
 
+def _bad_line(path: Path, exc: Exception) -> str:
+    """`line N` of the known_hosts file that paramiko could not read, or `a line`."""
+    text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if text and line.strip() == text.strip():
+                return f"line {number}"
+    return "a line"
+
+
 class KnownHosts:
     """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
 
@@ -186,9 +196,11 @@ class KnownHosts:
             try:
                 self._load(path)
             except (OSError, UnicodeDecodeError, paramiko.SSHException, InvalidHostKey, ValueError) as exc:
-                line = exc.args[0] if isinstance(exc, InvalidHostKey) and exc.args else exc
+                # the line's text is never shown: a mistyped --known-hosts may name a file of secrets
                 raise HostKeyError(
-                    f"{path}: cannot read the known_hosts file (bad entry: {line}); fix or remove that line."
+                    f"{path}: cannot read the known_hosts file ({_bad_line(path, exc)} is no host key"
+                    " entry; its text is not shown); fix or remove that line, or pass --known-hosts"
+                    " the right file."
                 ) from None
         self._reindex()
 

@@ -148,3 +148,16 @@ def test_an_unreadable_revoked_line_is_an_error_not_dropped(tmp_path: Path) -> N
     known.write_text("@revoked * ssh-ed25519 not-base64!\n")
     with pytest.raises(HostKeyError, match="cannot read the known_hosts file"):
         KnownHosts(known)
+
+
+def test_a_file_of_secrets_given_as_known_hosts_is_never_echoed(tmp_path: Path) -> None:
+    """A mistyped --known-hosts (a credentials file) was refused with its line quoted on stderr:
+    the error names the file and the line number, never the text."""
+    secrets = tmp_path / "credentials"
+    secrets.write_text("[default]\npassword: hunter2-very-secret token ghp_abcdef\n")
+    with pytest.raises(HostKeyError) as err:
+        KnownHosts(secrets)
+    message = str(err.value)
+    assert "hunter2" not in message and "ghp_" not in message, message
+    assert message.startswith(f"{secrets}: cannot read the known_hosts file (line ")
+    assert "not shown" in message
