@@ -8,6 +8,7 @@ No Invoke imports here.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,36 @@ def check_keys(hosts: Any, decrypt_on_host: bool) -> None:
             raise UsageError(f"{host.name}: {message}{recipe}.") from None
 
 
+# the kernel's own trees: files of no fixed size (an upload of /proc never ends)
+PSEUDO_TREES = ("/proc", "/sys", "/dev")
+
+
+def check_dataset(path: Path) -> None:
+    """--dataset is a directory or a regular file outside the kernel's pseudo file systems,
+    before any connection: a FIFO waited for a writer, /dev/zero or /proc never ended."""
+    real = os.path.realpath(path)
+    top = next((t for t in PSEUDO_TREES if real == t or real.startswith(t + "/")), None)
+    if top is not None:
+        raise UsageError(
+            f"--dataset {path} is in {top}, the kernel's own files, not a dataset; name a directory"
+            " or a file of your data."
+        )
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # (missing or unreadable: the dataset step says so, for every host)
+        return
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise UsageError(
+            f"--dataset {path} is not a directory or a regular file (a FIFO, a device or a socket);"
+            " name a directory or a file of your data."
+        )
+
+
 def sync(selection: api.Selection, settings: api.Settings, opts: SyncOptions) -> int:
     """Upload (or, with check, report what would be sent); exit code like provision."""
     spec = build_spec(opts)
     if opts.dataset:  # the local scan needs no inventory or connection: start it first
+        check_dataset(Path(_dataset_path(opts)))
         transfer.prescan(Path(_dataset_path(opts)))
     inv, hosts = api.load_hosts(selection, settings)
     book = Playbook(path=Path("sync"), name="sync", steps=(spec,))
