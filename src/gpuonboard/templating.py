@@ -42,6 +42,13 @@ MAX_LIPSUM = (100, 1_000)  # paragraphs, words per paragraph
 # a macro call costs about as much as ten loop iterations (~12 us): counted so, the step limit
 # stops `{{ f(n-1) }}{{ f(n-1) }}` (2**n calls) in about a second, not at the wall-time limit
 MACRO_STEPS = 10
+# what one item of a list, tuple, set or dict costs in memory (its slot, and the small object in
+# it that a filter such as batch(1) or map makes): charged so, `big | list | batch(1) | list`
+# (3 million lists of one character, 250 MB, from a 3 MB text) stops at the work limit
+ITEM_BYTES = 64
+# the characters textwrap may copy while it cuts long words into lines (it copies the rest of
+# the word for every line: quadratic, in one call); about half a second
+WRAP_COPY = 1 << 33
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ class _Budget:
             )
 
     def charge(self, size: int) -> None:
-        """`size` more characters (or items) built or written by this rendering."""
+        """`size` more bytes (a character, or ITEM_BYTES an item) built or written by this rendering."""
         self.work += size
         if self.work > self.limits.work:
             raise TemplateLimitError(
@@ -147,14 +154,40 @@ def _check_number(value: int) -> None:
         raise TemplateLimitError(f"it computes a number of more than {limit:,} bits, the most one may have")
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _weight(value: Any) -> int:
+    """What `value` costs in memory, shallowly: a character a byte, an item ITEM_BYTES."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, _CONTAINERS):
+        return len(value) * ITEM_BYTES
+    return 0
+
+
 def _checked(value: Any) -> Any:
     """`value`, once its size is within the limits (and charged to the rendering)."""
     if isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
         _check_size(len(value))
-        _budget().charge(len(value))
+        _budget().charge(_weight(value))
     elif isinstance(value, int) and not isinstance(value, bool):
         _check_number(value)
     return value
+
+
+def _charged_items(items: Iterator[Any]) -> Iterator[Any]:
+    """`items` (a generator that a filter such as batch or map returned), each item charged as it
+    is made: whatever collects them into a list stops at the work limit, not after it."""
+    budget = _budget()
+    for item in items:
+        budget.charge(ITEM_BYTES + _weight(item))
+        yield item
+
+
+def _charging(value: Any) -> Any:
+    """`value`, its items charged as they come when it is an iterator (see _charged_items)."""
+    return _charged_items(value) if isinstance(value, Iterator) else value
 
 
 def _check_width(number: int | str) -> None:
@@ -176,27 +209,42 @@ def _check_percent(fmt: str | bytes, values: Any) -> None:
     and what the fields may add (`'%(a)s' * 1000 % {'a': big}` repeats one big value)."""
     text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
     items = values if isinstance(values, tuple) else (values,)
-    star, estimate = False, len(text)
+    # each field adds at most the biggest value (and a `*` the widest number): computed once,
+    # the check is linear (per field, '%s' * 20000 % (...) took minutes)
+    biggest = max((_sized(v) for v in items), default=0)
+    widest: int | None = None  # (computed once, when a `*` first takes its width from them)
+    sizes: dict[Any, int] = {}  # (a key's value, sized once however often the key repeats)
+    estimate = len(text)
     for match in _PERCENT_SPEC.finditer(text):
         key, width, precision, kind = match.groups()
         if kind == "%" and not (key or width or precision):
             continue
         for number in (width, precision):
             if number == "*":
-                star = True
+                widest = _widest(items) if widest is None else widest
+                estimate += widest
             elif number:
                 _check_width(number)
                 estimate += int(number)
         if key is not None and isinstance(values, dict):
-            estimate += _sized(values.get(key, ""))
+            if key not in sizes:
+                sizes[key] = _sized(values.get(key, ""))
+            estimate += sizes[key]
         else:
-            estimate += max((_sized(v) for v in items), default=0)
-    if star:
-        for value in items:
-            if isinstance(value, int):
-                _check_width(value)
-                estimate += value
+            estimate += biggest
+        if estimate > _budget().limits.text:
+            break
     _check_size(estimate)
+
+
+def _widest(values: Any) -> int:
+    """The biggest of the numbers among `values` (each checked as a width), else 0."""
+    widest = 0
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            _check_width(value)
+            widest = max(widest, value)
+    return widest
 
 
 def _check_format(fmt: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -206,6 +254,7 @@ def _check_format(fmt: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
     mapping = {**(args[0] if len(args) == 1 and isinstance(args[0], dict) else {}), **kwargs}
     values = [*args, *mapping.values()]
     biggest = max((_sized(v) for v in values), default=0)
+    widest: int | None = None  # (computed once, when a field first takes its width from them)
     estimate = len(fmt)
     for _, field, spec, _ in string.Formatter().parse(fmt):
         if field is None:
@@ -215,10 +264,10 @@ def _check_format(fmt: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
             _check_width(number)
             estimate += int(number)
         if spec and "{" in spec:
-            for value in values:
-                if isinstance(value, int):
-                    _check_width(value)
-                    estimate += value
+            widest = _widest(values) if widest is None else widest
+            estimate += widest * spec.count("{")
+        if estimate > _budget().limits.text:
+            break
     _check_size(estimate)
 
 
@@ -272,7 +321,7 @@ def _check_method(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)
         _check_size(len(owner) * max(longest, 1))
     elif name == "join" and isinstance(owner, str | bytes) and args:
-        items = list(args[0])
+        items = list(_charging(args[0]))
         _check_size(len(owner) * max(len(items) - 1, 0) + sum(_sized(x) for x in items))
         return (items, *args[1:])
     return args
@@ -369,9 +418,35 @@ def _pre_tojson(env: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[An
 def _pre_sum(env: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
     start = _arg(args, kw, 2, "start", 0)
     if isinstance(start, str | bytes | list | tuple):  # sum of lists: quadratic, in one C call
-        items = list(args[0])
+        items = list(_charging(args[0]))
         _check_size(len(start) + sum(len(x) for x in items if isinstance(x, str | bytes | list | tuple)))
         return (items, *args[1:])
+    return args
+
+
+def _pre_wordwrap(env: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
+    """wordwrap runs textwrap in one call: its lines (a Python loop each, and a wrapstring
+    each) are counted as steps and checked as output before it runs, and so is what it copies
+    to cut a word longer than a line (the rest of the word again for every line)."""
+    width, long_words = _arg(args, kw, 1, "width", 79), _arg(args, kw, 2, "break_long_words", True)
+    wrapstring = _arg(args, kw, 3, "wrapstring", None)
+    if not isinstance(width, int) or width < 1:
+        return args  # (textwrap refuses it)
+    text = str(args[0])
+    # a line but the last of a paragraph plus the next one hold more than `width` characters
+    lines = 2 * len(text) // width + text.count("\n") + 1
+    _budget().tick(lines)
+    _check_size(len(text) + lines * len(str(wrapstring if wrapstring is not None else "\n")))
+    if not long_words or len(text) ** 2 // (2 * width) <= WRAP_COPY:
+        return args
+    copied = 0
+    for word in re.finditer(rf"[^\t\n\x0b\x0c\r ]{{{width + 1},}}", text):  # (textwrap's spaces)
+        copied += len(word.group()) ** 2 // (2 * width)
+        if copied > WRAP_COPY:
+            raise TemplateLimitError(
+                f"it asks wordwrap to cut a word of {len(word.group()):,} characters into lines of"
+                f" {width}, more copying than one rendering may do"
+            )
     return args
 
 
@@ -385,6 +460,7 @@ PRECHECKS: dict[str, Precheck] = {
     "slice": _pre_count(1, "slices", lambda: MAX_RANGE),
     "tojson": _pre_tojson,
     "sum": _pre_sum,
+    "wordwrap": _pre_wordwrap,
 }
 
 
@@ -397,10 +473,12 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
         _budget().tick()
+        head, rest = (args[:1], args[1:]) if passes else ((), args)
+        if rest:
+            rest = (_charging(rest[0]), *rest[1:])
         if precheck is not None:
-            head, rest = (args[:1], args[1:]) if passes else ((), args)
-            args = (*head, *precheck(head[0] if head else None, rest, kwargs))
-        return _checked(func(*args, **kwargs))
+            rest = precheck(head[0] if head else None, rest, kwargs)
+        return _checked(func(*head, *rest, **kwargs))
 
     return bounded
 

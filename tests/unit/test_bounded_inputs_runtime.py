@@ -238,3 +238,125 @@ def test_a_known_hosts_file_that_cannot_be_written_is_exit_2_when_keys_are_to_be
     # without --trust-new-hosts (and no pinned key) nothing is to be recorded: no refusal
     r = _cli(project, "check", "--host", "node01", "--known-hosts", "/proc/nope/kh", "--connect-retries", "0")
     assert r.returncode == 3, r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- checks that cost no more than the work
+
+
+MEASURED = textwrap.dedent(
+    """\
+    import json, resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    from gpuonboard.templating import render_value
+    try:
+        out = render_value(sys.argv[1], {"vars": {"big": "x" * int(sys.argv[2])}})
+        result = {"ok": len(out)}
+    except Exception as exc:
+        result = {"error": type(exc).__name__, "message": str(exc)}
+    result["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+    """
+)
+
+
+def _render_measured(template: str, big: int = 0, timeout: float = 20) -> tuple[dict[str, object], float]:
+    """Like _render, with `vars.big` a text of `big` characters; the result has the child's peak
+    memory (MiB)."""
+    start = time.monotonic()
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", MEASURED, template, str(big)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}, time.monotonic() - start
+    lines = r.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines else {"error": "crash", "message": r.stderr[-500:]}
+    return result, time.monotonic() - start
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ '%s' * 20000 % ((1,) * 20000) }}",  # the check of each field looked at every value
+        "{{ ('%s' * 100000) | format(*range(100000)) }}",
+        "{{ ('%(a)s' * 100000) % {'a': range(3000) | list} }}",
+        "{{ ('{:>{}}' * 20000).format(*([1] * 40000)) }}",
+    ],
+)
+def test_checking_a_format_with_many_fields_takes_linear_time(template: str) -> None:
+    result, seconds = _render(template, timeout=15)
+    assert result.get("error") in (None, "TemplateLimitError"), result
+    assert seconds < 5, (seconds, result)
+
+
+def test_wordwrap_of_a_long_word_into_narrow_lines_stops_at_a_limit() -> None:
+    result, seconds = _render("{{ ('a' * 1000000) | wordwrap(1) }}", timeout=15)
+    assert result.get("error") == "TemplateLimitError", result
+    assert str(result["message"]).endswith("; simplify the template"), result
+    assert seconds < 5, seconds
+
+
+def test_wordwrap_of_ordinary_text_renders_as_before() -> None:
+    import jinja2
+
+    from gpuonboard.templating import render_value
+
+    text = "lorem ipsum dolor sit amet " * 20 + "x" * 200
+    expected = jinja2.Environment().from_string("{{ t | wordwrap(30) }}").render(t=text)
+    assert render_value("{{ vars.t | wordwrap(30) }}", {"vars": {"t": text}}) == expected
+    assert render_value("{{ ('a' * 50000) | wordwrap(76) | length }}", {}) == str(50000 + 50000 // 76)
+
+
+@pytest.mark.parametrize(
+    ("template", "big"),
+    [
+        ("{{ [" + ", ".join(["vars.big | list | batch(1) | list"] * 8) + "] | length }}", 3_000_000),
+        ("{{ [" + ", ".join(["vars.big | list | batch(1) | list"] * 8) + "] | length }}", 900_000),
+        ("{{ [" + ", ".join(["vars.big | batch(1) | list"] * 8) + "] | length }}", 4_000_000),
+    ],
+)
+def test_lists_of_many_items_are_charged_for_their_memory(template: str, big: int) -> None:
+    result, seconds = _render_measured(template, big)
+    assert result.get("error") == "TemplateLimitError", result
+    assert "64 MiB" in str(result["message"]), result
+    assert float(str(result["peak_mib"])) < 400, result  # (it reached 2 GiB)
+    assert seconds < 10, seconds
+
+
+def test_a_list_of_many_items_still_renders_within_the_budget() -> None:
+    from gpuonboard.templating import render_value
+
+    assert render_value("{{ range(100000) | map('string') | list | sort | join(',') | length }}", {}) == str(
+        len(",".join(sorted(str(i) for i in range(100000))))
+    )
+    assert render_value("{{ range(100000) | batch(10) | list | length }}", {}) == "10000"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/proc"])
+def test_a_dataset_that_is_no_data_is_refused_before_connecting(tmp_path: Path, kind: str) -> None:
+    """`sync --dataset` a FIFO (a wait for a writer), /dev/zero or /proc (no end): one sentence,
+    exit 2, before any connection (the host here is a closed port: it would be exit 3)."""
+    import os
+    import subprocess
+    import sys
+
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("hosts:\n  h1: {address: 127.0.0.1, port: 1}\n")
+    dataset = kind
+    if kind == "fifo":
+        dataset = str(tmp_path / "fifo")
+        os.mkfifo(dataset)
+    r = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "sync", "--host", "h1"]
+        + ["--inventory", str(inv), "--dataset", dataset, "--connect-retries", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"error: --dataset {dataset} ") and len(r.stderr.splitlines()) == 1

@@ -1417,7 +1417,9 @@ def parse_disk(stdout: str) -> dict[str, Any]:
             fstype, _, where = rest.partition(" ")
             source, _, mount = where.partition(" ")
             out["fs"] = {"type": fstype, "source": source, "mount": mount}
-        elif word in ("SWEPT", "SIZE", "CACHED_AFTER_WRITE", "CACHED_BEFORE_READ") and rest.strip().isdecimal():
+        elif word in ("SWEPT", "SIZE", "CACHED_AFTER_WRITE", "CACHED_BEFORE_READ") and (
+            rest.strip().isdecimal()
+        ):
             if word == "SWEPT":
                 out.setdefault("swept", []).append(int(rest))
             elif word == "SIZE":

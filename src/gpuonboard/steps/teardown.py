@@ -1098,7 +1098,8 @@ class TeardownPullStep(Step):
         # --force goes on, but what will be lost is said (in --check too)
         forced = f"; {problem[0]}: wiping anyway (--force)" if problem else ""
         counts = found.get("files", "").split()
-        count, size = (int(counts[0]), int(counts[1])) if len(counts) == 2 and counts[0].isdecimal() else (0, 0)
+        whole = len(counts) == 2 and counts[0].isdecimal()
+        count, size = (int(counts[0]), int(counts[1])) if whole else (0, 0)
         free = free_bytes(dest)
         need = room_problem(size, held_bytes(dest), free)
         if need is not None:  # rsync would fill this machine's disk, then fail: paid hours for nothing
