@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
-from .inventory_rules import MAX_HOSTS, name_problem
+from .inventory_rules import MAX_HOSTS, is_digits, name_problem
 from .yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
@@ -241,7 +241,7 @@ def expand_host_pattern(pattern: str, limit: int = MAX_HOSTS) -> tuple[list[str]
     if _bracketed_ipv6(pattern):  # `[2001:db8::7]:2222`, as Ansible writes it
         host, _, port_text = pattern[1:].rpartition("]:")
         return _expand_ranges(host, limit), int(port_text)
-    m = re.fullmatch(r"(.+):(\d+)", pattern)
+    m = re.fullmatch(r"(.+):([0-9]+)", pattern)
     if m and ":" not in re.sub(r"\[[^\]]*\]", "", m.group(1)):  # not an IPv6 address
         pattern, port = m.group(1), int(m.group(2))
     return _expand_ranges(pattern, limit), port
@@ -249,7 +249,7 @@ def expand_host_pattern(pattern: str, limit: int = MAX_HOSTS) -> tuple[list[str]
 
 def _bracketed_ipv6(word: str) -> bool:
     """`[IPv6]:PORT`, the one host pattern that starts with a bracket (Ansible's form)."""
-    m = re.fullmatch(r"\[(.+)\]:(\d+)", word)
+    m = re.fullmatch(r"\[(.+)\]:([0-9]+)", word)
     return m is not None and _is_ipv6(m.group(1))
 
 
@@ -272,10 +272,10 @@ def _range_values(body: str) -> tuple[range, Callable[[int], str]]:
         raise ValueError(f"range [{body}] must be written [start:end] or [start:end:step]")
     beg, end = parts[0] or "0", parts[1]
     step_text = parts[2] if len(parts) == 3 else "1"
-    if not end or not step_text.isdigit() or int(step_text) < 1 or len(step_text) > 18:
+    if not end or not is_digits(step_text) or int(step_text) < 1 or len(step_text) > 18:
         raise ValueError(f"range [{body}] needs an end and a positive whole step")
     step = int(step_text)
-    if beg.isdigit() and end.isdigit() and len(beg) <= 18 and len(end) <= 18:
+    if is_digits(beg) and is_digits(end) and len(beg) <= 18 and len(end) <= 18:
         width = len(beg) if beg.startswith("0") and len(beg) > 1 else 0
         if width and len(end) != width:
             raise ValueError(f"range [{body}] must give start and end with the same number of digits")
@@ -595,7 +595,7 @@ def _line_dict(line: int) -> LineDict:
 def _ini_value(value: str) -> Any:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
-    if re.fullmatch(r"-?\d+", value):
+    if re.fullmatch(r"-?[0-9]+", value):
         return int(value)
     if value.lower() in ("true", "false"):
         return value.lower() == "true"

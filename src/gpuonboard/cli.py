@@ -232,6 +232,8 @@ def _settings(**kw: Any) -> api.Settings:
     bad = (
         f"--connect-retries must be 0 or more, not {s.connect_retries}."  # (-1: not even one try)
         if s.connect_retries < 0
+        else f"--connect-retries must be at most 100, not {s.connect_retries}."  # (10**9: for ever)
+        if s.connect_retries > 100
         else f"--forks must be at least 1, not {s.forks}."
         if s.forks < 1
         else ""

@@ -19,6 +19,12 @@ MAX_HOSTS = 10_000
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
+def is_digits(text: str) -> bool:
+    """Whether `text` is one or more ASCII digits 0-9. `str.isdigit()` also takes '²' (which
+    int() then refuses: a crash) and Arabic-Indic digits (read as a number no one wrote)."""
+    return text.isascii() and text.isdigit()
+
+
 def name_problem(kind: str, name: Any) -> str | None:
     """Why a host, group or vendor name is refused, or None: a control character or a line or
     paragraph separator. Names reach scripts, comments of a script cron runs as root, file names

@@ -37,12 +37,20 @@ class LineDict(dict[str, Any]):
 #   playbook's arguments per host, writing a report) expands them. The count of values alone
 #   let 800,000 aliases of one long text through, which reached 10.4 GB: the text they hold is
 #   bounded too, at twice what the largest file (MAX_INPUT_BYTES) holds written out.
+# - MAX_PARSED_NODES: the values (and keys) the file itself holds, each alias counted once. The
+#   file size alone bounded a parse to minutes, not seconds: PyYAML builds a value in about
+#   30 us, so a 2 MB flow list of 990,000 items took 38 s and 700 MB. 10,000 hosts of about 10
+#   values each (MAX_HOSTS) fit. A value nested in flow brackets (`[[[...]]]`) costs
+#   PyYAML's scanner time for each bracket open around it (146 s for 4 MiB of them), so it counts
+#   one more for each NODE_DEPTH_WEIGHT levels it is nested.
 # - MAX_NUMBER_DIGITS: Python refuses to convert a number of over 4,300 digits (ValueError, a
 #   crash); no setting needs more than a few dozen.
 MAX_DEPTH = 64
 MAX_EXPANDED_VALUES = 1_000_000
 MAX_EXPANDED_CHARS = 8 << 20
 MAX_NUMBER_DIGITS = 100
+MAX_PARSED_NODES = 250_000
+NODE_DEPTH_WEIGHT = 16
 
 
 class InputBomb(yaml.MarkedYAMLError):
@@ -57,6 +65,7 @@ class _LaxLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0  # nodes parsed so far (see MAX_PARSED_NODES)
         self._values = 0  # values composed so far, each alias counted as all it holds
         self._chars = 0  # characters of the scalars composed so far, likewise
         self._aliased = False
@@ -68,6 +77,15 @@ class _LaxLoader(yaml.SafeLoader):
         a document past the bounds as soon as it gets there, before the rest is even parsed."""
         event = self.peek_event()
         mark: Any = event.start_mark
+        self._nodes += 1 + self._depth // NODE_DEPTH_WEIGHT
+        if self._nodes > MAX_PARSED_NODES:
+            raise InputBomb(
+                None,
+                None,
+                f"it holds more than {MAX_PARSED_NODES:,} values (keys and values, nested ones"
+                " counting more); split it, or remove what is not needed",
+                mark,
+            )
         if isinstance(event, yaml.AliasEvent):
             anchor = str(event.anchor)
             if anchor in self._open:  # `&a [*a]`: a list that contains itself, endless to walk
@@ -199,7 +217,7 @@ def _construct_lax_int(loader: _LaxLoader, node: yaml.ScalarNode) -> int:
 
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     digits = str(node.value).lstrip("+-").replace("_", "")
-    octal = len(digits) > 1 and digits.startswith("0") and digits[1:2].isdigit()
+    octal = len(digits) > 1 and digits.startswith("0") and digits[1:2] in tuple("0123456789")
     if octal or ":" in digits:
         # (the value itself is not quoted: it may be a password, say in a vars: block)
         how, keep, fix = (

@@ -413,3 +413,192 @@ def test_a_chain_of_sixteen_jump_hosts_still_loads(tmp_path: Path) -> None:
     hosts = "hosts:\n  h0: {address: 10.0.0.1}\n"
     hosts += "".join(f"  h{i}: {{address: 10.0.0.1, jump: h{i - 1}}}\n" for i in range(1, 17))
     assert len(inventory.load(inv_dir(tmp_path, hosts)).hosts["h16"].jump) == 16
+
+
+# ---------------------------------------------------------------- digits are ASCII digits
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        'port: "²"',
+        'port: "٢٢"',
+        'jump: "u@b.example:²"',
+        'jump: "u@[::1]:²"',
+        'jump: "u@b.example:٢٢"',
+        'order: {min_driver: "5²5"}',
+        'order: {min_driver: "٥٣٥.٥٤"}',
+        'order: {rdma: "٨x٤٠٠G"}',
+    ],
+)
+def test_only_ascii_digits_are_numbers(tmp_path: Path, field: str) -> None:
+    # '²' passed str.isdigit() and int() then crashed (exit 70); Arabic-Indic digits were read as
+    # numbers no one wrote
+    d = inv_dir(tmp_path, f"hosts:\n  h1: {{address: 10.0.0.1, {field}}}\n")
+    msg = one_error_line(cli(tmp_path, "inventory", "--inventory", str(d), timeout=30))
+    assert msg.startswith(f"{d / 'hosts.yml'}"), msg
+
+
+def test_an_ini_range_of_non_ascii_digits_is_refused(tmp_path: Path) -> None:
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[gpus]\ngpu-[٠:٩] ansible_host=10.0.0.1\n")
+    with pytest.raises(InventoryError, match=r"range"):
+        inventory.load(ini)
+
+
+# ---------------------------------------------------------------- --limit of many terms
+
+
+def test_a_limit_of_many_globs_over_many_hosts_is_quick(tmp_path: Path) -> None:
+    # 2,000 hosts x 900 globs: every term was split and matched again per host (25,000 globs:
+    # over 30 s)
+    d = inv_dir(tmp_path, "hosts:\n" + "".join(f"  gpu-{i}: {{address: 10.0.0.1}}\n" for i in range(2000)))
+    inv = inventory.load(d)
+    started = time.monotonic()
+    chosen = inv.select(limit=",".join(f"gpu-{i}*x" for i in range(999)) + ",gpu-1?")
+    assert [h.name for h in chosen] == [f"gpu-{i}" for i in range(10, 20)]
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [
+        (",".join(f"gpu-{i}*" for i in range(1001)), "more than 1,000 terms"),
+        ("gpu-*" + "?" * (64 << 10), "longer than 64 KiB"),
+        ("~" + "a" * 1001, "longer than 1,000 characters"),
+    ],
+)
+def test_a_limit_is_bounded(tmp_path: Path, limit: str, expected: str) -> None:
+    inv = inventory.load(inv_dir(tmp_path, "hosts:\n  gpu-1: {address: 10.0.0.1}\n"))
+    with pytest.raises(UsageError, match=expected):
+        inv.select(limit=limit)
+
+
+def test_a_slow_to_compile_limit_regex_is_stopped(tmp_path: Path) -> None:
+    inv = inventory.load(inv_dir(tmp_path, "hosts:\n  gpu-1: {address: 10.0.0.1}\n"))
+    started = time.monotonic()
+    with pytest.raises(UsageError):
+        inv.select(limit="~(?i)" + "[\u0100-\uffff]" * 14_000)  # (minutes to compile)
+    assert time.monotonic() - started < 10
+
+
+# ---------------------------------------------------------------- YAML parse time
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x: [" + "a," * 990_000 + "]\n",
+        "x: [" + ("[" * 60 + "]" * 60 + ",") * 16_000 + "]\n",
+    ],
+    ids=["flat-flow-list", "nested-flow-lists"],
+)
+def test_a_yaml_file_of_many_nodes_is_refused_within_seconds(tmp_path: Path, body: str) -> None:
+    d = inv_dir(tmp_path, "hosts: {}\ndefaults:\n  " + body)
+    started = time.monotonic()
+    msg = one_error_line(cli(tmp_path, "inventory", "--inventory", str(d), timeout=60))
+    assert "250,000 values" in msg, msg
+    assert time.monotonic() - started < 15
+
+
+def test_ten_thousand_hosts_still_parse(tmp_path: Path) -> None:
+    d = inv_dir(
+        tmp_path,
+        "hosts:\n"
+        + "".join(
+            f"  gpu-{i}: {{address: 10.0.{i // 250}.{i % 250 + 1}, order: {{gpu_count: 8}}}}\n"
+            for i in range(10_000)
+        ),
+    )
+    assert len(inventory.load(d).hosts) == 10_000
+
+
+# ---------------------------------------------------------------- host names and addresses
+
+
+@pytest.mark.parametrize("name", ["''", '"gpu-\\u202e1"', '"gpu\\u200b1"'])
+def test_an_empty_or_invisible_host_name_is_refused(tmp_path: Path, name: str) -> None:
+    msg = load_error(tmp_path, f"hosts:\n  {name}: {{address: 10.0.0.1}}\n")
+    assert "host name" in msg, msg
+
+
+@pytest.mark.parametrize("address", ["a@b", "root@10.0.0.1", "-oProxyCommand=x", "-G"])
+def test_an_address_with_a_user_or_a_leading_dash_is_refused(tmp_path: Path, address: str) -> None:
+    msg = load_error(tmp_path, f"hosts:\n  h1: {{address: '{address}'}}\n")
+    assert "field 'address'" in msg, msg
+
+
+@pytest.mark.parametrize("jump", ["u@$(touch x).x", "u@a;b.x", "u@`id`.x:22", "-oProxyCommand=x"])
+def test_a_jump_with_shell_characters_is_refused(tmp_path: Path, jump: str) -> None:
+    msg = load_error(tmp_path, f"hosts:\n  h1: {{address: 10.0.0.1, jump: '{jump}'}}\n")
+    assert f"jump host {jump!r}" in msg, msg
+
+
+# ---------------------------------------------------------------- data_dir
+
+
+@pytest.mark.parametrize("data_dir", ["/", "//", "/./", "/data\\nx", "/data\\tx", "/data\\u2028x"])
+def test_data_dir_of_root_or_with_a_control_character_is_refused(tmp_path: Path, data_dir: str) -> None:
+    msg = load_error(tmp_path, f'hosts:\n  h1: {{address: 10.0.0.1, data_dir: "{data_dir}"}}\n')
+    assert "field 'data_dir' must" in msg, msg
+
+
+# ---------------------------------------------------------------- ssh_config
+
+
+def _ssh_cfg_inv(tmp_path: Path, cfg: str, hosts: str = "  gpu-1: {}\n") -> Path:
+    (tmp_path / "cfg").write_text(cfg)
+    return inv_dir(tmp_path, f"ssh_config: {tmp_path / 'cfg'}\nhosts:\n{hosts}")
+
+
+def test_an_ssh_config_over_one_mib_is_refused(tmp_path: Path) -> None:
+    d = _ssh_cfg_inv(tmp_path, "Host gpu-1\n  HostName 10.0.0.1\n" + "# pad\n" * (1 << 18))
+    with pytest.raises(InventoryError, match=r"larger than 1 MiB"):
+        inventory.load(d)
+
+
+def test_many_ssh_config_hosts_load_quickly(tmp_path: Path) -> None:
+    cfg = "".join(f"Host gpu-{i}\n  HostName 10.0.{i // 250}.{i % 250 + 1}\n" for i in range(4000))
+    d = _ssh_cfg_inv(tmp_path, cfg, "".join(f"  gpu-{i}: {{}}\n" for i in range(1000)))
+    started = time.monotonic()
+    assert len(inventory.load(d).hosts) == 1000
+    assert time.monotonic() - started < 10
+
+
+def test_an_ssh_config_include_is_refused_for_a_host_that_uses_it(tmp_path: Path) -> None:
+    (tmp_path / "more").write_text("Host gpu-1\n  Port 2200\n")
+    d = _ssh_cfg_inv(tmp_path, f"Include {tmp_path / 'more'}\nHost gpu-1\n  HostName 10.9.9.9\n")
+    with pytest.raises(InventoryError) as exc:
+        inventory.load(d)
+    assert exc.value.message.startswith(f"{tmp_path / 'cfg'}, line 1: ")
+    assert "does not follow Include" in exc.value.message
+
+
+def test_an_ssh_config_include_is_no_matter_for_hosts_with_an_address(tmp_path: Path) -> None:
+    d = _ssh_cfg_inv(
+        tmp_path, "Include /nowhere\nHost gpu-1\n  HostName 10.9.9.9\n", "  gpu-1: {address: 10.0.0.1}\n"
+    )
+    assert inventory.load(d).hosts["gpu-1"].address == "10.0.0.1"
+
+
+def test_an_ssh_config_proxycommand_is_refused(tmp_path: Path) -> None:
+    d = _ssh_cfg_inv(tmp_path, "Host gpu-1\n  HostName 10.9.9.9\n  ProxyCommand nc -X 5 %h %p\n")
+    with pytest.raises(InventoryError, match=r"ProxyCommand"):
+        inventory.load(d)
+
+
+def test_an_ssh_config_proxycommand_ssh_w_is_a_jump(tmp_path: Path) -> None:
+    d = _ssh_cfg_inv(
+        tmp_path, "Host gpu-1\n  HostName 10.9.9.9\n  ProxyCommand ssh -W %h:%p ops@bastion.example\n"
+    )
+    assert inventory.load(d).hosts["gpu-1"].jump == ("ops@bastion.example",)
+
+
+@pytest.mark.parametrize("retries", ["101", "1000000000"])
+def test_connect_retries_has_an_upper_bound(tmp_path: Path, retries: str) -> None:
+    # a billion retries of an unreachable host ran for ever
+    d = inv_dir(tmp_path, "hosts:\n  h1: {address: 10.0.0.1}\n")
+    r = cli(
+        tmp_path, "check", "--host", "h1", "--inventory", str(d), "--connect-retries", retries, timeout=30
+    )
+    assert one_error_line(r) == f"--connect-retries must be at most 100, not {retries}."

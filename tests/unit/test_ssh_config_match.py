@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import paramiko
@@ -114,3 +115,14 @@ def test_a_match_exec_in_the_inventorys_ssh_config_is_exit_2_through_the_cli(tmp
     assert not marker.exists()
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith(f"error: {inv / 'ssh_config'}, line 3: `Match exec` would decide"), r.stderr
+
+
+def test_an_ssh_config_of_thousands_of_blocks_is_refused_at_once(tmp_path: Path) -> None:
+    """1,000 hosts looked up in 8,000 wildcard Host blocks ran for minutes: past 2,000 blocks
+    the config is refused naming the line (plain `Host name` blocks are looked up by index)."""
+    text = "".join(f"Host x{i}a* x{i}b* x{i}c*\n  User u\n" for i in range(2_100))
+    start = time.monotonic()
+    expected = r"line 4001: more than 2,000 Match blocks and Host blocks with wildcards"
+    with pytest.raises(paramiko.ConfigParseError, match=expected):
+        UserSSHConfig.from_text_at(text, tmp_path / "cfg")
+    assert time.monotonic() - start < 5
