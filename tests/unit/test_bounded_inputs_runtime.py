@@ -253,7 +253,10 @@ MEASURED = textwrap.dedent(
         result = {"ok": len(out)}
     except Exception as exc:
         result = {"error": type(exc).__name__, "message": str(exc)}
-    result["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM: this program's own peak (ru_maxrss keeps the forking parent's, a test worker's)
+    with open("/proc/self/status") as status:
+        hwm = next(line for line in status if line.startswith("VmHWM:"))
+    result["peak_mib"] = int(hwm.split()[1]) / 1024
     print(json.dumps(result))
     """
 )
