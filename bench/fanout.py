@@ -25,8 +25,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from gpuonboard.sim import DEMO_IMAGE, DEMO_ORDER  # noqa: E402
-from gpuonboard.testhosts import TestHostPool  # noqa: E402
+from gpuonboard.testing import TestHostPool  # noqa: E402
+from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER  # noqa: E402
 
 ORDER = DEMO_ORDER  # what the a100-8x-nvlink profile box was "ordered" as
 

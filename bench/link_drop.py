@@ -7,7 +7,7 @@ Usage (root: creates network namespaces):
     .venv/bin/python bench/link_drop.py [--trials 10] [--size-mb 300] [--mode plain|encrypted|both]
                                         [--mbit 100] [--give-up keepalive|kill]
 
-Setup (gpuonboard.testhosts.netns.CutLink, all removed at the end): two network namespaces
+Setup (gpuonboard.testing.netns.CutLink, all removed at the end): two network namespaces
 joined by a veth pair, the client side shaped with `tc ... tbf rate <mbit>mbit`, a real sshd test
 host in the other. The dataset: one big file (40 % of --size-mb) and 100 KiB files for the rest.
 
@@ -42,7 +42,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from gpuonboard.testhosts.netns import HOST_IP, CutLink  # noqa: E402
+from gpuonboard.testing.netns import HOST_IP, CutLink  # noqa: E402
 
 SMALL = 100 * 1024
 TEMP = re.compile(r"\..+\.[A-Za-z0-9]{6}")

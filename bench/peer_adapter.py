@@ -38,8 +38,8 @@ def main() -> int:
         for h in inv
     ]
     early = Preconnect(hosts)  # TCP connects proceed while the heavy modules load
-    from gpuonboard.playbook import Playbook, StepSpec
     from gpuonboard.runner import RunOptions, new_run_id, run
+    from gpuonboard.runner.playbook import Playbook, StepSpec
 
     step = StepSpec(
         kind="template",

@@ -10,7 +10,7 @@ veth pair 198.51.100.1 <-> 198.51.100.2 (TEST-NET-2; no address or route is adde
 namespace, whose own addresses may be anything, e.g. 192.0.2.x), the client side shaped with
 `tc qdisc ... tbf rate 100mbit burst 32kbit latency 400ms` (the upload direction), and an sshd
 test host listening on 198.51.100.2:22 inside its namespace (config from
-`gpuonboard.testhosts.render_sshd_config`), stopped by its PID file.
+`gpuonboard.testing.render_sshd_config`), stopped by its PID file.
 
 Cases: (a) one file (1 GiB; --small 100 MiB), (b) many 4 KiB files (50,000; --small 5,000),
 (c) both encrypted (age to a fresh X25519 recipient, empty ciphertext cache so encryption time
@@ -49,7 +49,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from gpuonboard.testhosts.hosts import (  # noqa: E402
+from gpuonboard.testing.hosts import (  # noqa: E402
     SSHD,
     TestHost,
     _read_public_key,

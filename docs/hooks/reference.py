@@ -103,21 +103,21 @@ def steps() -> str:
 
 def gpu_health_thresholds() -> str:
     """gpu_health's default thresholds (overridable by step args or `vars.gpu_health`)."""
-    from gpuonboard.steps.gpu_health import DEFAULTS
+    from gpuonboard.steps.checks.gpu_health import DEFAULTS
 
     return _table(["threshold", "default"], ((f"`{k}`", v) for k, v in DEFAULTS.items()))
 
 
 def acceptance_tolerances() -> str:
     """The acceptance step's size tolerances (fraction that may be missing)."""
-    from gpuonboard.steps.acceptance import DEFAULT_TOLERANCE
+    from gpuonboard.steps.checks.acceptance import DEFAULT_TOLERANCE
 
     return _table(["argument", "default"], ((f"`{k}_tolerance`", v) for k, v in DEFAULT_TOLERANCE.items()))
 
 
 def sim_profiles() -> str:
     """The simulator's hardware profiles (`sim.up --profile NAME`) and what each box is."""
-    profiles = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "testhosts" / "profiles"
+    profiles = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "testing" / "profiles"
     rows = []
     for path in sorted(profiles.glob("*.yml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))

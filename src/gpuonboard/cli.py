@@ -19,9 +19,9 @@ from typing import Any
 from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
-from . import __version__, api, shell
-from .errors import ExitCode, GpuonboardError, Terminated, UsageError
-from .report import terminal
+from gpuonboard import __version__, api, shell
+from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError
+from gpuonboard.report import terminal
 
 COMMON_HELP = {
     "host": "host name(s) from the inventory, comma-separated",
@@ -202,7 +202,7 @@ def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
     settings = _settings(**{k: kw[k] for k in keys})
     settings.strict = bool(kw.get("strict"))  # provision/check: an unverified check fails
     if kw.get("lang"):  # provision/check: the terminal tables' language
-        from .i18n import check_lang
+        from gpuonboard.i18n import check_lang
 
         try:
             settings.lang = check_lang(kw["lang"])
@@ -294,8 +294,8 @@ def provision(
 def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> None:
     """`provision --playbook teardown` without --host ran the teardown steps on every host of the
     inventory, which `invoke teardown` refuses: so does provision, for a playbook with them."""
-    from . import playbook as playbook_mod
-    from .runner import select_steps
+    from gpuonboard.runner import playbook as playbook_mod
+    from gpuonboard.runner import select_steps
 
     book = playbook_mod.load(api.find_playbook(project, name))
     chosen = select_steps(book, api.split_names(only), api.split_names(skip))
@@ -378,7 +378,7 @@ def facts(
     debug: bool = False,
 ) -> None:
     """Parse saved command outputs offline (no SSH) and judge them: `invoke facts outputs/`."""
-    from . import offline
+    from gpuonboard.api import offline
 
     def go() -> int:
         if paths in ("--help", "-h"):  # (`invoke facts --help`: invoke's parser gave it to PATHS)
@@ -446,7 +446,7 @@ def sim_up(
     container: bool = True,
 ) -> None:
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
-    from . import sim
+    from gpuonboard.testing import sim
 
     def go() -> int:
         if not SIM_NAME.fullmatch(name):  # (else the test host's own check: "internal error", 70)
@@ -463,7 +463,7 @@ def sim_up(
 def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
     """Pure: the sentence for a `sim.up --profile` that is none of the shipped profiles (`known`)
     nor a profile file that exists, or ''."""
-    from .testhosts.toolbox import is_profile_file
+    from gpuonboard.testing.toolbox import is_profile_file
 
     names = ", ".join(known)
     if is_profile_file(profile):
@@ -474,7 +474,7 @@ def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
         )
     if profile in known:
         return ""
-    from .yamlload import did_you_mean
+    from gpuonboard.yamlload import did_you_mean
 
     return (
         f"--profile {profile!r} is no hardware profile (nor a profile file, FILE.yml)"
@@ -485,7 +485,7 @@ def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
 def sim_profile_error(profile: str) -> None:
     """`sim.up --profile a100` was "unknown or broken hardware profile 'a100': cannot read
     profile a100: [Errno 2] No such file or directory: '/.../profiles/a100.yml'": name the choices."""
-    from .testhosts.toolbox import PROFILES_DIR
+    from gpuonboard.testing.toolbox import PROFILES_DIR
 
     known = sorted(p.stem for p in PROFILES_DIR.glob("*.yml"))
     problem = profile_problem(profile, known, Path(profile).is_file())
@@ -499,7 +499,7 @@ def sim_profile_error(profile: str) -> None:
 )
 def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
     """Stop every simulated server started by sim.up (by PID), or only --name."""
-    from . import sim
+    from gpuonboard.testing import sim
 
     _guard(lambda: sim.down(Path(base), name or None), False)
 
@@ -507,7 +507,7 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
 @task(help={"base": SIM_BASE_HELP, "name": "the simulated server (default demo-a100)"}, auto_shortflags=False)
 def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> None:
     """Run a simulated server's cron entries once, now (its cron runs them each minute)."""
-    from . import sim
+    from gpuonboard.testing import sim
 
     _guard(lambda: sim.cron(Path(base), name), False)
 
@@ -575,7 +575,7 @@ def autostop(
     connect_retries: int = 2,
 ) -> None:
     """Install (or --status, --cancel) the watcher that shuts an idle box down: `invoke autostop --host X`."""
-    from . import autostop as autostop_mod
+    from gpuonboard.api import autostop as autostop_mod
 
     sel, settings = _common(locals())
 
@@ -641,7 +641,7 @@ def teardown(
     connect_retries: int = 2,
 ) -> None:
     """Pull results back (rsync, sha256-verified), then remove containers, autostop, data, markers."""
-    from . import teardown as teardown_mod
+    from gpuonboard.api import teardown as teardown_mod
 
     sel, settings = _common(locals())
     opts = teardown_mod.TeardownOptions(results, dest, keep_image, force, check)
@@ -690,7 +690,7 @@ def sync(
     connect_retries: int = 2,
 ) -> None:
     """Upload the dataset with rsync (resumable, sha256-verified, optionally age-encrypted)."""
-    from . import sync as sync_mod
+    from gpuonboard.api import sync as sync_mod
 
     sel, settings = _common(locals())
     opts = sync_mod.SyncOptions(
@@ -734,7 +734,7 @@ def plan(
     debug: bool = False,
 ) -> None:
     """Before renting: memory needed, the GPUs that fit, host size, upload ETA, cost per vendor."""
-    from . import advise
+    from gpuonboard.api import advise
 
     args = advise.PlanArgs(
         params,
@@ -777,7 +777,7 @@ def report_(
     lang: str = "en",
 ) -> None:
     """Render the acceptance report (go/no-go, rules, evidence hashes) from summary.json."""
-    from . import advise
+    from gpuonboard.api import advise
 
     project = Path.cwd()
     rdir = Path(reports_dir) if reports_dir else project / "reports"
@@ -813,7 +813,7 @@ def monitor(
     connect_retries: int = 2,
 ) -> None:
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
-    from . import monitor as monitor_mod
+    from gpuonboard.api import monitor as monitor_mod
 
     _refuse_invoke_dry(c)
     sel = _selection(inventory, host, group, limit)
@@ -852,7 +852,7 @@ def tensorboard(
     connect_retries: int = 2,
 ) -> None:
     """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
-    from . import tunnel
+    from gpuonboard.api import tunnel
 
     _refuse_invoke_dry(c)
     sel = _selection(inventory, host)
@@ -949,7 +949,7 @@ def parse_error_text(text: str) -> str:
 def unknown_word_text(text: str, flags: list[str], tasks: list[str]) -> str:
     """Pure: Invoke's "No idea what '--hots' is!" with the closest flag of the task (or, for a
     word, the closest task: 'chek'), "No idea what '--hots' is; did you mean '--host'?"."""
-    from .yamlload import did_you_mean
+    from gpuonboard.yamlload import did_you_mean
 
     m = re.fullmatch(r"No idea what '(.+)' is!", text)
     if not m:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import UsageError
+from gpuonboard.errors import UsageError
 
 LANGS = ("en", "zh")
 

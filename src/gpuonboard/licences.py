@@ -60,7 +60,7 @@ def icp_ok(value: str) -> bool:
 
 def warnings(licence: str | None, icp: str | None, lang: str = "en") -> list[str]:
     """One sentence per malformed number; an absent number is not checked (nothing to warn)."""
-    from .i18n import t
+    from gpuonboard.i18n import t
 
     out = []
     if licence and not licence_ok(licence):

@@ -14,6 +14,9 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+#: the package's reference tables (data/*.yml), each row with its source
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
 
 def installed_root() -> Path:
     """Where a (non-editable) install puts the package's data files: `<prefix>/share/gpuonboard`."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import ExitCode
+from gpuonboard.errors import ExitCode
 
 Word = Literal["GO", "NO-GO", "no verdict"]
 

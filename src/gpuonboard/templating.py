@@ -624,7 +624,7 @@ class _BoundedLoader(jinja2.FileSystemLoader):
 
 def _sh(value: Any) -> str:
     """`{{ x | sh }}`: one shell word (a file meant to be sourced stays data: quotes, `$(...)`)."""
-    from .shell import quote
+    from gpuonboard.shell import quote
 
     return quote("" if value is None else str(value))
 
@@ -674,7 +674,7 @@ def _render(template: jinja2.Template, context: dict[str, Any], limits: Template
 
 def render_file(project: Path, src: str, *, limits: TemplateLimits = LIMITS, **context: Any) -> str:
     """Render templates/<src> of the project (else the shipped templates)."""
-    from .resources import search_dirs
+    from gpuonboard.resources import search_dirs
 
     roots = tuple(str(d) for d in search_dirs(project, "templates"))
     with _COMPILE, _bounded(limits):  # Jinja2 caches the compiled file (and re-checks its mtime)
@@ -685,8 +685,8 @@ def render_file(project: Path, src: str, *, limits: TemplateLimits = LIMITS, **c
 def find_template(project: Path, src: str) -> bool:
     """True when templates/<src> exists for render_file (the project's or the shipped copy); a
     file past the size limit is a usage error (exit 2, before any connection)."""
-    from .errors import UsageError
-    from .resources import search_dirs
+    from gpuonboard.errors import UsageError
+    from gpuonboard.resources import search_dirs
 
     roots = tuple(str(d) for d in search_dirs(project, "templates"))
     env = _file_env(roots)
@@ -722,7 +722,7 @@ def _render_value(value: Any, context: dict[str, Any], limits: TemplateLimits) -
 def literal(value: str) -> str:
     """Keep a user's text out of Jinja rendering when it becomes a step argument
     (a command-line value such as `{{.State.Running}}` must stay as it is)."""
-    from .errors import UsageError
+    from gpuonboard.errors import UsageError
 
     if not any(tag in value for tag in ("{{", "{%", "{#")):
         return value

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .errors import GpuonboardError
+from gpuonboard.errors import GpuonboardError
 
 
 class LineDict(dict[str, Any]):

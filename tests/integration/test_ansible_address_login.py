@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from conftest import Project
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_ansible_ini_host_named_by_its_address_is_reached_there(

@@ -19,7 +19,7 @@ import yaml
 from conftest import Project, host_entry
 from test_autostop import cron_d_entries, cron_daemon, paths
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import Project
 from test_autostop import cron_daemon, inventory, paths, replay_nvidia_smi, steps
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import Project, argv_watch
 from test_autostop import cron_daemon, inventory, paths, steps
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["cron_daemon", "paths"]  # the fixtures, used by name
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import Project
 from test_autostop import cron_daemon, inventory, paths, start_cron_daemon, steps
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["cron_daemon", "paths"]  # the fixtures, used by name
 

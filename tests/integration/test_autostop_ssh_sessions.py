@@ -17,7 +17,7 @@ from test_autostop import cron_d_entries, cron_daemon, inventory, paths, replay_
 
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["cron_daemon", "paths"]  # fixtures, used by name
 

@@ -14,11 +14,17 @@ import pytest
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard import openssh
-from gpuonboard.connection import ConnectOptions, KnownHosts, Preconnect, known_hosts_name, open_runner
+from gpuonboard.connection import (
+    ConnectOptions,
+    KnownHosts,
+    Preconnect,
+    known_hosts_name,
+    open_runner,
+    openssh,
+)
 from gpuonboard.errors import ConnectError, HostKeyError
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 NOOP = {"name": "noop", "steps": [{"step": "command", "name": "noop", "args": {"argv": ["true"]}}]}
 

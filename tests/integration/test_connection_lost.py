@@ -16,7 +16,7 @@ from gpuonboard import shell
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.errors import ConnectionLost, ExitCode
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 
 def _runner_for(th: TestHost, pool: TestHostPool, tmp_path: Path) -> Runner:

@@ -28,9 +28,9 @@ import bcrypt
 import pytest
 from conftest import Project, argv_watch, host_entry
 
-from gpuonboard.steps.pull import ACCEPT
-from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
-from gpuonboard.testhosts.containers import Podman, Registry, podman_env, wrapper_exports
+from gpuonboard.steps.container.pull import ACCEPT
+from gpuonboard.testing import TestHost, TestHostPool, add_executable
+from gpuonboard.testing.containers import Podman, Registry, podman_env, wrapper_exports
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("podman") and os.path.exists("/usr/bin/docker-registry") and shutil.which("runc")),
@@ -411,7 +411,7 @@ def test_pull_progress_and_manifest_size_from_the_real_registry(registry: Regist
     from gpuonboard import shell
     from gpuonboard.connection import LocalRunner
     from gpuonboard.inventory import Host
-    from gpuonboard.steps.pull import manifest_command, parse_manifest, parse_pull_progress
+    from gpuonboard.steps.container.pull import manifest_command, parse_manifest, parse_pull_progress
 
     runner = LocalRunner(Host("local", "127.0.0.1", connection="local"))
     cfg = shell.curl_config({"user": shell.Secret(f"{USER}:{PASSWORD}")})
@@ -694,7 +694,7 @@ def test_an_interrupted_run_stops_the_remote_pull_and_removes_its_auth_dir(
     """Ctrl-C (or SIGTERM) of this machine's run while the host's `docker pull` hangs: the
     remote pull and its temporary auth dir (the registry login) are gone within seconds, and
     the run ends with the interrupt's exit code and one word, no traceback."""
-    from gpuonboard.testhosts.hosts import process_alive
+    from gpuonboard.testing.hosts import process_alive
 
     image = f"{registry.address}/{REPO_TAG}"
     _inventory(project, pool, "ctr", container_image=image, **(creds if login else {}))
@@ -802,7 +802,7 @@ def test_a_pull_past_pull_timeout_is_stopped_on_the_host_with_the_setting_to_rai
     """A slow link: the host stops a pull running longer than vars.pull_timeout (it used to be a
     fixed hour, ending as 'a remote command timed out', though a 9 GB image needs hours below
     2.5 MB/s); one sentence names the setting, the pull is not retried, nothing is left running."""
-    from gpuonboard.testhosts.hosts import process_alive
+    from gpuonboard.testing.hosts import process_alive
 
     image = f"{registry.address}/{REPO_TAG}"
     _inventory(project, pool, "ctr", container_image=image, pull_timeout="3s", pull_retries=3, **creds)

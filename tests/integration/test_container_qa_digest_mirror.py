@@ -13,7 +13,7 @@ import test_container as tc
 from conftest import Project, host_entry
 from test_container import PASSWORD, REPO_TAG, USER, Podman, Registry, _digest, _log, _ok, _step
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 # the fixtures of test_container.py: its registry (mirror), a host `ctr` whose `docker` is podman
 registry = tc.registry

@@ -678,7 +678,7 @@ def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path
     """The host swallows nothing (its `head -c` stalls for 20 s): the probe gives up after its
     round timeout (`upload_probe_timeout`, 1 s here; 15 s by default) and the ETA falls back to
     the configured speed; a bad upload_probe or upload_probe_timeout is one sentence."""
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     h = project.pool.hosts["dataset"]
     real = shutil.which("head")

@@ -58,7 +58,7 @@ def test_decrypt_to_tmpfs_writes_no_plaintext_file_name_to_the_data_disk(
     lists (every plaintext path) were written into the shard store on the data disk, beside the
     ciphertexts, while the tree itself was in /dev/shm (and left there by a run killed then).
     A `comm` spy first on the host's PATH snapshots the data disk at that moment."""
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     if not Path("/dev/shm").is_dir():
         pytest.skip("no /dev/shm here")
@@ -105,7 +105,7 @@ def test_a_decryption_killed_on_the_host_is_named_and_its_temp_plaintext_removed
     step said "wrong identity, or tampered/truncated ciphertext" (the key and the files were
     fine), and the temp file holding the partial plaintext stayed in the plaintext dir for good,
     reported by every later run as the user's own file "kept there"."""
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     key, pub = _age_key(tmp_path / "keys")
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
@@ -216,7 +216,7 @@ def test_a_decrypted_file_that_differs_from_the_source_is_decrypted_again_by_the
     flips a bit after age wrote it, or swaps what it decrypts): the step fails naming it, but the
     file had the source's size and mtime, so the rerun's quick check said "up to date" and the
     wrong plaintext stayed, called verified."""
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     key, pub = _age_key(tmp_path / "keys")
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
@@ -272,7 +272,7 @@ def test_a_decrypt_to_disk_filled_during_the_decryption_is_named_as_full(
     with age's reason lost (its stderr went to a file on that full disk); shard mode told the
     user to free space under the data dir, whose disk was not the full one. Once there is room
     the rerun decrypts, nothing sent again."""
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     shm = tmp_path / "shm"
     shm.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from conftest import Project, host_entry
 from test_dataset import _age_key, needs_age, setup, small_disk, step, tree_digest
 
-from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testing import TestHost, TestHostPool, add_executable
 
 __all__ = ["small_disk"]  # (a fixture of test_dataset.py, used here)
 

@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import Project
-
-from gpuonboard.testhosts.netns import HOST_IP, CutLink
+from gpuonboard.testing.netns import HOST_IP, CutLink
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),

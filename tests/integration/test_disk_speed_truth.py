@@ -32,7 +32,7 @@ import pytest
 from conftest import Project, host_entry
 
 from gpuonboard.steps.prove import disk_checks, disk_script, parse_disk
-from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testing import TestHost, TestHostPool, add_executable
 
 GONE_WITHIN_S = 12.0  # the host's watcher looks every second; SIGKILL 5 s after SIGTERM
 DD = shutil.which("dd") or "/bin/dd"

@@ -108,7 +108,7 @@ def test_ctrl_c_says_how_to_resume(project: Project) -> None:
     import signal
     import time
 
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     h = project.pool.hosts["slow"]
     add_executable(h.bin_dir, "nvidia-smi", "#!/bin/sh\nsleep 15\n")  # a GPU that never answers

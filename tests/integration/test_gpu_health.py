@@ -6,7 +6,7 @@ from typing import Any
 
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 H100_ORDER = {"gpu_model": "H100 80GB", "gpu_count": 8, "vram": "80GB"}
 

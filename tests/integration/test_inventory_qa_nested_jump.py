@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_a_jump_hosts_own_jump_host_is_used(project: Project, pool: TestHostPool) -> None:

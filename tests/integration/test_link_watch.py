@@ -15,7 +15,7 @@ from gpuonboard import shell
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.errors import ConnectionLost
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 
 class SilentRelay:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
 

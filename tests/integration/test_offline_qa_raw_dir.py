@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def _live_rules(project: Project, host: str) -> dict[str, tuple[str, str]]:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import openssh
+from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 
 @pytest.fixture(scope="module")

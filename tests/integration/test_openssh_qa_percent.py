@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gpuonboard.testing.hosts import SSHD
 
-from gpuonboard import openssh, transfer
+from gpuonboard import transfer
+from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
-from gpuonboard.testhosts.hosts import SSHD
+from gpuonboard.testing import TestHost, TestHostPool
 
 
 @pytest.fixture(scope="module")

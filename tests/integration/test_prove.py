@@ -114,7 +114,7 @@ def test_prove_without_torch_fails_clearly(project: Project, tmp_path: Path) -> 
 
 def test_prove_fails_on_a_box_whose_nvidia_smi_fails(project: Project, tmp_path: Path) -> None:
     # nvidia-smi exits 9 (driver not answering): the CPU run is no "GPU-less box" pass
-    from gpuonboard.testhosts import add_executable
+    from gpuonboard.testing import add_executable
 
     host = project.pool.hosts["prove"]
     smi = add_executable(

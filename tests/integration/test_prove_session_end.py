@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testing import TestHost, TestHostPool, add_executable
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 

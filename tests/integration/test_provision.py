@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from conftest import REPO, LongJob, Project, host_entry, wait_for
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_correct_a100_box_passes_every_rule(project: Project, pool: TestHostPool) -> None:
@@ -479,7 +479,7 @@ def test_target_unreachable_behind_a_jump_host_is_one_sentence(project: Project,
 
 
 def test_ctrl_c_stops_at_once_with_exit_130(project: Project, pool: TestHostPool) -> None:
-    from gpuonboard.testhosts.toolbox import add_executable
+    from gpuonboard.testing.toolbox import add_executable
 
     h = pool.hosts["slow"]
     add_executable(h.bin_dir, "nvidia-smi", "#!/bin/sh\nsleep 15\n")  # a GPU that never answers

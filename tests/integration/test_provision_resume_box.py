@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def _book(project: Project, tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_quiet_names_each_failed_and_unreachable_host_on_stderr_only(

@@ -15,7 +15,7 @@ from typing import Any
 
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def _latest_run(project: Project) -> str:

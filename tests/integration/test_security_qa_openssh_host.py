@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import openssh
+from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host, Inventory
 
 

@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuonboard.sim import sshd_of
-from gpuonboard.testhosts import process_alive
+from gpuonboard.testing import process_alive
+from gpuonboard.testing.sim import sshd_of
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

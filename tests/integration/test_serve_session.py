@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def _book(project: Project, steps: list[dict[str, object]]) -> Path:

@@ -14,7 +14,7 @@ import yaml
 from conftest import Project
 from test_autostop import cron_daemon
 
-from gpuonboard.testhosts import simcontainers
+from gpuonboard.testing import simcontainers
 
 __all__ = ["cron_daemon"]  # the fixture, used by name
 
@@ -89,7 +89,7 @@ def test_a_new_sim_host_on_an_old_ones_address_is_not_refused(project: Project, 
 
 def _running(base: Path, name: str) -> bool:
     """Whether the simulated server `name` under base answers (its sshd, by its own pid file)."""
-    from gpuonboard.testhosts.hosts import process_alive, sshd_of
+    from gpuonboard.testing.hosts import process_alive, sshd_of
 
     host_dir = base.resolve() / "hosts" / name
     try:

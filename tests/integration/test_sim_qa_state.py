@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuonboard.testhosts import process_alive
+from gpuonboard.testing import process_alive
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gpuonboard.testing.hosts import SSHD
 
-from gpuonboard import openssh
-from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
+from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner, openssh
 from gpuonboard.errors import HostKeyError
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
-from gpuonboard.testhosts.hosts import SSHD
+from gpuonboard.testing import TestHost, TestHostPool
 
 
 def _free_v6_port() -> int:

@@ -22,7 +22,7 @@ from conftest import Project
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner
 from gpuonboard.errors import ConnectError
 from gpuonboard.inventory import Host
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 PASSPHRASE = "s3cret-pass-phrase"
 

@@ -23,7 +23,7 @@ import pytest
 from conftest import Project, host_entry
 
 from gpuonboard.steps.teardown import RECORD, RECORD_TAG, Record, read_record
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 IMAGE = "registry.test/proj/train:1"
 # what a teardown leaves of the host side set up below: the (empty) cron.d dir, the data dir,

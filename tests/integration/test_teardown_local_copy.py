@@ -26,7 +26,7 @@ from test_teardown import (
 )
 
 from gpuonboard.steps.teardown import RECORD, Record
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["remote"]  # the fixture, used by name
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import Project
 from test_teardown import LEFT_ON_HOST, inventory, listing, remote, steps
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["remote"]  # the fixture, used by name
 

@@ -31,7 +31,7 @@ from test_teardown import (
 )
 
 from gpuonboard.steps.teardown import RECORD
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 from gpuonboard.units import format_bytes
 
 __all__ = ["remote"]  # the fixture, used by name

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import Project, host_entry
 
 from gpuonboard.steps.teardown import read_record
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def two_hosts(project: Project, pool: TestHostPool, tmp_path: Path, dest: str) -> dict[str, Path]:

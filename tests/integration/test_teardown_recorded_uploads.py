@@ -16,8 +16,8 @@ from test_dataset import _age_key, needs_age
 from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
-from gpuonboard import uploadlock
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
+from gpuonboard.transfer import uploadlock
 
 # this machine's record of uploads (the test hosts are this machine)
 MY_RECORD = uploadlock.record_name(os.uname().nodename)

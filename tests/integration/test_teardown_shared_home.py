@@ -14,8 +14,8 @@ from conftest import Project
 from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
-from gpuonboard import uploadlock
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
+from gpuonboard.transfer import uploadlock
 
 __all__ = ["remote"]  # the fixture, used by name
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import Project
 from test_teardown import inventory, remote, steps
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 __all__ = ["remote"]  # the fixture, used by name
 

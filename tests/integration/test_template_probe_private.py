@@ -10,7 +10,7 @@ import secrets
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_a_template_probes_output_reaches_the_host_file_and_no_report(

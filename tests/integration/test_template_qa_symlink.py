@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 TEMPLATE = "token={{ host }}\n"
 CHECK = " (check mode: nothing changed)"

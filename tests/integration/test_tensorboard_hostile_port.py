@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import pytest
 from conftest import Project, host_entry
 
-from gpuonboard import api, monitor, tunnel
+from gpuonboard import api
+from gpuonboard.api import monitor, tunnel
 from gpuonboard.connection import Runner
-from gpuonboard.testhosts import TestHost, TestHostPool
+from gpuonboard.testing import TestHost, TestHostPool
 
 NAME = "tbhostile"
 

@@ -11,14 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gpuonboard.testing.hosts import SSHD, _descendants
 
-from gpuonboard.testhosts import (
-    ProfileError,
-    TestHost,
-    TestHostPool,
-    process_alive,
-)
-from gpuonboard.testhosts.hosts import SSHD, _descendants
+from gpuonboard.testing import ProfileError, TestHost, TestHostPool, process_alive
 
 pytestmark = pytest.mark.skipif(
     not Path(SSHD).exists() or shutil.which("ssh") is None or os.geteuid() != 0,

@@ -9,7 +9,7 @@ from typing import Any
 
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 H200_ORDER = {"gpu_model": "H200", "gpu_count": 1, "vram": "141GB"}
 H100_ORDER = {"gpu_model": "H100 80GB", "gpu_count": 8, "vram": "80GB", "interconnect": "nvlink"}

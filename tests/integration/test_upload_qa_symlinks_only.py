@@ -12,7 +12,7 @@ import pytest
 from conftest import Project, host_entry
 from test_dataset import _age_key, needs_age, step
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
 

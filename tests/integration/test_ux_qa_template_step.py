@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 from conftest import Project, host_entry
 
-from gpuonboard.testhosts import TestHostPool
+from gpuonboard.testing import TestHostPool
 
 
 def test_a_directory_dest_fails_the_step_and_leaves_the_directory_alone(

@@ -16,9 +16,10 @@ from conftest import Project, host_entry
 from test_monitor import FAKE_TENSORBOARD, remote_processes
 from test_tensorboard_flaky_link import kill_leftovers
 
-from gpuonboard import api, monitor, tunnel
+from gpuonboard import api
+from gpuonboard.api import monitor, tunnel
 from gpuonboard.errors import CommandError
-from gpuonboard.testhosts import TestHost, TestHostPool, add_executable
+from gpuonboard.testing import TestHost, TestHostPool, add_executable
 
 NAME = "tbnofwd"
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from gpuonboard.testhosts.turns import machine_turn
+from gpuonboard.testing.turns import machine_turn
 
 
 @pytest.fixture(autouse=True)

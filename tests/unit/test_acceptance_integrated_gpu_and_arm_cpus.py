@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.steps import gpu_health
-from gpuonboard.steps.acceptance import evaluate
+from gpuonboard.steps.checks import gpu_health
+from gpuonboard.steps.checks.acceptance import evaluate
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 ORIN_SMI = "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt"
@@ -73,8 +73,7 @@ def test_driver_compat_on_an_integrated_gpu() -> None:
     """Jetson runs only NGC's -igpu images, with the driver JetPack brings. The -igpu image
     failed as 'not for discrete GPUs such as Orin (nvgpu)' (advice: use the -py3 image), and
     23.10-py3 passed as 'runs natively' on the board's 540.4.0 driver, which it cannot."""
-    from gpuonboard import ngc
-    from gpuonboard.steps import driver_compat
+    from gpuonboard.steps.checks import driver_compat, ngc
 
     facts = _facts(nvidia_smi=(REAL / ORIN_SMI).read_text())
     releases = ngc.load_releases()

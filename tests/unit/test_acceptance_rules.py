@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import nvlink_orphans
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
-from gpuonboard.ngc import version_key
-from gpuonboard.steps.acceptance import evaluate, model_matches, model_tokens
+from gpuonboard.steps.checks.acceptance import evaluate, model_matches, model_tokens
+from gpuonboard.steps.checks.ngc import version_key
 from gpuonboard.units import parse_ram_size
 
 FIX = Path(__file__).parents[1] / "fixtures"
@@ -212,7 +212,7 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    from gpuonboard.facts.gather import TIMED_OUT, core_probes
+    from gpuonboard.connection.gather import TIMED_OUT, core_probes
     from gpuonboard.facts.nvidia_smi import QUERY_FIELDS
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
@@ -445,8 +445,8 @@ def test_loop_backing_probe_reads_sysfs() -> None:
     attached here: then it prints nothing and exits 0)."""
     import subprocess
 
+    from gpuonboard.connection.gather import core_probes
     from gpuonboard.facts.disks import parse_loop_backing
-    from gpuonboard.facts.gather import core_probes
 
     probe = next(p for p in core_probes() if p.name == "loop_backing")
     out = subprocess.run(["sh", "-c", probe.command], capture_output=True, text=True, timeout=30)
@@ -494,7 +494,7 @@ def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
     import shutil
     import subprocess
 
-    from gpuonboard.facts.gather import core_probes
+    from gpuonboard.connection.gather import core_probes
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
     dirs = _cgroup_dirs()
@@ -654,7 +654,7 @@ def test_offline_without_nvidia_smi_output_is_not_a_hardware_failure() -> None:
     """`invoke facts free.txt --order`: no nvidia-smi output given -> the GPU rules are not
     judged (unverified), unlike a live host where nvidia-smi is missing (the driver rule fails,
     tested above)."""
-    from gpuonboard import offline
+    from gpuonboard.api import offline
 
     raw = offline.load_outputs([str(FIX / "real/free__ubuntu-18.04-vm.txt")])
     facts = parse_facts(raw)
@@ -737,8 +737,8 @@ def test_a_gpu_that_lost_its_nvlinks_fails_an_nvlink_order() -> None:
 
 def test_a_templated_tolerance_renders_as_text_and_is_read() -> None:
     """`ram_tolerance: "{{ vars.tol | default(0.05) }}"` reaches the step as the text '0.05'."""
-    from gpuonboard.steps.acceptance import AcceptanceStep
     from gpuonboard.steps.base import StepArgsError
+    from gpuonboard.steps.checks.acceptance import AcceptanceStep
 
     assert AcceptanceStep({"ram_tolerance": "0.05", "vram_tolerance": 0.02}).tolerance == {
         "ram": 0.05,

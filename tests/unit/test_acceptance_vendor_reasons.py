@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps.acceptance import evaluate
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.acceptance import evaluate
 
 from .test_acceptance_rules import ORDER  # (the demo's 8 x A100 order)
 

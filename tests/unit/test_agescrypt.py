@@ -12,8 +12,8 @@ from pathlib import Path
 import pyrage
 import pytest
 
-from gpuonboard import agescrypt
-from gpuonboard.agescrypt import AgeError
+from gpuonboard.transfer import agescrypt
+from gpuonboard.transfer.agescrypt import AgeError
 
 PW = "correct horse ü battery"
 
@@ -81,7 +81,7 @@ def test_a_large_stream_needs_constant_memory(tmp_path: Path) -> None:
     a small fraction of that (pyrage's passphrase API would hold it all, twice)."""
     code = f"""
 import io
-from gpuonboard import agescrypt
+from gpuonboard.transfer import agescrypt
 
 class Zeros(io.RawIOBase):
     def __init__(self, n): self.left = n

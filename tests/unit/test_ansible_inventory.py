@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpuonboard import inventory
-from gpuonboard.ansible_inventory import convert_vars, is_native, looks_like_ini
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import Host, Inventory, OrderSpec
+from gpuonboard.inventory.ansible import convert_vars, is_native, looks_like_ini
 
 GB = 1000**3
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard import inventory
-from gpuonboard.ansible_inventory import expand_host_pattern
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible import expand_host_pattern
 
 
 def load(tmp_path: Path, name: str, text: str) -> inventory.Inventory:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import atomicfile, crypto, journal, shards
+from gpuonboard import atomicfile
 from gpuonboard.report import jsonfile
-from gpuonboard.transfer import Entry
+from gpuonboard.runner import journal
+from gpuonboard.transfer import Entry, crypto, shards
 
 
 def _mode(path: Path) -> int:

@@ -14,6 +14,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from gpuonboard.testing.gpu_samples import csv_sample
+from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
+
 from gpuonboard.steps.autostop import (
     _parse_probe,
     _Remote,
@@ -22,8 +25,6 @@ from gpuonboard.steps.autostop import (
     parse_settings,
     with_tools,
 )
-from gpuonboard.testhosts.gpu_samples import csv_sample
-from gpuonboard.testhosts.toolbox import ReplayRule, add_executable, render_script
 
 from .test_autostop_script import T0, Box
 

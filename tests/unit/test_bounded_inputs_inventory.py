@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import inventory, playbook
+from gpuonboard import inventory
 from gpuonboard.errors import InventoryError, PlaybookError, UsageError
+from gpuonboard.runner import playbook
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = "import sys; from gpuonboard.cli import main; sys.argv[0] = 'gpuonboard'; main()"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.steps.acceptance import evaluate
+from gpuonboard.steps.checks.acceptance import evaluate
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 # real capture: 2 x Xeon E5-2630 v4 (20 cores, 40 CPUs), CPUs 4-39 offline

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.disks import parse_lsblk_json, unmounted_disks
-from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
-from gpuonboard.steps.acceptance import evaluate
+from gpuonboard.steps.checks.acceptance import evaluate
 
 FIX = Path(__file__).parents[1] / "fixtures"
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.container import ContainerStep, parse_state, plan_from, probe_command, smoke_file
-from gpuonboard.testhosts import add_executable
+from gpuonboard.testing import add_executable
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"nvcr.io/nvidia/pytorch@{DIGEST}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.container import (
     _MARK,

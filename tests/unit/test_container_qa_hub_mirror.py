@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gpuonboard.steps.container import ContainerStep, mirror_copy, parse_ref, parse_state
-from gpuonboard.steps.pull import registry_api
+from gpuonboard.steps.container.pull import registry_api
 from gpuonboard.steps.teardown import _image_refs
 
 DIGEST = "sha256:" + "ab" * 32

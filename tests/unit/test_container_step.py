@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.steps.container import (
@@ -101,7 +101,7 @@ aece8493d397: Already exists
 
 
 def test_docker_pull_output_parsed() -> None:
-    from gpuonboard.steps.pull import format_pull_progress, parse_pull_progress
+    from gpuonboard.steps.container.pull import format_pull_progress, parse_pull_progress
 
     sizes = {
         "sha256:aece8493d397" + "0" * 52: 30_000_000,
@@ -122,7 +122,7 @@ def test_docker_pull_output_parsed() -> None:
 
 
 def test_podman_pull_output_parsed() -> None:
-    from gpuonboard.steps.pull import parse_pull_progress
+    from gpuonboard.steps.container.pull import parse_pull_progress
 
     blob_a, blob_b = "a" * 64, "b" * 64
     lines = [
@@ -145,7 +145,7 @@ def test_podman_pull_output_parsed() -> None:
 def test_manifest_parsing_picks_amd64_and_sums_layers() -> None:
     import json
 
-    from gpuonboard.steps.pull import MANIFEST_MARK, parse_manifest
+    from gpuonboard.steps.container.pull import MANIFEST_MARK, parse_manifest
 
     index = {
         "manifests": [
@@ -161,7 +161,7 @@ def test_manifest_parsing_picks_amd64_and_sums_layers() -> None:
 
 
 def test_manifest_size_drives_the_free_space_check() -> None:
-    from gpuonboard.steps.pull import Manifest
+    from gpuonboard.steps.container.pull import Manifest
 
     text = f"{M}user 1000 alice alice,sudo\n{M}cdi\n{M}info docker\n{{}}\n{M}df\n/dev/vda 1 1 1000 1% /\n"
     state = parse_state(text)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gpuonboard import crypto
 from gpuonboard.errors import CryptoError
 from gpuonboard.shell import Secret
+from gpuonboard.transfer import crypto
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pyrage
 import pytest
 
-from gpuonboard import crypto, shardstream, shell
+from gpuonboard import shell
 from gpuonboard.errors import CryptoError
 from gpuonboard.shell import Secret
+from gpuonboard.transfer import crypto, shardstream
 
 
 def _key_file(tmp_path: Path, text: str) -> Path:

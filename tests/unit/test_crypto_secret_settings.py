@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import crypto
 from gpuonboard.errors import CryptoError
+from gpuonboard.transfer import crypto
 
 
 def _secret_key() -> tuple[str, str]:

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuonboard import crypto, machine
+from gpuonboard import machine
+from gpuonboard.transfer import crypto
 
 
 def test_only_temps_of_ended_processes_are_swept(tmp_path: Path) -> None:

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import ngc
-from gpuonboard.facts.gather import Facts, parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import driver_compat
+from gpuonboard.steps.checks import driver_compat, ngc
 
 from .test_gpu_truth_followups_smi_failure import ADVICE, MISMATCH
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.nvlink import parse_nvlink_errors
-from gpuonboard.steps.fabric_health import load_nvlink_error_thresholds, rule_nvlink_errors
+from gpuonboard.steps.checks.fabric_health import load_nvlink_error_thresholds, rule_nvlink_errors
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 H100_FILE = "nvidia-smi-nvlink-e__h100-80gb-hbm3__1gpu__driver-unknown__elided.txt"

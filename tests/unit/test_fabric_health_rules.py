@@ -6,7 +6,7 @@ from gpuonboard.facts.fabric_manager import parse_fabric_manager
 from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.facts.nvlink import parse_nvlink_status
-from gpuonboard.steps.fabric_health import (
+from gpuonboard.steps.checks.fabric_health import (
     load_nvlink_models,
     load_xid_catalogue,
     rule_fabric_manager,

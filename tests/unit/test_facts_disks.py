@@ -6,14 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.disks import (
-    Mount,
-    mount_for,
-    parse_df,
-    parse_lsblk_json,
-    parse_size,
-    same_device,
-)
+from gpuonboard.facts.disks import Mount, mount_for, parse_df, parse_lsblk_json, parse_size, same_device
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REAL = FIXTURES / "real"

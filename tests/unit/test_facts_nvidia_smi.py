@@ -130,7 +130,7 @@ def test_every_capture(
 
 
 def test_every_real_nvidia_smi_output_is_covered() -> None:
-    from gpuonboard.offline import detect_kind
+    from gpuonboard.api.offline import detect_kind
 
     covered = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
     # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L): their own parsers' tests

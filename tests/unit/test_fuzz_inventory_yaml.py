@@ -26,8 +26,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuonboard import api, inventory, playbook
+from gpuonboard import api, inventory
 from gpuonboard.errors import GpuonboardError
+from gpuonboard.runner import playbook
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_INVENTORY = (REPO / "inventory" / "hosts.yml").read_text()

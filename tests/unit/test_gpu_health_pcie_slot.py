@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import gpu_health
+from gpuonboard.steps.checks import gpu_health
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 RTX4090 = REAL / "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml"

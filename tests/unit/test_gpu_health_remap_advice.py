@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import gpu_health
+from gpuonboard.steps.checks import gpu_health
 
 A10 = Path(__file__).parents[1] / "fixtures" / "real" / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
 

@@ -7,11 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuonboard import ngc
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import driver_compat, gpu_health
 from gpuonboard.steps.base import StepArgsError
+from gpuonboard.steps.checks import driver_compat, gpu_health, ngc
 
 from .test_gpu_truth_followups_smi_failure import ADVICE, HEALTH, MISMATCH
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.gather import Facts, parse_facts
+from gpuonboard.api.offline import judge
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.offline import judge
-from gpuonboard.steps import acceptance
+from gpuonboard.steps.checks import acceptance
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 ONE_OF_FOUR = REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml"

@@ -21,13 +21,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuonboard import ngc
-from gpuonboard.facts.gather import core_probes, parse_facts
+from gpuonboard.connection.gather import core_probes, parse_facts
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks import acceptance, driver_compat, gpu_health, ngc
 
 LOST = (
     "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost."

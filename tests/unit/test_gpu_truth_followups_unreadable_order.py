@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpuonboard.facts.gather import Facts, parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.steps import acceptance, gpu_health
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks import acceptance, gpu_health
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 A40_ERR = FIXTURES / "public" / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"

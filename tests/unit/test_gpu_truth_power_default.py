@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import gpu_health
+from gpuonboard.steps.checks import gpu_health
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import gpu_health
+from gpuonboard.steps.checks import gpu_health
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 A40_ERR = FIXTURES / "public" / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import ledger
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import GpuInfo, parse_any
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host, OrderSpec
-from gpuonboard.ledger import GpuIdentity, LedgerEntry, LedgerError
 from gpuonboard.steps import REGISTRY
 from gpuonboard.steps.base import StepContext
-from gpuonboard.steps.identity import GpuIdentityStep, compare, find_hand_back, rule_gpu_identity
+from gpuonboard.steps.checks import ledger
+from gpuonboard.steps.checks.identity import GpuIdentityStep, compare, find_hand_back, rule_gpu_identity
+from gpuonboard.steps.checks.ledger import GpuIdentity, LedgerEntry, LedgerError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 H100_Q = FIXTURES / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import inventory, openssh
+from gpuonboard import inventory
+from gpuonboard.connection import openssh
 from gpuonboard.errors import InventoryError
 
 CLI = "import sys; from gpuonboard.cli import main; sys.argv[0] = 'gpuonboard'; main()"

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api.offline import load_order
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import parse_rdma
-from gpuonboard.offline import load_order
 
 
 @pytest.mark.parametrize(

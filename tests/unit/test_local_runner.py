@@ -25,7 +25,7 @@ def test_signals_and_timeouts_read_as_over_ssh(streaming: bool) -> None:
 def test_a_playbook_needing_no_facts_runs_no_probe() -> None:
     """gather(core=False) with no step probes: no command at all (it failed as 'the fact probe
     could not run': an empty probe script prints no end marker)."""
-    from gpuonboard.facts.gather import gather
+    from gpuonboard.connection.gather import gather
 
     ran: list[str] = []
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from gpuonboard import monitor
+from gpuonboard.api import monitor
+from gpuonboard.api.monitor import GpuSample, Thresholds
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import Host
-from gpuonboard.monitor import GpuSample, Thresholds
 
 # index, count, name, uuid, util, mem used, mem total, temp, power, limit, throttle mask, pstate
 LOAD = (

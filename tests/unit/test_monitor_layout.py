@@ -20,9 +20,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from gpuonboard import monitor
+from gpuonboard.api import monitor
+from gpuonboard.api.monitor import GpuSample, HostState, Thresholds
 from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, parse_table, parse_text_q
-from gpuonboard.monitor import GpuSample, HostState, Thresholds
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 THROTTLED_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"

@@ -9,7 +9,7 @@ import pytest
 
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.steps.base import StepArgsError, StepContext
-from gpuonboard.steps.network import NetworkStep
+from gpuonboard.steps.prove.network import NetworkStep
 
 
 class NoRunner:
@@ -29,7 +29,7 @@ def test_bad_iperf_port_fails_the_step_with_one_sentence(value: object) -> None:
 
 
 def test_iperf_port_accepts_numbers_and_text_digits() -> None:
-    from gpuonboard.steps.network import iperf_port
+    from gpuonboard.steps.prove.network import iperf_port
 
     assert iperf_port(Host(name="b", address="x", vars={"iperf_port": "5201"})) == 5201
     assert iperf_port(Host(name="b", address="x", vars={"iperf_port": 5201})) == 5201

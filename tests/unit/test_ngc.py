@@ -1,4 +1,4 @@
-"""Tests for gpuonboard.ngc: NGC PyTorch release table, image parsing, GPU class, compat verdicts."""
+"""Tests for gpuonboard.steps.checks.ngc: the NGC PyTorch release table, images, GPU class, verdicts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import ngc
+from gpuonboard.steps.checks import ngc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
@@ -353,7 +353,7 @@ def test_not_a_list(tmp_path: Path) -> None:
 
 def _a100_facts() -> object:
     # a real `nvidia-smi -q -x` of an A100 box on driver 535.54.03 (runs 23.10 natively)
-    from gpuonboard.facts.gather import parse_facts
+    from gpuonboard.connection.gather import parse_facts
     from gpuonboard.facts.probe import ProbeOutput
 
     xml = (FIXTURES / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml").read_text()
@@ -373,7 +373,7 @@ def _a100_facts() -> object:
     ],
 )
 def test_driver_compat_judges_the_tag(image: str, verdict: str, fragment: str) -> None:
-    from gpuonboard.steps import driver_compat
+    from gpuonboard.steps.checks import driver_compat
 
     f = _a100_facts()
     mirrors = ["https://mirror.example.cn/"]
@@ -388,7 +388,7 @@ def test_driver_compat_knows_every_mirror_of_a_list() -> None:
     them is the NGC image, judged as such."""
     from types import SimpleNamespace
 
-    from gpuonboard.steps.driver_compat import _mirrors
+    from gpuonboard.steps.checks.driver_compat import _mirrors
 
     host = SimpleNamespace(vars={"registry_mirror": ["https://a.example.cn/", "b.example.cn"]}, vendor=None)
     assert _mirrors(SimpleNamespace(host=host)) == ["https://a.example.cn/", "b.example.cn"]  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.offline import detect_kind
+from gpuonboard.api.offline import detect_kind
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 DERIVED = Path(__file__).parents[1] / "fixtures" / "derived"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.offline import FABRIC_KINDS, RAW_DIR_PROBES, detect_kind
+from gpuonboard.api.offline import FABRIC_KINDS, RAW_DIR_PROBES, detect_kind
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import api, offline
+from gpuonboard import api
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
 from gpuonboard.runner import HostResult

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import planner
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import Billing, Vendor
+from gpuonboard.steps.prove import planner
 
 GB = 10**9
 REPO = Path(__file__).resolve().parents[2]

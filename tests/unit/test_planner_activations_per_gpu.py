@@ -6,7 +6,7 @@ hold 160 GB of activations: rented boxes that run out of memory at the first ste
 
 from __future__ import annotations
 
-from gpuonboard import planner
+from gpuonboard.steps.prove import planner
 
 GB = 10**9
 

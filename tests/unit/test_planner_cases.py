@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from gpuonboard import planner
+from gpuonboard.steps.prove import planner
 
 GB = 10**9
 

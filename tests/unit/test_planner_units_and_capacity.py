@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import planner
 from gpuonboard.errors import UsageError
+from gpuonboard.steps.prove import planner
 
 GB = 10**9
 REAL = Path(__file__).parents[1] / "fixtures" / "real"

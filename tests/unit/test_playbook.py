@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import playbook
 from gpuonboard.errors import PlaybookError
 from gpuonboard.inventory import Host, OrderSpec
+from gpuonboard.runner import playbook
 from gpuonboard.steps import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]

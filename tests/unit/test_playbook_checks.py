@@ -41,7 +41,7 @@ def test_missing_template_is_a_playbook_error_before_connecting(
 
 
 def test_skipped_or_shipped_templates_pass_the_check(tmp_path: Path) -> None:
-    from gpuonboard import playbook
+    from gpuonboard.runner import playbook
 
     root = project(tmp_path, "remote/nope.j2")
     book = playbook.load(root / "playbooks" / "t.yml")
@@ -95,7 +95,7 @@ def test_acceptance_env_is_safe_to_source(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["pull,verify", " acceptance", "nap "])
 def test_a_step_name_that_only_and_skip_cannot_name_is_refused(tmp_path: Path, name: str) -> None:
-    from gpuonboard import playbook
+    from gpuonboard.runner import playbook
 
     path = tmp_path / "b.yml"
     path.write_text(f"steps:\n  - step: acceptance\n    name: {name!r}\n")

@@ -11,9 +11,9 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from gpuonboard import playbook
 from gpuonboard.errors import ExitCode, InventoryError, PlaybookError
 from gpuonboard.inventory import Host, OrderSpec
+from gpuonboard.runner import playbook
 from gpuonboard.templating import render_file
 from gpuonboard.yamlload import parse_yaml
 

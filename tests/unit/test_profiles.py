@@ -15,10 +15,10 @@ from gpuonboard.facts.disks import parse_df, parse_lsblk_json
 from gpuonboard.facts.memory import parse_free
 from gpuonboard.facts.nvidia_smi import parse_any, parse_xml
 from gpuonboard.facts.topo import interconnect, parse_topo
-from gpuonboard.testhosts.toolbox import load_profile, render_toolbox
+from gpuonboard.testing.toolbox import load_profile, render_toolbox
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-PROFILES = Path(__file__).parents[2] / "src" / "gpuonboard" / "testhosts" / "profiles"
+PROFILES = Path(__file__).parents[2] / "src" / "gpuonboard" / "testing" / "profiles"
 NAMES = [
     "a100-8x-nvlink",
     "rtx4090-1x",
@@ -161,7 +161,7 @@ def test_h200_profile_is_one_real_box() -> None:
 
 def test_h200_profile_through_the_fact_probe(tmp_path: Path) -> None:
     """The rendered toolbox answers the real core probe script; the facts are the H200 VM's."""
-    from gpuonboard.facts.gather import core_probes, parse_facts
+    from gpuonboard.connection.gather import core_probes, parse_facts
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
     bin_dir = render_toolbox(load_profile("h200-1gpu"), tmp_path / "host", FIXTURES)

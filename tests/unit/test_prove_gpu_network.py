@@ -9,13 +9,14 @@ from typing import Any
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps import REGISTRY
-from gpuonboard.steps.gpu_benchmark import (
+from gpuonboard.steps.prove import parse_result, script_bytes
+from gpuonboard.steps.prove.gpu_benchmark import (
     benchmark_checks,
     load_gpu_references,
     load_summary,
     match_gpu_reference,
 )
-from gpuonboard.steps.network import (
+from gpuonboard.steps.prove.network import (
     iperf_check,
     iperf_peers,
     parse_ibv_devinfo,
@@ -24,7 +25,6 @@ from gpuonboard.steps.network import (
     rtt_check,
     upload_check,
 )
-from gpuonboard.steps.prove import parse_result, script_bytes
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 IPERF = FIX / "real" / "iperf3-J__tcp-1stream-10s-omit3__iperf3.9.json"

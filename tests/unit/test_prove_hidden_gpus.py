@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.facts.nvidia_smi import parse_any
-from gpuonboard.steps.gpu_benchmark import benchmark_checks, load_gpu_references
 from gpuonboard.steps.prove import allreduce_checks, load_references, parse_result
+from gpuonboard.steps.prove.gpu_benchmark import benchmark_checks, load_gpu_references
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 H200_8 = parse_any((FIX / "real" / "nvidia-smi__h200__8gpu__driver570.158.01.txt").read_text()).gpus

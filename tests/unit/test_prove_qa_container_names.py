@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.connection import LocalRunner
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import StepContext
 from gpuonboard.steps.prove import Launch, run_script
-from gpuonboard.testhosts import add_executable
+from gpuonboard.testing import add_executable
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

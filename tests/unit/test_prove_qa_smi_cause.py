@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.prove import (
     allreduce_checks,

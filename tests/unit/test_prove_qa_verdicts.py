@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.steps.gpu_benchmark import benchmark_checks, load_gpu_references
 from gpuonboard.steps.prove import (
     SmokeTrainStep,
     allreduce_checks,
@@ -20,6 +19,7 @@ from gpuonboard.steps.prove import (
     parse_result,
     smoke_checks,
 )
+from gpuonboard.steps.prove.gpu_benchmark import benchmark_checks, load_gpu_references
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "prove"
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from gpuonboard.facts.nvidia_smi import parse_any, parse_text_q
 from gpuonboard.facts.topo import interconnect, parse_topo
-from gpuonboard.steps.gpu_benchmark import load_gpu_references, match_gpu_reference
 from gpuonboard.steps.prove import allreduce_checks, load_references, match_reference, parse_result
+from gpuonboard.steps.prove.gpu_benchmark import load_gpu_references, match_gpu_reference
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 H100_Q = FIX / "real" / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"

@@ -323,7 +323,7 @@ def test_scripts_are_bundled() -> None:
 
 
 def test_failing_nvidia_smi_is_a_broken_gpu_box_not_a_cpu_box() -> None:
-    from gpuonboard.facts.gather import parse_facts
+    from gpuonboard.connection.gather import parse_facts
     from gpuonboard.facts.probe import ProbeOutput
     from gpuonboard.steps.prove import nvidia_smi_failure
 

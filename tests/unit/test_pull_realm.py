@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from gpuonboard import shell
-from gpuonboard.steps.pull import Manifest, manifest_command, parse_manifest
+from gpuonboard.steps.container.pull import Manifest, manifest_command, parse_manifest
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 

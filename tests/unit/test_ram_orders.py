@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpuonboard import inventory
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.report import render
-from gpuonboard.steps.acceptance import evaluate
+from gpuonboard.steps.checks.acceptance import evaluate
 from gpuonboard.units import parse_ram_size
 
 FIX = Path(__file__).parents[1] / "fixtures"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpuonboard import advise
+from gpuonboard.api import advise
 from gpuonboard.errors import UsageError
 from gpuonboard.report import render
 

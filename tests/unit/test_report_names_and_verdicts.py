@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gpuonboard import advise, api
+from gpuonboard import api
+from gpuonboard.api import advise
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
 from gpuonboard.report import render, terminal
@@ -173,8 +174,8 @@ def test_terminal_prints_one_verdict_line_per_host() -> None:
 def test_check_prints_the_verdict_line_unless_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gpuonboard import playbook
     from gpuonboard.inventory import Inventory
+    from gpuonboard.runner import playbook
 
     host = Host(name="h1", address="10.0.0.1")
 

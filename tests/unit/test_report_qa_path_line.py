@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import advise
+from gpuonboard.api import advise
 
 
 def _summary(run: Path, host: str) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from gpuonboard.inventory import Host
 from gpuonboard.report import junit
-from gpuonboard.runlog import RunLog
 from gpuonboard.runner import HostResult, RunOptions
+from gpuonboard.runner.runlog import RunLog
 from gpuonboard.steps.base import Check, StepResult
 
 
@@ -44,8 +44,9 @@ def test_junit_is_well_formed_with_control_characters_from_the_host() -> None:
 def test_interrupted_run_says_so_in_its_log_and_late_writes_are_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuonboard import api, playbook
+    from gpuonboard import api
     from gpuonboard.inventory import Inventory
+    from gpuonboard.runner import playbook
 
     seen: dict[str, RunLog] = {}
 
@@ -87,7 +88,7 @@ def test_interrupted_run_says_so_in_its_log_and_late_writes_are_dropped(
     ],
 )
 def test_a_journal_of_the_wrong_shape_is_unreadable_not_a_crash(tmp_path: Path, payload: str) -> None:
-    from gpuonboard import journal
+    from gpuonboard.runner import journal
 
     (tmp_path / "gpu-1__provision.json").write_text(payload)
     assert journal.load(tmp_path, "gpu-1", "provision") is None
@@ -141,8 +142,9 @@ def test_recap_on_a_narrow_terminal_names_every_host_in_full() -> None:
 def test_two_hosts_with_one_host_key_are_named_even_when_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gpuonboard import api, playbook
+    from gpuonboard import api
     from gpuonboard.inventory import Inventory
+    from gpuonboard.runner import playbook
 
     a, b, c = (Host(name=n, address="10.0.0.1" if n != "c" else "10.0.0.2") for n in "abc")
     key = "SHA256:5IJwaZ54bD4TBvDUjT5xn4Bcfgdie4D97VJt4buhpOQ"

@@ -11,9 +11,9 @@ from rich.console import Console
 from gpuonboard.connection import HostKeyPolicy, KnownHosts, fingerprint
 from gpuonboard.errors import HostKeyError, PlaybookError
 from gpuonboard.inventory import Host
-from gpuonboard.playbook import Playbook, StepSpec, instantiate
 from gpuonboard.report.terminal import print_results
 from gpuonboard.runner import HostResult
+from gpuonboard.runner.playbook import Playbook, StepSpec, instantiate
 from gpuonboard.steps.base import Check, StepResult
 
 

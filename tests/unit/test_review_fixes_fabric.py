@@ -16,7 +16,7 @@ import pytest
 
 from gpuonboard.facts.kernel_log import KernelEvent
 from gpuonboard.facts.nvlink import ALL_INACTIVE, parse_nvlink_status
-from gpuonboard.steps.fabric_health import (
+from gpuonboard.steps.checks.fabric_health import (
     load_nvlink_models,
     nvlink_model,
     rule_fabric_manager,

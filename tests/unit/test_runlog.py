@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.runlog import RunLog
+from gpuonboard.runner.runlog import RunLog
 from gpuonboard.shell import MASK, Secret
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from gpuonboard import journal, playbook, runner
+from gpuonboard import runner
 from gpuonboard.connection import LocalRunner
 from gpuonboard.inventory import Host
+from gpuonboard.runner import journal, playbook
 from gpuonboard.steps.base import Plan, Step, StepContext
 
 

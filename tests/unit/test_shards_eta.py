@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import shards, transfer
+from gpuonboard import transfer
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.steps.dataset import DatasetStep
+from gpuonboard.transfer import shards
 
 
 def test_eta_formatting_and_rates() -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import shards
-from gpuonboard.transfer import Entry
+from gpuonboard.transfer import Entry, shards
 
 
 def test_tree_drift_compares_paths_kinds_and_file_sizes() -> None:

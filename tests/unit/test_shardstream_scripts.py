@@ -7,7 +7,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from gpuonboard import shardstream
+from gpuonboard.transfer import shardstream
 
 
 def _finish(

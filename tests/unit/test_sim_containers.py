@@ -1,4 +1,4 @@
-"""The simulator's container stand-ins (testhosts.simcontainers), run by a real `sh`: the image's
+"""The simulator's container stand-ins (testing.simcontainers), run by a real `sh`: the image's
 python answers the container step's GPU check only when the container lists the GPUs the check
 expects, and always says what is simulated; sim.up owns the inventory's registry_mirror."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gpuonboard import sim
 from gpuonboard.steps.container import _GPU_CHECK_OK, gpu_python_check
-from gpuonboard.testhosts.simcontainers import nvidia_smi_standin, python_standin
+from gpuonboard.testing import sim
+from gpuonboard.testing.simcontainers import nvidia_smi_standin, python_standin
 
 GPUS = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-a)\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-b)"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.sim import next_command
+from gpuonboard.testing.sim import next_command
 
 
 def test_the_next_command_names_the_sims_inventory_relative_and_quoted() -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import sim
 from gpuonboard.errors import UsageError
-from gpuonboard.testhosts import hosts
+from gpuonboard.testing import hosts, sim
 
 
 @pytest.mark.parametrize("odd", ["My Projects", "x;touch INJECTED", "it's $(touch INJECTED)"])

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import resources, sim
+from gpuonboard import resources
 from gpuonboard.errors import UsageError
+from gpuonboard.testing import sim
 
 
 def test_an_installed_copy_is_found_before_the_checkouts(

@@ -23,12 +23,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuonboard import ngc
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import acceptance, driver_compat, gpu_health
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks import acceptance, driver_compat, gpu_health, ngc
 
 from .test_gpu_truth_followups_smi_failure import SMI_PROBES, Raw, _facts, _probes
 

@@ -1,6 +1,6 @@
 """A user's ssh_config with Match blocks (issue 26): paramiko ran `Match exec` commands on this
 machine, took `Match localnetwork`/`tagged`/a typo as matching every host, and failed with
-KeyError on any Match block (the CLI said "internal error", exit 70). gpuonboard.sshconfig
+KeyError on any Match block (the CLI said "internal error", exit 70). gpuonboard.inventory.sshconfig
 reads the file with paramiko's parser, runs nothing, evaluates what it can as OpenSSH does,
 and refuses, naming the file and line, a block it cannot decide for the host looked up."""
 
@@ -15,7 +15,7 @@ import paramiko
 import pytest
 
 from gpuonboard.errors import ExitCode, InventoryError
-from gpuonboard.sshconfig import UserSSHConfig
+from gpuonboard.inventory.sshconfig import UserSSHConfig
 
 
 def _config(tmp_path: Path, text: str) -> Path:

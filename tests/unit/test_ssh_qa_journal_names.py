@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import journal
+from gpuonboard.runner import journal
 
 
 @pytest.mark.parametrize(("a", "b"), [("gpu 1", "gpu_1"), ("a/b", "a_b"), ("x__y", "x"), ("节点1", "节点_1")])

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import journal, openssh
+from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
+from gpuonboard.runner import journal
 from gpuonboard.steps.teardown import (
     RECORD,
     Record,

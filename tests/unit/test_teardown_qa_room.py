@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuonboard.api.teardown import shared_dest
 from gpuonboard.steps.teardown import held_bytes, room_problem
-from gpuonboard.teardown import shared_dest
 
 
 def test_room_problem_counts_what_an_interrupted_pull_already_brought() -> None:

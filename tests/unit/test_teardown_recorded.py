@@ -8,9 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from gpuonboard import uploadlock
 from gpuonboard.steps.teardown import parse_recorded, path_problem, recorded_probe_command
-from gpuonboard.uploadlock import RECORD_FN
+from gpuonboard.transfer import uploadlock
+from gpuonboard.transfer.uploadlock import RECORD_FN
 
 # this machine's record of uploads (the test hosts are this machine)
 MY_RECORD = uploadlock.record_name(os.uname().nodename)

@@ -8,7 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from gpuonboard import uploadlock
 from gpuonboard.steps.teardown import (
     _holds,
     classify_uploads,
@@ -17,6 +16,7 @@ from gpuonboard.steps.teardown import (
     recorded_probe_command,
     records,
 )
+from gpuonboard.transfer import uploadlock
 
 # this machine's record of uploads (the test hosts are this machine)
 MY_RECORD = uploadlock.record_name(os.uname().nodename)

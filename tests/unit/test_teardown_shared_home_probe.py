@@ -7,8 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gpuonboard import uploadlock
 from gpuonboard.steps.teardown import OwnCache, shared_cache_note
+from gpuonboard.transfer import uploadlock
 
 from .test_teardown_own_cache import probe
 

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from gpuonboard import tunnel
+from gpuonboard.api import tunnel
 from gpuonboard.errors import ConnectError, HostKeyError
 
 

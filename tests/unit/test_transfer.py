@@ -7,7 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gpuonboard import openssh, transfer
+from gpuonboard import transfer
+from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rsync" / "progress2-stats__rsync-3.5.0.txt"
@@ -186,8 +187,8 @@ def test_sync_flag_combinations_are_one_sentence() -> None:
     """`invoke sync` flags that do not go together: the exact sentence (the CLI exits 2 on it)."""
     import pytest
 
+    from gpuonboard.api.sync import SyncOptions, build_spec
     from gpuonboard.errors import UsageError
-    from gpuonboard.sync import SyncOptions, build_spec
 
     cases = [
         (SyncOptions(decrypt_on_host=True), "--decrypt-on-host needs --encrypt."),

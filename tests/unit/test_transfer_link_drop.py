@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import openssh, transfer, uploadlock
-from gpuonboard.connection import ConnectOptions
+from gpuonboard import transfer
+from gpuonboard.connection import ConnectOptions, openssh
 from gpuonboard.inventory import Host
 from gpuonboard.steps import dataset
+from gpuonboard.transfer import uploadlock
 
 
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH client not installed")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import GpuInfo, parse_query_csv
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import gpu_health
+from gpuonboard.steps.checks import gpu_health
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 

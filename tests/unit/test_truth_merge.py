@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import QUERY_FIELDS
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
-from gpuonboard.ngc import load_releases
-from gpuonboard.steps import acceptance, driver_compat, gpu_health
+from gpuonboard.steps.checks import acceptance, driver_compat, gpu_health
+from gpuonboard.steps.checks.ngc import load_releases
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 EDITED = Path(__file__).parents[1] / "fixtures" / "edited"

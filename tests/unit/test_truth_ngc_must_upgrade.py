@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import ngc
-from gpuonboard.facts.gather import parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps import driver_compat
+from gpuonboard.steps.checks import driver_compat, ngc
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 # a real 4x A100-SXM4-80GB box on driver 555.42.02 (an R555 driver, as the 8x H800 was)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from gpuonboard.api.monitor import Thresholds
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import load
-from gpuonboard.monitor import Thresholds
 from gpuonboard.steps import REGISTRY
 from gpuonboard.steps.base import StepArgsError, truthy
 
@@ -90,8 +90,8 @@ def test_host_variable_expect_busy_follows_the_rule(tmp_path: Path) -> None:
 def test_teardown_keep_image_word_reaches_the_step(tmp_path: Path, word: str, kept: bool) -> None:
     """`invoke teardown` without --keep-image left `keep_image: off` as bool("off"): kept."""
     from gpuonboard import api
-    from gpuonboard.playbook import Playbook, StepSpec
-    from gpuonboard.teardown import TeardownOptions, build_playbook
+    from gpuonboard.api.teardown import TeardownOptions, build_playbook
+    from gpuonboard.runner.playbook import Playbook, StepSpec
 
     spec = StepSpec("teardown_containers", "containers", {"keep_image": word}, None)
     book = Playbook(tmp_path / "teardown.yml", "teardown", (spec,))

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from gpuonboard import api, monitor, tunnel
+from gpuonboard import api
+from gpuonboard.api import monitor, tunnel
 from gpuonboard.connection import CommandResult, ConnectError
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuonboard.tunnel import one_host_problem
+from gpuonboard.api.tunnel import one_host_problem
 
 CLI = [
     sys.executable,

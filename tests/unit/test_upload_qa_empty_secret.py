@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuonboard import crypto
 from gpuonboard.errors import CryptoError
+from gpuonboard.transfer import crypto
 
 
 def test_an_empty_passphrase_variable_is_named_as_empty() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import crypto
 from gpuonboard.shell import Secret
+from gpuonboard.transfer import crypto
 
 SIZE = 48 << 20
 

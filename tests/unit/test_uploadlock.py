@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import machine, uploadlock
+from gpuonboard import machine
+from gpuonboard.transfer import uploadlock
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from gpuonboard import uploadlock
+from gpuonboard.transfer import uploadlock
 held = uploadlock.acquire(Path(sys.argv[1]), sys.argv[2])
 print("held", flush=True)
 sys.stdin.read()

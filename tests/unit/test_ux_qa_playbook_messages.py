@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import playbook
 from gpuonboard.errors import ExitCode, PlaybookError
 from gpuonboard.inventory import Host, OrderSpec
+from gpuonboard.runner import playbook
 
 
 def host() -> Host:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuonboard import playbook
 from gpuonboard.cli import _refuse_teardown_steps
 from gpuonboard.errors import UsageError
+from gpuonboard.runner import playbook
 
 REPO = Path(__file__).resolve().parents[2]
 

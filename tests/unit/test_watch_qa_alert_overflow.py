@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuonboard import monitor
+from gpuonboard.api import monitor
 
 from .test_monitor_layout import fleet
 from .test_watch_qa_tall_fleet import live_frame

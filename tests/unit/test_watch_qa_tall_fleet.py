@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from rich.live_render import LiveRender
 
-from gpuonboard import monitor
+from gpuonboard.api import monitor
 
 from .test_monitor_layout import fleet, rendered
 

@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from gpuonboard.testing.gpu_samples import csv_sample
 from rich.console import Console
 
-from gpuonboard import monitor
-from gpuonboard.monitor import HostState
-from gpuonboard.testhosts.gpu_samples import csv_sample
+from gpuonboard.api import monitor
+from gpuonboard.api.monitor import HostState
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 LOAD_CSV = FIXTURES / "real" / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import shell
+from gpuonboard import shell
 
 __all__ = [
     "LEVEL_SECONDS",

@@ -12,8 +12,8 @@ which refused and why, e.g. "dmesg: read kernel buffer failed: Operation not per
 
 from __future__ import annotations
 
-from .. import shell
-from .probe import Probe
+from gpuonboard import shell
+from gpuonboard.facts.probe import Probe
 
 __all__ = [
     "FABRIC_MANAGER",

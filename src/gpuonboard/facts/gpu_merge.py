@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .nvidia_smi import GpuInfo, GpuProcess, GpuReport
-from .probe import ProbeOutput
+from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.probe import ProbeOutput
 
 # probe name -> (format label, the nvidia-smi arguments), richest format first
 GPU_SOURCES: tuple[tuple[str, str, str], ...] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from gpuonboard.errors import UsageError
 
 __all__ = [
     "FreeFormatError",

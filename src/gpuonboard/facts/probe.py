@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import shell
+from gpuonboard import shell
 
 MAX_STDERR = 4096
 

@@ -8,10 +8,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, results, shell
-from ..runner import HostResult, recap
-from .render import raw_file, write_atomic  # (write_atomic: used as jsonfile.write_atomic too)
-from .strictjson import dumps
+from gpuonboard import __version__, results, shell
+from gpuonboard.report.render import (  # (write_atomic: used as jsonfile.write_atomic too)
+    raw_file,
+    write_atomic,
+)
+from gpuonboard.report.strictjson import dumps
+from gpuonboard.runner import HostResult, recap
 
 SCHEMA = "gpuonboard.summary/1"
 

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from ..runner import HostResult
+from gpuonboard.runner import HostResult
 
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
 # surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with

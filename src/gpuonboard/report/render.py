@@ -16,12 +16,12 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import __version__, atomicfile, licences, results, shell
-from ..errors import UsageError
-from ..facts.gpu_merge import GPU_PROBES
-from ..i18n import check_lang, status_word, t, verdict_word
-from ..units import format_bytes, ram_order_bytes
-from .strictjson import dumps as strict_dumps
+from gpuonboard import __version__, atomicfile, licences, results, shell
+from gpuonboard.errors import UsageError
+from gpuonboard.facts.gpu_merge import GPU_PROBES
+from gpuonboard.i18n import check_lang, status_word, t, verdict_word
+from gpuonboard.report.strictjson import dumps as strict_dumps
+from gpuonboard.units import format_bytes, ram_order_bytes
 
 FORMATS = ("html", "md", "json")
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
@@ -573,7 +573,7 @@ def report_limits() -> Any:
     """What one report rendering may do: the user-template limits (templating.TemplateLimits),
     with room for a fleet's report (the raw evidence of hundreds of hosts is tens of MiB of
     HTML). A function: templating imports Jinja2, which commands without a report never need."""
-    from ..templating import MIB, TemplateLimits
+    from gpuonboard.templating import MIB, TemplateLimits
 
     return TemplateLimits(text=64 * MIB, work=512 * MIB, steps=20_000_000, seconds=120.0)
 
@@ -597,7 +597,7 @@ def _env(roots: tuple[str, ...], html: bool) -> Any:
     template once per process, not once per report)."""
     import jinja2
 
-    from ..templating import BoundedSandbox
+    from gpuonboard.templating import BoundedSandbox
 
     # the bounded immutable sandbox, as for playbooks and templates/ (templating.py): a
     # project's own report template is configuration, never a way to run code on this machine
@@ -676,7 +676,7 @@ def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
     Python internals, a syntax or expression error) is one sentence naming it (exit 2)."""
     import jinja2
 
-    from ..resources import search_dirs
+    from gpuonboard.resources import search_dirs
 
     env = _env(tuple(str(d) for d in search_dirs(project, "templates")), fmt == "html")
     where = name
@@ -697,7 +697,7 @@ def _bounded_render(template: Any, fields: dict[str, Any]) -> str:
     """The template's output within report_limits(). Rendered whole, not streamed piece by
     piece (a fleet's report is ~2,000 pieces a host): every piece is already charged to the
     rendering's work budget as it is written, so the text cannot outgrow that meanwhile."""
-    from ..templating import TemplateLimitError, _bounded
+    from gpuonboard.templating import TemplateLimitError, _bounded
 
     limits = report_limits()
     with _bounded(limits):

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from ..errors import ExitCode
-from ..i18n import status_word, t, verdict_word
-from ..runner import HostResult
+from gpuonboard.errors import ExitCode
+from gpuonboard.i18n import status_word, t, verdict_word
+from gpuonboard.runner import HostResult
 
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
 _VERDICT_STYLE = {
@@ -40,7 +40,7 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
     from rich.segment import Segment
 
-    from ..shell import for_terminal
+    from gpuonboard.shell import for_terminal
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
@@ -117,7 +117,7 @@ def short_failures(record: dict[str, Any], strict: bool = False) -> list[str]:
     """Pure: what failed on a host, as names only (`gpu_count`, `step disk_speed`): its failed
     rules and benchmarks (unverified ones under --strict), then each failed step. The verdict
     line lists these; each failed step's reason has a line of its own (failed_step_lines)."""
-    from ..results import judge
+    from gpuonboard.results import judge
 
     v = judge(record, strict, require_acceptance=False)
     named = [x for x in v.failed if not x.startswith("step ")]
@@ -152,9 +152,9 @@ def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str |
     failure is still a NO-GO."""
     from rich.markup import escape
 
-    from ..results import judge, judged
-    from .jsonfile import host_record
-    from .render import host_headline
+    from gpuonboard.report.jsonfile import host_record
+    from gpuonboard.report.render import host_headline
+    from gpuonboard.results import judge, judged
 
     record = host_record(r)
     go, rest = host_headline(record, lang, require_acceptance=False, strict=strict)

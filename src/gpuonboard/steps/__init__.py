@@ -9,14 +9,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
-from .base import Check, Plan, Step, StepContext, StepResult
+from gpuonboard.steps.base import Check, Plan, Step, StepContext, StepResult
 
 # step name -> (module under gpuonboard.steps, class name)
 _LOCATIONS: dict[str, tuple[str, str]] = {
-    "acceptance": ("acceptance", "AcceptanceStep"),
-    "gpu_health": ("gpu_health", "GpuHealthStep"),
-    "gpu_identity": ("identity", "GpuIdentityStep"),
-    "driver_compat": ("driver_compat", "DriverCompatStep"),
+    "acceptance": ("checks.acceptance", "AcceptanceStep"),
+    "gpu_health": ("checks.gpu_health", "GpuHealthStep"),
+    "gpu_identity": ("checks.identity", "GpuIdentityStep"),
+    "driver_compat": ("checks.driver_compat", "DriverCompatStep"),
     "template": ("files", "TemplateStep"),
     "command": ("files", "CommandStep"),
     "autostop": ("autostop", "AutostopStep"),
@@ -30,8 +30,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "smoke_train": ("prove", "SmokeTrainStep"),
     "allreduce": ("prove", "AllreduceStep"),
     "disk_speed": ("prove", "DiskSpeedStep"),
-    "gpu_benchmark": ("gpu_benchmark", "GpuBenchmarkStep"),
-    "network": ("network", "NetworkStep"),
+    "gpu_benchmark": ("prove.gpu_benchmark", "GpuBenchmarkStep"),
+    "network": ("prove.network", "NetworkStep"),
 }
 
 # Steps whose plan reads only the batched fact probe (and local state): no command of their own,

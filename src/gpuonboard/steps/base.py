@@ -13,13 +13,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..errors import GpuonboardError
+from gpuonboard.errors import GpuonboardError
 
 if TYPE_CHECKING:
-    from ..connection import KnownHosts, Runner
-    from ..facts.gather import Facts
-    from ..facts.probe import Probe
-    from ..inventory import Host, Inventory
+    from gpuonboard.connection import KnownHosts, Runner
+    from gpuonboard.connection.gather import Facts
+    from gpuonboard.facts.probe import Probe
+    from gpuonboard.inventory import Host, Inventory
 
 Status = Literal["ok", "changed", "failed", "skipped"]
 # `unverified`: the fact could not be read, was refused by the provider, or its output was cut
@@ -113,7 +113,7 @@ class Warm:
         """The host's key is recorded already (and matches the pin, when one is set), and no
         jump host is involved: a transport that checks keys strictly against the same
         known_hosts may then connect before our own login has finished."""
-        from ..connection import fingerprint, known_hosts_name
+        from gpuonboard.connection import fingerprint, known_hosts_name
 
         if self.store is None or self.host.jump:
             return False

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import shell
-from ..facts.probe import Probe
-from .base import Plan, Step, StepArgsError, StepContext, truthy
+from gpuonboard import shell
+from gpuonboard.facts.probe import Probe
+from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, truthy
 
 
 def _probe_name(kind: str, key: str) -> str:
@@ -87,7 +87,7 @@ class TemplateStep(Step):
 
     def render(self, ctx: StepContext) -> bytes:
         """The file content for this host."""
-        from ..templating import render_file
+        from gpuonboard.templating import render_file
 
         p = {k: ctx.facts.raw[pr.name].stdout for k, pr in self.user_probes.items()}
         return render_file(

@@ -1,0 +1,587 @@
+"""What the CLI calls. No Invoke imports here or below: plain functions returning exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuonboard import inventory as inventory_mod
+from gpuonboard import shell
+from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_problem
+from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
+from gpuonboard.inventory import Host
+from gpuonboard.report import jsonfile, junit, terminal
+from gpuonboard.runner import HostResult, RunOptions, exit_code, new_run_id, run, select_steps
+from gpuonboard.runner import playbook as playbook_mod
+from gpuonboard.runner.playbook import Playbook
+from gpuonboard.runner.runlog import RunLog
+from gpuonboard.yamlload import did_you_mean
+
+
+@dataclass
+class Selection:
+    """Which hosts: inventory path plus --host/--group/--limit."""
+
+    inventory: str = "inventory"
+    hosts: Sequence[str] = ()
+    group: str | None = None
+    limit: str | None = None
+
+
+@dataclass
+class Settings:
+    """Where state and reports live, and run switches."""
+
+    project: Path = field(default_factory=Path.cwd)
+    state_dir: Path | None = None
+    known_hosts: Path | None = None
+    reports_dir: Path | None = None
+    trust_new_hosts: bool = False
+    forks: int = 20
+    connect_retries: int = 2
+    quiet: bool = False
+    progress: bool = True
+    lang: str = "en"  # terminal tables: en or zh (i18n.py)
+    strict: bool = False  # an unverified check fails the host (--strict)
+
+    def state_root(self) -> Path:
+        """`.gpuonboard/` under the project unless overridden."""
+        return self.project / ".gpuonboard"
+
+
+def split_names(value: str | Sequence[str] | None) -> list[str]:
+    """`a,b` or ['a', 'b'] -> ['a', 'b']."""
+    if not value:
+        return []
+    items = value.split(",") if isinstance(value, str) else [p for v in value for p in v.split(",")]
+    return [i.strip() for i in items if i.strip()]
+
+
+def selection(
+    inventory: str, host: str | None, group: str | None = None, limit: str | None = None
+) -> Selection:
+    """The Selection of a command's --host/--group/--limit, where None is a flag not given. A
+    flag given with nothing in it (`--host "$UNSET"`, `--host ,`, `--group ""`) is a usage error:
+    read as "no filter", it selected every host of the inventory."""
+    for flag, value, what in (
+        ("--host", host, "host"),
+        ("--group", group, "group"),
+        ("--limit", limit, "pattern"),
+    ):
+        if value is not None and not split_names(value):
+            raise UsageError(
+                f"{flag} {value!r} names no {what}; give one (see `invoke inventory`), or leave {flag} out."
+            )
+    return Selection(inventory, split_names(host), group or None, limit or None)
+
+
+def find_playbook(project: Path, name_or_path: str) -> Path:
+    """A playbook by path, or by name under playbooks/ of the project."""
+    from gpuonboard.resources import search_dirs
+
+    direct = Path(name_or_path)
+    if direct.suffix in (".yml", ".yaml") or os.sep in name_or_path:
+        if not direct.is_absolute():
+            direct = project / direct
+        if direct.is_file():
+            return direct
+        if os.sep not in name_or_path:  # `--playbook provision.yml`: the file under playbooks/
+            for directory in search_dirs(project, "playbooks"):
+                if (directory / name_or_path).is_file():
+                    return directory / name_or_path
+        raise UsageError(f"{direct}: playbook not found; pass an existing file to --playbook.")
+
+    for directory in search_dirs(project, "playbooks"):
+        for suffix in (".yml", ".yaml"):
+            candidate = directory / f"{name_or_path}{suffix}"
+            if candidate.is_file():
+                return candidate
+    names = sorted(
+        {
+            p.stem
+            for directory in search_dirs(project, "playbooks")
+            if directory.is_dir()
+            for p in directory.iterdir()
+            if p.suffix in (".yml", ".yaml")
+        }
+    )
+    close = did_you_mean(name_or_path, names)
+    if close:  # (`--playbook provison`)
+        raise UsageError(f"no playbook {name_or_path!r} under {project / 'playbooks'}{close}")
+    known = f" (the playbooks here: {', '.join(names)})" if names else ""
+    raise UsageError(
+        f"no playbook {name_or_path!r} under {project / 'playbooks'}{known}; run from a gpuonboard"
+        " project directory or pass --playbook FILE."
+    )
+
+
+SIM_INVENTORY = Path(".gpuonboard") / "sim" / "inventory"  # where `sim.up` writes its hosts
+
+
+def sim_hint(message: str, names: Sequence[str], sim_hosts: Sequence[str]) -> str:
+    """Pure: an inventory error of a command whose --host names a simulated server of
+    `sim.up` (or that gave no --host), ended with what to pass instead; else the message."""
+    sim = [n for n in names if n in sim_hosts] if names else list(sim_hosts)
+    if not sim:
+        return message
+    which = f"{sim[0]!r} is a simulated server" if names else "`sim.up` wrote its simulated servers"
+    return (
+        f"{message.rstrip('.')}; {which} in {SIM_INVENTORY}: pass --inventory {SIM_INVENTORY}"
+        " to every command against it."
+    )
+
+
+def _sim_hosts(settings: Settings, used: Path) -> list[str]:
+    """The host names of this project's `sim.up` inventory, unless it is the one in use."""
+    sim = settings.project / SIM_INVENTORY
+    if not (sim / "hosts.yml").is_file() or used.resolve() in (sim.resolve(), (sim / "hosts.yml").resolve()):
+        return []
+    try:
+        return list(inventory_mod.load(sim).hosts)
+    except (GpuonboardError, OSError):  # (a broken sim inventory: no hint, the user's error stands)
+        return []
+
+
+def _selected(
+    selection: Selection, settings: Settings, every: bool = False
+) -> tuple[inventory_mod.Inventory, list[Host]]:
+    """Load the inventory and select the hosts; a missing inventory, or a --host that `sim.up`
+    put in its own inventory (`--inventory` forgotten), says to pass that inventory. `every`:
+    no --host/--group/--limit selects every host (`invoke inventory`)."""
+    path = _resolve(settings.project, selection.inventory)
+    names = split_names(selection.hosts)
+    try:
+        inv = inventory_mod.load(path)
+    except InventoryError as exc:
+        if path.exists():
+            raise
+        hinted = sim_hint(exc.message, names, _sim_hosts(settings, path))
+        if hinted == exc.message:
+            raise
+        raise InventoryError(hinted) from None
+    if every and not (names or selection.group or selection.limit):
+        return inv, list(inv.hosts.values())
+    try:
+        return inv, inv.select(names, selection.group, selection.limit)
+    except UsageError as exc:
+        unknown = [n for n in names if n not in inv.hosts]
+        hinted = sim_hint(exc.message, unknown, _sim_hosts(settings, path)) if unknown else exc.message
+        if hinted == exc.message:
+            raise
+        raise UsageError(hinted) from None
+
+
+def load_hosts(selection: Selection, settings: Settings) -> tuple[inventory_mod.Inventory, list[Host]]:
+    """The inventory and the hosts the selection picks (errors before any connection)."""
+    inv, hosts = _selected(selection, settings)
+    inv.check_key_files(hosts)  # (a missing key is an input error, exit 2, not "unreachable")
+    return inv, hosts
+
+
+def provision(
+    selection: Selection,
+    settings: Settings,
+    playbook: str = "provision",
+    check: bool = False,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    resume: bool = False,
+) -> int:
+    """Load inventory and playbook, run on the selected hosts, print and write reports."""
+    if settings.forks < 1:
+        raise UsageError(f"--forks must be at least 1, not {settings.forks}.")
+    inv, hosts = load_hosts(selection, settings)
+    book = playbook_mod.load(find_playbook(settings.project, playbook))
+    select_steps(book, split_names(only), split_names(skip))  # bad --only/--skip: before any connection
+    return execute(inv, hosts, book, settings, check=check, only=only, skip=skip, resume=resume)
+
+
+def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bool = False) -> None:
+    """One line per host and step (for commands whose steps are not acceptance rules; with
+    `without_checks`, of the steps that ran and whose rules are not in a table: what a
+    `template` step wrote, or a teardown's `files` step would remove; a failed step's line is
+    then printed beside its host's verdict, by terminal.print_results)."""
+    for r in results:
+        for step in r.steps:
+            if without_checks and (step.checks or step.status in ("skipped", "failed")):
+                continue
+            con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
+
+
+def execute(
+    inv: inventory_mod.Inventory,
+    hosts: list[Host],
+    book: Playbook,
+    settings: Settings,
+    *,
+    check: bool = False,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    resume: bool = False,
+    core_facts: bool = True,
+    show: Callable[[Sequence[HostResult], Any], None] | None = None,
+) -> int:
+    """Run a validated playbook on hosts: connections, progress, run log, reports, terminal.
+
+    Every command (provision, check, container, sync, autostop, teardown) ends here, so they
+    share exit codes, reports and the run log. `show` prints command-specific lines before
+    the recap; without it the acceptance tables are printed.
+    """
+    playbook_mod.check_templates(
+        book, settings.project, select_steps(book, split_names(only), split_names(skip))
+    )
+    check_outputs(settings, hosts, inv, check)
+    # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
+    early = Preconnect(hosts)
+    run_id = new_run_id()
+    root = settings.state_root()
+    log = RunLog(root / "logs" / f"{run_id}.log")
+    options = RunOptions(
+        check=check,
+        only=split_names(only),
+        skip=split_names(skip),
+        resume=resume,
+        forks=settings.forks,
+        state_dir=settings.state_dir or root / "state",
+        project=settings.project,
+        connect=ConnectOptions(
+            known_hosts=settings.known_hosts or root / "known_hosts",
+            trust_new_hosts=settings.trust_new_hosts,
+            retries=settings.connect_retries,
+            preconnect=early,
+        ),
+        run_id=run_id,
+        log=log,
+        core_facts=core_facts,
+    )
+    started = time.time()
+    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
+    options.on_event = progress.event
+    try:
+        with progress:
+            results = run(hosts, book, inv, options)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
+        # the log is the only record such a run leaves (no report is written): end it saying so
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+        log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
+        raise
+    finally:
+        early.close()
+        log.close()
+    from gpuonboard import results as verdicts
+    from gpuonboard.report.jsonfile import host_record
+
+    code = verdicts.exit_code(
+        [verdicts.judge(host_record(r), settings.strict) for r in results], exit_code(results)
+    )
+    meta = {
+        "run_id": run_id,
+        "playbook": book.name,
+        "playbook_path": str(book.path),
+        "inventory": str(inv.source),
+        "check_mode": check,
+        "started": _iso(started),
+        "finished": _iso(time.time()),
+        "duration": round(time.time() - started, 3),
+        "exit_code": int(code),
+        "strict": settings.strict,
+    }
+    reports_dir = settings.reports_dir or settings.project / "reports"
+    try:
+        out_dir = write_reports(results, meta, reports_dir, run_id, project=settings.project)
+    except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
+        raise UsageError(
+            f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
+            f" free space or pass --reports-dir a directory you can write to (the run log: {log.path})."
+        ) from None
+    if not settings.quiet:
+        con = terminal.console()
+        if show is not None:
+            show(results, con)
+        else:  # (the acceptance tables show the rules: this says what the other steps did)
+            print_step_lines(results, con, without_checks=True)
+        terminal.print_results(results, con, rules=show is None, lang=settings.lang, strict=settings.strict)
+        # as it is: one line (a wrapped path cannot be copied or grepped), no markup (a
+        # `[v2]` in a path was dropped)
+        html = out_dir / "report.html"
+        if html.is_file():  # (every run writes it; a broken project template said why on stderr)
+            con.out(f"report: {html}", highlight=False)
+        con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
+    else:  # "print nothing but errors": a line for each host that failed or was never reached
+        for line in failure_lines(results):
+            print(f"error: {shell.for_terminal(line, keep='')}", file=sys.stderr)
+    for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
+        print(f"warning: {warning}", file=sys.stderr)
+    return int(code)
+
+
+def check_outputs(
+    settings: Settings, hosts: Sequence[Host], inv: inventory_mod.Inventory, check: bool
+) -> None:
+    """Before connecting: every folder the run writes (reports, the run log, the journal unless
+    --check) can be made and written, and so can the known_hosts file when keys are to be
+    recorded. `--reports-dir /proc/nope` ran every host, then failed writing the reports
+    (internal error, exit 70); a known_hosts directory recorded nothing and said nothing."""
+    root = settings.state_root()
+    folders = [
+        (settings.reports_dir or settings.project / "reports", "the reports directory", "pass --reports-dir"),
+        (root / "logs", "the run log directory", ""),
+    ]
+    if not check:
+        folders.append((settings.state_dir or root / "state", "the journal directory", "pass --state-dir"))
+    for path, what, flag in folders:
+        why = unwritable_dir(path)
+        if why is not None:
+            fix = (
+                f"{flag} a directory you can write to"
+                if flag
+                else "run from a project directory you can write to (gpuonboard keeps its state in"
+                " .gpuonboard/ there)"
+            )
+            raise UsageError(f"{what} {path} cannot be {why}; {fix}.")
+    problem = known_hosts_problem(
+        settings.known_hosts or root / "known_hosts", hosts, inv, settings.trust_new_hosts
+    )
+    if problem is not None:
+        raise UsageError(problem)
+
+
+def unwritable_dir(path: Path) -> str | None:
+    """Why the directory `path` cannot be made or written ("created (a-file is a file)"); None
+    when it can. Nothing is left behind: a missing one is judged by its nearest existing
+    parent (made later by what writes there, as before), and the write probe is a temp file."""
+    import tempfile
+
+    if path.exists() and not path.is_dir():
+        return "created (it is a file)"
+    verb, probe = "written", path
+    if not path.exists():
+        verb, probe = "created", path.parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            return f"created ({probe} is a file)"
+    try:
+        with tempfile.TemporaryFile(dir=probe):  # (a read-only mount, /proc, another user's)
+            pass
+    except OSError as exc:
+        return f"{verb} ({exc.strerror or exc})"
+    return None
+
+
+def failure_lines(results: Sequence[HostResult]) -> list[str]:
+    """Pure: what `--quiet` prints (on stderr): a line per unreachable host, and per failed step
+    of a failed host (the host's own message when no step failed: it failed before any ran)."""
+    lines = []
+    for r in results:
+        if r.status == "unreachable":
+            lines.append(f"{r.host.name}: unreachable: {r.msg}")
+        elif r.status == "failed":
+            failed = [s for s in r.steps if s.status == "failed"]
+            lines += [f"{r.host.name}: {s.step}: failed: {s.msg}" for s in failed]
+            if not failed:
+                lines.append(f"{r.host.name}: failed: {r.msg}")
+    return lines
+
+
+def same_machine_warnings(results: Sequence[HostResult]) -> list[str]:
+    """One sentence per host key that several hosts of the run presented: one box checked twice
+    under two names (a copied address), or clones of one image that kept its host keys. Either
+    way "2 hosts GO" did not prove two good boxes."""
+    by_key: dict[str, list[str]] = {}
+    for r in results:
+        if r.fingerprint:
+            by_key.setdefault(r.fingerprint, []).append(r.host.name)
+    return [
+        f"hosts {', '.join(names)} presented the same host key ({key}): the same machine under"
+        " several names (check their addresses in the inventory), or clones of one image that kept"
+        " its SSH host keys (ask the vendor to regenerate them); their results are not independent."
+        for key, names in by_key.items()
+        if len(names) > 1
+    ]
+
+
+def _resolve(project: Path, path: str) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() else project / p
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))
+
+
+def write_reports(
+    results: Sequence[HostResult],
+    meta: dict[str, Any],
+    reports_dir: Path,
+    run_id: str,
+    project: Path | None = None,
+) -> Path:
+    """reports/<run-id>/summary.json and junit.xml, plus a `latest` link; with `project` (whose
+    templates/ it uses), the HTML report too, so that every run leaves one to open.
+
+    Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
+    from gpuonboard.report.render import safe_name
+
+    out = reports_dir / run_id
+    for r in results:
+        for probe, (data, _code) in jsonfile.raw_outputs(r).items():
+            raw_path = out / "raw" / safe_name(r.host.name) / f"{safe_name(probe)}.txt"
+            raw_path.parent.mkdir(parents=True, exist_ok=True)
+            raw_path.write_bytes(data)
+    doc = jsonfile.summary(results, meta)
+    jsonfile.write(out / "summary.json", doc)
+    junit_text = junit.render(results, f"gpuonboard {meta['playbook']}", bool(meta.get("strict")))
+    jsonfile.write_atomic(out / "junit.xml", junit_text)
+    if project is not None:
+        write_html_report(doc, out, project)
+    latest = reports_dir / "latest"
+    try:
+        tmp = reports_dir / f".latest.{run_id}"
+        tmp.symlink_to(run_id)
+        os.replace(tmp, latest)
+    except OSError:
+        pass  # a filesystem without symlinks still has the run directory
+    return out
+
+
+def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | None:
+    """reports/<run-id>/report.html (and its .sha256) from the summary just written: rendered
+    once per run, whatever the number of hosts. A project's broken report template does not
+    undo the run: one warning on stderr says why, and None is returned."""
+    from gpuonboard.report.render import render, report_name, write_with_sha
+
+    try:
+        path = out / report_name("html")
+        write_with_sha(path, render(doc, out, "html", project))
+    except GpuonboardError as exc:
+        print(f"warning: no HTML report for this run: {shell.for_terminal(exc.message)}", file=sys.stderr)
+        return None
+    except OSError as exc:  # (a full disk, a file-size limit: summary.json, the record, is written)
+        why = shell.for_terminal(exc.strerror or str(exc))
+        print(f"warning: no HTML report for this run: {out} could not take it ({why}).", file=sys.stderr)
+        return None
+    return path
+
+
+def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderSpec:
+    """The order spec of the one selected host (for offline judgement)."""
+    return _selected(Selection(selection.inventory, selection.hosts), settings)[1][0].order
+
+
+def list_inventory(selection: Selection, settings: Settings) -> int:
+    """Print hosts with vendor, address and order spec."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuonboard.units import format_bytes, ram_order_bytes
+
+    inv, hosts = _selected(selection, settings, every=True)
+    # Text, never markup: a vendor name or order with `[...]` in it lost it (`[/x]`: internal error)
+    t = Table(title=Text(f"inventory {inv.source}"), title_justify="left")
+    for col in ("host", "address", "groups", "vendor", "order"):
+        # fold, never cut: an address shortened to `ubuntu@198.5…` on a narrow terminal is wrong
+        t.add_column(col, overflow="fold")
+    for h in hosts:
+        o = h.order
+        parts = []
+        if o.gpu_count or o.gpu_model:
+            parts.append(f"{o.gpu_count or '?'} x {o.gpu_model or 'GPU'}")
+        if o.vram_bytes:
+            parts.append(f"{format_bytes(o.vram_bytes, binary=False)} VRAM")
+        if o.cpu_cores:
+            parts.append(f"{o.cpu_cores} cores")
+        if o.ram_bytes:
+            parts.append(f"{format_bytes(ram_order_bytes(o.ram_bytes))} RAM")
+        if o.data_disk:
+            size = (
+                f" {format_bytes(o.data_disk.min_size_bytes, binary=False)}"
+                if o.data_disk.min_size_bytes
+                else ""
+            )
+            parts.append(f"data{size} at {o.data_disk.mount}")
+        if o.interconnect:
+            parts.append(o.interconnect)
+        if o.min_driver:
+            parts.append(f"driver >= {o.min_driver}")
+        via = f" via {' -> '.join(h.jump)}" if h.jump else ""
+        address = "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
+        cells = (h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
+        t.add_row(*(Text(cell) for cell in cells))
+    con = terminal.console()
+    con.print(t)
+    from rich.markup import escape
+
+    from gpuonboard.licences import warnings as licence_warnings
+
+    used = {h.vendor.id for h in hosts if h.vendor}
+    for v in sorted((v for v in inv.vendors.values() if v.id in used), key=lambda v: v.id):
+        for w in licence_warnings(v.licence, v.icp):  # a format check only: never an error
+            con.print(f"[yellow]warning:[/] vendor {escape(v.id)} ({escape(v.source)}): {escape(w)}")
+    return int(ExitCode.OK)
+
+
+def container(selection: Selection, settings: Settings, image: str | None = None, check: bool = False) -> int:
+    """`invoke container`: only the container step; `image` overrides vars.container_image.
+
+    Uses the project's playbooks/container.yml when there is one and no image is given,
+    else a one-step playbook written under .gpuonboard/playbooks/.
+    """
+    import hashlib
+
+    import yaml
+
+    from gpuonboard.steps.base import StepArgsError
+    from gpuonboard.steps.container import DEFAULT_IMAGE, parse_ref
+
+    if not image and any(
+        (settings.project / "playbooks" / f"container{s}").is_file() for s in (".yml", ".yaml")
+    ):
+        return provision(selection, settings, "container", check)
+    args: dict[str, Any] = {"image": "{{ vars.container_image | default('" + DEFAULT_IMAGE + "') }}"}
+    if image:
+        try:
+            parse_ref(image)
+        except StepArgsError as exc:
+            raise UsageError(f"--image: {exc}.") from None
+        # the playbook renders its args with Jinja2: keep the image literal
+        args["image"] = "{% raw %}" + image + "{% endraw %}"
+    book = {"name": "container", "steps": [{"step": "container", "args": args}]}
+    path = (
+        settings.state_root()
+        / "playbooks"
+        / f"container-{hashlib.sha1(str(image).encode()).hexdigest()[:8]}.yml"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(book, sort_keys=False))
+    return provision(selection, settings, str(path), check)
+
+
+def new_keys(file: str = "") -> int:
+    """`keys.new`: write an age key pair for encrypted uploads and print the inventory lines
+    that use it (the recipe that `sync --encrypt` without keys names)."""
+    from gpuonboard.transfer import crypto
+
+    path = Path(os.path.expanduser(file or crypto.DEFAULT_KEY_FILE)).absolute()
+    try:
+        recipient = crypto.new_key_pair(path)
+    except FileExistsError:
+        raise UsageError(
+            f"{path} already exists (a key is never replaced: what was encrypted to it needs it);"
+            " pass --file a new path, or use that key."
+        ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {path} ({exc.strerror or exc}); pass --file a path you can write."
+        ) from None
+    print(f"wrote a new age identity (secret key) to {path} (mode 600): back it up and keep it private.")
+    print(f"public key (recipient): {recipient}")
+    print("add to the vars of the host (or of defaults) in the inventory, then `sync --encrypt`:")
+    print(f"  age_recipients: [{recipient}]")
+    print(f"  age_identity_file: {path}")
+    return int(ExitCode.OK)

@@ -1,0 +1,546 @@
+"""`invoke facts FILE...`: judge saved command outputs offline (no SSH).
+
+A renter can check the outputs a vendor mails before delivery; a support engineer can replay
+a customer's. Each file's kind is detected from its content, the same pure parsers as a live
+run turn them into facts, and with an order the same acceptance and health rules apply.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
+from gpuonboard.errors import UsageError
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec, parse_order
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks import acceptance, gpu_health
+from gpuonboard.yamlload import LineDict, load_yaml
+
+KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
+# saved outputs of the fabric probes (facts/extra_probes.py): kind = the live probe's name
+FABRIC_KINDS = (
+    "kernel_log",
+    "nvidia_nvlink",
+    "nvidia_nvlink_errors",
+    "nvidia_smi_list",
+    "rdma_ports",
+    "fabric_manager",
+)
+# recognised and shown, not judged (no rule reads them offline): kind -> what it is
+SHOWN_KINDS = {"docker_info": "docker info", "iperf3": "iperf3 -J (network throughput JSON)"}
+# the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
+# landed in the vendor's folder is not read into memory whole only to be refused
+MAX_OUTPUT_BYTES = 32 * 2**20
+# the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
+# with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
+RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
+SUMMARY_SCHEMA_PREFIX = "gpuonboard.summary/"
+MAX_SUMMARY_BYTES = 64 * 2**20
+
+
+_GPU_LINE = re.compile(r"^GPU \d+: .*$")
+_MIG_LINE = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")
+_NVLINK_LINE = re.compile(
+    r"^\s+Link \d+[:,]|does not have or support Nvlink|Nvlink queries are not supported"
+    r"|all links are inActive",
+    re.I,
+)
+# a kernel log line: dmesg `[   12.345678]`, dmesg -T `[Sun Feb 23 16:24:18 2025]`, dmesg --decode
+# `kern  :warn  : `, journalctl/syslog `Oct 02 10:41:07 host kernel: `; or any NVRM / SXid line
+_KERNEL_LINE = re.compile(
+    r"^(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|kern\s*:\w+\s*: "
+    r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
+    r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+)
+# `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
+_NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
+_IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
+
+
+def detect_fabric_kind(text: str) -> str | None:
+    """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
+    from content alone; None for any other text."""
+    head = text.lstrip()[:4000]
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    if head.startswith("{") and '"intervals"' in text and '"start"' in text:
+        return "iperf3"
+    if re.search(r"^Server Version:", head, re.M) or (
+        re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
+    ):
+        return "docker_info"
+    if re.search(r"^hca_id:", head, re.M) or all(_IB_SYSFS_LINE.match(line) for line in lines[:50]):
+        return "rdma_ports"
+    if any(_GPU_LINE.match(line) for line in lines[:50]):
+        counters = sum(1 for line in lines[:200] if _NVLINK_ERR_LINE.match(line))
+        others = sum(1 for line in lines[:200] if not (_GPU_LINE.match(line) or _NVLINK_ERR_LINE.match(line)))
+        if counters and others <= counters // 4:  # (`nvlink -e -i N` loops echo a header per GPU)
+            return "nvidia_nvlink_errors"
+    if _GPU_LINE.match(lines[0]):
+        rest = lines[1:]
+        if (
+            rest
+            and all(_NVLINK_LINE.search(line) or _GPU_LINE.match(line) for line in rest)
+            and any(_NVLINK_LINE.search(line) for line in rest)
+        ):
+            return "nvidia_nvlink"
+        if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
+            return "nvidia_smi_list"
+    kernel = sum(1 for line in lines[:200] if _KERNEL_LINE.search(line))
+    if kernel and kernel >= min(len(lines), 200) // 2:
+        return "kernel_log"
+    return None
+
+
+def detect_kind(text: str) -> str | None:
+    """Which probe produced this output, from its content alone (None: not recognised)."""
+    if (fabric := detect_fabric_kind(text)) is not None:
+        return fabric
+    head = text.lstrip()[:4000]
+    if head.startswith("<?xml") or "<nvidia_smi_log" in head:
+        return "nvidia_smi"
+    if (
+        "NVSMI LOG" in head
+        or "NVIDIA-SMI" in head
+        or head.startswith(("name,", "index,"))
+        or "memory.total" in head
+    ):
+        return "nvidia_smi"
+    if "GPU0" in head and ("Legend" in text or "CPU Affinity" in head):
+        return "nvidia_topo"
+    if head.startswith("{") and '"blockdevices"' in head:
+        return "lsblk"
+    if head.startswith("{") and '"lscpu"' in head:
+        return "lscpu"
+    if re.search(r"^Architecture:", head, re.M) and "Server Version:" not in head:
+        return "lscpu"
+    if "Mem:" in head and "total" in head.splitlines()[0]:
+        return "free"
+    if head.startswith("Filesystem"):
+        return "df"
+    if "Cuda compilation tools" in head:
+        return "nvcc"
+    if "PRETTY_NAME=" in head or head.startswith("NAME="):
+        return "os_release"
+    return None
+
+
+# the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
+# line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
+# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
+_COMMANDS = (
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|docker|iperf3|systemctl)"
+)
+_PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
+# a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
+_TRAILING_PROMPT = re.compile(
+    r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
+    r"\s*[$#%>]\s*(?:exit|logout)?"
+)
+
+
+def decode_saved(data: bytes) -> str:
+    """A saved output's bytes as the text the parsers read: UTF-8, or UTF-16 where a byte-order
+    mark says so (Windows PowerShell's `>` writes UTF-16); a UTF-8 byte-order mark (Notepad)
+    dropped; CRLF line ends as LF. (With the mark kept, `lscpu`, `df` and nvidia-smi CSV were
+    not recognised, an nvidia-smi XML was judged a failed driver, and a `free` read 100x off.)"""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+
+
+def strip_prompt(text: str) -> str:
+    """The output without a copied terminal prompt: a first line that is a prompt and the
+    command (`root@gpu-01:~# nvidia-smi -q -x`), a last line that is the next prompt."""
+    lines = text.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and _PROMPT_LINE.fullmatch(lines[first].strip()):
+        lines = lines[first + 1 :]
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
+    if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
+        lines = [*lines[:last], ""]
+    return "\n".join(lines)
+
+
+def expand(paths: Sequence[str]) -> list[Path]:
+    """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
+    out: list[Path] = []
+    for item in paths:
+        for part in (p.strip() for p in item.split(",")):
+            if not part:
+                continue
+            path = Path(part)
+            if path.is_dir():
+                _refuse_run_folder(path, part)
+                files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+                if not files:  # judged nothing, it exited 0 with an empty table
+                    raise UsageError(
+                        f"{part}: no saved command output in this directory (it holds no files)."
+                    )
+                out += files
+            elif any(ch in part for ch in "*?[") and not path.exists():
+                # subfolders are skipped, as in a directory
+                matches = sorted(f for f in Path().glob(part) if not f.is_dir())
+                if not matches:
+                    raise UsageError(f"{part}: no file matches this pattern.")
+                out += matches
+            else:
+                out.append(path)
+    return out
+
+
+def _run_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The summary.json of a gpuonboard run directory (None: there is none, or it is not ours)."""
+    path = run_dir / "summary.json"
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SUMMARY_BYTES + 1)
+        doc = json.loads(data) if len(data) <= MAX_SUMMARY_BYTES else None
+    except (OSError, ValueError):
+        return None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(schema, str) or not schema.startswith(SUMMARY_SCHEMA_PREFIX):
+        return None
+    assert isinstance(doc, dict)
+    return doc
+
+
+def _raw_record_file(host: str, probe: str, rec: Mapping[str, Any]) -> PurePosixPath:
+    """Where the run wrote a probe's raw output (`raw/<host>/<probe>.txt`, as its summary.json
+    records it; a run of before that record: the names reduced as that version did)."""
+    from gpuonboard.report.render import legacy_safe_name
+
+    file = rec.get("file")
+    if isinstance(file, str):
+        return PurePosixPath(file)
+    return PurePosixPath("raw", legacy_safe_name(host), f"{legacy_safe_name(probe)}.txt")
+
+
+def raw_dir_manifest(folder: Path) -> dict[str, tuple[str, int]] | None:
+    """For a host's folder of a gpuonboard run (`reports/<run>/raw/<host>/`, recognised by the
+    run's own summary.json, whose `raw` records name the files in it): file name -> (probe,
+    exit code). None for any other folder (a user's own: each file is judged by its content)."""
+    try:
+        real = folder.resolve()
+    except (OSError, RuntimeError):
+        return None
+    if real.parent.name != "raw":
+        return None
+    doc = _run_summary(real.parent.parent)
+    hosts = doc.get("hosts") if doc is not None else None
+    out: dict[str, tuple[str, int]] = {}
+    for host in hosts if isinstance(hosts, list) else ():
+        records = host.get("raw") if isinstance(host, dict) else None
+        for probe, rec in records.items() if isinstance(records, dict) else ():
+            if not isinstance(rec, dict):
+                continue
+            parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
+            if len(parts) == 3 and parts[0] == "raw" and parts[1] == real.name:
+                code = rec.get("exit_code")
+                out[parts[2]] = (str(probe), code if type(code) is int else 0)
+    return out or None
+
+
+def _run_hosts(doc: Mapping[str, Any]) -> list[str]:
+    """The host folders under raw/ that a run's summary.json records, in its order."""
+    names: list[str] = []
+    for host in doc.get("hosts") or ():
+        records = host.get("raw") if isinstance(host, dict) else None
+        for probe, rec in records.items() if isinstance(records, dict) else ():
+            if isinstance(rec, dict):
+                parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
+                if len(parts) == 3 and parts[1] not in names:
+                    names.append(parts[1])
+    return names
+
+
+def _refuse_run_folder(path: Path, given_as: str) -> None:
+    """A gpuonboard run's folder (`reports/<run>/`) or its `raw/` is not one box's outputs: say
+    which folder to give (summary.json was 'not a recognised command output')."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return
+    doc = _run_summary(real)
+    if doc is not None:
+        run = real
+    elif real.name == "raw" and (doc := _run_summary(real.parent)) is not None:
+        run = real.parent
+    else:
+        return
+    hosts = _run_hosts(doc)
+    example = (
+        str(Path(given_as) / "raw" if run == real else Path(given_as))
+        + f"/{hosts[0] if hosts else '<host>'}/"
+    )
+    shown = f" (its hosts: {', '.join(hosts)})" if hosts else ""
+    raise UsageError(
+        f"{given_as}: this is a gpuonboard run's folder, not one box's saved outputs; give one host's"
+        f" folder of it{shown}, e.g. {example}"
+    )
+
+
+def _read_saved(path: Path) -> bytes:
+    """A saved output's bytes (errors name the file)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_OUTPUT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
+    if len(data) > MAX_OUTPUT_BYTES:
+        raise UsageError(
+            f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
+            " leave it out of the files to judge."
+        )
+    return data
+
+
+def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
+    """A user's saved output: its kind detected from its content (errors name the file)."""
+    text = strip_prompt(decode_saved(data))
+    kind = detect_kind(text)
+    if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
+        kind = "nproc"  # (a bare number: known by its file name only)
+    if (
+        kind is None
+        and "fabric" in path.name.lower()
+        and text.strip().split("\n")[0].strip()
+        in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
+    ):
+        kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
+    if kind is None:
+        raise UsageError(
+            f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
+            " table, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s, dmesg / journalctl -k,"
+            " ibv_devinfo, docker info, iperf3 -J, lscpu, free, df, lsblk -J, /etc/os-release,"
+            " nvcc --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
+        )
+    if kind == "nvidia_smi":
+        _refuse_damaged_xml(path, text)
+        kind = _gpu_format(text)  # several formats of one box are merged, as the live probe's
+    if kind == "free":
+        from gpuonboard.facts import memory
+
+        text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
+    return kind, ProbeOutput(text, "", 0)
+
+
+# the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
+_GPU_PROBE_OF = {
+    "xml": "nvidia_smi",
+    "text": "nvidia_smi_q",
+    "csv": "nvidia_smi_csv",
+    "table": "nvidia_smi_table",
+}
+
+
+def _gpu_format(text: str) -> str:
+    """The probe name of a saved nvidia-smi output's format, so that an XML and a table of one
+    box given together are merged (each answers other questions) rather than refused."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    return _GPU_PROBE_OF.get(parse_any(text).source, "nvidia_smi")
+
+
+def given_gpu(facts: Facts) -> bool:
+    """Some nvidia-smi output that lists GPUs was among the files."""
+    from gpuonboard.facts.gpu_merge import GPU_PROBES
+
+    return any(facts.given(name) for name in GPU_PROBES)
+
+
+def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
+    """A run's own raw output, as the live run read it: no prompt to strip, the probe's own
+    command (`free -k`), and the exit code its summary.json records."""
+    text = decode_saved(data)
+    if probe == "nvidia_smi" and code == 0:
+        _refuse_damaged_xml(path, text)
+    return ProbeOutput(text, "", code)
+
+
+def _skipped_note(folder: Path, probes: Sequence[str]) -> str:
+    many = len(probes) != 1
+    return (
+        f"{folder}: {len(probes)} saved output{'s' if many else ''} of this gpuonboard run skipped,"
+        f" offline judging does not read {'them' if many else 'it'} ({', '.join(sorted(probes))})."
+    )
+
+
+def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[str, ProbeOutput]:
+    """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
+    (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
+    judging does not read is skipped, and one line per such folder is added to `notes`."""
+    raw: dict[str, ProbeOutput] = {}
+    origin: dict[str, Path] = {}
+    manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
+    skipped: dict[Path, list[str]] = {}
+    for path in expand(paths):
+        if path.parent not in manifests:
+            manifests[path.parent] = raw_dir_manifest(path.parent)
+        recorded = (manifests[path.parent] or {}).get(path.name)
+        if recorded is not None and recorded[0] not in RAW_DIR_PROBES:
+            skipped.setdefault(path.parent, []).append(recorded[0])
+            continue
+        data = _read_saved(path)
+        if recorded is not None:
+            kind, out = recorded[0], _run_output(path, data, *recorded)
+        else:
+            kind, out = _saved_output(path, data)
+        if kind in raw:
+            raise UsageError(
+                f"{path}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
+            )
+        origin[kind], raw[kind] = path, out
+    if notes is not None:
+        notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
+    if not raw:
+        raise UsageError(
+            f"{', '.join(str(f) for f in skipped)}: none of these saved outputs of a gpuonboard run is"
+            " one offline judging reads (nvidia-smi, topo -m, lscpu, free, df, lsblk, os-release, nvcc,"
+            " nproc, ...)."
+        )
+    return raw
+
+
+def _refuse_damaged_xml(path: Path, text: str) -> None:
+    """An `nvidia-smi -q -x` file that is cut short or damaged is a bad input (exit 2, naming the
+    file), not a box without GPUs: it passed with exit 0 and one warning line."""
+    from gpuonboard.facts import nvidia_smi
+
+    report = nvidia_smi.parse_any(text)
+    if report.source == "xml" and not report.gpus and report.warnings:
+        raise UsageError(
+            f"{path}: this nvidia-smi XML cannot be read ({report.warnings[0]}); the file is cut short"
+            " or damaged: save `nvidia-smi -q -x` again."
+        )
+
+
+def nvcc_version(facts: Facts) -> str | None:
+    """The CUDA toolkit release of a saved `nvcc --version` (it was recognised, then dropped)."""
+    from gpuonboard.steps.checks.driver_compat import parse_nvcc
+
+    out = facts.raw.get("nvcc")
+    return parse_nvcc(out.stdout) if out is not None and facts.given("nvcc") else None
+
+
+def summary(facts: Facts) -> dict[str, object]:
+    """Facts.summary(), with what no file told shown as unknown: without an nvidia-smi output the
+    GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free)."""
+    out = facts.summary()
+    if not given_gpu(facts):
+        out["gpu_count"] = None
+    if facts.given("nvcc"):
+        out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
+    return out
+
+
+def load_order(path: str) -> OrderSpec:
+    """An order spec from a YAML file (`order:` mapping or the order fields at top level)."""
+    from gpuonboard.errors import InventoryError
+
+    p = Path(path)
+    data = load_yaml(p, InventoryError, "order")
+    if isinstance(data, dict) and "order" in data:
+        data = data["order"]
+    if not isinstance(data, dict):
+        raise InventoryError(f"{p}, line 1: an order file must be a mapping like gpu_model: A100 80GB SXM.")
+    return parse_order(data, p, data if isinstance(data, LineDict) else LineDict(), "the order file")
+
+
+def facts_json(facts: Facts) -> dict[str, Any]:
+    """Every parsed fact as JSON-able data (raw outputs and the private probes' names left out)."""
+
+    def conv(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: conv(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple | list):
+            return [conv(v) for v in value]
+        if isinstance(value, Mapping):
+            return {"-".join(k) if isinstance(k, tuple) else str(k): conv(v) for k, v in value.items()}
+        return value
+
+    out = {
+        f.name: conv(getattr(facts, f.name))
+        for f in dataclasses.fields(facts)
+        if f.name not in ("raw", "private")
+    }
+    out["summary"] = summary(facts)
+    return out
+
+
+def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
+    """Acceptance rules (when an order is given) and GPU health rules; without an order, a given
+    nvidia-smi output is still judged by the order-free `nvidia_driver` rule, so an output from
+    which no GPU can be read ("NVIDIA-SMI has failed ...") fails instead of passing with exit 0."""
+    checks: list[Check] = []
+    if order is not None:
+        checks += acceptance.evaluate(order, facts)
+    elif given_gpu(facts):
+        checks.append(acceptance.rule_driver(facts))
+    checks += gpu_health.evaluate(facts)
+    return checks
+
+
+def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
+    """Parse, print, and return the exit code (1 when any rule fails)."""
+    if not paths:
+        raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
+    notes: list[str] = []
+    raw = load_outputs(paths, notes)
+    notes += [
+        f"{what} output read and shown, not judged." for kind, what in SHOWN_KINDS.items() if kind in raw
+    ]
+    if notes:
+        from rich.markup import escape
+
+        from gpuonboard.report.terminal import console
+
+        for line in notes:  # on stderr: stdout stays the table, or JSON with --json
+            console(stderr=True).print(f"note: {escape(line)}", soft_wrap=True)
+    facts = parse_facts(raw)
+    checks = judge(facts, order)
+    if as_json:
+        doc = {"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
+    else:
+        _print(facts, checks, sorted(raw))
+    # an unverified rule is counted, not failed (there is no --strict offline: a saved output
+    # that lacks a fact is said so in the table)
+    return 1 if any(c.verdict == "fail" for c in checks) else 0
+
+
+def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gpuonboard.report.terminal import _VERDICT_STYLE, console
+
+    con = console()
+    t = Table(title=f"facts from {', '.join(kinds)}", title_justify="left")
+    t.add_column("fact")
+    t.add_column("value")
+    for key, value in summary(facts).items():
+        t.add_row(key, "-" if value is None else escape(str(value)))
+    con.print(t)
+    for w in facts.warnings:
+        con.print(f"[yellow]warning:[/] {escape(w)}")
+    if checks:
+        r = Table(title="rules", title_justify="left")
+        for col in ("rule", "expected", "actual", "verdict"):
+            r.add_column(col)
+        for c in checks:
+            actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
+            r.add_row(
+                c.name, escape(c.expected), actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]"
+            )
+        con.print(r)

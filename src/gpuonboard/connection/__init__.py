@@ -1,0 +1,1355 @@
+"""SSH connections via paramiko: one per host per run, host-key policy, jump chains, retries.
+
+Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
+key we have never seen is refused unless the inventory pins its fingerprint (and it
+matches) or the user passed --trust-new-hosts; either way it is then recorded. A key that
+differs from the recorded one is always refused: it may be a man-in-the-middle.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import fcntl
+import functools
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import select
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpuonboard.errors import CommandError, ConnectError, ConnectionLost, HostKeyError, UsageError
+from gpuonboard.inventory import Host, Inventory
+
+DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
+# Bounds on what the inventory asks, at the point of use (the inventory refuses most at load):
+# a connect timeout of 1e300 s raised OverflowError in select/socket/threading (a thread's
+# traceback, "internal error" for the host); 1,200 jump hosts nested 1,200 SSH sessions; a key
+# file of gigabytes, or a FIFO, was read whole (or forever) to see whether it is a key
+MAX_CONNECT_TIMEOUT_S = 3600.0  # the longest wait for a host's TCP connect, banner and login
+MAX_WAIT_S = 7 * 86400.0  # the longest wait for a local command (poll() takes under 24.8 days)
+MAX_JUMP_HOPS = 16  # OpenSSH sets none; real ProxyJump chains are one to three hops
+MAX_KEY_FILE_BYTES = 1 << 20  # a private key is a few KiB (an RSA-16384 PEM, about 12 KiB)
+# how long a channel closed without an exit status waits for paramiko to mark a dead
+# connection inactive (it closes the channels first); only failures ever wait
+_LINK_SETTLE_S = 0.25
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one remote (or local) command returned."""
+
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.exit_code == 0
+
+
+class Runner(Protocol):
+    """Something that runs a built command string on a host (SSH or local)."""
+
+    host: Host
+    fingerprint: str | None
+
+    def run(
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
+        """Run `command` (built by gpuonboard.shell) and capture its output.
+
+        `prefetch=True` hints that another command will follow, so the SSH runner opens
+        the next channel while this command runs (its round trip then costs nothing).
+        `on_output`, when given, is called with each chunk of stdout as it arrives (live
+        progress); the result still holds the whole output.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def decode_stdout(data: bytes) -> str:
+    """A command's stdout as text: bytes that are not UTF-8 (a file name from an old archive in a
+    listing) kept as lone surrogates, so the name matches the local one (os.fsdecode does the
+    same) and encodes back to the same bytes; stderr is only shown, so it uses "replace"."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def fingerprint(key: Any) -> str:
+    """OpenSSH-style SHA256 fingerprint of a paramiko public key."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def connect_timeout(host: Host) -> float:
+    """The host's connect timeout as waited: at most MAX_CONNECT_TIMEOUT_S (a NaN or a value
+    that is not positive: the default 10 s)."""
+    seconds = host.connect_timeout
+    if not seconds > 0:  # (NaN too)
+        return 10.0
+    return min(float(seconds), MAX_CONNECT_TIMEOUT_S)
+
+
+def known_hosts_name(address: str, port: int) -> str:
+    """The known_hosts host pattern OpenSSH uses: `addr` on 22, `[addr]:port` otherwise."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+class _LazyInvoke:
+    """Stands in for paramiko.config's optional `invoke` module until it is used."""
+
+    def __getattr__(self, name: str) -> Any:
+        import invoke
+
+        return getattr(invoke, name)
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+# paramiko logs a refused port forward ("Secsh channel 0 open FAILED: Connection refused", once
+# per try) through Python's last-resort handler, onto stderr before our one sentence; every
+# failure it logs also reaches us as an exception, which says it once, plainly
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+def import_paramiko() -> Any:
+    """paramiko, imported without Invoke when Invoke is not loaded yet.
+
+    paramiko.config imports Invoke (and with it unittest.mock and asyncio, ~45 ms) only to
+    run `Match exec` lines of an ssh_config. A run that never loaded Invoke (the library
+    API, the benchmark adapter) gets a stand-in there that imports Invoke on first use, so
+    `Match exec` behaves the same; the `invoke` CLI has loaded Invoke already and keeps it.
+    """
+    loaded = sys.modules.get("paramiko")
+    if loaded is not None:
+        return loaded
+    with _IMPORT_LOCK:
+        if "invoke" in sys.modules or "paramiko.config" in sys.modules:
+            import paramiko
+
+            return paramiko
+        sys.modules["invoke"] = None  # type: ignore[assignment]  # makes `import invoke` fail fast
+        try:
+            import paramiko
+        finally:
+            if "invoke" in sys.modules and sys.modules["invoke"] is None:
+                del sys.modules["invoke"]
+        config: Any = paramiko.config
+        if config.invoke is None:
+            config.invoke = _LazyInvoke()
+            config.invoke_import_error = None
+        return paramiko
+
+
+def _bad_line(path: Path, exc: Exception) -> str:
+    """`line N` of the known_hosts file that paramiko could not read, or `a line`."""
+    text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if text and line.strip() == text.strip():
+                return f"line {number}"
+    return "a line"
+
+
+class KnownHosts:
+    """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
+
+    def __init__(self, path: Path) -> None:
+        paramiko = import_paramiko()
+        from paramiko.hostkeys import InvalidHostKey
+
+        self.path = path
+        self._lock = threading.Lock()
+        self._keys = paramiko.HostKeys()
+        self._revoked: set[bytes] = set()  # key blobs of `@revoked` lines: never accepted
+        if path.exists() and not path.is_file():  # (read as empty, then nothing was recorded)
+            what = "a directory" if path.is_dir() else "not a regular file"
+            raise UsageError(
+                f"{path} is {what}, not a known_hosts file; pass --known-hosts the path of a file"
+                " (the default is .gpuonboard/known_hosts)."
+            )
+        if path.is_file():
+            try:
+                self._load(path)
+            except (OSError, UnicodeDecodeError, paramiko.SSHException, InvalidHostKey, ValueError) as exc:
+                # the line's text is never shown: a mistyped --known-hosts may name a file of secrets
+                raise HostKeyError(
+                    f"{path}: cannot read the known_hosts file ({_bad_line(path, exc)} is no host key"
+                    " entry; its text is not shown); fix or remove that line, or pass --known-hosts"
+                    " the right file."
+                ) from None
+        self._reindex()
+
+    def _load(self, path: Path) -> None:
+        """paramiko's HostKeys.load, plus OpenSSH's markers, which paramiko read as a bad entry
+        (the whole file refused, every host with it): a `@revoked` line's key is refused for
+        every host, as OpenSSH (the rsync path) refuses it; a `@cert-authority` line vouches
+        for host certificates, which paramiko cannot check, so it vouches for no key here."""
+        paramiko = import_paramiko()
+        from paramiko.hostkeys import HostKeyEntry
+
+        with open(path, encoding="utf-8") as f:
+            for lineno, raw in enumerate(f, 1):
+                line = raw.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("@"):
+                    marker, _, rest = line.partition(" ")
+                    if marker == "@revoked":
+                        self._revoked.add(_marker_key(line, rest))
+                    continue
+                try:
+                    entry = HostKeyEntry.from_line(line, lineno)
+                except paramiko.SSHException:
+                    continue  # (as HostKeys.load)
+                if entry is None:  # a key type paramiko does not know: as paramiko, skipped
+                    continue
+                names = [h for h in entry.hostnames if not self._keys.check(h, entry.key)]
+                if names:
+                    entry.hostnames = names
+                    self._keys._entries.append(entry)
+
+    def revoked(self, key: Any) -> bool:
+        """Whether a `@revoked` line of this file names `key`."""
+        return key.asbytes() in self._revoked
+
+    def _reindex(self) -> None:
+        """Index the entries by plain host name. paramiko's own lookup scans every entry and
+        builds a new Mapping class per call: with 50 hosts in one run that was ~0.4 ms each.
+        Hashed names (`|1|salt|hash`) are few and stay a scan. Caller holds the lock (or
+        owns the object)."""
+        self._plain: dict[str, list[tuple[int, Any]]] = {}
+        self._hashed: list[tuple[int, Any]] = []
+        for i, entry in enumerate(self._keys._entries):
+            for name in entry.hostnames:
+                if not name.startswith("|1|"):
+                    self._plain.setdefault(name, []).append((i, entry))
+            if any(name.startswith("|1|") for name in entry.hostnames):
+                self._hashed.append((i, entry))
+
+    def lookup(self, name: str) -> dict[str, Any]:
+        """Recorded keys for a host pattern, by key type (the first entry of a type wins,
+        as in paramiko's HostKeys.lookup)."""
+        from paramiko.hostkeys import HostKeys
+
+        with self._lock:
+            hits = list(self._plain.get(name, ()))
+            for i, entry in self._hashed:
+                if any(
+                    h.startswith("|1|")
+                    and hmac.compare_digest(HostKeys.hash_host(name, h).encode(), h.encode())
+                    for h in entry.hostnames
+                ):
+                    hits.append((i, entry))
+            found: dict[str, Any] = {}
+            for _, entry in sorted(hits, key=lambda hit: hit[0]):
+                found.setdefault(entry.key.get_name(), entry.key)
+            return found
+
+    def add(self, name: str, key: Any, label: str | None = None) -> None:
+        """Record a key: one appended line (O_APPEND, under flock so parallel runs never
+        interleave), like OpenSSH; never a rewrite of the whole file per host. A file that
+        cannot be written is a HostKeyError naming it (`label`: the host, for that sentence)."""
+        line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
+        with self._lock:
+            # the file first: a key kept in memory only (the file a directory, read-only, on a
+            # full disk) let the connection's retry pass, and the next run found it unknown
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        line = b"\n" + line  # a hand-edited file without a final newline
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                who = f"host {label} ({name})" if label else name
+                raise HostKeyError(
+                    f"the host key of {who} could not be recorded in {self.path} ({exc.strerror or exc});"
+                    " make that file writable (or pass --known-hosts a file you can write to), then rerun."
+                ) from None
+            self._keys.add(name, key.get_name(), key)
+            self._reindex()
+
+
+def known_hosts_problem(
+    path: Path, hosts: Sequence[Host], inventory: Inventory | None, trust_new: bool
+) -> str | None:
+    """Before connecting: why the host keys this run would record (a pinned or, with
+    --trust-new-hosts, any key not recorded yet) cannot be written to `path`; None when they can
+    or none is to be recorded. (A directory there is refused by KnownHosts itself.) A key that
+    could not be written was kept in memory only: the run passed and the next found it unknown."""
+    store = KnownHosts(path)
+    pending: list[str] = []
+    for host in hosts:
+        if host.connection != "ssh":
+            continue
+        for hop in [*(_hop_host(j, inventory, host) for j in host.jump[:MAX_JUMP_HOPS]), host]:
+            name = known_hosts_name(hop.address, hop.port)
+            if (trust_new or hop.host_key) and hop.name not in pending and not store.lookup(name):
+                pending.append(hop.name)
+    if not pending:
+        return None
+    target = path if path.exists() else path.parent
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(target, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        keys = f"key of {pending[0]}" if len(pending) == 1 else f"keys of {', '.join(pending)}"
+        return (
+            f"the known_hosts file {path} cannot be written ({exc.strerror or exc}), so the host {keys}"
+            " could not be recorded; pass --known-hosts a file you can write to."
+        )
+    return None
+
+
+def _marker_key(line: str, rest: str) -> bytes:
+    """The key blob of a `@revoked HOSTS TYPE BASE64` line (InvalidHostKey when unreadable: a
+    revocation that cannot be read must not be dropped silently)."""
+    from paramiko.hostkeys import InvalidHostKey
+
+    fields = rest.split()
+    if len(fields) < 3:
+        raise InvalidHostKey(line, ValueError("not enough fields"))
+    try:
+        return base64.b64decode(fields[2], validate=True)
+    except ValueError as exc:
+        raise InvalidHostKey(line, exc) from None
+
+
+class HostKeyPolicy:
+    """paramiko policy called for every server key (the client's own key list stays empty)."""
+
+    def __init__(self, host_label: str, pinned: str | None, store: KnownHosts, trust_new: bool) -> None:
+        self.host_label = host_label
+        self.pinned = pinned
+        self.store = store
+        self.trust_new = trust_new
+        self.seen: str | None = None
+        # the type of a presented key that did not match the pin: the server may hold the pinned
+        # key under another type (a vendor mail lists the RSA or ECDSA fingerprint), so the login
+        # is tried again without it (see _open_hop)
+        self.pin_missed: str | None = None
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        """Accept a recorded or pinned key, record a trusted new one, refuse the rest."""
+        fp = fingerprint(key)
+        self.seen = fp
+        if self.store.revoked(key):
+            raise HostKeyError(
+                f"host {self.host_label} ({hostname}) presented host key {fp}, which {self.store.path}"
+                " marks @revoked; the connection was refused. A revoked key may be in an attacker's"
+                " hands: ask the vendor for the server's new key."
+            )
+        recorded = self.store.lookup(hostname)
+        same_type = recorded.get(key.get_name())
+        if same_type is not None and same_type.asbytes() == key.asbytes():
+            if self.pinned and fp != self.pinned:
+                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
+            return
+        if recorded:
+            # a key of the same type that differs, or a key of a type never recorded for a
+            # host we know: both are what a man-in-the-middle would present. A pin vouches for a
+            # key of a type never recorded (the server has several), but not for a key that
+            # differs from the recorded one of its type (that was accepted silently, a second
+            # line appended on every run, while the address without the pin was refused): one
+            # of the two is stale, and only the user can say which
+            old = same_type or next(iter(recorded.values()))
+            if self.pinned and fp == self.pinned and same_type is None:
+                self.store.add(hostname, key, self.host_label)  # another of its keys, vouched for by the pin
+                return
+            if self.pinned and fp == self.pinned:
+                raise HostKeyError(
+                    f"host {self.host_label} ({hostname}) presented the host key the inventory pins"
+                    f" ({fp}), but {self.store.path} records another one for it ({fingerprint(old)});"
+                    " the connection was refused. If the vendor reinstalled the server and the pin is"
+                    " the new key, delete the old line there, then rerun."
+                )
+            if self.pinned and same_type is None:
+                self.pin_missed = key.get_name()  # (the pinned key may be of a third type)
+            raise HostKeyError(
+                f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
+                f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"
+                " man-in-the-middle attack, so the connection was refused. If the vendor reinstalled"
+                " the server, confirm the new fingerprint with them and delete the old line."
+            )
+        if self.pinned:
+            if fp != self.pinned:
+                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
+            self.store.add(hostname, key, self.host_label)
+            return
+        if self.trust_new:
+            self.store.add(hostname, key, self.host_label)
+            return
+        raise HostKeyError(
+            f"host {self.host_label} ({hostname}) has an unknown host key {fp}; confirm it with the"
+            " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory."
+        )
+
+    def _pin_mismatch(self, hostname: str, fp: str, key: Any) -> str:
+        self.pin_missed = key.get_name()
+        return (
+            f"host {self.host_label} ({hostname}) presented host key {fp}, but the inventory pins"
+            f" {self.pinned}; the connection was refused (possible man-in-the-middle)."
+        )
+
+
+class Preconnect:
+    """TCP connections to every host's first hop, opened in one background thread as soon as
+    the inventory is known, so sshd's per-connection start-up (fork, re-exec, banner) runs
+    while this process is still importing paramiko and friends. Stdlib only.
+
+    A connection that fails here is simply opened again by the normal path, which owns
+    retries and error messages.
+    """
+
+    def __init__(self, hosts: list[Host]) -> None:
+        self._targets = {
+            h.name: (h.address, h.port, connect_timeout(h))
+            for h in hosts
+            if h.connection == "ssh" and not h.jump
+        }
+        self._socks: dict[str, socket.socket] = {}
+        self._ready = {name: threading.Event() for name in self._targets}
+        self._done = threading.Event()
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._connect_all, name="preconnect", daemon=True).start()
+
+    def _connect_all(self) -> None:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        deadline = time.monotonic() + max((t for _, _, t in self._targets.values()), default=0)
+        try:
+            for name, (addr, port, _) in self._targets.items():
+                try:
+                    info = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0]
+                    sock = socket.socket(info[0], info[1], info[2])
+                    sock.setblocking(False)
+                    if sock.connect_ex(info[4]) not in (0, errno.EINPROGRESS):
+                        sock.close()
+                        self._ready[name].set()
+                        continue
+                    sel.register(sock, selectors.EVENT_WRITE, name)
+                except OSError:
+                    self._ready[name].set()
+                    continue
+            while sel.get_map() and time.monotonic() < deadline:
+                for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    ready = key.fileobj
+                    assert isinstance(ready, socket.socket)
+                    sel.unregister(ready)
+                    if ready.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                        ready.setblocking(True)
+                        ready.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        with self._lock:
+                            self._socks[str(key.data)] = ready
+                    else:
+                        ready.close()
+                    self._ready[str(key.data)].set()
+            for key in list(sel.get_map().values()):
+                key.fileobj.close()  # type: ignore[union-attr]
+        finally:
+            sel.close()
+            for event in self._ready.values():
+                event.set()
+            self._done.set()
+
+    def take(self, host: Host) -> socket.socket | None:
+        """The pre-opened socket for host's first hop (once), or None."""
+        if host.name not in self._targets:
+            return None
+        self._ready[host.name].wait(connect_timeout(host))
+        with self._lock:
+            if host.name in self._taken:
+                return None
+            self._taken.add(host.name)
+            sock = self._socks.pop(host.name, None)
+        if sock is not None:
+            sock.settimeout(connect_timeout(host))
+        return sock
+
+    def close(self) -> None:
+        """Close sockets nobody took (hosts skipped or failed before connecting)."""
+        self._done.wait(1)
+        with self._lock:
+            for sock in self._socks.values():
+                sock.close()
+            self._socks.clear()
+
+
+@dataclass
+class ConnectOptions:
+    """Run-wide connection settings."""
+
+    known_hosts: Path = DEFAULT_KNOWN_HOSTS
+    trust_new_hosts: bool = False
+    retries: int = 2
+    backoff: float = 0.5
+    keepalive: int = 15
+    # unanswered keepalives before the connection is given up (ssh's ServerAliveCountMax)
+    keepalive_count: int = 4
+    preconnect: Preconnect | None = None
+
+
+class SSHRunner:
+    """One open SSH connection (through its jump chain) running commands as exec channels.
+
+    When a `sh -c SCRIPT` command is run with `prefetch=True` (another command follows),
+    its session stays open afterwards: the remote shell, once SCRIPT is done, waits on
+    stdin for that next command, so it costs no new SSH session (no channel open, no
+    login-shell start on the host). See _serve_script.
+    """
+
+    def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
+        self.host = host
+        self._conn = connection
+        self._hops = hops
+        self.fingerprint = policy.seen
+        self.transport = connection.client.get_transport()
+        self._spare: Any = None
+        self._serving: tuple[Any, str] | None = None  # (channel, token): a shell awaiting a command
+        self.silent_for: float | None = None  # set by LinkWatch when it gave the connection up
+
+    def watch(self, interval: float, count: int) -> None:
+        """Give the connection up once the host has answered nothing for interval * count
+        seconds (see LinkWatch); a command running then ends with ConnectionLost."""
+        if interval > 0 and count > 0:
+            LinkWatch(self, interval, count).start()
+
+    def run(
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
+        """Run one command on an exec channel of the shared connection (see Runner.run)."""
+        try:
+            served, self._serving = self._serving, None
+            if served is not None:
+                chan, token = served
+                # the waiting shell reads lines up to the token, then runs them with the rest
+                # of the channel as their stdin
+                script = _sh_c_script(command)
+                text = f"(\n{script}\n)" if script is not None else command
+                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape") + (stdin or b""))
+                out, err, code = self._collect(chan, timeout, on_output, prefetch)
+            else:
+                chan, self._spare = self._spare or self.transport.open_session(), None
+                script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
+                if script is not None:
+                    token = "@@gpuonboard-serve-" + secrets.token_hex(12)
+                    _exec_pipelined(chan, _serve_script(script, token))
+                    out, err, marked = _drain(chan, timeout, None, token.encode())
+                    if marked is not None:
+                        self._serving, code = (chan, token), marked
+                    else:  # the shell ended before serving: an ordinary result
+                        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                        chan.close()
+                else:
+                    _exec_pipelined(chan, command)
+                    if stdin is not None:
+                        chan.sendall(stdin)
+                    out, err, code = self._collect(chan, timeout, on_output, prefetch)
+        except TimeoutError as exc:  # before OSError: TimeoutError is one of them
+            raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
+        except (OSError, EOFError) as exc:
+            if self._link_lost():
+                raise self._lost(exc) from None
+            raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("paramiko"):
+                if self._link_lost():  # e.g. "SSH session not active": no channel opens on it
+                    raise self._lost(exc, running=False) from None
+                raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
+            raise
+        if code == -1 and self._link_lost():
+            # the channel closed without an exit status because the connection under it went
+            # (sshd killed, host rebooted, link cut): not the command's failure, and not a refusal
+            raise self._lost(None)
+        if code == -1 and not out and not err:
+            raise CommandError(
+                f"host {self.host.name}: the server refused to run a command on its SSH session."
+            )
+        return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
+
+    def _link_lost(self) -> bool:
+        """True when this runner's SSH connection is gone. paramiko's transport thread closes its
+        channels just before it marks itself inactive, so a caller that saw its channel close
+        waits a moment for that thread to end (one that stays up is a live connection)."""
+        transport = self.transport
+        if transport.is_active():
+            with contextlib.suppress(RuntimeError):  # a transport thread never started
+                transport.join(_LINK_SETTLE_S)
+        return not transport.is_active()
+
+    def _lost(self, exc: BaseException | None, running: bool = True) -> ConnectionLost:
+        """The one sentence for a connection that dropped (while a command ran, or before)."""
+        cause = exc if exc is not None else getattr(self.transport, "saved_exception", None)
+        why = "closed by the other end" if cause is None or isinstance(cause, EOFError) else _reason(cause)
+        if self.silent_for is not None:
+            why = f"no answer from the host for {self.silent_for:.0f} s: the link is down or the host hangs"
+        when = "while a command was running" if running else "before a command could start"
+        return ConnectionLost(
+            f"host {self.host.name}: the SSH connection was lost {when} ({why});"
+            " the host is unreachable now. Once it answers again, run the command again"
+            " (provision --resume continues at the step that was running)."
+        )
+
+    def _collect(
+        self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool
+    ) -> tuple[bytes, bytes, int]:
+        """End the command's stdin, open the next channel meanwhile when one follows, then its
+        output and exit code (-1 when the server sent none)."""
+        chan.shutdown_write()
+        if prefetch:
+            self._spare = self.transport.open_session()
+        out, err, _ = _drain(chan, timeout, on_output)
+        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+        chan.close()
+        return out, err, code
+
+    def close(self) -> None:
+        """Close the connection and every jump hop."""
+        for chan in (self._spare, self._serving[0] if self._serving else None):
+            if chan is not None:
+                with contextlib.suppress(Exception):
+                    chan.close()
+        self._spare = self._serving = None
+        _close_all([*self._hops, self._conn])
+
+
+def _sh_c_script(command: str) -> str | None:
+    """SCRIPT when `command` is exactly shell.sh_c(SCRIPT), else None."""
+    from gpuonboard import shell
+
+    if not command.startswith("sh -c "):
+        return None
+    arg = command[6:]
+    script = arg[1:-1].replace("'\"'\"'", "'") if len(arg) > 1 and arg[0] == arg[-1] == "'" else arg
+    # a blank script would make `( )`, a syntax error: such a command is run as it is
+    return script if script.strip() and shell.sh_c(script) == command else None
+
+
+def _serve_script(script: str, token: str) -> str:
+    """The exec command: SCRIPT in a subshell (stdin /dev/null, as an exec channel's would
+    be at EOF), then its exit code and `token` framed on stdout and stderr; then the shell
+    reads the next command from stdin, line by line up to a `token` line, and runs it with
+    eval, the rest of stdin being that command's stdin. EOF instead ends it (exit 0).
+
+    `read` takes one byte at a time from a pipe (POSIX), so it never eats into the next
+    command's stdin. Variables use a prefix no gpuonboard command uses.
+    """
+    from gpuonboard import shell
+
+    tok = shell.quote(token)
+    return shell.sh_c(
+        f"(\n{script}\n) </dev/null; __gpo_rc=$?\n"
+        f"printf '\\n%s %s\\n' {tok} \"$__gpo_rc\"; printf '\\n%s\\n' {tok} >&2\n"
+        "__gpo_c=\n"
+        "while IFS= read -r __gpo_l; do\n"
+        f'  if [ "$__gpo_l" = {tok} ]; then eval "$__gpo_c"; exit; fi\n'
+        '  __gpo_c="$__gpo_c$__gpo_l\n"\n'
+        "done\n"
+    )
+
+
+def _exec_pipelined(chan: Any, command: str) -> None:
+    """Send the exec request without waiting for the server's reply (saves one round trip).
+
+    Same message as paramiko's Channel.exec_command, minus its wait: stdin and the exit
+    status follow on the channel; a refused request closes the channel, which _drain sees.
+    """
+    from paramiko.common import cMSG_CHANNEL_REQUEST
+    from paramiko.message import Message
+
+    m = Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string("exec")
+    m.add_boolean(True)
+    m.add_string(command.encode("utf-8", "surrogateescape"))  # a non-UTF-8 file name: its own bytes
+    chan.transport._send_user_message(m)
+
+
+def _drain(
+    chan: Any,
+    timeout: float | None,
+    on_output: Callable[[bytes], None] | None = None,
+    token: bytes | None = None,
+) -> tuple[bytes, bytes, int | None]:
+    """stdout and stderr of a channel until its command exits.
+
+    With `token` (a _serve_script session), it stops instead once stdout ends with
+    `\\nTOKEN RC\\n` and stderr with `\\nTOKEN\\n`: both markers are cut off and RC is returned.
+    """
+    out: list[bytes] = []
+    err: list[bytes] = []
+    out_tail = err_tail = b""
+    deadline = time.monotonic() + timeout if timeout else None
+    while True:
+        if chan.recv_ready():
+            out.append(chan.recv(1 << 16))
+            if on_output is not None:
+                on_output(out[-1])
+            if token is None:
+                continue
+            out_tail = (out_tail + out[-1])[-200:]
+        elif chan.recv_stderr_ready():
+            err.append(chan.recv_stderr(1 << 16))
+            if token is None:
+                continue
+            err_tail = (err_tail + err[-1])[-200:]
+        elif (chan.exit_status_ready() and chan.eof_received) or chan.closed:
+            break
+        elif deadline is not None and time.monotonic() > deadline:
+            chan.close()
+            raise TimeoutError(f"command timed out after {timeout:.0f}s")
+        else:
+            select.select([chan], [], [], 0.5)
+            continue
+        if token is not None and err_tail.endswith(b"\n" + token + b"\n"):
+            head, sep, rc = out_tail.rpartition(b"\n" + token + b" ")
+            if sep and rc.endswith(b"\n") and rc[:-1].lstrip(b"-").isdigit():
+                o, e = b"".join(out), b"".join(err)
+                return o[: len(o) - len(sep) - len(rc)], e[: len(e) - len(token) - 2], int(rc)
+    while chan.recv_ready():
+        out.append(chan.recv(1 << 16))
+        if on_output is not None:
+            on_output(out[-1])
+    while chan.recv_stderr_ready():
+        err.append(chan.recv_stderr(1 << 16))
+    return b"".join(out), b"".join(err), None
+
+
+class LocalRunner:
+    """`connection: local`: run commands on this machine (when gpuonboard runs on the box)."""
+
+    fingerprint: str | None = None
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def run(
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
+        """Run one command through /bin/sh locally (as SSHRunner: a timeout is a CommandError,
+        a command killed by a signal ends with 128 + N)."""
+        if timeout is not None:
+            timeout = min(timeout, MAX_WAIT_S)  # (1e300: OverflowError in subprocess's poll)
+        try:
+            if on_output is not None:
+                return _run_streaming(command, stdin, timeout, on_output)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command], input=stdin or b"", capture_output=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise CommandError(
+                f"host {self.host.name}: a command timed out (after {timeout or 0:.0f} s)."
+            ) from None
+        return CommandResult(
+            command,
+            _shell_status(proc.returncode),
+            decode_stdout(proc.stdout),
+            proc.stderr.decode("utf-8", "replace"),
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _run_streaming(
+    command: str, stdin: bytes | None, timeout: float | None, on_output: Callable[[bytes], None]
+) -> CommandResult:
+    """LocalRunner.run with stdout handed to `on_output` chunk by chunk as it arrives."""
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    err: list[bytes] = []
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):
+            proc.stdin.write(stdin or b"")  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+
+    def collect_err() -> None:
+        err.append(proc.stderr.read())  # type: ignore[union-attr]
+
+    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=collect_err, daemon=True)]
+    for t in threads:
+        t.start()
+    out: list[bytes] = []
+    deadline = time.monotonic() + timeout if timeout else None
+    fd = proc.stdout.fileno()
+    while True:
+        wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+        ready, _, _ = select.select([fd], [], [], wait)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            out.append(chunk)
+            on_output(chunk)
+        elif deadline is not None and time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise subprocess.TimeoutExpired(command, timeout or 0)
+    code = proc.wait()
+    for t in threads:
+        t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return CommandResult(
+        command, _shell_status(code), decode_stdout(b"".join(out)), b"".join(err).decode("utf-8", "replace")
+    )
+
+
+def _shell_status(returncode: int) -> int:
+    """subprocess's -N (killed by signal N) as a shell and sshd's exit-signal give it: 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
+    """A jump hop: an inventory host by name, or `user@addr:port` inheriting base's key."""
+    if inventory is not None and spec in inventory.hosts:
+        return inventory.hosts[spec]
+    user, _, rest = spec.rpartition("@")
+    addr, port = rest, 22
+    if rest.startswith("["):
+        addr, _, tail = rest[1:].partition("]")
+        port = int(tail[1:]) if tail.startswith(":") else 22
+    elif rest.count(":") == 1:
+        addr, p = rest.split(":")
+        port = int(p)
+    return Host(
+        name=spec,
+        address=addr,
+        port=port,
+        user=user or base.user,
+        key_file=base.key_file,
+        use_agent=base.use_agent,
+        connect_timeout=base.connect_timeout,
+    )
+
+
+def _tcp_socket(host: Host) -> socket.socket:
+    """TCP connection with TCP_NODELAY, as OpenSSH does: without it Nagle's algorithm holds
+    each small SSH packet that follows another (exec request, then stdin, then EOF) for a
+    round trip, which on a 20 ms link doubles the time of every command."""
+    sock = socket.create_connection((host.address, host.port), timeout=connect_timeout(host))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+@functools.lru_cache(maxsize=1)
+def _no_host_keys() -> Any:
+    """An always-empty paramiko HostKeys (shared: nothing is ever added to it)."""
+    base: Any = import_paramiko().HostKeys
+
+    class NoHostKeys(base):
+        def lookup(self, hostname: str) -> None:
+            return None
+
+        def add(self, hostname: str, keytype: str, key: Any) -> None:
+            raise RuntimeError("host keys are recorded in gpuonboard's own known_hosts only")
+
+    return NoHostKeys()
+
+
+@functools.lru_cache(maxsize=32)
+def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
+    """Parse a private key file once per run, not once per host: (key, None), or (None, why it
+    cannot be used: `KEY_ENCRYPTED` or the parser's reason); paramiko's own key_filename path
+    then still tries it, and the agent."""
+    paramiko = import_paramiko()
+
+    unreadable = _key_file_unreadable(path)
+    if unreadable is not None:
+        return None, unreadable
+    try:
+        return paramiko.PKey.from_path(path), None
+    except paramiko.PasswordRequiredException:
+        return None, KEY_ENCRYPTED
+    except TypeError as exc:  # cryptography's "Key is password-protected, but password was not provided"
+        return None, KEY_ENCRYPTED if "password" in str(exc) else str(exc)
+    except (paramiko.SSHException, OSError, ValueError):
+        return None, _key_file_kind(path)
+
+
+def _key_file_unreadable(path: str) -> str | None:
+    """Why the file at `path` is not even read as a key (checked before reading it): not a
+    regular file (a FIFO blocked the run forever), or far larger than any private key."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_size > MAX_KEY_FILE_BYTES:
+        return f"it is {info.st_size:,} bytes, and a private key is a few KiB"
+    return None
+
+
+KEY_FORMATS = (
+    "it is in no private key format that can be read: OpenSSH's BEGIN OPENSSH PRIVATE KEY, or"
+    " PEM's BEGIN RSA, EC, DSA or BEGIN PRIVATE KEY"
+)
+
+
+def _key_file_kind(path: str) -> str:
+    """Why a key file paramiko cannot parse is no usable private key, in a few words."""
+    unreadable = _key_file_unreadable(path)
+    if unreadable is not None:
+        return unreadable
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64).lstrip()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if head.startswith((b"ssh-", b"ecdsa-", b"sk-")) or b"PUBLIC KEY" in head:
+        return "it holds a public key"
+    return KEY_FORMATS
+
+
+KEY_ENCRYPTED = "encrypted"
+
+
+def key_problem_message(label: str, key_file: str, problem: str) -> str:
+    """The sentence for a login that failed because key_file cannot be used as it is."""
+    if problem == KEY_ENCRYPTED:
+        return (
+            f"host {label}: key file {key_file} is protected by a passphrase, and no SSH agent offered"
+            f" it; load it into your agent (ssh-add {key_file}, with SSH_AUTH_SOCK set) and rerun"
+            " (gpuonboard never asks for a passphrase)."
+        )
+    return (
+        f"host {label}: key file {key_file} is not a private key that can be read ({problem});"
+        " key_file must name the private key (e.g. ~/.ssh/id_ed25519, not the .pub file)."
+    )
+
+
+class _Hop:
+    """One SSH login of a host's chain: a paramiko client with our host-key policy.
+
+    (What fabric.Connection gave us here, without Fabric's import and per-connection
+    config cost: the run path needs a client, its transport, open and close.)
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        gateway: _Hop | None,
+        policy: HostKeyPolicy,
+        prefer: Sequence[str] = (),
+        avoid: frozenset[str] = frozenset(),
+    ) -> None:
+        paramiko = import_paramiko()
+        self.host = host
+        self.gateway = gateway
+        # host key algorithms: those of the recorded keys first, as OpenSSH (and paramiko with
+        # its own known_hosts) does, so a server with several keys presents the recorded one
+        self.transport_factory = functools.partial(_transport, prefer=tuple(prefer), avoid=avoid)
+        self.client = paramiko.SSHClient()
+        # the client's own key lists stay empty, so every key goes to our policy (our
+        # known_hosts); these stand-ins answer "none" without paramiko's per-call scan
+        self.client._system_host_keys = self.client._host_keys = _no_host_keys()
+        self.client.set_missing_host_key_policy(policy)
+        self.transport: Any = None
+        kwargs: dict[str, Any] = {
+            "allow_agent": host.use_agent,
+            "look_for_keys": host.key_file is None,
+            "banner_timeout": connect_timeout(host),
+            "auth_timeout": connect_timeout(host),
+        }
+        self.key_problem: str | None = None  # why key_file cannot be used (a failed login says so)
+        if host.key_file:
+            try:
+                pkey, self.key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+            except OSError as exc:
+                pkey, self.key_problem = None, exc.strerror or str(exc)
+            if pkey is not None:
+                kwargs["pkey"] = pkey
+            elif self.key_problem == KEY_ENCRYPTED:
+                kwargs["key_filename"] = [host.key_file]
+            # (a file that is no key: paramiko's own reader would fail too, or stop the host with
+            # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
+            # failure names the file and why)
+        self.connect_kwargs = kwargs
+
+    def open(self, sock: Any = None) -> None:
+        """Log in over `sock`, or through the gateway's direct-tcpip channel."""
+        host = self.host
+        if self.gateway is not None:
+            sock = self.gateway.transport.open_channel(
+                "direct-tcpip", (host.address, int(host.port)), ("", 0)
+            )
+        self.client.connect(
+            hostname=host.address,
+            port=host.port,
+            username=host.user,
+            sock=sock,
+            timeout=max(1, round(connect_timeout(host))),
+            transport_factory=self.transport_factory,
+            **self.connect_kwargs,
+        )
+        self.transport = self.client.get_transport()
+
+    def close(self) -> None:
+        """Close this login (its transport and channels)."""
+        self.client.close()
+
+
+def kex_order(available: Sequence[str]) -> tuple[str, ...]:
+    """paramiko's key exchanges with ecdh-sha2-nistp256 moved before curve25519 (the
+    post-quantum hybrid mlkem768x25519 stays first where paramiko offers it).
+
+    Both classical choices give 128-bit security; OpenSSH computes curve25519 with its own
+    portable reference code but P-256 in OpenSSL's optimised constant-time code, which costs
+    the host about 3 ms less CPU per login (measured on OpenSSH 9.2: 18.3 -> 15.3 ms per
+    connection, host and client together) and answers the key exchange sooner."""
+    order = list(available)
+    if "ecdh-sha2-nistp256" in order:
+        order.remove("ecdh-sha2-nistp256")
+        first_classic = next((i for i, k in enumerate(order) if not k.startswith(("mlkem", "sntrup"))), 0)
+        order.insert(first_classic, "ecdh-sha2-nistp256")
+    return tuple(order)
+
+
+def host_key_algorithms(key_type: str) -> tuple[str, ...]:
+    """The host key algorithms that present a key of `key_type` (an RSA key, "ssh-rsa", is
+    presented under its SHA-2 signature names)."""
+    if key_type == "ssh-rsa":
+        return ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
+    return (key_type,)
+
+
+def key_types_order(
+    available: Sequence[str], prefer: Sequence[str], avoid: frozenset[str]
+) -> tuple[str, ...]:
+    """paramiko's host key algorithms without `avoid`'s, those presenting a key type of `prefer`
+    (the recorded keys) first."""
+    wanted = {a for t in prefer for a in host_key_algorithms(t)}
+    left = [a for a in available if a not in avoid]
+    return tuple([a for a in left if a in wanted] + [a for a in left if a not in wanted])
+
+
+def _transport(
+    sock: Any, prefer: Sequence[str] = (), avoid: frozenset[str] = frozenset(), **kwargs: Any
+) -> Any:
+    """The Transport SSHClient.connect uses, with our key-exchange order (`kex_order`) and host
+    key algorithm order (`key_types_order`)."""
+    paramiko = import_paramiko()
+    transport = paramiko.Transport(sock, **kwargs)
+    options = transport.get_security_options()
+    options.kex = kex_order(options.kex)
+    if prefer or avoid:
+        options.key_types = key_types_order(options.key_types, prefer, avoid)
+    table = dict(transport._channel_handler_table)
+    table[paramiko.common.MSG_CHANNEL_REQUEST] = _channel_request(table[paramiko.common.MSG_CHANNEL_REQUEST])
+    transport._channel_handler_table = table  # this transport's own copy, not the class's
+    return transport
+
+
+def signal_status(name: str) -> int:
+    """The exit status a shell gives a command killed by signal NAME ("KILL" -> 137); 255 for a
+    name this system does not know."""
+    try:
+        return 128 + int(signal.Signals["SIG" + name])
+    except KeyError:
+        return 255
+
+
+def _channel_request(handle: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """paramiko's channel-request handler, plus `exit-signal` (RFC 4254 6.10), which paramiko
+    ignores: a command killed by a signal (OOM killer, pkill) then ends with the status a shell
+    gives it (128 + N) instead of none at all, which read as a refusal or a lost link."""
+
+    def handler(chan: Any, m: Any) -> None:
+        start = m.packet.tell()
+        if chan is not None and m.get_text() == "exit-signal":
+            m.get_boolean()  # want_reply: always false for exit-signal
+            # (bytes, not text: a name that is no UTF-8 must not raise in the transport thread)
+            chan.exit_status = signal_status(m.get_string().decode("ascii", "replace"))
+            chan.status_event.set()
+            return
+        m.packet.seek(start)
+        handle(chan, m)
+
+    return handler
+
+
+def open_runner(
+    host: Host,
+    options: ConnectOptions,
+    store: KnownHosts,
+    inventory: Inventory | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Runner:
+    """Open the ONE connection this run uses for `host` (through its jump chain), with retries."""
+    if host.connection == "local":
+        return LocalRunner(host)
+    attempt = 0
+    while True:
+        try:
+            return _connect_once(host, options, store, inventory)
+        except HostKeyError:
+            raise
+        except ConnectError as exc:
+            if not getattr(exc, "retryable", False) or attempt >= options.retries:
+                raise
+            sleep(options.backoff * (2**attempt))
+            attempt += 1
+
+
+def _connect_once(
+    host: Host, options: ConnectOptions, store: KnownHosts, inventory: Inventory | None
+) -> Runner:
+    if len(host.jump) > MAX_JUMP_HOPS:
+        raise ConnectError(
+            f"host {host.name}: its jump chain has {len(host.jump):,} hops, and gpuonboard opens at"
+            f" most {MAX_JUMP_HOPS} (OpenSSH's ProxyJump chains are a few hops); shorten the host's"
+            " 'jump' in the inventory."
+        )
+    chain = [_hop_host(h, inventory, host) for h in host.jump] + [host]
+    for hop in chain:
+        if hop.key_file and not os.path.isfile(hop.key_file):
+            raise ConnectError(
+                f"host {hop.name}: key file {hop.key_file} does not exist; fix key_file in the inventory."
+            )
+    gateway: _Hop | None = None
+    opened: list[Any] = []
+    policy = None
+    for i, hop in enumerate(chain):
+        label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
+        try:
+            conn, policy = _open_hop(hop, label, gateway, store, options, hop is host)
+        except ConnectError:
+            _close_all(opened)
+            raise
+        conn.transport.set_keepalive(options.keepalive)
+        if i < len(chain) - 1:
+            # this hop forwards to the next one: opening that forward must not wait paramiko's
+            # default hour when the bastion cannot reach the next host
+            conn.transport.channel_timeout = connect_timeout(chain[i + 1])
+        opened.append(conn)
+        gateway = conn
+    assert policy is not None
+    runner = SSHRunner(host, opened[-1], policy, opened[:-1])
+    runner.watch(options.keepalive, options.keepalive_count)
+    return runner
+
+
+def _open_hop(
+    hop: Host, label: str, gateway: _Hop | None, store: KnownHosts, options: ConnectOptions, target: bool
+) -> tuple[_Hop, HostKeyPolicy]:
+    """Log in to one hop of the chain (its failure as one ConnectError sentence).
+
+    A server holds several host keys (ed25519, ECDSA, RSA) and presents one per login: the
+    type of a recorded key first; when the key presented does not match the inventory's pin,
+    the login is tried again without that type, since the vendor may have sent the fingerprint
+    of another of its keys. Every key is still judged by HostKeyPolicy; when none matches,
+    the first refusal is the answer."""
+    recorded = store.lookup(known_hosts_name(hop.address, hop.port))
+    # (the type of a recorded key the pin names first: one handshake, not one per type)
+    prefer = sorted(recorded, key=lambda t: fingerprint(recorded[t]) != hop.host_key)
+    avoid: frozenset[str] = frozenset()
+    first_refusal: HostKeyError | None = None
+    while True:
+        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
+        conn = _Hop(hop, gateway, policy, prefer, avoid)
+        try:
+            if gateway is not None:
+                conn.open()
+            else:
+                early = options.preconnect.take(hop) if options.preconnect and target else None
+                conn.open(early or _tcp_socket(hop))
+            return conn, policy
+        except Exception as exc:
+            _close_all([conn])
+            if isinstance(exc, HostKeyError) and policy.pin_missed is not None:
+                first_refusal = first_refusal or exc
+                avoid |= _tried(policy)
+                if _more_key_types(avoid):
+                    continue
+                raise first_refusal from None
+            if first_refusal is not None and policy.seen is None:
+                raise first_refusal from None  # no other key type to present (or no answer)
+            if isinstance(exc, HostKeyError):
+                raise
+            err = _login_error(exc, conn, policy, hop, label)
+            if err is None:
+                raise
+            raise err from None
+
+
+def _tried(policy: HostKeyPolicy) -> frozenset[str]:
+    """The host key algorithms of the key type a login was refused for."""
+    return frozenset(host_key_algorithms(policy.pin_missed)) if policy.pin_missed else frozenset()
+
+
+def _more_key_types(avoid: frozenset[str]) -> bool:
+    """Whether paramiko offers a host key algorithm outside `avoid`."""
+    return any(a not in avoid for a in import_paramiko().Transport._preferred_keys)
+
+
+def _login_error(
+    exc: BaseException, conn: _Hop, policy: HostKeyPolicy, hop: Host, label: str
+) -> ConnectError | None:
+    """The one sentence for a login that failed with `exc` (None: not a login failure, a bug)."""
+    paramiko = import_paramiko()
+    if isinstance(exc, paramiko.BadHostKeyException):  # pragma: no cover - our policy handles keys
+        return HostKeyError(f"host {label}: host key changed ({exc}).")
+    if isinstance(exc, paramiko.SSHException):
+        if policy.seen is not None and conn.key_problem is not None and hop.key_file:
+            # the host key was verified, then our key could not even be offered
+            return ConnectError(key_problem_message(label, hop.key_file, conn.key_problem))
+        if policy.seen is not None and str(exc) == "No authentication methods available":
+            return ConnectError(
+                f"host {label} ({hop.user}@{hop.address}:{hop.port}): there is no key to log in"
+                " with (no key_file, no SSH agent, no ~/.ssh/id_* key); set key_file in the"
+                " inventory, or load the key into your SSH agent."
+            )
+        if isinstance(exc, paramiko.AuthenticationException):
+            return ConnectError(
+                f"host {label} ({hop.user}@{hop.address}:{hop.port}) refused the login ({exc});"
+                f" check user and key_file{' ' + hop.key_file if hop.key_file else ''}."
+            )
+        return _unreachable(label, hop, exc)
+    if isinstance(exc, OSError | EOFError):
+        return _unreachable(label, hop, exc)
+    return None
+
+
+class LinkWatch(threading.Thread):
+    """What OpenSSH's ServerAliveInterval/ServerAliveCountMax do, for a paramiko connection.
+
+    paramiko's keepalive asks for no reply, so a link that goes silent (no reset: a NAT
+    dropping state, a cable, a hung host) left a command waiting until TCP gave up, about
+    15 minutes. Every `interval` seconds this asks the host for a reply (a global request
+    sshd answers "failure" to); when none comes within interval * count seconds it closes
+    the connection, and the command running on it ends with ConnectionLost saying so."""
+
+    def __init__(self, runner: SSHRunner, interval: float, count: int) -> None:
+        super().__init__(name=f"linkwatch-{runner.host.name}", daemon=True)
+        self.runner, self.interval, self.count = runner, interval, count
+
+    def run(self) -> None:
+        transport = self.runner.transport
+        while transport.is_active():
+            time.sleep(self.interval)
+            answered = threading.Event()
+            threading.Thread(
+                target=_ask, args=(transport, answered), name=f"{self.name}-ask", daemon=True
+            ).start()
+            if not answered.wait(self.interval * self.count) and transport.is_active():
+                self.runner.silent_for = self.interval * self.count
+                with contextlib.suppress(Exception):
+                    transport.close()
+                return
+
+
+def _ask(transport: Any, answered: threading.Event) -> None:
+    """One keepalive that wants a reply; `answered` is set once any reply came (or the
+    transport closed)."""
+    with contextlib.suppress(Exception):  # a transport closing meanwhile
+        transport.global_request("keepalive@openssh.com", wait=True)
+    answered.set()
+
+
+def _unreachable(label: str, hop: Host, exc: BaseException) -> ConnectError:
+    """A network-level failure to reach `hop` (retried with backoff by open_runner)."""
+    err = ConnectError(
+        f"host {label} ({hop.address}:{hop.port}) is unreachable: {_reason(exc, hop)};"
+        " check the address, port and firewall, or whether the server is up."
+    )
+    err.retryable = True  # type: ignore[attr-defined]
+    return err
+
+
+def _close_all(conns: list[Any]) -> None:
+    for c in reversed(conns):
+        with contextlib.suppress(Exception):  # closing a dead transport may raise anything
+            c.close()
+
+
+def _closed_early(exc: BaseException) -> bool:
+    """Whether the connection was closed under paramiko (an EOF or a reset in the exception's
+    chain), rather than left silent until the timeout."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, EOFError | ConnectionResetError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _reason(exc: BaseException, hop: Host | None = None) -> str:
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return "connection timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        name = f"the name {hop.address!r}" if hop is not None else "the name"
+        return f"{name} does not resolve ({exc.strerror or exc}; DNS)"
+    text = str(exc) or type(exc).__name__
+    if "Unable to connect" in text or "Errno 111" in text:
+        return "connection refused"
+    if hop is not None and text.startswith("Error reading SSH protocol banner") and _closed_early(exc):
+        # (in a split second: not a timeout; a proxy or firewall that takes the connection and
+        # drops it, an sshd refusing by MaxStartups or tcp_wrappers, a port of another service)
+        return (
+            "the server closed the connection before sending its SSH greeting (is this port an SSH"
+            " server, or does a firewall or proxy cut it?)"
+        )
+    if hop is not None and (
+        text in ("No existing session", "Negotiation failed.")
+        or text.startswith("Error reading SSH protocol banner")
+    ):
+        # paramiko's words, by timing, for a handshake that did not finish within the connect
+        # timeout (a port that is no SSH server, an overloaded sshd)
+        return (
+            f"the SSH handshake did not finish within {max(1, round(connect_timeout(hop)))} s"
+            " (no SSH greeting: is this port an SSH server?)"
+        )
+    return text

@@ -1,0 +1,400 @@
+"""Gather a host's facts: the core probes plus those steps ask for, in ONE remote execution."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpuonboard import shell
+from gpuonboard.errors import CommandError
+from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
+
+if TYPE_CHECKING:
+    from gpuonboard.connection import Runner
+
+    # The parsers (xml.etree, csv, many regexes: ~10 ms of start-up) are imported where they
+    # parse, so a run whose playbook needs no hardware facts (core=False) never loads them.
+    from gpuonboard.facts import cpu, disks, gpu_merge, memory, nvidia_smi, topo
+    from gpuonboard.facts.gpu_merge import GpuEvidence
+
+CORE_NAMES = (
+    "nvidia_smi",
+    "nvidia_smi_q",
+    "nvidia_smi_csv",
+    "nvidia_smi_table",
+    "nvidia_smi_list",
+    "nvidia_smi_apps",
+    "nvidia_topo",
+    "nvidia_nvlink",
+    "nvidia_nvlink_errors",
+    "kernel_log",
+    "rdma_ports",
+    "fabric_manager",
+    "lscpu",
+    "free",
+    "df",
+    "lsblk",
+    "os_release",
+    "kernel",
+    "nproc",
+    "container_runtime",
+    "cgroup_limits",
+    "loop_backing",
+)
+
+
+# A hung driver (a GPU fallen off the bus, a wedged persistence daemon) makes nvidia-smi
+# block for ever: each call gets this long, then TERM (KILL 5 s later) and exit 124.
+NVIDIA_SMI_TIMEOUT = 60
+TIMED_OUT = 124  # the probe's exit code when nvidia-smi did not answer in time
+
+
+def _nvidia_smi_prelude(seconds: int) -> str:
+    """Shell: `n ARGS` runs nvidia-smi under `timeout` (when the host has it); a call that
+    timed out ends the probe with exit 124, so no fallback call waits as long again."""
+    return (
+        "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
+        f'if command -v timeout >/dev/null 2>&1; then n() {{ timeout -k 5 {seconds} nvidia-smi "$@"; '
+        f"c=$?; [ $c -eq 124 ] || [ $c -eq 137 ] && exit {TIMED_OUT}; return $c; }}; "
+        'else n() { nvidia-smi "$@"; }; fi; '
+    )
+
+
+def _cgroup_limits_command() -> str:
+    """Shell: the memory and CPU limits of the probe's own cgroup and every cgroup above it,
+    as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max; v1 memory.limit_in_bytes and
+    cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file)."""
+
+    def walk(root: str, files: tuple[str, ...]) -> str:
+        reads = " ".join(
+            f'[ -r "$d/{f}" ] && read -r v <"$d/{f}" && printf \'%s\\t%s\\n\' "$d/{f}" "$v";' for f in files
+        )
+        return (
+            f"r={shell.quote(root)}; d=$r$p; while :; do {reads} "
+            '[ "$d" = "$r" ] || [ -z "$d" ] && break; d=${d%/*}; [ "${#d}" -ge "${#r}" ] || d=$r; done'
+        )
+
+    return (
+        "[ -r /proc/self/cgroup ] || exit 127; "
+        'while IFS=: read -r _ c p; do case ",$c," in '
+        f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max'))};; "
+        f"*,memory,*) {walk('/sys/fs/cgroup/memory', ('memory.limit_in_bytes',))};; "
+        f"*,cpu,*) {walk('/sys/fs/cgroup/cpu', ('cpu.cfs_quota_us', 'cpu.cfs_period_us'))};; "
+        "esac; done </proc/self/cgroup; exit 0"
+    )
+
+
+# loopN<TAB>backing file, for every attached loop device (a data "disk" that is a file on /)
+_LOOP_BACKING = (
+    'for f in /sys/block/loop*/loop/backing_file; do [ -r "$f" ] || continue; '
+    'read -r b <"$f" && n=${f#/sys/block/} && printf \'%s\\t%s\\n\' "${n%%/*}" "$b"; done; exit 0'
+)
+
+
+@functools.cache
+def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
+    """The core hardware probes (built once; the GPU query needs the parser's field list).
+
+    Every nvidia-smi format is asked at once (XML, -q, the CSV query, the plain table, -L, the
+    compute apps, topo -m), each its own probe: exit 127 when nvidia-smi is not installed at
+    all, 124 when it did not answer within `nvidia_smi_timeout` seconds.
+    """
+    from gpuonboard.facts import extra_probes, nvidia_smi
+    from gpuonboard.facts.gpu_merge import APPS_FIELDS
+
+    gpu_fields = ",".join(nvidia_smi.QUERY_FIELDS)
+    prelude = _nvidia_smi_prelude(nvidia_smi_timeout)
+
+    def gpu(name: str, args: str) -> Probe:
+        return Probe(name, f"{prelude}n {args}".rstrip(), slow=True)
+
+    # every cheap nvidia-smi format at once (they run side by side on the host): each answers
+    # other questions, and a provider may block some (facts/gpu_merge.py merges them)
+    probes = (
+        gpu("nvidia_smi", "-q -x"),
+        gpu("nvidia_smi_q", "-q"),
+        gpu("nvidia_smi_csv", f"--query-gpu={gpu_fields} --format=csv,nounits"),
+        gpu("nvidia_smi_table", ""),
+        gpu("nvidia_smi_list", "-L"),
+        gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
+        gpu("nvidia_topo", "topo -m"),
+        gpu("nvidia_nvlink", "nvlink -s"),
+        # `-e` (--errorcounters): each link's error counters, the form documented across driver
+        # generations; not `-ec` (--crcerrorcounters, per-lane CRC counters, another table)
+        gpu("nvidia_nvlink_errors", "nvlink -e"),
+        # the kernel's Xid/SXid lines since boot, the RDMA ports, the fabric manager's state
+        extra_probes.KERNEL_LOG,
+        extra_probes.RDMA_PORTS,
+        extra_probes.FABRIC_MANAGER,
+        Probe("lscpu", "lscpu"),
+        Probe("free", "free -k"),
+        Probe("df", "df -P -k"),
+        Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
+        Probe("os_release", "cat /etc/os-release"),
+        Probe("kernel", "uname -r"),
+        Probe("nproc", "nproc"),
+        Probe(
+            "container_runtime",
+            "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
+        ),
+        Probe("cgroup_limits", _cgroup_limits_command()),
+        Probe("loop_backing", _LOOP_BACKING),
+    )
+    assert tuple(p.name for p in probes) == CORE_NAMES
+    return probes
+
+
+def __getattr__(name: str) -> object:
+    """`CORE_PROBES` stays importable as before (computed on first access)."""
+    if name == "CORE_PROBES":
+        return core_probes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything known about one host after the probe, parsed into typed values."""
+
+    raw: Mapping[str, ProbeOutput]
+    gpu: nvidia_smi.GpuReport | None
+    topology: topo.Topology | None
+    cpu: cpu.CpuInfo | None
+    memory: memory.MemoryInfo | None
+    mounts: tuple[disks.Mount, ...]
+    block_devices: tuple[disks.BlockDevice, ...]
+    os_release: Mapping[str, str]
+    kernel: str | None
+    nproc: int | None
+    container_runtime: str | None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    # limits of the login's cgroup (a container rental): None when unlimited or unknown
+    memory_limit_bytes: int | None = None
+    cgroup_cpus: float | None = None
+    loop_backing: Mapping[str, str] = field(default_factory=dict)
+    # the probes whose output reports never show (Probe.private): a template's own values
+    private: frozenset[str] = frozenset()
+    # which nvidia-smi formats answered and which the host refused (gpu is their merge)
+    gpu_evidence: GpuEvidence | None = None
+
+    @property
+    def nvidia_smi_present(self) -> bool:
+        """False when nvidia-smi is not installed (no driver): no format of it ran."""
+        from gpuonboard.facts.gpu_merge import GPU_PROBES
+
+        return any(name in self.raw and not self.raw[name].absent for name in GPU_PROBES)
+
+    def given(self, probe: str) -> bool:
+        """The probe ran on the host, or its saved output was among `invoke facts` files
+        (parse_facts fills the others in as 'not probed')."""
+        out = self.raw.get(probe)
+        return out is not None and out.stderr != "not probed"
+
+    def unread_not_a_fault(self) -> str:
+        """Why no GPU could be read when that says nothing about the box: the host refuses every
+        format that lists GPUs, the output was cut short, or nvidia-smi answered (exit 0) with
+        text that is no nvidia-smi listing (another command's capture). '' when nvidia-smi
+        itself failed, hung or is missing (the box's own fault) or GPUs were read."""
+        from gpuonboard.facts.gpu_merge import refusal_line
+        from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+
+        if not self.nvidia_smi_present or (self.gpu is not None and self.gpu.gpus):
+            return ""
+        raw = self.gpu_raw
+        failed = (
+            bool(nvidia_smi_failure(raw.stdout, raw.stderr)[1])
+            or "NVIDIA-SMI has failed" in raw.stdout
+            or raw.exit_code == TIMED_OUT
+        )
+        if failed and refusal_line(raw) is None:
+            return ""  # a format that was not refused failed with a cause of its own
+        ev = self.gpu_evidence
+        if ev is not None and ev.refusals:
+            return "; ".join(r.sentence() for r in ev.refusals)
+        if self.gpu is not None and not self.gpu.complete:
+            return "the nvidia-smi output was cut short"
+        if raw.exit_code == 0 and self.gpu is not None and self.gpu.source == "unknown":
+            return "nvidia-smi answered with text that is no GPU listing"
+        return ""
+
+    @property
+    def gpu_raw(self) -> ProbeOutput:
+        """The nvidia-smi output that says why no GPU could be read: the richest format's,
+        passing over a format the host refused (its words are in gpu_evidence.refusals)."""
+        from gpuonboard.facts.gpu_merge import GPU_SOURCES, refusal_line
+
+        for name, _, _ in GPU_SOURCES:
+            out = self.raw.get(name)
+            if out is not None and not out.absent and refusal_line(out) is None:
+                return out
+        return self.raw["nvidia_smi"]
+
+    def summary(self) -> dict[str, object]:
+        """A small JSON-able digest for reports."""
+        interconnect = None
+        if self.topology:
+            from gpuonboard.facts import topo
+
+            interconnect = topo.interconnect(self.topology)
+        return {
+            "gpu_count": len(self.gpu.gpus) if self.gpu else 0,
+            "gpu_model": self.gpu.gpus[0].name if self.gpu and self.gpu.gpus else None,
+            "driver_version": self.gpu.driver_version if self.gpu else None,
+            "cuda_version": self.gpu.cuda_version if self.gpu else None,
+            "interconnect": interconnect,
+            "cpu_cores": self.cpu.physical_cores if self.cpu else None,
+            "logical_cpus": self.cpu.logical_cpus if self.cpu else None,
+            "ram_bytes": self.memory.total_bytes if self.memory else None,
+            "os": self.os_release.get("PRETTY_NAME"),
+            "kernel": self.kernel,
+            "container_runtime": self.container_runtime,
+            # which nvidia-smi formats the facts came from, and those the host refused
+            "nvidia_smi_formats": list(self.gpu_evidence.answered) if self.gpu_evidence else [],
+            "nvidia_smi_refused": [r.sentence() for r in self.gpu_evidence.refusals]
+            if self.gpu_evidence
+            else [],
+            # every GPU's identity (a swapped GPU, a box handed back: steps/identity.py)
+            "gpus": [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "serial": g.serial,
+                    "uuid": g.uuid,
+                    "board_part_number": g.board_part_number,
+                    "pci_bus_id": g.pci_bus_id,
+                }
+                for g in (self.gpu.gpus if self.gpu else ())
+            ],
+        }
+
+
+def gather(
+    runner: Runner,
+    extra: Sequence[Probe] = (),
+    timeout: float = 120,
+    core: bool = True,
+    prefetch: bool = False,
+) -> Facts:
+    """Run the ONE batched probe on the host and parse its outputs.
+
+    `core=False` runs only the steps' own probes (a playbook that needs no hardware facts).
+    """
+    base = list(core_probes()) if core else []
+    probes = base + [p for p in extra if p.name not in {c.name for c in base}]
+    if not probes:  # (a playbook whose steps need no facts: nothing to run)
+        return parse_facts({})
+    token = new_token()
+    result = runner.run(shell.sh_c(build_script(probes, token)), timeout=timeout, prefetch=prefetch)
+    if token not in result.stdout:
+        detail = (result.stderr.strip() or f"exit code {result.exit_code}").splitlines()[0]
+        raise CommandError(f"host {runner.host.name}: the fact probe could not run ({detail}).")
+    raw = split_output(result.stdout, result.stderr, token, [p.name for p in probes])
+    return dataclasses.replace(parse_facts(raw), private=frozenset(p.name for p in probes if p.private))
+
+
+def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
+    out = raw.get(name)
+    return out.stdout if out is not None and out.exit_code == 0 and out.stdout.strip() else None
+
+
+def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
+    """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
+    # each parser module is imported only when there is output for it to parse
+    warnings: list[str] = []
+    raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    gpu = topology = cpu_info = mem = None
+    mounts: Sequence[disks.Mount] = ()
+    block: Sequence[disks.BlockDevice] = ()
+    evidence = None
+    from gpuonboard.facts.gpu_merge import GPU_PROBES
+
+    if any(_some(raw, name) for name in GPU_PROBES):
+        from gpuonboard.facts import gpu_merge, nvidia_smi
+
+        evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, _list_parser())
+        gpu = evidence.report
+        if gpu is None and (text := _ok(raw, "nvidia_smi")):
+            gpu = nvidia_smi.parse_any(text)  # it answered, but listed no GPU: say why
+        warnings += list(gpu.warnings) if gpu else []
+        warnings += [r.sentence() for r in evidence.refusals]
+    if topo_text := _ok(raw, "nvidia_topo"):
+        from gpuonboard.facts import topo
+
+        topology = topo.parse_topo(topo_text)
+    if cpu_text := _ok(raw, "lscpu"):
+        from gpuonboard.facts import cpu
+
+        cpu_info = cpu.parse_lscpu(cpu_text)
+    if free_text := _ok(raw, "free"):
+        from gpuonboard.facts import memory
+
+        mem = memory.parse_free(free_text)
+    df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
+    if df_text or lsblk_text:
+        from gpuonboard.facts import disks
+
+        mounts = disks.parse_df(df_text) if df_text else ()
+        block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
+    nproc_text = (_ok(raw, "nproc") or "").strip()
+    memory_limit = cgroup_cpus = None
+    if limits_text := _ok(raw, "cgroup_limits"):
+        from gpuonboard.facts import cpu, memory
+
+        memory_limit = memory.parse_cgroup_memory_limit(limits_text)
+        cgroup_cpus = cpu.parse_cgroup_cpu_limit(limits_text)
+    loops: dict[str, str] = {}
+    if loop_text := _ok(raw, "loop_backing"):
+        from gpuonboard.facts import disks
+
+        loops = disks.parse_loop_backing(loop_text)
+    return Facts(
+        raw=raw,
+        gpu=gpu,
+        topology=topology,
+        cpu=cpu_info,
+        memory=mem,
+        mounts=tuple(mounts),
+        block_devices=tuple(block),
+        os_release=parse_os_release(_ok(raw, "os_release") or ""),
+        kernel=(_ok(raw, "kernel") or "").strip() or None,
+        nproc=int(nproc_text) if nproc_text.isdecimal() else None,
+        container_runtime=_first_line(_ok(raw, "container_runtime")),
+        warnings=tuple(warnings),
+        memory_limit_bytes=memory_limit,
+        cgroup_cpus=cgroup_cpus,
+        loop_backing=loops,
+        gpu_evidence=evidence,
+    )
+
+
+def _some(raw: Mapping[str, ProbeOutput], name: str) -> bool:
+    """The probe printed something (its exit code aside: a format may answer and still fail)."""
+    out = raw.get(name)
+    return out is not None and bool(out.stdout.strip() or out.stderr.strip()) and not out.absent
+
+
+def _list_parser() -> gpu_merge.ListParser:
+    """`nvidia-smi -L`'s reader: (index, name, uuid, MIG devices) per GPU."""
+    from gpuonboard.facts.gpu_list import parse_gpu_list
+
+    def read(text: str) -> list[tuple[int, str, str | None, int]]:
+        return [(g.index, g.name, g.uuid, len(g.mig_devices)) for g in parse_gpu_list(text).gpus]
+
+    return read
+
+
+def _first_line(text: str | None) -> str | None:
+    lines = (text or "").strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    """/etc/os-release KEY=value lines, quotes removed."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key.strip() and not key.startswith("#"):
+            out[key.strip()] = value.strip().strip('"').strip("'")
+    return out

@@ -1,0 +1,607 @@
+"""Read an existing Ansible inventory (YAML or INI) as it is, into the native inventory shape.
+
+Ansible variables map to ours: `ansible_host` -> address (without it, as in Ansible, the
+host name is the address unless the SSH config has a Host entry for it), `ansible_port` -> port,
+`ansible_user` -> user, `ansible_ssh_private_key_file` -> key_file, `ansible_connection`
+local/ssh, `-J`/`ProxyJump` in `ansible_ssh_common_args` -> jump. Our own settings may be
+given plainly (`vendor`, `order`) or prefixed (`gpuonboard_vendor`); every other variable
+is kept under `vars` for playbooks, so a team's inventory needs no edit.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import math
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
+from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
+
+_NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
+_GROUP_KEYS = {"hosts", "children", "vars"}
+# passwords an Ansible inventory may hold: never imported (gpuonboard logs in with keys and asks
+# for sudo with -n), so they cannot reach a template, a log or a report
+_PASSWORD_VARS = frozenset(
+    {
+        "ansible_password",
+        "ansible_ssh_pass",
+        "ansible_ssh_password",
+        "ansible_become_pass",
+        "ansible_become_password",
+        "ansible_sudo_pass",
+        "ansible_sudo_password",
+    }
+)
+_ANSIBLE_MAP = {
+    "ansible_host": "address",
+    "ansible_ssh_host": "address",
+    "ansible_port": "port",
+    "ansible_ssh_port": "port",
+    "ansible_user": "user",
+    "ansible_ssh_user": "user",
+    "ansible_ssh_private_key_file": "key_file",
+    "ansible_private_key_file": "key_file",
+}
+_OUR_KEYS = {
+    "address",
+    "port",
+    "user",
+    "key_file",
+    "use_agent",
+    "jump",
+    "host_key",
+    "vendor",
+    "order",
+    "connection",
+    "data_dir",
+    "connect_timeout",
+}
+
+
+def looks_like_ini(path: Path, text: str | None = None) -> bool:
+    """An INI inventory: `.ini` suffix, or a first meaningful line that is not YAML-shaped
+    (a `[section]`, or an ungrouped host line like `gpu-1 ansible_host=10.0.0.1`). `text` is
+    the file's text when the caller has read it (else it is read, bounded like every input)."""
+    if path.suffix == ".ini":
+        return True
+    if path.suffix in (".yml", ".yaml"):
+        return False
+    if text is None:
+        try:
+            text = read_text(path, InventoryError, "inventory")
+        except InventoryError:
+            return False
+    for line in text.splitlines():
+        s = line.strip()
+        if s and not s.startswith(("#", ";")):
+            if re.match(r"^\[[^\]]+\]$", s):
+                return True
+            yaml_shaped = s.startswith(("---", "- ", "{", "%")) or s == "-"
+            return not (yaml_shaped or re.match(r"^[^\s=]+:(\s|$)", s))
+    return False
+
+
+def is_native(data: Mapping[str, Any]) -> bool:
+    """True for our own layout; False when the YAML has Ansible's `all:`/group shape."""
+    if "all" in data:
+        return False
+    for key, value in data.items():
+        if key in _NATIVE_TOP:
+            continue
+        if isinstance(value, Mapping) and value and set(value) <= _GROUP_KEYS:
+            return False
+    return True
+
+
+def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
+    """Ansible host/group variables -> our host keys, other variables under `vars`.
+
+    A ProxyCommand we cannot follow is an error naming `path` (connecting straight to a private
+    address instead of through the bastion would only time out, or reach another box)."""
+    out = LineDict()
+    out.key_lines = {}
+    extra: dict[str, Any] = {}
+    lines = getattr(raw, "key_lines", {})
+    for key, value in raw.items():
+        if key in _PASSWORD_VARS:
+            continue
+        ours = _ANSIBLE_MAP.get(key)
+        if ours is None and key.startswith("gpuonboard_") and key[11:] in _OUR_KEYS:
+            ours = key[11:]
+        if ours is None and key in _OUR_KEYS:
+            ours = key
+        if key == "ansible_connection":
+            ours, value = "connection", ("local" if value == "local" else "ssh")
+        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args") and isinstance(value, str):
+            try:
+                jump = _proxy_jump(value)
+            except ValueError as exc:
+                raise InventoryError(f"{where(path or Path('inventory'), raw, key)}: {key} {exc}.") from None
+            if jump:
+                ours, value = "jump", jump
+        if ours is None:
+            extra[key] = value
+            continue
+        out[ours] = value
+        if key in lines:
+            out.key_lines[ours] = lines[key]
+    if extra:
+        out["vars"] = extra
+    out.line = getattr(raw, "line", None)
+    return out
+
+
+def _proxy_jump(args: str) -> str | None:
+    """The jump host of `-J X`, `-o ProxyJump=X` or a ProxyCommand that is `ssh -W %h:%p X`;
+    ValueError (the reason) for any other ProxyCommand."""
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        return None
+    for i, w in enumerate(words):
+        if w == "-J" and i + 1 < len(words):
+            return words[i + 1]
+        m = re.match(r"^(?:-o)?ProxyJump[= ](.+)$", w, re.I)
+        if m:
+            return m.group(1)
+        m = re.match(r"^(?:-o)?ProxyCommand[= ](.+)$", w, re.I)
+        if w == "-o" and i + 1 < len(words):
+            m = re.match(r"^ProxyJump[= ](.+)$", words[i + 1], re.I)
+            if m:
+                return m.group(1)
+            m = re.match(r"^ProxyCommand[= ](.+)$", words[i + 1], re.I)
+        if m:
+            return _jump_of_proxy_command(m.group(1))
+    return None
+
+
+# ssh options that take a value (ssh(1) synopsis)
+_SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _jump_of_proxy_command(command: str) -> str:
+    """`ssh [-q] [-p P] [-l U] -W %h:%p [U@]BASTION` -> `U@BASTION:P` (what ProxyJump means)."""
+    refuse = (
+        f"has ProxyCommand {command!r}, which gpuonboard cannot follow (only `ssh -W %h:%p"
+        " [user@]bastion`); write the bastion as ProxyJump (-J user@bastion:port) or give the host"
+        " a 'jump:'"
+    )
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        raise ValueError(refuse) from None
+    if not words or words[0].rsplit("/", 1)[-1] != "ssh":
+        raise ValueError(refuse)
+    opts: dict[str, str] = {}
+    dest: list[str] = []
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and len(w) > 1:  # ssh reads options after the destination too
+            flag = w[1]
+            if flag in _SSH_VALUE_OPTS:
+                value = w[2:] or (words[i + 1] if i + 1 < len(words) else "")
+                i += 1 if w[2:] else 2
+                if flag == "o" and re.match(r"^(port|user)[= ]", value, re.I):
+                    name, _, v = re.split(r"([= ])", value, maxsplit=1)
+                    opts["p" if name.lower() == "port" else "l"] = v.strip()
+                else:
+                    opts[flag] = value
+                continue
+            i += 1  # flags without a value (-q, -A, -T, -4 ...)
+            continue
+        dest.append(w)
+        i += 1
+    if opts.get("W") not in ("%h:%p", "[%h]:%p") or len(dest) != 1:
+        raise ValueError(refuse)
+    target = dest[0]
+    if "l" in opts and "@" not in target:
+        target = f"{opts['l']}@{target}"
+    if "p" in opts:
+        target = f"{target}:{opts['p']}"
+    return target
+
+
+def _check_name(path: Path, line: int | None, kind: str, name: Any) -> None:
+    """A host or group name with a control character or line break: one sentence naming the line."""
+    if problem := name_problem(kind, name):
+        raise InventoryError(f"{path}, line {line}: {problem}" if line else f"{path}: {problem}")
+
+
+# Bounds on a file's host patterns, checked from the ranges' bounds before anything is
+# expanded: `gpu-[0:99999999]` held 7.1 GB before a limit applied to the expanded list, and
+# three ranges of 100 in one name (a million hosts) ran for 300 s.
+MAX_RANGES_PER_NAME = 16  # `rack[1:4]-node[01:16]-gpu[0:7]` is three
+MAX_PATTERN_NAMES = 100_000  # names all patterns of a file expand to (a host in several groups
+# is listed once per group, so this is a multiple of the hosts an inventory may hold)
+MAX_GROUP_DEPTH = 64  # groups inside groups ([g:children] chains), like YAML's nesting bound
+MAX_MEMBERSHIPS = 1_000_000  # host-in-group pairs, all groups together
+
+
+class TooManyHosts(ValueError):
+    """A host pattern that names more hosts than allowed; `count` is how many it names."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"names {count:,} hosts")
+        self.count = count
+
+
+def expand_host_pattern(pattern: str, limit: int = MAX_HOSTS) -> tuple[list[str], int | None]:
+    """Ansible host patterns: `gpu-[01:08]` (zero-padded), `node[a:c]`, `[1:9:2]` (a stride),
+    several ranges in one name, and a `:PORT` suffix (`10.0.0.5:2222`) -> names and port.
+    ValueError (the reason) for a malformed range; TooManyHosts, before expanding anything,
+    for a pattern that names more than `limit` hosts."""
+    port: int | None = None
+    if _bracketed_ipv6(pattern):  # `[2001:db8::7]:2222`, as Ansible writes it
+        host, _, port_text = pattern[1:].rpartition("]:")
+        return _expand_ranges(host, limit), int(port_text)
+    m = re.fullmatch(r"(.+):([0-9]+)", pattern)
+    if m and ":" not in re.sub(r"\[[^\]]*\]", "", m.group(1)):  # not an IPv6 address
+        pattern, port = m.group(1), int(m.group(2))
+    return _expand_ranges(pattern, limit), port
+
+
+def _bracketed_ipv6(word: str) -> bool:
+    """`[IPv6]:PORT`, the one host pattern that starts with a bracket (Ansible's form)."""
+    m = re.fullmatch(r"\[(.+)\]:([0-9]+)", word)
+    return m is not None and _is_ipv6(m.group(1))
+
+
+def _is_ipv6(text: str) -> bool:
+    """An IPv6 address, where each range in it (`2001:db8::[1:9]`) stands for a number."""
+    try:
+        return isinstance(ipaddress.ip_address(re.sub(r"\[[^\]]*\]", "0", text)), ipaddress.IPv6Address)
+    except ValueError:
+        return False
+
+
+_RANGE = re.compile(r"\[([^\]]*)\]")
+
+
+def _range_values(body: str) -> tuple[range, Callable[[int], str]]:
+    """One range's numbers and how each is written: `01:08` -> 1..8 zero-padded, `a:c` -> the
+    letters' code points; ValueError (the reason) for a malformed one. Nothing is listed yet."""
+    parts = body.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"range [{body}] must be written [start:end] or [start:end:step]")
+    beg, end = parts[0] or "0", parts[1]
+    step_text = parts[2] if len(parts) == 3 else "1"
+    if not end or not is_digits(step_text) or int(step_text) < 1 or len(step_text) > 18:
+        raise ValueError(f"range [{body}] needs an end and a positive whole step")
+    step = int(step_text)
+    if is_digits(beg) and is_digits(end) and len(beg) <= 18 and len(end) <= 18:
+        width = len(beg) if beg.startswith("0") and len(beg) > 1 else 0
+        if width and len(end) != width:
+            raise ValueError(f"range [{body}] must give start and end with the same number of digits")
+        numbers, spell = range(int(beg), int(end) + 1, step), lambda n: str(n).zfill(width)
+    elif (
+        len(beg) == 1
+        and len(end) == 1
+        and beg.isalpha()
+        and end.isalpha()
+        and beg.isascii()
+        and end.isascii()
+    ):
+        numbers, spell = range(ord(beg), ord(end) + 1, step), chr
+    else:
+        raise ValueError(f"range [{body}] must run between two numbers or two letters")
+    if not numbers:
+        raise ValueError(f"range [{body}] is empty: its start is after its end")
+    return numbers, spell
+
+
+def _expand_ranges(name: str, limit: int = MAX_HOSTS) -> list[str]:
+    """Every name a pattern stands for, in Ansible's order (the last range varies fastest); the
+    count is the product of the ranges' lengths, known from their bounds before any is listed."""
+    found = list(_RANGE.finditer(name))
+    if not found:
+        return [name]
+    if len(found) > MAX_RANGES_PER_NAME:
+        raise ValueError(f"has more than {MAX_RANGES_PER_NAME} ranges in one name")
+    ranges = [_range_values(m.group(1)) for m in found]
+    count = math.prod(len(numbers) for numbers, _ in ranges)
+    if count > limit:
+        raise TooManyHosts(count)
+    literals = [name[: found[0].start()]]
+    literals += [name[a.end() : b.start()] for a, b in zip(found, found[1:], strict=False)]
+    literals.append(name[found[-1].end() :])
+    spelt = [[spell(n) for n in numbers] for numbers, spell in ranges]
+    out = []
+    for values in itertools.product(*spelt):
+        out.append(literals[0] + "".join(v + lit for v, lit in zip(values, literals[1:], strict=True)))
+    return out
+
+
+class _Builder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.hosts: LineDict = LineDict()
+        self.hosts.key_lines = {}
+        self.groups: LineDict = LineDict()
+        self.groups.key_lines = {}
+        self.defaults: LineDict = LineDict()
+        self.children: dict[str, list[str]] = {}
+        self.expanded = 0  # names all host patterns expanded to so far
+
+    def add_pattern(self, pattern: str, hvars: Mapping[str, Any], line: int | None) -> list[str]:
+        """Add the hosts an Ansible host pattern names (`gpu-[01:04]`, `name:2222`); their names.
+        Counts are checked before the pattern is expanded: the pattern's own, the names all
+        patterns of the file expand to, and the hosts the inventory then holds."""
+        _check_name(self.path, line, "host", pattern)
+        at = f"{self.path}, line {line}" if line else str(self.path)
+        try:
+            names, port = expand_host_pattern(str(pattern), min(MAX_HOSTS, MAX_PATTERN_NAMES - self.expanded))
+        except TooManyHosts as exc:
+            if exc.count > MAX_HOSTS:
+                raise InventoryError(
+                    f"{at}: host pattern {pattern!r} names {exc.count:,} hosts, more than the"
+                    f" {MAX_HOSTS:,} an inventory may hold; narrow the range."
+                ) from None
+            raise InventoryError(
+                f"{at}: with host pattern {pattern!r} the host patterns of this file name more than"
+                f" {MAX_PATTERN_NAMES:,} hosts in all (a host counted once per group that lists it);"
+                " list fewer, or put the hosts in one group and the others in [group:children]."
+            ) from None
+        except ValueError as exc:
+            raise InventoryError(f"{at}: host pattern {pattern!r}: {exc}.") from None
+        self.expanded += len(names)
+        if port is not None and not any(k in hvars for k in ("ansible_port", "ansible_ssh_port", "port")):
+            with_port = LineDict({**hvars, "ansible_port": port})
+            with_port.key_lines = dict(getattr(hvars, "key_lines", {}))
+            with_port.line = getattr(hvars, "line", None)
+            hvars = with_port
+        for name in names:
+            self.add_host(name, hvars, line)
+        if len(self.hosts) > MAX_HOSTS:
+            raise InventoryError(
+                f"{at}: with host pattern {pattern!r} the inventory holds more than the {MAX_HOSTS:,}"
+                " hosts an inventory may hold; split it."
+            )
+        return names
+
+    def add_host(self, name: str, hvars: Mapping[str, Any], line: int | None) -> None:
+        converted = convert_vars(hvars, self.path)
+        if name in self.hosts:
+            merged = LineDict({**self.hosts[name], **converted})
+            merged.key_lines = {**self.hosts[name].key_lines, **converted.key_lines}
+            merged.line = self.hosts[name].line
+            self.hosts[name] = merged
+        else:
+            converted.line = line
+            self.hosts[name] = converted
+            if line:
+                self.hosts.key_lines[name] = line
+
+    def add_group(self, name: str, gvars: Mapping[str, Any], members: list[str], line: int | None) -> None:
+        entry = self.groups.get(name)
+        if entry is None:
+            entry = LineDict({"vars": convert_vars(gvars, self.path), "hosts": []})
+            entry.key_lines = {}
+            entry.line = line
+            self.groups[name] = entry
+            if line:
+                self.groups.key_lines[name] = line
+        elif gvars:
+            entry["vars"] = LineDict({**entry["vars"], **convert_vars(gvars, self.path)})
+        for m in members:
+            if m not in entry["hosts"]:
+                entry["hosts"].append(m)
+
+    def add_child(self, parent: str, child: str) -> None:
+        self.children.setdefault(parent, [])
+        if child not in self.children[parent]:
+            self.children[parent].append(child)
+
+    def _depth(
+        self, group: str, parents: Mapping[str, list[str]], memo: dict[str, int], trail: tuple[str, ...] = ()
+    ) -> int:
+        """How many groups are above `group` (memoised: a lattice of groups is walked once)."""
+        if group in trail:
+            raise InventoryError(f"{self.path}: group {group!r} is its own child; remove the cycle.")
+        if group not in memo:
+            if len(trail) >= MAX_GROUP_DEPTH:
+                raise group_depth_error(self.path, group)
+            ups = [p for p in parents.get(group, []) if p != "all"]
+            memo[group] = 1 + max((self._depth(p, parents, memo, (*trail, group)) for p in ups), default=0)
+        return memo[group]
+
+    def result(self) -> LineDict:
+        # Ansible's precedence: a child group's vars override its parent's. Later groups win
+        # in our resolution, so order groups parents-first (by depth), file order otherwise.
+        parents: dict[str, list[str]] = {}
+        for parent, kids in self.children.items():
+            for kid in kids:
+                parents.setdefault(kid, []).append(parent)
+        memo: dict[str, int] = {}
+        depth = {g: self._depth(g, parents, memo) for g in self.groups}
+        ordered = LineDict({g: self.groups[g] for g in sorted(self.groups, key=lambda g: depth[g])})
+        ordered.key_lines = self.groups.key_lines
+        self.groups = ordered
+        out = LineDict({"defaults": self.defaults, "hosts": self.hosts, "groups": self.groups})
+        out.key_lines = {}
+        return out
+
+
+def from_yaml(data: Mapping[str, Any], path: Path) -> LineDict:
+    """Convert Ansible's YAML inventory (`all:` with hosts/children/vars) to our shape."""
+    b = _Builder(path)
+    top = data.get("all", data) if "all" in data else {"children": data}
+    if not isinstance(top, Mapping):
+        raise InventoryError(f"{where(path, data, 'all')}: Ansible 'all' must be a mapping.")
+    _walk_group(b, "all", top, path)
+    b.defaults = convert_vars(top.get("vars") or {}, path)
+    b.groups.pop("all", None)
+    return b.result()
+
+
+def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
+    if group is None:
+        group = {}
+    if not isinstance(group, Mapping):
+        raise InventoryError(f"{path}: Ansible group {name!r} must be a mapping with hosts/children/vars.")
+    for key in group:
+        if key not in _GROUP_KEYS:
+            raise InventoryError(
+                f"{where(path, group, key)}: Ansible group {name!r} has an unknown key {key!r}"
+                f"{did_you_mean(key, _GROUP_KEYS) or '; allowed: hosts, children, vars.'}"
+            )
+    if not isinstance(group.get("vars") or {}, Mapping):
+        raise InventoryError(
+            f"{where(path, group, 'vars')}: Ansible group {name!r} 'vars' must be a mapping of name: value."
+        )
+    members: list[str] = []
+    hosts = group.get("hosts") or {}
+    if not isinstance(hosts, Mapping):
+        raise InventoryError(
+            f"{where(path, group, 'hosts')}: Ansible group {name!r} 'hosts' must be a mapping."
+        )
+    for hname, hvars in hosts.items():
+        hvars = hvars or {}
+        if not isinstance(hvars, Mapping):
+            raise InventoryError(
+                f"{where(path, hosts, hname)}: Ansible host {hname!r} vars must be a mapping."
+            )
+        members += b.add_pattern(hname, hvars, getattr(hosts, "key_lines", {}).get(hname))
+    children = group.get("children") or {}
+    if not isinstance(children, Mapping):
+        raise InventoryError(
+            f"{where(path, group, 'children')}: Ansible group {name!r} 'children' must be a mapping."
+        )
+    gvars = (group.get("vars") or {}) if name != "all" else {}
+    b.add_group(name, gvars, [], getattr(group, "line", None))
+    for cname, cdef in children.items():
+        _check_name(path, getattr(children, "key_lines", {}).get(cname), "group", cname)
+        b.add_child(name, cname)
+        members += _walk_group(b, cname, cdef, path)
+    b.add_group(name, {}, members, None)
+    return members
+
+
+def load_ini(path: Path, text: str | None = None) -> LineDict:
+    """Parse Ansible's INI inventory: [group], [group:vars], [group:children], host k=v lines
+    (`text`: the file's, when the caller has read it)."""
+    if text is None:
+        text = read_text(path, InventoryError, "inventory")
+    b = _Builder(path)
+    group_vars: dict[str, LineDict] = {}
+    children: dict[str, list[str]] = {}
+    direct: dict[str, list[str]] = {}
+    section, kind = "ungrouped", "hosts"
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith(("#", ";")):
+            continue
+        m = re.match(r"^\[([^\]:]+)(?::(vars|children))?\]$", s)
+        if m:
+            _check_name(path, lineno, "group", m.group(1))
+            section, kind = m.group(1), m.group(2) or "hosts"
+            direct.setdefault(section, [])
+            continue
+        if s.startswith("[") and not _bracketed_ipv6(s.split()[0]):  # `[2001:db8::8]:2222` is a host
+            raise InventoryError(
+                f"{path}, line {lineno}: malformed section header {s!r}; write [group],"
+                " [group:vars] or [group:children]."
+            )
+        try:
+            words = shlex.split(s, comments=True)
+        except ValueError as exc:
+            raise InventoryError(f"{path}, line {lineno}: cannot parse this line ({exc}).") from None
+        if kind == "vars":
+            key, _, value = s.partition("=")
+            if not _:
+                # the line is not echoed: it may hold a secret (`ansible_become_password: ...`)
+                raise InventoryError(
+                    f"{path}, line {lineno}: a line in [{section}:vars] must be written name=value"
+                    f" (this one, starting {_first_word(s)!r}, has no '='); fix that line."
+                )
+            gv = group_vars.setdefault(section, _line_dict(lineno))
+            gv[key.strip()] = _ini_value(value.strip())
+            gv.key_lines[key.strip()] = lineno
+        elif kind == "children":
+            _check_name(path, lineno, "group", words[0])
+            children.setdefault(section, []).append(words[0])
+        else:
+            hvars = _line_dict(lineno)
+            for w in words[1:]:
+                key, eq, value = w.partition("=")
+                if not eq:
+                    raise InventoryError(
+                        f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be written"
+                        " name=value, with no spaces around '='."
+                    )
+                hvars[key] = _ini_value(value)
+                hvars.key_lines[key] = lineno
+            direct.setdefault(section, []).extend(b.add_pattern(words[0], hvars, lineno))
+
+    memo: dict[str, list[str]] = {}
+    pairs = [0]  # host-in-group pairs listed so far
+
+    def members(g: str, trail: tuple[str, ...] = ()) -> list[str]:
+        """The hosts of `g` and of the groups inside it, each once (memoised per group)."""
+        if g in trail:
+            raise InventoryError(f"{path}: group {g!r} is its own child; remove the cycle.")
+        if g not in memo:
+            if len(trail) >= MAX_GROUP_DEPTH:
+                raise group_depth_error(path, g)
+            out = dict.fromkeys(direct.get(g, []))
+            for c in children.get(g, []):
+                out.update(dict.fromkeys(members(c, (*trail, g))))
+            pairs[0] += len(out)
+            if pairs[0] > MAX_MEMBERSHIPS:
+                raise InventoryError(
+                    f"{path}: the groups of this inventory list more than {MAX_MEMBERSHIPS:,} hosts in"
+                    f" all (group {g!r} among them); list fewer hosts per group."
+                )
+            memo[g] = list(out)
+        return memo[g]
+
+    for g in list(direct) + [c for c in children if c not in direct]:
+        if g in ("all", "ungrouped"):
+            continue
+        b.add_group(g, group_vars.get(g) or {}, members(g), None)
+        for c in children.get(g, []):
+            b.add_child(g, c)
+    b.defaults = convert_vars(group_vars.get("all") or {}, path)
+    return b.result()
+
+
+def group_depth_error(path: Path, group: str) -> InventoryError:
+    """The sentence for groups nested past MAX_GROUP_DEPTH (Python's recursion ran out first)."""
+    return InventoryError(
+        f"{path}: the groups nest more than {MAX_GROUP_DEPTH} levels deep (group {group!r} among"
+        " them); flatten the groups' children."
+    )
+
+
+def _first_word(line: str) -> str:
+    """The variable name a malformed vars line starts with (never its value, maybe a secret)."""
+    return re.split(r"[\s:=]", line, maxsplit=1)[0][:40]
+
+
+def _line_dict(line: int) -> LineDict:
+    """An empty LineDict for variables read from one INI line (errors then name that line)."""
+    out = LineDict()
+    out.line = line
+    out.key_lines = {}
+    return out
+
+
+def _ini_value(value: str) -> Any:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if re.fullmatch(r"-?[0-9]+", value):
+        return int(value)
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return value
+
+
+def parse_text(text: str, path: Path) -> Any:
+    """Parse inventory YAML text (exposed for tests)."""
+    return parse_yaml(text, path, InventoryError)

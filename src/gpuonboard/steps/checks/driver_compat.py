@@ -1,0 +1,254 @@
+"""Step `driver_compat`: can the host's driver run the chosen NGC PyTorch container?
+
+The verdict depends on the GPU class: CUDA forward compatibility (an older data-centre
+driver running a newer container through its cuda-compat package) works only on
+data-centre GPUs; on GeForce cards the container fails at run time with CUDA error 804.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.facts.nvidia_smi_failure import (
+    HUNG_ADVICE,
+    NOT_FOUND_ADVICE,
+    UNKNOWN_CAUSE_ADVICE,
+    nvidia_smi_failure,
+)
+from gpuonboard.facts.probe import Probe
+from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from gpuonboard.steps.checks import ngc
+
+DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
+NVCC_PROBE = Probe(
+    "nvcc",
+    "for n in nvcc /usr/local/cuda/bin/nvcc; do"
+    " command -v $n >/dev/null 2>&1 && exec $n --version; done; exit 127",
+)
+_VERDICTS: dict[str, Verdict] = {
+    "compatible": "pass",
+    "forward_compat": "pass",
+    "forward_compat_unverified": "warn",
+    "minor_version_compat": "warn",
+    "must_upgrade": "fail",  # NVIDIA's notes for the release say to upgrade from the driver's branch
+    "incompatible": "fail",
+}
+
+
+def parse_nvcc(text: str) -> str | None:
+    """`Cuda compilation tools, release 12.2, V12.2.140` -> '12.2.140' (or '12.2')."""
+    m = re.search(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?", text)
+    if not m:
+        return None
+    return m.group(2) or m.group(1)
+
+
+# an integrated GPU (Jetson / IGX iGPU): nvidia-smi names it "Orin (nvgpu)"; its driver comes
+# with JetPack / L4T (540.4.0 on JetPack 6), not from the data-centre branches the table lists
+_INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:orin|xavier|tegra|thor)\b", re.IGNORECASE)
+
+
+def is_integrated(name: str) -> bool:
+    """Whether nvidia-smi's GPU name is an integrated (Jetson / IGX iGPU) GPU."""
+    return bool(_INTEGRATED.search(name))
+
+
+def image_for(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> str:
+    """The container image: step arg, else the inventory's `vars.container_image`, else 24.08."""
+    image = args.get("image") or host_vars.get("container_image") or DEFAULT_IMAGE
+    if not isinstance(image, str):
+        raise StepArgsError(f"image must be a text like {DEFAULT_IMAGE}")
+    return image
+
+
+def evaluate(
+    facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...], mirrors: Sequence[str] = ()
+) -> list[Check]:
+    """The compatibility rule, plus the host CUDA toolkit as information.
+
+    ``mirrors``: configured registry mirrors of nvcr.io (``registry_mirror``); an image under one
+    of them counts as NGC PyTorch too.
+    """
+    checks = [_driver_check(facts, image, releases, mirrors)]
+    nvcc = facts.raw.get(NVCC_PROBE.name)
+    if nvcc is not None and nvcc.exit_code != 127:
+        version = parse_nvcc(nvcc.stdout)
+        checks.append(
+            Check(
+                "host_cuda_toolkit",
+                "(information)",
+                f"nvcc {version}" if version else "nvcc present, version unreadable",
+                "pass",
+                "the container brings its own CUDA; the host toolkit does not matter for it",
+            )
+        )
+    return checks
+
+
+def _missing_release(release: str, releases: tuple[ngc.NgcRelease, ...]) -> str:
+    """Why a valid YY.MM tag has no row: inside the table's range (a gap), newer, or older."""
+    if not releases:
+        return f"NGC PyTorch {release} is not in gpuonboard's table (the table is empty)"
+    first, last = releases[0].release, releases[-1].release
+    key = ngc.version_key(release)
+    if key > ngc.version_key(last):
+        return (
+            f"NGC PyTorch {release} is newer than every release in gpuonboard's table (newest {last}): "
+            "its driver requirement is unverified; check NVIDIA's notes or pin one of the listed releases"
+        )
+    if key < ngc.version_key(first):
+        return f"NGC PyTorch {release} is older than every release in gpuonboard's table (oldest {first})"
+    below = max((r.release for r in releases if ngc.version_key(r.release) < key), key=ngc.version_key)
+    above = min((r.release for r in releases if ngc.version_key(r.release) > key), key=ngc.version_key)
+    return (
+        f"NGC PyTorch {release} is not in gpuonboard's table (no driver requirement recorded for that "
+        f"month; the nearest listed releases are {below} and {above})"
+    )
+
+
+def _driver_check(
+    facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...], mirrors: Sequence[str] = ()
+) -> Check:
+    info = ngc.read_image(image, mirrors)
+    expected = f"a driver that runs {image}"
+    if info.problem is not None or info.release is None:
+        why = info.problem or "not an NGC PyTorch image"
+        return Check(
+            "ngc_driver",
+            expected,
+            "unknown: no verdict for this image",
+            "warn",
+            f"{why}; gpuonboard judges only {ngc.NGC_IMAGE}:YY.MM-py3 images",
+        )
+    first_name = facts.gpu.gpus[0].name if facts.gpu is not None and facts.gpu.gpus else ""
+    if is_integrated(first_name):
+        return _integrated_check(info.tag, info.release, info.igpu, first_name, expected)
+    if info.igpu:
+        first_name = first_name or "a discrete GPU"
+        return Check(
+            "ngc_driver",
+            expected,
+            f"{info.tag} is the iGPU image",
+            "fail",
+            f"{info.tag} is NGC's image for integrated GPUs (Jetson / IGX iGPU), not for discrete GPUs "
+            f"such as {first_name}; use {ngc.NGC_IMAGE}:{info.release}-py3",
+        )
+    release = ngc.release_for(releases, info.release)
+    if release is None:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"unknown: {info.release} is not in the table",
+            "warn",
+            _missing_release(info.release, releases),
+        )
+    expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
+    if facts.gpu is None or not facts.gpu.gpus:
+        unread = facts.unread_not_a_fault()
+        if unread:  # a provider's policy, a cut-off output: no evidence about the driver
+            return Check("ngc_driver", expected, f"no GPU could be read ({unread})", "unverified")
+        actual, advice = driver_failure(facts)
+        return Check("ngc_driver", expected, actual, "fail", advice)
+    if not facts.gpu.driver_version:
+        return Check(
+            "ngc_driver",
+            expected,
+            "driver version not reported",
+            "unverified",
+            "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
+        )
+    first = facts.gpu.gpus[0]
+    klass = ngc.gpu_class(first.name, first.product_brand)
+    driver = facts.gpu.driver_version.strip()
+    try:
+        result = ngc.compat(release, driver, klass)
+    except ValueError:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"driver version {driver!r} unreadable",
+            "unverified",
+            "nvidia-smi did not report a numeric driver version; check the driver installation",
+        )
+    actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
+    return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+
+
+def driver_failure(facts: Facts) -> tuple[str, str]:
+    """Why no GPU could be judged, and what to do: no driver, a hung one, or a failing one (its own
+    line quoted and advised by cause: `facts.nvidia_smi_failure`). Also the container step's."""
+    raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
+    if not facts.nvidia_smi_present:
+        return "no NVIDIA driver answered", NOT_FOUND_ADVICE
+    if raw is not None and raw.exit_code == TIMED_OUT:
+        return "nvidia-smi did not answer (stopped)", HUNG_ADVICE
+    line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
+    quoted = f" ({line[:160]})" if line else ""
+    if facts.gpu is None:
+        return "nvidia-smi failed" + quoted, advice or UNKNOWN_CAUSE_ADVICE
+    # it answered (exit 0); "No devices were found" is such an answer
+    return (
+        "nvidia-smi listed no GPU" + (quoted if advice else ""),
+        advice or "no GPU to run the container on; ask the vendor for the ordered GPUs",
+    )
+
+
+def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expected: str) -> Check:
+    """An integrated GPU (Jetson): only the -igpu image runs there, and its driver comes with
+    JetPack, which the table of data-centre driver minimums does not cover."""
+    if not igpu:
+        return Check(
+            "ngc_driver",
+            expected,
+            f"{tag} is built for discrete GPUs; this host's GPU is integrated ({gpu})",
+            "fail",
+            f"the -py3 images do not run on an integrated GPU (Jetson / IGX iGPU); use"
+            f" {ngc.NGC_IMAGE}:{release}-py3-igpu",
+        )
+    return Check(
+        "ngc_driver",
+        expected,
+        f"{tag} on integrated GPU ({gpu}): not judged",
+        "warn",
+        "the driver of an integrated GPU comes with JetPack / L4T, which gpuonboard's table does not"
+        f" cover; check NGC's notes for the JetPack release {tag} needs",
+    )
+
+
+def _mirrors(ctx: StepContext) -> list[str]:
+    """The configured mirrors of nvcr.io: the host's `registry_mirror` (one, or a list), else
+    the vendor's."""
+    given = ctx.host.vars.get("registry_mirror")
+    listed = given if isinstance(given, list | tuple) else [given]
+    out = [m for m in listed if isinstance(m, str) and m.strip()]
+    vendor = ctx.host.vendor.registry_mirror if ctx.host.vendor else None
+    out += [vendor] if isinstance(vendor, str) else list(vendor or ())
+    return out
+
+
+class DriverCompatStep(Step):
+    """Read-only: the host's driver vs the chosen NGC PyTorch image (and nvcc as information)."""
+
+    name = "driver_compat"
+    read_only = True
+    ARGS = {"image": f"container image (default: vars.container_image, else {DEFAULT_IMAGE})"}
+
+    def probes(self) -> list[Probe]:
+        """nvcc --version, wherever the CUDA toolkit put it."""
+        return [NVCC_PROBE]
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Evaluate; failed when the driver cannot run the image."""
+        try:
+            image = image_for(self.args, ctx.host.vars)
+        except StepArgsError as exc:
+            return Plan(False, str(exc), failed=True)
+        checks = evaluate(ctx.facts, image, ngc.load_releases(), _mirrors(ctx))
+        main = checks[0]
+        msg = f"{image}: {main.actual}" + (
+            f"; {main.detail}" if main.verdict != "pass" and main.detail else ""
+        )
+        return Plan(False, msg, checks=checks, failed=main.verdict == "fail")

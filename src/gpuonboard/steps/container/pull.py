@@ -1,0 +1,286 @@
+"""Pure helpers of the container step: pull progress, registry manifests, the GPU python check.
+
+- `parse_pull_progress`: docker's non-TTY pull output (`<id>: Pulling fs layer`, `Download
+  complete`, `Pull complete`, `Already exists`, `Digest:`, `Status:`; `Downloading` lines
+  with `12.3MB/45.6MB` when present) and podman's (`Copying blob sha256:...`, `... done`,
+  `... skipped: already exists`, `Copying config`, `Writing manifest`, `Storing signatures`)
+  -> layers done / total and bytes (layer sizes from the registry manifest when known).
+- `manifest_command` / `parse_manifest`: one read-only remote `curl` for the image's
+  manifest (OCI/Docker v2, manifest lists -> linux/amd64), credentials over stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gpuonboard import shell
+from gpuonboard.units import format_bytes, parse_size
+
+MANIFEST_MARK = "##gpuonboard-manifest "
+ACCEPT = ", ".join(
+    (
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+    )
+)
+
+
+@dataclass(frozen=True)
+class PullProgress:
+    """How far a pull is: layers done of total, bytes done (of total when known)."""
+
+    layers_total: int
+    layers_done: int
+    bytes_done: int
+    bytes_total: int | None
+    finished: bool = False
+
+
+_DOCKER_LINE = re.compile(r"^([0-9a-f]{12,64}): (.+)$")
+_PODMAN_BLOB = re.compile(r"^Copying blob (?:sha256:)?([0-9a-f]{12,64})\s*(.*)$")
+_SIZE_PAIR = re.compile(r"([\d.]+\s*[kKMGTP]?i?B)\s*/\s*([\d.]+\s*[kKMGTP]?i?B)")
+
+
+def _size_of(layer: str, sizes: Mapping[str, int]) -> int | None:
+    """The manifest size of a layer named by a (possibly 12-char) hex id prefix."""
+    for digest, size in sizes.items():
+        if digest.removeprefix("sha256:").startswith(layer):
+            return size
+    return None
+
+
+def parse_pull_progress(lines: Iterable[str], layer_sizes: Mapping[str, int] | None = None) -> PullProgress:
+    """Pure: pull output lines so far -> PullProgress.
+
+    `layer_sizes` (digest -> compressed size, from the manifest) gives the total and the bytes
+    of finished layers where the output itself has no byte counts (docker and podman both
+    print none when not on a TTY). Layers found already present count as done, not as bytes.
+    """
+    sizes = dict(layer_sizes or {})
+    state: dict[str, str] = {}  # layer -> pending | downloaded | done | cached
+    partial: dict[str, int] = {}
+    finished = False
+    for raw in lines:
+        for line in raw.split("\r"):
+            line = line.strip()
+            m = _DOCKER_LINE.match(line)
+            if m:
+                layer, status = m.groups()
+                if status.startswith(("Already exists", "Pull complete")):
+                    state[layer] = "cached" if status.startswith("Already") else "done"
+                elif status.startswith(("Download complete", "Verifying Checksum", "Extracting")):
+                    if state.get(layer) not in ("done", "cached"):
+                        state[layer] = "downloaded"
+                elif status.startswith(("Pulling fs layer", "Waiting", "Downloading", "Retrying")):
+                    state.setdefault(layer, "pending")
+                    pair = _SIZE_PAIR.search(status) if status.startswith("Downloading") else None
+                    if pair:
+                        try:
+                            partial[layer] = parse_size(pair.group(1).replace(" ", ""))
+                            sizes.setdefault(layer, parse_size(pair.group(2).replace(" ", "")))
+                        except ValueError:
+                            pass
+                continue
+            m = _PODMAN_BLOB.match(line)
+            if m:
+                layer, rest = m.groups()
+                if "skipped" in rest or "already exists" in rest:
+                    state[layer] = "cached"
+                elif rest.startswith("done"):
+                    state[layer] = "done"
+                else:
+                    state.setdefault(layer, "pending")
+                continue
+            if line.startswith(("Copying config", "Writing manifest", "Storing signatures")):
+                # podman copies the config after every blob: all layers are in
+                for layer, st in state.items():
+                    if st in ("pending", "downloaded"):
+                        state[layer] = "done"
+            if line.startswith(("Digest: sha256:", "Status: ", "Writing manifest")):
+                finished = True
+    bytes_done = 0
+    for layer, st in state.items():
+        size = _size_of(layer, sizes) if sizes else None
+        if st in ("done", "downloaded"):
+            bytes_done += size or partial.get(layer, 0)
+        elif st == "pending":
+            bytes_done += partial.get(layer, 0)
+    manifest_layers = [d for d in (layer_sizes or {})]
+    to_fetch = [_size_of(layer, sizes) for layer, st in state.items() if st != "cached"]
+    bytes_total: int | None
+    if layer_sizes:
+        cached = sum(_size_of(layer, sizes) or 0 for layer, st in state.items() if st == "cached")
+        bytes_total = sum(layer_sizes.values()) - cached
+    elif to_fetch and all(s is not None for s in to_fetch):
+        bytes_total = sum(s or 0 for s in to_fetch)
+    else:
+        bytes_total = None
+    done = sum(1 for st in state.values() if st in ("done", "cached"))
+    total = max(len(state), len(manifest_layers))
+    return PullProgress(total, done, bytes_done, bytes_total, finished)
+
+
+def format_pull_progress(p: PullProgress, elapsed: float) -> str:
+    """The terminal line: `pull 12/31 layers, 3.2 GiB of 9.1 GiB, 48.0 MiB/s`."""
+    text = f"pull {p.layers_done}/{p.layers_total or '?'} layers"
+    if p.bytes_done or p.bytes_total:
+        text += f", {format_bytes(p.bytes_done)}"
+        if p.bytes_total:
+            text += f" of {format_bytes(p.bytes_total)}"
+        if elapsed > 0 and p.bytes_done:
+            text += f", {format_bytes(int(p.bytes_done / elapsed))}/s"
+    return text
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A fetched manifest: an image's layers (digest, size) or an index's amd64 entry."""
+
+    layers: tuple[tuple[str, int], ...] = ()
+    platform_digest: str | None = None  # an index: the linux/amd64 manifest to fetch next
+    error: str | None = None
+
+    @property
+    def size(self) -> int | None:
+        """Sum of the layers' (compressed) sizes; None for an index or an error."""
+        return sum(s for _, s in self.layers) if self.layers else None
+
+
+def parse_manifest(text: str, arch: str = "amd64") -> Manifest:
+    """Pure: the manifest command's output -> Manifest (layers, or the platform's digest)."""
+    status, _, body = text.partition("\n")
+    if not status.startswith(MANIFEST_MARK):
+        return Manifest(error="no answer from the manifest probe")
+    word = status[len(MANIFEST_MARK) :].strip()
+    if word != "ok":
+        return Manifest(error=word.removeprefix("error ").strip() or "unreachable")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return Manifest(error="the registry's manifest is not JSON")
+    if not isinstance(data, dict):
+        return Manifest(error="the registry's manifest is not an object")
+    if isinstance(data.get("layers"), list):
+        layers = tuple(
+            (str(x.get("digest", "")), int(x["size"]))
+            for x in data["layers"]
+            if isinstance(x, dict) and isinstance(x.get("size"), int)
+        )
+        return Manifest(layers=layers) if layers else Manifest(error="the manifest lists no layer sizes")
+    if isinstance(data.get("manifests"), list):
+        for entry in data["manifests"]:
+            plat = entry.get("platform") or {} if isinstance(entry, dict) else {}
+            if plat.get("os") == "linux" and plat.get("architecture") == arch and entry.get("digest"):
+                return Manifest(platform_digest=str(entry["digest"]))
+        return Manifest(error=f"the manifest list has no linux/{arch} image")
+    return Manifest(error="the manifest is neither an image manifest nor a list (schema 1?)")
+
+
+def registry_api(registry: str | None, path: str) -> tuple[str, str]:
+    """(host[:port], repository) for the v2 API: Docker Hub defaults, a mirror's /prefix moved
+    into the repository path."""
+    if registry is None:
+        return "registry-1.docker.io", path if "/" in path else f"library/{path}"
+    host, _, prefix = registry.partition("/")
+    return host, f"{prefix}/{path}" if prefix else path
+
+
+# Hosts besides the registry itself whose token service may be sent the registry's basic
+# credentials (the registry's own, well-known auth service; never one a server names).
+TOKEN_HOSTS: dict[str, tuple[str, ...]] = {"registry-1.docker.io": ("auth.docker.io",)}
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, `127.x.x.x` or `::1` (with or without a port / brackets)."""
+    h = host.lower()
+    if h.startswith("["):
+        h = h[1:].partition("]")[0]
+    elif h.count(":") == 1:
+        h = h.partition(":")[0]
+    return h in ("localhost", "::1") or re.fullmatch(r"127(\.\d{1,3}){3}", h) is not None
+
+
+def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, ...]) -> str:
+    """Read-only: GET /v2/REPO/manifests/REF with curl (Accept: OCI/Docker v2 and lists).
+
+    stdin carries the curl config with `user = "name:password"` (or nothing); on a 401 with a
+    Bearer challenge the token is fetched and sent as a header, also through stdin.
+    Prints `##gpuonboard-manifest ok` and the body, or `... error WHY`.
+
+    The challenge's `realm` comes from the server (a mirror may be hostile), so it is used
+    only when it is an `https://` URL (`http://` only on loopback, for a registry reached over
+    http on loopback); else the probe ends with an error naming the registry and the realm's
+    scheme and host. curl gets it as `--url` (never read as an option) with `--proto`
+    limiting it (and any redirect) to that scheme. The basic credentials go to the realm only
+    when its host is the registry's own (or the registry's well-known token service,
+    TOKEN_HOSTS); any other realm host is asked for a token anonymously.
+
+    Every curl starts with `-q`: the login's `~/.curlrc` on the host (a vendor image's
+    `insecure`, a header of its own) is never read.
+    """
+    m = MANIFEST_MARK
+    reg = host.lower()
+    trusted = " ".join(shell.quote(h) for h in (reg, *TOKEN_HOSTS.get(reg, ())))
+    urls = " ".join(shell.quote(f"{s}://{host}/v2/{repo}/manifests/{reference}") for s in schemes)
+    refused = (
+        "the token realm of registry $reg (scheme $rs, host $ra) was refused: only an https://"
+        " realm is used (http:// only on loopback for a registry on loopback)"
+    )
+    return shell.sh_c(
+        f"cfg=$(cat); h={shell.quote('Accept: ' + ACCEPT)}; scope={shell.quote(f'repository:{repo}:pull')}\n"
+        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}\n"
+        f"command -v curl >/dev/null 2>&1 || {{ printf '{m}error no curl on the host\\n'; exit 0; }}\n"
+        "o='--connect-timeout 5 --max-time 60 -fsS'; why=unreachable\n"
+        # host[:port] lowercased, without the scheme's default port
+        "hp() { case $1 in https) d=443 ;; *) d=80 ;; esac\n"
+        "  x=$(printf '%s' \"$2\" | tr 'A-Z' 'a-z'); printf '%s' \"${x%:$d}\"; }\n"
+        f"for url in {urls}; do\n"
+        "  case $url in https:*) p='=https' ;; *) p='=http,https' ;; esac\n"
+        '  if body=$(printf \'%s\\n\' "$cfg" | curl -q $o --proto "$p" --proto-redir "$p" -K - -H "$h"'
+        ' --url "$url" 2>/dev/null); then\n'
+        f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
+        '  auth=$(curl -q -sS --connect-timeout 5 --max-time 30 --proto "$p" --proto-redir "$p" -o /dev/null'
+        ' -D - -H "$h" --url "$url" 2>/dev/null'
+        " | tr -d '\\r' | sed -n 's/^[Ww][Ww][Ww]-[Aa]uthenticate: *[Bb]earer *//p')\n"
+        '  [ -n "$auth" ] || continue\n'
+        "  why='registry refused the credentials'\n"
+        '  realm=$(printf \'%s\' "$auth" | sed -n \'s/.*realm="\\([^"]*\\)".*/\\1/p\')\n'
+        '  svc=$(printf \'%s\' "$auth" | sed -n \'s/.*service="\\([^"]*\\)".*/\\1/p\')\n'
+        # the realm's scheme and authority (host[:port]); anything odd is refused
+        "  rs=; ra=\n"
+        "  case $realm in *://*) rs=$(printf '%s' \"${realm%%://*}\" | tr 'A-Z' 'a-z'); rest=${realm#*://}\n"
+        "    ra=$(printf '%s' \"${rest%%[/?#]*}\" | tr 'A-Z' 'a-z') ;; esac\n"
+        "  case $ra in '[::1]'|'[::1]:'*) rh='[::1]' ;; *) rh=${ra%:*} ;; esac\n"
+        "  rp=; ok=1\n"
+        "  case $ra in '') ra=none; ok= ;; *[!]a-z0-9.:_[-]*) ra=unusable; ok= ;; esac\n"
+        "  case $rs in [a-z]*) case $rs in *[!a-z0-9+.-]*) rs='not a URL' ;; esac ;;\n"
+        "    *) rs='not a URL' ;; esac\n"
+        "  [ ${#rs} -le 20 ] || rs='not a URL'\n"
+        '  if [ -n "$ok" ]; then\n'
+        "    case $rs in\n"
+        "      https) rp='=https' ;;\n"
+        '      http) case $url in http:*) [ -z "$loop" ] || case $rh in\n'
+        "        localhost|'[::1]') rp='=http' ;;\n"
+        "        127.*.*.*) case $rh in *[!0-9.]*) ;; *) rp='=http' ;; esac ;;\n"
+        "      esac ;; esac ;;\n"
+        "    esac\n"
+        "  fi\n"
+        f'  [ -n "$rp" ] || {{ why="{refused}"; continue; }}\n'
+        '  kc=; rn=$(hp "$rs" "$ra")\n'
+        f'  for t in {trusted}; do [ "$rn" = "$(hp "$rs" "$t")" ] && kc=$cfg; done\n'
+        '  tok=$(printf \'%s\\n\' "$kc" | curl -q $o --proto "$rp" --proto-redir "$rp" -K - -G'
+        ' --data-urlencode "service=$svc" --data-urlencode "scope=$scope" --url "$realm" 2>/dev/null'
+        " | tr ',' '\\n'"
+        ' | sed -n \'s/.*"\\(access_\\)\\{0,1\\}token": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
+        '  [ -n "$tok" ] || continue\n'
+        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl -q $o --proto "$p"'
+        ' --proto-redir "$p" -K - -H "$h" --url "$url" 2>/dev/null); then\n'
+        f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
+        "done\n"
+        f"printf '{m}error %s\\n' \"$why\""
+    )

@@ -1,0 +1,420 @@
+"""Shard mode of the dataset upload: many small files packed into deterministic tar shards.
+
+Assignment (pure, `assign`): files in sorted path order, with CONTENT-DEFINED boundaries where
+the "content" is the path: a shard ends after a file when sha256(path), read as a fraction of
+2^64, is below that file's share of a shard ((size + 512) / shard size). A shard therefore ends
+after shard-size bytes on average, and whether a file ends one depends on that file alone (its
+path and size), never on the rest of the dataset: editing, adding or removing a file changes the
+shard holding it (splitting or joining it with the next at most), and no other (fixed-size cut
+points would shift every later shard; a boundary from the dataset's mean file size, as before,
+moved most of them when one big file was added or removed). Guards: a file of half a shard or
+more travels alone, and a shard is closed at four times the shard size (rare, ~2 %; a forced cut
+only moves until the next natural boundary).
+
+Packing (`build`): tar headers normalised (mtime 0, uid/gid 0, no user/group names, mode 0644 or
+0755 from the owner's exec bit, GNU format), members in sorted order, so the same files give a
+byte-identical shard. A shard is named by its sha256 (`<sha256[:32]>.tar`); an index in the cache
+maps the shard's member list (path, kind, sha256, mode) to that name, so a rerun rebuilds only
+shards whose members changed. Shards live in `.gpuonboard/cache/shards/<dataset-id>/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import os
+import stat
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuonboard import atomicfile
+from gpuonboard.transfer import Entry
+
+DEFAULT_SIZE = 256 * 1024 * 1024
+DEFAULT_THRESHOLD = 10_000
+SHARD_MTIME = 1_000_000_000  # mtime of the shard FILES in the cache (stable for rsync's quick check)
+MANIFEST = "manifest.json"
+UNPACKED_MANIFEST = "manifest.unpacked.json"  # the manifest the plaintext tree was last unpacked from
+FORMAT = "gpuonboard-shards/2"  # 2: parent directories are members (keys the index: never bump lightly)
+# the uploaded manifest's format; 3: no per-file sha256 (each shard's sha256 covers its files'
+# bytes; 50,000 per-file hashes were 2.3 MB of compressed JSON on the link, 0.18 s at 100 Mbit/s)
+MANIFEST_FORMAT = "gpuonboard-shards/3"
+
+
+def dataset_id(root: Path) -> str:
+    """Cache directory name of one dataset source."""
+    return hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+_REL = operator.attrgetter("rel")
+
+
+def _bucket(rel: str) -> int:
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big")
+
+
+def ends_shard(rel: str, size: int, shard_size: int) -> bool:
+    """Pure: whether a shard ends after this file: sha256(path), read as a fraction of 2^64, is
+    below the file's share of a shard (its size with its 512-byte header, over shard_size). So a
+    shard ends, on average, after shard_size bytes, and whether a file ends one depends on that
+    file alone (its path and size), never on the rest of the dataset."""
+    return _bucket(rel) * shard_size < size << 64
+
+
+def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[list[Entry]]:
+    """Pure: entries -> shards (lists in sorted path order), boundaries as the module says."""
+    shards: list[list[Entry]] = []
+    cur: list[Entry] = []
+    acc = 0
+    alone, cap = shard_size // 2, 4 * shard_size
+    for e in sorted(entries, key=_REL):
+        size = (e.size if e.size > 0 else 0) + 512
+        if size >= alone:  # a big file travels alone
+            if cur:
+                shards.append(cur)
+            shards.append([e])
+            cur, acc = [], 0
+            continue
+        cur.append(e)
+        acc += size
+        if ends_shard(e.rel, size, shard_size) or acc >= cap:
+            shards.append(cur)
+            cur, acc = [], 0
+    if cur:
+        shards.append(cur)
+    return shards
+
+
+def _mode(path: Path) -> int:
+    return 0o755 if path.lstat().st_mode & stat.S_IXUSR else 0o644
+
+
+_FIXED_MODE = {"l": 0o777, "d": 0o755}  # a symlink's and an empty directory's tar mode
+
+
+def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | None = None) -> str:
+    """What identifies a shard's content without building it: paths, kinds, hashes, modes
+    (`modes`: the tar modes packing used, else read from the files)."""
+    h = hashlib.sha256(FORMAT.encode())
+    for e in members:
+        known = modes.get(e.rel) if modes is not None else None
+        mode = _FIXED_MODE.get(e.kind) or (known if known is not None else _mode(root / e.rel))
+        h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard: its name, sha256 and size (path: the local tar file, when one was written)."""
+
+    name: str  # <sha256[:32]>.tar
+    sha256: str
+    size: int
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Packed:
+    """What packing one shard produced: the tar's sha256 and size, each member's content sha256."""
+
+    sha256: str
+    size: int
+    files: dict[str, str]
+    modes: dict[str, int] = field(default_factory=dict)  # the tar mode of each regular file
+
+    @property
+    def name(self) -> str:
+        """The shard's name on the host (content-addressed)."""
+        return f"{self.sha256[:32]}.tar"
+
+
+class ChangedWhilePacking(OSError):
+    """A file was written to while it was being packed (its bytes would be part old, part new)."""
+
+
+_ZERO = bytes(tarfile.BLOCKSIZE)
+
+
+def _header(info: tarfile.TarInfo) -> bytes:
+    return info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+
+
+def _dir_headers(rel: str, made: set[str]) -> list[bytes]:
+    """The headers of rel's parent directories not in `made` yet (added to it), outermost first:
+    every parent is its own member, before the first file in it (the host unpacks two shards at
+    once, one draining, the next arriving, and GNU tar's implicit creation of a missing parent
+    races with another tar: "Cannot open: No such file")."""
+    out = []
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        d = "/".join(parts[:depth])
+        if d not in made:
+            made.add(d)
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            out.append(_header(info))
+    return out
+
+
+def _member_info(e: Entry, mode: int, size: int) -> tarfile.TarInfo:
+    """The normalised header of one member (a symlink, or an empty directory, when e is one,
+    else a regular file)."""
+    info = tarfile.TarInfo(e.rel)
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    info.mode, info.size = mode, size
+    if e.kind == "l":
+        info.type, info.linkname, info.size = tarfile.SYMTYPE, e.target, 0
+    elif e.kind == "d":
+        info.type, info.mode, info.size = tarfile.DIRTYPE, 0o755, 0
+    return info
+
+
+def tar_size(members: Sequence[Entry]) -> int:
+    """The size `pack` gives these members while their sizes are the scanned ones, from the
+    headers alone (no file is read): what tells a shard on the host worth hashing for."""
+    made: set[str] = set()
+    size = 0
+    for e in members:
+        size += sum(len(h) for h in _dir_headers(e.rel, made))
+        size += len(_header(_member_info(e, 0o644, 0)))  # (mode and size never change its length)
+        if e.kind == "f":
+            size += -(-max(e.size, 0) // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    size += 2 * tarfile.BLOCKSIZE
+    return size + (-size % tarfile.RECORDSIZE)
+
+
+def worth_hashing(
+    groups: Sequence[Sequence[Entry]],
+    built: Sequence[Shard | None],
+    host: Mapping[str, tuple[str, int, int]],
+    indexed: set[str],
+) -> list[int]:
+    """Pure: which groups of unknown content (`built[i]` None) to pack, hashing only, because
+    the host holds a shard no index entry names (`indexed`: every name the index holds, even one
+    no group packs into now, e.g. the old shard of a file edited to the same size) whose size
+    their tar would have. None on a first upload (no tar size is computed then)."""
+    known = indexed | {s.name for s in built if s is not None}
+    sizes = {
+        have[1]
+        for name, have in host.items()
+        if "/" not in name and have[0] == "f" and name.endswith(".tar") and name not in known
+    }
+    if not sizes:
+        return []
+    return [i for i, s in enumerate(built) if s is None and tar_size(groups[i]) in sizes]
+
+
+def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], flush: int = 1 << 20) -> Packed:
+    """Stream the deterministic tar of `members` (in order) to `write`, in ~`flush`-byte pieces,
+    hashing each member and the whole tar as it goes (files are read once, constant memory).
+    Byte-identical to what tarfile writes for the same normalised headers."""
+    from gpuonboard.transfer import link_hash
+
+    total = hashlib.sha256()
+    size = 0
+    files: dict[str, str] = {}
+    modes: dict[str, int] = {}
+    buf = bytearray()
+
+    def out(data: bytes | bytearray | memoryview) -> None:
+        nonlocal size
+        buf.extend(data)
+        if len(buf) >= flush:
+            emit()
+
+    def emit() -> None:
+        nonlocal size
+        if buf:
+            chunk = bytes(buf)
+            total.update(chunk)
+            size += len(chunk)
+            write(chunk)
+            buf.clear()
+
+    made: set[str] = set()
+    for e in members:
+        for header in _dir_headers(e.rel, made):
+            out(header)
+        if e.kind == "l":
+            out(_header(_member_info(e, 0o777, 0)))
+            files[e.rel] = link_hash(e.target)
+            continue
+        if e.kind == "d":  # an empty directory of the dataset (a parent one is a header above)
+            made.add(e.rel)
+            out(_header(_member_info(e, 0o755, 0)))
+            continue
+        with open(root / e.rel, "rb") as f:
+            st = os.fstat(f.fileno())
+            modes[e.rel] = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
+            out(_header(_member_info(e, modes[e.rel], st.st_size)))
+            h = hashlib.sha256()
+            left = st.st_size
+            while left > 0:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    raise ChangedWhilePacking(f"{root / e.rel} shrank while it was being packed")
+                h.update(chunk)
+                out(chunk)
+                left -= len(chunk)
+            after = os.fstat(f.fileno())
+            if (after.st_mtime_ns, after.st_size) != (st.st_mtime_ns, st.st_size):  # torn: part old, part new
+                raise ChangedWhilePacking(f"{root / e.rel} changed while it was being packed")
+            files[e.rel] = h.hexdigest()
+            pad = -st.st_size % tarfile.BLOCKSIZE
+            if pad:
+                out(_ZERO[:pad])
+    out(_ZERO * 2)
+    end = (size + len(buf)) % tarfile.RECORDSIZE
+    if end:
+        out(bytes(tarfile.RECORDSIZE - end))
+    emit()
+    return Packed(total.hexdigest(), size, files, modes)
+
+
+def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:
+    """Pack members (in order) into a deterministic tar file in cache, named by its sha256."""
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".build.")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            packed = pack(root, members, raw.write)
+        final = cache / packed.name
+        os.chmod(tmp, 0o644)
+        os.utime(tmp, (SHARD_MTIME, SHARD_MTIME))
+        os.replace(tmp, final)
+        return Shard(final.name, packed.sha256, packed.size, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class HashCache:
+    """rel -> sha256 of a dataset file, valid while (size, mtime_ns, inode) are unchanged, so a
+    rerun hashes only the files that changed (persisted as hashes.json in the dataset's cache)."""
+
+    def __init__(self, cache: Path) -> None:
+        self.path = cache / "hashes.json"
+        try:
+            self.data: dict[str, list[Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def get(self, e: Entry) -> str:
+        """The cached sha256 of e, or "" when unknown or stale."""
+        rec = self.data.get(e.rel)
+        if rec and e.kind == "f" and rec[:3] == [e.size, e.mtime_ns, e.ino]:
+            return str(rec[3])
+        return ""
+
+    def put(self, e: Entry, sha: str) -> None:
+        """Remember e's content hash under its current stat."""
+        if e.kind == "f":
+            self.data[e.rel] = [e.size, e.mtime_ns, e.ino, sha]
+
+    def save(self, keep: Iterable[str]) -> None:
+        """Write the cache with only the paths still in the dataset."""
+        wanted = set(keep)
+        self.data = {k: v for k, v in self.data.items() if k in wanted}
+        _write_cache(self.path, json.dumps(self.data, separators=(",", ":")))
+
+
+class Index:
+    """member_key -> built shard, persisted as index.json in the dataset's cache dir."""
+
+    def __init__(self, cache: Path) -> None:
+        self.cache, self.path = cache, cache / "index.json"
+        try:
+            self.data: dict[str, dict[str, Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def get(self, key: str) -> Shard | None:
+        """The shard these members packed into last time (name, sha256, size; packing is
+        deterministic, so the same members give the same shard again)."""
+        rec = self.data.get(key)
+        if not rec:
+            return None
+        path = self.cache / rec["name"]
+        return Shard(rec["name"], rec["sha256"], rec["size"], path if path.is_file() else None)
+
+    def put(self, key: str, shard: Shard) -> None:
+        """Remember a built shard (saved by `save`)."""
+        self.data[key] = {"name": shard.name, "sha256": shard.sha256, "size": shard.size}
+
+    def save(self, keep: set[str]) -> None:
+        """Write the index with only the keys still in use, and delete unused shard files."""
+        self.data = {k: v for k, v in self.data.items() if k in keep}
+        used = {v["name"] for v in self.data.values()}
+        for p in self.cache.glob("*.tar"):
+            if p.name not in used:
+                p.unlink(missing_ok=True)
+        _write_cache(self.path, json.dumps(self.data, indent=0, sort_keys=True))
+
+
+def _write_cache(path: Path, text: str) -> None:
+    """Write a cache file atomically: a full disk leaves the previous one whole, no temp behind.
+    Its mode is the one open() gives (0666 less the umask): the shards beside it are 0644."""
+    atomicfile.write_text(path, text, mode=0o666)
+
+
+_TAIL = {"f": "}", "d": ', "dir": true}'}  # a member's manifest entry after its size
+
+
+def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size: int) -> bytes:
+    """Pure: the uploaded manifest (JSON): per shard its uploaded name, sha256 (of the file as
+    stored on the host), size and members (path and size; a symlink's target; `"dir": true` for
+    an empty directory). The shard's sha256 covers every byte of its members; their own sha256s
+    stay in the local hash cache."""
+    dumps = json.dumps
+    lines = [f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": [']
+    for n, (name, sha, size, members) in enumerate(shards):
+        files = ",\n".join(
+            f'  {{"path": {dumps(e.rel, ensure_ascii=False)}, "size": {e.size}'
+            + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else _TAIL[e.kind])
+            for e in members
+        )
+        sep = "," if n + 1 < len(shards) else ""
+        head = f'{{"name": {dumps(name)}, "sha256": {dumps(sha)}, "size": {size}, "files": ['
+        lines.append(f" {head}\n{files}\n ]}}{sep}")
+    lines.append("]}")
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+
+
+def tree_drift(
+    local: Mapping[str, Entry], host: Mapping[str, tuple[str, int, int]]
+) -> tuple[list[str], list[str]]:
+    """Pure: an unpacked tree's listing on the host (rel -> (kind, size, mtime)) against the
+    dataset: (paths missing, of another kind, or of another size there; paths there that the
+    dataset does not have), each sorted. Contents are not compared (a same-size edit on the host
+    is not seen: each shard was verified by sha256 when it was unpacked)."""
+    drift = sorted(
+        rel
+        for rel, e in local.items()
+        if (got := host.get(rel)) is None or got[0] != e.kind or (e.kind == "f" and got[1] != e.size)
+    )
+    return drift, sorted(rel for rel in host if rel not in local)
+
+
+def manifest_paths(text: str) -> set[str]:
+    """Pure: every member path of an uploaded manifest (empty when it cannot be read)."""
+    try:
+        doc = json.loads(text)
+        return {f["path"] for s in doc["shards"] for f in s["files"]}
+    except (ValueError, KeyError, TypeError):
+        return set()
+
+
+MARKER_PREFIX = "unpacked-"
+
+
+def marker_name(manifest_sha: str, tree_dir: str) -> str:
+    """File in the shards dir saying the plaintext tree `tree_dir` (the data dir's, or a
+    --decrypt-to one) was unpacked from this manifest."""
+    key = f"{manifest_sha}\0{tree_dir}".encode("utf-8", "surrogateescape")
+    return f"{MARKER_PREFIX}{hashlib.sha256(key).hexdigest()[:16]}"

@@ -1,0 +1,530 @@
+"""One upload per host copy of a dataset at a time: a lock on this machine, a lease on the host.
+
+Two `invoke sync` runs writing the same dataset to the same host at once would overwrite each
+other's half-received shards and unpack dirs on the host (each run then fails verification and
+asks for a rerun: nothing silent, but both uploads, and the link time they cost, are wasted).
+
+This machine: an upload takes an exclusive advisory lock (flock) on a small file under the
+project's `.gpuonboard/locks/`, named by the host address, port, login user and remote path, and
+keeps it until the step's run on that host ends. The kernel drops the lock when the holding
+process exits for any reason (killed, crashed, Ctrl-C), so a stale lock never blocks a rerun.
+The file says who holds it (pid, start time) for the message of the run that is turned away.
+
+The host: other machines (or other project dirs) are turned away by a LEASE file beside the
+dataset's copy, `<data_dir>/.<name>.gpuonboard-upload`, holding a random token, the owner (this
+project on this machine), its pid and who holds it. The upload refreshes its mtime every
+HEARTBEAT_S seconds (a refresh that finds another token says the lease was lost: the upload stops
+before verifying or swapping); a lease not refreshed for STALE_S seconds (by the clock of the
+file system it is on: an NFS server's, not the host's `date`) is dead and is taken over. A
+session whose link dropped cannot hold the host for hours this way: its lease goes stale
+within STALE_S, and a rerun from the same project takes it over at once when the pid written
+in it has ended on this machine. Taking is atomic when no lease exists
+(the shell's noclobber create, O_EXCL); two runs taking over the same STALE lease in the same
+instant could both win (then both fail verification, as before this lease existed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import posixpath
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuonboard import machine, shell
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows: no lock there
+    fcntl = None  # type: ignore[assignment]
+
+
+class UploadBusy(Exception):
+    """Another process of this machine holds the lock; str() is the holder ("pid 123 since ...")."""
+
+
+def lock_name(address: str, port: int, user: str, remote_path: str) -> str:
+    """Pure: the lock file's name for one remote path of one host."""
+    key = "\0".join([address.lower(), str(port), user, remote_path.rstrip("/") or "/"])
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".lock"
+
+
+@dataclass
+class UploadLock:
+    """A held lock; `release()` (idempotent) frees it."""
+
+    path: Path
+    fd: int | None
+
+    def release(self) -> None:
+        """Unlock and close (the file stays: unlinking it would race with the next taker)."""
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)  # closing the last descriptor drops the flock
+
+
+def acquire(lock_dir: Path, name: str) -> UploadLock:
+    """Take the lock `name` under lock_dir without waiting; UploadBusy when it is held.
+    OSError when the lock file cannot be created (the caller reports it)."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_dir / name
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    if fcntl is None:  # pragma: no cover
+        return UploadLock(path, fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read_holder(fd)
+        os.close(fd)
+        raise UploadBusy(holder) from None
+    except OSError:
+        os.close(fd)
+        raise
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} since {stamp}\n".encode(), 0)
+    return UploadLock(path, fd)
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    return text or "pid unknown"
+
+
+# ---------------------------------------------------------------- the lease on the host
+
+# in a --decrypt-to plaintext dir: the copy (resolved `<data_dir>/<name>`) it belongs to
+COPY_MARK = ".gpuonboard-copy"
+LEASE_IN_COPY = ".gpuonboard-upload"  # the lease's place inside the copy (data dir not writable)
+HEARTBEAT_S = 15  # the upload refreshes its lease this often
+STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a run that has ended
+
+# shell functions the lease scripts share. `fsnow F`: the time now by the clock of the file
+# system F is on (F made and removed; on NFS the mtime is the server's, not the host's `date`),
+# `date` when F cannot be made. `live F NOW STALE [TOKEN]`: F is a lease (a token line; one
+# without is a create cut short) refreshed less than STALE s before NOW and not TOKEN's: prints
+# "busy <age s>" and its lines.
+LEASE_FNS = r"""
+fsnow() {
+  n=$( : > "$1" && stat -c %Y -- "$1" ) 2>/dev/null; rm -f -- "$1"
+  [ -n "$n" ] || n=$(date +%s); echo "$n"
+}
+live() {
+  [ -f "$1" ] && grep -q '^token ' -- "$1" 2>/dev/null || return 1
+  if [ -n "${4:-}" ] && grep -qxF "token $4" -- "$1" 2>/dev/null; then return 1; fi
+  mod=$(stat -c %Y -- "$1" 2>/dev/null) || return 1
+  [ $(($2 - mod)) -lt "$3" ] || return 1
+  echo "busy $(($2 - mod))"; cat -- "$1"
+}
+"""
+# $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale
+# seconds, $7 this run's pid, $8 the pid of a same-owner holder known to have ended (or "").
+# Prints "took <lease file>" (its path with symlinks resolved), or "busy <age s>" and the lease's
+# lines. A data dir this login may not write (root's /data holding the user's own copy; a
+# read-only mount: root passes `test -w` there) keeps the lease inside the copy's dir. A
+# lease without a token line (a create cut short by a full disk) is no lease; one of this same
+# owner is taken over only when its pid ($8) was seen to have ended on this machine.
+# where each upload's copy (or its store alone) and plaintext tree are recorded on the host,
+# NUL-terminated paths (in the login's gpuonboard cache dir, which teardown removes last): teardown
+# finds uploads under another --dest and --decrypt-to plaintext there, not only in the data dir.
+# One record per machine, `uploads.<its host name>`: a home shared between machines (NFS on a
+# cluster) holds each node's record, and teardown of one node reads only its own (another node's
+# uploads are not this node's to remove, and its record is not this node's to lose).
+RECORD_PREFIX = "uploads."
+# sh: this machine's host name, the record's suffix (only [A-Za-z0-9._-], never a `/`)
+MACHINE_SH = "$(uname -n | tr -cd 'A-Za-z0-9._-')"
+UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/" + RECORD_PREFIX + MACHINE_SH
+# sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)
+RECORD_FN = (
+    "record() { c=${XDG_CACHE_HOME:-$HOME/.cache}; case $c in /*) ;; *) return 0 ;; esac;"
+    ' mkdir -p -- "$c/gpuonboard" 2>/dev/null && chmod 700 -- "$c/gpuonboard" 2>/dev/null || return 0;'
+    f' u="$c/gpuonboard/{RECORD_PREFIX}{MACHINE_SH}";'
+    ' for x in "$@"; do case $x in "" | *"\n"*) continue ;; esac;'
+    ' grep -qzxF -- "$x" "$u" 2>/dev/null'
+    """ || printf '%s\\0' "$x" >> "$u" 2>/dev/null; done; return 0; }
+"""
+)
+
+
+# the environment variable that marks what an upload runs on the host (its rsync, its shard
+# streams): `<copy tag>-<run token>` (both hex). A rerun that holds the copy's lease stops the
+# marked processes of every other run of that copy: they are stale (the lease says no other
+# upload of it is live), e.g. the receiver of a run whose link dropped without a FIN or RST,
+# which the host's sshd never hears of, and which held its temp file instead of a partial one
+UPLOAD_ENV = "GPUONBOARD_UPLOAD"
+STOP_WAIT_S = 10  # how long stopped processes get to end (rsync keeps its partial file) before SIGKILL
+# `stop TAG RUN`: SIGTERM the process groups holding this login's processes marked `TAG-<other
+# run>` (one per remote command: an rsync, a shard stream), wait for them, SIGKILL what is left;
+# prints "stopped <groups>". `tidy DIR`: stdin holds
+# NUL-terminated records, `A<temp>` (an rsync temp file of a file to send: kept as that file's
+# partial, resumed from, unless a bigger partial is there) or `R<path>` (a temp or partial of a
+# file not to send: removed), relative to DIR; prints "tidied A|R" per file it moved or removed.
+STOP_FN = (
+    r"""
+stop() {
+  pg() { sed 's/.*) //' "$1/stat" 2>/dev/null | cut -d' ' -f3; }
+  mine=$(pg /proc/$$); gs=; n=0
+  for e in $(grep -lszx "__ENV__=$1-[0-9a-f]*" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${e%/environ}
+    [ -O "$p" ] || continue
+    grep -qszx "__ENV__=$1-$2" "$e" && continue
+    g=$(pg "$p"); case $g in ''|*[!0-9]*|0|1) continue ;; esac
+    [ "$g" = "$mine" ] && continue
+    case " $gs " in *" $g "*) ;; *) gs="$gs $g"; n=$((n + 1)) ;; esac
+  done
+  for g in $gs; do kill -TERM "-$g" 2>/dev/null; done  # (dash's kill takes no `--`)
+  i=0; alive=$gs
+  while [ -n "$alive" ] && [ $i -lt $((__WAIT__ * 10)) ]; do
+    sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); alive=
+    for g in $gs; do kill -0 "-$g" 2>/dev/null && alive="$alive $g"; done
+  done
+  for g in $alive; do kill -KILL "-$g" 2>/dev/null; done
+  echo "stopped $n"
+}
+tidy() {
+  ( cd -- "$1" 2>/dev/null || exit 0
+    xargs -0 -r sh -c '
+      for x; do
+        op=${x%"${x#?}"}; f=${x#?}
+        { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
+        case $f in */*) d=${f%/*} ;; *) d=. ;; esac
+        b=${f##*/}; n=${b#.}; n=${n%.??????}; p=$d/__PARTIAL__/$n
+        kept=; [ -f "$p" ] && [ "$(stat -c %s -- "$p")" -ge "$(stat -c %s -- "$f")" ] && kept=1
+        if [ "$op" = A ] && [ -z "$kept" ]; then
+          mkdir -p -- "$d/__PARTIAL__" && mv -f -- "$f" "$p" && echo "tidied A"
+        else
+          rm -f -- "$f" && echo "tidied R"
+        fi
+      done' sh )
+}
+""".replace("__ENV__", UPLOAD_ENV)
+    .replace("__WAIT__", str(STOP_WAIT_S))
+    .replace("__PARTIAL__", ".gpuonboard-rsync-partial")
+)
+
+
+def mark(tag: str, run: str) -> str:
+    """Pure: the environment assignment (UPLOAD_ENV) that marks a run's processes on the host
+    for the copy whose unpack_tag() is `tag`; `run` is the run's own token (hex)."""
+    return f"{UPLOAD_ENV}={tag}-{run}"
+
+
+def record_name(machine: str) -> str:
+    """Pure: the record's file name on a machine whose `uname -n` is `machine` (as MACHINE_SH)."""
+    return RECORD_PREFIX + "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
+
+
+TAKE_SCRIPT = (
+    LEASE_FNS
+    + RECORD_FN
+    + STOP_FN
+    + r"""
+tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}; prun=${12:-}
+# a dir this upload makes (or finds empty) is its own; one the user's files were in already is
+# not recorded for teardown, which would remove them with it (`sync --dest ~ --dataset proj` into
+# the user's own ~/proj: the copy merges into it)
+fresh() {
+  { ! [ -e "$1" ] && ! [ -L "$1" ]; } || { [ -d "$1" ] && ! [ -L "$1" ] && [ -z "$(ls -A -- "$1")" ]; }
+}
+tn=; fresh "$1" 2>/dev/null && tn=1; ptn=; [ -n "$pt" ] && fresh "$pt" 2>/dev/null && ptn=1
+mkdir -p -- "$1" || exit 2
+# one spelling of the data dir (a symlink or .. in it names the same lease)
+d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
+if [ ! -e "$f" ]; then  # a data dir this login may not write (or a read-only mount): in the copy
+  if ( : > "$f.$3" ) 2>/dev/null; then rm -f -- "$f.$3"; else f=$(cd -- "$1" && pwd -P)/.gpuonboard-upload; fi
+fi
+[ -d "$f" ] && { echo "$f is a directory, not an upload lease; remove it" >&2; exit 3; }
+write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
+took() {  # the plaintext tree this run writes ($pt): marked as another copy's? then give it back
+  have=; [ -n "$pt" ] && [ -f "$pt/.gpuonboard-copy" ] && have=$(head -n 1 -- "$pt/.gpuonboard-copy")
+  if [ -n "$have" ] && [ "$have" != "$d/$pn" ]; then
+    grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
+  fi
+  if [ -n "$pn" ] && [ -n "$ptag" ]; then  # this copy's unpack dirs killed runs left (none is live)
+    for dir in "$(dirname -- "$tgt")" ${pt:+"$(dirname -- "$pt")"}; do
+      for x in "$dir/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
+    done
+  fi
+  # where this upload writes, for teardown (see UPLOADS_RECORD): the dir it made ($tgt: the copy,
+  # or its store alone, <name>.shards or <name>.encrypted, never a <name> it does not write) and
+  # its plaintext tree, whose dir is resolved even when not made yet (--decrypt-to /scratch/new
+  # with /scratch a link: teardown looks in /scratch's target)
+  pp=$pt; [ -n "$pt" ] && up=$(realpath -m -- "$(dirname -- "$pt")" 2>/dev/null) && pp=${up%/}/${pt##*/}
+  [ -n "$have" ] && ptn=1  # (marked as this copy's: made by an upload of it)
+  set --; [ -n "$pn" ] && [ -n "$tn" ] && set -- "$d/${tgt##*/}"
+  [ -n "$ptn" ] && set -- "$@" "$pp"
+  record "$@"
+  # what earlier runs of this copy still run here (a dropped link's receiver), then their temp
+  # files (stdin): stopped, so that what they received is kept and this run resumes from it
+  if [ -n "$ptag" ] && [ -n "$prun" ]; then stop "$ptag" "$prun"; tidy "$tgt"; fi
+  echo "took $f"; exit 0
+}
+tok=$3
+if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then took; fi
+# a live lease is ours to take over only when its owner is this project and its pid ($8) ended
+if { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; } 2>/dev/null \
+   && live "$f" "$(fsnow "$f.$3.now")" "$6"; then exit 0; fi
+write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && took
+rm -f -- "$f.$3"; exit 3
+"""
+)
+# $1 stale seconds, then the places a lease of this copy may be (beside it, or inside it):
+# read only (check mode). Prints "busy <age s>" and the lease's lines for a live one, else nothing.
+PEEK_SCRIPT = (
+    LEASE_FNS
+    + r"""
+s=$1; shift; now=$(date +%s)  # (it writes nothing: the host's clock)
+for f in "$@"; do live "$f" "$now" "$s" && exit 0; done
+exit 0
+"""
+)
+# $1 lease file, $2 token: refresh (touch) or remove it only while it is still ours
+TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null || exit 1; touch -c -- "$1"'  # 1: lost
+RELEASE_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null && rm -f -- "$1"; exit 0'
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease this run holds on the host (its file and token)."""
+
+    path: str
+    token: str
+
+
+@dataclass(frozen=True)
+class LeaseBusy:
+    """Another live upload holds the host's lease: who, seconds since it was refreshed, and its
+    owner and pid (a same-owner holder that has ended here is taken over at once)."""
+
+    holder: str
+    age: int
+    owner: str = ""
+    pid: int = 0
+
+    def sentence(self, where: str) -> str:
+        wait = max(1, STALE_S - self.age)
+        return (
+            f"another gpuonboard upload to {where} is running from {self.holder} (last heard from"
+            f" {self.age} s ago); wait for it to finish, or if that run was stopped, rerun in {wait} s"
+        )
+
+
+def lease_path(dest: str, name: str) -> str:
+    """Pure: the lease file of the copy `<dest>/<name>` (beside it, in the data dir)."""
+    return posixpath.join(dest, f".{name}.gpuonboard-upload")
+
+
+def owner_id(lock_dir: Path) -> str:
+    """This project on this machine: the same value for every run from here (machine-id and the
+    lock dir), so a rerun recognises a lease its own earlier, ended run left behind."""
+    return machine.tag(str(lock_dir.resolve()), length=16)
+
+
+def holder_text() -> str:
+    """Pure but for the clock: who this run is, for the message of a run turned away."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    host = "".join(c for c in socket.gethostname() if c.isprintable() and c != "\n") or "unknown host"
+    return f"{host}, pid {os.getpid()}, started {stamp}"
+
+
+def take_command(
+    target: str,
+    lease: Lease,
+    owner: str,
+    holder: str,
+    pid: int,
+    ended: int = 0,
+    plain: str = "",
+    name: str = "",
+    tag: str = "",
+    run: str = "",
+) -> str:
+    """The one command that makes the copy's dir and takes the lease (see TAKE_SCRIPT);
+    `plain` = the plaintext tree the run writes and `name` the dataset's: a --decrypt-to mark of
+    another copy there gives the lease back at once ("other <copy>"); `tag` = unpack_tag() of
+    this copy: its unpack dirs killed runs left are removed once the lease is held; with `run`
+    (this run's token in mark()) the processes other runs of the copy left running are stopped
+    (STOP_FN), and the rsync temp files on its stdin (tidy_stdin()) kept or removed."""
+    argv = ["sh", "-c", TAKE_SCRIPT, "sh", target, lease.path, lease.token, owner, holder, STALE_S]
+    argv += [pid, ended or "", plain, name, tag, run]
+    return shell.join(argv)
+
+
+def tidy_stdin(resume: Iterable[str], remove: Iterable[str]) -> bytes:
+    """The take command's stdin: rsync temp files (rels in the target) to resume from, then
+    temp and partial files to remove (see STOP_FN's tidy)."""
+    records = [b"A" + _raw(r) for r in resume] + [b"R" + _raw(r) for r in remove]
+    return b"".join(r + b"\0" for r in records)
+
+
+def _raw(rel: str) -> bytes:
+    return rel.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What the take command found of earlier runs: processes stopped, temp files resumed from
+    (kept as partial files) and temp or partial files removed."""
+
+    processes: int = 0
+    resumed: int = 0
+    removed: int = 0
+
+
+def parse_stopped(stdout: str) -> Stopped:
+    """Pure: the take command's lines about earlier runs' leftovers (STOP_FN)."""
+    lines = stdout.splitlines()
+    found = [int(x.split()[1]) for x in lines if x.startswith("stopped ") and x.split()[1].isdecimal()]
+    return Stopped(sum(found), lines.count("tidied A"), lines.count("tidied R"))
+
+
+def peek_command(lease_file: str, copies: list[str]) -> str:
+    """Read-only: is a live lease held on this copy (see PEEK_SCRIPT)? `copies`: the copy dirs
+    that may hold it inside (a data dir this login may not write)."""
+    places = [lease_file] + [posixpath.join(c, LEASE_IN_COPY) for c in copies]
+    return shell.join(["sh", "-c", PEEK_SCRIPT, "sh", STALE_S, *places])
+
+
+def parse_peek(stdout: str) -> LeaseBusy | None:
+    """Pure: who holds a live lease, from peek_command's output (None: nobody, or unreadable)."""
+    if not stdout.startswith("busy "):
+        return None
+    try:
+        got = parse_take(stdout)
+    except ValueError:
+        return None
+    return got if isinstance(got, LeaseBusy) else None
+
+
+# $1 the data dir, $2 the dataset's name, $3 the plaintext dir (--decrypt-to/<name>), $4 this
+# run's lease token, $5 stale seconds: mark it as this copy's, or say why not. Prints "ours
+# <copy>", "other <copy>" (marked for another), "unmarked" (files there that no mark vouches
+# for), or "busy <age>" and the lease's lines (an upload of the copy that IS that dir runs now;
+# with TAKE_SCRIPT's check of the mark after taking its lease, one of two racing runs loses).
+# The mark is written whole before it appears (a temp file, then `ln`, which never replaces: a
+# full disk leaves no empty mark); an empty one (cut short before this) counts as none.
+CLAIM_SCRIPT = (
+    LEASE_FNS
+    + r"""
+c=$(cd -- "$1" && pwd -P)/$2 || exit 2
+mkdir -p -- "$3" || exit 2
+m=$3/.gpuonboard-copy
+[ -d "$m" ] && { echo "$m is a directory, not gpuonboard's mark; remove it" >&2; exit 3; }
+printf '%s\n' "$c" > "$m.$$" || { rm -f -- "$m.$$"; exit 2; }
+new=0
+if ln -- "$m.$$" "$m" 2>/dev/null; then new=1
+elif [ ! -s "$m" ]; then rm -f -- "$m"; ln -- "$m.$$" "$m" 2>/dev/null && new=1; fi
+rm -f -- "$m.$$"
+have=$(head -n 1 -- "$m" 2>/dev/null)
+[ "$have" = "$c" ] || { echo "other $have"; exit 0; }
+undo() { if [ "$new" = 1 ]; then rm -f -- "$m"; fi; }
+# an upload whose copy IS this dir, running now (its lease beside the dir, or inside it)
+now=$(fsnow "$m.$$.now")
+for l in "$(dirname -- "$3")/.$(basename -- "$3").gpuonboard-upload" "$3/.gpuonboard-upload"; do
+  if live "$l" "$now" "$5" "$4"; then undo; exit 0; fi
+done
+# files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
+if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
+  undo; echo unmarked; exit 0
+fi
+echo "ours $c"
+"""
+)
+# $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
+RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
+
+
+def unpack_tag(copy: str) -> str:
+    """Pure: the part of a copy's unpack dir names (`.<name>.gpuonboard-unpack-<tag>-<token>`)
+    that tells it from another copy's of a dataset with the same name in the same dir (a
+    --decrypt-to tree beside another data dir's copy): a sweep never removes another copy's."""
+    return hashlib.sha256(posixpath.normpath(copy).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def claim_command(data_dir: str, name: str, plain_dir: str, token: str = "") -> str:
+    """Mark a --decrypt-to plaintext dir as this copy's, unless another copy's, files no mark
+    vouches for, or a live upload of a copy that is that dir (CLAIM_SCRIPT); `token`: this
+    run's lease (when --decrypt-to is the data dir itself, its lease is beside the dir)."""
+    return shell.join(["sh", "-c", CLAIM_SCRIPT, "sh", data_dir, name, plain_dir, token, STALE_S])
+
+
+def resolve_command(data_dir: str, name: str) -> str:
+    return shell.join(["sh", "-c", RESOLVE_SCRIPT, "sh", data_dir, name])
+
+
+@dataclass(frozen=True)
+class OtherCopy:
+    """The plaintext tree a run would write is marked as another copy's (its `<data_dir>/<name>`)."""
+
+    copy: str
+
+
+def parse_take(stdout: str) -> str | LeaseBusy | OtherCopy:
+    """Pure: the lease file when it was taken, else who holds it. ValueError on other output."""
+    lines = stdout.strip().splitlines()
+    if lines and lines[-1].startswith("took /"):
+        return lines[-1][len("took ") :]
+    if lines and lines[-1].startswith("other "):
+        return OtherCopy(lines[-1][len("other ") :])
+    if lines and lines[0].startswith("busy "):
+        fields = dict(line.split(" ", 1) for line in lines[1:] if " " in line)
+        holder = "".join(c for c in fields.get("holder", "") if c.isprintable())[:200]
+        pid = fields.get("pid", "")
+        return LeaseBusy(
+            holder or "another machine",
+            max(0, int(lines[0].split()[1])),  # (a clock behind the file's: not negative)
+            fields.get("owner", ""),
+            int(pid) if pid.isdecimal() else 0,
+        )
+    raise ValueError(f"unexpected answer {stdout.strip()[:200]!r}")
+
+
+def touch_command(lease: Lease) -> str:
+    return shell.join(["sh", "-c", TOUCH_SCRIPT, "sh", lease.path, lease.token])
+
+
+def release_command(lease: Lease) -> str:
+    return shell.join(["sh", "-c", RELEASE_SCRIPT, "sh", lease.path, lease.token])
+
+
+class Heartbeat:
+    """Run `argv` (the lease's refresh over the master connection) every HEARTBEAT_S seconds
+    until stop(). Exit 1 means the lease is gone (taken over while this run was not heard from,
+    e.g. a suspended laptop): `lost` is set, and the upload stops at its next step. Other
+    failures are ignored (a lease that goes stale is the dropped link's case)."""
+
+    def __init__(self, argv: list[str], every: float | None = None) -> None:
+        self._every = HEARTBEAT_S if every is None else every
+        self.lost = False  # another run took the lease over (this one was not heard from)
+        self._argv = argv
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._every):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                r = subprocess.run(
+                    self._argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=max(self._every, 5),
+                    check=False,
+                )
+                if r.returncode == 1:  # the lease is not ours any more (ssh's own failures: 255)
+                    self.lost = True
+
+    def stop(self) -> None:
+        """No refresh after this returns (one in flight over the master takes milliseconds)."""
+        self._stopped.set()
+        self._thread.join(timeout=5)
