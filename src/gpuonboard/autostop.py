@@ -17,7 +17,7 @@ from typing import Any
 from . import api
 from .errors import UsageError
 from .playbook import Playbook, StepSpec
-from .runner import HostResult
+from .results import HostResult
 from .steps.autostop import parse_settings
 from .steps.base import StepArgsError
 from .templating import literal
