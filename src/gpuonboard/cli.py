@@ -6,6 +6,7 @@ shown only with --debug (or GPUONBOARD_DEBUG=1).
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import re
@@ -19,27 +20,33 @@ from typing import Any
 from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
-from gpuonboard import __version__, api, shell
+from gpuonboard import __version__, api, flags, shell
 from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError
+from gpuonboard.flags import LANG_HELP, OWN, RUN, SELECT, CommonFlags
 from gpuonboard.report import terminal
 
-COMMON_HELP = {
-    "host": "host name(s) from the inventory, comma-separated",
-    "inventory": "inventory directory or file (Ansible YAML/INI works too); default ./inventory",
-    "group": "only hosts of this inventory group",
-    "limit": "Ansible-style pattern over host/group names: 'wuhan-*,!wuhan-a100-3'",
-    "forks": "hosts run concurrently (default 20)",
-    "trust_new_hosts": "accept and record host keys never seen before (verify fingerprints first!)",
-    "known_hosts": "known_hosts file (default .gpuonboard/known_hosts)",
-    "state_dir": "journal directory (default .gpuonboard/state)",
-    "reports_dir": "reports directory (default ./reports)",
-    "quiet": "print nothing but errors (reports are still written)",
-    "debug": "show tracebacks",
-    "connect_retries": "retries on network errors when connecting (default 2)",
-}
 SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
 SIM_BASE_HELP = "state directory of the simulated servers (default .gpuonboard/sim; its inventory/ is theirs)"
-LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
+
+
+def command(*layout: str, help: dict[str, str] | None = None, **options: Any) -> Callable[..., Any]:
+    """An Invoke task of `body(c, given: CommonFlags, own flags...)` that takes the shared flags
+    of `layout` (flags.py declares them: default, type, help) and its own parameters where
+    `layout` puts them (OWN: the rest, in order); `help` is the help of its own flags. Invoke
+    reads the signature of the task (inspect.signature, which reads __signature__)."""
+
+    def make(body: Callable[..., None]) -> Any:
+        signature, shared_help = flags.signature(body, layout)
+
+        @functools.wraps(body)
+        def run(c: Any, **values: Any) -> None:
+            given, own = flags.split(body, values)
+            body(c, given, **own)
+
+        run.__signature__ = signature  # type: ignore[attr-defined]
+        return task(help={**shared_help, **(help or {})}, auto_shortflags=False, **options)(run)
+
+    return make
 
 
 def _printable_names() -> None:
@@ -191,21 +198,19 @@ def _refuse_invoke_dry(c: Any) -> None:
         )
 
 
-def _common(kw: dict[str, Any]) -> tuple[api.Selection, api.Settings]:
-    """Selection and settings from a task's common flags (pass the task's `locals()`)."""
-    _refuse_invoke_dry(kw.get("c"))
+def _common(c: Any, given: CommonFlags) -> tuple[api.Selection, api.Settings]:
+    """Selection and settings from a task's shared flags."""
+    _refuse_invoke_dry(c)
     # what the imports made lives for the whole run (through `invoke` or `gpuonboard`): out of
     # the cyclic collector's way, whose full passes would walk it again and again later
     gc.freeze()
-    sel = _selection(kw["inventory"], kw["host"], kw["group"], kw["limit"])
-    keys = ("trust_new_hosts", "forks", "quiet", "known_hosts", "state_dir", "reports_dir", "connect_retries")
-    settings = _settings(**{k: kw[k] for k in keys})
-    settings.strict = bool(kw.get("strict"))  # provision/check: an unverified check fails
-    if kw.get("lang"):  # provision/check: the terminal tables' language
+    sel = _selection(given.inventory, given.host, given.group, given.limit)
+    settings = _settings(given)
+    if given.lang:  # provision/check: the terminal tables' language
         from gpuonboard.i18n import check_lang
 
         try:
-            settings.lang = check_lang(kw["lang"])
+            settings.lang = check_lang(given.lang)
         except UsageError as exc:
             raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     return sel, settings
@@ -221,14 +226,8 @@ def _selection(
         raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
 
 
-def _settings(**kw: Any) -> api.Settings:
-    s = api.Settings(project=Path.cwd())
-    for key in ("trust_new_hosts", "forks", "quiet", "connect_retries"):
-        if kw.get(key) is not None:
-            setattr(s, key, kw[key])
-    for key in ("known_hosts", "state_dir", "reports_dir"):
-        if kw.get(key):
-            setattr(s, key, Path(kw[key]))
+def _settings(given: CommonFlags | None = None) -> api.Settings:
+    s = flags.settings(given or CommonFlags(), Path.cwd())
     bad = (
         f"--connect-retries must be 0 or more, not {s.connect_retries}."  # (-1: not even one try)
         if s.connect_retries < 0
@@ -243,43 +242,31 @@ def _settings(**kw: Any) -> api.Settings:
     return s
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    *RUN,
+    "lang",
+    "strict",
     help={
-        **COMMON_HELP,
         "playbook": "playbook name under playbooks/ or a file (default provision)",
         "check": "dry run: report what would change, change nothing",
         "only": "run only these steps (comma-separated)",
         "skip": "skip these steps (comma-separated)",
         "resume": "continue at the step that failed in the last run",
-        "lang": LANG_HELP + " (terminal tables)",
-        "strict": "treat an unverified check (a fact that could not be read) as a failure: NO-GO, exit 1",
     },
-    auto_shortflags=False,
 )
 def provision(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
+    given: CommonFlags,
     playbook: str = "provision",
     check: bool = False,
     only: str = "",
     skip: str = "",
     resume: bool = False,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
-    lang: str = "en",
-    strict: bool = False,
 ) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
-    sel, settings = _common(locals())
+    sel, settings = _common(c, given)
 
     def go() -> int:
         if not (sel.hosts or sel.group or sel.limit):
@@ -288,7 +275,7 @@ def provision(
             sel, settings, playbook, check, api.split_names(only), api.split_names(skip), resume
         )
 
-    _guard(go, debug)
+    _guard(go, given.debug)
 
 
 def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> None:
@@ -308,74 +295,40 @@ def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> No
         )
 
 
-@task(
-    help={
-        **COMMON_HELP,
-        "lang": LANG_HELP + " (terminal tables)",
-        "strict": "treat an unverified check (a fact that could not be read) as a failure: NO-GO, exit 1",
-    },
-    auto_shortflags=False,
-)
-def check(
-    c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
-    lang: str = "en",
-    strict: bool = False,
-) -> None:
+@command(*SELECT, *RUN, "lang", "strict")
+def check(c: Any, given: CommonFlags) -> None:
     """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
-    sel, settings = _common(locals())
-    _guard(lambda: api.provision(sel, settings, "acceptance", check=True), debug)
+    sel, settings = _common(c, given)
+    _guard(lambda: api.provision(sel, settings, "acceptance", check=True), given.debug)
 
 
-@task(
-    name="inventory",
-    help={k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "debug")},
-    auto_shortflags=False,
-)
-def inventory_(
-    c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
-    debug: bool = False,
-) -> None:
+@command(*SELECT, "debug", name="inventory")
+def inventory_(c: Any, given: CommonFlags) -> None:
     """List hosts with vendor, address and order spec."""
-    sel = _selection(inventory, host, group, limit)
-    _guard(lambda: api.list_inventory(sel, _settings()), debug)
+    sel = _selection(given.inventory, given.host, given.group, given.limit)
+    _guard(lambda: api.list_inventory(sel, _settings()), given.debug)
 
 
-@task(
+@command(
+    OWN,
+    "inventory",
+    "order",
+    "debug",
     positional=["paths"],
     help={
         "paths": "saved outputs: files (comma-separated), a directory, or a glob",
         "json": "print the facts and rules as JSON",
         "host": "apply this inventory host's order (acceptance rules)",
-        "inventory": COMMON_HELP["inventory"],
         "order": "apply the order in this YAML file (order: {gpu_model: ..., gpu_count: ...})",
-        "debug": COMMON_HELP["debug"],
     },
-    auto_shortflags=False,
 )
 def facts(
     c: Any,
+    given: CommonFlags,
     paths: str | None = None,  # no default value: invoke fills only unset positionals
     json: bool = False,
-    host: str | None = None,
-    inventory: str = "inventory",
+    host: str | None = None,  # (one host whose order applies: not the shared --host)
     order: str = "",
-    debug: bool = False,
 ) -> None:
     """Parse saved command outputs offline (no SSH) and judge them: `invoke facts outputs/`."""
     from gpuonboard.api import offline
@@ -389,40 +342,25 @@ def facts(
         if order:
             spec = offline.load_order(order)
         elif host:
-            spec = api.host_order(api.Selection(inventory, [host]), api.Settings(project=Path.cwd()))
+            spec = api.host_order(api.Selection(given.inventory, [host]), api.Settings(project=Path.cwd()))
         return offline.run([paths] if paths else [], spec, json)
 
-    _guard(go, debug)
+    _guard(go, given.debug)
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    *RUN,
     help={
-        **COMMON_HELP,
         "image": "image to pull instead of vars.container_image (e.g. nvcr.io/nvidia/pytorch:24.08-py3)",
         "check": "dry run: report what would be pulled, change nothing",
     },
-    auto_shortflags=False,
 )
-def container(
-    c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
-    image: str = "",
-    check: bool = False,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
-) -> None:
+def container(c: Any, given: CommonFlags, image: str = "", check: bool = False) -> None:
     """Only the container step: runtime and NVIDIA toolkit, pull the image (mirror, retries), smoke run."""
-    sel, settings = _common(locals())
-    _guard(lambda: api.container(sel, settings, image or None, check), debug)
+    sel, settings = _common(c, given)
+    _guard(lambda: api.container(sel, settings, image or None, check), given.debug)
 
 
 @task(
@@ -512,10 +450,11 @@ def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> 
     _guard(lambda: sim.cron(Path(base), name), False)
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    *RUN,
     help={
-        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "forks", "trust_new_hosts")},
-        **{k: COMMON_HELP[k] for k in ("known_hosts", "state_dir", "reports_dir", "quiet", "debug")},
         "idle": "act after the box has been idle this long (default 30m)",
         "job": "busy while a command line contains NAME (literally) or a tmux/screen session NAME exists",
         "pid": "busy while process N is alive",
@@ -537,14 +476,10 @@ def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> 
         "cancel": "remove everything autostop installed (script, config, state, log, cron entry)",
         "check": "dry run: report what would change, change nothing",
     },
-    auto_shortflags=False,
 )
 def autostop(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
+    given: CommonFlags,
     idle: str = "30m",
     job: str = "",
     pid: str = "",
@@ -565,19 +500,11 @@ def autostop(
     status: bool = False,
     cancel: bool = False,
     check: bool = False,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
 ) -> None:
     """Install (or --status, --cancel) the watcher that shuts an idle box down: `invoke autostop --host X`."""
     from gpuonboard.api import autostop as autostop_mod
 
-    sel, settings = _common(locals())
+    sel, settings = _common(c, given)
 
     def go() -> int:
         if billing_aware and no_billing_aware:
@@ -605,52 +532,43 @@ def autostop(
         )
         return autostop_mod.autostop(sel, settings, opts)
 
-    _guard(go, debug)
+    _guard(go, given.debug)
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    *RUN,
     help={
-        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "forks", "trust_new_hosts")},
-        **{k: COMMON_HELP[k] for k in ("known_hosts", "state_dir", "reports_dir", "quiet", "debug")},
         "results": "remote results/checkpoint dir to pull back first (default vars.results_dir)",
         "dest": "local dir for the pulled results (default results/<host>/; '{host}' is replaced)",
         "keep_image": "keep the training image on the host",
         "force": "delete even when the pull is incomplete or unverified (missing/corrupt files)",
         "check": "dry run: report what would be pulled and deleted, change nothing",
     },
-    auto_shortflags=False,
 )
 def teardown(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
+    given: CommonFlags,
     results: str = "",
     dest: str = "",
     keep_image: bool = False,
     force: bool = False,
     check: bool = False,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
 ) -> None:
     """Pull results back (rsync, sha256-verified), then remove containers, autostop, data, markers."""
     from gpuonboard.api import teardown as teardown_mod
 
-    sel, settings = _common(locals())
+    sel, settings = _common(c, given)
     opts = teardown_mod.TeardownOptions(results, dest, keep_image, force, check)
-    _guard(lambda: teardown_mod.teardown(sel, settings, opts), debug)
+    _guard(lambda: teardown_mod.teardown(sel, settings, opts), given.debug)
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    *RUN,
     help={
-        **COMMON_HELP,
         "dataset": "local dataset path (default: the host's vars.dataset)",
         "dest": "remote data directory (default: the host's data_dir)",
         "name": "the copy's directory name under the data dir (default: the dataset's own name)",
@@ -662,14 +580,10 @@ def teardown(
         "unpack": "shard mode: unpack the shards into the data dir on the host",
         "decrypt_to": "with --decrypt-on-host: decrypt into this host dir instead (e.g. /dev/shm: tmpfs)",
     },
-    auto_shortflags=False,
 )
 def sync(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
+    given: CommonFlags,
     dataset: str = "",
     dest: str = "",
     name: str = "",
@@ -680,26 +594,22 @@ def sync(
     shards: bool = False,
     unpack: bool = False,
     decrypt_to: str = "",
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
 ) -> None:
     """Upload the dataset with rsync (resumable, sha256-verified, optionally age-encrypted)."""
     from gpuonboard.api import sync as sync_mod
 
-    sel, settings = _common(locals())
+    sel, settings = _common(c, given)
     opts = sync_mod.SyncOptions(
         dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack, decrypt_to, name
     )
-    _guard(lambda: sync_mod.sync(sel, settings, opts), debug)
+    _guard(lambda: sync_mod.sync(sel, settings, opts), given.debug)
 
 
-@task(
+@command(
+    OWN,
+    "inventory",
+    "json",
+    "debug",
     help={
         "params": "model size in parameters: 7B, 13B, 70B, 350M",
         "precision": "bf16 (default), fp16 or fp32",
@@ -711,14 +621,12 @@ def sync(
         "dataset_size": "dataset size for the upload ETA and disk advice, e.g. 120GB",
         "bandwidth": "upload bandwidth, e.g. 100Mbit, 1Gbit or 50MB/s",
         "hours": "rental hours to price for each vendor profile in the inventory",
-        "inventory": COMMON_HELP["inventory"],
         "json": "print the plan as JSON",
-        "debug": COMMON_HELP["debug"],
     },
-    auto_shortflags=False,
 )
 def plan(
     c: Any,
+    given: CommonFlags,
     params: str = "",
     precision: str = "bf16",
     optimizer: str = "adamw",
@@ -729,9 +637,7 @@ def plan(
     dataset_size: str = "",
     bandwidth: str = "",
     hours: str = "",
-    inventory: str = "inventory",
     json: bool = False,
-    debug: bool = False,
 ) -> None:
     """Before renting: memory needed, the GPUs that fit, host size, upload ETA, cost per vendor."""
     from gpuonboard.api import advise
@@ -747,13 +653,17 @@ def plan(
         dataset_size,
         bandwidth,
         hours,
-        inventory,
+        given.inventory,
         json,
     )
-    _guard(lambda: advise.plan(args, Path.cwd()), debug)
+    _guard(lambda: advise.plan(args, Path.cwd()), given.debug)
 
 
-@task(
+@command(
+    OWN,
+    "reports_dir",
+    "debug",
+    "lang",
     name="report",
     help={
         "run": "run id under reports/ (default: the newest run that judged a box: check, provision)",
@@ -761,143 +671,117 @@ def plan(
         "compare": "put several hosts/vendors side by side (reports/compare/compare.FORMAT)",
         "runs": "with --compare: run ids, comma-separated (default: the newest record of each host)",
         "lang": LANG_HELP + "; html/md only (json stays English); zh writes report.zh.FORMAT",
-        "reports_dir": COMMON_HELP["reports_dir"],
-        "debug": COMMON_HELP["debug"],
     },
-    auto_shortflags=False,
 )
 def report_(
     c: Any,
+    given: CommonFlags,
     run: str = "",
     format: str = "html",
     compare: bool = False,
     runs: str = "",
-    reports_dir: str = "",
-    debug: bool = False,
-    lang: str = "en",
+    lang: str = "en",  # (its own: html/md reports, not the terminal tables)
 ) -> None:
     """Render the acceptance report (go/no-go, rules, evidence hashes) from summary.json."""
     from gpuonboard.api import advise
 
     project = Path.cwd()
-    rdir = Path(reports_dir) if reports_dir else project / "reports"
-    _guard(lambda: advise.report(rdir, project, run, format, compare, runs, lang), debug)
+    rdir = Path(given.reports_dir) if given.reports_dir else project / "reports"
+    _guard(lambda: advise.report(rdir, project, run, format, compare, runs, lang), given.debug)
 
 
-@task(
+@command(
+    *SELECT,
+    OWN,
+    "trust_new_hosts",
+    "known_hosts",
+    "debug",
+    "connect_retries",
     help={
-        **{k: COMMON_HELP[k] for k in ("host", "inventory", "group", "limit", "trust_new_hosts")},
-        **{k: COMMON_HELP[k] for k in ("known_hosts", "debug", "connect_retries")},
         "interval": "sampling interval, e.g. 2s or 500ms (default 2s)",
         "once": "one sample per GPU, then exit",
         "json": "JSON instead of the live table (--once: one document; else JSON lines)",
         "log": "append every sample as a JSON line to FILE",
         "duration": "stop after this long (e.g. 30s, 10m); default: until Ctrl-C",
     },
-    auto_shortflags=False,
 )
 def monitor(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
+    given: CommonFlags,
     interval: str = "2s",
     once: bool = False,
     json: bool = False,
     log: str = "",
     duration: str = "",
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    debug: bool = False,
-    connect_retries: int = 2,
 ) -> None:
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
     from gpuonboard.api import monitor as monitor_mod
 
     _refuse_invoke_dry(c)
-    sel = _selection(inventory, host, group, limit)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
-    )
+    sel = _selection(given.inventory, given.host, given.group, given.limit)
+    settings = _settings(given)
     cmd = monitor_mod.MonitorCommand(interval, once, json, log, duration)
-    _guard(lambda: monitor_mod.monitor(sel, settings, cmd), debug)
+    _guard(lambda: monitor_mod.monitor(sel, settings, cmd), given.debug)
 
 
-@task(
+@command(
+    "host",
+    "inventory",
+    OWN,
+    "trust_new_hosts",
+    "known_hosts",
+    "debug",
+    "connect_retries",
     help={
-        **{k: COMMON_HELP[k] for k in ("inventory", "trust_new_hosts", "known_hosts", "debug")},
         "host": "the host (one) to run TensorBoard on",
         "logdir": "TensorBoard --logdir on the host (default vars.tensorboard_logdir, else runs)",
         "port": "TensorBoard port on the host (default 6006)",
         "local_port": "local port to forward (default: the same as --port, or any free one; 0: any)",
         "duration": "stop after this long (default: until Ctrl-C)",
         "reconnect_for": "after the SSH link drops, reconnect for up to this long (default 5m; 0: exit)",
-        "connect_retries": COMMON_HELP["connect_retries"],
     },
-    auto_shortflags=False,
 )
 def tensorboard(
     c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
+    given: CommonFlags,
+    host: str | None = None,  # (the one host: its own help)
     logdir: str = "",
     port: int = 6006,
     local_port: int = -1,
     duration: str = "",
     reconnect_for: str = "5m",
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    debug: bool = False,
-    connect_retries: int = 2,
 ) -> None:
     """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
     from gpuonboard.api import tunnel
 
     _refuse_invoke_dry(c)
-    sel = _selection(inventory, host)
-    settings = _settings(
-        trust_new_hosts=trust_new_hosts, known_hosts=known_hosts, connect_retries=connect_retries
-    )
+    sel = _selection(given.inventory, host)
+    settings = _settings(given)
     local = None if local_port < 0 else local_port
     _guard(
         lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration, reconnect_for=reconnect_for),
-        debug,
+        given.debug,
     )
 
 
-@task(help=COMMON_HELP, auto_shortflags=False)
-def prove(
-    c: Any,
-    host: str | None = None,
-    inventory: str = "inventory",
-    group: str | None = None,
-    limit: str | None = None,
-    forks: int = 20,
-    trust_new_hosts: bool = False,
-    known_hosts: str = "",
-    state_dir: str = "",
-    reports_dir: str = "",
-    quiet: bool = False,
-    debug: bool = False,
-    connect_retries: int = 2,
-) -> None:
+@command(*SELECT, *RUN)
+def prove(c: Any, given: CommonFlags) -> None:
     """Prove the box trains: smoke training, all-reduce, checkpoint disk speed, GPU benchmark, network."""
-    sel, settings = _common(locals())
-    _guard(lambda: api.provision(sel, settings, "prove"), debug)
+    sel, settings = _common(c, given)
+    _guard(lambda: api.provision(sel, settings, "prove"), given.debug)
 
 
-@task(
+@command(
+    OWN,
+    "debug",
     name="new",
     help={
-        "file": "where to write the age identity (default ~/.config/gpuonboard/age-key.txt; never replaced)",
-        "debug": COMMON_HELP["debug"],
+        "file": "where to write the age identity (default ~/.config/gpuonboard/age-key.txt; never replaced)"
     },
-    auto_shortflags=False,
 )
-def keys_new(c: Any, file: str = "", debug: bool = False) -> None:
+def keys_new(c: Any, given: CommonFlags, file: str = "") -> None:
     """Make an age key pair for `sync --encrypt` and print the inventory lines that use it."""
-    _guard(lambda: api.new_keys(file), debug)
+    _guard(lambda: api.new_keys(file), given.debug)
 
 
 keys_ns = Collection("keys")

@@ -224,7 +224,7 @@ def test_a_no_go_verdict_line_is_never_cut_at_the_console_width() -> None:
 
     from gpuonboard.inventory import Host
     from gpuonboard.report import terminal
-    from gpuonboard.runner import HostResult
+    from gpuonboard.results import HostResult, conclude
     from gpuonboard.steps.base import Check, StepResult
 
     url = "https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list"
@@ -239,7 +239,7 @@ def test_a_no_go_verdict_line_is_never_cut_at_the_console_width() -> None:
         ],
     )
     con = Console(record=True, width=80)
-    terminal.print_results([result], con)
+    terminal.print_results(conclude([result]), con)
     text = con.export_text()
     lines = [line for line in text.splitlines() if line.startswith("verdict for h1")]
     assert lines == ["verdict for h1: NO-GO, failed: step container"], text

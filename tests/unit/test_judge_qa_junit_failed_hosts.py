@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from gpuonboard.inventory import Host
 from gpuonboard.report import junit
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult, conclude
 from gpuonboard.steps.base import Check, StepResult
 
 
@@ -26,7 +26,7 @@ def test_a_host_that_failed_before_any_step_is_an_error() -> None:
     all, `tests="0" failures="0"`, which CI dashboards show as passing."""
     msg = "cannot read the facts: lscpu timed out"
     r = HostResult(Host(name="gpu-1", address="10.0.0.1"), "failed", msg)
-    text = junit.render([r], "gpuonboard check")
+    text = junit.render(conclude([r]), "gpuonboard check")
     assert _counts(text) == (1, 0, 1)
     error = ET.fromstring(text.encode()).find(".//error")
     assert error is not None and error.get("message") == msg
@@ -43,7 +43,7 @@ def test_a_failed_step_whose_checks_passed_is_a_failure() -> None:
     )
     ok = StepResult("acceptance", "ok", "ok", [Check("gpu_model", "H100", "H100", "pass")])
     r = HostResult(Host(name="gpu-1", address="10.0.0.1"), "failed", "step prove: ...", [ok, step])
-    text = junit.render([r], "gpuonboard prove")
+    text = junit.render(conclude([r]), "gpuonboard prove")
     assert _counts(text) == (3, 1, 0)
     failure = ET.fromstring(text.encode()).find(".//failure")
     assert failure is not None and failure.get("message") == "allreduce.py could not start: python3 not found"
@@ -53,4 +53,4 @@ def test_a_failed_rule_is_counted_once() -> None:
     """A step that failed because a check failed stays one failure (the check's), not two."""
     step = StepResult("acceptance", "failed", "gpu_count", [Check("gpu_count", "8", "4", "fail")])
     r = HostResult(Host(name="gpu-1", address="10.0.0.1"), "failed", "step acceptance: gpu_count", [step])
-    assert _counts(junit.render([r], "x")) == (1, 1, 0)
+    assert _counts(junit.render(conclude([r]), "x")) == (1, 1, 0)

@@ -190,7 +190,7 @@ def test_terminal_tables_in_chinese() -> None:
 
     from gpuonboard.inventory import Host
     from gpuonboard.report.terminal import print_results
-    from gpuonboard.runner import HostResult
+    from gpuonboard.results import HostResult, conclude
     from gpuonboard.steps.base import Check, StepResult
 
     check = Check("gpu_count", "8", "4", "fail")
@@ -202,6 +202,6 @@ def test_terminal_tables_in_chinese() -> None:
         ("en", ("rule", "expected", "actual", "verdict", "FAIL", "recap", "host", "failed")),
     ):
         con = Console(record=True, width=200)
-        print_results([result], con, lang=lang)
+        print_results(conclude([result]), con, lang=lang)
         text = con.export_text()
         assert all(w in text for w in words), (lang, text)

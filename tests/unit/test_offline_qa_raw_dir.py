@@ -19,7 +19,7 @@ from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult, conclude
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 RUN = "20261201-000000-aaaa"
@@ -49,7 +49,7 @@ def _write_run(reports: Path, host: str = "gpu-1") -> Path:
     outputs = _outputs()
     facts = dataclasses.replace(parse_facts(outputs), raw=outputs)  # (only these probes' files)
     result = HostResult(Host(name=host, address="10.0.0.1"), "ok", "1 ok", facts=facts)
-    out = api.write_reports([result], meta, reports, RUN)
+    out = api.write_reports(conclude([result]), meta, reports, RUN)
     (folder,) = (out / "raw").iterdir()
     return folder
 

@@ -18,7 +18,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
 from gpuonboard.report import render, terminal
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult, conclude
 from gpuonboard.steps.base import Check, StepResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def test_hosts_whose_names_reduce_alike_keep_their_own_evidence(tmp_path: Path) 
         **{"run_id": "20261201-000000-aaaa", "playbook": "acceptance", "check_mode": False},
         **{"duration": 1.0, "exit_code": 0},
     }
-    api.write_reports([_result(n) for n in COLLIDING], meta, reports, "20261201-000000-aaaa")
+    api.write_reports(conclude([_result(n) for n in COLLIDING]), meta, reports, "20261201-000000-aaaa")
     out, _, go = render.report(reports, "20261201-000000-aaaa", "json", REPO)
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert go
@@ -158,14 +158,14 @@ def test_terminal_prints_one_verdict_line_per_host() -> None:
     bad = _checked("h[2]", Check("gpu_count", "8", "4", "fail"), Check("vram", "80", "40", "fail"))
     plain = HostResult(Host(name="h3", address="10.0.0.3"), "ok", "1 ok", [StepResult("cmd", "ok", "ok")])
     con = Console(record=True, width=200)
-    terminal.print_results([good, bad, plain], con)
+    terminal.print_results(conclude([good, bad, plain]), con)
     lines = [line for line in con.export_text().splitlines() if line.startswith("verdict for")]
     assert lines == [
         "verdict for h1: GO with 2 warnings: persistence_mode, mig_mode",
         "verdict for h[2]: NO-GO, failed: gpu_count, vram",
     ]
     con = Console(record=True, width=200)
-    terminal.print_results([good, bad], con, lang="zh")
+    terminal.print_results(conclude([good, bad]), con, lang="zh")
     text = con.export_text()
     assert "h1 的验收结论：验收通过（GO），2 项警告：persistence_mode, mig_mode" in text
     assert "h[2] 的验收结论：验收不通过（NO-GO），不通过：gpu_count, vram" in text

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gpuonboard import results
 from gpuonboard.errors import UsageError
 from gpuonboard.report import render
 
@@ -358,9 +359,10 @@ def test_a_failed_step_no_rule_explains_is_named_in_the_verdict() -> None:
             {"step": "network", "status": "ok", "msg": "ok", "checks": []},
         ],
     }
-    go, rest = render.host_headline(host)
+    verdict = results.judge(host)
+    go, rest = render.host_headline(verdict)
     assert not go and rest == f", failed: training_device, step disk_speed ({why})", rest
-    _, reasons = render.host_verdict(host)
+    _, reasons = render.host_verdict(verdict)
     assert f"step disk_speed failed: {why}" in reasons
     assert not any("smoke_train failed" in r for r in reasons)  # (the host's message names it)
 

@@ -10,7 +10,8 @@ import pytest
 
 from gpuonboard.inventory import Host
 from gpuonboard.report import junit
-from gpuonboard.runner import HostResult, RunOptions
+from gpuonboard.results import HostResult, conclude
+from gpuonboard.runner import RunOptions
 from gpuonboard.runner.runlog import RunLog
 from gpuonboard.steps.base import Check, StepResult
 
@@ -31,7 +32,7 @@ def test_junit_is_well_formed_with_control_characters_from_the_host() -> None:
         ),
         HostResult(Host(name="gpu-2", address="10.0.0.2"), "unreachable", nasty),
     ]
-    text = junit.render(results, "gpuonboard provision")
+    text = junit.render(conclude(results), "gpuonboard provision")
     root = ET.fromstring(text.encode("utf-8", "backslashreplace"))  # what write_atomic writes
     failures = [f.get("message") for f in root.iter("failure")]
     assert "\\x1b[31mboom\\x01\\x00\\x1b[0m \\udcff" in failures
@@ -132,7 +133,7 @@ def test_recap_on_a_narrow_terminal_names_every_host_in_full() -> None:
         for i in (1, 2)
     ]
     con = Console(width=80, record=True, highlight=False)
-    terminal.print_results(results, con)
+    terminal.print_results(conclude(results), con)
     text = con.export_text()
     assert "…" not in text
     flat = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))

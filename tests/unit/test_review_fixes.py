@@ -12,7 +12,7 @@ from gpuonboard.connection import HostKeyPolicy, KnownHosts, fingerprint
 from gpuonboard.errors import HostKeyError, PlaybookError
 from gpuonboard.inventory import Host
 from gpuonboard.report.terminal import print_results
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult, conclude
 from gpuonboard.runner.playbook import Playbook, StepSpec, instantiate
 from gpuonboard.steps.base import Check, StepResult
 
@@ -59,7 +59,7 @@ def test_host_text_is_not_rich_markup() -> None:
     check = Check("foreign_processes", "none", "GPU 0: pid 1 [/x] (10 MiB)", "fail", "[bold]advice")
     result = HostResult(host, "failed", "step [/red]: x", [StepResult("gpu_health", "failed", "m", [check])])
     con = Console(record=True, width=200)
-    print_results([result], con)
+    print_results(conclude([result]), con)
     text = con.export_text()
     assert "pid 1 [/x]" in text and "[bold]advice" in text
 

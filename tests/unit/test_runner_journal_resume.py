@@ -13,6 +13,7 @@ import pytest
 from gpuonboard import runner
 from gpuonboard.connection import LocalRunner
 from gpuonboard.inventory import Host
+from gpuonboard.results import HostResult
 from gpuonboard.runner import journal, playbook
 from gpuonboard.steps.base import Plan, Step, StepContext
 
@@ -39,7 +40,7 @@ def cmd(name: str, log: Path, word: str | None = None) -> dict[str, Any]:
     return {"step": "command", "name": name, "args": {"argv": argv, "creates": f"{log}.never"}}
 
 
-def statuses(result: runner.HostResult) -> list[tuple[str, str]]:
+def statuses(result: HostResult) -> list[tuple[str, str]]:
     return [(s.step, s.status) for s in result.steps]
 
 

@@ -16,7 +16,8 @@ from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_proble
 from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from gpuonboard.inventory import Host
 from gpuonboard.report import jsonfile, junit, terminal
-from gpuonboard.runner import HostResult, RunOptions, exit_code, new_run_id, run, select_steps
+from gpuonboard.results import HostResult, RunResult, conclude
+from gpuonboard.runner import RunOptions, new_run_id, run, select_steps
 from gpuonboard.runner import playbook as playbook_mod
 from gpuonboard.runner.playbook import Playbook
 from gpuonboard.runner.runlog import RunLog
@@ -264,7 +265,7 @@ def execute(
     options.on_event = progress.event
     try:
         with progress:
-            results = run(hosts, book, inv, options)
+            outcome = conclude(run(hosts, book, inv, options), settings.strict)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
         # the log is the only record such a run leaves (no report is written): end it saying so
         how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
@@ -273,12 +274,7 @@ def execute(
     finally:
         early.close()
         log.close()
-    from gpuonboard import results as verdicts
-    from gpuonboard.report.jsonfile import host_record
-
-    code = verdicts.exit_code(
-        [verdicts.judge(host_record(r), settings.strict) for r in results], exit_code(results)
-    )
+    code, results = outcome.exit_code, outcome.hosts  # (each host judged once, by conclude)
     meta = {
         "run_id": run_id,
         "playbook": book.name,
@@ -293,7 +289,7 @@ def execute(
     }
     reports_dir = settings.reports_dir or settings.project / "reports"
     try:
-        out_dir = write_reports(results, meta, reports_dir, run_id, project=settings.project)
+        out_dir = write_reports(outcome, meta, reports_dir, run_id, project=settings.project)
     except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
         raise UsageError(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
@@ -305,7 +301,7 @@ def execute(
             show(results, con)
         else:  # (the acceptance tables show the rules: this says what the other steps did)
             print_step_lines(results, con, without_checks=True)
-        terminal.print_results(results, con, rules=show is None, lang=settings.lang, strict=settings.strict)
+        terminal.print_results(outcome, con, rules=show is None, lang=settings.lang)
         # as it is: one line (a wrapped path cannot be copied or grepped), no markup (a
         # `[v2]` in a path was dropped)
         html = out_dir / "report.html"
@@ -416,7 +412,7 @@ def _iso(ts: float) -> str:
 
 
 def write_reports(
-    results: Sequence[HostResult],
+    outcome: RunResult,
     meta: dict[str, Any],
     reports_dir: Path,
     run_id: str,
@@ -429,14 +425,14 @@ def write_reports(
     from gpuonboard.report.render import safe_name
 
     out = reports_dir / run_id
-    for r in results:
+    for r in outcome.hosts:
         for probe, (data, _code) in jsonfile.raw_outputs(r).items():
             raw_path = out / "raw" / safe_name(r.host.name) / f"{safe_name(probe)}.txt"
             raw_path.parent.mkdir(parents=True, exist_ok=True)
             raw_path.write_bytes(data)
-    doc = jsonfile.summary(results, meta)
+    doc = jsonfile.summary(outcome, meta)
     jsonfile.write(out / "summary.json", doc)
-    junit_text = junit.render(results, f"gpuonboard {meta['playbook']}", bool(meta.get("strict")))
+    junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}")
     jsonfile.write_atomic(out / "junit.xml", junit_text)
     if project is not None:
         write_html_report(doc, out, project)

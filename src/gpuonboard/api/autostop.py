@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuonboard import api
 from gpuonboard.errors import UsageError
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult
 from gpuonboard.runner.playbook import Playbook, StepSpec
 from gpuonboard.steps.autostop import parse_settings
 from gpuonboard.steps.base import StepArgsError

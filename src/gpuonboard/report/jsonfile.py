@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import __version__, results, shell
+from gpuonboard import __version__, shell
 from gpuonboard.report.render import (  # (write_atomic: used as jsonfile.write_atomic too)
     raw_file,
     write_atomic,
 )
 from gpuonboard.report.strictjson import dumps
-from gpuonboard.runner import HostResult, recap
+from gpuonboard.results import HostResult, HostVerdict, RunResult, host_rules
 
 SCHEMA = "gpuonboard.summary/1"
 
@@ -43,22 +42,9 @@ def private_placeholder(stdout: str) -> bytes:
     return f"(not kept: the output of a template's probe, which may hold a secret; {size} bytes)\n".encode()
 
 
-def host_rules(r: HostResult) -> list[dict[str, Any]]:
-    """Every check of every step, as summary.json's `rules` (what the GO / NO-GO verdict reads)."""
-    return [
-        {"name": c.name, "expected": c.expected, "actual": c.actual, "verdict": c.verdict, "detail": c.detail}
-        for s in r.steps
-        for c in s.checks
-    ]
-
-
-def host_record(r: HostResult) -> dict[str, Any]:
-    """The part of a host's record its verdict reads (results.judge): status, rules, steps."""
-    return {"status": r.status, "msg": r.msg, "rules": host_rules(r), "steps": [s.to_json() for s in r.steps]}
-
-
-def host_json(r: HostResult, strict: bool = False) -> dict[str, Any]:
-    """One host's record: status, rules (expected/actual/verdict), steps, facts digest."""
+def host_json(r: HostResult, verdict: HostVerdict) -> dict[str, Any]:
+    """One host's record: status, rules (expected/actual/verdict), steps, facts digest, and its
+    verdict as the run computed it."""
     rules = host_rules(r)
     return {
         "name": r.host.name,
@@ -77,8 +63,8 @@ def host_json(r: HostResult, strict: bool = False) -> dict[str, Any]:
         "vendor_icp": r.host.vendor.icp if r.host.vendor else None,
         "vendor_billing": asdict(r.host.vendor.billing) if r.host.vendor else None,
         "order": asdict(r.host.order),
-        # the verdict, computed once (results.judge): what `invoke report` and the exit code say
-        "verdict": results.judge(host_record(r), strict).to_json(),
+        # the verdict, computed once (results.conclude): what `invoke report` and the exit code say
+        "verdict": verdict.to_json(),
         "raw": {
             name: {
                 "sha256": hashlib.sha256(data).hexdigest(),
@@ -92,14 +78,14 @@ def host_json(r: HostResult, strict: bool = False) -> dict[str, Any]:
     }
 
 
-def summary(results: Sequence[HostResult], meta: dict[str, Any]) -> dict[str, Any]:
+def summary(run: RunResult, meta: dict[str, Any]) -> dict[str, Any]:
     """The whole document."""
     return {
         "schema": SCHEMA,
         "tool_version": __version__,
         **meta,
-        "recap": recap(results),
-        "hosts": [host_json(r, bool(meta.get("strict"))) for r in results],
+        "recap": run.recap(),
+        "hosts": [host_json(r, v) for r, v in run],
     }
 
 

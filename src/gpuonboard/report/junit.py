@@ -1,12 +1,12 @@
-"""`junit.xml`: one testcase per host x rule (and per non-acceptance step), for CI dashboards."""
+"""`junit.xml`: one testcase per host x rule (and per non-acceptance step), for CI dashboards;
+each host's suite carries the run's verdict of it as a property."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 
-from gpuonboard.runner import HostResult
+from gpuonboard.results import RunResult
 
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
 # surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with
@@ -28,12 +28,16 @@ def _legal_xml(root: ET.Element) -> None:
             el.set(key, _NOT_XML.sub(_escape_char, value))
 
 
-def render(results: Sequence[HostResult], name: str, strict: bool = False) -> str:
+def render(run: RunResult, name: str) -> str:
     """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unverified -> <skipped>
-    (<failure> under --strict), unreachable -> <error>."""
+    (<failure> under --strict), unreachable -> <error>; the host's verdict (GO, NO-GO, no
+    verdict) is its suite's `verdict` property."""
+    strict = run.strict
     suites = ET.Element("testsuites", name=name)
-    for r in results:
+    for r, verdict in run:
         suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="verdict", value=verdict.word)
         tests = failures = errors = skipped = 0
         if r.status == "unreachable":
             case = ET.SubElement(suite, "testcase", classname=r.host.name, name="connect")

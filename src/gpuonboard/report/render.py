@@ -285,11 +285,8 @@ def _reason_text(reason: results.Reason, lang: str) -> str:
     return t(reason.key, lang, **values)
 
 
-def host_verdict(
-    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True, strict: bool = False
-) -> tuple[bool, list[str]]:
-    """GO or not, and the reasons against GO in `lang`, from the one verdict (results.judge)."""
-    v = results.judge(host, strict, require_acceptance)
+def host_verdict(v: results.HostVerdict, lang: str = "en") -> tuple[bool, list[str]]:
+    """GO or not, and the reasons against GO in `lang`, of the host's one verdict."""
     return v.go, [_reason_text(r, lang) for r in v.reasons]
 
 
@@ -409,13 +406,10 @@ def warn_suffix(names: Sequence[str], lang: str = "en", unverified: Sequence[str
     return out
 
 
-def host_headline(
-    host: dict[str, Any], lang: str = "en", require_acceptance: bool = True, strict: bool = False
-) -> tuple[bool, str]:
-    """One host's GO (results.judge) and the words after its verdict word: the warned and
+def host_headline(v: results.HostVerdict, lang: str = "en") -> tuple[bool, str]:
+    """One host's GO (its one verdict) and the words after its verdict word: the warned and
     unverified checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed
     checks of a NO-GO (', failed: gpu_count, vram'), else its reasons."""
-    v = results.judge(host, strict, require_acceptance)
     if v.go:
         return True, warn_suffix(v.warned, lang, v.unverified)
     if v.failed:
@@ -453,12 +447,12 @@ _HOST_DEFAULTS = dict.fromkeys(("name", "address", "port", "status", "msg"), "-"
 
 
 def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, Any]:
-    """Everything the templates show (fixed texts in `lang`; data as recorded)."""
+    """Everything the templates show (fixed texts in `lang`; data and verdicts as recorded)."""
     hosts = []
     strict = bool(doc.get("strict"))
     for h in doc.get("hosts") or []:
-        host_v = results.judge(h, strict)
-        go, reasons = host_v.go, [_reason_text(r, lang) for r in host_v.reasons]
+        host_v = results.recorded(h, strict)  # (the run's verdict, never judged again)
+        go, reasons = host_verdict(host_v, lang)
         raw = _raw_entries(h, run_path)
         for e in raw.values():
             e["status_text"] = t(_RAW_STATUS_KEY[e["status"]], lang)
@@ -759,7 +753,7 @@ def compare_rows(docs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, A
             billing = h.get("vendor_billing") or {}
             rate = billing.get("rate")
             gpus = facts.get("gpu_count") or 0
-            go, why = host_headline(h, strict=bool(doc.get("strict")))
+            go, why = host_headline(results.recorded(h, bool(doc.get("strict"))))
             counted = judged(h) or h.get("status") == "unreachable"
             rows.append(
                 {

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuonboard.errors import ExitCode
 from gpuonboard.i18n import status_word, t, verdict_word
-from gpuonboard.runner import HostResult
+from gpuonboard.results import HostResult, HostVerdict, RunResult, host_record, judged
 
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "unreachable": "bold magenta"}
 _VERDICT_STYLE = {
@@ -113,15 +113,12 @@ class Progress:
         return t
 
 
-def short_failures(record: dict[str, Any], strict: bool = False) -> list[str]:
+def short_failures(r: HostResult, verdict: HostVerdict) -> list[str]:
     """Pure: what failed on a host, as names only (`gpu_count`, `step disk_speed`): its failed
     rules and benchmarks (unverified ones under --strict), then each failed step. The verdict
     line lists these; each failed step's reason has a line of its own (failed_step_lines)."""
-    from gpuonboard.results import judge
-
-    v = judge(record, strict, require_acceptance=False)
-    named = [x for x in v.failed if not x.startswith("step ")]
-    steps = [f"step {st.get('step')}" for st in record.get("steps") or [] if _unexplained(st)]
+    named = [x for x in verdict.failed if not x.startswith("step ")]
+    steps = [f"step {st.step}" for st in r.steps if _unexplained(st)]
     return named + [s for s in steps if s not in named]
 
 
@@ -141,26 +138,23 @@ def failed_step_lines(r: HostResult) -> list[str]:
     return [f"{r.host.name}: {s.step}: failed: {s.msg}" for s in r.steps if _unexplained(s)]
 
 
-def verdict_line(r: HostResult, lang: str = "en", strict: bool = False) -> str | None:
+def verdict_line(r: HostResult, verdict: HostVerdict, lang: str = "en") -> str | None:
     """`verdict for h1: GO with 2 warnings: persistence_mode, mig_mode` (rich markup): the
-    verdict `invoke report` gives this host, from the same function (results.judge). A NO-GO
-    names what failed, briefly (`NO-GO, failed: ram, step disk_speed`): the reasons are in the
-    table above it and in the failed-step lines.
+    host's verdict as the run computed it (results.conclude), which summary.json stores and
+    `invoke report` shows. A NO-GO names what failed, briefly (`NO-GO, failed: ram, step
+    disk_speed`): the reasons are in the table above it and in the failed-step lines.
 
     None for a host whose acceptance step did not run (a `prove` run, `--skip acceptance`)
     unless something failed: its box was compared with no order, so it has no verdict; a
     failure is still a NO-GO."""
     from rich.markup import escape
 
-    from gpuonboard.report.jsonfile import host_record
     from gpuonboard.report.render import host_headline
-    from gpuonboard.results import judge, judged
 
-    record = host_record(r)
-    go, rest = host_headline(record, lang, require_acceptance=False, strict=strict)
-    if judge(record, strict, require_acceptance=False).word != "NO-GO" and not judged(record):
+    if verdict.word != "NO-GO" and not judged(host_record(r)):
         return None
-    names = [] if go else short_failures(record, strict)
+    go, rest = host_headline(verdict, lang)
+    names = [] if go else short_failures(r, verdict)
     if names:
         rest = t("nogo_failed", lang, items=", ".join(names))
     word = f"[bold green]{t('GO', lang)}[/]" if go else f"[bold red]{t('NO-GO', lang)}[/]"
@@ -221,17 +215,15 @@ def rule_notes(checks: Sequence[Any], lang: str = "en") -> list[str]:
     ]
 
 
-def print_results(
-    results: Sequence[HostResult], con: Any = None, rules: bool = True, lang: str = "en", strict: bool = False
-) -> None:
+def print_results(run: RunResult, con: Any = None, rules: bool = True, lang: str = "en") -> None:
     """Acceptance tables (expected / actual / verdict) per host, the advice of each rule that did
-    not pass and a line per failed step under it, then the host's GO / NO-GO verdict line, then
-    the recap table (`lang`: en/zh)."""
+    not pass and a line per failed step under it, then the host's GO / NO-GO verdict line (the
+    run's own), then the recap table (`lang`: en/zh)."""
     from rich.markup import escape
     from rich.table import Table
 
     con = con or console()
-    for r in results:
+    for r, verdict in run:
         checks = [c for s in r.steps for c in s.checks]
         if rules and checks:
             con.print(_rules_table(r, checks, lang, con.width))
@@ -245,7 +237,7 @@ def print_results(
         # one line per host that ran acceptance (a resumed run's skipped step ran nothing), or
         # whose other checks failed
         ran = any(s.step == "acceptance" and s.status != "skipped" for s in r.steps)
-        line = verdict_line(r, lang, strict) if rules and (checks or ran) else None
+        line = verdict_line(r, verdict, lang) if rules and (checks or ran) else None
         if line is not None:
             con.print(line, soft_wrap=True)
     recap = Table(title=t("recap", lang), title_justify="left")
@@ -253,7 +245,7 @@ def print_results(
     # which host failed on a narrow terminal
     for col in ("c_host", "c_status", "c_steps", "c_duration", "c_message"):
         recap.add_column(t(col, lang), overflow="fold")
-    for r in results:
+    for r in run.hosts:
         steps = " ".join(f"{s.step}:{s.status}" for s in r.steps) or "-"
         recap.add_row(
             escape(r.host.name),

@@ -21,20 +21,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 from gpuonboard import children
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
-from gpuonboard.connection.gather import Facts, gather
-from gpuonboard.errors import ConnectError, ExitCode, GpuonboardError, HostKeyError, UsageError
+from gpuonboard.connection.gather import gather
+from gpuonboard.errors import ConnectError, GpuonboardError, HostKeyError, UsageError
 from gpuonboard.inventory import Host, Inventory
+from gpuonboard.results import HostResult, HostStatus
 from gpuonboard.runner import journal as journal_mod
 from gpuonboard.runner.playbook import Playbook, instantiate
 from gpuonboard.runner.runlog import LoggedRunner, RunLog
 from gpuonboard.steps import FACT_CHECKS
 from gpuonboard.steps.base import Step, StepContext, StepResult, Warm
 
-HostStatus = Literal["ok", "changed", "failed", "unreachable"]
 Event = Callable[[str, str], None]
 
 
@@ -55,20 +54,6 @@ class RunOptions:
     core_facts: bool = True
     log: RunLog | None = None
     selected: frozenset[str] = frozenset()  # the hosts of this run (set by run())
-
-
-@dataclass
-class HostResult:
-    """Everything one host's run produced."""
-
-    host: Host
-    status: HostStatus
-    msg: str
-    steps: list[StepResult] = field(default_factory=list)
-    facts: Facts | None = None
-    fingerprint: str | None = None
-    duration: float = 0.0
-    host_key_error: bool = False
 
 
 def new_run_id() -> str:
@@ -364,22 +349,3 @@ def _summary(results: list[StepResult]) -> str:
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
     return ", ".join(f"{n} {s}" for s, n in counts.items())
-
-
-def exit_code(results: Sequence[HostResult]) -> ExitCode:
-    """One exit code for the run: failures first, then host-key refusals, then unreachable."""
-    if any(r.status == "failed" for r in results):
-        return ExitCode.ACCEPTANCE_FAILED
-    if any(r.host_key_error for r in results):
-        return ExitCode.HOST_KEY
-    if any(r.status == "unreachable" for r in results):
-        return ExitCode.UNREACHABLE
-    return ExitCode.OK
-
-
-def recap(results: Sequence[HostResult]) -> dict[str, Any]:
-    """Counts of hosts per status."""
-    out = {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
-    for r in results:
-        out[r.status] += 1
-    return out
