@@ -31,11 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from gpuonboard.testing.gpu_samples import csv_sample, q_sample  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from gpuonboard.api import monitor  # noqa: E402
 from gpuonboard.facts.nvidia_smi import parse_table  # noqa: E402
+from gpuonboard.testing.gpu_samples import csv_sample, q_sample  # noqa: E402
 
 REAL = REPO / "tests" / "fixtures" / "real"
 IDLE_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"

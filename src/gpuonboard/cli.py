@@ -20,7 +20,7 @@ from typing import Any
 from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
-from gpuonboard import __version__, api, flags, shell
+from gpuonboard import __version__, api, flags, termtext
 from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError
 from gpuonboard.flags import LANG_HELP, OWN, RUN, SELECT, CommonFlags
 from gpuonboard.report import terminal
@@ -92,7 +92,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
     except GpuonboardError as exc:
         if debug:
             raise
-        raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+        raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     except Terminated:
         print(RESUME_HINT, file=sys.stderr)
         raise Exit("terminated", code=143) from None
@@ -212,7 +212,7 @@ def _common(c: Any, given: CommonFlags) -> tuple[api.Selection, api.Settings]:
         try:
             settings.lang = check_lang(given.lang)
         except UsageError as exc:
-            raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+            raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
     return sel, settings
 
 
@@ -223,7 +223,7 @@ def _selection(
     try:
         return api.selection(inventory, host, group, limit)
     except UsageError as exc:
-        raise Exit(f"error: {shell.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+        raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
 
 
 def _settings(given: CommonFlags | None = None) -> api.Settings:

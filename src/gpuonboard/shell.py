@@ -1,46 +1,18 @@
-"""The ONLY place that builds remote command strings: quoting, sudo, env, secret masking.
+"""The ONLY place that builds remote command strings: quoting, sudo, env, scripts.
 
 Every value that reaches a remote shell goes through `quote` (via `join`), so host
 names, paths or order fields holding `; rm -rf /`, `$(...)`, quotes or spaces stay
-literal data. Secrets are wrapped in `Secret` at construction and never enter a
-command line (they travel over stdin); `mask` scrubs them from any text we log.
+literal data. Secrets (`masking.Secret`) never enter a command line (they travel over stdin);
+`masking.mask` scrubs them from any text we log; `termtext` cleans text for a terminal.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import unicodedata
-import weakref
 from collections.abc import Iterable, Mapping
 
-MASK = "********"
-
-
-class Secret:
-    """A value that prints masked everywhere; call `reveal()` only where it is sent (stdin)."""
-
-    __slots__ = ("_value", "__weakref__")
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-        _LIVE_SECRETS.add(self)
-
-    def reveal(self) -> str:
-        """The real value, for writing to a channel's stdin; never for logs or argv."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"Secret({MASK})"
-
-    def __str__(self) -> str:
-        return MASK
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
+from gpuonboard.masking import Secret
 
 
 def quote(value: object) -> str:
@@ -73,64 +45,9 @@ def sudo(command: str, user: str | None = None) -> str:
     return f"{join(prefix)} sh -c {quote(command)}"
 
 
-def control_char(text: str) -> str | None:
-    """The first control character, line or paragraph separator in text (every line break
-    str.splitlines() knows is one of them), else None: a value holding one would start a line
-    of its own in a script, a listing read line by line, or a terminal."""
-    return next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
-
-
-def for_terminal(text: str, keep: str = "\n\t") -> str:
-    """Text as it may reach a terminal: every control character but a line break and a tab
-    (an ESC starting a sequence that sets the window title, writes the clipboard (OSC 52) or
-    moves the cursor over earlier output; a carriage return, a bell; C1 controls) written as its
-    Python escape (`\\x1b`). Text from a rented box (a probe's output, a file name, an error
-    line) is not trusted. `keep`: the controls left as they are (none: one line, always)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
-
-
 def sh_c(script: str) -> str:
     """Run a whole script text with `sh -c`, quoted as one argument."""
     return f"sh -c {quote(script)}"
-
-
-_LIVE_SECRETS: weakref.WeakSet[Secret] = weakref.WeakSet()
-
-
-def mask(text: str, secrets: Iterable[Secret | str] | None = None) -> str:
-    """Replace every secret's value in text with the mask (for logs and reports).
-
-    Without an explicit list, every Secret alive in this process is masked.
-    """
-    for secret in list(_LIVE_SECRETS) if secrets is None else secrets:
-        value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value:
-            text = text.replace(value, MASK)
-    return text
-
-
-def mask_written(text: str) -> str:
-    """mask() for a file's text (summary.json, junit.xml, a report): every live secret in the
-    forms JSON, XML and HTML writers escape it to (quotes, backslashes, line breaks, <, &) as
-    well as the plain one."""
-    import html
-    import json
-
-    for secret in list(_LIVE_SECRETS):
-        value = secret.reveal()
-        if not value:
-            continue
-        forms = {
-            value,
-            json.dumps(value)[1:-1],
-            json.dumps(value, ensure_ascii=False)[1:-1],
-            html.escape(value),
-        }
-        for form in sorted(forms, key=len, reverse=True):
-            text = text.replace(form, MASK)
-    return text
 
 
 def merge_stderr(command: str) -> str:

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from gpuonboard.testing.turns import machine_turn
 
 from gpuonboard.testing import TestHost, TestHostPool
 from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER
+from gpuonboard.testing.turns import machine_turn
 
 # A test run started in the background of a non-interactive shell (`./.ci/run &`, nohup) has
 # SIGINT ignored, and an ignored signal stays ignored across exec: every CLI a test starts

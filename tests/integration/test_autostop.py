@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from conftest import Project, host_entry
-from gpuonboard.testing.gpu_samples import csv_sample
-from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
 from gpuonboard.testing import TestHostPool
+from gpuonboard.testing.gpu_samples import csv_sample
+from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 

@@ -408,13 +408,13 @@ def test_gpu_host_without_nvidia_toolkit_fails_with_install_commands(
 
 def test_pull_progress_and_manifest_size_from_the_real_registry(registry: Registry, tmp_path: Path) -> None:
     """A real non-TTY `podman pull` fed to the parser; the manifest fetched with the product's curl."""
-    from gpuonboard import shell
+    from gpuonboard import masking, shell
     from gpuonboard.connection import LocalRunner
     from gpuonboard.inventory import Host
     from gpuonboard.steps.container.pull import manifest_command, parse_manifest, parse_pull_progress
 
     runner = LocalRunner(Host("local", "127.0.0.1", connection="local"))
-    cfg = shell.curl_config({"user": shell.Secret(f"{USER}:{PASSWORD}")})
+    cfg = shell.curl_config({"user": masking.Secret(f"{USER}:{PASSWORD}")})
     cmd = manifest_command(registry.address, "nvidia/pytorch", "tiny-py3", ("https", "http"))
     assert PASSWORD not in cmd
     manifest = parse_manifest(runner.run(cmd, stdin=cfg, timeout=60).stdout)

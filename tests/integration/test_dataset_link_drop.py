@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import Project
+
 from gpuonboard.testing.netns import HOST_IP, CutLink
 
 pytestmark = [

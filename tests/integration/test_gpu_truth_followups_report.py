@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import Project, host_entry
-from gpuonboard.testing.hosts import TestHostPool
 
 from gpuonboard.testing import add_executable
+from gpuonboard.testing.hosts import TestHostPool
 
 A40_ERR = (
     Path(__file__).parents[1] / "fixtures" / "public" / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"

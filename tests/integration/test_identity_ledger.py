@@ -8,9 +8,9 @@ import json
 from pathlib import Path, PurePosixPath
 
 from conftest import REPO, Project, host_entry
-from gpuonboard.testing.hosts import TestHost, TestHostPool
 
 from gpuonboard.testing import ReplayRule, add_executable, render_script
+from gpuonboard.testing.hosts import TestHost, TestHostPool
 
 H100_ORDER = {"gpu_model": "H100 80GB", "gpu_count": 8, "vram": "80GB"}
 PROFILE = "h100-8x-throttled"  # replays the real capture below for `nvidia-smi -q`

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 from conftest import REPO, Project, host_entry
-from gpuonboard.testing.gpu_samples import csv_sample, q_sample
-from gpuonboard.testing.hosts import parent_map
 
 from gpuonboard import api
 from gpuonboard.api import monitor, tunnel
 from gpuonboard.testing import TestHost, TestHostPool, add_executable
+from gpuonboard.testing.gpu_samples import csv_sample, q_sample
+from gpuonboard.testing.hosts import parent_map
 
 REAL = REPO / "tests" / "fixtures" / "real"
 IDLE_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.hosts import SSHD
 
 from gpuonboard import transfer
 from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHost, TestHostPool
+from gpuonboard.testing.hosts import SSHD
 
 
 @pytest.fixture(scope="module")

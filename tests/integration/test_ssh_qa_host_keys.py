@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.hosts import fingerprint
 
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner, openssh
 from gpuonboard.errors import HostKeyError
 from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHost, TestHostPool
+from gpuonboard.testing.hosts import fingerprint
 
 
 @pytest.fixture(scope="module")

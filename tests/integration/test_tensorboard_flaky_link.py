@@ -24,12 +24,12 @@ from typing import IO
 
 import pytest
 from conftest import Project, host_entry
-from gpuonboard.testing.hosts import process_alive
 from test_monitor import FAKE_TENSORBOARD, remote_processes, session_pids
 
 from gpuonboard import api
 from gpuonboard.api import monitor, tunnel
 from gpuonboard.testing import TestHost, TestHostPool, add_executable
+from gpuonboard.testing.hosts import process_alive
 
 NAME = "tbflaky"
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.hosts import SSHD, _descendants
 
 from gpuonboard.testing import ProfileError, TestHost, TestHostPool, process_alive
+from gpuonboard.testing.hosts import SSHD, _descendants
 
 pytestmark = pytest.mark.skipif(
     not Path(SSHD).exists() or shutil.which("ssh") is None or os.geteuid() != 0,

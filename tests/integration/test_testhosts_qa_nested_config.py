@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpuonboard.testing.hosts import sshd_of
-
 from gpuonboard.testing import TestHostPool, process_alive
+from gpuonboard.testing.hosts import sshd_of
 
 
 def test_a_stale_pid_of_a_nested_bases_sshd_is_not_stopped(tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 from conftest import Project, host_entry
-from gpuonboard.testing.gpu_samples import csv_sample
 from test_monitor import IDLE_CSV, assert_nothing_left, line
 
 from gpuonboard import api
 from gpuonboard.api import monitor
 from gpuonboard.testing import TestHost, TestHostPool, add_executable
+from gpuonboard.testing.gpu_samples import csv_sample
 
 NAME = "monOffBus"
 OFF_BUS = "Unable to determine the device handle for GPU0000:0B:00.0: Unknown Error"

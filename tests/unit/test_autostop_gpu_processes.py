@@ -16,12 +16,12 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 import pytest
-from gpuonboard.testing.gpu_samples import csv_sample
-from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
 from gpuonboard.api.autostop import AutostopOptions, build_spec
 from gpuonboard.steps.autostop import parse_settings
 from gpuonboard.steps.base import StepArgsError
+from gpuonboard.testing.gpu_samples import csv_sample
+from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
 from .test_autostop_script import T0, Box
 

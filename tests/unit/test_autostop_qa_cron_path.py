@@ -14,9 +14,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from gpuonboard.testing.gpu_samples import csv_sample
-from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
-
 from gpuonboard.steps.autostop import (
     _parse_probe,
     _Remote,
@@ -25,6 +22,8 @@ from gpuonboard.steps.autostop import (
     parse_settings,
     with_tools,
 )
+from gpuonboard.testing.gpu_samples import csv_sample
+from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
 from .test_autostop_script import T0, Box
 

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.hosts import process_alive
 
 from gpuonboard.steps.container import parse_state, pull_command
+from gpuonboard.testing.hosts import process_alive
 
 STATE = parse_state('##gpuonboard-container info docker\n{"DockerRootDir": "/var/lib/docker"}\n')
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard import shell
+from gpuonboard import masking
 from gpuonboard.steps.container import ContainerStep, read_credentials_file
 
 SECRET = "Secr3tPW9"
@@ -56,7 +56,7 @@ def test_a_quoted_password_is_read_as_written(tmp_path: Path) -> None:
     got = _read(tmp_path, "'0123'")
     assert isinstance(got, tuple)
     user, password = got
-    assert user == "$oauthtoken" and isinstance(password, shell.Secret) and password.reveal() == "0123"
+    assert user == "$oauthtoken" and isinstance(password, masking.Secret) and password.reveal() == "0123"
     got = _read(tmp_path, f"'*{SECRET}'")
     assert isinstance(got, tuple) and got[1].reveal() == f"*{SECRET}"
 

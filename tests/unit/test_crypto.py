@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from gpuonboard import masking
 from gpuonboard.errors import CryptoError
-from gpuonboard.shell import Secret
+from gpuonboard.masking import Secret
 from gpuonboard.transfer import crypto
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
@@ -178,7 +179,7 @@ def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_maske
     alone is masked too (the file's whole text, comments and all, was the only secret)."""
     import pyrage
 
-    from gpuonboard import shell
+    from gpuonboard import masking
 
     ident = pyrage.x25519.Identity.generate()
     key = tmp_path / "id.txt"
@@ -194,7 +195,7 @@ def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_maske
     secret = crypto.load_identity(None, str(key))
     assert secret.reveal().endswith(f"{ident}\n")
     line = f"decrypt failed with {ident} on host h1"
-    assert str(ident) not in shell.mask(line) and str(ident) not in shell.mask_written(line)
+    assert str(ident) not in masking.mask(line) and str(ident) not in masking.mask_written(line)
 
 
 def test_mask_written_masks_escaped_forms(tmp_path: Path) -> None:
@@ -203,16 +204,15 @@ def test_mask_written_masks_escaped_forms(tmp_path: Path) -> None:
     import html
     import json
 
-    from gpuonboard import shell
     from gpuonboard.report.jsonfile import write_atomic
 
-    secret = shell.Secret('pa"ss\\word\n<&>')
+    secret = masking.Secret('pa"ss\\word\n<&>')
     doc = json.dumps({"msg": f"login failed for {secret.reveal()}"})
     page = f"<p>{html.escape(secret.reveal())}</p>"
     for name, text in (("summary.json", doc), ("report.html", page)):
         write_atomic(tmp_path / name, text)
         written = (tmp_path / name).read_text()
-        assert shell.MASK in written
+        assert masking.MASK in written
         for form in (secret.reveal(), json.dumps(secret.reveal())[1:-1], html.escape(secret.reveal())):
             assert form not in written, (name, form)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyrage
 import pytest
 
-from gpuonboard import shell
+from gpuonboard import masking
 from gpuonboard.errors import CryptoError
-from gpuonboard.shell import Secret
+from gpuonboard.masking import Secret
 from gpuonboard.transfer import crypto, shardstream
 
 
@@ -38,7 +38,7 @@ def test_every_key_line_the_host_is_sent_is_masked(tmp_path: Path) -> None:
     for key in crypto.identity_keys(secret.reveal()):
         assert key in (a, b)
         line = f"age: error with {key} on h1"
-        assert key not in shell.mask(line) and key not in shell.mask_written(line)
+        assert key not in masking.mask(line) and key not in masking.mask_written(line)
 
 
 def test_a_lower_case_key_is_refused_here_not_by_age_on_the_host(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from gpuonboard import shell
+from gpuonboard import masking, shell
 from gpuonboard.steps.container.pull import Manifest, manifest_command, parse_manifest
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
@@ -121,7 +121,7 @@ def _probe(
     wrapper.chmod(0o755)
     cmd = manifest_command(host, "nvidia/pytorch", "tiny", schemes)
     assert PASSWORD not in cmd
-    cfg = shell.curl_config({"user": shell.Secret(f"{USER}:{PASSWORD}")})
+    cfg = shell.curl_config({"user": masking.Secret(f"{USER}:{PASSWORD}")})
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path), **(extra_env or {})}
     r = subprocess.run(
         ["sh", "-c", shlex.split(cmd)[2]], input=cfg, env=env, capture_output=True, timeout=120

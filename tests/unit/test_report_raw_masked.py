@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gpuonboard import shell
+from gpuonboard import masking
 from gpuonboard.report.jsonfile import raw_outputs
 
 
 def test_a_secret_in_a_probe_output_is_masked() -> None:
-    token = shell.Secret("ghp_s3cretRegistryToken")
+    token = masking.Secret("ghp_s3cretRegistryToken")
     out = SimpleNamespace(stdout=f"login ok\ntoken={token.reveal()}\n", exit_code=0)
     result = SimpleNamespace(facts=SimpleNamespace(raw={"files_probe": out}, private=frozenset()))
     data, code = raw_outputs(result)["files_probe"]  # type: ignore[arg-type]
     assert token.reveal().encode() not in data
-    assert data == f"login ok\ntoken={shell.MASK}\n".encode()
+    assert data == f"login ok\ntoken={masking.MASK}\n".encode()
     assert code == 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuonboard.masking import MASK, Secret
 from gpuonboard.runner.runlog import RunLog
-from gpuonboard.shell import MASK, Secret
 
 
 def test_secrets_never_reach_the_log(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpuonboard import shell
-from gpuonboard.shell import MASK, Secret, join, mask, quote, sh_c, sudo, with_env
+from gpuonboard.masking import MASK, Secret, mask
+from gpuonboard.shell import join, quote, sh_c, sudo, with_env
 
 # Arbitrary text without NUL (it cannot travel in an argv), biased towards shell metacharacters.
 NASTY = st.sampled_from(

@@ -12,7 +12,7 @@ import sys
 from rich.table import Table
 from rich.text import Text
 
-from gpuonboard import shell
+from gpuonboard import termtext
 from gpuonboard.report import terminal
 
 HOSTILE = "gpu0\x1b]52;c;cm0gLXJmIH4K\x07 ok\r\x9b2J"
@@ -31,8 +31,8 @@ def _drawn(renderable: object, color: bool) -> str:
 
 
 def test_for_terminal_escapes_controls_but_keeps_lines_tabs_and_text() -> None:
-    assert shell.for_terminal("a\nb\tc é 中") == "a\nb\tc é 中"
-    assert shell.for_terminal(HOSTILE) == "gpu0\\x1b]52;c;cm0gLXJmIH4K\\x07 ok\\r\\x9b2J"
+    assert termtext.for_terminal("a\nb\tc é 中") == "a\nb\tc é 中"
+    assert termtext.for_terminal(HOSTILE) == "gpu0\\x1b]52;c;cm0gLXJmIH4K\\x07 ok\\r\\x9b2J"
 
 
 def test_a_hosts_text_is_drawn_escaped_in_any_renderable() -> None:

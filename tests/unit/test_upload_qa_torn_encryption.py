@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.shell import Secret
+from gpuonboard.masking import Secret
 from gpuonboard.transfer import crypto
 
 SIZE = 48 << 20

@@ -2,7 +2,7 @@
 box names their own programs), the host's own words for a stale stream. An ESC in them reached
 the terminal as it was, rich passes it through: an OSC 52 sequence writes the user's clipboard,
 others set the window title or move the cursor over earlier output. Now it is written `\\x1b`,
-as everywhere else the tool prints a host's text (shell.for_terminal).
+as everywhere else the tool prints a host's text (termtext.for_terminal).
 
 The rows are the real loaded H200 `--query-gpu` capture and the real `--query-compute-apps`
 capture of the MIG H200 (its biggest process `./gpu_burn`), that process's name edited to hold
@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.gpu_samples import csv_sample
 from rich.console import Console
 
 from gpuonboard.api import monitor
 from gpuonboard.api.monitor import HostState
+from gpuonboard.testing.gpu_samples import csv_sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 LOAD_CSV = FIXTURES / "real" / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"

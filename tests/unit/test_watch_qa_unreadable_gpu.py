@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gpuonboard.testing.gpu_samples import csv_sample
 from rich.console import Console
 
 from gpuonboard.api import monitor
 from gpuonboard.api.monitor import HostState, Thresholds
+from gpuonboard.testing.gpu_samples import csv_sample
 
 H100_CSV = (
     Path(__file__).parents[1]

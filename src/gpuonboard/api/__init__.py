@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import inventory as inventory_mod
-from gpuonboard import shell
+from gpuonboard import termtext
 from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_problem
 from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from gpuonboard.inventory import Host
@@ -310,7 +310,7 @@ def execute(
         con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
     else:  # "print nothing but errors": a line for each host that failed or was never reached
         for line in failure_lines(results):
-            print(f"error: {shell.for_terminal(line, keep='')}", file=sys.stderr)
+            print(f"error: {termtext.for_terminal(line, keep='')}", file=sys.stderr)
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
     return int(code)
@@ -456,10 +456,10 @@ def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | N
         path = out / report_name("html")
         write_with_sha(path, render(doc, out, "html", project))
     except GpuonboardError as exc:
-        print(f"warning: no HTML report for this run: {shell.for_terminal(exc.message)}", file=sys.stderr)
+        print(f"warning: no HTML report for this run: {termtext.for_terminal(exc.message)}", file=sys.stderr)
         return None
     except OSError as exc:  # (a full disk, a file-size limit: summary.json, the record, is written)
-        why = shell.for_terminal(exc.strerror or str(exc))
+        why = termtext.for_terminal(exc.strerror or str(exc))
         print(f"warning: no HTML report for this run: {out} could not take it ({why}).", file=sys.stderr)
         return None
     return path

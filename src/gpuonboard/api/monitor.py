@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from gpuonboard import api, shell
+from gpuonboard import api, shell, termtext
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, SSHRunner, open_runner
 from gpuonboard.errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from gpuonboard.facts.nvidia_smi import parse_query_csv
@@ -698,7 +698,9 @@ def short_gpu_name(name: str) -> str:
 
 def _host_alert(st: HostState) -> str:
     stale = st.status != "live"  # (the error is the host's own words: no escape sequence passes)
-    return shell.for_terminal("; ".join(x for x in ((st.error if stale else None), *st.alerts) if x), keep="")
+    return termtext.for_terminal(
+        "; ".join(x for x in ((st.error if stale else None), *st.alerts) if x), keep=""
+    )
 
 
 def alert_lines(states: Sequence[HostState], per_alert: bool = False) -> list[str]:
@@ -743,7 +745,7 @@ def _gpu_cells(s: GpuSample) -> dict[str, str]:
         "top process": s.top_process or "-",
     }
     # (a process name on a shared box is anyone's text: an ESC in it must not reach the terminal)
-    return {col: shell.for_terminal(text, keep="") for col, text in cells.items()}
+    return {col: termtext.for_terminal(text, keep="") for col, text in cells.items()}
 
 
 def _rows(states: Sequence[HostState], now: float) -> list[dict[str, Any]]:
@@ -1014,7 +1016,7 @@ def _once(
         con.print(render_table(states, 0, width=con.width))
     failed = [err for _, _, err in results if err]
     for err in failed:
-        print(f"error: {shell.for_terminal(err, keep='')}", file=sys.stderr)
+        print(f"error: {termtext.for_terminal(err, keep='')}", file=sys.stderr)
     return int(ExitCode.UNREACHABLE) if failed and len(failed) == len(hosts) else int(ExitCode.OK)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from gpuonboard import api, shell
+from gpuonboard import api, shell, termtext
 from gpuonboard.connection import Runner, SSHRunner
 from gpuonboard.errors import CommandError, ExitCode, GpuonboardError, HostKeyError, Terminated, UsageError
 from gpuonboard.units import parse_duration
@@ -422,7 +422,7 @@ def log_tail(runner: Runner, log: str) -> str:
     except GpuonboardError:
         return ""
     lines = [x.strip() for x in out.splitlines() if x.strip()]
-    return shell.for_terminal(lines[-1]) if lines else ""  # (printed: a host's text)
+    return termtext.for_terminal(lines[-1]) if lines else ""  # (printed: a host's text)
 
 
 def tensorboard_gone(runner: Runner, port: int, pause: float = 1.0) -> bool:

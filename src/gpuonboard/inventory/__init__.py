@@ -27,7 +27,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError, UsageError
 from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
-from gpuonboard.shell import control_char
+from gpuonboard.termtext import control_char
 from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, load_yaml, parse_yaml, read_text, shown, where
 

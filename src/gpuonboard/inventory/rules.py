@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuonboard.shell import control_char
+from gpuonboard.termtext import control_char
 
 # hosts in one inventory: a rented fleet is tens of boxes; a range like `gpu-[0:99999999]` is
 # refused before it is expanded (it held 7.1 GB), and everything per host stays bounded

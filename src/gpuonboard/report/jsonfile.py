@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import __version__, shell
+from gpuonboard import __version__, masking
 from gpuonboard.report.render import (  # (write_atomic: used as jsonfile.write_atomic too)
     raw_file,
     write_atomic,
@@ -28,7 +28,7 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
         name: (
             private_placeholder(out.stdout)
             if name in r.facts.private
-            else shell.mask_written(out.stdout).encode("utf-8", "surrogateescape"),
+            else masking.mask_written(out.stdout).encode("utf-8", "surrogateescape"),
             out.exit_code,
         )
         for name, out in r.facts.raw.items()

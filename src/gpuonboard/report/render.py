@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard import __version__, atomicfile, licences, results, shell
+from gpuonboard import __version__, atomicfile, licences, masking, results
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.gpu_merge import GPU_PROBES
 from gpuonboard.i18n import check_lang, status_word, t, verdict_word
@@ -102,9 +102,9 @@ def write_atomic(path: Path, text: str) -> None:
     """Temp file + rename, so a reader never sees half a report. A file name that is not UTF-8
     (its bytes kept as lone surrogates) is written as a `\\udcXX` escape: valid JSON that reads
     back to the same name, and legible in a text report. No secret's value is written (a
-    failed login's stderr line in a message): shell.mask_written. (Here rather than in
+    failed login's stderr line in a message): masking.mask_written. (Here rather than in
     jsonfile, which writes summary.json with it: jsonfile imports this module.)"""
-    atomicfile.write_text(path, shell.mask_written(text), errors="backslashreplace")
+    atomicfile.write_text(path, masking.mask_written(text), errors="backslashreplace")
 
 
 def raw_file(host: str, probe: str) -> str:

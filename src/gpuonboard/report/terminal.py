@@ -40,7 +40,7 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
     from rich.segment import Segment
 
-    from gpuonboard.shell import for_terminal
+    from gpuonboard.termtext import for_terminal
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:

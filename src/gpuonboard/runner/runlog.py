@@ -1,6 +1,6 @@
 """Per-run log `.gpuonboard/logs/<run-id>.log`: every remote command, its exit code and duration.
 
-Lines pass through `shell.mask`, so no Secret's value can reach the file; long scripts
+Lines pass through `masking.mask`, so no Secret's value can reach the file; long scripts
 (the batched probe) are shortened to their first line.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuonboard import shell
+from gpuonboard import masking
 
 if TYPE_CHECKING:
     from gpuonboard.connection import CommandResult, Runner
@@ -31,7 +31,7 @@ class RunLog:
 
     def write(self, host: str, message: str) -> None:
         """One masked line: time, host, message."""
-        line = shell.mask(f"{time.strftime('%H:%M:%S')} {host}: {message}")
+        line = masking.mask(f"{time.strftime('%H:%M:%S')} {host}: {message}")
         with self._lock:
             if self._file.closed:  # a host thread still ending after a Ctrl-C closed the run
                 return

@@ -28,7 +28,7 @@ from typing import Any
 
 from gpuonboard import atomicfile, machine
 from gpuonboard.errors import CryptoError
-from gpuonboard.shell import Secret
+from gpuonboard.masking import Secret
 from gpuonboard.transfer import agescrypt
 from gpuonboard.yamlload import read_text
 

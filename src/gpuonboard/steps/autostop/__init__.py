@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gpuonboard import shell
+from gpuonboard import shell, termtext
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, truthy
 from gpuonboard.units import parse_duration
@@ -286,7 +286,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         billing_set=billing_set,
         billing_unit=billing_unit,
         # (a vendor id is a file name: one line of printable text in the config and `status`)
-        billing_vendor=shell.for_terminal(str(args.get("billing_vendor") or ""), keep=""),
+        billing_vendor=termtext.for_terminal(str(args.get("billing_vendor") or ""), keep=""),
         gpu_threshold=threshold,
         ssh_sessions=truthy(args.get("ssh_sessions", False), "ssh_sessions"),
         shutdown_command=shutdown_command,
@@ -362,7 +362,7 @@ def comment_label(text: str) -> str:
     (a newline, a carriage return, U+2028, an escape) written as its Python escape (`\\n`).
     A host name in the script's comment line must never start a line of its own (cron runs
     the script as root every minute); the inventory refuses such names, this is the second wall."""
-    return shell.quote(shell.for_terminal(text, keep=""))
+    return shell.quote(termtext.for_terminal(text, keep=""))
 
 
 def render_script(project: Any, host: str, directory: str) -> str:

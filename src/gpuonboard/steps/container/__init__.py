@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import machine, shell
+from gpuonboard import machine, masking, shell
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info, parse_podman_info
 from gpuonboard.facts.probe import Probe
@@ -753,7 +753,7 @@ class ContainerStep(Step):
         plan: Plan,
         s: Settings,
         state: ContainerState,
-        secret: tuple[str, shell.Secret] | None,
+        secret: tuple[str, masking.Secret] | None,
         manifest: Manifest | None,
         out: Applied,
     ) -> str:
@@ -1044,7 +1044,7 @@ def _record_smoke(ctx: StepContext, state: ContainerState, local: str, out: Appl
     )
 
 
-def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str | None:
+def _credentials(s: Settings, project: Path) -> tuple[str, masking.Secret] | str | None:
     """(user, Secret password) for the login registry, from this machine's environment
     (registry_user_env/registry_password_env) else the credentials file; None when neither
     is configured (or the file has no entry for that registry); a message when unusable.
@@ -1063,7 +1063,7 @@ def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str |
         if not user or not password:
             missing = s.user_env if not user else s.password_env
             return f"registry credentials: environment variable {missing} is not set on this machine"
-        return user, shell.Secret(password)
+        return user, masking.Secret(password)
     if not s.credentials_file:
         return None
     return read_credentials_file(Path(s.credentials_file).expanduser(), project, s.login_registry)
@@ -1071,7 +1071,7 @@ def _credentials(s: Settings, project: Path) -> tuple[str, shell.Secret] | str |
 
 def read_credentials_file(
     path: Path, project: Path, registry: str | None
-) -> tuple[str, shell.Secret] | str | None:
+) -> tuple[str, masking.Secret] | str | None:
     """`{registry: {username, password}}` (YAML or JSON) from a file only its owner can read."""
     if not path.is_absolute():
         path = project / path
@@ -1107,7 +1107,7 @@ def read_credentials_file(
                 f" {_yaml_kind(entry[key])}, not as text (YAML turns 0123 into 83, yes into true);"
                 f" put it in single quotes: {key}: '...'"
             )
-    return str(entry["username"]), shell.Secret(str(entry["password"]))
+    return str(entry["username"]), masking.Secret(str(entry["password"]))
 
 
 def _yaml_kind(value: object) -> str:
@@ -1133,7 +1133,7 @@ def _without_yaml_problem(message: str) -> str:
     )
 
 
-def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, shell.Secret] | None) -> Manifest:
+def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, masking.Secret] | None) -> Manifest:
     """The image's manifest from the registry (the mirror when set), asked from the host with
     curl; an index is followed to its linux/amd64 image. Read-only; errors are in .error."""
     registry = s.mirror or (None if s.ref.docker_hub else s.ref.registry)
@@ -1146,7 +1146,7 @@ def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, shell.Secret
         schemes = ("https",)
     stdin = b""
     if creds is not None:
-        stdin = shell.curl_config({"user": shell.Secret(f"{creds[0]}:{creds[1].reveal()}")})
+        stdin = shell.curl_config({"user": masking.Secret(f"{creds[0]}:{creds[1].reveal()}")})
     reference = s.ref.digest or s.ref.tag or "latest"
     for _ in range(2):
         r = ctx.runner.run(manifest_command(host, repo, reference, schemes), stdin=stdin, timeout=180)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuonboard import children, machine, shell, transfer
+from gpuonboard import children, machine, shell, termtext, transfer
 from gpuonboard.connection import openssh
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm, last_line, truthy
@@ -170,7 +170,7 @@ class DatasetStep(Step):
         for what, text in (("name", str(name)), ("dest", self.dest)):
             # (the host's replies are read line by line; a control character such as ESC would
             # reach the terminal in every message)
-            if shell.control_char(text):
+            if termtext.control_char(text):
                 flag = "pick another with --name" if what == "name" else "pick another"
                 raise StepArgsError(
                     f"{what} must not hold a line break or another control character (\\n, \\r, \\t,"
@@ -207,7 +207,7 @@ class DatasetStep(Step):
             raise StepArgsError(f"decrypt_dir must be an absolute path on the host, not {decrypt_dir!r}")
         if ".." in decrypt_dir.split("/"):
             raise StepArgsError(f"decrypt_dir must be spelt without '..', not {decrypt_dir!r}")
-        if shell.control_char(decrypt_dir):  # (the host's replies and its record are read by line)
+        if termtext.control_char(decrypt_dir):  # (the host's replies and its record are read by line)
             raise StepArgsError(
                 "decrypt_dir must not hold a line break or another control character (\\n, \\r, \\t,"
                 f" ESC, a Unicode line separator ...), not {decrypt_dir!r}; pick another"
