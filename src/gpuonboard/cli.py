@@ -23,7 +23,6 @@ from invoke.exceptions import ParseError
 from gpuonboard import __version__, api, flags, termtext
 from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError
 from gpuonboard.flags import LANG_HELP, OWN, RUN, SELECT, CommonFlags
-from gpuonboard.report import terminal
 
 SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
 SIM_BASE_HELP = "state directory of the simulated servers (default .gpuonboard/sim; its inventory/ is theirs)"
@@ -100,7 +99,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
         print(RESUME_HINT, file=sys.stderr)
         raise Exit("interrupted", code=130) from None
     except BrokenPipeError:  # the reader of our output left (`... | head -1`): quietly, as a shell tool
-        terminal.reader_left()
+        api.reader_left()
         raise Exit(code=int(ExitCode.READER_LEFT)) from None
     except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug
         if debug:
@@ -281,18 +280,7 @@ def provision(
 def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> None:
     """`provision --playbook teardown` without --host ran the teardown steps on every host of the
     inventory, which `invoke teardown` refuses: so does provision, for a playbook with them."""
-    from gpuonboard.runner import playbook as playbook_mod
-    from gpuonboard.runner import select_steps
-
-    book = playbook_mod.load(api.find_playbook(project, name))
-    chosen = select_steps(book, api.split_names(only), api.split_names(skip))
-    steps = playbook_mod.teardown_steps(book, chosen)
-    if steps:
-        raise UsageError(
-            f"{book.path}: step(s) {', '.join(steps)} pull results and delete data on the hosts they"
-            " run on: name them with --host (or --group or --limit); as `invoke teardown`, such a"
-            " playbook never takes every host of the inventory by default."
-        )
+    api.refuse_teardown_steps(project, name, only, skip)
 
 
 @command(*SELECT, *RUN, "lang", "strict")
@@ -384,7 +372,7 @@ def sim_up(
     container: bool = True,
 ) -> None:
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
-    from gpuonboard.testing import sim
+    from gpuonboard.api import sim
 
     def go() -> int:
         if not SIM_NAME.fullmatch(name):  # (else the test host's own check: "internal error", 70)
@@ -401,10 +389,10 @@ def sim_up(
 def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
     """Pure: the sentence for a `sim.up --profile` that is none of the shipped profiles (`known`)
     nor a profile file that exists, or ''."""
-    from gpuonboard.testing.toolbox import is_profile_file
+    from gpuonboard.api import sim
 
     names = ", ".join(known)
-    if is_profile_file(profile):
+    if sim.is_profile_file(profile):
         if file_exists:
             return ""
         return (
@@ -412,21 +400,18 @@ def profile_problem(profile: str, known: list[str], file_exists: bool) -> str:
         )
     if profile in known:
         return ""
-    from gpuonboard.yamlload import did_you_mean
-
     return (
         f"--profile {profile!r} is no hardware profile (nor a profile file, FILE.yml)"
-        f"{did_you_mean(profile, known) or f'; the profiles are: {names}.'}"
+        f"{api.did_you_mean(profile, known) or f'; the profiles are: {names}.'}"
     )
 
 
 def sim_profile_error(profile: str) -> None:
     """`sim.up --profile a100` was "unknown or broken hardware profile 'a100': cannot read
     profile a100: [Errno 2] No such file or directory: '/.../profiles/a100.yml'": name the choices."""
-    from gpuonboard.testing.toolbox import PROFILES_DIR
+    from gpuonboard.api import sim
 
-    known = sorted(p.stem for p in PROFILES_DIR.glob("*.yml"))
-    problem = profile_problem(profile, known, Path(profile).is_file())
+    problem = profile_problem(profile, sim.profiles(), Path(profile).is_file())
     if problem:
         raise UsageError(problem)
 
@@ -437,7 +422,7 @@ def sim_profile_error(profile: str) -> None:
 )
 def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
     """Stop every simulated server started by sim.up (by PID), or only --name."""
-    from gpuonboard.testing import sim
+    from gpuonboard.api import sim
 
     _guard(lambda: sim.down(Path(base), name or None), False)
 
@@ -445,7 +430,7 @@ def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
 @task(help={"base": SIM_BASE_HELP, "name": "the simulated server (default demo-a100)"}, auto_shortflags=False)
 def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> None:
     """Run a simulated server's cron entries once, now (its cron runs them each minute)."""
-    from gpuonboard.testing import sim
+    from gpuonboard.api import sim
 
     _guard(lambda: sim.cron(Path(base), name), False)
 
@@ -833,17 +818,15 @@ def parse_error_text(text: str) -> str:
 def unknown_word_text(text: str, flags: list[str], tasks: list[str]) -> str:
     """Pure: Invoke's "No idea what '--hots' is!" with the closest flag of the task (or, for a
     word, the closest task: 'chek'), "No idea what '--hots' is; did you mean '--host'?"."""
-    from gpuonboard.yamlload import did_you_mean
-
     m = re.fullmatch(r"No idea what '(.+)' is!", text)
     if not m:
         return text
     word = m.group(1)
     if word.startswith("-"):  # (compared without the dashes, which every flag shares)
-        close = did_you_mean(word.lstrip("-"), [f.lstrip("-") for f in flags])
+        close = api.did_you_mean(word.lstrip("-"), [f.lstrip("-") for f in flags])
         close = close.replace("'", "'--", 1) if close else ""
     else:
-        close = did_you_mean(word, tasks)
+        close = api.did_you_mean(word, tasks)
     return f"No idea what {word!r} is{close}" if close else text
 
 
@@ -912,7 +895,7 @@ def quiet_broken_pipe() -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         if issubclass(kind, BrokenPipeError):
-            terminal.reader_left()
+            api.reader_left()
             os._exit(ExitCode.READER_LEFT)  # (the interpreter is already unwinding: no sys.exit here)
         previous(kind, value, tb)
 
@@ -927,5 +910,5 @@ def main() -> None:
         program.run(help_first(sys.argv))
         sys.stdout.flush()
     except BrokenPipeError:  # `gpuonboard --help | head`: the reader left, nothing to say
-        terminal.reader_left()
+        api.reader_left()
         sys.exit(ExitCode.READER_LEFT)

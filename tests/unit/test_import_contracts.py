@@ -51,6 +51,9 @@ def test_the_tree_keeps_every_contract() -> None:
         ("report/jsonfile.py", "from .. import runner", "report/ renders"),
         ("inventory/__init__.py", "from gpuonboard import connection", "the inventory model and loaders"),
         ("api/sync.py", "import invoke", "only cli (the Invoke tasks) imports Invoke"),
+        # cli goes through api: a feature module imported directly, even one api also imports
+        ("cli.py", "from gpuonboard.runner import playbook", "cli (the Invoke tasks) calls only api"),
+        ("cli.py", "from gpuonboard.testing import sim", "cli (the Invoke tasks) calls only api"),
         ("inventory/rules.py", "from gpuonboard.inventory import ansible", "no import cycles"),
     ],
 )

@@ -21,7 +21,7 @@ from gpuonboard.runner import RunOptions, new_run_id, run, select_steps
 from gpuonboard.runner import playbook as playbook_mod
 from gpuonboard.runner.playbook import Playbook
 from gpuonboard.runner.runlog import RunLog
-from gpuonboard.yamlload import did_you_mean
+from gpuonboard.yamlload import did_you_mean  # (also the CLI's: the closest flag, task or profile)
 
 
 @dataclass
@@ -200,6 +200,29 @@ def provision(
     book = playbook_mod.load(find_playbook(settings.project, playbook))
     select_steps(book, split_names(only), split_names(skip))  # bad --only/--skip: before any connection
     return execute(inv, hosts, book, settings, check=check, only=only, skip=skip, resume=resume)
+
+
+def refuse_teardown_steps(
+    project: Path, playbook: str, only: str | Sequence[str] = (), skip: str | Sequence[str] = ()
+) -> None:
+    """A usage error when the steps that `only`/`skip` choose of the playbook pull results and
+    delete data (`invoke teardown`'s): `provision --playbook teardown` without --host ran them on
+    every host of the inventory. The CLI asks this when no host, group or limit was named."""
+    book = playbook_mod.load(find_playbook(project, playbook))
+    chosen = select_steps(book, split_names(only), split_names(skip))
+    steps = playbook_mod.teardown_steps(book, chosen)
+    if steps:
+        raise UsageError(
+            f"{book.path}: step(s) {', '.join(steps)} pull results and delete data on the hosts they"
+            " run on: name them with --host (or --group or --limit); as `invoke teardown`, such a"
+            " playbook never takes every host of the inventory by default."
+        )
+
+
+def reader_left() -> None:
+    """The reader of our output has gone (`gpuonboard ... | head -1`): stdout points at
+    /dev/null from now on (report.terminal's); the caller exits with ExitCode.READER_LEFT."""
+    terminal.reader_left()
 
 
 def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bool = False) -> None:
