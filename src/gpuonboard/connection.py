@@ -1,4 +1,4 @@
-"""SSH connections via paramiko: one per host per run, host-key policy, jump chains, retries.
+"""SSH connections via Fabric: one per host per run, host-key policy, jump chains, retries.
 
 Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
 key we have never seen is refused unless the inventory pins its fingerprint (and it
@@ -23,7 +23,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -118,18 +117,6 @@ def known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
-class _LazyInvoke:
-    """Stands in for paramiko.config's optional `invoke` module until it is used."""
-
-    def __getattr__(self, name: str) -> Any:
-        import invoke
-
-        return getattr(invoke, name)
-
-
-_IMPORT_LOCK = threading.Lock()
-
-
 # paramiko logs a refused port forward ("Secsh channel 0 open FAILED: Connection refused", once
 # per try) through Python's last-resort handler, onto stderr before our one sentence; every
 # failure it logs also reaches us as an exception, which says it once, plainly
@@ -137,32 +124,11 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def import_paramiko() -> Any:
-    """paramiko, imported without Invoke when Invoke is not loaded yet.
+    """paramiko, imported on first use rather than with this module: Preconnect's TCP
+    connections open while it loads."""
+    import paramiko
 
-    paramiko.config imports Invoke (and with it unittest.mock and asyncio, ~45 ms) only to
-    run `Match exec` lines of an ssh_config. A run that never loaded Invoke (the library
-    API, the benchmark adapter) gets a stand-in there that imports Invoke on first use, so
-    `Match exec` behaves the same; the `invoke` CLI has loaded Invoke already and keeps it.
-    """
-    loaded = sys.modules.get("paramiko")
-    if loaded is not None:
-        return loaded
-    with _IMPORT_LOCK:
-        if "invoke" in sys.modules or "paramiko.config" in sys.modules:
-            import paramiko
-
-            return paramiko
-        sys.modules["invoke"] = None  # type: ignore[assignment]  # makes `import invoke` fail fast
-        try:
-            import paramiko
-        finally:
-            if "invoke" in sys.modules and sys.modules["invoke"] is None:
-                del sys.modules["invoke"]
-        config: Any = paramiko.config
-        if config.invoke is None:
-            config.invoke = _LazyInvoke()
-            config.invoke_import_error = None
-        return paramiko
+    return paramiko
 
 
 def _bad_line(path: Path, exc: Exception) -> str:
@@ -176,7 +142,12 @@ def _bad_line(path: Path, exc: Exception) -> str:
 
 
 class KnownHosts:
-    """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
+    """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts.
+
+    Its entries are paramiko's HostKeyEntry, held in a list of our own and indexed by plain
+    host name: paramiko's HostKeys has no public way to add a parsed entry as it is (with its
+    hosts and a second key of a type), and its lookup scans every entry and builds a new
+    Mapping class per call (with 50 hosts in one run that was ~0.4 ms each)."""
 
     def __init__(self, path: Path) -> None:
         paramiko = import_paramiko()
@@ -184,7 +155,9 @@ class KnownHosts:
 
         self.path = path
         self._lock = threading.Lock()
-        self._keys = paramiko.HostKeys()
+        self._entries: list[Any] = []  # in file order
+        self._plain: dict[str, list[tuple[int, Any]]] = {}  # plain host name -> (index, entry)
+        self._hashed: list[tuple[int, Any]] = []  # entries with a hashed name (`|1|salt|hash`): few
         self._revoked: set[bytes] = set()  # key blobs of `@revoked` lines: never accepted
         if path.exists() and not path.is_file():  # (read as empty, then nothing was recorded)
             what = "a directory" if path.is_dir() else "not a regular file"
@@ -202,13 +175,13 @@ class KnownHosts:
                     " entry; its text is not shown); fix or remove that line, or pass --known-hosts"
                     " the right file."
                 ) from None
-        self._reindex()
 
     def _load(self, path: Path) -> None:
         """paramiko's HostKeys.load, plus OpenSSH's markers, which paramiko read as a bad entry
         (the whole file refused, every host with it): a `@revoked` line's key is refused for
         every host, as OpenSSH (the rsync path) refuses it; a `@cert-authority` line vouches
-        for host certificates, which paramiko cannot check, so it vouches for no key here."""
+        for host certificates, which paramiko cannot check, so it vouches for no key here. As in
+        HostKeys.load, a name is dropped from a line whose key an earlier line gives it."""
         paramiko = import_paramiko()
         from paramiko.hostkeys import HostKeyEntry
 
@@ -228,35 +201,33 @@ class KnownHosts:
                     continue  # (as HostKeys.load)
                 if entry is None:  # a key type paramiko does not know: as paramiko, skipped
                     continue
-                names = [h for h in entry.hostnames if not self._keys.check(h, entry.key)]
+                names = [h for h in entry.hostnames if not self._has(h, entry.key)]
                 if names:
                     entry.hostnames = names
-                    self._keys._entries.append(entry)
+                    self._append(entry)
 
     def revoked(self, key: Any) -> bool:
         """Whether a `@revoked` line of this file names `key`."""
         return key.asbytes() in self._revoked
 
-    def _reindex(self) -> None:
-        """Index the entries by plain host name. paramiko's own lookup scans every entry and
-        builds a new Mapping class per call: with 50 hosts in one run that was ~0.4 ms each.
-        Hashed names (`|1|salt|hash`) are few and stay a scan. Caller holds the lock (or
-        owns the object)."""
-        self._plain: dict[str, list[tuple[int, Any]]] = {}
-        self._hashed: list[tuple[int, Any]] = []
-        for i, entry in enumerate(self._keys._entries):
-            for name in entry.hostnames:
-                if not name.startswith("|1|"):
-                    self._plain.setdefault(name, []).append((i, entry))
-            if any(name.startswith("|1|") for name in entry.hostnames):
-                self._hashed.append((i, entry))
+    def _append(self, entry: Any) -> None:
+        """Add a parsed entry at the end, and to the index. Caller holds the lock (or owns the
+        object)."""
+        hit = (len(self._entries), entry)
+        self._entries.append(entry)
+        for name in entry.hostnames:
+            if not name.startswith("|1|"):
+                self._plain.setdefault(name, []).append(hit)
+        if any(name.startswith("|1|") for name in entry.hostnames):
+            self._hashed.append(hit)
 
-    def lookup(self, name: str) -> dict[str, Any]:
-        """Recorded keys for a host pattern, by key type (the first entry of a type wins,
-        as in paramiko's HostKeys.lookup)."""
+    def _find(self, name: str) -> dict[str, Any]:
+        """lookup() without the lock (a hashed `name` matches only itself, as in paramiko)."""
         from paramiko.hostkeys import HostKeys
 
-        with self._lock:
+        if name.startswith("|1|"):
+            hits = [hit for hit in self._hashed if name in hit[1].hostnames]
+        else:
             hits = list(self._plain.get(name, ()))
             for i, entry in self._hashed:
                 if any(
@@ -265,10 +236,22 @@ class KnownHosts:
                     for h in entry.hostnames
                 ):
                     hits.append((i, entry))
-            found: dict[str, Any] = {}
-            for _, entry in sorted(hits, key=lambda hit: hit[0]):
-                found.setdefault(entry.key.get_name(), entry.key)
-            return found
+        found: dict[str, Any] = {}
+        for _, entry in sorted(hits, key=lambda hit: hit[0]):
+            found.setdefault(entry.key.get_name(), entry.key)
+        return found
+
+    def _has(self, name: str, key: Any) -> bool:
+        """paramiko's HostKeys.check: whether `key` is the (first) recorded key of its type for
+        `name`."""
+        recorded = self._find(name).get(key.get_name())
+        return recorded is not None and recorded.asbytes() == key.asbytes()
+
+    def lookup(self, name: str) -> dict[str, Any]:
+        """Recorded keys for a host pattern, by key type (the first entry of a type wins,
+        as in paramiko's HostKeys.lookup)."""
+        with self._lock:
+            return self._find(name)
 
     def add(self, name: str, key: Any, label: str | None = None) -> None:
         """Record a key: one appended line (O_APPEND, under flock so parallel runs never
@@ -295,8 +278,11 @@ class KnownHosts:
                     f"the host key of {who} could not be recorded in {self.path} ({exc.strerror or exc});"
                     " make that file writable (or pass --known-hosts a file you can write to), then rerun."
                 ) from None
-            self._keys.add(name, key.get_name(), key)
-            self._reindex()
+            from paramiko.hostkeys import HostKeyEntry
+
+            # (appended after any recorded key of its type, as the line is: the first one still
+            # wins; the policy records a key only for a type not recorded yet)
+            self._append(HostKeyEntry([name], key))
 
 
 def known_hosts_problem(
@@ -528,11 +514,15 @@ class SSHRunner:
     its session stays open afterwards: the remote shell, once SCRIPT is done, waits on
     stdin for that next command, so it costs no new SSH session (no channel open, no
     login-shell start on the host). See _serve_script.
+
+    `connection` is the host's open fabric.Connection (its jump hosts are its `gateway`s), for
+    code that wants Fabric's own API on the same login: `connection.run(...)`, `.sftp()`,
+    `.forward_local(...)`; each such call opens its own session on the connection.
     """
 
     def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
         self.host = host
-        self._conn = connection
+        self._conn = self.connection = connection
         self._hops = hops
         self.fingerprint = policy.seen
         self.transport = connection.client.get_transport()
@@ -878,21 +868,6 @@ def _tcp_socket(host: Host) -> socket.socket:
     return sock
 
 
-@functools.lru_cache(maxsize=1)
-def _no_host_keys() -> Any:
-    """An always-empty paramiko HostKeys (shared: nothing is ever added to it)."""
-    base: Any = import_paramiko().HostKeys
-
-    class NoHostKeys(base):
-        def lookup(self, hostname: str) -> None:
-            return None
-
-        def add(self, hostname: str, keytype: str, key: Any) -> None:
-            raise RuntimeError("host keys are recorded in gpuonboard's own known_hosts only")
-
-    return NoHostKeys()
-
-
 @functools.lru_cache(maxsize=32)
 def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
     """Parse a private key file once per run, not once per host: (key, None), or (None, why it
@@ -967,75 +942,77 @@ def key_problem_message(label: str, key_file: str, problem: str) -> str:
     )
 
 
-class _Hop:
-    """One SSH login of a host's chain: a paramiko client with our host-key policy.
+def _fabric() -> Any:
+    """fabric, imported on first use (with Invoke, which it is built on)."""
+    import fabric
 
-    (What fabric.Connection gave us here, without Fabric's import and per-connection
-    config cost: the run path needs a client, its transport, open and close.)
-    """
+    return fabric
 
-    def __init__(
-        self,
-        host: Host,
-        gateway: _Hop | None,
-        policy: HostKeyPolicy,
-        prefer: Sequence[str] = (),
-        avoid: frozenset[str] = frozenset(),
-    ) -> None:
-        paramiko = import_paramiko()
-        self.host = host
-        self.gateway = gateway
-        # host key algorithms: those of the recorded keys first, as OpenSSH (and paramiko with
-        # its own known_hosts) does, so a server with several keys presents the recorded one
-        self.transport_factory = functools.partial(_transport, prefer=tuple(prefer), avoid=avoid)
-        self.client = paramiko.SSHClient()
-        # the client's own key lists stay empty, so every key goes to our policy (our
-        # known_hosts); these stand-ins answer "none" without paramiko's per-call scan
-        self.client._system_host_keys = self.client._host_keys = _no_host_keys()
-        self.client.set_missing_host_key_policy(policy)
-        self.transport: Any = None
-        kwargs: dict[str, Any] = {
-            "allow_agent": host.use_agent,
-            "look_for_keys": host.key_file is None,
-            "banner_timeout": connect_timeout(host),
-            "auth_timeout": connect_timeout(host),
-        }
-        self.key_problem: str | None = None  # why key_file cannot be used (a failed login says so)
-        if host.key_file:
-            try:
-                pkey, self.key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
-            except OSError as exc:
-                pkey, self.key_problem = None, exc.strerror or str(exc)
-            if pkey is not None:
-                kwargs["pkey"] = pkey
-            elif self.key_problem == KEY_ENCRYPTED:
-                kwargs["key_filename"] = [host.key_file]
-            # (a file that is no key: paramiko's own reader would fail too, or stop the host with
-            # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
-            # failure names the file and why)
-        self.connect_kwargs = kwargs
 
-    def open(self, sock: Any = None) -> None:
-        """Log in over `sock`, or through the gateway's direct-tcpip channel."""
-        host = self.host
-        if self.gateway is not None:
-            sock = self.gateway.transport.open_channel(
-                "direct-tcpip", (host.address, int(host.port)), ("", 0)
-            )
-        self.client.connect(
-            hostname=host.address,
-            port=host.port,
-            username=host.user,
-            sock=sock,
-            timeout=max(1, round(connect_timeout(host))),
-            transport_factory=self.transport_factory,
-            **self.connect_kwargs,
-        )
-        self.transport = self.client.get_transport()
+def _login_kwargs(host: Host) -> tuple[dict[str, Any], str | None]:
+    """SSHClient.connect's login arguments for `host` (agent, key, banner and auth timeouts),
+    and why its key_file cannot be used (None: it can, or there is none)."""
+    kwargs: dict[str, Any] = {
+        "allow_agent": host.use_agent,
+        "look_for_keys": host.key_file is None,
+        "banner_timeout": connect_timeout(host),
+        "auth_timeout": connect_timeout(host),
+    }
+    key_problem: str | None = None
+    if host.key_file:
+        try:
+            pkey, key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+        except OSError as exc:
+            pkey, key_problem = None, exc.strerror or str(exc)
+        if pkey is not None:
+            kwargs["pkey"] = pkey
+        elif key_problem == KEY_ENCRYPTED:
+            kwargs["key_filename"] = [host.key_file]
+        # (a file that is no key: paramiko's own reader would fail too, or stop the host with
+        # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
+        # failure names the file and why)
+    return kwargs, key_problem
 
-    def close(self) -> None:
-        """Close this login (its transport and channels)."""
-        self.client.close()
+
+def hop_connection(
+    host: Host,
+    gateway: Any,
+    policy: HostKeyPolicy,
+    prefer: Sequence[str] = (),
+    avoid: frozenset[str] = frozenset(),
+    forwards_to: Host | None = None,
+    offered: list[str] | None = None,
+) -> tuple[Any, str | None]:
+    """One login of a host's chain as a fabric.Connection, not opened yet, and why its key_file
+    cannot be used (a failed login says so).
+
+    Through `gateway` (the previous hop's open Connection: a direct-tcpip channel on it) when
+    given. Every host key goes to `policy` (our known_hosts and pins), never to Fabric's
+    default AutoAddPolicy, and the client's own key lists stay empty. Fabric reads no config
+    file and no ssh_config here: the inventory has resolved those already. `prefer`, `avoid`:
+    the host key types to ask for first and not at all (see _transport); `forwards_to`: the
+    next hop, whose forward must not wait paramiko's default hour; `offered` receives the
+    host key algorithms paramiko offers."""
+    fabric = _fabric()
+    kwargs, key_problem = _login_kwargs(host)
+    kwargs["transport_factory"] = functools.partial(
+        _transport, prefer=tuple(prefer), avoid=avoid, offered=offered
+    )
+    if forwards_to is not None:
+        kwargs["channel_timeout"] = connect_timeout(forwards_to)
+    conn = fabric.Connection(
+        host.address,
+        user=host.user,
+        port=host.port,
+        # one Config per connection: Connection() writes to its config, and an Invoke config
+        # rebuilds its dict on every write, which a thread reading a shared one saw empty
+        config=fabric.Config(lazy=True, overrides={"load_ssh_configs": False}),
+        gateway=gateway,
+        connect_timeout=max(1, round(connect_timeout(host))),
+        connect_kwargs=kwargs,
+    )
+    conn.client.set_missing_host_key_policy(policy)
+    return conn, key_problem
 
 
 def kex_order(available: Sequence[str]) -> tuple[str, ...]:
@@ -1073,14 +1050,22 @@ def key_types_order(
 
 
 def _transport(
-    sock: Any, prefer: Sequence[str] = (), avoid: frozenset[str] = frozenset(), **kwargs: Any
+    sock: Any,
+    prefer: Sequence[str] = (),
+    avoid: frozenset[str] = frozenset(),
+    offered: list[str] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """The Transport SSHClient.connect uses, with our key-exchange order (`kex_order`) and host
-    key algorithm order (`key_types_order`)."""
+    key algorithm order (`key_types_order`); `offered` receives paramiko's host key algorithms.
+    Plus the exit-signal handler (`_channel_request`): paramiko has no public hook for a
+    channel request it ignores, so this transport gets its own copy of the handler table."""
     paramiko = import_paramiko()
     transport = paramiko.Transport(sock, **kwargs)
     options = transport.get_security_options()
     options.kex = kex_order(options.kex)
+    if offered is not None:
+        offered[:] = options.key_types
     if prefer or avoid:
         options.key_types = key_types_order(options.key_types, prefer, avoid)
     table = dict(transport._channel_handler_table)
@@ -1155,21 +1140,18 @@ def _connect_once(
             raise ConnectError(
                 f"host {hop.name}: key file {hop.key_file} does not exist; fix key_file in the inventory."
             )
-    gateway: _Hop | None = None
+    gateway: Any = None  # the previous hop's fabric.Connection
     opened: list[Any] = []
     policy = None
     for i, hop in enumerate(chain):
         label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
+        forwards_to = chain[i + 1] if i < len(chain) - 1 else None
         try:
-            conn, policy = _open_hop(hop, label, gateway, store, options, hop is host)
+            conn, policy = _open_hop(hop, label, gateway, store, options, forwards_to)
         except ConnectError:
             _close_all(opened)
             raise
         conn.transport.set_keepalive(options.keepalive)
-        if i < len(chain) - 1:
-            # this hop forwards to the next one: opening that forward must not wait paramiko's
-            # default hour when the bastion cannot reach the next host
-            conn.transport.channel_timeout = connect_timeout(chain[i + 1])
         opened.append(conn)
         gateway = conn
     assert policy is not None
@@ -1179,9 +1161,15 @@ def _connect_once(
 
 
 def _open_hop(
-    hop: Host, label: str, gateway: _Hop | None, store: KnownHosts, options: ConnectOptions, target: bool
-) -> tuple[_Hop, HostKeyPolicy]:
-    """Log in to one hop of the chain (its failure as one ConnectError sentence).
+    hop: Host,
+    label: str,
+    gateway: Any,
+    store: KnownHosts,
+    options: ConnectOptions,
+    forwards_to: Host | None,
+) -> tuple[Any, HostKeyPolicy]:
+    """Log in to one hop of the chain (its failure as one ConnectError sentence): its open
+    fabric.Connection, through `gateway`'s when given; `forwards_to`: the next hop, if any.
 
     A server holds several host keys (ed25519, ECDSA, RSA) and presents one per login: the
     type of a recorded key first; when the key presented does not match the inventory's pin,
@@ -1195,27 +1183,28 @@ def _open_hop(
     first_refusal: HostKeyError | None = None
     while True:
         policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
-        conn = _Hop(hop, gateway, policy, prefer, avoid)
+        offered: list[str] = []
+        conn, key_problem = hop_connection(hop, gateway, policy, prefer, avoid, forwards_to, offered)
         try:
-            if gateway is not None:
-                conn.open()
-            else:
-                early = options.preconnect.take(hop) if options.preconnect and target else None
-                conn.open(early or _tcp_socket(hop))
+            if gateway is None:
+                # (the pre-opened socket is the target's: a first hop that forwards opens its own)
+                early = options.preconnect.take(hop) if options.preconnect and forwards_to is None else None
+                conn.connect_kwargs["sock"] = early or _tcp_socket(hop)
+            conn.open()
             return conn, policy
         except Exception as exc:
             _close_all([conn])
             if isinstance(exc, HostKeyError) and policy.pin_missed is not None:
                 first_refusal = first_refusal or exc
                 avoid |= _tried(policy)
-                if _more_key_types(avoid):
+                if any(a not in avoid for a in offered):  # another key type to ask for
                     continue
                 raise first_refusal from None
             if first_refusal is not None and policy.seen is None:
                 raise first_refusal from None  # no other key type to present (or no answer)
             if isinstance(exc, HostKeyError):
                 raise
-            err = _login_error(exc, conn, policy, hop, label)
+            err = _login_error(exc, key_problem, policy, hop, label)
             if err is None:
                 raise
             raise err from None
@@ -1226,22 +1215,17 @@ def _tried(policy: HostKeyPolicy) -> frozenset[str]:
     return frozenset(host_key_algorithms(policy.pin_missed)) if policy.pin_missed else frozenset()
 
 
-def _more_key_types(avoid: frozenset[str]) -> bool:
-    """Whether paramiko offers a host key algorithm outside `avoid`."""
-    return any(a not in avoid for a in import_paramiko().Transport._preferred_keys)
-
-
 def _login_error(
-    exc: BaseException, conn: _Hop, policy: HostKeyPolicy, hop: Host, label: str
+    exc: BaseException, key_problem: str | None, policy: HostKeyPolicy, hop: Host, label: str
 ) -> ConnectError | None:
     """The one sentence for a login that failed with `exc` (None: not a login failure, a bug)."""
     paramiko = import_paramiko()
     if isinstance(exc, paramiko.BadHostKeyException):  # pragma: no cover - our policy handles keys
         return HostKeyError(f"host {label}: host key changed ({exc}).")
     if isinstance(exc, paramiko.SSHException):
-        if policy.seen is not None and conn.key_problem is not None and hop.key_file:
+        if policy.seen is not None and key_problem is not None and hop.key_file:
             # the host key was verified, then our key could not even be offered
-            return ConnectError(key_problem_message(label, hop.key_file, conn.key_problem))
+            return ConnectError(key_problem_message(label, hop.key_file, key_problem))
         if policy.seen is not None and str(exc) == "No authentication methods available":
             return ConnectError(
                 f"host {label} ({hop.user}@{hop.address}:{hop.port}): there is no key to log in"
@@ -1306,9 +1290,13 @@ def _unreachable(label: str, hop: Host, exc: BaseException) -> ConnectError:
 
 
 def _close_all(conns: list[Any]) -> None:
+    """Close fabric Connections, last hop first: each SSHClient itself too, since Connection.close
+    skips a client whose login failed (its socket and transport thread stay open otherwise)."""
     for c in reversed(conns):
         with contextlib.suppress(Exception):  # closing a dead transport may raise anything
             c.close()
+        with contextlib.suppress(Exception):
+            c.client.close()
 
 
 def _closed_early(exc: BaseException) -> bool:
