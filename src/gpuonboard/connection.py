@@ -1,9 +1,14 @@
 """SSH connections via Fabric: one per host per run, host-key policy, jump chains, retries.
 
+Each login is a fabric.Connection (a jump host is the next one's `gateway`); the runner
+(SSHRunner) runs gpuonboard's commands on it through connection_channel's exec protocol and
+hands the open Connection to code that wants Fabric's own API (`SSHRunner.connection`).
+
 Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
 key we have never seen is refused unless the inventory pins its fingerprint (and it
 matches) or the user passed --trust-new-hosts; either way it is then recorded. A key that
-differs from the recorded one is always refused: it may be a man-in-the-middle.
+differs from the recorded one is always refused: it may be a man-in-the-middle
+(connection_hostkeys).
 """
 
 from __future__ import annotations
