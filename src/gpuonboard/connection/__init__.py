@@ -1,29 +1,28 @@
-"""SSH connections via paramiko: one per host per run, host-key policy, jump chains, retries.
+"""SSH connections via Fabric: one per host per run, host-key policy, jump chains, retries.
+
+Each login is a fabric.Connection (a jump host is the next one's `gateway`); the runner
+(SSHRunner) runs gpuonboard's commands on it through the exec protocol of connection.channel and
+hands the open Connection to code that wants Fabric's own API (`SSHRunner.connection`).
 
 Host keys live in the project's own known_hosts (`.gpuonboard/known_hosts` by default). A
 key we have never seen is refused unless the inventory pins its fingerprint (and it
 matches) or the user passed --trust-new-hosts; either way it is then recorded. A key that
-differs from the recorded one is always refused: it may be a man-in-the-middle.
+differs from the recorded one is always refused: it may be a man-in-the-middle
+(connection.hostkeys).
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
-import fcntl
 import functools
-import hashlib
-import hmac
 import logging
 import os
 import secrets
 import select
-import signal
 import socket
 import stat
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gpuonboard.errors import CommandError, ConnectError, ConnectionLost, HostKeyError, UsageError
+from gpuonboard.connection.channel import (
+    _channel_request,
+    _drain,
+    _exec_pipelined,
+    _serve_script,
+    _sh_c_script,
+)
+from gpuonboard.connection.hostkeys import HostKeyPolicy, KnownHosts, fingerprint, known_hosts_name
+from gpuonboard.errors import CommandError, ConnectError, ConnectionLost, HostKeyError
 from gpuonboard.inventory import Host, Inventory
 
 DEFAULT_KNOWN_HOSTS = Path(".gpuonboard") / "known_hosts"
@@ -98,12 +105,6 @@ def decode_stdout(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def fingerprint(key: Any) -> str:
-    """OpenSSH-style SHA256 fingerprint of a paramiko public key."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
-
-
 def connect_timeout(host: Host) -> float:
     """The host's connect timeout as waited: at most MAX_CONNECT_TIMEOUT_S (a NaN or a value
     that is not positive: the default 10 s)."""
@@ -113,23 +114,6 @@ def connect_timeout(host: Host) -> float:
     return min(float(seconds), MAX_CONNECT_TIMEOUT_S)
 
 
-def known_hosts_name(address: str, port: int) -> str:
-    """The known_hosts host pattern OpenSSH uses: `addr` on 22, `[addr]:port` otherwise."""
-    return address if port == 22 else f"[{address}]:{port}"
-
-
-class _LazyInvoke:
-    """Stands in for paramiko.config's optional `invoke` module until it is used."""
-
-    def __getattr__(self, name: str) -> Any:
-        import invoke
-
-        return getattr(invoke, name)
-
-
-_IMPORT_LOCK = threading.Lock()
-
-
 # paramiko logs a refused port forward ("Secsh channel 0 open FAILED: Connection refused", once
 # per try) through Python's last-resort handler, onto stderr before our one sentence; every
 # failure it logs also reaches us as an exception, which says it once, plainly
@@ -137,166 +121,11 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def import_paramiko() -> Any:
-    """paramiko, imported without Invoke when Invoke is not loaded yet.
+    """paramiko, imported on first use rather than with this module: Preconnect's TCP
+    connections open while it loads."""
+    import paramiko
 
-    paramiko.config imports Invoke (and with it unittest.mock and asyncio, ~45 ms) only to
-    run `Match exec` lines of an ssh_config. A run that never loaded Invoke (the library
-    API, the benchmark adapter) gets a stand-in there that imports Invoke on first use, so
-    `Match exec` behaves the same; the `invoke` CLI has loaded Invoke already and keeps it.
-    """
-    loaded = sys.modules.get("paramiko")
-    if loaded is not None:
-        return loaded
-    with _IMPORT_LOCK:
-        if "invoke" in sys.modules or "paramiko.config" in sys.modules:
-            import paramiko
-
-            return paramiko
-        sys.modules["invoke"] = None  # type: ignore[assignment]  # makes `import invoke` fail fast
-        try:
-            import paramiko
-        finally:
-            if "invoke" in sys.modules and sys.modules["invoke"] is None:
-                del sys.modules["invoke"]
-        config: Any = paramiko.config
-        if config.invoke is None:
-            config.invoke = _LazyInvoke()
-            config.invoke_import_error = None
-        return paramiko
-
-
-def _bad_line(path: Path, exc: Exception) -> str:
-    """`line N` of the known_hosts file that paramiko could not read, or `a line`."""
-    text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if text and line.strip() == text.strip():
-                return f"line {number}"
-    return "a line"
-
-
-class KnownHosts:
-    """Thread-safe known_hosts file of our own; never the user's ~/.ssh/known_hosts."""
-
-    def __init__(self, path: Path) -> None:
-        paramiko = import_paramiko()
-        from paramiko.hostkeys import InvalidHostKey
-
-        self.path = path
-        self._lock = threading.Lock()
-        self._keys = paramiko.HostKeys()
-        self._revoked: set[bytes] = set()  # key blobs of `@revoked` lines: never accepted
-        if path.exists() and not path.is_file():  # (read as empty, then nothing was recorded)
-            what = "a directory" if path.is_dir() else "not a regular file"
-            raise UsageError(
-                f"{path} is {what}, not a known_hosts file; pass --known-hosts the path of a file"
-                " (the default is .gpuonboard/known_hosts)."
-            )
-        if path.is_file():
-            try:
-                self._load(path)
-            except (OSError, UnicodeDecodeError, paramiko.SSHException, InvalidHostKey, ValueError) as exc:
-                # the line's text is never shown: a mistyped --known-hosts may name a file of secrets
-                raise HostKeyError(
-                    f"{path}: cannot read the known_hosts file ({_bad_line(path, exc)} is no host key"
-                    " entry; its text is not shown); fix or remove that line, or pass --known-hosts"
-                    " the right file."
-                ) from None
-        self._reindex()
-
-    def _load(self, path: Path) -> None:
-        """paramiko's HostKeys.load, plus OpenSSH's markers, which paramiko read as a bad entry
-        (the whole file refused, every host with it): a `@revoked` line's key is refused for
-        every host, as OpenSSH (the rsync path) refuses it; a `@cert-authority` line vouches
-        for host certificates, which paramiko cannot check, so it vouches for no key here."""
-        paramiko = import_paramiko()
-        from paramiko.hostkeys import HostKeyEntry
-
-        with open(path, encoding="utf-8") as f:
-            for lineno, raw in enumerate(f, 1):
-                line = raw.strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("@"):
-                    marker, _, rest = line.partition(" ")
-                    if marker == "@revoked":
-                        self._revoked.add(_marker_key(line, rest))
-                    continue
-                try:
-                    entry = HostKeyEntry.from_line(line, lineno)
-                except paramiko.SSHException:
-                    continue  # (as HostKeys.load)
-                if entry is None:  # a key type paramiko does not know: as paramiko, skipped
-                    continue
-                names = [h for h in entry.hostnames if not self._keys.check(h, entry.key)]
-                if names:
-                    entry.hostnames = names
-                    self._keys._entries.append(entry)
-
-    def revoked(self, key: Any) -> bool:
-        """Whether a `@revoked` line of this file names `key`."""
-        return key.asbytes() in self._revoked
-
-    def _reindex(self) -> None:
-        """Index the entries by plain host name. paramiko's own lookup scans every entry and
-        builds a new Mapping class per call: with 50 hosts in one run that was ~0.4 ms each.
-        Hashed names (`|1|salt|hash`) are few and stay a scan. Caller holds the lock (or
-        owns the object)."""
-        self._plain: dict[str, list[tuple[int, Any]]] = {}
-        self._hashed: list[tuple[int, Any]] = []
-        for i, entry in enumerate(self._keys._entries):
-            for name in entry.hostnames:
-                if not name.startswith("|1|"):
-                    self._plain.setdefault(name, []).append((i, entry))
-            if any(name.startswith("|1|") for name in entry.hostnames):
-                self._hashed.append((i, entry))
-
-    def lookup(self, name: str) -> dict[str, Any]:
-        """Recorded keys for a host pattern, by key type (the first entry of a type wins,
-        as in paramiko's HostKeys.lookup)."""
-        from paramiko.hostkeys import HostKeys
-
-        with self._lock:
-            hits = list(self._plain.get(name, ()))
-            for i, entry in self._hashed:
-                if any(
-                    h.startswith("|1|")
-                    and hmac.compare_digest(HostKeys.hash_host(name, h).encode(), h.encode())
-                    for h in entry.hostnames
-                ):
-                    hits.append((i, entry))
-            found: dict[str, Any] = {}
-            for _, entry in sorted(hits, key=lambda hit: hit[0]):
-                found.setdefault(entry.key.get_name(), entry.key)
-            return found
-
-    def add(self, name: str, key: Any, label: str | None = None) -> None:
-        """Record a key: one appended line (O_APPEND, under flock so parallel runs never
-        interleave), like OpenSSH; never a rewrite of the whole file per host. A file that
-        cannot be written is a HostKeyError naming it (`label`: the host, for that sentence)."""
-        line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
-        with self._lock:
-            # the file first: a key kept in memory only (the file a directory, read-only, on a
-            # full disk) let the connection's retry pass, and the next run found it unknown
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    size = os.fstat(fd).st_size
-                    if size and os.pread(fd, 1, size - 1) != b"\n":
-                        line = b"\n" + line  # a hand-edited file without a final newline
-                    os.write(fd, line)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                who = f"host {label} ({name})" if label else name
-                raise HostKeyError(
-                    f"the host key of {who} could not be recorded in {self.path} ({exc.strerror or exc});"
-                    " make that file writable (or pass --known-hosts a file you can write to), then rerun."
-                ) from None
-            self._keys.add(name, key.get_name(), key)
-            self._reindex()
+    return paramiko
 
 
 def known_hosts_problem(
@@ -329,97 +158,6 @@ def known_hosts_problem(
             " could not be recorded; pass --known-hosts a file you can write to."
         )
     return None
-
-
-def _marker_key(line: str, rest: str) -> bytes:
-    """The key blob of a `@revoked HOSTS TYPE BASE64` line (InvalidHostKey when unreadable: a
-    revocation that cannot be read must not be dropped silently)."""
-    from paramiko.hostkeys import InvalidHostKey
-
-    fields = rest.split()
-    if len(fields) < 3:
-        raise InvalidHostKey(line, ValueError("not enough fields"))
-    try:
-        return base64.b64decode(fields[2], validate=True)
-    except ValueError as exc:
-        raise InvalidHostKey(line, exc) from None
-
-
-class HostKeyPolicy:
-    """paramiko policy called for every server key (the client's own key list stays empty)."""
-
-    def __init__(self, host_label: str, pinned: str | None, store: KnownHosts, trust_new: bool) -> None:
-        self.host_label = host_label
-        self.pinned = pinned
-        self.store = store
-        self.trust_new = trust_new
-        self.seen: str | None = None
-        # the type of a presented key that did not match the pin: the server may hold the pinned
-        # key under another type (a vendor mail lists the RSA or ECDSA fingerprint), so the login
-        # is tried again without it (see _open_hop)
-        self.pin_missed: str | None = None
-
-    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
-        """Accept a recorded or pinned key, record a trusted new one, refuse the rest."""
-        fp = fingerprint(key)
-        self.seen = fp
-        if self.store.revoked(key):
-            raise HostKeyError(
-                f"host {self.host_label} ({hostname}) presented host key {fp}, which {self.store.path}"
-                " marks @revoked; the connection was refused. A revoked key may be in an attacker's"
-                " hands: ask the vendor for the server's new key."
-            )
-        recorded = self.store.lookup(hostname)
-        same_type = recorded.get(key.get_name())
-        if same_type is not None and same_type.asbytes() == key.asbytes():
-            if self.pinned and fp != self.pinned:
-                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
-            return
-        if recorded:
-            # a key of the same type that differs, or a key of a type never recorded for a
-            # host we know: both are what a man-in-the-middle would present. A pin vouches for a
-            # key of a type never recorded (the server has several), but not for a key that
-            # differs from the recorded one of its type (that was accepted silently, a second
-            # line appended on every run, while the address without the pin was refused): one
-            # of the two is stale, and only the user can say which
-            old = same_type or next(iter(recorded.values()))
-            if self.pinned and fp == self.pinned and same_type is None:
-                self.store.add(hostname, key, self.host_label)  # another of its keys, vouched for by the pin
-                return
-            if self.pinned and fp == self.pinned:
-                raise HostKeyError(
-                    f"host {self.host_label} ({hostname}) presented the host key the inventory pins"
-                    f" ({fp}), but {self.store.path} records another one for it ({fingerprint(old)});"
-                    " the connection was refused. If the vendor reinstalled the server and the pin is"
-                    " the new key, delete the old line there, then rerun."
-                )
-            if self.pinned and same_type is None:
-                self.pin_missed = key.get_name()  # (the pinned key may be of a third type)
-            raise HostKeyError(
-                f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
-                f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"
-                " man-in-the-middle attack, so the connection was refused. If the vendor reinstalled"
-                " the server, confirm the new fingerprint with them and delete the old line."
-            )
-        if self.pinned:
-            if fp != self.pinned:
-                raise HostKeyError(self._pin_mismatch(hostname, fp, key))
-            self.store.add(hostname, key, self.host_label)
-            return
-        if self.trust_new:
-            self.store.add(hostname, key, self.host_label)
-            return
-        raise HostKeyError(
-            f"host {self.host_label} ({hostname}) has an unknown host key {fp}; confirm it with the"
-            " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory."
-        )
-
-    def _pin_mismatch(self, hostname: str, fp: str, key: Any) -> str:
-        self.pin_missed = key.get_name()
-        return (
-            f"host {self.host_label} ({hostname}) presented host key {fp}, but the inventory pins"
-            f" {self.pinned}; the connection was refused (possible man-in-the-middle)."
-        )
 
 
 class Preconnect:
@@ -528,11 +266,15 @@ class SSHRunner:
     its session stays open afterwards: the remote shell, once SCRIPT is done, waits on
     stdin for that next command, so it costs no new SSH session (no channel open, no
     login-shell start on the host). See _serve_script.
+
+    `connection` is the host's open fabric.Connection (its jump hosts are its `gateway`s), for
+    code that wants Fabric's own API on the same login: `connection.run(...)`, `.sftp()`,
+    `.forward_local(...)`; each such call opens its own session on the connection.
     """
 
     def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
         self.host = host
-        self._conn = connection
+        self._conn = self.connection = connection
         self._hops = hops
         self.fingerprint = policy.seen
         self.transport = connection.client.get_transport()
@@ -648,109 +390,6 @@ class SSHRunner:
                     chan.close()
         self._spare = self._serving = None
         _close_all([*self._hops, self._conn])
-
-
-def _sh_c_script(command: str) -> str | None:
-    """SCRIPT when `command` is exactly shell.sh_c(SCRIPT), else None."""
-    from gpuonboard import shell
-
-    if not command.startswith("sh -c "):
-        return None
-    arg = command[6:]
-    script = arg[1:-1].replace("'\"'\"'", "'") if len(arg) > 1 and arg[0] == arg[-1] == "'" else arg
-    # a blank script would make `( )`, a syntax error: such a command is run as it is
-    return script if script.strip() and shell.sh_c(script) == command else None
-
-
-def _serve_script(script: str, token: str) -> str:
-    """The exec command: SCRIPT in a subshell (stdin /dev/null, as an exec channel's would
-    be at EOF), then its exit code and `token` framed on stdout and stderr; then the shell
-    reads the next command from stdin, line by line up to a `token` line, and runs it with
-    eval, the rest of stdin being that command's stdin. EOF instead ends it (exit 0).
-
-    `read` takes one byte at a time from a pipe (POSIX), so it never eats into the next
-    command's stdin. Variables use a prefix no gpuonboard command uses.
-    """
-    from gpuonboard import shell
-
-    tok = shell.quote(token)
-    return shell.sh_c(
-        f"(\n{script}\n) </dev/null; __gpo_rc=$?\n"
-        f"printf '\\n%s %s\\n' {tok} \"$__gpo_rc\"; printf '\\n%s\\n' {tok} >&2\n"
-        "__gpo_c=\n"
-        "while IFS= read -r __gpo_l; do\n"
-        f'  if [ "$__gpo_l" = {tok} ]; then eval "$__gpo_c"; exit; fi\n'
-        '  __gpo_c="$__gpo_c$__gpo_l\n"\n'
-        "done\n"
-    )
-
-
-def _exec_pipelined(chan: Any, command: str) -> None:
-    """Send the exec request without waiting for the server's reply (saves one round trip).
-
-    Same message as paramiko's Channel.exec_command, minus its wait: stdin and the exit
-    status follow on the channel; a refused request closes the channel, which _drain sees.
-    """
-    from paramiko.common import cMSG_CHANNEL_REQUEST
-    from paramiko.message import Message
-
-    m = Message()
-    m.add_byte(cMSG_CHANNEL_REQUEST)
-    m.add_int(chan.remote_chanid)
-    m.add_string("exec")
-    m.add_boolean(True)
-    m.add_string(command.encode("utf-8", "surrogateescape"))  # a non-UTF-8 file name: its own bytes
-    chan.transport._send_user_message(m)
-
-
-def _drain(
-    chan: Any,
-    timeout: float | None,
-    on_output: Callable[[bytes], None] | None = None,
-    token: bytes | None = None,
-) -> tuple[bytes, bytes, int | None]:
-    """stdout and stderr of a channel until its command exits.
-
-    With `token` (a _serve_script session), it stops instead once stdout ends with
-    `\\nTOKEN RC\\n` and stderr with `\\nTOKEN\\n`: both markers are cut off and RC is returned.
-    """
-    out: list[bytes] = []
-    err: list[bytes] = []
-    out_tail = err_tail = b""
-    deadline = time.monotonic() + timeout if timeout else None
-    while True:
-        if chan.recv_ready():
-            out.append(chan.recv(1 << 16))
-            if on_output is not None:
-                on_output(out[-1])
-            if token is None:
-                continue
-            out_tail = (out_tail + out[-1])[-200:]
-        elif chan.recv_stderr_ready():
-            err.append(chan.recv_stderr(1 << 16))
-            if token is None:
-                continue
-            err_tail = (err_tail + err[-1])[-200:]
-        elif (chan.exit_status_ready() and chan.eof_received) or chan.closed:
-            break
-        elif deadline is not None and time.monotonic() > deadline:
-            chan.close()
-            raise TimeoutError(f"command timed out after {timeout:.0f}s")
-        else:
-            select.select([chan], [], [], 0.5)
-            continue
-        if token is not None and err_tail.endswith(b"\n" + token + b"\n"):
-            head, sep, rc = out_tail.rpartition(b"\n" + token + b" ")
-            if sep and rc.endswith(b"\n") and rc[:-1].lstrip(b"-").isdigit():
-                o, e = b"".join(out), b"".join(err)
-                return o[: len(o) - len(sep) - len(rc)], e[: len(e) - len(token) - 2], int(rc)
-    while chan.recv_ready():
-        out.append(chan.recv(1 << 16))
-        if on_output is not None:
-            on_output(out[-1])
-    while chan.recv_stderr_ready():
-        err.append(chan.recv_stderr(1 << 16))
-    return b"".join(out), b"".join(err), None
 
 
 class LocalRunner:
@@ -878,21 +517,6 @@ def _tcp_socket(host: Host) -> socket.socket:
     return sock
 
 
-@functools.lru_cache(maxsize=1)
-def _no_host_keys() -> Any:
-    """An always-empty paramiko HostKeys (shared: nothing is ever added to it)."""
-    base: Any = import_paramiko().HostKeys
-
-    class NoHostKeys(base):
-        def lookup(self, hostname: str) -> None:
-            return None
-
-        def add(self, hostname: str, keytype: str, key: Any) -> None:
-            raise RuntimeError("host keys are recorded in gpuonboard's own known_hosts only")
-
-    return NoHostKeys()
-
-
 @functools.lru_cache(maxsize=32)
 def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
     """Parse a private key file once per run, not once per host: (key, None), or (None, why it
@@ -967,75 +591,77 @@ def key_problem_message(label: str, key_file: str, problem: str) -> str:
     )
 
 
-class _Hop:
-    """One SSH login of a host's chain: a paramiko client with our host-key policy.
+def _fabric() -> Any:
+    """fabric, imported on first use (with Invoke, which it is built on)."""
+    import fabric
 
-    (What fabric.Connection gave us here, without Fabric's import and per-connection
-    config cost: the run path needs a client, its transport, open and close.)
-    """
+    return fabric
 
-    def __init__(
-        self,
-        host: Host,
-        gateway: _Hop | None,
-        policy: HostKeyPolicy,
-        prefer: Sequence[str] = (),
-        avoid: frozenset[str] = frozenset(),
-    ) -> None:
-        paramiko = import_paramiko()
-        self.host = host
-        self.gateway = gateway
-        # host key algorithms: those of the recorded keys first, as OpenSSH (and paramiko with
-        # its own known_hosts) does, so a server with several keys presents the recorded one
-        self.transport_factory = functools.partial(_transport, prefer=tuple(prefer), avoid=avoid)
-        self.client = paramiko.SSHClient()
-        # the client's own key lists stay empty, so every key goes to our policy (our
-        # known_hosts); these stand-ins answer "none" without paramiko's per-call scan
-        self.client._system_host_keys = self.client._host_keys = _no_host_keys()
-        self.client.set_missing_host_key_policy(policy)
-        self.transport: Any = None
-        kwargs: dict[str, Any] = {
-            "allow_agent": host.use_agent,
-            "look_for_keys": host.key_file is None,
-            "banner_timeout": connect_timeout(host),
-            "auth_timeout": connect_timeout(host),
-        }
-        self.key_problem: str | None = None  # why key_file cannot be used (a failed login says so)
-        if host.key_file:
-            try:
-                pkey, self.key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
-            except OSError as exc:
-                pkey, self.key_problem = None, exc.strerror or str(exc)
-            if pkey is not None:
-                kwargs["pkey"] = pkey
-            elif self.key_problem == KEY_ENCRYPTED:
-                kwargs["key_filename"] = [host.key_file]
-            # (a file that is no key: paramiko's own reader would fail too, or stop the host with
-            # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
-            # failure names the file and why)
-        self.connect_kwargs = kwargs
 
-    def open(self, sock: Any = None) -> None:
-        """Log in over `sock`, or through the gateway's direct-tcpip channel."""
-        host = self.host
-        if self.gateway is not None:
-            sock = self.gateway.transport.open_channel(
-                "direct-tcpip", (host.address, int(host.port)), ("", 0)
-            )
-        self.client.connect(
-            hostname=host.address,
-            port=host.port,
-            username=host.user,
-            sock=sock,
-            timeout=max(1, round(connect_timeout(host))),
-            transport_factory=self.transport_factory,
-            **self.connect_kwargs,
-        )
-        self.transport = self.client.get_transport()
+def _login_kwargs(host: Host) -> tuple[dict[str, Any], str | None]:
+    """SSHClient.connect's login arguments for `host` (agent, key, banner and auth timeouts),
+    and why its key_file cannot be used (None: it can, or there is none)."""
+    kwargs: dict[str, Any] = {
+        "allow_agent": host.use_agent,
+        "look_for_keys": host.key_file is None,
+        "banner_timeout": connect_timeout(host),
+        "auth_timeout": connect_timeout(host),
+    }
+    key_problem: str | None = None
+    if host.key_file:
+        try:
+            pkey, key_problem = _load_key(host.key_file, os.stat(host.key_file).st_mtime_ns)
+        except OSError as exc:
+            pkey, key_problem = None, exc.strerror or str(exc)
+        if pkey is not None:
+            kwargs["pkey"] = pkey
+        elif key_problem == KEY_ENCRYPTED:
+            kwargs["key_filename"] = [host.key_file]
+        # (a file that is no key: paramiko's own reader would fail too, or stop the host with
+        # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
+        # failure names the file and why)
+    return kwargs, key_problem
 
-    def close(self) -> None:
-        """Close this login (its transport and channels)."""
-        self.client.close()
+
+def hop_connection(
+    host: Host,
+    gateway: Any,
+    policy: HostKeyPolicy,
+    prefer: Sequence[str] = (),
+    avoid: frozenset[str] = frozenset(),
+    forwards_to: Host | None = None,
+    offered: list[str] | None = None,
+) -> tuple[Any, str | None]:
+    """One login of a host's chain as a fabric.Connection, not opened yet, and why its key_file
+    cannot be used (a failed login says so).
+
+    Through `gateway` (the previous hop's open Connection: a direct-tcpip channel on it) when
+    given. Every host key goes to `policy` (our known_hosts and pins), never to Fabric's
+    default AutoAddPolicy, and the client's own key lists stay empty. Fabric reads no config
+    file and no ssh_config here: the inventory has resolved those already. `prefer`, `avoid`:
+    the host key types to ask for first and not at all (see _transport); `forwards_to`: the
+    next hop, whose forward must not wait paramiko's default hour; `offered` receives the
+    host key algorithms paramiko offers."""
+    fabric = _fabric()
+    kwargs, key_problem = _login_kwargs(host)
+    kwargs["transport_factory"] = functools.partial(
+        _transport, prefer=tuple(prefer), avoid=avoid, offered=offered
+    )
+    if forwards_to is not None:
+        kwargs["channel_timeout"] = connect_timeout(forwards_to)
+    conn = fabric.Connection(
+        host.address,
+        user=host.user,
+        port=host.port,
+        # one Config per connection: Connection() writes to its config, and an Invoke config
+        # rebuilds its dict on every write, which a thread reading a shared one saw empty
+        config=fabric.Config(lazy=True, overrides={"load_ssh_configs": False}),
+        gateway=gateway,
+        connect_timeout=max(1, round(connect_timeout(host))),
+        connect_kwargs=kwargs,
+    )
+    conn.client.set_missing_host_key_policy(policy)
+    return conn, key_problem
 
 
 def kex_order(available: Sequence[str]) -> tuple[str, ...]:
@@ -1073,48 +699,28 @@ def key_types_order(
 
 
 def _transport(
-    sock: Any, prefer: Sequence[str] = (), avoid: frozenset[str] = frozenset(), **kwargs: Any
+    sock: Any,
+    prefer: Sequence[str] = (),
+    avoid: frozenset[str] = frozenset(),
+    offered: list[str] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """The Transport SSHClient.connect uses, with our key-exchange order (`kex_order`) and host
-    key algorithm order (`key_types_order`)."""
+    key algorithm order (`key_types_order`); `offered` receives paramiko's host key algorithms.
+    Plus the exit-signal handler (`_channel_request`): paramiko has no public hook for a
+    channel request it ignores, so this transport gets its own copy of the handler table."""
     paramiko = import_paramiko()
     transport = paramiko.Transport(sock, **kwargs)
     options = transport.get_security_options()
     options.kex = kex_order(options.kex)
+    if offered is not None:
+        offered[:] = options.key_types
     if prefer or avoid:
         options.key_types = key_types_order(options.key_types, prefer, avoid)
     table = dict(transport._channel_handler_table)
     table[paramiko.common.MSG_CHANNEL_REQUEST] = _channel_request(table[paramiko.common.MSG_CHANNEL_REQUEST])
     transport._channel_handler_table = table  # this transport's own copy, not the class's
     return transport
-
-
-def signal_status(name: str) -> int:
-    """The exit status a shell gives a command killed by signal NAME ("KILL" -> 137); 255 for a
-    name this system does not know."""
-    try:
-        return 128 + int(signal.Signals["SIG" + name])
-    except KeyError:
-        return 255
-
-
-def _channel_request(handle: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    """paramiko's channel-request handler, plus `exit-signal` (RFC 4254 6.10), which paramiko
-    ignores: a command killed by a signal (OOM killer, pkill) then ends with the status a shell
-    gives it (128 + N) instead of none at all, which read as a refusal or a lost link."""
-
-    def handler(chan: Any, m: Any) -> None:
-        start = m.packet.tell()
-        if chan is not None and m.get_text() == "exit-signal":
-            m.get_boolean()  # want_reply: always false for exit-signal
-            # (bytes, not text: a name that is no UTF-8 must not raise in the transport thread)
-            chan.exit_status = signal_status(m.get_string().decode("ascii", "replace"))
-            chan.status_event.set()
-            return
-        m.packet.seek(start)
-        handle(chan, m)
-
-    return handler
 
 
 def open_runner(
@@ -1155,21 +761,18 @@ def _connect_once(
             raise ConnectError(
                 f"host {hop.name}: key file {hop.key_file} does not exist; fix key_file in the inventory."
             )
-    gateway: _Hop | None = None
+    gateway: Any = None  # the previous hop's fabric.Connection
     opened: list[Any] = []
     policy = None
     for i, hop in enumerate(chain):
         label = host.name if i == len(chain) - 1 else f"{hop.name} (jump host for {host.name})"
+        forwards_to = chain[i + 1] if i < len(chain) - 1 else None
         try:
-            conn, policy = _open_hop(hop, label, gateway, store, options, hop is host)
+            conn, policy = _open_hop(hop, label, gateway, store, options, forwards_to)
         except ConnectError:
             _close_all(opened)
             raise
         conn.transport.set_keepalive(options.keepalive)
-        if i < len(chain) - 1:
-            # this hop forwards to the next one: opening that forward must not wait paramiko's
-            # default hour when the bastion cannot reach the next host
-            conn.transport.channel_timeout = connect_timeout(chain[i + 1])
         opened.append(conn)
         gateway = conn
     assert policy is not None
@@ -1179,9 +782,15 @@ def _connect_once(
 
 
 def _open_hop(
-    hop: Host, label: str, gateway: _Hop | None, store: KnownHosts, options: ConnectOptions, target: bool
-) -> tuple[_Hop, HostKeyPolicy]:
-    """Log in to one hop of the chain (its failure as one ConnectError sentence).
+    hop: Host,
+    label: str,
+    gateway: Any,
+    store: KnownHosts,
+    options: ConnectOptions,
+    forwards_to: Host | None,
+) -> tuple[Any, HostKeyPolicy]:
+    """Log in to one hop of the chain (its failure as one ConnectError sentence): its open
+    fabric.Connection, through `gateway`'s when given; `forwards_to`: the next hop, if any.
 
     A server holds several host keys (ed25519, ECDSA, RSA) and presents one per login: the
     type of a recorded key first; when the key presented does not match the inventory's pin,
@@ -1195,27 +804,28 @@ def _open_hop(
     first_refusal: HostKeyError | None = None
     while True:
         policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
-        conn = _Hop(hop, gateway, policy, prefer, avoid)
+        offered: list[str] = []
+        conn, key_problem = hop_connection(hop, gateway, policy, prefer, avoid, forwards_to, offered)
         try:
-            if gateway is not None:
-                conn.open()
-            else:
-                early = options.preconnect.take(hop) if options.preconnect and target else None
-                conn.open(early or _tcp_socket(hop))
+            if gateway is None:
+                # (the pre-opened socket is the target's: a first hop that forwards opens its own)
+                early = options.preconnect.take(hop) if options.preconnect and forwards_to is None else None
+                conn.connect_kwargs["sock"] = early or _tcp_socket(hop)
+            conn.open()
             return conn, policy
         except Exception as exc:
             _close_all([conn])
             if isinstance(exc, HostKeyError) and policy.pin_missed is not None:
                 first_refusal = first_refusal or exc
                 avoid |= _tried(policy)
-                if _more_key_types(avoid):
+                if any(a not in avoid for a in offered):  # another key type to ask for
                     continue
                 raise first_refusal from None
             if first_refusal is not None and policy.seen is None:
                 raise first_refusal from None  # no other key type to present (or no answer)
             if isinstance(exc, HostKeyError):
                 raise
-            err = _login_error(exc, conn, policy, hop, label)
+            err = _login_error(exc, key_problem, policy, hop, label)
             if err is None:
                 raise
             raise err from None
@@ -1226,22 +836,17 @@ def _tried(policy: HostKeyPolicy) -> frozenset[str]:
     return frozenset(host_key_algorithms(policy.pin_missed)) if policy.pin_missed else frozenset()
 
 
-def _more_key_types(avoid: frozenset[str]) -> bool:
-    """Whether paramiko offers a host key algorithm outside `avoid`."""
-    return any(a not in avoid for a in import_paramiko().Transport._preferred_keys)
-
-
 def _login_error(
-    exc: BaseException, conn: _Hop, policy: HostKeyPolicy, hop: Host, label: str
+    exc: BaseException, key_problem: str | None, policy: HostKeyPolicy, hop: Host, label: str
 ) -> ConnectError | None:
     """The one sentence for a login that failed with `exc` (None: not a login failure, a bug)."""
     paramiko = import_paramiko()
     if isinstance(exc, paramiko.BadHostKeyException):  # pragma: no cover - our policy handles keys
         return HostKeyError(f"host {label}: host key changed ({exc}).")
     if isinstance(exc, paramiko.SSHException):
-        if policy.seen is not None and conn.key_problem is not None and hop.key_file:
+        if policy.seen is not None and key_problem is not None and hop.key_file:
             # the host key was verified, then our key could not even be offered
-            return ConnectError(key_problem_message(label, hop.key_file, conn.key_problem))
+            return ConnectError(key_problem_message(label, hop.key_file, key_problem))
         if policy.seen is not None and str(exc) == "No authentication methods available":
             return ConnectError(
                 f"host {label} ({hop.user}@{hop.address}:{hop.port}): there is no key to log in"
@@ -1306,9 +911,13 @@ def _unreachable(label: str, hop: Host, exc: BaseException) -> ConnectError:
 
 
 def _close_all(conns: list[Any]) -> None:
+    """Close fabric Connections, last hop first: each SSHClient itself too, since Connection.close
+    skips a client whose login failed (its socket and transport thread stay open otherwise)."""
     for c in reversed(conns):
         with contextlib.suppress(Exception):  # closing a dead transport may raise anything
             c.close()
+        with contextlib.suppress(Exception):
+            c.client.close()
 
 
 def _closed_early(exc: BaseException) -> bool:
