@@ -1,0 +1,252 @@
+"""Loading an inventory: finding the one hosts file of a directory (and refusing what would be
+ignored beside it), telling our YAML from Ansible's YAML or INI, and `build`: the native-shaped
+mapping validated, its groups, vendors and hosts resolved, jump chains made flat, into an
+`Inventory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory import ansible as ansible_inventory
+from gpuonboard.inventory.fields import (
+    GROUP_KEYS,
+    TOP_KEYS,
+    as_mapping,
+    check_host_keys,
+    check_keys,
+    host_name_problem,
+)
+from gpuonboard.inventory.jumps import flat_jumps
+from gpuonboard.inventory.model import Host, Inventory
+from gpuonboard.inventory.resolve import resolve_host
+from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
+from gpuonboard.inventory.sshlookup import user_ssh_config, uses_ssh_config_entry
+from gpuonboard.inventory.vendors import load_vendors
+from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
+
+
+def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inventory:
+    """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
+    path = Path(path)
+    if path.is_dir():
+        hosts_file = _hosts_file_in(path)
+    elif path.exists():
+        hosts_file = path
+    else:
+        raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
+    _check_no_ansible_vars_dirs(hosts_file.parent)
+
+    raw: dict[str, Any]
+    ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
+    text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
+    if ansible_inventory.looks_like_ini(hosts_file, text):
+        raw = ansible_inventory.load_ini(hosts_file, text)
+    else:
+        data = parse_yaml(text, hosts_file, InventoryError)
+        if data is None:
+            raise InventoryError(
+                f"{hosts_file}: the inventory is empty; define at least one host under 'hosts:'."
+            )
+        if not isinstance(data, dict):
+            raise InventoryError(
+                f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
+            )
+        ansible = not ansible_inventory.is_native(data)
+        raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
+    assert isinstance(raw, dict)
+    return build(raw, hosts_file, ssh_config, name_is_address=ansible)
+
+
+HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
+INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
+
+
+def _hosts_file_in(directory: Path) -> Path:
+    """The one hosts file of an inventory directory. Only that file is read, so a second hosts
+    file or another inventory-looking file beside it (`gpus.yml`, `hosts.ini`) is refused: its
+    hosts, groups and order specs would be ignored without a word."""
+    try:
+        return _one_hosts_file(directory)
+    except PermissionError as exc:
+        raise InventoryError(
+            f"{directory}: cannot read this inventory directory ({exc.strerror}); fix its permissions,"
+            " or pass --inventory FILE."
+        ) from None
+
+
+def _one_hosts_file(directory: Path) -> Path:
+    found = [directory / n for n in HOSTS_FILE_NAMES if (directory / n).is_file()]
+    if not found:
+        raise InventoryError(
+            f"{directory}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
+            " repository for an example) or pass --inventory FILE."
+        )
+    if len(found) > 1:
+        raise InventoryError(
+            f"{directory}: this inventory directory holds both {found[0].name} and {found[1].name},"
+            f" and gpuonboard reads only one; merge them into {found[0].name} and remove the other,"
+            " or pass --inventory FILE."
+        )
+    extra = sorted(
+        p.name
+        for p in directory.iterdir()
+        if p.suffix in INVENTORY_SUFFIXES and not p.name.startswith(".") and p.is_file() and p != found[0]
+    )
+    if extra:
+        raise InventoryError(
+            f"{directory / extra[0]}: gpuonboard reads only {found[0].name} of an inventory directory,"
+            f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
+            f" or pass --inventory {directory / extra[0]} to use that file instead."
+        )
+    return found[0]
+
+
+def _check_no_ansible_vars_dirs(directory: Path) -> None:
+    """Ansible's group_vars/ and host_vars/ beside the inventory are not read: a user, port,
+    key or order spec in them would be silently ignored, so their presence is an input error."""
+    for sub in ("group_vars", "host_vars"):
+        if (directory / sub).is_dir():
+            raise InventoryError(
+                f"{directory / sub}: gpuonboard does not read Ansible's {sub}/ directories, so the"
+                f" settings in it would be ignored; move them into the inventory file (a group's or"
+                " host's vars), or move the directory away."
+            )
+
+
+def _vendors_dir(raw: Mapping[str, Any], hosts_file: Path) -> Path:
+    vd = raw.get("vendors_dir", "vendors")
+    return (hosts_file.parent / str(vd)).resolve()
+
+
+def build(
+    raw: dict[str, Any], hosts_file: Path, ssh_config: Path | None = None, name_is_address: bool = False
+) -> Inventory:
+    """Validate a native-shaped mapping and resolve every host.
+
+    `name_is_address` (an Ansible inventory): a host with no address and no SSH config Host
+    entry is reached at its own name, as Ansible does (`10.0.0.7`, `gpu1.example.com`); in our
+    own format that host is an error, so a typo in a name never becomes a DNS lookup.
+    """
+    check_keys(raw, TOP_KEYS, hosts_file, "the inventory")
+    defaults = as_mapping(raw.get("defaults") or LineDict(), hosts_file, raw, "defaults")
+    check_host_keys(defaults, hosts_file, "'defaults'")
+    hosts_raw = _hosts_mapping(raw, hosts_file)
+    groups_raw = as_mapping(raw.get("groups") or LineDict(), hosts_file, raw, "groups")
+    for gname in groups_raw:
+        if problem := name_problem("group", gname):
+            raise InventoryError(f"{where(hosts_file, groups_raw, gname)}: {problem}")
+    vendors_dir = _vendors_dir(raw, hosts_file)
+    vendors = load_vendors(vendors_dir)
+    groups, group_vars = _groups(groups_raw, hosts_raw, hosts_file)
+    ssh_cfg, ssh_cfg_path = user_ssh_config(ssh_config, raw, defaults, hosts_file)
+    hosts: dict[str, Host] = {}
+    key_file_origins: dict[str, tuple[str, str]] = {}
+    for hname, hdef in hosts_raw.items():
+        hdef = as_mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
+        check_host_keys(hdef, hosts_file, f"host {hname!r}")
+        member_of = tuple(g for g, ms in groups.items() if hname in ms)
+        layers: list[tuple[Mapping[str, Any], str]] = [(defaults, "defaults")]
+        layers += [(group_vars[g], f"group {g!r}") for g in member_of]
+        layers.append((hdef, f"host {hname!r}"))
+        hosts[hname] = resolve_host(
+            hname,
+            layers,
+            member_of,
+            vendors,
+            hosts_file,
+            ssh_cfg,
+            vendors_dir,
+            where(hosts_file, hosts_raw, hname),
+            name_is_address,
+        )
+        origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
+        if origin is not None:
+            key_file_origins[hname] = origin
+    hosts = flat_jumps(hosts, hosts_file, hosts_raw)
+    return Inventory(
+        source=hosts_file, hosts=hosts, groups=groups, vendors=vendors, key_file_origins=key_file_origins
+    )
+
+
+def _hosts_mapping(raw: Mapping[str, Any], hosts_file: Path) -> LineDict:
+    """The inventory's `hosts:` mapping: present, at most MAX_HOSTS, every name usable."""
+    hosts_raw = raw.get("hosts")
+    if not hosts_raw:
+        raise InventoryError(f"{where(hosts_file, raw, 'hosts')}: no hosts defined; add a 'hosts:' mapping.")
+    hosts_raw = as_mapping(hosts_raw, hosts_file, raw, "hosts")
+    if len(hosts_raw) > MAX_HOSTS:
+        raise InventoryError(
+            f"{where(hosts_file, raw, 'hosts')}: the inventory defines {len(hosts_raw):,} hosts, more"
+            f" than the {MAX_HOSTS:,} hosts an inventory may hold; split it."
+        )
+    for hname in hosts_raw:
+        if problem := name_problem("host", hname) or host_name_problem(str(hname)):
+            raise InventoryError(f"{where(hosts_file, hosts_raw, hname)}: {problem}")
+    return hosts_raw
+
+
+def _groups(
+    groups_raw: LineDict, hosts_raw: Mapping[str, Any], hosts_file: Path
+) -> tuple[dict[str, tuple[str, ...]], dict[str, Mapping[str, Any]]]:
+    """Each group's member hosts and vars, in file order; a member that is no host, or a group
+    named like a host it does not hold, is an InventoryError."""
+    groups: dict[str, tuple[str, ...]] = {}
+    group_vars: dict[str, Mapping[str, Any]] = {}
+    for gname, gdef in groups_raw.items():
+        gdef = as_mapping(gdef or LineDict(), hosts_file, groups_raw, gname, f"group {gname!r}")
+        check_keys(gdef, GROUP_KEYS, hosts_file, f"group {gname!r}")
+        members = gdef.get("hosts") or []
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise InventoryError(
+                f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} 'hosts' must be a list of host names."
+            )
+        for m in members:
+            if m not in hosts_raw:
+                raise InventoryError(
+                    f"{where(hosts_file, gdef, 'hosts')}: group {gname!r} lists unknown host {m!r};"
+                    f" define it under 'hosts:' or remove it from the group"
+                    f"{did_you_mean(m, hosts_raw) or '.'}"
+                )
+        gvars = as_mapping(gdef.get("vars") or LineDict(), hosts_file, gdef, "vars", f"group {gname!r} vars")
+        check_host_keys(gvars, hosts_file, f"group {gname!r} vars")
+        groups[gname] = tuple(members)
+        group_vars[gname] = gvars
+        if gname in hosts_raw and gname not in members and members:
+            raise InventoryError(
+                f"{where(hosts_file, groups_raw, gname)}: group {gname!r} has the name of a host that is"
+                f" not in it, so --limit {gname} would take that host and the group's hosts"
+                f" ({', '.join(members)}) alike; rename the group or the host."
+            )
+    return groups, group_vars
+
+
+def _key_file_origin(
+    name: str,
+    layers: list[tuple[Mapping[str, Any], str]],
+    host: Host,
+    path: Path,
+    ssh_cfg: Any,
+    ssh_cfg_path: Path | None,
+) -> tuple[str, str] | None:
+    """Where host's key_file was set, as `pick` chose it: a host or group layer, else the SSH
+    config's IdentityFile of its Host entry, else the vendor profile or defaults."""
+    if not host.key_file:
+        return None
+    found: tuple[Mapping[str, Any], str] | None = None
+    for layer, label in layers:
+        if "key_file" in layer:
+            found = (layer, label)
+    if found is not None and found[1].startswith(("host ", "group ")):
+        return where(path, found[0], "key_file"), found[1]
+    if uses_ssh_config_entry(name, layers, ssh_cfg) and "identityfile" in ssh_cfg.lookup(name):
+        return str(ssh_cfg_path), "ssh_config"
+    vendor = host.vendor
+    if vendor is not None and "key_file" in vendor.host_defaults:
+        return where(Path(vendor.source), vendor.host_defaults, "key_file"), f"vendor {vendor.id!r}"
+    if found is not None:
+        return where(path, found[0], "key_file"), found[1]
+    return None

@@ -1,0 +1,179 @@
+"""The typed inventory: hosts with every setting resolved, vendor profiles, order specs, and the
+`Inventory` that holds them, picks hosts for a run (`select`: --host, --group, --limit) and
+checks their key files before connecting. Data: built by `load`, never read from a file here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import InventoryError, UsageError
+from gpuonboard.inventory.limit import compile_limit, limit_problem, limit_terms, regex_hits
+from gpuonboard.yamlload import did_you_mean
+
+
+@dataclass(frozen=True)
+class DataDiskSpec:
+    """Where the data disk must be mounted and how big it must be."""
+
+    mount: str
+    min_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    """What was ordered from the vendor; None means 'not specified, not checked'."""
+
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    vram_bytes: int | None = None
+    cpu_cores: int | None = None
+    ram_bytes: int | None = None  # binary: `ram: 1TB` is 2^40 bytes (units.parse_ram_size)
+    data_disk: DataDiskSpec | None = None
+    interconnect: str | None = None
+    min_driver: str | None = None
+    rdma: tuple[int, float] | None = None  # `rdma: "8x400G"` -> (8, 400.0): ports x Gb/s each
+
+
+@dataclass(frozen=True)
+class Billing:
+    """How the vendor bills: unit of billing, hourly rate, currency."""
+
+    unit: str = "hour"
+    rate: float | None = None
+    currency: str = ""
+    monthly_rate: float | None = None
+    unit_given: bool = False  # the profile names `billing.unit` (else `unit` is an assumption)
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A hosting vendor's profile: identity, SSH defaults, data dir, mirror, billing."""
+
+    id: str
+    name: str
+    licence: str | None = None
+    icp: str | None = None
+    data_dir: str | None = None
+    registry_mirror: str | tuple[str, ...] | None = None  # one mirror, or several tried in order
+    billing: Billing = field(default_factory=Billing)
+    shutdown_command: str = "shutdown -h now"
+    source: str = ""
+    host_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    """One target machine with every setting resolved (host > group > vendor > defaults)."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str = "root"
+    key_file: str | None = None
+    use_agent: bool = True
+    jump: tuple[str, ...] = ()
+    host_key: str | None = None
+    vendor: Vendor | None = None
+    order: OrderSpec = field(default_factory=OrderSpec)
+    connection: str = "ssh"
+    data_dir: str | None = None
+    connect_timeout: float = 10.0
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def vendor_name(self) -> str:
+        """Vendor display name, or '-'."""
+        return self.vendor.name if self.vendor else "-"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """All hosts (in file order), groups and vendors of one inventory."""
+
+    source: Path
+    hosts: dict[str, Host]
+    groups: dict[str, tuple[str, ...]]
+    vendors: dict[str, Vendor]
+    # host name -> where its key_file was set: (`file, line N` prefix, who set it)
+    key_file_origins: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def select(
+        self,
+        hosts: Sequence[str] = (),
+        group: str | None = None,
+        limit: str | None = None,
+    ) -> list[Host]:
+        """Hosts picked by --host names, --group and --limit patterns (all must hold)."""
+        names = list(self.hosts)
+        if hosts:
+            for name in hosts:
+                if name not in self.hosts:
+                    raise UsageError(
+                        f"no host named {name!r} in {self.source}; run `invoke inventory` to list hosts"
+                        f"{did_you_mean(name, self.hosts) or '.'}"
+                    )
+            names = [n for n in names if n in hosts]
+        if group:
+            if group not in self.groups:
+                raise UsageError(
+                    f"no group named {group!r} in {self.source}"
+                    f" (known groups: {', '.join(self.groups) or 'none'})"
+                    f"{did_you_mean(group, self.groups) or '.'}"
+                )
+            members = set(self.groups[group])
+            names = [n for n in names if n in members]
+        if limit:
+            self._check_limit(limit)
+            selects = compile_limit(limit, regex_hits(limit, [*self.hosts, *self.groups]))
+            names = [n for n in names if selects(n, self.hosts[n].groups)]
+        if not names:
+            raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
+        return [self.hosts[n] for n in names]
+
+    def _check_limit(self, limit: str) -> None:
+        """A --limit term that is a plain name (no glob, no regex) but neither a host nor a group
+        of this inventory is a typo: `!node-02` meant to spare node-02 would spare nothing, and
+        `teardown` would take that box too. The pattern's size is bounded (limit_problem); a
+        `~regex` is compiled only in regex_hits' time-limited child (`~(?i)` and thousands of
+        wide character classes took minutes to compile)."""
+        if problem := limit_problem(limit):
+            raise UsageError(problem)
+        known = {*self.hosts, *self.groups, "all", "ungrouped"}
+        for term in limit_terms(limit):
+            bare = term.lstrip("!&")
+            if bare.startswith("~") or any(c in bare for c in "*?[") or bare in known:
+                continue
+            raise UsageError(
+                f"--limit pattern {term!r} names no host or group in {self.source}; fix the name"
+                f" (run `invoke inventory` to list hosts and groups){did_you_mean(bare, known) or '.'}"
+            )
+
+    def check_key_files(self, hosts: Iterable[Host]) -> None:
+        """Before connecting: a key_file that is not there (of these hosts or their inventory
+        jump hosts) is an input error naming the file and line that set it. Not part of
+        `select`, so listing hosts and judging saved outputs offline need no key."""
+        for host in hosts:
+            for hop in [*(self.hosts[j] for j in host.jump if j in self.hosts), host]:
+                path = hop.key_file
+                if hop.connection != "ssh" or not path or os.path.isfile(path):
+                    continue
+                problem = "which does not exist" if not os.path.exists(path) else "which is not a file"
+                loc, who = self.key_file_origins.get(hop.name, (str(self.source), f"host {hop.name!r}"))
+                if who == "ssh_config":
+                    raise InventoryError(
+                        f"{loc}: host {hop.name!r} of the inventory {self.source} takes its key from this"
+                        f" SSH config's IdentityFile {path}, {problem}; fix that path, or set key_file"
+                        " for the host in the inventory."
+                    )
+                if who != f"host {hop.name!r}":
+                    who += f" (for host {hop.name!r})"
+                raise InventoryError(
+                    f"{loc}: {who} field 'key_file' names {path}, {problem}; fix the path, or remove"
+                    " key_file to log in with the SSH agent and the default keys."
+                )

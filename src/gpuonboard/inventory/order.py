@@ -1,0 +1,233 @@
+"""Order specs: an `order:` mapping (merged across the layers that set it) validated into an
+`OrderSpec`: GPU model and count, sizes with units, CPU cores, interconnect, driver, RDMA
+ports x rate, and the data disk's mount and size; every error names where the value was
+written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.fields import (
+    CPU_CORES_RANGE,
+    DATA_DISK_KEYS,
+    GPU_COUNT_RANGE,
+    INTERCONNECTS,
+    ORDER_KEYS,
+    RDMA_GBITS_RANGE,
+    RDMA_PORTS_RANGE,
+    SIZE_MAX_BYTES,
+    NumberRange,
+    normal_remote_path,
+    remote_path_problem,
+)
+from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
+from gpuonboard.units import parse_ram_size, parse_size
+from gpuonboard.yamlload import LineDict, did_you_mean, shown, where
+
+_RDMA = re.compile(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(G|Gb|Gbit|Gbps|Gb/s)", re.I | re.ASCII)
+
+
+def parse_rdma(value: object) -> tuple[int, float]:
+    """An order's `rdma` field, COUNTxRATE with the rate in Gb/s (`8x400G`, `8 x 400Gbps`,
+    `2x200Gb/s`) -> (8, 400.0); ValueError with the reason otherwise."""
+    if not isinstance(value, str) or not (m := _RDMA.fullmatch(value.strip())):
+        raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {shown(value)}')
+    count, rate = int(m.group(1)), float(m.group(2))
+    if count < 1 or rate <= 0:
+        raise ValueError(f"is {value!r}, which checks nothing; give at least 1 port and a rate above 0")
+    for rule, number in ((RDMA_PORTS_RANGE, count), (RDMA_GBITS_RANGE, rate)):
+        if problem := rule.problem(number):
+            raise ValueError(
+                f"is {shown(value)}: the {'ports' if number is count else 'rate'} {problem[:-1]}"
+            )
+    return count, rate
+
+
+def parse_order(
+    raw: Any,
+    path: Path,
+    parent: Mapping[str, Any],
+    label: str,
+    origins: Mapping[str, tuple[Path, Mapping[str, Any], str]] | None = None,
+) -> OrderSpec:
+    """Validate an order mapping into an OrderSpec; errors name file, line and field.
+
+    `origins` maps each key of a merged order (group + host ...) to the file, mapping and
+    label it came from, so an error points where the bad value was written.
+    """
+    if not isinstance(raw, Mapping):
+        raise InventoryError(f"{where(path, parent, 'order')}: {label} 'order' must be a mapping.")
+    src = raw if isinstance(raw, LineDict) else parent
+    order = _Order(raw, origins or {}, (path, src, label))
+    for key in raw:
+        if key not in ORDER_KEYS:
+            loc, who = order.at(key)
+            raise InventoryError(
+                f"{loc}: {who} order has an unknown key {key!r}"
+                f"{did_you_mean(key, ORDER_KEYS) or '; allowed: ' + ', '.join(sorted(ORDER_KEYS)) + '.'}"
+            )
+    gpu_model = raw.get("gpu_model")
+    if gpu_model is not None and not isinstance(gpu_model, str):
+        raise order.fail("gpu_model", "must be a text like 'A100 80GB SXM'.")
+    if gpu_model is not None and not gpu_model.strip():
+        # (an empty model would not be checked at all: the box would pass whatever GPU it holds)
+        raise order.fail(
+            "gpu_model", "is empty; give the model ordered, like 'A100 80GB SXM', or remove the line."
+        )
+    interconnect = raw.get("interconnect")
+    if interconnect is not None and interconnect not in INTERCONNECTS:
+        raise order.fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
+    min_driver = order.min_driver()
+    rdma = None
+    if raw.get("rdma") is not None:
+        try:
+            rdma = parse_rdma(raw["rdma"])
+        except ValueError as exc:
+            raise order.fail("rdma", f"{exc}.") from None
+    data_disk = order.data_disk()
+    return OrderSpec(
+        gpu_model=gpu_model,
+        gpu_count=order.count("gpu_count", GPU_COUNT_RANGE),
+        vram_bytes=order.size("vram"),
+        cpu_cores=order.count("cpu_cores", CPU_CORES_RANGE),
+        ram_bytes=order.size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
+        data_disk=data_disk,
+        interconnect=interconnect,
+        min_driver=min_driver,
+        rdma=rdma,
+    )
+
+
+@dataclass(frozen=True)
+class _Order:
+    """One order mapping being validated: `origins` says where each key was written (the file,
+    mapping and label of its layer), `default` where the order itself was."""
+
+    raw: Mapping[str, Any]
+    origins: Mapping[str, tuple[Path, Mapping[str, Any], str]]
+    default: tuple[Path, Mapping[str, Any], str]
+
+    def origin(self, key: str) -> tuple[Path, Mapping[str, Any], str]:
+        """The file, mapping and label that wrote `key`."""
+        return self.origins.get(key) or self.default
+
+    def at(self, key: str) -> tuple[str, str]:
+        """`file, line N` of `key`, and who wrote it."""
+        file, mapping, who = self.origin(key)
+        return where(file, mapping, key), who
+
+    def fail(self, key: str, problem: str) -> InventoryError:
+        """The error for a bad value of order field `key`."""
+        loc, who = self.at(key)
+        return InventoryError(f"{loc}: {who} order field {key!r} {problem}")
+
+    def size(self, key: str, parse: Callable[[object], int] = parse_size) -> int | None:
+        """A size with a unit (`80GB`), above 0 and at most 1 EiB; None when not given."""
+        raw = self.raw
+        if raw.get(key) is None:
+            return None
+        if isinstance(raw[key], int | float) and not isinstance(raw[key], bool):
+            raise self.fail(
+                key, f"needs a unit, like {raw[key]}GB or {raw[key]}GiB (a bare number would mean bytes)."
+            )
+        try:
+            value = parse(raw[key])
+        except (ValueError, OverflowError) as exc:  # (400 digits: a float of inf, no int)
+            raise self.fail(key, f"is not a valid size: {exc}.") from None
+        if value <= 0:  # (a minimum of nothing: the box would pass whatever it holds)
+            raise self.fail(
+                key, f"is {raw[key]!r}, which checks nothing; give the size ordered, or remove the line."
+            )
+        if value > SIZE_MAX_BYTES:
+            raise self.fail(key, f"is {raw[key]!r}, more than any box holds (at most 1 EiB); fix the size.")
+        return value
+
+    def count(self, key: str, rule: NumberRange) -> int | None:
+        """A whole number within `rule`; None when not given."""
+        v = self.raw.get(key)
+        if v is None:
+            return None
+        if problem := rule.problem(v):
+            raise self.fail(key, problem)
+        assert isinstance(v, int)
+        return v
+
+    def min_driver(self) -> str | None:
+        """The minimum driver version, quoted text of dotted numbers (`"550.90"`)."""
+        min_driver = self.raw.get("min_driver")
+        if isinstance(min_driver, float):
+            raise self.fail(
+                "min_driver",
+                f'must be quoted text like "550.90"; unquoted, YAML reads it as the number {min_driver!r}.',
+            )
+        if min_driver is None:
+            return None
+        if isinstance(min_driver, bool) or not isinstance(min_driver, str | int):
+            raise self.fail("min_driver", 'must be a driver version like "535.54".')
+        min_driver = str(min_driver)
+        if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)*", min_driver):
+            raise self.fail("min_driver", f'must be a driver version like "535.54", not {min_driver!r}.')
+        return min_driver
+
+    def data_disk(self) -> DataDiskSpec | None:
+        """The data disk: a mount point below / (`data_disk: /data` for short) and a min_size."""
+        disk = self.raw.get("data_disk")
+        if disk is None:
+            return None
+        if isinstance(disk, str):
+            disk = {"mount": disk}
+        if not isinstance(disk, Mapping):
+            raise self.fail("data_disk", "must be a mapping with 'mount' and 'min_size'.")
+        dfile, dparent, dlabel = self.origin("data_disk")
+
+        def disk_at(key: str) -> str:
+            if isinstance(disk, LineDict) and key in disk:
+                return where(dfile, disk, key)
+            return where(dfile, dparent, "data_disk")
+
+        for key in disk:
+            if key not in DATA_DISK_KEYS:
+                raise InventoryError(
+                    f"{disk_at(key)}: {dlabel} order data_disk has an unknown key {key!r}"
+                    f"{did_you_mean(key, DATA_DISK_KEYS) or '; allowed: mount, min_size.'}"
+                )
+        mount = disk.get("mount")
+        if problem := remote_path_problem(mount):
+            raise InventoryError(f"{disk_at('mount')}: {dlabel} order data_disk 'mount' {problem}")
+        assert isinstance(mount, str)
+        mount = normal_remote_path(mount)
+        if mount == "/":
+            raise InventoryError(
+                f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must not be '/' (the system disk);"
+                " give the data disk's own mount point, like /data."
+            )
+        min_size = _disk_min_size(disk, f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size'")
+        return DataDiskSpec(mount=mount, min_size_bytes=min_size)
+
+
+def _disk_min_size(disk: Mapping[str, Any], field: str) -> int | None:
+    """A data disk's `min_size` (`7TB`), above 0 and at most 1 EiB; `field` begins the error."""
+    if isinstance(disk.get("min_size"), int | float) and not isinstance(disk.get("min_size"), bool):
+        raise InventoryError(
+            f"{field} needs a unit, like {disk['min_size']}TB (a bare number would mean bytes)."
+        )
+    if disk.get("min_size") is None:
+        return None
+    try:
+        min_size = parse_size(disk["min_size"])
+        if min_size > SIZE_MAX_BYTES:
+            raise ValueError(f"{disk['min_size']!r} is more than any disk holds (at most 1 EiB)")
+    except (ValueError, OverflowError) as exc:
+        raise InventoryError(f"{field} is not a valid size: {exc}.") from None
+    if min_size <= 0:
+        raise InventoryError(
+            f"{field} is {disk['min_size']!r}, which checks nothing; give the size ordered, or remove"
+            " the line."
+        )
+    return min_size

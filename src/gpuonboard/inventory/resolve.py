@@ -1,0 +1,331 @@
+"""One host resolved: its settings merged from the defaults, its vendor profile, its groups
+and its own entry (host > group > vendor > defaults; a null that would drop an inherited
+value refused), its SSH config Host entry where it has no address, and every field checked
+into a `Host`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.fields import (
+    CONNECT_TIMEOUT_RANGE,
+    CONNECTIONS,
+    PORT_RANGE,
+    bad_host_char,
+    data_dir_problem,
+    normal_remote_path,
+    split_address,
+)
+from gpuonboard.inventory.jumps import parse_jump
+from gpuonboard.inventory.model import Host, OrderSpec, Vendor
+from gpuonboard.inventory.order import parse_order
+from gpuonboard.inventory.rules import is_digits
+from gpuonboard.inventory.sshlookup import followable, ssh_config_aliases, uses_ssh_config_entry
+from gpuonboard.yamlload import LineDict, did_you_mean, where
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        cur = out.get(k)
+        if path == ("order",) and k == "data_disk":
+            cur, v = _disk_mappings(cur, v)
+        if isinstance(v, Mapping) and isinstance(cur, Mapping):
+            out[k] = _deep_merge(dict(cur), v, (*path, k))
+        else:
+            out[k] = v
+    return out
+
+
+# Settings whose explicit null would silently drop what a group, the vendor or the defaults
+# give: `order:` left empty on a host dropped its group's order, so nothing was checked. (A
+# null `jump`, `key_file`, `host_key` or `vendor` says "none" on purpose and stays allowed; a
+# null port, user or timeout is refused by its own check.) Inside an order, every field.
+NULL_DROPS = ("order", "data_dir", "vars")
+
+
+def _refuse_dropping_null(
+    layer: Mapping[str, Any], label: str, set_by: dict[tuple[str, ...], str], file: Path
+) -> None:
+    """A null in `layer` for a value an earlier layer set (`set_by`: key path -> that layer's
+    label) is refused, naming both; then `set_by` records what `layer` sets."""
+
+    def walk(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+        for key, value in mapping.items():
+            if not keys and key not in NULL_DROPS:
+                continue
+            here = (*keys, key)
+            if value is None and here in set_by:
+                who = set_by[here]
+                field = f"field {key!r}" if not keys else f"{' '.join(keys)} field {key!r}"
+                raise InventoryError(
+                    f"{where(file, mapping, key)}: {label} {field} is empty (null), which would drop"
+                    f" the {key!r} of {who}; remove the key to inherit {_possessive(who)} {key}."
+                )
+            if value is not None:
+                set_by[here] = label
+            if isinstance(value, Mapping) and here[0] == "order":
+                walk(value, here)
+
+    walk(layer, ())
+
+
+def _possessive(label: str) -> str:
+    """`group 'g'` -> `the group's`, `defaults` -> `the defaults'`."""
+    kind = label.split()[0]
+    return f"the {kind}'" if kind.endswith("s") else f"the {kind}'s"
+
+
+def _disk_mappings(base: Any, over: Any) -> tuple[Any, Any]:
+    """Pure: an order's `data_disk: /data` is short for `{mount: /data}`, and merges key by key
+    with a mapping in another layer like one (a vendor's `data_disk: /data` under a host's
+    `data_disk: {min_size: 7TB}` was replaced whole: "'mount' must be an absolute path")."""
+    if isinstance(base, str) and isinstance(over, Mapping):
+        return {"mount": base}, over
+    if isinstance(over, str) and isinstance(base, Mapping):
+        return base, {"mount": over}
+    return base, over
+
+
+def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for an unknown vendor, also across case (`Wuhan-IDC`)."""
+    vendors = list(vendors)
+    same = [v for v in vendors if v.casefold() == word.casefold()]
+    return f"; did you mean {same[0]!r}?" if same else did_you_mean(word, vendors)
+
+
+# `$HOME/.ssh/id` or `${KEYS}/id` in a key_file
+_ENV_VAR = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
+def _expand_path(value: str) -> tuple[str, str | None]:
+    """`~` and `$VAR`/`${VAR}` expanded, as Ansible does for a key file; and the name of a
+    variable that is not set (then the path is not used), else None."""
+    for match in _ENV_VAR.finditer(value):
+        name = match.group(1).strip("{}")
+        if name not in os.environ:
+            return value, name
+    return os.path.expanduser(os.path.expandvars(value)), None
+
+
+def resolve_host(
+    name: str,
+    layers: list[tuple[Mapping[str, Any], str]],
+    groups: tuple[str, ...],
+    vendors: dict[str, Vendor],
+    path: Path,
+    ssh_cfg: Any,
+    vendors_dir: Path,
+    host_where: str,
+    name_is_address: bool = False,
+) -> Host:
+    """One host from its layers (defaults, its groups in file order, its own entry: `layers`),
+    its vendor profile and its SSH config entry, every field checked in a fixed order (the first
+    bad one is the error)."""
+    vendor = _host_vendor(layers, vendors, path, vendors_dir)
+    s = _merge_layers(name, layers, vendor, path, ssh_cfg)
+    connection = s.merged.get("connection", "ssh")
+    if connection not in CONNECTIONS:
+        raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
+    address = _address(s, connection, ssh_cfg, host_where, name_is_address)
+    port = s.pick("port", "port", 22)
+    if isinstance(port, str) and is_digits(port):
+        port = int(port)
+    if problem := PORT_RANGE.problem(port):
+        raise s.err("port", problem)
+    user = s.pick("user", "user", "root")
+    if not isinstance(user, str) or not user:
+        raise s.err("user", "must be a user name string.")
+    key_file = _key_file(s)
+    use_agent = s.merged.get("use_agent", True)
+    if not isinstance(use_agent, bool):
+        raise s.err("use_agent", "must be true or false.")
+    jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
+    host_key = s.merged.get("host_key")
+    if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
+        raise s.err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
+    timeout = s.merged.get("connect_timeout", 10)
+    if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
+        raise s.err("connect_timeout", problem)
+    data_dir = _data_dir(s)
+    hvars = s.merged.get("vars", {})
+    if not isinstance(hvars, Mapping):
+        raise s.err("vars", "must be a mapping of name: value.")
+    return Host(
+        name=name,
+        address=address,
+        port=port,
+        user=user,
+        key_file=key_file,
+        use_agent=use_agent,
+        jump=jump,
+        host_key=host_key,
+        vendor=vendor,
+        order=_order(s),
+        connection=connection,
+        data_dir=data_dir,
+        connect_timeout=float(timeout),
+        groups=groups,
+        vars=dict(hvars),
+    )
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """One host's layers merged (`merged`), the layer that set each top-level key (`origin`),
+    the layers in precedence order (`ordered`) and its SSH config Host entry (`sshc`)."""
+
+    name: str
+    path: Path
+    vendor: Vendor | None
+    ordered: list[tuple[Mapping[str, Any], str]]
+    merged: dict[str, Any]
+    origin: dict[str, tuple[Mapping[str, Any], str]]
+    sshc: Mapping[str, Any]
+
+    def file_of(self, label: str) -> Path:
+        """The file a layer was written in: the vendor profile's, else the inventory's."""
+        vendor = self.vendor
+        return Path(vendor.source) if vendor is not None and label.startswith("vendor ") else self.path
+
+    def err(self, key: str, problem: str) -> InventoryError:
+        """The error for a bad value of `key`, at the file and line of the layer that set it."""
+        src, label = self.origin.get(key, (LineDict(), f"host {self.name!r}"))
+        return InventoryError(f"{where(self.file_of(label), src, key)}: {label} field {key!r} {problem}")
+
+    def pick(self, key: str, ssh_key: str, default: Any) -> Any:
+        """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
+        label = self.origin.get(key, (None, ""))[1]
+        if key in self.merged and label.startswith(("host ", "group ")):
+            return self.merged[key]
+        if ssh_key in self.sshc:
+            value = self.sshc[ssh_key]
+            return value[0] if ssh_key == "identityfile" else value
+        return self.merged.get(key, default)
+
+
+def _host_vendor(
+    layers: list[tuple[Mapping[str, Any], str]], vendors: dict[str, Vendor], path: Path, vendors_dir: Path
+) -> Vendor | None:
+    """The vendor profile the last layer naming one names; an unknown one is an InventoryError."""
+    vendor_id: str | None = None
+    vendor_src: tuple[Mapping[str, Any], str] | None = None
+    for layer, label in layers:
+        if "vendor" in layer:
+            vendor_id, vendor_src = layer["vendor"], (layer, label)
+    if vendor_id is None:
+        return None
+    assert vendor_src is not None
+    if not isinstance(vendor_id, str) or vendor_id not in vendors:
+        raise InventoryError(
+            f"{where(path, vendor_src[0], 'vendor')}: {vendor_src[1]} names unknown vendor"
+            f" {vendor_id!r}; vendor profiles are the files <name>.yml in {vendors_dir}"
+            f"{_vendor_suggestion(str(vendor_id), vendors) or '.'}"
+        )
+    return vendors[vendor_id]
+
+
+def _merge_layers(
+    name: str, layers: list[tuple[Mapping[str, Any], str]], vendor: Vendor | None, path: Path, ssh_cfg: Any
+) -> _Settings:
+    """The layers merged in precedence order (defaults < vendor < groups < host), a null that
+    would drop an earlier layer's value refused; with the host's SSH config entry."""
+    vendor_layer: Mapping[str, Any] = vendor.host_defaults if vendor is not None else {}
+    vendor_id = vendor.id if vendor is not None else None
+    ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
+    s = _Settings(name, path, vendor, ordered, {}, {}, {})
+    merged: dict[str, Any] = {}
+    set_by: dict[tuple[str, ...], str] = {}  # which layer set each value a null could drop
+    for layer, label in ordered:
+        _refuse_dropping_null(layer, label, set_by, s.file_of(label))
+        merged = _deep_merge(merged, layer)
+        for k in layer:
+            s.origin[k] = (layer, label)
+    # only an explicit `Host <name>` entry applies: a `Host *` block would otherwise override
+    # the vendor profile and defaults for every host
+    sshc = ssh_cfg.lookup(name) if uses_ssh_config_entry(name, layers, ssh_cfg) else {}
+    if sshc:
+        sshc = followable(name, sshc, ssh_cfg)
+    return replace(s, merged=merged, sshc=sshc)
+
+
+def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_is_address: bool) -> str:
+    """The address to dial: the inventory's, else the SSH config entry's HostName (or its alias),
+    else, in an Ansible inventory, the host's name; checked and without brackets."""
+    name = s.name
+    address = s.merged.get("address")
+    if address is None:
+        hostname = s.sshc.get("hostname")
+        if connection == "local":
+            address = "localhost"
+        elif hostname and hostname != name or name in ssh_config_aliases(ssh_cfg):
+            address = hostname or name
+        elif name_is_address:  # Ansible: inventory_hostname is the address without ansible_host
+            address = name
+        else:
+            raise InventoryError(
+                f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"
+                " config; add address: <IP or DNS name>."
+            )
+    if not isinstance(address, str) or not address.strip():
+        raise s.err("address", "must be a host name or IP address string.")
+    if (bad := bad_host_char(address.strip())) is not None:
+        raise s.err(
+            "address",
+            f"{address!r} is not a host name or IP address (it holds {bad!r}); write only the host"
+            " name or IP address.",
+        )
+    address, problem = split_address(address.strip())
+    if problem:
+        raise s.err("address", problem)
+    return address
+
+
+def _key_file(s: _Settings) -> str | None:
+    """The key file, `~` and environment variables expanded, relative to the inventory file."""
+    key_file = s.pick("key_file", "identityfile", None)
+    if key_file is not None and not isinstance(key_file, str):
+        raise s.err("key_file", "must be a path string.")
+    if key_file:
+        key_file, unset = _expand_path(key_file)
+        if unset is not None:
+            raise s.err(
+                "key_file",
+                f"{key_file!r} uses the environment variable {unset!r}, which is not set; set it,"
+                " or write the path out.",
+            )
+        if not os.path.isabs(key_file):
+            key_file = str((s.path.parent / key_file).resolve())
+    return key_file
+
+
+def _data_dir(s: _Settings) -> str | None:
+    """The data dir (the layers', else the vendor profile's), checked and spelt one way."""
+    vendor = s.vendor
+    data_dir = s.merged.get("data_dir", vendor.data_dir if vendor else None)
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise s.err("data_dir", "must be a path string.")
+    if data_dir is not None:
+        if problem := data_dir_problem(data_dir):
+            raise s.err("data_dir", problem)
+        data_dir = normal_remote_path(data_dir)
+    return data_dir
+
+
+def _order(s: _Settings) -> OrderSpec:
+    """The merged order, each key's errors pointing at the layer that wrote it."""
+    order_src = s.origin.get("order", (LineDict(), f"host {s.name!r}"))
+    order_origins: dict[str, tuple[Path, Mapping[str, Any], str]] = {}
+    for layer, label in s.ordered:
+        if isinstance(layer.get("order"), Mapping):
+            order_origins.update({k: (s.file_of(label), layer["order"], label) for k in layer["order"]})
+    return parse_order(
+        s.merged.get("order") or {}, s.file_of(order_src[1]), order_src[0], order_src[1], order_origins
+    )
