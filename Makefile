@@ -27,6 +27,8 @@ lint: bootstrap
 	$(VENV)/bin/ruff check src tests tasks.py bench
 	$(VENV)/bin/ruff format --check src tests tasks.py bench
 	$(VENV)/bin/mypy
+	# the scripts run on hosts (src/gpuonboard/sh/; the rendered autostop script: tests/unit/test_sh_scripts.py)
+	shellcheck src/gpuonboard/sh/*.sh
 	# the layering rules of docs/architecture.md: contracts in pyproject.toml [tool.importlinter]
 	$(VENV)/bin/lint-imports
 	# the docs site: strict, so a broken link or anchor fails (site in build/, git-ignored)

@@ -10,6 +10,8 @@ need_pkgs=()
 command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need_pkgs+=(rsync)
+# `make lint` checks the scripts run on hosts (src/gpuonboard/sh/*.sh)
+command -v shellcheck >/dev/null 2>&1 || need_pkgs+=(shellcheck)
 if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
   # what the test suite's real parts need: containers, a registry, cron, age, chromium
   command -v podman >/dev/null 2>&1 || need_pkgs+=(podman podman-docker)

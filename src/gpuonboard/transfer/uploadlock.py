@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuonboard import machine, shell
+from gpuonboard import machine, sh, shell
 
 try:
     import fcntl
@@ -113,19 +113,7 @@ STALE_S = 60  # a lease not refreshed for this long (host clock) belongs to a ru
 # `date` when F cannot be made. `live F NOW STALE [TOKEN]`: F is a lease (a token line; one
 # without is a create cut short) refreshed less than STALE s before NOW and not TOKEN's: prints
 # "busy <age s>" and its lines.
-LEASE_FNS = r"""
-fsnow() {
-  n=$( : > "$1" && stat -c %Y -- "$1" ) 2>/dev/null; rm -f -- "$1"
-  [ -n "$n" ] || n=$(date +%s); echo "$n"
-}
-live() {
-  [ -f "$1" ] && grep -q '^token ' -- "$1" 2>/dev/null || return 1
-  if [ -n "${4:-}" ] && grep -qxF "token $4" -- "$1" 2>/dev/null; then return 1; fi
-  mod=$(stat -c %Y -- "$1" 2>/dev/null) || return 1
-  [ $(($2 - mod)) -lt "$3" ] || return 1
-  echo "busy $(($2 - mod))"; cat -- "$1"
-}
-"""
+LEASE_FNS = "\n" + sh.load("upload_lease_fns")
 # $1 target dir (made first), $2 lease file, $3 token, $4 owner, $5 holder text, $6 stale
 # seconds, $7 this run's pid, $8 the pid of a same-owner holder known to have ended (or "").
 # Prints "took <lease file>" (its path with symlinks resolved), or "busy <age s>" and the lease's
@@ -168,48 +156,9 @@ STOP_WAIT_S = 10  # how long stopped processes get to end (rsync keeps its parti
 # NUL-terminated records, `A<temp>` (an rsync temp file of a file to send: kept as that file's
 # partial, resumed from, unless a bigger partial is there) or `R<path>` (a temp or partial of a
 # file not to send: removed), relative to DIR; prints "tidied A|R" per file it moved or removed.
-STOP_FN = (
-    r"""
-stop() {
-  pg() { sed 's/.*) //' "$1/stat" 2>/dev/null | cut -d' ' -f3; }
-  mine=$(pg /proc/$$); gs=; n=0
-  for e in $(grep -lszx "__ENV__=$1-[0-9a-f]*" /proc/[0-9]*/environ 2>/dev/null); do
-    p=${e%/environ}
-    [ -O "$p" ] || continue
-    grep -qszx "__ENV__=$1-$2" "$e" && continue
-    g=$(pg "$p"); case $g in ''|*[!0-9]*|0|1) continue ;; esac
-    [ "$g" = "$mine" ] && continue
-    case " $gs " in *" $g "*) ;; *) gs="$gs $g"; n=$((n + 1)) ;; esac
-  done
-  for g in $gs; do kill -TERM "-$g" 2>/dev/null; done  # (dash's kill takes no `--`)
-  i=0; alive=$gs
-  while [ -n "$alive" ] && [ $i -lt $((__WAIT__ * 10)) ]; do
-    sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); alive=
-    for g in $gs; do kill -0 "-$g" 2>/dev/null && alive="$alive $g"; done
-  done
-  for g in $alive; do kill -KILL "-$g" 2>/dev/null; done
-  echo "stopped $n"
-}
-tidy() {
-  ( cd -- "$1" 2>/dev/null || exit 0
-    xargs -0 -r sh -c '
-      for x; do
-        op=${x%"${x#?}"}; f=${x#?}
-        { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
-        case $f in */*) d=${f%/*} ;; *) d=. ;; esac
-        b=${f##*/}; n=${b#.}; n=${n%.??????}; p=$d/__PARTIAL__/$n
-        kept=; [ -f "$p" ] && [ "$(stat -c %s -- "$p")" -ge "$(stat -c %s -- "$f")" ] && kept=1
-        if [ "$op" = A ] && [ -z "$kept" ]; then
-          mkdir -p -- "$d/__PARTIAL__" && mv -f -- "$f" "$p" && echo "tidied A"
-        else
-          rm -f -- "$f" && echo "tidied R"
-        fi
-      done' sh )
-}
-""".replace("__ENV__", UPLOAD_ENV)
-    .replace("__WAIT__", str(STOP_WAIT_S))
-    .replace("__PARTIAL__", ".gpuonboard-rsync-partial")
-)
+STOP_FN = "\n" + sh.load("upload_stop_fns").replace("__ENV__", UPLOAD_ENV).replace(
+    "__WAIT__", str(STOP_WAIT_S)
+).replace("__PARTIAL__", ".gpuonboard-rsync-partial")
 
 
 def mark(tag: str, run: str) -> str:
@@ -223,70 +172,10 @@ def record_name(machine: str) -> str:
     return RECORD_PREFIX + "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
 
 
-TAKE_SCRIPT = (
-    LEASE_FNS
-    + RECORD_FN
-    + STOP_FN
-    + r"""
-tgt=$1; pt=${9:-}; pn=${10:-}; ptag=${11:-}; prun=${12:-}
-# a dir this upload makes (or finds empty) is its own; one the user's files were in already is
-# not recorded for teardown, which would remove them with it (`sync --dest ~ --dataset proj` into
-# the user's own ~/proj: the copy merges into it)
-fresh() {
-  { ! [ -e "$1" ] && ! [ -L "$1" ]; } || { [ -d "$1" ] && ! [ -L "$1" ] && [ -z "$(ls -A -- "$1")" ]; }
-}
-tn=; fresh "$1" 2>/dev/null && tn=1; ptn=; [ -n "$pt" ] && fresh "$pt" 2>/dev/null && ptn=1
-mkdir -p -- "$1" || exit 2
-# one spelling of the data dir (a symlink or .. in it names the same lease)
-d=$(cd -- "$(dirname -- "$2")" && pwd -P) && f=$d/$(basename -- "$2") || exit 2
-if [ ! -e "$f" ]; then  # a data dir this login may not write (or a read-only mount): in the copy
-  if ( : > "$f.$3" ) 2>/dev/null; then rm -f -- "$f.$3"; else f=$(cd -- "$1" && pwd -P)/.gpuonboard-upload; fi
-fi
-[ -d "$f" ] && { echo "$f is a directory, not an upload lease; remove it" >&2; exit 3; }
-write() { printf 'token %s\nowner %s\npid %s\nholder %s\n' "$3" "$4" "$7" "$5"; }
-took() {  # the plaintext tree this run writes ($pt): marked as another copy's? then give it back
-  have=; [ -n "$pt" ] && [ -f "$pt/.gpuonboard-copy" ] && have=$(head -n 1 -- "$pt/.gpuonboard-copy")
-  if [ -n "$have" ] && [ "$have" != "$d/$pn" ]; then
-    grep -qxF "token $tok" -- "$f" 2>/dev/null && rm -f -- "$f"; echo "other $have"; exit 0
-  fi
-  if [ -n "$pn" ] && [ -n "$ptag" ]; then  # this copy's unpack dirs killed runs left (none is live)
-    for dir in "$(dirname -- "$tgt")" ${pt:+"$(dirname -- "$pt")"}; do
-      for x in "$dir/.$pn.gpuonboard-unpack-$ptag-"*; do [ -e "$x" ] && rm -rf -- "$x"; done
-    done
-  fi
-  # where this upload writes, for teardown (see UPLOADS_RECORD): the dir it made ($tgt: the copy,
-  # or its store alone, <name>.shards or <name>.encrypted, never a <name> it does not write) and
-  # its plaintext tree, whose dir is resolved even when not made yet (--decrypt-to /scratch/new
-  # with /scratch a link: teardown looks in /scratch's target)
-  pp=$pt; [ -n "$pt" ] && up=$(realpath -m -- "$(dirname -- "$pt")" 2>/dev/null) && pp=${up%/}/${pt##*/}
-  [ -n "$have" ] && ptn=1  # (marked as this copy's: made by an upload of it)
-  set --; [ -n "$pn" ] && [ -n "$tn" ] && set -- "$d/${tgt##*/}"
-  [ -n "$ptn" ] && set -- "$@" "$pp"
-  record "$@"
-  # what earlier runs of this copy still run here (a dropped link's receiver), then their temp
-  # files (stdin): stopped, so that what they received is kept and this run resumes from it
-  if [ -n "$ptag" ] && [ -n "$prun" ]; then stop "$ptag" "$prun"; tidy "$tgt"; fi
-  echo "took $f"; exit 0
-}
-tok=$3
-if [ ! -e "$f" ] && (set -C; write "$@" > "$f") 2>/dev/null; then took; fi
-# a live lease is ours to take over only when its owner is this project and its pid ($8) ended
-if { ! grep -qxF "owner $4" -- "$f" || ! grep -qxF "pid $8" -- "$f"; } 2>/dev/null \
-   && live "$f" "$(fsnow "$f.$3.now")" "$6"; then exit 0; fi
-write "$@" > "$f.$3" && mv -f -- "$f.$3" "$f" && took
-rm -f -- "$f.$3"; exit 3
-"""
-)
+TAKE_SCRIPT = LEASE_FNS + RECORD_FN + STOP_FN + "\n" + sh.load("upload_take")
 # $1 stale seconds, then the places a lease of this copy may be (beside it, or inside it):
 # read only (check mode). Prints "busy <age s>" and the lease's lines for a live one, else nothing.
-PEEK_SCRIPT = (
-    LEASE_FNS
-    + r"""
-s=$1; shift; now=$(date +%s)  # (it writes nothing: the host's clock)
-for f in "$@"; do live "$f" "$now" "$s" && exit 0; done
-exit 0
-"""
-)
+PEEK_SCRIPT = LEASE_FNS + "\n" + sh.load("upload_peek")
 # $1 lease file, $2 token: refresh (touch) or remove it only while it is still ours
 TOUCH_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null || exit 1; touch -c -- "$1"'  # 1: lost
 RELEASE_SCRIPT = 'grep -qxF "token $2" -- "$1" 2>/dev/null && rm -f -- "$1"; exit 0'
@@ -412,33 +301,7 @@ def parse_peek(stdout: str) -> LeaseBusy | None:
 # with TAKE_SCRIPT's check of the mark after taking its lease, one of two racing runs loses).
 # The mark is written whole before it appears (a temp file, then `ln`, which never replaces: a
 # full disk leaves no empty mark); an empty one (cut short before this) counts as none.
-CLAIM_SCRIPT = (
-    LEASE_FNS
-    + r"""
-c=$(cd -- "$1" && pwd -P)/$2 || exit 2
-mkdir -p -- "$3" || exit 2
-m=$3/.gpuonboard-copy
-[ -d "$m" ] && { echo "$m is a directory, not gpuonboard's mark; remove it" >&2; exit 3; }
-printf '%s\n' "$c" > "$m.$$" || { rm -f -- "$m.$$"; exit 2; }
-new=0
-if ln -- "$m.$$" "$m" 2>/dev/null; then new=1
-elif [ ! -s "$m" ]; then rm -f -- "$m"; ln -- "$m.$$" "$m" 2>/dev/null && new=1; fi
-rm -f -- "$m.$$"
-have=$(head -n 1 -- "$m" 2>/dev/null)
-[ "$have" = "$c" ] || { echo "other $have"; exit 0; }
-undo() { if [ "$new" = 1 ]; then rm -f -- "$m"; fi; }
-# an upload whose copy IS this dir, running now (its lease beside the dir, or inside it)
-now=$(fsnow "$m.$$.now")
-for l in "$(dirname -- "$3")/.$(basename -- "$3").gpuonboard-upload" "$3/.gpuonboard-upload"; do
-  if live "$l" "$now" "$5" "$4"; then undo; exit 0; fi
-done
-# files there that no mark vouches for: another copy's, or an older gpuonboard's plaintext
-if [ "$new" = 1 ] && [ -n "$(ls -A -- "$3" | grep -vxF .gpuonboard-copy | head -n 1)" ]; then
-  undo; echo unmarked; exit 0
-fi
-echo "ours $c"
-"""
-)
+CLAIM_SCRIPT = LEASE_FNS + "\n" + sh.load("upload_claim")
 # $1 the data dir, $2 the name: this copy's one spelling (symlinks resolved), as CLAIM_SCRIPT
 RESOLVE_SCRIPT = 'printf \'%s\\n\' "$(cd -- "$1" && pwd -P)/$2"'
 

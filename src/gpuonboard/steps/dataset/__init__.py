@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuonboard import children, machine, shell, termtext, transfer
+from gpuonboard import children, machine, sh, shell, termtext, transfer
 from gpuonboard.connection import openssh
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm, last_line, truthy
@@ -2087,44 +2087,7 @@ UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
 # Each file's way is made of real dirs: a symlink or file an earlier upload left on it is
 # replaced (as rsync replaces them), so nothing is ever written through a symlink (outside the
 # data dir); a directory where the dataset now has a file is refused (exit 4, one line).
-DECRYPT_SCRIPT = (
-    shardstream.AGE_ERROR_FN
-    + r"""
-command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
-key=$(cat); rc=0; base=$1; shift
-mkdir -p -- "$base" || exit 4
-place() {
-  rest=${1#"$base"/}; cur=$base
-  while :; do
-    case $rest in */*) one=${rest%%/*}; rest=${rest#*/} ;; *) break ;; esac
-    cur=$cur/$one
-    if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then rm -f -- "$cur" || return 1; fi
-    [ -d "$cur" ] || mkdir -- "$cur" || return 1
-  done
-  if [ -L "$1" ]; then rm -f -- "$1" || return 1; fi
-  if [ -d "$1" ] && ! rmdir -- "$1" 2>/dev/null; then  # (an empty one goes, as rsync's would)
-    printf '%s is a directory on the host where the dataset now has a file; %s\n' \
-      "${1#"$base"/}" 'move it away, then rerun' >&2
-    return 1
-  fi
-}
-while [ $# -ge 4 ]; do
-  c=$1; p=$2; m=$3; o=$4; shift 4
-  place "$p" || { rc=4; continue; }
-  t=$(mktemp "$(dirname -- "$p")/.gpuonboard-dec.XXXXXXXX") || { rc=4; continue; }
-  # (age's complaint kept in a variable: a file beside $t is lost when that disk is full)
-  if err=$(printf '%s\n' "$key" | age -d -i - -o "$t" -- "$c" 2>&1); then
-    chmod "$o" "$t"; touch -m -d "@$m" "$t"; mv -f -- "$t" "$p"
-  else st=$?
-    rm -f -- "$t"
-    if [ "$st" -gt 128 ]; then  # age killed (the OOM killer): no fault of the key or the file
-      echo "age was killed by signal $((st - 128))" >&2; exit 5
-    fi
-    printf '%s: %s\n' "$c" "$(printf '%s\n' "$err" | agerr -)" >&2; [ "$rc" = 4 ] || rc=1; fi
-done
-exit $rc
-"""
-)
+DECRYPT_SCRIPT = shardstream.AGE_ERROR_FN + "\n" + sh.load("dataset_decrypt")
 DECRYPT_KILLED = 5  # DECRYPT_SCRIPT's exit status when age was killed by a signal
 DECRYPT_TEMP = re.compile(r"\.gpuonboard-dec\.[A-Za-z0-9]{8}(\.err)?")  # DECRYPT_SCRIPT's mktemp names
 # $1 the plaintext dir; stdin: NUL-terminated paths in it of DECRYPT_SCRIPT's temp files

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import shell
+from gpuonboard import sh, shell
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import dcgm, topo
@@ -1309,82 +1309,10 @@ def disk_script(directory: str, size_mib: int, use_fio: bool = True, token: str 
     this host left (their shell is gone: SIGKILL, a reboot), printing `SWEPT bytes` for each.
     `token` (letters/digits) is in the file name, so the caller can remove it by pattern."""
     count = disk_file_blocks(size_mib)
-    return f"""D={shell.quote(directory)}; N={count}; T={shell.quote(token)}
-trap '' PIPE
-err() {{ echo "ERR $2"; exit "$1"; }}
-last() {{
-  printf '%s\\n' "$1" | grep -v -e ' records in$' -e ' records out$' -e ' copied, ' | grep . | tail -n 1
-}}
-[ -d "$D" ] || err 2 "no such directory: $D"
-H=$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_\\n-' _); P="$D/{DISK_FILE}.${{H:-host}}."
-if [ -d "/proc/$$" ]; then
-  for old in "$P"*; do
-    [ -f "$old" ] || continue
-    pid=${{old#"$P"}}; pid=${{pid%%.*}}
-    case $pid in ''|*[!0-9]*) continue ;; esac
-    [ -d "/proc/$pid" ] && continue
-    size=$(wc -c < "$old" 2>/dev/null)
-    rm -f -- "$old" && echo "SWEPT ${{size:-0}}"
-  done
-fi
-avail=$(df -Pk "$D" | awk 'NR==2 {{print $4}}')
-need=$((N * 4096 * 2))
-case $avail in ''|*[!0-9]*)
-  err 3 "cannot read the free space in $D: df -Pk printed '$avail', not a number of KiB" ;;
-esac
-[ "$avail" -ge "$need" ] || err 3 "only ${{avail}} KiB free in $D, need $need KiB"
-fs=$(stat -f -c %T "$D" 2>/dev/null | tr ' ' _)
-where=$(df -P "$D" | awk 'NR==2 {{ m = $6; for (i = 7; i <= NF; i++) m = m " " $i; print $1, m }}')
-echo "FS ${{fs:-unknown}} $where"
-echo "SIZE $((N * 4194304))"
-F=
-trap '[ -z "$F" ] || rm -f -- "$F"' EXIT
-trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-F=$(mktemp "$P$$.$T.XXXXXX") || err 4 "cannot create a file in $D"
-cached() {{ command -v fincore >/dev/null 2>&1 && fincore -b -n -o RES "$F" 2>/dev/null | tr -d ' '; }}
-drop() {{
-  c=$(cached); [ -z "$c" ] || echo "CACHED_AFTER_WRITE $c"
-  if dd if="$F" iflag=nocache count=0 2>/dev/null; then echo "DROPPED 1"; else echo "DROPPED 0"; fi
-  c=$(cached); [ -z "$c" ] || echo "CACHED_BEFORE_READ $c"
-}}
-full() {{ case $1 in *"No space left"*|*"quota exceeded"*|*"Quota exceeded"*) return 0 ;; esac; return 1; }}
-if {"true" if use_fio else "false"} && command -v fio >/dev/null 2>&1; then
-  echo "TOOL fio"
-  FF=$(printf '%s\\n' "$F" | sed 's/:/\\\\:/g')
-  if fio --name=probe --filename="$FF" --rw=write --bs=4M --size=4M --direct=1 --output=/dev/null \\
-      >/dev/null 2>&1; then dir=1; else dir=0; fi
-  echo "DIRECT $dir"
-  job() {{ n=$1; shift; fio --name="$n" --filename="$FF" --bs=4M --size=$((N * 4))M --ioengine=psync \\
-    --output-format=json --rw="$n" --direct=$dir "$@" 2>&1; }}
-  fioerr() {{ last "$(printf '%s\\n' "$1" | grep '^fio')"; }}
-  out=$(job write --end_fsync=1) || err 5 "write failed: $(fioerr "$out")"
-  printf '##FIO-WRITE\\n%s\\n' "$out"
-  drop
-  out=$(job read) || err 6 "read failed: $(fioerr "$out")"
-  printf '##FIO-READ\\n%s\\n##FIO-END\\n' "$out"
-else
-  echo "TOOL dd"
-  now() {{ date +%s%N; }}
-  case $(now) in ''|*[!0-9]*)
-    err 7 "this host's date cannot print nanoseconds (date +%s%N): install GNU coreutils or fio" ;;
-  esac
-  t0=$(now)
-  if out=$(dd if=/dev/zero of="$F" bs=4M count=$N oflag=direct conv=fsync 2>&1); then dir=1
-  else
-    if full "$out"; then err 5 "write failed: $(last "$out")"; fi
-    t0=$(now)
-    out=$(dd if=/dev/zero of="$F" bs=4M count=$N conv=fsync 2>&1) || err 5 "write failed: $(last "$out")"
-    dir=0
-  fi
-  t1=$(now)
-  echo "DIRECT $dir"
-  echo "WRITE $((N * 4194304)) $((t1 - t0))"
-  drop
-  if [ $dir = 1 ]; then flag=iflag=direct; else flag=; fi
-  t0=$(now); out=$(dd if="$F" of=/dev/null bs=4M $flag 2>&1) || err 6 "read failed: $(last "$out")"; t1=$(now)
-  echo "READ $((N * 4194304)) $((t1 - t0))"
-fi
-"""
+    fio = "true" if use_fio else "false"
+    # the values prove_disk.sh reads, as shell words before it (the first line of the script)
+    values = f"D={shell.quote(directory)}; N={count}; T={shell.quote(token)}; FIO={fio}"
+    return f"{values}; BASE={shell.quote(DISK_FILE)}\n" + sh.load("prove_disk")
 
 
 def _fio_job(text: str, kind: str) -> dict[str, Any] | None:
