@@ -58,6 +58,9 @@ class LoggedRunner:
         self.log = log
         self.host = inner.host
         self.fingerprint = inner.fingerprint
+        # the host's fabric.Connection (SSH hosts), for a user's `python` step; its own
+        # sessions are not logged here (Fabric runs them)
+        self.connection = getattr(inner, "connection", None)
 
     def run(
         self,

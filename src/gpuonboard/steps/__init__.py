@@ -19,6 +19,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "driver_compat": ("checks.driver_compat", "DriverCompatStep"),
     "template": ("files", "TemplateStep"),
     "command": ("files", "CommandStep"),
+    "python": ("python", "PythonStep"),
     "autostop": ("autostop", "AutostopStep"),
     "autostop_status": ("autostop", "AutostopStatusStep"),
     "container": ("container", "ContainerStep"),
