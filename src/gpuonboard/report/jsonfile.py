@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import __version__, results, shell
 from ..runner import HostResult, recap
-from .render import raw_file, write_atomic  # (write_atomic: used as jsonfile.write_atomic too)
+from .render import raw_file, safe_name, write_atomic  # (write_atomic: used as jsonfile.write_atomic too)
 from .strictjson import dumps
 
 SCHEMA = "gpuonboard.summary/1"
@@ -31,6 +31,24 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
         )
         for name, out in r.facts.raw.items()
     }
+
+
+def write_raw(out: Path, results: Sequence[HostResult]) -> dict[str, bytes]:
+    """Each probe's raw output to `out/raw/<host>/<probe>.txt` (raw_file: the bytes summary.json
+    hashes); returns them by that relative file name, for the HTML report (render.context),
+    which then need not read them back. Each host's folder is made once."""
+    written: dict[str, bytes] = {}
+    for r in results:
+        outputs = raw_outputs(r)
+        if not outputs:
+            continue
+        (out / "raw" / safe_name(r.host.name)).mkdir(parents=True, exist_ok=True)
+        for probe, (data, _code) in outputs.items():
+            name = raw_file(r.host.name, probe)
+            with open(out / name, "wb") as f:
+                f.write(data)
+            written[name] = data
+    return written
 
 
 def private_placeholder(stdout: str) -> bytes:
