@@ -592,11 +592,13 @@ def _bytecode_cache() -> Any:
     """Compiled report templates kept between runs (the HTML report is written by every run:
     compiling it cost ~60 ms a run), in Jinja2's per-user cache folder (made 0700 and checked
     to be the user's), under a name of ours: no other program's Jinja2, whose code is not
-    bounded, shares its entries. None where that folder cannot be had."""
+    bounded, shares its entries (`-2`: the code our guard makes; a change of it, which the
+    cache's checksum of the template source does not see, takes a new name). None where that
+    folder cannot be had."""
     import jinja2
 
     try:
-        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-%s.cache")
+        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-2-%s.cache")
     except (OSError, RuntimeError):
         return None
 
