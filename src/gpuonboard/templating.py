@@ -550,7 +550,7 @@ class _Guard(NodeTransformer):
         # piece's first expression (or, with none, by an empty one), one call a piece of output
         # rather than one per text and expression (~2,000 a host in the HTML report)
         text = sum(len(c.data) for c in node.nodes if isinstance(c, nodes.TemplateData))
-        guarded: list[nodes.Node] = []
+        guarded: list[nodes.Expr] = []
         for child in node.nodes:
             if isinstance(child, nodes.TemplateData):
                 guarded.append(child)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import ngc
 from ..facts import disks, topo
-from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from ..facts.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts, memo
 from ..facts.nvidia_smi_failure import HUNG_ADVICE, NOT_FOUND_ADVICE, UNKNOWN_CAUSE_ADVICE, nvidia_smi_failure
 from ..inventory import OrderSpec
 from ..units import format_bytes
@@ -950,6 +950,12 @@ def _fraction(key: str, value: object) -> float:
     return number
 
 
+def evaluated(order: OrderSpec, facts: Facts, tolerance: Mapping[str, float] | None = None) -> list[Check]:
+    """evaluate(), computed once per host's facts, order and tolerances (gather.memo)."""
+    key = ("acceptance", order, tuple(sorted((tolerance or {}).items())))
+    return list(memo(facts, key, lambda: tuple(evaluate(order, facts, dict(tolerance or {})))))
+
+
 def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None = None) -> list[Check]:
     """Every rule that the order specifies, in a stable order."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
@@ -995,7 +1001,7 @@ class AcceptanceStep(Step):
 
     def plan(self, ctx: StepContext) -> Plan:
         """Evaluate every rule; failed when any rule fails."""
-        checks = evaluate(ctx.host.order, ctx.facts, self.tolerance)
+        checks = evaluated(ctx.host.order, ctx.facts, self.tolerance)
         fails = [c for c in checks if c.verdict == "fail"]
         warns = [c for c in checks if c.verdict == "warn"]
         unverified = [c.name for c in checks if c.verdict == "unverified"]
