@@ -112,8 +112,11 @@ def run_check(root: Path, n: int) -> Run:
         doc = json.loads(timings.read_text())
         for p in doc["phases"]:
             phases[p["phase"]] = (p["wall"], p["cpu"])
-        phases["exit"] = (t0 + dt - time.perf_counter() + time.time() - doc["phases"][-1]["at"], 0.0)
-    return Run(dt, usage.ru_utime + usage.ru_stime, phases, code)
+    cpu = usage.ru_utime + usage.ru_stime
+    if phases:  # after the last mark: the reports' atexit write, interpreter shutdown (wait4's CPU)
+        exit_wall = t0 + dt - time.perf_counter() + time.time() - doc["phases"][-1]["at"]
+        phases["exit"] = (exit_wall, max(0.0, cpu - doc["cpu_total"]))
+    return Run(dt, cpu, phases, code)
 
 
 def main() -> int:
