@@ -137,3 +137,21 @@ def test_phase_timings_are_written_when_asked(tmp_path: Path) -> None:
     path.unlink()
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
     assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error\n",
+        "x\nunable to DETERMINE the device handle for GPU 00000000:02:00.0: GPU is lost\n",
+        "Unable to determıne the device handle for gpu 0000:9B:00.0\n",  # (a dotless i: the regex's fold)
+        "Unable to determine the device handle\n",
+        "<gpu>\n<product_name>NVIDIA A100</product_name>\n</gpu>\n",
+    ],
+)
+def test_the_unopened_gpu_screen_lets_through_every_text_a_line_names_one_in(text: str) -> None:
+    from gpuonboard.facts import gpu_merge
+
+    named = any(gpu_merge._NO_HANDLE.search(line) for line in text.splitlines())
+    assert gpu_merge._may_name_unopened(text) or not named
+    assert gpu_merge._may_name_unopened(text) == (gpu_merge._NO_HANDLE_ANY.search(text) is not None)
