@@ -155,3 +155,62 @@ def test_the_unopened_gpu_screen_lets_through_every_text_a_line_names_one_in(tex
     named = any(gpu_merge._NO_HANDLE.search(line) for line in text.splitlines())
     assert gpu_merge._may_name_unopened(text) or not named
     assert gpu_merge._may_name_unopened(text) == (gpu_merge._NO_HANDLE_ANY.search(text) is not None)
+
+
+def _split_line_by_line(stdout: str, stderr: str, token: str, names: list[str]) -> dict[str, ProbeOutput]:
+    """probe.split_output as it was written before (every line looked at): the reference."""
+    from gpuonboard.facts.probe import MAX_STDERR, _lines, _strip_one
+
+    outs: dict[str, tuple[str, int]] = {}
+    errs: dict[str, str] = {}
+    prefix = token + " "
+    current: str | None = None
+    block: list[str] = []
+    for line in _lines(stdout):
+        if not line.startswith(prefix):
+            if current is not None:
+                block.append(line)
+            continue
+        kind, _, rest = line[len(prefix) :].strip().partition(" ")
+        if kind == "begin":
+            current, block = rest, []
+        elif kind == "end" and current is not None:
+            _, _, rc_text = rest.rpartition(" ")
+            outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdecimal() else -1)
+            current = None
+    current = None
+    for line in _lines(stderr):
+        if line.startswith(prefix + "stderr "):
+            if current is not None:
+                errs[current] = _strip_one(block)
+            current, block = line[len(prefix) + 7 :].strip(), []
+        elif current is not None:
+            block.append(line)
+    if current is not None:
+        errs[current] = _strip_one(block)
+    return {
+        name: ProbeOutput(outs[name][0], errs.get(name, "")[:MAX_STDERR], outs[name][1])
+        if name in outs
+        else ProbeOutput("", "probe produced no output", -1)
+        for name in names
+    }
+
+
+def test_split_output_cuts_as_the_line_by_line_reading_did() -> None:
+    import random
+
+    from gpuonboard.facts.probe import split_output
+
+    token = "@@gpuonboard-0123456789abcdef01234567"
+    pieces = [
+        f"{token} begin a\n", f"{token} begin b\n", f"{token} end a 0\n", f"{token} end b -3\n",
+        f"{token} end b x\n", f"{token} other\n", f"{token} begin a", f"\n{token} stderr a\n",
+        f"{token} stderr b\n", f"{token} stderr __end__", "x" + token + " begin a\n", "text\n",
+        "\r\n", "\n", "no newline", " " + token + " begin b\n", "\u2028line\n", "<gpu>\n</gpu>\n",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(3000):
+        out = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        err = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        names = ["a", "b", "c"]
+        assert split_output(out, err, token, names) == _split_line_by_line(out, err, token, names), (out, err)
