@@ -4,20 +4,25 @@
 Usage: .venv/bin/python bench/fanout.py 1 10 50   [--reps 3]
 
 Prints, per N: wall seconds of the whole `gpuonboard check` command (process start to
-exit, imports included), hosts/s, and per host the SSH connections, logins, sessions
-(remote command executions) counted from each sshd's VERBOSE log. First run = empty
-known_hosts state with pinned keys; second run = the same again (nothing changes).
+exit, imports included), the engine's seconds (the runner's span, from the run's own phase
+timings: GPUONBOARD_TIMINGS, see src/gpuonboard/timings.py), the rest (command - engine), hosts/s,
+the CPU milliseconds per host of the gpuonboard process (user + system, os.wait4 of the child),
+and per host the SSH connections, logins, sessions (remote command executions) counted from
+each sshd's VERBOSE log. First run = empty known_hosts state with pinned keys; second run =
+the same again (nothing changes). With --phases, the median wall/CPU of each phase per N too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -60,7 +65,21 @@ def counts(pool: TestHostPool, names: list[str]) -> dict[str, int]:
     return total
 
 
-def run_check(root: Path, n: int) -> tuple[float, int]:
+@dataclass
+class Run:
+    """One `gpuonboard check`: wall and CPU seconds of the process, its phases, exit code."""
+
+    wall: float
+    cpu: float
+    phases: dict[str, tuple[float, float]]  # phase -> (wall s, cpu s)
+    code: int
+
+    @property
+    def engine(self) -> float:
+        return self.phases.get("runner", (float("nan"), 0.0))[0]
+
+
+def run_check(root: Path, n: int) -> Run:
     cmd = [
         sys.executable,
         "-c",
@@ -70,27 +89,46 @@ def run_check(root: Path, n: int) -> tuple[float, int]:
         "--forks",
         str(n),
     ]
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        cmd,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null"},
-    )
-    dt = time.perf_counter() - t0
-    if proc.returncode != 0:
-        print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-    return dt, proc.returncode
+    timings = root / f"timings-{time.monotonic_ns()}.json"
+    env = {
+        **os.environ,
+        "GPUONBOARD_SSH_CONFIG": "/dev/null",
+        "GPUONBOARD_TIMINGS": str(timings),
+        # this checkout's package (not whichever one the interpreter has installed)
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT, env=env)
+        # wait4, not wait: the child's own rusage (CPU of the gpuonboard process and what it reaped)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        dt = time.perf_counter() - t0
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            out.seek(0)
+            print(out.read()[-4000:].decode(errors="replace"), file=sys.stderr)
+    phases: dict[str, tuple[float, float]] = {}
+    if timings.is_file():
+        doc = json.loads(timings.read_text())
+        for p in doc["phases"]:
+            phases[p["phase"]] = (p["wall"], p["cpu"])
+    cpu = usage.ru_utime + usage.ru_stime
+    if phases:  # after the last mark: the reports' atexit write, interpreter shutdown (wait4's CPU)
+        exit_wall = t0 + dt - time.perf_counter() + time.time() - doc["phases"][-1]["at"]
+        phases["exit"] = (exit_wall, max(0.0, cpu - doc["cpu_total"]))
+    return Run(dt, cpu, phases, code)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sizes", nargs="*", type=int, default=[1, 10, 50])
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--phases", action="store_true", help="print each phase's median wall/CPU too")
+    ap.add_argument("--only-first", action="store_true", help="skip the no-change (second) runs")
     a = ap.parse_args()
     biggest = max(a.sizes)
     failed = False
+    phase_lines: list[str] = []
     with (
         tempfile.TemporaryDirectory(prefix="gpuonboard-fanout-") as tmp,
         TestHostPool(Path(tmp) / "hosts", subnet=9) as pool,
@@ -99,13 +137,13 @@ def main() -> int:
         pool.add_many([(f"h{i:02d}", "a100-8x-nvlink") for i in range(1, biggest + 1)])
         print(f"started {biggest} test hosts in {time.perf_counter() - t0:.2f}s")
         print(
-            f"{'N':>3} {'run':>6} {'median s':>9} {'min s':>7} {'hosts/s':>8}"
-            f" {'conn/host':>9} {'logins/host':>11} {'sessions/host':>13}"
+            f"{'N':>3} {'run':>6} {'median s':>9} {'min s':>7} {'engine s':>8} {'rest s':>7}"
+            f" {'hosts/s':>8} {'CPU ms/host':>11} {'conn/host':>9} {'logins/host':>11} {'sessions/host':>13}"
         )
         for n in a.sizes:
             names = [f"h{i:02d}" for i in range(1, n + 1)]
-            for label in ("first", "second"):
-                times = []
+            for label in ("first",) if a.only_first else ("first", "second"):
+                runs: list[Run] = []
                 per = {}
                 for rep in range(a.reps):
                     root = Path(tmp) / f"p{n}-{label}-{rep}"
@@ -114,18 +152,33 @@ def main() -> int:
                     if label == "second":
                         run_check(root, n)  # the no-change rerun follows a first run
                     before = counts(pool, names)
-                    dt, rc = run_check(root, n)
+                    r = run_check(root, n)
                     after = counts(pool, names)
-                    if rc != 0:
-                        print(f"  N={n} {label} rep {rep}: exit {rc}", file=sys.stderr)
+                    if r.code != 0:
+                        print(f"  N={n} {label} rep {rep}: exit {r.code}", file=sys.stderr)
                         failed = True
-                    times.append(dt)
+                    runs.append(r)
                     per = {k: (after[k] - before[k]) / n for k in after}
-                med = statistics.median(times)
+                med = statistics.median(r.wall for r in runs)
+                engine = statistics.median(r.engine for r in runs)
+                rest = statistics.median(r.wall - r.engine for r in runs)
+                cpu_ms = statistics.median(r.cpu for r in runs) / n * 1000
                 print(
-                    f"{n:>3} {label:>6} {med:>9.2f} {min(times):>7.2f} {n / med:>8.1f}"
-                    f" {per['connections']:>9.2f} {per['logins']:>11.2f} {per['sessions']:>13.2f}"
+                    f"{n:>3} {label:>6} {med:>9.2f} {min(r.wall for r in runs):>7.2f} {engine:>8.2f}"
+                    f" {rest:>7.2f} {n / med:>8.1f} {cpu_ms:>11.1f} {per['connections']:>9.2f}"
+                    f" {per['logins']:>11.2f} {per['sessions']:>13.2f}"
                 )
+                if a.phases:
+                    names_seen = list(dict.fromkeys(p for r in runs for p in r.phases))
+                    cells = [
+                        f"{p} {statistics.median(r.phases.get(p, (0, 0))[0] for r in runs):.3f}s"
+                        f"/{statistics.median(r.phases.get(p, (0, 0))[1] for r in runs):.3f}cpu"
+                        for p in names_seen
+                    ]
+                    phase_lines.append(f"{n:>3} {label:>6} " + "  ".join(cells))
+    if phase_lines:
+        print("phases (median wall s / CPU s of the gpuonboard process):")
+        print("\n".join(phase_lines))
     return 1 if failed else 0
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import inventory as inventory_mod
-from gpuonboard import termtext
+from gpuonboard import termtext, timings
 from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_problem
 from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from gpuonboard.inventory import Host
@@ -196,9 +196,12 @@ def provision(
     """Load inventory and playbook, run on the selected hosts, print and write reports."""
     if settings.forks < 1:
         raise UsageError(f"--forks must be at least 1, not {settings.forks}.")
+    timings.mark("start")  # (GPUONBOARD_TIMINGS: bench/fanout.py's phases)
     inv, hosts = load_hosts(selection, settings)
+    timings.mark("inventory")
     book = playbook_mod.load(find_playbook(settings.project, playbook))
     select_steps(book, split_names(only), split_names(skip))  # bad --only/--skip: before any connection
+    timings.mark("playbook")
     return execute(inv, hosts, book, settings, check=check, only=only, skip=skip, resume=resume)
 
 
@@ -261,7 +264,9 @@ def execute(
     )
     check_outputs(settings, hosts, inv, check)
     # Inputs are valid: start the TCP connections now, so sshd's start-up overlaps our imports.
+    timings.mark("outputs")
     early = Preconnect(hosts)
+    timings.mark("preconnect")
     run_id = new_run_id()
     root = settings.state_root()
     log = RunLog(root / "logs" / f"{run_id}.log")
@@ -297,6 +302,7 @@ def execute(
     finally:
         early.close()
         log.close()
+    timings.mark("runner")
     code, results = outcome.exit_code, outcome.hosts  # (each host judged once, by conclude)
     meta = {
         "run_id": run_id,
@@ -318,6 +324,7 @@ def execute(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
             f" free space or pass --reports-dir a directory you can write to (the run log: {log.path})."
         ) from None
+    timings.mark("reports")
     if not settings.quiet:
         con = terminal.console()
         if show is not None:
@@ -336,6 +343,7 @@ def execute(
             print(f"error: {termtext.for_terminal(line, keep='')}", file=sys.stderr)
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
+    timings.mark("terminal")
     return int(code)
 
 
@@ -445,20 +453,14 @@ def write_reports(
     templates/ it uses), the HTML report too, so that every run leaves one to open.
 
     Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
-    from gpuonboard.report.render import safe_name
-
     out = reports_dir / run_id
-    for r in outcome.hosts:
-        for probe, (data, _code) in jsonfile.raw_outputs(r).items():
-            raw_path = out / "raw" / safe_name(r.host.name) / f"{safe_name(probe)}.txt"
-            raw_path.parent.mkdir(parents=True, exist_ok=True)
-            raw_path.write_bytes(data)
+    written = jsonfile.write_raw(out, outcome.hosts)
     doc = jsonfile.summary(outcome, meta)
     jsonfile.write(out / "summary.json", doc)
     junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}")
     jsonfile.write_atomic(out / "junit.xml", junit_text)
     if project is not None:
-        write_html_report(doc, out, project)
+        write_html_report(doc, out, project, written)
     latest = reports_dir / "latest"
     try:
         tmp = reports_dir / f".latest.{run_id}"
@@ -469,7 +471,9 @@ def write_reports(
     return out
 
 
-def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | None:
+def write_html_report(
+    doc: dict[str, Any], out: Path, project: Path, written: Mapping[str, bytes] | None = None
+) -> Path | None:
     """reports/<run-id>/report.html (and its .sha256) from the summary just written: rendered
     once per run, whatever the number of hosts. A project's broken report template does not
     undo the run: one warning on stderr says why, and None is returned."""
@@ -477,7 +481,7 @@ def write_html_report(doc: dict[str, Any], out: Path, project: Path) -> Path | N
 
     try:
         path = out / report_name("html")
-        write_with_sha(path, render(doc, out, "html", project))
+        write_with_sha(path, render(doc, out, "html", project, written=written))
     except GpuonboardError as exc:
         print(f"warning: no HTML report for this run: {termtext.for_terminal(exc.message)}", file=sys.stderr)
         return None

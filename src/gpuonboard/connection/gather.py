@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuonboard import shell
 from gpuonboard.errors import CommandError
@@ -268,6 +270,43 @@ class Facts:
                 for g in (self.gpu.gpus if self.gpu else ())
             ],
         }
+
+
+T = TypeVar("T")
+# per Facts object (by id, while it lives): what memo() computed from it, by key
+_MEMO: dict[int, tuple[weakref.ref[Facts], dict[Hashable, Any]]] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def memo(facts: Facts, key: Hashable, compute: Callable[[], T]) -> T:
+    """compute(), once per Facts object and key: for rules that several steps of a host run
+    over the same facts (gpu_identity records the acceptance and health verdicts that those
+    steps computed just before). The value is shared: keep it immutable (a tuple)."""
+    try:
+        hash(key)
+    except TypeError:  # (a key of unhashable args: computed each time)
+        return compute()
+    ident = id(facts)
+    with _MEMO_LOCK:
+        entry = _MEMO.get(ident)
+        if entry is not None and entry[0]() is facts and key in entry[1]:
+            cached: T = entry[1][key]
+            return cached
+    value = compute()
+    with _MEMO_LOCK:
+        entry = _MEMO.get(ident)
+        if entry is None or entry[0]() is not facts:
+            entry = (weakref.ref(facts, functools.partial(_forget, ident)), {})
+            _MEMO[ident] = entry
+        entry[1][key] = value
+    return value
+
+
+def _forget(ident: int, ref: weakref.ref[Facts]) -> None:
+    with _MEMO_LOCK:
+        entry = _MEMO.get(ident)
+        if entry is not None and entry[0] is ref:
+            del _MEMO[ident]
 
 
 def gather(

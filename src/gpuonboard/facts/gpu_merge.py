@@ -103,6 +103,8 @@ def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
     (a GPU fallen off the bus), never a GPU missing from a cut-off output."""
     found: dict[str, GpuInfo] = {}
     for text in texts:
+        if not _may_name_unopened(text):  # (a whole XML record per GPU: no line-by-line search)
+            continue
         for line in text.splitlines():
             m = _NO_HANDLE.search(line)
             key = _bus_key(m.group(1)) if m else None
@@ -112,6 +114,18 @@ def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
                     index=-1, name="", pci_bus_id=m.group(1), faults=(f"no device handle: {cause[:120]}",)
                 )
     return list(found.values())
+
+
+_NO_HANDLE_WORDS = "Unable to determine the device handle for gpu"
+_NO_HANDLE_ANY = re.compile(re.escape(_NO_HANDLE_WORDS), re.IGNORECASE)
+
+
+def _may_name_unopened(text: str) -> bool:
+    """Whether `text` holds _NO_HANDLE's words anywhere (each line it matches holds them). ASCII
+    text is searched lower-cased: the same there, and far faster than the case-blind regex."""
+    if text.isascii():
+        return _NO_HANDLE_WORDS.lower() in text.lower()
+    return _NO_HANDLE_ANY.search(text) is not None
 
 
 def _bus_key(bus_id: str | None) -> str | None:

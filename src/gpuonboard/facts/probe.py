@@ -8,7 +8,7 @@ lines that start with a random per-run boundary token, so no output can forge a 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from gpuonboard import shell
@@ -112,18 +112,21 @@ def new_token() -> str:
 
 
 def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> dict[str, ProbeOutput]:
-    """Cut the framed script output back into one ProbeOutput per probe name."""
+    """Cut the framed script output back into one ProbeOutput per probe name.
+
+    Lines are split on \\n only; only the framing lines (those that start with the token) are
+    looked at one by one: the text between them is cut out whole (an 8-GPU XML is ~4,000 lines)."""
     outs: dict[str, tuple[str, int]] = {}
     errs: dict[str, str] = {}
     prefix = token + " "
     current: str | None = None
     block: list[str] = []
-    for line in _lines(stdout):
-        if not line.startswith(prefix):
-            if current is not None:
-                block.append(line)
-            continue
-        kind, _, rest = line[len(prefix) :].strip().partition(" ")
+    pos = 0
+    for begin, end in _framing(stdout, prefix):
+        if current is not None:
+            block.append(stdout[pos:begin])
+        pos = end
+        kind, _, rest = stdout[begin + len(prefix) : end].strip().partition(" ")
         if kind == "begin":
             current, block = rest, []
         elif kind == "end" and current is not None:
@@ -131,15 +134,13 @@ def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> 
             outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdecimal() else -1)
             current = None
     current = None
-    for line in _lines(stderr):
-        if line.startswith(prefix + "stderr "):
-            if current is not None:
-                errs[current] = _strip_one(block)
-            current, block = line[len(prefix) + 7 :].strip(), []
-        elif current is not None:
-            block.append(line)
+    pos = 0
+    for begin, end in _framing(stderr, prefix + "stderr "):
+        if current is not None:
+            errs[current] = _strip_one([*block, stderr[pos:begin]])
+        current, block, pos = stderr[begin + len(prefix) + 7 : end].strip(), [], end
     if current is not None:
-        errs[current] = _strip_one(block)
+        errs[current] = _strip_one([*block, stderr[pos:]])
     results: dict[str, ProbeOutput] = {}
     for name in names:
         if name in outs:
@@ -148,6 +149,22 @@ def split_output(stdout: str, stderr: str, token: str, names: Sequence[str]) -> 
         else:
             results[name] = ProbeOutput("", "probe produced no output", -1)
     return results
+
+
+def _framing(text: str, start: str) -> Iterator[tuple[int, int]]:
+    """(begin, end) of each line of `text` (split on \\n only, its \\n included) that starts
+    with `start`, found by str.find rather than line by line."""
+    needle = "\n" + start
+    line = 0 if text.startswith(start) else _past(text.find(needle))
+    while line is not None:
+        nl = text.find("\n", line)
+        yield line, len(text) if nl < 0 else nl + 1
+        line = None if nl < 0 else _past(text.find(needle, nl))
+
+
+def _past(newline: int) -> int | None:
+    """The line after the \\n at `newline`; None for none found (-1)."""
+    return None if newline < 0 else newline + 1
 
 
 def _strip_one(parts: list[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from gpuonboard import __version__, masking
 from gpuonboard.report.render import (  # (write_atomic: used as jsonfile.write_atomic too)
     raw_file,
+    safe_name,
     write_atomic,
 )
 from gpuonboard.report.strictjson import dumps
@@ -33,6 +35,24 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
         )
         for name, out in r.facts.raw.items()
     }
+
+
+def write_raw(out: Path, results: Sequence[HostResult]) -> dict[str, bytes]:
+    """Each probe's raw output to `out/raw/<host>/<probe>.txt` (raw_file: the bytes summary.json
+    hashes); returns them by that relative file name, for the HTML report (render.context),
+    which then need not read them back. Each host's folder is made once."""
+    written: dict[str, bytes] = {}
+    for r in results:
+        outputs = raw_outputs(r)
+        if not outputs:
+            continue
+        (out / "raw" / safe_name(r.host.name)).mkdir(parents=True, exist_ok=True)
+        for probe, (data, _code) in outputs.items():
+            name = raw_file(r.host.name, probe)
+            with open(out / name, "wb") as f:
+                f.write(data)
+            written[name] = data
+    return written
 
 
 def private_placeholder(stdout: str) -> bytes:

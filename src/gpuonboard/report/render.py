@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -303,22 +303,29 @@ def _raw_path(run_path: Path, host: str, probe: str, rec: dict[str, Any]) -> Pat
     return run_path.joinpath(*rel.parts)
 
 
-def _raw_entries(host: dict[str, Any], run_path: Path) -> dict[str, dict[str, Any]]:
-    """Per probe: recorded sha256/bytes, whether the raw file still matches, and its text."""
+def _raw_entries(
+    host: dict[str, Any], run_path: Path, written: Mapping[str, bytes] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per probe: recorded sha256/bytes, whether the raw file still matches, and its text.
+    `written`: the bytes just written to the run's raw files, by file (`raw/<host>/<probe>.txt`,
+    jsonfile.write_raw), checked against the recorded sha256 as the files would be, unread."""
     out = {}
     for probe, rec in sorted((host.get("raw") or {}).items()):
-        path = _raw_path(run_path, str(host.get("name", "")), probe, rec)
+        recorded = rec.get("file")
+        known = written is not None and isinstance(recorded, str) and recorded in written
+        path = run_path / recorded if known else _raw_path(run_path, str(host.get("name", "")), probe, rec)
         entry: dict[str, Any] = {
             "probe": probe,
             "sha256": rec.get("sha256", ""),
             "bytes": rec.get("bytes", 0),
             "exit_code": rec.get("exit_code"),
-            "file": str(path.relative_to(run_path)),
+            # (a key of `written` is already the canonical relative path)
+            "file": recorded if known else str(path.relative_to(run_path)),
             "text": "",
             "truncated": False,
         }
         try:
-            data = path.read_bytes()
+            data = written[recorded] if known and written is not None else path.read_bytes()
         except OSError:
             entry["status"] = "file missing"
         else:
@@ -446,14 +453,17 @@ _HOST_DEFAULTS = dict.fromkeys(("name", "address", "port", "status", "msg"), "-"
 )
 
 
-def context(doc: dict[str, Any], run_path: Path, lang: str = "en") -> dict[str, Any]:
-    """Everything the templates show (fixed texts in `lang`; data and verdicts as recorded)."""
+def context(
+    doc: dict[str, Any], run_path: Path, lang: str = "en", written: Mapping[str, bytes] | None = None
+) -> dict[str, Any]:
+    """Everything the templates show (fixed texts in `lang`; data and verdicts as recorded;
+    `written`: the raw files' bytes as just written, see _raw_entries)."""
     hosts = []
     strict = bool(doc.get("strict"))
     for h in doc.get("hosts") or []:
         host_v = results.recorded(h, strict)  # (the run's verdict, never judged again)
         go, reasons = host_verdict(host_v, lang)
-        raw = _raw_entries(h, run_path)
+        raw = _raw_entries(h, run_path, written)
         for e in raw.values():
             e["status_text"] = t(_RAW_STATUS_KEY[e["status"]], lang)
         rules = []
@@ -576,11 +586,13 @@ def _bytecode_cache() -> Any:
     """Compiled report templates kept between runs (the HTML report is written by every run:
     compiling it cost ~60 ms a run), in Jinja2's per-user cache folder (made 0700 and checked
     to be the user's), under a name of ours: no other program's Jinja2, whose code is not
-    bounded, shares its entries. None where that folder cannot be had."""
+    bounded, shares its entries (`-2`: the code our guard makes; a change of it, which the
+    cache's checksum of the template source does not see, takes a new name). None where that
+    folder cannot be had."""
     import jinja2
 
     try:
-        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-%s.cache")
+        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-2-%s.cache")
     except (OSError, RuntimeError):
         return None
 
@@ -632,10 +644,18 @@ def md_code(value: Any) -> str:
     return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
-def render(doc: dict[str, Any], run_path: Path, fmt: str, project: Path, lang: str = "en") -> str:
-    """The report text in html, md or json (json: always English, machine-readable)."""
+def render(
+    doc: dict[str, Any],
+    run_path: Path,
+    fmt: str,
+    project: Path,
+    lang: str = "en",
+    written: Mapping[str, bytes] | None = None,
+) -> str:
+    """The report text in html, md or json (json: always English, machine-readable); `written`:
+    see _raw_entries."""
     lang = check_lang(lang)
-    ctx = context(doc, run_path, "en" if fmt == "json" else lang)
+    ctx = context(doc, run_path, "en" if fmt == "json" else lang, written)
     if fmt == "json":
         slim = {k: v for k, v in ctx.items() if k != "doc"}
         slim["run"] = {k: v for k, v in doc.items() if k != "hosts"}

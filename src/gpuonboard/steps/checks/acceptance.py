@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts, memo
 from gpuonboard.facts import disks, topo
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -955,6 +955,12 @@ def _fraction(key: str, value: object) -> float:
     return number
 
 
+def evaluated(order: OrderSpec, facts: Facts, tolerance: Mapping[str, float] | None = None) -> list[Check]:
+    """evaluate(), computed once per host's facts, order and tolerances (gather.memo)."""
+    key = ("acceptance", order, tuple(sorted((tolerance or {}).items())))
+    return list(memo(facts, key, lambda: tuple(evaluate(order, facts, dict(tolerance or {})))))
+
+
 def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None = None) -> list[Check]:
     """Every rule that the order specifies, in a stable order."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
@@ -1000,7 +1006,7 @@ class AcceptanceStep(Step):
 
     def plan(self, ctx: StepContext) -> Plan:
         """Evaluate every rule; failed when any rule fails."""
-        checks = evaluate(ctx.host.order, ctx.facts, self.tolerance)
+        checks = evaluated(ctx.host.order, ctx.facts, self.tolerance)
         fails = [c for c in checks if c.verdict == "fail"]
         warns = [c for c in checks if c.verdict == "warn"]
         unverified = [c.name for c in checks if c.verdict == "unverified"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.connection.gather import TIMED_OUT, Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -804,6 +804,12 @@ def rule_unreadable(gpus: list[GpuInfo]) -> Check | None:
     )
 
 
+def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
+    """evaluate(), computed once per host's facts and thresholds (gather.memo)."""
+    key = ("gpu_health", tuple(sorted((thresholds or {}).items())))
+    return list(memo(facts, key, lambda: tuple(evaluate(facts, thresholds))))
+
+
 def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
     """All health rules over the host's GPUs (none when the driver is absent), then the fabric
     rules (kernel Xid/SXid, NVLink links, Fabric Manager: steps/fabric_health.py), which read
@@ -875,7 +881,7 @@ class GpuHealthStep(Step):
             thresholds = thresholds_from(self.args, ctx.host.vars)
         except StepArgsError as exc:
             return Plan(False, f"bad gpu_health threshold: {exc}", failed=True)
-        checks = evaluate(ctx.facts, thresholds)
+        checks = evaluated(ctx.facts, thresholds)
         if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
             # No GPU was checked: that is a failure, as acceptance's nvidia_driver rule says (the
             # kernel log's Xid lines still say why, when it could be read)

@@ -244,12 +244,12 @@ def acceptance_outcome(ctx: StepContext) -> tuple[Outcome, tuple[str, ...]]:
     (the same pure functions those steps run): ("fail", failed rule names) or ("pass", ())."""
     from gpuonboard.steps.checks import acceptance, gpu_health
 
-    checks: list[Check] = list(acceptance.evaluate(ctx.host.order, ctx.facts))
+    checks: list[Check] = acceptance.evaluated(ctx.host.order, ctx.facts)
     try:
         thresholds = gpu_health.thresholds_from({}, ctx.host.vars)
     except StepArgsError:
         thresholds = {}  # (gpu_health itself fails the run on these)
-    checks += gpu_health.evaluate(ctx.facts, thresholds)
+    checks += gpu_health.evaluated(ctx.facts, thresholds)
     failed = tuple(dict.fromkeys(c.name for c in checks if c.verdict == "fail"))
     return ("fail" if failed else "pass"), failed
 

@@ -1,0 +1,216 @@
+"""The per-process shortcuts of a `check` (bench/fanout.py's CPU per host) give the same results
+as the long way: rules computed once per host's facts (gather.memo), the HTML report from the
+raw bytes just written (jsonfile.write_raw) rather than read back, nvidia-smi XML lookups by
+plain paths, the fault screen of a GPU record, and the phase timings file."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.connection.gather import _MEMO, memo, parse_facts
+from gpuonboard.facts import nvidia_smi
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import Host, OrderSpec
+from gpuonboard.report import jsonfile
+from gpuonboard.report.render import render
+from gpuonboard.results import HostResult, conclude
+from gpuonboard.steps.checks import acceptance, gpu_health
+
+REPO = Path(__file__).parents[2]
+REAL = REPO / "tests" / "fixtures" / "real"
+XML = "../derived/nvidia-smi-q-x__a100-sxm4-80gb__8gpu__derived.xml"  # (the simulator's 8xA100)
+RUN = "20261201-000000-aaaa"
+
+
+def _facts() -> object:
+    return parse_facts({"nvidia_smi": ProbeOutput((REAL / XML).read_text(), "", 0)})
+
+
+def test_memo_computes_once_per_facts_object_and_key() -> None:
+    facts, other = _facts(), _facts()
+    calls: list[str] = []
+
+    def compute(tag: str) -> tuple[str]:
+        calls.append(tag)
+        return (tag,)
+
+    assert memo(facts, "k", lambda: compute("a")) == ("a",)
+    assert memo(facts, "k", lambda: compute("b")) == ("a",)  # the same facts and key: cached
+    assert memo(facts, "other key", lambda: compute("c")) == ("c",)
+    assert memo(other, "k", lambda: compute("d")) == ("d",)  # equal facts, another object: its own
+    assert calls == ["a", "c", "d"]
+    assert memo(facts, ["unhashable"], lambda: compute("e")) == ("e",)  # never cached
+    assert memo(facts, ["unhashable"], lambda: compute("f")) == ("f",)
+
+
+def test_memo_forgets_facts_that_are_gone() -> None:
+    facts = _facts()
+    memo(facts, "k", lambda: 1)
+    ident = id(facts)
+    assert ident in _MEMO
+    del facts
+    gc.collect()
+    assert ident not in _MEMO
+
+
+def test_cached_rules_are_the_rules_and_cannot_be_changed_through_a_result() -> None:
+    facts = _facts()
+    order = OrderSpec(gpu_model="A100", gpu_count=8)
+    first = acceptance.evaluated(order, facts)
+    assert first == acceptance.evaluate(order, facts)
+    first.clear()  # (a caller's own list: the cached rules stay whole)
+    assert acceptance.evaluated(order, facts) == acceptance.evaluate(order, facts)
+    assert acceptance.evaluated(order, facts, {"vram": 0.5}) == acceptance.evaluate(
+        order, facts, {"vram": 0.5}
+    )
+    assert gpu_health.evaluated(facts, {}) == gpu_health.evaluate(facts, {})
+    strict = {"temperature_warn": 1.0}
+    assert gpu_health.evaluated(facts, strict) == gpu_health.evaluate(facts, strict)
+    assert gpu_health.evaluated(facts, strict) != gpu_health.evaluated(facts, {})
+
+
+def test_the_html_report_from_the_bytes_written_is_the_one_read_back(tmp_path: Path) -> None:
+    outputs = {
+        "nvidia_smi": ProbeOutput((REAL / XML).read_text(), "", 0),
+        "free": ProbeOutput((REAL / "free__ubuntu-18.04-vm.txt").read_text(), "", 0),
+        "container:5c59f674b1": ProbeOutput("sha256:0123abcd\n", "", 0),  # a hashed file name
+        "nproc": ProbeOutput("", "", 127),  # an empty file
+    }
+    facts = dataclasses.replace(parse_facts(outputs), raw=outputs)
+    results = [
+        HostResult(Host(name=name, address="10.0.0.1"), "ok", "1 ok", facts=facts) for name in ("a", "武汉 1")
+    ]
+    out = tmp_path / RUN
+    written = jsonfile.write_raw(out, results)
+    on_disk = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*.txt")}
+    assert written == on_disk and len(written) == 8
+    meta = {"run_id": RUN, "playbook": "acceptance", "check_mode": True, "strict": False}
+    doc = jsonfile.summary(conclude(results, False), meta)
+    project = tmp_path / "project"
+    project.mkdir()
+    assert render(doc, out, "html", project, written=written) == render(doc, out, "html", project)
+    # a file changed since (not by this run): read back, it is named, as before
+    victim = next(iter(written))
+    (out / victim).write_bytes(b"edited\n")
+    assert "HASH MISMATCH" in render(doc, out, "json", project)
+
+
+@pytest.mark.parametrize(
+    "path", ["uuid", "pci/pci_bus_id", "a/b", "a/b/c", "missing/b", "a/*", ".//b", "a[1]/b"]
+)
+def test_xml_lookup_by_plain_path_is_elementtree_find(path: str) -> None:
+    # the first <a> has no <b>: find("a/b") is the <b> of the second <a>
+    root = ET.fromstring(
+        "<gpu><uuid>U</uuid><a><x/></a><a><b>1<c>c1</c></b><b>2</b></a><pci><pci_bus_id>P</pci_bus_id></pci></gpu>"
+    )
+    assert nvidia_smi._xml_find(root, path) is root.find(path)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["ERR!", "err!", "GPU is lost", "gpu requires RESET", "[Unknown Error]", "GPU ıs loſt", "fine", "N/A"],
+)
+def test_the_fault_screen_passes_every_record_a_fault_rule_reads(value: str) -> None:
+    words = nvidia_smi._ANY_FAULT
+    assert nvidia_smi._may_fault(["ok", value]) == (words.search(value) is not None)
+    assert nvidia_smi._may_fault(["x", value]) or nvidia_smi._field_faults([("p", value)], "name") == ((), ())
+
+
+def test_phase_timings_are_written_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    code = "from gpuonboard import timings\ntimings.mark('start'); timings.mark('runner')\n"
+    env = {**os.environ, "GPUONBOARD_TIMINGS": str(path), "PYTHONPATH": str(REPO / "src")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    doc = json.loads(path.read_text())
+    assert [p["phase"] for p in doc["phases"]] == ["start", "runner"]
+    assert all(p["wall"] >= 0 and p["cpu"] >= 0 for p in doc["phases"])
+    env.pop("GPUONBOARD_TIMINGS")
+    path.unlink()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error\n",
+        "x\nunable to DETERMINE the device handle for GPU 00000000:02:00.0: GPU is lost\n",
+        "Unable to determıne the device handle for gpu 0000:9B:00.0\n",  # (a dotless i: the regex's fold)
+        "Unable to determine the device handle\n",
+        "<gpu>\n<product_name>NVIDIA A100</product_name>\n</gpu>\n",
+    ],
+)
+def test_the_unopened_gpu_screen_lets_through_every_text_a_line_names_one_in(text: str) -> None:
+    from gpuonboard.facts import gpu_merge
+
+    named = any(gpu_merge._NO_HANDLE.search(line) for line in text.splitlines())
+    assert gpu_merge._may_name_unopened(text) or not named
+    assert gpu_merge._may_name_unopened(text) == (gpu_merge._NO_HANDLE_ANY.search(text) is not None)
+
+
+def _split_line_by_line(stdout: str, stderr: str, token: str, names: list[str]) -> dict[str, ProbeOutput]:
+    """probe.split_output as it was written before (every line looked at): the reference."""
+    from gpuonboard.facts.probe import MAX_STDERR, _lines, _strip_one
+
+    outs: dict[str, tuple[str, int]] = {}
+    errs: dict[str, str] = {}
+    prefix = token + " "
+    current: str | None = None
+    block: list[str] = []
+    for line in _lines(stdout):
+        if not line.startswith(prefix):
+            if current is not None:
+                block.append(line)
+            continue
+        kind, _, rest = line[len(prefix) :].strip().partition(" ")
+        if kind == "begin":
+            current, block = rest, []
+        elif kind == "end" and current is not None:
+            _, _, rc_text = rest.rpartition(" ")
+            outs[current] = (_strip_one(block), int(rc_text) if rc_text.lstrip("-").isdecimal() else -1)
+            current = None
+    current = None
+    for line in _lines(stderr):
+        if line.startswith(prefix + "stderr "):
+            if current is not None:
+                errs[current] = _strip_one(block)
+            current, block = line[len(prefix) + 7 :].strip(), []
+        elif current is not None:
+            block.append(line)
+    if current is not None:
+        errs[current] = _strip_one(block)
+    return {
+        name: ProbeOutput(outs[name][0], errs.get(name, "")[:MAX_STDERR], outs[name][1])
+        if name in outs
+        else ProbeOutput("", "probe produced no output", -1)
+        for name in names
+    }
+
+
+def test_split_output_cuts_as_the_line_by_line_reading_did() -> None:
+    import random
+
+    from gpuonboard.facts.probe import split_output
+
+    token = "@@gpuonboard-0123456789abcdef01234567"
+    pieces = [
+        f"{token} begin a\n", f"{token} begin b\n", f"{token} end a 0\n", f"{token} end b -3\n",
+        f"{token} end b x\n", f"{token} other\n", f"{token} begin a", f"\n{token} stderr a\n",
+        f"{token} stderr b\n", f"{token} stderr __end__", "x" + token + " begin a\n", "text\n",
+        "\r\n", "\n", "no newline", " " + token + " begin b\n", "\u2028line\n", "<gpu>\n</gpu>\n",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(3000):
+        out = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        err = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        names = ["a", "b", "c"]
+        assert split_output(out, err, token, names) == _split_line_by_line(out, err, token, names), (out, err)
