@@ -1,0 +1,54 @@
+#!/bin/sh
+# Lists a dir that gpuonboard's uploads may have written in (the data dir, or a dir holding a
+# recorded upload) for teardown: `dir PATH` (resolved), `uid N` (this login's), then per entry
+# `KIND MARK UID NAME` and the records that belong to it (`mark LINE`, `age`, `lease AGE_S`), each
+# NUL-terminated; `none` when $d is not a directory. KIND: d (dir), l (symlink), f (other);
+# MARK: c (a marked copy), s (a shard store), u (one a tree was unpacked from), i (a *.shards dir
+# an interrupted upload left), else -.
+# Values set before it (quoted by shell.quote): d the dir; mark the copy mark's name
+# (uploads.COPY_MARK), lease the suffix of a lease beside a copy (uploads.LEASE_SUFFIX), inlease
+# the lease's name inside a copy (uploadlock.LEASE_IN_COPY).
+# Run by: steps/teardown/uploads.py (uploads_probe_command, recorded_probe_command).
+# shellcheck disable=SC2154  # d, mark, lease, inlease: set by the module before this script
+
+[ -d "$d" ] || { printf 'none\0'; exit 0; }
+printf 'dir %s\0uid %s\0' "$(realpath -- "$d")" "$(id -u)"
+for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
+  [ -e "$p" ] || [ -L "$p" ] || continue
+  k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-
+  if [ "$k" = d ]; then
+    [ -f "$p/$mark" ] && m=c; [ -f "$p/manifest.json" ] && m=s
+    [ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u
+  fi
+  a=
+  # a *.shards dir: `m=i` when it holds no manifest but an interrupted upload's `.incoming-N` and
+  # nothing but a shard store's own names (shards, their `.sum`s, unpack markers, manifests), so
+  # no job's file; `a=1` when it holds age ciphertexts (encrypted shards)
+  case "$k ${p##*/}" in "d "*.shards)
+    if [ "$m" = - ]; then
+      m=i; n=
+      for q in "$p"/* "$p"/.[!.]* "$p"/..?*; do
+        [ -e "$q" ] || [ -L "$q" ] || continue
+        case "${q##*/}" in
+          .incoming-[0-9]*) n=1 ;;
+          unpacked-*|manifest.json|manifest.unpacked.json|*.tar.*) ;;
+          *) m=-; break ;;
+        esac
+      done
+      [ -n "$n" ] || m=-
+    fi
+    for q in "$p"/*.age; do [ -e "$q" ] && a=1; break; done ;;
+  esac
+  printf '%s %s %s %s\0' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"
+  [ "$m" = c ] && printf 'mark %s\0' "$(head -n 1 -- "$p/$mark")"
+  [ -n "$a" ] && printf 'age\0'
+  # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);
+  # beside the copy, or inside it (where a data dir the login may not write keeps it)
+  l=
+  case "$k ${p##*/}" in
+    "f ".*"$lease") l=$p ;;
+    "d "*) [ -f "$p/$inlease" ] && ! [ -L "$p/$inlease" ] && l=$p/$inlease ;;
+  esac
+  [ -n "$l" ] && printf 'lease %s\0' "$(( $(date +%s) - $(stat -c %Y -- "$l") ))"
+done
+true

@@ -1,0 +1,415 @@
+"""`teardown_files`: removes the directories provisioning placed, gpuonboard's uploads and its
+own cache dir on the host, each path checked here and re-resolved on the host; the results dir
+only while the host's listing still equals the verified pull's record and the local copy still
+holds every recorded file."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuonboard import shell
+from gpuonboard.facts.probe import Probe
+from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, last_line, truthy
+from gpuonboard.steps.teardown.checks import LISTING_FORMAT, listing_changes, listing_digest
+from gpuonboard.steps.teardown.common import (
+    copy_dir,
+    describe_problems,
+    holds,
+    path_problem,
+    probe_name,
+    shown_names,
+)
+from gpuonboard.steps.teardown.localcopy import copy_unverified
+from gpuonboard.steps.teardown.records import RECORD, host_key, read_record
+from gpuonboard.steps.teardown.uploads import (
+    LEASE_SUFFIX,
+    Uploads,
+    classify_uploads,
+    parse_recorded,
+    plaintext_note,
+    recorded_probe_command,
+    uploads_probe_command,
+)
+from gpuonboard.transfer import uploadlock
+
+CHANGED_EXIT = 3  # the removal script's exit code when the results changed since the pull
+
+
+def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str, str] | None = None) -> str:
+    """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf the
+    resolved path (the data: `rm -rf` of a symlink removes only the link) and the link itself.
+
+    A path whose resolution changed since the probe (a new symlink) is left alone. With
+    `unchanged` (results dir, sha256 of its verified listing), nothing at all is removed when
+    that dir's files and symlinks (path, size, mtime) differ now: the script prints `changed`
+    and the current listing (NUL-terminated) and exits CHANGED_EXIT.
+    """
+    lines = ["export LC_ALL=C", "rc=0"]
+    if unchanged is not None:
+        d, digest = shell.quote(unchanged[0]), unchanged[1]
+        ls = f"find . \\( -type f -o -type l \\) -printf '{LISTING_FORMAT}\\0'"
+        lines.append(
+            f"if [ -d {d} ]; then now=$(cd -- {d} && {ls} | sort -z | sha256sum);"
+            f" if [ \"${{now%% *}}\" != {digest} ]; then printf 'changed\\0';"
+            f" cd -- {d} && {ls}; exit {CHANGED_EXIT}; fi; fi"
+        )
+    for path, resolved in targets:
+        p, r = shell.quote(path), shell.quote(resolved)
+        lines.append(
+            f'if [ -e {p} ] || [ -L {p} ]; then if [ "$(realpath -m -- {p})" = {r} ]; then'
+            # a mount point keeps its (now empty) directory: rm's EBUSY on it is fine
+            f' {{ rm -rf -- {r} 2>/dev/null || {{ mountpoint -q {r} && [ -z "$(ls -A {r})" ]; }}; }}'
+            f" && {{ ! [ -L {p} ] || rm -f -- {p}; }}"
+            f" || {{ echo could not remove {p} >&2; rc=1; }}; else echo changed {p} >&2; rc=1; fi; fi"
+        )
+    lines.append("exit $rc")
+    return "\n".join(lines)
+
+
+# gpuonboard's own dir on a host (the login's): container smoke records, TensorBoard logs
+CACHE_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard"
+
+
+# sh, with $p the cache dir: `mine NAME` (this machine's record of uploads, when there is one)
+# and `other NAME` per other machine's record there (a home shared between machines)
+_RECORDS_SEEN = (
+    f'm={uploadlock.RECORD_PREFIX}{uploadlock.MACHINE_SH}; for x in "$p"/{uploadlock.RECORD_PREFIX}*;'
+    ' do [ -f "$x" ] || continue; if [ "${x##*/}" = "$m" ]; then echo "mine $m";'
+    " else printf 'other %s\\n' \"${x##*/}\"; fi; done; true"
+)
+
+
+@dataclass(frozen=True)
+class OwnCache:
+    """gpuonboard's cache dir as the files step's probe found it: removed when `target` is set."""
+
+    path: str
+    target: str = ""  # what is removed: the path resolved on the host ('' when absent or refused)
+    problem: str = ""  # why it is left alone (a relative $XDG_CACHE_HOME, no $HOME, a link to /)
+    link: bool = False
+    # a home shared between machines (NFS): the other machines' records of uploads found in it,
+    # for which the dir stays (their teardown needs them), and this machine's record, removed alone
+    others: tuple[str, ...] = ()
+    record: str = ""
+
+    def link_note(self) -> str:
+        """', a symlink: its target T is removed too', or ''."""
+        return f"; a symlink: its target {self.target} is removed too" if self.link else ""
+
+
+def own_cache(lines: Sequence[str], home: str | None) -> OwnCache | None:
+    """The probe's `cache PATH` line and PATH's state line -> OwnCache (None when not probed).
+
+    Unlike a configured path, a cache path that is unsafe to delete never fails the step: it is
+    left, and said (its place comes from the host's environment, not from the inventory)."""
+    if len(lines) < 2 or not lines[0].startswith("cache "):
+        return None
+    path, (kind, _, resolved) = lines[0][6:], lines[1].partition(" ")
+    if kind not in ("yes", "link"):
+        return OwnCache(path)
+    why = path_problem(path, home)
+    if not why and resolved != posixpath.normpath(path):
+        why = path_problem(resolved, home)
+        why = f"resolved to {resolved}, {why}" if why else None
+    if why:
+        return OwnCache(path, problem=why)
+    others = tuple(sorted(x[6:] for x in lines[2:] if x.startswith("other ")))
+    if others:  # (only this machine's record goes; `mine NAME` when there is one)
+        mine = next((x[5:] for x in lines[2:] if x.startswith("mine ")), "")
+        return OwnCache(path, others=others, record=posixpath.join(resolved, mine) if mine else "")
+    return OwnCache(path, resolved, link=kind == "link")
+
+
+def shared_cache_note(cache: OwnCache) -> str:
+    """Pure: what the message says of a cache dir left for other machines' records."""
+    if not cache.others:
+        return ""
+    return (
+        f" (gpuonboard's cache {cache.path} is left: it holds the upload records of other machines"
+        f" sharing this home ({shown_names(list(cache.others), 3)}); the teardown of each removes its own)"
+    )
+
+
+class TeardownFilesStep(Step):
+    """Remove directories provisioning placed (dataset, decrypted data, markers, pulled results)."""
+
+    name = "teardown_files"
+    read_only = False
+    ARGS = {
+        "paths": "remote directories/files to remove ('' entries are ignored: unset vars)",
+        "results": "the remote results dir (removed too: its copy was pulled and verified first)",
+        "dest": "the local copy of the results (its record says what was verified; as teardown_pull)",
+        "force": "remove the results dir without comparing it with the verified copy's record",
+        "own_cache": "also remove gpuonboard's own cache dir on the host,"
+        " ${XDG_CACHE_HOME:-~/.cache}/gpuonboard (container smoke records, TensorBoard logs)",
+        "uploads_in": "the data dir: remove what gpuonboard's dataset upload made in it (the dataset's"
+        " copy and stores, marked copies, leases), and name the rest, which stays",
+        "dataset": "the dataset (a local path) whose copy <uploads_in>/<its base name> is removed",
+        "recorded_uploads": "also remove the uploads `sync` recorded on the host, wherever they are"
+        " (under another --dest, --decrypt-to plaintext): each copy, its stores and leases",
+    }
+
+    def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
+        super().__init__(args, label)
+        self.own_cache = truthy(self.args.get("own_cache", False), "own_cache")
+        raw = self.args.get("paths") or []
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise StepArgsError("argument 'paths' must be a list of paths")
+        results = str(self.args.get("results") or "").strip()
+        self.results = posixpath.normpath(results) if results.lower() not in ("", "none", "null") else ""
+        self.force = truthy(self.args.get("force", False), "force")
+        wanted = [str(p).strip() for p in [*raw, results]]
+        self.paths = list(dict.fromkeys(p for p in wanted if p and p.lower() not in ("none", "null")))
+        quoted = " ".join(shell.quote(p) for p in self.paths) or "''"
+        state = (
+            'if [ -L "$p" ]; then echo "link $(realpath -m -- "$p")";'
+            ' elif [ -e "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi'
+        )
+        command = f'echo "home $HOME"; for p in {quoted}; do [ -n "$p" ] || continue; {state}; done'
+        if self.own_cache:  # where tunnel.private_log and the container step's SMOKE_DIR put it
+            command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}; {_RECORDS_SEEN}'
+        self.probe = Probe(probe_name("teardown_files", command), command)
+        uploads_in = str(self.args.get("uploads_in") or "").strip()
+        self.uploads_in = uploads_in if uploads_in.lower() not in ("none", "null") else ""
+        dataset = str(self.args.get("dataset") or "").strip().rstrip("/")
+        self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
+        listing = uploads_probe_command(self.uploads_in)
+        self.uploads_probe = Probe(probe_name("teardown_uploads", listing), listing)
+        self.recorded = truthy(self.args.get("recorded_uploads", False), "recorded_uploads")
+        listing = recorded_probe_command()
+        self.recorded_probe = Probe(probe_name("teardown_recorded", listing), listing)
+
+    def probes(self) -> list[Probe]:
+        """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it
+        resolves; with `uploads_in`, the entries of the data dir; with `recorded_uploads`, the
+        uploads `sync` recorded and the entries of each dir holding one."""
+        found = [self.probe] if self.paths or self.own_cache or self.uploads_in or self.recorded else []
+        found += [self.uploads_probe] if self.uploads_in else []
+        return found + ([self.recorded_probe] if self.recorded else [])
+
+    def _uploads(
+        self, ctx: StepContext, home: str | None
+    ) -> tuple[list[tuple[str, str]], str, str | None, str | None]:
+        """(what to remove of gpuonboard's uploads: (path, resolved), the note on what stays,
+        why the data dir itself is refused or None, the refusal while an upload runs there or
+        None): those in the data dir, and with `recorded_uploads` those `sync` recorded."""
+        recorded = None
+        if self.recorded:
+            raw = ctx.facts.raw.get(self.recorded_probe.name)
+            recorded = parse_recorded(raw.stdout if raw is not None else "")
+        names, listings = recorded or ({}, {})
+        ours: list[tuple[str, str]] = []
+        note, data_root = "", None
+        if self.uploads_in:
+            if not posixpath.isabs(self.uploads_in):
+                return [], "", f"{self.uploads_in} (not an absolute path)", None
+            raw = ctx.facts.raw.get(self.uploads_probe.name)
+            norm = posixpath.normpath(self.uploads_in)
+            found = classify_uploads(
+                raw.stdout if raw is not None else "", self.dataset_name, self._skipped(norm), names
+            )
+            if found is not None:
+                busy = self._running(ctx, norm, found)
+                if busy:
+                    return [], "", None, busy
+                data_root = found.root
+                here = norm.rstrip("/")
+                others = self._removable(found, here, home, ours)
+                if others:
+                    n = len(others)
+                    spelt = [repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)]
+                    shown = shown_names(spelt)
+                    note = (
+                        f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown"
+                        " cannot tell for gpuonboard's uploads (it knows vars.dataset's copy, marked ones and"
+                        f" those `sync` recorded on the host) nor pulled ({shown}): pull or delete them"
+                        " yourself, or set vars.dataset_dir to a dir teardown should remove whole"
+                    )
+                if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
+                    note += plaintext_note(here, found.ciphertexts)
+        left: list[str] = []
+        holding: list[str] = []
+        for where, listing in sorted(listings.items()):  # the dirs holding recorded uploads
+            found = classify_uploads(listing, "", self._skipped(where), names, only_recorded=True)
+            if found is None or found.root == data_root:
+                continue
+            busy = self._running(ctx, where, found)
+            if busy:
+                return [], "", None, busy
+            here = where.rstrip("/")
+            theirs: list[tuple[str, str]] = []
+            others = self._removable(found, here, home, theirs)
+            # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
+            left += [f"{here}/{o}" for o in others if o in names.get(where, ())]
+            for path, resolved in theirs:
+                if data_root is not None and holds(resolved, data_root):
+                    holding.append(path)  # (a copy made the data dir: it is never removed whole)
+                elif (path, resolved) not in ours:
+                    ours.append((path, resolved))
+        if left:
+            note += (
+                f"; left on the host: {shown_names(left)}, recorded by sync as its uploads but not removable"
+                " now (a symlink, another user's, or an unsafe path): delete them yourself"
+            )
+        if holding:
+            note += (
+                f"; left on the host: {shown_names(holding)}, recorded by sync as its uploads but holding the"
+                f" data dir {data_root}, which teardown never removes whole (it may hold other runs'"
+                " outputs that no pull took): delete what you no longer need there yourself"
+            )
+        return ours, note, None, None
+
+    def _skipped(self, where: str) -> set[str]:
+        """Names in `where` that a configured path removes (never twice)."""
+        paths = map(posixpath.normpath, self.paths)
+        return {posixpath.basename(p) for p in paths if posixpath.dirname(p) == where}
+
+    @staticmethod
+    def _running(ctx: StepContext, where: str, found: Uploads) -> str | None:
+        """The refusal while an upload runs in `where` (a lease refreshed within a minute), or None:
+        removing its copy under it fails the upload, and a rerun puts it back."""
+        if not found.live_leases:
+            return None
+        lease = found.live_leases[0]
+        beside = lease.startswith(".") and lease.endswith(LEASE_SUFFIX)  # (else: a copy holding it)
+        name = lease[1 : -len(LEASE_SUFFIX)] if beside else lease
+        return (
+            f"refusing to delete anything on {ctx.host.name}: an upload to {where.rstrip('/')}/{name} is"
+            " running (its lease was refreshed within the last minute); wait for it to end, or stop"
+            " it, then rerun"
+        )
+
+    @staticmethod
+    def _removable(found: Uploads, here: str, home: str | None, ours: list[tuple[str, str]]) -> list[str]:
+        """Add found.ours that pass the path check to `ours` (path, resolved); the names that stay."""
+        others = list(found.others)
+        for name in found.ours:  # (each is removed: the same check as a configured path)
+            path, resolved = f"{here}/{name}", f"{found.root.rstrip('/')}/{name}"
+            if path_problem(path, home) or path_problem(resolved, home):
+                others.append(name)  # (a name with a line break: left, said, never fatal)
+            elif (path, resolved) not in ours:
+                ours.append((path, resolved))
+        return others
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Refuse unsafe paths (before deleting anything); list the ones that exist."""
+        if not self.paths and not self.own_cache and not self.uploads_in and not self.recorded:
+            return Plan(False, "no provisioned directories configured; nothing to remove")
+        lines = ctx.facts.raw[self.probe.name].stdout.splitlines()
+        home = lines[0][5:] if lines and lines[0].startswith("home ") else None
+        states = lines[1 : 1 + len(self.paths)]
+        if len(states) != len(self.paths):
+            return Plan(False, f"could not inspect {', '.join(self.paths)} on the host", failed=True)
+        cache = own_cache(lines[1 + len(self.paths) :], home) if self.own_cache else None
+        present: list[tuple[str, str]] = []
+        links: set[str] = set()
+        refused: list[str] = []
+        for path, state in zip(self.paths, states, strict=True):
+            why = path_problem(path, home)
+            kind, _, resolved = state.partition(" ")
+            resolved = resolved if kind in ("yes", "link") else ""
+            if kind == "link":
+                links.add(path)
+            # (the resolved path is what is deleted: it passes the same check)
+            if not why and resolved and resolved != posixpath.normpath(path):
+                why = path_problem(resolved, home)
+                why = f"it resolves to {resolved}, {why}" if why else None
+            if why:
+                refused.append(f"{path} ({why})")
+            elif resolved:
+                present.append((path, resolved))
+        uploads, left, bad, busy = self._uploads(ctx, home)
+        if busy:
+            return Plan(False, busy, failed=True)
+        if bad:
+            refused.append(bad)
+        if refused:
+            return Plan(
+                False,
+                "refusing to delete unsafe paths: " + "; ".join(refused) + "; fix the host vars",
+                failed=True,
+            )
+        said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
+        gone = {r for _, r in present}
+        uploads = [(p, r) for p, r in uploads if r not in gone]  # (a configured path removes it)
+        if uploads:
+            present.extend(uploads)
+            norm = posixpath.normpath(self.uploads_in) if self.uploads_in else ""
+            where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
+            said.append(f"{shown_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
+        note = left
+        if cache is not None and cache.target:
+            present.append((cache.path, cache.target))
+            said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
+            if cache.link_note():
+                links.add(cache.path)
+        elif cache is not None and cache.problem:
+            note += f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
+        elif cache is not None and cache.others:
+            note += shared_cache_note(cache)
+            if cache.record:  # (last, as the dir would go: the uploads it names went first)
+                present.append((cache.record, cache.record))
+                said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
+        if not present:
+            looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
+            looked += ["the uploads sync recorded"] if self.recorded else []
+            return Plan(
+                False, f"already clean: {shown_names(looked, 5) or 'gpuonboard cache'} not present{note}"
+            )
+        names = [p for p, _ in present]
+        diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
+        return Plan(True, f"remove {', '.join(said)}{note}", diff=diff, data=present)
+
+    def apply(self, ctx: StepContext, plan: Plan) -> Any:
+        """One remote command removing every path after re-checking its resolution and, first,
+        that the results dir still holds exactly what the verified pull recorded."""
+        present: list[tuple[str, str]] = plan.data
+        unchanged = None
+        results = next((p for p, _ in present if self.results and posixpath.normpath(p) == self.results), "")
+        if results and not self.force:
+            dest = copy_dir(self.args.get("dest"), ctx)
+            record = read_record(dest)
+            if record is None or not record.of(ctx.host, self.results, host_key(ctx)):
+                return (
+                    f"refusing to delete anything on {ctx.host.name}: {dest} holds no verified copy of"
+                    f" {ctx.host.name}:{self.results} (no matching {RECORD}); run the whole teardown (its"
+                    " pull verifies the copy), or pass --force to wipe anyway"
+                )
+            # by content, right before deleting: the copy may have lost or changed files since its
+            # pull was verified (moved, deleted, corrupted: a rerun of `--only files`, `--resume`)
+            missing, corrupt = copy_unverified(dest, record)
+            if missing or corrupt:
+                problems = describe_problems(missing, corrupt, len(record.sums))
+                return (
+                    f"refusing to delete anything on {ctx.host.name}: the verified copy {dest} of"
+                    f" {ctx.host.name}:{self.results} no longer matches its pull (sha256): {problems};"
+                    " run the whole teardown (its pull brings them back), or pass --force to wipe anyway"
+                )
+            unchanged = (results, listing_digest(record.listing))
+            plan.data = (present, record)
+        # on sh's stdin, not in the command: one line per path (a host with hundreds of recorded
+        # uploads) made a command over sshd's and execve's limits, and the connection was reset
+        script = _guarded_rm_script(present, unchanged).encode("utf-8", "surrogateescape")
+        return ctx.runner.run("sh -s", stdin=script)
+
+    def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
+        """The removal must succeed; results changed since the pull removed nothing."""
+        if isinstance(applied, str):
+            return applied
+        if applied.ok:
+            return None
+        if applied.exit_code == CHANGED_EXIT and applied.stdout.startswith("changed\0"):
+            _, record = plan.data
+            now = [e for e in applied.stdout[len("changed\0") :].split("\0") if e]
+            changed = listing_changes(record.listing, now) or ["?"]
+            host = ctx.host.name
+            return (
+                f"refusing to delete anything on {host}: {host}:{self.results} changed after it was pulled"
+                f" (e.g. {shown_names(changed, 1)}): a job may still be writing; stop it, then rerun"
+            )
+        return f"could not remove everything: {last_line(applied.stderr, applied.exit_code)}"

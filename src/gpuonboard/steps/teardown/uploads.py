@@ -1,0 +1,216 @@
+"""What gpuonboard's dataset uploads left on a host: the probe of the data dir and of the uploads
+`sync` recorded there (uploadlock.UPLOADS_RECORD), and the pure classification of each entry as
+an upload's (removed by `teardown_files`) or the user's (left, and said)."""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gpuonboard import sh, shell
+from gpuonboard.steps.teardown.common import shown_names
+from gpuonboard.transfer import uploadlock
+
+# the data dir's entries that gpuonboard's dataset upload made (sync reserves these names)
+COPY_MARK = ".gpuonboard-copy"  # in a plaintext copy that a decryption or unpack marked
+
+
+STORE_SUFFIXES = (".encrypted", ".shards")  # <name>.encrypted (ciphertexts), <name>.shards
+
+
+LEASE_SUFFIX = ".gpuonboard-upload"  # .<name>.gpuonboard-upload: an upload's lease
+
+
+LEASE_IN_COPY = uploadlock.LEASE_IN_COPY  # <name>/.gpuonboard-upload: one kept inside the copy
+
+
+UNPACK_INFIX = ".gpuonboard-unpack-"  # .<name>.gpuonboard-unpack-*: an interrupted unpack's dir
+
+
+FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor said
+
+
+# sh, with `$d` set: the listing of the dir $d (sh/teardown_uploads_listing.sh, its names set
+# before it) that uploads_probe_command and recorded_probe_command print
+_LISTING = (
+    f"mark={shell.quote(COPY_MARK)}; lease={shell.quote(LEASE_SUFFIX)};"
+    f" inlease={shell.quote(LEASE_IN_COPY)}\n" + sh.load("teardown_uploads_listing")
+)
+
+
+def uploads_probe_command(data_dir: str) -> str:
+    """sh: the data dir resolved (`dir PATH`), this login's uid (`uid N`), then each entry in it
+    as `KIND MARK UID NAME`, every record NUL-terminated (a name may hold a line break). KIND: d
+    (dir), l (symlink), f (other); MARK of a dir: c (holds a .gpuonboard-copy file: its first
+    line follows as a record `mark LINE`), s (holds manifest.json), u (and manifest.unpacked.json:
+    a shard store a tree was unpacked from), i (a `*.shards` dir an interrupted upload left: no
+    manifest, an `.incoming-N`, nothing but a store's own names), else -; a record `age` follows
+    a `*.shards` dir holding age ciphertexts. `none` when the data dir is not a directory."""
+    return f"d={shell.quote(data_dir)}; {_LISTING}"
+
+
+def recorded_probe_command() -> str:
+    """sh: the uploads `sync` recorded on the host (uploadlock.UPLOADS_RECORD): `none` when there
+    is no record, else `record`, then `rec PATH` per recorded path, then per dir holding any of them
+    `section DIR` and uploads_probe_command's listing of DIR; every record NUL-terminated."""
+    paths = (
+        "tr '\\0' '\\n' < \"$r\" | while IFS= read -r x; do"
+        " case $x in /?*) printf '%s\\n' \"$x\" ;; esac; done"
+    )
+    return (
+        f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
+        "printf 'record\\0'; "
+        f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
+        # (each path's dir by expansion, not a `dirname` per path: thousands of recorded uploads)
+        f"{paths} | while IFS= read -r x; do x=${{x%/*}}; printf '%s\\n' \"${{x:-/}}\"; done | sort -u | "
+        f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {_LISTING} ); done; true"
+    )
+
+
+def parse_recorded(output: str) -> tuple[dict[str, set[str]], dict[str, str]] | None:
+    """Pure: recorded_probe_command's output -> ({dir: names recorded in it}, {dir: its
+    listing, for classify_uploads}); None when the host holds no record."""
+    records = output.split("\0")
+    if records[0] != "record":  # (`none`: no record; nothing: the probe did not run)
+        return None
+    names: dict[str, set[str]] = {}
+    listings: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for rec in records:
+        if rec.startswith("rec ") and current is None:
+            parent, name = posixpath.split(rec[4:])
+            if name:
+                names.setdefault(parent, set()).add(name)
+        elif rec.startswith("section "):
+            current = listings.setdefault(rec[8:], [])
+        elif current is not None:
+            current.append(rec)
+    return names, {d: "\0".join(r) for d, r in listings.items()}
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """What the data dir holds: the entries gpuonboard's upload made (`ours`, removed) and the
+    rest (`others`, left on the host and said), as names in `root` (resolved on the host)."""
+
+    root: str
+    ours: tuple[str, ...]
+    others: tuple[str, ...]
+    # the stores of age ciphertexts (`X.encrypted`, encrypted `X.shards`), ours or not: their
+    # plaintext may have been decrypted outside the data dir (`sync --decrypt-to`)
+    ciphertexts: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+    # upload leases refreshed less than uploadlock.STALE_S ago: an upload runs there now
+    live_leases: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: str
+    mark: str
+    owner: str
+    name: str
+    mark_text: str = ""
+    age: bool = False
+    lease_age: int | None = None  # seconds since an upload lease was refreshed
+
+
+def _upload_entries(records: Sequence[str]) -> list[_Entry]:
+    """The probe's entry records (a `mark` record belongs to the entry before it)."""
+    entries: list[_Entry] = []
+    for rec in records:
+        if rec.startswith("mark ") and entries and entries[-1].mark == "c":
+            entries[-1] = dataclasses.replace(entries[-1], mark_text=rec[5:])
+            continue
+        if rec == "age" and entries:
+            entries[-1] = dataclasses.replace(entries[-1], age=True)
+            continue
+        # (ASCII digits only: str.isdecimal() passes `²` and a lstrip passes `--5`, which int() refuses)
+        if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
+            entries[-1] = dataclasses.replace(entries[-1], lease_age=int(rec[6:]))
+            continue
+        kind, mark, owner, name = (rec.split(" ", 3) + ["", "", ""])[:4]
+        if name and kind in ("d", "l", "f"):
+            entries.append(_Entry(kind, mark, owner, name))
+    return entries
+
+
+def classify_uploads(
+    output: str,
+    dataset_name: str = "",
+    skip: Iterable[str] = (),
+    recorded: Mapping[str, Iterable[str]] | None = None,
+    only_recorded: bool = False,
+) -> Uploads | None:
+    """Pure: uploads_probe_command's output -> Uploads (None when the data dir is not there).
+
+    Ours, each on evidence of its own and only when this login owns it (another user cannot
+    make an entry this login owns): the configured dataset's copy `N` and its stores
+    `N.encrypted`, `N.shards`; a dir whose .gpuonboard-copy mark names that very dir (a `cp -a`
+    of a copy carries a mark naming the original), with its stores; a shard store (`X.shards`
+    holding its manifest.json), and the tree `X` beside one a tree was unpacked from (its
+    manifest.unpacked.json); leases (`.X.gpuonboard-upload`) and interrupted unpack dirs. Never
+    a symlink (its target is not ours to judge), nor a sibling on a store's word alone (a tree
+    beside a store nothing was unpacked from stays, named). `skip`: names removed by another
+    path. `recorded`: names `sync` recorded as its copies, by dir (see parse_recorded): each is
+    a copy as the configured dataset's is. `only_recorded`: a dir that is not the data dir (one
+    holding a recorded upload: /dev/shm, a --dest under the home dir): a shard store, and a tree
+    beside one, count only as a recorded copy's (the user's own `ckpt.shards/manifest.json`
+    there is no upload's)."""
+    records = output.split("\0")
+    if len(records) < 2 or not records[0].startswith("dir ") or not records[1].startswith("uid "):
+        return None
+    root, uid = records[0][4:], records[1][4:]
+    entries = [e for e in _upload_entries(records[2:]) if e.name not in FS_ENTRIES and e.name not in skip]
+    here = root.rstrip("/")
+    stems = {dataset_name} if dataset_name else set()
+    stems |= set((recorded or {}).get(root.rstrip("/") or "/", ()))
+    stems |= {
+        e.name for e in entries if e.kind == "d" and e.mark == "c" and e.mark_text == f"{here}/{e.name}"
+    }
+    family = {stem + suffix for stem in stems for suffix in ("", *STORE_SUFFIXES)}
+    stores = {
+        e.name: e
+        for e in entries
+        if e.kind == "d" and e.mark in ("s", "u", "i") and e.name.endswith(".shards")
+    }
+    unpacked = {n[: -len(".shards")] for n, e in stores.items() if e.mark == "u" and e.owner == uid}
+
+    def ours(e: _Entry) -> bool:
+        if e.owner != uid:
+            return False
+        if e.kind == "f":
+            return e.name.startswith(".") and e.name.endswith(LEASE_SUFFIX)
+        if e.kind != "d":
+            return False
+        return (
+            e.name in family
+            or (not only_recorded and (e.name in stores or e.name in unpacked))
+            or (e.name.startswith(".") and UNPACK_INFIX in e.name)
+        )
+
+    mine = tuple(sorted(e.name for e in entries if ours(e)))
+    rest = tuple(sorted(e.name for e in entries if e.name not in mine))
+    sealed = tuple(
+        sorted(e.name for e in entries if e.kind == "d" and (e.age or e.name.endswith(".encrypted")))
+    )
+    from gpuonboard.transfer.uploadlock import STALE_S
+
+    live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
+    return Uploads(root, mine, rest, sealed, live)
+
+
+def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:
+    """Pure: what the message says of the plaintext of encrypted uploads, which `sync
+    --decrypt-to DIR` put in DIR/<name> outside the data dir, where teardown cannot find it."""
+    if not ciphertexts:
+        return ""
+    held = shown_names([f"{data_dir}/{c}" for c in ciphertexts])
+    return (
+        f"; the data dir held age ciphertexts ({held}): plaintext"
+        " that `sync --decrypt-on-host --decrypt-to DIR` put in DIR/<name> is not looked for and stays"
+        " on the host unless vars.decrypted_dir names it: delete it there yourself (e.g. rm -rf"
+        " /dev/shm/<name>)"
+    )
