@@ -27,7 +27,7 @@ lint: bootstrap
 	$(VENV)/bin/ruff check src tests tasks.py bench
 	$(VENV)/bin/ruff format --check src tests tasks.py bench
 	$(VENV)/bin/mypy
-	# the scripts run on hosts (src/gpuonboard/sh/; the rendered autostop script: tests/unit/test_sh_scripts.py)
+	# the scripts run on hosts (src/gpuonboard/sh/; the rendered autostop script: tests/unit/sh/test_sh.py)
 	shellcheck src/gpuonboard/sh/*.sh
 	# the layering rules of docs/architecture.md: contracts in pyproject.toml [tool.importlinter]
 	$(VENV)/bin/lint-imports

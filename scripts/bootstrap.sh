@@ -22,7 +22,7 @@ if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
   command -v age >/dev/null 2>&1 || need_pkgs+=(age)
   # the network step's iperf3 test between two test hosts (tests/integration/test_prove_network.py)
   command -v iperf3 >/dev/null 2>&1 || need_pkgs+=(iperf3)
-  # the HTML report's headless-browser test (tests/unit/test_report_browser.py), and CJK
+  # the HTML report's headless-browser test (tests/unit/report/test_render_browser.py), and CJK
   # fonts so the --lang zh screenshot is legible
   command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
   [ -d /usr/share/fonts/opentype/noto ] || need_pkgs+=(fonts-noto-cjk)

@@ -58,8 +58,8 @@ PROFILES = {
     "net1": None,  # test_prove_network.py: gpu_benchmark on the CPU, network (RTT, upload, iperf3)
     "net2": None,
     "slow": None,  # test_provision.py: a probe that hangs, for Ctrl-C
-    "blocked": "h200-policy-blocked",  # test_truth_evidence.py: -q -x and -q refused by policy
-    "cutprobe": "h100-8x-cut-probe",  # test_truth_evidence.py: -q cut off mid-record
+    "blocked": "h200-policy-blocked",  # test_provision.py: -q -x and -q refused by policy
+    "cutprobe": "h100-8x-cut-probe",  # test_provision.py: -q cut off mid-record
 }
 
 

@@ -1,10 +1,15 @@
-"""Unit tests share this machine with the integration tests of another xdist worker: each
+"""Shared setup of the unit tests.
+
+Unit tests share this machine with the integration tests of another xdist worker: each
 holds the machine's turn shared, so that an integration test marked `alone` (one that reads
-every process's name, where a unit test's fake `cron` would show) runs while none does."""
+every process's name, where a unit test's fake `cron` would show) runs while none does.
+
+No unit test reads the developer's ~/.ssh/config: results must not depend on the machine."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,3 +20,9 @@ from gpuonboard.testing.turns import machine_turn
 def _machine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
     with machine_turn(alone=request.node.get_closest_marker("alone") is not None):
         yield
+
+
+@pytest.fixture(autouse=True)
+def no_user_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Never read the developer's ~/.ssh/config: results must not depend on the machine."""
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "no-such-ssh-config"))

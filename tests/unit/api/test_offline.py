@@ -1,0 +1,400 @@
+"""`gpuonboard facts`: saved outputs judged offline, through the real CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import api
+from gpuonboard.api import offline
+from gpuonboard.api.offline import detect_kind
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import Host
+from gpuonboard.results import HostResult, conclude
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [(p.name, None) for p in sorted(REAL.iterdir()) if p.name != "SOURCES.md"],
+)
+def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
+    text = (REAL / name).read_text()
+    expected = {
+        # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
+        "nvidia-smi-topo": "nvidia_topo",
+        "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
+        "nvidia-smi-nvlink": "nvidia_nvlink",
+        "nvidia-smi-L__": "nvidia_smi_list",
+        "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
+        "nvidia-smi": "nvidia_smi",
+        "lscpu": "lscpu",
+        "free": "free",
+        "df-h": "df",
+        "df-P-B1": "df",
+        "lsblk": "lsblk",
+        "nvcc": "nvcc",
+        "nproc": None,  # a bare number; only the test-host profiles replay it
+        "docker-info": "docker_info",
+        "iperf3": "iperf3",
+        "ibv_devinfo": "rdma_ports",
+        "ib-sysfs": "rdma_ports",
+        "dmesg": "kernel_log",
+    }
+    want = next(v for k, v in expected.items() if name.startswith(k))
+    assert detect_kind(text) == want
+
+
+def test_vendor_outputs_dir_judged_against_an_order(tmp_path: Path) -> None:
+    outputs = tmp_path / "from-vendor"
+    outputs.mkdir()
+    shutil.copy(DERIVED / "nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml", outputs / "smi.xml")
+    shutil.copy(REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt", outputs / "topo.txt")
+    shutil.copy(REAL / "free__ubuntu-18.04-vm.txt", outputs / "free.txt")
+    order = tmp_path / "order.yml"
+    order.write_text("order:\n  gpu_model: A100 80GB SXM\n  gpu_count: 8\n  ram: 512GB\n")
+    r = cli(tmp_path, str(outputs), "--order", str(order), "--json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    rules = {x["name"]: x for x in doc["rules"]}
+    assert rules["gpu_count"]["actual"] == "4" and rules["gpu_count"]["verdict"] == "fail"
+    assert rules["ram"]["verdict"] == "fail" and rules["gpu_model"]["verdict"] == "pass"
+    assert doc["facts"]["summary"]["gpu_count"] == 4
+    assert doc["facts"]["gpu"]["gpus"][0]["name"] == "NVIDIA A100-SXM4-80GB"
+    assert doc["facts"]["topology"]["gpus"][:2] == ["GPU0", "GPU1"]
+
+
+def test_health_rules_without_an_order_and_table_output(tmp_path: Path) -> None:
+    src = REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+    r = cli(tmp_path, str(src))
+    assert r.returncode == 1
+    assert "memory_repair" in r.stdout and "FAIL" in r.stdout
+
+
+def test_unrecognised_or_missing_files_are_one_sentence(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello from the vendor\n")
+    r = cli(tmp_path, str(junk))
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"error: {junk}: not a recognised command output")
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = cli(tmp_path, str(tmp_path / "nope.xml"))
+    assert r.returncode == 2
+    assert (
+        r.stderr.strip()
+        == f"error: {tmp_path / 'nope.xml'}: cannot read this file (No such file or directory)."
+    )
+    r = cli(tmp_path)  # Invoke's own parser answers a missing positional argument
+    assert r.returncode != 0 and "did not receive required positional arguments: 'paths'" in r.stderr
+
+
+def test_saved_free_b_is_read_as_bytes(tmp_path: Path) -> None:
+    """`free -b` saved for `gpuonboard facts`: by its name, or by a total no box has in KiB."""
+    from gpuonboard.facts.memory import free_as_kib, free_unit, parse_free
+
+    text = (REAL / "free-b__h200-vm.txt").read_text()
+    assert free_unit("free-b__h200-vm.txt", text) == 1 == free_unit("out.txt", text)
+    small = (REAL / "free__ubuntu-18.04-vm.txt").read_text()
+    assert free_unit("free.txt", small) == 1024 and free_unit("free -b.txt", small) == 1
+    kib = parse_free(free_as_kib("out.txt", text))
+    assert (kib.total_bytes, kib.available_bytes, kib.swap_total_bytes) == (135148564480, 134617243648, 0)
+    outputs = tmp_path / "saved"
+    outputs.mkdir()
+    shutil.copy(REAL / "free-b__h200-vm.txt", outputs / "mem.txt")
+    r = cli(tmp_path, str(outputs), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["facts"]["summary"]["ram_bytes"] == 135148564480
+
+
+def test_saved_free_m_is_converted(tmp_path: Path) -> None:
+    """`free -m` saved for `gpuonboard facts`: read in MiB (it was refused), named or not."""
+    kib = (DERIVED / "free-k__h200-vm__derived.txt").read_text()
+    import re
+
+    mib = re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // 1024), kib)  # free -m of it
+    for name in ("free -m.txt", "mem.txt"):
+        outputs = tmp_path / name.replace(" ", "_")
+        outputs.mkdir()
+        (outputs / name).write_text(mib)
+        r = cli(tmp_path, str(outputs / name), "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        total = json.loads(r.stdout)["facts"]["memory"]["total_bytes"]
+        assert abs(total - 135148564480) < 2**20, total
+
+
+# `gpuonboard facts` on a run's own evidence, `reports/<run>/raw/<host>/`: it is recognised by
+# the run's summary.json (whose `raw` records name the files in that folder), each file is read
+# as the probe the run recorded (with its exit code), and a probe offline judging does not read
+# is skipped with one note; the same files in a user's own folder keep today's error. Runs are
+# written by the real api.write_reports from real captured outputs.
+
+RUN = "20261201-000000-aaaa"
+CONTAINER_PROBE = "container:5c59f674b1"  # a probe name that becomes a hashed file name
+
+
+def _outputs() -> dict[str, ProbeOutput]:
+    def real(name: str) -> str:
+        return (REAL / name).read_text()
+
+    return {
+        "nvidia_smi": ProbeOutput(real("nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"), "", 0),
+        "lscpu": ProbeOutput(real("lscpu__intel-xeon-16vcpu__h200-vm.txt"), "", 0),
+        "free": ProbeOutput(real("free__ubuntu-18.04-vm.txt"), "", 0),  # the probe runs `free -k`
+        "nproc": ProbeOutput(real("nproc__h200-vm.txt"), "", 0),
+        "nvidia_topo": ProbeOutput("", "", 127),  # recorded, failed: not judged as a topology
+        CONTAINER_PROBE: ProbeOutput("sha256:0123abcd\n", "", 0),
+    }
+
+
+def _write_run(reports: Path, host: str = "gpu-1") -> Path:
+    """A run's reports as `check` writes them; the host's raw folder."""
+    meta = {
+        **dict.fromkeys(("playbook_path", "inventory", "started", "finished"), "-"),
+        **{"run_id": RUN, "playbook": "acceptance", "check_mode": False, "duration": 1.0, "exit_code": 0},
+    }
+    outputs = _outputs()
+    facts = dataclasses.replace(parse_facts(outputs), raw=outputs)  # (only these probes' files)
+    result = HostResult(Host(name=host, address="10.0.0.1"), "ok", "1 ok", facts=facts)
+    out = api.write_reports(conclude([result]), meta, reports, RUN)
+    (folder,) = (out / "raw").iterdir()
+    return folder
+
+
+def test_a_runs_raw_folder_is_recognised_by_its_summary(tmp_path: Path) -> None:
+    folder = _write_run(tmp_path / "reports")
+    manifest = offline.raw_dir_manifest(folder)
+    assert manifest is not None
+    assert {probe for probe, _code in manifest.values()} == set(_outputs())
+    assert manifest["nvidia_smi.txt"] == ("nvidia_smi", 0)
+    assert manifest["nvidia_topo.txt"] == ("nvidia_topo", 127)
+    assert sorted(manifest) == sorted(f.name for f in folder.iterdir())
+    # through the `latest` link, as a user types it
+    assert offline.raw_dir_manifest(tmp_path / "reports" / "latest" / "raw" / folder.name) == manifest
+
+    # the same files in a user's own folder, or under a `raw/` with no run of ours beside it
+    own = tmp_path / "vendor" / "raw" / folder.name
+    shutil.copytree(folder, own)
+    assert offline.raw_dir_manifest(own) is None
+    (own.parent.parent / "summary.json").write_text(json.dumps({"schema": "other/1", "hosts": []}))
+    assert offline.raw_dir_manifest(own) is None
+    (own.parent.parent / "summary.json").write_text("{not json")
+    assert offline.raw_dir_manifest(own) is None
+    # another host's folder of the same run is not this one's
+    other = folder.parent / "gpu-2"
+    other.mkdir()
+    assert offline.raw_dir_manifest(other) is None
+
+
+def test_a_runs_raw_folder_is_judged_and_an_unread_probe_skipped_with_one_note(tmp_path: Path) -> None:
+    folder = _write_run(tmp_path / "reports")
+    notes: list[str] = []
+    raw = offline.load_outputs([str(folder)], notes)
+    assert sorted(raw) == ["free", "lscpu", "nproc", "nvidia_smi", "nvidia_topo"]
+    assert raw["nvidia_topo"].exit_code == 127  # as the live run read it: failed, not empty text
+    assert notes == [
+        f"{folder}: 1 saved output of this gpuonboard run skipped, offline judging does not read it"
+        f" ({CONTAINER_PROBE})."
+    ]
+    facts = parse_facts(raw)
+    assert facts.gpu is not None and len(facts.gpu.gpus) == 1
+    assert facts.nproc == 16 and facts.topology is None
+
+
+def test_the_same_files_in_a_users_folder_keep_the_error(tmp_path: Path) -> None:
+    folder = _write_run(tmp_path / "reports")
+    own = tmp_path / "from-vendor"
+    shutil.copytree(folder, own)
+    odd = sorted(f.name for f in own.iterdir())[0]  # the container probe's hashed name sorts first
+    assert odd.startswith("container_")
+    with pytest.raises(UsageError, match=rf"^{own / odd}: not a recognised command output"):
+        offline.load_outputs([str(own)])
+
+
+def test_a_run_folder_or_its_raw_folder_names_the_host_folder_to_give(tmp_path: Path) -> None:
+    folder = _write_run(tmp_path / "reports")
+    run = tmp_path / "reports" / RUN
+    for given, example in ((run, run / "raw" / "gpu-1"), (run / "raw", run / "raw" / "gpu-1")):
+        with pytest.raises(UsageError) as err:
+            offline.load_outputs([str(given)])
+        assert str(err.value) == (
+            f"{given}: this is a gpuonboard run's folder, not one box's saved outputs; give one host's"
+            f" folder of it (its hosts: gpu-1), e.g. {example}/"
+        )
+    assert folder == run / "raw" / "gpu-1"
+
+
+# `gpuonboard facts`: empty folders, damaged or failed outputs, and outputs it recognised but
+# did not show, judged through the real CLI on real captured outputs.
+
+H200_XML = REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+
+
+def test_an_empty_folder_is_a_usage_error_not_a_pass(tmp_path: Path) -> None:
+    """A folder with nothing in it judged nothing and exited 0 with an empty table."""
+    folder = tmp_path / "from-vendor"
+    folder.mkdir()
+    (folder / ".DS_Store").write_text("x")  # hidden files are left out, as before
+    r = cli(tmp_path, str(folder))
+    assert r.returncode == 2, r.stdout
+    assert (
+        r.stderr.strip() == f"error: {folder}: no saved command output in this directory (it holds no files)."
+    )
+
+
+def test_a_cut_short_nvidia_smi_xml_names_the_file_exit_2(tmp_path: Path) -> None:
+    """A truncated `nvidia-smi -q -x` (a mail client cut it) passed: exit 0, gpu_count 0, a
+    warning line; it is a bad file, not a box without GPUs."""
+    cut = tmp_path / "smi.xml"
+    cut.write_bytes(H200_XML.read_bytes()[:3000])
+    r = cli(tmp_path, str(cut))
+    assert r.returncode == 2, r.stdout
+    # cut mid-record: named an incomplete probe (not "XML not parseable"), still a bad file
+    assert r.stderr.strip() == (
+        f"error: {cut}: this nvidia-smi XML cannot be read (the nvidia-smi -q -x output ends before"
+        " </nvidia_smi_log> (mid-record): incomplete probe, rerun); the file is cut short or damaged:"
+        " save `nvidia-smi -q -x` again."
+    )
+
+
+def test_nvidia_smi_that_failed_fails_without_an_order(tmp_path: Path) -> None:
+    """What nvidia-smi prints on a box whose driver does not load passed with exit 0 when no order
+    was given (`invoke facts vendor-outputs/`, the README's first example)."""
+    failed = tmp_path / "nvidia-smi.txt"
+    failed.write_text(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
+        " the latest NVIDIA driver is installed and running.\n\n"
+    )
+    r = cli(tmp_path, str(failed), "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rule = {c["name"]: c for c in json.loads(r.stdout)["rules"]}["nvidia_driver"]
+    assert rule["verdict"] == "fail"
+    # the driver's own words, not "answered but listed no GPU"
+    assert rule["actual"].startswith("nvidia-smi failed (NVIDIA-SMI has failed because it couldn't"), rule
+    # a good output gets the same rule, passing
+    ok = cli(tmp_path, str(H200_XML), "--json")
+    assert ok.returncode == 0, ok.stderr
+    rule = {c["name"]: c for c in json.loads(ok.stdout)["rules"]}["nvidia_driver"]
+    assert (rule["verdict"], rule["actual"]) == ("pass", "driver 580.159.04, CUDA 13.0")
+
+
+def test_nvcc_is_shown_and_gpu_count_unknown_without_nvidia_smi(tmp_path: Path) -> None:
+    """A saved `nvcc --version` was recognised and then shown nowhere; without an nvidia-smi
+    output the table said `gpu_count 0`, as if the box had no GPU."""
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    shutil.copy(REAL / "nvcc-version__cuda-11.4__jetson-agx-xavier-aarch64.txt", folder / "nvcc.txt")
+    shutil.copy(REAL / "free-b__h200-vm.txt", folder / "free-b.txt")
+    r = cli(tmp_path, str(folder), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)["facts"]["summary"]
+    assert summary["cuda_toolkit"] == "11.4.239"
+    assert summary["gpu_count"] is None
+    table = cli(tmp_path, str(folder))
+    assert table.returncode == 0, table.stderr
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in table.stdout.splitlines()
+        if "│" in line
+    }
+    assert rows["cuda_toolkit"] == "11.4.239" and rows["gpu_count"] == "-"
+
+
+def test_two_outputs_of_one_command_name_both_files(tmp_path: Path) -> None:
+    """Two outputs of one nvidia-smi format (two -q -x files) cannot both be the box's: refused,
+    both named."""
+    other = REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml"
+    r = cli(tmp_path, f"{H200_XML},{other}")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"error: {other}: a second nvidia_smi output (the first is {H200_XML}); pass one file per command."
+    )
+
+
+def test_two_nvidia_smi_formats_of_one_box_are_merged(tmp_path: Path) -> None:
+    """-q -x and the plain table of one box answer together, merged as the live probe's formats:
+    every field from the XML (the richer format), both formats named in the source."""
+    table = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+    r = cli(tmp_path, f"{H200_XML},{table}", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    gpu = out["facts"]["gpu"]
+    assert (gpu["source"], gpu["complete"]) == ("xml+table", True)
+    assert [(g["name"], g["provenance"]) for g in gpu["gpus"]] == [("NVIDIA H200", [])]
+    rules = {c["name"]: c for c in out["rules"]}
+    assert (rules["nvidia_driver"]["verdict"], rules["nvidia_driver"]["actual"]) == (
+        "pass",
+        "driver 580.159.04, CUDA 13.0",
+    )
+
+
+def test_a_huge_file_in_the_folder_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    shutil.copy(H200_XML, folder / "smi.xml")
+    with (folder / "dataset.tar").open("wb") as f:
+        f.truncate(40 * 2**20)  # sparse: 40 MiB of zeros
+    r = cli(tmp_path, str(folder))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"error: {folder / 'dataset.tar'}: larger than 32 MiB, not a saved command output;"
+        " leave it out of the files to judge."
+    )
+
+
+def test_a_glob_skips_subfolders_as_a_folder_does(tmp_path: Path) -> None:
+    folder = tmp_path / "saved"
+    (folder / "old").mkdir(parents=True)
+    shutil.copy(H200_XML, folder / "smi.xml")
+    r = cli(tmp_path, "saved/*", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["facts"]["summary"]["gpu_count"] == 1
+
+
+def test_facts_json_to_a_reader_that_left_exits_141_quietly(tmp_path: Path) -> None:
+    """`facts X --json | head -1` said 'internal error (BrokenPipeError ...)' and exited 70."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from gpuonboard.cli import main; main()",
+                "facts",
+                str(H200_XML),
+                "--json",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr.decode()) == (141, "")
+
+
+def test_a_saved_nproc_is_read_by_its_file_name(tmp_path: Path) -> None:
+    """`nproc` (what the live probe reads for the cores the login may use) prints a bare number:
+    a file named nproc* is that; it made the whole directory an input error."""
+    (tmp_path / "nproc.txt").write_text("12\n")
+    r = cli(tmp_path, str(tmp_path / "nproc.txt"), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    assert json.loads(r.stdout)["facts"]["nproc"] == 12
+    (tmp_path / "count.txt").write_text("12\n")  # (a bare number under another name: no telling)
+    assert cli(tmp_path, str(tmp_path / "count.txt")).returncode == 2

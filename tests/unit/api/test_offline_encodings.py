@@ -1,0 +1,98 @@
+"""`gpuonboard facts`: outputs saved on Windows (a UTF-8 byte-order mark from Notepad, UTF-16
+from PowerShell's `>`, CRLF line ends) or copied from a terminal with the prompt line still in
+them are judged as the same output saved plainly, through the real CLI on real captures."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+XML = "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+SAVED = [
+    XML,
+    "nvidia-smi-query-gpu__h200__1gpu__driver580.159.04.csv",
+    "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt",
+    "nvidia-smi-q__a10__1gpu__driver535.129.03.txt",
+    "lscpu__intel-xeon-16vcpu__h200-vm.txt",
+    "lscpu-J__intel-xeon-16vcpu__h200-vm.json",
+    "free__ubuntu-18.04-vm.txt",
+    "free-b__h200-vm.txt",
+    "df-P-B1__h200-vm.txt",
+    "lsblk-J-b__h200-vm.json",
+    "nproc__h200-vm.txt",
+]
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", *args, "--json"]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def judged(tmp_path: Path, name: str, data: bytes) -> tuple[int, dict[str, object], list[tuple[str, str]]]:
+    """(exit code, facts summary, (rule, verdict)s) of one saved file, under the fixture's name
+    (a `free` file's unit and `nproc` come from it)."""
+    folder = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / name).write_bytes(data)
+    r = cli(tmp_path, str(folder / name))
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    return r.returncode, doc["facts"]["summary"], [(c["name"], c["verdict"]) for c in doc["rules"]]
+
+
+def crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+VARIANTS = {
+    "utf8-bom": lambda d: codecs.BOM_UTF8 + d,
+    "utf8-bom-crlf": lambda d: codecs.BOM_UTF8 + crlf(d),
+    "powershell-utf16": lambda d: codecs.BOM_UTF16_LE + crlf(d).decode().encode("utf-16-le"),
+    "prompt-and-command": lambda d: b"[root@gpu-01 ~]# sudo nvidia-smi -q -x\n" + d,
+    "ssh-prompt-and-next-prompt": lambda d: b"me@laptop:~$ ssh root@gpu-01 lscpu\n" + d + b"me@laptop:~$ \n",
+    "windows-prompt-crlf": lambda d: crlf(
+        b"PS C:\\Users\\me> ssh root@gpu-01 free -b\n" + d + b"PS C:\\Users\\me>"
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("name", SAVED)
+def test_a_saved_output_reads_the_same_however_it_was_saved(tmp_path: Path, name: str, variant: str) -> None:
+    """Before: with a byte-order mark `lscpu`, `df`, `lsblk -J` and an nvidia-smi CSV were `not a
+    recognised command output`, an nvidia-smi XML or CSV was a box whose driver failed (exit 1),
+    and `free` was misread by 100x (a 2 GB VM read as 237 GiB); with a prompt line the same."""
+    data = (REAL / name).read_bytes()
+    assert judged(tmp_path, name, VARIANTS[variant](data)) == judged(tmp_path, name, data)
+
+
+def test_a_bom_xml_is_the_box_it_describes_not_a_failed_driver(tmp_path: Path) -> None:
+    code, summary, rules = judged(tmp_path, "smi.xml", codecs.BOM_UTF8 + (REAL / XML).read_bytes())
+    assert code == 0
+    assert (summary["gpu_count"], summary["driver_version"]) == (1, "580.159.04")
+    assert ("nvidia_driver", "pass") in rules
+
+
+def test_a_bom_free_is_not_misread(tmp_path: Path) -> None:
+    data = (REAL / "free__ubuntu-18.04-vm.txt").read_bytes()
+    _, summary, _ = judged(tmp_path, "free.txt", codecs.BOM_UTF8 + data)
+    assert summary["ram_bytes"] == 2017300 * 1024  # `Mem: 2017300` KiB, a 2 GB VM
+
+
+def test_output_lines_that_look_like_prompts_are_kept() -> None:
+    """Only a prompt line is dropped: the output's own first and last lines stay, a prompt glued
+    to a last line without its newline included."""
+    from gpuonboard.api.offline import strip_prompt
+
+    xml = (REAL / XML).read_text()
+    assert strip_prompt(xml) == xml
+    glued = xml.rstrip("\n") + "root@gpu-01:~# "
+    assert strip_prompt(glued) == glued  # (the XML's last line is not a prompt)
+    df = "Filesystem     1B-blocks  Used Available Use% Mounted on\n/dev/vda1 100 50 50 50% /\n"
+    assert strip_prompt(df) == df

@@ -1,0 +1,71 @@
+"""`gpuonboard facts` recognises the fabric outputs (real captures) and judges them."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.offline import FABRIC_KINDS, RAW_DIR_PROBES, detect_kind
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt", "kernel_log"),
+        ("dmesg-decode-iso__xid-13-43__plus-oom.txt", "kernel_log"),
+        ("dmesg__xid-79-sxid-20034__nvswitch.txt", "kernel_log"),
+        ("nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt", "nvidia_nvlink"),
+        ("nvidia-smi-nvlink-s__l40s__no-nvlink__driver595.80.txt", "nvidia_nvlink"),
+        ("nvidia-smi-nvlink-s__h100-mig__not-supported__driver590.48.01.txt", "nvidia_nvlink"),
+        ("nvidia-smi-L__h100-80gb-hbm3-mig__1gpu-4mig__driver590.48.01.txt", "nvidia_smi_list"),
+        ("nvidia-smi-L__l40s__1gpu__driver595.80.txt", "nvidia_smi_list"),
+        ("ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt", "rdma_ports"),
+        ("ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt", "rdma_ports"),
+        ("docker-info__docker-28.0.0-rc.1__nvidia-runtime.txt", "docker_info"),
+        ("iperf3-J__tcp-1stream-10s-omit3__iperf3.9.json", "iperf3"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "nvidia_smi"),
+        ("lscpu__intel-xeon-16vcpu__h200-vm.txt", "lscpu"),
+    ],
+)
+def test_kinds(name: str, kind: str) -> None:
+    assert detect_kind((REAL / name).read_text()) == kind
+
+
+def test_fabric_kinds_are_read_from_a_run_folder() -> None:
+    assert set(FABRIC_KINDS) <= RAW_DIR_PROBES
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_dmesg_with_xid_79_fails_offline() -> None:
+    r = cli("--json", str(REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt"))
+    assert r.returncode == 1, r.stderr
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["gpu_xid"]["verdict"] == "fail" and rules["nvswitch_sxid"]["verdict"] == "fail"
+
+
+def test_nvlink_and_rdma_with_order(tmp_path: Path) -> None:
+    order = tmp_path / "order.yml"
+    order.write_text('order:\n  rdma: "8x400G"\n')
+    r = cli(
+        "--json",
+        "--order",
+        str(order),
+        f"{REAL / 'nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt'},"
+        f"{REAL / 'ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt'}",
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["nvlink_links"]["verdict"] == "pass" and rules["rdma_ports"]["verdict"] == "pass"
+
+
+def test_docker_info_is_shown_not_judged() -> None:
+    r = cli(str(REAL / "docker-info__docker-28.0.0-rc.1__nvidia-runtime.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "docker info output read and shown, not judged." in r.stderr

@@ -1,0 +1,157 @@
+"""Our known_hosts reader keeps paramiko's HostKeys answers (issue 28: it holds paramiko's public
+HostKeyEntry in a list of its own instead of appending to HostKeys' private entry list): for
+every name, the same key per type (the first line of a type wins, a repeated line is dropped,
+hashed names match), before and after a key is recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import paramiko
+import pytest
+from rich.console import Console
+
+from gpuonboard.connection import HostKeyPolicy, KnownHosts, fingerprint
+from gpuonboard.errors import HostKeyError, PlaybookError
+from gpuonboard.inventory import Host
+from gpuonboard.report.terminal import print_results
+from gpuonboard.results import HostResult, conclude
+from gpuonboard.runner.playbook import Playbook, StepSpec, instantiate
+from gpuonboard.steps.base import Check, StepResult
+
+
+@pytest.fixture(scope="module")
+def keys() -> dict[str, Any]:
+    return {
+        "ec1": paramiko.ECDSAKey.generate(),
+        "ec2": paramiko.ECDSAKey.generate(),
+        "rsa": paramiko.RSAKey.generate(1024),
+    }
+
+
+def _line(names: str, key: Any) -> str:
+    return f"{names} {key.get_name()} {key.get_base64()}"
+
+
+def _paramiko_view(path: Path, name: str) -> dict[str, bytes]:
+    """What paramiko's own HostKeys (public API) answers for `name`: key blob by type."""
+    found = paramiko.HostKeys(str(path)).lookup(name)
+    if found is None:
+        return {}
+    return {t: found[t].asbytes() for t in set(found.keys())}
+
+
+def _our_view(store: KnownHosts, name: str) -> dict[str, bytes]:
+    return {t: k.asbytes() for t, k in store.lookup(name).items()}
+
+
+NAMES = ["a.example", "b.example", "[c.example]:2222", "d.example", "e.example", "10.0.0.1"]
+
+
+def test_lookups_match_paramikos_hostkeys(tmp_path: Path, keys: dict[str, Any]) -> None:
+    hashed_d = paramiko.HostKeys.hash_host("d.example")
+    path = tmp_path / "known_hosts"
+    path.write_text(
+        "\n".join(
+            [
+                "# a comment",
+                _line("a.example", keys["ec1"]),
+                _line("a.example", keys["ec2"]),  # a second key of the type: the first wins
+                _line("b.example,[c.example]:2222", keys["rsa"]),
+                _line("a.example,b.example", keys["ec1"]),  # a.example's copy is dropped
+                _line(hashed_d, keys["ec2"]),
+                _line("d.example", keys["ec1"]),  # after the hashed line: it loses
+                "",
+            ]
+        )
+    )
+    store = KnownHosts(path)
+    for name in NAMES:
+        assert _our_view(store, name) == _paramiko_view(path, name), name
+    assert _our_view(store, "d.example") == {"ecdsa-sha2-nistp256": keys["ec2"].asbytes()}
+
+
+def test_a_recorded_key_is_found_at_once_and_by_the_next_run(tmp_path: Path, keys: dict[str, Any]) -> None:
+    path = tmp_path / "known_hosts"
+    path.write_text(_line("a.example", keys["ec1"]))  # no final newline: the store adds one
+    store = KnownHosts(path)
+    store.add("a.example", keys["rsa"])
+    store.add("[e.example]:2222", keys["ec2"])
+    again = KnownHosts(path)
+    for name in [*NAMES, "[e.example]:2222"]:
+        assert _our_view(store, name) == _our_view(again, name) == _paramiko_view(path, name), name
+    assert set(store.lookup("a.example")) == {"ecdsa-sha2-nistp256", "ssh-rsa"}
+
+
+# Regression tests for security and robustness fixes found in review.
+
+
+def test_a_key_of_another_type_for_a_known_host_is_refused(tmp_path: Path) -> None:
+    store = KnownHosts(tmp_path / "known_hosts")
+    ed = paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, "ed25519")))
+    ec = paramiko.ECDSAKey.generate()
+    store.add("[10.0.0.1]:2222", ed)
+    policy = HostKeyPolicy("gpu-1", None, KnownHosts(tmp_path / "known_hosts"), trust_new=True)
+    with pytest.raises(HostKeyError, match="DIFFERENT host key"):
+        policy.missing_host_key(None, "[10.0.0.1]:2222", ec)
+    # pinned to exactly that new key: accepted
+    pinned = HostKeyPolicy("gpu-1", fingerprint(ec), KnownHosts(tmp_path / "known_hosts"), trust_new=False)
+    pinned.missing_host_key(None, "[10.0.0.1]:2222", ec)
+
+
+def _keygen(tmp_path: Path, kind: str) -> Path:
+    import subprocess
+
+    key = tmp_path / f"id_{kind}"
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(key)], check=True)
+    return key
+
+
+def test_template_probes_are_never_rendered_from_host_values() -> None:
+    host = Host(name="g", address="10.0.0.1", vars={"f": "a; touch /tmp/pwn $(id)"})
+    spec = StepSpec(
+        "template", "t", {"src": "x.j2", "dest": "/tmp/x", "probes": {"p": "cat {{ vars.f }}"}}, 3
+    )
+    step = instantiate(Playbook(Path("p.yml"), "p", (spec,)), spec, host)
+    assert [p.command for p in step.probes()][1] == "cat {{ vars.f }}"
+
+
+def test_unquoted_mode_is_refused_before_connecting() -> None:
+    host = Host(name="g", address="10.0.0.1")
+    spec = StepSpec("template", "t", {"src": "x.j2", "dest": "/tmp/x", "mode": 420}, 7)
+    with pytest.raises(PlaybookError, match=r"line 7: step 't': argument 'mode' must be quoted"):
+        instantiate(Playbook(Path("p.yml"), "p", (spec,)), spec, host)
+
+
+def test_host_text_is_not_rich_markup() -> None:
+    host = Host(name="g[/x]", address="10.0.0.1")
+    check = Check("foreign_processes", "none", "GPU 0: pid 1 [/x] (10 MiB)", "fail", "[bold]advice")
+    result = HostResult(host, "failed", "step [/red]: x", [StepResult("gpu_health", "failed", "m", [check])])
+    con = Console(record=True, width=200)
+    print_results(conclude([result]), con)
+    text = con.export_text()
+    assert "pid 1 [/x]" in text and "[bold]advice" in text
+
+
+def test_an_early_upload_connection_needs_a_recorded_key_matching_the_pin(tmp_path: Path) -> None:
+    """The dataset step may open its OpenSSH master before our login only when that login's
+    check would pass anyway: the key is recorded, matches the pin if one is set, and no jump
+    host is involved (their keys are checked hop by hop by our login)."""
+    from gpuonboard.steps.base import Warm
+
+    store = KnownHosts(tmp_path / "known_hosts")
+    ed = paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, "ed25519")))
+
+    def warm(**kw: object) -> Warm:
+        host = Host(name="gpu-1", address="10.0.0.1", port=2222, **kw)  # type: ignore[arg-type]
+        return Warm(host, None, tmp_path, tmp_path / "known_hosts", False, store=store)
+
+    assert not warm().key_known()  # first contact: wait for our login
+    store.add("[10.0.0.1]:2222", ed)
+    assert warm().key_known()
+    assert warm(host_key=fingerprint(ed)).key_known()
+    assert not warm(host_key="SHA256:" + "A" * 43).key_known()  # the pin says another key
+    assert not warm(jump=("bastion",)).key_known()
+    no_store = Warm(Host(name="gpu-1", address="10.0.0.1", port=2222), None, tmp_path, None, False)
+    assert not no_store.key_known()

@@ -1,0 +1,114 @@
+"""lscpu parser against every real capture, plain and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuonboard.facts.cpu import CpuInfo, parse_lscpu
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+EPYC = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+GRACE = "lscpu__gh200-grace-neoverse-v2__aarch64.txt"
+# our own capture of a rented 1 x H200 VM (16 vCPUs, KVM, Ubuntu 24.04.3), 2026-11-29
+XEON = "lscpu__intel-xeon-16vcpu__h200-vm.txt"
+XEON_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
+XEON_INFO = CpuInfo("x86_64", "Intel(R) Xeon(R) Processor", 1, 16, 1, 16, 16)
+# Jetson AGX Orin: "Socket(s): -", 3 clusters of 4 cores (no SMT): 12 physical cores, not unknown
+ORIN = "lscpu__jetson-agx-orin-cortex-a78ae__aarch64-clusters.txt"
+OFFLINE = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
+
+CASES = [
+    (EPYC, CpuInfo("x86_64", "AMD EPYC 9374F 32-Core Processor", 2, 32, 1, 64, 64)),
+    (GRACE, CpuInfo("aarch64", "Neoverse-V2", 1, 72, 1, 72, 72)),
+    (XEON, XEON_INFO),
+    (ORIN, CpuInfo("aarch64", "Cortex-A78AE", None, None, 1, 12, 12)),
+    # 2 x Xeon E5-2630 v4 with 36 of its 40 CPUs offline ("Thread(s) per core: 0" as printed)
+    (OFFLINE, CpuInfo("x86_64", "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz", 2, 10, 0, 40, 20, (), 36)),
+]
+# real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
+JSON_CASES = [(XEON_J, XEON_INFO)]
+
+
+@pytest.mark.parametrize(("name", "expected"), CASES + JSON_CASES)
+def test_every_capture(name: str, expected: CpuInfo) -> None:
+    assert parse_lscpu((FIXTURES / "real" / name).read_text()) == expected
+
+
+def test_every_real_lscpu_is_covered() -> None:
+    assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == {n for n, _ in CASES + JSON_CASES}
+
+
+def test_real_json_is_the_flat_form_and_agrees_with_plain() -> None:
+    # util-linux 2.39 (Ubuntu 24.04) prints a flat list: no "children", same fields as plain
+    text = (FIXTURES / "real" / XEON_J).read_text()
+    entries = json.loads(text)["lscpu"]
+    assert not any("children" in e for e in entries)
+    assert {"field": "Model name:", "data": "Intel(R) Xeon(R) Processor"} in entries
+    assert json.loads(_as_json((FIXTURES / "real" / XEON).read_text(), nested=False))["lscpu"] == entries
+    assert parse_lscpu(text) == parse_lscpu((FIXTURES / "real" / XEON).read_text())
+
+
+def _as_json(text: str, nested: bool) -> str:
+    """Re-express a plain capture the way `lscpu -J` prints it (flat or util-linux 2.38 nested)."""
+    entries: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if ":" in line and not line.startswith(" " * 20):
+            key, _, value = line.partition(":")
+            entries.append({"field": key.strip() + ":", "data": value.strip()})
+    if nested:
+        entries = [{"field": "Architecture:", "data": entries[0]["data"], "children": entries[1:]}]
+    return json.dumps({"lscpu": entries})
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize(("name", "expected"), CASES)
+def test_json_form(name: str, expected: CpuInfo, nested: bool) -> None:
+    text = _as_json((FIXTURES / "real" / name).read_text(), nested)
+    assert parse_lscpu(text) == expected
+
+
+def test_non_numeric_socket_count_warns() -> None:
+    info = parse_lscpu("Architecture: aarch64\nCPU(s): 8\nSocket(s): -\nCore(s) per cluster: 4\n")
+    assert info.logical_cpus == 8
+    assert info.sockets is None and info.physical_cores is None
+    assert info.warnings
+
+
+@pytest.mark.parametrize(
+    "text", ["", "garbage\n", "{not json", '{"lscpu": 3}', "[]", "lscpu: command not found\n"]
+)
+def test_garbage_warns_without_crash(text: str) -> None:
+    info = parse_lscpu(text)
+    assert info.logical_cpus is None and info.physical_cores is None
+    assert info.warnings
+
+
+def test_cgroup_cpu_quota() -> None:
+    """v2 cpu.max and v1 quota/period as the probe prints them (FILE<TAB>VALUE); the values
+    are what the kernel writes there (v1 here: this machine's own cpu controller files)."""
+    from gpuonboard.facts.cpu import parse_cgroup_cpu_limit
+
+    assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
+    assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\t800000 100000\n") == 8.0
+    v1 = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us\t-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us\t100000\n"
+    assert parse_cgroup_cpu_limit(v1) is None
+    child = "/sys/fs/cgroup/cpu/a/cpu.cfs_quota_us\t150000\n/sys/fs/cgroup/cpu/a/cpu.cfs_period_us\t100000\n"
+    assert parse_cgroup_cpu_limit(child + v1) == 1.5
+
+
+def test_cluster_layout_counts_cores_per_cluster() -> None:
+    """ARM boards without socket data (Kunpeng 920 prints `Core(s) per cluster: 48`,
+    `Cluster(s): 4`): cores are clusters x cores per cluster, not unknown (which read as 'only
+    hyperthreads reach the order' on a CPU without SMT)."""
+    text = (FIXTURES / "real" / ORIN).read_text()
+    info = parse_lscpu(text)
+    assert (info.physical_cores, info.threads_per_core, info.warnings) == (12, 1, ())
+    big = text.replace("CPU(s):                             12", "CPU(s):                             192")
+    big = big.replace("Core(s) per cluster:                4", "Core(s) per cluster:                48")
+    big = big.replace("Cluster(s):                         3", "Cluster(s):                         4")
+    assert parse_lscpu(big).physical_cores == 192

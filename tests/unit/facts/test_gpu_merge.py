@@ -1,0 +1,175 @@
+"""Every answer nvidia-smi gives, merged (facts/gpu_merge.py), judged on real captures: an output
+cut short is incomplete through the merge, a refusal is no broken driver, a GPU nvidia-smi cannot
+open is a fault, and each field says which format it came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.nvidia_smi import QUERY_FIELDS
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.steps.checks import acceptance, driver_compat, gpu_health
+from gpuonboard.steps.checks.ngc import load_releases
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+EDITED = Path(__file__).parents[2] / "fixtures" / "edited"
+H100_TABLE = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+H100_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+H200_XML = REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+H200_TABLE = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+REFUSAL = (EDITED / "nvidia-smi-q-x__provider-policy-refusal__edited.txt").read_text()
+H100_ORDER = OrderSpec(gpu_model="H100 80GB", gpu_count=8)
+GPU_PROBES = ("nvidia_smi", "nvidia_smi_q", "nvidia_smi_csv", "nvidia_smi_table", "nvidia_smi_list")
+
+
+def out(text: str, code: int = 0, err: str = "") -> ProbeOutput:
+    return ProbeOutput(text, err, code)
+
+
+def rules(raw: dict[str, ProbeOutput], order: OrderSpec = H100_ORDER) -> dict[str, tuple[str, str]]:
+    facts = parse_facts(raw)
+    checks = acceptance.evaluate(order, facts) + gpu_health.evaluate(facts)
+    return {c.name: (c.verdict, c.actual) for c in checks}
+
+
+def test_a_table_cut_between_gpu_rows_is_unverified_not_two_gpus() -> None:
+    """The plain table states no GPU count: cut after GPU 1 it lists 2 of 8, and said
+    'gpu_count fail 2' (NO-GO for a box whose GPUs are all there)."""
+    cut = "".join(H100_TABLE.read_text().splitlines(keepends=True)[:13])
+    got = rules({"nvidia_smi_table": out(cut)})
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert got["nvidia_driver"][0] == "unverified"
+
+
+def test_a_q_cut_inside_a_product_name_is_no_other_model() -> None:
+    text = H100_Q.read_text()
+    last = text.rindex("Product Name")
+    cut = text[: text.index(":", last) + 2]  # "Product Name : " and nothing after it
+    got = rules({"nvidia_smi_q": out(cut)})
+    assert got["gpu_model"][0] == "unverified", got["gpu_model"]
+    assert got["gpu_count"][0] in ("unverified", "pass")
+    # (the capture's own GPUs throttle: that failure is real; none of the order's rules fails)
+    assert all(got[n][0] != "fail" for n in ("nvidia_driver", "gpu_model", "gpu_count")), got
+
+
+def test_a_gpu_without_a_device_handle_is_a_fault_not_a_cut_output() -> None:
+    """nvidia-smi prints this line in place of a GPU it cannot open (fallen off the bus): the
+    -q of 8 attached GPUs then holds 7 records and the line; GPU 4 is unreadable, a failure."""
+    text = H100_Q.read_text()
+    blocks = text.split("\nGPU 0000")
+    gpu4 = blocks[5]
+    line = "Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error\n"
+    edited = text.replace("\nGPU 0000" + gpu4, "\n" + line, 1)
+    facts = parse_facts({"nvidia_smi_q": out(edited, 15)})
+    assert facts.gpu is not None and len(facts.gpu.gpus) == 8 and facts.gpu.complete
+    unread = [g for g in facts.gpu.gpus if g.faults]
+    assert [(g.pci_bus_id, g.faults) for g in unread] == [
+        ("0000:9B:00.0", ("no device handle: Unknown Error",))
+    ]
+    got = rules({"nvidia_smi_q": out(edited, 15)})
+    assert got["gpu_count"] == ("fail", "8 (1 unreadable)")
+    assert got["gpu_health"][0] == "fail"
+
+
+def test_every_format_refused_is_unverified_in_every_step() -> None:
+    raw = {name: out("", 6, REFUSAL) for name in GPU_PROBES}
+    facts = parse_facts(raw)
+    got = rules(raw)
+    assert got["nvidia_driver"][0] == "unverified" and "refuses" in got["nvidia_driver"][1]
+    assert got["gpu_count"][0] == "unverified"
+    health = {c.name: c for c in gpu_health.evaluate(facts)}
+    assert "gpu_health" not in health  # (the step's own "nothing checked" check, below)
+    nothing = gpu_health.rule_nothing_checked(facts)
+    assert nothing.verdict == "unverified" and "refuses nvidia-smi -q -x" in nothing.actual
+    ngc = driver_compat.evaluate(facts, "nvcr.io/nvidia/pytorch:24.08-py3", load_releases())
+    assert [(c.name, c.verdict) for c in ngc] == [("ngc_driver", "unverified")]
+
+
+def test_another_commands_text_for_every_argument_is_no_broken_driver() -> None:
+    """A replay that answers every nvidia-smi argument with `topo -m`'s matrix (exit 0): no GPU
+    listing was read, which says nothing about the driver."""
+    topo = (REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt").read_text()
+    raw = {name: out(topo) for name in (*GPU_PROBES, "nvidia_topo")}
+    got = rules(raw)
+    assert got["nvidia_driver"][0] == "unverified", got["nvidia_driver"]
+    assert got["gpu_count"][0] == "unverified"
+
+
+def test_a_refused_xml_and_an_answering_table_merge_with_provenance() -> None:
+    raw = {
+        "nvidia_smi": out(REFUSAL),  # exit 0: a replay that prints the refusal
+        "nvidia_smi_q": out(REAL.joinpath("nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text()),
+        "nvidia_smi_table": out(H200_TABLE.read_text()),
+    }
+    facts = parse_facts(raw)
+    assert facts.gpu_evidence is not None
+    assert facts.gpu_evidence.answered == ("text", "table")
+    assert [r.args for r in facts.gpu_evidence.refusals] == ["-q -x"]
+    assert facts.gpu is not None and facts.gpu.source == "text+table"
+    got = rules(raw, OrderSpec(gpu_model="H200", gpu_count=1))
+    assert got["nvidia_driver"] == ("pass", "driver 580.159.04, CUDA 13.0")
+    assert got["gpu_model"][0] == "pass"
+
+
+def test_each_field_from_the_richest_format_that_read_it() -> None:
+    """The H200's XML and its table: every field the XML read comes from it; the table adds
+    nothing the XML lacks, so no field names the table."""
+    facts = parse_facts(
+        {"nvidia_smi": out(H200_XML.read_text()), "nvidia_smi_table": out(H200_TABLE.read_text())}
+    )
+    assert facts.gpu is not None and facts.gpu.source == "xml+table"
+    (gpu,) = facts.gpu.gpus
+    assert gpu.provenance == ()  # one format read every field
+    csv_head = ",".join(QUERY_FIELDS)
+    assert csv_head.startswith("index,name")
+
+
+def test_mig_devices_under_a_gpu_in_l_mean_mig_is_on() -> None:
+    """Only `-L` answered, listing MIG devices under the H200: MIG is on (a warning naming the
+    fix), never 'Disabled' for want of a format that says so."""
+    listing = (REAL / "nvidia-smi-L__h200-mig__1gpu-5mig__driver590.48.01.txt").read_text()
+    got = rules({"nvidia_smi_list": out(listing)}, OrderSpec(gpu_model="H200", gpu_count=1))
+    assert got["mig_mode"][0] == "warn", got["mig_mode"]
+    assert got["gpu_model"][0] == "pass" and got["gpu_count"] == ("pass", "1")
+    assert got["vram"][0] if "vram" in got else True
+
+
+def test_a_whole_listing_is_the_count_whatever_another_capture_says() -> None:
+    """A complete XML of 4 GPUs beside a `-L` of 8 (another capture, as a simulated host may mix
+    them; the `-L` lines are built in the real captures' line shape): the 4-GPU listing is the box;
+    4 of 8 ordered fail, never "unverified: incomplete"."""
+    xml = (
+        Path(__file__).parents[2]
+        / "fixtures"
+        / "derived"
+        / "nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml"
+    )
+    listing = "".join(
+        f"GPU {i}: NVIDIA A100-SXM4-80GB (UUID: GPU-{i:08d}-0000-0000-0000-000000000000)\n" for i in range(8)
+    )
+    got = rules(
+        {"nvidia_smi": out(xml.read_text()), "nvidia_smi_list": out(listing)},
+        OrderSpec(gpu_model="A100 80GB", gpu_count=8),
+    )
+    assert got["gpu_count"][0] == "fail" and got["gpu_count"][1] == "4", got["gpu_count"]
+    assert got["nvidia_driver"][0] == "pass"
+
+
+def test_a_cut_q_with_a_whole_l_is_counted_from_l() -> None:
+    """`-q` cut inside GPU 0 ("Attached GPUs : 8") and `-L` listing all 8: the count is 8 (pass),
+    the fields of the GPUs -q never reached are unverified where a rule needs them."""
+    cut = (
+        EDITED / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08__cut-in-gpu0__edited.txt"
+    ).read_text()
+    listing = "".join(
+        f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i:08d}-0000-0000-0000-000000000000)\n" for i in range(8)
+    )
+    got = rules(
+        {"nvidia_smi_q": out(cut), "nvidia_smi_list": out(listing)},
+        OrderSpec(gpu_model="H100 80GB", gpu_count=8, vram_bytes=80 * 10**9),
+    )
+    assert got["gpu_count"] == ("pass", "8")
+    assert got["gpu_model"][0] == "pass"
+    assert got["vram"][0] == "unverified"

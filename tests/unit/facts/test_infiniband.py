@@ -1,0 +1,83 @@
+"""RDMA port parsers on real captures: ibv_devinfo -v (E3SM-Project/scorpio) and the sysfs
+listing assembled from leptonai/gpud's /sys/class/infiniband test data (8x NDR 400G + RoCE bond)."""
+
+import subprocess
+from pathlib import Path
+
+from gpuonboard.facts.extra_probes import RDMA_PORTS
+from gpuonboard.facts.infiniband import parse_ib_sysfs, parse_ibv_devinfo, parse_rdma
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+def read(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def test_ibv_devinfo_v_rate_is_width_times_lane_speed() -> None:
+    report = parse_ibv_devinfo(read("ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt"))
+    got = [(p.device, p.port, p.state, p.rate_gbps, p.link_layer, p.phys_state) for p in report.ports]
+    assert got == [
+        ("mlx5_0", 1, "ACTIVE", 200.0, "InfiniBand", "LINK_UP"),
+        ("mlx5_1", 1, "ACTIVE", 100.0, "Ethernet", "LINK_UP"),
+        ("mlx5_2", 1, "ACTIVE", 100.0, "Ethernet", "LINK_UP"),
+    ]
+    assert all(p.source == "ibv_devinfo" and p.active for p in report.ports)
+
+
+def test_ibv_devinfo_without_v_has_no_rate() -> None:
+    text = (
+        "hca_id:\tmlx5_0\n\ttransport:\t\t\tInfiniBand (0)\n\tphys_port_cnt:\t\t\t1\n"
+        "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tlink_layer:\t\tInfiniBand\n"
+    )
+    (port,) = parse_ibv_devinfo(text).ports
+    assert (port.state, port.rate_gbps, port.active) == ("DOWN", None, False)
+
+
+def test_sysfs_listing_h100_8x_ndr() -> None:
+    report = parse_ib_sysfs(read("ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt"))
+    assert report.warnings == ()
+    ib = [p for p in report.ports if p.link_layer == "InfiniBand"]
+    assert len(ib) == 8 and all(p.active and p.rate_gbps == 400.0 and p.phys_state == "LinkUp" for p in ib)
+    bond = report.ports[-1]
+    assert (bond.device, bond.rate_gbps, bond.link_layer) == ("mlx5_bond_0", 200.0, "Ethernet")
+
+
+def test_parse_rdma_dispatches_by_content() -> None:
+    assert (
+        parse_rdma(read("ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt")).ports[0].source
+        == "ibv_devinfo"
+    )
+    assert (
+        parse_rdma(read("ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt")).ports[0].source == "sysfs"
+    )
+
+
+def test_sysfs_probe_reads_a_tree(tmp_path: Path) -> None:
+    # the probe's loop over a real-shaped tree (values from the gpud fixture; a DOWN port added)
+    lines = read("ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt").splitlines()[:2]
+    root = tmp_path / "sys" / "class" / "infiniband"
+    for line in lines:
+        dev, port, state, phys, rate, layer = line.split("\t")
+        d = root / dev / "ports" / port
+        d.mkdir(parents=True)
+        for name, value in (("state", state), ("phys_state", phys), ("rate", rate), ("link_layer", layer)):
+            (d / name).write_text(value + "\n")
+    down = root / "mlx5_2" / "ports" / "1"
+    down.mkdir(parents=True)
+    for name, value in (
+        ("state", "1: DOWN"),
+        ("phys_state", "3: Disabled"),
+        ("rate", "10 Gb/sec (4X SDR)"),
+        ("link_layer", "InfiniBand"),
+    ):
+        (down / name).write_text(value + "\n")
+    command = RDMA_PORTS.command.replace("/sys/class/infiniband", str(root))
+    r = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    report = parse_ib_sysfs(r.stdout)
+    assert [(p.device, p.state, p.rate_gbps) for p in report.ports] == [
+        ("mlx5_0", "ACTIVE", 400.0),
+        ("mlx5_1", "ACTIVE", 400.0),
+        ("mlx5_2", "DOWN", 10.0),
+    ]

@@ -1,0 +1,185 @@
+"""free and /proc/meminfo parsers against the real and derived captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.memory import MemoryInfo, parse_free, parse_meminfo
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+# file, bytes per unit of its numbers (free -k: 1024, free -b: 1), total, available, swap
+CASES = [
+    ("real/free__ubuntu-18.04-vm.txt", 1024, 2017300 * 1024, 1585920 * 1024, 2097148 * 1024),
+    (
+        "derived/free__gpu-server-2tib__derived.txt",
+        1024,
+        2065715200 * 1024,
+        1623982080 * 1024,
+        2147479552 * 1024,
+    ),
+    # our own `free -b` of a rented 1 x H200 VM (~126 GiB, no swap), 2026-11-29
+    ("real/free-b__h200-vm.txt", 1, 135148564480, 134617243648, 0),
+]
+
+
+@pytest.mark.parametrize(("name", "unit", "total", "available", "swap"), CASES)
+def test_every_capture(name: str, unit: int, total: int, available: int, swap: int) -> None:
+    info = parse_free((FIXTURES / name).read_text(), unit_bytes=unit)
+    assert info == MemoryInfo(total, available, swap)
+
+
+def test_every_real_free_is_covered() -> None:
+    real = {p.name for p in (FIXTURES / "real").glob("free*")}
+    assert real == {n.split("/", 1)[1] for n, *_ in CASES if n.startswith("real/")}
+
+
+def test_derived_is_about_two_tib() -> None:
+    info = parse_free((FIXTURES / "derived/free__gpu-server-2tib__derived.txt").read_text())
+    assert info.total_bytes is not None
+    assert 1.9 < info.total_bytes / 1024**4 < 2.0
+
+
+def test_h200_vm_free_b() -> None:
+    info = parse_free((FIXTURES / "real/free-b__h200-vm.txt").read_text(), unit_bytes=1)
+    assert info.total_bytes is not None and 125 < info.total_bytes / 1024**3 < 126
+    # read as the probe's `free -k` it would be 1024 x too much: the unit must be passed
+    assert parse_free((FIXTURES / "real/free-b__h200-vm.txt").read_text()).total_bytes == 135148564480 * 1024
+
+
+def test_unit_bytes_for_free_b() -> None:
+    text = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    assert parse_free(text, unit_bytes=1).total_bytes == 2017300
+
+
+def test_free_h_human_sizes() -> None:
+    text = (
+        "               total        used        free      shared  buff/cache   available\n"
+        "Mem:           2.0Ti       237Mi       467Mi       1.2Mi       1.2Gi       1.5Ti\n"
+        "Swap:          2.0Gi       0B          2.0Gi\n"
+    )
+    info = parse_free(text)
+    assert info.total_bytes == 2 * 1024**4
+    assert info.available_bytes == round(1.5 * 1024**4)
+    assert info.swap_total_bytes == 2 * 1024**3
+
+
+def test_old_procps_without_available_column() -> None:
+    text = (
+        "             total       used       free     shared    buffers     cached\n"
+        "Mem:       8061508    7821548     239960          0     163776    4532076\n"
+        "-/+ buffers/cache:    3125696    4935812\n"
+        "Swap:      8388604      12676    8375928\n"
+    )
+    info = parse_free(text)
+    assert info.total_bytes == 8061508 * 1024
+    assert info.available_bytes is None
+    assert info.swap_total_bytes == 8388604 * 1024
+    assert any("available" in w for w in info.warnings)
+
+
+def test_meminfo() -> None:
+    text = (
+        "MemTotal:       2113363440 kB\nMemFree:         5000000 kB\n"
+        "MemAvailable:   2000000000 kB\nSwapTotal:             0 kB\nHugePages_Total:       0\n"
+    )
+    assert parse_meminfo(text) == MemoryInfo(2113363440 * 1024, 2000000000 * 1024, 0)
+
+
+@pytest.mark.parametrize("text", ["", "garbage\n", "free: command not found\n", "Mem: 1 2 3\n"])
+def test_garbage_warns_without_crash(text: str) -> None:
+    for info in (parse_free(text), parse_meminfo(text)):
+        assert info.total_bytes is None
+        assert info.warnings
+
+
+# --- saved `free` outputs: which unit (defect 7) ---
+def _scaled(rel: str, factor: float) -> str:
+    """A real `free` capture with every number times `factor` (same layout)."""
+    import re
+
+    text = (FIXTURES / rel).read_text()
+    return re.sub(r"(?<=\s)\d+(?=\s|$)", lambda m: str(int(int(m.group()) * factor)), text)
+
+
+def test_free_b_of_a_small_box_is_read_as_bytes() -> None:
+    """The real 126 GiB `free -b`, and the same box at 1/4 (31 GiB: 31 TiB were it KiB),
+    unnamed: every number is a multiple of 1024, so bytes."""
+    from gpuonboard.facts.memory import free_as_kib, free_unit
+
+    real = (FIXTURES / "real/free-b__h200-vm.txt").read_text()
+    assert free_unit("out.txt", real) == 1
+    small = _scaled("real/free-b__h200-vm.txt", 1 / 4)
+    assert free_unit("free.txt", small) == 1
+    assert parse_free(free_as_kib("free.txt", small)).total_bytes == 135148564480 // 4
+
+
+def test_free_k_m_h_are_told_apart() -> None:
+    from gpuonboard.facts.memory import free_as_kib, free_unit
+
+    kib = (FIXTURES / "derived/free-k__h200-vm__derived.txt").read_text()
+    assert free_unit("mem.txt", kib) == 1024  # 125.9 GiB; as MiB 125.9 TiB: no such box
+    assert parse_free(free_as_kib("mem.txt", kib)).total_bytes == 135148564480
+    mib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024)  # free -m of the same box
+    assert free_unit("mem.txt", mib) == 1024 * 1024  # 128880: as KiB 126 MiB, no GPU box
+    assert abs(parse_free(free_as_kib("mem.txt", mib)).total_bytes - 135148564480) < 2**20
+    assert free_unit("free -m.txt", mib) == 1024 * 1024 and free_unit("free-k.txt", kib) == 1024
+    import shutil
+    import subprocess
+
+    if shutil.which("free"):  # this machine's own `free -h` (procps): sizes with units
+        human = subprocess.run(["free", "-h"], capture_output=True, text=True, check=True).stdout
+        assert free_unit("mem.txt", human) == 0 and free_as_kib("mem.txt", human) == human
+        assert parse_free(human).total_bytes
+    assert free_unit("mem.txt", human) == 0 and free_as_kib("mem.txt", human) == human
+
+
+def test_free_that_could_be_kib_or_mib_is_refused() -> None:
+    """The real 2 GiB VM's `free` in an unnamed file: 1.9 GiB in KiB or 1.9 TiB in MiB."""
+    from gpuonboard.errors import UsageError
+    from gpuonboard.facts.memory import FreeFormatError, free_unit
+
+    text = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    with pytest.raises(FreeFormatError) as err:
+        free_unit("mem.txt", text)
+    assert isinstance(err.value, UsageError)
+    message = str(err.value)
+    assert message.startswith("mem.txt: cannot tell the unit") and message.count(". ") == 0
+    assert free_unit("free.txt", text) == 1024  # named for plain `free`: its default, KiB
+    mib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024)
+    assert free_unit("mem.txt", mib) == 1024 * 1024  # the old reader took MiB as KiB
+
+
+def test_cgroup_memory_limit_from_this_machines_probe() -> None:
+    """The real probe on this machine: a number or unlimited (None), never an error."""
+    import subprocess
+
+    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.facts.memory import parse_cgroup_memory_limit
+
+    probe = next(p for p in core_probes() if p.name == "cgroup_limits")
+    out = subprocess.run(["sh", "-c", probe.command], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    limit = parse_cgroup_memory_limit(out.stdout)
+    assert limit is None or limit > 0
+    assert parse_cgroup_memory_limit("/sys/fs/cgroup/memory.max\tmax\n") is None
+    assert (
+        parse_cgroup_memory_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes\t9223372036854771712\n")
+        is None
+    )
+
+
+def test_free_g_is_told_apart_or_refused() -> None:
+    """`free -g` of a 2 TiB box (`Mem: 2015`) was read as MiB: 2 GiB, a 1024x error."""
+    from gpuonboard.facts.memory import FreeFormatError, free_as_kib, free_unit
+
+    gib = _scaled("derived/free-k__h200-vm__derived.txt", 1 / 1024**2)  # free -g of the H200 VM: 125
+    assert free_unit("free-g.txt", gib) == 1024**3 == free_unit("free --giga.txt", gib)
+    assert abs(parse_free(free_as_kib("free-g.txt", gib)).total_bytes - 135148564480) < 2**30
+    assert free_unit("mem.txt", gib) == 1024**3  # 125: too small as MiB, plausible only as GiB
+    big = _scaled("derived/free__gpu-server-2tib__derived.txt", 1 / 1024**2)  # ~1966: MiB or GiB?
+    with pytest.raises(FreeFormatError, match=r"reads as MiB \(free -m\) or GiB \(free -g\)"):
+        free_unit("mem.txt", big)
+    assert free_unit("free-g.txt", big) == 1024**3

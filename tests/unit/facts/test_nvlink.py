@@ -1,0 +1,124 @@
+"""nvidia-smi nvlink -s parser on real captures (tests/fixtures/real/nvidia-smi-nvlink-s__*)."""
+
+from pathlib import Path
+
+from gpuonboard.facts.nvlink import (
+    ALL_INACTIVE,
+    MIG_MODE,
+    UNSUPPORTED,
+    parse_nvlink_errors,
+    parse_nvlink_status,
+)
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+def read(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def test_a100_8gpu_all_12_links_up() -> None:
+    status = parse_nvlink_status(read("nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt"))
+    assert status.warnings == ()
+    assert [g.index for g in status.gpus] == list(range(8))
+    assert all(g.active_links == 12 and g.total_links == 12 and g.speeds == (25.0,) for g in status.gpus)
+    assert status.gpus[7].name == "NVIDIA A100-SXM4-80GB"
+
+
+def test_h100_18_links_tab_indented() -> None:
+    (gpu,) = parse_nvlink_status(read("nvidia-smi-nvlink-s__h100-80gb-hbm3__1gpu__driver590.48.01.txt")).gpus
+    assert (gpu.active_links, gpu.total_links, gpu.speeds) == (18, 18, (26.562,))
+
+
+def test_v100_two_inactive_links() -> None:
+    (gpu,) = parse_nvlink_status(read("nvidia-smi-nvlink-s__v100-sxm2-32gb__1of-n-gpu__2-inactive.txt")).gpus
+    assert gpu.index == 3
+    assert (gpu.active_links, gpu.total_links) == (4, 6)
+    assert [link.link for link in gpu.links if not link.active] == [3, 5]
+    assert gpu.uuid == "..."  # masked by the poster
+
+
+def test_pcie_card_says_no_nvlink() -> None:
+    (gpu,) = parse_nvlink_status(read("nvidia-smi-nvlink-s__l40s__no-nvlink__driver595.80.txt")).gpus
+    assert (gpu.note, gpu.total_links) == (UNSUPPORTED, 0)
+
+
+def test_mig_mode_refuses_nvlink_queries() -> None:
+    (gpu,) = parse_nvlink_status(
+        read("nvidia-smi-nvlink-s__h100-mig__not-supported__driver590.48.01.txt")
+    ).gpus
+    assert gpu.note == MIG_MODE
+    assert gpu.note_text == "Nvlink queries are not supported for Devices in MIG mode"
+
+
+def test_unknown_link_word_is_not_counted_active_and_capability_lines_skipped() -> None:
+    text = (
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n"
+        "\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n\t Link 2: Unknown\n"
+        "\t Link 0, P2P is supported: true\n"
+        "GPU 1: Quadro RTX 5000 (UUID: GPU-y) NVML: Unable to retrieve Nvlink"
+        " information as all links are inActive\n"
+    )
+    status = parse_nvlink_status(text)
+    assert (status.gpus[0].active_links, status.gpus[0].total_links) == (1, 3)
+    assert status.gpus[1].note == ALL_INACTIVE
+    assert status.warnings == ()
+
+
+# nvidia-smi nvlink -e parser on real captures (tests/fixtures/real/nvidia-smi-nvlink-e__*).
+
+H100 = "nvidia-smi-nvlink-e__h100-80gb-hbm3__1gpu__driver-unknown__elided.txt"
+CLASSIC = {"Replay Errors": 0, "Recovery Errors": 0, "CRC Errors": 0}
+
+
+def test_h100_nine_space_indent_and_pasted_elision() -> None:
+    errors = parse_nvlink_errors(read(H100))
+    (gpu,) = errors.gpus
+    assert (gpu.index, gpu.name, gpu.uuid) == (
+        0,
+        "NVIDIA H100 80GB HBM3",
+        "GPU-abcdefab-cdef-abdc-abcd-abababababab",
+    )
+    assert sorted(gpu.links) == [0, 1, 17]
+    assert gpu.counter(17, "crc errors") == 0 and gpu.counter(17, "Symbol Errors") is None
+    assert errors.warnings == ("nvidia-smi nvlink -e: unexpected line '[...]'",)
+
+
+def test_counts_are_read_not_defaulted() -> None:
+    """A real capture with one count changed (derived): the count lands on its GPU, link, name."""
+    text = read(H100).replace("Link 1: Replay Errors: 0", "Link 1: Replay Errors: 17", 1)
+    errors = parse_nvlink_errors(text)
+    gpu = errors.by_index(0)
+    assert gpu is not None and gpu.links[1]["Replay Errors"] == 17
+    assert gpu.links[0]["Replay Errors"] == 0 and gpu.links[17]["Replay Errors"] == 0
+
+
+def test_newer_names_kept_and_non_counts_skipped() -> None:
+    """Derived from the H100 capture's line shape with counter names newer drivers print
+    (named in NVIDIA DCGM's NVLink 5 fields); N/A and a BER figure are not counts."""
+    head = read(H100).splitlines()[0]
+    text = "\n".join(
+        [
+            head,
+            "         Link 0: Malformed packet Errors: 0",
+            "         Link 0: Rx remote Errors: 3",
+            "         Link 0: Effective BER: 1.5e-15",
+            "         Link 0: FEC Errors - 3: 175",
+            "         Link 1: Symbol Errors: N/A",
+        ]
+    )
+    (gpu,) = parse_nvlink_errors(text).gpus
+    assert gpu.links == {
+        0: {"Malformed packet Errors": 0, "Rx remote Errors": 3, "FEC Errors - 3": 175},
+        1: {},
+    }
+
+
+def test_mig_and_empty_output() -> None:
+    text = (
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n"
+        "Nvlink queries are not supported for Devices in MIG mode\n"
+    )
+    (gpu,) = parse_nvlink_errors(text).gpus
+    assert (gpu.note, gpu.links) == (MIG_MODE, {})
+    assert parse_nvlink_errors("").gpus == ()

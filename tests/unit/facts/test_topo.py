@@ -1,0 +1,187 @@
+"""nvidia-smi topo -m parser against every real capture and the derived PCIe matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.topo import Topology, all_pairs_nvlink, interconnect, parse_topo, weakest_link
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+# file, gpus, nics, interconnect, weakest, all_pairs_nvlink
+CASES = [
+    ("real/nvidia-smi-topo-m__h100-80gb-hbm3__1gpu__driver590.48.01__ansi-escapes.txt",
+     1, (), "single", None, None),
+    # our own capture: rented 1 x H200 VM, 2026-11-29 (header in the same ANSI escapes)
+    ("real/nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt",
+     1, (), "single", None, None),
+    ("real/nvidia-smi-topo-m__h200__8gpu-10nic.txt",
+     8, tuple(f"NIC{i}" for i in range(10)), "nvlink", "NV18", True),
+    # space aligned (pasted with tabs expanded): small-ablation's benchmark notes
+    ("real/nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt",
+     4, tuple(f"NIC{i}" for i in range(8)), "nvlink", "NV18", True),
+    ("real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt",
+     4, tuple(f"mlx5_{i}" for i in range(4)), "mixed", "SYS", False),
+    ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
+     4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "gpus", "nics", "kind", "weakest", "nvlink"), CASES)
+def test_every_capture(
+    name: str, gpus: int, nics: tuple[str, ...], kind: str, weakest: str | None, nvlink: bool | None
+) -> None:
+    topo = parse_topo((FIXTURES / name).read_text())
+    assert topo.warnings == ()
+    assert topo.gpus == tuple(f"GPU{i}" for i in range(gpus))
+    assert topo.nics == nics
+    assert interconnect(topo) == kind
+    assert weakest_link(topo) == weakest
+    assert all_pairs_nvlink(topo) is nvlink
+
+
+def test_every_real_topo_is_covered() -> None:
+    real = {p.name for p in (FIXTURES / "real").glob("nvidia-smi-topo-m*")}
+    assert real == {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
+
+
+def test_h200_details() -> None:
+    topo = parse_topo((FIXTURES / "real/nvidia-smi-topo-m__h200__8gpu-10nic.txt").read_text())
+    assert topo.links[("GPU0", "GPU7")] == "NV18"
+    assert ("GPU0", "NIC0") not in topo.links  # GPU pairs only
+    assert len(topo.links) == 8 * 7
+    assert topo.cpu_affinity["GPU0"] == "0-63,128-191"
+    assert topo.cpu_affinity["GPU7"] == "64-127,192-255"
+    assert topo.numa_affinity == {f"GPU{i}": "0" if i < 4 else "1" for i in range(8)}
+    assert topo.nic_legend["NIC9"] == "mlx5_9"
+
+
+def test_ansi_escapes_stripped() -> None:
+    name = "real/nvidia-smi-topo-m__h100-80gb-hbm3__1gpu__driver590.48.01__ansi-escapes.txt"
+    topo = parse_topo((FIXTURES / name).read_text())
+    assert topo.cpu_affinity == {"GPU0": "0-19"}
+    assert topo.numa_affinity == {"GPU0": "0"}
+    assert topo.links == {}
+
+
+def test_h200_vm_single_gpu() -> None:
+    text = (FIXTURES / "real/nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt").read_text()
+    assert text.startswith("\t\x1b[4mGPU0\t")
+    topo = parse_topo(text)
+    assert topo.cpu_affinity == {"GPU0": "0-15"}  # all 16 vCPUs
+    assert topo.numa_affinity == {"GPU0": "0"}
+    assert topo.links == {} and topo.nic_legend == {}
+
+
+def test_v100_details() -> None:
+    name = "real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt"
+    topo = parse_topo((FIXTURES / name).read_text())
+    assert topo.links[("GPU0", "GPU1")] == "NV3"
+    assert topo.links[("GPU2", "GPU3")] == "NV3"
+    assert topo.links[("GPU1", "GPU2")] == "SYS"
+    assert topo.numa_affinity == {"GPU0": "0", "GPU1": "0", "GPU2": "8", "GPU3": "8"}
+
+
+def test_derived_pcie_has_node_where_nvlink_was() -> None:
+    topo = parse_topo((FIXTURES / "derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt").read_text())
+    assert topo.links[("GPU0", "GPU1")] == "NODE"
+    assert not any(v.startswith("NV") for v in topo.links.values())
+
+
+def test_weakest_ranks_nvlink_count_and_pcie_kinds() -> None:
+    text = (
+        "\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n"
+        "GPU0\t X \tNV12\tNV4\t0-7\t0\n"
+        "GPU1\tNV12\t X \tNV12\t0-7\t0\n"
+        "GPU2\tNV4\tNV12\t X \t0-7\t0\n"
+    )
+    topo = parse_topo(text)
+    assert weakest_link(topo) == "NV4"
+    assert interconnect(topo) == "nvlink"
+    mixed = parse_topo(text.replace("\tNV4\t", "\tPHB\t").replace("GPU2\tNV4", "GPU2\tPHB"))
+    assert weakest_link(mixed) == "PHB"
+    assert interconnect(mixed) == "mixed"
+    pix = parse_topo(text.replace("NV12", "PIX").replace("NV4", "PXB"))
+    assert weakest_link(pix) == "PXB"
+    assert interconnect(pix) == "pcie"
+
+
+@pytest.mark.parametrize(
+    "text", ["", "random words\nmore words\n", "\x1b[4m\x1b[0m\n", "GPU0 X\n", "\tfoo\tbar\n"]
+)
+def test_garbage_warns_without_crash(text: str) -> None:
+    topo = parse_topo(text)
+    assert topo.gpus == ()
+    assert topo.warnings
+    assert interconnect(topo) == "unknown"
+    assert weakest_link(topo) is None
+    assert all_pairs_nvlink(topo) is None
+
+
+def test_truncated_matrix_warns() -> None:
+    text = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV18\t0-63\nGPU1\tNV18\n"
+    topo = parse_topo(text)
+    assert topo.gpus == ("GPU0", "GPU1")
+    assert topo.warnings
+
+
+# `nvidia-smi topo -m` read by alignment: a capture with its tabs expanded (pasted from a
+# terminal or a document) gives the same Topology as the tab-separated original.
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+TAB_FIXTURES = sorted(p for p in REAL.glob("nvidia-smi-topo-m__*") if "\t" in p.read_text())
+SPACED = REAL / "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt"
+
+
+def _facts(t: Topology) -> tuple[object, ...]:
+    return (
+        t.gpus,
+        dict(t.links),
+        t.nics,
+        dict(t.cpu_affinity),
+        dict(t.numa_affinity),
+        t.warnings,
+        dict(t.nic_legend),
+    )
+
+
+@pytest.mark.parametrize("path", TAB_FIXTURES, ids=lambda p: p.name)
+def test_tabs_expanded_parse_identically(path: Path) -> None:
+    text = path.read_text()
+    assert "\t" not in text.expandtabs()
+    assert parse_topo(text).gpus  # the original reads
+    assert _facts(parse_topo(text.expandtabs())) == _facts(parse_topo(text))
+
+
+def test_tab_fixtures_include_the_ansi_one() -> None:
+    assert any("ansi-escapes" in p.name for p in TAB_FIXTURES) and len(TAB_FIXTURES) >= 4
+
+
+def test_real_space_aligned_capture() -> None:
+    text = SPACED.read_text()
+    assert "\t" not in text
+    topo = parse_topo(text)
+    assert topo.warnings == ()
+    assert topo.gpus == ("GPU0", "GPU1", "GPU2", "GPU3")
+    assert topo.nics == tuple(f"NIC{i}" for i in range(8))
+    assert interconnect(topo) == "nvlink" and topo.links[("GPU3", "GPU0")] == "NV18"
+    assert topo.cpu_affinity == {f"GPU{i}": "0-79" for i in range(4)}
+    assert topo.numa_affinity == {f"GPU{i}": "0" for i in range(4)}
+    assert topo.nic_legend["NIC7"] == "mlx5_7"
+
+
+def test_empty_cpu_affinity_cell_keeps_numa_in_its_column() -> None:
+    """An empty CPU Affinity cell (real shape: an H200 node whose first 4 GPUs print none)
+    read from the tab form and from its expanded form: NUMA stays NUMA."""
+    text = (
+        "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+        "GPU0\t X \tNV18\tPIX\t\t0\t\tN/A\n"
+        "GPU1\tNV18\t X \tNODE\t56\t1\t\tN/A\n"
+        "NIC0\tPIX\tNODE\t X \n"
+    )
+    for form in (text, text.expandtabs()):
+        topo = parse_topo(form)
+        assert topo.cpu_affinity == {"GPU1": "56"}, form
+        assert topo.numa_affinity == {"GPU0": "0", "GPU1": "1"}, form

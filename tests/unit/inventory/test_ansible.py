@@ -1,0 +1,485 @@
+"""An existing Ansible inventory (YAML or INI) loads as it is, to the same Host objects."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuonboard import inventory
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory import Host, Inventory, OrderSpec
+from gpuonboard.inventory.ansible import convert_vars, expand_host_pattern, is_native, looks_like_ini
+
+GB = 1000**3
+
+ANSIBLE_YAML = """\
+all:
+  vars:
+    ansible_user: root
+    ntp_server: ntp.example.cn
+  hosts:
+    localhost:
+      ansible_connection: local
+  children:
+    wuhan:
+      vars:
+        ansible_port: 2222
+        gpuonboard_vendor: wuhan-idc
+        ansible_ssh_common_args: "-o ProxyJump=bastion"
+        datacenter: wuhan
+      hosts:
+        wuhan-a100-1:
+          ansible_host: 10.20.0.11
+          ansible_ssh_private_key_file: /keys/wuhan
+          gpu_slot: 3
+          gpuonboard_order: {gpu_model: A100 80GB SXM, gpu_count: 8, vram: 80GB}
+        wuhan-a100-2:
+          ansible_host: 10.20.0.12
+          order: {gpu_count: 4}
+      children:
+        wuhan_special:
+          vars:
+            ansible_port: 2200
+            datacenter: wuhan-b
+          hosts:
+            wuhan-a100-2:
+    bastions:
+      hosts:
+        bastion:
+          ansible_host: 203.0.113.5
+          ansible_user: jump
+"""
+
+# The same inventory as INI; the child group is written before its parent on purpose:
+# a child's vars must still override the parent's, as in Ansible.
+ANSIBLE_INI = """\
+localhost ansible_connection=local
+
+[all:vars]
+ansible_user=root
+ntp_server=ntp.example.cn
+
+[wuhan_special]
+wuhan-a100-2
+
+[wuhan_special:vars]
+ansible_port=2200
+datacenter=wuhan-b
+
+[wuhan]
+wuhan-a100-1 ansible_host=10.20.0.11 ansible_ssh_private_key_file=/keys/wuhan gpu_slot=3
+wuhan-a100-2 ansible_host=10.20.0.12
+
+[wuhan:children]
+wuhan_special
+
+; group vars
+[wuhan:vars]
+ansible_port=2222
+gpuonboard_vendor=wuhan-idc
+ansible_ssh_common_args='-o ProxyJump=bastion'
+datacenter=wuhan
+
+[bastions]
+bastion ansible_host=203.0.113.5 ansible_user=jump
+"""
+
+VENDOR = "name: Wuhan Optics Valley IDC\nssh: {user: root}\nbilling: {unit: hour, rate: 58.0}\n"
+
+
+@pytest.fixture
+def inv_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "inv"
+    (d / "vendors").mkdir(parents=True)
+    (d / "vendors" / "wuhan-idc.yml").write_text(VENDOR)
+    (d / "hosts.yml").write_text(ANSIBLE_YAML)
+    (d / "hosts.ini").write_text(ANSIBLE_INI)
+    return d
+
+
+def expected_hosts(inv: Inventory) -> dict[str, Host]:
+    """Every host as resolved, without order specs (INI cannot hold a mapping)."""
+    vendor = inv.vendors["wuhan-idc"]
+    common = {"ntp_server": "ntp.example.cn"}
+    return {
+        "localhost": Host(
+            name="localhost", address="localhost", connection="local", user="root", vars=common
+        ),
+        "wuhan-a100-1": Host(
+            name="wuhan-a100-1",
+            address="10.20.0.11",
+            port=2222,
+            user="root",
+            key_file="/keys/wuhan",
+            jump=("bastion",),
+            vendor=vendor,
+            groups=("wuhan",),
+            vars={**common, "datacenter": "wuhan", "gpu_slot": 3},
+        ),
+        "wuhan-a100-2": Host(
+            name="wuhan-a100-2",
+            address="10.20.0.12",
+            port=2200,  # child group 'wuhan_special' overrides its parent 'wuhan'
+            user="root",
+            jump=("bastion",),
+            vendor=vendor,
+            groups=("wuhan", "wuhan_special"),
+            vars={**common, "datacenter": "wuhan-b"},
+        ),
+        "bastion": Host(
+            name="bastion", address="203.0.113.5", user="jump", groups=("bastions",), vars=common
+        ),
+    }
+
+
+def without_order(hosts: dict[str, Host]) -> dict[str, Host]:
+    return {name: dataclasses.replace(h, order=OrderSpec()) for name, h in hosts.items()}
+
+
+def test_ansible_yaml_inventory(inv_dir: Path) -> None:
+    inv = inventory.load(inv_dir / "hosts.yml")
+    assert without_order(inv.hosts) == expected_hosts(inv)
+    assert inv.hosts["wuhan-a100-1"].order == OrderSpec(
+        gpu_model="A100 80GB SXM", gpu_count=8, vram_bytes=80 * GB
+    )
+    assert inv.hosts["wuhan-a100-2"].order == OrderSpec(gpu_count=4)
+    assert inv.groups == {
+        "wuhan": ("wuhan-a100-1", "wuhan-a100-2"),
+        "wuhan_special": ("wuhan-a100-2",),
+        "bastions": ("bastion",),
+    }
+
+
+def test_ansible_ini_inventory_gives_the_same_hosts(inv_dir: Path) -> None:
+    inv = inventory.load(inv_dir / "hosts.ini")
+    assert inv.hosts == expected_hosts(inv)
+    assert set(inv.groups) == {"wuhan", "wuhan_special", "bastions"}
+    assert set(inv.groups["wuhan"]) == {"wuhan-a100-1", "wuhan-a100-2"}
+    yaml_inv = inventory.load(inv_dir / "hosts.yml")
+    assert inv.hosts == without_order(yaml_inv.hosts)
+
+
+def test_ini_detected_without_suffix(inv_dir: Path) -> None:
+    plain = inv_dir / "hosts"
+    plain.write_text("# team inventory\n" + ANSIBLE_INI)
+    assert looks_like_ini(plain)
+    assert inventory.load(plain).hosts["bastion"].user == "jump"
+
+
+@pytest.mark.parametrize(
+    ("text", "ini"),
+    [
+        ("[gpus]\ng1\n", True),
+        ("g1 ansible_host=10.0.0.1\n", True),
+        ("# comment\n; comment\n\ng1\n", True),
+        ("hosts:\n  g1: {address: x}\n", False),
+        ("---\nall: {}\n", False),
+        ("- a\n", False),
+        ("{hosts: {g1: {}}}\n", False),
+    ],
+)
+def test_looks_like_ini_without_suffix(tmp_path: Path, text: str, ini: bool) -> None:
+    path = tmp_path / "hosts"
+    path.write_text(text)
+    assert looks_like_ini(path) is ini
+
+
+def test_ansible_yaml_without_all_is_recognised(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text("gpus:\n  hosts:\n    g1: {ansible_host: 10.0.0.1, ansible_port: 2022}\n")
+    h = inventory.load(path).hosts["g1"]
+    assert (h.address, h.port, h.groups) == ("10.0.0.1", 2022, ("gpus",))
+
+
+def test_selection_by_ansible_group(inv_dir: Path) -> None:
+    inv = inventory.load(inv_dir / "hosts.ini")
+    assert [h.name for h in inv.select(group="wuhan", limit="!wuhan_special")] == ["wuhan-a100-1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "jump"),
+    [
+        ("-o ProxyJump=bastion", "bastion"),
+        ("-o ProxyJump bastion", None),  # one word after -o is expected
+        ("-oProxyJump=ops@bastion:2222", "ops@bastion:2222"),
+        ("-J ops@bastion", "ops@bastion"),
+        ("-o StrictHostKeyChecking=no -o 'ProxyJump=a,b'", "a,b"),
+        ("-o StrictHostKeyChecking=no", None),
+    ],
+)
+def test_proxy_jump_from_ssh_common_args(args: str, jump: str | None) -> None:
+    converted = convert_vars({"ansible_ssh_common_args": args})
+    if jump is None:
+        assert "jump" not in converted
+        assert converted["vars"] == {"ansible_ssh_common_args": args}
+    else:
+        assert converted == {"jump": jump}
+
+
+def test_convert_vars_maps_ansible_names_and_keeps_the_rest() -> None:
+    converted = convert_vars(
+        {
+            "ansible_ssh_host": "h",
+            "ansible_ssh_port": 22,
+            "ansible_ssh_user": "u",
+            "ansible_private_key_file": "/k",
+            "gpuonboard_host_key": "SHA256:x",
+            "vendor": "v",
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+    )
+    assert converted == {
+        "address": "h",
+        "port": 22,
+        "user": "u",
+        "key_file": "/k",
+        "host_key": "SHA256:x",
+        "vendor": "v",
+        "vars": {"ansible_python_interpreter": "/usr/bin/python3"},
+    }
+
+
+def test_is_native() -> None:
+    assert is_native({"hosts": {"a": {"address": "x"}}})
+    assert not is_native({"all": {}})
+    assert not is_native({"gpus": {"hosts": {"a": None}}})
+
+
+def test_ini_group_cycle_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.ini"
+    path.write_text("[a:children]\nb\n[b:children]\na\n[b]\nh ansible_host=x\n")
+    with pytest.raises(InventoryError, match="is its own child; remove the cycle"):
+        inventory.load(path)
+
+
+def test_ansible_vars_that_are_not_a_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  vars: [a, b]\n  hosts: {g: {ansible_host: x}}\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path)
+    assert str(info.value) == f"{path}, line 2: Ansible group 'all' 'vars' must be a mapping of name: value."
+
+
+def test_ansible_host_field_errors_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    g:\n      ansible_host: x\n      ansible_port: abc\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path)
+    assert (
+        str(info.value)
+        == f"{path}, line 5: host 'g' field 'port' must be a number from 1 to 65535, not 'abc'."
+    )
+
+
+# An Ansible inventory host without ansible_host is reached at its own name (the SSH config's
+# Host entry still applies first), as Ansible does; our own format keeps its clear error.
+
+SSH_CONFIG = "Host gpu-alias\n  HostName 10.9.9.9\n  Port 2201\n\nHost *\n  User nobody\n"
+
+
+def _addresses(inv: inventory.Inventory) -> dict[str, tuple[str, int]]:
+    return {name: (h.address, h.port) for name, h in inv.hosts.items()}
+
+
+def test_ini_host_names_are_the_addresses(tmp_path: Path) -> None:
+    (tmp_path / "ssh_config").write_text(SSH_CONFIG)
+    path = tmp_path / "hosts.ini"
+    path.write_text(
+        "10.0.0.7\n"
+        "gpu1.example.com ansible_user=ubuntu\n"
+        "[gpus]\n"
+        "gpu-[01:02].example.com\n"
+        "10.0.0.8:2222\n"
+        "gpu-alias\n"
+        "2001:db8::7\n"
+        "[2001:db8::8]:2022\n"
+        "[local]\n"
+        "here ansible_connection=local\n"
+        "[named]\n"
+        "box ansible_host=10.0.0.9\n"
+    )
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    assert _addresses(inv) == {
+        "10.0.0.7": ("10.0.0.7", 22),
+        "gpu1.example.com": ("gpu1.example.com", 22),
+        "gpu-01.example.com": ("gpu-01.example.com", 22),
+        "gpu-02.example.com": ("gpu-02.example.com", 22),
+        "10.0.0.8": ("10.0.0.8", 2222),
+        "gpu-alias": ("10.9.9.9", 2201),  # the SSH config's Host entry, as ssh would use it
+        "2001:db8::7": ("2001:db8::7", 22),
+        "2001:db8::8": ("2001:db8::8", 2022),
+        "here": ("localhost", 22),
+        "box": ("10.0.0.9", 22),
+    }
+    assert inv.hosts["gpu1.example.com"].user == "ubuntu"
+    assert inv.groups["gpus"] == (
+        "gpu-01.example.com",
+        "gpu-02.example.com",
+        "10.0.0.8",
+        "gpu-alias",
+        "2001:db8::7",
+        "2001:db8::8",
+    )
+
+
+def test_yaml_host_keys_without_vars_are_the_addresses(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text(
+        "all:\n"
+        "  vars: {ansible_user: ops}\n"
+        "  hosts:\n"
+        "    10.0.0.7:\n"
+        "    gpu1.example.com: {ansible_port: 2200}\n"
+        "  children:\n"
+        "    gpus:\n"
+        "      hosts:\n"
+        "        gpu-[a:b].example.com:\n"
+        "        2001:db8::7:\n"
+        "        '[2001:db8::8]:2022':\n"
+        "        box: {ansible_host: 10.0.0.9}\n"
+    )
+    inv = inventory.load(path)
+    assert _addresses(inv) == {
+        "10.0.0.7": ("10.0.0.7", 22),
+        "gpu1.example.com": ("gpu1.example.com", 2200),
+        "gpu-a.example.com": ("gpu-a.example.com", 22),
+        "gpu-b.example.com": ("gpu-b.example.com", 22),
+        "2001:db8::7": ("2001:db8::7", 22),
+        "2001:db8::8": ("2001:db8::8", 2022),
+        "box": ("10.0.0.9", 22),
+    }
+    assert {h.user for h in inv.hosts.values()} == {"ops"}
+
+
+def test_our_own_format_still_needs_an_address(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    gpu1.example.com:\n")
+    assert inventory.load(path).hosts["gpu1.example.com"].address == "gpu1.example.com"
+    native = tmp_path / "native.yml"
+    native.write_text("hosts:\n  gpu1.example.com: {}\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(native)
+    assert str(info.value) == (
+        f"{native}, line 2: host 'gpu1.example.com' has no 'address' and no Host entry in the SSH"
+        " config; add address: <IP or DNS name>."
+    )
+
+
+# Passwords in an imported Ansible inventory (`ansible_password`, `ansible_become_password`,
+# ...) are never kept: gpuonboard logs in with keys, and a kept password could reach a template,
+# a log line or a report through the host's vars.
+
+
+def test_ansible_passwords_are_not_imported(tmp_path: Path) -> None:
+    (tmp_path / "ssh_config").write_text("")
+    path = tmp_path / "hosts.ini"
+    path.write_text(
+        "[gpus]\n"
+        "box1 ansible_host=10.0.0.9 ansible_password=hunter2 ansible_ssh_pass=hunter3\n"
+        "[gpus:vars]\n"
+        "ansible_become_password=s3cret\n"
+        "ansible_sudo_pass=s3cret2\n"
+        "train_timeout=900\n"
+    )
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    host = inv.hosts["box1"]
+    assert host.address == "10.0.0.9"
+    assert host.vars.get("train_timeout") in (900, "900")
+    text = repr(host)
+    for secret in ("hunter2", "hunter3", "s3cret"):
+        assert secret not in text and secret not in repr(host.vars), secret
+
+
+# QA round 3 (Ansible inventory import): host ranges, `host:port`, and ProxyCommand bastions.
+
+
+def load(tmp_path: Path, name: str, text: str) -> inventory.Inventory:
+    path = tmp_path / name
+    path.write_text(text)
+    return inventory.load(path)
+
+
+def test_ini_host_range_expands_like_ansible(tmp_path: Path) -> None:
+    inv = load(
+        tmp_path, "hosts.ini", "[gpus]\ngpu-[01:03] ansible_host=10.0.0.1\n[gpus:vars]\nansible_user=ubuntu\n"
+    )
+    assert list(inv.hosts) == ["gpu-01", "gpu-02", "gpu-03"]
+    assert inv.groups["gpus"] == ("gpu-01", "gpu-02", "gpu-03")
+    assert {h.user for h in inv.hosts.values()} == {"ubuntu"}
+
+
+def test_yaml_host_range_and_letters(tmp_path: Path) -> None:
+    inv = load(
+        tmp_path,
+        "hosts.yml",
+        "all:\n  children:\n    rack:\n      hosts:\n"
+        "        node[a:b]-[1:3:2]:\n          ansible_host: 10.0.0.5\n",
+    )
+    assert list(inv.hosts) == ["nodea-1", "nodea-3", "nodeb-1", "nodeb-3"]
+    assert inv.groups["rack"] == ("nodea-1", "nodea-3", "nodeb-1", "nodeb-3")
+
+
+def test_host_port_suffix_sets_the_port_unless_given(tmp_path: Path) -> None:
+    inv = load(
+        tmp_path,
+        "hosts.ini",
+        "[gpus]\ngpu1:2222 ansible_host=10.0.0.9\ngpu2:2222 ansible_host=10.0.0.9 ansible_port=22\n",
+    )
+    assert (inv.hosts["gpu1"].port, inv.hosts["gpu2"].port) == (2222, 22)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("gpu-[01:3]", "same number of digits"),
+        ("gpu-[5:3]", "is empty"),
+        ("gpu-[1:x]", "two numbers or two letters"),
+        ("gpu-[1:3:0]", "positive whole step"),
+    ],
+)
+def test_bad_range_names_file_line_and_pattern(tmp_path: Path, pattern: str, why: str) -> None:
+    path = tmp_path / "hosts.ini"
+    path.write_text(f"[gpus]\n{pattern} ansible_host=10.0.0.1\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path)
+    assert str(info.value).startswith(f"{path}, line 2: host pattern {pattern!r}: range")
+    assert why in str(info.value)
+
+
+def test_ipv6_is_not_a_port_suffix() -> None:
+    assert expand_host_pattern("fe80::1") == (["fe80::1"], None)
+    assert expand_host_pattern("10.0.0.5:2222") == (["10.0.0.5"], 2222)
+
+
+@pytest.mark.parametrize(
+    ("args", "jump"),
+    [
+        ('-o ProxyCommand="ssh -W %h:%p -q ops@bastion"', "ops@bastion"),
+        ("-o 'ProxyCommand=ssh -q -W %h:%p bastion -p 2200'", "bastion:2200"),
+        ('-oProxyCommand="/usr/bin/ssh -l ops -o Port=2022 -W [%h]:%p -i k bastion"', "ops@bastion:2022"),
+    ],
+)
+def test_proxy_command_through_ssh_is_a_jump(tmp_path: Path, args: str, jump: str) -> None:
+    inv = load(
+        tmp_path,
+        "hosts.yml",
+        "all:\n  hosts:\n    g1:\n      ansible_host: 10.0.0.3\n"
+        f"      ansible_ssh_common_args: {json.dumps(args)}\n",
+    )
+    assert list(inv.hosts["g1"].jump) == [jump]
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['-o ProxyCommand="nc -x proxy:1080 %h %p"', '-o ProxyCommand="ssh bastion nc %h %p"'],
+)
+def test_other_proxy_commands_are_refused_before_any_connection(tmp_path: Path, args: str) -> None:
+    path = tmp_path / "hosts.ini"
+    path.write_text(f"[gpus]\n\ng1 ansible_host=10.0.0.3 ansible_ssh_extra_args='{args}'\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path)
+    assert str(info.value).startswith(f"{path}, line 3: ansible_ssh_extra_args has ProxyCommand")
+    assert "write the bastion as ProxyJump" in str(info.value)

@@ -1,0 +1,364 @@
+"""What the autostop install finds in the way, from its real state probe run with /bin/sh on
+this machine, as root and as an unprivileged login (`setpriv` to nobody): a watcher that runs
+as a non-root user cannot run `shutdown -h now` (cron logged "shutdown command exited 1" every
+minute and the box never stopped)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.inventory import load_vendor
+from gpuonboard.steps.autostop import (
+    UNSAFE_DIR_FN,
+    _parse_probe,
+    _Remote,
+    _state_probe_command,
+    install_problem,
+    parse_settings,
+)
+from gpuonboard.steps.base import StepArgsError
+
+from .box import T0, Box
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def cron_daemon(tmp_path: Path) -> Iterator[None]:
+    """A process named `cron` (a copy of sleep), ended by pid."""
+    binary = tmp_path / "crond" / "cron"
+    binary.parent.mkdir()
+    binary.write_bytes(Path("/bin/sleep").read_bytes())
+    binary.chmod(0o755)
+    daemon = subprocess.Popen([str(binary), "600"])
+    try:
+        yield
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def probe(tmp_path: Path, as_nobody: bool) -> _Remote:
+    command = _state_probe_command(str(tmp_path / "autostop"), str(tmp_path / "cron.d"), "auto")
+    argv = ["sh", "-c", command]
+    if as_nobody:
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            pytest.skip("needs root and setpriv to log in as an unprivileged user")
+        argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent"}
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30, check=True)
+    return _parse_probe(out.stdout)
+
+
+def problem(r: _Remote, shutdown_command: str) -> str | None:
+    return install_problem("gpu1", parse_settings({"shutdown_command": shutdown_command}), r)
+
+
+@pytest.mark.usefixtures("cron_daemon")
+@pytest.mark.parametrize(
+    "command", ["shutdown -h now", "/sbin/poweroff", "systemctl poweroff", "LANG=C shutdown -h +1"]
+)
+def test_a_non_root_login_cannot_run_a_power_command_itself(tmp_path: Path, command: str) -> None:
+    r = probe(tmp_path, as_nobody=True)
+    assert (r.uid, r.user, r.mode, r.cron_daemon) == (str(NOBODY), "nobody", "crontab", "yes")
+    quoted = "'sudo -n " + command + "'"
+    assert problem(r, command) == (
+        f"host gpu1: the watcher would run as nobody, not root, which cannot run the shutdown command"
+        f" {command!r}: pass --shutdown-command {quoted} (needs passwordless sudo for it), or connect"
+        " as root"
+    )
+
+
+@pytest.mark.usefixtures("cron_daemon")
+@pytest.mark.parametrize(
+    "command", ["sudo -n shutdown -h now", "curl -fsS -X POST https://api.example.com/v1/stop"]
+)
+def test_a_non_root_login_may_use_sudo_or_a_vendor_api_call(tmp_path: Path, command: str) -> None:
+    assert problem(probe(tmp_path, as_nobody=True), command) is None
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_root_runs_the_default_shutdown_command(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    r = probe(tmp_path, as_nobody=False)
+    assert (r.uid, r.mode, r.cron_daemon) == ("0", "cron.d", "yes")
+    assert problem(r, "shutdown -h now") is None
+
+
+# Billing-aware autostop only when the vendor profile names its billing unit (issue 26).
+#
+# The vendor loader says whether `billing.unit` was given (an absent one is assumed hourly for
+# cost figures, never for autostop); the watcher's settings turn billing-aware on only for a
+# named hourly unit or `--billing-aware`, and its `status` (the real script, run with /bin/sh
+# and a controlled clock) says which mode is in force and why.
+
+
+@pytest.mark.parametrize(
+    ("text", "given"),
+    [
+        ("name: X\n", False),
+        ("name: X\nbilling: {rate: 5, currency: CNY}\n", False),
+        ("name: X\nbilling: {unit: hour}\n", True),
+        ("name: X\nbilling: {unit: second, rate: 9.8}\n", True),
+    ],
+)
+def test_the_vendor_loader_says_whether_the_billing_unit_was_given(
+    tmp_path: Path, text: str, given: bool
+) -> None:
+    path = tmp_path / "v.yml"
+    path.write_text(text)
+    billing = load_vendor(path).billing
+    assert billing.unit_given is given
+    assert billing.unit in ("hour", "second")  # cost figures still round by an hour when unnamed
+
+
+@pytest.mark.parametrize(
+    ("args", "aware", "mode"),
+    [
+        ({"billing_unit": ""}, False, "auto"),
+        ({}, False, "auto"),
+        ({"billing_unit": "hour"}, True, "auto"),
+        ({"billing_unit": "minute"}, False, "auto"),
+        ({"billing_unit": "", "billing_aware": "true"}, True, "on"),
+        ({"billing_unit": "hour", "billing_aware": False}, False, "off"),
+    ],
+)
+def test_billing_aware_only_for_a_named_hourly_unit_or_when_asked(
+    args: dict[str, object], aware: bool, mode: str
+) -> None:
+    settings = parse_settings(args)
+    assert settings.billing_aware is aware
+    assert f"BILLING_SET={mode}\n" in settings.conf_text()
+
+
+def test_a_billing_unit_that_is_not_one_is_named() -> None:
+    with pytest.raises(StepArgsError, match="argument 'billing_unit' must be one of second, minute, hour"):
+        parse_settings({"billing_unit": "fortnight"})
+
+
+def test_status_names_the_mode_and_why(tmp_path: Path) -> None:
+    cases = {
+        "a": (
+            {"billing_unit": "", "billing_vendor": "nobill"},
+            "mode: idle (billing unit unknown: add `billing: {unit: hour}` (or minute, second) to vendor"
+            " profile nobill, or pass --billing-aware, for billing-aware shutdown): acts after idle + grace",
+        ),
+        "b": (
+            {"billing_unit": ""},
+            "mode: idle (billing unit unknown: add `billing: {unit: hour}` (or minute, second) to a vendor"
+            " profile for this host, or pass --billing-aware, for billing-aware shutdown): acts after"
+            " idle + grace",
+        ),
+        "c": (
+            {"billing_unit": "hour", "billing_vendor": "wuhan-idc"},
+            "mode: billing-aware (hourly billing, per vendor profile wuhan-idc): acts in the last 5m00s of"
+            " a started hour, hours counted from 2027-01-15T08:00:00Z",
+        ),
+        "d": (
+            {"billing_unit": "hour", "billing_vendor": "v\x1b]0;x\x07"},
+            "mode: billing-aware (hourly billing, per vendor profile v\\x1b]0;x\\x07): acts in the last"
+            " 5m00s of a started hour, hours counted from 2027-01-15T08:00:00Z",
+        ),
+    }
+    for name, (args, line) in cases.items():
+        (tmp_path / name).mkdir()
+        box = Box(tmp_path / name, idle="30m", **args)
+        status = box.run(T0 + 60, "status").stdout
+        assert [ln for ln in status.splitlines() if ln.startswith("mode: ")] == [line]
+
+
+def test_status_of_a_config_from_an_older_gpuonboard_gives_the_mode(tmp_path: Path) -> None:
+    box = Box(tmp_path, idle="30m", billing_aware="true")
+    conf = box.dir / "autostop.conf"
+    conf.write_text("".join(ln for ln in conf.read_text().splitlines(True) if not ln.startswith("BILLING_S")))
+    status = box.run(T0 + 60, "status").stdout
+    assert "mode: billing-aware: acts in the last 5m00s of a started hour" in status
+
+
+# The directory root's cron runs the watcher from, and every directory above it, must be
+# this login's (or root's) alone: a symlink, another user's dir, or one others can write (above
+# it, unless sticky like /tmp) would let another user choose what root runs every minute. The
+# check is the shell function the probe and the install both run, here with this machine's sh.
+
+
+def _unsafe(d: Path) -> str | None:
+    r = subprocess.run(
+        ["sh", "-c", f'{UNSAFE_DIR_FN}; unsafe "$1"', "sh", str(d)], capture_output=True, text=True
+    )
+    assert r.returncode in (0, 1), r.stderr
+    return r.stdout.rstrip("\n") if r.returncode == 0 else None
+
+
+def test_only_dirs_no_other_user_can_change_pass(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    base.mkdir(mode=0o755)
+    base.chmod(0o755)
+    ok = base / "autostop"
+    ok.mkdir(mode=0o700)
+    assert _unsafe(ok) is None
+    assert _unsafe(base / "not-yet" / "autostop") is None  # (mkdir -p makes it 0700)
+
+    # the dir itself writable by others, even with the sticky bit
+    open_dir = base / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o1777)
+    assert _unsafe(open_dir) == f"{open_dir}\tis writable by other users (mode 1777)"
+    # below a sticky dir (as /tmp): fine, the dir itself being only ours
+    mine = open_dir / "mine"
+    mine.mkdir(mode=0o700)
+    assert _unsafe(mine) is None
+    assert _unsafe(open_dir / "new") is None  # (made by mkdir -p; one planted first is another user's)
+
+    # below a dir others can write without the sticky bit: they could rename ours away
+    shared = base / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "autostop").mkdir(mode=0o700)
+    assert _unsafe(shared / "autostop") == f"{shared}\tis writable by other users (mode 777)"
+
+    # a symbolic link, to a safe dir or not
+    link = base / "link"
+    link.symlink_to(ok)
+    assert _unsafe(link) == f"{link}\tis a symbolic link"
+
+
+def test_another_users_dir_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    if os.getuid() != 0:
+        pytest.skip("needs root to give the dir to another user")
+    os.chown(theirs, 65534, 65534)
+    assert _unsafe(theirs) == f"{theirs}\tis owned by another user (uid 65534)"
+
+
+# --ssh-sessions: the watcher's reading of `ps -eo user=,args=` (real sshd process titles of
+# OpenSSH 9.2 and 9.8+, run through the template's own awk with this machine's sh), and the
+# install's refusal where ps is missing (the box would then count busy for ever).
+
+TEMPLATE = Path(__file__).resolve().parents[4] / "templates" / "remote" / "autostop.sh.j2"
+
+# what `ps -eo user=,args=` shows on a box with sshd's listener, a login in progress, a shell
+# with a terminal, a VS Code Remote session (no terminal) and a session under OpenSSH 9.8+
+PS = """\
+root     sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups
+root     sshd: alice [priv]
+alice    sshd: alice@pts/0
+alice    -bash
+root     sshd: bob [priv]
+bob      sshd: bob@notty
+bob      sshd-session: bob@notty
+carol    sshd-session: carol@pts/3
+root     sshd: root [net]
+dave     vim sshd: eve@notty
+"""
+
+
+def _users(ps: str) -> str:
+    text = TEMPLATE.read_text()
+    fn = re.search(r"^ssh_session_users\(\) \{.*?^\}\n", text, re.S | re.M)
+    assert fn is not None
+    out = subprocess.run(
+        ["sh", "-c", fn.group(0) + "ssh_session_users"], input=ps, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_users_of_open_sessions_are_read_from_sshds_process_titles() -> None:
+    assert _users(PS) == "alice bob carol"
+    assert _users("root     sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups\n") == ""
+
+
+def test_ssh_sessions_without_ps_is_refused_at_install() -> None:
+    r = _parse_probe("uid 0\nps no\n")
+    assert r.ps is False
+    r = _Remote(uid="0", user="root", dir="/var/lib/gpuonboard/autostop", mode="cron.d", ps=False)
+    assert install_problem("gpu1", parse_settings({"ssh_sessions": "true"}), r) == (
+        "host gpu1: --ssh-sessions needs ps, which this host lacks, so the watcher could never see an"
+        " SSH session without a terminal (VS Code Remote, ssh -N tunnels) and would count the box busy"
+        " for ever: install procps (apt-get install procps), or leave --ssh-sessions out"
+    )
+    assert install_problem("gpu1", parse_settings({}), r) is None
+    r.ps = True
+    assert install_problem("gpu1", parse_settings({"ssh_sessions": "true"}), r) is None
+
+
+# The host vars `invoke autostop` takes are checked before any connection, naming the var: a
+# YAML `autostop_shutdown_command:` with no value rendered as the text 'None', installed as the
+# shutdown command, which never shut the box down (and a mapping became its Python repr).
+
+GPUONBOARD = Path(sys.executable).parent / "gpuonboard"
+
+
+def autostop(tmp_path: Path, var_line: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text(
+        "hosts:\n  gpu1:\n    address: 127.0.0.1\n    port: 1\n    vars:\n"
+        f"      autostop_dir: {tmp_path / 'autostop'}\n      {var_line}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GPUONBOARD_DEBUG"}
+    env["GPUONBOARD_SSH_CONFIG"] = str(tmp_path / "no-ssh-config")
+    return subprocess.run(
+        [str(GPUONBOARD), "autostop", "--host", "gpu1", "--inventory", str(hosts), *flags],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+PREFIX = "error: autostop: step 'autostop' for host 'gpu1': "
+
+
+@pytest.mark.parametrize(
+    ("var_line", "sentence"),
+    [
+        (
+            "autostop_shutdown_command:",
+            "vars.autostop_shutdown_command must be a text, not null (a key with no value); set it or"
+            " remove it.",
+        ),
+        (
+            "autostop_shutdown_command: {api: stop}",
+            "vars.autostop_shutdown_command must be a text, not a mapping; set it or remove it.",
+        ),
+        (
+            "autostop_shutdown_command: [poweroff]",
+            "vars.autostop_shutdown_command must be a text, not a list; set it or remove it.",
+        ),
+    ],
+)
+def test_a_bad_autostop_var_is_one_sentence_and_exit_2(tmp_path: Path, var_line: str, sentence: str) -> None:
+    r = autostop(tmp_path, var_line, "--check")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == PREFIX + sentence + "\n"
+    assert not (tmp_path / "autostop").exists()
+
+
+def test_a_blank_shutdown_command_var_is_refused(tmp_path: Path) -> None:
+    # `sh -c ' '` succeeds: the watcher logged a shutdown every minute and the box kept running
+    r = autostop(tmp_path, "autostop_shutdown_command: ' '", "--check")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert (
+        r.stderr
+        == "error: autostop: step 'autostop': argument 'shutdown_command' must be a command, not blank.\n"
+    )
+
+
+def test_a_blank_shutdown_command_flag_is_a_usage_error(tmp_path: Path) -> None:
+    r = autostop(tmp_path, "autostop_cron: auto", "--shutdown-command", " ")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == (
+        "error: --shutdown-command was given an empty value (an unset shell variable?); give it a"
+        " value, or leave it out.\n"
+    )

@@ -1,0 +1,72 @@
+"""nvidia-smi's attached-GPU count above the GPUs its output describes reaches the report.
+
+Before, it was only a parser warning (Facts.warnings), which a provision or acceptance report
+never shows; only an ordered `gpu_count` mentioned it. The real A100 capture (`attached_gpus` 4,
+one <gpu> kept) has that shape, as has every `nvidia-smi -q -x -i N` output: an incomplete probe,
+so `nvidia_driver` (the rule every acceptance and every `invoke facts` judgement has) is
+unverified, never a failure, and never "N of the M ordered GPUs missing".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.offline import judge
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.steps.checks import acceptance
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+ONE_OF_FOUR = REAL / "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml"
+
+
+def _facts(path: Path) -> Facts:
+    return parse_facts({"nvidia_smi": ProbeOutput(path.read_text(), "", 0)})
+
+
+def test_attached_more_than_listed_leaves_nvidia_driver_unverified() -> None:
+    check = acceptance.rule_driver(_facts(ONE_OF_FOUR))
+    assert check.verdict == "unverified"
+    assert check.actual == (
+        "driver 535.54.03, CUDA 12.2; incomplete probe: nvidia-smi says 4 attached but lists 1"
+    )
+    assert check.detail == acceptance.RERUN_ADVICE
+    assert "rerun `invoke check`" in check.detail and "nvidia-smi -L" in check.detail
+
+
+def test_the_trimmed_capture_is_not_failed_for_it() -> None:
+    """An order of the one GPU the output describes is met; the probe is incomplete (unverified);
+    an order of the four attached is unverified, never "3 of the 4 ordered GPUs missing"."""
+    facts = _facts(ONE_OF_FOUR)
+    rules = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=1), facts)}
+    assert rules["gpu_count"].verdict == "pass"
+    assert rules["gpu_count"].detail == "nvidia-smi says 4 attached but lists 1"
+    assert rules["nvidia_driver"].verdict == "unverified"
+    four = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=4), facts)}["gpu_count"]
+    assert (four.verdict, four.actual, four.detail) == (
+        "unverified",
+        "1 listed; incomplete probe: nvidia-smi says 4 attached but lists 1",
+        acceptance.RERUN_ADVICE,
+    )
+    judged = {c.name: c for c in judge(facts, None)}
+    assert judged["nvidia_driver"].verdict == "unverified"
+    assert "fail" not in {c.verdict for c in judged.values() if c.name in ("nvidia_driver", "gpu_count")}
+
+
+@pytest.mark.parametrize(
+    "path",
+    # "1of<N>gpu": captures trimmed by their authors to one GPU section (ONE_OF_FOUR, the R418 V100)
+    sorted(p for p in REAL.glob("nvidia-smi-q*") if "1of" not in p.name and "sampler" not in p.name),
+    ids=lambda p: p.name,
+)
+def test_whole_captures_pass_nvidia_driver(path: Path) -> None:
+    facts = _facts(path)
+    check = acceptance.rule_driver(facts)
+    assert facts.gpu is not None and "attached" not in check.actual
+    # (a CSV without driver_version: the driver version could not be read, so unverified)
+    assert check.verdict == ("pass" if facts.gpu.driver_version else "unverified")
+    if not facts.gpu.driver_version:
+        assert check.actual == "driver unknown, CUDA unknown"

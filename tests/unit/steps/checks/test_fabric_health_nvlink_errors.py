@@ -1,0 +1,79 @@
+"""rule_nvlink_errors on real `nvidia-smi nvlink -e` captures (and counts changed in them)."""
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.nvlink import parse_nvlink_errors
+from gpuonboard.steps.checks.fabric_health import load_nvlink_error_thresholds, rule_nvlink_errors
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+H100_FILE = "nvidia-smi-nvlink-e__h100-80gb-hbm3__1gpu__driver-unknown__elided.txt"
+H100 = ["NVIDIA H100 80GB HBM3"]
+# the driver's refusal of NVLink queries on a MIG GPU, captured for `nvlink -s` (the sentence
+# names NVLink queries in general; no `nvlink -e` capture of it here)
+MIG = "nvidia-smi-nvlink-s__h100-mig__not-supported__driver590.48.01.txt"
+
+
+def read(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def with_count(counter: str, link: int, value: int, text: str | None = None) -> str:
+    """The H100 capture with its `counter` on `link` (0, 1 or 17) set to `value` (derived)."""
+    text = read(H100_FILE) if text is None else text
+    line = f" Link {link}: {counter}: 0\n"
+    at = text.index(line)
+    return text[:at] + line.replace(": 0\n", f": {value}\n") + text[at + len(line) :]
+
+
+def test_thresholds_cite_dcgm() -> None:
+    rows = {t.name: t for t in load_nvlink_error_thresholds()}
+    assert (rows["Recovery Errors"].fail_at, rows["Replay Errors"].fail_at) == (1, 1)
+    assert (rows["CRC Errors"].warn_at, rows["CRC Errors"].fail_at) == (1, None)
+    assert all("DCGM" in t.source for t in rows.values())
+    assert all(rows[n].verified for n in ("Recovery Errors", "Replay Errors", "CRC Errors"))
+
+
+def test_all_zero_passes() -> None:
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(read(H100_FILE)))
+    assert c is not None and c.name == "nvlink_errors"
+    assert (c.verdict, c.actual) == ("pass", "all NVLink error counters zero on 3 link(s) of 1 GPU(s)")
+
+
+@pytest.mark.parametrize("counter", ["Recovery Errors", "Replay Errors"])
+def test_recovery_or_replay_fails_naming_gpu_link_counter(counter: str) -> None:
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(with_count(counter, 17, 2)))
+    assert c is not None and c.verdict == "fail"
+    assert c.actual == f"GPU 0 link 17: {counter} 2"
+    assert "reseat or replace the NVLink bridge / board" in c.detail
+
+
+def test_crc_errors_warn() -> None:
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(with_count("CRC Errors", 1, 40)))
+    assert c is not None and (c.verdict, c.actual) == ("warn", "GPU 0 link 1: CRC Errors 40")
+
+
+def test_fail_lists_warnings_too() -> None:
+    text = with_count("Replay Errors", 0, 9, text=with_count("CRC Errors", 17, 3))
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(text))
+    assert c is not None and c.verdict == "fail"
+    assert c.actual == "GPU 0 link 0: Replay Errors 9; GPU 0 link 17: CRC Errors 3"
+
+
+def test_not_applicable_missing_and_unlisted() -> None:
+    errors = parse_nvlink_errors(read(H100_FILE))
+    assert rule_nvlink_errors(["NVIDIA L40S"], errors) is None
+    assert rule_nvlink_errors(["NVIDIA A100-PCIE-40GB"], None) is None
+    missing = rule_nvlink_errors(H100, None)
+    assert missing is not None and missing.verdict == "unverified"
+    empty = rule_nvlink_errors(H100, parse_nvlink_errors(""))
+    assert empty is not None and empty.verdict == "unverified"
+    # two SXM GPUs, one listed: GPU 1's counters are unknown, not zero
+    two = rule_nvlink_errors(H100 * 2, errors)
+    assert two is not None and two.verdict == "unverified" and "GPU 1 (not listed)" in two.actual
+
+
+def test_mig_mode_is_unverified() -> None:
+    c = rule_nvlink_errors(["NVIDIA H100 80GB HBM3"], parse_nvlink_errors(read(MIG)))
+    assert c is not None and c.verdict == "unverified" and "GPU 0 (MIG mode)" in c.actual

@@ -1,0 +1,87 @@
+"""A GPU nvidia-smi lists but cannot read (`ERR!`, `[GPU requires reset]`) fails `gpu_health`.
+
+Before, its `ERR!` cells became None (or, for ECC and MIG mode, the mode "ERR!", counted as
+enabled ECC), every rule skipped it, and a box with a dead GPU got GO from the health step.
+The capture is real: an 8 x A40 box whose GPU 4 reads ERR! after a GSP timeout (Xid 119).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.nvidia_smi import parse_any
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.checks import gpu_health
+
+FIXTURES = Path(__file__).parents[3] / "fixtures"
+A40_ERR = FIXTURES / "public" / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"
+H100_CSV = FIXTURES / "real" / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"
+
+
+def _plan(text: str) -> object:
+    facts = parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)})
+    ctx = SimpleNamespace(host=SimpleNamespace(vars={}), facts=facts)
+    return gpu_health.GpuHealthStep({}).plan(ctx)  # type: ignore[arg-type]
+
+
+def test_err_gpu_in_the_table_fails_gpu_health_naming_it() -> None:
+    plan = _plan(A40_ERR.read_text())
+    assert plan.failed  # type: ignore[attr-defined]
+    checks = {c.name: c for c in plan.checks}  # type: ignore[attr-defined]
+    check = checks["gpu_health"]
+    assert check.verdict == "fail"
+    assert check.actual == "GPU 4 (00000000:83:00.0): nvidia-smi reads ERR!"
+    assert "Xid" in check.detail and "nvidia-smi -i N -r`, N in 4)" in check.detail
+    assert "gpu_health" in plan.msg  # type: ignore[attr-defined]
+
+
+def test_err_cells_are_no_values() -> None:
+    gpus = parse_any(A40_ERR.read_text()).gpus
+    assert len(gpus) == 8
+    bad = gpus[4]
+    assert bad.faults == ("ERR!",)
+    # "ERR!" is not an ECC or MIG mode, nor a temperature or a power reading
+    assert (bad.ecc_mode, bad.mig_mode, bad.temperature_c, bad.power_limit_w) == (None, None, None, None)
+    assert [g.index for g in gpus if g.faults] == [4]
+    assert all(g.ecc_mode == "Enabled" for g in gpus if not g.faults)
+
+
+def test_gpu_requires_reset_in_the_query_csv_fails() -> None:
+    """The real H100 --query-gpu capture with its values as nvidia-smi prints them for a GPU that
+    needs a reset (`[GPU requires reset]`); one minimal edit made here, on the data row only."""
+    header, row = H100_CSV.read_text().splitlines()[:2]
+    cells = row.split(", ")
+    keep = {"name", "pci.bus_id", "count", "driver_version", "index"}
+    names = [h.split(" [")[0] for h in header.split(", ")]
+    edited = [c if n in keep else "[GPU requires reset]" for n, c in zip(names, cells, strict=True)]
+    plan = _plan(header + "\n" + ", ".join(edited) + "\n")
+    check = next(c for c in plan.checks if c.name == "gpu_health")  # type: ignore[attr-defined]
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (00000000:00:09.0): nvidia-smi reads GPU requires reset",
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for p in (FIXTURES / "real").glob("nvidia-smi*")
+        # other commands' outputs (topo -m, nvlink -s, -L) and the benchmark's sampler log
+        if not p.name.startswith(
+            ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-query-gpu-sampler")
+        )
+    )
+    # (the derived utilisation streams the simulator's monitor replays are no listing)
+    + sorted(p for p in (FIXTURES / "derived").glob("nvidia-smi-q*") if "-monitor__" not in p.name),
+    ids=lambda p: p.name,
+)
+def test_healthy_captures_have_no_unreadable_gpu(path: Path) -> None:
+    report = parse_any(path.read_text())
+    assert report.gpus and not any(g.faults for g in report.gpus)
+    facts = parse_facts({"nvidia_smi": ProbeOutput(path.read_text(), "", 0)})
+    assert "gpu_health" not in {c.name for c in gpu_health.evaluate(facts)}
