@@ -6,7 +6,7 @@
 # Values in variables set before it (prove.disk_script, quoted by shell.quote): D the directory,
 # N the size in 4 MiB blocks, T the token in the file name, FIO true|false, BASE the file's
 # name prefix (prove.DISK_FILE).
-# Run by: steps/prove.py (disk_script).
+# Run by: steps/prove/disk.py (disk_script).
 # shellcheck disable=SC2154  # D, N, T, FIO, BASE: set by prove.disk_script before this script
 
 trap '' PIPE

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gpuonboard import shell
+from gpuonboard import sh, shell
 from gpuonboard.units import format_bytes, parse_size
 
 MANIFEST_MARK = "##gpuonboard-manifest "
@@ -206,7 +206,8 @@ def is_loopback(host: str) -> bool:
 
 
 def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, ...]) -> str:
-    """Read-only: GET /v2/REPO/manifests/REF with curl (Accept: OCI/Docker v2 and lists).
+    """Read-only: GET /v2/REPO/manifests/REF with curl (Accept: OCI/Docker v2 and lists), the
+    script sh/container_manifest.sh after its values (the URLs as its positional arguments).
 
     stdin carries the curl config with `user = "name:password"` (or nothing); on a 401 with a
     Bearer challenge the token is fetched and sent as a header, also through stdin.
@@ -223,64 +224,14 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
     Every curl starts with `-q`: the login's `~/.curlrc` on the host (a vendor image's
     `insecure`, a header of its own) is never read.
     """
-    m = MANIFEST_MARK
     reg = host.lower()
-    trusted = " ".join(shell.quote(h) for h in (reg, *TOKEN_HOSTS.get(reg, ())))
-    urls = " ".join(shell.quote(f"{s}://{host}/v2/{repo}/manifests/{reference}") for s in schemes)
-    refused = (
-        "the token realm of registry $reg (scheme $rs, host $ra) was refused: only an https://"
-        " realm is used (http:// only on loopback for a registry on loopback)"
+    trusted = "\n".join((reg, *TOKEN_HOSTS.get(reg, ())))
+    urls = [f"{s}://{host}/v2/{repo}/manifests/{reference}" for s in schemes]
+    # the values sh/container_manifest.sh reads, as shell words before it; the URLs as `set --`
+    values = (
+        f"M={shell.quote(MANIFEST_MARK)}; h={shell.quote('Accept: ' + ACCEPT)};"
+        f" scope={shell.quote(f'repository:{repo}:pull')}\n"
+        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}; T={shell.quote(trusted)}\n"
+        f"set -- {shell.join(urls)}\n"
     )
-    return shell.sh_c(
-        f"cfg=$(cat); h={shell.quote('Accept: ' + ACCEPT)}; scope={shell.quote(f'repository:{repo}:pull')}\n"
-        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}\n"
-        f"command -v curl >/dev/null 2>&1 || {{ printf '{m}error no curl on the host\\n'; exit 0; }}\n"
-        "o='--connect-timeout 5 --max-time 60 -fsS'; why=unreachable\n"
-        # host[:port] lowercased, without the scheme's default port
-        "hp() { case $1 in https) d=443 ;; *) d=80 ;; esac\n"
-        "  x=$(printf '%s' \"$2\" | tr 'A-Z' 'a-z'); printf '%s' \"${x%:$d}\"; }\n"
-        f"for url in {urls}; do\n"
-        "  case $url in https:*) p='=https' ;; *) p='=http,https' ;; esac\n"
-        '  if body=$(printf \'%s\\n\' "$cfg" | curl -q $o --proto "$p" --proto-redir "$p" -K - -H "$h"'
-        ' --url "$url" 2>/dev/null); then\n'
-        f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
-        '  auth=$(curl -q -sS --connect-timeout 5 --max-time 30 --proto "$p" --proto-redir "$p" -o /dev/null'
-        ' -D - -H "$h" --url "$url" 2>/dev/null'
-        " | tr -d '\\r' | sed -n 's/^[Ww][Ww][Ww]-[Aa]uthenticate: *[Bb]earer *//p')\n"
-        '  [ -n "$auth" ] || continue\n'
-        "  why='registry refused the credentials'\n"
-        '  realm=$(printf \'%s\' "$auth" | sed -n \'s/.*realm="\\([^"]*\\)".*/\\1/p\')\n'
-        '  svc=$(printf \'%s\' "$auth" | sed -n \'s/.*service="\\([^"]*\\)".*/\\1/p\')\n'
-        # the realm's scheme and authority (host[:port]); anything odd is refused
-        "  rs=; ra=\n"
-        "  case $realm in *://*) rs=$(printf '%s' \"${realm%%://*}\" | tr 'A-Z' 'a-z'); rest=${realm#*://}\n"
-        "    ra=$(printf '%s' \"${rest%%[/?#]*}\" | tr 'A-Z' 'a-z') ;; esac\n"
-        "  case $ra in '[::1]'|'[::1]:'*) rh='[::1]' ;; *) rh=${ra%:*} ;; esac\n"
-        "  rp=; ok=1\n"
-        "  case $ra in '') ra=none; ok= ;; *[!]a-z0-9.:_[-]*) ra=unusable; ok= ;; esac\n"
-        "  case $rs in [a-z]*) case $rs in *[!a-z0-9+.-]*) rs='not a URL' ;; esac ;;\n"
-        "    *) rs='not a URL' ;; esac\n"
-        "  [ ${#rs} -le 20 ] || rs='not a URL'\n"
-        '  if [ -n "$ok" ]; then\n'
-        "    case $rs in\n"
-        "      https) rp='=https' ;;\n"
-        '      http) case $url in http:*) [ -z "$loop" ] || case $rh in\n'
-        "        localhost|'[::1]') rp='=http' ;;\n"
-        "        127.*.*.*) case $rh in *[!0-9.]*) ;; *) rp='=http' ;; esac ;;\n"
-        "      esac ;; esac ;;\n"
-        "    esac\n"
-        "  fi\n"
-        f'  [ -n "$rp" ] || {{ why="{refused}"; continue; }}\n'
-        '  kc=; rn=$(hp "$rs" "$ra")\n'
-        f'  for t in {trusted}; do [ "$rn" = "$(hp "$rs" "$t")" ] && kc=$cfg; done\n'
-        '  tok=$(printf \'%s\\n\' "$kc" | curl -q $o --proto "$rp" --proto-redir "$rp" -K - -G'
-        ' --data-urlencode "service=$svc" --data-urlencode "scope=$scope" --url "$realm" 2>/dev/null'
-        " | tr ',' '\\n'"
-        ' | sed -n \'s/.*"\\(access_\\)\\{0,1\\}token": *"\\([^"]*\\)".*/\\2/p\' | head -n 1)\n'
-        '  [ -n "$tok" ] || continue\n'
-        '  if body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$tok" | curl -q $o --proto "$p"'
-        ' --proto-redir "$p" -K - -H "$h" --url "$url" 2>/dev/null); then\n'
-        f"    printf '{m}ok\\n%s\\n' \"$body\"; exit 0; fi\n"
-        "done\n"
-        f"printf '{m}error %s\\n' \"$why\""
-    )
+    return shell.sh_c(values + sh.load("container_manifest"))

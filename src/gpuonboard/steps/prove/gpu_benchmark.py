@@ -4,7 +4,7 @@ the gpu_health rules over the facts and from the nvidia-smi samples taken under 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,19 +13,15 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_health
-from gpuonboard.steps.prove import (
-    _LAUNCH_ARGS,
-    _float_arg,
+from gpuonboard.steps.prove.launch import _LAUNCH_ARGS, _float_arg, _int_arg, launch_settings, run_script
+from gpuonboard.steps.prove.references import row_matches_name
+from gpuonboard.steps.prove.rules import (
     _gpu_count,
-    _int_arg,
     _pct,
     _summary,
     broken_driver_sentence,
     hidden_gpus_sentence,
-    launch_settings,
     nvidia_smi_failure,
-    row_matches_name,
-    run_script,
 )
 from gpuonboard.yamlload import load_yaml
 
@@ -85,6 +81,127 @@ def likely_causes(gpus: Sequence[GpuInfo], samples: Mapping[str, Any] | None) ->
     return causes
 
 
+def cpu_benchmark_checks(r: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[Check]:
+    """`resnet50_throughput` per worker of a run on the CPU: information only, with the
+    reason when nvidia-smi lists GPUs that torch could not use."""
+    checks: list[Check] = []
+    for w in list(r.get("workers") or []):
+        checks.append(
+            Check(
+                "resnet50_throughput",
+                "(information only: CPU, fp32, no GPU reference)",
+                f"{float(w.get('images_per_s') or 0):,.1f} images/s on the CPU"
+                f" (batch {w.get('batch_size')},"
+                f" {r.get('image_size')} px)",
+                "pass",
+                "measured on the CPU: the GPU figure needs a CUDA PyTorch"
+                + (
+                    f" (nvidia-smi lists {len(gpus)} GPU(s) but torch has no CUDA: use the NGC container)"
+                    if gpus
+                    else ""
+                ),
+            )
+        )
+    return checks
+
+
+def throughput_check(
+    r: Mapping[str, Any],
+    w: Mapping[str, Any],
+    gpus: Sequence[GpuInfo],
+    table: Mapping[str, Any],
+    causes: Callable[[], list[str]],
+) -> Check:
+    """`resnet50_gpu<N>`: one GPU's images/s against its reference row (`causes`: the likely
+    causes of a low figure, computed once per run when first asked)."""
+    warn_below = float(table.get("warn_below", 0.85))
+    fail_below = float(table.get("fail_below", 0.5))
+    size_note = (
+        "" if int(r.get("image_size") or 224) == 224 else f" at {r.get('image_size')} px (reference: 224 px)"
+    )
+    idx = w.get("gpu")
+    name = str(w.get("device_name") or (gpus[idx].name if idx is not None and idx < len(gpus) else ""))
+    ips = float(w.get("images_per_s") or 0.0)
+    peak = w.get("peak_mem_bytes")
+    actual = f"GPU {idx} {name}: {ips:,.0f} images/s (batch {w.get('batch_size')}, AMP fp16"
+    actual += f", peak {peak / (1 << 30):.1f} GiB)" if peak else ")"
+    ref = match_gpu_reference(table, name)
+    if ref is None:
+        return Check(
+            f"resnet50_gpu{idx}",
+            f"a reference for {name}",
+            actual,
+            "warn",
+            "no reference row for this GPU; add one to data/gpu_reference.yml",
+        )
+    want = float(ref["images_per_s"])
+    ratio = ips / want if want else 0.0
+    if size_note:
+        # images/s scale with the pixels per image: another size cannot be judged by this row
+        return Check(
+            f"resnet50_gpu{idx}",
+            f">= {warn_below * want:,.0f} images/s at 224 px ({ref['id']})",
+            f"{actual}{size_note}: not comparable",
+            "warn",
+            f"images/s at {r.get('image_size')} px say nothing against a 224 px reference (a"
+            " smaller image trains many times faster); unset benchmark_image_size (default"
+            " 224) for a verdict on this GPU",
+        )
+    verdict: Verdict = "pass" if ratio >= warn_below else "warn" if ratio >= fail_below else "fail"
+    detail = ""
+    if verdict != "pass":
+        found = (
+            "; ".join(causes())
+            if causes()
+            else "none found in the facts (no throttling, full PCIe link, default power limit)"
+        )
+        detail = (
+            f"below {_pct(warn_below)} of the reference: likely causes: {found}."
+            " Without one: virtualisation overhead, another tenant's load, or an older software"
+            f" stack; reference source {ref.get('source')}"
+            + ("" if ref.get("verified") else " (reference not verified)")
+        )
+    return Check(
+        f"resnet50_gpu{idx}",
+        f">= {warn_below * want:,.0f} images/s ({_pct(warn_below)} of {want:,.0f}, {ref['id']})",
+        f"{actual}, {_pct(ratio)} of reference",
+        verdict,
+        detail,
+    )
+
+
+def sustained_check(
+    w: Mapping[str, Any], samples: Mapping[str, Any] | None, sustained_drop_warn: float
+) -> Check | None:
+    """`sustained_gpu<N>`: the GPU's throughput holds over the run, no thermal or hardware
+    slowdown while it ran; None when the worker measured no first/last figures."""
+    idx = w.get("gpu")
+    sus = w.get("sustained") or {}
+    first, last = sus.get("first_images_per_s"), sus.get("last_images_per_s")
+    if not (first and last):
+        return None
+    drop = 1 - float(last) / float(first)
+    s_idx = samples.get(str(idx)) if samples else None
+    extra = ""
+    if s_idx:
+        extra = "; " + load_summary(s_idx)
+    slowing = {k: v for k, v in ((s_idx or {}).get("reasons") or {}).items() if k in gpu_health.HARD_THROTTLE}
+    bad = drop > sustained_drop_warn or bool(slowing)
+    return Check(
+        f"sustained_gpu{idx}",
+        f"throughput holds over {float(sus.get('seconds') or 0):.0f} s"
+        f" (drop <= {_pct(sustained_drop_warn)}),"
+        " no thermal/hardware slowdown",
+        f"{float(first):,.0f} -> {float(last):,.0f} images/s ({-drop * 100:+.0f} %){extra}"
+        + (f"; slowdown: {', '.join(sorted(slowing))}" if slowing else ""),
+        "warn" if bad else "pass",
+        "the GPU slows down under sustained load: cooling, power delivery or a capped limit;"
+        " ask the vendor to check"
+        if bad
+        else "",
+    )
+
+
 def benchmark_checks(
     r: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -95,27 +212,9 @@ def benchmark_checks(
     checks: list[Check] = []
     workers = list(r.get("workers") or [])
     errors = list(r.get("worker_errors") or [])
-    device = r.get("device")
     samples = r.get("samples") if isinstance(r.get("samples"), dict) else None
-    if device != "cuda":
-        for w in workers:
-            checks.append(
-                Check(
-                    "resnet50_throughput",
-                    "(information only: CPU, fp32, no GPU reference)",
-                    f"{float(w.get('images_per_s') or 0):,.1f} images/s on the CPU"
-                    f" (batch {w.get('batch_size')},"
-                    f" {r.get('image_size')} px)",
-                    "pass",
-                    "measured on the CPU: the GPU figure needs a CUDA PyTorch"
-                    + (
-                        f" (nvidia-smi lists {len(gpus)} GPU(s) but torch has no CUDA: use the NGC container)"
-                        if gpus
-                        else ""
-                    ),
-                )
-            )
-        return checks
+    if r.get("device") != "cuda":
+        return cpu_benchmark_checks(r, gpus)
     if errors:
         checks.append(
             Check(
@@ -138,99 +237,18 @@ def benchmark_checks(
                 hidden_gpus_sentence(seen, len(gpus)),
             )
         )
-    warn_below = float(table.get("warn_below", 0.85))
-    fail_below = float(table.get("fail_below", 0.5))
-    causes: list[str] | None = None
-    size_note = (
-        "" if int(r.get("image_size") or 224) == 224 else f" at {r.get('image_size')} px (reference: 224 px)"
-    )
+    found: list[list[str]] = []  # the likely causes, looked for once, when a GPU is slow
+
+    def causes() -> list[str]:
+        if not found:
+            found.append(likely_causes(gpus, samples))
+        return found[0]
+
     for w in workers:
-        idx = w.get("gpu")
-        name = str(w.get("device_name") or (gpus[idx].name if idx is not None and idx < len(gpus) else ""))
-        ips = float(w.get("images_per_s") or 0.0)
-        peak = w.get("peak_mem_bytes")
-        actual = f"GPU {idx} {name}: {ips:,.0f} images/s (batch {w.get('batch_size')}, AMP fp16"
-        actual += f", peak {peak / (1 << 30):.1f} GiB)" if peak else ")"
-        ref = match_gpu_reference(table, name)
-        if ref is None:
-            checks.append(
-                Check(
-                    f"resnet50_gpu{idx}",
-                    f"a reference for {name}",
-                    actual,
-                    "warn",
-                    "no reference row for this GPU; add one to data/gpu_reference.yml",
-                )
-            )
-            continue
-        want = float(ref["images_per_s"])
-        ratio = ips / want if want else 0.0
-        if size_note:
-            # images/s scale with the pixels per image: another size cannot be judged by this row
-            checks.append(
-                Check(
-                    f"resnet50_gpu{idx}",
-                    f">= {warn_below * want:,.0f} images/s at 224 px ({ref['id']})",
-                    f"{actual}{size_note}: not comparable",
-                    "warn",
-                    f"images/s at {r.get('image_size')} px say nothing against a 224 px reference (a"
-                    " smaller image trains many times faster); unset benchmark_image_size (default"
-                    " 224) for a verdict on this GPU",
-                )
-            )
-        else:
-            verdict: Verdict = "pass" if ratio >= warn_below else "warn" if ratio >= fail_below else "fail"
-            detail = ""
-            if verdict != "pass":
-                if causes is None:
-                    causes = likely_causes(gpus, samples)
-                found = (
-                    "; ".join(causes)
-                    if causes
-                    else "none found in the facts (no throttling, full PCIe link, default power limit)"
-                )
-                detail = (
-                    f"below {_pct(warn_below)} of the reference: likely causes: {found}."
-                    " Without one: virtualisation overhead, another tenant's load, or an older software"
-                    f" stack; reference source {ref.get('source')}"
-                    + ("" if ref.get("verified") else " (reference not verified)")
-                )
-            checks.append(
-                Check(
-                    f"resnet50_gpu{idx}",
-                    f">= {warn_below * want:,.0f} images/s ({_pct(warn_below)} of {want:,.0f}, {ref['id']})",
-                    f"{actual}, {_pct(ratio)} of reference",
-                    verdict,
-                    detail,
-                )
-            )
-        sus = w.get("sustained") or {}
-        first, last = sus.get("first_images_per_s"), sus.get("last_images_per_s")
-        if first and last:
-            drop = 1 - float(last) / float(first)
-            s_idx = samples.get(str(idx)) if samples else None
-            extra = ""
-            if s_idx:
-                extra = "; " + load_summary(s_idx)
-            slowing = {
-                k: v for k, v in ((s_idx or {}).get("reasons") or {}).items() if k in gpu_health.HARD_THROTTLE
-            }
-            bad = drop > sustained_drop_warn or bool(slowing)
-            checks.append(
-                Check(
-                    f"sustained_gpu{idx}",
-                    f"throughput holds over {float(sus.get('seconds') or 0):.0f} s"
-                    f" (drop <= {_pct(sustained_drop_warn)}),"
-                    " no thermal/hardware slowdown",
-                    f"{float(first):,.0f} -> {float(last):,.0f} images/s ({-drop * 100:+.0f} %){extra}"
-                    + (f"; slowdown: {', '.join(sorted(slowing))}" if slowing else ""),
-                    "warn" if bad else "pass",
-                    "the GPU slows down under sustained load: cooling, power delivery or a capped limit;"
-                    " ask the vendor to check"
-                    if bad
-                    else "",
-                )
-            )
+        checks.append(throughput_check(r, w, gpus, table, causes))
+        sustained = sustained_check(w, samples, sustained_drop_warn)
+        if sustained is not None:
+            checks.append(sustained)
     if r.get("sampler") is None:
         checks.append(
             Check(

@@ -23,7 +23,8 @@ from typing import Any
 from gpuonboard import shell, transfer
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict, truthy
-from gpuonboard.steps.prove import _float_arg, _get, _int_arg, _summary
+from gpuonboard.steps.prove.launch import _float_arg, _get, _int_arg
+from gpuonboard.steps.prove.rules import _summary
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
 IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet

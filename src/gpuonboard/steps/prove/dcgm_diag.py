@@ -1,0 +1,146 @@
+"""NVIDIA DCGM's `dcgmi diag` inside the allreduce step: the level (set, or the deepest that
+fits a time budget), the run (bounded, stopped with the SSH session) and its rules, one per
+DCGM test (pure, over the parsed `dcgmi diag -j`: facts.dcgm)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from gpuonboard import shell
+from gpuonboard.facts import dcgm
+from gpuonboard.facts.probe import Probe
+from gpuonboard.steps.base import Check, StepArgsError, StepContext
+
+DCGM_PROBE = Probe("prove_dcgmi", "command -v dcgmi")
+
+
+# seconds before `dcgmi diag -r <level>` is given up (levels 3 and 4 run for 30 min / 1-2 h)
+DCGM_TIMEOUTS = {1: 300, 2: 900, 3: 3600, 4: 3 * 3600}
+
+
+def dcgm_level(value: Any, budget: Any) -> int:
+    """The diagnostic level: `dcgm_level` when set (0 = off), else the deepest level that fits
+    `dcgm_budget` seconds, else 1 (quick)."""
+    if value not in (None, ""):
+        try:
+            level = int(value)
+        except (TypeError, ValueError):
+            raise StepArgsError(f"dcgm_level must be 0 (off) or 1-4, not {value!r}") from None
+        if level != 0 and level not in dcgm.LEVEL_SECONDS:
+            raise StepArgsError(f"dcgm_level must be 0 (off) or 1-4, not {level}")
+        return level
+    if budget not in (None, ""):
+        try:
+            return dcgm.level_for_budget(float(budget))
+        except (TypeError, ValueError):
+            raise StepArgsError(f"dcgm_budget must be a number of seconds, not {budget!r}") from None
+    return 1
+
+
+def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[Check]:
+    """Rules over a parsed `dcgmi diag -j` (pure): one `dcgm_<test>` rule per DCGM test (Fail
+    fails with DCGM's message, Warn warns, Skip passes and says so) plus a `dcgm_diag` summary.
+    `diag=None` without `why`: DCGM is not installed (information, never a failure)."""
+    want = f"dcgmi diag -r {level}: every test Pass"
+    if diag is None and not why:
+        return [
+            Check(
+                "dcgm_diag",
+                "(information) dcgmi diag when DCGM is installed",
+                "DCGM not installed: skipped",
+                "pass",
+                "install NVIDIA DCGM (datacenter-gpu-manager) to add its diagnostics to this step",
+            )
+        ]
+    if diag is None or diag.error:
+        reason = why or (diag.error if diag else "") or "no output"
+        return [
+            Check(
+                "dcgm_diag",
+                want,
+                f"could not read dcgmi output: {reason}",
+                "warn",
+                "dcgmi needs its host engine: `systemctl start nvidia-dcgm` (or `nv-hostengine`);"
+                " run `dcgmi diag -r 1 -j` by hand to see why",
+            )
+        ]
+    counts = {k: sum(1 for t in diag.tests if t.status == k) for k in ("pass", "fail", "warn", "skip")}
+    other = len(diag.tests) - sum(counts.values())
+    nothing_run = counts["skip"] == len(diag.tests)
+    checks = [
+        Check(
+            "dcgm_diag",
+            want,
+            f"DCGM {diag.version or '?'}"
+            + (f" (driver {diag.driver})" if diag.driver else "")
+            + f", level {level}: {len(diag.tests)} tests, "
+            + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            + (f", {other} unrecognised" if other else ""),
+            "warn" if nothing_run else "pass",
+            "DCGM skipped every test: nothing was verified" if nothing_run else "",
+        )
+    ]
+    seen: set[str] = set()
+    for t in diag.tests:
+        name = f"dcgm_{dcgm.slug(t.name)}"
+        if name in seen:
+            name = f"{name}_{dcgm.slug(t.category)}"
+        seen.add(name)
+        gpus = f" on GPU {', '.join(t.gpus)}" if t.gpus and t.status in ("fail", "warn") else ""
+        said = " | ".join(t.messages)
+        if t.status == "pass":
+            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
+        elif t.status == "skip":
+            checks.append(
+                Check(name, "Pass", f"{t.raw_status} ({t.category}): not run by DCGM", "pass", said)
+            )
+        elif t.status in ("fail", "warn"):
+            checks.append(
+                Check(
+                    name,
+                    "Pass",
+                    f"{t.raw_status}{gpus}" + (f": {t.messages[0]}" if t.messages else ""),
+                    "fail" if t.status == "fail" else "warn",
+                    said
+                    or f"DCGM's {t.name} test reported {t.raw_status}; `dcgmi diag -r {level} -v` tells more",
+                )
+            )
+        else:
+            checks.append(Check(name, "Pass", f"unrecognised status {t.raw_status!r}", "warn", said))
+    return checks
+
+
+def dcgm_failure_note(checks: Sequence[Check]) -> str:
+    """'; DCGM software: <message>' for the first failed DCGM test (for the step's message)."""
+    for c in checks:
+        if c.name.startswith("dcgm_") and c.name != "dcgm_diag" and c.verdict == "fail":
+            return f"; DCGM {c.name[5:]}: {c.actual}"
+    return ""
+
+
+def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check], dict[str, Any] | None]:
+    """Run `dcgmi diag -r <level> -j` when the fact probe found dcgmi; rules and the parsed result."""
+    found = ctx.facts.raw.get(DCGM_PROBE.name)
+    if found is None or found.exit_code != 0 or not found.stdout.strip():
+        return dcgm_checks(None, level), None
+    # a level 3 / 4 diag loads the GPUs for up to hours: it must not outlive the session either
+    cmd = shell.sh_c(
+        shell.until_session_ends(
+            shell.join(["timeout", str(max(1, int(timeout)))]) + " " + dcgm.command(level)
+        )
+    )
+    r = ctx.runner.run(cmd, timeout=timeout + 30)
+    if r.exit_code == 124:
+        why = (
+            f"dcgmi diag -r {level} did not finish within {timeout:.0f} s"
+            " (raise dcgm_timeout or lower dcgm_level)"
+        )
+        return dcgm_checks(None, level, why), None
+    diag = dcgm.parse(r.stdout)
+    if diag.error and r.stderr.strip():
+        diag = dcgm.DcgmDiag(
+            diag.version, diag.driver, diag.tests, f"{diag.error}; {r.stderr.strip().splitlines()[-1]}"
+        )
+    return dcgm_checks(diag, level), {**asdict(diag), "level": level, "exit_code": r.exit_code}

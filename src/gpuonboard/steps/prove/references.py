@@ -1,0 +1,60 @@
+"""The all-reduce reference table (data/allreduce_reference.yml) and how a row matches a GPU:
+its name (model and form, word by word), count and interconnect. gpu_benchmark's table uses
+the same name matching."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.errors import UsageError
+from gpuonboard.resources import DATA_DIR
+from gpuonboard.yamlload import load_yaml
+
+REFERENCE_FILE = DATA_DIR / "allreduce_reference.yml"
+
+
+def load_references(path: Path = REFERENCE_FILE) -> dict[str, Any]:
+    """The all-reduce reference table (see the comment at the top of the file)."""
+    data = load_yaml(path, UsageError, "all-reduce reference")
+    if not isinstance(data, dict) or not isinstance(data.get("references"), list):
+        raise UsageError(f"{path}: needs a 'references:' list")
+    return data
+
+
+def name_has(gpu_name: str, token: str, model: bool = True) -> bool:
+    """Whether a reference row's `token` ("H100", "RTX 4090"; a form: "SXM", "PCIe") names part of
+    nvidia-smi's GPU name, case-insensitively, at the start of a word: a model is not inside a
+    longer model number ("A10" is not in "A100", "H200" not in "GH200"; a letter may follow:
+    "A10" is in "A10G"); a form may be followed by its generation ("SXM" is in "A100-SXM4-80GB")."""
+    pattern = r"(?<![a-z0-9])" + re.escape(token.lower()) + (r"(?![0-9])" if model else "")
+    return re.search(pattern, gpu_name.lower()) is not None
+
+
+def row_matches_name(row: Mapping[str, Any], gpu_name: str) -> bool:
+    """A reference row's `gpu` ("*" = any), `form` and `exclude` (a list) against a GPU name."""
+    gpu = str(row.get("gpu", "*"))
+    if gpu != "*" and not name_has(gpu_name, gpu):
+        return False
+    form = row.get("form")
+    if form and not name_has(gpu_name, str(form), model=False):
+        return False
+    excluded = row.get("exclude") or []
+    return not any(name_has(gpu_name, str(x), model=False) for x in excluded)
+
+
+def match_reference(
+    table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str
+) -> dict[str, Any] | None:
+    """The first reference row matching GPU name, count and interconnect, or None."""
+    for row in table["references"]:
+        if not row_matches_name(row, gpu_name):
+            continue
+        if row.get("gpus") is not None and int(row["gpus"]) != gpu_count:
+            continue
+        if row.get("interconnect") and row["interconnect"] != interconnect:
+            continue
+        return dict(row)
+    return None
