@@ -6,6 +6,7 @@ shown only with --debug (or GPUONBOARD_DEBUG=1).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -15,35 +16,50 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from invoke import Collection, Exit, Program, task
 from invoke.exceptions import ParseError
 
 from gpuonboard import __version__, api, flags, termtext
+from gpuonboard.api.options import AutostopOptions, MonitorCommand, PlanArgs, SyncOptions, TeardownOptions
 from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError
-from gpuonboard.flags import LANG_HELP, OWN, RUN, SELECT, CommonFlags
+from gpuonboard.flags import OWN, RUN, SELECT, CommonFlags
 
 SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
-SIM_BASE_HELP = "state directory of the simulated servers (default .gpuonboard/sim; its inventory/ is theirs)"
 
 
-def command(*layout: str, help: dict[str, str] | None = None, **options: Any) -> Callable[..., Any]:
-    """An Invoke task of `body(c, given: CommonFlags, own flags...)` that takes the shared flags
-    of `layout` (flags.py declares them: default, type, help) and its own parameters where
-    `layout` puts them (OWN: the rest, in order); `help` is the help of its own flags. Invoke
-    reads the signature of the task (inspect.signature, which reads __signature__)."""
+Opts = TypeVar("Opts")
+
+
+@overload
+def command(
+    *layout: str, options: None = None, **task_options: Any
+) -> Callable[[Callable[[Any, CommonFlags], None]], Any]: ...
+@overload
+def command(
+    *layout: str, options: type[Opts], **task_options: Any
+) -> Callable[[Callable[[Any, CommonFlags, Opts], None]], Any]: ...
+def command(*layout: str, options: type | None = None, **task_options: Any) -> Callable[..., Any]:
+    """An Invoke task of `body(c, given: CommonFlags)`, or `body(c, given, opts)` with
+    `options`: it takes the shared flags of `layout` (flags.py declares them: default, type,
+    help) and, where `layout` puts them (OWN: the rest, in order), the own flags of its
+    `options` dataclass (each field with a help text: its name, default, type and help), from
+    whose values it builds `opts`. Invoke reads the signature of the task
+    (inspect.signature, which reads __signature__)."""
 
     def make(body: Callable[..., None]) -> Any:
-        signature, shared_help = flags.signature(body, layout)
+        declared = body if options is None else flags.taking(options, body)
+        signature, shared_help = flags.signature(declared, layout)
+        own_help = flags.own_help(options) if options is not None else {}
 
-        @functools.wraps(body)
+        @functools.wraps(declared)
         def run(c: Any, **values: Any) -> None:
-            given, own = flags.split(body, values)
-            body(c, given, **own)
+            given, own = flags.split(declared, values)
+            declared(c, given, **own)
 
         run.__signature__ = signature  # type: ignore[attr-defined]
-        return task(help={**shared_help, **(help or {})}, auto_shortflags=False, **options)(run)
+        return task(help={**shared_help, **own_help}, auto_shortflags=False, **task_options)(run)
 
     return make
 
@@ -245,38 +261,16 @@ def _settings(given: CommonFlags | None = None) -> api.Settings:
     return s
 
 
-@command(
-    *SELECT,
-    OWN,
-    *RUN,
-    "lang",
-    "strict",
-    help={
-        "playbook": "playbook name under playbooks/ or a file (default provision)",
-        "check": "dry run: report what would change, change nothing",
-        "only": "run only these steps (comma-separated)",
-        "skip": "skip these steps (comma-separated)",
-        "resume": "continue at the step that failed in the last run",
-    },
-)
-def provision(
-    c: Any,
-    given: CommonFlags,
-    playbook: str = "provision",
-    check: bool = False,
-    only: str = "",
-    skip: str = "",
-    resume: bool = False,
-) -> None:
+@command(*SELECT, OWN, *RUN, "lang", "strict", options=flags.ProvisionFlags)
+def provision(c: Any, given: CommonFlags, opts: flags.ProvisionFlags) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
     sel, settings = _common(c, given)
 
     def go() -> int:
         if not (sel.hosts or sel.group or sel.limit):
-            _refuse_teardown_steps(settings.project, playbook, only, skip)
-        return api.provision(
-            sel, settings, playbook, check, api.split_names(only), api.split_names(skip), resume
-        )
+            _refuse_teardown_steps(settings.project, opts.playbook, opts.only, opts.skip)
+        only, skip = api.split_names(opts.only), api.split_names(opts.skip)
+        return api.provision(sel, settings, opts.playbook, opts.check, only, skip, opts.resume)
 
     _guard(go, given.debug)
 
@@ -301,29 +295,12 @@ def inventory_(c: Any, given: CommonFlags) -> None:
     _guard(lambda: api.list_inventory(sel, _settings()), given.debug)
 
 
-@command(
-    OWN,
-    "inventory",
-    "order",
-    "debug",
-    positional=["paths"],
-    help={
-        "paths": "saved outputs: files (comma-separated), a directory, or a glob",
-        "json": "print the facts and rules as JSON",
-        "host": "apply this inventory host's order (acceptance rules)",
-        "order": "apply the order in this YAML file (order: {gpu_model: ..., gpu_count: ...})",
-    },
-)
-def facts(
-    c: Any,
-    given: CommonFlags,
-    paths: str | None = None,  # no default value: invoke fills only unset positionals
-    json: bool = False,
-    host: str | None = None,  # (one host whose order applies: not the shared --host)
-    order: str = "",
-) -> None:
+@command(OWN, "inventory", "order", "debug", positional=["paths"], options=flags.FactsFlags)
+def facts(c: Any, given: CommonFlags, opts: flags.FactsFlags) -> None:
     """Parse saved command outputs offline (no SSH) and judge them: `invoke facts outputs/`."""
     from gpuonboard.api import offline
+
+    paths, host, order = opts.paths, opts.host, opts.order
 
     def go() -> int:
         if paths in ("--help", "-h"):  # (`invoke facts --help`: invoke's parser gave it to PATHS)
@@ -335,48 +312,24 @@ def facts(
             spec = offline.load_order(order)
         elif host:
             spec = api.host_order(api.Selection(given.inventory, [host]), api.Settings(project=Path.cwd()))
-        return offline.run([paths] if paths else [], spec, json)
+        return offline.run([paths] if paths else [], spec, opts.json)
 
     _guard(go, given.debug)
 
 
-@command(
-    *SELECT,
-    OWN,
-    *RUN,
-    help={
-        "image": "image to pull instead of vars.container_image (e.g. nvcr.io/nvidia/pytorch:24.08-py3)",
-        "check": "dry run: report what would be pulled, change nothing",
-    },
-)
-def container(c: Any, given: CommonFlags, image: str = "", check: bool = False) -> None:
+@command(*SELECT, OWN, *RUN, options=flags.ContainerFlags)
+def container(c: Any, given: CommonFlags, opts: flags.ContainerFlags) -> None:
     """Only the container step: runtime and NVIDIA toolkit, pull the image (mirror, retries), smoke run."""
     sel, settings = _common(c, given)
-    _guard(lambda: api.container(sel, settings, image or None, check), given.debug)
+    _guard(lambda: api.container(sel, settings, opts.image or None, opts.check), given.debug)
 
 
-@task(
-    help={
-        "profile": "hardware profile (default a100-8x-nvlink; rtx4090-1x, a100-misdelivered, h200-1gpu, ...)",
-        "name": "inventory host name of the simulated server (default demo-a100)",
-        "base": SIM_BASE_HELP,
-        "hint": "print the command to run next (default on; --no-hint: the demo, which stops it again)",
-        "container": "give it a container runtime (podman as docker) with a simulated NVIDIA toolkit and"
-        " a local registry mirror, where podman, runc, docker-registry and busybox are installed"
-        " (default on; --no-container: none)",
-    },
-    auto_shortflags=False,
-)
-def sim_up(
-    c: Any,
-    name: str = "demo-a100",
-    profile: str = "a100-8x-nvlink",
-    base: str = ".gpuonboard/sim",
-    hint: bool = True,
-    container: bool = True,
-) -> None:
+@command(OWN, options=flags.SimUpFlags)
+def sim_up(c: Any, given: CommonFlags, opts: flags.SimUpFlags) -> None:
     """Start a simulated rented server (real sshd on loopback replaying real captures)."""
     from gpuonboard.api import sim
+
+    name, profile = opts.name, opts.profile
 
     def go() -> int:
         if not SIM_NAME.fullmatch(name):  # (else the test host's own check: "internal error", 70)
@@ -385,7 +338,7 @@ def sim_up(
                 " starting with a letter or digit."
             )
         sim_profile_error(profile)
-        return sim.up(Path(base), name, profile, hint, container)
+        return sim.up(Path(opts.base), name, profile, opts.hint, opts.container)
 
     _guard(go, False)
 
@@ -420,297 +373,78 @@ def sim_profile_error(profile: str) -> None:
         raise UsageError(problem)
 
 
-@task(
-    help={"base": SIM_BASE_HELP, "name": "stop only this simulated server (the others keep running)"},
-    auto_shortflags=False,
-)
-def sim_down(c: Any, base: str = ".gpuonboard/sim", name: str = "") -> None:
+@command(OWN, options=flags.SimDownFlags)
+def sim_down(c: Any, given: CommonFlags, opts: flags.SimDownFlags) -> None:
     """Stop every simulated server started by sim.up (by PID), or only --name."""
     from gpuonboard.api import sim
 
-    _guard(lambda: sim.down(Path(base), name or None), False)
+    _guard(lambda: sim.down(Path(opts.base), opts.name or None), False)
 
 
-@task(help={"base": SIM_BASE_HELP, "name": "the simulated server (default demo-a100)"}, auto_shortflags=False)
-def sim_cron(c: Any, name: str = "demo-a100", base: str = ".gpuonboard/sim") -> None:
+@command(OWN, options=flags.SimCronFlags)
+def sim_cron(c: Any, given: CommonFlags, opts: flags.SimCronFlags) -> None:
     """Run a simulated server's cron entries once, now (its cron runs them each minute)."""
     from gpuonboard.api import sim
 
-    _guard(lambda: sim.cron(Path(base), name), False)
+    _guard(lambda: sim.cron(Path(opts.base), opts.name), False)
 
 
-@command(
-    *SELECT,
-    OWN,
-    *RUN,
-    help={
-        "idle": "act after the box has been idle this long (default 30m)",
-        "job": "busy while a command line contains NAME (literally) or a tmux/screen session NAME exists",
-        "pid": "busy while process N is alive",
-        "container": "busy while docker container NAME is running",
-        "grace": "warn (wall + log), then wait this long before acting (default 5m)",
-        "max_hours": "hard deadline: shut down H hours (0.25..8760) after this value was set, busy or not",
-        "heartbeat": "dead-man switch: shut down once no `invoke autostop` renewed it this long (5m+)",
-        "before_shutdown": "command run before shutting down; if it fails, no shutdown (unless --force)",
-        "before_timeout": "time limit for --before-shutdown (default 10m)",
-        "force": "shut down even when --before-shutdown fails or times out",
-        "billing_aware": "wait for the end of the paid hour before acting (default: on when billed per hour)",
-        "no_billing_aware": "act as soon as idle + grace have passed, whatever the billing unit",
-        "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
-        "gpu_threshold": "a GPU above this utilisation (percent) counts as busy (default 5)",
-        "ssh_sessions": "also count logged-in users and open SSH sessions (VS Code Remote, ssh -N) as busy",
-        "gpu_processes": "also busy while any process holds a GPU (memory), even at 0% utilisation",
-        "shutdown_command": "override the vendor profile's shutdown_command",
-        "status": "show what is installed, what it watches, idle-since, when it would act, last log lines",
-        "cancel": "remove everything autostop installed (script, config, state, log, cron entry)",
-        "check": "dry run: report what would change, change nothing",
-    },
-)
-def autostop(
-    c: Any,
-    given: CommonFlags,
-    idle: str = "30m",
-    job: str = "",
-    pid: str = "",
-    container: str = "",
-    grace: str = "5m",
-    max_hours: str = "",
-    heartbeat: str = "",
-    before_shutdown: str = "",
-    before_timeout: str = "10m",
-    force: bool = False,
-    billing_aware: bool = False,
-    no_billing_aware: bool = False,
-    margin: str = "5m",
-    gpu_threshold: str = "",
-    ssh_sessions: bool = False,
-    gpu_processes: bool = False,
-    shutdown_command: str = "",
-    status: bool = False,
-    cancel: bool = False,
-    check: bool = False,
-) -> None:
+@command(*SELECT, OWN, *RUN, options=AutostopOptions)
+def autostop(c: Any, given: CommonFlags, opts: AutostopOptions) -> None:
     """Install (or --status, --cancel) the watcher that shuts an idle box down: `invoke autostop --host X`."""
     from gpuonboard.api import autostop as autostop_mod
 
     sel, settings = _common(c, given)
-
-    def go() -> int:
-        if billing_aware and no_billing_aware:
-            raise UsageError("give either --billing-aware or --no-billing-aware, not both.")
-        opts = autostop_mod.AutostopOptions(
-            idle=idle,
-            grace=grace,
-            job=job,
-            pid=pid,
-            container=container,
-            max_hours=max_hours,
-            heartbeat=heartbeat,
-            before_shutdown=before_shutdown,
-            before_timeout=before_timeout,
-            force=force,
-            billing_aware=True if billing_aware else (False if no_billing_aware else None),
-            margin=margin,
-            gpu_threshold=gpu_threshold,
-            ssh_sessions=ssh_sessions,
-            gpu_processes=gpu_processes,
-            shutdown_command=shutdown_command,
-            status=status,
-            cancel=cancel,
-            check=check,
-        )
-        return autostop_mod.autostop(sel, settings, opts)
-
-    _guard(go, given.debug)
+    _guard(lambda: autostop_mod.autostop(sel, settings, opts), given.debug)
 
 
-@command(
-    *SELECT,
-    OWN,
-    *RUN,
-    help={
-        "results": "remote results/checkpoint dir to pull back first (default vars.results_dir)",
-        "dest": "local dir for the pulled results (default results/<host>/; '{host}' is replaced)",
-        "keep_image": "keep the training image on the host",
-        "force": "delete even when the pull is incomplete or unverified (missing/corrupt files)",
-        "check": "dry run: report what would be pulled and deleted, change nothing",
-    },
-)
-def teardown(
-    c: Any,
-    given: CommonFlags,
-    results: str = "",
-    dest: str = "",
-    keep_image: bool = False,
-    force: bool = False,
-    check: bool = False,
-) -> None:
+@command(*SELECT, OWN, *RUN, options=TeardownOptions)
+def teardown(c: Any, given: CommonFlags, opts: TeardownOptions) -> None:
     """Pull results back (rsync, sha256-verified), then remove containers, autostop, data, markers."""
     from gpuonboard.api import teardown as teardown_mod
 
     sel, settings = _common(c, given)
-    opts = teardown_mod.TeardownOptions(results, dest, keep_image, force, check)
     _guard(lambda: teardown_mod.teardown(sel, settings, opts), given.debug)
 
 
-@command(
-    *SELECT,
-    OWN,
-    *RUN,
-    help={
-        "dataset": "local dataset path (default: the host's vars.dataset)",
-        "dest": "remote data directory (default: the host's data_dir)",
-        "name": "the copy's directory name under the data dir (default: the dataset's own name)",
-        "encrypt": "upload age ciphertexts (vars.age_recipients, or vars.age_passphrase_env)",
-        "decrypt_on_host": "decrypt on the host (identity from vars.age_identity_file/_env, sent over stdin)",
-        "bwlimit": "bandwidth limit passed to rsync, e.g. 5m",
-        "check": "dry run: say what would be sent, send nothing",
-        "shards": "pack into tar shards (default above vars.shard_threshold files, 10000)",
-        "unpack": "shard mode: unpack the shards into the data dir on the host",
-        "decrypt_to": "with --decrypt-on-host: decrypt into this host dir instead (e.g. /dev/shm: tmpfs)",
-    },
-)
-def sync(
-    c: Any,
-    given: CommonFlags,
-    dataset: str = "",
-    dest: str = "",
-    name: str = "",
-    encrypt: bool = False,
-    decrypt_on_host: bool = False,
-    bwlimit: str = "",
-    check: bool = False,
-    shards: bool = False,
-    unpack: bool = False,
-    decrypt_to: str = "",
-) -> None:
+@command(*SELECT, OWN, *RUN, options=SyncOptions)
+def sync(c: Any, given: CommonFlags, opts: SyncOptions) -> None:
     """Upload the dataset with rsync (resumable, sha256-verified, optionally age-encrypted)."""
     from gpuonboard.api import sync as sync_mod
 
     sel, settings = _common(c, given)
-    opts = sync_mod.SyncOptions(
-        dataset, dest, encrypt, decrypt_on_host, bwlimit, check, shards, unpack, decrypt_to, name
-    )
     _guard(lambda: sync_mod.sync(sel, settings, opts), given.debug)
 
 
-@command(
-    OWN,
-    "inventory",
-    "json",
-    "debug",
-    help={
-        "params": "model size in parameters: 7B, 13B, 70B, 350M",
-        "precision": "bf16 (default), fp16 or fp32",
-        "optimizer": "adamw (default), sgd or adafactor",
-        "mode": "full (default), lora or qlora",
-        "seq": "sequence length in tokens (default 2048)",
-        "batch": "micro-batch size (default 1)",
-        "checkpointing": "assume activation checkpointing (stores only each layer's input)",
-        "dataset_size": "dataset size for the upload ETA and disk advice, e.g. 120GB",
-        "bandwidth": "upload bandwidth, e.g. 100Mbit, 1Gbit or 50MB/s",
-        "hours": "rental hours to price for each vendor profile in the inventory",
-        "json": "print the plan as JSON",
-    },
-)
-def plan(
-    c: Any,
-    given: CommonFlags,
-    params: str = "",
-    precision: str = "bf16",
-    optimizer: str = "adamw",
-    mode: str = "full",
-    seq: str = "2048",
-    batch: str = "1",
-    checkpointing: bool = False,
-    dataset_size: str = "",
-    bandwidth: str = "",
-    hours: str = "",
-    json: bool = False,
-) -> None:
+@command(OWN, "inventory", "json", "debug", options=PlanArgs)
+def plan(c: Any, given: CommonFlags, opts: PlanArgs) -> None:
     """Before renting: memory needed, the GPUs that fit, host size, upload ETA, cost per vendor."""
     from gpuonboard.api import advise
 
-    args = advise.PlanArgs(
-        params,
-        precision,
-        optimizer,
-        mode,
-        seq,
-        batch,
-        checkpointing,
-        dataset_size,
-        bandwidth,
-        hours,
-        given.inventory,
-        json,
-    )
+    args = dataclasses.replace(opts, inventory=given.inventory)
     _guard(lambda: advise.plan(args, Path.cwd()), given.debug)
 
 
-@command(
-    OWN,
-    "reports_dir",
-    "debug",
-    "lang",
-    name="report",
-    help={
-        "run": "run id under reports/ (default: the newest run that judged a box: check, provision)",
-        "format": "html (default), md or json",
-        "compare": "put several hosts/vendors side by side (reports/compare/compare.FORMAT)",
-        "runs": "with --compare: run ids, comma-separated (default: the newest record of each host)",
-        "lang": LANG_HELP + "; html/md only (json stays English); zh writes report.zh.FORMAT",
-    },
-)
-def report_(
-    c: Any,
-    given: CommonFlags,
-    run: str = "",
-    format: str = "html",
-    compare: bool = False,
-    runs: str = "",
-    lang: str = "en",  # (its own: html/md reports, not the terminal tables)
-) -> None:
+@command(OWN, "reports_dir", "debug", "lang", name="report", options=flags.ReportFlags)
+def report_(c: Any, given: CommonFlags, opts: flags.ReportFlags) -> None:
     """Render the acceptance report (go/no-go, rules, evidence hashes) from summary.json."""
     from gpuonboard.api import advise
 
     project = Path.cwd()
     rdir = Path(given.reports_dir) if given.reports_dir else project / "reports"
-    _guard(lambda: advise.report(rdir, project, run, format, compare, runs, lang), given.debug)
+    args = (opts.run, opts.format, opts.compare, opts.runs, opts.lang)
+    _guard(lambda: advise.report(rdir, project, *args), given.debug)
 
 
-@command(
-    *SELECT,
-    OWN,
-    "trust_new_hosts",
-    "known_hosts",
-    "debug",
-    "connect_retries",
-    help={
-        "interval": "sampling interval, e.g. 2s or 500ms (default 2s)",
-        "once": "one sample per GPU, then exit",
-        "json": "JSON instead of the live table (--once: one document; else JSON lines)",
-        "log": "append every sample as a JSON line to FILE",
-        "duration": "stop after this long (e.g. 30s, 10m); default: until Ctrl-C",
-    },
-)
-def monitor(
-    c: Any,
-    given: CommonFlags,
-    interval: str = "2s",
-    once: bool = False,
-    json: bool = False,
-    log: str = "",
-    duration: str = "",
-) -> None:
+@command(*SELECT, OWN, "trust_new_hosts", "known_hosts", "debug", "connect_retries", options=MonitorCommand)
+def monitor(c: Any, given: CommonFlags, opts: MonitorCommand) -> None:
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
     from gpuonboard.api import monitor as monitor_mod
 
     _refuse_invoke_dry(c)
     sel = _selection(given.inventory, given.host, given.group, given.limit)
     settings = _settings(given)
-    cmd = monitor_mod.MonitorCommand(interval, once, json, log, duration)
-    _guard(lambda: monitor_mod.monitor(sel, settings, cmd), given.debug)
+    _guard(lambda: monitor_mod.monitor(sel, settings, opts), given.debug)
 
 
 @command(
@@ -721,34 +455,20 @@ def monitor(
     "known_hosts",
     "debug",
     "connect_retries",
-    help={
-        "host": "the host (one) to run TensorBoard on",
-        "logdir": "TensorBoard --logdir on the host (default vars.tensorboard_logdir, else runs)",
-        "port": "TensorBoard port on the host (default 6006)",
-        "local_port": "local port to forward (default: the same as --port, or any free one; 0: any)",
-        "duration": "stop after this long (default: until Ctrl-C)",
-        "reconnect_for": "after the SSH link drops, reconnect for up to this long (default 5m; 0: exit)",
-    },
+    options=flags.TensorboardFlags,
 )
-def tensorboard(
-    c: Any,
-    given: CommonFlags,
-    host: str | None = None,  # (the one host: its own help)
-    logdir: str = "",
-    port: int = 6006,
-    local_port: int = -1,
-    duration: str = "",
-    reconnect_for: str = "5m",
-) -> None:
+def tensorboard(c: Any, given: CommonFlags, opts: flags.TensorboardFlags) -> None:
     """Start TensorBoard on the host (unless running), forward a local port over SSH, stop on exit."""
     from gpuonboard.api import tunnel
 
     _refuse_invoke_dry(c)
-    sel = _selection(given.inventory, host)
+    sel = _selection(given.inventory, opts.host)
     settings = _settings(given)
-    local = None if local_port < 0 else local_port
+    local = None if opts.local_port < 0 else opts.local_port
     _guard(
-        lambda: tunnel.tensorboard(sel, settings, logdir, port, local, duration, reconnect_for=reconnect_for),
+        lambda: tunnel.tensorboard(
+            sel, settings, opts.logdir, opts.port, local, opts.duration, reconnect_for=opts.reconnect_for
+        ),
         given.debug,
     )
 
@@ -760,17 +480,10 @@ def prove(c: Any, given: CommonFlags) -> None:
     _guard(lambda: api.provision(sel, settings, "prove"), given.debug)
 
 
-@command(
-    OWN,
-    "debug",
-    name="new",
-    help={
-        "file": "where to write the age identity (default ~/.config/gpuonboard/age-key.txt; never replaced)"
-    },
-)
-def keys_new(c: Any, given: CommonFlags, file: str = "") -> None:
+@command(OWN, "debug", name="new", options=flags.KeysNewFlags)
+def keys_new(c: Any, given: CommonFlags, opts: flags.KeysNewFlags) -> None:
     """Make an age key pair for `sync --encrypt` and print the inventory lines that use it."""
-    _guard(lambda: api.new_keys(file), given.debug)
+    _guard(lambda: api.new_keys(opts.file), given.debug)
 
 
 keys_ns = Collection("keys")

@@ -5,30 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from gpuonboard.api.options import PlanArgs
 from gpuonboard.errors import ExitCode
 from gpuonboard.report import render, terminal
 from gpuonboard.steps.prove import planner
-
-
-@dataclass
-class PlanArgs:
-    """The flags of `invoke plan`, as given (validated by planner.make_plan)."""
-
-    params: str = ""
-    precision: str = "bf16"
-    optimizer: str = "adamw"
-    mode: str = "full"
-    seq: str = "2048"
-    batch: str = "1"
-    checkpointing: bool = False
-    dataset_size: str = ""
-    bandwidth: str = ""
-    hours: str = ""
-    inventory: str = "inventory"
-    json: bool = False
 
 
 def _vendors(project: Path, inventory: str, needed: bool) -> tuple[tuple[planner.Vendor, ...], str]:

@@ -10,11 +10,11 @@ No Invoke imports here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import api
+from gpuonboard.api.options import AutostopOptions
 from gpuonboard.errors import UsageError
 from gpuonboard.results import HostResult
 from gpuonboard.runner.playbook import Playbook, StepSpec
@@ -33,31 +33,6 @@ VENDOR_SHUTDOWN = (
 )
 
 
-@dataclass
-class AutostopOptions:
-    """The command line of `invoke autostop` (durations as texts, validated here)."""
-
-    idle: str = "30m"
-    grace: str = "5m"
-    job: str = ""
-    pid: str = ""
-    container: str = ""
-    max_hours: str = ""
-    heartbeat: str = ""
-    before_shutdown: str = ""
-    before_timeout: str = "10m"
-    force: bool = False
-    billing_aware: bool | None = None  # None: on when the vendor profile says billing.unit: hour
-    margin: str = "5m"
-    gpu_threshold: str = ""
-    ssh_sessions: bool = False
-    gpu_processes: bool = False
-    shutdown_command: str = ""
-    status: bool = False
-    cancel: bool = False
-    check: bool = False
-
-
 FLAG_OF_ARG = {
     "idle": "--idle",
     "grace": "--grace",
@@ -72,6 +47,8 @@ FLAG_OF_ARG = {
 
 def build_spec(opts: AutostopOptions) -> StepSpec:
     """The one step of this run; bad flags raise UsageError (exit 2) naming the flag."""
+    if opts.billing_aware and opts.no_billing_aware:
+        raise UsageError("give either --billing-aware or --no-billing-aware, not both.")
     modes = [name for name, on in (("--status", opts.status), ("--cancel", opts.cancel)) if on]
     if len(modes) > 1:
         raise UsageError("give either --status or --cancel, not both.")
@@ -91,7 +68,7 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
         "before_shutdown": opts.before_shutdown,
         "before_timeout": opts.before_timeout,
         "force": opts.force,
-        "billing_aware": "auto" if opts.billing_aware is None else opts.billing_aware,
+        "billing_aware": True if opts.billing_aware else (False if opts.no_billing_aware else "auto"),
         "margin": opts.margin,
         "gpu_threshold": opts.gpu_threshold,
         "ssh_sessions": opts.ssh_sessions,

@@ -9,30 +9,14 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import api, transfer
+from gpuonboard.api.options import SyncOptions
 from gpuonboard.errors import UsageError
 from gpuonboard.runner.playbook import Playbook, StepSpec, instantiate
 from gpuonboard.templating import literal
-
-
-@dataclass
-class SyncOptions:
-    """The command line of `invoke sync`."""
-
-    dataset: str = ""
-    dest: str = ""
-    encrypt: bool = False
-    decrypt_on_host: bool = False
-    bwlimit: str = ""
-    check: bool = False
-    shards: bool = False
-    unpack: bool = False
-    decrypt_to: str = ""
-    name: str = ""
 
 
 def _dataset_path(opts: SyncOptions) -> str:

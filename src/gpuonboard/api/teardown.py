@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import api
+from gpuonboard.api.options import TeardownOptions
 from gpuonboard.errors import UsageError
 from gpuonboard.runner import playbook as playbook_mod
 from gpuonboard.runner.playbook import Playbook
 from gpuonboard.steps.teardown import copy_path, path_problem
 from gpuonboard.templating import literal
-
-
-@dataclass
-class TeardownOptions:
-    """The command line of `invoke teardown`."""
-
-    results: str = ""
-    dest: str = ""
-    keep_image: bool = False
-    force: bool = False
-    check: bool = False
 
 
 def build_playbook(

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuonboard import shell
+from gpuonboard import sh, shell
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, truthy
 
@@ -241,33 +241,20 @@ def write_script(dest: str, mode: str, want: str, token: str, follow: bool = Fal
     template does by default; with `follow` the file is written (the same way, temp file in
     its directory + rename) to the link's final target, and the link stays.
     """
-    q, d = shell.quote(dest), shell.quote(posixpath.dirname(dest) or "/")
-    tmp = shell.quote(".gpuonboard." + token)
-    resolve = ""
-    if follow:
-        cannot = f"{dest} is a symlink whose target cannot be resolved (a loop, or a missing directory)"
-        resolve = (
-            f'if [ -L "$q" ]; then q=$(readlink -f -- "$q")'
-            f" || {{ echo {shell.quote(cannot)} >&2; exit 1; }}; "
-            'd=$(dirname -- "$q"); fi; '
-        )
-    return (
-        f"set -e; q={q}; d={d}; {resolve}"
-        f'[ -d "$d" ] || mkdir -p "$d"; t="$d"/{tmp}; trap \'rm -f "$t"\' EXIT; '
-        "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM; "
-        f'install -m {mode} /dev/stdin "$t"; h=$(sha256sum < "$t"); h=${{h%% *}}; '
-        f'[ "$h" = {shell.quote(want)} ] || {{ echo "the host received a cut or altered file'
-        ' (sha256 $h): the link dropped while writing? run again" >&2; exit 1; }; '
-        f'[ ! -d "$q" ] || {{ echo {shell.quote(dest_is_directory(dest))} >&2; exit 1; }}; '
-        '[ ! -e "$q" ] || [ -f "$q" ] || [ -L "$q" ]'
-        f" || {{ echo {shell.quote(not_regular(dest))} >&2; exit 1; }}; "
-        # a file that exists keeps its owner and group (a service's 0640 config stays readable
-        # by it; a replaced symlink's file gets its target's); chown clears a setuid bit, so the
-        # mode is set again after it
-        'if [ -e "$q" ]; then chown "$(stat -L -c %u:%g "$q")" "$t" 2>/dev/null || true; '
-        f'chmod {mode} "$t"; fi; '
-        'mv -f "$t" "$q"; trap - EXIT; echo "$h"'
-    )
+    cannot = f"{dest} is a symlink whose target cannot be resolved (a loop, or a missing directory)"
+    values = {
+        "q": dest,
+        "d": posixpath.dirname(dest) or "/",
+        "tmp": ".gpuonboard." + token,
+        "mode": mode,
+        "want": want,
+        "follow": "1" if follow else "",
+        "cannot": cannot,
+        "isdir": dest_is_directory(dest),
+        "special": not_regular(dest),
+    }
+    # the values template_write.sh reads, as shell words before it
+    return "".join(f"{k}={shell.quote(v)}\n" for k, v in values.items()) + sh.load("template_write")
 
 
 def follow_arg(value: Any) -> bool:

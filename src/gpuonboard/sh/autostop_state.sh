@@ -1,0 +1,38 @@
+#!/bin/sh
+# The autostop step's read-only probe of a host: who the login is, the autostop dir and the cron
+# mode, the host's clock, an unsafe dir (`unsafe`), the cron daemon (`crond_state`), the
+# installed config's MAX_SECONDS, max_since and installed_at, the mode and sha256 of the script
+# and config, which owned files are present, the cron.d file or the crontab entry, where the
+# login finds the watched tools, and whether pgrep and ps exist; one `KIND VALUE` line each
+# (probe._parse_probe reads them).
+# Values in variables set before it (probe.state_probe_command): d the autostop dir, m cron.d or
+# crontab, c the cron.d dir; UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
+# __SCRIPT__, __CONF__, __CRON_NAME__, __OWNED__ (OWNED_FILES), __MARKER__ (CRON_MARKER) and
+# __TOOLS__ (WATCHED_TOOLS) are replaced when loaded.
+# Run by: steps/autostop (probe.state_probe_command), in the batched fact probe.
+# shellcheck disable=SC2154  # d, m, c: set by probe.state_probe_command before this script
+
+echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"
+echo "now $(date +%s)"
+if x=$(unsafe "$d"); then echo "dirunsafe $x"; fi
+crond_state
+[ -f "$d/__CONF__" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/__CONF__" | head -n 1)"
+[ -f "$d/max_since" ] && echo "maxsince $(head -c 20 "$d/max_since")"
+[ -f "$d/installed_at" ] && echo "installedat $(head -c 20 "$d/installed_at")"
+for f in __SCRIPT__ __CONF__; do
+  [ -f "$d/$f" ] && echo "file $f $(stat -c %a "$d/$f") $(sha256sum < "$d/$f" | cut -c1-64)"
+done
+for f in __OWNED__ lock; do [ -e "$d/$f" ] && echo "present $f"; done
+[ -f "$c/__CRON_NAME__" ] &&
+  echo "cronfile $(stat -c %a "$c/__CRON_NAME__") $(sha256sum < "$c/__CRON_NAME__" | cut -c1-64)"
+if command -v crontab >/dev/null 2>&1; then
+  echo "crontab_bin yes"
+  crontab -l 2>/dev/null | awk -v m=__MARKER__ 'f{print "crontab " $0; f=0; next} $0==m{print "crontab " $0; f=1}'
+else
+  echo "crontab_bin no"
+fi
+# shellcheck disable=SC2043  # (WATCHED_TOOLS: a list of names, put here when loaded)
+for t in __TOOLS__; do p=$(command -v "$t" 2>/dev/null) && echo "tool $t $p"; done
+command -v pgrep >/dev/null 2>&1 || echo "pgrep no"
+command -v ps >/dev/null 2>&1 || echo "ps no"
+true

@@ -1,0 +1,165 @@
+"""The autostop install and removal: what stands in the way of a watcher that would work (no
+cron daemon, a power-off command a non-root login cannot run, a missing pgrep or ps, an unsafe
+dir: install_problem), the tools' paths cron needs (with_tools), the max-hours deadline
+(max_hours_anchor, max_hours_sentence), and the one remote script that installs
+(sh/autostop_install.sh) or removes (sh/autostop_remove.sh) everything.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import time
+from dataclasses import replace
+
+from gpuonboard import sh, shell
+from gpuonboard.steps.autostop.probe import UNSAFE_DIR_FN, _Remote
+from gpuonboard.steps.autostop.render import CONF, CRON_MARKER, CRON_NAME, OWNED_FILES, SCRIPT
+from gpuonboard.steps.autostop.settings import AutostopSettings, _fmt_span, _fmt_time
+
+# Commands that power a box off, which only root may run (a non-root watcher needs sudo).
+POWER_COMMANDS = frozenset({"shutdown", "poweroff", "halt", "reboot", "init", "telinit", "systemctl"})
+
+# sh: `crontab_keep` prints the login's crontab without our marker line and the entry after it.
+CRONTAB_FN = sh.load("autostop_crontab").replace("__MARKER__", shell.quote(CRON_MARKER)).rstrip("\n")
+_INSTALL = (
+    sh.load("autostop_install")
+    .replace("__SCRIPT__", SCRIPT)
+    .replace("__CONF__", CONF)
+    .replace("__CRON_NAME__", CRON_NAME)
+)
+_REMOVE = (
+    sh.load("autostop_remove")
+    .replace("__SCRIPT__", SCRIPT)
+    .replace("__OWNED__", " ".join(shell.quote(f) for f in OWNED_FILES))
+)
+
+
+def max_hours_anchor(settings: AutostopSettings, r: _Remote) -> int | None:
+    """When the max-hours deadline counts from: the time --max-hours got its current value.
+
+    A rerun with the same value keeps the recorded time (idempotent); a new value, or
+    max-hours added to a running watcher, counts from now (the host's clock). A watcher
+    installed before this record existed keeps its old deadline (from its install).
+    None when max-hours is off.
+    """
+    if settings.max_seconds == 0:
+        return None
+    now = r.now if r.now is not None else int(time.time())
+    if r.old_max == settings.max_seconds:
+        if r.max_since is not None:
+            return r.max_since
+        if r.installed_at is not None:
+            return r.installed_at
+    return now
+
+
+def max_hours_sentence(settings: AutostopSettings, anchor: int, now: int) -> str:
+    """When the max-hours deadline falls, or that it has passed and what happens then."""
+    due = anchor + settings.max_seconds
+    if due > now:
+        return f"max-hours deadline {_fmt_time(due)} (in {_fmt_span(due - now)})"
+    return (
+        f"the max-hours deadline {_fmt_time(due)} has passed: the watcher warns at its next check"
+        f" and shuts the box down {_fmt_span(settings.grace)} (the grace period) after that warning"
+    )
+
+
+def _power_command(command: str) -> bool:
+    """Whether `command` starts with a power-off tool that only root may run (after any
+    VAR=value words; `sudo ...` or a vendor's API call is not one)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS
+
+
+def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
+    """The settings plus where the login found nvidia-smi (and docker, for --container): cron
+    runs the watcher with PATH=/usr/bin:/bin, which may not hold them."""
+    docker = r.tools.get("docker", "") if settings.container else ""
+    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker)
+
+
+def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
+    """Why a watcher installed as the probe found the host would never shut it down, or would
+    let others run commands as this login; None when there is nothing in the way."""
+    who = r.user or f"uid {r.uid}"
+    if r.cron_daemon == "no":
+        return (
+            f"host {host}: no cron daemon runs there (no cron or crond process), so the watcher would"
+            " never run and the box would never be shut down: start cron (systemctl enable --now cron,"
+            " or service cron start where there is no systemd), then rerun"
+        )
+    if r.uid != "0" and _power_command(settings.shutdown_command):
+        return (
+            f"host {host}: the watcher would run as {who}, not root, which cannot run the shutdown"
+            f" command {settings.shutdown_command!r}: pass --shutdown-command"
+            f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
+            " or connect as root"
+        )
+    if settings.job and not r.pgrep:
+        return (
+            f"host {host}: --job {settings.job!r} needs pgrep, which this host lacks, so the watcher"
+            " could never see the job running: install procps (apt-get install procps), or watch"
+            " the job by --pid or --container instead"
+        )
+    if settings.ssh_sessions and not r.ps:
+        return (
+            f"host {host}: --ssh-sessions needs ps, which this host lacks, so the watcher could never"
+            " see an SSH session without a terminal (VS Code Remote, ssh -N tunnels) and would count"
+            " the box busy for ever: install procps (apt-get install procps), or leave --ssh-sessions out"
+        )
+    if r.unsafe is not None:
+        path, why = r.unsafe
+        subject = f"the autostop directory {r.dir}"
+        if posixpath.normpath(path) != posixpath.normpath(r.dir):
+            subject += f" lies under {path}, which"
+        return (
+            f"host {host}: {subject} {why}, and cron runs the watcher from it as {who} every minute,"
+            f" so another user could run commands as {who}: set vars.autostop_dir to a directory only"
+            " this login can write (and the directories above it), or remove it to use the default"
+        )
+    return None
+
+
+def _values(values: dict[str, str]) -> str:
+    """Shell assignments, one a line, each value one quoted word."""
+    return "".join(f"{k}={shell.quote(v)}\n" for k, v in values.items())
+
+
+def install_script(
+    directory: str,
+    script: str,
+    conf: str,
+    anchor: int | None,
+    lease: bool,
+    mode: str,
+    cron_dir: str,
+    cron_text: str,
+) -> str:
+    """The install, for `sh -s`'s stdin: the values autostop_install.sh reads (the files' texts
+    among them), the functions it calls, then it. `anchor`: max_since (None: max-hours off);
+    `lease`: renew the heartbeat lease; `mode` cron.d (`cron_text` the cron.d file) or crontab
+    (`cron_text` the crontab lines)."""
+    values = {
+        "d": directory,
+        "since": "" if anchor is None else f"{anchor}\n",
+        "script": script,
+        "conf": conf,
+        "lease": "1" if lease else "",
+        "m": mode,
+        "c": cron_dir,
+        "cron": cron_text,
+    }
+    return f"{_values(values)}{UNSAFE_DIR_FN}\n{CRONTAB_FN}\n{_INSTALL}"
+
+
+def remove_script(directory: str, cron_file: str, crontab: bool) -> str:
+    """The removal: the values autostop_remove.sh reads (`cron_file`: the cron.d file to remove,
+    "" for none; `crontab`: drop the crontab entry), the function it calls, then it."""
+    values = {"d": directory, "cronfile": cron_file, "crontab": "1" if crontab else ""}
+    return f"{_values(values)}{CRONTAB_FN}\n{_REMOVE}"

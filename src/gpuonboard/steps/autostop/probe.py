@@ -1,0 +1,163 @@
+"""The autostop step's read-only probe of a host, in the ONE batched fact probe: the shell
+(sh/autostop_state.sh after the values it reads and the functions it calls) and its parser
+(_parse_probe -> _Remote: who logs in, the dir, the cron mode, what is installed, the tools).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from gpuonboard import sh, shell
+from gpuonboard.steps.autostop.render import (
+    CONF,
+    CRON_MARKER,
+    CRON_NAME,
+    DEFAULT_ROOT_DIR,
+    DEFAULT_USER_DIR,
+    OWNED_FILES,
+    SCRIPT,
+)
+
+NO_CRON_DAEMON = "cron daemon: NOT RUNNING (no cron or crond process): the watcher never runs; start cron"
+# sh: `crond_state` prints "crond yes" when a cron daemon runs (its process: Debian's cron,
+# cronie's/busybox's crond, fcron; or, where /proc hides other users' processes from a non-root
+# login, systemd's word for it), "crond no" when pgrep finds none, nothing when it cannot tell.
+CRON_DAEMON_FN = sh.load("autostop_cron_daemon").rstrip("\n")
+
+
+def _probe_name(kind: str, key: str) -> str:
+    return f"{kind}:{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
+
+
+def _resolve_dir(dir_arg: str) -> str:
+    """sh snippet that sets $d: the configured dir, or the default for root / other users."""
+    if dir_arg:
+        return f"d={shell.quote(dir_arg)}"
+    return f'if [ "$(id -u)" = 0 ]; then d={DEFAULT_ROOT_DIR}; else d="{DEFAULT_USER_DIR}"; fi'
+
+
+def _cron_mode_sh(mode: str) -> str:
+    """sh snippet that sets $m to cron.d or crontab."""
+    if mode == "auto":
+        return 'if [ "$(id -u)" = 0 ]; then m=cron.d; else m=crontab; fi'
+    return f"m={mode}"
+
+
+@dataclass
+class _Remote:
+    """What the probe found on the host."""
+
+    uid: str = ""
+    user: str = ""
+    dir: str = ""
+    unsafe: tuple[str, str] | None = None  # (path, why): the dir or one above it others could use
+    cron_daemon: str = ""  # "yes", "no", or "" (could not tell: no pgrep)
+    mode: str = ""
+    files: dict[str, tuple[str, str]] | None = None  # name -> (mode, sha256)
+    present: tuple[str, ...] = ()
+    cron_file: tuple[str, str] | None = None
+    crontab: tuple[str, ...] = ()
+    crontab_bin: bool = False
+    now: int | None = None  # the host's clock when probed
+    old_max: int | None = None  # MAX_SECONDS in the installed config
+    max_since: int | None = None  # when the installed --max-hours was set
+    installed_at: int | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # nvidia-smi/docker -> the login's path
+    pgrep: bool = True  # the probe found pgrep (False: none, so a --job could never be seen)
+    ps: bool = True  # the probe found ps (False: none, so --ssh-sessions could never see a session)
+
+
+def _int_or_none(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdecimal() and len(text) <= 12 else None
+
+
+def _parse_probe(text: str) -> _Remote:
+    r = _Remote(files={})
+    present: list[str] = []
+    crontab: list[str] = []
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "uid":
+            r.uid = rest
+        elif kind == "user":
+            r.user = rest
+        elif kind == "dirunsafe":
+            path, _, why = rest.partition("\t")
+            r.unsafe = (path, why)
+        elif kind == "crond":
+            r.cron_daemon = rest
+        elif kind == "dir":
+            r.dir = rest
+        elif kind == "mode":
+            r.mode = rest
+        elif kind == "file":
+            name, mode, sha = (rest.split() + ["", "", ""])[:3]
+            assert r.files is not None
+            r.files[name] = (mode, sha)
+        elif kind == "present":
+            present.append(rest)
+        elif kind == "cronfile":
+            mode, sha = (rest.split() + ["", ""])[:2]
+            r.cron_file = (mode, sha)
+        elif kind == "crontab":
+            crontab.append(rest)
+        elif kind == "crontab_bin":
+            r.crontab_bin = rest == "yes"
+        elif kind == "now":
+            r.now = _int_or_none(rest)
+        elif kind == "oldmax":
+            r.old_max = _int_or_none(rest.strip("'\""))
+        elif kind == "maxsince":
+            r.max_since = _int_or_none(rest)
+        elif kind == "installedat":
+            r.installed_at = _int_or_none(rest)
+        elif kind == "tool":
+            name, _, path = rest.partition(" ")
+            if name in WATCHED_TOOLS and _tool_path(path):
+                r.tools[name] = path
+        elif kind == "pgrep":
+            r.pgrep = rest != "no"
+        elif kind == "ps":
+            r.ps = rest != "no"
+    r.present, r.crontab = tuple(present), tuple(crontab)
+    return r
+
+
+# sh: `unsafe DIR` prints `PATH<TAB>WHY` for the first of DIR and the directories above it that
+# another user could use to change what root's cron runs from DIR (a symbolic link, another
+# user's, or writable by group/other; above DIR a sticky dir such as /tmp is fine), and
+# returns 1 when there is none (as OpenSSH's StrictModes judges a key file's dirs). DIR itself
+# may not exist yet (mkdir -p makes it 0700). (No final line break: `UNSAFE_DIR_FN; unsafe x`.)
+UNSAFE_DIR_FN = sh.load("autostop_unsafe_dir").rstrip("\n")
+
+
+# Commands the watcher runs that may live outside cron's PATH (/usr/bin:/bin): the install
+# records where the login finds them, and the watcher runs them from there (see conf_text).
+WATCHED_TOOLS = ("nvidia-smi", "docker")
+
+
+def _tool_path(path: str) -> bool:
+    """An absolute path of a command, as `command -v` prints it (not an alias or a function)."""
+    return path.startswith("/") and not path.endswith("/") and path.isprintable()
+
+
+_STATE = (
+    sh.load("autostop_state")
+    .replace("__SCRIPT__", SCRIPT)
+    .replace("__CONF__", CONF)
+    .replace("__CRON_NAME__", CRON_NAME)
+    .replace("__OWNED__", " ".join(shell.quote(f) for f in OWNED_FILES))
+    .replace("__MARKER__", shell.quote(CRON_MARKER))
+    .replace("__TOOLS__", " ".join(WATCHED_TOOLS))
+)
+
+
+def state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
+    """The probe: the values autostop_state.sh reads (d, m, c), the functions it calls, then it."""
+    values = f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}"
+    return f"{values}\n{UNSAFE_DIR_FN}\n{CRON_DAEMON_FN}\n{_STATE}"
+
+
+_state_probe_command = state_probe_command  # (its name before the split: tests call it)
