@@ -2,7 +2,7 @@
 # Decrypts a dataset's encrypted files into the plaintext dir (--decrypt-to), the identity on
 # stdin; $1 the plaintext dir, then (ciphertext, plaintext path, mtime, mode) per file.
 # Exit 4: the way to a file is blocked (one line says which), 5: age was killed.
-# Run by: steps/dataset.py (DECRYPT_SCRIPT: agerr put before it).
+# Run by: steps/dataset/decrypt.py (DECRYPT_SCRIPT: agerr put before it).
 
 command -v age >/dev/null || { echo 'age is not installed on the host' >&2; exit 127; }
 key=$(cat); rc=0; base=$1; shift

@@ -1,0 +1,127 @@
+"""Encrypted uploads on this machine: the age keys of the upload (recipients or a passphrase,
+and with --decrypt-on-host the identity the host gets), and plain encrypted mode's batches,
+which encrypt each file into the ciphertext cache (hashing its plaintext on the way) and
+stage it for rsync while the previous batch is sent."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuonboard import transfer
+from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.dataset.common import (
+    LOCAL_KEPT,
+    NOTHING_SENT,
+    LocalWriteError,
+    local_write_failure,
+    shown,
+    unreadable_source,
+)
+from gpuonboard.steps.dataset.options import DatasetOptions
+from gpuonboard.steps.dataset.work import Work
+from gpuonboard.transfer import crypto
+
+
+def load_encryption(ctx: StepContext, opts: DatasetOptions, work: Work) -> str | None:
+    """Load the host's age settings into `work` (enc, and the identity for --decrypt-on-host);
+    the failure sentence when they are missing, wrong or do not fit together, else None."""
+    try:
+        work.enc = crypto.load_encryption(
+            ctx.host.vars.get("age_recipients"), ctx.host.vars.get("age_passphrase_env")
+        )
+        if opts.decrypt_on_host:
+            if work.enc.passphrase is not None:
+                return (
+                    "--decrypt-on-host needs vars.age_recipients and their identity"
+                    " (vars.age_identity_file or vars.age_identity_env), not a passphrase"
+                    " (vars.age_passphrase_env, which is never sent to the host): use recipients,"
+                    f" or upload without --decrypt-on-host ({NOTHING_SENT})"
+                )
+            work.identity = crypto.load_identity(
+                ctx.host.vars.get("age_identity_env"), ctx.host.vars.get("age_identity_file")
+            )
+            if not crypto.identity_matches(work.identity, work.enc.recipients):
+                env = ctx.host.vars.get("age_identity_env")
+                where = "vars.age_identity_env" if env else "vars.age_identity_file"
+                return (
+                    f"wrong identity: the age key in {where} is not one of vars.age_recipients, so"
+                    " the host could not decrypt what would be sent; fix one of them, then rerun"
+                    " (nothing was sent)"
+                )
+    except crypto.CryptoError as exc:
+        return str(exc)
+    return None
+
+
+def changed_while_encrypting(rel: str) -> str:
+    """Pure: the sentence for a dataset file written to while it was being encrypted."""
+    return (
+        f"{shown(rel)} changed on this machine while it was being encrypted (its ciphertext would"
+        f" be part old, part new, so it was not sent); rerun to send it as it is now: {LOCAL_KEPT}"
+    )
+
+
+def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[], list[str]]]:
+    """Plain encrypted mode: batches of work.send; each producer encrypts (cache misses, into
+    `cache`) and hard-links its files into the stage."""
+    assert work.enc is not None
+    enc = work.enc
+    rels = [e.rel[: -len(".age")] for e in work.send]
+    cached = {r for r in rels if r in work.cipher and work.cipher[r].is_file()}
+    rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
+    hashes = work.hashes
+    assert hashes is not None
+    notes, noting = work.notes
+    counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
+    root = work.tree.root
+    done = [0]
+
+    current = [""]  # the file being encrypted (producers run one at a time)
+
+    def encrypt_and_stage(chunk: list[str]) -> list[str]:
+        for rel in chunk:
+            current[0] = rel
+            path = work.cipher.get(rel)
+            if path is None or not path.is_file():
+                done[0] += 1
+                plain, path = crypto.encrypt_to_cache(work.tree.path(rel), enc, cache)
+                noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
+                entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
+                work.tree.entries[rel] = entry
+                hashes.put(entry, plain)
+                work.cipher[rel] = path
+            link = stage / (rel + ".age")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.unlink(missing_ok=True)
+            try:
+                os.link(path, link)
+            except OSError:
+                shutil.copy2(path, link)
+        hashes.save(work.tree.entries)
+        return [rel + ".age" for rel in chunk]
+
+    def make(chunk: list[str]) -> Callable[[], list[str]]:
+        def produce() -> list[str]:
+            try:
+                return encrypt_and_stage(chunk)
+            except crypto.ChangedWhileEncrypting:
+                raise LocalWriteError(changed_while_encrypting(current[0])) from None
+            except OSError as exc:
+                # (any error reading a dataset file: a vanished one too, unlike shard mode's
+                # generic message, since here the alternative would blame the cache)
+                why = unreadable_source(exc, root, LOCAL_KEPT, errnos=None) or local_write_failure(
+                    exc, f"the encrypted copy of {current[0]}", cache
+                )
+                raise LocalWriteError(why) from None
+
+        return produce
+
+    out, i = [], 0
+    for n in counts:
+        out.append(make(rels[i : i + n]))
+        i += n
+    return out

@@ -1,0 +1,91 @@
+"""The upload's lease on the host's copy (see transfer/uploadlock.py): taken once apply starts
+(stopping what earlier runs of this copy left running there, and keeping or removing their
+temp files), given back at the end, and noticed when another run took it over."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+
+from gpuonboard import machine
+from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.dataset.hostdirs import taken_sentence
+from gpuonboard.steps.dataset.options import DatasetOptions
+from gpuonboard.steps.dataset.work import Work
+from gpuonboard.transfer import uploadlock
+
+LEASE_LOST = (
+    "another run took over this upload's lease on the host while this one was not heard from for"
+    f" over {uploadlock.STALE_S} s (a suspended machine, or a stalled link); stopped before changing"
+    " more there: rerun once that one has finished"
+)
+
+
+def take_lease(
+    ctx: StepContext, opts: DatasetOptions, work: Work, plain: str
+) -> tuple[uploadlock.Lease | None, str]:
+    """Make the copy's dir and take the host's lease on it, in one command (see
+    uploadlock): (the lease, "") or (None, the failure sentence). A fresh lease of this same
+    project is taken over (a second command) only when its pid has ended on this machine.
+    Once it is held, what earlier runs of this copy still run on the host is stopped (a
+    dropped link's receiver: it keeps what arrived as a partial file), and the rsync temp
+    files they left are kept as partial files to resume from or removed (work.stopped)."""
+    target = work.target
+    tidy = uploadlock.tidy_stdin(work.resume, work.leftovers)
+    token = secrets.token_hex(8)
+    path = uploadlock.lease_path(opts.dest, opts.dirname)
+    owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
+    holder, ended = uploadlock.holder_text(), 0
+    while True:
+        take = uploadlock.take_command(
+            target,
+            uploadlock.Lease(path, token),
+            owner,
+            holder,
+            os.getpid(),
+            ended,
+            plain,
+            opts.dirname,
+            opts.copy_tag(),
+            opts.unpack_token,
+        )
+        res = ctx.runner.run(take, stdin=tidy)
+        why = (res.stderr.strip().splitlines() or [f"exit {res.exit_code}"])[-1]
+        if res.exit_code == 2:
+            return None, f"cannot create {target} on the host: {why}"
+        try:
+            got = uploadlock.parse_take(res.stdout) if res.ok else None
+        except ValueError:
+            got = None
+        if isinstance(got, str):
+            work.stopped = uploadlock.parse_stopped(res.stdout)
+            return uploadlock.Lease(got, token), ""
+        if isinstance(got, uploadlock.OtherCopy):
+            return None, taken_sentence(ctx, plain, got.copy)
+        if got is None and why.endswith("remove it"):
+            return None, f"on {ctx.host.name}, {why}, then rerun"
+        if got is None:
+            check = "its permissions" if "ermission" in why else "that disk"
+            return None, f"cannot write the upload lease {path} on the host: {why}; check {check}"
+        if not ended and got.owner == owner and machine.process_ended(got.pid):
+            ended = got.pid  # this project's own earlier run, killed or cut off: take it over
+            continue
+        return None, got.sentence(f"{ctx.host.name}:{opts.copy}")
+
+
+def give_back_lease(ctx: StepContext, lease: uploadlock.Lease, timeout: float = 15) -> None:
+    """Remove the host's lease (still ours). Best effort: over a dropped link it goes stale
+    by itself, and a rerun from here takes it over at once."""
+    with contextlib.suppress(Exception):
+        ctx.runner.run(uploadlock.release_command(lease), timeout=timeout)
+
+
+def lost(work: Work, ctx: StepContext | None = None) -> bool:
+    """Whether the host's lease was taken over: the heartbeat's last word, or (with ctx) the
+    host's own answer now (one refresh: exit 1 when the token there is not ours)."""
+    if work.beat is not None and work.beat.lost:
+        return True
+    if ctx is None or work.lease is None:
+        return False
+    return ctx.runner.run(uploadlock.touch_command(work.lease)).exit_code == 1

@@ -1,0 +1,78 @@
+"""The local side of the dataset: its scan (the one warm() started before the login, or a
+fresh one), the names in it gpuonboard keeps for itself, the file hashes the hash cache still
+vouches for, and whether a file changed since the scan."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from gpuonboard import transfer
+from gpuonboard.steps.dataset.common import NOTHING_SENT
+from gpuonboard.transfer import shards, uploadlock
+
+PRESCAN_MAX_AGE = 30.0  # s: an older scan of the dataset (started before the login) is redone
+
+
+def scanned(src: Path) -> transfer.SourceTree:
+    """The scan warm() started (when it began moments ago: not when earlier steps of a
+    playbook ran for minutes, during which the dataset may have changed), else one now."""
+    return transfer.take_prescan(src, PRESCAN_MAX_AGE) or transfer.scan_source(src, hashes=False)
+
+
+def reserved_entry(src: Path, tree: transfer.SourceTree) -> str | None:
+    """The failure sentence when the dataset's top holds a name gpuonboard keeps for itself on
+    the host (its copy mark, its lease), else None."""
+    kept = (uploadlock.COPY_MARK, uploadlock.LEASE_IN_COPY)
+    top = tree.root if tree.root.is_dir() else None  # (a dir of that name too: two stats, no walk)
+    reserved = [n for n in kept if n in tree.entries or (top is not None and os.path.lexists(top / n))]
+    if not reserved:
+        return None
+    return (
+        f"the dataset {src} has an entry named {reserved[0]} at its top, a name gpuonboard keeps"
+        f" for itself on the host; rename it, then rerun ({NOTHING_SENT})"
+    )
+
+
+def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
+    """The failure sentence when the dataset has a directory named like rsync's partial dir
+    (rsync would never send it, and listings leave it out), else None."""
+    mark = transfer.PARTIAL_DIR  # (the substring test first: 50,000 splits took 6 ms of every plan)
+    partial = next((rel for rel in tree.entries if mark in rel and mark in rel.split("/")[:-1]), None)
+    if partial is None:  # (an empty one: never made on the host, so never up to date)
+        partial = next((d for d in sorted(tree.empty_dirs) if mark in d and mark in d.split("/")), None)
+    if partial is None:
+        return None
+    return (
+        f"the dataset {src} has a directory named {transfer.PARTIAL_DIR} (e.g. {partial!r}), a"
+        f" name gpuonboard keeps for rsync's partial files; rename it, then rerun ({NOTHING_SENT})"
+    )
+
+
+def known_hashes(tree: transfer.SourceTree, hashes: shards.HashCache) -> shards.HashCache:
+    """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
+    inode); the others keep "" for a later pass. Returns the cache."""
+    for rel, e in list(tree.entries.items()):
+        if e.kind == "f" and not e.sha256:
+            known = hashes.get(e)
+            if known:
+                tree.entries[rel] = dataclasses.replace(e, sha256=known)
+    return hashes
+
+
+def dir_members(empty_dirs: Iterable[str]) -> list[transfer.Entry]:
+    """Pure: the dataset's empty directories as shard members (a directory with something in it
+    is a header before its first member), so an unpacked tree has them too."""
+    return [transfer.Entry(rel, "d", 0, 0, "") for rel in sorted(empty_dirs)]
+
+
+def changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
+    """Whether a dataset file's size or mtime is not what the scan saw (written to meanwhile)."""
+    e = tree.entries.get(rel)
+    try:
+        st = os.lstat(tree.path(rel))
+    except OSError:
+        return True
+    return e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns)

@@ -1,0 +1,87 @@
+"""Checking what arrived: the sha256 each file should have on the host, the host's own hashes
+of them (one command), marking the ones that differ so that the next run re-sends them, rsync
+temp files of another writer left in the copy, and cached ciphertexts damaged on this machine."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from gpuonboard import shell, transfer
+from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.dataset.common import count, shown
+from gpuonboard.steps.dataset.hostdirs import listing
+from gpuonboard.steps.dataset.options import DatasetOptions
+from gpuonboard.steps.dataset.work import Work
+from gpuonboard.transfer import crypto, shards
+
+UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
+
+
+def expected(work: Work) -> dict[str, str]:
+    """The sha256 each file sent should have in the target (rel there -> digest)."""
+    if work.enc is None:
+        return {e.rel: e.sha256 for e in work.tree.entries.values()}
+    return {e.rel + ".age": crypto.ciphertext_sha256(work.cipher[e.rel]) for e in work.tree.files}
+
+
+def mismatches(ctx: StepContext, target: str, expect: Mapping[str, str]) -> list[str]:
+    """The files under `target` whose sha256 on the host is not the expected one."""
+    rels = list(expect)
+    r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(rels), timeout=3600)
+    got = transfer.parse_hashes(rels, r.stdout)
+    return [rel for rel in rels if got.get(rel) != expect[rel]]
+
+
+def temps_left(ctx: StepContext, target: str, files: Iterable[str]) -> str | None:
+    """The failure sentence when rsync temp files of the dataset's files are in the target
+    after the upload (this run stopped earlier runs' receivers and kept or removed their temp
+    files first, and its own rsync leaves none): another process writes there, which a later
+    run's "up to date" would never mention."""
+    r = ctx.runner.run(transfer.temps_command(target))
+    left = transfer.parse_temps(r.stdout, files) if r.ok else []
+    if not left:
+        return None
+    return (
+        f"the upload arrived verified, but {count(len(left), 'rsync temp file')} not of this run"
+        f" {'is' if len(left) == 1 else 'are'} in {ctx.host.name}:{shown(target)} (e.g."
+        f" {shown(left[0])!r}): another rsync is writing there (or was killed there); stop it,"
+        " then rerun (a rerun removes what it left)"
+    )
+
+
+def unmark_unpacked(ctx: StepContext, opts: DatasetOptions) -> None:
+    """Plain mode writes into the tree an --unpack made: the shards dir's "unpacked"
+    markers no longer describe it (a same-size edit would pass the listing check), so a
+    later --unpack run checks and unpacks again. Best effort."""
+    if opts.shards is False:
+        return
+    if any(n.startswith(shards.MARKER_PREFIX) for n in listing(ctx, opts, opts.shards_target).files):
+        with contextlib.suppress(Exception):
+            ctx.runner.run(shell.join(["sh", "-c", UNMARK_SCRIPT, "sh", opts.shards_target]))
+
+
+def unverified(ctx: StepContext, target: str, rels: Sequence[str]) -> None:
+    """Files whose host sha256 differs: mtime to the epoch, so that the next run's quick
+    check re-sends them (size and whole-second mtime can match a torn copy: a file written
+    to during the upload). Best effort: the run fails anyway."""
+    if rels:
+        with contextlib.suppress(Exception):
+            ctx.runner.run(transfer.unverified_command(target), stdin=transfer.hash_stdin(rels))
+
+
+def damaged_ciphertexts(paths: list[Path]) -> set[Path]:
+    """Cached ciphertexts whose content no longer matches the sha256 noted when they were made;
+    they (and their sidecars) are removed so the next run re-encrypts."""
+    out = set()
+    for path in paths:
+        try:
+            noted = crypto.sidecar(path).read_text().strip()
+        except OSError:
+            continue
+        if len(noted) == 64 and crypto.sha256_file(path) != noted:
+            path.unlink(missing_ok=True)
+            crypto.sidecar(path).unlink(missing_ok=True)
+            out.add(path)
+    return out
