@@ -495,13 +495,21 @@ def test_ctrl_c_stops_at_once_with_exit_130(project: Project, pool: TestHostPool
         text=True,
         env=project.env(),
     )
-    time.sleep(1.5)  # both hosts connected; "slow" waits in its probe
+    # "good" is done (its raw outputs are written as soon as it is, while "slow" still runs);
+    # "slow" waits in its probe
+    reports = project.root / "reports"
+    deadline = time.monotonic() + 10
+    while not list(reports.glob("*/raw/good")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(reports.glob("*/raw/good")), "the raw outputs of a host that is done are written at once"
     proc.send_signal(signal.SIGINT)
     start = time.monotonic()
     out, err = proc.communicate(timeout=20)
     assert time.monotonic() - start < 5, "Ctrl-C must not wait for the hung host"
     assert proc.returncode == 130, out + err
     assert err.strip().endswith("interrupted") and "Traceback" not in out + err
+    # an interrupted run leaves no report: not even those raw outputs
+    assert not (reports.exists() and any(reports.iterdir())), sorted(reports.rglob("*"))
 
 
 # Every answer the box gives, over real SSH: a provider's policy block, an output cut short,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -240,6 +242,43 @@ def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bo
             con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
 
 
+class EarlyRaw:
+    """Each host's raw outputs written to reports/<run-id>/raw/ as soon as that host is done
+    (RunOptions.on_host_done, in its worker thread), so that writing them overlaps the hosts
+    still waiting on the network instead of following the whole run. `write_reports` writes
+    whatever is missing (a host whose write failed); a run that is interrupted removes exactly
+    the files written here, since such a run leaves no report."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.written: dict[str, bytes] = {}
+        self.hosts: set[str] = set()
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def __call__(self, result: HostResult) -> None:
+        with self._lock:  # (one host at a time: quick, and never after remove())
+            if self.closed:
+                return
+            self.written.update(jsonfile.write_raw(self.out, [result]))
+            self.hosts.add(result.host.name)
+
+    def remove(self) -> None:
+        """Remove the files written here, then their folders when that leaves them empty."""
+        with self._lock:
+            self.closed = True
+            names = list(self.written)
+        for name in names:
+            with contextlib.suppress(OSError):
+                (self.out / name).unlink()
+        for folder in sorted({(self.out / n).parent for n in names}, reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        for folder in (self.out / "raw", self.out):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
 def execute(
     inv: inventory_mod.Inventory,
     hosts: list[Host],
@@ -288,6 +327,10 @@ def execute(
         log=log,
         core_facts=core_facts,
     )
+    reports_dir = settings.reports_dir or settings.project / "reports"
+    early_raw = options.on_host_done = EarlyRaw(reports_dir / run_id)
+    warming = threading.Thread(target=_warm_report, args=(settings.project,), daemon=True)
+    warming.start()
     started = time.time()
     progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
     options.on_event = progress.event
@@ -298,6 +341,7 @@ def execute(
         # the log is the only record such a run leaves (no report is written): end it saying so
         how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
         log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
+        early_raw.remove()
         raise
     finally:
         early.close()
@@ -316,9 +360,9 @@ def execute(
         "exit_code": int(code),
         "strict": settings.strict,
     }
-    reports_dir = settings.reports_dir or settings.project / "reports"
+    warming.join()
     try:
-        out_dir = write_reports(outcome, meta, reports_dir, run_id, project=settings.project)
+        out_dir = write_reports(outcome, meta, reports_dir, run_id, project=settings.project, early=early_raw)
     except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
         raise UsageError(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
@@ -448,13 +492,16 @@ def write_reports(
     reports_dir: Path,
     run_id: str,
     project: Path | None = None,
+    early: EarlyRaw | None = None,
 ) -> Path:
     """reports/<run-id>/summary.json and junit.xml, plus a `latest` link; with `project` (whose
     templates/ it uses), the HTML report too, so that every run leaves one to open.
 
     Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
     out = reports_dir / run_id
-    written = jsonfile.write_raw(out, outcome.hosts)
+    done = early.hosts if early is not None else set()
+    written = dict(early.written) if early is not None else {}
+    written.update(jsonfile.write_raw(out, [r for r in outcome.hosts if r.host.name not in done]))
     doc = jsonfile.summary(outcome, meta)
     jsonfile.write(out / "summary.json", doc)
     junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}")
@@ -490,6 +537,15 @@ def write_html_report(
         print(f"warning: no HTML report for this run: {out} could not take it ({why}).", file=sys.stderr)
         return None
     return path
+
+
+def _warm_report(project: Path) -> None:
+    """Load the HTML report's template (imports, its compiled code) while the hosts run; any
+    problem is left for the real render to report."""
+    from gpuonboard.report.render import preload
+
+    with contextlib.suppress(Exception):
+        preload(project)
 
 
 def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderSpec:

@@ -685,6 +685,15 @@ def render(
     )
 
 
+def preload(project: Path, fmt: str = "html") -> None:
+    """Load the report template a run will render (its environment, imports and compiled
+    code), so that a run can do it while its hosts still run."""
+    from gpuonboard.resources import search_dirs
+
+    env = _env(tuple(str(d) for d in search_dirs(project, "templates")), fmt == "html")
+    env.get_template(f"report/{fmt}.j2")
+
+
 def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
     """A report template rendered; its error (a project's own template that tries to reach
     Python internals, a syntax or expression error) is one sentence naming it (exit 2)."""

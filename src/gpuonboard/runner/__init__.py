@@ -54,6 +54,10 @@ class RunOptions:
     core_facts: bool = True
     log: RunLog | None = None
     selected: frozenset[str] = frozenset()  # the hosts of this run (set by run())
+    # called with each host's result as soon as that host is done, in its worker (the api
+    # writes its raw outputs then, while other hosts still wait on the network); an error in
+    # it is ignored here: whoever set it does the work again at the end
+    on_host_done: Callable[[HostResult], None] | None = None
 
 
 def new_run_id() -> str:
@@ -88,12 +92,12 @@ def run(
     children.STOPPING.clear()  # (a run before it in this process may have been interrupted)
     workers = max(1, min(options.forks, len(hosts)))
     if workers == 1:
-        return [_run_host(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
+        return [_host_done(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host")
     futures: list[Future[HostResult]] = []
     try:
         futures += [
-            pool.submit(_run_host, h, plans[h.name], playbook, inventory, options, store) for h in hosts
+            pool.submit(_host_done, h, plans[h.name], playbook, inventory, options, store) for h in hosts
         ]
         return [f.result() for f in futures]
     except KeyboardInterrupt:
@@ -124,6 +128,25 @@ def _emit(options: RunOptions, host: str, event: str) -> None:
     if options.on_event is not None:
         with _event_lock:
             options.on_event(host, event)
+
+
+def _host_done(
+    host: Host,
+    steps: list[Step],
+    playbook: Playbook,
+    inventory: Inventory | None,
+    options: RunOptions,
+    store: KnownHosts,
+) -> HostResult:
+    """One host's run, then `options.on_host_done` with its result (its errors ignored)."""
+    result = _run_host(host, steps, playbook, inventory, options, store)
+    if options.on_host_done is not None:
+        try:
+            options.on_host_done(result)
+        except Exception:  # (the hook's owner redoes its work at the end of the run)
+            if os.environ.get("GPUONBOARD_DEBUG") == "1":
+                raise
+    return result
 
 
 def _run_host(
