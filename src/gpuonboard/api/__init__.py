@@ -56,6 +56,10 @@ class Settings:
         """`.gpuonboard/` under the project unless overridden."""
         return self.project / ".gpuonboard"
 
+    def reports_root(self) -> Path:
+        """Where runs write their reports: --reports-dir, else `reports/` under the project."""
+        return self.reports_dir or self.project / "reports"
+
 
 def split_names(value: str | Sequence[str] | None) -> list[str]:
     """`a,b` or ['a', 'b'] -> ['a', 'b']."""
@@ -327,7 +331,7 @@ def execute(
         log=log,
         core_facts=core_facts,
     )
-    reports_dir = settings.reports_dir or settings.project / "reports"
+    reports_dir = settings.reports_root()
     early_raw = options.on_host_done = EarlyRaw(reports_dir / run_id)
     warming = threading.Thread(target=_warm_report, args=(settings.project,), daemon=True)
     warming.start()
@@ -400,7 +404,7 @@ def check_outputs(
     (internal error, exit 70); a known_hosts directory recorded nothing and said nothing."""
     root = settings.state_root()
     folders = [
-        (settings.reports_dir or settings.project / "reports", "the reports directory", "pass --reports-dir"),
+        (settings.reports_root(), "the reports directory", "pass --reports-dir"),
         (root / "logs", "the run log directory", ""),
     ]
     if not check:
