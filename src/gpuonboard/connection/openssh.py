@@ -57,7 +57,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
     strictly against OUR known_hosts only (no ~/.ssh/known_hosts, nothing ever added).
     Jump hosts are aliases in the same file, so ProxyJump's inner ssh sees the same settings.
     """
-    from gpuonboard.connection import MAX_JUMP_HOPS, connect_timeout
+    from gpuonboard.connection.base import MAX_JUMP_HOPS, connect_timeout
 
     if len(host.jump) > MAX_JUMP_HOPS:  # (as the paramiko connection: 1,200 nested ssh otherwise)
         raise ValueError(
@@ -94,7 +94,7 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
 
 def hop_chain(host: Host, inventory: Inventory | None) -> list[Host]:
     """The jump hosts in front of host, resolved like the paramiko connection resolves them."""
-    from gpuonboard.connection import _hop_host
+    from gpuonboard.connection.login import _hop_host
 
     return [_hop_host(h, inventory, host) for h in host.jump]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gpuonboard import children
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
-from gpuonboard.connection.gather import gather
+from gpuonboard.connection.gather import Facts, gather
 from gpuonboard.errors import ConnectError, GpuonboardError, HostKeyError, UsageError
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.results import HostResult, HostStatus
@@ -239,13 +239,9 @@ def _run_steps(
     options: RunOptions,
     inventory: Inventory | None = None,
 ) -> HostResult:
-    previous = journal_mod.load(options.state_dir, host.name, playbook.name) if options.resume else None
-    resume_from = previous.failed_step if previous and not previous.finished else None
-    not_resumed = _other_machine(previous, runner.fingerprint) if resume_from else None
-    if not_resumed:
-        resume_from = None
-        if options.log:
-            options.log.write(host.name, not_resumed)
+    """The host's steps in order on its open connection: facts gathered once, the steps done in
+    the run --resume continues skipped, no step that changes the host after a failed one."""
+    previous, resume_from, not_resumed = _resume_point(host, runner.fingerprint, playbook, options)
     done_before = previous.done_steps() if previous is not None and resume_from else set()
     _emit(options, host.name, "gathering facts")
     extra = [p for s in steps for p in s.probes()]
@@ -265,22 +261,11 @@ def _run_steps(
         digest = journal_mod.args_digest(step.name, step.args)
         if not reached_failed and step.label == resume_from:
             reached_failed = True
-        if (
-            not reached_failed
-            and step.label in done_before
-            and step.name not in FACT_CHECKS  # (they cost nothing: the verdict of now)
-            and previous is not None
-            and previous.same_args(step.label, digest)  # changed args: work not done yet
-        ):
-            results.append(
-                StepResult(
-                    step.label,
-                    "skipped",
-                    f"done in run {previous.run_id}; resumed after it",
-                )
-            )
-            record.steps[step.label] = dict(previous.steps[step.label])
-            continue
+        if not reached_failed:
+            resumed = _done_before(step, digest, done_before, previous, record)
+            if resumed is not None:
+                results.append(resumed)
+                continue
         if children.STOPPING.is_set():  # the run is being interrupted: no new step
             raise KeyboardInterrupt
         if failed is not None and not step.read_only:
@@ -288,44 +273,12 @@ def _run_steps(
             results.append(StepResult(step.label, "skipped", f"not run: step {failed.step} failed"))
             continue
         _emit(options, host.name, f"step {step.label}")
-        ctx = StepContext(
-            host=host,
-            runner=runner,
-            facts=facts,
-            check=options.check,
-            project=options.project,
-            inventory=inventory,
-            known_hosts=options.connect.known_hosts,
-            run_hosts=options.selected,
-            forks=options.forks,
-        )
-        ctx.progress = functools.partial(_emit, options, host.name)
+        ctx = _step_context(host, runner, facts, options, inventory)
         try:
-            res = step.execute(ctx)
-        except ConnectError as exc:
-            record.failed_step = step.label
-            if not options.check:
-                journal_mod.save(options.state_dir, record)  # so --resume continues here
+            res = _execute_step(step, ctx, options, record)
+        except ConnectError as exc:  # (recorded in the journal as where --resume continues)
             return HostResult(
                 host, "unreachable", f"step {step.label}: {exc}", results, facts, runner.fingerprint
-            )
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (errors.Terminated) during this step
-            record.failed_step = step.label
-            if not options.check:  # (--resume continues here, the steps done before skipped)
-                with contextlib.suppress(OSError):
-                    journal_mod.save(options.state_dir, record)
-            raise
-        except GpuonboardError as exc:
-            res = StepResult(step.label, "failed", str(exc), check_mode=options.check)
-        except Exception as exc:  # a bug in the step: it failed; what ran before stays recorded
-            if os.environ.get("GPUONBOARD_DEBUG") == "1":
-                raise
-            res = StepResult(
-                step.label,
-                "failed",
-                f"internal error in this step ({type(exc).__name__}: {exc}); rerun with --debug and"
-                " report it",
-                check_mode=options.check,
             )
         results.append(res)
         record.steps[step.label] = {"status": res.status, "run_id": options.run_id, "args": digest}
@@ -336,6 +289,111 @@ def _run_steps(
             # read-only checks after it still run, so one report shows every verdict
             failed = res
             record.failed_step = step.label
+    return _host_outcome(host, runner.fingerprint, results, facts, failed, record, options, not_resumed)
+
+
+def _resume_point(
+    host: Host, fingerprint: str | None, playbook: Playbook, options: RunOptions
+) -> tuple[journal_mod.Journal | None, str | None, str | None]:
+    """Where --resume continues: the previous journal (None without --resume), the step it
+    failed at (None: from the start), and why it was not resumed (another machine; logged)."""
+    previous = journal_mod.load(options.state_dir, host.name, playbook.name) if options.resume else None
+    resume_from = previous.failed_step if previous and not previous.finished else None
+    not_resumed = _other_machine(previous, fingerprint) if resume_from else None
+    if not_resumed:
+        resume_from = None
+        if options.log:
+            options.log.write(host.name, not_resumed)
+    return previous, resume_from, not_resumed
+
+
+def _done_before(
+    step: Step,
+    digest: str,
+    done_before: set[str],
+    previous: journal_mod.Journal | None,
+    record: journal_mod.Journal,
+) -> StepResult | None:
+    """A resumed run's result for a step done before the failed one with the same args (its
+    journal entry carried over), else None: it runs."""
+    if (
+        step.label in done_before
+        and step.name not in FACT_CHECKS  # (they cost nothing: the verdict of now)
+        and previous is not None
+        and previous.same_args(step.label, digest)  # changed args: work not done yet
+    ):
+        result = StepResult(
+            step.label,
+            "skipped",
+            f"done in run {previous.run_id}; resumed after it",
+        )
+        record.steps[step.label] = dict(previous.steps[step.label])
+        return result
+    return None
+
+
+def _step_context(
+    host: Host, runner: Runner, facts: Facts, options: RunOptions, inventory: Inventory | None
+) -> StepContext:
+    """What one step sees of the host and the run; its progress goes to the run's events."""
+    ctx = StepContext(
+        host=host,
+        runner=runner,
+        facts=facts,
+        check=options.check,
+        project=options.project,
+        inventory=inventory,
+        known_hosts=options.connect.known_hosts,
+        run_hosts=options.selected,
+        forks=options.forks,
+    )
+    ctx.progress = functools.partial(_emit, options, host.name)
+    return ctx
+
+
+def _execute_step(
+    step: Step, ctx: StepContext, options: RunOptions, record: journal_mod.Journal
+) -> StepResult:
+    """Run one step: its result, any error of its own as a failed result. A lost connection or
+    an interrupt is recorded in the journal as the step --resume continues at, and raised."""
+    try:
+        return step.execute(ctx)
+    except ConnectError:
+        record.failed_step = step.label
+        if not options.check:
+            journal_mod.save(options.state_dir, record)  # so --resume continues here
+        raise
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (errors.Terminated) during this step
+        record.failed_step = step.label
+        if not options.check:  # (--resume continues here, the steps done before skipped)
+            with contextlib.suppress(OSError):
+                journal_mod.save(options.state_dir, record)
+        raise
+    except GpuonboardError as exc:
+        return StepResult(step.label, "failed", str(exc), check_mode=options.check)
+    except Exception as exc:  # a bug in the step: it failed; what ran before stays recorded
+        if os.environ.get("GPUONBOARD_DEBUG") == "1":
+            raise
+        return StepResult(
+            step.label,
+            "failed",
+            f"internal error in this step ({type(exc).__name__}: {exc}); rerun with --debug and report it",
+            check_mode=options.check,
+        )
+
+
+def _host_outcome(
+    host: Host,
+    fingerprint: str | None,
+    results: list[StepResult],
+    facts: Facts,
+    failed: StepResult | None,
+    record: journal_mod.Journal,
+    options: RunOptions,
+    not_resumed: str | None,
+) -> HostResult:
+    """The host's result once its steps ran: the journal saved (or why it could not be), the
+    status and its sentence."""
     if failed is None:
         record.finished = True
     unsaved = ""
@@ -353,7 +411,7 @@ def _run_steps(
         status, msg = "ok", _summary(results)
     if not_resumed:
         msg = f"{msg} ({not_resumed})"
-    return HostResult(host, status, msg + unsaved, results, facts, runner.fingerprint)
+    return HostResult(host, status, msg + unsaved, results, facts, fingerprint)
 
 
 def _other_machine(previous: journal_mod.Journal | None, fingerprint: str | None) -> str | None:

@@ -1,0 +1,156 @@
+"""SSHRunner: one open SSH connection (through its jump chain) running gpuonboard's commands as
+exec channels, a served shell kept for the next command, and a lost link told apart from a
+command's failure."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from gpuonboard.connection.base import CommandResult, decode_stdout
+from gpuonboard.connection.channel import _drain, _exec_pipelined, _serve_script, _sh_c_script
+from gpuonboard.connection.failures import _reason
+from gpuonboard.connection.hostkeys import HostKeyPolicy
+from gpuonboard.connection.linkwatch import LinkWatch
+from gpuonboard.connection.login import _close_all
+from gpuonboard.errors import CommandError, ConnectError, ConnectionLost
+from gpuonboard.inventory import Host
+
+# how long a channel closed without an exit status waits for paramiko to mark a dead
+# connection inactive (it closes the channels first); only failures ever wait
+_LINK_SETTLE_S = 0.25
+
+
+class SSHRunner:
+    """One open SSH connection (through its jump chain) running commands as exec channels.
+
+    When a `sh -c SCRIPT` command is run with `prefetch=True` (another command follows),
+    its session stays open afterwards: the remote shell, once SCRIPT is done, waits on
+    stdin for that next command, so it costs no new SSH session (no channel open, no
+    login-shell start on the host). See _serve_script.
+
+    `connection` is the host's open fabric.Connection (its jump hosts are its `gateway`s), for
+    code that wants Fabric's own API on the same login: `connection.run(...)`, `.sftp()`,
+    `.forward_local(...)`; each such call opens its own session on the connection.
+    """
+
+    def __init__(self, host: Host, connection: Any, policy: HostKeyPolicy, hops: list[Any]) -> None:
+        self.host = host
+        self._conn = self.connection = connection
+        self._hops = hops
+        self.fingerprint = policy.seen
+        self.transport = connection.client.get_transport()
+        self._spare: Any = None
+        self._serving: tuple[Any, str] | None = None  # (channel, token): a shell awaiting a command
+        self.silent_for: float | None = None  # set by LinkWatch when it gave the connection up
+
+    def watch(self, interval: float, count: int) -> None:
+        """Give the connection up once the host has answered nothing for interval * count
+        seconds (see LinkWatch); a command running then ends with ConnectionLost."""
+        if interval > 0 and count > 0:
+            LinkWatch(self, interval, count).start()
+
+    def run(
+        self,
+        command: str,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+        prefetch: bool = False,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
+        """Run one command on an exec channel of the shared connection (see Runner.run)."""
+        try:
+            served, self._serving = self._serving, None
+            if served is not None:
+                chan, token = served
+                # the waiting shell reads lines up to the token, then runs them with the rest
+                # of the channel as their stdin
+                script = _sh_c_script(command)
+                text = f"(\n{script}\n)" if script is not None else command
+                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape") + (stdin or b""))
+                out, err, code = self._collect(chan, timeout, on_output, prefetch)
+            else:
+                chan, self._spare = self._spare or self.transport.open_session(), None
+                script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
+                if script is not None:
+                    token = "@@gpuonboard-serve-" + secrets.token_hex(12)
+                    _exec_pipelined(chan, _serve_script(script, token))
+                    out, err, marked = _drain(chan, timeout, None, token.encode())
+                    if marked is not None:
+                        self._serving, code = (chan, token), marked
+                    else:  # the shell ended before serving: an ordinary result
+                        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                        chan.close()
+                else:
+                    _exec_pipelined(chan, command)
+                    if stdin is not None:
+                        chan.sendall(stdin)
+                    out, err, code = self._collect(chan, timeout, on_output, prefetch)
+        except TimeoutError as exc:  # before OSError: TimeoutError is one of them
+            raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
+        except (OSError, EOFError) as exc:
+            if self._link_lost():
+                raise self._lost(exc) from None
+            raise ConnectError(f"host {self.host.name}: the SSH connection dropped ({exc}).") from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("paramiko"):
+                if self._link_lost():  # e.g. "SSH session not active": no channel opens on it
+                    raise self._lost(exc, running=False) from None
+                raise ConnectError(f"host {self.host.name}: the SSH connection failed ({exc}).") from None
+            raise
+        if code == -1 and self._link_lost():
+            # the channel closed without an exit status because the connection under it went
+            # (sshd killed, host rebooted, link cut): not the command's failure, and not a refusal
+            raise self._lost(None)
+        if code == -1 and not out and not err:
+            raise CommandError(
+                f"host {self.host.name}: the server refused to run a command on its SSH session."
+            )
+        return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
+
+    def _link_lost(self) -> bool:
+        """True when this runner's SSH connection is gone. paramiko's transport thread closes its
+        channels just before it marks itself inactive, so a caller that saw its channel close
+        waits a moment for that thread to end (one that stays up is a live connection)."""
+        transport = self.transport
+        if transport.is_active():
+            with contextlib.suppress(RuntimeError):  # a transport thread never started
+                transport.join(_LINK_SETTLE_S)
+        return not transport.is_active()
+
+    def _lost(self, exc: BaseException | None, running: bool = True) -> ConnectionLost:
+        """The one sentence for a connection that dropped (while a command ran, or before)."""
+        cause = exc if exc is not None else getattr(self.transport, "saved_exception", None)
+        why = "closed by the other end" if cause is None or isinstance(cause, EOFError) else _reason(cause)
+        if self.silent_for is not None:
+            why = f"no answer from the host for {self.silent_for:.0f} s: the link is down or the host hangs"
+        when = "while a command was running" if running else "before a command could start"
+        return ConnectionLost(
+            f"host {self.host.name}: the SSH connection was lost {when} ({why});"
+            " the host is unreachable now. Once it answers again, run the command again"
+            " (provision --resume continues at the step that was running)."
+        )
+
+    def _collect(
+        self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool
+    ) -> tuple[bytes, bytes, int]:
+        """End the command's stdin, open the next channel meanwhile when one follows, then its
+        output and exit code (-1 when the server sent none)."""
+        chan.shutdown_write()
+        if prefetch:
+            self._spare = self.transport.open_session()
+        out, err, _ = _drain(chan, timeout, on_output)
+        code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+        chan.close()
+        return out, err, code
+
+    def close(self) -> None:
+        """Close the connection and every jump hop."""
+        for chan in (self._spare, self._serving[0] if self._serving else None):
+            if chan is not None:
+                with contextlib.suppress(Exception):
+                    chan.close()
+        self._spare = self._serving = None
+        _close_all([*self._hops, self._conn])

@@ -1,0 +1,146 @@
+"""What nvidia-smi prints where it cannot read a value (:data:`FAULT_WORDS`, "ERR!", "[Unknown
+Error]"), and the judgement of one GPU record: the whole GPU unreadable (GpuInfo.faults) or one
+field only (GpuInfo.cell_faults, with a reader's name for the field)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+# nvidia-smi's words for a GPU it cannot read: the table prints "ERR!" in its cells (a GPU
+# fallen off the bus, a GSP timeout: Xid 79 / 119), the other forms "[GPU requires reset]" or
+# "[GPU is lost]". "Unknown Error" is not one: healthy GPUs print it for a single sensor.
+FAULT_WORDS: tuple[str, ...] = (
+    "ERR!",
+    "GPU requires reset",
+    "GPU is lost",
+    "Unable to determine the device handle",
+)
+_FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
+# The words that speak for the whole GPU wherever they stand (a record of a GPU that needs a
+# reset or fell off the bus); ERR! speaks for its own cell only, unless it is the GPU's name or
+# most of its row.
+_GPU_FAULT_WORDS: tuple[str, ...] = FAULT_WORDS[1:]
+_GPU_FAULT = re.compile("|".join(re.escape(w) for w in _GPU_FAULT_WORDS), re.IGNORECASE)
+# What nvidia-smi prints in ONE cell/field it could not read (one sensor, one query) while the
+# GPU answered otherwise: that cell's fault (GpuInfo.cell_faults), its value None.
+_CELL_FAULT = re.compile(r"^\s*(ERR!|\[N/A\]|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
+# In the -q / -q -x / CSV forms "[N/A]" / "N/A" is the ordinary "not supported"; only the table
+# prints a bracketed [N/A] for a value it failed to read.
+_FIELD_FAULT = re.compile(r"^\s*(ERR!|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
+# What any fault of a record holds somewhere (a GPU-level word, or a field marker): a record
+# none of whose values holds one has no fault, without a look at each of its fields
+_ANY_FAULT_WORDS = (*FAULT_WORDS, "Unknown Error")
+_ANY_FAULT = re.compile("|".join(re.escape(w) for w in _ANY_FAULT_WORDS), re.IGNORECASE)
+_ANY_FAULT_LOWER = tuple(w.lower() for w in _ANY_FAULT_WORDS)
+
+
+def _faults(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The FAULT_WORDS that any of `values` holds, in FAULT_WORDS order."""
+    found = {m.group(0).lower() for v in values if v for m in _FAULT.finditer(v)}
+    return tuple(w for w in FAULT_WORDS if w.lower() in found)
+
+
+def _gpu_faults(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The GPU-level fault words (not ERR!) that any of `values` holds, in FAULT_WORDS order."""
+    found = {m.group(0).lower() for v in values if v for m in _GPU_FAULT.finditer(v)}
+    return tuple(w for w in FAULT_WORDS if w.lower() in found)
+
+
+def _cell_fault(value: str | None, pattern: re.Pattern[str] = _CELL_FAULT) -> str | None:
+    """The fault marker `value` is ('ERR!', '[Unknown Error]', ...), as printed; None if a value."""
+    if value is None:
+        return None
+    match = pattern.match(value)
+    return match.group(1) if match else None
+
+
+# Names of the fields whose faults are worth a sentence of their own (-q path / XML path):
+# everything else is named by its -q label path or XML element path.
+_FIELD_NAMES: Mapping[str, str] = {
+    "Fan Speed": "fan sensor",
+    "fan_speed": "fan sensor",
+    "Temperature/GPU Current Temp": "temperature sensor",
+    "temperature/gpu_temp": "temperature sensor",
+    "Performance State": "performance state",
+    "performance_state": "performance state",
+    "Utilization/Gpu": "utilization",
+    "Utilization/GPU": "utilization",
+    "utilization/gpu_util": "utilization",
+    "ECC Mode/Current": "ECC",
+    "ecc_mode/current_ecc": "ECC",
+    "Compute Mode": "compute mode",
+    "compute_mode": "compute mode",
+    "Persistence Mode": "persistence mode",
+    "persistence_mode": "persistence mode",
+    "MIG Mode/Current": "MIG mode",
+    "mig_mode/current_mig": "MIG mode",
+}
+_FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("FB Memory Usage/", "memory usage"),
+    ("fb_memory_usage/", "memory usage"),
+    ("GPU Power Readings/Power Draw", "power draw"),
+    ("GPU Power Readings/Average Power Draw", "power draw"),
+    ("GPU Power Readings/Instant Power Draw", "power draw"),
+    ("Power Readings/Power Draw", "power draw"),
+    ("gpu_power_readings/power_draw", "power draw"),
+    ("gpu_power_readings/average_power_draw", "power draw"),
+    ("gpu_power_readings/instant_power_draw", "power draw"),
+    ("power_readings/power_draw", "power draw"),
+    ("GPU Power Readings/Current Power Limit", "power cap"),
+    ("GPU Power Readings/Enforced Power Limit", "power cap"),
+    ("Power Readings/Power Limit", "power cap"),
+    ("Power Readings/Enforced Power Limit", "power cap"),
+    ("gpu_power_readings/current_power_limit", "power cap"),
+    ("gpu_power_readings/enforced_power_limit", "power cap"),
+    ("power_readings/power_limit", "power cap"),
+    ("power_readings/enforced_power_limit", "power cap"),
+)
+
+
+def _field_name(path: str) -> str:
+    """A reader's name for the field at `path` ('Fan Speed' -> 'fan sensor')."""
+    if path in _FIELD_NAMES:
+        return _FIELD_NAMES[path]
+    for prefix, name in _FIELD_PREFIXES:
+        if path.startswith(prefix):
+            return name
+    return path
+
+
+def _field_faults(
+    leaves: Iterable[tuple[str, str]], name_path: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(faults, cell_faults) of one GPU record's (path, value) leaves (-q, -q -x, CSV).
+
+    A GPU-level word anywhere ("GPU requires reset", "GPU is lost", "Unable to determine the
+    device handle") or a fault marker as the product name makes the GPU unreadable; a marker in
+    any other one field is that field's fault only."""
+    leaves = list(leaves)
+    if not _may_fault(value for _path, value in leaves):
+        return (), ()
+    faults = _gpu_faults(value for _path, value in leaves)
+    cell_faults: list[str] = []
+    for path, value in leaves:
+        marker = _cell_fault(value, _FIELD_FAULT)
+        if marker is None:
+            continue
+        if path == name_path:
+            faults = _faults([*faults, marker]) or (marker,)
+            continue
+        sentence = f"{_field_name(path)} reads {marker}"
+        if sentence not in cell_faults:
+            cell_faults.append(sentence)
+    return faults, (() if faults else tuple(cell_faults))
+
+
+def _may_fault(values: Iterable[str]) -> bool:
+    """Whether any of `values` holds a fault word or marker (one search over them all: no word
+    holds a line break, so none is found across two values). ASCII text (nvidia-smi's) is
+    searched lower-cased, ~20x faster than the case-blind regex, and the same there: the regex's
+    wider folds (a long s for an s, a Kelvin sign for a k) are of characters outside ASCII."""
+    text = "\n".join(values)
+    if text.isascii():
+        lower = text.lower()
+        return any(word in lower for word in _ANY_FAULT_LOWER)
+    return _ANY_FAULT.search(text) is not None

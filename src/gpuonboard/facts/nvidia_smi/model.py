@@ -1,0 +1,176 @@
+"""The typed results of the nvidia-smi parsers: :class:`GpuProcess` (one process on a GPU),
+:class:`GpuInfo` (one GPU) and :class:`GpuReport` (everything one invocation said), the empty
+report that says why it is empty, and the groups of GpuInfo fields that the `-q -x` and `-q`
+readers fill alike (PCIe link, memory health, power readings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One process nvidia-smi lists on a GPU."""
+
+    pid: int | None
+    name: str  # as reported; the table form may truncate it ("...")
+    type: str | None  # "C" compute, "G" graphics, "C+G", "M" (MPS) ...
+    used_memory_mib: int | None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One physical GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str  # as reported, e.g. "NVIDIA A100-SXM4-80GB" (the table form truncates it)
+    uuid: str | None = None
+    serial: str | None = None
+    pci_bus_id: str | None = None
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
+    persistence_mode: str | None = None  # "Enabled" / "Disabled"
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None  # the link's max: the lower of the card's and the host slot's
+    # the card's own max and the host slot's (R520+ `-q -x` / `-q`; None when N/A or not reported):
+    # a Gen4 card in a Gen3 slot has pcie_gen_max 3, and only these two tell it
+    pcie_gen_device_max: int | None = None
+    pcie_gen_host_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    temperature_c: int | None = None
+    mig_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
+    mig_mode_pending: str | None = None  # the mode after the next GPU reset / reboot
+    vbios: str | None = None
+    product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
+    product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"
+    # ECC error totals (DRAM + SRAM where the schema splits them); None when N/A.
+    ecc_volatile_correctable: int | None = None
+    ecc_volatile_uncorrectable: int | None = None
+    ecc_aggregate_correctable: int | None = None
+    ecc_aggregate_uncorrectable: int | None = None
+    # Page retirement (pre-Ampere); None when the GPU has row remapping instead.
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    retired_pages_pending: bool | None = None
+    # Row remapping (Ampere and newer); None when N/A.
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    # Row-remapper bank histogram: how many memory banks have max / high / partial / low /
+    # none of their spare rows left ("none": no spare row, the next error there cannot be
+    # remapped). None when not reported.
+    remap_banks_max: int | None = None
+    remap_banks_high: int | None = None
+    remap_banks_partial: int | None = None
+    remap_banks_low: int | None = None
+    remap_banks_none: int | None = None
+    # Memory repair state of newer drivers (DTD v13: the 580 and 595 captures); None when the
+    # driver does not report it or says N/A.
+    sram_threshold_exceeded: bool | None = None  # aggregate SRAM errors past the field-diag threshold
+    channel_repair_pending: bool | None = None  # a memory channel repair waits for a reset
+    tpc_repair_pending: bool | None = None  # a TPC (compute cluster) repair waits for a reset
+    unrepairable_memory: bool | None = None  # memory damage that no repair can fix
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None  # the limit in force (enforced / current power limit)
+    default_power_limit_w: float | None = None
+    max_power_limit_w: float | None = None
+    # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
+    clock_event_reasons: tuple[str, ...] = ()
+    clock_event_reasons_known: bool = False  # False: this output did not say
+    performance_state: str | None = None  # "P0".."P12"
+    utilization_gpu_pct: int | None = None
+    temperature_slowdown_c: int | None = None  # absolute slowdown threshold
+    temperature_max_c: int | None = None  # absolute shutdown threshold
+    virtualization_mode: str | None = None  # "None", "Pass-Through", "VGPU", "Host VGPU", ...
+    compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
+    processes: tuple[GpuProcess, ...] = ()
+    processes_known: bool = False  # False: this output cannot list processes
+    # What nvidia-smi printed instead of this GPU's values when it could not read them
+    # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
+    # () when the GPU answered. Its unreadable fields are None, never a value.
+    faults: tuple[str, ...] = ()
+    # One cell nvidia-smi could not read while the rest of the row was read ("fan sensor reads
+    # ERR!"): that sensor's fault, not an unreadable GPU (its value is None).
+    cell_faults: tuple[str, ...] = ()
+    # PCIe link replays since reset and rollovers of that counter (-q / -q -x): a bad riser/slot
+    pcie_replays: int | None = None
+    pcie_replay_rollovers: int | None = None
+    board_part_number: str | None = None
+    # the -q / -q -x `Fabric` section on NVSwitch boxes (H100/H200/B200 SXM): State "Completed" /
+    # "In Progress" / "Not Started", Status "Success" / an error; None where N/A or not reported
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    # where each field came from when several nvidia-smi formats were merged: field -> source
+    # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
+    provenance: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    """Everything one nvidia-smi invocation said about the host's GPUs."""
+
+    source: str  # "xml" | "csv" | "table" | "text" | "unknown"
+    driver_version: str | None
+    cuda_version: str | None
+    attached_gpus: int | None  # as the tool says; may differ from len(gpus) in a partial capture
+    gpus: tuple[GpuInfo, ...]
+    warnings: tuple[str, ...] = ()
+    # False when the output was cut off mid-record (an XML without its closing tag, a -q whose
+    # last GPU block ends early, fewer GPUs listed than "Attached GPUs" says with the text ending
+    # inside a record): an incomplete probe to rerun, never a hardware claim
+    complete: bool = True
+
+
+def _unknown(message: str) -> GpuReport:
+    """An empty report that says why it is empty."""
+    return GpuReport("unknown", None, None, None, (), (message,))
+
+
+class PcieLink(TypedDict):
+    """The GpuInfo fields of the PCIe link: generation and width, current and max."""
+
+    pcie_gen_current: int | None
+    pcie_gen_max: int | None
+    pcie_gen_device_max: int | None
+    pcie_gen_host_max: int | None
+    pcie_width_current: int | None
+    pcie_width_max: int | None
+
+
+class MemoryHealth(TypedDict):
+    """The GpuInfo fields of memory health: ECC totals, retired pages, remapped rows and their
+    bank histogram, and the repair state of newer drivers."""
+
+    ecc_volatile_correctable: int | None
+    ecc_volatile_uncorrectable: int | None
+    ecc_aggregate_correctable: int | None
+    ecc_aggregate_uncorrectable: int | None
+    retired_pages_sbe: int | None
+    retired_pages_dbe: int | None
+    retired_pages_pending: bool | None
+    remapped_rows_correctable: int | None
+    remapped_rows_uncorrectable: int | None
+    remapped_rows_pending: bool | None
+    remapped_rows_failure: bool | None
+    remap_banks_max: int | None
+    remap_banks_high: int | None
+    remap_banks_partial: int | None
+    remap_banks_low: int | None
+    remap_banks_none: int | None
+    sram_threshold_exceeded: bool | None
+    channel_repair_pending: bool | None
+    tpc_repair_pending: bool | None
+    unrepairable_memory: bool | None
+
+
+class PowerReadings(TypedDict):
+    """The GpuInfo fields of power: the draw, the limit in force, the default and max limits."""
+
+    power_draw_w: float | None
+    power_limit_w: float | None
+    default_power_limit_w: float | None
+    max_power_limit_w: float | None

@@ -1,0 +1,203 @@
+"""The `nvidia-smi --query-gpu=... --format=csv` form: :data:`QUERY_FIELDS` (the field list of
+the fallback probe, accepted by every supported driver) and :func:`parse_query_csv`, with or
+without header and units."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+from gpuonboard.facts.nvidia_smi.faults import _field_faults
+from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
+from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_mask, _reasons_from_states
+from gpuonboard.facts.nvidia_smi.values import (
+    _clean,
+    _compute_mode,
+    _float,
+    _int,
+    _mib,
+    _on_off,
+    _pstate,
+    _yes_no,
+)
+
+# The --query-gpu list recommended for a fallback probe (when -q -x is unusable):
+# `nvidia-smi --query-gpu=<these joined by ,> --format=csv,nounits`.
+#
+# nvidia-smi rejects the WHOLE query when one field name is unknown to that driver, so every
+# name here must be accepted from R450 upward (the oldest driver branch this tool supports):
+# - `clocks_throttle_reasons.active`, not `clocks_event_reasons.active`: the event name only
+#   exists from R535; newer drivers (the 590 captures) still accept the throttle name as a
+#   deprecated alias, and both print the same hex bitmask.
+# - `mig.mode.current` is accepted from R450 (values are [N/A] on GPUs without MIG).
+# - no `remapped_rows.*`: not in the --query-gpu list of the early R450 releases (row remapping
+#   was queried with --query-remapped-rows there); read them from `-q -x`, which always has them.
+#   parse_query_csv still reads them (and every other field it knows) when present.
+# - no `temperature.gpu.tlimit`, `power.draw.average`, `pcie.link.gen.gpucurrent` etc.: R525+.
+# Fields that do not apply to a GPU print [N/A], which the parser maps to None.
+QUERY_FIELDS: tuple[str, ...] = (
+    "index",
+    "name",
+    "uuid",
+    "serial",
+    "pci.bus_id",
+    "memory.total",
+    "memory.used",
+    "driver_version",
+    "count",
+    "persistence_mode",
+    "ecc.mode.current",
+    "pcie.link.gen.current",
+    "pcie.link.gen.max",
+    "pcie.link.width.current",
+    "pcie.link.width.max",
+    "temperature.gpu",
+    "mig.mode.current",
+    "vbios_version",
+    "pstate",
+    "utilization.gpu",
+    "compute_mode",
+    "clocks_throttle_reasons.active",
+    "ecc.errors.corrected.volatile.total",
+    "ecc.errors.uncorrected.volatile.total",
+    "ecc.errors.corrected.aggregate.total",
+    "ecc.errors.uncorrected.aggregate.total",
+    "retired_pages.single_bit_ecc.count",
+    "retired_pages.double_bit.count",
+    "retired_pages.pending",
+    "power.draw",
+    "enforced.power.limit",
+    "power.default_limit",
+    "power.max_limit",
+)
+
+
+_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def _header_names(row: Sequence[str]) -> list[str] | None:
+    """Field names if `row` is a --format=csv header ('memory.total [MiB]' -> 'memory.total')."""
+    names = [_UNIT_SUFFIX.sub("", cell).strip() for cell in row]
+    if names and all(_FIELD_NAME.match(name) for name in names):
+        return names
+    return None
+
+
+def _csv_first(cells: Mapping[str, str], *names: str) -> str | None:
+    """The first of the fields `names` that is present and has a value."""
+    for name in names:
+        value = _clean(cells.get(name))
+        if value is not None:
+            return value
+    return None
+
+
+def _csv_reasons(cells: Mapping[str, str], where: str, warnings: list[str]) -> tuple[tuple[str, ...], bool]:
+    """Active clock event reasons from the bitmask field, else from the per-reason fields."""
+    for prefix in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        from_mask = _reasons_from_mask(cells.get(f"{prefix}.active"), where, warnings)
+        if from_mask is not None:
+            return from_mask
+    states = [
+        (name.split(".", 1)[1], value)
+        for name, value in cells.items()
+        if name.startswith(("clocks_event_reasons.", "clocks_throttle_reasons."))
+        and name.split(".", 1)[1] not in ("supported", "active")
+    ]
+    return _reasons_from_states(states, where, warnings)
+
+
+def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> GpuInfo:
+    """One CSV row; fields the query did not ask for stay None."""
+    index = _int(cells.get("index"))
+    reasons, reasons_known = _csv_reasons(cells, f"CSV row {position}", warnings)
+    faults, cell_faults = _field_faults(cells.items(), "name")
+    return GpuInfo(
+        index=position if index is None else index,
+        name=_clean(cells.get("name")) or "",
+        uuid=_clean(cells.get("uuid")),
+        serial=_clean(cells.get("serial")),
+        pci_bus_id=_clean(cells.get("pci.bus_id")),
+        memory_total_mib=_mib(cells.get("memory.total")),
+        memory_used_mib=_mib(cells.get("memory.used")),
+        ecc_mode=_on_off(cells.get("ecc.mode.current")),
+        persistence_mode=_on_off(cells.get("persistence_mode")),
+        pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
+        pcie_gen_max=_int(cells.get("pcie.link.gen.max")),
+        pcie_width_current=_int(cells.get("pcie.link.width.current")),
+        pcie_width_max=_int(cells.get("pcie.link.width.max")),
+        temperature_c=_int(cells.get("temperature.gpu")),
+        mig_mode=_on_off(cells.get("mig.mode.current")),
+        mig_mode_pending=_on_off(cells.get("mig.mode.pending")),
+        vbios=_clean(cells.get("vbios_version")),
+        # no --query-gpu field for product brand / architecture
+        ecc_volatile_correctable=_int(cells.get("ecc.errors.corrected.volatile.total")),
+        ecc_volatile_uncorrectable=_int(cells.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_aggregate_correctable=_int(cells.get("ecc.errors.corrected.aggregate.total")),
+        ecc_aggregate_uncorrectable=_int(cells.get("ecc.errors.uncorrected.aggregate.total")),
+        retired_pages_sbe=_int(_csv_first(cells, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")),
+        retired_pages_dbe=_int(_csv_first(cells, "retired_pages.double_bit.count", "retired_pages.dbe")),
+        retired_pages_pending=_yes_no(cells.get("retired_pages.pending")),
+        remapped_rows_correctable=_int(cells.get("remapped_rows.correctable")),
+        remapped_rows_uncorrectable=_int(cells.get("remapped_rows.uncorrectable")),
+        remapped_rows_pending=_yes_no(cells.get("remapped_rows.pending")),
+        remapped_rows_failure=_yes_no(cells.get("remapped_rows.failure")),
+        power_draw_w=_float(_csv_first(cells, "power.draw", "power.draw.average", "power.draw.instant")),
+        power_limit_w=_float(_csv_first(cells, "enforced.power.limit", "power.limit")),
+        default_power_limit_w=_float(cells.get("power.default_limit")),
+        max_power_limit_w=_float(cells.get("power.max_limit")),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(cells.get("pstate")),
+        utilization_gpu_pct=_int(cells.get("utilization.gpu")),
+        # no --query-gpu field for the absolute slowdown / shutdown temperatures
+        virtualization_mode=_clean(cells.get("virtualization_mode")),
+        compute_mode=_compute_mode(cells.get("compute_mode")),
+        processes_known=False,  # --query-gpu cannot list processes
+        faults=faults,
+        cell_faults=cell_faults,
+    )
+
+
+def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
+    """Parse `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`."""
+    rows = [
+        [cell.strip() for cell in row]
+        for row in csv.reader(io.StringIO(text), skipinitialspace=True)
+        if any(cell.strip() for cell in row)
+    ]
+    if not rows:
+        return GpuReport("csv", None, None, None, (), ("empty CSV output",))
+    warnings: list[str] = []
+    header = _header_names(rows[0])
+    expected = [field.strip() for field in fields]
+    if header is not None and (not expected or header == expected or set(header) & set(expected)):
+        if expected and header != expected:
+            warnings.append("CSV header differs from the requested fields; using the header")
+        names, data = header, rows[1:]
+    elif expected:
+        names, data = expected, rows
+    else:
+        return GpuReport("csv", None, None, None, (), ("CSV without header and no field list",))
+    gpus: list[GpuInfo] = []
+    driver: str | None = None
+    count: int | None = None
+    complete = True
+    for position, row in enumerate(data):
+        if len(row) != len(names):
+            warnings.append(f"CSV row {position} has {len(row)} cells, expected {len(names)}")
+            if position == len(data) - 1 and len(row) < len(names):
+                # the last line cut short: the output stopped mid-row, not a GPU gone
+                complete = False
+                warnings.append("the nvidia-smi --query-gpu output ends mid-row: incomplete probe, rerun")
+            continue
+        cells: Mapping[str, str] = dict(zip(names, row, strict=True))
+        driver = driver or _clean(cells.get("driver_version"))
+        count = count if count is not None else _int(cells.get("count"))
+        gpus.append(_csv_gpu(cells, position, warnings))
+    if "name" not in names:
+        warnings.append("CSV has no 'name' field")
+    return GpuReport("csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete)

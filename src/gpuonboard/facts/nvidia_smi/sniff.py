@@ -1,0 +1,34 @@
+"""Which nvidia-smi form a text is: :func:`parse_any` recognises it and hands it to its parser
+(an unrecognised text yields an empty report that says so, never a guess)."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
+from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
+from gpuonboard.facts.nvidia_smi.table import parse_table
+from gpuonboard.facts.nvidia_smi.text_q import parse_text_q
+from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
+
+
+def parse_any(text: str) -> GpuReport:
+    """Recognise which nvidia-smi output form `text` is and parse it."""
+    head = text.lstrip()
+    if not head:
+        return _unknown("empty nvidia-smi output")
+    if (
+        head.startswith("<?xml")
+        or head.startswith("<!DOCTYPE nvidia_smi_log")
+        or head.startswith("<nvidia_smi_log")
+    ):
+        return parse_xml(text)
+    if "NVSMI LOG" in head[:200] or re.search(r"(?m)^Attached GPUs\s+:", text):
+        return parse_text_q(text)
+    if "NVIDIA-SMI" in text and "Driver Version:" in text:
+        return parse_table(text)
+    first_line = head.splitlines()[0]
+    if "," in first_line and _header_names(next(csv.reader([first_line], skipinitialspace=True))):
+        return parse_query_csv(text, ())
+    return _unknown("output not recognised as any nvidia-smi format")

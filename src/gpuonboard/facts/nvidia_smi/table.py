@@ -1,0 +1,253 @@
+"""The plain `nvidia-smi` table (the default output): :func:`parse_table`, its GPU rows (a fault
+marker read as its cell's fault, or the whole GPU's), its process table, and a table cut off
+before its end."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults
+from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.nvidia_smi.values import _clean, _compute_mode, _float, _int, _mib, _on_off, _pstate
+
+_TABLE_DRIVER = re.compile(r"Driver Version:\s*(\S+)")
+_TABLE_CUDA = re.compile(r"CUDA Version:\s*(\S+)")
+_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!)\s*$")
+# an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A
+_TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?=\s|$)")
+_TABLE_TEMP = re.compile(r"(\d+)C\b")
+_TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_TABLE_PERF = re.compile(r"\b(P\d{1,2})\b")
+_TABLE_POWER = re.compile(r"(\S+)\s*/\s*(\S+)\s*$")
+_TABLE_UTIL = re.compile(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
+# "|    0    2    1    12249      C   /root/tools/memhog     2194MiB |" (GI/CI columns from R470)
+_TABLE_PROCESS = re.compile(
+    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+MiB|N/A)\s*$"
+)
+
+
+def _cells(line: str) -> list[str]:
+    """Cells of one box-drawn table line: '| a | b |' -> [' a ', ' b ']."""
+    stripped = line.strip()
+    if not stripped.startswith("|"):
+        return []
+    return stripped.strip("|").split("|")
+
+
+def _table_ecc(value: str) -> str | None:
+    """ECC mode from the 'Volatile Uncorr. ECC' cell: a count means ECC is on."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    if cleaned.isdecimal():
+        return "Enabled"
+    return _on_off(cleaned)
+
+
+def _table_watts(value: str) -> float | None:
+    """'52W' -> 52.0; None for N/A."""
+    return _float(value.strip().rstrip("W"))
+
+
+def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[int, list[GpuProcess]], bool]:
+    """Processes per GPU index from the 'Processes:' table, and whether the table said."""
+    start = next((i for i, line in enumerate(lines) if "Processes:" in line), None)
+    if start is None:
+        return {}, False
+    by_gpu: dict[int, list[GpuProcess]] = {}
+    said_none = False
+    for line in lines[start + 1 :]:
+        if "No running processes found" in line:
+            said_none = True
+            continue
+        cells = _cells(line)
+        if len(cells) != 1:
+            continue
+        match = _TABLE_PROCESS.match(cells[0])
+        if match is None:
+            continue
+        process = GpuProcess(
+            pid=_int(match.group(4)),
+            name=match.group(6).strip(),
+            type=match.group(5),
+            used_memory_mib=_mib(match.group(7).replace("MiB", " MiB")),
+        )
+        by_gpu.setdefault(int(match.group(1)), []).append(process)
+    if not by_gpu and not said_none:
+        # nvidia-smi inside a container (no host PID namespace) prints an empty table.
+        warnings.append("process table is empty: processes not visible (container?)")
+        return {}, False
+    return by_gpu, True
+
+
+_TABLE_TOKEN = re.compile(r"\[Unknown Error\]|Unknown Error|\S+")
+_TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
+_TABLE_CUT = "the nvidia-smi table output ends mid-table (mid-record): incomplete probe, rerun"
+
+
+def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:
+    """`value` stripped; a fault marker there is recorded as that cell's fault and read as N/A."""
+    marker = _cell_fault(value)
+    if marker is None:
+        return value.strip()
+    cell_faults.append(f"{name} reads {marker}")
+    return "N/A"
+
+
+def _table_sensors(
+    row: str, cell_faults: list[str]
+) -> tuple[int | None, str | None, float | None, float | None]:
+    """(temperature, P-state, draw, cap) of the "Fan  Temp  Perf  Pwr:Usage/Cap" cell; a fault
+    marker there is its cell's fault (recorded in `cell_faults`, in cell order)."""
+    tokens = _TABLE_TOKEN.findall(row)
+    temp: int | None = None
+    perf: str | None = None
+    draw: float | None = None
+    cap: float | None = None
+    if len(tokens) == 6 and tokens[4] == "/":
+        _table_cell(tokens[0], "fan sensor", cell_faults)
+        temp_raw = _table_cell(tokens[1], "temperature sensor", cell_faults)
+        temp = _int(temp_raw.rstrip("C")) if temp_raw.endswith("C") else None
+        perf = _pstate(_table_cell(tokens[2], "performance state", cell_faults))
+        draw = _table_watts(_table_cell(tokens[3], "power draw", cell_faults))
+        cap = _table_watts(_table_cell(tokens[5], "power cap", cell_faults))
+    else:  # an unusual layout: read what is recognisable, as before
+        temp_match = _TABLE_TEMP.search(row)
+        perf_match = _TABLE_PERF.search(row)
+        power = _TABLE_POWER.search(row)
+        temp = int(temp_match.group(1)) if temp_match else None
+        perf = _pstate(perf_match.group(1)) if perf_match else None
+        if power:
+            draw = _table_watts(_table_cell(power.group(1), "power draw", cell_faults))
+            cap = _table_watts(_table_cell(power.group(2), "power cap", cell_faults))
+    return temp, perf, draw, cap
+
+
+def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """(faults, cell_faults) of one GPU's rows, the whole-row judgement: its name unreadable, or
+    most of its cells, makes the GPU unreadable (and its cell faults are dropped)."""
+    markers = [cell.rsplit(" reads ", 1)[1] for cell in cell_faults]
+    counted = 9  # persistence, ECC, fan, temperature, P-state, draw, cap, memory, utilization
+    name_marker = _cell_fault(name)
+    faults: tuple[str, ...] = ()
+    if name_marker is not None or len(markers) * 2 > counted:
+        found = [name_marker] if name_marker is not None else markers
+        faults = _faults(found) or tuple(dict.fromkeys(found))
+        cell_faults = []
+    return faults, cell_faults
+
+
+def _table_gpu(
+    cells: Sequence[str], second: Sequence[str], third: Sequence[str], warnings: list[str]
+) -> GpuInfo:
+    """One GPU's 2 or 3 table rows; a fault marker belongs to its cell, unless it is the GPU's
+    name or most of its cells (then the GPU is unreadable: GpuInfo.faults)."""
+    name_cell = _TABLE_NAME_CELL.match(cells[0])
+    bus_cell = _TABLE_BUS_CELL.match(cells[1])
+    assert name_cell is not None and bus_cell is not None  # the caller matched them
+    index = int(name_cell.group(1))
+    cell_faults: list[str] = []
+    name = name_cell.group(2).strip()
+    persistence = _table_cell(name_cell.group(3), "persistence mode", cell_faults)
+    display = bus_cell.string[bus_cell.end() :].strip()
+    if display:
+        _table_cell(display, "display (Disp.A)", cell_faults)
+    ecc_raw = _table_cell(cells[2], "ECC", cell_faults)
+    # "Fan  Temp  Perf  Pwr:Usage/Cap": fan, temperature, P-state, draw / cap
+    temp, perf, draw, cap = _table_sensors(second[0], cell_faults)
+    memory_raw = _table_cell(second[1], "memory usage", cell_faults)
+    memory = _TABLE_MEMORY.search(memory_raw)
+    # "GPU-Util  Compute M.": utilization, then the compute mode
+    util_tokens = _TABLE_TOKEN.findall(second[2])
+    util: int | None = None
+    compute: str | None = None
+    if util_tokens:
+        util = _int(_table_cell(util_tokens[0], "utilization", cell_faults).rstrip("%"))
+        if len(util_tokens) > 1:
+            compute = _compute_mode(_table_cell(" ".join(util_tokens[1:]), "compute mode", cell_faults))
+    mig = _table_cell(third[2], "MIG mode", cell_faults) if len(third) == 3 else None
+    faults, cell_faults = _table_row_faults(name, cell_faults)
+    if memory is None:
+        warnings.append(f"GPU {index}: memory column not found")
+    return GpuInfo(
+        index=index,
+        name=name,
+        pci_bus_id=_clean(bus_cell.group(1)),
+        memory_total_mib=int(memory.group(2)) if memory else None,
+        memory_used_mib=int(memory.group(1)) if memory else None,
+        ecc_mode=_table_ecc(ecc_raw),
+        persistence_mode=_on_off(persistence),
+        temperature_c=temp,
+        mig_mode=_on_off(mig) if mig is not None else None,
+        # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
+        ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdecimal() else None,
+        # "Pwr:Usage/Cap": the cap is the enforced limit
+        power_draw_w=draw,
+        power_limit_w=cap,
+        performance_state=perf,
+        utilization_gpu_pct=util,
+        compute_mode=compute,
+        faults=faults,
+        cell_faults=tuple(cell_faults),
+    )
+
+
+def _table_complete(lines: Sequence[str]) -> bool:
+    """Whether the table output ran to its end: the default output always closes with the
+    Processes table, and its last box line is a whole closing border. A cut inside a GPU row,
+    between GPU rows or inside the process list fails one of the two."""
+    if not any("Processes:" in line for line in lines):
+        return False
+    box = [line for line in lines if line.strip().startswith(("|", "+"))]
+    return bool(box) and _TABLE_BORDER.match(box[-1]) is not None
+
+
+def parse_table(text: str) -> GpuReport:
+    """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
+    driver_match = _TABLE_DRIVER.search(text)
+    cuda_match = _TABLE_CUDA.search(text)
+    lines = text.splitlines()
+    gpus: list[GpuInfo] = []
+    warnings: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "Processes:" in line or "MIG devices:" in line:
+            break  # later tables list processes / MIG instances, not GPUs
+        cells = _cells(line)
+        name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
+        bus_cell = _TABLE_BUS_CELL.match(cells[1]) if name_cell else None
+        if not (name_cell and bus_cell):
+            i += 1
+            continue
+        second = _cells(lines[i + 1]) if i + 1 < len(lines) else []
+        third = _cells(lines[i + 2]) if i + 2 < len(lines) else []
+        if len(second) != 3:
+            second = ["", "", ""]
+        gpus.append(_table_gpu(cells, second, third, warnings))
+        i += 3
+    processes, processes_known = _table_processes(lines, warnings)
+    gpus = [
+        replace(gpu, processes=tuple(processes.get(gpu.index, ())), processes_known=processes_known)
+        for gpu in gpus
+    ]
+    for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
+        warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
+    if driver_match is None:
+        warnings.append("no 'Driver Version:' in nvidia-smi table")
+    if not gpus:
+        warnings.append("no GPU rows found in nvidia-smi table")
+    complete = _table_complete(lines)
+    if not complete:
+        warnings.append(_TABLE_CUT)
+    return GpuReport(
+        "table",
+        driver_match.group(1) if driver_match else None,
+        _clean(cuda_match.group(1)) if cuda_match else None,
+        None,  # the table does not state a count
+        tuple(gpus),
+        tuple(warnings),
+        complete=complete,
+    )

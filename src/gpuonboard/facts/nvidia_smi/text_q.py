@@ -1,0 +1,360 @@
+"""The plain-text `nvidia-smi -q` form: :func:`parse_text_q`, the indented `key : value` layout
+read into a tree, one 'GPU <bus id>' section read into a GpuInfo, and a last record cut off
+early read as an incomplete report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gpuonboard.facts.nvidia_smi.faults import _field_faults
+from gpuonboard.facts.nvidia_smi.model import (
+    GpuInfo,
+    GpuProcess,
+    GpuReport,
+    MemoryHealth,
+    PcieLink,
+    PowerReadings,
+)
+from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
+from gpuonboard.facts.nvidia_smi.values import (
+    _any_true,
+    _clean,
+    _compute_mode,
+    _float,
+    _int,
+    _mib,
+    _on_off,
+    _pstate,
+    _total,
+    _yes_no,
+)
+
+# "Key   : value"; the separator is whitespace + colon, so "GPU 00000000:07:00.0" is a header.
+_TEXT_LINE = re.compile(r"^(\s*)(\S.*?)(?:\s+:(?:\s(.*)|$))?\s*$")
+
+
+def _text_tree(text: str) -> dict[str, Any]:
+    """Nested dict from the indented `key : value` layout of `nvidia-smi -q`."""
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    for raw in text.splitlines():
+        if not raw.strip() or raw.strip().startswith("====="):
+            continue
+        match = _TEXT_LINE.match(raw)
+        if match is None:
+            continue
+        indent, key, value = len(match.group(1).expandtabs()), match.group(2), match.group(3)
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        if value is None:  # a section header such as "FB Memory Usage"
+            section: dict[str, Any] = {}
+            parent.setdefault(key, section)
+            stack.append((indent, section))
+        else:
+            parent.setdefault(key, value.strip())
+    return root
+
+
+def _tree_child(node: Mapping[str, Any], key: str) -> Any:
+    """`node[key]`, the label matched case-insensitively when not printed exactly: drivers
+    R418-R470 print `Ecc Mode` and `Virtualization mode` where newer ones print `ECC Mode` and
+    `Virtualization Mode`. The exact label wins where both are present. None when absent."""
+    if key in node:
+        return node[key]
+    low = key.casefold()
+    return next((value for label, value in node.items() if label.casefold() == low), None)
+
+
+def _tree_get(tree: Mapping[str, Any], *path: str) -> str | None:
+    """Value at `path` in a text tree (labels case-insensitive); None when missing or N/A."""
+    node: Any = tree
+    for key in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = _tree_child(node, key)
+        if node is None:
+            return None
+    return _clean(node) if isinstance(node, str) else None
+
+
+_TEXT_GPU_HEADER = re.compile(r"^GPU\s+\S+\s*$")
+_TEXT_PROCESSES = re.compile(r"^(\s*)Processes(?:\s+:\s*(.*?))?\s*$")
+
+
+def _text_gpu_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(header, body lines) of each 'GPU 00000000:07:00.0' section of `nvidia-smi -q`."""
+    blocks: list[tuple[str, list[str]]] = []
+    for raw in text.splitlines():
+        if _TEXT_GPU_HEADER.match(raw):
+            blocks.append((raw.strip(), []))
+        elif blocks:
+            blocks[-1][1].append(raw)
+    return blocks
+
+
+def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]:
+    """The 'Processes' section: 'Processes : None', or one 'Process ID' entry per process."""
+    for i, raw in enumerate(lines):
+        match = _TEXT_PROCESSES.match(raw)
+        if match is None:
+            continue
+        if match.group(2) is not None:  # "Processes : None" (or N/A)
+            return (), match.group(2).strip().lower() == "none"
+        indent = len(match.group(1).expandtabs())
+        entries: list[dict[str, str]] = []
+        for line in lines[i + 1 :]:
+            if not line.strip():
+                continue
+            item = _TEXT_LINE.match(line)
+            if item is None or len(item.group(1).expandtabs()) <= indent:
+                break
+            key, value = item.group(2).strip(), (item.group(3) or "").strip()
+            # An entry starts at "GPU instance ID" (R470+) or, without it, at "Process ID".
+            starts = key == "GPU instance ID" or (
+                key == "Process ID" and (not entries or "Process ID" in entries[-1])
+            )
+            if starts or not entries:
+                entries.append({})
+            entries[-1].setdefault(key, value)
+        processes = tuple(
+            GpuProcess(
+                pid=_int(entry.get("Process ID")),
+                name=_clean(entry.get("Name")) or "",
+                type=_clean(entry.get("Type")),
+                used_memory_mib=_mib(entry.get("Used GPU Memory")),
+            )
+            for entry in entries
+            if "Process ID" in entry
+        )
+        return processes, True
+    return (), False
+
+
+def _tree_first(tree: Mapping[str, Any], *paths: tuple[str, ...]) -> str | None:
+    """The first of `paths` in a text tree that has a value."""
+    for path in paths:
+        value = _tree_get(tree, *path)
+        if value is not None:
+            return value
+    return None
+
+
+def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
+    """The first sub-section of `names` present (labels case-insensitive), else an empty one."""
+    for name in names:
+        section = _tree_child(tree, name)
+        if isinstance(section, Mapping):
+            return section
+    return {}
+
+
+def _text_ecc(section: Mapping[str, Any], kind: str) -> tuple[int | None, int | None]:
+    """(correctable, uncorrectable) totals under 'ECC Errors' > Volatile|Aggregate."""
+    node = _tree_section(section, "ECC Errors")
+    node = _tree_section(node, kind)
+    if _tree_child(node, "Single Bit") is not None or _tree_child(node, "Double Bit") is not None:  # older
+        return _int(_tree_get(node, "Single Bit", "Total")), _int(_tree_get(node, "Double Bit", "Total"))
+    sram_unc = _int(_tree_get(node, "SRAM Uncorrectable"))
+    if sram_unc is None:
+        sram_unc = _total(
+            _int(_tree_get(node, "SRAM Uncorrectable Parity")),
+            _int(_tree_get(node, "SRAM Uncorrectable SEC-DED")),
+        )
+    return (
+        _total(_int(_tree_get(node, "SRAM Correctable")), _int(_tree_get(node, "DRAM Correctable"))),
+        _total(sram_unc, _int(_tree_get(node, "DRAM Uncorrectable"))),
+    )
+
+
+def _text_pcie(section: Mapping[str, Any]) -> PcieLink:
+    """The PCIe link under 'PCI' > 'GPU Link Info': generation and width, current and max."""
+    link = ("PCI", "GPU Link Info")
+    return PcieLink(
+        pcie_gen_current=_int(_tree_get(section, *link, "PCIe Generation", "Current")),
+        pcie_gen_max=_int(_tree_get(section, *link, "PCIe Generation", "Max")),
+        pcie_gen_device_max=_int(_tree_get(section, *link, "PCIe Generation", "Device Max")),
+        pcie_gen_host_max=_int(_tree_get(section, *link, "PCIe Generation", "Host Max")),
+        pcie_width_current=_int(_tree_get(section, *link, "Link Width", "Current")),
+        pcie_width_max=_int(_tree_get(section, *link, "Link Width", "Max")),
+    )
+
+
+def _text_memory_health(section: Mapping[str, Any]) -> MemoryHealth:
+    """ECC totals, retired pages, remapped rows (and their bank histogram) and the memory repair
+    state of one -q GPU section."""
+    vol_corr, vol_unc = _text_ecc(section, "Volatile")
+    agg_corr, agg_unc = _text_ecc(section, "Aggregate")
+    retired = _tree_section(section, "Retired Pages")
+    remapped = _tree_section(section, "Remapped Rows")
+    histogram = "Bank Remap Availability Histogram"
+    return MemoryHealth(
+        ecc_volatile_correctable=vol_corr,
+        ecc_volatile_uncorrectable=vol_unc,
+        ecc_aggregate_correctable=agg_corr,
+        ecc_aggregate_uncorrectable=agg_unc,
+        retired_pages_sbe=_int(_tree_get(retired, "Single Bit ECC")),
+        retired_pages_dbe=_int(_tree_get(retired, "Double Bit ECC")),
+        retired_pages_pending=_any_true(
+            _yes_no(_tree_get(retired, "Pending Page Blacklist")),
+            _yes_no(_tree_get(retired, "Pending Page Retirement")),
+            _yes_no(_tree_get(retired, "Pending")),
+        ),
+        remapped_rows_correctable=_int(_tree_get(remapped, "Correctable Error")),
+        remapped_rows_uncorrectable=_int(_tree_get(remapped, "Uncorrectable Error")),
+        remapped_rows_pending=_yes_no(_tree_get(remapped, "Pending")),
+        remapped_rows_failure=_yes_no(_tree_get(remapped, "Remapping Failure Occurred")),
+        remap_banks_max=_int(_tree_get(remapped, histogram, "Max")),
+        remap_banks_high=_int(_tree_get(remapped, histogram, "High")),
+        remap_banks_partial=_int(_tree_get(remapped, histogram, "Partial")),
+        remap_banks_low=_int(_tree_get(remapped, histogram, "Low")),
+        remap_banks_none=_int(_tree_get(remapped, histogram, "None")),
+        sram_threshold_exceeded=_yes_no(
+            _tree_get(section, "ECC Errors", "Aggregate", "SRAM Threshold Exceeded")
+        ),
+        channel_repair_pending=_yes_no(_tree_get(section, "ECC Errors", "Channel Repair Pending")),
+        tpc_repair_pending=_yes_no(_tree_get(section, "ECC Errors", "TPC Repair Pending")),
+        unrepairable_memory=_yes_no(_tree_get(section, "ECC Errors", "Unrepairable Memory")),
+    )
+
+
+def _text_power(section: Mapping[str, Any]) -> PowerReadings:
+    """Power draw and limits: 'GPU Power Readings' from R535, 'Power Readings' before."""
+    power = _tree_section(section, "GPU Power Readings", "Power Readings")
+    return PowerReadings(
+        power_draw_w=_float(
+            _tree_first(power, ("Power Draw",), ("Average Power Draw",), ("Instant Power Draw",))
+        ),
+        power_limit_w=_float(
+            _tree_first(power, ("Enforced Power Limit",), ("Current Power Limit",), ("Power Limit",))
+        ),
+        default_power_limit_w=_float(_tree_get(power, "Default Power Limit")),
+        max_power_limit_w=_float(_tree_get(power, "Max Power Limit")),
+    )
+
+
+def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) -> GpuInfo:
+    """One 'GPU <bus id>' section of `nvidia-smi -q`."""
+    section = _text_tree("\n".join(lines))
+    name = _tree_get(section, "Product Name")
+    if name is None:
+        warnings.append(f"{key}: no Product Name")
+    reasons_section = _tree_section(section, "Clocks Event Reasons", "Clocks Throttle Reasons")
+    reasons, reasons_known = _reasons_from_states(
+        [(label, value) for label, value in reasons_section.items() if isinstance(value, str)],
+        key,
+        warnings,
+    )
+    processes, processes_known = _text_processes(lines)
+    faults, cell_faults = _field_faults(_tree_leaves(section), "Product Name")
+    return GpuInfo(
+        index=position,
+        name=name or "",
+        uuid=_tree_get(section, "GPU UUID"),
+        serial=_tree_get(section, "Serial Number"),
+        pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
+        memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
+        memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
+        ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
+        persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
+        **_text_pcie(section),
+        temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
+        mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
+        mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
+        vbios=_tree_get(section, "VBIOS Version"),
+        product_brand=_tree_get(section, "Product Brand"),
+        product_architecture=_tree_get(section, "Product Architecture"),
+        **_text_memory_health(section),
+        **_text_power(section),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(_tree_get(section, "Performance State")),
+        # "Gpu" up to R535, "GPU" from R580 (the 580.159.04 capture)
+        utilization_gpu_pct=_int(_tree_first(section, ("Utilization", "Gpu"), ("Utilization", "GPU"))),
+        # absolute thresholds only, not the "... T.Limit Temp" margins
+        temperature_slowdown_c=_int(_tree_get(section, "Temperature", "GPU Slowdown Temp")),
+        temperature_max_c=_int(_tree_get(section, "Temperature", "GPU Shutdown Temp")),
+        virtualization_mode=_tree_get(section, "GPU Virtualization Mode", "Virtualization Mode"),
+        compute_mode=_compute_mode(_tree_get(section, "Compute Mode")),
+        processes=processes,
+        processes_known=processes_known,
+        faults=faults,
+        cell_faults=cell_faults,
+        pcie_replays=_int(_tree_get(section, "PCI", "Replays Since Reset")),
+        pcie_replay_rollovers=_int(_tree_get(section, "PCI", "Replay Number Rollovers")),
+        board_part_number=_tree_get(section, "Board Part Number"),
+        fabric_state=_tree_get(section, "Fabric", "State"),
+        fabric_status=_tree_get(section, "Fabric", "Status"),
+    )
+
+
+def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str]]:
+    """(path, value) of every value of a -q text tree, the process list left out (a process
+    name is free text)."""
+    for key, value in tree.items():
+        if key == "Processes":
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _tree_leaves(value, f"{path}/")
+        else:
+            yield path, value
+
+
+# Top-level sections of a -q GPU record that every complete record has, whatever the driver
+# (R450 .. R590 captures): a last record without one of them was cut off.
+_TEXT_RECORD_KEYS = ("Product Name", "PCI", "Processes")
+_TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
+
+
+def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
+    """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
+    when it is the only record, one that every full record has)."""
+    if not single:
+        # the sections every record has, and the first record's closing one (sections such as
+        # "MIG Devices" may differ from GPU to GPU on a mixed box; the record's end does not)
+        required = [key for key in _TEXT_RECORD_KEYS if key in first]
+        required += list(first)[-1:]
+        return any(key not in last for key in required)
+    if "Processes" in last:
+        return False
+    # `-q -d MEMORY` and friends print a few sections without the product name: not a cut
+    return "Product Name" in last or len(last) < 2
+
+
+def parse_text_q(text: str) -> GpuReport:
+    """Parse the plain-text `nvidia-smi -q` form."""
+    tree = _text_tree(text)
+    warnings: list[str] = []
+    blocks = _text_gpu_blocks(text)
+    attached = _int(_tree_get(tree, "Attached GPUs"))
+    complete = True
+    if blocks:
+        first = _text_tree("\n".join(blocks[0][1]))
+        last = first if len(blocks) == 1 else _text_tree("\n".join(blocks[-1][1]))
+        if _text_block_cut(first, last, len(blocks) == 1):
+            complete = False
+            if not text.endswith("\n") and blocks[-1][1]:
+                # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it
+                blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
+    elif attached:
+        complete = False  # "Attached GPUs : 8" and not one GPU record after it
+    gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
+    driver = _tree_get(tree, "Driver Version")
+    if driver is None:
+        warnings.append("no 'Driver Version' in nvidia-smi -q text")
+    if attached is not None and attached != len(gpus):
+        warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
+    if not complete:
+        warnings.append(_TEXT_CUT)
+    return GpuReport(
+        "text",
+        driver,
+        _tree_get(tree, "CUDA Version"),
+        attached,
+        tuple(gpus),
+        tuple(warnings),
+        complete=complete,
+    )

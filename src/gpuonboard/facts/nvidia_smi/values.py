@@ -1,0 +1,145 @@
+"""Shared value parsing for every nvidia-smi form: the 'no value' spellings ("N/A",
+"[Not Supported]", ...), numbers with their units (MiB, W, C), On/Off, Yes/No, P-states and
+compute modes. Pure functions of one raw value each; None where nvidia-smi gave no value."""
+
+from __future__ import annotations
+
+import re
+
+# Values nvidia-smi prints when a field has no value on this GPU/driver.
+_MISSING = {
+    "",
+    "n/a",
+    "[n/a]",
+    "not supported",
+    "[not supported]",
+    "unknown error",
+    "[unknown error]",
+    "requested functionality has been deprecated",
+    "[requested functionality has been deprecated]",
+    "insufficient permissions",
+    "[insufficient permissions]",
+    # a GPU nvidia-smi cannot read (GpuInfo.faults says so): no value, never data
+    "err!",
+    "gpu requires reset",
+    "gpu is lost",
+}
+
+
+_LEADING_INT = re.compile(r"^\s*(-?\d+)")
+_NUMBER_UNIT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_MIB_PER_UNIT = {"": 1.0, "mib": 1.0, "gib": 1024.0, "kib": 1.0 / 1024, "b": 1.0 / 1024 / 1024}
+
+
+def _clean(value: str | None) -> str | None:
+    """Strip a raw value and map nvidia-smi's 'no value' spellings to None."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.lower() in _MISSING:
+        return None
+    # Any other bracketed value is a status, not data, e.g. "[GPU requires reset]".
+    if value.startswith("[") and value.endswith("]"):
+        return None
+    return value
+
+
+def _int(value: str | None) -> int | None:
+    """Leading integer of a value such as '27 C', '16x', '81920 MiB'; None when absent."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _LEADING_INT.match(cleaned)
+    return int(match.group(1)) if match else None
+
+
+def _mib(value: str | None) -> int | None:
+    """Memory value in MiB from '81920 MiB' or a bare '81920' (nounits); None when absent."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _NUMBER_UNIT.match(cleaned)
+    if not match:
+        return None
+    factor = _MIB_PER_UNIT.get(match.group(2).lower())
+    if factor is None:
+        return None
+    return round(float(match.group(1)) * factor)
+
+
+def _on_off(value: str | None) -> str | None:
+    """Normalise 'On'/'Off'/'Enabled'/'Disabled' to 'Enabled'/'Disabled'."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    lowered = cleaned.lower()
+    if lowered in ("on", "enabled"):
+        return "Enabled"
+    if lowered in ("off", "disabled"):
+        return "Disabled"
+    return cleaned
+
+
+_LEADING_FLOAT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+_PSTATE = re.compile(r"^P(\d{1,2})$")
+
+
+def _float(value: str | None) -> float | None:
+    """Leading number of a value such as '26.78 W' or '700.00'; None when absent."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _LEADING_FLOAT.match(cleaned)
+    return float(match.group(1)) if match else None
+
+
+def _yes_no(value: str | None) -> bool | None:
+    """'Yes'/'No' (also 'True'/'False', '1'/'0') as a bool; None when absent or unknown."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    lowered = cleaned.lower()
+    if lowered in ("yes", "true", "1"):
+        return True
+    if lowered in ("no", "false", "0"):
+        return False
+    return None
+
+
+def _any_true(*values: bool | None) -> bool | None:
+    """True if any is True, False if all known ones are False, None if none is known."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return any(known)
+
+
+def _total(*values: int | None) -> int | None:
+    """Sum of the known counts; None when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _pstate(value: str | None) -> str | None:
+    """'P0'..'P15' as printed; None for N/A or anything else."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _PSTATE.match(cleaned.upper())
+    return f"P{int(match.group(1))}" if match else None
+
+
+_COMPUTE_MODES = {
+    # the table abbreviates; -q, -q -x and the CSV spell them out
+    "e. process": "Exclusive_Process",
+    "e. thread": "Exclusive_Thread",
+    "exclusive process": "Exclusive_Process",
+    "exclusive thread": "Exclusive_Thread",
+}
+
+
+def _compute_mode(value: str | None) -> str | None:
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    return _COMPUTE_MODES.get(cleaned.lower(), cleaned)

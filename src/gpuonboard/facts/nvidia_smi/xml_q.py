@@ -1,0 +1,344 @@
+"""The `nvidia-smi -q -x` form (DTD v11..v13): :func:`parse_xml`, one <gpu> element read into a
+GpuInfo, and a document cut off before its closing tag read as an incomplete report."""
+
+from __future__ import annotations
+
+import functools
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from typing import cast
+
+from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
+from gpuonboard.facts.nvidia_smi.model import (
+    GpuInfo,
+    GpuProcess,
+    GpuReport,
+    MemoryHealth,
+    PcieLink,
+    PowerReadings,
+)
+from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
+from gpuonboard.facts.nvidia_smi.values import (
+    _any_true,
+    _clean,
+    _compute_mode,
+    _float,
+    _int,
+    _mib,
+    _on_off,
+    _pstate,
+    _total,
+    _yes_no,
+)
+
+_DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
+
+
+def _xml_text(node: ET.Element | None, path: str) -> str | None:
+    """Text at `path` below `node`, cleaned; None when missing or N/A."""
+    if node is None:
+        return None
+    found = _xml_find(node, path)
+    return None if found is None else _clean(found.text)
+
+
+@functools.lru_cache(maxsize=512)
+def _path_tags(path: str) -> tuple[str, ...] | None:
+    """The tags of a plain `a/b/c` path, None for any other ElementPath expression."""
+    tags = tuple(path.split("/"))
+    return tags if all(t and t.replace("_", "a").isalnum() for t in tags) else None
+
+
+def _xml_find(node: ET.Element, path: str, start: int = 0) -> ET.Element | None:
+    """node.find(path), the first match in document order, with a plain `a/b/c` path walked by
+    the C `findall` of each tag rather than by ElementPath's Python (~60 lookups a GPU)."""
+    tags = _path_tags(path)
+    if tags is None:
+        return node.find(path)
+    if start == len(tags) - 1:
+        return node.find(tags[start])
+    for child in node.findall(tags[start]):
+        found = _xml_find(child, path, start + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
+    """The first of `paths` below `node` that has a value."""
+    for path in paths:
+        value = _xml_text(node, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _xml_ecc(gpu: ET.Element, kind: str) -> tuple[int | None, int | None]:
+    """(correctable, uncorrectable) totals of <ecc_errors><volatile|aggregate>, every schema."""
+    section = gpu.find(f"ecc_errors/{kind}")
+    if section is None:
+        return None, None
+    if section.find("single_bit") is not None or section.find("double_bit") is not None:
+        # old schema: single_bit/double_bit with per-location counts and a total
+        return (
+            _int(_xml_text(section, "single_bit/total")),
+            _int(_xml_text(section, "double_bit/total")),
+        )
+    sram_unc = _int(_xml_text(section, "sram_uncorrectable"))
+    if sram_unc is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
+        sram_unc = _total(
+            _int(_xml_text(section, "sram_uncorrectable_parity")),
+            _int(_xml_text(section, "sram_uncorrectable_secded")),
+        )
+    return (
+        _total(_int(_xml_text(section, "sram_correctable")), _int(_xml_text(section, "dram_correctable"))),
+        _total(sram_unc, _int(_xml_text(section, "dram_uncorrectable"))),
+    )
+
+
+def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
+    """(<processes>, known); unknown when the element is missing or says N/A."""
+    node = gpu.find("processes")
+    if node is None:
+        return (), False
+    infos = node.findall("process_info")
+    if not infos and node.text is not None and _clean(node.text) is None and node.text.strip():
+        return (), False  # <processes>N/A</processes>
+    processes = tuple(
+        GpuProcess(
+            pid=_int(_xml_text(info, "pid")),
+            name=_xml_text(info, "process_name") or "",
+            type=_xml_text(info, "type"),
+            used_memory_mib=_mib(_xml_text(info, "used_memory")),
+        )
+        for info in infos
+    )
+    return processes, True
+
+
+def _xml_pcie(gpu: ET.Element) -> PcieLink:
+    """The PCIe link of <pci><pci_gpu_link_info>: generation and width, current and max."""
+    link = gpu.find("pci/pci_gpu_link_info")
+    return PcieLink(
+        pcie_gen_current=_int(_xml_text(link, "pcie_gen/current_link_gen")),
+        pcie_gen_max=_int(_xml_text(link, "pcie_gen/max_link_gen")),
+        pcie_gen_device_max=_int(_xml_text(link, "pcie_gen/max_device_link_gen")),
+        pcie_gen_host_max=_int(_xml_text(link, "pcie_gen/max_host_link_gen")),
+        pcie_width_current=_int(_xml_text(link, "link_widths/current_link_width")),
+        pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
+    )
+
+
+def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
+    """ECC totals, retired pages, remapped rows (and their bank histogram) and the memory repair
+    state of one <gpu>."""
+    vol_corr, vol_unc = _xml_ecc(gpu, "volatile")
+    agg_corr, agg_unc = _xml_ecc(gpu, "aggregate")
+    retired = gpu.find("retired_pages")
+    remapped = gpu.find("remapped_rows")
+    return MemoryHealth(
+        ecc_volatile_correctable=vol_corr,
+        ecc_volatile_uncorrectable=vol_unc,
+        ecc_aggregate_correctable=agg_corr,
+        ecc_aggregate_uncorrectable=agg_unc,
+        retired_pages_sbe=_int(_xml_text(retired, "multiple_single_bit_retirement/retired_count")),
+        retired_pages_dbe=_int(_xml_text(retired, "double_bit_retirement/retired_count")),
+        retired_pages_pending=_any_true(
+            _yes_no(_xml_text(retired, "pending_blacklist")),
+            _yes_no(_xml_text(retired, "pending_retirement")),
+        ),
+        # <remapped_rows>N/A</remapped_rows> has no children: every value stays None.
+        remapped_rows_correctable=_int(_xml_text(remapped, "remapped_row_corr")),
+        remapped_rows_uncorrectable=_int(_xml_text(remapped, "remapped_row_unc")),
+        remapped_rows_pending=_yes_no(_xml_text(remapped, "remapped_row_pending")),
+        remapped_rows_failure=_yes_no(_xml_text(remapped, "remapped_row_failure")),
+        remap_banks_max=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_max")),
+        remap_banks_high=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_high")),
+        remap_banks_partial=_int(
+            _xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_partial")
+        ),
+        remap_banks_low=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_low")),
+        remap_banks_none=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_none")),
+        # Absent before DTD v13; N/A where the GPU does not support them (the RTX 4000 Ada).
+        sram_threshold_exceeded=_yes_no(_xml_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        channel_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/channel_repair_pending")),
+        tpc_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/tpc_repair_pending")),
+        unrepairable_memory=_yes_no(_xml_text(gpu, "ecc_errors/unrepairable_memory")),
+    )
+
+
+def _xml_power(gpu: ET.Element) -> PowerReadings:
+    """Power draw and limits: <gpu_power_readings> from R535 (v12), <power_readings> before."""
+    power = gpu.find("gpu_power_readings")
+    if power is None:
+        power = gpu.find("power_readings")
+    return PowerReadings(
+        # v13 has only average/instant draw; <power_draw> (older) is the average too.
+        power_draw_w=_float(_xml_first(power, "power_draw", "average_power_draw", "instant_power_draw")),
+        power_limit_w=_float(_xml_first(power, "enforced_power_limit", "current_power_limit", "power_limit")),
+        default_power_limit_w=_float(_xml_text(power, "default_power_limit")),
+        max_power_limit_w=_float(_xml_text(power, "max_power_limit")),
+    )
+
+
+def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> tuple[tuple[str, ...], bool]:
+    """(active clock event reasons, known): <clocks_event_reasons> from R535, else the
+    <clocks_throttle_reasons> of older drivers; unknown when neither is there."""
+    reasons_node = gpu.find("clocks_event_reasons")  # R535+
+    if reasons_node is None:
+        reasons_node = gpu.find("clocks_throttle_reasons")
+    if reasons_node is None:
+        return (), False
+    return _reasons_from_states(
+        [(child.tag, child.text) for child in reasons_node], f"<gpu> #{position}", warnings
+    )
+
+
+def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
+    """One <gpu> element, any DTD version."""
+    name = _xml_text(gpu, "product_name")
+    if name is None:
+        warnings.append(f"<gpu> #{position} has no product_name")
+    reasons, reasons_known = _xml_reasons(gpu, position, warnings)
+    processes, processes_known = _xml_processes(gpu)
+    # (the leaves' paths, costly to build for ~1,000 elements a GPU, only when a value may be a fault)
+    faults, cell_faults = (
+        _field_faults(_xml_leaves(gpu), "product_name") if _may_fault(_xml_values(gpu)) else ((), ())
+    )
+    return GpuInfo(
+        # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
+        index=position,
+        name=name or "",
+        uuid=_xml_text(gpu, "uuid"),
+        serial=_xml_text(gpu, "serial"),
+        pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
+        # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
+        memory_total_mib=_mib(_xml_text(gpu, "fb_memory_usage/total")),
+        memory_used_mib=_mib(_xml_text(gpu, "fb_memory_usage/used")),
+        ecc_mode=_on_off(_xml_text(gpu, "ecc_mode/current_ecc")),
+        persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
+        **_xml_pcie(gpu),
+        temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
+        mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
+        mig_mode_pending=_on_off(_xml_text(gpu, "mig_mode/pending_mig")),
+        vbios=_xml_text(gpu, "vbios_version"),
+        product_brand=_xml_text(gpu, "product_brand"),
+        product_architecture=_xml_text(gpu, "product_architecture"),
+        **_xml_memory_health(gpu),
+        **_xml_power(gpu),
+        clock_event_reasons=reasons,
+        clock_event_reasons_known=reasons_known,
+        performance_state=_pstate(_xml_text(gpu, "performance_state")),
+        utilization_gpu_pct=_int(_xml_text(gpu, "utilization/gpu_util")),
+        # Absolute thresholds only; the *_tlimit_threshold elements (Ada/Hopper, R535+) are
+        # margins relative to T.Limit ("-2 C"), not temperatures.
+        temperature_slowdown_c=_int(_xml_text(gpu, "temperature/gpu_temp_slow_threshold")),
+        temperature_max_c=_int(_xml_text(gpu, "temperature/gpu_temp_max_threshold")),
+        virtualization_mode=_xml_text(gpu, "gpu_virtualization_mode/virtualization_mode"),
+        compute_mode=_compute_mode(_xml_text(gpu, "compute_mode")),
+        processes=processes,
+        processes_known=processes_known,
+        faults=faults,
+        cell_faults=cell_faults,
+        pcie_replays=_int(_xml_text(gpu, "pci/replay_counter")),
+        pcie_replay_rollovers=_int(_xml_text(gpu, "pci/replay_rollover_counter")),
+        board_part_number=_xml_text(gpu, "board_part_number"),
+        fabric_state=_xml_text(gpu, "fabric/state"),
+        fabric_status=_xml_text(gpu, "fabric/status"),
+    )
+
+
+def _xml_leaves(node: ET.Element, prefix: str = "") -> Iterable[tuple[str, str]]:
+    """(path, text) of every element with text below `node`, the process list left out (a
+    process name is free text)."""
+    for child in node:
+        if child.tag == "processes":
+            continue
+        path = f"{prefix}{child.tag}"
+        if child.text is not None and child.text.strip():
+            yield path, child.text.strip()
+        yield from _xml_leaves(child, f"{path}/")
+
+
+def _xml_values(node: ET.Element) -> list[str]:
+    """The texts _xml_leaves yields, in any order and without their paths."""
+    skipped = {id(e) for p in node.iter("processes") if p is not node for e in p.iter()}
+    return [
+        text
+        for e in node.iter()
+        if e is not node and e.text is not None and id(e) not in skipped and (text := e.text.strip())
+    ]
+
+
+_XML_END = "</nvidia_smi_log>"
+
+
+def parse_xml(text: str) -> GpuReport:
+    """Parse `nvidia-smi -q -x` (DTD v11..v13) into a GpuReport."""
+    if "<!ENTITY" in text.upper():
+        # nvidia-smi never declares entities; refuse rather than expand them (XML bombs).
+        return GpuReport("xml", None, None, None, (), ("XML declares entities; refused to parse",))
+    # The DOCTYPE only names an external DTD file; drop it so nothing is ever resolved.
+    body = _DOCTYPE.sub("", text, count=1)
+    # what follows the document: the probe's fallback calls' output when `-q -x` printed its XML
+    # (the GPUs it could read) but exited non-zero, e.g. with a GPU fallen off the bus
+    end = body.find(_XML_END)
+    if end < 0:
+        return _xml_cut(body)
+    body = body[: end + len(_XML_END)]
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as exc:
+        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}",))
+    if root.tag != "nvidia_smi_log":
+        return GpuReport("xml", None, None, None, (), (f"unexpected XML root <{root.tag}>",))
+    warnings: list[str] = []
+    gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(root.findall("gpu"))]
+    attached = _int(_xml_text(root, "attached_gpus"))
+    if attached is None:
+        warnings.append("no <attached_gpus> in XML")
+    elif attached != len(gpus):
+        warnings.append(f"attached_gpus says {attached} but the XML has {len(gpus)} <gpu> elements")
+    return GpuReport(
+        "xml",
+        _xml_text(root, "driver_version"),
+        _xml_text(root, "cuda_version"),
+        attached,
+        tuple(gpus),
+        tuple(warnings),
+    )
+
+
+_XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
+
+
+def _xml_cut(body: str) -> GpuReport:
+    """A `-q -x` document cut off before its closing tag: the <gpu> records that closed are
+    read, the one cut off is not (its values may be cut too), and the report is incomplete."""
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    root: ET.Element | None = None
+    closed: list[ET.Element] = []
+    try:
+        parser.feed(body)
+        for pair in parser.read_events():
+            event, element = cast(tuple[str, ET.Element], pair)
+            if event == "start" and root is None:
+                root = element
+            elif event == "end" and element.tag == "gpu" and root is not None and element in list(root):
+                closed.append(element)
+    except ET.ParseError as exc:
+        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
+    if root is None or root.tag != "nvidia_smi_log":
+        return GpuReport("xml", None, None, None, (), (_XML_CUT,), complete=False)
+    warnings: list[str] = [_XML_CUT]
+    gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
+    return GpuReport(
+        "xml",
+        _xml_text(root, "driver_version"),
+        _xml_text(root, "cuda_version"),
+        _int(_xml_text(root, "attached_gpus")),
+        tuple(gpus),
+        tuple(warnings),
+        complete=False,
+    )
