@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,14 @@ import yaml
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.infiniband import IbPort
 from gpuonboard.facts.kernel_log import KernelEvent, pci_key
-from gpuonboard.facts.nvlink import ALL_INACTIVE, MIG_MODE, UNSUPPORTED, NvlinkErrors, NvlinkStatus
+from gpuonboard.facts.nvlink import (
+    ALL_INACTIVE,
+    MIG_MODE,
+    UNSUPPORTED,
+    GpuNvlinkErrors,
+    NvlinkErrors,
+    NvlinkStatus,
+)
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check
 
@@ -378,6 +385,104 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
     return Check("nvlink_links", expected, f"all links active on {len(expected_links)} GPU(s){at}", "pass")
 
 
+def _nvlink_unread_why(block: GpuNvlinkErrors | None) -> str:
+    """Why a GPU's NVLink error counters were not read: MIG mode, not listed, no counters, or the
+    driver's own sentence."""
+    why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
+    if block is not None and block.note not in (None, MIG_MODE):
+        why = block.note_text or str(block.note)
+    elif block is not None and block.note is None:
+        why = "no counters printed"
+    return why
+
+
+@dataclass
+class _NvlinkTally:
+    """The NVLink error counters read: hits that fail or warn, GPUs not read, links and counters
+    seen."""
+
+    failing: list[str] = field(default_factory=list)
+    warning: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    links: int = 0
+    judged: int = 0
+
+
+def _tally_nvlink_errors(expected: Mapping[int, ModelLinks], errors: NvlinkErrors) -> _NvlinkTally:
+    """Each expected GPU's links' counters against data/nvlink_errors.yml (counters it does not
+    list are not judged)."""
+    limits = {t.name.lower(): t for t in load_nvlink_error_thresholds()}
+    tally = _NvlinkTally()
+    for index in sorted(expected):
+        block = errors.by_index(index)
+        if block is None or block.note is not None or not block.links:
+            tally.unread.append(f"GPU {index} ({_nvlink_unread_why(block)})")
+            continue
+        for link, counters in sorted(block.links.items()):
+            tally.links += 1
+            for name, count in counters.items():
+                limit = limits.get(name.lower())
+                if limit is None:
+                    continue
+                tally.judged += 1
+                hit = f"GPU {index} link {link}: {name} {count}"
+                if limit.fail_at is not None and count >= limit.fail_at:
+                    tally.failing.append(hit)
+                elif limit.warn_at is not None and count >= limit.warn_at:
+                    tally.warning.append(hit)
+    return tally
+
+
+def _nvlink_errors_check(want: str, tally: _NvlinkTally, gpu_count: int) -> Check:
+    """The `nvlink_errors` row from the tally: fail, warn, unverified (unread / nothing judged) or
+    pass, in that order."""
+    read = f" (links of {', '.join(tally.unread)} not read)" if tally.unread else ""
+    if tally.failing:
+        return Check(
+            "nvlink_errors",
+            want,
+            "; ".join(tally.failing + tally.warning) + read,
+            "fail",
+            "NVLink links are retrying / retraining (NVIDIA DCGM counts any replay or recovery error as a"
+            " failure): ask the vendor to reseat or replace the NVLink bridge / board (or the GPU) and show"
+            " `nvidia-smi nvlink -e` with these counters at zero after a clean run.",
+        )
+    if tally.warning:
+        return Check(
+            "nvlink_errors",
+            want,
+            "; ".join(tally.warning) + read,
+            "warn",
+            "CRC errors on these links since the driver loaded (NVIDIA DCGM warns on any; it fails a link"
+            " only at 100+ per second): read `nvidia-smi nvlink -e` again after a load test, and ask the"
+            " vendor to reseat or replace the NVLink bridge / board if the counts keep rising.",
+        )
+    if tally.unread:
+        return Check(
+            "nvlink_errors",
+            want,
+            f"counters not readable for {', '.join(tally.unread)}",
+            "unverified",
+            "NVLink error counters could not be read for these GPUs (in MIG mode the driver refuses NVLink"
+            " queries).",
+        )
+    if not tally.judged:
+        return Check(
+            "nvlink_errors",
+            want,
+            f"{tally.links} link(s) listed, none with a counter gpuonboard knows",
+            "unverified",
+            "nvidia-smi nvlink -e printed no replay / recovery / CRC (or newer-driver error) counters;"
+            " the counters could not be judged.",
+        )
+    return Check(
+        "nvlink_errors",
+        want,
+        f"all NVLink error counters zero on {tally.links} link(s) of {gpu_count} GPU(s)",
+        "pass",
+    )
+
+
 def rule_nvlink_errors(gpu_models: Sequence[str], errors: NvlinkErrors | None) -> Check | None:
     """NVLink error counters (`nvidia-smi nvlink -e`) per GPU and link vs data/nvlink_errors.yml
     (NVIDIA DCGM's NVLink health watch) on NVLink-board (SXM) models.
@@ -399,121 +504,40 @@ def rule_nvlink_errors(gpu_models: Sequence[str], errors: NvlinkErrors | None) -
             "unverified",
             "nvidia-smi nvlink -e gave nothing to read; run it on the box to see each link's error counters.",
         )
-    limits = {t.name.lower(): t for t in load_nvlink_error_thresholds()}
-    failing: list[str] = []
-    warning: list[str] = []
-    unread: list[str] = []
-    links = judged = 0
-    for index in sorted(expected):
-        block = errors.by_index(index)
-        if block is None or block.note is not None or not block.links:
-            why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
-            if block is not None and block.note not in (None, MIG_MODE):
-                why = block.note_text or str(block.note)
-            elif block is not None and block.note is None:
-                why = "no counters printed"
-            unread.append(f"GPU {index} ({why})")
-            continue
-        for link, counters in sorted(block.links.items()):
-            links += 1
-            for name, count in counters.items():
-                limit = limits.get(name.lower())
-                if limit is None:
-                    continue
-                judged += 1
-                hit = f"GPU {index} link {link}: {name} {count}"
-                if limit.fail_at is not None and count >= limit.fail_at:
-                    failing.append(hit)
-                elif limit.warn_at is not None and count >= limit.warn_at:
-                    warning.append(hit)
-    read = f" (links of {', '.join(unread)} not read)" if unread else ""
-    if failing:
-        return Check(
-            "nvlink_errors",
-            want,
-            "; ".join(failing + warning) + read,
-            "fail",
-            "NVLink links are retrying / retraining (NVIDIA DCGM counts any replay or recovery error as a"
-            " failure): ask the vendor to reseat or replace the NVLink bridge / board (or the GPU) and show"
-            " `nvidia-smi nvlink -e` with these counters at zero after a clean run.",
-        )
-    if warning:
-        return Check(
-            "nvlink_errors",
-            want,
-            "; ".join(warning) + read,
-            "warn",
-            "CRC errors on these links since the driver loaded (NVIDIA DCGM warns on any; it fails a link"
-            " only at 100+ per second): read `nvidia-smi nvlink -e` again after a load test, and ask the"
-            " vendor to reseat or replace the NVLink bridge / board if the counts keep rising.",
-        )
-    if unread:
-        return Check(
-            "nvlink_errors",
-            want,
-            f"counters not readable for {', '.join(unread)}",
-            "unverified",
-            "NVLink error counters could not be read for these GPUs (in MIG mode the driver refuses NVLink"
-            " queries).",
-        )
-    if not judged:
-        return Check(
-            "nvlink_errors",
-            want,
-            f"{links} link(s) listed, none with a counter gpuonboard knows",
-            "unverified",
-            "nvidia-smi nvlink -e printed no replay / recovery / CRC (or newer-driver error) counters;"
-            " the counters could not be judged.",
-        )
-    return Check(
-        "nvlink_errors",
-        want,
-        f"all NVLink error counters zero on {links} link(s) of {len(expected)} GPU(s)",
-        "pass",
-    )
+    return _nvlink_errors_check(want, _tally_nvlink_errors(expected, errors), len(expected))
 
 
-def rule_fabric_manager(
-    gpu_models: Sequence[str],
-    fabric_states: Sequence[tuple[str | None, str | None]],
-    fm: FabricManagerState | None,
-) -> Check | None:
-    """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
-    reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
-    "Completed" / "Success", and on a whole 8-GPU box nvidia-fabricmanager must be running.
-    Source: NVIDIA Fabric Manager User Guide (without it, CUDA init fails on NVSwitch systems).
-    `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported). None when
-    the rule does not apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
-    models = [nvlink_model(n) for n in gpu_models]
-    nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
-    reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]
-    whole_box = nvswitch_gpus >= NVSWITCH_MIN_GPUS
-    if not whole_box and not reported:
-        return None
-    expected = "fabric manager active; every GPU's fabric state Completed / Success"
+_FM_ASK = (
+    "ask the vendor to install and start nvidia-fabricmanager (same version as the driver) and to show"
+    " `nvidia-smi -q | grep -A2 Fabric` reading Completed / Success on every GPU: an NVSwitch box"
+    " without a running fabric manager cannot run multi-GPU CUDA work."
+)
+_FM_EXPECTED = "fabric manager active; every GPU's fabric state Completed / Success"
+
+
+def _fabric_state_faults(reported: Sequence[tuple[int, str | None, str | None]]) -> list[str]:
+    """GPUs whose fabric registration is not Completed, then Completed ones whose status is not
+    Success."""
     bad = [f"GPU {i}: {s}" + (f" / {st}" if st else "") for i, s, st in reported if s != "Completed"]
     bad += [
         f"GPU {i}: status {st}" for i, s, st in reported if s == "Completed" and st not in (None, "Success")
     ]
-    complete = bool(reported) and not bad and len(reported) >= len(gpu_models)
-    ask = (
-        "ask the vendor to install and start nvidia-fabricmanager (same version as the driver) and to show"
-        " `nvidia-smi -q | grep -A2 Fabric` reading Completed / Success on every GPU: an NVSwitch box"
-        " without a running fabric manager cannot run multi-GPU CUDA work."
-    )
-    fm_text = (
-        "not probed"
-        if fm is None
-        else (
-            "not installed"
-            if fm.unit_present is False
-            else fm.state + (f" ({fm.detail})" if fm.detail and fm.state == "unknown" else "")
-        )
-    )
-    if bad:
-        return Check("fabric_manager", expected, f"fabric manager {fm_text}; " + "; ".join(bad), "fail", ask)
-    if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
-        return Check("fabric_manager", expected, f"fabric state Completed on {len(reported)} GPU(s)", "pass")
+    return bad
+
+
+def _fm_text(fm: FabricManagerState | None) -> str:
+    """The service's state as the row says it: not probed, not installed, or its state."""
+    if fm is None:
+        return "not probed"
+    if fm.unit_present is False:
+        return "not installed"
+    return fm.state + (f" ({fm.detail})" if fm.detail and fm.state == "unknown" else "")
+
+
+def _whole_box_check(fm: FabricManagerState | None, complete: bool, nvswitch_gpus: int) -> Check:
+    """The `fabric_manager` row of a whole NVSwitch box whose GPUs report no bad fabric state:
+    by the service's state, then by whether every GPU reported Completed."""
+    expected, ask, fm_text = _FM_EXPECTED, _FM_ASK, _fm_text(fm)
     if fm is not None and fm.running:
         if complete:
             return Check(
@@ -555,6 +579,40 @@ def rule_fabric_manager(
         "neither the service state nor the GPUs' fabric state could be read; run `systemctl status"
         " nvidia-fabricmanager` and `nvidia-smi -q | grep -A2 Fabric` on the box.",
     )
+
+
+def rule_fabric_manager(
+    gpu_models: Sequence[str],
+    fabric_states: Sequence[tuple[str | None, str | None]],
+    fm: FabricManagerState | None,
+) -> Check | None:
+    """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
+    reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
+    "Completed" / "Success", and on a whole 8-GPU box nvidia-fabricmanager must be running.
+    Source: NVIDIA Fabric Manager User Guide (without it, CUDA init fails on NVSwitch systems).
+    `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported). None when
+    the rule does not apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
+    models = [nvlink_model(n) for n in gpu_models]
+    nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
+    reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]
+    whole_box = nvswitch_gpus >= NVSWITCH_MIN_GPUS
+    if not whole_box and not reported:
+        return None
+    bad = _fabric_state_faults(reported)
+    complete = bool(reported) and not bad and len(reported) >= len(gpu_models)
+    if bad:
+        return Check(
+            "fabric_manager",
+            _FM_EXPECTED,
+            f"fabric manager {_fm_text(fm)}; " + "; ".join(bad),
+            "fail",
+            _FM_ASK,
+        )
+    if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
+        return Check(
+            "fabric_manager", _FM_EXPECTED, f"fabric state Completed on {len(reported)} GPU(s)", "pass"
+        )
+    return _whole_box_check(fm, complete, nvswitch_gpus)
 
 
 def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | None) -> Check | None:

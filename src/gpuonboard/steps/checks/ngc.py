@@ -516,6 +516,114 @@ def _minor_compat_note(release: NgcRelease, floors: Mapping[int, str] | None) ->
     )
 
 
+def _must_upgrade_compat(release: NgcRelease, driver: str, must: str, newest: str | None) -> Compat:
+    """``must_upgrade``: the driver's branch is one NVIDIA's notes for the release say to upgrade
+    from; the message quotes NVIDIA's sentence and where it was read."""
+    rel, need = release.release, release.min_driver
+    where = release.must_upgrade_source or release.source
+    read = (
+        ""
+        if release.must_upgrade_verified
+        else " (not read on the page of this release itself: see the data file)"
+    )
+    starts = (
+        " The container may still start through CUDA minor version compatibility, with a limited"
+        " feature set, but NVIDIA's notes say to upgrade this driver."
+    )
+    return Compat(
+        "must_upgrade",
+        f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
+        f"and its branch {must} is one NVIDIA's notes say to upgrade from: "
+        f'"{release.must_upgrade_note}" '
+        f"({where}){read}.{starts} Upgrade the driver to {need} or later"
+        + (
+            f", or use NGC PyTorch {newest} or older."
+            if newest and version_key(newest) < version_key(rel)
+            else "."
+        ),
+        newest,
+        need,
+    )
+
+
+def _unverified_forward_compat(
+    release: NgcRelease,
+    driver: str,
+    klass: str,
+    fb: ForwardBranch | None,
+    newest: str | None,
+    fallback_note: str,
+) -> Compat | None:
+    """``forward_compat_unverified`` (warn): a listed forward-compatible branch ``fb`` on a
+    professional GPU, or on a data-centre / professional GPU a branch newer than every listed
+    one; else None."""
+    rel, need = release.release, release.min_driver
+    if fb is not None and klass == "professional":
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}; branch {fb.branch} is forward-compatible for NGC PyTorch "
+            f"{rel}, but NVIDIA supports forward compatibility only on select RTX professional GPUs, so "
+            f"this card may refuse it with CUDA error 804{fallback_note} -- test it or upgrade the driver "
+            f"to {need} or later.",
+            newest,
+            need,
+        )
+    if klass in ("datacenter", "professional") and _beyond_listed(release, driver):
+        branch = f"R{version_key(driver)[0]}"
+        listed = ", ".join(f.branch for f in release.forward_compat)
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} needs natively, and its branch "
+            f"{branch} is newer than every forward-compatible branch NVIDIA lists for {rel} ({listed}) "
+            f"but not listed itself: forward compatibility is unverified for it{fallback_note} -- test "
+            f"the container or upgrade the driver to {need} or later.",
+            newest,
+            need,
+        )
+    return None
+
+
+def _without_forward_compat(
+    release: NgcRelease,
+    driver: str,
+    klass: str,
+    newest: str | None,
+    minor: bool,
+    minor_floors: Mapping[int, str] | None,
+) -> Compat:
+    """No forward compatibility: ``minor_version_compat`` (warn) at or above the CUDA major's
+    minor-compatibility floor, else ``incompatible``."""
+    rel, need = release.release, release.min_driver
+    fallback = (
+        f"use NGC PyTorch {newest} or older, or upgrade the driver to {need} or later"
+        if newest
+        else f"upgrade the driver to {need} or later (no release in gpuonboard's table runs fully on it)"
+    )
+    why = _no_forward_compat(release, driver, klass)
+    if minor:
+        return Compat(
+            "minor_version_compat",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
+            f"and {why}; {_minor_compat_note(release, minor_floors)}. For full support {fallback}.",
+            newest,
+            need,
+        )
+    floor = minor_compat_floor(release, minor_floors)
+    below = (
+        f", and it is below {floor}, the oldest driver of CUDA {version_key(release.cuda)[0]}.x minor "
+        "version compatibility, so CUDA cannot initialise in the container"
+        if floor is not None
+        else ""
+    )
+    return Compat(
+        "incompatible",
+        f"Driver {driver} is too old for NGC PyTorch {rel}, which needs driver {need} or later, and "
+        f"{why}{below}; {fallback}.",
+        newest,
+        need,
+    )
+
+
 def compat(
     release: NgcRelease,
     driver: str,
@@ -562,30 +670,7 @@ def compat(
     minor_ok = runs_with_minor_compat(release, driver, minor_floors)
     must = must_upgrade_branch(release, driver) if minor_ok else None
     if must is not None:
-        where = release.must_upgrade_source or release.source
-        read = (
-            ""
-            if release.must_upgrade_verified
-            else " (not read on the page of this release itself: see the data file)"
-        )
-        starts = (
-            " The container may still start through CUDA minor version compatibility, with a limited"
-            " feature set, but NVIDIA's notes say to upgrade this driver."
-        )
-        return Compat(
-            "must_upgrade",
-            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
-            f"and its branch {must} is one NVIDIA's notes say to upgrade from: "
-            f'"{release.must_upgrade_note}" '
-            f"({where}){read}.{starts} Upgrade the driver to {need} or later"
-            + (
-                f", or use NGC PyTorch {newest} or older."
-                if newest and version_key(newest) < version_key(rel)
-                else "."
-            ),
-            newest,
-            need,
-        )
+        return _must_upgrade_compat(release, driver, must, newest)
     fb = _forward_branch(release, driver)
     if fb is not None and klass == "datacenter":
         return Compat(
@@ -598,53 +683,7 @@ def compat(
         )
     minor = runs_with_minor_compat(release, driver, minor_floors)
     fallback_note = f"; if it is refused, {_minor_compat_note(release, minor_floors)}" if minor else ""
-    if fb is not None and klass == "professional":
-        return Compat(
-            "forward_compat_unverified",
-            f"Driver {driver} is older than {need}; branch {fb.branch} is forward-compatible for NGC PyTorch "
-            f"{rel}, but NVIDIA supports forward compatibility only on select RTX professional GPUs, so "
-            f"this card may refuse it with CUDA error 804{fallback_note} -- test it or upgrade the driver "
-            f"to {need} or later.",
-            newest,
-            need,
-        )
-    if klass in ("datacenter", "professional") and _beyond_listed(release, driver):
-        branch = f"R{version_key(driver)[0]}"
-        listed = ", ".join(f.branch for f in release.forward_compat)
-        return Compat(
-            "forward_compat_unverified",
-            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} needs natively, and its branch "
-            f"{branch} is newer than every forward-compatible branch NVIDIA lists for {rel} ({listed}) "
-            f"but not listed itself: forward compatibility is unverified for it{fallback_note} -- test "
-            f"the container or upgrade the driver to {need} or later.",
-            newest,
-            need,
-        )
-    fallback = (
-        f"use NGC PyTorch {newest} or older, or upgrade the driver to {need} or later"
-        if newest
-        else f"upgrade the driver to {need} or later (no release in gpuonboard's table runs fully on it)"
-    )
-    why = _no_forward_compat(release, driver, klass)
-    if minor:
-        return Compat(
-            "minor_version_compat",
-            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs, "
-            f"and {why}; {_minor_compat_note(release, minor_floors)}. For full support {fallback}.",
-            newest,
-            need,
-        )
-    floor = minor_compat_floor(release, minor_floors)
-    below = (
-        f", and it is below {floor}, the oldest driver of CUDA {version_key(release.cuda)[0]}.x minor "
-        "version compatibility, so CUDA cannot initialise in the container"
-        if floor is not None
-        else ""
-    )
-    return Compat(
-        "incompatible",
-        f"Driver {driver} is too old for NGC PyTorch {rel}, which needs driver {need} or later, and "
-        f"{why}{below}; {fallback}.",
-        newest,
-        need,
-    )
+    unverified = _unverified_forward_compat(release, driver, klass, fb, newest, fallback_note)
+    if unverified is not None:
+        return unverified
+    return _without_forward_compat(release, driver, klass, newest, minor, minor_floors)

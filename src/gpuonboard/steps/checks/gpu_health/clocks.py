@@ -1,0 +1,122 @@
+"""The power, throttle and heat rules of gpu_health: the enforced power limit against the card's
+default, active clock-event (throttle) reasons, and the hottest GPU's temperature."""
+
+from __future__ import annotations
+
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.base import Check, Verdict
+from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label
+
+
+def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
+    """Enforced power limit not capped below the card's default."""
+    capped: list[tuple[GpuInfo, float]] = []
+    for g in gpus:
+        if (
+            g.power_limit_w
+            and g.default_power_limit_w
+            and g.power_limit_w < g.default_power_limit_w * warn_ratio
+        ):
+            capped.append((g, g.power_limit_w / g.default_power_limit_w))
+    if capped:
+        text = "; ".join(
+            f"{gpu_label(g)} {g.power_limit_w:.0f} W of {g.default_power_limit_w:.0f} W" for g, _ in capped
+        )
+        verdict: Verdict = "fail" if any(r < fail_ratio for _, r in capped) else "warn"
+        return Check(
+            "power_limit",
+            "default power limit",
+            text,
+            verdict,
+            "a capped power limit lowers training speed; ask the vendor to restore it (nvidia-smi -pl)",
+        )
+    # "at default" needs the default: the plain table prints only the enforced cap
+    # ("Pwr:Usage/Cap"), which cannot tell a capped card from one at its default
+    if any(g.power_limit_w and g.default_power_limit_w for g in gpus):
+        return Check("power_limit", "default power limit", "at default", "pass")
+    enforced = sorted({f"{g.power_limit_w:.0f} W" for g in gpus if g.power_limit_w})
+    return Check(
+        "power_limit",
+        "default power limit",
+        f"enforced {', '.join(enforced)}; default not reported" if enforced else "not reported",
+        "unverified",
+        "this nvidia-smi output does not give the default power limit, so a capped card cannot be"
+        " told from one at its default; `nvidia-smi -q -d POWER` shows both"
+        if enforced
+        else "",
+    )
+
+
+def rule_throttle(gpus: list[GpuInfo]) -> Check:
+    """No hardware slowdown or thermal throttling active; a software power cap is a warning."""
+    hard, soft = [], []
+    for g in gpus:
+        active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
+        if active:
+            hard.append(f"{gpu_label(g)}: {', '.join(active)}")
+        if "sw_power_cap" in g.clock_event_reasons:
+            soft.append(f"{gpu_label(g)}: sw_power_cap")
+    if hard:
+        return Check(
+            "throttling",
+            "no slowdown active",
+            "; ".join(hard + soft),
+            "fail",
+            "the GPU slows itself down (heat, power brake or a hardware fault);"
+            " ask the vendor to check cooling and power",
+        )
+    if soft:
+        return Check(
+            "throttling",
+            "no slowdown active",
+            "; ".join(soft),
+            "warn",
+            "clocks are held at the power limit; normal under full load, suspicious at idle",
+        )
+    known = any(g.clock_event_reasons_known for g in gpus)
+    if known:
+        return Check("throttling", "no slowdown active", "none active", "pass")
+    # no clock-event reasons in this output (the plain table): an active hardware slowdown could
+    # hide there, so unverified rather than a plain warning
+    return Check(
+        "throttling",
+        "no slowdown active",
+        "not reported",
+        "unverified",
+        "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
+        " shows them",
+    )
+
+
+def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check:
+    """GPU temperature below the thresholds (lower of the configured and the card's slowdown point)."""
+    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None]
+    if not temps:
+        return Check(
+            "temperature",
+            f"< {warn_c:.0f} C",
+            "not reported",
+            "unverified",
+            "no nvidia-smi format that answered reports the GPU temperature",
+        )
+    g, hottest = max(temps, key=lambda x: x[1] or 0)
+    assert hottest is not None
+    limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
+    actual = f"{hottest} C on {gpu_label(g)}"
+    if hottest >= limit:
+        return Check(
+            "temperature",
+            f"< {limit:.0f} C",
+            actual,
+            "fail",
+            "the GPU is near its slowdown point; ask the vendor to check airflow and fans",
+        )
+    if hottest >= warn_c:
+        return Check(
+            "temperature",
+            f"< {warn_c:.0f} C",
+            actual,
+            "warn",
+            "hot for a delivery check; watch it under load",
+        )
+    return Check("temperature", f"< {warn_c:.0f} C", actual, "pass")

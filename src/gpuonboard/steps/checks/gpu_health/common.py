@@ -1,0 +1,35 @@
+"""What every gpu_health rule shares: the default thresholds, the hard-throttle reasons, a GPU's
+label in a row, a list of GPUs said short, and whether a GPU is idle."""
+
+from __future__ import annotations
+
+from gpuonboard.facts.nvidia_smi import GpuInfo
+
+DEFAULTS: dict[str, float] = {
+    "temperature_warn": 80,  # degrees C
+    "temperature_fail": 87,
+    "power_cap_warn": 0.98,  # enforced limit / default limit
+    "power_cap_fail": 0.85,
+}
+HARD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+IDLE_PSTATES = {f"P{i}" for i in range(5, 16)}
+
+
+def gpu_label(g: GpuInfo) -> str:
+    return f"GPU {g.index}"
+
+
+def is_idle(g: GpuInfo) -> bool:
+    """Idle GPUs downshift their PCIe link and clocks to save power (not a fault)."""
+    return (
+        "gpu_idle" in g.clock_event_reasons
+        or (g.performance_state in IDLE_PSTATES)
+        or (g.utilization_gpu_pct == 0 and g.performance_state is None)
+    )
+
+
+def gpu_list(some: list[GpuInfo], every: list[GpuInfo]) -> str:
+    """'GPU 0, GPU 3', or 'all 8 GPUs' when `some` is every GPU of the host."""
+    if len(some) == len(every) > 1:
+        return f"all {len(every)} GPUs"
+    return ", ".join(gpu_label(g) for g in some)

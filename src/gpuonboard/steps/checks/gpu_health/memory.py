@@ -1,0 +1,230 @@
+"""The GPU memory rules of gpu_health: ECC mode, uncorrectable ECC errors, and memory repair
+(row remapping, page retirement, channel / TPC repair, the row-remapper histogram)."""
+
+from __future__ import annotations
+
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.ngc import gpu_class
+
+ECC_ENABLE_ADVICE = (
+    "enable it with `sudo nvidia-smi -e 1` (per GPU: `-i N -e 1`) and a reboot; ECC costs about"
+    " 6 % of usable memory and some memory bandwidth, and without it memory errors corrupt"
+    " results silently"
+)
+
+
+def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
+    """ECC on for data-centre GPUs; a workstation / pro card with ECC switched off is said too.
+
+    `ecc_mode` None is N/A (the card has no ECC to enable: GeForce, integrated GPUs) and is not
+    applicable. "Disabled" means the card has ECC and it is off: FAIL on a data-centre GPU (A100,
+    H100, L40S, A10 ...), WARN on an NVIDIA RTX / Quadro workstation card (RTX A6000, RTX 6000
+    Ada, RTX 4000 SFF Ada ...) or an unrecognised one (ECC is optional there, and costs memory),
+    and named without a verdict against it on a GeForce card (a consumer card is not expected to
+    run with ECC). A data-centre GPU whose mode could not be read is unverified.
+    """
+    # a GPU nvidia-smi cannot read is no data (the gpu_health row fails it): said, not counted
+    unread = ", ".join(gpu_label(g) for g in gpus if g.faults)
+    note = f" ({unread} unreadable)" if unread else ""
+    read = [g for g in gpus if not g.faults]
+    if not read and unread:
+        return Check("ecc_mode", "Enabled", f"not judged: {unread} unreadable", "warn")
+    klass = {g.index: gpu_class(g.name, g.product_brand) for g in read}
+    dc = [g for g in read if klass[g.index] == "datacenter"]
+    off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
+    off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
+    off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
+    unknown = [g for g in dc if g.ecc_mode is None]
+    if off_dc:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"Disabled on {gpu_list(off_dc, gpus)} (data-centre GPU)"
+            + (f"; Disabled on {gpu_list(off_pro, gpus)} (workstation GPU)" if off_pro else "")
+            + note,
+            "fail",
+            "memory errors go undetected without ECC; ask the vendor to run `sudo nvidia-smi -e 1`"
+            " and reboot",
+        )
+    if off_pro:
+        return Check(
+            "ecc_mode",
+            "Enabled where the GPU supports it",
+            f"Disabled on {gpu_list(off_pro, gpus)} (workstation GPU with ECC)" + note,
+            "warn",
+            f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
+        )
+    if unknown:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"not reported for {gpu_list(unknown, gpus)}{note}",
+            "unverified",
+            "nvidia-smi gave no ECC mode for a data-centre GPU; `nvidia-smi -q -d ECC` shows it",
+        )
+    if dc:
+        read_note = " read" if unread else ""
+        return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read_note}{note}", "pass")
+    if off_consumer:
+        return Check(
+            "ecc_mode",
+            "enabled on data-centre GPUs",
+            f"Disabled on {gpu_list(off_consumer, gpus)} (GeForce card: ECC optional, not expected)" + note,
+            "pass",
+        )
+    return Check(
+        "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no ECC on these GPUs){note}", "pass"
+    )
+
+
+def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
+    """No uncorrectable ECC errors, volatile (since boot) or aggregate (lifetime)."""
+    bad = []
+    for g in gpus:
+        vol, agg = g.ecc_volatile_uncorrectable or 0, g.ecc_aggregate_uncorrectable or 0
+        if vol or agg:
+            bad.append(f"{gpu_label(g)}: {vol} volatile / {agg} aggregate")
+    if bad:
+        return Check(
+            "ecc_uncorrectable",
+            "0",
+            "; ".join(bad),
+            "fail",
+            "uncorrectable memory errors corrupt training silently; ask the vendor for another GPU",
+        )
+    known = [
+        g
+        for g in gpus
+        if g.ecc_volatile_uncorrectable is not None or g.ecc_aggregate_uncorrectable is not None
+    ]
+    if known:
+        return Check("ecc_uncorrectable", "0", "0", "pass")
+    unknown_dc = [
+        g for g in gpus if g.ecc_mode is None and gpu_class(g.name, g.product_brand) == "datacenter"
+    ]
+    if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown_dc:
+        return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
+    # ECC is on but this output carries no error counts (the plain table has only the volatile
+    # column): an uncorrectable error could hide there, so it is unverified, not a pass
+    return Check(
+        "ecc_uncorrectable",
+        "0",
+        "not reported",
+        "unverified",
+        "nvidia-smi did not report ECC error counts; `nvidia-smi -q -d ECC` shows them",
+    )
+
+
+# What each memory-repair finding means and what to ask the vendor (one sentence each).
+_REPAIR_ADVICE = {
+    "failed": "row remapping failed: a memory bank had no spare row left for a bad row, so the"
+    " bad memory stays in use; the GPU needs replacing (ask the vendor for another GPU)",
+    "unrepairable": "unrepairable memory: the driver reports memory damage that neither row"
+    " remapping nor channel repair can fix; ask the vendor for a replacement GPU",
+    "channel": "channel repair pending: a faulty memory channel is marked for repair, which takes"
+    " effect only after a GPU reset; ask the vendor to reset the GPU (`nvidia-smi -i N -r`) or"
+    " reboot, then check again",
+    "tpc": "TPC repair pending: a faulty TPC (a cluster of SMs) is marked to be switched off,"
+    " which takes effect only after a GPU reset; ask the vendor to reset the GPU or reboot, then"
+    " check again",
+    "pending": "a pending row remap / page retirement takes effect only after a GPU reset: until"
+    " then the bad memory row stays in use and training may hit uncorrectable errors; ask the"
+    " vendor to reset the GPU (`nvidia-smi -i N -r`, no process may use it) or reboot, then check"
+    " again (if a remap stays pending or fails after the reset, ask for another GPU)",
+    "sram": "SRAM threshold exceeded: the GPU's on-chip SRAM (caches, register files) logged more"
+    " uncorrectable errors than NVIDIA's field-diagnostic threshold; ask the vendor to run NVIDIA"
+    " field diagnostics and replace the GPU if they fail",
+    "unc_rows": "rows were remapped after uncorrectable errors: the memory already lost data once"
+    " (contained by the remap); ask the vendor for the GPU's error history"
+    " (`nvidia-smi -q -d ROW_REMAPPER`, Xid 63/64/94/95 in `dmesg`)",
+    "banks": "the row-remapper histogram shows memory banks with low or no spare rows left; one"
+    " more error in a bank with none cannot be remapped (a remap failure needs a new GPU);"
+    " ask the vendor whether the GPU is due for replacement",
+}
+
+
+def _repair_reported(g: GpuInfo) -> bool:
+    """The output said something about this GPU's memory repair state."""
+    return any(
+        v is not None
+        for v in (
+            g.retired_pages_pending,
+            g.remapped_rows_pending,
+            g.remapped_rows_failure,
+            g.unrepairable_memory,
+            g.channel_repair_pending,
+            g.tpc_repair_pending,
+        )
+    )
+
+
+def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
+    """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
+
+    FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
+    repair. WARN: SRAM error threshold exceeded, rows remapped after uncorrectable errors,
+    banks with low or no spare rows (the row-remapper histogram). Fields a driver does not
+    report (older drivers have no repair flags) are not held against the GPU.
+    """
+    fails: list[tuple[str, str]] = []  # (advice key, finding)
+    warns: list[tuple[str, str]] = []
+    for g in gpus:
+        label = gpu_label(g)
+        if g.remapped_rows_failure:
+            fails.append(("failed", f"{label}: row remapping FAILED"))
+        if g.unrepairable_memory:
+            fails.append(("unrepairable", f"{label}: unrepairable memory"))
+        if g.remapped_rows_pending:
+            fails.append(("pending", f"{label}: row remap pending"))
+        if g.retired_pages_pending:
+            fails.append(("pending", f"{label}: page retirement pending"))
+        if g.channel_repair_pending:
+            fails.append(("channel", f"{label}: channel repair pending"))
+        if g.tpc_repair_pending:
+            fails.append(("tpc", f"{label}: TPC repair pending"))
+        if g.sram_threshold_exceeded:
+            warns.append(("sram", f"{label}: SRAM error threshold exceeded"))
+        if g.remapped_rows_uncorrectable:
+            warns.append(
+                (
+                    "unc_rows",
+                    f"{label}: {g.remapped_rows_uncorrectable} row(s) remapped after uncorrectable errors",
+                )
+            )
+        if g.remap_banks_none or g.remap_banks_low:
+            warns.append(
+                (
+                    "banks",
+                    f"{label}: {g.remap_banks_none or 0} bank(s) with no spare row left,"
+                    f" {g.remap_banks_low or 0} with few",
+                )
+            )
+    findings = fails + warns
+    silent = [
+        g
+        for g in gpus
+        if not g.faults and not _repair_reported(g) and gpu_class(g.name, g.product_brand) == "datacenter"
+    ]
+    if not findings and silent and not detailed:
+        # a data-centre GPU repairs its memory (row remapping, page retirement): the plain table
+        # and the CSV report none of it, so they cannot show a repair pending (-q / -q -x say
+        # N/A where there is nothing to report, e.g. in MIG mode)
+        return Check(
+            "memory_repair",
+            "nothing pending",
+            f"not reported for {gpu_list(silent, gpus)}",
+            "unverified",
+            "`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT` shows pending repairs",
+        )
+    if not findings:
+        return Check("memory_repair", "nothing pending", "nothing pending", "pass")
+    advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))
+    return Check(
+        "memory_repair",
+        "nothing pending",
+        "; ".join(text for _, text in findings),
+        "fail" if fails else "warn",
+        advice[0].upper() + advice[1:] + ".",
+    )

@@ -1,0 +1,148 @@
+"""The PCIe rules of gpu_health: the link's generation and width (the slot's cap included), and
+the replay counter against the thresholds of `data/pcie_replay.yml`."""
+
+from __future__ import annotations
+
+import functools
+
+import yaml
+
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.resources import DATA_DIR
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, is_idle
+from gpuonboard.steps.checks.ngc import gpu_class
+
+
+def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
+    """GPUs whose host slot supports a lower PCIe generation than the card (a Gen4 RTX 4090 in a
+    Gen3 slot): the link's max is then the slot's, so a link at that max still runs below the
+    card's; nvidia-smi (R520+) reports both as `max_device_link_gen` / `max_host_link_gen`."""
+    return [
+        f"{gpu_label(g)} in a Gen{g.pcie_gen_host_max} slot (the card is Gen{g.pcie_gen_device_max})"
+        for g in gpus
+        if g.pcie_gen_host_max and g.pcie_gen_device_max and g.pcie_gen_host_max < g.pcie_gen_device_max
+    ]
+
+
+def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
+    """PCIe link at the card's max generation and width (gen may drop while idle)."""
+    narrow: list[str] = []
+    slow_busy: list[str] = []
+    slow_idle: list[str] = []
+    for g in gpus:
+        if g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max:
+            narrow.append(f"{gpu_label(g)} x{g.pcie_width_current} of x{g.pcie_width_max}")
+        if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
+            (slow_idle if is_idle(g) else slow_busy).append(
+                f"{gpu_label(g)} Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}"
+            )
+    if narrow or slow_busy:
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            "; ".join(narrow + slow_busy),
+            "fail",
+            "a narrower or slower link than the card supports hints at a riser/slot fault or a"
+            " virtualisation limit; ask the vendor to check the slot",
+        )
+    capped = _slot_capped(gpus)
+    if slow_idle or capped:
+        advice = []
+        if capped:
+            advice.append(
+                "the host's slot or platform runs the link below the card's own PCIe generation, at"
+                " half its host-to-GPU bandwidth or less (slower data loading, offload and"
+                " multi-GPU traffic over PCIe); ask the vendor for a slot or server of the card's"
+                " generation"
+            )
+        if slow_idle:
+            advice.append(
+                "the GPU is idle and its link downshifts to save power; rerun under load to be sure"
+            )
+        return Check(
+            "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
+        )
+    known = any(g.pcie_gen_current for g in gpus)
+    if known:
+        return Check("pcie_link", "max gen and width", "at max", "pass")
+    # the plain table carries no link generation / width: a narrowed link (a riser fault) could
+    # hide there, so unverified rather than a plain warning
+    return Check(
+        "pcie_link",
+        "max gen and width",
+        "not reported",
+        "unverified",
+        "this nvidia-smi output gives no PCIe link generation or width; `nvidia-smi -q -d PCIE` shows them",
+    )
+
+
+PCIE_REPLAY_FILE = DATA_DIR / "pcie_replay.yml"
+
+
+@functools.cache
+def pcie_replay_limits() -> dict[str, int]:
+    """warn_replays / fail_replays / fail_rollovers from `data/pcie_replay.yml` (sources there)."""
+    rows = yaml.safe_load(PCIE_REPLAY_FILE.read_text(encoding="utf-8"))
+    limits = {str(r["name"]): int(r["value"]) for r in rows}
+    missing = {"warn_replays", "fail_replays", "fail_rollovers"} - set(limits)
+    if missing:
+        raise ValueError(f"{PCIE_REPLAY_FILE}: missing {', '.join(sorted(missing))}")
+    return limits
+
+
+def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
+    """PCIe replays since reset per GPU (`nvidia-smi -q` / `-q -x` only): a link resending packets.
+
+    Thresholds in `data/pcie_replay.yml`, from DCGM's PCIe health watch (more than 8 replays a
+    minute, "the maximum recommended by RM", is DCGM_FR_PCI_REPLAY_RATE): one reading has no time
+    base, so counts are judged. FAIL: any replay-number rollover (the link retrained after a
+    packet was replayed 4 times) or >= 1000 replays; WARN: >= 100; PASS below, with the count.
+    Not reported (the plain table and the CSV query carry no replay counter): UNVERIFIED when a
+    data-centre GPU is among them (a bad riser / PCIe switch on a rented server hides there);
+    otherwise the row is left out (None), as for GPUs whose link is not a rented server's
+    concern and where the table is the usual output.
+    """
+    lim = pcie_replay_limits()
+    read = [g for g in gpus if not g.faults]
+    known = [g for g in read if g.pcie_replays is not None or g.pcie_replay_rollovers is not None]
+    expected = f"< {lim['warn_replays']} replays since reset, no rollover"
+    if not known:
+        dc = [g for g in read if gpu_class(g.name, g.product_brand) == "datacenter"]
+        if not dc:
+            return None
+        return Check(
+            "pcie_replays",
+            expected,
+            "not reported by this nvidia-smi output",
+            "unverified",
+            "the PCIe replay counter (a bad riser or slot shows there) is only in `nvidia-smi -q`"
+            " (PCI > Replays Since Reset); run it to check",
+        )
+    fails: list[str] = []
+    warns: list[str] = []
+    for g in known:
+        replays, rollovers = g.pcie_replays or 0, g.pcie_replay_rollovers or 0
+        text = f"{gpu_label(g)}: {replays} replays" + (f", {rollovers} rollover(s)" if rollovers else "")
+        if rollovers >= lim["fail_rollovers"] or replays >= lim["fail_replays"]:
+            fails.append(text)
+        elif replays >= lim["warn_replays"]:
+            warns.append(text)
+    advice = (
+        "the PCIe link resends packets (a bad riser, cable, retimer or slot); DCGM warns above 8"
+        " replays a minute; ask the vendor to reseat or replace the riser / slot"
+    )
+    if fails:
+        return Check("pcie_replays", expected, "; ".join(fails + warns), "fail", advice)
+    if warns:
+        return Check(
+            "pcie_replays",
+            expected,
+            "; ".join(warns),
+            "warn",
+            advice + "; rerun `nvidia-smi -q -d PCIE` a minute later: a count still rising means a bad link",
+        )
+    counts = ", ".join(str(g.pcie_replays or 0) for g in known)
+    unread = [g for g in read if g not in known]
+    note = f"; not reported for {gpu_list(unread, gpus)}" if unread else ""
+    return Check("pcie_replays", expected, f"{counts} replays since reset, no rollover{note}", "pass")

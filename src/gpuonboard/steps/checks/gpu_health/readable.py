@@ -1,0 +1,100 @@
+"""What gpu_health could not read: no GPU checked at all (the driver missing, nvidia-smi failing,
+hung or listing none), GPUs nvidia-smi lists but cannot read, and single sensors that read
+`ERR!`."""
+
+from __future__ import annotations
+
+from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi_failure import (
+    HUNG_ADVICE,
+    NOT_FOUND_ADVICE,
+    UNKNOWN_CAUSE_ADVICE,
+    nvidia_smi_failure,
+)
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.acceptance import fault_advice
+from gpuonboard.steps.checks.gpu_health.common import gpu_label
+
+
+def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
+    """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
+    fan column reading `ERR!`): WARN, naming it; the GPU is not failed for it (a whole GPU that
+    cannot be read is the `gpu_health` row's). None when no such fault (the row appears only
+    then)."""
+    found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults]
+    if not found:
+        return None
+    return Check(
+        "sensor_faults",
+        "every sensor readable",
+        "; ".join(found),
+        "warn",
+        "a sensor the driver cannot read often means a failing fan or sensor (a fan that has"
+        " stopped lets the GPU overheat under load); ask the vendor to check it",
+    )
+
+
+def rule_nothing_checked(facts: Facts) -> Check:
+    """The host has no GPU nvidia-smi could report: not a healthy box, an unchecked one.
+
+    FAIL, like acceptance's `nvidia_driver` rule for the same facts (missing driver, nvidia-smi
+    failing, hung or listing no GPU); a failing nvidia-smi is quoted (its own line, as
+    `nvidia_driver` quotes it) and the advice follows its cause."""
+    raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
+    line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
+    quoted = f": {line[:160]}" if line else ""
+    if not facts.nvidia_smi_present:
+        actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
+        advice = NOT_FOUND_ADVICE
+    elif raw is not None and raw.exit_code == TIMED_OUT:
+        actual = "nothing checked: nvidia-smi did not answer (stopped)"
+        advice = HUNG_ADVICE
+    elif facts.gpu is None:
+        code = "" if raw is None else f" (exit code {raw.exit_code})"
+        actual = f"nothing checked: nvidia-smi failed{code}{quoted}"
+        advice = advice or UNKNOWN_CAUSE_ADVICE
+    else:
+        # it answered (exit 0); "No devices were found" is such an answer
+        actual = "nothing checked: nvidia-smi listed no GPU" + (quoted if advice else "")
+        advice = advice or "run `nvidia-smi -L` on the host to see which GPUs the driver finds"
+    unread = facts.unread_not_a_fault()
+    if unread:
+        # a provider's policy, an output cut short, text that is no listing: the GPUs could not
+        # be read, which says nothing about them
+        return Check(
+            "gpu_health",
+            "health of every GPU checked",
+            f"nothing checked: {unread}",
+            "unverified",
+            "the GPUs could not be read (not a broken driver): rerun `invoke check`; where the"
+            " provider blocks nvidia-smi's formats, ask which format they allow",
+        )
+    return Check(
+        "gpu_health",
+        "health of every GPU checked",
+        actual,
+        "fail",
+        f"no ECC, memory-repair, PCIe, power, throttling or MIG check could run; {advice}",
+    )
+
+
+def rule_unreadable(gpus: list[GpuInfo]) -> Check | None:
+    """GPUs nvidia-smi lists but cannot read (`ERR!`, `[GPU requires reset]`, `[GPU is lost]`):
+    every other rule sees only "not reported" for them, so this one fails. None when every GPU
+    answered (the `gpu_health` row appears only when some GPU could not be checked)."""
+    bad = [g for g in gpus if g.faults]
+    if not bad:
+        return None
+
+    def where(g: GpuInfo) -> str:
+        bus = f" ({g.pci_bus_id})" if g.pci_bus_id else ""
+        return f"{gpu_label(g)}{bus}: nvidia-smi reads {' / '.join(g.faults)}"
+
+    return Check(
+        "gpu_health",
+        "health of every GPU checked",
+        "; ".join(where(g) for g in bad),
+        "fail",
+        fault_advice(g.index for g in bad),
+    )

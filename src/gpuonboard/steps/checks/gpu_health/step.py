@@ -1,0 +1,128 @@
+"""The gpu_health step: every rule over the host's GPUs in order (then the fabric rules), the
+thresholds from the step's args and `vars.gpu_health`, and `GpuHealthStep`'s plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpuonboard.connection.gather import Facts, memo
+from gpuonboard.inventory import Host
+from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
+from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
+from gpuonboard.steps.checks.gpu_health.common import DEFAULTS
+from gpuonboard.steps.checks.gpu_health.memory import rule_ecc_errors, rule_ecc_mode, rule_memory_repair
+from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
+from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
+from gpuonboard.steps.checks.gpu_health.readable import (
+    rule_nothing_checked,
+    rule_sensor_faults,
+    rule_unreadable,
+)
+from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
+
+
+def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
+    """evaluate(), computed once per host's facts and thresholds (gather.memo)."""
+    key = ("gpu_health", tuple(sorted((thresholds or {}).items())))
+    return list(memo(facts, key, lambda: tuple(evaluate(facts, thresholds))))
+
+
+def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
+    """All health rules over the host's GPUs (none when the driver is absent), then the fabric
+    rules (kernel Xid/SXid, NVLink links, Fabric Manager: steps/fabric_health.py), which read
+    other outputs than nvidia-smi's and so run even when no GPU could be read."""
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    return _gpu_rules(facts, thresholds) + health_checks(facts)
+
+
+def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Check]:
+    t = {**DEFAULTS, **(thresholds or {})}
+    gpus = list(facts.gpu.gpus) if facts.gpu else []
+    if not gpus:
+        return []
+    unreadable = rule_unreadable(gpus)
+    # -q or -q -x answered: their N/A is an answer (the table and the CSV carry no repair state)
+    source = facts.gpu.source if facts.gpu else ""
+    detailed = "xml" in source or "text" in source
+    rules: list[Callable[[], Check | None]] = [
+        lambda: rule_ecc_mode(gpus),
+        lambda: rule_ecc_errors(gpus),
+        lambda: rule_memory_repair(gpus, detailed),
+        lambda: rule_pcie_link(gpus),
+        lambda: rule_pcie_replays(gpus),
+        lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
+        lambda: rule_throttle(gpus),
+        lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
+        lambda: rule_sensor_faults(gpus),
+        lambda: rule_foreign_processes(gpus),
+        lambda: rule_persistence(gpus),
+        lambda: rule_mig(gpus),
+        lambda: rule_virtualization(gpus),
+    ]
+    checks = [c for r in rules if (c := r()) is not None]
+    return ([unreadable] if unreadable else []) + checks
+
+
+def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
+    """Step args, overridden by the inventory's `vars.gpu_health` (vendor, group or host)."""
+    overrides = host_vars.get("gpu_health") or {}
+    if not isinstance(overrides, Mapping):
+        raise StepArgsError("vars.gpu_health must be a mapping of threshold: number")
+    merged = {**args, **overrides}
+    out: dict[str, float] = {}
+    for key, value in merged.items():
+        if key not in DEFAULTS:
+            raise StepArgsError(f"unknown gpu_health threshold {key!r} (known: {', '.join(DEFAULTS)})")
+        try:
+            out[key] = float(value)
+        except (TypeError, ValueError):
+            raise StepArgsError(f"gpu_health threshold {key!r} must be a number, not {value!r}") from None
+    return out
+
+
+class GpuHealthStep(Step):
+    """Read-only GPU health checks (ECC, memory repair, PCIe, power, throttling, processes)."""
+
+    name = "gpu_health"
+    read_only = True
+    ARGS = {k: f"threshold (default {v})" for k, v in DEFAULTS.items()}
+
+    def check_host(self, host: Host) -> None:
+        """Thresholds from `vars.gpu_health` must be known names and numbers."""
+        thresholds_from(self.args, host.vars)
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Evaluate every rule; failed when any fails, or when no GPU could be checked at all."""
+        try:
+            thresholds = thresholds_from(self.args, ctx.host.vars)
+        except StepArgsError as exc:
+            return Plan(False, f"bad gpu_health threshold: {exc}", failed=True)
+        checks = evaluated(ctx.facts, thresholds)
+        if not (ctx.facts.gpu and ctx.facts.gpu.gpus):
+            # No GPU was checked: that is a failure, as acceptance's nvidia_driver rule says (the
+            # kernel log's Xid lines still say why, when it could be read)
+            check = rule_nothing_checked(ctx.facts)
+            # (a provider's policy block is unverified, not a failure of the box)
+            failed = check.verdict == "fail" or any(c.verdict == "fail" for c in checks)
+            return Plan(
+                False,
+                f"no GPU health check could run: {check.actual}",
+                checks=[check, *checks],
+                failed=failed,
+            )
+        fails = [c.name for c in checks if c.verdict == "fail"]
+        warns = [c.name for c in checks if c.verdict == "warn"]
+        unverified = [c.name for c in checks if c.verdict == "unverified"]
+        if fails:
+            msg = f"{len(fails)} of {len(checks)} GPU health checks failed: {', '.join(fails)}"
+        elif warns:
+            msg = f"GPUs healthy with {len(warns)} warning(s): {', '.join(warns)}"
+        elif unverified:
+            msg = f"all {len(checks) - len(unverified)} GPU health checks that could run passed"
+        else:
+            msg = f"all {len(checks)} GPU health checks passed"
+        if unverified:
+            msg += f"; {len(unverified)} unverified: {', '.join(unverified)}"
+        return Plan(False, msg, checks=checks, failed=bool(fails))
