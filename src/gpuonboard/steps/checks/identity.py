@@ -154,6 +154,83 @@ def _count(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
+@dataclass
+class _Findings:
+    """What `rule_gpu_identity` has found so far: the worst verdict, the actual parts, advice."""
+
+    verdict: Verdict = "pass"
+    parts: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+
+    def worse(self, v: Verdict) -> None:
+        """Raise the verdict to `v` when `v` is worse."""
+        if _RANK[v] > _RANK[self.verdict]:
+            self.verdict = v
+
+
+def _against_history(
+    now: Sequence[GpuIdentity],
+    history: Sequence[LedgerEntry],
+    history_problem: str | None,
+    unidentified: Sequence[GpuIdentity],
+    found: _Findings,
+) -> str:
+    """Compare this run's GPUs with the host's last recorded run; returns the expected text."""
+    previous = next((e for e in reversed(history) if any(g.identified for g in e.gpus)), None)
+    if history_problem is not None:
+        found.worse("unverified")
+        found.parts.append(f"{_count(len(now))}: {_list(now)}; not compared (the ledger is unreadable)")
+        found.advice.append(history_problem)
+        return "the same GPUs as the last recorded run"
+    if previous is None:
+        found.parts.append(f"recorded {_count(len(now))}: {_list(now)}")
+        return "GPU serials / UUIDs recorded (first run of this host)"
+    diff = compare(previous.gpus, now)
+    if diff.changed:
+        found.worse("warn")
+        found.parts.append(
+            "; ".join([*diff.swapped, *diff.added, *[f"{g} no longer reported" for g in diff.gone]])
+        )
+        what = "a GPU was swapped" if diff.swapped else "the GPUs changed"
+        found.advice.append(
+            f"{what} since the run of {previous.day()}: fine if you asked for it (a repair),"
+            " otherwise ask the vendor why and whether the old GPU failed"
+        )
+    else:
+        found.parts.append(f"same {_count(len(now) - len(unidentified))} as on {previous.day()}")
+    if diff.moved:
+        found.parts.append("enumerated in another order (" + "; ".join(diff.moved) + ")")
+    return f"the same GPUs as on {previous.day()}"
+
+
+def _against_others(now: Sequence[GpuIdentity], others: Mapping[str, LedgerEntry], found: _Findings) -> None:
+    """Look for this run's GPUs among other hosts' last runs: a failed box handed back under a
+    new name (whole: fail; in part: warn), else a box known under another name (said)."""
+    back = find_hand_back(now, others)
+    if back is not None:
+        failed = f" ({', '.join(back.entry.failed_rules)})" if back.entry.failed_rules else ""
+        when = f"host {back.entry.host}, which failed acceptance{failed} on {back.entry.day()}"
+        if back.whole_box:
+            found.worse("fail")
+            found.parts.append(f"all {_count(len(now))} are the GPUs of {when}")
+            found.advice.append(
+                f"this is the box you rejected as host {back.entry.host}, handed back under a new"
+                " name: do not accept it before the vendor says in writing what was repaired (to"
+                " accept it knowingly, run with --skip gpu_identity)"
+            )
+        else:
+            found.worse("warn")
+            found.parts.append(
+                f"{', '.join(f'GPU {g.index} ({g.label()})' for g in back.matched)} were in {when}"
+            )
+            found.advice.append(
+                f"part of the box you rejected as host {back.entry.host} came back in this one: ask"
+                " the vendor which parts were replaced and why the others were kept"
+            )
+    elif seen := seen_elsewhere(now, others):
+        found.parts.append(f"seen before on {', '.join(seen)}")
+
+
 def rule_gpu_identity(
     now: Sequence[GpuIdentity],
     history: Sequence[LedgerEntry],
@@ -175,68 +252,15 @@ def rule_gpu_identity(
             "the GPUs cannot be told apart from another box's without a serial or UUID;"
             " `nvidia-smi -q` reports them (a table-only output does not)",
         )
-    verdict: Verdict = "pass"
-    parts: list[str] = []
-    advice: list[str] = []
-
-    def worse(v: Verdict) -> None:
-        nonlocal verdict
-        if _RANK[v] > _RANK[verdict]:
-            verdict = v
-
-    previous = next((e for e in reversed(history) if any(g.identified for g in e.gpus)), None)
-    if history_problem is not None:
-        worse("unverified")
-        expected = "the same GPUs as the last recorded run"
-        parts.append(f"{_count(len(now))}: {_list(now)}; not compared (the ledger is unreadable)")
-        advice.append(history_problem)
-    elif previous is None:
-        expected = "GPU serials / UUIDs recorded (first run of this host)"
-        parts.append(f"recorded {_count(len(now))}: {_list(now)}")
-    else:
-        expected = f"the same GPUs as on {previous.day()}"
-        diff = compare(previous.gpus, now)
-        if diff.changed:
-            worse("warn")
-            parts.append(
-                "; ".join([*diff.swapped, *diff.added, *[f"{g} no longer reported" for g in diff.gone]])
-            )
-            what = "a GPU was swapped" if diff.swapped else "the GPUs changed"
-            advice.append(
-                f"{what} since the run of {previous.day()}: fine if you asked for it (a repair),"
-                " otherwise ask the vendor why and whether the old GPU failed"
-            )
-        else:
-            parts.append(f"same {_count(len(now) - len(unidentified))} as on {previous.day()}")
-        if diff.moved:
-            parts.append("enumerated in another order (" + "; ".join(diff.moved) + ")")
+    found = _Findings()
+    expected = _against_history(now, history, history_problem, unidentified, found)
     if unidentified:
-        worse("unverified")
-        parts.append(
+        found.worse("unverified")
+        found.parts.append(
             f"{', '.join(f'GPU {g.index}' for g in unidentified)} not identified (no serial or UUID reported)"
         )
-    back = find_hand_back(now, others)
-    if back is not None:
-        failed = f" ({', '.join(back.entry.failed_rules)})" if back.entry.failed_rules else ""
-        when = f"host {back.entry.host}, which failed acceptance{failed} on {back.entry.day()}"
-        if back.whole_box:
-            worse("fail")
-            parts.append(f"all {_count(len(now))} are the GPUs of {when}")
-            advice.append(
-                f"this is the box you rejected as host {back.entry.host}, handed back under a new"
-                " name: do not accept it before the vendor says in writing what was repaired (to"
-                " accept it knowingly, run with --skip gpu_identity)"
-            )
-        else:
-            worse("warn")
-            parts.append(f"{', '.join(f'GPU {g.index} ({g.label()})' for g in back.matched)} were in {when}")
-            advice.append(
-                f"part of the box you rejected as host {back.entry.host} came back in this one: ask"
-                " the vendor which parts were replaced and why the others were kept"
-            )
-    elif seen := seen_elsewhere(now, others):
-        parts.append(f"seen before on {', '.join(seen)}")
-    return Check(RULE, expected, "; ".join(parts), verdict, "; ".join(advice))
+    _against_others(now, others, found)
+    return Check(RULE, expected, "; ".join(found.parts), found.verdict, "; ".join(found.advice))
 
 
 def acceptance_outcome(ctx: StepContext) -> tuple[Outcome, tuple[str, ...]]:

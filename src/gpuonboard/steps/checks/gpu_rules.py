@@ -1,0 +1,332 @@
+"""The GPU rules of the `acceptance` step: driver, GPU model and count, VRAM, interconnect,
+minimum driver version. Pure functions of the order and the facts, each returning a Check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.facts import topo
+from gpuonboard.facts.nvidia_smi_failure import (
+    HUNG_ADVICE,
+    NOT_FOUND_ADVICE,
+    UNKNOWN_CAUSE_ADVICE,
+    nvidia_smi_failure,
+)
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.steps.base import Check, Verdict, last_line
+from gpuonboard.steps.checks import ngc
+from gpuonboard.steps.checks.missing_facts import (
+    RERUN_ADVICE,
+    _attached_gap,
+    _gpu_not_given,
+    _incomplete,
+    _no_gpu_actual,
+    _not_judged,
+    _refused,
+    _unjudged_verdict,
+    _unreadable,
+    fault_advice,
+)
+from gpuonboard.steps.checks.model_match import match_model, split_count
+from gpuonboard.units import format_bytes
+
+
+def rule_driver(facts: Facts) -> Check:
+    """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
+    refuses is said, never taken for a broken driver; a cut-off output is unverified."""
+    expected = "nvidia-smi reports the GPUs"
+    if _gpu_not_given(facts) and facts.gpu is None:
+        return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    if not facts.nvidia_smi_present:
+        return Check(
+            "nvidia_driver",
+            "NVIDIA driver installed (nvidia-smi)",
+            "nvidia-smi not found",
+            "fail",
+            NOT_FOUND_ADVICE,
+        )
+    refused = _refused(facts)
+    problem = _no_gpu_actual(facts)
+    unread = facts.unread_not_a_fault() if problem else ""
+    if unread and refused:
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{(problem or '').removeprefix('unknown: ')}; {refused}",
+            "unverified",
+            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
+            " driver): ask the provider which format they allow, or for the GPU list they delivered",
+        )
+    if unread:
+        # an output cut short, or text that is no nvidia-smi listing: no evidence either way
+        actual = (problem or "").removeprefix("unknown: ")
+        actual += "" if "incomplete probe" in actual else f" ({unread})"
+        return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
+    if problem:
+        raw = facts.gpu_raw
+        advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
+        if raw.exit_code == TIMED_OUT:
+            advice = HUNG_ADVICE
+        elif not advice and problem.startswith("unknown: nvidia-smi failed"):
+            advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
+        return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
+    assert facts.gpu is not None
+    actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"
+    notes = [refused] if refused else []
+    incomplete = _incomplete(facts)
+    if incomplete:
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {incomplete}",
+            "unverified",
+            "; ".join([RERUN_ADVICE, *notes]),
+        )
+    if refused:
+        notes.append(
+            "the provider blocks these formats by policy; the facts come from the formats that"
+            f" answered ({', '.join(facts.gpu_evidence.answered) if facts.gpu_evidence else '-'})"
+        )
+    verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
+    return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
+    """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
+    not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
+    written into the model ('8x A100 80G') is checked against the GPUs delivered."""
+    expected = order.gpu_model or ""
+    problem = _no_gpu_actual(facts)
+    if problem:
+        return Check("gpu_model", expected, problem, _unjudged_verdict(facts))
+    assert facts.gpu is not None
+    # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
+    # a GPU whose name was not read (an output cut inside its record) is unread, not another model
+    read = [g for g in facts.gpu.gpus if not g.faults and g.name.strip()]
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    nameless = len(facts.gpu.gpus) - len(read) - len(faulty)
+    names = [g.name for g in read]
+    actual = ", ".join(filter(None, [_count_names(names), *map(_unreadable, faulty)])) or "no GPU"
+    model, count = split_count(expected)
+    fails: dict[str, list[str]] = {}
+    warns: dict[str, list[str]] = {}
+    for g in read:
+        result = match_model(model, g.name, g.memory_total_mib)
+        into = fails if result.verdict == "fail" else warns if result.verdict == "warn" else None
+        if into is not None and result.why not in into.setdefault(g.name, []):
+            into[g.name].append(result.why)
+    notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
+    if faulty:
+        notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
+    verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
+    incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
+    if incomplete and (verdict != "fail" or (nameless and not fails and not faulty)):
+        # the GPUs read are the ordered model; those the output left out could not be judged
+        return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
+    if count is not None and len(facts.gpu.gpus) < count:
+        notes.append(f"the order's model says {count} x, {len(facts.gpu.gpus)} delivered")
+        verdict = "fail"
+    elif count is not None and order.gpu_count is not None and order.gpu_count != count:
+        notes.append(
+            f"the order's model says {count} x but gpu_count is {order.gpu_count}: correct the order"
+        )
+        verdict = "warn" if verdict == "pass" else verdict
+    if verdict != "fail":
+        notes += [f"{n}: {'; '.join(w)}" for n, w in warns.items()]
+    return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
+
+
+def _count_names(names: Iterable[str]) -> str:
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return ", ".join(f"{c} x {n}" for n, c in counts.items())
+
+
+def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
+    """As many GPUs as ordered (more is reported, not failed)."""
+    expected = str(order.gpu_count)
+    problem = _no_gpu_actual(facts)
+    if problem:
+        return Check("gpu_count", expected, problem, _unjudged_verdict(facts))
+    assert facts.gpu is not None and order.gpu_count is not None
+    n = len(facts.gpu.gpus)
+    detail = _attached_gap(facts)
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    if faulty and n >= order.gpu_count:
+        # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU
+        usable = n - len(faulty)
+        unread = "; ".join(map(_unreadable, faulty))
+        return Check(
+            "gpu_count",
+            expected,
+            f"{n} ({len(faulty)} unreadable)",
+            "fail" if usable < order.gpu_count else "pass",
+            f"{unread}: {usable} of the {n} listed GPUs can be read"
+            + (f", {order.gpu_count} ordered (see gpu_model)" if usable < order.gpu_count else ""),
+        )
+    incomplete = _incomplete(facts)
+    if incomplete and n < order.gpu_count:
+        return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
+    verdict: Verdict = "fail" if n < order.gpu_count else "pass"
+    if n > order.gpu_count:
+        detail = detail or "more GPUs than ordered"
+    elif n < order.gpu_count:
+        missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"
+        detail = (
+            missing
+            + (f" ({detail})" if detail else "")
+            + "; ask the vendor to install them or for the box that was ordered"
+        )
+    return Check("gpu_count", expected, str(n), verdict, detail)
+
+
+def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
+    """Each GPU has at least the ordered memory (minus the reserved-region gap)."""
+    assert order.vram_bytes is not None
+    expected = f">= {format_bytes(order.vram_bytes, binary=False)} per GPU"
+    problem = _no_gpu_actual(facts)
+    if problem:
+        return Check("vram", expected, problem, _unjudged_verdict(facts))
+    assert facts.gpu is not None
+    # a GPU nvidia-smi cannot read gives no data, even where a memory size is printed for it
+    faulty = [g for g in facts.gpu.gpus if g.faults]
+    unread = "; ".join(map(_unreadable, faulty))
+    sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
+    if not sizes:
+        return Check("vram", expected, f"unknown: no GPU could be read: {unread}", "fail")
+    read = [s for s in sizes if s is not None]
+    if not read:
+        refused = _refused(facts)
+        return Check(
+            "vram",
+            expected,
+            "unknown: no nvidia-smi format that answered reports GPU memory"
+            + (f" ({refused})" if refused else ""),
+            "unverified",
+            "the memory of the GPUs could not be read: run `nvidia-smi --query-gpu=name,memory.total"
+            " --format=csv` on the host, or ask the provider to allow it",
+        )
+    smallest = min(read) * 1024 * 1024
+    actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=False)}) smallest"
+    if faulty:
+        actual += f" of the {len(sizes)} GPUs read; {unread}"
+    ok = smallest >= order.vram_bytes * (1 - tolerance)
+    unread_sizes = len(sizes) - len(read)
+    incomplete = _incomplete(facts) or (
+        f"the memory of {unread_sizes} GPU(s) was not reported" if unread_sizes else ""
+    )
+    if ok and incomplete:
+        return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
+    if ok:
+        return Check("vram", expected, actual, "pass")
+    return Check(
+        "vram",
+        expected,
+        actual,
+        "fail",
+        "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
+        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered",
+    )
+
+
+def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
+    """NVLink between every GPU pair when NVLink was ordered (from nvidia-smi topo -m)."""
+    expected = order.interconnect or ""
+    if facts.topology is None:
+        if not facts.given("nvidia_topo"):
+            return _not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
+        problem = _no_gpu_actual(facts) or "unknown: " + _topo_failure(facts)
+        # no matrix is no evidence: neither NVLink's absence (a fail) nor PCIe's presence (a pass)
+        return Check(
+            "interconnect",
+            expected,
+            problem,
+            "unverified",
+            "the GPU topology could not be read: run `nvidia-smi topo -m` on the host and save its"
+            " output; `invoke facts FILE` judges it",
+        )
+    kind = topo.interconnect(facts.topology)
+    listed = len(facts.gpu.gpus) if facts.gpu else 0
+    if kind == "unknown" or len(facts.topology.gpus) < listed:
+        seen = len(facts.topology.gpus)
+        return Check(
+            "interconnect",
+            expected,
+            f"unknown: nvidia-smi topo -m shows {seen} of the {listed or '?'} GPUs",
+            "unverified",
+            "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
+        )
+    weakest = topo.weakest_link(facts.topology)
+    actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
+    orphans = topo.nvlink_orphans(facts.topology) if kind == "mixed" else []
+    verdict: Verdict
+    if order.interconnect == "pcie" or kind == "nvlink" or kind == "single":
+        verdict = "pass"
+    elif kind == "mixed" and not orphans:
+        verdict = "warn"
+    else:
+        verdict = "fail"
+    detail = "only some GPU pairs are on NVLink" if kind == "mixed" else ""
+    if verdict == "fail" and not orphans:
+        detail = (
+            "NVLink was ordered, but the GPUs reach each other only over PCIe"
+            + (f" (the weakest pair through {weakest})" if weakest else "")
+            + ": GPU-to-GPU traffic (all-reduce) is many times slower than over NVLink;"
+            " ask the vendor for the NVLink (SXM/NVSwitch or bridged) box that was ordered"
+        )
+    if orphans and verdict == "fail":
+        detail = (
+            f"{', '.join(orphans)} {'has' if len(orphans) == 1 else 'have'} NVLink to no other GPU while"
+            " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
+        )
+    return Check("interconnect", expected, actual, verdict, detail)
+
+
+def _topo_failure(facts: Facts) -> str:
+    """Why `nvidia-smi topo -m` gave no matrix, in a few words."""
+    out = facts.raw.get("nvidia_topo")
+    if out is None or out.absent:
+        return "nvidia-smi topo -m was not run"
+    from gpuonboard.facts.gpu_merge import refusal_line
+
+    line = refusal_line(out)
+    if line:
+        return f"the host refuses nvidia-smi topo -m ({line[:160]})"
+    if out.exit_code != 0:
+        line = last_line(out.stderr or out.stdout, out.exit_code)[:160]
+        return f"nvidia-smi topo -m failed (exit {out.exit_code}: {line})"
+    return "nvidia-smi topo -m printed no GPU matrix that could be read"
+
+
+def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
+    """The driver is at least the ordered minimum version."""
+    assert order.min_driver is not None
+    expected = f">= {order.min_driver}"
+    problem = _no_gpu_actual(facts)
+    if problem or facts.gpu is None or not facts.gpu.driver_version:
+        return Check(
+            "min_driver", expected, problem or "unknown: the driver version was not reported", "unverified"
+        )
+    try:
+        ok = ngc.version_key(facts.gpu.driver_version) >= ngc.version_key(order.min_driver)
+    except ValueError:  # a garbled or cut-off version: no evidence that the driver is older
+        return Check(
+            "min_driver",
+            expected,
+            f"driver version {facts.gpu.driver_version!r} unreadable",
+            "unverified",
+            "nvidia-smi did not report a numeric driver version; run nvidia-smi on the host to read it",
+        )
+    if ok:
+        return Check("min_driver", expected, facts.gpu.driver_version, "pass")
+    return Check(
+        "min_driver",
+        expected,
+        facts.gpu.driver_version,
+        "fail",
+        f"the NVIDIA driver is older than the ordered {order.min_driver}: ask the vendor to install a"
+        f" {order.min_driver} or newer driver (a driver upgrade needs root and, usually, a reboot)",
+    )

@@ -1,0 +1,115 @@
+"""What an acceptance rule says when its facts are missing, refused, cut short or unreadable.
+
+Owns the shared wording of the `acceptance` rules for facts that do not allow a verdict: an
+output not given (`_not_judged`), nvidia-smi absent, failed, hung or answering without GPUs
+(`_no_gpu_actual`), a format the provider refuses (`_refused`), an output cut short
+(`_incomplete`, `_attached_gap`, `RERUN_ADVICE`) and a GPU nvidia-smi lists but cannot read
+(`_unreadable`, `fault_advice`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+from gpuonboard.steps.base import Check, Verdict
+
+if TYPE_CHECKING:
+    from gpuonboard.facts.nvidia_smi import GpuInfo
+
+
+def _gpu_not_given(facts: Facts) -> bool:
+    """No nvidia-smi output of any format was given (`invoke facts` without one)."""
+    from gpuonboard.facts.gpu_merge import GPU_PROBES
+
+    return not any(facts.given(name) for name in GPU_PROBES)
+
+
+def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
+    """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
+    return Check(
+        name,
+        expected,
+        f"not judged: no {what} output was given",
+        "unverified",
+        f"add the saved `{command}` output to judge it",
+    )
+
+
+def _unjudged_verdict(facts: Facts) -> Verdict:
+    """The verdict of a GPU rule without GPU facts: unverified. Its cause (no driver, a hung or
+    broken one) fails the nvidia_driver rule; this rule's fact could not be read."""
+    return "unverified"
+
+
+def _refused(facts: Facts) -> str:
+    """'the host refuses nvidia-smi -q -x: ERROR: ...; ...' for the formats refused on purpose."""
+    ev = facts.gpu_evidence
+    return "; ".join(r.sentence() for r in ev.refusals) if ev else ""
+
+
+def _incomplete(facts: Facts) -> str:
+    """'nvidia-smi says 8 GPUs attached but its output lists 1 (cut off)' when no format listed
+    every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
+    if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
+        return ""
+    gap = _attached_gap(facts) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
+    return f"incomplete probe: {gap}"
+
+
+RERUN_ADVICE = (
+    "an output cut short (a dropped session, a capture cut off, a GPU left out of a listing) is"
+    " no evidence about the hardware: rerun `invoke check`; if it stays so, run `nvidia-smi -L`"
+    " on the host and check `dmesg` for NVIDIA Xid errors"
+)
+
+
+# What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults); a hung driver: HUNG_ADVICE
+def fault_advice(indexes: Iterable[int]) -> str:
+    """One sentence: what to ask the vendor about the unreadable GPUs numbered `indexes`."""
+    return (
+        "nvidia-smi cannot read the GPU(s) named (fallen off the bus, needing a reset, or a hung"
+        " driver/GSP), so no other check covers them; ask the vendor to check `dmesg` for NVIDIA Xid"
+        " errors (79: fallen off the bus; 119/120: GSP timeout), to reset the GPU"
+        f" (`sudo nvidia-smi -i N -r`, N in {', '.join(str(i) for i in indexes)}) or reboot, and to"
+        " replace it if it stays so"
+    )
+
+
+def _no_gpu_actual(facts: Facts) -> str | None:
+    if _gpu_not_given(facts) and facts.gpu is None:
+        return "not judged: no nvidia-smi output was given"
+    if not facts.nvidia_smi_present:
+        return "unknown: nvidia-smi not found"
+    if facts.gpu is None or not facts.gpu.gpus:
+        raw = facts.gpu_raw
+        if raw.exit_code == TIMED_OUT:
+            return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
+        line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
+        failed_words = bool(advice) or "NVIDIA-SMI has failed" in raw.stdout
+        if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
+            # it answered, but no GPU could be read from what it printed
+            why = "; ".join(facts.gpu.warnings[:2])
+            return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
+        return "unknown: nvidia-smi failed" + (f" ({line[:160]})" if line else "")
+    return None
+
+
+def _attached_gap(facts: Facts) -> str:
+    """'nvidia-smi says 4 attached but lists 1' when its attached count differs from the GPUs
+    its output describes; '' otherwise."""
+    if facts.gpu is None or facts.gpu.attached_gpus is None:
+        return ""
+    n = len(facts.gpu.gpus)
+    return (
+        f"nvidia-smi says {facts.gpu.attached_gpus} attached but lists {n}"
+        if facts.gpu.attached_gpus != n
+        else ""
+    )
+
+
+def _unreadable(g: GpuInfo) -> str:
+    """'GPU 4 unreadable (nvidia-smi reads ERR!)': a GPU nvidia-smi lists but cannot read."""
+    return f"GPU {g.index} unreadable (nvidia-smi reads {' / '.join(g.faults)})"

@@ -1,0 +1,191 @@
+"""GPU model matching (steps/checks/model_match.py): ordered model names against the names
+nvidia-smi prints, real ones from the captures included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.steps.checks.model_match import model_matches, model_tokens
+
+FIX = Path(__file__).parents[3] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        ("A100 80GB SXM", "NVIDIA A100-SXM4-80GB", True),
+        ("A100 80GB", "NVIDIA A100-SXM4-80GB", True),
+        ("A100 80GB SXM", "NVIDIA A100-SXM4-40GB", False),
+        ("A100 80GB PCIe", "NVIDIA A100-SXM4-80GB", False),
+        ("A100 80GB PCIe", "NVIDIA A100 80GB PCIe", True),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", True),
+        ("H100", "NVIDIA H100 80GB HBM3", True),
+        ("H100 SXM", "NVIDIA H100 PCIe", False),
+        ("A100 80 GB", "NVIDIA A100-SXM4-80GB", True),
+        ("", "NVIDIA A100-SXM4-80GB", False),
+    ],
+)
+def test_model_matching(ordered: str, delivered: str, ok: bool) -> None:
+    assert model_matches(ordered, delivered) is ok
+
+
+def test_model_tokens_drop_vendor_words() -> None:
+    assert model_tokens("NVIDIA A100-SXM4-80GB") == {"A100", "SXM4", "SXM", "80GB"}
+
+
+# --- GPU model names (real names from the captures under tests/fixtures/real and shared/) ---
+REAL_NAMES = {
+    "a100_80": ("NVIDIA A100-SXM4-80GB", 81920),
+    "a100_40": ("NVIDIA A100-SXM4-40GB", 40960),
+    "h100": ("NVIDIA H100 80GB HBM3", 81559),
+    "h200": ("NVIDIA H200", 143771),
+    "rtx4090": ("NVIDIA GeForce RTX 4090", 24564),
+    "rtx6000ada_table": ("NVIDIA RTX 6000 Ada Gene...", 49140),
+    "rtx4000sff": ("NVIDIA RTX 4000 SFF Ada Generation", 20475),
+    "t4": ("Tesla T4", 15360),
+    "p100": ("Tesla P100-PCIE-16GB", 16280),
+    "l40s": ("NVIDIA L40S", 46068),
+    "a10": ("NVIDIA A10", 23028),
+    "rtx3090": ("NVIDIA GeForce RTX 3090", 24576),
+}
+
+
+def test_real_names_table_is_from_the_captures() -> None:
+    texts = "".join(
+        p.read_text(errors="replace") for p in (FIX / "real").iterdir() if p.name.startswith("nvidia-smi")
+    )
+    for name, _ in REAL_NAMES.values():
+        assert name in texts, name
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        # correct boxes named differently from the order (defect 3)
+        ("H100 80GB SXM", REAL_NAMES["h100"], True),
+        ("H100 SXM5 80GB", REAL_NAMES["h100"], True),
+        ("H200 SXM 141GB", REAL_NAMES["h200"], True),
+        ("H200 141GB", REAL_NAMES["h200"], True),
+        ("A100 80G SXM4", REAL_NAMES["a100_80"], True),
+        ("A100 SXM 80GB", REAL_NAMES["a100_80"], True),
+        ("RTX4090", REAL_NAMES["rtx4090"], True),
+        ("RTX 4090 24GB", REAL_NAMES["rtx4090"], True),
+        ("RTX 6000 Ada Generation", REAL_NAMES["rtx6000ada_table"], True),
+        ("RTX 6000 Ada 48GB", REAL_NAMES["rtx6000ada_table"], True),
+        ("RTX 4000 SFF Ada", REAL_NAMES["rtx4000sff"], True),
+        ("T4 16GB", REAL_NAMES["t4"], True),
+        ("P100 PCIe 16GB", REAL_NAMES["p100"], True),
+        ("L40S PCIe 48GB", REAL_NAMES["l40s"], True),
+        ("A10 24GB", REAL_NAMES["a10"], True),
+        # wrong boxes
+        ("H100 80GB PCIe", REAL_NAMES["h100"], False),
+        ("H200 NVL", REAL_NAMES["h200"], False),
+        ("A100 80G SXM4", REAL_NAMES["a100_40"], False),
+        ("A100 SXM5", REAL_NAMES["a100_80"], False),
+        ("RTX 4090 D", REAL_NAMES["rtx4090"], False),
+        ("RTX 3090 Ti", REAL_NAMES["rtx3090"], False),
+        ("RTX 6000 Ada 24GB", REAL_NAMES["rtx6000ada_table"], False),
+        ("Quadro RTX 6000", REAL_NAMES["rtx6000ada_table"], False),
+        ("RTX 4000 Ada", REAL_NAMES["rtx6000ada_table"], False),
+        ("P100 SXM2", REAL_NAMES["p100"], False),
+        ("A100 80GB", REAL_NAMES["h100"], False),
+    ],
+)
+def test_model_matching_real_names(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
+
+
+# Names of other products that carry the ordered model's words plus a word that makes them
+# another card (NVIDIA's product names as nvidia-smi prints them).
+@pytest.mark.parametrize(
+    ("ordered", "delivered"),
+    [
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 D"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 Laptop GPU"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 Lap..."),
+        ("RTX 4080", "NVIDIA GeForce RTX 4080 SUPER"),
+        ("RTX 3080", "NVIDIA GeForce RTX 3080 Ti"),
+        ("RTX 3080", "NVIDIA GeForce RTX 3080 Ti Laptop GPU"),
+        ("RTX 2080", "NVIDIA GeForce RTX 2080 with Max-Q Design"),
+        ("H100", "NVIDIA H100 NVL"),
+        ("H100", "NVIDIA H100 PCIe"),
+        ("H100 80GB", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+        ("H200", "NVIDIA H200 NVL"),
+        ("H200 SXM", "NVIDIA H200 NVL"),
+        ("RTX 6000", "Quadro RTX 6000"),
+        ("RTX 5000", "NVIDIA RTX 5000 Ada Generation Laptop GPU"),
+        ("GTX 1650", "NVIDIA GeForce GTX 1650 Mobile"),
+    ],
+)
+def test_another_products_extra_word_fails_unless_ordered(ordered: str, delivered: str) -> None:
+    assert not model_matches(ordered, delivered)
+    named = delivered.replace("NVIDIA ", "").replace("GeForce ", "").replace("...", "")
+    if "MIG" not in delivered and not delivered.endswith("..."):
+        assert model_matches(named, delivered)  # ordering exactly that card matches it
+
+
+# --- QA round 3: GPU model names. The names are nvidia-smi's, from the captures here or from
+# public nvidia-smi outputs (GitHub: "NVIDIA GeForce RTX 4090 D" 24564 MiB, "NVIDIA H800" 700 W
+# and "NVIDIA H800 PCIe", old driver <= 525 tables "NVIDIA A100-SXM...", new tables
+# "NVIDIA GeForce RTX 4080 ..." for a 4080 SUPER, "NVIDIA GH200 480GB" with ~97.8 GB VRAM). ---
+RTX4090D = ("NVIDIA GeForce RTX 4090 D", 24564)
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        # a suffix joined to the number is the spaced word (defect 1)
+        ("RTX 4090D", RTX4090D, True),
+        ("4090D", RTX4090D, True),
+        ("RTX4090D", RTX4090D, True),
+        ("RTX-4090D", RTX4090D, True),
+        ("GeForce RTX 4090D", RTX4090D, True),
+        ("RTX 3090Ti", ("NVIDIA GeForce RTX 3090 Ti", 24564), True),
+        ("RTX 2080Ti", ("NVIDIA GeForce RTX 2080 Ti", 11264), True),
+        ("4090", REAL_NAMES["rtx4090"], True),  # a bare number: the model word holding it
+        ("4090 24G", REAL_NAMES["rtx4090"], True),
+        ("4090", RTX4090D, False),  # D still marks another product
+        ("RTX 4090D", REAL_NAMES["rtx4090"], False),
+        ("A10", ("NVIDIA A10G", 23028), False),
+        # H800 and H20 without PCIe/NVL are SXM parts (defect 2)
+        ("H800 SXM", ("NVIDIA H800", 81559), True),
+        ("H800 SXM5 80GB", ("NVIDIA H800", 81559), True),
+        ("H800 PCIe", ("NVIDIA H800", 81559), False),
+        ("H800 PCIe", ("NVIDIA H800 PCIe", 81559), True),
+        ("H800 SXM", ("NVIDIA H800 PCIe", 81559), False),
+        ("H20 SXM", ("NVIDIA H20", 97871), True),
+        ("H20 PCIe", ("NVIDIA H20", 97871), False),
+        # an old table's visible SXM fragment is information (defect 3)
+        ("A100 80GB SXM", ("NVIDIA A100-SXM...", 81920), True),
+        ("A100-SXM4-80GB", ("NVIDIA A100-SXM...", 81920), True),
+        ("A100 80GB PCIe", ("NVIDIA A100-SXM...", 81920), False),
+        ("V100 PCIe", ("Tesla V100-SXM2...", 32768), False),
+        ("V100 SXM2 32GB", ("Tesla V100-SXM2...", 32768), True),
+        # a new table's name cut at a space: the visible words decide (defect 4)
+        ("RTX 4080 SUPER", ("NVIDIA GeForce RTX 4080 ...", 16376), True),
+        ("A100", ("NVIDIA H100 ...", 81559), False),  # a visible model number still counts
+        ("RTX 4080 Ti", ("NVIDIA GeForce RTX 4070 ...", 12282), False),
+        # vendor-quote spellings (defect 5)
+        ("8x A100 80G", REAL_NAMES["a100_80"], True),
+        ("4x A100 80G SXM4", REAL_NAMES["a100_80"], True),
+        ("A100*8", REAL_NAMES["a100_80"], True),
+        ("8 x A100 80GB", REAL_NAMES["a100_80"], True),
+        ("A100 80GB NVLink", REAL_NAMES["a100_80"], True),
+        ("A100 40GB PCI-E", ("NVIDIA A100-PCIE-40GB", 40960), True),
+        ("A100 PCI-e 40GB", ("NVIDIA A100-PCIE-40GB", 40960), True),
+        ("GTX 1080", ("NVIDIA GeForce GTX 1080", 8192), True),  # 'X 1080' is no count
+        # GH200's name holds CPU + GPU memory (defect 6)
+        ("GH200 96GB", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 480GB", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 144GB", ("NVIDIA GH200 480GB", 97871), False),
+        # SFF is another card (defect 7)
+        ("RTX 4000 Ada", REAL_NAMES["rtx4000sff"], False),
+        ("RTX 4000 Ada", ("NVIDIA RTX 4000 SFF Ada ...", 20475), False),
+    ],
+)
+def test_model_matching_qa_round_3(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
