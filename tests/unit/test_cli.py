@@ -515,3 +515,36 @@ def test_the_check_reads_the_chosen_steps(tmp_path: Path) -> None:
     _refuse_teardown_steps(REPO, "provision", "", "")  # no teardown step: nothing to refuse
     with pytest.raises(UsageError):
         _refuse_teardown_steps(REPO, "teardown", "files", "")
+
+
+@pytest.mark.parametrize(
+    ("code", "rc", "err"),
+    [("0", 0, ""), ("3", 3, ""), ("None", 0, ""), ("'error: stop here'", 1, "error: stop here\n")],
+)
+def test_leave_runs_the_exit_handlers_flushes_and_keeps_the_code(
+    tmp_path: Path, code: str, rc: int, err: str
+) -> None:
+    """The console script's end skips the interpreter's object-by-object teardown, but the exit
+    handlers still run (the timings file, temporary folders), buffered output is written and
+    the exit code is sys.exit's."""
+    mark = tmp_path / "handler-ran"
+    script = (
+        "import atexit, sys; from gpuonboard.cli import leave;"
+        f" atexit.register(lambda: open({str(mark)!r}, 'w').write('ran'));"
+        f" sys.stdout.write('buffered'); leave({code})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (rc, "buffered", err)
+    assert mark.read_text() == "ran"
+
+
+def test_leave_waits_for_a_thread_python_would_wait_for(tmp_path: Path) -> None:
+    """A non-daemon thread still running: the plain exit, which lets it finish its work."""
+    out = tmp_path / "thread-wrote"
+    script = (
+        "import threading, time; from gpuonboard.cli import leave;"
+        f" threading.Thread(target=lambda: (time.sleep(0.3), open({str(out)!r}, 'w').write('x'))).start();"
+        " leave(4)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4 and out.read_text() == "x", done.stderr

@@ -582,42 +582,69 @@ def report_limits() -> Any:
     return TemplateLimits(text=64 * MIB, work=512 * MIB, steps=20_000_000, seconds=120.0)
 
 
-def _bytecode_cache() -> Any:
+def _bytecode_cache(kind: str) -> Any:
     """Compiled report templates kept between runs (the HTML report is written by every run:
     compiling it cost ~60 ms a run), in Jinja2's per-user cache folder (made 0700 and checked
-    to be the user's), under a name of ours: no other program's Jinja2, whose code is not
-    bounded, shares its entries (`-2`: the code our guard makes; a change of it, which the
+    to be the user's), under a name of ours per kind of environment (`bounded`: the sandbox's
+    code; `shipped`: plain Jinja2's): no other program's Jinja2, whose code is not bounded,
+    shares the bounded entries (`-2`: the code our guard makes; a change of it, which the
     cache's checksum of the template source does not see, takes a new name). None where that
     folder cannot be had."""
     import jinja2
 
+    name = {
+        "bounded": "gpuonboard-bounded-report-2-%s.cache",
+        "shipped": "gpuonboard-shipped-report-1-%s.cache",
+    }
     try:
-        return jinja2.FileSystemBytecodeCache(None, "gpuonboard-bounded-report-2-%s.cache")
+        return jinja2.FileSystemBytecodeCache(None, name[kind])
     except (OSError, RuntimeError):
         return None
 
 
 @lru_cache(maxsize=8)
-def _env(roots: tuple[str, ...], html: bool) -> Any:
+def _env(roots: tuple[str, ...], html: bool, shipped: bool = False) -> Any:
     """The report templates' environment (cached per template folders: Jinja then compiles each
-    template once per process, not once per report)."""
+    template once per process, not once per report). `shipped`: the environment for a template
+    this package ships (see _environment_for)."""
     import jinja2
 
     from gpuonboard.templating import BoundedSandbox
 
+    options: dict[str, Any] = {
+        "loader": jinja2.FileSystemLoader(list(roots)),
+        "bytecode_cache": _bytecode_cache("shipped" if shipped else "bounded"),
+        "undefined": jinja2.StrictUndefined,
+        "autoescape": html,
+        "keep_trailing_newline": True,
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+    }
+    filters = {"mdcell": md_cell, "mdcode": md_code, "size": _size}
+    if shipped:
+        env = jinja2.Environment(**options)
+        env.filters.update(filters)
+        return env
     # the bounded immutable sandbox, as for playbooks and templates/ (templating.py): a
     # project's own report template is configuration, never a way to run code on this machine
     # or to build a value without end
-    return BoundedSandbox(
-        loader=jinja2.FileSystemLoader(list(roots)),
-        bytecode_cache=_bytecode_cache(),
-        undefined=jinja2.StrictUndefined,
-        autoescape=html,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        filters={"mdcell": md_cell, "mdcode": md_code, "size": _size},
-    )
+    return BoundedSandbox(**options, filters=filters)
+
+
+def _environment_for(project: Path, name: str, html: bool) -> Any:
+    """The environment that renders report template `name` for `project`: a template the project
+    brings (its own templates/ folder holds `name`) renders in the bounded sandbox; the one this
+    package ships, code of ours tested with it, renders in plain Jinja2 (the sandbox's checks on
+    every attribute, call and output piece were about a third of a fleet's HTML report). Its
+    output is still limited to report_limits().text."""
+    from gpuonboard.resources import search_dirs, shipped_root
+
+    roots = search_dirs(project, "templates")
+    origin = next((root for root in roots if (root / name).is_file()), None)
+    root = shipped_root()
+    if origin is not None and root is not None and origin.resolve() == (root / "templates").resolve():
+        return _env((str(origin),), html, shipped=True)
+    return _env(tuple(str(d) for d in roots), html)
 
 
 # Markdown (CommonMark/GFM) escaping of data: a backslash before each character that could
@@ -688,10 +715,7 @@ def render(
 def preload(project: Path, fmt: str = "html") -> None:
     """Load the report template a run will render (its environment, imports and compiled
     code), so that a run can do it while its hosts still run."""
-    from gpuonboard.resources import search_dirs
-
-    env = _env(tuple(str(d) for d in search_dirs(project, "templates")), fmt == "html")
-    env.get_template(f"report/{fmt}.j2")
+    _environment_for(project, f"report/{fmt}.j2", fmt == "html").get_template(f"report/{fmt}.j2")
 
 
 def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
@@ -699,9 +723,7 @@ def _render_template(project: Path, fmt: str, name: str, **fields: Any) -> str:
     Python internals, a syntax or expression error) is one sentence naming it (exit 2)."""
     import jinja2
 
-    from gpuonboard.resources import search_dirs
-
-    env = _env(tuple(str(d) for d in search_dirs(project, "templates")), fmt == "html")
+    env = _environment_for(project, name, fmt == "html")
     where = name
     try:
         template = env.get_template(name)

@@ -640,3 +640,30 @@ def test_the_shipped_report_filters_still_work_bounded(tmp_path: Path) -> None:
     (tmp_path / "templates" / "report" / "md.j2").write_text("{{ 'a|b' | mdcell }} {{ 1000 | size }}\n")
     out, _digest, _go = render.report(tmp_path / "reports", RUN, "md", tmp_path)
     assert out.read_text().startswith("a\\|b ")
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_the_shipped_template_renders_alike_outside_the_sandbox_and_a_copy_inside(
+    tmp_path: Path, fmt: str
+) -> None:
+    """The shipped report template renders in plain Jinja2 (code of ours), a project's copy of
+    it in the bounded sandbox; the same summary gives the same text either way."""
+    import shutil
+
+    import jinja2
+
+    from gpuonboard.templating import BoundedSandbox
+
+    _run(tmp_path, [_host("gpu-1", "fail", HOSTILE), _host("gpu-2", "pass", "8")])
+    name = f"report/{fmt}.j2"
+    shipped = render._environment_for(tmp_path, name, fmt == "html")
+    assert type(shipped) is jinja2.Environment
+    out, _, _ = render.report(tmp_path / "reports", RUN, fmt, tmp_path)
+    plain = out.read_text(encoding="utf-8")
+    (tmp_path / "templates" / "report").mkdir(parents=True)
+    shutil.copy(REPO / "templates" / name, tmp_path / "templates" / name)
+    assert isinstance(render._environment_for(tmp_path, name, fmt == "html"), BoundedSandbox)
+    out, _, _ = render.report(tmp_path / "reports", RUN, fmt, tmp_path)
+    assert out.read_text(encoding="utf-8") == plain
+    if fmt == "html":  # (autoescape holds outside the sandbox too)
+        assert "<script>alert" not in plain and "&lt;script&gt;alert" in plain
