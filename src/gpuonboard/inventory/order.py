@@ -30,6 +30,7 @@ from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
 from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, shown, where
 
+_ZERO_MEMORY = re.compile(r"(?<![\d.])0+\s*G(?:I?B)?\b", re.IGNORECASE)  # "0GB", "0 GiB", "00G"
 _RDMA = re.compile(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(G|Gb|Gbit|Gbps|Gb/s)", re.I | re.ASCII)
 
 
@@ -79,6 +80,12 @@ def parse_order(
         # (an empty model would not be checked at all: the box would pass whatever GPU it holds)
         raise order.fail(
             "gpu_model", "is empty; give the model ordered, like 'A100 80GB SXM', or remove the line."
+        )
+    if gpu_model is not None and (zero := _ZERO_MEMORY.search(gpu_model)):
+        # (a GPU of 0 GB matches no card, and judging the VRAM against it divided by zero)
+        raise order.fail(
+            "gpu_model",
+            f"names {zero.group(0).strip()!r} of GPU memory; write the size ordered, like 'A100 80GB'.",
         )
     interconnect = raw.get("interconnect")
     if interconnect is not None and interconnect not in INTERCONNECTS:

@@ -152,3 +152,22 @@ def test_order_file_bad_rdma_names_file_line_and_field(tmp_path: Path) -> None:
     msg = str(err.value)
     assert str(f) in msg and "'rdma'" in msg and '"8x400G"' in msg and "line 3" in msg
     assert msg.count(".") >= 1 and "\n" not in msg
+
+
+@pytest.mark.parametrize("model", ["A100 0GB", "A100 0 GiB SXM", "H100 00G"])
+def test_an_ordered_gpu_of_0_gb_is_refused_naming_the_field(tmp_path: Path, model: str) -> None:
+    """`gpu_model: A100 0GB` (a typo) was an internal error when the VRAM was judged (a division
+    by the ordered size): one sentence naming the file, the field and the size."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_count: 8\n  gpu_model: {model}\n")
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    msg = str(err.value)
+    assert str(f) in msg and "'gpu_model'" in msg and "of GPU memory" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("model", ["A100 80GB", "H100 NVL 94GB", "A10G", "RTX 3090 24GB", "L40S 48G"])
+def test_real_gpu_memory_sizes_are_taken(tmp_path: Path, model: str) -> None:
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_model: {model}\n")
+    assert load_order(str(f)).gpu_model == model
