@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import __version__, masking
-from gpuonboard.report.render import (  # (write_atomic: used as jsonfile.write_atomic too)
+from gpuonboard.report.runs import (  # (write_atomic: used as jsonfile.write_atomic too)
     raw_file,
     safe_name,
     write_atomic,
@@ -39,7 +39,7 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
 
 def write_raw(out: Path, results: Sequence[HostResult]) -> dict[str, bytes]:
     """Each probe's raw output to `out/raw/<host>/<probe>.txt` (raw_file: the bytes summary.json
-    hashes); returns them by that relative file name, for the HTML report (render.context),
+    hashes); returns them by that relative file name, for the HTML report (view.context),
     which then need not read them back. Each host's folder is made once."""
     written: dict[str, bytes] = {}
     for r in results:

@@ -149,7 +149,7 @@ def verdict_line(r: HostResult, verdict: HostVerdict, lang: str = "en") -> str |
     failure is still a NO-GO."""
     from rich.markup import escape
 
-    from gpuonboard.report.render import host_headline
+    from gpuonboard.report.view import host_headline
 
     if verdict.word != "NO-GO" and not judged(host_record(r)):
         return None
