@@ -372,7 +372,7 @@ def execute(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
             f" free space or pass --reports-dir a directory you can write to (the run log: {log.path})."
         ) from None
-    timings.mark("reports")
+    timings.mark("html")  # (the HTML report, and the `latest` link)
     if not settings.quiet:
         con = terminal.console()
         if show is not None:
@@ -508,8 +508,10 @@ def write_reports(
     written.update(jsonfile.write_raw(out, [r for r in outcome.hosts if r.host.name not in done]))
     doc = jsonfile.summary(outcome, meta)
     jsonfile.write(out / "summary.json", doc)
+    timings.mark("summary")
     junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}")
     jsonfile.write_atomic(out / "junit.xml", junit_text)
+    timings.mark("junit")
     if project is not None:
         write_html_report(doc, out, project, written)
     latest = reports_dir / "latest"

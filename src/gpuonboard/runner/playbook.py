@@ -7,13 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from gpuonboard.errors import PlaybookError
 from gpuonboard.inventory import Host
 from gpuonboard.steps import REGISTRY, Step
 from gpuonboard.steps.base import StepArgsError
-from gpuonboard.templating import render_value
 from gpuonboard.yamlload import did_you_mean, load_yaml, shown, where
 
 PLAYBOOK_KEYS = {"name", "description", "steps"}
@@ -173,6 +170,41 @@ def _at(playbook: Playbook, spec: StepSpec) -> str:
 def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
     """Render a step's arguments for one host and build the Step; errors name file and step."""
     raw_keys = REGISTRY[spec.kind].RAW_ARGS
+    args = dict(spec.args)
+    if any(_templated(v) for k, v in spec.args.items() if k not in raw_keys):
+        args = _rendered_args(playbook, spec, host, raw_keys)
+    try:
+        step = REGISTRY[spec.kind](args, spec.label)
+    except StepArgsError as exc:
+        raise PlaybookError(f"{_at(playbook, spec)}: step {spec.label!r}: {exc}.") from None
+    try:
+        step.check_host(host)
+    except StepArgsError as exc:
+        raise PlaybookError(
+            f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r}: {exc}."
+        ) from None
+    return step
+
+
+def _templated(value: Any) -> bool:
+    """Whether a YAML value holds a Jinja2 expression or statement anywhere (the strings that
+    templating.render_value renders; the rest it returns as they are)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
+
+def _rendered_args(playbook: Playbook, spec: StepSpec, host: Host, raw_keys: Any) -> dict[str, Any]:
+    """The step's arguments rendered for `host` (Jinja2 is imported only for a playbook that
+    has templates: the acceptance check's has none)."""
+    import jinja2
+
+    from gpuonboard.templating import render_value
+
     args = {k: v for k, v in spec.args.items() if k in raw_keys}
     key = ""
     try:
@@ -201,14 +233,4 @@ def instantiate(playbook: Playbook, spec: StepSpec, host: Host) -> Step:
             f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r}: a template in its"
             f" arguments failed ({type(exc).__name__}: {exc}); fix the expression."
         ) from None
-    try:
-        step = REGISTRY[spec.kind](args, spec.label)
-    except StepArgsError as exc:
-        raise PlaybookError(f"{_at(playbook, spec)}: step {spec.label!r}: {exc}.") from None
-    try:
-        step.check_host(host)
-    except StepArgsError as exc:
-        raise PlaybookError(
-            f"{_at(playbook, spec)}: step {spec.label!r} for host {host.name!r}: {exc}."
-        ) from None
-    return step
+    return args

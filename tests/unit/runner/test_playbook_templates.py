@@ -147,3 +147,31 @@ def test_ordinary_anchors_and_merges_still_load(tmp_path: Path) -> None:
     assert data["hosts"].line_of("b") == 4
     # a bomb just under the limit (10^5 strings) loads: the limit is on the expansion only
     assert parse_yaml(_bomb(5), tmp_path / "b.yml", InventoryError)["name"] == "bomb"
+
+
+def test_a_playbook_without_templates_is_built_without_importing_jinja2() -> None:
+    """Jinja2 (~50 ms of start-up) is imported for a playbook that has templates, not for the
+    acceptance check's, which has none; a templated one still renders."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    code = (
+        "import sys\n"
+        "from gpuonboard.cli import main\n"
+        "from gpuonboard.inventory import Host\n"
+        "from gpuonboard.runner import playbook\n"
+        f"book = playbook.load({str(repo / 'playbooks' / 'acceptance.yml')!r})\n"
+        "host = Host(name='h', address='10.0.0.1')\n"
+        "steps = [playbook.instantiate(book, spec, host) for spec in book.steps]\n"
+        "print(len(steps), 'jinja2' in sys.modules)\n"
+        f"book = playbook.load({str(repo / 'playbooks' / 'container.yml')!r})\n"
+        "steps = [playbook.instantiate(book, spec, host) for spec in book.steps]\n"
+        "print(len(steps), 'jinja2' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.split("\n")[:2]
+    assert first.endswith(" False") and not first.startswith("0 ")
+    assert second.endswith(" True")
