@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call (a lent GPU machine, root, no network): capture the real GPU outputs our
-# parsers read, run `gpuonboard check` and `gpuonboard prove` on the machine itself
+# parsers read, the prove scripts' raw outputs (gpu_perf.py in quick mode with its sampler's
+# fields captured alongside), run `gpuonboard check` and `gpuonboard prove` on the machine itself
 # (connection: local), then bench/gpu_check.sh. Everything lands under $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/gpuonboard-device-out}; mkdir -p "$OUT"
 if [ -d .whl ] && ! python3 -c "import paramiko, invoke, pyrage" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -39,6 +40,11 @@ python3 $R/allreduce.py --max-bytes 1073741824 >"$C/allreduce_nccl.out" 2>"$C/al
 FIELDS=$(python3 -c "import sys; sys.path.insert(0, '$R'); import gpu_benchmark as g; print(','.join(g.SAMPLE_FIELDS))")
 nvidia-smi --query-gpu="$FIELDS" --format=csv,noheader,nounits -lms=500 >"$C/sampler.csv" 2>/dev/null & SP=$!
 python3 $R/gpu_benchmark.py --device cuda --duration 20 >"$C/gpu_benchmark_cuda.out" 2>"$C/gpu_benchmark_cuda.err"; echo "benchmark rc=$?"
+kill "$SP"; wait "$SP" 2>/dev/null
+PFIELDS=$(python3 -c "import sys; sys.path.insert(0, '$R'); import gpu_perf as g; print(','.join(g.SAMPLE_FIELDS))")
+cap nvidia-smi-perf-query.csv nvidia-smi --query-gpu="$PFIELDS" --format=csv,noheader,nounits
+nvidia-smi --query-gpu="$PFIELDS" --format=csv,noheader,nounits -lms=500 >"$C/gpu_perf_sampler.csv" 2>/dev/null & SP=$!
+python3 $R/gpu_perf.py --mode quick >"$C/gpu_perf_quick.out" 2>"$C/gpu_perf_quick.err"; echo "gpu_perf rc=$?"
 kill "$SP"; wait "$SP" 2>/dev/null
 (cd "$OUT" && tar czf captures.tgz cap && rm -rf cap)
 gob() { python3 -c 'import sys; from gpuonboard.cli import main; sys.argv[0]="gpuonboard"; main()' "$@"; }

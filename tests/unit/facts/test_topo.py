@@ -24,6 +24,12 @@ CASES = [
      4, tuple(f"NIC{i}" for i in range(8)), "nvlink", "NV18", True),
     ("real/nvidia-smi-topo-m__v100-sxm2-32gb__4gpu-4nic__power9-traverse.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "mixed", "SYS", False),
+    # DGX A100 (gengwg/cheatsheets): NV12 mesh, 12 NICs under their mlx5 names
+    ("real/nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt",
+     8, tuple(f"mlx5_{i}" for i in range(12)), "nvlink", "NV12", True),
+    # 4 x RTX 6000 Ada over PCIe on two sockets (luigifcruz/stelline), space aligned
+    ("real/nvidia-smi-topo-m__rtx-6000-ada__4gpu-4nic__driver575.51.03__space-aligned.txt",
+     4, tuple(f"NIC{i}" for i in range(4)), "pcie", "SYS", False),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
 ]  # fmt: skip
