@@ -150,6 +150,31 @@ def _data_table(name: str, key: str | None, columns: Sequence[str]) -> Callable[
     return render
 
 
+def gpu_perf_floors() -> str:
+    """The gpu_perf floors per GPU model (a `*` marks a floor backed by a cited measurement)."""
+    data = _load("gpu_perf_floors.yml")
+    metrics = [
+        "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
+        "membw_gbps", "h2d_gbps", "d2h_gbps", "p2p_nvlink_gbps", "power_w",
+    ]  # fmt: skip
+    rows = []
+    for r in data["floors"]:
+        match = " ".join(
+            [str(r["gpu"]), str(r.get("form") or ""), f"{r['memory_gb']} GB" if r.get("memory_gb") else ""]
+        ).strip() + (f" (not {', '.join(r['exclude'])})" if r.get("exclude") else "")
+        cells = []
+        for m in metrics:
+            f = r["floors"].get(m)
+            cells.append("" if f is None else f"{f['value']:g}{'*' if f['verified'] else ''}")
+        rows.append((f"`{r['id']}`", match, *cells))
+    head = (
+        "From `src/gpuonboard/data/gpu_perf_floors.yml` (PASS from"
+        f" {data.get('warn_band', 1.1)} x the floor; `*`: backed by a cited measurement; each number's"
+        " source is in the file and `src/gpuonboard/data/SOURCES.md`)"
+    )
+    return f"{head}:\n\n" + _table(["row", "GPU", *(f"`{m}`" for m in metrics)], rows)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "exit-codes": exit_codes,
     "tasks": tasks,
@@ -170,6 +195,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "gpu-reference": _data_table(
         "gpu_reference.yml", "references", ["id", "gpu", "form", "images_per_s", "source", "verified"]
     ),
+    "gpu-perf-floors": gpu_perf_floors,
     "allreduce-reference": _data_table(
         "allreduce_reference.yml",
         "references",

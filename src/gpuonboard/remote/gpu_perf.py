@@ -759,6 +759,7 @@ def new_result(args: argparse.Namespace, torch: Any, cuda: bool, n: int) -> dict
     """The result before measuring: every key of the contract, one entry per GPU."""
     return {
         "schema": 1,
+        "ok": True,  # (the result line every shipped script gives: prove.launch.run_script)
         "device": "cuda" if cuda else "cpu",
         "mode": args.mode,
         "torch": torch.__version__,
@@ -811,10 +812,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args)
     except ImportError as exc:
-        emit(MARK, {"schema": 1, "error": f"cannot import torch: {exc}", "python": sys.executable})
+        emit(
+            MARK, {"schema": 1, "ok": False, "error": f"cannot import torch: {exc}", "python": sys.executable}
+        )
         return 1
     except Exception as exc:
-        emit(MARK, {"schema": 1, "error": f"{type(exc).__name__}: {exc}"[:500]})
+        emit(MARK, {"schema": 1, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
         return 1
     emit(MARK, result)
     return 0

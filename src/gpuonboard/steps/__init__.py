@@ -32,6 +32,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "allreduce": ("prove", "AllreduceStep"),
     "disk_speed": ("prove", "DiskSpeedStep"),
     "gpu_benchmark": ("prove.gpu_benchmark", "GpuBenchmarkStep"),
+    "gpu_perf": ("prove.perf", "GpuPerfStep"),
     "network": ("prove.network", "NetworkStep"),
 }
 

@@ -67,6 +67,7 @@ TOP_KEYS |= {"sustained", "sampler", "worker_errors"}
 
 def _check_shape(r: dict[str, Any]) -> None:
     assert set(r) >= TOP_KEYS, TOP_KEYS - set(r)
+    assert r["ok"] is True  # (the result line every shipped script gives)
     assert r["schema"] == 1 and r["device"] in ("cuda", "cpu") and r["mode"] in ("quick", "full")
     assert isinstance(r["torch"], str) and (r["cuda"] is None or isinstance(r["cuda"], str))
     assert isinstance(r["cuda_device_count"], int) and isinstance(r["elapsed_s"], float)

@@ -1,0 +1,409 @@
+"""The gpu_perf floors table and its judging (issue 29), on result documents shaped exactly as
+the gpu_perf.py contract. The figures come from cited public measurements where one exists
+(stas00/ml-engineering's Maximum Achievable Matmul FLOPS table, commit 744d01e: H100 SXM BF16
+794.5 and FP8 1402.6 TFLOPS; Azure's HPC health-check pass lines for 8 x H100: host<->GPU 48,
+GPU-to-GPU 335 GB/s); the others are constructed around the floors and say so."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuonboard.errors import UsageError
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.base import StepArgsError
+from gpuonboard.steps.prove.floors import (
+    FLOORS_FILE,
+    METRICS,
+    load_floors,
+    match_floor_row,
+    parse_overrides,
+    perf_checks,
+    verdict_for,
+)
+
+TABLE = load_floors()
+
+
+def by_name(checks: list[Any]) -> dict[str, Any]:
+    return {c.name: c for c in checks}
+
+
+# every model the issue names, by the name nvidia-smi gives it (memory in MiB where the row needs it)
+MODELS = {
+    "NVIDIA H200": ("h200", None),
+    "NVIDIA H100 80GB HBM3": ("h100-sxm", 81559),
+    "NVIDIA H100 PCIe": ("h100-pcie", 81559),
+    "NVIDIA H100 NVL": ("h100-nvl", 95830),
+    "NVIDIA H800": ("h800-sxm", None),
+    "NVIDIA H800 PCIe": ("h800-pcie", None),
+    "NVIDIA H20": ("h20", None),
+    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 81920),
+    "NVIDIA A100-SXM4-40GB": ("a100-sxm-40gb", 40960),
+    "NVIDIA A100 80GB PCIe": ("a100-pcie-80gb", None),  # no facts: "80GB" in the name decides
+    "NVIDIA A100-PCIE-40GB": ("a100-pcie-40gb", 40960),
+    "NVIDIA A800-SXM4-80GB": ("a800-sxm", None),
+    "NVIDIA A800 80GB PCIe": ("a800-pcie", None),
+    "NVIDIA L40S": ("l40s", None),
+    "NVIDIA L20": ("l20", None),
+    "NVIDIA A10": ("a10", None),
+    "NVIDIA A10G": ("a10g", None),
+    "NVIDIA GeForce RTX 4090": ("rtx-4090", None),
+    "NVIDIA GeForce RTX 3090": ("rtx-3090", None),
+    "Tesla V100-SXM2-32GB": ("v100-sxm", None),
+    "Tesla V100-PCIE-16GB": ("v100-pcie", None),
+}
+
+
+def test_the_shipped_table_loads_and_every_floor_has_a_source() -> None:
+    ids = [row["id"] for row in TABLE["floors"]]
+    assert len(ids) == len(set(ids))
+    for row in TABLE["floors"]:
+        assert row["floors"], row["id"]
+        for metric, floor in row["floors"].items():
+            assert metric in METRICS
+            assert floor["value"] > 0 and isinstance(floor["verified"], bool)
+            source = floor["source"]
+            # a datasheet-derived floor says which share of which figure it is
+            assert any(w in source for w in ("%", "Azure", "vars.")), (row["id"], metric, source)
+    # the measured ones are the only verified ones
+    verified = {(r["id"], m) for r in TABLE["floors"] for m, f in r["floors"].items() if f["verified"]}
+    assert ("h100-sxm", "bf16_tflops") in verified and ("h100-sxm", "fp32_tflops") not in verified
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_of_the_issue_has_its_row(name: str) -> None:
+    want, memory = MODELS[name]
+    row = match_floor_row(TABLE, name, memory)
+    assert row is not None and row["id"] == want
+
+
+def test_no_row_for_lookalikes() -> None:
+    for name in ("NVIDIA GH200 480GB", "NVIDIA L40", "NVIDIA H200 NVL", "Some Future GPU"):
+        assert match_floor_row(TABLE, name) is None, name
+    # the memory size from the facts wins over a name that does not say it
+    assert match_floor_row(TABLE, "NVIDIA A100-SXM4", 40960)["id"] == "a100-sxm-40gb"  # type: ignore[index]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "floors.yml"
+    path.write_text(text)
+    return path
+
+
+ROW = "floors:\n  - id: x\n    gpu: X1\n    floors:\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("      fp64_tflops: {value: 1, source: s, verified: false}\n", "row x, fp64_tflops: unknown metric"),
+        (
+            "      fp32_tflops: {value: -1, source: s, verified: false}\n",
+            "row x, fp32_tflops: needs a positive 'value'",
+        ),
+        (
+            "      fp32_tflops: {value: 1, source: '', verified: false}\n",
+            "row x, fp32_tflops: needs a 'source'",
+        ),
+        (
+            "      fp32_tflops: {value: 1, source: s, verified: maybe}\n",
+            "needs 'verified: true' or 'verified: false'",
+        ),
+    ],
+)
+def test_a_bad_table_names_file_line_and_row(tmp_path: Path, body: str, said: str) -> None:
+    path = _write(tmp_path, ROW + body)
+    with pytest.raises(UsageError) as err:
+        load_floors(path)
+    assert str(path) in str(err.value) and ", line 5" in str(err.value) and said in str(err.value)
+
+
+def test_a_row_without_gpu_or_floors_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="every row needs an id and a gpu"):
+        load_floors(_write(tmp_path, "floors:\n  - id: x\n    floors: {}\n"))
+    with pytest.raises(UsageError, match="row x: needs a 'floors:' mapping"):
+        load_floors(_write(tmp_path, "floors:\n  - id: x\n    gpu: X1\n"))
+    assert FLOORS_FILE.name == "gpu_perf_floors.yml"
+
+
+def test_overrides() -> None:
+    assert parse_overrides(None) == {} and parse_overrides("") == {}
+    assert parse_overrides({"bf16_tflops": 745, "fp8_tflops": "1400"}) == {
+        "bf16_tflops": 745.0,
+        "fp8_tflops": 1400.0,
+    }
+    for bad, said in (
+        ([1, 2], "vars.perf_floors must be a mapping"),
+        ({"bf16": 745}, "vars.perf_floors: unknown metric 'bf16'"),
+        ({"bf16_tflops": 0}, "vars.perf_floors: bf16_tflops must be a positive number"),
+        ({"bf16_tflops": True}, "must be a positive number, not True"),
+        ({"bf16_tflops": "fast"}, "not 'fast'"),
+    ):
+        with pytest.raises(StepArgsError, match=said):
+            parse_overrides(bad)
+
+
+def test_pass_warn_fail_band() -> None:
+    assert verdict_for(110, 100) == "pass"
+    assert verdict_for(109.9, 100) == "warn" and verdict_for(100, 100) == "warn"
+    assert verdict_for(99.9, 100) == "fail"
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _h100(index: int) -> GpuInfo:
+    return GpuInfo(
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_mib=81559,
+        pcie_gen_current=5,
+        pcie_gen_max=5,
+        pcie_width_current=16,
+        pcie_width_max=16,
+        power_limit_w=700.0,
+        default_power_limit_w=700.0,
+        clock_event_reasons=(),
+        clock_event_reasons_known=True,
+    )
+
+
+FACTS = [_h100(i) for i in range(8)]
+
+
+def _gpu(index: int) -> dict[str, Any]:
+    """One healthy H100 SXM: bf16 and fp8 are the MAMF measurements (794.5, 1402.6 TFLOPS);
+    fp32 / tf32 / fp16 and the memory copy are CONSTRUCTED above their PASS lines; host copies
+    are above Azure's 48 GB/s line, a Gen5 x16 figure."""
+    return {
+        "index": index,
+        "name": "NVIDIA H100 80GB HBM3",
+        "capability": "9.0",
+        "matmul_tflops": {"fp32": 52.0, "tf32": 400.0, "bf16": 794.5, "fp16": 790.0, "fp8": 1402.6},
+        "skipped": {},
+        "membw_gbps": {"copy": 2900.0, "triad": 3000.0},
+        "h2d_gbps": 53.0,
+        "d2h_gbps": 54.0,
+        "pcie": {"gen": 5, "width": 16},
+        "error": None,
+    }
+
+
+def _sustained(index: int, **over: Any) -> dict[str, Any]:
+    base = {
+        "sm_clock_first_mhz": 1980,
+        "sm_clock_last_mhz": 1965,
+        "sm_clock_min_mhz": 1950,
+        "sm_clock_max_mhz": 1980,
+        "temp_max_c": 70,
+        "temp_median_c": 66 + index % 3,
+        "power_median_w": 690,
+        "power_limit_w": 700,
+        "reasons": {"sw_power_cap": 0, "hw_thermal_slowdown": 0},
+        "tflops_first": 700.0,
+        "tflops_last": 690.0,
+        "samples": 118,
+    }
+    return {**base, **over}
+
+
+def _result(n: int = 8) -> dict[str, Any]:
+    """An 8 x H100 SXM NVSwitch box; P2P 380 GB/s per ordered pair (above Azure's 335)."""
+    topo = {f"{i}-{j}": "NV18" for i in range(n) for j in range(i + 1, n)}
+    return {
+        "schema": 1,
+        "ok": True,
+        "device": "cuda",
+        "mode": "quick",
+        "torch": "2.7.0",
+        "cuda": "12.6",
+        "cuda_device_count": n,
+        "elapsed_s": 150.0,
+        "gpus": [_gpu(i) for i in range(n)],
+        "p2p": {
+            "access": [[True] * n for _ in range(n)],
+            "gbps": [[None if i == j else 380.0 for j in range(n)] for i in range(n)],
+            "topology": topo,
+        },
+        "sustained": {"seconds": 60.0, "per_gpu": {str(i): _sustained(i) for i in range(n)}},
+        "sampler": "nvidia-smi",
+        "worker_errors": [],
+    }
+
+
+def test_a_healthy_8x_h100_passes_every_check() -> None:
+    checks = perf_checks(_result(), TABLE, FACTS)
+    bad = [c for c in checks if c.verdict != "pass"]
+    assert not bad, bad
+    c = by_name(checks)
+    assert c["perf_floor_known"].actual == "NVIDIA H100 80GB HBM3: h100-sxm"
+    assert c["perf_bf16_tflops_gpu3"].expected == ">= 636 TFLOPS (h100-sxm floor; PASS from 700)"
+    assert c["perf_bf16_tflops_gpu3"].actual == "GPU 3 NVIDIA H100 80GB HBM3: 794 TFLOPS (125 % of the floor)"
+    assert c["perf_h2d_gpu0"].actual == "GPU 0: 53.0 GB/s host->device / 54.0 GB/s device->host on Gen5 x16"
+    assert c["perf_stragglers"].actual == "none of 8 GPUs on 9 metric(s)"
+    assert c["perf_p2p"].actual == "NV18: 56 pairs, min 380 / median 380 GB/s"
+    assert "sw_power_cap" not in c["perf_sustained_gpu0"].detail
+    assert c["perf_temp_spread"].actual.startswith("2 °C")
+    for name in ("perf_power_w_gpu7", "perf_fp8_tflops_gpu7", "perf_p2p_nvlink_gbps_gpu0"):
+        assert (name in c) == (name != "perf_p2p_nvlink_gbps_gpu0"), name
+
+
+def test_the_slow_gpu_is_named() -> None:
+    r = _result()
+    r["gpus"][3]["matmul_tflops"]["bf16"] = 560.0  # 70 % of its peers
+    c = by_name(perf_checks(r, TABLE, FACTS))
+    s = c["perf_straggler_bf16_tflops_gpu3"]
+    assert s.verdict == "fail" and s.actual == "GPU 3: 560 TFLOPS vs median 794 TFLOPS (-30 %)"
+    assert c["perf_bf16_tflops_gpu3"].verdict == "fail"
+    assert "below the floor; likely causes: none found" in c["perf_bf16_tflops_gpu3"].detail
+    assert "perf_stragglers" not in c and "perf_straggler_bf16_tflops_gpu2" not in c
+
+
+def test_a_figure_just_above_the_floor_warns() -> None:
+    r = _result(1)
+    r["gpus"][0]["matmul_tflops"]["fp8"] = 1200.0  # floor 1122, PASS from 1234
+    c = by_name(perf_checks(r, TABLE, FACTS[:1]))
+    assert c["perf_fp8_tflops_gpu0"].verdict == "warn"
+    assert c["perf_fp8_tflops_gpu0"].detail.startswith("within 10 % above the floor")
+    assert "perf_stragglers" not in c and "perf_temp_spread" not in c  # one GPU: nothing to compare
+
+
+def test_a_gen3_figure_on_a_gen5_card_names_the_link() -> None:
+    r = _result()
+    r["gpus"][2].update(h2d_gbps=11.8, d2h_gbps=12.1, pcie={"gen": 3, "width": 16})
+    c = by_name(perf_checks(r, TABLE, FACTS))
+    link = c["perf_h2d_gpu2"]
+    assert link.verdict == "fail" and link.expected.startswith(
+        ">= 35.0 GB/s each way (70 % of ~50 GB/s, Gen5 x16)"
+    )
+    assert link.detail.startswith(
+        "GPU 2: 11.8 GB/s host->device, a Gen3 x16 figure on a Gen5 x16 card: riser or slot;"
+        " the link ran at Gen3 x16 under load"
+    )
+    assert c["perf_h2d_gbps_gpu2"].verdict == "fail"  # and below Azure's 48 GB/s line
+    assert c["perf_straggler_h2d_gbps_gpu2"].verdict == "fail"
+
+
+def test_a_gen4_x8_link_without_facts_is_judged_on_the_sampled_link() -> None:
+    r = _result(1)
+    r["gpus"][0].update(name="NVIDIA L40S", h2d_gbps=13.0, d2h_gbps=13.2, pcie={"gen": 4, "width": 8})
+    link = by_name(perf_checks(r, TABLE, []))["perf_h2d_gpu0"]
+    assert link.verdict == "pass" and link.expected.startswith(
+        ">= 8.8 GB/s each way (70 % of ~12 GB/s, Gen4 x8)"
+    )
+    r["gpus"][0]["pcie"] = None
+    assert by_name(perf_checks(r, TABLE, []))["perf_h2d_gpu0"].verdict == "unverified"
+
+
+def test_pairs_without_peer_access_and_a_slow_nvlink_pair() -> None:
+    r = _result(4)
+    r["p2p"]["access"][0][3] = r["p2p"]["access"][3][0] = False
+    r["p2p"]["gbps"][0][3] = r["p2p"]["gbps"][3][0] = None
+    r["p2p"]["gbps"][1][2] = 300.0  # below Azure's 335 GB/s line
+    p2p = by_name(perf_checks(r, TABLE, FACTS[:4]))["perf_p2p"]
+    assert p2p.verdict == "fail"
+    assert "NVLink pairs below 335 GB/s: 1->2 300 GB/s" in p2p.detail
+    assert "no peer access between GPUs 0-3: all-reduce runs without P2P there" in p2p.detail
+
+
+def test_pcie_pairs_are_judged_against_their_own_kind_only() -> None:
+    r = _result(4)
+    r["p2p"]["topology"] = {
+        "0-1": "PIX",
+        "2-3": "PIX",
+        "0-2": "SYS",
+        "0-3": "SYS",
+        "1-2": "SYS",
+        "1-3": "SYS",
+    }
+    for i, j in ((0, 1), (1, 0), (2, 3), (3, 2)):
+        r["p2p"]["gbps"][i][j] = 25.0
+    for i, j in ((0, 2), (2, 0), (0, 3), (3, 0), (1, 2), (2, 1), (1, 3), (3, 1)):
+        r["p2p"]["gbps"][i][j] = 14.0
+    p2p = by_name(perf_checks(r, TABLE, FACTS[:4]))["perf_p2p"]
+    assert p2p.verdict == "pass", p2p  # SYS pairs slower than PIX pairs is the topology, not a fault
+    assert "no pair is NVLink" in p2p.detail
+    r["p2p"]["gbps"][1][3] = 9.0
+    p2p = by_name(perf_checks(r, TABLE, FACTS[:4]))["perf_p2p"]
+    assert p2p.verdict == "warn" and "1->3 9 GB/s vs 14 for SYS" in p2p.detail
+
+
+def test_sustained_window() -> None:
+    r = _result(2)
+    per = r["sustained"]["per_gpu"]
+    per["0"] = _sustained(0, reasons={"sw_power_cap": 40, "hw_thermal_slowdown": 3}, temp_median_c=80)
+    per["1"] = _sustained(1, sm_clock_last_mhz=1500, reasons={"sw_power_cap": 90})
+    c = by_name(perf_checks(r, TABLE, FACTS[:2]))
+    assert c["perf_sustained_gpu0"].verdict == "fail"
+    assert c["perf_sustained_gpu0"].detail.startswith("hw_thermal_slowdown seen under load")
+    assert c["perf_sustained_gpu1"].verdict == "warn"
+    assert "the SM clock fell 24 % over the window" in c["perf_sustained_gpu1"].detail
+    assert "sw_power_cap in 90 samples: the GPU ran at its power cap" in c["perf_sustained_gpu1"].detail
+    assert c["perf_temp_spread"].verdict == "warn" and c["perf_temp_spread"].actual == (
+        "13 °C: GPU 0 80 °C, GPU 1 67 °C"
+    )
+
+
+def test_low_power_with_a_low_clock_is_power_delivery() -> None:
+    r = _result(1)
+    r["sustained"]["per_gpu"]["0"] = _sustained(0, sm_clock_last_mhz=1400, power_median_w=380)
+    c = by_name(perf_checks(r, TABLE, FACTS[:1]))
+    assert "power delivery" in c["perf_sustained_gpu0"].detail
+    assert c["perf_power_w_gpu0"].verdict == "fail"  # 380 W < 525 W
+
+
+def test_a_model_without_a_row_gets_relative_checks_only() -> None:
+    r = _result(2)
+    for g in r["gpus"]:
+        g["name"] = "NVIDIA Future GPU"
+    r["gpus"][1]["matmul_tflops"]["bf16"] = 500.0
+    checks = perf_checks(r, TABLE, [])
+    c = by_name(checks)
+    assert c["perf_floor_known"].verdict == "unverified"
+    assert c["perf_floor_known"].actual == "no floor is known for NVIDIA Future GPU"
+    assert c["perf_gpu0"].expected == "(information only: no floor for this model)"
+    assert c["perf_straggler_bf16_tflops_gpu1"].verdict == "fail"
+    assert not [x for x in checks if x.name.startswith("perf_bf16_tflops")]
+
+
+def test_host_overrides_replace_the_row() -> None:
+    # the issue's acceptance spec for rented H100 servers, set as this host's floors
+    spec = parse_overrides({"fp32_tflops": 54, "tf32_tflops": 444, "fp16_tflops": 734, "bf16_tflops": 745})
+    c = by_name(perf_checks(_result(1), TABLE, FACTS[:1], spec))
+    assert c["perf_bf16_tflops_gpu0"].verdict == "warn"  # 794.5 < 1.10 x 745
+    assert c["perf_bf16_tflops_gpu0"].expected == ">= 745 TFLOPS (vars.perf_floors; PASS from 820)"
+    assert c["perf_tf32_tflops_gpu0"].verdict == "fail"
+    assert c["perf_fp8_tflops_gpu0"].expected.startswith(">= 1,122 TFLOPS (h100-sxm floor")  # row kept
+    assert (
+        "vars.perf_floors (bf16_tflops, fp16_tflops, fp32_tflops, tf32_tflops)"
+        in c["perf_floor_known"].actual
+    )
+    # an unknown model judged on the host's floors alone
+    r = _result(1)
+    r["gpus"][0]["name"] = "NVIDIA Future GPU"
+    c = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))
+    assert c["perf_floor_known"].verdict == "pass" and c["perf_bf16_tflops_gpu0"].verdict == "pass"
+
+
+def test_an_fp8_floor_not_measured_is_not_a_pass() -> None:
+    r = _result(1)
+    del r["gpus"][0]["matmul_tflops"]["fp8"]
+    r["gpus"][0]["skipped"] = {"fp8": "torch 2.0 has no float8 matmul"}
+    c = by_name(perf_checks(r, TABLE, FACTS[:1]))["perf_fp8_tflops_gpu0"]
+    assert c.verdict == "unverified" and "not measured (torch 2.0 has no float8 matmul)" in c.actual
+
+
+def test_likely_causes_are_named_below_a_floor() -> None:
+    r = copy.deepcopy(_result(1))
+    r["gpus"][0]["membw_gbps"]["copy"] = 2000.0
+    capped = [replace(FACTS[0], power_limit_w=400.0)]
+    c = by_name(perf_checks(r, TABLE, capped, causes=lambda i: f"power limit on GPU {i}"))
+    assert "likely causes: power limit on GPU 0; floor source: 70 % of datasheet HBM3 3.35 TB/s" in (
+        c["perf_membw_gbps_gpu0"].detail
+    )
+    assert c["perf_membw_gbps_gpu0"].detail.endswith("(not verified)")
