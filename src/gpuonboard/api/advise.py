@@ -6,11 +6,16 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuonboard.api.options import PlanArgs
 from gpuonboard.errors import ExitCode
 from gpuonboard.report import render, terminal
 from gpuonboard.steps.prove import planner
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def _vendors(project: Path, inventory: str, needed: bool) -> tuple[tuple[planner.Vendor, ...], str]:
@@ -62,12 +67,11 @@ def _gb(n: float) -> str:
     return f"{n / planner.GB:,.1f} GB"
 
 
-def print_plan(p: planner.Plan) -> None:
-    """Rich tables: memory breakdown, cards, host, upload, cost."""
+def _memory_table(p: planner.Plan) -> Table:
+    """The memory breakdown: weights, gradients, optimizer, activations, overhead, total."""
     from rich.markup import escape
     from rich.table import Table
 
-    con = terminal.console()
     m = p.memory
     sh = p.shape
     title = (
@@ -86,7 +90,13 @@ def print_plan(p: planner.Plan) -> None:
     t.add_row("activations", _gb(m.activations), f"{act_how}; L={sh.layers} h={sh.hidden} a={sh.heads}")
     t.add_row("overhead", _gb(m.overhead_per_gpu), "per GPU: CUDA context, workspaces, fragmentation")
     t.add_row("[bold]total on one GPU[/]", f"[bold]{_gb(m.total_one_gpu)}[/]", "sharded n ways on n GPUs")
-    con.print(t)
+    return t
+
+
+def _fits_table(p: planner.Plan) -> Table:
+    """The cards the model fits on, fewest cards first."""
+    from rich.markup import escape
+    from rich.table import Table
 
     g = Table(title="GPUs that fit (fewest cards first)", title_justify="left")
     for col in ("card", "memory", "bf16 TFLOPS", "min n", "per GPU", "class", "links", "note"):
@@ -105,7 +115,13 @@ def print_plan(p: planner.Plan) -> None:
             ", ".join(c.interconnect),
             escape(f.note),
         )
-    con.print(g)
+    return g
+
+
+def _print_sizing(con: Console, p: planner.Plan) -> None:
+    """The recommended cards, the host's CPU/RAM/disk, and the upload time."""
+    from rich.markup import escape
+
     best = p.best()
     if best:
         con.print(
@@ -125,22 +141,41 @@ def print_plan(p: planner.Plan) -> None:
             f"upload: {_gb(p.dataset_bytes)} at {p.bandwidth * 8 / 1e6:,.1f} Mbit/s takes"
             f" {planner.format_duration(p.upload_s)} at the full nominal rate (TCP/SSH overhead not counted)"
         )
+
+
+def _cost_table(p: planner.Plan, hours: float) -> Table:
+    """What `hours` cost with each vendor profile."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    ct = Table(title=f"cost of {hours:g} hours per vendor profile", title_justify="left")
+    for col in ("vendor", "billed", "hourly billing", "monthly rate", "cheaper"):
+        ct.add_column(col)
+    for v in p.costs:
+        cur = escape(v.currency)
+        ct.add_row(
+            escape(f"{v.name} ({v.vendor})"),
+            f"{v.billed_units:,} {v.unit}{'' if v.billed_units == 1 else 's'}",
+            "-" if v.hourly_amount is None else f"{v.hourly_amount:,.2f} {cur} ({v.rate:g}/hour)",
+            "-"
+            if v.monthly_amount is None
+            else f"{v.monthly_amount:,.2f} {cur} ({v.months} x {v.monthly_rate:g})",
+            escape(v.cheaper),
+        )
+    return ct
+
+
+def print_plan(p: planner.Plan) -> None:
+    """Rich tables: memory breakdown, cards, host, upload, cost."""
+    from rich.markup import escape
+
+    con = terminal.console()
+    con.print(_memory_table(p))
+    con.print(_fits_table(p))
+    _print_sizing(con, p)
     if p.hours is not None:
-        ct = Table(title=f"cost of {p.hours:g} hours per vendor profile", title_justify="left")
-        for col in ("vendor", "billed", "hourly billing", "monthly rate", "cheaper"):
-            ct.add_column(col)
-        for v in p.costs:
-            cur = escape(v.currency)
-            ct.add_row(
-                escape(f"{v.name} ({v.vendor})"),
-                f"{v.billed_units:,} {v.unit}{'' if v.billed_units == 1 else 's'}",
-                "-" if v.hourly_amount is None else f"{v.hourly_amount:,.2f} {cur} ({v.rate:g}/hour)",
-                "-"
-                if v.monthly_amount is None
-                else f"{v.monthly_amount:,.2f} {cur} ({v.months} x {v.monthly_rate:g})",
-                escape(v.cheaper),
-            )
-        con.print(ct)
+        con.print(_cost_table(p, p.hours))
+    m = p.memory
     for note in p.notes + list(m.notes[1:] if p.mode != "full" else ()):
         con.print(f"note: {escape(note)}")
 

@@ -17,12 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from gpuonboard import api, shell, termtext
 from gpuonboard.connection import Runner, SSHRunner
 from gpuonboard.errors import CommandError, ExitCode, GpuonboardError, HostKeyError, Terminated, UsageError
+from gpuonboard.inventory import Host
 from gpuonboard.units import parse_duration
 
 # In the command line of the TensorBoard we start (`python3 -m tensorboard.main ...`): a PID
@@ -462,6 +464,164 @@ def one_host_problem(names: list[str]) -> str:
     )
 
 
+@dataclass
+class _Session:
+    """What one `tensorboard` run holds while it forwards: the host, its connection (made again
+    after a drop), and what it started there (the clean-up stops exactly that)."""
+
+    host: Host
+    connect: Callable[[Host], Runner]
+    runner: Runner
+    port: int
+    started: int | None = None
+    log: str = ""
+    forward: Forwarder | None = None
+    announced: bool = False
+    crashed: bool = False
+    url: str = ""
+
+
+def _tensorboard_windows(
+    port: int, local_port: int | None, duration: str, reconnect_for: str
+) -> tuple[float | None, float]:
+    """Check the port flags; (--duration in seconds or None, --reconnect-for in seconds)."""
+    if not 0 < port < 65536:
+        raise UsageError(f"--port must be 1..65535, not {port}.")
+    if local_port is not None and not 0 <= local_port < 65536:
+        raise UsageError(f"--local-port must be 0..65535, not {local_port}.")
+    try:
+        seconds = parse_duration(duration) if duration else None
+    except ValueError as exc:
+        raise UsageError(f"--duration: {exc}.") from None
+    try:
+        window = parse_duration(reconnect_for)
+    except ValueError as exc:
+        raise UsageError(f"--reconnect-for: {exc}.") from None
+    return seconds, window
+
+
+def _start_or_join(s: _Session, logdir: str) -> None:
+    """Use the TensorBoard already listening on the host's port, or start one there."""
+    runner, port, name = s.runner, s.port, s.host.name
+    if remote_port_open(runner, "127.0.0.1", port):
+        print(already_running_line(name, port, served_logdir(runner, port), logdir), flush=True)
+        return
+    s.log = private_log(runner, f"tensorboard-{port}.log")
+    argv = ["python3", "-m", TENSORBOARD_MARK, "--logdir", logdir, "--port", port]
+    s.started = start_background(runner, [*argv, "--host", "127.0.0.1"], s.log)
+    if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=s.started):
+        tail = log_tail(runner, s.log)
+        raise CommandError(
+            f"host {name}: TensorBoard did not start on port {port}"
+            + (f": {tail}" if tail else "")
+            + " (is `tensorboard` installed for the host's python3?)."
+        )
+    print(f"{name}: started TensorBoard (pid {s.started}) on logdir {logdir}.", flush=True)
+    s.announced = True
+
+
+def _forward_url(s: _Session, local_port: int | None) -> str:
+    """Open the local forward (over SSH) and return the URL the browser uses."""
+    if not isinstance(s.runner, SSHRunner):
+        return f"http://127.0.0.1:{s.port}/"
+    want = s.port if local_port is None else local_port
+    try:
+        s.forward = Forwarder(s.runner, "127.0.0.1", s.port, want)
+    except UsageError:
+        if local_port is not None:
+            raise
+        s.forward = Forwarder(s.runner, "127.0.0.1", s.port, 0)  # the default port is taken
+    return f"http://127.0.0.1:{s.forward.local_port}/"
+
+
+def _relink(
+    s: _Session, stop: threading.Event, deadline: float | None, window: float, reconnect_for: str
+) -> int | None:
+    """The SSH link dropped: make it again (None) or the exit code to end with."""
+    name = s.host.name
+    if not window:
+        print(f"error: host {name}: the SSH connection dropped.", file=sys.stderr)
+        return int(ExitCode.UNREACHABLE)
+    print(
+        f"warning: host {name}: the SSH connection dropped; reconnecting for up to"
+        f" {reconnect_for} (Ctrl-C to stop).",
+        file=sys.stderr,
+        flush=True,
+    )
+    left = window if deadline is None else min(window, deadline - time.monotonic())
+    again, why = reconnect(lambda: s.connect(s.host), left, stop)
+    if again is None:
+        if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+            return int(ExitCode.OK)  # (--duration ended meanwhile)
+        print(
+            f"error: host {name}: the SSH connection dropped and could not be made"
+            f" again within {reconnect_for}: {why}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return int(ExitCode.UNREACHABLE)
+    s.runner.close()
+    s.runner = again
+    if s.forward is not None:
+        s.forward.relink(s.runner)
+    print(f"{name}: the SSH connection is back; TensorBoard at {s.url} again.", flush=True)
+    return None
+
+
+def _raise_if_gone(s: _Session) -> None:
+    """Exit 1 (with its log's last line) when TensorBoard stopped listening on the host."""
+    if tensorboard_gone(s.runner, s.port):
+        s.crashed = True
+        tail = log_tail(s.runner, s.log) if s.started is not None else ""
+        raise CommandError(gone_sentence(s.host.name, s.port, s.started, tail, s.log))
+
+
+def _forward_until(
+    s: _Session, stop: threading.Event, seconds: float | None, window: float, reconnect_for: str
+) -> int:
+    """Forward until Ctrl-C, `stop` or --duration; relink a dropped link, watch TensorBoard."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    next_check = time.monotonic() + HEALTH_EVERY_S
+    try:
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            stop.wait(0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic())))
+            if not connected(s.runner):
+                code = _relink(s, stop, deadline, window, reconnect_for)
+                if code is not None:
+                    return code
+                next_check = 0.0  # (did TensorBoard outlive the outage? the host may have rebooted)
+            if time.monotonic() >= next_check:
+                _raise_if_gone(s)
+                next_check = time.monotonic() + HEALTH_EVERY_S
+    except Terminated:
+        raise  # SIGTERM/SIGHUP: 143 once everything below is stopped (the finally)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how this command ends
+    return int(ExitCode.OK)
+
+
+def _clean_up(s: _Session) -> None:
+    """Close the forward, stop what this command started on the host, close the link."""
+    if s.forward is not None:
+        s.forward.close()
+    if s.started is not None and s.crashed:
+        # (one that hangs, not listening, is stopped; its log is kept: it says what happened)
+        stop_background(s.runner, s.started, TENSORBOARD_MARK)
+    elif s.started is not None:
+        # (its log said what TensorBoard printed: shown on failure, removed with it)
+        if stop_started(s.runner, lambda: s.connect(s.host), s.started, s.log, TENSORBOARD_MARK):
+            if s.announced:  # (one that never came up was not "started": nothing to say)
+                print(f"{s.host.name}: stopped TensorBoard (pid {s.started}).", flush=True)
+        else:  # never claim a stop that did not happen: it keeps a port and memory on the box
+            print(
+                f"warning: host {s.host.name}: could not stop the TensorBoard this command started"
+                f" (pid {s.started}); it still runs there: run `kill {s.started}` on the host.",
+                file=sys.stderr,
+                flush=True,
+            )
+    s.runner.close()
+
+
 def tensorboard(
     selection: api.Selection,
     settings: api.Settings,
@@ -479,18 +639,7 @@ def tensorboard(
     host is asked whether TensorBoard still listens (exit 1 with its log's last line if not)."""
     from gpuonboard.api.monitor import connector
 
-    if not 0 < port < 65536:
-        raise UsageError(f"--port must be 1..65535, not {port}.")
-    if local_port is not None and not 0 <= local_port < 65536:
-        raise UsageError(f"--local-port must be 0..65535, not {local_port}.")
-    try:
-        seconds = parse_duration(duration) if duration else None
-    except ValueError as exc:
-        raise UsageError(f"--duration: {exc}.") from None
-    try:
-        window = parse_duration(reconnect_for)
-    except ValueError as exc:
-        raise UsageError(f"--reconnect-for: {exc}.") from None
+    seconds, window = _tensorboard_windows(port, local_port, duration, reconnect_for)
     inv, hosts = api.load_hosts(selection, settings)
     if len(hosts) != 1:
         raise UsageError(one_host_problem([h.name for h in hosts]))
@@ -498,99 +647,11 @@ def tensorboard(
     logdir = remote_home_path(logdir or str(host.vars.get("tensorboard_logdir") or "runs"))
     stop = stop or threading.Event()
     connect = connector(settings, inv, retries=settings.connect_retries)
-    runner = connect(host)
-    started: int | None = None
-    log = ""
-    forward: Forwarder | None = None
-    announced = crashed = False
+    s = _Session(host, connect, connect(host), port)
     try:
-        if remote_port_open(runner, "127.0.0.1", port):
-            print(already_running_line(host.name, port, served_logdir(runner, port), logdir), flush=True)
-        else:
-            log = private_log(runner, f"tensorboard-{port}.log")
-            argv = ["python3", "-m", TENSORBOARD_MARK, "--logdir", logdir, "--port", port]
-            started = start_background(runner, [*argv, "--host", "127.0.0.1"], log)
-            if not wait_remote_port(runner, "127.0.0.1", port, timeout=90, pid=started):
-                tail = log_tail(runner, log)
-                raise CommandError(
-                    f"host {host.name}: TensorBoard did not start on port {port}"
-                    + (f": {tail}" if tail else "")
-                    + " (is `tensorboard` installed for the host's python3?)."
-                )
-            print(f"{host.name}: started TensorBoard (pid {started}) on logdir {logdir}.", flush=True)
-            announced = True
-        if isinstance(runner, SSHRunner):
-            want = port if local_port is None else local_port
-            try:
-                forward = Forwarder(runner, "127.0.0.1", port, want)
-            except UsageError:
-                if local_port is not None:
-                    raise
-                forward = Forwarder(runner, "127.0.0.1", port, 0)  # the default port is taken
-            url = f"http://127.0.0.1:{forward.local_port}/"
-        else:
-            url = f"http://127.0.0.1:{port}/"
-        print(f"TensorBoard of {host.name}: {url}  (Ctrl-C to stop)", flush=True)
-        deadline = None if seconds is None else time.monotonic() + seconds
-        next_check = time.monotonic() + HEALTH_EVERY_S
-        try:
-            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                stop.wait(0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic())))
-                if not connected(runner):
-                    if not window:
-                        print(f"error: host {host.name}: the SSH connection dropped.", file=sys.stderr)
-                        return int(ExitCode.UNREACHABLE)
-                    print(
-                        f"warning: host {host.name}: the SSH connection dropped; reconnecting for up to"
-                        f" {reconnect_for} (Ctrl-C to stop).",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    left = window if deadline is None else min(window, deadline - time.monotonic())
-                    again, why = reconnect(lambda: connect(host), left, stop)
-                    if again is None:
-                        if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
-                            break  # (--duration ended meanwhile)
-                        print(
-                            f"error: host {host.name}: the SSH connection dropped and could not be made"
-                            f" again within {reconnect_for}: {why}",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-                        return int(ExitCode.UNREACHABLE)
-                    runner.close()
-                    runner = again
-                    if forward is not None:
-                        forward.relink(runner)
-                    print(f"{host.name}: the SSH connection is back; TensorBoard at {url} again.", flush=True)
-                    next_check = 0.0  # (did TensorBoard outlive the outage? the host may have rebooted)
-                if time.monotonic() >= next_check:
-                    if tensorboard_gone(runner, port):
-                        crashed = True
-                        tail = log_tail(runner, log) if started is not None else ""
-                        raise CommandError(gone_sentence(host.name, port, started, tail, log))
-                    next_check = time.monotonic() + HEALTH_EVERY_S
-        except Terminated:
-            raise  # SIGTERM/SIGHUP: 143 once everything below is stopped (the finally)
-        except KeyboardInterrupt:
-            pass  # Ctrl-C is how this command ends
-        return int(ExitCode.OK)
+        _start_or_join(s, logdir)
+        s.url = _forward_url(s, local_port)
+        print(f"TensorBoard of {host.name}: {s.url}  (Ctrl-C to stop)", flush=True)
+        return _forward_until(s, stop, seconds, window, reconnect_for)
     finally:
-        if forward is not None:
-            forward.close()
-        if started is not None and crashed:
-            # (one that hangs, not listening, is stopped; its log is kept: it says what happened)
-            stop_background(runner, started, TENSORBOARD_MARK)
-        elif started is not None:
-            # (its log said what TensorBoard printed: shown on failure, removed with it)
-            if stop_started(runner, lambda: connect(host), started, log, TENSORBOARD_MARK):
-                if announced:  # (one that never came up was not "started": nothing to say)
-                    print(f"{host.name}: stopped TensorBoard (pid {started}).", flush=True)
-            else:  # never claim a stop that did not happen: it keeps a port and memory on the box
-                print(
-                    f"warning: host {host.name}: could not stop the TensorBoard this command started"
-                    f" (pid {started}); it still runs there: run `kill {started}` on the host.",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        runner.close()
+        _clean_up(s)

@@ -489,6 +489,23 @@ def load_ini(path: Path, text: str | None = None) -> LineDict:
     if text is None:
         text = read_text(path, InventoryError, "inventory")
     b = _Builder(path)
+    group_vars, children, direct = _read_ini_lines(b, path, text)
+    members = _ini_members(path, direct, children)
+    for g in list(direct) + [c for c in children if c not in direct]:
+        if g in ("all", "ungrouped"):
+            continue
+        b.add_group(g, group_vars.get(g) or {}, members(g), None)
+        for c in children.get(g, []):
+            b.add_child(g, c)
+    b.defaults = convert_vars(group_vars.get("all") or {}, path)
+    return b.result()
+
+
+def _read_ini_lines(
+    b: _Builder, path: Path, text: str
+) -> tuple[dict[str, LineDict], dict[str, list[str]], dict[str, list[str]]]:
+    """Read an INI inventory's lines in order, adding its hosts to `b`: (the vars of each
+    group, the child groups of each group, the hosts each group lists itself)."""
     group_vars: dict[str, LineDict] = {}
     children: dict[str, list[str]] = {}
     direct: dict[str, list[str]] = {}
@@ -513,32 +530,50 @@ def load_ini(path: Path, text: str | None = None) -> LineDict:
         except ValueError as exc:
             raise InventoryError(f"{path}, line {lineno}: cannot parse this line ({exc}).") from None
         if kind == "vars":
-            key, _, value = s.partition("=")
-            if not _:
-                # the line is not echoed: it may hold a secret (`ansible_become_password: ...`)
-                raise InventoryError(
-                    f"{path}, line {lineno}: a line in [{section}:vars] must be written name=value"
-                    f" (this one, starting {_first_word(s)!r}, has no '='); fix that line."
-                )
-            gv = group_vars.setdefault(section, _line_dict(lineno))
-            gv[key.strip()] = _ini_value(value.strip())
-            gv.key_lines[key.strip()] = lineno
+            _ini_group_var(path, lineno, s, section, group_vars)
         elif kind == "children":
             _check_name(path, lineno, "group", words[0])
             children.setdefault(section, []).append(words[0])
         else:
-            hvars = _line_dict(lineno)
-            for w in words[1:]:
-                key, eq, value = w.partition("=")
-                if not eq:
-                    raise InventoryError(
-                        f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be written"
-                        " name=value, with no spaces around '='."
-                    )
-                hvars[key] = _ini_value(value)
-                hvars.key_lines[key] = lineno
+            hvars = _ini_host_vars(path, lineno, words)
             direct.setdefault(section, []).extend(b.add_pattern(words[0], hvars, lineno))
+    return group_vars, children, direct
 
+
+def _ini_group_var(path: Path, lineno: int, s: str, section: str, group_vars: dict[str, LineDict]) -> None:
+    """Record one `name=value` line of a [group:vars] section."""
+    key, _, value = s.partition("=")
+    if not _:
+        # the line is not echoed: it may hold a secret (`ansible_become_password: ...`)
+        raise InventoryError(
+            f"{path}, line {lineno}: a line in [{section}:vars] must be written name=value"
+            f" (this one, starting {_first_word(s)!r}, has no '='); fix that line."
+        )
+    gv = group_vars.setdefault(section, _line_dict(lineno))
+    gv[key.strip()] = _ini_value(value.strip())
+    gv.key_lines[key.strip()] = lineno
+
+
+def _ini_host_vars(path: Path, lineno: int, words: list[str]) -> LineDict:
+    """The `name=value` variables after the host pattern on one host line."""
+    hvars = _line_dict(lineno)
+    for w in words[1:]:
+        key, eq, value = w.partition("=")
+        if not eq:
+            raise InventoryError(
+                f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be written"
+                " name=value, with no spaces around '='."
+            )
+        hvars[key] = _ini_value(value)
+        hvars.key_lines[key] = lineno
+    return hvars
+
+
+def _ini_members(
+    path: Path, direct: Mapping[str, list[str]], children: Mapping[str, list[str]]
+) -> Callable[[str], list[str]]:
+    """members(g): the hosts of group `g` and of the groups inside it, each once (memoised per
+    group; cycles, nesting depth and the host-in-group pairs of all groups are bounded)."""
     memo: dict[str, list[str]] = {}
     pairs = [0]  # host-in-group pairs listed so far
 
@@ -561,14 +596,7 @@ def load_ini(path: Path, text: str | None = None) -> LineDict:
             memo[g] = list(out)
         return memo[g]
 
-    for g in list(direct) + [c for c in children if c not in direct]:
-        if g in ("all", "ungrouped"):
-            continue
-        b.add_group(g, group_vars.get(g) or {}, members(g), None)
-        for c in children.get(g, []):
-            b.add_child(g, c)
-    b.defaults = convert_vars(group_vars.get("all") or {}, path)
-    return b.result()
+    return members
 
 
 def group_depth_error(path: Path, group: str) -> InventoryError:

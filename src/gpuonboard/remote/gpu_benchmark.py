@@ -138,34 +138,40 @@ def resnet50(num_classes: int = 1000) -> Any:
 # --------------------------------------------------------------------------- one worker
 
 
-def train(args: argparse.Namespace, gpu: int | None) -> dict[str, Any]:
-    """Train on one device; images/s over the timed steps and over the sustained window."""
-    import torch
-    from torch import nn
+class Trainer:
+    """ResNet-50 with its optimizer on one device (mixed precision and channels_last on a GPU,
+    fp32 on the CPU): random batches and one training step at a time."""
 
-    torch.manual_seed(0)
-    cuda = gpu is not None
-    device = torch.device(f"cuda:{gpu}" if cuda else "cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-        torch.backends.cudnn.benchmark = True
-    size = args.image_size
-    model = resnet50().to(device)
-    if cuda:
-        model = model.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.875, weight_decay=3e-5)
-    loss_fn = nn.CrossEntropyLoss()
-    scaler = torch.amp.GradScaler("cuda") if cuda else None
+    def __init__(self, gpu: int | None, size: int) -> None:
+        import torch
+        from torch import nn
 
-    def batch_of(n: int) -> tuple[Any, Any]:
+        self.torch = torch
+        self.cuda = gpu is not None
+        self.device = torch.device(f"cuda:{gpu}" if self.cuda else "cpu")
+        if self.cuda:
+            torch.cuda.set_device(self.device)
+            torch.backends.cudnn.benchmark = True
+        self.size = size
+        model = resnet50().to(self.device)
+        if self.cuda:
+            model = model.to(memory_format=torch.channels_last)
+        self.model = model
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.875, weight_decay=3e-5)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.scaler = torch.amp.GradScaler("cuda") if self.cuda else None
+
+    def batch_of(self, n: int) -> tuple[Any, Any]:
+        torch, size, device = self.torch, self.size, self.device
         x = torch.randn(n, 3, size, size, device=device)
-        if cuda:
+        if self.cuda:
             x = x.contiguous(memory_format=torch.channels_last)
         return x, torch.randint(0, 1000, (n,), device=device)
 
-    def step(x: Any, y: Any) -> None:
+    def step(self, x: Any, y: Any) -> None:
+        torch, opt, loss_fn, model, scaler = self.torch, self.opt, self.loss_fn, self.model, self.scaler
         opt.zero_grad(set_to_none=True)
-        if cuda:
+        if self.cuda:
             with torch.autocast("cuda", dtype=torch.float16):
                 loss = loss_fn(model(x), y)
             scaler.scale(loss).backward()  # type: ignore[union-attr]
@@ -175,50 +181,89 @@ def train(args: argparse.Namespace, gpu: int | None) -> dict[str, Any]:
             loss_fn(model(x), y).backward()
             opt.step()
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(device)
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
 
-    # batch sized to memory: the largest candidate that fits (estimate first, then OOM fallback)
+
+def first_batch(t: Trainer, args: argparse.Namespace) -> tuple[int, list[int], Any, Any]:
+    """Train one step at the batch size: --batch-size, or on a GPU the largest candidate that
+    fits (estimate first, then OOM fallback), or 8 on the CPU; (batch, candidates tried, x, y)."""
+    torch = t.torch
     tried: list[int] = []
     if args.batch_size:
         batch = args.batch_size
-        x, y = batch_of(batch)
-        step(x, y)
-    elif cuda:
-        total = torch.cuda.get_device_properties(device).total_memory
-        per_image = 0.11 * (1 << 30) * (size / 224) ** 2  # ~AMP activations + workspace per image
+        x, y = t.batch_of(batch)
+        t.step(x, y)
+    elif t.cuda:
+        total = torch.cuda.get_device_properties(t.device).total_memory
+        per_image = 0.11 * (1 << 30) * (t.size / 224) ** 2  # ~AMP activations + workspace per image
         batch = 0
         for cand in (512, 384, 256, 192, 128, 96, 64, 32, 16, 8):
             if cand * per_image > 0.8 * total and cand > 8:
                 continue
             tried.append(cand)
             try:
-                x, y = batch_of(cand)
-                step(x, y)
+                x, y = t.batch_of(cand)
+                t.step(x, y)
                 batch = cand
                 break
             except torch.cuda.OutOfMemoryError:
                 x = y = None
-                opt.zero_grad(set_to_none=True)
+                t.opt.zero_grad(set_to_none=True)
                 torch.cuda.empty_cache()
         if not batch:
             raise RuntimeError(f"ResNet-50 does not fit even at batch 8 (tried {tried})")
     else:
         batch = 8
-        x, y = batch_of(batch)
-        step(x, y)
+        x, y = t.batch_of(batch)
+        t.step(x, y)
+    return batch, tried, x, y
+
+
+def sustained(t: Trainer, batch: int, duration: float, x: Any, y: Any) -> dict[str, Any]:
+    """Train for `duration` seconds; images/s per tenth of it (windows of at least 0.5 s)."""
+    windows: list[float] = []
+    window_s = max(duration / 10, 0.5)
+    end = time.perf_counter() + duration
+    while time.perf_counter() < end:
+        w0, n = time.perf_counter(), 0
+        while time.perf_counter() - w0 < window_s:
+            t.step(x, y)
+            n += 1
+            if not t.cuda and time.perf_counter() >= end:
+                break
+        t.sync()
+        windows.append(batch * n / (time.perf_counter() - w0))
+    return {
+        "seconds": duration,
+        "window_s": window_s,
+        "windows_images_per_s": [round(w, 2) for w in windows],
+        "images_per_s": statistics.median(windows) if windows else None,
+        "first_images_per_s": windows[0] if windows else None,
+        "last_images_per_s": windows[-1] if windows else None,
+    }
+
+
+def train(args: argparse.Namespace, gpu: int | None) -> dict[str, Any]:
+    """Train on one device; images/s over the timed steps and over the sustained window."""
+    import torch
+
+    torch.manual_seed(0)
+    t = Trainer(gpu, args.image_size)
+    cuda, device = t.cuda, t.device
+    batch, tried, x, y = first_batch(t, args)
     warmup = args.warmup if args.warmup >= 0 else (10 if cuda else 1)
     steps = args.steps or (50 if cuda else 3)
     for _ in range(warmup):
-        step(x, y)
-    sync()
+        t.step(x, y)
+    t.sync()
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
     for _ in range(steps):
-        step(x, y)
-    sync()
+        t.step(x, y)
+    t.sync()
     elapsed = time.perf_counter() - t0
     out: dict[str, Any] = {
         "gpu": gpu,
@@ -233,26 +278,7 @@ def train(args: argparse.Namespace, gpu: int | None) -> dict[str, Any]:
     }
     duration = args.duration if args.duration >= 0 else (120.0 if cuda else 0.0)
     if duration > 0:
-        windows: list[float] = []
-        window_s = max(duration / 10, 0.5)
-        end = time.perf_counter() + duration
-        while time.perf_counter() < end:
-            w0, n = time.perf_counter(), 0
-            while time.perf_counter() - w0 < window_s:
-                step(x, y)
-                n += 1
-                if not cuda and time.perf_counter() >= end:
-                    break
-            sync()
-            windows.append(batch * n / (time.perf_counter() - w0))
-        out["sustained"] = {
-            "seconds": duration,
-            "window_s": window_s,
-            "windows_images_per_s": [round(w, 2) for w in windows],
-            "images_per_s": statistics.median(windows) if windows else None,
-            "first_images_per_s": windows[0] if windows else None,
-            "last_images_per_s": windows[-1] if windows else None,
-        }
+        out["sustained"] = sustained(t, batch, duration, x, y)
     return out
 
 
@@ -316,6 +342,72 @@ def summarize_samples(text: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- parent
 
 
+def start_sampler(sample_ms: int, log: str) -> subprocess.Popen[bytes] | None:
+    """Start `nvidia-smi -lms` sampling SAMPLE_FIELDS into `log` (None: no nvidia-smi here)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    with open(log, "w") as f:
+        return subprocess.Popen(
+            [
+                smi,
+                f"--query-gpu={','.join(SAMPLE_FIELDS)}",
+                "--format=csv,noheader,nounits",
+                f"-lms={sample_ms}",
+            ],
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+def worker_argv(args: argparse.Namespace) -> list[str]:
+    """This script's command line for a worker, less `--worker N`."""
+    me = os.path.abspath(__file__)
+    return [
+        sys.executable,
+        me,
+        "--image-size",
+        str(args.image_size),
+        "--duration",
+        str(args.duration),
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--batch-size",
+        str(args.batch_size),
+    ]
+
+
+def collect_workers(procs: list[subprocess.Popen[str]]) -> tuple[list[Any], list[str]]:
+    """Wait for each worker: (the results they printed, one sentence per GPU that gave none)."""
+    workers, errors = [], []
+    for i, p in enumerate(procs):
+        out, err = p.communicate()
+        # the marker may follow a C library's partial line on the same stdout
+        line = next((x for x in reversed(out.splitlines()) if WORKER_MARK in x), None)
+        if line is None:
+            errors.append(f"GPU {i}: exit {p.returncode}: {' | '.join(err.strip().splitlines()[-2:])}")
+            continue
+        data = json.loads(line[line.find(WORKER_MARK) + len(WORKER_MARK) :])
+        if "error" in data:
+            errors.append(f"GPU {i}: {data['error']}")
+        else:
+            workers.append(data)
+    return workers, errors
+
+
+def stop_sampler(sampler: subprocess.Popen[bytes], log: str) -> dict[str, Any]:
+    """Stop the sampler (killed after 5 s); its samples summarised per GPU."""
+    sampler.terminate()
+    try:
+        sampler.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        sampler.kill()
+    with open(log) as f:
+        return summarize_samples(f.read())
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -345,54 +437,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on_signal)
     try:
-        smi = shutil.which("nvidia-smi")
-        if smi:
-            with open(log, "w") as f:
-                sampler = subprocess.Popen(
-                    [
-                        smi,
-                        f"--query-gpu={','.join(SAMPLE_FIELDS)}",
-                        "--format=csv,noheader,nounits",
-                        f"-lms={args.sample_ms}",
-                    ],
-                    stdout=f,
-                    stderr=subprocess.DEVNULL,
-                )
+        sampler = start_sampler(args.sample_ms, log)
+        if sampler is not None:
             result["sampler"] = "nvidia-smi"
-        me = os.path.abspath(__file__)
-        base = [
-            sys.executable,
-            me,
-            "--image-size",
-            str(args.image_size),
-            "--duration",
-            str(args.duration),
-            "--steps",
-            str(args.steps),
-            "--warmup",
-            str(args.warmup),
-            "--batch-size",
-            str(args.batch_size),
-        ]
+        base = worker_argv(args)
         for i in range(n):
             procs.append(
                 subprocess.Popen(
                     [*base, "--worker", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
                 )
             )
-        workers, errors = [], []
-        for i, p in enumerate(procs):
-            out, err = p.communicate()
-            # the marker may follow a C library's partial line on the same stdout
-            line = next((x for x in reversed(out.splitlines()) if WORKER_MARK in x), None)
-            if line is None:
-                errors.append(f"GPU {i}: exit {p.returncode}: {' | '.join(err.strip().splitlines()[-2:])}")
-                continue
-            data = json.loads(line[line.find(WORKER_MARK) + len(WORKER_MARK) :])
-            if "error" in data:
-                errors.append(f"GPU {i}: {data['error']}")
-            else:
-                workers.append(data)
+        workers, errors = collect_workers(procs)
         result["workers"] = workers
         if errors:
             result["worker_errors"] = errors
@@ -403,13 +458,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if p.poll() is None:
                 p.terminate()
         if sampler is not None:
-            sampler.terminate()
-            try:
-                sampler.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                sampler.kill()
-            with open(log) as f:
-                result["samples"] = summarize_samples(f.read())
+            result["samples"] = stop_sampler(sampler, log)
         shutil.rmtree(tmp, ignore_errors=True)
     return result
 

@@ -70,17 +70,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def make_loader(args: argparse.Namespace, use_cuda: bool) -> Any:
+    """A DataLoader over a synthetic, learnable classification task (labels from a random
+    linear teacher), `--sample-cost-us` of busy work per sample, the configured workers."""
     import torch
-    from torch import nn
     from torch.utils.data import DataLoader, Dataset
 
-    torch.manual_seed(args.seed)
-    cuda = torch.cuda.is_available()
-    if args.device == "cuda" and not cuda:
-        raise RuntimeError("--device cuda asked for, but torch.cuda.is_available() is False")
-    use_cuda = cuda and args.device != "cpu"
-    device = torch.device("cuda:0" if use_cuda else "cpu")
     n_samples = args.steps * args.batch_size
     gen = torch.Generator().manual_seed(args.seed)
     teacher = torch.randn(args.dim, args.classes, generator=gen)
@@ -99,7 +94,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     pass
             return features[i], labels[i]
 
-    loader = DataLoader(
+    return DataLoader(
         Synthetic(),
         batch_size=args.batch_size,
         shuffle=True,
@@ -110,20 +105,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         generator=torch.Generator().manual_seed(args.seed),
     )
 
-    def make_model() -> Any:
-        return nn.Sequential(
-            nn.Linear(args.dim, args.hidden),
-            nn.ReLU(),
-            nn.Linear(args.hidden, args.hidden),
-            nn.ReLU(),
-            nn.Linear(args.hidden, args.classes),
-        ).to(device)
 
-    model = make_model()
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = nn.CrossEntropyLoss()
-    if use_cuda:
-        torch.cuda.reset_peak_memory_stats(device)
+def make_model(args: argparse.Namespace, device: Any) -> Any:
+    """The small MLP trained (and, fresh, reloaded from the checkpoint)."""
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Linear(args.dim, args.hidden),
+        nn.ReLU(),
+        nn.Linear(args.hidden, args.hidden),
+        nn.ReLU(),
+        nn.Linear(args.hidden, args.classes),
+    ).to(device)
+
+
+def train_loop(
+    loader: Any, model: Any, opt: Any, loss_fn: Any, device: Any, use_cuda: bool
+) -> dict[str, Any]:
+    """One pass over the loader: the losses, each step's time, and how long the loop waited
+    for the loader (the first batch, worker start-up, apart)."""
+    import torch
 
     def sync() -> None:
         if use_cuda:
@@ -160,8 +161,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     steady = t_end - t_steady
     if batches == 0:
         raise RuntimeError("the DataLoader yielded no batch")
+    return {
+        "losses": losses,
+        "step_times": step_times,
+        "wait_total": wait_total,
+        "first_wait": first_wait,
+        "batches": batches,
+        "total": total,
+        "steady": steady,
+    }
 
-    # checkpoint round trip: save, reload into a fresh model, compare outputs bit for bit
+
+def checkpoint_roundtrip(
+    args: argparse.Namespace, model: Any, opt: Any, batches: int, device: Any
+) -> dict[str, Any]:
+    """Save a checkpoint, reload it into a fresh model and optimizer, compare outputs and the
+    optimizer state bit for bit, remove it: the result's "checkpoint" entry."""
+    import torch
+
     workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-", dir=private_dir())
     ckpt = os.path.join(workdir, "smoke_checkpoint.pt")
     probe = torch.randn(16, args.dim, generator=torch.Generator().manual_seed(args.seed + 1)).to(device)
@@ -174,7 +191,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ckpt_bytes = os.path.getsize(ckpt)
     t0 = time.perf_counter()
     state = torch.load(ckpt, map_location=device)
-    fresh = make_model()
+    fresh = make_model(args, device)
     fresh.load_state_dict(state["model"])
     fresh_opt = torch.optim.Adam(fresh.parameters(), lr=args.lr)
     fresh_opt.load_state_dict(state["optimizer"])
@@ -188,9 +205,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.remove(ckpt)
     if not args.workdir:
         os.rmdir(workdir)
+    return {
+        "bytes": ckpt_bytes,
+        "save_s": save_s,
+        "load_s": load_s,
+        "identical": identical,
+        "optimizer_identical": optimizer_identical,
+        "max_abs_diff": max_diff,
+        "removed": not os.path.exists(ckpt),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(args.seed)
+    cuda = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda:
+        raise RuntimeError("--device cuda asked for, but torch.cuda.is_available() is False")
+    use_cuda = cuda and args.device != "cpu"
+    device = torch.device("cuda:0" if use_cuda else "cpu")
+    loader = make_loader(args, use_cuda)
+    model = make_model(args, device)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    if use_cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    t = train_loop(loader, model, opt, loss_fn, device, use_cuda)
+    losses, batches, total, steady = t["losses"], t["batches"], t["total"], t["steady"]
+    # checkpoint round trip: save, reload into a fresh model, compare outputs bit for bit
+    checkpoint = checkpoint_roundtrip(args, model, opt, batches, device)
 
     w = max(1, min(args.window, len(losses) // 3 or 1))
-    median_step = statistics.median(step_times)
+    median_step = statistics.median(t["step_times"])
     return {
         "ok": True,
         "device": "cuda" if use_cuda else "cpu",
@@ -210,19 +258,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "step_time_s": median_step,
         "samples_per_s": batches * args.batch_size / total if total > 0 else None,
         "total_s": total,
-        "loader_wait_s": wait_total,
-        "loader_first_batch_s": first_wait,
-        "loader_wait_share": wait_total / steady if steady > 0 else 0.0,
+        "loader_wait_s": t["wait_total"],
+        "loader_first_batch_s": t["first_wait"],
+        "loader_wait_share": t["wait_total"] / steady if steady > 0 else 0.0,
         "peak_gpu_mem_bytes": int(torch.cuda.max_memory_allocated(device)) if use_cuda else None,
-        "checkpoint": {
-            "bytes": ckpt_bytes,
-            "save_s": save_s,
-            "load_s": load_s,
-            "identical": identical,
-            "optimizer_identical": optimizer_identical,
-            "max_abs_diff": max_diff,
-            "removed": not os.path.exists(ckpt),
-        },
+        "checkpoint": checkpoint,
     }
 
 

@@ -684,37 +684,43 @@ def make_plan(
     if best is None and not checkpointing and any(f.note.startswith("one micro-batch") for f in card_fits):
         ck = estimate(count, precision, optimizer, mode, s, b, True)
         alt = next((f for f in fits(ck, mode, catalogue or load_catalogue()) if f.count is not None), None)
-    if alt is not None:  # (checkpointing would make it fit: say so, with what it would take)
-        then = f" (then {alt.count} x {alt.card.card})"
-        plan.notes.insert(
-            0,
-            f"no card holds the activations of one micro-batch ({memory.activations / GB:.1f} GB: with"
-            " FSDP/ZeRO-3 each GPU shards the weights, gradients and optimizer states but keeps its own"
-            f" micro-batch's activations whole): add --checkpointing{then}, or use a smaller --batch or"
-            " --seq (tensor/pipeline parallelism also splits them; not modelled here); the host figures"
-            " assume one GPU",
-        )
-    elif best is None:
-        plan.notes.insert(
-            0,
-            f"no card in the catalogue holds this job on {MAX_GPUS} cards or fewer: the host figures"
-            " assume one GPU; use a smaller model, --mode lora/qlora, --checkpointing or a smaller --batch",
-        )
-    elif plan.host.servers > 1:
-        servers = plan.host.servers
-        plan.notes.insert(
-            0,
-            f"{gpus} x {best.card.card} is more than one {GPUS_PER_SERVER}-GPU server: {servers} servers,"
-            " linked by a fast network (InfiniBand/RoCE); the host figures are per server"
-            + (
-                f" and each vendor cost is for one box, so {servers} boxes cost {servers} times that"
-                if h
-                else ""
-            ),
-        )
+    lead = _lead_note(plan, best, alt, gpus, h)
+    if lead is not None:
+        plan.notes.insert(0, lead)
     if not checkpointing and memory.activations > memory.states:
         plan.notes.append(
             "activations dominate: activation checkpointing (--checkpointing) stores only each layer's"
             " input, and FlashAttention avoids the 5as/h attention-score term"
         )
     return plan
+
+
+def _lead_note(plan: Plan, best: Fit | None, alt: Fit | None, gpus: int, h: float | None) -> str | None:
+    """The note shown first: what checkpointing would fit (`alt`), that no card fits, or that
+    the job takes more than one server; None when it fits one server."""
+    if alt is not None:  # (checkpointing would make it fit: say so, with what it would take)
+        then = f" (then {alt.count} x {alt.card.card})"
+        return (
+            f"no card holds the activations of one micro-batch ({plan.memory.activations / GB:.1f} GB: with"
+            " FSDP/ZeRO-3 each GPU shards the weights, gradients and optimizer states but keeps its own"
+            f" micro-batch's activations whole): add --checkpointing{then}, or use a smaller --batch or"
+            " --seq (tensor/pipeline parallelism also splits them; not modelled here); the host figures"
+            " assume one GPU"
+        )
+    if best is None:
+        return (
+            f"no card in the catalogue holds this job on {MAX_GPUS} cards or fewer: the host figures"
+            " assume one GPU; use a smaller model, --mode lora/qlora, --checkpointing or a smaller --batch"
+        )
+    if plan.host.servers > 1:
+        servers = plan.host.servers
+        return (
+            f"{gpus} x {best.card.card} is more than one {GPUS_PER_SERVER}-GPU server: {servers} servers,"
+            " linked by a fast network (InfiniBand/RoCE); the host figures are per server"
+            + (
+                f" and each vendor cost is for one box, so {servers} boxes cost {servers} times that"
+                if h
+                else ""
+            )
+        )
+    return None
