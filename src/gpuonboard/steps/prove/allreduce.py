@@ -1,7 +1,10 @@
 """Step `allreduce`: the torchrun all-reduce benchmark (remote/allreduce.py; NCCL on GPUs,
 gloo on the CPU) against the reference bus bandwidth, PCIe ACS, NVIDIA DCGM's diagnostics
 (prove.dcgm_diag) and, across a group's hosts, the multi-node run (prove.multinode). The rules
-are pure functions over the script's result JSON."""
+are pure functions over the script's result JSON. Where some GPU pair has no peer access the
+script runs NCCL with P2P disabled (`allreduce_p2p` warns: the figure is for a path through
+host memory, and an NVLink reference row is not compared with it); a collective that does not
+complete within `collective_timeout` ends the run with the reason instead of hanging."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from gpuonboard.steps.prove.launch import (
     _float_arg,
     _get,
     _int_arg,
+    host_bound,
     launch_settings,
     launcher_argv,
     run_script,
@@ -113,11 +117,79 @@ def cpu_busbw_check(actual: str, gpu_count: int, where: str, gpu_failure: str | 
     )
 
 
+def collective_timeout(timeout: float) -> float:
+    """Seconds one collective may take (allreduce.py --collective-timeout): half of what the
+    host's `timeout` gives the script, so that a hung collective is named before the host stops
+    the run, within 30..180 s (one 1 GiB all-reduce takes about a second even through host
+    memory; the first also starts NCCL)."""
+    return float(int(min(180.0, max(30.0, host_bound(timeout) / 2))))
+
+
+def p2p_off(r: Mapping[str, Any]) -> bool:
+    """Whether the run's NCCL had its P2P transport off (the script's `p2p.nccl_p2p_disabled`)."""
+    p2p = r.get("p2p")
+    return isinstance(p2p, Mapping) and bool(p2p.get("nccl_p2p_disabled"))
+
+
+def p2p_check(r: Mapping[str, Any]) -> Check | None:
+    """`allreduce_p2p` over the script's P2P decision (None for a result without one: the CPU, a
+    script before issue 29): a warning when NCCL ran without P2P (gpuonboard disabled it for the
+    pairs without peer access, or the environment did) or a pair lacks peer access, naming the
+    pairs; else a pass."""
+    p2p = r.get("p2p")
+    if not isinstance(p2p, Mapping) or len(p2p.get("gpus") or []) < 2:
+        return None
+    gpus = len(p2p.get("gpus") or [])
+    pairs = [list(x) for x in p2p.get("pairs_without_access") or []]
+    user = ", ".join(f"{k}={v}" for k, v in (p2p.get("environment") or {}).items())
+    expected = f"peer access between every pair of the {gpus} GPUs"
+    if not pairs and not p2p.get("nccl_p2p_disabled"):
+        kept = f"; the environment's {user} kept" if user else ""
+        return Check("allreduce_p2p", expected, f"all {gpus * (gpus - 1) // 2} pairs{kept}", "pass")
+    missing = f"no peer access between GPUs {pair_list(pairs)}" if pairs else "every pair has peer access"
+    if p2p.get("set_by") == "gpuonboard":
+        how = "NCCL ran with NCCL_P2P_DISABLE=1 (set by gpuonboard: NCCL can hang using P2P there)"
+    elif p2p.get("nccl_p2p_disabled"):
+        how = f"NCCL ran without P2P: the environment's {user}"
+    else:
+        how = f"the environment's {user} kept"
+    if p2p.get("nccl_p2p_disabled"):
+        detail = (
+            "the bus bandwidth is for a path through host memory, not GPU to GPU, and is not compared"
+            " with an NVLink reference"
+        )
+    else:
+        detail = (
+            "NCCL may still use P2P between GPUs whose pair lacks peer access;"
+            " set NCCL_P2P_DISABLE=1 in the host's environment if the all-reduce hangs"
+        )
+    if pairs:
+        detail += (
+            "; peer access is missing on many consumer cards (GeForce) and with the IOMMU on, PCIe ACS"
+            " redirecting, or in some VMs: `nvidia-smi topo -p2p r` shows it"
+        )
+    return Check("allreduce_p2p", expected, f"{missing}; {how}", "warn", detail)
+
+
+def pair_list(pairs: list[list[int]], most: int = 12) -> str:
+    """ "0-3, 1-2" (the first `most` pairs, then how many more)."""
+    shown = ", ".join(f"{a}-{b}" for a, b in pairs[:most])
+    return shown + (f" and {len(pairs) - most} more" if len(pairs) > most else "")
+
+
 def reference_check(
-    table: Mapping[str, Any], gpu_name: str, ranks: int, interconnect: str, peak: float, actual: str
+    table: Mapping[str, Any],
+    gpu_name: str,
+    ranks: int,
+    interconnect: str,
+    peak: float,
+    actual: str,
+    without_p2p: bool = False,
 ) -> Check:
     """`allreduce_busbw` against the reference row for `ranks` x `gpu_name` over `interconnect`
-    (a warning when the table has none)."""
+    (a warning when the table has none). ``without_p2p``: NCCL ran with its P2P transport off,
+    through host memory: an NVLink row's figure is not comparable (a warning that says so, as
+    gpu_benchmark does for a figure its reference cannot judge)."""
     ref = match_reference(table, gpu_name, ranks, interconnect)
     if ref is None:
         return Check(
@@ -126,6 +198,16 @@ def reference_check(
             actual,
             "warn",
             "no reference row for this topology; add one to data/allreduce_reference.yml",
+        )
+    if without_p2p and ref.get("interconnect") == "nvlink":
+        return Check(
+            "allreduce_busbw",
+            f"{float(ref['busbw_gbps']):.0f} GB/s over NVLink ({ref['id']})",
+            f"{actual} with NCCL's P2P off: not comparable",
+            "warn",
+            "NCCL ran without P2P (allreduce_p2p), so its traffic went through host memory, not over"
+            " NVLink; the figure says nothing against an NVLink reference: fix peer access for a"
+            " verdict on the links",
         )
     want = float(ref["busbw_gbps"])
     ratio = peak / want if want else 0.0
@@ -223,7 +305,11 @@ def allreduce_checks(
         )
     # a row is for an all-reduce over its `gpus`: the ranks that ran (allreduce_nproc may ask for
     # fewer than the box has), not the GPUs listed
-    checks.append(reference_check(table, gpu_name, int(n or gpu_count), interconnect, peak, actual))
+    p2p = p2p_check(r)
+    if p2p is not None:
+        checks.append(p2p)
+    ranks = int(n or gpu_count)
+    checks.append(reference_check(table, gpu_name, ranks, interconnect, peak, actual, p2p_off(r)))
     if acs_asked:
         checks.append(acs_check(acs))
     return checks
@@ -245,8 +331,10 @@ def multinode_checks(r: Mapping[str, Any], plan: NodePlan, nproc: int, backend: 
             )
         ]
     peak, at = peak_busbw(r)
+    p2p = p2p_check(r)
     return [
         correct_check(r, "the NICs or GPUs"),
+        *([p2p] if p2p is not None else []),
         Check(
             "allreduce_multinode",
             f"(information) cross-node busbw over group {plan.group}",
@@ -320,6 +408,7 @@ class AllreduceStep(Step):
             argv += ["--max-bytes", str(sizes["max_size"])]
         if sizes["min_size"]:
             argv += ["--min-bytes", str(sizes["min_size"])]
+        argv += ["--collective-timeout", f"{collective_timeout(launch.timeout):.0f}"]
         checks, dcgm_result = run_dcgm(ctx, level, dcgm_timeout) if level else ([], None)
         diff: dict[str, Any] = {"dcgm": dcgm_result} if dcgm_result else {}
         if nodes is not None:
