@@ -40,8 +40,8 @@ PROVINCES = "京津沪渝冀豫云滇辽黑湘皖鲁新苏浙赣鄂桂甘陇晋�
 LICENCE_RE = re.compile(rf"^[{PROVINCES}]?B[12](?:\.B[12])?-(?:19|20)\d{{6}}$")
 ICP_RE = re.compile(rf"^[{PROVINCES}]ICP(?:备(?:\d{{8}}|\d{{10}})号(?:-\d{{1,3}})?|证\d{{6}}号)$")
 
-LICENCE_EXAMPLE = "豫B2-20261089 or B1.B2-20200000"
-ICP_EXAMPLE = "滇ICP备2020007656号 (optionally -N)"
+LICENCE_EXAMPLE = "豫B2-20261089, B1.B2-20200000"  # (no words: shown in every language)
+ICP_EXAMPLE = "滇ICP备2020007656号, 京ICP备11017824号-4"
 
 
 def _normalise(value: str) -> str:
