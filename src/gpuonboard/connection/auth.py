@@ -1,8 +1,10 @@
-"""Authentication: the login arguments of a host (SSH agent, key file, banner and auth
-timeouts), its private key parsed once per run, and why a key file cannot be used."""
+"""Authentication: the login arguments of a host (SSH agent, key file with its certificate,
+the SSH config's further identity files, banner and auth timeouts), its private key parsed
+once per run, and why a key file cannot be used."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import stat
@@ -102,10 +104,48 @@ def _login_kwargs(host: Host) -> tuple[dict[str, Any], str | None]:
         except OSError as exc:
             pkey, key_problem = None, exc.strerror or str(exc)
         if pkey is not None:
-            kwargs["pkey"] = pkey
+            kwargs["pkey"] = _with_certificate(pkey, host.key_file, host.certificate_files)
         elif key_problem == KEY_ENCRYPTED:
             kwargs["key_filename"] = [host.key_file]
         # (a file that is no key: paramiko's own reader would fail too, or stop the host with
         # UnicodeDecodeError on random bytes; the agent is still tried, then the login's
         # failure names the file and why)
+    # the SSH config's further IdentityFiles, tried in order after the first (as ssh does;
+    # paramiko loads each one's `-cert.pub`); one that is not there is skipped, as ssh skips it
+    extra = [f for f in host.extra_key_files if _key_file_unreadable(f) is None]
+    if extra:
+        kwargs["key_filename"] = [*kwargs.get("key_filename", []), *extra]
     return kwargs, key_problem
+
+
+def _with_certificate(pkey: Any, key_file: str, certificates: tuple[str, ...]) -> Any:
+    """`pkey` with the first certificate that certifies it attached (the SSH config's
+    CertificateFiles in order, then `KEY-cert.pub` next to the key, as ssh looks for it): a
+    copy, since the parsed key is shared by every host using that file; `pkey` as it is when
+    none does."""
+    for path in (*certificates, f"{key_file}-cert.pub"):
+        if _key_file_unreadable(path) is not None:
+            continue
+        candidate = copy.copy(pkey)
+        try:
+            candidate.load_certificate(path)
+        except (ValueError, OSError, import_paramiko().SSHException):  # (another type, or unreadable)
+            continue
+        if _certifies(candidate.public_blob, pkey):
+            return candidate
+    return pkey
+
+
+def _certifies(blob: Any, pkey: Any) -> bool:
+    """Whether the OpenSSH certificate `blob` is one of `pkey` (paramiko checks the key type
+    only): after its type and nonce, a certificate holds the key's own public fields."""
+    if blob is None or not str(blob.key_type).endswith("-cert-v01@openssh.com"):
+        return False
+    paramiko = import_paramiko()
+    cert = paramiko.Message(blob.key_blob)
+    cert.get_text()
+    cert.get_binary()
+    key = paramiko.Message(pkey.asbytes())
+    key.get_text()
+    own = key.get_remainder()
+    return bool(own) and cert.get_remainder().startswith(own)

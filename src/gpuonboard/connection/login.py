@@ -1,11 +1,13 @@
-"""One login of a host's jump chain as a fabric.Connection: the hop's Host, its TCP socket,
-the paramiko Transport with our key-exchange and host key algorithm order, and closing the
-Connections of a chain."""
+"""One login of a host's jump chain as a fabric.Connection: the hop's Host, its TCP socket (or
+the pipe to its SSH config's ProxyCommand), the paramiko Transport with our key-exchange and
+host key algorithm order, and closing the Connections of a chain."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import shlex
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +16,9 @@ from gpuonboard.connection.auth import _login_kwargs
 from gpuonboard.connection.base import connect_timeout, import_paramiko
 from gpuonboard.connection.channel import _channel_request
 from gpuonboard.connection.hostkeys import HostKeyPolicy
+from gpuonboard.errors import ConnectError
 from gpuonboard.inventory import Host, Inventory
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, expand_tokens
 
 
 def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
@@ -40,13 +44,44 @@ def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
     )
 
 
-def _tcp_socket(host: Host) -> socket.socket:
+def _tcp_socket(host: Host) -> Any:
     """TCP connection with TCP_NODELAY, as OpenSSH does: without it Nagle's algorithm holds
     each small SSH packet that follows another (exec request, then stdin, then EOF) for a
-    round trip, which on a 20 ms link doubles the time of every command."""
+    round trip, which on a 20 ms link doubles the time of every command. A host with a
+    ProxyCommand (from the user's SSH config) is reached through that command instead."""
+    if host.proxy_command:
+        return proxy_command_socket(host)
     sock = socket.create_connection((host.address, host.port), timeout=connect_timeout(host))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
+
+
+def proxy_command_argv(host: Host) -> list[str]:
+    """The host's ProxyCommand as OpenSSH runs it: its tokens expanded (%h the address, %p the
+    port, %r the user, %n the host's name, %% a percent sign), then `exec COMMAND` through the
+    user's $SHELL (else /bin/sh)."""
+    command, bad = expand_tokens(
+        host.proxy_command or "",
+        {"%": "%", "h": host.address, "p": str(host.port), "r": host.user, "n": host.name},
+        PROXY_COMMAND_TOKENS,
+    )
+    if bad is not None:  # (refused when the inventory was read)
+        raise ConnectError(
+            f"host {host.name}: its ProxyCommand holds the token {bad}, which is not expanded."
+        )
+    return [os.environ.get("SHELL") or "/bin/sh", "-c", f"exec {command}"]
+
+
+def proxy_command_socket(host: Host) -> Any:
+    """paramiko's ProxyCommand (a socket-like pipe to the command) for the host."""
+    paramiko = import_paramiko()
+    try:
+        return paramiko.ProxyCommand(shlex.join(proxy_command_argv(host)))
+    except paramiko.ProxyCommandFailure as exc:
+        raise ConnectError(
+            f"host {host.name}: its ProxyCommand from the SSH config could not be started ({exc});"
+            " fix the ProxyCommand, or give the host its address in the inventory."
+        ) from None
 
 
 def _fabric() -> Any:

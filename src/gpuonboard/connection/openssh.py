@@ -86,10 +86,26 @@ def config_text(host: Host, inventory: Inventory | None, known_hosts: Path) -> t
         ]
         if hop.key_file:
             lines += [f"  IdentityFile {_ssh_path(hop.key_file)}", "  IdentitiesOnly yes"]
+        lines += [f"  IdentityFile {_ssh_path(f)}" for f in hop.extra_key_files]
+        lines += [f"  CertificateFile {_ssh_path(f)}" for f in hop.certificate_files]
         if previous:
             lines.append(f"  ProxyJump {previous}")
+        elif hop.proxy_command:  # (the SSH config's; %n is the host's name, not this file's alias)
+            lines.append(f"  ProxyCommand {_proxy_command(hop)}")
         previous = alias
     return "\n".join(lines) + "\n", "gpuonboard-target"
+
+
+def _proxy_command(hop: Host) -> str:
+    """The hop's ProxyCommand for this file: %n written out as the host's name (ssh expands
+    the other tokens to the same values here)."""
+    from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, expand_tokens
+
+    keep = {"%": "%%", "h": "%h", "p": "%p", "r": "%r", "n": hop.name.replace("%", "%%")}
+    command, _ = expand_tokens(hop.proxy_command or "", keep, PROXY_COMMAND_TOKENS)
+    if "\n" in command or "\r" in command:
+        raise ValueError(f"host {hop.name!r}: its ProxyCommand holds a line break")
+    return command
 
 
 def hop_chain(host: Host, inventory: Inventory | None) -> list[Host]:

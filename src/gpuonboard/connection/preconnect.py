@@ -25,7 +25,7 @@ class Preconnect:
         self._targets = {
             h.name: (h.address, h.port, connect_timeout(h))
             for h in hosts
-            if h.connection == "ssh" and not h.jump
+            if h.connection == "ssh" and not h.jump and not h.proxy_command
         }
         self._socks: dict[str, socket.socket] = {}
         self._ready = {name: threading.Event() for name in self._targets}

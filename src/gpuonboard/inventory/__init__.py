@@ -16,7 +16,8 @@ This package module only re-exports what the rest of gpuonboard uses; the module
 file, format detection, `build`), `fields` (keys, numbers, paths, names, addresses),
 `resolve` (one host's layers merged and checked), `order` (order specs), `vendors` (vendor
 profiles), `jumps` (jump hosts and chains), `limit` (--limit patterns), `sshlookup` (the
-user's SSH config as the loader consults it), `sshconfig` (its parser), `rules` (names and
+user's SSH config as the loader consults it), `sshresolve` (aliases resolved by OpenSSH's own
+`ssh -G`), `sshconfig` (the own reader, without `ssh`), `rules` (names and
 sizes every format shares), `ansible` (Ansible inventories).
 """
 

@@ -85,6 +85,12 @@ class Host:
     connect_timeout: float = 10.0
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
+    # from the user's SSH config (never set by the inventory itself): the IdentityFiles after
+    # the first (key_file), tried in order; CertificateFiles; a ProxyCommand the connection runs
+    # instead of dialling (tokens %h %n %p %r %% not yet expanded)
+    extra_key_files: tuple[str, ...] = ()
+    certificate_files: tuple[str, ...] = ()
+    proxy_command: str | None = None
 
     @property
     def vendor_name(self) -> str:

@@ -27,7 +27,12 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
-from gpuonboard.inventory.sshlookup import followable, ssh_config_aliases, uses_ssh_config_entry
+from gpuonboard.inventory.sshlookup import (
+    config_extras,
+    followable,
+    ssh_config_aliases,
+    uses_ssh_config_entry,
+)
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -148,10 +153,13 @@ def resolve_host(
     if not isinstance(use_agent, bool):
         raise s.err("use_agent", "must be true or false.")
     jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
+    extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
+    if "proxy_command" in extras:  # (the SSH config's ProxyCommand beats a vendor's or default jump)
+        jump = ()
     host_key = s.merged.get("host_key")
     if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
         raise s.err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
-    timeout = s.merged.get("connect_timeout", 10)
+    timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
         raise s.err("connect_timeout", problem)
     data_dir = _data_dir(s)
@@ -174,6 +182,7 @@ def resolve_host(
         connect_timeout=float(timeout),
         groups=groups,
         vars=dict(hvars),
+        **extras,
     )
 
 
@@ -199,6 +208,10 @@ class _Settings:
         """The error for a bad value of `key`, at the file and line of the layer that set it."""
         src, label = self.origin.get(key, (LineDict(), f"host {self.name!r}"))
         return InventoryError(f"{where(self.file_of(label), src, key)}: {label} field {key!r} {problem}")
+
+    def from_inventory(self, key: str) -> bool:
+        """Whether the host's own entry or one of its groups sets `key` (beating the SSH config)."""
+        return key in self.merged and self.origin.get(key, (None, ""))[1].startswith(("host ", "group "))
 
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
@@ -269,6 +282,15 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
             address = hostname or name
         elif name_is_address:  # Ansible: inventory_hostname is the address without ansible_host
             address = name
+        elif includes := getattr(ssh_cfg, "include_lines", None):  # (the own reader: not followed)
+            pattern, line = next(iter(includes.items()))
+            raise InventoryError(
+                f"{host_where}: host {name!r} has no 'address' and no Host entry in the part of"
+                f" {getattr(ssh_cfg, 'path', 'the SSH config')} gpuonboard could read: its Include"
+                f" {pattern} (line {line}) is followed only by OpenSSH's `ssh`, used when it is on"
+                " PATH and the config runs no `Match exec`; install the OpenSSH client, copy the"
+                " Host block into that file, or add address: <IP or DNS name>."
+            )
         else:
             raise InventoryError(
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"

@@ -74,6 +74,7 @@ class UserSSHConfig(paramiko.SSHConfig):
         lines = text.splitlines()
         config: Any = cls(path)
         blocks = [0]  # the line of each block paramiko makes (the first: before any Host)
+        certificates: dict[int, list[str]] = {}  # block index -> its CertificateFiles in order
         wild = 0  # Match blocks and Host blocks with a pattern (a plain name is looked up by index)
         for number, raw in enumerate(lines, 1):
             line = raw.strip()
@@ -93,6 +94,8 @@ class UserSSHConfig(paramiko.SSHConfig):
                     )
             elif match.group(1).lower() == "include":
                 config.include_lines.setdefault(match.group(2).strip(), number)
+            elif match.group(1).lower() == "certificatefile":  # (paramiko keeps one; ssh all)
+                certificates.setdefault(len(blocks) - 1, []).append(_unquoted(match.group(2)))
         try:
             config.parse(lines)
         except paramiko.ConfigParseError as exc:
@@ -101,6 +104,9 @@ class UserSSHConfig(paramiko.SSHConfig):
         for context, number in zip(config._config, blocks, strict=False):
             if "matches" in context:
                 config._match_lines[id(context["matches"])] = number
+        for index, files in certificates.items():
+            if index < len(config._config):
+                config._config[index]["config"]["certificatefile"] = files
         return config
 
     def _lookup(
@@ -135,7 +141,7 @@ class UserSSHConfig(paramiko.SSHConfig):
             for key, value in context["config"].items():
                 if key not in options:
                     options[key] = value[:] if value is not None else value
-                elif key == "identityfile":
+                elif key in ("identityfile", "certificatefile"):
                     options[key].extend(x for x in value if x not in options[key])
         if final:
             options = _BASE._expand_variables(self, options, hostname)
@@ -144,7 +150,7 @@ class UserSSHConfig(paramiko.SSHConfig):
     def unexpanded(self, hostname: str, key: str) -> Any:
         """The setting `key` for `hostname` as written (lookup() replaces %h, %p ... in a
         ProxyCommand with this host's values), or None."""
-        return _BASE._lookup(self, hostname).get(key)
+        return self._lookup(hostname).get(key)
 
     def get_hostnames(self) -> set[str]:
         """The Host patterns (paramiko's own raised KeyError on a Match block)."""
@@ -208,3 +214,9 @@ class UserSSHConfig(paramiko.SSHConfig):
             f" supported ({why}); give {host!r} its address (and user, key_file, jump) in the"
             " inventory, or match it with `Host` or `Match host` there."
         )
+
+
+def _unquoted(value: str) -> str:
+    """A config value without the double quotes around it (OpenSSH's own reading)."""
+    value = value.strip()
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value

@@ -1,26 +1,74 @@
 """The user's SSH config as the loader consults it: which file (--ssh-config, the inventory's
-`ssh_config`, $GPUONBOARD_SSH_CONFIG or ~/.ssh/config), which hosts take their settings from
-its `Host` entries, and those settings made followable (a `ssh -W` ProxyCommand as the
-ProxyJump it means; an Include or another ProxyCommand refused). The parser itself is
-`sshconfig`'s, imported only when there is a config to read.
+`ssh_config`, $GPUONBOARD_SSH_CONFIG or ~/.ssh/config), read by whom (OpenSSH itself, `ssh -G`,
+whenever `ssh` is installed: `sshresolve`; else the own bounded reader: `sshconfig`), which
+hosts take their settings from it, and those settings made followable (a `ssh -W`
+ProxyCommand as the ProxyJump it means, another ProxyCommand carried to the connection; what
+the own reader cannot follow refused in one sentence naming the file and line).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import re
+import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.sshresolve import (
+    CONNECTION_KEYS,
+    PROXY_COMMAND_TOKENS,
+    OpenSSHConfig,
+    bad_token,
+    expand_tokens,
+    ssh_program,
+)
 from gpuonboard.yamlload import read_text, where
+
+# the lines of an SSH config that make `ssh -G` run a command, and those that read other files
+_MATCH_EXEC = re.compile(r"^[ \t]*match\b.*\bexec\b", re.IGNORECASE | re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*include[ \t]*(?:=[ \t]*|[ \t])(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def _runs_commands(text: str, limit: int, depth: int = 0) -> bool:
+    """Whether `ssh -G` would run a command for this config text: a `Match exec` in it or in a
+    file it Includes (relative paths under ~/.ssh, globs, as OpenSSH reads them; 16 levels, the
+    most OpenSSH follows). A file that cannot be read is taken as one that may."""
+    import glob
+    import shlex
+
+    if _MATCH_EXEC.search(text):
+        return True
+    for match in _INCLUDE.finditer(text):
+        try:
+            patterns = shlex.split(match.group(1), comments=True)
+        except ValueError:
+            return True
+        for pattern in patterns:
+            path = os.path.expanduser(pattern)
+            path = path if os.path.isabs(path) else os.path.join(os.path.expanduser("~/.ssh"), path)
+            for name in sorted(glob.glob(path))[:256]:
+                try:
+                    with open(name, "rb") as f:
+                        included = f.read(limit + 1)
+                except OSError:
+                    return True
+                if depth >= 16 or len(included) > limit:
+                    return True
+                if _runs_commands(included.decode("utf-8", "replace"), limit, depth + 1):
+                    return True
+    return False
 
 
 def user_ssh_config(
     explicit: Path | None, raw: Mapping[str, Any], defaults: Mapping[str, Any], hosts_file: Path
 ) -> tuple[Any, Path | None]:
-    """paramiko.SSHConfig (and its path) from --ssh-config, the inventory's ssh_config key, or
-    ~/.ssh/config; (None, None) when there is none."""
+    """The SSH config (and its path) from --ssh-config, the inventory's ssh_config key, or
+    ~/.ssh/config, as OpenSSH reads it (an OpenSSHConfig, the hosts without an address in `raw`
+    resolved at once) where `ssh` is installed, else as the own reader does (a UserSSHConfig);
+    (None, None) when there is none."""
     candidate = explicit
     if candidate is None and raw.get("ssh_config"):
         candidate = (hosts_file.parent / os.path.expanduser(str(raw["ssh_config"]))).resolve()
@@ -37,36 +85,124 @@ def user_ssh_config(
     )
 
     text = read_text(candidate, InventoryError, "SSH config", MAX_CONFIG_BYTES)  # (bounded)
+    program = ssh_program()
+    # an inventory's own ssh_config (a project file, perhaps someone else's) reaches `ssh -G`
+    # only when it can run nothing there: a `Match exec` in it, or an Include that could bring
+    # one, is read by the own reader, which refuses it in one sentence and runs nothing
+    named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
+    if named_by_inventory and program is not None and _runs_commands(text, MAX_CONFIG_BYTES):
+        program = None
+    if program is not None:
+        config = OpenSSHConfig(candidate, program)
+        config.prefetch(_addressless(raw))
+        return config, candidate
     try:
         return UserSSHConfig.from_text_at(text, candidate), candidate
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
 
 
+def _addressless(raw: Mapping[str, Any]) -> list[str]:
+    """The hosts of a native-shaped inventory whose own entry gives no address: those that
+    may take their settings from the SSH config (resolved together, concurrently)."""
+    hosts = raw.get("hosts")
+    if not isinstance(hosts, Mapping):
+        return []
+    return [
+        str(name) for name, entry in hosts.items() if not (isinstance(entry, Mapping) and "address" in entry)
+    ]
+
+
 def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
     """The SSH config settings of a host that takes them from there, with a ProxyCommand of the
-    form `ssh -W %h:%p [user@]bastion` as the ProxyJump it means; an Include (paramiko does not
-    follow it: its Host blocks would be silently missed) or any other ProxyCommand (dropped, it
-    connected directly, skipping the bastion) is an InventoryError naming the file and line."""
+    form `ssh -W %h:%p [user@]bastion` as the ProxyJump it means and any other carried (a
+    token OpenSSH does not expand in it refused). From the own reader: the hostname in lower
+    case as OpenSSH writes it; an Include (not followed: its Host blocks would be silently
+    missed) or a token in HostName other than %h is an InventoryError naming the file."""
     cfg_path = getattr(cfg, "path", None) or "the SSH config"
-    out = dict(sshc)
+    out = {k: v for k, v in sshc.items() if not (k in ("proxyjump", "proxycommand") and v == "none")}
+    if not isinstance(cfg, OpenSSHConfig):
+        _own_reader_limits(name, out, cfg, cfg_path)
     if "include" in out:
         line = getattr(cfg, "include_lines", {}).get(str(out["include"]).strip())
         raise InventoryError(
             f"{cfg_path}{f', line {line}' if line else ''}: host {name!r} takes its settings from this"
-            f" SSH config, and gpuonboard does not follow Include: copy the Host block into"
-            f" {cfg_path} or give the host an address in the inventory."
+            f" SSH config, and without OpenSSH's `ssh` on PATH gpuonboard does not follow Include:"
+            f" install the OpenSSH client, copy the Host block into {cfg_path}, or give the host an"
+            " address in the inventory."
         )
     command = out.pop("proxycommand", None)
-    if command is not None and "proxyjump" not in out:
+    if command is not None and command != "none" and "proxyjump" not in out:
         from gpuonboard.inventory.ansible import _jump_of_proxy_command
 
         raw = cfg.unexpanded(name, "proxycommand") if hasattr(cfg, "unexpanded") else command
         try:
             out["proxyjump"] = _jump_of_proxy_command(str(raw))
-        except ValueError as exc:
-            raise InventoryError(f"{cfg_path}: Host {name!r} {exc}.") from None
+        except ValueError:
+            bad = bad_token(str(raw), PROXY_COMMAND_TOKENS)
+            if bad is not None:
+                raise InventoryError(
+                    f"{cfg_path}: host {name!r} takes the ProxyCommand {str(raw)!r} from this SSH"
+                    f" config, whose token {bad} OpenSSH does not expand there (it knows %h, %n, %p,"
+                    " %r and %%); fix the ProxyCommand, or give the host its address and jump in the"
+                    " inventory."
+                ) from None
+            out["proxycommand"] = str(raw)
+    if isinstance(out.get("connecttimeout"), str) and out["connecttimeout"].isdigit():
+        out["connecttimeout"] = int(out["connecttimeout"])
     return out
+
+
+def _own_reader_limits(name: str, out: dict[str, Any], cfg: Any, cfg_path: Any) -> None:
+    """What the own reader (no `ssh` installed) cannot follow, refused in one sentence naming
+    the file (and line): an Include, a token other than %h and %% in HostName (OpenSSH refuses
+    it too). The hostname is written in lower case, as OpenSSH does."""
+    if "include" in out:
+        return  # (followable's own sentence, naming the line)
+    raw = cfg.unexpanded(name, "hostname") if hasattr(cfg, "unexpanded") else None
+    if isinstance(raw, str):
+        bad = bad_token(raw, "%h")
+        if bad is not None:
+            raise InventoryError(
+                f"{cfg_path}: host {name!r} takes the HostName {raw!r} from this SSH config, whose token"
+                f" {bad} OpenSSH does not expand in a HostName (only %h and %%); fix the HostName, or"
+                " give the host its address in the inventory."
+            )
+    if isinstance(out.get("hostname"), str):
+        out["hostname"] = out["hostname"].lower()
+    if isinstance(out.get("proxyjump"), str):  # (ProxyJump takes ssh:// URIs too)
+        out["proxyjump"] = ",".join(h.removeprefix("ssh://").rstrip("/") for h in out["proxyjump"].split(","))
+    tokens = _path_tokens(name, out)
+    for key, allowed in (("identityfile", "%dhlur"), ("certificatefile", "%dhlnpru")):
+        written = cfg.unexpanded(name, key) if hasattr(cfg, "unexpanded") else None
+        if not written:
+            continue
+        files = []
+        for value in [written] if isinstance(written, str) else written:
+            text, bad = expand_tokens(str(value), tokens, allowed)
+            if bad is not None:
+                raise InventoryError(
+                    f"{cfg_path}: host {name!r} takes the {key} {value!r} from this SSH config, whose"
+                    f" token {bad} gpuonboard's own reader does not expand (without OpenSSH's `ssh` on"
+                    " PATH); write the path out, or set key_file for the host in the inventory."
+                )
+            files.append(tokens["d"] + text[1:] if text == "~" or text.startswith("~/") else text)
+        out[key] = files
+
+
+def _path_tokens(name: str, out: Mapping[str, Any]) -> dict[str, str]:
+    """The values of the tokens of an IdentityFile or CertificateFile path (as OpenSSH's)."""
+    entry = pwd.getpwuid(os.getuid())
+    return {
+        "%": "%",
+        "d": entry.pw_dir,
+        "h": str(out.get("hostname") or name.lower()),
+        "l": socket.gethostname(),
+        "n": name,
+        "p": str(out.get("port") or 22),
+        "r": str(out.get("user") or entry.pw_name),
+        "u": entry.pw_name,
+    }
 
 
 def uses_ssh_config_entry(name: str, layers: Iterable[tuple[Mapping[str, Any], str]], cfg: Any) -> bool:
@@ -76,7 +212,18 @@ def uses_ssh_config_entry(name: str, layers: Iterable[tuple[Mapping[str, Any], s
     looks the address up, its Port and User must not be mixed into the inventory's host."""
     if any("address" in layer for layer, _ in layers):
         return False
-    return name in ssh_config_aliases(cfg)
+    if isinstance(cfg, OpenSSHConfig):
+        return cfg.resolution(name).covered
+    if name in ssh_config_aliases(cfg):
+        return True
+    # (a host matched only by a pattern or a Match block: covered when it sets a connection
+    # setting, as under OpenSSH)
+    found = cfg.lookup(name) if cfg is not None else {}
+    hostname = found.get("hostname", name.lower())
+    if not (set(found) & (CONNECTION_KEYS - {"hostname"}) or hostname not in (name, name.lower())):
+        return False
+    cfg._gpuonboard_aliases = ssh_config_aliases(cfg) | {name}  # (then reached at this name)
+    return True
 
 
 def ssh_config_aliases(cfg: Any) -> frozenset[str]:
@@ -84,8 +231,28 @@ def ssh_config_aliases(cfg: Any) -> frozenset[str]:
     config (per host, 1,000 hosts x 8,000 Host lines took over 30 s)."""
     if cfg is None:
         return frozenset()
+    if isinstance(cfg, OpenSSHConfig):  # (the aliases resolved so far that the config covers)
+        return frozenset(cfg.get_hostnames())
     aliases: frozenset[str] | None = getattr(cfg, "_gpuonboard_aliases", None)
     if aliases is None:
         aliases = frozenset(h for h in cfg.get_hostnames() if not any(c in h for c in "*?!"))
         cfg._gpuonboard_aliases = aliases
     return aliases
+
+
+def config_extras(sshc: Mapping[str, Any], inventory_key_file: bool, inventory_jump: bool) -> dict[str, Any]:
+    """The Host fields the SSH config adds beyond address, port, user, key_file and jump: the
+    IdentityFiles after the first and the CertificateFiles (unless the inventory's host or group
+    names the key_file), and a ProxyCommand (unless it names the jump)."""
+    out: dict[str, Any] = {}
+    if not inventory_key_file:
+        files = [str(f) for f in sshc.get("identityfile") or ()]
+        if len(files) > 1:
+            out["extra_key_files"] = tuple(os.path.abspath(os.path.expanduser(f)) for f in files[1:])
+        certs = [str(f) for f in sshc.get("certificatefile") or ()]
+        if certs:
+            out["certificate_files"] = tuple(os.path.abspath(os.path.expanduser(f)) for f in certs)
+    command = sshc.get("proxycommand")
+    if not inventory_jump and isinstance(command, str) and command and command != "none":
+        out["proxy_command"] = command
+    return out

@@ -126,3 +126,28 @@ def test_an_ssh_config_of_thousands_of_blocks_is_refused_at_once(tmp_path: Path)
     with pytest.raises(paramiko.ConfigParseError, match=expected):
         UserSSHConfig.from_text_at(text, tmp_path / "cfg")
     assert time.monotonic() - start < 5
+
+
+def test_an_inventory_ssh_config_with_an_include_runs_nothing_either(tmp_path: Path) -> None:
+    """An inventory's own ssh_config reaches `ssh -G` only when it can run nothing there: an
+    Include (which could bring a `Match exec`) is read by the own reader, which refuses it."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "ran"
+    inv = tmp_path / "inventory"
+    inv.mkdir()
+    (inv / "more").write_text(f'Match exec "touch {marker}"\n  User x\n')
+    (inv / "ssh_config").write_text(f"Include {inv / 'more'}\nHost box1\n  HostName 10.0.0.1\n")
+    (inv / "hosts.yml").write_text("ssh_config: ssh_config\nhosts:\n  box1: {}\n")
+    r = subprocess.run(
+        [sys.executable, "-c", "from gpuonboard.cli import main; main()", "inventory"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "Include" in r.stderr and str(inv / "ssh_config") in r.stderr
+    assert not marker.exists()
