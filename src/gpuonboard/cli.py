@@ -261,7 +261,7 @@ def _settings(given: CommonFlags | None = None) -> api.Settings:
     return s
 
 
-@command(*SELECT, OWN, *RUN, "lang", "strict", options=flags.ProvisionFlags)
+@command(*SELECT, OWN, *RUN, "lang", "strict", "json", "metrics_file", options=flags.ProvisionFlags)
 def provision(c: Any, given: CommonFlags, opts: flags.ProvisionFlags) -> None:
     """Connect, gather facts, run the playbook's steps, report (acceptance first)."""
     sel, settings = _common(c, given)
@@ -281,18 +281,18 @@ def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> No
     api.refuse_teardown_steps(project, name, only, skip)
 
 
-@command(*SELECT, *RUN, "lang", "strict")
+@command(*SELECT, *RUN, "lang", "strict", "json", "metrics_file")
 def check(c: Any, given: CommonFlags) -> None:
     """Run only the read-only acceptance playbook (check mode: nothing changes on the host)."""
     sel, settings = _common(c, given)
     _guard(lambda: api.provision(sel, settings, "acceptance", check=True), given.debug)
 
 
-@command(*SELECT, "debug", name="inventory")
+@command(*SELECT, "json", "debug", name="inventory")
 def inventory_(c: Any, given: CommonFlags) -> None:
     """List hosts with vendor, address and order spec."""
     sel = _selection(given.inventory, given.host, given.group, given.limit)
-    _guard(lambda: api.list_inventory(sel, _settings()), given.debug)
+    _guard(lambda: api.list_inventory(sel, _settings(given)), given.debug)
 
 
 @command(OWN, "inventory", "order", "debug", positional=["paths"], options=flags.FactsFlags)
@@ -436,7 +436,16 @@ def report_(c: Any, given: CommonFlags, opts: flags.ReportFlags) -> None:
     _guard(lambda: advise.report(rdir, project, *args), given.debug)
 
 
-@command(*SELECT, OWN, "trust_new_hosts", "known_hosts", "debug", "connect_retries", options=MonitorCommand)
+@command(
+    *SELECT,
+    OWN,
+    "metrics_file",
+    "trust_new_hosts",
+    "known_hosts",
+    "debug",
+    "connect_retries",
+    options=MonitorCommand,
+)
 def monitor(c: Any, given: CommonFlags, opts: MonitorCommand) -> None:
     """Live GPU table of the hosts (one streaming nvidia-smi channel per host), with alerts."""
     from gpuonboard.api import monitor as monitor_mod

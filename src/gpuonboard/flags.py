@@ -65,6 +65,19 @@ class CommonFlags:
         "treat an unverified check (a fact that could not be read) as a failure: NO-GO, exit 1",
         "strict",
     )
+    json: bool = flag(
+        False,
+        "print the result as one JSON document on stdout (check, provision: the run's summary.json;"
+        " inventory: the resolved hosts); every other line goes to stderr",
+        "json",
+    )
+    metrics_file: str = flag(
+        "",
+        "also write a Prometheus text file there, atomically, for node_exporter's textfile collector"
+        " (name it *.prom): check, provision: the verdicts; monitor: the latest GPU samples",
+        "metrics_file",
+        path=True,
+    )
 
 
 SPECS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(CommonFlags)}

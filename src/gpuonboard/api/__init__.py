@@ -7,10 +7,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from gpuonboard import inventory as inventory_mod
 from gpuonboard import termtext, timings
@@ -51,6 +51,8 @@ class Settings:
     progress: bool = True
     lang: str = "en"  # terminal tables: en or zh (i18n.py)
     strict: bool = False  # an unverified check fails the host (--strict)
+    json: bool = False  # --json: the result as JSON on stdout, every human line on stderr
+    metrics_file: Path | None = None  # --metrics-file: a Prometheus text file (report/metrics.py)
 
     def state_root(self) -> Path:
         """`.gpuonboard/` under the project unless overridden."""
@@ -300,8 +302,50 @@ def execute(
 
     Every command (provision, check, container, sync, autostop, teardown) ends here, so they
     share exit codes, reports and the run log. `show` prints command-specific lines before
-    the recap; without it the acceptance tables are printed.
+    the recap; without it the acceptance tables are printed. With `settings.json` (--json)
+    stdout carries only the run's summary.json, once the run is done, and every human line
+    (progress, tables, warnings, errors) goes to stderr.
     """
+    options: dict[str, Any] = {
+        "check": check,
+        "only": only,
+        "skip": skip,
+        "resume": resume,
+        "core_facts": core_facts,
+    }
+    if not settings.json:
+        return _execute(inv, hosts, book, settings, show=show, **options)[0]
+    with human_lines_to_stderr() as stdout:
+        code, out_dir = _execute(inv, hosts, book, settings, show=show, **options)
+    stdout.write((out_dir / "summary.json").read_text(encoding="utf-8"))
+    stdout.flush()
+    return code
+
+
+@contextlib.contextmanager
+def human_lines_to_stderr() -> Iterator[TextIO]:
+    """For --json: sys.stdout points at stderr while the block runs (print, the rich consoles,
+    which look up sys.stdout at each write, the live progress, worker threads), so that the
+    real stdout, yielded, carries nothing but the one JSON document written after it."""
+    stdout = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        yield stdout
+
+
+def _execute(
+    inv: inventory_mod.Inventory,
+    hosts: list[Host],
+    book: Playbook,
+    settings: Settings,
+    *,
+    check: bool,
+    only: Sequence[str],
+    skip: Sequence[str],
+    resume: bool,
+    core_facts: bool,
+    show: Callable[[Sequence[HostResult], Any], None] | None,
+) -> tuple[int, Path]:
+    """execute's run: the exit code and the run's report folder."""
     playbook_mod.check_templates(
         book, settings.project, select_steps(book, split_names(only), split_names(skip))
     )
@@ -366,7 +410,15 @@ def execute(
     }
     warming.join()
     try:
-        out_dir = write_reports(outcome, meta, reports_dir, run_id, project=settings.project, early=early_raw)
+        out_dir = write_reports(
+            outcome,
+            meta,
+            reports_dir,
+            run_id,
+            project=settings.project,
+            early=early_raw,
+            metrics_file=settings.metrics_file,
+        )
     except OSError as exc:  # (checked before the run: a disk that filled up, a folder removed since)
         raise UsageError(
             f"the reports of run {run_id} could not be written in {reports_dir} ({exc.strerror or exc});"
@@ -392,7 +444,7 @@ def execute(
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
     timings.mark("terminal")
-    return int(code)
+    return int(code), out_dir
 
 
 def check_outputs(
@@ -409,6 +461,10 @@ def check_outputs(
     ]
     if not check:
         folders.append((settings.state_dir or root / "state", "the journal directory", "pass --state-dir"))
+    if settings.metrics_file is not None:
+        problem = metrics_file_problem(settings.metrics_file)
+        if problem:
+            raise UsageError(problem)
     for path, what, flag in folders:
         why = unwritable_dir(path)
         if why is not None:
@@ -487,7 +543,42 @@ def _resolve(project: Path, path: str) -> Path:
 
 
 def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))
+    """RFC 3339 in UTC with `Z` (`2026-12-02T07:11:57Z`): what `jq fromdateiso8601`, Python's
+    datetime.fromisoformat and xs:dateTime all read (the local `+0800` of older runs is not
+    RFC 3339, and jq takes only `Z`)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def metrics_file_problem(path: Path) -> str | None:
+    """Before connecting: why --metrics-file cannot be written (its folder missing or read-only,
+    the path a folder), or None. The folder is not made: node_exporter's textfile directory is
+    set up with the exporter."""
+    if path.is_dir():
+        return f"--metrics-file {path} is a directory; give a file in it (node_exporter reads *.prom files)."
+    if not path.parent.is_dir():
+        return f"--metrics-file {path}: no directory {path.parent}; give a file in an existing directory."
+    why = unwritable_dir(path.parent)
+    if why is not None:
+        return f"--metrics-file {path}: its directory cannot be {why}; give one you can write to."
+    return None
+
+
+def write_run_metrics(path: Path, doc: Mapping[str, Any]) -> None:
+    """The run's metrics file (--metrics-file, report/metrics.py) from its summary document. A
+    file that cannot be written is a warning on stderr: the reports, the run's record, stand."""
+    from gpuonboard.report import metrics
+
+    try:
+        metrics.write(path, metrics.render(metrics.run_families(doc)))
+    except OSError as exc:
+        why = termtext.for_terminal(exc.strerror or str(exc))
+        print(f"warning: --metrics-file {path} could not be written ({why}).", file=sys.stderr)
+        return
+    if not path.name.endswith(".prom"):
+        print(
+            f"warning: wrote {path}, but node_exporter's textfile collector reads only *.prom files.",
+            file=sys.stderr,
+        )
 
 
 def write_reports(
@@ -497,9 +588,11 @@ def write_reports(
     run_id: str,
     project: Path | None = None,
     early: EarlyRaw | None = None,
+    metrics_file: Path | None = None,
 ) -> Path:
     """reports/<run-id>/summary.json and junit.xml, plus a `latest` link; with `project` (whose
-    templates/ it uses), the HTML report too, so that every run leaves one to open.
+    templates/ it uses), the HTML report too, so that every run leaves one to open; with
+    `metrics_file`, the run's Prometheus text file.
 
     Each probe's raw output goes to raw/<host>/<probe>.txt (its sha256 is in summary.json)."""
     out = reports_dir / run_id
@@ -509,9 +602,11 @@ def write_reports(
     doc = jsonfile.summary(outcome, meta)
     jsonfile.write(out / "summary.json", doc)
     timings.mark("summary")
-    junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}")
+    junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}", timestamp=meta.get("started"))
     jsonfile.write_atomic(out / "junit.xml", junit_text)
     timings.mark("junit")
+    if metrics_file is not None:
+        write_run_metrics(metrics_file, doc)
     if project is not None:
         write_html_report(doc, out, project, written)
     latest = reports_dir / "latest"
@@ -560,55 +655,10 @@ def host_order(selection: Selection, settings: Settings) -> inventory_mod.OrderS
 
 
 def list_inventory(selection: Selection, settings: Settings) -> int:
-    """Print hosts with vendor, address and order spec."""
-    from rich.table import Table
-    from rich.text import Text
+    """`invoke inventory`: the hosts with vendor, address and order spec (api/listing.py)."""
+    from gpuonboard.api import listing
 
-    from gpuonboard.units import format_bytes, ram_order_bytes
-
-    inv, hosts = _selected(selection, settings, every=True)
-    # Text, never markup: a vendor name or order with `[...]` in it lost it (`[/x]`: internal error)
-    t = Table(title=Text(f"inventory {inv.source}"), title_justify="left")
-    for col in ("host", "address", "groups", "vendor", "order"):
-        # fold, never cut: an address shortened to `ubuntu@198.5…` on a narrow terminal is wrong
-        t.add_column(col, overflow="fold")
-    for h in hosts:
-        o = h.order
-        parts = []
-        if o.gpu_count or o.gpu_model:
-            parts.append(f"{o.gpu_count or '?'} x {o.gpu_model or 'GPU'}")
-        if o.vram_bytes:
-            parts.append(f"{format_bytes(o.vram_bytes, binary=False)} VRAM")
-        if o.cpu_cores:
-            parts.append(f"{o.cpu_cores} cores")
-        if o.ram_bytes:
-            parts.append(f"{format_bytes(ram_order_bytes(o.ram_bytes))} RAM")
-        if o.data_disk:
-            size = (
-                f" {format_bytes(o.data_disk.min_size_bytes, binary=False)}"
-                if o.data_disk.min_size_bytes
-                else ""
-            )
-            parts.append(f"data{size} at {o.data_disk.mount}")
-        if o.interconnect:
-            parts.append(o.interconnect)
-        if o.min_driver:
-            parts.append(f"driver >= {o.min_driver}")
-        via = f" via {' -> '.join(h.jump)}" if h.jump else ""
-        address = "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
-        cells = (h.name, address, ",".join(h.groups) or "-", h.vendor_name, ", ".join(parts) or "-")
-        t.add_row(*(Text(cell) for cell in cells))
-    con = terminal.console()
-    con.print(t)
-    from rich.markup import escape
-
-    from gpuonboard.licences import warnings as licence_warnings
-
-    used = {h.vendor.id for h in hosts if h.vendor}
-    for v in sorted((v for v in inv.vendors.values() if v.id in used), key=lambda v: v.id):
-        for w in licence_warnings(v.licence, v.icp):  # a format check only: never an error
-            con.print(f"[yellow]warning:[/] vendor {escape(v.id)} ({escape(v.source)}): {escape(w)}")
-    return int(ExitCode.OK)
+    return listing.list_inventory(selection, settings)
 
 
 def container(selection: Selection, settings: Settings, image: str | None = None, check: bool = False) -> int:

@@ -7,10 +7,12 @@ reconnected with exponential backoff while the others keep updating. Closing a c
 the remote nvidia-smi (see shell.until_stdin_closes).
 
 This module is the command: its options, the connections, `--once`, the live loop and its
-JSON lines (stdout with --json, the --log file). The parts live in `gpuonboard.watch`:
-`samples` (the parsed samples, HostState), `alerts` (thresholds), `stream` (the remote
-commands and their streams), `live` (the Monitor's per-host workers, `sample_once`) and
-`render` (the rich table); their names are re-exported here, as `monitor.X` reads them.
+JSON lines (stdout with --json, the --log file), and the --metrics-file (a Prometheus text
+file for node_exporter's textfile collector: report/metrics.py renders it). The parts live
+in `gpuonboard.watch`: `samples` (the parsed samples, HostState), `alerts` (thresholds),
+`stream` (the remote commands and their streams), `live` (the Monitor's per-host workers,
+`sample_once`) and `render` (the rich table); their names are re-exported here, as `monitor.X`
+reads them.
 
 No Invoke imports here.
 """
@@ -153,11 +155,18 @@ def monitor(
     inv, hosts = api.load_hosts(selection, settings)
     out = out or sys.stdout
     connect = connector(settings, inv, retries=settings.connect_retries if cmd.once else 0)
+    metrics = None
+    if settings.metrics_file is not None:
+        problem = api.metrics_file_problem(settings.metrics_file)
+        if problem:
+            raise UsageError(problem)
+        metrics = MetricsFile(settings.metrics_file, interval)
     log = _open_log(cmd.log)
     try:
         if cmd.once:
-            return _once(hosts, connect, cmd.json, log, out)
-        return _watch(hosts, connect, interval, duration, cmd.json, log, out, stop or threading.Event())
+            return _once(hosts, connect, cmd.json, log, out, metrics)
+        stop = stop or threading.Event()
+        return _watch(hosts, connect, interval, duration, cmd.json, log, out, stop, metrics)
     finally:
         if log is not None:
             with contextlib.suppress(OSError):  # (every line was flushed: a full disk said so then)
@@ -175,8 +184,48 @@ def _open_log(path: str) -> TextIO | None:
         raise UsageError(f"--log {path}: cannot open it for appending ({exc.strerror}).") from None
 
 
+class MetricsFile:
+    """The monitor's --metrics-file: its hosts' latest samples, rewritten atomically when a
+    sample or a host's state changed, at most once per interval (and at least 1 s apart), and a
+    last time when the monitor stops (`gpuonboard_monitor_running 0`). A write that fails (a full
+    disk) is recorded and stops the monitor, as a --log file that fails does."""
+
+    def __init__(self, path: Path, interval: float) -> None:
+        self.path, self.every = path, max(1.0, interval)
+        self.last = float("-inf")
+        self.seen: tuple[tuple[str, str, int], ...] | None = None
+        self.failed: list[str] = []
+
+    def update(self, states: Sequence[HostState], running: bool = True) -> bool:
+        """Write the file if it is due (always when not `running`); False once a write failed."""
+        from gpuonboard.report import metrics
+
+        if self.failed:
+            return False
+        key = tuple((st.name, st.status, st.samples) for st in states)
+        now = time.monotonic()
+        if running and (key == self.seen or now - self.last < self.every):
+            return True
+        text = metrics.render(metrics.monitor_families(states, running, time.time()))
+        try:
+            metrics.write(self.path, text)
+        except OSError as exc:
+            self.failed.append(
+                f"--metrics-file {self.path}: cannot write it any more ({exc.strerror or exc}); the"
+                " monitor stopped: free some space there or pass another file."
+            )
+            return False
+        self.seen, self.last = key, now
+        return True
+
+
 def _once(
-    hosts: Sequence[Host], connect: Callable[[Host], Runner], as_json: bool, log: TextIO | None, out: TextIO
+    hosts: Sequence[Host],
+    connect: Callable[[Host], Runner],
+    as_json: bool,
+    log: TextIO | None,
+    out: TextIO,
+    metrics: MetricsFile | None = None,
 ) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -211,14 +260,17 @@ def _once(
     if log is not None:
         for s in samples:
             write_log(log, json.dumps(s.to_json()) + "\n")
+    states = []
+    for h, (ss, alerts, err) in zip(hosts, results, strict=True):
+        st = HostState(h.name, status="stale" if err else "live", error=err, alerts=alerts)
+        st.gpus = {s.index: s for s in ss}
+        st.gpus_seen = 0 if err else len(ss)
+        states.append(st)
+    if metrics is not None and not metrics.update(states, running=False):
+        raise CommandError(metrics.failed[0])
     if as_json:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
-        states = []
-        for h, (ss, alerts, err) in zip(hosts, results, strict=True):
-            st = HostState(h.name, status="stale" if err else "live", error=err, alerts=alerts)
-            st.gpus = {s.index: s for s in ss}
-            states.append(st)
         from gpuonboard.report import terminal
 
         con = terminal.console()
@@ -270,10 +322,11 @@ class _JsonLines:
     def on_event(self, host: str, kind: str, detail: str | None) -> None:
         """A host going stale or live again."""
         if self.log is not None or self.as_json:
+            now = time.time()
             self.emit(
                 {
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                    "ts": time.time(),
+                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),  # RFC 3339, UTC
+                    "ts": now,
                     "host": host,
                     "event": kind,
                     "error": detail,
@@ -290,12 +343,15 @@ def _watch(
     log: TextIO | None,
     out: TextIO,
     stop: threading.Event,
+    metrics: MetricsFile | None = None,
 ) -> int:
     sink = _JsonLines(as_json, log, out, stop)
     mon = Monitor(hosts, connect, MonitorOptions(interval=interval), sink.on_sample, sink.on_event)
-    _run_live(mon, interval, duration, as_json, stop)
+    _run_live(mon, interval, duration, as_json, stop, metrics)
     if sink.log_failed:
         raise CommandError(sink.log_failed[0])
+    if metrics is not None and metrics.failed:
+        raise CommandError(metrics.failed[0])
     if sink.reader_gone.is_set():
         from gpuonboard.report import terminal
 
@@ -306,10 +362,16 @@ def _watch(
 
 
 def _run_live(
-    mon: Monitor, interval: float, duration: float | None, as_json: bool, stop: threading.Event
+    mon: Monitor,
+    interval: float,
+    duration: float | None,
+    as_json: bool,
+    stop: threading.Event,
+    metrics: MetricsFile | None = None,
 ) -> None:
     """Run the monitor until `stop`, the --duration or Ctrl-C, the table refreshed 4 times a
-    second (without --json); every channel and connection closed however it ends."""
+    second (without --json) and the --metrics-file when due; every channel and connection
+    closed however it ends (and the metrics file written a last time, saying it stopped)."""
     deadline = None if duration is None else time.monotonic() + duration
     live: Any = None
     try:
@@ -329,6 +391,8 @@ def _run_live(
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             wait = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
             stop.wait(wait)
+            if metrics is not None and not metrics.update(mon.snapshot()):
+                stop.set()
             if live is not None:
                 live.update(
                     render_table(
@@ -341,6 +405,8 @@ def _run_live(
         pass  # Ctrl-C is how a monitor ends: close everything below, exit 0
     finally:
         mon.stop()
+        if metrics is not None:
+            metrics.update(mon.snapshot(), running=False)
         if live is not None:
             live.update(
                 render_table(mon.snapshot(), interval, width=live.console.width, height=live.console.height)

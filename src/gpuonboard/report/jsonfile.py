@@ -1,4 +1,5 @@
-"""`summary.json`: the stable, documented machine-readable result of one run (schema in README)."""
+"""`summary.json`: the stable, documented machine-readable result of one run (its JSON Schema,
+draft 2020-12, ships as gpuonboard/data/summary.schema.json: `schema_path`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ from gpuonboard.report.strictjson import dumps
 from gpuonboard.results import HostResult, HostVerdict, RunResult, host_rules
 
 SCHEMA = "gpuonboard.summary/1"
+
+
+def schema_path() -> Path:
+    """The JSON Schema (draft 2020-12) of summary.json, shipped in the package."""
+    return Path(__file__).resolve().parent.parent / "data" / "summary.schema.json"
 
 
 def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:

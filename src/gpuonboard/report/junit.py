@@ -1,5 +1,15 @@
 """`junit.xml`: one testcase per host x rule (and per non-acceptance step), for CI dashboards;
-each host's suite carries the run's verdict of it as a property."""
+each host's suite carries the run's verdict of it as a property.
+
+Valid against both schemas CI tools hold JUnit files to: Maven Surefire's
+(`surefire-test-report.xsd`, which describes one `<testsuite>`: each host's suite is one such
+report) and Jenkins xUnit's `junit-10.xsd` (the `<testsuites>` file). So every testcase has a
+`time` (a rule's own is 0: the facts it reads were gathered once for the host, whose suite's
+`time` is the host's run), a suite's `tests`, `failures`, `errors` and `skipped` count its
+testcases, the root's `tests`, `failures` and `errors` add its suites up (no `time`: hosts run
+side by side), and a suite's `timestamp` is the run's start in RFC 3339 (UTC, `Z`: an
+xs:dateTime).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,8 @@ from gpuonboard.results import RunResult
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
 # surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with
 # colour codes (ESC) made junit.xml unreadable for every CI parser. They become `\x1b` escapes.
+RULE_TIME = "0.000"  # a rule's testcase: judged from facts gathered once for the whole host
+
 _NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -28,25 +40,33 @@ def _legal_xml(root: ET.Element) -> None:
             el.set(key, _NOT_XML.sub(_escape_char, value))
 
 
-def render(run: RunResult, name: str) -> str:
+def render(run: RunResult, name: str, timestamp: str | None = None) -> str:
     """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unverified -> <skipped>
     (<failure> under --strict), unreachable -> <error>; the host's verdict (GO, NO-GO, no
-    verdict) is its suite's `verdict` property."""
+    verdict) is its suite's `verdict` property; `timestamp` (the run's start, RFC 3339) is each
+    suite's."""
     strict = run.strict
     suites = ET.Element("testsuites", name=name)
+    totals = {"tests": 0, "failures": 0, "errors": 0}
     for r, verdict in run:
         suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
+        if timestamp:
+            suite.set("timestamp", timestamp)
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="verdict", value=verdict.word)
         tests = failures = errors = skipped = 0
         if r.status == "unreachable":
-            case = ET.SubElement(suite, "testcase", classname=r.host.name, name="connect")
+            case = ET.SubElement(
+                suite, "testcase", classname=r.host.name, name="connect", time=f"{r.duration:.3f}"
+            )
             ET.SubElement(case, "error", message=r.msg).text = r.msg
             tests, errors = 1, 1
         elif r.status == "failed" and not r.steps:
             # failed before any step ran (facts could not be gathered, an internal error): the
             # suite held no testcase, 0 tests and 0 failures, which CI showed as a green host
-            case = ET.SubElement(suite, "testcase", classname=r.host.name, name="host")
+            case = ET.SubElement(
+                suite, "testcase", classname=r.host.name, name="host", time=f"{r.duration:.3f}"
+            )
             ET.SubElement(case, "error", message=r.msg).text = r.msg
             tests, errors = 1, 1
         for step in r.steps:
@@ -54,7 +74,7 @@ def render(run: RunResult, name: str) -> str:
                 for c in step.checks:
                     tests += 1
                     case = ET.SubElement(
-                        suite, "testcase", classname=f"{r.host.name}.{step.step}", name=c.name
+                        suite, "testcase", classname=f"{r.host.name}.{step.step}", name=c.name, time=RULE_TIME
                     )
                     text = f"expected: {c.expected}\nactual: {c.actual}" + (
                         f"\n{c.detail}" if c.detail else ""
@@ -94,6 +114,12 @@ def render(run: RunResult, name: str) -> str:
         suite.set("skipped", str(skipped))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
+        totals["tests"] += tests
+        totals["failures"] += failures
+        totals["errors"] += errors
+    # (no `skipped` here: Jenkins xUnit's schema allows none on <testsuites>)
+    for key, value in totals.items():
+        suites.set(key, str(value))
     _legal_xml(suites)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -68,13 +68,13 @@ class GpuSample:
         return 100.0 * self.mem_used_mib / self.mem_total_mib
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (ts as ISO 8601 and epoch seconds)."""
+        """A JSON-ready dict (ts as epoch seconds, and as RFC 3339 in UTC with milliseconds)."""
         doc = asdict(self)
         doc["throttle"] = list(self.throttle)
         doc["alerts"] = list(self.alerts)
         doc["faults"] = list(self.faults)
         doc["time"] = (
-            time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.ts)) + f".{int(self.ts % 1 * 1000):03d}"
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.ts)) + f".{int(self.ts % 1 * 1000):03d}Z"
         )
         return doc
 
