@@ -1,8 +1,10 @@
-"""Parsing and printing of sizes: `80GB`, `80 GiB`, `81920MiB`, `1.5T`."""
+"""Parsing and printing of sizes (`80GB`, `80 GiB`, `81920MiB`, `1.5T`) and of the one
+timestamp form every file we write uses (RFC 3339, UTC)."""
 
 from __future__ import annotations
 
 import re
+import time
 
 # Decimal suffixes are SI (GB = 10**9 bytes) as vendors sell disks and order sheets;
 # binary suffixes (GiB) are IEC. Bare numbers are bytes.
@@ -114,3 +116,10 @@ def ram_order_bytes(ordered: int) -> int:
                 continue  # 1.6TB is 1600 GB -> 1600 GiB, not 1.6 TiB
             return round(amount * binary)
     return ordered
+
+
+def rfc3339(epoch: float | None = None) -> str:
+    """`epoch` (default: now) as RFC 3339 in UTC, `2026-12-02T07:11:57Z`: the form `jq
+    fromdateiso8601`, Python's datetime.fromisoformat and xs:dateTime all read (a local
+    `+0800` offset without its colon is not RFC 3339, and jq rejects any offset)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if epoch is None else epoch))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpuonboard.units import format_bytes, parse_duration, parse_size
@@ -120,3 +122,16 @@ def test_parse_duration_rejects(value: object, message: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_duration(value)
     assert str(info.value) == message
+
+
+def test_rfc3339_is_utc_with_z_and_parses_back() -> None:
+    """The one timestamp form of every file we write: RFC 3339 in UTC (`jq fromdateiso8601`
+    reads only `Z`), read back by datetime.fromisoformat to the same second."""
+    from datetime import datetime
+
+    from gpuonboard.units import rfc3339
+
+    stamp = rfc3339(1796195608.9)
+    assert stamp == "2026-12-02T07:13:28Z"
+    assert datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() == 1796195608
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rfc3339())

@@ -23,6 +23,7 @@ from gpuonboard.runner import RunOptions, new_run_id, run, select_steps
 from gpuonboard.runner import playbook as playbook_mod
 from gpuonboard.runner.playbook import Playbook
 from gpuonboard.runner.runlog import RunLog
+from gpuonboard.units import rfc3339
 from gpuonboard.yamlload import did_you_mean  # (also the CLI's: the closest flag, task or profile)
 
 
@@ -546,7 +547,7 @@ def _iso(ts: float) -> str:
     """RFC 3339 in UTC with `Z` (`2026-12-02T07:11:57Z`): what `jq fromdateiso8601`, Python's
     datetime.fromisoformat and xs:dateTime all read (the local `+0800` of older runs is not
     RFC 3339, and jq takes only `Z`)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return rfc3339(ts)
 
 
 def metrics_file_problem(path: Path) -> str | None:

@@ -33,7 +33,7 @@ from gpuonboard.api.options import MonitorCommand
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from gpuonboard.inventory import Host, Inventory
-from gpuonboard.units import parse_duration
+from gpuonboard.units import parse_duration, rfc3339
 from gpuonboard.watch.alerts import THROTTLE_ALERT_REASONS, Thresholds, gpu_alerts, host_alerts
 from gpuonboard.watch.live import Monitor, MonitorOptions, sample_once
 from gpuonboard.watch.render import (
@@ -325,7 +325,7 @@ class _JsonLines:
             now = time.time()
             self.emit(
                 {
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),  # RFC 3339, UTC
+                    "time": rfc3339(now),  # RFC 3339, UTC
                     "ts": now,
                     "host": host,
                     "event": kind,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import atomicfile
+from gpuonboard.units import rfc3339
 
 
 @dataclass
@@ -101,7 +101,7 @@ def save(state_dir: Path, journal: Journal) -> None:
         "playbook": journal.playbook,
         "run_id": journal.run_id,
         "first_run_id": first,
-        "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "updated": rfc3339(),
         "steps": journal.steps,
         "failed_step": journal.failed_step,
         "finished": journal.finished,

@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard import shell, termtext
 from gpuonboard.steps.base import StepArgsError, truthy
-from gpuonboard.units import parse_duration
+from gpuonboard.units import parse_duration, rfc3339
 
 CRON_MODES = ("auto", "cron.d", "crontab")
 DURATION_ARGS = {
@@ -297,7 +296,7 @@ def _max_hours(value: Any) -> float:
 
 
 def _fmt_time(epoch: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+    return rfc3339(epoch)
 
 
 def _fmt_span(seconds: int) -> str:

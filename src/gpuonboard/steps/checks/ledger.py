@@ -35,6 +35,7 @@ from typing import Any, Literal
 from gpuonboard import atomicfile
 from gpuonboard.errors import GpuonboardError
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.units import rfc3339
 
 try:
     import fcntl
@@ -362,7 +363,7 @@ def new_entry(
     return LedgerEntry(
         host=host,
         time=now,
-        date=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+        date=rfc3339(now),
         gpus=gpus,
         acceptance=acceptance,
         failed_rules=tuple(failed_rules),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.steps.base import Plan, Step, StepContext
+from gpuonboard.units import rfc3339
 
 UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
 
@@ -128,7 +129,7 @@ def _in_range(epoch: float, value: Any) -> float:
 
 
 def _utc(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+    return rfc3339(epoch)
 
 
 def run_id_time(run_id: str) -> float | None:
