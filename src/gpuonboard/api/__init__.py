@@ -356,47 +356,20 @@ def _execute(
     early = Preconnect(hosts)
     timings.mark("preconnect")
     run_id = new_run_id()
-    root = settings.state_root()
-    log = RunLog(root / "logs" / f"{run_id}.log")
-    options = RunOptions(
-        check=check,
-        only=split_names(only),
-        skip=split_names(skip),
-        resume=resume,
-        forks=settings.forks,
-        state_dir=settings.state_dir or root / "state",
-        project=settings.project,
-        connect=ConnectOptions(
-            known_hosts=settings.known_hosts or root / "known_hosts",
-            trust_new_hosts=settings.trust_new_hosts,
-            retries=settings.connect_retries,
-            preconnect=early,
-        ),
-        run_id=run_id,
-        log=log,
-        core_facts=core_facts,
-    )
+    log = RunLog(settings.state_root() / "logs" / f"{run_id}.log")
+    options = _run_options(settings, run_id, log, early, check, only, skip, resume, core_facts)
     reports_dir = settings.reports_root()
     early_raw = options.on_host_done = EarlyRaw(reports_dir / run_id)
     warming = threading.Thread(target=_warm_report, args=(settings.project,), daemon=True)
     warming.start()
     started = time.time()
-    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
-    options.on_event = progress.event
     try:
-        with progress:
-            outcome = conclude(run(hosts, book, inv, options), settings.strict)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
-        # the log is the only record such a run leaves (no report is written): end it saying so
-        how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-        log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
-        early_raw.remove()
-        raise
+        outcome = _run_hosts(hosts, book, inv, options, settings, log, early_raw)
     finally:
         early.close()
         log.close()
     timings.mark("runner")
-    code, results = outcome.exit_code, outcome.hosts  # (each host judged once, by conclude)
+    code = outcome.exit_code  # (each host judged once, by conclude)
     meta = {
         "run_id": run_id,
         "playbook": book.name,
@@ -426,6 +399,80 @@ def _execute(
             f" free space or pass --reports-dir a directory you can write to (the run log: {log.path})."
         ) from None
     timings.mark("html")  # (the HTML report, and the `latest` link)
+    _print_outcome(outcome, settings, out_dir, log.path, show)
+    timings.mark("terminal")
+    return int(code), out_dir
+
+
+def _run_options(
+    settings: Settings,
+    run_id: str,
+    log: RunLog,
+    early: Preconnect,
+    check: bool,
+    only: Sequence[str],
+    skip: Sequence[str],
+    resume: bool,
+    core_facts: bool,
+) -> RunOptions:
+    """The runner's options for one run of execute."""
+    root = settings.state_root()
+    return RunOptions(
+        check=check,
+        only=split_names(only),
+        skip=split_names(skip),
+        resume=resume,
+        forks=settings.forks,
+        state_dir=settings.state_dir or root / "state",
+        project=settings.project,
+        connect=ConnectOptions(
+            known_hosts=settings.known_hosts or root / "known_hosts",
+            trust_new_hosts=settings.trust_new_hosts,
+            retries=settings.connect_retries,
+            preconnect=early,
+        ),
+        run_id=run_id,
+        log=log,
+        core_facts=core_facts,
+    )
+
+
+def _run_hosts(
+    hosts: list[Host],
+    book: Playbook,
+    inv: inventory_mod.Inventory,
+    options: RunOptions,
+    settings: Settings,
+    log: RunLog,
+    early_raw: EarlyRaw,
+) -> RunResult:
+    """The hosts run under the live progress and judged once; an interrupted run (Ctrl-C,
+    SIGTERM/SIGHUP) ends its log saying so and removes the raw files it had written (such a
+    run leaves no report)."""
+    started = time.time()
+    progress = terminal.Progress([h.name for h in hosts], enabled=settings.progress and not settings.quiet)
+    options.on_event = progress.event
+    try:
+        with progress:
+            return conclude(run(hosts, book, inv, options), settings.strict)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
+        # the log is the only record such a run leaves (no report is written): end it saying so
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+        log.write("run", f"{how} after {time.time() - started:.1f}s; no report was written")
+        early_raw.remove()
+        raise
+
+
+def _print_outcome(
+    outcome: RunResult,
+    settings: Settings,
+    out_dir: Path,
+    log_path: Path,
+    show: Callable[[Sequence[HostResult], Any], None] | None,
+) -> None:
+    """The run's end on the terminal: the command's lines (or the acceptance tables), the
+    verdicts and where the reports are; with --quiet, only a line per host that failed."""
+    results = outcome.hosts
     if not settings.quiet:
         con = terminal.console()
         if show is not None:
@@ -438,14 +485,12 @@ def _execute(
         html = out_dir / "report.html"
         if html.is_file():  # (every run writes it; a broken project template said why on stderr)
             con.out(f"report: {html}", highlight=False)
-        con.out(f"reports: {out_dir}  log: {log.path}", highlight=False)
+        con.out(f"reports: {out_dir}  log: {log_path}", highlight=False)
     else:  # "print nothing but errors": a line for each host that failed or was never reached
         for line in failure_lines(results):
             print(f"error: {termtext.for_terminal(line, keep='')}", file=sys.stderr)
     for warning in same_machine_warnings(results):  # even with --quiet: it changes what was proven
         print(f"warning: {warning}", file=sys.stderr)
-    timings.mark("terminal")
-    return int(code), out_dir
 
 
 def check_outputs(
