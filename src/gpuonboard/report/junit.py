@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
+from typing import Any
 
-from gpuonboard.results import RunResult
+from gpuonboard.results import HostResult, RunResult
 
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
 # surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with
@@ -45,81 +47,70 @@ def render(run: RunResult, name: str, timestamp: str | None = None) -> str:
     (<failure> under --strict), unreachable -> <error>; the host's verdict (GO, NO-GO, no
     verdict) is its suite's `verdict` property; `timestamp` (the run's start, RFC 3339) is each
     suite's."""
-    strict = run.strict
     suites = ET.Element("testsuites", name=name)
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = Counter({"tests": 0, "failures": 0, "errors": 0})
     for r, verdict in run:
         suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
         if timestamp:
             suite.set("timestamp", timestamp)
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="verdict", value=verdict.word)
-        tests = failures = errors = skipped = 0
-        if r.status == "unreachable":
-            case = ET.SubElement(
-                suite, "testcase", classname=r.host.name, name="connect", time=f"{r.duration:.3f}"
-            )
-            ET.SubElement(case, "error", message=r.msg).text = r.msg
-            tests, errors = 1, 1
-        elif r.status == "failed" and not r.steps:
-            # failed before any step ran (facts could not be gathered, an internal error): the
-            # suite held no testcase, 0 tests and 0 failures, which CI showed as a green host
-            case = ET.SubElement(
-                suite, "testcase", classname=r.host.name, name="host", time=f"{r.duration:.3f}"
-            )
-            ET.SubElement(case, "error", message=r.msg).text = r.msg
-            tests, errors = 1, 1
-        for step in r.steps:
-            if step.checks:
-                for c in step.checks:
-                    tests += 1
-                    case = ET.SubElement(
-                        suite, "testcase", classname=f"{r.host.name}.{step.step}", name=c.name, time=RULE_TIME
-                    )
-                    text = f"expected: {c.expected}\nactual: {c.actual}" + (
-                        f"\n{c.detail}" if c.detail else ""
-                    )
-                    if c.verdict == "fail" or (c.verdict == "unverified" and strict):
-                        failures += 1
-                        ET.SubElement(
-                            case, "failure", message=f"expected {c.expected}, got {c.actual}"
-                        ).text = text
-                    elif c.verdict == "unverified":
-                        # could not be verified: neither a pass nor a failure of the box
-                        skipped += 1
-                        ET.SubElement(case, "skipped", message=f"unverified: {c.actual}").text = text
-                    else:
-                        ET.SubElement(case, "system-out").text = f"verdict: {c.verdict}\n{text}"
-                if step.status == "failed" and not any(c.verdict == "fail" for c in step.checks):
-                    # a step that failed with none of its checks failing (a prove step whose
-                    # script could not run after its first checks passed) was all green
-                    tests += 1
-                    failures += 1
-                    case = ET.SubElement(
-                        suite, "testcase", classname=r.host.name, name=step.step, time=f"{step.duration:.3f}"
-                    )
-                    ET.SubElement(case, "failure", message=step.msg).text = step.msg
-            else:
-                tests += 1
-                case = ET.SubElement(
-                    suite, "testcase", classname=r.host.name, name=step.step, time=f"{step.duration:.3f}"
-                )
-                if step.status == "failed":
-                    failures += 1
-                    ET.SubElement(case, "failure", message=step.msg).text = step.msg
-                elif step.status == "skipped":
-                    skipped += 1
-                    ET.SubElement(case, "skipped", message=step.msg)
-        suite.set("tests", str(tests))
-        suite.set("skipped", str(skipped))
-        suite.set("failures", str(failures))
-        suite.set("errors", str(errors))
-        totals["tests"] += tests
-        totals["failures"] += failures
-        totals["errors"] += errors
+        counts = _host_cases(suite, r, run.strict)
+        for key in ("tests", "skipped", "failures", "errors"):
+            suite.set(key, str(counts[key]))
+        totals.update({k: counts[k] for k in ("tests", "failures", "errors")})
     # (no `skipped` here: Jenkins xUnit's schema allows none on <testsuites>)
-    for key, value in totals.items():
-        suites.set(key, str(value))
+    for key in ("tests", "failures", "errors"):
+        suites.set(key, str(totals[key]))
     _legal_xml(suites)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _host_cases(suite: ET.Element, r: HostResult, strict: bool) -> Counter[str]:
+    """One host's testcases in `suite`; its counts of tests, skipped, failures and errors."""
+    counts: Counter[str] = Counter()
+
+    def case(classname: str, name: str, time: str) -> ET.Element:
+        counts["tests"] += 1
+        return ET.SubElement(suite, "testcase", classname=classname, name=name, time=time)
+
+    if r.status == "unreachable" or (r.status == "failed" and not r.steps):
+        # (failed before any step ran: facts could not be gathered, an internal error: the
+        # suite held no testcase, 0 tests and 0 failures, which CI showed as a green host)
+        what = "connect" if r.status == "unreachable" else "host"
+        ET.SubElement(case(r.host.name, what, f"{r.duration:.3f}"), "error", message=r.msg).text = r.msg
+        counts["errors"] += 1
+    for step in r.steps:
+        if not step.checks:
+            c = case(r.host.name, step.step, f"{step.duration:.3f}")
+            if step.status == "failed":
+                counts["failures"] += 1
+                ET.SubElement(c, "failure", message=step.msg).text = step.msg
+            elif step.status == "skipped":
+                counts["skipped"] += 1
+                ET.SubElement(c, "skipped", message=step.msg)
+            continue
+        for check in step.checks:
+            _check_case(case(f"{r.host.name}.{step.step}", check.name, RULE_TIME), check, strict, counts)
+        if step.status == "failed" and not any(c.verdict == "fail" for c in step.checks):
+            # a step that failed with none of its checks failing (a prove step whose script
+            # could not run after its first checks passed) was all green
+            c = case(r.host.name, step.step, f"{step.duration:.3f}")
+            counts["failures"] += 1
+            ET.SubElement(c, "failure", message=step.msg).text = step.msg
+    return counts
+
+
+def _check_case(case: ET.Element, c: Any, strict: bool, counts: Counter[str]) -> None:
+    """One check's (a steps.base.Check) testcase body: a failure, a skip (unverified: neither
+    a pass nor a failure of the box) or the verdict as system-out."""
+    text = f"expected: {c.expected}\nactual: {c.actual}" + (f"\n{c.detail}" if c.detail else "")
+    if c.verdict == "fail" or (c.verdict == "unverified" and strict):
+        counts["failures"] += 1
+        ET.SubElement(case, "failure", message=f"expected {c.expected}, got {c.actual}").text = text
+    elif c.verdict == "unverified":
+        counts["skipped"] += 1
+        ET.SubElement(case, "skipped", message=f"unverified: {c.actual}").text = text
+    else:
+        ET.SubElement(case, "system-out").text = f"verdict: {c.verdict}\n{text}"
