@@ -45,7 +45,7 @@ fi
 stamp="$VENV/.gpuonboard-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/python" -c 'import gpuonboard, fabric, pytest, xdist, hypothesis, mkdocs, importlinter, jsonschema, lxml, prometheus_client'
+  "$VENV/bin/python" -c 'import gpuonboard, fabric, pytest, xdist, hypothesis, mkdocs, importlinter, jsonschema, lxml, prometheus_client, ansible'
   touch "$stamp"
 fi
 if [ "${BOOTSTRAP_TESTS:-0}" = 1 ] && ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then

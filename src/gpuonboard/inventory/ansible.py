@@ -20,6 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible_vars import (
+    AnsibleGroups,
+    VarsFiles,
+    group_depths,
+    host_vars,
+    memberships,
+    native_shape,
+    sorted_groups,
+)
 from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
@@ -47,6 +56,16 @@ _ANSIBLE_MAP = {
     "ansible_ssh_user": "user",
     "ansible_ssh_private_key_file": "key_file",
     "ansible_private_key_file": "key_file",
+}
+_BOOL_TEXT = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "0": False,
 }
 _OUR_KEYS = {
     "address",
@@ -88,22 +107,27 @@ def looks_like_ini(path: Path, text: str | None = None) -> bool:
 
 
 def is_native(data: Mapping[str, Any]) -> bool:
-    """True for our own layout; False when the YAML has Ansible's `all:`/group shape."""
+    """True for our own layout; False when the YAML has Ansible's shape: `all:`, a group at the
+    top (kubespray's and k3s-ansible's samples: `kube-master: {hosts: ...}`), or only groups at
+    the top, each a mapping of hosts/children/vars or empty (`calico-rr:`)."""
     if "all" in data:
         return False
-    for key, value in data.items():
-        if key in _NATIVE_TOP:
-            continue
-        if isinstance(value, Mapping) and value and set(value) <= _GROUP_KEYS:
-            return False
-    return True
+
+    def group_shaped(value: Any) -> bool:
+        return value is None or (isinstance(value, Mapping) and set(value) <= _GROUP_KEYS)
+
+    if any(k not in _NATIVE_TOP and v and group_shaped(v) for k, v in data.items()):
+        return False
+    return not (data and all(k not in _NATIVE_TOP and group_shaped(v) for k, v in data.items()))
 
 
-def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
+def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bool = False) -> LineDict:
     """Ansible host/group variables -> our host keys, other variables under `vars`.
 
-    A ProxyCommand we cannot follow is an error naming `path` (connecting straight to a private
-    address instead of through the bastion would only time out, or reach another box)."""
+    A Jinja2 template in one of our settings (`ansible_host: "{{ ip }}"`) is an error unless
+    `templates` (kept as written). A ProxyCommand we cannot follow is an error naming `path`
+    (connecting straight to a private address instead of through the bastion would only time
+    out, or reach another box)."""
     out = LineDict()
     out.key_lines = {}
     extra: dict[str, Any] = {}
@@ -118,6 +142,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
             ours = key
         if key == "ansible_connection":
             ours, value = "connection", ("local" if value == "local" else "ssh")
+        if ours == "use_agent" and isinstance(value, str) and value.lower() in _BOOL_TEXT:
+            value = _BOOL_TEXT[value.lower()]  # (INI keeps `false` as text; Ansible reads it as a boolean)
         if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args") and isinstance(value, str):
             try:
                 jump = _proxy_jump(value)
@@ -128,6 +154,12 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None) -> LineDict:
         if ours is None:
             extra[key] = value
             continue
+        if isinstance(value, str) and ("{{" in value or "{%" in value) and not templates:
+            raise InventoryError(
+                f"{where(path or Path('inventory'), raw, key)}: {key} is a Jinja2 template"
+                f" ({value[:80]!r}), which Ansible renders only when it connects; gpuonboard does not"
+                " render inventory templates: write the value itself for this host."
+            )
         out[ours] = value
         if key in lines:
             out.key_lines[ours] = lines[key]
@@ -319,14 +351,11 @@ def _expand_ranges(name: str, limit: int = MAX_HOSTS) -> list[str]:
 
 
 class _Builder:
+    """A static Ansible inventory as read (hosts, groups, their own vars: not yet merged)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.hosts: LineDict = LineDict()
-        self.hosts.key_lines = {}
-        self.groups: LineDict = LineDict()
-        self.groups.key_lines = {}
-        self.defaults: LineDict = LineDict()
-        self.children: dict[str, list[str]] = {}
+        self.inv = AnsibleGroups()
         self.expanded = 0  # names all host patterns expanded to so far
 
     def add_pattern(self, pattern: str, hvars: Mapping[str, Any], line: int | None) -> list[str]:
@@ -351,14 +380,14 @@ class _Builder:
         except ValueError as exc:
             raise InventoryError(f"{at}: host pattern {pattern!r}: {exc}.") from None
         self.expanded += len(names)
-        if port is not None and not any(k in hvars for k in ("ansible_port", "ansible_ssh_port", "port")):
-            with_port = LineDict({**hvars, "ansible_port": port})
+        if port is not None:  # (Ansible: the pattern's port, unless the host's vars give one)
+            with_port = LineDict({"ansible_port": port, **hvars})
             with_port.key_lines = dict(getattr(hvars, "key_lines", {}))
             with_port.line = getattr(hvars, "line", None)
             hvars = with_port
         for name in names:
             self.add_host(name, hvars, line)
-        if len(self.hosts) > MAX_HOSTS:
+        if len(self.inv.hosts) > MAX_HOSTS:
             raise InventoryError(
                 f"{at}: with host pattern {pattern!r} the inventory holds more than the {MAX_HOSTS:,}"
                 " hosts an inventory may hold; split it."
@@ -366,92 +395,87 @@ class _Builder:
         return names
 
     def add_host(self, name: str, hvars: Mapping[str, Any], line: int | None) -> None:
-        converted = convert_vars(hvars, self.path)
-        if name in self.hosts:
-            merged = LineDict({**self.hosts[name], **converted})
-            merged.key_lines = {**self.hosts[name].key_lines, **converted.key_lines}
-            merged.line = self.hosts[name].line
-            self.hosts[name] = merged
-        else:
-            converted.line = line
-            self.hosts[name] = converted
-            if line:
-                self.hosts.key_lines[name] = line
+        """A host's own vars; a host named again adds to them (later values win, as in Ansible)."""
+        old = self.inv.hosts.get(name)
+        merged = LineDict({**(old or {}), **hvars})
+        merged.key_lines = {**getattr(old, "key_lines", {}), **getattr(hvars, "key_lines", {})}
+        self.inv.hosts[name] = merged
+        if line and name not in self.inv.lines:
+            self.inv.lines[name] = line
 
     def add_group(self, name: str, gvars: Mapping[str, Any], members: list[str], line: int | None) -> None:
-        entry = self.groups.get(name)
-        if entry is None:
-            entry = LineDict({"vars": convert_vars(gvars, self.path), "hosts": []})
-            entry.key_lines = {}
-            entry.line = line
-            self.groups[name] = entry
-            if line:
-                self.groups.key_lines[name] = line
-        elif gvars:
-            entry["vars"] = LineDict({**entry["vars"], **convert_vars(gvars, self.path)})
-        for m in members:
-            if m not in entry["hosts"]:
-                entry["hosts"].append(m)
+        """A group's own vars (added to any given before) and the hosts it lists itself."""
+        old = self.inv.group_vars.get(name)
+        if old is None or gvars:
+            merged = LineDict({**(old or {}), **gvars})
+            merged.key_lines = {**getattr(old, "key_lines", {}), **getattr(gvars, "key_lines", {})}
+            self.inv.group_vars[name] = merged
+        if line and name not in self.inv.group_lines:
+            self.inv.group_lines[name] = line
+        direct = self.inv.direct.setdefault(name, [])
+        direct += [m for m in dict.fromkeys(members) if m not in direct]
 
     def add_child(self, parent: str, child: str) -> None:
-        self.children.setdefault(parent, [])
-        if child not in self.children[parent]:
-            self.children[parent].append(child)
+        kids = self.inv.children.setdefault(parent, [])
+        if child not in kids:
+            kids.append(child)
 
-    def _depth(
-        self, group: str, parents: Mapping[str, list[str]], memo: dict[str, int], trail: tuple[str, ...] = ()
-    ) -> int:
-        """How many groups are above `group` (memoised: a lattice of groups is walked once)."""
-        if group in trail:
-            raise InventoryError(f"{self.path}: group {group!r} is its own child; remove the cycle.")
-        if group not in memo:
-            if len(trail) >= MAX_GROUP_DEPTH:
-                raise group_depth_error(self.path, group)
-            ups = [p for p in parents.get(group, []) if p != "all"]
-            memo[group] = 1 + max((self._depth(p, parents, memo, (*trail, group)) for p in ups), default=0)
-        return memo[group]
+    def result(self, base: Path | None = None) -> LineDict:
+        """Our inventory shape, each host's vars merged as Ansible merges them (with the
+        group_vars/ and host_vars/ files in `base`, the inventory's directory)."""
+        return merged_shape(self.inv, self.path, VarsFiles(base))
 
-    def result(self) -> LineDict:
-        # Ansible's precedence: a child group's vars override its parent's. Later groups win
-        # in our resolution, so order groups parents-first (by depth), file order otherwise.
-        parents: dict[str, list[str]] = {}
-        for parent, kids in self.children.items():
-            for kid in kids:
-                parents.setdefault(kid, []).append(parent)
-        memo: dict[str, int] = {}
-        depth = {g: self._depth(g, parents, memo) for g in self.groups}
-        ordered = LineDict({g: self.groups[g] for g in sorted(self.groups, key=lambda g: depth[g])})
-        ordered.key_lines = self.groups.key_lines
-        self.groups = ordered
-        out = LineDict({"defaults": self.defaults, "hosts": self.hosts, "groups": self.groups})
-        out.key_lines = {}
-        return out
+
+def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
+    """Our inventory shape from an inventory as Ansible holds it: its groups sorted as Ansible
+    sorts them, each host's vars merged in Ansible's precedence, then converted to ours."""
+    depths = group_depths(inv, path, MAX_GROUP_DEPTH)
+    order = sorted_groups(inv, depths)
+    groups_of = memberships(inv, order)
+    pairs = sum(len(gs) for gs in groups_of.values())
+    if pairs > MAX_MEMBERSHIPS:
+        raise InventoryError(
+            f"{path}: the groups of this inventory list more than {MAX_MEMBERSHIPS:,} hosts in all;"
+            " list fewer hosts per group."
+        )
+    per_host = {h: host_vars(inv, h, groups_of[h], files) for h in inv.hosts}
+
+    def convert(values: Mapping[str, Any], name: str) -> LineDict:
+        own = inv.hosts.get(name)
+        shown = LineDict(values)
+        shown.key_lines = dict(getattr(own, "key_lines", {})) if own is not None else {}
+        shown.line = inv.lines.get(name)
+        return convert_vars(shown, path)
+
+    return native_shape(per_host, groups_of, order, convert, path, inv.lines)
 
 
 def from_yaml(data: Mapping[str, Any], path: Path) -> LineDict:
-    """Convert Ansible's YAML inventory (`all:` with hosts/children/vars) to our shape."""
+    """Convert Ansible's YAML inventory (`all:` with hosts/children/vars, or groups at the top)
+    to our shape, with the group_vars/ and host_vars/ beside it."""
     b = _Builder(path)
     top = data.get("all", data) if "all" in data else {"children": data}
     if not isinstance(top, Mapping):
         raise InventoryError(f"{where(path, data, 'all')}: Ansible 'all' must be a mapping.")
-    _walk_group(b, "all", top, path)
-    b.defaults = convert_vars(top.get("vars") or {}, path)
-    b.groups.pop("all", None)
-    return b.result()
+    _walk_group(b, "all", top, path, ())
+    return b.result(path.parent)
 
 
-def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
+def _walk_group(b: _Builder, name: str, group: Any, path: Path, trail: tuple[str, ...]) -> None:
     if group is None:
         group = {}
     if not isinstance(group, Mapping):
         raise InventoryError(f"{path}: Ansible group {name!r} must be a mapping with hosts/children/vars.")
+    if len(trail) >= MAX_GROUP_DEPTH:
+        raise group_depth_error(path, name)
     for key in group:
         if key not in _GROUP_KEYS:
             raise InventoryError(
                 f"{where(path, group, key)}: Ansible group {name!r} has an unknown key {key!r}"
                 f"{did_you_mean(key, _GROUP_KEYS) or '; allowed: hosts, children, vars.'}"
             )
-    if not isinstance(group.get("vars") or {}, Mapping):
+    gvars = group.get("vars") or {}
+    if not isinstance(gvars, Mapping):
         raise InventoryError(
             f"{where(path, group, 'vars')}: Ansible group {name!r} 'vars' must be a mapping of name: value."
         )
@@ -473,130 +497,13 @@ def _walk_group(b: _Builder, name: str, group: Any, path: Path) -> list[str]:
         raise InventoryError(
             f"{where(path, group, 'children')}: Ansible group {name!r} 'children' must be a mapping."
         )
-    gvars = (group.get("vars") or {}) if name != "all" else {}
-    b.add_group(name, gvars, [], getattr(group, "line", None))
+    b.add_group(name, gvars, members, getattr(group, "line", None))
     for cname, cdef in children.items():
         _check_name(path, getattr(children, "key_lines", {}).get(cname), "group", cname)
+        if cname in (*trail, name):
+            raise InventoryError(f"{path}: group {cname!r} is its own child; remove the cycle.")
         b.add_child(name, cname)
-        members += _walk_group(b, cname, cdef, path)
-    b.add_group(name, {}, members, None)
-    return members
-
-
-def load_ini(path: Path, text: str | None = None) -> LineDict:
-    """Parse Ansible's INI inventory: [group], [group:vars], [group:children], host k=v lines
-    (`text`: the file's, when the caller has read it)."""
-    if text is None:
-        text = read_text(path, InventoryError, "inventory")
-    b = _Builder(path)
-    group_vars, children, direct = _read_ini_lines(b, path, text)
-    members = _ini_members(path, direct, children)
-    for g in list(direct) + [c for c in children if c not in direct]:
-        if g in ("all", "ungrouped"):
-            continue
-        b.add_group(g, group_vars.get(g) or {}, members(g), None)
-        for c in children.get(g, []):
-            b.add_child(g, c)
-    b.defaults = convert_vars(group_vars.get("all") or {}, path)
-    return b.result()
-
-
-def _read_ini_lines(
-    b: _Builder, path: Path, text: str
-) -> tuple[dict[str, LineDict], dict[str, list[str]], dict[str, list[str]]]:
-    """Read an INI inventory's lines in order, adding its hosts to `b`: (the vars of each
-    group, the child groups of each group, the hosts each group lists itself)."""
-    group_vars: dict[str, LineDict] = {}
-    children: dict[str, list[str]] = {}
-    direct: dict[str, list[str]] = {}
-    section, kind = "ungrouped", "hosts"
-    for lineno, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith(("#", ";")):
-            continue
-        m = re.match(r"^\[([^\]:]+)(?::(vars|children))?\]$", s)
-        if m:
-            _check_name(path, lineno, "group", m.group(1))
-            section, kind = m.group(1), m.group(2) or "hosts"
-            direct.setdefault(section, [])
-            continue
-        if s.startswith("[") and not _bracketed_ipv6(s.split()[0]):  # `[2001:db8::8]:2222` is a host
-            raise InventoryError(
-                f"{path}, line {lineno}: malformed section header {s!r}; write [group],"
-                " [group:vars] or [group:children]."
-            )
-        try:
-            words = shlex.split(s, comments=True)
-        except ValueError as exc:
-            raise InventoryError(f"{path}, line {lineno}: cannot parse this line ({exc}).") from None
-        if kind == "vars":
-            _ini_group_var(path, lineno, s, section, group_vars)
-        elif kind == "children":
-            _check_name(path, lineno, "group", words[0])
-            children.setdefault(section, []).append(words[0])
-        else:
-            hvars = _ini_host_vars(path, lineno, words)
-            direct.setdefault(section, []).extend(b.add_pattern(words[0], hvars, lineno))
-    return group_vars, children, direct
-
-
-def _ini_group_var(path: Path, lineno: int, s: str, section: str, group_vars: dict[str, LineDict]) -> None:
-    """Record one `name=value` line of a [group:vars] section."""
-    key, _, value = s.partition("=")
-    if not _:
-        # the line is not echoed: it may hold a secret (`ansible_become_password: ...`)
-        raise InventoryError(
-            f"{path}, line {lineno}: a line in [{section}:vars] must be written name=value"
-            f" (this one, starting {_first_word(s)!r}, has no '='); fix that line."
-        )
-    gv = group_vars.setdefault(section, _line_dict(lineno))
-    gv[key.strip()] = _ini_value(value.strip())
-    gv.key_lines[key.strip()] = lineno
-
-
-def _ini_host_vars(path: Path, lineno: int, words: list[str]) -> LineDict:
-    """The `name=value` variables after the host pattern on one host line."""
-    hvars = _line_dict(lineno)
-    for w in words[1:]:
-        key, eq, value = w.partition("=")
-        if not eq:
-            raise InventoryError(
-                f"{path}, line {lineno}: host {words[0]!r} variable {w!r} must be written"
-                " name=value, with no spaces around '='."
-            )
-        hvars[key] = _ini_value(value)
-        hvars.key_lines[key] = lineno
-    return hvars
-
-
-def _ini_members(
-    path: Path, direct: Mapping[str, list[str]], children: Mapping[str, list[str]]
-) -> Callable[[str], list[str]]:
-    """members(g): the hosts of group `g` and of the groups inside it, each once (memoised per
-    group; cycles, nesting depth and the host-in-group pairs of all groups are bounded)."""
-    memo: dict[str, list[str]] = {}
-    pairs = [0]  # host-in-group pairs listed so far
-
-    def members(g: str, trail: tuple[str, ...] = ()) -> list[str]:
-        """The hosts of `g` and of the groups inside it, each once (memoised per group)."""
-        if g in trail:
-            raise InventoryError(f"{path}: group {g!r} is its own child; remove the cycle.")
-        if g not in memo:
-            if len(trail) >= MAX_GROUP_DEPTH:
-                raise group_depth_error(path, g)
-            out = dict.fromkeys(direct.get(g, []))
-            for c in children.get(g, []):
-                out.update(dict.fromkeys(members(c, (*trail, g))))
-            pairs[0] += len(out)
-            if pairs[0] > MAX_MEMBERSHIPS:
-                raise InventoryError(
-                    f"{path}: the groups of this inventory list more than {MAX_MEMBERSHIPS:,} hosts in"
-                    f" all (group {g!r} among them); list fewer hosts per group."
-                )
-            memo[g] = list(out)
-        return memo[g]
-
-    return members
+        _walk_group(b, cname, cdef, path, (*trail, name))
 
 
 def group_depth_error(path: Path, group: str) -> InventoryError:
@@ -605,29 +512,6 @@ def group_depth_error(path: Path, group: str) -> InventoryError:
         f"{path}: the groups nest more than {MAX_GROUP_DEPTH} levels deep (group {group!r} among"
         " them); flatten the groups' children."
     )
-
-
-def _first_word(line: str) -> str:
-    """The variable name a malformed vars line starts with (never its value, maybe a secret)."""
-    return re.split(r"[\s:=]", line, maxsplit=1)[0][:40]
-
-
-def _line_dict(line: int) -> LineDict:
-    """An empty LineDict for variables read from one INI line (errors then name that line)."""
-    out = LineDict()
-    out.line = line
-    out.key_lines = {}
-    return out
-
-
-def _ini_value(value: str) -> Any:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    if re.fullmatch(r"-?[0-9]+", value):
-        return int(value)
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return value
 
 
 def parse_text(text: str, path: Path) -> Any:

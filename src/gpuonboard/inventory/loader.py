@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
+from gpuonboard.inventory import ansible_ini, ansible_list
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
     TOP_KEYS,
@@ -30,7 +31,15 @@ from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, w
 
 
 def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inventory:
-    """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI)."""
+    """Load an inventory directory or file (native YAML, Ansible YAML or Ansible INI), or
+    `ansible-inventory:SOURCE`: what `ansible-inventory -i SOURCE --list` prints (any source
+    Ansible reads: dynamic inventories, plugins)."""
+    if str(path).startswith(ansible_list.PREFIX):
+        source = str(path)[len(ansible_list.PREFIX) :]
+        data = ansible_list.ansible_inventory_json(source)
+        listed = ansible_list.load_from_list(data, source, Path(str(path)))
+        _refuse_no_ansible_hosts(listed, Path(str(path)), "YAML")
+        return build(listed, Path(source), ssh_config, name_is_address=True)
     path = Path(path)
     if path.is_dir():
         hosts_file = _hosts_file_in(path)
@@ -38,13 +47,12 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         hosts_file = path
     else:
         raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
-    _check_no_ansible_vars_dirs(hosts_file.parent)
-
     raw: dict[str, Any]
     ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
     text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
     if ansible_inventory.looks_like_ini(hosts_file, text):
-        raw = ansible_inventory.load_ini(hosts_file, text)
+        raw = ansible_ini.load_ini(hosts_file, text)
+        _refuse_no_ansible_hosts(raw, hosts_file, "INI")
     else:
         data = parse_yaml(text, hosts_file, InventoryError)
         if data is None:
@@ -56,7 +64,11 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
                 f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
             )
         ansible = not ansible_inventory.is_native(data)
+        if not ansible:
+            _check_no_ansible_vars_dirs(hosts_file.parent)
         raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
+        if ansible:
+            _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
     assert isinstance(raw, dict)
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
 
@@ -105,9 +117,26 @@ def _one_hosts_file(directory: Path) -> Path:
     return found[0]
 
 
+def _refuse_no_ansible_hosts(raw: Mapping[str, Any], hosts_file: Path, kind: str) -> None:
+    """An Ansible inventory with no host (empty, or every host line commented out): the advice
+    is Ansible's own way to write a host, not our format's `hosts:`."""
+    if raw.get("hosts"):
+        return
+    how = (
+        "a host line like `gpu-1 ansible_host=10.0.0.1` under a [group] section"
+        if kind == "INI"
+        else "a host under a group's 'hosts:' (all: {hosts: {gpu-1: {ansible_host: 10.0.0.1}}})"
+    )
+    raise InventoryError(
+        f"{hosts_file}: this Ansible {kind} inventory defines no hosts (only comments, empty groups"
+        f" or nothing); add {how}."
+    )
+
+
 def _check_no_ansible_vars_dirs(directory: Path) -> None:
-    """Ansible's group_vars/ and host_vars/ beside the inventory are not read: a user, port,
-    key or order spec in them would be silently ignored, so their presence is an input error."""
+    """Our own format does not read Ansible's group_vars/ and host_vars/ (an Ansible inventory
+    does): a user, port, key or order spec in them would be silently ignored beside our own
+    hosts.yml, so their presence is an input error there."""
     for sub in ("group_vars", "host_vars"):
         if (directory / sub).is_dir():
             raise InventoryError(

@@ -257,18 +257,26 @@ def test_another_inventory_file_in_the_directory_is_refused(tmp_path: Path) -> N
 @pytest.mark.parametrize("sub", ["group_vars", "host_vars"])
 @pytest.mark.parametrize("as_file", [False, True])
 def test_ansible_vars_directories_are_not_silently_ignored(tmp_path: Path, sub: str, as_file: bool) -> None:
+    # (issue 30: read as Ansible reads them, where they were refused before)
     path = tmp_path / "inv"
     path.mkdir()
     (path / "hosts.ini").write_text("[gpus]\ngpu1 ansible_host=10.0.0.1\n")
     (path / sub).mkdir()
-    (path / sub / "gpus.yml").write_text("ansible_user: ubuntu\n")
+    (path / sub / ("gpus.yml" if sub == "group_vars" else "gpu1.yml")).write_text("ansible_user: ubuntu\n")
     target = path / "hosts.ini" if as_file else path
+    assert inventory.load(target).hosts["gpu1"].user == "ubuntu"
+
+
+def test_ansible_vars_directories_beside_our_own_format_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "inv"
+    (path / "group_vars").mkdir(parents=True)
+    (path / "hosts.yml").write_text("hosts:\n  gpu1: {address: 10.0.0.1}\n")
     with pytest.raises(InventoryError) as exc:
-        inventory.load(target)
+        inventory.load(path)
     assert str(exc.value) == (
-        f"{path / sub}: gpuonboard does not read Ansible's {sub}/ directories, so the settings in it"
-        " would be ignored; move them into the inventory file (a group's or host's vars), or move the"
-        " directory away."
+        f"{path / 'group_vars'}: gpuonboard does not read Ansible's group_vars/ directories, so the"
+        " settings in it would be ignored; move them into the inventory file (a group's or host's"
+        " vars), or move the directory away."
     )
 
 
