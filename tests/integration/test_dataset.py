@@ -57,7 +57,9 @@ def setup(project: Project, tmp_path: Path, **vars_: Any) -> tuple[Path, Path]:
     data_dir = tmp_path / "remote data"
     h = project.pool.hosts["dataset"]
     entry = host_entry(h, project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), **vars_})
+    # (--unpack here keeps its shards on the host: these tests are about that cache; the default,
+    # shards removed once the tree is verified, is test_sync_shards_host_bytes.py's)
+    entry["vars"].update({"dataset": str(src), "keep_shards": True, **vars_})
     project.write_inventory({"dataset": entry})
     return src, data_dir
 
@@ -361,7 +363,9 @@ def test_shard_mode_round_trip_and_one_shard_resent(project: Project, tmp_path: 
     data_dir = tmp_path / "remote data"
     h = project.pool.hosts["dataset"]
     entry = host_entry(h, project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "96KiB", "shard_threshold": 1000})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "96KiB", "shard_threshold": 1000, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -446,7 +450,9 @@ def test_shard_upload_interrupted_then_resumed(project: Project, tmp_path: Path)
     data_dir = tmp_path / "remote data"
     h = project.pool.hosts["dataset"]
     entry = host_entry(h, project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     proc = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "2m")
     shard_dir = data_dir / "many.shards"
@@ -530,7 +536,9 @@ def test_tampered_shards_on_the_host_are_caught(project: Project, tmp_path: Path
         (d / f"f{i:05d}").write_bytes(os.urandom(300 + i % 500))
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 1000})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 1000, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     assert project.cli("sync", "--host", "dataset", "--unpack").returncode == 0
     before = tree_digest(data_dir / "many")
@@ -1033,7 +1041,9 @@ def _unpacked_upload(project: Project, tmp_path: Path, n: int = 600) -> tuple[Pa
     _many_small(src, n)
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     assert project.cli("sync", "--host", "dataset", "--unpack").returncode == 0
     return src, data_dir
@@ -1490,7 +1500,9 @@ def test_a_shard_upload_killed_hard_resumes_from_what_arrived(project: Project, 
         (d / f"f{i:05d}").write_bytes(os.urandom(8192))
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "1MiB", "shard_threshold": 1000, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     proc = subprocess.Popen(
         [*project.cli_argv(), "sync", "--host", "dataset", "--unpack", "--bwlimit", "2m"],
@@ -2202,7 +2214,9 @@ def test_the_datasets_empty_directories_reach_an_unpacked_tree(project: Project,
     assert {"classes/zebra", "top empty", "a/b/c"} <= want
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100})
+    entry["vars"].update(
+        {"dataset": str(src), "shard_size": "64KiB", "shard_threshold": 100, "keep_shards": True}
+    )
     project.write_inventory({"dataset": entry})
     r = project.cli("sync", "--host", "dataset", "--unpack")
     assert r.returncode == 0, r.stdout

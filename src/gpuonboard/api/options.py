@@ -121,6 +121,10 @@ class SyncOptions:
     unpack: bool = field(
         default=False, metadata={"help": "shard mode: unpack the shards into the data dir on the host"}
     )
+    keep_shards: bool = field(
+        default=False,
+        metadata={"help": "with --unpack: keep the shards on the host too (default: removed once verified)"},
+    )
     decrypt_to: str = field(
         default="",
         metadata={

@@ -45,6 +45,8 @@ def build_spec(opts: SyncOptions) -> StepSpec:
         args["shards"] = True
     if opts.unpack:
         args["unpack"] = True
+    if opts.keep_shards:
+        args["keep_shards"] = True
     if opts.decrypt_to:
         args["decrypt_dir"] = literal(opts.decrypt_to)
     if opts.name:

@@ -84,6 +84,26 @@ def rename_command(target: str, part: str, sha: str, final: str) -> str:
     return shell.join(["sh", "-c", RENAME_SCRIPT, "sh", target, part, sha, final])
 
 
+# --unpack without keep_shards, once the tree is verified: the shards named on stdin (one per
+# line: shard names are hex), and whatever interrupted attempts left (.incoming-* parts, their
+# sums and fifos); the manifests and the unpack's marker stay
+DROP_SCRIPT = r"""cd -- "$1" || exit 1
+while IFS= read -r n; do [ -n "$n" ] && rm -f -- "$n"; done
+rm -f -- .incoming-* .finish.x .finish.r .manifest.tmp .key.fifo .age.err .age.fail
+"""
+
+
+def drop_command(target: str) -> str:
+    """Remove the shards (names: drop_stdin) and an interrupted attempt's leftovers from the store."""
+    return shell.join(["sh", "-c", DROP_SCRIPT, "sh", target])
+
+
+def drop_stdin(names: Sequence[str]) -> bytes:
+    """drop_command's stdin: the shard names, one per line."""
+    assert all("\n" not in n for n in names), "shard names are hex"
+    return "".join(n + "\n" for n in names).encode()
+
+
 def part_name(n: int) -> str:
     """The host's temp name of the n-th stream of a run (renamed once verified)."""
     return f"{INCOMING}{n:06d}"

@@ -32,6 +32,9 @@ ARGS = {
     "shard_threshold": "auto: shard mode above this many files (default vars.shard_threshold, 10000)",
     "shard_size": "shard size (default vars.shard_size, 256MiB)",
     "unpack": "shard mode: unpack the shards into <dest>/<name>/ on the host (temp dir, then renamed)",
+    "keep_shards": "--unpack: keep the shards on the host after the unpack (a cache that lets a damaged"
+    " tree be unpacked again without sending; default vars.keep_shards, false: removed once the tree"
+    " is verified)",
     "upload_mbit": "link speed for the ETA when no probe runs (default vars.upload_mbit, 100)",
     "upload_probe": "measure the upload speed for the ETA: auto (uploads of 200 s or more), true, false",
     "upload_probe_timeout": "seconds a round of the upload probe may take, then it gives up (default 15)",
@@ -66,6 +69,11 @@ class DatasetOptions:
         if value in (None, ""):
             value = ctx.host.vars.get(name)
         return default if value in (None, "") else value
+
+    def keeps_shards(self, ctx: StepContext) -> bool:
+        """--unpack: whether the shards stay on the host after the unpack (`keep_shards`, step
+        argument or host variable; default false: removed once the unpacked tree is verified)."""
+        return truthy(self.setting(ctx, "keep_shards", False), "keep_shards")
 
     def link_mbit(self, ctx: StepContext) -> float:
         """The configured link speed (`upload_mbit`), capped by --bwlimit."""
@@ -134,6 +142,7 @@ def parse_options(args: Mapping[str, Any]) -> DatasetOptions:
     mode = str(args.get("shards", "auto")).lower()
     shard_mode = None if mode in ("auto", "none", "") else truthy(args.get("shards"), "shards")
     unpack = truthy(args.get("unpack"), "unpack")
+    truthy(args.get("keep_shards"), "keep_shards")  # (checked here: read when planning, see keeps_shards)
     if unpack and shard_mode is False:
         raise StepArgsError("unpack needs shard mode")
     return DatasetOptions(

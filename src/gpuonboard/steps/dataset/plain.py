@@ -228,6 +228,7 @@ def _sizes(
     # the plaintext lands on another disk)
     decrypted = sum(e.size for e in work.decrypt) if opts.encrypt and not opts.decrypt_dir else 0
     need = max(peak, grown + decrypted) - freed
+    work.room = (max(need, 0), max(grown + decrypted - freed, 0))  # (the preflight line states them)
     counted = send + decrypted - need  # (already on the host: partial files, old versions)
     return _Sizes(send, resumed, need, counted, basis)
 

@@ -113,6 +113,22 @@ def preflight(ctx: StepContext, opts: DatasetOptions, label: str, need: int, mas
     return eta
 
 
+def space_line(opts: DatasetOptions, room: tuple[int, int], note: str) -> str:
+    """Pure: the sentence on the host space an upload needs, stated before its first byte:
+    shard mode's own (`note`: the peak with an unpack's temporary tree, what stays after), else
+    plain mode's (`room`: the most it adds at any moment, what it adds in the end)."""
+    if note:
+        return note
+    peak, grown = room
+    fmt = lambda n: format_bytes(n, binary=True)  # noqa: E731
+    plaintext = opts.decrypt_on_host and not opts.decrypt_dir
+    what = "the files sent" + (" and their plaintext" if plaintext else "")
+    return (
+        f"host space: {fmt(peak)} under {opts.dest} at the peak (each file arrives as a temp file"
+        f" beside what it replaces), {fmt(grown)} more in the end ({what})"
+    )
+
+
 def rsync_progress(
     label: str, ctx: StepContext, base: list[int] | None = None, total: int = 0
 ) -> Callable[[transfer.ProgressUpdate], None]:

@@ -12,7 +12,7 @@ import posixpath
 from pathlib import Path
 
 from gpuonboard import shell, transfer
-from gpuonboard.steps.base import Plan, StepContext
+from gpuonboard.steps.base import Plan, StepArgsError, StepContext
 from gpuonboard.steps.dataset.common import (
     NOTHING_SENT,
     count,
@@ -49,6 +49,10 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     here: packing hashes each file as it streams it."""
     work.target = opts.shards_target
     work.unpack = opts.unpack or opts.decrypt_on_host
+    try:
+        work.keep_shards = not work.unpack or opts.keeps_shards(ctx)
+    except StepArgsError as exc:
+        return Plan(False, f"{exc} (vars.keep_shards or the step's keep_shards)", failed=True)
     early = _prechecks(ctx, opts, src, work)
     if early is not None:
         return early
@@ -85,6 +89,9 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     # whole: every shard there, none left over, and the host's manifest is this one (a shard
     # of a deleted file alone, or an emptied manifest, leaves the rest as it was)
     # (with nothing to send the shards are final: apply reuses this manifest)
+    # shards an earlier --unpack removed once their tree was verified: the marker of this very
+    # manifest vouches for them (unless the tree drifted since: then they are sent again)
+    resend = _unpacked_and_removed(ctx, opts, work, remote, size)
     work.manifest = b"" if work.send_idx else manifest(work, size)
     digest = hashlib.sha256(work.manifest).hexdigest() if work.manifest else ""
     stored = stored_digest(opts.cache_dir(ctx), work, digest) if digest else ""
@@ -95,6 +102,11 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         unpacked, redo, foreign = _unpacked_tree(ctx, opts, work, remote, plain, digest, complete)
         if foreign:
             return Plan(False, _foreign_sentence(ctx, opts, foreign), failed=True)
+    if resend and not (complete and unpacked):  # (nothing on the host to unpack them from)
+        work.send_idx, work.need = sorted(work.send_idx + resend[0]), work.need + resend[1]
+        work.manifest = b""
+        complete, unpacked = False, False
+        redo = redo.replace(": unpacked again", ": sent again (the shards are not kept on the host)")
     work.shard_size = size
     recognised = (
         f"; {count(found, 'shard')} already on the host recognised by hashing here (this machine's"
@@ -110,6 +122,31 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         return short
     work.manifest_behind, work.redo = remote.manifest_sha != stored, redo
     return _send_plan(ctx, opts, src, work, where, counted, note)
+
+
+def _unpacked_and_removed(
+    ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfer.RemoteState, size: int
+) -> tuple[list[int], int] | None:
+    """Shards an --unpack removed (unless this run keeps them): when every shard to send is one
+    whose group is known, and the host's manifest is this run's and its tree is marked unpacked
+    from it, the shards are not missing: an earlier run unpacked them, verified the tree by
+    sha256 and removed them. They are taken off the send list (-> what was taken off, and its
+    bytes, should the plan find the tree drifted and send them again after all; None when this
+    does not apply)."""
+    if not (work.send_idx and remote.manifest_sha) or (work.unpack and work.keep_shards):
+        return None  # (a --shards run without --unpack: the unpacked tree holds them, nothing to send)
+    if any(work.built[i] is None for i in work.send_idx):
+        return None
+    made = manifest(work, size)
+    digest = hashlib.sha256(made).hexdigest()
+    if stored_digest(opts.cache_dir(ctx), work, digest) != remote.manifest_sha:
+        return None
+    if shards.marker_name(digest, opts.plain_target) not in remote.files:
+        return None
+    taken = list(work.send_idx)
+    need = sum(s.size for i in taken if (s := work.built[i]) is not None)
+    work.send_idx, work.need = [], work.need - need
+    return taken, need
 
 
 def _prechecks(ctx: StepContext, opts: DatasetOptions, src: Path, work: Work) -> Plan | None:
@@ -338,6 +375,7 @@ def _room_problem(
     tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
     apart = bool(opts.decrypt_dir) and work.unpack  # the tree goes to --decrypt-to's disk
     room = work.need + (0 if apart else tree_room)
+    work.room_note = _room_note(opts, work, room, tree_room, apart)
     if remote.free_bytes is not None and remote.free_bytes < room:
         unpacked_too = " (the shards, and the whole tree unpacked beside the current one)"
         what = f"for {len(work.send_idx)} shards{unpacked_too if tree_room and not apart else ''}"
@@ -345,6 +383,24 @@ def _room_problem(
     if apart and plain is not None:
         return decrypt_dir_room(ctx, opts, plain.free_bytes, tree_room, "the unpacked tree")
     return None
+
+
+def _room_note(opts: DatasetOptions, work: Work, room: int, tree_room: int, apart: bool) -> str:
+    """The preflight's sentence on the host space this upload needs: at its peak (the shards
+    sent, and an unpack's whole new tree beside the current one until the swap), and what
+    stays once it is done (the shards removed, unless kept)."""
+    fmt = lambda n: format_bytes(n, binary=True)  # noqa: E731
+    shards_part = f"{count(len(work.send_idx), 'shard')} ({fmt(work.need)})"
+    if not work.unpack:
+        return f"host space: {fmt(room)} under {opts.dest} for {shards_part}, kept there as the upload"
+    where = f" under {opts.decrypt_dir}" if apart else ""
+    tree = f"the tree ({fmt(tree_room)}{where}) unpacked beside the current one until it is swapped in"
+    after = (
+        "the shards stay (keep_shards)"
+        if work.keep_shards
+        else "then the shards are removed once the tree is verified: the tree and a small manifest stay"
+    )
+    return f"host space: {fmt(room)} under {opts.dest} at the peak: {shards_part} and {tree}; {after}"
 
 
 def _send_plan(

@@ -28,6 +28,7 @@ from gpuonboard.steps.dataset.shardstore import (
     remote_name,
     shard_root,
 )
+from gpuonboard.steps.dataset.verify import mismatches, unmark_unpacked
 from gpuonboard.steps.dataset.work import Master, Work
 from gpuonboard.transfer import crypto, shards, shardstream
 from gpuonboard.units import format_bytes
@@ -308,7 +309,35 @@ class ShardUpload:
             return LEASE_LOST
         if not r.ok:
             return self._closing_failure(r.stderr, r.exit_code)
+        if work.unpack and not work.keep_shards:
+            problem = self._drop_shards()
+            if problem:
+                return problem
         self._finished(plan, eta, stale)
+        return None
+
+    def _drop_shards(self) -> str | None:
+        """--unpack without keep_shards, once the tree is swapped in: every file of it hashed on
+        the host against the dataset's sha256s (of the files this machine read), then the
+        shards, and what an interrupted attempt left in the store, removed: only the tree, the
+        manifest and its marker stay. A file that differs keeps the shards and drops the
+        marker, so the rerun unpacks again from them (nothing re-sent). -> the failure, or None."""
+        ctx, opts, work = self.ctx, self.opts, self.work
+        expect = {e.rel: e.sha256 for g in work.groups for e in g if e.kind in ("f", "l")}
+        if not all(expect.values()):  # (a hash this run never learnt: nothing is removed unverified)
+            return None
+        bad = mismatches(ctx, opts.plain_target, expect)
+        if bad:
+            unmark_unpacked(ctx, opts)
+            return (
+                f"the tree unpacked into {ctx.host.name}:{shown(opts.plain_target)} differs from the"
+                f" dataset after the unpack ({count(len(bad), 'file')}, e.g. {bad[0]!r}: written to"
+                " meanwhile, or a failing disk); the shards are kept on the host: rerun to unpack it again"
+            )
+        names = [remote_name(work, s) for s in work.built if s is not None]
+        r = ctx.runner.run(shardstream.drop_command(work.target), stdin=shardstream.drop_stdin(names))
+        if not r.ok:  # (the upload itself is complete and verified: the next run removes them)
+            self.work.kept += f"; the shards could not be removed from the host ({r.stderr.strip()[-200:]})"
         return None
 
     def _closing_failure(self, stderr: str, status: int) -> str:

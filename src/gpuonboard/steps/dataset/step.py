@@ -248,6 +248,9 @@ class DatasetStep(Step):
             plan.msg = plan.msg.replace("; remove ", "; removed ", 1) + stopped_note(work.stopped)
             return None, start
         assert work.master is not None
+        if ctx.progress:  # (before the first byte: the room it takes, a temporary tree's included)
+            space = preflight.space_line(self.options, work.room, work.room_note)
+            ctx.progress(f"step {self.label}: {space}")
         eta = preflight.preflight(ctx, self.options, self.label, work.need, work.master)
         start = time.monotonic()
         if work.groups:

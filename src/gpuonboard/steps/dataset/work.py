@@ -46,6 +46,9 @@ class Work:
     redo: str = ""  # unpack: the plan's note on why an unpacked tree is unpacked again
     manifest: bytes = b""  # shard mode: the manifest the plan made when nothing was to be sent
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
+    keep_shards: bool = True  # shard mode: the shards stay on the host (False: --unpack without keep_shards)
+    room: tuple[int, int] = (0, 0)  # plain mode: bytes the host's disk needs at the peak, and in the end
+    room_note: str = ""  # shard mode: the preflight's sentence on the host space needed
     master: Master | None = None  # opened while planning
     # plain encrypted mode: ciphertext sha256s noted in the background while rsync sends
     notes: tuple[ThreadPoolExecutor, list[Any]] = field(

@@ -1,0 +1,149 @@
+"""Issue 32: what a `sync --shards --unpack` leaves on the host. An upload stopped part-way
+(SIGTERM to the gpuonboard process, through the real sshd test host and real rsync/ssh), then
+run again to completion: the host's data dir holds the dataset unpacked plus a small manifest
+(and the unpack's empty marker), nothing else: no shard, no partial shard, no temp file. Plain
+shards and encrypted shards (decrypted on the host). With keep_shards the shards stay (the
+opt-in cache), and a rerun over a tree whose shards were removed finds it up to date."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project, host_entry
+
+needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
+
+
+def _step(project: Project) -> dict[str, Any]:
+    return dict(project.summary()["hosts"][0]["steps"][0])
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _bytes_under(root: Path) -> dict[str, int]:
+    """`du`-style: every file's size under root (apparent sizes), by path."""
+    return {
+        p.relative_to(root).as_posix(): p.lstat().st_size
+        for p in root.rglob("*")
+        if not p.is_dir() or p.is_symlink()
+    }
+
+
+def _age_key(tmp_path: Path) -> tuple[Path, str]:
+    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
+    key = tmp_path / "id.txt"
+    key.write_text(out)
+    key.chmod(0o600)
+    pub = re.search(r"public key: (age1\w+)", out)
+    assert pub
+    return key, pub.group(1)
+
+
+def _setup(project: Project, tmp_path: Path, **extra: Any) -> tuple[Path, Path]:
+    src = tmp_path / "local" / "many"
+    for i in range(400):
+        d = src / f"d{i % 7}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:04d}.bin").write_bytes(os.urandom(8_000 + i % 900))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "256KiB", "shard_threshold": 100, **extra})
+    project.write_inventory({"dataset": entry})
+    return src, data_dir
+
+
+def _interrupt_then_complete(project: Project, flags: list[str], data_dir: Path) -> None:
+    """Start the upload slowly, SIGTERM it once some shards arrived on the host, rerun it."""
+    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
+    proc = subprocess.Popen(
+        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    store = data_dir / "many.shards"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            names = [p.name for p in store.iterdir()] if store.is_dir() else []
+            if sum(n.endswith((".tar", ".age")) for n in names) >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the upload ended before it could be interrupted"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _assert_only_dataset_and_manifest(src: Path, data_dir: Path) -> None:
+    there = _bytes_under(data_dir)
+    dataset = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    tree = {k: v for k, v in there.items() if k.startswith("many/")}
+    rest = {k: v for k, v in there.items() if not k.startswith("many/")}
+    assert sum(tree.values()) == dataset
+    # what else is there: the manifest, the copy of it the tree was unpacked from, the marker
+    assert set(rest) <= {"many.shards/manifest.json", "many.shards/manifest.unpacked.json"} | {
+        k for k in rest if re.fullmatch(r"many\.shards/unpacked-[0-9a-f]{16}", k)
+    }, sorted(rest)
+    assert rest["many.shards/manifest.json"] > 0
+    assert sum(rest.values()) <= 2 * (64 * 1024 + len(tree) * 120), rest  # small and bounded
+    assert sum(there.values()) == dataset + sum(rest.values())
+    assert not list(data_dir.glob(".*gpuonboard-unpack-*"))
+
+
+def test_an_interrupted_then_completed_unpack_leaves_the_dataset_and_a_manifest(
+    project: Project, tmp_path: Path
+) -> None:
+    src, data_dir = _setup(project, tmp_path)
+    _interrupt_then_complete(project, ["--shards", "--unpack"], data_dir)
+    assert _digest(data_dir / "many") == _digest(src)
+    _assert_only_dataset_and_manifest(src, data_dir)
+    # nothing changed: up to date although the shards are gone (the marker vouches for them)
+    r = project.cli("sync", "--host", "dataset", "--shards", "--unpack")
+    s = _step(project)
+    assert r.returncode == 0 and s["status"] == "ok", s
+    # one file changed: the tree is rebuilt (the shards were not kept: all are sent) and verified
+    (src / "d3" / "f0003.bin").write_bytes(os.urandom(123))
+    r = project.cli("sync", "--host", "dataset", "--shards", "--unpack")
+    assert r.returncode == 0 and _step(project)["status"] == "changed", _step(project)
+    assert _digest(data_dir / "many") == _digest(src)
+    _assert_only_dataset_and_manifest(src, data_dir)
+
+
+@needs_age
+def test_an_interrupted_then_completed_encrypted_unpack_leaves_the_dataset_and_a_manifest(
+    project: Project, tmp_path: Path
+) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
+    _interrupt_then_complete(project, flags, data_dir)
+    assert _digest(data_dir / "many") == _digest(src)
+    _assert_only_dataset_and_manifest(src, data_dir)
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and _step(project)["status"] == "ok", _step(project)
+
+
+def test_keep_shards_keeps_the_shard_cache(project: Project, tmp_path: Path) -> None:
+    src, data_dir = _setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset", "--shards", "--unpack", "--keep-shards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = _step(project)
+    assert (
+        len([p for p in (data_dir / "many.shards").iterdir() if p.name.endswith(".tar")])
+        == s["diff"]["shards"]
+    )
+    assert _digest(data_dir / "many") == _digest(src)
