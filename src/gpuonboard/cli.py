@@ -14,11 +14,11 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from invoke import Collection, Exit, Program, task
+from invoke import Collection, Exit, Program, Task, task
 from invoke.exceptions import ParseError
 
 from gpuonboard import __version__, api, flags, termtext
@@ -59,9 +59,26 @@ def command(*layout: str, options: type | None = None, **task_options: Any) -> C
             declared(c, given, **own)
 
         run.__signature__ = signature  # type: ignore[attr-defined]
-        return task(help={**shared_help, **own_help}, auto_shortflags=False, **task_options)(run)
+        made = task(
+            help={**shared_help, **own_help}, auto_shortflags=False, klass=_ShortFlagTask, **task_options
+        )(run)
+        made.short_flags = flags.short_flags(list(shared_help))
+        return made
 
     return make
+
+
+class _ShortFlagTask(Task):
+    """Invoke's Task with the one-letter short flags that flags.py declares for the shared
+    flags it takes (Ansible's `-i INVENTORY`, `-l PATTERN`), no other."""
+
+    short_flags: Mapping[str, str] = {}
+
+    def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
+        opts: dict[str, Any] = super().arg_opts(name, default, taken_names)
+        if name in self.short_flags:
+            opts["names"] = [*opts["names"], self.short_flags[name]]
+        return opts
 
 
 def _printable_names() -> None:
@@ -130,6 +147,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
 # flags whose value is a comma-separated list of names: `--skip "$A,$B"` with both unset is `,`,
 # which names nothing (read as "not given", `--only ,` ran every step of the playbook)
 LIST_FLAGS = frozenset({"--only", "--skip", "--runs"})
+SHORT_FLAGS = {"-i": "--inventory", "-l": "--limit"}  # (flags.py's short flags)
 
 
 _PROGRAM: Program | None = None  # the `gpuonboard` console script's, once main() runs it
@@ -171,6 +189,7 @@ def empty_values(argv: list[str]) -> list[str]:
     found = []
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
+        flag = SHORT_FLAGS.get(flag, flag)  # (`-i "$UNSET"` as `--inventory "$UNSET"`)
         if not flag.startswith("--") or flag in ("--host", "--group", "--limit"):
             continue
         if not eq:  # `--flag VALUE`: the next word, when there is one
@@ -576,6 +595,16 @@ class _Program(Program):
         print("Invoke's core options (rarely needed; they come before COMMAND):")
         print("")
         self.print_columns(self.initial_context.help_tuples())
+
+    def core_args(self) -> list[Any]:
+        """Invoke's core flags, but `--list` without its `-l`: `gpuonboard check -l gpu1` is
+        --limit, as in Ansible, and `-l` where a command has no --limit is an unknown flag,
+        never a listing of the commands (`gpuonboard --list` still lists them)."""
+        args: list[Any] = super().core_args()
+        for arg in args:
+            if arg.name == "list":
+                arg.names = tuple(n for n in arg.names if n != "l")
+        return args
 
     def task_list_opener(self, extra: str = "") -> str:
         return "Commands" + (f" ({extra})" if extra else "")

@@ -28,11 +28,14 @@ LANG_HELP = "language of the fixed texts: en (default) or zh (Chinese)"
 OWN = "..."  # in a layout: the command's own parameters not named in it, in their order
 
 
-def flag(default: Any, help: str, setting: str | None = None, path: bool = False) -> Any:
+def flag(
+    default: Any, help: str, setting: str | None = None, path: bool = False, short: str | None = None
+) -> Any:
     """One flag: its default (None: a value flag that may be left out), its help (`{default}`
-    is filled in for a shared flag), the api.Settings field a shared flag sets, and whether
-    that field is a path (then an empty value leaves the setting's own default)."""
-    return field(default=default, metadata={"help": help, "setting": setting, "path": path})
+    is filled in for a shared flag), the api.Settings field a shared flag sets, whether that
+    field is a path (then an empty value leaves the setting's own default), and its one-letter
+    short flag, if any (Ansible's `-i`, `-l`)."""
+    return field(default=default, metadata={"help": help, "setting": setting, "path": path, "short": short})
 
 
 @dataclass
@@ -41,10 +44,16 @@ class CommonFlags:
 
     host: str | None = flag(None, "host name(s) from the inventory, comma-separated")
     inventory: str = flag(
-        "inventory", "inventory directory or file (Ansible YAML/INI works too); default ./inventory"
+        "inventory",
+        "inventory directory or file (Ansible YAML/INI works too); default ./inventory",
+        short="i",
     )
     group: str | None = flag(None, "only hosts of this inventory group")
-    limit: str | None = flag(None, "Ansible-style pattern over host/group names: 'wuhan-*,!wuhan-a100-3'")
+    limit: str | None = flag(
+        None,
+        "Ansible's host pattern: 'wuhan-*,!wuhan-a100-3', 'gpus[0:3]', '@retry-file'",
+        short="l",
+    )
     forks: int = flag(20, "hosts run concurrently (default {default})", "forks")
     trust_new_hosts: bool = flag(
         False, "accept and record host keys never seen before (verify fingerprints first!)", "trust_new_hosts"
@@ -98,6 +107,12 @@ def help_text(name: str) -> str:
     """The help of the shared flag `name` (its default filled in)."""
     spec = SPECS[name]
     return str(spec.metadata["help"]).format(default=spec.default)
+
+
+def short_flags(names: Sequence[str]) -> dict[str, str]:
+    """The one-letter short flag of each shared flag among `names` that has one
+    (`{"inventory": "i", "limit": "l"}`)."""
+    return {n: SPECS[n].metadata["short"] for n in names if n in SPECS and SPECS[n].metadata["short"]}
 
 
 def signature(body: Callable[..., Any], layout: Sequence[str]) -> tuple[inspect.Signature, dict[str, str]]:

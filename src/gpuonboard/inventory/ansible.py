@@ -29,6 +29,7 @@ from gpuonboard.inventory.ansible_vars import (
     native_shape,
     sorted_groups,
 )
+from gpuonboard.inventory.limit import ANSIBLE_ORDER, ansible_group_hosts
 from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
@@ -447,7 +448,11 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
         shown.line = inv.lines.get(name)
         return convert_vars(shown, path)
 
-    return native_shape(per_host, groups_of, order, convert, path, inv.lines)
+    shape = native_shape(per_host, groups_of, order, convert, path, inv.lines)
+    # (each group's hosts in Ansible's order: what a --limit subscript indexes)
+    order_of = ansible_group_hosts(list(inv.hosts), inv.direct, inv.children, inv.groups())
+    setattr(shape, ANSIBLE_ORDER, order_of)
+    return shape
 
 
 def from_yaml(data: Mapping[str, Any], path: Path) -> LineDict:

@@ -22,6 +22,7 @@ from gpuonboard.inventory.fields import (
     host_name_problem,
 )
 from gpuonboard.inventory.jumps import flat_jumps
+from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
@@ -197,7 +198,12 @@ def build(
             key_file_origins[hname] = origin
     hosts = flat_jumps(hosts, hosts_file, hosts_raw)
     return Inventory(
-        source=hosts_file, hosts=hosts, groups=groups, vendors=vendors, key_file_origins=key_file_origins
+        source=hosts_file,
+        hosts=hosts,
+        groups=groups,
+        vendors=vendors,
+        key_file_origins=key_file_origins,
+        ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
     )
 
 

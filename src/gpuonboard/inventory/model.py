@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError, UsageError
-from gpuonboard.inventory.limit import compile_limit, limit_problem, limit_terms, regex_hits
+from gpuonboard.inventory.limit import (
+    check_terms,
+    limit_problem,
+    limit_selection,
+    limit_terms,
+    regex_hits,
+    terms_problem,
+    with_files,
+)
 from gpuonboard.yamlload import did_you_mean
 
 
@@ -108,6 +116,9 @@ class Inventory:
     vendors: dict[str, Vendor]
     # host name -> where its key_file was set: (`file, line N` prefix, who set it)
     key_file_origins: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # an Ansible inventory: each group's hosts in Ansible's order, `all` and `ungrouped` too
+    # (limit.ansible_group_hosts; what a --limit subscript indexes); empty: the file's order
+    ansible_order: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def select(
         self,
@@ -135,30 +146,33 @@ class Inventory:
             members = set(self.groups[group])
             names = [n for n in names if n in members]
         if limit:
-            self._check_limit(limit)
-            selects = compile_limit(limit, regex_hits(limit, [*self.hosts, *self.groups]))
-            names = [n for n in names if selects(n, self.hosts[n].groups)]
+            chosen = self._limit(limit)
+            names = [n for n in names if n in chosen]
         if not names:
             raise UsageError(f"no host in {self.source} matches the selection; nothing to do.")
         return [self.hosts[n] for n in names]
 
-    def _check_limit(self, limit: str) -> None:
-        """A --limit term that is a plain name (no glob, no regex) but neither a host nor a group
-        of this inventory is a typo: `!node-02` meant to spare node-02 would spare nothing, and
-        `teardown` would take that box too. The pattern's size is bounded (limit_problem); a
-        `~regex` is compiled only in regex_hits' time-limited child (`~(?i)` and thousands of
-        wide character classes took minutes to compile)."""
+    def _limit(self, limit: str) -> set[str]:
+        """The hosts a --limit selects, as `ansible PATTERN --list-hosts` selects them
+        (limit.py). The pattern's size is bounded (limit_problem, with its @FILE lines); a plain
+        name that is neither a host nor a group is a typo (check_terms); a `~regex` is compiled
+        only in regex_hits' time-limited child (`~(?i)` and thousands of wide character classes
+        took minutes to compile)."""
         if problem := limit_problem(limit):
             raise UsageError(problem)
-        known = {*self.hosts, *self.groups, "all", "ungrouped"}
-        for term in limit_terms(limit):
-            bare = term.lstrip("!&")
-            if bare.startswith("~") or any(c in bare for c in "*?[") or bare in known:
-                continue
-            raise UsageError(
-                f"--limit pattern {term!r} names no host or group in {self.source}; fix the name"
-                f" (run `invoke inventory` to list hosts and groups){did_you_mean(bare, known) or '.'}"
-            )
+        terms = limit_terms(limit)
+        if any(t.startswith("@") for t in terms):
+            terms = with_files(terms)
+            if problem := terms_problem(terms):
+                raise UsageError(problem)
+        check_terms(terms, list(self.hosts), list(self.groups), self.source)
+        groups = dict(self.ansible_order) or {
+            "all": tuple(self.hosts),
+            "ungrouped": tuple(n for n, h in self.hosts.items() if not h.groups),
+            **self.groups,
+        }
+        hits = regex_hits(terms, [*self.hosts, *groups])
+        return limit_selection(terms, list(self.hosts), groups, hits)
 
     def check_key_files(self, hosts: Iterable[Host]) -> None:
         """Before connecting: a key_file that is not there (of these hosts or their inventory

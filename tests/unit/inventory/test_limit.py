@@ -52,13 +52,21 @@ def selected(inv: Inventory, limit: str) -> list[str]:
         ("all,!gpus", ["spare", "jump1"]),
         ("all", ["spare", "node01", "node02", "node03", "jump1"]),
         ("ungrouped", ["spare"]),
-        ("!a*", ["spare", "node03", "jump1"]),  # a glob never matches the implicit group `all`
+        ("!a1*", ["spare", "node03", "jump1"]),  # (`!a*` also matches the group `all`: below)
         ("node0*,!node02", ["node01", "node03"]),
         ("nothing-like-this-*,spare", ["spare"]),  # a glob may match nothing
     ],
 )
 def test_limit_follows_ansible(fleet: Inventory, limit: str, expected: list[str]) -> None:
     assert selected(fleet, limit) == expected
+
+
+def test_a_glob_matches_the_group_all_as_in_ansible(fleet: Inventory) -> None:
+    # ansible-core 2.19 matches globs against `all` and `ungrouped` too: `a*` is every host, and
+    # `!a*` spares none (`ansible '!a*' --list-hosts`: "No hosts matched")
+    assert selected(fleet, "a*") == ["spare", "node01", "node02", "node03", "jump1"]
+    with pytest.raises(UsageError, match="matches the selection; nothing to do"):
+        fleet.select(limit="!a*")
 
 
 @pytest.mark.parametrize(
