@@ -147,3 +147,67 @@ def test_keep_shards_keeps_the_shard_cache(project: Project, tmp_path: Path) -> 
         == s["diff"]["shards"]
     )
     assert _digest(data_dir / "many") == _digest(src)
+
+
+def _edit_one_add_one(src: Path) -> None:
+    (src / "d3" / "f0003.bin").write_bytes(os.urandom(5_000))  # changed (and another size)
+    (src / "d3" / "f0003a.bin").write_bytes(os.urandom(6_000))  # new, beside it
+
+
+def _one_file_changed_sends_about_one_shard(
+    project: Project, flags: list[str], src: Path, data_dir: Path, tamper: bool = False
+) -> dict[str, Any]:
+    """A completed upload (no keep_shards), one file edited and one added here, rerun: only
+    the shards holding them are sent; every other file of the new tree is the current tree's
+    (hard-linked: the same inode), and the host holds the dataset and the manifest only."""
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = _step(project)["diff"]
+    dataset = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    assert first["literal_bytes"] >= dataset  # (the first upload sends it all)
+    tree = data_dir / "many"
+    inode = (tree / "d5" / "f0005.bin").stat().st_ino  # a file neither edited nor beside one
+    _edit_one_add_one(src)
+    if tamper:  # a file of the host's tree written there meanwhile (same size): not taken
+        bad = tree / "d0" / "f0007.bin"
+        bad.write_bytes(os.urandom(bad.stat().st_size))
+    r = project.cli("sync", "--host", "dataset", *flags)
+    s = _step(project)
+    assert r.returncode == 0 and s["status"] == "changed", s
+    diff = s["diff"]
+    most = 3 if tamper else 2  # (the edited and the new file's shards: one, or two at a boundary)
+    assert 1 <= diff["sent_shards"] <= most, diff
+    assert diff["literal_bytes"] <= most * 4 * 256 * 1024 and diff["literal_bytes"] < dataset // 3, diff
+    assert diff["reused_shards"] == diff["shards"] - diff["sent_shards"], diff
+    assert _digest(tree) == _digest(src)
+    assert (tree / "d5" / "f0005.bin").stat().st_ino == inode  # linked, not sent nor copied
+    _assert_only_dataset_and_manifest(src, data_dir)
+    assert not list(data_dir.glob(".many.gpuonboard-unpack-*"))
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and _step(project)["status"] == "ok", _step(project)
+    return s
+
+
+def test_one_changed_file_resends_about_one_shard_not_the_dataset(project: Project, tmp_path: Path) -> None:
+    src, data_dir = _setup(project, tmp_path)
+    s = _one_file_changed_sends_about_one_shard(project, ["--shards", "--unpack"], src, data_dir)
+    assert "taken from the tree there (hard-linked, checked by sha256)" in s["msg"], s["msg"]
+
+
+def test_a_tree_file_changed_on_the_host_is_not_taken_but_its_shard_sent(
+    project: Project, tmp_path: Path
+) -> None:
+    src, data_dir = _setup(project, tmp_path)
+    s = _one_file_changed_sends_about_one_shard(project, ["--shards", "--unpack"], src, data_dir, tamper=True)
+    assert (
+        "sent after all: the tree on the host differed from the dataset (1 file, e.g. 'd0/f0007.bin')"
+        in s["msg"]
+    )
+
+
+@needs_age
+def test_one_changed_file_resends_about_one_encrypted_shard(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
+    _one_file_changed_sends_about_one_shard(project, flags, src, data_dir)

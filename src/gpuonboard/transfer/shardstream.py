@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpuonboard import children, sh, shell
-from gpuonboard.transfer import LISTING_PRUNE, SHA256_FN, crypto
+from gpuonboard.transfer import HASH_SCRIPT, LISTING_PRUNE, SHA256_FN, crypto
 
 INCOMING = ".incoming-"
 CODECS = ("zstd", "gzip")
@@ -102,6 +102,47 @@ def drop_stdin(names: Sequence[str]) -> bytes:
     """drop_command's stdin: the shard names, one per line."""
     assert all("\n" not in n for n in names), "shard names are hex"
     return "".join(n + "\n" for n in names).encode()
+
+
+# --unpack, before the streams: the files of shards not sent this time (unchanged since the tree
+# on the host was unpacked, and not kept as shards there) are taken from that tree: hard-linked
+# ($2/<rel> -> $1/<rel>; copied where a link cannot be made, e.g. another file system), then
+# each is hashed in the new tree and printed as HASH_SCRIPT ($3) prints it; the caller compares
+# with the dataset's sha256s, and removes (SEED_DROP_SCRIPT) what differs before it sends that
+# file's shard. Paths on stdin, NUL-terminated: kept beside the unpack dir (never in the store:
+# they are plaintext), swept with it by any later run. This copy's unpack dirs of interrupted
+# runs go first (hard links cost no room, but copies do).
+SEED_SCRIPT = r"""u=$1; p=$2
+for d in "${u%-*}"-*; do [ "$d" = "$u" ] || [ "$d" = "$u.seed" ] || rm -rf -- "$d"; done
+mkdir -p -- "$u" && cat > "$u.seed" || exit 1
+if cd -- "$p" 2>/dev/null; then
+  xargs -0 -r cp -l -P --parents -t "$u" -- < "$u.seed" 2>/dev/null
+  xargs -0 -r sh -c 'u=$0; for f; do [ -e "$u/$f" ] || [ -L "$u/$f" ] || printf "%s\0" "$f"; done' "$u" \
+    < "$u.seed" | xargs -0 -r cp -p -P --parents -t "$u" -- 2>/dev/null
+fi
+sh -c "$3" sh "$u" < "$u.seed"; s=$?
+rm -f -- "$u.seed"; exit "$s"
+"""
+
+# the files of the new tree (paths on stdin, NUL-terminated) that a seed put there and the
+# shard they belong to is sent after all: removed (a link only: the current tree keeps them)
+SEED_DROP_SCRIPT = 'cd -- "$1" && xargs -0 -r rm -f --'
+
+
+def seed_command(unpack_dir: str, plain_target: str) -> str:
+    """Fill the unpack dir from the current tree (paths: seed_stdin); prints their hashes
+    (transfer.parse_hashes reads them) as the new tree holds them."""
+    return shell.join(["sh", "-c", SEED_SCRIPT, "sh", unpack_dir, plain_target, HASH_SCRIPT])
+
+
+def seed_drop_command(unpack_dir: str) -> str:
+    """Remove files a seed put in the unpack dir (paths: seed_stdin)."""
+    return shell.join(["sh", "-c", SEED_DROP_SCRIPT, "sh", unpack_dir])
+
+
+def seed_stdin(rels: Sequence[str]) -> bytes:
+    """seed_command's and seed_drop_command's stdin: the relative paths, NUL-terminated."""
+    return b"".join(r.encode("utf-8", "surrogateescape") + b"\0" for r in rels)
 
 
 def part_name(n: int) -> str:

@@ -2,7 +2,8 @@
 dataset's files packed into tar shards of shard_size, found unchanged by member key (file
 hashes from the hash cache: only changed files are read) or recognised on the host by hashing,
 compared with the listing of <dest>/<name>.shards; with --unpack also the unpacked tree on the
-host (its marker, its drift, files no upload put there), and the room an unpack takes."""
+host (its marker, its drift, files no upload put there, the shards whose files it holds: taken
+from it, not sent, when the shards are not kept), and the room an unpack takes."""
 
 from __future__ import annotations
 
@@ -106,7 +107,9 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         work.send_idx, work.need = sorted(work.send_idx + resend[0]), work.need + resend[1]
         work.manifest = b""
         complete, unpacked = False, False
-        redo = redo.replace(": unpacked again", ": sent again (the shards are not kept on the host)")
+        redo = redo.replace(": unpacked again", ": rebuilt (the shards are not kept on the host)")
+    if plain is not None and not work.keep_shards and not (complete and unpacked):
+        _from_tree(work, plain, size)
     work.shard_size = size
     recognised = (
         f"; {count(found, 'shard')} already on the host recognised by hashing here (this machine's"
@@ -147,6 +150,36 @@ def _unpacked_and_removed(
     need = sum(s.size for i in taken if (s := work.built[i]) is not None)
     work.send_idx, work.need = [], work.need - need
     return taken, need
+
+
+def _from_tree(work: Work, plain: transfer.RemoteState, size: int) -> None:
+    """--unpack: the shards to send whose files the host's current tree already holds (each
+    group packed before by this machine, so its members' sha256s are known here, and every
+    member there with its kind and size) are not sent: apply hard-links their files from that
+    tree into the new one and hashes them there first (what differs is sent after all). A
+    group holding an empty directory, or a file new or changed since, is sent. (Not with
+    keep_shards: the shards are a cache there, and a missing one is sent to complete it.)"""
+    reuse = [
+        i
+        for i in work.send_idx
+        if work.built[i] is not None
+        and all(
+            e.kind in ("f", "l")
+            and e.sha256
+            and (got := plain.files.get(e.rel)) is not None
+            and got[0] == e.kind
+            and (e.kind != "f" or got[1] == e.size)
+            for e in work.groups[i]
+        )
+    ]
+    if not reuse:
+        return
+    taken = set(reuse)
+    work.reuse = reuse
+    work.send_idx = [i for i in work.send_idx if i not in taken]
+    work.need -= sum(s.size for i in reuse if (s := work.built[i]) is not None)
+    if not work.send_idx:  # (every shard known: apply's closing command reuses this manifest)
+        work.manifest = manifest(work, size)
 
 
 def _prechecks(ctx: StepContext, opts: DatasetOptions, src: Path, work: Work) -> Plan | None:
@@ -372,7 +405,10 @@ def _room_problem(
     and the tree an unpack rebuilds; else None."""
     # an unpack rebuilds the WHOLE tree beside the current one (swapped in at the end), in
     # file system blocks: a 1-byte file takes 4 KiB
-    tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files) if work.unpack else 0
+    # (files taken from the current tree are hard links: no room, unless on another disk)
+    linked = {e.rel for i in work.reuse for e in work.groups[i]}
+    tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files if e.rel not in linked)
+    tree_room = tree_room if work.unpack else 0
     apart = bool(opts.decrypt_dir) and work.unpack  # the tree goes to --decrypt-to's disk
     room = work.need + (0 if apart else tree_room)
     work.room_note = _room_note(opts, work, room, tree_room, apart)
@@ -395,6 +431,8 @@ def _room_note(opts: DatasetOptions, work: Work, room: int, tree_room: int, apar
         return f"host space: {fmt(room)} under {opts.dest} for {shards_part}, kept there as the upload"
     where = f" under {opts.decrypt_dir}" if apart else ""
     tree = f"the tree ({fmt(tree_room)}{where}) unpacked beside the current one until it is swapped in"
+    if work.reuse:
+        tree += f" (the files of {count(len(work.reuse), 'shard')} hard-linked from the current one)"
     after = (
         "the shards stay (keep_shards)"
         if work.keep_shards
@@ -420,24 +458,31 @@ def _send_plan(
         f"send {len(work.send_idx)} of {len(work.groups)} shards ({format_bytes(work.need, binary=True)};"
         f" {build} to build) of {counted} to {where}"
     )
+    reused = (
+        f"; the files of {count(len(work.reuse), 'other shard')} taken from the tree there"
+        " (hard-linked, each checked by sha256 first: one that differs is sent)"
+        if work.reuse
+        else ""
+    )
     if work.send_idx:
         if work.unpack:
-            msg += f"; unpack into {opts.plain_target}{work.redo}"
+            msg += f"; unpack into {opts.plain_target}{work.redo}{reused}"
         msg += f"{note}; estimate {transfer.format_eta(work.need, opts.link_mbit(ctx))}"
     else:  # only the manifest, leftovers or the unpacked tree are behind
         todo = ["update the manifest"] if work.manifest_behind else []
         if work.stale:
             todo.append(f"remove {count(len(work.stale), 'old or partial shard')}")
         if work.unpack:
-            todo.append(f"unpack into {opts.plain_target}{work.redo}")
+            todo.append(f"unpack into {opts.plain_target}{work.redo}{reused}")
         msg = (
             f"{'; '.join(todo)}: all {len(work.groups)} shards of {counted}"
-            f" are at {where} already, nothing to send{note}"
+            f" are at {where}{' or in the tree there' if work.reuse else ''} already, nothing to send{note}"
         )
     diff = {
         "target": opts.shards_target,
         "shards": len(work.groups),
         "send_shards": len(work.send_idx),
+        "reused_shards": len(work.reuse),
         "bytes": work.need,
         "source": str(src),
     }

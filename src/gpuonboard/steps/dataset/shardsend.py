@@ -1,4 +1,6 @@
-"""Applying shard mode (`ShardUpload`): each shard to send is streamed (pack -> compress
+"""Applying shard mode (`ShardUpload`): with --unpack, the files of unchanged shards the host
+no longer keeps are first hard-linked from its current tree into the new one (hashed there:
+one that differs sends its shard after all); each shard to send is streamed (pack -> compress
 [-> encrypt] -> ssh -> the host stores it as .incoming-*, unpacking on the fly when asked),
 the next shard's stream opening while this one is fed so the link never idles; then one
 closing command on the host renames the verified shards, writes the manifest, unpacks the
@@ -15,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import children, transfer
+from gpuonboard import children, shell, transfer
 from gpuonboard.steps.base import Plan, StepContext
 from gpuonboard.steps.dataset.common import DISK_FULL, count, local_write_failure, shown, unreadable_source
 from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
@@ -75,7 +77,7 @@ class ShardUpload:
         spawn_stream: Callable[[Master, int], shardstream.Stream],
     ) -> None:
         assert work.index is not None and work.hashes is not None and work.master is not None
-        self.ctx, self.opts, self.work = ctx, opts, work
+        self.ctx, self.opts, self.work, self.label = ctx, opts, work, label
         self.root = shard_root(work)
         self.cache = opts.cache_dir(ctx)
         self.unpack_dir = opts.unpack_dir() if work.unpack else ""
@@ -100,10 +102,11 @@ class ShardUpload:
     def run(self, plan: Plan, eta: str) -> Any:
         """Stream each shard to send, then the closing command: None, or the failure sentence."""
         work = self.work
-        if not work.send_idx:
-            self.manifest_job = self.helpers.submit(manifest_bytes, self.cache, work)
         try:
-            problem = self._send_all()
+            problem = self._seed() if work.reuse else None  # (may add shards to send)
+            if not (problem or work.send_idx):
+                self.manifest_job = self.helpers.submit(manifest_bytes, self.cache, work)
+            problem = problem or self._send_all()
             if problem:
                 return problem
         finally:
@@ -118,6 +121,46 @@ class ShardUpload:
         finally:
             self.saving.result()
             self.helpers.shutdown()
+
+    def _seed(self) -> str | None:
+        """Before the first stream: the files of the shards the plan takes from the host's
+        current tree are hard-linked (or copied) into the new tree and hashed there; a group
+        with a file that differs from the dataset (or is gone) has its files removed from the
+        new tree and its shard sent after all. -> the failure (LEASE_LOST, or the new tree could not
+        be cleared of them), or None."""
+        ctx, opts, work = self.ctx, self.opts, self.work
+        if lost(work):
+            return LEASE_LOST
+        expect = {e.rel: e.sha256 for i in work.reuse for e in work.groups[i]}
+        rels = list(expect)
+        command = (
+            shell.join(["env", opts.marker()])
+            + " "
+            + shardstream.seed_command(self.unpack_dir, opts.plain_target)
+        )
+        r = ctx.runner.run(command, stdin=shardstream.seed_stdin(rels), timeout=3600)
+        got = transfer.parse_hashes(rels, r.stdout) if r.ok else {}
+        bad = {rel for rel in rels if got.get(rel) != expect[rel]}
+        failed = [i for i in work.reuse if any(e.rel in bad for e in work.groups[i])]
+        if not failed:
+            return None
+        gone = [e.rel for i in failed for e in work.groups[i]]
+        drop = shardstream.seed_drop_command(self.unpack_dir)
+        d = ctx.runner.run(drop, stdin=shardstream.seed_stdin(gone))
+        if not d.ok:  # (never unpack a shard over links into the current tree)
+            return self._resumable(f"upload failed: {d.stderr.strip()[-200:] or 'cannot clear the new tree'}")
+        work.reuse = [i for i in work.reuse if i not in failed]
+        work.send_idx = sorted(work.send_idx + failed)
+        work.need += sum(s.size for i in failed if (s := work.built[i]) is not None)
+        e_g = sorted(bad)[0]
+        why = (
+            f"the tree on the host differed from the dataset ({count(len(bad), 'file')}, e.g. {e_g!r})"
+            if r.ok
+            else f"taking their files from the tree on the host failed ({r.stderr.strip()[-200:]})"
+        )
+        work.kept += f"; {count(len(failed), 'shard')} sent after all: {why}"
+        self.progress, self.state = stream_progress(ctx, opts, self.label, work.need, len(work.send_idx))
+        return None
 
     def _kept(self) -> str:
         return f"{len(self.arrived)} of {len(self.work.send_idx)} shards arrived, only the rest is sent"
@@ -274,10 +317,11 @@ class ShardUpload:
         marker = shards.marker_name(digest, opts.plain_target)
         names = [remote_name(work, s) for s in work.built if s is not None]
         streamed = {final for _, _, final in self.arrived}
+        linked = set(work.reuse)  # (their files are in the new tree already, no shard)
         extract = [
             (remote_name(work, sh), "-" if encrypted else sh.sha256)
-            for sh in work.built
-            if sh is not None and remote_name(work, sh) not in streamed
+            for i, sh in enumerate(work.built)
+            if sh is not None and remote_name(work, sh) not in streamed and i not in linked
         ]
         stale = [nm for nm in work.stale if nm not in names]
         lists = shardstream.finish_lists(extract if work.unpack else [], stale)
@@ -379,10 +423,16 @@ class ShardUpload:
             msg += "".join(f"; {d}" for d in done)
         if work.unpack:
             msg += f"; unpacked into {self.opts.plain_target}{work.redo}"
+        if work.reuse:
+            msg += (
+                f"; the files of {count(len(work.reuse), 'other shard')} taken from the tree there"
+                " (hard-linked, checked by sha256)"
+            )
         plan.msg = msg + work.kept
         plan.diff = {
             **(plan.diff or {}),
             "sent_files": len(arrived) + 1,
             "sent_shards": len(arrived),
             "literal_bytes": self.sent_bytes,
+            "reused_shards": len(work.reuse),
         }

@@ -33,6 +33,8 @@ class Work:
     built: list[shards.Shard | None] = field(default_factory=list)
     send_idx: list[int] = field(default_factory=list)  # groups to (build and) send
     remote_names: list[str] = field(default_factory=list)
+    # unpack: groups not sent whose files the host's current tree holds (hard-linked from it)
+    reuse: list[int] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # names in <dest>/<name>.shards to remove
     # loaded once by plan, updated and saved by apply
     index: shards.Index | None = None
