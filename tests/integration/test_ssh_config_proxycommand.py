@@ -43,3 +43,29 @@ def test_a_proxy_command_from_the_ssh_config_carries_the_connection(
     assert r.returncode == 0, r.stdout + r.stderr
     assert project.summary()["hosts"][0]["address"] == "unreachable.invalid"
     assert marker.read_text().splitlines()[0] == f"unreachable.invalid {h.port} root behind-proxy"
+
+
+def test_an_inventory_proxy_command_carries_the_connection(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    """A host's `proxy_command` (what an Ansible ProxyCommand with a bastion's own `-i` key
+    becomes) is run by the connection, with OpenSSH's tokens expanded, instead of a direct dial."""
+    h = pool.hosts["good"]
+    relay, marker = tmp_path / "relay.py", tmp_path / "relayed"
+    relay.write_text(RELAY)
+    command = f"{sys.executable} {relay} {marker} {h.address} {h.port} %h %p %r %n"
+    project.write_inventory(
+        {
+            "behind-proxy": {
+                "address": "unreachable.invalid",  # (only the relay knows the way)
+                "port": h.port,
+                "user": "root",
+                "key_file": str(pool.client_key),
+                "host_key": h.fingerprint,
+                "proxy_command": command,
+            }
+        }
+    )
+    r = project.cli("check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert marker.read_text().splitlines()[0] == f"unreachable.invalid {h.port} root behind-proxy"

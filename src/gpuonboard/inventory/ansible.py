@@ -75,6 +75,7 @@ _OUR_KEYS = {
     "key_file",
     "use_agent",
     "jump",
+    "proxy_command",
     "host_key",
     "vendor",
     "order",
@@ -126,8 +127,9 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     """Ansible host/group variables -> our host keys, other variables under `vars`.
 
     A Jinja2 template in one of our settings (`ansible_host: "{{ ip }}"`) is an error unless
-    `templates` (kept as written). A ProxyCommand we cannot follow is an error naming `path`
-    (connecting straight to a private address instead of through the bastion would only time
+    `templates` (kept as written). A ProxyCommand that is `ssh -W %h:%p bastion` and nothing
+    more becomes the jump; any other is kept as the host's `proxy_command` (never dropped:
+    connecting straight to a private address instead of through the bastion would only time
     out, or reach another box)."""
     out = LineDict()
     out.key_lines = {}
@@ -147,11 +149,11 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
             value = _BOOL_TEXT[value.lower()]  # (INI keeps `false` as text; Ansible reads it as a boolean)
         if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args") and isinstance(value, str):
             try:
-                jump = _proxy_jump(value)
+                found = _proxy_jump(value)
             except ValueError as exc:
                 raise InventoryError(f"{where(path or Path('inventory'), raw, key)}: {key} {exc}.") from None
-            if jump:
-                ours, value = "jump", jump
+            if found:
+                ours, value = found
         if ours is None:
             extra[key] = value
             continue
@@ -170,27 +172,32 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     return out
 
 
-def _proxy_jump(args: str) -> str | None:
-    """The jump host of `-J X`, `-o ProxyJump=X` or a ProxyCommand that is `ssh -W %h:%p X`;
-    ValueError (the reason) for any other ProxyCommand."""
+def _proxy_jump(args: str) -> tuple[str, str] | None:
+    """What ssh arguments say of the way to the host: ("jump", X) for `-J X`, `-o ProxyJump=X`
+    or a ProxyCommand that is `ssh -W %h:%p X` and nothing more; ("proxy_command", C) for any
+    other ProxyCommand (run by the connection as OpenSSH runs it: a bastion's own `-i` key,
+    `nc -X connect`); None when they name none."""
     try:
         words = shlex.split(args)
     except ValueError:
         return None
     for i, w in enumerate(words):
         if w == "-J" and i + 1 < len(words):
-            return words[i + 1]
+            return "jump", words[i + 1]
         m = re.match(r"^(?:-o)?ProxyJump[= ](.+)$", w, re.I)
         if m:
-            return m.group(1)
+            return "jump", m.group(1)
         m = re.match(r"^(?:-o)?ProxyCommand[= ](.+)$", w, re.I)
         if w == "-o" and i + 1 < len(words):
             m = re.match(r"^ProxyJump[= ](.+)$", words[i + 1], re.I)
             if m:
-                return m.group(1)
+                return "jump", m.group(1)
             m = re.match(r"^ProxyCommand[= ](.+)$", words[i + 1], re.I)
         if m:
-            return _jump_of_proxy_command(m.group(1))
+            try:
+                return "jump", _jump_of_proxy_command(m.group(1))
+            except ValueError:
+                return "proxy_command", m.group(1)
     return None
 
 
@@ -231,7 +238,8 @@ def _jump_of_proxy_command(command: str) -> str:
             continue
         dest.append(w)
         i += 1
-    if opts.get("W") not in ("%h:%p", "[%h]:%p") or len(dest) != 1:
+    if opts.get("W") not in ("%h:%p", "[%h]:%p") or len(dest) != 1 or set(opts) - {"W", "p", "l"}:
+        # (a bastion's own -i key, -F file or other -o option: only the command itself says it)
         raise ValueError(refuse)
     target = dest[0]
     if "l" in opts and "@" not in target:

@@ -23,6 +23,7 @@ def host_view(host: Any) -> dict[str, Any]:
         "key_file": host.key_file,
         "connection": host.connection,
         "jump": tuple(host.jump),
+        "proxy_command": host.proxy_command,
         "groups": sorted(host.groups),
         "vars": dict(host.vars),
     }

@@ -155,6 +155,7 @@ def list_view(data: Any) -> dict[str, dict[str, Any]]:
             "key_file": c.get("key_file"),
             "connection": connection,
             "jump": parse_jump(c.get("jump"), _no_err),
+            "proxy_command": c.get("proxy_command"),
             "groups": sorted(member[name]),
             "vars": dict(c.get("vars", {})),
         }

@@ -27,6 +27,7 @@ HOST_KEYS = {
     "key_file": "the private key file (else the SSH agent / default keys)",
     "use_agent": "whether to use the SSH agent",
     "jump": "jump host(s): an inventory host name or user@host:port, or a list (ProxyJump)",
+    "proxy_command": "a local command whose stdin/stdout is the connection (OpenSSH's ProxyCommand)",
     "host_key": "pinned host-key fingerprint, SHA256:...",
     "vendor": "vendor profile name (a file in vendors/)",
     "order": "the order spec",

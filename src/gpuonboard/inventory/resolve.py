@@ -33,6 +33,7 @@ from gpuonboard.inventory.sshlookup import (
     ssh_config_aliases,
     uses_ssh_config_entry,
 )
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -154,7 +155,9 @@ def resolve_host(
         raise s.err("use_agent", "must be true or false.")
     jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
     extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
-    if "proxy_command" in extras:  # (the SSH config's ProxyCommand beats a vendor's or default jump)
+    if (proxy := _proxy_command(s)) is not None:  # (the inventory's beats the SSH config's)
+        extras["proxy_command"] = proxy
+    if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
         jump = ()
     host_key = s.merged.get("host_key")
     if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
@@ -267,6 +270,25 @@ def _merge_layers(
     if sshc:
         sshc = followable(name, sshc, ssh_cfg)
     return replace(s, merged=merged, sshc=sshc)
+
+
+def _proxy_command(s: _Settings) -> str | None:
+    """The inventory's `proxy_command` (an Ansible ProxyCommand that is more than `ssh -W
+    %h:%p bastion`, or written as is), checked; None when it sets none."""
+    proxy = s.merged.get("proxy_command")
+    if proxy is None:
+        return None
+    if not isinstance(proxy, str) or not proxy.strip() or "\n" in proxy:
+        raise s.err("proxy_command", "must be one command line, like 'ssh -W %h:%p -i KEY user@bastion'.")
+    if (bad := bad_token(proxy, PROXY_COMMAND_TOKENS)) is not None:
+        raise s.err(
+            "proxy_command",
+            f"holds the token {bad}, which OpenSSH does not expand in a ProxyCommand (it knows %h, %n,"
+            " %p, %r and %%).",
+        )
+    if s.from_inventory("jump") and s.from_inventory("proxy_command"):
+        raise s.err("proxy_command", "and 'jump' both say how to reach the host; keep one of them.")
+    return proxy
 
 
 def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_is_address: bool) -> str:

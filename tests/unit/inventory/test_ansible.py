@@ -459,7 +459,7 @@ def test_ipv6_is_not_a_port_suffix() -> None:
     [
         ('-o ProxyCommand="ssh -W %h:%p -q ops@bastion"', "ops@bastion"),
         ("-o 'ProxyCommand=ssh -q -W %h:%p bastion -p 2200'", "bastion:2200"),
-        ('-oProxyCommand="/usr/bin/ssh -l ops -o Port=2022 -W [%h]:%p -i k bastion"', "ops@bastion:2022"),
+        ('-oProxyCommand="/usr/bin/ssh -l ops -o Port=2022 -W [%h]:%p bastion"', "ops@bastion:2022"),
     ],
 )
 def test_proxy_command_through_ssh_is_a_jump(tmp_path: Path, args: str, jump: str) -> None:
@@ -473,13 +473,46 @@ def test_proxy_command_through_ssh_is_a_jump(tmp_path: Path, args: str, jump: st
 
 
 @pytest.mark.parametrize(
-    "args",
-    ['-o ProxyCommand="nc -x proxy:1080 %h %p"', '-o ProxyCommand="ssh bastion nc %h %p"'],
+    ("args", "command"),
+    [
+        ('-o ProxyCommand="nc -x proxy:1080 %h %p"', "nc -x proxy:1080 %h %p"),
+        ('-o ProxyCommand="ssh bastion nc %h %p"', "ssh bastion nc %h %p"),
+        # the bastion's own key (DeepOps' escaped form): a jump would reach it with the host's key
+        (
+            '-o ProxyCommand="ssh -W %h:%p -q -i ~/.ssh/bastion.pem ubuntu@bastion"',
+            "ssh -W %h:%p -q -i ~/.ssh/bastion.pem ubuntu@bastion",
+        ),
+        (
+            '-oProxyCommand="/usr/bin/ssh -l ops -o Port=2022 -W [%h]:%p -i k bastion"',
+            "/usr/bin/ssh -l ops -o Port=2022 -W [%h]:%p -i k bastion",
+        ),
+    ],
 )
-def test_other_proxy_commands_are_refused_before_any_connection(tmp_path: Path, args: str) -> None:
+def test_other_proxy_commands_are_carried_whole_to_the_connection(
+    tmp_path: Path, args: str, command: str
+) -> None:
+    """A ProxyCommand that is more than `ssh -W %h:%p bastion` is the host's proxy_command, run
+    by the connection as OpenSSH runs it (it was refused; earlier, a bastion's `-i` was dropped)."""
     path = tmp_path / "hosts.ini"
     path.write_text(f"[gpus]\n\ng1 ansible_host=10.0.0.3 ansible_ssh_extra_args='{args}'\n")
-    with pytest.raises(InventoryError) as info:
-        inventory.load(path)
-    assert str(info.value).startswith(f"{path}, line 3: ansible_ssh_extra_args has ProxyCommand")
-    assert "write the bastion as ProxyJump" in str(info.value)
+    host = inventory.load(path).hosts["g1"]
+    assert (host.proxy_command, host.jump) == (command, ())
+
+
+def test_an_inventory_proxy_command_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yml").write_text(
+        "hosts:\n  a: {address: 10.0.0.1, proxy_command: 'ssh -W %h:%p -i k bastion'}\n"
+        "  b: {address: 10.0.0.2, proxy_command: 'nc %C %p'}\n"
+    )
+    with pytest.raises(InventoryError, match=r"proxy_command.*token %C"):
+        inventory.load(tmp_path)
+    (tmp_path / "hosts.yml").write_text(
+        "hosts:\n  a: {address: 10.0.0.1, proxy_command: 'ssh -W %h:%p -i k bastion', jump: bastion}\n"
+        "  bastion: {address: 10.0.0.9}\n"
+    )
+    with pytest.raises(InventoryError, match=r"proxy_command.*'jump' both say how to reach the host"):
+        inventory.load(tmp_path)
+    (tmp_path / "hosts.yml").write_text(
+        "hosts:\n  a: {address: 10.0.0.1, proxy_command: 'ssh -W %h:%p -i k b'}\n"
+    )
+    assert inventory.load(tmp_path).hosts["a"].proxy_command == "ssh -W %h:%p -i k b"
