@@ -30,6 +30,7 @@ from gpuonboard import atomicfile, machine
 from gpuonboard.errors import CryptoError
 from gpuonboard.masking import Secret
 from gpuonboard.transfer import agescrypt
+from gpuonboard.units import rfc3339
 from gpuonboard.yamlload import read_text
 
 CHUNK = 1 << 20
@@ -474,13 +475,11 @@ def missing_keys(message: str) -> bool:
 def new_key_pair(path: Path) -> str:
     """Write a new age X25519 identity to `path` in age-keygen's format (mode 600, parents
     made 700; an existing file is never replaced) and return its public key (the recipient)."""
-    from datetime import UTC, datetime
-
     from pyrage import x25519
 
     identity = x25519.Identity.generate()
     recipient = str(identity.to_public())
-    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = rfc3339()
     text = f"# created: {created}\n# public key: {recipient}\n{identity}\n"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
