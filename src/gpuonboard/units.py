@@ -1,8 +1,10 @@
-"""Parsing and printing of sizes (`80GB`, `80 GiB`, `81920MiB`, `1.5T`) and of the one
-timestamp form every file we write uses (RFC 3339, UTC)."""
+"""Parsing and printing of sizes (`80GB`, `80 GiB`, `81920MiB`, `1.5T`), of the one timestamp
+form every file we write uses (RFC 3339, UTC), and the finite-number test of figures read
+from JSON."""
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -123,3 +125,11 @@ def rfc3339(epoch: float | None = None) -> str:
     fromdateiso8601`, Python's datetime.fromisoformat and xs:dateTime all read (a local
     `+0800` offset without its colon is not RFC 3339, and jq rejects any offset)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if epoch is None else epoch))
+
+
+def finite_number(value: object) -> float | None:
+    """A figure read from JSON as a float, or None: absent, null, a bool, text, NaN or infinite
+    (a hand-edited summary's `"n/a"`, a result's NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)

@@ -135,3 +135,11 @@ def test_rfc3339_is_utc_with_z_and_parses_back() -> None:
     assert stamp == "2026-12-02T07:13:28Z"
     assert datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() == 1796195608
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rfc3339())
+
+
+def test_finite_number_takes_only_finite_json_numbers() -> None:
+    from gpuonboard.units import finite_number
+
+    assert [finite_number(v) for v in (3, 2.5, 0, -1e3)] == [3.0, 2.5, 0.0, -1000.0]
+    for bad in (None, True, False, "12", "n/a", float("nan"), float("inf"), -float("inf"), [1]):
+        assert finite_number(bad) is None, bad

@@ -5,7 +5,6 @@ sha256 (`_raw_entries`), the benchmark chart (`chart_svg`), the warned checks an
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -14,7 +13,7 @@ from gpuonboard import __version__, licences, results
 from gpuonboard.facts.gpu_merge import GPU_PROBES
 from gpuonboard.i18n import status_word, t
 from gpuonboard.report.runs import legacy_safe_name, raw_file, sha256_bytes
-from gpuonboard.units import format_bytes, ram_order_bytes
+from gpuonboard.units import finite_number, format_bytes, ram_order_bytes
 
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
 
@@ -186,31 +185,23 @@ def _raw_entries(
     return out
 
 
-def _number(value: Any) -> float | None:
-    """A benchmark's value or reference as a finite number; None for anything else (`"n/a"`, a
-    NaN, true: a hand-edited summary.json, which made the report an internal error)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
     """An inline SVG bar chart: each benchmark's value beside its reference (no JavaScript).
 
     Only numbers reach the markup; names are escaped."""
     from markupsafe import escape
 
-    rows = [b for b in benchmarks if _number(b.get("value")) is not None]
+    rows = [b for b in benchmarks if finite_number(b.get("value")) is not None]
     if not rows:
         return ""
     width, label_w, bar_h, gap = 640, 200, 14, 10
-    top = max(max(float(b["value"]), _number(b.get("reference")) or 0.0) for b in rows) or 1.0
+    top = max(max(float(b["value"]), finite_number(b.get("reference")) or 0.0) for b in rows) or 1.0
     scale = (width - label_w - 90) / top
     parts = []
     y = 10
     for b in rows:
         value = float(b["value"])
-        ref = _number(b.get("reference"))
+        ref = finite_number(b.get("reference"))
         color = {"fail": "#c0392b", "warn": "#d68910"}.get(str(b.get("verdict")), "#2e86c1")
         parts.append(
             f'<text x="0" y="{y + bar_h - 3}" font-size="12">{escape(str(b.get("name", "")))}</text>'

@@ -7,7 +7,6 @@ GPU-to-GPU copies against the topology, and the sustained-load window."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, StepArgsError, Verdict
 from gpuonboard.steps.checks.gpu_health import HARD_THROTTLE
 from gpuonboard.steps.prove.references import name_has, row_matches_name
+from gpuonboard.units import finite_number
 from gpuonboard.yamlload import load_yaml, where
 
 FLOORS_FILE = DATA_DIR / "gpu_perf_floors.yml"
@@ -57,13 +57,6 @@ def unit(metric: str) -> str:
     return "TFLOPS" if metric.endswith("_tflops") else "W" if metric == "power_w" else "GB/s"
 
 
-def _number(value: Any) -> float | None:
-    """A figure from the result JSON, or None (absent, null, not a finite number, a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 # --------------------------------------------------------------------------- the table
 
 
@@ -74,7 +67,7 @@ def load_floors(path: Path = FLOORS_FILE) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("floors"), list):
         raise UsageError(f"{path}: needs a 'floors:' list")
     band = data.get("warn_band", WARN_BAND)
-    if _number(band) is None or band < 1:
+    if finite_number(band) is None or band < 1:
         raise UsageError(f"{where(path, data, 'warn_band')}: warn_band must be a number >= 1")
     for row in data["floors"]:
         if not isinstance(row, dict) or not row.get("id") or not row.get("gpu"):
@@ -82,7 +75,7 @@ def load_floors(path: Path = FLOORS_FILE) -> dict[str, Any]:
         floors = row.get("floors")
         if not isinstance(floors, dict) or not floors:
             raise UsageError(f"{where(path, row, 'floors')}: row {row['id']}: needs a 'floors:' mapping")
-        if row.get("memory_gb") is not None and (_number(row["memory_gb"]) or 0) <= 0:
+        if row.get("memory_gb") is not None and (finite_number(row["memory_gb"]) or 0) <= 0:
             raise UsageError(
                 f"{where(path, row, 'memory_gb')}: row {row['id']}: memory_gb must be a positive number"
             )
@@ -90,7 +83,7 @@ def load_floors(path: Path = FLOORS_FILE) -> dict[str, Any]:
             at = f"{where(path, floors, metric)}: row {row['id']}, {metric}"
             if metric not in METRICS:
                 raise UsageError(f"{at}: unknown metric (known: {', '.join(METRICS)})")
-            if not isinstance(floor, dict) or (_number(floor.get("value")) or 0) <= 0:
+            if not isinstance(floor, dict) or (finite_number(floor.get("value")) or 0) <= 0:
                 raise UsageError(f"{at}: needs a positive 'value'")
             if not str(floor.get("source") or "").strip():
                 raise UsageError(f"{at}: needs a 'source'")
@@ -130,7 +123,7 @@ def parse_overrides(value: Any) -> dict[str, float]:
         if metric not in METRICS:
             raise StepArgsError(f"vars.perf_floors: unknown metric {metric!r} (known: {', '.join(METRICS)})")
         try:  # a number, or its text (a templated value renders as text)
-            figure = _number(float(number) if isinstance(number, str) else number)
+            figure = finite_number(float(number) if isinstance(number, str) else number)
         except ValueError:
             figure = None
         if figure is None or figure <= 0:
@@ -162,16 +155,16 @@ def gpu_metrics(g: Mapping[str, Any], sustained: Mapping[str, Any] | None = None
     """One GPU's figures by metric name (absent and null figures left out)."""
     out: dict[str, float] = {}
     for dtype, value in (g.get("matmul_tflops") or {}).items():
-        if dtype in MATMUL and (v := _number(value)) is not None:
+        if dtype in MATMUL and (v := finite_number(value)) is not None:
             out[MATMUL[dtype]] = v
     membw = g.get("membw_gbps") or {}
     for key, metric in (("copy", "membw_gbps"), ("triad", "membw_triad_gbps")):
-        if (v := _number(membw.get(key))) is not None:
+        if (v := finite_number(membw.get(key))) is not None:
             out[metric] = v
     for metric in ("h2d_gbps", "d2h_gbps"):
-        if (v := _number(g.get(metric))) is not None:
+        if (v := finite_number(g.get(metric))) is not None:
             out[metric] = v
-    if sustained and (v := _number(sustained.get("power_median_w"))) is not None:
+    if sustained and (v := finite_number(sustained.get("power_median_w"))) is not None:
         out["power_w"] = v
     return out
 
@@ -260,7 +253,7 @@ def _figure_of(measured: float, card_gen: int) -> str:
 def link_check(idx: int, g: Mapping[str, Any], info: GpuInfo | None) -> Check | None:
     """`perf_h2d_gpu<N>`: host<->device copies against the link the facts saw (the link's max)
     and the one the sampler saw under load; None when the GPU measured neither direction."""
-    figures = {d: v for d in ("h2d", "d2h") if (v := _number(g.get(f"{d}_gbps"))) is not None}
+    figures = {d: v for d in ("h2d", "d2h") if (v := finite_number(g.get(f"{d}_gbps"))) is not None}
     if not figures:
         return None
     name = f"perf_h2d_gpu{idx}"
@@ -321,7 +314,7 @@ def _pair_groups(p2p: Mapping[str, Any], n: int) -> dict[str, list[tuple[int, in
     groups: dict[str, list[tuple[int, int, float]]] = {}
     for i in range(n):
         for j in range(n):
-            value = _number(gbps[i][j]) if i != j and i < len(gbps) and j < len(gbps[i]) else None
+            value = finite_number(gbps[i][j]) if i != j and i < len(gbps) and j < len(gbps[i]) else None
             if value is None:
                 continue
             label = str(topo.get(f"{min(i, j)}-{max(i, j)}", "?")) if topo else "any"
@@ -384,9 +377,9 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
 def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
     """`perf_sustained_gpu<N>`: the SM clock holds, no hardware or thermal slowdown, and power
     reaches the cap when the clock is low (else power delivery)."""
-    first, last = _number(s.get("sm_clock_first_mhz")), _number(s.get("sm_clock_last_mhz"))
-    power, cap = _number(s.get("power_median_w")), _number(s.get("power_limit_w"))
-    reasons = {k: v for k, v in (s.get("reasons") or {}).items() if (_number(v) or 0) > 0}
+    first, last = finite_number(s.get("sm_clock_first_mhz")), finite_number(s.get("sm_clock_last_mhz"))
+    power, cap = finite_number(s.get("power_median_w")), finite_number(s.get("power_limit_w"))
+    reasons = {k: v for k, v in (s.get("reasons") or {}).items() if (finite_number(v) or 0) > 0}
     hard = sorted(k for k in reasons if k in HARD_THROTTLE)
     problems: list[str] = []
     verdict: Verdict = "pass"
@@ -425,7 +418,7 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
 
 
 def _num(value: Any) -> str:
-    v = _number(value)
+    v = finite_number(value)
     return "?" if v is None else f"{v:.0f}"
 
 
@@ -434,7 +427,7 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     temps = {
         k: t
         for k, s in per_gpu.items()
-        if (t := _number(s.get("temp_median_c", s.get("temp_max_c")))) is not None
+        if (t := finite_number(s.get("temp_median_c", s.get("temp_max_c")))) is not None
     }
     if len(temps) < 2:
         return None
