@@ -61,7 +61,7 @@ MARK = "GPUONBOARD_RESULT "
 PLAN_MARK = "GPUONBOARD_PLAN "
 WORKER_MARK = "GPUONBOARD_WORKER "
 READY_MARK = "GPUONBOARD_READY "
-MODES = {"quick": (2.0, 60.0), "full": (8.0, 300.0)}  # (seconds per measurement, sustained window)
+MODES = {"quick": (1.5, 45.0), "full": (8.0, 300.0)}  # (seconds per measurement, sustained window)
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 BASE_N = 8192  # matmul size at --size-scale 1: 3 x 256 MiB in fp32
 MEM_BYTES = 1 << 30  # per buffer for copy / triad (triad: 3 GiB in all)
@@ -109,11 +109,11 @@ def _seconds(text: str, zero_ok: bool = False) -> float:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = OneLineParser(description="GPU performance workloads (see the module docstring)")
     p.add_argument("--mode", choices=tuple(MODES), default="quick")
-    p.add_argument("--seconds", type=_seconds, help="per measurement (quick 2, full 8)")
+    p.add_argument("--seconds", type=_seconds, help="per measurement (quick 1.5, full 8)")
     p.add_argument(
         "--sustain",
         type=lambda t: _seconds(t, zero_ok=True),
-        help="sustained window s, 0: none (quick 60, full 300)",
+        help="sustained window s, 0: none (quick 45, full 300)",
     )
     p.add_argument("--size-scale", type=_seconds, default=1.0, help="shrink matrix and buffer sizes")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")

@@ -224,8 +224,8 @@ class GpuPerfStep(Step):
     ARGS = {
         **_LAUNCH_ARGS,
         "mode": "quick (about 2 min on 8 GPUs) or full (about 10 min) (default: vars.perf_mode, else quick)",
-        "seconds": "seconds per measurement (default: vars.perf_seconds, else 2 quick / 8 full)",
-        "sustain": "sustained-load window in seconds, 0: none (default: vars.perf_sustain, else 60 / 300)",
+        "seconds": "seconds per measurement (default: vars.perf_seconds, else 1.5 quick / 8 full)",
+        "sustain": "sustained-load window in seconds, 0: none (default: vars.perf_sustain, else 45 / 300)",
         "size_scale": "shrink matrices and buffers, > 0 and <= 1 (default: vars.perf_size_scale, else 1)",
         "straggler_margin": "a GPU this fraction below its peers' median fails (default 0.10)",
     }
