@@ -17,7 +17,13 @@ Cases: (a) one file (1 GiB; --small 100 MiB), (b) many 4 KiB files (50,000; --sm
 counts). gpuonboard runs plain mode for (a) and `--shards --unpack` for (b) (the host ends with
 the same tree as the baseline). Printed per case: wall time, throughput of dataset bytes as % of
 100 Mbit/s, ratio to the baseline's wall time, peak RSS of the local process tree (os.wait4's
-rusage of the CLI subprocess: ru_maxrss of it and its waited-for descendants).
+rusage of the CLI subprocess: ru_maxrss of it and its waited-for descendants), and the first
+MiB on the wire: seconds from the tool's start until the host's veth end had received 1 MiB
+(its byte counter, read through /proc/<sshd pid>/net/dev every ~10 ms). Then issue 31's target
+lines: ratio to rsync's share of the link (>= 1.00x; 1.5x for (b) at 1 Gbit/s), first MiB
+within 0.3 s of rsync's, encrypted within 1 % of plain. `--rate 1gbit` shapes the link to
+1 Gbit/s instead (tbf's burst grows with the rate); `--no-age-baseline` skips `age` per file
+then rsync for (be) (300+ s; (be)'s target is (b)).
 
 The host's data disk (`--host-disk fresh`, the default): each tool, in each case, writes into a
 file system of its own, a freshly made ext4 with a journal (as on a real server's data disk) on a
@@ -41,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,7 +65,7 @@ from gpuonboard.testing.hosts import (  # noqa: E402
     render_sshd_config,
 )
 
-LINK_MBIT = 100
+LINK_MBIT = 100  # (--rate sets it: 100mbit, 1gbit)
 HOST_IP, NS_IP = "198.51.100.1", "198.51.100.2"  # TEST-NET-2, only inside our two namespaces
 
 
@@ -66,15 +73,69 @@ def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), check=check, capture_output=True, text=True)
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
-    """-> (wall s, peak RSS MiB, exit code, output tail) of one subprocess."""
+def parse_rate(text: str) -> int:
+    """'100mbit' / '1gbit' / '250mbit' -> bits per second (tc's own spelling)."""
+    t = text.strip().lower()
+    for suffix, mult in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if t.endswith(suffix):
+            return int(float(t[: -len(suffix)]) * mult)
+    raise SystemExit(f"--rate {text!r}: write it as tc does, e.g. 100mbit or 1gbit")
+
+
+def rx_bytes(pid: int, dev: str) -> int:
+    """Bytes the host's veth end received so far, read through /proc/<pid>/net/dev of a process
+    inside the host's namespace (the sshd): what left the client's shaped side, on the wire."""
+    with open(f"/proc/{pid}/net/dev") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name.strip() == dev:
+                return int(rest.split()[0])
+    raise LookupError(dev)
+
+
+class FirstMiB:
+    """Polls the host veth's byte counter every ~10 ms from the start of a subprocess; `at` is
+    the seconds until the first MiB had crossed the link (None: never)."""
+
+    def __init__(self, pid: int, dev: str) -> None:
+        self.pid, self.dev = pid, dev
+        self.at: float | None = None
+        self._stop = threading.Event()
+        self._base = rx_bytes(pid, dev)
+        self._start = time.monotonic()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.01):
+            if rx_bytes(self.pid, self.dev) - self._base >= 1 << 20:
+                self.at = time.monotonic() - self._start
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+WIRE: tuple[int, str] | None = None  # (sshd's pid, the host's veth) once the namespace is up
+
+
+def timed(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, int, str, float | None]:
+    """-> (wall s, peak RSS MiB, exit code, output tail, first MiB on the wire s) of one subprocess."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    first = FirstMiB(*WIRE) if WIRE is not None else None
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.monotonic() - start, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:]
+    if first is not None:
+        first.stop()
+    at = first.at if first is not None else None
+    return wall, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:], at
 
 
 def fresh_disk(image: Path, mount_at: Path, size: int) -> None:
@@ -105,6 +166,29 @@ def make_data(base: Path, big: int, n_small: int) -> dict[str, tuple[Path, int]]
     return {"a": (one, big), "b": (many, n_small * 4096)}
 
 
+def print_targets(rows: list[tuple[str, str, str, float, float, float, float, float | None]]) -> None:
+    """Issue 31's targets, one line each: ratio to rsync's share of the link (>= 1.00x; 1.5x for
+    small files at 1 Gbit/s), first MiB within 0.3 s of rsync's, encrypted within 1 % of plain."""
+    ours = {name: r for r in rows if r[2] == "gpuonboard" for name in [r[1]]}
+    base = {name: r for r in rows if r[2] != "gpuonboard" for name in [r[1]]}
+    for name, r in ours.items():
+        b = base[name]
+        want = 1.5 if name == "b" and LINK_MBIT >= 1000 else 1.0
+        if b[3] == b[3]:  # (nan: baseline skipped)
+            ratio = r[4] / b[4]
+            verdict = "ok" if ratio >= want else "MISSED"
+            print(f"target {name}: {ratio:.3f}x rsync's share of the link (want >= {want:.2f}x) {verdict}")
+        if r[7] is not None and b[7] is not None:
+            gap = r[7] - b[7]
+            verdict = "ok" if gap <= 0.3 else "MISSED"
+            print(f"target {name}: first MiB {gap:+.2f} s vs rsync's (want <= +0.30 s) {verdict}")
+        plain = ours.get(name[0]) if name.endswith("e") else None
+        if plain is not None:
+            gap = (plain[4] - r[4]) / plain[4] * 100
+            verdict = "ok" if gap <= 1.0 else "MISSED"
+            print(f"target {name}: {gap:+.1f} % below plain ({name[0]}) (want <= 1 %) {verdict}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -114,13 +198,33 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=0, help="number of 4 KiB files")
     ap.add_argument("--cases", default="a,b,ae,be", help="which cases: a, b, ae, be (e = encrypted)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (not the namespace)")
+    ap.add_argument("--cli", default="", help="a Python file run in place of the CLI (a tracer)")
+    ap.add_argument("--verbose", action="store_true", help="print each tool's output tail")
+    ap.add_argument("--rate", default="100mbit", help="the link's tc tbf rate: 100mbit (default), 1gbit")
+    ap.add_argument(
+        "--no-age-baseline",
+        action="store_true",
+        help="skip `age` per file then rsync for (be) (300+ s; its target is (b), not that baseline)",
+    )
     ap.add_argument(
         "--host-disk",
         choices=("fresh", "shared"),
         default="fresh",
         help="fresh: each tool and case writes into its own new ext4 (default); shared: the temp dir",
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="instead: interrupted uploads, bytes re-sent on resume per mode (bench/transfer_resume.py)",
+    )
+    ap.add_argument("--interruptions", type=int, default=5, help="with --resume: interruptions per mode")
     args = ap.parse_args()
+    if args.resume:
+        import transfer_resume
+
+        return transfer_resume.run(args)
+    global LINK_MBIT, WIRE
+    LINK_MBIT = parse_rate(args.rate) // 10**6
     big = (args.big_mib or (100 if args.small else 1024)) * 1024 * 1024
     n_small = args.files or (5000 if args.small else 50000)
     tag = f"{os.getpid() % 100000}"
@@ -163,7 +267,8 @@ def main() -> int:
             "rate",
             f"{LINK_MBIT}mbit",
             "burst",
-            "32kbit",
+            # tbf needs burst >= rate/HZ: 32kbit (4 KB) held 1 Gbit/s to ~0.3 Gbit/s
+            "32kbit" if LINK_MBIT <= 100 else f"{LINK_MBIT * 10}kbit",
             "latency",
             "400ms",
         )
@@ -182,6 +287,7 @@ def main() -> int:
         host.config_path.write_text(render_sshd_config(host, auth))
         sh("ip", "netns", "exec", ns, SSHD, "-f", str(host.config_path), "-E", str(host.log_path))
         time.sleep(0.5)
+        WIRE = (int(host.pid_path.read_text().strip()), veth_n)
         ssh_cfg = tmp / "ssh_config"
         ssh_cfg.write_text(
             f"Host bench\n  HostName {NS_IP}\n  User root\n  IdentityFile {client}\n  IdentitiesOnly yes\n"
@@ -215,6 +321,8 @@ def main() -> int:
         (project / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inv))
         env = {**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null", "COLUMNS": "200"}
         cli = [sys.executable, "-c", "from gpuonboard.cli import main; main()"]
+        if args.cli:
+            cli = [sys.executable, args.cli]
         rows = []
         for name in chosen:
             case, enc = name[0], name.endswith("e")
@@ -246,24 +354,34 @@ def main() -> int:
                     "-c",
                     script.replace("-e ssh -F", "-e 'ssh -F").replace(f"{ssh_cfg} ", f"{ssh_cfg}' "),
                 ]
-            bw, brss, brc, bout = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
+            if enc and case == "b" and args.no_age_baseline:
+                bw, brss, brc, bout, bfirst = float("nan"), float("nan"), 0, "", None
+            else:
+                bw, brss, brc, bout, bfirst = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
             ours_argv = [*cli, "sync", "--host", "bench", "--dataset", str(src), "--dest", str(ours_dir)]
             if case == "b":
                 ours_argv += ["--shards", "--unpack"]
             if enc:
                 ours_argv += ["--encrypt"] + (["--decrypt-on-host"] if case == "b" else [])
-            ow, orss, orc, oout = timed(["ip", "netns", "exec", cns, *ours_argv], project, env)
-            if brc or orc:
+            ow, orss, orc, oout, ofirst = timed(["ip", "netns", "exec", cns, *ours_argv], project, env)
+            if brc or orc or args.verbose:
                 print(f"case {case} enc={enc}: baseline rc={brc} ours rc={orc}\n{bout}\n{oout}")
             label = {"a": f"(a) 1 file {big >> 20} MiB", "b": f"(b) {n_small} x 4 KiB"}[case] + (
                 " enc" if enc else ""
             )
-            for who, w, rss in (("rsync -avP", bw, brss), ("gpuonboard", ow, orss)):
+            for who, w, rss, at in (("rsync -avP", bw, brss, bfirst), ("gpuonboard", ow, orss, ofirst)):
                 pct = nbytes * 8 / w / (LINK_MBIT * 1e6) * 100
-                rows.append((label, who, w, pct, bw / w, rss))
-        print(f"{'case':28} {'tool':11} {'wall s':>7} {'% link':>7} {'speedup':>8} {'peak RSS MiB':>13}")
-        for label, who, w, pct, ratio, rss in rows:
-            print(f"{label:28} {who:11} {w:7.1f} {pct:6.1f}% {ratio:7.2f}x {rss:13.0f}")
+                rows.append((label, name, who, w, pct, bw / w, rss, at))
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"link {LINK_MBIT} Mbit/s; load average at the end {load} (2 cores: above ~3, noisy)")
+        print(
+            f"{'case':28} {'tool':11} {'wall s':>7} {'% link':>7} {'speedup':>8} {'first MiB s':>12}"
+            f" {'peak RSS MiB':>13}"
+        )
+        for label, _name, who, w, pct, ratio, rss, at in rows:
+            first_s = f"{at:12.2f}" if at is not None else f"{'-':>12}"
+            print(f"{label:28} {who:11} {w:7.1f} {pct:6.1f}% {ratio:7.2f}x {first_s} {rss:13.0f}")
+        print_targets(rows)
         return 0
     finally:
         if host is not None:

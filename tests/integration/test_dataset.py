@@ -721,7 +721,7 @@ def test_a_second_upload_to_the_same_host_copy_is_turned_away(project: Project, 
     rerun is free again (the kernel dropped the lock)."""
     src, data_dir = setup(project, tmp_path)
     (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
-    first = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "2m")
+    first = start_sync(project, "--host", "dataset", "--unpack", "--bwlimit", "1m")  # ~6 s: past the runs
     try:
         locks = project.root / ".gpuonboard" / "locks"
         deadline = time.monotonic() + 20
@@ -767,7 +767,7 @@ def test_a_live_upload_from_elsewhere_is_turned_away_by_the_host_lease(
     (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
     other = other_project(project, tmp_path)
     lease = data_dir / ".my data.gpuonboard-upload"
-    first = start_sync(project, "--host", "dataset", "--bwlimit", "2m")
+    first = start_sync(project, "--host", "dataset", "--bwlimit", "1m")  # ~6 s, past the 3 runs below
     try:
         _wait_for_lease(lease)
         second = other.cli("sync", "--host", "dataset")

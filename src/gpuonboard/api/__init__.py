@@ -17,7 +17,8 @@ from gpuonboard import termtext, timings
 from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_problem
 from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from gpuonboard.inventory import Host
-from gpuonboard.report import jsonfile, junit, terminal
+from gpuonboard.report import jsonfile, terminal
+from gpuonboard.report.early import EarlyReport
 from gpuonboard.results import HostResult, RunResult, conclude
 from gpuonboard.runner import RunOptions, new_run_id, run, select_steps
 from gpuonboard.runner import playbook as playbook_mod
@@ -249,43 +250,6 @@ def print_step_lines(results: Sequence[HostResult], con: Any, without_checks: bo
             con.out(f"{r.host.name}: {step.step}: {step.status}: {step.msg}", highlight=False)
 
 
-class EarlyRaw:
-    """Each host's raw outputs written to reports/<run-id>/raw/ as soon as that host is done
-    (RunOptions.on_host_done, in its worker thread), so that writing them overlaps the hosts
-    still waiting on the network instead of following the whole run. `write_reports` writes
-    whatever is missing (a host whose write failed); a run that is interrupted removes exactly
-    the files written here, since such a run leaves no report."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.written: dict[str, bytes] = {}
-        self.hosts: set[str] = set()
-        self.closed = False
-        self._lock = threading.Lock()
-
-    def __call__(self, result: HostResult) -> None:
-        with self._lock:  # (one host at a time: quick, and never after remove())
-            if self.closed:
-                return
-            self.written.update(jsonfile.write_raw(self.out, [result]))
-            self.hosts.add(result.host.name)
-
-    def remove(self) -> None:
-        """Remove the files written here, then their folders when that leaves them empty."""
-        with self._lock:
-            self.closed = True
-            names = list(self.written)
-        for name in names:
-            with contextlib.suppress(OSError):
-                (self.out / name).unlink()
-        for folder in sorted({(self.out / n).parent for n in names}, reverse=True):
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        for folder in (self.out / "raw", self.out):
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-
-
 def execute(
     inv: inventory_mod.Inventory,
     hosts: list[Host],
@@ -359,10 +323,12 @@ def _execute(
     log = RunLog(settings.state_root() / "logs" / f"{run_id}.log")
     options = _run_options(settings, run_id, log, early, check, only, skip, resume, core_facts)
     reports_dir = settings.reports_root()
-    early_raw = options.on_host_done = EarlyRaw(reports_dir / run_id)
+    started = time.time()
+    early_raw = options.on_host_done = EarlyReport(
+        reports_dir / run_id, settings.project, settings.strict, _iso(started)
+    )
     warming = threading.Thread(target=_warm_report, args=(settings.project,), daemon=True)
     warming.start()
-    started = time.time()
     try:
         outcome = _run_hosts(hosts, book, inv, options, settings, log, early_raw)
     finally:
@@ -444,7 +410,7 @@ def _run_hosts(
     options: RunOptions,
     settings: Settings,
     log: RunLog,
-    early_raw: EarlyRaw,
+    early_raw: EarlyReport,
 ) -> RunResult:
     """The hosts run under the live progress and judged once; an interrupted run (Ctrl-C,
     SIGTERM/SIGHUP) ends its log saying so and removes the raw files it had written (such a
@@ -633,7 +599,7 @@ def write_reports(
     reports_dir: Path,
     run_id: str,
     project: Path | None = None,
-    early: EarlyRaw | None = None,
+    early: EarlyReport | None = None,
     metrics_file: Path | None = None,
 ) -> Path:
     """reports/<run-id>/summary.json and junit.xml, plus a `latest` link; with `project` (whose
@@ -645,16 +611,23 @@ def write_reports(
     done = early.hosts if early is not None else set()
     written = dict(early.written) if early is not None else {}
     written.update(jsonfile.write_raw(out, [r for r in outcome.hosts if r.host.name not in done]))
-    doc = jsonfile.summary(outcome, meta)
-    jsonfile.write(out / "summary.json", doc)
+    doc = jsonfile.summary(outcome, meta, early.record_of if early is not None else None)
+    jsonfile.write(out / "summary.json", doc, early.line_of if early is not None else None)
     timings.mark("summary")
-    junit_text = junit.render(outcome, f"gpuonboard {meta['playbook']}", timestamp=meta.get("started"))
+    from gpuonboard.report import junit  # (xml.etree: not before connecting)
+
+    junit_text = junit.render(
+        outcome,
+        f"gpuonboard {meta['playbook']}",
+        timestamp=meta.get("started"),
+        prepared=early.suite_of if early is not None else None,
+    )
     jsonfile.write_atomic(out / "junit.xml", junit_text)
     timings.mark("junit")
     if metrics_file is not None:
         write_run_metrics(metrics_file, doc)
     if project is not None:
-        write_html_report(doc, out, project, written)
+        write_html_report(doc, out, project, written, early)
     latest = reports_dir / "latest"
     try:
         tmp = reports_dir / f".latest.{run_id}"
@@ -666,16 +639,21 @@ def write_reports(
 
 
 def write_html_report(
-    doc: dict[str, Any], out: Path, project: Path, written: Mapping[str, bytes] | None = None
+    doc: dict[str, Any],
+    out: Path,
+    project: Path,
+    written: Mapping[str, bytes] | None = None,
+    early: EarlyReport | None = None,
 ) -> Path | None:
     """reports/<run-id>/report.html (and its .sha256) from the summary just written: rendered
-    once per run, whatever the number of hosts. A project's broken report template does not
-    undo the run: one warning on stderr says why, and None is returned."""
+    once per run, whatever the number of hosts (`early`: the host sections rendered as each
+    host was done). A project's broken report template does not undo the run: one warning on
+    stderr says why, and None is returned."""
     from gpuonboard.report.render import render, report_name, write_with_sha
 
     try:
         path = out / report_name("html")
-        write_with_sha(path, render(doc, out, "html", project, written=written))
+        write_with_sha(path, render(doc, out, "html", project, written=written, early=early))
     except GpuonboardError as exc:
         print(f"warning: no HTML report for this run: {termtext.for_terminal(exc.message)}", file=sys.stderr)
         return None
@@ -689,6 +667,7 @@ def write_html_report(
 def _warm_report(project: Path) -> None:
     """Load the HTML report's template (imports, its compiled code) while the hosts run; any
     problem is left for the real render to report."""
+    from gpuonboard.report import junit  # noqa: F401  (its imports, before the first host is done)
     from gpuonboard.report.render import preload
 
     with contextlib.suppress(Exception):

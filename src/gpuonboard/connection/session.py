@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from gpuonboard.inventory import Host
 # how long a channel closed without an exit status waits for paramiko to mark a dead
 # connection inactive (it closes the channels first); only failures ever wait
 _LINK_SETTLE_S = 0.25
+_STDIN_INLINE = 64 * 1024  # a larger stdin is written by a thread while the output is read
 
 
 class SSHRunner:
@@ -69,8 +71,8 @@ class SSHRunner:
                 # of the channel as their stdin
                 script = _sh_c_script(command)
                 text = f"(\n{script}\n)" if script is not None else command
-                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape") + (stdin or b""))
-                out, err, code = self._collect(chan, timeout, on_output, prefetch)
+                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape"))
+                out, err, code = self._collect(chan, timeout, on_output, prefetch, stdin)
             else:
                 chan, self._spare = self._spare or self.transport.open_session(), None
                 script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
@@ -85,9 +87,7 @@ class SSHRunner:
                         chan.close()
                 else:
                     _exec_pipelined(chan, command)
-                    if stdin is not None:
-                        chan.sendall(stdin)
-                    out, err, code = self._collect(chan, timeout, on_output, prefetch)
+                    out, err, code = self._collect(chan, timeout, on_output, prefetch, stdin)
         except TimeoutError as exc:  # before OSError: TimeoutError is one of them
             raise CommandError(f"host {self.host.name}: a remote command timed out ({exc}).") from None
         except (OSError, EOFError) as exc:
@@ -134,14 +134,33 @@ class SSHRunner:
         )
 
     def _collect(
-        self, chan: Any, timeout: float | None, on_output: Callable[[bytes], None] | None, prefetch: bool
+        self,
+        chan: Any,
+        timeout: float | None,
+        on_output: Callable[[bytes], None] | None,
+        prefetch: bool,
+        stdin: bytes | None = None,
     ) -> tuple[bytes, bytes, int]:
-        """End the command's stdin, open the next channel meanwhile when one follows, then its
-        output and exit code (-1 when the server sent none)."""
-        chan.shutdown_write()
+        """Send the command's stdin and end it, open the next channel meanwhile when one
+        follows, then its output and exit code (-1 when the server sent none).
+
+        A stdin larger than _STDIN_INLINE is sent by a thread while the output is read: a
+        command that answers as it reads (hashing a list of 200,000 files) fills the SSH
+        window and its pipes with output while its stdin is still being written, and a
+        writer that read nothing until it had written everything waited for good."""
+        writer, failed = None, list[BaseException]()
+        if stdin and len(stdin) > _STDIN_INLINE:
+            writer = threading.Thread(target=_send_and_end, args=(chan, stdin, failed), daemon=True)
+            writer.start()
+        else:
+            _send_and_end(chan, stdin)
         if prefetch:
             self._spare = self.transport.open_session()
         out, err, _ = _drain(chan, timeout, on_output)
+        if writer is not None:
+            writer.join()
+            if failed:
+                raise failed[0]
         code = chan.recv_exit_status() if chan.exit_status_ready() else -1
         chan.close()
         return out, err, code
@@ -154,3 +173,16 @@ class SSHRunner:
                     chan.close()
         self._spare = self._serving = None
         _close_all([*self._hops, self._conn])
+
+
+def _send_and_end(chan: Any, data: bytes | None, failed: list[BaseException] | None = None) -> None:
+    """Write a command's stdin and end it (EOF); with `failed`, an error is kept there for the
+    reader's thread to raise instead of being raised here."""
+    try:
+        if data:
+            chan.sendall(data)
+        chan.shutdown_write()
+    except Exception as exc:
+        if failed is None:
+            raise
+        failed.append(exc)

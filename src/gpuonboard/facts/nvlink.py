@@ -112,6 +112,7 @@ def _note(text: str) -> str | None:
 def parse_nvlink_status(text: str) -> NvlinkStatus:
     """Parse `nvidia-smi nvlink -s` into per-GPU links (active when a speed is printed)."""
     gpus: list[GpuNvlink] = []
+    links: list[list[NvlinkLink]] = []  # each GPU's links, put in its record at the end
     warnings: list[str] = []
 
     for line in text.splitlines():
@@ -119,20 +120,23 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
             continue
         if m := _GPU.match(line) or _GPU_NO_UUID.match(line):
             gpus.append(GpuNvlink(int(m.group(1)), m.group(2), m.group(3) or None))
+            links.append([])
             if tail := m.group(4).strip():  # some builds print the verdict on the GPU line
                 gpus[-1] = replace(gpus[-1], note=_note(tail), note_text=tail)
             continue
         if gpus and (m := _LINK.match(line)):
             value = m.group(2)
             speed = _SPEED.match(value)
-            link = NvlinkLink(int(m.group(1)), float(speed.group(1)) if speed else None, value)
-            gpus[-1] = replace(gpus[-1], links=(*gpus[-1].links, link))
+            links[-1].append(NvlinkLink(int(m.group(1)), float(speed.group(1)) if speed else None, value))
             continue
         if gpus and (note := _note(line)):
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
             continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
-    return NvlinkStatus(tuple(gpus), tuple(warnings))
+    return NvlinkStatus(
+        tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
+        tuple(warnings),
+    )
 
 
 # --- nvidia-smi nvlink -e (--errorcounters) -------------------------------------------------

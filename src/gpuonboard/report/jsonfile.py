@@ -4,7 +4,7 @@ draft 2020-12, ships as gpuonboard/data/summary.schema.json: `schema_path`)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -49,15 +49,21 @@ def write_raw(out: Path, results: Sequence[HostResult]) -> dict[str, bytes]:
     which then need not read them back. Each host's folder is made once."""
     written: dict[str, bytes] = {}
     for r in results:
-        outputs = raw_outputs(r)
-        if not outputs:
-            continue
-        (out / "raw" / safe_name(r.host.name)).mkdir(parents=True, exist_ok=True)
-        for probe, (data, _code) in outputs.items():
-            name = raw_file(r.host.name, probe)
-            with open(out / name, "wb") as f:
-                f.write(data)
-            written[name] = data
+        written.update(write_outputs(out, r.host.name, raw_outputs(r)))
+    return written
+
+
+def write_outputs(out: Path, host: str, outputs: Mapping[str, tuple[bytes, int]]) -> dict[str, bytes]:
+    """One host's raw outputs (`raw_outputs`) written under `out` (see write_raw)."""
+    written: dict[str, bytes] = {}
+    if not outputs:
+        return written
+    (out / "raw" / safe_name(host)).mkdir(parents=True, exist_ok=True)
+    for probe, (data, _code) in outputs.items():
+        name = raw_file(host, probe)
+        with open(out / name, "wb") as f:
+            f.write(data)
+        written[name] = data
     return written
 
 
@@ -68,10 +74,14 @@ def private_placeholder(stdout: str) -> bytes:
     return f"(not kept: the output of a template's probe, which may hold a secret; {size} bytes)\n".encode()
 
 
-def host_json(r: HostResult, verdict: HostVerdict) -> dict[str, Any]:
+def host_json(
+    r: HostResult, verdict: HostVerdict, outputs: Mapping[str, tuple[bytes, int]] | None = None
+) -> dict[str, Any]:
     """One host's record: status, rules (expected/actual/verdict), steps, facts digest, and its
-    verdict as the run computed it."""
+    verdict as the run computed it. `outputs`: its raw_outputs(r), when already made."""
     rules = host_rules(r)
+    if outputs is None:
+        outputs = raw_outputs(r)
     return {
         "name": r.host.name,
         "address": r.host.address,
@@ -99,27 +109,36 @@ def host_json(r: HostResult, verdict: HostVerdict) -> dict[str, Any]:
                 # where api.write_reports puts the text (names made path-safe, one file per name)
                 "file": raw_file(r.host.name, name),
             }
-            for name, (data, code) in sorted(raw_outputs(r).items())
+            for name, (data, code) in sorted(outputs.items())
         },
     }
 
 
-def summary(run: RunResult, meta: dict[str, Any]) -> dict[str, Any]:
-    """The whole document."""
+def summary(
+    run: RunResult,
+    meta: dict[str, Any],
+    prepared: Callable[[HostResult, HostVerdict], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    """The whole document. `prepared`: a host's record made while the run went on (the same
+    result and verdict: report/early.py), else None, when it is made here."""
+    records = [(prepared(r, v) if prepared is not None else None) or host_json(r, v) for r, v in run]
     return {
         "schema": SCHEMA,
         "tool_version": __version__,
         **meta,
         "recap": run.recap(),
-        "hosts": [host_json(r, v) for r, v in run],
+        "hosts": records,
     }
 
 
-def write(path: Path, doc: dict[str, Any]) -> None:
+def write(
+    path: Path, doc: dict[str, Any], dumped: Callable[[dict[str, Any]], str | None] | None = None
+) -> None:
     """Write summary.json: one host per line (json's C encoder; indent= would use the slow
-    pure-Python one, which costs more than a 50-host run's SSH work)."""
+    pure-Python one, which costs more than a 50-host run's SSH work). `dumped`: a host record's
+    line made before (report/early.py), else None."""
     hosts = doc.get("hosts", [])
     head = dumps({k: v for k, v in doc.items() if k != "hosts"})
-    body = ",\n  ".join(dumps(h) for h in hosts)
+    body = ",\n  ".join((dumped(h) if dumped is not None else None) or dumps(h) for h in hosts)
     text = head[:-1] + (', "hosts": [\n  ' + body + "\n]}" if hosts else ', "hosts": []}')
     write_atomic(path, text + "\n")

@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from gpuonboard.results import HostResult, RunResult
+from gpuonboard.results import HostResult, HostVerdict, RunResult
 
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
 # surrogates, U+FFFE, U+FFFF), and ElementTree writes them as they are: a command's stderr with
@@ -42,29 +44,61 @@ def _legal_xml(root: ET.Element) -> None:
             el.set(key, _NOT_XML.sub(_escape_char, value))
 
 
-def render(run: RunResult, name: str, timestamp: str | None = None) -> str:
+def render(
+    run: RunResult,
+    name: str,
+    timestamp: str | None = None,
+    prepared: Callable[[HostResult, HostVerdict, str | None], Suite | None] | None = None,
+) -> str:
     """JUnit XML text: fail -> <failure>, warn -> passes with system-out, unverified -> <skipped>
     (<failure> under --strict), unreachable -> <error>; the host's verdict (GO, NO-GO, no
     verdict) is its suite's `verdict` property; `timestamp` (the run's start, RFC 3339) is each
-    suite's."""
-    suites = ET.Element("testsuites", name=name)
-    totals = Counter({"tests": 0, "failures": 0, "errors": 0})
-    for r, verdict in run:
-        suite = ET.SubElement(suites, "testsuite", name=r.host.name, time=f"{r.duration:.3f}")
-        if timestamp:
-            suite.set("timestamp", timestamp)
-        props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="verdict", value=verdict.word)
-        counts = _host_cases(suite, r, run.strict)
-        for key in ("tests", "skipped", "failures", "errors"):
-            suite.set(key, str(counts[key]))
-        totals.update({k: counts[k] for k in ("tests", "failures", "errors")})
+    suite's. `prepared`: a host's suite made (by `suite`) while the run went on, for this very
+    result, verdict and timestamp (report/early.py), else None. As ElementTree writes the whole
+    tree indented, each suite written on its own and the root around them."""
+    suites = [
+        (prepared(r, verdict, timestamp) if prepared is not None else None)
+        or suite(r, verdict, run.strict, timestamp)
+        for r, verdict in run
+    ]
+    root = ET.Element("testsuites", name=name)
     # (no `skipped` here: Jenkins xUnit's schema allows none on <testsuites>)
     for key in ("tests", "failures", "errors"):
-        suites.set(key, str(totals[key]))
-    _legal_xml(suites)
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        root.set(key, str(sum(s.counts[key] for s in suites)))
+    _legal_xml(root)
+    if not suites:
+        return _XML_HEAD + ET.tostring(root, encoding="unicode") + "\n"
+    root.text = _MARK
+    start = ET.tostring(root, encoding="unicode")[: -len(_MARK + "</testsuites>")]
+    body = "\n  ".join(s.xml for s in suites)
+    return f"{_XML_HEAD}{start}\n  {body}\n</testsuites>\n"
+
+
+_XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+_MARK = "SUITES"  # (stands for the suites in the root's text while its start tag is written)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One host's <testsuite> as written in junit.xml (indented one level), and its counts."""
+
+    xml: str
+    counts: Counter[str]
+
+
+def suite(r: HostResult, verdict: HostVerdict, strict: bool, timestamp: str | None = None) -> Suite:
+    """One host's <testsuite>: its testcases (`_host_cases`), counts and verdict property."""
+    el = ET.Element("testsuite", name=r.host.name, time=f"{r.duration:.3f}")
+    if timestamp:
+        el.set("timestamp", timestamp)
+    props = ET.SubElement(el, "properties")
+    ET.SubElement(props, "property", name="verdict", value=verdict.word)
+    counts = _host_cases(el, r, strict)
+    for key in ("tests", "skipped", "failures", "errors"):
+        el.set(key, str(counts[key]))
+    _legal_xml(el)
+    ET.indent(el, level=1)
+    return Suite(ET.tostring(el, encoding="unicode"), counts)
 
 
 def _host_cases(suite: ET.Element, r: HostResult, strict: bool) -> Counter[str]:

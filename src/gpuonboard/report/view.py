@@ -5,7 +5,7 @@ sha256 (`_raw_entries`), the benchmark chart (`chart_svg`), the warned checks an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -325,7 +325,7 @@ def _compat_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _host_view(
+def host_view(
     h: dict[str, Any], run_path: Path, lang: str, written: Mapping[str, bytes] | None, strict: bool
 ) -> dict[str, Any]:
     """One host as the templates show it: its record (fields it lacks as `-`), its recorded
@@ -419,12 +419,22 @@ def _top_warnings(hosts: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def context(
-    doc: dict[str, Any], run_path: Path, lang: str = "en", written: Mapping[str, bytes] | None = None
+    doc: dict[str, Any],
+    run_path: Path,
+    lang: str = "en",
+    written: Mapping[str, bytes] | None = None,
+    prepared: Callable[[dict[str, Any], str, bool], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """Everything the templates show (fixed texts in `lang`; data and verdicts as recorded;
-    `written`: the raw files' bytes as just written, see _raw_entries)."""
+    `written`: the raw files' bytes as just written, see _raw_entries; `prepared`: a host
+    record's view made from that very record, lang and strict while the run went on
+    (report/early.py), else None)."""
     strict = bool(doc.get("strict"))
-    hosts = [_host_view(h, run_path, lang, written, strict) for h in doc.get("hosts") or []]
+    hosts = [
+        (prepared(h, lang, strict) if prepared is not None else None)
+        or host_view(h, run_path, lang, written, strict)
+        for h in doc.get("hosts") or []
+    ]
     go, verdict = _run_verdict(hosts)
     warned, unverified_names = _run_checks(hosts)
     suffix = warn_suffix([w["label"] for w in warned], lang, unverified_names) if go else ""

@@ -1,17 +1,24 @@
 #!/bin/sh
-# The host side of one shard stream: waits for the "go <codec>" header, stores the shard
-# (and unpacks it into the unpack dir when one is given, decrypting with age), prints its sha256.
-# $1 store dir, $2 temp name, $3 unpack dir or "", $4 encrypted 1|0, $5 clean 1|0.
+# The host side of one shard stream: waits for the header "go <codec> [<part> new|ask]", stores
+# the shard (and unpacks it into the unpack dir when one is given, decrypting with age), prints
+# its sha256. With "ask" it first resumes: prints "have <bytes> <sha256>" of the partial <part> an
+# interrupted stream left, reads "from <offset>" (the client's prefix matched: <offset> = those
+# bytes, kept, and only the rest arrives; else 0: the partial is dropped), and the shard's file,
+# its sha256 and the unpack all cover the WHOLE shard: the partial's bytes, then the new ones.
+# $1 store dir, $2 temp name (when the header names none), $3 unpack dir or "", $4 encrypted
+# 1|0, $5 clean 1|0.
 # Run by: shardstream.receive_command (sha, agerr and read_key put before it: _PRELUDE).
 # shellcheck disable=SC2154  # $key is set by read_key (shard_read_key.sh), put before this script
 
 t=$1; part=$2; u=$3; enc=$4; clean=$5
-# the stream header: "go <codec>"; EOF instead = a stream opened ahead and not needed: nothing done
-read -r go dc || exit 0
+# the stream header; EOF instead = a stream opened ahead and not needed: nothing done
+read -r go dc p mode || exit 0
 [ "$go" = go ] || { echo 'bad stream header' >&2; exit 1; }
 case $dc in zstd|gzip) ;; *) echo "unknown codec: $dc" >&2; exit 1 ;; esac
+case $p in '') ;; .incoming-*/*|*/*) echo 'bad stream header' >&2; exit 1 ;; .incoming-?*) part=$p ;;
+  *) echo 'bad stream header' >&2; exit 1 ;; esac
 mkdir -p -- "$t" && cd -- "$t" || exit 1
-f=$part.fail; rm -f -- "$part" "$part.sum" "$f" "$part.fifo" "$part.key"
+f=$part.fail; rm -f -- "$part.sum" "$f" "$part.fifo" "$part.key"
 if [ -n "$u" ]; then
   if [ "$clean" = 1 ]; then
     for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done  # this copy's only
@@ -26,6 +33,20 @@ need=1; [ "$enc" = 1 ] && [ -z "$u" ] && need=0
 if [ "$need" = 1 ] && ! command -v "$dc" >/dev/null; then
   echo "$dc is not installed on the host" >&2; exit 127
 fi
+off=0
+if [ "$mode" = ask ]; then
+  k=0; s=-
+  if [ -f "$part" ] && [ ! -L "$part" ]; then
+    k=$(($(wc -c < "$part"))); s=$(head -c "$k" -- "$part" | sha | cut -c1-64)
+  fi
+  echo "have $k $s"
+  read -r fr off || exit 0  # (the client went away)
+  case $fr:$off in from:0|from:[1-9]*) ;; *) echo 'bad resume line' >&2; exit 1 ;; esac
+  case $off in *[!0-9]*) echo 'bad resume line' >&2; exit 1 ;; esac
+  [ "$off" -le "$k" ] || { echo 'bad resume line' >&2; exit 1; }
+  [ "$off" -gt 0 ] && { truncate -s "$off" -- "$part" || exit 1; }
+fi
+[ "$off" -gt 0 ] || rm -f -- "$part"
 mkfifo -m 600 "$part.fifo" || exit 1
 sha < "$part.fifo" > "$part.sum" &
 # tar's complaints name plaintext paths: kept in a variable, never in a file in the store on the
@@ -35,22 +56,31 @@ untar() {
     || echo "tar -x failed: $(printf '%s\n' "$terr" | grep -v 'Exiting with failure' | tail -n 1)" >> "$f"
   cat > /dev/null
 }
-keep() { tee -- "$part.fifo" "$@" || echo "writing $part failed" >> "$f"; }
-if [ "$enc" = 1 ]; then
-  if [ -n "$u" ]; then
-    mkfifo -m 600 "$part.key" || exit 1
-    { printf '%s' "$key" > "$part.key" & } 2>/dev/null
-    keep "$part" \
-      | { age -d -i "$part.key" 2>"$part.aerr" || agerr "$part.aerr" >> "$f"
-        } \
-      | { "$dc" -dc || echo "$dc -d failed" >> "$f"; } | untar
-    : <> "$part.key"; rm -f -- "$part.key" "$part.aerr"
+# what arrives, as the host stores it: the tar (decompressed) or the ciphertext (as it is)
+arrive() {
+  if [ "$enc" = 1 ]; then cat; else "$dc" -dc || echo "$dc -d failed" >> "$f"; fi
+}
+# the stored shard's WHOLE bytes on stdout (a resumed partial's first), appended to $part
+whole() {
+  if [ "$off" -gt 0 ]; then
+    cat -- "$part" || echo "reading $part failed" >> "$f"
+    arrive | { tee -a -- "$part" || echo "writing $part failed" >> "$f"; }
   else
-    keep > "$part"
+    arrive | { tee -- "$part" || echo "writing $part failed" >> "$f"; }
   fi
+}
+if [ -z "$u" ]; then
+  whole > "$part.fifo"
+elif [ "$enc" = 1 ]; then
+  mkfifo -m 600 "$part.key" || exit 1
+  { printf '%s' "$key" > "$part.key" & } 2>/dev/null
+  whole | tee -- "$part.fifo" \
+    | { age -d -i "$part.key" 2>"$part.aerr" || agerr "$part.aerr" >> "$f"
+      } \
+    | { "$dc" -dc || echo "$dc -d failed" >> "$f"; } | untar
+  : <> "$part.key"; rm -f -- "$part.key" "$part.aerr"
 else
-  { "$dc" -dc || echo "$dc -d failed" >> "$f"; } \
-    | if [ -n "$u" ]; then keep "$part" | untar; else keep > "$part"; fi
+  whole | tee -- "$part.fifo" | untar
 fi
 : <> "$part.fifo"
 wait

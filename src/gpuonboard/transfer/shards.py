@@ -21,6 +21,7 @@ shards whose members changed. Shards live in `.gpuonboard/cache/shards/<dataset-
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import operator
 import os
@@ -301,27 +302,71 @@ class HashCache:
     def __init__(self, cache: Path) -> None:
         self.path = cache / "hashes.json"
         try:
-            self.data: dict[str, list[Any]] = json.loads(self.path.read_text())
+            self.data: dict[str, Sequence[Any] | Entry] = json.loads(self.path.read_text())
         except (OSError, ValueError):
             self.data = {}
 
     def get(self, e: Entry) -> str:
         """The cached sha256 of e, or "" when unknown or stale."""
-        rec = self.data.get(e.rel)
-        if rec and e.kind == "f" and rec[:3] == [e.size, e.mtime_ns, e.ino]:
+        rec = _fields(self.data.get(e.rel))
+        if (
+            rec is not None
+            and len(rec) == 4
+            and e.kind == "f"
+            and (rec[0], rec[1], rec[2]) == (e.size, e.mtime_ns, e.ino)
+        ):
             return str(rec[3])
         return ""
 
     def put(self, e: Entry, sha: str) -> None:
-        """Remember e's content hash under its current stat."""
+        """Remember e's content hash under its current stat: the entry itself when it holds that
+        hash (the scan's object: nothing more per file than the dict's slot), else a tuple;
+        either is written as the JSON array [size, mtime_ns, inode, sha256]."""
         if e.kind == "f":
-            self.data[e.rel] = [e.size, e.mtime_ns, e.ino, sha]
+            self.data[e.rel] = e if e.sha256 == sha else (e.size, e.mtime_ns, e.ino, sha)
 
     def save(self, keep: Iterable[str]) -> None:
-        """Write the cache with only the paths still in the dataset."""
-        wanted = set(keep)
-        self.data = {k: v for k, v in self.data.items() if k in wanted}
-        _write_cache(self.path, json.dumps(self.data, separators=(",", ":")))
+        """Write the cache with only the paths still in the dataset (`keep`: a dict or set is
+        asked as it is; anything else is made a set). The JSON is written record by record, not
+        built whole first: it was 130 bytes per file at the upload's end."""
+        wanted = keep if isinstance(keep, (Mapping, set, frozenset)) else set(keep)
+        for k in [k for k in self.data if k not in wanted]:
+            del self.data[k]
+        dumps = json.dumps
+        with atomicfile.replacing(self.path, mode=0o666) as f:
+            f.write(b"{")
+            batch: list[str] = []
+            for n, (k, v) in enumerate(self.data.items()):
+                r = _fields(v)
+                rec = (
+                    f"[{r[0]},{r[1]},{r[2]},{dumps(r[3])}]"
+                    if r is not None and _record(r)
+                    else dumps(v, separators=(",", ":"))  # (a value read back in another shape)
+                )
+                batch.append(f"{',' if n else ''}{dumps(k)}:{rec}")
+                if len(batch) >= 4096:
+                    f.write("".join(batch).encode())
+                    batch.clear()
+            f.write("".join(batch).encode() + b"}")
+
+
+def _fields(rec: Any) -> Sequence[Any] | None:
+    """A hash cache value as its (size, mtime_ns, inode, sha256) fields (None: no sequence)."""
+    if isinstance(rec, Entry):
+        return (rec.size, rec.mtime_ns, rec.ino, rec.sha256)
+    return rec if isinstance(rec, (list, tuple)) else None
+
+
+def _record(v: Any) -> bool:
+    """Whether a hash cache value has the shape put() gives (a read one can be anything)."""
+    return (
+        isinstance(v, (list, tuple))
+        and len(v) == 4
+        and type(v[0]) is int
+        and type(v[1]) is int
+        and type(v[2]) is int
+        and type(v[3]) is str
+    )
 
 
 class Index:
@@ -372,18 +417,23 @@ def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size
     an empty directory). The shard's sha256 covers every byte of its members; their own sha256s
     stay in the local hash cache."""
     dumps = json.dumps
-    lines = [f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": [']
+    out = io.BytesIO()  # (written in pieces: one str of a 1,000,000-file shard's lines, then
+    # its join and its encoding, were ~250 MB at once; BytesIO hands its buffer over uncopied)
+    out.write(f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": ['.encode())
     for n, (name, sha, size, members) in enumerate(shards):
-        files = ",\n".join(
-            f'  {{"path": {dumps(e.rel, ensure_ascii=False)}, "size": {e.size}'
-            + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else _TAIL[e.kind])
-            for e in members
-        )
         sep = "," if n + 1 < len(shards) else ""
         head = f'{{"name": {dumps(name)}, "sha256": {dumps(sha)}, "size": {size}, "files": ['
-        lines.append(f" {head}\n{files}\n ]}}{sep}")
-    lines.append("]}")
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+        out.write(f"\n {head}\n".encode("utf-8", "surrogateescape"))
+        for at in range(0, len(members), 4096):
+            files = ",\n".join(
+                f'  {{"path": {dumps(e.rel, ensure_ascii=False)}, "size": {e.size}'
+                + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else _TAIL[e.kind])
+                for e in members[at : at + 4096]
+            )
+            out.write((",\n" + files if at else files).encode("utf-8", "surrogateescape"))
+        out.write(f"\n ]}}{sep}".encode())
+    out.write(b"\n]}\n")
+    return out.getvalue()
 
 
 def tree_drift(

@@ -8,13 +8,20 @@ unpacks while it receives (with `unpack`), and the host's sha256 of what arrived
 by `openssl dgst -sha256` (else `sha256sum`) reading a fifo that tee feeds. Compression only
 removes the tar headers' overhead (a 4 KiB file carries a 512-byte header: 12.5 %); random
 payload passes through zstd at GB/s. Encrypted shards are age(compressed tar): compress first
-(ciphertext does not compress), encrypt in this process with pyrage, and cache the ciphertext
-so a rerun or a resend never re-encrypts; with decrypt-on-host the key lines go first on the
-stream's stdin and reach `age -i` through a fifo (never a file on the host's disk).
+(ciphertext does not compress), encrypt in this process with pyrage into the ciphertext cache
+AHEAD of the link (`Ahead`: the stream sends the file as it grows), so a rerun or a resend never
+re-encrypts; with decrypt-on-host the key lines go first on the stream's stdin and reach
+`age -i` through a fifo (never a file on the host's disk).
 
-A shard arrives as `.incoming-<n>` and gets its real name (RENAME_SCRIPT, right after it
-arrived) only when its sha256 on the host equals the local one; a dropped link leaves no
-complete-looking shard, and the rerun re-sends at most the shard that was in flight.
+A shard arrives as `.incoming-<id>` (`part_of`: named by its member paths, the same in every
+run) and gets its real name (RENAME_SCRIPT, right after it arrived) only when its sha256 on the
+host equals the local one. A dropped link or an interrupt leaves that partial on the host; the
+rerun asks for it in the stream's header (`ask`), the host answers with its size and sha256,
+and when the same first bytes packed here (the tar is deterministic; the cached ciphertext is
+the same file) hash the same, only the rest is sent and appended (else the shard is sent from
+its start, and the result says so). The host's sha256, and the unpack, read the whole file. The
+host stores the tar (decompressed) or the ciphertext, so resuming needs no deterministic
+compressor: the rest is a new compressed stream.
 FINISH_SCRIPT runs once at the end (one round trip): writes the manifest, extracts shards that
 were already on the host (unpack), removes stale shards and swaps the unpacked tree into place.
 
@@ -41,6 +48,7 @@ from gpuonboard import children, sh, shell
 from gpuonboard.transfer import HASH_SCRIPT, LISTING_PRUNE, SHA256_FN, crypto
 
 INCOMING = ".incoming-"
+END_GRACE_S = 5.0  # a stream cut short: how long what was handed on may take to reach the host
 CODECS = ("zstd", "gzip")
 ENCRYPTED_SUFFIX = {"zstd": ".tar.zst.age", "gzip": ".tar.gz.age"}
 
@@ -146,8 +154,18 @@ def seed_stdin(rels: Sequence[str]) -> bytes:
 
 
 def part_name(n: int) -> str:
-    """The host's temp name of the n-th stream of a run (renamed once verified)."""
+    """The host's temp name of the n-th stream of a run, when its header names none."""
     return f"{INCOMING}{n:06d}"
+
+
+def part_of(rels: Sequence[str]) -> str:
+    """The host's temp name of the shard holding these member paths (in order): the same in
+    every run while the group is the same, so a rerun finds the partial an interrupted stream
+    left and resumes from it (what it holds is checked by sha256 first, never trusted by name)."""
+    h = hashlib.sha256()
+    for rel in rels:
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+    return f"{INCOMING}{h.hexdigest()[:32]}"
 
 
 def receive_command(target: str, part: str, unpack_dir: str, encrypted: bool, clean: bool) -> str:
@@ -159,9 +177,12 @@ def receive_command(target: str, part: str, unpack_dir: str, encrypted: bool, cl
     return shell.join(["sh", "-c", RECEIVE_SCRIPT, "sh", target, part, unpack_dir, *flags])
 
 
-def stream_header(codec: str) -> bytes:
-    """First line of a stream's stdin: go, and the codec the host decompresses with."""
-    return f"go {codec}\n".encode()
+def stream_header(codec: str, part: str = "", ask: bool = False) -> bytes:
+    """First line of a stream's stdin: go, the codec the host decompresses with, the shard's
+    temp name on the host (part_of), and `ask` to resume from the partial there (Stream.feed)."""
+    assert all(c not in part for c in " \n/"), "temp names are hex"
+    tail = f" {part} {'ask' if ask else 'new'}" if part else ""
+    return f"go {codec}{tail}\n".encode()
 
 
 LEASE_TAKEN_EXIT = 9  # the closing command's exit when the upload's lease is no longer its own
@@ -214,26 +235,44 @@ class StreamResult:
 
     ok: bool
     remote_sha: str
-    local_sha: str  # of the bytes the host stores (the tar, or the ciphertext)
+    local_sha: str  # of the bytes the host stores (the tar, or the ciphertext): the WHOLE shard
     stderr: str
     sent: int  # bytes handed to the pipeline (before compression)
+    resumed: int = 0  # bytes of the shard the host kept from an interrupted stream (not sent)
+    restarted: bool = False  # the host's partial did not match this shard's bytes: sent whole
 
 
-class _Tee:
-    """Writer for pyrage: to the ssh stdin and the ciphertext cache file, hashing."""
+Producer = Callable[[Callable[[bytes], None]], Any]  # produce(write): writes a shard's bytes
 
-    def __init__(self, *outs: IO[bytes]) -> None:
-        self.outs, self.hash = outs, hashlib.sha256()
 
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        for o in self.outs:
-            o.write(data)
-        return len(data)
+class _Enough(Exception):
+    """Raised by prefix_sha's writer once it has what it hashes (ends the packing early)."""
 
-    def flush(self) -> None:
-        for o in self.outs:
-            o.flush()
+
+def prefix_sha(produce: Callable[[Callable[[bytes], None]], Any], size: int) -> str | None:
+    """sha256 of the first `size` bytes `produce(write)` writes (it is stopped there); None when
+    it writes fewer."""
+    h, got = hashlib.sha256(), 0
+
+    def write(data: bytes) -> None:
+        nonlocal got
+        take = memoryview(data)[: size - got]
+        h.update(take)
+        got += len(take)
+        if got >= size:
+            raise _Enough
+
+    with contextlib.suppress(_Enough):
+        produce(write)
+    return h.hexdigest() if got == size else None
+
+
+def parse_have(line: bytes) -> tuple[int, str] | None:
+    """The host's answer to a resume header: `have <bytes> <sha256>` -> (bytes, sha256)."""
+    words = line.decode("ascii", "replace").split()
+    if len(words) != 3 or words[0] != "have" or not words[1].isdigit():
+        return None
+    return int(words[1]), words[2]
 
 
 class Throttle:
@@ -253,6 +292,122 @@ class Throttle:
                 raise BrokenPipeError("the run is being interrupted")
 
 
+class _Flushing:
+    """A file writer that flushes each write (Ahead.follow reads the file as it grows)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+
+    def write(self, data: bytes) -> int:
+        n = self.f.write(data)
+        self.f.flush()
+        return n
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+class Ahead:
+    """One encrypted shard made ahead of the link: packed, compressed and encrypted into `path`
+    (the ciphertext cache) by a thread at disk and CPU speed, while `follow` sends the file as
+    it grows. The whole ciphertext is thus cached seconds into the shard, and a stream cut off
+    later resumes from it: age encrypts to a fresh random key, so a new encryption never
+    matches the bytes the host kept. `produce(write)` packs; `encrypt(source, sink)` encrypts."""
+
+    def __init__(
+        self,
+        produce: Callable[[Callable[[bytes], None]], Any],
+        codec: str,
+        encrypt: Callable[[IO[bytes], Any], None],
+        path: Path,
+    ) -> None:
+        self.path = path
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(produce, codec, encrypt), daemon=True)
+        self._thread.start()
+
+    def _run(self, produce: Callable[[Callable[[bytes], None]], Any], codec: str, encrypt: Any) -> None:
+        try:
+            with self.path.open("wb") as out:
+                # (its own session: a Ctrl-C in the terminal stops this process, which then
+                # lets the shard's encryption finish, not the compressor under it)
+                comp = children.track(
+                    subprocess.Popen(
+                        compressor_argv(codec),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        start_new_session=True,
+                    )
+                )
+                assert comp.stdin is not None and comp.stdout is not None
+                errors: list[BaseException] = []
+                source = comp.stdout
+
+                def run_encrypt() -> None:
+                    try:
+                        encrypt(source, _Flushing(out))
+                    except BaseException as exc:  # noqa: BLE001 - re-raised below
+                        errors.append(exc)
+                        comp.kill()  # unblock the producer: its pipe now breaks
+
+                sink = comp.stdin
+
+                def write(data: bytes) -> None:
+                    sink.write(data)
+
+                enc = threading.Thread(target=run_encrypt, daemon=True)
+                enc.start()
+                try:
+                    self.result = produce(write)
+                    comp.stdin.close()
+                except BrokenPipeError:
+                    if not errors:
+                        raise
+                finally:
+                    enc.join()
+                    comp.wait()
+                    source.close()
+                    with contextlib.suppress(OSError):
+                        comp.stdin.close()
+                if errors:
+                    raise errors[0]
+                if comp.returncode:
+                    raise OSError(f"{codec} failed (exit {comp.returncode})")
+        except BaseException as exc:  # noqa: BLE001 - raised by follow, seen by finished
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def finished(self, timeout: float) -> Any:
+        """Wait up to `timeout` s for the ciphertext: what packing returned, or None (failed,
+        or not done by then)."""
+        if not self.done.wait(timeout) or self.error is not None:
+            return None
+        return self.result
+
+    def follow(self, write: Callable[[bytes], None]) -> Any:
+        """Write the ciphertext as it is made, to its end; -> what packing returned."""
+        with self.path.open("rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if chunk:
+                    write(chunk)
+                elif self.done.is_set():
+                    chunk = f.read(1 << 20)  # (what was written before it was done)
+                    if not chunk:
+                        break
+                    write(chunk)
+                elif children.STOPPING.is_set():
+                    raise BrokenPipeError("the run is being interrupted")
+                else:
+                    self.done.wait(0.02)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 class Stream:
     """One shard stream: `Stream(argv)` starts ssh at once (so its handshake and the host's
     script start overlap the previous shard), `feed` pushes the bytes and returns as soon as they
@@ -264,36 +419,63 @@ class Stream:
         self.ssh = children.track(subprocess.Popen(list(ssh_argv), stdin=pipe, stdout=pipe, stderr=pipe))
         self._out: list[bytes] = []
         self._err: list[bytes] = []
+        self._first: list[bytes] = []  # the host's first line (its answer to a resume header)
+        self._first_ready = threading.Event()
         out, err = self.ssh.stdout, self.ssh.stderr
         assert out is not None and err is not None
+
+        def read_out() -> None:
+            try:
+                first = out.readline()
+                self._first.append(first)
+            finally:
+                self._first_ready.set()
+            self._out.append(first + out.read())
+
         self._readers = [
-            threading.Thread(target=lambda: self._out.append(out.read()), daemon=True),
+            threading.Thread(target=read_out, daemon=True),
             threading.Thread(target=lambda: self._err.append(err.read()), daemon=True),
         ]
         for r in self._readers:
             r.start()
         self.comp: subprocess.Popen[bytes] | None = None
-        self._enc_thread: threading.Thread | None = None
-        self._enc_error: list[BaseException] = []
-        self._sink_file: IO[bytes] | None = None
-        self._tee: _Tee | None = None
         self._sha = hashlib.sha256()
         self.sent = 0
+        self.resumed = 0
+        self.restarted = False
         self.broken = False
+
+    def _resume_from(
+        self, produce: Callable[[Callable[[bytes], None]], Any], ssh_in: IO[bytes]
+    ) -> int | None:
+        """After a resume header: the host's partial (its size and sha256), against the
+        sha256 of the same first bytes packed here; tells the host where to start (`from N`).
+        -> the offset (0: from the start), or None when the host did not answer."""
+        self._first_ready.wait()
+        have = parse_have(self._first[0]) if self._first else None
+        if have is None:
+            return None
+        size, sha = have
+        offset = size if size and prefix_sha(produce, size) == sha else 0
+        self.restarted = bool(size) and not offset
+        ssh_in.write(f"from {offset}\n".encode())
+        ssh_in.flush()
+        self.resumed = offset
+        return offset
 
     def feed(
         self,
         produce: Callable[[Callable[[bytes], None]], Any],
         codec: str | None,
         prefix: bytes = b"",
-        encrypt: Callable[[IO[bytes], Any], None] | None = None,
-        cipher_out: Path | None = None,
         on_bytes: Callable[[int], None] | None = None,
+        resume: bool = False,
     ) -> Any:
-        """`produce(write)` writes the plain bytes (packing) and returns its result; `codec` None
-        sends them as they are (a cached ciphertext). With `encrypt` (pyrage.encrypt_io bound to
-        the recipients) the compressed stream is encrypted here and the ciphertext also written
-        to `cipher_out`."""
+        """`produce(write)` writes the shard's bytes as the host stores them (packing), and
+        returns its result; `codec` compresses them on the way (None: sent as they are: a
+        ciphertext). `resume` (the header in `prefix` asked for it): the first bytes the host
+        kept from an interrupted stream are checked by sha256 and not sent again (`produce`
+        then runs twice: it must write the same bytes each time)."""
         ssh_in = self.ssh.stdin
         assert ssh_in is not None
         result: Any = None
@@ -301,40 +483,28 @@ class Stream:
             if prefix:
                 ssh_in.write(prefix)
                 ssh_in.flush()
+            skip = self._resume_from(produce, ssh_in) if resume else 0
+            if skip is None:
+                self.broken = True
+                return None
             if codec is None:
                 sink: IO[bytes] = ssh_in
-            elif encrypt is None:
+            else:
                 self.comp = children.track(
                     subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=ssh_in)
                 )
                 ssh_in.close()  # the compressor holds the pipe now
                 assert self.comp.stdin is not None
                 sink = self.comp.stdin
-            else:
-                comp = children.track(
-                    subprocess.Popen(compressor_argv(codec), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                )
-                self.comp = comp
-                assert comp.stdin is not None and comp.stdout is not None and cipher_out is not None
-                self._sink_file = cipher_out.open("wb")
-                tee = self._tee = _Tee(ssh_in, self._sink_file)
-                source = comp.stdout
-
-                def run_encrypt() -> None:
-                    try:
-                        encrypt(source, tee)
-                    except BaseException as exc:  # noqa: BLE001 - re-raised in wait()
-                        self._enc_error.append(exc)
-                        comp.kill()  # unblock the producer: its pipe now breaks
-
-                self._enc_thread = threading.Thread(target=run_encrypt, daemon=True)
-                self._enc_thread.start()
-                sink = comp.stdin
-            hashing = codec is None or encrypt is None
 
             def write(data: bytes) -> None:
-                if hashing:
-                    self._sha.update(data)
+                nonlocal skip
+                self._sha.update(data)
+                if skip:  # (the host has these: only hashed, for the whole shard's sha256)
+                    if len(data) <= skip:
+                        skip -= len(data)
+                        return
+                    data, skip = data[skip:], 0
                 sink.write(data)
                 self.sent += len(data)
                 if on_bytes is not None:
@@ -345,14 +515,8 @@ class Stream:
                 sink.close()
             except BrokenPipeError:
                 self.broken = True
-            if self._enc_thread is not None:
-                self._enc_thread.join()
-                assert self._sink_file is not None
-                self._sink_file.close()
-                with contextlib.suppress(BrokenPipeError):
-                    ssh_in.close()
         except BaseException:
-            self.close()
+            self.end()
             raise
         return result
 
@@ -362,28 +526,49 @@ class Stream:
             if self.comp is not None:
                 self.comp.wait()
             self.ssh.wait()
+        except BaseException:
+            self.end()
+            raise
         finally:
             self.close()
         for r in self._readers:
             r.join()
-        # read to the end (and the encryption thread, fed by the compressor, joined in feed):
-        # close, else each shard kept two or three fds open ('Too many open files' at ~500)
-        for pipe in (self.ssh.stdout, self.ssh.stderr, self.comp.stdout if self.comp else None):
+        # read to the end: close, else each shard kept two or three fds open ('Too many open
+        # files' at ~500)
+        for pipe in (self.ssh.stdout, self.ssh.stderr):
             if pipe is not None:
                 pipe.close()
-        err0 = self._enc_error[0] if self._enc_error else None
-        if err0 is not None and not isinstance(err0, OSError):
-            raise err0
         stdout = b"".join(self._out).decode("ascii", "replace").strip()
         stderr = b"".join(self._err).decode("utf-8", "replace")
-        sha = self._tee.hash.hexdigest() if self._tee is not None else self._sha.hexdigest()
-        ok = (
-            self.ssh.returncode == 0
-            and not self.broken
-            and err0 is None
-            and (self.comp is None or self.comp.returncode == 0)
+        ok = self.ssh.returncode == 0 and not self.broken and (self.comp is None or self.comp.returncode == 0)
+        remote = stdout.splitlines()[-1] if stdout else ""
+        return StreamResult(
+            ok, remote, self._sha.hexdigest(), stderr, self.sent, self.resumed, self.restarted
         )
-        return StreamResult(ok, stdout.splitlines()[-1] if stdout else "", sha, stderr, self.sent)
+
+    def end(self, grace: float = END_GRACE_S) -> None:
+        """Cut short (an interrupt, a failure): close the pipes, so what was handed on still
+        reaches the host's partial (resumed from by the rerun: killing ssh at once makes the
+        host's TCP drop what it had received, megabytes on a fast link), waiting `grace` s at
+        most (a dead link: then killed), then close()."""
+        deadline = time.monotonic() + grace
+
+        def shut() -> None:
+            for pipe in (self.comp.stdin if self.comp is not None else None, self.ssh.stdin):
+                if pipe is not None and not pipe.closed:
+                    with contextlib.suppress(OSError, ValueError):
+                        pipe.close()
+
+        try:
+            closing = threading.Thread(target=shut, daemon=True)  # (a full pipe blocks a close)
+            closing.start()
+            closing.join(grace)
+            for proc in (self.comp, self.ssh):
+                if proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Kill the processes still running (a stream never fed, or after a failure)."""
@@ -394,8 +579,15 @@ class Stream:
         if self.ssh.stdin is not None and not self.ssh.stdin.closed:
             with contextlib.suppress(OSError):
                 self.ssh.stdin.close()
-        if self._sink_file is not None and not self._sink_file.closed:
-            self._sink_file.close()
+
+
+def end_all(streams: Sequence[Stream], grace: float = END_GRACE_S) -> None:
+    """Stream.end for each stream at once (one grace period for all)."""
+    ends = [threading.Thread(target=st.end, args=(grace,), daemon=True) for st in streams]
+    for t in ends:
+        t.start()
+    for t in ends:
+        t.join()
 
 
 def identity_prefix(identity_text: str) -> bytes:

@@ -1,15 +1,15 @@
-"""The raw outputs a run writes as each host is done (api.EarlyRaw): the same files as at the
+"""The raw outputs a run writes as each host is done (report.early.EarlyReport): the same files as at the
 end of the run, and an interrupted run removes exactly what it wrote."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.api import EarlyRaw
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import Host
 from gpuonboard.report import jsonfile
+from gpuonboard.report.early import EarlyReport as EarlyRaw
 from gpuonboard.results import HostResult
 
 

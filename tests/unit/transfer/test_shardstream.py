@@ -161,3 +161,154 @@ def test_the_closing_command_sweeps_its_own_copys_unpack_dirs_only(tmp_path: Pat
     assert r.returncode == 0, r.stderr
     assert not mine_old.exists() and all((d / "half.bin").exists() for d in others)
     assert (plain / "a.bin").read_bytes() == b"a\n"
+
+
+# Resuming inside a shard (issue 32): the host side of one stream (RECEIVE_SCRIPT) run by a real
+# `sh` here, fed by a real Stream (compressor included); only ssh is left out.
+
+
+def _tar_many(n: int = 40, size: int = 5_000) -> bytes:
+    import io
+    import os
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for i in range(n):
+            info = tarfile.TarInfo(f"d/f{i:03d}.bin")
+            data = os.urandom(size)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _producer(data: bytes, piece: int = 4096) -> shardstream.Producer:
+    def produce(write: object) -> str:
+        for at in range(0, len(data), piece):
+            write(data[at : at + piece])  # type: ignore[operator]
+        return "packed"
+
+    return produce
+
+
+def _receive(store: Path, unpack: str = "", encrypted: bool = False) -> shardstream.Stream:
+    cmd = shardstream.receive_command(str(store), shardstream.part_name(0), unpack, encrypted, False)
+    return shardstream.Stream(["sh", "-c", cmd])
+
+
+PART = shardstream.part_of(["d/f000.bin", "d/f001.bin"])
+
+
+def test_a_shards_temp_name_depends_on_its_member_paths_only() -> None:
+    assert shardstream.part_of(["d/f000.bin", "d/f001.bin"]) == PART
+    assert PART != shardstream.part_of(["d/f000.bin"]) != shardstream.part_of(["d/f000.bin", "d/f002.bin"])
+    assert PART.startswith(shardstream.INCOMING) and len(PART) == len(shardstream.INCOMING) + 32
+    assert shardstream.stream_header("zstd") == b"go zstd\n"
+    assert shardstream.stream_header("gzip", PART, True) == f"go gzip {PART} ask\n".encode()
+
+
+def test_prefix_sha_hashes_the_first_bytes_and_stops_there() -> None:
+    data = bytes(range(256)) * 100
+    calls: list[int] = []
+
+    def produce(write: object) -> None:
+        for at in range(0, len(data), 1000):
+            calls.append(at)
+            write(data[at : at + 1000])  # type: ignore[operator]
+
+    assert shardstream.prefix_sha(produce, 2500) == hashlib.sha256(data[:2500]).hexdigest()
+    assert len(calls) == 3  # (stopped once it had them)
+    assert shardstream.prefix_sha(produce, len(data) + 1) is None
+    assert shardstream.parse_have(b"have 12 abc\n") == (12, "abc")
+    assert shardstream.parse_have(b"") is None and shardstream.parse_have(b"have x y\n") is None
+
+
+def test_a_stream_resumes_from_the_partial_the_host_kept(tmp_path: Path) -> None:
+    data = _tar_many()
+    store, tree = tmp_path / "store", tmp_path / "tree"
+    store.mkdir()
+    kept = len(data) // 3 + 7  # (anywhere: not at a block boundary)
+    (store / PART).write_bytes(data[:kept])
+    st = _receive(store, str(tree))
+    header = shardstream.stream_header("gzip", PART, True)
+    assert st.feed(_producer(data), "gzip", header, resume=True) == "packed"
+    res = st.wait()
+    assert res.ok and res.remote_sha == res.local_sha == hashlib.sha256(data).hexdigest(), res
+    assert (res.resumed, res.restarted, res.sent) == (kept, False, len(data) - kept)
+    assert (store / PART).read_bytes() == data  # the whole shard: the partial, then the rest
+    assert len(list((tree / "d").iterdir())) == 40  # unpacked whole: the partial's files too
+    assert sorted(p.name for p in store.iterdir()) == [PART, PART + ".sum"]
+
+
+def test_a_partial_that_differs_is_dropped_and_the_shard_sent_whole(tmp_path: Path) -> None:
+    data = _tar_many()
+    store = tmp_path / "store"
+    store.mkdir()
+    bad = bytearray(data[:20_000])
+    bad[10_000] ^= 0xFF
+    (store / PART).write_bytes(bytes(bad))
+    st = _receive(store)
+    st.feed(_producer(data), "zstd", shardstream.stream_header("zstd", PART, True), resume=True)
+    res = st.wait()
+    assert res.ok and res.remote_sha == hashlib.sha256(data).hexdigest(), res
+    assert (res.resumed, res.restarted, res.sent) == (0, True, len(data))
+    assert (store / PART).read_bytes() == data
+
+
+def test_a_partial_longer_than_the_shard_is_not_taken(tmp_path: Path) -> None:
+    data = _tar_many(4)
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / PART).write_bytes(data + b"x")
+    st = _receive(store)
+    st.feed(_producer(data), "gzip", shardstream.stream_header("gzip", PART, True), resume=True)
+    res = st.wait()
+    assert res.ok and (res.resumed, res.restarted) == (0, True) and (store / PART).read_bytes() == data
+
+
+def test_a_ciphertext_resumes_as_it_is(tmp_path: Path) -> None:
+    """Encrypted shards kept as ciphertext: the bytes are stored as they arrive (codec None)."""
+    import os
+
+    data = os.urandom(300_000)
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / PART).write_bytes(data[:123_457])
+    st = _receive(store, encrypted=True)
+    st.feed(_producer(data), None, shardstream.stream_header("zstd", PART, True), resume=True)
+    res = st.wait()
+    assert res.ok and res.remote_sha == hashlib.sha256(data).hexdigest(), res
+    assert (res.resumed, res.sent) == (123_457, len(data) - 123_457)
+    assert (store / PART).read_bytes() == data
+
+
+def test_a_new_stream_drops_a_partial_it_was_not_asked_to_resume(tmp_path: Path) -> None:
+    data = _tar_many(4)
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / PART).write_bytes(data[:1000])
+    st = _receive(store)
+    st.feed(_producer(data), "gzip", shardstream.stream_header("gzip", PART))
+    res = st.wait()
+    assert res.ok and res.resumed == 0 and not res.restarted and (store / PART).read_bytes() == data
+
+
+def test_a_stream_cut_short_leaves_what_it_handed_on_in_the_partial(tmp_path: Path) -> None:
+    """An interrupt mid-shard: the pipes are closed, not the processes killed, so every byte
+    handed on reaches the host's partial (the rerun resumes from it)."""
+    import pytest
+
+    data = _tar_many()
+    store = tmp_path / "store"
+    store.mkdir()
+    cut = 70_000
+
+    def produce(write: object) -> None:
+        write(data[:cut])  # type: ignore[operator]
+        raise KeyboardInterrupt
+
+    st = _receive(store)
+    with pytest.raises(KeyboardInterrupt):
+        st.feed(produce, "zstd", shardstream.stream_header("zstd", PART))
+    assert (store / PART).read_bytes() == data[:cut]
+    assert st.ssh.poll() is not None

@@ -53,12 +53,14 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
 
 def known_hashes(tree: transfer.SourceTree, hashes: shards.HashCache) -> shards.HashCache:
     """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
-    inode); the others keep "" for a later pass. Returns the cache."""
-    for rel, e in list(tree.entries.items()):
+    inode); the others keep "" for a later pass. Returns the cache. (Values replaced in place
+    while the dict is walked: no copy of its items.)"""
+    entries = tree.entries
+    for rel, e in entries.items():
         if e.kind == "f" and not e.sha256:
             known = hashes.get(e)
             if known:
-                tree.entries[rel] = dataclasses.replace(e, sha256=known)
+                entries[rel] = dataclasses.replace(e, sha256=known)
     return hashes
 
 

@@ -93,6 +93,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     # shards an earlier --unpack removed once their tree was verified: the marker of this very
     # manifest vouches for them (unless the tree drifted since: then they are sent again)
     resend = _unpacked_and_removed(ctx, opts, work, remote, size)
+    _drop_partials(work)
     work.manifest = b"" if work.send_idx else manifest(work, size)
     digest = hashlib.sha256(work.manifest).hexdigest() if work.manifest else ""
     stored = stored_digest(opts.cache_dir(ctx), work, digest) if digest else ""
@@ -110,6 +111,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         redo = redo.replace(": unpacked again", ": rebuilt (the shards are not kept on the host)")
     if plain is not None and not work.keep_shards and not (complete and unpacked):
         _from_tree(work, plain, size)
+        _drop_partials(work)
     work.shard_size = size
     recognised = (
         f"; {count(found, 'shard')} already on the host recognised by hashing here (this machine's"
@@ -180,6 +182,15 @@ def _from_tree(work: Work, plain: transfer.RemoteState, size: int) -> None:
     work.need -= sum(s.size for i in reuse if (s := work.built[i]) is not None)
     if not work.send_idx:  # (every shard known: apply's closing command reuses this manifest)
         work.manifest = manifest(work, size)
+
+
+def _drop_partials(work: Work) -> None:
+    """The partials of shards the plan no longer sends (their files are on the host already)
+    are stale: removed by the closing command, not resumed from."""
+    parts = {shardstream.part_of([e.rel for e in work.groups[i]]) for i in work.send_idx}
+    for name in [n for n in work.partials if n not in parts]:
+        del work.partials[name]
+        work.stale.append(name)
 
 
 def _prechecks(ctx: StepContext, opts: DatasetOptions, src: Path, work: Work) -> Plan | None:
@@ -301,12 +312,19 @@ def _compare(ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfe
         if have is None or have[0] != "f" or have[1] != want:
             work.send_idx.append(i)
             work.need += shard.size
+    # the partial an interrupted stream left of a shard to send is resumed from (its bytes are
+    # checked by sha256 then); any other is stale
+    parts = {shardstream.part_of([e.rel for e in work.groups[i]]) for i in work.send_idx}
+    work.partials = {
+        n: size for n, (kind, size, _) in remote.files.items() if n in parts and kind == "f" and size > 0
+    }
     work.stale = [
         n
         for n, (kind, _, _) in remote.files.items()
         if "/" not in n
         and kind == "f"
         and n not in work.remote_names
+        and n not in work.partials
         and (n.endswith((".tar", ".age")) or n.startswith(shardstream.INCOMING))
     ]
 
@@ -464,6 +482,12 @@ def _send_plan(
         if work.reuse
         else ""
     )
+    if work.partials:
+        kept = format_bytes(sum(work.partials.values()), binary=True)
+        msg += (
+            f"; {count(len(work.partials), 'shard')} to resume from the {kept} an interrupted"
+            " upload left on the host (checked by sha256 first)"
+        )
     if work.send_idx:
         if work.unpack:
             msg += f"; unpack into {opts.plain_target}{work.redo}{reused}"

@@ -37,8 +37,11 @@ from gpuonboard.units import format_bytes
 
 CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
 
-# (produce, codec for the local pipeline, encrypt, temp ciphertext, cached ciphertext)
-Producer = tuple[Any, str | None, Any, Path | None, Path | None]
+CIPHER_WAIT_S = 60  # an interrupted upload waits this long for the ciphertext made ahead (local work)
+
+# (produce, codec for the local pipeline or None, temp ciphertext made ahead, whether produce can
+# run twice: a resume packs the first bytes again to check them)
+Producer = tuple[Any, str | None, Path | None, bool]
 Arrived = tuple[str, str, str]  # (the part's temp name on the host, its sha256, its final name)
 
 
@@ -92,6 +95,10 @@ class ShardUpload:
         self.arrived: list[Arrived] = []
         self.renamed: list[Arrived] = []  # the last shard: renamed by the closing command
         self.sent_bytes = 0
+        self.resumed = [0, 0]  # shards resumed from the partial an interrupted stream left, its bytes
+        self.restarted = 0  # shards whose partial on the host did not match: sent from the start
+        # encrypted shards made ahead of the link (temp ciphertext -> (group, its maker))
+        self.aheads: dict[Path, tuple[int, shardstream.Ahead]] = {}
         self.opened: list[shardstream.Stream] = [first] if first is not None else []
         self.nxt: list[shardstream.Stream] = []  # shard n+1's stream, once shard n is under way
         self.saved = [time.monotonic(), 0.0]  # when the caches were last saved, how long that took
@@ -110,8 +117,8 @@ class ShardUpload:
             if problem:
                 return problem
         finally:
-            for st in self.opened:
-                st.close()
+            shardstream.end_all(self.opened)  # (cut short: what is in flight still lands on the host)
+            self._keep_ciphers()
             if self.saving is None:
                 self.saving = self.helpers.submit(self._save_caches)
         if lost(work):  # (the host is asked too: by the closing command, before it changes anything)
@@ -163,7 +170,28 @@ class ShardUpload:
         return None
 
     def _kept(self) -> str:
+        # (a shard cut off resumes from the bytes the host kept: said by the rerun)
         return f"{len(self.arrived)} of {len(self.work.send_idx)} shards arrived, only the rest is sent"
+
+    def _keep_ciphers(self) -> None:
+        """A stream cut off (or failed): the ciphertext of its shard, made ahead of the link, is
+        kept in the cache once whole (waited for: local work) and noted, so the rerun resumes
+        from the bytes the host kept; one that is not whole is removed."""
+        for tmp, (i, ahead) in list(self.aheads.items()):
+            del self.aheads[tmp]
+            packed = ahead.finished(CIPHER_WAIT_S)
+            if not isinstance(packed, shards.Packed):
+                tmp.unlink(missing_ok=True)
+                continue
+            note_packed(self.work, i, packed, self.root)
+            done = self.work.built[i]
+            assert done is not None
+            with contextlib.suppress(OSError):
+                os.replace(tmp, cipher_path(self.cache, self.work, done))
+
+    def _part(self, i: int) -> str:
+        """Group i's temp name on the host (its partial, when a stream of it was cut off)."""
+        return shardstream.part_of([e.rel for e in self.work.groups[i]])
 
     def _resumable(self, why: str) -> str:
         return f"{why}; rerun to resume ({self._kept()})"
@@ -190,23 +218,24 @@ class ShardUpload:
         idles between shards. -> the failure sentence, or None."""
         work = self.work
         pending: tuple[int, shardstream.Stream, Path | None] | None = None
-        header = shardstream.stream_header(work.codec) + self.prefix
         for n, i in enumerate(work.send_idx):
             if lost(work):
                 return LEASE_LOST
             self.state[1], self.state[3] = n, 0
             cur = self.nxt.pop() if self.nxt else self._spawn(n)
             try:  # (its temp ciphertext is made in the cache: a full or read-only one fails here)
-                produce, codec, encrypt, tmp_cipher, _cached = self._producer(i)
+                produce, codec, tmp_cipher, again = self._producer(i)
             except OSError as exc:
                 return local_write_failure(
                     exc, f"the encrypted copy of shard {n + 1}", self.cache, self._kept()
                 )
+            part = self._part(i)
+            ask = again and part in work.partials  # (else the host drops a partial there)
+            self.restarted += part in work.partials and not again
+            header = shardstream.stream_header(work.codec, part, ask) + self.prefix
             try:
-                packed = cur.feed(produce, codec, header, encrypt, tmp_cipher, self._on_bytes)
+                packed = cur.feed(produce, codec, header, self._on_bytes, resume=ask)
             except (OSError, crypto.CryptoError) as exc:
-                if tmp_cipher is not None:
-                    tmp_cipher.unlink(missing_ok=True)
                 if isinstance(exc, OSError) and exc.errno in DISK_FULL:
                     what = f"the encrypted copy of shard {n + 1}"
                     return local_write_failure(exc, what, self.cache, self._kept())
@@ -231,7 +260,8 @@ class ShardUpload:
         return None
 
     def _producer(self, i: int) -> Producer:
-        """-> (produce, codec for the local pipeline, encrypt, temp ciphertext, cached ciphertext)."""
+        """-> (produce, codec for the local pipeline, temp ciphertext made ahead, whether
+        produce writes the same bytes when run again)."""
         work, root = self.work, self.root
         group = work.groups[i]
 
@@ -239,7 +269,7 @@ class ShardUpload:
             return shards.pack(root, group, write)
 
         if work.enc is None:
-            return pack, work.codec, None, None, None
+            return pack, work.codec, None, True
         shard = work.built[i]
         cached = cipher_path(self.cache, work, shard) if shard is not None else None
         if cached is not None and cached.is_file():
@@ -249,13 +279,16 @@ class ShardUpload:
                     while chunk := f.read(1 << 20):
                         write(chunk)
 
-            return copy, None, None, None, cached
+            return copy, None, None, True
         enc = work.enc
 
         def encrypt(source: Any, sink: Any) -> None:
             crypto.encrypt_stream(source, sink, enc)
 
-        return pack, work.codec, encrypt, shardstream.temp_cipher_path(self.cache), None
+        tmp = shardstream.temp_cipher_path(self.cache)
+        ahead = shardstream.Ahead(pack, work.codec, encrypt, tmp)
+        self.aheads[tmp] = (i, ahead)
+        return ahead.follow, None, tmp, False
 
     def _settle(
         self, n: int, stream: shardstream.Stream, tmp_cipher: Path | None, last: bool = False
@@ -264,16 +297,19 @@ class ShardUpload:
         closing command)."""
         work = self.work
         i = work.send_idx[n]
-        part = shardstream.part_name(n)
+        part = self._part(i)
         res = stream.wait()
-        if not res.ok or res.remote_sha != res.local_sha:
-            if tmp_cipher is not None:
-                tmp_cipher.unlink(missing_ok=True)
-            return self._resumable(stream_failure(res))
         self.sent_bytes += res.sent
+        self.restarted += res.restarted
+        if not res.ok or res.remote_sha != res.local_sha:
+            return self._resumable(stream_failure(res))
+        if res.resumed:
+            self.resumed[0] += 1
+            self.resumed[1] += res.resumed
         done = work.built[i]
         assert done is not None
         if tmp_cipher is not None:
+            self.aheads.pop(tmp_cipher, None)
             os.replace(tmp_cipher, cipher_path(self.cache, work, done))
         final = remote_name(work, done)
         if last:
@@ -428,6 +464,7 @@ class ShardUpload:
                 f"; the files of {count(len(work.reuse), 'other shard')} taken from the tree there"
                 " (hard-linked, checked by sha256)"
             )
+        msg += self._resumed_note()
         plan.msg = msg + work.kept
         plan.diff = {
             **(plan.diff or {}),
@@ -435,4 +472,23 @@ class ShardUpload:
             "sent_shards": len(arrived),
             "literal_bytes": self.sent_bytes,
             "reused_shards": len(work.reuse),
+            "resumed_shards": self.resumed[0],
+            "resumed_bytes": self.resumed[1],
+            "restarted_shards": self.restarted,
         }
+
+    def _resumed_note(self) -> str:
+        """The message's note on shards resumed from what interrupted streams left on the host."""
+        note = ""
+        if self.resumed[0]:
+            kept = format_bytes(self.resumed[1], binary=True)
+            note += (
+                f"; {count(self.resumed[0], 'shard')} resumed from the {kept} an interrupted upload"
+                " left on the host (checked by sha256; not sent again)"
+            )
+        if self.restarted:
+            note += (
+                f"; {count(self.restarted, 'shard')} sent from the start: the partial an interrupted"
+                " upload left on the host did not match it"
+            )
+        return note

@@ -41,10 +41,14 @@ def note_packed(work: Work, i: int, packed: shards.Packed, root: Path) -> None:
     the work, the hash cache and the shard index."""
     assert work.index is not None and work.hashes is not None
     files = packed.files
-    group = [dataclasses.replace(e, sha256=files.get(e.rel, e.sha256)) for e in work.groups[i]]
-    work.groups[i] = group
-    for e in group:
+    group = work.groups[i]
+    entries = work.tree.entries
+    for n, old in enumerate(group):  # (in place, one entry at a time: the scan's entry, now with
+        # its hash, replaces it in the group and the tree: never two objects per file at once)
+        e = group[n] = dataclasses.replace(old, sha256=files.get(old.rel, old.sha256))
         work.hashes.put(e, e.sha256)
+        if e.rel in entries:
+            entries[e.rel] = e
     made = shards.Shard(packed.name, packed.sha256, packed.size)
     work.built[i] = made
     work.keys[i] = shards.member_key(root, group, packed.modes)

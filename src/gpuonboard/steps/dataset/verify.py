@@ -15,6 +15,7 @@ from gpuonboard.steps.dataset.hostdirs import listing
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Work
 from gpuonboard.transfer import crypto, shards
+from gpuonboard.transfer.verify import differing
 
 UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
 
@@ -26,12 +27,22 @@ def expected(work: Work) -> dict[str, str]:
     return {e.rel + ".age": crypto.ciphertext_sha256(work.cipher[e.rel]) for e in work.tree.files}
 
 
+# files per host hashing command: its output is held whole here (67 bytes a file), and the
+# runner writes all of stdin before it reads: output past the SSH window and pipe buffers
+# (~2-3 MB) while stdin is still being written deadlocks (200,000 files hung for good)
+HASH_BATCH = 20_000
+
+
 def mismatches(ctx: StepContext, target: str, expect: Mapping[str, str]) -> list[str]:
-    """The files under `target` whose sha256 on the host is not the expected one."""
+    """The files under `target` whose sha256 on the host is not the expected one (hashed there
+    HASH_BATCH files per command: memory here stays flat in the number of files)."""
     rels = list(expect)
-    r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(rels), timeout=3600)
-    got = transfer.parse_hashes(rels, r.stdout)
-    return [rel for rel in rels if got.get(rel) != expect[rel]]
+    bad: list[str] = []
+    for at in range(0, max(len(rels), 1), HASH_BATCH):
+        part = rels[at : at + HASH_BATCH]
+        r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(part), timeout=3600)
+        bad += differing(part, expect, r.stdout)
+    return bad
 
 
 def temps_left(ctx: StepContext, target: str, files: Iterable[str]) -> str | None:

@@ -36,6 +36,8 @@ class Work:
     # unpack: groups not sent whose files the host's current tree holds (hard-linked from it)
     reuse: list[int] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # names in <dest>/<name>.shards to remove
+    # shard mode: partials interrupted streams left of the shards to send (temp name -> bytes): resumed
+    partials: dict[str, int] = field(default_factory=dict)
     # loaded once by plan, updated and saved by apply
     index: shards.Index | None = None
     hashes: shards.HashCache | None = None

@@ -1,0 +1,37 @@
+"""Over real SSH: a command that answers while it reads a large stdin does not deadlock the
+runner (it wrote all of stdin before reading any output: once the output filled the SSH
+window and the host's pipes, both ends waited for good; 200,000 files to hash hung)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, open_runner
+from gpuonboard.inventory import Host
+from gpuonboard.testing import TestHostPool
+
+
+def test_output_is_read_while_a_large_stdin_is_written(pool: TestHostPool, tmp_path: Path) -> None:
+    th = pool.hosts["good"]
+    host = Host(
+        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
+    )
+    known = tmp_path / "known_hosts"
+    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    assert isinstance(runner, SSHRunner)
+    # 6 MB in, 12 MB out as it reads: far past the 2 MiB window plus the pipe buffers
+    stdin = b"".join(
+        b"%07d-abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvw\n" % i for i in range(80_000)
+    )
+    try:
+        r = runner.run("sed p", stdin=stdin, timeout=120)
+        # a small stdin still goes inline, and a command that reads nothing still ends
+        small = runner.run("cat", stdin=b"x" * 1000, timeout=30)
+        ignored = runner.run("true", stdin=b"y" * 500_000, timeout=30)
+    finally:
+        runner.close()
+    assert r.exit_code == 0 and len(r.stdout) == 2 * len(stdin)
+    want = b"".join(line + line for line in stdin.splitlines(keepends=True))
+    assert hashlib.sha256(r.stdout.encode()).hexdigest() == hashlib.sha256(want).hexdigest()
+    assert small.stdout == "x" * 1000 and ignored.exit_code == 0

@@ -1,0 +1,46 @@
+"""The fact probe's output reaches the client in few SSH packets: each packet costs the client
+CPU (decrypt, queue, wake the reader), so an 8-GPU host's ~200 KB must not arrive as one packet
+per probe write (it came in ~90 packets; the probe's stdout now leaves in 16 KiB blocks).
+Counted, not timed: the number of channel data packets the transport received."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, open_runner
+from gpuonboard.connection.gather import gather
+from gpuonboard.inventory import Host
+from gpuonboard.testing import TestHostPool
+
+MSG_CHANNEL_DATA, MSG_CHANNEL_EXTENDED_DATA = 94, 95  # RFC 4254
+
+
+def test_the_probe_output_arrives_in_few_packets(pool: TestHostPool, tmp_path: Path) -> None:
+    th = pool.hosts["good"]  # the 8x A100 profile: ~200 KB of probe output
+    host = Host(
+        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
+    )
+    known = tmp_path / "known_hosts"
+    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    assert isinstance(runner, SSHRunner)
+    packetizer = runner.transport.packetizer
+    read_message = packetizer.read_message
+    kinds: list[int] = []
+
+    def counting() -> Any:
+        ptype, message = read_message()
+        kinds.append(ptype)
+        return ptype, message
+
+    packetizer.read_message = counting  # (this connection's reader only)
+    try:
+        facts = gather(runner)
+    finally:
+        runner.close()
+    data = sum(k in (MSG_CHANNEL_DATA, MSG_CHANNEL_EXTENDED_DATA) for k in kinds)
+    received = sum(len(o.stdout) + len(o.stderr) for o in facts.raw.values())
+    assert facts.gpu is not None and len(facts.gpu.gpus) == 8
+    assert received > 150_000
+    # 16 KiB a packet (sshd's read size) would be 13 for the stdout and 1 for the stderr
+    assert data <= 48, f"{data} data packets for {received:,} bytes"

@@ -1,0 +1,191 @@
+"""Issue 32: a shard cut off mid-stream resumes from the bytes the host kept. The upload (one
+shard: the whole dataset) is stopped with SIGTERM once part of the shard reached the host's
+`.incoming-*` file, through the real sshd test host, then run again: the rerun checks the
+partial by sha256, sends only the rest (counted: its diff's literal_bytes and resumed_bytes),
+the host verifies the WHOLE shard, the tree (or the shard) is right and nothing else is left. In
+plain and encrypted shard mode, with and without --unpack; and a partial tampered with on the
+host is caught: that shard is sent from its start, the result still right."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project, host_entry
+
+needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
+
+FILES, SIZE = 400, 8_000  # one shard of ~3.4 MB (shard_size 64 MiB)
+
+
+def _step(project: Project) -> dict[str, Any]:
+    return dict(project.summary()["hosts"][0]["steps"][0])
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _age_key(tmp_path: Path) -> tuple[Path, str]:
+    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
+    key = tmp_path / "id.txt"
+    key.write_text(out)
+    key.chmod(0o600)
+    pub = re.search(r"public key: (age1\w+)", out)
+    assert pub
+    return key, pub.group(1)
+
+
+def _setup(project: Project, tmp_path: Path, **extra: Any) -> tuple[Path, Path]:
+    src = tmp_path / "local" / "many"
+    for i in range(FILES):
+        d = src / f"d{i % 7}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:04d}.bin").write_bytes(os.urandom(SIZE + i % 300))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "shard_size": "64MiB", "shard_threshold": 100, **extra})
+    project.write_inventory({"dataset": entry})
+    return src, data_dir
+
+
+def _partial(store: Path) -> Path | None:
+    """The shard's partial on the host (not its .sum, .fifo, ... beside it)."""
+    if not store.is_dir():
+        return None
+    got = [p for p in store.iterdir() if re.fullmatch(r"\.incoming-[0-9a-f]{32}", p.name)]
+    return got[0] if got else None
+
+
+def _interrupt(project: Project, flags: list[str], data_dir: Path, at: int) -> int:
+    """Start the upload slowly, SIGTERM it once the host's partial holds `at` bytes or more;
+    -> the partial's size once the interrupted run ended."""
+    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
+    proc = subprocess.Popen(
+        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    store = data_dir / "many.shards"
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            part = _partial(store)
+            if part is not None and part.stat().st_size >= at:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the upload ended before it could be interrupted"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0
+    time.sleep(0.5)  # (the host's side of the cut stream settles)
+    part = _partial(store)
+    assert part is not None, sorted(p.name for p in store.iterdir())
+    return part.stat().st_size
+
+
+def _assert_host_holds_only(data_dir: Path, src: Path, unpack: bool) -> None:
+    names = {p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*") if not p.is_dir()}
+    store = {n for n in names if n.startswith("many.shards/")}
+    assert not [n for n in store if "/.incoming-" in n or "/." in n], sorted(store)
+    assert not list(data_dir.glob(".*gpuonboard-unpack-*"))
+    if unpack:
+        assert _digest(data_dir / "many") == _digest(src)
+        extra = {
+            n
+            for n in store
+            if not re.fullmatch(r"many\.shards/(manifest(\.unpacked)?\.json|unpacked-\w+)", n)
+        }
+        assert not extra, sorted(extra)
+    else:
+        shards = [n for n in store if n.endswith((".tar", ".age"))]
+        assert len(shards) == 1, sorted(store)
+        assert not (data_dir / "many").exists()
+
+
+def _resume(
+    project: Project, tmp_path: Path, flags: list[str], unpack: bool, tamper: bool = False, **extra: Any
+) -> dict[str, Any]:
+    src, data_dir = _setup(project, tmp_path, **extra)
+    dataset = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    kept = _interrupt(project, flags, data_dir, dataset // 3)
+    assert kept >= dataset // 4, kept
+    if tamper:  # a byte of the partial changed on the host: its sha256 no longer matches
+        part = _partial(data_dir / "many.shards")
+        assert part is not None
+        data = bytearray(part.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        part.write_bytes(bytes(data))
+    r = project.cli("sync", "--host", "dataset", *flags)
+    s = _step(project)
+    assert r.returncode == 0 and s["status"] == "changed", (r.stdout + r.stderr, s)
+    diff = s["diff"]
+    assert diff["sent_shards"] == 1 == diff["shards"], diff
+    whole = diff["literal_bytes"] + diff["resumed_bytes"]  # the shard as stored (tar or ciphertext)
+    assert whole >= dataset, diff
+    if tamper:
+        assert diff["restarted_shards"] == 1 and diff["resumed_shards"] == 0, diff
+        assert diff["literal_bytes"] == whole, diff
+        assert "sent from the start: the partial an interrupted upload left" in s["msg"], s["msg"]
+    else:
+        assert diff["resumed_shards"] == 1 and diff["restarted_shards"] == 0, diff
+        assert diff["resumed_bytes"] >= kept - 1024 * 1024, (diff, kept)  # (what the host had flushed)
+        # only the missing bytes were sent: the shard less what the host kept
+        assert diff["literal_bytes"] == whole - diff["resumed_bytes"] <= whole - kept + 1024 * 1024, diff
+        assert "resumed from the" in s["msg"], s["msg"]
+    _assert_host_holds_only(data_dir, src, unpack)
+    r = project.cli("sync", "--host", "dataset", *flags)
+    assert r.returncode == 0 and _step(project)["status"] == "ok", _step(project)
+    return s
+
+
+def test_a_shard_cut_off_resumes_from_the_hosts_bytes_unpacked(project: Project, tmp_path: Path) -> None:
+    _resume(project, tmp_path, ["--shards", "--unpack"], unpack=True)
+
+
+def test_a_shard_cut_off_resumes_from_the_hosts_bytes_kept_as_a_shard(
+    project: Project, tmp_path: Path
+) -> None:
+    _resume(project, tmp_path, ["--shards"], unpack=False)
+
+
+def test_a_tampered_partial_is_sent_again_from_the_start(project: Project, tmp_path: Path) -> None:
+    _resume(project, tmp_path, ["--shards", "--unpack"], unpack=True, tamper=True)
+
+
+@needs_age
+def test_an_encrypted_shard_cut_off_resumes_from_the_cached_ciphertext(
+    project: Project, tmp_path: Path
+) -> None:
+    key, pub = _age_key(tmp_path)
+    flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
+    _resume(project, tmp_path, flags, unpack=True, age_recipients=[pub], age_identity_file=str(key))
+
+
+@needs_age
+def test_an_encrypted_shard_kept_as_ciphertext_resumes(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    _resume(project, tmp_path, ["--encrypt", "--shards"], unpack=False, age_recipients=[pub])
+
+
+@needs_age
+def test_a_tampered_encrypted_partial_is_sent_again_from_the_start(project: Project, tmp_path: Path) -> None:
+    key, pub = _age_key(tmp_path)
+    flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
+    _resume(
+        project, tmp_path, flags, unpack=True, tamper=True, age_recipients=[pub], age_identity_file=str(key)
+    )
