@@ -176,12 +176,18 @@ class SSHRunner:
 
 
 def _send_and_end(chan: Any, data: bytes | None, failed: list[BaseException] | None = None) -> None:
-    """Write a command's stdin and end it (EOF); with `failed`, an error is kept there for the
-    reader's thread to raise instead of being raised here."""
+    """Write a command's stdin and end it (EOF). With `failed` (the writer thread): a channel
+    the command closed before it read all of its stdin is not an error (the command's exit
+    status says how it went, as subprocess's communicate() ignores a broken pipe; a lost
+    connection shows in the output's reader); any other error is kept there for the reader's
+    thread to raise."""
     try:
         if data:
             chan.sendall(data)
         chan.shutdown_write()
+    except (OSError, EOFError):
+        if failed is None:
+            raise
     except Exception as exc:
         if failed is None:
             raise

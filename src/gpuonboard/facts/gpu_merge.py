@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.nvidia_smi.values import _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
 # probe name -> (format label, the nvidia-smi arguments), richest format first
@@ -291,6 +292,13 @@ def _base(
     return list(widest.gpus), False, widest
 
 
+def _best_version(values: Sequence[str | None]) -> str | None:
+    """The first of `values` (richest format first) that is a version number; only where none
+    is, the first given at all: a value that is no version never wins over one that is."""
+    given = [v for v in values if v]
+    return next((v for v in given if _is_version(v)), given[0] if given else None)
+
+
 def _union(
     reports: list[tuple[str, GpuReport]], listed: list[GpuInfo], unopened: Sequence[GpuInfo] = ()
 ) -> GpuReport:
@@ -314,8 +322,8 @@ def _union(
 
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
-        driver_version=next((r.driver_version for _, r in ranked if r.driver_version), None),
-        cuda_version=next((r.cuda_version for _, r in ranked if r.cuda_version), None),
+        driver_version=_best_version([r.driver_version for _, r in ranked]),
+        cuda_version=_best_version([r.cuda_version for _, r in ranked]),
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),

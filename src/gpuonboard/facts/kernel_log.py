@@ -1,5 +1,7 @@
 """Pure parser for kernel log text (`dmesg`, `dmesg -T`, `dmesg --decode --time-format=iso`,
-`journalctl -k`): NVIDIA Xid events (GPU) and SXid events (NVSwitch).
+`journalctl -k`): NVIDIA Xid events (GPU), SXid events (NVSwitch), and the driver's GPU fault
+sentences that carry no Xid (data/nvrm_faults.yml: "has fallen off the bus", "RmInitAdapter
+failed!", "probe routine failed", GSP start-up failures and timeouts).
 
 Real shapes (tests/fixtures/real/dmesg*):
 
@@ -7,6 +9,12 @@ Real shapes (tests/fixtures/real/dmesg*):
     kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', ...
     [6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up
     Oct 02 10:41:07 host kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.
+    [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+                   NVRM: (PCI ID: 10de:26b5) installed in this system has
+                   NVRM: fallen off the bus and is not responding to commands.
+
+(dmesg prints a multi-line message's continuation lines indented, without a timestamp: they
+are joined to the line they continue before the fault sentences are matched.)
 
 The probe (facts/extra_probes.py) prefixes its output with `# source: ...` and `# first: ...`
 lines (which log answered, and its first line before filtering): they tell whether the log
@@ -15,22 +23,71 @@ reaches back to boot, i.e. whether "no Xid" means "none since boot".
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["KernelEvent", "KernelLog", "parse_kernel_log", "pci_key"]
+import yaml
+
+from gpuonboard.resources import DATA_DIR
+
+__all__ = ["KernelEvent", "KernelLog", "NvrmFault", "load_nvrm_faults", "parse_kernel_log", "pci_key"]
+
+NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
 
 
 @dataclass(frozen=True)
 class KernelEvent:
-    """One Xid (GPU) or SXid (NVSwitch) line."""
+    """One Xid (GPU) or SXid (NVSwitch) line, or one NVRM fault sentence without an Xid."""
 
-    kind: str  # "xid" | "sxid"
-    code: int
-    pci: str  # as printed: "0000:9b:00" (Xid) / "0000:05:00.0" (SXid)
+    kind: str  # "xid" | "sxid" | "nvrm"
+    code: int  # the Xid / SXid code; 0 for "nvrm"
+    # as printed: "0000:9b:00" (Xid) / "0000:05:00.0" (SXid, NVRM); "" where an NVRM sentence
+    # names no GPU ("The NVIDIA probe routine failed for 1 device(s).")
+    pci: str
     message: str  # the text after the code: "pid=..., name=..., GPU has fallen off the bus."
     device: str | None = None  # "nvidia-nvswitch0" for SXid lines
     timestamp: str | None = None  # the prefix as printed ("[6781741.548779]", ISO, syslog)
+    fault: str | None = None  # "nvrm": the data/nvrm_faults.yml row's id ("fallen_off_bus")
+
+
+@dataclass(frozen=True)
+class NvrmFault:
+    """One row of data/nvrm_faults.yml: a driver fault sentence that carries no Xid."""
+
+    id: str
+    pattern: re.Pattern[str]
+    name: str
+    action: str
+    verified: bool
+    same_as_xid: int | None = None  # the Xid reporting the same fault (not listed twice)
+
+
+@functools.cache
+def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
+    """The rows of data/nvrm_faults.yml; ValueError on a bad row (packaged reference data)."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    rows = data.get("nvrm_faults") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: 'nvrm_faults' must be a list of mappings")
+    out = []
+    for row in rows:
+        got = [row.get(k) for k in ("id", "pattern", "name", "action")] if isinstance(row, dict) else []
+        fields = [f for f in got if isinstance(f, str) and f]
+        if len(fields) != 4:
+            raise ValueError(f"{path}: row {row!r} needs id, pattern, name and action")
+        out.append(
+            NvrmFault(
+                fields[0],
+                re.compile(fields[1], re.IGNORECASE),
+                fields[2],
+                fields[3],
+                bool(row.get("verified")),
+                row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -57,6 +114,10 @@ class KernelLog:
         """The GPU (Xid) events."""
         return tuple(e for e in self.events if e.kind == "xid")
 
+    def nvrm_faults(self) -> tuple[KernelEvent, ...]:
+        """The GPU fault sentences without an Xid (data/nvrm_faults.yml)."""
+        return tuple(e for e in self.events if e.kind == "nvrm")
+
     def sxids(self) -> tuple[KernelEvent, ...]:
         """The NVSwitch (SXid) events."""
         return tuple(e for e in self.events if e.kind == "sxid")
@@ -67,6 +128,9 @@ _PCI = r"\((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)"
 _XID = re.compile(r"NVRM: Xid " + _PCI + r":\s*(\d+),\s*(.*)$")
 _SXID = re.compile(r"(nvidia-nvswitch\d+): SXid " + _PCI + r":\s*(\d+),\s*(.*)$")
 _HEADER = re.compile(r"^# (source|first): ?(.*)$")
+_NVRM = re.compile(r"NVRM:\s?(.*)$")
+# a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
+_NVRM_PCI = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\b")
 
 
 def _prefix(line: str, start: int) -> str | None:
@@ -76,11 +140,52 @@ def _prefix(line: str, start: int) -> str | None:
     return head or None
 
 
+def _continues(line: str, start: int, text: str, previous: tuple[str | None, str] | None) -> bool:
+    """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
+    are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
+    syslog) continues where the previous text ends mid-sentence and this one starts lower case."""
+    if previous is None:
+        return False
+    if not line[:start].strip():
+        return True
+    head, before = _prefix(line, start), previous[1].rstrip()
+    return head == previous[0] and not before.endswith((".", "!", ")")) and text[:1].islower()
+
+
+def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
+    """The fault event of one joined NVRM message, or None when it is not a fault sentence."""
+    fault = next((f for f in load_nvrm_faults() if f.pattern.search(text)), None)
+    if fault is None:
+        return None
+    pci = _NVRM_PCI.search(text)
+    return KernelEvent("nvrm", 0, pci.group(1) if pci else "", text, None, head, fault.id)
+
+
+def _line_event(line: str) -> KernelEvent | None:
+    """The Xid / SXid event of one line, or None."""
+    if m := _SXID.search(line):
+        return KernelEvent(
+            "sxid", int(m.group(3)), m.group(2), m.group(4).strip(), m.group(1), _prefix(line, m.start())
+        )
+    if m := _XID.search(line):
+        return KernelEvent(
+            "xid", int(m.group(2)), m.group(1), m.group(3).strip(), None, _prefix(line, m.start())
+        )
+    return None
+
+
 def parse_kernel_log(text: str) -> KernelLog:
-    """Parse kernel log text into Xid/SXid events (any timestamp style; other lines ignored)."""
+    """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
+    continuation lines joined); any timestamp style; other lines ignored."""
     events: list[KernelEvent] = []
     source = first = None
     lines = 0
+    message: tuple[str | None, str] | None = None  # the NVRM message being joined: (prefix, text)
+
+    def flush() -> None:
+        if message is not None and (event := _nvrm_event(*message)):
+            events.append(event)
+
     for line in text.splitlines():
         if m := _HEADER.match(line):
             if m.group(1) == "source":
@@ -91,23 +196,22 @@ def parse_kernel_log(text: str) -> KernelLog:
         if not line.strip():
             continue
         lines += 1
-        if m := _SXID.search(line):
-            events.append(
-                KernelEvent(
-                    "sxid",
-                    int(m.group(3)),
-                    m.group(2),
-                    m.group(4).strip(),
-                    m.group(1),
-                    _prefix(line, m.start()),
-                )
-            )
-        elif m := _XID.search(line):
-            events.append(
-                KernelEvent(
-                    "xid", int(m.group(2)), m.group(1), m.group(3).strip(), None, _prefix(line, m.start())
-                )
-            )
+        if event := _line_event(line):
+            flush()
+            message = None
+            events.append(event)
+        elif m := _NVRM.search(line):
+            part = m.group(1).strip()
+            if _continues(line, m.start(), part, message):
+                assert message is not None
+                message = (message[0], f"{message[1]} {part}")
+            else:
+                flush()
+                message = (_prefix(line, m.start()), part)
+        else:
+            flush()
+            message = None
+    flush()
     return KernelLog(tuple(events), source, first, lines)
 
 

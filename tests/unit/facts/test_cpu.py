@@ -29,6 +29,11 @@ CASES = [
     (ORIN, CpuInfo("aarch64", "Cortex-A78AE", None, None, 1, 12, 12)),
     # 2 x Xeon E5-2630 v4 with 36 of its 40 CPUs offline ("Thread(s) per core: 0" as printed)
     (OFFLINE, CpuInfo("x86_64", "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz", 2, 10, 0, 40, 20, (), 36)),
+    # IBM POWER9 (ppc64le, SMT4), 6 NUMA nodes of which 4 list no CPU ("NUMA node252 CPU(s): ")
+    (
+        "lscpu__power9-ppc64le__2socket-6numa__v100-traverse.txt",
+        CpuInfo("ppc64le", "POWER9, altivec supported", 2, 16, 4, 128, 32),
+    ),
 ]
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]

@@ -140,7 +140,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         for p in REAL.glob("nvidia-smi*")
         if not p.name.startswith(other_commands) and p.name != H200_SAMPLER
     }
-    assert outputs == covered
+    from .audit_captures import covered as audit  # the truth audit's captures: tested there
+
+    assert outputs == covered | {n for n in audit("nvidia-smi") if not n.startswith(other_commands)}
     # the prefixes leave out no GPU report: every real output read as one is covered
     reports = {p.name for p in REAL.glob("nvidia-smi*") if detect_kind(p.read_text()) == "nvidia_smi"}
     assert reports == outputs
@@ -1149,3 +1151,53 @@ def test_csv_last_line_cut_is_incomplete() -> None:
     report = parse_query_csv(cut, ())
     assert report.complete is False and report.gpus == ()
     assert parse_query_csv(H100_CSV.read_text(), ()).complete is True
+
+
+def test_xml_power_limits_at_any_depth_and_versions_by_number() -> None:
+    # R610's -q nests the limits under a ceiling block beside a "base power" one (audit F3); an
+    # XML laid out alike is read the same way, the base-power block left out, and a version
+    # element carrying a note (audit F2) is read by its number
+    xml = read(REAL / "nvidia-smi-q-x__geforce-rtx-3080__1gpu__driver595.58.03__dtd-v13.xml")
+    limits = (
+        "\t\t\t<current_power_limit>320.00 W</current_power_limit>\n"
+        "\t\t\t<requested_power_limit>320.00 W</requested_power_limit>\n"
+        "\t\t\t<default_power_limit>320.00 W</default_power_limit>\n"
+    )
+    assert limits in xml
+    nested = xml.replace(
+        limits,
+        "<gpu_base_power><current_power_limit>1.00 W</current_power_limit>"
+        "<default_power_limit>2.00 W</default_power_limit></gpu_base_power>"
+        "<gpu_ceiling_power_limit><current_power_limit>300.00 W</current_power_limit>"
+        "<default_power_limit>310.00 W</default_power_limit></gpu_ceiling_power_limit>\n",
+    ).replace(
+        "<driver_version>595.58.03</driver_version>",
+        "<driver_version>595.58.03 [Deprecated; use kmd_version]</driver_version>",
+    )
+    report = parse_xml(nested)
+    g = report.gpus[0]
+    assert (g.power_draw_w, g.power_limit_w, g.default_power_limit_w, g.max_power_limit_w) == (
+        139.62,
+        300.0,
+        310.0,
+        336.0,
+    )
+    assert report.driver_version == "595.58.03"
+    assert any("Deprecated" in w for w in report.warnings)
+
+
+def test_table_read_by_its_box_whatever_the_version_labels() -> None:
+    # audit F1: the header's version pairs by alias; a table with none is still a table
+    table = read(REAL / "nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt")
+    bare = table.replace("KMD Version: 610.57.04", "                     ").replace(
+        "CUDA UMD Version: 13.3", "                      "
+    )
+    report = parse_any(bare)
+    assert (report.source, report.driver_version, report.cuda_version, len(report.gpus)) == (
+        "table",
+        None,
+        None,
+        1,
+    )
+    both = table.replace("KMD Version: 610.57.04", "Driver Version: 610.57.04 KMD Version: 610.57.04")
+    assert parse_any(both).driver_version == "610.57.04"

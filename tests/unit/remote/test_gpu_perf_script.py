@@ -245,6 +245,8 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     },
     "nvidia-smi-topo-m__h100-80gb-hbm3__1gpu__driver590.48.01__ansi-escapes.txt": {},
     "nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt": {},
+    # truth audit: a GeForce on R610, the same ANSI header shape
+    "nvidia-smi-topo-m__geforce-rtx-2080-super__1gpu__driver610.57.04__ansi-escapes.txt": {},
 }  # fmt: skip
 
 

@@ -32,6 +32,9 @@ class GpuInfo:
     memory_used_mib: int | None = None
     ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
     persistence_mode: str | None = None  # "Enabled" / "Disabled"
+    # Windows only: "WDDM" / "TCC" / "MCDM" (the table's "Driver-Model" column, where Linux has
+    # "Persistence-M"; -q "Driver Model"); None on Linux (N/A) or not reported
+    driver_model: str | None = None
     pcie_gen_current: int | None = None
     pcie_gen_max: int | None = None  # the link's max: the lower of the card's and the host slot's
     # the card's own max and the host slot's (R520+ `-q -x` / `-q`; None when N/A or not reported):
@@ -83,6 +86,13 @@ class GpuInfo:
     clock_event_reasons_known: bool = False  # False: this output did not say
     performance_state: str | None = None  # "P0".."P12"
     utilization_gpu_pct: int | None = None
+    # the other engines' utilisation (NVENC / NVDEC / NVJPG / OFA) and the encoder's active
+    # sessions: a GPU idle by SM figures may still be busy encoding; None when N/A or not reported
+    encoder_util_pct: float | None = None
+    decoder_util_pct: float | None = None
+    jpeg_util_pct: float | None = None
+    ofa_util_pct: float | None = None
+    encoder_sessions: int | None = None
     temperature_slowdown_c: int | None = None  # absolute slowdown threshold
     temperature_max_c: int | None = None  # absolute shutdown threshold
     virtualization_mode: str | None = None  # "None", "Pass-Through", "VGPU", "Host VGPU", ...
@@ -174,3 +184,14 @@ class PowerReadings(TypedDict):
     power_limit_w: float | None
     default_power_limit_w: float | None
     max_power_limit_w: float | None
+
+
+class EngineReadings(TypedDict):
+    """The GpuInfo fields of the engines beside the SMs: video encoder / decoder, JPEG and
+    optical-flow utilisation, and the encoder's active sessions."""
+
+    encoder_util_pct: float | None
+    decoder_util_pct: float | None
+    jpeg_util_pct: float | None
+    ofa_util_pct: float | None
+    encoder_sessions: int | None

@@ -20,6 +20,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _mib,
     _on_off,
     _pstate,
+    _version,
     _yes_no,
 )
 
@@ -125,6 +126,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         memory_used_mib=_mib(cells.get("memory.used")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),
+        driver_model=_clean(cells.get("driver_model.current")),
         pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
         pcie_gen_max=_int(cells.get("pcie.link.gen.max")),
         pcie_width_current=_int(cells.get("pcie.link.width.current")),
@@ -153,6 +155,11 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         clock_event_reasons_known=reasons_known,
         performance_state=_pstate(cells.get("pstate")),
         utilization_gpu_pct=_int(cells.get("utilization.gpu")),
+        encoder_util_pct=_float(cells.get("utilization.encoder")),
+        decoder_util_pct=_float(cells.get("utilization.decoder")),
+        jpeg_util_pct=_float(cells.get("utilization.jpeg")),
+        ofa_util_pct=_float(cells.get("utilization.ofa")),
+        encoder_sessions=_int(cells.get("encoder.stats.sessionCount")),
         # no --query-gpu field for the absolute slowdown / shutdown temperatures
         virtualization_mode=_clean(cells.get("virtualization_mode")),
         compute_mode=_compute_mode(cells.get("compute_mode")),
@@ -195,7 +202,9 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
                 warnings.append("the nvidia-smi --query-gpu output ends mid-row: incomplete probe, rerun")
             continue
         cells: Mapping[str, str] = dict(zip(names, row, strict=True))
-        driver = driver or _clean(cells.get("driver_version"))
+        driver = driver or _version(
+            _csv_first(cells, "kmd_version", "driver_version"), "the CSV driver_version", warnings
+        )
         count = count if count is not None else _int(cells.get("count"))
         gpus.append(_csv_gpu(cells, position, warnings))
     if "name" not in names:

@@ -8,7 +8,7 @@ import re
 
 from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
 from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
-from gpuonboard.facts.nvidia_smi.table import parse_table
+from gpuonboard.facts.nvidia_smi.table import looks_like_table, parse_table
 from gpuonboard.facts.nvidia_smi.text_q import parse_text_q
 from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
 
@@ -26,7 +26,7 @@ def parse_any(text: str) -> GpuReport:
         return parse_xml(text)
     if "NVSMI LOG" in head[:200] or re.search(r"(?m)^Attached GPUs\s+:", text):
         return parse_text_q(text)
-    if "NVIDIA-SMI" in text and "Driver Version:" in text:
+    if looks_like_table(text):
         return parse_table(text)
     first_line = head.splitlines()[0]
     if "," in first_line and _header_names(next(csv.reader([first_line], skipinitialspace=True))):

@@ -10,22 +10,62 @@ from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
-from gpuonboard.facts.nvidia_smi.values import _clean, _compute_mode, _float, _int, _mib, _on_off, _pstate
+from gpuonboard.facts.nvidia_smi.values import (
+    _clean,
+    _compute_mode,
+    _float,
+    _int,
+    _mib,
+    _on_off,
+    _pstate,
+    _version,
+)
 
-_TABLE_DRIVER = re.compile(r"Driver Version:\s*(\S+)")
-_TABLE_CUDA = re.compile(r"CUDA Version:\s*(\S+)")
-_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!)\s*$")
+# the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
+# up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
+_TABLE_VERSION_PAIR = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*(\S+)")
+# label -> what it names, the preferred spelling first
+_TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda")}
+# the box's header rule under the column titles ("|=====+=====|"): the table's shape, whatever
+# its version labels say
+_TABLE_DRIVER_LABEL = re.compile(r"\b(?:Driver|KMD) Version:")
+_TABLE_RULE = re.compile(r"(?m)^\s*\|=+[=+|]*\|?\s*$")
+# the first column's right cell: persistence mode on Linux, the driver model on Windows
+_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!|WDDM|TCC|MCDM|WDM)\s*$")
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A
 _TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?=\s|$)")
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
-_TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+# MiB; "MB" before R331 (the same binary unit)
+_TABLE_MEMORY = re.compile(r"(\d+)\s*(MiB|MB|GiB)\s*/\s*(\d+)\s*(MiB|MB|GiB)")
 _TABLE_PERF = re.compile(r"\b(P\d{1,2})\b")
 _TABLE_POWER = re.compile(r"(\S+)\s*/\s*(\S+)\s*$")
 _TABLE_UTIL = re.compile(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
 # "|    0    2    1    12249      C   /root/tools/memhog     2194MiB |" (GI/CI columns from R470)
 _TABLE_PROCESS = re.compile(
-    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+MiB|N/A)\s*$"
+    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+(?:MiB|MB)|N/A)\s*$"
 )
+_TABLE_UNIT = re.compile(r"(?<=\d)(?=[A-Za-z])")
+# "Processes:", "Compute processes:" (before R331)
+_TABLE_PROCESSES = re.compile(r"\bprocesses:", re.IGNORECASE)
+
+
+def looks_like_table(text: str) -> bool:
+    """Whether `text` is the default table: NVIDIA-SMI's header and the box's header rule (or,
+    for a table cut before its rule, a version label of its header)."""
+    if "NVIDIA-SMI" not in text:
+        return False
+    return _TABLE_RULE.search(text) is not None or _TABLE_DRIVER_LABEL.search(text) is not None
+
+
+def _table_versions(text: str, warnings: list[str]) -> tuple[str | None, str | None]:
+    """(driver, CUDA) from the header's version pairs, each label by its aliases."""
+    header = next((line for line in text.splitlines() if "NVIDIA-SMI" in line), text)
+    pairs = {label.casefold(): value for label, value in _TABLE_VERSION_PAIR.findall(header)}
+    found: dict[str, str | None] = {}
+    for name, labels in _TABLE_VERSION_LABELS.items():
+        raw = next((pairs[label] for label in labels if label in pairs), None)
+        found[name] = _version(raw, f"the table's {name} version", warnings)
+    return found["driver"], found["cuda"]
 
 
 def _cells(line: str) -> list[str]:
@@ -53,7 +93,7 @@ def _table_watts(value: str) -> float | None:
 
 def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[int, list[GpuProcess]], bool]:
     """Processes per GPU index from the 'Processes:' table, and whether the table said."""
-    start = next((i for i, line in enumerate(lines) if "Processes:" in line), None)
+    start = next((i for i, line in enumerate(lines) if _TABLE_PROCESSES.search(line)), None)
     if start is None:
         return {}, False
     by_gpu: dict[int, list[GpuProcess]] = {}
@@ -72,12 +112,13 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
             pid=_int(match.group(4)),
             name=match.group(6).strip(),
             type=match.group(5),
-            used_memory_mib=_mib(match.group(7).replace("MiB", " MiB")),
+            used_memory_mib=_mib(_TABLE_UNIT.sub(" ", match.group(7))),
         )
         by_gpu.setdefault(int(match.group(1)), []).append(process)
     if not by_gpu and not said_none:
         # nvidia-smi inside a container (no host PID namespace) prints an empty table.
-        warnings.append("process table is empty: processes not visible (container?)")
+        if _table_complete(lines):  # (a table cut there: the cut says so)
+            warnings.append("process table is empty: processes not visible (container?)")
         return {}, False
     return by_gpu, True
 
@@ -140,17 +181,26 @@ def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...
 
 
 def _table_gpu(
-    cells: Sequence[str], second: Sequence[str], third: Sequence[str], warnings: list[str]
+    cells: Sequence[str],
+    second: Sequence[str],
+    third: Sequence[str],
+    warnings: list[str],
+    driver_model_column: bool = False,
 ) -> GpuInfo:
     """One GPU's 2 or 3 table rows; a fault marker belongs to its cell, unless it is the GPU's
-    name or most of its cells (then the GPU is unreadable: GpuInfo.faults)."""
+    name or most of its cells (then the GPU is unreadable: GpuInfo.faults). The first column's
+    right cell is the driver model where the header says "Driver-Model" (Windows), else the
+    persistence mode."""
     name_cell = _TABLE_NAME_CELL.match(cells[0])
     bus_cell = _TABLE_BUS_CELL.match(cells[1])
     assert name_cell is not None and bus_cell is not None  # the caller matched them
     index = int(name_cell.group(1))
     cell_faults: list[str] = []
     name = name_cell.group(2).strip()
-    persistence = _table_cell(name_cell.group(3), "persistence mode", cell_faults)
+    first_right = _table_cell(
+        name_cell.group(3), "driver model" if driver_model_column else "persistence mode", cell_faults
+    )
+    persistence = "N/A" if driver_model_column else first_right
     display = bus_cell.string[bus_cell.end() :].strip()
     if display:
         _table_cell(display, "display (Disp.A)", cell_faults)
@@ -175,10 +225,11 @@ def _table_gpu(
         index=index,
         name=name,
         pci_bus_id=_clean(bus_cell.group(1)),
-        memory_total_mib=int(memory.group(2)) if memory else None,
-        memory_used_mib=int(memory.group(1)) if memory else None,
+        memory_total_mib=_mib(f"{memory.group(3)} {memory.group(4)}") if memory else None,
+        memory_used_mib=_mib(f"{memory.group(1)} {memory.group(2)}") if memory else None,
         ecc_mode=_table_ecc(ecc_raw),
         persistence_mode=_on_off(persistence),
+        driver_model=_clean(first_right) if driver_model_column else None,
         temperature_c=temp,
         mig_mode=_on_off(mig) if mig is not None else None,
         # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
@@ -198,7 +249,7 @@ def _table_complete(lines: Sequence[str]) -> bool:
     """Whether the table output ran to its end: the default output always closes with the
     Processes table, and its last box line is a whole closing border. A cut inside a GPU row,
     between GPU rows or inside the process list fails one of the two."""
-    if not any("Processes:" in line for line in lines):
+    if not any(_TABLE_PROCESSES.search(line) for line in lines):
         return False
     box = [line for line in lines if line.strip().startswith(("|", "+"))]
     return bool(box) and _TABLE_BORDER.match(box[-1]) is not None
@@ -206,15 +257,15 @@ def _table_complete(lines: Sequence[str]) -> bool:
 
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    driver_match = _TABLE_DRIVER.search(text)
-    cuda_match = _TABLE_CUDA.search(text)
     lines = text.splitlines()
     gpus: list[GpuInfo] = []
     warnings: list[str] = []
+    driver, cuda = _table_versions(text, warnings)
+    driver_model_column = any("Driver-Model" in line for line in lines[:12])
     i = 0
     while i < len(lines):
         line = lines[i]
-        if "Processes:" in line or "MIG devices:" in line:
+        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line:
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
         name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
@@ -226,7 +277,7 @@ def parse_table(text: str) -> GpuReport:
         third = _cells(lines[i + 2]) if i + 2 < len(lines) else []
         if len(second) != 3:
             second = ["", "", ""]
-        gpus.append(_table_gpu(cells, second, third, warnings))
+        gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 3
     processes, processes_known = _table_processes(lines, warnings)
     gpus = [
@@ -235,8 +286,8 @@ def parse_table(text: str) -> GpuReport:
     ]
     for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
         warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
-    if driver_match is None:
-        warnings.append("no 'Driver Version:' in nvidia-smi table")
+    if driver is None:
+        warnings.append("no driver version ('Driver Version:' / 'KMD Version:') in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")
     complete = _table_complete(lines)
@@ -244,8 +295,8 @@ def parse_table(text: str) -> GpuReport:
         warnings.append(_TABLE_CUT)
     return GpuReport(
         "table",
-        driver_match.group(1) if driver_match else None,
-        _clean(cuda_match.group(1)) if cuda_match else None,
+        driver,
+        cuda,
         None,  # the table does not state a count
         tuple(gpus),
         tuple(warnings),

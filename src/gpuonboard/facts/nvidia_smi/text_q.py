@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import (
+    EngineReadings,
     GpuInfo,
     GpuProcess,
     GpuReport,
@@ -28,6 +29,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _total,
+    _version,
     _yes_no,
 )
 
@@ -220,18 +222,60 @@ def _text_memory_health(section: Mapping[str, Any]) -> MemoryHealth:
     )
 
 
+# blocks of the power section that hold other figures under the same labels' words (R610:
+# "GPU Base Power" beside "GPU Ceiling Power Limit")
+_POWER_OTHER_BLOCKS = frozenset({"gpu base power"})
+
+
+def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
+    """The value of the first of `labels` with one, looked up in `node` and then, level by
+    level, in its sub-sections (R610 nests the limits under "GPU Ceiling Power Limit"); blocks
+    of _POWER_OTHER_BLOCKS are left out."""
+    level: list[Mapping[str, Any]] = [node]
+    while level:
+        for label in labels:
+            for block in level:
+                value = _tree_get(block, label)
+                if value is not None:
+                    return value
+        level = [
+            child
+            for block in level
+            for key, child in block.items()
+            if isinstance(child, Mapping) and key.casefold() not in _POWER_OTHER_BLOCKS
+        ]
+    return None
+
+
 def _text_power(section: Mapping[str, Any]) -> PowerReadings:
-    """Power draw and limits: 'GPU Power Readings' from R535, 'Power Readings' before."""
+    """Power draw and limits: 'GPU Power Readings' from R535, 'Power Readings' before; each
+    label at any depth of the section (R610 nests the limits one level deeper)."""
     power = _tree_section(section, "GPU Power Readings", "Power Readings")
     return PowerReadings(
         power_draw_w=_float(
-            _tree_first(power, ("Power Draw",), ("Average Power Draw",), ("Instant Power Draw",))
+            _tree_deep(
+                power,
+                "Power Draw",
+                "Average Power Draw",
+                "Instantaneous Power Draw",
+                "Instant Power Draw",
+            )
         ),
-        power_limit_w=_float(
-            _tree_first(power, ("Enforced Power Limit",), ("Current Power Limit",), ("Power Limit",))
-        ),
-        default_power_limit_w=_float(_tree_get(power, "Default Power Limit")),
-        max_power_limit_w=_float(_tree_get(power, "Max Power Limit")),
+        power_limit_w=_float(_tree_deep(power, "Enforced Power Limit", "Current Power Limit", "Power Limit")),
+        default_power_limit_w=_float(_tree_deep(power, "Default Power Limit")),
+        max_power_limit_w=_float(_tree_deep(power, "Max Power Limit")),
+    )
+
+
+def _text_engines(section: Mapping[str, Any]) -> EngineReadings:
+    """The video / JPEG / optical-flow engines' utilisation and the encoder's active sessions
+    ('Utilization' > Encoder, Decoder, JPEG, OFA; 'Encoder Stats' > Active Sessions)."""
+    return EngineReadings(
+        encoder_util_pct=_float(_tree_get(section, "Utilization", "Encoder")),
+        decoder_util_pct=_float(_tree_get(section, "Utilization", "Decoder")),
+        jpeg_util_pct=_float(_tree_get(section, "Utilization", "JPEG")),
+        ofa_util_pct=_float(_tree_get(section, "Utilization", "OFA")),
+        encoder_sessions=_int(_tree_get(section, "Encoder Stats", "Active Sessions")),
     )
 
 
@@ -259,6 +303,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
         persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
+        driver_model=_tree_get(section, "Driver Model", "Current"),
         **_text_pcie(section),
         temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
@@ -273,6 +318,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         performance_state=_pstate(_tree_get(section, "Performance State")),
         # "Gpu" up to R535, "GPU" from R580 (the 580.159.04 capture)
         utilization_gpu_pct=_int(_tree_first(section, ("Utilization", "Gpu"), ("Utilization", "GPU"))),
+        **_text_engines(section),
         # absolute thresholds only, not the "... T.Limit Temp" margins
         temperature_slowdown_c=_int(_tree_get(section, "Temperature", "GPU Slowdown Temp")),
         temperature_max_c=_int(_tree_get(section, "Temperature", "GPU Shutdown Temp")),
@@ -342,7 +388,13 @@ def parse_text_q(text: str) -> GpuReport:
     elif attached:
         complete = False  # "Attached GPUs : 8" and not one GPU record after it
     gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
-    driver = _tree_get(tree, "Driver Version")
+    # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
+    driver = _version(
+        _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
+    )
+    cuda = _version(
+        _tree_first(tree, ("CUDA UMD Version",), ("CUDA Version",)), "the -q CUDA version", warnings
+    )
     if driver is None:
         warnings.append("no 'Driver Version' in nvidia-smi -q text")
     if attached is not None and attached != len(gpus):
@@ -352,7 +404,7 @@ def parse_text_q(text: str) -> GpuReport:
     return GpuReport(
         "text",
         driver,
-        _tree_get(tree, "CUDA Version"),
+        cuda,
         attached,
         tuple(gpus),
         tuple(warnings),

@@ -28,7 +28,21 @@ _MISSING = {
 
 _LEADING_INT = re.compile(r"^\s*(-?\d+)")
 _NUMBER_UNIT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-_MIB_PER_UNIT = {"": 1.0, "mib": 1.0, "gib": 1024.0, "kib": 1.0 / 1024, "b": 1.0 / 1024 / 1024}
+# every memory unit nvidia-smi has printed: MiB/GiB/KiB; before R331 "MB" (and "GB") for the same
+# binary units ("14MB /  6143MB" on a 6 GiB GTX TITAN, R325)
+_MIB_PER_UNIT = {
+    "": 1.0,
+    "mib": 1.0,
+    "mb": 1.0,
+    "gib": 1024.0,
+    "gb": 1024.0,
+    "kib": 1.0 / 1024,
+    "kb": 1.0 / 1024,
+    "b": 1.0 / 1024 / 1024,
+}
+# a version number: "610.57.04", "13.3"; what follows it in a field is a note, not the version
+_VERSION_TOKEN = re.compile(r"^(\d+(?:\.\d+)+)(?![\w.])")
+_VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)+")
 
 
 def _clean(value: str | None) -> str | None:
@@ -42,6 +56,27 @@ def _clean(value: str | None) -> str | None:
     if value.startswith("[") and value.endswith("]"):
         return None
     return value
+
+
+def _version(value: str | None, label: str, warnings: list[str]) -> str | None:
+    """A version field read as its leading version number: R610 prints "610.57.04 [Deprecated;
+    will be removed in CUDA 14.0. Use KMD Version instead]"; the note is kept in `warnings`. A
+    value with no leading version number is kept as printed (the merge prefers a version)."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None
+    match = _VERSION_TOKEN.match(cleaned)
+    if match is None:
+        return cleaned
+    note = cleaned[match.end() :].strip()
+    if note:
+        warnings.append(f"{label} reads {cleaned!r}: read as {match.group(1)}")
+    return match.group(1)
+
+
+def _is_version(value: str | None) -> bool:
+    """Whether `value` is a bare version number ("610.57.04", "13.3")."""
+    return value is not None and _VERSION_NUMBER.fullmatch(value) is not None
 
 
 def _int(value: str | None) -> int | None:

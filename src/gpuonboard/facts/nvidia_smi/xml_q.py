@@ -11,6 +11,7 @@ from typing import cast
 
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
+    EngineReadings,
     GpuInfo,
     GpuProcess,
     GpuReport,
@@ -29,6 +30,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _total,
+    _version,
     _yes_no,
 )
 
@@ -168,17 +170,45 @@ def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
     )
 
 
+def _xml_deep(node: ET.Element | None, *tags: str) -> str | None:
+    """The text of the first of `tags` with a value, looked up among `node`'s children and then,
+    level by level, deeper (R610's `-q` nests the power limits one level deeper, under a ceiling
+    block beside a "base power" one; its XML is expected to follow). Blocks whose tag names base
+    power are left out."""
+    level = [] if node is None else [node]
+    while level:
+        for tag in tags:
+            for block in level:
+                value = _xml_text(block, tag)
+                if value is not None:
+                    return value
+        level = [child for block in level for child in block if len(child) and "base_power" not in child.tag]
+    return None
+
+
 def _xml_power(gpu: ET.Element) -> PowerReadings:
-    """Power draw and limits: <gpu_power_readings> from R535 (v12), <power_readings> before."""
+    """Power draw and limits: <gpu_power_readings> from R535 (v12), <power_readings> before;
+    each element at any depth of the section."""
     power = gpu.find("gpu_power_readings")
     if power is None:
         power = gpu.find("power_readings")
     return PowerReadings(
         # v13 has only average/instant draw; <power_draw> (older) is the average too.
-        power_draw_w=_float(_xml_first(power, "power_draw", "average_power_draw", "instant_power_draw")),
-        power_limit_w=_float(_xml_first(power, "enforced_power_limit", "current_power_limit", "power_limit")),
-        default_power_limit_w=_float(_xml_text(power, "default_power_limit")),
-        max_power_limit_w=_float(_xml_text(power, "max_power_limit")),
+        power_draw_w=_float(_xml_deep(power, "power_draw", "average_power_draw", "instant_power_draw")),
+        power_limit_w=_float(_xml_deep(power, "enforced_power_limit", "current_power_limit", "power_limit")),
+        default_power_limit_w=_float(_xml_deep(power, "default_power_limit")),
+        max_power_limit_w=_float(_xml_deep(power, "max_power_limit")),
+    )
+
+
+def _xml_engines(gpu: ET.Element) -> EngineReadings:
+    """<utilization> encoder / decoder / JPEG / OFA and <encoder_stats><session_count>."""
+    return EngineReadings(
+        encoder_util_pct=_float(_xml_text(gpu, "utilization/encoder_util")),
+        decoder_util_pct=_float(_xml_text(gpu, "utilization/decoder_util")),
+        jpeg_util_pct=_float(_xml_text(gpu, "utilization/jpeg_util")),
+        ofa_util_pct=_float(_xml_text(gpu, "utilization/ofa_util")),
+        encoder_sessions=_int(_xml_text(gpu, "encoder_stats/session_count")),
     )
 
 
@@ -195,8 +225,9 @@ def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> tuple[t
     )
 
 
-def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
-    """One <gpu> element, any DTD version."""
+def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: bool = True) -> GpuInfo:
+    """One <gpu> element, any DTD version (`may_fault` False: the document holds no fault word,
+    so none of this GPU's values is looked at for one)."""
     name = _xml_text(gpu, "product_name")
     if name is None:
         warnings.append(f"<gpu> #{position} has no product_name")
@@ -204,7 +235,9 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
     processes, processes_known = _xml_processes(gpu)
     # (the leaves' paths, costly to build for ~1,000 elements a GPU, only when a value may be a fault)
     faults, cell_faults = (
-        _field_faults(_xml_leaves(gpu), "product_name") if _may_fault(_xml_values(gpu)) else ((), ())
+        _field_faults(_xml_leaves(gpu), "product_name")
+        if may_fault and _may_fault(_xml_values(gpu))
+        else ((), ())
     )
     return GpuInfo(
         # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
@@ -218,6 +251,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         memory_used_mib=_mib(_xml_text(gpu, "fb_memory_usage/used")),
         ecc_mode=_on_off(_xml_text(gpu, "ecc_mode/current_ecc")),
         persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
+        driver_model=_xml_text(gpu, "driver_model/current_dm"),
         **_xml_pcie(gpu),
         temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
         mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
@@ -231,6 +265,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str]) -> GpuInfo:
         clock_event_reasons_known=reasons_known,
         performance_state=_pstate(_xml_text(gpu, "performance_state")),
         utilization_gpu_pct=_int(_xml_text(gpu, "utilization/gpu_util")),
+        **_xml_engines(gpu),
         # Absolute thresholds only; the *_tlimit_threshold elements (Ada/Hopper, R535+) are
         # margins relative to T.Limit ("-2 C"), not temperatures.
         temperature_slowdown_c=_int(_xml_text(gpu, "temperature/gpu_temp_slow_threshold")),
@@ -271,7 +306,32 @@ def _xml_values(node: ET.Element) -> list[str]:
     ]
 
 
+def _xml_versions(root: ET.Element, warnings: list[str]) -> tuple[str | None, str | None]:
+    """(driver, CUDA): the KMD / CUDA UMD versions where given (R610 deprecates the old
+    elements' values), each read as its version number."""
+    return (
+        _version(_xml_first(root, "kmd_version", "driver_version"), "the XML driver version", warnings),
+        _version(_xml_first(root, "cuda_umd_version", "cuda_version"), "the XML CUDA version", warnings),
+    )
+
+
 _XML_END = "</nvidia_smi_log>"
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+def _compact(body: str) -> str:
+    """The document without the indentation between its tags (~30 % of an 8-GPU `-q -x`, which
+    expat would hand over as ~4,000 whitespace texts): every value this module reads is
+    stripped, so a whitespace-only text reads as no text. Left whole where a CDATA section could
+    hold such a run (nvidia-smi writes none); a `<` is in no attribute value or text."""
+    return body if "<![CDATA[" in body else _BETWEEN_TAGS.sub("><", body)
+
+
+def _document_may_fault(body: str) -> bool:
+    """Whether any value of the document may hold a fault word: False only when the document's
+    own text holds none (each value is in it as written, unless written with a character
+    reference: with any `&` every GPU's values are looked at)."""
+    return "&" in body or _may_fault((body,))
 
 
 def parse_xml(text: str) -> GpuReport:
@@ -288,13 +348,17 @@ def parse_xml(text: str) -> GpuReport:
         return _xml_cut(body)
     body = body[: end + len(_XML_END)]
     try:
-        root = ET.fromstring(body)
-    except ET.ParseError as exc:
-        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}",))
+        root = ET.fromstring(_compact(body))
+    except ET.ParseError:
+        try:  # (the error as the document itself has it: its line and column)
+            root = ET.fromstring(body)
+        except ET.ParseError as exc:
+            return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}",))
     if root.tag != "nvidia_smi_log":
         return GpuReport("xml", None, None, None, (), (f"unexpected XML root <{root.tag}>",))
     warnings: list[str] = []
-    gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(root.findall("gpu"))]
+    may_fault = _document_may_fault(body)
+    gpus = [_xml_gpu(gpu, position, warnings, may_fault) for position, gpu in enumerate(root.findall("gpu"))]
     attached = _int(_xml_text(root, "attached_gpus"))
     if attached is None:
         warnings.append("no <attached_gpus> in XML")
@@ -302,8 +366,7 @@ def parse_xml(text: str) -> GpuReport:
         warnings.append(f"attached_gpus says {attached} but the XML has {len(gpus)} <gpu> elements")
     return GpuReport(
         "xml",
-        _xml_text(root, "driver_version"),
-        _xml_text(root, "cuda_version"),
+        *_xml_versions(root, warnings),
         attached,
         tuple(gpus),
         tuple(warnings),
@@ -335,8 +398,7 @@ def _xml_cut(body: str) -> GpuReport:
     gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
     return GpuReport(
         "xml",
-        _xml_text(root, "driver_version"),
-        _xml_text(root, "cuda_version"),
+        *_xml_versions(root, warnings),
         _int(_xml_text(root, "attached_gpus")),
         tuple(gpus),
         tuple(warnings),

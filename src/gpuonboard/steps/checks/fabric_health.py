@@ -21,7 +21,7 @@ import yaml
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.infiniband import IbPort
-from gpuonboard.facts.kernel_log import KernelEvent, pci_key
+from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
 from gpuonboard.facts.nvlink import (
     ALL_INACTIVE,
     MIG_MODE,
@@ -179,6 +179,13 @@ def nvlink_model(gpu_name: str) -> ModelLinks | None:
 def xid_action(event: KernelEvent) -> tuple[str, str]:
     """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
     (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
+    if event.kind == "nvrm":
+        # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
+        # does not know is `replace` (the vendor explains it)
+        fault = next((f for f in load_nvrm_faults() if f.id == event.fault), None)
+        if fault is None:
+            return "replace", "NVRM fault not in data/nvrm_faults.yml"
+        return (fault.action if fault.action in FAILING else "replace"), fault.name
     xids, sxids = load_xid_catalogue()
     entry = (sxids if event.kind == "sxid" else xids).get(event.code)
     if entry is None:
@@ -221,20 +228,22 @@ def _recovery_action(message: str) -> str:
 
 
 def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
+    if not pci:
+        return "a GPU (no PCI address in the message)"
     index = gpus.get(pci_key(pci))
     return f"GPU {index} ({pci})" if index is not None else f"GPU at PCI {pci}"
 
 
 def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
     """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
-    groups: dict[tuple[str, int], list[KernelEvent]] = {}
+    groups: dict[tuple[str, int, str | None], list[KernelEvent]] = {}
     for e in events:
-        groups.setdefault((pci_key(e.pci), e.code), []).append(e)
+        groups.setdefault((pci_key(e.pci), e.code, e.fault), []).append(e)
     rank = {
         a: i for i, a in enumerate(("replace", "reboot", "update_driver", "reset_gpu", "check_app", "ignore"))
     }
     out = []
-    for (_, code), group in groups.items():
+    for (_, code, _fault), group in groups.items():
         action, name = xid_action(group[0])
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
@@ -242,7 +251,8 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
             else _gpu_label(group[0].pci, gpus)
         )
         times = f" x{len(group)}" if len(group) > 1 else ""
-        out.append((action, f"{who}: {what} {code} {name}{times} -> {action}"))
+        event = f"{what} {code} {name}" if group[0].kind != "nvrm" else f"driver message (no Xid): {name}"
+        out.append((action, f"{who}: {event}{times} -> {action}"))
     return sorted(out, key=lambda item: rank.get(item[0], 0))
 
 
@@ -306,9 +316,18 @@ def rule_xid(
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
-    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why.
+    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why. The driver's
+    GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
+    failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index."""
     xids = [e for e in events if e.kind == "xid"]
+    logged = {(pci_key(e.pci), e.code) for e in xids}
+    same_as = {f.id: f.same_as_xid for f in load_nvrm_faults()}
+    # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
+    # that Xid's text: listed once
+    xids += [
+        e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
+    ]
     return _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts import topo
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -29,7 +30,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _unreadable,
     fault_advice,
 )
-from gpuonboard.steps.checks.model_match import match_model, split_count
+from gpuonboard.steps.checks.model_match import is_placeholder_name, match_model, split_count
 from gpuonboard.units import format_bytes
 
 
@@ -104,11 +105,17 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
     # a GPU whose name was not read (an output cut inside its record) is unread, not another model
-    read = [g for g in facts.gpu.gpus if not g.faults and g.name.strip()]
+    # a placeholder the driver prints for a card it has no name for ("Graphics Device") is no
+    # model: unverified, never a wrong model
+    placeholder = [
+        g for g in facts.gpu.gpus if not g.faults and g.name.strip() and is_placeholder_name(g.name)
+    ]
+    read = [g for g in facts.gpu.gpus if not g.faults and g.name.strip() and g not in placeholder]
     faulty = [g for g in facts.gpu.gpus if g.faults]
-    nameless = len(facts.gpu.gpus) - len(read) - len(faulty)
+    nameless = len(facts.gpu.gpus) - len(read) - len(faulty) - len(placeholder)
     names = [g.name for g in read]
-    actual = ", ".join(filter(None, [_count_names(names), *map(_unreadable, faulty)])) or "no GPU"
+    shown = [_count_names(names), *map(_unreadable, faulty), *map(_placeholder_text, placeholder)]
+    actual = ", ".join(filter(None, shown)) or "no GPU"
     model, count = split_count(expected)
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
@@ -121,8 +128,10 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if faulty:
         notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
     verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
+    if placeholder and not fails and not faulty and not _incomplete(facts) and not nameless:
+        return Check("gpu_model", expected, actual, "unverified", PLACEHOLDER_ADVICE)
     incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
-    if incomplete and (verdict != "fail" or (nameless and not fails and not faulty)):
+    if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
     if count is not None and len(facts.gpu.gpus) < count:
@@ -136,6 +145,17 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if verdict != "fail":
         notes += [f"{n}: {'; '.join(w)}" for n, w in warns.items()]
     return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
+
+
+PLACEHOLDER_ADVICE = (
+    "the driver printed a placeholder, not the GPU's name (a driver older than the card): the model"
+    " cannot be judged from it; `nvidia-smi --query-gpu=pci.device_id --format=csv` or"
+    " `lspci -nn -d 10de:` gives the PCI device id to look up, and a driver that knows the card names it"
+)
+
+
+def _placeholder_text(g: GpuInfo) -> str:
+    return f"GPU {g.index} named '{g.name.strip()}' (a driver placeholder, not a model)"
 
 
 def _count_names(names: Iterable[str]) -> str:

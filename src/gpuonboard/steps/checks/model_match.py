@@ -7,6 +7,7 @@ nvidia-smi's table cut with '...'), the GPU count an order's model may carry ('8
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -51,6 +52,19 @@ _LEADING = {"QUADRO"}
 # how close nvidia-smi's VRAM (MiB) is to an ordered "80GB" (meaning 80 GiB class): reserved
 # regions and ECC take up to ~7 % (L40S 46068 MiB of 48 GiB, A10 23028 MiB of 24 GiB)
 _VRAM_CLASS = (0.92, 1.08)
+# Names a driver prints for a GPU it has no name for (a driver older than the card, e.g. 418.43
+# on a GTX 1660: tests/fixtures/real/nvidia-smi-q-x__geforce-gtx-1660__1gpu__driver418.43__
+# graphics-device-name.xml), and lspci's form for a device id missing from pci.ids: no model
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:(?:NVIDIA\s+)?Graphics\s+Device|(?:NVIDIA\s+)?Device\s+(?:10de:)?[0-9a-f]{4})?\s*$",
+    re.IGNORECASE,
+)
+
+
+def is_placeholder_name(name: str) -> bool:
+    """True for a name that is no model: empty, "Graphics Device", "NVIDIA Graphics Device",
+    "Device 10de:2184" (the driver does not know the card): the model cannot be judged from it."""
+    return bool(_PLACEHOLDER.match(name))
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,7 @@ def split_count(model: str) -> tuple[str, int | None]:
     return model, None
 
 
+@functools.lru_cache(maxsize=256)  # (pure, its value immutable: a fleet's hosts and GPUs repeat names)
 def _name_tokens(name: str) -> _Name:
     """Normalised words of a GPU name, in order.
 

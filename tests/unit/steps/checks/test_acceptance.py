@@ -635,8 +635,11 @@ def test_integrated_gpu_is_listed_and_its_cores_counted() -> None:
 def test_health_says_not_reported_where_the_board_prints_na() -> None:
     facts = _facts(nvidia_smi=(REAL / ORIN_SMI).read_text())
     checks = {c.name: c for c in gpu_health.evaluate(facts)}  # type: ignore[arg-type]
-    # Persistence-M is N/A on Jetson: not "Enabled"
-    assert (checks["persistence_mode"].verdict, checks["persistence_mode"].actual) == ("pass", "not reported")
+    # Persistence-M is N/A on Jetson (by design): not "Enabled", and no pass from absence
+    assert (checks["persistence_mode"].verdict, checks["persistence_mode"].actual) == (
+        "pass",
+        "N/A on GPU 0 (integrated GPU: no persistence mode)",
+    )
     assert checks["foreign_processes"].actual == "none"
 
 

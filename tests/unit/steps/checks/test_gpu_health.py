@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -493,9 +494,30 @@ def test_idle_h100_from_csv_passes_on_its_figures() -> None:
     report = parse_query_csv(
         (REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv").read_text(), ()
     )
-    check = gpu_health.rule_foreign_processes(list(report.gpus))
+    # the capture's engine columns (utilization.encoder/decoder/jpeg/ofa 0 %, sessionCount 0),
+    # as read by hand: whether or not the CSV reader fills them yet, the rule judges these
+    gpus = [
+        dataclasses.replace(
+            g,
+            encoder_util_pct=0.0,
+            decoder_util_pct=0.0,
+            jpeg_util_pct=0.0,
+            ofa_util_pct=0.0,
+            encoder_sessions=0,
+        )
+        for g in report.gpus
+    ]
+    check = gpu_health.rule_foreign_processes(gpus)
     assert check.verdict == "pass"
-    assert check.actual.startswith("none by utilisation and memory used (GPU 0 0 % / 0 MiB)")
+    assert check.actual == (
+        "none by utilisation, memory used and the video engines (GPU 0 0 % / 0 MiB);"
+        " this output lists no processes"
+    )
+    # without the encoder / decoder figures, idle SM and memory are not enough to say "nobody"
+    blind = [dataclasses.replace(g, encoder_util_pct=None, encoder_sessions=None) for g in gpus]
+    check = gpu_health.rule_foreign_processes(blind)
+    assert check.verdict == "unverified"
+    assert "the video encoder figures were not read" in check.actual
 
 
 def test_no_list_and_no_figures_is_unverified_and_an_empty_list_on_a_busy_gpu_fails() -> None:

@@ -3,15 +3,29 @@ virtualisation (bare metal, pass-through or vGPU)."""
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
+
+import yaml
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 
+# integrated (Jetson) GPUs, whose nvidia-smi prints N/A for the persistence mode by design:
+# "Orin (nvgpu)" (tests/fixtures/real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt)
+_INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:Orin|Xavier|Thor)\b", re.IGNORECASE)
+
 
 def rule_persistence(gpus: list[GpuInfo]) -> Check:
-    """Persistence mode on (else every CUDA start pays driver initialisation)."""
+    """Persistence mode on (else every CUDA start pays driver initialisation).
+
+    WARN: Disabled on a GPU. PASS: Enabled on every GPU, or N/A on an integrated (Jetson) GPU,
+    which has none (the actual says N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A):
+    absence is no evidence that it is on.
+    """
     off = [gpu_label(g) for g in gpus if g.persistence_mode == "Disabled"]
     if off:
         return Check(
@@ -21,16 +35,57 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
             "warn",
             "enable it with `sudo nvidia-smi -pm 1` (or the nvidia-persistenced service)",
         )
-    # N/A (an integrated GPU, some vGPUs) is not "Enabled": say that it was not reported
-    known = [g for g in gpus if g.persistence_mode is not None]
-    return Check("persistence_mode", "Enabled", "Enabled" if known else "not reported", "pass")
+    unknown = [g for g in gpus if g.persistence_mode is None]
+    if unknown and all(_INTEGRATED.search(g.name) for g in unknown):
+        # N/A by design: an integrated (Jetson) GPU has no persistence mode, and its table says N/A
+        return Check(
+            "persistence_mode",
+            "Enabled",
+            f"N/A on {gpu_list(unknown, gpus)} (integrated GPU: no persistence mode)",
+            "pass",
+            "the output says N/A: an integrated GPU has no persistence mode to enable",
+        )
+    if unknown or not gpus:
+        return Check(
+            "persistence_mode",
+            "Enabled",
+            f"not reported for {gpu_list(unknown, gpus)}" if gpus else "not reported",
+            "unverified",
+            "this nvidia-smi output does not give the persistence mode;"
+            " `nvidia-smi -q -d PERFORMANCE` or the plain `nvidia-smi` table (Persistence-M) shows it",
+        )
+    return Check("persistence_mode", "Enabled", "Enabled", "pass")
 
 
-# GPUs that have MIG (NVIDIA's MIG user guide, "Supported GPUs": A100, A30, H100, H200, H800,
-# H20, A800, B200, GB200, RTX PRO 6000 Blackwell); others print N/A, which is no MIG at all
-_MIG_CAPABLE = re.compile(
-    r"\b(A100|A30|A800|H100|H200|H800|H20|GH200|B200|GB200|B300|GB300)\b", re.IGNORECASE
-)
+MIG_CAPABLE_FILE = DATA_DIR / "mig_capable.yml"
+
+
+@functools.cache
+def load_mig_capable(path: Path = MIG_CAPABLE_FILE) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(match, names) per row of data/mig_capable.yml (the GPUs that have MIG; NVIDIA's MIG
+    user guide, "Supported GPUs"); ValueError on a bad row."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    rows = data.get("mig_capable") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: 'mig_capable' must be a list of mappings")
+    out = []
+    for row in rows:
+        match, names = (row.get("match"), row.get("names")) if isinstance(row, dict) else (None, None)
+        if not isinstance(match, str) or not isinstance(names, list) or not names:
+            raise ValueError(f"{path}: row {row!r} needs a 'match' text and a list of 'names'")
+        out.append((match, tuple(str(n) for n in names)))
+    return tuple(out)
+
+
+@functools.cache
+def _mig_capable_pattern() -> re.Pattern[str]:
+    words = "|".join(f"(?:{m})" for m, _ in load_mig_capable())
+    return re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
+
+
+def mig_capable(name: str) -> bool:
+    """True when the GPU name is a MIG-capable model per data/mig_capable.yml."""
+    return bool(_mig_capable_pattern().search(name))
 
 
 def rule_mig(gpus: list[GpuInfo]) -> Check:
@@ -44,7 +99,7 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     on = [g for g in gpus if g.mig_mode == "Enabled"]
     pending_on = [g for g in gpus if g.mig_mode != "Enabled" and g.mig_mode_pending == "Enabled"]
     pending_off = [g for g in on if g.mig_mode_pending == "Disabled"]
-    unknown = [g for g in gpus if g.mig_mode is None and _MIG_CAPABLE.search(g.name)]
+    unknown = [g for g in gpus if g.mig_mode is None and mig_capable(g.name)]
     if not on and not pending_on and unknown:
         # a MIG-capable GPU whose mode no format reported: whole GPUs are not shown
         return Check(
@@ -55,7 +110,10 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
             "`nvidia-smi -L` lists MIG devices under a GPU in MIG mode; `nvidia-smi -q` shows the mode",
         )
     if not on and not pending_on:
-        return Check("mig_mode", "Disabled (whole GPUs)", "Disabled", "pass")
+        # a non-MIG model's mode is N/A (None): it has whole GPUs by construction
+        no_mig = [g for g in gpus if g.mig_mode is None]
+        actual = f"Disabled; {gpu_list(no_mig, gpus)}: no MIG on this model" if no_mig else "Disabled"
+        return Check("mig_mode", "Disabled (whole GPUs)", actual, "pass")
     parts = []
     if on:
         text = f"Enabled on {gpu_list(on, gpus)}"
@@ -87,10 +145,18 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
 
 
 def rule_virtualization(gpus: list[GpuInfo]) -> Check:
-    """Report pass-through or vGPU: bare metal vs a VM changes what you pay for."""
+    """Report pass-through or vGPU: bare metal vs a VM changes what you pay for. UNVERIFIED when
+    no format reported the mode: a vGPU cannot be ruled out from its absence."""
     modes = sorted({g.virtualization_mode for g in gpus if g.virtualization_mode})
     if not modes:
-        return Check("virtualization", "(information)", "not reported", "pass")
+        return Check(
+            "virtualization",
+            "bare metal or pass-through",
+            "not reported",
+            "unverified",
+            "this nvidia-smi output does not give the virtualisation mode (a vGPU shares the"
+            " physical GPU); `nvidia-smi -q` shows it under GPU Virtualization Mode",
+        )
     vgpu = [m for m in modes if "VGPU" in m.upper()]
     if vgpu:
         return Check(

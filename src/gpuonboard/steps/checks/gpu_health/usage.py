@@ -18,34 +18,93 @@ BUSY_UTIL_PCT = 10
 BUSY_MEMORY_MIB = 1024
 
 
+# The GPU's other engines, (label, GpuInfo field): a GPU idle by SM utilisation may still be
+# encoding or decoding someone's video (NVENC at 100 % with ~800 MiB used: the R610 nvenc-load
+# capture). Any non-zero figure is work: an idle engine reads 0 %.
+ENGINES = (
+    ("encoder", "encoder_util_pct"),
+    ("decoder", "decoder_util_pct"),
+    ("JPEG", "jpeg_util_pct"),
+    ("OFA", "ofa_util_pct"),
+)
+
+
+def _engine_work(g: GpuInfo) -> list[str]:
+    """'encoder 100 %', '2 encoder sessions': the engine figures that show work."""
+    busy = [f"{label} {value:g} %" for label, field in ENGINES if (value := getattr(g, field))]
+    if g.encoder_sessions:
+        busy.append(f"{g.encoder_sessions} encoder session{'s' if g.encoder_sessions > 1 else ''}")
+    return busy
+
+
+def _engines_unread(g: GpuInfo) -> tuple[list[str], list[str]]:
+    """(required, optional) engines whose figures this output did not give. The video encoder
+    (utilisation or session count) and decoder are required to call a GPU with no process list
+    idle; JPEG and OFA are optional (N/A on GPUs without the engine, and absent before R550)."""
+    required = []
+    if g.encoder_util_pct is None and g.encoder_sessions is None:
+        required.append("encoder")
+    if g.decoder_util_pct is None:
+        required.append("decoder")
+    optional = [label for label, field in ENGINES[2:] if getattr(g, field) is None]
+    return required, optional
+
+
 def _busy(g: GpuInfo) -> str | None:
-    """'at 100 % utilisation with 31.6 GiB used' when the numbers show work, else None."""
+    """'at 100 % utilisation with 31.6 GiB used' (plus engine work: 'encoder 100 %') when the
+    numbers show work, else None."""
     util = g.utilization_gpu_pct
     used = g.memory_used_mib
-    if (util is None or util < BUSY_UTIL_PCT) and (used is None or used <= BUSY_MEMORY_MIB):
+    engines = _engine_work(g)
+    if (util is None or util < BUSY_UTIL_PCT) and (used is None or used <= BUSY_MEMORY_MIB) and not engines:
         return None
     mem = f"{used / 1024:.1f} GiB used" if used is not None else "memory use not reported"
     at = f"at {util} % utilisation" if util is not None else "utilisation not reported"
-    return f"{gpu_label(g)} {at} with {mem}"
+    work = f" and {', '.join(engines)}" if engines else ""
+    return f"{gpu_label(g)} {at} with {mem}{work}"
 
 
 def _idle_by_numbers(g: GpuInfo) -> bool:
+    """SM utilisation and memory read idle, and the encoder and decoder were read (idle: a busy
+    one makes _busy true first)."""
     return (
         g.utilization_gpu_pct is not None
         and g.memory_used_mib is not None
         and g.utilization_gpu_pct < BUSY_UTIL_PCT
         and g.memory_used_mib <= BUSY_MEMORY_MIB
+        and not _engines_unread(g)[0]
     )
+
+
+def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
+    """Why GPUs with no process list could not be called idle: the figures missing."""
+    no_figures = [g for g in unjudged if g.utilization_gpu_pct is None or g.memory_used_mib is None]
+    parts = []
+    if no_figures:
+        parts.append(
+            f"not reported for {gpu_list(no_figures, gpus)}: no process list and no utilisation /"
+            " memory figures"
+        )
+    engines = [g for g in unjudged if g not in no_figures]
+    if engines:
+        unread = sorted({e for g in engines for e in _engines_unread(g)[0]})
+        parts.append(
+            f"{gpu_list(engines, gpus)} idle by utilisation and memory, but the video"
+            f" {' and '.join(unread)} figures were not read and this output lists no processes"
+        )
+    return "; ".join(parts)
 
 
 def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
     FAIL: a compute process is listed, or a GPU with no listed process (no list in this output,
-    or an empty one) shows utilisation >= 10 % or more than 1 GiB of memory used (another job:
-    a container's or VM's processes are not listed). WARN: only graphics processes. PASS: every
-    GPU's list is known and empty, or (no list) its utilisation and memory both read idle.
-    UNVERIFIED: no list and no utilisation / memory figures to judge from.
+    or an empty one) shows utilisation >= 10 %, more than 1 GiB of memory used, or any work on
+    another engine (encoder / decoder / JPEG / OFA above 0 %, an encoder session): another
+    job, whose processes a container or VM hides. WARN: only graphics processes. PASS: every
+    GPU's list is known and empty, or (no list) its utilisation, memory, encoder and decoder
+    all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
+    figures or the encoder / decoder figures not reported (named in the row).
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
@@ -92,18 +151,22 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
         return Check(
             "foreign_processes",
             "none",
-            f"not reported for {gpu_list(unjudged, gpus)}: no process list and no utilisation /"
-            " memory figures",
+            _unjudged_text(unjudged, gpus),
             "unverified",
             "this nvidia-smi output lists no processes; `nvidia-smi` (the table) or"
-            " `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` shows them",
+            " `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` shows them, and"
+            " `--query-gpu=utilization.gpu,memory.used,utilization.encoder,utilization.decoder,"
+            "encoder.stats.sessionCount` the engines",
         )
     figures = ", ".join(
         f"{gpu_label(g)} {g.utilization_gpu_pct} % / {g.memory_used_mib} MiB" for g in no_list
     )
+    optional = sorted({e for g in no_list for e in _engines_unread(g)[1]})
+    unread = f" ({' and '.join(optional)} not reported)" if optional else ""
     return Check(
         "foreign_processes",
         "none",
-        f"none by utilisation and memory used ({figures}); this output lists no processes",
+        f"none by utilisation, memory used and the video engines ({figures}){unread};"
+        " this output lists no processes",
         "pass",
     )

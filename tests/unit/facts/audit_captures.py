@@ -1,0 +1,59 @@
+"""The captures of the 2026-12 truth audit (new real outputs from public repositories and issues,
+SOURCES in tests/fixtures/real/SOURCES.md, section "Truth audit captures").
+
+PARSED_RIGHT: the captures test_audit_captures.py checks value by value (we read them as a careful
+human does). FINDINGS: the captures we read wrongly today, with the finding; they have no value
+test yet (a test of today's output would pin a wrong value): fix the class of error, then move
+the capture to PARSED_RIGHT with its values. The per-parser "every real capture is covered" tests
+count both sets as covered.
+"""
+
+from __future__ import annotations
+
+PARSED_RIGHT = frozenset(
+    {
+        "real/nvidia-smi__titan-v__1gpu__driver515.65.01.txt",
+        "real/nvidia-smi__geforce-rtx-3070__1gpu__driver531.68__wsl-smi530.47.txt",
+        "real/nvidia-smi__tesla-k20m__1gpu__driver361.93.02.txt",
+        "real/nvidia-smi-q-x__a10g__1gpu__driver515.105.01__aws-passthrough.xml",
+        "real/nvidia-smi-q-x__geforce-rtx-3060__1gpu__driver570.124.04.xml",
+        "real/nvidia-smi-q-x__geforce-rtx-3080__1gpu__driver536.40.xml",
+        "real/nvidia-smi-q-x__geforce-rtx-3080__1gpu__driver595.58.03__dtd-v13.xml",
+        "real/nvidia-smi-q-x__geforce-rtx-3090__1gpu__driver525.147.05__power-limit-lowered.xml",
+        "real/nvidia-smi-q-x__quadro-p2000__1gpu__driver525.125.06.xml",
+        "real/nvidia-smi-q-x__quadro-p400__1gpu__driver418.43.xml",
+        "real/nvidia-smi-query-gpu-nounits__geforce-rtx-2080-ti__1gpu__driver442.19__unknown-error-cell.csv",
+        "real/nvidia-smi-topo-m__geforce-rtx-2080-super__1gpu__driver610.57.04__ansi-escapes.txt",
+        "real/nvidia-smi-nvlink-s__geforce-rtx-2080-super__all-inactive__driver610.57.04.txt",
+        "real/lscpu__power9-ppc64le__2socket-6numa__v100-traverse.txt",
+        "real/ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt",
+        "real/ibv_devinfo-v__connectx3-mlx4__port-down-polling.txt",
+        "real/dmesg-T__xid-79-unknown-pid__titan-v.txt",
+        "real/df-PT__long-device-name-mapper__jc-generic.txt",
+        "real/free-w__centos-7.7-vm.txt",
+        "real/free-h__centos-7.7-vm.txt",
+        "real/nvidia-smi-query-gpu__geforce-rtx-2080-super__1gpu__driver610.57.04__nvenc-load.csv",
+        "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",
+        # fixed F1 (R610 table header, Windows Driver-Model column), F2/F3 (R610 -q versions,
+        # nested power limits), F9 (pre-R331 MB cells)
+        "real/nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt",
+        "real/nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt",
+        "real/nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt",
+        "real/nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt",
+        "edited/nvidia-smi__geforce-gtx-titan__3gpu__driver325.15__mb-units__cut-in-processes__edited.txt",
+        # fixed F5 (placeholder name), F6 (NVRM faults without an Xid): value tests in
+        # tests/unit/steps/checks/test_truth_audit_rules.py and tests/unit/facts/test_kernel_log_nvrm.py
+        "real/nvidia-smi-q-x__geforce-gtx-1660__1gpu__driver418.43__graphics-device-name.xml",
+        "real/dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",
+        "real/dmesg-T__rminitadapter-failed-no-xid__titan-v.txt",
+    }
+)
+
+# capture -> what we get wrong today (the numbers are the findings' in the audit report)
+FINDINGS: dict[str, str] = {}  # all fixed (F1-F9 of the 2026-12 audit)
+
+
+def covered(prefix: str) -> set[str]:
+    """The real captures of this audit whose file name starts with `prefix` (file names only)."""
+    names = {n.split("/", 1)[1] for n in PARSED_RIGHT | FINDINGS.keys() if n.startswith("real/")}
+    return {n for n in names if n.startswith(prefix)}

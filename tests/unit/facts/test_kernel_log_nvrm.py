@@ -1,0 +1,108 @@
+"""GPU faults the driver logs without an Xid line (finding F6 of the 2026-12 truth audit):
+"has fallen off the bus" (a dmesg message over three lines), "RmInitAdapter failed!",
+"probe routine failed": read from real captures, judged by the gpu_xid rule (fail, naming the PCI
+address), listed once where the log also has the Xid of the same fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.kernel_log import load_nvrm_faults, parse_kernel_log
+from gpuonboard.steps.checks.fabric_health import FAILING, rule_xid
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"  # NVIDIA/NVSentinel #155
+RMINIT = "dmesg-T__rminitadapter-failed-no-xid__titan-v.txt"  # illinois-scicomp #76
+
+
+def test_fallen_off_the_bus_over_three_dmesg_lines_is_one_event_naming_the_gpu() -> None:
+    log = parse_kernel_log((REAL / FALLEN).read_text())
+    assert log.lines == 5 and not log.xids()
+    # "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0" + two indented "NVRM:" continuation lines;
+    # "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s)." (no address)
+    assert [(e.kind, e.fault, e.pci, e.timestamp) for e in log.events] == [
+        ("nvrm", "fallen_off_bus", "0000:b3:00.0", "[ 1843.308145]"),
+        ("nvrm", "probe_failed", "", "[ 1843.439662]"),
+    ]
+    assert log.events[0].message == (
+        "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off"
+        " the bus and is not responding to commands."
+    )
+    check = rule_xid(log.events, True, "", [(0, "00000000:B3:00.0")], log.covers_boot)
+    assert check.verdict == "fail"
+    assert check.actual == (
+        "GPU 0 (0000:b3:00.0): driver message (no Xid): GPU has fallen off the bus -> reboot;"
+        " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
+        " probe a GPU -> reboot"
+    )
+
+
+def test_rminitadapter_failed_fails_naming_the_pci_address() -> None:
+    log = parse_kernel_log((REAL / RMINIT).read_text())
+    # two rounds of "RmInitAdapter failed! (0x25:0x40:1470)" + "rm_init_adapter failed, device minor number 0"
+    assert [(e.fault, e.pci) for e in log.events] == [("rm_init_adapter_failed", "0000:81:00.0")] * 4
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU at PCI 0000:81:00.0: driver message (no Xid): GPU failed to initialise (RmInitAdapter failed) x4"
+        " -> replace",
+    )
+    assert "inspect and replace" in check.detail
+
+
+def test_the_sentence_of_a_logged_xid_is_listed_once() -> None:
+    # "NVRM: Xid (PCI:0000:02:00): 79, ... GPU has fallen off the bus." then
+    # "NVRM: GPU 0000:02:00.0: GPU has fallen off the bus.": one fault, the Xid's
+    log = parse_kernel_log((REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt").read_text())
+    assert [(e.kind, e.fault) for e in log.nvrm_faults()] == [("nvrm", "fallen_off_bus")]
+    check = rule_xid(log.events, True, "", [(0, "00000000:02:00.0")], log.covers_boot)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (0000:02:00): Xid 79 GPU has fallen off the bus -> reboot",
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "fault", "pci"),
+    [
+        # journalctl -k prefixes every line; a GSP start-up failure and its summary line
+        (
+            "Oct 02 10:41:07 host kernel: NVRM: GPU0 RmInitAdapter: Cannot initialize GSP firmware RM",
+            "gsp_init_failed",
+            "",
+        ),
+        (
+            "[  921.623] NVRM: GPU 0000:04:00.0: RmInitAdapter failed! (0x62:0x40:2192)",
+            "rm_init_adapter_failed",
+            "0000:04:00.0",
+        ),
+        ("[   12.3] NVRM: _kgspLogXid119: ******** GSP Timeout ********", "gsp_timeout", ""),
+    ],
+)
+def test_other_fault_sentences(line: str, fault: str, pci: str) -> None:
+    (event,) = parse_kernel_log(line).events
+    assert (event.kind, event.fault, event.pci) == ("nvrm", fault, pci)
+
+
+def test_ordinary_driver_lines_are_no_fault() -> None:
+    text = (
+        "[    5.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.158.01  Release Build\n"
+        "[    5.2] NVRM: GPU at PCI:0000:02:00: GPU-be29ae39-c771-a3b8-e7c3-83562ff86bbe\n"
+        "[    5.3] NVRM: GPU Board Serial Number: 0322518029277\n"
+    )
+    log = parse_kernel_log(text)
+    assert log.events == () and log.lines == 3
+    assert rule_xid(log.events, True).verdict == "pass"
+
+
+def test_every_fault_row_fails_the_box() -> None:
+    rows = load_nvrm_faults()
+    assert {r.id for r in rows} >= {
+        "fallen_off_bus",
+        "rm_init_adapter_failed",
+        "probe_failed",
+        "gsp_init_failed",
+    }
+    assert all(r.action in FAILING for r in rows)
