@@ -13,9 +13,21 @@ import site
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 #: the package's reference tables (data/*.yml), each row with its source
 DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def table_rows(path: Path, key: str) -> list[dict[str, Any]]:
+    """The rows (mappings) under `key` of a packaged reference table; ValueError otherwise."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    rows = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{path}: '{key}' must be a list of mappings")
+    return rows
 
 
 def installed_root() -> Path:

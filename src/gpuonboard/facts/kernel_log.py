@@ -28,9 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = ["KernelEvent", "KernelLog", "NvrmFault", "load_nvrm_faults", "parse_kernel_log", "pci_key"]
 
@@ -67,13 +65,9 @@ class NvrmFault:
 @functools.cache
 def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
     """The rows of data/nvrm_faults.yml; ValueError on a bad row (packaged reference data)."""
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    rows = data.get("nvrm_faults") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
-        raise ValueError(f"{path}: 'nvrm_faults' must be a list of mappings")
     out = []
-    for row in rows:
-        got = [row.get(k) for k in ("id", "pattern", "name", "action")] if isinstance(row, dict) else []
+    for row in table_rows(path, "nvrm_faults"):
+        got = [row.get(k) for k in ("id", "pattern", "name", "action")]
         fields = [f for f in got if isinstance(f, str) and f]
         if len(fields) != 4:
             raise ValueError(f"{path}: row {row!r} needs id, pattern, name and action")

@@ -15,9 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import yaml
+from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.infiniband import IbPort
@@ -30,7 +28,7 @@ from gpuonboard.facts.nvlink import (
     NvlinkErrors,
     NvlinkStatus,
 )
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 
 if TYPE_CHECKING:
@@ -104,21 +102,13 @@ class ErrorThreshold:
     verified: bool
 
 
-def _rows(path: Path, key: str) -> list[dict[str, Any]]:
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    rows = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise ValueError(f"{path}: '{key}' must be a list of mappings")
-    return rows
-
-
 @functools.cache
 def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], Mapping[int, XidEntry]]:
     """(Xid code -> entry, SXid code -> entry) from data/xid.yml; ValueError on a bad row."""
     out: list[dict[int, XidEntry]] = []
     for key in ("xid", "sxid"):
         table: dict[int, XidEntry] = {}
-        for row in _rows(path, key):
+        for row in table_rows(path, key):
             code, action = row.get("code"), row.get("action")
             if not isinstance(code, int) or action not in ACTIONS or code in table:
                 raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
@@ -131,7 +121,7 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
 def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
     """The rows of data/nvlink_links.yml in order (first match wins)."""
     rows = []
-    for row in _rows(path, "models"):
+    for row in table_rows(path, "models"):
         links = row.get("links")
         if not isinstance(row.get("match"), str) or not (links is None or isinstance(links, int)):
             raise ValueError(f"{path}: models row {row!r}: needs match (text) and links (number or null)")
@@ -151,7 +141,7 @@ def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
 def load_nvlink_error_thresholds(path: Path = NVLINK_ERRORS_FILE) -> tuple[ErrorThreshold, ...]:
     """The rows of data/nvlink_errors.yml (ValueError on a bad or duplicate row)."""
     rows: list[ErrorThreshold] = []
-    for row in _rows(path, "counters"):
+    for row in table_rows(path, "counters"):
         name, warn, fail = row.get("name"), row.get("warn_at"), row.get("fail_at")
         limits_ok = all(v is None or (isinstance(v, int) and v >= 1) for v in (warn, fail))
         if not isinstance(name, str) or not limits_ok or (warn is None and fail is None):

@@ -7,10 +7,8 @@ import functools
 import re
 from pathlib import Path
 
-import yaml
-
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 
@@ -64,13 +62,9 @@ MIG_CAPABLE_FILE = DATA_DIR / "mig_capable.yml"
 def load_mig_capable(path: Path = MIG_CAPABLE_FILE) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(match, names) per row of data/mig_capable.yml (the GPUs that have MIG; NVIDIA's MIG
     user guide, "Supported GPUs"); ValueError on a bad row."""
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    rows = data.get("mig_capable") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
-        raise ValueError(f"{path}: 'mig_capable' must be a list of mappings")
     out = []
-    for row in rows:
-        match, names = (row.get("match"), row.get("names")) if isinstance(row, dict) else (None, None)
+    for row in table_rows(path, "mig_capable"):
+        match, names = row.get("match"), row.get("names")
         if not isinstance(match, str) or not isinstance(names, list) or not names:
             raise ValueError(f"{path}: row {row!r} needs a 'match' text and a list of 'names'")
         out.append((match, tuple(str(n) for n in names)))
