@@ -23,6 +23,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
+    _first_deep,
     _float,
     _int,
     _mib,
@@ -228,23 +229,15 @@ _POWER_OTHER_BLOCKS = frozenset({"gpu base power"})
 
 
 def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
-    """The value of the first of `labels` with one, looked up in `node` and then, level by
-    level, in its sub-sections (R610 nests the limits under "GPU Ceiling Power Limit"); blocks
-    of _POWER_OTHER_BLOCKS are left out."""
-    level: list[Mapping[str, Any]] = [node]
-    while level:
-        for label in labels:
-            for block in level:
-                value = _tree_get(block, label)
-                if value is not None:
-                    return value
-        level = [
-            child
-            for block in level
-            for key, child in block.items()
-            if isinstance(child, Mapping) and key.casefold() not in _POWER_OTHER_BLOCKS
+    """The value of the first of `labels` at any depth of `node` (values._first_deep); blocks of
+    _POWER_OTHER_BLOCKS are left out."""
+
+    def children(block: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return [
+            c for k, c in block.items() if isinstance(c, Mapping) and k.casefold() not in _POWER_OTHER_BLOCKS
         ]
-    return None
+
+    return _first_deep([node], labels, _tree_get, children)
 
 
 def _text_power(section: Mapping[str, Any]) -> PowerReadings:

@@ -5,6 +5,8 @@ compute modes. Pure functions of one raw value each; None where nvidia-smi gave 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 # Values nvidia-smi prints when a field has no value on this GPU/driver.
 _MISSING = {
@@ -43,6 +45,30 @@ _MIB_PER_UNIT = {
 # a version number: "610.57.04", "13.3"; what follows it in a field is a note, not the version
 _VERSION_TOKEN = re.compile(r"^(\d+(?:\.\d+)+)(?![\w.])")
 _VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)+")
+
+
+_Node = TypeVar("_Node")
+
+
+def _first_deep(
+    roots: Sequence[_Node],
+    labels: Sequence[str],
+    get: Callable[[_Node, str], str | None],
+    children: Callable[[_Node], Iterable[_Node]],
+) -> str | None:
+    """The value of the first of `labels` that has one, looked up in `roots` and then, level by
+    level, in their sub-sections (R610 nests the power limits one level deeper than before): a
+    shallower reading wins over a deeper one, an earlier label over a later one at one depth.
+    One search for the `-q` text's tree and the `-q -x` XML, each with its own accessors."""
+    level = list(roots)
+    while level:
+        for label in labels:
+            for block in level:
+                value = get(block, label)
+                if value is not None:
+                    return value
+        level = [child for block in level for child in children(block)]
+    return None
 
 
 def _clean(value: str | None) -> str | None:

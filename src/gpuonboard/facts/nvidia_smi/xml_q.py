@@ -24,6 +24,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
+    _first_deep,
     _float,
     _int,
     _mib,
@@ -171,19 +172,14 @@ def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
 
 
 def _xml_deep(node: ET.Element | None, *tags: str) -> str | None:
-    """The text of the first of `tags` with a value, looked up among `node`'s children and then,
-    level by level, deeper (R610's `-q` nests the power limits one level deeper, under a ceiling
-    block beside a "base power" one; its XML is expected to follow). Blocks whose tag names base
-    power are left out."""
-    level = [] if node is None else [node]
-    while level:
-        for tag in tags:
-            for block in level:
-                value = _xml_text(block, tag)
-                if value is not None:
-                    return value
-        level = [child for block in level for child in block if len(child) and "base_power" not in child.tag]
-    return None
+    """The text of the first of `tags` with a value at any depth of `node` (values._first_deep;
+    R610's `-q` nests the power limits one level deeper, under a ceiling block beside a "base
+    power" one; its XML is expected to follow). Blocks whose tag names base power are left out."""
+
+    def children(block: ET.Element) -> list[ET.Element]:
+        return [c for c in block if len(c) and "base_power" not in c.tag]
+
+    return _first_deep([] if node is None else [node], tags, _xml_text, children)
 
 
 def _xml_power(gpu: ET.Element) -> PowerReadings:
