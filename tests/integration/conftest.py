@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -194,6 +195,19 @@ def argv_watch(*needles: str, every: float = 0.005) -> Iterator[list[str]]:
     finally:
         done.set()
         t.join()
+
+
+def age_key(where: Path) -> tuple[Path, str]:
+    """A fresh age identity (Debian's `age-keygen`) at `where`/id.txt, mode 0600 (a private key
+    readable by others is refused), and its public key."""
+    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
+    key = where / "id.txt"
+    where.mkdir(parents=True, exist_ok=True)
+    key.write_text(out)
+    key.chmod(0o600)
+    pub = re.search(r"public key: (age1\w+)", out)
+    assert pub
+    return key, pub.group(1)
 
 
 def wait_for(path: Path, seconds: float = 20) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, host_entry
+from conftest import Project, age_key, host_entry
 
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
 
@@ -229,14 +229,7 @@ needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age`
 
 
 def _age_key(tmp_path: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = tmp_path / "keys" / "id.txt"
-    key.parent.mkdir()
-    key.write_text(out)
-    key.chmod(0o600)  # (a private key readable by others is refused)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
+    return age_key(tmp_path / "keys")
 
 
 def _secret_line(key: Path) -> str:

@@ -7,14 +7,13 @@ names) must live only in the tmpfs; the data disk holds ciphertexts and hex shar
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, host_entry
+from conftest import Project, age_key, host_entry
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed"),
@@ -22,17 +21,6 @@ pytestmark = [
 ]
 
 SECRET_NAME = "patient-jane-doe-4711.dcm"  # a file name that is itself private
-
-
-def _age_key(where: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = where / "id.txt"
-    where.mkdir(parents=True, exist_ok=True)
-    key.write_text(out)
-    key.chmod(0o600)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
 
 
 def _setup(project: Project, tmp_path: Path, **vars_: Any) -> tuple[Path, Path]:
@@ -62,7 +50,7 @@ def test_decrypt_to_tmpfs_writes_no_plaintext_file_name_to_the_data_disk(
 
     if not Path("/dev/shm").is_dir():
         pytest.skip("no /dev/shm here")
-    key, pub = _age_key(tmp_path / "keys")
+    key, pub = age_key(tmp_path / "keys")
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
     shm = Path(f"/dev/shm/gpuonboard-test-{os.getpid()}-{tmp_path.name}")
     flags = ["--encrypt", "--decrypt-on-host", "--shards", "--decrypt-to", str(shm)]
@@ -107,7 +95,7 @@ def test_a_decryption_killed_on_the_host_is_named_and_its_temp_plaintext_removed
     reported by every later run as the user's own file "kept there"."""
     from gpuonboard.testing.toolbox import add_executable
 
-    key, pub = _age_key(tmp_path / "keys")
+    key, pub = age_key(tmp_path / "keys")
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
     h = project.pool.hosts["dataset"]
     real = shutil.which("age")
@@ -165,7 +153,7 @@ def test_a_read_only_ciphertext_cache_is_one_sentence_in_shard_mode(project: Pro
     shard mode failed with "internal error in this step (PermissionError ...); report it", both
     when a shard was to be encrypted and when only the manifest (of a dataset that lost a file
     which travelled alone) was; plain mode said one sentence already."""
-    key, pub = _age_key(tmp_path / "keys")
+    key, pub = age_key(tmp_path / "keys")
     src, data_dir = _setup(
         project, tmp_path, age_recipients=[pub], age_identity_file=str(key), shard_size="64KiB"
     )
@@ -218,7 +206,7 @@ def test_a_decrypted_file_that_differs_from_the_source_is_decrypted_again_by_the
     wrong plaintext stayed, called verified."""
     from gpuonboard.testing.toolbox import add_executable
 
-    key, pub = _age_key(tmp_path / "keys")
+    key, pub = age_key(tmp_path / "keys")
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
     h = project.pool.hosts["dataset"]
     real = shutil.which("age")
@@ -282,7 +270,7 @@ def test_a_decrypt_to_disk_filled_during_the_decryption_is_named_as_full(
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
     try:
-        key, pub = _age_key(tmp_path / "keys")
+        key, pub = age_key(tmp_path / "keys")
         src, _ = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
         shard = ["--shards"] if mode == "shards" else []
         if mode == "shards":  # the shards on the host first: the decryption runs in the closing command

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project
+from conftest import Project, age_key
 
 from gpuonboard.testing.netns import HOST_IP, CutLink
 
@@ -45,16 +45,6 @@ def link(tmp_path: Path) -> Any:
         pytest.skip(f"cannot make a network namespace here: {exc.stderr}")
 
 
-def _age_key(tmp_path: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = tmp_path / "id.txt"
-    key.write_text(out)
-    key.chmod(0o600)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
-
-
 def _setup(project: Project, link: CutLink, tmp_path: Path, encrypted: bool) -> tuple[Path, Path]:
     src = tmp_path / "local" / "ds"
     (src / "small").mkdir(parents=True)
@@ -65,7 +55,7 @@ def _setup(project: Project, link: CutLink, tmp_path: Path, encrypted: bool) -> 
     data_dir = link.host.home / "data"
     extra: dict[str, Any] = {}
     if encrypted:
-        key, pub = _age_key(tmp_path)
+        key, pub = age_key(tmp_path)
         extra = {"age_recipients": [pub], "age_identity_file": str(key)}
     entry = {
         "address": HOST_IP,

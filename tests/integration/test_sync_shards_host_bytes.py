@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, host_entry
+from conftest import Project, age_key, host_entry
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 
@@ -37,16 +37,6 @@ def _bytes_under(root: Path) -> dict[str, int]:
         for p in root.rglob("*")
         if not p.is_dir() or p.is_symlink()
     }
-
-
-def _age_key(tmp_path: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = tmp_path / "id.txt"
-    key.write_text(out)
-    key.chmod(0o600)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
 
 
 def _setup(project: Project, tmp_path: Path, **extra: Any) -> tuple[Path, Path]:
@@ -127,7 +117,7 @@ def test_an_interrupted_then_completed_unpack_leaves_the_dataset_and_a_manifest(
 def test_an_interrupted_then_completed_encrypted_unpack_leaves_the_dataset_and_a_manifest(
     project: Project, tmp_path: Path
 ) -> None:
-    key, pub = _age_key(tmp_path)
+    key, pub = age_key(tmp_path)
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
     flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
     _interrupt_then_complete(project, flags, data_dir)
@@ -207,7 +197,7 @@ def test_a_tree_file_changed_on_the_host_is_not_taken_but_its_shard_sent(
 
 @needs_age
 def test_one_changed_file_resends_about_one_encrypted_shard(project: Project, tmp_path: Path) -> None:
-    key, pub = _age_key(tmp_path)
+    key, pub = age_key(tmp_path)
     src, data_dir = _setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
     flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
     _one_file_changed_sends_about_one_shard(project, flags, src, data_dir)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, host_entry
+from conftest import Project, age_key, host_entry
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 
@@ -36,16 +36,6 @@ def _digest(root: Path) -> dict[str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
-
-
-def _age_key(tmp_path: Path) -> tuple[Path, str]:
-    out = subprocess.run(["age-keygen"], capture_output=True, text=True, check=True).stdout
-    key = tmp_path / "id.txt"
-    key.write_text(out)
-    key.chmod(0o600)
-    pub = re.search(r"public key: (age1\w+)", out)
-    assert pub
-    return key, pub.group(1)
 
 
 def _setup(project: Project, tmp_path: Path, **extra: Any) -> tuple[Path, Path]:
@@ -171,20 +161,20 @@ def test_a_tampered_partial_is_sent_again_from_the_start(project: Project, tmp_p
 def test_an_encrypted_shard_cut_off_resumes_from_the_cached_ciphertext(
     project: Project, tmp_path: Path
 ) -> None:
-    key, pub = _age_key(tmp_path)
+    key, pub = age_key(tmp_path)
     flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
     _resume(project, tmp_path, flags, unpack=True, age_recipients=[pub], age_identity_file=str(key))
 
 
 @needs_age
 def test_an_encrypted_shard_kept_as_ciphertext_resumes(project: Project, tmp_path: Path) -> None:
-    key, pub = _age_key(tmp_path)
+    key, pub = age_key(tmp_path)
     _resume(project, tmp_path, ["--encrypt", "--shards"], unpack=False, age_recipients=[pub])
 
 
 @needs_age
 def test_a_tampered_encrypted_partial_is_sent_again_from_the_start(project: Project, tmp_path: Path) -> None:
-    key, pub = _age_key(tmp_path)
+    key, pub = age_key(tmp_path)
     flags = ["--encrypt", "--decrypt-on-host", "--shards", "--unpack"]
     _resume(
         project, tmp_path, flags, unpack=True, tamper=True, age_recipients=[pub], age_identity_file=str(key)
