@@ -146,8 +146,7 @@ class ShardUpload:
             + shardstream.seed_command(self.unpack_dir, opts.plain_target)
         )
         r = ctx.runner.run(command, stdin=shardstream.seed_stdin(rels), timeout=3600)
-        got = transfer.parse_hashes(rels, r.stdout) if r.ok else {}
-        bad = {rel for rel in rels if got.get(rel) != expect[rel]}
+        bad = set(transfer.differing(rels, expect, r.stdout) if r.ok else rels)
         failed = [i for i in work.reuse if any(e.rel in bad for e in work.groups[i])]
         if not failed:
             return None

@@ -15,7 +15,6 @@ from gpuonboard.steps.dataset.hostdirs import listing
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Work
 from gpuonboard.transfer import crypto, shards
-from gpuonboard.transfer.verify import differing
 
 UNMARK_SCRIPT = 'cd -- "$1" 2>/dev/null && rm -f -- unpacked-*'
 
@@ -27,9 +26,9 @@ def expected(work: Work) -> dict[str, str]:
     return {e.rel + ".age": crypto.ciphertext_sha256(work.cipher[e.rel]) for e in work.tree.files}
 
 
-# files per host hashing command: its output is held whole here (67 bytes a file), and the
-# runner writes all of stdin before it reads: output past the SSH window and pipe buffers
-# (~2-3 MB) while stdin is still being written deadlocks (200,000 files hung for good)
+# files per host hashing command: its output is held whole here (67 bytes a file), so memory
+# stays flat in the number of files (the runner itself reads the output while it writes a large
+# stdin: one command of 200,000 files hung before it did)
 HASH_BATCH = 20_000
 
 
@@ -41,7 +40,7 @@ def mismatches(ctx: StepContext, target: str, expect: Mapping[str, str]) -> list
     for at in range(0, max(len(rels), 1), HASH_BATCH):
         part = rels[at : at + HASH_BATCH]
         r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(part), timeout=3600)
-        bad += differing(part, expect, r.stdout)
+        bad += transfer.differing(part, expect, r.stdout)
     return bad
 
 
