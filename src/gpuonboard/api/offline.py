@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.cpu import looks_like_lscpu
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
 from gpuonboard.steps.base import Check
@@ -120,7 +121,7 @@ def detect_kind(text: str) -> str | None:
         return "lsblk"
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"
-    if re.search(r"^Architecture:", head, re.M) and "Server Version:" not in head:
+    if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
         return "lscpu"
     if "Mem:" in head and "total" in head.splitlines()[0]:
         return "free"

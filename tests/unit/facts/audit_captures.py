@@ -1,5 +1,5 @@
 """The captures of the 2026-12 truth audit (new real outputs from public repositories and issues,
-SOURCES in tests/fixtures/real/SOURCES.md, section "Truth audit captures").
+SOURCES in tests/fixtures/real/SOURCES.md, sections "Truth audit captures" and "..., round 2").
 
 PARSED_RIGHT: the captures test_audit_captures.py checks value by value (we read them as a careful
 human does). FINDINGS: the captures we read wrongly today, with the finding; they have no value
@@ -46,6 +46,32 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi-q-x__geforce-gtx-1660__1gpu__driver418.43__graphics-device-name.xml",
         "real/dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",
         "real/dmesg-T__rminitadapter-failed-no-xid__titan-v.txt",
+        # round 2 (values: test_audit_captures_r2.py); fixed R2-F1 (one CPU type's cores counted
+        # of a GB10's two), R2-F2 (lscpu in another language), R2-F3 (a "Not Supported" memory
+        # cell warned as a column not found)
+        "real/lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt",
+        "real/lscpu__zh-cn__i7-8550u__util-linux-nested.txt",
+        "real/nvidia-smi__gb10__1gpu__driver580.95.05__memory-not-supported.txt",
+        "real/lscpu__raspberry-pi-4b-cortex-a72__aarch64-clusters.txt",
+        "real/free__gb10-dgx-spark__unified-memory.txt",
+        "real/nvidia-smi__h100-80gb-hbm3-mig__1gpu-4mig__driver590.48.01__load.txt",
+        "real/nvidia-smi-q__h100-80gb-hbm3-mig__1gpu-4mig__driver590.48.01__load.txt",
+        "real/nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt",
+        "real/nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt",
+        "real/nvidia-smi-query-gpu__l40s__1gpu__driver595.80__nvenc-load.csv",
+        "real/nvidia-smi-q__geforce-rtx-4080-super__1gpu__driver595.71.05__nvenc-load.txt",
+        "real/nvidia-smi__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.txt",
+        "real/nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver591.86__windows-wddm.txt",
+        "real/nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt",
+        "real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.183.01__power-brake-active.txt",
+        "real/nvidia-smi-nvlink-s__h200__1gpu-18links__driver590.48.01.txt",
+        "real/df__ubuntu-18.04-vm__snap-loops.txt",
+        "real/df-h__centos-7.7-vm__lvm-root.txt",
+        "real/free-h__ubuntu-18.04-vm.txt",
+        "real/nvidia-smi-q__h200-mig__1gpu-5mig__driver590.48.01__load.txt",
+        "real/nvidia-smi__geforce-rtx-2080-super__1gpu__driver591.86__windows-wddm-load.txt",
+        # fixed R2-F4 (a GPU that needs a reset, logged without an Xid: data/nvrm_faults.yml)
+        "real/dmesg-T__nv-err-reset-required-no-xid__gsp.txt",
     }
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,20 @@ CASES = [
         "lscpu__power9-ppc64le__2socket-6numa__v100-traverse.txt",
         CpuInfo("ppc64le", "POWER9, altivec supported", 2, 16, 4, 128, 32),
     ),
+    # truth audit round 2 (values by hand: test_audit_captures_r2.py): GB10 with two CPU types,
+    # lscpu in Chinese, a Raspberry Pi's clusters
+    (
+        "lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt",
+        CpuInfo("aarch64", "Cortex-X925 + Cortex-A725", 1, 20, 1, 20, 20),
+    ),
+    (
+        "lscpu__zh-cn__i7-8550u__util-linux-nested.txt",
+        CpuInfo("x86_64", "Intel(R) Core(TM) i7-8550U CPU @ 1.80GHz", 1, 4, 2, 8, 4),
+    ),
+    (
+        "lscpu__raspberry-pi-4b-cortex-a72__aarch64-clusters.txt",
+        CpuInfo("aarch64", "Cortex-A72", None, None, 1, 4, 4),
+    ),
 ]
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
@@ -62,9 +77,10 @@ def _as_json(text: str, nested: bool) -> str:
     """Re-express a plain capture the way `lscpu -J` prints it (flat or util-linux 2.38 nested)."""
     entries: list[dict[str, Any]] = []
     for line in text.splitlines():
-        if ":" in line and not line.startswith(" " * 20):
-            key, _, value = line.partition(":")
-            entries.append({"field": key.strip() + ":", "data": value.strip()})
+        colon = re.search("[:：]", line)  # zh_CN prints a full-width colon
+        if colon and not line.startswith(" " * 20):
+            key, value = line[: colon.start()], line[colon.end() :]
+            entries.append({"field": key.strip() + colon.group(), "data": value.strip()})
     if nested:
         entries = [{"field": "Architecture:", "data": entries[0]["data"], "children": entries[1:]}]
     return json.dumps({"lscpu": entries})

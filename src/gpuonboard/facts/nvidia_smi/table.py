@@ -219,7 +219,9 @@ def _table_gpu(
             compute = _compute_mode(_table_cell(" ".join(util_tokens[1:]), "compute mode", cell_faults))
     mig = _table_cell(third[2], "MIG mode", cell_faults) if len(third) == 3 else None
     faults, cell_faults = _table_row_faults(name, cell_faults)
-    if memory is None:
+    if memory is None and _clean(memory_raw) is not None:
+        # (a cell the driver says it cannot fill, "Not Supported" on the GB10's unified memory,
+        # is no value, not a column we failed to find)
         warnings.append(f"GPU {index}: memory column not found")
     return GpuInfo(
         index=index,

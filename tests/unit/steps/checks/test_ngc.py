@@ -290,6 +290,8 @@ def _expected_class(name: str) -> str:
         return "consumer"
     if "ada gen" in n or re.search(r"rtx a\d", n) or "quadro" in n:
         return "professional"
+    if "gb10" in n:  # DGX Spark (real/nvidia-smi__gb10__*): a class the table does not claim
+        return "unknown"
     return "datacenter"
 
 
