@@ -94,6 +94,13 @@ def patch():  # PROFILE_FUNCS="pkg.mod:func,pkg.mod:Class.method": each call's C
         setattr(owner, last, timed(spec, getattr(owner, last)))
 def dump():
     cpu["main"] += time.thread_time()
+    for t in threading.enumerate():  # still alive at exit (paramiko's, polling once a second)
+        if t is not threading.main_thread() and t.ident is not None:
+            kind = re.sub(r"[-_ ]?[0-9]+.*$|-h[0-9]+.*$", "", t.name) or t.name
+            try:
+                cpu[type(t).__name__ + ":" + kind] += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except OSError:  # (ended meanwhile: counted by its own wrapper)
+                pass
     for k, v in cpu.most_common():
         print(f"thread CPU {v:8.3f}s {k}", file=sys.stderr)
 atexit.register(dump)

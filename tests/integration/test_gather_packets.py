@@ -44,3 +44,23 @@ def test_the_probe_output_arrives_in_few_packets(pool: TestHostPool, tmp_path: P
     assert received > 150_000
     # 16 KiB a packet (sshd's read size) would be 13 for the stdout and 1 for the stderr
     assert data <= 48, f"{data} data packets for {received:,} bytes"
+
+
+def test_the_transport_thread_polls_its_socket_once_a_second(pool: TestHostPool, tmp_path: Path) -> None:
+    """paramiko's thread woke ten times a second per host to look for a close (its socket's
+    0.1 s timeout): one wake-up a second now, and a close still ends it."""
+    from gpuonboard.connection.connect import _TRANSPORT_POLL_S
+
+    th = pool.hosts["good"]
+    host = Host(
+        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
+    )
+    known = tmp_path / "known_hosts"
+    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    assert isinstance(runner, SSHRunner)
+    transport = runner.transport
+    assert transport.sock.gettimeout() == _TRANSPORT_POLL_S == 1.0
+    assert runner.run("echo ok").stdout == "ok\n"
+    runner.close()
+    transport.join(10)
+    assert not transport.is_alive() and not transport.is_active()

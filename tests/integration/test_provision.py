@@ -34,6 +34,7 @@ def test_correct_a100_box_passes_every_rule(project: Project, pool: TestHostPool
         "persistence_mode": "warn",
         "fabric_manager": "unverified",
         "nvlink_errors": "unverified",
+        "memory_repair": "unverified",  # MIG on: <remapped_rows>N/A</remapped_rows>, not read
     }
     assert rules["nvlink_links"]["actual"] == "all links active on 8 GPU(s) at 25 GB/s"
     assert rules["gpu_xid"]["verdict"] == "pass"  # this machine's own kernel log, read over SSH

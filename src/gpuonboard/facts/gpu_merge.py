@@ -90,9 +90,11 @@ def refusal_line(out: ProbeOutput) -> str | None:
 
 # nvidia-smi's line for a GPU it cannot open, printed in place of that GPU's record or row
 # ("Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error", "... for GPU
-# 00000000:02:00.0: GPU is lost. Reboot the system to recover this GPU")
+# 00000000:02:00.0: GPU is lost. Reboot the system to recover this GPU"); newer drivers put the
+# GPU's index first ("... for GPU1: 0000:34:00.0: Unknown Error", R610 over a table of GPUs 0,
+# 2 and 3: tests/fixtures/real/nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt)
 _NO_HANDLE = re.compile(
-    r"Unable to determine the device handle for gpu\s*"
+    r"Unable to determine the device handle for gpu\s*(?:(\d+)\s*:\s*)?"
     r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s*:?\s*(.*)",
     re.IGNORECASE,
 )
@@ -108,17 +110,23 @@ def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
             continue
         for line in text.splitlines():
             m = _NO_HANDLE.search(line)
-            key = _bus_key(m.group(1)) if m else None
+            key = _bus_key(m.group(2)) if m else None
             if m and key and key not in found:
-                cause = m.group(2).strip().rstrip(".") or "Unknown Error"
+                cause = m.group(3).strip().rstrip(".") or "Unknown Error"
+                index = int(m.group(1)) if m.group(1) else -1  # -1: not printed
                 found[key] = GpuInfo(
-                    index=-1, name="", pci_bus_id=m.group(1), faults=(f"no device handle: {cause[:120]}",)
+                    index=index, name="", pci_bus_id=m.group(2), faults=(f"no device handle: {cause[:120]}",)
                 )
     return list(found.values())
 
 
 _NO_HANDLE_WORDS = "Unable to determine the device handle for gpu"
 _NO_HANDLE_ANY = re.compile(re.escape(_NO_HANDLE_WORDS), re.IGNORECASE)
+
+
+def _first_free(taken: set[int]) -> int:
+    """The smallest GPU index not in `taken`."""
+    return next(i for i in range(len(taken) + 1) if i not in taken)
 
 
 def _may_name_unopened(text: str) -> bool:
@@ -313,7 +321,12 @@ def _union(
     gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in base]
     for g in unopened:
         if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
-            gpus.append(dataclasses.replace(g, index=len(gpus)))
+            # the index nvidia-smi printed, else the first one no listed GPU holds (it numbers
+            # the GPUs it opens as it would all of them: GPUs 0, 2, 3 listed leave 1)
+            taken = {x.index for x in gpus}
+            index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
+            gpus.append(dataclasses.replace(g, index=index))
+    gpus.sort(key=lambda x: x.index)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]

@@ -93,7 +93,7 @@ class EarlyReport:
             return
         render.markup_chart(done.view)
         words = render.template_words("en")
-        done.section = str(env.get_template(render.HOST_TEMPLATE).render(h=done.view, **words))
+        done.section = render.section_html(env, done.view, words)
         done.env = env
 
     def _get(self, name: Any) -> Prepared | None:

@@ -7,6 +7,7 @@ one sentence naming the template (`_render_template`). The Markdown filters `md_
 from __future__ import annotations
 
 import re
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,15 @@ def _bytecode_cache(kind: str) -> Any:
         return None
 
 
+_SHIPPED: weakref.WeakSet[Any] = weakref.WeakSet()  # the environments _env made with shipped=True
+
+
+def is_shipped(env: Any) -> bool:
+    """True for an environment of the templates this package ships (plain Jinja2, see
+    _environment_for), whose html_host.j2 report.section builds without Jinja2."""
+    return env in _SHIPPED
+
+
 @lru_cache(maxsize=8)
 def _env(roots: tuple[str, ...], html: bool, shipped: bool = False) -> Any:
     """The report templates' environment (cached per template folders: Jinja then compiles each
@@ -66,6 +76,7 @@ def _env(roots: tuple[str, ...], html: bool, shipped: bool = False) -> Any:
     if shipped:
         env = jinja2.Environment(**options)
         env.filters.update(filters)
+        _SHIPPED.add(env)
         return env
     # the bounded immutable sandbox, as for playbooks and templates/ (templating.py): a
     # project's own report template is configuration, never a way to run code on this machine

@@ -72,6 +72,26 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi__geforce-rtx-2080-super__1gpu__driver591.86__windows-wddm-load.txt",
         # fixed R2-F4 (a GPU that needs a reset, logged without an Xid: data/nvrm_faults.yml)
         "real/dmesg-T__nv-err-reset-required-no-xid__gsp.txt",
+        # round 3 (values: test_audit_captures_r3.py); fixed R3-F2 (a lost GPU's "for GPU1:
+        # ADDR" line), R3-F3 (a no-sensor field's Unknown Error warned as a failing sensor),
+        # R3-F4 (a `-q -d ECC` view's unnamed GPUs excused as non-data-centre models)
+        "real/nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt",
+        "real/nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__addressing-mode-unknown-error.txt",
+        "real/nvidia-smi-q-d-ecc__a100-pcie-40gb__2gpu__driver555.42.02.txt",
+        "real/nvidia-smi-q__titan-v__1gpu__driver560.35.03.txt",
+        "real/nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-6-gen1.txt",
+        "real/nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-later.txt",
+        "real/nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt",
+        "real/nvidia-smi__a100-pcie-40gb__2gpu__driver555.42.02.txt",
+        "real/nvidia-smi-query-gpu__a100-pcie-40gb__2gpu__driver555.42.02.csv",
+        "real/nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt",
+        "real/nvidia-smi-nvlink-s__h100-pcie__2gpu-12of18-links__driver555.42.02.txt",
+        "real/nvidia-smi-nvlink-s__a100-pcie-40gb__2gpu-all-inactive__driver555.42.02.txt",
+        "real/lsblk-J-b__vm-22tib-virtio-root__gpud.json",
+        "real/lsblk-J-b__1x-nvme-3.2tb__gpud.json",
+        "real/lsblk-J-b__md-raid1-root__lvm-raid-4x-nvme__gpud.json",
+        "real/lsblk-J__human-sizes__8x-nvme-lvm-kubelet__gpud.json",
+        "real/lsblk-J__human-sizes__8x-nvme-md-raid0__gpud.json",
     }
 )
 

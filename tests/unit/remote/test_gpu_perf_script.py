@@ -247,6 +247,8 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt": {},
     # truth audit: a GeForce on R610, the same ANSI header shape
     "nvidia-smi-topo-m__geforce-rtx-2080-super__1gpu__driver610.57.04__ansi-escapes.txt": {},
+    # truth audit round 3: two H100 PCIe joined by NVLink bridges
+    "nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt": {"0-1": "NV12"},
 }  # fmt: skip
 
 

@@ -98,6 +98,19 @@ _FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+# the reader's names above: the sensors and settings the health rules read
+_JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _FIELD_PREFIXES}
+
+
+def judged_field(cell_fault: str) -> bool:
+    """Whether a cell fault ('fan sensor reads ERR!') is of a field the health rules read: a
+    named sensor or setting, or a --query-gpu field (the probe asks only for those). A -q / -q -x
+    field outside them ("Addressing Mode : Unknown Error" on a healthy 8 x RTX 4090 box, R535)
+    is no sensor and no check rests on it."""
+    field = cell_fault.rsplit(" reads ", 1)[0]
+    return field in _JUDGED_NAMES or ("." in field and "/" not in field and " " not in field)
+
+
 def _field_name(path: str) -> str:
     """A reader's name for the field at `path` ('Fan Speed' -> 'fan sensor')."""
     if path in _FIELD_NAMES:

@@ -30,6 +30,7 @@ from gpuonboard.facts.nvlink import (
 )
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.once import loaded_once
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
@@ -102,7 +103,7 @@ class ErrorThreshold:
     verified: bool
 
 
-@functools.cache
+@loaded_once
 def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], Mapping[int, XidEntry]]:
     """(Xid code -> entry, SXid code -> entry) from data/xid.yml; ValueError on a bad row."""
     out: list[dict[int, XidEntry]] = []
@@ -117,7 +118,7 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
     return out[0], out[1]
 
 
-@functools.cache
+@loaded_once
 def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
     """The rows of data/nvlink_links.yml in order (first match wins)."""
     rows = []
@@ -137,7 +138,7 @@ def load_nvlink_models(path: Path = NVLINK_FILE) -> tuple[ModelLinks, ...]:
     return tuple(rows)
 
 
-@functools.cache
+@loaded_once
 def load_nvlink_error_thresholds(path: Path = NVLINK_ERRORS_FILE) -> tuple[ErrorThreshold, ...]:
     """The rows of data/nvlink_errors.yml (ValueError on a bad or duplicate row)."""
     rows: list[ErrorThreshold] = []

@@ -2,7 +2,8 @@
 reported, run by run, like a hardware asset register.
 
 One JSON file per host, `.gpuonboard/ledger/<host>.json` under the project (so hosts of one
-run never write the same file), holding the last KEEP_RUNS runs of that host, oldest first:
+run never write the same file), holding the last KEEP_RUNS runs of that host, oldest first,
+one run per line:
 
     {"schema": "gpuonboard.gpu-ledger/1", "host": "gpu-a",
      "runs": [{"time": 1767225600.5, "date": "2026-01-01T00:00:00+0000", "check_mode": true,
@@ -289,9 +290,16 @@ def record(directory: Path, entry: LedgerEntry, keep: int = KEEP_RUNS) -> Path:
         text = _read(path)
         runs = [] if text is None else parse(text, path, entry.host)[1]
         runs = [*runs, entry][-max(1, keep) :]
-        doc = {"schema": SCHEMA, "host": entry.host, "runs": [_entry_json(r) for r in runs]}
-        atomicfile.write_text(path, json.dumps(doc, indent=1) + "\n", mode=0o644, prefix=".ledger.")
+        atomicfile.write_text(path, _text(entry.host, runs), mode=0o644, prefix=".ledger.")
     return path
+
+
+def _text(host: str, runs: list[LedgerEntry]) -> str:
+    """A ledger file's text: its head, then one run per line (json's C encoder; indent= takes
+    the pure-Python one, ~25 times slower: 10 ms and more a host for 50 recorded runs)."""
+    head = json.dumps({"schema": SCHEMA, "host": host})[:-1]
+    body = ",\n ".join(json.dumps(_entry_json(r)) for r in runs)
+    return f'{head}, "runs": [\n {body}\n]}}\n'
 
 
 # parsed files by (path, inode, size, mtime): the hosts of one run each read every other host's

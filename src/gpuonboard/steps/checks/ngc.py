@@ -29,7 +29,6 @@ not ``incompatible``; the floors live in ``gpuonboard/data/cuda_minor_compat.yml
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Any, Literal
 import yaml
 
 from gpuonboard.resources import DATA_DIR
+from gpuonboard.steps.checks.once import loaded_once
 
 DATA_FILE = DATA_DIR / "ngc_pytorch.yml"
 MINOR_COMPAT_FILE = DATA_DIR / "cuda_minor_compat.yml"
@@ -217,7 +217,7 @@ def load_releases(path: Path | None = None) -> tuple[NgcRelease, ...]:
     return _packaged_releases() if path is None else _read_releases(Path(path))
 
 
-@functools.cache
+@loaded_once
 def _packaged_releases() -> tuple[NgcRelease, ...]:
     """The packaged table, read once a process (a 50-host check judged it per host, twice)."""
     return _read_releases(DATA_FILE)
@@ -255,7 +255,7 @@ def load_minor_compat(path: Path | None = None) -> dict[int, str]:
     return dict(_packaged_minor_compat() if path is None else _read_minor_compat(Path(path)))
 
 
-@functools.cache
+@loaded_once
 def _packaged_minor_compat() -> tuple[tuple[int, str], ...]:
     return _read_minor_compat(MINOR_COMPAT_FILE)
 

@@ -63,6 +63,7 @@ def test_derived_a100_box_with_mig_on_every_gpu_warns_with_the_fix() -> None:
     assert {k: c.verdict for k, c in checks.items() if c.verdict != "pass"} == {
         "mig_mode": "warn",  # (some rentals are MIG slices on purpose; the GO headline names it)
         "persistence_mode": "warn",
+        "memory_repair": "unverified",  # <remapped_rows>N/A</remapped_rows> in MIG mode
     }
     mig = checks["mig_mode"]
     assert mig.actual == "Enabled on all 8 GPUs"

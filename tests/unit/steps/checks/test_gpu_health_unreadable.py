@@ -66,6 +66,9 @@ def test_gpu_requires_reset_in_the_query_csv_fails() -> None:
     )
 
 
+LOST_GPU_CAPTURES = {"nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"}
+
+
 @pytest.mark.parametrize(
     "path",
     sorted(
@@ -75,6 +78,8 @@ def test_gpu_requires_reset_in_the_query_csv_fails() -> None:
         if not p.name.startswith(
             ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-query-gpu-sampler")
         )
+        # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)
+        and p.name not in LOST_GPU_CAPTURES
     )
     # (the derived utilisation streams the simulator's monitor replays are no listing)
     + sorted(p for p in (FIXTURES / "derived").glob("nvidia-smi-q*") if "-monitor__" not in p.name),

@@ -167,8 +167,11 @@ def test_the_ledger_keeps_the_last_runs_and_round_trips(tmp_path: Path) -> None:
         runs[-1].gpus == ledger.identities(gpus)
         and runs[-1].gpus[0].board_part_number == "692-2G520-0200-000"
     )
-    doc = json.loads((tmp_path / "gpu-a.json").read_text())
+    text = (tmp_path / "gpu-a.json").read_text()
+    doc = json.loads(text)
     assert doc["schema"] == ledger.SCHEMA and doc["host"] == "gpu-a"
+    # one run a line (json's C encoder, not indent='s pure-Python one: 50 runs took ~6 ms a host)
+    assert len(text.splitlines()) == 2 + 5 and text.endswith("\n]}\n")
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["gpu-a.json"]
 
 

@@ -288,7 +288,7 @@ def _expected_class(name: str) -> str:
     n = name.lower()
     if "geforce" in n or "titan" in n:  # NVIDIA TITAN V / RTX: consumer cards without GeForce
         return "consumer"
-    if "ada gen" in n or re.search(r"rtx a\d", n) or "quadro" in n:
+    if "ada gen" in n or re.search(r"rtx a\d", n) or "quadro" in n or "rtx pro" in n:
         return "professional"
     if "gb10" in n:  # DGX Spark (real/nvidia-smi__gb10__*): a class the table does not claim
         return "unknown"

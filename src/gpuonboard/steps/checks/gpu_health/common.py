@@ -4,6 +4,7 @@ label in a row, a list of GPUs said short, and whether a GPU is idle."""
 from __future__ import annotations
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.checks.ngc import gpu_class
 
 DEFAULTS: dict[str, float] = {
     "temperature_warn": 80,  # degrees C
@@ -17,6 +18,13 @@ IDLE_PSTATES = {f"P{i}" for i in range(5, 16)}
 
 def gpu_label(g: GpuInfo) -> str:
     return f"GPU {g.index}"
+
+
+def held_as_datacenter(g: GpuInfo) -> bool:
+    """A data-centre GPU, or one whose model this output did not name (a `nvidia-smi -q -d ECC`
+    view prints no Product Name): a fact missing there is unverified, never excused as a
+    consumer card's or a model's without the feature."""
+    return not g.name.strip() or gpu_class(g.name, g.product_brand) == "datacenter"
 
 
 def is_idle(g: GpuInfo) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter
 from gpuonboard.steps.checks.ngc import gpu_class
 
 ECC_ENABLE_ADVICE = (
@@ -36,7 +36,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
     off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
     off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
-    unknown = [g for g in dc if g.ecc_mode is None]
+    unknown = [g for g in read if g.ecc_mode is None and held_as_datacenter(g)]
     if off_dc:
         return Check(
             "ecc_mode",
@@ -74,6 +74,9 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             f"Disabled on {gpu_list(off_consumer, gpus)} (GeForce card: ECC optional, not expected)" + note,
             "pass",
         )
+    enabled = [g for g in read if g.ecc_mode == "Enabled"]
+    if enabled:  # GPUs of no known class (a new model) whose ECC reads Enabled
+        return Check("ecc_mode", "Enabled", f"Enabled on {gpu_list(enabled, gpus)}{note}", "pass")
     return Check(
         "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no ECC on these GPUs){note}", "pass"
     )
@@ -101,9 +104,8 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     ]
     if known:
         return Check("ecc_uncorrectable", "0", "0", "pass")
-    unknown_dc = [
-        g for g in gpus if g.ecc_mode is None and gpu_class(g.name, g.product_brand) == "datacenter"
-    ]
+    # (an unreadable GPU is the gpu_health row's, not a missing count here)
+    unknown_dc = [g for g in gpus if g.ecc_mode is None and not g.faults and held_as_datacenter(g)]
     if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown_dc:
         return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
     # ECC is on but this output carries no error counts (the plain table has only the volatile
@@ -145,18 +147,30 @@ _REPAIR_ADVICE = {
 }
 
 
-def _repair_reported(g: GpuInfo) -> bool:
-    """The output said something about this GPU's memory repair state."""
+def _repair_state_read(g: GpuInfo) -> bool:
+    """The output gave this GPU's row-remapping (Ampere and newer) or page-retirement (older)
+    state. Channel / TPC repair and unrepairable memory (R575+ drivers) come beside them, never
+    instead: an H100 in MIG mode says "Channel Repair Pending : No" over "Remapped Rows : N/A"."""
     return any(
-        v is not None
-        for v in (
-            g.retired_pages_pending,
-            g.remapped_rows_pending,
-            g.remapped_rows_failure,
-            g.unrepairable_memory,
-            g.channel_repair_pending,
-            g.tpc_repair_pending,
-        )
+        v is not None for v in (g.retired_pages_pending, g.remapped_rows_pending, g.remapped_rows_failure)
+    )
+
+
+def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -> Check:
+    """The memory-repair state of data-centre GPUs that no format reported (N/A, or a format
+    without it): unverified, naming them, never "nothing pending"."""
+    mig = [g for g in silent if g.mig_mode == "Enabled"]
+    where = "nvidia-smi -q gave N/A or no such section" if detailed else "the formats read carry none"
+    if mig:
+        where += f"; MIG mode on {gpu_list(mig, gpus)}, where nvidia-smi gives N/A for row remapping"
+    return Check(
+        "memory_repair",
+        "nothing pending",
+        f"not reported for {gpu_list(silent, gpus)} ({where})",
+        "unverified",
+        "a pending row remap or page retirement could not be seen; `nvidia-smi -q -d"
+        " ROW_REMAPPER,PAGE_RETIREMENT` shows it (with MIG mode off where MIG hides it), or ask"
+        " the vendor for it",
     )
 
 
@@ -165,8 +179,11 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
 
     FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
     repair. WARN: SRAM error threshold exceeded, rows remapped after uncorrectable errors,
-    banks with low or no spare rows (the row-remapper histogram). Fields a driver does not
-    report (older drivers have no repair flags) are not held against the GPU.
+    banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a data-centre GPU
+    whose row-remapping / page-retirement state no format gave (the table and the CSV carry
+    none; -q says N/A in MIG mode), in every format. The repair flags of newer drivers (channel
+    / TPC repair, unrepairable memory) are not required: older drivers do not have them, and a
+    consumer or workstation card without any of it is not held to it.
     """
     fails: list[tuple[str, str]] = []  # (advice key, finding)
     warns: list[tuple[str, str]] = []
@@ -202,22 +219,9 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
                 )
             )
     findings = fails + warns
-    silent = [
-        g
-        for g in gpus
-        if not g.faults and not _repair_reported(g) and gpu_class(g.name, g.product_brand) == "datacenter"
-    ]
-    if not findings and silent and not detailed:
-        # a data-centre GPU repairs its memory (row remapping, page retirement): the plain table
-        # and the CSV report none of it, so they cannot show a repair pending (-q / -q -x say
-        # N/A where there is nothing to report, e.g. in MIG mode)
-        return Check(
-            "memory_repair",
-            "nothing pending",
-            f"not reported for {gpu_list(silent, gpus)}",
-            "unverified",
-            "`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT` shows pending repairs",
-        )
+    silent = [g for g in gpus if not g.faults and not _repair_state_read(g) and held_as_datacenter(g)]
+    if not findings and silent:
+        return _unread_repair(silent, gpus, detailed)
     if not findings:
         return Check("memory_repair", "nothing pending", "nothing pending", "pass")
     advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))

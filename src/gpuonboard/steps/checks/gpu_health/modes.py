@@ -11,6 +11,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.once import loaded_once
 
 # integrated (Jetson) GPUs, whose nvidia-smi prints N/A for the persistence mode by design:
 # "Orin (nvgpu)" (tests/fixtures/real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt)
@@ -58,7 +59,7 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
 MIG_CAPABLE_FILE = DATA_DIR / "mig_capable.yml"
 
 
-@functools.cache
+@loaded_once
 def load_mig_capable(path: Path = MIG_CAPABLE_FILE) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(match, names) per row of data/mig_capable.yml (the GPUs that have MIG; NVIDIA's MIG
     user guide, "Supported GPUs"); ValueError on a bad row."""
@@ -93,7 +94,10 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     on = [g for g in gpus if g.mig_mode == "Enabled"]
     pending_on = [g for g in gpus if g.mig_mode != "Enabled" and g.mig_mode_pending == "Enabled"]
     pending_off = [g for g in on if g.mig_mode_pending == "Disabled"]
-    unknown = [g for g in gpus if g.mig_mode is None and mig_capable(g.name)]
+    # a GPU whose model the output did not name (a `-q -d ECC` view) may be MIG-capable too
+    unknown = [
+        g for g in gpus if g.mig_mode is None and not g.faults and (mig_capable(g.name) or not g.name.strip())
+    ]
     if not on and not pending_on and unknown:
         # a MIG-capable GPU whose mode no format reported: whole GPUs are not shown
         return Check(

@@ -3,15 +3,13 @@ the replay counter against the thresholds of `data/pcie_replay.yml`."""
 
 from __future__ import annotations
 
-import functools
-
 import yaml
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, is_idle
-from gpuonboard.steps.checks.ngc import gpu_class
+from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter, is_idle
+from gpuonboard.steps.checks.once import loaded_once
 
 
 def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
@@ -80,7 +78,7 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
 PCIE_REPLAY_FILE = DATA_DIR / "pcie_replay.yml"
 
 
-@functools.cache
+@loaded_once
 def pcie_replay_limits() -> dict[str, int]:
     """warn_replays / fail_replays / fail_rollovers from `data/pcie_replay.yml` (sources there)."""
     rows = yaml.safe_load(PCIE_REPLAY_FILE.read_text(encoding="utf-8"))
@@ -108,7 +106,7 @@ def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
     known = [g for g in read if g.pcie_replays is not None or g.pcie_replay_rollovers is not None]
     expected = f"< {lim['warn_replays']} replays since reset, no rollover"
     if not known:
-        dc = [g for g in read if gpu_class(g.name, g.product_brand) == "datacenter"]
+        dc = [g for g in read if held_as_datacenter(g)]
         if not dc:
             return None
         return Check(

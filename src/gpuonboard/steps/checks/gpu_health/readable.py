@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.faults import judged_field
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -20,15 +21,24 @@ from gpuonboard.steps.checks.gpu_health.common import gpu_label
 def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
     """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
     fan column reading `ERR!`): WARN, naming it; the GPU is not failed for it (a whole GPU that
-    cannot be read is the `gpu_health` row's). None when no such fault (the row appears only
-    then)."""
-    found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults]
-    if not found:
+    cannot be read is the `gpu_health` row's). A field that is no sensor and that no rule reads
+    ("Addressing Mode : Unknown Error") is named in a passing row, never warned as a failing
+    sensor. None when no such fault (the row appears only then)."""
+    found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if judged_field(fault)]
+    other = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if not judged_field(fault)]
+    if not found and not other:
         return None
+    if not found:
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            f"every sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
+            "pass",
+        )
     return Check(
         "sensor_faults",
         "every sensor readable",
-        "; ".join(found),
+        "; ".join(found + other),
         "warn",
         "a sensor the driver cannot read often means a failing fan or sensor (a fan that has"
         " stopped lets the GPU overheat under load); ask the vendor to check it",

@@ -43,7 +43,8 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     if not gpus:
         return []
     unreadable = rule_unreadable(gpus)
-    # -q or -q -x answered: their N/A is an answer (the table and the CSV carry no repair state)
+    # -q or -q -x answered: an unread repair state is N/A there (the table and the CSV carry none);
+    # it is unverified either way, the row says which
     source = facts.gpu.source if facts.gpu else ""
     detailed = "xml" in source or "text" in source
     rules: list[Callable[[], Check | None]] = [
