@@ -182,8 +182,9 @@ def _send_and_end(chan: Any, data: bytes | None, failed: list[BaseException] | N
     connection shows in the output's reader); any other error is kept there for the reader's
     thread to raise."""
     try:
-        if data:
-            chan.sendall(data)
+        if data:  # (a memoryview: paramiko's sendall slices what is left after each send, a
+            # copy of the rest each time for bytes: twice a 50 MB manifest's size at once)
+            chan.sendall(memoryview(data))
         chan.shutdown_write()
     except (OSError, EOFError):
         if failed is None:

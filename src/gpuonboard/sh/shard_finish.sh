@@ -51,13 +51,15 @@ fi
 lines() {
   i=0; while [ "$i" -lt "$1" ]; do IFS= read -r l && printf '%s\n' "$l" || return 1; i=$((i + 1)); done
 }
-lists() { IFS=' ' read -r nx nr && lines "$nx" > .finish.x && lines "$nr" > .finish.r; }
-gone() { rm -f -- .manifest.tmp .finish.x .finish.r; echo "the $1 did not arrive whole" >&2; exit 1; }
+lists() {
+  IFS=' ' read -r nx nr nd && lines "$nx" > .finish.x && lines "$nr" > .finish.r && lines "${nd:-0}" > .finish.d
+}
+gone() { rm -f -- .manifest.tmp .finish.[xrd]; echo "the $1 did not arrive whole" >&2; exit 1; }
 lists || gone 'shard lists'
 gzip -dc > .manifest.tmp || gone manifest
 fail() {
   [ -n "$u" ] && rm -rf -- "$u" "$u.old" "$u.new"
-  rm -f -- .manifest.tmp .finish.x .finish.r; exit "$1"
+  rm -f -- .manifest.tmp .finish.[xrd]; exit "$1"
 }
 if [ -n "$u" ]; then  # unpack dirs of this copy's interrupted runs (.<name>.gpuonboard-unpack-*)
   for d in "${u%-*}"-*; do [ "$d" = "$u" ] || rm -rf -- "$d"; done
@@ -131,4 +133,11 @@ if [ -n "$u" ]; then
   [ -n "$old" ] && rm -rf -- "$old"
   : > "$marker"
 fi
+# the shards, once the tree they were unpacked into is in place and was proven file by file as
+# it landed (the client sends this list only then), and what interrupted attempts left
+if [ -s .finish.d ]; then
+  while IFS= read -r s; do [ -n "$s" ] && rm -f -- "$s"; done < .finish.d
+  rm -f -- .incoming-* .key.fifo .age.err .age.fail
+fi
+rm -f -- .finish.d
 exit 0

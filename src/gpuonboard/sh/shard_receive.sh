@@ -1,18 +1,20 @@
 #!/bin/sh
-# The host side of one shard stream: waits for the header "go <codec> [<part> new|ask]", stores
+# The host side of one shard stream: waits for the header "go <codec> [<part> new|ask [tree]]", stores
 # the shard (and unpacks it into the unpack dir when one is given, decrypting with age), prints
-# its sha256. With "ask" it first resumes: prints "have <bytes> <sha256>" of the partial <part> an
+# its sha256 (with "tree" and an unpack, first "tree <sha256>": each unpacked file hashed as tar
+# finishes it, see tree_sums). With "ask" it first resumes: prints "have <bytes> <sha256>" of the partial <part> an
 # interrupted stream left, reads "from <offset>" (the client's prefix matched: <offset> = those
 # bytes, kept, and only the rest arrives; else 0: the partial is dropped), and the shard's file,
 # its sha256 and the unpack all cover the WHOLE shard: the partial's bytes, then the new ones.
 # $1 store dir, $2 temp name (when the header names none), $3 unpack dir or "", $4 encrypted
 # 1|0, $5 clean 1|0.
-# Run by: shardstream.receive_command (sha, agerr and read_key put before it: _PRELUDE).
+# Run by: shardstream.receive_command (sha, agerr and read_key put before it: _PRELUDE; $HB, the
+# text of hash_batch.sh).
 # shellcheck disable=SC2154  # $key is set by read_key (shard_read_key.sh), put before this script
 
 t=$1; part=$2; u=$3; enc=$4; clean=$5
 # the stream header; EOF instead = a stream opened ahead and not needed: nothing done
-read -r go dc p mode || exit 0
+read -r go dc p mode vt || exit 0
 [ "$go" = go ] || { echo 'bad stream header' >&2; exit 1; }
 case $dc in zstd|gzip) ;; *) echo "unknown codec: $dc" >&2; exit 1 ;; esac
 case $p in '') ;; .incoming-*/*|*/*) echo 'bad stream header' >&2; exit 1 ;; .incoming-?*) part=$p ;;
@@ -52,9 +54,28 @@ sha < "$part.fifo" > "$part.sum" &
 # tar's complaints name plaintext paths: kept in a variable, never in a file in the store on the
 # data disk (nor beside the unpack dir: when that disk is full, they would be lost)
 untar() {
-  terr=$(tar -x -m --no-same-owner -f - -C "$u" 2>&1) \
+  if [ "$vt" = tree ] && tar --version 2>/dev/null | grep -q GNU; then
+    rm -f -- "$part.tst" "$part.tree"
+    terr=$( { { tar -x -v --quoting-style=literal -m --no-same-owner -f - -C "$u" 2>&3 3>&-
+                echo "$?" > "$part.tst"; } | tree_sums 3>&- > "$part.tree"; } 3>&1)
+    st=$(cat -- "$part.tst" 2>/dev/null); rm -f -- "$part.tst"
+  else
+    rm -f -- "$part.tree"
+    terr=$(tar -x -m --no-same-owner -f - -C "$u" 2>&1); st=$?
+  fi
+  [ "$st" = 0 ] \
     || echo "tar -x failed: $(printf '%s\n' "$terr" | grep -v 'Exiting with failure' | tail -n 1)" >> "$f"
   cat > /dev/null
+}
+# stdin: the names tar -v prints, each as it BEGINS that member; sed holds each one back until
+# the next begins (or tar ends), so a file is hashed only once tar has closed it. Directories
+# (names ending in /) are left out; the others are hashed as hash_batch.sh does (a batch of
+# files by one process); its lines ("F|L <sha256>", "missing": their first two words), in tar's
+# order, are hashed into one sha256, which the client computes from the dataset's (tree_digest)
+tree_sums() {
+  # shellcheck disable=SC2016  # sed's own $ (the last line), not the shell's
+  sed -n 'x;1!p;${x;p;}' | grep -v '/$' | tr '\n' '\0' \
+    | ( cd -- "$u" && xargs -0 -r sh -c "$HB" sh ) | cut -d ' ' -f 1,2 | sha | cut -c1-64
 }
 # what arrives, as the host stores it: the tar (decompressed) or the ciphertext (as it is)
 arrive() {
@@ -85,6 +106,8 @@ fi
 : <> "$part.fifo"
 wait
 rm -f -- "$part.fifo"
-if [ -s "$f" ]; then cat -- "$f" >&2; rm -f -- "$f"; exit 3; fi
+if [ -s "$f" ]; then cat -- "$f" >&2; rm -f -- "$f" "$part.tree"; exit 3; fi
 rm -f -- "$f"
+if [ -s "$part.tree" ]; then echo "tree $(cat -- "$part.tree")"; fi
+rm -f -- "$part.tree"
 cut -c1-64 < "$part.sum"

@@ -26,16 +26,18 @@ import io
 import json
 import operator
 import os
+import re
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuonboard import atomicfile
 from gpuonboard.transfer import Entry
+from gpuonboard.transfer.scanstore import ZERO, Columns, Group, Members
 
 DEFAULT_SIZE = 256 * 1024 * 1024
 DEFAULT_THRESHOLD = 10_000
@@ -92,6 +94,30 @@ def assign(entries: Sequence[Entry], shard_size: int = DEFAULT_SIZE) -> list[lis
     return shards
 
 
+def assign_members(members: Members, shard_size: int = DEFAULT_SIZE) -> list[Group]:
+    """Pure: `assign` over a scan's members (already in path order) without making an Entry:
+    the same groups, as ranges of member positions."""
+    groups: list[Group] = []
+    start = acc = 0
+    alone, cap = shard_size // 2, 4 * shard_size
+    sha256 = hashlib.sha256
+    for n, (raw, size) in enumerate(members.raw_sizes()):
+        size = (size if size > 0 else 0) + 512
+        if size >= alone:  # a big file travels alone
+            if n > start:
+                groups.append(Group(members, start, n))
+            groups.append(Group(members, n, n + 1))
+            start, acc = n + 1, 0
+            continue
+        acc += size
+        if int.from_bytes(sha256(raw).digest()[:8], "big") * shard_size < size << 64 or acc >= cap:
+            groups.append(Group(members, start, n + 1))
+            start, acc = n + 1, 0
+    if len(members) > start:
+        groups.append(Group(members, start, len(members)))
+    return groups
+
+
 def _mode(path: Path) -> int:
     return 0o755 if path.lstat().st_mode & stat.S_IXUSR else 0o644
 
@@ -99,12 +125,17 @@ def _mode(path: Path) -> int:
 _FIXED_MODE = {"l": 0o777, "d": 0o755}  # a symlink's and an empty directory's tar mode
 
 
-def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | None = None) -> str:
+def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | bytes | None = None) -> str:
     """What identifies a shard's content without building it: paths, kinds, hashes, modes
-    (`modes`: the tar modes packing used, else read from the files)."""
+    (`modes`: the tar modes packing used, by path or as Packed.mode_codes, else read from the
+    files)."""
     h = hashlib.sha256(FORMAT.encode())
-    for e in members:
-        known = modes.get(e.rel) if modes is not None else None
+    codes = modes if isinstance(modes, bytes) else None
+    for n, e in enumerate(members):
+        if codes is not None:
+            known = _CODE_MODE.get(codes[n])
+        else:
+            known = modes.get(e.rel) if isinstance(modes, Mapping) else None
         mode = _FIXED_MODE.get(e.kind) or (known if known is not None else _mode(root / e.rel))
         h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
@@ -120,19 +151,38 @@ class Shard:
     path: Path | None = None
 
 
+_MODE_CODE = {0o644: 1, 0o755: 2}  # a regular file's tar mode as one byte (0: not a file)
+_CODE_MODE = {1: 0o644, 2: 0o755}
+
+
 @dataclass(frozen=True)
 class Packed:
-    """What packing one shard produced: the tar's sha256 and size, each member's content sha256."""
+    """What packing one shard produced: the tar's sha256 and size, and per member (in order)
+    its content sha256 (32 raw bytes; zeros for a directory) and, for a regular file, its tar
+    mode (a byte: `_MODE_CODE`): not dicts by path (~150 bytes a file of a 250,000-file shard)."""
 
     sha256: str
     size: int
-    files: dict[str, str]
-    modes: dict[str, int] = field(default_factory=dict)  # the tar mode of each regular file
+    digests: bytes | bytearray
+    mode_codes: bytes
+    members: Sequence[Entry] = ()
 
     @property
     def name(self) -> str:
         """The shard's name on the host (content-addressed)."""
         return f"{self.sha256[:32]}.tar"
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Each file's and symlink's content sha256 by path (a dict made now)."""
+        d = self.digests
+        return {e.rel: d[32 * n : 32 * n + 32].hex() for n, e in enumerate(self.members) if e.kind != "d"}
+
+    @property
+    def modes(self) -> dict[str, int]:
+        """Each regular file's tar mode by path (a dict made now)."""
+        c = self.mode_codes
+        return {e.rel: _CODE_MODE[c[n]] for n, e in enumerate(self.members) if c[n]}
 
 
 class ChangedWhilePacking(OSError):
@@ -262,8 +312,8 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
 
     total = hashlib.sha256()
     size = 0
-    files: dict[str, str] = {}
-    modes: dict[str, int] = {}
+    digests = bytearray()
+    codes = bytearray()
     buf = bytearray()
 
     def emit() -> None:
@@ -285,12 +335,17 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
                 buf += header
         if e.kind == "l":
             buf += _member_header(e, 0o777, 0)
-            files[rel] = link_hash(e.target)
+            digests += bytes.fromhex(link_hash(e.target))
+            codes.append(0)
         elif e.kind == "d":  # an empty directory of the dataset (a parent one is a header above)
             made.add(rel)
             buf += _member_header(e, 0o755, 0)
+            digests += ZERO
+            codes.append(0)
         else:
-            files[rel], modes[rel] = _pack_file(root, base + rel, e, buf, flush, emit)
+            digest, mode = _pack_file(root, base + rel, e, buf, flush, emit)
+            digests += digest
+            codes.append(_MODE_CODE[mode])
         if len(buf) >= flush:
             emit()
     buf += _ZERO * 2
@@ -298,14 +353,14 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
     if end:
         buf += bytes(tarfile.RECORDSIZE - end)
     emit()
-    return Packed(total.hexdigest(), size, files, modes)
+    return Packed(total.hexdigest(), size, digests, bytes(codes), members)  # (digests: not copied)
 
 
 def _pack_file(
     root: Path, path: str, e: Entry, buf: bytearray, flush: int, emit: Callable[[], None]
-) -> tuple[str, int]:
+) -> tuple[bytes, int]:
     """Append a regular file's header, bytes and padding to buf (emitting whenever it holds
-    `flush` bytes): the file's sha256 and its tar mode. Raises ChangedWhilePacking when it was
+    `flush` bytes): the file's sha256 (raw) and its tar mode. Raises ChangedWhilePacking when it was
     written to meanwhile (its bytes would be part old, part new)."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -331,7 +386,7 @@ def _pack_file(
     if (after.st_mtime_ns, after.st_size) != (st.st_mtime_ns, st.st_size):  # torn: part old, part new
         raise ChangedWhilePacking(f"{root / e.rel} changed while it was being packed")
     buf += _ZERO[: -st.st_size % tarfile.BLOCKSIZE]
-    return h.hexdigest(), mode
+    return h.digest(), mode
 
 
 def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:
@@ -353,17 +408,53 @@ def build(root: Path, members: Sequence[Entry], cache: Path) -> Shard:
 
 class HashCache:
     """rel -> sha256 of a dataset file, valid while (size, mtime_ns, inode) are unchanged, so a
-    rerun hashes only the files that changed (persisted as hashes.json in the dataset's cache)."""
+    rerun hashes only the files that changed (persisted as hashes.json in the dataset's cache).
 
-    def __init__(self, cache: Path) -> None:
+    Bound to a scan (`columns`), the scan's own columns are its records: loading fills in the
+    sha256 of each file the cache vouches for, record by record (nothing kept per file), and
+    saving writes the scan's known hashes. Unbound, it is a dict of records (`data`)."""
+
+    def __init__(self, cache: Path, columns: Columns | None = None) -> None:
         self.path = cache / "hashes.json"
+        self.columns = columns
+        self.data: dict[str, Sequence[Any] | Entry] = {}
+        if columns is not None:
+            self._fill(columns)
+            return
         try:
-            self.data: dict[str, Sequence[Any] | Entry] = json.loads(self.path.read_text())
+            self.data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             self.data = {}
 
+    def _fill(self, columns: Columns) -> None:
+        """The sha256 of each scanned file whose record matches its stat, record by record
+        (the file is written in the scan's path order: each record is the next entry; another
+        order is found by bisection)."""
+        f_kind, nxt = ord("f"), 0
+        sizes, mtime_ns, inos, kinds = columns.sizes, columns.mtime_ns, columns.inos, columns.kinds
+        try:
+            for rel, size, ns, ino, sha in _records(self.path):
+                i = nxt if nxt < len(columns) and columns.rel(nxt) == rel else columns.find(rel, index=False)
+                if i < 0:
+                    continue
+                nxt = i + 1
+                stat = (sizes[i], mtime_ns[i], inos[i])
+                if kinds[i] == f_kind and stat == (size, ns, ino) and not columns.has_sha(i):
+                    columns.set_sha(i, sha)
+        except (OSError, ValueError):
+            return
+
     def get(self, e: Entry) -> str:
         """The cached sha256 of e, or "" when unknown or stale."""
+        c = self.columns
+        if c is not None and e.kind == "f":
+            i = c.find(e.rel)
+            if (
+                i >= 0
+                and (c.sizes[i], c.mtime_ns[i], c.inos[i]) == (e.size, e.mtime_ns, e.ino)
+                and c.has_sha(i)
+            ):
+                return c.sha(i)
         rec = _fields(self.data.get(e.rel))
         if (
             rec is not None
@@ -375,35 +466,94 @@ class HashCache:
         return ""
 
     def put(self, e: Entry, sha: str) -> None:
-        """Remember e's content hash under its current stat: the entry itself when it holds that
-        hash (the scan's object: nothing more per file than the dict's slot), else a tuple;
-        either is written as the JSON array [size, mtime_ns, inode, sha256]."""
-        if e.kind == "f":
-            self.data[e.rel] = e if e.sha256 == sha else (e.size, e.mtime_ns, e.ino, sha)
+        """Remember e's content hash under its current stat: nothing when the bound scan holds
+        it already; else the entry itself when it holds that hash (nothing more per file than
+        the dict's slot), or a tuple; either is written as [size, mtime_ns, inode, sha256]."""
+        if e.kind != "f":
+            return
+        c = self.columns
+        if c is not None:
+            i = c.find(e.rel)
+            if (
+                i >= 0
+                and (c.sizes[i], c.mtime_ns[i], c.inos[i]) == (e.size, e.mtime_ns, e.ino)
+                and c.sha(i) == sha
+            ):
+                self.data.pop(e.rel, None)
+                return
+        self.data[e.rel] = e if e.sha256 == sha else (e.size, e.mtime_ns, e.ino, sha)
 
     def save(self, keep: Iterable[str]) -> None:
         """Write the cache with only the paths still in the dataset (`keep`: a dict or set is
-        asked as it is; anything else is made a set). The JSON is written record by record, not
-        built whole first: it was 130 bytes per file at the upload's end."""
+        asked as it is; anything else is made a set; the bound scan's entries: its known
+        hashes). The JSON is written record by record, not built whole first."""
+        mine = self.columns is not None and getattr(keep, "columns", None) is self.columns
         wanted = keep if isinstance(keep, (Mapping, set, frozenset)) else set(keep)
         for k in [k for k in self.data if k not in wanted]:
             del self.data[k]
-        dumps = json.dumps
         with atomicfile.replacing(self.path, mode=0o666) as f:
             f.write(b"{")
             batch: list[str] = []
-            for n, (k, v) in enumerate(self.data.items()):
-                r = _fields(v)
-                rec = (
-                    f"[{r[0]},{r[1]},{r[2]},{dumps(r[3])}]"
-                    if r is not None and _record(r)
-                    else dumps(v, separators=(",", ":"))  # (a value read back in another shape)
-                )
-                batch.append(f"{',' if n else ''}{dumps(k)}:{rec}")
+            n = 0
+            for rec in self._scan_records() if mine else ():
+                batch.append(("," if n else "") + rec)
+                n += 1
+                if len(batch) >= 4096:
+                    f.write("".join(batch).encode())
+                    batch.clear()
+            for k, v in self.data.items():
+                batch.append(("," if n else "") + _record_text(k, v))
+                n += 1
                 if len(batch) >= 4096:
                     f.write("".join(batch).encode())
                     batch.clear()
             f.write("".join(batch).encode() + b"}")
+
+    def _scan_records(self) -> Iterator[str]:
+        """The bound scan's files with a known sha256 as JSON records, in path order (not those
+        put() holds apart)."""
+        c = self.columns
+        assert c is not None
+        dumps, f_kind, held = json.dumps, ord("f"), self.data
+        sizes, mtime_ns, inos, kinds = c.sizes, c.mtime_ns, c.inos, c.kinds
+        for i, rel in enumerate(c.rels()):
+            if kinds[i] == f_kind and c.has_sha(i) and rel not in held:
+                yield f"{dumps(rel)}:[{sizes[i]},{mtime_ns[i]},{inos[i]},{dumps(c.sha(i))}]"
+
+
+def _record_text(k: str, v: Any) -> str:
+    """One hash cache record as JSON text."""
+    dumps = json.dumps
+    r = _fields(v)
+    if r is not None and _record(r):
+        return f"{dumps(k)}:[{r[0]},{r[1]},{r[2]},{dumps(r[3])}]"
+    return f"{dumps(k)}:{dumps(v, separators=(',', ':'))}"  # (a value read back in another shape)
+
+
+_RECORD = re.compile(
+    rb'"((?:[^"\\]|\\.)*)"\s*:\s*\[\s*(\d+)\s*,\s*(-?\d+)\s*,\s*(\d+)\s*,\s*"([0-9a-f]{64})"\s*\]'
+)
+
+
+def _records(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[str, int, int, int, str]]:
+    """The records of a hash cache file, read a piece at a time: (rel, size, mtime_ns, inode,
+    sha256); a record of another shape is skipped."""
+    with path.open("rb") as f:
+        left = b""
+        while True:
+            piece = f.read(chunk)
+            buf = left + piece
+            end = 0
+            for m in _RECORD.finditer(buf):
+                key = m.group(1)
+                rel = (
+                    json.loads(b'"' + key + b'"') if b"\\" in key else key.decode("utf-8", "surrogateescape")
+                )
+                yield rel, int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5).decode()
+                end = m.end()
+            if not piece:
+                return
+            left = buf[max(end, len(buf) - 65536) :]
 
 
 def _fields(rec: Any) -> Sequence[Any] | None:
@@ -471,25 +621,40 @@ def manifest(shards: Sequence[tuple[str, str, int, Sequence[Entry]]], shard_size
     """Pure: the uploaded manifest (JSON): per shard its uploaded name, sha256 (of the file as
     stored on the host), size and members (path and size; a symlink's target; `"dir": true` for
     an empty directory). The shard's sha256 covers every byte of its members; their own sha256s
-    stay in the local hash cache."""
+    stay in the local hash cache. (`manifest_pieces` gives it a piece at a time.)"""
+    out = io.BytesIO()
+    for piece in manifest_pieces(shards, shard_size):
+        out.write(piece)
+    return out.getvalue()
+
+
+def manifest_pieces(
+    shards: Iterable[tuple[str, str, int, Sequence[Entry]]], shard_size: int
+) -> Iterator[bytes]:
+    """Pure: `manifest`'s bytes in pieces of at most 4,096 members (a 1,000,000-file manifest
+    is ~50 MB: hashed, compressed or encrypted as it is made, never held whole)."""
     dumps = json.dumps
-    out = io.BytesIO()  # (written in pieces: one str of a 1,000,000-file shard's lines, then
-    # its join and its encoding, were ~250 MB at once; BytesIO hands its buffer over uncopied)
-    out.write(f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": ['.encode())
-    for n, (name, sha, size, members) in enumerate(shards):
-        sep = "," if n + 1 < len(shards) else ""
+    yield f'{{"format": {dumps(MANIFEST_FORMAT)}, "shard_size": {shard_size}, "shards": ['.encode()
+    sep = ""
+    for name, sha, size, members in shards:
         head = f'{{"name": {dumps(name)}, "sha256": {dumps(sha)}, "size": {size}, "files": ['
-        out.write(f"\n {head}\n".encode("utf-8", "surrogateescape"))
-        for at in range(0, len(members), 4096):
-            files = ",\n".join(
+        yield f"{sep}\n {head}\n".encode("utf-8", "surrogateescape")
+        sep = ","
+        batch: list[str] = []
+        first = True
+        for e in members:
+            batch.append(
                 f'  {{"path": {dumps(e.rel, ensure_ascii=False)}, "size": {e.size}'
                 + (f', "link": {dumps(e.target, ensure_ascii=False)}}}' if e.kind == "l" else _TAIL[e.kind])
-                for e in members[at : at + 4096]
             )
-            out.write((",\n" + files if at else files).encode("utf-8", "surrogateescape"))
-        out.write(f"\n ]}}{sep}".encode())
-    out.write(b"\n]}\n")
-    return out.getvalue()
+            if len(batch) >= 4096:
+                yield (("" if first else ",\n") + ",\n".join(batch)).encode("utf-8", "surrogateescape")
+                batch.clear()
+                first = False
+        if batch:
+            yield (("" if first else ",\n") + ",\n".join(batch)).encode("utf-8", "surrogateescape")
+        yield b"\n ]}"
+    yield b"\n]}\n"
 
 
 def tree_drift(
@@ -505,6 +670,38 @@ def tree_drift(
         if (got := host.get(rel)) is None or got[0] != e.kind or (e.kind == "f" and got[1] != e.size)
     )
     return drift, sorted(rel for rel in host if rel not in local)
+
+
+def drift_summary(
+    local: Mapping[str, Entry], host: Mapping[str, tuple[str, int, int]]
+) -> tuple[int, str | None, list[str]]:
+    """Pure: `tree_drift` as (how many paths drift, the first of them, the paths there that the
+    dataset does not have, sorted), without a list of the drifting ones (on a first unpack that
+    is every file). A scan's entries (`scanstore.Entries`) are read from their columns, in path
+    order, and the extra paths found by a merge of the two sorted sides (no lookup per path)."""
+    columns = getattr(local, "columns", None)
+    if not isinstance(columns, Columns):
+        drift, extra = tree_drift(local, host)
+        return len(drift), (drift[0] if drift else None), extra
+    n, first = 0, None
+    get, kinds, sizes, f_kind = host.get, columns.kinds, columns.sizes, ord("f")
+    for i, rel in enumerate(columns.rels()):
+        got = get(rel)
+        if got is None or got[0] != chr(kinds[i]) or (kinds[i] == f_kind and got[1] != sizes[i]):
+            n += 1
+            first = rel if first is None else first
+    extra = []
+    if host:
+        theirs = sorted(host)
+        k = 0
+        for rel in columns.rels():
+            while k < len(theirs) and theirs[k] < rel:
+                extra.append(theirs[k])
+                k += 1
+            if k < len(theirs) and theirs[k] == rel:
+                k += 1
+        extra += theirs[k:]
+    return n, first, extra
 
 
 def manifest_paths(text: str) -> set[str]:

@@ -22,6 +22,11 @@ the same file) hash the same, only the rest is sent and appended (else the shard
 its start, and the result says so). The host's sha256, and the unpack, read the whole file. The
 host stores the tar (decompressed) or the ciphertext, so resuming needs no deterministic
 compressor: the rest is a new compressed stream.
+With an unpack, the host also hashes each unpacked file as soon as tar has closed it (tar -v
+names each member as it begins it: a name is hashed once the next one appears) and prints one
+`tree <sha256>` over those hashes, in tar's order, as the stream ends; equal to `tree_digest` of
+the members' sha256s read here, it proves the shard's files on the host, so the upload's
+check of the unpacked tree at the end hashes only the files no stream unpacked this run.
 FINISH_SCRIPT runs once at the end (one round trip): writes the manifest, extracts shards that
 were already on the host (unpack), removes stale shards and swaps the unpacked tree into place.
 
@@ -39,7 +44,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -73,7 +78,8 @@ def pick_codec(remote_has_zstd: bool, local_has_zstd: bool | None = None) -> str
 AGE_ERROR_FN = r"""agerr() { grep -v -e 'filippo.io/age/report' -e '^[[:space:]]*$' "$1" | tail -n 1; }"""
 _PRELUDE = SHA256_FN + "\n" + AGE_ERROR_FN + "\n" + sh.load("shard_read_key")
 
-RECEIVE_SCRIPT = _PRELUDE + sh.load("shard_receive")
+# (hash_batch.sh's text in $HB: the receiving side hashes each unpacked file as tar finishes it)
+RECEIVE_SCRIPT = _PRELUDE + "\nHB=" + shell.quote(sh.load("hash_batch")) + "\n" + sh.load("shard_receive")
 
 FINISH_SCRIPT = _PRELUDE + sh.load("shard_finish").replace("__LISTING_PRUNE__", LISTING_PRUNE)
 
@@ -97,7 +103,7 @@ def rename_command(target: str, part: str, sha: str, final: str) -> str:
 # sums and fifos); the manifests and the unpack's marker stay
 DROP_SCRIPT = r"""cd -- "$1" || exit 1
 while IFS= read -r n; do [ -n "$n" ] && rm -f -- "$n"; done
-rm -f -- .incoming-* .finish.x .finish.r .manifest.tmp .key.fifo .age.err .age.fail
+rm -f -- .incoming-* .finish.x .finish.r .finish.d .manifest.tmp .key.fifo .age.err .age.fail
 """
 
 
@@ -158,7 +164,7 @@ def part_name(n: int) -> str:
     return f"{INCOMING}{n:06d}"
 
 
-def part_of(rels: Sequence[str]) -> str:
+def part_of(rels: Iterable[str]) -> str:
     """The host's temp name of the shard holding these member paths (in order): the same in
     every run while the group is the same, so a rerun finds the partial an interrupted stream
     left and resumes from it (what it holds is checked by sha256 first, never trusted by name)."""
@@ -177,12 +183,40 @@ def receive_command(target: str, part: str, unpack_dir: str, encrypted: bool, cl
     return shell.join(["sh", "-c", RECEIVE_SCRIPT, "sh", target, part, unpack_dir, *flags])
 
 
-def stream_header(codec: str, part: str = "", ask: bool = False) -> bytes:
+def stream_header(codec: str, part: str = "", ask: bool = False, tree: bool = False) -> bytes:
     """First line of a stream's stdin: go, the codec the host decompresses with, the shard's
-    temp name on the host (part_of), and `ask` to resume from the partial there (Stream.feed)."""
+    temp name on the host (part_of), `ask` to resume from the partial there (Stream.feed), and
+    `tree` (an unpack; with a part) to hash each unpacked file as it lands (tree_digest)."""
     assert all(c not in part for c in " \n/"), "temp names are hex"
-    tail = f" {part} {'ask' if ask else 'new'}" if part else ""
+    tail = f" {part} {'ask' if ask else 'new'}{' tree' if tree else ''}" if part else ""
     return f"go {codec}{tail}\n".encode()
+
+
+def tree_digest(members: Sequence[Any]) -> str | None:
+    """What the host's `tree <sha256>` line says for a shard of these members (in packing order:
+    the entries' kind, rel and sha256) unpacked whole and unchanged: the sha256 of hash_batch's
+    lines of its files and symlinks ("F <sha256>" / "L <sha256>", tar's order; directories left
+    out). None when it cannot be known: a member's hash is not, or a path holds a line break
+    (tar's listing, one name a line, would split it)."""
+    h = hashlib.sha256()
+    for e in members:
+        if "\n" in e.rel:
+            return None
+        if e.kind == "d":
+            continue
+        if not e.sha256 or e.kind not in ("f", "l"):
+            return None
+        h.update(f"{'F' if e.kind == 'f' else 'L'} {e.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def tree_line(stdout: str) -> str:
+    """The receiving side's `tree <sha256>` (hashed as the files landed), or ""."""
+    for line in stdout.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == "tree":
+            return words[1]
+    return ""
 
 
 LEASE_TAKEN_EXIT = 9  # the closing command's exit when the upload's lease is no longer its own
@@ -218,14 +252,20 @@ def dropped_digest(paths: Sequence[str]) -> str:
     return hashlib.sha256(b"".join(p + b"\0" for p in raw)).hexdigest()
 
 
-def finish_lists(extract: Sequence[tuple[str, str]], remove: Sequence[str]) -> bytes:
+def finish_lists(
+    extract: Sequence[tuple[str, str]], remove: Sequence[str], drop: Sequence[str] = ()
+) -> bytes:
     """The closing command's shard lists, on its stdin: `extract` = (name, sha256 or "-") of
     shards already on the host to unpack too (checked first: a damaged one is removed so the
-    rerun re-sends it); `remove` = stale names. One per line (a name holding a newline is never
-    listed: shard names are hex)."""
+    rerun re-sends it); `remove` = stale names; `drop` = the shards to remove once the tree is
+    swapped in (an unpack without keep_shards whose every file was proven as it landed: what
+    drop_command would do, without its round trip). One per line (a name holding a newline is
+    never listed: shard names are hex)."""
     assert all("\n" not in n and " " not in n for n, _ in extract), "shard names are hex"
+    assert all("\n" not in n for n in drop), "shard names are hex"
     gone = [n for n in remove if "\n" not in n]
-    lines = [f"{len(extract)} {len(gone)}", *(f"{n} {sha}" for n, sha in extract), *gone]
+    head = f"{len(extract)} {len(gone)} {len(drop)}"
+    lines = [head, *(f"{n} {sha}" for n, sha in extract), *gone, *drop]
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
@@ -240,6 +280,7 @@ class StreamResult:
     sent: int  # bytes handed to the pipeline (before compression)
     resumed: int = 0  # bytes of the shard the host kept from an interrupted stream (not sent)
     restarted: bool = False  # the host's partial did not match this shard's bytes: sent whole
+    tree: str = ""  # the host's digest of the unpacked files, hashed as they landed (tree_digest)
 
 
 Producer = Callable[[Callable[[bytes], None]], Any]  # produce(write): writes a shard's bytes
@@ -440,6 +481,7 @@ class Stream:
             r.start()
         self.comp: subprocess.Popen[bytes] | None = None
         self._sha = hashlib.sha256()
+        self._local = ""  # the shard's sha256 as its producer computed it (feed's `digest`)
         self.sent = 0
         self.resumed = 0
         self.restarted = False
@@ -470,12 +512,15 @@ class Stream:
         prefix: bytes = b"",
         on_bytes: Callable[[int], None] | None = None,
         resume: bool = False,
+        digest: Callable[[Any], str] | None = None,
     ) -> Any:
         """`produce(write)` writes the shard's bytes as the host stores them (packing), and
         returns its result; `codec` compresses them on the way (None: sent as they are: a
         ciphertext). `resume` (the header in `prefix` asked for it): the first bytes the host
         kept from an interrupted stream are checked by sha256 and not sent again (`produce`
-        then runs twice: it must write the same bytes each time)."""
+        then runs twice: it must write the same bytes each time). `digest(result)`: the sha256
+        of the bytes `produce` wrote, which it computed itself (packing hashes the tar as it
+        writes it): they are then not hashed a second time here."""
         ssh_in = self.ssh.stdin
         assert ssh_in is not None
         result: Any = None
@@ -497,9 +542,12 @@ class Stream:
                 assert self.comp.stdin is not None
                 sink = self.comp.stdin
 
+            update = self._sha.update if digest is None else None
+
             def write(data: bytes) -> None:
                 nonlocal skip
-                self._sha.update(data)
+                if update is not None:
+                    update(data)
                 if skip:  # (the host has these: only hashed, for the whole shard's sha256)
                     if len(data) <= skip:
                         skip -= len(data)
@@ -515,6 +563,9 @@ class Stream:
                 sink.close()
             except BrokenPipeError:
                 self.broken = True
+            else:
+                if digest is not None:
+                    self._local = digest(result)
         except BaseException:
             self.end()
             raise
@@ -543,7 +594,14 @@ class Stream:
         ok = self.ssh.returncode == 0 and not self.broken and (self.comp is None or self.comp.returncode == 0)
         remote = stdout.splitlines()[-1] if stdout else ""
         return StreamResult(
-            ok, remote, self._sha.hexdigest(), stderr, self.sent, self.resumed, self.restarted
+            ok,
+            remote,
+            self._local or self._sha.hexdigest(),
+            stderr,
+            self.sent,
+            self.resumed,
+            self.restarted,
+            tree_line(stdout),
         )
 
     def end(self, grace: float = END_GRACE_S) -> None:

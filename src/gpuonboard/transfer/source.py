@@ -9,54 +9,65 @@ upload, the shards and the manifests are built from.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import gc
-import operator
 import os
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from gpuonboard.transfer.crypto import sha256_file
+from gpuonboard.transfer.scanstore import ZERO, Columns, Entries, Entry, Members, TreeDigests, encode
+
+__all__ = ["Entry", "SourceTree", "hash_tree", "link_hash", "prescan", "scan_source", "take_prescan"]
 
 
-@dataclass(slots=True, unsafe_hash=True)
-class Entry:
-    """One file or symlink of the dataset (directories are implied by paths). Treat as
-    immutable (`dataclasses.replace`); not frozen only because a frozen dataclass's __init__
-    sets each field through object.__setattr__: 35 ms more per 50,000 files, on the upload's
-    critical path (the scan before the first byte)."""
-
-    rel: str  # path relative to the dataset root, '/'-separated
-    kind: str  # 'f' regular file, 'l' symlink
-    size: int
-    mtime: int  # whole seconds, as rsync -t sets them
-    sha256: str  # of the content (file) or of the link target + '\n' (symlink)
-    target: str = ""  # symlink target
-    mtime_ns: int = 0  # for the local hash cache (shard mode)
-    ino: int = 0
-
-
-@dataclass
 class SourceTree:
-    """The dataset on this machine: root, entries by relative path, totals."""
+    """The dataset on this machine: root, entries by relative path (a Mapping over the scan's
+    columns, in path order: `scanstore`), its empty directories, totals."""
 
-    root: Path
-    entries: dict[str, Entry] = field(default_factory=dict)
-    empty_dirs: set[str] = field(default_factory=set)  # directories with nothing in them (rel)
+    def __init__(
+        self,
+        root: Path,
+        entries: Mapping[str, Entry] | None = None,
+        empty_dirs: set[str] | None = None,
+        columns: Columns | None = None,
+    ) -> None:
+        self.root = root
+        self.columns = columns if columns is not None else Columns()
+        if entries:
+            for rel in sorted(entries):
+                e = entries[rel]
+                self.columns.add(encode(rel), e.kind, e.size, e.mtime, e.mtime_ns, e.ino, e.sha256, e.target)
+        self.entries = Entries(self.columns)
+        self.empty_dirs: set[str] = empty_dirs if empty_dirs is not None else set()
+
+    def __repr__(self) -> str:
+        return f"SourceTree({self.root}, {len(self.columns)} entries, {len(self.empty_dirs)} empty dirs)"
 
     @property
     def files(self) -> list[Entry]:
-        """Regular files only."""
-        return [e for e in self.entries.values() if e.kind == "f"]
+        """Regular files only (a list: every one made now; `iter_files` makes one at a time)."""
+        return list(self.iter_files())
+
+    def iter_files(self) -> Iterator[Entry]:
+        """Regular files only, one at a time."""
+        return (e for e in self.columns.entries() if e.kind == "f")
 
     @property
     def total_bytes(self) -> int:
         """Sum of regular file sizes."""
-        return sum(e.size for e in self.entries.values() if e.kind == "f")
+        c, f = self.columns, ord("f")
+        return sum(size for size, kind in zip(c.sizes, c.kinds, strict=True) if kind == f)
+
+    def members(self) -> Members:
+        """The shard members: files, symlinks and empty directories, in path order."""
+        return Members(self.columns, self.empty_dirs)
+
+    def digests(self) -> TreeDigests:
+        """Path -> sha256 of every file and symlink (a view of the columns)."""
+        return TreeDigests(self.columns)
 
     @functools.cached_property
     def _root_is_dir(self) -> bool:
@@ -85,17 +96,17 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     """Walk the dataset (a directory, or one file) and hash every regular file (with
     `hashes=False` files get sha256 "" and `hash_tree` fills them in later, e.g. while rsync runs).
     One fstatat per entry, relative to its directory's fd (os.scandir on an fd: the kernel
-    resolves one name, not the whole path); directories in sorted order."""
+    resolves one name, not the whole path). Entries are stored by column in sorted path order:
+    each directory's names sorted with a subdirectory's as `name/` and walked into in its place."""
     tree = SourceTree(root)
+    columns = tree.columns
     if root.is_file() and not root.is_symlink():
         st = root.stat()
         sha = sha256_file(root) if hashes else ""
-        tree.entries[root.name] = Entry(
-            root.name, "f", st.st_size, int(st.st_mtime), sha, "", st.st_mtime_ns, st.st_ino
-        )
+        columns.add(encode(root.name), "f", st.st_size, int(st.st_mtime), st.st_mtime_ns, st.st_ino, sha, "")
         return tree
-    entries = tree.entries
     base = str(root)
+    row, f_kind, l_kind = columns.row, ord("f"), ord("l")
 
     def walk(dfd: int, prefix: str) -> None:
         try:
@@ -112,36 +123,61 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
             items = list(it)
         if not items and prefix:
             tree.empty_dirs.add(prefix[:-1])
-        items.sort(key=_NAME)
-        subdirs = []
+        items.sort(key=_path_order)
+        head = prefix.encode("utf-8", "surrogateescape")
         for d in items:
             if d.is_file(follow_symlinks=False):
                 st = d.stat(follow_symlinks=False)
-                rel = prefix + d.name
-                sha = sha256_file(Path(base, rel)) if hashes else ""
-                mtime = int(st.st_mtime)
-                entries[rel] = Entry(rel, "f", st.st_size, mtime, sha, "", st.st_mtime_ns, st.st_ino)
+                digest = sha256_digest(Path(base, prefix + d.name)) if hashes else ZERO
+                # (the whole-second mtime is derived from mtime_ns)
+                row(
+                    head + d.name.encode("utf-8", "surrogateescape"),
+                    f_kind,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ino,
+                    digest,
+                )
             elif d.is_symlink():
-                rel = prefix + d.name
                 target = os.readlink(d.name, dir_fd=dfd)
                 st = d.stat(follow_symlinks=False)
-                entries[rel] = Entry(rel, "l", 0, int(st.st_mtime), link_hash(target), target)
+                at = len(columns.ends)
+                row(
+                    head + d.name.encode("utf-8", "surrogateescape"),
+                    l_kind,
+                    0,
+                    0,
+                    0,
+                    bytes.fromhex(link_hash(target)),
+                )
+                columns.mtime_odd[at] = int(st.st_mtime)  # (a link's mtime_ns stays 0, as before)
+                if target:
+                    columns.targets[at] = target
             elif d.is_dir(follow_symlinks=False):
-                subdirs.append(d.name)
-        for name in subdirs:
-            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
-            try:
-                walk(fd, prefix + name + "/")
-            finally:
-                os.close(fd)
+                fd = os.open(d.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+                try:
+                    walk(fd, prefix + d.name + "/")
+                finally:
+                    os.close(fd)
 
     top = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        with _gc_paused():  # entries hold no cycles; the collector's passes cost 20-70 ms per 50,000
+        with _gc_paused():  # (no cycles made; the collector's passes cost 20-70 ms per 50,000)
             walk(top, "")
     finally:
         os.close(top)
     return tree
+
+
+def _path_order(d: os.DirEntry[str]) -> str:
+    """A directory's sort key among its siblings: its name with a slash (what its entries'
+    paths continue with), so the walk meets paths in sorted order."""
+    return d.name + "/" if d.is_dir(follow_symlinks=False) else d.name
+
+
+def sha256_digest(path: Path) -> bytes:
+    """The raw sha256 of a file."""
+    return bytes.fromhex(sha256_file(path))
 
 
 _GC_PAUSE = threading.Lock()
@@ -165,9 +201,6 @@ def _gc_paused() -> Iterator[None]:
             _gc_pausers[0] -= 1
             if _gc_pausers[0] == 0 and _gc_pausers[1]:
                 gc.enable()
-
-
-_NAME = operator.attrgetter("name")
 
 
 _PRESCANS: dict[Path, tuple[threading.Thread, list[SourceTree], float]] = {}
@@ -205,13 +238,12 @@ def take_prescan(root: Path, max_age: float = 30.0) -> SourceTree | None:
 
 
 def hash_tree(tree: SourceTree, stop: threading.Event | None = None) -> None:
-    """Fill in the sha256 of every regular file scanned with `hashes=False` (in place); ends
-    early once `stop` is set (the upload failed or was interrupted: nobody waits for them).
-    (Values are replaced while the dict is walked, no key added or removed: no copy of its
-    items, which was 90 bytes per file at the peak.)"""
-    entries = tree.entries
-    for rel, e in entries.items():
+    """Fill in the sha256 of every regular file scanned with `hashes=False` (in place, in the
+    scan's columns); ends early once `stop` is set (the upload failed or was interrupted:
+    nobody waits for them)."""
+    columns, f_kind = tree.columns, ord("f")
+    for i in range(len(columns)):
         if stop is not None and stop.is_set():
             return
-        if e.kind == "f" and not e.sha256:
-            entries[rel] = dataclasses.replace(e, sha256=sha256_file(tree.path(rel)))
+        if columns.kinds[i] == f_kind and not columns.has_sha(i):
+            columns.set_digest(i, sha256_digest(tree.path(columns.rel(i))))

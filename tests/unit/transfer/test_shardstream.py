@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import subprocess
 from pathlib import Path
 
-from gpuonboard.transfer import shardstream
+from gpuonboard.transfer import Entry, shardstream
 
 
 def _finish(
@@ -312,3 +313,110 @@ def test_a_stream_cut_short_leaves_what_it_handed_on_in_the_partial(tmp_path: Pa
         st.feed(produce, "zstd", shardstream.stream_header("zstd", PART))
     assert (store / PART).read_bytes() == data[:cut]
     assert st.ssh.poll() is not None
+
+
+def _dataset(root: Path) -> None:
+    import os
+
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "empty").mkdir()
+    for i in range(300):
+        (root / "d" / f"f{i:03d}.bin").write_bytes(os.urandom(i * 7))
+    for i in range(3):  # (big enough that tar is still writing one when it is named)
+        (root / "d" / "sub" / f"big{i}.bin").write_bytes(os.urandom(3_000_000))
+    (root / "d" / "sp ace ünï.txt").write_bytes(b"x")
+    (root / "d" / "back\\slash").write_bytes(b"y")
+    (root / "d" / "link").symlink_to("sub/big0.bin")
+
+
+def _packed_members(root: Path) -> tuple[list[Entry], bytes]:
+    from gpuonboard import transfer
+    from gpuonboard.steps.dataset.scan import dir_members
+    from gpuonboard.transfer import shards
+
+    tree = transfer.scan_source(root, hashes=False)
+    members = shards.assign(list(tree.entries.values()) + dir_members(tree.empty_dirs), 1 << 40)[0]
+    out: list[bytes] = []
+    packed = shards.pack(root, members, out.append)
+    hashed = [dataclasses.replace(e, sha256=packed.files.get(e.rel, "")) for e in members]
+    return hashed, b"".join(out)
+
+
+def test_an_unpacking_stream_hashes_each_file_as_it_lands(tmp_path: Path) -> None:
+    """With `tree` in its header, the receiving side hashes every unpacked file once tar has
+    closed it (names with spaces, non-ASCII, backslashes, a symlink, an empty dir, files of
+    3 MB) and says so in one `tree` line, equal to what the dataset's hashes give."""
+    src, store, tree = tmp_path / "src", tmp_path / "store", tmp_path / "tree"
+    _dataset(src)
+    store.mkdir()
+    members, data = _packed_members(src)
+    st = _receive(store, str(tree))
+    st.feed(_producer(data, 1 << 16), "zstd", shardstream.stream_header("zstd", PART, tree=True))
+    res = st.wait()
+    assert res.ok and res.remote_sha == res.local_sha, res
+    assert res.tree and res.tree == shardstream.tree_digest(members)
+    assert sorted(p.name for p in store.iterdir()) == [PART, PART + ".sum"]  # (no temp file left)
+    assert (tree / "d" / "sub" / "big2.bin").read_bytes() == (src / "d" / "sub" / "big2.bin").read_bytes()
+    # a file that differs on the host changes the line (the upload then hashes file by file)
+    (tree / "d" / "f005.bin").write_bytes(b"changed")
+    st = _receive(store, str(tmp_path / "again"))
+    st.feed(_producer(data, 1 << 16), "zstd", shardstream.stream_header("zstd", PART, tree=True))
+    assert st.wait().tree == res.tree  # (a fresh unpack: the same)
+    changed = [m if m.rel != "d/f005.bin" else dataclasses.replace(m, sha256="0" * 64) for m in members]
+    assert shardstream.tree_digest(changed) != res.tree
+    # without `tree` (or with a name tar's listing would split) nothing is hashed
+    st = _receive(store, str(tmp_path / "plain"))
+    st.feed(_producer(data), "zstd", shardstream.stream_header("zstd", PART))
+    assert st.wait().tree == ""
+    assert shardstream.tree_digest([*members, dataclasses.replace(members[1], rel="a\nb")]) is None
+
+
+def test_a_tar_hashed_by_its_packing_is_not_hashed_again(tmp_path: Path) -> None:
+    """`digest`: the shard's sha256 comes from what packing returned (it hashed the tar as it
+    wrote it); the host's own sha256 is still compared with it, a resumed shard's too."""
+    data = _tar_many()
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / PART).write_bytes(data[:5000])
+    want = hashlib.sha256(data).hexdigest()
+    st = _receive(store)
+    header = shardstream.stream_header("zstd", PART, True)
+    assert st.feed(_producer(data), "zstd", header, resume=True, digest=lambda r: want) == "packed"
+    res = st.wait()
+    assert res.ok and res.remote_sha == res.local_sha == want and res.resumed == 5000, res
+    st = _receive(store)  # (a producer's sha256 that is not what it wrote: the host's differs)
+    st.feed(_producer(data), "zstd", shardstream.stream_header("zstd", PART), digest=lambda r: "0" * 64)
+    res = st.wait()
+    assert res.ok and res.local_sha == "0" * 64 != res.remote_sha
+
+
+def test_the_closing_command_removes_the_proven_shards_once_the_tree_is_in_place(tmp_path: Path) -> None:
+    """The `drop` list (every file proven on the host as it landed): the closing command removes
+    those shards, and what interrupted attempts left, after the swap, in the same round trip;
+    never when it failed before the swap."""
+    target, plain = tmp_path / "ds.shards", tmp_path / "ds"
+    proven = "p" * 32 + ".tar"
+    name, sha = _one_shard(target)
+    (target / proven).write_bytes(b"streamed and proven")
+    (target / ".incoming-0a1b").write_bytes(b"half")
+    unpack = str(tmp_path / ".ds.gpuonboard-unpack-x")
+    cmd = shardstream.finish_command(str(target), unpack, str(plain), False, "zstd", "unpacked-x")
+    drop = [name, proven]
+    stdin = shardstream.finish_lists([(name, sha)], [], drop) + gzip.compress(b"{}\n")
+    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (plain / "a.bin").read_bytes() == b"a\n"
+    assert sorted(p.name for p in target.iterdir()) == [
+        "manifest.json",
+        "manifest.unpacked.json",
+        "unpacked-x",
+    ]
+    # a damaged shard to unpack: the closing command fails before the swap, nothing is dropped
+    target2 = tmp_path / "ds2.shards"
+    name, sha = _one_shard(target2)
+    (target2 / name).write_bytes(b"damaged")
+    (target2 / proven).write_bytes(b"streamed and proven")
+    cmd = shardstream.finish_command(str(target2), unpack + "2", str(tmp_path / "ds2"), False, "zstd", "m")
+    stdin = shardstream.finish_lists([(name, sha)], [], [proven]) + gzip.compress(b"{}\n")
+    r = subprocess.run(cmd, shell=True, input=stdin, capture_output=True, timeout=60)
+    assert r.returncode == 3 and (target2 / proven).exists()

@@ -4,7 +4,6 @@ vouches for, and whether a file changed since the scan."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,8 +38,11 @@ def reserved_entry(src: Path, tree: transfer.SourceTree) -> str | None:
 def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
     """The failure sentence when the dataset has a directory named like rsync's partial dir
     (rsync would never send it, and listings leave it out), else None."""
-    mark = transfer.PARTIAL_DIR  # (the substring test first: 50,000 splits took 6 ms of every plan)
-    partial = next((rel for rel in tree.entries if mark in rel and mark in rel.split("/")[:-1]), None)
+    mark = transfer.PARTIAL_DIR  # (the substring test first: 50,000 splits took 6 ms of every plan;
+    # then on the scan's path buffer at once: no path decoded unless one holds it)
+    partial = None
+    if mark.encode() in tree.columns.names:
+        partial = next((rel for rel in tree.entries if mark in rel and mark in rel.split("/")[:-1]), None)
     if partial is None:  # (an empty one: never made on the host, so never up to date)
         partial = next((d for d in sorted(tree.empty_dirs) if mark in d and mark in d.split("/")), None)
     if partial is None:
@@ -53,14 +55,16 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
 
 def known_hashes(tree: transfer.SourceTree, hashes: shards.HashCache) -> shards.HashCache:
     """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
-    inode); the others keep "" for a later pass. Returns the cache. (Values replaced in place
-    while the dict is walked: no copy of its items.)"""
-    entries = tree.entries
-    for rel, e in entries.items():
+    inode); the others keep "" for a later pass. Returns the cache. (A cache bound to this scan
+    filled them in as it was read; else each is set in the scan's columns in place.)"""
+    if hashes.columns is tree.columns:
+        return hashes
+    columns = tree.columns
+    for i, e in enumerate(columns.entries()):
         if e.kind == "f" and not e.sha256:
             known = hashes.get(e)
             if known:
-                entries[rel] = dataclasses.replace(e, sha256=known)
+                columns.set_sha(i, known)
     return hashes
 
 

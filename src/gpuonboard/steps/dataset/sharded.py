@@ -8,7 +8,7 @@ from it, not sent, when the shards are not kept), and the room an unpack takes."
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import itertools
 import posixpath
 from pathlib import Path
 
@@ -27,11 +27,11 @@ from gpuonboard.steps.dataset.encryption import load_encryption
 from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room
-from gpuonboard.steps.dataset.scan import dir_members, known_hashes
+from gpuonboard.steps.dataset.scan import known_hashes
 from gpuonboard.steps.dataset.shardstore import (
     cipher_path,
     discard,
-    manifest,
+    manifest_digest,
     note_packed,
     readable_manifest,
     remote_name,
@@ -75,7 +75,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
             failed=True,
         )
     work.codec = shardstream.pick_codec(remote.zstd)
-    work.index, work.hashes = index, shards.HashCache(cache)
+    work.index, work.hashes = index, shards.HashCache(cache, work.tree.columns)
     found, unread = _group(ctx, opts, label, work, remote, size)
     if unread is not None:
         return Plan(False, unreadable(unread, src, NOTHING_SENT), failed=True)
@@ -94,8 +94,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     # manifest vouches for them (unless the tree drifted since: then they are sent again)
     resend = _unpacked_and_removed(ctx, opts, work, remote, size)
     _drop_partials(work)
-    work.manifest = b"" if work.send_idx else manifest(work, size)
-    digest = hashlib.sha256(work.manifest).hexdigest() if work.manifest else ""
+    digest = "" if work.send_idx else manifest_digest(work, size)
     stored = stored_digest(opts.cache_dir(ctx), work, digest) if digest else ""
     complete = bool(stored) and not work.stale and remote.manifest_sha == stored
     plain = listing(ctx, opts, opts.plain_target) if work.unpack else None
@@ -106,7 +105,6 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
             return Plan(False, _foreign_sentence(ctx, opts, foreign), failed=True)
     if resend and not (complete and unpacked):  # (nothing on the host to unpack them from)
         work.send_idx, work.need = sorted(work.send_idx + resend[0]), work.need + resend[1]
-        work.manifest = b""
         complete, unpacked = False, False
         redo = redo.replace(": unpacked again", ": rebuilt (the shards are not kept on the host)")
     if plain is not None and not work.keep_shards and not (complete and unpacked):
@@ -142,8 +140,7 @@ def _unpacked_and_removed(
         return None  # (a --shards run without --unpack: the unpacked tree holds them, nothing to send)
     if any(work.built[i] is None for i in work.send_idx):
         return None
-    made = manifest(work, size)
-    digest = hashlib.sha256(made).hexdigest()
+    digest = manifest_digest(work, size)
     if stored_digest(opts.cache_dir(ctx), work, digest) != remote.manifest_sha:
         return None
     if shards.marker_name(digest, opts.plain_target) not in remote.files:
@@ -180,14 +177,12 @@ def _from_tree(work: Work, plain: transfer.RemoteState, size: int) -> None:
     work.reuse = reuse
     work.send_idx = [i for i in work.send_idx if i not in taken]
     work.need -= sum(s.size for i in reuse if (s := work.built[i]) is not None)
-    if not work.send_idx:  # (every shard known: apply's closing command reuses this manifest)
-        work.manifest = manifest(work, size)
 
 
 def _drop_partials(work: Work) -> None:
     """The partials of shards the plan no longer sends (their files are on the host already)
     are stale: removed by the closing command, not resumed from."""
-    parts = {shardstream.part_of([e.rel for e in work.groups[i]]) for i in work.send_idx}
+    parts = {shardstream.part_of(e.rel for e in work.groups[i]) for i in work.send_idx}
     for name in [n for n in work.partials if n not in parts]:
         del work.partials[name]
         work.stale.append(name)
@@ -244,8 +239,7 @@ def _group(
         except OSError as exc:
             return 0, exc
     root = shard_root(work)
-    members = list(work.tree.entries.values()) + dir_members(work.tree.empty_dirs)
-    work.groups = shards.assign(members, size)
+    work.groups = list(shards.assign_members(work.tree.members(), size))
     if index.data:
         work.keys = [shards.member_key(root, g) for g in work.groups]
         work.built = [index.get(k) for k in work.keys]
@@ -314,7 +308,7 @@ def _compare(ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfe
             work.need += shard.size
     # the partial an interrupted stream left of a shard to send is resumed from (its bytes are
     # checked by sha256 then); any other is stale
-    parts = {shardstream.part_of([e.rel for e in work.groups[i]]) for i in work.send_idx}
+    parts = {shardstream.part_of(e.rel for e in work.groups[i]) for i in work.send_idx}
     work.partials = {
         n: size for n, (kind, size, _) in remote.files.items() if n in parts and kind == "f" and size > 0
     }
@@ -342,15 +336,17 @@ def _unpacked_tree(
     it is unpacked again; files in it no upload put there, which the swap would lose). Sets
     work.drop when there are none."""
     unpacked, redo = True, ""
-    drift, extra = shards.tree_drift(work.tree.entries, plain.files)
-    drift += sorted(d for d in work.tree.empty_dirs if d not in plain.dirs)
+    drift, first, extra = shards.drift_summary(work.tree.entries, plain.files)
+    dirs_gone = sorted(d for d in work.tree.empty_dirs if d not in plain.dirs)
+    drift += len(dirs_gone)
+    first = first if first is not None else (dirs_gone[0] if dirs_gone else None)
     if complete:  # the marker says which manifest was unpacked; the listing, that it is whole
         marked = shards.marker_name(digest, opts.plain_target) in remote.files
         unpacked = marked and not drift
         if marked and drift:
             redo = (
                 f"; the unpacked tree {opts.plain_target} differs from the dataset"
-                f" ({len(drift)} missing or changed, e.g. {drift[0]!r}): unpacked again"
+                f" ({drift} missing or changed, e.g. {first!r}): unpacked again"
             )
     foreign = _foreign_files(ctx, opts, extra, work) if extra and not (complete and unpacked) else []
     if foreign:
@@ -358,7 +354,7 @@ def _unpacked_tree(
     # what the swap drops: listed paths that are neither in the dataset nor a dir of it
     # (an empty one too: a file that became one is replaced, not dropped, by the swap)
     empty = work.tree.empty_dirs
-    dirs = parent_dirs([*work.tree.entries, *empty]) | empty
+    dirs = parent_dirs(itertools.chain(work.tree.entries, empty)) | empty if extra else set()
     work.drop = shardstream.dropped_digest([rel for rel in extra if rel not in dirs])
     return unpacked, redo, []
 
@@ -398,7 +394,7 @@ def _older_note(ctx: StepContext, opts: DatasetOptions, work: Work) -> str:
     if there is None or there.copy not in (None, "", posixpath.normpath(opts.copy)):
         return ""
     left = there.files
-    drift, extra = shards.tree_drift(work.tree.entries, left) if left else ([], [])
+    drift, _, extra = shards.drift_summary(work.tree.entries, left) if left else (0, None, [])
     if left and work.send_idx:
         return (
             f"; the unpacked tree {opts.target} ({count(len(left), 'file')}) is not updated"
@@ -407,7 +403,7 @@ def _older_note(ctx: StepContext, opts: DatasetOptions, work: Work) -> str:
     if drift or extra:
         return (
             f"; the unpacked tree {opts.target} differs from the dataset"
-            f" ({count(len(drift) + len(extra), 'path')}): --unpack updates it"
+            f" ({count(drift + len(extra), 'path')}): --unpack updates it"
         )
     return ""
 
@@ -424,9 +420,7 @@ def _room_problem(
     # an unpack rebuilds the WHOLE tree beside the current one (swapped in at the end), in
     # file system blocks: a 1-byte file takes 4 KiB
     # (files taken from the current tree are hard links: no room, unless on another disk)
-    linked = {e.rel for i in work.reuse for e in work.groups[i]}
-    tree_room = sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.files if e.rel not in linked)
-    tree_room = tree_room if work.unpack else 0
+    tree_room = _tree_room(work) if work.unpack else 0
     apart = bool(opts.decrypt_dir) and work.unpack  # the tree goes to --decrypt-to's disk
     room = work.need + (0 if apart else tree_room)
     work.room_note = _room_note(opts, work, room, tree_room, apart)
@@ -437,6 +431,18 @@ def _room_problem(
     if apart and plain is not None:
         return decrypt_dir_room(ctx, opts, plain.free_bytes, tree_room, "the unpacked tree")
     return None
+
+
+def _tree_room(work: Work) -> int:
+    """The file system blocks (4 KiB) of the dataset's regular files but those taken from the
+    host's current tree (hard links): what an unpack's new tree takes."""
+    linked = {e.rel for i in work.reuse for e in work.groups[i]}
+    if linked:
+        return sum(-(-max(e.size, 0) // 4096) * 4096 for e in work.tree.iter_files() if e.rel not in linked)
+    c, f_kind = work.tree.columns, ord("f")
+    return sum(
+        -(-max(size, 0) // 4096) * 4096 for size, kind in zip(c.sizes, c.kinds, strict=True) if kind == f_kind
+    )
 
 
 def _room_note(opts: DatasetOptions, work: Work, room: int, tree_room: int, apart: bool) -> str:

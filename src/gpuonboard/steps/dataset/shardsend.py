@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gpuonboard import children, shell, transfer
 from gpuonboard.steps.base import Plan, StepContext
@@ -67,6 +67,11 @@ def stream_failure(res: shardstream.StreamResult) -> str:
     return f"upload failed: {why}" + (f" ({detail})" if detail else "")
 
 
+def _tar_sha256(packed: shards.Packed) -> str:
+    """The sha256 of the tar `shards.pack` wrote (its stream's bytes, as the host stores them)."""
+    return packed.sha256
+
+
 class ShardUpload:
     """One shard-mode upload in apply: its streams, what arrived, the caches it keeps saved."""
 
@@ -93,6 +98,10 @@ class ShardUpload:
         self.spawn_stream = spawn_stream
         self.progress, self.state = stream_progress(ctx, opts, label, work.need, len(work.send_idx))
         self.arrived: list[Arrived] = []
+        # groups whose files the host hashed in the unpacked tree as they landed, equal to the
+        # dataset's (shardstream.tree_digest): not hashed again at the end
+        self.proven: set[int] = set()
+        self._parts: dict[int, str] = {}  # group -> its temp name on the host (_part)
         self.renamed: list[Arrived] = []  # the last shard: renamed by the closing command
         self.sent_bytes = 0
         self.resumed = [0, 0]  # shards resumed from the partial an interrupted stream left, its bytes
@@ -104,7 +113,7 @@ class ShardUpload:
         self.saved = [time.monotonic(), 0.0]  # when the caches were last saved, how long that took
         self.saving: Future[None] | None = None
         self.helpers = ThreadPoolExecutor(max_workers=2)
-        self.manifest_job: Future[tuple[str, bytes]] | None = None
+        self.manifest_job: Future[tuple[str, bytearray]] | None = None
 
     def run(self, plan: Plan, eta: str) -> Any:
         """Stream each shard to send, then the closing command: None, or the failure sentence."""
@@ -189,8 +198,13 @@ class ShardUpload:
                 os.replace(tmp, cipher_path(self.cache, self.work, done))
 
     def _part(self, i: int) -> str:
-        """Group i's temp name on the host (its partial, when a stream of it was cut off)."""
-        return shardstream.part_of([e.rel for e in self.work.groups[i]])
+        """Group i's temp name on the host (its partial, when a stream of it was cut off); made
+        once (a pass over the group's paths: its settling, on the way to the closing command,
+        asks again)."""
+        part = self._parts.get(i)
+        if part is None:
+            part = self._parts[i] = shardstream.part_of(e.rel for e in self.work.groups[i])
+        return part
 
     def _resumable(self, why: str) -> str:
         return f"{why}; rerun to resume ({self._kept()})"
@@ -231,9 +245,11 @@ class ShardUpload:
             part = self._part(i)
             ask = again and part in work.partials  # (else the host drops a partial there)
             self.restarted += part in work.partials and not again
-            header = shardstream.stream_header(work.codec, part, ask) + self.prefix
+            header = shardstream.stream_header(work.codec, part, ask, work.unpack) + self.prefix
             try:
-                packed = cur.feed(produce, codec, header, self._on_bytes, resume=ask)
+                # (a tar packed here: packing hashed it as it wrote it, the stream need not)
+                digest = _tar_sha256 if codec is not None else None
+                packed = cur.feed(produce, codec, header, self._on_bytes, resume=ask, digest=digest)
             except (OSError, crypto.CryptoError) as exc:
                 if isinstance(exc, OSError) and exc.errno in DISK_FULL:
                     what = f"the encrypted copy of shard {n + 1}"
@@ -297,6 +313,8 @@ class ShardUpload:
         work = self.work
         i = work.send_idx[n]
         part = self._part(i)
+        # (what the host's hashes of the unpacked files must give: made while the stream drains)
+        want = shardstream.tree_digest(work.groups[i]) if work.unpack else None
         res = stream.wait()
         self.sent_bytes += res.sent
         self.restarted += res.restarted
@@ -305,6 +323,8 @@ class ShardUpload:
         if res.resumed:
             self.resumed[0] += 1
             self.resumed[1] += res.resumed
+        if res.tree and res.tree == want:
+            self.proven.add(i)
         done = work.built[i]
         assert done is not None
         if tmp_cipher is not None:
@@ -359,7 +379,9 @@ class ShardUpload:
             if sh is not None and remote_name(work, sh) not in streamed and i not in linked
         ]
         stale = [nm for nm in work.stale if nm not in names]
-        lists = shardstream.finish_lists(extract if work.unpack else [], stale)
+        # every file proven as it landed: the closing command removes the shards itself
+        dropping = work.unpack and not work.keep_shards and not self._unproven()
+        lists = shardstream.finish_lists(extract if work.unpack else [], stale, names if dropping else ())
         end = last[0] if last else None
         held = (work.lease.path, work.lease.token) if work.lease else ("", "")
         closing = shardstream.finish_command(
@@ -377,7 +399,10 @@ class ShardUpload:
             children.done(work.on_interrupt)
             work.on_interrupt = None
         try:
-            r = ctx.runner.run(closing, stdin=self.prefix + lists + packed_manifest, timeout=3600)
+            # (in place: an encrypted manifest, ~50 MB at 1,000,000 files, is not copied; either
+            # runner takes a bytearray)
+            packed_manifest[:0] = self.prefix + lists
+            r = ctx.runner.run(closing, stdin=cast(bytes, packed_manifest), timeout=3600)
         except BaseException:
             # cut off while the host unpacks and swaps: that goes on without us, so the lease
             # stays (the host keeps it fresh until done) instead of admitting another upload
@@ -388,24 +413,39 @@ class ShardUpload:
             return LEASE_LOST
         if not r.ok:
             return self._closing_failure(r.stderr, r.exit_code)
-        if work.unpack and not work.keep_shards:
+        if work.unpack and not work.keep_shards and not dropping:
             problem = self._drop_shards()
             if problem:
                 return problem
         self._finished(plan, eta, stale)
         return None
 
+    def _unproven(self) -> dict[str, str]:
+        """The sha256 of each file and symlink of the dataset that no stream of this run proved
+        on the host as it landed (`proven`), by path."""
+        return {
+            e.rel: e.sha256
+            for i, g in enumerate(self.work.groups)
+            if i not in self.proven
+            for e in g
+            if e.kind in ("f", "l")
+        }
+
     def _drop_shards(self) -> str | None:
         """--unpack without keep_shards, once the tree is swapped in: every file of it hashed on
         the host against the dataset's sha256s (of the files this machine read), then the
         shards, and what an interrupted attempt left in the store, removed: only the tree, the
-        manifest and its marker stay. A file that differs keeps the shards and drops the
-        marker, so the rerun unpacks again from them (nothing re-sent). -> the failure, or None."""
+        manifest and its marker stay. The files of a shard streamed this run were hashed in the
+        unpacked tree as they landed (`proven`); the others (unpacked by the closing command,
+        hard-linked from the old tree) are hashed now. (When every file was proven, the closing
+        command removed the shards: this is not run.) A file that differs keeps the shards and
+        drops the marker, so the rerun unpacks again from them (nothing re-sent). -> the
+        failure, or None."""
         ctx, opts, work = self.ctx, self.opts, self.work
-        expect = {e.rel: e.sha256 for g in work.groups for e in g if e.kind in ("f", "l")}
+        expect = self._unproven()
         if not all(expect.values()):  # (a hash this run never learnt: nothing is removed unverified)
             return None
-        bad = mismatches(ctx, opts.plain_target, expect)
+        bad = mismatches(ctx, opts.plain_target, expect) if expect else []
         if bad:
             unmark_unpacked(ctx, opts)
             return (

@@ -153,7 +153,7 @@ class DatasetStep(Step):
         if partial:
             return Plan(False, partial, failed=True)
         work = Work(tree, [], o.target)
-        entries = list(tree.entries.values())
+        entries = tree.entries
         if not entries and (o.encrypt or not tree.empty_dirs) and not (o.shards or o.unpack):
             # (rsync never ran: "up to date at" named a copy that may not even exist there)
             where = o.target if o.encrypt else tree.landing(o.target)

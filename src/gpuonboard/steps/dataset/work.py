@@ -3,6 +3,7 @@ loaded, and what apply holds while it runs) and the shape of an open OpenSSH mas
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,8 @@ class Work:
     decrypt: list[transfer.Entry] = field(default_factory=list)
     identity: Any = None
     # shard mode
-    groups: list[list[transfer.Entry]] = field(default_factory=list)
+    # each shard's members (scanstore.Group: a range of the scan's members, made when iterated)
+    groups: list[Sequence[transfer.Entry]] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     built: list[shards.Shard | None] = field(default_factory=list)
     send_idx: list[int] = field(default_factory=list)  # groups to (build and) send
@@ -48,7 +50,6 @@ class Work:
     manifest_behind: bool = False  # shard mode: the host's manifest is not this run's
     mkdirs: list[str] = field(default_factory=list)  # plain mode: empty dirs the host lacks
     redo: str = ""  # unpack: the plan's note on why an unpacked tree is unpacked again
-    manifest: bytes = b""  # shard mode: the manifest the plan made when nothing was to be sent
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
     keep_shards: bool = True  # shard mode: the shards stay on the host (False: --unpack without keep_shards)
     room: tuple[int, int] = (0, 0)  # plain mode: bytes the host's disk needs at the peak, and in the end
