@@ -74,7 +74,8 @@ untar() {
 # order, are hashed into one sha256, which the client computes from the dataset's (tree_digest)
 tree_sums() {
   # shellcheck disable=SC2016  # sed's own $ (the last line), not the shell's
-  sed -n 'x;1!p;${x;p;}' | grep -v '/$' | tr '\n' '\0' \
+  # (grep in the C locale: in a UTF-8 one GNU grep drops a name with a byte that is no UTF-8)
+  sed -n 'x;1!p;${x;p;}' | LC_ALL=C grep -v '/$' | tr '\n' '\0' \
     | ( cd -- "$u" && xargs -0 -r sh -c "$HB" sh ) | cut -d ' ' -f 1,2 | sha | cut -c1-64
 }
 # what arrives, as the host stores it: the tar (decompressed) or the ciphertext (as it is)

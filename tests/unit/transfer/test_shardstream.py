@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from gpuonboard.transfer import Entry, shardstream
 
@@ -369,6 +372,24 @@ def test_an_unpacking_stream_hashes_each_file_as_it_lands(tmp_path: Path) -> Non
     st.feed(_producer(data), "zstd", shardstream.stream_header("zstd", PART))
     assert st.wait().tree == ""
     assert shardstream.tree_digest([*members, dataclasses.replace(members[1], rel="a\nb")]) is None
+
+
+def test_a_name_that_is_no_utf_8_is_proven_under_a_utf_8_locale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hosts run with LANG=C.UTF-8 (PAM, or sent by ssh): a name with a byte that is no UTF-8
+    is still one line of the host's hashing (GNU grep would drop it as binary: no proof)."""
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    src, store = tmp_path / "src", tmp_path / "store"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / os.fsdecode(b"caf\xe9")).write_bytes(b"latin-1 name")
+    (src / "d" / "z").write_bytes(b"z")
+    store.mkdir()
+    members, data = _packed_members(src)
+    st = _receive(store, str(tmp_path / "tree"))
+    st.feed(_producer(data), "zstd", shardstream.stream_header("zstd", PART, tree=True))
+    res = st.wait()
+    assert res.ok and res.tree == shardstream.tree_digest(members), res
 
 
 def test_a_tar_hashed_by_its_packing_is_not_hashed_again(tmp_path: Path) -> None:
