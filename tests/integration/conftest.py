@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
+from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHost, TestHostPool
 from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER
 from gpuonboard.testing.turns import machine_turn
@@ -195,6 +197,34 @@ def argv_watch(*needles: str, every: float = 0.005) -> Iterator[list[str]]:
     finally:
         done.set()
         t.join()
+
+
+def ssh_runner(th: TestHost, pool: TestHostPool, tmp_path: Path) -> Runner:
+    """An SSH runner to the test host `th`, its host key pinned (a known_hosts of its own)."""
+    host = Host(
+        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
+    )
+    known = tmp_path / "known_hosts"
+    return open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+
+
+def interrupt_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], seconds: float) -> None:
+    """SIGTERM to `proc` once `ready()` holds (asserting it was still running then), waited
+    for; killed if anything fails on the way. Its exit status must be a failure."""
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ready():
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the upload ended before it could be interrupted"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=seconds)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0
 
 
 def age_key(where: Path) -> tuple[Path, str]:

@@ -11,26 +11,13 @@ from pathlib import Path
 
 import fabric
 import pytest
-from conftest import LongJob, Project, host_entry, wait_for
+from conftest import LongJob, Project, host_entry, ssh_runner, wait_for
 
 from gpuonboard import shell
-from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, SSHRunner, connect_timeout, open_runner
+from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, connect_timeout, open_runner
 from gpuonboard.errors import ConnectionLost, ExitCode, HostKeyError
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.testing import TestHost, TestHostPool
-
-
-def _runner_for(th: TestHost, pool: TestHostPool, tmp_path: Path) -> Runner:
-    host = Host(
-        name=th.name,
-        address=th.address,
-        port=th.port,
-        key_file=str(pool.client_key),
-        host_key=th.fingerprint,
-    )
-    known = tmp_path / "known_hosts"
-    return open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
-
 
 _HOST_NUMBERS = itertools.count(1)
 
@@ -53,7 +40,7 @@ def drop_host(pool: TestHostPool) -> TestHost:
 def test_a_dropped_connection_is_lost_not_refused(
     drop_host: TestHost, pool: TestHostPool, tmp_path: Path, script: str, prefetch: bool, on_output: bool
 ) -> None:
-    runner = _runner_for(drop_host, pool, tmp_path)
+    runner = ssh_runner(drop_host, pool, tmp_path)
     # a command killed by a signal gets no exit status, only sshd's exit-signal, and the
     # connection lives on: the status a shell would give it (128 + 9), and the next command runs
     killed = runner.run(shell.sh_c("echo before; kill -9 $$"))

@@ -7,18 +7,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, open_runner
-from gpuonboard.inventory import Host
+from conftest import ssh_runner
+
+from gpuonboard.connection import SSHRunner
 from gpuonboard.testing import TestHostPool
 
 
 def test_output_is_read_while_a_large_stdin_is_written(pool: TestHostPool, tmp_path: Path) -> None:
     th = pool.hosts["good"]
-    host = Host(
-        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
-    )
-    known = tmp_path / "known_hosts"
-    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    runner = ssh_runner(th, pool, tmp_path)
     assert isinstance(runner, SSHRunner)
     # 6 MB in, 12 MB out as it reads: far past the 2 MiB window plus the pipe buffers
     stdin = b"".join(

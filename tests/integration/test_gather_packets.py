@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, open_runner
+from conftest import ssh_runner
+
+from gpuonboard.connection import SSHRunner
 from gpuonboard.connection.gather import gather
-from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHostPool
 
 MSG_CHANNEL_DATA, MSG_CHANNEL_EXTENDED_DATA = 94, 95  # RFC 4254
@@ -18,11 +19,7 @@ MSG_CHANNEL_DATA, MSG_CHANNEL_EXTENDED_DATA = 94, 95  # RFC 4254
 
 def test_the_probe_output_arrives_in_few_packets(pool: TestHostPool, tmp_path: Path) -> None:
     th = pool.hosts["good"]  # the 8x A100 profile: ~200 KB of probe output
-    host = Host(
-        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
-    )
-    known = tmp_path / "known_hosts"
-    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    runner = ssh_runner(th, pool, tmp_path)
     assert isinstance(runner, SSHRunner)
     packetizer = runner.transport.packetizer
     read_message = packetizer.read_message
@@ -52,11 +49,7 @@ def test_the_transport_thread_polls_its_socket_once_a_second(pool: TestHostPool,
     from gpuonboard.connection.connect import _TRANSPORT_POLL_S
 
     th = pool.hosts["good"]
-    host = Host(
-        name=th.name, address=th.address, port=th.port, key_file=str(pool.client_key), host_key=th.fingerprint
-    )
-    known = tmp_path / "known_hosts"
-    runner = open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
+    runner = ssh_runner(th, pool, tmp_path)
     assert isinstance(runner, SSHRunner)
     transport = runner.transport
     assert transport.sock.gettimeout() == _TRANSPORT_POLL_S == 1.0

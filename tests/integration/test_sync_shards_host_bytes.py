@@ -10,14 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, age_key, host_entry
+from conftest import Project, age_key, host_entry, interrupt_when
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 
@@ -59,21 +57,12 @@ def _interrupt_then_complete(project: Project, flags: list[str], data_dir: Path)
         argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     store = data_dir / "many.shards"
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            names = [p.name for p in store.iterdir()] if store.is_dir() else []
-            if sum(n.endswith((".tar", ".age")) for n in names) >= 2:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the upload ended before it could be interrupted"
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode != 0
+
+    def two_shards_in() -> bool:
+        names = [p.name for p in store.iterdir()] if store.is_dir() else []
+        return sum(n.endswith((".tar", ".age")) for n in names) >= 2
+
+    interrupt_when(proc, two_shards_in, 60)
     r = project.cli("sync", "--host", "dataset", *flags)
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -12,14 +12,13 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, age_key, host_entry
+from conftest import Project, age_key, host_entry, interrupt_when
 
 needs_age = pytest.mark.skipif(shutil.which("age") is None, reason="Debian `age` not installed")
 
@@ -67,21 +66,12 @@ def _interrupt(project: Project, flags: list[str], data_dir: Path, at: int) -> i
         argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     store = data_dir / "many.shards"
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            part = _partial(store)
-            if part is not None and part.stat().st_size >= at:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the upload ended before it could be interrupted"
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode != 0
+
+    def far_enough() -> bool:
+        part = _partial(store)
+        return part is not None and part.stat().st_size >= at
+
+    interrupt_when(proc, far_enough, 90)
     time.sleep(0.5)  # (the host's side of the cut stream settles)
     part = _partial(store)
     assert part is not None, sorted(p.name for p in store.iterdir())
