@@ -30,17 +30,20 @@ import re
 import stat
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from gpuonboard import atomicfile
 from gpuonboard.transfer import Entry
+from gpuonboard.transfer.crypto import sha256_file
 from gpuonboard.transfer.scanstore import ZERO, Columns, Group, Members
 
 DEFAULT_SIZE = 256 * 1024 * 1024
 DEFAULT_THRESHOLD = 10_000
+RACY_MARGIN_NS = 2_000_000_000  # a hash cache record this close to its stamp is re-hashed
 SHARD_MTIME = 1_000_000_000  # mtime of the shard FILES in the cache (stable for rsync's quick check)
 MANIFEST = "manifest.json"
 UNPACKED_MANIFEST = "manifest.unpacked.json"  # the manifest the plaintext tree was last unpacked from
@@ -412,40 +415,81 @@ class HashCache:
 
     Bound to a scan (`columns`), the scan's own columns are its records: loading fills in the
     sha256 of each file the cache vouches for, record by record (nothing kept per file), and
-    saving writes the scan's known hashes. Unbound, it is a dict of records (`data`)."""
+    saving writes the scan's known hashes. Unbound, it is a dict of records (`data`).
 
-    def __init__(self, cache: Path, columns: Columns | None = None) -> None:
+    Racily clean records (git's rule): a file rewritten within the same timestamp tick as the
+    stat its record holds keeps its size, mtime and inode. So a save stamps hashes.json's own
+    mtime with `started`, when this cache was made: before every hash it saves was taken (a
+    save's own time would not do: a file hashed as a long upload began and rewritten moments
+    later is still older than the save). A record whose mtime is within RACY_MARGIN_NS of the
+    stamp it was read with, or later, is not trusted: its file (`locate(rel)`: the dataset's
+    path of it) is hashed again, and that fresh sha256 is used; one never checked is not saved
+    again. Without `locate` such a record is trusted as before (production callers pass it)."""
+
+    def __init__(
+        self, cache: Path, columns: Columns | None = None, locate: Callable[[str], Path] | None = None
+    ) -> None:
+        self.started = time.time_ns()  # (before anything is read or hashed: the stamp it saves)
         self.path = cache / "hashes.json"
         self.columns = columns
+        self.locate = locate
         self.data: dict[str, Sequence[Any] | Entry] = {}
+        self._racy: set[str] = set()  # (unbound: records read racy, not checked yet)
         if columns is not None:
             self._fill(columns)
             return
         try:
-            self.data = json.loads(self.path.read_text())
+            with self.path.open("rb") as f:
+                racy_from = os.fstat(f.fileno()).st_mtime_ns - RACY_MARGIN_NS
+                self.data = json.loads(f.read())
         except (OSError, ValueError):
             self.data = {}
+            return
+        if not isinstance(self.data, dict):
+            self.data = {}
+        for k, v in self.data.items():
+            if isinstance(v, list) and len(v) == 4 and type(v[1]) is int and v[1] >= racy_from:
+                self._racy.add(k)
 
     def _fill(self, columns: Columns) -> None:
         """The sha256 of each scanned file whose record matches its stat, record by record
         (the file is written in the scan's path order: each record is the next entry; another
-        order is found by bisection)."""
+        order is found by bisection); a racy record's file is hashed again."""
         f_kind, nxt = ord("f"), 0
         sizes, mtime_ns, inos, kinds = columns.sizes, columns.mtime_ns, columns.inos, columns.kinds
         try:
-            for rel, size, ns, ino, sha in _records(self.path):
-                i = nxt if nxt < len(columns) and columns.rel(nxt) == rel else columns.find(rel, index=False)
-                if i < 0:
-                    continue
-                nxt = i + 1
-                stat = (sizes[i], mtime_ns[i], inos[i])
-                if kinds[i] == f_kind and stat == (size, ns, ino) and not columns.has_sha(i):
-                    columns.set_sha(i, sha)
+            with self.path.open("rb") as f:
+                racy_from = os.fstat(f.fileno()).st_mtime_ns - RACY_MARGIN_NS
+                for rel, size, ns, ino, sha in _records(f):
+                    i = (
+                        nxt
+                        if nxt < len(columns) and columns.rel(nxt) == rel
+                        else columns.find(rel, index=False)
+                    )
+                    if i < 0:
+                        continue
+                    nxt = i + 1
+                    stat = (sizes[i], mtime_ns[i], inos[i])
+                    if kinds[i] == f_kind and stat == (size, ns, ino) and not columns.has_sha(i):
+                        if ns >= racy_from:
+                            sha = self._hash_again(rel, sha)
+                        if sha:
+                            columns.set_sha(i, sha)
         except (OSError, ValueError):
             return
 
+    def _hash_again(self, rel: str, sha: str) -> str:
+        """The sha256 of a file whose record `sha` is racy, hashed now ("" when it cannot be
+        read: left to the normal path, which reports it); `sha` itself without `locate`."""
+        if self.locate is None:
+            return sha
+        try:
+            return sha256_file(self.locate(rel))
+        except OSError:
+            return ""
+
     def get(self, e: Entry) -> str:
-        """The cached sha256 of e, or "" when unknown or stale."""
+        """The cached sha256 of e, or "" when unknown or stale (a racy record: hashed again)."""
         c = self.columns
         if c is not None and e.kind == "f":
             i = c.find(e.rel)
@@ -462,7 +506,15 @@ class HashCache:
             and e.kind == "f"
             and (rec[0], rec[1], rec[2]) == (e.size, e.mtime_ns, e.ino)
         ):
-            return str(rec[3])
+            if e.rel not in self._racy:
+                return str(rec[3])
+            self._racy.discard(e.rel)
+            sha = self._hash_again(e.rel, str(rec[3]))
+            if sha:
+                self.data[e.rel] = (e.size, e.mtime_ns, e.ino, sha)
+            else:
+                del self.data[e.rel]
+            return sha
         return ""
 
     def put(self, e: Entry, sha: str) -> None:
@@ -471,6 +523,7 @@ class HashCache:
         the dict's slot), or a tuple; either is written as [size, mtime_ns, inode, sha256]."""
         if e.kind != "f":
             return
+        self._racy.discard(e.rel)
         c = self.columns
         if c is not None:
             i = c.find(e.rel)
@@ -486,11 +539,14 @@ class HashCache:
     def save(self, keep: Iterable[str]) -> None:
         """Write the cache with only the paths still in the dataset (`keep`: a dict or set is
         asked as it is; anything else is made a set; the bound scan's entries: its known
-        hashes). The JSON is written record by record, not built whole first."""
+        hashes). The JSON is written record by record, not built whole first; racy records
+        never checked are left out, and the file's mtime is set to `started` (see the class)."""
         mine = self.columns is not None and getattr(keep, "columns", None) is self.columns
         wanted = keep if isinstance(keep, (Mapping, set, frozenset)) else set(keep)
-        for k in [k for k in self.data if k not in wanted]:
+        racy = self._racy
+        for k in [k for k in self.data if k not in wanted or k in racy]:
             del self.data[k]
+        racy.clear()
         with atomicfile.replacing(self.path, mode=0o666) as f:
             f.write(b"{")
             batch: list[str] = []
@@ -508,6 +564,8 @@ class HashCache:
                     f.write("".join(batch).encode())
                     batch.clear()
             f.write("".join(batch).encode() + b"}")
+            f.flush()  # (nothing written after the stamp: the rename keeps it)
+            os.utime(f.fileno(), ns=(self.started, self.started))
 
     def _scan_records(self) -> Iterator[str]:
         """The bound scan's files with a known sha256 as JSON records, in path order (not those
@@ -535,25 +593,22 @@ _RECORD = re.compile(
 )
 
 
-def _records(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[str, int, int, int, str]]:
-    """The records of a hash cache file, read a piece at a time: (rel, size, mtime_ns, inode,
-    sha256); a record of another shape is skipped."""
-    with path.open("rb") as f:
-        left = b""
-        while True:
-            piece = f.read(chunk)
-            buf = left + piece
-            end = 0
-            for m in _RECORD.finditer(buf):
-                key = m.group(1)
-                rel = (
-                    json.loads(b'"' + key + b'"') if b"\\" in key else key.decode("utf-8", "surrogateescape")
-                )
-                yield rel, int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5).decode()
-                end = m.end()
-            if not piece:
-                return
-            left = buf[max(end, len(buf) - 65536) :]
+def _records(f: IO[bytes], chunk: int = 1 << 20) -> Iterator[tuple[str, int, int, int, str]]:
+    """The records of an open hash cache file, read a piece at a time: (rel, size, mtime_ns,
+    inode, sha256); a record of another shape is skipped."""
+    left = b""
+    while True:
+        piece = f.read(chunk)
+        buf = left + piece
+        end = 0
+        for m in _RECORD.finditer(buf):
+            key = m.group(1)
+            rel = json.loads(b'"' + key + b'"') if b"\\" in key else key.decode("utf-8", "surrogateescape")
+            yield rel, int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5).decode()
+            end = m.end()
+        if not piece:
+            return
+        left = buf[max(end, len(buf) - 65536) :]
 
 
 def _fields(rec: Any) -> Sequence[Any] | None:

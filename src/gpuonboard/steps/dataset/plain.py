@@ -158,7 +158,7 @@ def _cipher_entries(
         )
     # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
     # hashed while they are encrypted, in one pass, during the upload
-    work.hashes = known_hashes(tree, shards.HashCache(opts.hash_cache_dir(ctx, tree.root)))
+    work.hashes = known_hashes(tree, shards.HashCache(opts.hash_cache_dir(ctx, tree.root), locate=tree.path))
     problem = load_encryption(ctx, opts, work)
     if problem or work.enc is None:
         return Plan(False, problem or "no encryption settings", failed=True)

@@ -75,7 +75,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
             failed=True,
         )
     work.codec = shardstream.pick_codec(remote.zstd)
-    work.index, work.hashes = index, shards.HashCache(cache, work.tree.columns)
+    work.index, work.hashes = index, shards.HashCache(cache, work.tree.columns, work.tree.path)
     found, unread = _group(ctx, opts, label, work, remote, size)
     if unread is not None:
         return Plan(False, unreadable(unread, src, NOTHING_SENT), failed=True)
