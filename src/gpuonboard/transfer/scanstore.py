@@ -381,11 +381,12 @@ class Members:
             else:
                 yield from self.columns.entries(t, t + n)
 
-    def raw_sizes(self) -> Iterator[tuple[bytes, int]]:
-        """Every member's encoded path and size (a dir's: 0), in order, no Entry made."""
+    def raw_sizes(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[bytes, int]]:
+        """Members start..stop-1 (default: all): each encoded path and size (a dir's: 0), in
+        order, no Entry made."""
         c = self.columns
         names, ends, sizes = c.names, c.ends, c.sizes
-        for t, n in self._runs(0, len(self)):
+        for t, n in self._runs(start, len(self) if stop is None else stop):
             if t < 0:
                 yield encode(self.dirs[-1 - t]), 0
                 continue
@@ -436,6 +437,10 @@ class Group(Sequence[Entry]):
 
     def __iter__(self) -> Iterator[Entry]:
         return self.members.iterate(self.start, self.stop)
+
+    def raw_sizes(self) -> Iterator[tuple[bytes, int]]:
+        """Each member's encoded path and size (a dir's: 0), in order, no Entry made."""
+        return self.members.raw_sizes(self.start, self.stop)
 
     def note_digests(self, digests: bytes | bytearray) -> None:
         """Store the sha256s packing found (32 bytes a member, in order; ZERO: none) in the scan."""
@@ -500,3 +505,11 @@ class _DigestItems(ItemsView[str, str]):
     def __iter__(self) -> Iterator[tuple[str, str]]:
         c = self._mapping.columns
         return ((rel, c.sha(i)) for i, rel in enumerate(c.rels()))
+
+
+def raw_sizes(members: Sequence[Entry]) -> Iterator[tuple[bytes, int]]:
+    """Members' encoded paths and sizes (as their entries give them): a Group's read from the
+    scan's columns (no Entry made), any other sequence's from its entries."""
+    if isinstance(members, Group):
+        return members.raw_sizes()
+    return ((encode(e.rel), e.size) for e in members)

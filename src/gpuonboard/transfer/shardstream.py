@@ -168,9 +168,15 @@ def part_of(rels: Iterable[str]) -> str:
     """The host's temp name of the shard holding these member paths (in order): the same in
     every run while the group is the same, so a rerun finds the partial an interrupted stream
     left and resumes from it (what it holds is checked by sha256 first, never trusted by name)."""
-    h = hashlib.sha256()
-    for rel in rels:
-        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+    return part_of_raw(rel.encode("utf-8", "surrogateescape") for rel in rels)
+
+
+def part_of_raw(raws: Iterable[bytes]) -> str:
+    """part_of over the member paths as stored (encoded): each path, then a NUL."""
+    names = list(raws)
+    h = hashlib.sha256(b"\0".join(names))
+    if names:
+        h.update(b"\0")
     return f"{INCOMING}{h.hexdigest()[:32]}"
 
 

@@ -15,7 +15,8 @@ import pytest
 from gpuonboard.steps.dataset.scan import dir_members
 from gpuonboard.transfer import link_hash, scan_source, shards
 from gpuonboard.transfer.crypto import sha256_file
-from gpuonboard.transfer.scanstore import Entries, Entry, Group, whole_seconds
+from gpuonboard.transfer.scanstore import Entries, Entry, Group, encode, raw_sizes, whole_seconds
+from gpuonboard.transfer.shardstream import part_of, part_of_raw
 from gpuonboard.transfer.source import SourceTree
 
 ODD = ["line\nbreak", "back\\slash", "caf\udce9", "caf\u00e9", "e.txt", "e-x", "sp ace", "z"]
@@ -158,6 +159,25 @@ def test_shards_over_the_columns_are_the_shards_of_the_entries(tmp_path: Path) -
         g = max(got, key=len)
         assert g[0] == list(g)[0] and g[-1] == list(g)[-1] and g[1:3] == list(g)[1:3]
     assert all(isinstance(g, Group) for g in got)
+
+
+def test_a_groups_paths_and_sizes_from_the_columns_are_its_entries(tmp_path: Path) -> None:
+    """raw_sizes of a Group (read from the scan's columns, no Entry made: planning asks it for
+    each shard's temp name and size) gives what its entries give, empty dirs and odd names in
+    every group boundary; so the temp name a rerun resumes from is the one part_of names."""
+    _odd_tree(tmp_path)
+    for i in range(120):
+        (tmp_path / f"bulk{i % 3}").mkdir(exist_ok=True)
+        (tmp_path / f"bulk{i % 3}" / f"f{i:04d}").write_bytes(b"x" * (i * 37 % 900))
+    tree = scan_source(tmp_path, hashes=False)
+    for size in (1 << 40, 1500):
+        for g in shards.assign_members(tree.members(), size):
+            entries = list(g)
+            want = [(encode(e.rel), e.size) for e in entries]
+            assert list(raw_sizes(g)) == want == list(raw_sizes(entries))
+            names = [e.rel for e in entries]
+            assert part_of_raw(raw for raw, _ in raw_sizes(g)) == part_of(names)
+    assert any(e.kind == "d" for e in tree.members().iterate(0, len(tree.members())))
 
 
 def test_packing_a_group_notes_its_hashes_in_the_scan(tmp_path: Path) -> None:

@@ -207,6 +207,10 @@ def test_a_shards_temp_name_depends_on_its_member_paths_only() -> None:
     assert shardstream.part_of(["d/f000.bin", "d/f001.bin"]) == PART
     assert PART != shardstream.part_of(["d/f000.bin"]) != shardstream.part_of(["d/f000.bin", "d/f002.bin"])
     assert PART.startswith(shardstream.INCOMING) and len(PART) == len(shardstream.INCOMING) + 32
+    # each path then a NUL: the name earlier versions gave, so their partials are resumed
+    pinned = hashlib.sha256(b"d/f000.bin\0d/f001.bin\0").hexdigest()[:32]
+    assert shardstream.INCOMING + pinned == PART
+    assert shardstream.part_of([]) == shardstream.INCOMING + hashlib.sha256().hexdigest()[:32]
     assert shardstream.stream_header("zstd") == b"go zstd\n"
     assert shardstream.stream_header("gzip", PART, True) == f"go gzip {PART} ask\n".encode()
 

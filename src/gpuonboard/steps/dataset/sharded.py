@@ -39,7 +39,7 @@ from gpuonboard.steps.dataset.shardstore import (
     stored_digest,
 )
 from gpuonboard.steps.dataset.work import Work
-from gpuonboard.transfer import shards, shardstream
+from gpuonboard.transfer import scanstore, shards, shardstream
 from gpuonboard.units import format_bytes
 
 
@@ -182,7 +182,7 @@ def _from_tree(work: Work, plain: transfer.RemoteState, size: int) -> None:
 def _drop_partials(work: Work) -> None:
     """The partials of shards the plan no longer sends (their files are on the host already)
     are stale: removed by the closing command, not resumed from."""
-    parts = {shardstream.part_of(e.rel for e in work.groups[i]) for i in work.send_idx}
+    parts = {work.part(i) for i in work.send_idx}
     for name in [n for n in work.partials if n not in parts]:
         del work.partials[name]
         work.stale.append(name)
@@ -294,7 +294,7 @@ def _compare(ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfe
     for i, (group, shard) in enumerate(zip(work.groups, work.built, strict=True)):
         if shard is None:
             work.send_idx.append(i)
-            work.need += sum(max(e.size, 0) + 512 for e in group)
+            work.need += sum(max(size, 0) + 512 for _, size in scanstore.raw_sizes(group))
             continue
         name = remote_name(work, shard)
         work.remote_names.append(name)
@@ -308,7 +308,7 @@ def _compare(ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfe
             work.need += shard.size
     # the partial an interrupted stream left of a shard to send is resumed from (its bytes are
     # checked by sha256 then); any other is stale
-    parts = {shardstream.part_of(e.rel for e in work.groups[i]) for i in work.send_idx}
+    parts = {work.part(i) for i in work.send_idx}
     work.partials = {
         n: size for n, (kind, size, _) in remote.files.items() if n in parts and kind == "f" and size > 0
     }

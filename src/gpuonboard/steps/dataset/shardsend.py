@@ -101,7 +101,6 @@ class ShardUpload:
         # groups whose files the host hashed in the unpacked tree as they landed, equal to the
         # dataset's (shardstream.tree_digest): not hashed again at the end
         self.proven: set[int] = set()
-        self._parts: dict[int, str] = {}  # group -> its temp name on the host (_part)
         self.renamed: list[Arrived] = []  # the last shard: renamed by the closing command
         self.sent_bytes = 0
         self.resumed = [0, 0]  # shards resumed from the partial an interrupted stream left, its bytes
@@ -197,15 +196,6 @@ class ShardUpload:
             with contextlib.suppress(OSError):
                 os.replace(tmp, cipher_path(self.cache, self.work, done))
 
-    def _part(self, i: int) -> str:
-        """Group i's temp name on the host (its partial, when a stream of it was cut off); made
-        once (a pass over the group's paths: its settling, on the way to the closing command,
-        asks again)."""
-        part = self._parts.get(i)
-        if part is None:
-            part = self._parts[i] = shardstream.part_of(e.rel for e in self.work.groups[i])
-        return part
-
     def _resumable(self, why: str) -> str:
         return f"{why}; rerun to resume ({self._kept()})"
 
@@ -242,7 +232,7 @@ class ShardUpload:
                 return local_write_failure(
                     exc, f"the encrypted copy of shard {n + 1}", self.cache, self._kept()
                 )
-            part = self._part(i)
+            part = self.work.part(i)
             ask = again and part in work.partials  # (else the host drops a partial there)
             self.restarted += part in work.partials and not again
             header = shardstream.stream_header(work.codec, part, ask, work.unpack) + self.prefix
@@ -312,7 +302,7 @@ class ShardUpload:
         closing command)."""
         work = self.work
         i = work.send_idx[n]
-        part = self._part(i)
+        part = self.work.part(i)
         # (what the host's hashes of the unpacked files must give: made while the stream drains)
         want = shardstream.tree_digest(work.groups[i]) if work.unpack else None
         res = stream.wait()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import transfer
-from gpuonboard.transfer import crypto, shards, uploadlock
+from gpuonboard.transfer import crypto, scanstore, shards, shardstream, uploadlock
 
 # an open OpenSSH master connection: (its config file, the host's alias in it, the private
 # dir of its control socket, the ssh options that use it)
@@ -77,3 +77,14 @@ class Work:
     leftovers: list[str] = field(default_factory=list)
     stopped: uploadlock.Stopped = field(default_factory=uploadlock.Stopped)  # what the lease found
     resumed: tuple[int, int] = (0, 0)  # files resumed from what interrupted uploads left, and its bytes
+    parts: dict[int, str] = field(default_factory=dict)  # shard mode: group -> its temp name (part)
+
+    def part(self, i: int) -> str:
+        """Group i's temp name on the host (where a cut-off stream of it left its partial),
+        made once from the group's paths as the scan stores them (no Entry made)."""
+        part = self.parts.get(i)
+        if part is None:
+            part = self.parts[i] = shardstream.part_of_raw(
+                raw for raw, _ in scanstore.raw_sizes(self.groups[i])
+            )
+        return part
