@@ -9,6 +9,12 @@ Real shapes (tests/fixtures/real/nvidia-smi-L__*):
 Old drivers print `GPU 0: Tesla K80 (S/N: 0324...)` or no UUID at all: the name is kept and
 the UUID is None. Any other non-empty line ("No devices were found", "NVIDIA-SMI has failed
 ...") is kept as a warning, never read as a GPU.
+
+Pasted listings come mangled in two real ways (tests/fixtures/real/nvidia-smi-L__*): a one-line
+form field joins the lines (`GPU 0: ... (UUID: GPU-...) GPU 1: ... (UUID: GPU-...)`, or with
+", " between them): each `GPU N:` after a closing `)` starts a GPU of its own; and a line whose
+closing `)` was lost (`GPU 0: GeForce GTX 1660 Ti (UUID: GPU-e18a...`): the UUID is still read,
+not taken into the name.
 """
 
 from __future__ import annotations
@@ -47,7 +53,9 @@ class GpuList:
     warnings: tuple[str, ...] = ()
 
 
-_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*\))?\s*$")
+_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:\)|$))?\s*$")
+# where lines were joined (a one-line paste): a `GPU N:` right after a GPU entry's closing `)`
+_JOINED = re.compile(r"(?<=\))\s*,?\s+(?=GPU\s+\d+:\s)")
 _MIG = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*\))?\s*$")
 
 
@@ -55,7 +63,8 @@ def parse_gpu_list(text: str) -> GpuList:
     """Parse `nvidia-smi -L` into GPUs (index, name, UUID) with their MIG devices."""
     gpus: list[ListedGpu] = []
     warnings: list[str] = []
-    for line in text.splitlines():
+    lines = [part for line in text.splitlines() for part in _JOINED.split(line)]
+    for line in lines:
         if not line.strip():
             continue
         if m := _GPU.match(line):

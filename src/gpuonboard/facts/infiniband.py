@@ -9,6 +9,14 @@ The sysfs probe (facts/extra_probes.py RDMA_PORTS) prints one tab-separated line
 `ibv_devinfo` prints `hca_id:` blocks with `port:` sub-blocks (`state: PORT_ACTIVE (4)`,
 `link_layer: Ethernet`); only `-v` adds `active_width: 4X (2)` and `active_speed: 50.0 Gbps (64)`
 (per lane), whose product is the port's rate. Without -v the rate is unknown (None).
+
+`ibstat` prints `CA 'mlx5_0'` blocks with `Port 1:` sub-blocks (`State: Active`, `Physical
+state: LinkUp`, `Rate: 400` in Gb/s, `Link layer: InfiniBand`); `ibstatus` prints one
+`Infiniband device 'mlx5_0' port 1 status:` block per port (`state: 4: ACTIVE`, `rate: 200
+Gb/sec (4X HDR)`). ibstat stops at the first device it cannot open and says so on its own line
+(`ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory`,
+tests/fixtures/real/ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt): the ports after it are
+not listed, so the report is not `complete`.
 """
 
 from __future__ import annotations
@@ -16,7 +24,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["IbPort", "IbReport", "parse_ib_sysfs", "parse_ibv_devinfo", "parse_rdma"]
+__all__ = [
+    "IbPort",
+    "IbReport",
+    "parse_ib_sysfs",
+    "parse_ibstat",
+    "parse_ibstatus",
+    "parse_ibv_devinfo",
+    "parse_rdma",
+]
 
 
 @dataclass(frozen=True)
@@ -29,7 +45,7 @@ class IbPort:
     rate_gbps: float | None  # Gb/s (bits); None when the source does not say
     link_layer: str | None  # "InfiniBand" / "Ethernet"
     phys_state: str | None = None  # "LinkUp", "Polling", "Disabled", ...
-    source: str = "sysfs"  # "sysfs" | "ibv_devinfo"
+    source: str = "sysfs"  # "sysfs" | "ibv_devinfo" | "ibstat" | "ibstatus"
 
     @property
     def active(self) -> bool:
@@ -43,15 +59,23 @@ class IbReport:
 
     ports: tuple[IbPort, ...]
     warnings: tuple[str, ...] = ()
+    # False when the listing says it stopped early (ibstat's `ibpanic:` line): ports may be
+    # missing, so "fewer ports than ordered" is not known
+    complete: bool = True
 
 
 _STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gb/sec", re.I)
 
 
+# ibstat's words for the logical states (the sysfs / ibv_devinfo names are INIT, ARMED ...)
+_IBSTAT_STATES = {"INITIALIZING": "INIT", "INITIALIZE": "INIT"}
+
+
 def _state(text: str) -> str:
     m = _STATE.match(text.strip())
-    return m.group(1).upper() if m else text.strip().upper()
+    state = m.group(1).upper() if m else text.strip().upper()
+    return _IBSTAT_STATES.get(state, state)
 
 
 def _phys(text: str) -> str | None:
@@ -124,8 +148,83 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     return IbReport(tuple(ports), warnings)
 
 
+# a line of its own saying the tool stopped (ibstat's `ibpanic: [PID] main: stat of IB device
+# 'mlx5_8' failed: ...`, `ibwarn: ...`)
+_STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:IB device|umad)\b", re.I)
+_CA = re.compile(r"^CA\s+'([^']+)'\s*$")
+_CA_PORT = re.compile(r"^\s+Port\s+(\d+):\s*$")
+_CA_FIELD = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
+_STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
+_STATUS_FIELD = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*?)\s*$")
+
+
+def _blocks(
+    text: str, head: re.Pattern[str], port: re.Pattern[str] | None, field: re.Pattern[str], tool: str
+) -> IbReport:
+    """Per-port blocks of ibstat (`CA` + `Port N:`) or ibstatus (`device ... port N status:`)."""
+    ports: list[IbPort] = []
+    warnings: list[str] = []
+    complete = True
+    device: str | None = None
+    number = 0
+    current: dict[str, str] | None = None
+
+    def flush() -> None:
+        if device is None or current is None:
+            return
+        rate = re.match(r"(\d+(?:\.\d+)?)", current.get("rate", ""))
+        phys = current.get("physical state", current.get("phys state"))  # ibstat / ibstatus
+        layer = current.get("link layer", current.get("link_layer"))
+        ports.append(
+            IbPort(
+                device,
+                number,
+                _state(current.get("state", "UNKNOWN")),
+                float(rate.group(1)) if rate else None,
+                layer or None,
+                _phys(phys) if phys is not None else None,
+                tool,
+            )
+        )
+
+    for line in text.splitlines():
+        if _STOPPED.search(line):
+            complete = False
+            warnings.append(f"{tool}: stopped early: {line.strip()}")
+        elif m := head.match(line):
+            flush()
+            device, current = m.group(1), None
+            if port is None:  # ibstatus: the device line names the port
+                number, current = int(m.group(2)), {}
+        elif port is not None and device and (m := port.match(line)):
+            flush()
+            number, current = int(m.group(1)), {}
+        elif current is not None and (m := field.match(line)):
+            current.setdefault(m.group(1).lower(), m.group(2))
+    flush()
+    if not ports and text.strip() and complete:
+        warnings.append(f"{tool}: no port blocks found")
+    return IbReport(tuple(ports), tuple(warnings), complete)
+
+
+def parse_ibstat(text: str) -> IbReport:
+    """Parse `ibstat`: each CA's ports (state, physical state, rate in Gb/s, link layer); an
+    `ibpanic:` line (a device it could not open) leaves the report incomplete."""
+    return _blocks(text, _CA, _CA_PORT, _CA_FIELD, "ibstat")
+
+
+def parse_ibstatus(text: str) -> IbReport:
+    """Parse `ibstatus`: one block per device port (`state: 4: ACTIVE`, `rate: 200 Gb/sec ...`)."""
+    return _blocks(text, _STATUS, None, _STATUS_FIELD, "ibstatus")
+
+
 def parse_rdma(text: str) -> IbReport:
-    """Either format, recognised by content (`hca_id:` = ibv_devinfo, else the sysfs listing)."""
+    """Any of the formats, recognised by content: `hca_id:` = ibv_devinfo, `CA '...'` = ibstat,
+    `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing."""
     if re.search(r"^hca_id:", text, re.M):
         return parse_ibv_devinfo(text)
+    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
+        return parse_ibstat(text)
+    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
+        return parse_ibstatus(text)
     return parse_ib_sysfs(text)

@@ -30,7 +30,15 @@ from pathlib import Path
 
 from gpuonboard.resources import DATA_DIR, table_rows
 
-__all__ = ["KernelEvent", "KernelLog", "NvrmFault", "load_nvrm_faults", "parse_kernel_log", "pci_key"]
+__all__ = [
+    "KernelEvent",
+    "KernelLog",
+    "NvrmFault",
+    "implied_xids",
+    "load_nvrm_faults",
+    "parse_kernel_log",
+    "pci_key",
+]
 
 NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
 
@@ -48,6 +56,9 @@ class KernelEvent:
     device: str | None = None  # "nvidia-nvswitch0" for SXid lines
     timestamp: str | None = None  # the prefix as printed ("[6781741.548779]", ISO, syslog)
     fault: str | None = None  # "nvrm": the data/nvrm_faults.yml row's id ("fallen_off_bus")
+    # an Xid whose own line is not in the log, named as the cause by a later Xid's line (that
+    # later Xid's code: implied_xids)
+    implied_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,28 @@ def parse_kernel_log(text: str) -> KernelLog:
             message = None
     flush()
     return KernelLog(tuple(events), source, first, lines)
+
+
+# R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
+# name=python3, Ch 00000001 caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150)
+_CAUSED_BY = re.compile(r"\bcaused by previous Xid\s+(\d+)", re.IGNORECASE)
+
+
+def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[KernelEvent, ...]:
+    """The Xids that logged Xid lines name as their cause ("... caused by previous Xid 149")
+    where the log has no line of that Xid for that GPU (the ring buffer wrapped, the probe kept
+    the newest lines, a paste holds the tail): the fault happened all the same. One event per
+    (GPU, code), `implied_by` the code of the line that names it."""
+    logged = {(pci_key(e.pci), e.code) for e in events if e.kind == "xid"}
+    out: dict[tuple[str, int], KernelEvent] = {}
+    for e in events:
+        if e.kind != "xid":
+            continue
+        for m in _CAUSED_BY.finditer(e.message):
+            key = (pci_key(e.pci), int(m.group(1)))
+            if key not in logged and key not in out:
+                out[key] = KernelEvent("xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code)
+    return tuple(out.values())
 
 
 def pci_key(address: str) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.infiniband import IbPort
-from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
+from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, load_nvrm_faults, pci_key
 from gpuonboard.facts.nvlink import (
     ALL_INACTIVE,
     MIG_MODE,
@@ -243,6 +243,8 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
         )
         times = f" x{len(group)}" if len(group) > 1 else ""
         event = f"{what} {code} {name}" if group[0].kind != "nvrm" else f"driver message (no Xid): {name}"
+        if group[0].implied_by is not None:
+            event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
         out.append((action, f"{who}: {event}{times} -> {action}"))
     return sorted(out, key=lambda item: rank.get(item[0], 0))
 
@@ -307,12 +309,16 @@ def rule_xid(
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
-    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why. The driver's
+    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why. An Xid a logged
+    line names as its cause ("... caused by previous Xid 149") is judged as if logged. The driver's
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index."""
     xids = [e for e in events if e.kind == "xid"]
     logged = {(pci_key(e.pci), e.code) for e in xids}
+    # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
+    # not its own line is still in the log
+    xids += implied_xids(xids)
     same_as = {f.id: f.same_as_xid for f in load_nvrm_faults()}
     # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
     # that Xid's text: listed once
@@ -625,10 +631,14 @@ def rule_fabric_manager(
     return _whole_box_check(fm, complete, nvswitch_gpus)
 
 
-def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | None) -> Check | None:
+def rule_rdma(
+    order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | None, complete: bool = True
+) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more: fewer = fail naming the ports down or slow; no port data = unverified; an
-    active port whose rate is not reported (ibv_devinfo without -v) cannot count: unverified.
+    active port whose rate is not reported (ibv_devinfo without -v) cannot count: unverified;
+    a listing that stopped early (`complete` False: ibstat's `ibpanic:` line) with too few good
+    ports = unverified (the ports not listed are not known to be down).
     None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
@@ -654,6 +664,15 @@ def rule_rdma(order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | No
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s"
     if len(good) >= count:
         return Check("rdma_ports", expected, actual, "pass")
+    if not complete:
+        return Check(
+            "rdma_ports",
+            expected,
+            actual + " (the listing stopped early: the ports after it are not listed)",
+            "unverified",
+            "the RDMA port listing stopped before its end (ibstat stops at a device it cannot"
+            " open); list /sys/class/infiniband/*/ports/* or run `ibv_devinfo -v` on the box.",
+        )
     if len(good) + len(unknown) >= count:
         return Check(
             "rdma_ports",
@@ -726,6 +745,8 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     if order is None or order.rdma is None:
         return None
     ports = None
+    complete = True
     if facts.given("rdma_ports") and facts.raw["rdma_ports"].exit_code == 0:
-        ports = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout).ports
-    return rule_rdma(order.rdma, ports)
+        report = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout)
+        ports, complete = report.ports, report.complete
+    return rule_rdma(order.rdma, ports, complete)
