@@ -10,12 +10,19 @@ the CPU milliseconds per host of the gpuonboard process (user + system, os.wait4
 and per host the SSH connections, logins, sessions (remote command executions) counted from
 each sshd's VERBOSE log. First run = empty known_hosts state with pinned keys; second run =
 the same again (nothing changes). With --phases, the median wall/CPU of each phase per N too.
+
+The projects (reports, raw outputs, ledger, logs: about 25 new files a host) are written to a
+freshly made ext4 with a journal (`--disk fresh`, the default; root: loop mount), as on a
+laptop's disk: on this VM's journal-less root ext4, after large deletes, each new file cost
+0.4-0.7 ms of kernel CPU (bench/freshdisk.py), a third of the CPU a host measured.
+`--disk shared` writes to the temp dir as before.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import json
 import os
 import statistics
@@ -23,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +38,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+
+from freshdisk import fresh_disk, unmount  # noqa: E402
 
 from gpuonboard.testing import TestHostPool  # noqa: E402
 from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER  # noqa: E402
@@ -120,12 +130,33 @@ def run_check(root: Path, n: int) -> Run:
     return Run(dt, cpu, phases, code)
 
 
+@contextlib.contextmanager
+def _projects_disk(tmp: Path, fresh: bool) -> Iterator[Path]:
+    """Where the projects go: a fresh ext4 mounted in the temp dir (unmounted at the end), or
+    the temp dir itself."""
+    if not fresh:
+        yield tmp
+        return
+    disk = tmp / "disk"
+    fresh_disk(tmp / "disk.img", disk, 4 << 30)
+    try:
+        yield disk
+    finally:
+        unmount(disk)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sizes", nargs="*", type=int, default=[1, 10, 50])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--phases", action="store_true", help="print each phase's median wall/CPU too")
     ap.add_argument("--only-first", action="store_true", help="skip the no-change (second) runs")
+    ap.add_argument(
+        "--disk",
+        choices=("fresh", "shared"),
+        default="fresh",
+        help="fresh: the projects on a new ext4 with a journal (default, root); shared: the temp dir",
+    )
     a = ap.parse_args()
     # as an installed package is: its bytecode compiled (pip does it at install); a shell with
     # PYTHONDONTWRITEBYTECODE=1 would otherwise have every run compile what changed since
@@ -136,6 +167,7 @@ def main() -> int:
     with (
         tempfile.TemporaryDirectory(prefix="gpuonboard-fanout-") as tmp,
         TestHostPool(Path(tmp) / "hosts", subnet=9) as pool,
+        _projects_disk(Path(tmp), a.disk == "fresh") as work,
     ):
         t0 = time.perf_counter()
         pool.add_many([(f"h{i:02d}", "a100-8x-nvlink") for i in range(1, biggest + 1)])
@@ -150,7 +182,7 @@ def main() -> int:
                 runs: list[Run] = []
                 per = {}
                 for rep in range(a.reps):
-                    root = Path(tmp) / f"p{n}-{label}-{rep}"
+                    root = work / f"p{n}-{label}-{rep}"
                     root.mkdir()
                     write_project(root, pool, names)
                     if label == "second":

@@ -35,6 +35,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from freshdisk import fresh_disk  # noqa: E402
+
 from gpuonboard.testing.hosts import TestHostPool  # noqa: E402
 
 PER_DIR = 1000
@@ -71,16 +73,10 @@ def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), check=check, capture_output=True, text=True)
 
 
-def fresh_disk(image: Path, mount_at: Path, n_files: int) -> None:
+def data_disk(image: Path, mount_at: Path, n_files: int) -> None:
     """A new ext4 (1 KiB blocks: tiny files; inodes for the dataset, the host's unpacked tree
     and its staging copy) on a sparse image, loop-mounted at `mount_at`."""
-    size = n_files * 8 * 1024 + (2 << 30)
-    with image.open("wb") as f:
-        f.truncate(size)
-    inodes = str(4 * n_files + 100_000)
-    sh("mkfs.ext4", "-q", "-F", "-m", "0", "-b", "1024", "-N", inodes, "-E", "lazy_itable_init=0", str(image))
-    mount_at.mkdir(parents=True, exist_ok=True)
-    sh("mount", "-o", "loop", str(image), str(mount_at))
+    fresh_disk(image, mount_at, n_files * 8 * 1024 + (2 << 30), block=1024, inodes=4 * n_files + 100_000)
 
 
 def make_files(root: Path, n: int) -> None:
@@ -148,7 +144,7 @@ def main() -> int:
             ]
             for n in args.sizes:
                 disk = tmp / f"disk-{n}"
-                fresh_disk(tmp / f"disk-{n}.img", disk, n)
+                data_disk(tmp / f"disk-{n}.img", disk, n)
                 mounts.append(disk)
                 t0 = time.monotonic()
                 make_files(disk / "data", n)

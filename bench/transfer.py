@@ -56,6 +56,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from freshdisk import fresh_disk  # noqa: E402
+
 from gpuonboard.testing.hosts import (  # noqa: E402
     SSHD,
     TestHost,
@@ -136,16 +138,6 @@ def timed(
         first.stop()
     at = first.at if first is not None else None
     return wall, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:], at
-
-
-def fresh_disk(image: Path, mount_at: Path, size: int) -> None:
-    """A new ext4 (journal on, inode tables written now: no background lazy init competing for
-    the CPU during the run) on a sparse image file, loop-mounted at `mount_at`."""
-    with image.open("wb") as f:
-        f.truncate(size)
-    sh("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image))
-    mount_at.mkdir(parents=True, exist_ok=True)
-    sh("mount", "-o", "loop", str(image), str(mount_at))
 
 
 def make_data(base: Path, big: int, n_small: int) -> dict[str, tuple[Path, int]]:

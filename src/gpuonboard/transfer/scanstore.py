@@ -396,6 +396,16 @@ class Members:
                 yield bytes(names[at:end]), sizes[i]
                 at = end
 
+    def payload(self, start: int, stop: int) -> int:
+        """Members start..stop-1's bytes as a tar holds them: each one's size (a negative one:
+        0) and a 512-byte header, summed over the columns (no Entry, no path made)."""
+        total = 512 * (stop - start)
+        for t, n in self._runs(start, stop):
+            if t >= 0:
+                part = self.columns.sizes[t : t + n]
+                total += sum(part) if min(part) >= 0 else sum(max(s, 0) for s in part)
+        return total
+
     def tree_positions(self, start: int, stop: int) -> Iterator[int]:
         """The scan's position of each member start..stop-1 (-1: an empty dir)."""
         for t, n in self._runs(start, stop):
@@ -505,6 +515,14 @@ class _DigestItems(ItemsView[str, str]):
     def __iter__(self) -> Iterator[tuple[str, str]]:
         c = self._mapping.columns
         return ((rel, c.sha(i)) for i, rel in enumerate(c.rels()))
+
+
+def payload(members: Sequence[Entry]) -> int:
+    """Members' bytes as a tar holds them (each size, a negative one as 0, and a 512-byte
+    header): a Group's summed over the scan's columns, any other sequence's over its entries."""
+    if isinstance(members, Group):
+        return members.members.payload(members.start, members.stop)
+    return sum(max(e.size, 0) + 512 for e in members)
 
 
 def raw_sizes(members: Sequence[Entry]) -> Iterator[tuple[bytes, int]]:

@@ -294,7 +294,7 @@ def _compare(ctx: StepContext, opts: DatasetOptions, work: Work, remote: transfe
     for i, (group, shard) in enumerate(zip(work.groups, work.built, strict=True)):
         if shard is None:
             work.send_idx.append(i)
-            work.need += sum(max(size, 0) + 512 for _, size in scanstore.raw_sizes(group))
+            work.need += scanstore.payload(group)
             continue
         name = remote_name(work, shard)
         work.remote_names.append(name)
