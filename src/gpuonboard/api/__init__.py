@@ -262,6 +262,7 @@ def execute(
     resume: bool = False,
     core_facts: bool = True,
     show: Callable[[Sequence[HostResult], Any], None] | None = None,
+    warm_report: bool = True,
 ) -> int:
     """Run a validated playbook on hosts: connections, progress, run log, reports, terminal.
 
@@ -269,7 +270,10 @@ def execute(
     share exit codes, reports and the run log. `show` prints command-specific lines before
     the recap; without it the acceptance tables are printed. With `settings.json` (--json)
     stdout carries only the run's summary.json, once the run is done, and every human line
-    (progress, tables, warnings, errors) goes to stderr.
+    (progress, tables, warnings, errors) goes to stderr. `warm_report`: load the HTML report's
+    code in a thread while the hosts run (it overlaps their network waits); False where the
+    hosts' work starts on this machine's CPU (an upload's scan and plan: the thread would take
+    the interpreter from them and delay the first byte).
     """
     options: dict[str, Any] = {
         "check": check,
@@ -277,6 +281,7 @@ def execute(
         "skip": skip,
         "resume": resume,
         "core_facts": core_facts,
+        "warm_report": warm_report,
     }
     if not settings.json:
         return _execute(inv, hosts, book, settings, show=show, **options)[0]
@@ -309,6 +314,7 @@ def _execute(
     resume: bool,
     core_facts: bool,
     show: Callable[[Sequence[HostResult], Any], None] | None,
+    warm_report: bool,
 ) -> tuple[int, Path]:
     """execute's run: the exit code and the run's report folder."""
     playbook_mod.check_templates(
@@ -328,7 +334,8 @@ def _execute(
         reports_dir / run_id, settings.project, settings.strict, _iso(started)
     )
     warming = threading.Thread(target=_warm_report, args=(settings.project,), daemon=True)
-    warming.start()
+    if warm_report:
+        warming.start()
     try:
         outcome = _run_hosts(hosts, book, inv, options, settings, log, early_raw)
     finally:
@@ -348,7 +355,8 @@ def _execute(
         "exit_code": int(code),
         "strict": settings.strict,
     }
-    warming.join()
+    if warm_report:
+        warming.join()
     try:
         out_dir = write_reports(
             outcome,
