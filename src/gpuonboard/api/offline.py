@@ -18,6 +18,7 @@ from typing import Any
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
+from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
 from gpuonboard.steps.base import Check
@@ -44,6 +45,10 @@ MAX_OUTPUT_BYTES = 32 * 2**20
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
 SUMMARY_SCHEMA_PREFIX = "gpuonboard.summary/"
 MAX_SUMMARY_BYTES = 64 * 2**20
+# the exit code of a saved nvidia-smi that printed only why it failed: a file keeps no exit code,
+# and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
+# 127: it is not installed, which say other things)
+SAVED_FAILURE_EXIT = 1
 
 
 _GPU_LINE = re.compile(r"^GPU \d+: .*$")
@@ -54,15 +59,20 @@ _NVLINK_LINE = re.compile(
     re.I,
 )
 # a kernel log line: dmesg `[   12.345678]`, dmesg -T `[Sun Feb 23 16:24:18 2025]`, dmesg --decode
-# `kern  :warn  : `, journalctl/syslog `Oct 02 10:41:07 host kernel: `; or any NVRM / SXid line
+# `kern  :warn  : `, dmesg --time-format=iso `2024-11-15T05:39:15,491363+00:00 `, journalctl/syslog
+# `Oct 02 10:41:07 host kernel: `; or any NVRM / SXid line
 _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|kern\s*:\w+\s*: "
+    r"|\d{4}-\d\d-\d\dT[\d:]{8},\d+[+-]\d\d:\d\d "
     r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
     r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
 _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
+# the head of a device's block in the other RDMA tools parse_rdma (facts/infiniband.py) reads, as
+# it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
+_IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
 
 
 def detect_fabric_kind(text: str) -> str | None:
@@ -78,7 +88,11 @@ def detect_fabric_kind(text: str) -> str | None:
         re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
     ):
         return "docker_info"
-    if re.search(r"^hca_id:", head, re.M) or all(_IB_SYSFS_LINE.match(line) for line in lines[:50]):
+    if (
+        re.search(r"^hca_id:", head, re.M)  # ibv_devinfo
+        or _IB_BLOCK_HEAD.search(head)  # ibstat, ibstatus
+        or all(_IB_SYSFS_LINE.match(line) for line in lines[:50])  # the probe's sysfs listing
+    ):
         return "rdma_ports"
     if any(_GPU_LINE.match(line) for line in lines[:50]):
         counters = sum(1 for line in lines[:200] if _NVLINK_ERR_LINE.match(line))
@@ -101,6 +115,26 @@ def detect_fabric_kind(text: str) -> str | None:
     return None
 
 
+# nvidia-smi's output when it failed is its own sentence(s) and nothing else: one line, or one
+# per GPU it could not open, and a warning or two; a longer text that names a cause is another
+# command's (a forum page, a log), not a failing nvidia-smi
+_FAILURE_MAX_LINES = 40
+
+
+def _nvidia_smi_failed(text: str) -> bool:
+    """The text is a failing nvidia-smi's whole output: a line naming a cause the rules know
+    (facts/nvidia_smi_failure.py: "Unable to determine the device handle for GPU ...", "No devices
+    were found", "Failed to initialize NVML: ...") or "NVIDIA-SMI has failed ...". The kernel's
+    own NVRM line about the same fault is a kernel log's, not nvidia-smi's."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _FAILURE_MAX_LINES:
+        return False
+    line, advice = nvidia_smi_failure(text, "")
+    if advice:
+        return not _KERNEL_LINE.search(line)
+    return any(line.lstrip().startswith("NVIDIA-SMI has failed") for line in lines)
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
     if (fabric := detect_fabric_kind(text)) is not None:
@@ -113,6 +147,7 @@ def detect_kind(text: str) -> str | None:
         or "NVIDIA-SMI" in head
         or head.startswith(("name,", "index,"))
         or "memory.total" in head
+        or _nvidia_smi_failed(text)
     ):
         return "nvidia_smi"
     if "GPU0" in head and ("Legend" in text or "CPU Affinity" in head):
@@ -141,6 +176,10 @@ _COMMANDS = (
     r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|docker|iperf3|systemctl)"
 )
 _PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
+# the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
+# `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
+# the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
+_COMMAND_LINE = re.compile(rf"(?:sudo\s+)?(?:\S*/)?{_COMMANDS}(?:\s[^\n]*)?")
 # a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
 _TRAILING_PROMPT = re.compile(
     r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
@@ -162,10 +201,13 @@ def decode_saved(data: bytes) -> str:
 
 def strip_prompt(text: str) -> str:
     """The output without a copied terminal prompt: a first line that is a prompt and the
-    command (`root@gpu-01:~# nvidia-smi -q -x`), a last line that is the next prompt."""
+    command (`root@gpu-01:~# nvidia-smi -q -x`) or the command alone (`nvidia-smi -L`), a last
+    line that is the next prompt."""
     lines = text.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and _PROMPT_LINE.fullmatch(lines[first].strip()):
+    if first is not None and (
+        _PROMPT_LINE.fullmatch(lines[first].strip()) or _COMMAND_LINE.fullmatch(lines[first].strip())
+    ):
         lines = lines[first + 1 :]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
@@ -322,18 +364,26 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     if kind is None:
         raise UsageError(
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-            " table, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s, dmesg / journalctl -k,"
-            " ibv_devinfo, docker info, iperf3 -J, lscpu, free, df, lsblk -J, /etc/os-release,"
-            " nvcc --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
+            " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s,"
+            " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
+            " free, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file named nproc*, or"
+            " systemctl is-active in a file named *fabric*)."
         )
+    code = 0
     if kind == "nvidia_smi":
+        from gpuonboard.facts.nvidia_smi import parse_any
+
         _refuse_damaged_xml(path, text)
         kind = _gpu_format(text)  # several formats of one box are merged, as the live probe's
+        if _nvidia_smi_failed(text) and not parse_any(text).gpus:
+            # it printed why it failed and no GPU: read as the live probe that failed (a table
+            # after a lost GPU's line lists the others: that output is read as it answered)
+            code = SAVED_FAILURE_EXIT
     if kind == "free":
         from gpuonboard.facts import memory
 
         text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
-    return kind, ProbeOutput(text, "", 0)
+    return kind, ProbeOutput(text, "", code)
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
@@ -436,9 +486,10 @@ def nvcc_version(facts: Facts) -> str | None:
 
 def summary(facts: Facts) -> dict[str, object]:
     """Facts.summary(), with what no file told shown as unknown: without an nvidia-smi output the
-    GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free)."""
+    GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free), nor when the
+    nvidia-smi given failed (`Unable to determine the device handle for GPU ...`: a GPU is there)."""
     out = facts.summary()
-    if not given_gpu(facts):
+    if not given_gpu(facts) or facts.gpu is None:
         out["gpu_count"] = None
     if facts.given("nvcc"):
         out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"

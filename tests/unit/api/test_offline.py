@@ -57,10 +57,23 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "iperf3": "iperf3",
         "ibv_devinfo": "rdma_ports",
         "ib-sysfs": "rdma_ports",
+        "ibstatus": "rdma_ports",
+        "ibstat": "rdma_ports",
         "dmesg": "kernel_log",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want
+
+
+def test_no_real_output_loses_its_first_line_as_a_command() -> None:
+    """strip_prompt drops a first line that is a prompt and command or the bare command pasted
+    above the output (`nvidia-smi -L`): no real output's own first line reads as one."""
+    from gpuonboard.api.offline import strip_prompt
+
+    for path in sorted(REAL.iterdir()):
+        text = path.read_text()
+        first = next(line for line in text.splitlines() if line.strip())
+        assert next(line for line in strip_prompt(text).splitlines() if line.strip()) == first, path.name
 
 
 def test_vendor_outputs_dir_judged_against_an_order(tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ PARSED_RIGHT = frozenset(
 )
 
 # capture -> what we get wrong today (the numbers are the findings' in the audit report)
-FINDINGS: dict[str, str] = {}  # all fixed (F1-F9 of the 2026-12 audit; round 4's offline ones: real-pending/)
+FINDINGS: dict[str, str] = {}  # all fixed (F1-F9 of the 2026-12 audit, round 4's R4-F1..F7)
 
 
 def covered(prefix: str) -> set[str]:

@@ -1,8 +1,9 @@
 """The truth audit's fourth round (its part of tests/unit/facts/audit_captures.py): nvidia-smi -L,
 kernel logs, ibstat / ibstatus, df, a failing nvidia-smi. Each value below was read off the
-capture by hand, not copied from the parser's output. R4-F1..F3 are fixed (each test named
-after one fails without its fix); R4-F4..F7 need a change in api/offline.py (kind detection and
-prompt stripping of saved outputs): their tests are strict xfails naming the change."""
+capture by hand, not copied from the parser's output. R4-F1..F7 are fixed (each test named
+after one fails without its fix); R4-F4..F7 were in api/offline.py (kind detection and prompt
+stripping of saved outputs). R4-F8 (a live failed nvidia-smi's summary counts 0 GPUs) is a strict
+xfail naming the change in connection/gather.py."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.disks import Mount, parse_df
 from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.gpu_merge import GPU_PROBES
 from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks import fabric_health, gpu_health
+from gpuonboard.steps.checks import acceptance, fabric_health, gpu_health
 from gpuonboard.steps.checks.fabric_health import rule_rdma, rule_xid
+from gpuonboard.steps.checks.gpu_health import rule_nothing_checked
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-# the captures offline judging does not recognise yet (R4-F4, R4-F5): real/SOURCES.md, round 4
-PENDING = Path(__file__).parents[2] / "fixtures" / "real-pending"
 XID_45 = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
 ISO = "dmesg-time-format-iso__xid-48-63-94__peermem__gpud.txt"
 IBPANIC = "ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"
@@ -33,7 +36,7 @@ TELEGRAF = "nvidia-smi-L__a100-sxm4-80gb__4gpu-1mig-4x1g.20gb__telegraf.txt"
 
 
 def read(name: str) -> str:
-    return (REAL / name if (REAL / name).is_file() else PENDING / name).read_text()
+    return (REAL / name).read_text()
 
 
 def facts_of(*names: str) -> Facts:
@@ -120,13 +123,10 @@ def test_iso_dmesg_values() -> None:
     assert row.actual.startswith("GPU at PCI 0000:19:00: Xid 48 Double Bit ECC Error -> replace")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R4-F5: api/offline.py _KERNEL_LINE has no `dmesg --time-format=iso` prefix (only the"
-    " --decode one), so a saved ISO dmesg with under half NVRM lines is 'not a recognised output'",
-)
 def test_r4_f5_iso_dmesg_is_recognised_offline() -> None:
-    raw = offline.load_outputs([str(PENDING / ISO)])
+    # api/offline.py's _KERNEL_LINE knew the --decode prefix only: a saved ISO dmesg with under
+    # half NVRM lines was 'not a recognised output'
+    raw = offline.load_outputs([str(REAL / ISO)])
     assert rule_xid(parse_kernel_log(raw["kernel_log"].stdout).events, True).verdict == "fail"
 
 
@@ -217,14 +217,10 @@ BARE_COMMAND = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R4-F6: api/offline.py strip_prompt drops a first line `PROMPT nvidia-smi -L` but not the"
-    " bare command line `nvidia-smi -L` (no prompt character) pasted above the output, so the"
-    " listing is 'not a recognised output'",
-)
 @pytest.mark.parametrize(("text", "count"), BARE_COMMAND)
 def test_r4_f6_a_bare_command_line_above_the_output(text: str, count: int, tmp_path: Path) -> None:
+    # api/offline.py strip_prompt dropped a first line `PROMPT nvidia-smi -L` but not the bare
+    # command line (no prompt character): the listing was 'not a recognised output'
     path = tmp_path / "list.txt"
     path.write_text(text)
     facts = parse_facts(offline.load_outputs([str(path)]))
@@ -320,22 +316,18 @@ def test_r4_f4_eight_ndr_ports_with_three_ethernet_down() -> None:
     assert row is not None and (row.verdict, row.actual) == ("pass", "8 of 12 port(s) ACTIVE at >= 400 Gb/s")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R4-F4: api/offline.py detect_fabric_kind knows `hca_id:` (ibv_devinfo) and the sysfs"
-    " listing only: ibstat (`CA 'mlx5_0'`) and ibstatus (`Infiniband device 'mlx5_0' port 1"
-    " status:`) files are 'not a recognised output'",
-)
 @pytest.mark.parametrize("name", [c[0] for c in IBSTAT] + [IBPANIC])
 def test_r4_f4_ibstat_is_recognised_offline(name: str) -> None:
-    raw = offline.load_outputs([str(PENDING / name)])
+    # api/offline.py detect_fabric_kind knew `hca_id:` (ibv_devinfo) and the sysfs listing only:
+    # ibstat (`CA 'mlx5_0'`) and ibstatus (`Infiniband device 'mlx5_0' port 1 status:`) files
+    # were 'not a recognised output'
+    raw = offline.load_outputs([str(REAL / name)])
     assert list(raw) == ["rdma_ports"]
 
 
 # --- R4-F7: a failing nvidia-smi saved on its own ---------------------------------------------------
 
-# two real outputs, inline (as files they would fail test_nvidia_smi.py's coverage test until the
-# fix): https://github.com/xxd3vin/workspace/issues/19 and
+# two real outputs, inline: https://github.com/xxd3vin/workspace/issues/19 and
 # https://github.com/pdbear/syno_nvidia_gpu_driver/issues/22 (a Tesla P4), as pasted
 LOST_ONLY = [
     "[root@bh174 chenyang]# nvidia-smi \n"
@@ -344,17 +336,102 @@ LOST_ONLY = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R4-F7: api/offline.py detect_kind does not know nvidia-smi's own failure lines"
-    " ('Unable to determine the device handle', 'NVIDIA-SMI has failed', 'No devices were found',"
-    " 'Failed to initialize NVML'): a saved failing nvidia-smi is 'not a recognised output'",
-)
 @pytest.mark.parametrize("text", LOST_ONLY)
 def test_r4_f7_a_saved_failing_nvidia_smi_is_recognised(text: str, tmp_path: Path) -> None:
+    # api/offline.py detect_kind did not know nvidia-smi's own failure lines: a saved failing
+    # nvidia-smi was 'not a recognised output'. It ran and failed: read as a probe that failed,
+    # so the driver rule fails with its words and the cause's advice (a GPU that cannot be opened)
     path = tmp_path / "nvidia-smi.txt"
     path.write_text(text)
-    assert list(offline.load_outputs([str(path)])) == ["nvidia_smi"]
+    raw = offline.load_outputs([str(path)])
+    assert list(raw) == ["nvidia_smi"] and raw["nvidia_smi"].exit_code != 0
+    row = {c.name: c for c in offline.judge(parse_facts(raw), None)}["nvidia_driver"]
+    assert row.verdict == "fail"
+    assert row.actual.startswith("nvidia-smi failed (Unable to determine the device handle for GPU")
+    assert row.detail.startswith("a GPU has fallen off the bus or hangs")
+    assert offline.summary(parse_facts(raw))["gpu_count"] is None  # unknown, never "0 GPUs"
+
+
+# nvidia-smi's other failure sentences (each a cause facts/nvidia_smi_failure.py knows): the same
+# class, saved on their own
+OTHER_FAILURES = [
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
+    " the latest NVIDIA driver is installed and running.\n\n",
+    "No devices were found\n",
+    "Failed to initialize NVML: Driver/library version mismatch\n",
+    "Failed to initialize NVML: Unknown Error\n",
+    "Failed to initialize NVML: Insufficient Permissions\n",
+    # one line per GPU it cannot open
+    "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to"
+    " recover this GPU\nUnable to determine the device handle for GPU 0000:5E:00.0: GPU is lost.  Reboot"
+    " the system to recover this GPU\n",
+]
+
+
+@pytest.mark.parametrize("text", OTHER_FAILURES)
+def test_r4_f7_every_failure_sentence_is_a_failed_probe(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "smi.txt"
+    path.write_text(text)
+    raw = offline.load_outputs([str(path)])
+    assert list(raw) == ["nvidia_smi"] and raw["nvidia_smi"].exit_code != 0
+    row = {c.name: c for c in offline.judge(parse_facts(raw), None)}["nvidia_driver"]
+    assert row.verdict == "fail" and row.actual.startswith("nvidia-smi failed (") and row.detail
+
+
+def test_r4_f7_other_texts_naming_a_cause_are_not_nvidia_smi() -> None:
+    # the kernel's own line about a lost GPU is a kernel log; a long text that names a cause once
+    # (notes, a forum page) is no nvidia-smi output
+    kernel = "[ 1234.567890] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
+    assert offline.detect_kind(kernel) == "kernel_log"
+    quoted = (
+        "seen on gpu01 after the reboot:\nNVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\nthen\nagain\n"
+    )
+    assert offline.detect_kind(quoted) is None  # (1 kernel line in 4: no kernel log either)
+    notes = "".join(f"step {i}: rebooted and checked again\n" for i in range(60))
+    assert offline.detect_kind(notes + "No devices were found\n") is None
+
+
+def test_r4_f7_a_lost_gpus_line_over_a_table_is_read_as_answered() -> None:
+    # the table lists the GPUs that answered: an output read as exit 0, not a failed probe
+    lost = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+    assert offline.load_outputs([str(REAL / lost)])["nvidia_smi_table"].exit_code == 0
+
+
+# --- R4-F8: the same failure on a live host ---------------------------------------------------------
+
+LOST_LINE = "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"
+
+
+def live_lost() -> Facts:
+    # every nvidia-smi GPU probe of a live check printed only the line and exited non-zero (15:
+    # nvidia-smi's code for a GPU fallen off the bus or otherwise inaccessible)
+    return parse_facts({name: ProbeOutput(LOST_LINE + "\n", "", 15) for name in GPU_PROBES})
+
+
+def test_a_live_gpu_that_cannot_be_opened_fails() -> None:
+    # a GPU that is there and cannot be opened: the driver rule and gpu_health fail with its words;
+    # the GPU count and model are unknown (never "no GPU", never a pass)
+    facts = live_lost()
+    rows = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_model="A100 80GB", gpu_count=8), facts)}
+    assert (rows["nvidia_driver"].verdict, rows["nvidia_driver"].actual) == (
+        "fail",
+        f"nvidia-smi failed ({LOST_LINE})",
+    )
+    assert rows["nvidia_driver"].detail.startswith("a GPU has fallen off the bus or hangs")
+    assert rows["gpu_count"].verdict == rows["gpu_model"].verdict == "unverified"
+    health = rule_nothing_checked(facts)  # the gpu_health step's row when no GPU was read
+    assert health.verdict == "fail"
+    assert health.actual == f"nothing checked: nvidia-smi failed (exit code 15): {LOST_LINE}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="R4-F8: connection/gather.py Facts.summary() says gpu_count 0 when nvidia-smi failed"
+    " (self.gpu is None): the report's facts, `invoke compare` and the metrics read 'no GPU' for a"
+    " box whose GPU cannot be opened; it is unknown (None)",
+)
+def test_r4_f8_a_failed_nvidia_smi_counts_no_gpus_as_unknown() -> None:
+    assert live_lost().summary()["gpu_count"] is None
 
 
 # --- df -------------------------------------------------------------------------------------------
