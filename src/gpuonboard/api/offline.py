@@ -485,12 +485,9 @@ def nvcc_version(facts: Facts) -> str | None:
 
 
 def summary(facts: Facts) -> dict[str, object]:
-    """Facts.summary(), with what no file told shown as unknown: without an nvidia-smi output the
-    GPU count is not 0 (the table said `gpu_count 0` for a folder of lscpu and free), nor when the
-    nvidia-smi given failed (`Unable to determine the device handle for GPU ...`: a GPU is there)."""
+    """Facts.summary() (its GPU count is unknown without an nvidia-smi output that listed GPUs,
+    as live), with the CUDA toolkit a saved nvcc output names."""
     out = facts.summary()
-    if not given_gpu(facts) or facts.gpu is None:
-        out["gpu_count"] = None
     if facts.given("nvcc"):
         out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
     return out

@@ -241,7 +241,8 @@ class Facts:
 
             interconnect = topo.interconnect(self.topology)
         return {
-            "gpu_count": len(self.gpu.gpus) if self.gpu else 0,
+            # (no GPU report: nvidia-smi failed or is missing: the count is unknown, never 0)
+            "gpu_count": len(self.gpu.gpus) if self.gpu else None,
             "gpu_model": self.gpu.gpus[0].name if self.gpu and self.gpu.gpus else None,
             "driver_version": self.gpu.driver_version if self.gpu else None,
             "cuda_version": self.gpu.cuda_version if self.gpu else None,

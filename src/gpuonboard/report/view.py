@@ -80,9 +80,10 @@ def order_rows(host: dict[str, Any], lang: str = "en") -> list[dict[str, str]]:
         r = rules.get(rule)
         return str(r["actual"]) if r else fallback
 
+    count = facts.get("gpu_count")  # (None: nvidia-smi failed or is missing, not "0 GPUs")
     rows = [
         ("gpu_model", order.get("gpu_model"), delivered("gpu_model", str(facts.get("gpu_model") or "-"))),
-        ("gpu_count", order.get("gpu_count"), delivered("gpu_count", str(facts.get("gpu_count", "-")))),
+        ("gpu_count", order.get("gpu_count"), delivered("gpu_count", "-" if count is None else str(count))),
         ("vram", order.get("vram_bytes") and _size(order["vram_bytes"]), delivered("vram", "-")),
         ("cpu_cores", order.get("cpu_cores"), delivered("cpu_cores", str(facts.get("cpu_cores") or "-"))),
         (

@@ -424,12 +424,6 @@ def test_a_live_gpu_that_cannot_be_opened_fails() -> None:
     assert health.actual == f"nothing checked: nvidia-smi failed (exit code 15): {LOST_LINE}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R4-F8: connection/gather.py Facts.summary() says gpu_count 0 when nvidia-smi failed"
-    " (self.gpu is None): the report's facts, `invoke compare` and the metrics read 'no GPU' for a"
-    " box whose GPU cannot be opened; it is unknown (None)",
-)
 def test_r4_f8_a_failed_nvidia_smi_counts_no_gpus_as_unknown() -> None:
     assert live_lost().summary()["gpu_count"] is None
 
