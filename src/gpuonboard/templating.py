@@ -36,6 +36,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg, generate_lorem_ipsum
 from jinja2.visitor import NodeTransformer
 
+from gpuonboard.jinjatext import is_template
+
 MIB = 1 << 20
 MAX_RANGE = 100_000  # Jinja2's own sandbox limit for range()
 MAX_LIPSUM = (100, 1_000)  # paragraphs, words per paragraph
@@ -723,7 +725,7 @@ def render_value(value: Any, context: dict[str, Any], limits: TemplateLimits = L
 
 def _render_value(value: Any, context: dict[str, Any], limits: TemplateLimits) -> Any:
     if isinstance(value, str):
-        if "{{" not in value and "{%" not in value:
+        if not is_template(value):
             return value
         return _render(_compiled(value), context, limits)
     if isinstance(value, dict):
@@ -738,7 +740,7 @@ def literal(value: str) -> str:
     (a command-line value such as `{{.State.Running}}` must stay as it is)."""
     from gpuonboard.errors import UsageError
 
-    if not any(tag in value for tag in ("{{", "{%", "{#")):
+    if not is_template(value):
         return value
     if "endraw" in value:
         raise UsageError(f"the value {value!r} cannot contain both '{{{{' and 'endraw'.")

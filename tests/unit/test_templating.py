@@ -123,6 +123,21 @@ def test_ordinary_templates_render_as_before() -> None:
     )
 
 
+def test_every_reader_takes_a_jinja_comment_as_template_syntax() -> None:
+    """Rendering, literal() and the playbook's check agree on what is a template: a value with
+    only a `{# comment #}` is rendered (the comment goes, as Jinja2 and Ansible do), not passed
+    through with its comment text; a user's literal value holding one stays as written."""
+    from gpuonboard.jinjatext import is_template
+    from gpuonboard.runner.playbook import _templated
+    from gpuonboard.templating import literal, render_value
+
+    for text, template in (("a {# note #}b", True), ("{{x}}", True), ("{%x%}", True), ("a { {b} }", False)):
+        assert is_template(text) is template is _templated({"k": [text]})
+    assert render_value("data {# the mount #}/x", {}) == "data /x"
+    assert render_value(literal("data {# kept #}"), {}) == "data {# kept #}"
+    assert render_value("plain {b}", {}) == "plain {b}"
+
+
 def test_the_wall_time_limit_stops_a_slow_template() -> None:
     from gpuonboard.templating import TemplateLimitError, TemplateLimits, render_value
 

@@ -31,6 +31,7 @@ from gpuonboard.inventory.ansible_vars import (
 )
 from gpuonboard.inventory.limit import ANSIBLE_ORDER, ansible_group_hosts
 from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
+from gpuonboard.jinjatext import is_template
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
@@ -157,7 +158,7 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
         if ours is None:
             extra[key] = value
             continue
-        if isinstance(value, str) and ("{{" in value or "{%" in value) and not templates:
+        if isinstance(value, str) and is_template(value) and not templates:
             raise InventoryError(
                 f"{where(path or Path('inventory'), raw, key)}: {key} is a Jinja2 template"
                 f" ({value[:80]!r}), which Ansible renders only when it connects; gpuonboard does not"

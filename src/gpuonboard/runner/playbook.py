@@ -9,6 +9,7 @@ from typing import Any
 
 from gpuonboard.errors import PlaybookError
 from gpuonboard.inventory import Host
+from gpuonboard.jinjatext import is_template
 from gpuonboard.steps import REGISTRY, Step
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.yamlload import did_you_mean, load_yaml, shown, where
@@ -137,7 +138,7 @@ def check_templates(playbook: Playbook, project: Path, labels: Iterable[str]) ->
         src = spec.args.get("src")
         if spec.kind != "template" or spec.label not in chosen or not isinstance(src, str):
             continue
-        if not any(tag in src for tag in ("{{", "{%", "{#")) and not find_template(project, src):
+        if not is_template(src) and not find_template(project, src):
             raise PlaybookError(
                 f"{_at(playbook, spec)}: step {spec.label!r} names the template {src!r}, which is not"
                 f" under {project / 'templates'} nor the shipped templates; fix 'src' or add the file."
@@ -190,7 +191,7 @@ def _templated(value: Any) -> bool:
     """Whether a YAML value holds a Jinja2 expression or statement anywhere (the strings that
     templating.render_value renders; the rest it returns as they are)."""
     if isinstance(value, str):
-        return "{{" in value or "{%" in value
+        return is_template(value)
     if isinstance(value, dict):
         return any(_templated(v) for v in value.values())
     if isinstance(value, list):
