@@ -4,6 +4,7 @@ statement `{%` or a comment `{#`, Jinja2's three start strings, as Ansible's own
 
 from __future__ import annotations
 
+
 def is_template(text: str) -> bool:
     """Whether Jinja2 would read anything in `text` other than plain text."""
     return "{{" in text or "{%" in text or "{#" in text

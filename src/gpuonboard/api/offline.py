@@ -199,6 +199,18 @@ def decode_saved(data: bytes) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
+def unquote(text: str) -> str:
+    """The text without a quote marker that every non-empty line carries (`> `, nested `> > `:
+    a reply by mail, a markdown quote): an nvidia-smi table quoted so read no GPU row, and the
+    driver rule failed."""
+    lines = text.split("\n")
+    while (filled := [line for line in lines if line.strip()]) and all(
+        line.lstrip().startswith(">") for line in filled
+    ):
+        lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
+    return "\n".join(lines)
+
+
 def strip_prompt(text: str) -> str:
     """The output without a copied terminal prompt: a first line that is a prompt and the
     command (`root@gpu-01:~# nvidia-smi -q -x`) or the command alone (`nvidia-smi -L`), a last
@@ -350,7 +362,7 @@ def _read_saved(path: Path) -> bytes:
 
 def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     """A user's saved output: its kind detected from its content (errors name the file)."""
-    text = strip_prompt(decode_saved(data))
+    text = strip_prompt(unquote(decode_saved(data)))
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)

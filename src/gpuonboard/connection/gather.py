@@ -197,7 +197,7 @@ class Facts:
     def unread_not_a_fault(self) -> str:
         """Why no GPU could be read when that says nothing about the box: the host refuses every
         format that lists GPUs, the output was cut short, or nvidia-smi answered (exit 0) with
-        text that is no nvidia-smi listing (another command's capture). '' when nvidia-smi
+        text no GPU is read from (another command's capture, a mangled table). '' when nvidia-smi
         itself failed, hung or is missing (the box's own fault) or GPUs were read."""
         from gpuonboard.facts.gpu_merge import refusal_line
         from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
@@ -217,8 +217,10 @@ class Facts:
             return "; ".join(r.sentence() for r in ev.refusals)
         if self.gpu is not None and not self.gpu.complete:
             return "the nvidia-smi output was cut short"
-        if raw.exit_code == 0 and self.gpu is not None and self.gpu.source == "unknown":
-            return "nvidia-smi answered with text that is no GPU listing"
+        if raw.exit_code == 0 and raw.stdout.strip():  # (and no failure words: see above)
+            # a listing we read no GPU from (another command's text, a quoted or mangled table)
+            # is no evidence about the driver
+            return "nvidia-smi answered (exit 0), but no GPU could be read from its output"
         return ""
 
     @property

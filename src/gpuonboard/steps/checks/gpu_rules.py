@@ -115,7 +115,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     nameless = len(facts.gpu.gpus) - len(read) - len(faulty) - len(placeholder)
     names = [g.name for g in read]
     shown = [_count_names(names), *map(_unreadable, faulty), *map(_placeholder_text, placeholder)]
-    actual = ", ".join(filter(None, shown)) or "no GPU"
+    # GPUs listed with no name read (a --query-gpu CSV without `name`): listed, never "no GPU"
+    actual = ", ".join(filter(None, shown)) or (f"{nameless} GPU(s) listed" if nameless else "no GPU")
     model, count = split_count(expected)
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}

@@ -66,7 +66,13 @@ def test_gpu_requires_reset_in_the_query_csv_fails() -> None:
     )
 
 
-LOST_GPU_CAPTURES = {"nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"}
+LOST_GPU_CAPTURES = {
+    "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt",
+    # a GPU reading ERR! / [GPU requires reset]: tests/unit/facts/test_audit_captures_r5.py
+    "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt",
+    "nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt",
+    "nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv",
+}
 
 
 @pytest.mark.parametrize(

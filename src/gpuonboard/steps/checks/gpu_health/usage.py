@@ -81,10 +81,17 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
     no_figures = [g for g in unjudged if g.utilization_gpu_pct is None or g.memory_used_mib is None]
     parts = []
     if no_figures:
-        parts.append(
-            f"not reported for {gpu_list(no_figures, gpus)}: no process list and no utilisation /"
-            " memory figures"
+        # name the figure missing: a CSV of memory.used without utilization.gpu read its memory
+        util = any(g.utilization_gpu_pct is None for g in no_figures)
+        mem = any(g.memory_used_mib is None for g in no_figures)
+        missing = (
+            "utilisation / memory figures"
+            if util and mem
+            else "utilisation figure"
+            if util
+            else "memory figure"
         )
+        parts.append(f"not reported for {gpu_list(no_figures, gpus)}: no process list and no {missing}")
     engines = [g for g in unjudged if g not in no_figures]
     if engines:
         unread = sorted({e for g in engines for e in _engines_unread(g)[0]})
