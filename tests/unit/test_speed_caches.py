@@ -217,3 +217,71 @@ def test_split_output_cuts_as_the_line_by_line_reading_did() -> None:
         err = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         names = ["a", "b", "c"]
         assert split_output(out, err, token, names) == _split_line_by_line(out, err, token, names), (out, err)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "<!ENTITY x 'y'>",
+        "<!entity x 'y'>",
+        "<!EnTıTy x 'y'>",  # (a dotless i upper-cases to an I: refused as upper() reads it)
+        "<!<!ENTITY x>",
+        "<!ENTI",
+        "<!DOCTYPE nvidia_smi_log SYSTEM 'nvsmi_device_v12.dtd'>",
+        "<!-- ENTITY --><!ENTITIES>",
+        "no markup at all",
+    ],
+)
+def test_the_entity_screen_reads_as_the_upper_cased_document_did(doc: str) -> None:
+    from gpuonboard.facts.nvidia_smi.xml_q import _declares_entity
+
+    assert _declares_entity(f"<?xml version='1.0'?>\n{doc}\n<nvidia_smi_log/>") == ("<!ENTITY" in doc.upper())
+
+
+def test_the_head_lines_of_an_output_are_its_first_lines() -> None:
+    from gpuonboard.facts.gpu_merge import _head_lines
+
+    texts = ["", "a", "a\nb\nc", "a\r\nb\r\nc\r\nd\n", "ab\r\ncd\r\nef\r\ngh", "\n\n\n\n"]
+    texts += [
+        "a\u2028b\x85c\rd\ne",
+        "x" * 9 + "\r\n" + "y" * 5,
+        "aaa\nbbb\nccc\r\nddd",
+        "a\nb\nc\n" + "d" * 30,
+    ]
+    for text in texts:
+        for chunk in range(1, 14):
+            assert _head_lines(text, 3, chunk) == text.splitlines()[:3], (text, chunk)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR: nvidia-smi -q -x is disabled on this instance",
+        "Disabled On This MACHINE by the provider",
+        "blocked by POLICY",
+        "Refused by the Administrator.",
+        "by vendor",
+        "Operation NOT ALLOWED",
+        "this query Is Restricted",
+    ],
+)
+def test_the_refusal_screen_lets_every_refusal_through(line: str) -> None:
+    from gpuonboard.facts.gpu_merge import _REFUSAL, refusal_line
+
+    assert _REFUSAL.search(line)
+    for stdout, stderr in ((line, ""), ("<?xml version='1.0'?>\n" + line + "\n", ""), ("", "x\n" + line)):
+        assert refusal_line(ProbeOutput(stdout, stderr, 0)) == line
+
+
+def test_a_gpu_one_format_read_is_that_format_s_and_only_that_one_s() -> None:
+    from gpuonboard.facts.gpu_merge import _merge_gpu
+
+    report = nvidia_smi.parse_xml((REAL / XML).read_text())
+    base = dataclasses.replace(report.gpus[0], name="NVIDIA A100-SXM...", processes_known=False)
+    # the one copy is the base: the merge of every field from it is the base itself
+    for label in ("xml", "text", "csv", "list", "table"):
+        assert _merge_gpu(base, [(label, base)]) == _merge_gpu(base, [(label, dataclasses.replace(base))])
+    # one copy that is another format's GPU (not the base): its fields, never the base's as is
+    other = dataclasses.replace(base, temperature_c=99, faults=("ERR!",), processes_known=True)
+    merged = _merge_gpu(base, [("csv", other)])
+    assert (merged.temperature_c, merged.faults, merged.processes_known) == (99, ("ERR!",), True)

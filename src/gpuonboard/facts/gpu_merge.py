@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,9 @@ _REFUSAL = re.compile(
 # NVML's own errors ("GPU access blocked by the operating system", "Insufficient Permissions")
 # are causes of their own, each with its advice (nvidia_smi_failure), never a format refused
 _NVML = re.compile(r"\bNVML\b")
+# words each of _REFUSAL's branches holds, lower-cased: an ASCII text (nvidia-smi's) holding
+# none of them has no refusal, without the case-blind regex's slow walk of each of its lines
+_REFUSAL_WORDS = ("disabled on this ", "policy", "by ", "not allowed", "is restricted")
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,31 @@ class GpuEvidence:
 def refusal_line(out: ProbeOutput) -> str | None:
     """The line of a refused format (provider policy, permissions); None when it is not one."""
     for text in (out.stdout, out.stderr):
-        for line in text.splitlines()[:20]:
+        lines = _head_lines(text, 20)
+        if not _may_refuse(lines):
+            continue
+        for line in lines:
             if _REFUSAL.search(line) and not _NVML.search(line):
                 return line.strip()
     return None
+
+
+def _may_refuse(lines: list[str]) -> bool:
+    """Whether any of `lines` may hold a refusal: False only for ASCII lines none of which holds
+    one of _REFUSAL_WORDS in any case (outside ASCII the regex's case folds are wider)."""
+    text = "\n".join(lines)
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    return any(word in lower for word in _REFUSAL_WORDS)
+
+
+def _head_lines(text: str, count: int, chunk: int = 8192) -> list[str]:
+    """text.splitlines()[:count] without splitting the rest of a long output (a -q -x of 8 GPUs
+    is ~170 KB): the lines of a head that holds more than `count` of them are the text's own
+    (each of the first `count` ends where the text's does: a line follows it in the head)."""
+    head = text[:chunk].splitlines()
+    return head[:count] if len(head) > count else text.splitlines()[:count]
 
 
 # nvidia-smi's line for a GPU it cannot open, printed in place of that GPU's record or row
@@ -137,6 +162,7 @@ def _may_name_unopened(text: str) -> bool:
     return _NO_HANDLE_ANY.search(text) is not None
 
 
+@functools.lru_cache(maxsize=1024)  # (each GPU's address is looked up once for every other GPU)
 def _bus_key(bus_id: str | None) -> str | None:
     """'00000000:3B:00.0' and '0000:3b:00.0' are one address: domain without leading zeros."""
     if not bus_id or ":" not in bus_id:
@@ -169,6 +195,10 @@ def _unset(value: object) -> bool:
 
 def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
     """One GPU from its copies in several formats (ranked richest first)."""
+    if len(copies) == 1 and copies[0][1] is base and copies[0][0] in _FIELD_RANK:
+        # one format read this GPU (the copy is the base itself): each field would come from it
+        # as it is, _FROM_BEST's and the flagged ones too, and one source keeps base.provenance
+        return base
     ranked = sorted(copies, key=lambda c: _FIELD_RANK.index(c[0]))
     values: dict[str, Any] = {}
     provenance: list[tuple[str, str]] = []

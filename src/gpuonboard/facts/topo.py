@@ -30,6 +30,14 @@ class Topology:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _plain(text: str) -> str:
+    """`text` without its ANSI escapes (the search only where an escape may be: most captures
+    have none, and the matrix of 8 GPUs and 10 NICs has ~500 cells)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 _GPU_LABEL = re.compile(r"^GPU\d+$")
 _NVLINK = re.compile(r"^NV(\d+)$")
 _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
@@ -50,19 +58,17 @@ def _fields(line: str) -> list[str]:
     (an empty "CPU Affinity", the blank before "GPU NUMA ID"), exactly as the tabs said. A line
     whose cells do not sit on tab stops (re-spaced by hand) is read cell by cell in order."""
     if "\t" in line:
-        return [_ANSI.sub("", c).strip() for c in line.split("\t")]
+        return [_plain(c).strip() for c in line.split("\t")]
     tokens = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(line)]
-    starts = [
-        start - 1 if _ANSI.sub("", text) == "X" and start % 8 == 1 else start for start, _, text in tokens
-    ]
+    starts = [start - 1 if _plain(text) == "X" and start % 8 == 1 else start for start, _, text in tokens]
     if not all(start % 8 == 0 for start in starts):
-        cells = [_ANSI.sub("", text) for _, _, text in tokens]
+        cells = [_plain(text) for _, _, text in tokens]
         return [""] + cells if line[:1].isspace() else cells
     fields: list[str] = []
     stop = 0  # where the next cell may start: the tab stop after the previous cell
     for start, (_, end, text) in zip(starts, tokens, strict=True):
         fields.extend([""] * ((start - stop) // 8))
-        fields.append(_ANSI.sub("", text).strip())
+        fields.append(_plain(text).strip())
         stop = (end // 8 + 1) * 8
     return fields
 
@@ -88,6 +94,7 @@ def parse_topo(text: str) -> Topology:
         )
     header = _fields(lines[header_at])
     columns = header[1:] if header and header[0] == "" else header
+    gpu_columns = {c for c in columns if _GPU_LABEL.match(c)}  # (matched once, not once a row)
     warnings: list[str] = []
     gpus: list[str] = []
     nics: list[str] = []
@@ -106,7 +113,7 @@ def parse_topo(text: str) -> Topology:
         if len(values) < len(columns):
             warnings.append(f"{label}: {len(values)} cells for {len(columns)} columns")
         for column, value in zip(columns, values, strict=False):
-            if _GPU_LABEL.match(column) and column != label:
+            if column in gpu_columns and column != label:
                 links[(label, column)] = value
             elif column == "CPU Affinity" and value:
                 cpu_affinity[label] = value
@@ -114,7 +121,7 @@ def parse_topo(text: str) -> Topology:
                 numa_affinity[label] = value
     legend = {}
     for line in lines[header_at + 1 :]:
-        match = _LEGEND_NIC.match(_ANSI.sub("", line))
+        match = _LEGEND_NIC.match(_plain(line))
         if match:
             legend[match.group(1)] = match.group(2)
     for a, b in combinations(gpus, 2):

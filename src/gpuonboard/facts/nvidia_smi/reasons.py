@@ -3,6 +3,7 @@ read from per-reason Active / Not Active states (-q -x, -q, CSV) or from a hex b
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -32,6 +33,7 @@ _REASON_ALIASES = {
 }
 
 
+@functools.lru_cache(maxsize=256)  # (a handful of labels, ~10 a GPU: computed once each)
 def _reason_name(label: str) -> str:
     """Normalise an XML tag or -q label to a CLOCK_EVENT_REASONS name (may stay unknown)."""
     name = label.strip().lower()

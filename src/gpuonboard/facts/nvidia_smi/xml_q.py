@@ -40,10 +40,17 @@ _DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
 
 def _xml_text(node: ET.Element | None, path: str) -> str | None:
     """Text at `path` below `node`, cleaned; None when missing or N/A."""
+    return _clean(_xml_raw(node, path))
+
+
+def _xml_raw(node: ET.Element | None, path: str) -> str | None:
+    """Text at `path` below `node` as written; None when missing. For the value readers (_int,
+    _mib, _yes_no, ...): each cleans its value itself, and a value cleaned twice is the value
+    cleaned once, so the second clean of ~50 values a GPU is left out."""
     if node is None:
         return None
     found = _xml_find(node, path)
-    return None if found is None else _clean(found.text)
+    return None if found is None else found.text
 
 
 @functools.lru_cache(maxsize=512)
@@ -53,16 +60,34 @@ def _path_tags(path: str) -> tuple[str, ...] | None:
     return tags if all(t and t.replace("_", "a").isalnum() for t in tags) else None
 
 
-def _xml_find(node: ET.Element, path: str, start: int = 0) -> ET.Element | None:
+def _xml_find(node: ET.Element, path: str) -> ET.Element | None:
     """node.find(path), the first match in document order, with a plain `a/b/c` path walked by
-    the C `findall` of each tag rather than by ElementPath's Python (~60 lookups a GPU)."""
+    the C `find` / `findall` of each tag rather than by ElementPath's Python (~60 lookups a GPU)."""
     tags = _path_tags(path)
-    if tags is None:
-        return node.find(path)
+    if tags is None or len(tags) == 1:
+        return node.find(path)  # (a single tag is looked up by the C find itself)
+    if len(tags) == 2:  # (most paths: the first <a>'s <b> looked up here, without further calls)
+        parent = node.find(tags[0])
+        found = None if parent is None else parent.find(tags[1])
+        if parent is None or found is not None:
+            return found
+    return _xml_find_tags(node, tags, 0)
+
+
+def _xml_find_tags(node: ET.Element, tags: tuple[str, ...], start: int) -> ET.Element | None:
+    """The first element at tags[start:] below `node`, in document order: below the first
+    element of tags[start] (nvidia-smi writes each tag once under its parent, so the C `find`
+    of that one is nearly always the answer), else below the ones after it, in order."""
     if start == len(tags) - 1:
         return node.find(tags[start])
-    for child in node.findall(tags[start]):
-        found = _xml_find(child, path, start + 1)
+    first = node.find(tags[start])
+    if first is None:
+        return None
+    found = _xml_find_tags(first, tags, start + 1)
+    if found is not None:
+        return found
+    for child in node.findall(tags[start])[1:]:
+        found = _xml_find_tags(child, tags, start + 1)
         if found is not None:
             return found
     return None
@@ -79,24 +104,24 @@ def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
 
 def _xml_ecc(gpu: ET.Element, kind: str) -> tuple[int | None, int | None]:
     """(correctable, uncorrectable) totals of <ecc_errors><volatile|aggregate>, every schema."""
-    section = gpu.find(f"ecc_errors/{kind}")
+    section = _xml_find(gpu, f"ecc_errors/{kind}")
     if section is None:
         return None, None
     if section.find("single_bit") is not None or section.find("double_bit") is not None:
         # old schema: single_bit/double_bit with per-location counts and a total
         return (
-            _int(_xml_text(section, "single_bit/total")),
-            _int(_xml_text(section, "double_bit/total")),
+            _int(_xml_raw(section, "single_bit/total")),
+            _int(_xml_raw(section, "double_bit/total")),
         )
-    sram_unc = _int(_xml_text(section, "sram_uncorrectable"))
+    sram_unc = _int(_xml_raw(section, "sram_uncorrectable"))
     if sram_unc is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
         sram_unc = _total(
-            _int(_xml_text(section, "sram_uncorrectable_parity")),
-            _int(_xml_text(section, "sram_uncorrectable_secded")),
+            _int(_xml_raw(section, "sram_uncorrectable_parity")),
+            _int(_xml_raw(section, "sram_uncorrectable_secded")),
         )
     return (
-        _total(_int(_xml_text(section, "sram_correctable")), _int(_xml_text(section, "dram_correctable"))),
-        _total(sram_unc, _int(_xml_text(section, "dram_uncorrectable"))),
+        _total(_int(_xml_raw(section, "sram_correctable")), _int(_xml_raw(section, "dram_correctable"))),
+        _total(sram_unc, _int(_xml_raw(section, "dram_uncorrectable"))),
     )
 
 
@@ -110,10 +135,10 @@ def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
         return (), False  # <processes>N/A</processes>
     processes = tuple(
         GpuProcess(
-            pid=_int(_xml_text(info, "pid")),
+            pid=_int(_xml_raw(info, "pid")),
             name=_xml_text(info, "process_name") or "",
             type=_xml_text(info, "type"),
-            used_memory_mib=_mib(_xml_text(info, "used_memory")),
+            used_memory_mib=_mib(_xml_raw(info, "used_memory")),
         )
         for info in infos
     )
@@ -122,14 +147,14 @@ def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
 
 def _xml_pcie(gpu: ET.Element) -> PcieLink:
     """The PCIe link of <pci><pci_gpu_link_info>: generation and width, current and max."""
-    link = gpu.find("pci/pci_gpu_link_info")
+    link = _xml_find(gpu, "pci/pci_gpu_link_info")
     return PcieLink(
-        pcie_gen_current=_int(_xml_text(link, "pcie_gen/current_link_gen")),
-        pcie_gen_max=_int(_xml_text(link, "pcie_gen/max_link_gen")),
-        pcie_gen_device_max=_int(_xml_text(link, "pcie_gen/max_device_link_gen")),
-        pcie_gen_host_max=_int(_xml_text(link, "pcie_gen/max_host_link_gen")),
-        pcie_width_current=_int(_xml_text(link, "link_widths/current_link_width")),
-        pcie_width_max=_int(_xml_text(link, "link_widths/max_link_width")),
+        pcie_gen_current=_int(_xml_raw(link, "pcie_gen/current_link_gen")),
+        pcie_gen_max=_int(_xml_raw(link, "pcie_gen/max_link_gen")),
+        pcie_gen_device_max=_int(_xml_raw(link, "pcie_gen/max_device_link_gen")),
+        pcie_gen_host_max=_int(_xml_raw(link, "pcie_gen/max_host_link_gen")),
+        pcie_width_current=_int(_xml_raw(link, "link_widths/current_link_width")),
+        pcie_width_max=_int(_xml_raw(link, "link_widths/max_link_width")),
     )
 
 
@@ -145,29 +170,27 @@ def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
         ecc_volatile_uncorrectable=vol_unc,
         ecc_aggregate_correctable=agg_corr,
         ecc_aggregate_uncorrectable=agg_unc,
-        retired_pages_sbe=_int(_xml_text(retired, "multiple_single_bit_retirement/retired_count")),
-        retired_pages_dbe=_int(_xml_text(retired, "double_bit_retirement/retired_count")),
+        retired_pages_sbe=_int(_xml_raw(retired, "multiple_single_bit_retirement/retired_count")),
+        retired_pages_dbe=_int(_xml_raw(retired, "double_bit_retirement/retired_count")),
         retired_pages_pending=_any_true(
-            _yes_no(_xml_text(retired, "pending_blacklist")),
-            _yes_no(_xml_text(retired, "pending_retirement")),
+            _yes_no(_xml_raw(retired, "pending_blacklist")),
+            _yes_no(_xml_raw(retired, "pending_retirement")),
         ),
         # <remapped_rows>N/A</remapped_rows> has no children: every value stays None.
-        remapped_rows_correctable=_int(_xml_text(remapped, "remapped_row_corr")),
-        remapped_rows_uncorrectable=_int(_xml_text(remapped, "remapped_row_unc")),
-        remapped_rows_pending=_yes_no(_xml_text(remapped, "remapped_row_pending")),
-        remapped_rows_failure=_yes_no(_xml_text(remapped, "remapped_row_failure")),
-        remap_banks_max=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_max")),
-        remap_banks_high=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_high")),
-        remap_banks_partial=_int(
-            _xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_partial")
-        ),
-        remap_banks_low=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_low")),
-        remap_banks_none=_int(_xml_text(remapped, "row_remapper_histogram/row_remapper_histogram_none")),
+        remapped_rows_correctable=_int(_xml_raw(remapped, "remapped_row_corr")),
+        remapped_rows_uncorrectable=_int(_xml_raw(remapped, "remapped_row_unc")),
+        remapped_rows_pending=_yes_no(_xml_raw(remapped, "remapped_row_pending")),
+        remapped_rows_failure=_yes_no(_xml_raw(remapped, "remapped_row_failure")),
+        remap_banks_max=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_max")),
+        remap_banks_high=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_high")),
+        remap_banks_partial=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_partial")),
+        remap_banks_low=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_low")),
+        remap_banks_none=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_none")),
         # Absent before DTD v13; N/A where the GPU does not support them (the RTX 4000 Ada).
-        sram_threshold_exceeded=_yes_no(_xml_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
-        channel_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/channel_repair_pending")),
-        tpc_repair_pending=_yes_no(_xml_text(gpu, "ecc_errors/tpc_repair_pending")),
-        unrepairable_memory=_yes_no(_xml_text(gpu, "ecc_errors/unrepairable_memory")),
+        sram_threshold_exceeded=_yes_no(_xml_raw(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        channel_repair_pending=_yes_no(_xml_raw(gpu, "ecc_errors/channel_repair_pending")),
+        tpc_repair_pending=_yes_no(_xml_raw(gpu, "ecc_errors/tpc_repair_pending")),
+        unrepairable_memory=_yes_no(_xml_raw(gpu, "ecc_errors/unrepairable_memory")),
     )
 
 
@@ -200,11 +223,11 @@ def _xml_power(gpu: ET.Element) -> PowerReadings:
 def _xml_engines(gpu: ET.Element) -> EngineReadings:
     """<utilization> encoder / decoder / JPEG / OFA and <encoder_stats><session_count>."""
     return EngineReadings(
-        encoder_util_pct=_float(_xml_text(gpu, "utilization/encoder_util")),
-        decoder_util_pct=_float(_xml_text(gpu, "utilization/decoder_util")),
-        jpeg_util_pct=_float(_xml_text(gpu, "utilization/jpeg_util")),
-        ofa_util_pct=_float(_xml_text(gpu, "utilization/ofa_util")),
-        encoder_sessions=_int(_xml_text(gpu, "encoder_stats/session_count")),
+        encoder_util_pct=_float(_xml_raw(gpu, "utilization/encoder_util")),
+        decoder_util_pct=_float(_xml_raw(gpu, "utilization/decoder_util")),
+        jpeg_util_pct=_float(_xml_raw(gpu, "utilization/jpeg_util")),
+        ofa_util_pct=_float(_xml_raw(gpu, "utilization/ofa_util")),
+        encoder_sessions=_int(_xml_raw(gpu, "encoder_stats/session_count")),
     )
 
 
@@ -243,15 +266,15 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         serial=_xml_text(gpu, "serial"),
         pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
         # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
-        memory_total_mib=_mib(_xml_text(gpu, "fb_memory_usage/total")),
-        memory_used_mib=_mib(_xml_text(gpu, "fb_memory_usage/used")),
-        ecc_mode=_on_off(_xml_text(gpu, "ecc_mode/current_ecc")),
-        persistence_mode=_on_off(_xml_text(gpu, "persistence_mode")),
+        memory_total_mib=_mib(_xml_raw(gpu, "fb_memory_usage/total")),
+        memory_used_mib=_mib(_xml_raw(gpu, "fb_memory_usage/used")),
+        ecc_mode=_on_off(_xml_raw(gpu, "ecc_mode/current_ecc")),
+        persistence_mode=_on_off(_xml_raw(gpu, "persistence_mode")),
         driver_model=_xml_text(gpu, "driver_model/current_dm"),
         **_xml_pcie(gpu),
-        temperature_c=_int(_xml_text(gpu, "temperature/gpu_temp")),
-        mig_mode=_on_off(_xml_text(gpu, "mig_mode/current_mig")),
-        mig_mode_pending=_on_off(_xml_text(gpu, "mig_mode/pending_mig")),
+        temperature_c=_int(_xml_raw(gpu, "temperature/gpu_temp")),
+        mig_mode=_on_off(_xml_raw(gpu, "mig_mode/current_mig")),
+        mig_mode_pending=_on_off(_xml_raw(gpu, "mig_mode/pending_mig")),
         vbios=_xml_text(gpu, "vbios_version"),
         product_brand=_xml_text(gpu, "product_brand"),
         product_architecture=_xml_text(gpu, "product_architecture"),
@@ -259,21 +282,21 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         **_xml_power(gpu),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
-        performance_state=_pstate(_xml_text(gpu, "performance_state")),
-        utilization_gpu_pct=_int(_xml_text(gpu, "utilization/gpu_util")),
+        performance_state=_pstate(_xml_raw(gpu, "performance_state")),
+        utilization_gpu_pct=_int(_xml_raw(gpu, "utilization/gpu_util")),
         **_xml_engines(gpu),
         # Absolute thresholds only; the *_tlimit_threshold elements (Ada/Hopper, R535+) are
         # margins relative to T.Limit ("-2 C"), not temperatures.
-        temperature_slowdown_c=_int(_xml_text(gpu, "temperature/gpu_temp_slow_threshold")),
-        temperature_max_c=_int(_xml_text(gpu, "temperature/gpu_temp_max_threshold")),
+        temperature_slowdown_c=_int(_xml_raw(gpu, "temperature/gpu_temp_slow_threshold")),
+        temperature_max_c=_int(_xml_raw(gpu, "temperature/gpu_temp_max_threshold")),
         virtualization_mode=_xml_text(gpu, "gpu_virtualization_mode/virtualization_mode"),
-        compute_mode=_compute_mode(_xml_text(gpu, "compute_mode")),
+        compute_mode=_compute_mode(_xml_raw(gpu, "compute_mode")),
         processes=processes,
         processes_known=processes_known,
         faults=faults,
         cell_faults=cell_faults,
-        pcie_replays=_int(_xml_text(gpu, "pci/replay_counter")),
-        pcie_replay_rollovers=_int(_xml_text(gpu, "pci/replay_rollover_counter")),
+        pcie_replays=_int(_xml_raw(gpu, "pci/replay_counter")),
+        pcie_replay_rollovers=_int(_xml_raw(gpu, "pci/replay_rollover_counter")),
         board_part_number=_xml_text(gpu, "board_part_number"),
         fabric_state=_xml_text(gpu, "fabric/state"),
         fabric_status=_xml_text(gpu, "fabric/status"),
@@ -330,9 +353,22 @@ def _document_may_fault(body: str) -> bool:
     return "&" in body or _may_fault((body,))
 
 
+def _declares_entity(text: str) -> bool:
+    """Whether `text.upper()` holds "<!ENTITY", without upper-casing the whole document (~0.3 ms
+    for an 8-GPU one): no character but "<" and "!" themselves upper-cases to anything holding
+    a "<" or a "!", so each such "<!" is one of the text's own, and six characters after it are
+    enough (each upper-cases to one character or more) to tell whether "ENTITY" follows."""
+    at = text.find("<!")
+    while at >= 0:
+        if text[at + 2 : at + 8].upper().startswith("ENTITY"):
+            return True
+        at = text.find("<!", at + 2)
+    return False
+
+
 def parse_xml(text: str) -> GpuReport:
     """Parse `nvidia-smi -q -x` (DTD v11..v13) into a GpuReport."""
-    if "<!ENTITY" in text.upper():
+    if _declares_entity(text):
         # nvidia-smi never declares entities; refuse rather than expand them (XML bombs).
         return GpuReport("xml", None, None, None, (), ("XML declares entities; refused to parse",))
     # The DOCTYPE only names an external DTD file; drop it so nothing is ever resolved.
@@ -343,8 +379,9 @@ def parse_xml(text: str) -> GpuReport:
     if end < 0:
         return _xml_cut(body)
     body = body[: end + len(_XML_END)]
+    compact = _compact(body)
     try:
-        root = ET.fromstring(_compact(body))
+        root = ET.fromstring(compact)
     except ET.ParseError:
         try:  # (the error as the document itself has it: its line and column)
             root = ET.fromstring(body)
@@ -353,9 +390,11 @@ def parse_xml(text: str) -> GpuReport:
     if root.tag != "nvidia_smi_log":
         return GpuReport("xml", None, None, None, (), (f"unexpected XML root <{root.tag}>",))
     warnings: list[str] = []
-    may_fault = _document_may_fault(body)
+    # (the compact document holds a fault word where the whole one does, and ~30 % less to
+    # search: only whitespace between a ">" and a "<" is gone, and no fault word holds either)
+    may_fault = _document_may_fault(compact)
     gpus = [_xml_gpu(gpu, position, warnings, may_fault) for position, gpu in enumerate(root.findall("gpu"))]
-    attached = _int(_xml_text(root, "attached_gpus"))
+    attached = _int(_xml_raw(root, "attached_gpus"))
     if attached is None:
         warnings.append("no <attached_gpus> in XML")
     elif attached != len(gpus):
@@ -395,7 +434,7 @@ def _xml_cut(body: str) -> GpuReport:
     return GpuReport(
         "xml",
         *_xml_versions(root, warnings),
-        _int(_xml_text(root, "attached_gpus")),
+        _int(_xml_raw(root, "attached_gpus")),
         tuple(gpus),
         tuple(warnings),
         complete=False,
