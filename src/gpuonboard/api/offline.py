@@ -67,6 +67,8 @@ _KERNEL_LINE = re.compile(
     r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
     r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
+# a paste's own mark of lines left out: `...`, `....`, `…`, `[...]` on a line of its own
+_ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\])\s*$")
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
 _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
@@ -103,7 +105,9 @@ def detect_fabric_kind(text: str) -> str | None:
         rest = lines[1:]
         if (
             rest
-            and all(_NVLINK_LINE.search(line) or _GPU_LINE.match(line) for line in rest)
+            and all(
+                _NVLINK_LINE.search(line) or _GPU_LINE.match(line) or _ELISION.match(line) for line in rest
+            )
             and any(_NVLINK_LINE.search(line) for line in rest)
         ):
             return "nvidia_nvlink"

@@ -110,6 +110,15 @@ PARSED_RIGHT = frozenset(
         # round 5 (values: test_audit_captures_r5.py); fixed R5-F1 (GPUs listed without a name
         # called "no GPU"), R5-F2 (a memory figure read called missing), R5-F3 (a `> `-quoted
         # table read no GPU offline); R5-F4 (live) is a strict xfail there
+        # round 6 (values: test_audit_captures_r6.py): host facts beside the GPU; fixed R6-F1
+        # (an `nvlink -s` listing cut short with `...` failed as links down), R6-F2 (that
+        # listing "not a recognised command output" offline)
+        "real/nvidia-smi-topo-m__geforce-gtx-1080-ti__2gpu-phb__no-nic.txt",
+        "real/nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt",
+        "real/nvidia-smi-topo-m__a10__4gpu-2nic-sys__gpu-numa-id.txt",
+        "real/nvidia-smi-topo-m__rtx-6000-ada__2gpu-2nic-phb__driver575.51.03__threadripper-wrx90.txt",
+        "real/lscpu__xeon-platinum-8481c-sapphire-rapids__2socket-4numa__kvm.txt",
+        "real/nvidia-smi-nvlink-s__gb200__2gpu-second-elided.txt",
         "real/nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt",
         "real/nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt",
         "real/nvidia-smi__h100-80gb-hbm3__8gpu__driver580.95.05__indented__no-processes.txt",

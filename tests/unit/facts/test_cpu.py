@@ -49,6 +49,11 @@ CASES = [
         "lscpu__raspberry-pi-4b-cortex-a72__aarch64-clusters.txt",
         CpuInfo("aarch64", "Cortex-A72", None, None, 1, 4, 4),
     ),
+    # round 6 (test_audit_captures_r6.py): a KVM guest of 2 x Xeon 8481C (Sapphire Rapids), 4 NUMA
+    (
+        "lscpu__xeon-platinum-8481c-sapphire-rapids__2socket-4numa__kvm.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", 2, 44, 2, 176, 88),
+    ),
 ]
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]

@@ -376,6 +376,11 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
         assert model.links is not None
         if block.active_links < model.links:
             down = [str(link.link) for link in block.links if not link.active]
+            if not down and block.total_links < model.links:
+                # every link printed is up, the others are not printed at all: the listing was
+                # cut short (a paste elided with `...`), which is no evidence of a link down
+                unread.append(f"GPU {index} ({block.total_links} of {model.links} links listed, all up)")
+                continue
             detail = f", inactive link(s) {', '.join(down)}" if down else ""
             short.append(f"GPU {index}: {block.active_links} of {model.links} links active{detail}")
     if short:
@@ -394,7 +399,9 @@ def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -
             expected,
             f"links not readable for {', '.join(unread)}",
             "unverified",
-            "NVLink status could not be read for these GPUs (in MIG mode the driver refuses NVLink queries).",
+            "NVLink status could not be read for these GPUs (in MIG mode the driver refuses NVLink"
+            " queries; a listing cut short names only some links): run `nvidia-smi nvlink -s` on the"
+            " box and save its whole output.",
         )
     speeds = sorted({s for g in nvlink_status.gpus for s in g.speeds})
     at = f" at {'/'.join(f'{s:g}' for s in speeds)} GB/s" if speeds else ""
