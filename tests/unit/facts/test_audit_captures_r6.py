@@ -171,3 +171,16 @@ def test_r6_f2_nvlink_listing_with_elision_is_recognised_offline() -> None:
     paste's own `...`) "not a recognised command output"."""
     raw = offline.load_outputs([str(REAL / GB200)])
     assert "nvidia_nvlink" in raw and raw["nvidia_nvlink"].exit_code == 0
+
+
+def test_r6_f3_an_unreadable_lscpu_is_no_evidence_of_too_few_cores() -> None:
+    """lscpu ran but printed nothing readable (not installed: exit 127; an error line) and the
+    usable CPU count is unknown: cpu_cores is unverified, never a fail from absence."""
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_cpu
+
+    for out in (ProbeOutput("", "sh: 1: lscpu: not found", 127), ProbeOutput("lscpu: failed\n", "", 1)):
+        facts = parse_facts({"lscpu": out})
+        assert facts.cpu is None
+        check = rule_cpu(OrderSpec(cpu_cores=64), facts)
+        assert (check.verdict, check.actual) == ("unverified", "unknown: lscpu gave no readable output")
