@@ -27,6 +27,10 @@ class Topology:
     numa_affinity: Mapping[str, str]  # "GPU0" -> "0"
     warnings: tuple[str, ...] = ()
     nic_legend: Mapping[str, str] = field(default_factory=_frozen_map)  # "NIC0" -> "mlx5_0"
+    # every GPU the header names has its row and every GPU pair a link value: False for a
+    # matrix cut short (a paste of its first rows, an output cut off), whose missing GPUs and
+    # links are unknown, not absent
+    complete: bool = True
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -124,9 +128,11 @@ def parse_topo(text: str) -> Topology:
         match = _LEGEND_NIC.match(_plain(line))
         if match:
             legend[match.group(1)] = match.group(2)
-    for a, b in combinations(gpus, 2):
-        if (a, b) not in links and (b, a) not in links:
-            warnings.append(f"no link value for {a}-{b}")
+    unlinked = [(a, b) for a, b in combinations(gpus, 2) if not (links.get((a, b)) or links.get((b, a)))]
+    warnings += [f"no link value for {a}-{b}" for a, b in unlinked]
+    rowless = sorted(gpu_columns - set(gpus), key=lambda c: int(c[3:]))
+    if rowless:
+        warnings.append(f"the matrix ends before the row of {', '.join(rowless)}: the output was cut short")
     return Topology(
         tuple(gpus),
         MappingProxyType(links),
@@ -135,6 +141,7 @@ def parse_topo(text: str) -> Topology:
         MappingProxyType(numa_affinity),
         tuple(warnings),
         MappingProxyType(legend),
+        complete=not rowless and not unlinked,
     )
 
 

@@ -184,3 +184,33 @@ def test_r6_f3_an_unreadable_lscpu_is_no_evidence_of_too_few_cores() -> None:
         assert facts.cpu is None
         check = rule_cpu(OrderSpec(cpu_cores=64), facts)
         assert (check.verdict, check.actual) == ("unverified", "unknown: lscpu gave no readable output")
+
+
+def test_r6_f4_a_topo_matrix_cut_short_is_no_evidence_of_its_links() -> None:
+    """A real 8-GPU all-NVLink matrix cut after GPU3's row (a paste of its first rows), or
+    inside a row: the GPUs and links not printed are unknown, so an NVLink order is unverified,
+    neither a pass on the rows there nor a fail on an empty cell; the whole matrix passes."""
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.gpu_rules import rule_interconnect
+
+    text = (REAL / "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt").read_text()
+    lines = text.splitlines()
+    gpu4 = next(i for i, line in enumerate(lines) if line.startswith("GPU4"))
+    order = OrderSpec(interconnect="nvlink")
+
+    def judged(topo_text: str) -> tuple[str, str]:
+        check = rule_interconnect(order, parse_facts({"nvidia_topo": ProbeOutput(topo_text, "", 0)}))
+        return check.verdict, check.actual
+
+    assert judged(text)[0] == "pass"
+    cut = "\n".join(lines[:gpu4]) + "\n"
+    assert judged(cut) == (
+        "unverified",
+        "unknown: the nvidia-smi topo -m matrix was cut short (4 GPU rows read)",
+    )
+    assert (
+        "the matrix ends before the row of GPU4, GPU5, GPU6, GPU7"
+        in parse_facts({"nvidia_topo": ProbeOutput(cut, "", 0)}).topology.warnings[-1]
+    )
+    inside = "\n".join(lines[:gpu4]) + "\n" + lines[gpu4][:12] + "\n"
+    assert judged(inside)[0] == "unverified"

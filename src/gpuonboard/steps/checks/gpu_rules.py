@@ -271,12 +271,15 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
         )
     kind = topo.interconnect(facts.topology)
     listed = len(facts.gpu.gpus) if facts.gpu else 0
-    if kind == "unknown" or len(facts.topology.gpus) < listed:
+    if kind == "unknown" or len(facts.topology.gpus) < listed or not facts.topology.complete:
         seen = len(facts.topology.gpus)
+        shown = f"unknown: nvidia-smi topo -m shows {seen} of the {listed or '?'} GPUs"
+        if seen >= listed and kind != "unknown":  # (its own header names more GPUs or links)
+            shown = f"unknown: the nvidia-smi topo -m matrix was cut short ({seen} GPU rows read)"
         return Check(
             "interconnect",
             expected,
-            f"unknown: nvidia-smi topo -m shows {seen} of the {listed or '?'} GPUs",
+            shown,
             "unverified",
             "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
         )
