@@ -249,6 +249,11 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__geforce-rtx-2080-super__1gpu__driver610.57.04__ansi-escapes.txt": {},
     # truth audit round 3: two H100 PCIe joined by NVLink bridges
     "nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt": {"0-1": "NV12"},
+    # truth audit round 6: NICs, a bond, GPU NUMA ID columns, PHB-only boxes
+    "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt": _mesh(8, "NV12"),
+    "nvidia-smi-topo-m__a10__4gpu-2nic-sys__gpu-numa-id.txt": _mesh(4, "SYS"),
+    "nvidia-smi-topo-m__rtx-6000-ada__2gpu-2nic-phb__driver575.51.03__threadripper-wrx90.txt": {"0-1": "PHB"},
+    "nvidia-smi-topo-m__geforce-gtx-1080-ti__2gpu-phb__no-nic.txt": {"0-1": "PHB"},
 }  # fmt: skip
 
 
