@@ -10,6 +10,25 @@ count both sets as covered.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import Facts, parse_facts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+def read(name: str) -> str:
+    """A real capture's text."""
+    return (REAL / name).read_text()
+
+
+def saved(*names: str) -> Facts:
+    """Real captures judged offline together (`invoke facts FILE ...`): each kind detected from
+    its content, prompts stripped."""
+    return parse_facts(offline.load_outputs([str(REAL / n) for n in names]))
+
+
 PARSED_RIGHT = frozenset(
     {
         "real/nvidia-smi__titan-v__1gpu__driver515.65.01.txt",

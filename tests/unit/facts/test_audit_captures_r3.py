@@ -5,12 +5,8 @@ N/A in MIG mode, is tested in tests/unit/steps/checks/test_gpu_health_repair_unr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.disks import parse_lsblk_json
 from gpuonboard.facts.nvidia_smi import GpuInfo, parse_any
 from gpuonboard.facts.nvlink import parse_nvlink_status
@@ -18,18 +14,15 @@ from gpuonboard.facts.topo import interconnect, parse_topo
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import gpu_health
 
-REAL = Path(__file__).parents[2] / "fixtures" / "real"
+from .audit_captures import read, saved
+
 LOST = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
 ADDRESSING = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__addressing-mode-unknown-error.txt"
 ECC_VIEW = "nvidia-smi-q-d-ecc__a100-pcie-40gb__2gpu__driver555.42.02.txt"
 
 
-def read(name: str) -> str:
-    return (REAL / name).read_text()
-
-
 def checks(*names: str) -> dict[str, Check]:
-    facts = parse_facts(offline.load_outputs([str(REAL / n) for n in names]))
+    facts = saved(*names)
     return {c.name: c for c in gpu_health.evaluate(facts)}
 
 
@@ -40,7 +33,7 @@ def test_r3_f2_gpu_lost_with_its_index_before_the_table() -> None:
     health = c["gpu_health"]
     assert health.verdict == "fail"
     assert health.actual == "GPU 1 (0000:34:00.0): nvidia-smi reads no device handle: Unknown Error"
-    facts = parse_facts(offline.load_outputs([str(REAL / LOST)]))
+    facts = saved(LOST)
     assert facts.gpu is not None
     assert [(g.index, g.pci_bus_id) for g in facts.gpu.gpus] == [
         (0, "00000000:16:00.0"),

@@ -25,7 +25,8 @@ from gpuonboard.steps.checks import acceptance, fabric_health, gpu_health
 from gpuonboard.steps.checks.fabric_health import rule_rdma, rule_xid
 from gpuonboard.steps.checks.gpu_health import rule_nothing_checked
 
-REAL = Path(__file__).parents[2] / "fixtures" / "real"
+from .audit_captures import REAL, read, saved
+
 XID_45 = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
 ISO = "dmesg-time-format-iso__xid-48-63-94__peermem__gpud.txt"
 IBPANIC = "ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"
@@ -35,16 +36,8 @@ NO_PAREN = "nvidia-smi-L__geforce-gtx-1660-ti__1gpu__closing-paren-lost__driver4
 TELEGRAF = "nvidia-smi-L__a100-sxm4-80gb__4gpu-1mig-4x1g.20gb__telegraf.txt"
 
 
-def read(name: str) -> str:
-    return (REAL / name).read_text()
-
-
-def facts_of(*names: str) -> Facts:
-    return parse_facts(offline.load_outputs([str(REAL / n) for n in names]))
-
-
 def fabric(*names: str) -> dict[str, Check]:
-    return {c.name: c for c in fabric_health.health_checks(facts_of(*names))}
+    return {c.name: c for c in fabric_health.health_checks(saved(*names))}
 
 
 # --- R4-F1: an Xid a later line names as its cause ---------------------------------------------
@@ -143,7 +136,7 @@ def test_r4_f2_lines_joined_by_a_one_line_field() -> None:
         (2, "NVIDIA GeForce RTX 2080 Ti", "GPU-2d540dd6-583b-cf11-80dd-cc28edc1dd62"),
         (3, "NVIDIA GeForce RTX 2080 Ti", "GPU-80be5c9a-eb7d-2388-ad7c-7d3ee8f87235"),
     ]
-    facts = facts_of(JOINED)
+    facts = saved(JOINED)
     assert facts.gpu is not None and [g.name for g in facts.gpu.gpus] == ["NVIDIA GeForce RTX 2080 Ti"] * 4
 
 
@@ -188,7 +181,7 @@ def test_mig_listings(name: str, gpus: list[tuple[int, str, str, list[str]]]) ->
     assert not listed.warnings
     assert [(g.index, g.name, g.uuid, [m.profile for m in g.mig_devices]) for g in listed.gpus] == gpus
     assert [m.index for m in listed.gpus[0].mig_devices] == list(range(len(gpus[0][3])))
-    c = {c.name: c for c in gpu_health.evaluate(facts_of(name))}
+    c = {c.name: c for c in gpu_health.evaluate(saved(name))}
     # MIG instances exist: MIG mode is on (a warn by policy); -L says nothing of ECC
     assert (c["mig_mode"].verdict, c["mig_mode"].actual) == ("warn", "Enabled on GPU 0")
     assert c["ecc_mode"].verdict == "unverified"
@@ -198,7 +191,7 @@ def test_telegraf_listing_values() -> None:
     # 4 x A100-SXM4-80GB, GPU 0 with 4 MIG 1g.20gb; no MIG line under GPUs 1-3 says nothing of
     # their MIG mode (instances may just not exist)
     text = read(TELEGRAF)
-    facts = facts_of(TELEGRAF)
+    facts = saved(TELEGRAF)
     assert facts.gpu is not None
     assert [(g.index, g.mig_mode) for g in facts.gpu.gpus] == [
         (0, "Enabled"),

@@ -21,7 +21,8 @@ from gpuonboard.steps.checks import acceptance, gpu_health
 from gpuonboard.steps.checks.gpu_health import rule_nothing_checked
 from gpuonboard.steps.checks.gpu_rules import rule_driver
 
-REAL = Path(__file__).parents[2] / "fixtures" / "real"
+from .audit_captures import REAL, read, saved
+
 A40 = "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"
 A30 = "nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt"
 H100_580 = "nvidia-smi__h100-80gb-hbm3__8gpu__driver580.95.05__indented__no-processes.txt"
@@ -37,10 +38,6 @@ BUSY = "nvidia-smi-query-gpu__h100__1gpu__busy.csv"
 RTX4060 = "nvidia-smi-query-gpu__geforce-rtx-4060-laptop__1gpu__driver566.26__power-limit-na.csv"
 A6000 = "nvidia-smi-query-gpu__rtx-a6000__2gpu__indented.csv"
 RTX4050 = "nvidia-smi-query-gpu__geforce-rtx-4050-laptop__1gpu__driver592.82.csv"
-
-
-def read(name: str) -> str:
-    return (REAL / name).read_text()
 
 
 # the lines pasted around a capture, kept out of its file (real outputs never start with a
@@ -66,11 +63,6 @@ def as_pasted(name: str) -> str:
 def quoted(name: str) -> str:
     """The paste of RTX4070 as it was: every line quoted `> ` (its blank line as `> `)."""
     return "".join(f"> {line}\n" for line in read(name).split("\n")[:-1])
-
-
-def saved(name: str) -> Facts:
-    """The capture judged offline (`invoke facts FILE`): kind detected, prompts stripped."""
-    return parse_facts(offline.load_outputs([str(REAL / name)]))
 
 
 def live(name: str) -> Facts:

@@ -7,8 +7,6 @@ test named after one fails without its fix)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpuonboard.api import offline
@@ -20,7 +18,8 @@ from gpuonboard.facts.topo import interconnect, nvlink_orphans, weakest_link
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.checks import acceptance, fabric_health
 
-REAL = Path(__file__).parents[2] / "fixtures" / "real"
+from .audit_captures import REAL, read, saved
+
 GTX1080TI = "nvidia-smi-topo-m__geforce-gtx-1080-ti__2gpu-phb__no-nic.txt"
 A100 = "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt"
 A10 = "nvidia-smi-topo-m__a10__4gpu-2nic-sys__gpu-numa-id.txt"
@@ -40,18 +39,9 @@ PASTED = {
 PROBE = {"nvidia-smi-topo-m": "nvidia_topo", "lscpu": "lscpu", "nvidia-smi-nvlink-s": "nvidia_nvlink"}
 
 
-def read(name: str) -> str:
-    return (REAL / name).read_text()
-
-
 def live(name: str) -> Facts:
     """The capture as a live probe's stdout (exit 0), under the probe of its command."""
     return parse_facts({PROBE[name.split("__")[0]]: ProbeOutput(read(name), "", 0)})
-
-
-def saved(name: str) -> Facts:
-    """The capture judged offline (`invoke facts FILE`): kind detected from the content."""
-    return parse_facts(offline.load_outputs([str(REAL / name)]))
 
 
 def both(name: str) -> list[Facts]:
