@@ -164,15 +164,11 @@ def part_name(n: int) -> str:
     return f"{INCOMING}{n:06d}"
 
 
-def part_of(rels: Iterable[str]) -> str:
-    """The host's temp name of the shard holding these member paths (in order): the same in
-    every run while the group is the same, so a rerun finds the partial an interrupted stream
-    left and resumes from it (what it holds is checked by sha256 first, never trusted by name)."""
-    return part_of_raw(rel.encode("utf-8", "surrogateescape") for rel in rels)
-
-
-def part_of_raw(raws: Iterable[bytes]) -> str:
-    """part_of over the member paths as stored (encoded): each path, then a NUL."""
+def part_of(raws: Iterable[bytes]) -> str:
+    """The host's temp name of the shard holding these member paths (in order, as stored:
+    encoded): the same in every run while the group is the same, so a rerun finds the partial
+    an interrupted stream left and resumes from it (what it holds is checked by sha256 first,
+    never trusted by name). Each path, then a NUL, hashed."""
     names = list(raws)
     h = hashlib.sha256(b"\0".join(names))
     if names:

@@ -200,12 +200,12 @@ def _receive(store: Path, unpack: str = "", encrypted: bool = False) -> shardstr
     return shardstream.Stream(["sh", "-c", cmd])
 
 
-PART = shardstream.part_of(["d/f000.bin", "d/f001.bin"])
+PART = shardstream.part_of([b"d/f000.bin", b"d/f001.bin"])
 
 
 def test_a_shards_temp_name_depends_on_its_member_paths_only() -> None:
-    assert shardstream.part_of(["d/f000.bin", "d/f001.bin"]) == PART
-    assert PART != shardstream.part_of(["d/f000.bin"]) != shardstream.part_of(["d/f000.bin", "d/f002.bin"])
+    assert shardstream.part_of([b"d/f000.bin", b"d/f001.bin"]) == PART
+    assert PART != shardstream.part_of([b"d/f000.bin"]) != shardstream.part_of([b"d/f000.bin", b"d/f002.bin"])
     assert PART.startswith(shardstream.INCOMING) and len(PART) == len(shardstream.INCOMING) + 32
     # each path then a NUL: the name earlier versions gave, so their partials are resumed
     pinned = hashlib.sha256(b"d/f000.bin\0d/f001.bin\0").hexdigest()[:32]

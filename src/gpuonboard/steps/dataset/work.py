@@ -84,7 +84,5 @@ class Work:
         made once from the group's paths as the scan stores them (no Entry made)."""
         part = self.parts.get(i)
         if part is None:
-            part = self.parts[i] = shardstream.part_of_raw(
-                raw for raw, _ in scanstore.raw_sizes(self.groups[i])
-            )
+            part = self.parts[i] = shardstream.part_of(raw for raw, _ in scanstore.raw_sizes(self.groups[i]))
         return part
