@@ -21,7 +21,7 @@ import io
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -307,8 +307,11 @@ class _HashingReader:
         return self.h.hexdigest()
 
 
-def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, Path]:
-    """Encrypt src into a temp file while another thread hashes the plaintext bytes it reads
+def encrypt_to_cache(
+    src: Path, enc: Encryption, cache_dir: Path, started: Callable[[Path], None] | None = None
+) -> tuple[str, Path]:
+    """Encrypt src into a temp file (`started(temp)` is called once it exists, empty: a caller
+    may send it while it grows) while another thread hashes the plaintext bytes it reads
     (two cores, so the hash costs no wall time), then name the ciphertext by its cache key
     (plaintext hash + recipients). When that name exists already the existing (stable)
     ciphertext is kept and the new one dropped. -> (plaintext sha256, path). A file whose size
@@ -325,6 +328,8 @@ def encrypt_to_cache(src: Path, enc: Encryption, cache_dir: Path) -> tuple[str, 
             os.fdopen(fd, "wb") as raw,
             src.open("rb", buffering=0) as f,
         ):
+            if started is not None:
+                started(Path(tmp))
             before = os.fstat(f.fileno())
             reader = _HashingReader(f, pool)
             encrypt_stream(reader, raw, enc)

@@ -9,10 +9,12 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuonboard import transfer
 from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.dataset import growing
 from gpuonboard.steps.dataset.common import (
     LOCAL_KEPT,
     NOTHING_SENT,
@@ -21,6 +23,7 @@ from gpuonboard.steps.dataset.common import (
     shown,
     unreadable_source,
 )
+from gpuonboard.steps.dataset.growing import GROW_MIN, Growing
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Work
 from gpuonboard.transfer import crypto
@@ -65,9 +68,38 @@ def changed_while_encrypting(rel: str) -> str:
     )
 
 
-def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[], list[str]]]:
+@dataclass
+class Batch:
+    """One batch of plain encrypted mode: its names in the stage; a big file sent while it is
+    encrypted (alone in its batch) and `complete`, which waits for its whole ciphertext and
+    records it (raising LocalWriteError as a producer does)."""
+
+    names: list[str]
+    growing: Growing | None = None
+    complete: Callable[[], None] = lambda: None
+
+
+def _alone(counts: list[int], big: list[bool]) -> list[int]:
+    """Pure: batch_sizes' counts split so that each item marked big is a batch of its own."""
+    out: list[int] = []
+    i = 0
+    for n in counts:
+        run = 0
+        for b in big[i : i + n]:
+            if b:
+                out += [run, 1] if run else [1]
+                run = 0
+            else:
+                run += 1
+        out += [run] if run else []
+        i += n
+    return out
+
+
+def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[], Batch]]:
     """Plain encrypted mode: batches of work.send; each producer encrypts (cache misses, into
-    `cache`) and hard-links its files into the stage."""
+    `cache`) and hard-links its files into the stage; a big file not cached (GROW_MIN) is a
+    batch of its own, its producer returning as soon as the first of its ciphertext exists."""
     assert work.enc is not None
     enc = work.enc
     rels = [e.rel[: -len(".age")] for e in work.send]
@@ -76,24 +108,28 @@ def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[],
     hashes = work.hashes
     assert hashes is not None
     notes, noting = work.notes
-    counts = transfer.batch_sizes([work.tree.entries[r].size for r in rels])
+    sizes = [work.tree.entries[r].size for r in rels]
+    big = [s >= GROW_MIN and r not in cached for r, s in zip(rels, sizes, strict=True)]
+    counts = _alone(transfer.batch_sizes(sizes), big)
     root = work.tree.root
-    done = [0]
 
     current = [""]  # the file being encrypted (producers run one at a time)
+    ahead: list[Growing] = []  # the big file last started (the next producer waits for it)
+
+    def record(rel: str, plain: str, path: Path) -> None:
+        noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
+        entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
+        work.tree.entries[rel] = entry
+        hashes.put(entry, plain)
+        work.cipher[rel] = path
 
     def encrypt_and_stage(chunk: list[str]) -> list[str]:
         for rel in chunk:
             current[0] = rel
             path = work.cipher.get(rel)
             if path is None or not path.is_file():
-                done[0] += 1
                 plain, path = crypto.encrypt_to_cache(work.tree.path(rel), enc, cache)
-                noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
-                entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
-                work.tree.entries[rel] = entry
-                hashes.put(entry, plain)
-                work.cipher[rel] = path
+                record(rel, plain, path)
             link = stage / (rel + ".age")
             link.parent.mkdir(parents=True, exist_ok=True)
             link.unlink(missing_ok=True)
@@ -104,24 +140,47 @@ def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[],
         hashes.save(work.tree.entries)
         return [rel + ".age" for rel in chunk]
 
-    def make(chunk: list[str]) -> Callable[[], list[str]]:
-        def produce() -> list[str]:
+    def failure(exc: OSError) -> LocalWriteError:
+        if isinstance(exc, crypto.ChangedWhileEncrypting):
+            return LocalWriteError(changed_while_encrypting(current[0]))
+        # (any error reading a dataset file: a vanished one too, unlike shard mode's generic
+        # message, since here the alternative would blame the cache)
+        why = unreadable_source(exc, root, LOCAL_KEPT, errnos=None) or local_write_failure(
+            exc, f"the encrypted copy of {current[0]}", cache
+        )
+        return LocalWriteError(why)
+
+    def grow(rel: str) -> Batch:
+        current[0] = rel
+        g = growing.start(work.tree.path(rel), enc, cache, rel, stage / (rel + ".age"))
+        ahead[:] = [g]
+
+        def complete() -> None:
             try:
-                return encrypt_and_stage(chunk)
-            except crypto.ChangedWhileEncrypting:
-                raise LocalWriteError(changed_while_encrypting(current[0])) from None
+                plain, path = growing.finish(g)
             except OSError as exc:
-                # (any error reading a dataset file: a vanished one too, unlike shard mode's
-                # generic message, since here the alternative would blame the cache)
-                why = unreadable_source(exc, root, LOCAL_KEPT, errnos=None) or local_write_failure(
-                    exc, f"the encrypted copy of {current[0]}", cache
-                )
-                raise LocalWriteError(why) from None
+                current[0] = rel
+                raise failure(exc) from None
+            record(rel, plain, path)
+            hashes.save(work.tree.entries)
+
+        return Batch([rel + ".age"], g, complete)
+
+    def make(chunk: list[str], is_big: bool) -> Callable[[], Batch]:
+        def produce() -> Batch:
+            for g in ahead:  # (one encryption at a time: the cores also run rsync and ssh)
+                g.done.wait()
+            if is_big:
+                return grow(chunk[0])
+            try:
+                return Batch(encrypt_and_stage(chunk))
+            except OSError as exc:
+                raise failure(exc) from None
 
         return produce
 
     out, i = [], 0
     for n in counts:
-        out.append(make(rels[i : i + n]))
+        out.append(make(rels[i : i + n], big[i]))
         i += n
     return out

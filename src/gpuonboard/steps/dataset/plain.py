@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gpuonboard import transfer
+from gpuonboard import shell, transfer
 from gpuonboard.steps.base import Plan, StepContext
+from gpuonboard.steps.dataset import growing
 from gpuonboard.steps.dataset.common import (
     LOCAL_KEPT,
     NOTHING_SENT,
@@ -32,7 +33,7 @@ from gpuonboard.steps.dataset.common import (
     unreadable,
 )
 from gpuonboard.steps.dataset.decrypt import decrypt, decrypt_temp, remove_decrypt_temps
-from gpuonboard.steps.dataset.encryption import encrypted_batches, load_encryption
+from gpuonboard.steps.dataset.encryption import Batch, encrypted_batches, load_encryption
 from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy
 from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
@@ -311,13 +312,20 @@ def _send_plan(
 
 
 def rsync_argv(
-    opts: DatasetOptions, work: Work, stage: Path, cfg: Path, alias: str, files_from: Path | None
+    opts: DatasetOptions,
+    work: Work,
+    stage: Path,
+    cfg: Path,
+    alias: str,
+    files_from: Path | None,
+    target: str = "",
 ) -> list[str]:
     """This upload's rsync command line: `stage` (the names listed in `files_from`, or all of
-    it) into work.target, over the master connection, its processes marked as this run's."""
+    it) into work.target (or `target`), over the master connection, its processes marked as
+    this run's."""
     return transfer.rsync_argv(
         stage,
-        work.target,
+        target or work.target,
         cfg,
         alias,
         opts.bwlimit,
@@ -432,11 +440,12 @@ def _rsync_batches(
     stage: Path,
     cfg: Path,
     alias: str,
-    batches: Sequence[Callable[[], list[str]]],
+    batches: Sequence[Callable[[], Batch]],
     work: Work,
 ) -> tuple[transfer.RsyncRun | None, int, int]:
     """Send each batch (a producer returning stage-relative names) with rsync --files-from
-    while the next batch is produced; -> (failed run or None, files sent, literal bytes)."""
+    while the next batch is produced (a big file: while it is encrypted, growing.py);
+    -> (failed run or None, files sent, literal bytes)."""
     base = [0]
     sent = [0, 0]
     failed: list[transfer.RsyncRun] = []
@@ -445,13 +454,30 @@ def _rsync_batches(
     os.close(fd)
     files = Path(name)
     work.temps.append(files)  # (removed when apply ends)
+    shown = [0]  # the bytes the progress line showed in this batch (a growing file's runs restart at 0)
+    progress = growing.monotone(rsync_progress(label, ctx, base, work.need), shown)
 
-    def send(names: list[str]) -> bool:
-        if not names:
+    def argv(src: Path, target: str, names: Path) -> list[str]:
+        return rsync_argv(opts, work, src, cfg, alias, names, target)
+
+    def mkdir(path: str) -> bool:
+        return ctx.runner.run(shell.join(["mkdir", "-p", "--", path])).ok
+
+    sender = growing.Sender(mkdir, work.target, argv, lambda a: transfer.run_rsync(a, progress), files)
+
+    def send(batch: Batch) -> bool:
+        shown[0] = 0
+        if batch.growing is not None:
+            run, literal = growing.send_growing(batch.growing, sender)
+            sent[1] += literal
+            if run is not None:
+                failed.append(run)
+                return False
+            batch.complete()
+        if not batch.names:
             return True
-        files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in names))
-        argv = rsync_argv(opts, work, stage, cfg, alias, files)
-        run = transfer.run_rsync(argv, rsync_progress(label, ctx, base, work.need))
+        files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in batch.names))
+        run = transfer.run_rsync(argv(stage, work.target, files), progress)
         if run.exit_code != 0:
             failed.append(run)
             return False

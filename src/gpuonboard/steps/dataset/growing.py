@@ -1,0 +1,147 @@
+"""Plain encrypted mode's big files: sent while they are encrypted. A file of GROW_MIN bytes or
+more with no ciphertext cached yet is encrypted by a thread into its temp file in the cache,
+which the stage links at once; rsync sends what exists of it into the host's partial dir
+(`<dir>/.rsync-partial/<name>.age`, where an interrupted rsync leaves its partial file), run
+after run while it grows; once it is whole, the batch's own rsync run sends the file under its
+real name, using that partial as its basis, so only the rest travels. The link thus starts
+within milliseconds instead of after the whole file was encrypted (1 GiB: 4-7 s), and nothing
+partial ever carries the file's real name on the host. A file whose ciphertext is torn (written
+to while read) leaves only its partial there, as an interrupted upload does."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuonboard import children, transfer
+from gpuonboard.transfer import crypto
+
+GROW_MIN = 32 << 20  # a file this big, its ciphertext not cached, is sent while it is encrypted
+GROW_FIRST = 4 << 20  # ... its first rsync run starts once this much ciphertext exists
+POLL_S = 0.02
+
+
+@dataclass
+class Growing:
+    """One big file's ciphertext being made (by `start`) while rsync sends it."""
+
+    rel: str  # the dataset file (plaintext rel)
+    link: Path  # its stage entry (`<rel>.age`): a hard link to the temp ciphertext
+    done: threading.Event = field(default_factory=threading.Event)
+    linked: threading.Event = field(default_factory=threading.Event)
+    result: tuple[str, Path] | None = None  # (plaintext sha256, cached ciphertext) once whole
+    error: BaseException | None = None
+
+    def size(self) -> int:
+        """Bytes of ciphertext made so far (0 before the stage links the temp file)."""
+        try:
+            return self.link.stat().st_size if self.linked.is_set() else 0
+        except OSError:
+            return 0
+
+    def wait_for(self, size: int) -> None:
+        """Until `size` bytes exist, or the encryption ended (done or failed)."""
+        while not self.done.is_set() and self.size() < size and not children.STOPPING.is_set():
+            self.done.wait(POLL_S)
+
+
+def start(src: Path, enc: crypto.Encryption, cache: Path, rel: str, link: Path) -> Growing:
+    """Encrypt `src` into the cache in a thread, its temp file hard-linked at `link` as soon as
+    it exists; returns once GROW_FIRST bytes of it exist (or it ended)."""
+    g = Growing(rel, link)
+
+    def started(tmp: Path) -> None:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.unlink(missing_ok=True)
+        try:
+            os.link(tmp, link)
+        except OSError:
+            return  # (no hard link here: the batch sends the whole file once it is made)
+        g.linked.set()
+
+    def run() -> None:
+        try:
+            g.result = crypto.encrypt_to_cache(src, enc, cache, started=started)
+        except BaseException as exc:  # noqa: BLE001 - the sender raises it (Growing.error)
+            g.error = exc
+        finally:
+            g.done.set()
+
+    threading.Thread(target=run, name=f"encrypt {rel}", daemon=True).start()
+    g.wait_for(GROW_FIRST)
+    return g
+
+
+def finish(g: Growing) -> tuple[str, Path]:
+    """Wait for the whole ciphertext: (plaintext sha256, its cache path), the stage linking
+    that very file (an identical file's ciphertext cached meanwhile was kept instead of this
+    one: the stage then sends that, in full); raises the encryption's error."""
+    g.done.wait()
+    if g.error is not None:
+        raise g.error
+    assert g.result is not None
+    path = g.result[1]
+    try:
+        same = g.linked.is_set() and os.path.samefile(path, g.link)
+    except OSError:
+        same = False
+    if not same:
+        g.link.unlink(missing_ok=True)
+        try:
+            os.link(path, g.link)
+        except OSError:
+            shutil.copy2(path, g.link)
+    return g.result
+
+
+@dataclass
+class Sender:
+    """How the growing runs reach the host: the batch's rsync argv maker and runner."""
+
+    mkdir: Callable[[str], bool]  # makes a dir on the host (mkdir -p): whether it could
+    target: str  # the encrypted copy's dir on the host
+    argv: Callable[[Path, str, Path], list[str]]  # (source dir, host dir, files-from) -> argv
+    run: Callable[[list[str]], transfer.RsyncRun]  # runs it (progress shown), -> its outcome
+    files: Path  # a scratch file for the runs' file lists
+
+
+def send_growing(g: Growing, sender: Sender) -> tuple[transfer.RsyncRun | None, int]:
+    """rsync what exists of g's ciphertext into the host's partial dir of it, again and again
+    while it grows, until it is whole. -> (a failed run or None, literal bytes sent)."""
+    if not g.linked.is_set():
+        return None, 0
+    name = g.link.name
+    partial = posixpath.join(sender.target, posixpath.dirname(g.rel), transfer.PARTIAL_DIR)
+    if not sender.mkdir(partial):
+        return None, 0  # (the batch's own run sends it whole, and says why it cannot)
+    sender.files.write_bytes(name.encode("utf-8", "surrogateescape") + b"\0")
+    argv = sender.argv(g.link.parent, partial, sender.files)
+    sent, literal = 0, 0
+    while not g.done.is_set() and not children.STOPPING.is_set():
+        g.wait_for(sent + 1)
+        if g.done.is_set():
+            break  # (whole now: the batch's run sends the rest)
+        sent = g.size()
+        run = sender.run(argv)
+        if run.exit_code != 0:
+            return run, literal
+        literal += run.stats.literal_bytes
+    return None, literal
+
+
+def monotone(show: Callable[[Any], None], floor: list[int]) -> Callable[[Any], None]:
+    """A progress callback that never shows fewer bytes than it showed (a growing file's runs
+    each count its bytes from 0)."""
+
+    def keep(u: Any) -> None:
+        if u.bytes >= floor[0]:
+            floor[0] = u.bytes
+            show(u)
+
+    return keep

@@ -1,0 +1,135 @@
+"""Plain encrypted mode sends a big file while it is encrypted (steps/dataset/growing.py): real
+sshd test host, real rsync, real age. The mechanism test grows the ciphertext by hand (the one
+simulated part: the encryptor's pace), so it can hold the file unfinished until the host has
+received part of it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Project, age_key, host_entry
+
+from gpuonboard import shell, transfer
+from gpuonboard.connection import openssh
+from gpuonboard.inventory import Host
+from gpuonboard.steps.dataset import growing
+from gpuonboard.steps.dataset.encryption import _alone
+
+pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
+
+MIB = 1 << 20
+
+
+def test_alone_gives_each_big_file_a_batch_of_its_own() -> None:
+    assert _alone([3, 2], [False, True, False, False, False]) == [1, 1, 1, 2]
+    assert _alone([2, 1], [True, True, False]) == [1, 1, 1]
+    assert _alone([4], [False, False, False, True]) == [3, 1]
+    assert _alone([1, 1], [False, False]) == [1, 1]
+    assert _alone([], []) == []
+
+
+def _ssh_config(project: Project, tmp_path: Path) -> tuple[Path, str]:
+    h = project.pool.hosts["dataset"]
+    known = tmp_path / "known_hosts"
+    known.write_text(h.known_hosts_line() + "\n")
+    host = Host(name="grow", address=h.address, port=h.port, user="root", key_file=str(project.pool.client_key))
+    text, alias = openssh.config_text(host, None, known)
+    return openssh.write_config(tmp_path, host, text), alias
+
+
+def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_only_its_rest_travels(
+    project: Project, tmp_path: Path
+) -> None:
+    config, alias = _ssh_config(project, tmp_path)
+    data = os.urandom(24 * MIB)
+    stage = tmp_path / "stage"
+    (stage / "sub").mkdir(parents=True)
+    link = stage / "sub" / "big.bin.age"
+    link.write_bytes(b"")
+    g = growing.Growing("sub/big.bin", link)
+    g.linked.set()
+    target = project.pool.hosts["dataset"].home / f"grow-{os.getpid()}"
+    partial = target / "sub" / transfer.PARTIAL_DIR / "big.bin.age"
+    seen_early = [0]
+
+    def encryptor() -> None:  # the first 8 MiB, then the rest once the host holds part of it
+        with link.open("ab") as f:
+            f.write(data[: 8 * MIB])
+            f.flush()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (partial.exists() and partial.stat().st_size):
+                time.sleep(0.02)
+            seen_early[0] = partial.stat().st_size if partial.exists() else 0
+            f.write(data[8 * MIB :])
+        g.done.set()
+
+    def mkdir(path: str) -> bool:
+        argv = ["ssh", "-F", str(config), alias, shell.join(["mkdir", "-p", "--", path])]
+        return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
+
+    def argv(src: Path, host_dir: str, names: Path) -> list[str]:
+        return transfer.rsync_argv(src, host_dir, config, alias, files_from=names)
+
+    files = tmp_path / "list"
+    runs: list[transfer.RsyncRun] = []
+
+    def run(a: list[str]) -> transfer.RsyncRun:
+        runs.append(transfer.run_rsync(a))
+        return runs[-1]
+
+    writer = threading.Thread(target=encryptor)
+    writer.start()
+    failed, literal = growing.send_growing(g, growing.Sender(mkdir, str(target), argv, run, files))
+    writer.join()
+    assert failed is None and runs, [r.stderr for r in runs]
+    assert 0 < seen_early[0] <= 8 * MIB  # the host had its first bytes while it was unfinished
+    assert literal == sum(r.stats.literal_bytes for r in runs) <= 8 * MIB
+
+    # the batch's own run: the file under its real name, its prefix taken from the partial
+    files.write_bytes(b"sub/big.bin.age\0")
+    final = transfer.run_rsync(argv(stage, str(target), files))
+    assert final.exit_code == 0, final.stderr
+    assert (target / "sub" / "big.bin.age").read_bytes() == data
+    assert final.stats.literal_bytes <= len(data) - seen_early[0] + MIB  # (the prefix did not travel again)
+    assert not partial.exists()
+
+
+def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
+    project: Project, tmp_path: Path
+) -> None:
+    if shutil.which("age") is None:
+        pytest.skip("Debian `age` not installed")
+    key, pub = age_key(tmp_path / "keys")
+    src = tmp_path / "local" / "corpus"
+    src.mkdir(parents=True)
+    (src / "a.txt").write_text("small\n")
+    (src / "big.bin").write_bytes(os.urandom(growing.GROW_MIN + 3 * MIB))
+    (src / "z.txt").write_text("after\n")
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "age_recipients": [pub], "age_identity_file": str(key)})
+    project.write_inventory({"dataset": entry})
+
+    r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)
+    s = project.summary()["hosts"][0]["steps"][0]
+    assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
+    copy = data_dir / "corpus.encrypted"
+    for name in ("a.txt", "big.bin", "z.txt"):
+        got = subprocess.run(
+            ["age", "-d", "-i", str(key), str(copy / f"{name}.age")], capture_output=True, check=True
+        ).stdout
+        assert hashlib.sha256(got).digest() == hashlib.sha256((src / name).read_bytes()).digest()
+    assert not (copy / transfer.PARTIAL_DIR).exists()
+    cache = project.root / ".gpuonboard" / "cache" / "encrypted"
+    assert not [p for p in cache.iterdir() if p.name.startswith(".enc.")]  # no temp left
+
+    r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)  # a rerun: nothing to send
+    s = project.summary()["hosts"][0]["steps"][0]
+    assert r.returncode == 0 and s["status"] == "ok", s
