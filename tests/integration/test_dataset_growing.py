@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Project, age_key, host_entry
+from test_dataset import _children, _cmdline, start_sync
 
 from gpuonboard import shell, transfer
 from gpuonboard.connection import openssh
@@ -39,7 +41,9 @@ def _ssh_config(project: Project, tmp_path: Path) -> tuple[Path, str]:
     h = project.pool.hosts["dataset"]
     known = tmp_path / "known_hosts"
     known.write_text(h.known_hosts_line() + "\n")
-    host = Host(name="grow", address=h.address, port=h.port, user="root", key_file=str(project.pool.client_key))
+    host = Host(
+        name="grow", address=h.address, port=h.port, user="root", key_file=str(project.pool.client_key)
+    )
     text, alias = openssh.config_text(host, None, known)
     return openssh.write_config(tmp_path, host, text), alias
 
@@ -133,3 +137,42 @@ def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
     r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)  # a rerun: nothing to send
     s = project.summary()["hosts"][0]["steps"][0]
     assert r.returncode == 0 and s["status"] == "ok", s
+
+
+def test_ctrl_c_while_a_big_file_is_sent_as_it_is_encrypted_stops_and_the_rerun_finishes(
+    project: Project, tmp_path: Path
+) -> None:
+    if shutil.which("age") is None:
+        pytest.skip("Debian `age` not installed")
+    key, pub = age_key(tmp_path / "keys")
+    src = tmp_path / "local" / "corpus"
+    src.mkdir(parents=True)
+    (src / "big.bin").write_bytes(os.urandom(growing.GROW_MIN + 8 * MIB))
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src), "age_recipients": [pub], "age_identity_file": str(key)})
+    project.write_inventory({"dataset": entry})
+    copy = data_dir / "corpus.encrypted"
+    partial = copy / transfer.PARTIAL_DIR / "big.bin.age"
+
+    proc = start_sync(project, "--host", "dataset", "--encrypt", "--bwlimit", "8m")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (partial.exists() and partial.stat().st_size > 2 * MIB):
+        time.sleep(0.05)
+    rsyncs = [pid for pid in _children(proc.pid) if _cmdline(pid).startswith("rsync")]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert partial.exists(), "the growing runs never reached the host's partial dir"
+    assert proc.returncode != 0 and "Traceback" not in out + err, out + err
+    assert not (copy / "big.bin.age").exists()  # no partial ciphertext under the real name
+    for pid in rsyncs:  # (no rsync of this run keeps sending)
+        assert not Path(f"/proc/{pid}").exists() or "rsync" not in _cmdline(pid)
+
+    r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)
+    s = project.summary()["hosts"][0]["steps"][0]
+    assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
+    got = subprocess.run(
+        ["age", "-d", "-i", str(key), str(copy / "big.bin.age")], capture_output=True, check=True
+    ).stdout
+    assert hashlib.sha256(got).digest() == hashlib.sha256((src / "big.bin").read_bytes()).digest()
+    assert not (copy / transfer.PARTIAL_DIR).exists()

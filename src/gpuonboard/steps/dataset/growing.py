@@ -25,6 +25,7 @@ from gpuonboard.transfer import crypto
 GROW_MIN = 32 << 20  # a file this big, its ciphertext not cached, is sent while it is encrypted
 GROW_FIRST = 4 << 20  # ... its first rsync run starts once this much ciphertext exists
 POLL_S = 0.02
+INTERRUPTED = 20  # rsync's exit when stopped by a signal
 
 
 @dataclass
@@ -132,6 +133,8 @@ def send_growing(g: Growing, sender: Sender) -> tuple[transfer.RsyncRun | None, 
         if run.exit_code != 0:
             return run, literal
         literal += run.stats.literal_bytes
+    if children.STOPPING.is_set():  # (interrupted between two runs: as rsync's own exit says it)
+        return transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), ""), literal
     return None, literal
 
 
