@@ -169,6 +169,8 @@ class Packed:
     digests: bytes | bytearray
     mode_codes: bytes
     members: Sequence[Entry] = ()
+    key: str = ""  # member_key of the members as packed (the shard index's key)
+    tree: str | None = None  # shardstream.tree_digest of the members as packed
 
     @property
     def name(self) -> str:
@@ -330,6 +332,10 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
 
     base = os.path.join(os.fspath(root), "")  # (with its trailing slash)
     made: set[str] = set()
+    # member_key and shardstream.tree_digest of what is packed, as it is packed (the members
+    # were iterated again for each, after the stream: a second pass on the upload's thread)
+    key = hashlib.sha256(FORMAT.encode())
+    tree: Any = hashlib.sha256()
     for e in members:
         rel = e.rel
         parent = rel.rpartition("/")[0]
@@ -338,17 +344,25 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
                 buf += header
         if e.kind == "l":
             buf += _member_header(e, 0o777, 0)
-            digests += bytes.fromhex(link_hash(e.target))
+            hexd, mode, line = link_hash(e.target), 0o777, "L"
+            digests += bytes.fromhex(hexd)
             codes.append(0)
         elif e.kind == "d":  # an empty directory of the dataset (a parent one is a header above)
             made.add(rel)
             buf += _member_header(e, 0o755, 0)
+            hexd, mode, line = e.sha256, 0o755, ""
             digests += ZERO
             codes.append(0)
         else:
             digest, mode = _pack_file(root, base + rel, e, buf, flush, emit)
+            hexd, line = digest.hex(), "F"
             digests += digest
             codes.append(_MODE_CODE[mode])
+        key.update(f"\0{rel}\0{e.kind}\0{hexd}\0{mode:o}".encode("utf-8", "surrogateescape"))
+        if tree is not None and "\n" in rel:
+            tree = None
+        elif tree is not None and line:
+            tree.update(f"{line} {hexd}\n".encode())
         if len(buf) >= flush:
             emit()
     buf += _ZERO * 2
@@ -356,7 +370,15 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
     if end:
         buf += bytes(tarfile.RECORDSIZE - end)
     emit()
-    return Packed(total.hexdigest(), size, digests, bytes(codes), members)  # (digests: not copied)
+    return Packed(
+        total.hexdigest(),
+        size,
+        digests,  # (not copied)
+        bytes(codes),
+        members,
+        key.hexdigest(),
+        tree.hexdigest() if tree is not None else None,
+    )
 
 
 def _pack_file(

@@ -18,7 +18,7 @@ import pytest
 from gpuonboard import transfer
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.steps.dataset import DatasetStep
-from gpuonboard.transfer import Entry, shards
+from gpuonboard.transfer import Entry, shards, shardstream
 
 
 def test_eta_formatting_and_rates() -> None:
@@ -510,6 +510,19 @@ def test_pack_gives_the_shard_tarfile_writes(tmp_path: Path) -> None:
     assert packed.files == {e.rel: e.sha256 for e in members if e.kind != "d"}
     assert packed.modes["run.sh"] == 0o755 and packed.modes["caf\udce9"] == 0o644
     assert shards.tar_size(members) == len(want)
+    # the shard index's key and the unpacked tree's digest, made while packing: what a second
+    # pass over the members gives (modes read from the files)
+    assert (
+        packed.key == shards.member_key(root, members) == shards.member_key(root, members, packed.mode_codes)
+    )
+    assert packed.tree == shardstream.tree_digest(members) and packed.tree is not None
+    # a path holding a line break: no tree digest (tar's listing would split it)
+    (root / "two\nlines").write_bytes(b"x")
+    odd = sorted(transfer.scan_source(root).entries.values(), key=lambda e: e.rel)
+    packed = shards.pack(root, odd, lambda b: None)
+    assert packed.tree is None is shardstream.tree_digest(odd)
+    assert packed.key == shards.member_key(root, odd)
+    (root / "two\nlines").unlink()
     # a file turned into a directory since the scan: named, as open() named it
     (root / "top 1").unlink()
     (root / "top 1").mkdir()

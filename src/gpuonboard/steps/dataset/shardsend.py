@@ -220,7 +220,7 @@ class ShardUpload:
         shard n is settled (waited for, renamed) once shard n+1's bytes flow, so the link never
         idles between shards. -> the failure sentence, or None."""
         work = self.work
-        pending: tuple[int, shardstream.Stream, Path | None] | None = None
+        pending: tuple[int, shardstream.Stream, Path | None, Any] | None = None
         for n, i in enumerate(work.send_idx):
             if lost(work):
                 return LEASE_LOST
@@ -259,7 +259,7 @@ class ShardUpload:
                 problem = self._settle(*pending)
                 if problem:
                     return problem
-            pending = (n, cur, tmp_cipher)
+            pending = (n, cur, tmp_cipher, packed)
         if pending is not None:
             return self._settle(*pending, last=True)
         return None
@@ -296,15 +296,19 @@ class ShardUpload:
         return ahead.follow, None, tmp, False
 
     def _settle(
-        self, n: int, stream: shardstream.Stream, tmp_cipher: Path | None, last: bool = False
+        self, n: int, stream: shardstream.Stream, tmp_cipher: Path | None, packed: Any, last: bool = False
     ) -> str | None:
         """Wait for shard n's host side, then give it its real name (the last one: in the
-        closing command)."""
+        closing command). `packed`: what its producer returned (shards.Packed when it packed)."""
         work = self.work
         i = work.send_idx[n]
         part = self.work.part(i)
-        # (what the host's hashes of the unpacked files must give: made while the stream drains)
-        want = shardstream.tree_digest(work.groups[i]) if work.unpack else None
+        # what the host's hashes of the unpacked files must give (packing computed it; a cached
+        # ciphertext sent as it is: from the group's hashes)
+        want = None
+        if work.unpack:
+            known = isinstance(packed, shards.Packed) and packed.key
+            want = packed.tree if known else shardstream.tree_digest(work.groups[i])
         res = stream.wait()
         self.sent_bytes += res.sent
         self.restarted += res.restarted

@@ -59,7 +59,7 @@ def note_packed(work: Work, i: int, packed: shards.Packed, root: Path) -> None:
                 entries[e.rel] = e
     made = shards.Shard(packed.name, packed.sha256, packed.size)
     work.built[i] = made
-    work.keys[i] = shards.member_key(root, group, packed.mode_codes)
+    work.keys[i] = packed.key or shards.member_key(root, group, packed.mode_codes)
     work.index.put(work.keys[i], made)
 
 
