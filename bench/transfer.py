@@ -19,7 +19,9 @@ the same tree as the baseline). Printed per case: wall time, throughput of datas
 100 Mbit/s, ratio to the baseline's wall time, peak RSS of the local process tree (os.wait4's
 rusage of the CLI subprocess: ru_maxrss of it and its waited-for descendants), and the first
 MiB on the wire: seconds from the tool's start until the host's veth end had received 1 MiB
-(its byte counter, read through /proc/<sshd pid>/net/dev every ~10 ms). Then issue 31's target
+(its byte counter, read through /proc/<sshd pid>/net/dev every ~10 ms), and the share of this
+machine's CPU time its hypervisor stole meanwhile (/proc/stat's steal: on a shared VM it moves a
+CPU-bound case by tens of percent, for the tool that needs more CPU the most). Then issue 31's target
 lines: ratio to rsync's share of the link (>= 1.00x; 1.5x for (b) at 1 Gbit/s), first MiB
 within 0.3 s of rsync's, encrypted within 1 % of plain. `--rate 1gbit` shapes the link to
 1 Gbit/s instead (tbf's burst grows with the rate); `--no-age-baseline` skips `age` per file
@@ -122,10 +124,18 @@ class FirstMiB:
 WIRE: tuple[int, str] | None = None  # (sshd's pid, the host's veth) once the namespace is up
 
 
+def cpu_times() -> list[int]:
+    """This machine's CPU time counters (/proc/stat's `cpu` line: user ... steal)."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:9]]
+
+
 def timed(
     argv: list[str], cwd: Path, env: dict[str, str] | None = None
-) -> tuple[float, float, int, str, float | None]:
-    """-> (wall s, peak RSS MiB, exit code, output tail, first MiB on the wire s) of one subprocess."""
+) -> tuple[float, float, int, str, float | None, float]:
+    """-> (wall s, peak RSS MiB, exit code, output tail, first MiB on the wire s, % of the CPU
+    time the hypervisor stole meanwhile) of one subprocess."""
+    before = cpu_times()
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     first = FirstMiB(*WIRE) if WIRE is not None else None
@@ -137,7 +147,9 @@ def timed(
     if first is not None:
         first.stop()
     at = first.at if first is not None else None
-    return wall, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:], at
+    spent = [b - a for a, b in zip(before, cpu_times(), strict=True)]
+    steal = 100 * spent[7] / max(sum(spent), 1)
+    return wall, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:], at, steal
 
 
 def make_data(base: Path, big: int, n_small: int) -> dict[str, tuple[Path, int]]:
@@ -158,7 +170,7 @@ def make_data(base: Path, big: int, n_small: int) -> dict[str, tuple[Path, int]]
     return {"a": (one, big), "b": (many, n_small * 4096)}
 
 
-def print_targets(rows: list[tuple[str, str, str, float, float, float, float, float | None]]) -> None:
+def print_targets(rows: list[tuple[str, str, str, float, float, float, float, float | None, float]]) -> None:
     """Issue 31's targets, one line each: ratio to rsync's share of the link (>= 1.00x; 1.5x for
     small files at 1 Gbit/s), first MiB within 0.3 s of rsync's, encrypted within 1 % of plain."""
     ours = {name: r for r in rows if r[2] == "gpuonboard" for name in [r[1]]}
@@ -347,32 +359,37 @@ def main() -> int:
                     script.replace("-e ssh -F", "-e 'ssh -F").replace(f"{ssh_cfg} ", f"{ssh_cfg}' "),
                 ]
             if enc and case == "b" and args.no_age_baseline:
-                bw, brss, brc, bout, bfirst = float("nan"), float("nan"), 0, "", None
+                bw, brss, brc, bout, bfirst, bsteal = float("nan"), float("nan"), 0, "", None, float("nan")
             else:
-                bw, brss, brc, bout, bfirst = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
+                bw, brss, brc, bout, bfirst, bsteal = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
             ours_argv = [*cli, "sync", "--host", "bench", "--dataset", str(src), "--dest", str(ours_dir)]
             if case == "b":
                 ours_argv += ["--shards", "--unpack"]
             if enc:
                 ours_argv += ["--encrypt"] + (["--decrypt-on-host"] if case == "b" else [])
-            ow, orss, orc, oout, ofirst = timed(["ip", "netns", "exec", cns, *ours_argv], project, env)
+            ow, orss, orc, oout, ofirst, osteal = timed(
+                ["ip", "netns", "exec", cns, *ours_argv], project, env
+            )
             if brc or orc or args.verbose:
                 print(f"case {case} enc={enc}: baseline rc={brc} ours rc={orc}\n{bout}\n{oout}")
             label = {"a": f"(a) 1 file {big >> 20} MiB", "b": f"(b) {n_small} x 4 KiB"}[case] + (
                 " enc" if enc else ""
             )
-            for who, w, rss, at in (("rsync -avP", bw, brss, bfirst), ("gpuonboard", ow, orss, ofirst)):
+            tools = (("rsync -avP", bw, brss, bfirst, bsteal), ("gpuonboard", ow, orss, ofirst, osteal))
+            for who, w, rss, at, steal in tools:
                 pct = nbytes * 8 / w / (LINK_MBIT * 1e6) * 100
-                rows.append((label, name, who, w, pct, bw / w, rss, at))
+                rows.append((label, name, who, w, pct, bw / w, rss, at, steal))
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"link {LINK_MBIT} Mbit/s; load average at the end {load} (2 cores: above ~3, noisy)")
         print(
             f"{'case':28} {'tool':11} {'wall s':>7} {'% link':>7} {'speedup':>8} {'first MiB s':>12}"
-            f" {'peak RSS MiB':>13}"
+            f" {'peak RSS MiB':>13} {'steal %':>8}"
         )
-        for label, _name, who, w, pct, ratio, rss, at in rows:
+        for label, _name, who, w, pct, ratio, rss, at, steal in rows:
             first_s = f"{at:12.2f}" if at is not None else f"{'-':>12}"
-            print(f"{label:28} {who:11} {w:7.1f} {pct:6.1f}% {ratio:7.2f}x {first_s} {rss:13.0f}")
+            print(
+                f"{label:28} {who:11} {w:7.1f} {pct:6.1f}% {ratio:7.2f}x {first_s} {rss:13.0f} {steal:7.1f}%"
+            )
         print_targets(rows)
         return 0
     finally:

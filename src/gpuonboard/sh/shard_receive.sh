@@ -82,13 +82,16 @@ tree_sums() {
 arrive() {
   if [ "$enc" = 1 ]; then cat; else "$dc" -dc || echo "$dc -d failed" >> "$f"; fi
 }
-# the stored shard's WHOLE bytes on stdout (a resumed partial's first), appended to $part
+# the stored shard's WHOLE bytes (a resumed partial's first), appended to $part, into each file
+# named (the fifo of its sha256) and on stdout: one tee, where nothing was kept (each tee is one
+# more copy of every byte through a pipe)
 whole() {
   if [ "$off" -gt 0 ]; then
-    cat -- "$part" || echo "reading $part failed" >> "$f"
-    arrive | { tee -a -- "$part" || echo "writing $part failed" >> "$f"; }
+    { cat -- "$part" || echo "reading $part failed" >> "$f"
+      arrive | { tee -a -- "$part" || echo "writing $part failed" >> "$f"; }
+    } | tee -- "$@"
   else
-    arrive | { tee -- "$part" || echo "writing $part failed" >> "$f"; }
+    arrive | { tee -- "$part" "$@" || echo "writing $part failed" >> "$f"; }
   fi
 }
 if [ -z "$u" ]; then
@@ -96,13 +99,13 @@ if [ -z "$u" ]; then
 elif [ "$enc" = 1 ]; then
   mkfifo -m 600 "$part.key" || exit 1
   { printf '%s' "$key" > "$part.key" & } 2>/dev/null
-  whole | tee -- "$part.fifo" \
+  whole "$part.fifo" \
     | { age -d -i "$part.key" 2>"$part.aerr" || agerr "$part.aerr" >> "$f"
       } \
     | { "$dc" -dc || echo "$dc -d failed" >> "$f"; } | untar
   : <> "$part.key"; rm -f -- "$part.key" "$part.aerr"
 else
-  whole | tee -- "$part.fifo" | untar
+  whole "$part.fifo" | untar
 fi
 : <> "$part.fifo"
 wait
