@@ -152,17 +152,20 @@ def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[],
 
     def grow(rel: str) -> Batch:
         current[0] = rel
-        g = growing.start(work.tree.path(rel), enc, cache, rel, stage / (rel + ".age"))
+
+        def made(plain: str, path: Path) -> None:  # (on the encrypting thread: the next
+            record(rel, plain, path)  # producer waits for it, so one writes the caches at a time)
+            hashes.save(work.tree.entries)
+
+        g = growing.start(work.tree.path(rel), enc, cache, rel, stage / (rel + ".age"), made)
         ahead[:] = [g]
 
         def complete() -> None:
             try:
-                plain, path = growing.finish(g)
+                growing.finish(g)
             except OSError as exc:
                 current[0] = rel
                 raise failure(exc) from None
-            record(rel, plain, path)
-            hashes.save(work.tree.entries)
 
         return Batch([rel + ".age"], g, complete)
 

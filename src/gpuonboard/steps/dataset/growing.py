@@ -52,9 +52,17 @@ class Growing:
             self.done.wait(POLL_S)
 
 
-def start(src: Path, enc: crypto.Encryption, cache: Path, rel: str, link: Path) -> Growing:
+def start(
+    src: Path,
+    enc: crypto.Encryption,
+    cache: Path,
+    rel: str,
+    link: Path,
+    made: Callable[[str, Path], None],
+) -> Growing:
     """Encrypt `src` into the cache in a thread, its temp file hard-linked at `link` as soon as
-    it exists; returns once GROW_FIRST bytes of it exist (or it ended)."""
+    it exists; `made(plaintext sha256, cached ciphertext)` runs on that thread once it is whole,
+    before it counts as done. Returns once GROW_FIRST bytes of it exist (or it ended)."""
     g = Growing(rel, link)
 
     def started(tmp: Path) -> None:
@@ -69,6 +77,7 @@ def start(src: Path, enc: crypto.Encryption, cache: Path, rel: str, link: Path) 
     def run() -> None:
         try:
             g.result = crypto.encrypt_to_cache(src, enc, cache, started=started)
+            made(*g.result)
         except BaseException as exc:  # noqa: BLE001 - the sender raises it (Growing.error)
             g.error = exc
         finally:
