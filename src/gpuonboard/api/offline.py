@@ -128,15 +128,20 @@ _FAILURE_MAX_LINES = 40
 def _nvidia_smi_failed(text: str) -> bool:
     """The text is a failing nvidia-smi's whole output: a line naming a cause the rules know
     (facts/nvidia_smi_failure.py: "Unable to determine the device handle for GPU ...", "No devices
-    were found", "Failed to initialize NVML: ...") or "NVIDIA-SMI has failed ...". The kernel's
-    own NVRM line about the same fault is a kernel log's, not nvidia-smi's."""
+    were found") or one of nvidia-smi's own failure sentences, "NVIDIA-SMI has failed ..." and
+    NVML's "Failed to initialize NVML: <reason>" for any reason NVML gives (a WSL2 or Hyper-V
+    guest's "GPU access blocked by the operating system" too). The kernel's own NVRM line about
+    the same fault is a kernel log's, not nvidia-smi's."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or len(lines) > _FAILURE_MAX_LINES:
         return False
     line, advice = nvidia_smi_failure(text, "")
     if advice:
         return not _KERNEL_LINE.search(line)
-    return any(line.lstrip().startswith("NVIDIA-SMI has failed") for line in lines)
+    return any(line.lstrip().startswith(_OWN_FAILURES) for line in lines)
+
+
+_OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 
 
 def detect_kind(text: str) -> str | None:

@@ -72,6 +72,20 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         " the vendor to reboot it; then run the check again",
     ),
     (
+        # NVML_ERROR_OPERATING_SYSTEM (exit 17): the OS blocks NVML from the GPU's control device.
+        # A WSL2 or Hyper-V guest (GPU-PV) whose Windows host does not hand it the GPU (a
+        # data-centre GPU in TCC mode, the guest's GPU libraries missing: github.com/microsoft/WSL
+        # issues/9938, /9166, /14339 (an L40S on Windows Server 2025),
+        # github.com/staralt/dxgkrnl-dkms/issues/7), or a container whose device cgroup refuses the
+        # GPU (the NVIDIA Container Toolkit's no-cgroups = true: WSL issue 9938's answers)
+        re.compile(r"GPU access blocked by the operating system", re.IGNORECASE),
+        "the operating system blocks the GPU from NVML, though a driver answers: in a WSL2 or"
+        " Hyper-V guest the Windows host does not hand this Linux system the GPU (a data-centre"
+        " GPU in TCC mode, or the guest's GPU libraries missing); in a container, its device"
+        " cgroup refuses the GPU; ask the vendor to give the instance the GPU itself (PCI"
+        " passthrough) or to fix the host's GPU sharing, then run the check again",
+    ),
+    (
         re.compile(
             r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML: Driver Not Loaded"
             r"|driver is not loaded",

@@ -38,8 +38,8 @@ PERMS = "Failed to initialize NVML: Insufficient Permissions"
 UNKNOWN_INIT = "Failed to initialize NVML: Unknown Error"
 # the kernel module really not loaded (NVML_ERROR_DRIVER_NOT_LOADED, exit 9)
 NOT_LOADED = "Failed to initialize NVML: Driver Not Loaded"
-# WSL / a cgroup blocking the GPU control device (github.com/microsoft/WSL/issues/10289): no
-# cause this module names, so it is quoted with the general advice, never "module not loaded"
+# WSL / a cgroup blocking the GPU control device (github.com/microsoft/WSL/issues/10289): its own
+# cause (NVML_ERROR_OPERATING_SYSTEM), never "module not loaded"
 BLOCKED = "Failed to initialize NVML: GPU access blocked by the operating system"
 
 PERMS_ADVICE = (
@@ -65,7 +65,13 @@ MODULE_ADVICE = (
     " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
     " again"
 )
-GENERAL = "nvidia-smi's message says why; ask the vendor to repair the NVIDIA driver and run the check again"
+BLOCKED_ADVICE = (
+    "the operating system blocks the GPU from NVML, though a driver answers: in a WSL2 or"
+    " Hyper-V guest the Windows host does not hand this Linux system the GPU (a data-centre"
+    " GPU in TCC mode, or the guest's GPU libraries missing); in a container, its device"
+    " cgroup refuses the GPU; ask the vendor to give the instance the GPU itself (PCI"
+    " passthrough) or to fix the host's GPU sharing, then run the check again"
+)
 HUNG = (
     "a hung driver (nvidia-smi never answered; most often a GPU that fell off the bus): ask the"
     " vendor to check `dmesg` for NVIDIA Xid errors (Xid 79: fallen off the bus), to reboot the"
@@ -130,20 +136,21 @@ def test_each_nvml_init_error_is_advised_as_its_own_cause(
         assert "kernel module is not loaded" not in health.detail + driver.detail + compat.detail
 
 
-def test_nvml_blocked_by_the_os_is_never_module_not_loaded(tmp_path: Path) -> None:
-    """WSL / a cgroup blocking the GPU control device: no cause nvidia_smi_failure names, so it is
-    quoted with the general advice in driver_compat, and never "module not loaded" anywhere."""
+def test_nvml_blocked_by_the_os_is_its_own_cause_never_module_not_loaded(tmp_path: Path) -> None:
+    """WSL2 / Hyper-V GPU-PV / a cgroup blocking the GPU control device (NVML_ERROR_OPERATING_SYSTEM,
+    exit 17): advised as itself in driver_compat, and never "module not loaded" anywhere (it was
+    quoted with the general advice, "repair the NVIDIA driver", which names no fix)."""
     raw = _probes(tmp_path, BLOCKED, 17)
     assert {name: (out.exit_code, out.stdout) for name, out in raw.items()} == dict.fromkeys(
         SMI_PROBES, (17, BLOCKED + "\n")
     )
     gpu_raw = _facts(raw).gpu_raw
-    assert nvidia_smi_failure(gpu_raw.stdout, gpu_raw.stderr) == (BLOCKED, "")
+    assert nvidia_smi_failure(gpu_raw.stdout, gpu_raw.stderr) == (BLOCKED, BLOCKED_ADVICE)
     compat = _compat(raw)
     assert (compat.verdict, compat.actual, compat.detail) == (
         "fail",
         f"nvidia-smi failed ({BLOCKED})",
-        GENERAL,
+        BLOCKED_ADVICE,
     )
     driver = acceptance.rule_driver(_facts(raw))
     assert driver.verdict != "pass" and driver.actual.startswith(f"nvidia-smi failed ({BLOCKED})")
