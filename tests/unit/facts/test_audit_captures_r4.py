@@ -13,6 +13,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import Mount, parse_df
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_merge import GPU_PROBES
@@ -358,6 +359,17 @@ OTHER_FAILURES = [
     "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to"
     " recover this GPU\nUnable to determine the device handle for GPU 0000:5E:00.0: GPU is lost.  Reboot"
     " the system to recover this GPU\n",
+    # NVML's init failure for any other reason: a WSL2 or Hyper-V guest not handed the GPU, as
+    # pasted (prompts kept) in github.com/microsoft/WSL/issues/9166, /issues/14339 (an L40S on
+    # Windows Server 2025) and github.com/staralt/dxgkrnl-dkms/issues/7 (2026-12-03: these were
+    # "not a recognised command output" offline)
+    "# nvidia-smi\n\nFailed to initialize NVML: GPU access blocked by the operating system\n"
+    "Failed to properly shut down NVML: GPU access blocked by the operating system\n\n",
+    "$ nvidia-smi\nFailed to initialize NVML: GPU access blocked by the operating system\n"
+    "Failed to properly shut down NVML: GPU access blocked by the operating system\n",
+    "$ /usr/lib/wsl/lib/nvidia-smi\n"
+    "Failed to initialize NVML: GPU access blocked by the operating system\n"
+    "Failed to properly shut down NVML: GPU access blocked by the operating system\n",
 ]
 
 
@@ -369,6 +381,16 @@ def test_r4_f7_every_failure_sentence_is_a_failed_probe(text: str, tmp_path: Pat
     assert list(raw) == ["nvidia_smi"] and raw["nvidia_smi"].exit_code != 0
     row = {c.name: c for c in offline.judge(parse_facts(raw), None)}["nvidia_driver"]
     assert row.verdict == "fail" and row.actual.startswith("nvidia-smi failed (") and row.detail
+    assert offline.summary(parse_facts(raw))["gpu_count"] is None  # unknown, never "0 GPUs"
+
+
+def test_r4_f7_a_long_text_quoting_a_failure_line_is_not_a_failing_nvidia_smi(tmp_path: Path) -> None:
+    # (a page or log quoting the line among many others is another command's output)
+    path = tmp_path / "notes.txt"
+    lines = [f"note {i}: checked the host" for i in range(60)]
+    path.write_text("\n".join([*lines, OTHER_FAILURES[-1].splitlines()[1]]))
+    with pytest.raises(UsageError, match="not a recognised command output"):
+        offline.load_outputs([str(path)])
 
 
 def test_r4_f7_other_texts_naming_a_cause_are_not_nvidia_smi() -> None:
