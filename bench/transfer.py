@@ -25,7 +25,8 @@ CPU-bound case by tens of percent, for the tool that needs more CPU the most). T
 lines: ratio to rsync's share of the link (>= 1.00x; 1.5x for (b) at 1 Gbit/s), first MiB
 within 0.3 s of rsync's, encrypted within 1 % of plain. `--rate 1gbit` shapes the link to
 1 Gbit/s instead (tbf's burst grows with the rate); `--no-age-baseline` skips `age` per file
-then rsync for (be) (300+ s; (be)'s target is (b)).
+then rsync for (be) (300+ s; (be)'s target is (b)); `--timeline` prints each run's link rate in
+each second (where a tool let the link idle or sag).
 
 The host's data disk (`--host-disk fresh`, the default): each tool, in each case, writes into a
 file system of its own, a freshly made ext4 with a journal (as on a real server's data disk) on a
@@ -99,11 +100,13 @@ def rx_bytes(pid: int, dev: str) -> int:
 
 class FirstMiB:
     """Polls the host veth's byte counter every ~10 ms from the start of a subprocess; `at` is
-    the seconds until the first MiB had crossed the link (None: never)."""
+    the seconds until the first MiB had crossed the link (None: never). With `timeline` it goes
+    on to the end: `rates` is the link's Mbit/s in each whole second (where it idled or sagged)."""
 
-    def __init__(self, pid: int, dev: str) -> None:
-        self.pid, self.dev = pid, dev
+    def __init__(self, pid: int, dev: str, timeline: bool = False) -> None:
+        self.pid, self.dev, self.timeline = pid, dev, timeline
         self.at: float | None = None
+        self.rates: list[float] = []
         self._stop = threading.Event()
         self._base = rx_bytes(pid, dev)
         self._start = time.monotonic()
@@ -111,10 +114,17 @@ class FirstMiB:
         self._thread.start()
 
     def _poll(self) -> None:
+        second, at_second = 1.0, 0
         while not self._stop.wait(0.01):
-            if rx_bytes(self.pid, self.dev) - self._base >= 1 << 20:
-                self.at = time.monotonic() - self._start
-                return
+            got = rx_bytes(self.pid, self.dev) - self._base
+            now = time.monotonic() - self._start
+            if self.at is None and got >= 1 << 20:
+                self.at = now
+                if not self.timeline:
+                    return
+            if now >= second:
+                self.rates.append((got - at_second) * 8 / 1e6 / (now - second + 1))
+                second, at_second = now + 1, got
 
     def stop(self) -> None:
         self._stop.set()
@@ -122,6 +132,7 @@ class FirstMiB:
 
 
 WIRE: tuple[int, str] | None = None  # (sshd's pid, the host's veth) once the namespace is up
+TIMELINE: tuple[bool, list[list[float]]] = (False, [])  # (--timeline, each run's rates)
 
 
 def cpu_times() -> list[int]:
@@ -138,7 +149,7 @@ def timed(
     before = cpu_times()
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    first = FirstMiB(*WIRE) if WIRE is not None else None
+    first = FirstMiB(*WIRE, timeline=TIMELINE[0]) if WIRE is not None else None
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -147,6 +158,8 @@ def timed(
     if first is not None:
         first.stop()
     at = first.at if first is not None else None
+    if first is not None and TIMELINE[0]:
+        TIMELINE[1].append(first.rates)
     spent = [b - a for a, b in zip(before, cpu_times(), strict=True)]
     steal = 100 * spent[7] / max(sum(spent), 1)
     return wall, usage.ru_maxrss / 1024, proc.returncode, out.decode()[-600:], at, steal
@@ -222,13 +235,17 @@ def main() -> int:
         help="instead: interrupted uploads, bytes re-sent on resume per mode (bench/transfer_resume.py)",
     )
     ap.add_argument("--interruptions", type=int, default=5, help="with --resume: interruptions per mode")
+    ap.add_argument(
+        "--timeline", action="store_true", help="print the link's Mbit/s in each second of each run"
+    )
     args = ap.parse_args()
     if args.resume:
         import transfer_resume
 
         return transfer_resume.run(args)
-    global LINK_MBIT, WIRE
+    global LINK_MBIT, WIRE, TIMELINE
     LINK_MBIT = parse_rate(args.rate) // 10**6
+    TIMELINE = (args.timeline, [])
     big = (args.big_mib or (100 if args.small else 1024)) * 1024 * 1024
     n_small = args.files or (5000 if args.small else 50000)
     tag = f"{os.getpid() % 100000}"
@@ -328,6 +345,7 @@ def main() -> int:
         if args.cli:
             cli = [sys.executable, args.cli]
         rows = []
+        timelines: list[tuple[str, str, list[float]]] = []
         for name in chosen:
             case, enc = name[0], name.endswith("e")
             src, nbytes = data[case]
@@ -358,8 +376,10 @@ def main() -> int:
                     "-c",
                     script.replace("-e ssh -F", "-e 'ssh -F").replace(f"{ssh_cfg} ", f"{ssh_cfg}' "),
                 ]
+            TIMELINE[1].clear()
             if enc and case == "b" and args.no_age_baseline:
                 bw, brss, brc, bout, bfirst, bsteal = float("nan"), float("nan"), 0, "", None, float("nan")
+                TIMELINE[1].append([])
             else:
                 bw, brss, brc, bout, bfirst, bsteal = timed(["ip", "netns", "exec", cns, *base_argv], tmp)
             ours_argv = [*cli, "sync", "--host", "bench", "--dataset", str(src), "--dest", str(ours_dir)]
@@ -379,6 +399,7 @@ def main() -> int:
             for who, w, rss, at, steal in tools:
                 pct = nbytes * 8 / w / (LINK_MBIT * 1e6) * 100
                 rows.append((label, name, who, w, pct, bw / w, rss, at, steal))
+            timelines += [(label, who, rates) for (who, *_), rates in zip(tools, TIMELINE[1], strict=False)]
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"link {LINK_MBIT} Mbit/s; load average at the end {load} (2 cores: above ~3, noisy)")
         print(
@@ -391,6 +412,8 @@ def main() -> int:
                 f"{label:28} {who:11} {w:7.1f} {pct:6.1f}% {ratio:7.2f}x {first_s} {rss:13.0f} {steal:7.1f}%"
             )
         print_targets(rows)
+        for label, who, rates in timelines if args.timeline else ():
+            print(f"timeline {label} {who}: " + " ".join(f"{r:.0f}" for r in rates) + " Mbit/s a second")
         return 0
     finally:
         if host is not None:
