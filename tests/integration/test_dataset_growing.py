@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Project, age_key, host_entry
-from test_dataset import _children, _cmdline, start_sync
+from test_dataset import _children, _cmdline, needs_age, start_sync
 
 from gpuonboard import shell, transfer
 from gpuonboard.connection import openssh
@@ -106,31 +106,41 @@ def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_only_its
     assert not partial.exists()
 
 
-def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
-    project: Project, tmp_path: Path
-) -> None:
-    if shutil.which("age") is None:
-        pytest.skip("Debian `age` not installed")
+def _encrypted_corpus(project: Project, tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path, Path]:
+    """A dataset of `files` uploaded encrypted to the test host: (age identity, dataset, the
+    host's encrypted copy)."""
     key, pub = age_key(tmp_path / "keys")
     src = tmp_path / "local" / "corpus"
     src.mkdir(parents=True)
-    (src / "a.txt").write_text("small\n")
-    (src / "big.bin").write_bytes(os.urandom(growing.GROW_MIN + 3 * MIB))
-    (src / "z.txt").write_text("after\n")
+    for name, data in files.items():
+        (src / name).write_bytes(data)
     data_dir = tmp_path / "remote data"
     entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
     entry["vars"].update({"dataset": str(src), "age_recipients": [pub], "age_identity_file": str(key)})
     project.write_inventory({"dataset": entry})
+    return key, src, data_dir / "corpus.encrypted"
+
+
+def _opens_to(key: Path, ciphertext: Path, plaintext: Path) -> bool:
+    """Whether age decrypts the host's ciphertext to the dataset file's bytes."""
+    got = subprocess.run(["age", "-d", "-i", str(key), str(ciphertext)], capture_output=True, check=True)
+    return hashlib.sha256(got.stdout).digest() == hashlib.sha256(plaintext.read_bytes()).digest()
+
+
+@needs_age
+def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
+    project: Project, tmp_path: Path
+) -> None:
+    big = os.urandom(growing.GROW_MIN + 3 * MIB)
+    key, src, copy = _encrypted_corpus(
+        project, tmp_path, {"a.txt": b"small\n", "big.bin": big, "z.txt": b"after\n"}
+    )
 
     r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)
     s = project.summary()["hosts"][0]["steps"][0]
     assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
-    copy = data_dir / "corpus.encrypted"
     for name in ("a.txt", "big.bin", "z.txt"):
-        got = subprocess.run(
-            ["age", "-d", "-i", str(key), str(copy / f"{name}.age")], capture_output=True, check=True
-        ).stdout
-        assert hashlib.sha256(got).digest() == hashlib.sha256((src / name).read_bytes()).digest()
+        assert _opens_to(key, copy / f"{name}.age", src / name)
     assert not (copy / transfer.PARTIAL_DIR).exists()
     cache = project.root / ".gpuonboard" / "cache" / "encrypted"
     assert not [p for p in cache.iterdir() if p.name.startswith(".enc.")]  # no temp left
@@ -140,20 +150,11 @@ def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
     assert r.returncode == 0 and s["status"] == "ok", s
 
 
+@needs_age
 def test_ctrl_c_while_a_big_file_is_sent_as_it_is_encrypted_stops_and_the_rerun_finishes(
     project: Project, tmp_path: Path
 ) -> None:
-    if shutil.which("age") is None:
-        pytest.skip("Debian `age` not installed")
-    key, pub = age_key(tmp_path / "keys")
-    src = tmp_path / "local" / "corpus"
-    src.mkdir(parents=True)
-    (src / "big.bin").write_bytes(os.urandom(growing.GROW_MIN + 8 * MIB))
-    data_dir = tmp_path / "remote data"
-    entry = host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(data_dir))
-    entry["vars"].update({"dataset": str(src), "age_recipients": [pub], "age_identity_file": str(key)})
-    project.write_inventory({"dataset": entry})
-    copy = data_dir / "corpus.encrypted"
+    key, src, copy = _encrypted_corpus(project, tmp_path, {"big.bin": os.urandom(growing.GROW_MIN + 8 * MIB)})
     partial = copy / transfer.PARTIAL_DIR / "big.bin.age"
 
     proc = start_sync(project, "--host", "dataset", "--encrypt", "--bwlimit", "8m")
@@ -172,8 +173,5 @@ def test_ctrl_c_while_a_big_file_is_sent_as_it_is_encrypted_stops_and_the_rerun_
     r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)
     s = project.summary()["hosts"][0]["steps"][0]
     assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
-    got = subprocess.run(
-        ["age", "-d", "-i", str(key), str(copy / "big.bin.age")], capture_output=True, check=True
-    ).stdout
-    assert hashlib.sha256(got).digest() == hashlib.sha256((src / "big.bin").read_bytes()).digest()
+    assert _opens_to(key, copy / "big.bin.age", src / "big.bin")
     assert not (copy / transfer.PARTIAL_DIR).exists()

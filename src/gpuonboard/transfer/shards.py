@@ -140,8 +140,19 @@ def member_key(root: Path, members: Sequence[Entry], modes: Mapping[str, int] | 
         else:
             known = modes.get(e.rel) if isinstance(modes, Mapping) else None
         mode = _FIXED_MODE.get(e.kind) or (known if known is not None else _mode(root / e.rel))
-        h.update(f"\0{e.rel}\0{e.kind}\0{e.sha256}\0{mode:o}".encode("utf-8", "surrogateescape"))
+        h.update(_key_field(e.rel, e.kind, e.sha256, mode))
     return h.hexdigest()
+
+
+def _key_field(rel: str, kind: str, sha: str, mode: int) -> bytes:
+    """One member's part of member_key (pack hashes the same while it packs)."""
+    return f"\0{rel}\0{kind}\0{sha}\0{mode:o}".encode("utf-8", "surrogateescape")
+
+
+def tree_line(kind: str, sha: str) -> bytes:
+    """One file's (kind f) or symlink's line of shardstream.tree_digest: hash_batch.sh's line
+    for it on the host ("F <sha256>" / "L <sha256>")."""
+    return f"{'F' if kind == 'f' else 'L'} {sha}\n".encode()
 
 
 @dataclass(frozen=True)
@@ -344,25 +355,25 @@ def pack(root: Path, members: Sequence[Entry], write: Callable[[bytes], Any], fl
                 buf += header
         if e.kind == "l":
             buf += _member_header(e, 0o777, 0)
-            hexd, mode, line = link_hash(e.target), 0o777, "L"
+            hexd, mode = link_hash(e.target), 0o777
             digests += bytes.fromhex(hexd)
             codes.append(0)
         elif e.kind == "d":  # an empty directory of the dataset (a parent one is a header above)
             made.add(rel)
             buf += _member_header(e, 0o755, 0)
-            hexd, mode, line = e.sha256, 0o755, ""
+            hexd, mode = e.sha256, 0o755
             digests += ZERO
             codes.append(0)
         else:
             digest, mode = _pack_file(root, base + rel, e, buf, flush, emit)
-            hexd, line = digest.hex(), "F"
+            hexd = digest.hex()
             digests += digest
             codes.append(_MODE_CODE[mode])
-        key.update(f"\0{rel}\0{e.kind}\0{hexd}\0{mode:o}".encode("utf-8", "surrogateescape"))
+        key.update(_key_field(rel, e.kind, hexd, mode))
         if tree is not None and "\n" in rel:
             tree = None
-        elif tree is not None and line:
-            tree.update(f"{line} {hexd}\n".encode())
+        elif tree is not None and e.kind != "d":
+            tree.update(tree_line("l" if e.kind == "l" else "f", hexd))
         if len(buf) >= flush:
             emit()
     buf += _ZERO * 2

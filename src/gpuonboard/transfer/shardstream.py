@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpuonboard import children, sh, shell
-from gpuonboard.transfer import HASH_SCRIPT, LISTING_PRUNE, SHA256_FN, crypto
+from gpuonboard.transfer import HASH_SCRIPT, LISTING_PRUNE, SHA256_FN, crypto, shards
 
 INCOMING = ".incoming-"
 END_GRACE_S = 5.0  # a stream cut short: how long what was handed on may take to reach the host
@@ -208,7 +208,7 @@ def tree_digest(members: Sequence[Any]) -> str | None:
             continue
         if not e.sha256 or e.kind not in ("f", "l"):
             return None
-        h.update(f"{'F' if e.kind == 'f' else 'L'} {e.sha256}\n".encode())
+        h.update(shards.tree_line(e.kind, e.sha256))
     return h.hexdigest()
 
 

@@ -1,9 +1,9 @@
 """Plain encrypted mode's big files: sent while they are encrypted. A file of GROW_MIN bytes or
 more with no ciphertext cached yet is encrypted by a thread into its temp file in the cache,
 which the stage links at once; rsync sends what exists of it into the host's partial dir
-(`<dir>/.rsync-partial/<name>.age`, where an interrupted rsync leaves its partial file), run
-after run while it grows; once it is whole, the batch's own rsync run sends the file under its
-real name, using that partial as its basis, so only the rest travels. The link thus starts
+(`<dir>/.gpuonboard-rsync-partial/<name>.age`, where an interrupted rsync leaves its partial
+file), run after run while it grows; once it is whole, the batch's own rsync run sends the file
+under its real name, using that partial as its basis, so only the rest travels. The link thus starts
 within milliseconds instead of after the whole file was encrypted (1 GiB: 4-7 s), and nothing
 partial ever carries the file's real name on the host. A file whose ciphertext is torn (written
 to while read) leaves only its partial there, as an interrupted upload does."""

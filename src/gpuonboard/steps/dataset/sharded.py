@@ -276,7 +276,7 @@ def _recognise_host_shards(
             packed = shards.pack(root, work.groups[i], discard)
         except shards.ChangedWhilePacking:
             continue  # (sent, and checked again, as any changed shard)
-        note_packed(work, i, packed, root)
+        note_packed(work, i, packed)
         have = remote.files.get(packed.name)
         found += have is not None and have[:2] == ("f", packed.size)
     if todo and not ctx.check:  # known from now on, even when nothing is sent (a cache only)

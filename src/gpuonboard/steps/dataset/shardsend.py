@@ -190,7 +190,7 @@ class ShardUpload:
             if not isinstance(packed, shards.Packed):
                 tmp.unlink(missing_ok=True)
                 continue
-            note_packed(self.work, i, packed, self.root)
+            note_packed(self.work, i, packed)
             done = self.work.built[i]
             assert done is not None
             with contextlib.suppress(OSError):
@@ -249,7 +249,7 @@ class ShardUpload:
             # what packing shard i found (file hashes, shard name) is true whether or not the
             # upload then succeeds: note it at once (the index and the manifest use it)
             if isinstance(packed, shards.Packed):
-                note_packed(work, i, packed, self.root)
+                note_packed(work, i, packed)
             if n == len(work.send_idx) - 1:  # every shard is known now: the manifest is built
                 # and the caches saved while the last shard drains (the Python work holds the
                 # GIL; done later, it delayed the closing command's channel by ~0.1 s)
@@ -307,8 +307,8 @@ class ShardUpload:
         # ciphertext sent as it is: from the group's hashes)
         want = None
         if work.unpack:
-            known = isinstance(packed, shards.Packed) and packed.key
-            want = packed.tree if known else shardstream.tree_digest(work.groups[i])
+            packing = isinstance(packed, shards.Packed)
+            want = packed.tree if packing else shardstream.tree_digest(work.groups[i])
         res = stream.wait()
         self.sent_bytes += res.sent
         self.restarted += res.restarted

@@ -41,7 +41,7 @@ def discard(data: bytes) -> None:
     """A write that keeps nothing (packing only to learn a shard's hashes)."""
 
 
-def note_packed(work: Work, i: int, packed: shards.Packed, root: Path) -> None:
+def note_packed(work: Work, i: int, packed: shards.Packed) -> None:
     """Note what packing group i found (its files' hashes, the shard's name and member key) in
     the work, the hash cache and the shard index."""
     assert work.index is not None and work.hashes is not None
@@ -59,7 +59,7 @@ def note_packed(work: Work, i: int, packed: shards.Packed, root: Path) -> None:
                 entries[e.rel] = e
     made = shards.Shard(packed.name, packed.sha256, packed.size)
     work.built[i] = made
-    work.keys[i] = packed.key or shards.member_key(root, group, packed.mode_codes)
+    work.keys[i] = packed.key  # (packing computed member_key as it packed)
     work.index.put(work.keys[i], made)
 
 
