@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,15 @@ def _ssh_config(project: Project, tmp_path: Path) -> tuple[Path, str]:
     return openssh.write_config(tmp_path, host, text), alias
 
 
-def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_only_its_rest_travels(
+def _remote(config: Path, alias: str) -> Callable[[str], bool]:
+    def remote(command: str) -> bool:
+        argv = ["ssh", "-F", str(config), alias, command]
+        return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
+
+    return remote
+
+
+def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_lands_sent_once(
     project: Project, tmp_path: Path
 ) -> None:
     config, alias = _ssh_config(project, tmp_path)
@@ -63,47 +72,69 @@ def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_only_its
     partial = target / "sub" / transfer.PARTIAL_DIR / "big.bin.age"
     seen_early = [0]
 
-    def encryptor() -> None:  # the first 8 MiB, then the rest once the host holds part of it
+    def encryptor() -> None:  # 8 MiB, 1 MiB at a time until the host holds part of it, the rest
         with link.open("ab") as f:
             f.write(data[: 8 * MIB])
             f.flush()
-            deadline = time.monotonic() + 30
+            done, deadline = 8 * MIB, time.monotonic() + 30
             while time.monotonic() < deadline and not (partial.exists() and partial.stat().st_size):
                 time.sleep(0.02)
             seen_early[0] = partial.stat().st_size if partial.exists() else 0
-            f.write(data[8 * MIB :])
+            while done < 16 * MIB:  # (so that there are runs after the first)
+                f.write(data[done : done + MIB])
+                f.flush()
+                done += MIB
+                time.sleep(0.05)
+            f.write(data[done:])
         g.done.set()
 
-    def mkdir(path: str) -> bool:
-        argv = ["ssh", "-F", str(config), alias, shell.join(["mkdir", "-p", "--", path])]
-        return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
+    def argv(src: Path, host_dir: str, names: Path, append: bool) -> list[str]:
+        return transfer.rsync_argv(src, host_dir, config, alias, files_from=names, append=append)
 
-    def argv(src: Path, host_dir: str, names: Path) -> list[str]:
-        return transfer.rsync_argv(src, host_dir, config, alias, files_from=names)
-
-    files = tmp_path / "list"
-    runs: list[transfer.RsyncRun] = []
+    runs: list[tuple[list[str], transfer.RsyncRun]] = []
 
     def run(a: list[str]) -> transfer.RsyncRun:
-        runs.append(transfer.run_rsync(a))
-        return runs[-1]
+        runs.append((a, transfer.run_rsync(a)))
+        return runs[-1][1]
+
+    def complete() -> None:  # (finish: the stage still links the file that grew)
+        g.same = True
 
     writer = threading.Thread(target=encryptor)
     writer.start()
-    failed, literal = growing.send_growing(g, growing.Sender(mkdir, str(target), argv, run, files))
+    sender = growing.Sender(_remote(config, alias), str(target), argv, run, tmp_path / "list")
+    out = growing.send_growing(g, sender, complete)
     writer.join()
-    assert failed is None and runs, [r.stderr for r in runs]
-    assert 0 < seen_early[0] <= 8 * MIB  # the host had its first bytes while it was unfinished
-    assert literal == sum(r.stats.literal_bytes for r in runs)
+    assert out.failed is None and out.landed, [r.stderr for _, r in runs]
+    assert 0 < seen_early[0] <= 16 * MIB  # the host had its first bytes while it was unfinished
+    assert len(runs) >= 3
+    assert "--append" not in runs[0][0] and all("--append" in a for a, _ in runs[1:])
+    assert out.literal == sum(r.stats.literal_bytes for _, r in runs) == len(data)  # each byte once
+    assert (target / "sub" / "big.bin.age").read_bytes() == data  # under its real name
+    assert not partial.parent.exists()  # (the emptied partial dir is gone)
 
-    # the batch's own run: the file under its real name, its prefix taken from the partial
-    files.write_bytes(b"sub/big.bin.age\0")
-    final = transfer.run_rsync(argv(stage, str(target), files))
-    assert final.exit_code == 0, final.stderr
-    assert (target / "sub" / "big.bin.age").read_bytes() == data
-    # what the growing runs sent did not travel again (rsync's delta over the partial)
-    assert literal + final.stats.literal_bytes <= len(data) + MIB
-    assert not partial.exists()
+
+def test_landing_renames_only_a_whole_partial_onto_a_name_that_is_no_directory(
+    project: Project, tmp_path: Path
+) -> None:
+    config, alias = _ssh_config(project, tmp_path)
+    remote = _remote(config, alias)
+    target = project.pool.hosts["dataset"].home / f"land-{os.getpid()}"
+    part = target / transfer.PARTIAL_DIR
+    part.mkdir(parents=True)
+    (part / "f.age").write_bytes(b"x" * 10)
+    (target / "d.age").mkdir()
+
+    def land(name: str, size: int) -> bool:
+        script = ["sh", "-c", growing.LAND_SCRIPT, "sh", str(part), "f.age", str(target / name), str(size)]
+        return remote(shell.join(script))
+
+    assert not land("f.age", 11)  # a partial of another size: it stays where it is
+    assert not land("d.age", 10)  # (mv would move it into that dir)
+    assert (part / "f.age").stat().st_size == 10 and not (target / "f.age").exists()
+    assert not list((target / "d.age").iterdir())
+    assert land("f.age", 10)
+    assert (target / "f.age").read_bytes() == b"x" * 10 and not part.exists()
 
 
 def _encrypted_corpus(project: Project, tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path, Path]:
@@ -139,6 +170,7 @@ def test_an_encrypted_big_file_is_sent_while_encrypted_and_opens_on_the_host(
     r = project.cli("sync", "--host", "dataset", "--encrypt", timeout=120)
     s = project.summary()["hosts"][0]["steps"][0]
     assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
+    assert "sent 3 files" in s["msg"] and "3 files verified by sha256" in s["msg"], s["msg"]
     for name in ("a.txt", "big.bin", "z.txt"):
         assert _opens_to(key, copy / f"{name}.age", src / name)
     assert not (copy / transfer.PARTIAL_DIR).exists()

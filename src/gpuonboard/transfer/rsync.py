@@ -63,6 +63,7 @@ def rsync_command(
     options: Sequence[str] = (),
     ssh_options: Sequence[str] = (),
     marker: str = "",
+    append: bool = False,
 ) -> list[str]:
     """The local rsync's command line (argv, run without a shell) that moves the contents of
     `local` into the host's `remote_dir` (push) or those of `remote_dir` into `local` (pull):
@@ -74,13 +75,14 @@ def rsync_command(
     bandwidth limit, a file list, a dry run); a pull receives data, not privileges
     (RECEIVE_SAFELY). `marker` (uploadlock.mark()) goes into the environment of the host's
     rsync, so that a rerun holding the upload's lease can find it should this run's link drop
-    (see uploadlock.STOP_FN)."""
+    (see uploadlock.STOP_FN). `append`: rsync's --append in place of the partial dir (which
+    rsync refuses beside it): a file the host holds a prefix of gets only the rest, written in
+    place, with no delta search over it (a file still growing here, growing.py)."""
     argv = [
         "rsync",
         "-a",
         "--protect-args",  # remote paths travel inside the protocol, never through a shell
-        "--partial",
-        f"--partial-dir={PARTIAL_DIR}",
+        *(("--append",) if append else ("--partial", f"--partial-dir={PARTIAL_DIR}")),
         *(RECEIVE_SAFELY if direction == "pull" else ()),
         # the host's end gives a silent link up by itself too (rsync passes it on): a link
         # dropped without FIN/RST left the host's receiver (or sender) running for hours
@@ -109,15 +111,17 @@ def rsync_argv(
     dry_run: bool = False,
     ssh_options: Sequence[str] = (),
     marker: str = "",
+    append: bool = False,
 ) -> list[str]:
     """The upload's rsync command line (rsync_command, push) of src_dir's contents into the
-    host's `target`: `bwlimit`, `files_from` (NUL-separated rels) and `dry_run` as rsync's own."""
+    host's `target`: `bwlimit`, `files_from` (NUL-separated rels), `dry_run` and `append` as
+    rsync's own."""
     options = [f"--bwlimit={bwlimit}"] if bwlimit else []
     if files_from is not None:
         options += ["--from0", f"--files-from={files_from}"]
     if dry_run:
         options.append("--dry-run")
-    return rsync_command("push", src_dir, target, config_path, alias, options, ssh_options, marker)
+    return rsync_command("push", src_dir, target, config_path, alias, options, ssh_options, marker, append)
 
 
 def pull_argv(alias: str, config_path: Path, remote_dir: str, dest: Path) -> list[str]:

@@ -2,11 +2,16 @@
 more with no ciphertext cached yet is encrypted by a thread into its temp file in the cache,
 which the stage links at once; rsync sends what exists of it into the host's partial dir
 (`<dir>/.gpuonboard-rsync-partial/<name>.age`, where an interrupted rsync leaves its partial
-file), run after run while it grows; once it is whole, the batch's own rsync run sends the file
-under its real name, using that partial as its basis, so only the rest travels. The link thus starts
-within milliseconds instead of after the whole file was encrypted (1 GiB: 4-7 s), and nothing
-partial ever carries the file's real name on the host. A file whose ciphertext is torn (written
-to while read) leaves only its partial there, as an interrupted upload does."""
+file), run after run while it grows: the first run as any other (replacing a stale partial of
+an earlier ciphertext), the next ones with --append (only the bytes the host lacks, with no
+delta search over what it holds: that search cost the link 5-20 % in a third of its seconds on 2
+cores), the last once the ciphertext is whole. The host then renames it to the real name after
+checking its size (`land`); the sha256 verification follows as for every file. Where the rename
+cannot be done, the batch's own rsync run sends the file under its real name with that partial as
+its basis, so only the rest travels. The link thus starts within milliseconds instead of after the
+whole file was encrypted (1 GiB: 4-7 s), and nothing partial ever carries the file's real name on
+the host. A file whose ciphertext is torn (written to while read) leaves only its partial there,
+as an interrupted upload does."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import children, transfer
+from gpuonboard import children, shell, transfer
 from gpuonboard.transfer import crypto
 
 GROW_MIN = 32 << 20  # a file this big, its ciphertext not cached, is sent while it is encrypted
@@ -38,6 +43,7 @@ class Growing:
     linked: threading.Event = field(default_factory=threading.Event)
     result: tuple[str, Path] | None = None  # (plaintext sha256, cached ciphertext) once whole
     error: BaseException | None = None
+    same: bool = False  # (finish) the stage links the very file that was sent as it grew
 
     def size(self) -> int:
         """Bytes of ciphertext made so far (0 before the stage links the temp file)."""
@@ -101,6 +107,7 @@ def finish(g: Growing) -> tuple[str, Path]:
         same = g.linked.is_set() and os.path.samefile(path, g.link)
     except OSError:
         same = False
+    g.same = same
     if not same:
         g.link.unlink(missing_ok=True)
         try:
@@ -114,37 +121,71 @@ def finish(g: Growing) -> tuple[str, Path]:
 class Sender:
     """How the growing runs reach the host: the batch's rsync argv maker and runner."""
 
-    mkdir: Callable[[str], bool]  # makes a dir on the host (mkdir -p): whether it could
+    remote: Callable[[str], bool]  # runs a command (shell.join'ed) on the host: whether it did
     target: str  # the encrypted copy's dir on the host
-    argv: Callable[[Path, str, Path], list[str]]  # (source dir, host dir, files-from) -> argv
+    argv: Callable[[Path, str, Path, bool], list[str]]  # (source dir, host dir, files-from, append)
     run: Callable[[list[str]], transfer.RsyncRun]  # runs it (progress shown), -> its outcome
     files: Path  # a scratch file for the runs' file lists
 
 
-def send_growing(g: Growing, sender: Sender) -> tuple[transfer.RsyncRun | None, int]:
+# the host's half of `land`: the partial ($1/$2) becomes the real name ($3) only when it is a
+# file of the ciphertext's size ($4) and the real name is no dir (mv would move it into that)
+LAND_SCRIPT = (
+    'p=$1/$2; [ -f "$p" ] && [ ! -d "$3" ] && [ "$(stat -c %s -- "$p")" = "$4" ]'
+    ' && mv -f -- "$p" "$3" && { rmdir -- "$1" 2>/dev/null; :; }'
+)
+
+
+@dataclass
+class Sent:
+    """What `send_growing` did: a failed run or None, the literal bytes its runs sent, and
+    whether the file landed under its real name on the host (no batch run needed for it)."""
+
+    failed: transfer.RsyncRun | None = None
+    literal: int = 0
+    landed: bool = False
+
+
+def send_growing(g: Growing, sender: Sender, complete: Callable[[], None]) -> Sent:
     """rsync what exists of g's ciphertext into the host's partial dir of it, again and again
-    while it grows, until it is whole. -> (a failed run or None, literal bytes sent)."""
-    if not g.linked.is_set():
-        return None, 0
-    name = g.link.name
-    partial = posixpath.join(sender.target, posixpath.dirname(g.rel), transfer.PARTIAL_DIR)
-    if not sender.mkdir(partial):
-        return None, 0  # (the batch's own run sends it whole, and says why it cannot)
-    sender.files.write_bytes(name.encode("utf-8", "surrogateescape") + b"\0")
-    argv = sender.argv(g.link.parent, partial, sender.files)
-    sent, literal = 0, 0
+    while it grows, then `complete()` (the batch's: waits for the whole ciphertext, raises its
+    failure), then the rest, and `land` it. -> Sent."""
+    out = Sent()
+    host = posixpath.join(sender.target, posixpath.dirname(g.rel))
+    partial = posixpath.join(host, transfer.PARTIAL_DIR)
+    if not g.linked.is_set() or not sender.remote(shell.join(["mkdir", "-p", "--", partial])):
+        complete()  # (the batch's own run sends it whole, and says why it cannot)
+        return out
+    sender.files.write_bytes(g.link.name.encode("utf-8", "surrogateescape") + b"\0")
+    sent, append = 0, False
     while not g.done.is_set() and not children.STOPPING.is_set():
         g.wait_for(sent + 1)
         if g.done.is_set():
-            break  # (whole now: the batch's run sends the rest)
+            break  # (whole now: the last run below sends the rest)
         sent = g.size()
-        run = sender.run(argv)
-        if run.exit_code != 0:
-            return run, literal
-        literal += run.stats.literal_bytes
+        if not _run(g, sender, partial, append, out):
+            return out
+        append = True
     if children.STOPPING.is_set():  # (interrupted between two runs: as rsync's own exit says it)
-        return transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), ""), literal
-    return None, literal
+        out.failed = transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), "")
+        return out
+    complete()
+    if append and g.same and _run(g, sender, partial, True, out):
+        size = g.link.stat().st_size
+        real = posixpath.join(host, g.link.name)
+        script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(size)]
+        out.landed = sender.remote(shell.join(script))
+    return out
+
+
+def _run(g: Growing, sender: Sender, partial: str, append: bool, out: Sent) -> bool:
+    """One rsync run of g's stage entry into the host's partial dir; adds to `out`."""
+    run = sender.run(sender.argv(g.link.parent, partial, sender.files, append))
+    if run.exit_code != 0:
+        out.failed = run
+        return False
+    out.literal += run.stats.literal_bytes
+    return True
 
 
 def monotone(show: Callable[[Any], None], floor: list[int]) -> Callable[[Any], None]:

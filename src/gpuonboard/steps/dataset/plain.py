@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gpuonboard import shell, transfer
+from gpuonboard import transfer
 from gpuonboard.steps.base import Plan, StepContext
 from gpuonboard.steps.dataset import growing
 from gpuonboard.steps.dataset.common import (
@@ -319,10 +319,11 @@ def rsync_argv(
     alias: str,
     files_from: Path | None,
     target: str = "",
+    append: bool = False,
 ) -> list[str]:
     """This upload's rsync command line: `stage` (the names listed in `files_from`, or all of
     it) into work.target (or `target`), over the master connection, its processes marked as
-    this run's."""
+    this run's (`append`: transfer.rsync_command's)."""
     return transfer.rsync_argv(
         stage,
         target or work.target,
@@ -332,6 +333,7 @@ def rsync_argv(
         files_from=files_from,
         ssh_options=work.ssh_opts,
         marker=opts.marker(),
+        append=append,
     )
 
 
@@ -457,23 +459,26 @@ def _rsync_batches(
     shown = [0]  # the bytes the progress line showed in this batch (a growing file's runs restart at 0)
     progress = growing.monotone(rsync_progress(label, ctx, base, work.need), shown)
 
-    def argv(src: Path, target: str, names: Path) -> list[str]:
-        return rsync_argv(opts, work, src, cfg, alias, names, target)
+    def argv(src: Path, target: str, names: Path, append: bool = False) -> list[str]:
+        return rsync_argv(opts, work, src, cfg, alias, names, target, append)
 
-    def mkdir(path: str) -> bool:
-        return ctx.runner.run(shell.join(["mkdir", "-p", "--", path])).ok
+    def remote(command: str) -> bool:
+        return ctx.runner.run(command).ok
 
-    sender = growing.Sender(mkdir, work.target, argv, lambda a: transfer.run_rsync(a, progress), files)
+    sender = growing.Sender(remote, work.target, argv, lambda a: transfer.run_rsync(a, progress), files)
 
     def send(batch: Batch) -> bool:
         shown[0] = 0
         if batch.growing is not None:
-            run, literal = growing.send_growing(batch.growing, sender)
-            sent[1] += literal
-            if run is not None:
-                failed.append(run)
+            grown = growing.send_growing(batch.growing, sender, batch.complete)
+            sent[1] += grown.literal
+            if grown.failed is not None:
+                failed.append(grown.failed)
                 return False
-            batch.complete()
+            if grown.landed:  # (a batch of that one file)
+                sent[0] += 1
+                base[0] += batch.growing.link.stat().st_size
+                return True
         if not batch.names:
             return True
         files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in batch.names))
