@@ -51,6 +51,10 @@ MAX_EXPANDED_CHARS = 8 << 20
 MAX_NUMBER_DIGITS = 100
 MAX_PARSED_NODES = 250_000
 NODE_DEPTH_WEIGHT = 16
+_TOO_MANY = (
+    f"it holds more than {MAX_PARSED_NODES:,} values (keys and values, nested ones counting more);"
+    " split it, or remove what is not needed"
+)
 
 
 class InputBomb(yaml.MarkedYAMLError):
@@ -79,13 +83,7 @@ class _LaxLoader(yaml.SafeLoader):
         mark: Any = event.start_mark
         self._nodes += 1 + self._depth // NODE_DEPTH_WEIGHT
         if self._nodes > MAX_PARSED_NODES:
-            raise InputBomb(
-                None,
-                None,
-                f"it holds more than {MAX_PARSED_NODES:,} values (keys and values, nested ones"
-                " counting more); split it, or remove what is not needed",
-                mark,
-            )
+            raise InputBomb(None, None, _TOO_MANY, mark)
         if isinstance(event, yaml.AliasEvent):
             anchor = str(event.anchor)
             if anchor in self._open:  # `&a [*a]`: a list that contains itself, endless to walk
@@ -323,7 +321,41 @@ def read_text(path: Path, error: type[GpuonboardError], what: str, limit: int = 
         ) from None
 
 
+# A text this long is first counted by libyaml's parser (C, where PyYAML has it): 250,000
+# values in PyYAML's own scanner cost 10-14 CPU-s before MAX_PARSED_NODES refused them, in
+# libyaml's 0.5 s. Shorter texts cannot hold enough values for it to matter.
+PRECOUNT_BYTES = 256 << 10
+
+
+def _precount(text: str) -> None:
+    """Refuse a text past MAX_PARSED_NODES, counted as compose_node counts, with libyaml's
+    events (no values built); anything libyaml cannot read, or its absence, is left to the
+    parse that follows (its own error, at its line)."""
+    if len(text) < PRECOUNT_BYTES or not getattr(yaml, "__with_libyaml__", False):
+        return
+    nodes, depth = 0, 0
+    opened = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    closed = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, closed):
+                depth -= 1
+                continue
+            if not isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, *opened)):
+                continue
+            nodes += 1 + depth // NODE_DEPTH_WEIGHT
+            if nodes > MAX_PARSED_NODES:
+                m: Any = event.start_mark  # (libyaml's Mark: PyYAML's own for the sentence)
+                raise InputBomb(None, None, _TOO_MANY, yaml.Mark(m.name, m.index, m.line, m.column, None, 0))
+            depth += isinstance(event, opened)
+    except InputBomb:
+        raise
+    except yaml.YAMLError:
+        return
+
+
 def _load(text: str, strict_numbers: bool = True) -> Any:
+    _precount(text)
     loader = _Loader(text) if strict_numbers else _LaxLoader(text)
     try:
         root = loader.get_single_node()

@@ -501,9 +501,10 @@ def test_a_yaml_file_of_many_nodes_is_refused_within_seconds(tmp_path: Path, bod
     started = child_cpu()
     msg = one_error_line(cli(tmp_path, "inventory", "--inventory", str(d), timeout=60))
     assert "250,000 values" in msg, msg
-    # the child's CPU time, not the wall clock: the work bounded (it was 38-146 s), whatever
-    # else the machine runs at the time
-    assert child_cpu() - started < 15
+    # the child's CPU time, not the wall clock: the work bounded (it was 38-146 s; counted in
+    # PyYAML's own scanner, 10-14 s; with libyaml's events first, about 1 s), whatever else the
+    # machine runs at the time
+    assert child_cpu() - started < 6
 
 
 def test_ten_thousand_hosts_still_parse(tmp_path: Path) -> None:

@@ -30,6 +30,9 @@ class GpuInfo:
     pci_bus_id: str | None = None
     memory_total_mib: int | None = None
     memory_used_mib: int | None = None
+    # True: nvidia-smi says this GPU's memory size is not supported, as where the GPU has no
+    # memory of its own and shares the system's (GB10); False: it gave a size; None: not said
+    memory_unified: bool | None = None
     ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
     persistence_mode: str | None = None  # "Enabled" / "Disabled"
     # Windows only: "WDDM" / "TCC" / "MCDM" (the table's "Driver-Model" column, where Linux has

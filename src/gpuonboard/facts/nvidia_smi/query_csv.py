@@ -20,6 +20,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _mib,
     _on_off,
     _pstate,
+    _unified,
     _version,
     _yes_no,
 )
@@ -124,6 +125,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         pci_bus_id=_clean(cells.get("pci.bus_id")),
         memory_total_mib=_mib(cells.get("memory.total")),
         memory_used_mib=_mib(cells.get("memory.used")),
+        memory_unified=_unified(cells.get("memory.total")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),
         driver_model=_clean(cells.get("driver_model.current")),

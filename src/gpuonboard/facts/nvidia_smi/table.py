@@ -18,6 +18,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _mib,
     _on_off,
     _pstate,
+    _unified,
     _version,
 )
 
@@ -229,6 +230,7 @@ def _table_gpu(
         pci_bus_id=_clean(bus_cell.group(1)),
         memory_total_mib=_mib(f"{memory.group(3)} {memory.group(4)}") if memory else None,
         memory_used_mib=_mib(f"{memory.group(1)} {memory.group(2)}") if memory else None,
+        memory_unified=False if memory else _unified(memory_raw),
         ecc_mode=_table_ecc(ecc_raw),
         persistence_mode=_on_off(persistence),
         driver_model=_clean(first_right) if driver_model_column else None,

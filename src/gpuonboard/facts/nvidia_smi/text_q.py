@@ -30,6 +30,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _total,
+    _unified,
     _version,
     _yes_no,
 )
@@ -73,6 +74,11 @@ def _tree_child(node: Mapping[str, Any], key: str) -> Any:
 
 def _tree_get(tree: Mapping[str, Any], *path: str) -> str | None:
     """Value at `path` in a text tree (labels case-insensitive); None when missing or N/A."""
+    return _clean(_tree_raw(tree, *path))
+
+
+def _tree_raw(tree: Mapping[str, Any], *path: str) -> str | None:
+    """Value at `path` in a text tree as written (labels case-insensitive); None when missing."""
     node: Any = tree
     for key in path:
         if not isinstance(node, Mapping):
@@ -80,7 +86,7 @@ def _tree_get(tree: Mapping[str, Any], *path: str) -> str | None:
         node = _tree_child(node, key)
         if node is None:
             return None
-    return _clean(node) if isinstance(node, str) else None
+    return node if isinstance(node, str) else None
 
 
 _TEXT_GPU_HEADER = re.compile(r"^GPU\s+\S+\s*$")
@@ -294,6 +300,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
         memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
         memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
+        memory_unified=_unified(_tree_raw(section, "FB Memory Usage", "Total")),
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
         persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
         driver_model=_tree_get(section, "Driver Model", "Current"),

@@ -114,6 +114,22 @@ def _int(value: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# how nvidia-smi prints a value NVML cannot give for this GPU (NVML_ERROR_NOT_SUPPORTED)
+_UNSUPPORTED = {"n/a", "[n/a]", "not supported", "[not supported]"}
+
+
+def _unified(total: str | None) -> bool | None:
+    """Pure: what a GPU's memory total (as printed) says of its memory: True where nvidia-smi
+    printed it as not supported (NVML cannot size a framebuffer the GPU does not have: the
+    GB10's memory is the system's, `Not Supported` in the table, `[N/A]` in the CSV), False where
+    it printed a size, None where it said neither (not asked, a cell it could not read)."""
+    if total is None:
+        return None
+    if total.strip().lower() in _UNSUPPORTED:
+        return True
+    return False if _mib(total) is not None else None
+
+
 def _mib(value: str | None) -> int | None:
     """Memory value in MiB from '81920 MiB' or a bare '81920' (nounits); None when absent."""
     cleaned = _clean(value)

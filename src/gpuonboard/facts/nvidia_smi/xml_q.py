@@ -31,6 +31,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _total,
+    _unified,
     _version,
     _yes_no,
 )
@@ -268,6 +269,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
         memory_total_mib=_mib(_xml_raw(gpu, "fb_memory_usage/total")),
         memory_used_mib=_mib(_xml_raw(gpu, "fb_memory_usage/used")),
+        memory_unified=_unified(_xml_raw(gpu, "fb_memory_usage/total")),
         ecc_mode=_on_off(_xml_raw(gpu, "ecc_mode/current_ecc")),
         persistence_mode=_on_off(_xml_raw(gpu, "persistence_mode")),
         driver_model=_xml_text(gpu, "driver_model/current_dm"),
