@@ -38,6 +38,23 @@ def test_alone_gives_each_big_file_a_batch_of_its_own() -> None:
     assert _alone([], []) == []
 
 
+def test_the_encrypting_thread_yields_the_cpu_to_rsync_and_ssh() -> None:
+    seen: list[int] = []
+
+    def thread() -> None:
+        tid = threading.get_native_id()
+        before = os.getpriority(os.PRIO_PROCESS, tid)
+        growing._yield_cpu()
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid) - before)
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    t = threading.Thread(target=thread)
+    t.start()
+    t.join()
+    assert seen[0] == min(growing.ENCRYPT_NICE, 19 - base)  # (that thread only: this one is as it was)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base
+
+
 def _ssh_config(project: Project, tmp_path: Path) -> tuple[Path, str]:
     h = project.pool.hosts["dataset"]
     known = tmp_path / "known_hosts"

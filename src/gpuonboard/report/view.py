@@ -31,6 +31,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
             "ecc_mode",
             "ecc_uncorrectable",
             "memory_repair",
+            "gpu_recovery",
             "pcie_link",
             "pcie_replays",
             "power_limit",
@@ -48,7 +49,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
     ),
     "foreign_processes": (*_GPU, "nvidia_smi_apps"),
     "cpu_cores": ("lscpu", "nproc"),
-    "ram": ("free",),
+    "ram": ("free", *_GPU),  # (nvidia-smi: a GPU that shares the system's memory)
     "data_disk": ("df", "lsblk"),
     "interconnect": ("nvidia_topo",),
     "host_cuda_toolkit": ("nvcc",),

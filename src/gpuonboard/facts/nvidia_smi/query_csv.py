@@ -126,6 +126,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         memory_total_mib=_mib(cells.get("memory.total")),
         memory_used_mib=_mib(cells.get("memory.used")),
         memory_unified=_unified(cells.get("memory.total")),
+        recovery_action=_clean(cells.get("gpu_recovery_action")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),
         driver_model=_clean(cells.get("driver_model.current")),

@@ -333,6 +333,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         board_part_number=_tree_get(section, "Board Part Number"),
         fabric_state=_tree_get(section, "Fabric", "State"),
         fabric_status=_tree_get(section, "Fabric", "Status"),
+        recovery_action=_tree_get(section, "GPU Recovery Action"),
     )
 
 

@@ -302,6 +302,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         board_part_number=_xml_text(gpu, "board_part_number"),
         fabric_state=_xml_text(gpu, "fabric/state"),
         fabric_status=_xml_text(gpu, "fabric/status"),
+        recovery_action=_xml_text(gpu, "gpu_recovery_action"),
     )
 
 

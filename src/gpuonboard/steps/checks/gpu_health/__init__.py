@@ -8,7 +8,8 @@ This package module only re-exports; the modules own, from the bottom up: `commo
 thresholds, hard-throttle reasons, GPU labels, idleness), `memory` (ECC mode, uncorrectable
 ECC errors, memory repair), `pcie` (link generation / width, replay counter), `clocks` (power
 limit, throttling, temperature), `usage` (foreign processes), `modes` (persistence, MIG,
-virtualisation), `readable` (nothing checked, unreadable GPUs, sensor faults) and `step`
+virtualisation), `recovery` (the driver's GPU Recovery Action), `readable` (nothing checked,
+unreadable GPUs, sensor faults) and `step`
 (evaluate, the thresholds, GpuHealthStep).
 """
 

@@ -19,6 +19,7 @@ from gpuonboard.steps.checks.gpu_health.readable import (
     rule_sensor_faults,
     rule_unreadable,
 )
+from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
 
 
@@ -48,6 +49,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     source = facts.gpu.source if facts.gpu else ""
     detailed = "xml" in source or "text" in source
     rules: list[Callable[[], Check | None]] = [
+        lambda: rule_recovery_action(gpus),
         lambda: rule_ecc_mode(gpus),
         lambda: rule_ecc_errors(gpus),
         lambda: rule_memory_repair(gpus, detailed),
