@@ -426,7 +426,7 @@ def _gpu_format(text: str) -> str:
 
 def given_gpu(facts: Facts) -> bool:
     """Some nvidia-smi output that lists GPUs was among the files."""
-    from gpuonboard.facts.gpu_merge import GPU_PROBES
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
 
     return any(facts.given(name) for name in GPU_PROBES)
 

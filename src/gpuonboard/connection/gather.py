@@ -184,7 +184,7 @@ class Facts:
     @property
     def nvidia_smi_present(self) -> bool:
         """False when nvidia-smi is not installed (no driver): no format of it ran."""
-        from gpuonboard.facts.gpu_merge import GPU_PROBES
+        from gpuonboard.facts.gpu_probes import GPU_PROBES
 
         return any(name in self.raw and not self.raw[name].absent for name in GPU_PROBES)
 
@@ -350,7 +350,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     mounts: Sequence[disks.Mount] = ()
     block: Sequence[disks.BlockDevice] = ()
     evidence = None
-    from gpuonboard.facts.gpu_merge import GPU_PROBES
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
 
     if any(_some(raw, name) for name in GPU_PROBES):
         from gpuonboard.facts import gpu_merge, nvidia_smi

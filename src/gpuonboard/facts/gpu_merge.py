@@ -19,21 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
-# probe name -> (format label, the nvidia-smi arguments), richest format first
-GPU_SOURCES: tuple[tuple[str, str, str], ...] = (
-    ("nvidia_smi", "xml", "-q -x"),
-    ("nvidia_smi_q", "text", "-q"),
-    ("nvidia_smi_csv", "csv", "--query-gpu"),
-    ("nvidia_smi_table", "table", "(default table)"),
-)
-LIST_PROBE = "nvidia_smi_list"
-# every probe whose output lists GPUs
-GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
-APPS_PROBE = "nvidia_smi_apps"
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # where a field is taken from, in order: a named field of a GPU comes from the first of these
 # formats that read it (-L's names are whole, the table's may be cut with "...")

@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard import __version__, licences, results
-from gpuonboard.facts.gpu_merge import GPU_PROBES
+from gpuonboard.facts.gpu_probes import GPU_PROBES
 from gpuonboard.i18n import status_word, t
 from gpuonboard.report.runs import legacy_safe_name, raw_file, sha256_bytes
 from gpuonboard.units import finite_number, format_bytes, ram_order_bytes

@@ -16,7 +16,7 @@ from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import Mount, parse_df
 from gpuonboard.facts.gpu_list import parse_gpu_list
-from gpuonboard.facts.gpu_merge import GPU_PROBES
+from gpuonboard.facts.gpu_probes import GPU_PROBES
 from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput

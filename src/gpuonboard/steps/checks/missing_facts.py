@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def _gpu_not_given(facts: Facts) -> bool:
     """No nvidia-smi output of any format was given (`invoke facts` without one)."""
-    from gpuonboard.facts.gpu_merge import GPU_PROBES
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
 
     return not any(facts.given(name) for name in GPU_PROBES)
 
