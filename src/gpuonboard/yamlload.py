@@ -329,8 +329,10 @@ PRECOUNT_BYTES = 256 << 10
 
 def _precount(text: str) -> None:
     """Refuse a text past MAX_PARSED_NODES, counted as compose_node counts, with libyaml's
-    events (no values built); anything libyaml cannot read, or its absence, is left to the
-    parse that follows (its own error, at its line)."""
+    events (no values built). It stops, leaving the text to the parse that follows, wherever
+    that parse would say something else first: the end of the first document (a second one is
+    refused there), a node nested past MAX_DEPTH, an anchor or alias (their errors and the
+    expanded size are compose_node's), anything libyaml cannot read, or no libyaml at all."""
     if len(text) < PRECOUNT_BYTES or not getattr(yaml, "__with_libyaml__", False):
         return
     nodes, depth = 0, 0
@@ -341,16 +343,20 @@ def _precount(text: str) -> None:
             if isinstance(event, closed):
                 depth -= 1
                 continue
-            if not isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, *opened)):
+            if isinstance(event, yaml.DocumentEndEvent) or getattr(event, "anchor", None) is not None:
+                return
+            if not isinstance(event, (yaml.ScalarEvent, *opened)):
                 continue
             nodes += 1 + depth // NODE_DEPTH_WEIGHT
             if nodes > MAX_PARSED_NODES:
                 m: Any = event.start_mark  # (libyaml's Mark: PyYAML's own for the sentence)
                 raise InputBomb(None, None, _TOO_MANY, yaml.Mark(m.name, m.index, m.line, m.column, None, 0))
+            if depth + 1 > MAX_DEPTH:
+                return
             depth += isinstance(event, opened)
-    except InputBomb:
-        raise
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if isinstance(exc, InputBomb):
+            raise
         return
 
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Project, age_key, host_entry
@@ -24,6 +25,7 @@ from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host
 from gpuonboard.steps.dataset import growing
 from gpuonboard.steps.dataset.encryption import _alone
+from gpuonboard.transfer import crypto
 
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
 
@@ -38,21 +40,30 @@ def test_alone_gives_each_big_file_a_batch_of_its_own() -> None:
     assert _alone([], []) == []
 
 
-def test_the_encrypting_thread_yields_the_cpu_to_rsync_and_ssh() -> None:
-    seen: list[int] = []
+def test_the_encryption_yields_the_cpu_to_rsync_and_ssh_and_the_cache_records_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyrage
 
-    def thread() -> None:
-        tid = threading.get_native_id()
-        before = os.getpriority(os.PRIO_PROCESS, tid)
-        growing._yield_cpu()
-        seen.append(os.getpriority(os.PRIO_PROCESS, tid) - before)
-
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(growing.GROW_FIRST + MIB))
+    enc = crypto.Encryption(recipients=(str(pyrage.x25519.Identity.generate().to_public()),))
+    nice: dict[str, int] = {}
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    t = threading.Thread(target=thread)
-    t.start()
-    t.join()
-    assert seen[0] == min(growing.ENCRYPT_NICE, 19 - base)  # (that thread only: this one is as it was)
-    assert os.getpriority(os.PRIO_PROCESS, 0) == base
+    real = crypto.encrypt_to_cache
+
+    def watched(*args: Any, started: Callable[[Path], None], **kwargs: Any) -> tuple[str, Path]:
+        nice["encrypt"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return real(*args, started=started, **kwargs)
+
+    def made(plain: str, path: Path) -> None:  # (the caches' bookkeeping: it starts threads)
+        nice["made"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    monkeypatch.setattr(crypto, "encrypt_to_cache", watched)
+    g = growing.start(src, enc, tmp_path / "cache", "big.bin", tmp_path / "stage" / "big.bin.age", made)
+    growing.finish(g)
+    assert nice["encrypt"] == min(base + growing.ENCRYPT_NICE, 19)
+    assert nice["made"] == base and os.getpriority(os.PRIO_PROCESS, 0) == base
 
 
 def _ssh_config(project: Project, tmp_path: Path) -> tuple[Path, str]:

@@ -76,3 +76,36 @@ def test_an_octal_port_in_an_inventory_stops_the_run_naming_the_line(tmp_path: P
     f.write_text("hosts:\n  gpu-1:\n    address: 10.0.0.7\n    port: 022\n")
     with pytest.raises(InventoryError, match=r"hosts\.yml, line 4: a number written with a leading zero"):
         inventory.load(f)
+
+
+# libyaml's count first (yamlload._precount) must say what the parse itself says, or nothing:
+# each text read with the count on and off (the bound lowered so that a test takes milliseconds)
+_MANY = "".join(f"- v{i}\n" for i in range(3000))
+_PRECOUNT_CASES = [
+    "x: [" + "a," * 3000 + "]\n",  # past the bound
+    "x: [" + ("[" * 40 + "]" * 40 + ",") * 80 + "]\n",  # nested: counting more
+    "a: 1\n---\n" + _MANY,  # a second document: refused as one, not for its size
+    "a: *nowhere\nb:\n" + _MANY,  # an undefined alias first
+    "a: &x 1\nb: &x 2\nc:\n" + _MANY,  # a duplicate anchor first
+    "a: &x [*x]\nb:\n" + _MANY,  # an alias inside its own anchor
+    "a: " + "[" * 70 + "]" * 70 + "\nb:\n" + _MANY,  # too deep first
+    "".join(f"k{i}: {i}\n" for i in range(900)),  # under the bound: read
+]
+
+
+@pytest.mark.parametrize("text", _PRECOUNT_CASES)
+def test_counting_with_libyaml_first_says_what_the_parse_says(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuonboard import yamlload
+
+    monkeypatch.setattr(yamlload, "MAX_PARSED_NODES", 2000)
+
+    def outcome(precount_from: int) -> str:
+        monkeypatch.setattr(yamlload, "PRECOUNT_BYTES", precount_from)
+        try:
+            return repr(parse_yaml(text, Path("f.yml"), InventoryError))[:200]
+        except InventoryError as exc:
+            return str(exc)
+
+    assert outcome(0) == outcome(1 << 40)

@@ -208,7 +208,10 @@ def _table_gpu(
     ecc_raw = _table_cell(cells[2], "ECC", cell_faults)
     # "Fan  Temp  Perf  Pwr:Usage/Cap": fan, temperature, P-state, draw / cap
     temp, perf, draw, cap = _table_sensors(second[0], cell_faults)
+    faults_before = len(cell_faults)
     memory_raw = _table_cell(second[1], "memory usage", cell_faults)
+    # (a cell read as N/A for its fault marker says nothing of the GPU's memory)
+    memory_said = len(cell_faults) == faults_before
     memory = _TABLE_MEMORY.search(memory_raw)
     # "GPU-Util  Compute M.": utilization, then the compute mode
     util_tokens = _TABLE_TOKEN.findall(second[2])
@@ -230,7 +233,7 @@ def _table_gpu(
         pci_bus_id=_clean(bus_cell.group(1)),
         memory_total_mib=_mib(f"{memory.group(3)} {memory.group(4)}") if memory else None,
         memory_used_mib=_mib(f"{memory.group(1)} {memory.group(2)}") if memory else None,
-        memory_unified=False if memory else _unified(memory_raw),
+        memory_unified=False if memory else (_unified(memory_raw) if memory_said else None),
         ecc_mode=_table_ecc(ecc_raw),
         persistence_mode=_on_off(persistence),
         driver_model=_clean(first_right) if driver_model_column else None,

@@ -130,7 +130,8 @@ UNIFIED_RESERVE = 0.10
 
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """Installed RAM >= ordered (the inventory reads GB/TB as GiB/TiB), allowing the kernel's
-    reserved share; a cgroup memory limit below it (a container rental) is what counts."""
+    reserved share (and, where the GPU shares the system's memory, the firmware's share for it);
+    a cgroup memory limit below it (a container rental) is what counts."""
     assert order.ram_bytes is not None
     wanted = order.ram_bytes
     expected = f">= {format_bytes(wanted)}"
@@ -140,7 +141,11 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return Check("ram", expected, "unknown: free not available", "fail")
     total = facts.memory.total_bytes
     actual = f"{format_bytes(total)} ({format_bytes(total, binary=False)})"
-    floor = wanted * (1 - tolerance) - RAM_RESERVE_BYTES
+    unified = _unified(facts)  # (soldered, shared with the GPU: no DIMM to be missing)
+    allowed = tolerance + (UNIFIED_RESERVE if unified else 0.0)
+    floor = wanted * (1 - allowed) - RAM_RESERVE_BYTES
+    if unified:
+        actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
     limit = facts.memory_limit_bytes
     if limit is not None and limit < total:
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)"
@@ -155,34 +160,26 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if total >= floor:
         return Check("ram", expected, actual, "pass")
     short = format_bytes(wanted - total)
-    if _unified(facts):  # (soldered, shared with the GPU: no DIMM to be missing)
-        actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
-        if total >= wanted * (1 - tolerance - UNIFIED_RESERVE) - RAM_RESERVE_BYTES:
-            return Check("ram", expected, actual, "pass")
-        return Check(
-            "ram",
-            expected,
-            actual,
-            "fail",
-            f"{short} less than ordered, more than the firmware of a box whose GPU shares its memory"
-            f" keeps for the GPU (up to {tolerance + UNIFIED_RESERVE:.0%} + 256 MiB); a model with"
-            " less memory: ask the vendor for the box that was ordered",
+    if unified:
+        why = (
+            f"more than the firmware of a box whose GPU shares its memory keeps for the GPU (up to"
+            f" {allowed:.0%} + 256 MiB); a model with less memory: ask the vendor for the box that"
+            " was ordered"
         )
-    return Check(
-        "ram",
-        expected,
-        actual,
-        "fail",
-        f"{short} less than ordered, more than the {tolerance:.0%} + 256 MiB the"
-        " kernel and firmware keep; a missing or failed DIMM, or a smaller box: ask the vendor",
-    )
+    else:
+        why = (
+            f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
+            " DIMM, or a smaller box: ask the vendor"
+        )
+    return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
 
 def _unified(facts: Facts) -> bool:
     """Whether nvidia-smi says a GPU of the box has no memory of its own (GpuInfo.memory_unified:
-    the GB10's memory is the system's), read from a GPU that answered."""
+    the GB10's memory is the system's), read from a GPU that answered and gave no size (a size
+    from another format says otherwise)."""
     gpus = facts.gpu.gpus if facts.gpu is not None else ()
-    return any(g.memory_unified and not g.faults for g in gpus)
+    return any(g.memory_unified and g.memory_total_mib is None and not g.faults for g in gpus)
 
 
 def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:

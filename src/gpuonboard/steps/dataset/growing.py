@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,9 +67,10 @@ def start(
     link: Path,
     made: Callable[[str, Path], None],
 ) -> Growing:
-    """Encrypt `src` into the cache in a thread, its temp file hard-linked at `link` as soon as
-    it exists; `made(plaintext sha256, cached ciphertext)` runs on that thread once it is whole,
-    before it counts as done. Returns once GROW_FIRST bytes of it exist (or it ended)."""
+    """Encrypt `src` into the cache in a thread (at ENCRYPT_NICE), its temp file hard-linked at
+    `link` as soon as it exists; `made(plaintext sha256, cached ciphertext)` runs once it is
+    whole, on a thread of the process's priority, before it counts as done. Returns once
+    GROW_FIRST bytes of it exist (or it ended)."""
     g = Growing(rel, link)
 
     def started(tmp: Path) -> None:
@@ -80,17 +82,26 @@ def start(
             return  # (no hard link here: the batch sends the whole file once it is made)
         g.linked.set()
 
-    def run() -> None:
+    def encrypt() -> None:  # (at a lower priority, as the threads it starts: not `made`'s)
         try:
             _yield_cpu()
             g.result = crypto.encrypt_to_cache(src, enc, cache, started=started)
-            made(*g.result)
+        except BaseException as exc:  # noqa: BLE001 - the sender raises it (Growing.error)
+            g.error = exc
+
+    def run() -> None:
+        try:
+            worker = threading.Thread(target=encrypt, name=f"encrypt {rel}", daemon=True)
+            worker.start()
+            worker.join()
+            if g.result is not None and g.error is None:
+                made(*g.result)
         except BaseException as exc:  # noqa: BLE001 - the sender raises it (Growing.error)
             g.error = exc
         finally:
             g.done.set()
 
-    threading.Thread(target=run, name=f"encrypt {rel}", daemon=True).start()
+    threading.Thread(target=run, name=f"record {rel}", daemon=True).start()
     g.wait_for(GROW_FIRST)
     return g
 
@@ -102,7 +113,10 @@ ENCRYPT_NICE = 10
 
 
 def _yield_cpu() -> None:
-    """The calling thread (Linux: a task of its own) at ENCRYPT_NICE below its process."""
+    """The calling thread (Linux: a task of its own; the threads it starts inherit it) at
+    ENCRYPT_NICE below its process. Elsewhere nothing: a thread id is no process id there."""
+    if not sys.platform.startswith("linux"):
+        return
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + ENCRYPT_NICE)

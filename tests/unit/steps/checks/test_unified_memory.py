@@ -6,6 +6,7 @@ and two pastes inline below, each with its URL."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -72,3 +73,27 @@ def test_a_dgx_spark_ordered_with_128gb_passes_and_a_smaller_memory_still_fails(
     check = rule_ram(order, small, 0.03)
     assert check.verdict == "fail" and "less memory" in check.detail, check
     assert "DIMM" not in check.detail
+
+
+def test_only_a_said_unsupported_size_counts_not_a_fault_a_size_or_a_cgroup_limit() -> None:
+    order = OrderSpec(ram_bytes=parse_ram_size("128GB"))
+    # a memory cell nvidia-smi could not read (ERR!) says nothing of the memory: no allowance
+    faulty = GB10_SMI.replace("Not Supported", "ERR!         ", 1)
+    (g,) = parse_any(faulty).gpus
+    assert g.memory_unified is None and g.cell_faults, g
+    check = rule_ram(order, _facts(GB10_FREE, nvidia_smi_table=faulty), 0.03)
+    assert check.verdict == "fail" and "DIMM" in check.detail, check
+    # a size another format gave for the same GPU outweighs a cell that said none
+    facts = _facts(GB10_FREE, nvidia_smi_table=GB10_SMI)
+    assert facts.gpu is not None
+    sized = dataclasses.replace(facts.gpu.gpus[0], memory_total_mib=131072)
+    facts = dataclasses.replace(facts, gpu=dataclasses.replace(facts.gpu, gpus=(sized,)))
+    assert rule_ram(order, facts, 0.03).verdict == "fail"
+    # a cgroup limit is judged with the same allowance
+    shared = _facts(GB10_FREE, nvidia_smi_table=GB10_SMI)
+    assert shared.memory is not None and shared.memory.total_bytes is not None
+    near = dataclasses.replace(shared, memory_limit_bytes=shared.memory.total_bytes - (1 << 30))
+    assert rule_ram(order, near, 0.03).verdict == "pass"
+    far = dataclasses.replace(shared, memory_limit_bytes=64 << 30)
+    check = rule_ram(order, far, 0.03)
+    assert check.verdict == "fail" and "cgroup memory limit" in check.detail, check
