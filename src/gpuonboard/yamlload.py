@@ -349,15 +349,16 @@ def _precount(text: str) -> None:
                 continue
             nodes += 1 + depth // NODE_DEPTH_WEIGHT
             if nodes > MAX_PARSED_NODES:
-                m: Any = event.start_mark  # (libyaml's Mark: PyYAML's own for the sentence)
-                raise InputBomb(None, None, _TOO_MANY, yaml.Mark(m.name, m.index, m.line, m.column, None, 0))
+                break
             if depth + 1 > MAX_DEPTH:
                 return
             depth += isinstance(event, opened)
-    except yaml.YAMLError as exc:
-        if isinstance(exc, InputBomb):
-            raise
+        else:
+            return
+    except yaml.YAMLError:
         return
+    m: Any = event.start_mark  # (libyaml's Mark: PyYAML's own for the sentence)
+    raise InputBomb(None, None, _TOO_MANY, yaml.Mark(m.name, m.index, m.line, m.column, None, 0))
 
 
 def _load(text: str, strict_numbers: bool = True) -> Any:

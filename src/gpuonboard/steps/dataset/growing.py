@@ -6,7 +6,7 @@ file), run after run while it grows: the first run as any other (replacing a sta
 an earlier ciphertext), the next ones with --append (only the bytes the host lacks, with no
 delta search over what it holds: that search cost the link 5-20 % in a third of its seconds on 2
 cores), the last once the ciphertext is whole. The host then renames it to the real name after
-checking its size (`land`); the sha256 verification follows as for every file. Where the rename
+checking its size (LAND_SCRIPT); the sha256 verification follows as for every file. Where the rename
 cannot be done, the batch's own rsync run sends the file under its real name with that partial as
 its basis, so only the rest travels. The link thus starts within milliseconds instead of after the
 whole file was encrypted (1 GiB: 4-7 s), and nothing partial ever carries the file's real name on
@@ -158,8 +158,8 @@ class Sender:
     files: Path  # a scratch file for the runs' file lists
 
 
-# the host's half of `land`: the partial ($1/$2) becomes the real name ($3) only when it is a
-# file of the ciphertext's size ($4) and the real name is no dir (mv would move it into that)
+# the host's half of landing the file: the partial ($1/$2) becomes the real name ($3) only when
+# it is a file of the ciphertext's size ($4) and the real name is no dir (mv would move it there)
 LAND_SCRIPT = (
     'p=$1/$2; [ -f "$p" ] && [ ! -d "$3" ] && [ "$(stat -c %s -- "$p")" = "$4" ]'
     ' && mv -f -- "$p" "$3" && { rmdir -- "$1" 2>/dev/null; :; }'
@@ -179,7 +179,7 @@ class Sent:
 def send_growing(g: Growing, sender: Sender, complete: Callable[[], None]) -> Sent:
     """rsync what exists of g's ciphertext into the host's partial dir of it, again and again
     while it grows, then `complete()` (the batch's: waits for the whole ciphertext, raises its
-    failure), then the rest, and `land` it. -> Sent."""
+    failure), then the rest, and rename it to its real name there (LAND_SCRIPT). -> Sent."""
     out = Sent()
     host = posixpath.join(sender.target, posixpath.dirname(g.rel))
     partial = posixpath.join(host, transfer.PARTIAL_DIR)
@@ -201,9 +201,8 @@ def send_growing(g: Growing, sender: Sender, complete: Callable[[], None]) -> Se
         return out
     complete()
     if append and g.same and _run(g, sender, partial, True, out):
-        size = g.link.stat().st_size
         real = posixpath.join(host, g.link.name)
-        script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(size)]
+        script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(g.size())]
         out.landed = sender.remote(shell.join(script))
     return out
 

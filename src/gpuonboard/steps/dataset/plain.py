@@ -477,7 +477,7 @@ def _rsync_batches(
                 return False
             if grown.landed:  # (a batch of that one file)
                 sent[0] += 1
-                base[0] += batch.growing.link.stat().st_size
+                base[0] += batch.growing.size()
                 return True
         if not batch.names:
             return True
