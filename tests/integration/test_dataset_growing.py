@@ -131,9 +131,11 @@ def test_a_growing_file_reaches_the_partial_dir_before_it_is_whole_then_lands_se
     writer = threading.Thread(target=encryptor)
     writer.start()
     sender = growing.Sender(_remote(config, alias), str(target), argv, run, tmp_path / "list")
+    sender.ssh = ["ssh", "-F", str(config), alias]  # (the host hashes it as it grows: follow.py)
     out = growing.send_growing(g, sender, complete)
     writer.join()
     assert out.failed is None and out.landed, [r.stderr for _, r in runs]
+    assert sender.followed == {"sub/big.bin.age": hashlib.sha256(data).hexdigest()}
     assert 0 < seen_early[0] <= 16 * MIB  # the host had its first bytes while it was unfinished
     assert len(runs) >= 3
     assert "--append" not in runs[0][0] and all("--append" in a for a, _ in runs[1:])

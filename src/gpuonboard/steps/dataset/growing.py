@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import children, shell, transfer
-from gpuonboard.transfer import crypto
+from gpuonboard.transfer import crypto, follow
 
 GROW_MIN = 32 << 20  # a file this big, its ciphertext not cached, is sent while it is encrypted
 GROW_FIRST = 4 << 20  # ... its first rsync run starts once this much ciphertext exists
@@ -156,6 +156,10 @@ class Sender:
     argv: Callable[[Path, str, Path, bool], list[str]]  # (source dir, host dir, files-from, append)
     run: Callable[[list[str]], transfer.RsyncRun]  # runs it (progress shown), -> its outcome
     files: Path  # a scratch file for the runs' file lists
+    ssh: list[str] = field(
+        default_factory=list
+    )  # `ssh` over the master: the host hashes the file as it grows
+    followed: dict[str, str] = field(default_factory=dict)  # ... and its sha256 there goes here (follow.py)
 
 
 # the host's half of landing the file: the partial ($1/$2) becomes the real name ($3) only when
@@ -187,23 +191,29 @@ def send_growing(g: Growing, sender: Sender, complete: Callable[[], None]) -> Se
         complete()  # (the batch's own run sends it whole, and says why it cannot)
         return out
     sender.files.write_bytes(g.link.name.encode("utf-8", "surrogateescape") + b"\0")
-    sent, append = 0, False
-    while not g.done.is_set() and not children.STOPPING.is_set():
-        g.wait_for(sent + 1)
-        if g.done.is_set():
-            break  # (whole now: the last run below sends the rest)
-        sent = g.size()
-        if not _run(g, sender, partial, append, out):
+    real = posixpath.join(host, g.link.name)
+    rel = posixpath.join(posixpath.dirname(g.rel), g.link.name)
+    with follow.following(
+        sender.followed, sender.ssh, [follow.Followed(rel, partial, g.link.name, real)]
+    ) as hashed:
+        sent, append = 0, False
+        while not g.done.is_set() and not children.STOPPING.is_set():
+            g.wait_for(sent + 1)
+            if g.done.is_set():
+                break  # (whole now: the last run below sends the rest)
+            sent = g.size()
+            if not _run(g, sender, partial, append, out):
+                return out
+            append = True
+        if children.STOPPING.is_set():  # (interrupted between two runs: as rsync's own exit says it)
+            out.failed = transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), "")
             return out
-        append = True
-    if children.STOPPING.is_set():  # (interrupted between two runs: as rsync's own exit says it)
-        out.failed = transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), "")
-        return out
-    complete()
-    if append and g.same and _run(g, sender, partial, True, out):
-        real = posixpath.join(host, g.link.name)
-        script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(g.size())]
-        out.landed = sender.remote(shell.join(script))
+        complete()
+        if append and g.same and _run(g, sender, partial, True, out):
+            script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(g.size())]
+            out.landed = sender.remote(shell.join(script))
+            if out.landed:
+                hashed()
     return out
 
 

@@ -49,7 +49,7 @@ from gpuonboard.steps.dataset.verify import (
     unverified,
 )
 from gpuonboard.steps.dataset.work import Work
-from gpuonboard.transfer import shards
+from gpuonboard.transfer import follow, shards
 from gpuonboard.units import format_bytes
 
 
@@ -359,7 +359,12 @@ def apply_plain(
         if only is not None:  # one file: that file, never the rest of its directory
             only.write_bytes(root.name.encode("utf-8", "surrogateescape") + b"\0")
             work.temps.append(only)
-        run = _rsync_hashing(ctx, opts, label, work, rsync_argv(opts, work, stage, cfg, alias, only))
+        big = follow.biggest((e.rel, e.size) for e in work.send if e.kind == "f")
+        files = [follow.entry(work.target, r) for r in big]
+        with follow.following(work.followed, ssh_argv(work, cfg, alias), files) as landed:
+            run = _rsync_hashing(ctx, opts, label, work, rsync_argv(opts, work, stage, cfg, alias, only))
+            if not isinstance(run, str) and run.exit_code == 0:
+                landed()
         if isinstance(run, str):
             return run
         bad_run = run if run.exit_code != 0 else None
@@ -382,7 +387,9 @@ def apply_plain(
         job.result()
     work.notes[0].shutdown()
     expect = expected(work)
-    bad = mismatches(ctx, work.target, expect)
+    # (the files the host hashed while they arrived, as expected, need no second read)
+    rest = {r: h for r, h in expect.items() if work.followed.get(r) != h}
+    bad = mismatches(ctx, work.target, rest)
     if bad:
         problem, more, more_bytes = _resend(ctx, opts, label, work, stage, cfg, alias, bad, expect)
         if problem:
@@ -396,8 +403,15 @@ def apply_plain(
     if problem:
         return problem
     plan.msg = msg + note + work.kept
+    arriving = len(expect) - len(rest)  # (verified by the host's hash as they arrived)
     plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
+    plan.diff["hashed_arriving"] = arriving
     return None
+
+
+def ssh_argv(work: Work, cfg: Path, alias: str) -> list[str]:
+    """`ssh` over the upload's master connection (a command follows)."""
+    return ["ssh", "-F", str(cfg), *work.ssh_opts, alias]
 
 
 def _rsync_hashing(
@@ -465,7 +479,9 @@ def _rsync_batches(
     def remote(command: str) -> bool:
         return ctx.runner.run(command).ok
 
+    ssh = ssh_argv(work, cfg, alias)
     sender = growing.Sender(remote, work.target, argv, lambda a: transfer.run_rsync(a, progress), files)
+    sender.ssh, sender.followed = ssh, work.followed
 
     def send(batch: Batch) -> bool:
         shown[0] = 0
@@ -482,10 +498,13 @@ def _rsync_batches(
         if not batch.names:
             return True
         files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in batch.names))
-        run = transfer.run_rsync(argv(stage, work.target, files), progress)
-        if run.exit_code != 0:
-            failed.append(run)
-            return False
+        big = follow.biggest((n, work.tree.entries[n[: -len(".age")]].size) for n in batch.names)
+        with follow.following(work.followed, ssh, [follow.entry(work.target, n) for n in big]) as landed:
+            run = transfer.run_rsync(argv(stage, work.target, files), progress)
+            if run.exit_code != 0:
+                failed.append(run)
+                return False
+            landed()
         sent[0] += run.stats.files_transferred
         sent[1] += run.stats.literal_bytes
         base[0] += run.stats.total_size

@@ -77,6 +77,9 @@ class Work:
     leftovers: list[str] = field(default_factory=list)
     stopped: uploadlock.Stopped = field(default_factory=uploadlock.Stopped)  # what the lease found
     resumed: tuple[int, int] = (0, 0)  # files resumed from what interrupted uploads left, and its bytes
+    # plain and encrypted mode: files the host hashed while they arrived (rel in the target ->
+    # its sha256 there; transfer/follow.py)
+    followed: dict[str, str] = field(default_factory=dict)
     parts: dict[int, str] = field(default_factory=dict)  # shard mode: group -> its temp name (part)
 
     def part(self, i: int) -> str:
