@@ -4,10 +4,14 @@ the inode that landed under the file's real name, whole."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import select
 import shutil
+import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,10 +67,35 @@ def test_the_host_hashes_what_rsync_writes_as_it_arrives_and_only_what_landed(
     follower = follow.Follower(["ssh", "-F", str(config), alias], files)
     run = transfer.run_rsync(transfer.rsync_argv(src, target, config, alias, bwlimit="8m"))
     assert run.exit_code == 0, run.stderr
-    sums = follower.sums(wait=10)
+    sums = follower.sums()
     # both files, hashed from the host's disk as they grew; nothing for a file never written
     assert sums == {"a.bin": _sha(a), "sub/b bin": _sha(b)}
     assert not _left(target)  # (the host's side ends with its session: shell.SESSION_POLL_S)
+
+
+def test_a_follower_over_the_master_connection_ends_on_the_host_when_it_is_closed(
+    project: Project, tmp_path: Path
+) -> None:
+    config, alias = _ssh_config(project, tmp_path)
+    control = Path(tempfile.mkdtemp(prefix="gpob-test-"))
+    opts = transfer.start_master(config, alias, control)
+    assert opts, "no master connection"
+    try:
+        target = str(project.pool.hosts["dataset"].home / f"never-{os.getpid()}")
+        ssh = ["ssh", "-F", str(config), *opts, alias]
+        follower = follow.Follower(ssh, [follow.entry(target, "big.bin")])
+        deadline = time.monotonic() + 20
+        while not _left(target, seconds=0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _left(target, seconds=0), "the follower never ran on the host"
+        started = time.monotonic()
+        assert follower.sums() == {}  # (it saw no file: nothing to wait for)
+        assert time.monotonic() - started < follow.IDLE_S
+        # its session shares the master's sshd, which lives on: its stdin's end stopped it
+        assert not _left(target)
+    finally:
+        transfer.stop_master(config, alias, opts)
+        shutil.rmtree(control, ignore_errors=True)
 
 
 def _script_follower(tmp_path: Path, final: Path) -> subprocess.Popen[str]:
@@ -74,15 +103,34 @@ def _script_follower(tmp_path: Path, final: Path) -> subprocess.Popen[str]:
     args = [str(final.parent), final.name, str(final)]
     script = SHA256_FN + "\n" + load("hash_follow")
     return subprocess.Popen(
-        ["sh", "-c", script, "sh", transfer.PARTIAL_DIR, *args], stdout=subprocess.PIPE, text=True
+        ["sh", "-c", script, "sh", *args], stdout=subprocess.PIPE, text=True, start_new_session=True
     )
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
-    if proc.poll() is None:
-        proc.terminate()
+def _begun(proc: subprocess.Popen[str]) -> bool:
+    """Whether the follower says it began to read a file (its "0 -"; lines before it are
+    skipped), then time for two of its looks."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        if line == "0 -\n":
+            time.sleep(0.6)  # (hash_follow.sh looks every 0.25 s)
+            return True
+        if not line:
+            break
+    return False
+
+
+def _stop(proc: subprocess.Popen[str]) -> list[str]:
+    """The follower's lines from here on, stopped: all but its "+" (read more) lines."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)  # (its group: the subshells it started too)
     out, _ = proc.communicate(timeout=10)
-    return out
+    return [line for line in out.splitlines() if not line.endswith(" +")]
 
 
 def test_a_written_file_that_never_lands_under_its_name_gets_no_hash(tmp_path: Path) -> None:
@@ -90,10 +138,10 @@ def test_a_written_file_that_never_lands_under_its_name_gets_no_hash(tmp_path: P
     proc = _script_follower(tmp_path, final)
     temp = tmp_path / ".f.bin.Ab12Cd"  # (rsync's temp name)
     temp.write_bytes(b"x" * MIB)
-    time.sleep(0.3)
+    assert _begun(proc)
     temp.rename(tmp_path / "elsewhere.bin")  # (moved, not landed: e.g. an interrupted rsync's partial)
-    time.sleep(0.3)
-    assert _stop(proc) == "0 -\n"  # (begun, never landed)
+    time.sleep(0.6)
+    assert _stop(proc) == ["0 x"]  # (begun, given up: not at its paths any more)
 
 
 def test_a_file_replaced_by_another_write_is_hashed_as_the_one_that_landed(tmp_path: Path) -> None:
@@ -101,19 +149,19 @@ def test_a_file_replaced_by_another_write_is_hashed_as_the_one_that_landed(tmp_p
     proc = _script_follower(tmp_path, final)
     first = tmp_path / ".f.bin.Ab12Cd"
     first.write_bytes(b"stale" * 1000)
-    time.sleep(0.3)  # (read by now)
+    assert _begun(proc)  # (read by now)
     first.unlink()  # rsync gave that one up and writes the file again
     second, good = tmp_path / ".f.bin.Zz98Yy", os.urandom(MIB)
     with second.open("wb") as f:
         f.write(good[: MIB // 2])
         f.flush()
-        time.sleep(0.3)
+        assert _begun(proc)  # (what exists of it is read by now)
         f.write(good[MIB // 2 :])
     second.rename(final)
     deadline = time.monotonic() + 10
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _stop(proc) == f"0 -\n0 -\n0 {_sha(good)}\n"  # (begun twice: the first one went)
+    assert _stop(proc) == [f"0 {_sha(good)}"]
 
 
 def test_a_stale_temp_file_read_is_not_taken_for_the_file_that_landed(tmp_path: Path) -> None:
@@ -121,19 +169,19 @@ def test_a_stale_temp_file_read_is_not_taken_for_the_file_that_landed(tmp_path: 
     stale = tmp_path / ".f.bin.Aaaaaa"  # (an earlier writer's temp, still there)
     stale.write_bytes(b"stale" * 1000)
     proc = _script_follower(tmp_path, final)
-    time.sleep(0.3)  # (read by now)
+    assert _begun(proc)  # (read by now)
     other = tmp_path / ".f.bin.Zzzzzz"
     other.write_bytes(os.urandom(MIB))
     other.rename(final)  # another inode lands: what was read proves nothing about it
-    time.sleep(0.5)
-    assert _stop(proc) == "0 -\n"
+    time.sleep(0.6)
+    assert _stop(proc) == []
 
 
 def test_the_followers_lines_are_read_strictly() -> None:
     h = "ab" * 32
     assert follow.parse_line(f"1 {h}\n", 2) == (1, h)
-    assert follow.parse_line("0 -\n", 2) == (0, "")
-    for bad in (f"2 {h}", f"x {h}", f"1 {h[:-1]}", f"1 {h[:-1]}g", "1", "", f"-1 {h}", f"1  {h}"):
+    assert [follow.parse_line(f"0 {w}\n", 2) for w in "-+x"] == [(0, "-"), (0, "+"), (0, "x")]
+    for bad in (f"2 {h}", f"x {h}", f"1 {h[:-1]}", f"1 {h[:-1]}g", "1", "", f"-1 {h}", f"1  {h}", "1 y"):
         assert follow.parse_line(bad, 2) is None, bad
 
 
@@ -142,7 +190,7 @@ def test_a_file_already_at_its_name_is_not_taken_for_the_one_being_sent(tmp_path
     final.write_bytes(b"the old version")  # (the host's copy rsync is about to replace)
     proc = _script_follower(tmp_path, final)
     time.sleep(0.3)
-    assert _stop(proc) == ""
+    assert _stop(proc) == []
 
 
 @pytest.mark.parametrize("size", [follow.FOLLOW_MIN + MIB])

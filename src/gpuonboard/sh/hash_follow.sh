@@ -2,19 +2,37 @@
 # Hashes big files on the host WHILE rsync writes them, so that the upload's sha256 check needs
 # no second read of them after the last byte (1 GiB: 1.4 s with SHA-NI, 8 s with sha256sum).
 # Run by: transfer/follow (follow_command), beside the rsync run, over the upload's master
-# connection, stopped with its SSH session (shell.until_session_ends). `sha` (stdin -> "HASH ...")
-# is defined before this text.
-# Arguments: PARTIAL (rsync's --partial-dir name), then triples DIR NAME FINAL, one per file:
-# rsync writes DIR/NAME as its temp file DIR/.NAME.XXXXXX, or in place (the partial file
-# DIR/PARTIAL/NAME, or DIR/NAME itself where that is not FINAL), and the file lands at FINAL by
-# a rename. For each file it prints "INDEX -" (INDEX: the triple's, from 0) when it begins to
-# read it, and "INDEX SHA256" once the inode it read lands at FINAL, whole: the hash of every
-# byte read from it, read as it grew. A file
-# it could not follow (written and renamed between two looks, or removed) prints nothing: the
-# caller hashes it afterwards as before. It never writes, and stops when every file landed.
+# connection. `sha` (stdin -> "HASH ...") is defined before this text.
+# Arguments: triples DIR NAME FINAL, one per file: rsync writes DIR/NAME as its temp file
+# DIR/.NAME.XXXXXX (or in place: DIR/NAME itself, where that is not FINAL, e.g. a partial file
+# appended to), and the file lands at FINAL by a rename. Prints, per file (INDEX: the triple's,
+# from 0): "INDEX -" when it begins to read it, "INDEX +" after each read, "INDEX x" when it
+# gives that inode up (gone from its paths, or shrunk), and "INDEX SHA256" once the inode it
+# read is at FINAL, whole: the hash of every byte read from it, read as it grew. It never
+# writes, and ends when every file landed, or when its stdin closes (the caller is done: the
+# whole process group goes, as the session's own; see follow.Follower.close).
 
-pdir=$1
-shift
+# stdin's end stops everything this started: sshd makes each session's command the leader of
+# a session and process group of its own, so where this runs in such a group (its leader's
+# parent is sshd), a watcher ends that group at EOF; elsewhere none is started. fd 5: the
+# progress lines' way out.
+fields() { # $1's PPID PGRP SID (-> pp pg sid)
+  l=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  # shellcheck disable=SC2086  # split into stat's fields on purpose (numbers and a letter: no glob)
+  set -- ${l##*") "}
+  [ "$#" -ge 4 ] && pp=$2 pg=$3 sid=$4
+}
+c=
+fields "$$" && [ "$pg" = "$sid" ] && fields "$sid" && read -r c <"/proc/$pp/comm" 2>/dev/null
+case $c in
+  sshd*)
+    exec 3<&0
+    (while read -r _; do :; done; kill -TERM 0) <&3 >/dev/null 2>&1 &
+    exec 3<&-
+    ;;
+esac
+exec </dev/null 5>&1
+
 left=
 i=0
 while [ "$#" -ge 3 ]; do
@@ -24,41 +42,54 @@ while [ "$#" -ge 3 ]; do
   shift 3
 done
 
-nap() { sleep 0.05 2>/dev/null || sleep 1; }
-inode() { stat -L -c %d:%i -- "$1" 2>/dev/null; }
+nap() { sleep 0.25 2>/dev/null || sleep 1; }
+at() { [ "$(stat -c %d:%i -- "$1" 2>/dev/null)" = "$ino" ]; } # (a symlink there is not it)
 
-# the file rsync writes for entry $1 now (-> $w): its temp file, its partial file, or DIR/NAME
+# rsync's temp name suffix: 6 letters and digits of at least two kinds (as transfer.rsync_temp_of)
+mixed() {
+  k=0
+  case $1 in *[a-z]*) k=$((k + 1)) ;; esac
+  case $1 in *[A-Z]*) k=$((k + 1)) ;; esac
+  case $1 in *[0-9]*) k=$((k + 1)) ;; esac
+  case $1 in *[!a-zA-Z0-9]*) return 1 ;; esac
+  [ "$k" -ge 2 ]
+}
+
+# the file rsync writes for entry $1 now (-> $w): its temp file, or DIR/NAME (not FINAL)
 found() {
   d='' nm='' f=''
   eval "d=\$e_d_$1 nm=\$e_n_$1 f=\$e_f_$1"
   for w in "$d/.$nm".??????; do
-    [ -f "$w" ] && [ ! -L "$w" ] && return 0
+    [ -f "$w" ] && [ ! -L "$w" ] && mixed "${w##*.}" && return 0
   done
-  w=$d/$pdir/$nm
-  [ -f "$w" ] && [ ! -L "$w" ] && return 0
   w=$d/$nm
   [ "$w" != "$f" ] && [ -f "$w" ] && [ ! -L "$w" ]
 }
 
-# every byte of $w (fd 7) to stdout as it grows, until that inode is at $f and no longer grows
-# (status 0); status 1 when it was removed (another file is written) or cannot be read
+# every byte of $w (fd 7) to stdout as it grows ("$i +" to fd 4 after each read), until that
+# inode is at $f and no longer grows (status 0); status 1 when it is at none of its paths any
+# more (removed, moved aside: another file is written), shrank, or cannot be read. One look a
+# nap: a process or two each (a look every 50 ms took 18 % of a core at 100 Mbit/s).
 follow() {
   exec 7<"$w" || return 1
-  ino=$(inode /dev/fd/7)
+  ino=$(stat -L -c %d:%i /dev/fd/7 2>/dev/null)
   [ -n "$ino" ] || return 1
   got=0
   while :; do
-    have=$(stat -L -c %s /dev/fd/7) || return 1
-    if [ "$have" -gt "$got" ]; then
-      head -c "$((have - got))" <&7 || return 1
-      got=$have
-    elif [ "$(inode "$f")" = "$ino" ]; then
+    # shellcheck disable=SC2046  # split into its two numbers on purpose
+    set -- $(stat -L -c '%s %h' /dev/fd/7)
+    [ "$#" = 2 ] && [ "$1" -ge "$got" ] || return 1
+    if [ "$1" -gt "$got" ]; then
+      head -c "$(($1 - got))" <&7 || return 1
+      got=$1
+      echo "$i +" >&4
+    elif at "$f"; then
       [ "$(stat -L -c %s /dev/fd/7)" = "$got" ] && return 0
-    elif [ "$(stat -L -c %h /dev/fd/7)" = 0 ]; then
+      continue # (it grew before it landed: read the rest)
+    elif [ "$2" = 0 ] || { ! at "$w" && ! at "$d/$nm"; }; then
       return 1
-    else
-      nap
     fi
+    nap
   done
 }
 
@@ -67,10 +98,13 @@ while :; do
   for i in $left; do
     found "$i" || continue
     echo "$i -"
-    out=$({ { follow 3>&-; echo "rc $?" >&3; } | sha; } 3>&1)
+    out=$({ { follow 3>&- 4>&5; echo "rc $?" >&3; } | sha; } 3>&1)
     case $out in
       *"rc 0"*) ;;
-      *) continue ;;
+      *)
+        echo "$i x"
+        continue
+        ;;
     esac
     left=${left%%" $i "*}${left#*" $i "}
     for h in $out; do

@@ -20,15 +20,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from gpuonboard import children, shell
 from gpuonboard.sh import load
-from gpuonboard.transfer.rsync import PARTIAL_DIR
 from gpuonboard.transfer.verify import SHA256_FN
 
 FOLLOW_MIN = 64 << 20  # a file this big is hashed while it arrives (64 MiB: ~0.1 s of a host's CPU)
 FOLLOW_MAX = 32  # files per follower (the biggest): its arguments stay short
-WAIT_S = 10.0  # after rsync's success, how long its last files' hashes may take to come
+IDLE_S = 2.0  # after rsync's success, how long the host may say nothing of a file it reads
+CLOSE_S = 1.0  # how long the follower's ssh may take to end once its stdin closed
 
 
 @dataclass(frozen=True)
@@ -49,23 +50,29 @@ def entry(target: str, rel: str) -> Followed:
 
 
 def follow_command(files: Sequence[Followed]) -> str:
-    """The host's command: hash_follow.sh over `files`, stopped when its session ends."""
+    """The host's command: hash_follow.sh over `files`, stopped when its stdin closes (a
+    session over the master) or its session ends (one of its own)."""
     args = [a for f in files for a in (f.dir, f.name, f.final)]
     script = SHA256_FN + "\n" + load("hash_follow")
-    return shell.until_session_ends(shell.join(["sh", "-c", script, "sh", PARTIAL_DIR, *args]))
+    # (the wrapper runs it in the background, where stdin would be /dev/null: fd 3 carries it)
+    return "exec 3<&0\n" + shell.until_session_ends(shell.join(["sh", "-c", script, "sh", *args]) + " <&3")
+
+
+# what hash_follow.sh says of a file besides its sha256: began to read it, read more, gave it up
+BEGUN, READ, GAVE_UP = "-", "+", "x"
 
 
 def parse_line(line: str, count: int) -> tuple[int, str] | None:
-    """Pure: one output line "INDEX SHA256" (landed) or "INDEX -" (begun) -> (index, sha256 or
-    ""), None for anything else."""
-    index, _, digest = line.strip().partition(" ")
+    """Pure: one output line "INDEX SHA256" (landed) or "INDEX -|+|x" -> (index, that word),
+    None for anything else."""
+    index, _, word = line.strip().partition(" ")
     if not index.isdigit() or int(index) >= count:
         return None
-    if digest == "-":
-        return int(index), ""
-    if len(digest) != 64 or digest.strip("0123456789abcdef"):
+    if word in (BEGUN, READ, GAVE_UP):
+        return int(index), word
+    if len(word) != 64 or word.strip("0123456789abcdef"):
         return None
-    return int(index), digest
+    return int(index), word
 
 
 class Follower:
@@ -74,19 +81,19 @@ class Follower:
     def __init__(self, ssh_argv: Sequence[str], files: Sequence[Followed]) -> None:
         self.files = list(files)
         self._sums: dict[int, str] = {}
-        self._begun: set[int] = set()  # the files it began to read (it waits for those only)
+        self._reading: set[int] = set()  # begun, neither landed nor given up: waited for
+        self._heard = time.monotonic()  # its last line
         self._cond = threading.Condition()
-        self._ended = False
+        self._ended = not self.files
         self._proc: subprocess.Popen[str] | None = None
-        if not self.files:
-            self._ended = True
+        if self._ended:
             return
         argv = [*ssh_argv, follow_command(self.files)]
         try:
             self._proc = children.track(
                 subprocess.Popen(
                     argv,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,  # (closed: the host's side ends, see hash_follow.sh)
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     text=True,
@@ -96,20 +103,24 @@ class Follower:
         except OSError:
             self._ended = True
             return
-        threading.Thread(target=self._read, name="follow", daemon=True).start()
+        threading.Thread(target=self._read, args=(self._proc.stdout,), name="follow", daemon=True).start()
 
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
+    def _read(self, out: IO[str]) -> None:
         try:
-            for line in self._proc.stdout:
+            for line in out:
                 got = parse_line(line, len(self.files))
-                if got is not None:
-                    with self._cond:
-                        if got[1]:
-                            self._sums[got[0]] = got[1]
-                        else:
-                            self._begun.add(got[0])
-                        self._cond.notify_all()
+                if got is None:
+                    continue
+                i, word = got
+                with self._cond:
+                    self._heard = time.monotonic()
+                    if word in (BEGUN, READ):
+                        self._reading.add(i)
+                    else:
+                        self._reading.discard(i)
+                        if word != GAVE_UP:
+                            self._sums[i] = word
+                    self._cond.notify_all()
         except (OSError, ValueError):
             pass
         finally:
@@ -117,14 +128,15 @@ class Follower:
                 self._ended = True
                 self._cond.notify_all()
 
-    def sums(self, wait: float = WAIT_S) -> dict[str, str]:
-        """rel -> the host's sha256 of it, for the files that landed; waits up to `wait`
-        seconds for those it began to read and has not finished (call it once rsync succeeded:
-        the rest it did not see, and never will), then stops."""
-        deadline = time.monotonic() + wait
+    def sums(self, idle: float = IDLE_S) -> dict[str, str]:
+        """rel -> the host's sha256 of it, for the files that landed. Call it once rsync
+        succeeded: it waits for the files the host is still reading for as long as the host
+        says it reads more (a slow disk or CPU) or until `idle` seconds passed without a word
+        from it (those it did not see, it never will), then stops it."""
+        asked = time.monotonic()
         with self._cond:
-            while not self._begun <= self._sums.keys() and not self._ended:
-                left = deadline - time.monotonic()
+            while self._reading and not self._ended:
+                left = max(self._heard, asked) + idle - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
@@ -133,9 +145,17 @@ class Follower:
         return {self.files[i].rel: digest for i, digest in got.items()}
 
     def close(self) -> None:
-        """Stop the follower (its ssh client: the host's side ends with its session)."""
+        """Stop the follower: its stdin closes, which ends its side on the host (and then this
+        ssh client); one that does not end at once is terminated."""
         proc, self._proc = self._proc, None
-        if proc is not None:
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=CLOSE_S)
+        except subprocess.TimeoutExpired:
             children.stop([proc], grace=2.0)
 
 
