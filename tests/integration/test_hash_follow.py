@@ -103,7 +103,11 @@ def _script_follower(tmp_path: Path, final: Path) -> subprocess.Popen[str]:
     args = [str(final.parent), final.name, str(final)]
     script = SHA256_FN + "\n" + load("hash_follow")
     return subprocess.Popen(
-        ["sh", "-c", script, "sh", *args], stdout=subprocess.PIPE, text=True, start_new_session=True
+        ["sh", "-c", script, "sh", *args],
+        stdin=subprocess.PIPE,  # (its end stops the script)
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -129,6 +133,8 @@ def _stop(proc: subprocess.Popen[str]) -> list[str]:
     """The follower's lines from here on, stopped: all but its "+" (read more) lines."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)  # (its group: the subshells it started too)
+    if proc.stdin is not None and proc.stdin.closed:
+        proc.stdin = None  # (communicate would flush it)
     out, _ = proc.communicate(timeout=10)
     return [line for line in out.splitlines() if not line.endswith(" +")]
 
@@ -142,6 +148,35 @@ def test_a_written_file_that_never_lands_under_its_name_gets_no_hash(tmp_path: P
     temp.rename(tmp_path / "elsewhere.bin")  # (moved, not landed: e.g. an interrupted rsync's partial)
     time.sleep(0.6)
     assert _stop(proc) == ["0 x"]  # (begun, given up: not at its paths any more)
+
+
+@pytest.mark.parametrize("reading", [True, False])
+def test_a_follower_whose_stdin_closes_ends_with_all_it_started(tmp_path: Path, reading: bool) -> None:
+    final = tmp_path / "f.bin"
+    proc = _script_follower(tmp_path, final)
+    if reading:  # (a file it reads, not landed yet: its reading subshell runs too)
+        (tmp_path / ".f.bin.Ab12Cd").write_bytes(b"x" * MIB)
+        assert _begun(proc)
+    time.sleep(0.6)
+    assert proc.poll() is None  # (still following)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()  # the caller is done
+    try:
+        assert proc.wait(timeout=10) != 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            time.sleep(0.05)
+        assert not _group_alive(proc.pid)
+    finally:
+        _stop(proc)  # (what a failure left)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_a_file_replaced_by_another_write_is_hashed_as_the_one_that_landed(tmp_path: Path) -> None:

@@ -9,29 +9,18 @@
 # from 0): "INDEX -" when it begins to read it, "INDEX +" after each read, "INDEX x" when it
 # gives that inode up (gone from its paths, or shrunk), and "INDEX SHA256" once the inode it
 # read is at FINAL, whole: the hash of every byte read from it, read as it grew. It never
-# writes, and ends when every file landed, or when its stdin closes (the caller is done: the
-# whole process group goes, as the session's own; see follow.Follower.close).
+# writes, and ends when every file landed, or when its stdin closes (the caller is done: see
+# follow.Follower.close).
 
-# stdin's end stops everything this started: sshd makes each session's command the leader of
-# a session and process group of its own, so where this runs in such a group (its leader's
-# parent is sshd), a watcher ends that group at EOF; elsewhere none is started. fd 5: the
-# progress lines' way out.
-fields() { # $1's PPID PGRP SID (-> pp pg sid)
-  l=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  # shellcheck disable=SC2086  # split into stat's fields on purpose (numbers and a letter: no glob)
-  set -- ${l##*") "}
-  [ "$#" -ge 4 ] && pp=$2 pg=$3 sid=$4
-}
-c=
-fields "$$" && [ "$pg" = "$sid" ] && fields "$sid" && read -r c <"/proc/$pp/comm" 2>/dev/null
-case $c in
-  sshd*)
-    exec 3<&0
-    (while read -r _; do :; done; kill -TERM 0) <&3 >/dev/null 2>&1 &
-    exec 3<&-
-    ;;
-esac
-exec </dev/null 5>&1
+# stdin's end stops this script (a watcher TERMs it; follow() and the loop below end at their
+# next look once it is gone), and its own end stops the watcher. fd 5: the progress lines' way out.
+exec 3<&0
+(while read -r _; do :; done; kill -TERM "$$") <&3 >/dev/null 2>&1 &
+watcher=$!
+exec 3<&- </dev/null 5>&1
+trap 'kill "$watcher" 2>/dev/null' EXIT
+alive() { kill -0 "$$" 2>/dev/null; } # (in a subshell: whether this script still runs)
+CAP=67108864                          # bytes per read: the "+" lines keep coming on a slow host
 
 left=
 i=0
@@ -75,14 +64,17 @@ follow() {
   ino=$(stat -L -c %d:%i /dev/fd/7 2>/dev/null)
   [ -n "$ino" ] || return 1
   got=0
-  while :; do
+  while alive; do
     # shellcheck disable=SC2046  # split into its two numbers on purpose
     set -- $(stat -L -c '%s %h' /dev/fd/7)
     [ "$#" = 2 ] && [ "$1" -ge "$got" ] || return 1
     if [ "$1" -gt "$got" ]; then
-      head -c "$(($1 - got))" <&7 || return 1
-      got=$1
+      n=$(($1 - got))
+      [ "$n" -le "$CAP" ] || n=$CAP
+      head -c "$n" <&7 || return 1
+      got=$((got + n))
       echo "$i +" >&4
+      [ "$n" = "$CAP" ] && continue # (more is there already)
     elif at "$f"; then
       [ "$(stat -L -c %s /dev/fd/7)" = "$got" ] && return 0
       continue # (it grew before it landed: read the rest)
@@ -91,9 +83,10 @@ follow() {
     fi
     nap
   done
+  return 1
 }
 
-while :; do
+while alive; do
   case $left in *[0-9]*) ;; *) break ;; esac
   for i in $left; do
     found "$i" || continue
@@ -107,11 +100,13 @@ while :; do
         ;;
     esac
     left=${left%%" $i "*}${left#*" $i "}
+    sum=x # (no hash printed: given up)
     for h in $out; do
       case $h in
-        [0-9a-f]*) [ "${#h}" -eq 64 ] && printf '%s %s\n' "$i" "$h" ;;
+        [0-9a-f]*) [ "${#h}" -eq 64 ] && sum=$h ;;
       esac
     done
+    printf '%s %s\n' "$i" "$sum"
   done
   nap
 done

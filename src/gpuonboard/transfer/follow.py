@@ -54,8 +54,10 @@ def follow_command(files: Sequence[Followed]) -> str:
     session over the master) or its session ends (one of its own)."""
     args = [a for f in files for a in (f.dir, f.name, f.final)]
     script = SHA256_FN + "\n" + load("hash_follow")
-    # (the wrapper runs it in the background, where stdin would be /dev/null: fd 3 carries it)
-    return "exec 3<&0\n" + shell.until_session_ends(shell.join(["sh", "-c", script, "sh", *args]) + " <&3")
+    # (the wrapper runs it in the background, where stdin would be /dev/null: fd 3 carries it;
+    # in sh, whatever the login shell is)
+    command = shell.join(["sh", "-c", script, "sh", *args]) + " <&3"
+    return shell.sh_c("exec 3<&0\n" + shell.until_session_ends(command))
 
 
 # what hash_follow.sh says of a file besides its sha256: began to read it, read more, gave it up
