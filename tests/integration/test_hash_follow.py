@@ -56,7 +56,7 @@ def test_the_host_hashes_what_rsync_writes_as_it_arrives_and_only_what_landed(
     config, alias = _ssh_config(project, tmp_path)
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
-    a, b = os.urandom(6 * MIB), os.urandom(4 * MIB)
+    a, b = os.urandom(4 * MIB), os.urandom(3 * MIB)  # (1.5-2 s each at 2 MiB/s: looks 4 a second)
     (src / "a.bin").write_bytes(a)
     (src / "sub" / "b bin").write_bytes(b)
     target_dir = project.pool.hosts["dataset"].home / f"follow-{os.getpid()}"
@@ -65,7 +65,7 @@ def test_the_host_hashes_what_rsync_writes_as_it_arrives_and_only_what_landed(
     files = [follow.entry(target, r) for r in ("a.bin", "sub/b bin", "never.bin")]
 
     follower = follow.Follower(["ssh", "-F", str(config), alias], files)
-    run = transfer.run_rsync(transfer.rsync_argv(src, target, config, alias, bwlimit="8m"))
+    run = transfer.run_rsync(transfer.rsync_argv(src, target, config, alias, bwlimit="2m"))
     assert run.exit_code == 0, run.stderr
     sums = follower.sums()
     # both files, hashed from the host's disk as they grew; nothing for a file never written
@@ -242,7 +242,8 @@ def test_a_big_file_uploaded_is_verified_by_the_hash_taken_as_it_arrived(
     entry["vars"]["dataset"] = str(src)
     project.write_inventory({"dataset": entry})
 
-    r = project.cli("sync", "--host", "dataset", "--bwlimit", "64m", timeout=120)
+    # (4 s at 16 MiB/s: time for the follower to start under load)
+    r = project.cli("sync", "--host", "dataset", "--bwlimit", "16m", timeout=120)
     s = project.summary()["hosts"][0]["steps"][0]
     assert r.returncode == 0 and s["status"] == "changed", r.stdout + r.stderr
     assert "2 files verified by sha256" in s["msg"], s["msg"]
