@@ -156,10 +156,10 @@ class Sender:
     argv: Callable[[Path, str, Path, bool], list[str]]  # (source dir, host dir, files-from, append)
     run: Callable[[list[str]], transfer.RsyncRun]  # runs it (progress shown), -> its outcome
     files: Path  # a scratch file for the runs' file lists
-    ssh: list[str] = field(
-        default_factory=list
-    )  # `ssh` over the master: the host hashes the file as it grows
-    followed: dict[str, str] = field(default_factory=dict)  # ... and its sha256 there goes here (follow.py)
+    # `ssh` over the master (none: no follower): the host hashes the file as it grows, and its
+    # sha256 there goes to `followed` (transfer/follow.py)
+    ssh: list[str] = field(default_factory=list)
+    followed: dict[str, str] = field(default_factory=dict)
 
 
 # the host's half of landing the file: the partial ($1/$2) becomes the real name ($3) only when

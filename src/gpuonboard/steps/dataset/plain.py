@@ -361,7 +361,7 @@ def apply_plain(
             work.temps.append(only)
         big = follow.biggest((e.rel, e.size) for e in work.send if e.kind == "f")
         files = [follow.entry(work.target, r) for r in big]
-        with follow.following(work.followed, ssh_argv(work, cfg, alias), files) as landed:
+        with follow.following(work.followed, work.ssh_argv(cfg, alias), files) as landed:
             run = _rsync_hashing(ctx, opts, label, work, rsync_argv(opts, work, stage, cfg, alias, only))
             if not isinstance(run, str) and run.exit_code == 0:
                 landed()
@@ -403,15 +403,13 @@ def apply_plain(
     if problem:
         return problem
     plan.msg = msg + note + work.kept
-    arriving = len(expect) - len(rest)  # (verified by the host's hash as they arrived)
-    plan.diff = {**(plan.diff or {}), "sent_files": sent, "literal_bytes": literal}
-    plan.diff["hashed_arriving"] = arriving
+    plan.diff = {
+        **(plan.diff or {}),
+        "sent_files": sent,
+        "literal_bytes": literal,
+        "hashed_arriving": len(expect) - len(rest),  # (verified by the host's hash as they arrived)
+    }
     return None
-
-
-def ssh_argv(work: Work, cfg: Path, alias: str) -> list[str]:
-    """`ssh` over the upload's master connection (a command follows)."""
-    return ["ssh", "-F", str(cfg), *work.ssh_opts, alias]
 
 
 def _rsync_hashing(
@@ -479,9 +477,10 @@ def _rsync_batches(
     def remote(command: str) -> bool:
         return ctx.runner.run(command).ok
 
-    ssh = ssh_argv(work, cfg, alias)
-    sender = growing.Sender(remote, work.target, argv, lambda a: transfer.run_rsync(a, progress), files)
-    sender.ssh, sender.followed = ssh, work.followed
+    ssh = work.ssh_argv(cfg, alias)
+    sender = growing.Sender(
+        remote, work.target, argv, lambda a: transfer.run_rsync(a, progress), files, ssh, work.followed
+    )
 
     def send(batch: Batch) -> bool:
         shown[0] = 0

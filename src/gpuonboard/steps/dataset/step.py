@@ -236,7 +236,7 @@ class DatasetStep(Step):
         assert work.master is not None
         cfg, alias, _control, _opts = work.master
         refresh = uploadlock.touch_command(work.lease)
-        work.beat = uploadlock.Heartbeat(["ssh", "-F", str(cfg), *work.ssh_opts, alias, refresh])
+        work.beat = uploadlock.Heartbeat([*work.ssh_argv(cfg, alias), refresh])
         return None
 
     def _send(self, ctx: StepContext, plan: Plan, work: Work, cfg: Path, alias: str) -> tuple[Any, float]:

@@ -82,6 +82,10 @@ class Work:
     followed: dict[str, str] = field(default_factory=dict)
     parts: dict[int, str] = field(default_factory=dict)  # shard mode: group -> its temp name (part)
 
+    def ssh_argv(self, cfg: Path, alias: str) -> list[str]:
+        """`ssh` over the upload's master connection (a command follows)."""
+        return ["ssh", "-F", str(cfg), *self.ssh_opts, alias]
+
     def part(self, i: int) -> str:
         """Group i's temp name on the host (where a cut-off stream of it left its partial),
         made once from the group's paths as the scan stores them (no Entry made)."""
