@@ -22,6 +22,7 @@ import yaml
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHost, TestHostPool
+from gpuonboard.testing.hosts import SSHD, read_pid
 from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER
 from gpuonboard.testing.turns import machine_turn
 
@@ -295,3 +296,28 @@ def project(tmp_path: Path, pool: TestHostPool) -> Project:
     for d in ("playbooks", "templates"):
         (tmp_path / d).symlink_to(REPO / d)
     return Project(tmp_path, pool)
+
+
+@contextlib.contextmanager
+def sshd_on_ipv6(h: TestHost, port: int) -> Iterator[None]:
+    """A second sshd of test host `h` (its key, users, PATH) listening on [::1]:port while the
+    block runs; stopped by the pid it wrote (read once sshd has written it whole)."""
+    config, pid_file = h.dir / "sshd_config_v6", h.dir / "sshd_v6.pid"
+    lines = []
+    for line in h.config_path.read_text().splitlines():
+        if line.startswith("ListenAddress "):
+            line = f"ListenAddress [::1]:{port}"
+        elif line.startswith("PidFile "):
+            line = f'PidFile "{pid_file}"'
+        lines.append(line)
+    config.write_text("\n".join(lines) + "\n")
+    subprocess.run([SSHD, "-f", str(config), "-E", str(h.dir / "sshd_v6.log")], check=True, timeout=15)
+    deadline = time.monotonic() + 15
+    # (sshd makes the file, then writes it: an empty one is not yet its pid)
+    while (pid := read_pid(pid_file)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pid is not None, f"the IPv6 sshd of {h.name} wrote no pid to {pid_file}"
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGTERM)  # the daemon this helper started, by its pid file

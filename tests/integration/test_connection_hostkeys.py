@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import sshd_on_ipv6
 
 from gpuonboard.connection import ConnectOptions, KnownHosts, open_runner, openssh
 from gpuonboard.errors import HostKeyError
 from gpuonboard.inventory import Host
 from gpuonboard.testing import TestHost, TestHostPool
-from gpuonboard.testing.hosts import SSHD, fingerprint
+from gpuonboard.testing.hosts import fingerprint
 
 
 @pytest.fixture(scope="module")
@@ -189,25 +188,8 @@ def v6(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestHostPool,
         h = pool.add("six")
         h.stop()
         port = _free_v6_port()
-        config = h.dir / "sshd_config_v6"
-        pid_file = h.dir / "sshd_v6.pid"
-        lines = []
-        for line in h.config_path.read_text().splitlines():
-            if line.startswith("ListenAddress "):
-                line = f"ListenAddress [::1]:{port}"
-            elif line.startswith("PidFile "):
-                line = f'PidFile "{pid_file}"'
-            lines.append(line)
-        config.write_text("\n".join(lines) + "\n")
-        subprocess.run([SSHD, "-f", str(config), "-E", str(h.dir / "sshd_v6.log")], check=True, timeout=15)
-        deadline = time.monotonic() + 15
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        pid = int(pid_file.read_text().split()[0])
-        try:
+        with sshd_on_ipv6(h, port):
             yield pool, h, port
-        finally:
-            os.kill(pid, signal.SIGTERM)  # the daemon this fixture started, by its pid file
 
 
 def test_ipv6_and_a_port_record_the_openssh_form_and_both_sides_agree(

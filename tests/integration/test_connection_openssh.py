@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -16,12 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import sshd_on_ipv6
 
 from gpuonboard import transfer
 from gpuonboard.connection import openssh
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.testing import TestHost, TestHostPool
-from gpuonboard.testing.hosts import SSHD
 
 
 @pytest.fixture(scope="module")
@@ -36,24 +35,8 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestHostPool
             except OSError:
                 pytest.skip("no IPv6 loopback here")
             port = int(s.getsockname()[1])
-        config, pid_file = h.dir / "sshd_config_v6", h.dir / "sshd_v6.pid"
-        lines = []
-        for line in h.config_path.read_text().splitlines():
-            if line.startswith("ListenAddress "):
-                line = f"ListenAddress [::1]:{port}"
-            elif line.startswith("PidFile "):
-                line = f'PidFile "{pid_file}"'
-            lines.append(line)
-        config.write_text("\n".join(lines) + "\n")
-        subprocess.run([SSHD, "-f", str(config), "-E", str(h.dir / "sshd_v6.log")], check=True, timeout=15)
-        deadline = time.monotonic() + 15
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        pid = int(pid_file.read_text().split()[0])
-        try:
+        with sshd_on_ipv6(h, port):
             yield pool, h, port
-        finally:
-            os.kill(pid, signal.SIGTERM)  # the daemon this fixture started, by its pid file
 
 
 def _ssh(config: Path, alias: str, *opts: str) -> subprocess.CompletedProcess[str]:

@@ -352,7 +352,7 @@ class TestHost:
         (self.dir / "probe-connections").write_text(f"{self.probe_connections() + 1}\n")
 
     def _live_pid(self) -> int | None:
-        pid = self.pid if self.pid is not None else _read_pid(self.pid_path)
+        pid = self.pid if self.pid is not None else read_pid(self.pid_path)
         if pid is not None and sshd_of(pid, self.config_path) and process_alive(pid):
             return pid
         return None
@@ -379,7 +379,7 @@ class TestHost:
     def _wait_ready(self, offset: int, deadline: float) -> bool:
         """Wait for our pid file and banner; False if the address was taken meanwhile."""
         while True:
-            pid = _read_pid(self.pid_path)
+            pid = read_pid(self.pid_path)
             if pid is not None and sshd_of(pid, self.config_path) and self._banner():
                 self.pid = pid
                 return True
@@ -437,7 +437,8 @@ class TestHost:
         return host
 
 
-def _read_pid(path: Path) -> int | None:
+def read_pid(path: Path) -> int | None:
+    """The pid a daemon wrote to `path`; None while it is missing, empty or not a number."""
     try:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
