@@ -29,6 +29,7 @@ from gpuonboard.testing.hosts import (
     _write_ed25519_key,
     fingerprint,
     process_alive,
+    read_pid,
     render_sshd_config,
 )
 
@@ -121,11 +122,12 @@ class CutLink:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         _ip("netns", "exec", self.host_ns, SSHD, "-f", str(host.config_path), "-E", str(host.log_path))
         deadline = time.monotonic() + 15
-        while not host.pid_path.exists() or not self._answers():
+        # (sshd makes its pid file, then writes it: an empty one is not yet its pid)
+        while (pid := read_pid(host.pid_path)) is None or not self._answers():
             if time.monotonic() > deadline:
                 raise TestHostError(f"sshd in {self.host_ns} did not come up: {host.log_path.read_text()}")
             time.sleep(0.05)
-        host.pid = int(host.pid_path.read_text().strip())
+        host.pid = pid
         return host
 
     def _answers(self) -> bool:
