@@ -71,8 +71,10 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
             # packet each: an 8-GPU host's ~200 KB arrived in ~90 packets, now ~23 (each packet
             # costs the client ~0.1 ms of CPU to decrypt, queue and wake the reader). Through a
             # pipe, not a file: a host whose /tmp is full still answers every probe. No dd:
-            # cat passes it on unbuffered.
-            "{",
+            # cat passes it on unbuffered. stderr (a framing line per probe, ~26 of an 8-GPU
+            # host's ~39 packets) passes through a dd of its own: the body's stderr goes into
+            # the inner pipe (2>&1), its stdout to fd 3, the outer pipe's writer (1>&3).
+            "{ {",
         ]
         for i, probe in enumerate(slow):
             lines.append(
@@ -103,7 +105,8 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
         lines.append(f"printf '{pending_end[0]}'{pending_end[1]}")
     lines.append(f"printf '\\n%s stderr %s\\n' {tag} {shell.quote(_END)} >&2")
     if slow:
-        lines.append("} | { dd obs=16384 2>/dev/null || cat; }")
+        blocks = "{ dd obs=16384 2>/dev/null || cat; }"
+        lines.append(f"}} 2>&1 1>&3 3>&- | {blocks} >&2 3>&-; }} 3>&1 | {blocks}")
     return "\n".join(lines) + "\n"
 
 
