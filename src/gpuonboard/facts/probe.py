@@ -65,15 +65,15 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
             # the EXIT trap, or the dir stays in the host's /tmp (dash runs no EXIT trap on
             # death by signal)
             "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM",
-            # stdout passes through `dd obs=16384` (the `{ ... }` group below), which writes
-            # whole 16 KiB blocks: sshd sends each as one SSH packet, where the probes' own
-            # small writes (two framing lines per probe, each quick probe's output) were one
-            # packet each: an 8-GPU host's ~200 KB arrived in ~90 packets, now ~23 (each packet
-            # costs the client ~0.1 ms of CPU to decrypt, queue and wake the reader). Through a
-            # pipe, not a file: a host whose /tmp is full still answers every probe. No dd:
-            # cat passes it on unbuffered. stderr (a framing line per probe, ~26 of an 8-GPU
-            # host's ~39 packets) passes through a dd of its own: the body's stderr goes into
-            # the inner pipe (2>&1), its stdout to fd 3, the outer pipe's writer (1>&3).
+            # stdout and stderr each pass through a `dd obs=16384` (the `{ { ... }` groups
+            # below: the body's stderr goes into the inner pipe (2>&1), its stdout to fd 3, the
+            # outer pipe's writer (1>&3)), which writes whole 16 KiB blocks: sshd sends each as
+            # one SSH packet, where the probes' own small writes (two framing lines per probe,
+            # each quick probe's output) were one packet each: an 8-GPU host's ~200 KB arrived
+            # in ~90 packets, 34-36 with stdout's dd alone, now 9 (each packet costs the client
+            # ~0.1 ms of CPU to decrypt, queue and wake the reader). Through pipes, not files: a
+            # host whose /tmp is full still answers every probe. No dd: cat passes it on
+            # unbuffered.
             "{ {",
         ]
         for i, probe in enumerate(slow):
