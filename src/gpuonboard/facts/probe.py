@@ -65,20 +65,25 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
             # the EXIT trap, or the dir stays in the host's /tmp (dash runs no EXIT trap on
             # death by signal)
             "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM",
-            # stdout and stderr each pass through a `dd obs=16384` (the `{ { ... }` groups
-            # below: the body's stderr goes into the inner pipe (2>&1), its stdout to fd 3, the
-            # outer pipe's writer (1>&3)), which writes whole 16 KiB blocks: sshd sends each as
-            # one SSH packet, where the probes' own small writes (two framing lines per probe,
-            # each quick probe's output) were one packet each: an 8-GPU host's ~200 KB arrived
-            # in ~90 packets, 34-36 with stdout's dd alone, now 9 (each packet costs the client
-            # ~0.1 ms of CPU to decrypt, queue and wake the reader). Through pipes, not files: a
-            # host whose /tmp is full still answers every probe. No dd: cat passes it on
-            # unbuffered.
-            "{ {",
+            # stdout and stderr each pass through a `dd obs=16384`, which writes whole 16 KiB
+            # blocks: sshd sends each as one SSH packet, where the probes' own small writes
+            # (two framing lines per probe, each quick probe's output) were one packet each: an
+            # 8-GPU host's ~200 KB arrived in ~90 packets, 34-36 with stdout's dd alone, now 9
+            # (each packet costs the client ~0.1 ms of CPU to decrypt, queue and wake the
+            # reader). Through pipes, not files: a host whose /tmp is full still answers every
+            # probe. No dd: cat passes it on unbuffered. The fds are moved with `exec` inside
+            # the pipeline's subshells (the body's stderr into the inner pipe, its stdout to fd
+            # 3, the outer pipe), never by a redirection on a `{ }` group: dash and busybox keep
+            # a group's saved fds open in every subshell a probe forks, so a probe's background
+            # subshell held both pipes and the script waited for it.
+            "{ exec 3>&1; { exec 2>&1 1>&3 3>&-",
         ]
         for i, probe in enumerate(slow):
             lines.append(
-                f'( ( {probe.command} ) >"$T/{i}.o" 2>"$T/{i}.e" </dev/null; echo $? >"$T/{i}.c" ) &'
+                # (off both pipes: a reader gone mid-output ends the script at once, not
+                # when the slow probes end)
+                f'( ( {probe.command} ) >"$T/{i}.o" 2>"$T/{i}.e" </dev/null; echo $? >"$T/{i}.c" )'
+                " >/dev/null 2>&1 &"
             )
 
     # one printf closes a probe's block and opens the next one's (fewer writes, fewer
@@ -105,8 +110,8 @@ def build_script(probes: Sequence[Probe], token: str) -> str:
         lines.append(f"printf '{pending_end[0]}'{pending_end[1]}")
     lines.append(f"printf '\\n%s stderr %s\\n' {tag} {shell.quote(_END)} >&2")
     if slow:
-        blocks = "{ dd obs=16384 2>/dev/null || cat; }"
-        lines.append(f"}} 2>&1 1>&3 3>&- | {blocks} >&2 3>&-; }} 3>&1 | {blocks}")
+        blocks = "dd obs=16384 2>/dev/null || cat"
+        lines.append(f"}} | {{ exec >&2 3>&-; {blocks}; }}; }} | {{ {blocks}; }}")
     return "\n".join(lines) + "\n"
 
 

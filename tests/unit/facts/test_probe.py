@@ -71,3 +71,63 @@ def test_a_closed_channel_leaves_no_temp_dir_behind(tmp_path) -> None:
     proc.wait(timeout=20)
     assert proc.returncode != 0
     assert list(tmp_path.iterdir()) == []
+
+
+def _kill_pid_in(path) -> None:  # a sleep a test's probe started (its pid in that file)
+    import contextlib
+    import os
+    import signal
+
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(path.read_text().split()[0]), signal.SIGTERM)
+
+
+def test_a_probes_background_process_off_our_pipes_does_not_hold_the_script(tmp_path) -> None:
+    """A probe may leave a process running with its output elsewhere: the script still ends
+    (dash kept a `{ }` group's saved copies of both pipes open in every subshell a probe forked,
+    so each dd waited for that process)."""
+    quick, slow = tmp_path / "quick.pid", tmp_path / "slow.pid"
+    # a shell subshell (a forked shell, not an exec'd program) waiting for a sleep
+    bg = "( sh -c 'echo $$ >{}; exec sleep 30'; : ) >/dev/null 2>&1 </dev/null & echo started"
+    probes = [
+        Probe("q", bg.format(shell.quote(str(quick)))),
+        Probe("s", bg.format(shell.quote(str(slow))), slow=True),
+    ]
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", build_script(probes, token := new_token())], capture_output=True, timeout=15
+        )
+    finally:
+        _kill_pid_in(quick)
+        _kill_pid_in(slow)
+    out = split_output(proc.stdout.decode(), proc.stderr.decode(), token, ["q", "s"])
+    assert out["q"].stdout == "started\n" and out["s"].stdout == "started\n"
+
+
+def test_a_closed_channel_ends_the_script_while_a_slow_probe_still_runs(tmp_path) -> None:
+    """The reader goes away while a slow probe still runs: the script ends at once and removes
+    its private dir (a slow probe's wrapper holding the stderr pipe's writer kept its dd, and so
+    the script, until the probe ended)."""
+    pid = tmp_path / "slow.pid"
+    probes = [
+        Probe("slow", f"sh -c 'echo $$ >{shell.quote(str(pid))}; exec sleep 30'", slow=True),
+        Probe("big", "head -c 300000 /dev/zero | tr '\\0' x"),
+        Probe("after", "echo done"),  # (its framing line meets the closed pipe: SIGPIPE)
+    ]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", build_script(probes, new_token())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp)},
+    )
+    try:
+        assert proc.stdout is not None
+        proc.stdout.read(10)
+        proc.stdout.close()
+        proc.wait(timeout=15)
+    finally:
+        _kill_pid_in(pid)
+    assert proc.returncode != 0
+    assert list(tmp.iterdir()) == []
