@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 
 from hypothesis import given, settings
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 
 from gpuonboard import shell
 from gpuonboard.facts.probe import Probe, build_script, new_token, split_output
+from gpuonboard.testing.hosts import read_pid
 
 
 def run_script(probes: list[Probe]) -> dict:
@@ -74,12 +78,10 @@ def test_a_closed_channel_leaves_no_temp_dir_behind(tmp_path) -> None:
 
 
 def _kill_pid_in(path) -> None:  # a sleep a test's probe started (its pid in that file)
-    import contextlib
-    import os
-    import signal
-
-    with contextlib.suppress(OSError, ValueError):
-        os.kill(int(path.read_text().split()[0]), signal.SIGTERM)
+    pid = read_pid(path)
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def test_a_probes_background_process_off_our_pipes_does_not_hold_the_script(tmp_path) -> None:
