@@ -98,9 +98,12 @@ def test_a_follower_over_the_master_connection_ends_on_the_host_when_it_is_close
         shutil.rmtree(control, ignore_errors=True)
 
 
-def _script_follower(tmp_path: Path, final: Path) -> subprocess.Popen[str]:
-    """hash_follow.sh for one file (`final`), run by this machine's sh as a host runs it."""
-    args = [str(final.parent), final.name, str(final)]
+def _script_follower(
+    tmp_path: Path, final: Path, env: dict[str, str] | None = None, size: int = -1
+) -> subprocess.Popen[str]:
+    """hash_follow.sh for one file (`final`, of `size` bytes), run by this machine's sh as a
+    host runs it."""
+    args = [str(final.parent), final.name, str(final), str(size)]
     script = SHA256_FN + "\n" + load("hash_follow")
     return subprocess.Popen(
         ["sh", "-c", script, "sh", *args],
@@ -108,6 +111,7 @@ def _script_follower(tmp_path: Path, final: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
 
 
@@ -197,6 +201,35 @@ def test_a_file_replaced_by_another_write_is_hashed_as_the_one_that_landed(tmp_p
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _stop(proc) == [f"0 {_sha(good)}"]
+
+
+def test_a_file_read_to_its_size_is_hashed_and_the_follower_ends_soon_after_it_landed(
+    tmp_path: Path,
+) -> None:
+    """The caller (the upload's verification) waits for the hash and then for the follower's
+    end: a file read to its size is looked at again 20 ms later, not a nap (0.25 s) later, and
+    no look follows the last file's hash. Here a nap lasts 3 s: either would take that long."""
+    spy = tmp_path / "bin"
+    spy.mkdir()
+    real = shutil.which("sleep")
+    (spy / "sleep").write_text(f'#!/bin/sh\n[ "$1" = 0.02 ] && exec {real} 0.02\nexec {real} 3\n')
+    (spy / "sleep").chmod(0o755)
+    final, temp, data = tmp_path / "f.bin", tmp_path / ".f.bin.Ab12Cd", os.urandom(MIB)
+    temp.write_bytes(data)
+    env = {**os.environ, "PATH": f"{spy}:{os.environ['PATH']}"}
+    proc = _script_follower(tmp_path, final, env, size=len(data))
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline() for _ in range(2)] == ["0 -\n", "0 +\n"]  # (read whole)
+        landed = time.monotonic()
+        temp.rename(final)
+        assert proc.stdout.readline() == f"0 {_sha(data)}\n"
+        hashed = time.monotonic()
+        assert hashed - landed < 1.5  # (not at the next nap's end: 3 s)
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - hashed < 1.5  # (not one more nap)
+    finally:
+        _stop(proc)
 
 
 def test_a_stale_temp_file_read_is_not_taken_for_the_file_that_landed(tmp_path: Path) -> None:

@@ -3,10 +3,10 @@
 # no second read of them after the last byte (1 GiB: 1.4 s with SHA-NI, 8 s with sha256sum).
 # Run by: transfer/follow (follow_command), beside the rsync run, over the upload's master
 # connection. `sha` (stdin -> "HASH ...") is defined before this text.
-# Arguments: triples DIR NAME FINAL, one per file: rsync writes DIR/NAME as its temp file
-# DIR/.NAME.XXXXXX (or in place: DIR/NAME itself, where that is not FINAL, e.g. a partial file
-# appended to), and the file lands at FINAL by a rename. Prints, per file (INDEX: the triple's,
-# from 0): "INDEX -" when it begins to read it, "INDEX +" after each read, "INDEX x" when it
+# Arguments: quadruples DIR NAME FINAL SIZE, one per file: rsync writes DIR/NAME as its temp
+# file DIR/.NAME.XXXXXX (or in place: DIR/NAME itself, where that is not FINAL, e.g. a partial
+# file appended to), and the file lands at FINAL by a rename; SIZE is the size it will have
+# (-1: not known). Prints, per file (INDEX: the quadruple's, from 0): "INDEX -" when it begins to read it, "INDEX +" after each read, "INDEX x" when it
 # gives that inode up (gone from its paths, or shrunk), and "INDEX SHA256" once the inode it
 # read is at FINAL, whole: the hash of every byte read from it, read as it grew. It never
 # writes, and ends when every file landed, or when its stdin closes (the caller is done: see
@@ -24,14 +24,18 @@ CAP=67108864                          # bytes per read: the "+" lines keep comin
 
 left=
 i=0
-while [ "$#" -ge 3 ]; do
-  eval "e_d_$i=\$1 e_n_$i=\$2 e_f_$i=\$3"
+while [ "$#" -ge 4 ]; do
+  eval "e_d_$i=\$1 e_n_$i=\$2 e_f_$i=\$3 e_s_$i=\$4"
   left="$left $i "
   i=$((i + 1))
-  shift 3
+  shift 4
 done
 
 nap() { sleep 0.25 2>/dev/null || sleep 1; }
+# once all of a file's SIZE is read, rsync renames it within milliseconds: the next looks come
+# sooner (QUICK of them, 20 ms apart; then naps again, as for a file that is not renamed)
+QUICK=25
+soon() { sleep 0.02 2>/dev/null || nap; }
 at() { [ "$(stat -c %d:%i -- "$1" 2>/dev/null)" = "$ino" ]; } # (a symlink there is not it)
 
 # rsync's temp name suffix: 6 letters and digits of at least two kinds (as transfer.rsync_temp_of)
@@ -44,10 +48,11 @@ mixed() {
   [ "$k" -ge 2 ]
 }
 
-# the file rsync writes for entry $1 now (-> $w): its temp file, or DIR/NAME (not FINAL)
+# the file rsync writes for entry $1 now (-> $w): its temp file, or DIR/NAME (not FINAL);
+# the entry's paths and SIZE -> $d $nm $f $size
 found() {
-  d='' nm='' f=''
-  eval "d=\$e_d_$1 nm=\$e_n_$1 f=\$e_f_$1"
+  d='' nm='' f='' size=''
+  eval "d=\$e_d_$1 nm=\$e_n_$1 f=\$e_f_$1 size=\$e_s_$1"
   for w in "$d/.$nm".??????; do
     [ -f "$w" ] && [ ! -L "$w" ] && mixed "${w##*.}" && return 0
   done
@@ -63,7 +68,7 @@ follow() {
   exec 7<"$w" || return 1
   ino=$(stat -L -c %d:%i /dev/fd/7 2>/dev/null)
   [ -n "$ino" ] || return 1
-  got=0
+  got=0 quick=$QUICK
   while alive; do
     # shellcheck disable=SC2046  # split into its two numbers on purpose
     set -- $(stat -L -c '%s %h' /dev/fd/7)
@@ -81,13 +86,17 @@ follow() {
     elif [ "$2" = 0 ] || { ! at "$w" && ! at "$d/$nm"; }; then
       return 1
     fi
-    nap
+    if [ "$got" = "$size" ] && [ "$quick" -gt 0 ]; then
+      quick=$((quick - 1))
+      soon
+    else
+      nap
+    fi
   done
   return 1
 }
 
 while alive; do
-  case $left in *[0-9]*) ;; *) break ;; esac
   for i in $left; do
     found "$i" || continue
     echo "$i -"
@@ -108,5 +117,6 @@ while alive; do
     done
     printf '%s %s\n' "$i" "$sum"
   done
-  nap
+  # (the last file landed: end now, not a nap later, as the caller waits for this end)
+  case $left in *[0-9]*) nap ;; *) break ;; esac
 done

@@ -35,24 +35,27 @@ CLOSE_S = 1.0  # how long the follower's ssh may take to end once its stdin clos
 @dataclass(frozen=True)
 class Followed:
     """One file to follow: its path under the target (the key of the verification's map), the
-    host dir rsync writes it in and its name there, and where it lands (absolute host paths)."""
+    host dir rsync writes it in and its name there, where it lands (absolute host paths), and
+    the size it will have (-1: not known; once that much is read, the follower looks for its
+    landing more often: rsync renames it right after its last byte)."""
 
     rel: str
     dir: str
     name: str
     final: str
+    size: int = -1
 
 
-def entry(target: str, rel: str) -> Followed:
+def entry(target: str, rel: str, size: int = -1) -> Followed:
     """A file rsync writes under its real name (plain mode, a batch of ciphertexts)."""
     path = posixpath.join(target, rel)
-    return Followed(rel, posixpath.dirname(path), posixpath.basename(path), path)
+    return Followed(rel, posixpath.dirname(path), posixpath.basename(path), path, size)
 
 
 def follow_command(files: Sequence[Followed]) -> str:
     """The host's command: hash_follow.sh over `files`, stopped when its stdin closes (a
     session over the master) or its session ends (one of its own)."""
-    args = [a for f in files for a in (f.dir, f.name, f.final)]
+    args = [a for f in files for a in (f.dir, f.name, f.final, str(f.size))]
     script = SHA256_FN + "\n" + load("hash_follow")
     # (the wrapper runs it in the background, where stdin would be /dev/null: fd 3 carries it;
     # in sh, whatever the login shell is)
@@ -161,10 +164,10 @@ class Follower:
             children.stop([proc], grace=2.0)
 
 
-def biggest(sizes: Iterable[tuple[str, int]]) -> list[str]:
-    """Of (rel, size), the rels worth following: FOLLOW_MIN bytes or more, the FOLLOW_MAX biggest."""
+def biggest(sizes: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Of (rel, size), those worth following: FOLLOW_MIN bytes or more, the FOLLOW_MAX biggest."""
     big = sorted(((size, rel) for rel, size in sizes if size >= FOLLOW_MIN), reverse=True)
-    return [rel for _size, rel in big[:FOLLOW_MAX]]
+    return [(rel, size) for size, rel in big[:FOLLOW_MAX]]
 
 
 @contextlib.contextmanager

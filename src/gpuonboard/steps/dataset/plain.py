@@ -360,7 +360,7 @@ def apply_plain(
             only.write_bytes(root.name.encode("utf-8", "surrogateescape") + b"\0")
             work.temps.append(only)
         big = follow.biggest((e.rel, e.size) for e in work.send if e.kind == "f")
-        files = [follow.entry(work.target, r) for r in big]
+        files = [follow.entry(work.target, rel, size) for rel, size in big]
         with follow.following(work.followed, work.ssh_argv(cfg, alias), files) as landed:
             run = _rsync_hashing(ctx, opts, label, work, rsync_argv(opts, work, stage, cfg, alias, only))
             if not isinstance(run, str) and run.exit_code == 0:
@@ -498,7 +498,9 @@ def _rsync_batches(
             return True
         files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in batch.names))
         big = follow.biggest((n, work.tree.entries[n[: -len(".age")]].size) for n in batch.names)
-        with follow.following(work.followed, ssh, [follow.entry(work.target, n) for n in big]) as landed:
+        # (by the plaintexts' sizes: the follower is not told the ciphertexts')
+        hashed = [follow.entry(work.target, n) for n, _size in big]
+        with follow.following(work.followed, ssh, hashed) as landed:
             run = transfer.run_rsync(argv(stage, work.target, files), progress)
             if run.exit_code != 0:
                 failed.append(run)
