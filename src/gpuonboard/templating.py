@@ -733,15 +733,3 @@ def _render_value(value: Any, context: dict[str, Any], limits: TemplateLimits) -
     if isinstance(value, list):
         return [_render_value(v, context, limits) for v in value]
     return value
-
-
-def literal(value: str) -> str:
-    """Keep a user's text out of Jinja rendering when it becomes a step argument
-    (a command-line value such as `{{.State.Running}}` must stay as it is)."""
-    from gpuonboard.errors import UsageError
-
-    if not is_template(value):
-        return value
-    if "endraw" in value:
-        raise UsageError(f"the value {value!r} cannot contain both '{{{{' and 'endraw'.")
-    return "{% raw %}" + value + "{% endraw %}"

@@ -127,9 +127,9 @@ def test_every_reader_takes_a_jinja_comment_as_template_syntax() -> None:
     """Rendering, literal() and the playbook's check agree on what is a template: a value with
     only a `{# comment #}` is rendered (the comment goes, as Jinja2 and Ansible do), not passed
     through with its comment text; a user's literal value holding one stays as written."""
-    from gpuonboard.jinjatext import is_template
+    from gpuonboard.jinjatext import is_template, literal
     from gpuonboard.runner.playbook import _templated
-    from gpuonboard.templating import literal, render_value
+    from gpuonboard.templating import render_value
 
     for text, template in (("a {# note #}b", True), ("{{x}}", True), ("{%x%}", True), ("a { {b} }", False)):
         assert is_template(text) is template is _templated({"k": [text]})

@@ -16,11 +16,11 @@ from typing import Any
 from gpuonboard import api
 from gpuonboard.api.options import AutostopOptions
 from gpuonboard.errors import UsageError
+from gpuonboard.jinjatext import literal
 from gpuonboard.results import HostResult
 from gpuonboard.runner.playbook import Playbook, StepSpec
 from gpuonboard.steps.autostop import parse_settings
 from gpuonboard.steps.base import StepArgsError
-from gpuonboard.templating import literal
 
 # Per-host values, rendered by the playbook machinery from each host's vars and vendor.
 HOST_PATHS = {

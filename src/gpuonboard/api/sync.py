@@ -15,8 +15,8 @@ from typing import Any
 from gpuonboard import api, transfer
 from gpuonboard.api.options import SyncOptions
 from gpuonboard.errors import UsageError
+from gpuonboard.jinjatext import literal
 from gpuonboard.runner.playbook import Playbook, StepSpec, instantiate
-from gpuonboard.templating import literal
 
 
 def _dataset_path(opts: SyncOptions) -> str:

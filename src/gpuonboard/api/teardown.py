@@ -16,10 +16,10 @@ from typing import Any
 from gpuonboard import api
 from gpuonboard.api.options import TeardownOptions
 from gpuonboard.errors import UsageError
+from gpuonboard.jinjatext import literal
 from gpuonboard.runner import playbook as playbook_mod
 from gpuonboard.runner.playbook import Playbook
 from gpuonboard.steps.teardown import copy_path, path_problem
-from gpuonboard.templating import literal
 
 
 def build_playbook(

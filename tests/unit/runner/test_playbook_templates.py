@@ -175,3 +175,30 @@ def test_a_playbook_without_templates_is_built_without_importing_jinja2() -> Non
     first, second = out.stdout.split("\n")[:2]
     assert first.endswith(" False") and not first.startswith("0 ")
     assert second.endswith(" True")
+
+
+def test_an_upload_from_flags_is_built_without_importing_jinja2() -> None:
+    """`sync --dataset D --dest P`: the step's arguments are the flags' values, kept literal, so
+    Jinja2 (~30 ms) is not imported before the upload's first connection; without --dest the
+    host's data_dir is a template, rendered as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuonboard.cli import main\n"
+        "from gpuonboard.api import sync\n"
+        "from gpuonboard.api.options import SyncOptions\n"
+        "from gpuonboard.inventory import Host\n"
+        "from gpuonboard.runner import playbook\n"
+        "host = Host(name='h', address='10.0.0.1', data_dir='/data')\n"
+        "for opts in (SyncOptions(dataset='/srv/ds', dest='/scratch'), SyncOptions(dataset='/srv/ds')):\n"
+        "    spec = sync.build_spec(opts)\n"
+        "    book = playbook.Playbook(path=Path('sync'), name='sync', steps=(spec,))\n"
+        "    step = playbook.instantiate(book, spec, host)\n"
+        "    print(step.args['dest'], 'jinja2' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["/scratch False", "/data True"]
