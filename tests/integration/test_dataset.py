@@ -619,7 +619,7 @@ def test_what_warm_opens_is_closed_by_release_even_late(project: Project, tmp_pa
 
     import paramiko
 
-    from gpuonboard import inventory
+    from gpuonboard import inventory, transfer
     from gpuonboard.connection import KnownHosts, known_hosts_name
     from gpuonboard.steps.base import Warm
     from gpuonboard.steps.dataset import DatasetStep
@@ -650,6 +650,21 @@ def test_what_warm_opens_is_closed_by_release_even_late(project: Project, tmp_pa
     assert step._early_master is not None
     step._early_master.join(30)
     assert ssh_masters_left(project) == [] and not data_dir.exists()
+
+    # auto mode: once the local scan has ended, its file count says whether shard mode's first
+    # stream is worth opening (below the threshold, a plain upload: it was opened unused)
+    transfer.prescan(src)
+    deadline = time.monotonic() + 30
+    while transfer.prescanned(src) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for args, first in (({}, False), ({"shard_threshold": 0}, True)):
+        step = DatasetStep({"source": str(src), "dest": str(data_dir), **args})
+        step.warm(Warm(host, inv, project.root, known, False, store=store))
+        assert step._early_master is not None
+        step._early_master.join(30)
+        assert (step._first is not None) is first and ssh_masters_left(project), args
+        step.release()
+        assert ssh_masters_left(project) == []
 
 
 def test_preflight_measures_the_upload_speed_when_the_upload_is_long(
@@ -705,6 +720,12 @@ def test_a_stalled_probe_never_hangs_the_upload(project: Project, tmp_path: Path
     assert r.returncode == 1 and step(project)["msg"] == (
         "upload_probe_timeout must be a number of seconds above 0, not 'soon'"
         " (vars.upload_probe_timeout or the step's upload_probe_timeout)"
+    ), step(project)
+    setup(project, tmp_path / "4", shard_threshold="lots")  # (was an internal error)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 1 and step(project)["msg"] == (
+        "shard_threshold must be a whole number of files, not 'lots'"
+        " (vars.shard_threshold or the step's shard_threshold)"
     ), step(project)
 
 

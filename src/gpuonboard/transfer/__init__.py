@@ -79,6 +79,7 @@ from gpuonboard.transfer.source import (
     hash_tree,
     link_hash,
     prescan,
+    prescanned,
     scan_source,
     take_prescan,
 )
@@ -148,6 +149,7 @@ __all__ = [
     "parse_temps",
     "pipelined",
     "prescan",
+    "prescanned",
     "probe_throughput",
     "pull_argv",
     "rsync_argv",

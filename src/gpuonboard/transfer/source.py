@@ -226,6 +226,16 @@ def prescan(root: Path) -> None:
     job.start()
 
 
+def prescanned(root: Path) -> SourceTree | None:
+    """The tree `prescan(root)` found, if that scan has ended (it stays for take_prescan);
+    None while it runs, or when none ran or it failed. Never waits."""
+    with _PRESCANS_LOCK:
+        started = _PRESCANS.get(root)
+    if started is None or started[0].is_alive():
+        return None
+    return started[1][0] if started[1] else None
+
+
 def take_prescan(root: Path, max_age: float = 30.0) -> SourceTree | None:
     """The tree `prescan(root)` found (waiting for it), once; None when none ran, it failed, or
     it started more than `max_age` seconds ago (the caller scans afresh)."""

@@ -12,12 +12,15 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuonboard import termtext, transfer
 from gpuonboard.steps.base import StepArgsError, StepContext, truthy
 from gpuonboard.steps.dataset.common import ENCRYPTED_SUFFIX, MAX_NAME, SHARDS_SUFFIX, one_spelling, ours
 from gpuonboard.transfer import shards, uploadlock
+
+if TYPE_CHECKING:
+    from gpuonboard.inventory import Host
 
 ARGS = {
     "source": "local dataset path (default vars.dataset)",
@@ -65,10 +68,28 @@ class DatasetOptions:
 
     def setting(self, ctx: StepContext, name: str, default: Any) -> Any:
         """The step's argument `name`, else the host's variable of that name, else `default`."""
+        return self.host_setting(ctx.host, name, default)
+
+    def host_setting(self, host: Host, name: str, default: Any) -> Any:
+        """`setting` for `host`, before there is a connection (see step.warm)."""
         value = self.args.get(name)
         if value in (None, ""):
-            value = ctx.host.vars.get(name)
+            value = host.vars.get(name)
         return default if value in (None, "") else value
+
+    def threshold(self, host: Host) -> int:
+        """Auto mode: shard mode above this many files (`shard_threshold`, the step's argument
+        or the host's variable, default 10,000); StepArgsError for anything but a whole number."""
+        value = self.host_setting(host, "shard_threshold", shards.DEFAULT_THRESHOLD)
+        text = str(value).strip()
+        if isinstance(value, bool) or not text.isdigit():
+            raise StepArgsError(f"shard_threshold must be a whole number of files, not {value!r}")
+        return int(text)
+
+    def sharded(self, host: Host, files: int) -> bool:
+        """Whether an upload of `files` files goes in shard mode: --shards or --unpack, or in
+        auto mode more files than the threshold."""
+        return bool(self.shards or self.unpack or (self.shards is None and files > self.threshold(host)))
 
     def keeps_shards(self, ctx: StepContext) -> bool:
         """--unpack: whether the shards stay on the host after the unpack (`keep_shards`, step

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpuonboard import shell, transfer
 from gpuonboard.connection import openssh
-from gpuonboard.steps.base import StepContext, Warm
+from gpuonboard.steps.base import StepArgsError, StepContext, Warm
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Master
 from gpuonboard.transfer import shardstream, uploadlock
@@ -56,7 +56,7 @@ class UploadSession:
             if warm.connected or not warm.settled.is_set():
                 self.open_master(warm.host, warm.inventory, warm.known_hosts, warm.project)
                 opened = self.masters.get(warm.host.name)
-                if opened is not None and opened[3] and self.opts.shards is not False:
+                if opened is not None and opened[3] and self._may_shard(warm):
                     # shard mode's first stream too: it waits for its header (see
                     # shardstream.receive_command), so an unused one changes nothing
                     with contextlib.suppress(OSError):
@@ -68,6 +68,20 @@ class UploadSession:
 
         self.early = threading.Thread(target=open_master, daemon=True)
         self.early.start()
+
+    def _may_shard(self, warm: Warm) -> bool:
+        """Whether this upload may go in shard mode, so that its first stream is worth opening
+        ahead: --shards or --unpack; in auto mode, the local scan's file count once that scan
+        has ended (a plain upload's stream was opened and closed unused), until then yes."""
+        o = self.opts
+        if o.shards is not None or o.unpack:
+            return bool(o.shards or o.unpack)
+        src = o.source_path(warm.project)
+        tree = transfer.prescanned(src) if src is not None else None
+        try:
+            return tree is None or o.sharded(warm.host, len(tree.entries))
+        except StepArgsError:  # (a bad shard_threshold: the plan says so)
+            return False
 
     def open_master(
         self, host: Host, inventory: Inventory | None, known_hosts: Path | None, project: Path

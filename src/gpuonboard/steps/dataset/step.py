@@ -23,7 +23,7 @@ from gpuonboard.steps.dataset.session import UploadSession, close_master
 from gpuonboard.steps.dataset.sharded import plan_shards
 from gpuonboard.steps.dataset.shardsend import ShardUpload
 from gpuonboard.steps.dataset.work import Work
-from gpuonboard.transfer import crypto, shards, shardstream, uploadlock
+from gpuonboard.transfer import crypto, shardstream, uploadlock
 
 
 class _Option:
@@ -164,8 +164,7 @@ class DatasetStep(Step):
                 " is left as it is)",
                 diff={"sent": 0},
             )
-        threshold = int(o.setting(ctx, "shard_threshold", shards.DEFAULT_THRESHOLD))
-        if o.shards or (o.shards is None and len(entries) > threshold) or o.unpack:
+        if o.sharded(ctx.host, len(entries)):
             return plan_shards(ctx, o, self.label, src, work)
         return plan_plain(ctx, o, src, work, remote)
 
@@ -184,6 +183,10 @@ class DatasetStep(Step):
             preflight.probe_timeout(ctx, self.options)
         except StepArgsError as exc:
             return f"{exc} (vars.upload_probe_timeout or the step's upload_probe_timeout)"
+        try:
+            self.options.threshold(ctx.host)
+        except StepArgsError as exc:
+            return f"{exc} (vars.shard_threshold or the step's shard_threshold)"
         if not self.options.dest:
             return "no remote data dir: set data_dir for the host (or its vendor) or pass --dest"
         return None

@@ -34,3 +34,27 @@ def test_the_progress_line_shows_the_whole_uploads_eta() -> None:
     # batches (shards): the overall bytes give the ETA
     line = _lines(transfer.ProgressUpdate(10 * MIB, 20, "1.00MB/s", "0:00:01"), [40 * MIB], 100 * MIB)[0]
     assert line.endswith("1.00MB/s ETA 50 s"), line
+
+
+def test_shard_mode_in_auto_mode_follows_the_threshold_a_step_argument_or_host_variable_sets() -> None:
+    import pytest
+
+    from gpuonboard.inventory import Host
+    from gpuonboard.steps.base import StepArgsError
+    from gpuonboard.steps.dataset.options import DatasetOptions
+
+    def options(**args: object) -> DatasetOptions:
+        return DatasetStep({"source": "/d", "dest": "/x", **args}).options
+
+    host = Host(name="h", address="10.0.0.1")
+    auto = options()
+    assert auto.threshold(host) == 10_000
+    assert not auto.sharded(host, 10_000) and auto.sharded(host, 10_001)
+    assert options(shard_threshold=0).sharded(host, 1)
+    assert options(shards=True).sharded(host, 1) and options(unpack=True).sharded(host, 1)
+    assert not options(shards=False).sharded(host, 10**6)
+    by_var = Host(name="h", address="10.0.0.1", vars={"shard_threshold": "500"})
+    assert auto.threshold(by_var) == 500
+    for bad in ("lots", "-1", "1e4", True, 2.5):
+        with pytest.raises(StepArgsError, match="shard_threshold must be a whole number of files"):
+            options(shard_threshold=bad).threshold(host)
