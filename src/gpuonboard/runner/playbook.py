@@ -130,14 +130,15 @@ def _load_step(path: Path, data: dict[str, Any], i: int, entry: Any) -> StepSpec
 
 def check_templates(playbook: Playbook, project: Path, labels: Iterable[str]) -> None:
     """A `template` step whose `src` names no file under templates/ is a playbook error before
-    any connection (found only after the login and the probe, it failed every host: exit 1)."""
-    from gpuonboard.templating import find_template
-
+    any connection (found only after the login and the probe, it failed every host: exit 1).
+    Jinja2 is imported only where there is such a step."""
     chosen = set(labels)
     for spec in playbook.steps:
         src = spec.args.get("src")
         if spec.kind != "template" or spec.label not in chosen or not isinstance(src, str):
             continue
+        from gpuonboard.templating import find_template
+
         if not is_template(src) and not find_template(project, src):
             raise PlaybookError(
                 f"{_at(playbook, spec)}: step {spec.label!r} names the template {src!r}, which is not"

@@ -151,7 +151,8 @@ def test_ordinary_anchors_and_merges_still_load(tmp_path: Path) -> None:
 
 def test_a_playbook_without_templates_is_built_without_importing_jinja2() -> None:
     """Jinja2 (~50 ms of start-up) is imported for a playbook that has templates, not for the
-    acceptance check's, which has none; a templated one still renders."""
+    acceptance check's, which has none (neither to build its steps nor to check that its
+    template steps' files exist: it has none); a templated one still renders."""
     import subprocess
     import sys
     from pathlib import Path
@@ -159,12 +160,14 @@ def test_a_playbook_without_templates_is_built_without_importing_jinja2() -> Non
     repo = Path(__file__).resolve().parents[3]
     code = (
         "import sys\n"
+        "from pathlib import Path\n"
         "from gpuonboard.cli import main\n"
         "from gpuonboard.inventory import Host\n"
         "from gpuonboard.runner import playbook\n"
         f"book = playbook.load({str(repo / 'playbooks' / 'acceptance.yml')!r})\n"
         "host = Host(name='h', address='10.0.0.1')\n"
         "steps = [playbook.instantiate(book, spec, host) for spec in book.steps]\n"
+        "playbook.check_templates(book, Path('.'), book.labels())\n"
         "print(len(steps), 'jinja2' in sys.modules)\n"
         f"book = playbook.load({str(repo / 'playbooks' / 'container.yml')!r})\n"
         "steps = [playbook.instantiate(book, spec, host) for spec in book.steps]\n"
@@ -197,6 +200,7 @@ def test_an_upload_from_flags_is_built_without_importing_jinja2() -> None:
         "    spec = sync.build_spec(opts)\n"
         "    book = playbook.Playbook(path=Path('sync'), name='sync', steps=(spec,))\n"
         "    step = playbook.instantiate(book, spec, host)\n"
+        "    playbook.check_templates(book, Path('.'), book.labels())\n"
         "    print(step.args['dest'], 'jinja2' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
