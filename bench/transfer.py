@@ -43,6 +43,7 @@ depending on which ran second. `--host-disk shared` writes to the temp dir as be
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import os
 import shutil
@@ -244,6 +245,10 @@ def main() -> int:
 
         return transfer_resume.run(args)
     global LINK_MBIT, WIRE, TIMELINE
+    # as an installed package is: its bytecode compiled (pip does it at install); a shell with
+    # PYTHONDONTWRITEBYTECODE=1 would otherwise have every run compile what changed since (as
+    # bench/fanout.py does)
+    compileall.compile_dir(REPO / "src" / "gpuonboard", quiet=1)
     LINK_MBIT = parse_rate(args.rate) // 10**6
     TIMELINE = (args.timeline, [])
     big = (args.big_mib or (100 if args.small else 1024)) * 1024 * 1024

@@ -28,8 +28,8 @@ from typing import Any
 import paramiko
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.sshresolve import MAX_CONFIG_BYTES
 
-MAX_CONFIG_BYTES = 1 << 20  # an ssh_config is a few KiB; 1 MiB is far past any real one
 # wildcard blocks: a real config has a few; each host lookup matches its name against every one
 # (1,000 hosts x 8,000 blocks of 10 patterns ran for minutes); plain `Host name` blocks are indexed
 MAX_WILD_BLOCKS = 2000

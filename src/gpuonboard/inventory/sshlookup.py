@@ -19,6 +19,7 @@ from typing import Any
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.sshresolve import (
     CONNECTION_KEYS,
+    MAX_CONFIG_BYTES,
     PROXY_COMMAND_TOKENS,
     OpenSSHConfig,
     bad_token,
@@ -79,11 +80,6 @@ def user_ssh_config(
         candidate = Path(env) if env else Path.home() / ".ssh" / "config"
     if not candidate.is_file():
         return None, None
-    from gpuonboard.inventory.sshconfig import (  # paramiko's, made to run nothing
-        MAX_CONFIG_BYTES,
-        UserSSHConfig,
-    )
-
     text = read_text(candidate, InventoryError, "SSH config", MAX_CONFIG_BYTES)  # (bounded)
     program = ssh_program()
     # an inventory's own ssh_config (a project file, perhaps someone else's) reaches `ssh -G`
@@ -96,6 +92,9 @@ def user_ssh_config(
         config = OpenSSHConfig(candidate, program)
         config.prefetch(_addressless(raw))
         return config, candidate
+    # (paramiko's parser, made to run nothing: imported only here, where no `ssh` reads it)
+    from gpuonboard.inventory.sshconfig import UserSSHConfig
+
     try:
         return UserSSHConfig.from_text_at(text, candidate), candidate
     except Exception as exc:  # paramiko raises plain exceptions on bad lines

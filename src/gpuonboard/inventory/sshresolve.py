@@ -44,6 +44,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 
+MAX_CONFIG_BYTES = 1 << 20  # an ssh_config is a few KiB; 1 MiB is far past any real one
 SSH_G_TIMEOUT = 5.0  # seconds per `ssh -G` (a `Match exec` command runs inside it)
 MAX_OUTPUT = 1 << 20  # bytes read from one call's stdout and stderr each (a -G dump is ~3 KiB)
 MAX_WORKERS = 8  # `ssh -G` calls at a time (each is ~10 ms of CPU)

@@ -72,6 +72,88 @@ def test_lookups_match_paramikos_hostkeys(tmp_path: Path, keys: dict[str, Any]) 
     assert _our_view(store, "d.example") == {"ecdsa-sha2-nistp256": keys["ec2"].asbytes()}
 
 
+def test_lookups_match_paramikos_hostkeys_on_every_line_shape_it_reads(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    """The store reads the file without paramiko; on well-formed lines it answers as paramiko's
+    HostKeys does: a tab between fields, hashed names, an RSA key under a signature name, and
+    key types paramiko cannot log in with (DSA, FIDO), which it skips."""
+    import base64
+    import random
+
+    ed = paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, "ed25519")))
+    pool = [keys["ec1"], keys["ec2"], keys["rsa"], ed]
+    other = base64.b64encode(b"\0\0\0\x07ssh-dss" + bytes(40)).decode()  # (its shape is not read)
+    rng = random.Random(7)
+    for trial in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 6)):
+            key = rng.choice(pool)
+            kind = key.get_name()
+            if kind == "ssh-rsa" and rng.random() < 0.3:
+                kind = rng.choice(["rsa-sha2-256", "rsa-sha2-512"])
+            names = ",".join(rng.sample(["a.example", "b.example", "[c.example]:2222"], rng.randint(1, 2)))
+            if rng.random() < 0.2:
+                names = paramiko.HostKeys.hash_host(rng.choice(["a.example", "b.example"])) + "," + names
+            sep = rng.choice([" ", "\t"])
+            blob = key.get_base64()
+            if rng.random() < 0.1:
+                kind, blob = rng.choice(["ssh-dss", "sk-ssh-ed25519@openssh.com"]), other
+            lines.append(f"{names}{sep}{kind} {blob}")
+        path = tmp_path / f"known_hosts_{trial}"
+        path.write_text("\n".join(lines) + "\n")
+        store = KnownHosts(path)
+        for name in ("a.example", "b.example", "[c.example]:2222"):
+            assert _our_view(store, name) == _paramiko_view(path, name), (name, lines)
+
+
+def test_a_line_whose_key_is_not_of_its_types_shape_refuses_the_file_naming_it(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    """paramiko skipped some such lines, read others padded with zero bytes (a key no server
+    holds: the host's real key was then "DIFFERENT") and refused the file for the rest; each
+    is now the one sentence naming its line, its text not shown."""
+    import base64
+
+    ec = base64.b64decode(keys["ec1"].get_base64())
+    bad = {
+        "cut short": base64.b64encode(ec[:-3]).decode(),
+        "another type's key": keys["rsa"].get_base64(),
+        "bytes after it": base64.b64encode(ec + b"\0\0\0\0").decode(),
+    }
+    for why, blob in bad.items():
+        path = tmp_path / "known_hosts"
+        path.write_text(f"{_line('a.example', keys['ec2'])}\nb.example ecdsa-sha2-nistp256 {blob}\n")
+        with pytest.raises(
+            HostKeyError, match=r"\(line 2 is no host key entry; its text is not shown\)"
+        ) as err:
+            KnownHosts(path)
+        assert blob not in str(err.value), why
+
+
+def test_reading_the_known_hosts_file_imports_no_paramiko(tmp_path: Path, keys: dict[str, Any]) -> None:
+    """An upload's OpenSSH master starts, for a host whose key is recorded, before the run's
+    first login; paramiko's import (~60 ms) came before it, for this file's reading alone."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "known_hosts"
+    hashed = paramiko.HostKeys.hash_host("b.example")
+    path.write_text(f"{_line('a.example', keys['ec1'])}\n{_line(hashed, keys['rsa'])}\n")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuonboard.connection import KnownHosts, fingerprint\n"
+        f"store = KnownHosts(Path({str(path)!r}))\n"
+        "found = {n: sorted(store.lookup(n)) for n in ('a.example', 'b.example')}\n"
+        "key = store.lookup('a.example')['ecdsa-sha2-nistp256']\n"
+        "print(found, fingerprint(key), 'paramiko' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    expected = {"a.example": ["ecdsa-sha2-nistp256"], "b.example": ["ssh-rsa"]}
+    assert out.stdout.strip() == f"{expected} {fingerprint(keys['ec1'])} False"
+
+
 def test_a_recorded_key_is_found_at_once_and_by_the_next_run(tmp_path: Path, keys: dict[str, Any]) -> None:
     path = tmp_path / "known_hosts"
     path.write_text(_line("a.example", keys["ec1"]))  # no final newline: the store adds one

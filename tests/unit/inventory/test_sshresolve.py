@@ -98,6 +98,24 @@ def test_wildcard_include_match_and_proxy_settings_reach_the_host(tmp_path: Path
 
 
 @needs_ssh
+def test_an_inventory_read_through_ssh_g_imports_no_paramiko(tmp_path: Path) -> None:
+    """Where `ssh -G` reads the SSH config, paramiko's own parser is not imported (~60 ms before
+    an upload's first byte, for nothing)."""
+    import subprocess
+
+    inv = _inv(tmp_path, "Host gpu-*\n  HostName 10.9.0.7\n  User ops\n", "  gpu-1: {}\n")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuonboard import inventory\n"
+        f"h = inventory.load(Path({str(inv)!r})).hosts['gpu-1']\n"
+        "print(h.address, h.user, 'paramiko' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "10.9.0.7 ops False"
+
+
+@needs_ssh
 def test_a_user_equal_to_the_local_login_still_counts_as_set_by_the_config(tmp_path: Path) -> None:
     me = getpass.getuser()
     d = _inv(
