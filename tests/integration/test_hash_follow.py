@@ -245,6 +245,18 @@ def test_a_stale_temp_file_read_is_not_taken_for_the_file_that_landed(tmp_path: 
     assert _stop(proc) == []
 
 
+def test_the_follower_is_told_each_files_size_where_it_is_known() -> None:
+    """The biggest files go to the follower with their sizes (`biggest`, `entry`): its command
+    carries DIR NAME FINAL SIZE per file, -1 where the size is not known (a growing file)."""
+    big = follow.FOLLOW_MIN
+    assert follow.biggest([("s", 1), ("b", big + 1), ("a", big)]) == [("b", big + 1), ("a", big)]
+    files = [follow.entry("/data/ds", "sub/b.bin", big + 1), follow.Followed("g.age", "/p", "g", "/data/g")]
+    assert [f.size for f in files] == [big + 1, -1]
+    command = follow.follow_command(files)
+    tail = f"/data/ds/sub b.bin /data/ds/sub/b.bin {big + 1} /p g /data/g -1"
+    assert tail in command.replace("'", "")
+
+
 def test_the_followers_lines_are_read_strictly() -> None:
     h = "ab" * 32
     assert follow.parse_line(f"1 {h}\n", 2) == (1, h)

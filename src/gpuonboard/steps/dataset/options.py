@@ -79,12 +79,15 @@ class DatasetOptions:
 
     def threshold(self, host: Host) -> int:
         """Auto mode: shard mode above this many files (`shard_threshold`, the step's argument
-        or the host's variable, default 10,000); StepArgsError for anything but a whole number."""
+        or the host's variable, default 10,000; below 0: every upload); StepArgsError for anything
+        but a whole number."""
         value = self.host_setting(host, "shard_threshold", shards.DEFAULT_THRESHOLD)
-        text = str(value).strip()
-        if isinstance(value, bool) or not text.isdigit():
-            raise StepArgsError(f"shard_threshold must be a whole number of files, not {value!r}")
-        return int(text)
+        try:  # (what int() reads, as before: "10_000", " 500 ", 10000.0; not True or 2.5)
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise StepArgsError(f"shard_threshold must be a whole number of files, not {value!r}") from None
 
     def sharded(self, host: Host, files: int) -> bool:
         """Whether an upload of `files` files goes in shard mode: --shards or --unpack, or in

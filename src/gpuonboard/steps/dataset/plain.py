@@ -412,6 +412,14 @@ def apply_plain(
     return None
 
 
+def _staged_size(stage: Path, rel: str) -> int:
+    """The size of a staged ciphertext, as the host will have it (-1: not known)."""
+    try:
+        return os.stat(stage / rel).st_size
+    except OSError:
+        return -1
+
+
 def _rsync_hashing(
     ctx: StepContext, opts: DatasetOptions, label: str, work: Work, argv: list[str]
 ) -> transfer.RsyncRun | str:
@@ -498,8 +506,8 @@ def _rsync_batches(
             return True
         files.write_bytes(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in batch.names))
         big = follow.biggest((n, work.tree.entries[n[: -len(".age")]].size) for n in batch.names)
-        # (by the plaintexts' sizes: the follower is not told the ciphertexts')
-        hashed = [follow.entry(work.target, n) for n, _size in big]
+        # (chosen by the plaintexts' sizes; the follower is told the staged ciphertexts')
+        hashed = [follow.entry(work.target, n, _staged_size(stage, n)) for n, _size in big]
         with follow.following(work.followed, ssh, hashed) as landed:
             run = transfer.run_rsync(argv(stage, work.target, files), progress)
             if run.exit_code != 0:

@@ -55,6 +55,8 @@ def test_shard_mode_in_auto_mode_follows_the_threshold_a_step_argument_or_host_v
     assert not options(shards=False).sharded(host, 10**6)
     by_var = Host(name="h", address="10.0.0.1", vars={"shard_threshold": "500"})
     assert auto.threshold(by_var) == 500
-    for bad in ("lots", "-1", "1e4", True, 2.5):
+    for same in ("10_000", " 10000 ", 10000.0, "+10000"):  # (as int() read them before)
+        assert options(shard_threshold=same).threshold(host) == 10_000, same
+    for bad in ("lots", "1e4", True, 2.5, "²", [1]):
         with pytest.raises(StepArgsError, match="shard_threshold must be a whole number of files"):
             options(shard_threshold=bad).threshold(host)
