@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuonboard.connection.keyblob import BadLine, RecordedKey, read_key
 from gpuonboard.errors import HostKeyError, UsageError
 
 
@@ -34,40 +35,6 @@ def known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
-# the key types paramiko logs in with (its key classes' identifiers: ssh-rsa's signature names
-# and certificate types aside), by the type a known_hosts line may give them; the key's own
-# type (the first field of its blob) must be the same, as paramiko requires
-KEY_TYPES = {
-    "ssh-ed25519": "ssh-ed25519",
-    "ecdsa-sha2-nistp256": "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384": "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521": "ecdsa-sha2-nistp521",
-    "ssh-rsa": "ssh-rsa",
-    "rsa-sha2-256": "ssh-rsa",
-    "rsa-sha2-512": "ssh-rsa",
-}
-
-
-class BadLine(ValueError):
-    """A known_hosts line that cannot be read (its text is args[0], never shown)."""
-
-
-@dataclass(frozen=True)
-class RecordedKey:
-    """A host key as known_hosts records it: its type and blob, read with the standard library
-    (no paramiko import before the first login). It answers what the policy asks of a paramiko
-    key: get_name() and asbytes()."""
-
-    kind: str
-    blob: bytes
-
-    def get_name(self) -> str:
-        return self.kind
-
-    def asbytes(self) -> bytes:
-        return self.blob
-
-
 @dataclass
 class Entry:
     """One known_hosts line (or one recorded key): its host names and key."""
@@ -76,62 +43,17 @@ class Entry:
     key: RecordedKey
 
 
-def _ssh_strings(blob: bytes) -> list[bytes] | None:
-    """The SSH strings (4-byte length, then the bytes) a public key blob is made of, all of
-    it; None where a length runs past its end."""
-    out, at = [], 0
-    while at < len(blob):
-        if at + 4 > len(blob):
-            return None
-        size = int.from_bytes(blob[at : at + 4], "big")
-        at += 4
-        if size > len(blob) - at:
-            return None
-        out.append(blob[at : at + size])
-        at += size
-    return out
-
-
-# ECDSA: the curve's name in the blob, and the bytes of its uncompressed point (04 || X || Y)
-_CURVES = {"ecdsa-sha2-nistp256": (b"nistp256", 65), "ecdsa-sha2-nistp384": (b"nistp384", 97),
-           "ecdsa-sha2-nistp521": (b"nistp521", 133)}  # fmt: skip
-
-
-def _well_formed(kind: str, blob: bytes) -> bool:
-    """Whether `blob` is a public key of type `kind` in the shape OpenSSH writes one: its type
-    first, then an ed25519 key of 32 bytes, an ECDSA curve and uncompressed point of that
-    curve's size, or an RSA exponent and modulus, and nothing after them."""
-    fields = _ssh_strings(blob)
-    if not fields or fields[0] != kind.encode():
-        return False
-    if kind == "ssh-ed25519":
-        return len(fields) == 2 and len(fields[1]) == 32
-    if kind in _CURVES:
-        curve, size = _CURVES[kind]
-        return len(fields) == 3 and fields[1] == curve and len(fields[2]) == size and fields[2][0] == 4
-    return kind == "ssh-rsa" and len(fields) == 3 and bool(fields[1].strip(b"\0") and fields[2].strip(b"\0"))
-
-
 def parse_entry(line: str) -> Entry | None:
     """A known_hosts line (stripped, no marker) as paramiko's HostKeyEntry.from_line reads it:
     fields split at each single space or tab; None for fewer than three fields or a key type
-    paramiko cannot log in with (skipped, as paramiko skips them); BadLine for a key that is no
-    base64, or not of its type's shape (paramiko skipped some of those, read others padded with
-    zero bytes, and refused the rest with the whole file: each is now refused, naming its line)."""
+    paramiko cannot log in with (skipped, as paramiko skips them); BadLine for a key that cannot
+    be read (see keyblob)."""
     fields = re.split(" |\t", line)
     if len(fields) < 3:
         return None
     names, kind, text = fields[:3]
-    try:
-        blob = base64.decodebytes(text.encode())
-    except (binascii.Error, ValueError):
-        raise BadLine(line) from None
-    own = KEY_TYPES.get(kind)
-    if own is None:
-        return None
-    if not _well_formed(own, blob):
-        raise BadLine(line)
-    return Entry(names.split(","), RecordedKey(own, blob))
+    key = read_key(kind, text, line)
+    return None if key is None else Entry(names.split(","), key)
 
 
 def _hashed_is(pattern: str, name: str) -> bool:
@@ -208,7 +130,7 @@ class KnownHosts:
                 if not line or line.startswith("#"):
                     continue
                 if line.startswith("@"):
-                    marker, _, rest = line.partition(" ")
+                    marker, _, rest = line.replace("\t", " ").partition(" ")  # (a tab too)
                     if marker == "@revoked":
                         self._revoked.add(_marker_key(line, rest))
                     continue
@@ -292,12 +214,15 @@ class KnownHosts:
 
 
 def _marker_key(line: str, rest: str) -> bytes:
-    """The key blob of a `@revoked HOSTS TYPE BASE64` line (BadLine when unreadable: a
-    revocation that cannot be read must not be dropped silently)."""
+    """The key blob of a `@revoked HOSTS TYPE BASE64` line, as the policy compares a server's key
+    (BadLine when unreadable: a revocation that cannot be read must not be dropped silently)."""
     fields = rest.split()
     if len(fields) < 3:
         raise BadLine(line)
-    try:
+    key = read_key(fields[1], fields[2], line)
+    if key is not None:
+        return key.blob
+    try:  # (a type paramiko cannot log in with: never presented to it, kept as written)
         return base64.b64decode(fields[2], validate=True)
     except ValueError:
         raise BadLine(line) from None

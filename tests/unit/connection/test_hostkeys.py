@@ -116,19 +116,53 @@ def test_a_line_whose_key_is_not_of_its_types_shape_refuses_the_file_naming_it(
     import base64
 
     ec = base64.b64decode(keys["ec1"].get_base64())
+    off_curve = ec[:-1] + bytes([ec[-1] ^ 1])  # (Y's last bit flipped: no point of P-256)
+    rsa = keys["rsa"].get_base64()
     bad = {
-        "cut short": base64.b64encode(ec[:-3]).decode(),
-        "another type's key": keys["rsa"].get_base64(),
-        "bytes after it": base64.b64encode(ec + b"\0\0\0\0").decode(),
+        "cut short": ("ecdsa-sha2-nistp256", base64.b64encode(ec[:-3]).decode()),
+        "another type's key": ("ecdsa-sha2-nistp256", rsa),
+        "bytes after it": ("ecdsa-sha2-nistp256", base64.b64encode(ec + b"\0\0\0\0").decode()),
+        "off its curve": ("ecdsa-sha2-nistp256", base64.b64encode(off_curve).decode()),
+        "an RSA certificate's type": ("ssh-rsa-cert-v01@openssh.com", rsa),
     }
-    for why, blob in bad.items():
+    for why, (kind, blob) in bad.items():
         path = tmp_path / "known_hosts"
-        path.write_text(f"{_line('a.example', keys['ec2'])}\nb.example ecdsa-sha2-nistp256 {blob}\n")
+        path.write_text(f"{_line('a.example', keys['ec2'])}\nb.example {kind} {blob}\n")
         with pytest.raises(
             HostKeyError, match=r"\(line 2 is no host key entry; its text is not shown\)"
         ) as err:
             KnownHosts(path)
         assert blob not in str(err.value), why
+
+
+def test_keys_are_held_as_paramiko_encodes_them_and_a_tab_separated_revocation_counts(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    """Every NIST curve's key is read (each point checked on its curve); an RSA number written
+    with leading zero bytes is the same key as paramiko's asbytes() gives it (it was then a false
+    DIFFERENT); `@revoked<TAB>...` revokes, as OpenSSH reads it (it was ignored)."""
+    import base64
+
+    ecs = [paramiko.ECDSAKey.generate(bits=bits) for bits in (256, 384, 521)]
+    fields = base64.b64decode(keys["rsa"].get_base64())
+    e_at = 4 + 7  # after the type's string: e's length, e, n's length, n
+    e_len = int.from_bytes(fields[e_at : e_at + 4], "big")
+    n_at = e_at + 4 + e_len
+    n = fields[n_at + 4 :]
+    padded = fields[:n_at] + (len(n) + 2).to_bytes(4, "big") + b"\0\0" + n
+    path = tmp_path / "known_hosts"
+    path.write_text(
+        "".join(f"{_line(f'ec{i}.example', k)}\n" for i, k in enumerate(ecs))
+        + f"r.example ssh-rsa {base64.b64encode(padded).decode()}\n"
+        + f"@revoked\t*\t{keys['ec1'].get_name()}\t{keys['ec1'].get_base64()}\n"
+    )
+    store = KnownHosts(path)
+    for i, k in enumerate(ecs):
+        assert _our_view(store, f"ec{i}.example") == {k.get_name(): k.asbytes()}
+    assert _our_view(store, "r.example") == {"ssh-rsa": keys["rsa"].asbytes()}
+    assert store.revoked(keys["ec1"]) and not store.revoked(keys["ec2"])
+    policy = HostKeyPolicy("r", None, store, trust_new=False)
+    policy.missing_host_key(None, "r.example", keys["rsa"])  # (accepted: the recorded key)
 
 
 def test_reading_the_known_hosts_file_imports_no_paramiko(tmp_path: Path, keys: dict[str, Any]) -> None:
