@@ -5,11 +5,11 @@ A key is kept as paramiko would hand it to the host key policy: its type as para
 (`ssh-rsa` for a line that says `rsa-sha2-512`) and its blob in the canonical encoding paramiko's
 `asbytes()` gives (an RSA number written with extra leading zero bytes is the same key). A key
 type paramiko cannot log in with (DSA, FIDO, an Ed25519 or ECDSA certificate) is not read, as
-paramiko skipped it. A key that is not what its type says (cut short, another type's key, bytes
-after it, an ECDSA point off its curve, RSA numbers no RSA key has) or an RSA certificate in a
-plain line (paramiko read the key inside it; a certificate there vouches for nothing) is BadLine:
-the caller refuses the file, naming the line, where paramiko skipped some of these, read others
-padded with zero bytes and refused the file for the rest.
+paramiko skipped it; of an RSA certificate (`ssh-keyscan -c` prints them) the RSA key inside is
+read, as paramiko read it. A key that is not what its type says (cut short, another type's key,
+bytes after it, an ECDSA point off its curve, RSA numbers no RSA key has) is BadLine: the caller
+refuses the file, naming the line, where paramiko skipped some of these, read others padded with
+zero bytes and refused the file for the rest.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ KEY_TYPES = {
     "rsa-sha2-256": "ssh-rsa",
     "rsa-sha2-512": "ssh-rsa",
 }
-# certificates paramiko read as the RSA key inside them
+# certificates paramiko read as the RSA key inside them (a nonce, then e and n)
+RSA_CERT = "ssh-rsa-cert-v01@openssh.com"
 RSA_CERT_TYPES = frozenset(f"{t}-cert-v01@openssh.com" for t in ("ssh-rsa", "rsa-sha2-256", "rsa-sha2-512"))
 
 # NIST curves (y^2 = x^3 - 3x + b mod p): the name in the blob, p, b, and the bytes of a
@@ -74,11 +75,12 @@ class RecordedKey:
         return self.blob
 
 
-def _ssh_strings(blob: bytes) -> list[bytes] | None:
-    """The SSH strings (4-byte length, then the bytes) `blob` is made of, all of it; None
-    where a length runs past its end."""
-    out, at = [], 0
-    while at < len(blob):
+def _ssh_strings(blob: bytes, first: int = 0) -> list[bytes] | None:
+    """The SSH strings (4-byte length, then the bytes) `blob` is made of, all of it, or only
+    its `first` ones; None where a length runs past its end (or there are fewer)."""
+    out: list[bytes] = []
+    at = 0
+    while at < len(blob) and (not first or len(out) < first):
         if at + 4 > len(blob):
             return None
         size = int.from_bytes(blob[at : at + 4], "big")
@@ -87,7 +89,7 @@ def _ssh_strings(blob: bytes) -> list[bytes] | None:
             return None
         out.append(blob[at : at + size])
         at += size
-    return out
+    return None if first and len(out) < first else out
 
 
 def _string(data: bytes) -> bytes:
@@ -122,7 +124,13 @@ def _canonical(kind: str, blob: bytes) -> bytes | None:
         return blob if _on_curve(kind, fields) else None
     if len(fields) != 3:
         return None
-    e, n = (int.from_bytes(f, "big", signed=True) for f in fields[1:])
+    return _rsa(fields[1], fields[2])
+
+
+def _rsa(e_field: bytes, n_field: bytes) -> bytes | None:
+    """An RSA key's blob from its two numbers (SSH mpints), in paramiko's encoding; None where
+    they are no RSA key's."""
+    e, n = (int.from_bytes(f, "big", signed=True) for f in (e_field, n_field))
     if not (3 <= e < n and e % 2 == 1):  # (what an RSA public key is: paramiko refused the rest)
         return None
     return _string(b"ssh-rsa") + _mpint(e) + _mpint(n)
@@ -135,12 +143,14 @@ def read_key(kind: str, text: str, line: str) -> RecordedKey | None:
         blob = base64.decodebytes(text.encode())  # (as paramiko: characters not of base64 ignored)
     except (binascii.Error, ValueError):
         raise BadLine(line) from None
-    if kind in RSA_CERT_TYPES:
-        raise BadLine(line)
-    own = KEY_TYPES.get(kind)
+    own = "ssh-rsa" if kind in RSA_CERT_TYPES else KEY_TYPES.get(kind)
     if own is None:
         return None
-    canonical = _canonical(own, blob)
+    if kind in RSA_CERT_TYPES:  # (the RSA key inside: its type, a nonce, then e and n)
+        head = _ssh_strings(blob, first=4) or []
+        canonical = _rsa(head[2], head[3]) if head and head[0] == RSA_CERT.encode() else None
+    else:
+        canonical = _canonical(own, blob)
     if canonical is None:
         raise BadLine(line)
     return RecordedKey(own, canonical)

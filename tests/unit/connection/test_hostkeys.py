@@ -123,7 +123,7 @@ def test_a_line_whose_key_is_not_of_its_types_shape_refuses_the_file_naming_it(
         "another type's key": ("ecdsa-sha2-nistp256", rsa),
         "bytes after it": ("ecdsa-sha2-nistp256", base64.b64encode(ec + b"\0\0\0\0").decode()),
         "off its curve": ("ecdsa-sha2-nistp256", base64.b64encode(off_curve).decode()),
-        "an RSA certificate's type": ("ssh-rsa-cert-v01@openssh.com", rsa),
+        "a plain key under a certificate's type": ("ssh-rsa-cert-v01@openssh.com", rsa),
     }
     for why, (kind, blob) in bad.items():
         path = tmp_path / "known_hosts"
@@ -163,6 +163,32 @@ def test_keys_are_held_as_paramiko_encodes_them_and_a_tab_separated_revocation_c
     assert store.revoked(keys["ec1"]) and not store.revoked(keys["ec2"])
     policy = HostKeyPolicy("r", None, store, trust_new=False)
     policy.missing_host_key(None, "r.example", keys["rsa"])  # (accepted: the recorded key)
+
+
+def test_an_rsa_certificate_line_gives_the_key_inside_and_a_revoked_certificate_is_read(
+    tmp_path: Path,
+) -> None:
+    """`ssh-keyscan -c` prints host certificates: paramiko read an RSA one as the RSA key inside
+    it (and skipped others), and so does the store; a `@revoked` certificate line loads (it
+    stopped every run in a first version of the reader)."""
+    import subprocess
+
+    for kind in ("rsa", "ed25519"):
+        subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(tmp_path / kind)], check=True)
+    argv = ["ssh-keygen", "-q", "-s", str(tmp_path / "rsa"), "-h", "-I", "host", "-n", "h"]
+    subprocess.run([*argv, str(tmp_path / "rsa.pub"), str(tmp_path / "ed25519.pub")], check=True)
+    rsa_cert, ed_cert = ((tmp_path / f"{k}-cert.pub").read_text().split()[:2] for k in ("rsa", "ed25519"))
+    plain, path = tmp_path / "plain", tmp_path / "known_hosts"  # (paramiko reads no markers)
+    plain.write_text(f"r.example {rsa_cert[0]} {rsa_cert[1]}\ne.example {ed_cert[0]} {ed_cert[1]}\n")
+    path.write_text(
+        plain.read_text() + f"@revoked * {rsa_cert[0]} {rsa_cert[1]}\n@revoked * {ed_cert[0]} {ed_cert[1]}\n"
+    )
+    store = KnownHosts(path)
+    inside = paramiko.RSAKey(filename=str(tmp_path / "rsa"))
+    assert (
+        _our_view(store, "r.example") == _paramiko_view(plain, "r.example") == {"ssh-rsa": inside.asbytes()}
+    )
+    assert _our_view(store, "e.example") == _paramiko_view(plain, "e.example") == {}
 
 
 def test_reading_the_known_hosts_file_imports_no_paramiko(tmp_path: Path, keys: dict[str, Any]) -> None:
