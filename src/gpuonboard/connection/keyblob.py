@@ -143,14 +143,14 @@ def read_key(kind: str, text: str, line: str) -> RecordedKey | None:
         blob = base64.decodebytes(text.encode())  # (as paramiko: characters not of base64 ignored)
     except (binascii.Error, ValueError):
         raise BadLine(line) from None
-    own = "ssh-rsa" if kind in RSA_CERT_TYPES else KEY_TYPES.get(kind)
-    if own is None:
-        return None
     if kind in RSA_CERT_TYPES:  # (the RSA key inside: its type, a nonce, then e and n)
-        head = _ssh_strings(blob, first=4) or []
+        own, head = "ssh-rsa", _ssh_strings(blob, first=4) or []
         canonical = _rsa(head[2], head[3]) if head and head[0] == RSA_CERT.encode() else None
-    else:
+    elif kind in KEY_TYPES:
+        own = KEY_TYPES[kind]
         canonical = _canonical(own, blob)
+    else:
+        return None
     if canonical is None:
         raise BadLine(line)
     return RecordedKey(own, canonical)

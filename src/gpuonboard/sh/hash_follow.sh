@@ -6,11 +6,11 @@
 # Arguments: quadruples DIR NAME FINAL SIZE, one per file: rsync writes DIR/NAME as its temp
 # file DIR/.NAME.XXXXXX (or in place: DIR/NAME itself, where that is not FINAL, e.g. a partial
 # file appended to), and the file lands at FINAL by a rename; SIZE is the size it will have
-# (-1: not known). Prints, per file (INDEX: the quadruple's, from 0): "INDEX -" when it begins to read it, "INDEX +" after each read, "INDEX x" when it
-# gives that inode up (gone from its paths, or shrunk), and "INDEX SHA256" once the inode it
-# read is at FINAL, whole: the hash of every byte read from it, read as it grew. It never
-# writes, and ends when every file landed, or when its stdin closes (the caller is done: see
-# follow.Follower.close).
+# (-1: not known). Prints, per file (INDEX: the quadruple's, from 0): "INDEX -" when it begins
+# to read it, "INDEX +" after each read, "INDEX x" when it gives that inode up (gone from its
+# paths, or shrunk), and "INDEX SHA256" once the inode it read is at FINAL, whole: the hash of
+# every byte read from it, read as it grew. It never writes, and ends when every file landed, or
+# when its stdin closes (the caller is done: see follow.Follower.close).
 
 # stdin's end stops this script (a watcher TERMs it; follow() and the loop below end at their
 # next look once it is gone), and its own end stops the watcher. fd 5: the progress lines' way out.

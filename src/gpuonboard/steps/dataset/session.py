@@ -74,8 +74,8 @@ class UploadSession:
         ahead: --shards or --unpack; in auto mode, the local scan's file count once that scan
         has ended (a plain upload's stream was opened and closed unused), until then yes."""
         o = self.opts
-        if o.shards is not None or o.unpack:
-            return bool(o.shards or o.unpack)
+        if o.shards is False:
+            return False
         src = o.source_path(warm.project)
         tree = transfer.prescanned(src) if src is not None else None
         try:
