@@ -65,16 +65,10 @@ class SSHRunner:
         """Run one command on an exec channel of the shared connection (see Runner.run)."""
         try:
             served, self._serving = self._serving, None
-            if served is not None:
-                chan, token = served
-                # the waiting shell reads lines up to the token, then runs them with the rest
-                # of the channel as their stdin
-                script = _sh_c_script(command)
-                text = f"(\n{script}\n)" if script is not None else command
-                chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape"))
-                out, err, code = self._collect(chan, timeout, on_output, prefetch, stdin)
+            if served is not None and self._hand_to(served, command):
+                out, err, code = self._collect(served[0], timeout, on_output, prefetch, stdin)
             else:
-                chan, self._spare = self._spare or self.transport.open_session(), None
+                chan, self._spare = _open(self._spare) or self.transport.open_session(), None
                 script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
                 if script is not None:
                     token = "@@gpuonboard-serve-" + secrets.token_hex(12)
@@ -109,6 +103,24 @@ class SSHRunner:
                 f"host {self.host.name}: the server refused to run a command on its SSH session."
             )
         return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
+
+    def _hand_to(self, served: tuple[Any, str], command: str) -> bool:
+        """Send `command` to the shell waiting on its channel: the shell reads lines up to the
+        token, then runs them with the rest of the channel as their stdin. False when the host
+        closed that shell's channel before it could take the command (it was killed there, say):
+        the command never ran, and it runs on a new channel instead; the connection is fine."""
+        chan, token = served
+        script = _sh_c_script(command)
+        text = f"(\n{script}\n)" if script is not None else command
+        try:
+            if _open(chan) is None:
+                return False
+            chan.sendall(f"{text}\n{token}\n".encode("utf-8", "surrogateescape"))
+        except OSError:  # paramiko's "Socket is closed": nothing of it was sent
+            if not chan.closed or not self.transport.is_active():
+                raise
+            return False
+        return True
 
     def _link_lost(self) -> bool:
         """True when this runner's SSH connection is gone. paramiko's transport thread closes its
@@ -173,6 +185,17 @@ class SSHRunner:
                     chan.close()
         self._spare = self._serving = None
         _close_all([*self._hops, self._conn])
+
+
+def _open(chan: Any) -> Any:
+    """`chan` when it is a channel the host has not closed (or ended its input of), else None:
+    a channel opened ahead of a command (the spare, a served shell) can be closed by the host
+    while it waits, and a command sent on it would be taken for the connection dropping."""
+    if chan is None or not (chan.closed or chan.eof_received):
+        return chan
+    with contextlib.suppress(Exception):
+        chan.close()
+    return None
 
 
 def _send_and_end(chan: Any, data: bytes | None, failed: list[BaseException] | None = None) -> None:
