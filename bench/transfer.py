@@ -26,7 +26,11 @@ lines: ratio to rsync's share of the link (>= 1.00x; 1.5x for (b) at 1 Gbit/s), 
 within 0.3 s of rsync's, encrypted within 1 % of plain. `--rate 1gbit` shapes the link to
 1 Gbit/s instead (tbf's burst grows with the rate); `--no-age-baseline` skips `age` per file
 then rsync for (be) (300+ s; (be)'s target is (b)); `--timeline` prints each run's link rate in
-each second (where a tool let the link idle or sag).
+each second (where a tool let the link idle or sag). Both tools find the host's key recorded and
+check it strictly (rsync's ssh from a known_hosts file of its own, ours from the project's), as
+after an acceptance run; `--first-contact` has ours verify it by its inventory pin and record it
+(its master connection then waits for that login) and rsync's ssh check none, as before
+2026-12-03.
 
 The host's data disk (`--host-disk fresh`, the default): each tool, in each case, writes into a
 file system of its own, a freshly made ext4 with a journal (as on a real server's data disk) on a
@@ -239,6 +243,12 @@ def main() -> int:
     ap.add_argument(
         "--timeline", action="store_true", help="print the link's Mbit/s in each second of each run"
     )
+    ap.add_argument(
+        "--first-contact",
+        action="store_true",
+        help="each tool meets the host's key for the first time: ours verifies it by its inventory pin"
+        " and records it, rsync's ssh checks none (default: both have it recorded and check it)",
+    )
     args = ap.parse_args()
     if args.resume:
         import transfer_resume
@@ -317,8 +327,17 @@ def main() -> int:
         ssh_cfg = tmp / "ssh_config"
         ssh_cfg.write_text(
             f"Host bench\n  HostName {NS_IP}\n  User root\n  IdentityFile {client}\n  IdentitiesOnly yes\n"
-            "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+            + (
+                "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
+                if args.first_contact
+                else f"  StrictHostKeyChecking yes\n  UserKnownHostsFile {tmp / 'known_hosts'}\n"
+            )
+            + "  LogLevel ERROR\n"
         )
+        # the host's key as a user's known_hosts holds it after an acceptance run (ours: the
+        # project's own file), unless --first-contact
+        recorded = f"{NS_IP} {' '.join(pub.split()[:2])}\n"
+        (tmp / "known_hosts").write_text(recorded)
         data = make_data(tmp / "data", big if "a" in args.cases else 1024, n_small)
         project = tmp / "project"
         (project / "inventory").mkdir(parents=True)
@@ -358,6 +377,11 @@ def main() -> int:
             base_dir.mkdir(parents=True, exist_ok=True)
             ours_dir.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(project / ".gpuonboard" / "cache", ignore_errors=True)
+            ours_known = project / ".gpuonboard" / "known_hosts"
+            ours_known.parent.mkdir(exist_ok=True)
+            ours_known.unlink(missing_ok=True)
+            if not args.first_contact:
+                ours_known.write_text(recorded)
             base_argv = [
                 "rsync",
                 "-avP",

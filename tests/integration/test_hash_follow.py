@@ -56,7 +56,9 @@ def test_the_host_hashes_what_rsync_writes_as_it_arrives_and_only_what_landed(
     config, alias = _ssh_config(project, tmp_path)
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
-    a, b = os.urandom(4 * MIB), os.urandom(3 * MIB)  # (1.5-2 s each at 2 MiB/s: looks 4 a second)
+    # (2 and 3 s at 2 MiB/s: the follower, 4 looks a second, takes b up once a landed; a host
+    # so loaded that it comes 3 s late would leave b to the ordinary check, by design)
+    a, b = os.urandom(4 * MIB), os.urandom(6 * MIB)
     (src / "a.bin").write_bytes(a)
     (src / "sub" / "b bin").write_bytes(b)
     target_dir = project.pool.hosts["dataset"].home / f"follow-{os.getpid()}"
@@ -71,6 +73,27 @@ def test_the_host_hashes_what_rsync_writes_as_it_arrives_and_only_what_landed(
     # both files, hashed from the host's disk as they grew; nothing for a file never written
     assert sums == {"a.bin": _sha(a), "sub/b bin": _sha(b)}
     assert not _left(target)  # (the host's side ends with its session: shell.SESSION_POLL_S)
+
+
+def test_a_resumed_file_is_hashed_as_rsync_writes_its_partial(project: Project, tmp_path: Path) -> None:
+    """A file an interrupted upload left a partial of (in the partial dir, which rsync 3.5.0
+    writes into in place; others write a temp file beside the target) is
+    hashed as it arrives too: it had been left to the read after the upload."""
+    config, alias = _ssh_config(project, tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    data = os.urandom(5 * MIB)
+    (src / "big.bin").write_bytes(data)
+    target_dir = project.pool.hosts["dataset"].home / f"follow-resumed-{os.getpid()}"
+    (target_dir / transfer.PARTIAL_DIR).mkdir(parents=True)
+    (target_dir / transfer.PARTIAL_DIR / "big.bin").write_bytes(data[: 2 * MIB])
+    files = [follow.entry(str(target_dir), "big.bin", len(data))]
+
+    follower = follow.Follower(["ssh", "-F", str(config), alias], files)
+    run = transfer.run_rsync(transfer.rsync_argv(src, str(target_dir), config, alias, bwlimit="2m"))
+    assert run.exit_code == 0, run.stderr
+    assert follower.sums() == {"big.bin": _sha(data)}
+    assert (target_dir / "big.bin").read_bytes() == data
 
 
 def test_a_follower_over_the_master_connection_ends_on_the_host_when_it_is_closed(

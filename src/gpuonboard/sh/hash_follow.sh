@@ -4,8 +4,9 @@
 # Run by: transfer/follow (follow_command), beside the rsync run, over the upload's master
 # connection. `sha` (stdin -> "HASH ...") is defined before this text.
 # Arguments: quadruples DIR NAME FINAL SIZE, one per file: rsync writes DIR/NAME as its temp
-# file DIR/.NAME.XXXXXX (or in place: DIR/NAME itself, where that is not FINAL, e.g. a partial
-# file appended to), and the file lands at FINAL by a rename; SIZE is the size it will have
+# file DIR/.NAME.XXXXXX, or in place: DIR/NAME itself where that is not FINAL (a partial file
+# appended to), or a resumed file's partial DIR/__PARTIAL__/NAME (rsync 3.5.0 writes into
+# it); the file lands at FINAL by a rename; SIZE is the size it will have
 # (-1: not known). Prints, per file (INDEX: the quadruple's, from 0): "INDEX -" when it begins
 # to read it, "INDEX +" after each read, "INDEX x" when it gives that inode up (gone from its
 # paths, or shrunk), and "INDEX SHA256" once the inode it read is at FINAL, whole: the hash of
@@ -48,16 +49,18 @@ mixed() {
   [ "$k" -ge 2 ]
 }
 
-# the file rsync writes for entry $1 now (-> $w): its temp file, or DIR/NAME (not FINAL);
-# the entry's paths and SIZE -> $d $nm $f $size
+# the file rsync writes for entry $1 now (-> $w): its temp file, DIR/NAME (not FINAL), or its
+# partial in the partial dir; the entry's paths and SIZE -> $d $nm $f $size
 found() {
   d='' nm='' f='' size=''
   eval "d=\$e_d_$1 nm=\$e_n_$1 f=\$e_f_$1 size=\$e_s_$1"
   for w in "$d/.$nm".??????; do
     [ -f "$w" ] && [ ! -L "$w" ] && mixed "${w##*.}" && return 0
   done
-  w=$d/$nm
-  [ "$w" != "$f" ] && [ -f "$w" ] && [ ! -L "$w" ]
+  for w in "$d/$nm" "$d/__PARTIAL__/$nm"; do
+    [ "$w" != "$f" ] && [ -f "$w" ] && [ ! -L "$w" ] && return 0
+  done
+  return 1
 }
 
 # every byte of $w (fd 7) to stdout as it grows ("$i +" to fd 4 after each read), until that

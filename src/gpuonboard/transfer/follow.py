@@ -4,7 +4,8 @@ An upload proves what arrived by the host's own sha256 of each file, read back f
 For a big file that read came after the last byte: 1 GiB is 1.4 s with SHA-NI (8 s with
 coreutils' sha256sum), all of it after the link went idle. A `Follower`, started beside the
 rsync run over the same master connection, reads each big file on the host as it grows (the
-inode rsync writes: its temp file, or a partial file written in place) and prints its sha256
+inode rsync writes: its temp file, or a partial file written in place, a resumed file's in the
+partial dir among them) and prints its sha256
 once that very inode has landed under its real name, whole. The caller takes a file as verified
 only where that hash is the one expected; any other outcome (a file the follower missed, a
 stale partial it read before rsync rewrote it, a slow host) leaves the file to the ordinary
@@ -24,6 +25,7 @@ from typing import IO
 
 from gpuonboard import children, shell
 from gpuonboard.sh import load
+from gpuonboard.transfer.rsync import PARTIAL_DIR
 from gpuonboard.transfer.verify import SHA256_FN
 
 FOLLOW_MIN = 64 << 20  # a file this big is hashed while it arrives (64 MiB: ~0.1 s of a host's CPU)
@@ -56,7 +58,7 @@ def follow_command(files: Sequence[Followed]) -> str:
     """The host's command: hash_follow.sh over `files`, stopped when its stdin closes (a
     session over the master) or its session ends (one of its own)."""
     args = [a for f in files for a in (f.dir, f.name, f.final, str(f.size))]
-    script = SHA256_FN + "\n" + load("hash_follow")
+    script = SHA256_FN + "\n" + load("hash_follow").replace("__PARTIAL__", PARTIAL_DIR)
     # (the wrapper runs it in the background, where stdin would be /dev/null: fd 3 carries it;
     # in sh, whatever the login shell is)
     command = shell.join(["sh", "-c", script, "sh", *args]) + " <&3"
