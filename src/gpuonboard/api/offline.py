@@ -18,6 +18,9 @@ from typing import Any
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
+from gpuonboard.facts.disks import df_header, df_lists_sizes
+from gpuonboard.facts.infiniband import no_rdma_device
+from gpuonboard.facts.memory import looks_like_free
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
@@ -94,6 +97,7 @@ def detect_fabric_kind(text: str) -> str | None:
         re.search(r"^hca_id:", head, re.M)  # ibv_devinfo
         or _IB_BLOCK_HEAD.search(head)  # ibstat, ibstatus
         or all(_IB_SYSFS_LINE.match(line) for line in lines[:50])  # the probe's sysfs listing
+        or no_rdma_device(text)  # `No IB devices found`: the listing of a box without one
     ):
         return "rdma_ports"
     if any(_GPU_LINE.match(line) for line in lines[:50]):
@@ -167,9 +171,9 @@ def detect_kind(text: str) -> str | None:
         return "lscpu"
     if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
         return "lscpu"
-    if "Mem:" in head and "total" in head.splitlines()[0]:
+    if looks_like_free(head):  # (in English or a language free is translated into)
         return "free"
-    if head.startswith("Filesystem"):
+    if df_header(head) is not None:
         return "df"
     if "Cuda compilation tools" in head:
         return "nvcc"
@@ -400,6 +404,11 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             # it printed why it failed and no GPU: read as the live probe that failed (a table
             # after a lost GPU's line lists the others: that output is read as it answered)
             code = SAVED_FAILURE_EXIT
+    if kind == "df" and not df_lists_sizes(text):
+        raise UsageError(
+            f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"
+            " be read from it; save `df -P -k` (or `df -h`) of the box instead."
+        )
     if kind == "free":
         from gpuonboard.facts import memory
 

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DF_LABELS",
     "BlockDevice",
     "Mount",
+    "df_header",
+    "df_lists_sizes",
     "mount_for",
     "parse_df",
     "parse_loop_backing",
@@ -82,6 +85,65 @@ def _block_size(header: str) -> tuple[int, str] | None:
     return int(count) * base ** _POWERS[letter.upper()], suffix
 
 
+# coreutils `df`'s header words in the languages it is translated into: run under a non-English
+# locale, df prints "文件系统 容量 已用 可用 已用% 挂载点" where the C locale prints "Filesystem Size
+# Used Avail Use% Mounted on", and "1K-块" for "1K-blocks" ("%s-%s" with "blocks" translated).
+# One row per label: (language, label as translated, the C locale's word); read by detection and
+# parsing alike (df_header). As real captures print them: zh_CN
+# tests/fixtures/real/df-h__zh-cn__*.txt, and pasted `df -T` / `df` outputs of zh_CN and de
+# boxes in public repositories (类型, 1K-块; Dateisystem Typ Größe 1K-Blöcke Benutzt Verf.
+# Verfügbar Verw% Eingehängt auf); coreutils' own po/zh_CN.po and po/de.po (in its git history
+# until 2006) spell Filesystem, Type, Size, blocks and Mounted on the same way. parse_df reads
+# only the first column's, the type column's and the size column's word, each where df prints it.
+DF_LABELS: tuple[tuple[str, str, str], ...] = (
+    ("zh_CN", "文件系统", "Filesystem"), ("zh_CN", "类型", "Type"), ("zh_CN", "容量", "Size"),
+    ("zh_CN", "块", "blocks"), ("zh_CN", "已用", "Used"), ("zh_CN", "可用", "Avail"),
+    ("zh_CN", "已用%", "Use%"), ("zh_CN", "挂载点", "Mounted on"),
+    ("de", "Dateisystem", "Filesystem"), ("de", "Typ", "Type"), ("de", "Größe", "Size"),
+    ("de", "Blöcke", "blocks"), ("de", "Benutzt", "Used"), ("de", "Verf.", "Avail"),
+    ("de", "Verfügbar", "Available"), ("de", "Verw%", "Use%"), ("de", "Eingehängt auf", "Mounted on"),
+)  # fmt: skip
+_DF_WORDS = {label: english for _, label, english in DF_LABELS}
+_DF_PHRASE = re.compile(
+    r"(?<!\S)(?:"
+    + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(_DF_WORDS, key=len, reverse=True))
+    + r")(?!\S)"
+)
+# a size header of a translated df: the block size, `-` and "blocks" translated (`1K-块`)
+_DF_BLOCKS_WORD = re.compile(r"(?<!\S)(\d+[^\s-]*)-(\S+)(?!\S)")
+
+
+def df_header(text: str) -> list[str] | None:
+    """The words of a df output's header line as the C locale prints them (DF_LABELS translated
+    back: `文件系统 容量` -> `Filesystem Size`, `1K-块` -> `1K-blocks`); None when the first line
+    is not df's header (its first word is not Filesystem in any known language)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    line = _DF_PHRASE.sub(lambda m: _DF_WORDS[" ".join(m.group().split())], first)
+    line = _DF_BLOCKS_WORD.sub(
+        lambda m: f"{m.group(1)}-blocks" if _DF_WORDS.get(m.group(2)) == "blocks" else m.group(), line
+    )
+    words = line.split()
+    return words if words and words[0] == "Filesystem" else None
+
+
+def _df_unit(header: Sequence[str]) -> tuple[bool, tuple[int, str] | None]:
+    """Whether a df header (C-locale words) has a size column, and its unit: None for `Size`
+    (df -h), else bytes per block and the cell suffix."""
+    has_type = len(header) > 1 and header[1] == "Type"
+    size_header = header[2 if has_type else 1] if len(header) > (2 if has_type else 1) else ""
+    if size_header == "Size":
+        return True, None
+    unit = _block_size(size_header)
+    return unit is not None, unit
+
+
+def df_lists_sizes(text: str) -> bool:
+    """A df output whose header has a size column (`Size`, `1K-blocks`, ...), so mounts and their
+    sizes can be read from it: not `df -i` (inode counts), `df --output=source,target`, ..."""
+    header = df_header(text)
+    return header is not None and _df_unit(header)[0]
+
+
 def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
     """A df size cell in bytes: a block count (with the header's unit suffix or none) times the
     unit, or a human size (`df -h`: binary powers) when unit is None."""
@@ -95,15 +157,15 @@ def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
 
 
 def parse_df(text: str) -> tuple[Mount, ...]:
-    """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output; unrecognised text gives ()."""
+    """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output, in English or translated
+    (DF_LABELS); unrecognised text, or a df without a size column (`df -i`), gives ()."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or not lines[0].startswith("Filesystem"):
+    header = df_header(text)
+    if header is None:
         return ()
-    header = lines[0].split()
     has_type = len(header) > 1 and header[1] == "Type"
-    size_header = header[2 if has_type else 1] if len(header) > (2 if has_type else 1) else ""
-    unit = None if size_header == "Size" else _block_size(size_header)
-    if unit is None and size_header != "Size":
+    sizes, unit = _df_unit(header)
+    if not sizes:
         return ()
     mounts: list[Mount] = []
     pending = ""

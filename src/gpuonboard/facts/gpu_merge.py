@@ -365,4 +365,5 @@ def _union(
         complete=not (base_report is not None and not base_report.complete)
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed)),
+        gap=base_report.gap if base_report is not None else "",
     )

@@ -17,6 +17,15 @@ Gb/sec (4X HDR)`). ibstat stops at the first device it cannot open and says so o
 (`ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory`,
 tests/fixtures/real/ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt): the ports after it are
 not listed, so the report is not `complete`.
+
+Where there is no RDMA device at all, the tools say so instead of listing one (`no_rdma_device`):
+ibv_devinfo prints `No IB devices found` (on stderr, exit 255: rdma-core
+libibverbs/examples/devinfo.c), and an ibstat of libibumad's older device listing, which falls
+back to the default name `mthca0` when /sys/class/infiniband does not exist (libibumad/umad.c
+umad_get_cas_names), stops at once on `ibpanic: [PID] main: stat of IB device 'mthca0' failed:
+No such file or directory`. Either alone reads as the probe's empty sysfs listing: zero ports, a
+complete report (tests/fixtures/real/ibv_devinfo__no-ib-devices.txt,
+ibstat__no-ib-device__ibpanic-mthca0.txt).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from dataclasses import dataclass
 __all__ = [
     "IbPort",
     "IbReport",
+    "no_rdma_device",
     "parse_ib_sysfs",
     "parse_ibstat",
     "parse_ibstatus",
@@ -110,7 +120,10 @@ _FIELD = re.compile(r"^\s+(state|phys_state|link_layer|active_width|active_speed
 
 
 def parse_ibv_devinfo(text: str) -> IbReport:
-    """Parse `ibv_devinfo` / `ibv_devinfo -v`: each HCA's ports (rate only with -v)."""
+    """Parse `ibv_devinfo` / `ibv_devinfo -v`: each HCA's ports (rate only with -v); its `No IB
+    devices found` is no port, not an unreadable output."""
+    if no_rdma_device(text):
+        return IbReport(())
     ports: list[IbPort] = []
     device: str | None = None
     current: dict[str, str] | None = None
@@ -207,9 +220,27 @@ def _blocks(
     return IbReport(tuple(ports), tuple(warnings), complete)
 
 
+# the whole output of a tool that found no RDMA device (see the module docstring)
+_NO_DEVICE = re.compile(
+    r"\s*(?:No IB devices found"
+    r"|ibpanic: \[\d+\] main: stat of IB device 'mthca0' failed: No such file or directory)\s*"
+)
+
+
+def no_rdma_device(text: str) -> bool:
+    """The text is only a tool's own words that there is no RDMA device: ibv_devinfo's `No IB
+    devices found`, or ibstat's panic on libibumad's fallback name `mthca0` (no
+    /sys/class/infiniband); a panic after listed devices, or on another name, is not."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(_NO_DEVICE.fullmatch(line) for line in lines)
+
+
 def parse_ibstat(text: str) -> IbReport:
     """Parse `ibstat`: each CA's ports (state, physical state, rate in Gb/s, link layer); an
-    `ibpanic:` line (a device it could not open) leaves the report incomplete."""
+    `ibpanic:` line (a device it could not open) leaves the report incomplete, except the panic
+    alone on libibumad's fallback name `mthca0`: no RDMA device (no port, complete)."""
+    if no_rdma_device(text):
+        return IbReport(())
     return _blocks(text, _CA, _CA_PORT, _CA_FIELD, "ibstat")
 
 
@@ -220,7 +251,10 @@ def parse_ibstatus(text: str) -> IbReport:
 
 def parse_rdma(text: str) -> IbReport:
     """Any of the formats, recognised by content: `hca_id:` = ibv_devinfo, `CA '...'` = ibstat,
-    `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing."""
+    `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing; a tool's
+    own "no RDMA device" output reads as the sysfs listing of a box without one (no port)."""
+    if no_rdma_device(text):
+        return IbReport(())
     if re.search(r"^hca_id:", text, re.M):
         return parse_ibv_devinfo(text)
     if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):

@@ -8,6 +8,9 @@ Real shapes (tests/fixtures/real/dmesg*):
     [Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout ...
     kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', ...
     [6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up
+    [117.985304] nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Severity 0 Engine instance 60 ...
+    [117.986807] nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Data {0x0000003c, ...}
+    Apr 29 01:07:28 host kernel: [ 9438.840000] NVRM: Xid (0001:00): 6, PE0000 0374 ...  (old drivers)
     Oct 02 10:41:07 host kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.
     [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
                    NVRM: (PCI ID: 10de:26b5) installed in this system has
@@ -15,6 +18,13 @@ Real shapes (tests/fixtures/real/dmesg*):
 
 (dmesg prints a multi-line message's continuation lines indented, without a timestamp: they
 are joined to the line they continue before the fault sentences are matched.)
+
+One SXid event is several driver lines (NVIDIA's Fabric Manager User Guide, "NVSwitch SXid
+Errors"; the nvswitch driver's `_nvswitch_dump_error_entry`): the line with the driver's own
+`Fatal` / `Non-fatal` word for that event, then `Severity N Engine instance ...` (0 non-fatal,
+1 fatal: NVSWITCH_ERROR_SEVERITY_*) and one or two `Data {...}` lines with the same switch,
+address and code. They are one event. A line that says `NVRM: Xid` or `SXid` but cannot be
+read is kept as an `xid_unread` / `sxid_unread` event: the rules cannot pass such a log.
 
 The probe (facts/extra_probes.py) prefixes its output with `# source: ...` and `# first: ...`
 lines (which log answered, and its first line before filtering): they tell whether the log
@@ -25,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.resources import DATA_DIR, table_rows
@@ -47,10 +57,13 @@ NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
 class KernelEvent:
     """One Xid (GPU) or SXid (NVSwitch) line, or one NVRM fault sentence without an Xid."""
 
-    kind: str  # "xid" | "sxid" | "nvrm"
-    code: int  # the Xid / SXid code; 0 for "nvrm"
-    # as printed: "0000:9b:00" (Xid) / "0000:05:00.0" (SXid, NVRM); "" where an NVRM sentence
-    # names no GPU ("The NVIDIA probe routine failed for 1 device(s).")
+    # "xid" | "sxid" | "nvrm"; "xid_unread" / "sxid_unread": a line that says it is an Xid /
+    # SXid but whose code cannot be read (message: the line from "NVRM: Xid" / the switch on)
+    kind: str
+    code: int  # the Xid / SXid code; 0 for "nvrm" and the unread kinds
+    # as printed without the "PCI:" tag: "0000:9b:00" (Xid) / "0000:05:00.0" (SXid, NVRM), an
+    # old driver's "0001:00"; "" where the line names no address ("The NVIDIA probe routine
+    # failed for 1 device(s).")
     pci: str
     message: str  # the text after the code: "pid=..., name=..., GPU has fallen off the bus."
     device: str | None = None  # "nvidia-nvswitch0" for SXid lines
@@ -59,6 +72,10 @@ class KernelEvent:
     # an Xid whose own line is not in the log, named as the cause by a later Xid's line (that
     # later Xid's code: implied_xids)
     implied_by: int | None = None
+    # SXid: the driver's own word for this event, "fatal" / "non-fatal" (its `Fatal` /
+    # `Non-fatal`, or its `Severity 1` / `Severity 0` line); None where the log does not say
+    severity: str | None = None
+    lines: int = 1  # driver lines this event spans (an SXid's `Severity` and `Data` lines)
 
 
 @dataclass(frozen=True)
@@ -127,11 +144,27 @@ class KernelLog:
         """The NVSwitch (SXid) events."""
         return tuple(e for e in self.events if e.kind == "sxid")
 
+    def unread(self) -> tuple[KernelEvent, ...]:
+        """The Xid / SXid lines whose code could not be read."""
+        return tuple(e for e in self.events if e.kind in ("xid_unread", "sxid_unread"))
 
-# "(PCI:0000:9b:00)" (Xid) / "(PCI:0000:05:00.0)" (SXid): the address without the "PCI:" tag
-_PCI = r"\((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)"
-_XID = re.compile(r"NVRM: Xid " + _PCI + r":\s*(\d+),\s*(.*)$")
-_SXID = re.compile(r"(nvidia-nvswitch\d+): SXid " + _PCI + r":\s*(\d+),\s*(.*)$")
+
+# the address inside the parentheses, any form, without the "PCI:" tag: "(PCI:0000:9b:00)" (Xid),
+# "(PCI:0000:05:00.0)" (SXid), old drivers' "(0001:00)"; pci_key matches the modern forms
+_ADDR = r"\(\s*(?:PCI:\s*)?([^()]*?)\s*\)"
+_XID = re.compile(r"NVRM:\s*Xid\s*" + _ADDR + r"\s*:\s*(\d+)\b\s*,?\s*(.*)$")
+# an Xid whose address is not in parentheses but whose code reads ("NVRM: Xid PCI:...: 79, ...")
+_XID_LOOSE = re.compile(r"NVRM:\s*Xid\b(.*?):\s*(\d+)\s*,\s*(.*)$")
+_XID_ANY = re.compile(r"NVRM:\s*Xid\b")
+_SXID = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\s*" + _ADDR + r"\s*:\s*(\d+)\b\s*,?\s*(.*)$")
+_SXID_ANY = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\b")
+# the driver's word for an SXid event (NVSWITCH_REPORT_FATAL / _NONFATAL print "Fatal, " /
+# "Non-fatal, "; the Fabric Manager guide writes "Non-Fatal")
+_SXID_WORD = re.compile(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
+# an SXid event's continuation lines (_nvswitch_dump_error_entry)
+_SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNORECASE)
+_SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
+_SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first): ?(.*)$")
 _NVRM = re.compile(r"NVRM:\s?(.*)$")
 # a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
@@ -167,16 +200,87 @@ def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
 
 
 def _line_event(line: str) -> KernelEvent | None:
-    """The Xid / SXid event of one line, or None."""
+    """The Xid / SXid event of one line (an unread kind where the line says Xid / SXid but its
+    code cannot be read), or None."""
     if m := _SXID.search(line):
+        message = m.group(4).strip()
+        word = _SXID_WORD.match(message)
+        severity = None if word is None else ("fatal" if word.group(1).lower() == "fatal" else "non-fatal")
         return KernelEvent(
-            "sxid", int(m.group(3)), m.group(2), m.group(4).strip(), m.group(1), _prefix(line, m.start())
+            "sxid",
+            int(m.group(3)),
+            m.group(2),
+            message,
+            m.group(1),
+            _prefix(line, m.start()),
+            severity=severity,
         )
+    if m := _SXID_ANY.search(line):
+        text = line[m.start() :].strip()
+        return KernelEvent("sxid_unread", 0, _address(text), text, m.group(1), _prefix(line, m.start()))
     if m := _XID.search(line):
         return KernelEvent(
             "xid", int(m.group(2)), m.group(1), m.group(3).strip(), None, _prefix(line, m.start())
         )
+    if m := _XID_LOOSE.search(line):
+        code, message = int(m.group(2)), m.group(3).strip()
+        return KernelEvent("xid", code, _address(m.group(1)), message, None, _prefix(line, m.start()))
+    if m := _XID_ANY.search(line):
+        text = line[m.start() :].strip()
+        return KernelEvent("xid_unread", 0, _address(text), text, None, _prefix(line, m.start()))
     return None
+
+
+def _address(text: str) -> str:
+    pci = _NVRM_PCI.search(text)
+    return pci.group(1) if pci else ""
+
+
+_SEVERITY_NUMBER = {"0": "non-fatal", "1": "fatal"}  # NVSWITCH_ERROR_SEVERITY_NONFATAL = 0, FATAL
+
+
+def _sxid_continues(first: KernelEvent, line: KernelEvent, severity_seen: bool) -> bool:
+    """True when an SXid line continues the open event `first` of the same switch, address and
+    code: a line without the driver's Fatal / Non-fatal word that is its `Data {...}` line, or
+    its one `Severity N Engine instance M` line where M is the event's link (the driver numbers
+    both alike)."""
+    if line.severity is not None:
+        return False
+    if _SXID_DATA.match(line.message):
+        return True
+    sev = _SXID_SEVERITY.match(line.message)
+    if sev is None or severity_seen:
+        return False
+    link = _SXID_LINK.search(first.message)
+    return link is None or int(link.group(1)) == int(sev.group(2))
+
+
+class _SxidJoiner:
+    """Joins an SXid event's continuation lines to it: one event per event, not per line. A
+    line with no open event to continue (its first line is not in the log) starts one."""
+
+    def __init__(self, events: list[KernelEvent]) -> None:
+        self.events = events
+        # (switch, address, code) -> (index in events, whether its Severity line was read)
+        self.open: dict[tuple[str | None, str, int], tuple[int, bool]] = {}
+
+    def add(self, line: KernelEvent) -> None:
+        key = (line.device, line.pci, line.code)
+        sev = _SXID_SEVERITY.match(line.message)
+        said = _SEVERITY_NUMBER.get(sev.group(1)) if sev else None
+        at, severity_seen = self.open.get(key, (-1, False))
+        if at >= 0 and _sxid_continues(self.events[at], line, severity_seen):
+            first = self.events[at]
+            self.events[at] = replace(
+                first,
+                message=f"{first.message} | {line.message}",
+                lines=first.lines + 1,
+                severity=first.severity or said,
+            )
+            self.open[key] = (at, severity_seen or sev is not None)
+            return
+        self.open[key] = (len(self.events), sev is not None)
+        self.events.append(replace(line, severity=line.severity or said))
 
 
 def parse_kernel_log(text: str) -> KernelLog:
@@ -186,6 +290,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     source = first = None
     lines = 0
     message: tuple[str | None, str] | None = None  # the NVRM message being joined: (prefix, text)
+    sxids = _SxidJoiner(events)
 
     def flush() -> None:
         if message is not None and (event := _nvrm_event(*message)):
@@ -204,7 +309,10 @@ def parse_kernel_log(text: str) -> KernelLog:
         if event := _line_event(line):
             flush()
             message = None
-            events.append(event)
+            if event.kind == "sxid":
+                sxids.add(event)
+            else:
+                events.append(event)
         elif m := _NVRM.search(line):
             part = m.group(1).strip()
             if _continues(line, m.start(), part, message):

@@ -49,6 +49,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-h": "df",
         "df-P-B1": "df",
         "df-PT": "df",
+        "df-i": "df",  # (`df -i`: recognised as df, then refused: it lists no sizes)
         "df__": "df",  # plain `df`
         "lsblk": "lsblk",
         "nvcc": "nvcc",

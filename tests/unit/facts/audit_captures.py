@@ -153,6 +153,12 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi-query-gpu__geforce-rtx-4060-laptop__1gpu__driver566.26__power-limit-na.csv",
         "real/nvidia-smi-query-gpu__rtx-a6000__2gpu__indented.csv",
         "real/nvidia-smi-query-gpu__geforce-rtx-4050-laptop__1gpu__driver592.82.csv",
+        # round 7 (values: test_audit_captures_r7.py, the -l logs in test_query_csv_samples.py):
+        # fixed R7-F1 (a looped query's samples counted as GPUs), R7-F2 (pcie_link "at max"
+        # without a maximum), R7-F3 (ECC facts left out taken as no ECC), R7-F4 (0 C passed)
+        "real/nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver595.71.05__gen-current-only.csv",
+        "real/nvidia-smi__rtxa6000-24q-vgpu__1gpu__driver550.54.15__guest.txt",
+        "real/nvidia-smi-q-x__grid-p4-1q-vgpu__1gpu__driver513.46__windows-guest.xml",
     }
 )
 

@@ -25,7 +25,16 @@ H200_LSBLK = "lsblk-J-b__h200-vm.json"
 def test_every_real_df_and_lsblk_is_covered() -> None:
     from .audit_captures import covered  # the truth audit's captures: tested there
 
-    assert {p.name for p in REAL.glob("df*")} == {"df-h__8gpu-server-mi300x.txt", H200_DF} | covered("df")
+    # zh_CN `df -h`, `df -i` and the same box's `df -hT`: tested in test_translated_free_df.py
+    elsewhere = {
+        "df-h__zh-cn__vda1-80g-root_vdb1-500g-data.txt",
+        "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt",
+        "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt",
+    }
+    assert {p.name for p in REAL.glob("df*")} == {
+        "df-h__8gpu-server-mi300x.txt",
+        H200_DF,
+    } | elsewhere | covered("df")
     lsblk = {"lsblk-J-b__gpu-node-8x-nvme.json", H200_LSBLK}
     assert {p.name for p in REAL.glob("lsblk*")} == lsblk | covered("lsblk")
 

@@ -4,8 +4,9 @@ listing assembled from leptonai/gpud's /sys/class/infiniband test data (8x NDR 4
 import subprocess
 from pathlib import Path
 
+from gpuonboard.facts import infiniband
 from gpuonboard.facts.extra_probes import RDMA_PORTS
-from gpuonboard.facts.infiniband import parse_ib_sysfs, parse_ibv_devinfo, parse_rdma
+from gpuonboard.facts.infiniband import IbReport, parse_ib_sysfs, parse_ibstat, parse_ibv_devinfo, parse_rdma
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
@@ -81,3 +82,28 @@ def test_sysfs_probe_reads_a_tree(tmp_path: Path) -> None:
         ("mlx5_1", "ACTIVE", 400.0),
         ("mlx5_2", "DOWN", 10.0),
     ]
+
+
+def test_no_rdma_device_outputs_read_as_the_empty_sysfs_listing(tmp_path: Path) -> None:
+    """ibv_devinfo's `No IB devices found` and ibstat's panic on libibumad's fallback name
+    `mthca0` (no /sys/class/infiniband) are what the live probe's listing of such a box is: no
+    port, a complete report, nothing unread."""
+    command = RDMA_PORTS.command.replace("/sys/class/infiniband", str(tmp_path / "absent"))
+    live = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30)
+    assert (live.returncode, live.stdout) == (0, "")
+    empty = parse_rdma(live.stdout)
+    for name in ("ibv_devinfo__no-ib-devices.txt", "ibstat__no-ib-device__ibpanic-mthca0.txt"):
+        text = read(name)
+        assert infiniband.no_rdma_device(text), name
+        assert parse_rdma(text) == empty == IbReport(()), name
+    assert parse_ibstat(read("ibstat__no-ib-device__ibpanic-mthca0.txt")) == IbReport(())
+    assert parse_ibv_devinfo(read("ibv_devinfo__no-ib-devices.txt")) == IbReport(())
+
+
+def test_a_panic_on_a_listed_device_still_cuts_the_listing() -> None:
+    """Not the fallback name, or after devices it listed: ibstat stopped early (incomplete)."""
+    cut = parse_rdma(read("ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"))
+    assert len(cut.ports) == 8 and not cut.complete
+    other = "ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory\n"
+    assert not infiniband.no_rdma_device(other) and not parse_ibstat(other).complete
+    assert not infiniband.no_rdma_device("No IB devices found\nhca_id:\tmlx5_0\n")

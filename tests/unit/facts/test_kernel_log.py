@@ -35,9 +35,87 @@ def test_xid_79_with_nvswitch_sxid_20034() -> None:
     log = parse_kernel_log(read("dmesg__xid-79-sxid-20034__nvswitch.txt"))
     assert [(e.code, e.pci) for e in log.xids()] == [(79, "0000:91:00")]
     sx = log.sxids()
-    assert len(sx) == 8 and {e.code for e in sx} == {20034}
+    # 8 driver lines, 5 events: a `Data` / `Severity` line belongs to the event of its switch,
+    # address and code (interleaved across switches); nvswitch2's `Severity 1 Engine instance 60`
+    # is an event whose first line is not in the excerpt (Severity 1: fatal)
+    assert len(sx) == 5 and {e.code for e in sx} == {20034} and sum(e.lines for e in sx) == 8
     assert sx[0].device == "nvidia-nvswitch1" and sx[0].pci == "0000:06:00.0"
-    assert sx[0].message == "Fatal, Link 48 LTSSM Fault Up"
+    assert sx[0].message == "Fatal, Link 48 LTSSM Fault Up" and sx[0].severity == "fatal"
+    assert [(e.device, e.lines, e.severity) for e in sx[1:]] == [
+        ("nvidia-nvswitch0", 2, "fatal"),  # Link 63 + its Data line
+        ("nvidia-nvswitch2", 1, "fatal"),  # Severity 1 Engine instance 60, alone
+        ("nvidia-nvswitch2", 2, "fatal"),  # Link 37 + Severity 1 Engine instance 37
+        ("nvidia-nvswitch0", 2, "fatal"),  # Link 62 + Severity 1 Engine instance 62
+    ]
+
+
+def test_sxid_event_of_three_driver_lines_is_one_event() -> None:
+    log = parse_kernel_log(read("dmesg__sxid-22013-non-fatal-3-lines.txt"))
+    (e,) = log.sxids()
+    assert (e.code, e.device, e.pci, e.severity, e.lines) == (
+        22013,
+        "nvidia-nvswitch3",
+        "0000:08:00.0",
+        "non-fatal",
+        3,
+    )
+    assert e.message.startswith(
+        "Non-fatal, Link 60 Minion Link DLREQ interrupt | Severity 0 Engine instance 60"
+    )
+
+
+def test_sxid_lines_of_another_link_or_code_are_other_events() -> None:
+    text = read("dmesg__sxid-22013-non-fatal-3-lines.txt").splitlines()
+    # the same switch and code, a Severity line of another engine instance: another event
+    other_link = text[1].replace("instance 60", "instance 12")
+    other_code = text[2].replace("22013, Data", "22014, Data")
+    log = parse_kernel_log("\n".join([text[0], other_link, other_code]))
+    assert [(e.code, e.lines) for e in log.sxids()] == [(22013, 1), (22013, 1), (22014, 1)]
+    assert log.sxids()[1].severity == "non-fatal"  # Severity 0
+
+
+def test_sxid_severity_word_is_the_drivers_own() -> None:
+    log = parse_kernel_log(read("dmesg__sxid-12028-non-fatal__health-check-docstring.txt"))
+    (e,) = log.sxids()
+    assert (e.code, e.severity, e.message) == (
+        12028,
+        "non-fatal",
+        "Non-fatal, Link 61 egress non-posted PRIV error (First)",
+    )
+    fatal = parse_kernel_log(
+        read("dmesg__sxid-12028-non-fatal__health-check-docstring.txt").replace("Non-fatal", "Fatal")
+    )
+    assert fatal.sxids()[0].severity == "fatal"
+    said_nothing = read("dmesg__sxid-12028-non-fatal__health-check-docstring.txt").replace("Non-fatal, ", "")
+    assert parse_kernel_log(said_nothing).sxids()[0].severity is None
+
+
+def test_old_xid_format_without_pci_tag_is_read() -> None:
+    # a 2007 driver: "NVRM: Xid (0001:00): 6, ..." (two-part address, no "PCI:" tag)
+    log = parse_kernel_log(read("dmesg-syslog__old-xid-format-0001-00__xid-6-30.txt"))
+    assert [(e.code, e.pci) for e in log.xids()] == [(6, "0001:00"), (30, "0001:00")]
+    assert log.xids()[1].message == "L1 -> L0" and log.unread() == ()
+    assert log.xids()[0].timestamp == "Apr 29 01:07:28 Adventure kernel: [ 9438.840000]"
+    # kept as printed: it matches no modern nvidia-smi address
+    assert pci_key("0001:00") == "0001:00" != pci_key("00000000:01:00.0")
+
+
+def test_xid_lines_that_cannot_be_read_are_kept_as_unread() -> None:
+    first = read("dmesg-syslog__old-xid-format-0001-00__xid-6-30.txt").splitlines()[3]
+    lines = [
+        first.replace("(0001:00): 6,", "(0001:00): six,"),  # no code
+        first.replace("NVRM: Xid (0001:00): 6,", "NVRM: Xid PCI:0000:3b:00: 79,"),  # no parentheses
+        "[ 5.1] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): , Fatal, Link 1",  # no SXid code
+    ]
+    log = parse_kernel_log("\n".join(lines))
+    assert [(e.kind, e.code, e.pci) for e in log.events] == [
+        ("xid_unread", 0, ""),
+        ("xid", 79, "0000:3b:00"),
+        ("sxid_unread", 0, "0000:05:00.0"),
+    ]
+    assert (
+        log.unread()[0].message == "NVRM: Xid (0001:00): six, PE0000 0374 00000000 001cbdf8 00ffffff 00000001"
+    )
 
 
 def test_probe_header_and_journal_prefix() -> None:
@@ -89,7 +167,7 @@ def test_probe_refused_dmesg_falls_back_to_journalctl(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     log = parse_kernel_log(r.stdout)
-    assert log.source == "journalctl -k -b" and len(log.xids()) == 1 and len(log.sxids()) == 8
+    assert log.source == "journalctl -k -b" and len(log.xids()) == 1 and len(log.sxids()) == 5
 
 
 def test_probe_says_why_when_nothing_readable(tmp_path: Path) -> None:

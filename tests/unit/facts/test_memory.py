@@ -22,6 +22,9 @@ CASES = [
     ),
     # our own `free -b` of a rented 1 x H200 VM (~126 GiB, no swap), 2026-11-29
     ("real/free-b__h200-vm.txt", 1, 135148564480, 134617243648, 0),
+    # zh_CN (procps-ng translated: `内存：`, `总计 ... 可用`): `free -h` 3.8Gi, and `free -g` (GiB)
+    ("real/free-h__zh-cn__3.8gi.txt", 1024, round(3.8 * 2**30), round(2.7 * 2**30), 0),
+    ("real/free-g__zh-cn__3gib.txt", 2**30, 3 * 2**30, 2 * 2**30, 2**30),
 ]
 
 

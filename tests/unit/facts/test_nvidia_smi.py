@@ -95,6 +95,15 @@ CASES = [
      "csv", "590.48.01", None, 1, 1, "NVIDIA H200", 143771),
     # bench/device/run.sh's 7-field query: no count (attached unknown), no CUDA version
     (H200_CSV, "csv", "580.159.04", None, None, 1, "NVIDIA H200", 143771),
+    # `nvidia-smi --query-gpu=... -l N` logs: one GPU's samples (test_query_csv_samples.py)
+    ("real/nvidia-smi-query-gpu-l3__tesla-v100-pcie-16gb__1gpu__driver565.57.01__4-samples.csv",
+     "csv", "565.57.01", None, None, 1, "Tesla V100-PCIE-16GB", 16384),
+    ("real/nvidia-smi-query-gpu-l1__gh200__1gpu__5-samples__elided.csv",
+     "csv", None, None, None, 1, "NVIDIA GH200 120GB", 97871),
+    ("real/nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv",
+     "csv", None, None, None, 1, "", None),
+    ("real/nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv",
+     "csv", None, None, None, 1, "", 10989),
     # netdata's field list has no memory.total and no driver_version
     ("real/nvidia-smi-query-gpu-nounits__tesla-p100-pcie-16gb__1gpu.csv",
      "csv", None, None, None, 1, "Tesla P100-PCIE-16GB", None),
@@ -513,6 +522,19 @@ HEALTH: dict[str, tuple[object, ...]] = {
     "real/nvidia-smi__h200__8gpu__driver570.158.01.txt": _table(0, 120.0, 700.0, "P0", 0, 31),
     "real/nvidia-smi__l40s__1gpu__driver550.127.05.txt": _table(0, 33.0, 350.0, "P8", 0, 31),
     "real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt": _table(None, 5.0, 300.0, "P8", 0, 31),
+    # the -l logs: GPU 0 as its newest row reads it
+    "real/nvidia-smi-query-gpu-l3__tesla-v100-pcie-16gb__1gpu__driver565.57.01__4-samples.csv": (
+        *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (None, None, None, None), (), False, None, 99, (33, None, None), None, None, False, 0),
+    "real/nvidia-smi-query-gpu-l1__gh200__1gpu__5-samples__elided.csv": (
+        *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (136.9, None, None, None), (), False, None, 0, (33, None, None), None, None, False, 0),
+    "real/nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv": (
+        *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (205.51, None, None, None), (), False, None, None, (None, None, None), None, None, False, 0),
+    "real/nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv": (
+        *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
+        (None, None, None, None), (), False, "P2", 100, (85, None, None), None, None, False, 0),
     # Jetson's integrated GPU: every health cell N/A; "No running processes found"
     JETSON_TABLE: (
         *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
@@ -561,8 +583,12 @@ def test_health_facts(name: str) -> None:
     assert health(report.gpus[0]) == HEALTH[name]
     for gpu in report.gpus:
         assert set(gpu.clock_event_reasons) <= set(CLOCK_EVENT_REASONS)
-        # that query asked for neither temperature.gpu nor memory.used; Jetson prints N/A
-        if name not in (H200_CSV, JETSON_TABLE):
+        # those queries asked for neither temperature.gpu nor memory.used; Jetson prints N/A
+        if name not in (
+            H200_CSV,
+            JETSON_TABLE,
+            "real/nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv",
+        ):
             assert gpu.temperature_c is not None
             assert gpu.memory_used_mib is not None
 

@@ -33,7 +33,8 @@ class GpuInfo:
     # True: nvidia-smi says this GPU's memory size is not supported, as where the GPU has no
     # memory of its own and shares the system's (GB10); False: it gave a size; None: not said
     memory_unified: bool | None = None
-    ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
+    ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A or not read
+    ecc_na: bool = False  # nvidia-smi printed N/A for the ECC mode (no ECC to switch), not left out
     persistence_mode: str | None = None  # "Enabled" / "Disabled"
     # Windows only: "WDDM" / "TCC" / "MCDM" (the table's "Driver-Model" column, where Linux has
     # "Persistence-M"; -q "Driver Model"); None on Linux (N/A) or not reported
@@ -140,6 +141,9 @@ class GpuReport:
     # last GPU block ends early, fewer GPUs listed than "Attached GPUs" says with the text ending
     # inside a record): an incomplete probe to rerun, never a hardware claim
     complete: bool = True
+    # why the GPUs listed are not known to be all of them when that is not a cut-off (a CSV
+    # whose rows cannot be told apart as GPUs or as samples of one); "" otherwise
+    gap: str = ""
 
 
 def _unknown(message: str) -> GpuReport:

@@ -5,6 +5,7 @@ without header and units."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _compute_mode,
     _float,
     _int,
+    _is_na,
     _mib,
     _on_off,
     _pstate,
@@ -128,6 +130,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         memory_unified=_unified(cells.get("memory.total")),
         recovery_action=_clean(cells.get("gpu_recovery_action")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
+        ecc_na=_is_na(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),
         driver_model=_clean(cells.get("driver_model.current")),
         pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
@@ -193,6 +196,7 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
     else:
         return GpuReport("csv", None, None, None, (), ("CSV without header and no field list",))
     gpus: list[GpuInfo] = []
+    stamps: list[str | None] = []
     driver: str | None = None
     count: int | None = None
     complete = True
@@ -210,6 +214,75 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         )
         count = count if count is not None else _int(cells.get("count"))
         gpus.append(_csv_gpu(cells, position, warnings))
+        stamps.append(_clean(cells.get("timestamp")))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")
-    return GpuReport("csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete)
+    gpus, told_apart = _one_row_per_gpu(gpus, "index" in names, stamps, warnings)
+    gap = "" if told_apart else f"its {len(data)} CSV rows cannot be told apart as GPUs or as samples of one"
+    return GpuReport(
+        "csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete and told_apart, gap=gap
+    )
+
+
+def _identity(gpu: GpuInfo, has_index: bool) -> tuple[str, str] | None:
+    """What tells this row's GPU from the others: its first readable UUID, PCI address, serial
+    or (where the query has one) index; None when the row has none of them."""
+    for field, value in (("uuid", gpu.uuid), ("pci", gpu.pci_bus_id), ("serial", gpu.serial)):
+        if value:
+            return field, value.lower() if field == "pci" else value
+    return ("index", str(gpu.index)) if has_index else None
+
+
+def _one_row_per_gpu(
+    gpus: list[GpuInfo], has_index: bool, stamps: Sequence[str | None], warnings: list[str]
+) -> tuple[list[GpuInfo], bool]:
+    """One GpuInfo per GPU from a query that may be a log of samples (`--query-gpu ... -l N`
+    prints a row per GPU per sample under one header): rows of one GPU (the same UUID, PCI
+    address, serial or index) are that GPU's samples, judged on the newest, with the faults any
+    of them showed. Rows that nothing tells apart, sampled over a second or more, cannot be
+    counted as GPUs: the newest row stands for them, and False says the GPUs are not all known.
+    -> (the GPUs, whether every row was told apart or was its own GPU)."""
+    seen: dict[tuple[str, str], int] = {}
+    out: list[GpuInfo] = []
+    for gpu in gpus:
+        key = _identity(gpu, has_index)
+        if key is None or key not in seen:
+            if key is not None:
+                seen[key] = len(out)
+            out.append(gpu)
+            continue
+        older = out[seen[key]]
+        out[seen[key]] = dataclasses.replace(
+            gpu,
+            index=older.index,
+            faults=tuple(dict.fromkeys(older.faults + gpu.faults)),
+            cell_faults=tuple(dict.fromkeys(older.cell_faults + gpu.cell_faults)),
+        )
+    if len(out) < len(gpus):
+        warnings.append(
+            f"the CSV holds {len(gpus)} rows of {len(out)} GPU(s): a query repeated over time"
+            " (nvidia-smi -l); each GPU is judged on its newest row"
+        )
+        return out, True
+    if len(gpus) > 1 and not seen and _spans_a_second(stamps):
+        warnings.append(
+            f"the CSV's {len(gpus)} rows were read over {stamps[0]} to {stamps[-1]} and carry no"
+            " index, uuid or pci.bus_id: a query repeated over time (nvidia-smi -l) cannot be told"
+            " from several GPUs; save it once, without -l, with index or pci.bus_id"
+        )
+        return [dataclasses.replace(gpus[-1], index=gpus[0].index)], False
+    return out, True
+
+
+def _spans_a_second(stamps: Sequence[str | None]) -> bool:
+    """Whether the rows' timestamps (`2025/06/06 14:52:48.608`) cover a second or more: one
+    query reads every GPU within that; nvidia-smi -l repeats it a second or more apart."""
+    import datetime
+
+    times = []
+    for stamp in stamps:
+        try:
+            times.append(datetime.datetime.strptime((stamp or "").split(".")[0], "%Y/%m/%d %H:%M:%S"))
+        except ValueError:
+            return False
+    return (max(times) - min(times)).total_seconds() >= 1

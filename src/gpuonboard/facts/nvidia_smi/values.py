@@ -84,6 +84,12 @@ def _clean(value: str | None) -> str | None:
     return value
 
 
+def _is_na(value: str | None) -> bool:
+    """Whether nvidia-smi printed N/A here (`N/A`, `[N/A]`): said to be not applicable, where a
+    value left out of the output says nothing."""
+    return value is not None and value.strip().strip("[]").strip().lower() == "n/a"
+
+
 def _version(value: str | None, label: str, warnings: list[str]) -> str | None:
     """A version field read as its leading version number: R610 prints "610.57.04 [Deprecated;
     will be removed in CUDA 14.0. Use KMD Version instead]"; the note is kept in `warnings`. A

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -300,6 +300,27 @@ def _event_rule(
     return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
 
 
+def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged: bool) -> Check:
+    """`check` with the kernel log's unreadable `what` lines counted: a log with one cannot pass
+    or warn (unverified, the line quoted); a failure stays a failure and names them too.
+    `judged`: some readable events were judged (else the check's "no ..." text is dropped)."""
+    if not unread or check.verdict == "unverified":
+        return check
+    n = len(unread)
+    said = f"{n} {what} line{'s' if n > 1 else ''} this tool cannot read (first: {unread[0].message!r})"
+    if check.verdict == "fail":
+        return replace(check, actual=f"{check.actual}; also {said}")
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {said}" if judged else said,
+        "unverified",
+        f"the kernel log has {what} lines whose code could not be read, so {what} errors since boot are"
+        f" not known: read them by hand (`dmesg | grep {what}`) and look each code up in NVIDIA's"
+        " catalogue before accepting the box.",
+    )
+
+
 def rule_xid(
     events: Sequence[KernelEvent],
     probe_ok: bool,
@@ -313,7 +334,9 @@ def rule_xid(
     line names as its cause ("... caused by previous Xid 149") is judged as if logged. The driver's
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
-    `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index."""
+    An `NVRM: Xid` line whose code cannot be read makes a passing or warning log unverified.
+    `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
+    that matches none, an old driver's `0001:00`, is named as printed)."""
     xids = [e for e in events if e.kind == "xid"]
     logged = {(pci_key(e.pci), e.code) for e in xids}
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
@@ -325,7 +348,78 @@ def rule_xid(
     xids += [
         e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
     ]
-    return _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    return _with_unread(check, [e for e in events if e.kind == "xid_unread"], "Xid", bool(xids))
+
+
+# NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
+# informational purposes only": FM aborts no CUDA job and blocks no launch, though jobs may see a
+# performance drop or briefly no progress; a fatal SXid aborts the jobs on the GPUs behind that
+# port (Xid 74 / 45) and needs the GPUs and NVSwitches reset ("If the problem persists, reboot").
+_SXID_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+
+
+def _sxid_judgement(event: KernelEvent) -> tuple[str, str, str]:
+    """(verdict, action, name) of one SXid event: the driver's own Fatal / Non-fatal word for it
+    first (fatal fails: the catalogue's action, else a reboot; non-fatal passes where the
+    catalogue says ignore, else warns as `watch`, never a replace-the-box failure), then
+    data/xid.yml where the log does not say (reboot fails; a code not in it fails as replace)."""
+    entry = load_xid_catalogue()[1].get(event.code)
+    name = entry.name if entry is not None else "not in NVIDIA's catalogue"
+    action = entry.action if entry is not None else "replace"
+    if event.severity == "fatal":
+        return "fail", action if entry is not None and action in FAILING else "reboot", name
+    if event.severity == "non-fatal":
+        return ("pass", "ignore", name) if action == "ignore" else ("warn", "watch", name)
+    return ("fail" if action in FAILING else "pass"), action, name
+
+
+def _sxid_lines(sxids: Sequence[KernelEvent]) -> list[tuple[str, str, str]]:
+    """(verdict, action, 'NVSwitch nvidia-nvswitch2 (0000:85:00.0): SXid 12028 ..., non-fatal
+    x2 -> watch') per (switch, code, driver's word), failures first."""
+    groups: dict[tuple[str | None, str, int, str | None], list[KernelEvent]] = {}
+    for e in sxids:
+        groups.setdefault((e.device, pci_key(e.pci), e.code, e.severity), []).append(e)
+    out = []
+    for (device, _, code, severity), group in groups.items():
+        verdict, action, name = _sxid_judgement(group[0])
+        said = f", {severity}" if severity else ""
+        times = f" x{len(group)}" if len(group) > 1 else ""
+        text = f"NVSwitch {device} ({group[0].pci}): SXid {code} {name}{said}{times} -> {action}"
+        out.append((verdict, action, text))
+    return sorted(out, key=lambda item: _SXID_ORDER[item[0]])
+
+
+def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check:
+    """The nvswitch_sxid check of a readable log with SXid events."""
+    expected = "no SXid since boot needing action"
+    lines = _sxid_lines(sxids)
+    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    actual = "; ".join(text for _, _, text in lines) + span
+    verdict = lines[0][0]
+    if verdict == "fail":
+        ask = _ASK["replace" if any(a == "replace" for _, a, _ in lines) else "reboot"]
+        return Check(
+            "nvswitch_sxid",
+            expected,
+            actual,
+            "fail",
+            f"{ask[0].upper()}{ask[1:]}, per NVIDIA's SXid catalogue and Fabric Manager guide (a fatal SXid"
+            " needs the GPUs and NVSwitches reset), before accepting the box.",
+        )
+    if verdict == "warn":
+        return Check(
+            "nvswitch_sxid",
+            expected,
+            actual,
+            "warn",
+            "the driver logged these SXids as non-fatal (NVIDIA's Fabric Manager guide: no CUDA job is"
+            " aborted, but NVLink traffic may slow or stall for a while): ask the vendor what caused them,"
+            " and watch for them again under your own load.",
+        )
+    return Check(
+        "nvswitch_sxid", expected, actual, "pass", "informational SXids only (NVIDIA's catalogue: ignore)."
+    )
 
 
 def rule_sxid(
@@ -334,10 +428,18 @@ def rule_sxid(
     why_unread: str = "",
     covers_boot: bool | None = None,
 ) -> Check:
-    """NVSwitch SXid errors since boot (data/xid.yml `sxid`, Fabric Manager User Guide): fatal
-    SXids (reboot the host, inspect the NVSwitch) = fail; non-fatal (single-bit ECC) = pass."""
+    """NVSwitch SXid errors since boot, one per event (its `Severity` / `Data` lines are part of
+    it), judged by the driver's own Fatal / Non-fatal word for each event with data/xid.yml
+    `sxid` (Fabric Manager User Guide): a fatal SXid fails; a non-fatal one passes where the
+    catalogue says ignore (single-bit ECC ...) and warns otherwise (12028 stalls NVLink traffic;
+    a code not in the catalogue); a line that says neither is judged by the catalogue alone.
+    An SXid line whose code cannot be read makes a passing or warning log unverified."""
     sxids = [e for e in events if e.kind == "sxid"]
-    return _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
+    if probe_ok and sxids:
+        check = _sxid_check(sxids, covers_boot)
+    else:
+        check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
+    return _with_unread(check, [e for e in events if e.kind == "sxid_unread"], "SXid", bool(sxids))
 
 
 def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -> Check | None:

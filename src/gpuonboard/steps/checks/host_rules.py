@@ -23,6 +23,13 @@ def _or_unknown(n: int | None) -> str:
     return "?" if n is None else str(n)
 
 
+def _unread(facts: Facts, probe: str) -> bool:
+    """The probe's output is there (the tool ran and printed something, exit 0) but the facts
+    read from it are empty: an output not understood, which says nothing about the hardware."""
+    out = facts.raw.get(probe)
+    return out is not None and facts.given(probe) and out.exit_code == 0 and bool(out.stdout.strip())
+
+
 def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     """CPUs a process of this login may use: the online CPUs (lscpu's CPU(s) less its Off-line
     CPU(s) list), nproc (the affinity mask) and the cgroup's CPU quota, whichever is smallest,
@@ -138,6 +145,15 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if facts.memory is None and not facts.given("free"):
         return _not_judged("ram", expected, "free", "free -k")
     if facts.memory is None or facts.memory.total_bytes is None:
+        if _unread(facts, "free"):
+            return Check(
+                "ram",
+                expected,
+                "unknown: no Mem total could be read from the free output",
+                "unverified",
+                "the free output was given but its Mem row could not be read: save `free -k` of the"
+                " box (in the C locale: `LC_ALL=C free -k`) to judge the RAM",
+            )
         return Check("ram", expected, "unknown: free not available", "fail")
     total = facts.memory.total_bytes
     actual = f"{format_bytes(total)} ({format_bytes(total, binary=False)})"
@@ -234,6 +250,23 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
     return f"no disk is mounted there: ask the vendor to attach the ordered data disk and mount it at {path}"
 
 
+def _no_mounts(expected: str, facts: Facts) -> Check:
+    """data_disk when no mount was read: df not given (not judged), given but not understood
+    (unverified: nothing is known of the disks), or df did not run on the host (fail, as ever)."""
+    if not facts.given("df"):
+        return _not_judged("data_disk", expected, "df", "df -P -k")
+    if _unread(facts, "df"):
+        return Check(
+            "data_disk",
+            expected,
+            "unknown: no filesystem could be read from the df output",
+            "unverified",
+            "the df output was given but no mount and size could be read from it: save"
+            " `df -P -k` of the box (in the C locale: `LC_ALL=C df -P -k`) to judge the data disk",
+        )
+    return Check("data_disk", expected, "unknown: df not available", "fail")
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough."""
     spec = order.data_disk
@@ -241,10 +274,8 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f"separate disk at {spec.mount}"
     if spec.min_size_bytes:
         expected += f", >= {format_bytes(spec.min_size_bytes, binary=False)}"
-    if not facts.mounts and not facts.given("df"):
-        return _not_judged("data_disk", expected, "df", "df -P -k")
     if not facts.mounts:
-        return Check("data_disk", expected, "unknown: df not available", "fail")
+        return _no_mounts(expected, facts)
     root = disks.mount_for(facts.mounts, "/")
     mount = disks.mount_for(facts.mounts, spec.mount)
     if mount is None or mount.mountpoint == "/":

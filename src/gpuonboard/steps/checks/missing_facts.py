@@ -55,7 +55,11 @@ def _incomplete(facts: Facts) -> str:
     every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
     if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
         return ""
-    gap = _attached_gap(facts) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
+    gap = (
+        _attached_gap(facts)
+        or facts.gpu.gap
+        or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
+    )
     return f"incomplete probe: {gap}"
 
 

@@ -292,6 +292,8 @@ def _expected_class(name: str) -> str:
         return "professional"
     if "gb10" in n:  # DGX Spark (real/nvidia-smi__gb10__*): a class the table does not claim
         return "unknown"
+    if n == "nvidia rtxa6000-24q":  # a vGPU profile's name, the model without its space: unknown
+        return "unknown"
     return "datacenter"
 
 

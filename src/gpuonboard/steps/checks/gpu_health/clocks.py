@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check, Verdict
-from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label
+from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label, gpu_list
 
 
 def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
@@ -89,15 +89,21 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
 
 
 def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check:
-    """GPU temperature below the thresholds (lower of the configured and the card's slowdown point)."""
-    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None]
+    """GPU temperature below the thresholds (lower of the configured and the card's slowdown point).
+    0 C or below is no reading (a GPU that runs is warmer than that): a vGPU guest's nvidia-smi
+    prints 0 C with every threshold N/A, as a sensor the driver cannot read does."""
+    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None and g.temperature_c > 0]
     if not temps:
+        zero = [g for g in gpus if g.temperature_c is not None]
         return Check(
             "temperature",
             f"< {warn_c:.0f} C",
-            "not reported",
+            f"{zero[0].temperature_c} C on {gpu_list(zero, gpus)}: no reading" if zero else "not reported",
             "unverified",
-            "no nvidia-smi format that answered reports the GPU temperature",
+            "nvidia-smi reads 0 C where the sensor cannot be read (a vGPU guest, a driver fault);"
+            " the host's own `nvidia-smi -q -d TEMPERATURE` shows it"
+            if zero
+            else "no nvidia-smi format that answered reports the GPU temperature",
         )
     g, hottest = max(temps, key=lambda x: x[1] or 0)
     assert hottest is not None

@@ -27,6 +27,13 @@ def held_as_datacenter(g: GpuInfo) -> bool:
     return not g.name.strip() or gpu_class(g.name, g.product_brand) == "datacenter"
 
 
+def may_have_ecc(g: GpuInfo) -> bool:
+    """A GPU that has ECC memory or may have it: a data-centre or workstation card, or one this
+    tool does not recognise (a new model, a vGPU profile's name); only a GeForce card is taken
+    to have none. Where such a GPU's ECC facts were not read, they are unknown, not absent."""
+    return held_as_datacenter(g) or gpu_class(g.name, g.product_brand) != "consumer"
+
+
 def is_idle(g: GpuInfo) -> bool:
     """Idle GPUs downshift their PCIe link and clocks to save power (not a fault)."""
     return (

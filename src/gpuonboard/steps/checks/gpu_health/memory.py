@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter
+from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter, may_have_ecc
 from gpuonboard.steps.checks.ngc import gpu_class
 
 ECC_ENABLE_ADVICE = (
@@ -18,12 +18,14 @@ ECC_ENABLE_ADVICE = (
 def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     """ECC on for data-centre GPUs; a workstation / pro card with ECC switched off is said too.
 
-    `ecc_mode` None is N/A (the card has no ECC to enable: GeForce, integrated GPUs) and is not
-    applicable. "Disabled" means the card has ECC and it is off: FAIL on a data-centre GPU (A100,
-    H100, L40S, A10 ...), WARN on an NVIDIA RTX / Quadro workstation card (RTX A6000, RTX 6000
-    Ada, RTX 4000 SFF Ada ...) or an unrecognised one (ECC is optional there, and costs memory),
-    and named without a verdict against it on a GeForce card (a consumer card is not expected to
-    run with ECC). A data-centre GPU whose mode could not be read is unverified.
+    `ecc_mode` None (N/A, or not in the output read) is not required of a GeForce card, and is
+    unverified for any GPU that has or may have ECC (may_have_ecc: data-centre, workstation or
+    unrecognised, as a vGPU profile's name) unless nvidia-smi said N/A for it (`ecc_na`: a
+    workstation card without ECC); a data-centre GPU's is unverified even then. "Disabled" means
+    the card has ECC and it is off: FAIL on a data-centre GPU (A100, H100, L40S, A10 ...), WARN
+    on an NVIDIA RTX / Quadro workstation card (RTX A6000, RTX 6000 Ada, RTX 4000 SFF Ada ...)
+    or an unrecognised one (ECC is optional there, and costs memory), and named without a
+    verdict against it on a GeForce card (a consumer card is not expected to run with ECC).
     """
     # a GPU nvidia-smi cannot read is no data (the gpu_health row fails it): said, not counted
     unread = ", ".join(gpu_label(g) for g in gpus if g.faults)
@@ -36,7 +38,12 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
     off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
     off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
-    unknown = [g for g in read if g.ecc_mode is None and held_as_datacenter(g)]
+    # (N/A on a data-centre GPU is no answer either: its cards all have ECC)
+    unknown = [
+        g
+        for g in read
+        if g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not g.ecc_na))
+    ]
     if off_dc:
         return Check(
             "ecc_mode",
@@ -62,7 +69,8 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             "Enabled",
             f"not reported for {gpu_list(unknown, gpus)}{note}",
             "unverified",
-            "nvidia-smi gave no ECC mode for a data-centre GPU; `nvidia-smi -q -d ECC` shows it",
+            "nvidia-smi gave no ECC mode for a GPU that has or may have ECC memory (a data-centre or"
+            " workstation card, or one this tool does not recognise); `nvidia-smi -q -d ECC` shows it",
         )
     if dc:
         read_note = " read" if unread else ""
@@ -77,8 +85,17 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     enabled = [g for g in read if g.ecc_mode == "Enabled"]
     if enabled:  # GPUs of no known class (a new model) whose ECC reads Enabled
         return Check("ecc_mode", "Enabled", f"Enabled on {gpu_list(enabled, gpus)}{note}", "pass")
+    said = all(g.ecc_na for g in read)
     return Check(
-        "ecc_mode", "enabled on data-centre GPUs", f"not applicable (no ECC on these GPUs){note}", "pass"
+        "ecc_mode",
+        "enabled on data-centre GPUs",
+        (
+            "not applicable (no ECC on these GPUs)"
+            if said
+            else "not reported (GeForce cards: ECC not required)"
+        )
+        + note,
+        "pass",
     )
 
 
@@ -157,7 +174,7 @@ def _repair_state_read(g: GpuInfo) -> bool:
 
 
 def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -> Check:
-    """The memory-repair state of data-centre GPUs that no format reported (N/A, or a format
+    """The memory-repair state of GPUs with (or maybe with) ECC that no format reported (N/A, or a format
     without it): unverified, naming them, never "nothing pending"."""
     mig = [g for g in silent if g.mig_mode == "Enabled"]
     where = "nvidia-smi -q gave N/A or no such section" if detailed else "the formats read carry none"
@@ -179,11 +196,12 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
 
     FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
     repair. WARN: SRAM error threshold exceeded, rows remapped after uncorrectable errors,
-    banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a data-centre GPU
+    banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a GPU that has or
+    may have ECC (see may_have_ecc; a workstation card with ECC switched off remaps nothing)
     whose row-remapping / page-retirement state no format gave (the table and the CSV carry
     none; -q says N/A in MIG mode), in every format. The repair flags of newer drivers (channel
-    / TPC repair, unrepairable memory) are not required: older drivers do not have them, and a
-    consumer or workstation card without any of it is not held to it.
+    / TPC repair, unrepairable memory) are not required: older drivers do not have them. A
+    GeForce card without any of it is not held to it, and is said to be "not reported".
     """
     fails: list[tuple[str, str]] = []  # (advice key, finding)
     warns: list[tuple[str, str]] = []
@@ -219,9 +237,18 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
                 )
             )
     findings = fails + warns
-    silent = [g for g in gpus if not g.faults and not _repair_state_read(g) and held_as_datacenter(g)]
+    # (a workstation card with ECC switched off remaps no rows: its N/A is no gap)
+    silent = [
+        g
+        for g in gpus
+        if not g.faults
+        and not _repair_state_read(g)
+        and (held_as_datacenter(g) or (may_have_ecc(g) and g.ecc_mode != "Disabled" and not g.ecc_na))
+    ]
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
+    if not findings and not any(map(_repair_state_read, gpus)):
+        return Check("memory_repair", "nothing pending", "not reported (not required of these GPUs)", "pass")
     if not findings:
         return Check("memory_repair", "nothing pending", "nothing pending", "pass")
     advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))

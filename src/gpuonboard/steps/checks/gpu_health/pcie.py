@@ -61,9 +61,20 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
         return Check(
             "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
         )
-    known = any(g.pcie_gen_current for g in gpus)
-    if known:
+    unmatched = [g for g in gpus if not _both_known(g)]
+    if gpus and not unmatched:
         return Check("pcie_link", "max gen and width", "at max", "pass")
+    if any(g.pcie_gen_current or g.pcie_width_current for g in gpus):
+        # a link read without the card's maximum: nothing to compare it with
+        shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            f"{shown} (the card's maximum not reported)",
+            "unverified",
+            "this nvidia-smi output gives the link's current generation or width but not the card's"
+            " maximum, so a narrowed or slowed link cannot be told; `nvidia-smi -q -d PCIE` shows both",
+        )
     # the plain table carries no link generation / width: a narrowed link (a riser fault) could
     # hide there, so unverified rather than a plain warning
     return Check(
@@ -73,6 +84,20 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
         "unverified",
         "this nvidia-smi output gives no PCIe link generation or width; `nvidia-smi -q -d PCIE` shows them",
     )
+
+
+def _both_known(g: GpuInfo) -> bool:
+    """Whether both the link's generation and width were read with the card's maximum."""
+    return bool(g.pcie_gen_current and g.pcie_gen_max and g.pcie_width_current and g.pcie_width_max)
+
+
+def _link(g: GpuInfo) -> str:
+    """The link as read: `Gen1 x16`, `Gen4`, or `-`."""
+    parts = [
+        f"Gen{g.pcie_gen_current}" if g.pcie_gen_current else "",
+        f"x{g.pcie_width_current}" if g.pcie_width_current else "",
+    ]
+    return " ".join(p for p in parts if p) or "-"
 
 
 PCIE_REPLAY_FILE = DATA_DIR / "pcie_replay.yml"

@@ -1,0 +1,54 @@
+"""The truth audit's seventh round (its part of tests/unit/facts/audit_captures.py): nvidia-smi
+outputs that answer less than the rules asked, where the verdict had been taken from what was
+not there. R7-F1: a `--query-gpu -l N` log read as one GPU per sample (test_query_csv_samples.py);
+R7-F2: `pcie_link` passed "at max" with the card's maximum not given; R7-F3: `ecc_mode` and
+`memory_repair` passed a workstation or unrecognised card (a vGPU profile) whose ECC facts were
+not in the output; R7-F4: a vGPU guest's 0 C passed as a temperature. Each value below was read
+off the capture by hand; each test fails without its fix."""
+
+from __future__ import annotations
+
+from gpuonboard.steps.checks import gpu_health
+
+from .audit_captures import saved
+
+H100_GEN = "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver595.71.05__gen-current-only.csv"
+VGPU_A6000 = "nvidia-smi__rtxa6000-24q-vgpu__1gpu__driver550.54.15__guest.txt"
+VGPU_P4 = "nvidia-smi-q-x__grid-p4-1q-vgpu__1gpu__driver513.46__windows-guest.xml"
+A6000_CSV = "nvidia-smi-query-gpu__rtx-a6000__2gpu__indented.csv"
+QUADRO_P400 = "nvidia-smi-q-x__quadro-p400__1gpu__driver418.43.xml"  # <current_ecc>N/A</current_ecc>
+RTX3090 = "nvidia-smi__geforce-rtx-3090__1gpu__driver535.161.07.txt"  # ECC cell N/A
+
+
+def rules(name: str) -> dict[str, tuple[str, str]]:
+    return {c.name: (c.verdict, c.actual) for c in gpu_health.evaluate(saved(name))}
+
+
+def test_r7_f2_a_link_read_without_the_cards_maximum_is_not_at_max() -> None:
+    # header: index, name, driver_version, pstate, pcie.link.gen.current, ... (no .max, no width)
+    assert rules(H100_GEN)["pcie_link"] == ("unverified", "GPU 0 Gen5 (the card's maximum not reported)")
+
+
+def test_r7_f3_ecc_facts_left_out_of_a_card_that_may_have_ecc_are_unverified() -> None:
+    # an RTX A6000 has ECC; this query asked for no ECC field
+    got = rules(A6000_CSV)
+    assert got["ecc_mode"] == ("unverified", "not reported for all 2 GPUs")
+    assert got["memory_repair"][0] == "unverified"
+    # a vGPU profile of an A6000 ("NVIDIA RTXA6000-24Q"): the table's ECC cell reads 0 (on), and
+    # a table carries no repair state
+    got = rules(VGPU_A6000)
+    assert got["ecc_mode"] == ("pass", "Enabled on GPU 0")
+    assert got["memory_repair"] == ("unverified", "not reported for GPU 0 (the formats read carry none)")
+
+
+def test_r7_f3_ecc_said_to_be_na_stays_not_applicable() -> None:
+    # nvidia-smi's own N/A: a Quadro P400 and a GeForce RTX 3090 have no ECC
+    assert rules(QUADRO_P400)["ecc_mode"] == ("pass", "not applicable (no ECC on these GPUs)")
+    assert rules(QUADRO_P400)["memory_repair"][0] == "pass"
+    assert rules(RTX3090)["ecc_mode"] == ("pass", "not applicable (no ECC on these GPUs)")
+    assert rules(RTX3090)["memory_repair"] == ("pass", "not reported (not required of these GPUs)")
+
+
+def test_r7_f4_a_vgpu_guests_zero_degrees_is_no_reading() -> None:
+    # <gpu_temp>0 C</gpu_temp>, every threshold N/A (GRID P4-1Q, a Windows guest)
+    assert rules(VGPU_P4)["temperature"] == ("unverified", "0 C on GPU 0: no reading")
