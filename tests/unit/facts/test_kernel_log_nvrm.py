@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.kernel_log import load_nvrm_faults, parse_kernel_log
-from gpuonboard.steps.checks.fabric_health import FAILING, rule_xid
+from gpuonboard.steps.checks.xid_rules import FAILING, rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"  # NVIDIA/NVSentinel #155

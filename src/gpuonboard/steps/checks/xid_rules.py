@@ -1,0 +1,330 @@
+"""Kernel-log rules: Xid (GPU) and SXid (NVSwitch) events judged against data/xid.yml (NVIDIA's
+Xid catalog and Fabric Manager guide, via leptonai/gpud, AWS and Azure health checks), with the
+driver's own word for an SXid event (Fatal / Non-fatal). A line that says Xid / SXid but cannot
+be read, or a log that does not reach back to boot, is never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, load_nvrm_faults, pci_key
+from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.once import loaded_once
+
+XID_FILE = DATA_DIR / "xid.yml"
+ACTIONS = ("ignore", "check_app", "reset_gpu", "reboot", "replace", "update_driver", "from_message")
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver")
+# what the renter asks the vendor to do, per action
+_ASK = {
+    "reset_gpu": "ask the vendor to reset the GPU (nvidia-smi -r, or a reboot) and to check it stays clean",
+    "reboot": "ask the vendor to reboot the host and to check the GPU comes back",
+    "replace": "ask the vendor to inspect and replace the GPU (or the box)",
+    "update_driver": "ask the vendor to update the GPU driver / firmware",
+}
+
+
+@dataclass(frozen=True)
+class XidEntry:
+    """One row of data/xid.yml."""
+
+    code: int
+    name: str
+    action: str
+    verified: bool
+
+
+@loaded_once
+def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], Mapping[int, XidEntry]]:
+    """(Xid code -> entry, SXid code -> entry) from data/xid.yml; ValueError on a bad row."""
+    out: list[dict[int, XidEntry]] = []
+    for key in ("xid", "sxid"):
+        table: dict[int, XidEntry] = {}
+        for row in table_rows(path, key):
+            code, action = row.get("code"), row.get("action")
+            if not isinstance(code, int) or action not in ACTIONS or code in table:
+                raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
+            table[code] = XidEntry(code, str(row.get("name", "")), str(action), bool(row.get("verified")))
+        out.append(table)
+    return out[0], out[1]
+
+
+def xid_action(event: KernelEvent) -> tuple[str, str]:
+    """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
+    (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
+    if event.kind == "nvrm":
+        # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
+        # does not know is `replace` (the vendor explains it)
+        fault = next((f for f in load_nvrm_faults() if f.id == event.fault), None)
+        if fault is None:
+            return "replace", "NVRM fault not in data/nvrm_faults.yml"
+        return (fault.action if fault.action in FAILING else "replace"), fault.name
+    xids, sxids = load_xid_catalogue()
+    entry = (sxids if event.kind == "sxid" else xids).get(event.code)
+    if entry is None:
+        return "replace", "not in NVIDIA's catalogue"
+    if entry.action == "from_message":
+        return _recovery_action(event.message), entry.name
+    return entry.action, entry.name
+
+
+# Xid 154: the driver prints "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; what the
+# GPU needs NOW is the value after "to" (the "from" half is the action being left behind).
+# Codes: NVML nvmlDeviceGpuRecoveryAction_t (nvml.h; NVIDIA/DCGM sdk/nvidia/nvml/dcgm_nvml.h):
+# 0 NONE, 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET. Actions per NVIDIA's Xid
+# catalogue (Xid 154: "follow the recovery action in the message"; data/xid.yml) and DCGM's
+# health watch (modules/health/DcgmHealthWatch.cpp; dcgmlib/src/dcgm_errors.c): NONE = healthy;
+# GPU_RESET, DRAIN_P2P ("terminate P2P processes, check again") and DRAIN_AND_RESET ("reset the
+# GPU after work drained") = a GPU reset (DCGM_ERROR_RESET); NODE_REBOOT = reboot.
+_RECOVERY_TO = re.compile(r"\bto\s+(?:0x([0-9a-f]+))?\s*(?:\(([^)]*)\))?", re.I)
+
+
+_RECOVERY_CODES = {0: "ignore", 1: "reset_gpu", 2: "reboot", 3: "reset_gpu", 4: "reset_gpu"}
+
+
+def _recovery_action(message: str) -> str:
+    """The action of an Xid 154 message: the recovery action it changed TO. Read by code, else
+    by the printed name ("None", "GPU Reset Required" / "PF FLR", "Node Reboot Required" /
+    "OS Reboot", "Drain P2P", "Drain and Reset"); a target that cannot be read is `replace`
+    (the vendor explains it), never a pass."""
+    found = [m for m in _RECOVERY_TO.finditer(message) if m.group(1) or m.group(2)]
+    if not found:
+        return "replace"
+    code_text, name = found[-1].group(1), (found[-1].group(2) or "").strip().lower()
+    if code_text is not None and int(code_text, 16) in _RECOVERY_CODES:
+        return _RECOVERY_CODES[int(code_text, 16)]
+    if name == "none":
+        return "ignore"
+    if "reboot" in name:
+        return "reboot"
+    if "reset" in name or "drain" in name or "flr" in name:
+        return "reset_gpu"
+    return "replace"
+
+
+def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
+    if not pci:
+        return "a GPU (no PCI address in the message)"
+    index = gpus.get(pci_key(pci))
+    return f"GPU {index} ({pci})" if index is not None else f"GPU at PCI {pci}"
+
+
+def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
+    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
+    groups: dict[tuple[str, int, str | None], list[KernelEvent]] = {}
+    for e in events:
+        groups.setdefault((pci_key(e.pci), e.code, e.fault), []).append(e)
+    rank = {
+        a: i for i, a in enumerate(("replace", "reboot", "update_driver", "reset_gpu", "check_app", "ignore"))
+    }
+    out = []
+    for (_, code, _fault), group in groups.items():
+        action, name = xid_action(group[0])
+        who = (
+            f"NVSwitch {group[0].device} ({group[0].pci})"
+            if group[0].kind == "sxid"
+            else _gpu_label(group[0].pci, gpus)
+        )
+        times = f" x{len(group)}" if len(group) > 1 else ""
+        event = f"{what} {code} {name}" if group[0].kind != "nvrm" else f"driver message (no Xid): {name}"
+        if group[0].implied_by is not None:
+            event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
+        out.append((action, f"{who}: {event}{times} -> {action}"))
+    return sorted(out, key=lambda item: rank.get(item[0], 0))
+
+
+def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
+    return {pci_key(pci): index for index, pci in gpus if pci}
+
+
+def _event_rule(
+    name: str,
+    what: str,
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str,
+    gpus: Sequence[tuple[int, str | None]],
+    covers_boot: bool | None,
+) -> Check:
+    expected = f"no {what} since boot needing action"
+    if not probe_ok:
+        return Check(
+            name,
+            expected,
+            f"kernel log not readable: {why_unread or 'no reason given'}",
+            "unverified",
+            f"give the login user read access to the kernel log (sudo, or kernel.dmesg_restrict=0) so {what}"
+            " errors can be checked; until then GPU faults since boot are unknown.",
+        )
+    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    if not events:
+        return Check(name, expected, f"no {what} in the kernel log{span}", "pass")
+    lines = _summarise(events, _pci_index(gpus), what)
+    actions = [a for a, _ in lines]
+    actual = "; ".join(text for _, text in lines) + span
+    worst = next((a for a in ("replace", "reboot", "update_driver", "reset_gpu") if a in actions), None)
+    if worst is not None:
+        return Check(
+            name,
+            expected,
+            actual,
+            "fail",
+            f"{_ASK[worst][0].upper()}{_ASK[worst][1:]}, per NVIDIA's {what} catalogue,"
+            " before accepting the box.",
+        )
+    if "check_app" in actions:
+        return Check(
+            name,
+            expected,
+            actual,
+            "warn",
+            f"application-level {what}s (a program faulted on this GPU since boot): ask the vendor what ran"
+            " on the box, and watch for them again under your own load.",
+        )
+    return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
+
+
+def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged: bool) -> Check:
+    """`check` with the kernel log's unreadable `what` lines counted: a log with one cannot pass
+    or warn (unverified, the line quoted); a failure stays a failure and names them too.
+    `judged`: some readable events were judged (else the check's "no ..." text is dropped)."""
+    if not unread or check.verdict == "unverified":
+        return check
+    n = len(unread)
+    said = f"{n} {what} line{'s' if n > 1 else ''} this tool cannot read (first: {unread[0].message!r})"
+    if check.verdict == "fail":
+        return replace(check, actual=f"{check.actual}; also {said}")
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {said}" if judged else said,
+        "unverified",
+        f"the kernel log has {what} lines whose code could not be read, so {what} errors since boot are"
+        f" not known: read them by hand (`dmesg | grep {what}`) and look each code up in NVIDIA's"
+        " catalogue before accepting the box.",
+    )
+
+
+def rule_xid(
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str = "",
+    gpus: Sequence[tuple[int, str | None]] = (),
+    covers_boot: bool | None = None,
+) -> Check:
+    """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
+    fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
+    informational (43, 45, 63 ...) = pass; log unreadable = unverified with why. An Xid a logged
+    line names as its cause ("... caused by previous Xid 149") is judged as if logged. The driver's
+    GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
+    failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
+    An `NVRM: Xid` line whose code cannot be read makes a passing or warning log unverified.
+    `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
+    that matches none, an old driver's `0001:00`, is named as printed)."""
+    xids = [e for e in events if e.kind == "xid"]
+    logged = {(pci_key(e.pci), e.code) for e in xids}
+    # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
+    # not its own line is still in the log
+    xids += implied_xids(xids)
+    same_as = {f.id: f.same_as_xid for f in load_nvrm_faults()}
+    # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
+    # that Xid's text: listed once
+    xids += [
+        e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
+    ]
+    check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    return _with_unread(check, [e for e in events if e.kind == "xid_unread"], "Xid", bool(xids))
+
+
+# NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
+# informational purposes only": FM aborts no CUDA job and blocks no launch, though jobs may see a
+# performance drop or briefly no progress; a fatal SXid aborts the jobs on the GPUs behind that
+# port (Xid 74 / 45) and needs the GPUs and NVSwitches reset ("If the problem persists, reboot").
+_SXID_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+
+
+def _sxid_judgement(event: KernelEvent) -> tuple[str, str, str]:
+    """(verdict, action, name) of one SXid event: the driver's own Fatal / Non-fatal word for it
+    first (fatal fails: the catalogue's action, else a reboot; non-fatal passes where the
+    catalogue says ignore, else warns as `watch`, never a replace-the-box failure), then
+    data/xid.yml where the log does not say (reboot fails; a code not in it fails as replace)."""
+    entry = load_xid_catalogue()[1].get(event.code)
+    name = entry.name if entry is not None else "not in NVIDIA's catalogue"
+    action = entry.action if entry is not None else "replace"
+    if event.severity == "fatal":
+        return "fail", action if entry is not None and action in FAILING else "reboot", name
+    if event.severity == "non-fatal":
+        return ("pass", "ignore", name) if action == "ignore" else ("warn", "watch", name)
+    return ("fail" if action in FAILING else "pass"), action, name
+
+
+def _sxid_lines(sxids: Sequence[KernelEvent]) -> list[tuple[str, str, str]]:
+    """(verdict, action, 'NVSwitch nvidia-nvswitch2 (0000:85:00.0): SXid 12028 ..., non-fatal
+    x2 -> watch') per (switch, code, driver's word), failures first."""
+    groups: dict[tuple[str | None, str, int, str | None], list[KernelEvent]] = {}
+    for e in sxids:
+        groups.setdefault((e.device, pci_key(e.pci), e.code, e.severity), []).append(e)
+    out = []
+    for (device, _, code, severity), group in groups.items():
+        verdict, action, name = _sxid_judgement(group[0])
+        said = f", {severity}" if severity else ""
+        times = f" x{len(group)}" if len(group) > 1 else ""
+        text = f"NVSwitch {device} ({group[0].pci}): SXid {code} {name}{said}{times} -> {action}"
+        out.append((verdict, action, text))
+    return sorted(out, key=lambda item: _SXID_ORDER[item[0]])
+
+
+def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check:
+    """The nvswitch_sxid check of a readable log with SXid events."""
+    expected = "no SXid since boot needing action"
+    lines = _sxid_lines(sxids)
+    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    actual = "; ".join(text for _, _, text in lines) + span
+    verdict = lines[0][0]
+    if verdict == "fail":
+        ask = _ASK["replace" if any(a == "replace" for _, a, _ in lines) else "reboot"]
+        return Check(
+            "nvswitch_sxid",
+            expected,
+            actual,
+            "fail",
+            f"{ask[0].upper()}{ask[1:]}, per NVIDIA's SXid catalogue and Fabric Manager guide (a fatal SXid"
+            " needs the GPUs and NVSwitches reset), before accepting the box.",
+        )
+    if verdict == "warn":
+        return Check(
+            "nvswitch_sxid",
+            expected,
+            actual,
+            "warn",
+            "the driver logged these SXids as non-fatal (NVIDIA's Fabric Manager guide: no CUDA job is"
+            " aborted, but NVLink traffic may slow or stall for a while): ask the vendor what caused them,"
+            " and watch for them again under your own load.",
+        )
+    return Check(
+        "nvswitch_sxid", expected, actual, "pass", "informational SXids only (NVIDIA's catalogue: ignore)."
+    )
+
+
+def rule_sxid(
+    events: Sequence[KernelEvent],
+    probe_ok: bool,
+    why_unread: str = "",
+    covers_boot: bool | None = None,
+) -> Check:
+    """NVSwitch SXid errors since boot, one per event (its `Severity` / `Data` lines are part of
+    it), judged by the driver's own Fatal / Non-fatal word for each event with data/xid.yml
+    `sxid` (Fabric Manager User Guide): a fatal SXid fails; a non-fatal one passes where the
+    catalogue says ignore (single-bit ECC ...) and warns otherwise (12028 stalls NVLink traffic;
+    a code not in the catalogue); a line that says neither is judged by the catalogue alone.
+    An SXid line whose code cannot be read makes a passing or warning log unverified."""
+    sxids = [e for e in events if e.kind == "sxid"]
+    if probe_ok and sxids:
+        check = _sxid_check(sxids, covers_boot)
+    else:
+        check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
+    return _with_unread(check, [e for e in events if e.kind == "sxid_unread"], "SXid", bool(sxids))
