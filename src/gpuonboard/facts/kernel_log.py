@@ -275,7 +275,7 @@ class _SxidJoiner:
                 first,
                 message=f"{first.message} | {line.message}",
                 lines=first.lines + 1,
-                severity=first.severity or said,
+                severity="fatal" if "fatal" in (first.severity, said) else first.severity or said,
             )
             self.open[key] = (at, severity_seen or sev is not None)
             return

@@ -52,3 +52,20 @@ def test_r7_f3_ecc_said_to_be_na_stays_not_applicable() -> None:
 def test_r7_f4_a_vgpu_guests_zero_degrees_is_no_reading() -> None:
     # <gpu_temp>0 C</gpu_temp>, every threshold N/A (GRID P4-1Q, a Windows guest)
     assert rules(VGPU_P4)["temperature"] == ("unverified", "0 C on GPU 0: no reading")
+
+
+def test_r7_f3_na_in_q_text_is_said_not_left_out() -> None:
+    """`nvidia-smi -q`'s "ECC Mode / Current : N/A" is nvidia-smi's own N/A (it was read as left out)."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    from .audit_captures import read
+
+    text = read("nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt")
+    assert parse_any(text).gpus[0].ecc_na
+
+
+def test_a_gpu_nvidia_smi_cannot_read_is_not_judged_as_having_no_ecc() -> None:
+    # an H100 whose every cell reads [GPU requires reset]: its repair state is no "not required"
+    got = rules("nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv")
+    assert got["memory_repair"] == ("warn", "not judged: GPU 0 unreadable")
+    assert got["ecc_mode"] == ("warn", "not judged: GPU 0 unreadable")

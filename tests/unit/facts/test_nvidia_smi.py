@@ -103,7 +103,7 @@ CASES = [
     ("real/nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv",
      "csv", None, None, None, 1, "", None),
     ("real/nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv",
-     "csv", None, None, None, 1, "", 10989),
+     "csv", None, None, None, 3, "", 10989),
     # netdata's field list has no memory.total and no driver_version
     ("real/nvidia-smi-query-gpu-nounits__tesla-p100-pcie-16gb__1gpu.csv",
      "csv", None, None, None, 1, "Tesla P100-PCIE-16GB", None),

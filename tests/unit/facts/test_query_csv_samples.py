@@ -38,10 +38,52 @@ def test_the_newest_sample_shows_the_busy_gpu() -> None:
 
 def test_rows_nothing_tells_apart_over_seconds_leave_the_gpus_unknown() -> None:
     """No index, uuid or PCI address, timestamps a second apart: samples or GPUs cannot be told,
-    so the count is not complete (gpu_count says unverified, not 3 GPUs)."""
+    so every row is kept (each judged) and the count is not known (gpu_count unverified)."""
     report = parse_any((REAL / NO_ID).read_text())
-    assert len(report.gpus) == 1 and not report.complete
-    assert any("cannot be told from several GPUs" in w for w in report.warnings)
+    assert len(report.gpus) == 3 and not report.complete and report.gap
+    assert any("cannot be told apart as GPUs or as samples of one" in w for w in report.warnings)
+
+
+H200 = (REAL / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv").read_text().splitlines()
+
+
+def _h200_rows(bus_ids: list[str]) -> str:
+    """The real H200 query (its UUID and serial redacted to zeros upstream) as one query of
+    several GPUs, each row the capture's own with another PCI address."""
+    head, row = H200[0], H200[1]
+    return "\n".join([head, *(row.replace("00000000:83:00.0", bus) for bus in bus_ids)]) + "\n"
+
+
+def test_gpus_with_one_redacted_uuid_are_told_apart_by_their_addresses() -> None:
+    """A redacted UUID (GPU-00000000-...) or serial (0000000000000) is every GPU's: two GPUs
+    are never one for sharing it."""
+    buses = [f"00000000:{b:02X}:00.0" for b in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)]
+    report = parse_query_csv(_h200_rows(buses), ())
+    assert [g.pci_bus_id for g in report.gpus] == buses and report.complete
+
+
+def test_a_log_of_several_gpus_is_cut_into_its_gpus_in_whole_cycles() -> None:
+    buses = ["00000000:18:00.0", "00000000:2A:00.0"]
+    report = parse_query_csv(_h200_rows(buses * 3), ())
+    assert [g.pci_bus_id for g in report.gpus] == buses and report.complete
+    # a repetition that is no cycle (A B B A) is no log of samples: not told apart
+    odd = parse_query_csv(_h200_rows([buses[0], buses[1], buses[1], buses[0]]), ())
+    assert len(odd.gpus) == 4 and not odd.complete
+
+
+NO_ID_HEAD = (REAL / NO_ID).read_text().splitlines()[0]
+
+
+def test_rows_without_identity_read_within_a_second_are_one_query() -> None:
+    """One query's rows straddling a second boundary (50.990 to 51.200) are its GPUs."""
+    row = (REAL / NO_ID).read_text().splitlines()[1].split(", ", 1)[1]
+    stamps = [f"2019/08/23 14:41:{50 + (990 + 30 * k) // 1000}.{(990 + 30 * k) % 1000:03d}" for k in range(8)]
+    report = parse_query_csv("\n".join([NO_ID_HEAD, *(f"{t}, {row}" for t in stamps)]) + "\n", ())
+    assert len(report.gpus) == 8 and report.complete
+    # without timestamps, rows nothing tells apart are not counted as GPUs
+    bare = "\n".join(line.split(", ", 1)[1] for line in (REAL / NO_ID).read_text().splitlines()) + "\n"
+    report = parse_query_csv(bare, ())
+    assert len(report.gpus) == 3 and not report.complete
 
 
 @pytest.mark.parametrize(

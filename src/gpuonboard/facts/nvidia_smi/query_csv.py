@@ -217,72 +217,77 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         stamps.append(_clean(cells.get("timestamp")))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")
-    gpus, told_apart = _one_row_per_gpu(gpus, "index" in names, stamps, warnings)
-    gap = "" if told_apart else f"its {len(data)} CSV rows cannot be told apart as GPUs or as samples of one"
+    gpus, gap = _one_row_per_gpu(gpus, "index" in names, stamps, warnings)
     return GpuReport(
-        "csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete and told_apart, gap=gap
+        "csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete and not gap, gap=gap
     )
 
 
-def _identity(gpu: GpuInfo, has_index: bool) -> tuple[str, str] | None:
-    """What tells this row's GPU from the others: its first readable UUID, PCI address, serial
-    or (where the query has one) index; None when the row has none of them."""
-    for field, value in (("uuid", gpu.uuid), ("pci", gpu.pci_bus_id), ("serial", gpu.serial)):
-        if value:
-            return field, value.lower() if field == "pci" else value
-    return ("index", str(gpu.index)) if has_index else None
+# a redacted identifier (GPU-00000000-0000-..., a serial of zeros): the same for every GPU
+_PLACEHOLDER = re.compile(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)
+
+
+def _identity(gpu: GpuInfo, has_index: bool) -> tuple[str, ...]:
+    """What tells this row's GPU from the others: its readable UUID (not a redacted one), PCI
+    address and (where the query has one) index, all of them; () when the row has none. (Not
+    the serial: the GPUs of one board, a K80's or an A16's, share it.)"""
+    parts = []
+    if gpu.uuid and not _PLACEHOLDER.match(gpu.uuid):
+        parts.append(f"uuid {gpu.uuid}")
+    if gpu.pci_bus_id:
+        parts.append(f"pci {gpu.pci_bus_id.lower()}")
+    if has_index:
+        parts.append(f"index {gpu.index}")
+    return tuple(parts)
 
 
 def _one_row_per_gpu(
     gpus: list[GpuInfo], has_index: bool, stamps: Sequence[str | None], warnings: list[str]
-) -> tuple[list[GpuInfo], bool]:
-    """One GpuInfo per GPU from a query that may be a log of samples (`--query-gpu ... -l N`
-    prints a row per GPU per sample under one header): rows of one GPU (the same UUID, PCI
-    address, serial or index) are that GPU's samples, judged on the newest, with the faults any
-    of them showed. Rows that nothing tells apart, sampled over a second or more, cannot be
-    counted as GPUs: the newest row stands for them, and False says the GPUs are not all known.
-    -> (the GPUs, whether every row was told apart or was its own GPU)."""
-    seen: dict[tuple[str, str], int] = {}
-    out: list[GpuInfo] = []
-    for gpu in gpus:
-        key = _identity(gpu, has_index)
-        if key is None or key not in seen:
-            if key is not None:
-                seen[key] = len(out)
-            out.append(gpu)
-            continue
-        older = out[seen[key]]
-        out[seen[key]] = dataclasses.replace(
-            gpu,
-            index=older.index,
-            faults=tuple(dict.fromkeys(older.faults + gpu.faults)),
-            cell_faults=tuple(dict.fromkeys(older.cell_faults + gpu.cell_faults)),
-        )
-    if len(out) < len(gpus):
+) -> tuple[list[GpuInfo], str]:
+    """One GpuInfo per GPU from a query that may be a log of samples: `--query-gpu ... -l N`
+    prints every GPU's row again at each sample under one header, so the rows' identities (UUID,
+    PCI address, index) repeat in whole cycles; each GPU is then judged on its newest row, with
+    the faults any of its rows showed. Rows whose identities repeat otherwise, or rows with none
+    that were not all read within one second (one query's), cannot be counted as GPUs: every
+    row is kept (each judged), and the reason is returned (the count is not known).
+    -> (the GPUs, "" or why the rows cannot be told apart)."""
+    n, keys = len(gpus), [_identity(g, has_index) for g in gpus]
+    if n <= 1 or (all(keys) and len(set(keys)) == n) or (not all(keys) and _one_query(stamps)):
+        return gpus, ""
+    cycle = next((i for i in range(1, n) if keys[i] == keys[0]), n)
+    if all(keys) and len(set(keys[:cycle])) == cycle and all(keys[i] == keys[i % cycle] for i in range(n)):
+        out = []
+        for first in range(cycle):
+            rows = gpus[first::cycle]
+            faults = tuple(dict.fromkeys(f for g in rows for f in g.faults))
+            cells = tuple(dict.fromkeys(f for g in rows for f in g.cell_faults))
+            out.append(dataclasses.replace(rows[-1], index=rows[0].index, faults=faults, cell_faults=cells))
         warnings.append(
-            f"the CSV holds {len(gpus)} rows of {len(out)} GPU(s): a query repeated over time"
-            " (nvidia-smi -l); each GPU is judged on its newest row"
+            f"the CSV holds {n} rows of {cycle} GPU(s): a query repeated over time (nvidia-smi -l);"
+            " each GPU is judged on its newest row"
         )
-        return out, True
-    if len(gpus) > 1 and not seen and _spans_a_second(stamps):
-        warnings.append(
-            f"the CSV's {len(gpus)} rows were read over {stamps[0]} to {stamps[-1]} and carry no"
-            " index, uuid or pci.bus_id: a query repeated over time (nvidia-smi -l) cannot be told"
-            " from several GPUs; save it once, without -l, with index or pci.bus_id"
-        )
-        return [dataclasses.replace(gpus[-1], index=gpus[0].index)], False
-    return out, True
+        return out, ""
+    warnings.append(
+        f"the CSV's {n} rows cannot be told apart as GPUs or as samples of one (a query repeated"
+        " over time, nvidia-smi -l, repeats them): rows without index, uuid or pci.bus_id, or"
+        " sharing them; every row is judged, the GPU count is not known; save the query once,"
+        " without -l, with index and pci.bus_id"
+    )
+    return gpus, f"its {n} CSV rows cannot be told apart as GPUs or as samples of one"
 
 
-def _spans_a_second(stamps: Sequence[str | None]) -> bool:
-    """Whether the rows' timestamps (`2025/06/06 14:52:48.608`) cover a second or more: one
-    query reads every GPU within that; nvidia-smi -l repeats it a second or more apart."""
+def _one_query(stamps: Sequence[str | None]) -> bool:
+    """Whether the rows' timestamps (`2025/06/06 14:52:48.608`) all fall within one second, as
+    one query's do (nvidia-smi -l repeats it a second or more apart); False without them."""
     import datetime
 
     times = []
     for stamp in stamps:
         try:
-            times.append(datetime.datetime.strptime((stamp or "").split(".")[0], "%Y/%m/%d %H:%M:%S"))
+            times.append(datetime.datetime.strptime(stamp or "", "%Y/%m/%d %H:%M:%S.%f"))
         except ValueError:
-            return False
-    return (max(times) - min(times)).total_seconds() >= 1
+            try:
+                times.append(datetime.datetime.strptime(stamp or "", "%Y/%m/%d %H:%M:%S"))
+            except ValueError:
+                return False
+    return (max(times) - min(times)).total_seconds() < 1

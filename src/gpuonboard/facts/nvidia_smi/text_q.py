@@ -303,7 +303,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
         memory_unified=_unified(_tree_raw(section, "FB Memory Usage", "Total")),
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
-        ecc_na=_is_na(_tree_get(section, "ECC Mode", "Current")),
+        ecc_na=_is_na(_tree_raw(section, "ECC Mode", "Current")),
         persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
         driver_model=_tree_get(section, "Driver Model", "Current"),
         **_text_pcie(section),

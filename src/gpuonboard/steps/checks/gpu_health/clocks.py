@@ -108,7 +108,10 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     g, hottest = max(temps, key=lambda x: x[1] or 0)
     assert hottest is not None
     limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
-    actual = f"{hottest} C on {gpu_label(g)}"
+    zero = [x for x in gpus if x.temperature_c is not None and x.temperature_c <= 0]
+    actual = f"{hottest} C on {gpu_label(g)}" + (
+        f" ({gpu_list(zero, gpus)}: 0 C, no reading)" if zero else ""
+    )
     if hottest >= limit:
         return Check(
             "temperature",

@@ -247,8 +247,16 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     ]
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
+    unread = [g for g in gpus if g.faults]
+    if not findings and unread and len(unread) == len(gpus):
+        return Check(
+            "memory_repair", "nothing pending", f"not judged: {gpu_list(unread, gpus)} unreadable", "warn"
+        )
     if not findings and not any(map(_repair_state_read, gpus)):
-        return Check("memory_repair", "nothing pending", "not reported (not required of these GPUs)", "pass")
+        note = f" ({gpu_list(unread, gpus)} unreadable)" if unread else ""
+        return Check(
+            "memory_repair", "nothing pending", f"not reported (not required of these GPUs){note}", "pass"
+        )
     if not findings:
         return Check("memory_repair", "nothing pending", "nothing pending", "pass")
     advice = "; ".join(_REPAIR_ADVICE[k] for k in dict.fromkeys(k for k, _ in findings))

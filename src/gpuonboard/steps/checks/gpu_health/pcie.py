@@ -61,16 +61,18 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
         return Check(
             "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
         )
-    unmatched = [g for g in gpus if not _both_known(g)]
-    if gpus and not unmatched:
-        return Check("pcie_link", "max gen and width", "at max", "pass")
-    if any(g.pcie_gen_current or g.pcie_width_current for g in gpus):
+    read = [g for g in gpus if not g.faults]  # (a GPU nvidia-smi cannot read: gpu_health fails it)
+    note = "".join(f" ({gpu_label(g)} unreadable)" for g in gpus if g.faults)
+    unmatched = [g for g in read if not _both_known(g)]
+    if read and not unmatched:
+        return Check("pcie_link", "max gen and width", "at max" + note, "pass")
+    if any(g.pcie_gen_current or g.pcie_width_current for g in read):
         # a link read without the card's maximum: nothing to compare it with
         shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
         return Check(
             "pcie_link",
             "max gen and width",
-            f"{shown} (the card's maximum not reported)",
+            f"{shown} (the card's maximum not reported){note}",
             "unverified",
             "this nvidia-smi output gives the link's current generation or width but not the card's"
             " maximum, so a narrowed or slowed link cannot be told; `nvidia-smi -q -d PCIE` shows both",
