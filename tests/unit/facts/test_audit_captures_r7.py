@@ -69,3 +69,16 @@ def test_a_gpu_nvidia_smi_cannot_read_is_not_judged_as_having_no_ecc() -> None:
     got = rules("nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv")
     assert got["memory_repair"] == ("warn", "not judged: GPU 0 unreadable")
     assert got["ecc_mode"] == ("warn", "not judged: GPU 0 unreadable")
+
+
+def test_a_vgpu_guests_ecc_na_is_no_answer() -> None:
+    """A vGPU guest's driver hides the board's ECC: its N/A is not "no ECC" (an A6000's profile)."""
+    import dataclasses
+
+    from gpuonboard.facts.nvidia_smi import GpuInfo
+
+    guest = GpuInfo(index=0, name="NVIDIA RTXA6000-24Q", ecc_na=True, virtualization_mode="VGPU")
+    assert gpu_health.rule_ecc_mode([guest]).verdict == "unverified"
+    assert gpu_health.rule_memory_repair([guest]).verdict == "unverified"
+    bare = dataclasses.replace(guest, virtualization_mode="None")  # (outside a guest: said, no ECC)
+    assert gpu_health.rule_ecc_mode([bare]).actual == "not applicable (no ECC on these GPUs)"

@@ -34,6 +34,12 @@ def may_have_ecc(g: GpuInfo) -> bool:
     return held_as_datacenter(g) or gpu_class(g.name, g.product_brand) != "consumer"
 
 
+def no_ecc_said(g: GpuInfo) -> bool:
+    """nvidia-smi printed N/A for the card's ECC mode, outside a vGPU guest (whose driver hides
+    the board's ECC: a V100's or an A6000's profile may print N/A)."""
+    return g.ecc_na and (g.virtualization_mode or "").upper() != "VGPU"
+
+
 def is_idle(g: GpuInfo) -> bool:
     """Idle GPUs downshift their PCIe link and clocks to save power (not a fault)."""
     return (

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter, may_have_ecc
+from gpuonboard.steps.checks.gpu_health.common import (
+    gpu_label,
+    gpu_list,
+    held_as_datacenter,
+    may_have_ecc,
+    no_ecc_said,
+)
 from gpuonboard.steps.checks.ngc import gpu_class
 
 ECC_ENABLE_ADVICE = (
@@ -20,12 +26,13 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
 
     `ecc_mode` None (N/A, or not in the output read) is not required of a GeForce card, and is
     unverified for any GPU that has or may have ECC (may_have_ecc: data-centre, workstation or
-    unrecognised, as a vGPU profile's name) unless nvidia-smi said N/A for it (`ecc_na`: a
-    workstation card without ECC); a data-centre GPU's is unverified even then. "Disabled" means
-    the card has ECC and it is off: FAIL on a data-centre GPU (A100, H100, L40S, A10 ...), WARN
-    on an NVIDIA RTX / Quadro workstation card (RTX A6000, RTX 6000 Ada, RTX 4000 SFF Ada ...)
-    or an unrecognised one (ECC is optional there, and costs memory), and named without a
-    verdict against it on a GeForce card (a consumer card is not expected to run with ECC).
+    unrecognised, as a vGPU profile's name) unless nvidia-smi said N/A for it outside a vGPU
+    guest (`no_ecc_said`: a workstation card without ECC); a data-centre GPU's is unverified
+    even then. "Disabled" means the card has ECC and it is off: FAIL on a data-centre GPU
+    (A100, H100, L40S, A10 ...), WARN on an NVIDIA RTX / Quadro workstation card (RTX A6000,
+    RTX 6000 Ada, RTX 4000 SFF Ada ...) or an unrecognised one (ECC is optional there, and costs
+    memory), and named without a verdict against it on a GeForce card (a consumer card is not
+    expected to run with ECC).
     """
     # a GPU nvidia-smi cannot read is no data (the gpu_health row fails it): said, not counted
     unread = ", ".join(gpu_label(g) for g in gpus if g.faults)
@@ -42,7 +49,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     unknown = [
         g
         for g in read
-        if g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not g.ecc_na))
+        if g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not no_ecc_said(g)))
     ]
     if off_dc:
         return Check(
@@ -85,7 +92,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     enabled = [g for g in read if g.ecc_mode == "Enabled"]
     if enabled:  # GPUs of no known class (a new model) whose ECC reads Enabled
         return Check("ecc_mode", "Enabled", f"Enabled on {gpu_list(enabled, gpus)}{note}", "pass")
-    said = all(g.ecc_na for g in read)
+    said = all(map(no_ecc_said, read))
     return Check(
         "ecc_mode",
         "enabled on data-centre GPUs",
@@ -243,7 +250,7 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
         for g in gpus
         if not g.faults
         and not _repair_state_read(g)
-        and (held_as_datacenter(g) or (may_have_ecc(g) and g.ecc_mode != "Disabled" and not g.ecc_na))
+        and (held_as_datacenter(g) or (may_have_ecc(g) and g.ecc_mode != "Disabled" and not no_ecc_said(g)))
     ]
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
