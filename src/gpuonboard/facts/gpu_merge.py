@@ -338,7 +338,14 @@ def _union(
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
     base, whole, base_report = _base(ranked, listed)
-    gpus = [_merge_gpu(g, [(label, c) for label, c in pool if _same(g, c)]) for g in base]
+    # a GPU's copies are in the other formats: never another GPU of its own listing, even one
+    # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
+    # would otherwise lend the healthy one's values to the faulty one)
+    own = {id(c) for c in base}
+    gpus = [
+        _merge_gpu(g, [(label, c) for label, c in pool if _same(g, c) and (c is g or id(c) not in own)])
+        for g in base
+    ]
     for g in unopened:
         if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
             # the index nvidia-smi printed, else the first one no listed GPU holds (it numbers
@@ -352,6 +359,15 @@ def _union(
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
     attached = (base_report.attached_gpus if whole and base_report else None) or max(counts, default=None)
     warnings = [w for _, r in ranked for w in r.warnings]
+    # GPU numbers the output skips: nvidia-smi numbers every GPU it lists from 0, so GPU 7 alone
+    # is a view of some GPUs (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box
+    numbers = {g.index for g in gpus}
+    skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
+    gap = base_report.gap if base_report is not None else ""
+    if skipped and not gap:
+        shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
+        why = "a view of some GPUs, nvidia-smi -i, or a cut paste"
+        gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
@@ -364,6 +380,7 @@ def _union(
         # cut short: the set's own output was, or it lists fewer GPUs than are attached
         complete=not (base_report is not None and not base_report.complete)
         and len(gpus) >= (attached or 0)
-        and (whole or len(gpus) >= len(listed)),
-        gap=base_report.gap if base_report is not None else "",
+        and (whole or len(gpus) >= len(listed))
+        and not skipped,
+        gap=gap,
     )

@@ -159,6 +159,14 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver595.71.05__gen-current-only.csv",
         "real/nvidia-smi__rtxa6000-24q-vgpu__1gpu__driver550.54.15__guest.txt",
         "real/nvidia-smi-q-x__grid-p4-1q-vgpu__1gpu__driver513.46__windows-guest.xml",
+        # round 7, second search: fixed R7-F5 (NVLink blocks taken by their place, not the GPU
+        # they name), R7-F6 (two GPUs on one bus id merged), R7-F7 (one GPU's ECC count spoke
+        # for all), R7-F8 (a view of GPU 7 alone read as a 1-GPU box)
+        "real/nvidia-smi-nvlink-s__h800__8gpu-8links__elided.txt",
+        "real/nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt",
+        "real/nvidia-smi__a100-sxm4-40gb__8gpu__driver450.80.02__7-mig.txt",
+        "real/nvidia-smi__h20__8gpu-3mig__driver570.158.01__elided-tail.txt",
+        "real/nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt",
     }
 )
 

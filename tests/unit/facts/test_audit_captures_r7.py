@@ -82,3 +82,63 @@ def test_a_vgpu_guests_ecc_na_is_no_answer() -> None:
     assert gpu_health.rule_memory_repair([guest]).verdict == "unverified"
     bare = dataclasses.replace(guest, virtualization_mode="None")  # (outside a guest: said, no ECC)
     assert gpu_health.rule_ecc_mode([bare]).actual == "not applicable (no ECC on these GPUs)"
+
+
+# --- round 7, second search: NVLink listings by GPU number, siblings on one address, counts of
+# some GPUs, a view of one GPU
+
+H800_NVLINK = "nvidia-smi-nvlink-s__h800__8gpu-8links__elided.txt"  # GPU 0, GPU 1, `...`, GPU 7
+V100_GPU3 = "nvidia-smi-nvlink-s__v100-sxm2-32gb__1of-n-gpu__2-inactive.txt"  # GPU 3 alone
+H100_NVLINK_E = "nvidia-smi-nvlink-e__h100-80gb-hbm3__1gpu__driver-unknown__elided.txt"
+T4_ONE_BUS = "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt"
+A100_MIG = "nvidia-smi__a100-sxm4-40gb__8gpu__driver450.80.02__7-mig.txt"
+H20_MIG = "nvidia-smi__h20__8gpu-3mig__driver570.158.01__elided-tail.txt"
+H800_GPU7 = "nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt"
+
+
+def fabric(name: str) -> dict[str, tuple[str, str]]:
+    from gpuonboard.steps.checks import fabric_health
+
+    return {c.name: (c.verdict, c.actual) for c in fabric_health.health_checks(saved(name))}
+
+
+def test_r7_f5_nvlink_blocks_are_the_gpus_they_name() -> None:
+    """A listing's blocks were taken as GPUs 0, 1, 2 ... by their place: GPU 3's two links down
+    read as "GPU 0 not listed" (unverified), and an elided listing named the wrong GPUs."""
+    assert fabric(V100_GPU3)["nvlink_links"] == ("fail", "GPU 3: 4 of 6 links active, inactive link(s) 3, 5")
+    verdict, actual = fabric(H800_NVLINK)["nvlink_links"]
+    assert verdict == "unverified"
+    assert actual == "links not readable for " + ", ".join(f"GPU {i} (not listed)" for i in range(2, 7))
+
+
+def test_r7_f5_an_nvlink_error_listing_alone_is_judged() -> None:
+    """`nvlink -e` given alone names its GPUs' models itself: it was no row at all."""
+    assert fabric(H100_NVLINK_E)["nvlink_errors"][0] == "pass"
+
+
+def test_r7_f6_two_gpus_on_one_address_keep_their_own_readings() -> None:
+    """GPU 1, listed at GPU 0's bus id with ERR! cells, took GPU 0's 41 C and 26 W."""
+    gpus = saved(T4_ONE_BUS).gpu.gpus  # type: ignore[union-attr]
+    assert [(g.index, g.temperature_c, g.power_draw_w) for g in gpus] == [(0, 41, 26.0), (1, None, None)]
+    assert rules(T4_ONE_BUS)["sensor_faults"][0] == "warn"
+
+
+def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:
+    """GPUs in MIG mode print `On` in the table's ECC cell, no count: GPU 0's 0 spoke for all."""
+    assert rules(A100_MIG)["ecc_uncorrectable"] == (
+        "unverified",
+        "0 on GPU 0; not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5, GPU 6, GPU 7",
+    )
+    assert rules(H20_MIG)["ecc_uncorrectable"] == (
+        "unverified",
+        "0 on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7; not reported for GPU 0, GPU 1, GPU 2",
+    )
+
+
+def test_r7_f8_a_view_of_gpu_7_alone_is_no_one_gpu_box() -> None:
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks import acceptance
+
+    checks = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=8), saved(H800_GPU7))}
+    assert checks["gpu_count"].verdict == "unverified"
+    assert "it lists GPU 7 but not GPU 0, 1, 2, 3, 4, 5, 6" in checks["gpu_count"].actual

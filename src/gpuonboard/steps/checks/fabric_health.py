@@ -139,13 +139,23 @@ def nvlink_model(gpu_name: str) -> ModelLinks | None:
     return next((m for m in load_nvlink_models() if _model_pattern(m.match).search(low)), None)
 
 
-def rule_nvlink(gpu_models: Sequence[str], nvlink_status: NvlinkStatus | None) -> Check | None:
+def _indexed(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, str]:
+    """GPU index -> model name: a mapping as given (the GPU numbers nvidia-smi printed), a list
+    as GPUs 0, 1, 2 ..."""
+    return dict(gpu_models) if isinstance(gpu_models, Mapping) else dict(enumerate(gpu_models))
+
+
+def rule_nvlink(
+    gpu_models: Sequence[str] | Mapping[int, str], nvlink_status: NvlinkStatus | None
+) -> Check | None:
     """Active NVLink links per GPU vs data/nvlink_links.yml on NVLink-board (SXM) models.
 
     None when no GPU is an NVLink-board model (PCIe cards: not applicable). Fewer links than the
     model has = fail naming the GPUs and counts (NVML's "all links are inActive" = 0 active:
     fail); no nvlink output, or MIG mode (the driver refuses NVLink queries) = unverified."""
-    expected_links = {i: m for i, name in enumerate(gpu_models) if (m := nvlink_model(name)) and m.links}
+    expected_links = {
+        i: m for i, name in _indexed(gpu_models).items() if (m := nvlink_model(name)) and m.links
+    }
     if not expected_links:
         return None
     counts = sorted({m.links for m in expected_links.values() if m.links})
@@ -305,7 +315,9 @@ def _nvlink_errors_check(want: str, tally: _NvlinkTally, gpu_count: int) -> Chec
     )
 
 
-def rule_nvlink_errors(gpu_models: Sequence[str], errors: NvlinkErrors | None) -> Check | None:
+def rule_nvlink_errors(
+    gpu_models: Sequence[str] | Mapping[int, str], errors: NvlinkErrors | None
+) -> Check | None:
     """NVLink error counters (`nvidia-smi nvlink -e`) per GPU and link vs data/nvlink_errors.yml
     (NVIDIA DCGM's NVLink health watch) on NVLink-board (SXM) models.
 
@@ -314,7 +326,7 @@ def rule_nvlink_errors(gpu_models: Sequence[str], errors: NvlinkErrors | None) -
     errors = warn (DCGM fails them only by rate, which one reading cannot give); all zero = pass;
     no output, MIG mode, or a GPU not listed = unverified. Counters the data file does not
     list (traffic counts, FEC histograms, BER figures) are not judged."""
-    expected = {i: m for i, name in enumerate(gpu_models) if (m := nvlink_model(name)) and m.links}
+    expected = {i: m for i, name in _indexed(gpu_models).items() if (m := nvlink_model(name)) and m.links}
     if not expected:
         return None
     want = f"no NVLink replay / recovery errors and no CRC errors on each of {len(expected)} GPU(s)"
@@ -527,15 +539,24 @@ def health_checks(facts: Facts) -> list[Check]:
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)
-    models = [g.name for g in gpus]
-    if not models and status is not None:
-        models = [g.name for g in sorted(status.gpus, key=lambda g: g.index)]
+    errors = None
+    if facts.given("nvidia_nvlink_errors") and facts.raw["nvidia_nvlink_errors"].exit_code == 0:
+        errors = nvlink.parse_nvlink_errors(facts.raw["nvidia_nvlink_errors"].stdout)
+    # each GPU's model by the number nvidia-smi printed for it (not its place in a listing: a
+    # `nvlink -s -i 3`, or one elided with `...`, lists GPU 3 first); from nvidia-smi's own
+    # outputs, else from the NVLink listings themselves
+    named = {g.index: g.name for g in gpus}
+    for listing in (status, errors):
+        if not named and listing is not None:
+            named = {g.index: g.name for g in listing.gpus}
+            if len(set(named.values())) == 1:  # (a listing that skips GPU numbers, elided with
+                # `...`: the GPUs it skips are the box's too, of its one model, and not listed)
+                named = dict.fromkeys(range(max(named) + 1), next(iter(named.values())))
     if facts.given("nvidia_nvlink"):
-        checks.append(rule_nvlink(models, status if status is not None and status.gpus else None))
+        checks.append(rule_nvlink(named, status if status is not None and status.gpus else None))
     if facts.given("nvidia_nvlink_errors"):
-        out = facts.raw["nvidia_nvlink_errors"]
-        errors = nvlink.parse_nvlink_errors(out.stdout) if out.exit_code == 0 else None
-        checks.append(rule_nvlink_errors(models, errors if errors is not None and errors.gpus else None))
+        checks.append(rule_nvlink_errors(named, errors if errors is not None and errors.gpus else None))
+    models = [g.name for g in gpus] or list(named.values())
     if facts.given("fabric_manager"):
         out = facts.raw["fabric_manager"]
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None

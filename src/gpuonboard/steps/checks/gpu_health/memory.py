@@ -126,6 +126,24 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
         for g in gpus
         if g.ecc_volatile_uncorrectable is not None or g.ecc_aggregate_uncorrectable is not None
     ]
+    # a GPU whose ECC is on (or may be) and whose count this output left out: one GPU's 0 says
+    # nothing of it (the table prints the ECC mode, `On`, in that cell for a GPU in MIG mode)
+    missing = [
+        g
+        for g in gpus
+        if g not in known
+        and not g.faults
+        and (g.ecc_mode == "Enabled" or (g.ecc_mode is None and held_as_datacenter(g)))
+    ]
+    if known and missing:
+        return Check(
+            "ecc_uncorrectable",
+            "0",
+            f"0 on {gpu_list(known, gpus)}; not reported for {gpu_list(missing, gpus)}",
+            "unverified",
+            "nvidia-smi did not report ECC error counts for every GPU with ECC on (the table shows"
+            " none for a GPU in MIG mode); `nvidia-smi -q -d ECC` shows them",
+        )
     if known:
         return Check("ecc_uncorrectable", "0", "0", "pass")
     # (an unreadable GPU is the gpu_health row's, not a missing count here)
