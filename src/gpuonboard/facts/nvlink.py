@@ -127,6 +127,11 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
         if gpus and (m := _LINK.match(line)):
             value = m.group(2)
             speed = _SPEED.match(value)
+            if speed is None and "inactive" not in value.lower():
+                # neither a speed nor `<inactive>` (`nvlink -R`'s "Remote Device ...", two lines
+                # glued): no word on whether the link is up
+                warnings.append(f"nvidia-smi nvlink -s: link line not read {line.strip()!r}")
+                continue
             links[-1].append(NvlinkLink(int(m.group(1)), float(speed.group(1)) if speed else None, value))
             continue
         if gpus and (note := _note(line)):

@@ -60,9 +60,17 @@ def test_unknown_link_word_is_not_counted_active_and_capability_lines_skipped() 
         " information as all links are inActive\n"
     )
     status = parse_nvlink_status(text)
-    assert (status.gpus[0].active_links, status.gpus[0].total_links) == (1, 3)
+    # "Unknown" is no word on the link either way: not counted (nor down), and said
+    assert (status.gpus[0].active_links, status.gpus[0].total_links) == (1, 2)
     assert status.gpus[1].note == ALL_INACTIVE
-    assert status.warnings == ()
+    assert status.warnings == ("nvidia-smi nvlink -s: link line not read 'Link 2: Unknown'",)
+
+
+def test_a_remote_device_listing_is_no_link_down() -> None:
+    """`nvidia-smi nvlink -R` (each link's remote end) of a healthy 2 x H100 PCIe box: every link
+    line was read as inactive; they say nothing of the link's state, so none is counted."""
+    status = parse_nvlink_status(read("nvidia-smi-nvlink-R__h100-pcie__2gpu-12links__hpe-dl380a.txt"))
+    assert [g.total_links for g in status.gpus] == [0, 0] and len(status.warnings) == 24
 
 
 # nvidia-smi nvlink -e parser on real captures (tests/fixtures/real/nvidia-smi-nvlink-e__*).
