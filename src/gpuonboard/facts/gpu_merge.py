@@ -281,7 +281,8 @@ def merge(
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
     listed = _listing(raw.get(LIST_PROBE), parse_list)
-    outputs = [o.stdout + "\n" + o.stderr for name, _, _ in GPU_SOURCES if (o := raw.get(name)) is not None]
+    names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
+    outputs = [o.stdout + "\n" + o.stderr for name in names if (o := raw.get(name)) is not None]
     unopened = unopened_gpus(outputs)
     if not reports and not listed:
         return GpuEvidence(None, (), tuple(refusals), None)
@@ -320,6 +321,22 @@ def _base(
     return list(widest.gpus), False, widest
 
 
+def _one_per_address(gpus: list[GpuInfo]) -> list[GpuInfo]:
+    """A GPU listed at the PCI address of a GPU listed before it is no GPU of its own to count
+    (one device, or a driver that cannot tell them apart): a fault naming that GPU."""
+    first: dict[str, int] = {}
+    out = []
+    for g in gpus:
+        key = _bus_key(g.pci_bus_id)
+        if key and key in first:
+            fault = f"the PCI address of GPU {first[key]} ({g.pci_bus_id})"
+            g = dataclasses.replace(g, faults=(*g.faults, fault))
+        elif key:
+            first[key] = g.index
+        out.append(g)
+    return out
+
+
 def _best_version(values: Sequence[str | None]) -> str | None:
     """The first of `values` (richest format first) that is a version number; only where none
     is, the first given at all: a value that is no version never wins over one that is."""
@@ -354,6 +371,7 @@ def _union(
             index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
             gpus.append(dataclasses.replace(g, index=index))
     gpus.sort(key=lambda x: x.index)
+    gpus = _one_per_address(gpus)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
@@ -366,7 +384,7 @@ def _union(
     gap = base_report.gap if base_report is not None else ""
     if skipped and not gap:
         shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
-        why = "a view of some GPUs, nvidia-smi -i, or a cut paste"
+        why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
         gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
     return GpuReport(

@@ -112,8 +112,12 @@ def test_r7_f5_nvlink_blocks_are_the_gpus_they_name() -> None:
 
 
 def test_r7_f5_an_nvlink_error_listing_alone_is_judged() -> None:
-    """`nvlink -e` given alone names its GPUs' models itself: it was no row at all."""
-    assert fabric(H100_NVLINK_E)["nvlink_errors"][0] == "pass"
+    """`nvlink -e` given alone names its GPUs' models itself: it was no row at all. This one is
+    cut with `[...]` after link 1: 3 of an H100's 18 links are no pass."""
+    assert fabric(H100_NVLINK_E)["nvlink_errors"] == (
+        "unverified",
+        "counters not readable for GPU 0 (3 of 18 links listed)",
+    )
 
 
 def test_r7_f6_two_gpus_on_one_address_keep_their_own_readings() -> None:
@@ -121,6 +125,12 @@ def test_r7_f6_two_gpus_on_one_address_keep_their_own_readings() -> None:
     gpus = saved(T4_ONE_BUS).gpu.gpus  # type: ignore[union-attr]
     assert [(g.index, g.temperature_c, g.power_draw_w) for g in gpus] == [(0, 41, 26.0), (1, None, None)]
     assert rules(T4_ONE_BUS)["sensor_faults"][0] == "warn"
+    # and a GPU at another's address is no GPU of its own: gpu_health fails it, gpu_count counts it
+    # unreadable
+    assert rules(T4_ONE_BUS)["gpu_health"] == (
+        "fail",
+        "GPU 1 (00000000:00:03.0): nvidia-smi reads the PCI address of GPU 0 (00000000:00:03.0)",
+    )
 
 
 def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:

@@ -250,6 +250,10 @@ def _tally_nvlink_errors(expected: Mapping[int, ModelLinks], errors: NvlinkError
         if block is None or block.note is not None or not block.links:
             tally.unread.append(f"GPU {index} ({_nvlink_unread_why(block)})")
             continue
+        model_links = expected[index].links
+        if model_links and len(block.links) < model_links:
+            # a listing cut short (`[...]`): the links it leaves out may hold the errors
+            tally.unread.append(f"GPU {index} ({len(block.links)} of {model_links} links listed)")
         for link, counters in sorted(block.links.items()):
             tally.links += 1
             for name, count in counters.items():
@@ -545,13 +549,11 @@ def health_checks(facts: Facts) -> list[Check]:
     # each GPU's model by the number nvidia-smi printed for it (not its place in a listing: a
     # `nvlink -s -i 3`, or one elided with `...`, lists GPU 3 first); from nvidia-smi's own
     # outputs, else from the NVLink listings themselves
-    named = {g.index: g.name for g in gpus}
-    for listing in (status, errors):
-        if not named and listing is not None:
-            named = {g.index: g.name for g in listing.gpus}
-            if len(set(named.values())) == 1:  # (a listing that skips GPU numbers, elided with
-                # `...`: the GPUs it skips are the box's too, of its one model, and not listed)
-                named = dict.fromkeys(range(max(named) + 1), next(iter(named.values())))
+    listed = {g.index: g.name for listing in (status, errors) if listing is not None for g in listing.gpus}
+    if len(set(listed.values())) == 1:  # (a listing that skips GPU numbers, elided with `...`:
+        # the GPUs it skips are the box's too, of its one model, and not listed)
+        listed = dict.fromkeys(range(max(listed) + 1), next(iter(listed.values())))
+    named = {**listed, **{g.index: g.name for g in gpus if g.name}}
     if facts.given("nvidia_nvlink"):
         checks.append(rule_nvlink(named, status if status is not None and status.gpus else None))
     if facts.given("nvidia_nvlink_errors"):

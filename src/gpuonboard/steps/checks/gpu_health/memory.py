@@ -128,10 +128,11 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     ]
     # a GPU whose ECC is on (or may be) and whose count this output left out: one GPU's 0 says
     # nothing of it (the table prints the ECC mode, `On`, in that cell for a GPU in MIG mode)
+    counted = {id(g) for g in known}
     missing = [
         g
         for g in gpus
-        if g not in known
+        if id(g) not in counted
         and not g.faults
         and (g.ecc_mode == "Enabled" or (g.ecc_mode is None and held_as_datacenter(g)))
     ]
