@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.facts.translated import word_translator
+
 __all__ = [
     "DF_LABELS",
     "BlockDevice",
@@ -104,11 +106,7 @@ DF_LABELS: tuple[tuple[str, str, str], ...] = (
     ("de", "Verfügbar", "Available"), ("de", "Verw%", "Use%"), ("de", "Eingehängt auf", "Mounted on"),
 )  # fmt: skip
 _DF_WORDS = {label: english for _, label, english in DF_LABELS}
-_DF_PHRASE = re.compile(
-    r"(?<!\S)(?:"
-    + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(_DF_WORDS, key=len, reverse=True))
-    + r")(?!\S)"
-)
+_df_words = word_translator(_DF_WORDS)
 # a size header of a translated df: the block size, `-` and "blocks" translated (`1K-块`)
 _DF_BLOCKS_WORD = re.compile(r"(?<!\S)(\d+[^\s-]*)-(\S+)(?!\S)")
 
@@ -118,7 +116,7 @@ def df_header(text: str) -> list[str] | None:
     back: `文件系统 容量` -> `Filesystem Size`, `1K-块` -> `1K-blocks`); None when the first line
     is not df's header (its first word is not Filesystem in any known language)."""
     first = next((line for line in text.splitlines() if line.strip()), "")
-    line = _DF_PHRASE.sub(lambda m: _DF_WORDS[" ".join(m.group().split())], first)
+    line = _df_words(first)
     line = _DF_BLOCKS_WORD.sub(
         lambda m: f"{m.group(1)}-blocks" if _DF_WORDS.get(m.group(2)) == "blocks" else m.group(), line
     )

@@ -195,8 +195,7 @@ def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
     fault = next((f for f in load_nvrm_faults() if f.pattern.search(text)), None)
     if fault is None:
         return None
-    pci = _NVRM_PCI.search(text)
-    return KernelEvent("nvrm", 0, pci.group(1) if pci else "", text, None, head, fault.id)
+    return KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id)
 
 
 def _line_event(line: str) -> KernelEvent | None:
@@ -232,6 +231,7 @@ def _line_event(line: str) -> KernelEvent | None:
 
 
 def _address(text: str) -> str:
+    """The first PCI address in a kernel log text (an NVRM sentence, an unreadable Xid line); ""."""
     pci = _NVRM_PCI.search(text)
     return pci.group(1) if pci else ""
 

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.translated import word_translator
 
 __all__ = [
     "FREE_LABELS",
@@ -121,11 +122,7 @@ def _label_key(label: str) -> str:
 _FREE_ROWS = {_label_key(t): e.rstrip(":") for _, t, e in FREE_LABELS if e.endswith(":")}
 _FREE_COLUMNS = {_label_key(t): e for _, t, e in FREE_LABELS if not e.endswith(":")}
 # a translated column label standing alone (labels of several words first: "w cache", "nhớ tạm")
-_FREE_HEADER = re.compile(
-    r"(?<!\S)(?:"
-    + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(_FREE_COLUMNS, key=len, reverse=True))
-    + r")(?!\S)"
-)
+_free_header = word_translator(_FREE_COLUMNS)
 
 
 def english_free(text: str) -> str:
@@ -139,7 +136,7 @@ def english_free(text: str) -> str:
             row = _FREE_ROWS.get(_label_key(line[: min(ends)]))
             out.append(f"{row}:{line[min(ends) + 1 :]}" if row else line)
         else:
-            out.append(_FREE_HEADER.sub(lambda m: _FREE_COLUMNS[" ".join(m.group().split())], line))
+            out.append(_free_header(line))
     return "\n".join(out)
 
 

@@ -28,8 +28,11 @@ def test_df_i_is_refused_naming_the_file_and_what_to_save() -> None:
     path = REAL / "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt"
     with pytest.raises(UsageError) as err:
         offline.load_outputs([str(path)])
-    assert str(err.value).startswith(f"{path}: this df output has no size column")
-    assert "`df -P -k`" in str(err.value) and err.value.exit_code == 2
+    assert str(err.value) == (
+        f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"
+        " be read from it; save `df -P -k` (or `df -h`) of the box instead."
+    )
+    assert err.value.exit_code == 2
     # the `df -hT` of the same box is judged
     order = OrderSpec(data_disk=DataDiskSpec("/mydata/data", 9 * 10**9))
     assert judged(order, "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt")["data_disk"][0] == "pass"

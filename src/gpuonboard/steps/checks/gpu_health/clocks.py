@@ -92,9 +92,9 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     """GPU temperature below the thresholds (lower of the configured and the card's slowdown point).
     0 C or below is no reading (a GPU that runs is warmer than that): a vGPU guest's nvidia-smi
     prints 0 C with every threshold N/A, as a sensor the driver cannot read does."""
+    zero = [g for g in gpus if g.temperature_c is not None and g.temperature_c <= 0]
     temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None and g.temperature_c > 0]
     if not temps:
-        zero = [g for g in gpus if g.temperature_c is not None]
         return Check(
             "temperature",
             f"< {warn_c:.0f} C",
@@ -108,7 +108,6 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     g, hottest = max(temps, key=lambda x: x[1] or 0)
     assert hottest is not None
     limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
-    zero = [x for x in gpus if x.temperature_c is not None and x.temperature_c <= 0]
     actual = f"{hottest} C on {gpu_label(g)}" + (
         f" ({gpu_list(zero, gpus)}: 0 C, no reading)" if zero else ""
     )
