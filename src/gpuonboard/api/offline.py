@@ -186,7 +186,8 @@ def detect_kind(text: str) -> str | None:
 # line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
 # `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
 _COMMANDS = (
-    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|docker|iperf3|systemctl)"
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
+    r"|systemctl)"
 )
 _PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,

@@ -157,16 +157,30 @@ def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
 def parse_df(text: str) -> tuple[Mount, ...]:
     """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output, in English or translated
     (DF_LABELS); unrecognised text, or a df without a size column (`df -i`), gives ()."""
+    return _read_df(text)[0]
+
+
+def df_cut(text: str) -> str | None:
+    """Why this df output is not whole, or None: a row with fewer columns than df prints (an
+    output cut in the middle of a row, as a paste or a size limit cuts it), or a long device
+    name alone on the last line with the rest of its row missing. Mounts after the cut are not
+    in the output, so their absence says nothing."""
+    return _read_df(text)[1]
+
+
+def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
+    """(the mounts of a df output, why it is not whole or None)."""
     lines = [line for line in text.splitlines() if line.strip()]
     header = df_header(text)
     if header is None:
-        return ()
+        return (), None
     has_type = len(header) > 1 and header[1] == "Type"
     sizes, unit = _df_unit(header)
     if not sizes:
-        return ()
+        return (), None
+    minimum = 7 if has_type else 6
     mounts: list[Mount] = []
-    pending = ""
+    pending, cut = "", None
     for line in lines[1:]:
         fields = (pending + " " + line).split() if pending else line.split()
         # Without -P, df puts a long device name alone on its own line and the rest below.
@@ -174,24 +188,23 @@ def parse_df(text: str) -> tuple[Mount, ...]:
             pending = fields[0]
             continue
         pending = ""
-        minimum = 7 if has_type else 6
         if len(fields) < minimum:
+            cut = cut or f"a row has {len(fields)} of df's {minimum} columns ({fields[0]})"
             continue
-        device = fields[0]
-        fstype = fields[1] if has_type else None
         size, used, avail = fields[minimum - 5 : minimum - 2]
-        mountpoint = " ".join(fields[minimum - 1 :])  # mountpoints may contain spaces
         mounts.append(
             Mount(
-                device=device,
+                device=fields[0],
                 size_bytes=_df_number(size, unit),
                 used_bytes=_df_number(used, unit),
                 avail_bytes=_df_number(avail, unit),
-                mountpoint=mountpoint,
-                fstype=fstype,
+                mountpoint=" ".join(fields[minimum - 1 :]),  # mountpoints may contain spaces
+                fstype=fields[1] if has_type else None,
             )
         )
-    return tuple(mounts)
+    if pending and not cut:
+        cut = f"its last line is a device name alone ({pending}), the rest of its row missing"
+    return tuple(mounts), cut
 
 
 def _lsblk_size(value: Any) -> int | None:

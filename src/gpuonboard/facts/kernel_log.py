@@ -178,16 +178,25 @@ def _prefix(line: str, start: int) -> str | None:
     return head or None
 
 
+# a time to the microsecond in a line's prefix (dmesg's `[17257.355375]` kept in syslog,
+# journalctl's short-precise `07:39:45.355375`, ISO `07:39:45,355375+00:00`): the kernel stamps
+# each printk once, so lines with the same such prefix are lines of one message
+_FINE_TIME = re.compile(r"\d[.,]\d{6}(?!\d)")
+
+
 def _continues(line: str, start: int, text: str, previous: tuple[str | None, str] | None) -> bool:
     """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
     are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
-    syslog) continues where the previous text ends mid-sentence and this one starts lower case."""
+    syslog) continues where the previous text ends mid-sentence and this line has the same
+    prefix, with a time to the microsecond (one printk) or starting lower case."""
     if previous is None:
         return False
     if not line[:start].strip():
         return True
     head, before = _prefix(line, start), previous[1].rstrip()
-    return head == previous[0] and not before.endswith((".", "!", ")")) and text[:1].islower()
+    if head != previous[0] or before.endswith((".", "!", ")")):
+        return False
+    return text[:1].islower() or (head is not None and _FINE_TIME.search(head) is not None)
 
 
 def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:

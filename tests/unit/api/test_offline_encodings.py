@@ -96,3 +96,18 @@ def test_output_lines_that_look_like_prompts_are_kept() -> None:
     assert strip_prompt(glued) == glued  # (the XML's last line is not a prompt)
     df = "Filesystem     1B-blocks  Used Available Use% Mounted on\n/dev/vda1 100 50 50 50% /\n"
     assert strip_prompt(df) == df
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt"),
+    [
+        ("ibstat__h100-8x-ndr400__some-down__gpud.txt", b"root@gpu-01:~# ibstat\n"),
+        ("ibstatus__a100-hdr200__all-active__gpud.txt", b"[root@gpu01 ~]# sudo ibstatus\n"),
+        ("ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt", b"ibv_devinfo\n"),
+    ],
+)
+def test_an_rdma_listing_with_its_prompt_reads_as_without(tmp_path: Path, name: str, prompt: bytes) -> None:
+    """A prompt and the next prompt pasted around an RDMA listing change nothing (`ibstat` and
+    `ibstatus` are in the prompt-command list since 2026-12-04; their parsers skipped the line)."""
+    data = (REAL / name).read_bytes()
+    assert judged(tmp_path, name, prompt + data + b"root@gpu-01:~# \n") == judged(tmp_path, name, data)

@@ -167,6 +167,14 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi__a100-sxm4-40gb__8gpu__driver450.80.02__7-mig.txt",
         "real/nvidia-smi__h20__8gpu-3mig__driver570.158.01__elided-tail.txt",
         "real/nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt",
+        # round 8, host outputs (values: test_audit_captures_r8_host.py): fixed R8-B1 (a df cut
+        # in the middle of a row read as whole), R8-B2 (util-linux 2.17's "CPU socket(s)" not
+        # read, then a hyperthread claim from the unread core count), R8-B3 (a multi-line NVRM
+        # message in syslog form split at its "(PCI ID: ...)" line)
+        "real/df-h__zh-cn__ascend910b-node__lustre-s3fs__cut-mid-line.txt",
+        "real/lscpu__amd-phenom-ii-4core__util-linux-2.17-cpu-sockets-label.txt",
+        "real/lscpu__intel-core-i3-2c4t__util-linux-2.17-lucid.txt",
+        "real/dmesg-syslog__h100-hgx__fallen-off-bus-multiline-no-xid__driver525.125.06.txt",
     }
 )
 

@@ -62,6 +62,30 @@ def _limited_detail(usable: int, why: str, logical: int, offline: int | None) ->
     )
 
 
+def _cores_unread(ordered: int, expected: str, actual: str, logical: int, threads: int | None) -> Check:
+    """cpu_cores where lscpu gave enough CPUs but no core count (no `Socket(s)` or `Core(s) per
+    socket` read): each core holds at most `Thread(s) per core` of the CPUs, so there are at
+    least CPU(s) / threads cores; below the order that bound says nothing about hyperthreads."""
+    if threads is not None and threads > 0 and math.ceil(logical / threads) >= ordered:
+        at_least = math.ceil(logical / threads)
+        return Check(
+            "cpu_cores",
+            expected,
+            f"{actual}: at least {at_least} cores ({logical} CPUs, {threads} per core)",
+            "pass",
+        )
+    per_core = "no Thread(s) per core" if threads is None else f"{threads} threads per core"
+    return Check(
+        "cpu_cores",
+        expected,
+        f"{actual}: the core count is not in this lscpu output",
+        "unverified",
+        f"lscpu gave {logical} CPUs and {per_core} but no Socket(s) or Core(s) per socket, so"
+        f" the cores cannot be told from hyperthreads: run `lscpu` (util-linux 2.20 or newer) or"
+        " read /sys/devices/system/cpu/cpu*/topology on the box",
+    )
+
+
 def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     """Physical cores >= ordered; only hyperthreads reaching it is a warning; fewer CPUs usable
     by this login (offline CPUs, affinity, cgroup quota: a container rental) than ordered fails,
@@ -113,6 +137,8 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")
     if logical is not None and logical >= order.cpu_cores:
+        if physical is None:
+            return _cores_unread(order.cpu_cores, expected, actual, logical, facts.cpu.threads_per_core)
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
     return Check(
         "cpu_cores",
@@ -267,6 +293,12 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
     return Check("data_disk", expected, "unknown: df not available", "fail")
 
 
+def _df_cut(facts: Facts) -> str | None:
+    """Why the df output the mounts come from is not whole (disks.df_cut), or None."""
+    out = facts.raw.get("df")
+    return disks.df_cut(out.stdout) if out is not None and out.exit_code == 0 else None
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough."""
     spec = order.data_disk
@@ -278,6 +310,16 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return _no_mounts(expected, facts)
     root = disks.mount_for(facts.mounts, "/")
     mount = disks.mount_for(facts.mounts, spec.mount)
+    cut = _df_cut(facts)
+    if cut and (mount is None or mount.mountpoint != spec.mount):
+        return Check(
+            "data_disk",
+            expected,
+            f"unknown: {spec.mount} is not in the df output, which is cut short",
+            "unverified",
+            f"the df output is cut short ({cut}), so a mount at {spec.mount} may be in the part"
+            " that is missing: save the whole `df -P -k` of the box",
+        )
     if mount is None or mount.mountpoint == "/":
         return Check(
             "data_disk",
