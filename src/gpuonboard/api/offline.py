@@ -62,12 +62,16 @@ _NVLINK_LINE = re.compile(
     re.I,
 )
 # a kernel log line: dmesg `[   12.345678]`, dmesg -T `[Sun Feb 23 16:24:18 2025]`, dmesg --decode
-# `kern  :warn  : `, dmesg --time-format=iso `2024-11-15T05:39:15,491363+00:00 `, journalctl/syslog
-# `Oct 02 10:41:07 host kernel: `; or any NVRM / SXid line
+# `kern  :warn  : `, dmesg --time-format=iso `2024-11-15T05:39:15,491363+00:00 `, dmesg -H
+# (`--human`) `[Nov18 10:51]` and `[  +0.000040]`,
+# a syslog or journalctl line in any time form (`Oct 02 10:41:07 host kernel: `, short-precise
+# `Oct 02 10:41:07.123456`, RFC 3339 `2024-01-03T07:39:45.123456+00:00 host kernel: `); or any
+# NVRM / SXid line
 _KERNEL_LINE = re.compile(
-    r"^(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|kern\s*:\w+\s*: "
-    r"|\d{4}-\d\d-\d\dT[\d:]{8},\d+[+-]\d\d:\d\d "
-    r"|\w{3} [ \d]\d [\d:]{8} \S+ kernel: )"
+    r"^(?:\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
+    r"|kern\s*:\w+\s*: "
+    r"|\d{4}-\d\d-\d\dT[\d:]{8}[,.]\d+[+-]\d\d:?\d\d "
+    r"|[^\n]{0,60}\S \S+ kernel: )"
     r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
 # a paste's own mark of lines left out: `...`, `....`, `…`, `[...]` on a line of its own

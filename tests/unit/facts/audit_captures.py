@@ -175,6 +175,7 @@ PARSED_RIGHT = frozenset(
         "real/lscpu__amd-phenom-ii-4core__util-linux-2.17-cpu-sockets-label.txt",
         "real/lscpu__intel-core-i3-2c4t__util-linux-2.17-lucid.txt",
         "real/dmesg-syslog__h100-hgx__fallen-off-bus-multiline-no-xid__driver525.125.06.txt",
+        "real/dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.txt",
     }
 )
 
