@@ -15,11 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from gpuonboard.api import paste
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.infiniband import no_rdma_device
+from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
@@ -61,18 +63,12 @@ _NVLINK_LINE = re.compile(
     r"|all links are inActive",
     re.I,
 )
-# a kernel log line: dmesg `[   12.345678]`, dmesg -T `[Sun Feb 23 16:24:18 2025]`, dmesg --decode
-# `kern  :warn  : `, dmesg --time-format=iso `2024-11-15T05:39:15,491363+00:00 `, dmesg -H
-# (`--human`) `[Nov18 10:51]` and `[  +0.000040]`,
-# a syslog or journalctl line in any time form (`Oct 02 10:41:07 host kernel: `, short-precise
-# `Oct 02 10:41:07.123456`, RFC 3339 `2024-01-03T07:39:45.123456+00:00 host kernel: `); or any
-# NVRM / SXid line
+# a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
+# dmesg's in all its time forms, --decode's, ISO, a syslog or journalctl line's `... kernel: `);
+# or any NVRM / SXid line
 _KERNEL_LINE = re.compile(
-    r"^(?:\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
-    r"|kern\s*:\w+\s*: "
-    r"|\d{4}-\d\d-\d\dT[\d:]{8}[,.]\d+[+-]\d\d:?\d\d "
-    r"|[^\n]{0,60}\S \S+ kernel: )"
-    r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+    rf"^(?:{KERNEL_STAMP.pattern})|NVRM: |nvidia-nvswitch\d+: SXid"
+    r"|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
 # a paste's own mark of lines left out: `...`, `....`, `…`, `[...]` on a line of its own
 _ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\])\s*$")
@@ -380,7 +376,7 @@ def _read_saved(path: Path) -> bytes:
 
 def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     """A user's saved output: its kind detected from its content (errors name the file)."""
-    text = strip_prompt(unquote(decode_saved(data)))
+    text = strip_prompt(paste.normalise(unquote(decode_saved(data))))
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
@@ -409,6 +405,12 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             # it printed why it failed and no GPU: read as the live probe that failed (a table
             # after a lost GPU's line lists the others: that output is read as it answered)
             code = SAVED_FAILURE_EXIT
+    what, runs = paste.outputs_in(kind, text)
+    if runs > 1:
+        raise UsageError(
+            f"{path}: this file holds {runs} {what} outputs (one pasted twice, or two boxes' in one"
+            " file), which cannot be told apart as one box; save one output of one box per file."
+        )
     if kind == "df" and not df_lists_sizes(text):
         raise UsageError(
             f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"

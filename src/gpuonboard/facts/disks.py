@@ -168,6 +168,12 @@ def df_cut(text: str) -> str | None:
     return _read_df(text)[1]
 
 
+def _df_row(fields: list[str], minimum: int) -> bool:
+    """Whether these cells can be one row of df: enough of them, and its capacity cell (after
+    size, used and available) a percentage or `-`."""
+    return len(fields) >= minimum and re.fullmatch(r"\d+%|-", fields[minimum - 2]) is not None
+
+
 def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     """(the mounts of a df output, why it is not whole or None)."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -182,14 +188,21 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     mounts: list[Mount] = []
     pending, cut = "", None
     for line in lines[1:]:
-        fields = (pending + " " + line).split() if pending else line.split()
+        fields = line.split()
         # Without -P, df puts a long device name alone on its own line and the rest below.
-        if len(fields) == 1:
+        if len(fields) == 1 and not pending:
             pending = fields[0]
             continue
+        if pending and _df_row(joined := [pending, *fields], minimum):
+            fields = joined
+        elif pending:  # a line no df row continues: a paste wrapped at its width (`Mounted o`/`n`)
+            cut = cut or f"a line df does not print ({pending})"
         pending = ""
         if len(fields) < minimum:
             cut = cut or f"a row has {len(fields)} of df's {minimum} columns ({fields[0]})"
+            continue
+        if not _df_row(fields, minimum):
+            cut = cut or f"a row df does not print ({' '.join(fields)[:60]})"
             continue
         size, used, avail = fields[minimum - 5 : minimum - 2]
         mounts.append(

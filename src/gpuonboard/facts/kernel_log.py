@@ -292,6 +292,51 @@ class _SxidJoiner:
         self.events.append(replace(line, severity=line.severity or said))
 
 
+# the prefix a kernel log line starts with (api/offline.py recognises a saved log by it):
+# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
+# `[Nov18 10:51]`), --decode's `kern  :warn  : `, ISO times, and a syslog / journalctl line's
+# `... host kernel: ` (or `kernel: ` alone)
+KERNEL_STAMP = re.compile(
+    r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
+    r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
+)
+
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
+    stamp, a line with neither a stamp nor dmesg's indent is the rest of the line before it (a
+    mail or chat wrapped it at its width; a wrap at the width the wrapped lines share split a
+    word, any other at a space). Unchanged when the log is not stamped (`dmesg -t`)."""
+    filled = [line for line in lines if line.strip()]
+    starts = [bool(KERNEL_STAMP.match(line)) for line in filled]
+    if sum(starts) * 2 < len(filled):
+        return lines
+    out: list[str] = []
+    can_join = False
+    wrapped: list[int] = []
+    for line, stamped in zip(filled, starts, strict=True):
+        if stamped or line[:1].isspace() or not can_join or _HEADER.match(line):
+            out.append(line)
+            can_join = stamped or (can_join and line[:1].isspace())
+            continue
+        wrapped.append(len(out[-1]))
+        out[-1] += "\0" + line
+    if not wrapped:
+        return out
+    width = max(set(wrapped), key=wrapped.count)
+    return [_join_wrap(line, width) for line in out]
+
+
+def _join_wrap(line: str, width: int) -> str:
+    """A line joined by _unwrapped: each piece after one `width` long glued on, others after a
+    space."""
+    pieces = line.split("\0")
+    joined = pieces[0]
+    for piece in pieces[1:]:
+        joined += piece if len(joined) % width == 0 and len(joined) >= width else " " + piece
+    return joined
+
+
 def parse_kernel_log(text: str) -> KernelLog:
     """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
     continuation lines joined); any timestamp style; other lines ignored."""
@@ -305,7 +350,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         if message is not None and (event := _nvrm_event(*message)):
             events.append(event)
 
-    for line in text.splitlines():
+    for line in _unwrapped(text.splitlines()):
         if m := _HEADER.match(line):
             if m.group(1) == "source":
                 source = m.group(2).strip() or None

@@ -93,7 +93,8 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     assert order.cpu_cores is not None
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
-    if facts.cpu is None:
+    if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
+        # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
             return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:

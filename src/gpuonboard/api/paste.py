@@ -1,0 +1,108 @@
+"""What copying an output through a web page, a chat or a mail does to it, undone before its
+kind is detected, and a file that holds more than one output refused.
+
+A saved output is read as the tool printed it: non-breaking and other Unicode spaces (a web
+page's `&nbsp;`, a wiki's code block) are spaces, a double-spaced paste (a blank line after
+every line, as some editors and pages render a block) is single-spaced again, and an indent
+every line shares (a Markdown code block pasted with its 4 spaces) is removed. Before, the
+kernel log's "fallen off the bus" and a CSV's "[GPU requires reset]" were missed behind
+non-breaking spaces (a false pass), and a double-spaced table read each GPU's second row from
+the blank line below its first (MIG "Enabled" read as disabled).
+
+One output per file: an output pasted twice, or two boxes' outputs pasted into one file, was
+read as one box with twice the GPUs or cores, a CSV header read as a GPU named "name", a
+second `free`'s Mem row taken for the box's RAM. `outputs_in` counts the marks a format prints
+once per run; the caller refuses a file with more than one.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+
+# every Unicode space separator but the plain space, and the ideographic space
+_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+
+
+def normalise(text: str) -> str:
+    """The text as the tool printed it: Unicode spaces as spaces, a double-spaced paste
+    single-spaced, an indent every line shares removed."""
+    return textwrap.dedent(_single_spaced(_SPACES.sub(" ", text)))
+
+
+def _single_spaced(text: str) -> str:
+    """A paste with a blank line after each of its (at least 3) lines, as the lines without
+    those blanks (an output's own blank line became two and is kept as one); else unchanged."""
+    lines = text.split("\n")
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if len(filled) < 3:
+        return text
+    body = lines[filled[0] : filled[-1] + 1]
+    if any(line.strip() for line in body[1::2]):
+        return text
+    return "\n".join([*lines[: filled[0]], *body[0::2], *lines[filled[-1] + 1 :]])
+
+
+def _repeated_lines(pattern: str) -> Callable[[str], int]:
+    """Counter of the lines a format prints once per run (its banner or header)."""
+    compiled = re.compile(pattern, re.MULTILINE)
+    return lambda text: len(compiled.findall(text))
+
+
+def _csv_headers(text: str) -> int:
+    """How often the CSV's header row (its first line, when it is one: `noheader` rows of a
+    looped log may repeat) is in it."""
+    from gpuonboard.facts.nvidia_smi.query_csv import _header_names
+
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or _header_names([cell.strip() for cell in lines[0].split(",")]) is None:
+        return 1
+    return lines.count(lines[0])
+
+
+def _listed_twice(text: str) -> int:
+    """`nvidia-smi -L`: 2 when a GPU number, or a GPU's UUID (an all-zero redacted one aside),
+    is listed twice."""
+    numbers = re.findall(r"^GPU (\d+):", text, re.MULTILINE)
+    uuids = [u for u in re.findall(r"\(UUID: (GPU-[0-9a-fA-F-]+)\)", text) if u.strip("GPU-0")]
+    return 2 if len(numbers) != len(set(numbers)) or len(uuids) != len(set(uuids)) else 1
+
+
+def _lscpu_runs(text: str) -> int:
+    from gpuonboard.facts import cpu
+
+    pairs = cpu._pairs(text)
+    return 1 if isinstance(pairs, str) else sum(1 for field, _ in pairs if field == "Architecture")
+
+
+def _free_runs(text: str) -> int:
+    from gpuonboard.facts import memory
+
+    return len(re.findall(r"^\s*Mem:", memory.english_free(text), re.MULTILINE))
+
+
+def _df_runs(text: str) -> int:
+    from gpuonboard.facts import disks
+
+    return sum(1 for line in text.splitlines() if line.strip() and disks.df_header(line) is not None)
+
+
+# kind (the probe a saved output is read as) -> (what its output is called, its runs in a text)
+_RUNS: dict[str, tuple[str, Callable[[str], int]]] = {
+    "nvidia_smi": ("nvidia-smi -q -x", _repeated_lines(r"<nvidia_smi_log\b")),
+    "nvidia_smi_q": ("nvidia-smi -q", _repeated_lines(r"^=+\s*NVSMI LOG\s*=+\s*$")),
+    "nvidia_smi_table": ("nvidia-smi", _repeated_lines(r"^\|\s*NVIDIA-SMI\s+\S+")),
+    "nvidia_smi_csv": ("nvidia-smi --query-gpu", _csv_headers),
+    "nvidia_smi_list": ("nvidia-smi -L", _listed_twice),
+    "lscpu": ("lscpu", _lscpu_runs),
+    "free": ("free", _free_runs),
+    "df": ("df", _df_runs),
+}
+
+
+def outputs_in(kind: str, text: str) -> tuple[str, int]:
+    """(the output's name, how many outputs of that kind the text holds: 1 when it cannot
+    tell). A looped `--query-gpu -l N` log prints its header once, so it counts as one."""
+    name, runs = _RUNS.get(kind, (kind, lambda _text: 1))
+    return name, runs(text)

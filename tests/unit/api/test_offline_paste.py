@@ -1,0 +1,143 @@
+"""A saved output copied through a web page, a chat or a mail (non-breaking spaces, a blank line
+after every line, a code block's indent, lines wrapped at the page's width) is judged as the
+output itself; a file holding two outputs (pasted twice, two boxes) is refused, not read as one
+box with twice the GPUs. Real captures, each damaged as a paste damages it (found by a sweep of
+every real capture through 16 such transforms); each test fails on the code before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+MIG_TABLE = "nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt"
+K20M = "nvidia-smi__tesla-k20m__1gpu__driver361.93.02.txt"
+FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
+RESET_CSV = "nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv"
+CAUSED_BY = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
+LSCPU_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
+DF = "df-P-B1__h200-vm.txt"
+
+
+def verdicts(tmp_path: Path, name: str, text: str, order: str | None = None) -> dict[str, tuple[str, str]]:
+    """rule -> (verdict, actual) of one saved file, under its own name, as `invoke facts` judges it."""
+    folder = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / name).write_text(text, encoding="utf-8")
+    facts = parse_facts(offline.load_outputs([str(folder / name)]))
+    spec = None
+    if order:
+        (folder / "order.yml").write_text(order + "\n")
+        spec = offline.load_order(str(folder / "order.yml"))
+    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, spec)}
+
+
+def real(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` split at that width (a paste wrapped by a mail or chat)."""
+    out = []
+    for line in text.splitlines():
+        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+    return "\n".join(out) + "\n"
+
+
+DAMAGE = {
+    "nbsp": lambda t: t.replace(" ", "\u00a0"),
+    "double-spaced": lambda t: "\n".join(line + "\n" for line in t.splitlines()),
+    "code-block-indent": lambda t: (
+        "\n".join("    " + line if line else line for line in t.splitlines()) + "\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize(
+    ("name", "order"),
+    [
+        (MIG_TABLE, "gpu_count: 1"),  # MIG Enabled: mig_mode warns
+        (K20M, "gpu_count: 1"),  # 76 % busy with no process listed: foreign_processes fails
+        (FALLEN, None),  # "has fallen off the bus" over three lines: gpu_xid fails
+        (RESET_CSV, "gpu_count: 1"),  # "[GPU requires reset]": gpu_count fails (1 unreadable)
+        ("nvidia-smi-L__h200-mig__1gpu-5mig__driver590.48.01.txt", "gpu_count: 1"),
+        ("nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt", None),
+    ],
+)
+def test_a_pasted_output_is_judged_as_the_output(
+    tmp_path: Path, name: str, order: str | None, damage: str
+) -> None:
+    """Before: behind non-breaking spaces the fallen-off GPU and the reset-needing GPU passed;
+    double-spaced, the table's second row was the blank line (MIG read as disabled, the
+    utilisation lost); indented as a code block, -L and nvlink -s were not recognised."""
+    text = real(name)
+    assert verdicts(tmp_path, name, DAMAGE[damage](text), order) == verdicts(tmp_path, name, text, order)
+
+
+def test_a_kernel_log_wrapped_at_a_pages_width_keeps_each_lines_end(tmp_path: Path) -> None:
+    """Before: wrapped at 80 columns, `... Ch 00000001 c` / `aused by previous Xid 149` lost the
+    Xid it names as the cause, and gpu_xid passed (Xid 45 alone)."""
+    text = real(CAUSED_BY)
+    for width in (80, 120):
+        assert verdicts(tmp_path, CAUSED_BY, wrapped(text, width)) == verdicts(tmp_path, CAUSED_BY, text)
+    assert verdicts(tmp_path, CAUSED_BY, text)["gpu_xid"][0] == "fail"
+
+
+def test_a_df_wrapped_at_a_pages_width_reads_the_same_mounts(tmp_path: Path) -> None:
+    """Before: `... Use% Mounted o` / `n`: the header's wrapped end was taken for a device name
+    and glued to the first row, a mount `1% /dev/shm` on device `n`."""
+    from gpuonboard.facts import disks
+
+    text = real(DF)
+    whole = disks.parse_df(text)
+    assert disks.parse_df(offline.paste.normalise(wrapped(text, 80))) == whole
+    assert disks.df_cut(wrapped(text, 80)) == "a line df does not print (n)"
+    order = f"data_disk: {{mount: {whole[0].mountpoint}, min_size: 1GB}}"
+    assert verdicts(tmp_path, DF, wrapped(text, 80), order) == verdicts(tmp_path, DF, text, order)
+
+
+def test_a_damaged_lscpu_json_is_unverified_not_fewer_cpus(tmp_path: Path) -> None:
+    """Before: any damage to `lscpu -J` (a wrap inside a string, a cut) failed cpu_cores as
+    "fewer CPUs than ordered" with "? cores / ? threads"."""
+    got = verdicts(tmp_path, LSCPU_J, wrapped(real(LSCPU_J), 80), "cpu_cores: 16")
+    assert got["cpu_cores"] == ("unverified", "unknown: lscpu gave no readable output")
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "nvidia-smi -q"),
+        (MIG_TABLE, "nvidia-smi"),
+        ("nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv", "nvidia-smi --query-gpu"),
+        ("nvidia-smi-L__l40s__1gpu__driver595.80.txt", "nvidia-smi -L"),
+        ("lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt", "lscpu"),
+        ("free__ubuntu-18.04-vm.txt", "free"),
+        (DF, "df"),
+    ],
+)
+def test_an_output_pasted_twice_is_refused(tmp_path: Path, name: str, what: str) -> None:
+    """Before: -L and lscpu twice doubled the GPUs and cores (an order of twice the box passed),
+    a CSV's second header was a GPU named "name", a -q's second copy "GPU 1 unreadable"."""
+    text = real(name)
+    with pytest.raises(UsageError) as err:
+        verdicts(tmp_path, name, text + "\n" + text)
+    assert str(err.value).endswith(
+        f"/{name}: this file holds 2 {what} outputs (one pasted twice, or two boxes' in one file),"
+        " which cannot be told apart as one box; save one output of one box per file."
+    )
+
+
+def test_two_boxes_in_one_file_are_refused_one_looped_log_is_not(tmp_path: Path) -> None:
+    """Two boxes' `free` in one file: the second Mem row was taken for the first box's RAM. A
+    `--query-gpu -l N` log prints its header once: one output."""
+    text = real("free__gb10-dgx-spark__unified-memory.txt") + real("free__ubuntu-18.04-vm.txt")
+    with pytest.raises(UsageError, match="holds 2 free outputs"):
+        verdicts(tmp_path, "free.txt", text)
+    looped = "nvidia-smi-query-gpu-l3__tesla-v100-pcie-16gb__1gpu__driver565.57.01__4-samples.csv"
+    assert verdicts(tmp_path, looped, real(looped), "gpu_count: 1")["gpu_count"][0] == "pass"
