@@ -172,6 +172,11 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
             warnings.append(f"free: {row} {column} not a size: {values[columns.index(column)]!r}")
         return value
 
+    mem = rows.get("Mem")
+    if mem is not None and len(mem) < len(columns):  # free prints a value under every column
+        return MemoryInfo(
+            None, None, None, (f"free: the Mem row has {len(mem)} of {len(columns)} values (cut short)",)
+        )
     total = cell("Mem", "total")
     # procps < 3.3.10 has no 'available' column; the figure is then simply unknown.
     available = cell("Mem", "available")

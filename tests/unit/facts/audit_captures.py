@@ -175,7 +175,21 @@ PARSED_RIGHT = frozenset(
         "real/lscpu__amd-phenom-ii-4core__util-linux-2.17-cpu-sockets-label.txt",
         "real/lscpu__intel-core-i3-2c4t__util-linux-2.17-lucid.txt",
         "real/dmesg-syslog__h100-hgx__fallen-off-bus-multiline-no-xid__driver525.125.06.txt",
+        # round 8, nvidia-smi (values: test_audit_captures_r8.py): fixed R8-A1 (R5xx's "Reset
+        # Required: Yes" and NVML's error strings as values not read), R8-A2 (a fabric state
+        # judged only with a fabric-manager file), R8-A3 (pre-R331 "No running compute
+        # processes found" read as a process list not visible)
+        "real/nvidia-smi-q__h200__1gpu__driver610.43.02.txt",
+        "real/nvidia-smi-nvlink-s__h200__1gpu-18links__driver610.43.02.txt",
+        "real/nvidia-smi__tesla-k20m__2gpu__driver319.37__rst-indented.txt",
+        "edited/nvidia-smi-q__a10__1gpu__driver535.129.03__reset-required-not-ready__edited.txt",
+        "edited/nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__reset-required__edited.xml",
+        "edited/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08__gpu3-fabric-in-progress__edited.txt",
+        "edited/nvidia-smi-q-x__h200__1gpu__driver580.159.04__fabric-in-progress__edited.xml",
         "real/dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.txt",
+        # round 8, order matching (values: steps/checks/test_model_match_r8.py): fixed R8C-F1/F2
+        # (a vGPU profile passed as its whole board, and got forward compatibility)
+        "real/nvidia-smi__grid-a100-4c-vgpu__1gpu__driver510.47.03__guest.txt",
     }
 )
 

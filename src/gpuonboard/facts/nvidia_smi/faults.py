@@ -1,6 +1,7 @@
-"""What nvidia-smi prints where it cannot read a value (:data:`FAULT_WORDS`, "ERR!", "[Unknown
-Error]"), and the judgement of one GPU record: the whole GPU unreadable (GpuInfo.faults) or one
-field only (GpuInfo.cell_faults, with a reader's name for the field)."""
+"""What nvidia-smi prints where it cannot read a value (:data:`FAULT_WORDS`, "ERR!", NVML's
+error strings :data:`NVML_FIELD_ERRORS` such as "[Unknown Error]"), and the judgement of one GPU
+record: the whole GPU unreadable (GpuInfo.faults) or one field only (GpuInfo.cell_faults, with a
+reader's name for the field)."""
 
 from __future__ import annotations
 
@@ -22,17 +23,53 @@ _FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
 # most of its row.
 _GPU_FAULT_WORDS: tuple[str, ...] = FAULT_WORDS[1:]
 _GPU_FAULT = re.compile("|".join(re.escape(w) for w in _GPU_FAULT_WORDS), re.IGNORECASE)
+# NVML's error strings (nvmlErrorString: NVIDIA's list as DCGM copies it in
+# sdk/nvidia/nvml/nvml_error_strings.h, and NVML_ERROR_NOT_READY's "System is not in ready
+# state") that nvidia-smi prints as a field's value when the query for that field FAILED: the
+# field's fault, never its value ("Fan Speed : System is not in ready state" on a GeForce
+# RTX 3090 whose driver says "Reset Required : Yes", R535). Not here: "Not Supported",
+# "Insufficient Permissions" and "Requested functionality has been deprecated" (no value, no
+# fault: values._MISSING), and the errors of a call made wrongly ("Invalid Argument",
+# "Insufficient Size", ...), which say nothing of the GPU. "GPU requires reset" and "GPU is
+# lost" speak for the whole GPU (FAULT_WORDS).
+NVML_FIELD_ERRORS: tuple[str, ...] = (
+    "Unknown Error",
+    "System is not in ready state",
+    "Timeout",
+    "Insufficient Resources",
+    "Insufficient Memory",
+    "Insufficient External Power",
+    "Corrupted infoROM",
+    "Interrupt Request Issue",
+    "Uninitialized",
+    "Driver Not Loaded",
+    "GPU access blocked by the operating system",
+    "Driver/library version mismatch",
+    "In use by another client",
+)
+_NVML_ERROR = "|".join(re.escape(w) for w in NVML_FIELD_ERRORS)
 # What nvidia-smi prints in ONE cell/field it could not read (one sensor, one query) while the
 # GPU answered otherwise: that cell's fault (GpuInfo.cell_faults), its value None.
-_CELL_FAULT = re.compile(r"^\s*(ERR!|\[N/A\]|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
+_CELL_FAULT = re.compile(rf"^\s*(ERR!|\[N/A\]|\[?(?:{_NVML_ERROR})\]?)\s*$", re.IGNORECASE)
 # In the -q / -q -x / CSV forms "[N/A]" / "N/A" is the ordinary "not supported"; only the table
 # prints a bracketed [N/A] for a value it failed to read.
-_FIELD_FAULT = re.compile(r"^\s*(ERR!|\[?Unknown Error\]?)\s*$", re.IGNORECASE)
+_FIELD_FAULT = re.compile(rf"^\s*(ERR!|\[?(?:{_NVML_ERROR})\]?)\s*$", re.IGNORECASE)
+# Fields whose value IS an NVML return string, printed as such: the fabric registration's status
+# ("Success", "Insufficient Resources" on a GPU the fabric manager could not place): a value the
+# fabric rule judges, not a query that failed
+_STATUS_FIELDS = frozenset({"Fabric/Status", "fabric/status", "fabric.status"})
 # What any fault of a record holds somewhere (a GPU-level word, or a field marker): a record
-# none of whose values holds one has no fault, without a look at each of its fields
-_ANY_FAULT_WORDS = (*FAULT_WORDS, "Unknown Error")
-_ANY_FAULT = re.compile("|".join(re.escape(w) for w in _ANY_FAULT_WORDS), re.IGNORECASE)
-_ANY_FAULT_LOWER = tuple(w.lower() for w in _ANY_FAULT_WORDS)
+# none of whose values holds one has no fault, without a look at each of its fields. An NVML
+# error string is a field's whole value, so never next to a "_": the XML's tags (searched with
+# its values, xml_q._document_may_fault) hold "timeout" in `<access_timeout_recovery>`
+_ANY_FAULT = re.compile(
+    "|".join(
+        [*(re.escape(w) for w in FAULT_WORDS), *(rf"(?<!_){re.escape(w)}(?!_)" for w in NVML_FIELD_ERRORS)]
+    ),
+    re.IGNORECASE,
+)
+_GPU_FAULT_LOWER = tuple(w.lower() for w in FAULT_WORDS)
+_FIELD_ERROR_LOWER = tuple(w.lower() for w in NVML_FIELD_ERRORS)
 
 
 def _faults(values: Iterable[str | None]) -> tuple[str, ...]:
@@ -121,19 +158,62 @@ def _field_name(path: str) -> str:
     return path
 
 
+# The readings of a GPU's table row (persistence, ECC, fan, temperature, P-state, power draw and
+# cap, memory, utilization), by their reader's names: most of them unreadable makes the GPU
+# unreadable, in the table (table._table_row_faults) and in the other forms alike
+ROW_FIELDS: tuple[str, ...] = (
+    "persistence mode",
+    "ECC",
+    "fan sensor",
+    "temperature sensor",
+    "performance state",
+    "power draw",
+    "power cap",
+    "memory usage",
+    "utilization",
+)
+
+
+# the --query-gpu fields of those readings (a CSV cell fault keeps the field's own name)
+_CSV_ROW_FIELDS: Mapping[str, str] = {
+    "persistence_mode": "persistence mode",
+    "ecc.mode.current": "ECC",
+    "fan.speed": "fan sensor",
+    "temperature.gpu": "temperature sensor",
+    "pstate": "performance state",
+    "power.draw": "power draw",
+    "power.draw.average": "power draw",
+    "power.draw.instant": "power draw",
+    "enforced.power.limit": "power cap",
+    "power.limit": "power cap",
+    "memory.total": "memory usage",
+    "memory.used": "memory usage",
+    "utilization.gpu": "utilization",
+}
+
+
+def most_of_row(unreadable: int) -> bool:
+    """Whether `unreadable` readings are most of a GPU's row (ROW_FIELDS): the GPU is unreadable,
+    not one sensor of it."""
+    return unreadable * 2 > len(ROW_FIELDS)
+
+
 def _field_faults(
     leaves: Iterable[tuple[str, str]], name_path: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(faults, cell_faults) of one GPU record's (path, value) leaves (-q, -q -x, CSV).
 
     A GPU-level word anywhere ("GPU requires reset", "GPU is lost", "Unable to determine the
-    device handle") or a fault marker as the product name makes the GPU unreadable; a marker in
-    any other one field is that field's fault only."""
-    leaves = list(leaves)
+    device handle"), a fault marker (ERR!, an NVML error string) as the product name, or markers
+    in most of the row's readings (ROW_FIELDS, as the table judges its row) make the GPU
+    unreadable; a marker in any other field is that field's fault only. A field whose value is
+    an NVML status (_STATUS_FIELDS) is a value, not a fault."""
+    leaves = [(path, value) for path, value in leaves if path not in _STATUS_FIELDS]
     if not _may_fault(value for _path, value in leaves):
         return (), ()
     faults = _gpu_faults(value for _path, value in leaves)
     cell_faults: list[str] = []
+    markers: dict[str, str] = {}  # reader's name of a row reading -> its marker
     for path, value in leaves:
         marker = _cell_fault(value, _FIELD_FAULT)
         if marker is None:
@@ -141,9 +221,16 @@ def _field_faults(
         if path == name_path:
             faults = _faults([*faults, marker]) or (marker,)
             continue
-        sentence = f"{_field_name(path)} reads {marker}"
+        name = _field_name(path)
+        row_name = _CSV_ROW_FIELDS.get(path, name)
+        if row_name in ROW_FIELDS:
+            markers.setdefault(row_name, marker)
+        sentence = f"{name} reads {marker}"
         if sentence not in cell_faults:
             cell_faults.append(sentence)
+    if not faults and most_of_row(len(markers)):
+        found = list(markers.values())
+        faults = _faults(found) or tuple(dict.fromkeys(found))
     return faults, (() if faults else tuple(cell_faults))
 
 
@@ -158,5 +245,18 @@ def _may_fault(values: Iterable[str]) -> bool:
         # ERR! only where the text has a "!" (lower-casing makes none): its search of ~170 KB
         # of XML is the slowest of the five
         bang = "!" in text
-        return any(word in lower for word in _ANY_FAULT_LOWER if bang or "!" not in word)
+        if any(word in lower for word in _GPU_FAULT_LOWER if bang or "!" not in word):
+            return True
+        return any(word in lower and _holds_value_word(lower, word) for word in _FIELD_ERROR_LOWER)
     return _ANY_FAULT.search(text) is not None
+
+
+def _holds_value_word(lower: str, word: str) -> bool:
+    """Whether `word` stands in `lower` with no "_" either side (_ANY_FAULT's guard)."""
+    at = lower.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or lower[at - 1] != "_") and (end == len(lower) or lower[end] != "_"):
+            return True
+        at = lower.find(word, at + 1)
+    return False

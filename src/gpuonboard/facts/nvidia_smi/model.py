@@ -120,7 +120,8 @@ class GpuInfo:
     fabric_status: str | None = None
     # what the driver says must be done to this GPU before it is used again (NVML's GPU Recovery
     # Action in newer drivers' `-q` / `-q -x` / CSV `gpu_recovery_action`, 570-610 here): "None",
-    # "Reset", "Reboot", "Drain P2P", "Drain and Reset", ... as printed; None: N/A, not reported
+    # "Reset", "Reboot", "Drain P2P", "Drain and Reset", ... as printed; R5xx's "GPU Reset Status"
+    # (`reset_status.*`) read in the same words (values._recovery_action); None: N/A, not reported
     recovery_action: str | None = None
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source

@@ -20,8 +20,10 @@ from gpuonboard.facts.nvidia_smi.values import (
     _int,
     _is_na,
     _mib,
+    _nvml_status,
     _on_off,
     _pstate,
+    _recovery_action,
     _unified,
     _version,
     _yes_no,
@@ -128,7 +130,15 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         memory_total_mib=_mib(cells.get("memory.total")),
         memory_used_mib=_mib(cells.get("memory.used")),
         memory_unified=_unified(cells.get("memory.total")),
-        recovery_action=_clean(cells.get("gpu_recovery_action")),
+        # R570+ `gpu_recovery_action`; before it, R5xx's `reset_status.*` (--help-query-gpu: "Either
+        # of these being 'Yes' indicates that an unrecoverable error has occurred")
+        recovery_action=_recovery_action(
+            cells.get("gpu_recovery_action"),
+            cells.get("reset_status.reset_required"),
+            cells.get("reset_status.drain_and_reset_recommended"),
+        ),
+        fabric_state=_clean(cells.get("fabric.state")),
+        fabric_status=_nvml_status(cells.get("fabric.status")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         ecc_na=_is_na(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),

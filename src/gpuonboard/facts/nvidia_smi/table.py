@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults
+from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, most_of_row
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
@@ -49,6 +49,9 @@ _TABLE_PROCESS = re.compile(
 _TABLE_UNIT = re.compile(r"(?<=\d)(?=[A-Za-z])")
 # "Processes:", "Compute processes:" (before R331)
 _TABLE_PROCESSES = re.compile(r"\bprocesses:", re.IGNORECASE)
+# the process table's "none" line of every generation: "No running processes found", before
+# R331 "No running compute processes found" (under "Compute processes:")
+_TABLE_NO_PROCESSES = re.compile(r"\bNo running (?:compute |graphics )?processes found\b", re.IGNORECASE)
 
 
 def looks_like_table(text: str) -> bool:
@@ -101,7 +104,7 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
     by_gpu: dict[int, list[GpuProcess]] = {}
     said_none = False
     for line in lines[start + 1 :]:
-        if "No running processes found" in line:
+        if _TABLE_NO_PROCESSES.search(line):
             said_none = True
             continue
         cells = _cells(line)
@@ -172,10 +175,9 @@ def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...
     """(faults, cell_faults) of one GPU's rows, the whole-row judgement: its name unreadable, or
     most of its cells, makes the GPU unreadable (and its cell faults are dropped)."""
     markers = [cell.rsplit(" reads ", 1)[1] for cell in cell_faults]
-    counted = 9  # persistence, ECC, fan, temperature, P-state, draw, cap, memory, utilization
     name_marker = _cell_fault(name)
     faults: tuple[str, ...] = ()
-    if name_marker is not None or len(markers) * 2 > counted:
+    if name_marker is not None or most_of_row(len(markers)):
         found = [name_marker] if name_marker is not None else markers
         faults = _faults(found) or tuple(dict.fromkeys(found))
         cell_faults = []

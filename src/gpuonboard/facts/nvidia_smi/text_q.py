@@ -28,8 +28,10 @@ from gpuonboard.facts.nvidia_smi.values import (
     _int,
     _is_na,
     _mib,
+    _nvml_status,
     _on_off,
     _pstate,
+    _recovery_action,
     _total,
     _unified,
     _version,
@@ -334,8 +336,12 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         pcie_replay_rollovers=_int(_tree_get(section, "PCI", "Replay Number Rollovers")),
         board_part_number=_tree_get(section, "Board Part Number"),
         fabric_state=_tree_get(section, "Fabric", "State"),
-        fabric_status=_tree_get(section, "Fabric", "Status"),
-        recovery_action=_tree_get(section, "GPU Recovery Action"),
+        fabric_status=_nvml_status(_tree_raw(section, "Fabric", "Status")),
+        recovery_action=_recovery_action(
+            _tree_raw(section, "GPU Recovery Action"),
+            _tree_raw(section, "GPU Reset Status", "Reset Required"),
+            _tree_raw(section, "GPU Reset Status", "Drain and Reset Recommended"),
+        ),
     )
 
 

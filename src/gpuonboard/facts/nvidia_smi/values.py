@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from gpuonboard.facts.nvidia_smi.faults import NVML_FIELD_ERRORS
+
 # Values nvidia-smi prints when a field has no value on this GPU/driver.
 _MISSING = {
     "",
@@ -25,6 +27,8 @@ _MISSING = {
     "err!",
     "gpu requires reset",
     "gpu is lost",
+    # a field whose query failed (faults.NVML_FIELD_ERRORS: GpuInfo.cell_faults names it)
+    *(word.lower() for word in NVML_FIELD_ERRORS),
 }
 
 
@@ -226,3 +230,38 @@ def _compute_mode(value: str | None) -> str | None:
     if cleaned is None:
         return None
     return _COMPUTE_MODES.get(cleaned.lower(), cleaned)
+
+
+# how nvidia-smi says a status field has no value here (no fabric: a PCIe card, a VM slice)
+_NO_STATUS = {"", "n/a", "[n/a]", "not supported", "[not supported]"}
+
+
+def _nvml_status(value: str | None) -> str | None:
+    """A field whose value is an NVML return string (the fabric registration's status:
+    "Success", "Insufficient Resources"), as printed; None where nvidia-smi gave none. Not
+    _clean: NVML's error strings are that field's values, not a failed query."""
+    if value is None or value.strip().lower() in _NO_STATUS:
+        return None
+    return value.strip()
+
+
+def _recovery_action(
+    action: str | None, reset_required: str | None, drain_and_reset: str | None
+) -> str | None:
+    """What the driver asks to be done to a GPU before it is used again, in NVML's GPU Recovery
+    Action words (R570+: "None", "Reset", "Drain and Reset", ...), from whichever spelling the
+    driver printed: the action itself, or R5xx's "GPU Reset Status" (Reset Required: Yes ->
+    "Reset"; Drain and Reset Recommended: Yes -> "Drain and Reset"; both No -> "None"). A
+    pending action in either spelling wins over "None" in the other. None: neither was said
+    (N/A, [N/A], deprecated, a failed query, or not printed)."""
+    stated = _clean(action)
+    drain, reset = _yes_no(drain_and_reset), _yes_no(reset_required)
+    if stated is not None and stated.lower() != "none":
+        return stated
+    if drain:
+        return "Drain and Reset"
+    if reset:
+        return "Reset"
+    if stated is not None or drain is False or reset is False:
+        return "None"
+    return None

@@ -29,8 +29,10 @@ from gpuonboard.facts.nvidia_smi.values import (
     _int,
     _is_na,
     _mib,
+    _nvml_status,
     _on_off,
     _pstate,
+    _recovery_action,
     _total,
     _unified,
     _version,
@@ -303,8 +305,12 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         pcie_replay_rollovers=_int(_xml_raw(gpu, "pci/replay_rollover_counter")),
         board_part_number=_xml_text(gpu, "board_part_number"),
         fabric_state=_xml_text(gpu, "fabric/state"),
-        fabric_status=_xml_text(gpu, "fabric/status"),
-        recovery_action=_xml_text(gpu, "gpu_recovery_action"),
+        fabric_status=_nvml_status(_xml_raw(gpu, "fabric/status")),
+        recovery_action=_recovery_action(
+            _xml_raw(gpu, "gpu_recovery_action"),
+            _xml_raw(gpu, "gpu_reset_status/reset_required"),
+            _xml_raw(gpu, "gpu_reset_status/drain_and_reset_recommended"),
+        ),
     )
 
 

@@ -2,7 +2,8 @@
 
 The verdict depends on the GPU class: CUDA forward compatibility (an older data-centre
 driver running a newer container through its cuda-compat package) works only on
-data-centre GPUs; on GeForce cards the container fails at run time with CUDA error 804.
+data-centre GPUs (not in a vGPU guest: `ngc.compat_class`); on GeForce cards the container
+fails at run time with CUDA error 804.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _driver_check(
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
     first = facts.gpu.gpus[0]
-    klass = ngc.gpu_class(first.name, first.product_brand)
+    klass = ngc.compat_class(first.name, first.product_brand, first.virtualization_mode)
     driver = facts.gpu.driver_version.strip()
     try:
         result = ngc.compat(release, driver, klass)
@@ -173,7 +174,8 @@ def _driver_check(
             "unverified",
             "nvidia-smi did not report a numeric driver version; check the driver installation",
         )
-    actual = f"{driver} on {klass} GPU ({first.name}): {result.verdict.replace('_', ' ')}"
+    on = "vGPU" if klass == "vgpu" else f"{klass} GPU"
+    actual = f"{driver} on {on} ({first.name}): {result.verdict.replace('_', ' ')}"
     return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
 
 

@@ -559,11 +559,15 @@ def health_checks(facts: Facts) -> list[Check]:
     if facts.given("nvidia_nvlink_errors"):
         checks.append(rule_nvlink_errors(named, errors if errors is not None and errors.gpus else None))
     models = [g.name for g in gpus] or list(named.values())
+    states = [(g.fabric_state, g.fabric_status) for g in gpus]
     if facts.given("fabric_manager"):
         out = facts.raw["fabric_manager"]
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
-        states = [(g.fabric_state, g.fabric_status) for g in gpus]
         checks.append(rule_fabric_manager(models, states, fm))
+    elif any(state not in (None, "N/A") for state, _status in states):
+        # the GPUs' own fabric state is in an output that was given (offline, no service state
+        # with it): judged all the same, the service "not probed"
+        checks.append(rule_fabric_manager(models, states, None))
     return [c for c in checks if c is not None]
 
 

@@ -1,8 +1,10 @@
 """GPU model matching for the `acceptance` step: is a delivered GPU name the ordered model?
 
 Owns the normalisation of GPU names (vendor words, joined numbers, memory sizes, a name
-nvidia-smi's table cut with '...'), the GPU count an order's model may carry ('8x A100'), and
-`match_model` / `model_matches`, which `rule_gpu_model` applies to each delivered GPU.
+nvidia-smi's table cut with '...'), the GPU count an order's model may carry ('8x A100',
+'8卡 H200'), the vGPU profile names a guest's driver prints (`vgpu_profile`, `is_vgpu`: also
+what `ngc` asks before it grants CUDA forward compatibility), and `match_model` /
+`model_matches`, which `rule_gpu_model` applies to each delivered GPU.
 """
 
 from __future__ import annotations
@@ -11,8 +13,13 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.once import loaded_once
+
+MARKERS_FILE = DATA_DIR / "gpu_name_markers.yml"
 
 # words that name the maker or a brand an order may leave out ("RTX 4090" is always GeForce,
 # "T4" always Tesla); QUADRO is not here: "Quadro RTX 6000" (Turing) is another card than an
@@ -21,9 +28,12 @@ _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
-# SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada)
+# SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada). PCIE and
+# QUADRO mark another product only for the models data/gpu_name_markers.yml lists as sold
+# without them too (`_marks_another_product`): the only V100S is a PCIe card
 _OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF"}
 _SHOW = {
+    "QUADRO": "Quadro",
     "TI": "Ti",
     "SUPER": "SUPER",
     "PCIE": "PCIe",
@@ -33,20 +43,40 @@ _SHOW = {
 }
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 _JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)\b")
-# interconnect words in an order's model ("A100 80GB NVLink"): the `interconnect` rule judges them
+# words of an order's model that nvidia-smi never prints: interconnects ("A100 80GB NVLink"; the
+# `interconnect` rule judges them) and platforms: HGX/DGX (an SXM baseboard or system: 'HGX H200'
+# is 8 x NVIDIA H200; they rule out the PCIe cards, `_platform_problem`) and rack- or board-scale
+# NVLink domains 'NVL72' ('GB200 NVL72'; not the PCIe-card marker of 'H100 NVL', a word alone)
 _INTERCONNECT = re.compile(r"^(NVLINK|NVSWITCH)\d*$")
-# a GPU count in an order's model, as vendor quotes write it: "8x A100 80G", "A100*8", "A100 x8"
-_COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[xX\u00d7*]\s*(?=\S)")
-_COUNT_SUFFIX = re.compile(r"(?:\s+[xX\u00d7]\s*|\s*[*\u00d7]\s*)(\d+)\s*$")
+_PLATFORM = re.compile(r"^(?:(?:HGX|DGX)\d*|NVL\d+)$")
+_SXM_PLATFORM = re.compile(r"^(?:HGX|DGX)\d*$")
+# a GPU count in an order's model, as vendor quotes write it: "8x A100 80G", "A100*8", "A100 x8",
+# "HGX H100 8-GPU", and with a Chinese measure word for cards: "8卡 H200", "H200*8卡", "4090 8张"
+_MEASURE = "\u5361\u5f20\u5757\u7247"  # 卡 张 块 片
+_TIMES = "*\u00d7\uff0a"  # * × ＊
+_COUNTS = (  # (a count is short: '4090*8张' is 8 x 4090, '4090显卡' a card, '(8卡)' a count)
+    re.compile(
+        rf"^\s*(\d{{1,3}})\s*(?:[xX{_TIMES}]|[{_MEASURE}]\s*[xX{_TIMES}]?|-?\s*GPUS?\b)\s*(?=\S)", re.I
+    ),
+    re.compile(rf"[{_MEASURE}]?(?:\s+[xX\u00d7]\s*|\s*[{_TIMES}]\s*)(?<!\d)(\d{{1,3}})\s*[{_MEASURE}]?\s*$"),
+    re.compile(rf"\s*[(\uff08]?\s*(?<![A-Za-z0-9.])(\d{{1,3}})\s*[{_MEASURE}]\s*[)\uff09]?\s*$"),
+    re.compile(r"[\s-]+(\d{1,3})\s*-?\s*GPUS?\s*$", re.I),
+)
+# words that name a form and never join the number after them: 'SXM 8卡' is SXM and a count
+_FORM_WORDS = {"SXM", "PCIE", "HBM"}
+# an ordered bare number this short is no model number ('4090', '8000' are): a count or a size
+# written without its unit ('H100 8', 'A100 80'): not demanded of the name, warned
+_BARE_COUNT = re.compile(r"^\d{1,2}$")
 _MEMORY = re.compile(r"^(\d+)GB$")
 _SXM = re.compile(r"^SXM\d*$")
 # SXM parts whose names do not say SXM; their PCIe versions say so ("NVIDIA H100 PCIe",
 # "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H200 NVL"). nvidia-smi names: "NVIDIA H100 80GB
 # HBM3", "NVIDIA H800" (also "NVIDIA H800 80GB HBM3"), "NVIDIA H20", "NVIDIA H200", "NVIDIA B200".
 _SXM_ONLY = ({"H100", "HBM3"}, {"H800"}, {"H20"}, {"H200"}, {"B200"})
-# superchips whose name carries CPU + GPU memory ("NVIDIA GH200 480GB": 97871 MiB of VRAM): an
-# ordered size is checked against the VRAM (or that name's number, when ordered so)
-_SUPERCHIPS = {"GH200", "GB200"}
+# Grace superchips (GH200, GB200, GB300, the GB10 of a DGX Spark), whose name may carry CPU + GPU
+# memory ("NVIDIA GH200 480GB": 97871 MiB of VRAM): an ordered size is checked against the VRAM
+# (or that name's number, when ordered so); no SXM card either, so 'DGX' asks no SXM of them
+_SUPERCHIP = re.compile(r"^G[BH]\d+$")
 # words that open a name ("Quadro RTX 6000"): never in the tail nvidia-smi's table cuts off
 _LEADING = {"QUADRO"}
 # how close nvidia-smi's VRAM (MiB) is to an ordered "80GB" (meaning 80 GiB class): reserved
@@ -67,6 +97,77 @@ def is_placeholder_name(name: str) -> bool:
     return bool(_PLACEHOLDER.match(name))
 
 
+# NVIDIA vGPU type names, as a guest's nvidia-smi prints them: "GRID A100-4C" (older drivers),
+# "NVIDIA A100-4C", "NVIDIA RTXA6000-24Q", "GRID P4-1Q", "NVIDIA RTX Pro 6000 Blackwell DC-48C",
+# "GRID A100-2-10C" (MIG-backed: 2 compute slices, 10 GB): <board>-[<slices>-]<framebuffer GB>
+# <series>. The board's own letters name a board, not a product marker: A100D, V100D/V100DX (the
+# 32 GB V100 PCIe/SXM2), A100X, H100XM, H100L. (Kepler's "GRID K280Q" style is not read.)
+_VGPU = re.compile(
+    r"^\s*(?:(?:GRID|NVIDIA)\s+)?(?P<board>[A-Z][A-Z0-9]*(?:[ -][A-Z0-9]+)*?)-(?:(?P<slices>\d+)-)?"
+    r"(?P<fb>\d+)(?P<series>[ABCQ])\s*$",
+    re.IGNORECASE,
+)
+_VGPU_SERIES = {
+    "A": "A-series: virtual applications",
+    "B": "B-series: virtual PC",
+    "C": "C-series: compute",
+    "Q": "Q-series: RTX virtual workstation",
+}
+# the word an order may add to a vGPU profile's name: 'vGPU A100-4C'
+_VGPU_WORD = re.compile(r"\bV-?GPU\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class VgpuProfile:
+    """A vGPU type parsed from its name: a share of a board's framebuffer, not the whole GPU."""
+
+    board: str  # as printed: 'A100', 'A100D', 'RTXA6000', 'RTX Pro 6000 Blackwell DC'
+    slices: int | None  # MIG-backed profiles: the compute slices ('A100-2-10C': 2)
+    framebuffer_gb: int
+    series: str  # 'C'
+
+    @property
+    def profile(self) -> str:
+        """The profile as NVIDIA names it, without GRID/NVIDIA: 'A100-4C', 'A100-2-10C'."""
+        slices = f"{self.slices}-" if self.slices is not None else ""
+        return f"{self.board}-{slices}{self.framebuffer_gb}{self.series}"
+
+    def describe(self) -> str:
+        """'a vGPU profile with 4 GB of the A100 board's framebuffer (C-series: compute)'."""
+        slices = f" on {self.slices} compute slice(s)" if self.slices is not None else ""
+        size = f"{self.framebuffer_gb} GB" if self.framebuffer_gb else "less than 1 GB"  # ('M60-0B': 512 MB)
+        return (
+            f"a vGPU profile with {size} of the {self.board} board's framebuffer"
+            f"{slices} ({_VGPU_SERIES[self.series]})"
+        )
+
+
+def vgpu_profile(name: str) -> VgpuProfile | None:
+    """The vGPU profile a GPU name is ('GRID A100-4C', 'NVIDIA RTXA6000-24Q'), else None."""
+    m = _VGPU.match(name)
+    if m is None or not any(c.isdecimal() for c in m.group("board")):
+        return None
+    slices = m.group("slices")
+    return VgpuProfile(
+        board=m.group("board"),
+        slices=int(slices) if slices is not None else None,
+        framebuffer_gb=int(m.group("fb")),
+        series=m.group("series").upper(),
+    )
+
+
+def is_vgpu(name: str, brand: str | None = None, virtualization_mode: str | None = None) -> bool:
+    """A vGPU (a guest's share of a GPU, not the GPU): a vGPU profile's name, a vGPU product
+    brand ('NVIDIA Virtual Compute Server', 'NVIDIA RTX Virtual Workstation', 'NVIDIA Virtual
+    PC'; not 'GRID' alone, the brand of physical GRID boards too), or the virtualization mode
+    VGPU that `nvidia-smi -q` reports."""
+    if vgpu_profile(name) is not None:
+        return True
+    if "virtual" in (brand or "").lower():
+        return True
+    return (virtualization_mode or "").strip().upper() == "VGPU"
+
+
 @dataclass(frozen=True)
 class _Name:
     """A GPU name split into normalised words."""
@@ -78,8 +179,9 @@ class _Name:
 
 
 def split_count(model: str) -> tuple[str, int | None]:
-    """An order's model without a GPU count written into it: '8x A100 80G' -> ('A100 80G', 8)."""
-    for pattern in (_COUNT_PREFIX, _COUNT_SUFFIX):
+    """An order's model without a GPU count written into it: '8x A100 80G' -> ('A100 80G', 8),
+    '8卡 H200 141G' and 'H200 141G*8卡' -> ('H200 141G', 8), 'HGX H100 8-GPU' -> ('HGX H100', 8)."""
+    for pattern in _COUNTS:
         match = pattern.search(model)
         if match and int(match.group(1)) > 0:
             rest = (model[: match.start()] + " " + model[match.end() :]).strip()
@@ -110,8 +212,15 @@ def _name_tokens(name: str) -> _Name:
     tokens: list[str] = []
     joined: set[str] = set()
     for t in raw:
-        # a letters-only word followed by a number is one model name: RTX 4090 == RTX4090
-        if tokens and t.isdecimal() and tokens[-1].isalpha() and tokens[-1] not in _OTHER_PRODUCT:
+        # a letters-only word followed by a number is one model name: RTX 4090 == RTX4090 (not
+        # a form word: 'SXM 8' is SXM and a number, 'SXM8' is written so)
+        if (
+            tokens
+            and t.isdecimal()
+            and tokens[-1].isalpha()
+            and tokens[-1] not in _OTHER_PRODUCT
+            and tokens[-1] not in _FORM_WORDS
+        ):
             tokens[-1] += t
             joined.add(tokens[-1])
         else:
@@ -130,6 +239,34 @@ def model_tokens(name: str) -> set[str]:
         if family:
             tokens.add(family.group(1))
     return tokens
+
+
+@loaded_once
+def marker_siblings(path: str = str(MARKERS_FILE)) -> dict[str, tuple[frozenset[str], ...]]:
+    """Per product-marker word whose meaning depends on the model (data/gpu_name_markers.yml:
+    PCIE, QUADRO), the words of each model sold both with and without it: {'PCIE': ({'A100'}, ...)}."""
+    out: dict[str, tuple[frozenset[str], ...]] = {}
+    for row in table_rows(Path(path), "markers"):
+        word, siblings = row.get("word"), row.get("siblings")
+        words = _name_tokens(word).tokens if isinstance(word, str) else ()
+        if len(words) != 1 or words[0] not in _OTHER_PRODUCT or not isinstance(siblings, list):
+            raise ValueError(
+                f"{path}: marker {word!r} must be one product-marker word with a list of siblings"
+            )
+        models = [s.get("model") if isinstance(s, dict) else None for s in siblings]
+        if not all(isinstance(m, str) and _name_tokens(m).tokens for m in models):
+            raise ValueError(f"{path}: every sibling of {word!r} must name its model")
+        out[words[0]] = tuple(frozenset(_name_tokens(str(m)).tokens) for m in models)
+    return out
+
+
+def _marks_another_product(word: str, have: frozenset[str]) -> bool:
+    """Whether a product-marker word in a delivered name makes it another product than an order
+    without it: always for a variant word (D, Ti, Laptop, MIG...); for a word of
+    data/gpu_name_markers.yml (PCIe, Quadro) only where the name's model is listed as sold
+    without it too ('Tesla V100S-PCIE-32GB' is the only V100S, 'Quadro RTX 8000' the only RTX 8000)."""
+    siblings = marker_siblings().get(word)
+    return siblings is None or any(model <= have for model in siblings)
 
 
 def _is_sxm(tokens: set[str]) -> bool:
@@ -186,7 +323,7 @@ def _delivered(name: _Name) -> _Delivered:
         sxm=_is_sxm(have),
         said_sxm=tuple(sorted(t for t in have if _SXM.match(t) and t != "SXM")),
         named=tuple(int(m.group(1)) for t in have if (m := _MEMORY.match(t))),
-        superchip=bool(have & _SUPERCHIPS),
+        superchip=any(_SUPERCHIP.match(t) for t in have),
     )
 
 
@@ -284,10 +421,49 @@ def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     return note + " (`nvidia-smi -L` prints the whole name)"
 
 
+def _vgpu_match(model: str, delivered: str) -> ModelMatch | None:
+    """A vGPU profile delivered or ordered: the two profiles compared (a profile is a share of a
+    board, another product than the board, as a MIG device is); None when neither is one."""
+    got = vgpu_profile(delivered)
+    want = vgpu_profile(_VGPU_WORD.sub(" ", model).strip())
+    if got is None and want is None:
+        return None
+    if got is None:
+        assert want is not None
+        return ModelMatch(
+            "fail", f"the vGPU profile {want.profile} was ordered and this is no vGPU: ask the vendor for it"
+        )
+    if want is None:
+        return ModelMatch(
+            "fail",
+            f"{got.describe()}, not the whole GPU: ask the vendor for the ordered GPU, or name the"
+            f" profile ({got.profile}) in gpu_model if a vGPU was ordered",
+        )
+    if want.profile.upper() != got.profile.upper():
+        return ModelMatch("fail", f"{got.describe()}, not the ordered vGPU profile {want.profile}")
+    return ModelMatch("pass")
+
+
+def _platform_problem(platforms: list[str], want: list[str], got: _Delivered) -> str | None:
+    """Why an ordered HGX/DGX (SXM GPUs on a baseboard) is not met: the name says a PCIe card
+    (PCIe, NVL) or is no SXM part; None when met or not ordered (or an SXM/PCIe word ordered
+    says more; or a Grace superchip, no SXM card), '' when the cut tail of the name may say it."""
+    word = next((p for p in platforms if _SXM_PLATFORM.match(p)), None)
+    if word is None or got.superchip or any(_SXM.match(t) or t == "PCIE" for t in want):
+        return None
+    problem = _sxm_problem("SXM", got)
+    return problem.replace("'SXM' ordered", f"'{word}' ordered (SXM GPUs)") if problem else problem
+
+
 def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> ModelMatch:
     """Compare a delivered GPU name with the ordered model (rules in `model_matches`)."""
-    want_name = _name_tokens(split_count(ordered)[0])
-    want = [t for t in want_name.tokens if not _INTERCONNECT.match(t)]
+    model = split_count(ordered)[0]
+    vgpu = _vgpu_match(model, delivered)
+    if vgpu is not None:
+        return vgpu
+    want_name = _name_tokens(model)
+    platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
+    want = [t for t in want_name.tokens if not _INTERCONNECT.match(t) and t not in platforms]
     name = _name_tokens(delivered)
     if not want:
         return ModelMatch("fail", "no GPU model in the order")
@@ -296,12 +472,20 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
     got = _delivered(name)
     problems: list[str] = []
     unseen: list[str] = []  # ordered words the cut-off tail of the name may hold
+    bare: list[str] = []  # ordered short bare numbers the name does not hold: not demanded
     for token in want:
         problem = _word_problem(token, _show(token, want_name.joined), got, vram_mib)
-        if problem == "":
+        if problem and _BARE_COUNT.match(token):
+            bare.append(token)
+        elif problem == "":
             unseen.append(token)
         elif problem is not None:
             problems.append(problem)
+    platform = _platform_problem(platforms, want, got)
+    if platform == "":
+        unseen.append("SXM")
+    elif platform is not None:
+        problems.append(platform)
     if unseen:
         # the cut tail may hold them, unless a visible model number is another than ordered
         others = _other_models(want, name)
@@ -309,7 +493,7 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
             says = ", ".join(_show(o, name.joined) for o in others)
             problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
             unseen = []
-    extra = sorted((got.have & _OTHER_PRODUCT) - set(want))
+    extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - set(want) if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
     cut_problem, vague = _cut_word(want, got)
     if cut_problem:
@@ -318,19 +502,34 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         return ModelMatch("fail", "; ".join(problems))
     if name.cut and (unseen or not name.fragment or vague):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
+    if bare:
+        return ModelMatch("warn", _bare_note(bare))
     return ModelMatch("pass")
+
+
+def _bare_note(bare: list[str]) -> str:
+    """The warning for short bare numbers in the order that the name does not hold."""
+    said = ", ".join(f"'{b}'" for b in bare)
+    return (
+        f"{said} in the ordered model is no word of the name, so it was not checked: write a GPU count"
+        " as '8x' (or in gpu_count) and a memory size with its unit ('80G')"
+    )
 
 
 def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> bool:
     """Whether a delivered GPU name is the ordered model (a `warn` of `match_model` included).
 
     Every ordered word must be in the name (a name cut with '...' may lack the words its cut-off
-    tail held; a bare number is met by the model word holding it: '4090' by 'RTX 4090'); a memory
-    size ('80GB') is checked against the size in the name, else against the delivered VRAM (for
-    GH200/GB200 against the VRAM: their name's size is CPU + GPU memory); 'SXM' is met by a name
-    saying SXM or a known SXM-only name, 'PCIe' (also 'PCI-E') by any name that is not SXM. A
-    word in the name that marks another product (D, Ti, SUPER, NVL, PCIe, SFF, Laptop, Max-Q,
-    Mobile, MIG, Quadro) fails unless the order names it. A GPU count ('8x A100') and
-    interconnect words ('NVLink') in the order are left out.
+    tail held; a bare number is met by the model word holding it: '4090' by 'RTX 4090'; a bare
+    number of one or two digits the name does not hold, 'H100 8', is not demanded but warned);
+    a memory size ('80GB') is checked against the size in the name, else against the delivered
+    VRAM (for GH200/GB200 against the VRAM: their name's size is CPU + GPU memory); 'SXM' is met
+    by a name saying SXM or a known SXM-only name, 'PCIe' (also 'PCI-E') by any name that is not
+    SXM. A word in the name that marks another product (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q,
+    Mobile, MIG; PCIe and Quadro only for a model sold without them too, data/gpu_name_markers.yml)
+    fails unless the order names it. A vGPU profile ('GRID A100-4C') is another product than
+    its board: it matches only an order naming that profile. A GPU count ('8x A100', '8卡 H200',
+    '8-GPU'), interconnect words ('NVLink') and platform words (HGX, DGX: SXM GPUs, so a PCIe
+    card fails; 'NVL72') in the order are left out.
     """
     return match_model(ordered, delivered, vram_mib).verdict != "fail"

@@ -16,7 +16,9 @@ forward-compatibility package (``cuda-compat``) shipped inside it, but only when
   ``"datacenter"`` cards the ``forward_compat`` verdict, ``"professional"`` cards only
   ``forward_compat_unverified`` (a warning), and consumer GeForce cards ``incompatible``: there
   the compatibility package is refused with CUDA error 804 ("forward compatibility was attempted on
-  non supported HW").
+  non supported HW"). A vGPU guest (``compat_class`` ``"vgpu"``, whatever its board) is not on
+  NVIDIA's list either: its vGPU software release decides which CUDA versions run, so it gets
+  ``forward_compat_unverified`` too.
 
 Minor version compatibility
 ---------------------------
@@ -38,12 +40,17 @@ from typing import Any, Literal
 import yaml
 
 from gpuonboard.resources import DATA_DIR
+from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.once import loaded_once
 
 DATA_FILE = DATA_DIR / "ngc_pytorch.yml"
 MINOR_COMPAT_FILE = DATA_DIR / "cuda_minor_compat.yml"
 
 GpuClass = Literal["datacenter", "consumer", "professional", "unknown"]
+# the class `compat` weighs: a GPU's class, or "vgpu" for a vGPU guest (never forward compat)
+CompatClass = Literal["datacenter", "consumer", "professional", "unknown", "vgpu"]
+# NVIDIA's page on which CUDA versions each vGPU software release supports
+VGPU_CUDA_PAGE = "https://docs.nvidia.com/cuda/vGPU/index.html"
 Verdict = Literal[
     "compatible",
     "forward_compat",
@@ -411,6 +418,18 @@ def gpu_class(name: str, brand: str | None = None) -> GpuClass:
     return "unknown"
 
 
+def compat_class(name: str, brand: str | None = None, virtualization_mode: str | None = None) -> CompatClass:
+    """The class :func:`compat` weighs for a GPU: ``"vgpu"`` for a vGPU guest (its profile name,
+    vGPU product brand or ``VGPU`` virtualization mode: `model_match.is_vgpu`), else
+    :func:`gpu_class`. NVIDIA's forward-compatibility page lists data-centre GPUs, select RTX
+    server cards and Jetson, not vGPU guests, whose vGPU software release decides which CUDA
+    versions run (VGPU_CUDA_PAGE): so a vGPU of a data-centre board is never ``"datacenter"`` here.
+    """
+    if is_vgpu(name, brand, virtualization_mode):
+        return "vgpu"
+    return gpu_class(name, brand)
+
+
 def release_for(releases: Sequence[NgcRelease], tag: str) -> NgcRelease | None:
     """The row for ``tag`` (``"24.08"``, or a full tag like ``"24.08-py3"``), else ``None``."""
     wanted = tag.strip().split("-", 1)[0]
@@ -501,7 +520,7 @@ def _no_forward_compat(release: NgcRelease, driver: str, klass: str) -> str:
             return f"forward compatibility on branch {branch} needs {same.min} or later"
         listed = ", ".join(f.branch for f in release.forward_compat) or "none"
         return f"branch {branch} is not a forward-compatible branch for it ({listed})"
-    if klass == "professional":
+    if klass in ("professional", "vgpu"):
         return "its branch is not one of the release's forward-compatible branches"
     return "forward compatibility cannot be assumed for an unrecognised GPU (CUDA error 804 risk)"
 
@@ -555,9 +574,20 @@ def _unverified_forward_compat(
     fallback_note: str,
 ) -> Compat | None:
     """``forward_compat_unverified`` (warn): a listed forward-compatible branch ``fb`` on a
-    professional GPU, or on a data-centre / professional GPU a branch newer than every listed
-    one; else None."""
+    professional GPU or a vGPU, or on a data-centre / professional GPU or a vGPU a branch newer
+    than every listed one; else None."""
     rel, need = release.release, release.min_driver
+    if (fb is not None or _beyond_listed(release, driver)) and klass == "vgpu":
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} needs natively, and this is a "
+            f"vGPU: NVIDIA's forward-compatibility support covers data-centre GPUs, not vGPU guests, whose "
+            f"vGPU software release decides which CUDA versions run ({VGPU_CUDA_PAGE}){fallback_note} -- "
+            f"check that page for the host's vGPU release, test the container, or upgrade the driver to "
+            f"{need} or later.",
+            newest,
+            need,
+        )
     if fb is not None and klass == "professional":
         return Compat(
             "forward_compat_unverified",
@@ -638,8 +668,9 @@ def compat(
       (``release.must_upgrade``, below that branch's forward-compat ``min`` when it is on both
       lists) -> ``must_upgrade`` (a fail), on any GPU; the message quotes NVIDIA's sentence.
     * else, driver on a listed forward-compat branch at/above its ``min``: ``forward_compat`` on a
-      data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU.
-    * else, on a data-centre or professional GPU, a driver whose branch is newer than every listed
+      data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU or a vGPU
+      (``klass`` ``"vgpu"``, :func:`compat_class`).
+    * else, on a data-centre or professional GPU or a vGPU, a driver whose branch is newer than every listed
       forward-compat branch (R550/R560/R570 for a release listing up to R545):
       ``forward_compat_unverified`` (warn) -- newer than what NVIDIA's notes name, never a fail.
     * else, a driver at or above the minor-version-compatibility floor of the release's CUDA major

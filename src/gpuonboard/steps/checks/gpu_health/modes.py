@@ -11,6 +11,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.once import loaded_once
 
 # integrated (Jetson) GPUs, whose nvidia-smi prints N/A for the persistence mode by design:
@@ -146,6 +147,10 @@ def rule_virtualization(gpus: list[GpuInfo]) -> Check:
     """Report pass-through or vGPU: bare metal vs a VM changes what you pay for. UNVERIFIED when
     no format reported the mode: a vGPU cannot be ruled out from its absence."""
     modes = sorted({g.virtualization_mode for g in gpus if g.virtualization_mode})
+    named = sorted({g.name for g in gpus if not g.virtualization_mode and is_vgpu(g.name, g.product_brand)})
+    if named:
+        # the table and the CSV give no mode, but a vGPU profile's name or brand says so
+        modes.append(f"vGPU ({', '.join(named)}, by its name)")
     if not modes:
         return Check(
             "virtualization",
@@ -155,7 +160,7 @@ def rule_virtualization(gpus: list[GpuInfo]) -> Check:
             "this nvidia-smi output does not give the virtualisation mode (a vGPU shares the"
             " physical GPU); `nvidia-smi -q` shows it under GPU Virtualization Mode",
         )
-    vgpu = [m for m in modes if "VGPU" in m.upper()]
+    vgpu = [m for m in modes if "VGPU" in m.upper()]  # a guest's VGPU, or a host sharing its GPUs
     if vgpu:
         return Check(
             "virtualization",

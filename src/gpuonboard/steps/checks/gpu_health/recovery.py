@@ -1,5 +1,6 @@
-"""The driver's own verdict on a GPU after a fault: NVML's GPU Recovery Action (newer drivers),
-what must be done to the GPU before it can be trusted with work again."""
+"""The driver's own verdict on a GPU after a fault: NVML's GPU Recovery Action (R570+), or R5xx's
+GPU Reset Status read in its words (Reset Required: Yes is `Reset`, Drain and Reset Recommended:
+Yes is `Drain and Reset`), what must be done to the GPU before it can be trusted with work again."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ _ADVICE = {
 
 def rule_recovery_action(gpus: list[GpuInfo]) -> Check | None:
     """FAIL for a GPU whose driver asks for a recovery action (anything but `None`): it hit a
-    fault that the action must clear first. PASS when every GPU that reports it says `None`.
-    None (no row) when no GPU reports it (an older driver, the table)."""
+    fault that the action must clear first. PASS when every GPU that reports it says `None` (or,
+    R5xx, `No` to both reset questions). None (no row) when no GPU reports it (a driver before
+    R5xx's reset status, the table)."""
     told = [g for g in gpus if g.recovery_action is not None]
     if not told:
         return None

@@ -4,6 +4,7 @@ thresholds from the step's args and `vars.gpu_health`, and `GpuHealthStep`'s pla
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
@@ -21,6 +22,7 @@ from gpuonboard.steps.checks.gpu_health.readable import (
 )
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
+from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _incomplete
 
 
 def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -65,7 +67,17 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_virtualization(gpus),
     ]
     checks = [c for r in rules if (c := r()) is not None]
+    if gap := _incomplete(facts):
+        checks = [_of_those_read(c, gap) if c.verdict == "pass" else c for c in checks]
     return ([unreadable] if unreadable else []) + checks
+
+
+def _of_those_read(check: Check, gap: str) -> Check:
+    """A pass over the GPUs (and sections) an output cut short let be read is no pass of the
+    box: unverified, saying so. A fault seen on what was read stays as it is."""
+    return replace(
+        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
+    )
 
 
 def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
