@@ -135,14 +135,20 @@ def _nvidia_smi_failed(text: str) -> bool:
     were found") or one of nvidia-smi's own failure sentences, "NVIDIA-SMI has failed ..." and
     NVML's "Failed to initialize NVML: <reason>" for any reason NVML gives (a WSL2 or Hyper-V
     guest's "GPU access blocked by the operating system" too). The kernel's own NVRM line about
-    the same fault is a kernel log's, not nvidia-smi's."""
+    the same fault is a kernel log's, not nvidia-smi's. A table whose banner answered and whose
+    rows could not be read (cut off, mangled in a paste) is no failure: a lost GPU's line above
+    it names that GPU (nvidia_smi_failure.answered_unread)."""
+    from gpuonboard.facts.nvidia_smi_failure import answered_unread
+
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or len(lines) > _FAILURE_MAX_LINES:
         return False
     line, advice = nvidia_smi_failure(text, "")
     if advice:
-        return not _KERNEL_LINE.search(line)
-    return any(line.lstrip().startswith(_OWN_FAILURES) for line in lines)
+        failed = not _KERNEL_LINE.search(line)
+    else:
+        failed = any(line.lstrip().startswith(_OWN_FAILURES) for line in lines)
+    return failed and answered_unread(text) is None
 
 
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
@@ -411,11 +417,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             f"{path}: this file holds {runs} {what} outputs (one pasted twice, or two boxes' in one"
             " file), which cannot be told apart as one box; save one output of one box per file."
         )
-    if kind == "df" and not df_lists_sizes(text):
-        raise UsageError(
-            f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"
-            " be read from it; save `df -P -k` (or `df -h`) of the box instead."
-        )
+    _refuse_unreadable(path, kind, text)
     if kind == "free":
         from gpuonboard.facts import memory
 
@@ -498,6 +500,24 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             " nproc, ...)."
         )
     return raw
+
+
+def _refuse_unreadable(path: Path, kind: str, text: str) -> None:
+    """A saved output of a kind known from its content that cannot be read as that kind is a bad
+    input (exit 2, naming the file and what to save), never a box without the fact."""
+    if kind == "df" and not df_lists_sizes(text):
+        raise UsageError(
+            f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"
+            " be read from it; save `df -P -k` (or `df -h`) of the box instead."
+        )
+    if kind == "lsblk":
+        from gpuonboard.facts.disks import lsblk_unread
+
+        if (why := lsblk_unread(text)) is not None:
+            raise UsageError(
+                f"{path}: this lsblk -J output cannot be read ({why}); the file is cut short or"
+                " damaged: save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` of the box again."
+            )
 
 
 def _refuse_damaged_xml(path: Path, text: str) -> None:

@@ -2,8 +2,10 @@
 kind is detected, and a file that holds more than one output refused.
 
 A saved output is read as the tool printed it: non-breaking and other Unicode spaces (a web
-page's `&nbsp;`, a wiki's code block) are spaces, a double-spaced paste (a blank line after
-every line, as some editors and pages render a block) is single-spaced again, and an indent
+page's `&nbsp;`, a wiki's code block) are spaces, nvidia-smi's table redrawn with box-drawing
+characters by a page or a terminal font (`│`, `─`, `┼`, `═`) is ASCII again, a double-spaced
+paste (a blank line after every line, as some editors and pages render a block) is
+single-spaced again, and an indent
 every line shares (a Markdown code block pasted with its 4 spaces) is removed. Before, the
 kernel log's "fallen off the bus" and a CSV's "[GPU requires reset]" were missed behind
 non-breaking spaces (a false pass), and a double-spaced table read each GPU's second row from
@@ -25,10 +27,31 @@ from collections.abc import Callable
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 
 
+def _box_ascii() -> dict[int, str]:
+    """Box-drawing characters (U+2500-U+257F) as the ASCII nvidia-smi draws its table with, one
+    character for one, so every column stays where it was: lines across are `-` (double `=`),
+    lines down `|`, every corner, tee and crossing `+`."""
+    import unicodedata
+
+    table = {}
+    for code in range(0x2500, 0x2580):
+        name = unicodedata.name(chr(code), "")
+        if " AND " in name or not ("HORIZONTAL" in name or "VERTICAL" in name):
+            table[code] = "+"  # a corner, a tee, a crossing
+        elif "VERTICAL" in name:
+            table[code] = "|"
+        else:
+            table[code] = "=" if name.startswith("BOX DRAWINGS DOUBLE") else "-"
+    return table
+
+
+_BOX = _box_ascii()
+
+
 def normalise(text: str) -> str:
-    """The text as the tool printed it: Unicode spaces as spaces, a double-spaced paste
-    single-spaced, an indent every line shares removed."""
-    return textwrap.dedent(_single_spaced(_SPACES.sub(" ", text)))
+    """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
+    characters in ASCII, a double-spaced paste single-spaced, an indent every line shares removed."""
+    return textwrap.dedent(_single_spaced(_SPACES.sub(" ", text).translate(_BOX)))
 
 
 def _single_spaced(text: str) -> str:

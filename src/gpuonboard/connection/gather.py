@@ -198,23 +198,28 @@ class Facts:
         """Why no GPU could be read when that says nothing about the box: the host refuses every
         format that lists GPUs, the output was cut short, or nvidia-smi answered (exit 0) with
         text no GPU is read from (another command's capture, a mangled table). '' when nvidia-smi
-        itself failed, hung or is missing (the box's own fault) or GPUs were read."""
+        itself failed, hung or is missing (the box's own fault) or GPUs were read. A report whose
+        banner gives the driver version answered: a lost GPU's line above rows that could not be
+        read (cut off, mangled in a paste) names one GPU, it is no failed nvidia-smi."""
         from gpuonboard.facts.gpu_merge import refusal_line
-        from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+        from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure
 
         if not self.nvidia_smi_present or (self.gpu is not None and self.gpu.gpus):
             return ""
         raw = self.gpu_raw
-        failed = (
-            bool(nvidia_smi_failure(raw.stdout, raw.stderr)[1])
-            or "NVIDIA-SMI has failed" in raw.stdout
-            or raw.exit_code == TIMED_OUT
-        )
+        words = bool(nvidia_smi_failure(raw.stdout, raw.stderr)[1]) or "NVIDIA-SMI has failed" in raw.stdout
+        driver = answered_unread(raw.stdout) if words else None
+        failed = raw.exit_code == TIMED_OUT or (words and driver is None)
         if failed and refusal_line(raw) is None:
             return ""  # a format that was not refused failed with a cause of its own
         ev = self.gpu_evidence
         if ev is not None and ev.refusals:
             return "; ".join(r.sentence() for r in ev.refusals)
+        if driver is not None:
+            return (
+                f"nvidia-smi answered (driver {driver}), but its output was cut short or mangled:"
+                " no GPU row could be read"
+            )
         if self.gpu is not None and not self.gpu.complete:
             return "the nvidia-smi output was cut short"
         if raw.exit_code == 0 and raw.stdout.strip():  # (and no failure words: see above)
@@ -379,7 +384,11 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
 
         mounts = disks.parse_df(df_text) if df_text else ()
         block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
-    nproc_text = (_ok(raw, "nproc") or "").strip()
+    nproc = None
+    if nproc_text := _ok(raw, "nproc"):
+        from gpuonboard.facts import cpu
+
+        nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
     memory_limit = cgroup_cpus = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory
@@ -401,7 +410,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         block_devices=tuple(block),
         os_release=parse_os_release(_ok(raw, "os_release") or ""),
         kernel=(_ok(raw, "kernel") or "").strip() or None,
-        nproc=int(nproc_text) if nproc_text.isdecimal() else None,
+        nproc=nproc,
         container_runtime=_first_line(_ok(raw, "container_runtime")),
         warnings=tuple(warnings),
         memory_limit_bytes=memory_limit,

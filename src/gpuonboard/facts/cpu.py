@@ -12,7 +12,15 @@ from typing import Any
 
 from gpuonboard.resources import DATA_DIR, table_rows
 
-__all__ = ["CpuInfo", "looks_like_lscpu", "lscpu_labels", "parse_cgroup_cpu_limit", "parse_lscpu"]
+__all__ = [
+    "CpuInfo",
+    "looks_like_lscpu",
+    "lscpu_labels",
+    "nproc_unread",
+    "parse_cgroup_cpu_limit",
+    "parse_lscpu",
+    "parse_nproc",
+]
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,10 @@ class CpuInfo:
     # CPUs in lscpu's "Off-line CPU(s) list" (counted in logical_cpus, usable by nobody);
     # None when lscpu prints no such line (every CPU online)
     offline_cpus: int | None = None
+    # why this lscpu output is not whole, or None: it ends inside its CPU type blocks (nothing
+    # lscpu prints after them follows) with CPUs of CPU(s) not in the types read or a type's
+    # core count unread; physical_cores is then None (the types cut off are unknown)
+    cut: str | None = None
 
 
 LSCPU_LABELS_FILE = DATA_DIR / "lscpu_labels.yml"
@@ -84,9 +96,15 @@ def looks_like_lscpu(text: str) -> bool:
 
 
 def _plain_pairs(text: str) -> list[tuple[str, str]]:
-    """'Key: value' pairs of plain lscpu in order (wrapped Flags lines have no colon)."""
+    """'Key: value' pairs of plain lscpu in order (wrapped Flags lines have no colon). lscpu
+    ends every line with a newline: a last line without one may be cut inside its value
+    (`CPU(s): 6` of `CPU(s): 64`) and is not read (a whole output's last line is a
+    Vulnerability, Flags, NUMA or cache line, none of which is read)."""
+    lines = text.splitlines()
+    if lines and not text.endswith(("\n", "\r")):
+        lines.pop()
     pairs = []
-    for line in text.splitlines():
+    for line in lines:
         field = _split_field(line)
         if field:
             pairs.append((_field_name(field[0]), field[1]))
@@ -208,6 +226,7 @@ def parse_lscpu(text: str) -> CpuInfo:
         return _empty("output not recognised as lscpu")
     warnings: list[str] = []
     logical = _int(host, "CPU(s)", warnings)
+    offline = _cpu_list_count(host.get("Off-line CPU(s) list"))
     per_type = [_type_cores(t, warnings) for t in types or [{}]]
     physical_each = [p for _, _, p in per_type]
     physical = None if None in physical_each else sum(p for p in physical_each if p is not None)
@@ -215,6 +234,10 @@ def parse_lscpu(text: str) -> CpuInfo:
     if len(per_type) > 1:  # one socket holding every type (GB10): the cores of all types per socket
         same = all(s == sockets for s, _, _ in per_type) and None not in (c for _, c, _ in per_type)
         cores = sum(c for _, c, _ in per_type if c is not None) if same else None
+    cut = None if text.lstrip().startswith("{") else _types_cut(text, types, physical_each, logical, offline)
+    if cut is not None:
+        physical = cores = None
+        warnings.append(f"lscpu output cut short: {cut}")
     names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name")))
     return CpuInfo(
         architecture=host.get("Architecture") or None,
@@ -225,8 +248,79 @@ def parse_lscpu(text: str) -> CpuInfo:
         logical_cpus=logical,
         physical_cores=physical,
         warnings=tuple(dict.fromkeys(warnings)),
-        offline_cpus=_cpu_list_count(host.get("Off-line CPU(s) list")),
+        offline_cpus=offline,
+        cut=cut,
     )
+
+
+def _types_closed(text: str) -> bool:
+    """Whether a line lscpu prints after its CPU type blocks follows the last type field read:
+    a `Key: value` line at the left margin (util-linux 2.38+ indents each type's block under
+    its "Model name" and starts "Caches (sum of all):", "NUMA:", "Vulnerabilities:" at the
+    margin; older lscpu prints every line at the margin, the type fields among the first).
+    True when no type field was read (nothing to be cut inside)."""
+    lines = text.splitlines()
+    last = None
+    for i, line in enumerate(lines):
+        field = _split_field(line)
+        if field is not None and _field_name(field[0]) in _TYPE_FIELDS:
+            last = i
+    if last is None:
+        return True
+    return any(line[:1].strip() and _split_field(line) for line in lines[last + 1 :])
+
+
+def _types_cut(
+    text: str,
+    types: list[dict[str, str]],
+    physical_each: list[int | None],
+    logical: int | None,
+    offline: int | None,
+) -> str | None:
+    """Why a plain lscpu output ends inside its CPU type blocks, or None: no line lscpu prints
+    after them follows (_types_closed), and a type's core count is unread or the types read
+    hold fewer CPUs (cores x threads per core) than CPU(s) has online: a type cut off (the GB10's
+    Cortex-A725 block after its Cortex-X925 one, 10 of 20 CPUs)."""
+    if _types_closed(text):
+        return None
+    if None in physical_each:
+        return "it ends inside a CPU type's block, before its core count"
+    threads = [_int(t, "Thread(s) per core", []) for t in types]
+    if logical is None or not types or None in threads or 0 in threads:
+        return None
+    held = sum((p or 0) * (n or 0) for p, n in zip(physical_each, threads, strict=True))
+    online = logical - (offline or 0)
+    if held >= online:
+        return None
+    many = len(types) > 1
+    return (
+        f"the CPU type{'s' if many else ''} read hold{'' if many else 's'} {held} of its {online}"
+        " CPUs, and it ends before the Caches, NUMA and Vulnerabilities lines lscpu prints after"
+        " the types"
+    )
+
+
+_NPROC = re.compile(r"\s*(\d+)[ \t]*\r?\n\s*")
+
+
+def parse_nproc(text: str) -> int | None:
+    """The count `nproc` prints (the CPUs this login may use), or None: nproc prints its number
+    and a newline, so a number without one (`1` of `16\\n`) may be cut short and is not read."""
+    match = _NPROC.fullmatch(text)
+    return int(match.group(1)) if match else None
+
+
+def nproc_unread(text: str) -> str | None:
+    """Why a non-empty nproc output gives no count (parse_nproc), or None when it gives one."""
+    shown = text.strip()
+    if not shown or parse_nproc(text) is not None:
+        return None
+    if shown.isdecimal():
+        return (
+            f"the nproc output ({shown}) ends without the newline nproc prints after its number,"
+            " so it may be cut short"
+        )
+    return f"the nproc output is not a number ({shown[:40]!r})"
 
 
 def parse_cgroup_cpu_limit(text: str) -> float | None:

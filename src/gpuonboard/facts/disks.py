@@ -14,8 +14,11 @@ __all__ = [
     "DF_LABELS",
     "BlockDevice",
     "Mount",
+    "df_cut",
     "df_header",
     "df_lists_sizes",
+    "df_open_row",
+    "lsblk_unread",
     "mount_for",
     "parse_df",
     "parse_loop_backing",
@@ -168,6 +171,21 @@ def df_cut(text: str) -> str | None:
     return _read_df(text)[1]
 
 
+def df_open_row(text: str) -> Mount | None:
+    """The last row of a df output that ends without the newline df prints after each row, or
+    None: its cells before the mount point are whole (df_cut finds a row with cells missing),
+    but its mount point, the last cell, may be cut short (`/mnt` of `/mnt/nvme0n1p1`). A saved
+    output that lost only its final newline reads the same: the mount point is uncertain, the
+    other rows are not."""
+    if not text.strip() or text.rstrip(" \t\r").endswith("\n"):
+        return None
+    mounts, cut = _read_df(text)
+    if cut or not mounts:
+        return None
+    last = " ".join(text.splitlines()[-1].split())
+    return mounts[-1] if last.endswith(mounts[-1].mountpoint) else None
+
+
 def _df_row(fields: list[str], minimum: int) -> bool:
     """Whether these cells can be one row of df: enough of them, and its capacity cell (after
     size, used and available) a percentage or `-`."""
@@ -282,6 +300,21 @@ def parse_lsblk_json(text: str) -> tuple[BlockDevice, ...]:
     if not isinstance(entries, list):
         return ()
     return tuple(_flatten(entries, None))
+
+
+def lsblk_unread(text: str) -> str | None:
+    """Why a non-empty `lsblk -J` output gives no block device list (parse_lsblk_json gives ()),
+    or None when it is read: a JSON that does not close (a file cut short) or is damaged, or
+    one without lsblk's "blockdevices" list."""
+    if not text.strip():
+        return None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"its JSON is cut short or damaged: {exc.msg} at line {exc.lineno}"
+    if not isinstance(document, Mapping) or not isinstance(document.get("blockdevices"), list):
+        return 'it has no lsblk "blockdevices" list'
+    return None
 
 
 def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:

@@ -15,6 +15,13 @@ form field joins the lines (`GPU 0: ... (UUID: GPU-...) GPU 1: ... (UUID: GPU-..
 ", " between them): each `GPU N:` after a closing `)` starts a GPU of its own; and a line whose
 closing `)` was lost (`GPU 0: GeForce GTX 1660 Ti (UUID: GPU-e18a...`): the UUID is still read,
 not taken into the name.
+
+A listing cut short (a dropped session, a capture or paste cut mid-line) is not whole
+(`GpuList.complete` False), on the format's own signs: a `(UUID: GPU-` whose UUID is neither
+whole (8-4-4-4-12) nor closed by `)`; a last line the text ends inside (no final newline) that is
+no whole entry (a GPU line without its `(UUID:`/`(S/N:` part, whose name may be cut: `GPU 0:
+NVIDIA L40` of an L40S, kept nameless; a MIG line cut mid-UUID; any unreadable line). A clean
+cut between lines leaves none of them and cannot be told from a shorter listing.
 """
 
 from __future__ import annotations
@@ -23,7 +30,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GpuList", "ListedGpu", "MigDevice", "parse_gpu_list", "parse_gpu_list_tuples"]
+__all__ = [
+    "GpuList",
+    "ListedGpu",
+    "MigDevice",
+    "listing_complete",
+    "parse_gpu_list",
+    "parse_gpu_list_tuples",
+]
 
 
 @dataclass(frozen=True)
@@ -51,33 +65,77 @@ class GpuList:
 
     gpus: tuple[ListedGpu, ...]
     warnings: tuple[str, ...] = ()
+    # False when the listing was cut short mid-line (see the module's docstring): an incomplete
+    # probe, its GPU count and a cut GPU's name no evidence
+    complete: bool = True
 
 
-_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:\)|$))?\s*$")
+_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # where lines were joined (a one-line paste): a `GPU N:` right after a GPU entry's closing `)`
 _JOINED = re.compile(r"(?<=\))\s*,?\s+(?=GPU\s+\d+:\s)")
-_MIG = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*\))?\s*$")
+_MIG = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
+# a whole UUID: GPU-<8-4-4-4-12>, MIG-<8-4-4-4-12>, or R450's MIG-GPU-<8-4-4-4-12>/<gi>/<ci>
+_WHOLE_UUID = re.compile(
+    r"^(?:GPU|MIG(?:-GPU)?)-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:/\d+/\d+)?$", re.IGNORECASE
+)
+
+
+def _cut_entry(kind: str | None, ident: str | None, closed: bool, at_end: bool) -> bool:
+    """Whether a GPU or MIG entry was cut: a UUID begun that is neither whole nor closed by `)`,
+    or, on a last line the text ends inside (`at_end`), an entry neither closed nor holding a
+    whole UUID (a name or serial that may go on: `GPU 0: NVIDIA L40` of an L40S)."""
+    whole_uuid = kind == "UUID" and bool(ident) and bool(_WHOLE_UUID.match(ident or ""))
+    if kind == "UUID" and not closed and not whole_uuid:
+        return True
+    return at_end and not closed and not whole_uuid
+
+
+def _parts(text: str) -> tuple[list[str], int]:
+    """The listing's entries (a joined line split at each `GPU N:`), and the index of the entry
+    the text ends inside (no final newline), -1 when it ends with a newline."""
+    parts = [part for line in text.splitlines() for part in _JOINED.split(line)]
+    tail = text.rsplit("\n", 1)[-1]
+    filled = [i for i, part in enumerate(parts) if part.strip()]
+    return parts, (filled[-1] if tail.strip() and filled else -1)
 
 
 def parse_gpu_list(text: str) -> GpuList:
     """Parse `nvidia-smi -L` into GPUs (index, name, UUID) with their MIG devices."""
     gpus: list[ListedGpu] = []
     warnings: list[str] = []
-    lines = [part for line in text.splitlines() for part in _JOINED.split(line)]
-    for line in lines:
+    cut: list[str] = []
+    lines, open_at = _parts(text)
+    for at, line in enumerate(lines):
         if not line.strip():
             continue
         if m := _GPU.match(line):
             index, name, kind, ident = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+            if _cut_entry(kind, ident, bool(m.group(5)), at == open_at):
+                cut.append(f"GPU {index}'s {kind or 'name'}")
+                name = name if kind is not None else ""  # the name may go on: not read
+                ident = None  # a UUID cut short identifies nothing
             uuid = ident if kind == "UUID" and ident else None
             gpus.append(ListedGpu(index=index, name=name, uuid=uuid))
         elif (m := _MIG.match(line)) and gpus:
             parent = gpus[-1]
-            mig = MigDevice(profile=m.group(1), index=int(m.group(2)), uuid=m.group(3) or None)
+            uuid = m.group(3) or None
+            if _cut_entry("UUID" if m.group(3) is not None else None, uuid, bool(m.group(4)), at == open_at):
+                cut.append(f"a MIG device of GPU {parent.index}")
+                uuid = None
+            mig = MigDevice(profile=m.group(1), index=int(m.group(2)), uuid=uuid)
             gpus[-1] = ListedGpu(parent.index, parent.name, parent.uuid, (*parent.mig_devices, mig))
         else:
             warnings.append(f"nvidia-smi -L: unexpected line {line.strip()!r}")
-    return GpuList(tuple(gpus), tuple(warnings))
+            if at == open_at:
+                cut.append("its last line")
+    if cut:
+        warnings.append(f"nvidia-smi -L ends mid-entry ({', '.join(cut)} cut short): incomplete probe, rerun")
+    return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
+
+
+def listing_complete(text: str) -> bool:
+    """Whether `nvidia-smi -L`'s text is whole: no sign of a cut mid-line (GpuList.complete)."""
+    return parse_gpu_list(text).complete
 
 
 def parse_gpu_list_tuples(text: str) -> Sequence[tuple[int, str, str | None]]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.facts.gpu_list import listing_complete
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import _is_version
@@ -264,6 +265,7 @@ def merge(
     that answered and those refused. `parse` reads any nvidia-smi format (it recognises the
     text, whatever arguments were asked); `parse_list` reads `nvidia-smi -L`."""
     reports: list[tuple[str, GpuReport]] = []
+    unread: list[tuple[str, GpuReport]] = []  # answered (a driver version), no GPU row read
     refusals: list[Refusal] = []
     seen: dict[str, GpuReport] = {}
     for probe, _label, args in GPU_SOURCES:
@@ -280,13 +282,19 @@ def merge(
         seen[out.stdout] = report
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
-    listed = _listing(raw.get(LIST_PROBE), parse_list)
+        elif not report.gpus and report.driver_version and not report.complete:
+            unread.append((report.source, report))
+    listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
     names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
     outputs = [o.stdout + "\n" + o.stderr for name in names if (o := raw.get(name)) is not None]
     unopened = unopened_gpus(outputs)
+    if not reports and not listed and unopened:
+        # rows cut off or mangled under a lost GPU's line: that GPU is still a fault of the box
+        gap = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
+        reports = [(label, dataclasses.replace(r, gap=r.gap or gap)) for label, r in unread[:1]]
     if not reports and not listed:
         return GpuEvidence(None, (), tuple(refusals), None)
-    merged = _union(reports, listed, unopened)
+    merged = _union(reports, listed, unopened, listed_whole)
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)
@@ -296,28 +304,32 @@ def merge(
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
 
 
-def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> list[GpuInfo]:
+def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[list[GpuInfo], bool]:
+    """`-L`'s GPUs, and whether the listing is whole (False: cut short mid-line, see
+    facts/gpu_list.py: its count is no count, and a GPU whose name was cut is listed nameless)."""
     if out is None or parse_list is None or out.exit_code != 0 or refusal_line(out):
-        return []
+        return [], True
     # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
-    return [
+    gpus = [
         GpuInfo(index=i, name=name, uuid=uuid, mig_mode="Enabled" if migs else None)
         for i, name, uuid, migs in parse_list(out.stdout)
     ]
+    return gpus, listing_complete(out.stdout)
 
 
 def _base(
-    ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+    ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo], listed_whole: bool = True
 ) -> tuple[list[GpuInfo], bool, GpuReport | None]:
     """The GPU set, whether it is whole, and the report it came from: the richest format that
     listed every GPU it says is attached; where every format was cut short, the widest of them
-    (not whole), or `-L`'s listing when it names more (whole: a listing, not a cut record)."""
+    (not whole), or `-L`'s listing when it names more (whole unless the listing itself was cut
+    short mid-line: a listing, not a cut record)."""
     whole = [r for _, r in ranked if r.complete and len(r.gpus) >= (r.attached_gpus or 0)]
     if whole:
         return list(whole[0].gpus), True, whole[0]
     widest = max((r for _, r in ranked), key=lambda r: len(r.gpus)) if ranked else None
     if widest is None or len(listed) > len(widest.gpus):
-        return listed, bool(listed), None
+        return listed, bool(listed) and listed_whole, None
     return list(widest.gpus), False, widest
 
 
@@ -345,16 +357,20 @@ def _best_version(values: Sequence[str | None]) -> str | None:
 
 
 def _union(
-    reports: list[tuple[str, GpuReport]], listed: list[GpuInfo], unopened: Sequence[GpuInfo] = ()
+    reports: list[tuple[str, GpuReport]],
+    listed: list[GpuInfo],
+    unopened: Sequence[GpuInfo] = (),
+    listed_whole: bool = True,
 ) -> GpuReport:
     """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
     another format that matches none of the set (another PCI address) is not added: formats of
     one box name the same GPUs, and two boxes' outputs are never one box. A GPU nvidia-smi
-    names as unopenable is added as an unreadable GPU (a fault)."""
+    names as unopenable is added as an unreadable GPU (a fault). Where the set is `-L`'s listing
+    and that was cut short (`listed_whole` False), the report is not whole."""
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
-    base, whole, base_report = _base(ranked, listed)
+    base, whole, base_report = _base(ranked, listed, listed_whole)
     # a GPU's copies are in the other formats: never another GPU of its own listing, even one
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
     # would otherwise lend the healthy one's values to the faulty one)
@@ -394,9 +410,10 @@ def _union(
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
-        # cut short: the set's own output was, or fewer GPUs than nvidia-smi says are attached
-        # cut short: the set's own output was, or it lists fewer GPUs than are attached
+        # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
+        # fewer GPUs than are attached
         complete=not (base_report is not None and not base_report.complete)
+        and (base_report is not None or whole)
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed))
         and not skipped,

@@ -26,12 +26,23 @@ umad_get_cas_names), stops at once on `ibpanic: [PID] main: stat of IB device 'm
 No such file or directory`. Either alone reads as the probe's empty sysfs listing: zero ports, a
 complete report (tests/fixtures/real/ibv_devinfo__no-ib-devices.txt,
 ibstat__no-ib-device__ibpanic-mthca0.txt).
+
+A listing cut short (a dropped session, a scroll-back limit, a paste) ends inside a record; each
+format's own end-of-record signs say so, and the report is then not `complete` (`cut` says
+where): an `hca_id:` with fewer `port:` blocks than its `phys_port_cnt`, a port block without
+`link_layer:` (and, with -v, without a whole `active_speed:`); an ibstat CA with fewer `Port N:`
+blocks than its `Number of ports:`, or a port block without `State` / `Rate` / `Link layer`; an
+ibstatus block without `state` / `rate` / `link_layer`; a sysfs listing whose last line has fewer
+cells or a link layer that is not a whole word; any listing whose last line is a record head
+cut mid-line (`CA 'mlx5_`). The ports it does not list are not ports that are down, and a port
+whose `state` was cut away is not listed at all.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 __all__ = [
     "IbPort",
@@ -69,9 +80,12 @@ class IbReport:
 
     ports: tuple[IbPort, ...]
     warnings: tuple[str, ...] = ()
-    # False when the listing says it stopped early (ibstat's `ibpanic:` line): ports may be
-    # missing, so "fewer ports than ordered" is not known
+    # False when the listing says it stopped early (ibstat's `ibpanic:` line) or ends mid-record
+    # (cut short): ports may be missing, so "fewer ports than ordered" is not known
     complete: bool = True
+    # where a listing cut short ends mid-record ("mlx5_2 port 1 has no link_layer line"); None
+    # when it is whole or the tool itself said it stopped
+    cut: str | None = None
 
 
 _STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
@@ -93,8 +107,60 @@ def _phys(text: str) -> str | None:
     return re.sub(r"\s*\(\d+\)$", "", text) or None
 
 
+# a port's link layer as the tools print it whole: the kernel's sysfs `link_layer` and
+# ibv_devinfo's / ibstat's words; `IB` where the kernel has no link_layer file (libibumad's and
+# the ibstatus script's default)
+_LAYERS = frozenset({"InfiniBand", "Ethernet", "Unknown", "IB"})
+
+
+def _cut_field(fields: Mapping[str, str], required: Sequence[str], layer: str) -> str | None:
+    """Why a port record is not whole: the first field it always prints that is not there (the
+    listing ends before it), or its link layer cut mid-word; None when it is whole."""
+    missing = next((name for name in required if name not in fields), None)
+    if missing is not None:
+        return f"has no {missing} line"
+    if fields[layer] not in _LAYERS:
+        return f"has its {layer} cut short ({fields[layer]!r})"
+    return None
+
+
+def _cut_count(device: str, listed: int, declared: int | None) -> str | None:
+    """A device head with fewer port blocks than it says it has (none, when it does not say)."""
+    if listed == 0:
+        return f"{device} has no port block"
+    if declared is not None and listed < declared:
+        return f"{device} lists {listed} of its {declared} ports"
+    return None
+
+
+def _cut_tail(text: str, heads: Sequence[re.Pattern[str]]) -> str | None:
+    """The listing's last line when it is a record head cut mid-line: not indented (a field),
+    not a whole head, not the tool's own stop line."""
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), None)
+    if last is None or last[0].isspace() or any(h.match(last) for h in heads) or _STOPPED.search(last):
+        return None
+    return f"its last line {last.strip()!r} is cut short"
+
+
+def _sysfs_cut(text: str) -> str | None:
+    """The probe's last line cut short: fewer than its six cells, or a link layer that is not a
+    whole word (an empty one is the probe's own line for a file it could not read)."""
+    last = next(
+        (line for line in reversed(text.splitlines()) if line.strip() and not line.startswith("#")), None
+    )
+    if last is None:
+        return None
+    cells = [c.strip() for c in last.split("\t")]
+    if len(cells) < 6:
+        return f"its last line {last.strip()!r} is cut short"
+    if cells[5] not in _LAYERS and (cells[5] or not text.endswith("\n")):
+        return f"{cells[0]} port {cells[1]} has its link_layer cut short ({cells[5]!r})"
+    return None
+
+
 def parse_ib_sysfs(text: str) -> IbReport:
-    """Parse the probe's `DEVICE PORT state phys_state rate link_layer` lines (tab-separated)."""
+    """Parse the probe's `DEVICE PORT state phys_state rate link_layer` lines (tab-separated);
+    a last line cut short, or lines of which none is a port's, leave the report incomplete."""
     ports: list[IbPort] = []
     warnings: list[str] = []
     for line in text.splitlines():
@@ -111,54 +177,122 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 device, int(port), _state(state), float(m.group(1)) if m else None, layer or None, _phys(phys)
             )
         )
-    return IbReport(tuple(ports), tuple(warnings))
+    # (no line read at all: not a box without a device, a text this parser cannot read)
+    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text)
+    return IbReport(tuple(ports), tuple(warnings), cut is None, cut)
 
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
 _PORT = re.compile(r"^\s+port:\s*(\d+)\s*$")
 _FIELD = re.compile(r"^\s+(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
+_PORT_COUNT = re.compile(r"^\s+(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
+_VERBOSE = re.compile(r"^\s+max_mr_size:")  # the first line only `ibv_devinfo -v` prints
+_WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
+_TRANSPORT = re.compile(r"^\s+transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
+
+
+@dataclass
+class _Listing:
+    """The ports read so far, and the first sign that the listing ends mid-record."""
+
+    tool: str
+    ports: list[IbPort] = field(default_factory=list)
+    cut: str | None = None
+    device: str | None = None
+    declared: int | None = None  # the device's own port count (phys_port_cnt, Number of ports)
+    listed: int = 0
+
+    def mark(self, why: str | None) -> None:
+        """Keep the first sign of a cut."""
+        self.cut = self.cut or why
+
+    def head(self, device: str | None) -> None:
+        """A new device head (None: the end): the one before must have listed its ports."""
+        if self.device is not None:
+            self.mark(_cut_count(self.device, self.listed, self.declared))
+        self.device, self.declared, self.listed = device, None, 0
+
+    def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
+        """One port block: kept when its state was read, the listing cut when it is not whole."""
+        assert self.device is not None
+        self.listed += 1
+        self.mark(f"{self.device} port {number} {why}" if why else None)
+        if "state" not in fields:  # its state cut away: not a port that is down
+            return
+        layer = fields.get("link_layer", fields.get("link layer"))
+        phys = fields.get("phys_state", fields.get("physical state", fields.get("phys state")))
+        self.ports.append(
+            IbPort(
+                self.device,
+                number,
+                _state(fields["state"]),
+                rate,
+                layer or None,
+                _phys(phys) if phys is not None else None,
+                self.tool,
+            )
+        )
+
+
+def _devinfo_rate(fields: Mapping[str, str]) -> float | None:
+    """ibv_devinfo -v: active_width x per-lane active_speed (None without -v)."""
+    width = re.match(r"(\d+)X", fields.get("active_width", ""))
+    speed = re.match(r"(\d+(?:\.\d+)?)\s*Gbps", fields.get("active_speed", ""))
+    return int(width.group(1)) * float(speed.group(1)) if width and speed else None
+
+
+def _devinfo_cut(fields: Mapping[str, str], verbose: bool, ib: bool) -> str | None:
+    """An ibv_devinfo port block not whole: without -v `link_layer:` is its last line; -v adds
+    `active_width:` and `active_speed:` (the rate), then `phys_state:` on an InfiniBand-transport
+    HCA, each a whole `%s (%d)` (rdma-core libibverbs/examples/devinfo.c print_hca_cap)."""
+    required: tuple[str, ...] = ("state", "link_layer")
+    if verbose:
+        required += ("active_width", "active_speed", "phys_state") if ib else ("active_width", "active_speed")
+    why = _cut_field(fields, required, "link_layer")
+    if why is None and verbose and not _WHOLE_CODE.search(fields[required[-1]]):
+        why = f"has its {required[-1]} cut short ({fields[required[-1]]!r})"
+    return why
 
 
 def parse_ibv_devinfo(text: str) -> IbReport:
     """Parse `ibv_devinfo` / `ibv_devinfo -v`: each HCA's ports (rate only with -v); its `No IB
-    devices found` is no port, not an unreadable output."""
+    devices found` is no port, not an unreadable output; a listing that ends mid-record (see the
+    module docstring) is incomplete."""
     if no_rdma_device(text):
         return IbReport(())
-    ports: list[IbPort] = []
-    device: str | None = None
+    listing = _Listing("ibv_devinfo")
     current: dict[str, str] | None = None
     number = 0
+    verbose = ib = False
 
     def flush() -> None:
-        if device is None or current is None:
-            return
-        width = re.match(r"(\d+)X", current.get("active_width", ""))
-        speed = re.match(r"(\d+(?:\.\d+)?)\s*Gbps", current.get("active_speed", ""))
-        rate = int(width.group(1)) * float(speed.group(1)) if width and speed else None
-        ports.append(
-            IbPort(
-                device,
-                number,
-                _state(current.get("state", "UNKNOWN")),
-                rate,
-                current.get("link_layer") or None,
-                _phys(current["phys_state"]) if "phys_state" in current else None,
-                "ibv_devinfo",
-            )
-        )
+        if listing.device is not None and current is not None:
+            listing.port(number, current, _devinfo_cut(current, verbose, ib), _devinfo_rate(current))
 
     for line in text.splitlines():
         if m := _HCA.match(line):
             flush()
-            device, current = m.group(1), None
-        elif device and (m := _PORT.match(line)):
+            listing.head(m.group(1))
+            current, verbose, ib = None, False, False
+        elif listing.device and (m := _PORT.match(line)):
             flush()
             number, current = int(m.group(1)), {}
         elif current is not None and (m := _FIELD.match(line)):
             current.setdefault(m.group(1), m.group(2))
+        elif listing.device and current is None and (m := _PORT_COUNT.match(line)):
+            listing.declared = int(m.group(1))
+        elif listing.device and current is None and _VERBOSE.match(line):
+            verbose = True
+        elif listing.device and current is None and (m := _TRANSPORT.match(line)):
+            ib = m.group(1) == "InfiniBand"
     flush()
-    warnings = () if ports or not text.strip() else ("ibv_devinfo: no hca_id/port blocks found",)
-    return IbReport(tuple(ports), warnings)
+    listing.head(None)
+    listing.mark(_cut_tail(text, (_HCA,)))
+    warnings: tuple[str, ...] = ()
+    if not listing.ports and text.strip():
+        warnings = ("ibv_devinfo: no hca_id/port blocks found",)
+        listing.mark("no port block in it")
+    return IbReport(tuple(listing.ports), warnings, listing.cut is None, listing.cut)
 
 
 # a line of its own saying the tool stopped (ibstat's `ibpanic: [PID] main: stat of IB device
@@ -169,55 +303,53 @@ _CA_PORT = re.compile(r"^\s+Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
 _STATUS_FIELD = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*?)\s*$")
+# the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
+# port_dump, scripts/ibstatus port_status)
+_REQUIRED = {"ibstat": ("state", "rate", "link layer"), "ibstatus": ("state", "rate", "link_layer")}
 
 
 def _blocks(
     text: str, head: re.Pattern[str], port: re.Pattern[str] | None, field: re.Pattern[str], tool: str
 ) -> IbReport:
     """Per-port blocks of ibstat (`CA` + `Port N:`) or ibstatus (`device ... port N status:`)."""
-    ports: list[IbPort] = []
+    listing = _Listing(tool)
     warnings: list[str] = []
-    complete = True
-    device: str | None = None
+    stopped = False
     number = 0
     current: dict[str, str] | None = None
+    required = _REQUIRED[tool]
 
     def flush() -> None:
-        if device is None or current is None:
-            return
-        rate = re.match(r"(\d+(?:\.\d+)?)", current.get("rate", ""))
-        phys = current.get("physical state", current.get("phys state"))  # ibstat / ibstatus
-        layer = current.get("link layer", current.get("link_layer"))
-        ports.append(
-            IbPort(
-                device,
-                number,
-                _state(current.get("state", "UNKNOWN")),
-                float(rate.group(1)) if rate else None,
-                layer or None,
-                _phys(phys) if phys is not None else None,
-                tool,
-            )
-        )
+        if listing.device is not None and current is not None:
+            rate = re.match(r"(\d+(?:\.\d+)?)", current.get("rate", ""))
+            why = _cut_field(current, required, required[-1])
+            listing.port(number, current, why, float(rate.group(1)) if rate else None)
 
     for line in text.splitlines():
         if _STOPPED.search(line):
-            complete = False
+            stopped = True
             warnings.append(f"{tool}: stopped early: {line.strip()}")
         elif m := head.match(line):
             flush()
-            device, current = m.group(1), None
+            listing.head(m.group(1))
+            current = None
             if port is None:  # ibstatus: the device line names the port
                 number, current = int(m.group(2)), {}
-        elif port is not None and device and (m := port.match(line)):
+        elif port is not None and listing.device and (m := port.match(line)):
             flush()
             number, current = int(m.group(1)), {}
         elif current is not None and (m := field.match(line)):
             current.setdefault(m.group(1).lower(), m.group(2))
+        elif port is not None and listing.device and current is None and (m := _PORT_COUNT.match(line)):
+            listing.declared = int(m.group(1))
     flush()
-    if not ports and text.strip() and complete:
-        warnings.append(f"{tool}: no port blocks found")
-    return IbReport(tuple(ports), tuple(warnings), complete)
+    listing.head(None)
+    listing.mark(_cut_tail(text, (head,)))
+    if not listing.ports and text.strip() and not stopped:
+        if listing.cut is None:
+            warnings.append(f"{tool}: no port blocks found")
+        listing.mark("no port block in it")
+    return IbReport(tuple(listing.ports), tuple(warnings), not stopped and listing.cut is None, listing.cut)
 
 
 # the whole output of a tool that found no RDMA device (see the module docstring)

@@ -26,6 +26,14 @@ Errors"; the nvswitch driver's `_nvswitch_dump_error_entry`): the line with the 
 address and code. They are one event. A line that says `NVRM: Xid` or `SXid` but cannot be
 read is kept as an `xid_unread` / `sxid_unread` event: the rules cannot pass such a log.
 
+A log cut short (a paste, a size limit) can end inside an event. The kernel ends every line with
+a newline and always prints `, ` after an Xid / SXid code, so: a code without its comma is
+unread (an SXid `22013` cut to `22` is no SXid 22); the text's last line without its newline is
+marked `cut` (its event is judged on what was read; an NVRM or nvidia-nvswitchN line that says
+no readable event, or an SXid first line cut before the driver's Fatal / Non-fatal word, is
+unread); and a driver message the log ends inside (`The NVIDIA GPU 0000:b3:00.0` / `(PCI ID:
+...) installed in this system has`, then nothing) is unread and `cut`, never dropped.
+
 The probe (facts/extra_probes.py) prefixes its output with `# source: ...` and `# first: ...`
 lines (which log answered, and its first line before filtering): they tell whether the log
 reaches back to boot, i.e. whether "no Xid" means "none since boot".
@@ -76,6 +84,10 @@ class KernelEvent:
     # `Non-fatal`, or its `Severity 1` / `Severity 0` line); None where the log does not say
     severity: str | None = None
     lines: int = 1  # driver lines this event spans (an SXid's `Severity` and `Data` lines)
+    # the log ends inside this event (its last line without the newline the kernel prints, or a
+    # driver message left unfinished): that text as printed, from the driver's tag on; what
+    # followed is not known. None: the event was read whole
+    cut: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,12 +164,16 @@ class KernelLog:
 # the address inside the parentheses, any form, without the "PCI:" tag: "(PCI:0000:9b:00)" (Xid),
 # "(PCI:0000:05:00.0)" (SXid), old drivers' "(0001:00)"; pci_key matches the modern forms
 _ADDR = r"\(\s*(?:PCI:\s*)?([^()]*?)\s*\)"
-_XID = re.compile(r"NVRM:\s*Xid\s*" + _ADDR + r"\s*:\s*(\d+)\b\s*,?\s*(.*)$")
+# the driver always prints `, ` after the code: a code without it (a line cut inside the code,
+# `79` cut to `7`) is not read as a code
+_XID = re.compile(r"NVRM:\s*Xid\s*" + _ADDR + r"\s*:\s*(\d+)\s*,\s*(.*)$")
 # an Xid whose address is not in parentheses but whose code reads ("NVRM: Xid PCI:...: 79, ...")
 _XID_LOOSE = re.compile(r"NVRM:\s*Xid\b(.*?):\s*(\d+)\s*,\s*(.*)$")
 _XID_ANY = re.compile(r"NVRM:\s*Xid\b")
-_SXID = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\s*" + _ADDR + r"\s*:\s*(\d+)\b\s*,?\s*(.*)$")
+_SXID = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\s*" + _ADDR + r"\s*:\s*(\d+)\s*,\s*(.*)$")
 _SXID_ANY = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\b")
+# a line of the NVSwitch driver (an SXid line cut before its `SXid` is one of these)
+_NVSWITCH = re.compile(r"(nvidia-nvswitch\d+):")
 # the driver's word for an SXid event (NVSWITCH_REPORT_FATAL / _NONFATAL print "Fatal, " /
 # "Non-fatal, "; the Fabric Manager guide writes "Non-Fatal")
 _SXID_WORD = re.compile(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
@@ -184,7 +200,26 @@ def _prefix(line: str, start: int) -> str | None:
 _FINE_TIME = re.compile(r"\d[.,]\d{6}(?!\d)")
 
 
-def _continues(line: str, start: int, text: str, previous: tuple[str | None, str] | None) -> bool:
+@dataclass
+class _Message:
+    """The NVRM message being joined: its lines' prefix, its text so far, whether a line was
+    joined to it by the kernel's own marks of one message (dmesg's indent, one printk's
+    microsecond time) and, where the log ends inside it, that text (KernelEvent.cut)."""
+
+    head: str | None
+    text: str
+    firm: bool = False
+    cut: str | None = None
+
+
+# what ends a driver sentence (a message ending otherwise may go on on the next line)
+_SENTENCE_END = (".", "!", ")")
+# a message whose last word is a GPU's address has not said anything of it yet (the head of
+# "The NVIDIA GPU 0000:b3:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off ...")
+_ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?$")
+
+
+def _continues(line: str, start: int, text: str, previous: _Message | None) -> bool:
     """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
     are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
     syslog) continues where the previous text ends mid-sentence and this line has the same
@@ -193,10 +228,31 @@ def _continues(line: str, start: int, text: str, previous: tuple[str | None, str
         return False
     if not line[:start].strip():
         return True
-    head, before = _prefix(line, start), previous[1].rstrip()
-    if head != previous[0] or before.endswith((".", "!", ")")):
+    head, before = _prefix(line, start), previous.text.rstrip()
+    if head != previous.head or before.endswith(_SENTENCE_END):
         return False
     return text[:1].islower() or (head is not None and _FINE_TIME.search(head) is not None)
+
+
+def _firmly(line: str, start: int) -> bool:
+    """True when a line that continues a message carries the kernel's own mark of one message:
+    dmesg's indent, or a time to the microsecond in its prefix (one printk)."""
+    head = _prefix(line, start)
+    if head is None:
+        return line[:1].isspace()
+    return _FINE_TIME.search(head) is not None
+
+
+def _unfinished(message: _Message) -> bool:
+    """True when the log ends inside this driver message: it ends no sentence, and it already
+    spans lines the kernel printed as one message, announces more (`:`), or ends with the
+    address of the GPU it is about (the head of the driver's "The NVIDIA GPU <address>" / "...
+    installed in this system has" / "fallen off the bus ..."). One-line messages that end
+    without a stop ("loading NVIDIA UNIX ... Module 570.158.01 ... 2025") are whole."""
+    text = message.text.rstrip()
+    if not text or text.endswith(_SENTENCE_END):
+        return False
+    return message.firm or text.endswith(":") or _ENDS_WITH_PCI.search(text) is not None
 
 
 def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
@@ -207,9 +263,30 @@ def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
     return KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id)
 
 
-def _line_event(line: str) -> KernelEvent | None:
+def _line_event(line: str, cut: bool = False) -> KernelEvent | None:
     """The Xid / SXid event of one line (an unread kind where the line says Xid / SXid but its
-    code cannot be read), or None."""
+    code cannot be read), or None. `cut`: the log ends inside this line (no newline after it):
+    the event is marked so, and an SXid line cut before the driver's word for its event (nor a
+    `Severity` / `Data` line) is unread, as is an NVSwitch driver line cut before `SXid`."""
+    event = _read_line(line)
+    if not cut:
+        return event
+    if event is None:
+        if (m := _NVSWITCH.search(line)) is None or _NVRM.search(line):
+            return None
+        text = line[m.start() :].strip()
+        head = _prefix(line, m.start())
+        return KernelEvent("sxid_unread", 0, _address(text), text, m.group(1), head, cut=text)
+    start = min(i for i in (line.find("NVRM:"), line.find("nvidia-nvswitch")) if i >= 0)
+    said = line[start:].strip()
+    continuation = _SXID_SEVERITY.match(event.message) or _SXID_DATA.match(event.message)
+    if event.kind == "sxid" and event.severity is None and not continuation:
+        return KernelEvent("sxid_unread", 0, event.pci, said, event.device, event.timestamp, cut=said)
+    return replace(event, cut=said)
+
+
+def _read_line(line: str) -> KernelEvent | None:
+    """_line_event of a line read whole."""
     if m := _SXID.search(line):
         message = m.group(4).strip()
         word = _SXID_WORD.match(message)
@@ -285,6 +362,7 @@ class _SxidJoiner:
                 message=f"{first.message} | {line.message}",
                 lines=first.lines + 1,
                 severity="fatal" if "fatal" in (first.severity, said) else first.severity or said,
+                cut=line.cut or first.cut,
             )
             self.open[key] = (at, severity_seen or sev is not None)
             return
@@ -337,49 +415,87 @@ def _join_wrap(line: str, width: int) -> str:
     return joined
 
 
-def parse_kernel_log(text: str) -> KernelLog:
-    """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
-    continuation lines joined); any timestamp style; other lines ignored."""
-    events: list[KernelEvent] = []
-    source = first = None
-    lines = 0
-    message: tuple[str | None, str] | None = None  # the NVRM message being joined: (prefix, text)
-    sxids = _SxidJoiner(events)
+def _open_end(text: str) -> bool:
+    """True when the text's last line has no newline after it: the kernel ends every line with
+    one, so the log was cut inside that line (or saved without its last newline)."""
+    body = text.rstrip(" \t")
+    return bool(body.strip()) and not body.endswith(("\n", "\r"))
 
-    def flush() -> None:
-        if message is not None and (event := _nvrm_event(*message)):
-            events.append(event)
 
-    for line in _unwrapped(text.splitlines()):
+class _Reader:
+    """parse_kernel_log's state, line by line: the events, the NVRM message being joined, the
+    probe's header."""
+
+    def __init__(self) -> None:
+        self.events: list[KernelEvent] = []
+        self.sxids = _SxidJoiner(self.events)
+        self.message: _Message | None = None
+        self.source: str | None = None
+        self.first: str | None = None
+        self.lines = 0
+
+    def read(self, line: str, cut: bool) -> None:
+        """One line; `cut`: it is the log's last and has no newline after it."""
         if m := _HEADER.match(line):
             if m.group(1) == "source":
-                source = m.group(2).strip() or None
+                self.source = m.group(2).strip() or None
             else:
-                first = m.group(2)
-            continue
+                self.first = m.group(2)
+            return
         if not line.strip():
-            continue
-        lines += 1
-        if event := _line_event(line):
-            flush()
-            message = None
+            return
+        self.lines += 1
+        if event := _line_event(line, cut):
+            self.flush()
             if event.kind == "sxid":
-                sxids.add(event)
+                self.sxids.add(event)
             else:
-                events.append(event)
+                self.events.append(event)
         elif m := _NVRM.search(line):
             part = m.group(1).strip()
-            if _continues(line, m.start(), part, message):
-                assert message is not None
-                message = (message[0], f"{message[1]} {part}")
+            if _continues(line, m.start(), part, self.message):
+                assert self.message is not None
+                self.message.text = f"{self.message.text} {part}"
+                self.message.firm = self.message.firm or _firmly(line, m.start())
             else:
-                flush()
-                message = (_prefix(line, m.start()), part)
-        else:
-            flush()
-            message = None
-    flush()
-    return KernelLog(tuple(events), source, first, lines)
+                self.flush()
+                self.message = _Message(_prefix(line, m.start()), part)
+            if cut:
+                self.message.cut = f"NVRM: {self.message.text}"
+        elif not cut:
+            self.flush()
+        # else: the last line, cut before anything readable (inside its stamp, or the indent
+        # of a continuation): the message before it is the one the log ends inside
+
+    def flush(self, end: bool = False) -> None:
+        """Closes the NVRM message being joined: its fault event, if it says one (marked `cut`
+        where the log ends inside it); a message the log ends inside that says none (yet) is an
+        unread line, never nothing."""
+        message, self.message = self.message, None
+        if message is None:
+            return
+        if event := _nvrm_event(message.head, message.text):
+            self.events.append(replace(event, cut=message.cut))
+        elif message.cut is not None or (end and _unfinished(message)):
+            said = f"NVRM: {message.text}"
+            self.events.append(
+                KernelEvent("xid_unread", 0, _address(said), said, None, message.head, cut=said)
+            )
+
+
+def parse_kernel_log(text: str) -> KernelLog:
+    """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
+    continuation lines joined); any timestamp style; other lines ignored. A log that ends inside
+    an event (no newline after its last line, a driver message left unfinished) marks that
+    event `cut`, or keeps it as unread: never as another event, never dropped."""
+    reader = _Reader()
+    lines = _unwrapped(text.splitlines())
+    read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
+    last = read[-1] if read and _open_end(text) else -1
+    for i, line in enumerate(lines):
+        reader.read(line, i == last)
+    reader.flush(end=True)
+    return KernelLog(tuple(reader.events), reader.source, reader.first, reader.lines)
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
@@ -398,6 +514,8 @@ def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[K
         if e.kind != "xid":
             continue
         for m in _CAUSED_BY.finditer(e.message):
+            if e.cut is not None and m.end() == len(e.message.rstrip()):
+                continue  # the log ends inside this number (149 cut to 14): not read
             key = (pci_key(e.pci), int(m.group(1)))
             if key not in logged and key not in out:
                 out[key] = KernelEvent("xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code)

@@ -132,3 +132,18 @@ def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
             if pattern.search(line):
                 return line, advice
     return (lines[0] if lines else ""), ""
+
+
+def answered_unread(text: str) -> str | None:
+    """The driver version of an nvidia-smi output that answered but whose GPU rows could not be
+    read: its banner gives the driver version, no GPU is read from it, the parser finds it cut
+    short or mangled (a table cut after its banner, wrapped or redrawn in a paste), and it states
+    no GPU count of its own. A failure line above it (a lost GPU's "Unable to determine the
+    device handle for GPU1: ...") names that one GPU: it is no failed nvidia-smi. None otherwise
+    (a -q that says 'Attached GPUs : 1' and lists none is nvidia-smi's own answer)."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    report = parse_any(text)
+    if report.gpus or report.complete or report.attached_gpus is not None:
+        return None
+    return report.driver_version

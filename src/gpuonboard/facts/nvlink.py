@@ -15,6 +15,11 @@ A PCIe box may also print nothing at all (the A10 capture of leptonai/gpud is em
 counts as active only with a speed figure: `<inactive>` or an unknown word is not evidence of
 a working link. `Link N, P2P is supported: true` lines (`nvlink -c`, pasted together with -s)
 are capability lines, not links, and are skipped.
+
+A listing cut short (a dropped session, a scroll-back limit, a paste) can end inside a GPU's
+header (`GPU 1: NVIDIA H8`): its last GPU block then has no `Link N:` line and no note, and
+the status is not `complete` (`cut_gpu` names that GPU; its name may be cut mid-word). The same
+holds for `nvlink -e`.
 """
 
 from __future__ import annotations
@@ -85,10 +90,17 @@ class NvlinkStatus:
 
     gpus: tuple[GpuNvlink, ...]
     warnings: tuple[str, ...] = ()
+    # False when the last GPU block has neither a link line nor a note: the listing ends inside it
+    complete: bool = True
 
     def by_index(self, index: int) -> GpuNvlink | None:
         """The block of GPU `index`, if listed."""
         return next((g for g in self.gpus if g.index == index), None)
+
+    @property
+    def cut_gpu(self) -> int | None:
+        """The GPU whose block the listing ends inside (None: the listing is whole)."""
+        return None if self.complete or not self.gpus else self.gpus[-1].index
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
@@ -110,7 +122,8 @@ def _note(text: str) -> str | None:
 
 
 def parse_nvlink_status(text: str) -> NvlinkStatus:
-    """Parse `nvidia-smi nvlink -s` into per-GPU links (active when a speed is printed)."""
+    """Parse `nvidia-smi nvlink -s` into per-GPU links (active when a speed is printed); a last
+    GPU block with neither a link line nor a note is a listing cut short (not `complete`)."""
     gpus: list[GpuNvlink] = []
     links: list[list[NvlinkLink]] = []  # each GPU's links, put in its record at the end
     warnings: list[str] = []
@@ -141,6 +154,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     return NvlinkStatus(
         tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
         tuple(warnings),
+        not (gpus and not links[-1] and gpus[-1].note is None),
     )
 
 
@@ -188,10 +202,17 @@ class NvlinkErrors:
 
     gpus: tuple[GpuNvlinkErrors, ...]
     warnings: tuple[str, ...] = ()
+    # False when the last GPU block has neither a link line nor a note: the listing ends inside it
+    complete: bool = True
 
     def by_index(self, index: int) -> GpuNvlinkErrors | None:
         """The block of GPU `index`, if listed."""
         return next((g for g in self.gpus if g.index == index), None)
+
+    @property
+    def cut_gpu(self) -> int | None:
+        """The GPU whose block the listing ends inside (None: the listing is whole)."""
+        return None if self.complete or not self.gpus else self.gpus[-1].index
 
 
 def parse_nvlink_errors(text: str) -> NvlinkErrors:
@@ -222,4 +243,6 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
             continue
         warnings.append(f"nvidia-smi nvlink -e: unexpected line {line.strip()!r}")
-    return NvlinkErrors(tuple(gpus), tuple(warnings))
+    return NvlinkErrors(
+        tuple(gpus), tuple(warnings), not (gpus and not gpus[-1].links and gpus[-1].note is None)
+    )

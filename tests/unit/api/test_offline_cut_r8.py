@@ -9,22 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
+from ..offline_judge import verdicts as judged
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-
-
-def judged(tmp_path: Path, name: str, text: str, order_yaml: str | None) -> dict[str, tuple[str, str]]:
-    run = tmp_path / str(len(list(tmp_path.iterdir())))
-    run.mkdir()
-    (run / name).write_text(text)
-    order = None
-    if order_yaml:
-        (run / "order.yml").write_text(order_yaml)
-        order = offline.load_order(str(run / "order.yml"))
-    facts = parse_facts(offline.load_outputs([str(run / name)]))
-    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, order)}
 
 
 def cut_at(name: str, marker: str) -> tuple[str, str]:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
+
+from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 MIG_TABLE = "nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt"
@@ -22,19 +23,6 @@ RESET_CSV = "nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv"
 CAUSED_BY = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
 LSCPU_J = "lscpu-J__intel-xeon-16vcpu__h200-vm.json"
 DF = "df-P-B1__h200-vm.txt"
-
-
-def verdicts(tmp_path: Path, name: str, text: str, order: str | None = None) -> dict[str, tuple[str, str]]:
-    """rule -> (verdict, actual) of one saved file, under its own name, as `invoke facts` judges it."""
-    folder = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
-    folder.mkdir()
-    (folder / name).write_text(text, encoding="utf-8")
-    facts = parse_facts(offline.load_outputs([str(folder / name)]))
-    spec = None
-    if order:
-        (folder / "order.yml").write_text(order + "\n")
-        spec = offline.load_order(str(folder / "order.yml"))
-    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, spec)}
 
 
 def real(name: str) -> str:

@@ -1,6 +1,12 @@
 """The `nvidia-smi --query-gpu=... --format=csv` form: :data:`QUERY_FIELDS` (the field list of
 the fallback probe, accepted by every supported driver) and :func:`parse_query_csv`, with or
-without header and units."""
+without header and units.
+
+A CSV cut short is not whole (`complete` False): a last row with fewer cells than the header, or
+one cut inside its last cell (an empty last cell, an unclosed `[Unkn`, a number without the unit
+its column is printed with) where the text ends without its newline. A CSV whose lines are broken
+(a paste wrapped at a fixed width: a row of another cell count than the header's, or a row of
+field names, a piece of the header) is read as no GPU at all: any row may be a piece of one."""
 
 from __future__ import annotations
 
@@ -200,23 +206,28 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
     if header is not None and (not expected or header == expected or set(header) & set(expected)):
         if expected and header != expected:
             warnings.append("CSV header differs from the requested fields; using the header")
-        names, data = header, rows[1:]
+        names, data, head = header, rows[1:], rows[0]
     elif expected:
-        names, data = expected, rows
+        names, data, head = expected, rows, None
     else:
         return GpuReport("csv", None, None, None, (), ("CSV without header and no field list",))
+    shape = _Shape(names, head, data, open_end=bool(text.rsplit("\n", 1)[-1].strip()))
     gpus: list[GpuInfo] = []
     stamps: list[str | None] = []
     driver: str | None = None
     count: int | None = None
-    complete = True
+    cut = damaged = ""
+    elided = False
     for position, row in enumerate(data):
-        if len(row) != len(names):
-            warnings.append(f"CSV row {position} has {len(row)} cells, expected {len(names)}")
-            if position == len(data) - 1 and len(row) < len(names):
-                # the last line cut short: the output stopped mid-row, not a GPU gone
-                complete = False
-                warnings.append("the nvidia-smi --query-gpu output ends mid-row: incomplete probe, rerun")
+        kind, why = shape.row(row, last=position == len(data) - 1)
+        if why:
+            warnings.append(f"CSV row {position}: {why}")
+        cut = cut or (why if kind in ("cut", "cut cell") else "")
+        damaged = damaged or (why if kind == "damaged" else "")
+        elided = elided or kind == "elided"
+        if kind == "cut cell":
+            row = [*row[:-1], ""]  # the row is read, its cut last cell as not reported
+        elif kind != "row":
             continue
         cells: Mapping[str, str] = dict(zip(names, row, strict=True))
         driver = driver or _version(
@@ -227,9 +238,89 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         stamps.append(_clean(cells.get("timestamp")))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")
+    if damaged:
+        # a row of another shape among the rows (a paste wrapped at a fixed width leaves header
+        # fragments and pieces of rows, some with the header's cell count): no row is a GPU
+        warnings.append(_DAMAGED)
+        return GpuReport("csv", None, None, None, (), tuple(warnings), complete=False, gap=_DAMAGED_GAP)
+    if cut:
+        # the last line cut short: the output stopped mid-row, not a GPU gone
+        warnings.append("the nvidia-smi --query-gpu output ends mid-row: incomplete probe, rerun")
+    rows_read = len(gpus)
     gpus, gap = _one_row_per_gpu(gpus, "index" in names, stamps, warnings)
+    if elided and not gap and len(gpus) == rows_read:
+        # rows left out ('...') of one query, not samples of the GPUs listed: GPUs may be among them
+        gap = "rows of the CSV were left out ('...' in their place)"
     return GpuReport(
-        "csv", driver, None, count, tuple(gpus), tuple(warnings), complete=complete and not gap, gap=gap
+        "csv", driver, None, count, tuple(gpus), tuple(warnings), complete=not cut and not gap, gap=gap
+    )
+
+
+_DAMAGED = (
+    "the nvidia-smi --query-gpu CSV's lines are broken (rows that are no row of its header: a paste"
+    " wrapped at a fixed width?): no row is read as a GPU; save the output as nvidia-smi printed it"
+)
+_DAMAGED_GAP = "the CSV's lines are broken (a paste wrapped at a fixed width?): no row is read as a GPU"
+# a unit in a header cell ('memory.total [MiB]'); a value that begins as a number ('9941 MiB')
+_HEADER_UNIT = re.compile(r"\[([^\]]+)\]\s*$")
+_NUMBER = re.compile(r"^[0-9.]+(?:\s|$)")
+
+
+class _Shape:
+    """What a CSV row is, by the header's shape: a GPU's row, or a row cut, elided or damaged."""
+
+    def __init__(
+        self, names: Sequence[str], head: Sequence[str] | None, data: Sequence[Sequence[str]], open_end: bool
+    ) -> None:
+        self.names, self.head, self.open_end = list(names), list(head) if head else None, open_end
+        units = [(m.group(1) if (m := _HEADER_UNIT.search(c)) else None) for c in head or ()]
+        self.units = units or [None] * len(names)
+        # --format=csv prints each value with its header's unit ('9941 MiB'); nounits does not
+        # (told by every value but the text's last, which may be the one cut)
+        cells = [
+            (cell, unit)
+            for row in data
+            if len(row) == len(self.names)
+            for cell, unit in zip(row, self.units, strict=True)
+        ]
+        self.printed = any(unit and _NUMBER.match(cell) and cell.endswith(unit) for cell, unit in cells[:-1])
+
+    def row(self, row: Sequence[str], last: bool) -> tuple[str, str]:
+        """('row', ''), or why it is no whole row: ('repeat' | 'elided' | 'cut' | 'cut cell' |
+        'damaged', why); 'cut cell': the last row, whole but for its last cell."""
+        if self.head is not None and list(row) == self.head:
+            return "repeat", "the header again"
+        if _field_names(row, self.names):
+            return "damaged", "a row of field names (a header broken onto lines of its own?)"
+        if len(row) != len(self.names):
+            if len(row) == 1 and row[0].startswith(("...", "\u2026")):
+                return "elided", f"rows left out ({row[0][:40]!r})"
+            if last and len(row) < len(self.names):
+                return "cut", f"has {len(row)} cells, expected {len(self.names)}"
+            return "damaged", f"has {len(row)} cells, expected {len(self.names)}"
+        unclosed = [j for j, cell in enumerate(row) if cell.startswith("[") and not cell.endswith("]")]
+        cut_end = not unclosed and self.open_end and self._cut_cell(row[-1])
+        if last and (unclosed == [len(row) - 1] or cut_end):
+            return "cut cell", f"its last cell {row[-1]!r} is cut short"
+        if unclosed:
+            return "damaged", "a cell's '[' is not closed ([N/A], [Unknown Error] are)"
+        return "row", ""
+
+    def _cut_cell(self, cell: str) -> bool:
+        """The last cell of a text that ends without its newline stops mid-value: empty (a row
+        cut after its comma; nvidia-smi prints [N/A] for a value it lacks), or a number without
+        the unit the CSV's other values are printed with ('9941 MiB' cut to '99')."""
+        unit = self.units[-1] if self.units else None
+        return not cell or bool(self.printed and unit and _NUMBER.match(cell) and not cell.endswith(unit))
+
+
+def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:
+    """Whether every cell of `row` is a field name (a header, or a piece of one a paste's wrap put
+    on a line of its own: `inforom.img, inforom.oem, ...`), never a GPU's values: all read as names
+    and one of them a query's (a dotted name, a known one, or one with a unit)."""
+    names = _header_names(row)
+    return names is not None and any(
+        "." in name or name in known or "[" in cell for name, cell in zip(names, row, strict=True)
     )
 
 

@@ -42,6 +42,27 @@ from gpuonboard.facts.nvidia_smi.values import (
 _TEXT_LINE = re.compile(r"^(\s*)(\S.*?)(?:\s+:(?:\s(.*)|$))?\s*$")
 
 
+def _indent(line: str) -> int:
+    """The columns of a line's leading whitespace (tabs at 8)."""
+    spread = line.expandtabs()
+    return len(spread) - len(spread.lstrip())
+
+
+def _keyed(line: str) -> bool:
+    """A `key : value` line of `nvidia-smi -q` (`key :` too: a value left empty, or wrapped
+    onto the next line)."""
+    match = _TEXT_LINE.match(line)
+    return match is not None and (match.group(3) is not None or line.rstrip().endswith(" :"))
+
+
+def _header(line: str) -> bool:
+    """A section header of `nvidia-smi -q` ('FB Memory Usage'): no value, no colon (R610 prints
+    'Memory Max Operating T.Limit Temp Specification: 0 C', the label too long for its
+    column), not the banner."""
+    text = line.strip()
+    return bool(text) and not _keyed(line) and not text.startswith("=") and not re.search(r":(\s|$)", text)
+
+
 def _text_tree(text: str) -> dict[str, Any]:
     """Nested dict from the indented `key : value` layout of `nvidia-smi -q`."""
     root: dict[str, Any] = {}
@@ -107,23 +128,104 @@ def _text_gpu_blocks(text: str) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
+    """The lines of a -q text pasted soft-wrapped (at a terminal's, a page's or a chat's width)
+    that continue the value above them: inside a GPU record, a line with no ` : ` indented less
+    than every `key : value` line of the record, after a line too long for the first word of it
+    (the text's longest line is taken as the wrap width). Fragment line -> the line it continues."""
+    width = max((len(line) for line in lines), default=0)
+    heads = [i for i, line in enumerate(lines) if _TEXT_GPU_HEADER.match(line)]
+    fragments: dict[int, int] = {}
+    for start, end in zip(heads, [*heads[1:], len(lines)], strict=False):  # (none: no record)
+        keyed = [_indent(lines[i]) for i in range(start + 1, end) if _keyed(lines[i])]
+        floor = min(keyed, default=0)
+        for i in range(start + 2, end):
+            line, prev = lines[i], lines[i - 1]
+            if (
+                line.strip()
+                and not _keyed(line)
+                and _indent(line) < floor
+                and (i - 1 in fragments or _keyed(prev))
+                and len(prev) + 1 + len(line.split()[0]) > width
+            ):
+                fragments[i] = fragments.get(i - 1, i - 1)
+    return fragments
+
+
+def _unwrapped(text: str) -> tuple[str, list[str]]:
+    """`text` with each value a paste soft-wrapped joined again (_wrapped_lines), and warnings.
+    A fragment is appended as it stands where no character can have been lost: whitespace meets
+    at the break, or the text was cut at one column (every line before a fragment is as long as
+    the longest, and some fragment starts with the space the cut fell on). Else a word-wrapping
+    editor may have dropped the space between two words ('RTX 4080' / 'SUPER'): that value is
+    left unread (its label kept, with no value), never read as another one."""
+    lines = text.split("\n")
+    fragments = _wrapped_lines(lines)
+    if not fragments:
+        return text, []
+    width = max(len(line) for line in lines)
+    # a word wrapper never starts a line with a space (it drops it, or leaves it on the line
+    # above): a fragment that does shows the text cut at one column, whatever the words
+    column_cut = all(len(lines[i - 1]) == width for i in fragments) and any(
+        lines[i][:1].isspace() for i in fragments
+    )
+    out = list(lines)
+    unread: dict[int, str] = {}
+    for i, owner in sorted(fragments.items()):
+        prev, line = lines[i - 1], lines[i]
+        if owner in unread:
+            continue
+        if column_cut or prev[-1:].isspace() or line[:1].isspace():
+            out[owner] += line
+            continue
+        label = _TEXT_LINE.match(lines[owner])
+        assert label is not None  # (the owner is a `key : value` line)
+        out[owner] = f"{label.group(1)}{label.group(2)} :"
+        unread[owner] = (
+            f"the -q value {label.group(2)!r} was soft-wrapped where a space may have been lost: not read"
+        )
+    kept = [line for i, line in enumerate(out) if i not in fragments]
+    return "\n".join(kept), list(dict.fromkeys(unread.values()))
+
+
+def _flattened(lines: Sequence[str]) -> bool:
+    """Whether a -q GPU record's indentation was lost in a paste (runs of spaces collapsed to
+    one, leading whitespace stripped): a section header followed by a line at its own indent,
+    where nvidia-smi indents a section's entries under its header. Which section a value
+    belongs to cannot be told then; a section's entries read as absent."""
+    filled = [line for line in lines if line.strip()]
+    pairs = zip(filled, filled[1:], strict=False)
+    return any(_header(line) and _indent(after) == _indent(line) for line, after in pairs)
+
+
+# the labels of one process entry under 'Processes' (R418 .. R610 captures)
+_PROCESS_KEYS = frozenset(
+    {"GPU instance ID", "Compute instance ID", "Process ID", "Type", "Name", "Used GPU Memory"}
+)
+
+
 def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]:
-    """The 'Processes' section: 'Processes : None', or one 'Process ID' entry per process."""
+    """The 'Processes' section: 'Processes : None', or one 'Process ID' entry per process.
+    A 'Processes' header with no entry indented under it is no empty list: the text was cut
+    after it, or a paste lost the indentation (runs of spaces collapsed, indents stripped), so
+    the entries at the header's own indent are read, and the list is not known to be whole."""
     for i, raw in enumerate(lines):
         match = _TEXT_PROCESSES.match(raw)
         if match is None:
             continue
         if match.group(2) is not None:  # "Processes : None" (or N/A)
             return (), match.group(2).strip().lower() == "none"
-        indent = len(match.group(1).expandtabs())
+        indent = _indent(raw)
+        rest = [line for line in lines[i + 1 :] if line.strip()]
+        nested = bool(rest) and _indent(rest[0]) > indent
         entries: list[dict[str, str]] = []
-        for line in lines[i + 1 :]:
-            if not line.strip():
-                continue
+        for line in rest:
             item = _TEXT_LINE.match(line)
-            if item is None or len(item.group(1).expandtabs()) <= indent:
+            if item is None or (_indent(line) <= indent if nested else _indent(line) != indent):
                 break
             key, value = item.group(2).strip(), (item.group(3) or "").strip()
+            if not nested and key not in _PROCESS_KEYS:
+                break
             # An entry starts at "GPU instance ID" (R470+) or, without it, at "Process ID".
             starts = key == "GPU instance ID" or (
                 key == "Process ID" and (not entries or "Process ID" in entries[-1])
@@ -141,7 +243,7 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
             for entry in entries
             if "Process ID" in entry
         )
-        return processes, True
+        return processes, nested
     return (), False
 
 
@@ -362,11 +464,20 @@ def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[st
 # (R450 .. R590 captures): a last record without one of them was cut off.
 _TEXT_RECORD_KEYS = ("Product Name", "PCI", "Processes")
 _TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
+_TEXT_FLAT = (
+    "the nvidia-smi -q text lost its indentation (a paste that collapsed runs of spaces or stripped"
+    " leading ones): which section a value belongs to cannot be told, and a section read as empty"
+    " may not be"
+)
+_TEXT_UNJOINED = "a value of the nvidia-smi -q text was soft-wrapped in the paste and could not be rejoined"
 
 
 def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
     """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
-    when it is the only record, one that every full record has)."""
+    when it is the only record, one that every full record has), or it ends at a 'Processes'
+    header with no entry under it (nvidia-smi prints 'Processes : None' for none)."""
+    if _tree_child(last, "Processes") == {}:
+        return True
     if not single:
         # the sections every record has, and the first record's closing one (sections such as
         # "MIG Devices" may differ from GPU to GPU on a mixed box; the record's end does not)
@@ -380,12 +491,15 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
 
 
 def parse_text_q(text: str) -> GpuReport:
-    """Parse the plain-text `nvidia-smi -q` form."""
+    """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
+    lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report)."""
+    text, unjoined = _unwrapped(text)
+    warnings = list(unjoined)
     tree = _text_tree(text)
-    warnings: list[str] = []
     blocks = _text_gpu_blocks(text)
     attached = _int(_tree_get(tree, "Attached GPUs"))
     complete = True
+    flat = any(_flattened(lines) for _, lines in blocks)
     if blocks:
         first = _text_tree("\n".join(blocks[0][1]))
         last = first if len(blocks) == 1 else _text_tree("\n".join(blocks[-1][1]))
@@ -408,8 +522,10 @@ def parse_text_q(text: str) -> GpuReport:
         warnings.append("no 'Driver Version' in nvidia-smi -q text")
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
-    if not complete:
-        warnings.append(_TEXT_CUT)
+    # (a cut is said as one unless the paste lost the indentation: that says more)
+    gap = _TEXT_FLAT if flat else _TEXT_UNJOINED if unjoined and complete else ""
+    warnings += [_TEXT_CUT] if not complete else []
+    warnings += [f"{gap}: incomplete report"] if gap else []
     return GpuReport(
         "text",
         driver,
@@ -417,5 +533,6 @@ def parse_text_q(text: str) -> GpuReport:
         attached,
         tuple(gpus),
         tuple(warnings),
-        complete=complete,
+        complete=complete and not gap,
+        gap=gap,
     )

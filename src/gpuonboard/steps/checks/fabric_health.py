@@ -152,7 +152,8 @@ def rule_nvlink(
 
     None when no GPU is an NVLink-board model (PCIe cards: not applicable). Fewer links than the
     model has = fail naming the GPUs and counts (NVML's "all links are inActive" = 0 active:
-    fail); no nvlink output, or MIG mode (the driver refuses NVLink queries) = unverified."""
+    fail); no nvlink output, or MIG mode (the driver refuses NVLink queries) = unverified; a
+    listing that ends inside a GPU's block (`cut_gpu`) is unverified for that GPU, never a pass."""
     expected_links = {
         i: m for i, name in _indexed(gpu_models).items() if (m := nvlink_model(name)) and m.links
     }
@@ -169,9 +170,13 @@ def rule_nvlink(
             "nvidia-smi nvlink -s gave nothing to read; run it on the box (as root) to see each GPU's links.",
         )
     short: list[str] = []
-    unread: list[str] = []
+    cut = nvlink_status.cut_gpu  # the GPU whose block the listing ends inside: never a pass
+    unread = [f"GPU {cut} (listing cut short)"] if cut is not None and cut not in expected_links else []
     for index, model in sorted(expected_links.items()):
         block = nvlink_status.by_index(index)
+        if index == cut:
+            unread.append(f"GPU {index} (listing cut short)")
+            continue
         if block is not None and block.note == ALL_INACTIVE and not any(link.active for link in block.links):
             # NVML's "Unable to retrieve Nvlink information as all links are inActive": the model
             # has NVLink links and none is up (Azure/azurehpc-health-checks azure_gpu_nvlink.nhc
@@ -245,8 +250,14 @@ def _tally_nvlink_errors(expected: Mapping[int, ModelLinks], errors: NvlinkError
     list are not judged)."""
     limits = {t.name.lower(): t for t in load_nvlink_error_thresholds()}
     tally = _NvlinkTally()
+    cut = errors.cut_gpu  # the GPU whose block the listing ends inside
+    if cut is not None and cut not in expected:
+        tally.unread.append(f"GPU {cut} (listing cut short)")
     for index in sorted(expected):
         block = errors.by_index(index)
+        if index == cut:
+            tally.unread.append(f"GPU {index} (listing cut short)")
+            continue
         if block is None or block.note is not None or not block.links:
             tally.unread.append(f"GPU {index} ({_nvlink_unread_why(block)})")
             continue
@@ -453,14 +464,42 @@ def rule_fabric_manager(
     return _whole_box_check(fm, complete, nvswitch_gpus)
 
 
+def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
+    """The `rdma_ports` row of a listing that is not whole and has too few good ports: the ports
+    it does not list are not known to be down (cut short where `cut` says; else stopped early)."""
+    if cut is not None:
+        return Check(
+            "rdma_ports",
+            expected,
+            f"{actual} (incomplete probe: {cut}; the ports it does not list are not known to be down)",
+            "unverified",
+            "the RDMA port listing is not whole (cut short by a dropped session, a scroll-back limit"
+            " or a paste, or limited to some ports with `ibv_devinfo -d` / `-i`): save the whole"
+            " output of `ibv_devinfo -v` (or the /sys/class/infiniband/*/ports/* listing) on the"
+            " box and judge it again.",
+        )
+    return Check(
+        "rdma_ports",
+        expected,
+        actual + " (the listing stopped early: the ports after it are not listed)",
+        "unverified",
+        "the RDMA port listing stopped before its end (ibstat stops at a device it cannot"
+        " open); list /sys/class/infiniband/*/ports/* or run `ibv_devinfo -v` on the box.",
+    )
+
+
 def rule_rdma(
-    order_rdma: tuple[int, float] | None, ports: Sequence[IbPort] | None, complete: bool = True
+    order_rdma: tuple[int, float] | None,
+    ports: Sequence[IbPort] | None,
+    complete: bool = True,
+    cut: str | None = None,
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more: fewer = fail naming the ports down or slow; no port data = unverified; an
     active port whose rate is not reported (ibv_devinfo without -v) cannot count: unverified;
-    a listing that stopped early (`complete` False: ibstat's `ibpanic:` line) with too few good
-    ports = unverified (the ports not listed are not known to be down).
+    a listing that stopped early (`complete` False: ibstat's `ibpanic:` line) or ends mid-record
+    (`cut` says where: IbReport.cut) with too few good ports = unverified (the ports not listed
+    are not known to be down). "No RDMA device found" needs a whole listing with no port.
     None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
@@ -483,18 +522,11 @@ def rule_rdma(
         rate = f"{p.rate_gbps:g} Gb/s" if p.rate_gbps is not None else "rate ?"
         return f"{p.device}/{p.port} {p.state} {rate} {p.link_layer or ''}".rstrip()
 
-    actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s"
+    actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
         return Check("rdma_ports", expected, actual, "pass")
-    if not complete:
-        return Check(
-            "rdma_ports",
-            expected,
-            actual + " (the listing stopped early: the ports after it are not listed)",
-            "unverified",
-            "the RDMA port listing stopped before its end (ibstat stops at a device it cannot"
-            " open); list /sys/class/infiniband/*/ports/* or run `ibv_devinfo -v` on the box.",
-        )
+    if not complete or cut is not None:
+        return _rdma_not_whole(expected, actual, cut)
     if len(good) + len(unknown) >= count:
         return Check(
             "rdma_ports",
@@ -525,6 +557,26 @@ def rule_rdma(
     )
 
 
+def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> dict[int, str]:
+    """Each GPU's model by the number nvidia-smi printed for it (not its place in a listing: a
+    `nvlink -s -i 3`, or one elided with `...`, lists GPU 3 first), from the NVLink listings.
+    A GPU whose block a listing ends inside, its header not closed by `(UUID: ...)`, gives only
+    its number: its name may be cut mid-word (`NVIDIA H8`)."""
+    listed: dict[int, str] = {}
+    numbers: set[int] = set()
+    for listing in (status, errors):
+        if listing is None:
+            continue
+        for g in listing.gpus:
+            numbers.add(g.index)
+            if g.index != listing.cut_gpu or g.uuid is not None:
+                listed.setdefault(g.index, g.name)
+    if len(set(listed.values())) == 1:  # (a listing that skips GPU numbers, elided with `...`,
+        # or cut short: the GPUs it skips are the box's too, of its one model, and not listed)
+        listed = dict.fromkeys(range(max(numbers) + 1), next(iter(listed.values())))
+    return listed
+
+
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
@@ -546,14 +598,7 @@ def health_checks(facts: Facts) -> list[Check]:
     errors = None
     if facts.given("nvidia_nvlink_errors") and facts.raw["nvidia_nvlink_errors"].exit_code == 0:
         errors = nvlink.parse_nvlink_errors(facts.raw["nvidia_nvlink_errors"].stdout)
-    # each GPU's model by the number nvidia-smi printed for it (not its place in a listing: a
-    # `nvlink -s -i 3`, or one elided with `...`, lists GPU 3 first); from nvidia-smi's own
-    # outputs, else from the NVLink listings themselves
-    listed = {g.index: g.name for listing in (status, errors) if listing is not None for g in listing.gpus}
-    if len(set(listed.values())) == 1:  # (a listing that skips GPU numbers, elided with `...`:
-        # the GPUs it skips are the box's too, of its one model, and not listed)
-        listed = dict.fromkeys(range(max(listed) + 1), next(iter(listed.values())))
-    named = {**listed, **{g.index: g.name for g in gpus if g.name}}
+    named = {**_listed_models(status, errors), **{g.index: g.name for g in gpus if g.name}}
     if facts.given("nvidia_nvlink"):
         checks.append(rule_nvlink(named, status if status is not None and status.gpus else None))
     if facts.given("nvidia_nvlink_errors"):
@@ -577,9 +622,7 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
 
     if order is None or order.rdma is None:
         return None
-    ports = None
-    complete = True
-    if facts.given("rdma_ports") and facts.raw["rdma_ports"].exit_code == 0:
-        report = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout)
-        ports, complete = report.ports, report.complete
-    return rule_rdma(order.rdma, ports, complete)
+    if not (facts.given("rdma_ports") and facts.raw["rdma_ports"].exit_code == 0):
+        return rule_rdma(order.rdma, None)
+    report = infiniband.parse_rdma(facts.raw["rdma_ports"].stdout)
+    return rule_rdma(order.rdma, report.ports, report.complete, report.cut)

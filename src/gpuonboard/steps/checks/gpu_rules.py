@@ -63,7 +63,7 @@ def rule_driver(facts: Facts) -> Check:
     if unread:
         # an output cut short, or text that is no nvidia-smi listing: no evidence either way
         actual = (problem or "").removeprefix("unknown: ")
-        actual += "" if "incomplete probe" in actual else f" ({unread})"
+        actual += "" if "incomplete probe" in actual or unread in actual else f" ({unread})"
         return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
     if problem:
         raw = facts.gpu_raw

@@ -7,10 +7,12 @@ kernel and firmware keep; the data disk must be another physical disk than /'s.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
+from gpuonboard.facts.cpu import nproc_unread
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
@@ -86,10 +88,38 @@ def _cores_unread(ordered: int, expected: str, actual: str, logical: int, thread
     )
 
 
+def _nproc_unread(facts: Facts) -> str | None:
+    """Why the nproc output the host gave (exit 0, not empty) was not read as a count, or None."""
+    out = facts.raw.get("nproc")
+    return nproc_unread(out.stdout) if out is not None and out.exit_code == 0 else None
+
+
 def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     """Physical cores >= ordered; only hyperthreads reaching it is a warning; fewer CPUs usable
     by this login (offline CPUs, affinity, cgroup quota: a container rental) than ordered fails,
-    and a CPU set of an SMT host that may be hyperthreads of fewer cores than ordered warns."""
+    and a CPU set of an SMT host that may be hyperthreads of fewer cores than ordered warns.
+    An nproc output that was given but not read (a number without nproc's final newline: cut
+    short?) leaves the CPUs this login may use unknown: no pass or warning, only a fail that
+    does not depend on them."""
+    check = _judge_cpu(order, facts)
+    unread = _nproc_unread(facts)
+    if unread is None or check.verdict == "fail":
+        return check
+    detail = (
+        f"{unread}: the number of CPUs this login may use is unknown; save `nproc` of the box"
+        " again (`nproc > nproc.txt`)"
+    )
+    return Check(
+        "cpu_cores",
+        check.expected,
+        check.actual,
+        "unverified",
+        "; ".join(filter(None, [detail, check.detail])),
+    )
+
+
+def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
+    """rule_cpu from lscpu, nproc (when read) and the cgroup quota."""
     assert order.cpu_cores is not None
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
@@ -138,6 +168,15 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")
     if logical is not None and logical >= order.cpu_cores:
+        if physical is None and facts.cpu.cut:
+            return Check(
+                "cpu_cores",
+                expected,
+                f"{actual}: the lscpu output is cut short",
+                "unverified",
+                f"the lscpu output is cut short ({facts.cpu.cut}), so the cores of the CPU types cut"
+                " off are unknown: save the whole `lscpu` of the box",
+            )
         if physical is None:
             return _cores_unread(order.cpu_cores, expected, actual, logical, facts.cpu.threads_per_core)
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
@@ -294,14 +333,66 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
     return Check("data_disk", expected, "unknown: df not available", "fail")
 
 
-def _df_cut(facts: Facts) -> str | None:
-    """Why the df output the mounts come from is not whole (disks.df_cut), or None."""
+def _cut_short(
+    path: str, mount: disks.Mount | None, root: disks.Mount | None, expected: str, facts: Facts
+) -> Check | None:
+    """data_disk unverified where the df output is cut short and the verdict depends on the
+    part that may be missing: a row cut (df_cut) and no mount at exactly `path` read, or an
+    output that ends without df's final newline (df_open_row) where the verdict depends on its
+    last row, whose mount point may be cut short (`/mnt` of `/mnt/nvme0n1p1`): that mount point
+    starts `path` (the whole one may be `path`, a mount holding it or another path) and no
+    other row is mounted at exactly `path`, or the row is read as / (the system disk)."""
     out = facts.raw.get("df")
-    return disks.df_cut(out.stdout) if out is not None and out.exit_code == 0 else None
+    text = out.stdout if out is not None and out.exit_code == 0 else ""
+    cut = disks.df_cut(text)
+    if cut and (mount is None or mount.mountpoint != path):
+        return Check(
+            "data_disk",
+            expected,
+            f"unknown: {path} is not in the df output, which is cut short",
+            "unverified",
+            f"the df output is cut short ({cut}), so a mount at {path} may be in the part"
+            " that is missing: save the whole `df -P -k` of the box",
+        )
+    last = disks.df_open_row(text)
+    if last is None:
+        return None
+    elsewhere = mount is not None and mount != last and mount.mountpoint == path
+    if not (path.startswith(last.mountpoint) and not elsewhere) and last != root:
+        return None
+    return Check(
+        "data_disk",
+        expected,
+        f"unknown: the df output may be cut short inside its last row ({last.device} at {last.mountpoint})",
+        "unverified",
+        f"the df output ends without the newline df prints after each row, so the mount point of"
+        f" its last row ({last.mountpoint}) may be cut short, and the verdict for {path} depends"
+        " on that row: save the whole `df -P -k` of the box",
+    )
+
+
+def _lsblk_unread(facts: Facts) -> str | None:
+    """Why the lsblk output the host gave (exit 0, not empty) gave no block device, or None."""
+    out = facts.raw.get("lsblk")
+    return disks.lsblk_unread(out.stdout) if out is not None and out.exit_code == 0 else None
 
 
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
-    """A data disk is mounted at the ordered path, on another physical disk than /, big enough."""
+    """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
+    An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
+    check = _judge_data_disk(order, facts, tolerance)
+    unread = _lsblk_unread(facts)
+    if unread is None:
+        return check
+    note = (
+        f"the lsblk output could not be read ({unread}), so the disks were judged without it:"
+        " save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` of the box again"
+    )
+    return dataclasses.replace(check, detail="; ".join(filter(None, [check.detail, note])))
+
+
+def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
+    """rule_data_disk from df and lsblk (when read)."""
     spec = order.data_disk
     assert spec is not None
     expected = f"separate disk at {spec.mount}"
@@ -311,16 +402,8 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return _no_mounts(expected, facts)
     root = disks.mount_for(facts.mounts, "/")
     mount = disks.mount_for(facts.mounts, spec.mount)
-    cut = _df_cut(facts)
-    if cut and (mount is None or mount.mountpoint != spec.mount):
-        return Check(
-            "data_disk",
-            expected,
-            f"unknown: {spec.mount} is not in the df output, which is cut short",
-            "unverified",
-            f"the df output is cut short ({cut}), so a mount at {spec.mount} may be in the part"
-            " that is missing: save the whole `df -P -k` of the box",
-        )
+    if (cut := _cut_short(spec.mount, mount, root, expected, facts)) is not None:
+        return cut
     if mount is None or mount.mountpoint == "/":
         return Check(
             "data_disk",

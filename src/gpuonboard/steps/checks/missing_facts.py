@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
-from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure
 from gpuonboard.steps.base import Check, Verdict
 
 if TYPE_CHECKING:
@@ -93,6 +93,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
             return f"unknown: nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)"
         line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
         failed_words = bool(advice) or "NVIDIA-SMI has failed" in raw.stdout
+        if raw.exit_code == 0 and failed_words and answered_unread(raw.stdout) is not None:
+            return f"unknown: {facts.unread_not_a_fault()}"  # (a lost GPU's line; its rows unread)
         if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])

@@ -188,25 +188,46 @@ def _event_rule(
     return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
 
 
+def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
+    """'2 Xid lines this tool cannot read (first: ...)' and / or where the log ends inside a
+    line (KernelEvent.cut): 'the log ends inside a line, cut short: ...'."""
+    unreadable = [e for e in unread if e.kind.endswith("_unread")]
+    cut = next((e for e in unread if e.cut is not None), None)
+    said = []
+    if unreadable:
+        n = len(unreadable)
+        lines = f"{n} {what} line{'s' if n > 1 else ''}"
+        said.append(f"{lines} this tool cannot read (first: {unreadable[0].message!r})")
+    if cut is not None and unreadable and cut is unreadable[0]:
+        said.append("the log ends inside it, cut short")
+    elif cut is not None:
+        said.append(f"the log ends inside a line, cut short: {cut.cut!r}")
+    return "; ".join(said)
+
+
 def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged: bool) -> Check:
-    """`check` with the kernel log's unreadable `what` lines counted: a log with one cannot pass
-    or warn (unverified, the line quoted); a failure stays a failure and names them too.
-    `judged`: some readable events were judged (else the check's "no ..." text is dropped)."""
+    """`check` with the kernel log's unreadable `what` lines counted, and the event the log ends
+    inside (cut short: what it went on to say is not known): a log with one cannot pass or warn
+    (unverified, the line quoted); a failure stays a failure and names them too. `judged`: some
+    readable events were judged (else the check's "no ..." text is dropped)."""
     if not unread or check.verdict == "unverified":
         return check
-    n = len(unread)
-    said = f"{n} {what} line{'s' if n > 1 else ''} this tool cannot read (first: {unread[0].message!r})"
+    said = _unread_said(unread, what)
     if check.verdict == "fail":
         return replace(check, actual=f"{check.actual}; also {said}")
-    return Check(
-        check.name,
-        check.expected,
-        f"{check.actual}; {said}" if judged else said,
-        "unverified",
-        f"the kernel log has {what} lines whose code could not be read, so {what} errors since boot are"
-        f" not known: read them by hand (`dmesg | grep {what}`) and look each code up in NVIDIA's"
-        " catalogue before accepting the box.",
-    )
+    if all(e.cut is not None for e in unread):
+        why = (
+            "the kernel log given ends inside a driver message (cut short, or saved without its last"
+            " newline), so what it went on to say is not known: read the end of the log by hand"
+            f" (`dmesg | grep -E 'NVRM|{what}'`), or give the whole log, before accepting the box."
+        )
+    else:
+        why = (
+            f"the kernel log has {what} lines whose code could not be read, so {what} errors since boot are"
+            f" not known: read them by hand (`dmesg | grep {what}`) and look each code up in NVIDIA's"
+            " catalogue before accepting the box."
+        )
+    return Check(check.name, check.expected, f"{check.actual}; {said}" if judged else said, "unverified", why)
 
 
 def rule_xid(
@@ -222,7 +243,8 @@ def rule_xid(
     line names as its cause ("... caused by previous Xid 149") is judged as if logged. The driver's
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
-    An `NVRM: Xid` line whose code cannot be read makes a passing or warning log unverified.
+    An `NVRM: Xid` line whose code cannot be read, or a log that ends inside an Xid line or a
+    driver message (cut short), makes a passing or warning log unverified.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
     that matches none, an old driver's `0001:00`, is named as printed)."""
     xids = [e for e in events if e.kind == "xid"]
@@ -237,7 +259,10 @@ def rule_xid(
         e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
     ]
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
-    return _with_unread(check, [e for e in events if e.kind == "xid_unread"], "Xid", bool(xids))
+    # an unreadable line, or an event the log ends inside (judged on what was read, but what its
+    # line went on to say, such as "caused by previous Xid 149", is not known)
+    unread = [e for e in events if e.kind == "xid_unread" or (e.kind in ("xid", "nvrm") and e.cut)]
+    return _with_unread(check, unread, "Xid", bool(xids))
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
@@ -321,10 +346,12 @@ def rule_sxid(
     `sxid` (Fabric Manager User Guide): a fatal SXid fails; a non-fatal one passes where the
     catalogue says ignore (single-bit ECC ...) and warns otherwise (12028 stalls NVLink traffic;
     a code not in the catalogue); a line that says neither is judged by the catalogue alone.
-    An SXid line whose code cannot be read makes a passing or warning log unverified."""
+    An SXid line whose code cannot be read, or a log that ends inside one (cut short), makes a
+    passing or warning log unverified."""
     sxids = [e for e in events if e.kind == "sxid"]
     if probe_ok and sxids:
         check = _sxid_check(sxids, covers_boot)
     else:
         check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
-    return _with_unread(check, [e for e in events if e.kind == "sxid_unread"], "SXid", bool(sxids))
+    unread = [e for e in events if e.kind == "sxid_unread" or (e.kind == "sxid" and e.cut)]
+    return _with_unread(check, unread, "SXid", bool(sxids))

@@ -1,0 +1,227 @@
+"""`nvidia-smi -q` pasted flat (runs of spaces collapsed by a chat or a page, leading whitespace
+stripped by an editor) or soft-wrapped at a page's width, and a table whose rows could not be
+read below a lost GPU's line, are not misread (paste sweep 8, findings 3, 9, 10; cut sweep L).
+
+Every real -q text capture, damaged in the test as a paste damages it and read as `invoke facts`
+reads a saved file (through the paste normaliser): a process list whose entries lost their indent
+was read as "known and empty" (foreign_processes PASS "none" on a box where someone's python
+runs); a product name wrapped at 80 columns was read as cut ("RTX 4080" for "RTX 4080 SUPER":
+gpu_model FAIL); a table cut after its banner below "Unable to determine the device handle for
+GPU1" read as a failed nvidia-smi (nvidia_driver FAIL). Each test fails on the code before."""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline, paste
+from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+Q_TEXTS = sorted(p.name for p in (*REAL.glob("nvidia-smi-q__*.txt"), *REAL.glob("nvidia-smi-q-d-*.txt")))
+H200_LOAD = "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
+RTX4090_BUSY = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-6-gen1.txt"
+RTX4080_SUPER = "nvidia-smi-q__geforce-rtx-4080-super__1gpu__driver595.71.05__nvenc-load.txt"
+RTX2080_SUPER = "nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt"
+LOST_GPU_TABLE = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+
+
+def real(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def collapsed(text: str) -> str:
+    """Runs of spaces as one (a chat app, an HTML page)."""
+    return re.sub(r" {2,}", " ", text)
+
+
+def stripped(text: str) -> str:
+    """Every line's leading whitespace removed (an editor, a forum)."""
+    return "\n".join(line.lstrip() for line in text.split("\n"))
+
+
+def wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` cut at that column (a terminal's or a page's soft wrap)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+    return "\n".join(out)
+
+
+def word_wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` broken at the last space before it, the space dropped (a
+    mail client's or an editor's word wrap)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        out += [line] if len(line) <= width else textwrap.wrap(line, width, replace_whitespace=False)
+    return "\n".join(out)
+
+
+DAMAGE = {
+    "collapsed": collapsed,
+    "stripped": stripped,
+    "wrapped80": lambda t: wrapped(t, 80),
+    "wrapped120": lambda t: wrapped(t, 120),
+}
+
+
+def read(text: str) -> GpuReport:
+    """The -q text as offline judging reads a saved paste (normalised first)."""
+    return parse_any(paste.normalise(text))
+
+
+@functools.cache
+def whole(name: str) -> GpuReport:
+    report = read(real(name))
+    assert report.complete and not report.gap, report.warnings  # (a whole capture reads whole)
+    return report
+
+
+def order_of(name: str) -> str:
+    """An order the whole capture meets: its first GPU's model and its GPU count."""
+    gpus = whole(name).gpus
+    return (
+        f'gpu_model: "{gpus[0].name}"\ngpu_count: {len(gpus)}' if gpus[0].name else f"gpu_count: {len(gpus)}"
+    )
+
+
+def test_a_q_pasted_flat_is_incomplete_and_never_lists_no_process() -> None:
+    """Every real -q, runs of spaces collapsed or indents stripped. Before: the flat paste read as
+    whole, and a 'Processes' header whose 'Process ID' lines lost their indent read as an empty
+    list ("known and empty")."""
+    problems = []
+    for name in Q_TEXTS:
+        for damage in ("collapsed", "stripped"):
+            report = read(DAMAGE[damage](real(name)))
+            if report.complete or not report.gap.startswith("the nvidia-smi -q text lost its indentation"):
+                problems.append((name, damage, "read as whole", report.gap))
+            for before, after in zip(whole(name).gpus, report.gpus, strict=True):
+                # the entries at the header's own indent are read; the list is not known whole
+                pids = ([p.pid for p in before.processes], before.processes_known and not before.processes)
+                if ([p.pid for p in after.processes], after.processes_known) != pids:
+                    problems.append((name, damage, before.index, after.processes, after.processes_known))
+    assert not problems
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "pids"),
+    [
+        (H200_LOAD, "collapsed", ("pid 10291 /root/tools/memhog", "pid 10293", "pid 10309 ./gpu_burn")),
+        (
+            RTX4090_BUSY,
+            "stripped",
+            ("GPU 1: pid 1285135 /usr/bin/python", "GPU 4: pid 1292330 /usr/bin/python"),
+        ),
+    ],
+)
+def test_someones_job_on_a_flat_q_still_fails_foreign_processes(
+    tmp_path: Path, name: str, damage: str, pids: tuple[str, ...]
+) -> None:
+    """Before: foreign_processes PASS "none" on the box where memhog/gpu_burn or python runs."""
+    verdict, actual = verdicts(tmp_path, name, DAMAGE[damage](real(name)), order_of(name))[
+        "foreign_processes"
+    ]
+    assert verdict == "fail"
+    assert all(pid in actual for pid in pids)
+
+
+def test_a_pasted_q_never_claims_what_the_whole_does_not(tmp_path: Path) -> None:
+    """foreign_processes and gpu_model of every real -q pasted flat or wrapped at 80/120 columns:
+    the whole capture's verdict, or unverified; never another pass/fail/warn. Before: PASS "none"
+    for FAIL (flat), FAIL "RTX 4080" for the SUPER (wrapped)."""
+    problems = []
+    for name in Q_TEXTS:
+        text = real(name)
+        before = verdicts(tmp_path, name, text, order_of(name))
+        for damage, paste_damage in DAMAGE.items():
+            after = verdicts(tmp_path, name, paste_damage(text), order_of(name))
+            for rule in ("foreign_processes", "gpu_model"):  # (-q -d ECC names no model: no row)
+                was, now = before.get(rule, ("no row", "")), after.get(rule, ("no row", ""))
+                if now[0] not in (was[0], "unverified"):
+                    problems.append((name, damage, rule, was, now))
+    assert not problems
+
+
+def test_a_q_wrapped_at_a_column_reads_as_the_whole() -> None:
+    """Every real -q wrapped at 80 and 120 columns: a value wrapped onto the next line (column 0
+    there) is the end of the value above it, not a new section. Where a value cannot be rejoined
+    for sure it is unread and the report incomplete; every name read is the whole one. Before:
+    'RTX 4080' / ' SUPER' read as the name 'NVIDIA GeForce RTX 4080' and a section 'SUPER'."""
+    problems = []
+    for name in Q_TEXTS:
+        for width in (80, 120):
+            report = read(wrapped(real(name), width))
+            names = [g.name for g in report.gpus]
+            if names not in ([g.name for g in whole(name).gpus], [""] * len(names)):
+                problems.append((name, width, names))
+            if report.complete and report != whole(name):
+                problems.append((name, width, "complete but not the whole report"))
+    assert not problems
+
+
+def test_the_4080_super_wrapped_at_80_columns_is_the_4080_super(tmp_path: Path) -> None:
+    """The sweep's example: `Product Name : NVIDIA GeForce RTX 4080` / ` SUPER`."""
+    report = read(wrapped(real(RTX4080_SUPER), 80))
+    assert report.complete
+    assert [g.name for g in report.gpus] == ["NVIDIA GeForce RTX 4080 SUPER"]
+    got = verdicts(tmp_path, RTX4080_SUPER, wrapped(real(RTX4080_SUPER), 80), "gpu_model: RTX 4080 SUPER")
+    assert got["gpu_model"] == ("pass", "1 x NVIDIA GeForce RTX 4080 SUPER")
+
+
+@pytest.mark.parametrize("name", [RTX4080_SUPER, RTX2080_SUPER])
+def test_a_word_wrapped_name_is_unread_not_glued(tmp_path: Path, name: str) -> None:
+    """A word wrap drops the space it breaks at: 'RTX 4080' / 'SUPER' may be 'RTX 4080SUPER' or
+    'RTX 4080 SUPER', so the name is unread (gpu_model unverified), never another model. Before:
+    the name read as 'NVIDIA GeForce RTX 4080' and gpu_model failed."""
+    text = word_wrapped(real(name), 80)
+    report = read(text)
+    assert not report.complete
+    assert [g.name for g in report.gpus] == [""]
+    assert (
+        "the -q value 'Product Name' was soft-wrapped where a space may have been lost: not read"
+        in report.warnings
+    )
+    assert verdicts(tmp_path, name, text, order_of(name))["gpu_model"][0] == "unverified"
+
+
+def test_a_q_cut_after_its_processes_header_lists_no_empty_list() -> None:
+    """Before: a -q ending at '    Processes' (the entries cut off) read as whole with a known,
+    empty process list."""
+    text = real(H200_LOAD)
+    cut = text[: text.index("    Processes\n") + len("    Processes\n")]
+    report = read(cut)
+    assert not report.complete
+    assert [(g.processes, g.processes_known) for g in report.gpus] == [((), False)]
+
+
+@pytest.mark.parametrize("damage", ["cut after 292 characters", "wrapped at 80"])
+def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_driver(
+    tmp_path: Path, damage: str
+) -> None:
+    """The banner gives the driver (it answered); the rows were cut off or mangled. The lost
+    GPU's line names one GPU: nvidia_driver is unverified, not "nvidia-smi failed". Before: the
+    file was loaded as a failed nvidia-smi and nvidia_driver failed."""
+    text = real(LOST_GPU_TABLE)
+    pasted = text[:292] if damage.startswith("cut") else wrapped(text, 80)
+    assert verdicts(tmp_path, LOST_GPU_TABLE, text, "gpu_count: 4")["nvidia_driver"][0] == "pass"
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / LOST_GPU_TABLE).write_text(pasted)
+    assert {k: o.exit_code for k, o in offline.load_outputs([str(folder / LOST_GPU_TABLE)]).items()} == {
+        "nvidia_smi_table": 0
+    }
+    judged = verdicts(tmp_path, LOST_GPU_TABLE, pasted, "gpu_count: 4")
+    verdict, actual = judged["nvidia_driver"]
+    assert verdict == "unverified"
+    assert actual.startswith("driver 610.57.04")
+    assert "incomplete probe: nvidia-smi answered, but no GPU row of its output could be read" in actual
+    assert judged["gpu_count"][0] == "unverified"
+    # the lost GPU is still the box's fault, as in the whole capture
+    lost = "GPU 1 (0000:34:00.0): nvidia-smi reads no device handle: Unknown Error"
+    assert judged["gpu_health"] == ("fail", lost)
