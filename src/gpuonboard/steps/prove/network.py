@@ -10,8 +10,8 @@ connection and stays silent would keep it waiting forever); the upload probe pus
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
 import secrets
 import statistics
 import threading
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import shell, transfer
+from gpuonboard.facts.infiniband import IbPort, IbReport, parse_ibv_devinfo
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict, truthy
 from gpuonboard.steps.prove.launch import _float_arg, _get, _int_arg
@@ -73,39 +74,6 @@ def parse_iperf3(text: str) -> dict[str, Any]:
     if out["error"] is None and out["received_gbps"] is None and out["sent_gbps"] is None:
         out["error"] = "iperf3 JSON without an end summary"
     return out
-
-
-def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
-    """`ibv_devinfo` (with or without -v) -> [{hca, transport, fw_ver, ports: [{port, state,
-    link_layer, active_width, active_speed}]}]."""
-    devices: list[dict[str, Any]] = []
-    port: dict[str, Any] | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = re.match(r"hca_id:\s*(\S+)", line)
-        if m:
-            devices.append({"hca": m.group(1), "transport": None, "fw_ver": None, "ports": []})
-            port = None
-            continue
-        if not devices:
-            continue
-        dev = devices[-1]
-        key, _, value = line.partition(":")
-        value = value.strip()
-        if key == "port" and value.isdecimal():
-            port = {
-                "port": int(value),
-                "state": None,
-                "link_layer": None,
-                "active_width": None,
-                "active_speed": None,
-            }
-            dev["ports"].append(port)
-        elif port is None and key in ("transport", "fw_ver"):
-            dev[key] = value
-        elif port is not None and key in ("state", "link_layer", "active_width", "active_speed"):
-            port[key] = re.sub(r"\s*\(\d+\)$", "", value)
-    return devices
 
 
 # --------------------------------------------------------------------------- rules (pure)
@@ -230,54 +198,51 @@ def iperf_check(peer: str, r: Mapping[str, Any], min_gbps: float | None) -> Chec
     )
 
 
-def rdma_check(devices: list[dict[str, Any]] | None, why: str = "") -> Check:
-    """RDMA/InfiniBand devices with at least one active port (asked by vars.expect_rdma)."""
-    if devices is None:
+def rdma_check(report: IbReport | None, why: str = "") -> Check:
+    """RDMA/InfiniBand devices with at least one active port (asked by vars.expect_rdma), read
+    by the acceptance rules' own `ibv_devinfo` parser: a listing cut short with no active port
+    read is unverified, never a claim that the ports are down."""
+    expected = ">= 1 RDMA device with an active port"
+    if report is None or not report.ports:
         return Check(
             "rdma_devices",
-            ">= 1 RDMA device with an active port",
+            expected,
             why or "ibv_devinfo not found",
             "fail",
             "no RDMA stack: install rdma-core/MLNX_OFED (ibv_devinfo) or ask the vendor for the RDMA NICs",
         )
-    active = [
-        " ".join(
-            str(x)
-            for x in (
-                d["hca"],
-                "port",
-                p["port"],
-                p.get("link_layer") or "?",
-                p.get("active_width"),
-                p.get("active_speed"),
-            )
-            if x
+    active = [_port_text(p) for p in report.ports if p.active]
+    down = [f"{p.device} port {p.port} {p.state}" for p in report.ports if not p.active]
+    devices = len({p.device for p in report.ports})
+    if not active and not report.complete:
+        cut = report.cut or "the listing stopped early"
+        return Check(
+            "rdma_devices",
+            expected,
+            f"no active port read; incomplete probe: {cut}",
+            "unverified",
+            "the ibv_devinfo output was cut short: rerun the step, or run `ibv_devinfo -v` on the host",
         )
-        for d in devices
-        for p in d["ports"]
-        if p.get("state") == "PORT_ACTIVE"
-    ]
-    down = [
-        f"{d['hca']} port {p['port']} {p.get('state')}"
-        for d in devices
-        for p in d["ports"]
-        if p.get("state") != "PORT_ACTIVE"
-    ]
     if not active:
         return Check(
             "rdma_devices",
-            ">= 1 RDMA device with an active port",
-            f"{len(devices)} device(s), no active port" + (f" ({', '.join(down)})" if down else ""),
+            expected,
+            f"{devices} device(s), no active port ({', '.join(down)})",
             "fail",
             "the RDMA ports are down: cabling, subnet manager (opensm) or switch config",
         )
     return Check(
         "rdma_devices",
-        ">= 1 RDMA device with an active port",
+        expected,
         f"{len(active)} active: {'; '.join(active)}" + (f"; down: {', '.join(down)}" if down else ""),
         "warn" if down else "pass",
         f"{len(down)} port(s) not active" if down else "",
     )
+
+
+def _port_text(port: IbPort) -> str:
+    rate = f"{port.rate_gbps:g} Gb/s" if port.rate_gbps is not None else None
+    return " ".join(str(x) for x in (port.device, "port", port.port, port.link_layer or "?", rate) if x)
 
 
 def iperf_hung(address: str, port: int, limit: int) -> str:
@@ -395,10 +360,10 @@ class NetworkStep(Step):
             if out.exit_code == 127:
                 checks.append(rdma_check(None))
             else:
-                devices = parse_ibv_devinfo(out.stdout)
-                result["rdma"] = devices
-                why = (out.stderr.strip().splitlines() or ["no devices"])[-1] if not devices else ""
-                checks.append(rdma_check(devices if devices else None, f"ibv_devinfo: {why}" if why else ""))
+                report = parse_ibv_devinfo(out.stdout)
+                result["rdma"] = [dataclasses.asdict(p) for p in report.ports]
+                why = (out.stderr.strip().splitlines() or ["no devices"])[-1] if not report.ports else ""
+                checks.append(rdma_check(report, f"ibv_devinfo: {why}" if why else ""))
         msg, failed = _summary("network", checks)
         return Plan(False, msg, checks=checks, failed=failed, diff={"result": result})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -239,23 +240,28 @@ def test_parse_iperf3_errors() -> None:
     assert iperf_check("b", parse_iperf3(""), None).verdict == "warn"
 
 
-def test_parse_ibv_devinfo_real_capture() -> None:
-    devs = parse_ibv_devinfo(IBV.read_text())
-    assert [d["hca"] for d in devs] == ["mlx5_0", "mlx5_1", "mlx5_2"]
-    p = devs[0]["ports"][0]
-    assert p == {
-        "port": 1,
-        "state": "PORT_ACTIVE",
-        "link_layer": "InfiniBand",
-        "active_width": "4X",
-        "active_speed": "50.0 Gbps",
-    }
-    assert devs[1]["ports"][0]["link_layer"] == "Ethernet" and devs[0]["fw_ver"] == "20.29.2002"
-    c = rdma_check(devs)
-    assert c.verdict == "pass" and c.actual.startswith("3 active: mlx5_0 port 1 InfiniBand 4X 50.0 Gbps")
-    down = [{**devs[0], "ports": [{**p, "state": "PORT_DOWN"}]}]
+def test_rdma_devices_read_by_the_shared_ibv_devinfo_parser() -> None:
+    """The prove step reads `ibv_devinfo -v` with the acceptance rules' parser (one reader of
+    one format): each port's rate is lanes x lane speed (4X x 50 Gb/s = 200 Gb/s)."""
+    text = IBV.read_text()
+    c = rdma_check(parse_ibv_devinfo(text))
+    assert c.verdict == "pass"
+    assert c.actual.startswith("3 active: mlx5_0 port 1 InfiniBand 200 Gb/s; mlx5_1 port 1 Ethernet 100 Gb/s")
+    report = parse_ibv_devinfo(text)
+    down = dataclasses.replace(report, ports=(dataclasses.replace(report.ports[0], state="DOWN"),))
     assert rdma_check(down).verdict == "fail"
     assert rdma_check(None).verdict == "fail"
+
+
+def test_rdma_devices_cut_short_before_an_active_state_is_unverified() -> None:
+    # the output ends inside the first port's block (a dropped session): no claim that it is down
+    text = IBV.read_text()
+    cut = text[: text.index("state:") + len("state:")]
+    c = rdma_check(parse_ibv_devinfo(cut))
+    assert (c.verdict, c.actual) == (
+        "unverified",
+        "no active port read; incomplete probe: mlx5_0 port 1 has no link_layer line",
+    )
 
 
 def test_rtt_and_upload_rules() -> None:
