@@ -362,8 +362,13 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
 
         evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, _list_parser())
         gpu = evidence.report
-        if gpu is None and (text := _ok(raw, "nvidia_smi")):
-            gpu = nvidia_smi.parse_any(text)  # it answered, but listed no GPU: say why
+        answered = (
+            text
+            for name, _, _ in gpu_merge.GPU_SOURCES
+            if (text := _ok(raw, name)) and gpu_merge.refusal_line(raw[name]) is None
+        )
+        if gpu is None and (text := next(answered, None)):
+            gpu = nvidia_smi.parse_any(text)  # a format answered, but listed no GPU: say why
         warnings += list(gpu.warnings) if gpu else []
         warnings += [r.sentence() for r in evidence.refusals]
     if topo_text := _ok(raw, "nvidia_topo"):

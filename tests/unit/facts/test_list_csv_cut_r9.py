@@ -269,3 +269,14 @@ def test_no_wrapped_csv_is_judged_otherwise_than_the_whole(tmp_path: Path) -> No
     damaged = {name: [(f"wrapped at {w}", wrap(read(name), w)) for w in WIDTHS] for name in CSVS}
     found = sweep(tmp_path, CSVS, damaged)
     assert not found, f"{len(found)} moved verdicts, e.g. " + "\n".join(found[:12])
+
+
+def test_a_csv_no_gpu_is_read_from_is_no_failed_nvidia_smi() -> None:
+    # the CSV answered (exit 0); its lines were wrapped: nothing read, and never "nvidia-smi
+    # failed (<the CSV's header line>)", which quoted the header as nvidia-smi's failure
+    from gpuonboard.steps.checks.gpu_rules import rule_driver
+
+    facts = parse_facts({"nvidia_smi_csv": ProbeOutput(wrap(read(H100_CSV), 120), "", 0)})
+    check = rule_driver(facts)
+    assert check.verdict == "unverified"
+    assert check.actual.startswith("nvidia-smi answered but listed no GPU"), check.actual

@@ -63,7 +63,8 @@ def rule_driver(facts: Facts) -> Check:
     if unread:
         # an output cut short, or text that is no nvidia-smi listing: no evidence either way
         actual = (problem or "").removeprefix("unknown: ")
-        actual += "" if "incomplete probe" in actual or unread in actual else f" ({unread})"
+        said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
+        actual += "" if said else f" ({unread})"
         return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
     if problem:
         raw = facts.gpu_raw
