@@ -87,7 +87,7 @@ def _csv_headers(text: str) -> int:
 def _listed_twice(text: str) -> int:
     """`nvidia-smi -L`: 2 when a GPU number, or a GPU's UUID (an all-zero redacted one aside),
     is listed twice."""
-    numbers = re.findall(r"^GPU (\d+):", text, re.MULTILINE)
+    numbers = re.findall(r"^\s*GPU (\d+):", text, re.MULTILINE)
     uuids = [u for u in re.findall(r"\(UUID: (GPU-[0-9a-fA-F-]+)\)", text) if u.strip("GPU-0")]
     return 2 if len(numbers) != len(set(numbers)) or len(uuids) != len(set(uuids)) else 1
 
@@ -114,8 +114,8 @@ def _df_runs(text: str) -> int:
 # kind (the probe a saved output is read as) -> (what its output is called, its runs in a text)
 _RUNS: dict[str, tuple[str, Callable[[str], int]]] = {
     "nvidia_smi": ("nvidia-smi -q -x", _repeated_lines(r"<nvidia_smi_log\b")),
-    "nvidia_smi_q": ("nvidia-smi -q", _repeated_lines(r"^=+\s*NVSMI LOG\s*=+\s*$")),
-    "nvidia_smi_table": ("nvidia-smi", _repeated_lines(r"^\|\s*NVIDIA-SMI\s+\S+")),
+    "nvidia_smi_q": ("nvidia-smi -q", _repeated_lines(r"^\s*=+\s*NVSMI LOG\s*=+\s*$")),
+    "nvidia_smi_table": ("nvidia-smi", _repeated_lines(r"^\s*\|\s*NVIDIA-SMI\s+\S+")),
     "nvidia_smi_csv": ("nvidia-smi --query-gpu", _csv_headers),
     "nvidia_smi_list": ("nvidia-smi -L", _listed_twice),
     "lscpu": ("lscpu", _lscpu_runs),

@@ -129,3 +129,38 @@ def test_two_boxes_in_one_file_are_refused_one_looped_log_is_not(tmp_path: Path)
         verdicts(tmp_path, "free.txt", text)
     looped = "nvidia-smi-query-gpu-l3__tesla-v100-pcie-16gb__1gpu__driver565.57.01__4-samples.csv"
     assert verdicts(tmp_path, looped, real(looped), "gpu_count: 1")["gpu_count"][0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "what"),
+    [
+        # a Markdown list's indented table after another box's plain one, and the other way round
+        (
+            "nvidia-smi__h100-80gb-hbm3__8gpu__driver580.95.05__indented__no-processes.txt",
+            "nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt",
+            "nvidia-smi",
+        ),
+        (
+            "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07__no-processes.txt",
+            "nvidia-smi__h100-80gb-hbm3__8gpu__driver580.95.05__indented__no-processes.txt",
+            "nvidia-smi",
+        ),
+        (
+            "nvidia-smi-q__h200__1gpu__driver580.159.04.txt",
+            "nvidia-smi-q__h200__1gpu__driver580.159.04.txt",
+            "-q",
+        ),
+    ],
+)
+def test_two_outputs_one_of_them_indented_are_refused(
+    tmp_path: Path, first: str, second: str, what: str
+) -> None:
+    """An indent on one copy only (a Markdown list's) is not removed by the shared-indent rule:
+    its banner was not counted, and two boxes' tables were read as one 10- or 16-GPU box."""
+    indented = (
+        real(second)
+        if "indented" in second
+        else "".join(f"   {line}" for line in real(second).splitlines(True))
+    )
+    with pytest.raises(UsageError, match="this file holds 2 "):
+        verdicts(tmp_path, first, real(first).rstrip("\n") + "\n" + indented)

@@ -216,12 +216,14 @@ def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_d
     assert {k: o.exit_code for k, o in offline.load_outputs([str(folder / LOST_GPU_TABLE)]).items()} == {
         "nvidia_smi_table": 0
     }
-    judged = verdicts(tmp_path, LOST_GPU_TABLE, pasted, "gpu_count: 4")
+    judged = verdicts(tmp_path, LOST_GPU_TABLE, pasted, "gpu_count: 4\nvram: 97887MiB")
     verdict, actual = judged["nvidia_driver"]
     assert verdict == "unverified"
     assert actual.startswith("driver 610.57.04")
     assert "incomplete probe: nvidia-smi answered, but no GPU row of its output could be read" in actual
     assert judged["gpu_count"][0] == "unverified"
+    # no GPU's memory was read, in an output cut short: no claim (the whole capture passes vram)
+    assert judged["vram"][0] == "unverified", judged["vram"]
     # the lost GPU is still the box's fault, as in the whole capture
     lost = "GPU 1 (0000:34:00.0): nvidia-smi reads no device handle: Unknown Error"
     assert judged["gpu_health"] == ("fail", lost)

@@ -217,7 +217,9 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     faulty = [g for g in facts.gpu.gpus if g.faults]
     unread = "; ".join(map(_unreadable, faulty))
     sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
-    if not sizes:
+    if not sizes:  # (every GPU listed unreadable: a fault; of an output cut short: no evidence)
+        if incomplete := _incomplete(facts):
+            return Check("vram", expected, f"unknown: {unread}; {incomplete}", "unverified", RERUN_ADVICE)
         return Check("vram", expected, f"unknown: no GPU could be read: {unread}", "fail")
     read = [s for s in sizes if s is not None]
     if not read:
