@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuonboard.facts.translated import word_translator
+from gpuonboard.facts.translated import Label, labels, word_translator
 
 __all__ = [
-    "DF_LABELS",
     "BlockDevice",
     "Mount",
     "df_cut",
+    "df_labels",
     "df_header",
     "df_lists_sizes",
     "df_open_row",
@@ -90,38 +91,30 @@ def _block_size(header: str) -> tuple[int, str] | None:
     return int(count) * base ** _POWERS[letter.upper()], suffix
 
 
-# coreutils `df`'s header words in the languages it is translated into: run under a non-English
-# locale, df prints "文件系统 容量 已用 可用 已用% 挂载点" where the C locale prints "Filesystem Size
-# Used Avail Use% Mounted on", and "1K-块" for "1K-blocks" ("%s-%s" with "blocks" translated).
-# One row per label: (language, label as translated, the C locale's word); read by detection and
-# parsing alike (df_header). As real captures print them: zh_CN
-# tests/fixtures/real/df-h__zh-cn__*.txt, and pasted `df -T` / `df` outputs of zh_CN and de
-# boxes in public repositories (类型, 1K-块; Dateisystem Typ Größe 1K-Blöcke Benutzt Verf.
-# Verfügbar Verw% Eingehängt auf); coreutils' own po/zh_CN.po and po/de.po (in its git history
-# until 2006) spell Filesystem, Type, Size, blocks and Mounted on the same way. parse_df reads
-# only the first column's, the type column's and the size column's word, each where df prints it.
-DF_LABELS: tuple[tuple[str, str, str], ...] = (
-    ("zh_CN", "文件系统", "Filesystem"), ("zh_CN", "类型", "Type"), ("zh_CN", "容量", "Size"),
-    ("zh_CN", "块", "blocks"), ("zh_CN", "已用", "Used"), ("zh_CN", "可用", "Avail"),
-    ("zh_CN", "已用%", "Use%"), ("zh_CN", "挂载点", "Mounted on"),
-    ("de", "Dateisystem", "Filesystem"), ("de", "Typ", "Type"), ("de", "Größe", "Size"),
-    ("de", "Blöcke", "blocks"), ("de", "Benutzt", "Used"), ("de", "Verf.", "Avail"),
-    ("de", "Verfügbar", "Available"), ("de", "Verw%", "Use%"), ("de", "Eingehängt auf", "Mounted on"),
-)  # fmt: skip
-_DF_WORDS = {label: english for _, label, english in DF_LABELS}
-_df_words = word_translator(_DF_WORDS)
+def df_labels() -> tuple[Label, ...]:
+    """coreutils `df`'s header words as translated (data/df_labels.yml): `文件系统 容量` for
+    `Filesystem Size`, `块` for the "blocks" of `1K-blocks`."""
+    return labels("df_labels")
+
+
+@functools.cache
+def _df_words() -> tuple[dict[str, str], Callable[[str], str]]:
+    words = {label: english for _, label, english in df_labels()}
+    return words, word_translator(words)
+
+
 # a size header of a translated df: the block size, `-` and "blocks" translated (`1K-块`)
 _DF_BLOCKS_WORD = re.compile(r"(?<!\S)(\d+[^\s-]*)-(\S+)(?!\S)")
 
 
 def df_header(text: str) -> list[str] | None:
-    """The words of a df output's header line as the C locale prints them (DF_LABELS translated
+    """The words of a df output's header line as the C locale prints them (df_labels() translated
     back: `文件系统 容量` -> `Filesystem Size`, `1K-块` -> `1K-blocks`); None when the first line
     is not df's header (its first word is not Filesystem in any known language)."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    line = _df_words(first)
+    words_of, translate = _df_words()
+    first = translate(next((line for line in text.splitlines() if line.strip()), ""))
     line = _DF_BLOCKS_WORD.sub(
-        lambda m: f"{m.group(1)}-blocks" if _DF_WORDS.get(m.group(2)) == "blocks" else m.group(), line
+        lambda m: f"{m.group(1)}-blocks" if words_of.get(m.group(2)) == "blocks" else m.group(), first
     )
     words = line.split()
     return words if words and words[0] == "Filesystem" else None
@@ -159,7 +152,7 @@ def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
 
 def parse_df(text: str) -> tuple[Mount, ...]:
     """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output, in English or translated
-    (DF_LABELS); unrecognised text, or a df without a size column (`df -i`), gives ()."""
+    (df_labels()); unrecognised text, or a df without a size column (`df -i`), gives ()."""
     return _read_df(text)[0]
 
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.translated import word_translator
+from gpuonboard.facts.translated import Label, labels, word_translator
 
 __all__ = [
-    "FREE_LABELS",
     "FreeFormatError",
     "MemoryInfo",
     "english_free",
     "free_as_kib",
+    "free_labels",
     "free_unit",
     "looks_like_free",
     "parse_cgroup_memory_limit",
@@ -47,71 +49,10 @@ def _amount(cell: str, unit_bytes: int) -> int | None:
     return round(float(match.group(1).replace(",", ".")) * 1024 ** _POWERS[match.group(2).upper()])
 
 
-# procps-ng `free`'s labels in the languages it is translated into: run under a non-English
-# locale (a capture pasted from a Chinese server, or a probe whose LC_ALL=C did not take), free
-# prints "内存：" (a full-width colon) where the C locale prints "Mem:", and "总计 已用 空闲 ..." for
-# "total used free ...". One row per label: (language, label as translated, the C locale's
-# label); row labels end in their colon, column labels have none. Read by detection and parsing
-# alike (english_free). From procps-ng's own message catalogues, po/<lang>.po at every commit of
-# gitlab.com/procps-ng/procps (read through its GitHub mirrors procps-ng/procps and
-# warmchang/procps): the msgstr of "Mem:", "Swap:", "Total:", "Low:", "High:" and of the column
-# header line (plain, -w, and before 3.3.10 "... buffers cached"), fuzzy entries skipped; labels
-# equal to the English one left out. Real captures: tests/fixtures/real/free-*__zh-cn__*.txt.
-FREE_LABELS: tuple[tuple[str, str, str], ...] = (
-    ("de", "gesamt", "total"), ("de", "benutzt", "used"), ("de", "frei", "free"),
-    ("de", "gemeins.", "shared"), ("de", "gemns.", "shared"), ("de", "Puffer", "buffers"),
-    ("de", "Cache", "cache"), ("de", "Puffer/Cache", "buff/cache"), ("de", "verfügbar", "available"),
-    ("de", "Speicher:", "Mem:"), ("de", "Gesamt:", "Total:"), ("de", "Niedrig:", "Low:"),
-    ("de", "Hoch:", "High:"),
-    ("es", "usado", "used"), ("es", "libre", "free"), ("es", "compartido", "shared"),
-    ("es", "búferes", "buffers"), ("es", "caché", "cache"), ("es", "búf/caché", "buff/cache"),
-    ("es", "disponible", "available"), ("es", "Inter:", "Swap:"), ("es", "Baja:", "Low:"),
-    ("es", "Alta:", "High:"),
-    ("fr", "utilisé", "used"), ("fr", "partagé", "shared"), ("fr", "tampons", "buffers"),
-    ("fr", "tamp/cache", "buff/cache"), ("fr", "Échange:", "Swap:"),
-    ("fr", "Partition d'échange:", "Swap:"), ("fr", "Basse:", "Low:"), ("fr", "Haute:", "High:"),
-    ("ka", "სულl", "total"), ("ka", "გამოყენებული", "used"), ("ka", "გამოყ", "used"),
-    ("ka", "თავისუფალი", "free"), ("ka", "თავის", "free"), ("ka", "გაზიარებული", "shared"),
-    ("ka", "გაზიარ", "shared"), ("ka", "ბუფერი", "buffers"), ("ka", "ქეში", "cache"),
-    ("ka", "ბუფ/ქეში", "buff/cache"), ("ka", "ხელმისაწვდომი", "available"), ("ka", "მეხს:", "Mem:"),
-    ("ka", "სვაპი:", "Swap:"), ("ka", "სვოპი:", "Swap:"), ("ka", "ჯამი:", "Total:"),
-    ("ka", "დაბალი:", "Low:"), ("ka", "მაღალი:", "High:"),
-    ("ko", "총계", "total"), ("ko", "사용", "used"), ("ko", "여분", "free"), ("ko", "공유", "shared"),
-    ("ko", "버퍼", "buffers"), ("ko", "캐시", "cache"), ("ko", "버퍼/캐시", "buff/cache"),
-    ("ko", "가용", "available"), ("ko", "메모리:", "Mem:"), ("ko", "스  왑:", "Swap:"),
-    ("ko", "총  계:", "Total:"), ("ko", "하  위:", "Low:"), ("ko", "상  위:", "High:"),
-    ("pl", "razem", "total"), ("pl", "użyte", "used"), ("pl", "wolne", "free"),
-    ("pl", "dzielone", "shared"), ("pl", "bufory", "buffers"), ("pl", "w cache", "cache"),
-    ("pl", "buf/cache", "buff/cache"), ("pl", "dostępne", "available"), ("pl", "Pamięć:", "Mem:"),
-    ("pl", "Wymiana:", "Swap:"), ("pl", "Razem:", "Total:"), ("pl", "Niska:", "Low:"),
-    ("pl", "Wysoka:", "High:"),
-    ("pt_BR", "usada", "used"), ("pt_BR", "livre", "free"), ("pt_BR", "compart.", "shared"),
-    ("pt_BR", "disponível", "available"), ("pt_BR", "Mem.:", "Mem:"), ("pt_BR", "Baixa:", "Low:"),
-    ("ro", "utilizată", "used"), ("ro", "liberă", "free"), ("ro", "partajată", "shared"),
-    ("ro", "disponibilă", "available"),
-    ("ru", "всего", "total"), ("ru", "исп", "used"), ("ru", "своб", "free"), ("ru", "общая", "shared"),
-    ("ru", "буферы", "buffers"), ("ru", "кэш", "cache"), ("ru", "буф/кэш", "buff/cache"),
-    ("ru", "доступно", "available"), ("ru", "Память:", "Mem:"), ("ru", "Подкачка:", "Swap:"),
-    ("ru", "Всего:", "Total:"),
-    ("sv", "totalt", "total"), ("sv", "använt", "used"), ("sv", "fritt", "free"),
-    ("sv", "delat", "shared"), ("sv", "buffertar", "buffers"), ("sv", "tillgängl.", "available"),
-    ("sv", "Minne:", "Mem:"), ("sv", "Växl.:", "Swap:"), ("sv", "Totalt:", "Total:"),
-    ("sv", "Lågt:", "Low:"), ("sv", "Högt:", "High:"),
-    ("uk", "загалом", "total"), ("uk", "використ.", "used"), ("uk", "вільна", "free"),
-    ("uk", "спільна", "shared"), ("uk", "буфери", "buffers"), ("uk", "кеш", "cache"),
-    ("uk", "кешовано", "cache"), ("uk", "буфери/кеш", "buff/cache"), ("uk", "дост.", "available"),
-    ("uk", "Пам.:", "Mem:"), ("uk", "Своп.:", "Swap:"), ("uk", "Загалом:", "Total:"),
-    ("uk", "Нижня:", "Low:"), ("uk", "Верхня:", "High:"),
-    ("vi", "tổng", "total"), ("vi", "dùng", "used"), ("vi", "trống", "free"), ("vi", "chsẻ", "shared"),
-    ("vi", "đệm", "buffers"), ("vi", "nhớ tạm", "cache"), ("vi", "đệm/tạm", "buff/cache"),
-    ("vi", "sẵn sàng", "available"), ("vi", "BNhớ:", "Mem:"), ("vi", "Tráo đổi:", "Swap:"),
-    ("vi", "Tổng:", "Total:"), ("vi", "Thấp:", "Low:"), ("vi", "Cao:", "High:"),
-    ("zh_CN", "总计", "total"), ("zh_CN", "已用", "used"), ("zh_CN", "空闲", "free"),
-    ("zh_CN", "共享", "shared"), ("zh_CN", "缓冲", "buffers"), ("zh_CN", "缓存", "cache"),
-    ("zh_CN", "缓冲/缓存", "buff/cache"), ("zh_CN", "可用", "available"), ("zh_CN", "内存：", "Mem:"),
-    ("zh_CN", "交换：", "Swap:"), ("zh_CN", "总计：", "Total:"), ("zh_CN", "总量：", "Total:"),
-    ("zh_CN", "低：", "Low:"), ("zh_CN", "高：", "High:"),
-)  # fmt: skip
+def free_labels() -> tuple[Label, ...]:
+    """procps-ng `free`'s labels as translated (data/free_labels.yml, from procps-ng's message
+    catalogues): row labels end in their colon (`内存：` for `Mem:`), column labels have none."""
+    return labels("free_labels")
 
 
 def _label_key(label: str) -> str:
@@ -119,24 +60,28 @@ def _label_key(label: str) -> str:
     return " ".join(label.replace("：", ":").split()).removesuffix(":").strip()
 
 
-_FREE_ROWS = {_label_key(t): e.rstrip(":") for _, t, e in FREE_LABELS if e.endswith(":")}
-_FREE_COLUMNS = {_label_key(t): e for _, t, e in FREE_LABELS if not e.endswith(":")}
-# a translated column label standing alone (labels of several words first: "w cache", "nhớ tạm")
-_free_header = word_translator(_FREE_COLUMNS)
+@functools.cache
+def _free_words() -> tuple[dict[str, str], Callable[[str], str]]:
+    """Translated row label -> the C locale's row name, and the translator of a header line (a
+    column label standing alone, labels of several words first: "w cache", "nhớ tạm")."""
+    rows = {_label_key(t): e.rstrip(":") for _, t, e in free_labels() if e.endswith(":")}
+    columns = {_label_key(t): e for _, t, e in free_labels() if not e.endswith(":")}
+    return rows, word_translator(columns)
 
 
 def english_free(text: str) -> str:
-    """A `free` output with its labels as the C locale prints them (FREE_LABELS): a translated
+    """A `free` output with its labels as the C locale prints them (free_labels()): a translated
     row label (`内存：`, `Speicher:`) as `Mem:`, a translated header's words as `total used ...`;
     an English output unchanged."""
+    rows, header = _free_words()
     out: list[str] = []
     for line in text.split("\n"):
         ends = [i for i in (line.find(":"), line.find("：")) if i >= 0]
         if ends:
-            row = _FREE_ROWS.get(_label_key(line[: min(ends)]))
+            row = rows.get(_label_key(line[: min(ends)]))
             out.append(f"{row}:{line[min(ends) + 1 :]}" if row else line)
         else:
-            out.append(_free_header(line))
+            out.append(header(line))
     return "\n".join(out)
 
 

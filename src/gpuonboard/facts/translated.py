@@ -1,11 +1,23 @@
 """Labels a tool prints translated (a box in the zh_CN or de locale), read back as the C locale
-prints them: one mechanism for the header words of `free` (facts/memory.py FREE_LABELS) and of
-`df` (facts/disks.py DF_LABELS)."""
+prints them: one mechanism for the labels of `free` (data/free_labels.yml) and the header words
+of `df` (data/df_labels.yml)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
+
+from gpuonboard.resources import DATA_DIR, table_rows
+
+Label = tuple[str, str, str]  # (language, the label as translated, the C locale's label)
+
+
+@functools.cache
+def labels(table: str) -> tuple[Label, ...]:
+    """The rows of data/<table>.yml (its list under the key `table`), read once."""
+    rows = table_rows(DATA_DIR / f"{table}.yml", table)
+    return tuple((str(r["lang"]), str(r["label"]), str(r["c_locale"])) for r in rows)
 
 
 def word_translator(words: Mapping[str, str]) -> Callable[[str], str]:

@@ -1,5 +1,5 @@
 """`free` and `df` run under a translated locale (real zh_CN captures): the labels are read back
-as the C locale's through one table per tool (memory.FREE_LABELS, disks.DF_LABELS), by detection
+as the C locale's through one table per tool (memory.free_labels(), disks.df_labels()), by detection
 and parsing alike; a df without a size column (`df -i`) lists no mount."""
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ def test_translated_free_of_other_locales_reads_as_english() -> None:
 def test_each_translated_label_means_one_thing() -> None:
     """A label of the table stands for one English label; a row label keeps its colon, a column
     label has none (so `总计` is `total` and `总计：` is `Total:`)."""
-    for table in (memory.FREE_LABELS, disks.DF_LABELS):
+    for table in (memory.free_labels(), disks.df_labels()):
         meaning: dict[str, set[str]] = defaultdict(set)
         for _lang, label, english in table:
             meaning[label].add(english)
             assert label != english
         assert {k: v for k, v in meaning.items() if len(v) > 1} == {}
-    for _lang, label, english in memory.FREE_LABELS:
+    for _lang, label, english in memory.free_labels():
         assert label.rstrip().endswith((":", "：")) == english.endswith(":"), label
 
 
