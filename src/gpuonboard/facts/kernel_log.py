@@ -32,7 +32,13 @@ unread (an SXid `22013` cut to `22` is no SXid 22); the text's last line without
 marked `cut` (its event is judged on what was read; an NVRM or nvidia-nvswitchN line that says
 no readable event, or an SXid first line cut before the driver's Fatal / Non-fatal word, is
 unread); and a driver message the log ends inside (`The NVIDIA GPU 0000:b3:00.0` / `(PCI ID:
-...) installed in this system has`, then nothing) is unread and `cut`, never dropped.
+...) installed in this system has`, then nothing) is unread and `cut`, never dropped. A last line
+without its newline that says nothing yet (only a stamp or part of one, a partial `NVRM:` /
+`nvidia-nvswitchN:` tag) may be the start of an Xid or SXid line: it is kept as a `cut` event.
+The driver prints a once-per-GPU preamble (`NVRM: GPU at PCI:0000:02:00: GPU-<uuid>`, `NVRM: GPU
+Board Serial Number: ...`) immediately before that GPU's first Xid line: a preamble with no Xid
+of that GPU after it is an Xid whose line is not in the log (unread; `cut` where the log ends
+there).
 
 The probe (facts/extra_probes.py) prefixes its output with `# source: ...` and `# first: ...`
 lines (which log answered, and its first line before filtering): they tell whether the log
@@ -66,7 +72,10 @@ class KernelEvent:
     """One Xid (GPU) or SXid (NVSwitch) line, or one NVRM fault sentence without an Xid."""
 
     # "xid" | "sxid" | "nvrm"; "xid_unread" / "sxid_unread": a line that says it is an Xid /
-    # SXid but whose code cannot be read (message: the line from "NVRM: Xid" / the switch on)
+    # SXid but whose code cannot be read (message: the line from "NVRM: Xid" / the switch on), or
+    # an Xid announced by the driver's preamble whose own line is not in the log (message: the
+    # preamble's first line); "cut": the log's last line, cut before it says whose it is (a bare
+    # stamp, a partial `NVRM:` / `nvidia-nvswitchN:` tag): it may be an Xid or an SXid line
     kind: str
     code: int  # the Xid / SXid code; 0 for "nvrm" and the unread kinds
     # as printed without the "PCI:" tag: "0000:9b:00" (Xid) / "0000:05:00.0" (SXid, NVRM), an
@@ -380,15 +389,93 @@ KERNEL_STAMP = re.compile(
 )
 
 
-def _unwrapped(lines: list[str]) -> list[str]:
+def _started(*parts: str) -> str:
+    """A regex for any start of `parts` read in turn: the first part, then each next one or none
+    (each part's regex reads its own cut forms: `\\d{1,4}` reads `20` of `2024`)."""
+    out = ""
+    for part in reversed(parts[1:]):
+        out = f"(?:{part}{out})?"
+    return f"(?:{parts[0]}{out})"
+
+
+def _cut_of(*words: str) -> str:
+    """A regex for any non-empty start of one of `words` (`J`, `Ja`, `Jan`)."""
+    starts = sorted({w[:n] for w in words for n in range(1, len(w) + 1)}, key=len, reverse=True)
+    return "(?:" + "|".join(re.escape(start) for start in starts) + ")"
+
+
+_MONTH = _cut_of("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_CLOCK = r"\d{1,2}(?::(?:\d{1,2}(?::\d{0,2})?)?)?"
+_CTIME = _started(
+    _cut_of("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
+    " ",
+    _MONTH,
+    " {1,2}",
+    r"\d{1,2}",
+    " ",
+    _CLOCK,
+    " ",
+    r"\d{1,4}",
+    r"\]",
+)
+_HOST = _started(r" [^\s\[\]:]+", " ", _cut_of("kernel:"))  # syslog / journalctl: "host kernel:"
+# every stamp KERNEL_STAMP knows (and a syslog or journalctl prefix), whole or cut anywhere
+_STAMP_START = "|".join(
+    (
+        _started(r"\[", r" *\+?\d*", r"\.\d*", r"\]"),  # dmesg `[ 1843.308145]`, `[  +0.000040]`
+        r"\[" + _CTIME,  # dmesg -T `[Tue Apr 15 16:50:03 2025]`
+        _CTIME,  # the same, its `[` lost (a paste's first line)
+        _started(r"\[", _MONTH, " ?", r"\d{1,2}", " ", _CLOCK, r"\]"),  # dmesg -H `[Nov18 10:51]`
+        _started(  # dmesg --decode `kern  :warn  :`
+            _cut_of("kern"),
+            " *",
+            ":",
+            _cut_of("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"),
+            " *",
+            ":",
+        ),
+        _started(  # ISO `2024-11-15T05:39:15,491363+00:00` (then a journalctl host)
+            r"\d{1,4}",
+            r"-\d{0,2}",
+            r"-\d{0,2}",
+            "T",
+            _CLOCK,
+            r"(?:[.,]\d*)?",
+            r"(?:Z|[+-]\d{0,2})",
+            r":?\d{0,2}",
+            _HOST,
+        ),
+        # syslog / journalctl `Jan  3 07:39:44 host kernel:`
+        _started(_MONTH, " {1,2}", r"\d{1,2}", " ", _CLOCK, r"(?:[.,]\d*)?", _HOST),
+        _cut_of("kernel:"),
+    )
+)
+# a line that says nothing yet: stamps (the last one maybe cut), then nothing or the start of the
+# GPU driver's or the NVSwitch driver's tag (`NVR`, `nvidia-nvswitc`, `nvidia-nvswitch2`)
+_TAG_START = _cut_of("NVRM:") + "|" + _started(_cut_of("nvidia-nvswitch"), r"\d+", ":")
+_SAYS_NOTHING = re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
+
+
+def _says_nothing(line: str) -> bool:
+    """True when a line (the log's last, without its newline) holds no text that reads: only a
+    stamp or a start of one, or the start of a driver's tag after it. Such a line may be the
+    start of an Xid or SXid line; a line that says anything else (`usb 1-1: new ...`) is not."""
+    return len(line) <= 200 and _SAYS_NOTHING.fullmatch(line) is not None
+
+
+def _unwrapped(lines: list[str], open_end: bool = False) -> list[str]:
     """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
     stamp, a line with neither a stamp nor dmesg's indent is the rest of the line before it (a
     mail or chat wrapped it at its width; a wrap at the width the wrapped lines share split a
-    word, any other at a space). Unchanged when the log is not stamped (`dmesg -t`)."""
+    word, any other at a space). Unchanged when the log is not stamped (`dmesg -t`). `open_end`:
+    the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
+    its own."""
     filled = [line for line in lines if line.strip()]
     starts = [bool(KERNEL_STAMP.match(line)) for line in filled]
     if sum(starts) * 2 < len(filled):
         return lines
+    if open_end and filled and _says_nothing(filled[-1]):
+        starts[-1] = True
     out: list[str] = []
     can_join = False
     wrapped: list[int] = []
@@ -422,14 +509,36 @@ def _open_end(text: str) -> bool:
     return bool(body.strip()) and not body.endswith(("\n", "\r"))
 
 
+# the driver's once-per-GPU preamble to that GPU's first Xid (kernel_rc.c: krcReportXid calls
+# _krcLogUuidOnce, which prints "GPU at PCI:%04x:%02x:%02x: GPU-<uuid>" then "GPU Board Serial
+# Number: %s", and prints the "Xid (PCI:...): N, ..." line right after): group 1 its address
+_PREAMBLE = re.compile(
+    r"^(?:GPU at PCI:\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})\s*:\s*GPU-|GPU Board Serial Number:)"
+)
+
+
+@dataclass
+class _Preamble:
+    """An Xid preamble whose Xid line has not been read (yet): its first line, where it ends
+    among the driver's lines."""
+
+    key: str  # pci_key of its address; "" for a serial-number line alone
+    event: KernelEvent  # the xid_unread it stands for, where no Xid line of its GPU follows
+    at: int  # the driver lines read when it ended
+
+
 class _Reader:
     """parse_kernel_log's state, line by line: the events, the NVRM message being joined, the
+    Xid preambles whose Xid line is still to come, the last line where it says nothing yet, the
     probe's header."""
 
     def __init__(self) -> None:
         self.events: list[KernelEvent] = []
         self.sxids = _SxidJoiner(self.events)
         self.message: _Message | None = None
+        self.preambles: list[_Preamble] = []
+        self.tail: KernelEvent | None = None  # the last line, cut before it says anything
+        self.driver_lines = 0  # NVRM and NVSwitch lines read
         self.source: str | None = None
         self.first: str | None = None
         self.lines = 0
@@ -451,6 +560,8 @@ class _Reader:
                 self.sxids.add(event)
             else:
                 self.events.append(event)
+                if event.kind != "sxid_unread":
+                    self.xid_read(event)
         elif m := _NVRM.search(line):
             part = m.group(1).strip()
             if _continues(line, m.start(), part, self.message):
@@ -464,38 +575,74 @@ class _Reader:
                 self.message.cut = f"NVRM: {self.message.text}"
         elif not cut:
             self.flush()
-        # else: the last line, cut before anything readable (inside its stamp, or the indent
-        # of a continuation): the message before it is the one the log ends inside
+        elif _says_nothing(line):
+            # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
+            # may be the start of an Xid or SXid line. (A message before it is the one the log
+            # ends inside where it is unfinished.)
+            said = line.strip()
+            self.tail = KernelEvent("cut", 0, "", said, cut=said)
+        if _NVRM.search(line) or _NVSWITCH.search(line):
+            self.driver_lines += 1
+
+    def xid_read(self, event: KernelEvent) -> None:
+        """An Xid line (read or not) ends the preambles it follows: those of its GPU, a serial
+        number line alone, all where its address cannot be compared."""
+        key = pci_key(event.pci)
+        if key.count(":") != 2:
+            self.preambles.clear()
+            return
+        self.preambles = [p for p in self.preambles if p.key not in ("", key)]
 
     def flush(self, end: bool = False) -> None:
         """Closes the NVRM message being joined: its fault event, if it says one (marked `cut`
         where the log ends inside it); a message the log ends inside that says none (yet) is an
-        unread line, never nothing."""
+        unread line, never nothing; an Xid preamble waits for its Xid line."""
         message, self.message = self.message, None
         if message is None:
             return
+        said = f"NVRM: {message.text}"
         if event := _nvrm_event(message.head, message.text):
             self.events.append(replace(event, cut=message.cut))
         elif message.cut is not None or (end and _unfinished(message)):
-            said = f"NVRM: {message.text}"
             self.events.append(
                 KernelEvent("xid_unread", 0, _address(said), said, None, message.head, cut=said)
             )
+        elif m := _PREAMBLE.match(message.text):
+            last = self.preambles[-1] if self.preambles else None
+            if m.group(1) is None and last is not None and last.at == self.driver_lines - 1:
+                last.at = self.driver_lines  # its serial number line
+                return
+            event = KernelEvent("xid_unread", 0, m.group(1) or "", said, None, message.head)
+            self.preambles.append(_Preamble(pci_key(m.group(1) or ""), event, self.driver_lines))
+
+    def end(self) -> list[KernelEvent]:
+        """The events, once the log is read: an Xid preamble no Xid line of its GPU followed is
+        an unread Xid (`cut` where the log ends with it: nothing of the driver's came after), and
+        the last line cut before it says anything is kept."""
+        self.flush(end=True)
+        for p in self.preambles:
+            ends = p.at == self.driver_lines
+            self.events.append(replace(p.event, cut=p.event.message) if ends else p.event)
+        if self.tail is not None:
+            self.events.append(self.tail)
+        return self.events
 
 
 def parse_kernel_log(text: str) -> KernelLog:
     """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
     continuation lines joined); any timestamp style; other lines ignored. A log that ends inside
-    an event (no newline after its last line, a driver message left unfinished) marks that
-    event `cut`, or keeps it as unread: never as another event, never dropped."""
+    an event (no newline after its last line, a driver message left unfinished, an Xid preamble
+    without its Xid line, a last line cut before it says anything) marks that event `cut`, or
+    keeps it as unread: never as another event, never dropped."""
     reader = _Reader()
-    lines = _unwrapped(text.splitlines())
+    open_end = _open_end(text)
+    lines = _unwrapped(text.splitlines(), open_end)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
-    last = read[-1] if read and _open_end(text) else -1
+    last = read[-1] if read and open_end else -1
     for i, line in enumerate(lines):
         reader.read(line, i == last)
-    reader.flush(end=True)
-    return KernelLog(tuple(reader.events), reader.source, reader.first, reader.lines)
+    events = reader.end()
+    return KernelLog(tuple(events), reader.source, reader.first, reader.lines)
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,

@@ -243,8 +243,9 @@ def rule_xid(
     line names as its cause ("... caused by previous Xid 149") is judged as if logged. The driver's
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
-    An `NVRM: Xid` line whose code cannot be read, or a log that ends inside an Xid line or a
-    driver message (cut short), makes a passing or warning log unverified.
+    An `NVRM: Xid` line whose code cannot be read (or announced by the driver's preamble but not
+    in the log), or a log that ends inside an Xid line, a driver message or a line that says
+    nothing yet (cut short), makes a passing or warning log unverified.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
     that matches none, an old driver's `0001:00`, is named as printed)."""
     xids = [e for e in events if e.kind == "xid"]
@@ -261,7 +262,8 @@ def rule_xid(
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
-    unread = [e for e in events if e.kind == "xid_unread" or (e.kind in ("xid", "nvrm") and e.cut)]
+    # (a last line cut before it says whose it is, `cut`, may be an Xid line)
+    unread = [e for e in events if e.kind == "xid_unread" or (e.kind in ("xid", "nvrm", "cut") and e.cut)]
     return _with_unread(check, unread, "Xid", bool(xids))
 
 
@@ -346,12 +348,12 @@ def rule_sxid(
     `sxid` (Fabric Manager User Guide): a fatal SXid fails; a non-fatal one passes where the
     catalogue says ignore (single-bit ECC ...) and warns otherwise (12028 stalls NVLink traffic;
     a code not in the catalogue); a line that says neither is judged by the catalogue alone.
-    An SXid line whose code cannot be read, or a log that ends inside one (cut short), makes a
-    passing or warning log unverified."""
+    An SXid line whose code cannot be read, or a log that ends inside one or inside a line that
+    says nothing yet (cut short), makes a passing or warning log unverified."""
     sxids = [e for e in events if e.kind == "sxid"]
     if probe_ok and sxids:
         check = _sxid_check(sxids, covers_boot)
     else:
         check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
-    unread = [e for e in events if e.kind == "sxid_unread" or (e.kind == "sxid" and e.cut)]
+    unread = [e for e in events if e.kind == "sxid_unread" or (e.kind in ("sxid", "cut") and e.cut)]
     return _with_unread(check, unread, "SXid", bool(sxids))
