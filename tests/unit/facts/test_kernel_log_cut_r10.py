@@ -22,10 +22,10 @@ import pytest
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
-REAL = Path(__file__).parents[2] / "fixtures" / "real"
+from .test_kernel_log_cut_r9 import KERNEL_LOGS, read, sxid, upto, xid
+
 TITAN = "dmesg-T__xid-79-unknown-pid__titan-v.txt"
 NVSWITCH = "dmesg__xid-79-sxid-20034__nvswitch.txt"
 H100 = "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt"
@@ -35,32 +35,11 @@ SXID_12028 = "dmesg__sxid-12028-non-fatal__health-check-docstring.txt"
 SYSLOG_OLD = "dmesg-syslog__old-xid-format-0001-00__xid-6-30.txt"
 JOURNAL = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
 QUOTED = "dmesg-ctime__xid-13-109__peermem__quoted__gpud-readme.txt"
-# every real kernel log capture
-KERNEL_LOGS = sorted(
-    p.name for pattern in ("dmesg*", "journalctl*", "syslog*", "kern*") for p in REAL.glob(pattern)
-)
 # the GPU driver's Xid line, the NVSwitch driver's SXid line
 XID_LINE = re.compile(r"NVRM: Xid\b")
 SXID_LINE = re.compile(r"nvidia-nvswitch\d+: SXid\b")
 # the preamble's two lines (their text after `NVRM: `)
 PREAMBLE = re.compile(r"NVRM: (?:GPU at PCI:\S+: GPU-|GPU Board Serial Number:)")
-
-
-def read(name: str) -> str:
-    return (REAL / name).read_text()
-
-
-def upto(text: str, marker: str, after: int = 0) -> str:
-    """The text up to the end of `marker` (its first occurrence), and `after` characters more."""
-    return text[: text.index(marker) + len(marker) + after]
-
-
-def xid(text: str) -> Check:
-    return rule_xid(parse_kernel_log(text).events, True)
-
-
-def sxid(text: str) -> Check:
-    return rule_sxid(parse_kernel_log(text).events, True)
 
 
 @pytest.mark.parametrize(
