@@ -25,11 +25,16 @@ def _or_unknown(n: int | None) -> str:
     return "?" if n is None else str(n)
 
 
+def _answered(facts: Facts, probe: str) -> str:
+    """What the probe printed when it ran and exited 0; '' otherwise."""
+    out = facts.raw.get(probe)
+    return out.stdout if out is not None and out.exit_code == 0 else ""
+
+
 def _unread(facts: Facts, probe: str) -> bool:
     """The probe's output is there (the tool ran and printed something, exit 0) but the facts
     read from it are empty: an output not understood, which says nothing about the hardware."""
-    out = facts.raw.get(probe)
-    return out is not None and facts.given(probe) and out.exit_code == 0 and bool(out.stdout.strip())
+    return facts.given(probe) and bool(_answered(facts, probe).strip())
 
 
 def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
@@ -88,12 +93,6 @@ def _cores_unread(ordered: int, expected: str, actual: str, logical: int, thread
     )
 
 
-def _nproc_unread(facts: Facts) -> str | None:
-    """Why the nproc output the host gave (exit 0, not empty) was not read as a count, or None."""
-    out = facts.raw.get("nproc")
-    return nproc_unread(out.stdout) if out is not None and out.exit_code == 0 else None
-
-
 def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     """Physical cores >= ordered; only hyperthreads reaching it is a warning; fewer CPUs usable
     by this login (offline CPUs, affinity, cgroup quota: a container rental) than ordered fails,
@@ -102,7 +101,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     short?) leaves the CPUs this login may use unknown: no pass or warning, only a fail that
     does not depend on them."""
     check = _judge_cpu(order, facts)
-    unread = _nproc_unread(facts)
+    unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
     detail = (
@@ -342,8 +341,7 @@ def _cut_short(
     last row, whose mount point may be cut short (`/mnt` of `/mnt/nvme0n1p1`): that mount point
     starts `path` (the whole one may be `path`, a mount holding it or another path) and no
     other row is mounted at exactly `path`, or the row is read as / (the system disk)."""
-    out = facts.raw.get("df")
-    text = out.stdout if out is not None and out.exit_code == 0 else ""
+    text = _answered(facts, "df")
     cut = disks.df_cut(text)
     if cut and (mount is None or mount.mountpoint != path):
         return Check(
@@ -371,17 +369,11 @@ def _cut_short(
     )
 
 
-def _lsblk_unread(facts: Facts) -> str | None:
-    """Why the lsblk output the host gave (exit 0, not empty) gave no block device, or None."""
-    out = facts.raw.get("lsblk")
-    return disks.lsblk_unread(out.stdout) if out is not None and out.exit_code == 0 else None
-
-
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
     check = _judge_data_disk(order, facts, tolerance)
-    unread = _lsblk_unread(facts)
+    unread = disks.lsblk_unread(_answered(facts, "lsblk"))
     if unread is None:
         return check
     note = (
