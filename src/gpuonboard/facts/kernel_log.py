@@ -453,14 +453,19 @@ _STAMP_START = "|".join(
 # a line that says nothing yet: stamps (the last one maybe cut), then nothing or the start of the
 # GPU driver's or the NVSwitch driver's tag (`NVR`, `nvidia-nvswitc`, `nvidia-nvswitch2`)
 _TAG_START = _cut_of("NVRM:") + "|" + _started(_cut_of("nvidia-nvswitch"), r"\d+", ":")
-_SAYS_NOTHING = re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
+
+
+@functools.cache
+def _says_nothing_pattern() -> re.Pattern[str]:
+    """Compiled on first use (a log whose last line has no newline), not at import: a few ms."""
+    return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
 
 
 def _says_nothing(line: str) -> bool:
     """True when a line (the log's last, without its newline) holds no text that reads: only a
     stamp or a start of one, or the start of a driver's tag after it. Such a line may be the
     start of an Xid or SXid line; a line that says anything else (`usb 1-1: new ...`) is not."""
-    return len(line) <= 200 and _SAYS_NOTHING.fullmatch(line) is not None
+    return len(line) <= 200 and _says_nothing_pattern().fullmatch(line) is not None
 
 
 def _unwrapped(lines: list[str], open_end: bool = False) -> list[str]:
