@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     # The parsers (xml.etree, csv, many regexes: ~10 ms of start-up) are imported where they
     # parse, so a run whose playbook needs no hardware facts (core=False) never loads them.
-    from gpuonboard.facts import cpu, disks, gpu_merge, memory, nvidia_smi, topo
+    from gpuonboard.facts import cpu, disks, memory, nvidia_smi, topo
     from gpuonboard.facts.gpu_merge import GpuEvidence
 
 CORE_NAMES = (
@@ -359,8 +359,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
 
     if any(_some(raw, name) for name in GPU_PROBES):
         from gpuonboard.facts import gpu_merge, nvidia_smi
+        from gpuonboard.facts.gpu_list import parse_gpu_list
 
-        evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, _list_parser())
+        evidence = gpu_merge.merge(raw, nvidia_smi.parse_any, parse_gpu_list)
         gpu = evidence.report
         answered = (
             text
@@ -429,16 +430,6 @@ def _some(raw: Mapping[str, ProbeOutput], name: str) -> bool:
     """The probe printed something (its exit code aside: a format may answer and still fail)."""
     out = raw.get(name)
     return out is not None and bool(out.stdout.strip() or out.stderr.strip()) and not out.absent
-
-
-def _list_parser() -> gpu_merge.ListParser:
-    """`nvidia-smi -L`'s reader: (index, name, uuid, MIG devices) per GPU."""
-    from gpuonboard.facts.gpu_list import parse_gpu_list
-
-    def read(text: str) -> list[tuple[int, str, str | None, int]]:
-        return [(g.index, g.name, g.uuid, len(g.mig_devices)) for g in parse_gpu_list(text).gpus]
-
-    return read
 
 
 def _first_line(text: str | None) -> str | None:

@@ -34,7 +34,6 @@ __all__ = [
     "GpuList",
     "ListedGpu",
     "MigDevice",
-    "listing_complete",
     "parse_gpu_list",
     "parse_gpu_list_tuples",
 ]
@@ -133,11 +132,6 @@ def parse_gpu_list(text: str) -> GpuList:
     return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
 
 
-def listing_complete(text: str) -> bool:
-    """Whether `nvidia-smi -L`'s text is whole: no sign of a cut mid-line (GpuList.complete)."""
-    return parse_gpu_list(text).complete
-
-
 def parse_gpu_list_tuples(text: str) -> Sequence[tuple[int, str, str | None]]:
-    """(index, name, uuid) per GPU: the shape facts/gpu_merge.py's ListParser reads."""
+    """(index, name, uuid) per GPU."""
     return [(g.index, g.name, g.uuid) for g in parse_gpu_list(text).gpus]

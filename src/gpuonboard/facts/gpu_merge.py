@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuonboard.facts.gpu_list import listing_complete
+from gpuonboard.facts.gpu_list import GpuList
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import _is_version
@@ -253,7 +253,7 @@ def _with_processes(gpus: list[GpuInfo], apps: Mapping[str, list[GpuProcess]]) -
 
 
 # `nvidia-smi -L` -> (index, name, uuid, MIG devices listed under it) per GPU
-ListParser = Callable[[str], Sequence[tuple[int, str, str | None, int]]]
+ListParser = Callable[[str], GpuList]
 
 
 def merge(
@@ -309,12 +309,13 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[li
     facts/gpu_list.py: its count is no count, and a GPU whose name was cut is listed nameless)."""
     if out is None or parse_list is None or out.exit_code != 0 or refusal_line(out):
         return [], True
+    listing = parse_list(out.stdout)
     # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
     gpus = [
-        GpuInfo(index=i, name=name, uuid=uuid, mig_mode="Enabled" if migs else None)
-        for i, name, uuid, migs in parse_list(out.stdout)
+        GpuInfo(index=g.index, name=g.name, uuid=g.uuid, mig_mode="Enabled" if g.mig_devices else None)
+        for g in listing.gpus
     ]
-    return gpus, listing_complete(out.stdout)
+    return gpus, listing.complete
 
 
 def _base(
