@@ -25,6 +25,7 @@ holds for `nvlink -e`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
@@ -84,14 +85,18 @@ class GpuNvlink:
         return tuple(sorted({link.speed_gbps for link in self.links if link.speed_gbps is not None}))
 
 
+def _open_block(gpus: Sequence[GpuNvlink] | Sequence[GpuNvlinkErrors]) -> int | None:
+    """The GPU whose block a listing ends inside: its last, with neither a link line nor a note
+    (the listing cut inside its header); None when the listing is whole."""
+    return gpus[-1].index if gpus and not gpus[-1].links and gpus[-1].note is None else None
+
+
 @dataclass(frozen=True)
 class NvlinkStatus:
     """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
 
     gpus: tuple[GpuNvlink, ...]
     warnings: tuple[str, ...] = ()
-    # False when the last GPU block has neither a link line nor a note: the listing ends inside it
-    complete: bool = True
 
     def by_index(self, index: int) -> GpuNvlink | None:
         """The block of GPU `index`, if listed."""
@@ -100,7 +105,12 @@ class NvlinkStatus:
     @property
     def cut_gpu(self) -> int | None:
         """The GPU whose block the listing ends inside (None: the listing is whole)."""
-        return None if self.complete or not self.gpus else self.gpus[-1].index
+        return _open_block(self.gpus)
+
+    @property
+    def complete(self) -> bool:
+        """False when the listing ends inside a GPU's block (cut_gpu)."""
+        return self.cut_gpu is None
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
@@ -154,7 +164,6 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     return NvlinkStatus(
         tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
         tuple(warnings),
-        not (gpus and not links[-1] and gpus[-1].note is None),
     )
 
 
@@ -202,8 +211,6 @@ class NvlinkErrors:
 
     gpus: tuple[GpuNvlinkErrors, ...]
     warnings: tuple[str, ...] = ()
-    # False when the last GPU block has neither a link line nor a note: the listing ends inside it
-    complete: bool = True
 
     def by_index(self, index: int) -> GpuNvlinkErrors | None:
         """The block of GPU `index`, if listed."""
@@ -212,7 +219,12 @@ class NvlinkErrors:
     @property
     def cut_gpu(self) -> int | None:
         """The GPU whose block the listing ends inside (None: the listing is whole)."""
-        return None if self.complete or not self.gpus else self.gpus[-1].index
+        return _open_block(self.gpus)
+
+    @property
+    def complete(self) -> bool:
+        """False when the listing ends inside a GPU's block (cut_gpu)."""
+        return self.cut_gpu is None
 
 
 def parse_nvlink_errors(text: str) -> NvlinkErrors:
@@ -243,6 +255,4 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
             continue
         warnings.append(f"nvidia-smi nvlink -e: unexpected line {line.strip()!r}")
-    return NvlinkErrors(
-        tuple(gpus), tuple(warnings), not (gpus and not gpus[-1].links and gpus[-1].note is None)
-    )
+    return NvlinkErrors(tuple(gpus), tuple(warnings))
