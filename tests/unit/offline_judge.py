@@ -1,5 +1,6 @@
-"""One saved file judged as `invoke facts FILE --order ORDER` judges it, for the tests that
-compare a real capture with its cut or pasted copy."""
+"""For the tests that compare a real capture with its cut or pasted copy: one saved file judged
+as `invoke facts FILE --order ORDER` judges it, and a text as a page wrapping it at a width
+shows it."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ def verdicts(tmp_path: Path, name: str, text: str, order: str | None = None) -> 
         (folder / "order.yml").write_text(order.rstrip("\n") + "\n")
         spec = offline.load_order(str(folder / "order.yml"))
     return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, spec)}
+
+
+def column_wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` cut into pieces of `width` characters (a terminal's, a
+    page's or a chat's soft wrap at one column)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+    return "\n".join(out)

@@ -13,7 +13,7 @@ import pytest
 from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
 
-from ..offline_judge import verdicts
+from ..offline_judge import column_wrapped, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 MIG_TABLE = "nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt"
@@ -31,10 +31,7 @@ def real(name: str) -> str:
 
 def wrapped(text: str, width: int) -> str:
     """Every line longer than `width` split at that width (a paste wrapped by a mail or chat)."""
-    out = []
-    for line in text.splitlines():
-        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
-    return "\n".join(out) + "\n"
+    return column_wrapped("\n".join(text.splitlines()), width) + "\n"
 
 
 DAMAGE = {

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
+from ..offline_judge import verdicts
 from .test_kernel_log_cut_r9 import KERNEL_LOGS, read, sxid, upto, xid
 
 TITAN = "dmesg-T__xid-79-unknown-pid__titan-v.txt"
@@ -142,10 +141,8 @@ def test_a_saved_log_cut_before_its_xid_line_is_unverified_offline(
     tmp_path: Path, name: str, marker: str, rule: str
 ) -> None:
     # as `invoke facts FILE` reads it: the saved file, cut, under the capture's own name
-    (tmp_path / name).write_text(upto(read(name), marker))
-    facts = parse_facts(offline.load_outputs([str(tmp_path / name)]))
-    checks = {c.name: c for c in offline.judge(facts, None)}
-    assert checks[rule].verdict == "unverified", checks[rule].actual
+    verdict, actual = verdicts(tmp_path, name, upto(read(name), marker))[rule]
+    assert verdict == "unverified", actual
 
 
 def _cuts_before_events(text: str) -> Iterator[tuple[str, str]]:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, parse_kernel_log
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+
+from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
@@ -92,10 +92,8 @@ def test_a_saved_log_cut_short_is_unverified_offline(
     tmp_path: Path, name: str, marker: str, rule: str
 ) -> None:
     # as `invoke facts FILE` reads it: the saved file, cut, under the capture's own name
-    (tmp_path / name).write_text(upto(read(name), marker))
-    facts = parse_facts(offline.load_outputs([str(tmp_path / name)]))
-    checks = {c.name: c for c in offline.judge(facts, None)}
-    assert checks[rule].verdict == "unverified", checks[rule].actual
+    verdict, actual = verdicts(tmp_path, name, upto(read(name), marker))[rule]
+    assert verdict == "unverified", actual
 
 
 def test_a_syslog_cut_inside_the_stamp_of_the_messages_last_line_is_unverified() -> None:

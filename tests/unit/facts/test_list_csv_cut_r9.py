@@ -28,6 +28,8 @@ from gpuonboard.facts.nvidia_smi import parse_query_csv
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.model import OrderSpec
 
+from ..offline_judge import column_wrapped
+
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 LISTINGS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*"))
 # every real CSV offline judging reads (the header-less sampler needs its field list)
@@ -50,15 +52,6 @@ _WHOLE_UUID = re.compile(r"(?:GPU|MIG)-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{1
 
 def read(name: str) -> str:
     return (REAL / name).read_text()
-
-
-def wrap(text: str, width: int) -> str:
-    """The text as a page that breaks lines at `width` columns shows it (each longer line cut
-    into pieces of `width` characters)."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
-    return "\n".join(out)
 
 
 def facts_of(name: str, text: str) -> Facts:
@@ -249,7 +242,7 @@ def test_a_wrapped_csv_reads_no_piece_of_its_header_as_a_gpu() -> None:
     """Paste finding 8: the H100 CSV wrapped at 120 columns failed gpu_model as '1 x inforom.pwr'.
     The GH200 log's own `...  (idle for ~33 seconds)` line is rows left out of a log of one GPU,
     not a broken line: one GPU, whole, as before."""
-    text = wrap(read(H100_CSV), 120)
+    text = column_wrapped(read(H100_CSV), 120)
     report = parse_query_csv(text, ())
     assert report.gpus == () and not report.complete
     assert any("lines are broken" in w for w in report.warnings)
@@ -266,7 +259,7 @@ def test_no_cut_csv_is_judged_otherwise_than_the_whole(tmp_path: Path) -> None:
 
 
 def test_no_wrapped_csv_is_judged_otherwise_than_the_whole(tmp_path: Path) -> None:
-    damaged = {name: [(f"wrapped at {w}", wrap(read(name), w)) for w in WIDTHS] for name in CSVS}
+    damaged = {name: [(f"wrapped at {w}", column_wrapped(read(name), w)) for w in WIDTHS] for name in CSVS}
     found = sweep(tmp_path, CSVS, damaged)
     assert not found, f"{len(found)} moved verdicts, e.g. " + "\n".join(found[:12])
 
@@ -276,7 +269,7 @@ def test_a_csv_no_gpu_is_read_from_is_no_failed_nvidia_smi() -> None:
     # failed (<the CSV's header line>)", which quoted the header as nvidia-smi's failure
     from gpuonboard.steps.checks.gpu_rules import rule_driver
 
-    facts = parse_facts({"nvidia_smi_csv": ProbeOutput(wrap(read(H100_CSV), 120), "", 0)})
+    facts = parse_facts({"nvidia_smi_csv": ProbeOutput(column_wrapped(read(H100_CSV), 120), "", 0)})
     check = rule_driver(facts)
     assert check.verdict == "unverified"
     assert check.actual.startswith("nvidia-smi answered but listed no GPU"), check.actual

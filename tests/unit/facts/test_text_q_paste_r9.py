@@ -21,7 +21,7 @@ import pytest
 from gpuonboard.api import offline, paste
 from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
 
-from ..offline_judge import verdicts
+from ..offline_judge import column_wrapped, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 Q_TEXTS = sorted(p.name for p in (*REAL.glob("nvidia-smi-q__*.txt"), *REAL.glob("nvidia-smi-q-d-*.txt")))
@@ -46,14 +46,6 @@ def stripped(text: str) -> str:
     return "\n".join(line.lstrip() for line in text.split("\n"))
 
 
-def wrapped(text: str, width: int) -> str:
-    """Every line longer than `width` cut at that column (a terminal's or a page's soft wrap)."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
-    return "\n".join(out)
-
-
 def word_wrapped(text: str, width: int) -> str:
     """Every line longer than `width` broken at the last space before it, the space dropped (a
     mail client's or an editor's word wrap)."""
@@ -66,8 +58,8 @@ def word_wrapped(text: str, width: int) -> str:
 DAMAGE = {
     "collapsed": collapsed,
     "stripped": stripped,
-    "wrapped80": lambda t: wrapped(t, 80),
-    "wrapped120": lambda t: wrapped(t, 120),
+    "wrapped80": lambda t: column_wrapped(t, 80),
+    "wrapped120": lambda t: column_wrapped(t, 120),
 }
 
 
@@ -156,7 +148,7 @@ def test_a_q_wrapped_at_a_column_reads_as_the_whole() -> None:
     problems = []
     for name in Q_TEXTS:
         for width in (80, 120):
-            report = read(wrapped(real(name), width))
+            report = read(column_wrapped(real(name), width))
             names = [g.name for g in report.gpus]
             if names not in ([g.name for g in whole(name).gpus], [""] * len(names)):
                 problems.append((name, width, names))
@@ -167,10 +159,11 @@ def test_a_q_wrapped_at_a_column_reads_as_the_whole() -> None:
 
 def test_the_4080_super_wrapped_at_80_columns_is_the_4080_super(tmp_path: Path) -> None:
     """The sweep's example: `Product Name : NVIDIA GeForce RTX 4080` / ` SUPER`."""
-    report = read(wrapped(real(RTX4080_SUPER), 80))
+    report = read(column_wrapped(real(RTX4080_SUPER), 80))
     assert report.complete
     assert [g.name for g in report.gpus] == ["NVIDIA GeForce RTX 4080 SUPER"]
-    got = verdicts(tmp_path, RTX4080_SUPER, wrapped(real(RTX4080_SUPER), 80), "gpu_model: RTX 4080 SUPER")
+    pasted = column_wrapped(real(RTX4080_SUPER), 80)
+    got = verdicts(tmp_path, RTX4080_SUPER, pasted, "gpu_model: RTX 4080 SUPER")
     assert got["gpu_model"] == ("pass", "1 x NVIDIA GeForce RTX 4080 SUPER")
 
 
@@ -208,7 +201,7 @@ def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_d
     GPU's line names one GPU: nvidia_driver is unverified, not "nvidia-smi failed". Before: the
     file was loaded as a failed nvidia-smi and nvidia_driver failed."""
     text = real(LOST_GPU_TABLE)
-    pasted = text[:292] if damage.startswith("cut") else wrapped(text, 80)
+    pasted = text[:292] if damage.startswith("cut") else column_wrapped(text, 80)
     assert verdicts(tmp_path, LOST_GPU_TABLE, text, "gpu_count: 4")["nvidia_driver"][0] == "pass"
     folder = tmp_path / "saved"
     folder.mkdir()
