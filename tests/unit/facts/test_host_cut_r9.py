@@ -224,5 +224,11 @@ def test_a_saved_lsblk_json_cut_short_is_refused_naming_the_file(tmp_path: Path,
     offline.load_outputs([str(whole)])  # the whole capture is read
     cut = tmp_path / name
     cut.write_text(text[: len(text) * 2 // 3])
-    with pytest.raises(UsageError, match=r"this lsblk -J output cannot be read .*cut short or damaged"):
+    with pytest.raises(UsageError) as err:
         offline.load_outputs([str(cut)])
+    said = str(err.value)
+    assert said.startswith(f"{cut}: this lsblk -J output cannot be read (its JSON is cut short or damaged: ")
+    assert said.endswith(
+        "); the file is cut short or damaged: save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL`"
+        " of the box again."
+    )
