@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import subprocess
 import time
@@ -88,16 +89,44 @@ def sweep_control_dirs(parent: Path, keep: Path | None = None, max_age: float = 
     return gone
 
 
-def stop_master(config_path: Path, alias: str, opts: Sequence[str]) -> None:
-    """`ssh -O exit` the master started by start_master (nothing when opts is empty)."""
+def stop_master(config_path: Path, alias: str, opts: Sequence[str], wait: float = 5.0) -> None:
+    """`ssh -O exit` the master started by start_master (nothing when opts is empty), then
+    wait up to `wait` seconds for its process to end: the master answers the exit request
+    before it exits, so without the wait a caller could return while it still runs."""
     if not opts:
         return
+    base = ["ssh", "-F", str(config_path), *opts, "-O"]
+    pid = None
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        check = subprocess.run(
+            [*base, "check", alias], capture_output=True, stdin=subprocess.DEVNULL, timeout=15, check=False
+        )
+        found = re.search(rb"\(pid=(\d+)\)", check.stderr)
+        pid = int(found.group(1)) if found and check.returncode == 0 else None
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(
-            ["ssh", "-F", str(config_path), *opts, "-O", "exit", alias],
+            [*base, "exit", alias],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             timeout=15,
             check=False,
         )
+    deadline = time.monotonic() + wait
+    while pid is not None and _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waiting for its parent does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True  # (no /proc: signal 0 is all there is)
+    return stat_line[stat_line.rindex(b")") + 2 :][:1] != b"Z"

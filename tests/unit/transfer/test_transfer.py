@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -387,3 +388,22 @@ def test_the_take_commands_stdin_and_answer() -> None:
     got = uploadlock.parse_stopped("stopped 2\ntidied A\ntidied R\ntidied R\ntook /d/.x.gpuonboard-upload\n")
     assert got == uploadlock.Stopped(2, 1, 2)
     assert uploadlock.parse_take("stopped 0\ntook /d/.x.gpuonboard-upload\n") == "/d/.x.gpuonboard-upload"
+
+
+def test_a_process_that_exited_is_not_running_even_unreaped() -> None:
+    """stop_master waits for the master's process to end; an exited child its parent has not
+    reaped yet (a zombie) has ended, a live one has not."""
+    from gpuonboard.transfer.master import _running
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert _running(child.pid)
+    finally:
+        child.kill()
+    deadline = time.monotonic() + 10
+    while _running(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _running(child.pid)  # a zombie still: not reaped until wait()
+    assert Path(f"/proc/{child.pid}").exists()
+    child.wait()
+    assert not _running(child.pid)
