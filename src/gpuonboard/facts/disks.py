@@ -285,14 +285,8 @@ def _flatten(entries: Iterable[Any], parent: str | None) -> list[BlockDevice]:
 
 def parse_lsblk_json(text: str) -> tuple[BlockDevice, ...]:
     """Parse `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL`; unrecognised text gives ()."""
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return ()
-    entries = document.get("blockdevices") if isinstance(document, Mapping) else None
-    if not isinstance(entries, list):
-        return ()
-    return tuple(_flatten(entries, None))
+    entries = _lsblk_entries(text)
+    return () if isinstance(entries, str) else tuple(_flatten(entries, None))
 
 
 def lsblk_unread(text: str) -> str | None:
@@ -301,13 +295,18 @@ def lsblk_unread(text: str) -> str | None:
     one without lsblk's "blockdevices" list."""
     if not text.strip():
         return None
+    entries = _lsblk_entries(text)
+    return entries if isinstance(entries, str) else None
+
+
+def _lsblk_entries(text: str) -> list[Any] | str:
+    """The "blockdevices" list of an `lsblk -J` output, or why there is none."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         return f"its JSON is cut short or damaged: {exc.msg} at line {exc.lineno}"
-    if not isinstance(document, Mapping) or not isinstance(document.get("blockdevices"), list):
-        return 'it has no lsblk "blockdevices" list'
-    return None
+    entries = document.get("blockdevices") if isinstance(document, Mapping) else None
+    return entries if isinstance(entries, list) else 'it has no lsblk "blockdevices" list'
 
 
 def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:
