@@ -50,8 +50,19 @@ _BOX = _box_ascii()
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
-    characters in ASCII, a double-spaced paste single-spaced, an indent every line shares removed."""
-    return textwrap.dedent(_single_spaced(_SPACES.sub(" ", text).translate(_BOX)))
+    characters in ASCII, lines ending in a backslash without it, a double-spaced paste
+    single-spaced, an indent every line shares removed."""
+    return textwrap.dedent(_single_spaced(_unbroken(_SPACES.sub(" ", text).translate(_BOX))))
+
+
+_BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)
+
+
+def _unbroken(text: str) -> str:
+    """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
+    continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
+    end so; no tool read here ends its lines with one."""
+    return _BREAK.sub("", text) if len(_BREAK.findall(text, 0)) >= 2 else text
 
 
 def _single_spaced(text: str) -> str:

@@ -40,6 +40,8 @@ DAMAGE = {
     "code-block-indent": lambda t: (
         "\n".join("    " + line if line else line for line in t.splitlines()) + "\n"
     ),
+    # Markdown's hard line break (or a shell's continuation) after every line
+    "backslash-line-ends": lambda t: "".join(line + " \\\n" for line in t.splitlines()),
 }
 
 
@@ -63,6 +65,21 @@ def test_a_pasted_output_is_judged_as_the_output(
     utilisation lost); indented as a code block, -L and nvlink -s were not recognised."""
     text = real(name)
     assert verdicts(tmp_path, name, DAMAGE[damage](text), order) == verdicts(tmp_path, name, text, order)
+
+
+def test_a_table_whose_lines_end_in_a_backslash_is_read_whole(tmp_path: Path) -> None:
+    """Before: the Processes box of a real 8 x B200 paste, every line ending in ` \\`, was read
+    as a table cut short listing no process ("... though this nvidia-smi output lists no
+    processes"; nvidia_driver, gpu_model and vram unverified)."""
+    name = "nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt"
+    text = real(name)
+    plain = "".join(line.removesuffix(" \\").removesuffix("\\") + "\n" for line in text.splitlines())
+    order = "gpu_model: B200\ngpu_count: 8\nvram: 180GB"
+    got = verdicts(tmp_path, name, text, order)
+    assert got == verdicts(tmp_path, name, plain, order)
+    assert all(got[rule][0] == "pass" for rule in ("nvidia_driver", "gpu_model", "gpu_count", "vram"))
+    busy = got["foreign_processes"]
+    assert busy[0] == "fail" and "python" in busy[1] and "lists no processes" not in busy[1]
 
 
 def test_a_kernel_log_wrapped_at_a_pages_width_keeps_each_lines_end(tmp_path: Path) -> None:

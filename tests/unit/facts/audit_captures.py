@@ -190,6 +190,8 @@ PARSED_RIGHT = frozenset(
         # round 8, order matching (values: steps/checks/test_model_match_r8.py): fixed R8C-F1/F2
         # (a vGPU profile passed as its whole board, and got forward compatibility)
         "real/nvidia-smi__grid-a100-4c-vgpu__1gpu__driver510.47.03__guest.txt",
+        # round 10 (values: api/test_offline_paste.py): fixed R10-A1 (lines ending in a backslash)
+        "real/nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt",
     }
 )
 

@@ -130,7 +130,9 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
 
 _TABLE_TOKEN = re.compile(r"\[Unknown Error\]|Unknown Error|\S+")
 _TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
-_TABLE_CUT = "the nvidia-smi table output ends mid-table (mid-record): incomplete probe, rerun"
+_TABLE_CUT = (
+    "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
+)
 
 
 def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:

@@ -652,7 +652,7 @@ def test_an_answer_without_gpu_rows_is_not_called_a_failed_nvidia_smi() -> None:
     # what happened, and that the table is cut (an incomplete probe), not "nvidia-smi failed (...)"
     assert actual == (
         "nvidia-smi answered but listed no GPU (no GPU rows found in nvidia-smi table; the nvidia-smi"
-        " table output ends mid-table (mid-record): incomplete probe, rerun)"
+        " table output is cut short before its Processes table closes: incomplete probe, rerun)"
     )
     # no GPU could be read: the count is unverified, never a hardware failure
     assert checks["gpu_count"][:2] == ("unverified", actual.join(("unknown: ", "")))
