@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste
+from gpuonboard.api.narrowed import narrowed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
@@ -236,15 +237,35 @@ def strip_prompt(text: str) -> str:
     command (`root@gpu-01:~# nvidia-smi -q -x`) or the command alone (`nvidia-smi -L`), a last
     line that is the next prompt."""
     lines = text.split("\n")
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and (
-        _PROMPT_LINE.fullmatch(lines[first].strip()) or _COMMAND_LINE.fullmatch(lines[first].strip())
-    ):
+    first = _prompt_line(lines)
+    if first is not None:
         lines = lines[first + 1 :]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
         lines = [*lines[:last], ""]
     return "\n".join(lines)
+
+
+def _prompt_line(lines: Sequence[str]) -> int | None:
+    """The index of a first line that is a copied prompt and command, or the command alone."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and (
+        _PROMPT_LINE.fullmatch(lines[first].strip()) or _COMMAND_LINE.fullmatch(lines[first].strip())
+    ):
+        return first
+    return None
+
+
+def prompt_command(text: str) -> str:
+    """The command of a copied prompt line above the output (`df -h /data` of `$ df -h /data`),
+    "" when there is none."""
+    lines = text.split("\n")
+    first = _prompt_line(lines)
+    if first is None:
+        return ""
+    line = lines[first].strip()
+    found = re.search(rf"(?:^|[\s/$#%>]){_COMMANDS}(?:\s|$)", line)
+    return line[found.start() :].lstrip(" /$#%>") if found else line
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -382,7 +403,8 @@ def _read_saved(path: Path) -> bytes:
 
 def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     """A user's saved output: its kind detected from its content (errors name the file)."""
-    text = strip_prompt(paste.normalise(unquote(decode_saved(data))))
+    pasted = paste.normalise(unquote(decode_saved(data)))
+    text = strip_prompt(pasted)
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
@@ -422,7 +444,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         from gpuonboard.facts import memory
 
         text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
-    return kind, ProbeOutput(text, "", code)
+    return kind, ProbeOutput(text, "", code, narrowed(kind, prompt_command(pasted)))
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

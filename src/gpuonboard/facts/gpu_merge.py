@@ -280,6 +280,8 @@ def merge(
             continue
         report = seen.get(out.stdout) or parse(out.stdout)
         seen[out.stdout] = report
+        if out.partial:  # (a view of some GPUs: what it leaves out is not known to be missing)
+            report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
         elif not report.gpus and report.driver_version and not report.complete:
@@ -310,6 +312,8 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[li
     if out is None or parse_list is None or out.exit_code != 0 or refusal_line(out):
         return [], True
     listing = parse_list(out.stdout)
+    if out.partial:
+        listing = dataclasses.replace(listing, complete=False)
     # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
     gpus = [
         GpuInfo(index=g.index, name=g.name, uuid=g.uuid, mig_mode="Enabled" if g.mig_devices else None)

@@ -39,6 +39,9 @@ class ProbeOutput:
     stdout: str
     stderr: str
     exit_code: int
+    # why the output shows only part of the box, "" when whole: a saved output whose copied
+    # command narrowed it (offline: `df -h /workspace`, `nvidia-smi -i 0`, `... | grep nvme`)
+    partial: str = ""
 
     @property
     def absent(self) -> bool:

@@ -192,6 +192,10 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi__grid-a100-4c-vgpu__1gpu__driver510.47.03__guest.txt",
         # round 10 (values: api/test_offline_paste.py): fixed R10-A1 (lines ending in a backslash)
         "real/nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt",
+        # round 10 (values: api/test_offline_narrowed.py): fixed R10-D1 (a view of GPU 0 alone, a df of
+        # some paths: read with their prompt lines put back)
+        "real/nvidia-smi-i0__a100-sxm4-40gb__1of8gpu__driver580.126.09__mig.txt",
+        "real/df-h__paths-given__trn2-container-overlay.txt",
     }
 )
 

@@ -343,14 +343,16 @@ def _cut_short(
     other row is mounted at exactly `path`, or the row is read as / (the system disk)."""
     text = _answered(facts, "df")
     cut = disks.df_cut(text)
-    if cut and (mount is None or mount.mountpoint != path):
+    partial = facts.raw["df"].partial if text else ""
+    if (cut or partial) and (mount is None or mount.mountpoint != path):
         return Check(
             "data_disk",
             expected,
-            f"unknown: {path} is not in the df output, which is cut short",
+            f"unknown: {path} is not in the df output, which "
+            + ("is cut short" if cut else "lists only some filesystems"),
             "unverified",
-            f"the df output is cut short ({cut}), so a mount at {path} may be in the part"
-            " that is missing: save the whole `df -P -k` of the box",
+            f"{'the df output is cut short (' + cut + ')' if cut else partial}, so a mount at {path}"
+            " may be in the part that is missing: save the whole `df -P -k` of the box",
         )
     last = disks.df_open_row(text)
     if last is None:

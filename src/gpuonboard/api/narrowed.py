@@ -1,0 +1,78 @@
+"""Whether a saved output's copied command shows only part of the box: `df -h /workspace` lists
+the filesystems of the paths it was given, not every mount; `nvidia-smi -i 0` shows the GPU it
+was asked for, which reads like a 1-GPU box; `df -h | grep nvme` the lines grep kept. What such
+an output does not show is not known to be missing (data_disk, gpu_count and the GPU rules read
+it as an incomplete probe); what it shows is judged as usual.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# the commands of a pipeline after the tool that keep part of its lines
+_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "head", "tail", "awk", "sed", "cut"})
+# df's options that narrow the listing (-t TYPE, -l local only), and those that take a value
+_DF_NARROWING = frozenset({"-t", "--type", "-l", "--local"})
+_DF_VALUED = frozenset({"-B", "--block-size", "-t", "--type", "-x", "--exclude-type"})
+
+
+def narrowed(kind: str, command: str) -> str:
+    """Why `command` (the copied prompt's, "" if none) shows only part of what the box has, as
+    one clause naming the command; "" when it shows all of it (or is not understood)."""
+    if not command:
+        return ""
+    head, *piped = command.split("|")
+    for stage in piped:
+        words = stage.split()
+        if words and words[0].rsplit("/", 1)[-1] in _FILTERS:
+            return f"`{command.strip()}` keeps only the lines {words[0]} let through"
+    try:
+        words = shlex.split(head)
+    except ValueError:
+        words = head.split()
+    args = _args_of(words, "df" if kind == "df" else "nvidia-smi")
+    if args is None:
+        return ""
+    if kind == "df" and _df_narrows(args):
+        return f"`{head.strip()}` lists only some of the box's filesystems"
+    if kind.startswith("nvidia_smi") and _asks_for_gpus(args):
+        return f"`{head.strip()}` shows only the GPUs it asked for"
+    return ""
+
+
+def _args_of(words: list[str], tool: str) -> list[str] | None:
+    """The words after `tool` (`sudo`, `ssh box` or a path in front of it), None without it."""
+    for at, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == tool:
+            return words[at + 1 :]
+    return None
+
+
+def _df_narrows(args: list[str]) -> bool:
+    """df given a path or device (an operand), a type (-t) or local filesystems only (-l)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            return True  # (an operand: `df -h /workspace`)
+        if arg.startswith("--"):
+            name, eq, _ = arg.partition("=")
+            if name in _DF_NARROWING:
+                return True
+            skip = name in _DF_VALUED and not eq
+            continue
+        for at, flag in enumerate(arg[1:], 1):
+            if f"-{flag}" in _DF_NARROWING:
+                return True
+            if f"-{flag}" in _DF_VALUED:  # (its value: the rest of the word, or the next word)
+                skip = at == len(arg) - 1
+                break
+    return False
+
+
+def _asks_for_gpus(args: list[str]) -> bool:
+    """nvidia-smi given `-i N` / `--id=N` (some GPUs, by index, UUID or bus id)."""
+    return any(re.fullmatch(r"-i.*|--id(?:=.*)?", arg) for arg in args)

@@ -1,0 +1,88 @@
+"""A saved output whose copied command shows only part of the box (`df -h /workspace`,
+`nvidia-smi -i 0`, `... | grep nvme`) is judged for what it shows; what it leaves out is not
+known to be missing: data_disk and gpu_count are unverified there, never a fail. Real captures
+(tests/fixtures/real/SOURCES.md, round 10); each test of a verdict fails on the code before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.narrowed import narrowed
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+DF_PATHS = "df-h__paths-given__trn2-container-overlay.txt"
+SMI_I0 = "nvidia-smi-i0__a100-sxm4-40gb__1of8gpu__driver580.126.09__mig.txt"
+
+
+def pasted(name: str, prompt: str) -> str:
+    """The real capture with the prompt line it was published under (SOURCES.md) put back."""
+    return prompt + "\n" + (REAL / name).read_text()
+
+
+@pytest.mark.parametrize(
+    ("kind", "command", "narrows"),
+    [
+        ("df", "df -h", False),
+        ("df", "df -hT", False),
+        ("df", "df -P -k", False),
+        ("df", "df -B 1", False),  # (`1` is -B's value, not a path)
+        ("df", "df --block-size 1M", False),
+        ("df", "df -h -x tmpfs -x devtmpfs", False),
+        ("df", "df -h | less", False),
+        ("df", "df -h /workspace /root/.cache/huggingface /dev/shm /tmp", True),
+        ("df", "df -B1 /data", True),
+        ("df", "ssh gpu-01 df -h /data", True),
+        ("df", "df -t ext4", True),
+        ("df", "df --type=xfs -h", True),
+        ("df", "df -hl", True),  # (local filesystems only: an NFS /data left out)
+        ("df", "df -h | grep nvme", True),
+        ("df", "df -h | head -5", True),
+        ("nvidia_smi_table", "nvidia-smi", False),
+        ("nvidia_smi", "sudo nvidia-smi -q -x", False),
+        ("nvidia_smi_list", "nvidia-smi -L", False),
+        ("nvidia_smi_table", "nvidia-smi -i 0", True),
+        ("nvidia_smi_q", "nvidia-smi -q -i 0,1", True),
+        ("nvidia_smi_csv", "nvidia-smi --id=0 --query-gpu=name --format=csv", True),
+        ("lscpu", "lscpu", False),
+        ("df", "", False),
+    ],
+)
+def test_a_command_that_narrows_its_output_is_told(kind: str, command: str, narrows: bool) -> None:
+    assert bool(narrowed(kind, command)) is narrows
+
+
+def test_a_df_of_some_paths_leaves_other_mounts_unknown(tmp_path: Path) -> None:
+    """Before: `$ df -h /workspace ...` (its prompt line dropped) was read as the box's mounts:
+    /data "is not a mount point; it lives on the system disk /" (a fail, a hardware claim)."""
+    text = pasted(DF_PATHS, "$ df -h /workspace /root/.cache/huggingface /dev/shm /tmp")
+    verdict, actual = verdicts(tmp_path, DF_PATHS, text, "data_disk: {mount: /data, min_size: 2TB}")[
+        "data_disk"
+    ]
+    assert verdict == "unverified"
+    assert actual == "unknown: /data is not in the df output, which lists only some filesystems"
+    # what it shows is judged: /workspace is there (on nvme0n1p1; / is an overlay, whose disk
+    # df does not say), and too small for 3 TB
+    order = "data_disk: {mount: /workspace, min_size: %s}"
+    assert verdicts(tmp_path, DF_PATHS, text, order % "1TB")["data_disk"][0] == "warn"
+    assert verdicts(tmp_path, DF_PATHS, text, order % "3TB")["data_disk"][0] == "fail"
+    # the same rows without the prompt line: a whole df (as before)
+    whole = text.split("\n", 1)[1]
+    assert (
+        verdicts(tmp_path, DF_PATHS, whole, "data_disk: {mount: /data, min_size: 2TB}")["data_disk"][0]
+        == "fail"
+    )
+
+
+def test_an_nvidia_smi_of_one_gpu_is_no_one_gpu_box(tmp_path: Path) -> None:
+    """Before: `$ nvidia-smi -i 0` of an 8-GPU box (the same guide's `nvidia-smi -L` lists 8)
+    failed an order for 8 GPUs, "1 listed"; the GPU it shows is still judged."""
+    text = pasted(SMI_I0, "$ nvidia-smi -i 0")
+    got = verdicts(tmp_path, SMI_I0, text, "gpu_count: 8\ngpu_model: A100 SXM4 40GB")
+    assert got["gpu_count"][0] == "unverified"
+    assert "`nvidia-smi -i 0` shows only the GPUs it asked for" in got["gpu_count"][1]
+    wrong = verdicts(tmp_path, SMI_I0, text, "gpu_model: A100 SXM4 80GB")["gpu_model"]
+    assert wrong[0] == "fail"  # the GPU shown is a 40 GB one
