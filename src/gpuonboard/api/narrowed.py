@@ -1,8 +1,9 @@
 """Whether a saved output's copied command shows only part of the box: `df -h /workspace` lists
 the filesystems of the paths it was given, not every mount; `nvidia-smi -i 0` shows the GPU it
-was asked for, which reads like a 1-GPU box; `df -h | grep nvme` the lines grep kept. What such
-an output does not show is not known to be missing (data_disk, gpu_count and the GPU rules read
-it as an incomplete probe); what it shows is judged as usual.
+was asked for, which reads like a 1-GPU box; `ibstat mlx5_7` one device's ports; `df -h | grep
+nvme` the lines grep kept. What such an output does not show is not known to be missing
+(data_disk, gpu_count and the GPU rules read it as an incomplete probe, rdma_ports as a listing
+that is not whole); what it shows is judged as usual.
 """
 
 from __future__ import annotations
@@ -31,21 +32,26 @@ def narrowed(kind: str, command: str) -> str:
         words = shlex.split(head)
     except ValueError:
         words = head.split()
-    args = _args_of(words, "df" if kind == "df" else "nvidia-smi")
-    if args is None:
+    found = _args_of(words, ("ibstat", "ibstatus", "ibv_devinfo") if kind == "rdma_ports" else (kind,))
+    if found is None:
         return ""
-    if kind == "df" and _df_narrows(args):
+    tool, args = found
+    if tool == "df" and _df_narrows(args):
         return f"`{head.strip()}` lists only some of the box's filesystems"
-    if kind.startswith("nvidia_smi") and _asks_for_gpus(args):
+    if tool == "nvidia-smi" and _asks_for_gpus(args):
         return f"`{head.strip()}` shows only the GPUs it asked for"
+    if kind == "rdma_ports" and _asks_for_ports(tool, args):
+        return f"`{head.strip()}` lists only the devices or ports it asked for"
     return ""
 
 
-def _args_of(words: list[str], tool: str) -> list[str] | None:
-    """The words after `tool` (`sudo`, `ssh box` or a path in front of it), None without it."""
+def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] | None:
+    """The tool (one of `tools`; an `nvidia_smi*` kind is nvidia-smi) and the words after it
+    (`sudo`, `ssh box` or a path in front of it), None without it."""
+    names = {"nvidia-smi" if t.startswith("nvidia_smi") else t for t in tools}
     for at, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == tool:
-            return words[at + 1 :]
+        if (name := word.rsplit("/", 1)[-1]) in names:
+            return name, words[at + 1 :]
     return None
 
 
@@ -71,6 +77,13 @@ def _df_narrows(args: list[str]) -> bool:
                 skip = at == len(arg) - 1
                 break
     return False
+
+
+def _asks_for_ports(tool: str, args: list[str]) -> bool:
+    """`ibstat mlx5_7` / `ibstatus mlx5_0:1` (a device named), `ibv_devinfo -d mlx5_0` / `-i 1`."""
+    if tool == "ibv_devinfo":
+        return any(re.fullmatch(r"-[di].*|--ib-(?:dev|port)(?:=.*)?", arg) for arg in args)
+    return any(not arg.startswith("-") for arg in args)
 
 
 def _asks_for_gpus(args: list[str]) -> bool:

@@ -16,6 +16,7 @@ from ..offline_judge import verdicts
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 DF_PATHS = "df-h__paths-given__trn2-container-overlay.txt"
 SMI_I0 = "nvidia-smi-i0__a100-sxm4-40gb__1of8gpu__driver580.126.09__mig.txt"
+IBSTAT_CA = "ibstat__one-ca-named-mlx5_7__port-down__sriov-pod.txt"
 
 
 def pasted(name: str, prompt: str) -> str:
@@ -47,6 +48,12 @@ def pasted(name: str, prompt: str) -> str:
         ("nvidia_smi_table", "nvidia-smi -i 0", True),
         ("nvidia_smi_q", "nvidia-smi -q -i 0,1", True),
         ("nvidia_smi_csv", "nvidia-smi --id=0 --query-gpu=name --format=csv", True),
+        ("rdma_ports", "ibstat", False),
+        ("rdma_ports", "ibv_devinfo -v", False),
+        ("rdma_ports", "ibstat mlx5_7", True),
+        ("rdma_ports", "ibstatus mlx5_0:1", True),
+        ("rdma_ports", "ibv_devinfo -d mlx5_0", True),
+        ("rdma_ports", "ibv_devinfo --ib-port=1", True),
         ("lscpu", "lscpu", False),
         ("df", "", False),
     ],
@@ -86,3 +93,17 @@ def test_an_nvidia_smi_of_one_gpu_is_no_one_gpu_box(tmp_path: Path) -> None:
     assert "`nvidia-smi -i 0` shows only the GPUs it asked for" in got["gpu_count"][1]
     wrong = verdicts(tmp_path, SMI_I0, text, "gpu_model: A100 SXM4 80GB")["gpu_model"]
     assert wrong[0] == "fail"  # the GPU shown is a 40 GB one
+
+
+def test_an_ibstat_of_one_device_leaves_the_other_ports_unknown(tmp_path: Path) -> None:
+    """Before: `ibstat mlx5_7` (its port Down) failed an order for 1 port at 200G as "0 of 1
+    port(s) ACTIVE": the box's other devices' ports were not asked for."""
+    text = pasted(IBSTAT_CA, "root@test-sriov-ib-pod:~# ibstat mlx5_7")
+    verdict, actual = verdicts(tmp_path, IBSTAT_CA, text, 'rdma: "1x200G"')["rdma_ports"]
+    assert verdict == "unverified"
+    assert "`ibstat mlx5_7` lists only the devices or ports it asked for" in actual
+    # the same listing without the command: the box's whole listing, its one port down
+    assert (
+        verdicts(tmp_path, IBSTAT_CA, (REAL / IBSTAT_CA).read_text(), 'rdma: "1x200G"')["rdma_ports"][0]
+        == "fail"
+    )
