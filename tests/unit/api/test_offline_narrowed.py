@@ -1,7 +1,7 @@
 """A saved output whose copied command shows only part of the box (`df -h /workspace`,
 `nvidia-smi -i 0`, `... | grep nvme`) is judged for what it shows; what it leaves out is not
 known to be missing: data_disk and gpu_count are unverified there, never a fail. Real captures
-(tests/fixtures/real/SOURCES.md, round 10); each test of a verdict fails on the code before."""
+(tests/fixtures/real/SOURCES.md, round 11); each test of a verdict fails on the code before."""
 
 from __future__ import annotations
 

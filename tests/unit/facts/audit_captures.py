@@ -190,12 +190,15 @@ PARSED_RIGHT = frozenset(
         # round 8, order matching (values: steps/checks/test_model_match_r8.py): fixed R8C-F1/F2
         # (a vGPU profile passed as its whole board, and got forward compatibility)
         "real/nvidia-smi__grid-a100-4c-vgpu__1gpu__driver510.47.03__guest.txt",
-        # round 10 (values: api/test_offline_paste.py): fixed R10-A1 (lines ending in a backslash)
+        # round 11 (values: api/test_offline_paste.py): fixed R11-A1 (lines ending in a backslash)
         "real/nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt",
-        # round 10 (values: api/test_offline_narrowed.py): fixed R10-D1 (a view of GPU 0 alone, a df of
+        # round 11 (values: api/test_offline_narrowed.py): fixed R11-D1 (a view of GPU 0 alone, a df of
         # some paths: read with their prompt lines put back)
         "real/nvidia-smi-i0__a100-sxm4-40gb__1of8gpu__driver580.126.09__mig.txt",
         "real/df-h__paths-given__trn2-container-overlay.txt",
+        # round 11 (values: test_audit_captures_r4.py): fixed R11-C2 (an Xid the driver logged Nonfatal)
+        "real/dmesg-kmsg__xid-144-saw-mvb-nonfatal__gpud.txt",
+        "real/dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
     }
 )
 

@@ -97,6 +97,18 @@ def test_r4_f1_a_logged_cause_is_not_listed_twice() -> None:
             "fail",
             "GPU at PCI 0019:01:00: Xid 149 NVLINK: NETIR Error -> reset_gpu",
         ),
+        # round 11 (R11-C2): an NVLink5 Xid the driver logged `Nonfatal` is watched, not a reset
+        (
+            "dmesg-kmsg__xid-144-saw-mvb-nonfatal__gpud.txt",
+            "warn",
+            "GPU at PCI 0000:01:00: Xid 144 NVLINK: SAW Error (non-fatal) -> watch",
+        ),
+        (
+            "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
+            "warn",
+            "GPU at PCI ...: Xid 145 NVLINK: RLW Error (non-fatal) -> watch;"
+            " GPU at PCI ...: Xid 137 NVLink Privilege Error -> ignore",
+        ),
     ],
 )
 def test_kernel_log_captures(name: str, verdict: str, actual: str) -> None:

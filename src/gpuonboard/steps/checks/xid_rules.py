@@ -69,7 +69,15 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return "replace", "not in NVIDIA's catalogue"
     if entry.action == "from_message":
         return _recovery_action(event.message), entry.name
+    if entry.action in FAILING and _NONFATAL.match(event.message):
+        return "watch", f"{entry.name} (non-fatal)"
     return entry.action, entry.name
+
+
+# the driver's own word for an NVLink5 Xid event (144-150: `144, SAW_MVB Nonfatal XC0 i0 Link 0
+# (0x00000001 0x00000008 ...)`, `Fatal` otherwise): a non-fatal one is an error the link
+# recovered from, as a non-fatal SXid is (watched, not a GPU reset; gpud keeps it a warning)
+_NONFATAL = re.compile(r"\s*[A-Z][A-Z0-9_]*\s+non-?\s?fatal\b", re.IGNORECASE)
 
 
 # Xid 154: the driver prints "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; what the
@@ -119,7 +127,10 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
     for e in events:
         groups.setdefault((pci_key(e.pci), e.code, e.fault), []).append(e)
     rank = {
-        a: i for i, a in enumerate(("replace", "reboot", "update_driver", "reset_gpu", "check_app", "ignore"))
+        a: i
+        for i, a in enumerate(
+            ("replace", "reboot", "update_driver", "reset_gpu", "watch", "check_app", "ignore")
+        )
     }
     out = []
     for (_, code, _fault), group in groups.items():
@@ -175,6 +186,16 @@ def _event_rule(
             "fail",
             f"{_ASK[worst][0].upper()}{_ASK[worst][1:]}, per NVIDIA's {what} catalogue,"
             " before accepting the box.",
+        )
+    if "watch" in actions:
+        return Check(
+            name,
+            expected,
+            actual,
+            "warn",
+            f"{what}s the driver logged as non-fatal (recovered: no reset needed now); watch for them"
+            " under your own load (an NCCL all-reduce test for NVLink ones) and ask the vendor if they"
+            " come back.",
         )
     if "check_app" in actions:
         return Check(
