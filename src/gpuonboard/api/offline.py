@@ -86,6 +86,8 @@ def detect_fabric_kind(text: str) -> str | None:
     from content alone; None for any other text."""
     head = text.lstrip()[:4000]
     lines = [line for line in text.splitlines() if line.strip()]
+    while lines and _ELISION.match(lines[0]):  # (a paste's `....` above what it kept)
+        lines = lines[1:]
     if not lines:
         return None
     if head.startswith("{") and '"intervals"' in text and '"start"' in text:

@@ -178,3 +178,11 @@ def test_two_outputs_one_of_them_indented_are_refused(
     )
     with pytest.raises(UsageError, match="this file holds 2 "):
         verdicts(tmp_path, first, real(first).rstrip("\n") + "\n" + indented)
+
+
+def test_an_nvlink_listing_pasted_below_an_elision_mark_is_read(tmp_path: Path) -> None:
+    """Before: a real `nvlink -s` paste whose first line is the reporter's `....` (the GPUs left
+    out above) was refused as not a recognised output (exit 2); its GPU 3 has 2 links down."""
+    name = "nvidia-smi-nvlink-s__v100-sxm2-32gb__gpu3-links-3-5-inactive__elided-above.txt"
+    verdict, actual = verdicts(tmp_path, name, real(name))["nvlink_links"]
+    assert (verdict, actual) == ("fail", "GPU 3: 4 of 6 links active, inactive link(s) 3, 5")
