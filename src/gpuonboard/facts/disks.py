@@ -43,6 +43,9 @@ class Mount:
     avail_bytes: int | None
     mountpoint: str
     fstype: str | None = None
+    # how much less the size may be: df rounds a size up to what it prints (`df -h`'s `3.5T` is
+    # more than 3.4 TiB, `-BG`'s `252G` more than 251 GiB, `-k` to the KiB); 0 where exact
+    size_step: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,19 @@ def _df_number(cell: str, unit: tuple[int, str] | None) -> int | None:
     return parse_size(cell)
 
 
+def _df_step(cell: str, unit: tuple[int, str] | None) -> int:
+    """The rounding of a df size cell in bytes (df rounds up to it): one block of the header's
+    unit from a MiB up (`-BG`; a KiB of `-k` is left out), or one unit of a human size's last
+    digit (`3.5T`: 0.1 TiB)."""
+    if unit is not None:
+        return unit[0] if unit[0] >= 2**20 else 0
+    match = _SIZE.match(cell.strip())
+    if not match:
+        return 0
+    decimals = len(match.group(1).replace(",", ".").partition(".")[2])
+    return round(1024 ** _POWERS[match.group(2).upper()] / 10**decimals) if match.group(2) else 0
+
+
 def parse_df(text: str) -> tuple[Mount, ...]:
     """Parse `df -P -B1`, `df -P -k`, `df -h` or `df -PT` output, in English or translated
     (df_labels()); unrecognised text, or a df without a size column (`df -i`), gives ()."""
@@ -220,6 +236,7 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
             Mount(
                 device=fields[0],
                 size_bytes=_df_number(size, unit),
+                size_step=_df_step(size, unit),
                 used_bytes=_df_number(used, unit),
                 avail_bytes=_df_number(avail, unit),
                 mountpoint=" ".join(fields[minimum - 1 :]),  # mountpoints may contain spaces

@@ -462,7 +462,7 @@ def test_df_overlay_root() -> None:
     # a host booted from a custom initrd: / and /home on an overlay of 94G, /var on sda6 (540G)
     mounts = parse_df(read("df-h__overlay-root__custom-initrd.txt"))
     g = 1024**3
-    assert mounts[0] == Mount("overlay", int(94 * g), int(62 * 1024**2), int(89 * g), "/")
+    assert mounts[0] == Mount("overlay", int(94 * g), int(62 * 1024**2), int(89 * g), "/", size_step=g)
     assert [(m.device, m.mountpoint) for m in mounts] == [
         ("overlay", "/"),
         ("overlay", "/home"),

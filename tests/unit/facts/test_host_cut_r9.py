@@ -138,11 +138,11 @@ def test_j_a_saved_nproc_file_without_its_newline_is_unverified(tmp_path: Path) 
 
 def test_k_df_cut_inside_the_last_mount_point_is_unverified() -> None:
     text = real(MI300X)
-    whole = disk("/mnt/nvme0n1p1", 15 * 10**12, df=text)
+    whole = disk("/mnt/nvme0n1p1", 14 * 10**12, df=text)  # (df -h: 14T is 13-14 TiB)
     assert (whole.verdict, whole.actual) == ("pass", "/dev/nvme2n1p1 at /mnt/nvme0n1p1, 15.4 TB")
     cut = text[:381]  # `/dev/nvme2n1p1 14T 28K 14T 1% /mnt` of `/mnt/nvme0n1p1`
     assert cut.endswith("1% /mnt") and text[381:].startswith("/nvme0n1p1\n")
-    check = disk("/mnt/nvme0n1p1", 15 * 10**12, df=cut)
+    check = disk("/mnt/nvme0n1p1", 14 * 10**12, df=cut)
     assert check.verdict == "unverified" and "lies inside" not in check.detail
     assert "(/dev/nvme2n1p1 at /mnt)" in check.actual and "may be cut short" in check.detail
     # a mount on another row than the possibly cut one is judged: its row is whole

@@ -371,6 +371,22 @@ def _cut_short(
     )
 
 
+def _rounded_size(mount: disks.Mount, need: float, expected: str, actual: str) -> Check:
+    """data_disk unverified where df printed the size rounded up (`df -h`) and the size needed
+    lies within that rounding: `3.5T` may be 3.75 TB or 3.85 TB, around 3.80 TB needed."""
+    size = mount.size_bytes or 0
+    low, high = (format_bytes(n, binary=False) for n in (size - mount.size_step, size))
+    return Check(
+        "data_disk",
+        expected,
+        f"{actual} (rounded up by df: between {low} and {high})",
+        "unverified",
+        f"df prints {mount.mountpoint}'s size rounded up, and the {format_bytes(int(need), binary=False)}"
+        " the order needs (less the tolerance) lies within that rounding: save `df -P -k` of the box"
+        " to judge it",
+    )
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
@@ -443,6 +459,10 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     if spec.min_size_bytes and (mount.size_bytes or 0) < spec.min_size_bytes * (1 - tolerance):
         return Check("data_disk", expected, actual, "fail")
+    if spec.min_size_bytes and (mount.size_bytes or 0) - mount.size_step < spec.min_size_bytes * (
+        1 - tolerance
+    ):
+        return _rounded_size(mount, spec.min_size_bytes * (1 - tolerance), expected, actual)
     if cache_only:
         return Check("data_disk", expected, actual, "warn", cache_only)
     if shared is None:
