@@ -198,6 +198,11 @@ PARSED_RIGHT = frozenset(
         "real/df-h__paths-given__trn2-container-overlay.txt",
         # round 11 (values: test_audit_captures_r4.py): fixed R11-C2 (an Xid the driver logged Nonfatal)
         "real/dmesg-kmsg__xid-144-saw-mvb-nonfatal__gpud.txt",
+        # round 11: fixed R11-D2 (values: steps/checks/test_host_rules_rounded.py), R11-B1
+        # (values: steps/checks/test_gpu_health_listed.py)
+        "real/df-h__nvme-3.5t-home2__hatlab-a100.txt",
+        "real/nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt",
+        "real/nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt",
         "real/dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
     }
 )

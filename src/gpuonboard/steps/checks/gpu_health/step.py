@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
-from gpuonboard.steps.checks.gpu_health.common import DEFAULTS
+from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, gpu_label
 from gpuonboard.steps.checks.gpu_health.memory import rule_ecc_errors, rule_ecc_mode, rule_memory_repair
 from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
 from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
@@ -67,9 +68,23 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_virtualization(gpus),
     ]
     checks = [c for r in rules if (c := r()) is not None]
-    if gap := _incomplete(facts):
+    if gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [_of_those_read(c, gap) if c.verdict == "pass" else c for c in checks]
     return ([unreadable] if unreadable else []) + checks
+
+
+def _listed_not_read(gpus: list[GpuInfo]) -> str:
+    """'GPU 1, GPU 2 listed but not read' where some GPUs have readings and others only a
+    listing gave (`nvidia-smi -L` beside a `-q -i 0`): a pass over the GPUs read is no pass of
+    those. A GPU nvidia-smi could not read (ERR!) is gpu_health's failure, not counted here."""
+    bare = [g for g in gpus if not g.faults and all(getattr(g, f) is None for f in _READINGS)]
+    if not bare or len(bare) == len(gpus):
+        return ""
+    return f"{', '.join(gpu_label(g) for g in bare)} listed but not read"
+
+
+# the readings every nvidia-smi format that reads a GPU gives (a listing, `-L`, gives none)
+_READINGS = ("memory_total_mib", "temperature_c", "power_limit_w", "performance_state", "utilization_gpu_pct")
 
 
 def _of_those_read(check: Check, gap: str) -> Check:
