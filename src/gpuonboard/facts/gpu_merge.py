@@ -280,7 +280,9 @@ def merge(
             continue
         report = seen.get(out.stdout) or parse(out.stdout)
         seen[out.stdout] = report
-        if out.partial:  # (a view of some GPUs: what it leaves out is not known to be missing)
+        if out.partial and len(report.gpus) < (report.attached_gpus or len(report.gpus) + 1):
+            # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing,
+            # unless the output says it shows every GPU attached (`Attached GPUs : 1`)
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))

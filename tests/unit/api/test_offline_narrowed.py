@@ -107,3 +107,15 @@ def test_an_ibstat_of_one_device_leaves_the_other_ports_unknown(tmp_path: Path) 
         verdicts(tmp_path, IBSTAT_CA, (REAL / IBSTAT_CA).read_text(), 'rdma: "1x200G"')["rdma_ports"][0]
         == "fail"
     )
+
+
+def test_a_view_that_says_it_shows_every_gpu_is_whole(tmp_path: Path) -> None:
+    """`nvidia-smi -q -i 0` of a box whose `Attached GPUs : 1` says GPU 0 is all of it: judged
+    whole (a real 1-GPU capture under that prompt; before this, the view was an incomplete
+    probe and every row unverified)."""
+    name = "nvidia-smi-q__h200__1gpu__driver610.43.02.txt"
+    text = pasted(name, "$ nvidia-smi -q -i 0")
+    order = "gpu_model: H200\ngpu_count: 1"
+    got = verdicts(tmp_path, name, text, order)
+    assert got == verdicts(tmp_path, name, (REAL / name).read_text(), order)
+    assert got["gpu_count"] == ("pass", "1")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.connection.gather import parse_facts
-from gpuonboard.facts.nvidia_smi import GpuInfo, parse_any
+from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, parse_any
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.checks import gpu_health
@@ -159,3 +159,12 @@ def test_rtx_pro_6000_blackwell_without_a_mode_is_unverified() -> None:
     # a model without MIG: N/A is no MIG at all, said so
     check = gpu_health.rule_mig([GpuInfo(0, "NVIDIA GeForce RTX 4090")])
     assert (check.verdict, check.actual) == ("pass", "Disabled; GPU 0: no MIG on this model")
+
+
+def test_a_process_whose_memory_nvidia_smi_does_not_give_is_named_without_none() -> None:
+    """Windows' WDDM XML gives `<used_memory>N/A</used_memory>` for its C+G processes: the row
+    said "(None MiB)" (round 11, R11-B7)."""
+    (g,) = parse_any((REAL / GTX1660_XML).read_text()).gpus
+    busy = dataclasses.replace(g, processes=(GpuProcess(7724, "PhoneExperienceHost.exe", "C+G", None),))
+    check = gpu_health.rule_foreign_processes([busy])
+    assert "PhoneExperienceHost.exe (memory N/A)" in check.actual and "None" not in check.actual

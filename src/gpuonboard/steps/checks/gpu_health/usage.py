@@ -115,7 +115,8 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
-        return f"{gpu_label(g)}: pid {p.pid} {p.name} ({p.used_memory_mib} MiB)"
+        used = "memory N/A" if p.used_memory_mib is None else f"{p.used_memory_mib} MiB"
+        return f"{gpu_label(g)}: pid {p.pid} {p.name} ({used})"
 
     read = [g for g in gpus if not g.faults]
     compute = [fmt(g, p) for g in read for p in g.processes if p.type != "G"]
