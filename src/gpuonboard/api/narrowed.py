@@ -32,7 +32,7 @@ def narrowed(kind: str, command: str) -> str:
         words = shlex.split(head)
     except ValueError:
         words = head.split()
-    found = _args_of(words, ("ibstat", "ibstatus", "ibv_devinfo") if kind == "rdma_ports" else (kind,))
+    found = _args_of(words, _tools(kind))
     if found is None:
         return ""
     tool, args = found
@@ -45,12 +45,18 @@ def narrowed(kind: str, command: str) -> str:
     return ""
 
 
+def _tools(kind: str) -> tuple[str, ...]:
+    """The commands whose saved output is of `kind` (an `nvidia_smi*` kind is nvidia-smi's)."""
+    if kind == "rdma_ports":
+        return ("ibstat", "ibstatus", "ibv_devinfo")
+    return ("nvidia-smi",) if kind.startswith("nvidia_smi") else (kind,)
+
+
 def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] | None:
-    """The tool (one of `tools`; an `nvidia_smi*` kind is nvidia-smi) and the words after it
-    (`sudo`, `ssh box` or a path in front of it), None without it."""
-    names = {"nvidia-smi" if t.startswith("nvidia_smi") else t for t in tools}
+    """The tool (one of `tools`) and the words after it (`sudo`, `ssh box` or a path in front
+    of it), None without it."""
     for at, word in enumerate(words):
-        if (name := word.rsplit("/", 1)[-1]) in names:
+        if (name := word.rsplit("/", 1)[-1]) in tools:
             return name, words[at + 1 :]
     return None
 

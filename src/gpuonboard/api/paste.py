@@ -62,7 +62,7 @@ def _unbroken(text: str) -> str:
     """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
     continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
     end so; no tool read here ends its lines with one."""
-    return _BREAK.sub("", text) if len(_BREAK.findall(text, 0)) >= 2 else text
+    return _BREAK.sub("", text) if len(_BREAK.findall(text)) >= 2 else text
 
 
 def _single_spaced(text: str) -> str:

@@ -280,9 +280,10 @@ def merge(
             continue
         report = seen.get(out.stdout) or parse(out.stdout)
         seen[out.stdout] = report
-        if out.partial and len(report.gpus) < (report.attached_gpus or len(report.gpus) + 1):
-            # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing,
-            # unless the output says it shows every GPU attached (`Attached GPUs : 1`)
+        # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
+        # the output says it shows every GPU attached (`Attached GPUs : 1`)
+        shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
+        if out.partial and not shows_all:
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))

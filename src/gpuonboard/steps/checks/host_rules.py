@@ -345,14 +345,16 @@ def _cut_short(
     cut = disks.df_cut(text)
     partial = facts.raw["df"].partial if text else ""
     if (cut or partial) and (mount is None or mount.mountpoint != path):
+        which, why = "lists only some filesystems", partial
+        if cut:
+            which, why = "is cut short", f"the df output is cut short ({cut})"
         return Check(
             "data_disk",
             expected,
-            f"unknown: {path} is not in the df output, which "
-            + ("is cut short" if cut else "lists only some filesystems"),
+            f"unknown: {path} is not in the df output, which {which}",
             "unverified",
-            f"{'the df output is cut short (' + cut + ')' if cut else partial}, so a mount at {path}"
-            " may be in the part that is missing: save the whole `df -P -k` of the box",
+            f"{why}, so a mount at {path} may be in the part that is missing: save the whole"
+            " `df -P -k` of the box",
         )
     last = disks.df_open_row(text)
     if last is None:
@@ -457,12 +459,11 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             f"the size of {mount.mountpoint} could not be read from the df output; save `df -P -B1`"
             " or `df -P -k` to judge it",
         )
-    if spec.min_size_bytes and (mount.size_bytes or 0) < spec.min_size_bytes * (1 - tolerance):
+    need = (spec.min_size_bytes or 0) * (1 - tolerance)
+    if spec.min_size_bytes and (mount.size_bytes or 0) < need:
         return Check("data_disk", expected, actual, "fail")
-    if spec.min_size_bytes and (mount.size_bytes or 0) - mount.size_step < spec.min_size_bytes * (
-        1 - tolerance
-    ):
-        return _rounded_size(mount, spec.min_size_bytes * (1 - tolerance), expected, actual)
+    if spec.min_size_bytes and (mount.size_bytes or 0) - mount.size_step < need:
+        return _rounded_size(mount, need, expected, actual)
     if cache_only:
         return Check("data_disk", expected, actual, "warn", cache_only)
     if shared is None:

@@ -73,6 +73,10 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     return ([unreadable] if unreadable else []) + checks
 
 
+# the readings every nvidia-smi format that reads a GPU gives (a listing, `-L`, gives none)
+_READINGS = ("memory_total_mib", "temperature_c", "power_limit_w", "performance_state", "utilization_gpu_pct")
+
+
 def _listed_not_read(gpus: list[GpuInfo]) -> str:
     """'GPU 1, GPU 2 listed but not read' where some GPUs have readings and others only a
     listing gave (`nvidia-smi -L` beside a `-q -i 0`): a pass over the GPUs read is no pass of
@@ -81,10 +85,6 @@ def _listed_not_read(gpus: list[GpuInfo]) -> str:
     if not bare or len(bare) == len(gpus):
         return ""
     return f"{', '.join(gpu_label(g) for g in bare)} listed but not read"
-
-
-# the readings every nvidia-smi format that reads a GPU gives (a listing, `-L`, gives none)
-_READINGS = ("memory_total_mib", "temperature_c", "power_limit_w", "performance_state", "utilization_gpu_pct")
 
 
 def _of_those_read(check: Check, gap: str) -> Check:
