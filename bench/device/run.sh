@@ -7,7 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/gpuonboard-device-out}; mkdir -p "$OUT"
 if [ -d .whl ] && ! python3 -c "import paramiko, invoke, pyrage" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --find-links .whl --no-compile --no-cache-dir --target /tmp/site \
+    fabric paramiko invoke jinja2 pyyaml rich pyrage || exit 1
   export PYTHONPATH=/tmp/site:$PWD/src
 else
   export PYTHONPATH=$PWD/src
@@ -30,17 +31,25 @@ cap lsblk.json lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL
 cap os-release.txt cat /etc/os-release
 cap uname-r.txt uname -r
 cap nproc.txt nproc
+cap free-h.txt free -h
+cap free-k.txt free -k
+cap df-h.txt df -h
+cap nvidia-smi-q-d-ecc.txt nvidia-smi -q -d ECC
+cap nvidia-smi-q-d-power.txt nvidia-smi -q -d POWER
+cap dmesg.txt dmesg
 cap nvcc.txt nvcc --version
 cap dcgmi.txt dcgmi --version
 cap torch.txt python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'
 R=src/gpuonboard/remote
 echo "== raw script outputs (fixtures for the prove rules)"
+if [ -z "${SKIP_CAPTURED:-}" ]; then  # SKIP_CAPTURED=1: these three are already fixtures
 python3 $R/smoke_train.py --device cuda >"$C/smoke_cuda.out" 2>"$C/smoke_cuda.err"; echo "smoke rc=$?"
 python3 $R/allreduce.py --max-bytes 1073741824 >"$C/allreduce_nccl.out" 2>"$C/allreduce_nccl.err"; echo "allreduce rc=$?"
 FIELDS=$(python3 -c "import sys; sys.path.insert(0, '$R'); import gpu_benchmark as g; print(','.join(g.SAMPLE_FIELDS))")
 nvidia-smi --query-gpu="$FIELDS" --format=csv,noheader,nounits -lms=500 >"$C/sampler.csv" 2>/dev/null & SP=$!
 python3 $R/gpu_benchmark.py --device cuda --duration 20 >"$C/gpu_benchmark_cuda.out" 2>"$C/gpu_benchmark_cuda.err"; echo "benchmark rc=$?"
 kill "$SP"; wait "$SP" 2>/dev/null
+fi
 PFIELDS=$(python3 -c "import sys; sys.path.insert(0, '$R'); import gpu_perf as g; print(','.join(g.SAMPLE_FIELDS))")
 cap nvidia-smi-perf-query.csv nvidia-smi --query-gpu="$PFIELDS" --format=csv,noheader,nounits
 nvidia-smi --query-gpu="$PFIELDS" --format=csv,noheader,nounits -lms=500 >"$C/gpu_perf_sampler.csv" 2>/dev/null & SP=$!
