@@ -74,7 +74,7 @@ def _parse(value: object, multipliers: dict[str, int]) -> int:
     return int(float(number) * multiplier)
 
 
-def format_bytes(n: int | None, binary: bool = True) -> str:
+def format_bytes(n: int | None, binary: bool = True, decimals: int = 1) -> str:
     """Human-readable size: `80.0 GiB` (binary) or `85.9 GB` (decimal)."""
     if n is None:
         return "unknown"
@@ -83,7 +83,7 @@ def format_bytes(n: int | None, binary: bool = True) -> str:
     value = float(n)
     for unit in units:
         if abs(value) < base or unit == units[-1]:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.{decimals}f} {unit}"
         value /= base
     return f"{n} B"  # pragma: no cover
 

@@ -8,11 +8,22 @@ from pathlib import Path
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.steps.base import Check
 
 
 def verdicts(tmp_path: Path, name: str, text: str, order: str | None = None) -> dict[str, tuple[str, str]]:
     """rule -> (verdict, actual) of `text` saved under its own `name` (in a folder of its own,
     so one test may judge several copies), with the order given as YAML text, if any."""
+    return {c.name: (c.verdict, c.actual) for c in checks(tmp_path, name, text, order)}
+
+
+def details(tmp_path: Path, name: str, text: str, order: str | None = None) -> dict[str, str]:
+    """rule -> its detail sentence, judged as `verdicts` judges."""
+    return {c.name: c.detail for c in checks(tmp_path, name, text, order)}
+
+
+def checks(tmp_path: Path, name: str, text: str, order: str | None = None) -> list[Check]:
+    """The checks of `text` saved under `name`, judged as `verdicts` judges."""
     folder = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
     folder.mkdir()
     (folder / name).write_text(text, encoding="utf-8")
@@ -21,7 +32,7 @@ def verdicts(tmp_path: Path, name: str, text: str, order: str | None = None) -> 
     if order:
         (folder / "order.yml").write_text(order.rstrip("\n") + "\n")
         spec = offline.load_order(str(folder / "order.yml"))
-    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, spec)}
+    return list(offline.judge(facts, spec))
 
 
 def column_wrapped(text: str, width: int) -> str:

@@ -32,6 +32,9 @@ class MemoryInfo:
     available_bytes: int | None
     swap_total_bytes: int | None
     warnings: tuple[str, ...] = ()
+    # how much less and how much more the total may be than its figure: free prints sizes in
+    # units (`-h`, `-m`, `-g`) rounded (see _spread); (0, 0) where exact (`-k`, `-b`, meminfo)
+    total_spread: tuple[int, int] = (0, 0)
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
@@ -47,6 +50,20 @@ def _amount(cell: str, unit_bytes: int) -> int | None:
         return None
     # free -h prints binary sizes ("Gi"); plain "G" from old procps also meant 1024-based.
     return round(float(match.group(1).replace(",", ".")) * 1024 ** _POWERS[match.group(2).upper()])
+
+
+def _spread(cell: str, unit_bytes: int) -> tuple[int, int]:
+    """How much less and more than its figure a `free` size may be. procps prints a size with
+    one decimal where that fits in four characters, rounded (`1.5Gi`: 1.45-1.55 GiB), else the
+    whole units cut off (`(long)` of the quotient: `125Gi` is 125-126 GiB, as the real H200's
+    125.8 GiB printed); `-m`/`-g` cut to whole units too; `-b` and `-k` are exact."""
+    match = _HUMAN.match(cell)
+    if cell.isdecimal() or not match:
+        return (0, unit_bytes if cell.isdecimal() and unit_bytes > 1024 else 0)
+    unit = 1024 ** _POWERS[match.group(2).upper()]
+    if "." in match.group(1) or "," in match.group(1):
+        return (unit // 20, unit // 20)
+    return (0, unit if unit > 1 else 0)
 
 
 def free_labels() -> tuple[Label, ...]:
@@ -126,7 +143,8 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     # procps < 3.3.10 has no 'available' column; the figure is then simply unknown.
     available = cell("Mem", "available")
     swap = cell("Swap", "total")
-    return MemoryInfo(total, available, swap, tuple(warnings))
+    spread = _spread(mem[columns.index("total")], unit_bytes) if total is not None and mem else (0, 0)
+    return MemoryInfo(total, available, swap, tuple(warnings), spread)
 
 
 class FreeFormatError(UsageError):
@@ -200,12 +218,17 @@ def free_unit(name: str, text: str) -> int:
 
 
 def free_as_kib(name: str, text: str) -> str:
-    """A saved `free` output as the parsers read it (`free -k`, or `-h` as it is; labels in English)."""
+    """A saved `free` output as the parsers read it (labels in English): `free -k` and `-h` as
+    they are, `-b` in KiB (exact), `-m`/`-g` with their unit on each size (`125Gi`), so that
+    the whole units they were cut to are known (MemoryInfo.total_spread)."""
     text = english_free(text)
     unit = free_unit(name, text)
     if unit in (0, _KIB):
         return text
-    return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) * unit // _KIB), text)
+    if unit == 1:
+        return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // _KIB), text)
+    suffix = "Mi" if unit == _MIB else "Gi"
+    return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: m.group() + suffix, text)
 
 
 # cgroup v1 writes "no limit" as the largest page-aligned 63-bit number (9223372036854771712)

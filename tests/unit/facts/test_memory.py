@@ -10,28 +10,35 @@ from gpuonboard.facts.memory import MemoryInfo, parse_free, parse_meminfo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
-# file, bytes per unit of its numbers (free -k: 1024, free -b: 1), total, available, swap
+# file, bytes per unit of its numbers (free -k: 1024, free -b: 1), total, available, swap, and
+# how much less / more the total may be (free -h rounds or cuts, -g cuts to whole GiB)
 CASES = [
-    ("real/free__ubuntu-18.04-vm.txt", 1024, 2017300 * 1024, 1585920 * 1024, 2097148 * 1024),
+    ("real/free__ubuntu-18.04-vm.txt", 1024, 2017300 * 1024, 1585920 * 1024, 2097148 * 1024, (0, 0)),
     (
         "derived/free__gpu-server-2tib__derived.txt",
         1024,
         2065715200 * 1024,
         1623982080 * 1024,
         2147479552 * 1024,
+        (0, 0),
     ),
     # our own `free -b` of a rented 1 x H200 VM (~126 GiB, no swap), 2026-11-29
-    ("real/free-b__h200-vm.txt", 1, 135148564480, 134617243648, 0),
+    ("real/free-b__h200-vm.txt", 1, 135148564480, 134617243648, 0, (0, 0)),
     # zh_CN (procps-ng translated: `内存：`, `总计 ... 可用`): `free -h` 3.8Gi, and `free -g` (GiB)
-    ("real/free-h__zh-cn__3.8gi.txt", 1024, round(3.8 * 2**30), round(2.7 * 2**30), 0),
-    ("real/free-g__zh-cn__3gib.txt", 2**30, 3 * 2**30, 2 * 2**30, 2**30),
+    ("real/free-h__zh-cn__3.8gi.txt", 1024, round(3.8 * 2**30), round(2.7 * 2**30), 0, (2**30 // 20,) * 2),
+    ("real/free-g__zh-cn__3gib.txt", 2**30, 3 * 2**30, 2 * 2**30, 2**30, (0, 2**30)),
+    # our own `free -h` and `free -k` of the same moment, H200 VM, 2026-12-04: 125.85 GiB is `125Gi`
+    ("real/free-h__h200-vm__procps-4.0.2.txt", 1024, 125 * 2**30, 125 * 2**30, 0, (0, 2**30)),
+    ("real/free-k__h200-vm__procps-4.0.2.txt", 1024, 131961976 * 1024, 131437004 * 1024, 0, (0, 0)),
 ]
 
 
-@pytest.mark.parametrize(("name", "unit", "total", "available", "swap"), CASES)
-def test_every_capture(name: str, unit: int, total: int, available: int, swap: int) -> None:
+@pytest.mark.parametrize(("name", "unit", "total", "available", "swap", "spread"), CASES)
+def test_every_capture(
+    name: str, unit: int, total: int, available: int, swap: int, spread: tuple[int, int]
+) -> None:
     info = parse_free((FIXTURES / name).read_text(), unit_bytes=unit)
-    assert info == MemoryInfo(total, available, swap)
+    assert info == MemoryInfo(total, available, swap, (), spread)
 
 
 def test_every_real_free_is_covered() -> None:

@@ -221,7 +221,12 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             )
         return Check("ram", expected, "unknown: free not available", "fail")
     total = facts.memory.total_bytes
-    actual = f"{format_bytes(total)} ({format_bytes(total, binary=False)})"
+    # as many decimals as tell the two apart (an order of 1.05 TiB beside 1.03 TiB read)
+    decimals = next(
+        (d for d in (1, 2, 3) if format_bytes(total, True, d) != format_bytes(wanted, True, d)), 1
+    )
+    expected = f">= {format_bytes(wanted, True, decimals)}"
+    actual = f"{format_bytes(total, True, decimals)} ({format_bytes(total, binary=False)})"
     unified = _unified(facts)  # (soldered, shared with the GPU: no DIMM to be missing)
     allowed = tolerance + (UNIFIED_RESERVE if unified else 0.0)
     floor = wanted * (1 - allowed) - RAM_RESERVE_BYTES
@@ -238,9 +243,12 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
                 "fail",
                 f"only {format_bytes(limit)} usable (cgroup memory limit) of {format_bytes(total)}",
             )
-    if total >= floor:
+    less, more = facts.memory.total_spread
+    if total - less >= floor:
         return Check("ram", expected, actual, "pass")
-    short = format_bytes(wanted - total)
+    if total + more >= floor:
+        return _rounded_ram(total, less, more, floor, expected, actual)
+    short = format_bytes(wanted - total - more)
     if unified:
         why = (
             f"more than the firmware of a box whose GPU shares its memory keeps for the GPU (up to"
@@ -253,6 +261,20 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             " DIMM, or a smaller box: ask the vendor"
         )
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _rounded_ram(total: int, less: int, more: int, floor: float, expected: str, actual: str) -> Check:
+    """ram unverified where free printed the total in rounded units (`free -h`'s `125Gi` is
+    125-126 GiB) and the least RAM the order allows lies within that rounding."""
+    low, high = format_bytes(total - less), format_bytes(total + more)
+    return Check(
+        "ram",
+        expected,
+        f"{actual}; free prints it rounded: between {low} and {high}",
+        "unverified",
+        f"free prints the Mem total in rounded units, and the {format_bytes(int(floor))} the order"
+        " needs (less the tolerance) lies within that rounding: save `free -k` of the box to judge it",
+    )
 
 
 def _unified(facts: Facts) -> bool:
