@@ -184,11 +184,13 @@ def test_a_log_cut_inside_any_driver_line_never_passes_nor_names_another_code(na
     text = read(name)
     whole = parse_kernel_log(text).events
     cuts = 0
-    for cut, rule in _line_cuts(text):
+    for cut, _rule in _line_cuts(text):
         events = parse_kernel_log(cut).events
-        judged = rule_xid(events, True) if rule == "xid" else rule_sxid(events, True)
-        assert judged.verdict != "pass", (name, cut[-100:], judged.actual)
+        # neither rule: the lines after the cut are lost for both (an Xid line cut is no proof
+        # of "no SXid", round 12)
+        for judged in (rule_xid(events, True), rule_sxid(events, True)):
+            assert judged.verdict != "pass", (name, cut[-100:], judged.name, judged.actual)
         for kind in ("xid", "sxid"):
             assert _codes(events, kind) <= _codes(whole, kind), (name, cut[-100:], kind)
         cuts += 1
-    assert cuts > 0
+    assert cuts > 0 or not TAG.search(text)  # (a log with AER lines only has no driver line)

@@ -580,7 +580,7 @@ def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> 
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
-    from gpuonboard.facts import fabric_manager, kernel_log, nvlink
+    from gpuonboard.facts import aer, fabric_manager, kernel_log, nvlink
 
     checks: list[Check | None] = []
     gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
@@ -590,8 +590,9 @@ def health_checks(facts: Facts) -> list[Check]:
         ok = out.exit_code == 0
         why = out.stderr.strip() or f"exit {out.exit_code}"
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
-        checks.append(rule_xid(log.events, ok, why, pairs, log.covers_boot))
-        checks.append(rule_sxid(log.events, ok, why, log.covers_boot))
+        events = log.events + aer.aer_events(out.stdout)
+        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, out.partial))
+        checks.append(rule_sxid(log.events, ok, why, log.covers_boot, out.partial))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

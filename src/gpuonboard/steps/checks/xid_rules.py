@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpuonboard.facts.aer import AER_FAULTS
 from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, load_nvrm_faults, pci_key
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
@@ -56,6 +57,8 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
 def xid_action(event: KernelEvent) -> tuple[str, str]:
     """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
     (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
+    if event.kind == "aer":
+        return AER_FAULTS[event.fault or "aer_fatal"][::-1]
     if event.kind == "nvrm":
         # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
         # does not know is `replace` (the vendor explains it)
@@ -141,7 +144,14 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
             else _gpu_label(group[0].pci, gpus)
         )
         times = f" x{len(group)}" if len(group) > 1 else ""
-        event = f"{what} {code} {name}" if group[0].kind != "nvrm" else f"driver message (no Xid): {name}"
+        kind = group[0].kind
+        event = (
+            f"driver message (no Xid): {name}"
+            if kind == "nvrm"
+            else name
+            if kind == "aer"
+            else f"{what} {code} {name}"
+        )
         if group[0].implied_by is not None:
             event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
         out.append((action, f"{who}: {event}{times} -> {action}"))
@@ -179,13 +189,11 @@ def _event_rule(
     actual = "; ".join(text for _, text in lines) + span
     worst = next((a for a in ("replace", "reboot", "update_driver", "reset_gpu") if a in actions), None)
     if worst is not None:
+        # (an AER error is the kernel's word, not the catalogue's)
+        per = f", per NVIDIA's {what} catalogue" if any(e.kind != "aer" for e in events) else ""
+        ask = _ASK[worst]
         return Check(
-            name,
-            expected,
-            actual,
-            "fail",
-            f"{_ASK[worst][0].upper()}{_ASK[worst][1:]}, per NVIDIA's {what} catalogue,"
-            " before accepting the box.",
+            name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
         )
     if "watch" in actions:
         return Check(
@@ -212,7 +220,7 @@ def _event_rule(
 def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
     """'2 Xid lines this tool cannot read (first: ...)' and / or where the log ends inside a
     line (KernelEvent.cut): 'the log ends inside a line, cut short: ...'."""
-    unreadable = [e for e in unread if e.kind.endswith("_unread")]
+    unreadable = [e for e in unread if e.kind == f"{what.lower()}_unread"]
     cut = next((e for e in unread if e.cut is not None), None)
     said = []
     if unreadable:
@@ -239,7 +247,8 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
     if all(e.cut is not None for e in unread):
         why = (
             "the kernel log given ends inside a driver message (cut short, or saved without its last"
-            " newline), so what it went on to say is not known: read the end of the log by hand"
+            " newline), so what it went on to say, and any line after it, is not known: read the end of"
+            " the log by hand"
             f" (`dmesg | grep -E 'NVRM|{what}'`), or give the whole log, before accepting the box."
         )
     else:
@@ -251,12 +260,29 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
     return Check(check.name, check.expected, f"{check.actual}; {said}" if judged else said, "unverified", why)
 
 
+def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
+    """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
+    `| tail -50`: `narrowed` says how): a fault it shows still fails; no fault seen is not known
+    to be none (unverified), as the lines it left out may hold one."""
+    if not narrowed or check.verdict in ("fail", "unverified"):
+        return check
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {narrowed}",
+        "unverified",
+        f"the kernel log given is only part of the log ({narrowed}), so {what} errors in the lines it"
+        " left out are not known: give the whole log (`sudo dmesg -T`, or `journalctl -k -b`).",
+    )
+
+
 def rule_xid(
     events: Sequence[KernelEvent],
     probe_ok: bool,
     why_unread: str = "",
     gpus: Sequence[tuple[int, str | None]] = (),
     covers_boot: bool | None = None,
+    narrowed: str = "",
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
@@ -265,10 +291,14 @@ def rule_xid(
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
     An `NVRM: Xid` line whose code cannot be read (or announced by the driver's preamble but not
-    in the log), or a log that ends inside an Xid line, a driver message or a line that says
-    nothing yet (cut short), makes a passing or warning log unverified.
+    in the log), or a log that ends inside any driver line (an Xid, an NVRM message, an SXid: cut
+    short, the lines after it lost) or a line that says nothing yet, makes a passing or warning
+    log unverified.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
-    that matches none, an old driver's `0001:00`, is named as printed)."""
+    that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
+    PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
+    `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
+    unverified."""
     xids = [e for e in events if e.kind == "xid"]
     logged = {(pci_key(e.pci), e.code) for e in xids}
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
@@ -280,12 +310,13 @@ def rule_xid(
     xids += [
         e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
     ]
+    xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
-    # (a last line cut before it says whose it is, `cut`, may be an Xid line)
-    unread = [e for e in events if e.kind == "xid_unread" or (e.kind in ("xid", "nvrm", "cut") and e.cut)]
-    return _with_unread(check, unread, "Xid", bool(xids))
+    # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
+    unread = [e for e in events if e.kind == "xid_unread" or e.cut]
+    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids)), narrowed, "Xid")
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
@@ -363,18 +394,20 @@ def rule_sxid(
     probe_ok: bool,
     why_unread: str = "",
     covers_boot: bool | None = None,
+    narrowed: str = "",
 ) -> Check:
     """NVSwitch SXid errors since boot, one per event (its `Severity` / `Data` lines are part of
     it), judged by the driver's own Fatal / Non-fatal word for each event with data/xid.yml
     `sxid` (Fabric Manager User Guide): a fatal SXid fails; a non-fatal one passes where the
     catalogue says ignore (single-bit ECC ...) and warns otherwise (12028 stalls NVLink traffic;
     a code not in the catalogue); a line that says neither is judged by the catalogue alone.
-    An SXid line whose code cannot be read, or a log that ends inside one or inside a line that
-    says nothing yet (cut short), makes a passing or warning log unverified."""
+    An SXid line whose code cannot be read, or a log that ends inside any driver line (an SXid,
+    an Xid, an NVRM message: cut short, the lines after it lost) or a line that says nothing yet,
+    makes a passing or warning log unverified."""
     sxids = [e for e in events if e.kind == "sxid"]
     if probe_ok and sxids:
         check = _sxid_check(sxids, covers_boot)
     else:
         check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
-    unread = [e for e in events if e.kind == "sxid_unread" or (e.kind in ("sxid", "cut") and e.cut)]
-    return _with_unread(check, unread, "SXid", bool(sxids))
+    unread = [e for e in events if e.kind == "sxid_unread" or e.cut]
+    return _with_narrowed(_with_unread(check, unread, "SXid", bool(sxids)), narrowed, "SXid")

@@ -1,0 +1,63 @@
+"""PCIe AER (Advanced Error Reporting) lines of a kernel log that concern an NVIDIA GPU: an
+uncorrectable error on the GPU's function, or the kernel's word that it could not recover the GPU
+from one. Corrected errors are not read (the link retried and recovered by itself).
+
+    nvidia 0000:03:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, ...
+    pcieport 0000:00:03.0: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0
+    nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)
+    nvidia 0000:02:00.0: device has no AER-aware driver        (kernels before 5.x)
+
+A device is the GPU's where the log itself names it with the `nvidia` driver's prefix
+(`nvidia 0000:03:00.0:`): an error received from that address, reported by its root port,
+is the GPU's too. Each becomes a KernelEvent of kind "aer" (fault: `aer_fatal`,
+`aer_nonfatal`, `aer_unrecovered`), judged by gpu_xid."""
+
+from __future__ import annotations
+
+import re
+
+from gpuonboard.facts.kernel_log import KernelEvent
+
+__all__ = ["AER_FAULTS", "aer_events"]
+
+_BDF = r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+_NVIDIA = re.compile(r"\bnvidia " + _BDF + r":")
+# "Uncorrected" until Linux 6.x, "Uncorrectable" since; "error received: BDF" / "error message
+# received from BDF"
+_SEVERITY = re.compile(r"Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)", re.IGNORECASE)
+_RECEIVED = re.compile(
+    r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
+)
+_UNRECOVERED = re.compile(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
+
+# fault id -> (name, action as in data/xid.yml): an uncorrectable fatal error resets the link
+# (the GPU's in-flight work is lost; the kernel could not hand it back to the driver, which has
+# no AER handler); a non-fatal one is a transaction the device reported as lost
+AER_FAULTS = {
+    "aer_fatal": ("PCIe uncorrectable fatal error (AER)", "reboot"),
+    "aer_unrecovered": ("the kernel could not recover the GPU from a PCIe error (AER)", "reboot"),
+    "aer_nonfatal": ("PCIe uncorrectable non-fatal error (AER)", "watch"),
+}
+
+
+def aer_events(text: str) -> tuple[KernelEvent, ...]:
+    """The GPU's AER events in a kernel log text, one per line that says one (see the module)."""
+    gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
+    events: list[KernelEvent] = []
+    for line in text.splitlines():
+        own = _NVIDIA.search(line)
+        received = _RECEIVED.search(line)
+        pci = own.group(1) if own else (received.group(1) if received else "")
+        if not pci or pci.lower() not in gpus:
+            continue
+        severity = _SEVERITY.search(line)
+        if _UNRECOVERED.search(line) and own:
+            fault = "aer_unrecovered"
+        elif severity and (own and "PCIe Bus Error" in line or received):
+            fault = "aer_fatal" if severity.group(1).lower() == "fatal" else "aer_nonfatal"
+        else:
+            continue
+        where = own or received
+        message = line[where.start() :].strip() if where else line.strip()
+        events.append(KernelEvent("aer", 0, pci, message, fault=fault))
+    return tuple(events)
