@@ -31,6 +31,9 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt",
+        "real/nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt",
+        "real/nvidia-smi__geforce-rtx-2070-laptop__1gpu__driver440.100__name-cut.txt",
         "real/nvidia-smi__titan-v__1gpu__driver515.65.01.txt",
         "real/nvidia-smi__geforce-rtx-3070__1gpu__driver531.68__wsl-smi530.47.txt",
         "real/nvidia-smi__tesla-k20m__1gpu__driver361.93.02.txt",

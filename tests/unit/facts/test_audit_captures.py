@@ -112,6 +112,23 @@ SMI = [
         ("table", "610.62", "13.3", None, 1, True),
         ("NVIDIA GeForce RTX 2080 ...", 8192, "00000000:0C:00.0", 250.0, None, None),
     ),
+    # round 12: older Windows tables head that column "TCC/WDDM": the driver model, no persistence
+    (
+        "real/nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt",
+        ("table", "442.50", "10.2", None, 1, True),
+        ("GeForce RTX 206...", 8192, "00000000:09:00.0", 215.0, None, None),
+    ),
+    (
+        "real/nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt",
+        ("table", "531.88", "12.1", None, 1, True),
+        ("NVIDIA GeForce RTX 3050 4...", 4096, "00000000:01:00.0", None, None, None),
+    ),
+    # round 12: a laptop RTX 2070's name cut inside its model number ("207...")
+    (
+        "real/nvidia-smi__geforce-rtx-2070-laptop__1gpu__driver440.100__name-cut.txt",
+        ("table", "440.100", "10.2", None, 1, True),
+        ("GeForce RTX 207...", 7973, "00000000:01:00.0", None, None, "Disabled"),
+    ),
     # F2/F3: "Driver Version : 610.57.04 [Deprecated; ...]" beside "KMD Version : 610.57.04";
     # the limits under "GPU Ceiling Power Limit"
     (

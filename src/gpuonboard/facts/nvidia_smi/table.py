@@ -274,7 +274,9 @@ def parse_table(text: str) -> GpuReport:
     gpus: list[GpuInfo] = []
     warnings: list[str] = []
     driver, cuda = _table_versions(text, warnings)
-    driver_model_column = any("Driver-Model" in line for line in lines[:12])
+    # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
+    # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
+    driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
     i = 0
     while i < len(lines):
         line = lines[i]

@@ -393,7 +393,20 @@ def _other_models(want: list[str], name: _Name) -> list[str]:
         for t in name.tokens
         if any(c.isdecimal() for c in t) and not _MEMORY.match(t) and not re.match(r"^(SXM|PCIE|HBM)\d*", t)
     ]
-    return [t for t in models if t not in covered]
+    others = [t for t in models if t not in covered]
+    # the cut word where the model number stands ('RTX 207...': no ordered model is in sight)
+    # is one too when no ordered word starts so ('RTX 2080' ordered: it cannot be)
+    numbered = [w for w in want if any(c.isdecimal() for c in w) and not _MEMORY.match(w)]
+    frag = name.fragment
+    if (
+        frag
+        and any(c.isdecimal() for c in frag)
+        and numbered
+        and not set(numbered) & (set(name.tokens) | covered - set(want))
+        and not any(w.startswith(frag) for w in want)
+    ):
+        others.append(_show(frag) + "...")
+    return others
 
 
 def _cut_word(want: list[str], got: _Delivered) -> tuple[str | None, str]:
@@ -500,7 +513,12 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    if name.cut and (unseen or not name.fragment or vague):
+    # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
+    # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
+    # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none
+    frag = name.fragment
+    hides_tail = any(c.isdigit() for c in frag) and not (got.sxm or "PCIE" in got.have)
+    if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
     if bare:
         return ModelMatch("warn", _bare_note(bare))

@@ -1,0 +1,53 @@
+"""The gpu_model and persistence_mode rules on real consumer and Windows tables (truth sweep
+round 12; tests/fixtures/real/SOURCES.md): a name nvidia-smi's table cut inside its model number
+('GeForce RTX 207...') may be an RTX 2070 SUPER or Max-Q (warn, it passed), and is never an RTX
+2080 (fail, it warned); the `TCC/WDDM` column of older Windows tables is the driver model, not
+persistence mode (it passed as "Enabled")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.steps.checks.model_match import match_model
+
+from ...offline_judge import verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+RTX2070 = "nvidia-smi__geforce-rtx-2070-laptop__1gpu__driver440.100__name-cut.txt"
+WIN442 = "nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt"
+WIN531 = "nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt"
+
+
+def judged(tmp_path: Path, name: str, model: str) -> dict[str, tuple[str, str]]:
+    return verdicts(tmp_path, name, (REAL / name).read_text(), f"gpu_model: {model}")
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "verdict"),
+    [
+        (RTX2070, "RTX 2070", "warn"),  # 'GeForce RTX 2070 SUPER' prints 'GeForce RTX 207...' too
+        (RTX2070, "RTX 2080", "fail"),  # '207...' cannot be 2080
+        (WIN531, "RTX 3050", "warn"),  # 'RTX 3050 4...' of 'RTX 3050 4GB Laptop GPU'
+        (WIN531, "RTX 3060", "fail"),
+        (WIN442, "RTX 2060", "warn"),
+    ],
+)
+def test_a_name_cut_inside_its_number(tmp_path: Path, name: str, model: str, verdict: str) -> None:
+    assert judged(tmp_path, name, model)["gpu_model"][0] == verdict
+
+
+def test_the_fail_names_the_cut_number() -> None:
+    assert (
+        match_model("RTX 2080", "GeForce RTX 207...").why == "'RTX 2080' not in the name (it says RTX 207...)"
+    )
+    # a data-centre name's cut number (after its form word) hides no product word
+    assert match_model("A100", "NVIDIA A100-SXM4-40...").verdict == "pass"
+    assert match_model("V100", "Tesla V100-SXM2-3...").verdict == "pass"
+
+
+@pytest.mark.parametrize("name", [WIN442, WIN531])
+def test_the_tcc_wddm_cell_is_no_persistence_mode(tmp_path: Path, name: str) -> None:
+    check = verdicts(tmp_path, name, (REAL / name).read_text())["persistence_mode"]
+    assert check == ("unverified", "not reported for GPU 0")
