@@ -123,6 +123,12 @@ SMI = [
         ("table", "531.88", "12.1", None, 1, True),
         ("NVIDIA GeForce RTX 3050 4...", 4096, "00000000:01:00.0", None, None, None),
     ),
+    # round 12: GPU 7's MIG cell `Disabled*` (a change pending the next GPU reset)
+    (
+        "real/nvidia-smi__a100-sxm4-40gb__8gpu__driver450.102.04__mig-pending-gpu7__dgx-doc.txt",
+        ("table", "450.102.04", "11.0", None, 8, True),
+        ("A100-SXM4-40GB", 40537, "00000000:07:00.0", 400.0, None, "Enabled"),
+    ),
     # round 12: a laptop RTX 2070's name cut inside its model number ("207...")
     (
         "real/nvidia-smi__geforce-rtx-2070-laptop__1gpu__driver440.100__name-cut.txt",

@@ -186,6 +186,10 @@ def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...
     return faults, cell_faults
 
 
+# a MIG mode cell's `*` (`Disabled*`): the mode changes to the other at the next GPU reset
+_FLIPPED = {"Enabled": "Disabled", "Disabled": "Enabled"}
+
+
 def _table_gpu(
     cells: Sequence[str],
     second: Sequence[str],
@@ -244,7 +248,9 @@ def _table_gpu(
         persistence_mode=_on_off(persistence),
         driver_model=_clean(first_right) if driver_model_column else None,
         temperature_c=temp,
-        mig_mode=_on_off(mig) if mig is not None else None,
+        mig_mode=_on_off(mig.rstrip("*")) if mig is not None else None,
+        # `Disabled*`: the star marks a change pending the next GPU reset (to the other mode)
+        mig_mode_pending=_FLIPPED.get(_on_off(mig.rstrip("*")) or "") if mig and mig.endswith("*") else None,
         # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
         ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdecimal() else None,
         # "Pwr:Usage/Cap": the cap is the enforced limit

@@ -51,3 +51,24 @@ def test_the_fail_names_the_cut_number() -> None:
 def test_the_tcc_wddm_cell_is_no_persistence_mode(tmp_path: Path, name: str) -> None:
     check = verdicts(tmp_path, name, (REAL / name).read_text())["persistence_mode"]
     assert check == ("unverified", "not reported for GPU 0")
+
+
+MIG_PENDING = "nvidia-smi__a100-sxm4-40gb__8gpu__driver450.102.04__mig-pending-gpu7__dgx-doc.txt"
+
+
+def test_a_pending_mig_change_warns(tmp_path: Path) -> None:
+    """GPU 7's MIG cell `Disabled*`: the star marks a change pending the next GPU reset, to
+    MIG enabled (it passed as "Disabled": the star was ignored)."""
+    check = verdicts(tmp_path, MIG_PENDING, (REAL / MIG_PENDING).read_text())["mig_mode"]
+    assert check == ("warn", "Enabled pending a GPU reset on GPU 7")
+
+
+def test_a_mig_mode_that_reads_as_neither_is_not_whole_gpus() -> None:
+    from dataclasses import replace
+
+    from gpuonboard.facts.nvidia_smi import parse_any
+    from gpuonboard.steps.checks.gpu_health.modes import rule_mig
+
+    gpus = parse_any((REAL / MIG_PENDING).read_text()).gpus
+    odd = [replace(g, mig_mode="Pending", mig_mode_pending=None) if g.index == 7 else g for g in gpus]
+    assert rule_mig(list(odd)).verdict == "unverified"

@@ -99,6 +99,8 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     unknown = [
         g for g in gpus if g.mig_mode is None and not g.faults and (mig_capable(g.name) or not g.name.strip())
     ]
+    # a mode the driver printed as neither (not 'N/A'): not known to be whole GPUs
+    unknown += [g for g in gpus if g.mig_mode not in (None, "Enabled", "Disabled")]
     if not on and not pending_on and unknown:
         # a MIG-capable GPU whose mode no format reported: whole GPUs are not shown
         return Check(
