@@ -123,6 +123,12 @@ SMI = [
         ("table", "531.88", "12.1", None, 1, True),
         ("NVIDIA GeForce RTX 3050 4...", 4096, "00000000:01:00.0", None, None, None),
     ),
+    # round 12: a collector's test file trimmed to temperature and power: no ECC mode, no version
+    (
+        "real/nvidia-smi-q-x__rtx-pro-6000-blackwell__1gpu__driver580-trimmed__netdata.xml",
+        ("xml", None, None, None, 1, True),
+        ("NVIDIA RTX PRO 6000 Blackwell", None, "00000000:01:00.0", None, None, None),
+    ),
     # round 12: GPU 7's MIG cell `Disabled*` (a change pending the next GPU reset)
     (
         "real/nvidia-smi__a100-sxm4-40gb__8gpu__driver450.102.04__mig-pending-gpu7__dgx-doc.txt",

@@ -72,3 +72,14 @@ def test_a_mig_mode_that_reads_as_neither_is_not_whole_gpus() -> None:
     gpus = parse_any((REAL / MIG_PENDING).read_text()).gpus
     odd = [replace(g, mig_mode="Pending", mig_mode_pending=None) if g.index == 7 else g for g in gpus]
     assert rule_mig(list(odd)).verdict == "unverified"
+
+
+ECC_UNKNOWN = "nvidia-smi-q-x__rtx-pro-6000-blackwell__1gpu__driver580-trimmed__netdata.xml"
+
+
+def test_no_ecc_count_and_no_ecc_mode_is_not_ecc_off(tmp_path: Path) -> None:
+    """A workstation card with ECC whose output gives no ECC mode: ecc_mode is unverified, and
+    so are its error counts (they passed as "not applicable (ECC off or unsupported)")."""
+    rules = verdicts(tmp_path, ECC_UNKNOWN, (REAL / ECC_UNKNOWN).read_text())
+    assert rules["ecc_mode"] == ("unverified", "not reported for GPU 0")
+    assert rules["ecc_uncorrectable"] == ("unverified", "not reported")

@@ -46,11 +46,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
     off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
     # (N/A on a data-centre GPU is no answer either: its cards all have ECC)
-    unknown = [
-        g
-        for g in read
-        if g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not no_ecc_said(g)))
-    ]
+    unknown = [g for g in read if _ecc_mode_unknown(g)]
     if off_dc:
         return Check(
             "ecc_mode",
@@ -106,6 +102,12 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     )
 
 
+def _ecc_mode_unknown(g: GpuInfo) -> bool:
+    """No ECC mode was read for a GPU that has ECC (a data-centre card) or may have it (a
+    workstation or unrecognised card whose output does not say it has none)."""
+    return g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not no_ecc_said(g)))
+
+
 def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     """No uncorrectable ECC errors, volatile (since boot) or aggregate (lifetime)."""
     bad = []
@@ -148,8 +150,9 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     if known:
         return Check("ecc_uncorrectable", "0", "0", "pass")
     # (an unreadable GPU is the gpu_health row's, not a missing count here)
-    unknown_dc = [g for g in gpus if g.ecc_mode is None and not g.faults and held_as_datacenter(g)]
-    if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown_dc:
+    # (as ecc_mode: a card that has or may have ECC and whose mode no output gave is no "off")
+    unknown = [g for g in gpus if not g.faults and _ecc_mode_unknown(g)]
+    if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown:
         return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
     # ECC is on but this output carries no error counts (the plain table has only the volatile
     # column): an uncorrectable error could hide there, so it is unverified, not a pass
