@@ -123,6 +123,12 @@ SMI = [
         ("table", "531.88", "12.1", None, 1, True),
         ("NVIDIA GeForce RTX 3050 4...", 4096, "00000000:01:00.0", None, None, None),
     ),
+    # round 12: DTD v6 (driver 340): the process list is <compute_processes>
+    (
+        "real/nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml",
+        ("xml", "340.24", None, 1, 1, True),
+        ("Tesla K20m", 4799, "0000:0D:00.0", 225.0, 225.0, "Disabled"),
+    ),
     # round 12: a collector's test file trimmed to temperature and power: no ECC mode, no version
     (
         "real/nvidia-smi-q-x__rtx-pro-6000-blackwell__1gpu__driver580-trimmed__netdata.xml",

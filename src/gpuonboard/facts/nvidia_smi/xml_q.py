@@ -129,11 +129,17 @@ def _xml_ecc(gpu: ET.Element, kind: str) -> tuple[int | None, int | None]:
     )
 
 
+# the process list: <processes> (DTD v7 on), <compute_processes> (v6 and older: driver 340's,
+# compute processes only, no <type>)
+_PROCESS_TAGS = ("processes", "compute_processes")
+
+
 def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
     """(<processes>, known); unknown when the element is missing or says N/A."""
-    node = gpu.find("processes")
+    node = next((n for tag in _PROCESS_TAGS if (n := gpu.find(tag)) is not None), None)
     if node is None:
         return (), False
+    old_list = node.tag == "compute_processes"
     infos = node.findall("process_info")
     if not infos and node.text is not None and _clean(node.text) is None and node.text.strip():
         return (), False  # <processes>N/A</processes>
@@ -141,7 +147,7 @@ def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
         GpuProcess(
             pid=_int(_xml_raw(info, "pid")),
             name=_xml_text(info, "process_name") or "",
-            type=_xml_text(info, "type"),
+            type=_xml_text(info, "type") or ("C" if old_list else None),
             used_memory_mib=_mib(_xml_raw(info, "used_memory")),
         )
         for info in infos
@@ -318,7 +324,7 @@ def _xml_leaves(node: ET.Element, prefix: str = "") -> Iterable[tuple[str, str]]
     """(path, text) of every element with text below `node`, the process list left out (a
     process name is free text)."""
     for child in node:
-        if child.tag == "processes":
+        if child.tag in _PROCESS_TAGS:
             continue
         path = f"{prefix}{child.tag}"
         if child.text is not None and child.text.strip():
@@ -328,7 +334,7 @@ def _xml_leaves(node: ET.Element, prefix: str = "") -> Iterable[tuple[str, str]]
 
 def _xml_values(node: ET.Element) -> list[str]:
     """The texts _xml_leaves yields, in any order and without their paths."""
-    skipped = {id(e) for p in node.iter("processes") if p is not node for e in p.iter()}
+    skipped = {id(e) for tag in _PROCESS_TAGS for p in node.iter(tag) if p is not node for e in p.iter()}
     return [
         text
         for e in node.iter()

@@ -1,8 +1,9 @@
-"""The gpu_model and persistence_mode rules on real consumer and Windows tables (truth sweep
-round 12; tests/fixtures/real/SOURCES.md): a name nvidia-smi's table cut inside its model number
-('GeForce RTX 207...') may be an RTX 2070 SUPER or Max-Q (warn, it passed), and is never an RTX
+"""GPU rules on real captures of truth sweep round 12 (tests/fixtures/real/SOURCES.md, round
+12), each a verdict that was wrong: a name nvidia-smi's table cut inside its model number
+('GeForce RTX 207...') may be an RTX 2070 SUPER or Max-Q (warn, it passed) and is never an RTX
 2080 (fail, it warned); the `TCC/WDDM` column of older Windows tables is the driver model, not
-persistence mode (it passed as "Enabled")."""
+persistence mode (it passed as "Enabled"); a MIG cell `Disabled*` is a pending change; a card
+with ECC whose mode no output gave has unknown error counts; an old XML's compute processes."""
 
 from __future__ import annotations
 
@@ -83,3 +84,15 @@ def test_no_ecc_count_and_no_ecc_mode_is_not_ecc_off(tmp_path: Path) -> None:
     rules = verdicts(tmp_path, ECC_UNKNOWN, (REAL / ECC_UNKNOWN).read_text())
     assert rules["ecc_mode"] == ("unverified", "not reported for GPU 0")
     assert rules["ecc_uncorrectable"] == ("unverified", "not reported")
+
+
+DTD6 = "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml"
+
+
+def test_an_old_xml_lists_its_compute_processes(tmp_path: Path) -> None:
+    """DTD v6 (driver 340) names the list <compute_processes>: its 8 ANSYS processes were never
+    read, and foreign_processes passed ("none")."""
+    verdict, actual = verdicts(tmp_path, DTD6, (REAL / DTD6).read_text())["foreign_processes"]
+    assert verdict == "fail"
+    assert actual.startswith("GPU 0: pid 5495 /.opt/ansys_inc/v150/ansys/bin/linx64/ansys.e150 (98 MiB); ")
+    assert actual.count("pid ") == 8
