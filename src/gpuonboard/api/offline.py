@@ -270,6 +270,33 @@ def prompt_command(text: str) -> str:
     return line[found.start() :].lstrip(" /$#%>") if found else line
 
 
+_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
+
+
+def _csv_rows(text: str) -> int:
+    """The number of columns when every line of `text` is a CSV row of one same count (two or
+    more), else 0."""
+    import csv
+
+    rows = [row for row in csv.reader(text.strip().splitlines(), skipinitialspace=True) if row]
+    widths = {len(row) for row in rows}
+    return widths.pop() if len(widths) == 1 and rows and len(rows[0]) > 1 else 0
+
+
+def _with_query_header(pasted: str, text: str) -> str:
+    """A `--format=csv,noheader` output under its copied command line: the output with the
+    header row the command's field list gives it (nvidia-smi heads each column with its field
+    name), "" when the command names no fields or the rows have another count of cells."""
+    command = prompt_command(pasted)
+    found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
+    if found is None:
+        return ""
+    fields = [f for f in found.group(1).split(",") if f]
+    if _csv_rows(text) != len(fields):
+        return ""
+    return ", ".join(fields) + "\n" + text
+
+
 def expand(paths: Sequence[str]) -> list[Path]:
     """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
     out: list[Path] = []
@@ -417,6 +444,14 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
+    if kind is None and (headed := _with_query_header(pasted, text)):
+        text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
+    if kind is None and _csv_rows(text):
+        raise UsageError(
+            f"{path}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
+            " above it names its fields: save it with its header (`--format=csv`, without"
+            " `noheader`), or with the command line above it."
+        )
     if kind is None:
         raise UsageError(
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
