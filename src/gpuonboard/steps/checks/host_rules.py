@@ -37,6 +37,10 @@ def _unread(facts: Facts, probe: str) -> bool:
     return facts.given(probe) and bool(_answered(facts, probe).strip())
 
 
+# what told the usable CPU count, by _usable_cpus's reason
+_SOURCE_OF = {"affinity/cgroup": "nproc", "offline": "lscpu's Off-line CPU(s) list"}
+
+
 def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     """CPUs a process of this login may use: the online CPUs (lscpu's CPU(s) less its Off-line
     CPU(s) list), nproc (the affinity mask) and the cgroup's CPU quota, whichever is smallest,
@@ -128,7 +132,15 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
             return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:
             verdict: Verdict = "warn" if usable >= order.cpu_cores else "fail"
-            return Check("cpu_cores", expected, f"{usable} logical CPUs (lscpu unavailable)", verdict)
+            said = "lscpu unreadable" if facts.given("lscpu") else "no lscpu"
+            return Check(
+                "cpu_cores",
+                expected,
+                f"{usable} logical CPUs ({said})",
+                verdict,
+                f"only the logical CPUs this login may use are known ({_SOURCE_OF.get(why, why)}):"
+                " threads, not cores; save `lscpu` of the box to count its cores",
+            )
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
         # of fewer cores than ordered (a missing tool is not missing hardware)
         return Check(
@@ -139,12 +151,16 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
             "the CPU cores could not be read: run `lscpu` (and `nproc`) on the box to see why",
         )
     physical, logical = facts.cpu.physical_cores, facts.cpu.logical_cpus
-    actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads"
-    if facts.cpu.model_name:
-        actual += f" ({facts.cpu.model_name})"
+    model = f" ({facts.cpu.model_name})" if facts.cpu.model_name else ""
+    actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads{model}"
     threads = facts.cpu.threads_per_core or 1
     if usable is not None and logical is not None and usable < logical:
-        actual += f", {usable} usable ({why})" if why != "offline" else f", {usable} online"
+        if why == "offline":
+            # (no core count: lscpu counts cores over the online CPUs, or over all, by version:
+            # "2 cores / 4 threads" of 4 single-thread cores, 2 of them offline, misled)
+            actual = f"{logical} CPUs{model}, {usable} online"
+        else:
+            actual += f", {usable} usable ({why})"
         if usable < order.cpu_cores:
             return Check(
                 "cpu_cores",

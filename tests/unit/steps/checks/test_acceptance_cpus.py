@@ -81,3 +81,36 @@ def test_a_cpu_set_of_an_smt_host_may_be_hyperthreads() -> None:
     assert check.verdict == "warn" and "hyperthreads" in check.detail and "as few as 8 cores" in check.detail
     assert _cpu(8, facts).verdict == "pass"  # 16 threads hold at least 8 cores
     assert _cpu(17, facts).verdict == "fail"
+
+
+def test_nproc_alone_says_what_is_known_and_what_to_save(tmp_path: Path) -> None:
+    """Only `nproc` given (our H200 VM's `16`): the logical CPUs this login may use, threads
+    rather than cores, so at most a warning, and the detail says to save lscpu (it said
+    "lscpu unavailable" with no detail)."""
+    from ...offline_judge import details, verdicts
+
+    real = Path(__file__).parents[3] / "fixtures" / "real" / "nproc__h200-vm.txt"
+    text = real.read_text()
+    assert verdicts(tmp_path, "nproc.txt", text, "cpu_cores: 8")["cpu_cores"] == (
+        "warn",
+        "16 logical CPUs (no lscpu)",
+    )
+    assert details(tmp_path, "nproc.txt", text, "cpu_cores: 8")["cpu_cores"] == (
+        "only the logical CPUs this login may use are known (nproc): threads, not cores; save"
+        " `lscpu` of the box to count its cores"
+    )
+    assert verdicts(tmp_path, "nproc.txt", text, "cpu_cores: 32")["cpu_cores"][0] == "fail"
+
+
+def test_offline_cpus_are_said_without_a_core_count_of_part_of_them(tmp_path: Path) -> None:
+    """lscpu counts cores over the online CPUs or over all, by version: "2 cores / 4 threads, 2
+    online" was said of 4 single-thread cores with 2 offline (round 11). A real 40-CPU Xeon
+    with 36 offline: the CPUs and how many are online."""
+    from ...offline_judge import verdicts
+
+    name = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
+    text = (Path(__file__).parents[3] / "fixtures" / "real" / name).read_text()
+    assert verdicts(tmp_path, name, text, "cpu_cores: 20")["cpu_cores"] == (
+        "fail",
+        "40 CPUs (Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz), 4 online",
+    )
