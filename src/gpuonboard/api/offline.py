@@ -270,6 +270,16 @@ def prompt_command(text: str) -> str:
     return line[found.start() :].lstrip(" /$#%>") if found else line
 
 
+# `df -H` / `--si` (SI powers; `-h` is binary): in the copied command, or the file's name
+_DF_SI_FLAG = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*H[a-zA-Z]*|--si)(?=\s|$)")
+_DF_SI_NAME = re.compile(r"^df[-_ ]*(?:-?[a-zA-Z]*H|-*si)(?![a-z])")
+
+
+def _df_si(name: str, command: str) -> bool:
+    """Whether a saved df output is `df -H` / `df --si`, by its copied command or file name."""
+    return bool(_DF_SI_FLAG.search(command) if command else _DF_SI_NAME.match(name))
+
+
 _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
 
 
@@ -481,6 +491,10 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         from gpuonboard.facts import memory
 
         text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
+    if kind == "df" and _df_si(path.name, prompt_command(pasted)):
+        from gpuonboard.facts import disks
+
+        text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
     return kind, ProbeOutput(text, "", code, narrowed(kind, prompt_command(pasted)))
 
 

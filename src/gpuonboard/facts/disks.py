@@ -14,6 +14,7 @@ from gpuonboard.facts.translated import Label, labels, word_translator
 __all__ = [
     "BlockDevice",
     "Mount",
+    "df_as_si",
     "df_cut",
     "df_labels",
     "df_header",
@@ -74,13 +75,31 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7}
 _BLOCKS = re.compile(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
 
 
+def _base(match: re.Match[str]) -> int:
+    """1000 for an SI size ('19GB': `df -H` cells as df_as_si marks them), else 1024 (df -h's
+    '19G', '1.8TiB')."""
+    return 1000 if match.group(3).upper() == "B" and match.group(2) else 1024
+
+
 def parse_size(value: str) -> int | None:
-    """Bytes from '14T', '5.1M', '304K', '0', '1.8TiB' (binary multipliers); None if not a size."""
+    """Bytes from '14T', '5.1M', '304K', '0', '1.8TiB' (binary multipliers), '19GB' (SI); None
+    if not a size."""
     match = _SIZE.match(value.strip())
     if not match:
         return None
     number = float(match.group(1).replace(",", "."))
-    return round(number * 1024 ** _POWERS[match.group(2).upper()])
+    return round(number * _base(match) ** _POWERS[match.group(2).upper()])
+
+
+# a human size cell of `df -H` (SI powers, printed as df -h prints binary ones: `19G`)
+_HUMAN_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPEZ])(?=\s)")
+
+
+def df_as_si(text: str) -> str:
+    """A saved `df -H` / `--si` output with its human sizes marked SI (`19G` -> `19GB`), so that
+    they are read in powers of 1000, as df printed them (its header says `Size`, as df -h's)."""
+    head, newline, rows = text.partition("\n")
+    return head + newline + _HUMAN_CELL.sub(lambda m: m.group(1) + "B", rows)
 
 
 def _block_size(header: str) -> tuple[int, str] | None:
@@ -163,7 +182,7 @@ def _df_step(cell: str, unit: tuple[int, str] | None) -> int:
     if not match:
         return 0
     decimals = len(match.group(1).replace(",", ".").partition(".")[2])
-    return round(1024 ** _POWERS[match.group(2).upper()] / 10**decimals) if match.group(2) else 0
+    return round(_base(match) ** _POWERS[match.group(2).upper()] / 10**decimals) if match.group(2) else 0
 
 
 def parse_df(text: str) -> tuple[Mount, ...]:

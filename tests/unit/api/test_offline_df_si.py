@@ -1,0 +1,43 @@
+"""A saved `df -H` / `--si` (SI powers under the same `Size` header as `df -h`) is read in powers
+of 1000 when its copied command or its file name says so (round 13: a real `df -TH` share of
+19 GB was read as 19 GiB, 20.4 GB, and passed a 20 GB order's size). Real capture:
+tests/fixtures/real/SOURCES.md, round 12."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts import disks
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+NAME = "df-TH__zh-cn__nfs4-19g-si__elided.txt"
+PROMPT = " [root@example-com /]# df -TH\n"
+
+
+def judged(tmp_path: Path, name: str, text: str, size: str) -> tuple[str, str]:
+    order = f"data_disk: {{mount: /public_mount, min_size: {size}}}"
+    return verdicts(tmp_path, name, text, order)["data_disk"]
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt"), [("df.txt", PROMPT), ("df-H.txt", ""), ("df --si.txt", ""), ("df-TH.txt", "")]
+)
+def test_df_h_upper_is_read_in_powers_of_1000(tmp_path: Path, name: str, prompt: str) -> None:
+    text = prompt + (REAL / NAME).read_text()
+    verdict, actual = judged(tmp_path, name, text, "20.5GB")  # 19.5 GB needed: more than 19 GB
+    assert verdict == "fail", actual
+    assert actual.startswith("192.168.247.128:/public at /public_mount, 19.0 GB")
+    assert judged(tmp_path, name, text, "19GB")[0] != "fail"  # 18.05 GB needed: within 18-19 GB
+
+
+def test_without_a_word_of_si_it_stays_df_h() -> None:
+    """The same text read as `df -h` (no command, a plain name): binary, as df -h prints."""
+    mount = disks.parse_df((REAL / NAME).read_text())[0]
+    assert mount.size_bytes == 19 * 2**30 and mount.size_step == 2**30
+    si = disks.parse_df(disks.df_as_si((REAL / NAME).read_text()))[0]
+    assert si.size_bytes == 19 * 10**9 and si.size_step == 10**9
+    assert si.used_bytes == 3.5 * 10**9
