@@ -96,3 +96,32 @@ def test_an_old_xml_lists_its_compute_processes(tmp_path: Path) -> None:
     assert verdict == "fail"
     assert actual.startswith("GPU 0: pid 5495 /.opt/ansys_inc/v150/ansys/bin/linx64/ansys.e150 (98 MiB); ")
     assert actual.count("pid ") == 8
+
+
+PUBLIC = REAL.parent / "public"
+RETIRED_CLEAN = "nvidia-smi-q-d-page-retirement__8gpu__azurehpc-orig.txt"
+RETIRED_BAD = "nvidia-smi-q-d-page-retirement__8gpu__azurehpc-bad-injected.txt"
+
+
+def test_retired_pages_are_counted(tmp_path: Path) -> None:
+    """The count of retired pages was never judged, only whether a retirement was pending:
+    GPU 0 with 65 retired pages (5 after double-bit errors) and nothing pending passed. DCGM's
+    health watch fails a GPU at 63 retired pages (DCGM_LIMIT_MAX_RETIRED_PAGES)."""
+    clean = verdicts(tmp_path, RETIRED_CLEAN, (PUBLIC / RETIRED_CLEAN).read_text())["memory_repair"]
+    assert clean == ("pass", "nothing pending")
+    verdict, actual = verdicts(tmp_path, RETIRED_BAD, (PUBLIC / RETIRED_BAD).read_text())["memory_repair"]
+    assert verdict == "fail"
+    assert actual.startswith("GPU 0: 65 pages retired (60 single-bit, 5 double-bit); ")
+    assert "GPU 1: 63 pages retired (2 single-bit, 61 double-bit)" in actual
+
+
+def test_pages_retired_after_double_bit_errors_warn() -> None:
+    from dataclasses import replace
+
+    from gpuonboard.facts.nvidia_smi import parse_any
+    from gpuonboard.steps.checks.gpu_health.memory import rule_memory_repair
+
+    gpus = parse_any((PUBLIC / RETIRED_CLEAN).read_text()).gpus
+    one = [replace(g, retired_pages_dbe=2) if g.index == 4 else g for g in gpus]
+    check = rule_memory_repair(list(one))
+    assert (check.verdict, check.actual) == ("warn", "GPU 4: 2 page(s) retired after double-bit errors")

@@ -166,7 +166,18 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
 
 
 # What each memory-repair finding means and what to ask the vendor (one sentence each).
+# DCGM's health watch fails a GPU whose retired pages (single- plus double-bit) reach this many
+# (NVIDIA/DCGM dcgmlib/dcgm_gpu_hardware_limits.h: DCGM_LIMIT_MAX_RETIRED_PAGES 63, "updated to
+# match the field diag"; 60 before): a GPU retires at most about 64 pages, then needs replacing
+RETIRED_PAGES_LIMIT = 63
+
 _REPAIR_ADVICE = {
+    "retired_limit": f"the GPU has retired {RETIRED_PAGES_LIMIT} or more memory pages, NVIDIA's limit"
+    " (DCGM's health check fails it): it cannot retire more, so the next bad page stays in use;"
+    " ask the vendor for another GPU",
+    "dbe_pages": "memory pages were retired after double-bit (uncorrectable) errors: the memory"
+    " already lost data once; ask the vendor for the GPU's error history (`nvidia-smi -q -d"
+    " PAGE_RETIREMENT`, Xid 48/63/64 in `dmesg`)",
     "failed": "row remapping failed: a memory bank had no spare row left for a bad row, so the"
     " bad memory stays in use; the GPU needs replacing (ask the vendor for another GPU)",
     "unrepairable": "unrepairable memory: the driver reports memory damage that neither row"
@@ -224,7 +235,8 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
 
     FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
-    repair. WARN: SRAM error threshold exceeded, rows remapped after uncorrectable errors,
+    repair, retired pages at NVIDIA's limit (RETIRED_PAGES_LIMIT). WARN: SRAM error threshold
+    exceeded, rows remapped or pages retired after uncorrectable (double-bit) errors,
     banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a GPU that has or
     may have ECC (see may_have_ecc; a workstation card with ECC switched off remaps nothing)
     whose row-remapping / page-retirement state no format gave (the table and the CSV carry
@@ -248,6 +260,14 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
             fails.append(("channel", f"{label}: channel repair pending"))
         if g.tpc_repair_pending:
             fails.append(("tpc", f"{label}: TPC repair pending"))
+        retired = (g.retired_pages_sbe or 0) + (g.retired_pages_dbe or 0)
+        counts = f"{g.retired_pages_sbe or 0} single-bit, {g.retired_pages_dbe or 0} double-bit"
+        if retired >= RETIRED_PAGES_LIMIT:
+            fails.append(("retired_limit", f"{label}: {retired} pages retired ({counts})"))
+        elif g.retired_pages_dbe:
+            warns.append(
+                ("dbe_pages", f"{label}: {g.retired_pages_dbe} page(s) retired after double-bit errors")
+            )
         if g.sram_threshold_exceeded:
             warns.append(("sram", f"{label}: SRAM error threshold exceeded"))
         if g.remapped_rows_uncorrectable:
