@@ -47,6 +47,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lscpu": "lscpu",
         "free": "free",
         "df-h": "df",
+        "df-TH": "df",
         "df-P-B1": "df",
         "df-PT": "df",
         "df-i": "df",  # (`df -i`: recognised as df, then refused: it lists no sizes)

@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt",
         "real/df-TH__zh-cn__nfs4-19g-si__elided.txt",
         "real/nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml",
         "real/nvidia-smi-q-x__rtx-pro-6000-blackwell__1gpu__driver580-trimmed__netdata.xml",

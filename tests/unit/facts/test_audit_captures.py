@@ -129,6 +129,12 @@ SMI = [
         ("xml", "340.24", None, 1, 1, True),
         ("Tesla K20m", 4799, "0000:0D:00.0", 225.0, 225.0, "Disabled"),
     ),
+    # round 13: a `-q -d ECC,ROW_REMAPPER -i` section view, its Pending line annotated `<===`
+    (
+        "real/nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt",
+        ("text", "550.90.07", "12.4", 8, 1, True),
+        ("", None, "00000000:52:00.0", None, None, None),
+    ),
     # round 12: a collector's test file trimmed to temperature and power: no ECC mode, no version
     (
         "real/nvidia-smi-q-x__rtx-pro-6000-blackwell__1gpu__driver580-trimmed__netdata.xml",

@@ -180,12 +180,17 @@ def _float(value: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
+# a yes/no value followed by a paste's annotation that holds no word (`Yes   <===`, `No  *`)
+_ANNOTATED = re.compile(r"^(\S+)\s+[^\w\s][^\w]*$")
+
+
 def _yes_no(value: str | None) -> bool | None:
-    """'Yes'/'No' (also 'True'/'False', '1'/'0') as a bool; None when absent or unknown."""
+    """'Yes'/'No' (also 'True'/'False', '1'/'0') as a bool, an annotation without words after it
+    left out; None when absent or unknown."""
     cleaned = _clean(value)
     if cleaned is None:
         return None
-    lowered = cleaned.lower()
+    lowered = _ANNOTATED.sub(r"\1", cleaned.lower())
     if lowered in ("yes", "true", "1"):
         return True
     if lowered in ("no", "false", "0"):

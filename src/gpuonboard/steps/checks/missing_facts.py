@@ -55,18 +55,19 @@ def _incomplete(facts: Facts) -> str:
     every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
     if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
         return ""
+    attached, why = _attached_gap(facts), facts.gpu.gap
     gap = (
-        _attached_gap(facts)
-        or facts.gpu.gap
+        (f"{attached} ({why})" if attached and why else attached or why)
         or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
     )
     return f"incomplete probe: {gap}"
 
 
 RERUN_ADVICE = (
-    "an output cut short (a dropped session, a capture cut off, a GPU left out of a listing) is"
-    " no evidence about the hardware: rerun `invoke check`; if it stays so, run `nvidia-smi -L`"
-    " on the host and check `dmesg` for NVIDIA Xid errors"
+    "an output cut short or narrowed (a dropped session, a capture cut off, a GPU left out of a"
+    " listing, a view of some GPUs or sections: `-i N`, `-d ECC`) is no evidence about the"
+    " hardware: rerun `invoke check` (offline: save the whole `nvidia-smi -q`); if it stays so, run"
+    " `nvidia-smi -L` on the host and check `dmesg` for NVIDIA Xid errors"
 )
 
 

@@ -125,3 +125,31 @@ def test_pages_retired_after_double_bit_errors_warn() -> None:
     one = [replace(g, retired_pages_dbe=2) if g.index == 4 else g for g in gpus]
     check = rule_memory_repair(list(one))
     assert (check.verdict, check.actual) == ("warn", "GPU 4: 2 page(s) retired after double-bit errors")
+
+
+REMAP = "nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt"
+REMAP_COMMAND = "# nvidia-smi -q -d ECC,ROW_REMAPPER -i 52:00.0\n"
+
+
+def test_an_annotated_pending_remap_still_fails(tmp_path: Path) -> None:
+    """`Pending : Yes   <===` (the runbook author's marker): the pending remap was dropped and a
+    weaker warning stood for the fault."""
+    rules = verdicts(tmp_path, REMAP, (REAL / REMAP).read_text())
+    assert rules["memory_repair"] == (
+        "fail",
+        "GPU 0: row remap pending; GPU 0: 1 row(s) remapped after uncorrectable errors",
+    )
+    # an ECC mode nvidia-smi failed to read is said so, not "not reported"
+    assert rules["ecc_mode"] == ("unverified", "unreadable on GPU 0 (ECC reads Unknown Error)")
+
+
+def test_a_view_of_one_gpu_says_so(tmp_path: Path) -> None:
+    """`-q ... -i 52:00.0` prints `Attached GPUs : 8` and one GPU: the count names the command
+    that narrowed it, beside nvidia-smi's own count."""
+    text = REMAP_COMMAND + (REAL / REMAP).read_text()
+    verdict, actual = verdicts(tmp_path, "nvidia-smi-q.txt", text, "gpu_count: 8")["gpu_count"]
+    assert verdict == "unverified"
+    assert actual == (
+        "1 listed; incomplete probe: nvidia-smi says 8 attached but lists 1"
+        " (`nvidia-smi -q -d ECC,ROW_REMAPPER -i 52:00.0` shows only the GPUs it asked for)"
+    )

@@ -67,6 +67,19 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
         )
     if unknown:
+        # a mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is no gap in
+        # the output: the driver's NVML call failed
+        errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
+        if errors:
+            return Check(
+                "ecc_mode",
+                "Enabled",
+                f"unreadable on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
+                "unverified",
+                "nvidia-smi could not read the ECC mode (an error from the driver, not a field left"
+                " out): often a GPU in a bad state; look for Xid errors in `dmesg` and ask the vendor"
+                " to reset the GPU (`nvidia-smi -i N -r`) or reboot, then check again",
+            )
         return Check(
             "ecc_mode",
             "Enabled",

@@ -40,8 +40,9 @@ def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
         "every sensor readable",
         "; ".join(found + other),
         "warn",
-        "a sensor the driver cannot read often means a failing fan or sensor (a fan that has"
-        " stopped lets the GPU overheat under load); ask the vendor to check it",
+        "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
+        " stopped lets the GPU overheat under load) or a GPU in a bad state (look for Xid errors in"
+        " `dmesg`); ask the vendor to check it",
     )
 
 
