@@ -57,9 +57,8 @@ def _incomplete(facts: Facts) -> str:
         return ""
     attached, why = _attached_gap(facts), facts.gpu.gap
     gap = (
-        (f"{attached} ({why})" if attached and why else attached or why)
-        or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
-    )
+        f"{attached} ({why})" if attached and why else attached or why
+    ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
     return f"incomplete probe: {gap}"
 
 
