@@ -157,6 +157,11 @@ def _nvidia_smi_failed(text: str) -> bool:
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 
 
+# `nvidia-smi -q`'s own lines: its header's GPU count, and a GPU block's first lines
+_Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
+_Q_GPU_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*\n\s+\S.*:", re.M)
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
     if (fabric := detect_fabric_kind(text)) is not None:
@@ -167,6 +172,7 @@ def detect_kind(text: str) -> str | None:
     if (
         "NVSMI LOG" in head
         or "NVIDIA-SMI" in head
+        or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
         or head.startswith(("name,", "index,"))
         or "memory.total" in head
         or _nvidia_smi_failed(text)
@@ -456,6 +462,12 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
     if kind is None and (headed := _with_query_header(pasted, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
+    if kind is None and _Q_GPU_BLOCK.search(text[:4000]):
+        raise UsageError(
+            f"{path}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
+            " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
+            " `nvidia-smi -q` output."
+        )
     if kind is None and _csv_rows(text):
         raise UsageError(
             f"{path}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"

@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi-q-elided__a100-sxm4-80gb__1of8gpu__driver510.73.08__remap-pending__no-banner.txt",
         "real/nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt",
         "real/df-TH__zh-cn__nfs4-19g-si__elided.txt",
         "real/nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml",

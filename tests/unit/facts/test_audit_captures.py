@@ -129,6 +129,12 @@ SMI = [
         ("xml", "340.24", None, 1, 1, True),
         ("Tesla K20m", 4799, "0000:0D:00.0", 225.0, 225.0, "Disabled"),
     ),
+    # round 13: a `-q` without its banner, one GPU of 8 shown, lines left out by hand (`[...]`)
+    (
+        "real/nvidia-smi-q-elided__a100-sxm4-80gb__1of8gpu__driver510.73.08__remap-pending__no-banner.txt",
+        ("text", "510.73.08", "11.6", 8, 1, False),
+        ("NVIDIA A100-SXM4-80GB", None, "00000000:10:1C.0", None, None, None),
+    ),
     # round 13: a `-q -d ECC,ROW_REMAPPER -i` section view, its Pending line annotated `<===`
     (
         "real/nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt",

@@ -490,9 +490,16 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
     return "Product Name" in last or len(last) < 2
 
 
+# a line its author put in place of lines left out (`[...]`, `...`, `....`, `…`)
+_ELISION = re.compile(r"^\s*[\[(]?\s*(?:\.{3,}|…)\s*[\])]?\s*$", re.M)
+_TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
-    lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report)."""
+    lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
+    and so is one with lines left out by hand: `[...]`, read as no section)."""
+    text, elided = _ELISION.subn("", text)
     text, unjoined = _unwrapped(text)
     warnings = list(unjoined)
     tree = _text_tree(text)
@@ -523,9 +530,10 @@ def parse_text_q(text: str) -> GpuReport:
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
     # (a cut is said as one unless the paste lost the indentation: that says more)
-    gap = _TEXT_FLAT if flat else _TEXT_UNJOINED if unjoined and complete else ""
+    gap = _TEXT_FLAT if flat else _TEXT_ELIDED if elided else _TEXT_UNJOINED if unjoined and complete else ""
     warnings += [_TEXT_CUT] if not complete else []
     warnings += [f"{gap}: incomplete report"] if gap else []
+    complete = complete and not elided
     return GpuReport(
         "text",
         driver,

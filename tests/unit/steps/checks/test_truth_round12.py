@@ -153,3 +153,27 @@ def test_a_view_of_one_gpu_says_so(tmp_path: Path) -> None:
         "1 listed; incomplete probe: nvidia-smi says 8 attached but lists 1"
         " (`nvidia-smi -q -d ECC,ROW_REMAPPER -i 52:00.0` shows only the GPUs it asked for)"
     )
+
+
+NO_BANNER = "nvidia-smi-q-elided__a100-sxm4-80gb__1of8gpu__driver510.73.08__remap-pending__no-banner.txt"
+
+
+def test_a_q_without_its_banner_is_read_and_its_elision_said(tmp_path: Path) -> None:
+    """A guide's `-q` quoted without `==NVSMI LOG==` was refused ("not a recognised command
+    output") and its pending remap lost; its `[...]` lines were taken for sections (a paste
+    that "lost its indentation")."""
+    rules = verdicts(tmp_path, NO_BANNER, (REAL / NO_BANNER).read_text())
+    assert rules["memory_repair"] == ("fail", "GPU 0: row remap pending")
+    assert rules["nvidia_driver"] == (
+        "unverified",
+        "driver 510.73.08, CUDA 11.6; incomplete probe: nvidia-smi says 8 attached but lists 1 (the"
+        " nvidia-smi -q text has lines left out by hand, marked `...`)",
+    )
+
+
+def test_gpu_blocks_without_any_header_are_refused_saying_so(tmp_path: Path) -> None:
+    from gpuonboard.errors import UsageError
+
+    blocks = (REAL / NO_BANNER).read_text().split("Attached GPUs", 1)[1].split("\n", 1)[1]
+    with pytest.raises(UsageError, match=r"GPU blocks without the header above them"):
+        verdicts(tmp_path, "nvidia-smi-q.txt", blocks)
