@@ -238,9 +238,7 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return Check("ram", expected, "unknown: free not available", "fail")
     total = facts.memory.total_bytes
     # as many decimals as tell the two apart (an order of 1.05 TiB beside 1.03 TiB read)
-    decimals = next(
-        (d for d in (1, 2, 3) if format_bytes(total, True, d) != format_bytes(wanted, True, d)), 1
-    )
+    decimals = _telling_decimals(total, wanted)
     expected = f">= {format_bytes(wanted, True, decimals)}"
     actual = f"{format_bytes(total, True, decimals)} ({format_bytes(total, binary=False)})"
     unified = _unified(facts)  # (soldered, shared with the GPU: no DIMM to be missing)
@@ -282,15 +280,23 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
 def _rounded_ram(total: int, less: int, more: int, floor: float, expected: str, actual: str) -> Check:
     """ram unverified where free printed the total in rounded units (`free -h`'s `125Gi` is
     125-126 GiB) and the least RAM the order allows lies within that rounding."""
-    low, high = format_bytes(total - less), format_bytes(total + more)
+    d = _telling_decimals(total - less, total + more, int(floor))
+    low, high, need = (format_bytes(n, True, d) for n in (total - less, total + more, int(floor)))
     return Check(
         "ram",
         expected,
         f"{actual}; free prints it rounded: between {low} and {high}",
         "unverified",
-        f"free prints the Mem total in rounded units, and the {format_bytes(int(floor))} the order"
-        " needs (less the tolerance) lies within that rounding: save `free -k` of the box to judge it",
+        f"free prints the Mem total in rounded units, and the {need} the order needs (less the"
+        " tolerance) lies within that rounding: save `free -k` of the box to judge it",
     )
+
+
+def _telling_decimals(*sizes: int) -> int:
+    """As many decimals (1 to 3) as print the binary sizes given apart from each other (an order
+    of 1.05 TiB beside 1.03 TiB read; `2.0Ti`'s 1.95-2.05 TiB beside the 2.04 TiB needed)."""
+    distinct = len(set(sizes))
+    return next((d for d in (1, 2, 3) if len({format_bytes(n, True, d) for n in sizes}) == distinct), 3)
 
 
 def _unified(facts: Facts) -> bool:

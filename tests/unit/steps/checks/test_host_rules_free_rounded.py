@@ -76,3 +76,14 @@ def test_an_order_and_a_total_that_print_alike_get_more_decimals(tmp_path: Path)
     text = "       total  used  free  shared  buff/cache  available\nMem: 1138166333 1 1 1 1 1\n"
     checks = verdicts(tmp_path, "free-k.txt", text, "ram: 1.14TB")
     assert checks["ram"] == ("fail", "1.06 TiB (1.2 TB)")
+
+
+def test_a_one_decimal_range_is_printed_so_it_reads(tmp_path: Path) -> None:
+    """`3.8Gi` (a real zh_CN free -h) is 3.75-3.85 GiB: printed with one decimal the range read
+    "between 3.8 GiB and 3.8 GiB" (round 13, on a `2.0Ti`)."""
+    name = "free-h__zh-cn__3.8gi.txt"
+    text = (REAL / name).read_text()
+    verdict, actual = verdicts(tmp_path, name, text, "ram: 4.2GB")["ram"]
+    assert verdict == "unverified"
+    assert actual.endswith("free prints it rounded: between 3.75 GiB and 3.85 GiB")
+    assert "the 3.82 GiB the order needs" in details(tmp_path, name, text, "ram: 4.2GB")["ram"]
