@@ -491,7 +491,14 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             root, mount, facts.block_devices, facts.mounts, facts.loop_backing, cache=False
         )
         if backing is not False:
-            return Check("data_disk", expected, actual + f" (same disk as / on{on})", "fail")
+            return Check(
+                "data_disk",
+                expected,
+                actual + f" (same disk as / on{on})",
+                "fail",
+                f"{mount.mountpoint} is on the system disk: a full dataset or checkpoint fills / and"
+                " stops the box; ask the vendor for the separate data disk that was ordered",
+            )
         # bcache: the data lives on its backing device; only the cache shares /'s disk
         cache_only = f"its cache device shares the system disk ({on.strip()}) with /"
     if spec.min_size_bytes and mount.size_bytes is None:
@@ -505,7 +512,15 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     need = (spec.min_size_bytes or 0) * (1 - tolerance)
     if spec.min_size_bytes and (mount.size_bytes or 0) < need:
-        return Check("data_disk", expected, actual, "fail")
+        short = format_bytes(int(spec.min_size_bytes - (mount.size_bytes or 0)), binary=False)
+        return Check(
+            "data_disk",
+            expected,
+            actual,
+            "fail",
+            f"{short} smaller than ordered, more than the {tolerance:.0%} a filesystem keeps: a smaller"
+            " disk than the order; ask the vendor for the ordered size",
+        )
     if spec.min_size_bytes and (mount.size_bytes or 0) - mount.size_step < need:
         return _rounded_size(mount, need, expected, actual)
     if cache_only:

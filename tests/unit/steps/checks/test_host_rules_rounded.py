@@ -35,3 +35,19 @@ def test_df_rounding_is_read_from_the_cell() -> None:
     assert steps == {"/": 2**30, "/home1": 2**30, "/boot/efi": 2**20, "/home2": round(2**40 / 10)}
     exact = "Filesystem 1B-blocks Used Available Use% Mounted on\n/dev/sda1 1000 10 990 1% /\n"
     assert disks.parse_df(exact)[0].size_step == 0
+
+
+def test_a_data_disk_fail_says_why(tmp_path: Path) -> None:
+    """A disk smaller than ordered failed with no sentence at all (round 13): every check says
+    what was found and what to do."""
+    from ...offline_judge import details
+
+    text = (REAL / HOME2).read_text()
+    order = "data_disk: {mount: /home2, min_size: 4.2TB}"
+    said = details(tmp_path, HOME2, text, order)["data_disk"]
+    assert said == (
+        "351.7 GB smaller than ordered, more than the 5% a filesystem keeps: a smaller disk than the"
+        " order; ask the vendor for the ordered size"
+    )
+    same_disk = details(tmp_path, HOME2, text, "data_disk: {mount: /, min_size: 1TB}")["data_disk"]
+    assert same_disk  # (/ itself: refused as the system disk, with a reason)
