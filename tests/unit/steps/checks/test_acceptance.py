@@ -285,6 +285,7 @@ def test_lvm_data_volume_on_the_system_disk_fails() -> None:
     )
     check = _disk_check(facts, "/data")
     assert check.verdict == "fail" and check.actual.endswith("(same disk as / on vda)")
+    assert check.detail.startswith("/data is on the system disk: a full dataset or checkpoint fills /")
     spans = _disk_facts(
         "edited/df-P-B1__h200-vm__lvm__edited.txt",
         "edited/lsblk-J-b__h200-vm__lvm-data-spans-vda-and-vdb__edited.json",
