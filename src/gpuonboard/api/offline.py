@@ -313,6 +313,31 @@ def _with_query_header(pasted: str, text: str) -> str:
     return ", ".join(fields) + "\n" + text
 
 
+def _with_df_header(command: str, text: str) -> str:
+    """Rows of a `df` piped through a filter that dropped its header (`df -hT | grep /ssd1`),
+    under the header df prints for the command's flags (`Size` for -h/-H, `1K-blocks`
+    otherwise; `Type` for -T); "" when the command is no such df or the rows are not df's."""
+    head, _, rest = command.partition("|")
+    words = head.split()
+    if (
+        not rest
+        or "df" not in [w.rsplit("/", 1)[-1] for w in words]
+        or any(w.startswith(("-B", "--block-size", "--output", "-i", "--inodes")) for w in words)
+    ):
+        return ""
+    short = "".join(w[1:] for w in words if re.fullmatch(r"-[a-zA-Z]+", w))
+    typed = "T" in short or "--print-type" in words
+    size = (
+        "Size Used Avail" if "h" in short or "H" in short or "--si" in words else "1K-blocks Used Available"
+    )
+    header = f"Filesystem{' Type' if typed else ''} {size} Use% Mounted on"
+    width = 6 + typed  # (a mount point with spaces has more words, never fewer)
+    rows = [line.split() for line in text.strip().splitlines() if line.strip()]
+    if not rows or any(len(r) < width or not any(t.endswith("%") for t in r) for r in rows):
+        return ""
+    return f"{header}\n{text}"
+
+
 def expand(paths: Sequence[str]) -> list[Path]:
     """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
     out: list[Path] = []
@@ -462,6 +487,8 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
     if kind is None and (headed := _with_query_header(pasted, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
+    if kind is None and (headed := _with_df_header(prompt_command(pasted), text)):
+        text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
     if kind is None and _Q_GPU_BLOCK.search(text[:4000]):
         raise UsageError(
             f"{path}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"

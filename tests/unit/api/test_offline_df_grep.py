@@ -1,0 +1,42 @@
+"""A `df` piped into grep keeps no header row: under its copied command line the rows are read
+as df prints them for its flags (round 13: a real `df -hT | grep /ssd1` was refused, "not a
+recognised command output", though the guide promises a narrowed df is read as such)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.errors import UsageError
+
+from ..offline_judge import details, verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+NAME = "df-hT-grep__nvme0n1-xfs-3.0t-ssd1__no-header__greatsql.txt"
+COMMAND = "$ df -hT | grep /ssd1\n"
+
+
+def test_the_rows_under_their_command_are_read_as_a_narrowed_df(tmp_path: Path) -> None:
+    text = COMMAND + (REAL / NAME).read_text()
+    verdict, actual = verdicts(tmp_path, "df.txt", text, "data_disk: {mount: /ssd1, min_size: 3TB}")[
+        "data_disk"
+    ]
+    assert actual == "/dev/nvme0n1 at /ssd1, 3.3 TB"  # 3.0 TiB, rounded up by df -h
+    assert verdict == "warn"  # ordered size met; whether it is on another disk than / is not shown
+    assert "no / in df" in details(tmp_path, "df.txt", text, "data_disk: {mount: /ssd1}")["data_disk"]
+    # a mount grep left out is not known to be missing: unverified, naming the command
+    missing = verdicts(tmp_path, "df.txt", text, "data_disk: {mount: /data}")["data_disk"]
+    assert missing == (
+        "unverified",
+        "unknown: /data is not in the df output, which lists only some filesystems",
+    )
+    assert (
+        "`df -hT | grep /ssd1` keeps only the lines grep let through"
+        in details(tmp_path, "df.txt", text, "data_disk: {mount: /data}")["data_disk"]
+    )
+
+
+def test_without_the_command_the_rows_are_not_taken_for_df(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a recognised command output"):
+        verdicts(tmp_path, "df.txt", (REAL / NAME).read_text())
