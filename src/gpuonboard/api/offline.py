@@ -23,7 +23,7 @@ from gpuonboard.facts.cpu import looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.memory import looks_like_free
+from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
@@ -186,7 +186,7 @@ def detect_kind(text: str) -> str | None:
         return "lscpu"
     if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
         return "lscpu"
-    if looks_like_free(head):  # (in English or a language free is translated into)
+    if looks_like_free(head) or looks_like_meminfo(head):  # (free in any language it speaks)
         return "free"
     if df_header(head) is not None:
         return "df"
@@ -506,7 +506,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s,"
             " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
-            " free, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file named nproc*, or"
+            " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file named nproc*, or"
             " systemctl is-active in a file named *fabric*)."
         )
     code = 0
@@ -529,7 +529,8 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     if kind == "free":
         from gpuonboard.facts import memory
 
-        text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
+        if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
+            text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
     if kind == "df" and _df_si(path.name, prompt_command(pasted)):
         from gpuonboard.facts import disks
 

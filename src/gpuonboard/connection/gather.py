@@ -383,7 +383,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     if free_text := _ok(raw, "free"):
         from gpuonboard.facts import memory
 
-        mem = memory.parse_free(free_text)
+        mem = memory.read_memory(free_text)
     df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
     if df_text or lsblk_text:
         from gpuonboard.facts import disks

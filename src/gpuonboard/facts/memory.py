@@ -20,7 +20,9 @@ __all__ = [
     "looks_like_free",
     "parse_cgroup_memory_limit",
     "parse_free",
+    "looks_like_meminfo",
     "parse_meminfo",
+    "read_memory",
 ]
 
 
@@ -249,6 +251,19 @@ def parse_cgroup_memory_limit(text: str) -> int | None:
 
 
 _MEMINFO = re.compile(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
+
+
+_MEMTOTAL = re.compile(r"^\s*MemTotal:\s+\d+\s*kB\s*$", re.M)
+
+
+def looks_like_meminfo(text: str) -> bool:
+    """Whether a text is `cat /proc/meminfo` (its `MemTotal: N kB` line)."""
+    return _MEMTOTAL.search(text[:4000]) is not None
+
+
+def read_memory(text: str) -> MemoryInfo:
+    """The RAM of a `free -k` output (the probe's), or of a saved `/proc/meminfo` (exact KiB)."""
+    return parse_meminfo(text) if looks_like_meminfo(text) else parse_free(text)
 
 
 def parse_meminfo(text: str) -> MemoryInfo:

@@ -46,6 +46,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
         "free": "free",
+        "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
         "df-h": "df",
         "df-TH": "df",

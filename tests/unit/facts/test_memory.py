@@ -195,3 +195,15 @@ def test_free_g_is_told_apart_or_refused() -> None:
     with pytest.raises(FreeFormatError, match=r"reads as MiB \(free -m\) or GiB \(free -g\)"):
         free_unit("mem.txt", big)
     assert free_unit("free-g.txt", big) == 1024**3
+
+
+def test_a_saved_proc_meminfo_gives_the_exact_total(tmp_path: Path) -> None:
+    """`cat /proc/meminfo` was refused offline ("not a recognised command output") though its
+    parser existed: read exactly (KiB), as `free -k` is (round 13)."""
+    from ..offline_judge import verdicts
+
+    name = "meminfo__3.8gib-vm__jc.txt"
+    text = (FIXTURES / "real" / name).read_text()
+    assert parse_meminfo(text).total_bytes == 3997272 * 1024
+    assert verdicts(tmp_path, name, text, "ram: 4GB")["ram"] == ("pass", "3.8 GiB (4.1 GB)")
+    assert verdicts(tmp_path, name, text, "ram: 4.2GB")["ram"][0] == "fail"  # exact: no rounding range
