@@ -506,8 +506,8 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s,"
             " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
-            " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file named nproc*, or"
-            " systemctl is-active in a file named *fabric*)."
+            " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file"
+            " named nproc*, or systemctl is-active in a file named *fabric*)."
         )
     code = 0
     if kind == "nvidia_smi":
