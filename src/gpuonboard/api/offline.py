@@ -204,7 +204,7 @@ _COMMANDS = (
     r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
     r"|systemctl)"
 )
-_PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s+(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
+_PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s*(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)

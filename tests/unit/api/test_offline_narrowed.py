@@ -119,3 +119,15 @@ def test_a_view_that_says_it_shows_every_gpu_is_whole(tmp_path: Path) -> None:
     got = verdicts(tmp_path, name, text, order)
     assert got == verdicts(tmp_path, name, (REAL / name).read_text(), order)
     assert got["gpu_count"] == ("pass", "1")
+
+
+def test_a_prompt_with_no_space_before_its_command_is_read(tmp_path: Path) -> None:
+    """`...]$df -h /` (round 13): the prompt line was not recognised, so the file was refused;
+    saved without it, `df -h /` read as the whole df and an ordered /data failed as "on the
+    system disk"."""
+    name = "df-h__root-lvm-name-wrapped__e6400.txt"
+    text = "[root@e6400:/home/moon/ 503]$df -h /\n" + (REAL / name).read_text()
+    assert verdicts(tmp_path, "df.txt", text, "data_disk: {mount: /data}")["data_disk"] == (
+        "unverified",
+        "unknown: /data is not in the df output, which lists only some filesystems",
+    )
