@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import paste
+from gpuonboard.api import paste, saved_forms
 from gpuonboard.api.narrowed import narrowed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -157,9 +157,8 @@ def _nvidia_smi_failed(text: str) -> bool:
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 
 
-# `nvidia-smi -q`'s own lines: its header's GPU count, and a GPU block's first lines
+# `nvidia-smi -q`'s header line of its GPU count
 _Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
-_Q_GPU_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*\n\s+\S.*:", re.M)
 
 
 def detect_kind(text: str) -> str | None:
@@ -274,68 +273,6 @@ def prompt_command(text: str) -> str:
     line = lines[first].strip()
     found = re.search(rf"(?:^|[\s/$#%>]){_COMMANDS}(?:\s|$)", line)
     return line[found.start() :].lstrip(" /$#%>") if found else line
-
-
-# `df -H` / `--si` (SI powers; `-h` is binary): in the copied command, or the file's name
-_DF_SI_FLAG = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*H[a-zA-Z]*|--si)(?=\s|$)")
-_DF_SI_NAME = re.compile(r"^df[-_ ]*(?:-?[a-zA-Z]*H|-*si)(?![a-z])")
-
-
-def _df_si(name: str, command: str) -> bool:
-    """Whether a saved df output is `df -H` / `df --si`, by its copied command or file name."""
-    return bool(_DF_SI_FLAG.search(command) if command else _DF_SI_NAME.match(name))
-
-
-_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
-
-
-def _csv_rows(text: str) -> int:
-    """The number of columns when every line of `text` is a CSV row of one same count (two or
-    more), else 0."""
-    import csv
-
-    rows = [row for row in csv.reader(text.strip().splitlines(), skipinitialspace=True) if row]
-    widths = {len(row) for row in rows}
-    return widths.pop() if len(widths) == 1 and rows and len(rows[0]) > 1 else 0
-
-
-def _with_query_header(pasted: str, text: str) -> str:
-    """A `--format=csv,noheader` output under its copied command line: the output with the
-    header row the command's field list gives it (nvidia-smi heads each column with its field
-    name), "" when the command names no fields or the rows have another count of cells."""
-    command = prompt_command(pasted)
-    found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
-    if found is None:
-        return ""
-    fields = [f for f in found.group(1).split(",") if f]
-    if _csv_rows(text) != len(fields):
-        return ""
-    return ", ".join(fields) + "\n" + text
-
-
-def _with_df_header(command: str, text: str) -> str:
-    """Rows of a `df` piped through a filter that dropped its header (`df -hT | grep /ssd1`),
-    under the header df prints for the command's flags (`Size` for -h/-H, `1K-blocks`
-    otherwise; `Type` for -T); "" when the command is no such df or the rows are not df's."""
-    head, _, rest = command.partition("|")
-    words = head.split()
-    if (
-        not rest
-        or "df" not in [w.rsplit("/", 1)[-1] for w in words]
-        or any(w.startswith(("-B", "--block-size", "--output", "-i", "--inodes")) for w in words)
-    ):
-        return ""
-    short = "".join(w[1:] for w in words if re.fullmatch(r"-[a-zA-Z]+", w))
-    typed = "T" in short or "--print-type" in words
-    size = (
-        "Size Used Avail" if "h" in short or "H" in short or "--si" in words else "1K-blocks Used Available"
-    )
-    header = f"Filesystem{' Type' if typed else ''} {size} Use% Mounted on"
-    width = 6 + typed  # (a mount point with spaces has more words, never fewer)
-    rows = [line.split() for line in text.strip().splitlines() if line.strip()]
-    if not rows or any(len(r) < width or not any(t.endswith("%") for t in r) for r in rows):
-        return ""
-    return f"{header}\n{text}"
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -485,17 +422,23 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
-    if kind is None and (headed := _with_query_header(pasted, text)):
+    if kind is None and (headed := saved_forms.with_query_header(prompt_command(pasted), text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
-    if kind is None and (headed := _with_df_header(prompt_command(pasted), text)):
+    if kind is None and (headed := saved_forms.with_df_header(prompt_command(pasted), text)):
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
-    if kind is None and _Q_GPU_BLOCK.search(text[:4000]):
+    if kind is None and saved_forms.q_blocks_alone(text):
         raise UsageError(
             f"{path}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
-    if kind is None and _csv_rows(text):
+    if kind is None and saved_forms.df_rows(text) >= 2:
+        raise UsageError(
+            f"{path}: rows like df's (a mount point, a use %) under a header this tool cannot read"
+            " (df run in a language other than English, Chinese or German?): save it with"
+            " `LC_ALL=C df -P -k`."
+        )
+    if kind is None and saved_forms.csv_width(text):
         raise UsageError(
             f"{path}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
             " above it names its fields: save it with its header (`--format=csv`, without"
@@ -531,7 +474,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
 
         if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
             text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
-    if kind == "df" and _df_si(path.name, prompt_command(pasted)):
+    if kind == "df" and saved_forms.df_si(path.name, prompt_command(pasted)):
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000

@@ -48,6 +48,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "free": "free",
         "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
+        "df-fr-h": None,  # French df: refused, naming LC_ALL=C
         "df-h": "df",
         "df-TH": "df",
         "df-P-B1": "df",

@@ -40,3 +40,11 @@ def test_the_rows_under_their_command_are_read_as_a_narrowed_df(tmp_path: Path) 
 def test_without_the_command_the_rows_are_not_taken_for_df(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not a recognised command output"):
         verdicts(tmp_path, "df.txt", (REAL / NAME).read_text())
+
+
+def test_df_in_a_language_not_read_is_refused_naming_the_locale(tmp_path: Path) -> None:
+    """A French df was refused as "not a recognised command output", which lists df among the
+    outputs it reads: the sentence now says what it looks like and how to save it."""
+    name = "df-fr-h__ubuntu-lvm__rst-indented.txt"
+    with pytest.raises(UsageError, match=r"save it with `LC_ALL=C df -P -k`"):
+        verdicts(tmp_path, name, (REAL / name).read_text())

@@ -1,0 +1,84 @@
+"""Saved outputs whose form says less than the command that made them, read by that command's
+copied line (offline): a `--query-gpu` CSV saved with `noheader` (its columns named by the
+command's field list), a `df` piped into `grep` (which drops df's header), a `df -H` (SI powers
+under the same `Size` header as `df -h`); and the shapes that tell a refusal what was given (df
+rows under a header in another language, `nvidia-smi -q` GPU blocks without their header)."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+__all__ = ["csv_width", "df_rows", "df_si", "q_blocks_alone", "with_df_header", "with_query_header"]
+
+# an `nvidia-smi -q` GPU block's first lines (`GPU 00000000:10:1C.0`, then an indented `Key :`)
+_Q_GPU_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*\n\s+\S.*:", re.M)
+
+
+def q_blocks_alone(text: str) -> bool:
+    """Whether a text holds `nvidia-smi -q` GPU blocks (with no header: the caller's case)."""
+    return _Q_GPU_BLOCK.search(text[:4000]) is not None
+
+
+# `df -H` / `--si` (SI powers; `-h` is binary): in the copied command, or the file's name
+_DF_SI_FLAG = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*H[a-zA-Z]*|--si)(?=\s|$)")
+_DF_SI_NAME = re.compile(r"^df[-_ ]*(?:-?[a-zA-Z]*H|-*si)(?![a-z])")
+
+
+def df_si(name: str, command: str) -> bool:
+    """Whether a saved df output is `df -H` / `df --si`, by its copied command or file name."""
+    return bool(_DF_SI_FLAG.search(command) if command else _DF_SI_NAME.match(name))
+
+
+_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
+
+
+def csv_width(text: str) -> int:
+    """The number of columns when every line of `text` is a CSV row of one same count (two or
+    more), else 0."""
+    rows = [row for row in csv.reader(text.strip().splitlines(), skipinitialspace=True) if row]
+    widths = {len(row) for row in rows}
+    return widths.pop() if len(widths) == 1 and rows and len(rows[0]) > 1 else 0
+
+
+def with_query_header(command: str, text: str) -> str:
+    """A `--format=csv,noheader` output under its copied command line: the output with the
+    header row the command's field list gives it (nvidia-smi heads each column with its field
+    name), "" when the command names no fields or the rows have another count of cells."""
+    found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
+    if found is None:
+        return ""
+    fields = [f for f in found.group(1).split(",") if f]
+    if csv_width(text) != len(fields):
+        return ""
+    return ", ".join(fields) + "\n" + text
+
+
+def df_rows(text: str) -> int:
+    """The lines of `text` shaped as df's rows: a use percentage, then a mount point (`/...`)."""
+    return sum(1 for line in text.splitlines() if re.search(r"\s\d{1,3}%\s+/\S*\s*$", line))
+
+
+def with_df_header(command: str, text: str) -> str:
+    """Rows of a `df` piped through a filter that dropped its header (`df -hT | grep /ssd1`),
+    under the header df prints for the command's flags (`Size` for -h/-H, `1K-blocks`
+    otherwise; `Type` for -T); "" when the command is no such df or the rows are not df's."""
+    head, _, rest = command.partition("|")
+    words = head.split()
+    if (
+        not rest
+        or "df" not in [w.rsplit("/", 1)[-1] for w in words]
+        or any(w.startswith(("-B", "--block-size", "--output", "-i", "--inodes")) for w in words)
+    ):
+        return ""
+    short = "".join(w[1:] for w in words if re.fullmatch(r"-[a-zA-Z]+", w))
+    typed = "T" in short or "--print-type" in words
+    size = (
+        "Size Used Avail" if "h" in short or "H" in short or "--si" in words else "1K-blocks Used Available"
+    )
+    header = f"Filesystem{' Type' if typed else ''} {size} Use% Mounted on"
+    width = 6 + typed  # (a mount point with spaces has more words, never fewer)
+    rows = [line.split() for line in text.strip().splitlines() if line.strip()]
+    if not rows or any(len(r) < width or not any(t.endswith("%") for t in r) for r in rows):
+        return ""
+    return f"{header}\n{text}"
