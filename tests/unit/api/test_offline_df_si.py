@@ -41,3 +41,13 @@ def test_without_a_word_of_si_it_stays_df_h() -> None:
     si = disks.parse_df(disks.df_as_si((REAL / NAME).read_text()))[0]
     assert si.size_bytes == 19 * 10**9 and si.size_step == 10**9
     assert si.used_bytes == 3.5 * 10**9
+
+
+def test_a_network_share_is_said_to_be_one(tmp_path: Path) -> None:
+    """An NFS export at the ordered mount: lsblk never lists one, so "could not tell whether
+    it is on another physical disk than / ... lsblk does not show both" asked for what cannot
+    be given (round 13); it is a network share, said so."""
+    text = PROMPT + (REAL / NAME).read_text()
+    verdict, actual = judged(tmp_path, "df.txt", text, "10GB")
+    assert verdict == "warn"
+    assert actual == "192.168.247.128:/public at /public_mount, 19.0 GB (a network share, nfs4)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
@@ -433,6 +434,19 @@ def _rounded_size(mount: disks.Mount, need: float, expected: str, actual: str) -
     )
 
 
+# network filesystems df names by type (`df -T`), and the `host:/export` / `//host/share` form
+# of a network share's device
+_NETWORK_FS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "glusterfs", "ceph", "lustre", "beegfs", "9p"}
+)
+_NETWORK_DEVICE = re.compile(r"^(?:[\w.-]+:/|//[\w.-]+/)")
+
+
+def _network_share(mount: disks.Mount) -> bool:
+    """Whether a mount is a network share (NFS, SMB, Lustre ...), by df's type or device form."""
+    return (mount.fstype or "") in _NETWORK_FS or bool(_NETWORK_DEVICE.match(mount.device))
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
@@ -525,6 +539,16 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return _rounded_size(mount, need, expected, actual)
     if cache_only:
         return Check("data_disk", expected, actual, "warn", cache_only)
+    if _network_share(mount):
+        return Check(
+            "data_disk",
+            expected,
+            actual + f" (a network share{f', {mount.fstype}' if mount.fstype else ''})",
+            "warn",
+            f"{mount.mountpoint} is a network share, not a disk in the box: its speed is the"
+            " network's and it is shared; ask the vendor whether the ordered data disk is meant"
+            " to be network storage",
+        )
     if shared is None:
         return Check(
             "data_disk",
