@@ -7,6 +7,7 @@ be read, or a log that does not reach back to boot, is never a pass.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -124,6 +125,18 @@ def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
     return f"GPU {index} ({pci})" if index is not None else f"GPU at PCI {pci}"
 
 
+def _occurrences(group: Sequence[KernelEvent]) -> int:
+    """How many times one GPU's fault happened: its events, except that a driver fault printed
+    as two sentences each time (osinit.c's `RmInitAdapter failed! (0x..)` and nv.c's
+    `rm_init_adapter failed, device minor number N`, one failure) counts the sentences of one
+    form, the most of any (two failures, not four)."""
+    fault = next((f for f in load_nvrm_faults() if f.id == group[0].fault), None)
+    if group[0].kind != "nvrm" or fault is None:
+        return len(group)
+    forms = Counter(m.group(0).lower() if (m := fault.pattern.search(e.message)) else "" for e in group)
+    return max(forms.values()) if len(forms) > 1 and all(forms) else len(group)
+
+
 def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
     """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
     groups: dict[tuple[str, int, str | None], list[KernelEvent]] = {}
@@ -143,7 +156,8 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
             if group[0].kind == "sxid"
             else _gpu_label(group[0].pci, gpus)
         )
-        times = f" x{len(group)}" if len(group) > 1 else ""
+        count = _occurrences(group)
+        times = f" x{count}" if count > 1 else ""
         kind = group[0].kind
         event = (
             f"driver message (no Xid): {name}"
