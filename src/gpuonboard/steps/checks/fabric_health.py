@@ -311,7 +311,8 @@ def _nvlink_errors_check(want: str, tally: _NvlinkTally, gpu_count: int) -> Chec
             f"counters not readable for {', '.join(tally.unread)}",
             "unverified",
             "NVLink error counters could not be read for these GPUs (in MIG mode the driver refuses NVLink"
-            " queries).",
+            " queries; a listing cut short or trimmed names only some links): run `nvidia-smi nvlink"
+            " -e` on the box and save its whole output.",
         )
     if not tally.judged:
         return Check(
