@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -578,6 +578,19 @@ def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> 
     return listed
 
 
+def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
+    """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` printed nothing: not
+    applicable (no peer GPU to link to), in place of "no output" unverified."""
+    if check is None or not lone or check.verdict != "unverified":
+        return check
+    return replace(
+        check,
+        actual=f"not applicable: one GPU in the box, no NVLink peer (`nvidia-smi {command}` printed nothing)",
+        verdict="pass",
+        detail="",
+    )
+
+
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
@@ -601,10 +614,22 @@ def health_checks(facts: Facts) -> list[Check]:
     if facts.given("nvidia_nvlink_errors") and facts.raw["nvidia_nvlink_errors"].exit_code == 0:
         errors = nvlink.parse_nvlink_errors(facts.raw["nvidia_nvlink_errors"].stdout)
     named = {**_listed_models(status, errors), **{g.index: g.name for g in gpus if g.name}}
+    # a box of one GPU (a whole listing of one) whose nvlink commands print nothing (a 1-GPU VM):
+    # NVLink joins GPUs, and this box has no other to join
+    lone = (
+        facts.gpu is not None
+        and facts.gpu.complete
+        and len(gpus) == 1
+        and facts.gpu.attached_gpus in (None, 1)
+    )
     if facts.given("nvidia_nvlink"):
-        checks.append(rule_nvlink(named, status if status is not None and status.gpus else None))
+        listed = status if status is not None and status.gpus else None
+        checks.append(_lone(rule_nvlink(named, listed), lone and listed is None, "nvlink -s"))
     if facts.given("nvidia_nvlink_errors"):
-        checks.append(rule_nvlink_errors(named, errors if errors is not None and errors.gpus else None))
+        listed_errors = errors if errors is not None and errors.gpus else None
+        checks.append(
+            _lone(rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, "nvlink -e")
+        )
     models = [g.name for g in gpus] or list(named.values())
     states = [(g.fabric_state, g.fabric_status) for g in gpus]
     if facts.given("fabric_manager"):

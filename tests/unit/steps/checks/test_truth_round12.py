@@ -177,3 +177,29 @@ def test_gpu_blocks_without_any_header_are_refused_saying_so(tmp_path: Path) -> 
     blocks = (REAL / NO_BANNER).read_text().split("Attached GPUs", 1)[1].split("\n", 1)[1]
     with pytest.raises(UsageError, match=r"GPU blocks without the header above them"):
         verdicts(tmp_path, "nvidia-smi-q.txt", blocks)
+
+
+def test_one_gpu_whose_nvlink_commands_print_nothing_needs_no_nvlink() -> None:
+    """Our own live run on a rented 1 x H200 VM (2026-12-04): `nvidia-smi nvlink -s` and `-e`
+    printed nothing (the VM has no peer GPU), and the verdict was "GO with 2 unverified:
+    nvlink_links, nvlink_errors". One GPU has no NVLink peer in the box: not applicable."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    xml = (REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text()
+    raw = {
+        "nvidia_smi": ProbeOutput(xml, "", 0),
+        "nvidia_nvlink": ProbeOutput("", "", 0),
+        "nvidia_nvlink_errors": ProbeOutput("", "", 0),
+    }
+    checks = {c.name: c for c in health_checks(parse_facts(raw))}
+    for name, command in (("nvlink_links", "nvlink -s"), ("nvlink_errors", "nvlink -e")):
+        assert (checks[name].verdict, checks[name].actual) == (
+            "pass",
+            f"not applicable: one GPU in the box, no NVLink peer (`nvidia-smi {command}` printed nothing)",
+        )
+    # a view of one GPU of eight (`-i 0`) is no one-GPU box: still unverified
+    eight = xml.replace("<attached_gpus>1</attached_gpus>", "<attached_gpus>8</attached_gpus>")
+    raw["nvidia_smi"] = ProbeOutput(eight, "", 0)
+    assert {c.name: c for c in health_checks(parse_facts(raw))}["nvlink_links"].verdict == "unverified"
