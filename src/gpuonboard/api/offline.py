@@ -24,6 +24,7 @@ from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
@@ -174,6 +175,7 @@ def detect_kind(text: str) -> str | None:
         or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
         or head.startswith(("name,", "index,"))
         or "memory.total" in head
+        or is_query_header(head.split("\n", 1)[0])  # (any --query-gpu CSV's header)
         or _nvidia_smi_failed(text)
     ):
         return "nvidia_smi"

@@ -46,8 +46,8 @@ def with_query_header(command: str, text: str) -> str:
     header row the command's field list gives it (nvidia-smi heads each column with its field
     name), "" when the command names no fields or the rows have another count of cells."""
     found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
-    if found is None:
-        return ""
+    if found is None or "noheader" not in command:
+        return ""  # (`--format=csv` prints its header: a first row of values is no header's)
     fields = [f for f in found.group(1).split(",") if f]
     if csv_width(text) != len(fields):
         return ""

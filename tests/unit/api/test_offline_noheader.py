@@ -52,3 +52,27 @@ def test_rows_without_a_command_naming_their_fields_are_refused_saying_how(tmp_p
     # a command whose field list has another count than the rows: not taken for their header
     with pytest.raises(UsageError):
         facts_of(tmp_path, "$ nvidia-smi --query-gpu=index,name --format=csv,noheader\n" + rows)
+
+
+BUSY = "nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv"
+
+
+def test_a_csv_whose_header_names_no_identity_is_read(tmp_path: Path) -> None:
+    """A real header `utilization.gpu [%], utilization.memory [%], power.draw [W]` (no index,
+    name or memory.total) was refused as "a CSV without its header row"; and under its copied
+    `--format=csv` command (no noheader) the command's field list was put above the header,
+    which then read as a row of field names: the GPU at 100 % was never judged (round 14)."""
+    from ..offline_judge import verdicts
+
+    text = (REAL / BUSY).read_text()
+    command = (
+        "$ kubectl exec -n hpa-test gpu-workload-7d7f4dbdf-9559s -- nvidia-smi"
+        " --query-gpu=utilization.gpu,utilization.memory,power.draw --format=csv\n"
+    )
+    for saved in (text, command + text):
+        busy = verdicts(tmp_path, "query.csv", saved)["foreign_processes"]
+        assert busy == (
+            "fail",
+            "GPU 0 at 100 % utilisation with memory use not reported, though this nvidia-smi output"
+            " lists no processes",
+        )

@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv",
         "real/df-fr-h__ubuntu-lvm__rst-indented.txt",
         "real/df-h__root-lvm-name-wrapped__e6400.txt",
         "real/df-hT-grep__nvme0n1-xfs-3.0t-ssd1__no-header__greatsql.txt",

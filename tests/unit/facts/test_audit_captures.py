@@ -129,6 +129,12 @@ SMI = [
         ("xml", "340.24", None, 1, 1, True),
         ("Tesla K20m", 4799, "0000:0D:00.0", 225.0, 225.0, "Disabled"),
     ),
+    # round 14: a CSV whose header names no index, name or memory.total (utilisation, power)
+    (
+        "real/nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv",
+        ("csv", None, None, None, 1, True),
+        ("", None, None, None, None, None),
+    ),
     # round 13: a `-q` without its banner, one GPU of 8 shown, lines left out by hand (`[...]`)
     (
         "real/nvidia-smi-q-elided__a100-sxm4-80gb__1of8gpu__driver510.73.08__remap-pending__no-banner.txt",

@@ -41,8 +41,8 @@ def test_fallen_off_the_bus_over_three_dmesg_lines_is_one_event_naming_the_gpu()
 
 def test_rminitadapter_failed_fails_naming_the_pci_address() -> None:
     log = parse_kernel_log((REAL / RMINIT).read_text())
-    # two rounds of "RmInitAdapter failed! (0x25:0x40:1470)" + "rm_init_adapter failed, device minor number 0":
-    # four sentences, two failures (x2: it said x4)
+    # two rounds of "RmInitAdapter failed! (0x25:0x40:1470)" + "rm_init_adapter failed, device minor
+    # number 0": four sentences, two failures (x2: it said x4)
     assert [(e.fault, e.pci) for e in log.events] == [("rm_init_adapter_failed", "0000:81:00.0")] * 4
     check = rule_xid(log.events, True, "", [], log.covers_boot)
     assert (check.verdict, check.actual) == (

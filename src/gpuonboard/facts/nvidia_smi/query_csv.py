@@ -98,6 +98,15 @@ def _header_names(row: Sequence[str]) -> list[str] | None:
     return None
 
 
+def is_query_header(line: str) -> bool:
+    """Whether a line is a `--query-gpu ... --format=csv` header: comma-separated field names
+    with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them."""
+    if "," not in line:
+        return False
+    names = _header_names(next(csv.reader([line], skipinitialspace=True)))
+    return names is not None and any("." in name for name in names)
+
+
 def _csv_first(cells: Mapping[str, str], *names: str) -> str | None:
     """The first of the fields `names` that is present and has a value."""
     for name in names:
