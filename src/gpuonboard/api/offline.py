@@ -449,7 +449,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     if kind is None:
         raise UsageError(
             f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-            " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s,"
+            " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s / -e,"
             " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
             " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file"
             " named nproc*, or systemctl is-active in a file named *fabric*)."
@@ -655,15 +655,38 @@ def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     return checks
 
 
+def _shown(kind: str, text: str) -> str:
+    """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
+    reads them (the container steps and prove's network step judge them on the box)."""
+    if kind == "docker_info":
+        from gpuonboard.facts.container import parse_docker_info
+
+        info = parse_docker_info(text)
+        said = [f"docker {info.server_version or '(version not read)'}"]
+        if info.runtimes:
+            default = f" (default {info.default_runtime})" if info.default_runtime else ""
+            said.append(f"runtimes {', '.join(info.runtimes)}{default}")
+        said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
+        return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
+    from gpuonboard.steps.prove.network import parse_iperf3
+
+    r = parse_iperf3(text)
+    sent, got = r.get("sent_gbps"), r.get("received_gbps")
+    said = r["error"] or (
+        f"{sent:.2f} Gbit/s sent, {got:.2f} received"
+        if sent is not None and got is not None
+        else "no figures"
+    )
+    return f"iperf3 -J: {said}: read, not judged (prove's network step judges it between the boxes)."
+
+
 def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     """Parse, print, and return the exit code (1 when any rule fails)."""
     if not paths:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
     notes: list[str] = []
     raw = load_outputs(paths, notes)
-    notes += [
-        f"{what} output read and shown, not judged." for kind, what in SHOWN_KINDS.items() if kind in raw
-    ]
+    notes += [_shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
     if notes:
         from rich.markup import escape
 
