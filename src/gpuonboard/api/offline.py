@@ -672,12 +672,12 @@ def _shown(kind: str, text: str) -> str:
 
     r = parse_iperf3(text)
     sent, got = r.get("sent_gbps"), r.get("received_gbps")
-    said = r["error"] or (
+    figures = str(r["error"] or "") or (
         f"{sent:.2f} Gbit/s sent, {got:.2f} received"
         if sent is not None and got is not None
         else "no figures"
     )
-    return f"iperf3 -J: {said}: read, not judged (prove's network step judges it between the boxes)."
+    return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
 
 
 def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:

@@ -29,6 +29,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _unjudged_verdict,
     _unreadable,
     fault_advice,
+    no_gpu_detail,
 )
 from gpuonboard.steps.checks.model_match import is_placeholder_name, match_model, split_count
 from gpuonboard.units import format_bytes
@@ -92,7 +93,16 @@ def rule_driver(facts: Facts) -> Check:
             f" answered ({', '.join(facts.gpu_evidence.answered) if facts.gpu_evidence else '-'})"
         )
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
+    if not facts.gpu.driver_version:
+        notes.insert(0, _NO_VERSION)
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# what to save where the outputs given name no driver version (`nvidia-smi -L` alone)
+_NO_VERSION = (
+    "the outputs given name no driver version (`nvidia-smi -L` prints none): save `nvidia-smi`"
+    " (its table's header) or `nvidia-smi -q` of the box"
+)
 
 
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
@@ -102,7 +112,7 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     expected = order.gpu_model or ""
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("gpu_model", expected, problem, _unjudged_verdict(facts))
+        return Check("gpu_model", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
     # a GPU whose name was not read (an output cut inside its record) is unread, not another model
@@ -172,7 +182,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     expected = str(order.gpu_count)
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("gpu_count", expected, problem, _unjudged_verdict(facts))
+        return Check("gpu_count", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None and order.gpu_count is not None
     n = len(facts.gpu.gpus)
     detail = _attached_gap(facts)
@@ -211,7 +221,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f">= {format_bytes(order.vram_bytes, binary=False)} per GPU"
     problem = _no_gpu_actual(facts)
     if problem:
-        return Check("vram", expected, problem, _unjudged_verdict(facts))
+        return Check("vram", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read gives no data, even where a memory size is printed for it
     faulty = [g for g in facts.gpu.gpus if g.faults]
@@ -220,7 +230,13 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if not sizes:  # (every GPU listed unreadable: a fault; of an output cut short: no evidence)
         if incomplete := _incomplete(facts):
             return Check("vram", expected, f"unknown: {unread}; {incomplete}", "unverified", RERUN_ADVICE)
-        return Check("vram", expected, f"unknown: no GPU could be read: {unread}", "fail")
+        return Check(
+            "vram",
+            expected,
+            f"unknown: no GPU could be read: {unread}",
+            "fail",
+            fault_advice(g.index for g in faulty),
+        )
     read = [s for s in sizes if s is not None]
     if not read:
         refused = _refused(facts)
@@ -335,7 +351,11 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     problem = _no_gpu_actual(facts)
     if problem or facts.gpu is None or not facts.gpu.driver_version:
         return Check(
-            "min_driver", expected, problem or "unknown: the driver version was not reported", "unverified"
+            "min_driver",
+            expected,
+            problem or "unknown: the driver version was not reported",
+            "unverified",
+            no_gpu_detail(facts) if problem else _NO_VERSION,
         )
     try:
         ok = ngc.version_key(facts.gpu.driver_version) >= ngc.version_key(order.min_driver)

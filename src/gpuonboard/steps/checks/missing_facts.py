@@ -27,6 +27,13 @@ def _gpu_not_given(facts: Facts) -> bool:
     return not any(facts.given(name) for name in GPU_PROBES)
 
 
+def no_gpu_detail(facts: Facts) -> str:
+    """The advice of a GPU rule judged without GPU facts (_no_gpu_actual's case)."""
+    if _gpu_not_given(facts) and facts.gpu is None:
+        return "no nvidia-smi output was given: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
+    return "nvidia-smi gave no GPU to judge this by: the nvidia_driver row says why, and what to do"
+
+
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
     """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(

@@ -43,7 +43,8 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
         "this nvidia-smi output does not give the default power limit, so a capped card cannot be"
         " told from one at its default; `nvidia-smi -q -d POWER` shows both"
         if enforced
-        else "",
+        else "this nvidia-smi output gives no power limit; `nvidia-smi -q -d POWER` shows the enforced"
+        " and the default limits",
     )
 
 

@@ -39,7 +39,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     note = f" ({unread} unreadable)" if unread else ""
     read = [g for g in gpus if not g.faults]
     if not read and unread:
-        return Check("ecc_mode", "Enabled", f"not judged: {unread} unreadable", "warn")
+        return Check("ecc_mode", "Enabled", f"not judged: {unread} unreadable", "warn", UNREADABLE_GPUS)
     klass = {g.index: gpu_class(g.name, g.product_brand) for g in read}
     dc = [g for g in read if klass[g.index] == "datacenter"]
     off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
@@ -113,6 +113,13 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
         + note,
         "pass",
     )
+
+
+# the advice of a memory rule none of whose GPUs nvidia-smi could read
+UNREADABLE_GPUS = (
+    "nvidia-smi cannot read these GPUs, so their memory cannot be judged; the gpu_health row names"
+    " them and what to ask the vendor"
+)
 
 
 def _ecc_mode_unknown(g: GpuInfo) -> bool:
@@ -312,7 +319,11 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     unread = [g for g in gpus if g.faults]
     if not findings and unread and len(unread) == len(gpus):
         return Check(
-            "memory_repair", "nothing pending", f"not judged: {gpu_list(unread, gpus)} unreadable", "warn"
+            "memory_repair",
+            "nothing pending",
+            f"not judged: {gpu_list(unread, gpus)} unreadable",
+            "warn",
+            UNREADABLE_GPUS,
         )
     if not findings and not any(map(_repair_state_read, gpus)):
         note = f" ({gpu_list(unread, gpus)} unreadable)" if unread else ""

@@ -12,8 +12,13 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
-from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, gpu_label
-from gpuonboard.steps.checks.gpu_health.memory import rule_ecc_errors, rule_ecc_mode, rule_memory_repair
+from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, gpu_label, gpu_list
+from gpuonboard.steps.checks.gpu_health.memory import (
+    UNREADABLE_GPUS,
+    rule_ecc_errors,
+    rule_ecc_mode,
+    rule_memory_repair,
+)
 from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
 from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
 from gpuonboard.steps.checks.gpu_health.readable import (
@@ -68,7 +73,15 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_virtualization(gpus),
     ]
     checks = [c for r in rules if (c := r()) is not None]
-    if gap := _incomplete(facts) or _listed_not_read(gpus):
+    if gpus and all(g.faults for g in gpus):
+        # no GPU nvidia-smi could read (gpu_health fails them): a rule over the GPUs read passes
+        # over none ("foreign_processes: none", "no MIG on this model" of an H100)
+        said = f"not judged: {gpu_list(gpus, gpus)} unreadable"
+        checks = [
+            replace(c, actual=said, verdict="warn", detail=UNREADABLE_GPUS) if c.verdict == "pass" else c
+            for c in checks
+        ]
+    elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [_of_those_read(c, gap) if c.verdict == "pass" else c for c in checks]
     return ([unreadable] if unreadable else []) + checks
 
