@@ -129,6 +129,12 @@ SMI = [
         ("xml", "340.24", None, 1, 1, True),
         ("Tesla K20m", 4799, "0000:0D:00.0", 225.0, 225.0, "Disabled"),
     ),
+    # round 14: driver 352 on GeForce: the process table says `Not Supported`, no empty list
+    (
+        "real/nvidia-smi__geforce-gtx-780-ti__2gpu__driver352.79__processes-not-supported.txt",
+        ("table", "352.79", None, None, 2, True),
+        ("GeForce GTX 780 Ti", 3071, "0000:01:00.0", None, None, "Disabled"),
+    ),
     # round 14: a CSV whose header names no index, name or memory.total (utilisation, power)
     (
         "real/nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv",
@@ -395,3 +401,15 @@ def test_every_audit_capture_is_on_disk_and_in_sources() -> None:
         assert (FIXTURES / name).is_file(), name
         assert f"`{name.split('/', 1)[1]}`" in sources, name
     assert not PARSED_RIGHT & FINDINGS.keys()
+
+
+def test_a_process_table_that_says_not_supported_is_no_empty_list() -> None:
+    """`|    0   Not Supported   |` (driver 352, GeForce) read as an empty table, warned as
+    "processes not visible (container?)" (round 14): this driver lists no processes here."""
+    r = parse_any(
+        read("real/nvidia-smi__geforce-gtx-780-ti__2gpu__driver352.79__processes-not-supported.txt")
+    )
+    assert [g.processes_known for g in r.gpus] == [False, False]
+    assert r.warnings == (
+        "process table says Not Supported: this driver does not list this card's processes",
+    )

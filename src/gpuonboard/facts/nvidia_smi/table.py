@@ -102,11 +102,13 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
     if start is None:
         return {}, False
     by_gpu: dict[int, list[GpuProcess]] = {}
-    said_none = False
+    said_none = unsupported = False
     for line in lines[start + 1 :]:
         if _TABLE_NO_PROCESSES.search(line):
             said_none = True
             continue
+        # old drivers on GeForce cards: `|    0   Not Supported   |` where the processes go
+        unsupported = unsupported or "Not Supported" in line
         cells = _cells(line)
         if len(cells) != 1:
             continue
@@ -120,6 +122,9 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
             used_memory_mib=_mib(_TABLE_UNIT.sub(" ", match.group(7))),
         )
         by_gpu.setdefault(int(match.group(1)), []).append(process)
+    if unsupported and not by_gpu:
+        warnings.append("process table says Not Supported: this driver does not list this card's processes")
+        return {}, False
     if not by_gpu and not said_none:
         # nvidia-smi inside a container (no host PID namespace) prints an empty table.
         if _table_complete(lines):  # (a table cut there: the cut says so)
