@@ -122,6 +122,20 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     )
 
 
+def _usable_only(usable: int, why: str, cores: int, expected: str, lscpu_given: bool) -> Check:
+    """cpu_cores from the CPUs this login may use alone (nproc, no lscpu read): threads, not
+    cores, so at most a warning."""
+    verdict: Verdict = "warn" if usable >= cores else "fail"
+    return Check(
+        "cpu_cores",
+        expected,
+        f"{usable} logical CPUs ({'lscpu unreadable' if lscpu_given else 'no lscpu'})",
+        verdict,
+        f"only the logical CPUs this login may use are known ({_SOURCE_OF.get(why, why)}): threads,"
+        " not cores; save `lscpu` of the box to count its cores",
+    )
+
+
 def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     """rule_cpu from lscpu, nproc (when read) and the cgroup quota."""
     assert order.cpu_cores is not None
@@ -132,16 +146,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         if usable is None and not facts.given("lscpu"):
             return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:
-            verdict: Verdict = "warn" if usable >= order.cpu_cores else "fail"
-            said = "lscpu unreadable" if facts.given("lscpu") else "no lscpu"
-            return Check(
-                "cpu_cores",
-                expected,
-                f"{usable} logical CPUs ({said})",
-                verdict,
-                f"only the logical CPUs this login may use are known ({_SOURCE_OF.get(why, why)}):"
-                " threads, not cores; save `lscpu` of the box to count its cores",
-            )
+            return _usable_only(usable, why, order.cpu_cores, expected, facts.given("lscpu"))
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
         # of fewer cores than ordered (a missing tool is not missing hardware)
         return Check(
@@ -447,6 +452,18 @@ def _network_share(mount: disks.Mount) -> bool:
     return (mount.fstype or "") in _NETWORK_FS or bool(_NETWORK_DEVICE.match(mount.device))
 
 
+def _network_check(mount: disks.Mount, expected: str, actual: str) -> Check:
+    """data_disk on a network share: a warning saying it is one (lsblk never lists one)."""
+    return Check(
+        "data_disk",
+        expected,
+        actual + f" (a network share{f', {mount.fstype}' if mount.fstype else ''})",
+        "warn",
+        f"{mount.mountpoint} is a network share, not a disk in the box: its speed is the network's"
+        " and it is shared; ask the vendor whether the ordered data disk is meant to be network storage",
+    )
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
@@ -459,6 +476,35 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         " save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` of the box again"
     )
     return dataclasses.replace(check, detail="; ".join(filter(None, [check.detail, note])))
+
+
+def _size_check(
+    ordered: int, mount: disks.Mount, tolerance: float, expected: str, actual: str
+) -> Check | None:
+    """data_disk's size verdict when the size is not enough or not known to be (None: it is)."""
+    if mount.size_bytes is None:
+        return Check(
+            "data_disk",
+            expected,
+            actual,
+            "warn",
+            f"the size of {mount.mountpoint} could not be read from the df output; save `df -P -B1`"
+            " or `df -P -k` to judge it",
+        )
+    need = ordered * (1 - tolerance)
+    if mount.size_bytes < need:
+        short = format_bytes(ordered - mount.size_bytes, binary=False)
+        return Check(
+            "data_disk",
+            expected,
+            actual,
+            "fail",
+            f"{short} smaller than ordered, more than the {tolerance:.0%} a filesystem keeps: a smaller"
+            " disk than the order; ask the vendor for the ordered size",
+        )
+    if mount.size_bytes - mount.size_step < need:
+        return _rounded_size(mount, need, expected, actual)
+    return None
 
 
 def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
@@ -515,40 +561,14 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             )
         # bcache: the data lives on its backing device; only the cache shares /'s disk
         cache_only = f"its cache device shares the system disk ({on.strip()}) with /"
-    if spec.min_size_bytes and mount.size_bytes is None:
-        return Check(
-            "data_disk",
-            expected,
-            actual,
-            "warn",
-            f"the size of {mount.mountpoint} could not be read from the df output; save `df -P -B1`"
-            " or `df -P -k` to judge it",
-        )
-    need = (spec.min_size_bytes or 0) * (1 - tolerance)
-    if spec.min_size_bytes and (mount.size_bytes or 0) < need:
-        short = format_bytes(int(spec.min_size_bytes - (mount.size_bytes or 0)), binary=False)
-        return Check(
-            "data_disk",
-            expected,
-            actual,
-            "fail",
-            f"{short} smaller than ordered, more than the {tolerance:.0%} a filesystem keeps: a smaller"
-            " disk than the order; ask the vendor for the ordered size",
-        )
-    if spec.min_size_bytes and (mount.size_bytes or 0) - mount.size_step < need:
-        return _rounded_size(mount, need, expected, actual)
+    if spec.min_size_bytes and (
+        sized := _size_check(spec.min_size_bytes, mount, tolerance, expected, actual)
+    ):
+        return sized
     if cache_only:
         return Check("data_disk", expected, actual, "warn", cache_only)
     if _network_share(mount):
-        return Check(
-            "data_disk",
-            expected,
-            actual + f" (a network share{f', {mount.fstype}' if mount.fstype else ''})",
-            "warn",
-            f"{mount.mountpoint} is a network share, not a disk in the box: its speed is the"
-            " network's and it is shared; ask the vendor whether the ordered data disk is meant"
-            " to be network storage",
-        )
+        return _network_check(mount, expected, actual)
     if shared is None:
         return Check(
             "data_disk",

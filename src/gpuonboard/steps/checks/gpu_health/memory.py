@@ -67,27 +67,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
         )
     if unknown:
-        # a mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is no gap in
-        # the output: the driver's NVML call failed
-        errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
-        if errors:
-            return Check(
-                "ecc_mode",
-                "Enabled",
-                f"unreadable on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
-                "unverified",
-                "nvidia-smi could not read the ECC mode (an error from the driver, not a field left"
-                " out): often a GPU in a bad state; look for Xid errors in `dmesg` and ask the vendor"
-                " to reset the GPU (`nvidia-smi -i N -r`) or reboot, then check again",
-            )
-        return Check(
-            "ecc_mode",
-            "Enabled",
-            f"not reported for {gpu_list(unknown, gpus)}{note}",
-            "unverified",
-            "nvidia-smi gave no ECC mode for a GPU that has or may have ECC memory (a data-centre or"
-            " workstation card, or one this tool does not recognise); `nvidia-smi -q -d ECC` shows it",
-        )
+        return _ecc_mode_unread(unknown, gpus, note)
     if dc:
         read_note = " read" if unread else ""
         return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read_note}{note}", "pass")
@@ -126,6 +106,31 @@ def _ecc_mode_unknown(g: GpuInfo) -> bool:
     """No ECC mode was read for a GPU that has ECC (a data-centre card) or may have it (a
     workstation or unrecognised card whose output does not say it has none)."""
     return g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not no_ecc_said(g)))
+
+
+def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str) -> Check:
+    """ecc_mode unverified for GPUs that have or may have ECC and whose mode no output gave; a
+    mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is said so: the
+    driver's NVML call failed, no gap in the output."""
+    errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
+    if errors:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"unreadable on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
+            "unverified",
+            "nvidia-smi could not read the ECC mode (an error from the driver, not a field left"
+            " out): often a GPU in a bad state; look for Xid errors in `dmesg` and ask the vendor"
+            " to reset the GPU (`nvidia-smi -i N -r`) or reboot, then check again",
+        )
+    return Check(
+        "ecc_mode",
+        "Enabled",
+        f"not reported for {gpu_list(unknown, gpus)}{note}",
+        "unverified",
+        "nvidia-smi gave no ECC mode for a GPU that has or may have ECC memory (a data-centre or"
+        " workstation card, or one this tool does not recognise); `nvidia-smi -q -d ECC` shows it",
+    )
 
 
 def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
@@ -251,19 +256,8 @@ def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -
     )
 
 
-def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
-    """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
-
-    FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
-    repair, retired pages at NVIDIA's limit (RETIRED_PAGES_LIMIT). WARN: SRAM error threshold
-    exceeded, rows remapped or pages retired after uncorrectable (double-bit) errors,
-    banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a GPU that has or
-    may have ECC (see may_have_ecc; a workstation card with ECC switched off remaps nothing)
-    whose row-remapping / page-retirement state no format gave (the table and the CSV carry
-    none; -q says N/A in MIG mode), in every format. The repair flags of newer drivers (channel
-    / TPC repair, unrepairable memory) are not required: older drivers do not have them. A
-    GeForce card without any of it is not held to it, and is said to be "not reported".
-    """
+def _repair_findings(gpus: list[GpuInfo]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """memory_repair's failing and warning findings, each (advice key, finding), GPU by GPU."""
     fails: list[tuple[str, str]] = []  # (advice key, finding)
     warns: list[tuple[str, str]] = []
     for g in gpus:
@@ -305,6 +299,23 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
                     f" {g.remap_banks_low or 0} with few",
                 )
             )
+    return fails, warns
+
+
+def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
+    """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
+
+    FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
+    repair, retired pages at NVIDIA's limit (RETIRED_PAGES_LIMIT). WARN: SRAM error threshold
+    exceeded, rows remapped or pages retired after uncorrectable (double-bit) errors,
+    banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a GPU that has or
+    may have ECC (see may_have_ecc; a workstation card with ECC switched off remaps nothing)
+    whose row-remapping / page-retirement state no format gave (the table and the CSV carry
+    none; -q says N/A in MIG mode), in every format. The repair flags of newer drivers (channel
+    / TPC repair, unrepairable memory) are not required: older drivers do not have them. A
+    GeForce card without any of it is not held to it, and is said to be "not reported".
+    """
+    fails, warns = _repair_findings(gpus)
     findings = fails + warns
     # (a workstation card with ECC switched off remaps no rows: its N/A is no gap)
     silent = [
