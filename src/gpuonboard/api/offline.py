@@ -25,6 +25,7 @@ from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
+from gpuonboard.facts.nvidia_smi.values import ELISION
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec, parse_order
@@ -72,8 +73,6 @@ _KERNEL_LINE = re.compile(
     rf"^(?:{KERNEL_STAMP.pattern})|NVRM: |nvidia-nvswitch\d+: SXid"
     r"|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
-# a paste's own mark of lines left out: `...`, `....`, `…`, `[...]` on a line of its own
-_ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\])\s*$")
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
 _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
@@ -87,7 +86,7 @@ def detect_fabric_kind(text: str) -> str | None:
     from content alone; None for any other text."""
     head = text.lstrip()[:4000]
     lines = [line for line in text.splitlines() if line.strip()]
-    while lines and _ELISION.match(lines[0]):  # (a paste's `....` above what it kept)
+    while lines and ELISION.match(lines[0]):  # (a paste's `....` above what it kept)
         lines = lines[1:]
     if not lines:
         return None
@@ -114,7 +113,7 @@ def detect_fabric_kind(text: str) -> str | None:
         if (
             rest
             and all(
-                _NVLINK_LINE.search(line) or _GPU_LINE.match(line) or _ELISION.match(line) for line in rest
+                _NVLINK_LINE.search(line) or _GPU_LINE.match(line) or ELISION.match(line) for line in rest
             )
             and any(_NVLINK_LINE.search(line) for line in rest)
         ):
@@ -414,6 +413,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     """A user's saved output: its kind detected from its content (errors name the file)."""
     pasted = paste.normalise(unquote(decode_saved(data)))
     text = strip_prompt(pasted)
+    command = prompt_command(pasted)  # (the copied command above it, "" if none)
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
@@ -424,9 +424,9 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
-    if kind is None and (headed := saved_forms.with_query_header(prompt_command(pasted), text)):
+    if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
-    if kind is None and (headed := saved_forms.with_df_header(prompt_command(pasted), text)):
+    if kind is None and (headed := saved_forms.with_df_header(command, text)):
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
     if kind is None and saved_forms.q_blocks_alone(text):
         raise UsageError(
@@ -476,11 +476,11 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
 
         if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
             text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
-    if kind == "df" and saved_forms.df_si(path.name, prompt_command(pasted)):
+    if kind == "df" and saved_forms.df_si(path.name, command):
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    return kind, ProbeOutput(text, "", code, narrowed(kind, prompt_command(pasted)))
+    return kind, ProbeOutput(text, "", code, narrowed(kind, command))
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

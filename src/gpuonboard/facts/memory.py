@@ -18,9 +18,9 @@ __all__ = [
     "free_labels",
     "free_unit",
     "looks_like_free",
+    "looks_like_meminfo",
     "parse_cgroup_memory_limit",
     "parse_free",
-    "looks_like_meminfo",
     "parse_meminfo",
     "read_memory",
 ]

@@ -236,6 +236,7 @@ def _table_gpu(
         if len(util_tokens) > 1:
             compute = _compute_mode(_table_cell(" ".join(util_tokens[1:]), "compute mode", cell_faults))
     mig = _table_cell(third[2], "MIG mode", cell_faults) if len(third) == 3 else None
+    mig_now = _on_off(mig.rstrip("*")) if mig is not None else None
     faults, cell_faults = _table_row_faults(name, cell_faults)
     if memory is None and _clean(memory_raw) is not None:
         # (a cell the driver says it cannot fill, "Not Supported" on the GB10's unified memory,
@@ -253,9 +254,9 @@ def _table_gpu(
         persistence_mode=_on_off(persistence),
         driver_model=_clean(first_right) if driver_model_column else None,
         temperature_c=temp,
-        mig_mode=_on_off(mig.rstrip("*")) if mig is not None else None,
+        mig_mode=mig_now,
         # `Disabled*`: the star marks a change pending the next GPU reset (to the other mode)
-        mig_mode_pending=_FLIPPED.get(_on_off(mig.rstrip("*")) or "") if mig and mig.endswith("*") else None,
+        mig_mode_pending=_FLIPPED.get(mig_now or "") if mig and mig.endswith("*") else None,
         # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)
         ecc_volatile_uncorrectable=int(ecc_raw) if ecc_raw.isdecimal() else None,
         # "Pwr:Usage/Cap": the cap is the enforced limit

@@ -20,6 +20,7 @@ from gpuonboard.facts.nvidia_smi.model import (
 )
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
+    ELISION,
     _any_true,
     _clean,
     _compute_mode,
@@ -490,8 +491,6 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
     return "Product Name" in last or len(last) < 2
 
 
-# a line its author put in place of lines left out (`[...]`, `...`, `....`, `…`)
-_ELISION = re.compile(r"^\s*[\[(]?\s*(?:\.{3,}|…)\s*[\])]?\s*$", re.M)
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
 
 
@@ -499,7 +498,7 @@ def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
-    text, elided = _ELISION.subn("", text)
+    text, elided = ELISION.subn("", text)
     text, unjoined = _unwrapped(text)
     warnings = list(unjoined)
     tree = _text_tree(text)
