@@ -126,6 +126,14 @@ class GpuInfo:
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
+    # the row's number (1-based) in a CSV whose rows cannot be told apart as GPUs or as samples
+    # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
+    # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one
+    csv_row: int | None = None
+
+    def called(self) -> str:
+        """`GPU 3`, or `CSV row 3` for a row not known to be a GPU of its own (an `-l` log's)."""
+        return f"CSV row {self.csv_row}" if self.csv_row is not None else f"GPU {self.index}"
 
 
 @dataclass(frozen=True)

@@ -383,7 +383,8 @@ def _one_row_per_gpu(
         " sharing them; every row is judged, the GPU count is not known; save the query once,"
         " without -l, with index and pci.bus_id"
     )
-    return gpus, f"its {n} CSV rows cannot be told apart as GPUs or as samples of one"
+    rows = [dataclasses.replace(g, csv_row=i + 1) for i, g in enumerate(gpus)]
+    return rows, f"its {n} CSV rows cannot be told apart as GPUs or as samples of one"
 
 
 def _one_query(stamps: Sequence[str | None]) -> bool:

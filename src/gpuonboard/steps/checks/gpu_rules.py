@@ -167,7 +167,7 @@ PLACEHOLDER_ADVICE = (
 
 
 def _placeholder_text(g: GpuInfo) -> str:
-    return f"GPU {g.index} named '{g.name.strip()}' (a driver placeholder, not a model)"
+    return f"{g.called()} named '{g.name.strip()}' (a driver placeholder, not a model)"
 
 
 def _count_names(names: Iterable[str]) -> str:
@@ -292,8 +292,11 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     listed = len(facts.gpu.gpus) if facts.gpu else 0
     if kind == "unknown" or len(facts.topology.gpus) < listed or not facts.topology.complete:
         seen = len(facts.topology.gpus)
-        shown = f"unknown: nvidia-smi topo -m shows {seen} of the {listed or '?'} GPUs"
-        if seen >= listed and kind != "unknown":  # (its own header names more GPUs or links)
+        if not seen:  # (no GPU row, or a header row whose columns cannot be told apart)
+            shown = "unknown: no GPU row of the nvidia-smi topo -m matrix could be read"
+        elif listed > seen:
+            shown = f"unknown: nvidia-smi topo -m shows {seen} of the {listed} GPUs"
+        else:  # (its own header names more GPUs or links)
             shown = f"unknown: the nvidia-smi topo -m matrix was cut short ({seen} GPU rows read)"
         return Check(
             "interconnect",

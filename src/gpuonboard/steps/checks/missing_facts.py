@@ -125,4 +125,4 @@ def _attached_gap(facts: Facts) -> str:
 
 def _unreadable(g: GpuInfo) -> str:
     """'GPU 4 unreadable (nvidia-smi reads ERR!)': a GPU nvidia-smi lists but cannot read."""
-    return f"GPU {g.index} unreadable (nvidia-smi reads {' / '.join(g.faults)})"
+    return f"{g.called()} unreadable (nvidia-smi reads {' / '.join(g.faults)})"

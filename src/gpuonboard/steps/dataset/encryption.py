@@ -100,90 +100,98 @@ def encrypted_batches(cache: Path, work: Work, stage: Path) -> list[Callable[[],
     """Plain encrypted mode: batches of work.send; each producer encrypts (cache misses, into
     `cache`) and hard-links its files into the stage; a big file not cached (GROW_MIN) is a
     batch of its own, its producer returning as soon as the first of its ciphertext exists."""
-    assert work.enc is not None
-    enc = work.enc
-    rels = [e.rel[: -len(".age")] for e in work.send]
-    cached = {r for r in rels if r in work.cipher and work.cipher[r].is_file()}
-    rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
-    hashes = work.hashes
-    assert hashes is not None
-    notes, noting = work.notes
-    sizes = [work.tree.entries[r].size for r in rels]
-    big = [s >= GROW_MIN and r not in cached for r, s in zip(rels, sizes, strict=True)]
-    counts = _alone(transfer.batch_sizes(sizes), big)
-    root = work.tree.root
+    return _Producers(cache, work, stage).batches()
 
-    current = [""]  # the file being encrypted (producers run one at a time)
-    ahead: list[Growing] = []  # the big file last started (the next producer waits for it)
 
-    def record(rel: str, plain: str, path: Path) -> None:
+class _Producers:
+    """encrypted_batches' producers, run one at a time by the upload's pipeline: `current` is
+    the file being encrypted, `ahead` the big file last started (the next producer waits)."""
+
+    def __init__(self, cache: Path, work: Work, stage: Path) -> None:
+        assert work.enc is not None and work.hashes is not None
+        self.cache, self.work, self.stage = cache, work, stage
+        self.enc, self.hashes = work.enc, work.hashes
+        self.current = ""
+        self.ahead: list[Growing] = []
+
+    def batches(self) -> list[Callable[[], Batch]]:
+        work = self.work
+        rels = [e.rel[: -len(".age")] for e in work.send]
+        cached = {r for r in rels if r in work.cipher and work.cipher[r].is_file()}
+        rels.sort(key=lambda r: r in cached, reverse=True)  # cached ones go first
+        sizes = [work.tree.entries[r].size for r in rels]
+        big = [s >= GROW_MIN and r not in cached for r, s in zip(rels, sizes, strict=True)]
+        out, i = [], 0
+        for n in _alone(transfer.batch_sizes(sizes), big):
+            out.append(self._make(rels[i : i + n], big[i]))
+            i += n
+        return out
+
+    def _record(self, rel: str, plain: str, path: Path) -> None:
+        notes, noting = self.work.notes
         noting.append(notes.submit(crypto.note_sha256, path))  # while rsync sends
-        entry = dataclasses.replace(work.tree.entries[rel], sha256=plain)
-        work.tree.entries[rel] = entry
-        hashes.put(entry, plain)
-        work.cipher[rel] = path
+        entry = dataclasses.replace(self.work.tree.entries[rel], sha256=plain)
+        self.work.tree.entries[rel] = entry
+        self.hashes.put(entry, plain)
+        self.work.cipher[rel] = path
 
-    def encrypt_and_stage(chunk: list[str]) -> list[str]:
+    def _encrypt_and_stage(self, chunk: list[str]) -> list[str]:
         for rel in chunk:
-            current[0] = rel
-            path = work.cipher.get(rel)
+            self.current = rel
+            path = self.work.cipher.get(rel)
             if path is None or not path.is_file():
-                plain, path = crypto.encrypt_to_cache(work.tree.path(rel), enc, cache)
-                record(rel, plain, path)
-            link = stage / (rel + ".age")
+                plain, path = crypto.encrypt_to_cache(self.work.tree.path(rel), self.enc, self.cache)
+                self._record(rel, plain, path)
+            link = self.stage / (rel + ".age")
             link.parent.mkdir(parents=True, exist_ok=True)
             link.unlink(missing_ok=True)
             try:
                 os.link(path, link)
             except OSError:
                 shutil.copy2(path, link)
-        hashes.save(work.tree.entries)
+        self.hashes.save(self.work.tree.entries)
         return [rel + ".age" for rel in chunk]
 
-    def failure(exc: OSError) -> LocalWriteError:
+    def _failure(self, exc: OSError) -> LocalWriteError:
         if isinstance(exc, crypto.ChangedWhileEncrypting):
-            return LocalWriteError(changed_while_encrypting(current[0]))
+            return LocalWriteError(changed_while_encrypting(self.current))
         # (any error reading a dataset file: a vanished one too, unlike shard mode's generic
         # message, since here the alternative would blame the cache)
-        why = unreadable_source(exc, root, LOCAL_KEPT, errnos=None) or local_write_failure(
-            exc, f"the encrypted copy of {current[0]}", cache
+        why = unreadable_source(exc, self.work.tree.root, LOCAL_KEPT, errnos=None) or local_write_failure(
+            exc, f"the encrypted copy of {self.current}", self.cache
         )
         return LocalWriteError(why)
 
-    def grow(rel: str) -> Batch:
-        current[0] = rel
+    def _grow(self, rel: str) -> Batch:
+        self.current = rel
 
         def made(plain: str, path: Path) -> None:  # (on the encrypting thread: the next
-            record(rel, plain, path)  # producer waits for it, so one writes the caches at a time)
-            hashes.save(work.tree.entries)
+            self._record(rel, plain, path)  # producer waits for it, so one writes the caches at a time)
+            self.hashes.save(self.work.tree.entries)
 
-        g = growing.start(work.tree.path(rel), enc, cache, rel, stage / (rel + ".age"), made)
-        ahead[:] = [g]
+        g = growing.start(
+            self.work.tree.path(rel), self.enc, self.cache, rel, self.stage / (rel + ".age"), made
+        )
+        self.ahead[:] = [g]
 
         def complete() -> None:
             try:
                 growing.finish(g)
             except OSError as exc:
-                current[0] = rel
-                raise failure(exc) from None
+                self.current = rel
+                raise self._failure(exc) from None
 
         return Batch([rel + ".age"], g, complete)
 
-    def make(chunk: list[str], is_big: bool) -> Callable[[], Batch]:
+    def _make(self, chunk: list[str], is_big: bool) -> Callable[[], Batch]:
         def produce() -> Batch:
-            for g in ahead:  # (one encryption at a time: the cores also run rsync and ssh)
+            for g in self.ahead:  # (one encryption at a time: the cores also run rsync and ssh)
                 g.done.wait()
             if is_big:
-                return grow(chunk[0])
+                return self._grow(chunk[0])
             try:
-                return Batch(encrypt_and_stage(chunk))
+                return Batch(self._encrypt_and_stage(chunk))
             except OSError as exc:
-                raise failure(exc) from None
+                raise self._failure(exc) from None
 
         return produce
-
-    out, i = [], 0
-    for n in counts:
-        out.append(make(rels[i : i + n], big[i]))
-        i += n
-    return out

@@ -61,19 +61,8 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     cache = opts.hash_cache_dir(ctx, work.tree.root)
     index = shards.Index(cache)
     remote = listing(ctx, opts, opts.shards_target)
-    in_way = sorted(
-        d
-        for d in remote.dirs
-        if "/" not in d and (d.endswith((".tar", ".age", ".json")) or d.startswith(shards.MARKER_PREFIX))
-    )
-    if in_way:  # (a shard or the manifest is renamed to its name: it would go into it)
-        return Plan(
-            False,
-            f"{ctx.host.name}:{shown(posixpath.join(opts.shards_target, in_way[0]))} is a"
-            " directory where a shard, the manifest or a marker goes; move it away (or delete it) there,"
-            f" then rerun ({NOTHING_SENT})",
-            failed=True,
-        )
+    if (blocked := _in_the_way(ctx, opts, remote)) is not None:
+        return blocked
     work.codec = shardstream.pick_codec(remote.zstd)
     work.index, work.hashes = index, shards.HashCache(cache, work.tree.columns, work.tree.path)
     found, unread = _group(ctx, opts, label, work, remote, size)
@@ -81,12 +70,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         return Plan(False, unreadable(unread, src, NOTHING_SENT), failed=True)
     _compare(ctx, opts, work, remote)
     where = f"{ctx.host.name}:{opts.shards_target}"
-    n = len(work.tree.entries)
-    total = f"{n} {'entry' if n == 1 else 'entries'} in {count(len(work.groups), 'shard')}"
-    counted = f"{n} entries"  # (a dataset of only empty dirs: those, not "0 entries")
-    if not n and work.tree.empty_dirs:
-        counted = empty_dirs(len(work.tree.empty_dirs))
-        total = f"{counted} in {count(len(work.groups), 'shard')}"
+    total, counted = _totals(work)
     # whole: every shard there, none left over, and the host's manifest is this one (a shard
     # of a deleted file alone, or an emptied manifest, leaves the rest as it was)
     # (with nothing to send the shards are final: apply reuses this manifest)
@@ -125,6 +109,37 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         return short
     work.manifest_behind, work.redo = remote.manifest_sha != stored, redo
     return _send_plan(ctx, opts, src, work, where, counted, note)
+
+
+def _in_the_way(ctx: StepContext, opts: DatasetOptions, remote: transfer.RemoteState) -> Plan | None:
+    """A directory on the host where a shard, the manifest or a marker goes (one is renamed to
+    its name: it would go into it): a failed plan naming it; None when there is none."""
+    in_way = sorted(
+        d
+        for d in remote.dirs
+        if "/" not in d and (d.endswith((".tar", ".age", ".json")) or d.startswith(shards.MARKER_PREFIX))
+    )
+    if not in_way:
+        return None
+    return Plan(
+        False,
+        f"{ctx.host.name}:{shown(posixpath.join(opts.shards_target, in_way[0]))} is a"
+        " directory where a shard, the manifest or a marker goes; move it away (or delete it) there,"
+        f" then rerun ({NOTHING_SENT})",
+        failed=True,
+    )
+
+
+def _totals(work: Work) -> tuple[str, str]:
+    """('12 entries in 3 shards', '12 entries'): the dataset's entries as the plan says them (a
+    dataset of only empty dirs: those, not '0 entries')."""
+    n = len(work.tree.entries)
+    total = f"{n} {'entry' if n == 1 else 'entries'} in {count(len(work.groups), 'shard')}"
+    counted = f"{n} entries"
+    if not n and work.tree.empty_dirs:
+        counted = empty_dirs(len(work.tree.empty_dirs))
+        total = f"{counted} in {count(len(work.groups), 'shard')}"
+    return total, counted
 
 
 def _unpacked_and_removed(

@@ -17,7 +17,7 @@ IDLE_PSTATES = {f"P{i}" for i in range(5, 16)}
 
 
 def gpu_label(g: GpuInfo) -> str:
-    return f"GPU {g.index}"
+    return g.called()
 
 
 def held_as_datacenter(g: GpuInfo) -> bool:
@@ -50,7 +50,8 @@ def is_idle(g: GpuInfo) -> bool:
 
 
 def gpu_list(some: list[GpuInfo], every: list[GpuInfo]) -> str:
-    """'GPU 0, GPU 3', or 'all 8 GPUs' when `some` is every GPU of the host."""
+    """'GPU 0, GPU 3', or 'all 8 GPUs' when `some` is every GPU of the host ('all 3 CSV rows'
+    where the rows are not known to be GPUs)."""
     if len(some) == len(every) > 1:
-        return f"all {len(every)} GPUs"
+        return f"all {len(every)} {'CSV rows' if some[0].csv_row is not None else 'GPUs'}"
     return ", ".join(gpu_label(g) for g in some)
