@@ -24,6 +24,7 @@ from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.nvidia_smi.faults import split_inforom_lines
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
@@ -412,7 +413,8 @@ def _read_saved(path: Path) -> bytes:
 def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     """A user's saved output: its kind detected from its content (errors name the file)."""
     pasted = paste.normalise(unquote(decode_saved(data)))
-    text = strip_prompt(pasted)
+    # (nvidia-smi's infoROM warnings, beside any of its formats, go to its stderr, as live)
+    text, warned = split_inforom_lines(strip_prompt(pasted))
     command = prompt_command(pasted)  # (the copied command above it, "" if none)
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
@@ -480,7 +482,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    return kind, ProbeOutput(text, "", code, narrowed(kind, command))
+    return kind, ProbeOutput(text, warned, code, narrowed(kind, command))
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

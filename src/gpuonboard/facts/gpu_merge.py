@@ -22,6 +22,7 @@ from typing import Any
 from gpuonboard.facts.gpu_list import GpuList
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.values import _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -299,7 +300,7 @@ def merge(
         reports = [(label, dataclasses.replace(r, gap=r.gap or gap)) for label, r in unread[:1]]
     if not reports and not listed:
         return GpuEvidence(None, (), tuple(refusals), None)
-    merged = _union(reports, listed, unopened, listed_whole)
+    merged = _with_inforom(_union(reports, listed, unopened, listed_whole), outputs)
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)
@@ -307,6 +308,22 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _with_inforom(report: GpuReport, outputs: Sequence[str]) -> GpuReport:
+    """`report` with the GPUs whose infoROM nvidia-smi warns is corrupted (in any of its outputs,
+    stdout or stderr) holding that cell fault; an address no listed GPU has is kept unplaced."""
+    named = {_bus_key(a): a for text in outputs for a in inforom_corrupted(text)}
+    if not named:
+        return report
+    gpus = []
+    for g in report.gpus:
+        if _bus_key(g.pci_bus_id) in named:
+            g = dataclasses.replace(g, cell_faults=tuple(dict.fromkeys((*g.cell_faults, INFOROM_FAULT))))
+        gpus.append(g)
+    placed = {_bus_key(g.pci_bus_id) for g in gpus}
+    unplaced = tuple(f"GPU at PCI {a}: {INFOROM_FAULT}" for k, a in named.items() if k not in placed)
+    return dataclasses.replace(report, gpus=tuple(gpus), unplaced_faults=report.unplaced_faults + unplaced)
 
 
 def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[list[GpuInfo], bool]:

@@ -183,6 +183,12 @@ SMI = [
         ("text", "610.62", "13.3", 1, 1, True),
         ("NVIDIA GeForce RTX 2080 SUPER", 8192, "00000000:0C:00.0", 250.0, 250.0, None),
     ),
+    # round 15: nvidia-smi's infoROM warning after the table is no part of it
+    (
+        "real/nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt",
+        ("table", "460.32.03", "11.2", None, 8, True),
+        ("Tesla V100-SXM2...", 32510, "00000001:00:00.0", 300.0, None, "Disabled"),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

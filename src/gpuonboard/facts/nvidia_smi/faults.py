@@ -135,8 +135,41 @@ _FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
-# the reader's names above: the sensors and settings the health rules read
-_JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _FIELD_PREFIXES}
+# nvidia-smi's line, beside any of its outputs, for a GPU whose infoROM (the board's store of its
+# ECC, page-retirement and configuration records) fails its checksum: "WARNING: infoROM is
+# corrupted at gpu 0008:00:00.0" (R460 on Azure's V100s, after the table; in DCGM a health
+# failure: reflash or replace the board). Judged as that GPU's cell fault INFOROM_FAULT.
+INFOROM_LINE = re.compile(
+    r"^[ \t]*WARNING: infoROM is corrupted at gpu"
+    r" ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])[ \t]*(?:\r?\n|$)",
+    re.IGNORECASE | re.MULTILINE,
+)
+INFOROM_FAULT = "infoROM reads corrupted"
+
+
+def inforom_corrupted(text: str) -> list[str]:
+    """The PCI addresses nvidia-smi's infoROM warnings in `text` name, in order, once each."""
+    if "is corrupted at gpu" not in text:  # (a plain search first: most outputs have none)
+        return []
+    return list(dict.fromkeys(m.group(1) for m in INFOROM_LINE.finditer(text)))
+
+
+def without_inforom_lines(text: str) -> str:
+    """`text` without nvidia-smi's infoROM warnings (they are no part of the format they stand
+    beside: a CSV or an XML is read as if they were not there; the merge judges them)."""
+    return split_inforom_lines(text)[0]
+
+
+def split_inforom_lines(text: str) -> tuple[str, str]:
+    """(`text` without nvidia-smi's infoROM warnings, those lines): a saved output's warnings
+    go where the live probe finds them, on nvidia-smi's stderr."""
+    if not inforom_corrupted(text):
+        return text, ""
+    return INFOROM_LINE.sub("", text), "".join(m.group(0).strip() + "\n" for m in INFOROM_LINE.finditer(text))
+
+
+# the reader's names above: the sensors and settings the health rules read, and the infoROM
+_JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _FIELD_PREFIXES} | {"infoROM"}
 
 
 def judged_field(cell_fault: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import re
 
+from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
 from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
 from gpuonboard.facts.nvidia_smi.table import looks_like_table, parse_table
@@ -14,7 +15,9 @@ from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
 
 
 def parse_any(text: str) -> GpuReport:
-    """Recognise which nvidia-smi output form `text` is and parse it."""
+    """Recognise which nvidia-smi output form `text` is and parse it (nvidia-smi's infoROM
+    warnings beside it are no part of it: the merge reads them)."""
+    text = without_inforom_lines(text)
     head = text.lstrip()
     if not head:
         return _unknown("empty nvidia-smi output")

@@ -6,6 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from gpuonboard.facts import gpu_merge
+from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.nvidia_smi import parse_any
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT
+from gpuonboard.facts.probe import ProbeOutput
+
 from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -43,3 +51,49 @@ def test_a_topo_matrix_whose_header_lost_its_tabs_is_said_unread(tmp_path: Path)
         "unverified",
         "unknown: no GPU row of the nvidia-smi topo -m matrix could be read",
     )
+
+
+INFOROM_V100 = "nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt"
+
+
+def test_a_corrupted_inforom_after_the_table_warns_naming_its_gpu(tmp_path: Path) -> None:
+    """`WARNING: infoROM is corrupted at gpu 0008:00:00.0` after a whole table of 8 V100s (Azure):
+    every rule passed or was unverified, none named it."""
+    judged = verdicts(tmp_path, INFOROM_V100, (REAL / INFOROM_V100).read_text())
+    assert judged["sensor_faults"] == ("warn", "GPU 7: infoROM reads corrupted")
+
+
+def _smi_captures() -> list[str]:
+    return sorted(
+        p.name
+        for p in REAL.iterdir()
+        if p.name.startswith("nvidia-smi") and parse_any(p.read_text(errors="replace")).gpus
+    )
+
+
+@pytest.mark.parametrize("name", _smi_captures())
+def test_the_inforom_warning_beside_any_format_is_read_and_leaves_the_rest_as_it_was(name: str) -> None:
+    """Every real nvidia-smi capture that lists GPUs, with the warning for its first GPU with a
+    bus id printed before it, after it, or on stderr (the live probe's): the output reads as
+    it did, and that GPU (only) holds the fault."""
+    text = (REAL / name).read_text(errors="replace")
+    plain = parse_any(text)
+    target = next((g for g in plain.gpus if g.pci_bus_id), None)
+    if target is None or "infoROM is corrupted" in text:
+        pytest.skip("no GPU with a bus id, or the capture's own warning")
+    if [g.pci_bus_id for g in plain.gpus].count(target.pci_bus_id) > 1:
+        pytest.skip("two GPUs listed at one address: the warning names both")
+    domain, _, rest = target.pci_bus_id.partition(":")  # (nvidia-smi prints a 4-digit domain)
+    line = f"WARNING: infoROM is corrupted at gpu {int(domain, 16):04x}:{rest}"
+    probes = {"xml": "nvidia_smi", "text": "nvidia_smi_q", "csv": "nvidia_smi_csv"}
+    probe = probes.get(plain.source, "nvidia_smi_table")
+    for out in (
+        ProbeOutput(f"{line}\n{text}", "", 0),
+        ProbeOutput(f"{text.rstrip()}\n{line}\n", "", 0),
+        ProbeOutput(text, line + "\n", 0),
+    ):
+        assert parse_any(out.stdout) == plain
+        merged = gpu_merge.merge({probe: out}, parse_any, parse_gpu_list).report
+        assert merged is not None
+        faulted = [g.pci_bus_id for g in merged.gpus if INFOROM_FAULT in g.cell_faults]
+        assert faulted == [target.pci_bus_id], name

@@ -4,9 +4,11 @@ hung or listing none), GPUs nvidia-smi lists but cannot read, and single sensors
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import judged_field
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, judged_field
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -18,13 +20,15 @@ from gpuonboard.steps.checks.acceptance import fault_advice
 from gpuonboard.steps.checks.gpu_health.common import gpu_label
 
 
-def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
+def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Check | None:
     """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
-    fan column reading `ERR!`): WARN, naming it; the GPU is not failed for it (a whole GPU that
-    cannot be read is the `gpu_health` row's). A field that is no sensor and that no rule reads
-    ("Addressing Mode : Unknown Error") is named in a passing row, never warned as a failing
-    sensor. None when no such fault (the row appears only then)."""
+    fan column reading `ERR!`, or its warning that a GPU's infoROM is corrupted; `unplaced`: such
+    a fault of a GPU known by PCI address only): WARN, naming it; the GPU is not failed for it (a
+    whole GPU that cannot be read is the `gpu_health` row's). A field that is no sensor and that
+    no rule reads ("Addressing Mode : Unknown Error") is named in a passing row, never warned as
+    a failing sensor. None when no such fault (the row appears only then)."""
     found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if judged_field(fault)]
+    found += unplaced
     other = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if not judged_field(fault)]
     if not found and not other:
         return None
@@ -40,10 +44,18 @@ def rule_sensor_faults(gpus: list[GpuInfo]) -> Check | None:
         "every sensor readable",
         "; ".join(found + other),
         "warn",
-        "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
+        (INFOROM_ADVICE if any(INFOROM_FAULT in f for f in found) else "")
+        + "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
         " stopped lets the GPU overheat under load) or a GPU in a bad state (look for Xid errors in"
         " `dmesg`); ask the vendor to check it",
     )
+
+
+INFOROM_ADVICE = (
+    "a corrupted infoROM (the board's store of its ECC, page-retirement and configuration"
+    " records) cannot be trusted to keep them: ask the vendor to reflash it or replace the"
+    " board (DCGM's health watch warns of it too); "
+)
 
 
 def rule_nothing_checked(facts: Facts) -> Check:

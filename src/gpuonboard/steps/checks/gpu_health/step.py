@@ -66,7 +66,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
-        lambda: rule_sensor_faults(gpus),
+        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else ()),
         lambda: rule_foreign_processes(gpus),
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
