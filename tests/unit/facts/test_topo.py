@@ -30,6 +30,9 @@ CASES = [
     # 4 x RTX 6000 Ada over PCIe on two sockets (luigifcruz/stelline), space aligned
     ("real/nvidia-smi-topo-m__rtx-6000-ada__4gpu-4nic__driver575.51.03__space-aligned.txt",
      4, tuple(f"NIC{i}" for i in range(4)), "pcie", "SYS", False),
+    # round 15: a Slurm job's view of 1 GPU of that Traverse node (4 NICs, older mlx5 names)
+    ("real/nvidia-smi-topo-m__v100-sxm2__1of4gpu-slurm-view__4-mlx5-columns__traverse.txt",
+     1, tuple(f"mlx5_{i}" for i in range(4)), "single", None, None),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
 ]  # fmt: skip

@@ -305,6 +305,16 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             "unverified",
             "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
         )
+    if order.interconnect == "nvlink" and (few := _fewer_than_ordered(order, facts.topology, listed)):
+        return Check(
+            "interconnect",
+            expected,
+            few,
+            "unverified",
+            "NVLink joins GPU pairs: a matrix of fewer GPUs than ordered (a container's or a job's"
+            " view of some GPUs) cannot show the others' links; save `nvidia-smi topo -m` run where"
+            " every GPU is visible",
+        )
     weakest = topo.weakest_link(facts.topology)
     actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
     orphans = topo.nvlink_orphans(facts.topology) if kind == "mixed" else []
@@ -329,6 +339,17 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
         )
     return Check("interconnect", expected, actual, verdict, detail)
+
+
+def _fewer_than_ordered(order: OrderSpec, matrix: topo.Topology, listed: int) -> str:
+    """'unknown: nvidia-smi topo -m shows 1 GPU of the 4 ordered' where the matrix holds one GPU
+    (no pair to judge) or, with no nvidia-smi listing beside it, fewer than ordered; "" else."""
+    seen, ordered = len(matrix.gpus), order.gpu_count or 0
+    if seen == 1 or (not listed and seen < ordered):
+        if ordered > seen:
+            return f"unknown: nvidia-smi topo -m shows {seen} GPU{'s' if seen != 1 else ''} of the {ordered} ordered"
+        return "unknown: nvidia-smi topo -m shows 1 GPU, no GPU pair"
+    return ""
 
 
 def _topo_failure(facts: Facts) -> str:

@@ -97,3 +97,28 @@ def test_the_inforom_warning_beside_any_format_is_read_and_leaves_the_rest_as_it
         assert merged is not None
         faulted = [g.pci_bus_id for g in merged.gpus if INFOROM_FAULT in g.cell_faults]
         assert faulted == [target.pci_bus_id], name
+
+
+TOPO_1OF4 = "nvidia-smi-topo-m__v100-sxm2__1of4gpu-slurm-view__4-mlx5-columns__traverse.txt"
+
+
+@pytest.mark.parametrize(
+    ("order", "actual"),
+    [
+        ("gpu_count: 4\ninterconnect: nvlink", "unknown: nvidia-smi topo -m shows 1 GPU of the 4 ordered"),
+        ("interconnect: nvlink", "unknown: nvidia-smi topo -m shows 1 GPU, no GPU pair"),
+    ],
+)
+def test_a_matrix_of_one_gpu_proves_no_nvlink(tmp_path: Path, order: str, actual: str) -> None:
+    """A Slurm job's view of 1 GPU of a 4 x V100-SXM2 node: 'single' passed an NVLink order."""
+    judged = verdicts(tmp_path, TOPO_1OF4, (REAL / TOPO_1OF4).read_text(), order)
+    assert judged["interconnect"] == ("unverified", actual)
+
+
+def test_a_matrix_of_fewer_gpus_than_ordered_and_no_listing_is_unverified(tmp_path: Path) -> None:
+    """4 NVLinked GPUs of an 8-GPU order, no nvidia-smi listing beside the matrix."""
+    name = "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt"
+    judged = verdicts(tmp_path, name, (REAL / name).read_text(), "gpu_count: 8\ninterconnect: nvlink")
+    assert judged["interconnect"] == ("unverified", "unknown: nvidia-smi topo -m shows 4 GPUs of the 8 ordered")
+    whole = verdicts(tmp_path, name, (REAL / name).read_text(), "gpu_count: 4\ninterconnect: nvlink")
+    assert whole["interconnect"][0] == "pass"  # (the 4 ordered, all on NVLink)
