@@ -73,6 +73,6 @@ def test_a_csv_whose_header_names_no_identity_is_read(tmp_path: Path) -> None:
         busy = verdicts(tmp_path, "query.csv", saved)["foreign_processes"]
         assert busy == (
             "fail",
-            "GPU 0 at 100 % utilisation with memory use not reported, though this nvidia-smi output"
-            " lists no processes",
+            "GPU 0 at 100 % utilisation with memory use not reported, and no process list was read"
+            " from this output",
         )

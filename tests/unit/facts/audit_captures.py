@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt",
         "real/nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt",
         "real/nvidia-smi__geforce-gtx-780-ti__2gpu__driver352.79__processes-not-supported.txt",
         "real/nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv",

@@ -189,6 +189,12 @@ SMI = [
         ("table", "460.32.03", "11.2", None, 8, True),
         ("Tesla V100-SXM2...", 32510, "00000001:00:00.0", 300.0, None, "Disabled"),
     ),
+    # round 15: GB200 (a name that holds 'B200', another model)
+    (
+        "real/nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt",
+        ("table", "580.126.09", "13.0", None, 4, True),
+        ("NVIDIA GB200", 189471, "00000008:01:00.0", 1200.0, None, "Enabled"),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

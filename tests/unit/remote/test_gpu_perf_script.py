@@ -244,6 +244,7 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
         "0-1": "NV3", "0-2": "SYS", "0-3": "SYS", "1-2": "SYS", "1-3": "SYS", "2-3": "NV3",
     },
     "nvidia-smi-topo-m__h100-80gb-hbm3__1gpu__driver590.48.01__ansi-escapes.txt": {},
+    "nvidia-smi-topo-m__v100-sxm2__1of4gpu-slurm-view__4-mlx5-columns__traverse.txt": {},
     "nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt": {},
     # truth audit: a GeForce on R610, the same ANSI header shape
     "nvidia-smi-topo-m__geforce-rtx-2080-super__1gpu__driver610.57.04__ansi-escapes.txt": {},

@@ -505,7 +505,7 @@ def rule_rdma(
     if order_rdma is None:
         return None
     count, gbit = order_rdma
-    expected = f"{count} RDMA port(s) ACTIVE at >= {gbit:g} Gb/s"
+    expected = _rdma_expected(order_rdma)
     if ports is None:
         return Check(
             "rdma_ports",
@@ -643,13 +643,25 @@ def health_checks(facts: Facts) -> list[Check]:
     return [c for c in checks if c is not None]
 
 
+def _rdma_expected(order_rdma: tuple[int, float]) -> str:
+    return f"{order_rdma[0]} RDMA port(s) ACTIVE at >= {order_rdma[1]:g} Gb/s"
+
+
 def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     """The order's `rdma` against the RDMA ports the host shows (None: no RDMA ordered)."""
     from gpuonboard.facts import infiniband
 
     if order is None or order.rdma is None:
         return None
-    if not (facts.given("rdma_ports") and facts.raw["rdma_ports"].exit_code == 0):
+    if not facts.given("rdma_ports"):  # (offline: no saved listing among the files)
+        return Check(
+            "rdma_ports",
+            _rdma_expected(order.rdma),
+            "not judged: no ibv_devinfo, ibstat or ibstatus output was given",
+            "unverified",
+            "add the saved `ibv_devinfo -v` output to judge it",
+        )
+    if facts.raw["rdma_ports"].exit_code != 0:
         return rule_rdma(order.rdma, None)
     out = facts.raw["rdma_ports"]
     report = infiniband.parse_rdma(out.stdout)

@@ -347,7 +347,8 @@ def _fewer_than_ordered(order: OrderSpec, matrix: topo.Topology, listed: int) ->
     seen, ordered = len(matrix.gpus), order.gpu_count or 0
     if seen == 1 or (not listed and seen < ordered):
         if ordered > seen:
-            return f"unknown: nvidia-smi topo -m shows {seen} GPU{'s' if seen != 1 else ''} of the {ordered} ordered"
+            gpus = f"{seen} GPU{'s' if seen != 1 else ''}"
+            return f"unknown: nvidia-smi topo -m shows {gpus} of the {ordered} ordered"
         return "unknown: nvidia-smi topo -m shows 1 GPU, no GPU pair"
     return ""
 

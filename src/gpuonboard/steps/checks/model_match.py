@@ -381,6 +381,9 @@ def _word_problem(token: str, show: str, got: _Delivered, vram_mib: int | None) 
         return None  # 'Gene...' of 'Generation'
     if name.cut and token not in _LEADING:
         return ""
+    longer = sorted(w for w in have if token in w and w != token)
+    if longer:  # ('B200' inside 'GB200': the letters are there, the model is another)
+        return f"'{show}' ordered, the name says '{longer[0]}', another model"
     return f"'{show}' not in the name"
 
 

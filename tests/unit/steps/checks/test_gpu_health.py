@@ -487,7 +487,7 @@ def test_h200_under_load_from_csv_fails_without_a_process_list() -> None:
     check = gpu_health.rule_foreign_processes(gpus)
     assert check.verdict == "fail"
     assert check.actual == (
-        "GPU 0 at 100 % utilisation with 31.6 GiB used, though this nvidia-smi output lists no processes"
+        "GPU 0 at 100 % utilisation with 31.6 GiB used, and no process list was read from this output"
     )
 
 
@@ -512,7 +512,7 @@ def test_idle_h100_from_csv_passes_on_its_figures() -> None:
     assert check.verdict == "pass"
     assert check.actual == (
         "none by utilisation, memory used and the video engines (GPU 0 0 % / 0 MiB);"
-        " this output lists no processes"
+        " no process list was read from this output"
     )
     # without the encoder / decoder figures, idle SM and memory are not enough to say "nobody"
     blind = [dataclasses.replace(g, encoder_util_pct=None, encoder_sessions=None) for g in gpus]

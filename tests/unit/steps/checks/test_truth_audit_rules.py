@@ -47,8 +47,8 @@ def test_a_gpu_encoding_for_someone_else_fails_foreign_processes() -> None:
     check = gpu_health.rule_foreign_processes([busy])
     assert (check.verdict, check.actual) == (
         "fail",
-        "GPU 0 at 8 % utilisation with 0.8 GiB used and encoder 100 %, 2 encoder sessions, though this"
-        " nvidia-smi output lists no processes",
+        "GPU 0 at 8 % utilisation with 0.8 GiB used and encoder 100 %, 2 encoder sessions, and no process"
+        " list was read from this output",
     )
 
 

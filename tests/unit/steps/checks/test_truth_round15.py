@@ -14,6 +14,7 @@ from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT
 from gpuonboard.facts.probe import ProbeOutput
 
+from ...offline_judge import checks as offline_checks
 from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -119,6 +120,37 @@ def test_a_matrix_of_fewer_gpus_than_ordered_and_no_listing_is_unverified(tmp_pa
     """4 NVLinked GPUs of an 8-GPU order, no nvidia-smi listing beside the matrix."""
     name = "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt"
     judged = verdicts(tmp_path, name, (REAL / name).read_text(), "gpu_count: 8\ninterconnect: nvlink")
-    assert judged["interconnect"] == ("unverified", "unknown: nvidia-smi topo -m shows 4 GPUs of the 8 ordered")
+    assert judged["interconnect"] == (
+        "unverified",
+        "unknown: nvidia-smi topo -m shows 4 GPUs of the 8 ordered",
+    )
     whole = verdicts(tmp_path, name, (REAL / name).read_text(), "gpu_count: 4\ninterconnect: nvlink")
     assert whole["interconnect"][0] == "pass"  # (the 4 ordered, all on NVLink)
+
+
+def test_rdma_ordered_without_a_port_listing_is_not_judged_not_unreadable(tmp_path: Path) -> None:
+    """Offline, a topo -m alone with RDMA ordered: it said the listing 'could not be read'."""
+    judged = verdicts(tmp_path, TOPO_H200, (REAL / TOPO_H200).read_text(), 'rdma: "2x200G"')
+    assert judged["rdma_ports"] == (
+        "unverified",
+        "not judged: no ibv_devinfo, ibstat or ibstatus output was given",
+    )
+
+
+GB200 = "nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt"
+
+
+def test_a_b200_order_on_gb200s_says_the_other_model(tmp_path: Path) -> None:
+    """It said "'B200' not in the name" of 'NVIDIA GB200', whose name holds those letters."""
+    judged = verdicts(tmp_path, GB200, (REAL / GB200).read_text(), "gpu_model: B200\ngpu_count: 4")
+    assert judged["gpu_model"][0] == "fail"
+    assert (
+        verdicts(tmp_path, GB200, (REAL / GB200).read_text(), "gpu_model: GB200\ngpu_count: 4")["gpu_model"][
+            0
+        ]
+        == "pass"
+    )
+    checks = {
+        c.name: c for c in offline_checks(tmp_path, GB200, (REAL / GB200).read_text(), "gpu_model: B200")
+    }
+    assert checks["gpu_model"].detail == "NVIDIA GB200: 'B200' ordered, the name says 'GB200', another model"

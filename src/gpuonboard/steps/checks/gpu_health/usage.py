@@ -97,7 +97,7 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
         unread = sorted({e for g in engines for e in _engines_unread(g)[0]})
         parts.append(
             f"{gpu_list(engines, gpus)} idle by utilisation and memory, but the video"
-            f" {' and '.join(unread)} figures were not read and this output lists no processes"
+            f" {' and '.join(unread)} figures were not read and no process list was read from this output"
         )
     return "; ".join(parts)
 
@@ -130,7 +130,7 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
         if busy_listed_empty:
             parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
         if busy_no_list:
-            parts.append("; ".join(busy_no_list) + ", though this nvidia-smi output lists no processes")
+            parts.append("; ".join(busy_no_list) + ", and no process list was read from this output")
         hidden = (
             " (a job in another container or VM is not listed by nvidia-smi here)"
             if busy_listed_empty or busy_no_list
@@ -161,7 +161,7 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
             "none",
             _unjudged_text(unjudged, gpus),
             "unverified",
-            "this nvidia-smi output lists no processes; `nvidia-smi` (the table) or"
+            "no process list was read from this nvidia-smi output; `nvidia-smi` (the table) or"
             " `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` shows them, and"
             " `--query-gpu=utilization.gpu,memory.used,utilization.encoder,utilization.decoder,"
             "encoder.stats.sessionCount` the engines",
@@ -175,6 +175,6 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
         "foreign_processes",
         "none",
         f"none by utilisation, memory used and the video engines ({figures}){unread};"
-        " this output lists no processes",
+        " no process list was read from this output",
         "pass",
     )
