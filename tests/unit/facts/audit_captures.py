@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi-q-x__rtx-pro-6000-blackwell-max-q__1gpu__driver590.44.01__telegraf.xml",
         "real/nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt",
         "real/nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt",
         "real/nvidia-smi__geforce-gtx-780-ti__2gpu__driver352.79__processes-not-supported.txt",

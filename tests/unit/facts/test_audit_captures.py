@@ -195,6 +195,19 @@ SMI = [
         ("table", "580.126.09", "13.0", None, 4, True),
         ("NVIDIA GB200", 189471, "00000008:01:00.0", 1200.0, None, "Enabled"),
     ),
+    # round 15: a MIG-capable model whose MIG mode reads N/A (whole GPU)
+    (
+        "real/nvidia-smi-q-x__rtx-pro-6000-blackwell-max-q__1gpu__driver590.44.01__telegraf.xml",
+        ("xml", "590.44.01", "13.1", 1, 1, True),
+        (
+            "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+            97887,
+            "00000000:61:00.0",
+            300.0,
+            300.0,
+            "Enabled",
+        ),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

@@ -55,6 +55,13 @@ CASES = [
         CpuInfo("x86_64", "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", 2, 44, 2, 176, 88),
     ),
 ]
+# round 15: 2 x EPYC 7742, CPU 255 offline: lscpu counts 1 thread per core over the online CPUs
+CASES.append(
+    (
+        "lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt",
+        CpuInfo("x86_64", "AMD EPYC 7742 64-Core Processor", 2, 64, 1, 256, 128, (), 1),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 

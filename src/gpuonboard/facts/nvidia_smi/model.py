@@ -50,6 +50,9 @@ class GpuInfo:
     temperature_c: int | None = None
     mig_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A
     mig_mode_pending: str | None = None  # the mode after the next GPU reset / reboot
+    # nvidia-smi printed N/A for the MIG mode (MIG not available on this GPU or in this
+    # configuration: CUDA sees the whole GPU), not left out
+    mig_na: bool = False
     vbios: str | None = None
     product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
     product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"

@@ -164,6 +164,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         pcie_width_max=_int(cells.get("pcie.link.width.max")),
         temperature_c=_int(cells.get("temperature.gpu")),
         mig_mode=_on_off(cells.get("mig.mode.current")),
+        mig_na=_is_na(cells.get("mig.mode.current")),
         mig_mode_pending=_on_off(cells.get("mig.mode.pending")),
         vbios=_clean(cells.get("vbios_version")),
         # no --query-gpu field for product brand / architecture

@@ -255,6 +255,7 @@ def _table_gpu(
         driver_model=_clean(first_right) if driver_model_column else None,
         temperature_c=temp,
         mig_mode=mig_now,
+        mig_na=_is_na(mig),
         # `Disabled*`: the star marks a change pending the next GPU reset (to the other mode)
         mig_mode_pending=_FLIPPED.get(mig_now or "") if mig and mig.endswith("*") else None,
         # "Volatile Uncorr. ECC": a count when ECC is on (On/Off/N/A otherwise)

@@ -414,6 +414,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         **_text_pcie(section),
         temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
+        mig_na=_is_na(_tree_raw(section, "MIG Mode", "Current")),
         mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
         vbios=_tree_get(section, "VBIOS Version"),
         product_brand=_tree_get(section, "Product Brand"),

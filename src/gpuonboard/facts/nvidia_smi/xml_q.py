@@ -286,6 +286,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         **_xml_pcie(gpu),
         temperature_c=_int(_xml_raw(gpu, "temperature/gpu_temp")),
         mig_mode=_on_off(_xml_raw(gpu, "mig_mode/current_mig")),
+        mig_na=_is_na(_xml_raw(gpu, "mig_mode/current_mig")),
         mig_mode_pending=_on_off(_xml_raw(gpu, "mig_mode/pending_mig")),
         vbios=_xml_text(gpu, "vbios_version"),
         product_brand=_xml_text(gpu, "product_brand"),

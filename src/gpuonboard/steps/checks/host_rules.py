@@ -168,13 +168,11 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         else:
             actual += f", {usable} usable ({why})"
         if usable < order.cpu_cores:
-            return Check(
-                "cpu_cores",
-                expected,
-                actual,
-                "fail",
-                _limited_detail(usable, why, logical, facts.cpu.offline_cpus),
-            )
+            detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus)
+            if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
+                short = f"lscpu counts {physical} cores, fewer than the {order.cpu_cores} ordered"
+                detail = f"{short}; and {detail}"
+            return Check("cpu_cores", expected, actual, "fail", detail)
         if why == "affinity/cgroup" and threads > 1 and usable < order.cpu_cores * threads:
             # a CPU set (cpuset, taskset) of an SMT host may hold both threads of each core
             return Check(

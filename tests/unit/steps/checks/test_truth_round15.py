@@ -154,3 +154,34 @@ def test_a_b200_order_on_gb200s_says_the_other_model(tmp_path: Path) -> None:
         c.name: c for c in offline_checks(tmp_path, GB200, (REAL / GB200).read_text(), "gpu_model: B200")
     }
     assert checks["gpu_model"].detail == "NVIDIA GB200: 'B200' ordered, the name says 'GB200', another model"
+
+
+MAXQ = "nvidia-smi-q-x__rtx-pro-6000-blackwell-max-q__1gpu__driver590.44.01__telegraf.xml"
+
+
+def test_a_mig_mode_printed_na_is_said_not_unreported(tmp_path: Path) -> None:
+    """`<current_mig>N/A</current_mig>` of a MIG-capable RTX PRO 6000 Blackwell: the -q -x given
+    reports it (MIG not available as configured: the whole GPU), where 'not reported' sent the
+    user to run `-q`. A mode left out of an output stays unverified."""
+    text = (REAL / MAXQ).read_text()
+    assert verdicts(tmp_path, MAXQ, text)["mig_mode"] == (
+        "pass",
+        "Disabled; GPU 0: N/A (MIG not available as configured)",
+    )
+    left_out = re.sub(r"<current_mig>N/A</current_mig>", "", text)
+    assert verdicts(tmp_path, MAXQ, left_out)["mig_mode"][0] == "unverified"
+
+
+EPYC = "lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt"
+
+
+def test_cores_short_of_the_order_are_said_before_the_offline_cpu(tmp_path: Path) -> None:
+    """256 cores ordered of 2 x EPYC 7742 (128 cores) with CPU 255 offline: the fail's sentence
+    blamed only the offline CPU, as if bringing it online met the order."""
+    found = {c.name: c for c in offline_checks(tmp_path, EPYC, (REAL / EPYC).read_text(), "cpu_cores: 256")}
+    assert found["cpu_cores"].verdict == "fail"
+    assert found["cpu_cores"].detail.startswith(
+        "lscpu counts 128 cores, fewer than the 256 ordered; and only 255"
+    )
+    at_128 = {c.name: c for c in offline_checks(tmp_path, EPYC, (REAL / EPYC).read_text(), "cpu_cores: 128")}
+    assert at_128["cpu_cores"].verdict == "pass"

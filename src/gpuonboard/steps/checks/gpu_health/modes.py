@@ -97,7 +97,12 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     pending_off = [g for g in on if g.mig_mode_pending == "Disabled"]
     # a GPU whose model the output did not name (a `-q -d ECC` view) may be MIG-capable too
     unknown = [
-        g for g in gpus if g.mig_mode is None and not g.faults and (mig_capable(g.name) or not g.name.strip())
+        g
+        for g in gpus
+        if g.mig_mode is None
+        and not g.mig_na
+        and not g.faults
+        and (mig_capable(g.name) or not g.name.strip())
     ]
     # a mode the driver printed as neither (not 'N/A'): not known to be whole GPUs
     unknown += [g for g in gpus if g.mig_mode not in (None, "Enabled", "Disabled")]
@@ -112,8 +117,12 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
         )
     if not on and not pending_on:
         # a non-MIG model's mode is N/A (None): it has whole GPUs by construction
-        no_mig = [g for g in gpus if g.mig_mode is None]
-        actual = f"Disabled; {gpu_list(no_mig, gpus)}: no MIG on this model" if no_mig else "Disabled"
+        # (N/A printed for a MIG-capable model: MIG is not available in its configuration)
+        said_na = [g for g in gpus if g.mig_mode is None and g.mig_na and mig_capable(g.name)]
+        no_mig = [g for g in gpus if g.mig_mode is None and g not in said_na]
+        parts = [f"{gpu_list(no_mig, gpus)}: no MIG on this model"] if no_mig else []
+        parts += [f"{gpu_list(said_na, gpus)}: N/A (MIG not available as configured)"] if said_na else []
+        actual = "; ".join(["Disabled", *parts])
         return Check("mig_mode", "Disabled (whole GPUs)", actual, "pass")
     parts = []
     if on:
