@@ -31,6 +31,8 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt",
+        "real/nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
         "real/nvidia-smi-q-x__rtx-pro-6000-blackwell-max-q__1gpu__driver590.44.01__telegraf.xml",
         "real/nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt",
         "real/nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt",

@@ -208,6 +208,17 @@ SMI = [
             "Enabled",
         ),
     ),
+    # round 15: one GH200 as the table (the count since boot only) and as -q (1 lifetime error)
+    (
+        "real/nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt",
+        ("table", "550.127.05", "12.4", None, 1, True),
+        ("NVIDIA GH200 480GB", 97871, "00000000:DD:00.0", 700.0, None, "Enabled"),
+    ),
+    (
+        "real/nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
+        ("text", "550.127.05", "12.4", 1, 1, True),
+        ("NVIDIA GH200 480GB", 97871, "00000000:DD:00.0", 700.0, 900.0, "Enabled"),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

@@ -137,11 +137,13 @@ def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:
     """GPUs in MIG mode print `On` in the table's ECC cell, no count: GPU 0's 0 spoke for all."""
     assert rules(A100_MIG)["ecc_uncorrectable"] == (
         "unverified",
-        "0 on GPU 0; not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5, GPU 6, GPU 7",
+        "0 since boot on GPU 0 (no lifetime count); not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5,"
+        " GPU 6, GPU 7",
     )
     assert rules(H20_MIG)["ecc_uncorrectable"] == (
         "unverified",
-        "0 on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7; not reported for GPU 0, GPU 1, GPU 2",
+        "0 since boot on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7 (no lifetime count); not reported for GPU 0,"
+        " GPU 1, GPU 2",
     )
 
 

@@ -8,16 +8,30 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts import gpu_merge
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.base import Check
 
 from ...offline_judge import checks as offline_checks
 from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
+
+
+def judge_folder(folder: Path, order: str | None = None) -> list[Check]:
+    """The checks of every saved output in `folder` judged as one box (`invoke facts DIR`)."""
+    spec = None
+    if order:
+        (folder / "order.yml").write_text(order)
+        spec = offline.load_order(str(folder / "order.yml"))
+    return list(offline.judge(parse_facts(offline.load_outputs([str(folder)])), spec))
+
+
 LOG_NO_INDEX = "nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv"
 LOG_INDEXED = "nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv"
 
@@ -185,3 +199,40 @@ def test_cores_short_of_the_order_are_said_before_the_offline_cpu(tmp_path: Path
     )
     at_128 = {c.name: c for c in offline_checks(tmp_path, EPYC, (REAL / EPYC).read_text(), "cpu_cores: 128")}
     assert at_128["cpu_cores"].verdict == "pass"
+
+
+GH200_TABLE = "nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt"
+GH200_Q = "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt"
+
+
+def test_the_tables_count_since_boot_is_no_lifetime_zero(tmp_path: Path) -> None:
+    """One GH200: its table's ECC cell `0` passed ecc_uncorrectable, while its `-q` says 1
+    uncorrectable error in the lifetime count. The table alone is unverified; both, a fail."""
+    table, q = (REAL / GH200_TABLE).read_text(), (REAL / GH200_Q).read_text()
+    assert verdicts(tmp_path, GH200_TABLE, table)["ecc_uncorrectable"] == (
+        "unverified",
+        "0 since boot on GPU 0 (no lifetime count)",
+    )
+    assert verdicts(tmp_path, GH200_Q, q)["ecc_uncorrectable"] == ("fail", "GPU 0: 0 volatile / 1 aggregate")
+    folder = tmp_path / "both"
+    folder.mkdir()
+    (folder / GH200_TABLE).write_text(table)
+    (folder / GH200_Q).write_text(q)
+    both = {c.name: c for c in judge_folder(folder)}
+    assert both["ecc_uncorrectable"].verdict == "fail"
+
+
+def _tables_with_ecc_on() -> list[str]:
+    return sorted(
+        p.name
+        for p in REAL.glob("nvidia-smi__*")
+        if (r := parse_any(p.read_text(errors="replace"))).source == "table"
+        and any(g.ecc_mode == "Enabled" and g.ecc_volatile_uncorrectable is not None for g in r.gpus)
+    )
+
+
+@pytest.mark.parametrize("name", _tables_with_ecc_on())
+def test_no_table_alone_passes_the_lifetime_ecc_count(tmp_path: Path, name: str) -> None:
+    """The table's ECC cell is the volatile count: no real table with ECC on passes alone."""
+    verdict = verdicts(tmp_path, name, (REAL / name).read_text(errors="replace"))["ecc_uncorrectable"][0]
+    assert verdict in ("unverified", "fail")

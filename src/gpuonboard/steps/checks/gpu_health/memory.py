@@ -148,14 +148,12 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
             "fail",
             "uncorrectable memory errors corrupt training silently; ask the vendor for another GPU",
         )
-    known = [
-        g
-        for g in gpus
-        if g.ecc_volatile_uncorrectable is not None or g.ecc_aggregate_uncorrectable is not None
-    ]
-    # a GPU whose ECC is on (or may be) and whose count this output left out: one GPU's 0 says
-    # nothing of it (the table prints the ECC mode, `On`, in that cell for a GPU in MIG mode)
+    # the lifetime (aggregate) count is the GPU's history; the volatile one (the table's only
+    # count) starts again at each boot or driver reload, so alone it clears nothing before it
+    known = [g for g in gpus if g.ecc_aggregate_uncorrectable is not None]
     counted = {id(g) for g in known}
+    # a GPU whose ECC is on (or may be) and whose lifetime count this output left out: another
+    # GPU's 0 says nothing of it (the table prints the ECC mode, `On`, in that cell in MIG mode)
     missing = [
         g
         for g in gpus
@@ -163,16 +161,22 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
         and not g.faults
         and (g.ecc_mode == "Enabled" or (g.ecc_mode is None and held_as_datacenter(g)))
     ]
-    if known and missing:
+    boot_only = [g for g in missing if g.ecc_volatile_uncorrectable is not None]
+    if missing and (known or boot_only):
+        unread = [g for g in missing if g not in boot_only]
+        parts = [f"0 on {gpu_list(known, gpus)}"] if known else []
+        parts += [f"0 since boot on {gpu_list(boot_only, gpus)} (no lifetime count)"] if boot_only else []
+        parts += [f"not reported for {gpu_list(unread, gpus)}"] if unread else []
         return Check(
             "ecc_uncorrectable",
             "0",
-            f"0 on {gpu_list(known, gpus)}; not reported for {gpu_list(missing, gpus)}",
+            "; ".join(parts),
             "unverified",
-            "nvidia-smi did not report ECC error counts for every GPU with ECC on (the table shows"
-            " none for a GPU in MIG mode); `nvidia-smi -q -d ECC` shows them",
+            "nvidia-smi did not report the lifetime (aggregate) count of uncorrectable errors for"
+            " every GPU with ECC on (the table shows only the count since boot, and none for a GPU"
+            " in MIG mode); `nvidia-smi -q -d ECC` shows it",
         )
-    if known:
+    if known or any(g.ecc_volatile_uncorrectable is not None for g in gpus):
         return Check("ecc_uncorrectable", "0", "0", "pass")
     # (an unreadable GPU is the gpu_health row's, not a missing count here)
     # (as ecc_mode: a card that has or may have ECC and whose mode no output gave is no "off")
