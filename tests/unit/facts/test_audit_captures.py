@@ -219,6 +219,12 @@ SMI = [
         ("text", "550.127.05", "12.4", 1, 1, True),
         ("NVIDIA GH200 480GB", 97871, "00000000:DD:00.0", 700.0, 900.0, "Enabled"),
     ),
+    # round 15: an idle A10 (P8, 15.65 W of 150 W) whose driver reports SW Power Cap active
+    (
+        "real/nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt",
+        ("text", "550.90.12", "12.4", 1, 1, True),
+        ("NVIDIA A10", 23028, "00000000:08:00.0", 150.0, 150.0, "Enabled"),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

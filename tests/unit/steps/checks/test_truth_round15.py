@@ -236,3 +236,19 @@ def test_no_table_alone_passes_the_lifetime_ecc_count(tmp_path: Path, name: str)
     """The table's ECC cell is the volatile count: no real table with ECC on passes alone."""
     verdict = verdicts(tmp_path, name, (REAL / name).read_text(errors="replace"))["ecc_uncorrectable"][0]
     assert verdict in ("unverified", "fail")
+
+
+A10_IDLE = "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+
+
+def test_a_power_cap_reported_at_idle_far_below_the_limit_holds_nothing_back(tmp_path: Path) -> None:
+    """An idle A10 (P8, 15.65 W of 150 W) with `SW Power Cap : Active` warned "clocks are held at
+    the power limit". The same reason on that GPU drawing near its limit still warns."""
+    text = (REAL / A10_IDLE).read_text()
+    assert verdicts(tmp_path, A10_IDLE, text)["throttling"] == (
+        "pass",
+        "none active under load; GPU 0: sw_power_cap at idle (15.65 W of 150 W), no effect at that draw",
+    )
+    loaded = re.sub(r"Performance State\s+: P8", "Performance State                     : P0", text)
+    loaded = re.sub(r"Power Draw\s+: 15.65 W", "Power Draw                        : 148.00 W", loaded)
+    assert verdicts(tmp_path, A10_IDLE, loaded)["throttling"] == ("warn", "GPU 0: sw_power_cap")
