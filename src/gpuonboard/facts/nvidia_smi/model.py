@@ -88,6 +88,9 @@ class GpuInfo:
     power_limit_w: float | None = None  # the limit in force (enforced / current power limit)
     default_power_limit_w: float | None = None
     max_power_limit_w: float | None = None
+    # the limit software asked for (`nvidia-smi -pl`, the default unless set): an enforced
+    # limit below it is held by something else (the BMC's out-of-band cap, a module's budget)
+    requested_power_limit_w: float | None = None
     # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
     clock_event_reasons: tuple[str, ...] = ()
     clock_event_reasons_known: bool = False  # False: this output did not say
@@ -210,6 +213,7 @@ class PowerReadings(TypedDict):
     power_limit_w: float | None
     default_power_limit_w: float | None
     max_power_limit_w: float | None
+    requested_power_limit_w: float | None
 
 
 class EngineReadings(TypedDict):

@@ -183,6 +183,8 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         power_limit_w=_float(_csv_first(cells, "enforced.power.limit", "power.limit")),
         default_power_limit_w=_float(cells.get("power.default_limit")),
         max_power_limit_w=_float(cells.get("power.max_limit")),
+        # (`power.limit` is the software limit, the requested one, where the enforced is given too)
+        requested_power_limit_w=_float(cells.get("power.limit")) if "enforced.power.limit" in cells else None,
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         performance_state=_pstate(cells.get("pstate")),

@@ -369,6 +369,7 @@ def _text_power(section: Mapping[str, Any]) -> PowerReadings:
         power_limit_w=_float(_tree_deep(power, "Enforced Power Limit", "Current Power Limit", "Power Limit")),
         default_power_limit_w=_float(_tree_deep(power, "Default Power Limit")),
         max_power_limit_w=_float(_tree_deep(power, "Max Power Limit")),
+        requested_power_limit_w=_float(_tree_deep(power, "Requested Power Limit")),
     )
 
 

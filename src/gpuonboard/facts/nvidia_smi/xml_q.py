@@ -227,6 +227,7 @@ def _xml_power(gpu: ET.Element) -> PowerReadings:
         power_limit_w=_float(_xml_deep(power, "enforced_power_limit", "current_power_limit", "power_limit")),
         default_power_limit_w=_float(_xml_deep(power, "default_power_limit")),
         max_power_limit_w=_float(_xml_deep(power, "max_power_limit")),
+        requested_power_limit_w=_float(_xml_deep(power, "requested_power_limit")),
     )
 
 

@@ -252,3 +252,15 @@ def test_a_power_cap_reported_at_idle_far_below_the_limit_holds_nothing_back(tmp
     loaded = re.sub(r"Performance State\s+: P8", "Performance State                     : P0", text)
     loaded = re.sub(r"Power Draw\s+: 15.65 W", "Power Draw                        : 148.00 W", loaded)
     assert verdicts(tmp_path, A10_IDLE, loaded)["throttling"] == ("warn", "GPU 0: sw_power_cap")
+
+
+def test_a_cap_below_the_requested_default_is_said_to_come_from_outside_nvidia_smi(tmp_path: Path) -> None:
+    """GH200: enforced 700 W, requested and default 900 W (the module's 1000 W budget): the advice
+    said `nvidia-smi -pl` restores it, which sets the requested limit, already 900 W."""
+    found = {c.name: c for c in offline_checks(tmp_path, GH200_Q, (REAL / GH200_Q).read_text())}
+    assert (found["power_limit"].verdict, found["power_limit"].actual) == (
+        "fail",
+        "GPU 0 700 W of 900 W (900 W requested)",
+    )
+    assert "set outside nvidia-smi" in found["power_limit"].detail
+    assert "`nvidia-smi -pl` cannot" in found["power_limit"].detail

@@ -20,16 +20,27 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
             capped.append((g, g.power_limit_w / g.default_power_limit_w))
     if capped:
         text = "; ".join(
-            f"{gpu_label(g)} {g.power_limit_w:.0f} W of {g.default_power_limit_w:.0f} W" for g, _ in capped
+            f"{gpu_label(g)} {g.power_limit_w:.0f} W of {g.default_power_limit_w:.0f} W{_requested(g)}"
+            for g, _ in capped
         )
         verdict: Verdict = "fail" if any(r < fail_ratio for _, r in capped) else "warn"
-        return Check(
-            "power_limit",
-            "default power limit",
-            text,
-            verdict,
-            "a capped power limit lowers training speed; ask the vendor to restore it (nvidia-smi -pl)",
+        # the limit asked for is the default, yet a lower one is enforced: a cap nvidia-smi does
+        # not set (the BMC's out-of-band power cap; a Grace Hopper module's budget shared with
+        # its CPU), which `nvidia-smi -pl` cannot lift
+        outside = all(
+            g.requested_power_limit_w is not None
+            and g.requested_power_limit_w >= g.default_power_limit_w * warn_ratio
+            for g, _ in capped
+            if g.default_power_limit_w
         )
+        advice = (
+            "a capped power limit lowers training speed; the limit software requests is the default,"
+            " so the cap is set outside nvidia-smi (the BMC's out-of-band power cap, or a module's"
+            " power budget): ask the vendor to lift it (`nvidia-smi -pl` cannot)"
+            if outside
+            else "a capped power limit lowers training speed; ask the vendor to restore it (nvidia-smi -pl)"
+        )
+        return Check("power_limit", "default power limit", text, verdict, advice)
     # "at default" needs the default: the plain table prints only the enforced cap
     # ("Pwr:Usage/Cap"), which cannot tell a capped card from one at its default
     if any(g.power_limit_w and g.default_power_limit_w for g in gpus):
@@ -95,6 +106,12 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
         " shows them",
     )
+
+
+def _requested(g: GpuInfo) -> str:
+    """' (900 W requested)' where the requested limit differs from the enforced one, else ''."""
+    asked = g.requested_power_limit_w
+    return f" ({asked:.0f} W requested)" if asked is not None and asked != g.power_limit_w else ""
 
 
 def _idle_far_below_cap(g: GpuInfo) -> bool:
