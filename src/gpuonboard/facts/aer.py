@@ -14,6 +14,7 @@ is the GPU's too. Each becomes a KernelEvent of kind "aer" (fault: `aer_fatal`,
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from gpuonboard.facts.kernel_log import KernelEvent
@@ -60,4 +61,30 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
         where = own or received
         message = line[where.start() :].strip() if where else line.strip()
         events.append(KernelEvent("aer", 0, pci, message, fault=fault))
-    return tuple(events)
+    return tuple(events) + _cut_end(text, events)
+
+
+# the start of a line of the nvidia driver about one GPU (`nvidia 0000:03:00.0: AER: ...`), cut
+# anywhere after the driver's name: `nvidia` alone, or followed by the start of an address
+_NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
+
+
+def _cut_end(text: str, events: list[KernelEvent]) -> tuple[KernelEvent, ...]:
+    """Where the log ends inside a line of the nvidia driver about a GPU (no newline after it):
+    the event read from it is marked `cut` (replacing it), or, where none could be read
+    (`AER: can't` of "can't recover"), an unread one is added: what the line went on to say is
+    not known, so the log's Xid verdict cannot pass (as for a cut NVRM line)."""
+    body = text.rstrip(" \t")
+    if not body.strip() or body.endswith(("\n", "\r")):
+        return ()
+    last = body.rsplit("\n", 1)[-1]
+    start = last.find("nvidia ")
+    m = _NVIDIA_CUT.search(last) if start >= 0 or last.endswith("nvidia") else None
+    if m is None:
+        return ()
+    said = last[m.start() :].strip()
+    if events and events[-1].message == said:
+        events[-1] = dataclasses.replace(events[-1], cut=said)
+        return ()
+    own = _NVIDIA.search(last)
+    return (KernelEvent("xid_unread", 0, own.group(1) if own else "", said, cut=said),)

@@ -358,20 +358,70 @@ def _base(
     return list(widest.gpus), False, widest
 
 
-def _one_per_address(gpus: list[GpuInfo]) -> list[GpuInfo]:
+def _one_per_address(gpus: list[GpuInfo]) -> tuple[list[GpuInfo], list[int]]:
     """A GPU listed at the PCI address of a GPU listed before it is no GPU of its own to count
-    (one device, or a driver that cannot tell them apart): a fault naming that GPU."""
-    first: dict[str, int] = {}
-    out = []
+    (one device, or a driver that cannot tell them apart): a fault naming that GPU. One with the
+    same number, or the same record in every field, is that GPU's again (a paste that repeated
+    lines): dropped, and its number returned (the output is then not whole, never a GPU fault)."""
+    first: dict[str, int] = {}  # address -> its first GPU's place in `out`
+    out: list[GpuInfo] = []
+    repeated = []
     for g in gpus:
         key = _bus_key(g.pci_bus_id)
-        if key and key in first:
-            fault = f"the PCI address of GPU {first[key]} ({g.pci_bus_id})"
+        was = out[first[key]] if key in first else None
+        if key and was is not None and (was.index == g.index or _same_record(was, g)):
+            repeated.append(was.index)  # (what either copy read is that GPU's: a block's header
+            out[first[key]] = _filled(was, g)  # alone, then the block, keeps the block's values)
+            continue
+        if was is not None:
+            fault = f"the PCI address of GPU {was.index} ({g.pci_bus_id})"
             g = dataclasses.replace(g, faults=(*g.faults, fault))
         elif key:
-            first[key] = g.index
+            first[key] = len(out)
         out.append(g)
-    return out
+    return out, repeated
+
+
+def _fragment(g: GpuInfo) -> bool:
+    """A record that names no model and holds no fault: a `-q` block's header line alone (the
+    rest of the block pasted under a second copy of it)."""
+    return (
+        not g.name.strip()
+        and not g.faults
+        and not g.cell_faults
+        and all(
+            getattr(g, f) is None for f in ("memory_total_mib", "temperature_c", "uuid", "performance_state")
+        )
+    )
+
+
+def _filled(a: GpuInfo, b: GpuInfo) -> GpuInfo:
+    """`a` with the fields it left unset taken from `b` (one GPU's two copies)."""
+    return dataclasses.replace(
+        a,
+        **{
+            f.name: getattr(b, f.name)
+            for f in dataclasses.fields(GpuInfo)
+            if f.name not in ("index", "csv_row") and _unset(getattr(a, f.name))
+        },
+    )
+
+
+def _same_record(a: GpuInfo, b: GpuInfo) -> bool:
+    """Two records of one address that disagree in no field both give, with the same faults
+    (none, or the same): one GPU's record repeated by a paste (a `-q` block or a CSV row pasted
+    twice, or a block's header alone before it, numbered by where it stands). A second GPU a
+    driver lists at that address reads otherwise (`ERR!` beside a healthy one)."""
+    if _fragment(a) or _fragment(b):
+        return True
+    if a.faults != b.faults or a.cell_faults != b.cell_faults:
+        return False
+    skip = {"index", "csv_row", "provenance"}
+    return all(
+        (x := getattr(a, f.name)) == (y := getattr(b, f.name)) or _unset(x) or _unset(y)
+        for f in dataclasses.fields(GpuInfo)
+        if f.name not in skip
+    )
 
 
 def _best_version(values: Sequence[str | None]) -> str | None:
@@ -412,7 +462,7 @@ def _union(
             index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
             gpus.append(dataclasses.replace(g, index=index))
     gpus.sort(key=lambda x: x.index)
-    gpus = _one_per_address(gpus)
+    gpus, repeated = _one_per_address(gpus)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
@@ -423,6 +473,9 @@ def _union(
     numbers = {g.index for g in gpus}
     skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
     gap = base_report.gap if base_report is not None else ""
+    if repeated and not gap:
+        twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
+        gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
     if skipped and not gap:
         shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
         why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
@@ -441,6 +494,7 @@ def _union(
         and (base_report is not None or whole)
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed))
-        and not skipped,
+        and not skipped
+        and not repeated,
         gap=gap,
     )

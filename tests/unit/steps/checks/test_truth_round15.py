@@ -12,7 +12,7 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts import gpu_merge
 from gpuonboard.facts.gpu_list import parse_gpu_list
-from gpuonboard.facts.nvidia_smi import parse_any
+from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.base import Check
@@ -264,3 +264,52 @@ def test_a_cap_below_the_requested_default_is_said_to_come_from_outside_nvidia_s
     )
     assert "set outside nvidia-smi" in found["power_limit"].detail
     assert "`nvidia-smi -pl` cannot" in found["power_limit"].detail
+
+
+AER_LOG = "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
+
+
+def test_a_log_cut_inside_any_line_of_the_nvidia_driver_never_passes(tmp_path: Path) -> None:
+    """The real AER log cut anywhere inside a line of `nvidia 0000:03:00.0: ...` (no newline
+    after it): `nvidia 0000:03:00.0: AER: can't` passed "no Xid in the kernel log"."""
+    lines = (REAL / AER_LOG).read_text().split("\n")
+    seen = 0
+    for i, line in enumerate(lines):
+        at = line.find("nvidia 0000")
+        if at < 0:
+            continue
+        for cut in range(at + len("nvidia"), len(line), 3):
+            text = "\n".join([*lines[:i], line[:cut]])
+            verdict, actual = verdicts(tmp_path, AER_LOG, text)["gpu_xid"]
+            assert verdict != "pass", (line[:cut], actual)
+            seen += 1
+    assert seen > 20
+
+
+def _merged(probe: str, text: str) -> GpuReport | None:
+    return gpu_merge.merge({probe: ProbeOutput(text, "", 0)}, parse_any, parse_gpu_list).report
+
+
+@pytest.mark.parametrize("name", _smi_captures())
+def test_a_line_naming_a_gpus_address_pasted_twice_is_no_second_gpu(name: str) -> None:
+    """Every real capture with each line that names a GPU's bus id repeated (a paste that
+    doubled it): it was "GPU 1 unreadable (nvidia-smi reads the PCI address of GPU 0)", a GPU
+    fault (fallen off the bus) from a paste. Now the repeat is dropped (the output not whole)."""
+    text = (REAL / name).read_text(errors="replace")
+    plain = parse_any(text)
+    probes = {"xml": "nvidia_smi", "text": "nvidia_smi_q", "csv": "nvidia_smi_csv"}
+    probe = probes.get(plain.source, "nvidia_smi_table")
+    whole = _merged(probe, text)
+    assert whole is not None
+    before = {g.index for g in whole.gpus if any("the PCI address of GPU" in f for f in g.faults)}
+    lines = text.split("\n")
+    buses = {g.pci_bus_id[-7:].lower() for g in plain.gpus if g.pci_bus_id}
+    doubled = [i for i, line in enumerate(lines) if any(b in line.lower() for b in buses) and buses]
+    if not doubled or plain.source == "xml":
+        pytest.skip("no line names a bus id (or an XML: a line repeated breaks the document)")
+    for i in doubled:
+        damaged = _merged(probe, "\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]]))
+        if damaged is None:
+            continue
+        after = {g.index for g in damaged.gpus if any("the PCI address of GPU" in f for f in g.faults)}
+        assert after <= before, (name, lines[i])
