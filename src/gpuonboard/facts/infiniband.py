@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "IbPort",
@@ -388,9 +388,34 @@ def parse_rdma(text: str) -> IbReport:
     if no_rdma_device(text):
         return IbReport(())
     if re.search(r"^hca_id:", text, re.M):
-        return parse_ibv_devinfo(text)
+        return _each_port_once(parse_ibv_devinfo(text))
     if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
-        return parse_ibstat(text)
+        return _each_port_once(parse_ibstat(text))
     if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
-        return parse_ibstatus(text)
-    return parse_ib_sysfs(text)
+        return _each_port_once(parse_ibstatus(text))
+    return _each_port_once(parse_ib_sysfs(text))
+
+
+def _each_port_once(report: IbReport) -> IbReport:
+    """A port listed twice (a paste that repeated the listing or a line of it) is one port: its
+    copies that say the same are read once; copies that disagree (two captures in one file) make
+    the listing not whole (its ports are not known)."""
+    seen: dict[tuple[str, int], IbPort] = {}
+    twice: list[str] = []
+    clash: list[str] = []
+    for p in report.ports:
+        key = (p.device, p.port)
+        if key in seen:
+            (clash if seen[key] != p else twice).append(f"{p.device} port {p.port}")
+            continue
+        seen[key] = p
+    if not twice and not clash:
+        return report
+    warnings = list(report.warnings)
+    if twice:
+        warnings.append(f"{', '.join(dict.fromkeys(twice))} listed twice (a repeated paste): read once")
+    if clash:
+        said = f"{', '.join(dict.fromkeys(clash))} listed twice with different states (two outputs in one?)"
+        ports = tuple(seen.values())
+        return replace(report, ports=ports, warnings=(*warnings, said), complete=False, cut=said)
+    return replace(report, ports=tuple(seen.values()), warnings=tuple(warnings))

@@ -496,11 +496,25 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
 
 
+# two `label : value` fields on one line (a paste that lost the newline between them: "Persistence
+# Mode   : Disabled    Addressing Mode    : HMM"): a value, wide spaces, then a label padded to
+# nvidia-smi's colon column. A value never holds a padded " : " of its own.
+_JOINED_FIELDS = re.compile(
+    r"(?m)^([ \t]*)(\S[^\n]*?\s+:[ \t]+\S(?:[^\n]*?\S)?)[ \t]{3,}(\S[^\n:]*?\S[ \t]{2,}:(?:[ \t][^\n]*)?)$"
+)
+
+
+def _split_fields(m: re.Match[str]) -> str:
+    """The two fields of a joined line, each on its own line at the line's indentation."""
+    return f"{m.group(1)}{m.group(2)}\n{m.group(1)}{m.group(3)}"
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
     text, elided = ELISION.subn("", text)
+    text = _JOINED_FIELDS.sub(_split_fields, text)
     text, unjoined = _unwrapped(text)
     warnings = list(unjoined)
     tree = _text_tree(text)

@@ -12,6 +12,7 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts import gpu_merge
 from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT
 from gpuonboard.facts.probe import ProbeOutput
@@ -313,3 +314,42 @@ def test_a_line_naming_a_gpus_address_pasted_twice_is_no_second_gpu(name: str) -
             continue
         after = {g.index for g in damaged.gpus if any("the PCI address of GPU" in f for f in g.faults)}
         assert after <= before, (name, lines[i])
+
+
+RDMA = sorted(p.name for p in REAL.iterdir() if p.name.startswith(("ibstat", "ibv_devinfo", "ib-sysfs")))
+
+
+@pytest.mark.parametrize("name", RDMA)
+def test_an_rdma_listing_pasted_twice_or_a_line_doubled_counts_each_port_once(name: str) -> None:
+    """An ibstat pasted twice passed '16 of 24 ACTIVE' where the box has 8 of 12; one sysfs line
+    doubled passed '9 of 10' for 8 of 9."""
+    text = (REAL / name).read_text()
+    whole = parse_rdma(text)
+    assert parse_rdma(text.rstrip("\n") + "\n" + text).ports == whole.ports
+    lines = text.split("\n")
+    for i in range(len(lines)):
+        doubled = parse_rdma("\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]]))
+        assert len(doubled.ports) <= len(whole.ports), (name, lines[i])
+
+
+Q_TEXT = sorted(p.name for p in REAL.glob("nvidia-smi-q__*"))
+_FIELD = re.compile(r"^(\s*)\S.*?\s+: \S")
+
+
+@pytest.mark.parametrize("name", Q_TEXT)
+def test_two_q_fields_on_one_line_are_read_as_two(name: str) -> None:
+    """A paste that lost the newline between two `label : value` lines of one indentation
+    ("Persistence Mode : Disabled    Addressing Mode : HMM" read as Enabled; "State : Completed
+    Status : Success" failed fabric_manager): every real `-q`, joined at many such places, reads
+    as the whole."""
+    lines = (REAL / name).read_text().split("\n")
+    whole = parse_any("\n".join(lines)).gpus
+    joined = 0
+    for i in range(0, len(lines) - 1, 17):
+        a, b = _FIELD.match(lines[i]), _FIELD.match(lines[i + 1])
+        if not (a and b and a.group(1) == b.group(1)):
+            continue
+        text = "\n".join([*lines[:i], lines[i].rstrip() + "    " + lines[i + 1].lstrip(), *lines[i + 2 :]])
+        assert parse_any(text).gpus == whole, (name, lines[i], lines[i + 1])
+        joined += 1
+    assert joined
