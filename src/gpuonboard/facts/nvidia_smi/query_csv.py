@@ -237,7 +237,7 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         cut = cut or (why if kind in ("cut", "cut cell") else "")
         damaged = damaged or (why if kind == "damaged" else "")
         elided = elided or kind == "elided"
-        if kind == "cut cell":
+        if kind in ("cut cell", "open cell"):
             row = [*row[:-1], ""]  # the row is read, its cut last cell as not reported
         elif kind != "row":
             continue
@@ -314,6 +314,9 @@ class _Shape:
         cut_end = not unclosed and self.open_end and self._cut_cell(row[-1])
         if last and (unclosed == [len(row) - 1] or cut_end):
             return "cut cell", f"its last cell {row[-1]!r} is cut short"
+        if last and self.open_end and not unclosed and not self._ends_itself(row[-1]):
+            # (the text ends without its newline: '33' may be '33', or '87' cut to '8')
+            return "open cell", f"its last cell {row[-1]!r} may be cut short (no newline after it): not read"
         if unclosed:
             return "damaged", "a cell's '[' is not closed ([N/A], [Unknown Error] are)"
         return "row", ""
@@ -324,6 +327,13 @@ class _Shape:
         the unit the CSV's other values are printed with ('9941 MiB' cut to '99')."""
         unit = self.units[-1] if self.units else None
         return not cell or bool(self.printed and unit and _NUMBER.match(cell) and not cell.endswith(unit))
+
+
+    def _ends_itself(self, cell: str) -> bool:
+        """A last cell that shows its own end: a closed `[N/A]`, or a value with the unit the
+        CSV's values are printed with ('9941 MiB'); a bare number or word does not."""
+        unit = self.units[-1] if self.units else None
+        return cell.endswith("]") or bool(self.printed and unit and cell.endswith(unit))
 
 
 def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:

@@ -353,3 +353,26 @@ def test_two_q_fields_on_one_line_are_read_as_two(name: str) -> None:
         assert parse_any(text).gpus == whole, (name, lines[i], lines[i + 1])
         joined += 1
     assert joined
+
+
+CSVS = sorted(
+    p.name
+    for p in REAL.glob("nvidia-smi-query-gpu*")
+    if parse_any(p.read_text(errors="replace")).gpus and p.read_text(errors="replace").strip()
+)
+
+
+@pytest.mark.parametrize("name", CSVS)
+def test_a_csv_cut_inside_its_last_cell_reads_no_other_value(name: str) -> None:
+    """Every real CSV cut inside its last cell (no newline after it): each field of its GPUs is
+    what the whole CSV says or not read, never another value (a GH200's `33` cut to `3` passed
+    at 3 C; an 87 cut to 8 would pass)."""
+    text = (REAL / name).read_text(errors="replace").rstrip("\n")
+    whole = parse_any(text + "\n").gpus
+    last_cell = text.rsplit(",", 1)[-1]
+    for keep in range(1, len(last_cell.strip())):
+        cut = text[: len(text) - len(last_cell)] + last_cell[: len(last_cell) - len(last_cell.strip()) + keep]
+        for mine, full in zip(parse_any(cut).gpus, whole, strict=False):
+            for field in ("temperature_c", "power_draw_w", "memory_used_mib", "utilization_gpu_pct", "index"):
+                got = getattr(mine, field)
+                assert got is None or got == getattr(full, field), (name, cut[-30:], field, got)
