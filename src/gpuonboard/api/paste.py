@@ -51,8 +51,24 @@ _BOX = _box_ascii()
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
     characters in ASCII, lines ending in a backslash without it, a double-spaced paste
-    single-spaced, an indent every line shares removed."""
-    return textwrap.dedent(_single_spaced(_unbroken(_SPACES.sub(" ", text).translate(_BOX))))
+    single-spaced, an indent every line shares removed, a Markdown code fence around it dropped."""
+    return textwrap.dedent(_single_spaced(_unbroken(_unfenced(_SPACES.sub(" ", text).translate(_BOX)))))
+
+
+# a Markdown code fence line: ``` or ~~~, with the block's language after an opening one
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*[\w+.-]*[ \t]*$")
+
+
+def _unfenced(text: str) -> str:
+    """A paste from a Markdown page or chat (```` ```console ```` above the output, ```` ``` ````
+    below) as the output without those two lines; a fence at one end only (the other left out of
+    the copy) is dropped too. No tool read here prints such a line."""
+    lines = text.split("\n")
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if not filled:
+        return text
+    drop = {i for i in (filled[0], filled[-1]) if _FENCE.match(lines[i])}
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop) if drop else text
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)

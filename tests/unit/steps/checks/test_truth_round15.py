@@ -10,6 +10,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
 from gpuonboard.facts import gpu_merge
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.infiniband import parse_rdma
@@ -376,3 +377,19 @@ def test_a_csv_cut_inside_its_last_cell_reads_no_other_value(name: str) -> None:
             for field in ("temperature_c", "power_draw_w", "memory_used_mib", "utilization_gpu_pct", "index"):
                 got = getattr(mine, field)
                 assert got is None or got == getattr(full, field), (name, cut[-30:], field, got)
+
+
+EVERY = sorted(p.name for p in REAL.iterdir() if p.name != "SOURCES.md")
+
+
+@pytest.mark.parametrize("name", EVERY)
+def test_a_capture_pasted_in_a_markdown_code_fence_reads_as_the_capture(tmp_path: Path, name: str) -> None:
+    """Every real capture between ```` ```console ```` and ```` ``` ```` lines (a page's or a
+    chat's code block): a fenced `-q -x` read as "listed no GPU" (every GPU rule lost, exit 0);
+    a fenced `-L`, free, lsblk, nvlink or ibstat was refused."""
+    text = (REAL / name).read_text(errors="replace")
+    try:
+        whole = verdicts(tmp_path, name, text)
+    except UsageError:
+        pytest.skip("refused whole (tests/fixtures/real/SOURCES.md says why)")
+    assert verdicts(tmp_path, name, "```console\n" + text.rstrip("\n") + "\n```\n") == whole
