@@ -129,7 +129,7 @@ def _json_pairs(entries: Iterable[Any]) -> list[tuple[str, str]]:
 
 def _split_types(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], list[dict[str, str]]]:
     """(the host-wide fields, first occurrence wins; one dict of _TYPE_FIELDS per CPU type): a
-    type field seen again starts the next type's block."""
+    type field seen again starts the next type's block; a block repeated whole is read once."""
     host: dict[str, str] = {}
     types: list[dict[str, str]] = [{}]
     for key, value in pairs:
@@ -139,7 +139,13 @@ def _split_types(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], list
             types[-1][key] = value
         else:
             host.setdefault(key, value)
-    return host, [t for t in types if t]
+    # a block the same as one before it in every field is that CPU type again (a paste that
+    # repeated lines), never a second type: two types differ (GB10's by their Model name)
+    unique: list[dict[str, str]] = []
+    for t in types:
+        if t and t not in unique:
+            unique.append(t)
+    return host, unique
 
 
 def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None:
@@ -227,6 +233,9 @@ def parse_lscpu(text: str) -> CpuInfo:
     warnings: list[str] = []
     logical = _int(host, "CPU(s)", warnings)
     offline = _cpu_list_count(host.get("Off-line CPU(s) list"))
+    online = _cpu_list_count(host.get("On-line CPU(s) list"))
+    if logical is None and offline is not None and online is not None:
+        logical = online + offline  # (its CPU(s) line lost, a paste that joined it to another)
     per_type = [_type_cores(t, warnings) for t in types or [{}]]
     physical_each = [p for _, _, p in per_type]
     physical = None if None in physical_each else sum(p for p in physical_each if p is not None)

@@ -12,6 +12,7 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import gpu_merge
+from gpuonboard.facts.cpu import parse_lscpu
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
@@ -393,3 +394,30 @@ def test_a_capture_pasted_in_a_markdown_code_fence_reads_as_the_capture(tmp_path
     except UsageError:
         pytest.skip("refused whole (tests/fixtures/real/SOURCES.md says why)")
     assert verdicts(tmp_path, name, "```console\n" + text.rstrip("\n") + "\n```\n") == whole
+
+
+LSCPU = sorted(p.name for p in REAL.glob("lscpu__*.txt"))
+
+
+@pytest.mark.parametrize("name", LSCPU)
+def test_an_lscpu_with_a_line_doubled_or_two_lines_joined_counts_no_other_cpus(name: str) -> None:
+    """Every real lscpu with each line pasted twice, or each line joined to the next (a lost
+    newline): the cores, CPUs and offline CPUs are the whole capture's or not read (a doubled
+    type block counted 4 cores of 2; `Little EndianCPU(s): 40` lost the CPU count, and with it
+    the 36 offline CPUs: the order passed)."""
+    lines = (REAL / name).read_text().split("\n")
+    whole = parse_lscpu("\n".join(lines))
+
+    def agrees(text: str) -> None:
+        got = parse_lscpu(text)
+        for field in ("physical_cores", "logical_cpus", "offline_cpus"):
+            assert getattr(got, field) in (getattr(whole, field), None), (name, field, text[:0])
+
+    for i in range(len(lines) - 1):
+        agrees("\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]]))
+        agrees("\n".join([*lines[:i], lines[i] + lines[i + 1], *lines[i + 2 :]]))
+    if whole.offline_cpus:  # (the CPU count lost: the online and offline lists still count them)
+        at = next(i for i, line in enumerate(lines) if line.startswith("CPU(s):"))
+        assert parse_lscpu(
+            "\n".join([*lines[: at - 1], lines[at - 1] + lines[at], *lines[at + 1 :]])
+        ).logical_cpus == (whole.logical_cpus)
