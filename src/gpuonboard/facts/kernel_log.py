@@ -291,7 +291,16 @@ def _line_event(line: str, cut: bool = False) -> KernelEvent | None:
     continuation = _SXID_SEVERITY.match(event.message) or _SXID_DATA.match(event.message)
     if event.kind == "sxid" and event.severity is None and not continuation:
         return KernelEvent("sxid_unread", 0, event.pci, said, event.device, event.timestamp, cut=said)
+    if event.kind == "xid" and event.code in _SEVERED_XIDS and not _SEVERITY_WORD.search(event.message):
+        # (an NVLink5 Xid cut before the driver's Fatal / Nonfatal word: its action is not known)
+        return KernelEvent("xid_unread", 0, event.pci, said, None, event.timestamp, cut=said)
     return replace(event, cut=said)
+
+
+# the NVLink5 Xids whose line says Fatal or Nonfatal after the code (`145, RLW_... Nonfatal XC0
+# ...`): their action depends on that word (steps/checks/xid_rules._NONFATAL)
+_SEVERED_XIDS = frozenset(range(144, 151))
+_SEVERITY_WORD = re.compile(r"\b(?:non-?\s?)?fatal\b", re.IGNORECASE)
 
 
 def _read_line(line: str) -> KernelEvent | None:

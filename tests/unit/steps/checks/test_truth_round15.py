@@ -421,3 +421,19 @@ def test_an_lscpu_with_a_line_doubled_or_two_lines_joined_counts_no_other_cpus(n
         assert parse_lscpu(
             "\n".join([*lines[: at - 1], lines[at - 1] + lines[at], *lines[at + 1 :]])
         ).logical_cpus == (whole.logical_cpus)
+
+
+XID145 = "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt"
+
+
+def test_an_nvlink5_xid_cut_before_its_fatal_word_is_not_read(tmp_path: Path) -> None:
+    """Xid 145 logged `Nonfatal` (a warning) cut anywhere before that word: it failed as a
+    fatal one (reset the GPU); its action is not known until the word is read."""
+    lines = (REAL / XID145).read_text().split("\n")
+    whole = verdicts(tmp_path, XID145, "\n".join(lines))["gpu_xid"][0]
+    assert whole == "warn"
+    at = next(i for i, line in enumerate(lines) if ": 145, " in line)
+    word = lines[at].lower().index("nonfatal")
+    for cut in range(lines[at].index("145") + 4, word + len("nonfatal"), 2):
+        verdict, actual = verdicts(tmp_path, XID145, "\n".join([*lines[:at], lines[at][:cut]]))["gpu_xid"]
+        assert verdict in ("unverified", "warn"), (lines[at][:cut], actual)
