@@ -220,8 +220,14 @@ def _df_row(fields: list[str], minimum: int) -> bool:
     return len(fields) >= minimum and re.fullmatch(r"\d+%|-", fields[minimum - 2]) is not None
 
 
+# df's header joined to its first row by a paste that lost the newline between them: the
+# header's last words, `Mounted on`, then the row's device (`Mounted on/dev/nvme0n1p1  2.0T ...`)
+_HEADER_JOINED = re.compile(r"^([^\n]*\bMounted on)(?=[ \t]*\S)[ \t]*", re.MULTILINE)
+
+
 def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     """(the mounts of a df output, why it is not whole or None)."""
+    text = _HEADER_JOINED.sub(lambda m: m.group(1) + "\n", text, count=1)
     lines = [line for line in text.splitlines() if line.strip()]
     header = df_header(text)
     if header is None:

@@ -328,7 +328,6 @@ class _Shape:
         unit = self.units[-1] if self.units else None
         return not cell or bool(self.printed and unit and _NUMBER.match(cell) and not cell.endswith(unit))
 
-
     def _ends_itself(self, cell: str) -> bool:
         """A last cell that shows its own end: a closed `[N/A]`, or a value with the unit the
         CSV's values are printed with ('9941 MiB'); a bare number or word does not."""

@@ -13,6 +13,7 @@ from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import gpu_merge
 from gpuonboard.facts.cpu import parse_lscpu
+from gpuonboard.facts.disks import parse_df
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.infiniband import parse_rdma
 from gpuonboard.facts.nvidia_smi import GpuReport, parse_any
@@ -437,3 +438,17 @@ def test_an_nvlink5_xid_cut_before_its_fatal_word_is_not_read(tmp_path: Path) ->
     for cut in range(lines[at].index("145") + 4, word + len("nonfatal"), 2):
         verdict, actual = verdicts(tmp_path, XID145, "\n".join([*lines[:at], lines[at][:cut]]))["gpu_xid"]
         assert verdict in ("unverified", "warn"), (lines[at][:cut], actual)
+
+
+DF = sorted(p.name for p in REAL.glob("df-*") if parse_df(p.read_text()))
+
+
+@pytest.mark.parametrize("name", DF)
+def test_a_df_header_joined_to_its_first_row_reads_that_row(name: str) -> None:
+    """`Mounted on/dev/nvme0n1p1  2.0T ... /workspace` (a lost newline): the first row was lost
+    and `data_disk` failed "/workspace is not a mount point"."""
+    text = (REAL / name).read_text()
+    head, _, rest = text.partition("\n")
+    if "Mounted on" not in head:
+        pytest.skip("a header in another language")
+    assert parse_df(head.rstrip() + rest) == parse_df(text)
