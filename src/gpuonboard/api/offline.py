@@ -442,6 +442,8 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
+    if kind is None and (other := saved_forms.other_form(text)):
+        raise UsageError(f"{path}: {other}")
     if kind is None and saved_forms.csv_width(text):
         raise UsageError(
             f"{path}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"

@@ -9,7 +9,45 @@ from __future__ import annotations
 import csv
 import re
 
-__all__ = ["csv_width", "df_rows", "df_si", "q_blocks_alone", "with_df_header", "with_query_header"]
+__all__ = [
+    "csv_width",
+    "df_rows",
+    "df_si",
+    "other_form",
+    "q_blocks_alone",
+    "with_df_header",
+    "with_query_header",
+]
+
+# forms of a command this tool reads in another form: (its first line, what it is, what to save)
+_OTHER_FORMS = (
+    (
+        re.compile(r"^\s*NAME\s+MAJ:MIN\s+RM\s+SIZE\b"),
+        "a plain `lsblk` table",
+        "`lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` (its JSON is read)",
+    ),
+    (
+        re.compile(r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"),
+        "`lscpu -e` / `lscpu -p` (one line per CPU)",
+        "plain `lscpu`",
+    ),
+    (
+        re.compile(r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Model name|Socket\(s\)|Core\(s\) per socket):"),
+        "an `lscpu` without its first lines (a `grep` of it, or a paste of some lines)",
+        "the whole `lscpu`",
+    ),
+)
+
+
+def other_form(text: str) -> str | None:
+    """The sentence for a saved output of a command this tool reads in another form (a plain
+    `lsblk` table, `lscpu -e`, some lines of an lscpu), naming what to save; None otherwise."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    for pattern, what, save in _OTHER_FORMS:
+        if pattern.search(first):
+            return f"{what}, which this tool does not read: save {save} of the box."
+    return None
+
 
 # an `nvidia-smi -q` GPU block's first lines (`GPU 00000000:10:1C.0`, then an indented `Key :`)
 _Q_GPU_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*\n\s+\S.*:", re.M)

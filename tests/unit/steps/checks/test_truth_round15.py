@@ -452,3 +452,31 @@ def test_a_df_header_joined_to_its_first_row_reads_that_row(name: str) -> None:
     if "Mounted on" not in head:
         pytest.skip("a header in another language")
     assert parse_df(head.rstrip() + rest) == parse_df(text)
+
+
+PUBLIC = REAL.parent / "public"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "lsblk-plain__centos-7.7-vm-lvm__jc.txt",
+            "a plain `lsblk` table, which this tool does not read: save `lsblk -J",
+        ),
+        (
+            "lscpu-e__i7-6700-4c8t__notes.txt",
+            "`lscpu -e` / `lscpu -p` (one line per CPU), which this tool does not read",
+        ),
+        ("lscpu-grep__online-offline-lines__notes.txt", "an `lscpu` without its first lines (a `grep` of it"),
+    ],
+)
+def test_a_form_read_in_another_form_is_refused_saying_what_to_save(
+    tmp_path: Path, name: str, said: str
+) -> None:
+    """They were refused as "not a recognised command output (expected ... lscpu, lsblk -J ...)",
+    which tells a user who saved `lscpu` nothing."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, name, (PUBLIC / name).read_text())
+    assert said in str(refused.value)
+    assert "not a recognised command output" not in str(refused.value)
