@@ -61,7 +61,8 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
         where = own or received
         message = line[where.start() :].strip() if where else line.strip()
         events.append(KernelEvent("aer", 0, pci, message, fault=fault))
-    return tuple(events) + _cut_end(text, events)
+    cut = _cut_end(text, events)  # (may mark the last event cut, in place)
+    return (*events, *cut)
 
 
 # the start of a line of the nvidia driver about one GPU (`nvidia 0000:03:00.0: AER: ...`), cut
@@ -78,8 +79,7 @@ def _cut_end(text: str, events: list[KernelEvent]) -> tuple[KernelEvent, ...]:
     if not body.strip() or body.endswith(("\n", "\r")):
         return ()
     last = body.rsplit("\n", 1)[-1]
-    start = last.find("nvidia ")
-    m = _NVIDIA_CUT.search(last) if start >= 0 or last.endswith("nvidia") else None
+    m = _NVIDIA_CUT.search(last) if "nvidia" in last else None
     if m is None:
         return ()
     said = last[m.start() :].strip()

@@ -137,8 +137,8 @@ _FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
 
 # nvidia-smi's line, beside any of its outputs, for a GPU whose infoROM (the board's store of its
 # ECC, page-retirement and configuration records) fails its checksum: "WARNING: infoROM is
-# corrupted at gpu 0008:00:00.0" (R460 on Azure's V100s, after the table; in DCGM a health
-# failure: reflash or replace the board). Judged as that GPU's cell fault INFOROM_FAULT.
+# corrupted at gpu 0008:00:00.0" (R460 on Azure's V100s, after the table; DCGM's health watch
+# warns of it: reflash or replace the board). Judged as that GPU's cell fault INFOROM_FAULT.
 INFOROM_LINE = re.compile(
     r"^[ \t]*WARNING: infoROM is corrupted at gpu"
     r" ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])[ \t]*(?:\r?\n|$)",

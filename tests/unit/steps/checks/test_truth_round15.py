@@ -12,6 +12,7 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import gpu_merge
+from gpuonboard.facts.aer import aer_events
 from gpuonboard.facts.cpu import parse_lscpu
 from gpuonboard.facts.disks import parse_df
 from gpuonboard.facts.gpu_list import parse_gpu_list
@@ -251,7 +252,7 @@ def test_a_power_cap_reported_at_idle_far_below_the_limit_holds_nothing_back(tmp
     text = (REAL / A10_IDLE).read_text()
     assert verdicts(tmp_path, A10_IDLE, text)["throttling"] == (
         "pass",
-        "none active under load; GPU 0: sw_power_cap at idle (15.65 W of 150 W), no effect at that draw",
+        "none holding clocks back; GPU 0: sw_power_cap at idle (15.65 W of 150 W), no effect at that draw",
     )
     loaded = re.sub(r"Performance State\s+: P8", "Performance State                     : P0", text)
     loaded = re.sub(r"Power Draw\s+: 15.65 W", "Power Draw                        : 148.00 W", loaded)
@@ -480,3 +481,12 @@ def test_a_form_read_in_another_form_is_refused_saying_what_to_save(
         verdicts(tmp_path, name, (PUBLIC / name).read_text())
     assert said in str(refused.value)
     assert "not a recognised command output" not in str(refused.value)
+
+
+def test_a_whole_last_aer_line_without_its_newline_is_read_and_marked_cut() -> None:
+    """The log's last line read whole but with no newline after it: its fault is judged, and it
+    is marked cut (what may follow it is not known)."""
+    lines = (REAL / AER_LOG).read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if "AER: can't recover" in line)
+    last = aer_events("\n".join(lines[: at + 1]))[-1]
+    assert last.fault == "aer_unrecovered" and last.cut is not None

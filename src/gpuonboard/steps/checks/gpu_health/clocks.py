@@ -94,7 +94,9 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         )
     known = any(g.clock_event_reasons_known for g in gpus)
     if known:
-        said = f"none active under load; {'; '.join(idle)}, no effect at that draw" if idle else "none active"
+        said = (
+            f"none holding clocks back; {'; '.join(idle)}, no effect at that draw" if idle else "none active"
+        )
         return Check("throttling", "no slowdown active", said, "pass")
     # no clock-event reasons in this output (the plain table): an active hardware slowdown could
     # hide there, so unverified rather than a plain warning
