@@ -31,6 +31,7 @@ def saved(*names: str) -> Facts:
 
 PARSED_RIGHT = frozenset(
     {
+        "real/nvidia-smi__geforce-rtx-3090__1gpu__driver470.76__wsl-smi470.28__util-err__display-on.txt",
         "real/nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt",
         "real/nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt",
         "real/nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",

@@ -225,6 +225,12 @@ SMI = [
         ("text", "550.90.12", "12.4", 1, 1, True),
         ("NVIDIA A10", 23028, "00000000:08:00.0", 150.0, 150.0, "Enabled"),
     ),
+    # round 15: WSL2 on a desktop: the GPU drives the display, utilisation ERR!
+    (
+        "real/nvidia-smi__geforce-rtx-3090__1gpu__driver470.76__wsl-smi470.28__util-err__display-on.txt",
+        ("table", "470.76", "11.4", None, 1, True),
+        ("NVIDIA GeForce ...", 24576, "00000000:01:00.0", 350.0, None, "Disabled"),
+    ),
     # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",

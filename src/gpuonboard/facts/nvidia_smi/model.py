@@ -36,6 +36,9 @@ class GpuInfo:
     ecc_mode: str | None = None  # "Enabled" / "Disabled" / None when N/A or not read
     ecc_na: bool = False  # nvidia-smi printed N/A for the ECC mode (no ECC to switch), not left out
     persistence_mode: str | None = None  # "Enabled" / "Disabled"
+    # a display is driven by this GPU ("Enabled": the table's Disp.A `On`, -q's Display Active):
+    # its memory may hold a desktop's frame buffers, which a guest (WSL, a VM) cannot list
+    display_active: str | None = None
     # Windows only: "WDDM" / "TCC" / "MCDM" (the table's "Driver-Model" column, where Linux has
     # "Persistence-M"; -q "Driver Model"); None on Linux (N/A) or not reported
     driver_model: str | None = None

@@ -157,6 +157,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         ecc_na=_is_na(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),
+        display_active=_on_off(cells.get("display_active")),
         driver_model=_clean(cells.get("driver_model.current")),
         pcie_gen_current=_int(cells.get("pcie.link.gen.current")),
         pcie_gen_max=_int(cells.get("pcie.link.gen.max")),

@@ -252,6 +252,7 @@ def _table_gpu(
         ecc_mode=_table_ecc(ecc_raw),
         ecc_na=_is_na(ecc_raw),
         persistence_mode=_on_off(persistence),
+        display_active=_on_off(display) if display else None,
         driver_model=_clean(first_right) if driver_model_column else None,
         temperature_c=temp,
         mig_mode=mig_now,

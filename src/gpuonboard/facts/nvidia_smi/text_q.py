@@ -411,6 +411,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
         ecc_na=_is_na(_tree_raw(section, "ECC Mode", "Current")),
         persistence_mode=_on_off(_tree_get(section, "Persistence Mode")),
+        display_active=_on_off(_tree_get(section, "Display Active")),
         driver_model=_tree_get(section, "Driver Model", "Current"),
         **_text_pcie(section),
         temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),

@@ -283,6 +283,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         ecc_mode=_on_off(_xml_raw(gpu, "ecc_mode/current_ecc")),
         ecc_na=_is_na(_xml_raw(gpu, "ecc_mode/current_ecc")),
         persistence_mode=_on_off(_xml_raw(gpu, "persistence_mode")),
+        display_active=_on_off(_xml_raw(gpu, "display_active")),
         driver_model=_xml_text(gpu, "driver_model/current_dm"),
         **_xml_pcie(gpu),
         temperature_c=_int(_xml_raw(gpu, "temperature/gpu_temp")),

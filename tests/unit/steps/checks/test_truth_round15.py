@@ -490,3 +490,20 @@ def test_a_whole_last_aer_line_without_its_newline_is_read_and_marked_cut() -> N
     at = next(i for i, line in enumerate(lines) if "AER: can't recover" in line)
     last = aer_events("\n".join(lines[: at + 1]))[-1]
     assert last.fault == "aer_unrecovered" and last.cut is not None
+
+
+WSL_3090 = "nvidia-smi__geforce-rtx-3090__1gpu__driver470.76__wsl-smi470.28__util-err__display-on.txt"
+
+
+def test_memory_on_a_gpu_driving_a_display_with_no_process_listed_is_a_desktops(tmp_path: Path) -> None:
+    """WSL2 on a desktop: the RTX 3090 drives the display (Disp.A On) and holds 1.7 GiB; WSL's
+    nvidia-smi lists no Windows process. It failed "another job is using the GPUs you rent";
+    the same GPU with the display off (nothing tells whose memory it is) still fails."""
+    text = (REAL / WSL_3090).read_text()
+    assert verdicts(tmp_path, WSL_3090, text)["foreign_processes"] == (
+        "warn",
+        "GPU 0 drives a display with 1.7 GiB used, no process listed",
+    )
+    headless = text.replace("00000000:01:00.0  On |", "00000000:01:00.0 Off |")
+    assert headless != text
+    assert verdicts(tmp_path, WSL_3090, headless)["foreign_processes"][0] == "fail"

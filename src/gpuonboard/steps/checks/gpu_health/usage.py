@@ -64,6 +64,13 @@ def _busy(g: GpuInfo) -> str | None:
     return f"{gpu_label(g)} {at} with {mem}{work}"
 
 
+def _display_held(g: GpuInfo) -> bool:
+    """The GPU drives a display and shows no work but its memory: utilisation under the busy
+    mark (or not read) and no engine at work."""
+    util = g.utilization_gpu_pct
+    return g.display_active == "Enabled" and (util is None or util < BUSY_UTIL_PCT) and not _engine_work(g)
+
+
 def _idle_by_numbers(g: GpuInfo) -> bool:
     """SM utilisation and memory read idle, and the encoder and decoder were read (idle: a busy
     one makes _busy true first)."""
@@ -123,6 +130,10 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
     graphics = [fmt(g, p) for g in read for p in g.processes if p.type == "G"]
     # GPUs with no process listed: the figures may still show someone's job
     unlisted = [g for g in read if not g.processes]
+    # memory held with no process listed, on a GPU that drives a display and shows no other
+    # work: a desktop's (a Windows host's under WSL, a VM host's: not listed in the guest)
+    display = [g for g in unlisted if _busy(g) and _display_held(g)]
+    unlisted = [g for g in unlisted if g not in display]
     busy_listed_empty = [b for g in unlisted if g.processes_known and (b := _busy(g))]
     busy_no_list = [b for g in unlisted if not g.processes_known and (b := _busy(g))]
     if compute or busy_listed_empty or busy_no_list:
@@ -143,13 +154,23 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
-    if graphics:
+    if graphics or display:
+        shown = [
+            f"{gpu_label(g)} drives a display with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
+            for g in display
+        ]
         return Check(
             "foreign_processes",
             "none",
-            "; ".join(graphics),
+            "; ".join(graphics + shown) + (", no process listed" if display else ""),
             "warn",
-            "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless",
+            "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless"
+            + (
+                "; a desktop's memory on a GPU that drives a display is not listed where its processes"
+                " run outside this system (a Windows host under WSL, a VM's host)"
+                if display
+                else ""
+            ),
         )
     if all(g.processes_known for g in read):
         return Check("foreign_processes", "none", "none", "pass")
