@@ -49,7 +49,9 @@ def test_datacentre_gpu_with_remapping_na_is_unverified(name: str) -> None:
 def test_h100_mig_table_and_q_agree() -> None:
     # the table carries no repair state, -q says N/A: the same verdict whichever answered
     assert repair(H100_MIG_TABLE)[0] == repair(H100_MIG)[0] == "unverified"
-    assert repair(H100_MIG_TABLE)[1].startswith("not reported for GPU 0 (the formats read carry none")
+    assert repair(H100_MIG_TABLE)[1].startswith(
+        "not reported for GPU 0 (the formats read gave none: N/A or no such field"
+    )
 
 
 # state read (page retirement on T4 / V100, row remapping on Ampere+), or a card of a class that

@@ -246,7 +246,9 @@ def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -
     """The memory-repair state of GPUs with (or maybe with) ECC that no format reported (N/A, or a format
     without it): unverified, naming them, never "nothing pending"."""
     mig = [g for g in silent if g.mig_mode == "Enabled"]
-    where = "nvidia-smi -q gave N/A or no such section" if detailed else "the formats read carry none"
+    where = "nvidia-smi -q gave N/A or no such section"
+    if not detailed:
+        where = "the formats read gave none: N/A or no such field"
     if mig:
         where += f"; MIG mode on {gpu_list(mig, gpus)}, where nvidia-smi gives N/A for row remapping"
     return Check(
