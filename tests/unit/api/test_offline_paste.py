@@ -185,4 +185,8 @@ def test_an_nvlink_listing_pasted_below_an_elision_mark_is_read(tmp_path: Path) 
     out above) was refused as not a recognised output (exit 2); its GPU 3 has 2 links down."""
     name = "nvidia-smi-nvlink-s__v100-sxm2-32gb__gpu3-links-3-5-inactive__elided-above.txt"
     verdict, actual = verdicts(tmp_path, name, real(name))["nvlink_links"]
-    assert (verdict, actual) == ("fail", "GPU 3: 4 of 6 links active, inactive link(s) 3, 5")
+    assert (verdict, actual) == (
+        "fail",
+        "GPU 3: 4 of 6 links active, inactive link(s) 3, 5; links not readable for GPU 0 (not listed),"
+        " GPU 1 (not listed), GPU 2 (not listed)",
+    )

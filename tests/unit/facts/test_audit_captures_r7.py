@@ -108,7 +108,11 @@ def fabric(name: str) -> dict[str, tuple[str, str]]:
 def test_r7_f5_nvlink_blocks_are_the_gpus_they_name() -> None:
     """A listing's blocks were taken as GPUs 0, 1, 2 ... by their place: GPU 3's two links down
     read as "GPU 0 not listed" (unverified), and an elided listing named the wrong GPUs."""
-    assert fabric(V100_GPU3)["nvlink_links"] == ("fail", "GPU 3: 4 of 6 links active, inactive link(s) 3, 5")
+    assert fabric(V100_GPU3)["nvlink_links"] == (
+        "fail",
+        "GPU 3: 4 of 6 links active, inactive link(s) 3, 5; links not readable for GPU 0 (not listed),"
+        " GPU 1 (not listed), GPU 2 (not listed)",
+    )
     verdict, actual = fabric(H800_NVLINK)["nvlink_links"]
     assert verdict == "unverified"
     assert actual == "links not readable for " + ", ".join(f"GPU {i} (not listed)" for i in range(2, 7))

@@ -198,10 +198,11 @@ def rule_nvlink(
             detail = f", inactive link(s) {', '.join(down)}" if down else ""
             short.append(f"GPU {index}: {block.active_links} of {model.links} links active{detail}")
     if short:
+        also = f"; links not readable for {', '.join(unread)}" if unread else ""
         return Check(
             "nvlink_links",
             expected,
-            "; ".join(short),
+            "; ".join(short) + also,
             "fail",
             "NVLink links are down: GPU-to-GPU traffic falls back to slower paths; ask the vendor to"
             " reseat / repair the baseboard (or reset the GPUs) and show `nvidia-smi nvlink"
