@@ -282,9 +282,29 @@ def _table_complete(lines: Sequence[str]) -> bool:
     return bool(box) and _TABLE_BORDER.match(box[-1]) is not None
 
 
+_BORDER = re.compile(r"^\+-{20,}\+$")
+
+
+def _unjoined(lines: list[str]) -> list[str]:
+    """The table's lines with those a paste joined (a lost newline: `+----+----+|   7  NVIDIA
+    H100 ...|`) apart again: every table line is as wide as its border (`+-----+`), so a line
+    starting `|` or `+` that holds one such line's width and then another's is two."""
+    width = next((len(line) for line in lines if _BORDER.match(line.rstrip())), 0)
+    if not width:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        line = line.rstrip()
+        while len(line) > width and line[0] in "|+" and line[width - 1] in "|+" and line[width] in "|+":
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return out
+
+
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    lines = text.splitlines()
+    lines = _unjoined(text.splitlines())
     gpus: list[GpuInfo] = []
     warnings: list[str] = []
     driver, cuda = _table_versions(text, warnings)

@@ -507,3 +507,23 @@ def test_memory_on_a_gpu_driving_a_display_with_no_process_listed_is_a_desktops(
     headless = text.replace("00000000:01:00.0  On |", "00000000:01:00.0 Off |")
     assert headless != text
     assert verdicts(tmp_path, WSL_3090, headless)["foreign_processes"][0] == "fail"
+
+
+TABLES = sorted(
+    p.name for p in REAL.glob("nvidia-smi__*") if parse_any(p.read_text(errors="replace")).source == "table"
+)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_two_table_lines_a_paste_joined_read_as_the_table(name: str) -> None:
+    """Every real table with each pair of its GPU table's lines joined (a lost newline: `+---+|
+    7  NVIDIA H100 ...|`): the GPUs read as the whole table's (the last GPU was lost: "1 of the
+    8 ordered GPUs missing"; a T4's unreadable GPU vanished; a K20m's utilisation was lost)."""
+    lines = (REAL / name).read_text(errors="replace").split("\n")
+    whole = parse_any("\n".join(lines))
+    table = [i for i, line in enumerate(lines) if line.startswith(("|", "+")) and lines[i + 1 : i + 2]]
+    for i in table:
+        if not lines[i + 1].startswith(("|", "+")) or len(lines[i]) != len(lines[i + 1]):
+            continue
+        joined = parse_any("\n".join([*lines[:i], lines[i] + lines[i + 1], *lines[i + 2 :]]))
+        assert joined.gpus == whole.gpus, (name, i)
