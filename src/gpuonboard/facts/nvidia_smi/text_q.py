@@ -234,6 +234,9 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
             if starts or not entries:
                 entries.append({})
             entries[-1].setdefault(key, value)
+        # (a record without its Name and Type lines was cut short: no process, and the list is
+        # not whole; `Process ID` with no value read as a compute process "pid None")
+        whole = [e for e in entries if "Process ID" in e and ("Name" in e or "Type" in e)]
         processes = tuple(
             GpuProcess(
                 pid=_int(entry.get("Process ID")),
@@ -241,10 +244,9 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
                 type=_clean(entry.get("Type")),
                 used_memory_mib=_mib(entry.get("Used GPU Memory")),
             )
-            for entry in entries
-            if "Process ID" in entry
+            for entry in whole
         )
-        return processes, nested
+        return processes, nested and len(whole) == len([e for e in entries if "Process ID" in e])
     return (), False
 
 
@@ -510,6 +512,15 @@ def _split_fields(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}\n{m.group(1)}{m.group(3)}"
 
 
+def _ends_in_label(text: str) -> bool:
+    """Whether the text's last line is a label with nothing after it (a section's header, or a
+    field cut before its colon: `Process ID`): a whole `-q` ends with a value (`Processes : None`,
+    `Used GPU Memory : 4 MiB`), so what that label held was cut off."""
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    match = _TEXT_LINE.match(last)
+    return bool(last.startswith((" ", "\t"))) and match is not None and not (match.group(3) or "").strip()
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
@@ -533,6 +544,8 @@ def parse_text_q(text: str) -> GpuReport:
                 blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
     elif attached:
         complete = False  # "Attached GPUs : 8" and not one GPU record after it
+    if blocks and _ends_in_label(text):
+        complete = False  # ("Processes", "Process ID" last: its values cut off)
     gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(

@@ -527,3 +527,19 @@ def test_two_table_lines_a_paste_joined_read_as_the_table(name: str) -> None:
             continue
         joined = parse_any("\n".join([*lines[:i], lines[i] + lines[i + 1], *lines[i + 2 :]]))
         assert joined.gpus == whole.gpus, (name, i)
+
+
+@pytest.mark.parametrize("name", Q_TEXT)
+def test_a_q_cut_after_a_label_is_incomplete_and_invents_no_process(name: str) -> None:
+    """Every real `-q` cut right after a label of its last 15 lines (`Process ID` with its value
+    cut off): the report is not whole, and no process is read from a record cut short (it failed
+    foreign_processes as a compute process "pid None")."""
+    lines = (REAL / name).read_text().rstrip("\n").split("\n")
+    whole = {p.pid for g in parse_any("\n".join(lines)).gpus for p in g.processes}
+    for i in range(max(0, len(lines) - 15), len(lines)):
+        label = lines[i].split(":")[0].rstrip()
+        if not label.strip() or not lines[i].startswith(" "):
+            continue
+        cut = parse_any("\n".join([*lines[:i], label]))
+        assert not cut.complete, (name, label)
+        assert {p.pid for g in cut.gpus for p in g.processes} <= whole, (name, label)
