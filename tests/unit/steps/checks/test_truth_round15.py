@@ -543,3 +543,18 @@ def test_a_q_cut_after_a_label_is_incomplete_and_invents_no_process(name: str) -
         cut = parse_any("\n".join([*lines[:i], label]))
         assert not cut.complete, (name, label)
         assert {p.pid for g in cut.gpus for p in g.processes} <= whole, (name, label)
+
+
+RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-later.txt"
+
+
+def test_a_downshifted_link_of_a_gpu_whose_load_is_not_read_is_unverified(tmp_path: Path) -> None:
+    """8 x RTX 4090 `-q`, GPU 0's links at Gen1 while idle (a warning whole); cut before GPU 0's
+    P-state and utilisation lines it failed "riser/slot fault"."""
+    lines = (REAL / RTX4090_Q).read_text().split("\n")
+    assert verdicts(tmp_path, RTX4090_Q, "\n".join(lines))["pcie_link"][0] == "warn"
+    at = next(i for i, line in enumerate(lines) if "Performance State" in line)
+    assert verdicts(tmp_path, RTX4090_Q, "\n".join(lines[:at]) + "\n")["pcie_link"] == (
+        "unverified",
+        "GPU 0 Gen1 of Gen4 (whether the GPU was idle is not reported)",
+    )

@@ -28,13 +28,22 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
     narrow: list[str] = []
     slow_busy: list[str] = []
     slow_idle: list[str] = []
+    slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
     for g in gpus:
         if g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max:
             narrow.append(f"{gpu_label(g)} x{g.pcie_width_current} of x{g.pcie_width_max}")
         if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
-            (slow_idle if is_idle(g) else slow_busy).append(
-                f"{gpu_label(g)} Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}"
-            )
+            slow = f"{gpu_label(g)} Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}"
+            if is_idle(g):
+                slow_idle.append(slow)
+            elif (
+                g.performance_state is None
+                and g.utilization_gpu_pct is None
+                and not g.clock_event_reasons_known
+            ):
+                slow_unknown.append(slow)
+            else:
+                slow_busy.append(slow)
     if narrow or slow_busy:
         return Check(
             "pcie_link",
@@ -43,6 +52,16 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
             "fail",
             "a narrower or slower link than the card supports hints at a riser/slot fault or a"
             " virtualisation limit; ask the vendor to check the slot",
+        )
+    if slow_unknown:
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            f"{'; '.join(slow_unknown)} (whether the GPU was idle is not reported)",
+            "unverified",
+            "an idle GPU's link downshifts to save power, and this output gives no P-state,"
+            " utilisation or clock reasons to tell; `nvidia-smi -q -d PCIE,PERFORMANCE` under load"
+            " shows whether the link reaches its maximum",
         )
     capped = _slot_capped(gpus)
     if slow_idle or capped:
