@@ -70,9 +70,10 @@ class GpuList:
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
-# where lines were joined (a one-line paste): a `GPU N:` right after a GPU entry's closing `)`
-_JOINED = re.compile(r"(?<=\))\s*,?\s+(?=GPU\s+\d+:\s)")
-_MIG = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
+# where lines were joined (a one-line paste, a lost newline): a `GPU N:` or `MIG ... Device N:`
+# right after an entry's closing `)`
+_JOINED = re.compile(r"(?<=\))\s*,?\s*(?=GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:)")
+_MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # a whole UUID: GPU-<8-4-4-4-12>, MIG-<8-4-4-4-12>, or R450's MIG-GPU-<8-4-4-4-12>/<gi>/<ci>
 _WHOLE_UUID = re.compile(
     r"^(?:GPU|MIG(?:-GPU)?)-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:/\d+/\d+)?$", re.IGNORECASE

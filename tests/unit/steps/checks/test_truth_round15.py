@@ -558,3 +558,19 @@ def test_a_downshifted_link_of_a_gpu_whose_load_is_not_read_is_unverified(tmp_pa
         "unverified",
         "GPU 0 Gen1 of Gen4 (whether the GPU was idle is not reported)",
     )
+
+
+LISTS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*"))
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_two_lines_of_a_gpu_listing_a_paste_joined_read_as_the_listing(name: str) -> None:
+    """Every real `nvidia-smi -L` with each pair of its lines joined (a lost newline, with or
+    without a space): a GPU line joined to its MIG line failed gpu_model ("'MIG' marks another
+    product"); two GPU lines joined failed gpu_count ("1 of 4 missing")."""
+    lines = (REAL / name).read_text().rstrip("\n").split("\n")
+    whole = parse_gpu_list("\n".join(lines) + "\n")
+    for i in range(len(lines) - 1):
+        for glue in ("", "  "):
+            joined = [*lines[:i], lines[i] + glue + lines[i + 1].lstrip(), *lines[i + 2 :]]
+            assert parse_gpu_list("\n".join(joined) + "\n").gpus == whole.gpus, (name, i, glue)
