@@ -470,6 +470,10 @@ PUBLIC = REAL.parent / "public"
             "`lscpu -e` / `lscpu -p` (one line per CPU), which this tool does not read",
         ),
         ("lscpu-grep__online-offline-lines__notes.txt", "an `lscpu` without its first lines (a `grep` of it"),
+        (
+            "nvidia-smi-fragment__a100-sxm4-80gb__gpu4-5__gpu5-err__lambda-doc.txt",
+            "part of nvidia-smi's table (GPU rows without its banner and header; it shows GPU 5 reading ERR!",
+        ),
     ],
 )
 def test_a_form_read_in_another_form_is_refused_saying_what_to_save(
