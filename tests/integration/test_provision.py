@@ -548,7 +548,7 @@ def test_a_policy_blocked_xml_is_said_and_the_csv_shows_the_gpu_busy(
     assert [rules[n]["verdict"] for n in ("gpu_model", "gpu_count", "vram")] == ["pass", "pass", "pass"]
     busy = rules["foreign_processes"]
     assert busy["verdict"] == "fail", busy
-    assert "100 % utilisation" in busy["actual"] and "lists no processes" in busy["actual"]
+    assert "100 % utilisation" in busy["actual"] and "no process list was read" in busy["actual"]
     facts = project.summary()["hosts"][0]["facts"]
     assert facts["nvidia_smi_formats"] == ["csv"]
     assert facts["nvidia_smi_refused"][0].startswith("the host refuses nvidia-smi -q -x: ERROR:")
