@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import re
 
+from gpuonboard.facts.nvidia_smi.table import parse_table
+
 __all__ = [
     "csv_width",
     "df_rows",
@@ -39,12 +41,6 @@ _OTHER_FORMS = (
 )
 
 
-# a GPU's first row of nvidia-smi's table: `|   5  ERR!    On   | 00000000:91:00.0 Off |  ... |`
-_TABLE_GPU_ROW = re.compile(
-    r"^\|\s+(\d+)\s+(\S.*?)\s*\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", re.M
-)
-
-
 def other_form(text: str) -> str | None:
     """The sentence for a saved output of a command this tool reads in another form (a plain
     `lsblk` table, `lscpu -e`, some lines of an lscpu), or a part of nvidia-smi's table without
@@ -54,10 +50,10 @@ def other_form(text: str) -> str | None:
     for pattern, what, save in _OTHER_FORMS:
         if pattern.search(first):
             return f"{what}, which this tool does not read: save {save} of the box."
-    rows = _TABLE_GPU_ROW.findall(text)
-    if rows and "NVIDIA-SMI" not in text:
-        bad = [f"GPU {index}" for index, name in rows if "ERR!" in name]
-        shown = f"; it shows {', '.join(bad)} reading ERR!, a GPU nvidia-smi cannot read" if bad else ""
+    rows = parse_table(text).gpus if "NVIDIA-SMI" not in text else ()
+    if rows:
+        bad = [f"GPU {g.index} reading {' / '.join(g.faults)}" for g in rows if g.faults]
+        shown = f"; it shows {', '.join(bad)}, a GPU nvidia-smi cannot read" if bad else ""
         return (
             f"part of nvidia-smi's table (GPU rows without its banner and header{shown}), so the"
             " driver and the number of GPUs are not known: save the whole `nvidia-smi` output."

@@ -61,8 +61,7 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
         where = own or received
         message = line[where.start() :].strip() if where else line.strip()
         events.append(KernelEvent("aer", 0, pci, message, fault=fault))
-    cut = _cut_end(text, events)  # (may mark the last event cut, in place)
-    return (*events, *cut)
+    return _with_cut_end(text, tuple(events))
 
 
 # the start of a line of the nvidia driver about one GPU (`nvidia 0000:03:00.0: AER: ...`), cut
@@ -70,21 +69,20 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
 _NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
 
 
-def _cut_end(text: str, events: list[KernelEvent]) -> tuple[KernelEvent, ...]:
-    """Where the log ends inside a line of the nvidia driver about a GPU (no newline after it):
-    the event read from it is marked `cut` (replacing it), or, where none could be read
-    (`AER: can't` of "can't recover"), an unread one is added: what the line went on to say is
-    not known, so the log's Xid verdict cannot pass (as for a cut NVRM line)."""
+def _with_cut_end(text: str, events: tuple[KernelEvent, ...]) -> tuple[KernelEvent, ...]:
+    """`events`, where the log ends inside a line of the nvidia driver about a GPU (no newline
+    after it), with the event read from that line marked `cut`, or, where none could be read
+    (`AER: can't` of "can't recover"), an unread one added: what the line went on to say is not
+    known, so the log's Xid verdict cannot pass (as for a cut NVRM line)."""
     body = text.rstrip(" \t")
     if not body.strip() or body.endswith(("\n", "\r")):
-        return ()
+        return events
     last = body.rsplit("\n", 1)[-1]
     m = _NVIDIA_CUT.search(last) if "nvidia" in last else None
     if m is None:
-        return ()
+        return events
     said = last[m.start() :].strip()
     if events and events[-1].message == said:
-        events[-1] = dataclasses.replace(events[-1], cut=said)
-        return ()
+        return (*events[:-1], dataclasses.replace(events[-1], cut=said))
     own = _NVIDIA.search(last)
-    return (KernelEvent("xid_unread", 0, own.group(1) if own else "", said, cut=said),)
+    return (*events, KernelEvent("xid_unread", 0, own.group(1) if own else "", said, cut=said))

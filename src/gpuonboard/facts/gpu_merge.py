@@ -416,11 +416,10 @@ def _same_record(a: GpuInfo, b: GpuInfo) -> bool:
         return True
     if a.faults != b.faults or a.cell_faults != b.cell_faults:
         return False
-    skip = {"index", "csv_row", "provenance"}
     return all(
         (x := getattr(a, f.name)) == (y := getattr(b, f.name)) or _unset(x) or _unset(y)
-        for f in dataclasses.fields(GpuInfo)
-        if f.name not in skip
+        for f in _FIELDS
+        if f.name != "csv_row"
     )
 
 

@@ -312,28 +312,28 @@ class _Shape:
                 return "cut", f"has {len(row)} cells, expected {len(self.names)}"
             return "damaged", f"has {len(row)} cells, expected {len(self.names)}"
         unclosed = [j for j, cell in enumerate(row) if cell.startswith("[") and not cell.endswith("]")]
-        cut_end = not unclosed and self.open_end and self._cut_cell(row[-1])
-        if last and (unclosed == [len(row) - 1] or cut_end):
+        end = self._open_end_cell(row[-1]) if last and self.open_end and not unclosed else ""
+        if (last and unclosed == [len(row) - 1]) or end == "cut":
             return "cut cell", f"its last cell {row[-1]!r} is cut short"
-        if last and self.open_end and not unclosed and not self._ends_itself(row[-1]):
+        if end == "open":
             # (the text ends without its newline: '33' may be '33', or '87' cut to '8')
             return "open cell", f"its last cell {row[-1]!r} may be cut short (no newline after it): not read"
         if unclosed:
             return "damaged", "a cell's '[' is not closed ([N/A], [Unknown Error] are)"
         return "row", ""
 
-    def _cut_cell(self, cell: str) -> bool:
-        """The last cell of a text that ends without its newline stops mid-value: empty (a row
-        cut after its comma; nvidia-smi prints [N/A] for a value it lacks), or a number without
-        the unit the CSV's other values are printed with ('9941 MiB' cut to '99')."""
+    def _open_end_cell(self, cell: str) -> str:
+        """What the last cell of a text that ends without its newline is: "cut" where it stops
+        mid-value (empty: a row cut after its comma, nvidia-smi prints [N/A] for a value it
+        lacks; or a number without the unit the CSV's other values are printed with, '9941 MiB'
+        cut to '99'); "" where it shows its own end (a closed `[N/A]`, a value with that unit);
+        "open" otherwise (a bare number or word: '33', or '87' cut to '8')."""
         unit = self.units[-1] if self.units else None
-        return not cell or bool(self.printed and unit and _NUMBER.match(cell) and not cell.endswith(unit))
-
-    def _ends_itself(self, cell: str) -> bool:
-        """A last cell that shows its own end: a closed `[N/A]`, or a value with the unit the
-        CSV's values are printed with ('9941 MiB'); a bare number or word does not."""
-        unit = self.units[-1] if self.units else None
-        return cell.endswith("]") or bool(self.printed and unit and cell.endswith(unit))
+        if not cell:
+            return "cut"
+        if cell.endswith("]") or (self.printed and unit and cell.endswith(unit)):
+            return ""
+        return "cut" if self.printed and unit and _NUMBER.match(cell) else "open"
 
 
 def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:

@@ -236,7 +236,8 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
             entries[-1].setdefault(key, value)
         # (a record without its Name and Type lines was cut short: no process, and the list is
         # not whole; `Process ID` with no value read as a compute process "pid None")
-        whole = [e for e in entries if "Process ID" in e and ("Name" in e or "Type" in e)]
+        listed = [e for e in entries if "Process ID" in e]
+        whole = [e for e in listed if "Name" in e or "Type" in e]
         processes = tuple(
             GpuProcess(
                 pid=_int(entry.get("Process ID")),
@@ -246,7 +247,7 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
             )
             for entry in whole
         )
-        return processes, nested and len(whole) == len([e for e in entries if "Process ID" in e])
+        return processes, nested and len(whole) == len(listed)
     return (), False
 
 
