@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import paste, saved_forms
+from gpuonboard.api import paste, saved_forms, transcript
 from gpuonboard.api.narrowed import narrowed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -198,13 +198,7 @@ def detect_kind(text: str) -> str | None:
     return None
 
 
-# the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
-# line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
-# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
-_COMMANDS = (
-    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
-    r"|systemctl)"
-)
+_COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, cat, ssh, sudo)
 _PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s*(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
@@ -410,13 +404,26 @@ def _read_saved(path: Path) -> bytes:
     return data
 
 
-def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
-    """A user's saved output: its kind detected from its content (errors name the file)."""
+def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:
+    """A user's saved file: (kind, output, where: the file, or the file and a command's line in a
+    saved terminal session) for each output it holds; a session's command whose output is not
+    read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = paste.normalise(unquote(decode_saved(data)))
+    parts = transcript.sections(pasted)
+    if parts is None:
+        return [(*_saved_output(path, str(path), pasted), str(path))]
+    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes)
+
+
+def _saved_output(path: Path, where: str, pasted: str, command: str | None = None) -> tuple[str, ProbeOutput]:
+    """One saved output: its kind detected from its content (errors name `where`); `command` is
+    the command it is the output of, where a session's prompt line gave it."""
     # (nvidia-smi's infoROM warnings, beside any of its formats, go to its stderr, as live)
     text, warned = split_inforom_lines(strip_prompt(pasted))
-    command = prompt_command(pasted)  # (the copied command above it, "" if none)
+    if command is None:
+        command = prompt_command(pasted)  # (the copied command above it, "" if none)
     kind = detect_kind(text)
+    named = f"{path.name} {command}"  # (what the file's name or the copied command say of it)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
     if (
@@ -432,27 +439,27 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
     if kind is None and saved_forms.q_blocks_alone(text):
         raise UsageError(
-            f"{path}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
+            f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
     if kind is None and saved_forms.df_rows(text) >= 2:
         raise UsageError(
-            f"{path}: rows like df's (a mount point, a use %) under a header this tool cannot read"
+            f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
     if kind is None and (other := saved_forms.other_form(text)):
-        raise UsageError(f"{path}: {other}")
+        raise UsageError(f"{where}: {other}")
     if kind is None and saved_forms.csv_width(text):
         raise UsageError(
-            f"{path}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
+            f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
             " above it names its fields: save it with its header (`--format=csv`, without"
             " `noheader`), or with the command line above it."
         )
     if kind is None:
         raise UsageError(
-            f"{path}: not a recognised command output (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
+            f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s / -e,"
             " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
             " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file"
@@ -462,7 +469,7 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     if kind == "nvidia_smi":
         from gpuonboard.facts.nvidia_smi import parse_any
 
-        _refuse_damaged_xml(path, text)
+        _refuse_damaged_xml(where, text)
         kind = _gpu_format(text)  # several formats of one box are merged, as the live probe's
         if _nvidia_smi_failed(text) and not parse_any(text).gpus:
             # it printed why it failed and no GPU: read as the live probe that failed (a table
@@ -471,15 +478,15 @@ def _saved_output(path: Path, data: bytes) -> tuple[str, ProbeOutput]:
     what, runs = paste.outputs_in(kind, text)
     if runs > 1:
         raise UsageError(
-            f"{path}: this file holds {runs} {what} outputs (one pasted twice, or two boxes' in one"
+            f"{where}: this file holds {runs} {what} outputs (one pasted twice, or two boxes' in one"
             " file), which cannot be told apart as one box; save one output of one box per file."
         )
-    _refuse_unreadable(path, kind, text)
+    _refuse_unreadable(where, kind, text)
     if kind == "free":
         from gpuonboard.facts import memory
 
         if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
-            text = memory.free_as_kib(path.name, text)  # the parsers read `free -k` (-b, -m converted)
+            text = memory.free_as_kib(named, text)  # the parsers read `free -k` (-b, -m converted)
     if kind == "df" and saved_forms.df_si(path.name, command):
         from gpuonboard.facts import disks
 
@@ -533,7 +540,8 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
     judging does not read is skipped, and one line per such folder is added to `notes`."""
     raw: dict[str, ProbeOutput] = {}
-    origin: dict[str, Path] = {}
+    origin: dict[str, str] = {}
+    session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
     for path in expand(paths):
@@ -545,16 +553,19 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             continue
         data = _read_saved(path)
         if recorded is not None:
-            kind, out = recorded[0], _run_output(path, data, *recorded)
+            found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
-            kind, out = _saved_output(path, data)
-        if kind in raw:
-            raise UsageError(
-                f"{path}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
-            )
-        origin[kind], raw[kind] = path, out
+            found = _saved_outputs(path, data, session_notes)
+        for kind, out, where in found:
+            if kind in raw:
+                raise UsageError(
+                    f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per"
+                    " command."
+                )
+            origin[kind], raw[kind] = where, out
     if notes is not None:
         notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
+        notes += session_notes
     if not raw:
         raise UsageError(
             f"{', '.join(str(f) for f in skipped)}: none of these saved outputs of a gpuonboard run is"
@@ -564,7 +575,7 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     return raw
 
 
-def _refuse_unreadable(path: Path, kind: str, text: str) -> None:
+def _refuse_unreadable(path: Path | str, kind: str, text: str) -> None:
     """A saved output of a kind known from its content that cannot be read as that kind is a bad
     input (exit 2, naming the file and what to save), never a box without the fact."""
     if kind == "df" and not df_lists_sizes(text):
@@ -582,7 +593,7 @@ def _refuse_unreadable(path: Path, kind: str, text: str) -> None:
             )
 
 
-def _refuse_damaged_xml(path: Path, text: str) -> None:
+def _refuse_damaged_xml(path: Path | str, text: str) -> None:
     """An `nvidia-smi -q -x` file that is cut short or damaged is a bad input (exit 2, naming the
     file), not a box without GPUs: it passed with exit 0 and one warning line."""
     from gpuonboard.facts import nvidia_smi

@@ -57,7 +57,8 @@ VARIANTS = {
     "prompt-and-command": lambda d: b"[root@gpu-01 ~]# sudo nvidia-smi -q -x\n" + d,
     "ssh-prompt-and-next-prompt": lambda d: b"me@laptop:~$ ssh root@gpu-01 lscpu\n" + d + b"me@laptop:~$ \n",
     "windows-prompt-crlf": lambda d: crlf(
-        b"PS C:\\Users\\me> ssh root@gpu-01 free -b\n" + d + b"PS C:\\Users\\me>"
+        # (a command that says nothing of the output's form: a copied `free -b` gives free's unit)
+        b"PS C:\\Users\\me> ssh root@gpu-01 cat saved.txt\n" + d + b"PS C:\\Users\\me>"
     ),
 }
 

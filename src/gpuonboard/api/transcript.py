@@ -1,0 +1,182 @@
+"""A saved terminal session: several commands, each under its prompt line, in one file.
+
+The page of commands a renter types on a new box (`nvidia-smi`, `lscpu`, `free -h`, `df -h`) is
+often saved as it scrolled by, in one file. Such a file is read as the outputs it holds, each
+under its own prompt line, each judged as if saved alone: before, only the first output's kind
+was detected, the rest was read as part of it, and the rules said "no lscpu output was given" of
+a file that held one.
+
+A line splits the session where it is a prompt:
+- `user@host:~$ CMD`, `(base) user@host:/data# CMD`, `user@host ~ % CMD`, `[root@gpu01 ~]# CMD`,
+  `PS C:\\> CMD` or `$ CMD`, with any command or none (a bare prompt ends the output above it);
+- `# CMD`, `% CMD`, `> CMD`, `host$ CMD`, `➜  ~ CMD` only where CMD is a command whose output is
+  read (`nvidia-smi`, `lscpu`, `sudo dmesg`, `/usr/bin/free -h` ...): such a line may be output.
+
+One file, one box: commands whose prompts (or `ssh HOST CMD`) name two hosts are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gpuonboard.errors import UsageError
+
+T = TypeVar("T")
+UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
+
+# the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
+# line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
+# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
+COMMANDS = (
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
+    r"|systemctl)"
+)
+_TOOL = re.compile(rf"(?:^|[\s/]){COMMANDS}(?=\s|$)")
+
+_HOST = r"[\w-]+(?:\.[\w-]+)*"
+_ENV = r"(?:\([\w.@-]+\)\s*)?"  # a conda or venv environment in front: `(base) `
+# a prompt that is one in any output: any command after it, or none
+_PROMPT = re.compile(
+    rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?\s*[$#%]"  # ubuntu@gpu-1:~$, me@mac ~ %
+    rf"|\[[\w.-]+@(?P<host_>{_HOST})[^\]\n]*\]\s*[$#]"  # [root@gpu01 ~]#
+    r"|PS [A-Za-z]:[^>\n]*>"  # PS C:\>
+    r"|\$)"  # $
+    r"(?:\s+(?P<command>\S.*?))?\s*"
+)
+# a prompt that could also be a line of output: only with a command whose output is read after it
+# (a prompt's character after no digit: `5% /var/lib/docker` is df's; a command of ASCII words not
+# ending in a colon: `# nvidia-smi 無法通訊`, `# nvidia-smi output:` are a page's comments)
+_WEAK_PROMPT = re.compile(
+    rf"{_ENV}(?:(?:[\w.@~:/-]+\s+){{0,2}}(?:\S*(?<!\d)[$#%]|\S+(?<!\d)>)|(?:\S+\s+)?➜\s+\S+|!)\s*"
+    rf"(?P<command>(?:sudo\s+)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?)(?<!:)\s*"
+)
+_SSH_HOST = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s+\S")
+
+
+_NOT_READ = "is not an output this tool reads"
+# Docker's default host name inside a container: the container ID's first 12 hex digits
+_CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One command's output in a session: `line` is its prompt line's number (1-based; 0 for
+    text above the first prompt), `text` the output below its prompt line."""
+
+    line: int
+    command: str
+    host: str | None
+    text: str
+
+    @property
+    def where(self) -> str:
+        if self.line:
+            return f"line {self.line} (`{self.command}`)"
+        first = next(line.strip() for line in self.text.split("\n") if line.strip())
+        return f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`)"
+
+    @property
+    def tool_command(self) -> str:
+        """The command from the tool whose output is read on (`df -h` of `ssh box df -h`)."""
+        found = _TOOL.search(self.command)
+        return self.command[found.start() :].lstrip(" /") if found else self.command
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is below its prompt line (a bare prompt, or a command that printed
+        nothing: `dmesg | grep -i xid` of a log without one)."""
+        return not self.text.strip()
+
+    @property
+    def reads(self) -> bool:
+        """Whether its command is one whose output is read (not `cat`, nor another command)."""
+        found = _TOOL.search(self.command)
+        return found is not None and found.group().strip(" /") != "cat"
+
+
+def _prompt(line: str) -> tuple[str, str | None] | None:
+    """(the command, the host) of a prompt line; None when the line is not one."""
+    stripped = line.strip()
+    found = _PROMPT.fullmatch(stripped) or _WEAK_PROMPT.fullmatch(stripped)
+    if found is None:
+        return None
+    command = found.group("command") or ""
+    ssh = _SSH_HOST.search(command)
+    named = found.groupdict()
+    host = ssh.group("host") if ssh else named.get("host") or named.get("host_")
+    return command, host
+
+
+def sections(text: str) -> list[Section] | None:
+    """The outputs of a saved session, in order; None when the text holds one output (at most
+    one command's output, under a prompt line or not)."""
+    lines = text.split("\n")
+    heads = [(i, p) for i, line in enumerate(lines) if (p := _prompt(line)) is not None]
+    if not heads or (len(heads) == 1 and not "".join(lines[: heads[0][0]]).strip()):
+        return None
+    out: list[Section] = []
+    if "".join(lines[: heads[0][0]]).strip():
+        out.append(Section(0, "", None, "\n".join(lines[: heads[0][0]]) + "\n"))
+    for n, (i, (command, host)) in enumerate(heads):
+        end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
+        body = "\n".join(lines[i + 1 : end]) + ("\n" if end < len(lines) else "")  # (a next prompt: it ended)
+        out.append(Section(i + 1, command, host, body))
+    read = [part for part in out if not part.empty]
+    return out if len(read) > 1 else None
+
+
+def hosts(parts: list[Section]) -> list[str]:
+    """The hosts the commands read from a session ran on, as its prompts (or `ssh HOST`) name
+    them, in order of first mention (a host's short name and its full one are one)."""
+    seen: list[str] = []
+    for part in parts:
+        short = (part.host or "").split(".")[0].lower()
+        if _CONTAINER_ID.fullmatch(short):
+            continue  # a container's shell on the box (`docker run -it ... bash`): the same box
+        if part.reads and short and short not in seen:
+            seen.append(short)
+    return seen
+
+
+def read(
+    name: str, parts: list[Section], read_one: Callable[[str, str, str], tuple[str, T]], notes: list[str]
+) -> list[tuple[str, T, str]]:
+    """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
+    text, command)` reads one as a file of its own is read (`command`: its prompt's). An output
+    that cannot be read is said in one note with the commands not read, and the rest judged; of a
+    command run twice the later run is read (the box as it was last seen), the earlier noted."""
+    if len(named := hosts(parts)) > 1:
+        raise UsageError(
+            f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
+            " which cannot be judged as one box; save each box's outputs in a file of its own."
+        )
+    found: dict[str, tuple[Section, T, str]] = {}  # kind -> its latest output
+    skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
+    for part in parts:
+        if part.empty:
+            skipped += [(part.line, f"{part.where} printed nothing")] if part.reads else []
+            continue
+        where = f"{name} {part.where}"
+        try:
+            kind, out = read_one(where, part.text, part.tool_command)
+        except UsageError as exc:
+            why = str(exc).removeprefix(f"{where}: ").rstrip(".")
+            known = part.reads and not why.startswith(UNRECOGNISED)
+            skipped.append((part.line, f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"))
+            continue
+        if kind in found:  # the same command run again
+            first = found[kind][0]
+            skipped.append(
+                (first.line, f"{first.where}, run again at line {part.line} (the later output is read)")
+            )
+        found[kind] = (part, out, where)
+    if skipped:
+        notes.append(
+            f"{name}: a saved terminal session; not read: {'; '.join(why for _, why in sorted(skipped))}."
+        )
+    if not found:
+        raise UsageError(f"{name}: a saved terminal session holding no output this tool reads.")
+    return [(kind, out, where) for kind, (_, out, where) in found.items()]

@@ -1,0 +1,276 @@
+"""A saved terminal session (several commands under their prompt lines in one file) is read as
+the outputs it holds, each judged as if saved alone (api/transcript.py).
+
+The class test puts every real capture that is read alone (tests/fixtures/real, .../public) into a
+session after another real output, each under a prompt line, and compares the verdicts with those
+of the two files given apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline, transcript
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
+from gpuonboard.inventory import OrderSpec
+
+from .test_offline_refusals_r13 import refused
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+REAL = FIXTURES / "real"
+LSCPU = REAL / "lscpu__intel-xeon-16vcpu__h200-vm.txt"
+FREE = REAL / "free-k__h200-vm__procps-4.0.2.txt"
+TABLE = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+DF = REAL / "df-P-B1__h200-vm.txt"
+ORDER = OrderSpec(gpu_model="H200", gpu_count=1, cpu_cores=8, ram_bytes=128 * 2**30, min_driver="535")
+
+
+def _judged(paths: list[Path], order: OrderSpec | None = ORDER) -> list[tuple[str, str, str, str]]:
+    facts = parse_facts(offline.load_outputs([str(p) for p in paths]))
+    return [(c.name, c.verdict, c.actual, c.detail) for c in offline.judge(facts, order)]
+
+
+def _readable_alone() -> list[Path]:
+    out = []
+    for folder in (REAL, FIXTURES / "public"):
+        for path in sorted(folder.iterdir()):
+            if path.name == "SOURCES.md" or path.is_dir():
+                continue
+            try:
+                kinds = offline.load_outputs([str(path)])
+            except UsageError:
+                continue
+            out.append(path) if "lscpu" not in kinds or "free" not in kinds else None
+    return out
+
+
+CAPTURES = _readable_alone()
+
+
+def test_the_class_is_the_real_family() -> None:
+    assert len(CAPTURES) > 150  # (every real capture read alone, not a hand-picked few)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_a_capture_in_a_session_is_judged_as_alone(tmp_path: Path, capture: Path) -> None:
+    # the other output is one of a kind the capture is not (a session with two lscpu is refused)
+    kinds = offline.load_outputs([str(capture)])
+    other = FREE if "lscpu" in kinds else LSCPU
+    session = tmp_path / capture.name  # (a name that says what was saved: `free-b.txt`, `nproc.txt`)
+    session.write_text(
+        f"ubuntu@gpu-1:~$ {'free -k' if other == FREE else 'lscpu'}\n{other.read_text()}"
+        f"ubuntu@gpu-1:~$ ./saved-output.sh\n{capture.read_text(encoding='utf-8', errors='replace')}"
+    )
+    # (the capture last: a capture cut short ends the file as it ends its own)
+    assert _judged([session]) == _judged([other, capture])
+
+
+def test_the_whole_page_of_commands_is_read(tmp_path: Path) -> None:
+    session = tmp_path / "session.txt"
+    session.write_text(
+        f"[root@gpu-1 ~]# nvidia-smi\n{TABLE.read_text()}[root@gpu-1 ~]# lscpu\n{LSCPU.read_text()}"
+        f"[root@gpu-1 ~]# free -k\n{FREE.read_text()}[root@gpu-1 ~]# df -P -B1\n{DF.read_text()}"
+        "[root@gpu-1 ~]# "
+    )
+    assert sorted(offline.load_outputs([str(session)])) == ["df", "free", "lscpu", "nvidia_smi_table"]
+    judged = _judged([session])
+    assert judged == _judged([TABLE, LSCPU, FREE, DF])
+    assert {name: verdict for name, verdict, *_ in judged}["cpu_cores"] == "pass"  # (was "no lscpu given")
+
+
+@pytest.mark.parametrize(
+    ("line", "command", "host"),
+    [
+        ("ubuntu@gpu-1:~$ nvidia-smi -q", "nvidia-smi -q", "gpu-1"),
+        ("(base) me@a100.lab.example:/data# sudo dmesg -T", "sudo dmesg -T", "a100.lab.example"),
+        ("me@mac ~ % ssh gpu-2 lscpu", "ssh gpu-2 lscpu", "gpu-2"),
+        ("[root@gpu01 ~]# free -h", "free -h", "gpu01"),
+        ("PS C:\\Users\\me> ssh box df -h", "ssh box df -h", "box"),
+        ("$ ls -la", "ls -la", None),
+        ("ubuntu@gpu-1:~$", "", "gpu-1"),
+        ("# nvidia-smi -L", "nvidia-smi -L", None),
+        ("➜  ~ nvidia-smi topo -m", "nvidia-smi topo -m", None),
+        ("!nvidia-smi", "nvidia-smi", None),
+    ],
+)
+def test_prompt_lines(line: str, command: str, host: str | None) -> None:
+    parts = transcript.sections(f"{line}\nout\n$ uptime\nup 3 days\n")
+    assert parts is not None and (parts[0].command, parts[0].host) == (command, host)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "overlay          100G  5.0G   95G   5% /var/lib/docker",  # a df row at a command's name
+        "|  0%   35C    P8    15W / 300W |      0MiB / 46068MiB |      0%      Default |",
+        "# comment in a file",  # `#`, `%`, `>` only with a command whose output is read
+        "> free text",
+        "NVRM: GPU at PCI:0000:3b:00: GPU-5d2e (df $ free)",
+    ],
+)
+def test_output_lines_are_no_prompts(line: str) -> None:
+    assert transcript.sections(f"{line}\nmore\n{line}\nmore\n") is None
+
+
+def test_one_output_under_its_prompt_is_one_output() -> None:
+    assert transcript.sections(f"root@gpu-1:~# lscpu\n{LSCPU.read_text()}root@gpu-1:~# \n") is None
+
+
+def test_commands_not_read_are_noted(tmp_path: Path) -> None:
+    session = tmp_path / "s.txt"
+    session.write_text(
+        f"me@gpu-1:~$ ls\ndata  models\nme@gpu-1:~$ lscpu\n{LSCPU.read_text()}"
+        "me@gpu-1:~$ sudo dmesg | grep -i xid\n"
+        f"me@gpu-1:~$ cat notes.txt\nrented on Monday\nme@gpu-1:~$ free -k\n{FREE.read_text()}"
+    )
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(session)], notes)) == ["free", "lscpu"]
+    assert notes == [
+        f"{session}: a saved terminal session; not read: line 1 (`ls`) is not an output this tool reads;"
+        " line 47 (`sudo dmesg | grep -i xid`) printed nothing; line 48 (`cat notes.txt`) is not an output"
+        " this tool reads."
+    ]
+
+
+def test_an_output_that_cannot_be_read_is_said_and_the_rest_judged(tmp_path: Path) -> None:
+    # (a file of it alone is refused with the same sentence, exit 2)
+    session = tmp_path / "s.txt"
+    df_i = REAL / "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt"
+    session.write_text(f"$ lscpu\n{LSCPU.read_text()}$ df -i\n{df_i.read_text()}")
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(session)], notes)) == ["lscpu"]
+    assert notes == [
+        f"{session}: a saved terminal session; not read: line 45 (`df -i`): this df output has no size"
+        " column (`df -i` counts inodes), so no disk size can be read from it; save `df -P -k` (or"
+        " `df -h`) of the box instead."
+    ]
+
+
+def test_two_hosts_in_one_session_are_refused(tmp_path: Path) -> None:
+    session = tmp_path / "s.txt"
+    session.write_text(
+        f"me@gpu-1:~$ lscpu\n{LSCPU.read_text()}me@gpu-2:~$ free -k\n{FREE.read_text()}"
+        # a container's shell on the box is the box
+        f"root@4a3b2c1d5e6f:/workspace# nvidia-smi\n{TABLE.read_text()}"
+    )
+    assert refused(session) == (
+        f"error: {session}: this saved terminal session ran commands on 2 hosts (gpu-1, gpu-2), which"
+        " cannot be judged as one box; save each box's outputs in a file of its own."
+    )
+
+
+def test_a_command_run_again_is_read_as_its_later_run(tmp_path: Path) -> None:
+    session = tmp_path / "s.txt"
+    later = FREE.read_text().replace("131961976", "263923952")  # (the same box seen later: 2x RAM)
+    session.write_text(f"$ free -k\n{FREE.read_text()}$ free -k\n{later}")
+    notes: list[str] = []
+    facts = parse_facts(offline.load_outputs([str(session)], notes))
+    assert facts.memory is not None and facts.memory.total_bytes == 263923952 * 1024
+    assert notes == [
+        f"{session}: a saved terminal session; not read: line 1 (`free -k`), run again at line 5 (the"
+        " later output is read)."
+    ]
+
+
+def test_a_copied_free_command_gives_its_unit(tmp_path: Path) -> None:
+    # `free -g` of a 2 TiB box (`Mem: 2015`) is also 2015 MiB: its unit comes from the command
+    path = tmp_path / "box.txt"
+    path.write_text(
+        "$ free -g\n              total        used        free      shared  buff/cache   available\n"
+        "Mem:           2015          10        2000           0           5        2004\n"
+        "Swap:             0           0           0\n"
+    )
+    assert parse_facts(offline.load_outputs([str(path)])).memory.total_bytes == 2015 * 2**30
+
+
+SESSIONS = FIXTURES / "sessions"
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds", "not_read"),
+    [
+        ("transcript__nvidia-smi+nvcc-V__rtx2070-laptop-mx19.txt", ["nvcc", "nvidia_smi_table"], None),
+        (
+            "transcript__nvidia-smi+topo-m__2xA100-PCIE-40GB-xinghe1.txt",
+            ["nvidia_smi_table", "nvidia_topo"],
+            None,
+        ),
+        # a container's shell (`root@ff9250fe4fe3`) on the box
+        (
+            "transcript__nvidia-smi+topo-m__4xH100-80GB-root-container.txt",
+            ["nvidia_smi_table", "nvidia_topo"],
+            None,
+        ),
+        ("transcript__nvidia-smi-NVMLmismatch+dmesg-NVRM__h01.txt", ["kernel_log", "nvidia_smi"], None),
+        (
+            "transcript__free+numactl+uname__R7525-A30-cloudlab-node0.txt",
+            ["free"],
+            "line 6 (`numactl --hardware`) is not an output this tool reads; line 19 (`uname -a`) is not an"
+            " output this tool reads.",
+        ),
+        (
+            "transcript__lspci+lscpu__xeon4116-V100-krylov100.txt",
+            ["lscpu"],
+            "the text above its first prompt (`($ lspci)`) is not an output this tool reads.",
+        ),
+        (
+            # `# nvidia-smi 無法通訊` is a comment above the command, not a root prompt
+            "transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt",
+            ["nvidia_smi"],
+            "the text above its first prompt (`# 硬體看得到`) is not an output this tool reads; line 2"
+            " (`lspci | grep -i nvidia`) is not an output this tool reads; line 6 (`lsmod | grep nvidia`) is"
+            ' not an output this tool reads; line 14 (`python -c "import torch;'
+            ' print(torch.cuda.is_available())"`)'
+            " is not an output this tool reads.",
+        ),
+        (
+            # prompts without a space after `$` (`$nvidia-smi`)
+            "transcript__python-V+os-release+nvidia-smi+dpkg__V100-SXM2-32GB-noSpacePrompt.txt",
+            ["nvidia_smi_table", "os_release"],
+            "the text above its first prompt (`$python --version`) is not an output this tool reads; line 38"
+            " (`sudo dpkg -l |grep nvidia`) is not an output this tool reads.",
+        ),
+        (
+            # tcsh's numbered prompt `udc-ba30-5: 2 $ nvidia-smi`
+            "transcript__which+nvidia-smi__K20m-rivanna-udc-ba30-5.txt",
+            ["nvidia_smi_table"],
+            "the text above its first prompt (`udc-ba30-5: 1 $ which nvidia-smi`) is not an output this tool"
+            " reads.",
+        ),
+        (
+            # a MIG set-up: `nvidia-smi mig` is not read, `nvidia-smi -L` run twice is read as last run
+            "transcript__nvidia-smi-mig+nvidia-smi-L-x2+nvidia-smi__A30-MIG-conda-base.txt",
+            ["nvidia_smi_list", "nvidia_smi_table"],
+            "; ".join(
+                [
+                    "line 1 (`nvidia-smi mig -lgi`) is not an output this tool reads",
+                    "line 3 (`sudo nvidia-smi mig -cgi 14 -C`) is not an output this tool reads",
+                    "line 7 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads",
+                    "line 15 (`nvidia-smi -L`), run again at line 21 (the later output is read)",
+                    "line 18 (`sudo nvidia-smi mig -cgi 14 -C`) is not an output this tool reads",
+                    "line 25 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads",
+                    "line 35 (`sudo nvidia-smi mig -cgi 5 -C`) is not an output this tool reads",
+                    "line 38 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads.",
+                ]
+            ),
+        ),
+    ],
+)
+def test_real_sessions(name: str, kinds: list[str], not_read: str | None) -> None:
+    notes: list[str] = []
+    raw = offline.load_outputs([str(SESSIONS / name)], notes)
+    assert sorted(raw) == kinds
+    assert notes == (
+        [f"{SESSIONS / name}: a saved terminal session; not read: {not_read}"] if not_read else []
+    )
+
+
+def test_a_session_reads_what_each_output_says() -> None:
+    h100 = SESSIONS / "transcript__nvidia-smi+topo-m__4xH100-80GB-root-container.txt"
+    shown = offline.summary(parse_facts(offline.load_outputs([str(h100)])))
+    assert (shown["gpu_count"], shown["interconnect"]) == (4, "nvlink")
+    a30 = SESSIONS / "transcript__nvidia-smi-mig+nvidia-smi-L-x2+nvidia-smi__A30-MIG-conda-base.txt"
+    listed = offline.load_outputs([str(a30)])["nvidia_smi_list"].stdout
+    assert listed.count("MIG 1g.6gb") == 2  # (the later -L, after a second instance was made)
