@@ -180,6 +180,13 @@ class _Order:
         min_driver = str(min_driver)
         if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)*", min_driver):
             raise self.fail("min_driver", f'must be a driver version like "535.54", not {min_driver!r}.')
+        if int(min_driver.split(".")[0]) < 100:  # (NVIDIA's Linux drivers are numbered 100 and up)
+            raise self.fail(
+                "min_driver",
+                f'must be a driver version like "570.26", not {min_driver!r}, which is numbered like a'
+                " CUDA version: write the driver that CUDA version needs (NVIDIA's CUDA release notes"
+                " name it).",
+            )
         return min_driver
 
     def data_disk(self) -> DataDiskSpec | None:

@@ -131,15 +131,18 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     model, count = split_count(expected)
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
+    unknown: dict[str, list[str]] = {}  # (an ordered memory size with nothing to check it against)
     for g in read:
         result = match_model(model, g.name, g.memory_total_mib)
-        into = fails if result.verdict == "fail" else warns if result.verdict == "warn" else None
+        into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):
             into[g.name].append(result.why)
     notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
     if faulty:
         notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
-    verdict: Verdict = "fail" if fails or faulty or not names else "warn" if warns else "pass"
+    verdict: Verdict = (
+        "fail" if fails or faulty or not names else "unverified" if unknown else "warn" if warns else "pass"
+    )
     if placeholder and not fails and not faulty and not _incomplete(facts) and not nameless:
         return Check("gpu_model", expected, actual, "unverified", PLACEHOLDER_ADVICE)
     incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
@@ -155,7 +158,7 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
         )
         verdict = "warn" if verdict == "pass" else verdict
     if verdict != "fail":
-        notes += [f"{n}: {'; '.join(w)}" for n, w in warns.items()]
+        notes += [f"{n}: {'; '.join(w)}" for n, w in (unknown | warns).items()]
     return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
 
 

@@ -42,7 +42,13 @@ _SHOW = {
     "MOBILE": "Mobile",
 }
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
-_JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)\b")
+# (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)
+_JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)(?![A-Z0-9])")
+# a GeForce SUPER written short, as vendors list it: 4080S, 2070S, 1660S (not L40S, V100S: other cards)
+_SHORT_SUPER = re.compile(r"(?<![0-9])(\d{2}[5-9]0)S(?![A-Z0-9])")
+# a memory type an order's model may name from the datasheet (H200 141GB HBM3e, L40S 48GB GDDR6):
+# nvidia-smi prints none (but 'NVIDIA H100 80GB HBM3', where the delivered name keeps it)
+_MEMORY_KIND = re.compile(r"^(?:HBM\d[EX]?|GDDR\d[EX]?|LPDDR\d[EX]?)$")
 # words of an order's model that nvidia-smi never prints: interconnects ("A100 80GB NVLink"; the
 # `interconnect` rule judges them) and platforms: HGX/DGX (an SXM baseboard or system: 'HGX H200'
 # is 8 x NVIDIA H200; they rule out the PCIe cards, `_platform_problem`) and rack- or board-scale
@@ -206,8 +212,10 @@ def _name_tokens(name: str) -> _Name:
     upper = upper.strip()
     upper = re.sub(r"MAX[- ]?Q\b", "MAXQ", upper)
     upper = re.sub(r"\bPCI[- ]?E(?![A-Z])", "PCIE", upper)
+    upper = re.sub(r"\b(HBM|GDDR|LPDDR)\s*(\d)\s*([EX]?)(?![A-Z0-9])", r"\1\2\3", upper)  # ('HBM 3e')
+    upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
-    upper = re.sub(r"(\d+)\s*G(?:I?B)?\b", r"\1GB", upper)
+    upper = re.sub(r"(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []
     joined: set[str] = set()
@@ -286,7 +294,8 @@ def _show(token: str, joined: Iterable[str] = ()) -> str:
 @dataclass(frozen=True)
 class ModelMatch:
     """How a delivered GPU name compares with the ordered model: `pass`; `warn` when nvidia-smi's
-    table cut the name where the words left to check may be; `fail`, `why` naming the word(s)."""
+    table cut the name where the words left to check may be; `unverified` when an ordered memory
+    size has nothing to be checked against; `fail`, `why` naming the word(s)."""
 
     verdict: Verdict
     why: str = ""
@@ -479,7 +488,11 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         return vgpu
     want_name = _name_tokens(model)
     platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
-    want = [t for t in want_name.tokens if not _INTERCONNECT.match(t) and t not in platforms]
+    want = [
+        t
+        for t in want_name.tokens
+        if not (_INTERCONNECT.match(t) or _MEMORY_KIND.match(t)) and t not in platforms
+    ]
     name = _name_tokens(delivered)
     if not want:
         return ModelMatch("fail", "no GPU model in the order")
@@ -516,6 +529,13 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
+    sizes = [_show(t, want_name.joined) for t in want if _MEMORY.match(t)]
+    if sizes and not got.named and vram_mib is None:  # (nothing to check the ordered size against)
+        return ModelMatch(
+            "unverified",
+            f"'{sizes[0]}' ordered, and neither the name nor the output gives the GPU's memory"
+            " (`nvidia-smi -L` prints none: the table or `nvidia-smi -q` shows it)",
+        )
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
     # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
     # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none

@@ -237,8 +237,9 @@ def _repair_state_read(g: GpuInfo) -> bool:
     """The output gave this GPU's row-remapping (Ampere and newer) or page-retirement (older)
     state. Channel / TPC repair and unrepairable memory (R575+ drivers) come beside them, never
     instead: an H100 in MIG mode says "Channel Repair Pending : No" over "Remapped Rows : N/A"."""
-    return any(
-        v is not None for v in (g.retired_pages_pending, g.remapped_rows_pending, g.remapped_rows_failure)
+    # (both of row remapping's: a CSV of `remapped_rows.failure` alone says nothing of a pending one)
+    return g.retired_pages_pending is not None or (
+        g.remapped_rows_pending is not None and g.remapped_rows_failure is not None
     )
 
 
@@ -249,6 +250,8 @@ def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -
     where = "nvidia-smi -q gave N/A or no such section"
     if not detailed:
         where = "the formats read gave none: N/A or no such field"
+    if any(g.remapped_rows_pending is not None or g.remapped_rows_failure is not None for g in silent):
+        where = "the formats read gave only one of pending remaps and remapping failure"
     if mig:
         where += f"; MIG mode on {gpu_list(mig, gpus)}, where nvidia-smi gives N/A for row remapping"
     return Check(

@@ -172,6 +172,21 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
                 else ""
             ),
         )
+    # an empty list with no figure beside it (`-q -d PIDS` alone): a job a container hides shows
+    # only in the figures, so an empty list alone is no pass
+    blind = [
+        g for g in read if g.processes_known and g.memory_used_mib is None and g.utilization_gpu_pct is None
+    ]
+    if blind:
+        return Check(
+            "foreign_processes",
+            "none",
+            f"no process listed on {gpu_list(blind, gpus)}, and no utilisation or memory figure read",
+            "unverified",
+            "a job in another container or VM is not listed by nvidia-smi and shows only in the"
+            " GPU's utilisation and memory used, which this output does not give; `nvidia-smi` (the"
+            " table) shows both",
+        )
     if all(g.processes_known for g in read):
         return Check("foreign_processes", "none", "none", "pass")
     no_list = [g for g in read if not g.processes_known]

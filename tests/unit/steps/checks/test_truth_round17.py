@@ -1,0 +1,171 @@
+"""Verdicts of truth sweep round 17 on views that answer only part of a question, cut from real
+captures (tests/fixtures/real) exactly as nvidia-smi prints them: a `--query-gpu` CSV of some of
+its fields, `nvidia-smi -q -d PIDS` (the header and each GPU's Processes section)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from ...offline_judge import verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+CSVS = sorted(p.name for p in REAL.glob("nvidia-smi-query-gpu*.csv"))
+Q_TEXTS = sorted(p.name for p in REAL.glob("nvidia-smi-q__*.txt"))
+
+
+def csv_of(name: str, fields: list[str]) -> str | None:
+    """The real CSV as `--query-gpu=<fields>` prints it (None: it lacks one of them)."""
+    rows = list(csv.reader(io.StringIO((REAL / name).read_text()), skipinitialspace=True))
+    head = [h.split(" [")[0] for h in rows[0]]
+    if not all(f in head for f in fields):
+        return None
+    cols = [head.index(f) for f in fields]
+    return (
+        "\n".join(
+            ", ".join(rows[0][c] if n == 0 else row[c] for c in cols) for n, row in enumerate(rows) if row
+        )
+        + "\n"
+    )
+
+
+REMAP = ["remapped_rows.pending", "remapped_rows.failure"]
+
+
+@pytest.mark.parametrize("name", CSVS)
+@pytest.mark.parametrize("field", REMAP)
+def test_one_of_the_remap_fields_passes_no_memory_repair(tmp_path: Path, name: str, field: str) -> None:
+    """`remapped_rows.failure` alone says nothing of a pending remap, `pending` alone nothing of a
+    failed one: neither is "nothing pending" (a real H200 CSV of `name, remapped_rows.failure` passed)."""
+    text = csv_of(name, ["name", "pci.bus_id", field])
+    both = csv_of(name, ["name", "pci.bus_id", *REMAP])
+    if (
+        text is None
+        or both is None
+        or verdicts(tmp_path, "gpu.csv", both)["memory_repair"][1] != "nothing pending"
+    ):
+        pytest.skip("no such field, or a card whose repair state is not required (no ECC)")
+    verdict, actual = verdicts(tmp_path, "gpu.csv", text)["memory_repair"]
+    assert verdict == "unverified", actual
+    assert "gave only one of pending remaps and remapping failure" in actual
+
+
+def pids_view(name: str) -> str:
+    """The real `-q` as `nvidia-smi -q -d PIDS` prints it: its header, and of each GPU its first
+    line and its Processes section."""
+    out, keep = [], True
+    for line in (REAL / name).read_text().split("\n"):
+        if re.match(r"GPU [0-9A-Fa-f]{4,8}:", line):
+            keep = False
+            out.append(line)
+        elif re.match(r"    \S", line):
+            keep = line.strip().startswith("Processes")
+            out += [line] if keep else []
+        elif keep or not line.startswith(" "):
+            out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", Q_TEXTS)
+def test_an_empty_process_list_without_figures_is_no_pass(tmp_path: Path, name: str) -> None:
+    """A job in another container is not listed and shows only in the figures: `-q -d PIDS` of a
+    box whose full `-q` fails foreign_processes on them passed "none"."""
+    verdict, actual = verdicts(tmp_path, "q.txt", pids_view(name))["foreign_processes"]
+    assert verdict in ("unverified", "fail", "warn"), actual
+    if verdict != "fail":
+        assert "no utilisation or memory figure read" in actual or "pid" in actual, actual
+
+
+LISTS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*.txt"))
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_an_ordered_size_with_no_memory_in_the_output_is_unverified(tmp_path: Path, name: str) -> None:
+    """`nvidia-smi -L` gives no memory: a size in gpu_model ('RTX 2080 Ti 22G', the modded card,
+    of a real 11 GB 2080 Ti) was not checked and passed."""
+    text = (REAL / name).read_text()
+    model = re.search(r"GPU 0: (?:NVIDIA )?(.+?) \(UUID", text)
+    if model is None or re.search(r"\d+\s*GB", model.group(1)):
+        pytest.skip("no first GPU name, or a name that says its size")
+    verdict, actual = verdicts(tmp_path, name, text, f"gpu_model: {model.group(1)} 99G")["gpu_model"]
+    assert verdict in ("unverified", "fail"), actual
+
+
+def test_the_same_size_is_checked_where_the_memory_is_given(tmp_path: Path) -> None:
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()
+    assert verdicts(tmp_path, "t.txt", table, "gpu_model: H200 141G")["gpu_model"][0] == "pass"
+    assert verdicts(tmp_path, "t.txt", table, "gpu_model: H200 16G")["gpu_model"][0] == "fail"
+
+
+@pytest.mark.parametrize("version", ["12.8", "11.8", "13.0", "12"])
+def test_a_cuda_version_as_min_driver_is_refused(tmp_path: Path, version: str) -> None:
+    """`min_driver: "12.8"` passed every driver (550.90.07 >= 12.8): CUDA 12.8 needs 570.26."""
+    from gpuonboard.api import offline
+    from gpuonboard.errors import InventoryError
+
+    (tmp_path / "order.yml").write_text(f'min_driver: "{version}"\n')
+    with pytest.raises(
+        InventoryError, match=f"not '{re.escape(version)}', which is numbered like a CUDA version"
+    ):
+        offline.load_order(str(tmp_path / "order.yml"))
+
+
+def _real_names() -> list[tuple[str, int | None]]:
+    """Every GPU name (and its VRAM) in the real nvidia-smi captures, once."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    seen: dict[str, int | None] = {}
+    for path in sorted(REAL.glob("nvidia-smi*")):
+        try:
+            report = parse_any(path.read_text(encoding="utf-8", errors="replace"))
+        except Exception:  # (a capture this parser refuses: not a name to test)
+            continue
+        for g in report.gpus:
+            vgpu = re.search(r"-\d+[ABCQ]$", g.name.strip())  # (a vGPU profile: matched whole)
+            if g.name.strip() and not g.name.endswith("...") and not g.faults and not vgpu:
+                seen.setdefault(g.name.strip(), g.memory_total_mib)
+    return sorted(seen.items())
+
+
+NAMES = _real_names()
+
+
+def test_the_names_are_the_real_family() -> None:
+    assert len(NAMES) > 40
+
+
+@pytest.mark.parametrize(("name", "vram"), NAMES, ids=[n for n, _ in NAMES])
+def test_datasheet_words_and_glued_chinese_do_not_change_the_match(name: str, vram: int | None) -> None:
+    """A memory type from the datasheet (`H200 141GB HBM3e`, `L40S 48GB GDDR6`: nvidia-smi prints
+    none) and a Chinese word glued after the model (`RTX 4090 24G显存`, `RTX 2080Ti版`) failed a
+    correct box ("'HBM3E' not in the name", "'24G' not in the name")."""
+    from gpuonboard.steps.checks.model_match import match_model
+
+    model = re.sub(r"^(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+)?", "", name)
+    base = match_model(model, name, vram).verdict
+    for extra in (" HBM3e", " GDDR6X", " HBM 2e", "版", "显存", " 涡轮版"):
+        assert match_model(model + extra, name, vram).verdict == base, extra
+
+
+@pytest.mark.parametrize(
+    ("ordered", "name", "verdict"),
+    [
+        ("RTX 4080S", "NVIDIA GeForce RTX 4080 SUPER", "pass"),
+        ("2080S", "NVIDIA GeForce RTX 2080 SUPER", "pass"),
+        ("RTX 4080S", "NVIDIA GeForce RTX 4080", "fail"),
+        ("RTX 4080", "NVIDIA GeForce RTX 4080 SUPER", "fail"),
+        ("L40S", "NVIDIA L40S", "pass"),  # (no SUPER: L40S and V100S are cards of their own)
+        ("L40", "NVIDIA L40S", "fail"),
+        ("V100S", "Tesla V100S-PCIE-32GB", "pass"),
+        ("4090 24G显存", "NVIDIA GeForce RTX 4090", "pass"),
+        ("H100 80GB HBM3", "NVIDIA H100 PCIe", "fail"),  # (HBM3 dropped; PCIe still another product)
+    ],
+)
+def test_short_super_and_kept_distinctions(ordered: str, name: str, verdict: str) -> None:
+    from gpuonboard.steps.checks.model_match import match_model
+
+    assert match_model(ordered, name, 24564 if "4090" in name else None).verdict == verdict
