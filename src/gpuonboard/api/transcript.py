@@ -50,7 +50,7 @@ _PROMPT = re.compile(
 # (a prompt's character after no digit: `5% /var/lib/docker` is df's; a command of ASCII words not
 # ending in a colon: `# nvidia-smi 無法通訊`, `# nvidia-smi output:` are a page's comments)
 _WEAK_PROMPT = re.compile(
-    rf"{_ENV}(?:(?:[\w.@~:/-]+\s+){{0,2}}(?:\S*(?<!\d)[$#%]|\S+(?<!\d)>)|(?:\S+\s+)?➜\s+\S+|!)\s*"
+    rf"{_ENV}(?:(?:[\w.@~:/-]+\s+){{0,2}}(?:\S*(?<![\d#])[$#%]|\S+(?<!\d)>)|(?:\S+\s+)?➜\s+\S+|!)\s*"
     rf"(?P<command>(?:sudo\s+)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?)(?<!:)\s*"
 )
 _SSH_HOST = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s+\S")

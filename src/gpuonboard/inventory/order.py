@@ -101,7 +101,7 @@ def parse_order(
     return OrderSpec(
         gpu_model=gpu_model,
         gpu_count=order.count("gpu_count", GPU_COUNT_RANGE),
-        vram_bytes=order.size("vram"),
+        vram_bytes=order.size("vram", parse_ram_size),  # GPU memory is sold in binary sizes too
         cpu_cores=order.count("cpu_cores", CPU_CORES_RANGE),
         ram_bytes=order.size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
         data_disk=data_disk,
@@ -194,7 +194,9 @@ class _Order:
         disk = self.raw.get("data_disk")
         if disk is None:
             return None
-        if isinstance(disk, str):
+        if isinstance(disk, str) and (both := re.fullmatch(r"\s*(/\S*)\s+(\d\S*)\s*", disk)):
+            disk = {"mount": both[1], "min_size": both[2]}  # (`/data 500G`, as an order sheet says it)
+        elif isinstance(disk, str):
             disk = {"mount": disk}
         if not isinstance(disk, Mapping):
             raise self.fail("data_disk", "must be a mapping with 'mount' and 'min_size'.")

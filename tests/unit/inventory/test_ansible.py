@@ -143,7 +143,7 @@ def test_ansible_yaml_inventory(inv_dir: Path) -> None:
     inv = inventory.load(inv_dir / "hosts.yml")
     assert without_order(inv.hosts) == expected_hosts(inv)
     assert inv.hosts["wuhan-a100-1"].order == OrderSpec(
-        gpu_model="A100 80GB SXM", gpu_count=8, vram_bytes=80 * GB
+        gpu_model="A100 80GB SXM", gpu_count=8, vram_bytes=80 * 2**30
     )
     assert inv.hosts["wuhan-a100-2"].order == OrderSpec(gpu_count=4)
     assert inv.groups == {

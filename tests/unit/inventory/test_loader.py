@@ -112,7 +112,7 @@ def test_order_is_deep_merged_across_layers(layered: Inventory) -> None:
     assert layered.hosts["gpu-1"].order == OrderSpec(
         gpu_model="A100 80GB SXM",  # vendor
         gpu_count=4,  # group 'half' over group 'a100'
-        vram_bytes=80 * GB,  # vendor
+        vram_bytes=80 * 2**30,  # vendor (GPU memory in binary sizes, as RAM)
         interconnect="nvlink",  # group 'a100'
         data_disk=DataDiskSpec(mount="/data", min_size_bytes=2 * TB),  # mount: vendor, size: host
     )
@@ -629,7 +629,7 @@ def test_real_sizes_still_load(tmp_path: Path) -> None:
         "    order: {vram: 80GB, ram: 1TB, data_disk: {mount: /data, min_size: 7TB}}\n"
     )
     order = inventory.load(f).hosts["gpu-1"].order
-    assert order.vram_bytes == 80 * 10**9 and order.ram_bytes == 1024**4
+    assert order.vram_bytes == 80 * 2**30 and order.ram_bytes == 1024**4
     assert order.data_disk is not None and order.data_disk.min_size_bytes == 7 * 10**12
 
 

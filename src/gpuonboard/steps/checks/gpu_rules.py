@@ -221,7 +221,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
 def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """Each GPU has at least the ordered memory (minus the reserved-region gap)."""
     assert order.vram_bytes is not None
-    expected = f">= {format_bytes(order.vram_bytes, binary=False)} per GPU"
+    expected = f">= {format_bytes(order.vram_bytes, binary=True)} per GPU"
     problem = _no_gpu_actual(facts)
     if problem:
         return Check("vram", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
@@ -253,7 +253,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             " --format=csv` on the host, or ask the provider to allow it",
         )
     smallest = min(read) * 1024 * 1024
-    actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=False)}) smallest"
+    actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=True)}) smallest"
     if faulty:
         actual += f" of the {len(sizes)} GPUs read; {unread}"
     ok = smallest >= order.vram_bytes * (1 - tolerance)

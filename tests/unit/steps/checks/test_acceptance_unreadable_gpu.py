@@ -65,7 +65,7 @@ def test_the_a40_box_report_counts_only_the_gpus_that_answer() -> None:
     vram = rules["vram"]
     assert vram.verdict == "pass"
     assert vram.actual == (
-        "46068 MiB (48.3 GB) smallest of the 7 GPUs read; GPU 4 unreadable (nvidia-smi reads ERR!)"
+        "46068 MiB (45.0 GiB) smallest of the 7 GPUs read; GPU 4 unreadable (nvidia-smi reads ERR!)"
     )
     assert rules["nvidia_driver"].verdict == "pass"
     ecc = {c.name: c for c in gpu_health.evaluate(facts)}["ecc_mode"]

@@ -54,16 +54,16 @@ def test_one_of_the_remap_fields_passes_no_memory_repair(tmp_path: Path, name: s
     assert "gave only one of pending remaps and remapping failure" in actual
 
 
-def pids_view(name: str) -> str:
-    """The real `-q` as `nvidia-smi -q -d PIDS` prints it: its header, and of each GPU its first
-    line and its Processes section."""
+def q_view(name: str, sections: tuple[str, ...] = ("Processes",)) -> str:
+    """The real `-q` as `nvidia-smi -q -d <display>` prints it: its header, and of each GPU its
+    first line and the display's sections (`Processes` for PIDS, `ECC Mode`/`ECC Errors` for ECC)."""
     out, keep = [], True
     for line in (REAL / name).read_text().split("\n"):
         if re.match(r"GPU [0-9A-Fa-f]{4,8}:", line):
             keep = False
             out.append(line)
         elif re.match(r"    \S", line):
-            keep = line.strip().startswith("Processes")
+            keep = line.strip().startswith(sections)
             out += [line] if keep else []
         elif keep or not line.startswith(" "):
             out.append(line)
@@ -74,7 +74,7 @@ def pids_view(name: str) -> str:
 def test_an_empty_process_list_without_figures_is_no_pass(tmp_path: Path, name: str) -> None:
     """A job in another container is not listed and shows only in the figures: `-q -d PIDS` of a
     box whose full `-q` fails foreign_processes on them passed "none"."""
-    verdict, actual = verdicts(tmp_path, "q.txt", pids_view(name))["foreign_processes"]
+    verdict, actual = verdicts(tmp_path, "q.txt", q_view(name))["foreign_processes"]
     assert verdict in ("unverified", "fail", "warn"), actual
     if verdict != "fail":
         assert "no utilisation or memory figure read" in actual or "pid" in actual, actual
@@ -169,3 +169,49 @@ def test_short_super_and_kept_distinctions(ordered: str, name: str, verdict: str
     from gpuonboard.steps.checks.model_match import match_model
 
     assert match_model(ordered, name, 24564 if "4090" in name else None).verdict == verdict
+
+
+@pytest.mark.parametrize("name", Q_TEXTS)
+def test_ecc_off_on_a_gpu_the_output_does_not_name_is_no_workstation_claim(tmp_path: Path, name: str) -> None:
+    """`nvidia-smi -q -d ECC` names no model: ECC Disabled on its GPUs was said to be "workstation
+    GPU with ECC" (warn) of real GeForce RTX 4090s; whether it is a fault depends on the model."""
+    text = (REAL / name).read_text()
+    if not re.search(r"ECC Mode\s*\n\s*Current\s*:\s*Disabled", text):
+        pytest.skip("no GPU with ECC Disabled")
+    verdict, actual = verdicts(tmp_path, "q.txt", q_view(name, ("ECC Mode", "ECC Errors")))["ecc_mode"]
+    assert (verdict, "workstation" in actual) == ("unverified", False), actual
+
+
+def test_a_data_disk_written_as_mount_and_size_is_both(tmp_path: Path) -> None:
+    """`data_disk: /data 500G` (as an order sheet says it) failed a real 500G disk at /data as
+    "/data 500G is not a mount point"."""
+    df = (REAL / "df-h__zh-cn__vda1-80g-root_vdb1-500g-data.txt").read_text()
+    assert verdicts(tmp_path, "df.txt", df, "data_disk: /data 500G")["data_disk"][0] == "pass"
+    assert verdicts(tmp_path, "df.txt", df, "data_disk: /data 5000G")["data_disk"][0] == "fail"
+    assert verdicts(tmp_path, "df.txt", df, "data_disk: /srv")["data_disk"][0] != "pass"
+
+
+def _catalogue() -> list[tuple[str, int, int]]:
+    import yaml
+
+    from gpuonboard.resources import DATA_DIR
+
+    rows = yaml.safe_load((DATA_DIR / "gpu_catalogue.yml").read_text())
+    return [(r["card"], r["memory_gb"], r["nvidia_smi_mib"]) for r in rows if r.get("nvidia_smi_mib")]
+
+
+CARDS = _catalogue()
+
+
+@pytest.mark.parametrize(("card", "size", "mib"), CARDS, ids=[c for c, _, _ in CARDS])
+def test_the_datasheet_size_passes_the_memory_nvidia_smi_shows(
+    tmp_path: Path, card: str, size: int, mib: int
+) -> None:
+    """Each card's datasheet size (`vram: 24G` of an A10) passes the memory.total real captures
+    show for it (23028 MiB: ECC takes 1/16 of a GDDR card's memory), in any unit spelling; the
+    next size up fails (an RTX 3080's 10240 MiB passed `vram: 11G` when G was read as 10^9)."""
+    csv_text = f"name, memory.total [MiB]\n{card}, {mib} MiB\n"
+    for spelling in (f"{size}G", f"{size}GB", f"{size} GiB", f"{size * 1024}MiB"):
+        assert verdicts(tmp_path, "gpu.csv", csv_text, f"vram: {spelling}")["vram"][0] == "pass", spelling
+    bigger = -(-size * 115 // 100)  # (15 % more: no two sizes of a card line are closer)
+    assert verdicts(tmp_path, "gpu.csv", csv_text, f"vram: {bigger}G")["vram"][0] == "fail"

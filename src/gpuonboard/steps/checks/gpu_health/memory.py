@@ -43,7 +43,10 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     klass = {g.index: gpu_class(g.name, g.product_brand) for g in read}
     dc = [g for g in read if klass[g.index] == "datacenter"]
     off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
+    # (ECC off on a GPU whose model the output does not name, `-q -d ECC`: a fault or not by the model)
+    off_nameless = [g for g in read if not g.name.strip() and g.ecc_mode == "Disabled"]
     off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
+    off_pro = [g for g in off_pro if g not in off_nameless]
     off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
     # (N/A on a data-centre GPU is no answer either: its cards all have ECC)
     unknown = [g for g in read if _ecc_mode_unknown(g)]
@@ -57,6 +60,15 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             "fail",
             "memory errors go undetected without ECC; ask the vendor to run `sudo nvidia-smi -e 1`"
             " and reboot",
+        )
+    if off_nameless:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"Disabled on {gpu_list(off_nameless, gpus)} (the model is not in this output)" + note,
+            "unverified",
+            "ECC off fails a data-centre GPU and is expected of a GeForce card; this output names no"
+            " model (`nvidia-smi -q -d ECC` prints none): give `nvidia-smi -L` or the table beside it",
         )
     if off_pro:
         return Check(

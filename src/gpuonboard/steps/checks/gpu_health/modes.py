@@ -52,7 +52,8 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
             f"not reported for {gpu_list(unknown, gpus)}" if gpus else "not reported",
             "unverified",
             "this nvidia-smi output does not give the persistence mode;"
-            " `nvidia-smi -q -d PERFORMANCE` or the plain `nvidia-smi` table (Persistence-M) shows it",
+            " the whole `nvidia-smi -q` (Persistence Mode) or the plain `nvidia-smi` table (Persistence-M)"
+            " shows it",
         )
     return Check("persistence_mode", "Enabled", "Enabled", "pass")
 
