@@ -37,12 +37,15 @@ COMMANDS = (
 _TOOL = re.compile(rf"(?:^|[\s/]){COMMANDS}(?=\s|$)")
 
 _HOST = r"[\w-]+(?:\.[\w-]+)*"
-_ENV = r"(?:\([\w.@-]+\)\s*)?"  # a conda or venv environment in front: `(base) `
+# in front of a prompt: a time stamp (`[12:01:33] `), a conda or venv environment (`(base) `,
+# `(/opt/envs/torch) `)
+_ENV = r"(?:\[[\d:/ -]{5,19}\]\s*)?(?:\([^()\s]+\)\s*)?"
 # a prompt that is one in any output: any command after it, or none
 _PROMPT = re.compile(
-    rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?\s*[$#%]"  # ubuntu@gpu-1:~$, me@mac ~ %
+    rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?(?:\s+\([^()\n]*\))?\s*[$#%]"  # me@gpu-1:~$
     rf"|\[[\w.-]+@(?P<host_>{_HOST})[^\]\n]*\]\s*[$#]"  # [root@gpu01 ~]#
     r"|PS [A-Za-z]:[^>\n]*>"  # PS C:\>
+    r"|-?(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"  # bash-4.2$, sh-4.4# (a shell without a prompt set)
     r"|\$)"  # $
     r"(?:\s+(?P<command>\S.*?))?\s*"
 )
@@ -50,13 +53,22 @@ _PROMPT = re.compile(
 # (a prompt's character after no digit: `5% /var/lib/docker` is df's; a command of ASCII words not
 # ending in a colon: `# nvidia-smi 無法通訊`, `# nvidia-smi output:` are a page's comments)
 _WEAK_PROMPT = re.compile(
-    rf"{_ENV}(?:(?:[\w.@~:/-]+\s+){{0,2}}(?:\S*(?<![\d#])[$#%]|\S+(?<!\d)>)|(?:\S+\s+)?➜\s+\S+|!)\s*"
+    rf"{_ENV}(?:(?P<host__>[A-Za-z][\w-]*):\S*\s+[#>]"  # SUSE's gpu01:~ #
+    r"|(?:[\w.@~:/-]+\s+){0,2}(?:\S*(?<![\d#])[$#%]|\S+(?<!\d)>)"
+    r"|(?:\S+\s+)?➜\s+\S+(?:\s+git:\([^()\s]*\))?(?:\s+✗)?"  # oh-my-zsh
+    r"|(?:[^\s❯λ»]+\s+){0,4}[❯λ»]+|In \[\d*\]:\s*!|!)\s*"  # starship (`~ via ml ❯`), a notebook cell
     rf"(?P<command>(?:sudo\s+)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?)(?<!:)\s*"
 )
 _SSH_HOST = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s+\S")
+# an interactive login to another machine: the commands after it run there, until `exit`
+_SSH_LOGIN = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s*")
+# a prompt line is short: a longer line is output (and no pattern is tried on it at length)
+_LONGEST_PROMPT = 400
 
 
 _NOT_READ = "is not an output this tool reads"
+# the host of commands run before an interactive `ssh HOST` without a prompt naming theirs
+_STARTED_ON = "the machine the session started on"
 # Docker's default host name inside a container: the container ID's first 12 hex digits
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 
@@ -100,13 +112,15 @@ class Section:
 def _prompt(line: str) -> tuple[str, str | None] | None:
     """(the command, the host) of a prompt line; None when the line is not one."""
     stripped = line.strip()
+    if len(stripped) > _LONGEST_PROMPT:
+        return None
     found = _PROMPT.fullmatch(stripped) or _WEAK_PROMPT.fullmatch(stripped)
     if found is None:
         return None
     command = found.group("command") or ""
     ssh = _SSH_HOST.search(command)
     named = found.groupdict()
-    host = ssh.group("host") if ssh else named.get("host") or named.get("host_")
+    host = ssh.group("host") if ssh else named.get("host") or named.get("host_") or named.get("host__")
     return command, host
 
 
@@ -120,10 +134,17 @@ def sections(text: str) -> list[Section] | None:
     out: list[Section] = []
     if "".join(lines[: heads[0][0]]).strip():
         out.append(Section(0, "", None, "\n".join(lines[: heads[0][0]]) + "\n"))
+    login: str | None = None  # (the machine an interactive `ssh HOST` logged in to)
     for n, (i, (command, host)) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
         body = "\n".join(lines[i + 1 : end]) + ("\n" if end < len(lines) else "")  # (a next prompt: it ended)
-        out.append(Section(i + 1, command, host, body))
+        out.append(Section(i + 1, command, host or login, body))
+        if (ssh := _SSH_LOGIN.fullmatch(command)) is not None:
+            # the commands before it ran on the machine the session started on
+            out = [Section(p.line, p.command, p.host or _STARTED_ON, p.text) for p in out]
+            login = ssh.group("host")
+        elif command.strip() in ("exit", "logout"):
+            login = _STARTED_ON if login else None
     read = [part for part in out if not part.empty]
     return out if len(read) > 1 else None
 
@@ -133,7 +154,8 @@ def hosts(parts: list[Section]) -> list[str]:
     them, in order of first mention (a host's short name and its full one are one)."""
     seen: list[str] = []
     for part in parts:
-        short = (part.host or "").split(".")[0].lower()
+        host = (part.host or "").lower()
+        short = host if re.fullmatch(r"[\d.]+", host) else host.split(".")[0]  # (an IP address whole)
         if _CONTAINER_ID.fullmatch(short):
             continue  # a container's shell on the box (`docker run -it ... bash`): the same box
         if part.reads and short and short not in seen:
@@ -146,14 +168,15 @@ def read(
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt's). An output
-    that cannot be read is said in one note with the commands not read, and the rest judged; of a
-    command run twice the later run is read (the box as it was last seen), the earlier noted."""
+    that cannot be read is said in one note with the commands not read, and the rest judged; the
+    same output twice is read once, two different outputs of one kind are refused (a narrower
+    view or a later state of the box: neither may be dropped)."""
     if len(named := hosts(parts)) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
             " which cannot be judged as one box; save each box's outputs in a file of its own."
         )
-    found: dict[str, tuple[Section, T, str]] = {}  # kind -> its latest output
+    found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     for part in parts:
         if part.empty:
@@ -167,10 +190,15 @@ def read(
             known = part.reads and not why.startswith(UNRECOGNISED)
             skipped.append((part.line, f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"))
             continue
-        if kind in found:  # the same command run again
+        if kind in found and found[kind][0].text.strip() == part.text.strip():
+            skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
+            continue
+        if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             first = found[kind][0]
-            skipped.append(
-                (first.line, f"{first.where}, run again at line {part.line} (the later output is read)")
+            raise UsageError(
+                f"{name}: {first.where} and {part.where} are two {kind} outputs, which cannot both be"
+                " judged as the box (one may show part of it, or the box changed between them): keep"
+                " one of them in the file."
             )
         found[kind] = (part, out, where)
     if skipped:

@@ -7,6 +7,7 @@ of the two files given apart."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,16 @@ def test_the_whole_page_of_commands_is_read(tmp_path: Path) -> None:
         ("# nvidia-smi -L", "nvidia-smi -L", None),
         ("➜  ~ nvidia-smi topo -m", "nvidia-smi topo -m", None),
         ("!nvidia-smi", "nvidia-smi", None),
+        ("bash-4.2$ lscpu", "lscpu", None),
+        ("sh-4.4# nvidia-smi", "nvidia-smi", None),
+        ("❯ nvidia-smi", "nvidia-smi", None),
+        ("~ via 🅒 ml ❯ free -h", "free -h", None),
+        ("[12:01:33] jdoe@gpu07:~$ df -h", "df -h", "gpu07"),
+        ("(/home/jdoe/envs/ml) jdoe@gpu07:~$ lscpu", "lscpu", "gpu07"),
+        ("In [3]: !nvidia-smi", "nvidia-smi", None),
+        ("➜  ~ git:(main) ✗ nvidia-smi", "nvidia-smi", None),
+        ("gpu07:~ # nvidia-smi", "nvidia-smi", "gpu07"),
+        ("jdoe@gpu07:~/proj (main)$ lscpu", "lscpu", "gpu07"),
     ],
 )
 def test_prompt_lines(line: str, command: str, host: str | None) -> None:
@@ -161,17 +172,53 @@ def test_two_hosts_in_one_session_are_refused(tmp_path: Path) -> None:
     )
 
 
-def test_a_command_run_again_is_read_as_its_later_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        # a GPU fault in the whole table, then one GPU's view: the fault must not be dropped
+        ("nvidia-smi", "nvidia-smi -i 0"),
+        # the box's own GPUs, then a container given one of them
+        ("nvidia-smi", "docker run --rm --gpus 1 nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi"),
+    ],
+)
+def test_a_narrower_or_later_output_of_one_kind_is_refused(tmp_path: Path, first: str, then: str) -> None:
     session = tmp_path / "s.txt"
-    later = FREE.read_text().replace("131961976", "263923952")  # (the same box seen later: 2x RAM)
-    session.write_text(f"$ free -k\n{FREE.read_text()}$ free -k\n{later}")
+    one = (REAL / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt").read_text()
+    session.write_text(f"$ {first}\n{one}$ {then}\n{TABLE.read_text()}")
+    with pytest.raises(UsageError, match="are two nvidia_smi_table outputs, which cannot both be judged"):
+        offline.load_outputs([str(session)])
+
+
+def test_the_same_output_twice_is_read_once(tmp_path: Path) -> None:
+    session = tmp_path / "s.txt"
+    session.write_text(f"$ free -k\n{FREE.read_text()}$ free -k\n{FREE.read_text()}")
     notes: list[str] = []
-    facts = parse_facts(offline.load_outputs([str(session)], notes))
-    assert facts.memory is not None and facts.memory.total_bytes == 263923952 * 1024
+    assert sorted(offline.load_outputs([str(session)], notes)) == ["free"]
     assert notes == [
-        f"{session}: a saved terminal session; not read: line 1 (`free -k`), run again at line 5 (the"
-        " later output is read)."
+        f"{session}: a saved terminal session; not read: line 5 (`free -k`): the same output as line 1"
+        " (`free -k`)."
     ]
+
+
+@pytest.mark.parametrize(
+    ("session", "hosts"),
+    [
+        ("$ ssh ubuntu@10.0.0.5 nvidia-smi -L\n{L}$ ssh ubuntu@10.0.0.6 lscpu\n{C}", "10.0.0.5, 10.0.0.6"),
+        ("jdoe@box-a:~/proj (main)$ nvidia-smi -L\n{L}jdoe@box-b:~/proj (main)$ lscpu\n{C}", "box-a, box-b"),
+        ("gpu01:~ # nvidia-smi -L\n{L}gpu02:~ # lscpu\n{C}", "gpu01, gpu02"),
+        # an interactive login: the commands before it ran on the laptop
+        (
+            "$ lscpu\n{C}$ ssh gpu-box\nWelcome\n$ nvidia-smi -L\n{L}",
+            "the machine the session started on, gpu-box",
+        ),
+    ],
+)
+def test_commands_of_two_machines_are_refused(tmp_path: Path, session: str, hosts: str) -> None:
+    path = tmp_path / "s.txt"
+    listing = (REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_text()
+    path.write_text(session.format(L=listing, C=LSCPU.read_text()))
+    with pytest.raises(UsageError, match=re.escape(f"ran commands on 2 hosts ({hosts})")):
+        offline.load_outputs([str(path)])
 
 
 def test_a_copied_free_command_gives_its_unit(tmp_path: Path) -> None:
@@ -239,23 +286,6 @@ SESSIONS = FIXTURES / "sessions"
             "the text above its first prompt (`udc-ba30-5: 1 $ which nvidia-smi`) is not an output this tool"
             " reads.",
         ),
-        (
-            # a MIG set-up: `nvidia-smi mig` is not read, `nvidia-smi -L` run twice is read as last run
-            "transcript__nvidia-smi-mig+nvidia-smi-L-x2+nvidia-smi__A30-MIG-conda-base.txt",
-            ["nvidia_smi_list", "nvidia_smi_table"],
-            "; ".join(
-                [
-                    "line 1 (`nvidia-smi mig -lgi`) is not an output this tool reads",
-                    "line 3 (`sudo nvidia-smi mig -cgi 14 -C`) is not an output this tool reads",
-                    "line 7 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads",
-                    "line 15 (`nvidia-smi -L`), run again at line 21 (the later output is read)",
-                    "line 18 (`sudo nvidia-smi mig -cgi 14 -C`) is not an output this tool reads",
-                    "line 25 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads",
-                    "line 35 (`sudo nvidia-smi mig -cgi 5 -C`) is not an output this tool reads",
-                    "line 38 (`sudo nvidia-smi mig -lgi`) is not an output this tool reads.",
-                ]
-            ),
-        ),
     ],
 )
 def test_real_sessions(name: str, kinds: list[str], not_read: str | None) -> None:
@@ -271,6 +301,16 @@ def test_a_session_reads_what_each_output_says() -> None:
     h100 = SESSIONS / "transcript__nvidia-smi+topo-m__4xH100-80GB-root-container.txt"
     shown = offline.summary(parse_facts(offline.load_outputs([str(h100)])))
     assert (shown["gpu_count"], shown["interconnect"]) == (4, "nvlink")
+
+
+def test_two_different_outputs_of_one_command_are_refused() -> None:
+    """A MIG set-up session runs `nvidia-smi -L` before and after a second instance is made: the
+    two are two states of the box, and which one to judge is the user's to say."""
     a30 = SESSIONS / "transcript__nvidia-smi-mig+nvidia-smi-L-x2+nvidia-smi__A30-MIG-conda-base.txt"
-    listed = offline.load_outputs([str(a30)])["nvidia_smi_list"].stdout
-    assert listed.count("MIG 1g.6gb") == 2  # (the later -L, after a second instance was made)
+    with pytest.raises(UsageError) as refused_:
+        offline.load_outputs([str(a30)])
+    assert str(refused_.value) == (
+        f"{a30}: line 15 (`nvidia-smi -L`) and line 21 (`nvidia-smi -L`) are two nvidia_smi_list outputs,"
+        " which cannot both be judged as the box (one may show part of it, or the box changed between"
+        " them): keep one of them in the file."
+    )
