@@ -341,6 +341,17 @@ def gather(
     return dataclasses.replace(parse_facts(raw), private=frozenset(p.name for p in probes if p.private))
 
 
+def _df_in_part(out: ProbeOutput) -> ProbeOutput:
+    """GNU df prints every filesystem it could read and exits 1 when one could not be read (a
+    stale NFS or FUSE mount: `df: /mnt/s3: Transport endpoint is not connected`): its rows are
+    read, as a listing of only some filesystems (a mount not among them is unknown, not missing)."""
+    if out.exit_code != 1 or not out.stdout.strip() or out.partial:
+        return out
+    why = next((line.strip() for line in out.stderr.splitlines() if line.strip()), "")
+    said = f"df could not read every filesystem (exit 1{': ' + why if why else ''})"
+    return dataclasses.replace(out, exit_code=0, partial=said)
+
+
 def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
     out = raw.get(name)
     return out.stdout if out is not None and out.exit_code == 0 and out.stdout.strip() else None
@@ -351,6 +362,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     # each parser module is imported only when there is output for it to parse
     warnings: list[str] = []
     raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    raw["df"] = _df_in_part(raw["df"])
     gpu = topology = cpu_info = mem = None
     mounts: Sequence[disks.Mount] = ()
     block: Sequence[disks.BlockDevice] = ()

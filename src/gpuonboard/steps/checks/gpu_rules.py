@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi_failure import (
@@ -77,6 +77,15 @@ def rule_driver(facts: Facts) -> Check:
         return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
     assert facts.gpu is not None
     actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"
+    if hung := _hung_formats(facts):
+        # another format listed the GPUs (-L asks the driver little), this one hung on one of them
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {hung} did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)",
+            "fail",
+            HUNG_ADVICE,
+        )
     notes = [refused] if refused else []
     incomplete = _incomplete(facts)
     if incomplete:
@@ -160,6 +169,16 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if verdict != "fail":
         notes += [f"{n}: {'; '.join(w)}" for n, w in (unknown | warns).items()]
     return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
+
+
+def _hung_formats(facts: Facts) -> str:
+    """The nvidia-smi formats the probe stopped after its timeout ('`nvidia-smi -q -x` and
+    `nvidia-smi`'), '' for none."""
+    from gpuonboard.facts.gpu_probes import GPU_SOURCES
+
+    outs = [(args, facts.raw.get(name)) for name, _, args in GPU_SOURCES]
+    stopped = [args for args, out in outs if out is not None and out.exit_code == TIMED_OUT]
+    return " and ".join(f"`nvidia-smi {a}`" if a.startswith("-") else "`nvidia-smi`" for a in stopped)
 
 
 PLACEHOLDER_ADVICE = (

@@ -239,7 +239,7 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
                 "the free output was given but its Mem row could not be read: save `free -k` of the"
                 " box (in the C locale: `LC_ALL=C free -k`) to judge the RAM",
             )
-        return Check("ram", expected, "unknown: free not available", "fail")
+        return _tool_failed("ram", expected, facts, "free", "free -k")
     total = facts.memory.total_bytes
     # as many decimals as tell the two apart (an order of 1.05 TiB beside 1.03 TiB read)
     decimals = _telling_decimals(total, wanted)
@@ -364,8 +364,8 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
 
 
 def _no_mounts(expected: str, facts: Facts) -> Check:
-    """data_disk when no mount was read: df not given (not judged), given but not understood
-    (unverified: nothing is known of the disks), or df did not run on the host (fail, as ever)."""
+    """data_disk when no mount was read: df not given (not judged), given but not understood, or
+    df did not run or failed on the host (unverified: nothing is known of the disks)."""
     if not facts.given("df"):
         return _not_judged("data_disk", expected, "df", "df -P -k")
     if _unread(facts, "df"):
@@ -377,7 +377,28 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
             "the df output was given but no mount and size could be read from it: save"
             " `df -P -k` of the box (in the C locale: `LC_ALL=C df -P -k`) to judge the data disk",
         )
-    return Check("data_disk", expected, "unknown: df not available", "fail")
+    return _tool_failed("data_disk", expected, facts, "df", "df -P -k")
+
+
+def _tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: str) -> Check:
+    """A rule whose tool did not answer on the host (missing: exit 127; failed: its exit code and
+    first line of stderr): nothing is known of the hardware, so unverified, saying why."""
+    out = facts.raw.get(probe)
+    why = next((line.strip() for line in (out.stderr if out else "").splitlines() if line.strip()), "")
+    if out is not None and out.absent:
+        said = f"{probe} is not installed on the host"
+    elif out is not None and out.exit_code != 0:
+        said = f"{probe} failed (exit {out.exit_code}{': ' + why if why else ''})"
+    else:
+        said = f"{probe} printed nothing"
+    return Check(
+        rule,
+        expected,
+        f"unknown: {said}",
+        "unverified",
+        f"the {probe} output gives what this rule judges: run `{command}` on the box, or ask the vendor"
+        " why it does not answer",
+    )
 
 
 def _cut_short(

@@ -215,3 +215,26 @@ def test_the_datasheet_size_passes_the_memory_nvidia_smi_shows(
         assert verdicts(tmp_path, "gpu.csv", csv_text, f"vram: {spelling}")["vram"][0] == "pass", spelling
     bigger = -(-size * 115 // 100)  # (15 % more: no two sizes of a card line are closer)
     assert verdicts(tmp_path, "gpu.csv", csv_text, f"vram: {bigger}G")["vram"][0] == "fail"
+
+
+def test_a_format_that_hung_fails_the_driver_though_another_listed_the_gpus() -> None:
+    """`-L` answers (it asks the driver little) while `-q -x` stops after GPU 2 and the table hangs
+    (a GPU stuck on the bus): GO with nvidia_driver PASS, nothing said of the hang; it fails as a
+    hang of every format does, naming the formats stopped."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.gpu_rules import rule_driver
+
+    listing = (REAL / "nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt").read_text()
+    xml = (REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text()
+    raw = {
+        "nvidia_smi_list": ProbeOutput(listing, "", 0),
+        "nvidia_smi": ProbeOutput(xml[: len(xml) // 2], "", 124),
+        "nvidia_smi_table": ProbeOutput("", "", 124),
+    }
+    check = rule_driver(parse_facts(raw))
+    assert check.verdict == "fail", check
+    assert "; `nvidia-smi -q -x` and `nvidia-smi` did not answer within 60 s (stopped)" in check.actual
+    assert "Xid 79" in check.detail
+    whole = rule_driver(parse_facts({"nvidia_smi": ProbeOutput(xml, "", 0)}))
+    assert whole.verdict == "pass"
