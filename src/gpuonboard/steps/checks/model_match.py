@@ -268,6 +268,32 @@ def marker_siblings(path: str = str(MARKERS_FILE)) -> dict[str, tuple[frozenset[
     return out
 
 
+@loaded_once
+def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[str, ...], ...]:
+    """The words of each name of data/gpu_name_markers.yml `tails`: a name nvidia-smi prints with
+    a product-marker word after a word its table may cut (`... Blackwell Max-Q Workstation Edition`)."""
+    out = []
+    for row in table_rows(Path(path), "tails"):
+        words = _name_tokens(str(row.get("name") or "")).tokens
+        if not any(w in _OTHER_PRODUCT for w in words):
+            raise ValueError(f"{path}: tail {row.get('name')!r} must hold a product-marker word")
+        out.append(words)
+    return tuple(out)
+
+
+def _tail_marker(name: _Name, want: list[str]) -> str | None:
+    """The marker word a known name continues a cut name with, after the cut word ('MAXQ' for
+    'RTX PRO 6000 Blac...'), where the order does not name it; None when no known name does."""
+    seen, frag = list(name.tokens), name.fragment
+    for words in marked_tails():
+        cut = len(seen)
+        if len(words) > cut and list(words[:cut]) == seen and words[cut].startswith(frag):
+            marker = next((w for w in words[cut + 1 :] if w in _OTHER_PRODUCT and w not in want), None)
+            if marker is not None:
+                return marker
+    return None
+
+
 def _marks_another_product(word: str, have: frozenset[str]) -> bool:
     """Whether a product-marker word in a delivered name makes it another product than an order
     without it: always for a variant word (D, Ti, Laptop, MIG...); for a word of
@@ -538,9 +564,13 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         )
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
     # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
-    # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none
+    # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none;
+    # a cut inside a word that a known name continues with a marker ('RTX PRO 6000 Blac...' of
+    # '... Blackwell Max-Q Workstation Edition', data/gpu_name_markers.yml `tails`) hides it too
     frag = name.fragment
     hides_tail = any(c.isdigit() for c in frag) and not (got.sxm or "PCIE" in got.have)
+    if name.cut and frag and not vague and (marker := _tail_marker(name, want)) is not None:
+        vague = f"the words after the cut word '{frag.title()}...' may be {_show(marker)}"
     if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
     if bare:

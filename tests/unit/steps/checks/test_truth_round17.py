@@ -238,3 +238,42 @@ def test_a_format_that_hung_fails_the_driver_though_another_listed_the_gpus() ->
     assert "Xid 79" in check.detail
     whole = rule_driver(parse_facts({"nvidia_smi": ProbeOutput(xml, "", 0)}))
     assert whole.verdict == "pass"
+
+
+def _tails() -> list[str]:
+    import yaml
+
+    from gpuonboard.resources import DATA_DIR
+
+    return [row["name"] for row in yaml.safe_load((DATA_DIR / "gpu_name_markers.yml").read_text())["tails"]]
+
+
+TAILS = _tails()
+
+
+@pytest.mark.parametrize("full", TAILS)
+def test_a_cut_that_may_hide_a_marker_is_no_pass(full: str) -> None:
+    """nvidia-smi's table cuts `NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition` to
+    `NVIDIA RTX PRO 6000 Blac...` (real capture: 3 such cards, 300 W caps): an order for the
+    (600 W) RTX PRO 6000 Blackwell passed. Every cut inside a word before the marker warns."""
+    from gpuonboard.steps.checks.model_match import match_model
+
+    marker = re.search(r"\b(Max-Q|Laptop)\b", full)
+    assert marker is not None
+    ordered = full[: marker.start()].removeprefix("NVIDIA ").strip()
+    for end in range(len("NVIDIA RTX 5"), marker.start() - 1):
+        if full[end - 1].isalpha() and full[end].isalpha():  # (a cut inside a word)
+            verdict = match_model(ordered, full[:end] + "...", None).verdict
+            assert verdict in ("warn", "fail"), full[:end]
+
+
+def test_a_cut_no_known_name_continues_with_a_marker_passes() -> None:
+    from gpuonboard.steps.checks.model_match import match_model
+
+    assert match_model("RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Gene...", 49140).verdict == "pass"
+    assert (
+        match_model(
+            "RTX PRO 6000 Blackwell Max-Q", "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"
+        ).verdict
+        == "pass"
+    )
