@@ -139,10 +139,16 @@ class GpuInfo:
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one
     csv_row: int | None = None
+    # its `index` is its place in a `-q` of some of the GPUs (`-q -i 4`), not the GPU's number:
+    # the rules name it by its PCI address
+    unplaced: bool = False
 
     def called(self) -> str:
-        """`GPU 3`, or `CSV row 3` for a row not known to be a GPU of its own (an `-l` log's)."""
-        return f"CSV row {self.csv_row}" if self.csv_row is not None else f"GPU {self.index}"
+        """`GPU 3`; `CSV row 3` for a row not known to be a GPU of its own (an `-l` log's); `GPU at
+        PCI 00000000:52:00.0` for a GPU whose number the output does not give (a `-q -i` view)."""
+        if self.csv_row is not None:
+            return f"CSV row {self.csv_row}"
+        return f"GPU at PCI {self.pci_bus_id}" if self.unplaced and self.pci_bus_id else f"GPU {self.index}"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 
 from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
@@ -26,12 +27,22 @@ def parse_any(text: str) -> GpuReport:
         or head.startswith("<!DOCTYPE nvidia_smi_log")
         or head.startswith("<nvidia_smi_log")
     ):
-        return parse_xml(text)
+        return _placed(parse_xml(text))
     if "NVSMI LOG" in head[:200] or re.search(r"(?m)^Attached GPUs\s+:", text):
-        return parse_text_q(text)
+        return _placed(parse_text_q(text))
     if looks_like_table(text):
         return parse_table(text)
     first_line = head.splitlines()[0]
     if "," in first_line and _header_names(next(csv.reader([first_line], skipinitialspace=True))):
         return parse_query_csv(text, ())
     return _unknown("output not recognised as any nvidia-smi format")
+
+
+def _placed(report: GpuReport) -> GpuReport:
+    """A `-q` / `-q -x` of some of the GPUs attached (`-i 4`, `-d ECC -i 52:00.0`) numbers its
+    records from 0 by their place: a record with a PCI address is named by it (`unplaced`), so no
+    rule blames GPU 0 for the GPU at 52:00.0."""
+    if report.attached_gpus is None or report.attached_gpus <= len(report.gpus) or not report.complete:
+        return report  # (a -q cut short lists its first GPUs in order: their places are their numbers)
+    gpus = tuple(dataclasses.replace(g, unplaced=True) if g.pci_bus_id else g for g in report.gpus)
+    return dataclasses.replace(report, gpus=gpus)

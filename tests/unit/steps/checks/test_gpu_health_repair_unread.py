@@ -41,8 +41,9 @@ MIG_NA = [
 def test_datacentre_gpu_with_remapping_na_is_unverified(name: str) -> None:
     verdict, actual, detail = repair(name)
     assert verdict == "unverified", actual
-    assert actual.startswith("not reported for GPU 0 (nvidia-smi -q gave N/A or no such section;")
-    assert "MIG mode on GPU 0" in actual
+    gpu = "GPU at PCI 00000000:01:00.0" if "1of4" in name else "GPU 0"  # (one GPU of 4: by address)
+    assert actual.startswith(f"not reported for {gpu} (nvidia-smi -q gave N/A or no such section;")
+    assert f"MIG mode on {gpu}" in actual
     assert "ROW_REMAPPER" in detail
 
 

@@ -137,10 +137,15 @@ def test_an_annotated_pending_remap_still_fails(tmp_path: Path) -> None:
     rules = verdicts(tmp_path, REMAP, (REAL / REMAP).read_text())
     assert rules["memory_repair"] == (
         "fail",
-        "GPU 0: row remap pending; GPU 0: 1 row(s) remapped after uncorrectable errors",
+        # (the GPU at 52:00.0 of 8, named by its address: `-i` shows GPU records numbered by place)
+        "GPU at PCI 00000000:52:00.0: row remap pending; GPU at PCI 00000000:52:00.0: 1 row(s) remapped"
+        " after uncorrectable errors",
     )
     # an ECC mode nvidia-smi failed to read is said so, not "not reported"
-    assert rules["ecc_mode"] == ("unverified", "unreadable on GPU 0 (ECC reads Unknown Error)")
+    assert rules["ecc_mode"] == (
+        "unverified",
+        "unreadable on GPU at PCI 00000000:52:00.0 (ECC reads Unknown Error)",
+    )
 
 
 def test_a_view_of_one_gpu_says_so(tmp_path: Path) -> None:

@@ -277,3 +277,13 @@ def test_a_cut_no_known_name_continues_with_a_marker_passes() -> None:
         ).verdict
         == "pass"
     )
+
+
+def test_a_view_of_some_gpus_names_its_gpu_by_address(tmp_path: Path) -> None:
+    """`nvidia-smi -q -d ECC,ROW_REMAPPER -i 52:00.0` of an 8-GPU box numbers its one record 0: the
+    pending remap of the GPU at 52:00.0 was blamed on GPU 0 (and its reset advice would reset
+    the wrong GPU). A -q cut short keeps its numbers (its records are GPUs 0, 1, ... in order)."""
+    name = "nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt"
+    verdict, actual = verdicts(tmp_path, name, (REAL / name).read_text())["memory_repair"]
+    assert verdict == "fail" and actual.startswith("GPU at PCI 00000000:52:00.0: row remap pending"), actual
+    assert "GPU 0" not in actual
