@@ -44,16 +44,22 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         'printf \'# source: %s\\n# first: %s\\n\' "$s" "$(printf \'%s\\n\' "$o" | head -n 1)"; '
         f"printf '%s\\n' \"$o\" | grep -E {keep} | tail -n {int(max_lines)}; exit 0"
     )
+    # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
+    first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "
     return (
         "e=; "
-        f'if o=$(dmesg 2>&1); then s=dmesg; {emit}; fi; e="dmesg: $(printf \'%s\\n\' "$o" | head -n 1)"; '
-        'if command -v sudo >/dev/null 2>&1 && o=$(sudo -n dmesg 2>/dev/null) && [ -n "$o" ]; then '
-        f"s='sudo -n dmesg'; {emit}; fi; "
+        f"if o=$(dmesg 2>&1); then s=dmesg; {emit}; fi; {first}"
+        'case $l in dmesg:*) e=$l;; *) e="dmesg: $l";; esac; '
+        "if command -v sudo >/dev/null 2>&1; then "
+        f"if o=$(sudo -n dmesg 2>/dev/null) && [ -n \"$o\" ]; then s='sudo -n dmesg'; {emit}; fi; "
+        # (its refusal, `sudo: a password is required`, read apart: a sudo warning on stderr is
+        # no line of a log that is read)
+        'l=$(sudo -n dmesg 2>&1 >/dev/null | head -n 1); e="$e; sudo -n dmesg: ${l:-printed nothing}"; fi; '
         "if command -v journalctl >/dev/null 2>&1; then "
         'if o=$(journalctl -k -b --no-pager -q 2>&1) && [ -n "$o" ] && '
         "! printf '%s\\n' \"$o\" | grep -q -e '^-- No entries --' -e 'not seeing messages'; then "
         f"s='journalctl -k -b'; {emit}; fi; "
-        'e="$e; journalctl -k -b: $(printf \'%s\\n\' "$o" | head -n 1)"; '
+        f'{first}e="$e; journalctl -k -b: $l"; '
         'else e="$e; journalctl: not installed"; fi; '
         "printf '%s\\n' \"$e\" >&2; exit 126"
     )

@@ -135,10 +135,12 @@ def test_pci_key_agrees_across_forms() -> None:
     assert pci_key("0000:9b:00") == pci_key("00000000:9B:00.0") == pci_key("0000:9b:00.0") == "0000:9b:00"
 
 
-def _run_probe(tmp_path: Path, dmesg: str, journalctl: str | None) -> subprocess.CompletedProcess[str]:
+def _run_probe(
+    tmp_path: Path, dmesg: str, journalctl: str | None, sudo: str = "exit 1"
+) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in (("dmesg", dmesg), ("journalctl", journalctl), ("sudo", "exit 1")):
+    for name, body in (("dmesg", dmesg), ("journalctl", journalctl), ("sudo", sudo)):
         if body is None:
             continue
         f = bin_dir / name
@@ -180,3 +182,20 @@ def test_probe_says_why_when_nothing_readable(tmp_path: Path) -> None:
     assert r.returncode == 126
     assert "dmesg: read kernel buffer failed: Operation not permitted" in r.stderr
     assert "journalctl -k -b: Hint" in r.stderr
+
+
+def test_probe_names_each_refusal_once(tmp_path: Path) -> None:
+    """`dmesg_restrict=1`, no sudo password, a journalctl that prints nothing: the sentence was
+    `dmesg: dmesg: read kernel buffer failed ...; journalctl -k -b:` (util-linux names itself;
+    sudo's refusal unsaid; journalctl's empty answer said as nothing)."""
+    r = _run_probe(
+        tmp_path,
+        "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1",
+        "exit 0",
+        sudo="echo 'sudo: a password is required' >&2; exit 1",
+    )
+    assert r.returncode == 126
+    assert r.stderr.strip() == (
+        "dmesg: read kernel buffer failed: Operation not permitted; sudo -n dmesg: sudo: a password is"
+        " required; journalctl -k -b: printed nothing"
+    )

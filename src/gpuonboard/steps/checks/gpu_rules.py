@@ -87,6 +87,10 @@ def rule_driver(facts: Facts) -> Check:
             HUNG_ADVICE,
         )
     notes = [refused] if refused else []
+    if failed := _failed_formats(facts):
+        # (said, never silent: the rules' "not reported" came from a format that failed here)
+        answered = ", ".join(facts.gpu_evidence.answered) if facts.gpu_evidence else "-"
+        notes.append(f"{failed}; the facts come from the formats that answered ({answered})")
     incomplete = _incomplete(facts)
     if incomplete:
         return Check(
@@ -169,6 +173,23 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if verdict != "fail":
         notes += [f"{n}: {'; '.join(w)}" for n, w in (unknown | warns).items()]
     return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
+
+
+def _failed_formats(facts: Facts) -> str:
+    """'`nvidia-smi -q -x` failed (exit 4: Insufficient Permissions)' for each format that failed
+    with a message while others answered (not refused by policy, not hung, not missing)."""
+    from gpuonboard.facts.gpu_merge import refusal_line
+    from gpuonboard.facts.gpu_probes import GPU_SOURCES
+
+    said = []
+    for name, _, args in GPU_SOURCES:
+        out = facts.raw.get(name)
+        if out is None or out.exit_code in (0, TIMED_OUT, 127) or refusal_line(out) is not None:
+            continue
+        line = next((ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()), "")
+        command = f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
+        said.append(f"{command} failed (exit {out.exit_code}{': ' + line[:120] if line else ''})")
+    return "; ".join(said)
 
 
 def _hung_formats(facts: Facts) -> str:

@@ -287,3 +287,24 @@ def test_a_view_of_some_gpus_names_its_gpu_by_address(tmp_path: Path) -> None:
     verdict, actual = verdicts(tmp_path, name, (REAL / name).read_text())["memory_repair"]
     assert verdict == "fail" and actual.startswith("GPU at PCI 00000000:52:00.0: row remap pending"), actual
     assert "GPU 0" not in actual
+
+
+def test_a_format_that_failed_while_others_answered_is_said() -> None:
+    """`-q -x` and `-q` exiting 4 `Insufficient Permissions` beside a table that answers: the
+    failure was in no row nor summary (the rules' "not reported" read as a field the box lacks)."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.gpu_rules import rule_driver
+
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()
+    raw = {
+        "nvidia_smi_table": ProbeOutput(table, "", 0),
+        "nvidia_smi": ProbeOutput("", "Insufficient Permissions\n", 4),
+        "nvidia_smi_q": ProbeOutput("", "Insufficient Permissions\n", 4),
+    }
+    check = rule_driver(parse_facts(raw))
+    assert check.verdict == "pass"
+    assert check.detail == (
+        "`nvidia-smi -q -x` failed (exit 4: Insufficient Permissions); `nvidia-smi -q` failed (exit 4:"
+        " Insufficient Permissions); the facts come from the formats that answered (table)"
+    )
