@@ -433,6 +433,10 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
+    if kind is None and (apps := saved_forms.compute_apps(text)) is not None:
+        if apps[1]:
+            raise UsageError(f"{where}: {apps[1]}")
+        return "nvidia_smi_apps", ProbeOutput(apps[0], warned, 0)  # (the live probe's form)
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
     if kind is None and (headed := saved_forms.with_df_header(command, text)):
@@ -460,10 +464,10 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
     if kind is None:
         raise UsageError(
             f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-            " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, nvidia-smi nvlink -s / -e,"
-            " dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker info, iperf3 -J, lscpu,"
-            " free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc --version, nproc in a file"
-            " named nproc*, or systemctl is-active in a file named *fabric*)."
+            " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
+            " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
+            " info, iperf3 -J, lscpu, free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc"
+            " --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
         )
     code = 0
     if kind == "nvidia_smi":

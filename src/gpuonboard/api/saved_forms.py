@@ -7,6 +7,7 @@ rows under a header in another language, `nvidia-smi -q` GPU blocks without thei
 from __future__ import annotations
 
 import csv
+import io
 import re
 
 from gpuonboard.facts.nvidia_smi.table import parse_table
@@ -132,3 +133,35 @@ def with_df_header(command: str, text: str) -> str:
     if not rows or any(len(r) < width or not any(t.endswith("%") for t in r) for r in rows):
         return ""
     return f"{header}\n{text}"
+
+
+# `nvidia-smi --query-compute-apps=...` fields (nvidia-smi --help-query-compute-apps)
+_APPS_FIELDS = frozenset(
+    {"timestamp", "gpu_name", "gpu_bus_id", "gpu_serial", "gpu_uuid", "pid", "process_name", "name",
+     "used_gpu_memory", "used_memory"}
+)  # fmt: skip
+
+
+def compute_apps(text: str) -> tuple[str, str] | None:
+    """A saved `--query-compute-apps` CSV (with its header) as the live probe reads it,
+    `gpu_uuid,pid,process_name,used_memory` rows without header or units: (those rows, ""), or
+    ("", why) when its processes cannot be placed on a GPU (no `gpu_uuid`); None when the text is
+    no such CSV."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    head = [cell.strip().split(" [")[0] for cell in lines[0].split(",")] if lines else []
+    if "pid" not in head or not all(h in _APPS_FIELDS for h in head):
+        return None
+    if "gpu_uuid" not in head:
+        return "", (
+            "a `--query-compute-apps` CSV without `gpu_uuid`, so its processes cannot be placed on a"
+            " GPU: save it with `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory"
+            " --format=csv`."
+        )
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in csv.reader(lines[1:], skipinitialspace=True):
+        cells = dict(zip(head, (cell.strip() for cell in row), strict=False))
+        used = (cells.get("used_gpu_memory") or cells.get("used_memory") or "").split(" ")[0]
+        name = cells.get("process_name") or cells.get("name") or ""
+        writer.writerow([cells.get("gpu_uuid", ""), cells.get("pid", ""), name, used])
+    return out.getvalue(), ""

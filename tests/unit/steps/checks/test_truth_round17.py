@@ -308,3 +308,37 @@ def test_a_format_that_failed_while_others_answered_is_said() -> None:
         "`nvidia-smi -q -x` failed (exit 4: Insufficient Permissions); `nvidia-smi -q` failed (exit 4:"
         " Insufficient Permissions); the facts come from the formats that answered (table)"
     )
+
+
+APPS = Path(__file__).parents[3] / "fixtures" / "compute-apps"
+H200_CSV = "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"
+
+
+@pytest.mark.parametrize(("state", "verdict"), [("load", "fail"), ("idle", None)])
+def test_a_saved_compute_apps_csv_lists_the_processes(
+    tmp_path: Path, state: str, verdict: str | None
+) -> None:
+    """A saved `--query-compute-apps` CSV (the live probe's process list) was refused as "a CSV
+    without its header row"; beside a GPU CSV of the same box it lists the GPU's processes."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    apps = APPS / f"nvidia-smi-query-compute-apps__h200-mig__1gpu__driver590.48.01__{state}.csv"
+    raw = offline.load_outputs([str(apps), str(REAL / H200_CSV)])
+    assert "nvidia_smi_apps" in raw
+    rules = {c.name: c for c in offline.judge(parse_facts(raw), None)}
+    check = rules["foreign_processes"]
+    if verdict == "fail":
+        assert check.verdict == "fail" and "pid 12267 ./gpu_burn (13526 MiB)" in check.actual, check
+    else:
+        assert "pid" not in check.actual, check
+
+
+def test_a_compute_apps_csv_without_gpu_uuid_is_refused(tmp_path: Path) -> None:
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    path = tmp_path / "apps.csv"
+    path.write_text("pid, process_name, used_gpu_memory [MiB]\n12267, ./gpu_burn, 13526 MiB\n")
+    with pytest.raises(UsageError, match="a `--query-compute-apps` CSV without `gpu_uuid`"):
+        offline.load_outputs([str(path)])
