@@ -39,8 +39,9 @@ from gpuonboard.facts.nvidia_smi.values import (
     _yes_no,
 )
 
-# "Key   : value"; the separator is whitespace + colon, so "GPU 00000000:07:00.0" is a header.
-_TEXT_LINE = re.compile(r"^(\s*)(\S.*?)(?:\s+:(?:\s(.*)|$))?\s*$")
+# "Key   : value"; the separator is a colon followed by a space or the line's end, so "GPU
+# 00000000:07:00.0" is a header; a label as long as the colon's column meets it: `...Specification: 0 C`
+_TEXT_LINE = re.compile(r"^(\s*)(\S.*?)(?:\s*:(?:\s(.*)|$))?\s*$")
 
 
 def _indent(line: str) -> int:
@@ -417,7 +418,8 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         display_active=_on_off(_tree_get(section, "Display Active")),
         driver_model=_tree_get(section, "Driver Model", "Current"),
         **_text_pcie(section),
-        temperature_c=_int(_tree_get(section, "Temperature", "GPU Current Temp")),
+        # (R304-era `-q` says `Gpu : 49 C`)
+        temperature_c=_int(_tree_first(section, ("Temperature", "GPU Current Temp"), ("Temperature", "Gpu"))),
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
         mig_na=_is_na(_tree_raw(section, "MIG Mode", "Current")),
         mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
@@ -494,7 +496,7 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
     if "Processes" in last:
         return False
     # `-q -d MEMORY` and friends print a few sections without the product name: not a cut
-    return "Product Name" in last or len(last) < 2
+    return "Product Name" in last or not last  # (one section alone: `-q -d TEMPERATURE`)
 
 
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"

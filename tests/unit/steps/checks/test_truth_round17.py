@@ -342,3 +342,20 @@ def test_a_compute_apps_csv_without_gpu_uuid_is_refused(tmp_path: Path) -> None:
     path.write_text("pid, process_name, used_gpu_memory [MiB]\n12267, ./gpu_burn, 13526 MiB\n")
     with pytest.raises(UsageError, match="a `--query-compute-apps` CSV without `gpu_uuid`"):
         offline.load_outputs([str(path)])
+
+
+def test_a_one_section_view_of_one_gpu_is_whole(tmp_path: Path) -> None:
+    """`nvidia-smi -q -d TEMPERATURE` of one GPU (one record, one section: a real R304 capture)
+    was an incomplete probe ("cut off") with its R304 `Gpu : 49 C` unread."""
+    public = Path(__file__).parents[3] / "fixtures" / "public"
+    name = "nvidia-smi-q-d-temperature__geforce-6200__driver304.108__monitorix-28.txt"
+    rules = verdicts(tmp_path, name, (public / name).read_text())
+    assert rules["nvidia_driver"][0] == "pass", rules["nvidia_driver"]
+    assert rules["temperature"] == ("pass", "49 C on GPU 0")
+    # every real -q cut to one display of one section stays whole where the -q was whole
+    for q in Q_TEXTS:
+        view = q_view(q, ("Temperature",))
+        if re.search(r"Attached GPUs\s+: 1\n", view) and "incomplete" not in str(
+            verdicts(tmp_path, q, (REAL / q).read_text())["nvidia_driver"]
+        ):
+            assert "incomplete" not in verdicts(tmp_path, q, view)["nvidia_driver"][1], q
