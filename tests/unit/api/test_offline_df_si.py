@@ -46,8 +46,9 @@ def test_without_a_word_of_si_it_stays_df_h() -> None:
 def test_a_network_share_is_said_to_be_one(tmp_path: Path) -> None:
     """An NFS export at the ordered mount: lsblk never lists one, so "could not tell whether
     it is on another physical disk than / ... lsblk does not show both" asked for what cannot
-    be given (round 13); it is a network share, said so."""
+    be given (round 13); it is a network share, said so. With a size ordered it is unverified:
+    df shows the share's whole size, not a quota rented on it (round 17)."""
     text = PROMPT + (REAL / NAME).read_text()
     verdict, actual = judged(tmp_path, "df.txt", text, "10GB")
-    assert verdict == "warn"
+    assert verdict == "unverified"
     assert actual == "192.168.247.128:/public at /public_mount, 19.0 GB (a network share, nfs4)"

@@ -122,14 +122,19 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     )
 
 
-def _usable_only(usable: int, why: str, cores: int, expected: str, lscpu_given: bool) -> Check:
+def _usable_only(usable: int, why: str, cores: int, expected: str, facts: Facts) -> Check:
     """cpu_cores from the CPUs this login may use alone (nproc, no lscpu read): threads, not
     cores, so at most a warning."""
     verdict: Verdict = "warn" if usable >= cores else "fail"
+    out = facts.raw.get("lscpu")
+    lscpu = "no lscpu"
+    if facts.given("lscpu") and out is not None:
+        failed = "lscpu not installed" if out.absent else "lscpu failed"
+        lscpu = failed if out.exit_code else "lscpu unreadable"
     return Check(
         "cpu_cores",
         expected,
-        f"{usable} logical CPUs ({'lscpu unreadable' if lscpu_given else 'no lscpu'})",
+        f"{usable} logical CPUs ({lscpu})",
         verdict,
         f"only the logical CPUs this login may use are known ({_SOURCE_OF.get(why, why)}): threads,"
         " not cores; save `lscpu` of the box to count its cores",
@@ -146,7 +151,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         if usable is None and not facts.given("lscpu"):
             return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
         if usable:
-            return _usable_only(usable, why, order.cpu_cores, expected, facts.given("lscpu"))
+            return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
         # of fewer cores than ordered (a missing tool is not missing hardware)
         return Check(
@@ -463,23 +468,47 @@ def _rounded_size(mount: disks.Mount, need: float, expected: str, actual: str) -
 _NETWORK_FS = frozenset(
     {"nfs", "nfs4", "cifs", "smb3", "smbfs", "glusterfs", "ceph", "lustre", "beegfs", "9p"}
 )
-_NETWORK_DEVICE = re.compile(r"^(?:[\w.-]+:/|//[\w.-]+/)")
+# FUSE network filesystems by their `fuse.<name>` type (not lxcfs, gvfs, overlayfs: local)
+_NETWORK_FUSE = frozenset(
+    {"mfs", "moosefs", "s3fs", "juicefs", "gcsfuse", "goofys", "rclone", "sshfs", "glusterfs", "ceph",
+     "cephfs", "alluxio-fuse", "geesefs", "mountpoint-s3", "blobfuse", "blobfuse2"}
+)  # fmt: skip
+# a network share's device: `host:/export`, `user@host:/path` (sshfs), `//host/share`, MooseFS's
+# `mfs#host:port` (a RunPod network volume), and the FUSE clients' own names (s3fs, JuiceFS:vol)
+_NETWORK_DEVICE = re.compile(
+    r"^(?:[\w.@-]+:/|//[\w.-]+/|[\w.-]+#[\w.-]+:\d+|s3fs$|JuiceFS:|gcsfuse$|rclone$)"
+)
 
 
 def _network_share(mount: disks.Mount) -> bool:
-    """Whether a mount is a network share (NFS, SMB, Lustre ...), by df's type or device form."""
-    return (mount.fstype or "") in _NETWORK_FS or bool(_NETWORK_DEVICE.match(mount.device))
+    """Whether a mount is a network share (NFS, SMB, Lustre, a FUSE network filesystem ...), by
+    df's type or device form."""
+    fstype = mount.fstype or ""
+    return (
+        fstype in _NETWORK_FS
+        or fstype.removeprefix("fuse.") in _NETWORK_FUSE
+        or bool(_NETWORK_DEVICE.match(mount.device))
+    )
 
 
-def _network_check(mount: disks.Mount, expected: str, actual: str) -> Check:
-    """data_disk on a network share: a warning saying it is one (lsblk never lists one)."""
+def _network_check(mount: disks.Mount, expected: str, actual: str, sized: bool = True) -> Check:
+    """data_disk on a network share: a warning saying it is one (lsblk never lists one); where a
+    size was ordered, unverified: df shows the share's whole size, not the quota rented on it."""
+    said = (
+        f"{mount.mountpoint} is a network share, not a disk in the box: its speed is the network's"
+        " and it is shared; ask the vendor whether the ordered data disk is meant to be network storage"
+    )
+    if not sized:
+        said += (
+            "; df shows the share's whole size, not the quota rented on it, so the ordered size"
+            " cannot be read here: ask the vendor for the volume's quota"
+        )
     return Check(
         "data_disk",
         expected,
         actual + f" (a network share{f', {mount.fstype}' if mount.fstype else ''})",
-        "warn",
-        f"{mount.mountpoint} is a network share, not a disk in the box: its speed is the network's"
-        " and it is shared; ask the vendor whether the ordered data disk is meant to be network storage",
+        "warn" if sized else "unverified",
+        said,
     )
 
 
@@ -584,6 +613,9 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         sized := _size_check(spec.min_size_bytes, mount, tolerance, expected, actual)
     ):
         return sized
+    if spec.min_size_bytes and _network_share(mount):
+        # (df shows a share's whole size, a cluster's 448T, never the quota rented on it)
+        return _network_check(mount, expected, actual, sized=False)
     if cache_only:
         return Check("data_disk", expected, actual, "warn", cache_only)
     if _network_share(mount):

@@ -359,3 +359,34 @@ def test_a_one_section_view_of_one_gpu_is_whole(tmp_path: Path) -> None:
             verdicts(tmp_path, q, (REAL / q).read_text())["nvidia_driver"]
         ):
             assert "incomplete" not in verdicts(tmp_path, q, view)["nvidia_driver"][1], q
+
+
+@pytest.mark.parametrize(
+    ("lscpu", "said"),
+    [
+        (("", "sh: 1: lscpu: not found", 127), "16 logical CPUs (lscpu not installed)"),
+        (("", "lscpu: failed to determine number of CPUs", 1), "16 logical CPUs (lscpu failed)"),
+        (("garbage\n", "", 0), "16 logical CPUs (lscpu unreadable)"),
+    ],
+)
+def test_cpu_cores_says_why_lscpu_gave_nothing(lscpu: tuple[str, str, int], said: str) -> None:
+    """A minimal image without lscpu (exit 127) was "lscpu unreadable"."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_cpu
+
+    facts = parse_facts({"lscpu": ProbeOutput(*lscpu), "nproc": ProbeOutput("16\n", "", 0)})
+    assert rule_cpu(OrderSpec(cpu_cores=8), facts).actual == said
+
+
+def test_a_network_volume_gives_no_size(tmp_path: Path) -> None:
+    """A RunPod pod's 100 GB network volume at /workspace shows in df as the MooseFS cluster
+    (`mfs#us-mo-1.runpod.net:9421  448T`): a 500 GB order passed on size."""
+    public = Path(__file__).parents[3] / "fixtures" / "public"
+    name = "df-h-grep__runpod-a100-pod__mfs-network-volume-448t.txt"
+    df = (public / name).read_text()
+    order = "data_disk: {mount: /workspace, min_size: 500GB}"
+    verdict, actual = verdicts(tmp_path, name, df, order)["data_disk"]
+    assert (verdict, actual.endswith("(a network share)")) == ("unverified", True), actual
+    assert verdicts(tmp_path, name, df, "data_disk: /workspace")["data_disk"][0] == "warn"
