@@ -433,6 +433,8 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
+    if kind is None and (limits := saved_forms.cgroup_limits(text)) is not None:
+        return "cgroup_limits", ProbeOutput(limits, "", 0)  # (the live probe's form)
     if kind is None and (apps := saved_forms.compute_apps(text)) is not None:
         if apps[1]:
             raise UsageError(f"{where}: {apps[1]}")

@@ -165,3 +165,31 @@ def compute_apps(text: str) -> tuple[str, str] | None:
         name = cells.get("process_name") or cells.get("name") or ""
         writer.writerow([cells.get("gpu_uuid", ""), cells.get("pid", ""), name, used])
     return out.getvalue(), ""
+
+
+# a saved `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` (each line `FILE:VALUE`) or
+# `head` of them (`==> FILE <==` above each value): the files the live probe's cgroup walk reads
+_CGROUP_FILE = (
+    r"/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us)"
+)
+_CGROUP_GREP = re.compile(rf"({_CGROUP_FILE}):(\S.*)")
+_CGROUP_HEAD = re.compile(rf"==> ({_CGROUP_FILE}) <==")
+
+
+def cgroup_limits(text: str) -> str | None:
+    """A saved listing of cgroup limit files as the live probe's `FILE<TAB>VALUE` lines; None
+    when the text is no such listing."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and all(_CGROUP_GREP.fullmatch(line) for line in lines):
+        pairs = [m.groups() for line in lines if (m := _CGROUP_GREP.fullmatch(line))]
+    elif lines and (head := _CGROUP_HEAD.fullmatch(lines[0])) is not None:
+        pairs, path = [], head.group(1)
+        for line in lines[1:]:
+            if (m := _CGROUP_HEAD.fullmatch(line)) is not None:
+                path = m.group(1)
+            elif path:
+                pairs.append((path, line))
+                path = ""
+    else:
+        return None
+    return "".join(f"{path}\t{value.strip()}\n" for path, value in pairs) if pairs else None

@@ -105,7 +105,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     An nproc output that was given but not read (a number without nproc's final newline: cut
     short?) leaves the CPUs this login may use unknown: no pass or warning, only a fail that
     does not depend on them."""
-    check = _judge_cpu(order, facts)
+    check = _container_view(_judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs")
     unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
@@ -225,7 +225,38 @@ RAM_RESERVE_BYTES = 256 << 20
 UNIFIED_RESERVE = 0.10
 
 
+# what to save where a container's limits are not known offline (cgroup v2, v1)
+CGROUP_LIMITS_ADVICE = (
+    "save `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` of the box (cgroup v1:"
+    " `grep . /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_*_us`) beside it"
+)
+
+
+def _container_view(check: Check, facts: Facts, shows: str) -> Check:
+    """A pass where the box is a container (df's / is an overlay) whose cgroup limits were not
+    given (offline; the live probe reads them): `shows` the host's, which a container may not
+    use (AutoDL's `free` says 1.0Ti of a share of 32 GB): unverified, never a pass."""
+    if check.verdict != "pass" or facts.given("cgroup_limits"):
+        return check
+    root = next((m for m in facts.mounts if m.mountpoint == "/"), None)
+    if root is None or "overlay" not in (root.fstype or "", root.device):
+        return check
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual} (of the host: / is an overlay, a container)",
+        "unverified",
+        f"inside a container {shows} unless lxcfs shows its own, and a cgroup limit may give this"
+        f" container less; {CGROUP_LIMITS_ADVICE}",
+    )
+
+
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
+    """RAM as ordered (`_judge_ram`); a pass of a container whose limits were not given is not one."""
+    return _container_view(_judge_ram(order, facts, tolerance), facts, "free shows the host's RAM")
+
+
+def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """Installed RAM >= ordered (the inventory reads GB/TB as GiB/TiB), allowing the kernel's
     reserved share (and, where the GPU shares the system's memory, the firmware's share for it);
     a cgroup memory limit below it (a container rental) is what counts."""
@@ -256,15 +287,17 @@ def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
     limit = facts.memory_limit_bytes
-    if limit is not None and limit < total:
-        actual += f", {format_bytes(limit)} usable (cgroup memory limit)"
+    if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
+        actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
         if limit < floor:
             return Check(
                 "ram",
                 expected,
                 actual,
                 "fail",
-                f"only {format_bytes(limit)} usable (cgroup memory limit) of {format_bytes(total)}",
+                f"only {format_bytes(limit)} usable (cgroup memory limit)"
+                + (f" of {format_bytes(total)}" if limit < total else ", free's total (lxcfs shows it)")
+                + ": the container's limit, not a missing DIMM; ask the vendor for the memory ordered",
             )
     less, more = facts.memory.total_spread
     if total - less >= floor:

@@ -390,3 +390,82 @@ def test_a_network_volume_gives_no_size(tmp_path: Path) -> None:
     verdict, actual = verdicts(tmp_path, name, df, order)["data_disk"]
     assert (verdict, actual.endswith("(a network share)")) == ("unverified", True), actual
     assert verdicts(tmp_path, name, df, "data_disk: /workspace")["data_disk"][0] == "warn"
+
+
+PUBLIC = Path(__file__).parents[3] / "fixtures" / "public"
+AUTODL = (
+    "df-h__autodl-rtx4090-container__overlay-root.txt",
+    "free-h__autodl-rtx4090-container__host-1.0ti.txt",
+)
+
+
+def _folder(tmp_path: Path, extra: dict[str, str]) -> Path:
+    folder = tmp_path / f"box{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    for name in AUTODL:
+        (folder / name).write_text((PUBLIC / name).read_text())
+    for name, text in extra.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("limits", "ram", "verdict"),
+    [
+        ({}, "512GB", "unverified"),  # (the host's 1.0 TiB: the container may have 32 GB of it)
+        (
+            {"cg.txt": "/sys/fs/cgroup/memory.max:34359738368\n/sys/fs/cgroup/cpu.max:800000 100000\n"},
+            "512GB",
+            "fail",
+        ),
+        ({"cg.txt": "/sys/fs/cgroup/memory.max:max\n/sys/fs/cgroup/cpu.max:max 100000\n"}, "512GB", "pass"),
+        (
+            {
+                "cg.txt": "==> /sys/fs/cgroup/memory.max <==\n34359738368\n\n"
+                "==> /sys/fs/cgroup/cpu.max <==\nmax 100000\n"
+            },
+            "32GB",
+            "pass",
+        ),
+    ],
+)
+def test_a_container_shows_the_hosts_ram(
+    tmp_path: Path, limits: dict[str, str], ram: str, verdict: str
+) -> None:
+    """A real AutoDL container (overlay root, `free -h` of the host's 1.0Ti) passed `ram: 512GB`:
+    the container's cgroup limit decides, and offline without it the pass is unverified."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    folder = _folder(tmp_path, limits)
+    (tmp_path / "order.yml").write_text(f"ram: {ram}\n")
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    rules = {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
+    assert rules["ram"].verdict == verdict, rules["ram"]
+    if not limits:
+        assert "grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max" in rules["ram"].detail
+
+
+def test_a_container_limit_lxcfs_shows_as_the_total_is_no_dimm() -> None:
+    """With lxcfs `free` shows the container's limit as its total: "a missing or failed DIMM" was
+    blamed for a 4000MB LXD limit (canonical/lxd#6166)."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_ram
+
+    total = 4000 * 10**6 // 1024  # KiB
+    free = (
+        "              total        used        free      shared  buff/cache   available\n"
+        f"Mem:     {total}      100000     3000000           0      500000     3500000\n"
+        "Swap:             0           0           0\n"
+    )
+    facts = parse_facts(
+        {
+            "free": ProbeOutput(free, "", 0),
+            "cgroup_limits": ProbeOutput(f"/sys/fs/cgroup/memory.max\t{total * 1024}\n", "", 0),
+        }
+    )
+    check = rule_ram(OrderSpec(ram_bytes=8 * 2**30), facts, 0.03)
+    assert check.verdict == "fail" and "DIMM" not in check.detail.replace("not a missing DIMM", "")
+    assert "the container's limit" in check.detail
