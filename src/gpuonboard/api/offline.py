@@ -415,6 +415,20 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes)
 
 
+def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
+    """A saved output of another form than the live probe's, as that probe's output: cgroup
+    limit files (`grep . /sys/fs/cgroup/memory.max ...`), a `--query-compute-apps` CSV with its
+    header; None for neither (errors name `where`)."""
+    if (limits := saved_forms.cgroup_limits(text)) is not None:
+        return "cgroup_limits", ProbeOutput(limits, "", 0)
+    if (apps := saved_forms.compute_apps(text)) is not None:
+        rows, why = apps
+        if why:
+            raise UsageError(f"{where}: {why}")
+        return "nvidia_smi_apps", ProbeOutput(rows, "", 0)
+    return None
+
+
 def _saved_output(path: Path, where: str, pasted: str, command: str | None = None) -> tuple[str, ProbeOutput]:
     """One saved output: its kind detected from its content (errors name `where`); `command` is
     the command it is the output of, where a session's prompt line gave it."""
@@ -433,12 +447,8 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
         in ("active", "inactive", "failed", "activating", "deactivating", "unknown")
     ):
         kind = "fabric_manager"  # (`systemctl is-active nvidia-fabricmanager`: one word, known by name)
-    if kind is None and (limits := saved_forms.cgroup_limits(text)) is not None:
-        return "cgroup_limits", ProbeOutput(limits, "", 0)  # (the live probe's form)
-    if kind is None and (apps := saved_forms.compute_apps(text)) is not None:
-        if apps[1]:
-            raise UsageError(f"{where}: {apps[1]}")
-        return "nvidia_smi_apps", ProbeOutput(apps[0], warned, 0)  # (the live probe's form)
+    if kind is None and (probe := _probe_form(where, text)) is not None:
+        return probe
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
     if kind is None and (headed := saved_forms.with_df_header(command, text)):

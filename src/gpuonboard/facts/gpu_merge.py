@@ -238,10 +238,16 @@ def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
 
 
 def _with_processes(gpus: list[GpuInfo], apps: Mapping[str, list[GpuProcess]]) -> list[GpuInfo]:
-    """The compute-apps list where a GPU's own format could not list processes."""
+    """The compute-apps list where a GPU's own format could not list processes: by the GPU's
+    UUID (one GPU and one UUID listed: that GPU's); a GPU whose UUID the output does not give,
+    where some process is on a GPU no UUID names, keeps its list unknown (never "none")."""
+    uuids = {g.uuid for g in gpus if g.uuid}
+    if len(gpus) == 1 and len(apps) == 1 and not gpus[0].uuid:
+        apps = {"": next(iter(apps.values()))}  # (the one GPU's: its output gave no UUID)
+    placed_all = all(uuid in uuids or uuid == "" for uuid in apps)
     out = []
     for g in gpus:
-        if not g.processes_known and not g.faults:
+        if not g.processes_known and not g.faults and (g.uuid or placed_all):
             found = tuple(apps.get(g.uuid or "", ()))
             g = dataclasses.replace(
                 g,

@@ -49,6 +49,12 @@ class ProbeOutput:
         return self.exit_code == 127
 
 
+def first_line(text: str) -> str:
+    """The first line of `text` that is not blank, stripped ("" for none): what a tool's message
+    says first (`df: /mnt/s3: Transport endpoint is not connected`)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def build_script(probes: Sequence[Probe], token: str) -> str:
     """The sh script: slow probes in the background, quick ones inline, all outputs framed.
 

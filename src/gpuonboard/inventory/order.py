@@ -139,9 +139,11 @@ class _Order:
         raw = self.raw
         if raw.get(key) is None:
             return None
-        if isinstance(raw[key], int | float) and not isinstance(raw[key], bool):
+        # (a number, or a quoted one: `vram: "80"` was read as 80 bytes and passed any GPU)
+        bare = raw[key] if isinstance(raw[key], int | float) else str(raw[key]).strip()
+        if not isinstance(bare, bool) and re.fullmatch(r"\d+(?:\.\d+)?", str(bare)):
             raise self.fail(
-                key, f"needs a unit, like {raw[key]}GB or {raw[key]}GiB (a bare number would mean bytes)."
+                key, f"needs a unit, like {bare}GB or {bare}GiB (a bare number would mean bytes)."
             )
         try:
             value = parse(raw[key])
@@ -194,8 +196,16 @@ class _Order:
         disk = self.raw.get("data_disk")
         if disk is None:
             return None
-        if isinstance(disk, str) and (both := re.fullmatch(r"\s*(/\S*)\s+(\d\S*)\s*", disk)):
+        if isinstance(disk, str) and (
+            both := re.fullmatch(r"\s*(/\S*?)[:,]?\s+(\d+(?:\.\d+)?\s*[A-Za-z]+)\s*", disk)
+        ):
             disk = {"mount": both[1], "min_size": both[2]}  # (`/data 500G`, as an order sheet says it)
+        elif isinstance(disk, str) and len(disk.split()) > 1:
+            raise self.fail(
+                "data_disk",
+                f"must be a mount point, or a mount point and a size with its unit ('/data 500GB'), not"
+                f" {disk!r}: write `{{mount: /data, min_size: 500GB}}`.",
+            )
         elif isinstance(disk, str):
             disk = {"mount": disk}
         if not isinstance(disk, Mapping):
@@ -229,10 +239,10 @@ class _Order:
 
 def _disk_min_size(disk: Mapping[str, Any], field: str) -> int | None:
     """A data disk's `min_size` (`7TB`), above 0 and at most 1 EiB; `field` begins the error."""
-    if isinstance(disk.get("min_size"), int | float) and not isinstance(disk.get("min_size"), bool):
-        raise InventoryError(
-            f"{field} needs a unit, like {disk['min_size']}TB (a bare number would mean bytes)."
-        )
+    size = disk.get("min_size")
+    bare = size if isinstance(size, int | float) and not isinstance(size, bool) else str(size).strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", str(bare)):  # (a quoted number too: `"600"` meant 600 bytes)
+        raise InventoryError(f"{field} needs a unit, like {bare}TB (a bare number would mean bytes).")
     if disk.get("min_size") is None:
         return None
     try:

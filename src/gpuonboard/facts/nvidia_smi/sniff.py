@@ -27,9 +27,9 @@ def parse_any(text: str) -> GpuReport:
         or head.startswith("<!DOCTYPE nvidia_smi_log")
         or head.startswith("<nvidia_smi_log")
     ):
-        return _placed(parse_xml(text))
+        return _named_by_address(parse_xml(text))
     if "NVSMI LOG" in head[:200] or re.search(r"(?m)^Attached GPUs\s+:", text):
-        return _placed(parse_text_q(text))
+        return _named_by_address(parse_text_q(text))
     if looks_like_table(text):
         return parse_table(text)
     first_line = head.splitlines()[0]
@@ -38,7 +38,7 @@ def parse_any(text: str) -> GpuReport:
     return _unknown("output not recognised as any nvidia-smi format")
 
 
-def _placed(report: GpuReport) -> GpuReport:
+def _named_by_address(report: GpuReport) -> GpuReport:
     """A `-q` / `-q -x` of some of the GPUs attached (`-i 4`, `-d ECC -i 52:00.0`) numbers its
     records from 0 by their place: a record with a PCI address is named by it (`unplaced`), so no
     rule blames GPU 0 for the GPU at 52:00.0."""

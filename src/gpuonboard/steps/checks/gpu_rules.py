@@ -15,6 +15,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
 )
+from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks import ngc
@@ -186,9 +187,8 @@ def _failed_formats(facts: Facts) -> str:
         out = facts.raw.get(name)
         if out is None or out.exit_code in (0, TIMED_OUT, 127) or refusal_line(out) is not None:
             continue
-        line = next((ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()), "")
-        command = f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
-        said.append(f"{command} failed (exit {out.exit_code}{': ' + line[:120] if line else ''})")
+        line = first_line(out.stderr + "\n" + out.stdout)
+        said.append(f"{_smi(args)} failed (exit {out.exit_code}{': ' + line[:120] if line else ''})")
     return "; ".join(said)
 
 
@@ -199,7 +199,12 @@ def _hung_formats(facts: Facts) -> str:
 
     outs = [(args, facts.raw.get(name)) for name, _, args in GPU_SOURCES]
     stopped = [args for args, out in outs if out is not None and out.exit_code == TIMED_OUT]
-    return " and ".join(f"`nvidia-smi {a}`" if a.startswith("-") else "`nvidia-smi`" for a in stopped)
+    return " and ".join(map(_smi, stopped))
+
+
+def _smi(args: str) -> str:
+    """The command of a GPU format (GPU_SOURCES' args): '`nvidia-smi -q -x`', the table's '`nvidia-smi`'."""
+    return f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
 
 
 PLACEHOLDER_ADVICE = (

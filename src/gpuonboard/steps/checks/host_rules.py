@@ -14,6 +14,7 @@ import re
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
 from gpuonboard.facts.cpu import nproc_unread
+from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
@@ -422,7 +423,7 @@ def _tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: st
     """A rule whose tool did not answer on the host (missing: exit 127; failed: its exit code and
     first line of stderr): nothing is known of the hardware, so unverified, saying why."""
     out = facts.raw.get(probe)
-    why = next((line.strip() for line in (out.stderr if out else "").splitlines() if line.strip()), "")
+    why = first_line(out.stderr) if out else ""
     if out is not None and out.absent:
         said = f"{probe} is not installed on the host"
     elif out is not None and out.exit_code != 0:
@@ -439,6 +440,16 @@ def _tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: st
     )
 
 
+# GNU df's line for a mount it could not read: `df: /mnt/s3: Transport endpoint is not connected`
+# (older coreutils quote the path: `df: ‘/mnt/s3’: ...`)
+_DF_UNREAD = re.compile(r"^df: [‘'`]?(/[^:’']*)[’']?: ", re.MULTILINE)
+
+
+def _df_unread_mounts(stderr: str) -> list[str]:
+    """The mount points a df that exited 1 names as not read."""
+    return _DF_UNREAD.findall(stderr)
+
+
 def _cut_short(
     path: str, mount: disks.Mount | None, root: disks.Mount | None, expected: str, facts: Facts
 ) -> Check | None:
@@ -451,6 +462,9 @@ def _cut_short(
     text = _answered(facts, "df")
     cut = disks.df_cut(text)
     partial = facts.raw["df"].partial if text else ""
+    unread = _df_unread_mounts(facts.raw["df"].stderr)
+    if partial and unread and not any(path == u or path.startswith(u.rstrip("/") + "/") for u in unread):
+        partial = ""  # (df names each mount it could not read: the ordered path is none of them)
     if (cut or partial) and (mount is None or mount.mountpoint != path):
         which, why = "lists only some filesystems", partial
         if cut:

@@ -548,6 +548,14 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
             says = ", ".join(_show(o, name.joined) for o in others)
             problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
             unseen = []
+    # a memory type ordered where the name says one: they must agree ('H100 80GB HBM2e', the PCIe
+    # card's, against 'NVIDIA H100 80GB HBM3'); where the name says none it is not demanded
+    said_kinds = sorted(t for t in got.have if _MEMORY_KIND.match(t))
+    problems += [
+        f"'{t}' ordered, the name says {', '.join(said_kinds)}"
+        for t in want_name.tokens
+        if _MEMORY_KIND.match(t) and said_kinds and t not in said_kinds
+    ]
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - set(want) if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
     cut_problem, vague = _cut_word(want, got)

@@ -68,14 +68,21 @@ def test_a_df_that_could_not_read_one_mount_is_read_in_part() -> None:
     text = (REAL / DF_H).read_text()
     found = rule_data_disk(ORDER, parse_facts({"df": ProbeOutput(text, STALE, 1)}), 0.03)
     assert found.verdict == "pass", found
-    elsewhere = OrderSpec(data_disk=DataDiskSpec("/scratch", 9 * 10**9))
+    elsewhere = OrderSpec(data_disk=DataDiskSpec("/mnt/s3", 9 * 10**9))
     unknown = rule_data_disk(elsewhere, parse_facts({"df": ProbeOutput(text, STALE, 1)}), 0.03)
     assert (unknown.verdict, unknown.actual) == (
         "unverified",
-        "unknown: /scratch is not in the df output, which lists only some filesystems",
+        "unknown: /mnt/s3 is not in the df output, which lists only some filesystems",
     )
     assert unknown.detail.startswith(
         "df could not read every filesystem (exit 1: df: /mnt/s3: Transport endpoint is not connected)"
+    )
+    # a mount df does not name as unread is not in the part missing: missing, as with exit 0
+    missing = OrderSpec(data_disk=DataDiskSpec("/data", 9 * 10**9))
+    unread_elsewhere = "df: /scratch: Transport endpoint is not connected\n"
+    assert (
+        rule_data_disk(missing, parse_facts({"df": ProbeOutput(text, unread_elsewhere, 1)}), 0.03).verdict
+        == "fail"
     )
 
 

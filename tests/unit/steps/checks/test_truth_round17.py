@@ -147,7 +147,9 @@ def test_datasheet_words_and_glued_chinese_do_not_change_the_match(name: str, vr
 
     model = re.sub(r"^(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+)?", "", name)
     base = match_model(model, name, vram).verdict
-    for extra in (" HBM3e", " GDDR6X", " HBM 2e", "版", "显存", " 涡轮版"):
+    # (a name that says its memory type, `H100 80GB HBM3`, is checked against it: another fails)
+    kinds = () if re.search(r"HBM|GDDR", name) else (" HBM3e", " GDDR6X", " HBM 2e")
+    for extra in (*kinds, "版", "显存", " 涡轮版"):
         assert match_model(model + extra, name, vram).verdict == base, extra
 
 
@@ -163,6 +165,9 @@ def test_datasheet_words_and_glued_chinese_do_not_change_the_match(name: str, vr
         ("V100S", "Tesla V100S-PCIE-32GB", "pass"),
         ("4090 24G显存", "NVIDIA GeForce RTX 4090", "pass"),
         ("H100 80GB HBM3", "NVIDIA H100 PCIe", "fail"),  # (HBM3 dropped; PCIe still another product)
+        ("H100 80GB HBM2e", "NVIDIA H100 80GB HBM3", "fail"),  # (the PCIe card's memory: the name says HBM3)
+        ("GH200 HBM3", "NVIDIA GH200 144G HBM3e", "fail"),
+        ("GH200 144G HBM3e", "NVIDIA GH200 144G HBM3e", "pass"),
     ],
 )
 def test_short_super_and_kept_distinctions(ordered: str, name: str, verdict: str) -> None:
@@ -469,3 +474,38 @@ def test_a_container_limit_lxcfs_shows_as_the_total_is_no_dimm() -> None:
     check = rule_ram(OrderSpec(ram_bytes=8 * 2**30), facts, 0.03)
     assert check.verdict == "fail" and "DIMM" not in check.detail.replace("not a missing DIMM", "")
     assert "the container's limit" in check.detail
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        'data_disk: "/data 600"',
+        'data_disk: "/data 4TB NVMe"',
+        'vram: "80"',
+        'ram: "512"',
+        "data_disk: {mount: /data, min_size: '600'}",
+    ],
+)
+def test_a_size_without_its_unit_is_refused(tmp_path: Path, order: str) -> None:
+    """A quoted bare number was read as bytes: `vram: "80"` passed any GPU, `/data 600` any disk."""
+    from gpuonboard.api import offline
+    from gpuonboard.errors import InventoryError
+
+    (tmp_path / "order.yml").write_text(order + "\n")
+    with pytest.raises(
+        InventoryError, match="needs a unit|must be a mount point, or a mount point and a size"
+    ):
+        offline.load_order(str(tmp_path / "order.yml"))
+
+
+def test_processes_no_uuid_places_leave_the_lists_unknown() -> None:
+    """Processes of a compute-apps list whose UUID names no GPU listed (GPUs without UUIDs) were
+    dropped and the GPUs' lists read as empty ("none")."""
+    from gpuonboard.facts.gpu_merge import _with_processes
+    from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
+
+    gpus = [GpuInfo(index=0, name="NVIDIA H100"), GpuInfo(index=1, name="NVIDIA H100")]
+    apps = {"GPU-aaaa": [GpuProcess(7, "./gpu_burn", "C", 13526)]}
+    assert not any(g.processes_known for g in _with_processes(gpus, apps))
+    one = _with_processes(gpus[:1], apps)[0]
+    assert one.processes_known and one.processes[0].pid == 7  # (one GPU, one UUID: that GPU's)

@@ -45,8 +45,11 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     off_dc = [g for g in dc if g.ecc_mode == "Disabled"]
     # (ECC off on a GPU whose model the output does not name, `-q -d ECC`: a fault or not by the model)
     off_nameless = [g for g in read if not g.name.strip() and g.ecc_mode == "Disabled"]
-    off_pro = [g for g in read if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled"]
-    off_pro = [g for g in off_pro if g not in off_nameless]
+    off_pro = [
+        g
+        for g in read
+        if klass[g.index] in ("professional", "unknown") and g.ecc_mode == "Disabled" and g.name.strip()
+    ]
     off_consumer = [g for g in read if klass[g.index] == "consumer" and g.ecc_mode == "Disabled"]
     # (N/A on a data-centre GPU is no answer either: its cards all have ECC)
     unknown = [g for g in read if _ecc_mode_unknown(g)]
@@ -62,14 +65,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             " and reboot",
         )
     if off_nameless:
-        return Check(
-            "ecc_mode",
-            "Enabled",
-            f"Disabled on {gpu_list(off_nameless, gpus)} (the model is not in this output)" + note,
-            "unverified",
-            "ECC off fails a data-centre GPU and is expected of a GeForce card; this output names no"
-            " model (`nvidia-smi -q -d ECC` prints none): give `nvidia-smi -L` or the table beside it",
-        )
+        return _ecc_off_unnamed(off_nameless, gpus, note)
     if off_pro:
         return Check(
             "ecc_mode",
@@ -104,6 +100,18 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
         )
         + note,
         "pass",
+    )
+
+
+def _ecc_off_unnamed(off: list[GpuInfo], gpus: list[GpuInfo], note: str) -> Check:
+    """ecc_mode where ECC is off on GPUs whose model the output does not name: unverified."""
+    return Check(
+        "ecc_mode",
+        "Enabled",
+        f"Disabled on {gpu_list(off, gpus)} (the model is not in this output)" + note,
+        "unverified",
+        "ECC off fails a data-centre GPU and is expected of a GeForce card; this output names no"
+        " model (`nvidia-smi -q -d ECC` prints none): give `nvidia-smi -L` or the table beside it",
     )
 
 

@@ -172,6 +172,13 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
                 else ""
             ),
         )
+    return _none_listed(read, gpus)
+
+
+def _none_listed(read: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
+    """foreign_processes where no GPU read lists a process and none shows work: a pass where
+    every list is known beside a figure, or (no list) every figure reads idle; else unverified,
+    naming what is missing."""
     # an empty list with no figure beside it (`-q -d PIDS` alone): a job a container hides shows
     # only in the figures, so an empty list alone is no pass
     blind = [
@@ -184,8 +191,8 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
             f"no process listed on {gpu_list(blind, gpus)}, and no utilisation or memory figure read",
             "unverified",
             "a job in another container or VM is not listed by nvidia-smi and shows only in the"
-            " GPU's utilisation and memory used, which this output does not give; `nvidia-smi` (the"
-            " table) shows both",
+            " GPU's utilisation and memory used, which this output does not give (left out, or N/A"
+            " on this GPU)",
         )
     if all(g.processes_known for g in read):
         return Check("foreign_processes", "none", "none", "pass")
