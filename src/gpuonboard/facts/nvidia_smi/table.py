@@ -103,7 +103,8 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
         return {}, False
     by_gpu: dict[int, list[GpuProcess]] = {}
     said_none = unsupported = False
-    for line in lines[start + 1 :]:
+    # (newer drivers print an empty table on one line: `| Processes:  No running processes found |`)
+    for line in lines[start:]:
         if _TABLE_NO_PROCESSES.search(line):
             said_none = True
             continue

@@ -509,3 +509,10 @@ def test_processes_no_uuid_places_leave_the_lists_unknown() -> None:
     assert not any(g.processes_known for g in _with_processes(gpus, apps))
     one = _with_processes(gpus[:1], apps)[0]
     assert one.processes_known and one.processes[0].pid == 7  # (one GPU, one UUID: that GPU's)
+
+
+def test_an_empty_process_table_on_one_line_says_none(tmp_path: Path) -> None:
+    """`| Processes:  No running processes found |` (a real RunPod pod's table, driver 580): the
+    list was not read, and an idle pod's foreign_processes was unverified."""
+    name = "nvidia-smi__a100-80gb-pcie__runpod-pod__driver580.159.04__one-line-processes.txt"
+    assert verdicts(tmp_path, name, (PUBLIC / name).read_text())["foreign_processes"] == ("pass", "none")
