@@ -67,7 +67,8 @@ def _limited_detail(usable: int, why: str, logical: int, offline: int | None) ->
         return (
             f"only {usable} of {logical} CPUs online ({offline} offline: lscpu's Off-line CPU(s) list);"
             " ask the vendor to bring them online (`chcpu -e`, or a kernel `maxcpus=`/`nr_cpus=` limit"
-            " removed) or for the box that was ordered"
+            " removed) or for the box that was ordered; in an LXC/LXD container, lxcfs shows the host's"
+            " CPUs outside the container's share as offline: ask for the CPUs ordered"
         )
     return (
         f"only {usable} CPU{'s' if usable != 1 else ''} usable ({why}) of {logical};"
