@@ -28,6 +28,7 @@ from gpuonboard.facts.nvlink import (
     NvlinkErrors,
     NvlinkStatus,
 )
+from gpuonboard.facts.probe import ProbeOutput, first_line
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.once import loaded_once
@@ -579,6 +580,18 @@ def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> 
     return listed
 
 
+def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check | None:
+    """An NVLink rule whose `nvidia-smi {command}` failed: its exit code and message said in
+    place of "no output" / "printed nothing" (`topo -m`'s failure is quoted so too)."""
+    if check is None or out.exit_code == 0 or check.verdict not in ("unverified", "pass"):
+        return check
+    line = first_line(out.stderr + "\n" + out.stdout)
+    said = f"`nvidia-smi {command}` failed (exit {out.exit_code}{': ' + line[:120] if line else ''})"
+    if check.verdict == "pass":
+        return replace(check, actual=check.actual.replace(f"`nvidia-smi {command}` printed nothing", said))
+    return replace(check, actual=said)
+
+
 def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
     """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` printed nothing: not
     applicable (no peer GPU to link to), in place of "no output" unverified."""
@@ -625,12 +638,12 @@ def health_checks(facts: Facts) -> list[Check]:
     )
     if facts.given("nvidia_nvlink"):
         listed = status if status is not None and status.gpus else None
-        checks.append(_lone(rule_nvlink(named, listed), lone and listed is None, "nvlink -s"))
+        check = _lone(rule_nvlink(named, listed), lone and listed is None, "nvlink -s")
+        checks.append(_failure_said(check, facts.raw["nvidia_nvlink"], "nvlink -s"))
     if facts.given("nvidia_nvlink_errors"):
         listed_errors = errors if errors is not None and errors.gpus else None
-        checks.append(
-            _lone(rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, "nvlink -e")
-        )
+        check = _lone(rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, "nvlink -e")
+        checks.append(_failure_said(check, facts.raw["nvidia_nvlink_errors"], "nvlink -e"))
     models = [g.name for g in gpus] or list(named.values())
     states = [(g.fabric_state, g.fabric_status) for g in gpus]
     if facts.given("fabric_manager"):

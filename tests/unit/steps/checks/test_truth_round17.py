@@ -516,3 +516,24 @@ def test_an_empty_process_table_on_one_line_says_none(tmp_path: Path) -> None:
     list was not read, and an idle pod's foreign_processes was unverified."""
     name = "nvidia-smi__a100-80gb-pcie__runpod-pod__driver580.159.04__one-line-processes.txt"
     assert verdicts(tmp_path, name, (PUBLIC / name).read_text())["foreign_processes"] == ("pass", "none")
+
+
+def test_a_failed_nvlink_command_is_quoted() -> None:
+    """`nvidia-smi nvlink -s` exiting 3 with its message was "no `nvidia-smi nvlink -s` output"
+    (and on one GPU "printed nothing"), where `topo -m`'s same failure is quoted."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    failed = ProbeOutput("", "The requested operation is not available on target device\n", 3)
+    h100 = (REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt").read_text()
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput(h100, "", 0), "nvidia_nvlink": failed})
+    check = next(c for c in health_checks(facts) if c.name == "nvlink_links")
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "`nvidia-smi nvlink -s` failed (exit 3: The requested operation is not available on target device)",
+    )
+    h200 = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text()
+    lone = parse_facts({"nvidia_smi_q": ProbeOutput(h200, "", 0), "nvidia_nvlink": failed})
+    said = next(c for c in health_checks(lone) if c.name == "nvlink_links")
+    assert said.verdict == "pass" and "failed (exit 3" in said.actual, said
