@@ -31,12 +31,21 @@ from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, shown, where
 
 _ZERO_MEMORY = re.compile(r"(?<![\d.])0+\s*G(?:I?B)?\b", re.IGNORECASE)  # "0GB", "0 GiB", "00G"
-_RDMA = re.compile(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(G|Gb|Gbit|Gbps|Gb/s)", re.I | re.ASCII)
+# (bits only: `G`, `Gb`, `Gbit`, `Gbps`, `Gb/s`; a capital-B `GB`, `GB/s` is bytes: 50 GB/s is 400 Gb/s)
+_RDMA = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*([Gg]|[Gg]b|[Gg]bit|[Gg]bps|[Gg]b/s)", re.ASCII)
+_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB|GB/s|GBps)", re.ASCII)
 
 
 def parse_rdma(value: object) -> tuple[int, float]:
     """An order's `rdma` field, COUNTxRATE with the rate in Gb/s (`8x400G`, `8 x 400Gbps`,
     `2x200Gb/s`) -> (8, 400.0); ValueError with the reason otherwise."""
+    if isinstance(value, str) and (b := _RDMA_BYTES.fullmatch(value.strip())):
+        bits = float(b.group(2)) * 8
+        raise ValueError(
+            f"is {value!r}: a rate in bytes ({b.group(3)}); port rates are sold in bits: write"
+            f' "{b.group(1)}x{bits:g}G" if {b.group(2)} {b.group(3)} a port was meant, or'
+            f' "{b.group(1)}x{b.group(2)}G" for {b.group(2)} Gb/s'
+        )
     if not isinstance(value, str) or not (m := _RDMA.fullmatch(value.strip())):
         raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {shown(value)}')
     count, rate = int(m.group(1)), float(m.group(2))

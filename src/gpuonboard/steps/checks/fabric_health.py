@@ -522,8 +522,10 @@ def rule_rdma(
     others = [p for p in ports if p not in good and p not in unknown]
 
     def show(p: IbPort) -> str:
+        # (a port not up has no rate of its own: mlx5 reports a RoCE port without link as 40 Gb/s)
         rate = f"{p.rate_gbps:g} Gb/s" if p.rate_gbps is not None else "rate ?"
-        return f"{p.device}/{p.port} {p.state} {rate} {p.link_layer or ''}".rstrip()
+        state = f"{p.state} ({p.phys_state})" if p.phys_state and not p.active else p.state
+        return " ".join(filter(None, (f"{p.device}/{p.port}", state, rate if p.active else "", p.link_layer)))
 
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
@@ -549,10 +551,14 @@ def rule_rdma(
             " vendor for the ordered"
             " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
         )
+    down = [p for p in others if not p.active]
+    slower = [p for p in others if p.active]  # (up at a lower rate: another NIC, not counted)
+    said = f"; down: {', '.join(map(show, down))}" if down else ""
+    said += f"; up below {gbit:g} Gb/s, not counted: {', '.join(map(show, slower))}" if slower else ""
     return Check(
         "rdma_ports",
         expected,
-        actual + (f"; short: {', '.join(show(p) for p in others)}" if others else ""),
+        actual + said,
         "fail",
         "fewer RDMA ports are up at the ordered rate than ordered: ask the vendor to check cables, switch"
         " ports and NIC firmware, and show `ibv_devinfo -v` with every port PORT_ACTIVE"

@@ -544,3 +544,25 @@ def test_a_failed_nvlink_command_is_quoted() -> None:
     lone = parse_facts({"nvidia_smi_q": ProbeOutput(h200, "", 0), "nvidia_nvlink": failed})
     said = next(c for c in health_checks(lone) if c.name == "nvlink_links")
     assert said.verdict == "pass" and "failed (exit 3" in said.actual, said
+
+
+@pytest.mark.parametrize("rate", ["3x50GB/s", "8x400GB", "8x50GBps"])
+def test_an_rdma_rate_in_bytes_is_refused(tmp_path: Path, rate: str) -> None:
+    """`rdma: "3x50GB/s"` was read as 50 Gb/s (case ignored) and passed 100G ports for a 400G one."""
+    from gpuonboard.api import offline
+    from gpuonboard.errors import InventoryError
+
+    (tmp_path / "order.yml").write_text(f'rdma: "{rate}"\n')
+    with pytest.raises(InventoryError, match="a rate in bytes"):
+        offline.load_order(str(tmp_path / "order.yml"))
+
+
+def test_rdma_ports_down_and_slower_are_said_apart(tmp_path: Path) -> None:
+    """8 x NDR ordered, 6 up: the ports down were shown at mlx5's 40 Gb/s placeholder, and the
+    box's up 100G front-end NICs were listed as "short" with them."""
+    name = "ibstat__h100-8x-ndr400__down-polling__gpud.txt"
+    verdict, actual = verdicts(tmp_path, name, (REAL / name).read_text(), 'rdma: "8x400G"')["rdma_ports"]
+    assert verdict == "fail"
+    assert "down: mlx5_11/1 DOWN (Polling) Ethernet, mlx5_5/1 DOWN (Disabled) Ethernet" in actual
+    assert "up below 400 Gb/s, not counted: mlx5_1/1 ACTIVE 100 Gb/s" in actual
+    assert "40 Gb/s" not in actual
