@@ -209,6 +209,8 @@ def send_growing(g: Growing, sender: Sender, complete: Callable[[], None]) -> Se
             out.failed = transfer.RsyncRun(INTERRUPTED, transfer.RsyncStats(), "")
             return out
         complete()
+        if not append:  # (whole before a first run: the batch's own run sends it; no dir left behind)
+            sender.remote(shell.join(["rmdir", "--", partial]))  # (only an empty one: as mkdir found it)
         if append and g.same and _run(g, sender, partial, True, out):
             script = ["sh", "-c", LAND_SCRIPT, "sh", partial, g.link.name, real, str(g.size())]
             out.landed = sender.remote(shell.join(script))
