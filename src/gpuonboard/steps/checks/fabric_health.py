@@ -555,15 +555,19 @@ def rule_rdma(
     slower = [p for p in others if p.active]  # (up at a lower rate: another NIC, not counted)
     said = f"; down: {', '.join(map(show, down))}" if down else ""
     said += f"; up below {gbit:g} Gb/s, not counted: {', '.join(map(show, slower))}" if slower else ""
-    return Check(
-        "rdma_ports",
-        expected,
-        actual + said,
-        "fail",
+    linked = [p for p in down if (p.phys_state or "").lower() == "linkup"]
+    advice = (
         "fewer RDMA ports are up at the ordered rate than ordered: ask the vendor to check cables, switch"
         " ports and NIC firmware, and show `ibv_devinfo -v` with every port PORT_ACTIVE"
-        " at the ordered speed.",
+        " at the ordered speed."
     )
+    if linked:  # (a link up, the port not brought to Active: no LID from a subnet manager, a VF)
+        advice += (
+            f" {', '.join(f'{p.device}/{p.port}' for p in linked)}: the physical link is up but the port"
+            " is not Active: no subnet manager gave it a LID (opensm, the switch's SM), or an SR-IOV"
+            " virtual function is not set up; not a cable."
+        )
+    return Check("rdma_ports", expected, actual + said, "fail", advice)
 
 
 def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> dict[int, str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ...offline_judge import checks as offline_checks
 from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -566,3 +567,13 @@ def test_rdma_ports_down_and_slower_are_said_apart(tmp_path: Path) -> None:
     assert "down: mlx5_11/1 DOWN (Polling) Ethernet, mlx5_5/1 DOWN (Disabled) Ethernet" in actual
     assert "up below 400 Gb/s, not counted: mlx5_1/1 ACTIVE 100 Gb/s" in actual
     assert "40 Gb/s" not in actual
+
+
+def test_a_port_down_with_its_link_up_is_no_cable(tmp_path: Path) -> None:
+    """`State: Down` with `Physical state: LinkUp` (a ConnectX-6 VF with no LID) was advised only
+    "check cables and switch ports": the link is up, the subnet manager or the VF setup is not."""
+    name = "ibstat__connectx6-mt4124__1port-down-linkup__sriov-pod.txt"
+    rules = {c.name: c for c in offline_checks(tmp_path, name, (REAL / name).read_text(), 'rdma: "1x200G"')}
+    check = rules["rdma_ports"]
+    assert check.verdict == "fail" and "DOWN (LinkUp)" in check.actual
+    assert "no subnet manager gave it a LID" in check.detail
