@@ -137,7 +137,11 @@ def sections(text: str) -> list[Section] | None:
     login: str | None = None  # (the machine an interactive `ssh HOST` logged in to)
     for n, (i, (command, host)) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
-        body = "\n".join(lines[i + 1 : end]) + ("\n" if end < len(lines) else "")  # (a next prompt: it ended)
+        start = i + 1
+        while command.endswith("\\") and start < end:  # (a command continued, `> ` shell's PS2)
+            command = f"{command[:-1].rstrip()} {lines[start].strip().removeprefix('> ')}".strip()
+            start += 1
+        body = "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "")  # (a next prompt: it ended)
         out.append(Section(i + 1, command, host or login, body))
         if (ssh := _SSH_LOGIN.fullmatch(command)) is not None:
             # the commands before it ran on the machine the session started on

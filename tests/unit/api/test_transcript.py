@@ -314,3 +314,20 @@ def test_two_different_outputs_of_one_command_are_refused() -> None:
         " which cannot both be judged as the box (one may show part of it, or the box changed between"
         " them): keep one of them in the file."
     )
+
+
+def test_a_command_continued_on_the_next_line_is_one_command(tmp_path: Path) -> None:
+    """`nvidia-smi --query-gpu=... \\` then `> --format=csv,noheader` (bash's PS2): the command was
+    cut at the backslash, so the noheader CSV's fields were unknown and it was not read."""
+    csv_rows = (
+        "0, NVIDIA A100-PCIE-40GB, 40960 MiB, 555.42.02\n1, NVIDIA A100-PCIE-40GB, 40960 MiB, 555.42.02\n"
+    )
+    session = tmp_path / "s.txt"
+    session.write_text(
+        "ubuntu@gpu-1:~$ nvidia-smi --query-gpu=index,name,memory.total,driver_version \\\n"
+        f"> --format=csv,noheader\n{csv_rows}ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
+    )
+    notes: list[str] = []
+    raw = offline.load_outputs([str(session)], notes)
+    assert sorted(raw) == ["free", "nvidia_smi_csv"] and notes == []
+    assert offline.summary(parse_facts(raw))["gpu_count"] == 2
