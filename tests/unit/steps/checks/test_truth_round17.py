@@ -577,3 +577,20 @@ def test_a_port_down_with_its_link_up_is_no_cable(tmp_path: Path) -> None:
     check = rules["rdma_ports"]
     assert check.verdict == "fail" and "DOWN (LinkUp)" in check.actual
     assert "no subnet manager gave it a LID" in check.detail
+
+
+def test_advice_to_run_q_says_where_q_failed() -> None:
+    """`-q` and `-q -x` exiting 4 `Insufficient Permissions` beside a table: the rules' advice
+    "`nvidia-smi -q -d PCIE` shows them" named the command the host had just refused."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.gpu_health.step import evaluate
+
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()
+    refused = ProbeOutput("", "Insufficient Permissions\n", 4)
+    raw = {"nvidia_smi_table": ProbeOutput(table, "", 0), "nvidia_smi": refused, "nvidia_smi_q": refused}
+    pcie = next(c for c in evaluate(parse_facts(raw)) if c.name == "pcie_link")
+    assert pcie.verdict == "unverified"
+    assert pcie.detail.endswith(
+        "; on this box `nvidia-smi -q` failed (exit 4: Insufficient Permissions): ask the vendor for it"
+    )

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
@@ -83,7 +84,27 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         ]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [_of_those_read(c, gap) if c.verdict == "pass" else c for c in checks]
+    if failed := _q_failed(facts):
+        # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
+        checks = [
+            replace(c, detail=f"{c.detail}; on this box {failed}: ask the vendor for it")
+            if c.verdict == "unverified" and "nvidia-smi -q" in c.detail
+            else c
+            for c in checks
+        ]
     return ([unreadable] if unreadable else []) + checks
+
+
+def _q_failed(facts: Facts) -> str:
+    """'`nvidia-smi -q` failed (exit 4: Insufficient Permissions)' where both `-q` and `-q -x`
+    ran and failed with a message (not missing, not hung); '' otherwise."""
+    outs = [facts.raw.get(name) for name in ("nvidia_smi_q", "nvidia_smi")]
+    if not all(out is not None and out.exit_code not in (0, 124, 127) for out in outs):
+        return ""
+    out = outs[0]
+    assert out is not None
+    line = first_line(out.stderr + "\n" + out.stdout)
+    return f"`nvidia-smi -q` failed (exit {out.exit_code}{': ' + line[:120] if line else ''})"
 
 
 # the readings every nvidia-smi format that reads a GPU gives (a listing, `-L`, gives none)
