@@ -595,11 +595,15 @@ def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check 
     place of "no output" / "printed nothing" (`topo -m`'s failure is quoted so too)."""
     if check is None or out.exit_code == 0 or check.verdict not in ("unverified", "pass"):
         return check
+    # (its message in the detail: the row stays short, and a run's saved raw output, which keeps
+    # no stderr, reads the same)
     line = first_line(out.stderr + "\n" + out.stdout)
-    said = f"`nvidia-smi {command}` failed (exit {out.exit_code}{': ' + line[:120] if line else ''})"
+    said = f"`nvidia-smi {command}` failed"
+    detail = f"it exited {out.exit_code}" + (f": {line[:100]}" if line else "")  # (not "gave nothing")
     if check.verdict == "pass":
-        return replace(check, actual=check.actual.replace(f"`nvidia-smi {command}` printed nothing", said))
-    return replace(check, actual=said)
+        actual = check.actual.replace(f"`nvidia-smi {command}` printed nothing", said)
+        return replace(check, actual=actual, detail=detail)
+    return replace(check, actual=said, detail=detail)
 
 
 def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
