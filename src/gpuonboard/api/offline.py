@@ -591,12 +591,12 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     return raw
 
 
-def _refuse_unreadable(path: Path | str, kind: str, text: str) -> None:
+def _refuse_unreadable(where: str, kind: str, text: str) -> None:
     """A saved output of a kind known from its content that cannot be read as that kind is a bad
     input (exit 2, naming the file and what to save), never a box without the fact."""
     if kind == "df" and not df_lists_sizes(text):
         raise UsageError(
-            f"{path}: this df output has no size column (`df -i` counts inodes), so no disk size can"
+            f"{where}: this df output has no size column (`df -i` counts inodes), so no disk size can"
             " be read from it; save `df -P -k` (or `df -h`) of the box instead."
         )
     if kind == "lsblk":
@@ -604,7 +604,7 @@ def _refuse_unreadable(path: Path | str, kind: str, text: str) -> None:
 
         if (why := lsblk_unread(text)) is not None:
             raise UsageError(
-                f"{path}: this lsblk -J output cannot be read ({why}); the file is cut short or"
+                f"{where}: this lsblk -J output cannot be read ({why}); the file is cut short or"
                 " damaged: save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` of the box again."
             )
 

@@ -11,6 +11,7 @@ import io
 import re
 
 from gpuonboard.facts.nvidia_smi.table import parse_table
+from gpuonboard.facts.probe import first_line
 
 __all__ = [
     "csv_width",
@@ -47,7 +48,7 @@ def other_form(text: str) -> str | None:
     `lsblk` table, `lscpu -e`, some lines of an lscpu), or a part of nvidia-smi's table without
     its banner and header (naming the GPUs it shows unreadable), naming what to save; None
     otherwise."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = first_line(text)
     for pattern, what, save in _OTHER_FORMS:
         if pattern.search(first):
             return f"{what}, which this tool does not read: save {save} of the box."

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.probe import first_line
 
 T = TypeVar("T")
 UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
@@ -59,9 +60,10 @@ _WEAK_PROMPT = re.compile(
     r"|(?:[^\s❯λ»]+\s+){0,4}[❯λ»]+|In \[\d*\]:\s*!|!)\s*"  # starship (`~ via ml ❯`), a notebook cell
     rf"(?P<command>(?:sudo\s+)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?)(?<!:)\s*"
 )
-_SSH_HOST = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s+\S")
+_SSH = rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})"
+_SSH_HOST = re.compile(rf"{_SSH}\s+\S")  # (`ssh box df -h`: the command runs on box)
 # an interactive login to another machine: the commands after it run there, until `exit`
-_SSH_LOGIN = re.compile(rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})\s*")
+_SSH_LOGIN = re.compile(rf"{_SSH}\s*")
 # a prompt line is short: a longer line is output (and no pattern is tried on it at length)
 _LONGEST_PROMPT = 400
 
@@ -87,7 +89,7 @@ class Section:
     def where(self) -> str:
         if self.line:
             return f"line {self.line} (`{self.command}`)"
-        first = next(line.strip() for line in self.text.split("\n") if line.strip())
+        first = first_line(self.text)
         return f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`)"
 
     @property
@@ -129,11 +131,10 @@ def sections(text: str) -> list[Section] | None:
     one command's output, under a prompt line or not)."""
     lines = text.split("\n")
     heads = [(i, p) for i, line in enumerate(lines) if (p := _prompt(line)) is not None]
-    if not heads or (len(heads) == 1 and not "".join(lines[: heads[0][0]]).strip()):
+    above = "\n".join(lines[: heads[0][0]]) + "\n" if heads else ""  # (text above the first prompt)
+    if not heads or (len(heads) == 1 and not above.strip()):
         return None
-    out: list[Section] = []
-    if "".join(lines[: heads[0][0]]).strip():
-        out.append(Section(0, "", None, "\n".join(lines[: heads[0][0]]) + "\n"))
+    out: list[Section] = [Section(0, "", None, above)] if above.strip() else []
     login: str | None = None  # (the machine an interactive `ssh HOST` logged in to)
     for n, (i, (command, host)) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)

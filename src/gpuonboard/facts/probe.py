@@ -48,6 +48,12 @@ class ProbeOutput:
         """True when the probed command does not exist on the host."""
         return self.exit_code == 127
 
+    def failure(self) -> str:
+        """'exit 4: Insufficient Permissions': its exit code and the first line it printed (on
+        stderr, else stdout), as a rule says a command that failed."""
+        line = first_line(self.stderr + "\n" + self.stdout)
+        return f"exit {self.exit_code}" + (f": {line[:120]}" if line else "")
+
 
 def first_line(text: str) -> str:
     """The first line of `text` that is not blank, stripped ("" for none): what a tool's message

@@ -148,9 +148,7 @@ class _Order:
         raw = self.raw
         if raw.get(key) is None:
             return None
-        # (a number, or a quoted one: `vram: "80"` was read as 80 bytes and passed any GPU)
-        bare = raw[key] if isinstance(raw[key], int | float) else str(raw[key]).strip()
-        if not isinstance(bare, bool) and re.fullmatch(r"\d+(?:\.\d+)?", str(bare)):
+        if (bare := _bare_number(raw[key])) is not None:
             raise self.fail(
                 key, f"needs a unit, like {bare}GB or {bare}GiB (a bare number would mean bytes)."
             )
@@ -246,11 +244,16 @@ class _Order:
         return DataDiskSpec(mount=mount, min_size_bytes=min_size)
 
 
+def _bare_number(value: object) -> str | None:
+    """A size written without its unit, as a number or a quoted one (`vram: "80"`, read as 80
+    bytes, passed any GPU): its text; None for anything else."""
+    text = str(value).strip() if not isinstance(value, bool) else ""
+    return text if re.fullmatch(r"\d+(?:\.\d+)?", text) else None
+
+
 def _disk_min_size(disk: Mapping[str, Any], field: str) -> int | None:
     """A data disk's `min_size` (`7TB`), above 0 and at most 1 EiB; `field` begins the error."""
-    size = disk.get("min_size")
-    bare = size if isinstance(size, int | float) and not isinstance(size, bool) else str(size).strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", str(bare)):  # (a quoted number too: `"600"` meant 600 bytes)
+    if (bare := _bare_number(disk.get("min_size"))) is not None:
         raise InventoryError(f"{field} needs a unit, like {bare}TB (a bare number would mean bytes).")
     if disk.get("min_size") is None:
         return None

@@ -33,6 +33,12 @@ def _judged(paths: list[Path], order: OrderSpec | None = ORDER) -> list[tuple[st
     return [(c.name, c.verdict, c.actual, c.detail) for c in offline.judge(facts, order)]
 
 
+def read_session(path: Path) -> tuple[list[str], list[str]]:
+    """(the kinds of output read from a saved file, the notes said of it)."""
+    notes: list[str] = []
+    return sorted(offline.load_outputs([str(path)], notes)), notes
+
+
 def _readable_alone() -> list[Path]:
     out = []
     for folder in (REAL, FIXTURES / "public"):
@@ -136,8 +142,8 @@ def test_commands_not_read_are_noted(tmp_path: Path) -> None:
         "me@gpu-1:~$ sudo dmesg | grep -i xid\n"
         f"me@gpu-1:~$ cat notes.txt\nrented on Monday\nme@gpu-1:~$ free -k\n{FREE.read_text()}"
     )
-    notes: list[str] = []
-    assert sorted(offline.load_outputs([str(session)], notes)) == ["free", "lscpu"]
+    kinds, notes = read_session(session)
+    assert kinds == ["free", "lscpu"]
     assert notes == [
         f"{session}: a saved terminal session; not read: line 1 (`ls`) is not an output this tool reads;"
         " line 47 (`sudo dmesg | grep -i xid`) printed nothing; line 48 (`cat notes.txt`) is not an output"
@@ -150,8 +156,8 @@ def test_an_output_that_cannot_be_read_is_said_and_the_rest_judged(tmp_path: Pat
     session = tmp_path / "s.txt"
     df_i = REAL / "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt"
     session.write_text(f"$ lscpu\n{LSCPU.read_text()}$ df -i\n{df_i.read_text()}")
-    notes: list[str] = []
-    assert sorted(offline.load_outputs([str(session)], notes)) == ["lscpu"]
+    kinds, notes = read_session(session)
+    assert kinds == ["lscpu"]
     assert notes == [
         f"{session}: a saved terminal session; not read: line 45 (`df -i`): this df output has no size"
         " column (`df -i` counts inodes), so no disk size can be read from it; save `df -P -k` (or"
@@ -192,8 +198,8 @@ def test_a_narrower_or_later_output_of_one_kind_is_refused(tmp_path: Path, first
 def test_the_same_output_twice_is_read_once(tmp_path: Path) -> None:
     session = tmp_path / "s.txt"
     session.write_text(f"$ free -k\n{FREE.read_text()}$ free -k\n{FREE.read_text()}")
-    notes: list[str] = []
-    assert sorted(offline.load_outputs([str(session)], notes)) == ["free"]
+    kinds, notes = read_session(session)
+    assert kinds == ["free"]
     assert notes == [
         f"{session}: a saved terminal session; not read: line 5 (`free -k`): the same output as line 1"
         " (`free -k`)."
@@ -289,9 +295,8 @@ SESSIONS = FIXTURES / "sessions"
     ],
 )
 def test_real_sessions(name: str, kinds: list[str], not_read: str | None) -> None:
-    notes: list[str] = []
-    raw = offline.load_outputs([str(SESSIONS / name)], notes)
-    assert sorted(raw) == kinds
+    read, notes = read_session(SESSIONS / name)
+    assert read == kinds
     assert notes == (
         [f"{SESSIONS / name}: a saved terminal session; not read: {not_read}"] if not_read else []
     )
@@ -327,7 +332,5 @@ def test_a_command_continued_on_the_next_line_is_one_command(tmp_path: Path) -> 
         "ubuntu@gpu-1:~$ nvidia-smi --query-gpu=index,name,memory.total,driver_version \\\n"
         f"> --format=csv,noheader\n{csv_rows}ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
     )
-    notes: list[str] = []
-    raw = offline.load_outputs([str(session)], notes)
-    assert sorted(raw) == ["free", "nvidia_smi_csv"] and notes == []
-    assert offline.summary(parse_facts(raw))["gpu_count"] == 2
+    assert read_session(session) == (["free", "nvidia_smi_csv"], [])
+    assert offline.summary(parse_facts(offline.load_outputs([str(session)])))["gpu_count"] == 2

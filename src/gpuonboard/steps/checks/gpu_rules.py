@@ -15,7 +15,6 @@ from gpuonboard.facts.nvidia_smi_failure import (
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
 )
-from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks import ngc
@@ -198,8 +197,7 @@ def _failed_formats(facts: Facts) -> str:
         out = facts.raw.get(name)
         if out is None or out.exit_code in (0, TIMED_OUT, 127) or refusal_line(out) is not None:
             continue
-        line = first_line(out.stderr + "\n" + out.stdout)
-        said.append(f"{_smi(args)} failed (exit {out.exit_code}{': ' + line[:120] if line else ''})")
+        said.append(f"{_smi(args)} failed ({out.failure()})")
     return "; ".join(said)
 
 

@@ -514,10 +514,9 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         return vgpu
     want_name = _name_tokens(model)
     platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
+    kinds = [t for t in want_name.tokens if _MEMORY_KIND.match(t)]  # (judged against the name's below)
     want = [
-        t
-        for t in want_name.tokens
-        if not (_INTERCONNECT.match(t) or _MEMORY_KIND.match(t)) and t not in platforms
+        t for t in want_name.tokens if not _INTERCONNECT.match(t) and t not in platforms and t not in kinds
     ]
     name = _name_tokens(delivered)
     if not want:
@@ -553,8 +552,8 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
     said_kinds = sorted(t for t in got.have if _MEMORY_KIND.match(t))
     problems += [
         f"'{t}' ordered, the name says {', '.join(said_kinds)}"
-        for t in want_name.tokens
-        if _MEMORY_KIND.match(t) and said_kinds and t not in said_kinds
+        for t in kinds
+        if said_kinds and t not in said_kinds
     ]
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - set(want) if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]

@@ -9,7 +9,6 @@ from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
@@ -103,8 +102,7 @@ def _q_failed(facts: Facts) -> str:
         return ""
     out = outs[0]
     assert out is not None
-    line = first_line(out.stderr + "\n" + out.stdout)
-    return f"`nvidia-smi -q` failed (exit {out.exit_code}{': ' + line[:120] if line else ''})"
+    return f"`nvidia-smi -q` failed ({out.failure()})"
 
 
 # the readings every nvidia-smi format that reads a GPU gives (a listing, `-L`, gives none)
