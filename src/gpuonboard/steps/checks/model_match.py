@@ -373,9 +373,7 @@ def _memory_problem(size: int, show: str, got: _Delivered, vram_mib: int | None)
         if not _VRAM_CLASS[0] <= vram_mib / (size * 1024) <= _VRAM_CLASS[1]:
             return f"'{show}' ordered, the GPU has {vram_mib} MiB"
         return None
-    if named:
-        return f"'{show}' ordered, the name says {named[0]}GB (CPU and GPU memory); VRAM unknown"
-    return None
+    return None  # (a Grace superchip's size is CPU + GPU memory: unknown VRAM is unverified)
 
 
 def _sxm_problem(token: str, got: _Delivered) -> str | None:
@@ -562,12 +560,19 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    sizes = [_show(t, want_name.joined) for t in want if _MEMORY.match(t)]
-    if sizes and not got.named and vram_mib is None:  # (nothing to check the ordered size against)
+    # an ordered size the name does not say, and no VRAM to check it by (a superchip's size is
+    # CPU and GPU memory: only the same words are met by its name)
+    sizes = [_show(t, want_name.joined) for t in want if (m := _MEMORY.match(t)) and int(m[1]) not in got.named]
+    if sizes and vram_mib is None:
+        said = (
+            f"the output gives no GPU memory (the name's {got.named[0]}GB is CPU and GPU memory)"
+            if got.named
+            else "neither the name nor the output gives the GPU's memory"
+        )
         return ModelMatch(
             "unverified",
-            f"'{sizes[0]}' ordered, and neither the name nor the output gives the GPU's memory"
-            " (`nvidia-smi -L` prints none: the table or `nvidia-smi -q` shows it)",
+            f"'{sizes[0]}' ordered, and {said} (`nvidia-smi -L` prints none: the table or"
+            " `nvidia-smi -q` shows it)",
         )
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
     # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
