@@ -281,6 +281,48 @@ def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+@loaded_once
+def memory_kinds(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+    """The models of data/gpu_name_markers.yml `memory_kinds`, sold with several memory types
+    under one name: (the model's words, its types) per row."""
+    out = []
+    for row in table_rows(Path(path), "memory_kinds"):
+        words, kinds = _name_tokens(str(row.get("model") or "")).tokens, row.get("kinds")
+        if (
+            not words
+            or not isinstance(kinds, list)
+            or not all(_MEMORY_KIND.match(str(k).upper()) for k in kinds)
+        ):
+            raise ValueError(
+                f"{path}: memory_kinds row {row.get('model')!r} needs a model and its memory types"
+            )
+        out.append((frozenset(words), tuple(str(k).upper() for k in kinds)))
+    return tuple(out)
+
+
+def _kind_problem(kinds: list[str], got: _Delivered) -> tuple[list[str], str | None]:
+    """Ordered memory types against the delivered name: the problems (a type the name says
+    otherwise, or one its model is not sold with), and why an ordered type cannot be told (a
+    model sold with several types under one name: 'RTX 3060 Ti', GDDR6 or GDDR6X)."""
+    said = sorted(t for t in got.have if _MEMORY_KIND.match(t))
+    if said:
+        return [f"'{t}' ordered, the name says {', '.join(said)}" for t in kinds if t not in said], None
+    model = got.have - _VENDOR_WORDS
+    for words, sold in memory_kinds():
+        if kinds and words == model:
+            show = " ".join(_show(w) for w in got.name.tokens if w in words)
+            wrong = [
+                f"'{t}' ordered, the {show} is sold with {' and '.join(sold)}" for t in kinds if t not in sold
+            ]
+            return wrong, (
+                None
+                if wrong
+                else f"the {show} is sold with {' and '.join(sold)} under one name, and nvidia-smi"
+                " prints no memory type: the ordered one cannot be told"
+            )
+    return [], None  # (a type the name does not say, of a model sold with one: not demanded)
+
+
 def _tail_marker(name: _Name, want: list[str]) -> str | None:
     """The marker word a known name continues a cut name with, after the cut word ('MAXQ' for
     'RTX PRO 6000 Blac...'), where the order does not name it; None when no known name does."""
@@ -546,13 +588,10 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
             problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
             unseen = []
     # a memory type ordered where the name says one: they must agree ('H100 80GB HBM2e', the PCIe
-    # card's, against 'NVIDIA H100 80GB HBM3'); where the name says none it is not demanded
-    said_kinds = sorted(t for t in got.have if _MEMORY_KIND.match(t))
-    problems += [
-        f"'{t}' ordered, the name says {', '.join(said_kinds)}"
-        for t in kinds
-        if said_kinds and t not in said_kinds
-    ]
+    # card's, against 'NVIDIA H100 80GB HBM3'); where the name says none it is not demanded, but
+    # of a model sold with several under one name it cannot be told
+    kind_problems, untold = _kind_problem(kinds, got)
+    problems += kind_problems
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - set(want) if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
     cut_problem, vague = _cut_word(want, got)
@@ -562,7 +601,11 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         return ModelMatch("fail", "; ".join(problems))
     # an ordered size the name does not say, and no VRAM to check it by (a superchip's size is
     # CPU and GPU memory: only the same words are met by its name)
-    sizes = [_show(t, want_name.joined) for t in want if (m := _MEMORY.match(t)) and int(m[1]) not in got.named]
+    sizes = [
+        _show(t, want_name.joined) for t in want if (m := _MEMORY.match(t)) and int(m[1]) not in got.named
+    ]
+    if untold:
+        return ModelMatch("unverified", untold)
     if sizes and vram_mib is None:
         said = (
             f"the output gives no GPU memory (the name's {got.named[0]}GB is CPU and GPU memory)"

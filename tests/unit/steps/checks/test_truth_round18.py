@@ -52,3 +52,40 @@ def test_a_listing_without_memory_never_fails_a_size_the_whole_capture_meets(
     assert check.verdict in ("pass", "unverified"), check
     if check.verdict == "unverified":
         assert "gives the GPU's memory" in check.detail or "gives no GPU memory" in check.detail
+
+
+PUBLIC = Path(__file__).parents[3] / "fixtures" / "public"
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "kinds", "other"),
+    [
+        ("nvidia-smi-L__rtx-3060-ti__vast-ai__1gpu.txt", "RTX 3060 Ti", ("GDDR6", "GDDR6X"), "HBM3"),
+        ("nvidia-smi-L__gtx-1650__1gpu.txt", "GTX 1650", ("GDDR5", "GDDR6"), "GDDR6X"),
+    ],
+)
+def test_a_memory_type_the_model_is_sold_with_under_one_name_cannot_be_told(
+    tmp_path: Path, name: str, model: str, kinds: tuple[str, ...], other: str
+) -> None:
+    """The RTX 3060 Ti comes with GDDR6 or GDDR6X, the GTX 1650 with GDDR5 or GDDR6, each under one
+    name nvidia-smi prints the same (a rented Vast.ai 3060 Ti's `-L`): either ordered type passed.
+    It is unverified; a type the model is not sold with fails."""
+    text = (PUBLIC / name).read_text()
+    for kind in kinds:
+        found = [
+            c for c in checks(tmp_path, name, text, f"gpu_model: {model} {kind}") if c.name == "gpu_model"
+        ]
+        assert found[0].verdict == "unverified", found[0]
+        assert f"the {model} is sold with {' and '.join(kinds)} under one name" in found[0].detail
+    verdict, _ = verdicts(tmp_path, name, text, f"gpu_model: {model} {other}")["gpu_model"]
+    assert verdict == "fail"
+    assert verdicts(tmp_path, name, text, f"gpu_model: {model}")["gpu_model"][0] == "pass"
+
+
+def test_every_memory_kinds_row_names_a_model_and_its_types() -> None:
+    """data/gpu_name_markers.yml `memory_kinds`: each row a model with two or more types."""
+    from gpuonboard.steps.checks.model_match import memory_kinds
+
+    rows = memory_kinds()
+    assert rows
+    assert all(len(kinds) >= 2 and words for words, kinds in rows)
