@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuonboard import shell
 from gpuonboard.errors import CommandError
-from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, first_line, new_token, split_output
+from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 
 if TYPE_CHECKING:
     from gpuonboard.connection import Runner
@@ -347,8 +347,7 @@ def _df_in_part(out: ProbeOutput) -> ProbeOutput:
     read, as a listing of only some filesystems (a mount not among them is unknown, not missing)."""
     if out.exit_code != 1 or not out.stdout.strip() or out.partial:
         return out
-    why = first_line(out.stderr)
-    said = f"df could not read every filesystem (exit 1{': ' + why if why else ''})"
+    said = f"df could not read every filesystem ({out.failure(stdout=False)})"
     return dataclasses.replace(out, exit_code=0, partial=said)
 
 

@@ -48,10 +48,11 @@ class ProbeOutput:
         """True when the probed command does not exist on the host."""
         return self.exit_code == 127
 
-    def failure(self) -> str:
+    def failure(self, stdout: bool = True) -> str:
         """'exit 4: Insufficient Permissions': its exit code and the first line it printed (on
-        stderr, else stdout), as a rule says a command that failed."""
-        line = first_line(self.stderr + "\n" + self.stdout)
+        stderr, else stdout; stderr only where stdout holds the rows read in part, df's), as a
+        rule says a command that failed."""
+        line = first_line(self.stderr + ("\n" + self.stdout if stdout else ""))
         return f"exit {self.exit_code}" + (f": {line[:120]}" if line else "")
 
 

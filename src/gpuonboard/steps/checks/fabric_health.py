@@ -28,7 +28,7 @@ from gpuonboard.facts.nvlink import (
     NvlinkErrors,
     NvlinkStatus,
 )
-from gpuonboard.facts.probe import ProbeOutput, first_line
+from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.once import loaded_once
@@ -597,9 +597,8 @@ def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check 
         return check
     # (its message in the detail: the row stays short, and a run's saved raw output, which keeps
     # no stderr, reads the same)
-    line = first_line(out.stderr + "\n" + out.stdout)
     said = f"`nvidia-smi {command}` failed"
-    detail = f"it exited {out.exit_code}" + (f": {line[:100]}" if line else "")  # (not "gave nothing")
+    detail = out.failure()  # (not "gave nothing")
     if check.verdict == "pass":
         actual = check.actual.replace(f"`nvidia-smi {command}` printed nothing", said)
         return replace(check, actual=actual, detail=detail)

@@ -14,7 +14,6 @@ import re
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
 from gpuonboard.facts.cpu import nproc_unread
-from gpuonboard.facts.probe import first_line
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
@@ -424,11 +423,10 @@ def _tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: st
     """A rule whose tool did not answer on the host (missing: exit 127; failed: its exit code and
     first line of stderr): nothing is known of the hardware, so unverified, saying why."""
     out = facts.raw.get(probe)
-    why = first_line(out.stderr) if out else ""
     if out is not None and out.absent:
         said = f"{probe} is not installed on the host"
     elif out is not None and out.exit_code != 0:
-        said = f"{probe} failed (exit {out.exit_code}{': ' + why if why else ''})"
+        said = f"{probe} failed ({out.failure()})"
     else:
         said = f"{probe} printed nothing"
     return Check(

@@ -538,7 +538,7 @@ def test_a_failed_nvlink_command_is_quoted() -> None:
     facts = parse_facts({"nvidia_smi_q": ProbeOutput(h100, "", 0), "nvidia_nvlink": failed})
     check = next(c for c in health_checks(facts) if c.name == "nvlink_links")
     assert (check.verdict, check.actual) == ("unverified", "`nvidia-smi nvlink -s` failed")
-    assert check.detail == "it exited 3: The requested operation is not available on target device"
+    assert check.detail == "exit 3: The requested operation is not available on target device"
     h200 = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text()
     lone = parse_facts({"nvidia_smi_q": ProbeOutput(h200, "", 0), "nvidia_nvlink": failed})
     said = next(c for c in health_checks(lone) if c.name == "nvlink_links")
