@@ -184,7 +184,9 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sim-profiles": sim_profiles,
     "xid": _data_table("xid.yml", "xid", ["code", "name", "action", "nvidia_resolution", "verified"]),
     "ngc-pytorch": _data_table(
-        "ngc_pytorch.yml", None, ["release", "cuda", "pytorch", "min_driver", "forward_compat", "source"]
+        "ngc_pytorch.yml",
+        None,
+        ["release", "cuda", "pytorch", "min_driver", "forward_compat", "architectures", "source"],
     ),
     "cuda-minor-compat": _data_table("cuda_minor_compat.yml", None, ["cuda_major", "min_driver", "source"]),
     "pcie-replay": _data_table("pcie_replay.yml", None, ["name", "value", "source", "verified"]),

@@ -8,8 +8,10 @@ fails at run time with CUDA error 804.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
@@ -21,7 +23,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 )
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
-from gpuonboard.steps.checks import ngc
+from gpuonboard.steps.checks import gpu_family, ngc
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
 NVCC_PROBE = Probe(
@@ -110,6 +112,31 @@ def _missing_release(release: str, releases: tuple[ngc.NgcRelease, ...]) -> str:
     )
 
 
+def _missing_check(facts: Facts, tag: str, releases: tuple[ngc.NgcRelease, ...], expected: str) -> Check:
+    """A release the table lacks: unknown (warn), saying why; a tag newer than the table needs at
+    least the newest row's driver (NGC's needs only rise) and supports none of the GPU families
+    that row's notes dropped (support is cut from the oldest end: a V100 in a 26.xx container)."""
+    check = Check(
+        "ngc_driver", expected, f"unknown: {tag} is not in the table", "warn", _missing_release(tag, releases)
+    )
+    newest = releases[-1] if releases else None
+    if newest is None or ngc.version_key(tag) < ngc.version_key(newest.release):
+        return check
+    driver = facts.gpu.driver_version.strip() if facts.gpu is not None and facts.gpu.driver_version else ""
+    with contextlib.suppress(ValueError):
+        if driver and not ngc.runs_natively(newest, driver):
+            check = replace(
+                check,
+                detail=f"{check.detail}. It needs at least driver {newest.min_driver} natively, as"
+                f" {newest.release} does (NGC's driver needs only rise), and this host's is {driver}.",
+            )
+    carried = replace(newest, release=tag, architectures_from=newest.architectures_from or newest.release)
+    gpus = facts.gpu.gpus if facts.gpu is not None else []
+    return _with_family(
+        check, gpu_family.support_problem(carried, gpus, releases) if newest.architectures else None
+    )
+
+
 def _driver_check(
     facts: Facts, image: str, releases: tuple[ngc.NgcRelease, ...], mirrors: Sequence[str] = ()
 ) -> Check:
@@ -139,13 +166,7 @@ def _driver_check(
         )
     release = ngc.release_for(releases, info.release)
     if release is None:
-        return Check(
-            "ngc_driver",
-            expected,
-            f"unknown: {info.release} is not in the table",
-            "warn",
-            _missing_release(info.release, releases),
-        )
+        return _missing_check(facts, info.release, releases, expected)
     expected = f">= {release.min_driver} for {release.release} (CUDA {release.cuda})"
     if facts.gpu is None or not facts.gpu.gpus:
         unread = facts.unread_not_a_fault()
@@ -176,7 +197,21 @@ def _driver_check(
         )
     on = "vGPU" if klass == "vgpu" else f"{klass} GPU"
     actual = f"{driver} on {on} ({first.name}): {result.verdict.replace('_', ' ')}"
-    return Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+    check = Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
+    return _with_family(check, gpu_family.support_problem(release, facts.gpu.gpus, releases))
+
+
+def _with_family(check: Check, problem: tuple[Verdict, str, str] | None) -> Check:
+    """The driver's verdict joined with the GPU family's (a V100 in a 25.xx container: whatever
+    the driver, its PyTorch has no kernels for it): the worse verdict, both said."""
+    if problem is None:
+        return check
+    verdict, actual, detail = problem
+    rank = ("pass", "unverified", "warn", "fail")
+    worse = max(check.verdict, verdict, key=rank.index)
+    return replace(
+        check, actual=f"{check.actual}; {actual}", verdict=worse, detail=f"{check.detail} {detail}."
+    )
 
 
 def driver_failure(facts: Facts) -> tuple[str, str]:

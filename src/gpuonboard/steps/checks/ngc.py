@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,6 +101,11 @@ class NgcRelease:
     must_upgrade_note: str | None = None
     must_upgrade_source: str | None = None
     must_upgrade_verified: bool = False
+    # the GPU architecture families NVIDIA's notes say the release supports, oldest first, where
+    # that was read, and the older release they were taken from when not read for this one
+    architectures: tuple[str, ...] = ()
+    architectures_source: str | None = None
+    architectures_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,11 @@ def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
             raise _row_error(path, index, row, f"forward_compat min {minimum!r} is not on branch {branch}")
         branches.append(ForwardBranch(branch=branch, min=minimum))
     must, note, must_source, must_verified = _must_upgrade(path, index, row)
+    families = row.get("architectures") or []
+    if not isinstance(families, list) or not all(isinstance(f, str) for f in families):
+        raise _row_error(path, index, row, "field 'architectures' must be a list of family names")
+    if families:
+        _req_str(path, index, row, "architectures_source")
     return NgcRelease(
         release=release,
         cuda=cuda,
@@ -186,6 +196,8 @@ def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
         must_upgrade_note=note,
         must_upgrade_source=must_source,
         must_upgrade_verified=must_verified,
+        architectures=tuple(families),
+        architectures_source=row.get("architectures_source") if families else None,
     )
 
 
@@ -237,7 +249,35 @@ def _read_releases(p: Path) -> tuple[NgcRelease, ...]:
         if r.release in seen:
             raise ValueError(f"{p}: row {i} (release {r.release!r}): duplicate release")
         seen.add(r.release)
-    return tuple(sorted(rows, key=lambda r: version_key(r.release)))
+    return _carried(sorted(rows, key=lambda r: version_key(r.release)))
+
+
+def _carried(rows: Sequence[NgcRelease]) -> tuple[NgcRelease, ...]:
+    """Rows whose notes were not read for the branches to upgrade from or the GPU families take
+    the nearest older row's, as not read for them: a branch not forward-compatible with an older
+    CUDA is not with a newer one (NVIDIA lists only production / long-term branches), and family
+    support is cut from the oldest end (25.01 dropped Pascal and Volta)."""
+    out: list[NgcRelease] = []
+    for row in rows:
+        last_must = next((r for r in reversed(out) if r.must_upgrade), None)
+        last_arch = next((r for r in reversed(out) if r.architectures), None)
+        if not row.must_upgrade and last_must is not None:
+            row = replace(
+                row,
+                must_upgrade=last_must.must_upgrade,
+                must_upgrade_note=last_must.must_upgrade_note,
+                must_upgrade_source=last_must.must_upgrade_source,
+                must_upgrade_verified=False,
+            )
+        if not row.architectures and last_arch is not None:
+            row = replace(
+                row,
+                architectures=last_arch.architectures,
+                architectures_source=last_arch.architectures_source,
+                architectures_from=last_arch.architectures_from or last_arch.release,
+            )
+        out.append(row)
+    return tuple(out)
 
 
 def _minor_floor_row(path: Path, index: int, row: Any) -> tuple[int, str]:
