@@ -599,24 +599,9 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    # an ordered size the name does not say, and no VRAM to check it by (a superchip's size is
-    # CPU and GPU memory: only the same words are met by its name)
-    sizes = [
-        _show(t, want_name.joined) for t in want if (m := _MEMORY.match(t)) and int(m[1]) not in got.named
-    ]
-    if untold:
-        return ModelMatch("unverified", untold)
-    if sizes and vram_mib is None:
-        said = (
-            f"the output gives no GPU memory (the name's {got.named[0]}GB is CPU and GPU memory)"
-            if got.named
-            else "neither the name nor the output gives the GPU's memory"
-        )
-        return ModelMatch(
-            "unverified",
-            f"'{sizes[0]}' ordered, and {said} (`nvidia-smi -L` prints none: the table or"
-            " `nvidia-smi -q` shows it)",
-        )
+    unknown = untold or _size_untold(want, want_name, got, vram_mib)
+    if unknown:
+        return ModelMatch("unverified", unknown)
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
     # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
     # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none;
@@ -631,6 +616,25 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
     if bare:
         return ModelMatch("warn", _bare_note(bare))
     return ModelMatch("pass")
+
+
+def _size_untold(want: list[str], want_name: _Name, got: _Delivered, vram_mib: int | None) -> str | None:
+    """Why an ordered size cannot be told: the name does not say it and no VRAM was given (a
+    superchip's size is CPU and GPU memory: only the same words are met by its name)."""
+    sizes = [
+        _show(t, want_name.joined) for t in want if (m := _MEMORY.match(t)) and int(m[1]) not in got.named
+    ]
+    if not sizes or vram_mib is not None:
+        return None
+    said = (
+        f"the output gives no GPU memory (the name's {got.named[0]}GB is CPU and GPU memory)"
+        if got.named
+        else "neither the name nor the output gives the GPU's memory"
+    )
+    return (
+        f"'{sizes[0]}' ordered, and {said} (`nvidia-smi -L` prints none: the table or"
+        " `nvidia-smi -q` shows it)"
+    )
 
 
 def _bare_note(bare: list[str]) -> str:

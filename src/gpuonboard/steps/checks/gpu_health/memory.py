@@ -79,6 +79,14 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
     if dc:
         read_note = " read" if unread else ""
         return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read_note}{note}", "pass")
+    return _ecc_not_required(read, gpus, off_consumer, note)
+
+
+def _ecc_not_required(
+    read: list[GpuInfo], gpus: list[GpuInfo], off_consumer: list[GpuInfo], note: str
+) -> Check:
+    """ecc_mode on GPUs of which ECC is not required (GeForce, or of no known class): a pass,
+    saying what was read."""
     if off_consumer:
         return Check(
             "ecc_mode",
