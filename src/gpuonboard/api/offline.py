@@ -266,9 +266,7 @@ def prompt_command(text: str) -> str:
     first = _prompt_line(lines)
     if first is None:
         return ""
-    line = lines[first].strip()
-    found = re.search(rf"(?:^|[\s/$#%>]){_COMMANDS}(?:\s|$)", line)
-    return line[found.start() :].lstrip(" /$#%>") if found else line
+    return transcript.tool_command(lines[first].strip())
 
 
 def expand(paths: Sequence[str]) -> list[Path]:

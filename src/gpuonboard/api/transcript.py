@@ -35,7 +35,15 @@ COMMANDS = (
     r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
     r"|systemctl)"
 )
-_TOOL = re.compile(rf"(?:^|[\s/]){COMMANDS}(?=\s|$)")
+# the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)
+_TOOL = re.compile(rf"(?:^|[\s/$#%>]){COMMANDS}(?=\s|$)")
+
+
+def tool_command(line: str) -> str:
+    """The command from the tool whose output is read on (`df -h` of `ssh box df -h`, of
+    `$ df -h`); the line itself when it names none."""
+    found = _TOOL.search(line)
+    return line[found.start() :].lstrip(" /$#%>") if found else line
 
 _HOST = r"[\w-]+(?:\.[\w-]+)*"
 # in front of a prompt: a time stamp (`[12:01:33] `), a conda or venv environment (`(base) `,
@@ -95,8 +103,7 @@ class Section:
     @property
     def tool_command(self) -> str:
         """The command from the tool whose output is read on (`df -h` of `ssh box df -h`)."""
-        found = _TOOL.search(self.command)
-        return self.command[found.start() :].lstrip(" /") if found else self.command
+        return tool_command(self.command)
 
     @property
     def empty(self) -> bool:
@@ -108,7 +115,7 @@ class Section:
     def reads(self) -> bool:
         """Whether its command is one whose output is read (not `cat`, nor another command)."""
         found = _TOOL.search(self.command)
-        return found is not None and found.group().strip(" /") != "cat"
+        return found is not None and found.group().strip(" /$#%>") != "cat"
 
 
 def _prompt(line: str) -> tuple[str, str | None] | None:
