@@ -45,6 +45,7 @@ def tool_command(line: str) -> str:
     found = _TOOL.search(line)
     return line[found.start() :].lstrip(" /$#%>") if found else line
 
+
 _HOST = r"[\w-]+(?:\.[\w-]+)*"
 # in front of a prompt: a time stamp (`[12:01:33] `), a conda or venv environment (`(base) `,
 # `(/opt/envs/torch) `)

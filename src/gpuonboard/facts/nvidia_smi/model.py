@@ -127,6 +127,11 @@ class GpuInfo:
     # "In Progress" / "Not Started", Status "Success" / an error; None where N/A or not reported
     fabric_state: str | None = None
     fabric_status: str | None = None
+    # the R570+ `Fabric` -> `Health` block (-q, -q -x `fabric/health`, CSV `fabric.health.*`):
+    # (field, value) for each field with a value (values.FABRIC_HEALTH names them): Summary
+    # "Healthy" / "Unhealthy" / "Limited Capacity", Bandwidth "Full" / "Degraded", the route and
+    # timeout conditions "True" / "False"; N/A and Not Supported left out
+    fabric_health: tuple[tuple[str, str], ...] = ()
     # what the driver says must be done to this GPU before it is used again (NVML's GPU Recovery
     # Action in newer drivers' `-q` / `-q -x` / CSV `gpu_recovery_action`, 570-610 here): "None",
     # "Reset", "Reboot", "Drain P2P", "Drain and Reset", ... as printed; R5xx's "GPU Reset Status"

@@ -33,6 +33,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _unified,
     _version,
     _yes_no,
+    fabric_health,
 )
 
 # The --query-gpu list recommended for a fallback probe (when -q -x is unusable):
@@ -154,6 +155,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         ),
         fabric_state=_clean(cells.get("fabric.state")),
         fabric_status=_nvml_status(cells.get("fabric.status")),
+        fabric_health=fabric_health(lambda key, _label: cells.get(f"fabric.health.{key}")),
         ecc_mode=_on_off(cells.get("ecc.mode.current")),
         ecc_na=_is_na(cells.get("ecc.mode.current")),
         persistence_mode=_on_off(cells.get("persistence_mode")),

@@ -37,6 +37,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _unified,
     _version,
     _yes_no,
+    fabric_health,
 )
 
 # "Key   : value"; the separator is a colon followed by a space or the line's end, so "GPU
@@ -448,6 +449,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         board_part_number=_tree_get(section, "Board Part Number"),
         fabric_state=_tree_get(section, "Fabric", "State"),
         fabric_status=_nvml_status(_tree_raw(section, "Fabric", "Status")),
+        fabric_health=fabric_health(lambda _key, label: _tree_raw(section, "Fabric", "Health", label)),
         recovery_action=_recovery_action(
             _tree_raw(section, "GPU Recovery Action"),
             _tree_raw(section, "GPU Reset Status", "Reset Required"),

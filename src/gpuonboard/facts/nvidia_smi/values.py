@@ -275,3 +275,26 @@ def _recovery_action(
     if stated is not None or drain is False or reset is False:
         return "None"
     return None
+
+
+# the fields of the Fabric -> Health block: (key, as the -q text labels it); the key is -q -x's
+# tag under fabric/health and the CSV's `fabric.health.<key>` (R570+; a GB300's -q prints them
+# all, NVIDIA/k8s-test-infra#677)
+FABRIC_HEALTH = (
+    ("summary", "Summary"),
+    ("bandwidth", "Bandwidth"),
+    ("route_recovery_in_progress", "Route Recovery in progress"),
+    ("route_unhealthy", "Route Unhealthy"),
+    ("access_timeout_recovery", "Access Timeout Recovery"),
+    ("incorrect_configuration", "Incorrect Configuration"),
+)
+
+
+def fabric_health(read: Callable[[str, str], str | None]) -> tuple[tuple[str, str], ...]:
+    """The Health block's fields that have a value, each read by `read(key, label)` as written."""
+    out = []
+    for key, label in FABRIC_HEALTH:
+        value = _clean(read(key, label))
+        if value is not None:
+            out.append((key, value))
+    return tuple(out)

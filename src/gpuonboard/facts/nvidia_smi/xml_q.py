@@ -37,6 +37,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _unified,
     _version,
     _yes_no,
+    fabric_health,
 )
 
 _DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
@@ -315,6 +316,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         board_part_number=_xml_text(gpu, "board_part_number"),
         fabric_state=_xml_text(gpu, "fabric/state"),
         fabric_status=_nvml_status(_xml_raw(gpu, "fabric/status")),
+        fabric_health=fabric_health(lambda key, _label: _xml_raw(gpu, f"fabric/health/{key}")),
         recovery_action=_recovery_action(
             _xml_raw(gpu, "gpu_recovery_action"),
             _xml_raw(gpu, "gpu_reset_status/reset_required"),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.infiniband import IbPort
+from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
     ALL_INACTIVE,
     MIG_MODE,
@@ -42,6 +43,7 @@ from gpuonboard.steps.checks.xid_rules import (
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
+    from gpuonboard.facts.nvidia_smi import GpuInfo
     from gpuonboard.inventory import OrderSpec
 
 __all__ = [
@@ -367,6 +369,35 @@ _FM_ASK = (
 _FM_EXPECTED = "fabric manager active; every GPU's fabric state Completed / Success"
 
 
+# the Fabric -> Health values that say a fault (lower case): the route or the summary unhealthy,
+# a wrong configuration, fail; bandwidth degraded, a recovery under way, a limited capacity, warn
+# (nvidia-smi's words; gpud judges them the same: leptonai/gpud#1108); any other value than
+# the healthy ones below is said and warns (a spelling not known here)
+_HEALTHY = {
+    "summary": {"healthy"},
+    "bandwidth": {"full"},
+    "incorrect_configuration": {"none", "false", "no"},
+}
+_HEALTH_FAIL = {"summary": {"unhealthy"}, "route_unhealthy": {"true", "yes"}}
+
+
+def _health_faults(health: Sequence[tuple[tuple[str, str], ...]]) -> tuple[list[str], list[str]]:
+    """(failing, warning) Fabric Health fields per GPU: 'GPU 2: Summary Unhealthy'."""
+    labels = dict(FABRIC_HEALTH)
+    fails: list[str] = []
+    warns: list[str] = []
+    for index, fields in enumerate(health):
+        for key, value in fields:
+            low = value.strip().lower()
+            if low in _HEALTHY.get(key, {"false", "no"}):
+                continue
+            said = f"GPU {index}: {labels.get(key, key)} {value}"
+            (
+                fails if low in _HEALTH_FAIL.get(key, set()) or key == "incorrect_configuration" else warns
+            ).append(said)
+    return fails, warns
+
+
 def _fabric_state_faults(reported: Sequence[tuple[int, str | None, str | None]]) -> list[str]:
     """GPUs whose fabric registration is not Completed, then Completed ones whose status is not
     Success."""
@@ -433,24 +464,48 @@ def _whole_box_check(fm: FabricManagerState | None, complete: bool, nvswitch_gpu
     )
 
 
+# Grace-Blackwell superchips of NVL72 racks: a compute tray's 4 GPUs join the rack's NVSwitch trays
+_RACK_SCALE = re.compile(r"\bGB[23]00\b")
+
+
 def rule_fabric_manager(
     gpu_models: Sequence[str],
     fabric_states: Sequence[tuple[str | None, str | None]],
     fm: FabricManagerState | None,
+    health: Sequence[tuple[tuple[str, str], ...]] = (),
+    attached: int | None = None,
 ) -> Check | None:
     """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
     reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
     "Completed" / "Success", and on a whole 8-GPU box nvidia-fabricmanager must be running.
     Source: NVIDIA Fabric Manager User Guide (without it, CUDA init fails on NVSwitch systems).
-    `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported). None when
-    the rule does not apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
+    `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported); `health`: the
+    Fabric Health fields per GPU (an unhealthy route or summary fails, a degraded bandwidth
+    warns); `attached`: the GPUs nvidia-smi says the box has (a listing cut short is still a
+    whole box). None when the rule does not apply (PCIe cards, 4-GPU HGX boards without
+    NVSwitch, no GPU)."""
     models = [nvlink_model(n) for n in gpu_models]
     nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
     reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]
-    whole_box = nvswitch_gpus >= NVSWITCH_MIN_GPUS
-    if not whole_box and not reported:
-        return None
-    bad = _fabric_state_faults(reported)
+    box = max(len(gpu_models), attached or 0) if nvswitch_gpus == len(gpu_models) else nvswitch_gpus
+    whole_box = nvswitch_gpus > 0 and box >= NVSWITCH_MIN_GPUS
+    sick, degraded = _health_faults(health)
+    if not whole_box and not reported and not sick and not degraded:
+        if fm is None or not any(_RACK_SCALE.search(n) for n in gpu_models):
+            return None  # (a 4-GPU HGX board has no NVSwitch; a slice is judged by its GPUs)
+        # a rack-scale tray (GB200/GB300 NVL72: 4 GPUs, the fabric manager on the switch trays):
+        # the service state here does not decide, the GPUs' fabric state does, and the output
+        # given has none (leptonai/gpud#1106)
+        return Check(
+            "fabric_manager",
+            _FM_EXPECTED,
+            f"fabric manager {_fm_text(fm)}; GPU fabric state not reported ({len(gpu_models)} GPU(s))",
+            "unverified",
+            "on a rack-scale tray (GB200/GB300 NVL72) the fabric manager runs on the NVSwitch trays"
+            " and the GPUs' own fabric state decides, not this host's service: save `nvidia-smi -q`"
+            " (its Fabric section: State Completed, Status Success, Health) on the box.",
+        )
+    bad = _fabric_state_faults(reported) + sick
     complete = bool(reported) and not bad and len(reported) >= len(gpu_models)
     if bad:
         return Check(
@@ -460,11 +515,21 @@ def rule_fabric_manager(
             "fail",
             _FM_ASK,
         )
+    if degraded:
+        return Check(
+            "fabric_manager",
+            _FM_EXPECTED,
+            f"fabric manager {_fm_text(fm)}; " + "; ".join(degraded),
+            "warn",
+            "the GPUs' NVLink fabric reports reduced health (bandwidth degraded or a route being"
+            " recovered): multi-GPU work runs slower or may stall; ask the vendor to check the"
+            " NVSwitch fabric and show `nvidia-smi -q -d FABRIC`-style Health reading Healthy / Full.",
+        )
     if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
         return Check(
             "fabric_manager", _FM_EXPECTED, f"fabric state Completed on {len(reported)} GPU(s)", "pass"
         )
-    return _whole_box_check(fm, complete, nvswitch_gpus)
+    return _whole_box_check(fm, complete, box)
 
 
 def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
@@ -621,7 +686,7 @@ def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
-    from gpuonboard.facts import aer, fabric_manager, kernel_log, nvlink
+    from gpuonboard.facts import aer, kernel_log, nvlink
 
     checks: list[Check | None] = []
     gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
@@ -658,16 +723,33 @@ def health_checks(facts: Facts) -> list[Check]:
         check = _lone(rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, "nvlink -e")
         checks.append(_failure_said(check, facts.raw["nvidia_nvlink_errors"], "nvlink -e"))
     models = [g.name for g in gpus] or list(named.values())
+    checks.append(_fabric_manager_check(facts, gpus, models))
+    return [c for c in checks if c is not None]
+
+
+def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[str]) -> Check | None:
+    """`fabric_manager` from the service's state (where probed) and the GPUs' own fabric state
+    and health (offline, without the service: judged all the same, the service "not probed"); a
+    pass over a listing cut short is of what was read: unverified."""
+    from gpuonboard.facts import fabric_manager
+    from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _incomplete
+
     states = [(g.fabric_state, g.fabric_status) for g in gpus]
+    health = [g.fabric_health for g in gpus]
+    attached = facts.gpu.attached_gpus if facts.gpu is not None else None
+    fm = None
     if facts.given("fabric_manager"):
         out = facts.raw["fabric_manager"]
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
-        checks.append(rule_fabric_manager(models, states, fm))
-    elif any(state not in (None, "N/A") for state, _status in states):
-        # the GPUs' own fabric state is in an output that was given (offline, no service state
-        # with it): judged all the same, the service "not probed"
-        checks.append(rule_fabric_manager(models, states, None))
-    return [c for c in checks if c is not None]
+    elif not any(state not in (None, "N/A") for state, _status in states) and not any(health):
+        return None
+    check = rule_fabric_manager(models, states, fm, health, attached)
+    gap = _incomplete(facts)
+    if check is None or check.verdict != "pass" or not gap:
+        return check
+    return replace(
+        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
+    )
 
 
 def _rdma_expected(order_rdma: tuple[int, float]) -> str:

@@ -28,10 +28,11 @@ _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
-# SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada). PCIE and
+# SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada); V2: a
+# revision sold as another card (the RTX 5090 D v2 has 24 GB, the RTX 5090 D 32 GB). PCIE and
 # QUADRO mark another product only for the models data/gpu_name_markers.yml lists as sold
 # without them too (`_marks_another_product`): the only V100S is a PCIe card
-_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF"}
+_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF", "V2"}
 _SHOW = {
     "QUADRO": "Quadro",
     "TI": "Ti",
@@ -40,6 +41,7 @@ _SHOW = {
     "LAPTOP": "Laptop",
     "MAXQ": "Max-Q",
     "MOBILE": "Mobile",
+    "V2": "v2",
 }
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 # (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)

@@ -89,3 +89,101 @@ def test_every_memory_kinds_row_names_a_model_and_its_types() -> None:
     rows = memory_kinds()
     assert rows
     assert all(len(kinds) >= 2 and words for words, kinds in rows)
+
+
+H200_Q = REAL / "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
+H200_CSV = REAL / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"
+
+
+def with_health(text: str, values: dict[str, str]) -> str:
+    """The real R590 `-q` with its Fabric -> Health fields set as a GB300's print them
+    (NVIDIA/k8s-test-infra#677: Summary, Bandwidth, Route Unhealthy...; the capture's are N/A)."""
+    out = []
+    for line in text.split("\n"):
+        label, sep, _ = line.partition(":")
+        if sep and label.strip() in values and line.startswith("            "):
+            line = f"{label}: {values[label.strip()]}"
+        out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict", "said"),
+    [
+        ({"Summary": "Unhealthy", "Bandwidth": "Full"}, "fail", "GPU 0: Summary Unhealthy"),
+        ({"Summary": "Unhealthy", "Route Unhealthy": "True"}, "fail", "GPU 0: Route Unhealthy True"),
+        ({"Summary": "Limited Capacity", "Bandwidth": "Degraded"}, "warn", "GPU 0: Bandwidth Degraded"),
+        (
+            {"Summary": "Healthy", "Route Recovery in progress": "True"},
+            "warn",
+            "Route Recovery in progress True",
+        ),
+        ({"Summary": "Healthy", "Bandwidth": "Full", "Route Unhealthy": "False"}, "pass", "Completed"),
+    ],
+)
+def test_the_fabric_health_block_is_judged(
+    tmp_path: Path, values: dict[str, str], verdict: str, said: str
+) -> None:
+    """R570+ prints a Health block under Fabric; a GB200 whose State is Completed and Status
+    Success printed Summary Unhealthy (kubernetes-sigs/dra-driver-nvidia-gpu#626) and passed
+    `fabric_manager` here: an unhealthy summary or route fails, a degraded bandwidth or a route
+    recovery warns."""
+    text = with_health(H200_Q.read_text(), values)
+    assert text != H200_Q.read_text()
+    got, actual = verdicts(tmp_path, H200_Q.name, text)["fabric_manager"]
+    assert got == verdict, actual
+    assert said in actual
+
+
+def test_the_csv_fabric_health_summary_is_judged(tmp_path: Path) -> None:
+    """`fabric.health.summary` of a `--query-gpu` CSV (the real R590 H200 CSV, its `[N/A]` cell
+    set to a GB200's `Unhealthy`)."""
+    rows = H200_CSV.read_text().split("\n")
+    head = [h.strip() for h in rows[0].split(",")]
+    cells = rows[1].split(",")
+    cells[head.index("fabric.health.summary")] = " Unhealthy"
+    text = "\n".join([rows[0], ",".join(cells), *rows[2:]])
+    got, actual = verdicts(tmp_path, H200_CSV.name, text)["fabric_manager"]
+    assert (got, "GPU 0: Summary Unhealthy" in actual) == ("fail", True), actual
+
+
+def test_a_fabric_state_pass_over_a_listing_cut_short_is_of_what_was_read(tmp_path: Path) -> None:
+    """A real 8-GPU H100 `-q` cut after its 4th GPU: every GPU rule said "of what was read", and
+    `fabric_manager` passed "fabric state Completed on 4 GPU(s)", judging the box a VM slice."""
+    name = "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+    text = (REAL / name).read_text()
+    starts = [i for i, line in enumerate(text.split("\n")) if line.startswith("GPU 0000")]
+    cut = "\n".join(text.split("\n")[: starts[4]]) + "\n"
+    assert verdicts(tmp_path, name, text)["fabric_manager"][0] == "pass"
+    got, actual = verdicts(tmp_path, name, cut)["fabric_manager"]
+    assert got == "unverified", actual
+    assert "of what was read; incomplete probe" in actual
+
+
+def test_a_rack_scale_tray_with_its_service_state_and_no_fabric_state_is_unverified(tmp_path: Path) -> None:
+    """A GB200 NVL72 compute tray (the real 4-GPU table) with `systemctl is-active` of the
+    fabric manager saved beside it: no row was given; the GPUs' fabric state decides there."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "nvidia-smi.txt").write_text(
+        (REAL / "nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt").read_text()
+    )
+    (folder / "systemctl-fabric.txt").write_text("inactive\n")
+    from gpuonboard.api import offline as off
+
+    found = [
+        c for c in off.judge(parse_facts(off.load_outputs([str(folder)])), None) if c.name == "fabric_manager"
+    ]
+    assert found and found[0].verdict == "unverified", found
+    assert "NVSwitch trays" in found[0].detail
+
+
+def test_a_revision_word_marks_another_card() -> None:
+    """`NVIDIA GeForce RTX 5090 D v2` (as a real log prints it: search index file 58302835659) is a
+    24 GB card, the RTX 5090 D a 32 GB one: an order for the RTX 5090 D passed it."""
+    from gpuonboard.steps.checks.model_match import match_model
+
+    name = "NVIDIA GeForce RTX 5090 D v2"
+    assert match_model("RTX 5090 D", name).verdict == "fail"
+    assert "'v2' in the name marks another product" in match_model("RTX 5090 D", name).why
+    assert match_model("RTX 5090 D v2", name).verdict == "pass"
