@@ -14,7 +14,7 @@ from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_health
 from gpuonboard.steps.prove.launch import _LAUNCH_ARGS, _float_arg, _int_arg, launch_settings, run_script
-from gpuonboard.steps.prove.references import row_matches_name
+from gpuonboard.steps.prove.references import row_matches_name, variant_note
 from gpuonboard.steps.prove.rules import (
     _gpu_count,
     _pct,
@@ -132,7 +132,8 @@ def throughput_check(
             f"a reference for {name}",
             actual,
             "warn",
-            "no reference row for this GPU; add one to data/gpu_reference.yml",
+            (f"{note}; " if (note := variant_note(name)) else "")
+            + "no reference row for this GPU; add one to data/gpu_reference.yml",
         )
     want = float(ref["images_per_s"])
     ratio = ips / want if want else 0.0
