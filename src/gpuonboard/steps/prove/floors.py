@@ -20,8 +20,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, StepArgsError, Verdict
 from gpuonboard.steps.checks.gpu_health import HARD_THROTTLE
-from gpuonboard.steps.checks.model_match import variant_words
-from gpuonboard.steps.prove.references import name_has, row_matches_name, variant_note
+from gpuonboard.steps.prove.references import mig_note, name_has, row_matches_name, variant_note
 from gpuonboard.units import finite_number
 from gpuonboard.yamlload import load_yaml, where
 
@@ -534,17 +533,6 @@ def floor_known_check(
     return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
 
 
-def _mig_note(idx: int, name: str, info: GpuInfo | None) -> str:
-    """'' or why a GPU in MIG mode is judged by no row: CUDA runs on one MIG slice of it (its
-    name then says MIG: references.variant_note says so), whatever name the result carries."""
-    if info is None or (info.mig_mode or "").lower() != "enabled" or "MIG" in variant_words(name):
-        return ""
-    return (
-        f"MIG mode is enabled on GPU {idx} (nvidia-smi -q): the benchmark ran on a MIG slice, a part"
-        f" of the {name}, and the whole GPU's floors are no claim about it"
-    )
-
-
 def perf_checks(
     result: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -567,7 +555,7 @@ def perf_checks(
         idx = int(g.get("index", 0))
         info = facts.get(idx)
         name = str(g.get("name") or (info.name if info else "?"))
-        mig = _mig_note(idx, name, info)
+        mig = mig_note(idx, name, info)
         row = None if mig else match_floor_row(table, name, info.memory_total_mib if info else None)
         rows[name] = row["id"] if row else None
         if not row and (note := mig or variant_note(name)):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.checks.model_match import show_word, variant_words
 from gpuonboard.yamlload import load_yaml
@@ -68,6 +69,17 @@ def variant_note(gpu_name: str) -> str:
     return (
         f"{gpu_name} is a variant ({said} in the name: {mig}not the base model), and no row names"
         " it: the base model's figures are no claim about it"
+    )
+
+
+def mig_note(idx: int | None, name: str, info: GpuInfo | None) -> str:
+    """'' or why a GPU in MIG mode is judged by no row: CUDA runs on one MIG slice of it (its
+    name then says MIG, and `variant_note` says so), whatever name the result carries."""
+    if info is None or (info.mig_mode or "").lower() != "enabled" or "MIG" in variant_words(name):
+        return ""
+    return (
+        f"MIG mode is enabled on GPU {idx} (nvidia-smi -q): the benchmark ran on a MIG slice, a part"
+        f" of the {name}, and the whole GPU's figures are no claim about it"
     )
 
 

@@ -314,3 +314,13 @@ def test_the_all_reduce_check_says_why_a_variant_has_no_row() -> None:
     assert c.verdict == "warn" and c.detail.startswith(
         "NVIDIA H200 MIG 1g.18gb is a variant ('MIG' in the name: a MIG slice, a part of the GPU;"
     )
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H200 MIG 1g.18gb", "NVIDIA H200"])
+def test_resnet50_on_a_mig_slice_of_a_real_h200_has_no_reference(name: str) -> None:
+    from gpuonboard.steps.prove.gpu_benchmark import throughput_check
+
+    w = {"gpu": 0, "device_name": name, "images_per_s": 500.0, "batch_size": 64}
+    c = throughput_check({"image_size": 224}, w, _h200_mig_facts(), load_gpu_references(), lambda: [])
+    assert c.verdict == "warn" and c.expected == f"a reference for {name}"
+    assert "a MIG slice" in c.detail and c.detail.endswith("add one to data/gpu_reference.yml")
