@@ -151,7 +151,7 @@ def _data_table(name: str, key: str | None, columns: Sequence[str]) -> Callable[
 
 
 def gpu_perf_floors() -> str:
-    """The gpu_perf floors per GPU model (a `*` marks a floor backed by a cited measurement)."""
+    """The gpu_perf floors per GPU model (`*` a floor backed by a cited measurement, `†` a pass line)."""
     data = _load("gpu_perf_floors.yml")
     metrics = [
         "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
@@ -165,11 +165,14 @@ def gpu_perf_floors() -> str:
         cells = []
         for m in metrics:
             f = r["floors"].get(m)
-            cells.append("" if f is None else f"{f['value']:g}{'*' if f['verified'] else ''}")
+            mark = "†" if f and f.get("kind") == "pass_line" else "*" if f and f["verified"] else ""
+            cells.append("" if f is None else f"{f['value']:g}{mark}")
         rows.append((f"`{r['id']}`", match, *cells))
     head = (
-        "From `src/gpuonboard/data/gpu_perf_floors.yml` (PASS from"
-        f" {data.get('warn_band', 1.1)} x the floor; `*`: backed by a cited measurement; each number's"
+        "From `src/gpuonboard/data/gpu_perf_floors.yml` (`*`: backed by a cited measurement, PASS"
+        f" from {data.get('warn_band', 1.1)} x the floor, WARN from the floor, FAIL below; `†`: a"
+        " production pass line, PASS from it, FAIL below, no warn band; unmarked: an estimate from"
+        " a datasheet share, PASS from it, `unverified` below (no hardware claim); each number's"
         " source is in the file and `src/gpuonboard/data/SOURCES.md`)"
     )
     return f"{head}:\n\n" + _table(["row", "GPU", *(f"`{m}`" for m in metrics)], rows)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -144,10 +145,60 @@ def test_rules_on_real_pass() -> None:
     assert dcgm_failure_note(checks) == ""
 
 
-def test_rules_skip_passes_and_says_so() -> None:
+def test_rules_skip_is_unverified_and_the_summary_names_the_skipped() -> None:
+    # the real 4.5.2 document: the failed software test gated the memory and pcie tests
     c = by_name(dcgm_checks(dcgm.parse(V4_SKIPS.read_text()), 2))
-    assert c["dcgm_memory"].verdict == "pass" and "not run by DCGM" in c["dcgm_memory"].actual
+    assert c["dcgm_memory"].verdict == "unverified" and "not run by DCGM" in c["dcgm_memory"].actual
+    assert c["dcgm_pcie"].verdict == "unverified"
     assert c["dcgm_software"].verdict == "fail"
+    summary = c["dcgm_diag"]
+    assert summary.verdict == "unverified"
+    assert "DCGM skipped 2 of 3 tests of level 2 (memory, pcie)" in summary.detail
+
+
+def _category(name: str, tests: list[tuple[str, str]]) -> dict[str, object]:
+    return {
+        "category": name,
+        "tests": [{"name": n, "results": [{"gpu_id": "0", "status": s}]} for n, s in tests],
+    }
+
+
+def test_level3_with_every_hardware_test_skipped_is_no_pass() -> None:
+    # NVIDIA/DCGM issue #139 (DCGM 3.x, T400, `dcgmi diag -r 3 -j`): PCIe, GPU Memory, Diagnostic,
+    # EUD Test and Targeted Stress all "Skip"; the issue elides the Deployment category, filled
+    # with the nine Deployment tests passing as issue #55 (DCGM 3.0.4, `dcgmi diag -r 3`, "most of
+    # the tests (beyond the level 1 tests) are simply skipped") prints them
+    deployment = [
+        "Denylist",
+        "NVML Library",
+        "CUDA Main Library",
+        "Permissions and OS Blocks",
+        "Persistence Mode",
+        "Environment Variables",
+        "Page Retirement/Row Remap",
+        "Graphics Processes",
+        "Inforom",
+    ]
+    doc = {
+        "DCGM GPU Diagnostic": {
+            "test_categories": [
+                _category("Deployment", [(n, "Pass") for n in deployment]),
+                _category("Integration", [("PCIe", "Skip")]),
+                _category("Hardware", [("GPU Memory", "Skip"), ("Diagnostic", "Skip"), ("EUD Test", "Skip")]),
+                _category("Stress", [("Targeted Stress", "Skip")]),
+            ]
+        }
+    }
+    checks = dcgm_checks(dcgm.parse(json.dumps(doc, indent="\t")), 3)
+    c = by_name(checks)
+    assert c["dcgm_diag"].actual == "DCGM ?, level 3: 14 tests, 9 pass, 5 skip"
+    assert c["dcgm_diag"].verdict == "unverified"
+    assert c["dcgm_diag"].detail.startswith(
+        "DCGM skipped 5 of 14 tests of level 3 (PCIe, GPU Memory, Diagnostic, EUD Test, Targeted Stress)"
+    )
+    assert {c[n].verdict for n in ("dcgm_pcie", "dcgm_gpu_memory", "dcgm_targeted_stress")} == {"unverified"}
+    assert "verified nothing" in c["dcgm_diagnostic"].detail
+    assert "pass" not in {x.verdict for x in checks if x.name != "dcgm_diag" and "Skip" in x.actual}
 
 
 def test_rules_warn_on_minimally_edited_real_document() -> None:

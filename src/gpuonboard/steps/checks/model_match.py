@@ -338,6 +338,21 @@ def _tail_marker(name: _Name, want: list[str]) -> str | None:
     return None
 
 
+def variant_words(name: str) -> frozenset[str]:
+    """The words of a GPU name that always make it a variant of a model that exists without
+    them (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
+    names: 'NVIDIA GeForce RTX 4090 D' -> {'D'}, 'NVIDIA H200 MIG 1g.18gb' -> {'MIG'}. PCIe and
+    Quadro are left out: they mark another product only for some models (data/gpu_name_markers.yml).
+    The prove steps' reference tables use it: a row for the base model does not judge a variant."""
+    model_dependent = marker_siblings()
+    return frozenset(t for t in _name_tokens(name).tokens if t in _OTHER_PRODUCT and t not in model_dependent)
+
+
+def show_word(token: str) -> str:
+    """A normalised word as people write it ('TI' -> 'Ti', 'MAXQ' -> 'Max-Q')."""
+    return _show(token)
+
+
 def _marks_another_product(word: str, have: frozenset[str]) -> bool:
     """Whether a product-marker word in a delivered name makes it another product than an order
     without it: always for a variant word (D, Ti, Laptop, MIG...); for a word of

@@ -44,7 +44,7 @@ from gpuonboard.steps.prove.multinode import (
     node_plan,
     torchrun_args,
 )
-from gpuonboard.steps.prove.references import load_references, match_reference
+from gpuonboard.steps.prove.references import load_references, match_reference, variant_note
 from gpuonboard.steps.prove.rules import (
     _gpu_count,
     _pct,
@@ -197,7 +197,8 @@ def reference_check(
             f"a reference for {ranks} x {gpu_name} ({interconnect})",
             actual,
             "warn",
-            "no reference row for this topology; add one to data/allreduce_reference.yml",
+            (f"{note}; " if (note := variant_note(gpu_name)) else "")
+            + "no reference row for this topology; add one to data/allreduce_reference.yml",
         )
     if without_p2p and ref.get("interconnect") == "nvlink":
         return Check(

@@ -11,7 +11,7 @@ from typing import Any
 from gpuonboard import shell
 from gpuonboard.facts import dcgm
 from gpuonboard.facts.probe import Probe
-from gpuonboard.steps.base import Check, StepArgsError, StepContext
+from gpuonboard.steps.base import Check, StepArgsError, StepContext, Verdict
 
 DCGM_PROBE = Probe("prove_dcgmi", "command -v dcgmi")
 
@@ -39,9 +39,30 @@ def dcgm_level(value: Any, budget: Any) -> int:
     return 1
 
 
+# why DCGM skips a test, for the message of a skipped one (NVIDIA/DCGM issues #55, #139)
+_WHY_SKIP = (
+    "a failed earlier test stops the later ones, and a plugin that does not support this GPU or"
+    " driver skips its test: `dcgmi diag -r <level> -v` says which"
+)
+
+
+def _skipped_summary(skipped: Sequence[str], total: int, level: int) -> tuple[Verdict, str]:
+    """The summary's verdict and detail: `unverified` naming the tests DCGM skipped (a skipped
+    test verified nothing: a level-3 run whose PCIe, memory and stress tests all skipped is no
+    level-3 pass), else a pass."""
+    if not skipped:
+        return "pass", ""
+    said = "every test" if len(skipped) == total else f"{len(skipped)} of {total} tests"
+    return "unverified", (
+        f"DCGM skipped {said} of level {level} ({', '.join(skipped)}): they verified nothing;"
+        f" {_WHY_SKIP.replace('<level>', str(level))}"
+    )
+
+
 def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[Check]:
     """Rules over a parsed `dcgmi diag -j` (pure): one `dcgm_<test>` rule per DCGM test (Fail
-    fails with DCGM's message, Warn warns, Skip passes and says so) plus a `dcgm_diag` summary.
+    fails with DCGM's message, Warn warns, Skip is `unverified`: DCGM ran nothing there) plus a
+    `dcgm_diag` summary, `unverified` when DCGM skipped a test of the level, naming them.
     `diag=None` without `why`: DCGM is not installed (information, never a failure)."""
     want = f"dcgmi diag -r {level}: every test Pass"
     if diag is None and not why:
@@ -68,7 +89,6 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
         ]
     counts = {k: sum(1 for t in diag.tests if t.status == k) for k in ("pass", "fail", "warn", "skip")}
     other = len(diag.tests) - sum(counts.values())
-    nothing_run = counts["skip"] == len(diag.tests)
     checks = [
         Check(
             "dcgm_diag",
@@ -78,8 +98,7 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
             + f", level {level}: {len(diag.tests)} tests, "
             + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
             + (f", {other} unrecognised" if other else ""),
-            "warn" if nothing_run else "pass",
-            "DCGM skipped every test: nothing was verified" if nothing_run else "",
+            *_skipped_summary([t.name for t in diag.tests if t.status == "skip"], len(diag.tests), level),
         )
     ]
     seen: set[str] = set()
@@ -94,7 +113,13 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
             checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
         elif t.status == "skip":
             checks.append(
-                Check(name, "Pass", f"{t.raw_status} ({t.category}): not run by DCGM", "pass", said)
+                Check(
+                    name,
+                    "Pass",
+                    f"{t.raw_status} ({t.category}): not run by DCGM",
+                    "unverified",
+                    said or f"DCGM did not run its {t.name} test, so it verified nothing; {_WHY_SKIP}",
+                )
             )
         elif t.status in ("fail", "warn"):
             checks.append(

@@ -1,9 +1,11 @@
 """The `gpu_perf` judging (issue 29), pure: the per-model floors table
 (`data/gpu_perf_floors.yml`: loaded, validated, matched to a GPU name), a host's
 `vars.perf_floors` overrides, and the rules over a `gpu_perf.py` result: each figure against
-its floor (PASS at >= 1.10 x floor, WARN from the floor up, FAIL below), the GPU more than a
-margin below the median of its peers (a straggler), host<->device copies against the PCIe link,
-GPU-to-GPU copies against the topology, and the sustained-load window."""
+its floor (by the floor's kind: a measured or host floor PASSes at >= 1.10 x floor, WARNs from
+the floor up and FAILs below; a production pass line passes from it and fails below; an
+estimate from a datasheet share passes from it and is `unverified` below: no hardware claim),
+the GPU more than a margin below the median of its peers (a straggler), host<->device copies
+against the PCIe link, GPU-to-GPU copies against the topology, and the sustained-load window."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, StepArgsError, Verdict
 from gpuonboard.steps.checks.gpu_health import HARD_THROTTLE
-from gpuonboard.steps.prove.references import name_has, row_matches_name
+from gpuonboard.steps.prove.references import mig_note, name_has, row_matches_name, variant_note
 from gpuonboard.units import finite_number
 from gpuonboard.yamlload import load_yaml, where
 
@@ -43,13 +45,25 @@ POWER_SHARE_WARN = 0.6  # median power below this share of the cap ...
 CLOCK_SHARE_WARN = 0.8  # ... while the SM clock is below this share of its first figure
 
 
+# a floor's kind (data/gpu_perf_floors.yml `kind`; without it: measured when verified, else an
+# estimate): measured (a real measurement of the model backs it: the warn band, fails below),
+# pass_line (a production pass/fail threshold, Azure's health checks: no warn band, fails below),
+# estimate (a share of a datasheet peak: no warn band; below it is `unverified`, never a
+# failure: the share is ours, not the hardware's); a host's vars.perf_floors are `host` (the
+# band, fails below: the buyer's own line)
+KINDS = ("measured", "pass_line", "estimate")
+BANDED = ("measured", "host")
+
+
 @dataclass(frozen=True)
 class Floor:
-    """One metric's floor: its value, where it comes from, whether a real measurement backs it."""
+    """One metric's floor: its value, where it comes from, whether a real measurement backs it,
+    and its kind (KINDS, or `host`)."""
 
     value: float
     source: str
     verified: bool
+    kind: str = "measured"
 
 
 def unit(metric: str) -> str:
@@ -89,6 +103,13 @@ def load_floors(path: Path = FLOORS_FILE) -> dict[str, Any]:
                 raise UsageError(f"{at}: needs a 'source'")
             if not isinstance(floor.get("verified"), bool):
                 raise UsageError(f"{at}: needs 'verified: true' or 'verified: false'")
+            kind = floor.get("kind")
+            if kind is not None and kind not in KINDS:
+                raise UsageError(f"{at}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+            if (kind == "measured" and not floor["verified"]) or (kind == "estimate" and floor["verified"]):
+                raise UsageError(
+                    f"{at}: kind {kind} contradicts 'verified: {str(floor['verified']).lower()}'"
+                )
     return data
 
 
@@ -135,17 +156,30 @@ def parse_overrides(value: Any) -> dict[str, float]:
 def floors_for(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> dict[str, Floor]:
     """A GPU's floors: its row's, each replaced by the host's `vars.perf_floors` where given."""
     out = {
-        m: Floor(float(f["value"]), str(f["source"]), bool(f["verified"]))
+        m: Floor(float(f["value"]), str(f["source"]), bool(f["verified"]), kind_of(f))
         for m, f in ((row or {}).get("floors") or {}).items()
     }
     for metric, value in overrides.items():
-        out[metric] = Floor(value, "vars.perf_floors", False)
+        out[metric] = Floor(value, "vars.perf_floors", False, "host")
     return out
+
+
+def kind_of(floor: Mapping[str, Any]) -> str:
+    """A table floor's kind: its `kind`, else measured when verified, else an estimate."""
+    return str(floor.get("kind") or ("measured" if floor.get("verified") else "estimate"))
 
 
 def verdict_for(value: float, floor: float, band: float = WARN_BAND) -> Verdict:
     """PASS at >= band x floor, WARN from the floor up to it, FAIL below the floor."""
     return "pass" if value >= round(band * floor, 9) else "warn" if value >= floor else "fail"
+
+
+def judge(value: float, floor: Floor) -> Verdict:
+    """A figure against a floor of its kind: the warn band only on a measured or host floor; below
+    an estimate `unverified` (no hardware claim), below any other floor a failure."""
+    if value < floor.value:
+        return "unverified" if floor.kind == "estimate" else "fail"
+    return verdict_for(value, floor.value) if floor.kind in BANDED else "pass"
 
 
 # --------------------------------------------------------------------------- per GPU
@@ -178,16 +212,27 @@ def floor_check(
 ) -> Check:
     """`perf_<metric>_gpu<N>`: one figure against its floor."""
     u = unit(metric)
-    verdict = verdict_for(value, floor.value)
-    where_from = "vars.perf_floors" if floor.source == "vars.perf_floors" else f"{row_id} floor"
+    verdict = judge(value, floor)
+    where_from = "vars.perf_floors" if floor.kind == "host" else f"{row_id} floor"
     detail = ""
-    if verdict != "pass":
+    if verdict == "unverified":
+        detail = (
+            f"below an estimated floor ({floor.source}): no measurement of this model backs it, so"
+            " this is no hardware claim; if the GPU is slow, likely causes: "
+            f"{causes()}; measure a box you trust (bench/device/run.sh) for this model's row, or"
+            " set vars.perf_floors"
+        )
+    elif verdict != "pass":
         said = "within 10 % above the floor" if verdict == "warn" else "below the floor"
         detail = f"{said}; likely causes: {causes()}; floor source: {floor.source}"
         detail += "" if floor.verified else " (not verified)"
+    how = {
+        "pass_line": "a pass line: no warn band",
+        "estimate": "an estimate: below it is not judged",
+    }.get(floor.kind, f"PASS from {_fmt(WARN_BAND * floor.value)}")
     return Check(
         f"perf_{metric}_gpu{idx}",
-        f">= {_fmt(floor.value)} {u} ({where_from}; PASS from {_fmt(WARN_BAND * floor.value)})",
+        f">= {_fmt(floor.value)} {u} ({where_from}; {how})",
         f"GPU {idx} {name}: {_fmt(value)} {u} ({value / floor.value * 100:.0f} % of the floor)",
         verdict,
         detail,
@@ -333,9 +378,10 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
         {(min(i, j), max(i, j)) for i in range(n) for j in range(n) if i != j and access[i][j] is False}
     )
     groups = _pair_groups(p2p, n)
-    fails: list[str] = []
+    fails: list[str] = []  # (below an estimated floor: `unverified`, no hardware claim)
     warns: list[str] = []
     parts: list[str] = []
+    banded = floor is not None and floor.kind in BANDED
     for label, pairs in sorted(groups.items()):
         values = [v for _, _, v in pairs]
         median = statistics.median(values)
@@ -344,15 +390,21 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
         for i, j, v in pairs:
             if nvlink and floor and v < floor.value:
                 fails.append(f"{i}->{j} {v:,.0f} GB/s")
-            elif nvlink and floor and v < WARN_BAND * floor.value:
+            elif nvlink and floor and banded and v < WARN_BAND * floor.value:
                 warns.append(f"{i}->{j} {v:,.0f} GB/s (within 10 % above the floor)")
             elif len(pairs) > 1 and v < (1 - margin) * median:
                 warns.append(f"{i}->{j} {v:,.0f} GB/s vs {median:,.0f} for {label}")
     details: list[str] = []
+    estimate = floor is not None and floor.kind == "estimate"
     if fails and floor:
         details.append(
-            f"NVLink pairs below {floor.value:,.0f} GB/s: {', '.join(fails)}: a degraded NVLink or"
-            " NVSwitch (see fabric_health and nvlink_errors); ask the vendor"
+            f"NVLink pairs below {floor.value:,.0f} GB/s: {', '.join(fails)}: "
+            + (
+                f"that floor is an estimate ({floor.source}), not a hardware claim; see fabric_health"
+                " and nvlink_errors"
+                if estimate
+                else "a degraded NVLink or NVSwitch (see fabric_health and nvlink_errors); ask the vendor"
+            )
         )
     if warns:
         details.append(f"slow pairs: {', '.join(warns)}")
@@ -367,7 +419,15 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
             "no pair is NVLink in `nvidia-smi topo -m` (or no topology was read): the NVLink floor"
             f" {floor.value:,.0f} GB/s was not applied"
         )
-    verdict: Verdict = "fail" if fails else "warn" if (warns or no_peer) else "pass"
+    verdict: Verdict = (
+        "fail"
+        if fails and not estimate
+        else "warn"
+        if (warns or no_peer)
+        else "unverified"
+        if fails
+        else "pass"
+    )
     expected = "peer access on every pair; pairs within 10 % of their own kind"
     if floor:
         expected = f">= {floor.value:,.0f} GB/s per NVLink pair; " + expected
@@ -449,9 +509,13 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
 # --------------------------------------------------------------------------- the whole result
 
 
-def floor_known_check(rows: Mapping[str, str | None], overrides: Mapping[str, float]) -> Check:
+def floor_known_check(
+    rows: Mapping[str, str | None], overrides: Mapping[str, float], notes: Mapping[str, str] | None = None
+) -> Check:
     """`perf_floor_known`: which row judged each model; a model with none gets only the relative
-    checks, which is `unverified` (could not be judged), never a pass."""
+    checks, which is `unverified` (could not be judged), never a pass. `notes`: why a GPU name
+    matched no row (a variant of a model with a row, a MIG slice)."""
+    notes = notes or {}
     unknown = sorted(name for name, row in rows.items() if row is None)
     known = ", ".join(f"{name}: {row}" for name, row in sorted(rows.items()) if row)
     if overrides:
@@ -462,8 +526,9 @@ def floor_known_check(rows: Mapping[str, str | None], overrides: Mapping[str, fl
             "a floors row for every GPU model",
             f"no floor is known for {', '.join(unknown)}" + (f" (judged: {known})" if known else ""),
             "unverified",
-            "only relative checks ran (stragglers, temperature spread, PCIe link, GPU-to-GPU pairs); add a"
-            " row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor",
+            "".join(f"{notes[n]}; " for n in unknown if n in notes)
+            + "only relative checks ran (stragglers, temperature spread, PCIe link, GPU-to-GPU pairs);"
+            " add a row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor",
         )
     return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
 
@@ -483,14 +548,18 @@ def perf_checks(
     sustained = (result.get("sustained") or {}).get("per_gpu") or {}
     checks: list[Check] = []
     rows: dict[str, str | None] = {}
+    notes: dict[str, str] = {}
     per_gpu: dict[int, dict[str, float]] = {}
     nvlink_floor: Floor | None = None
     for g in result.get("gpus") or []:
         idx = int(g.get("index", 0))
         info = facts.get(idx)
         name = str(g.get("name") or (info.name if info else "?"))
-        row = match_floor_row(table, name, info.memory_total_mib if info else None)
+        mig = mig_note(idx, name, info)
+        row = None if mig else match_floor_row(table, name, info.memory_total_mib if info else None)
         rows[name] = row["id"] if row else None
+        if not row and (note := mig or variant_note(name)):
+            notes[name] = note
         floors = floors_for(row, overrides)
         nvlink_floor = nvlink_floor or floors.get("p2p_nvlink_gbps")
         metrics = gpu_metrics(g, sustained.get(str(idx)))
@@ -523,7 +592,7 @@ def perf_checks(
             checks.append(
                 Check(
                     f"perf_gpu{idx}",
-                    "(information only: no floor for this model)",
+                    f"(information only: no floor for this {'variant' if name in notes else 'model'})",
                     f"GPU {idx} {name}: {shown or 'no figure'}",
                     "pass",
                 )
@@ -531,7 +600,7 @@ def perf_checks(
         link = link_check(idx, g, info)
         if link is not None:
             checks.append(link)
-    checks.insert(0, floor_known_check(rows, overrides))
+    checks.insert(0, floor_known_check(rows, overrides, notes))
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)
     if pairs is not None:

@@ -14,7 +14,7 @@ from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_health
 from gpuonboard.steps.prove.launch import _LAUNCH_ARGS, _float_arg, _int_arg, launch_settings, run_script
-from gpuonboard.steps.prove.references import row_matches_name
+from gpuonboard.steps.prove.references import mig_note, row_matches_name, variant_note
 from gpuonboard.steps.prove.rules import (
     _gpu_count,
     _pct,
@@ -125,14 +125,17 @@ def throughput_check(
     peak = w.get("peak_mem_bytes")
     actual = f"GPU {idx} {name}: {ips:,.0f} images/s (batch {w.get('batch_size')}, AMP fp16"
     actual += f", peak {peak / (1 << 30):.1f} GiB)" if peak else ")"
-    ref = match_gpu_reference(table, name)
+    info = gpus[idx] if isinstance(idx, int) and 0 <= idx < len(gpus) else None
+    mig = mig_note(idx, name, info)
+    ref = None if mig else match_gpu_reference(table, name)
     if ref is None:
         return Check(
             f"resnet50_gpu{idx}",
             f"a reference for {name}",
             actual,
             "warn",
-            "no reference row for this GPU; add one to data/gpu_reference.yml",
+            (f"{note}; " if (note := mig or variant_note(name)) else "")
+            + "no reference row for this GPU; add one to data/gpu_reference.yml",
         )
     want = float(ref["images_per_s"])
     ratio = ips / want if want else 0.0

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
+from gpuonboard.steps.checks.model_match import show_word, variant_words
 from gpuonboard.yamlload import load_yaml
 
 REFERENCE_FILE = DATA_DIR / "allreduce_reference.yml"
@@ -33,16 +35,52 @@ def name_has(gpu_name: str, token: str, model: bool = True) -> bool:
     return re.search(pattern, gpu_name.lower()) is not None
 
 
+def unnamed_variants(row: Mapping[str, Any], gpu_name: str) -> list[str]:
+    """The variant words of a GPU name (model_match.variant_words: D, Ti, SUPER, NVL, SFF,
+    Laptop, Max-Q, Mobile, MIG) that a row's `gpu` and `form` do not name, as people write them."""
+    named = variant_words(f"{row.get('gpu', '')} {row.get('form') or ''}")
+    return sorted(show_word(w) for w in variant_words(gpu_name) - named)
+
+
 def row_matches_name(row: Mapping[str, Any], gpu_name: str) -> bool:
-    """A reference row's `gpu` ("*" = any), `form` and `exclude` (a list) against a GPU name."""
+    """A reference row's `gpu` ("*" = any), `form` and `exclude` (a list) against a GPU name. A
+    name with a variant word the row does not name matches no row: a MIG slice ('NVIDIA H200 MIG
+    1g.18gb') is not the whole H200, an 'RTX 4090 D' or 'RTX 4090 Laptop GPU' not the RTX 4090,
+    an 'H200 NVL' not the SXM H200; the base model's figures are no claim about them."""
     gpu = str(row.get("gpu", "*"))
     if gpu != "*" and not name_has(gpu_name, gpu):
         return False
     form = row.get("form")
     if form and not name_has(gpu_name, str(form), model=False):
         return False
+    if unnamed_variants(row, gpu_name):
+        return False
     excluded = row.get("exclude") or []
     return not any(name_has(gpu_name, str(x), model=False) for x in excluded)
+
+
+def variant_note(gpu_name: str) -> str:
+    """'' or a sentence saying why a variant's name matched no row of the base model's."""
+    words = unnamed_variants({}, gpu_name)
+    if not words:
+        return ""
+    said = ", ".join(f"'{w}'" for w in words)
+    mig = "a MIG slice, a part of the GPU; " if "MIG" in words else ""
+    return (
+        f"{gpu_name} is a variant ({said} in the name: {mig}not the base model), and no row names"
+        " it: the base model's figures are no claim about it"
+    )
+
+
+def mig_note(idx: int | None, name: str, info: GpuInfo | None) -> str:
+    """'' or why a GPU in MIG mode is judged by no row: CUDA runs on one MIG slice of it (its
+    name then says MIG, and `variant_note` says so), whatever name the result carries."""
+    if info is None or (info.mig_mode or "").lower() != "enabled" or "MIG" in variant_words(name):
+        return ""
+    return (
+        f"MIG mode is enabled on GPU {idx} (nvidia-smi -q): the benchmark ran on a MIG slice, a part"
+        f" of the {name}, and the whole GPU's figures are no claim about it"
+    )
 
 
 def match_reference(
