@@ -6,6 +6,7 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,23 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
             _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
     assert isinstance(raw, dict)
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
+
+
+def locate(project: Path, given: str) -> Path | str:
+    """The inventory `--inventory` names, a relative path taken from the project folder (`~`
+    expanded). `ansible-inventory:SOURCE` keeps its prefix and only SOURCE is resolved (a host
+    list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix."""
+    if given.startswith(ansible_list.PREFIX):
+        source = given[len(ansible_list.PREFIX) :]
+        if source and "," not in source:
+            source = str(_under(project, source))
+        return ansible_list.PREFIX + source
+    return _under(project, given)
+
+
+def _under(project: Path, given: str) -> Path:
+    path = Path(os.path.expanduser(given))
+    return path if path.is_absolute() else project / path
 
 
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
