@@ -22,6 +22,7 @@ from gpuonboard.inventory.fields import (
     check_keys,
     host_name_problem,
 )
+from gpuonboard.inventory.jumphosts import config_jump_hosts, jump_origin
 from gpuonboard.inventory.jumps import flat_jumps
 from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
@@ -193,6 +194,7 @@ def build(
     ssh_cfg, ssh_cfg_path = user_ssh_config(ssh_config, raw, defaults, hosts_file)
     hosts: dict[str, Host] = {}
     key_file_origins: dict[str, tuple[str, str]] = {}
+    jump_origins: dict[str, str] = {}
     for hname, hdef in hosts_raw.items():
         hdef = as_mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
         check_host_keys(hdef, hosts_file, f"host {hname!r}")
@@ -214,7 +216,13 @@ def build(
         origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
         if origin is not None:
             key_file_origins[hname] = origin
-    hosts = flat_jumps(hosts, hosts_file, hosts_raw)
+        if hosts[hname].jump:
+            jump_origins[hname] = jump_origin(hname, layers, hosts[hname].vendor, hosts_file, ssh_cfg)
+    config_hops = config_jump_hosts(hosts, ssh_cfg, defaults, hosts_file, vendors_dir)
+    for spec, hop in config_hops.items():
+        if hop.key_file and ssh_cfg_path is not None:
+            key_file_origins.setdefault(spec, (str(ssh_cfg_path), "ssh_config"))
+    hosts = flat_jumps(hosts, hosts_file, hosts_raw, config_hops, jump_origins, ssh_cfg_path)
     return Inventory(
         source=hosts_file,
         hosts=hosts,
@@ -222,6 +230,7 @@ def build(
         vendors=vendors,
         key_file_origins=key_file_origins,
         ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
+        jump_hosts=config_hops,
     )
 
 
