@@ -95,14 +95,17 @@ def jump_origin(
     vendor: Vendor | None,
     path: Path,
     ssh_cfg: Any,
-) -> str:
-    """Where host `name`'s jump was written (`file, line N`): a host or group layer's `jump`,
-    else its SSH config entry's ProxyJump or ProxyCommand, else the vendor profile or defaults."""
+) -> str | None:
+    """Where host `name`'s jump was written (`file, line N`) when not in its own entry (None):
+    a group's `jump`, else its SSH config entry's ProxyJump or ProxyCommand, else the vendor
+    profile or defaults."""
     found: tuple[Mapping[str, Any], str] | None = None
     for layer, label in layers:
         if "jump" in layer:
             found = (layer, label)
-    if found is not None and found[1].startswith(("host ", "group ")):
+    if found is not None and found[1].startswith("host "):
+        return None  # (the host's own line, as for its other fields)
+    if found is not None and found[1].startswith("group "):
         return where(path, found[0], "jump")
     if uses_ssh_config_entry(name, layers, ssh_cfg) and {"proxyjump", "proxycommand"} & set(
         ssh_cfg.lookup(name)

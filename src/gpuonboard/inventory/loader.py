@@ -216,8 +216,8 @@ def build(
         origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
         if origin is not None:
             key_file_origins[hname] = origin
-        if hosts[hname].jump:
-            jump_origins[hname] = jump_origin(hname, layers, hosts[hname].vendor, hosts_file, ssh_cfg)
+        if hosts[hname].jump and (at := jump_origin(hname, layers, hosts[hname].vendor, hosts_file, ssh_cfg)):
+            jump_origins[hname] = at
     config_hops = config_jump_hosts(hosts, ssh_cfg, defaults, hosts_file, vendors_dir)
     for spec, hop in config_hops.items():
         if hop.key_file and ssh_cfg_path is not None:
