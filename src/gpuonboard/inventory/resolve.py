@@ -33,7 +33,7 @@ from gpuonboard.inventory.sshlookup import (
     ssh_config_aliases,
     uses_ssh_config_entry,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token, ssh_program
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -304,12 +304,13 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
             address = name
         elif includes := getattr(ssh_cfg, "include_lines", None):  # (the own reader: not followed)
             pattern, line = next(iter(includes.items()))
+            install = "install the OpenSSH client, " if ssh_program() is None else ""
             raise InventoryError(
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the part of"
                 f" {getattr(ssh_cfg, 'path', 'the SSH config')} gpuonboard could read: its Include"
                 f" {pattern} (line {line}) is followed only by OpenSSH's `ssh`, used when it is on"
-                " PATH and the config runs no `Match exec`; install the OpenSSH client, copy the"
-                " Host block into that file, or add address: <IP or DNS name>."
+                f" PATH and the config runs no `Match exec`; {install}copy the Host block into that"
+                " file, or add address: <IP or DNS name>."
             )
         else:
             raise InventoryError(
