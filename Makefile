@@ -23,7 +23,8 @@ demo: bootstrap
 	  status=0; $(INVOKE) provision --host demo-a100 --inventory $(SIM)/inventory $$skip || status=$$?; \
 	  $(INVOKE) sim.down --name demo-a100 --base $(SIM); exit $$status
 
-lint: bootstrap
+lint:
+	@BOOTSTRAP_LINT=1 bash scripts/bootstrap.sh
 	$(VENV)/bin/ruff check src tests tasks.py bench
 	$(VENV)/bin/ruff format --check src tests tasks.py bench
 	$(VENV)/bin/mypy

@@ -129,8 +129,19 @@ def ssh_masters_left(project: Project) -> list[str]:
 
 def test_missing_source_and_flags_override(project: Project, tmp_path: Path) -> None:
     setup(project, tmp_path)
+    logins = project.pool.log_counts("dataset")["logins"]
     r = project.cli("sync", "--host", "dataset", "--dataset", str(tmp_path / "nope"))
+    assert r.returncode == 2, r.stdout + r.stderr  # (an explicit --dataset: before connecting)
+    assert r.stderr == f"error: --dataset {tmp_path / 'nope'} does not exist; check the path.\n"
+    assert project.pool.log_counts("dataset")["logins"] == logins
+    # the inventory's dataset: the step says so, from the host
+    h = project.pool.hosts["dataset"]
+    entry = host_entry(h, project.pool, data_dir=str(tmp_path / "remote data"))
+    entry["vars"].update({"dataset": str(tmp_path / "nope"), "keep_shards": True})
+    project.write_inventory({"dataset": entry})
+    r = project.cli("sync", "--host", "dataset")
     assert r.returncode == 1 and "does not exist" in step(project)["msg"]
+    setup(project, tmp_path / "again")
     # the upload's master connection, started while logging in, was closed with the failure
     assert ssh_masters_left(project) == []
     other = tmp_path / "elsewhere"

@@ -23,3 +23,25 @@ def test_a_jump_hosts_own_jump_host_is_used(project: Project, pool: TestHostPool
     assert r.returncode == 0, r.stdout + r.stderr
     after = {n: pool.log_counts(n)["logins"] for n in before}
     assert {n: after[n] - before[n] for n in before} == {"bastion1": 1, "bastion2": 1, "behind": 1}
+
+
+def test_a_jump_host_named_by_the_ssh_config_is_reached_with_its_config_entry(
+    project: Project, pool: TestHostPool
+) -> None:
+    """`ProxyJump edge`, where `edge` is a Host of the same SSH config (its HostName, Port, User
+    and IdentityFile there): the login to the jump host uses that entry, as `ssh -F CONFIG
+    behind` does (before: refused as "neither an inventory host nor an address")."""
+    outer, target = pool.hosts["bastion1"], pool.hosts["behind"]
+    before = {n: pool.log_counts(n)["logins"] for n in ("bastion1", "behind")}
+    cfg = project.root / "ssh_config"
+    cfg.write_text(
+        f"Host behind\n  HostName {target.address}\n  Port {target.port}\n  User root\n"
+        f"  IdentityFile {pool.client_key}\n  ProxyJump edge\n"
+        f"Host edge\n  HostName {outer.address}\n  Port {outer.port}\n  User root\n"
+        f"  IdentityFile {pool.client_key}\n"
+    )
+    project.write_inventory({"behind": {"host_key": target.fingerprint}}, ssh_config=str(cfg))
+    r = project.cli("check", "--host", "behind", "--trust-new-hosts")
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = {n: pool.log_counts(n)["logins"] for n in before}
+    assert {n: after[n] - before[n] for n in before} == {"bastion1": 1, "behind": 1}

@@ -125,8 +125,8 @@ CASES = [
     ),
     inv(
         "host-key-not-sha256.yml",
-        "{path}, line 4: host 'gpu-1' field 'host_key' must be an OpenSSH fingerprint like SHA256:abc..."
-        " (ssh-keygen -lf KEY).",
+        "{path}, line 4: host 'gpu-1' field 'host_key' is an MD5 fingerprint; pin the SHA256 one, SHA256:"
+        " and 43 base64 characters (`ssh-keyscan -p PORT HOST | ssh-keygen -lf -` prints it).",
     ),
     inv(
         "connect-timeout-negative.yml",

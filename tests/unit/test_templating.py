@@ -361,10 +361,11 @@ def test_a_list_of_many_items_still_renders_within_the_budget() -> None:
     assert render_value("{{ range(100000) | batch(10) | list | length }}", {}) == "10000"
 
 
-@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/proc"])
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/proc", "missing"])
 def test_a_dataset_that_is_no_data_is_refused_before_connecting(tmp_path: Path, kind: str) -> None:
-    """`sync --dataset` a FIFO (a wait for a writer), /dev/zero or /proc (no end): one sentence,
-    exit 2, before any connection (the host here is a closed port: it would be exit 3)."""
+    """`sync --dataset` a FIFO (a wait for a writer), /dev/zero or /proc (no end), or a path that
+    does not exist (found only after connecting to every host, exit 1): one sentence, exit 2,
+    before any connection (the host here is a closed port: it would be exit 3)."""
     import os
     import subprocess
     import sys
@@ -376,6 +377,8 @@ def test_a_dataset_that_is_no_data_is_refused_before_connecting(tmp_path: Path, 
     if kind == "fifo":
         dataset = str(tmp_path / "fifo")
         os.mkfifo(dataset)
+    if kind == "missing":
+        dataset = str(tmp_path / "nonexist")
     r = subprocess.run(
         [sys.executable, "-c", "from gpuonboard.cli import main; main()", "sync", "--host", "h1"]
         + ["--inventory", str(inv), "--dataset", dataset, "--connect-retries", "0"],
@@ -386,3 +389,5 @@ def test_a_dataset_that_is_no_data_is_refused_before_connecting(tmp_path: Path, 
     )
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith(f"error: --dataset {dataset} ") and len(r.stderr.splitlines()) == 1
+    if kind == "missing":
+        assert r.stderr == f"error: --dataset {dataset} does not exist; check the path.\n"

@@ -17,6 +17,7 @@ from gpuonboard import termtext, timings
 from gpuonboard.connection import ConnectOptions, Preconnect, known_hosts_problem
 from gpuonboard.errors import ExitCode, GpuonboardError, InventoryError, Terminated, UsageError
 from gpuonboard.inventory import Host
+from gpuonboard.inventory.loader import locate
 from gpuonboard.report import jsonfile, terminal
 from gpuonboard.report.early import EarlyReport
 from gpuonboard.results import HostResult, RunResult, conclude
@@ -164,12 +165,12 @@ def _selected(
     """Load the inventory and select the hosts; a missing inventory, or a --host that `sim.up`
     put in its own inventory (`--inventory` forgotten), says to pass that inventory. `every`:
     no --host/--group/--limit selects every host (`invoke inventory`)."""
-    path = _resolve(settings.project, selection.inventory)
+    path = locate(settings.project, selection.inventory)  # (`ansible-inventory:SOURCE` kept)
     names = split_names(selection.hosts)
     try:
         inv = inventory_mod.load(path)
     except InventoryError as exc:
-        if path.exists():
+        if not isinstance(path, Path) or path.exists():
             raise
         hinted = sim_hint(exc.message, names, _sim_hosts(settings, path))
         if hinted == exc.message:
@@ -181,7 +182,8 @@ def _selected(
         return inv, inv.select(names, selection.group, selection.limit)
     except UsageError as exc:
         unknown = [n for n in names if n not in inv.hosts]
-        hinted = sim_hint(exc.message, unknown, _sim_hosts(settings, path)) if unknown else exc.message
+        sims = _sim_hosts(settings, path) if isinstance(path, Path) else []
+        hinted = sim_hint(exc.message, unknown, sims) if unknown else exc.message
         if hinted == exc.message:
             raise
         raise UsageError(hinted) from None
@@ -555,11 +557,6 @@ def same_machine_warnings(results: Sequence[HostResult]) -> list[str]:
         for key, names in by_key.items()
         if len(names) > 1
     ]
-
-
-def _resolve(project: Path, path: str) -> Path:
-    p = Path(os.path.expanduser(path))
-    return p if p.is_absolute() else project / p
 
 
 def _iso(ts: float) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,10 +22,10 @@ def _vendors(project: Path, inventory: str, needed: bool) -> tuple[tuple[planner
     if not needed:
         return (), ""
     from gpuonboard import inventory as inventory_mod
+    from gpuonboard.inventory.loader import locate
 
-    path = Path(os.path.expanduser(inventory))
-    path = path if path.is_absolute() else project / path
-    if not path.exists():
+    path = locate(project, inventory)  # (`ansible-inventory:SOURCE` kept)
+    if isinstance(path, Path) and not path.exists():
         return (), f"no inventory at {path}: no vendor costs (pass --inventory PATH)"
     inv = inventory_mod.load(path)
     return tuple(inv.vendors.values()), ""

@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
 from gpuonboard.api.narrowed import narrowed
+from gpuonboard.api.saved_bytes import not_text
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
@@ -214,13 +215,14 @@ _TRAILING_PROMPT = re.compile(
 def decode_saved(data: bytes) -> str:
     """A saved output's bytes as the text the parsers read: UTF-8, or UTF-16 where a byte-order
     mark says so (Windows PowerShell's `>` writes UTF-16); a UTF-8 byte-order mark (Notepad)
-    dropped; CRLF line ends as LF. (With the mark kept, `lscpu`, `df` and nvidia-smi CSV were
-    not recognised, an nvidia-smi XML was judged a failed driver, and a `free` read 100x off.)"""
+    dropped; CRLF and classic Mac's lone CR line ends as LF. (With the mark kept, `lscpu`, `df`
+    and nvidia-smi CSV were not recognised, an nvidia-smi XML was judged a failed driver, and a
+    `free` read 100x off.)"""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         text = data.decode("utf-16", errors="replace")
     else:
         text = data.decode("utf-8", errors="replace")
-    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def unquote(text: str) -> str:
@@ -399,6 +401,8 @@ def _read_saved(path: Path) -> bytes:
             f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
             " leave it out of the files to judge."
         )
+    if (why := not_text(data)) is not None:
+        raise UsageError(f"{path}: {why}")
     return data
 
 

@@ -10,6 +10,7 @@ import csv
 import io
 import re
 
+from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import first_line
 
@@ -88,7 +89,7 @@ _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
 def csv_width(text: str) -> int:
     """The number of columns when every line of `text` is a CSV row of one same count (two or
     more), else 0."""
-    rows = [row for row in csv.reader(text.strip().splitlines(), skipinitialspace=True) if row]
+    rows = [row for row in csv_rows(text.strip().splitlines()) or [] if row]
     widths = {len(row) for row in rows}
     return widths.pop() if len(widths) == 1 and rows and len(rows[0]) > 1 else 0
 
@@ -160,7 +161,7 @@ def compute_apps(text: str) -> tuple[str, str] | None:
         )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    for row in csv.reader(lines[1:], skipinitialspace=True):
+    for row in csv_rows(lines[1:]) or []:
         cells = dict(zip(head, (cell.strip() for cell in row), strict=False))
         used = (cells.get("used_gpu_memory") or cells.get("used_memory") or "").split(" ")[0]
         name = cells.get("process_name") or cells.get("name") or ""

@@ -73,8 +73,9 @@ PSEUDO_TREES = ("/proc", "/sys", "/dev")
 
 
 def check_dataset(path: Path) -> None:
-    """--dataset is a directory or a regular file outside the kernel's pseudo file systems,
-    before any connection: a FIFO waited for a writer, /dev/zero or /proc never ended."""
+    """--dataset is an existing directory or regular file outside the kernel's pseudo file
+    systems, before any connection: a FIFO waited for a writer, /dev/zero or /proc never
+    ended, and a missing path was found only after connecting to every host."""
     real = os.path.realpath(path)
     top = next((t for t in PSEUDO_TREES if real == t or real.startswith(t + "/")), None)
     if top is not None:
@@ -84,7 +85,9 @@ def check_dataset(path: Path) -> None:
         )
     try:
         mode = os.stat(path).st_mode
-    except OSError:  # (missing or unreadable: the dataset step says so, for every host)
+    except FileNotFoundError:  # (before connecting to every host to say so from each)
+        raise UsageError(f"--dataset {path} does not exist; check the path.") from None
+    except OSError:  # (unreadable: the dataset step says so, for every host)
         return
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise UsageError(

@@ -22,9 +22,12 @@ from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, expand_tokens
 
 
 def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
-    """A jump hop: an inventory host by name, or `user@addr:port` inheriting base's key."""
+    """A jump hop: an inventory host by name, a Host of the SSH config as resolved when the
+    inventory was read, or `user@addr:port` inheriting base's key."""
     if inventory is not None and spec in inventory.hosts:
         return inventory.hosts[spec]
+    if inventory is not None and spec in inventory.jump_hosts:  # (a Host of the SSH config)
+        return inventory.jump_hosts[spec]
     user, _, rest = spec.rpartition("@")
     addr, port = rest, 22
     if rest.startswith("["):

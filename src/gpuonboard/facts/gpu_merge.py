@@ -10,15 +10,14 @@ driver. Pure: no I/O.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
-import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_list import GpuList
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
@@ -224,7 +223,10 @@ def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
     -> processes per GPU UUID; {} for an empty list (no process); None when the text is not
     such an output (a replayed other format, an error line)."""
     out: dict[str, list[GpuProcess]] = {}
-    for row in csv.reader(io.StringIO(text), skipinitialspace=True):
+    rows = csv_rows(text)
+    if rows is None:
+        return None
+    for row in rows:
         if not row or not "".join(row).strip():
             continue
         if len(row) != len(APPS_FIELDS):

@@ -15,10 +15,10 @@ This package module only re-exports what the rest of gpuonboard uses; the module
 `model` (the typed Host, Vendor, OrderSpec, Inventory; host selection), `loader` (the hosts
 file, format detection, `build`), `fields` (keys, numbers, paths, names, addresses),
 `resolve` (one host's layers merged and checked), `order` (order specs), `vendors` (vendor
-profiles), `jumps` (jump hosts and chains), `limit` (--limit patterns), `sshlookup` (the
-user's SSH config as the loader consults it), `sshresolve` (aliases resolved by OpenSSH's own
-`ssh -G`), `sshconfig` (the own reader, without `ssh`), `rules` (names and
-sizes every format shares), `ansible` (Ansible inventories).
+profiles), `jumps` (jump hosts and chains), `jumphosts` (jump hosts of the SSH config),
+`limit` (--limit patterns), `sshlookup` (the user's SSH config as the loader consults it),
+`sshresolve` (aliases resolved by OpenSSH's own `ssh -G`), `sshconfig` (the own reader,
+without `ssh`), `rules` (names and sizes every format shares), `ansible` (Ansible inventories).
 """
 
 from __future__ import annotations

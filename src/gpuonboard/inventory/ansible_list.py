@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ MAX_OUTPUT_BYTES = 64 << 20  # JSON of 10,000 hosts with their vars is a few MB
 def ansible_inventory_json(path: str, timeout: float = TIMEOUT_S, exe: str | None = None) -> Any:
     """`ansible-inventory -i PATH --list`, run with a timeout and its output bounded; a source
     Ansible cannot parse is an error (not Ansible's warning and an empty inventory)."""
-    exe = exe or shutil.which("ansible-inventory")
+    exe = exe or shutil.which("ansible-inventory") or _beside_python()
     if exe is None:
         raise InventoryError(
             f"{PREFIX}{path}: ansible-inventory is not installed (pip install ansible-core), so"
@@ -64,6 +65,13 @@ def ansible_inventory_json(path: str, timeout: float = TIMEOUT_S, exe: str | Non
         return json.loads(out)
     except ValueError as exc:
         raise InventoryError(f"{PREFIX}{path}: ansible-inventory --list printed no JSON ({exc}).") from None
+
+
+def _beside_python() -> str | None:
+    """`ansible-inventory` of the virtual environment gpuonboard runs from (`.venv/bin/gpuonboard`
+    run without activating it: ansible-core installed there is not on PATH)."""
+    exe = Path(sys.executable).parent / "ansible-inventory"
+    return str(exe) if exe.is_file() and os.access(exe, os.X_OK) else None
 
 
 def _bounded_communicate(child: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:

@@ -17,25 +17,35 @@ from gpuonboard.inventory.rules import is_digits, name_problem
 from gpuonboard.yamlload import did_you_mean, where
 
 
-def flat_jumps(hosts: Mapping[str, Host], path: Path, hosts_raw: Mapping[str, Any]) -> dict[str, Host]:
+def flat_jumps(
+    hosts: Mapping[str, Host],
+    path: Path,
+    hosts_raw: Mapping[str, Any],
+    config_hops: Mapping[str, Host] | None = None,
+    origins: Mapping[str, str] | None = None,
+    config: Path | None = None,
+) -> dict[str, Host]:
     """The hosts with each hop of their `jump` checked (no host its own jump host, every hop an
-    inventory host or `[user@]host[:port]`) and their `jump` made the flat chain in front of them
-    (jump_chain)."""
-    for host in hosts.values():
+    inventory host, a Host of the SSH config (`config_hops`, resolved through it) or
+    `[user@]host[:port]`) and their `jump` made the flat chain in front of them (jump_chain).
+    An error names where the jump was written (`origins`: the host's line, the SSH config)."""
+    known = {**(config_hops or {}), **hosts}
+    for host in known.values():
+        at = (origins or {}).get(host.name) or (
+            str(config) if host.name not in hosts and config else where(path, hosts_raw, host.name)
+        )
         if host.name in host.jump:
             raise InventoryError(
-                f"{where(path, hosts_raw, host.name)}: host {host.name!r} lists itself as its"
-                " own jump host; remove it from 'jump'."
+                f"{at}: host {host.name!r} lists itself as its own jump host; remove it from"
+                f" {'its ProxyJump' if config and at.startswith(str(config)) else repr('jump')}."
             )
         for hop in host.jump:
             if problem := name_problem("jump host", hop):
-                raise InventoryError(f"{where(path, hosts_raw, host.name)}: host {host.name!r} {problem}")
-            problem = jump_problem(hop, hosts)
+                raise InventoryError(f"{at}: host {host.name!r} {problem}")
+            problem = jump_problem(hop, known, config)
             if problem:
-                raise InventoryError(
-                    f"{where(path, hosts_raw, host.name)}: host {host.name!r} jump host {hop!r} {problem}"
-                )
-    chains = {name: jump_chain(name, hosts, path, hosts_raw) for name in hosts}
+                raise InventoryError(f"{at}: host {host.name!r} jump host {hop!r} {problem}")
+    chains = {name: jump_chain(name, known, path, hosts_raw) for name in hosts}
     return {name: replace(h, jump=chains[name]) for name, h in hosts.items()}
 
 
@@ -90,8 +100,9 @@ def jump_chain(
     return chain
 
 
-def jump_problem(hop: str, hosts: Mapping[str, Host]) -> str | None:
-    """Why a jump spec cannot work (None when fine): an inventory host, or [user@]host[:port]."""
+def jump_problem(hop: str, hosts: Mapping[str, Host], config: Path | None = None) -> str | None:
+    """Why a jump spec cannot work (None when fine): an inventory host (or a Host of the SSH
+    config `config`, resolved into `hosts`), or [user@]host[:port]."""
     if hop in hosts:
         return None
     _, _, rest = hop.rpartition("@")
@@ -111,6 +122,12 @@ def jump_problem(hop: str, hosts: Mapping[str, Host]) -> str | None:
     if (bad := bad_host_char(addr) or (bad_host_char(user) if user else None)) is not None or "@" in addr:
         return f"holds {bad or '@'!r}, which no user or host name holds; write user@host:port."
     if "@" not in hop and ":" not in hop and "." not in addr:
+        if config is not None:
+            return (
+                f"is neither an inventory host, a Host of the SSH config {config}, nor an address"
+                f"{did_you_mean(addr, hosts) or ''}; name an inventory host, add a Host {addr} block"
+                " with its HostName to that config, or write user@host:port."
+            )
         return (
             f"is neither an inventory host nor an address{did_you_mean(addr, hosts) or ''};"
             " name an inventory host or write user@host:port."

@@ -6,6 +6,7 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from gpuonboard.inventory.fields import (
     check_keys,
     host_name_problem,
 )
+from gpuonboard.inventory.jumphosts import config_jump_hosts, jump_origin
 from gpuonboard.inventory.jumps import flat_jumps
 from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
@@ -72,6 +74,23 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
             _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
     assert isinstance(raw, dict)
     return build(raw, hosts_file, ssh_config, name_is_address=ansible)
+
+
+def locate(project: Path, given: str) -> Path | str:
+    """The inventory `--inventory` names, a relative path taken from the project folder (`~`
+    expanded). `ansible-inventory:SOURCE` keeps its prefix and only SOURCE is resolved (a host
+    list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix."""
+    if given.startswith(ansible_list.PREFIX):
+        source = given[len(ansible_list.PREFIX) :]
+        if source and "," not in source:
+            source = str(_under(project, source))
+        return ansible_list.PREFIX + source
+    return _under(project, given)
+
+
+def _under(project: Path, given: str) -> Path:
+    path = Path(os.path.expanduser(given))
+    return path if path.is_absolute() else project / path
 
 
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
@@ -175,6 +194,7 @@ def build(
     ssh_cfg, ssh_cfg_path = user_ssh_config(ssh_config, raw, defaults, hosts_file)
     hosts: dict[str, Host] = {}
     key_file_origins: dict[str, tuple[str, str]] = {}
+    jump_origins: dict[str, str] = {}
     for hname, hdef in hosts_raw.items():
         hdef = as_mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
         check_host_keys(hdef, hosts_file, f"host {hname!r}")
@@ -196,7 +216,13 @@ def build(
         origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
         if origin is not None:
             key_file_origins[hname] = origin
-    hosts = flat_jumps(hosts, hosts_file, hosts_raw)
+        if hosts[hname].jump and (at := jump_origin(hname, layers, hosts[hname].vendor, hosts_file, ssh_cfg)):
+            jump_origins[hname] = at
+    config_hops = config_jump_hosts(hosts, ssh_cfg, defaults, hosts_file, vendors_dir)
+    for spec, hop in config_hops.items():
+        if hop.key_file and ssh_cfg_path is not None:
+            key_file_origins.setdefault(spec, (str(ssh_cfg_path), "ssh_config"))
+    hosts = flat_jumps(hosts, hosts_file, hosts_raw, config_hops, jump_origins, ssh_cfg_path)
     return Inventory(
         source=hosts_file,
         hosts=hosts,
@@ -204,6 +230,7 @@ def build(
         vendors=vendors,
         key_file_origins=key_file_origins,
         ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
+        jump_hosts=config_hops,
     )
 
 

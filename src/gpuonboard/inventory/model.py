@@ -119,6 +119,10 @@ class Inventory:
     # an Ansible inventory: each group's hosts in Ansible's order, `all` and `ungrouped` too
     # (limit.ansible_group_hosts; what a --limit subscript indexes); empty: the file's order
     ansible_order: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # jump hosts that are no inventory host but a Host of the SSH config (`ProxyJump bastion`,
+    # `-J bastion`): each resolved through that config as OpenSSH does (its HostName, User,
+    # Port, IdentityFile), by the hop as the chain names it
+    jump_hosts: Mapping[str, Host] = field(default_factory=dict)
 
     def select(
         self,
@@ -179,12 +183,19 @@ class Inventory:
         jump hosts) is an input error naming the file and line that set it. Not part of
         `select`, so listing hosts and judging saved outputs offline need no key."""
         for host in hosts:
-            for hop in [*(self.hosts[j] for j in host.jump if j in self.hosts), host]:
+            hops = [self.hosts.get(j) or self.jump_hosts.get(j) for j in host.jump]
+            for hop in [*(h for h in hops if h is not None), host]:
                 path = hop.key_file
                 if hop.connection != "ssh" or not path or os.path.isfile(path):
                     continue
                 problem = "which does not exist" if not os.path.exists(path) else "which is not a file"
                 loc, who = self.key_file_origins.get(hop.name, (str(self.source), f"host {hop.name!r}"))
+                if who == "ssh_config" and hop.name not in self.hosts:  # (a jump host of the config)
+                    raise InventoryError(
+                        f"{loc}: jump host {hop.name!r} (in front of host {host.name!r} of the inventory"
+                        f" {self.source}) takes its key from this SSH config's IdentityFile {path},"
+                        f" {problem}; fix that path in its Host block."
+                    )
                 if who == "ssh_config":
                     raise InventoryError(
                         f"{loc}: host {hop.name!r} of the inventory {self.source} takes its key from this"

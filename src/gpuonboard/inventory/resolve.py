@@ -33,7 +33,7 @@ from gpuonboard.inventory.sshlookup import (
     ssh_config_aliases,
     uses_ssh_config_entry,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token, ssh_program
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -159,9 +159,7 @@ def resolve_host(
         extras["proxy_command"] = proxy
     if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
         jump = ()
-    host_key = s.merged.get("host_key")
-    if host_key is not None and (not isinstance(host_key, str) or not host_key.startswith("SHA256:")):
-        raise s.err("host_key", "must be an OpenSSH fingerprint like SHA256:abc... (ssh-keygen -lf KEY).")
+    host_key = _host_key(s)
     timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
         raise s.err("connect_timeout", problem)
@@ -306,12 +304,13 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
             address = name
         elif includes := getattr(ssh_cfg, "include_lines", None):  # (the own reader: not followed)
             pattern, line = next(iter(includes.items()))
+            install = "install the OpenSSH client, " if ssh_program() is None else ""
             raise InventoryError(
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the part of"
                 f" {getattr(ssh_cfg, 'path', 'the SSH config')} gpuonboard could read: its Include"
                 f" {pattern} (line {line}) is followed only by OpenSSH's `ssh`, used when it is on"
-                " PATH and the config runs no `Match exec`; install the OpenSSH client, copy the"
-                " Host block into that file, or add address: <IP or DNS name>."
+                f" PATH and the config runs no `Match exec`; {install}copy the Host block into that"
+                " file, or add address: <IP or DNS name>."
             )
         else:
             raise InventoryError(
@@ -330,6 +329,49 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     if problem:
         raise s.err("address", problem)
     return address
+
+
+# an OpenSSH SHA256 fingerprint: 32 bytes in base64, 43 characters (OpenSSH prints no `=`)
+_FINGERPRINT = re.compile(r"SHA256:([A-Za-z0-9+/]{43})=?", re.IGNORECASE)
+_HOW = "(`ssh-keyscan -p PORT HOST | ssh-keygen -lf -` prints it)"
+
+
+def _host_key(s: _Settings) -> str | None:
+    """The pinned fingerprint as OpenSSH prints it (`SHA256:` and 43 base64 characters, a
+    base64 `=` pad dropped). A placeholder (`SHA256:...`), a cut or MD5 fingerprint, or a whole
+    `ssh-keygen -l` line is refused here: it would never match, and every connection would be
+    reported as a possible man-in-the-middle."""
+    value = s.merged.get("host_key")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise s.err("host_key", f"must be one OpenSSH fingerprint like SHA256:{'x' * 43} {_HOW}.")
+    text = value.strip()
+    if whole := _FINGERPRINT.fullmatch(text):
+        return f"SHA256:{whole.group(1)}"
+    inside = _FINGERPRINT.search(text)
+    if inside is not None and (inside.start() == 0 or text[inside.start() - 1] == " "):
+        raise s.err(
+            "host_key",
+            f"is a whole `ssh-keygen -l` line ({value!r}); write only its fingerprint"
+            f" (host_key: SHA256:{inside.group(1)}).",
+        )
+    if " " in text and "SHA256:" in text.upper():
+        raise s.err(
+            "host_key",
+            f"is a whole `ssh-keygen -l` line ({value!r}); write only its fingerprint, SHA256: and 43"
+            f" base64 characters {_HOW}.",
+        )
+    if text.upper().startswith("MD5:"):
+        raise s.err(
+            "host_key",
+            f"is an MD5 fingerprint; pin the SHA256 one, SHA256: and 43 base64 characters {_HOW}.",
+        )
+    raise s.err(
+        "host_key",
+        f"{value!r} is not an OpenSSH fingerprint, which is SHA256: and 43 base64 characters"
+        f" (a placeholder like SHA256:... or a cut copy never matches); copy the whole fingerprint {_HOW}.",
+    )
 
 
 def _key_file(s: _Settings) -> str | None:

@@ -26,41 +26,61 @@ from gpuonboard.inventory.sshresolve import (
     expand_tokens,
     ssh_program,
 )
-from gpuonboard.yamlload import read_text, where
+from gpuonboard.yamlload import read_bounded, read_text, where
 
 # the lines of an SSH config that make `ssh -G` run a command, and those that read other files
 _MATCH_EXEC = re.compile(r"^[ \t]*match\b.*\bexec\b", re.IGNORECASE | re.MULTILINE)
 _INCLUDE = re.compile(r"^[ \t]*include[ \t]*(?:=[ \t]*|[ \t])(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
-def _runs_commands(text: str, limit: int, depth: int = 0) -> bool:
-    """Whether `ssh -G` would run a command for this config text: a `Match exec` in it or in a
-    file it Includes (relative paths under ~/.ssh, globs, as OpenSSH reads them; 16 levels, the
-    most OpenSSH follows). A file that cannot be read is taken as one that may."""
+def _include_problem(text: str, path: Path, limit: int, trail: tuple[str, ...] = ()) -> str | None:
+    """Why `ssh -G` must not read this config (a sentence naming the file and line), or None: an
+    Include of a file with a `Match exec` (the command would run), or of what cannot be read as
+    OpenSSH reads it (relative paths under ~/.ssh, globs): a file that loops back, one past
+    `limit`, a FIFO or device (read without blocking), Includes nested past OpenSSH's 16 levels."""
     import glob
     import shlex
 
-    if _MATCH_EXEC.search(text):
-        return True
+    trail = (*trail, os.path.realpath(path))
     for match in _INCLUDE.finditer(text):
+        at = f"{path}, line {text.count(chr(10), 0, match.start()) + 1}"
         try:
             patterns = shlex.split(match.group(1), comments=True)
         except ValueError:
-            return True
+            return f"{at}: the Include line has an unbalanced quote; fix it."
         for pattern in patterns:
-            path = os.path.expanduser(pattern)
-            path = path if os.path.isabs(path) else os.path.join(os.path.expanduser("~/.ssh"), path)
-            for name in sorted(glob.glob(path))[:256]:
-                try:
-                    with open(name, "rb") as f:
-                        included = f.read(limit + 1)
-                except OSError:
-                    return True
-                if depth >= 16 or len(included) > limit:
-                    return True
-                if _runs_commands(included.decode("utf-8", "replace"), limit, depth + 1):
-                    return True
-    return False
+            name = os.path.expanduser(pattern)
+            name = name if os.path.isabs(name) else os.path.join(os.path.expanduser("~/.ssh"), name)
+            for found in sorted(glob.glob(name))[:256]:
+                if os.path.realpath(found) in trail:
+                    loop = "this file" if os.path.realpath(found) == trail[-1] else found
+                    return f"{at}: Include loops back to {loop}; remove it."
+                if len(trail) > 16:
+                    return f"{at}: Includes nest more than 16 levels deep (OpenSSH's limit); flatten them."
+                shown = pattern if pattern == found else f"{pattern} ({found})"
+                try:  # (without blocking, regular files only, at most `limit` bytes)
+                    data = read_bounded(Path(found), InventoryError, "SSH config", limit)
+                except InventoryError as exc:
+                    return f"{at}: Include {shown} cannot be read: {exc.message.removeprefix(f'{found}: ')}"
+                included = data.decode("utf-8", "replace")
+                if exec_line := _MATCH_EXEC.search(included):
+                    line = included.count("\n", 0, exec_line.start()) + 1
+                    return (
+                        f"{at}: Include {shown} brings a `Match exec` (its line {line}):"
+                        " gpuonboard runs no command from an inventory's own SSH config; remove it, or"
+                        " give the hosts their address (and user, key_file, jump) in the inventory."
+                    )
+                if problem := _include_problem(included, Path(found), limit, trail):
+                    return problem
+    return None
+
+
+def own_reader_reason() -> str:
+    """Why gpuonboard reads an SSH config itself (`without OpenSSH's ssh on PATH`, or, with
+    ssh installed, because the inventory's own config holds a `Match exec`)."""
+    if ssh_program() is None:
+        return "without OpenSSH's `ssh` on PATH"
+    return "as this inventory's own SSH config has a `Match exec` (never run), so `ssh` does not read it,"
 
 
 def user_ssh_config(
@@ -86,8 +106,11 @@ def user_ssh_config(
     # only when it can run nothing there: a `Match exec` in it, or an Include that could bring
     # one, is read by the own reader, which refuses it in one sentence and runs nothing
     named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
-    if named_by_inventory and program is not None and _runs_commands(text, MAX_CONFIG_BYTES):
-        program = None
+    if named_by_inventory and program is not None:
+        if _MATCH_EXEC.search(text):  # (the own reader refuses it where it decides a host)
+            program = None
+        elif problem := _include_problem(text, candidate, MAX_CONFIG_BYTES):
+            raise InventoryError(problem)
     if program is not None:
         config = OpenSSHConfig(candidate, program)
         config.prefetch(_addressless(raw))
@@ -126,9 +149,9 @@ def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
         line = getattr(cfg, "include_lines", {}).get(str(out["include"]).strip())
         raise InventoryError(
             f"{cfg_path}{f', line {line}' if line else ''}: host {name!r} takes its settings from this"
-            f" SSH config, and without OpenSSH's `ssh` on PATH gpuonboard does not follow Include:"
-            f" install the OpenSSH client, copy the Host block into {cfg_path}, or give the host an"
-            " address in the inventory."
+            f" SSH config, and {own_reader_reason()} gpuonboard does not follow Include:"
+            f"{' install the OpenSSH client,' if ssh_program() is None else ''} copy the Host block"
+            f" into {cfg_path}, or give the host an address in the inventory."
         )
     command = out.pop("proxycommand", None)
     if command is not None and command != "none" and "proxyjump" not in out:

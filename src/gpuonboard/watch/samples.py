@@ -7,13 +7,12 @@ No I/O here.
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.nvidia_smi import parse_query_csv
 
 # Every name accepted by --query-gpu from R450 upward (see facts.nvidia_smi.QUERY_FIELDS).
@@ -97,7 +96,7 @@ def parse_line(line: str, host: str, ts: float, fields: Sequence[str] = MONITOR_
     A GPU nvidia-smi cannot read (`[GPU requires reset]` in its cells) is a sample with faults."""
     if line.count(",") != len(fields) - 1:
         return None
-    cells = next(csv.reader(io.StringIO(line)), [])
+    cells = (csv_rows(line, skipinitialspace=False) or [[]])[0] if line else []
     if "index" in fields and not (
         len(cells) == len(fields) and cells[fields.index("index")].strip().isdecimal()
     ):
@@ -150,7 +149,7 @@ def parse_processes(text: str) -> dict[str, str]:
     """`--query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
     -> the biggest process per GPU uuid, as `pid name (N MiB)`."""
     best: dict[str, tuple[int, str]] = {}
-    for row in csv.reader(io.StringIO(text), skipinitialspace=True):
+    for row in csv_rows(text) or []:
         if len(row) != len(PROCESS_FIELDS):
             continue
         uuid, pid, name, mem = (cell.strip() for cell in row)

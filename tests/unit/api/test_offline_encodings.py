@@ -54,6 +54,7 @@ VARIANTS = {
     "utf8-bom": lambda d: codecs.BOM_UTF8 + d,
     "utf8-bom-crlf": lambda d: codecs.BOM_UTF8 + crlf(d),
     "powershell-utf16": lambda d: codecs.BOM_UTF16_LE + crlf(d).decode().encode("utf-16-le"),
+    "classic-mac-cr": lambda d: d.replace(b"\r\n", b"\n").replace(b"\n", b"\r"),
     "prompt-and-command": lambda d: b"[root@gpu-01 ~]# sudo nvidia-smi -q -x\n" + d,
     "ssh-prompt-and-next-prompt": lambda d: b"me@laptop:~$ ssh root@gpu-01 lscpu\n" + d + b"me@laptop:~$ \n",
     "windows-prompt-crlf": lambda d: crlf(
@@ -112,3 +113,45 @@ def test_an_rdma_listing_with_its_prompt_reads_as_without(tmp_path: Path, name: 
     `ibstatus` are in the prompt-command list since 2026-12-04; their parsers skipped the line)."""
     data = (REAL / name).read_bytes()
     assert judged(tmp_path, name, prompt + data + b"root@gpu-01:~# \n") == judged(tmp_path, name, data)
+
+
+def _refusal(tmp_path: Path, name: str, data: bytes) -> str:
+    folder = tmp_path / "box"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(data)
+    (folder / "L.txt").write_bytes((REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_bytes())
+    r = cli(tmp_path, str(folder))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder / name}: "), r.stderr
+    return lines[0].removeprefix(f"error: {folder / name}: ")
+
+
+def test_a_gzip_bug_report_is_refused_saying_to_gunzip_it(tmp_path: Path) -> None:
+    """`nvidia-bug-report.log.gz` (what vendors attach) crashed `facts DIR` with "internal error
+    (Error: new-line character seen in unquoted field ...)", exit 70."""
+    import gzip
+
+    data = gzip.compress((REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt").read_bytes())
+    said = _refusal(tmp_path, "nvidia-bug-report.log.gz", data)
+    assert said == "a gzip file, not a saved command output: gunzip it (`gunzip -k FILE`) or leave it out."
+
+
+@pytest.mark.parametrize(
+    ("source", "starts"),
+    [
+        (Path(sys.executable).resolve(), "a program (ELF binary), not a saved command output"),
+        (Path("/usr/share/gitweb/static/git-logo.png"), "a PNG image, not a saved command output"),
+    ],
+)
+def test_a_program_or_an_image_is_refused_in_one_sentence(tmp_path: Path, source: Path, starts: str) -> None:
+    if not source.is_file():
+        pytest.skip(f"{source} is not on this machine")
+    assert _refusal(tmp_path, "x.txt", source.read_bytes()[:65536]).startswith(starts)
+
+
+def test_a_file_with_nul_bytes_is_refused(tmp_path: Path) -> None:
+    data = (REAL / "lscpu__intel-xeon-16vcpu__h200-vm.txt").read_bytes()
+    said = _refusal(tmp_path, "lscpu.txt", data[:100] + b"\x00\x00" + data[100:])
+    assert said == "a binary file (it holds NUL bytes), not a saved command output: leave it out."

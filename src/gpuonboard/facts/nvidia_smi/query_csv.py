@@ -10,12 +10,11 @@ field names, a piece of the header) is read as no GPU at all: any row may be a p
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import re
 from collections.abc import Mapping, Sequence
 
+from gpuonboard.facts.csvtext import csv_rows, first_csv_row
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_mask, _reasons_from_states
@@ -104,7 +103,7 @@ def is_query_header(line: str) -> bool:
     with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them."""
     if "," not in line:
         return False
-    names = _header_names(next(csv.reader([line], skipinitialspace=True)))
+    names = _header_names(first_csv_row(line))
     return names is not None and any("." in name for name in names)
 
 
@@ -208,11 +207,10 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
 
 def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
     """Parse `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`."""
-    rows = [
-        [cell.strip() for cell in row]
-        for row in csv.reader(io.StringIO(text), skipinitialspace=True)
-        if any(cell.strip() for cell in row)
-    ]
+    read = csv_rows(text)
+    if read is None:
+        return GpuReport("csv", None, None, None, (), ("not readable as CSV",))
+    rows = [[cell.strip() for cell in row] for row in read if any(cell.strip() for cell in row)]
     if not rows:
         return GpuReport("csv", None, None, None, (), ("empty CSV output",))
     warnings: list[str] = []

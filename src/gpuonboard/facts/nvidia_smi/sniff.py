@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 
+from gpuonboard.facts.csvtext import first_csv_row
 from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
 from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
@@ -33,7 +33,7 @@ def parse_any(text: str) -> GpuReport:
     if looks_like_table(text):
         return parse_table(text)
     first_line = head.splitlines()[0]
-    if "," in first_line and _header_names(next(csv.reader([first_line], skipinitialspace=True))):
+    if "," in first_line and _header_names(first_csv_row(first_line)):
         return parse_query_csv(text, ())
     return _unknown("output not recognised as any nvidia-smi format")
 
