@@ -6,11 +6,12 @@
 # login finds the watched tools, and whether pgrep and ps exist; one `KIND VALUE` line each
 # (probe._parse_probe reads them).
 # Values in variables set before it (probe.state_probe_command): d the autostop dir, m cron.d or
-# crontab, c the cron.d dir; UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
+# crontab, c the cron.d dir, sc 1 where the shutdown command runs through sudo (then the
+# function sudo_check); UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
 # __SCRIPT__, __CONF__, __CRON_NAME__, __OWNED__ (OWNED_FILES), __MARKER__ (CRON_MARKER) and
 # __TOOLS__ (WATCHED_TOOLS) are replaced when loaded.
 # Run by: steps/autostop (probe.state_probe_command), in the batched fact probe.
-# shellcheck disable=SC2154  # d, m, c: set by probe.state_probe_command before this script
+# shellcheck disable=SC2154  # d, m, c, sc: set by probe.state_probe_command before this script
 
 echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"
 echo "now $(date +%s)"
@@ -33,6 +34,21 @@ else
 fi
 # shellcheck disable=SC2043  # (WATCHED_TOOLS: a list of names, put here when loaded)
 for t in __TOOLS__; do p=$(command -v "$t" 2>/dev/null) && echo "tool $t $p"; done
+# the watcher's own utilisation query, once: how many GPUs answer with a number (the watcher
+# checks that count when nvidia-smi exits non-zero), or that none does ([N/A] under MIG), so
+# the watcher would never find the box idle
+if p=$(command -v nvidia-smi 2>/dev/null); then
+  if command -v timeout >/dev/null 2>&1; then set -- timeout -k 5 20 "$p"; else set -- "$p"; fi
+  u=$("$@" --query-gpu=utilization.gpu --format=csv,noheader,nounits 2>/dev/null </dev/null)
+  echo "gpuutilrc $?"
+  printf '%s\n' "$u" | tr -d '\r' | while IFS= read -r l; do [ -n "$l" ] && echo "gpuutil $l"; done
+fi
+# a shutdown command run through sudo: may this login run it without a password (sudo -n -l
+# CMD, which runs nothing; sudo_check is put before this script, `false` when there is none)
+if [ -n "${sc:-}" ]; then
+  o=$(sudo_check </dev/null 2>&1); echo "sudorc $?"
+  echo "sudosaid $(printf '%s\n' "$o" | awk 'NF {l = $0} END {print substr(l, 1, 200)}')"
+fi
 command -v pgrep >/dev/null 2>&1 || echo "pgrep no"
 command -v ps >/dev/null 2>&1 || echo "ps no"
 true

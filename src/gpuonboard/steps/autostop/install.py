@@ -79,9 +79,62 @@ def _power_command(command: str) -> bool:
 
 def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
     """The settings plus where the login found nvidia-smi (and docker, for --container): cron
-    runs the watcher with PATH=/usr/bin:/bin, which may not hold them."""
+    runs the watcher with PATH=/usr/bin:/bin, which may not hold them; and how many GPUs the
+    watcher's utilisation query read a number for (gpu_count)."""
     docker = r.tools.get("docker", "") if settings.container else ""
-    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker)
+    count = len(r.gpu_util) if r.gpu_util_rc is not None and never_idle(r) is None else 0
+    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker, gpu_count=count)
+
+
+def never_idle(r: _Remote) -> str | None:
+    """Why the watcher's utilisation query, as the probe ran it once, would keep the box busy at
+    every check (a reading that is not a number, such as [N/A] on a MIG-enabled GPU; a failing
+    query; no reading); None when it read a number for every GPU, or there is no nvidia-smi."""
+    if r.gpu_util_rc is None:
+        return None
+    odd = next((line for line in r.gpu_util if not _reading(line)), None)
+    if odd is not None:
+        return f"GPU utilisation reads {odd!r} there (MIG mode, some vGPUs)"
+    if r.gpu_util_rc in (124, 137):
+        return "nvidia-smi --query-gpu=utilization.gpu did not answer there within 20s"
+    if not r.gpu_util:
+        return f"nvidia-smi --query-gpu=utilization.gpu reads no GPU there (exit {r.gpu_util_rc})"
+    return None
+
+
+def _reading(line: str) -> bool:
+    return line.replace("%", "").strip().isdecimal()
+
+
+# sudo's options that take a value, as separate words (-u USER) or joined (-uUSER)
+_SUDO_VALUE_OPTIONS = frozenset("uUgpCDhrRtT")
+
+
+def sudo_check(command: str) -> list[str] | None:
+    """For a shutdown command run through sudo (after any VAR=value words), the command that asks
+    sudo, never running it, whether this login may run it without a password: `sudo -n -l
+    [-u USER] [-g GROUP] CMD ARGS` (`sudo -n true` where the command is not a plain word list);
+    None for a command that does not start with sudo."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        words.pop(0)
+    if not words or posixpath.basename(words[0]) != "sudo":
+        return None
+    keep: list[str] = []
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        w = words[i]
+        takes = len(w) == 2 and w[1] in _SUDO_VALUE_OPTIONS
+        if w[:2] in ("-u", "-g") or w.startswith(("--user", "--group")):
+            keep += words[i : i + (2 if takes or w in ("--user", "--group") else 1)]
+        i += 2 if takes or w in ("--user", "--group") else 1
+    rest = words[i + 1 :] if i < len(words) and words[i] == "--" else words[i:]
+    if not rest or any(not re.fullmatch(r"[^;&|<>()`$]+", w) for w in rest):
+        return [words[0], "-n", "true"]
+    return [words[0], "-n", "-l", *keep, *rest]
 
 
 def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
@@ -100,6 +153,21 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f" command {settings.shutdown_command!r}: pass --shutdown-command"
             f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
             " or connect as root"
+        )
+    if r.sudo_rc not in (None, 0):
+        said = f" (sudo said: {r.sudo_said})" if r.sudo_said else f" (exit {r.sudo_rc})"
+        if r.sudo_rc == 127:
+            said = " (sudo is not installed)"
+        return (
+            f"host {host}: the shutdown command {settings.shutdown_command!r} cannot run without a"
+            f" password as {who}{said}, so the watcher could never shut the box down: allow it with a"
+            " NOPASSWD rule in sudoers, or connect as root and pass --shutdown-command 'shutdown -h now'"
+        )
+    why = never_idle(r)
+    if why and not (settings.max_seconds or settings.heartbeat):
+        return (
+            f"host {host}: {why}, so the watcher would never find the box idle and never shut it down:"
+            " pass --max-hours H or --heartbeat D (they act whatever the activity)"
         )
     if settings.job and not r.pgrep:
         return (

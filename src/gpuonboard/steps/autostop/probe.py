@@ -66,6 +66,10 @@ class _Remote:
     tools: dict[str, str] = field(default_factory=dict)  # nvidia-smi/docker -> the login's path
     pgrep: bool = True  # the probe found pgrep (False: none, so a --job could never be seen)
     ps: bool = True  # the probe found ps (False: none, so --ssh-sessions could never see a session)
+    gpu_util_rc: int | None = None  # the watcher's utilisation query's exit (None: no nvidia-smi)
+    gpu_util: tuple[str, ...] = ()  # its lines, one per GPU
+    sudo_rc: int | None = None  # `sudo -n -l CMD` for a shutdown command run through sudo
+    sudo_said: str = ""  # its last line
 
 
 def _int_or_none(text: str) -> int | None:
@@ -77,6 +81,7 @@ def _parse_probe(text: str) -> _Remote:
     r = _Remote(files={})
     present: list[str] = []
     crontab: list[str] = []
+    util: list[str] = []
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
         if kind == "uid":
@@ -121,7 +126,19 @@ def _parse_probe(text: str) -> _Remote:
             r.pgrep = rest != "no"
         elif kind == "ps":
             r.ps = rest != "no"
-    r.present, r.crontab = tuple(present), tuple(crontab)
+        elif kind == "gpuutilrc":
+            r.gpu_util_rc = _int_or_none(rest)
+            if r.gpu_util_rc is None:
+                r.gpu_util_rc = -1
+        elif kind == "gpuutil":
+            util.append(rest.strip())
+        elif kind == "sudorc":
+            r.sudo_rc = _int_or_none(rest)
+            if r.sudo_rc is None:
+                r.sudo_rc = -1
+        elif kind == "sudosaid":
+            r.sudo_said = rest.strip()
+    r.present, r.crontab, r.gpu_util = tuple(present), tuple(crontab), tuple(util)
     return r
 
 
@@ -154,10 +171,17 @@ _STATE = (
 )
 
 
-def state_probe_command(dir_arg: str, cron_dir: str, cron_mode: str) -> str:
-    """The probe: the values autostop_state.sh reads (d, m, c), the functions it calls, then it."""
+def state_probe_command(
+    dir_arg: str, cron_dir: str, cron_mode: str, sudo_check: list[str] | None = None
+) -> str:
+    """The probe: the values autostop_state.sh reads (d, m, c, sc), the functions it calls, then
+    it. `sudo_check`: the words of the command that asks sudo, without running anything, whether
+    the shutdown command may run without a password (None: it does not go through sudo)."""
     values = f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}"
-    return f"{values}\n{UNSAFE_DIR_FN}\n{CRON_DAEMON_FN}\n{_STATE}"
+    check = "sc=''"
+    if sudo_check:
+        check = f"sc=1\nsudo_check() {{ {shell.join(sudo_check)}; }}"
+    return f"{values}\n{check}\n{UNSAFE_DIR_FN}\n{CRON_DAEMON_FN}\n{_STATE}"
 
 
 _state_probe_command = state_probe_command  # (its name before the split: tests call it)

@@ -125,6 +125,9 @@ class AutostopSettings:
     # where the installing login found these (cron's PATH may lack their directories); "" when not
     nvidia_smi: str = ""
     docker: str = ""
+    # how many GPUs the install's utilisation query read a number for (0: not known): the
+    # watcher uses the readings of an nvidia-smi that exits non-zero only when all are there
+    gpu_count: int = 0
 
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
@@ -152,6 +155,8 @@ class AutostopSettings:
             ("NVIDIA_SMI", self.nvidia_smi),
             ("DOCKER", self.docker),
         ]
+        if self.gpu_count:
+            values.append(("GPU_COUNT", self.gpu_count))
         lines = ["# gpuonboard autostop settings (written by `invoke autostop`; rerun it to change them)"]
         lines += [f"{k}={shell.quote(v)}" for k, v in values]
         return "\n".join(lines) + "\n"

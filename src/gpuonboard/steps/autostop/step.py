@@ -17,7 +17,9 @@ from gpuonboard.steps.autostop.install import (
     install_script,
     max_hours_anchor,
     max_hours_sentence,
+    never_idle,
     remove_script,
+    sudo_check,
     with_tools,
 )
 from gpuonboard.steps.autostop.probe import (
@@ -107,7 +109,8 @@ class AutostopStep(Step):
             raise StepArgsError(
                 f"argument 'cron' must be one of {', '.join(CRON_MODES)}, not {self.cron_mode!r}"
             )
-        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode)
+        sudo = sudo_check(self.settings.shutdown_command) if self.settings else None
+        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo)
         self.state_probe = Probe(_probe_name("autostop", command), command)
 
     def check_host(self, host: Host) -> None:
@@ -164,6 +167,11 @@ class AutostopStep(Step):
         if anchor is not None:
             now = r.now if r.now is not None else int(time.time())
             deadline = "; " + max_hours_sentence(self.settings, anchor, now)
+        why = never_idle(r)
+        if why:  # (refused above without a hard trigger)
+            deadline += (
+                f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
+            )
         if not cron_ok:
             changed.append(where)
         renew = self.settings.heartbeat > 0
@@ -276,4 +284,10 @@ class AutostopStatusStep(Step):
         stuck = next((ln for ln in text.splitlines() if ln.startswith("tick: STUCK")), "")
         if stuck:
             msg += f"; {stuck}"
-        return Plan(False, msg, data=text, failed=missing or no_daemon)
+        # a shutdown that was decided but did not happen (its command or before_shutdown fails),
+        # and a dir the watcher cannot write (a full disk): the box runs on, billed
+        overdue = act.startswith("would act: OVERDUE")
+        unwritable = next((ln for ln in text.splitlines() if ln.startswith("state: CANNOT WRITE")), "")
+        if unwritable:
+            msg += f"; {unwritable}"
+        return Plan(False, msg, data=text, failed=missing or no_daemon or overdue or bool(unwritable))

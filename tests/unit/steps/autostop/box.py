@@ -54,6 +54,7 @@ class Box:
     def __init__(self, tmp: Path, **args: Any) -> None:
         self.dir = tmp / "autostop"
         self.dir.mkdir()
+        self.tmp = tmp
         self.bin = tmp / "bin"
         self.bin.mkdir()
         self.marker = tmp / "shutdown-ran"
@@ -110,6 +111,8 @@ class Box:
             "GPUONBOARD_NOW": str(now),
             "GPUONBOARD_BOOT_ID": self.boot_id,
             "GPUONBOARD_BOOT_TIME": str(T0),
+            # (a run's temp dir: in the test's own dir, never left in /dev/shm by a killed tick)
+            "GPUONBOARD_TMP": str(self.tmp),
             **env,
         }
 

@@ -49,7 +49,7 @@ def test_failing_nvidia_smi_counts_as_busy(box: Box) -> None:
     box.run(T0)
     box.run(T0 + 7200)
     assert not box.shut_down
-    assert "nvidia-smi failed (GPU activity unknown)" in box.log()
+    assert "busy: nvidia-smi failed (exit 9; GPU activity unknown)" in box.log()
 
 
 @pytest.mark.parametrize(
