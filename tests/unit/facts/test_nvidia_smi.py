@@ -94,6 +94,9 @@ CASES = [
      "csv", "590.48.01", None, 1, 1, "NVIDIA H100 80GB HBM3", 81559),
     ("real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv",
      "csv", "590.48.01", None, 1, 1, "NVIDIA H200", 143771),
+    # MIG mode Enabled: utilization.gpu [N/A] (the autostop watcher's never-idle box)
+    ("real/nvidia-smi-query-gpu__h100-80gb-hbm3-mig__1gpu__driver590.48.01__idle.csv",
+     "csv", "590.48.01", None, 1, 1, "NVIDIA H100 80GB HBM3", 81559),
     # bench/device/run.sh's 7-field query: no count (attached unknown), no CUDA version
     (H200_CSV, "csv", "580.159.04", None, None, 1, "NVIDIA H200", 143771),
     # `nvidia-smi --query-gpu=... -l N` logs: one GPU's samples (test_query_csv_samples.py)
