@@ -9,6 +9,7 @@ uploads, as in test_teardown.py (whose fixtures this module uses)."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from conftest import Project
@@ -177,9 +178,15 @@ def test_hundreds_of_recorded_uploads_are_removed(
     _sync(project, "--dest", str(other))
     record = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / MY_RECORD
     runs = [other / f"sweep-{i:04d}" for i in range(300)]  # as 300 `sync --name sweep-N` left
+    listed = uploadlock.listing_stdin([("f", "cfg.json", 3)])
+    home = {"HOME": str(pool.hosts["teardown"].home), "PATH": "/usr/bin:/bin"}
     for run in runs:
         run.mkdir()
         (run / "cfg.json").write_text("{}\n")
+        # (what each such `sync` lists on the host as written there: uploadlock.WRITTEN_DIR)
+        subprocess.run(
+            ["sh", "-c", uploadlock.write_listing_command(str(run))], input=listed, env=home, check=True
+        )
     record.write_bytes(record.read_bytes() + b"".join(f"{run}".encode() + b"\0" for run in runs))
 
     msg = _teardown(project, tmp_path)

@@ -1,24 +1,29 @@
 #!/bin/sh
 # Lists a dir that gpuonboard's uploads may have written in (the data dir, or a dir holding a
 # recorded upload) for teardown: `dir PATH` (resolved), `uid N` (this login's), then per entry
-# `KIND MARK UID NAME` and the records that belong to it (`mark LINE`, `age`, `lease AGE_S`), each
+# `KIND MARK UID NAME` and the records that belong to it (`mark LINE`, `age`, `own`, `sealed`,
+# `written DIGEST`, `extra ENTRY`, `lease AGE_S`), each
 # NUL-terminated; `none` when $d is not a directory. KIND: d (dir), l (symlink), f (other);
 # MARK: c (a marked copy), s (a shard store), u (one a tree was unpacked from), i (a *.shards dir
 # an interrupted upload left), else -.
 # Values set before it (quoted by shell.quote): d the dir; mark the copy mark's name
 # (uploads.COPY_MARK), lease the suffix of a lease beside a copy (uploads.LEASE_SUFFIX), inlease
-# the lease's name inside a copy (uploadlock.LEASE_IN_COPY).
+# the lease's name inside a copy (uploadlock.LEASE_IN_COPY); w, written() and current() as in
+# uploadlock (WRITTEN_DIR, WRITTEN_FN, CURRENT_LISTING_FN).
 # Run by: steps/teardown/uploads.py (uploads_probe_command, recorded_probe_command).
-# shellcheck disable=SC2154  # d, mark, lease, inlease: set by the module before this script
+# shellcheck disable=SC2154  # d, mark, lease, inlease, w: set by the module before this script
 
 [ -d "$d" ] || { printf 'none\0'; exit 0; }
-printf 'dir %s\0uid %s\0' "$(realpath -- "$d")" "$(id -u)"
+root=$(realpath -- "$d"); printf 'dir %s\0uid %s\0' "$root" "$(id -u)"
 for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
   [ -e "$p" ] || [ -L "$p" ] || continue
-  k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-
+  k=f; if [ -L "$p" ]; then k=l; elif [ -d "$p" ]; then k=d; fi; m=-; o=
   if [ "$k" = d ]; then
     [ -f "$p/$mark" ] && m=c; [ -f "$p/manifest.json" ] && m=s
     [ "$m" = s ] && [ -f "$p/manifest.unpacked.json" ] && m=u
+    # a shard store's manifest in gpuonboard's own format (`own`), or age-encrypted (`sealed`)
+    o=; case $m in s|u) o=$(head -c 40 -- "$p/manifest.json" 2>/dev/null | tr -d '\0') ;; esac
+    case $o in '{"format": "gpuonboard-shards/'*) o=own ;; age-encryption.org/*) o=sealed ;; *) o= ;; esac
   fi
   a=
   # a *.shards dir: `m=i` when it holds no manifest but an interrupted upload's `.incoming-N` and
@@ -42,6 +47,17 @@ for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
   printf '%s %s %s %s\0' "$k" "$m" "$(stat -c %u -- "$p")" "${p##*/}"
   [ "$m" = c ] && printf 'mark %s\0' "$(head -n 1 -- "$p/$mark")"
   [ -n "$a" ] && printf 'age\0'
+  [ -n "$o" ] && printf '%s\0' "$o"
+  # a tree uploads listed what they wrote in (uploadlock.WRITTEN_DIR): `written DIGEST` (of its
+  # listing now, which the removal compares again), then up to 3 `extra ENTRY`, entries there
+  # that no upload wrote (a job's output, the user's own file, one changed since)
+  if [ "$k" = d ]; then
+    f=$(written "$root/${p##*/}")
+    if [ -f "$f" ]; then
+      printf 'written %s\0' "$(current "$p" | sha256sum | cut -c1-64)"
+      current "$p" | LC_ALL=C comm -z -23 - "$f" | head -z -n 3 | sed -z 's/^/extra /'
+    fi
+  fi
   # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);
   # beside the copy, or inside it (where a data dir the login may not write keeps it)
   l=

@@ -38,6 +38,10 @@ took() {  # the plaintext tree this run writes ($pt): marked as another copy's? 
   set --; [ -n "$pn" ] && [ -n "$tn" ] && set -- "$d/${tgt##*/}"
   [ -n "$ptn" ] && set -- "$@" "$pp"
   record "$@"
+  # the plaintext tree, when the record holds it (made by this or an earlier upload): the caller
+  # adds what this run writes there to its list (uploadlock.WRITTEN_DIR), never to a dir of the
+  # user's that this upload merged into (never recorded)
+  [ -n "$pt" ] && [ -n "${u:-}" ] && grep -qzxF -- "$pp" "$u" 2>/dev/null && printf 'tree %s\n' "$pp"
   # what earlier runs of this copy still run here (a dropped link's receiver), then their temp
   # files (stdin): stopped, so that what they received is kept and this run resumes from it
   if [ -n "$ptag" ] && [ -n "$prun" ]; then stop "$ptag" "$prun"; tidy "$tgt"; fi

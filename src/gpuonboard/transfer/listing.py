@@ -85,7 +85,7 @@ def parse_listing(text: str) -> RemoteState:
     partials: dict[str, int] = {}
     head, sep, listing = text.partition(f"{_LIST_MARK}list\n")
     section = ""
-    for line in head.splitlines():
+    for line in head.split("\n"):  # (\n alone: a path may hold \r, \v, U+2028, ...)
         if line.startswith(_LIST_MARK):
             kind, _, rest = line[len(_LIST_MARK) :].partition(" ")
             section = kind

@@ -214,7 +214,7 @@ def tree_digest(members: Sequence[Any]) -> str | None:
 
 def tree_line(stdout: str) -> str:
     """The receiving side's `tree <sha256>` (hashed as the files landed), or ""."""
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):
         words = line.split()
         if len(words) == 2 and words[0] == "tree":
             return words[1]

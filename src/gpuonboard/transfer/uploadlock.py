@@ -142,6 +142,45 @@ RECORD_FN = (
 """
 )
 
+# what the uploads wrote in each recorded plaintext tree (a copy, an unpacked or decrypted tree):
+# `written.<machine>/<sha256 of the tree's recorded path>`, NUL-terminated `f SIZE REL` / `l 0 REL`
+# (the dataset's files and symlinks), the union over every upload of that tree. Teardown removes a
+# tree whole only while everything in it is listed there (CURRENT_LISTING_FN): a job's output
+# written into the copy, or a file of the user's own, keeps it on the host, named.
+WRITTEN_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/written." + MACHINE_SH
+# sh: `written PATH` prints the file holding what uploads wrote in the tree PATH
+WRITTEN_FN = 'written() { printf \'%s/%s\' "$w" "$(printf \'%s\' "$1" | sha256sum | cut -c1-64)"; }'
+# sh, $1 the tree's recorded path, stdin the entries this upload writes there: added to its list
+# (sorted and unique, replaced whole: a cut write leaves the old list)
+WRITE_LISTING_SCRIPT = (
+    f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
+    ' { cat -- "$f" 2>/dev/null; cat; } | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
+)
+# sh: `current DIR` prints DIR's files and symlinks as WRITE_LISTING_SCRIPT lists them, sorted
+# (LC_ALL=C), leaving out what gpuonboard keeps there itself (its copy mark, a lease kept in the
+# copy, rsync's partial dirs); an entry `? 0 ?` when part of it could not be read
+CURRENT_LISTING_FN = (
+    "current() { ( cd -- \"$1\" 2>/dev/null || { printf '? 0 ?\\0'; exit 0; };"
+    " find . -mindepth 1 \\( -path ./.gpuonboard-copy -o -path"
+    " ./.gpuonboard-upload -o -name .gpuonboard-rsync-partial \\) -prune -o \\( -type f -printf"
+    " 'f %s %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
+    " || printf '? 0 ?\\0' ) | LC_ALL=C sort -z; }"
+)
+
+
+def write_listing_command(tree: str) -> str:
+    """The command adding stdin (listing_stdin()) to what uploads wrote in the recorded `tree`."""
+    return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
+
+
+def listing_stdin(entries: Iterable[tuple[str, str, int]]) -> bytes:
+    """Pure: (kind 'f'/'l', rel, size) of the files and symlinks an upload writes in its tree ->
+    write_listing_command's stdin (a symlink's size is not compared: 0)."""
+    out = [
+        f"{k} {size if k == 'f' else 0} {rel}".encode("utf-8", "surrogateescape") for k, rel, size in entries
+    ]
+    return b"".join(e + b"\0" for e in out if not e.startswith(b"d "))
+
 
 # the environment variable that marks what an upload runs on the host (its rsync, its shard
 # streams): `<copy tag>-<run token>` (both hex). A rerun that holds the copy's lease stops the
@@ -333,7 +372,7 @@ class OtherCopy:
 
 def parse_take(stdout: str) -> str | LeaseBusy | OtherCopy:
     """Pure: the lease file when it was taken, else who holds it. ValueError on other output."""
-    lines = stdout.strip().splitlines()
+    lines = stdout.strip("\n").split("\n")  # (\n alone: a path may hold \r, \v, U+2028, ...)
     if lines and lines[-1].startswith("took /"):
         return lines[-1][len("took ") :]
     if lines and lines[-1].startswith("other "):

@@ -102,11 +102,14 @@ def parse_manifest(text: str) -> dict[str, str]:
     """Pure: `sha256sum` output (SUMS_SCRIPT's, run in the dir on `./path`s; a verified pull's
     record) -> {relative path: sha256}.
 
-    sha256sum escapes a name holding a backslash or newline and marks the line with a
-    leading backslash. Every file counts (a pull refuses a host dir holding our partial dir).
+    sha256sum escapes a name holding a backslash or newline (and a carriage return, since
+    coreutils 9.1) and marks the line with a leading backslash; every other character stays as
+    it is in the name, so lines end at \n alone (str.splitlines() also cut at \r, \v, \f,
+    \x1c-\x1e, U+0085, U+2028 and U+2029, which a name may hold: a pull was never verified).
+    Every file counts (a pull refuses a host dir holding our partial dir).
     """
     out: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if not line.strip():
             continue
         escaped = line.startswith("\\")

@@ -60,6 +60,7 @@ def take_lease(
             got = None
         if isinstance(got, str):
             work.stopped = uploadlock.parse_stopped(res.stdout)
+            _list_written(ctx, work, res.stdout)
             return uploadlock.Lease(got, token), ""
         if isinstance(got, uploadlock.OtherCopy):
             return None, taken_sentence(ctx, plain, got.copy)
@@ -72,6 +73,17 @@ def take_lease(
             ended = got.pid  # this project's own earlier run, killed or cut off: take it over
             continue
         return None, got.sentence(f"{ctx.host.name}:{opts.copy}")
+
+
+def _list_written(ctx: StepContext, work: Work, took: str) -> None:
+    """Add what this run writes in its plaintext tree to the host's list for that tree (see
+    uploadlock.WRITTEN_DIR), when the take command said the record holds the tree (`tree PATH`).
+    Best effort, as the record: without it teardown keeps the tree on the host, and names it."""
+    trees = [line[5:] for line in took.split("\n") if line.startswith("tree /")]
+    if trees:
+        stdin = uploadlock.listing_stdin((e.kind, e.rel, e.size) for e in work.tree.entries.values())
+        for tree in trees:
+            ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
 
 
 def give_back_lease(ctx: StepContext, lease: uploadlock.Lease, timeout: float = 15) -> None:

@@ -39,7 +39,7 @@ from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room, old_size, room, rsync_progress
-from gpuonboard.steps.dataset.scan import changed_since_scan, known_hashes
+from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes
 from gpuonboard.steps.dataset.verify import (
     damaged_ciphertexts,
     expected,
@@ -398,6 +398,9 @@ def apply_plain(
     stray = temps_left(ctx, work.target, expect)
     if stray:
         return stray
+    moved = changed_during(work.tree, expect) if work.enc is None else None
+    if moved:  # (verified: the host's copy is what was sent, not the file now)
+        return moved
     msg = _sent_message(ctx, work, sent, literal, expect, eta)
     problem, note = _on_host_after(ctx, opts, work, sent)
     if problem:

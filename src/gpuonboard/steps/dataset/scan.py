@@ -75,10 +75,29 @@ def dir_members(empty_dirs: Iterable[str]) -> list[transfer.Entry]:
 
 
 def changed_since_scan(tree: transfer.SourceTree, rel: str) -> bool:
-    """Whether a dataset file's size or mtime is not what the scan saw (written to meanwhile)."""
+    """Whether a dataset file's size, mtime or inode is not what the scan saw (written to
+    meanwhile, or replaced: an editor's save renames a new file over it)."""
     e = tree.entries.get(rel)
     try:
         st = os.lstat(tree.path(rel))
+        if e is not None and e.kind == "l":  # (the scan keeps a link's target, not its stat)
+            return os.readlink(tree.path(rel)) != e.target
     except OSError:
         return True
-    return e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns)
+    if e is None or (st.st_size, st.st_mtime_ns) != (e.size, e.mtime_ns):
+        return True
+    return bool(e.ino) and st.st_ino != e.ino
+
+
+def changed_during(tree: transfer.SourceTree, rels: Iterable[str]) -> str | None:
+    """The failure sentence when any of `rels` (files the upload verified on the host) changed on
+    this machine since the scan, else None: the host holds what was sent, which is not the
+    dataset as it is now (a label fixed while a big file was still on its way)."""
+    moved = [rel for rel in rels if changed_since_scan(tree, rel)]
+    if not moved:
+        return None
+    names = ", ".join(repr(r) for r in moved[:5]) + (f" (+{len(moved) - 5} more)" if len(moved) > 5 else "")
+    return (
+        f"{names} changed on this machine while the upload ran (the host holds it as it was"
+        " sent); rerun to send it as it is now: what is unchanged is not sent again"
+    )

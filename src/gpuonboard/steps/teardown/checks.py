@@ -6,7 +6,7 @@ compares with the record."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuonboard import sh, shell
@@ -189,6 +189,12 @@ def listing_changes(before: Iterable[str], after: Iterable[str]) -> list[str]:
     old, new = table(before), table(after)
     changed = sorted(p for p, v in new.items() if old.get(p) != v)
     return changed + sorted(p for p in old if p not in new)
+
+
+def unhashed(listing: Iterable[str], sums: Mapping[str, str]) -> list[str]:
+    """Pure: the regular files of a listing (`f %s %T@ %p`) that the sha256 manifest lacks."""
+    files = (e.split(" ", 3) for e in listing if e.startswith("f "))
+    return sorted(rel_path(p[3]) for p in files if len(p) == 4 and rel_path(p[3]) not in sums)
 
 
 def manifest_command(remote_dir: str, removed: Sequence[str] | None = None, recorded: bool = False) -> str:

@@ -70,7 +70,7 @@ class TeardownContainersStep(Step):
     def plan(self, ctx: StepContext) -> Plan:
         """No runtime: nothing to do; else the containers and image refs to remove."""
         cli, ctrs, imgs, down = "", [], [], []
-        for line in ctx.facts.raw[self.probe.name].stdout.splitlines():
+        for line in ctx.facts.raw[self.probe.name].stdout.split("\n"):
             kind, _, rest = line.partition(" ")
             if kind == "cli":
                 cli = rest.strip()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuonboard import shell
@@ -23,11 +23,12 @@ from gpuonboard.steps.teardown.common import (
     shown_names,
 )
 from gpuonboard.steps.teardown.localcopy import copy_unverified
-from gpuonboard.steps.teardown.records import RECORD, host_key, read_record
+from gpuonboard.steps.teardown.records import RECORD, Record, host_key, read_record
 from gpuonboard.steps.teardown.uploads import (
     LEASE_SUFFIX,
     Uploads,
     classify_uploads,
+    kept_note,
     parse_recorded,
     plaintext_note,
     recorded_probe_command,
@@ -38,16 +39,27 @@ from gpuonboard.transfer import uploadlock
 CHANGED_EXIT = 3  # the removal script's exit code when the results changed since the pull
 
 
-def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str, str] | None = None) -> str:
+def _guarded_rm_script(
+    targets: Sequence[tuple[str, str]],
+    unchanged: tuple[str, str] | None = None,
+    guards: Mapping[str, str] | None = None,
+    last: int = 0,
+) -> str:
     """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf the
     resolved path (the data: `rm -rf` of a symlink removes only the link) and the link itself.
 
     A path whose resolution changed since the probe (a new symlink) is left alone. With
     `unchanged` (results dir, sha256 of its verified listing), nothing at all is removed when
     that dir's files and symlinks (path, size, mtime) differ now: the script prints `changed`
-    and the current listing (NUL-terminated) and exits CHANGED_EXIT.
+    and the current listing (NUL-terminated) and exits CHANGED_EXIT. `guards` (resolved path:
+    sha256 of its listing, uploadlock.CURRENT_LISTING_FN): an upload's tree is left when its
+    listing differs now (a job wrote in it since the probe). The `last` targets (gpuonboard's
+    record of its uploads, its cache) go only when everything before them went: a rerun must
+    still find what is left.
     """
     lines = ["export LC_ALL=C", "rc=0"]
+    if guards:
+        lines.append(uploadlock.CURRENT_LISTING_FN)
     if unchanged is not None:
         d, digest = shell.quote(unchanged[0]), unchanged[1]
         ls = f"find . \\( -type f -o -type l \\) -printf '{LISTING_FORMAT}\\0'"
@@ -56,17 +68,38 @@ def _guarded_rm_script(targets: Sequence[tuple[str, str]], unchanged: tuple[str,
             f" if [ \"${{now%% *}}\" != {digest} ]; then printf 'changed\\0';"
             f" cd -- {d} && {ls}; exit {CHANGED_EXIT}; fi; fi"
         )
-    for path, resolved in targets:
+    for i, (path, resolved) in enumerate(targets):
         p, r = shell.quote(path), shell.quote(resolved)
-        lines.append(
-            f'if [ -e {p} ] || [ -L {p} ]; then if [ "$(realpath -m -- {p})" = {r} ]; then'
+        digest = (guards or {}).get(resolved, "")
+        guard = (
+            f' elif [ "$(current {r} | sha256sum | cut -c1-64)" != {digest} ]; then'
+            f" echo {p} changed since teardown looked at it, left >&2; rc=1;"
+            if digest
+            else ""
+        )
+        line = (
+            f'if [ -e {p} ] || [ -L {p} ]; then if [ "$(realpath -m -- {p})" != {r} ]; then'
+            f" echo changed {p} >&2; rc=1;{guard} else"
             # a mount point keeps its (now empty) directory: rm's EBUSY on it is fine
             f' {{ rm -rf -- {r} 2>/dev/null || {{ mountpoint -q {r} && [ -z "$(ls -A {r})" ]; }}; }}'
             f" && {{ ! [ -L {p} ] || rm -f -- {p}; }}"
-            f" || {{ echo could not remove {p} >&2; rc=1; }}; else echo changed {p} >&2; rc=1; fi; fi"
+            f" || {{ echo could not remove {p} >&2; rc=1; }}; fi; fi"
         )
+        lines.append(f"[ $rc = 0 ] && {{ {line}; }}" if i >= len(targets) - last else line)
     lines.append("exit $rc")
     return "\n".join(lines)
+
+
+@dataclass
+class Removal:
+    """What apply removes (plan.data): (path, resolved) in order, the guards of upload trees
+    (resolved: listing digest), how many of the last targets go only when all before went, and
+    the verified pull's record once apply read it."""
+
+    present: list[tuple[str, str]]
+    guards: dict[str, str]
+    last: int = 0
+    record: Record | None = None
 
 
 # gpuonboard's own dir on a host (the login's): container smoke records, TensorBoard logs
@@ -133,6 +166,18 @@ def shared_cache_note(cache: OwnCache) -> str:
     )
 
 
+@dataclass
+class _Found:
+    """What the files step found of gpuonboard's uploads (see TeardownFilesStep._uploads)."""
+
+    ours: list[tuple[str, str]] = field(default_factory=list)  # (path, resolved): removed
+    guards: dict[str, str] = field(default_factory=dict)  # resolved tree: its listing's sha256
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (path, why): trees left, named
+    note: str = ""
+    bad: str | None = None  # why the data dir itself is refused
+    busy: str | None = None  # the refusal while an upload runs there
+
+
 class TeardownFilesStep(Step):
     """Remove directories provisioning placed (dataset, decrypted data, markers, pulled results)."""
 
@@ -192,22 +237,20 @@ class TeardownFilesStep(Step):
         found += [self.uploads_probe] if self.uploads_in else []
         return found + ([self.recorded_probe] if self.recorded else [])
 
-    def _uploads(
-        self, ctx: StepContext, home: str | None
-    ) -> tuple[list[tuple[str, str]], str, str | None, str | None]:
-        """(what to remove of gpuonboard's uploads: (path, resolved), the note on what stays,
-        why the data dir itself is refused or None, the refusal while an upload runs there or
-        None): those in the data dir, and with `recorded_uploads` those `sync` recorded."""
+    def _uploads(self, ctx: StepContext, home: str | None) -> _Found:
+        """What to remove of gpuonboard's uploads, the note on what stays, why the data dir itself
+        is refused, the refusal while an upload runs there: those in the data dir, and with
+        `recorded_uploads` those `sync` recorded."""
         recorded = None
         if self.recorded:
             raw = ctx.facts.raw.get(self.recorded_probe.name)
             recorded = parse_recorded(raw.stdout if raw is not None else "")
         names, listings = recorded or ({}, {})
-        ours: list[tuple[str, str]] = []
-        note, data_root = "", None
+        out = _Found()
+        data_root = None
         if self.uploads_in:
             if not posixpath.isabs(self.uploads_in):
-                return [], "", f"{self.uploads_in} (not an absolute path)", None
+                return _Found(bad=f"{self.uploads_in} (not an absolute path)")
             raw = ctx.facts.raw.get(self.uploads_probe.name)
             norm = posixpath.normpath(self.uploads_in)
             found = classify_uploads(
@@ -216,22 +259,22 @@ class TeardownFilesStep(Step):
             if found is not None:
                 busy = self._running(ctx, norm, found)
                 if busy:
-                    return [], "", None, busy
+                    return _Found(busy=busy)
                 data_root = found.root
                 here = norm.rstrip("/")
-                others = self._removable(found, here, home, ours)
+                others = self._removable(found, here, home, out)
                 if others:
                     n = len(others)
                     spelt = [repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)]
                     shown = shown_names(spelt)
-                    note = (
+                    out.note = (
                         f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown"
                         " cannot tell for gpuonboard's uploads (it knows vars.dataset's copy, marked ones and"
                         f" those `sync` recorded on the host) nor pulled ({shown}): pull or delete them"
                         " yourself, or set vars.dataset_dir to a dir teardown should remove whole"
                     )
                 if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
-                    note += plaintext_note(here, found.ciphertexts)
+                    out.note += plaintext_note(here, found.ciphertexts)
         left: list[str] = []
         holding: list[str] = []
         for where, listing in sorted(listings.items()):  # the dirs holding recorded uploads
@@ -240,29 +283,38 @@ class TeardownFilesStep(Step):
                 continue
             busy = self._running(ctx, where, found)
             if busy:
-                return [], "", None, busy
+                return _Found(busy=busy)
             here = where.rstrip("/")
-            theirs: list[tuple[str, str]] = []
+            theirs = _Found()
             others = self._removable(found, here, home, theirs)
             # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
             left += [f"{here}/{o}" for o in others if o in names.get(where, ())]
-            for path, resolved in theirs:
+            for path, why in theirs.kept:  # (one holding the data dir: said as such below)
+                resolved = f"{found.root.rstrip('/')}/{posixpath.basename(path)}"
+                if data_root is not None and holds(resolved, data_root):
+                    holding.append(path)
+                else:
+                    out.kept.append((path, why))
+            for path, resolved in theirs.ours:
                 if data_root is not None and holds(resolved, data_root):
                     holding.append(path)  # (a copy made the data dir: it is never removed whole)
-                elif (path, resolved) not in ours:
-                    ours.append((path, resolved))
+                elif (path, resolved) not in out.ours:
+                    out.ours.append((path, resolved))
+                    if resolved in theirs.guards:
+                        out.guards[resolved] = theirs.guards[resolved]
         if left:
-            note += (
+            out.note += (
                 f"; left on the host: {shown_names(left)}, recorded by sync as its uploads but not removable"
                 " now (a symlink, another user's, or an unsafe path): delete them yourself"
             )
         if holding:
-            note += (
+            out.note += (
                 f"; left on the host: {shown_names(holding)}, recorded by sync as its uploads but holding the"
                 f" data dir {data_root}, which teardown never removes whole (it may hold other runs'"
                 " outputs that no pull took): delete what you no longer need there yourself"
             )
-        return ours, note, None, None
+        out.note += kept_note(out.kept)
+        return out
 
     def _skipped(self, where: str) -> set[str]:
         """Names in `where` that a configured path removes (never twice)."""
@@ -285,22 +337,28 @@ class TeardownFilesStep(Step):
         )
 
     @staticmethod
-    def _removable(found: Uploads, here: str, home: str | None, ours: list[tuple[str, str]]) -> list[str]:
-        """Add found.ours that pass the path check to `ours` (path, resolved); the names that stay."""
-        others = list(found.others)
+    def _removable(found: Uploads, here: str, home: str | None, out: _Found) -> list[str]:
+        """Add found.ours that pass the path check to out.ours (path, resolved), their guards to
+        out.guards and found.kept to out.kept (path, why); the other names that stay."""
+        kept = dict(found.kept)
+        others = [o for o in found.others if o not in kept]
+        out.kept += [(f"{here}/{name}", why) for name, why in found.kept]
         for name in found.ours:  # (each is removed: the same check as a configured path)
             path, resolved = f"{here}/{name}", f"{found.root.rstrip('/')}/{name}"
             if path_problem(path, home) or path_problem(resolved, home):
                 others.append(name)  # (a name with a line break: left, said, never fatal)
-            elif (path, resolved) not in ours:
-                ours.append((path, resolved))
+            elif (path, resolved) not in out.ours:
+                out.ours.append((path, resolved))
+                if name in found.guards:
+                    out.guards[resolved] = found.guards[name]
         return others
 
     def plan(self, ctx: StepContext) -> Plan:
         """Refuse unsafe paths (before deleting anything); list the ones that exist."""
         if not self.paths and not self.own_cache and not self.uploads_in and not self.recorded:
             return Plan(False, "no provisioned directories configured; nothing to remove")
-        lines = ctx.facts.raw[self.probe.name].stdout.splitlines()
+        # (\n alone: a path may hold \r, \v, U+2028, which str.splitlines() also cuts at)
+        lines = ctx.facts.raw[self.probe.name].stdout.split("\n")
         home = lines[0][5:] if lines and lines[0].startswith("home ") else None
         states = lines[1 : 1 + len(self.paths)]
         if len(states) != len(self.paths):
@@ -323,11 +381,12 @@ class TeardownFilesStep(Step):
                 refused.append(f"{path} ({why})")
             elif resolved:
                 present.append((path, resolved))
-        uploads, left, bad, busy = self._uploads(ctx, home)
-        if busy:
-            return Plan(False, busy, failed=True)
-        if bad:
-            refused.append(bad)
+        found = self._uploads(ctx, home)
+        uploads, left = found.ours, found.note
+        if found.busy:
+            return Plan(False, found.busy, failed=True)
+        if found.bad:
+            refused.append(found.bad)
         if refused:
             return Plan(
                 False,
@@ -342,10 +401,14 @@ class TeardownFilesStep(Step):
             norm = posixpath.normpath(self.uploads_in) if self.uploads_in else ""
             where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
             said.append(f"{shown_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
-        note = left
-        if cache is not None and cache.target:
+        note, last = left, 0
+        if cache is not None and any(why for _, why in found.kept) and (cache.target or cache.record):
+            # (its record of uploads and lists of what they wrote: a rerun finds the trees left)
+            note += f" (gpuonboard's cache {cache.path} is left too: it records the uploads left above)"
+        elif cache is not None and cache.target:
             present.append((cache.path, cache.target))
             said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
+            last = 1
             if cache.link_note():
                 links.add(cache.path)
         elif cache is not None and cache.problem:
@@ -353,8 +416,11 @@ class TeardownFilesStep(Step):
         elif cache is not None and cache.others:
             note += shared_cache_note(cache)
             if cache.record:  # (last, as the dir would go: the uploads it names went first)
-                present.append((cache.record, cache.record))
+                head, name = posixpath.split(cache.record)  # (and its lists of what they wrote)
+                lists = posixpath.join(head, "written." + name[len(uploadlock.RECORD_PREFIX) :])
+                present += [(lists, lists), (cache.record, cache.record)]
                 said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
+                last = 2
         if not present:
             looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
             looked += ["the uploads sync recorded"] if self.recorded else []
@@ -363,12 +429,15 @@ class TeardownFilesStep(Step):
             )
         names = [p for p, _ in present]
         diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
-        return Plan(True, f"remove {', '.join(said)}{note}", diff=diff, data=present)
+        return Plan(
+            True, f"remove {', '.join(said)}{note}", diff=diff, data=Removal(present, found.guards, last)
+        )
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """One remote command removing every path after re-checking its resolution and, first,
         that the results dir still holds exactly what the verified pull recorded."""
-        present: list[tuple[str, str]] = plan.data
+        removal: Removal = plan.data
+        present = removal.present
         unchanged = None
         results = next((p for p, _ in present if self.results and posixpath.normpath(p) == self.results), "")
         if results and not self.force:
@@ -391,11 +460,11 @@ class TeardownFilesStep(Step):
                     " run the whole teardown (its pull brings them back), or pass --force to wipe anyway"
                 )
             unchanged = (results, listing_digest(record.listing))
-            plan.data = (present, record)
+            removal.record = record
         # on sh's stdin, not in the command: one line per path (a host with hundreds of recorded
         # uploads) made a command over sshd's and execve's limits, and the connection was reset
-        script = _guarded_rm_script(present, unchanged).encode("utf-8", "surrogateescape")
-        return ctx.runner.run("sh -s", stdin=script)
+        script = _guarded_rm_script(present, unchanged, removal.guards, removal.last)
+        return ctx.runner.run("sh -s", stdin=script.encode("utf-8", "surrogateescape"))
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:
         """The removal must succeed; results changed since the pull removed nothing."""
@@ -404,7 +473,7 @@ class TeardownFilesStep(Step):
         if applied.ok:
             return None
         if applied.exit_code == CHANGED_EXIT and applied.stdout.startswith("changed\0"):
-            _, record = plan.data
+            record = plan.data.record
             now = [e for e in applied.stdout[len("changed\0") :].split("\0") if e]
             changed = listing_changes(record.listing, now) or ["?"]
             host = ctx.host.name
@@ -412,4 +481,6 @@ class TeardownFilesStep(Step):
                 f"refusing to delete anything on {host}: {host}:{self.results} changed after it was pulled"
                 f" (e.g. {shown_names(changed, 1)}): a job may still be writing; stop it, then rerun"
             )
-        return f"could not remove everything: {last_line(applied.stderr, applied.exit_code)}"
+        why = last_line(applied.stderr, applied.exit_code)
+        kept = " (gpuonboard's record of its uploads on the host is kept: a rerun finds what is left)"
+        return f"could not remove everything: {why}{kept if plan.data.last else ''}"

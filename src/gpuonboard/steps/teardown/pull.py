@@ -19,6 +19,7 @@ from gpuonboard.steps.teardown.checks import (
     parse_pull_output,
     pull_probe_command,
     records,
+    unhashed,
 )
 from gpuonboard.steps.teardown.common import (
     check_dir_arg,
@@ -272,6 +273,9 @@ class TeardownPullStep(Step):
             return PullOutcome(code, err, {}, [], [], last_line(result.stderr, result.exit_code))
         listing, checks, remote = parse_pull_output(result.stdout)
         missing, corrupt = compare_manifests(remote, local_manifest(dest, remote))
+        # a file the host listed but gave no sha256 of (gone before it was hashed, or a name the
+        # sums did not carry) is not verified: never a pull that passes without it
+        missing = sorted({*missing, *unhashed(listing, remote)})
         return PullOutcome(
             code, err, remote, missing, corrupt, listing=listing, checks=checks, no_room=no_room
         )

@@ -37,7 +37,8 @@ FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor
 # before it) that uploads_probe_command and recorded_probe_command print
 _LISTING = (
     f"mark={shell.quote(COPY_MARK)}; lease={shell.quote(LEASE_SUFFIX)};"
-    f" inlease={shell.quote(LEASE_IN_COPY)}\n" + sh.load("teardown_uploads_listing")
+    f' inlease={shell.quote(LEASE_IN_COPY)}; w="{uploadlock.WRITTEN_DIR}"\n'
+    f"{uploadlock.WRITTEN_FN}\n{uploadlock.CURRENT_LISTING_FN}\n" + sh.load("teardown_uploads_listing")
 )
 
 
@@ -104,6 +105,12 @@ class Uploads:
     ciphertexts: tuple[str, ...] = dataclasses.field(default=(), compare=False)
     # upload leases refreshed less than uploadlock.STALE_S ago: an upload runs there now
     live_leases: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+    # plaintext trees of ours removed only while their listing still has this sha256 (the
+    # removal compares it again): everything in them is what uploads wrote there
+    guards: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    # trees that would be ours but hold what no upload wrote there (why: `e.g. 'a', 'b'`), or
+    # that no upload listed what it wrote in (why: ''): (name, why), left on the host and named
+    kept: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,9 @@ class _Entry:
     mark_text: str = ""
     age: bool = False
     lease_age: int | None = None  # seconds since an upload lease was refreshed
+    manifest: str = ""  # a shard store's manifest.json: 'own' (gpuonboard's format), 'sealed' (age)
+    written: str = ""  # sha256 of the listing of a tree uploads listed what they wrote in
+    extras: tuple[str, ...] = ()  # entries in it that no upload wrote (`KIND SIZE REL`, up to 3)
 
 
 def _upload_entries(records: Sequence[str]) -> list[_Entry]:
@@ -126,6 +136,15 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
             continue
         if rec == "age" and entries:
             entries[-1] = dataclasses.replace(entries[-1], age=True)
+            continue
+        if rec in ("own", "sealed") and entries:
+            entries[-1] = dataclasses.replace(entries[-1], manifest=rec)
+            continue
+        if rec.startswith("written ") and entries and re.fullmatch(r"[0-9a-f]{64}", rec[8:]):
+            entries[-1] = dataclasses.replace(entries[-1], written=rec[8:])
+            continue
+        if rec.startswith("extra ") and entries and entries[-1].written:
+            entries[-1] = dataclasses.replace(entries[-1], extras=(*entries[-1].extras, rec[6:]))
             continue
         # (ASCII digits only: str.isdecimal() passes `²` and a lstrip passes `--5`, which int() refuses)
         if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
@@ -171,10 +190,18 @@ def classify_uploads(
         e.name for e in entries if e.kind == "d" and e.mark == "c" and e.mark_text == f"{here}/{e.name}"
     }
     family = {stem + suffix for stem in stems for suffix in ("", *STORE_SUFFIXES)}
+    rec = set((recorded or {}).get(here or "/", ()))
+
+    def store(e: _Entry) -> bool:
+        # a shard store: recorded by sync, or its manifest in gpuonboard's own format, or what an
+        # interrupted upload left (nothing but a store's own names); never on the name alone
+        # (other tools write `X.shards/manifest.json` too)
+        return e.kind == "d" and (e.name in rec or e.manifest == "own" or e.mark == "i")
+
     stores = {
         e.name: e
         for e in entries
-        if e.kind == "d" and e.mark in ("s", "u", "i") and e.name.endswith(".shards")
+        if e.kind == "d" and e.mark in ("s", "u", "i") and e.name.endswith(".shards") and store(e)
     }
     unpacked = {n[: -len(".shards")] for n, e in stores.items() if e.mark == "u" and e.owner == uid}
 
@@ -185,21 +212,61 @@ def classify_uploads(
             return e.name.startswith(".") and e.name.endswith(LEASE_SUFFIX)
         if e.kind != "d":
             return False
+        if e.name.endswith(".shards") and not store(e):
+            return False
         return (
             e.name in family
             or (not only_recorded and (e.name in stores or e.name in unpacked))
             or (e.name.startswith(".") and UNPACK_INFIX in e.name)
         )
 
-    mine = tuple(sorted(e.name for e in entries if ours(e)))
+    found = [e for e in entries if ours(e)]
+    kept = tuple((e.name, _extras(e)) for e in found if _unlisted(e))
+    mine = tuple(sorted(e.name for e in found if not any(e.name == k for k, _ in kept)))
     rest = tuple(sorted(e.name for e in entries if e.name not in mine))
+    guards = {e.name: e.written for e in found if e.name in mine and e.written}
     sealed = tuple(
         sorted(e.name for e in entries if e.kind == "d" and (e.age or e.name.endswith(".encrypted")))
     )
     from gpuonboard.transfer.uploadlock import STALE_S
 
     live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
-    return Uploads(root, mine, rest, sealed, live)
+    return Uploads(root, mine, rest, sealed, live, guards, kept)
+
+
+def _unlisted(e: _Entry) -> bool:
+    """Pure: whether a dir taken for an upload's plaintext tree (a copy, an unpacked or decrypted
+    tree) is not removed whole: no upload listed what it wrote there, or it holds more (never a
+    store nor an unpack dir)."""
+    if e.kind != "d" or e.name.endswith(STORE_SUFFIXES) or UNPACK_INFIX in e.name:
+        return False
+    return not e.written or bool(e.extras)
+
+
+def _extras(e: _Entry) -> str:
+    """Pure: `e.g. 'a', 'b'` of what no upload wrote in a tree ('' when none listed it)."""
+    return "e.g. " + ", ".join(repr(x.split(" ", 2)[-1]) for x in e.extras) if e.written else ""
+
+
+def kept_note(kept: Sequence[tuple[str, str]]) -> str:
+    """Pure: what the message says of the upload trees left whole on the host ((path, why) as
+    Uploads.kept, the path in full)."""
+    unlisted = [p for p, why in kept if not why]
+    extra = [f"{p} ({why})" for p, why in kept if why]
+    note = ""
+    if extra:
+        note += (
+            f"; left on the host: {shown_names(extra)}, gpuonboard's upload{'s' if len(extra) > 1 else ''}"
+            " holding what no upload wrote there (a job's output, a file of yours, or a dataset file"
+            " changed since): pull what you need, then delete it yourself"
+        )
+    if unlisted:
+        note += (
+            f"; left on the host: {shown_names(unlisted)}, named or marked as an upload's copy, but no"
+            " upload listed what it wrote there (a dir of yours that an upload merged into, or one an"
+            " older gpuonboard uploaded): delete it yourself once nothing there is needed"
+        )
+    return note
 
 
 def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:

@@ -424,9 +424,12 @@ def test_a_copy_of_another_box_at_the_same_address_is_not_this_hosts(tmp_path: P
 # lease age, never a ValueError that ends teardown with a traceback.
 
 
+WRITTEN = "written " + "0" * 64 + "\0"  # (the probe's record: uploads listed what they wrote in it)
+
+
 @pytest.mark.parametrize("age", ["--5", "²", "٣", "5-", "- 5", ""])
 def test_a_lease_age_that_is_not_a_number_is_ignored(age: str) -> None:
-    out = f"dir /data\0uid 1000\0d - 1000 ds\0lease {age}\0"
+    out = f"dir /data\0uid 1000\0d - 1000 ds\0{WRITTEN}lease {age}\0"
     found = teardown.classify_uploads(out, "ds")
     assert found is not None
     assert found.ours == ("ds",)
@@ -435,14 +438,15 @@ def test_a_lease_age_that_is_not_a_number_is_ignored(age: str) -> None:
 
 @pytest.mark.parametrize(("age", "live"), [("5", True), ("-3", True), ("600", False)])
 def test_a_lease_age_in_plain_digits_still_counts(age: str, live: bool) -> None:
-    out = f"dir /data\0uid 1000\0d - 1000 ds\0lease {age}\0"
+    out = f"dir /data\0uid 1000\0d - 1000 ds\0{WRITTEN}lease {age}\0"
     found = teardown.classify_uploads(out, "ds")
     assert found is not None
     assert found.live_leases == (("ds",) if live else ())
 
 
 def test_the_recorded_listing_of_a_hostile_host_parses() -> None:
-    out = "record\0rec /scratch/ds\0section /scratch\0dir /scratch\0uid 1000\0d - 1000 ds\0lease --1\0"
+    out = "record\0rec /scratch/ds\0section /scratch\0dir /scratch\0uid 1000\0d - 1000 ds\0"
+    out += f"{WRITTEN}lease --1\0"
     parsed = teardown.parse_recorded(out)
     assert parsed is not None
     names, listings = parsed
@@ -455,7 +459,21 @@ def test_the_recorded_listing_of_a_hostile_host_parses() -> None:
 
 
 def _probe(d: Path) -> str:
-    return subprocess.run(["sh", "-c", uploads_probe_command(str(d))], capture_output=True, text=True).stdout
+    """The probe of the dir d, HOME beside it (where uploads list what they wrote: _written)."""
+    env = {"HOME": str(d.parent / "home"), "PATH": "/usr/bin:/bin"}
+    command = uploads_probe_command(str(d))
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env).stdout
+
+
+def _written(tree: Path, listing: bytes = b"") -> None:
+    """What `sync` lists on the host for a tree it writes (uploadlock.write_listing_command)."""
+    env = {"HOME": str(tree.parent.parent / "home"), "PATH": "/usr/bin:/bin"}
+    command = uploadlock.write_listing_command(str(tree))
+    subprocess.run(["sh", "-c", command], input=listing, env=env, check=True)
+
+
+# a shard store's manifest.json as gpuonboard writes it (transfer/shards.py manifest_pieces)
+OWN_MANIFEST = '{"format": "gpuonboard-shards/3", "shard_size": 268435456, "shards": []}'
 
 
 def test_a_shard_store_an_interrupted_upload_left_is_gpuonboards(tmp_path: Path) -> None:
@@ -902,15 +920,17 @@ def test_uploads_are_told_from_the_users_entries(tmp_path: Path) -> None:
     ):
         (disk / name).mkdir(parents=True)
     (disk / "docs" / ".gpuonboard-copy").write_text(f"{disk}/docs\n")
-    (disk / "imgs.shards" / "manifest.json").write_text("{}\n")
+    (disk / "imgs.shards" / "manifest.json").write_text(OWN_MANIFEST)
     (disk / "imgs.shards" / "manifest.unpacked.json").write_text("{}\n")  # (a tree was unpacked)
+    for tree in ("imagenet", "docs", "imgs"):  # (uploads listed what they wrote in them: nothing)
+        _written(disk / tree)
     # a job's `cp -a docs docs-resized` carries the mark, which names the original: not ours
     (disk / "docs-resized").mkdir()
     (disk / "docs-resized" / ".gpuonboard-copy").write_text(f"{disk}/docs\n")
     # a store nothing was unpacked from says nothing of the dir beside it
     (disk / "checkpoints").mkdir()
     (disk / "checkpoints.shards").mkdir()
-    (disk / "checkpoints.shards" / "manifest.json").write_text("{}\n")
+    (disk / "checkpoints.shards" / "manifest.json").write_text(OWN_MANIFEST)
     (disk / ".imgs.gpuonboard-upload").write_text("token\n")  # a lease
     (disk / "notes.txt").write_text("mine\n")
     (disk / "imagenet.shards").symlink_to(disk / "runs-old")  # a link: never ours to judge

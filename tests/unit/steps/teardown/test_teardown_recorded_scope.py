@@ -36,7 +36,7 @@ def _take(home: Path, dest: Path, target: str, plain: str = "", name: str = "cor
     lease = uploadlock.Lease(uploadlock.lease_path(str(dest), name), "t1")
     command = uploadlock.take_command(str(dest / target), lease, "me", "h", 5, 0, plain, name, "tag")
     r = _sh(command, home)
-    assert r.returncode == 0 and r.stdout.startswith("took "), r
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith("took "), r
     Path(lease.path).unlink()  # (given back: the next take is a new run's)
 
 
@@ -84,12 +84,14 @@ def test_in_a_dir_that_is_not_the_data_dir_only_recorded_uploads_are_taken(tmp_p
         (other / d).mkdir(parents=True)
     (other / "imgs.shards" / "manifest.json").write_text("{}")
     (other / "ckpt.shards" / "manifest.json").write_text("{}")  # the user's sharded checkpoint
-    for name in ("manifest.json", "manifest.unpacked.json"):
-        (other / "model.shards" / name).write_text("{}")
+    own = '{"format": "gpuonboard-shards/3", "shard_size": 268435456, "shards": []}'
+    (other / "model.shards" / "manifest.json").write_text(own)
+    (other / "model.shards" / "manifest.unpacked.json").write_text(own)
     (other / ".imgs.gpuonboard-upload").write_text("token t\n")
     os.utime(other / ".imgs.gpuonboard-upload", (1_000_000_000, 1_000_000_000))  # (a run long over)
     (home / ".cache" / "gpuonboard").mkdir(parents=True)
     (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(f"{other}/imgs.shards\0{other}/imgs\0".encode())
+    _sh(uploadlock.write_listing_command(f"{other}/imgs") + " </dev/null", home)  # (it wrote nothing)
 
     found = parse_recorded(_sh(recorded_probe_command(), home).stdout)
     assert found is not None
@@ -99,9 +101,12 @@ def test_in_a_dir_that_is_not_the_data_dir_only_recorded_uploads_are_taken(tmp_p
     assert elsewhere is not None
     assert elsewhere.ours == (".imgs.gpuonboard-unpack-t-x", ".imgs.gpuonboard-upload", "imgs", "imgs.shards")
     assert elsewhere.others == ("ckpt.shards", "model", "model.shards")
-    # the data dir's own rule: any shard store there is an upload's (and the tree unpacked from one)
+    # the data dir's own rule: a shard store in gpuonboard's own format there is an upload's (not
+    # the user's `ckpt.shards/manifest.json` of another tool); the tree unpacked from one is
+    # named, not removed: no upload listed what it wrote there
     data_dir = classify_uploads(listings[str(other)], "", (), names)
-    assert data_dir is not None and "ckpt.shards" in data_dir.ours and "model" in data_dir.ours
+    assert data_dir is not None and "model.shards" in data_dir.ours, data_dir
+    assert "ckpt.shards" in data_dir.others and "model" in dict(data_dir.kept), data_dir
 
 
 def test_a_record_of_a_path_at_the_top_is_read_in_its_dir(tmp_path: Path) -> None:

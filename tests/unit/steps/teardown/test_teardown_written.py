@@ -1,0 +1,117 @@
+"""Teardown removes an upload's plaintext tree whole only while it holds nothing but what uploads
+listed as written there (uploadlock.WRITTEN_DIR), takes a `X.shards` dir for a store only on
+gpuonboard's own manifest format or the record, and removes its record of uploads only after
+everything before it went. The scripts run with this machine's sh, find and coreutils over real
+directories (HOME a temp dir)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from gpuonboard.steps.teardown import classify_uploads, uploads_probe_command
+from gpuonboard.steps.teardown.files import _guarded_rm_script
+from gpuonboard.steps.teardown.uploads import Uploads, kept_note
+from gpuonboard.transfer import uploadlock
+
+MY_RECORD = uploadlock.record_name(os.uname().nodename)
+OWN_MANIFEST = '{"format": "gpuonboard-shards/3", "shard_size": 268435456, "shards": []}'
+
+
+def _sh(command: str, home: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env)
+
+
+def _upload(home: Path, tree: Path, files: dict[str, bytes]) -> None:
+    """What `sync` does for a tree it made: writes the files, lists them for teardown."""
+    for rel, data in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(data)
+    listing = uploadlock.listing_stdin(("f", rel, len(data)) for rel, data in files.items())
+    assert _sh(uploadlock.write_listing_command(str(tree)), home, listing).returncode == 0
+
+
+def _found(home: Path, disk: Path, dataset: str = "corpus", recorded: tuple[str, ...] = ()) -> Uploads:
+    out = _sh(uploads_probe_command(str(disk)), home).stdout.decode("utf-8", "surrogateescape")
+    found = classify_uploads(out, dataset, (), {str(disk): set(recorded)})
+    assert found is not None
+    return found
+
+
+def test_a_tree_goes_whole_only_while_it_holds_what_uploads_wrote(tmp_path: Path) -> None:
+    home, disk = tmp_path / "home", tmp_path / "disk"
+    home.mkdir()
+    _upload(home, disk / "corpus", {"train.txt": b"data\n", "sub/val.txt": b"v\n"})
+    (disk / "corpus" / ".gpuonboard-rsync-partial").mkdir()  # (gpuonboard's own: not counted)
+    found = _found(home, disk)
+    assert found.ours == ("corpus",) and set(found.guards) == {"corpus"} and found.kept == ()
+    # a job's checkpoint written into the copy: the copy stays, and the file is named
+    (disk / "corpus" / "checkpoints").mkdir()
+    (disk / "corpus" / "checkpoints" / "epoch9.pt").write_bytes(b"W" * 5000)
+    found = _found(home, disk)
+    assert found.ours == () and "corpus" in found.others, found
+    assert found.kept == (("corpus", "e.g. 'checkpoints/epoch9.pt'"),)
+    # a dataset file rewritten on the host (another size): the same
+    (disk / "corpus" / "checkpoints" / "epoch9.pt").unlink()
+    (disk / "corpus" / "train.txt").write_bytes(b"tokenized, longer\n")
+    assert _found(home, disk).kept == (("corpus", "e.g. 'train.txt'"),)
+    # a dir of the dataset's name that no upload listed (the user's own, an upload merged into)
+    (disk / "mine").mkdir()
+    (disk / "mine" / "model-final.pt").write_bytes(b"M")
+    found = _found(home, disk, "mine")
+    assert found.ours == () and found.kept == (("mine", ""),)  # (said: no upload listed it)
+    assert kept_note([(f"{disk}/mine", "")]) == (
+        f"; left on the host: {disk}/mine, named or marked as an upload's copy, but no upload listed"
+        " what it wrote there (a dir of yours that an upload merged into, or one an older gpuonboard"
+        " uploaded): delete it yourself once nothing there is needed"
+    )
+
+
+def test_a_shards_dir_is_a_store_only_in_gpuonboards_format_or_recorded(tmp_path: Path) -> None:
+    """Other tools write `X.shards/manifest.json` too (a sharded checkpoint): never removed as
+    gpuonboard's upload on that alone; an age-encrypted manifest only with the record."""
+    home, disk = tmp_path / "home", tmp_path / "disk"
+    home.mkdir()
+    manifests = {
+        "llama-ft.shards": '{"shards": ["shard-00000.bin"], "tool": "my-own-sharder"}',
+        "imgs.shards": OWN_MANIFEST,
+        "docs.shards": "age-encryption.org/v1\n-> X25519 abc\n",
+        "notes.shards": "age-encryption.org/v1\n-> X25519 def\n",
+    }
+    for name, text in manifests.items():
+        (disk / name).mkdir(parents=True)
+        (disk / name / "manifest.json").write_text(text)
+    found = _found(home, disk, "llama-ft", recorded=("notes.shards",))
+    assert found.ours == ("imgs.shards", "notes.shards"), found
+    assert found.others == ("docs.shards", "llama-ft.shards"), found
+
+
+def test_a_changed_tree_and_the_record_stay_when_the_removal_finds_them(tmp_path: Path) -> None:
+    """The removal compares each tree's listing again (a job may write between the probe and
+    it); the record of uploads goes last and only when everything before it went, so a rerun
+    still finds what was left (it used to go anyway: the rerun said `already clean`)."""
+    home, disk = tmp_path / "home", tmp_path / "disk"
+    home.mkdir()
+    _upload(home, disk / "corpus", {"a.txt": b"a\n"})
+    _upload(home, disk / "imgs", {"b.txt": b"b\n"})
+    found = _found(home, disk, "corpus", recorded=("imgs",))
+    assert found.ours == ("corpus", "imgs"), found
+    record = home / ".cache" / "gpuonboard" / MY_RECORD
+    record.write_bytes(f"{disk}/imgs\0".encode())
+    targets = [(str(disk / n), str(disk / n)) for n in found.ours] + [(str(record), str(record))]
+    guards = {str(disk / n): d for n, d in found.guards.items()}
+    (disk / "imgs" / "out.log").write_text("written since\n")
+    r = _sh(_guarded_rm_script(targets, None, guards, last=1), home)
+    assert r.returncode == 1 and b"changed since teardown looked at it, left" in r.stderr, r
+    assert not (disk / "corpus").exists() and (disk / "imgs" / "out.log").is_file()
+    assert record.is_file()
+    # nothing changed: all go, the record last
+    found = _found(home, disk, "corpus", recorded=("imgs",))
+    assert found.ours == () and "imgs" in dict(found.kept)
+    (disk / "imgs" / "out.log").unlink()
+    found = _found(home, disk, "corpus", recorded=("imgs",))
+    targets = [(str(disk / "imgs"), str(disk / "imgs")), (str(record), str(record))]
+    r = _sh(_guarded_rm_script(targets, None, {str(disk / "imgs"): found.guards["imgs"]}, last=1), home)
+    assert r.returncode == 0 and not (disk / "imgs").exists() and not record.exists(), r
