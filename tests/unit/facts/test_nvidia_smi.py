@@ -512,6 +512,11 @@ HEALTH: dict[str, tuple[object, ...]] = {
         "96.00.A5.00.01", None, None, (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
         (69.85, 700.0, 700.0, 700.0), ("gpu_idle",), True, "P0", 0, (41, None, None), None, "Default",
         False, 0),
+    # MIG mode Enabled: utilization [N/A], the remap fields [N/A] as the capture prints them
+    "real/nvidia-smi-query-gpu__h100-80gb-hbm3-mig__1gpu__driver590.48.01__idle.csv": (
+        "96.00.A5.00.01", None, None, (0, 0, 0, 0), (None, None, None), (None, None, None, None),
+        (71.15, 700.0, 700.0, 700.0), ("gpu_idle",), True, "P0", None, (42, None, None), None, "Default",
+        False, 0),
     "real/nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv": (
         "96.00.A5.00.03", None, None, (0, 0, 0, 0), (None, None, None), (0, 0, False, False),
         (627.4, 700.0, 700.0, 700.0), (), True, "P0", 100, (52, None, None), None, "Default", False, 0),
