@@ -28,6 +28,6 @@ def test_a_file_changed_or_replaced_after_the_scan_fails_the_upload_by_name(tmp_
     (tmp_path / "latest").unlink()
     (tmp_path / "latest").symlink_to("z_big.bin")  # (a link pointed elsewhere)
     assert changed_during(tree, ["a_labels.csv", "z_big.bin", "same.txt", "latest"]) == (
-        "'a_labels.csv', 'z_big.bin', 'latest' changed on this machine while the upload ran (the host holds it"
-        " as it was sent); rerun to send it as it is now: what is unchanged is not sent again"
+        "'a_labels.csv', 'z_big.bin', 'latest' changed on this machine while the upload ran (the host"
+        " holds it as it was sent); rerun to send it as it is now: what is unchanged is not sent again"
     )
