@@ -667,3 +667,16 @@ def test_the_shipped_template_renders_alike_outside_the_sandbox_and_a_copy_insid
     assert out.read_text(encoding="utf-8") == plain
     if fmt == "html":  # (autoescape holds outside the sandbox too)
         assert "<script>alert" not in plain and "&lt;script&gt;alert" in plain
+
+
+def test_every_check_detail_is_in_the_markdown_and_html_reports(tmp_path: Path) -> None:
+    """The Markdown report dropped each row's detail (what to ask the vendor, what to run on the
+    box), which the HTML keeps: a warn row's advice is in both."""
+    host = _warn_host("gpu-1")
+    host["rules"][-2]["detail"] = "ask the vendor to enable it | on each GPU"
+    _run(tmp_path, [host])
+    run = "20261129-000000-aaaa"
+    md = render.report(tmp_path / "reports", run, "md", REPO)[0].read_text(encoding="utf-8")
+    html = render.report(tmp_path / "reports", run, "html", REPO)[0].read_text(encoding="utf-8")
+    assert "<br>ask the vendor to enable it \\| on each GPU |" in md
+    assert "ask the vendor to enable it | on each GPU" in html
