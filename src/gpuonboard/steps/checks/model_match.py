@@ -284,6 +284,21 @@ def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[str, ...], ...]:
 
 
 @loaded_once
+def nvl_pcie_cards(path: str = str(MARKERS_FILE)) -> tuple[frozenset[str], ...]:
+    """The models of data/gpu_name_markers.yml `nvl_pcie_cards`: their only PCIe card is named
+    with NVL (the H200 NVL), so an ordered 'PCIe' is met by it."""
+    out = []
+    for row in table_rows(Path(path), "nvl_pcie_cards"):
+        words, name = _name_tokens(str(row.get("model") or "")).tokens, str(row.get("name") or "")
+        if not words or "NVL" not in _name_tokens(name).tokens:
+            raise ValueError(
+                f"{path}: nvl_pcie_cards row {row.get('model')!r} needs a model and its NVL name"
+            )
+        out.append(frozenset(words))
+    return tuple(out)
+
+
+@loaded_once
 def memory_kinds(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
     """The models of data/gpu_name_markers.yml `memory_kinds`, sold with several memory types
     under one name: (the model's words, its types) per row."""
@@ -609,7 +624,10 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
     # of a model sold with several under one name it cannot be told
     kind_problems, untold = _kind_problem(kinds, got)
     problems += kind_problems
-    extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - set(want) if _marks_another_product(t, got.have))
+    named = set(want) | (
+        {"NVL"} if "PCIE" in want and any(m <= got.have for m in nvl_pcie_cards()) else set()
+    )
+    extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - named if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
     cut_problem, vague = _cut_word(want, got)
     if cut_problem:

@@ -187,3 +187,14 @@ def test_a_revision_word_marks_another_card() -> None:
     assert match_model("RTX 5090 D", name).verdict == "fail"
     assert "'v2' in the name marks another product" in match_model("RTX 5090 D", name).why
     assert match_model("RTX 5090 D v2", name).verdict == "pass"
+
+
+def test_an_ordered_pcie_card_of_a_model_whose_only_pcie_card_is_nvl() -> None:
+    """NVIDIA's only PCIe H200 is the H200 NVL (a real one's table: search index file
+    57754680604): an order for an "H200 PCIe" failed it, "'NVL' marks another product". The
+    H100 has both an H100 PCIe and an H100 NVL: there NVL stays another card."""
+    from gpuonboard.steps.checks.model_match import match_model
+
+    assert match_model("H200 PCIe", "NVIDIA H200 NVL").verdict == "pass"
+    assert match_model("H200", "NVIDIA H200 NVL").verdict == "fail"
+    assert match_model("H100 PCIe", "NVIDIA H100 NVL").verdict == "fail"
