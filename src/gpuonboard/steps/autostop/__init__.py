@@ -1,7 +1,8 @@
 """`autostop` (install or remove the idle-shutdown watcher) and `autostop_status`.
 
-The watcher is a POSIX sh script (templates/remote/autostop.sh.j2) that cron runs every
-minute; ALL decision logic lives in that script (tested directly with a controllable clock).
+The watcher is a POSIX sh script (templates/remote/autostop.sh.j2, which includes its parts
+from templates/remote/autostop/) that cron runs every minute; ALL decision logic lives in that
+script (tested directly with a controllable clock).
 This step only renders the script, a shell-sourceable config and the cron entry, compares
 their sha256 with what the ONE batched fact probe found, and writes the difference in one
 remote command (temp file + rename each; the cron entry last, so cron never runs a

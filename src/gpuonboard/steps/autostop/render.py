@@ -1,6 +1,7 @@
 """What the autostop step puts on a host: the files' names and places (the autostop dir, the
-cron entry), the watcher script rendered from templates/remote/autostop.sh.j2 for one host and
-directory, and the cron.d file or crontab lines that run it every minute.
+cron entry), the watcher script rendered from templates/remote/autostop.sh.j2 (the header; its
+body is the parts under templates/remote/autostop/, one a concern, joined by `{% include %}`)
+for one host and directory, and the cron.d file or crontab lines that run it every minute.
 """
 
 from __future__ import annotations

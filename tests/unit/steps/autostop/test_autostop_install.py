@@ -23,6 +23,7 @@ from gpuonboard.steps.autostop import (
     _state_probe_command,
     install_problem,
     parse_settings,
+    render_script,
 )
 from gpuonboard.steps.base import StepArgsError
 
@@ -241,10 +242,10 @@ def test_another_users_dir_is_refused(tmp_path: Path) -> None:
 
 
 # --ssh-sessions: the watcher's reading of `ps -eo user=,args=` (real sshd process titles of
-# OpenSSH 9.2 and 9.8+, run through the template's own awk with this machine's sh), and the
+# OpenSSH 9.2 and 9.8+, run through the rendered watcher's own awk with this machine's sh), and the
 # install's refusal where ps is missing (the box would then count busy for ever).
 
-TEMPLATE = Path(__file__).resolve().parents[4] / "templates" / "remote" / "autostop.sh.j2"
+REPO = Path(__file__).resolve().parents[4]
 
 # what `ps -eo user=,args=` shows on a box with sshd's listener, a login in progress, a shell
 # with a terminal, a VS Code Remote session (no terminal) and a session under OpenSSH 9.8+
@@ -263,7 +264,7 @@ dave     vim sshd: eve@notty
 
 
 def _users(ps: str) -> str:
-    text = TEMPLATE.read_text()
+    text = render_script(REPO, "box", "/tmp/autostop")
     fn = re.search(r"^ssh_session_users\(\) \{.*?^\}\n", text, re.S | re.M)
     assert fn is not None
     out = subprocess.run(
