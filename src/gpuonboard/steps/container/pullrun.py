@@ -56,6 +56,16 @@ _NETWORK_ERRORS = (
 _NO_PLATFORM = ("no matching manifest for", "no image found in manifest list for architecture")
 
 
+def _no_platform(s: Settings, where: str, text: str) -> str:
+    """The sentence for a pull refused for the host's platform, quoting the runtime's line."""
+    said = next(ln.strip() for ln in text.splitlines() if any(w in ln.lower() for w in _NO_PLATFORM))
+    return (
+        f"pulling {s.pull_ref} failed: the {where} has no build of it for this host's platform"
+        f" ({said}); not retried: pull an image with a build for it, or have the mirror copy"
+        " all platforms"
+    )
+
+
 def pull_timed_out(s: Settings, manifest: Manifest | None) -> str:
     """The sentence for a pull the host stopped at pull_timeout: how slow the link must have
     been, that finished layers are kept, and the setting to raise."""
@@ -283,12 +293,7 @@ def pull_from(
             )
             return "stop"
         elif any(w in low for w in _NO_PLATFORM):
-            said = next(ln.strip() for ln in text.splitlines() if any(w in ln.lower() for w in _NO_PLATFORM))
-            out.fail = (
-                f"pulling {s.pull_ref} failed: the {where} has no build of it for this host's platform"
-                f" ({said}); not retried: pull an image with a build for it, or have the mirror copy"
-                " all platforms"
-            )
+            out.fail = _no_platform(s, where, text)
             return "next"
         elif "manifest unknown" in low:
             what = (
