@@ -7,15 +7,18 @@
 # (`user = "name:password"`, or nothing); every curl starts with -q (no ~/.curlrc).
 # Values set before it (container.pull.manifest_command, quoted by shell.quote): M the marker,
 # h the Accept header, scope the token scope, reg the registry (lowercased), loop 1 when the
-# registry is on loopback, T the trusted hosts one a line, and the URLs as the positional
-# arguments (`set --`).
+# registry is on loopback, T the trusted hosts one a line, follow 1 for a blob (redirects
+# followed), and the URLs as the positional arguments (`set --`).
 # Run by: steps/container/pull.py (manifest_command; the container step's plan).
-# shellcheck disable=SC2154  # M, h, scope, reg, loop, T: set by manifest_command before this script
+# shellcheck disable=SC2154  # M, h, scope, reg, loop, T, follow: set by manifest_command before this script
 # shellcheck disable=SC2018,SC2019  # host names and schemes: ASCII, lowercased as such
 
 cfg=$(cat)
 command -v curl >/dev/null 2>&1 || { printf '%serror no curl on the host\n' "$M"; exit 0; }
 o='--connect-timeout 5 --max-time 60 -fsS'; why=unreachable
+# a blob (follow=1): registries redirect it to a CDN; curl -L keeps --proto-redir's scheme and
+# sends no credentials or Authorization header to another host
+[ -z "$follow" ] || o="$o -L"
 # host[:port] lowercased, without the scheme's default port
 hp() { case $1 in https) d=443 ;; *) d=80 ;; esac
   x=$(printf '%s' "$2" | tr 'A-Z' 'a-z'); printf '%s' "${x%:"$d"}"; }

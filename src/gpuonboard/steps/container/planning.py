@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.steps.base import Check, Plan
-from gpuonboard.steps.container.pull import Manifest
+from gpuonboard.steps.container.pull import Manifest, oci_arch
 from gpuonboard.steps.container.settings import Settings
 from gpuonboard.steps.container.state import ContainerState, host_gpu_count, smoke_key
 from gpuonboard.units import format_bytes
@@ -130,6 +130,28 @@ def no_runtime_plan(state: ContainerState, os_release: Mapping[str, str], who: s
     return Plan(False, f"no container runtime answered ({why}); {fix}", failed=True)
 
 
+def no_toolkit_plan(state: ContainerState, os_release: Mapping[str, str], engine: str, version: str) -> Plan:
+    """The failed plan for a GPU host whose containers cannot get the GPUs: no toolkit at all
+    (install and configure it), or podman with the toolkit's hook but no CDI spec, which its
+    `--device nvidia.com/gpu=all` needs (generate one)."""
+    configure = _TOOLKIT_CONFIGURE["podman" if state.podman else "docker"]
+    if state.hook is not None:
+        return Plan(
+            False,
+            f"{engine} {version} cannot give containers the GPUs: the NVIDIA container toolkit is installed"
+            f" ({state.hook}) but there is no nvidia CDI spec under /etc/cdi or /var/run/cdi, which"
+            f" podman's GPU device needs; generate it: {configure}",
+            failed=True,
+        )
+    return Plan(
+        False,
+        f"{engine} {version} has no NVIDIA container toolkit (no nvidia-container-runtime-hook, no"
+        " 'nvidia' runtime, no nvidia CDI spec under /etc/cdi or /var/run/cdi), so containers cannot"
+        f" use the GPUs; install it: {install_hint(_TOOLKIT_INSTALL, os_release)} && {configure}",
+        failed=True,
+    )
+
+
 def present_plan(
     state: ContainerState, s: Settings, facts: Facts, checks: list[Check], engine: str, version: str
 ) -> Plan:
@@ -158,9 +180,65 @@ def present_plan(
     )
 
 
-def pull_plan(state: ContainerState, s: Settings, checks: list[Check], manifest: Manifest | None) -> Plan:
-    """The plan for a pull: the space it needs (the manifest's compressed size, else the
-    estimate, times the unpack factor) against the free space under the storage root."""
+def unknown_space_check(state: ContainerState, need: int) -> Check:
+    """A `warn` for a pull whose free space could not be read (the runtime's info named no
+    storage root, or `df` of it printed nothing): never passed over as if there were enough."""
+    root = state.info.storage_root
+    where = f"under {root}" if root else "under the runtime's storage root (its info named none)"
+    look = root or "/var/lib/docker"
+    return Check(
+        "free space for the pull",
+        f"{format_bytes(need, binary=False)} free {where}",
+        "unknown: `df` of it gave nothing",
+        "warn",
+        f"the pull was not checked against free space; check it on the host with `df -h {look}`"
+        " (docker: `docker info --format '{{.DockerRootDir}}'` names the root) and free space"
+        " before a pull that could fill the disk",
+    )
+
+
+def host_platform(facts: Facts) -> tuple[str | None, str | None]:
+    """(lscpu's machine name, its OCI architecture): ("aarch64", "arm64"); None when unknown."""
+    machine = facts.cpu.architecture if facts.cpu else None
+    return machine, oci_arch(machine)
+
+
+def wrong_platform(s: Settings, has: tuple[str, ...], machine: str, want: str) -> str:
+    """One sentence: the image (at the mirror, when pulled through one) has no build for this
+    host's platform, what it has, and where to get one."""
+    where = f"the image at {s.mirror} ({s.pull_ref})" if s.mirror else s.image
+    listed = f" (it has {', '.join(has)})" if has else ""
+    if s.mirror:
+        multi = " (its -py3 tags are multi-arch)" if s.ref.registry == "nvcr.io" else ""
+        fix = f"pull from {s.ref.registry or 'Docker Hub'}{multi} or have the mirror copy all platforms"
+    else:
+        fix = f"use an image or tag with a {want} build"
+    return f"{where} has no {want} build{listed}; this host is {machine}: {fix}"
+
+
+def platform_mismatch(facts: Facts, platform: str | None) -> tuple[str, str] | None:
+    """(machine, linux/ARCH) when an image's `os/arch` is not this host's; None when it is, or
+    either is unknown."""
+    machine, arch = host_platform(facts)
+    if not platform or not arch or not machine or platform.rpartition("/")[2] == arch:
+        return None
+    return machine, f"linux/{arch}"
+
+
+def pull_plan(
+    state: ContainerState,
+    s: Settings,
+    checks: list[Check],
+    manifest: Manifest | None,
+    machine: str | None = None,
+) -> Plan:
+    """The plan for a pull: refused when the image has no build for this host's platform (a
+    pull would fail, or bring an image that cannot run); else the space it needs (the
+    manifest's compressed size, else the estimate, times the unpack factor) against the free
+    space under the storage root."""
+    if manifest is not None and manifest.missing:
+        where = machine or "another platform"
+        return Plan(False, wrong_platform(s, manifest.platforms, where, manifest.missing), failed=True)
     size = manifest.size if manifest else None
     if size is not None:
         factor = s.manifest_factor
@@ -184,11 +262,18 @@ def pull_plan(state: ContainerState, s: Settings, checks: list[Check], manifest:
             failed=True,
             checks=checks,
         )
+    if state.free_bytes is None:
+        checks.append(unknown_space_check(state, need))
     via = f" via mirror {s.mirror}" if s.mirror else ""
     why = "digest differs, " if state.image_id is not None else ""
+    free = (
+        f"{format_bytes(state.free_bytes, binary=False)} free"
+        if state.free_bytes is not None
+        else "free space unknown (not checked)"
+    )
     return Plan(
         True,
-        f"pull {s.image}{via} ({why}{format_bytes(state.free_bytes, binary=False)} free under {root},"
+        f"pull {s.image}{via} ({why}{free} under {root},"
         f" {format_bytes(need, binary=False)} needed from the {basis.split(':')[0] if size else 'estimate'})",
         diff={
             "image": s.image,
@@ -233,14 +318,16 @@ def plan_from(state: ContainerState, s: Settings, facts: Facts, manifest: Manife
         )
     has_gpus = bool(facts.gpu and facts.gpu.gpus)
     if has_gpus and not state.nvidia_toolkit:
-        configure = _TOOLKIT_CONFIGURE["podman" if engine == "podman" else "docker"]
-        return Plan(
-            False,
-            f"{engine} {version} has no NVIDIA container toolkit (no 'nvidia' runtime, no nvidia CDI spec"
-            f" under /etc/cdi or /var/run/cdi), so containers cannot use the GPUs; install it:"
-            f" {install_hint(_TOOLKIT_INSTALL, osr)} && {configure}",
-            failed=True,
-        )
+        return no_toolkit_plan(state, osr, engine, version)
     if image_ready(state, s):
+        wrong = platform_mismatch(facts, state.image_platform)
+        if wrong is not None:
+            name = state.image_name or s.ref.canonical
+            return Plan(
+                False,
+                f"{name} is present but is a {state.image_platform} image; this host is {wrong[0]}"
+                f" ({wrong[1]}): remove it ({state.cli} rmi {name}) and use an image with a {wrong[1]} build",
+                failed=True,
+            )
         return present_plan(state, s, facts, checks, engine, version)
-    return pull_plan(state, s, checks, manifest)
+    return pull_plan(state, s, checks, manifest, host_platform(facts)[0])

@@ -6,7 +6,8 @@
   `... skipped: already exists`, `Copying config`, `Writing manifest`, `Storing signatures`)
   -> layers done / total and bytes (layer sizes from the registry manifest when known).
 - `manifest_command` / `parse_manifest`: one read-only remote `curl` for the image's
-  manifest (OCI/Docker v2, manifest lists -> linux/amd64), credentials over stdin.
+  manifest (OCI/Docker v2, manifest lists -> the host's linux/ARCH), credentials over stdin;
+  `parse_config_platform`: a single-platform image's os/architecture from its config blob.
 """
 
 from __future__ import annotations
@@ -137,13 +138,26 @@ def format_pull_progress(p: PullProgress, elapsed: float) -> str:
     return text
 
 
+# lscpu's Architecture -> the OCI platform architecture (GOARCH names, as registries list them)
+OCI_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le"}
+
+
+def oci_arch(machine: str | None) -> str | None:
+    """The OCI architecture of a host's `lscpu`/`uname -m` machine name, None when unknown."""
+    return OCI_ARCH.get((machine or "").strip().lower())
+
+
 @dataclass(frozen=True)
 class Manifest:
-    """A fetched manifest: an image's layers (digest, size) or an index's amd64 entry."""
+    """A fetched manifest: an image's layers (digest, size) or an index's entry for the host's
+    platform; `missing` names the host's platform when the image has no build for it."""
 
     layers: tuple[tuple[str, int], ...] = ()
-    platform_digest: str | None = None  # an index: the linux/amd64 manifest to fetch next
+    platform_digest: str | None = None  # an index: the host platform's manifest to fetch next
     error: str | None = None
+    config_digest: str | None = None  # an image manifest's config blob (its os/architecture)
+    platforms: tuple[str, ...] = ()  # the platforms the image has (os/arch), when known
+    missing: str | None = None  # the host's platform (linux/ARCH), which the image has no build for
 
     @property
     def size(self) -> int | None:
@@ -152,7 +166,8 @@ class Manifest:
 
 
 def parse_manifest(text: str, arch: str = "amd64") -> Manifest:
-    """Pure: the manifest command's output -> Manifest (layers, or the platform's digest)."""
+    """Pure: the manifest command's output -> Manifest (layers and config digest, or the digest
+    of the linux/`arch` entry of an index; an index without it: `missing`, with its platforms)."""
     status, _, body = text.partition("\n")
     if not status.startswith(MANIFEST_MARK):
         return Manifest(error="no answer from the manifest probe")
@@ -171,14 +186,40 @@ def parse_manifest(text: str, arch: str = "amd64") -> Manifest:
             for x in data["layers"]
             if isinstance(x, dict) and isinstance(x.get("size"), int)
         )
-        return Manifest(layers=layers) if layers else Manifest(error="the manifest lists no layer sizes")
+        config = data.get("config")
+        digest = config.get("digest") if isinstance(config, dict) else None
+        if not layers:
+            return Manifest(error="the manifest lists no layer sizes")
+        return Manifest(layers=layers, config_digest=str(digest) if digest else None)
     if isinstance(data.get("manifests"), list):
+        listed: list[str] = []
         for entry in data["manifests"]:
             plat = entry.get("platform") or {} if isinstance(entry, dict) else {}
             if plat.get("os") == "linux" and plat.get("architecture") == arch and entry.get("digest"):
                 return Manifest(platform_digest=str(entry["digest"]))
-        return Manifest(error=f"the manifest list has no linux/{arch} image")
+            if plat.get("os") not in (None, "unknown"):  # (not a build: an attestation manifest)
+                listed.append(f"{plat.get('os')}/{plat.get('architecture')}")
+        return Manifest(
+            error=f"the manifest list has no linux/{arch} image",
+            platforms=tuple(dict.fromkeys(listed)),
+            missing=f"linux/{arch}",
+        )
     return Manifest(error="the manifest is neither an image manifest nor a list (schema 1?)")
+
+
+def parse_config_platform(text: str) -> str | None:
+    """Pure: the manifest command's output for an image's config blob -> its `os/architecture`
+    (None when unreadable)."""
+    status, _, body = text.partition("\n")
+    if status.strip() != f"{MANIFEST_MARK}ok".strip():
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not data.get("architecture"):
+        return None
+    return f"{data.get('os') or 'linux'}/{data['architecture']}"
 
 
 def registry_api(registry: str | None, path: str) -> tuple[str, str]:
@@ -205,9 +246,14 @@ def is_loopback(host: str) -> bool:
     return h in ("localhost", "::1") or re.fullmatch(r"127(\.\d{1,3}){3}", h) is not None
 
 
-def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, ...]) -> str:
+def manifest_command(
+    host: str, repo: str, reference: str, schemes: tuple[str, ...], kind: str = "manifests"
+) -> str:
     """Read-only: GET /v2/REPO/manifests/REF with curl (Accept: OCI/Docker v2 and lists), the
     script sh/container_manifest.sh after its values (the URLs as its positional arguments).
+    `kind="blobs"`: GET /v2/REPO/blobs/DIGEST instead (an image's config, for its platform),
+    following a redirect (registries hand blobs to a CDN) within the same scheme; curl sends
+    neither the credentials nor the token to another host.
 
     stdin carries the curl config with `user = "name:password"` (or nothing); on a 401 with a
     Bearer challenge the token is fetched and sent as a header, also through stdin.
@@ -226,12 +272,13 @@ def manifest_command(host: str, repo: str, reference: str, schemes: tuple[str, .
     """
     reg = host.lower()
     trusted = "\n".join((reg, *TOKEN_HOSTS.get(reg, ())))
-    urls = [f"{s}://{host}/v2/{repo}/manifests/{reference}" for s in schemes]
+    urls = [f"{s}://{host}/v2/{repo}/{kind}/{reference}" for s in schemes]
     # the values sh/container_manifest.sh reads, as shell words before it; the URLs as `set --`
     values = (
         f"M={shell.quote(MANIFEST_MARK)}; h={shell.quote('Accept: ' + ACCEPT)};"
         f" scope={shell.quote(f'repository:{repo}:pull')}\n"
-        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}; T={shell.quote(trusted)}\n"
+        f"reg={shell.quote(reg)}; loop={'1' if is_loopback(host) else ''}; T={shell.quote(trusted)}"
+        f"; follow={'1' if kind == 'blobs' else ''}\n"
         f"set -- {shell.join(urls)}\n"
     )
     return shell.sh_c(values + sh.load("container_manifest"))

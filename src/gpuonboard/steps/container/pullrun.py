@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from gpuonboard import masking, shell
@@ -15,6 +16,7 @@ from gpuonboard.steps.container.pull import (
     Manifest,
     format_pull_progress,
     manifest_command,
+    parse_config_platform,
     parse_manifest,
     parse_pull_progress,
     registry_api,
@@ -46,6 +48,22 @@ _NETWORK_ERRORS = (
     "timeout exceeded",
     "eof",
 )
+
+
+# a pull refused for the host's platform: never the network's, so never retried. docker: "no
+# matching manifest for linux/arm64/v8 in the manifest list entries" (docker-library/mysql#698);
+# podman (containers/image): "no image found in manifest list for architecture arm64, ..."
+_NO_PLATFORM = ("no matching manifest for", "no image found in manifest list for architecture")
+
+
+def _no_platform(s: Settings, where: str, text: str) -> str:
+    """The sentence for a pull refused for the host's platform, quoting the runtime's line."""
+    said = next(ln.strip() for ln in text.splitlines() if any(w in ln.lower() for w in _NO_PLATFORM))
+    return (
+        f"pulling {s.pull_ref} failed: the {where} has no build of it for this host's platform"
+        f" ({said}); not retried: pull an image with a build for it, or have the mirror copy"
+        " all platforms"
+    )
 
 
 def pull_timed_out(s: Settings, manifest: Manifest | None) -> str:
@@ -161,9 +179,15 @@ def _pull_until_session_ends(
     )
 
 
-def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, masking.Secret] | None) -> Manifest:
+def fetch_manifest(
+    ctx: StepContext, s: Settings, creds: tuple[str, masking.Secret] | None, arch: str | None = None
+) -> Manifest:
     """The image's manifest from the registry (the mirror when set), asked from the host with
-    curl; an index is followed to its linux/amd64 image. Read-only; errors are in .error."""
+    curl; an index is followed to its entry for the host's platform (linux/`arch`, the OCI name
+    of the host's CPU: amd64, arm64), and a single-platform image's config is read for its
+    platform: an image without a build for the host comes back with `.missing` set (a pull
+    would fail, or bring an image that cannot run here). Read-only; errors are in .error."""
+    want = arch or "amd64"
     registry = s.mirror or (None if s.ref.docker_hub else s.ref.registry)
     host, repo = registry_api(registry, s.ref.repository)
     if s.mirror_scheme == "http":
@@ -176,11 +200,17 @@ def fetch_manifest(ctx: StepContext, s: Settings, creds: tuple[str, masking.Secr
     if creds is not None:
         stdin = shell.curl_config({"user": masking.Secret(f"{creds[0]}:{creds[1].reveal()}")})
     reference = s.ref.digest or s.ref.tag or "latest"
-    for _ in range(2):
+    for hop in range(2):
         r = ctx.runner.run(manifest_command(host, repo, reference, schemes), stdin=stdin, timeout=180)
-        m = parse_manifest(r.stdout)
+        m = parse_manifest(r.stdout, want)
         if m.platform_digest is None:
-            return m
+            if hop or arch is None or m.config_digest is None:
+                return m  # (reached through an index: its entry named the platform)
+            cmd = manifest_command(host, repo, m.config_digest, schemes, kind="blobs")
+            platform = parse_config_platform(ctx.runner.run(cmd, stdin=stdin, timeout=180).stdout)
+            if platform is None or platform == f"linux/{want}":
+                return m
+            return replace(m, platforms=(platform,), missing=f"linux/{want}")
         reference = m.platform_digest
     return Manifest(error="the manifest list points to another list")
 
@@ -262,6 +292,9 @@ def pull_from(
                 f" and run again{counted} (not retried: the disk stays full until space is freed)"
             )
             return "stop"
+        elif any(w in low for w in _NO_PLATFORM):
+            out.fail = _no_platform(s, where, text)
+            return "next"
         elif "manifest unknown" in low:
             what = (
                 f"no image with the pinned digest {s.ref.digest} (its copy may be another version,"

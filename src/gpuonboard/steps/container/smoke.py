@@ -5,9 +5,12 @@ the GPUs (docker's `--gpus all`, podman's CDI device), also used by prove's in-c
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuonboard import shell
 from gpuonboard.steps.base import StepContext, last_line
 from gpuonboard.steps.checks.driver_compat import driver_failure
+from gpuonboard.steps.container.run_errors import run_failure
 from gpuonboard.steps.container.state import Applied, ContainerState, host_gpu_count, smoke_file, smoke_key
 
 _GPU_CHECK_OK = "##gpuonboard-gpu-check-ok"
@@ -34,9 +37,16 @@ def gpu_python_check(n: int) -> str:
 def gpu_flags(state: ContainerState) -> list[str]:
     """How a container gets every GPU: docker's `--gpus all` (the NVIDIA toolkit's hook), podman's
     CDI device `nvidia.com/gpu=all` (podman before 5.0 accepts `--gpus` and ignores it, podman
-    behind the `docker` shim included)."""
+    behind the `docker` shim included). Where the toolkit's hook runs in another mode than
+    legacy (csv on a Jetson / IGX iGPU, Tegra, where "auto" means csv; cdi), it refuses
+    `--gpus` ("Please use the NVIDIA Container Runtime (e.g. specify the --runtime=nvidia flag)
+    instead", NVIDIA/TensorRT-LLM#799): `--runtime nvidia` with NVIDIA_VISIBLE_DEVICES=all,
+    which its csv mode needs to inject any device."""
     if state.info.engine == "podman" or state.cli == "podman":
         return ["--device", "nvidia.com/gpu=all"]
+    # (prove passes its own probe's state, typed Any there: any object with cli and info will do)
+    if getattr(state, "hook_mode", "legacy") != "legacy":
+        return ["--runtime", "nvidia", "-e", "NVIDIA_VISIBLE_DEVICES=all"]
     return ["--gpus", "all"]
 
 
@@ -51,11 +61,14 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     """Plain run, then on a GPU host: the container lists every GPU the host lists, and the
     python check passed (its marker line printed); any shortfall sets out.smoke_error."""
     cli = state.cli or "docker"
+    arch = ctx.facts.cpu.architecture if ctx.facts.cpu else None
+
+    def why(r: Any) -> str:  # (the known cause on any line, else the last line not noise)
+        return run_failure(r.stdout, r.stderr, r.exit_code, arch)
+
     r = ctx.runner.run(state.command([cli, "run", "--rm", image, "true"]), timeout=300)
     if not r.ok:
-        out.smoke_error = (
-            f"smoke run `{cli} run --rm {image} true` failed: {last_line(r.stderr, r.exit_code)}"
-        )
+        out.smoke_error = f"smoke run `{cli} run --rm {image} true` failed: {why(r)}"
         return
     out.smoke.append("plain container run ok")
     host_n = host_gpu_count(ctx.facts)
@@ -73,9 +86,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
         state.command([cli, "run", "--rm", *gpu_flags(state), image, "nvidia-smi", "-L"]), timeout=300
     )
     if not r.ok:
-        out.smoke_error = (
-            f"GPU smoke run (nvidia-smi -L in the container) failed: {last_line(r.stderr, r.exit_code)}"
-        )
+        out.smoke_error = f"GPU smoke run (nvidia-smi -L in the container) failed: {why(r)}"
         return
     n = len([line for line in r.stdout.splitlines() if line.startswith("GPU ")])
     if n < host_n:
@@ -87,7 +98,7 @@ def _smoke(ctx: StepContext, state: ContainerState, image: str, out: Applied) ->
     out.smoke.append(f"container sees {n} GPUs")
     r = ctx.runner.run(gpu_check_command(state, image, host_n), timeout=600)
     if not r.ok:
-        out.smoke_error = f"GPU python check in the container failed: {last_line(r.stderr, r.exit_code)}"
+        out.smoke_error = f"GPU python check in the container failed: {why(r)}"
         return
     done = [line for line in r.stdout.splitlines() if _GPU_CHECK_OK in line]
     if not done:

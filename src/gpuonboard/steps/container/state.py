@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,9 @@ from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.container import RuntimeInfo, parse_cdi_listing, parse_docker_info, parse_podman_info
 
 _MARK = "##gpuonboard-container "
+
+# `image inspect --format` of the probe and of the step after a pull: id, repo digests, platform
+INSPECT_FORMAT = "{{.Id}} {{json .RepoDigests}} {{.Os}}/{{.Architecture}}"
 
 
 # where the host records a passed smoke run (no secrets): one file per image name
@@ -38,6 +42,10 @@ class ContainerState:
     groups: tuple[str, ...] = ()
     smoke_record: str | None = None  # the host's record of a passed smoke run for this image
     image_name: str | None = None  # the name the probe found the image under (see local_names)
+    hook: str | None = None  # the NVIDIA Container Toolkit's nvidia-container-runtime-hook
+    toolkit_mode: str | None = None  # its config.toml's `mode` (auto, legacy, csv, cdi), if set
+    tegra: bool = False  # a Tegra system (Jetson, IGX iGPU): the toolkit's "auto" is csv there
+    image_platform: str | None = None  # the local image's os/architecture (linux/amd64)
 
     @property
     def access(self) -> str:
@@ -58,9 +66,34 @@ class ContainerState:
         return shell.sudo(built) if self.sudo else built
 
     @property
+    def podman(self) -> bool:
+        """The engine is podman (itself, or behind a `docker` shim)."""
+        return self.info.engine == "podman" or self.cli == "podman"
+
+    @property
+    def nvidia_cdi(self) -> bool:
+        """An nvidia CDI spec under /etc/cdi or /var/run/cdi (podman, docker >= 25 with CDI)."""
+        return any("nvidia" in s.rsplit("/", 1)[-1] for s in self.cdi_specs)
+
+    @property
     def nvidia_toolkit(self) -> bool:
-        """docker's `nvidia` runtime or an nvidia CDI spec (podman, docker >= 25 with CDI)."""
-        return self.info.nvidia_runtime or any("nvidia" in s.rsplit("/", 1)[-1] for s in self.cdi_specs)
+        """The NVIDIA Container Toolkit can give containers the GPUs: an nvidia CDI spec, the
+        `nvidia` runtime, or (docker) only its hook on the host: docker's `--gpus` needs just
+        `nvidia-container-runtime-hook` on dockerd's PATH (moby daemon/nvidia_linux.go), not
+        the runtime entry that `nvidia-ctk runtime configure` writes."""
+        if self.info.nvidia_runtime or self.nvidia_cdi:
+            return True
+        return self.hook is not None and not self.podman
+
+    @property
+    def hook_mode(self) -> str:
+        """The mode the toolkit's hook resolves to: the configured one, else (`auto`) csv on a
+        Tegra system and legacy elsewhere (nvidia-container-toolkit internal/info/auto.go). Any
+        mode but legacy refuses docker's `--gpus` ("invoking the NVIDIA Container Runtime Hook
+        directly (e.g. specifying the docker --gpus flag) is not supported")."""
+        if self.toolkit_mode and self.toolkit_mode != "auto":
+            return self.toolkit_mode
+        return "csv" if self.tegra else "legacy"
 
     @property
     def digests(self) -> tuple[str, ...]:
@@ -138,25 +171,75 @@ def parse_state(text: str) -> ContainerState:
             sections[current].append(line)
     info_text = "\n".join(sections.get("info", []))
     info = _parse_info(info_text) if cli else RuntimeInfo()
+    unreached = _server_errors(info_text) if cli else None
+    if cli and unreached:  # (the probe itself says so; this guards an older probe's output)
+        errors[cli], cli, info = unreached, None, RuntimeInfo()
     free = None
     df_fields = " ".join(sections.get("df", [])).split()
     if len(df_fields) >= 4 and df_fields[3].isdecimal():
         free = int(df_fields[3]) * 1024
-    image_id: str | None = None
-    digests: tuple[str, ...] = ()
-    image_line = " ".join(sections.get("image", [])).strip()
-    if image_line:
-        image_id, _, raw = image_line.partition(" ")
-        try:
-            parsed = json.loads(raw) if raw.strip() else []
-            digests = tuple(str(d) for d in parsed or [])
-        except ValueError:
-            digests = ()
+    image_id, digests, platform = _image(" ".join(sections.get("image", [])).strip())
     cdi = parse_cdi_listing("\n".join(sections.get("cdi", [])))
     record = " ".join(sections.get("smoke", [])).strip() or None
+    hook, mode, tegra = _toolkit(sections.get("toolkit", []))
     return ContainerState(
-        cli, info, errors, cdi, free, image_id, digests, via_sudo, uid, user, groups, record, image_name
+        cli,
+        info,
+        errors,
+        cdi,
+        free,
+        image_id,
+        digests,
+        via_sudo,
+        uid,
+        user,
+        groups,
+        record,
+        image_name,
+        hook,
+        mode,
+        tegra,
+        platform,
     )
+
+
+def _image(line: str) -> tuple[str | None, tuple[str, ...], str | None]:
+    """The image part (INSPECT_FORMAT): id, repo digests, `os/architecture` (None when absent)."""
+    if not line:
+        return None, (), None
+    image_id, _, rest = line.partition(" ")
+    platform: str | None = None
+    head, _, last = rest.rpartition(" ")
+    if re.fullmatch(r"[a-z0-9]+/[a-z0-9]+", last):
+        rest, platform = head, last
+    try:
+        parsed = json.loads(rest) if rest.strip() else []
+        digests = tuple(str(d) for d in parsed or [])
+    except ValueError:
+        digests = ()
+    return image_id, digests, platform
+
+
+def _toolkit(lines: list[str]) -> tuple[str | None, str | None, bool]:
+    """The probe's toolkit part: the hook's path, `mode WORD`, `tegra`."""
+    hook = next((ln.strip() for ln in lines if ln.strip().startswith("/")), None)
+    mode = next((ln.split()[1] for ln in lines if ln.startswith("mode ") and len(ln.split()) > 1), None)
+    return hook, mode, any(ln.strip() == "tegra" for ln in lines)
+
+
+def _server_errors(text: str) -> str | None:
+    """docker's own words when its info reached no daemon: `docker info --format '{{json .}}'`
+    exits 0 then, printing `{"ServerErrors":["Cannot connect to the Docker daemon ..."],
+    "ClientInfo":{...}}` (docker/cli cli/command/system/info.go; docker/cli#5900). None when a
+    server answered (or the text is no such JSON)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    errs = data.get("ServerErrors") if isinstance(data, dict) else None
+    if not errs or not isinstance(errs, list):
+        return None
+    return "; ".join(str(e) for e in errs)
 
 
 def _parse_info(text: str) -> RuntimeInfo:

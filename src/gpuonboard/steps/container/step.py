@@ -22,7 +22,15 @@ from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, last_line
 from gpuonboard.steps.checks.driver_compat import DEFAULT_IMAGE
 from gpuonboard.steps.container.credentials import _credentials
-from gpuonboard.steps.container.planning import image_ready, mirror_digest_check, plan_from, state_access
+from gpuonboard.steps.container.planning import (
+    host_platform,
+    image_ready,
+    mirror_digest_check,
+    plan_from,
+    platform_mismatch,
+    state_access,
+    wrong_platform,
+)
 from gpuonboard.steps.container.pullrun import fetch_manifest, pull_from
 from gpuonboard.steps.container.refs import parse_ref
 from gpuonboard.steps.container.settings import (
@@ -36,7 +44,7 @@ from gpuonboard.steps.container.settings import (
     resolve_settings,
 )
 from gpuonboard.steps.container.smoke import _record_smoke, _smoke
-from gpuonboard.steps.container.state import _MARK, Applied, parse_state, probe_command
+from gpuonboard.steps.container.state import _MARK, INSPECT_FORMAT, Applied, parse_state, probe_command
 
 
 class ContainerStep(Step):
@@ -118,7 +126,7 @@ class ContainerStep(Step):
             )
         manifest = None
         if state.cli and state.image_id is None:
-            manifest = fetch_manifest(ctx, s, creds)
+            manifest = fetch_manifest(ctx, s, creds, host_platform(ctx.facts)[1])
         plan = plan_from(state, s, ctx.facts, manifest)
         if plan.changes:
             plan.data = (s, state, creds, manifest)
@@ -176,10 +184,15 @@ class ContainerStep(Step):
                 return out
         elif s.mirror:
             local = s.pull_ref  # digest-only pin: a digest reference cannot be a tag target
-        r = run(state.command([cli, "image", "inspect", "--format", "{{.Id}} {{json .RepoDigests}}", local]))
+        r = run(state.command([cli, "image", "inspect", "--format", INSPECT_FORMAT, local]))
         if r.ok and r.stdout.strip():
             state_after = parse_state(f"{_MARK}image\n{r.stdout}")
             out.image_id, out.digests = state_after.image_id, state_after.digests
+            wrong = platform_mismatch(ctx.facts, state_after.image_platform)
+            if wrong is not None:  # (a single-platform copy whose config the plan could not read)
+                has = (state_after.image_platform or "",)
+                out.fail = f"pulled {s.pull_ref}, but {wrong_platform(s, has, *wrong)}"
+                return out
         if s.smoke:
             _smoke(ctx, state, local, out)
             if out.image_id:  # (kept under the canonical name, which the probe's record is read by)

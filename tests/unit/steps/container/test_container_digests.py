@@ -10,6 +10,7 @@ from pathlib import Path
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.container import ContainerStep, parse_state, plan_from, probe_command, smoke_file
+from gpuonboard.steps.container.state import INSPECT_FORMAT
 from gpuonboard.testing import add_executable
 
 DIGEST = "sha256:" + "ab" * 32
@@ -45,8 +46,8 @@ def _docker_knowing(bin_dir: Path, name: str) -> None:
         "#!/bin/sh\n"
         'case "$1" in\n'
         '  info) echo \'{"DockerRootDir": "/var/lib/docker", "ServerVersion": "27.0.3"}\' ;;\n'
-        f'  image) [ "$4 $5" = "{{{{.Id}}}} {{{{json .RepoDigests}}}} {name}" ] || exit 1\n'
-        f"    echo '{ID} [\"{name}\"]' ;;\n"
+        f'  image) [ "$4 $5" = "{INSPECT_FORMAT} {name}" ] || exit 1\n'
+        f"    echo '{ID} [\"{name}\"] linux/amd64' ;;\n"
         "  *) exit 1 ;;\n"
         "esac\n",
     )
