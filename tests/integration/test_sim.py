@@ -54,7 +54,9 @@ def test_sim_up_keeps_edits_and_writes_nothing_outside_its_dir(project: Project,
         assert doc["defaults"]["vars"]["container_image"] == "nvcr.io/nvidia/pytorch:24.08-py3"
         # autostop against it plans in the sim dir, not this machine's /etc/cron.d
         inv = str(base / "inventory")
-        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--idle", "30m", "--check")
+        r = project.cli(
+            "autostop", "--host", "s1", "--inventory", inv, "--idle", "30m", "--max-hours", "12", "--check"
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         msg = project.summary()["hosts"][0]["steps"][0]["msg"]
         assert f"{home}/hosts/s1/cron.d/" in msg and "/etc/cron.d" not in msg, msg
@@ -214,7 +216,19 @@ def test_the_simulated_cron_runs_the_autostop_watcher(project: Project, tmp_path
     try:
         assert project.cli("sim.up", "--base", str(base), "--name", "s1").returncode == 0
         assert _cron_runner_pids(host_dir), "no cron runner for the simulated server"
-        r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--idle", "30m", "--no-billing-aware")
+        # (the replayed A100 has MIG on: no utilisation, never idle, so a deadline is asked for)
+        r = project.cli(
+            "autostop",
+            "--host",
+            "s1",
+            "--inventory",
+            inv,
+            "--idle",
+            "30m",
+            "--max-hours",
+            "12",
+            "--no-billing-aware",
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         r = project.cli("autostop", "--host", "s1", "--inventory", inv, "--status")
         assert "no check yet" in r.stdout, r.stdout
