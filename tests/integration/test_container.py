@@ -644,7 +644,7 @@ def test_gpu_smoke_run_fails_when_the_container_sees_fewer_gpus_or_torch_disagre
         msg = _step(project)["msg"]
         assert "GPU python check in the container failed: torch sees 0 GPUs, nvidia-smi lists 1" in msg, msg
         # torch's real CUDA error 804 warning before it (hpcaitech/ColossalAI#4381): that cause is said
-        capture = REAL / "container-runs" / "torch__ColossalAI-4381__error-804-then-check-exit.stderr"
+        capture = REAL.parent / "container-runs" / "torch__ColossalAI-4381__error-804-then-check-exit.stderr"
         (root / "torch" / "torch_warning").write_text("".join(capture.read_text().splitlines(True)[:2]))
         assert project.cli("container", "--host", "ctrgpu").returncode == 1
         msg = _step(project)["msg"]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuonboard import machine, sh, shell
+from gpuonboard.transfer.rsync import PARTIAL_DIR
 
 try:
     import fcntl
@@ -161,8 +162,8 @@ WRITE_LISTING_SCRIPT = (
 # copy, rsync's partial dirs); an entry `? 0 ?` when part of it could not be read
 CURRENT_LISTING_FN = (
     "current() { ( cd -- \"$1\" 2>/dev/null || { printf '? 0 ?\\0'; exit 0; };"
-    " find . -mindepth 1 \\( -path ./.gpuonboard-copy -o -path"
-    " ./.gpuonboard-upload -o -name .gpuonboard-rsync-partial \\) -prune -o \\( -type f -printf"
+    f" find . -mindepth 1 \\( -path ./{COPY_MARK} -o -path"
+    f" ./{LEASE_IN_COPY} -o -name {PARTIAL_DIR} \\) -prune -o \\( -type f -printf"
     " 'f %s %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
     " || printf '? 0 ?\\0' ) | LC_ALL=C sort -z; }"
 )

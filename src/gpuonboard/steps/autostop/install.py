@@ -92,14 +92,33 @@ def never_idle(r: _Remote) -> str | None:
     query; no reading); None when it read a number for every GPU, or there is no nvidia-smi."""
     if r.gpu_util_rc is None:
         return None
-    odd = next((line for line in r.gpu_util if not _reading(line)), None)
-    if odd is not None:
-        return f"GPU utilisation reads {odd!r} there (MIG mode, some vGPUs)"
     if r.gpu_util_rc in (124, 137):
         return "nvidia-smi --query-gpu=utilization.gpu did not answer there within 20s"
+    odd = next((line for line in r.gpu_util if not _reading(line)), None)
+    if r.gpu_util_rc != 0 and (odd is not None or not r.gpu_util):
+        # (a failing nvidia-smi's message, "NVIDIA-SMI has failed because it couldn't communicate
+        # with the NVIDIA driver", is no reading: the failure is said, not taken for MIG)
+        said = f": {odd.strip()[:160]}" if odd else ""
+        return f"nvidia-smi --query-gpu=utilization.gpu failed there (exit {r.gpu_util_rc}{said})"
+    if odd is not None:
+        return f"GPU utilisation reads {odd!r} there (MIG mode, some vGPUs)"
     if not r.gpu_util:
         return f"nvidia-smi --query-gpu=utilization.gpu reads no GPU there (exit {r.gpu_util_rc})"
     return None
+
+
+def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """What sudo said of the shutdown command where it did not say yes: `sudo -n -l CMD` tells
+    whether the login may *list* the command without a password (sudoers' listpw), not run it,
+    so a working NOPASSWD rule may read no and a password rule yes: said, never refused."""
+    if r.sudo_rc in (None, 0, 127):
+        return None
+    said = f"sudo said: {r.sudo_said}" if r.sudo_said else f"exit {r.sudo_rc}"
+    return (
+        f"sudo did not confirm that {settings.shutdown_command!r} runs without a password there"
+        f" ({said}): if it needs one, the watcher cannot shut the box down and `--status` says"
+        " OVERDUE; allow it with a NOPASSWD rule in sudoers"
+    )
 
 
 def _reading(line: str) -> bool:
@@ -154,14 +173,11 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
             " or connect as root"
         )
-    if r.sudo_rc not in (None, 0):
-        said = f" (sudo said: {r.sudo_said})" if r.sudo_said else f" (exit {r.sudo_rc})"
-        if r.sudo_rc == 127:
-            said = " (sudo is not installed)"
+    if r.sudo_rc == 127:  # (a password rule or sudoers' listpw: said in the plan, sudo_note)
         return (
-            f"host {host}: the shutdown command {settings.shutdown_command!r} cannot run without a"
-            f" password as {who}{said}, so the watcher could never shut the box down: allow it with a"
-            " NOPASSWD rule in sudoers, or connect as root and pass --shutdown-command 'shutdown -h now'"
+            f"host {host}: the shutdown command {settings.shutdown_command!r} runs sudo, which is not"
+            f" installed there, so the watcher could never shut the box down: install sudo with a"
+            " NOPASSWD rule for it, or connect as root and pass --shutdown-command 'shutdown -h now'"
         )
     why = never_idle(r)
     if why and not (settings.max_seconds or settings.heartbeat):

@@ -20,6 +20,7 @@ from gpuonboard.steps.autostop.install import (
     never_idle,
     remove_script,
     sudo_check,
+    sudo_note,
     with_tools,
 )
 from gpuonboard.steps.autostop.probe import (
@@ -172,6 +173,8 @@ class AutostopStep(Step):
             deadline += (
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
+        if (sudo := sudo_note(self.settings, r)) is not None:
+            deadline += f"; {sudo}"
         if not cron_ok:
             changed.append(where)
         renew = self.settings.heartbeat > 0

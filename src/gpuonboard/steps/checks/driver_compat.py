@@ -113,27 +113,28 @@ def _missing_release(release: str, releases: tuple[ngc.NgcRelease, ...]) -> str:
 
 
 def _missing_check(facts: Facts, tag: str, releases: tuple[ngc.NgcRelease, ...], expected: str) -> Check:
-    """A release the table lacks: unknown (warn), saying why; a tag newer than the table needs at
-    least the newest row's driver (NGC's needs only rise) and supports none of the GPU families
-    that row's notes dropped (support is cut from the oldest end: a V100 in a 26.xx container)."""
+    """A release the table lacks: unknown (warn), saying why; a tag after a listed one (in a gap,
+    or newer than the table) needs at least the nearest older row's driver (NGC's needs only
+    rise) and supports none of the GPU families that row's notes dropped (support is cut from the
+    oldest end: a V100 in a 25.02 or 26.xx container)."""
     check = Check(
         "ngc_driver", expected, f"unknown: {tag} is not in the table", "warn", _missing_release(tag, releases)
     )
-    newest = releases[-1] if releases else None
-    if newest is None or ngc.version_key(tag) < ngc.version_key(newest.release):
+    base = ngc.nearest_older(releases, tag)
+    if base is None:
         return check
     driver = facts.gpu.driver_version.strip() if facts.gpu is not None and facts.gpu.driver_version else ""
     with contextlib.suppress(ValueError):
-        if driver and not ngc.runs_natively(newest, driver):
+        if driver and not ngc.runs_natively(base, driver):
             check = replace(
                 check,
-                detail=f"{check.detail}. It needs at least driver {newest.min_driver} natively, as"
-                f" {newest.release} does (NGC's driver needs only rise), and this host's is {driver}.",
+                detail=f"{check.detail}. It needs at least driver {base.min_driver} natively, as"
+                f" {base.release} does (NGC's driver needs only rise), and this host's is {driver}.",
             )
-    carried = replace(newest, release=tag, architectures_from=newest.architectures_from or newest.release)
     gpus = facts.gpu.gpus if facts.gpu is not None else []
+    carried = ngc.carried_to(base, tag)
     return _with_family(
-        check, gpu_family.support_problem(carried, gpus, releases) if newest.architectures else None
+        check, gpu_family.support_problem(carried, gpus, releases) if base.architectures else None
     )
 
 

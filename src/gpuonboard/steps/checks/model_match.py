@@ -46,6 +46,8 @@ _SHOW = {
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 # (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)
 _JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)(?![A-Z0-9])")
+# a revision written joined to its marker or number: 5090DV2, 'D v2' written 'Dv2'
+_JOINED_REVISION = re.compile(r"(?<=[0-9D])(V2)(?![A-Z0-9])")
 # a GeForce SUPER written short, as vendors list it: 4080S, 2070S, 1660S (not L40S, V100S: other cards)
 _SHORT_SUPER = re.compile(r"(?<![0-9])(\d{2}[5-9]0)S(?![A-Z0-9])")
 # a memory type an order's model may name from the datasheet (H200 141GB HBM3e, L40S 48GB GDDR6):
@@ -216,6 +218,7 @@ def _name_tokens(name: str) -> _Name:
     upper = re.sub(r"\bPCI[- ]?E(?![A-Z])", "PCIE", upper)
     upper = re.sub(r"\b(HBM|GDDR|LPDDR)\s*(\d)\s*([EX]?)(?![A-Z0-9])", r"\1\2\3", upper)  # ('HBM 3e')
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
+    upper = _JOINED_REVISION.sub(r" \1", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
     upper = re.sub(r"(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]

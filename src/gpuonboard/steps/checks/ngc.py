@@ -252,6 +252,24 @@ def _read_releases(p: Path) -> tuple[NgcRelease, ...]:
     return _carried(sorted(rows, key=lambda r: version_key(r.release)))
 
 
+def nearest_older(releases: Sequence[NgcRelease], tag: str) -> NgcRelease | None:
+    """The newest row older than `tag` (a month in a gap, or after the table); None when the tag
+    is older than every row."""
+    older = [r for r in releases if version_key(r.release) < version_key(tag)]
+    return max(older, key=lambda r: version_key(r.release)) if older else None
+
+
+def carried_to(row: NgcRelease, release: str) -> NgcRelease:
+    """`row` as read for a later `release` whose notes were not read: its families and branches
+    to upgrade from, said as the older notes' (architectures_from, must_upgrade_verified)."""
+    return replace(
+        row,
+        release=release,
+        architectures_from=(row.architectures_from or row.release) if row.architectures else None,
+        must_upgrade_verified=False,
+    )
+
+
 def _carried(rows: Sequence[NgcRelease]) -> tuple[NgcRelease, ...]:
     """Rows whose notes were not read for the branches to upgrade from or the GPU families take
     the nearest older row's, as not read for them: a branch not forward-compatible with an older

@@ -15,7 +15,7 @@ from gpuonboard.steps.teardown.common import shown_names
 from gpuonboard.transfer import uploadlock
 
 # the data dir's entries that gpuonboard's dataset upload made (sync reserves these names)
-COPY_MARK = ".gpuonboard-copy"  # in a plaintext copy that a decryption or unpack marked
+COPY_MARK = uploadlock.COPY_MARK  # in a plaintext copy that a decryption or unpack marked
 
 
 STORE_SUFFIXES = (".encrypted", ".shards")  # <name>.encrypted (ciphertexts), <name>.shards

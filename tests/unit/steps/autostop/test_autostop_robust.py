@@ -313,19 +313,23 @@ def test_the_install_counts_the_gpus_that_answer_with_a_number(tmp_path: Path) -
     assert with_tools(parse_settings({}), _Remote()).gpu_count == 0  # (no nvidia-smi: none)
 
 
-def test_sudo_without_a_nopasswd_rule_is_refused_at_install_and_the_command_never_runs(
+def test_sudo_that_does_not_confirm_a_nopasswd_rule_is_said_at_install_and_the_command_never_runs(
     tmp_path: Path,
 ) -> None:
+    """`sudo -n -l CMD` answers whether the login may *list* it without a password (sudoers'
+    listpw), not run it: a no is said in the plan (the watcher reports OVERDUE if the shutdown
+    then fails), never a refusal of a NOPASSWD rule that works."""
     calls = tmp_path / "sudo-calls"
     sudo = f'echo "$*" >> {calls}\necho "sudo: a password is required" >&2\nexit 1'
     r = _probe(tmp_path, {"sudo": sudo}, "sudo -n shutdown -h now")
     assert calls.read_text() == "-n -l shutdown -h now\n"  # (asks; -l runs nothing)
     r.uid, r.user = "1000", "alice"
-    assert install_problem("gpu1", parse_settings({"shutdown_command": "sudo -n shutdown -h now"}), r) == (
-        "host gpu1: the shutdown command 'sudo -n shutdown -h now' cannot run without a password as alice"
-        " (sudo said: sudo: a password is required), so the watcher could never shut the box down: allow"
-        " it with a NOPASSWD rule in sudoers, or connect as root and pass --shutdown-command"
-        " 'shutdown -h now'"
+    settings = parse_settings({"shutdown_command": "sudo -n shutdown -h now"})
+    assert install_problem("gpu1", settings, r) is None
+    assert install.sudo_note(settings, r) == (
+        "sudo did not confirm that 'sudo -n shutdown -h now' runs without a password there (sudo said:"
+        " sudo: a password is required): if it needs one, the watcher cannot shut the box down and"
+        " `--status` says OVERDUE; allow it with a NOPASSWD rule in sudoers"
     )
     allowed = _probe(tmp_path, {"sudo": "echo /usr/sbin/shutdown -h now"}, "sudo -n shutdown -h now")
     assert allowed.sudo_rc == 0
@@ -341,7 +345,7 @@ def test_a_sudo_shutdown_command_on_a_host_without_sudo_is_refused(tmp_path: Pat
     r = _probe(tmp_path, {}, "sudo -n poweroff")
     assert r.sudo_rc == 127
     problem = install_problem("gpu1", parse_settings({"shutdown_command": "sudo -n poweroff"}), r)
-    assert problem is not None and "(sudo is not installed)" in problem
+    assert problem is not None and "runs sudo, which is not installed there" in problem
 
 
 @pytest.mark.parametrize(
@@ -356,3 +360,21 @@ def test_a_sudo_shutdown_command_on_a_host_without_sudo_is_refused(tmp_path: Pat
 )
 def test_the_sudo_check_asks_without_running(command: str, check: list[str] | None) -> None:
     assert install.sudo_check(command) == check
+
+
+def test_a_failing_nvidia_smi_at_install_is_said_as_a_failure_not_mig() -> None:
+    """nvidia-smi's own failure line (the real L40S VM session's, tests/fixtures/sessions) was
+    read as a utilisation reading: "GPU utilisation reads 'NVIDIA-SMI has failed ...' there (MIG
+    mode, some vGPUs)"; the failure is said with its exit code."""
+    session = Path(__file__).parents[3] / "fixtures" / "sessions"
+    text = (session / "transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt").read_text()
+    line = next(x for x in text.splitlines() if "has failed because" in x)
+    r = _Remote(gpu_util_rc=9, gpu_util=(line,))
+    why = install.never_idle(r)
+    assert why is not None and why.startswith(
+        "nvidia-smi --query-gpu=utilization.gpu failed there (exit 9: NVIDIA-SMI"
+    )
+    assert "MIG" not in why
+    assert install.never_idle(_Remote(gpu_util_rc=0, gpu_util=("[N/A]",))) == (
+        "GPU utilisation reads '[N/A]' there (MIG mode, some vGPUs)"
+    )

@@ -89,8 +89,13 @@ LOST_GPU_CAPTURES = {
         # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)
         and p.name not in LOST_GPU_CAPTURES
     )
-    # (the derived utilisation streams the simulator's monitor replays are no listing)
-    + sorted(p for p in (FIXTURES / "derived").glob("nvidia-smi-q*") if "-monitor__" not in p.name),
+    # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
+    # no listing)
+    + sorted(
+        p
+        for p in (FIXTURES / "derived").glob("nvidia-smi-q*")
+        if "-monitor__" not in p.name and "-utilization__" not in p.name
+    ),
     ids=lambda p: p.name,
 )
 def test_healthy_captures_have_no_unreadable_gpu(path: Path) -> None:

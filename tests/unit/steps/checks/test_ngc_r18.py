@@ -127,3 +127,14 @@ def test_a_tag_newer_than_the_table_says_the_driver_it_needs_at_least() -> None:
     assert check.verdict == "fail", check
     assert "It needs at least driver 575 natively, as 25.04 does" in check.detail
     assert "Volta GPU, which 26.11 does not support" in check.actual
+
+
+def test_a_tag_in_a_gap_takes_the_nearest_older_rows_families() -> None:
+    """25.02 (not in the table, between 25.01 and 25.04, both without Volta) only warned
+    "unknown" for a V100 where 26.11 failed it: a month in a gap is read as the nearest older row."""
+    facts = facts_of("public/nvidia-smi__tesla-v100-sxm2__1gpu__driver470.256.02__aws-p3.txt")
+    assert facts is not None
+    check = ngc_check(facts, "25.02")
+    assert check.verdict == "fail", check
+    assert "Volta GPU, which 25.02 does not support" in check.actual
+    assert "as NVIDIA's notes for 25.01 say; not read for 25.02" in check.detail

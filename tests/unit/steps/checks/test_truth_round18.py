@@ -198,3 +198,12 @@ def test_an_ordered_pcie_card_of_a_model_whose_only_pcie_card_is_nvl() -> None:
     assert match_model("H200 PCIe", "NVIDIA H200 NVL").verdict == "pass"
     assert match_model("H200", "NVIDIA H200 NVL").verdict == "fail"
     assert match_model("H100 PCIe", "NVIDIA H100 NVL").verdict == "fail"
+
+
+@pytest.mark.parametrize("ordered", ["RTX 5090 Dv2", "RTX 5090DV2", "5090D V2", "RTX 5090 D v2"])
+def test_a_revision_written_joined_is_the_same_order(ordered: str) -> None:
+    """Listings write the RTX 5090 D v2 joined ('Dv2', '5090DV2'): it failed as "'DV 2' not in
+    the name"."""
+    from gpuonboard.steps.checks.model_match import match_model
+
+    assert match_model(ordered, "NVIDIA GeForce RTX 5090 D v2").verdict == "pass"

@@ -20,7 +20,9 @@ from gpuonboard.steps.container import ContainerStep, parse_state, plan_from, pr
 from gpuonboard.testing import add_executable
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
-SERVER_ERRORS = (REAL / "container-runs" / "docker-info-json__daemon-down__server-errors.json").read_text()
+SERVER_ERRORS = (
+    REAL.parent / "container-runs" / "docker-info-json__daemon-down__server-errors.json"
+).read_text()
 SMI_L = (REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_text()
 M = "##gpuonboard-container "
 DENIED = (

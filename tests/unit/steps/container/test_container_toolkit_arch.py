@@ -180,7 +180,7 @@ def test_a_pull_refused_for_the_platform_is_not_retried(
     from gpuonboard.steps.container.pullrun import pull_from
     from gpuonboard.steps.container.state import Applied
 
-    said = (REAL / "container-runs" / "docker-pull__no-matching-manifest-arm64.out").read_text()
+    said = (REAL.parent / "container-runs" / "docker-pull__no-matching-manifest-arm64.out").read_text()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     add_executable(

@@ -10,7 +10,7 @@ import pytest
 
 from gpuonboard.steps.container.run_errors import CAUSES, run_failure
 
-RUNS = Path(__file__).parents[3] / "fixtures" / "real" / "container-runs"
+RUNS = Path(__file__).parents[3] / "fixtures" / "container-runs"
 
 
 def _read(name: str) -> str:
