@@ -110,6 +110,33 @@ def test_a_tick_that_finds_another_running_still_warns_and_acts_on_max_hours(tmp
         end_session(running)
 
 
+@pytest.mark.parametrize(("why", "whole_seconds"), [("stuck", False), ("stuck", True), ("deadline", False)])
+def test_a_tick_taken_over_removes_its_temp_dir(tmp_path: Path, why: str, whole_seconds: bool) -> None:
+    # a tick stopped by the one that takes its lock over (SIGTERM) ran no EXIT trap: its
+    # gpuonboard-autostop.* dir (in /dev/shm on a box) stayed for good, one per takeover. Now it
+    # removes it and dies of the signal at once, also where `sleep` takes no fractions
+    box = Box(tmp_path, idle="30m", grace="5m", max_hours="0.25", before_timeout="1m", billing_aware="no")
+    _hang(box)
+    if whole_seconds:  # (a sleep that refuses 0.05, as some minimal ones do)
+        (box.bin / "sleep").write_text('#!/bin/sh\ncase $1 in *.*) exit 1 ;; esac\nexec /bin/sleep "$@"\n')
+        (box.bin / "sleep").chmod(0o755)
+    held_from = T0 if why == "stuck" else T0 + 300
+    running = box.start_tick(held_from, GPUONBOARD_PROBE_TIMEOUT="600")
+    try:
+        deadline = time.monotonic() + 10
+        while not list(tmp_path.glob("gpuonboard-autostop.*")):  # (its probe runs)
+            assert time.monotonic() < deadline, "the running tick made no temp dir"
+            time.sleep(0.05)
+        if why == "deadline":
+            box.run(T0 + 600, GPUONBOARD_PROBE_TIMEOUT="1")  # (warned: acted on 5 minutes later)
+        box.run(T0 + (420 if why == "stuck" else 900), GPUONBOARD_PROBE_TIMEOUT="1")
+        assert f"tick {running.pid} " in box.log() and "; stopped it" in box.log()
+        assert running.wait(timeout=10) == -signal.SIGTERM
+        assert not list(tmp_path.glob("gpuonboard-autostop.*"))
+    finally:
+        end_session(running)
+
+
 # --- a full file system -----------------------------------------------------------------------
 
 
