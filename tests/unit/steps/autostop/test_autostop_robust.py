@@ -137,6 +137,30 @@ def test_a_tick_taken_over_removes_its_temp_dir(tmp_path: Path, why: str, whole_
         end_session(running)
 
 
+def test_a_tick_stopped_in_before_shutdown_dies_at_once_and_removes_its_temp_dir(tmp_path: Path) -> None:
+    # a trap runs only once the foreground command is done: before_shutdown (and the shutdown
+    # command) run in the background under `wait`, so a tick stopped in a long upload (a
+    # takeover, `--cancel`) still dies at once, its temp dir removed; the upload is left to finish
+    started, go = tmp_path / "upload-started", tmp_path / "upload-go"
+    upload = f"if [ ! -e {started} ]; then touch {started}; while [ ! -e {go} ]; do sleep 0.1; done; fi"
+    box = Box(tmp_path, idle="1m", grace="0", before_shutdown=upload, before_timeout="1m", billing_aware="no")
+    box.run(T0)  # (the idle timer starts)
+    running = box.start_tick(T0 + 120)
+    try:
+        deadline = time.monotonic() + 10
+        while not started.exists():
+            assert time.monotonic() < deadline, "the tick never ran before_shutdown"
+            time.sleep(0.05)
+        assert list(tmp_path.glob("gpuonboard-autostop.*"))
+        box.run(T0 + 120 + 420)  # (held past 2 x 1m + 5m: stuck, stopped, taken over)
+        assert f"took the lock over: tick {running.pid} has held it" in box.log()
+        assert running.wait(timeout=10) == -signal.SIGTERM
+        assert box.shut_down and not list(tmp_path.glob("gpuonboard-autostop.*"))
+    finally:
+        go.touch()
+        end_session(running)
+
+
 # --- a full file system -----------------------------------------------------------------------
 
 
