@@ -30,6 +30,7 @@ from gpuonboard.inventory.rules import is_digits
 from gpuonboard.inventory.sshlookup import (
     config_extras,
     followable,
+    refuse_include_problem,
     ssh_config_aliases,
     uses_ssh_config_entry,
 )
@@ -303,6 +304,7 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
         elif name_is_address:  # Ansible: inventory_hostname is the address without ansible_host
             address = name
         elif includes := getattr(ssh_cfg, "include_lines", None):  # (the own reader: not followed)
+            refuse_include_problem(ssh_cfg)
             pattern, line = next(iter(includes.items()))
             install = "install the OpenSSH client, " if ssh_program() is None else ""
             raise InventoryError(

@@ -52,6 +52,7 @@ class UserSSHConfig(paramiko.SSHConfig):
         self.path = path
         self._match_lines: dict[int, int] = {}  # id(a Match block's criteria) -> its line
         self.include_lines: dict[str, int] = {}  # an Include's argument -> its line (not followed)
+        self.include_problem: str | None = None  # why ssh -G does not read it (an Include's)
 
     @classmethod
     def read(cls, path: Path) -> UserSSHConfig:

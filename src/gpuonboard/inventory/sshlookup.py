@@ -104,13 +104,15 @@ def user_ssh_config(
     program = ssh_program()
     # an inventory's own ssh_config (a project file, perhaps someone else's) reaches `ssh -G`
     # only when it can run nothing there: a `Match exec` in it, or an Include that could bring
-    # one, is read by the own reader, which refuses it in one sentence and runs nothing
+    # one or cannot be read (a FIFO, a loop, past the limit), sends it to the own reader, which
+    # runs nothing and refuses that line in one sentence only for a host that takes its settings
+    # from the config (never at load: the hosts given an address need nothing from it)
     named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
-    if named_by_inventory and program is not None:
-        if _MATCH_EXEC.search(text):  # (the own reader refuses it where it decides a host)
-            program = None
-        elif problem := _include_problem(text, candidate, MAX_CONFIG_BYTES):
-            raise InventoryError(problem)
+    problem = None
+    if named_by_inventory and program is not None and not _MATCH_EXEC.search(text):
+        problem = _include_problem(text, candidate, MAX_CONFIG_BYTES)
+    if named_by_inventory and (problem or _MATCH_EXEC.search(text)):
+        program = None
     if program is not None:
         config = OpenSSHConfig(candidate, program)
         config.prefetch(_addressless(raw))
@@ -119,9 +121,18 @@ def user_ssh_config(
     from gpuonboard.inventory.sshconfig import UserSSHConfig
 
     try:
-        return UserSSHConfig.from_text_at(text, candidate), candidate
+        own = UserSSHConfig.from_text_at(text, candidate)
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
+    own.include_problem = problem
+    return own, candidate
+
+
+def refuse_include_problem(cfg: Any) -> None:
+    """Raise the sentence saying why an Include of the inventory's own SSH config kept it from
+    `ssh -G` (a `Match exec`, a FIFO, a loop...), where a host would need what it Includes."""
+    if problem := getattr(cfg, "include_problem", None):
+        raise InventoryError(problem)
 
 
 def _addressless(raw: Mapping[str, Any]) -> list[str]:
@@ -146,6 +157,7 @@ def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
     if not isinstance(cfg, OpenSSHConfig):
         _own_reader_limits(name, out, cfg, cfg_path)
     if "include" in out:
+        refuse_include_problem(cfg)
         line = getattr(cfg, "include_lines", {}).get(str(out["include"]).strip())
         raise InventoryError(
             f"{cfg_path}{f', line {line}' if line else ''}: host {name!r} takes its settings from this"

@@ -17,11 +17,13 @@ import pytest
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH's ssh client is not installed")
 
 
-def _inventory(tmp_path: Path, config: str) -> subprocess.CompletedProcess[str]:
+def _inventory(
+    tmp_path: Path, config: str, hosts: str = "  gpu1:\n    order: {gpu_count: 1}\n"
+) -> subprocess.CompletedProcess[str]:
     inv = tmp_path / "inventory"
     inv.mkdir(exist_ok=True)
     (inv / "sshcfg").write_text(config)
-    (inv / "hosts.yml").write_text("ssh_config: sshcfg\nhosts:\n  gpu1:\n    order: {gpu_count: 1}\n")
+    (inv / "hosts.yml").write_text(f"ssh_config: sshcfg\nhosts:\n{hosts}")
     cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "inventory", "--json"]
     env = {**os.environ, "HOME": str(tmp_path)}
     return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=30, env=env)
@@ -79,3 +81,37 @@ def test_an_include_beside_a_match_exec_does_not_ask_to_install_ssh(tmp_path: Pa
     r = _inventory(tmp_path, config)
     assert r.returncode == 2 and not (tmp_path / "ran").exists(), r.stderr
     assert "install the OpenSSH client" not in r.stderr and "without OpenSSH" not in r.stderr, r.stderr
+
+
+def _problem_includes(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """Each kind of Include that keeps the config from `ssh -G`: its config and the start of its
+    sentence. A Teleport `tsh config` block (Match exec "tsh resolve %h") is the common one."""
+    (tmp_path / "tsh.conf").write_text('Match exec "tsh resolve %h"\n  ProxyCommand tsh proxy ssh %r@%h:%p\n')
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "big").write_text("#" * (2 << 20) + "\n")
+    at = f"{tmp_path}/inventory/sshcfg, line 3:"
+    head = "Host other\n  HostName 10.0.0.9\nInclude "
+    return {
+        "match-exec": (f"{head}{tmp_path / 'tsh.conf'}\n", f"{at} Include"),
+        "fifo": (f"{head}{tmp_path / 'fifo'}\n", f"{at} Include"),
+        "oversize": (f"{head}{tmp_path / 'big'}\n", f"{at} Include"),
+        "loop": (f"{head}{tmp_path}/inventory/sshcfg\n", f"{at} Include loops"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["match-exec", "fifo", "oversize", "loop"])
+def test_a_problem_include_spares_hosts_that_have_an_address(tmp_path: Path, kind: str) -> None:
+    """Such an Include refused the whole inventory at load, even hosts that need nothing from
+    the config; now those load (and the FIFO is still never waited on)."""
+    config, _ = _problem_includes(tmp_path)[kind]
+    r = _inventory(tmp_path, config, "  gpu1:\n    address: 10.0.0.5\n    user: ubuntu\n")
+    assert r.returncode == 0, r.stderr
+    assert "10.0.0.5" in r.stdout
+
+
+@pytest.mark.parametrize("kind", ["match-exec", "fifo", "oversize", "loop"])
+def test_a_problem_include_refuses_a_host_that_needs_the_config(tmp_path: Path, kind: str) -> None:
+    config, starts = _problem_includes(tmp_path)[kind]
+    hosts = "  gpu1:\n    address: 10.0.0.5\n  gpu2:\n    user: ubuntu\n"
+    line = _refused(_inventory(tmp_path, config, hosts), starts)
+    assert "without OpenSSH" not in line, line

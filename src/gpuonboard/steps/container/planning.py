@@ -132,9 +132,22 @@ def no_runtime_plan(state: ContainerState, os_release: Mapping[str, str], who: s
 
 def no_toolkit_plan(state: ContainerState, os_release: Mapping[str, str], engine: str, version: str) -> Plan:
     """The failed plan for a GPU host whose containers cannot get the GPUs: no toolkit at all
-    (install and configure it), or podman with the toolkit's hook but no CDI spec, which its
-    `--device nvidia.com/gpu=all` needs (generate one)."""
+    (install and configure it), docker whose toolkit hook refuses `--gpus` (csv, cdi mode) with
+    no `nvidia` runtime entry (configure it), or podman with the toolkit's hook but no CDI
+    spec, which its `--device nvidia.com/gpu=all` needs (generate one)."""
     configure = _TOOLKIT_CONFIGURE["podman" if state.podman else "docker"]
+    if state.needs_nvidia_runtime and (state.hook is not None or state.nvidia_cdi):
+        auto = state.toolkit_mode in (None, "auto")
+        tegra = " (its 'auto' on a Tegra system)" if state.tegra and auto else ""
+        return Plan(
+            False,
+            f"{engine} {version} cannot give containers the GPUs: the NVIDIA container toolkit's hook"
+            f" runs in {state.hook_mode} mode{tegra}, which refuses docker's --gpus, and docker has no"
+            " 'nvidia' runtime for `--runtime nvidia` (`nvidia-ctk runtime configure` has not run);"
+            " run `sudo nvidia-ctk runtime configure --runtime=docker` and restart docker (sudo"
+            " systemctl restart docker), then rerun",
+            failed=True,
+        )
     if state.hook is not None:
         return Plan(
             False,

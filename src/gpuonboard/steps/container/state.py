@@ -80,10 +80,21 @@ class ContainerState:
         """The NVIDIA Container Toolkit can give containers the GPUs: an nvidia CDI spec, the
         `nvidia` runtime, or (docker) only its hook on the host: docker's `--gpus` needs just
         `nvidia-container-runtime-hook` on dockerd's PATH (moby daemon/nvidia_linux.go), not
-        the runtime entry that `nvidia-ctk runtime configure` writes."""
-        if self.info.nvidia_runtime or self.nvidia_cdi:
+        the runtime entry that `nvidia-ctk runtime configure` writes. Except where the hook
+        runs in another mode than legacy (csv on Tegra, cdi: see hook_mode): it refuses
+        `--gpus`, so docker needs that `nvidia` runtime entry (gpu_flags' `--runtime nvidia`;
+        without it docker says "unknown or invalid runtime name: nvidia")."""
+        if self.info.nvidia_runtime:
             return True
-        return self.hook is not None and not self.podman
+        if self.needs_nvidia_runtime:
+            return False
+        return self.nvidia_cdi or (self.hook is not None and not self.podman)
+
+    @property
+    def needs_nvidia_runtime(self) -> bool:
+        """docker (not podman) whose NVIDIA hook refuses `--gpus` (a mode other than legacy), so
+        its containers get the GPUs only through the `nvidia` runtime entry."""
+        return not self.podman and self.hook_mode != "legacy"
 
     @property
     def hook_mode(self) -> str:
@@ -204,14 +215,17 @@ def parse_state(text: str) -> ContainerState:
 
 
 def _image(line: str) -> tuple[str | None, tuple[str, ...], str | None]:
-    """The image part (INSPECT_FORMAT): id, repo digests, `os/architecture` (None when absent)."""
+    """The image part (INSPECT_FORMAT): id, repo digests, `os/architecture` (None when absent
+    or not known: an image whose config gives no os and architecture prints a bare "/")."""
     if not line:
         return None, (), None
     image_id, _, rest = line.partition(" ")
     platform: str | None = None
     head, _, last = rest.rpartition(" ")
-    if re.fullmatch(r"[a-z0-9]+/[a-z0-9]+", last):
-        rest, platform = head, last
+    # (the platform: a last word with a "/" that is no part of the digests' JSON)
+    if "/" in last and not any(c in last for c in '"[]'):
+        rest = head
+        platform = last if re.fullmatch(r"[^/\s]+/[^/\s]+", last) else None
     try:
         parsed = json.loads(rest) if rest.strip() else []
         digests = tuple(str(d) for d in parsed or [])

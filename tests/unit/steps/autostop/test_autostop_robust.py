@@ -110,6 +110,57 @@ def test_a_tick_that_finds_another_running_still_warns_and_acts_on_max_hours(tmp
         end_session(running)
 
 
+@pytest.mark.parametrize(("why", "whole_seconds"), [("stuck", False), ("stuck", True), ("deadline", False)])
+def test_a_tick_taken_over_removes_its_temp_dir(tmp_path: Path, why: str, whole_seconds: bool) -> None:
+    # a tick stopped by the one that takes its lock over (SIGTERM) ran no EXIT trap: its
+    # gpuonboard-autostop.* dir (in /dev/shm on a box) stayed for good, one per takeover. Now it
+    # removes it and dies of the signal at once, also where `sleep` takes no fractions
+    box = Box(tmp_path, idle="30m", grace="5m", max_hours="0.25", before_timeout="1m", billing_aware="no")
+    _hang(box)
+    if whole_seconds:  # (a sleep that refuses 0.05, as some minimal ones do)
+        (box.bin / "sleep").write_text('#!/bin/sh\ncase $1 in *.*) exit 1 ;; esac\nexec /bin/sleep "$@"\n')
+        (box.bin / "sleep").chmod(0o755)
+    held_from = T0 if why == "stuck" else T0 + 300
+    running = box.start_tick(held_from, GPUONBOARD_PROBE_TIMEOUT="600")
+    try:
+        deadline = time.monotonic() + 10
+        while not list(tmp_path.glob("gpuonboard-autostop.*")):  # (its probe runs)
+            assert time.monotonic() < deadline, "the running tick made no temp dir"
+            time.sleep(0.05)
+        if why == "deadline":
+            box.run(T0 + 600, GPUONBOARD_PROBE_TIMEOUT="1")  # (warned: acted on 5 minutes later)
+        box.run(T0 + (420 if why == "stuck" else 900), GPUONBOARD_PROBE_TIMEOUT="1")
+        assert f"tick {running.pid} " in box.log() and "; stopped it" in box.log()
+        assert running.wait(timeout=10) == -signal.SIGTERM
+        assert not list(tmp_path.glob("gpuonboard-autostop.*"))
+    finally:
+        end_session(running)
+
+
+def test_a_tick_stopped_in_before_shutdown_dies_at_once_and_removes_its_temp_dir(tmp_path: Path) -> None:
+    # a trap runs only once the foreground command is done: before_shutdown (and the shutdown
+    # command) run in the background under `wait`, so a tick stopped in a long upload (a
+    # takeover, `--cancel`) still dies at once, its temp dir removed; the upload is left to finish
+    started, go = tmp_path / "upload-started", tmp_path / "upload-go"
+    upload = f"if [ ! -e {started} ]; then touch {started}; while [ ! -e {go} ]; do sleep 0.1; done; fi"
+    box = Box(tmp_path, idle="1m", grace="0", before_shutdown=upload, before_timeout="1m", billing_aware="no")
+    box.run(T0)  # (the idle timer starts)
+    running = box.start_tick(T0 + 120)
+    try:
+        deadline = time.monotonic() + 10
+        while not started.exists():
+            assert time.monotonic() < deadline, "the tick never ran before_shutdown"
+            time.sleep(0.05)
+        assert list(tmp_path.glob("gpuonboard-autostop.*"))
+        box.run(T0 + 120 + 420)  # (held past 2 x 1m + 5m: stuck, stopped, taken over)
+        assert f"took the lock over: tick {running.pid} has held it" in box.log()
+        assert running.wait(timeout=10) == -signal.SIGTERM
+        assert box.shut_down and not list(tmp_path.glob("gpuonboard-autostop.*"))
+    finally:
+        go.touch()
+        end_session(running)
+
+
 # --- a full file system -----------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,26 @@ def test_podman_needs_a_cdi_spec_even_with_the_hook() -> None:
 )
 def test_docker_gets_the_nvidia_runtime_where_the_hook_refuses_gpus(toolkit: str, flags: list[str]) -> None:
     assert gpu_flags(_state(toolkit, INFO)) == flags  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "toolkit",
+    [f"{HOOK}\nmode auto\ntegra\n", f"{HOOK}\ntegra\n", f"{HOOK}\nmode csv\n", f"{HOOK}\nmode cdi\n"],
+)
+def test_a_hook_that_refuses_gpus_needs_the_runtime_entry_before_any_pull(toolkit: str) -> None:
+    # before: the hook alone counted, gpu_flags gave `--runtime nvidia`, which docker did not
+    # know, and the smoke run failed "unknown or invalid runtime name" after the (multi-GB) pull
+    plan = plan_from(_state(toolkit), _settings(), _facts())  # type: ignore[arg-type]
+    assert plan.failed and not plan.changes, plan.msg
+    assert "which refuses docker's --gpus, and docker has no 'nvidia' runtime" in plan.msg
+    assert "run `sudo nvidia-ctk runtime configure --runtime=docker` and restart docker" in plan.msg
+    assert ("its 'auto' on a Tegra system" in plan.msg) == ("tegra" in toolkit and "csv" not in toolkit)
+    # an nvidia CDI spec does not help: docker is given `--runtime nvidia`, not a CDI device
+    with_cdi = replace(_state(toolkit), cdi_specs=("/etc/cdi/nvidia.yaml",))  # type: ignore[type-var]
+    assert plan_from(with_cdi, _settings(), _facts()).failed  # type: ignore[arg-type]
+    # with the entry, the plan goes on (the GPU smoke run decides)
+    ready = plan_from(_state(toolkit, INFO), _settings(), _facts())  # type: ignore[arg-type]
+    assert not ready.failed and ready.changes, ready.msg
 
 
 def test_the_probe_finds_the_hook_on_the_path(tmp_path: Path) -> None:
@@ -165,6 +186,31 @@ def test_a_present_image_for_another_platform_is_refused() -> None:
     assert on_arm.failed and "is present but is a linux/amd64 image; this host is aarch64" in on_arm.msg
     on_x86 = plan_from(state, _settings(), _facts("lscpu__intel-xeon-16vcpu__h200-vm.txt"))  # type: ignore[arg-type]
     assert not on_x86.failed
+
+
+@pytest.mark.parametrize(
+    ("platform", "read"),
+    [
+        ("/", None),
+        ("linux/", None),
+        ("/amd64", None),
+        ("linux/arm64", "linux/arm64"),
+        ("windows/amd64", "windows/amd64"),
+    ],
+)
+def test_an_unknown_platform_keeps_the_digests(platform: str, read: str | None) -> None:
+    # an image whose config has no os/architecture: `{{.Os}}/{{.Architecture}}` prints "/",
+    # which was left in the JSON: it failed to parse and the digests were dropped (a re-pull,
+    # or "digest differs" for an image present with the pinned digest)
+    pinned = f"nvcr.io/nvidia/pytorch@sha256:{'ab' * 32}"
+    state = parse_state(f'{M}image nvcr.io/nvidia/pytorch:24.08-py3\nsha256:1234 ["{pinned}"] {platform}\n')
+    assert state.repo_digests == (pinned,) and state.digests == (f"sha256:{'ab' * 32}",)
+    assert state.image_platform == read and state.image_id == "sha256:1234"
+    assert parse_state(f"{M}image x\nsha256:1234 null {platform}\n").repo_digests == ()
+    # (podman's JSON has a space after each comma: its last word is no platform)
+    two = f'["{pinned}", "localhost/pytorch@sha256:{"cd" * 32}"]'
+    assert len(parse_state(f"{M}image x\nsha256:1234 {two} {platform}\n").repo_digests) == 2
+    assert len(parse_state(f"{M}image x\nsha256:1234 {two}\n").repo_digests) == 2
 
 
 def test_a_pull_refused_for_the_platform_is_not_retried(
