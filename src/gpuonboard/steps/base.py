@@ -26,6 +26,8 @@ Status = Literal["ok", "changed", "failed", "skipped"]
 # short; never a pass and never a hardware claim. Counted in the verdict line ("GO with 1
 # unverified"); a failure only under --strict.
 Verdict = Literal["pass", "warn", "fail", "unverified"]
+# a verdict's weight where two are joined into one: the worse one stands
+VERDICT_RANK: dict[Verdict, int] = {"pass": 0, "unverified": 1, "warn": 2, "fail": 3}
 
 
 @dataclass(frozen=True)

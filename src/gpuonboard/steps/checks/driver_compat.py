@@ -22,7 +22,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     nvidia_smi_failure,
 )
 from gpuonboard.facts.probe import Probe
-from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
@@ -208,8 +208,7 @@ def _with_family(check: Check, problem: tuple[Verdict, str, str] | None) -> Chec
     if problem is None:
         return check
     verdict, actual, detail = problem
-    rank = ("pass", "unverified", "warn", "fail")
-    worse = max(check.verdict, verdict, key=rank.index)
+    worse = max(check.verdict, verdict, key=VERDICT_RANK.__getitem__)
     return replace(
         check, actual=f"{check.actual}; {actual}", verdict=worse, detail=f"{check.detail} {detail}."
     )

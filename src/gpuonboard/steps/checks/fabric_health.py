@@ -732,7 +732,7 @@ def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[st
     and health (offline, without the service: judged all the same, the service "not probed"); a
     pass over a listing cut short is of what was read: unverified."""
     from gpuonboard.facts import fabric_manager
-    from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _incomplete
+    from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
 
     states = [(g.fabric_state, g.fabric_status) for g in gpus]
     health = [g.fabric_health for g in gpus]
@@ -745,11 +745,7 @@ def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[st
         return None
     check = rule_fabric_manager(models, states, fm, health, attached)
     gap = _incomplete(facts)
-    if check is None or check.verdict != "pass" or not gap:
-        return check
-    return replace(
-        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
-    )
+    return of_those_read(check, gap) if check is not None and gap else check
 
 
 def _rdma_expected(order_rdma: tuple[int, float]) -> str:

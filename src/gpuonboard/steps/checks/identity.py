@@ -29,12 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
+from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import ledger
 from gpuonboard.steps.checks.ledger import GpuIdentity, LedgerEntry, LedgerError, Outcome
 
 RULE = "gpu_identity"
-_RANK: dict[Verdict, int] = {"pass": 0, "unverified": 1, "warn": 2, "fail": 3}
 
 
 def same_gpu(a: GpuIdentity, b: GpuIdentity) -> bool | None:
@@ -164,7 +163,7 @@ class _Findings:
 
     def worse(self, v: Verdict) -> None:
         """Raise the verdict to `v` when `v` is worse."""
-        if _RANK[v] > _RANK[self.verdict]:
+        if VERDICT_RANK[v] > VERDICT_RANK[self.verdict]:
             self.verdict = v
 
 

@@ -10,6 +10,7 @@ output not given (`_not_judged`), nvidia-smi absent, failed, hung or answering w
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
@@ -75,6 +76,16 @@ RERUN_ADVICE = (
     " hardware: rerun `invoke check` (offline: save the whole `nvidia-smi -q`); if it stays so, run"
     " `nvidia-smi -L` on the host and check `dmesg` for NVIDIA Xid errors"
 )
+
+
+def of_those_read(check: Check, gap: str) -> Check:
+    """A pass over the GPUs (and sections) an output cut short let be read is no pass of the
+    box: unverified, saying so. A fault seen on what was read stays as it is."""
+    if check.verdict != "pass":
+        return check
+    return replace(
+        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
+    )
 
 
 # What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults); a hung driver: HUNG_ADVICE

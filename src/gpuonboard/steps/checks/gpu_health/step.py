@@ -28,7 +28,7 @@ from gpuonboard.steps.checks.gpu_health.readable import (
 )
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
-from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _incomplete
+from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
 
 
 def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -82,7 +82,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             for c in checks
         ]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
-        checks = [_of_those_read(c, gap) if c.verdict == "pass" else c for c in checks]
+        checks = [of_those_read(c, gap) for c in checks]
     if failed := _q_failed(facts):
         # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
         checks = [
@@ -117,14 +117,6 @@ def _listed_not_read(gpus: list[GpuInfo]) -> str:
     if not bare or len(bare) == len(gpus):
         return ""
     return f"{', '.join(gpu_label(g) for g in bare)} listed but not read"
-
-
-def _of_those_read(check: Check, gap: str) -> Check:
-    """A pass over the GPUs (and sections) an output cut short let be read is no pass of the
-    box: unverified, saying so. A fault seen on what was read stays as it is."""
-    return replace(
-        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
-    )
 
 
 def thresholds_from(args: Mapping[str, Any], host_vars: Mapping[str, Any]) -> dict[str, float]:
