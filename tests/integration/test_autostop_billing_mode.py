@@ -30,12 +30,21 @@ VENDORS = {
     "rateonly": {"name": "Rate Only", "billing": {"rate": 5.0, "currency": "CNY"}},
     "hourly": {"name": "Hourly", "billing": {"unit": "hour", "rate": 58.0, "currency": "CNY"}},
     "persecond": {"name": "Per Second", "billing": {"unit": "second", "rate": 9.8}},
+    "keepsbilling": {"name": "Keeps Billing", "billing": {"unit": "second", "after_poweroff": "continues"}},
 }
 BASE = ["autostop", "--host", "autostop", "--idle", "1m", "--grace", "1m"]
 
 
-def setup(project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path, vendor: str) -> None:
-    """An inventory whose one host uses `vendor` from a vendors dir of this test's own."""
+def setup(
+    project: Project,
+    pool: TestHostPool,
+    paths: dict[str, Path],
+    tmp_path: Path,
+    vendor: str,
+    shutdown: str = "",
+) -> None:
+    """An inventory whose one host uses `vendor` from a vendors dir of this test's own (its
+    shutdown command creates a marker unless `shutdown` is given)."""
     vendors = tmp_path / "vendors"
     vendors.mkdir(exist_ok=True)
     for name, doc in VENDORS.items():
@@ -45,7 +54,7 @@ def setup(project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path
         {
             "autostop_dir": str(paths["dir"]),
             "cron_dir": str(paths["cron"]),
-            "autostop_shutdown_command": f"touch {paths['marker']}",
+            "autostop_shutdown_command": shutdown or f"touch {paths['marker']}",
         }
     )
     project.write_inventory({"autostop": entry}, vendors_dir=str(vendors))
@@ -148,3 +157,26 @@ def test_status_names_the_mode_for_each_way_it_was_chosen(
     assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
     assert not paths["dir"].exists() and not paths["marker"].exists()
     assert os.listdir(paths["cron"]) == []
+
+
+def test_an_os_power_off_for_a_vendor_that_keeps_billing_is_refused_and_nothing_installed(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    # (refused in the plan: the shutdown command is never run, nothing is written on the host)
+    setup(project, pool, paths, tmp_path, "keepsbilling", shutdown="shutdown -h now")
+    r = project.cli(*BASE)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "vendor 'keepsbilling' keeps billing a box that is powered off" in " ".join(out.split())
+    assert not (paths["cron"] / "gpuonboard-autostop").exists()
+    assert not (paths["dir"] / "autostop.sh").exists()
+
+
+def test_a_profile_silent_on_billing_after_power_off_is_said_in_the_plan(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    setup(project, pool, paths, tmp_path, "hourly", shutdown="shutdown -h now")
+    r = project.cli(*BASE, "--check")
+    out = " ".join((r.stdout + r.stderr).split())
+    assert r.returncode == 0, out
+    assert "vendor profile 'hourly' does not say whether billing stops" in out

@@ -91,6 +91,7 @@ def build_spec(opts: AutostopOptions) -> StepSpec:
     # hourly billing kept an idle box up to ~55 min past idle + grace)
     args["billing_unit"] = "{{ vendor.billing.unit if vendor and vendor.billing.unit_given else '' }}"
     args["billing_vendor"] = "{{ vendor.id if vendor else '' }}"
+    args["billing_after_poweroff"] = "{{ vendor.billing.after_poweroff if vendor else '' }}"
     args["billing_anchor"] = "{{ vars.autostop_billing_anchor | default(0) }}"
     args.update(HOST_PATHS)
     return StepSpec("autostop", "autostop", args, None)

@@ -60,7 +60,9 @@ VENDOR_KEYS = {
     "order",
     "vars",
 }
-BILLING_KEYS = {"unit", "rate", "currency", "monthly_rate"}
+BILLING_KEYS = {"unit", "rate", "currency", "monthly_rate", "after_poweroff"}
+# `billing.after_poweroff`: whether the vendor stops billing a box its OS powered off
+AFTER_POWEROFF = ("stops", "continues")
 SSH_DEFAULT_KEYS = {"user", "port", "key_file", "jump", "connect_timeout", "use_agent"}
 TOP_KEYS = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
 GROUP_KEYS = {"vars", "hosts"}

@@ -56,6 +56,9 @@ class Billing:
     currency: str = ""
     monthly_rate: float | None = None
     unit_given: bool = False  # the profile names `billing.unit` (else `unit` is an assumption)
+    # whether billing stops once the box's OS powers it off: "stops", "continues" (billed until
+    # the instance is deleted or deallocated), "" where the profile does not say
+    after_poweroff: str = ""
 
 
 @dataclass(frozen=True)

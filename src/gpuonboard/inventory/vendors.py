@@ -11,6 +11,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.fields import (
+    AFTER_POWEROFF,
     BILLING_KEYS,
     BILLING_UNITS,
     RATE_RANGE,
@@ -146,12 +147,20 @@ def _billing(data: Mapping[str, Any], path: Path) -> Billing:
                 f"{where(path, billing_raw, key)}: vendor {path.stem!r} billing {key!r} {problem}"
             )
         rates[key] = float(v) if v is not None else None
+    after = billing_raw.get("after_poweroff", "")
+    if "after_poweroff" in billing_raw and after not in AFTER_POWEROFF:
+        raise InventoryError(
+            f"{where(path, billing_raw, 'after_poweroff')}: vendor {path.stem!r} billing"
+            f" 'after_poweroff' must be one of {', '.join(AFTER_POWEROFF)} (does the vendor stop"
+            f" billing a box whose OS powered it off?), not {after!r}."
+        )
     return Billing(
         unit=unit,
         unit_given="unit" in billing_raw,
         rate=rates["rate"],
         currency=str(billing_raw.get("currency", "")),
         monthly_rate=rates["monthly_rate"],
+        after_poweroff=after,
     )
 
 

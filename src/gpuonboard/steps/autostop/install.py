@@ -77,6 +77,40 @@ def _power_command(command: str) -> bool:
     return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS
 
 
+def os_power_off(command: str) -> bool:
+    """Whether `command` powers the box off through its own OS (`shutdown -h now`, `sudo -n
+    poweroff`, `systemctl poweroff`, ...), which stops the work but not every vendor's bill; a
+    vendor's API call that stops or deletes the instance is not one."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    while words and (posixpath.basename(words[0]) in ("sudo", "env", "nohup") or words[0].startswith("-")):
+        words = words[1:]
+    return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS - {"reboot"}
+
+
+def billing_note(settings: AutostopSettings) -> str | None:
+    """Where the shutdown command is an OS power-off and the vendor profile does not say whether
+    that stops the bill: said at install (some providers bill a powered-off box until it is
+    deleted or deallocated), never refused; a profile that says it continues is refused
+    (install_problem)."""
+    if settings.after_poweroff or not os_power_off(settings.shutdown_command):
+        return None
+    who = (
+        f"vendor profile {settings.billing_vendor!r} does not say"
+        if settings.billing_vendor
+        else "no vendor profile says"
+    )
+    return (
+        f"{who} whether billing stops once {settings.shutdown_command!r} powers the box off"
+        " (billing.after_poweroff): some providers bill a powered-off box until it is deleted or"
+        " deallocated; check the vendor's terms and set it, or make shutdown_command the vendor's"
+        " API call that stops the instance"
+    )
+
+
 def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
     """The settings plus where the login found nvidia-smi (and docker, for --container): cron
     runs the watcher with PATH=/usr/bin:/bin, which may not hold them; and how many GPUs the
@@ -165,6 +199,14 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f"host {host}: no cron daemon runs there (no cron or crond process), so the watcher would"
             " never run and the box would never be shut down: start cron (systemctl enable --now cron,"
             " or service cron start where there is no systemd), then rerun"
+        )
+    if settings.after_poweroff == "continues" and os_power_off(settings.shutdown_command):
+        return (
+            f"host {host}: vendor {settings.billing_vendor!r} keeps billing a box that is powered off"
+            " (its profile says billing.after_poweroff: continues), so the shutdown command"
+            f" {settings.shutdown_command!r} would stop the work but not the bill: set the vendor"
+            " profile's shutdown_command (or pass --shutdown-command) to the vendor's API call that"
+            " stops billing (deletes or deallocates the instance)"
         )
     if r.uid != "0" and _power_command(settings.shutdown_command):
         return (

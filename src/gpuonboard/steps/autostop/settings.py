@@ -122,6 +122,9 @@ class AutostopSettings:
     billing_set: str = "auto"
     billing_unit: str = ""
     billing_vendor: str = ""
+    # whether the vendor stops billing a box its OS powered off (profile `billing.after_poweroff`:
+    # "stops", "continues"; "" where it does not say): checked at install, not written to the host
+    after_poweroff: str = ""
     # where the installing login found these (cron's PATH may lack their directories); "" when not
     nvidia_smi: str = ""
     docker: str = ""
@@ -206,6 +209,11 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     _check_grace(secs, max_hours, args)
     billing_set, billing_unit = billing_mode(args)
     billing_aware = billing_set == "on" or (billing_set == "auto" and billing_unit == "hour")
+    after_poweroff = str(args.get("billing_after_poweroff") or "").strip()
+    if after_poweroff not in ("", "stops", "continues"):
+        raise StepArgsError(
+            f"argument 'billing_after_poweroff' must be stops, continues or empty, not {after_poweroff!r}"
+        )
     shutdown_command = str(args.get("shutdown_command") or "shutdown -h now")
     if "\n" in shutdown_command or "\r" in shutdown_command:
         raise StepArgsError("argument 'shutdown_command' must be one line")
@@ -230,6 +238,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         billing_unit=billing_unit,
         # (a vendor id is a file name: one line of printable text in the config and `status`)
         billing_vendor=termtext.for_terminal(str(args.get("billing_vendor") or ""), keep=""),
+        after_poweroff=after_poweroff,
         gpu_threshold=threshold,
         ssh_sessions=truthy(args.get("ssh_sessions", False), "ssh_sessions"),
         shutdown_command=shutdown_command,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from gpuonboard import sh, shell
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.autostop.install import (
+    billing_note,
     install_problem,
     install_script,
     max_hours_anchor,
@@ -86,6 +87,9 @@ class AutostopStep(Step):
         "billing_aware": "auto (on when the vendor profile says billing.unit: hour), true or false",
         "billing_unit": "the vendor's billing unit (second | minute | hour; empty: unknown, never hourly)",
         "billing_vendor": "the vendor profile the billing unit comes from (shown by status)",
+        "billing_after_poweroff": (
+            "whether the vendor stops billing a box its OS powered off (stops | continues; empty: not said)"
+        ),
         "billing_anchor": "epoch seconds when billing started (default: boot time)",
         "margin": "billing-aware: act within this much of the end of a paid hour (default 5m)",
         "gpu_threshold": "a GPU above this utilisation percentage is busy (default 5)",
@@ -173,8 +177,8 @@ class AutostopStep(Step):
             deadline += (
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
-        if (sudo := sudo_note(self.settings, r)) is not None:
-            deadline += f"; {sudo}"
+        for note in (sudo_note(self.settings, r), billing_note(self.settings)):
+            deadline += f"; {note}" if note else ""
         if not cron_ok:
             changed.append(where)
         renew = self.settings.heartbeat > 0
