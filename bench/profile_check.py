@@ -2,6 +2,7 @@
 """Profile `gpuonboard check` on N simulated 8xA100 hosts: where the engine's CPU goes.
 
 Usage: .venv/bin/python bench/profile_check.py 10 [--forks 1] [--out /tmp/check.prof] [--reps 1]
+       [--disk fresh|shared]
 
 Starts N real sshd test hosts (as bench/fanout.py does), writes the same project, and runs
 the check in a child process under cProfile (cProfile sees only the thread it runs in, so
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from fanout import write_project  # noqa: E402
+from fanout import _projects_disk, write_project  # noqa: E402
 
 from gpuonboard.testing import TestHostPool  # noqa: E402
 
@@ -138,16 +139,23 @@ def main() -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument(
+        "--disk",
+        choices=("fresh", "shared"),
+        default="fresh",
+        help="fresh: the projects on a new ext4 with a journal, as bench/fanout.py (root)",
+    )
     a = ap.parse_args()
     compileall.compile_dir(REPO / "src" / "gpuonboard", quiet=1)
     with (
         tempfile.TemporaryDirectory(prefix="gpuonboard-prof-") as tmp,
         TestHostPool(Path(tmp) / "hosts", subnet=11) as pool,
+        _projects_disk(Path(tmp), a.disk == "fresh") as work,
     ):
         names = [f"h{i:02d}" for i in range(1, a.n + 1)]
         pool.add_many([(n, "a100-8x-nvlink") for n in names])
         for rep in range(a.reps):
-            root = Path(tmp) / f"p{rep}"
+            root = work / f"p{rep}"
             root.mkdir()
             write_project(root, pool, names)
             cpu = run_once(root, a.n, a.forks, a.out or None)
