@@ -304,9 +304,11 @@ def _nvlink_errors_check(want: str, tally: _NvlinkTally, gpu_count: int) -> Chec
             want,
             "; ".join(tally.warning) + read,
             "warn",
-            "CRC errors on these links since the driver loaded (NVIDIA DCGM warns on any; it fails a link"
-            " only at 100+ per second): read `nvidia-smi nvlink -e` again after a load test, and ask the"
-            " vendor to reseat or replace the NVLink bridge / board if the counts keep rising.",
+            "CRC errors, or link recoveries that succeeded (the link retrained and came back), on these"
+            " links since the driver loaded (NVIDIA DCGM warns on either; it fails CRC errors only at 100+"
+            " per second and a recovery only when it failed): read `nvidia-smi nvlink -e` again after a"
+            " load test, and ask the vendor to reseat or replace the NVLink bridge / board if the counts"
+            " keep rising.",
         )
     if tally.unread:
         return Check(

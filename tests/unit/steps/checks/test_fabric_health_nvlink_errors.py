@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.nvlink import parse_nvlink_errors
+from gpuonboard.facts.nvlink import GpuNvlinkErrors, NvlinkErrors, parse_nvlink_errors
 from gpuonboard.steps.checks.fabric_health import load_nvlink_error_thresholds, rule_nvlink_errors
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -81,3 +81,43 @@ def test_not_applicable_missing_and_unlisted() -> None:
 def test_mig_mode_is_unverified() -> None:
     c = rule_nvlink_errors(["NVIDIA H100 80GB HBM3"], parse_nvlink_errors(read(MIG)))
     assert c is not None and c.verdict == "unverified" and "GPU 0 (MIG mode)" in c.actual
+
+
+# The recovery counters Blackwell drivers print (names as a B300's driver 595.91.07 prints them,
+# search index file id 71075276249; no raw capture of them here, so the parsed counters are built
+# directly): NVIDIA DCGM warns on a successful recovery and fails a failed one (its health-watch
+# tests, search index file id 56325496426); their sum is no failure by itself.
+B300 = ["NVIDIA B300 SXM6 AC"]
+RECOVERY = ("Link recovery successful events", "Link recovery failed events", "Total link recovery events")
+
+
+def b300_counters(link: int, **counts: int) -> NvlinkErrors:
+    """18 links, every recovery counter zero but `counts` on `link` (keys: successful, failed)."""
+    links = {n: dict.fromkeys(RECOVERY, 0) for n in range(18)}
+    ok, failed = counts.get("successful", 0), counts.get("failed", 0)
+    links[link].update({RECOVERY[0]: ok, RECOVERY[1]: failed, RECOVERY[2]: ok + failed})
+    return NvlinkErrors((GpuNvlinkErrors(0, B300[0], None, links),))
+
+
+def test_successful_link_recovery_warns_not_fails() -> None:
+    """A Blackwell link that retrained and came back: DCGM warns; the old data failed on the sum."""
+    c = rule_nvlink_errors(B300, b300_counters(5, successful=3))
+    assert c is not None and c.verdict == "warn"
+    assert c.actual == (
+        "GPU 0 link 5: Link recovery successful events 3; GPU 0 link 5: Total link recovery events 3"
+    )
+    assert "recoveries that succeeded" in c.detail
+
+
+def test_failed_link_recovery_fails() -> None:
+    c = rule_nvlink_errors(B300, b300_counters(7, successful=1, failed=2))
+    assert c is not None and c.verdict == "fail"
+    assert c.actual.startswith("GPU 0 link 7: Link recovery failed events 2; ")
+
+
+def test_no_recovery_passes() -> None:
+    c = rule_nvlink_errors(B300, b300_counters(0))
+    assert c is not None and (c.verdict, c.actual) == (
+        "pass",
+        "all NVLink error counters zero on 18 link(s) of 1 GPU(s)",
+    )
