@@ -19,7 +19,12 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_ecc_mode,
     rule_memory_repair,
 )
-from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
+from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_mig,
+    rule_persistence,
+    rule_vgpu_license,
+    rule_virtualization,
+)
 from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
 from gpuonboard.steps.checks.gpu_health.readable import (
     rule_nothing_checked,
@@ -71,6 +76,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
+        lambda: rule_vgpu_license(gpus),
     ]
     checks = [c for r in rules if (c := r()) is not None]
     if gpus and all(g.faults for g in gpus):
