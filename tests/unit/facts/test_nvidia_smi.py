@@ -1266,6 +1266,9 @@ def test_table_read_by_its_box_whatever_the_version_labels() -> None:
     [
         (VGPU_UNLICENSED, "Unlicensed", "NVIDIA RTX Virtual Workstation"),
         (VGPU_GRACE, "Unlicensed (Unrestricted)", "NVIDIA RTX Virtual Workstation"),
+        # R4xx's label for the same section (derived: the label alone changed)
+        ("derived/nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__grid-licensed-product-label__derived.txt",
+         "Unlicensed", "NVIDIA RTX Virtual Workstation"),
         ("real/nvidia-smi-q-x__grid-p4-1q-vgpu__1gpu__driver513.46__windows-guest.xml",
          "Licensed (Expiry: 2022-9-22 6:57:30 GMT)", "NVIDIA RTX Virtual Workstation"),
         # bare metal and pass-through print no licence section
