@@ -41,6 +41,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
             "persistence_mode",
             "mig_mode",
             "virtualization",
+            "vgpu_license",
             "ngc_driver",
             "gpu_health",  # "nothing checked" (no driver / no GPU listed)
             "gpu_identity",

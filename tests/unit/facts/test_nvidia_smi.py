@@ -40,6 +40,17 @@ H200_CSV = "real/nvidia-smi-query-gpu__h200__1gpu__driver580.159.04.csv"
 H200_SAMPLER = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
 
 JETSON_TABLE = "real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt"
+VGPU_UNLICENSED = "real/nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__driver535.183.06__unlicensed__guest.txt"
+VGPU_GRACE = (
+    "real/nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__driver535.183.06__unlicensed-unrestricted__guest.txt"
+)
+# a vGPU guest's -q: the board's power, temperatures, retired pages and remapped rows N/A, "Clocks
+# Event Reasons : N/A", two Xorg processes
+VGPU_Q = (
+    "00.00.00.00.00", "NVIDIA RTX Virtual Workstation", "Ampere", (0, 0, 0, 0), (None, None, None),
+    (None, None, None, None), (None, None, None, None), (), False, "P8", 0, (None, None, None), "VGPU",
+    "Default", True, 2,
+)  # fmt: skip
 
 # file, source, driver, cuda, attached_gpus, number of GPUs, name of GPU 0, memory MiB of GPU 0
 CASES = [
@@ -64,6 +75,9 @@ CASES = [
     ("real/nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt",
      "text", "535.161.08", "12.2", 8, 8, "NVIDIA H100 80GB HBM3", 81559),
     (H200_TEXT, "text", "580.159.04", "13.0", 1, 1, "NVIDIA H200", 143771),
+    # vGPU guests (an A6000's 24Q profile), License Status Unlicensed / Unlicensed (Unrestricted)
+    (VGPU_UNLICENSED, "text", "535.183.06", "12.2", 1, 1, "NVIDIA RTXA6000-24Q", 24576),
+    (VGPU_GRACE, "text", "535.183.06", "12.2", 1, 1, "NVIDIA RTXA6000-24Q", 24576),
     # R418 labels ("Ecc Mode", "Virtualization mode"); 1 of 4 GPUs shown, the rest elided
     ("real/nvidia-smi-q__tesla-v100-sxm2-32gb__1of4gpu__driver418.67.txt",
      "text", "418.67", "10.1", 4, 1, "Tesla V100-SXM2-32GB", 32480),
@@ -550,6 +564,8 @@ HEALTH: dict[str, tuple[object, ...]] = {
     "real/nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv": (
         *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
         (None, None, None, None), (), False, "P2", 100, (85, None, None), None, None, False, 0),
+    VGPU_UNLICENSED: VGPU_Q,
+    VGPU_GRACE: VGPU_Q,
     # Jetson's integrated GPU: every health cell N/A; "No running processes found"
     JETSON_TABLE: (
         *NO_DETAIL, (None, None, None, None), (None, None, None), (None, None, None, None),
@@ -604,8 +620,9 @@ def test_health_facts(name: str) -> None:
             JETSON_TABLE,
             "real/nvidia-smi-query-gpu-l1__1gpu__3-samples__index-power-clocks.csv",
         ):
-            assert gpu.temperature_c is not None
             assert gpu.memory_used_mib is not None
+            # a vGPU guest cannot read the board's sensor: N/A
+            assert (gpu.temperature_c is None) == (gpu.virtualization_mode == "VGPU")
 
 
 @pytest.mark.parametrize(
@@ -1242,3 +1259,24 @@ def test_table_read_by_its_box_whatever_the_version_labels() -> None:
     )
     both = table.replace("KMD Version: 610.57.04", "Driver Version: 610.57.04 KMD Version: 610.57.04")
     assert parse_any(both).driver_version == "610.57.04"
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "product"),
+    [
+        (VGPU_UNLICENSED, "Unlicensed", "NVIDIA RTX Virtual Workstation"),
+        (VGPU_GRACE, "Unlicensed (Unrestricted)", "NVIDIA RTX Virtual Workstation"),
+        # R4xx's label for the same section (derived: the label alone changed)
+        ("derived/nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__grid-licensed-product-label__derived.txt",
+         "Unlicensed", "NVIDIA RTX Virtual Workstation"),
+        ("real/nvidia-smi-q-x__grid-p4-1q-vgpu__1gpu__driver513.46__windows-guest.xml",
+         "Licensed (Expiry: 2022-9-22 6:57:30 GMT)", "NVIDIA RTX Virtual Workstation"),
+        # bare metal and pass-through print no licence section
+        (H200_TEXT, None, None),
+        (H200_XML, None, None),
+        ("real/nvidia-smi-q__a10__1gpu__driver535.129.03.txt", None, None),
+    ],
+)  # fmt: skip
+def test_vgpu_licence_read_from_q_and_xml(name: str, status: str | None, product: str | None) -> None:
+    gpu = parse_any(read(FIXTURES / name)).gpus[0]
+    assert (gpu.license_status, gpu.licensed_product) == (status, product)

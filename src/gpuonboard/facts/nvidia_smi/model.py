@@ -109,6 +109,14 @@ class GpuInfo:
     temperature_slowdown_c: int | None = None  # absolute slowdown threshold
     temperature_max_c: int | None = None  # absolute shutdown threshold
     virtualization_mode: str | None = None  # "None", "Pass-Through", "VGPU", "Host VGPU", ...
+    # the vGPU software licence a vGPU guest's driver (or the vGPU driver on a passed-through GPU)
+    # reports: `-q` "vGPU Software Licensed Product" (R4xx: "GRID Licensed Product"), `-q -x`
+    # vgpu_software_licensed_product; License Status as printed ("Licensed (Expiry: ...)",
+    # "Unlicensed (Restricted)", "Unlicensed"), Product Name ("NVIDIA Virtual Compute Server");
+    # None where N/A or not reported (bare metal and pass-through print no such section, the
+    # table and the CSV carry none)
+    license_status: str | None = None
+    licensed_product: str | None = None
     compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
     processes: tuple[GpuProcess, ...] = ()
     processes_known: bool = False  # False: this output cannot list processes

@@ -116,6 +116,9 @@ def _tree_raw(tree: Mapping[str, Any], *path: str) -> str | None:
     return node if isinstance(node, str) else None
 
 
+# the vGPU licence's section: R5xx "vGPU Software Licensed Product", R4xx "GRID Licensed Product"
+_LICENCE_SECTIONS = ("vGPU Software Licensed Product", "GRID Licensed Product")
+
 _TEXT_GPU_HEADER = re.compile(r"^GPU\s+\S+\s*$")
 _TEXT_PROCESSES = re.compile(r"^(\s*)Processes(?:\s+:\s*(.*?))?\s*$")
 
@@ -439,6 +442,8 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         temperature_slowdown_c=_int(_tree_get(section, "Temperature", "GPU Slowdown Temp")),
         temperature_max_c=_int(_tree_get(section, "Temperature", "GPU Shutdown Temp")),
         virtualization_mode=_tree_get(section, "GPU Virtualization Mode", "Virtualization Mode"),
+        license_status=_tree_first(section, *((label, "License Status") for label in _LICENCE_SECTIONS)),
+        licensed_product=_tree_first(section, *((label, "Product Name") for label in _LICENCE_SECTIONS)),
         compute_mode=_compute_mode(_tree_get(section, "Compute Mode")),
         processes=processes,
         processes_known=processes_known,

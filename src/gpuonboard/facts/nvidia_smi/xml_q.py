@@ -306,6 +306,8 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         temperature_slowdown_c=_int(_xml_raw(gpu, "temperature/gpu_temp_slow_threshold")),
         temperature_max_c=_int(_xml_raw(gpu, "temperature/gpu_temp_max_threshold")),
         virtualization_mode=_xml_text(gpu, "gpu_virtualization_mode/virtualization_mode"),
+        license_status=_xml_text(gpu, "vgpu_software_licensed_product/license_status"),
+        licensed_product=_xml_text(gpu, "vgpu_software_licensed_product/licensed_product_name"),
         compute_mode=_compute_mode(_xml_raw(gpu, "compute_mode")),
         processes=processes,
         processes_known=processes_known,

@@ -8,7 +8,7 @@ This package module only re-exports; the modules own, from the bottom up: `commo
 thresholds, hard-throttle reasons, GPU labels, idleness), `memory` (ECC mode, uncorrectable
 ECC errors, memory repair), `pcie` (link generation / width, replay counter), `clocks` (power
 limit, throttling, temperature), `usage` (foreign processes), `modes` (persistence, MIG,
-virtualisation), `recovery` (the driver's GPU Recovery Action), `readable` (nothing checked,
+virtualisation, the vGPU licence), `recovery` (the driver's GPU Recovery Action), `readable` (nothing checked,
 unreadable GPUs, sensor faults) and `step`
 (evaluate, the thresholds, GpuHealthStep).
 """
@@ -24,7 +24,12 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_ecc_mode,
     rule_memory_repair,
 )
-from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
+from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_mig,
+    rule_persistence,
+    rule_vgpu_license,
+    rule_virtualization,
+)
 from gpuonboard.steps.checks.gpu_health.pcie import (
     PCIE_REPLAY_FILE,
     pcie_replay_limits,
@@ -66,6 +71,7 @@ __all__ = [
     "rule_temperature",
     "rule_throttle",
     "rule_unreadable",
+    "rule_vgpu_license",
     "rule_virtualization",
     "thresholds_from",
 ]

@@ -1,5 +1,5 @@
-"""The mode rules of gpu_health: persistence mode, MIG mode (now and pending a reset), and
-virtualisation (bare metal, pass-through or vGPU)."""
+"""The mode rules of gpu_health: persistence mode, MIG mode (now and pending a reset),
+virtualisation (bare metal, pass-through or vGPU) and the vGPU software licence."""
 
 from __future__ import annotations
 
@@ -182,3 +182,55 @@ def rule_virtualization(gpus: list[GpuInfo]) -> Check:
             "a vGPU shares the physical GPU; check the order said so",
         )
     return Check("virtualization", "bare metal or pass-through", ", ".join(modes), "pass")
+
+
+# NVIDIA restricts a vGPU that holds no licence once its grace period is over: CUDA work is
+# refused ("CUDA error: operation not supported" on a guest whose -q says `Unlicensed`: the
+# real/nvidia-smi-q__rtxa6000-24q-vgpu__*__unlicensed__guest.txt capture's page) and the GPU is
+# throttled; "Unlicensed (Unrestricted)" is that grace period, "Unlicensed (Restricted)" its end
+_LICENCE_FIX = (
+    "NVIDIA throttles an unlicensed vGPU and refuses its CUDA work once a short grace period after"
+    " boot is over (Unrestricted: the grace period, Restricted: after it); ask the vendor to license"
+    " it (their licence server, or a client configuration token for nvidia-gridd), then check again"
+)
+
+
+def rule_vgpu_license(gpus: list[GpuInfo]) -> Check | None:
+    """The vGPU software licence of every GPU whose driver reports one (a vGPU guest, or the vGPU
+    driver on a passed-through GPU), and of every vGPU (by its mode, name or brand).
+
+    FAIL: a License Status `Unlicensed`, `Unlicensed (Restricted)` or `Unlicensed (Unrestricted)`.
+    PASS: every such GPU `Licensed` (with its expiry, if printed). UNVERIFIED: a vGPU whose
+    licence this output does not give (the table, the CSV; N/A), or a status of other words.
+    None (no row) where no GPU read is a vGPU or reports a licence: bare metal, pass-through.
+    """
+    read = [g for g in gpus if not g.faults]
+    said = [g for g in read if g.license_status]
+    unsaid = [
+        g for g in read if not g.license_status and is_vgpu(g.name, g.product_brand, g.virtualization_mode)
+    ]
+    if not said and not unsaid:
+        return None
+
+    def status(g: GpuInfo) -> str:
+        product = f", {g.licensed_product}" if g.licensed_product else ""
+        return f"{gpu_label(g)}: {g.license_status}{product}"
+
+    unlicensed = [g for g in said if (g.license_status or "").lower().startswith("unlicensed")]
+    if unlicensed:
+        return Check("vgpu_license", "Licensed", "; ".join(map(status, unlicensed)), "fail", _LICENCE_FIX)
+    odd = [g for g in said if not (g.license_status or "").lower().startswith("licensed")]
+    if odd or unsaid:
+        parts = [*map(status, odd)]
+        if unsaid:
+            parts.append(f"not reported for {gpu_list(unsaid, gpus)}")
+        return Check(
+            "vgpu_license",
+            "Licensed",
+            "; ".join(parts),
+            "unverified",
+            "a vGPU runs restricted (throttled, CUDA refused) without a licence, and this output does"
+            " not say it holds one; `nvidia-smi -q` shows it under vGPU Software Licensed Product"
+            " (License Status)",
+        )
+    return Check("vgpu_license", "Licensed", "; ".join(map(status, said)), "pass")

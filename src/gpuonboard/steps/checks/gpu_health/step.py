@@ -19,7 +19,12 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_ecc_mode,
     rule_memory_repair,
 )
-from gpuonboard.steps.checks.gpu_health.modes import rule_mig, rule_persistence, rule_virtualization
+from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_mig,
+    rule_persistence,
+    rule_vgpu_license,
+    rule_virtualization,
+)
 from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
 from gpuonboard.steps.checks.gpu_health.readable import (
     rule_nothing_checked,
@@ -29,6 +34,7 @@ from gpuonboard.steps.checks.gpu_health.readable import (
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
 from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
+from gpuonboard.steps.checks.model_match import is_vgpu
 
 
 def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -71,6 +77,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
+        lambda: rule_vgpu_license(gpus),
     ]
     checks = [c for r in rules if (c := r()) is not None]
     if gpus and all(g.faults for g in gpus):
@@ -91,7 +98,36 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             else c
             for c in checks
         ]
+    if _vgpu_guests(gpus):
+        checks = [
+            replace(c, detail=f"{c.detail}; {VGPU_HOST_ONLY}")
+            if c.verdict == "unverified" and c.name in _HOST_ONLY and "host" not in c.detail
+            else c
+            for c in checks
+        ]
     return ([unreadable] if unreadable else []) + checks
+
+
+# what a vGPU guest's nvidia-smi cannot read of the physical GPU (N/A there, whatever the format:
+# the real RTXA6000-24Q guest's -q, tests/fixtures/real/nvidia-smi-q__rtxa6000-24q-vgpu__*): the
+# advice to run `nvidia-smi -q -d ...` in the guest gets N/A again
+_HOST_ONLY = ("pcie_link", "pcie_replays", "power_limit", "throttling", "temperature", "memory_repair")
+VGPU_HOST_ONLY = (
+    "but in this vGPU guest nvidia-smi prints N/A for the physical GPU's link, power, clocks,"
+    " temperature and memory repair (only the host reads them): ask the vendor for the host's"
+    " `nvidia-smi -q` of this GPU"
+)
+
+
+def _vgpu_guests(gpus: list[GpuInfo]) -> bool:
+    """Every GPU read is a vGPU guest's: the mode VGPU, or (no mode reported) a vGPU profile's
+    name or brand; a GPU passed through is read whole, whatever its licence's brand."""
+    read = [g for g in gpus if not g.faults]
+    return bool(read) and all(
+        (g.virtualization_mode or "").upper() == "VGPU"
+        or (not g.virtualization_mode and is_vgpu(g.name, g.product_brand))
+        for g in read
+    )
 
 
 def _q_failed(facts: Facts) -> str:
