@@ -294,6 +294,8 @@ def _expected_class(name: str) -> str:
         return "unknown"
     if n == "nvidia rtxa6000-24q":  # a vGPU profile's name, the model without its space: unknown
         return "unknown"
+    if n == "nvidia rtx virtual workstation":  # a vGPU licence's product name (-q), not a GPU's
+        return "unknown"
     return "datacenter"
 
 
