@@ -127,6 +127,11 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "go_warn_many": " with {n} warnings: {items}",
         "go_warn_explain": "Every host reached and no rule failed, but {n} check(s) warned; read each"
         " warning's advice before you rely on the box: {items}.",
+        # a GO with unverified checks: no rule failed, but not every one passed
+        "go_nofail_explain": "Every host reached and no rule failed.",
+        "go_unverified_explain": "{n} check(s) could not be verified, so the box was not shown to"
+        " meet them (a fact that could not be read is no pass); read each one's advice and check it"
+        " before you rely on the box, or run with --strict to fail on them: {items}.",
         "nogo_failed": ", failed: {items}",
         "nogo_reasons": ": {items}",
         # `invoke provision` / `invoke check`: one line per host after its acceptance table
@@ -237,6 +242,9 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "go_warn_many": "，{n} 项警告：{items}",
         "go_warn_explain": "所有主机均已连接，没有规则不通过，但有 {n} 项检查发出警告；"
         "使用前请先阅读各项警告的建议：{items}。",
+        "go_nofail_explain": "所有主机均已连接，没有规则不通过。",
+        "go_unverified_explain": "有 {n} 项检查未能核实，不能证明机器满足这些要求（无法读取的事实不算通过）；"
+        "使用前请先阅读各项的建议并加以核实，或以 --strict 运行使其判为不通过：{items}。",
         "nogo_failed": "，不通过：{items}",
         "nogo_reasons": "：{items}",
         "verdict_line": "{host} 的验收结论：{verdict}",

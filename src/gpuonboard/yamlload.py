@@ -16,14 +16,37 @@ from gpuonboard.errors import GpuonboardError
 
 
 class LineDict(dict[str, Any]):
-    """A mapping from YAML that remembers the line (1-based) of each key and of itself."""
+    """A mapping from YAML that remembers the line (1-based) of each key and of itself; and,
+    where it was read from another file than the one an error would name by default (an
+    Ansible host_vars/ or group_vars/ file merged into a host), that file (`source`), or the
+    file of each key merged in from one (`key_sources`)."""
 
     line: int | None = None
     key_lines: dict[str, int]
+    source: Path | None = None
+    key_sources: dict[str, Path]
 
     def line_of(self, key: str) -> int | None:
         """Line of `key` in the source file, else the mapping's own line."""
         return getattr(self, "key_lines", {}).get(key, self.line)
+
+    def file_of(self, key: str | None, default: Path) -> Path:
+        """The file `key` (or, for None, the mapping itself) was written in: its own file where
+        it came from one, else `default`."""
+        own = getattr(self, "key_sources", {}).get(key) if key is not None else None
+        return own or self.source or default
+
+
+def from_file(value: Any, path: Path) -> Any:
+    """`value` (parsed from `path`), with every mapping in it marked as written in `path`."""
+    if isinstance(value, LineDict):
+        value.source = path
+        for v in value.values():
+            from_file(v, path)
+    elif isinstance(value, list):
+        for v in value:
+            from_file(v, path)
+    return value
 
 
 # Bounds on what one YAML document may hold, checked while it is composed (before any value
@@ -408,6 +431,12 @@ def where(path: Path, mapping: object, key: str | None = None) -> str:
     line = None
     if isinstance(mapping, LineDict):
         line = mapping.line_of(key) if key is not None else mapping.line
+        own = mapping.file_of(None, path)
+        # a key merged in from another file (an Ansible vars file) names that file, and its
+        # line there, never the line of the mapping in the file it was merged into
+        path = mapping.file_of(key, path)
+        if key is not None and key not in getattr(mapping, "key_lines", {}) and path != own:
+            line = None
     return f"{path}, line {line}" if line else str(path)
 
 

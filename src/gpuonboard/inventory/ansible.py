@@ -133,9 +133,10 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     connecting straight to a private address instead of through the bastion would only time
     out, or reach another box)."""
     out = LineDict()
-    out.key_lines = {}
-    extra: dict[str, Any] = {}
-    lines = getattr(raw, "key_lines", {})
+    out.key_lines, out.key_sources = {}, {}
+    extra = LineDict()
+    extra.key_lines, extra.key_sources = {}, {}
+    lines, files = getattr(raw, "key_lines", {}), getattr(raw, "key_sources", {})
     for key, value in raw.items():
         if key in _PASSWORD_VARS:
             continue
@@ -157,6 +158,7 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
                 ours, value = found
         if ours is None:
             extra[key] = value
+            _keep_origin(extra, key, key, lines, files)
             continue
         if isinstance(value, str) and is_template(value) and not templates:
             raise InventoryError(
@@ -165,12 +167,21 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
                 " render inventory templates: write the value itself for this host."
             )
         out[ours] = value
-        if key in lines:
-            out.key_lines[ours] = lines[key]
+        _keep_origin(out, ours, key, lines, files)
     if extra:
         out["vars"] = extra
     out.line = getattr(raw, "line", None)
     return out
+
+
+def _keep_origin(
+    out: LineDict, ours: str, key: str, lines: Mapping[str, int], files: Mapping[str, Path]
+) -> None:
+    """`out[ours]` keeps the line (and, from a vars file, the file) Ansible's `key` was set at."""
+    if key in lines:
+        out.key_lines[ours] = lines[key]
+    if key in files:
+        out.key_sources[ours] = files[key]
 
 
 def _proxy_jump(args: str) -> tuple[str, str] | None:
@@ -454,6 +465,12 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
         own = inv.hosts.get(name)
         shown = LineDict(values)
         shown.key_lines = dict(getattr(own, "key_lines", {})) if own is not None else {}
+        # a key set in a group_vars/ or host_vars/ file: that file and its line there
+        shown.key_sources = dict(getattr(values, "key_sources", {}))
+        for key in shown.key_sources:
+            shown.key_lines.pop(key, None)
+            if (line := getattr(values, "key_lines", {}).get(key)) is not None:
+                shown.key_lines[key] = line
         shown.line = inv.lines.get(name)
         return convert_vars(shown, path)
 

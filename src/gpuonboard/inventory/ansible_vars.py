@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.yamlload import LineDict, parse_yaml, read_text
+from gpuonboard.yamlload import LineDict, from_file, parse_yaml, read_text
 
 # Ansible's host_group_vars plugin: `NAME`, `NAME.yml`, `NAME.yaml` or `NAME.json` (the first that
 # exists), or a directory `NAME/` whose files (recursively, sorted) are read in order
@@ -122,7 +122,8 @@ class VarsFiles:
         if self.base is None:
             return {}
         if (sub, name) not in self.cache:
-            merged: dict[str, Any] = {}
+            merged = LineDict()
+            merged.key_lines, merged.key_sources = {}, {}
             for f in vars_files(self.base, sub, name):
                 self.read += 1
                 if self.read > MAX_VARS_FILES:
@@ -135,7 +136,12 @@ class VarsFiles:
                     continue
                 if not isinstance(data, Mapping):
                     raise InventoryError(f"{f}: an Ansible vars file must be a mapping of name: value.")
-                merged.update(data)
+                merged.update(from_file(data, f))
+                for key in data:  # (an error about a key names this file and its line)
+                    merged.key_sources[key] = f
+                    merged.key_lines.pop(key, None)
+                    if (line := getattr(data, "key_lines", {}).get(key)) is not None:
+                        merged.key_lines[key] = line
             self.cache[(sub, name)] = merged
         return self.cache[(sub, name)]
 
@@ -144,7 +150,7 @@ class VarsFiles:
 class HostVars:
     """One host's merged Ansible vars and, for each key, the layer that set it last."""
 
-    values: dict[str, Any]
+    values: LineDict  # (key_sources, key_lines: the vars file and line of each key set by one)
     origin: dict[str, str]  # "all" (the inventory's all vars), "inventory", or a vars file's label
 
 
@@ -176,13 +182,22 @@ def memberships(inv: AnsibleGroups, order: Sequence[str]) -> dict[str, list[str]
 
 def host_vars(inv: AnsibleGroups, host: str, groups: Sequence[str], files: VarsFiles) -> HostVars:
     """`host`'s vars merged in Ansible's precedence (`groups`: its groups in Ansible's order)."""
-    values: dict[str, Any] = {}
+    values = LineDict()
+    values.key_lines, values.key_sources = {}, {}
     origin: dict[str, str] = {}
 
     def layer(vs: Mapping[str, Any], label: str) -> None:
+        files, lines = getattr(vs, "key_sources", {}), getattr(vs, "key_lines", {})
         for k, v in vs.items():
             values[k] = v
             origin[k] = label
+            # the vars file a key was last set in (and its line there), for the errors about it
+            values.key_lines.pop(k, None)
+            values.key_sources.pop(k, None)
+            if k in files:
+                values.key_sources[k] = files[k]
+                if k in lines:
+                    values.key_lines[k] = lines[k]
 
     layer(inv.group_vars.get("all", {}), "all")
     for g in groups:
@@ -241,6 +256,7 @@ def native_shape(
     for name, conv in converted.items():
         mine = LineDict({k: v for k, v in conv.items() if k not in hoisted})
         mine.key_lines = dict(getattr(conv, "key_lines", {}))
+        mine.key_sources = dict(getattr(conv, "key_sources", {}))
         mine.line = (lines or {}).get(name)
         hosts[name] = mine
     groups = LineDict()

@@ -112,6 +112,17 @@ def _hosts_file_in(directory: Path) -> Path:
 
 def _one_hosts_file(directory: Path) -> Path:
     found = [directory / n for n in HOSTS_FILE_NAMES if (directory / n).is_file()]
+    # a hosts file's name that is a folder (made by a copy or unpacking gone wrong, or given
+    # itself): said so, not "no hosts.yml" beside a hosts.yml
+    folder = next((directory / n for n in HOSTS_FILE_NAMES if (directory / n).is_dir()), None)
+    if folder is None and directory.name in HOSTS_FILE_NAMES:
+        folder = directory
+    if not found and folder is not None:
+        raise InventoryError(
+            f"{folder}: this inventory file is a directory, not a file; write the hosts, groups and"
+            " orders into a file of that name (see inventory/ in the repository for an example), or"
+            " pass --inventory FILE."
+        )
     if not found:
         raise InventoryError(
             f"{directory}: no hosts.yml in this inventory directory; create one (see inventory/ in the"

@@ -378,36 +378,42 @@ def _run_verdict(hosts: Sequence[dict[str, Any]]) -> tuple[bool, str]:
     return go, verdict
 
 
-def _run_checks(hosts: Sequence[dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
-    """The run's warned checks (each with its host and `label`) and the names of its unverified
-    ones; each named with its host when the run has several hosts."""
+def _run_checks(hosts: Sequence[dict[str, Any]], verdict: str = "warn") -> list[dict[str, str]]:
+    """The run's checks of this verdict (`warn`, `unverified`), each with its host and `label`:
+    named with its host when the run has several hosts."""
     several = len(hosts) > 1
-    warned = [
+    key = "warned_checks" if verdict == "warn" else "unverified_checks"
+    return [
         {"host": str(h.get("name")), **w}
         | {"label": f"{h.get('name')}: {w['name']}" if several else w["name"]}
         for h in hosts
-        for w in h["warned_checks"]
+        for w in h[key]
     ]
-    unverified_names = [
-        f"{h.get('name')}: {w['name']}" if several else w["name"]
-        for h in hosts
-        for w in h["unverified_checks"]
-    ]
-    return warned, unverified_names
 
 
-def _explain(go: bool, verdict: str, warned: Sequence[dict[str, str]], lang: str) -> str:
-    """The sentence under the run's verdict: the warned checks of a GO, else what the verdict means."""
-    return (
-        t(
-            "go_warn_explain",
-            lang,
-            n=len(warned),
-            items="; ".join(f"{w['label']} ({w['actual']})" for w in warned),
-        )
-        if go and warned
-        else t("go_explain" if go else "nogo_explain" if verdict == "NO-GO" else "noverdict_explain", lang)
-    )
+def _listed(checks: Sequence[dict[str, str]]) -> str:
+    return "; ".join(f"{c['label']} ({c['actual']})" for c in checks)
+
+
+def _explain(
+    go: bool,
+    verdict: str,
+    warned: Sequence[dict[str, str]],
+    lang: str,
+    unverified: Sequence[dict[str, str]] = (),
+) -> str:
+    """The sentence under the run's verdict: for a GO, the warned checks and those that could
+    not be verified (never "every rule passed" while one was not verified); else what the
+    verdict means."""
+    if not go:
+        return t("nogo_explain" if verdict == "NO-GO" else "noverdict_explain", lang)
+    if warned:
+        text = t("go_warn_explain", lang, n=len(warned), items=_listed(warned))
+    else:
+        text = t("go_nofail_explain" if unverified else "go_explain", lang)
+    if unverified:
+        text += " " + t("go_unverified_explain", lang, n=len(unverified), items=_listed(unverified))
+    return text
 
 
 def _top_warnings(hosts: Sequence[dict[str, Any]]) -> list[str]:
@@ -439,8 +445,8 @@ def context(
         for h in doc.get("hosts") or []
     ]
     go, verdict = _run_verdict(hosts)
-    warned, unverified_names = _run_checks(hosts)
-    suffix = warn_suffix([w["label"] for w in warned], lang, unverified_names) if go else ""
+    warned, unverified = _run_checks(hosts), _run_checks(hosts, "unverified")
+    suffix = warn_suffix([w["label"] for w in warned], lang, [u["label"] for u in unverified]) if go else ""
     return {
         "doc": _RUN_DEFAULTS | doc,
         "hosts": hosts,
@@ -449,7 +455,7 @@ def context(
         # the verdict word (translated in html/md) is followed by this; json: "GO with 2 warnings: ..."
         "headline_suffix": suffix,
         "headline": t(verdict, lang) + suffix,
-        "explain": _explain(go, verdict, warned, lang),
+        "explain": _explain(go, verdict, warned, lang, unverified),
         "warned_checks": warned,
         "renderer_version": __version__,
         "any_benchmarks": any(h["benchmarks"] for h in hosts),
