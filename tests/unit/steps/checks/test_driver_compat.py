@@ -410,3 +410,19 @@ def test_a_row_without_forward_compat_is_not_read_not_none(tmp_path: Path) -> No
         "consumer": ("incompatible", "incompatible"),
         "unknown": ("incompatible", "incompatible"),
     }
+
+
+@pytest.mark.parametrize(
+    "image", ["nvcr.io/nvidia/pytorch:25.09-py3", "nvcr.io/nvidia/pytorch:25.09-py3-igpu"]
+)
+def test_jetson_thor_is_not_judged_either_way(image: str) -> None:
+    """A real Jetson Thor ("NVIDIA Thor", driver 580.00, CUDA 13.0, a PCI-style Bus-Id: not the
+    Orin iGPU's nvgpu driver) failed every -py3 image, "use -py3-igpu", which no NVIDIA text read
+    says (a Thor user's Dockerfile builds on nvcr.io/nvidia/pytorch:25.09-py3): neither is judged."""
+    check = _check("nvidia-smi__thor__1gpu__driver580.00__spaces-collapsed.txt", image)
+    assert check.verdict == "warn", check
+    assert check.actual == f"{image.rsplit(':', 1)[1]} on Jetson Thor (NVIDIA Thor): not judged"
+    assert "no NVIDIA text gpuonboard read says which NGC PyTorch image" in check.detail
+    # the Orin iGPU keeps its verdicts: a -py3 image fails there
+    orin = _check("nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt", image.replace("-igpu", ""))
+    assert orin.verdict == "fail" and orin.detail.endswith("use nvcr.io/nvidia/pytorch:25.09-py3-igpu")
