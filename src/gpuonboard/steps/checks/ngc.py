@@ -486,8 +486,9 @@ def _no_forward_compat(release: NgcRelease, driver: str, klass: str) -> str:
         return "forward compatibility does not work on GeForce cards (CUDA error 804)"
     branch = f"R{version_key(driver)[0]}"
     if not release.forward_compat_read and klass in _MAY_FORWARD:  # (only a branch to upgrade from)
-        note = release.must_upgrade_note
-        return f'its branch {branch} is one NVIDIA\'s notes say to upgrade from ("{note}")'
+        note, where = release.must_upgrade_note, release.must_upgrade_source
+        read = "" if release.must_upgrade_verified else ", not read on the page of this release itself"
+        return f'its branch {branch} is one NVIDIA\'s notes say to upgrade from ("{note}" ({where}){read})'
     if klass == "datacenter":
         same = next((f for f in release.forward_compat if f.branch == branch), None)
         if same is not None:
