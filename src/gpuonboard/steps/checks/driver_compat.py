@@ -52,6 +52,11 @@ def parse_nvcc(text: str) -> str | None:
 # an integrated GPU (Jetson / IGX iGPU): nvidia-smi names it "Orin (nvgpu)"; its driver comes
 # with JetPack / L4T (540.4.0 on JetPack 6), not from the data-centre branches the table lists
 _INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:orin|xavier|tegra|thor)\b", re.IGNORECASE)
+# Jetson Thor (JetPack 7): nvidia-smi names it "NVIDIA Thor" on a 580 driver with CUDA 13.0 and a
+# PCI-style Bus-Id (tests/fixtures/real), not the nvgpu driver of the Orin iGPU the -py3-igpu
+# images are built for, and a Thor user's Dockerfile builds on nvcr.io/nvidia/pytorch:25.09-py3;
+# no NVIDIA text read says which image runs on it, so neither variant is judged there
+_THOR = re.compile(r"\bthor\b", re.IGNORECASE)
 
 
 def is_integrated(name: str) -> bool:
@@ -235,7 +240,18 @@ def driver_failure(facts: Facts) -> tuple[str, str]:
 
 def _integrated_check(tag: str | None, release: str, igpu: bool, gpu: str, expected: str) -> Check:
     """An integrated GPU (Jetson): only the -igpu image runs there, and its driver comes with
-    JetPack, which the table of data-centre driver minimums does not cover."""
+    JetPack, which the table of data-centre driver minimums does not cover. Jetson Thor: neither
+    image is judged (see _THOR)."""
+    if _THOR.search(gpu):
+        return Check(
+            "ngc_driver",
+            expected,
+            f"{tag} on Jetson Thor ({gpu}): not judged",
+            "warn",
+            "Jetson Thor (JetPack 7) runs another driver than the Orin iGPU's (nvgpu) that the -py3-igpu"
+            " images are built for, and no NVIDIA text gpuonboard read says which NGC PyTorch image"
+            f" (-py3 or -py3-igpu) runs on it; check NGC's notes for {release} or test the container",
+        )
     if not igpu:
         return Check(
             "ngc_driver",

@@ -41,6 +41,15 @@ import yaml
 
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.checks.model_match import is_vgpu
+from gpuonboard.steps.checks.ngc_image import (  # noqa: F401 - re-exported
+    IGPU_VARIANT,
+    NGC_IMAGE,
+    VARIANTS,
+    NgcImage,
+    mirror_host,
+    parse_image,
+    read_image,
+)
 from gpuonboard.steps.checks.once import loaded_once
 
 DATA_FILE = DATA_DIR / "ngc_pytorch.yml"
@@ -63,6 +72,9 @@ Verdict = Literal[
 _RELEASE_RE = re.compile(r"^\d{2}\.\d{2}$")
 _VERSION_RE = re.compile(r"^\d+(\.\d+)*$", re.ASCII)  # ("5²0.47" from a garbled box: unreadable)
 _BRANCH_RE = re.compile(r"^R(\d+)$")
+# the classes forward compatibility may carry (NVIDIA: data-centre GPUs, select RTX professional
+# ones; a vGPU's software release decides), as a message names them
+_MAY_FORWARD = {"datacenter": "data-centre GPU", "professional": "RTX professional GPU", "vgpu": "vGPU"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,9 @@ class NgcRelease:
     architectures: tuple[str, ...] = ()
     architectures_source: str | None = None
     architectures_from: str | None = None
+    # False where the row has no `forward_compat` (the notes naming the branches were not read):
+    # below min_driver a data-centre driver is then unverified, never forward_compat nor refused
+    forward_compat_read: bool = True
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,7 @@ def _parse_row(path: Path, index: int, row: Any) -> NgcRelease:
         must_upgrade_verified=must_verified,
         architectures=tuple(families),
         architectures_source=row.get("architectures_source") if families else None,
+        forward_compat_read="forward_compat" in row,
     )
 
 
@@ -344,109 +360,6 @@ def _read_minor_compat(p: Path) -> tuple[tuple[int, str], ...]:
     return tuple(rows)
 
 
-NGC_IMAGE = "nvcr.io/nvidia/pytorch"
-_NGC_PATH = "nvidia/pytorch"
-_TAG_RE = re.compile(r"^(?P<yy>\d{2})\.(?P<mm>\d{2})-(?P<variant>[A-Za-z0-9._-]+)$")
-VARIANTS = ("py3", "py3-igpu")
-IGPU_VARIANT = "py3-igpu"
-
-
-@dataclass(frozen=True)
-class NgcImage:
-    """What an image reference says about NGC PyTorch (see :func:`read_image`).
-
-    ``is_ngc``: the repository is ``nvcr.io/nvidia/pytorch`` or a configured mirror of it.
-    ``release``/``variant`` are set only for an NGC image with a valid ``YY.MM-py3`` /
-    ``YY.MM-py3-igpu`` tag; otherwise ``problem`` says, in one sentence, what is wrong.
-    """
-
-    image: str
-    is_ngc: bool
-    tag: str | None
-    release: str | None
-    variant: str | None
-    problem: str | None
-
-    @property
-    def igpu(self) -> bool:
-        """The Jetson / integrated-GPU flavour (``YY.MM-py3-igpu``), not for discrete GPUs."""
-        return self.variant == IGPU_VARIANT
-
-
-def mirror_host(mirror: str) -> str:
-    """`https://nvcr.mirror.example.cn/` -> `nvcr.mirror.example.cn` (host[:port][/prefix]):
-    a registry mirror as image references name it (the scheme in any case)."""
-    return re.sub(r"^[a-z]+://", "", mirror.strip(), flags=re.IGNORECASE).rstrip("/")
-
-
-def _split_ref(ref: str) -> tuple[str, str | None, str | None]:
-    """``name[:tag][@digest]`` -> (name, tag, digest); a ``:port`` in the host is not a tag."""
-    name, _, digest = ref.partition("@")
-    head, sep, tail = name.rpartition(":")
-    if sep and "/" not in tail:
-        return head, tail, digest or None
-    return name, None, digest or None
-
-
-def _unreadable_tag(ref: str, tag: str | None, problem: str) -> NgcImage:
-    """An NGC image whose tag tells no release (`problem` says why)."""
-    return NgcImage(ref, True, tag, None, None, problem)
-
-
-def read_image(image: str, mirrors: Sequence[str] = ()) -> NgcImage:
-    """Read an image reference as an NGC PyTorch image.
-
-    Only ``nvcr.io/nvidia/pytorch`` (host case-insensitive) and ``<mirror>/nvidia/pytorch`` for
-    a configured ``registry_mirror`` (``https://`` and a trailing ``/`` ignored) are NGC;
-    ``nvidia/pytorch`` alone is Docker Hub and ``ghcr.io/x/nvidia/pytorch`` someone else's.
-    A digest next to a tag (``:24.08-py3@sha256:...``) is ignored: the tag names the release.
-    """
-    ref = image.strip()
-    name, tag, digest = _split_ref(ref)
-    host, _, path = name.partition("/")
-    allowed = {f"nvcr.io/{_NGC_PATH}"} | {
-        f"{mirror_host(m).lower()}/{_NGC_PATH}" for m in mirrors if m.strip()
-    }
-    is_ngc = bool(path) and f"{host.lower()}/{path}" in allowed
-    if not is_ngc:
-        where = f"{NGC_IMAGE} or a mirror of it" if mirrors else NGC_IMAGE
-        return NgcImage(ref, False, tag, None, None, f"{ref!r} is not {where}")
-    if tag is None:
-        why = "is pinned by digest only" if digest else "has no tag"
-        return _unreadable_tag(
-            ref, None, f"{ref!r} {why}: the release cannot be told; pin a tag such as {NGC_IMAGE}:24.08-py3"
-        )
-    t = _TAG_RE.match(tag)
-    if t is None or not 1 <= int(t.group("mm")) <= 12:
-        return _unreadable_tag(
-            ref,
-            tag,
-            f"{tag!r} is not a valid NGC tag: NGC PyTorch tags are YY.MM-py3 with a month 01-12 "
-            "(e.g. 24.08-py3)",
-        )
-    release, variant = f"{t.group('yy')}.{t.group('mm')}", t.group("variant")
-    if variant not in VARIANTS:
-        return _unreadable_tag(
-            ref,
-            tag,
-            f"{tag!r} is not an NGC PyTorch tag: the variants are {release}-py3 (discrete GPUs) "
-            f"and {release}-py3-igpu (Jetson / integrated GPUs), not -{variant}",
-        )
-    return NgcImage(ref, True, tag, release, variant, None)
-
-
-def parse_image(image: str, mirrors: Sequence[str] = ()) -> tuple[str | None, str | None]:
-    """Split an NGC PyTorch image reference into ``(release, variant)``.
-
-    ``"nvcr.io/nvidia/pytorch:24.08-py3"`` -> ``("24.08", "py3")``; a configured mirror
-    (``mirrors=["mirror.example.cn"]``: ``"mirror.example.cn/nvidia/pytorch:24.08-py3"``) works
-    too, and ``":24.08-py3@sha256:..."`` gives the tag's release. Anything :func:`read_image`
-    finds a problem with gives ``(None, None)``.
-    """
-    info = read_image(image, mirrors)
-    return (info.release, info.variant) if info.problem is None else (None, None)
-
-
 _DATACENTER_RE = re.compile(
     r"\b(?:[agh]h?\d{2,3}[a-z]?|gb\d{3}|b\d{3}a?|l40s?|l4|l20|l2|t4|v100|p100|p40|p4|k80|k40|m60|m40|a2)\b"
 )
@@ -571,8 +484,12 @@ def _no_forward_compat(release: NgcRelease, driver: str, klass: str) -> str:
     """Why forward compatibility does not carry ``driver`` to ``release`` on a ``klass`` GPU."""
     if klass == "consumer":
         return "forward compatibility does not work on GeForce cards (CUDA error 804)"
+    branch = f"R{version_key(driver)[0]}"
+    if not release.forward_compat_read and klass in _MAY_FORWARD:  # (only a branch to upgrade from)
+        note, where = release.must_upgrade_note, release.must_upgrade_source
+        read = "" if release.must_upgrade_verified else ", not read on the page of this release itself"
+        return f'its branch {branch} is one NVIDIA\'s notes say to upgrade from ("{note}" ({where}){read})'
     if klass == "datacenter":
-        branch = f"R{version_key(driver)[0]}"
         same = next((f for f in release.forward_compat if f.branch == branch), None)
         if same is not None:
             return f"forward compatibility on branch {branch} needs {same.min} or later"
@@ -623,6 +540,12 @@ def _must_upgrade_compat(release: NgcRelease, driver: str, must: str, newest: st
     )
 
 
+def _notes_url(release: str) -> str:
+    """NVIDIA's PyTorch release-notes page of a YY.MM release."""
+    page = release.replace(".", "-")
+    return f"https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-{page}.html"
+
+
 def _unverified_forward_compat(
     release: NgcRelease,
     driver: str,
@@ -631,10 +554,24 @@ def _unverified_forward_compat(
     newest: str | None,
     fallback_note: str,
 ) -> Compat | None:
-    """``forward_compat_unverified`` (warn): a listed forward-compatible branch ``fb`` on a
-    professional GPU or a vGPU, or on a data-centre / professional GPU or a vGPU a branch newer
-    than every listed one; else None."""
+    """``forward_compat_unverified`` (warn): a release whose forward-compatible branches were not
+    read, on a data-centre / professional GPU or a vGPU (a branch NVIDIA says to upgrade from
+    excepted); a listed forward-compatible branch ``fb`` on a professional GPU or a vGPU, or on a
+    data-centre / professional GPU or a vGPU a branch newer than every listed one; else None."""
     rel, need = release.release, release.min_driver
+    branch = f"R{version_key(driver)[0]}"
+    if not release.forward_compat_read and klass in _MAY_FORWARD and branch not in release.must_upgrade:
+        return Compat(
+            "forward_compat_unverified",
+            f"Driver {driver} is older than {need}, which NGC PyTorch {rel} (CUDA {release.cuda}) needs "
+            f"natively, and the driver branches NVIDIA lists as forward-compatible for {rel} are not in "
+            f"gpuonboard's table (its notes were not read for them), so whether this {_MAY_FORWARD[klass]} "
+            f"runs it through the CUDA forward-compatibility package is unverified{fallback_note} -- check "
+            f"NVIDIA's notes for {rel} ({_notes_url(rel)}), test the container, or upgrade the driver to "
+            f"{need} or later.",
+            newest,
+            need,
+        )
     if (fb is not None or _beyond_listed(release, driver)) and klass == "vgpu":
         return Compat(
             "forward_compat_unverified",
@@ -657,7 +594,6 @@ def _unverified_forward_compat(
             need,
         )
     if klass in ("datacenter", "professional") and _beyond_listed(release, driver):
-        branch = f"R{version_key(driver)[0]}"
         listed = ", ".join(f.branch for f in release.forward_compat)
         return Compat(
             "forward_compat_unverified",

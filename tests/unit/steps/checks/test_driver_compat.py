@@ -291,3 +291,138 @@ def test_malformed_must_upgrade_is_refused(tmp_path: Path) -> None:
     p.write_text(row.replace('[R555, "555"]', "[R555]").replace('  must_upgrade_note: "x"\n', ""))
     with pytest.raises(ValueError, match="must_upgrade_note"):
         ngc.load_releases(p)
+
+
+# --- releases after 25.04 (NVIDIA's Triton compatibility matrix; see data/ngc_pytorch.yml) ----------
+
+
+@pytest.mark.parametrize(
+    ("release", "cuda", "min_driver"),
+    [
+        ("25.03", "12.8.1", "570"),
+        ("25.05", "12.9.0", "575"),
+        ("25.06", "12.9", "575"),
+        ("25.08", "13.0", "580"),
+        ("25.09", "13.0", "580"),
+        ("25.10", "13.0.2", "580"),
+        ("25.11", "13.0.2", "580"),
+        ("25.12", "13.1.0", "590"),
+        ("26.01", "13.1.1", "590"),
+        ("26.03", "13.2.0", "595"),
+        ("26.07", "13.3.0", "610"),
+    ],
+)
+def test_releases_after_2504_are_in_the_table(release: str, cuda: str, min_driver: str) -> None:
+    """The table stopped at 25.04: every later tag (CUDA 12.9, then 13.x) was "unknown". Each row
+    now holds the CUDA NVIDIA's matrix gives its PyTorch build and that CUDA's driver branch; its
+    forward-compatible branches were not read (absent, not an empty list)."""
+    row = ngc.release_for(ngc.load_releases(), release)
+    assert row is not None
+    assert row.cuda.startswith(cuda) and row.min_driver == min_driver
+    assert not row.forward_compat and not row.forward_compat_read
+
+
+@pytest.mark.parametrize(
+    ("fixture", "image", "verdict", "actual", "said"),
+    [
+        # a GeForce card on R575: CUDA 13 needs R580 (its minor-version floor), no forward compat
+        (
+            "nvidia-smi__geforce-rtx-4070-laptop__1gpu__driver575.64.03__spaces-collapsed.txt",
+            "nvcr.io/nvidia/pytorch:25.10-py3",
+            "fail",
+            "incompatible",
+            "below 580, the oldest driver of CUDA 13.x minor version compatibility",
+        ),
+        # a data-centre GPU on R575: the branches NVIDIA lists for 25.10 were not read: unverified
+        (
+            "nvidia-smi__h200__8gpu__driver575.57.08__load.txt",
+            "nvcr.io/nvidia/pytorch:25.10-py3",
+            "warn",
+            "forward compat unverified",
+            "are not in gpuonboard's table (its notes were not read for them)",
+        ),
+        # R555, a branch NVIDIA's notes say to upgrade from (carried from 25.01's), and below R580
+        (
+            "nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt",
+            "nvcr.io/nvidia/pytorch:25.12-py3",
+            "fail",
+            "incompatible",
+            "its branch R555 is one NVIDIA's notes say to upgrade from",
+        ),
+        # R580 on a 13.1 release: CUDA 13.x minor version compatibility on a GeForce card
+        (
+            "nvidia-smi-q-x__geforce-rtx-3080__1gpu__driver595.58.03__dtd-v13.xml",
+            "nvcr.io/nvidia/pytorch:26.07-py3",
+            "warn",
+            "minor version compat",
+            "older than 610",
+        ),
+        (
+            "nvidia-smi__h200__1gpu__driver580.159.04.txt",
+            "nvcr.io/nvidia/pytorch:25.10-py3",
+            "pass",
+            "compatible",
+            "meets NGC PyTorch 25.10's requirement (driver 580 or later)",
+        ),
+        (
+            "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt",
+            "nvcr.io/nvidia/pytorch:25.12-py3",
+            "pass",
+            "compatible",
+            "meets NGC PyTorch 25.12's requirement (driver 590 or later)",
+        ),
+    ],
+)
+def test_newer_releases_are_judged_on_real_boxes(
+    fixture: str, image: str, verdict: str, actual: str, said: str
+) -> None:
+    """These boxes got "unknown: 25.10 is not in the table" (a warn) whatever their driver; a
+    CUDA 13 container on a GeForce R575 driver cannot initialise CUDA."""
+    check = _check(fixture, image)
+    assert check.verdict == verdict, check
+    assert check.actual.endswith(actual), check.actual
+    assert said in check.detail, check.detail
+
+
+def test_a_row_without_forward_compat_is_not_read_not_none(tmp_path: Path) -> None:
+    """`forward_compat` absent: the branches were not read, so a data-centre driver below the
+    minimum is unverified (warn); `forward_compat: []` (NVIDIA lists none) still refuses it."""
+    row = '- release: "25.10"\n  cuda: "13.0.2"\n  pytorch: null\n  min_driver: "580"\n'
+    row += '  source: "https://docs.nvidia.com/x"\n'
+    unread = tmp_path / "unread.yml"
+    unread.write_text(row)
+    none = tmp_path / "none.yml"
+    none.write_text(row + "  forward_compat: []\n")
+    (r_unread,), (r_none,) = ngc.load_releases(unread), ngc.load_releases(none)
+    assert (r_unread.forward_compat_read, r_none.forward_compat_read) == (False, True)
+    verdicts = {
+        klass: (
+            ngc.compat(r_unread, "570.158.01", klass).verdict,
+            ngc.compat(r_none, "570.158.01", klass).verdict,
+        )
+        for klass in ("datacenter", "professional", "vgpu", "consumer", "unknown")
+    }
+    unverified = ("forward_compat_unverified", "incompatible")
+    assert verdicts == {
+        "datacenter": unverified,
+        "professional": unverified,
+        "vgpu": unverified,
+        "consumer": ("incompatible", "incompatible"),
+        "unknown": ("incompatible", "incompatible"),
+    }
+
+
+@pytest.mark.parametrize(
+    "image", ["nvcr.io/nvidia/pytorch:25.09-py3", "nvcr.io/nvidia/pytorch:25.09-py3-igpu"]
+)
+def test_jetson_thor_is_not_judged_either_way(image: str) -> None:
+    """A real Jetson Thor ("NVIDIA Thor", driver 580.00, CUDA 13.0, a PCI-style Bus-Id: not the
+    Orin iGPU's nvgpu driver) failed every -py3 image, "use -py3-igpu", which no NVIDIA text read
+    says (a Thor user's Dockerfile builds on nvcr.io/nvidia/pytorch:25.09-py3): neither is judged."""
+    check = _check("nvidia-smi__thor__1gpu__driver580.00__spaces-collapsed.txt", image)
+    assert check.verdict == "warn", check
+    assert check.actual == f"{image.rsplit(':', 1)[1]} on Jetson Thor (NVIDIA Thor): not judged"
+    assert "no NVIDIA text gpuonboard read says which NGC PyTorch image" in check.detail
+    # the Orin iGPU keeps its verdicts: a -py3 image fails there
+    orin = _check("nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt", image.replace("-igpu", ""))
+    assert orin.verdict == "fail" and orin.detail.endswith("use nvcr.io/nvidia/pytorch:25.09-py3-igpu")
