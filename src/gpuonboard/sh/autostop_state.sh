@@ -6,12 +6,12 @@
 # login finds the watched tools, and whether pgrep and ps exist; one `KIND VALUE` line each
 # (probe._parse_probe reads them).
 # Values in variables set before it (probe.state_probe_command): d the autostop dir, m cron.d or
-# crontab, c the cron.d dir, sc 1 where the shutdown command runs through sudo (then the
+# crontab, c the cron.d dir, sp the shutdown command's program ("" for none), sc 1 where the shutdown command runs through sudo (then the
 # function sudo_check); UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
 # __SCRIPT__, __CONF__, __CRON_NAME__, __OWNED__ (OWNED_FILES), __MARKER__ (CRON_MARKER) and
 # __TOOLS__ (WATCHED_TOOLS) are replaced when loaded.
 # Run by: steps/autostop (probe.state_probe_command), in the batched fact probe.
-# shellcheck disable=SC2154  # d, m, c, sc: set by probe.state_probe_command before this script
+# shellcheck disable=SC2154  # d, m, c, sp, sc: set by probe.state_probe_command before this script
 
 echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"
 echo "now $(date +%s)"
@@ -48,6 +48,15 @@ fi
 if [ -n "${sc:-}" ]; then
   o=$(sudo_check </dev/null 2>&1); echo "sudorc $?"
   echo "sudosaid $(printf '%s\n' "$o" | awk 'NF {l = $0} END {print substr(l, 1, 200)}')"
+fi
+# PID 1's name: an init (systemd, init) powers the machine off; a container's entry command
+# (bash, tini, sleep: RunPod, Vast.ai, a Kubernetes pod) cannot, whatever `shutdown` says
+[ -r /proc/1/comm ] && read -r p1 </proc/1/comm && echo "pid1 $p1"
+# the shutdown command's program on the watcher's PATH: cron's /usr/bin:/bin and the dirs
+# settings.sh.j2 adds (not the login's PATH: cron never reads ~/.bashrc)
+if [ -n "${sp:-}" ]; then
+  if (PATH=/usr/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin
+    command -v "$sp") >/dev/null 2>&1; then echo "shutprog yes"; else echo "shutprog no"; fi
 fi
 command -v pgrep >/dev/null 2>&1 || echo "pgrep no"
 command -v ps >/dev/null 2>&1 || echo "ps no"

@@ -69,11 +69,7 @@ def max_hours_sentence(settings: AutostopSettings, anchor: int, now: int) -> str
 def _power_command(command: str) -> bool:
     """Whether `command` starts with a power-off tool that only root may run (after any
     VAR=value words; `sudo ...` or a vendor's API call is not one)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    words = _command_words(command) or []
     return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS
 
 
@@ -81,14 +77,7 @@ def os_power_off(command: str) -> bool:
     """Whether `command` powers the box off through its own OS (`shutdown -h now`, `sudo -n
     poweroff`, `systemctl poweroff`, ...), which stops the work but not every vendor's bill; a
     vendor's API call that stops or deletes the instance is not one."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
-    while words and (posixpath.basename(words[0]) in ("sudo", "env", "nohup") or words[0].startswith("-")):
-        words = words[1:]
-    return bool(words) and posixpath.basename(words[0]) in POWER_COMMANDS - {"reboot"}
+    return posixpath.basename(shutdown_program(command)) in POWER_COMMANDS - {"reboot"}
 
 
 def billing_note(settings: AutostopSettings) -> str | None:
@@ -109,6 +98,41 @@ def billing_note(settings: AutostopSettings) -> str | None:
         " deallocated; check the vendor's terms and set it, or make shutdown_command the vendor's"
         " API call that stops the instance"
     )
+
+
+# PID 1 names (/proc/1/comm) of the init systems that power a machine off: systemd; sysvinit,
+# busybox and upstart ("init"); runit, OpenRC's, dinit, s6 and Guix's shepherd. In a container
+# PID 1 is the image's entry command (bash, sh, tini, dumb-init, docker-init, sleep, python ...):
+# a power command there stops nothing (systemd's: "System has not been booted with systemd as
+# init system (PID 1). Can't operate."), and a container that exits is restarted (a RunPod pod).
+INIT_SYSTEMS = frozenset(
+    {"systemd", "init", "upstart", "runit", "openrc-init", "dinit", "s6-svscan", "shepherd"}
+)
+
+
+def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
+    """Why the shutdown command could never stop the box: its program is not on the watcher's
+    PATH there, or it is a power command and PID 1 is no init (a container rental)."""
+    command = settings.shutdown_command
+    program = shutdown_program(command)
+    vendor = (
+        "pass --shutdown-command with the vendor's call that stops this instance (its API or CLI:"
+        " a RunPod pod stops by `runpodctl stop pod` with the pod's id), or set the vendor"
+        " profile's shutdown_command"
+    )
+    if r.shutdown_found is False:
+        return (
+            f"host {host}: the shutdown command {command!r} runs {program}, which is not installed"
+            f" there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
+            f" could never shut the box down: {vendor}"
+        )
+    if r.pid1 and r.pid1 not in INIT_SYSTEMS and posixpath.basename(program) in POWER_COMMANDS:
+        return (
+            f"host {host}: PID 1 there is {r.pid1!r}, not an init system: the login is inside a"
+            f" container (RunPod, Vast.ai, a Kubernetes pod), where {command!r} cannot power the"
+            f" machine off and the rental would go on being billed: {vendor}"
+        )
+    return None
 
 
 def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
@@ -163,19 +187,19 @@ def _reading(line: str) -> bool:
 _SUDO_VALUE_OPTIONS = frozenset("uUgpCDhrRtT")
 
 
-def sudo_check(command: str) -> list[str] | None:
-    """For a shutdown command run through sudo (after any VAR=value words), the command that asks
-    sudo, never running it, whether this login may run it without a password: `sudo -n -l
-    [-u USER] [-g GROUP] CMD ARGS` (`sudo -n true` where the command is not a plain word list);
-    None for a command that does not start with sudo."""
+def _command_words(command: str) -> list[str] | None:
+    """A shutdown command's words after any VAR=value words; None where it does not split."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
         words.pop(0)
-    if not words or posixpath.basename(words[0]) != "sudo":
-        return None
+    return words
+
+
+def _sudo_parts(words: list[str]) -> tuple[list[str], list[str]]:
+    """(sudo's -u/-g options with their values, the command sudo runs) of `sudo [OPTIONS] CMD`."""
     keep: list[str] = []
     i = 1
     while i < len(words) and words[i].startswith("-") and words[i] != "--":
@@ -184,10 +208,31 @@ def sudo_check(command: str) -> list[str] | None:
         if w[:2] in ("-u", "-g") or w.startswith(("--user", "--group")):
             keep += words[i : i + (2 if takes or w in ("--user", "--group") else 1)]
         i += 2 if takes or w in ("--user", "--group") else 1
-    rest = words[i + 1 :] if i < len(words) and words[i] == "--" else words[i:]
+    return keep, words[i + 1 :] if i < len(words) and words[i] == "--" else words[i:]
+
+
+def sudo_check(command: str) -> list[str] | None:
+    """For a shutdown command run through sudo (after any VAR=value words), the command that asks
+    sudo, never running it, whether this login may run it without a password: `sudo -n -l
+    [-u USER] [-g GROUP] CMD ARGS` (`sudo -n true` where the command is not a plain word list);
+    None for a command that does not start with sudo."""
+    words = _command_words(command)
+    if not words or posixpath.basename(words[0]) != "sudo":
+        return None
+    keep, rest = _sudo_parts(words)
     if not rest or any(not re.fullmatch(r"[^;&|<>()`$]+", w) for w in rest):
         return [words[0], "-n", "true"]
     return [words[0], "-n", "-l", *keep, *rest]
+
+
+def shutdown_program(command: str) -> str:
+    """The program a shutdown command runs (after any VAR=value words; under `sudo`, the command
+    sudo runs): `shutdown` of `sudo -n shutdown -h now`; "" where it cannot be told."""
+    words = _command_words(command) or []
+    if words and posixpath.basename(words[0]) == "sudo":
+        words = _sudo_parts(words)[1]
+    # (a word the shell would expand, `$HOME/bin/stop`, is not looked up as it stands)
+    return words[0] if words and re.fullmatch(r"[\w./+@:-]+", words[0]) else ""
 
 
 def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
@@ -208,6 +253,8 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             " profile's shutdown_command (or pass --shutdown-command) to the vendor's API call that"
             " stops billing (deletes or deallocates the instance)"
         )
+    if (cannot := _cannot_power_off(host, settings, r)) is not None:
+        return cannot
     if r.uid != "0" and _power_command(settings.shutdown_command):
         return (
             f"host {host}: the watcher would run as {who}, not root, which cannot run the shutdown"

@@ -70,6 +70,11 @@ class _Remote:
     gpu_util: tuple[str, ...] = ()  # its lines, one per GPU
     sudo_rc: int | None = None  # `sudo -n -l CMD` for a shutdown command run through sudo
     sudo_said: str = ""  # its last line
+    # PID 1's name (/proc/1/comm): an init (systemd, init ...) or, in a container, the image's
+    # entry command (bash, tini, sleep ...); "" where it cannot be read
+    pid1: str = ""
+    # the shutdown command's program is found on the watcher's PATH (None: not asked)
+    shutdown_found: bool | None = None
 
 
 def _int_or_none(text: str) -> int | None:
@@ -138,6 +143,10 @@ def _parse_probe(text: str) -> _Remote:
                 r.sudo_rc = -1
         elif kind == "sudosaid":
             r.sudo_said = rest.strip()
+        elif kind == "pid1":
+            r.pid1 = rest.strip()
+        elif kind == "shutprog":
+            r.shutdown_found = rest.strip() == "yes"
     r.present, r.crontab, r.gpu_util = tuple(present), tuple(crontab), tuple(util)
     return r
 
@@ -172,12 +181,20 @@ _STATE = (
 
 
 def state_probe_command(
-    dir_arg: str, cron_dir: str, cron_mode: str, sudo_check: list[str] | None = None
+    dir_arg: str,
+    cron_dir: str,
+    cron_mode: str,
+    sudo_check: list[str] | None = None,
+    program: str = "",
 ) -> str:
-    """The probe: the values autostop_state.sh reads (d, m, c, sc), the functions it calls, then
-    it. `sudo_check`: the words of the command that asks sudo, without running anything, whether
-    the shutdown command may run without a password (None: it does not go through sudo)."""
-    values = f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}"
+    """The probe: the values autostop_state.sh reads (d, m, c, sc, sp), the functions it calls,
+    then it. `sudo_check`: the words of the command that asks sudo, without running anything,
+    whether the shutdown command may run without a password (None: it does not go through sudo).
+    `program`: the shutdown command's program, looked up on the watcher's PATH ("": not asked)."""
+    values = (
+        f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)};"
+        f" sp={shell.quote(program)}"
+    )
     check = "sc=''"
     if sudo_check:
         check = f"sc=1\nsudo_check() {{ {shell.join(sudo_check)}; }}"

@@ -106,7 +106,9 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     An nproc output that was given but not read (a number without nproc's final newline: cut
     short?) leaves the CPUs this login may use unknown: no pass or warning, only a fail that
     does not depend on them."""
-    check = _container_view(_judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs")
+    check = _container_view(
+        _judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs", CPU_LIMIT_FILES
+    )
     unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
@@ -233,28 +235,53 @@ CGROUP_LIMITS_ADVICE = (
 )
 
 
-def _container_view(check: Check, facts: Facts, shows: str) -> Check:
-    """A pass where the box is a container (df's / is an overlay) whose cgroup limits were not
-    given (offline; the live probe reads them): `shows` the host's, which a container may not
-    use (AutoDL's `free` says 1.0Ti of a share of 32 GB): unverified, never a pass."""
-    if check.verdict != "pass" or facts.given("cgroup_limits"):
+# the cgroup files that give each limit (v2, v1): a limit is known where one was read
+MEMORY_LIMIT_FILES = ("memory.max", "memory.limit_in_bytes")
+CPU_LIMIT_FILES = ("cpu.max", "cpu.cfs_quota_us")
+
+
+def _limit_read(facts: Facts, files: tuple[str, ...]) -> bool:
+    """Whether the cgroup probe (or a saved listing) read one of `files` ("max" counts: read, no
+    limit); a probe that could not run or read nothing (no /proc/self/cgroup, no cgroupfs
+    mounted, files unreadable) leaves the limit unknown."""
+    lines = _answered(facts, "cgroup_limits").splitlines()
+    return any(line.partition("\t")[0].endswith(tuple("/" + f for f in files)) for line in lines)
+
+
+def _container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ...]) -> Check:
+    """A pass where the box is a container (df's / is an overlay) whose cgroup limit (`files`)
+    was not read (offline: not given; live: the probe could not read it): `shows` the host's,
+    which a container may not use (AutoDL's `free` says 1.0Ti of a share of 32 GB): unverified,
+    never a pass."""
+    if check.verdict != "pass" or _limit_read(facts, files):
         return check
     root = next((m for m in facts.mounts if m.mountpoint == "/"), None)
     if root is None or "overlay" not in (root.fstype or "", root.device):
         return check
+    advice = CGROUP_LIMITS_ADVICE
+    if facts.given("cgroup_limits"):
+        out = facts.raw["cgroup_limits"]
+        said = "no /proc/self/cgroup" if out.absent else out.failure() if out.exit_code else "it read none"
+        advice = (
+            f"the container's cgroup limits read there hold no {' or '.join(files)} ({said}):"
+            f" read them by hand (`grep . /sys/fs/cgroup/{files[0]}`) or ask the vendor for the"
+            " container's limits"
+        )
     return Check(
         check.name,
         check.expected,
         f"{check.actual} (of the host: / is an overlay, a container)",
         "unverified",
         f"inside a container {shows} unless lxcfs shows its own, and a cgroup limit may give this"
-        f" container less; {CGROUP_LIMITS_ADVICE}",
+        f" container less; {advice}",
     )
 
 
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """RAM as ordered (`_judge_ram`); a pass of a container whose limits were not given is not one."""
-    return _container_view(_judge_ram(order, facts, tolerance), facts, "free shows the host's RAM")
+    return _container_view(
+        _judge_ram(order, facts, tolerance), facts, "free shows the host's RAM", MEMORY_LIMIT_FILES
+    )
 
 
 def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:

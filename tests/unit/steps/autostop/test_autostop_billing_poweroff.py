@@ -22,7 +22,7 @@ from gpuonboard.steps.autostop.install import billing_note, install_problem, os_
         ("/sbin/shutdown -P +1", True),
         ("sudo -n poweroff", True),
         ("LANG=C sudo systemctl poweroff", True),
-        ("env FOO=1 halt -p", True),
+        ("FOO=1 halt -p", True),
         ("reboot", False),  # (the box comes back: not a power-off)
         ("aws ec2 stop-instances --instance-ids i-0abc", False),
         ("az vm deallocate -g rg -n gpu1", False),

@@ -5,6 +5,7 @@ minute and the box never stopped)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from gpuonboard.steps.autostop import (
     parse_settings,
     render_script,
 )
+from gpuonboard.steps.autostop.install import INIT_SYSTEMS, shutdown_program
 from gpuonboard.steps.base import StepArgsError
 
 from .box import T0, Box
@@ -47,8 +49,14 @@ def cron_daemon(tmp_path: Path) -> Iterator[None]:
         daemon.wait()
 
 
-def probe(tmp_path: Path, as_nobody: bool) -> _Remote:
-    command = _state_probe_command(str(tmp_path / "autostop"), str(tmp_path / "cron.d"), "auto")
+def probe(tmp_path: Path, as_nobody: bool, shutdown_command: str = "") -> _Remote:
+    """The real state probe on this machine; `shutdown_command`'s program is looked up there."""
+    command = _state_probe_command(
+        str(tmp_path / "autostop"),
+        str(tmp_path / "cron.d"),
+        "auto",
+        program=shutdown_program(shutdown_command),
+    )
     argv = ["sh", "-c", command]
     if as_nobody:
         if os.geteuid() != 0 or not shutil.which("setpriv"):
@@ -63,12 +71,18 @@ def problem(r: _Remote, shutdown_command: str) -> str | None:
     return install_problem("gpu1", parse_settings({"shutdown_command": shutdown_command}), r)
 
 
+def on_a_machine(r: _Remote) -> _Remote:
+    """The probe's findings as on a machine booted by systemd (this machine may be a container,
+    whose PID 1 is no init: see test_a_power_command_in_a_container_is_refused)."""
+    return dataclasses.replace(r, pid1="systemd")
+
+
 @pytest.mark.usefixtures("cron_daemon")
 @pytest.mark.parametrize(
     "command", ["shutdown -h now", "/sbin/poweroff", "systemctl poweroff", "LANG=C shutdown -h +1"]
 )
 def test_a_non_root_login_cannot_run_a_power_command_itself(tmp_path: Path, command: str) -> None:
-    r = probe(tmp_path, as_nobody=True)
+    r = on_a_machine(probe(tmp_path, as_nobody=True))
     assert (r.uid, r.user, r.mode, r.cron_daemon) == (str(NOBODY), "nobody", "crontab", "yes")
     quoted = "'sudo -n " + command + "'"
     assert problem(r, command) == (
@@ -83,16 +97,100 @@ def test_a_non_root_login_cannot_run_a_power_command_itself(tmp_path: Path, comm
     "command", ["sudo -n shutdown -h now", "curl -fsS -X POST https://api.example.com/v1/stop"]
 )
 def test_a_non_root_login_may_use_sudo_or_a_vendor_api_call(tmp_path: Path, command: str) -> None:
-    assert problem(probe(tmp_path, as_nobody=True), command) is None
+    assert problem(on_a_machine(probe(tmp_path, as_nobody=True)), command) is None
 
 
 @pytest.mark.usefixtures("cron_daemon")
 def test_root_runs_the_default_shutdown_command(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    r = probe(tmp_path, as_nobody=False)
+    if not shutil.which("shutdown", path=WATCHER_PATH):
+        pytest.skip("this machine has no shutdown command")
+    r = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command="shutdown -h now"))
     assert (r.uid, r.mode, r.cron_daemon) == ("0", "cron.d", "yes")
     assert problem(r, "shutdown -h now") is None
+
+
+# cron's PATH and the dirs the watcher adds (templates/remote/autostop/settings.sh.j2)
+WATCHER_PATH = "/usr/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin"
+
+
+@pytest.mark.usefixtures("cron_daemon")
+@pytest.mark.parametrize("command", ["shutdown -h now", "sudo -n poweroff", "LANG=C systemctl poweroff"])
+def test_a_power_command_in_a_container_is_refused(tmp_path: Path, command: str) -> None:
+    """A container rental (RunPod, Vast.ai, a Kubernetes pod) runs the image's entry command as
+    PID 1, no init: `shutdown -h now` there powers nothing off (systemd's "System has not been
+    booted with systemd as init system (PID 1). Can't operate."; phusion/baseimage-docker#172),
+    and a pod whose container exits is restarted (runpod/runpodctl#149), so the box was billed on
+    under a watcher installed without a word. This machine is such a container when its PID 1 is
+    no init (`systemctl is-system-running` here: offline): the real probe reads its name."""
+    pid1 = Path("/proc/1/comm").read_text().strip()
+    r = probe(tmp_path, as_nobody=False, shutdown_command=command)
+    assert r.pid1 == pid1
+    if pid1 in INIT_SYSTEMS:
+        pytest.skip(f"this machine's PID 1 is an init ({pid1})")
+    said = problem(r, command)
+    assert said is not None and said.startswith(
+        f"host gpu1: PID 1 there is {pid1!r}, not an init system: the login is inside a container"
+        f" (RunPod, Vast.ai, a Kubernetes pod), where {command!r} cannot power the machine off"
+    ), said
+    assert "the vendor's call that stops this instance" in said
+    assert problem(r, "touch /nonexistent/stopped") is None  # (not a power command: the vendor's)
+
+
+@pytest.mark.parametrize("pid1", ["bash", "sh", "tini", "dumb-init", "docker-init", "sleep", "python3"])
+def test_a_container_entry_command_as_pid_1_refuses_every_power_command(pid1: str) -> None:
+    r = _Remote(uid="0", user="root", dir="/var/lib/gpuonboard/autostop", mode="cron.d", pid1=pid1)
+    for command in ("shutdown -h now", "/sbin/poweroff", "sudo -u root -n halt -p", "init 0"):
+        assert (problem(r, command) or "").startswith(f"host gpu1: PID 1 there is {pid1!r}"), command
+    assert problem(r, "curl -fsS -X POST https://api.example.com/v1/stop") is None
+
+
+@pytest.mark.parametrize("pid1", ["systemd", "init", "runit", ""])
+def test_an_init_as_pid_1_or_one_not_read_runs_the_power_command(pid1: str) -> None:
+    """systemd, sysvinit/busybox/upstart's `init`, runit; "" where /proc/1 could not be read
+    (hidepid): no refusal on a guess."""
+    r = _Remote(uid="0", user="root", dir="/var/lib/gpuonboard/autostop", mode="cron.d", pid1=pid1)
+    assert problem(r, "shutdown -h now") is None
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_a_shutdown_command_whose_program_is_not_there_is_refused(tmp_path: Path) -> None:
+    """A vendor's stop command whose CLI the box lacks (`runpodctl` not installed, or only on the
+    login's PATH, not cron's) would fail at every tick: refused at install, naming it."""
+    command = "runpodctl stop pod abc123"
+    if shutil.which("runpodctl", path=WATCHER_PATH):
+        pytest.skip("this machine has runpodctl")
+    r = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command=command))
+    assert r.shutdown_found is False
+    assert problem(r, command) == (
+        f"host gpu1: the shutdown command {command!r} runs runpodctl, which is not installed there"
+        " (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher could never"
+        " shut the box down: pass --shutdown-command with the vendor's call that stops this instance"
+        " (its API or CLI: a RunPod pod stops by `runpodctl stop pod` with the pod's id), or set the"
+        " vendor profile's shutdown_command"
+    )
+    found = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command="touch /nonexistent/x"))
+    assert found.shutdown_found is True and problem(found, "touch /nonexistent/x") is None
+    # (a word the shell expands is not looked up as it stands: not asked, no refusal)
+    expands = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command="$HOME/bin/stop-box"))
+    assert expands.shutdown_found is None and problem(expands, "$HOME/bin/stop-box") is None
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("shutdown -h now", "shutdown"),
+        ("LANG=C /sbin/poweroff", "/sbin/poweroff"),
+        ("sudo -n shutdown -h now", "shutdown"),
+        ("sudo -u root -n -- systemctl poweroff", "systemctl"),
+        ("sudo", ""),
+        ("$HOME/bin/stop", ""),
+        ("echo 'unclosed", ""),
+    ],
+)
+def test_the_program_a_shutdown_command_runs(command: str, program: str) -> None:
+    assert shutdown_program(command) == program
 
 
 # Billing-aware autostop only when the vendor profile names its billing unit (issue 26).

@@ -1,0 +1,79 @@
+"""A container whose cgroup limits the live probe could not read: the RAM and CPUs `free`,
+`lscpu` and `nproc` show are the host's (a real AutoDL container's `free -h` says `1.0Ti` of a
+share of 32 GB), so a pass of `ram` or `cpu_cores` there is unverified, as offline without the
+limits; before, any output of the probe (exit 127 where there is no /proc/self/cgroup, nothing
+read where the files are not readable, or only the other resource's file) counted as "limits
+read: none", and the host's figures passed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.steps.checks.host_rules import rule_cpu, rule_ram
+from gpuonboard.units import parse_ram_size
+
+FIXTURES = Path(__file__).parents[3] / "fixtures"
+DF = (FIXTURES / "public" / "df-h__autodl-rtx4090-container__overlay-root.txt").read_text()
+FREE = (FIXTURES / "public" / "free-h__autodl-rtx4090-container__host-1.0ti.txt").read_text()
+LSCPU = (FIXTURES / "real" / "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt").read_text()
+ORDER = OrderSpec(ram_bytes=parse_ram_size("512GB"), cpu_cores=32)
+
+
+def _facts(limits: ProbeOutput, df: str = DF) -> object:
+    return parse_facts(
+        {
+            "df": ProbeOutput(df, "", 0),
+            "free": ProbeOutput(FREE, "", 0),
+            "lscpu": ProbeOutput(LSCPU, "", 0),
+            "nproc": ProbeOutput("64\n", "", 0),
+            "cgroup_limits": limits,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        (ProbeOutput("", "", 127), "(no /proc/self/cgroup)"),
+        (ProbeOutput("", "", 0), "(it read none)"),
+    ],
+)
+def test_limits_the_probe_could_not_read_leave_a_containers_pass_unverified(
+    limits: ProbeOutput, said: str
+) -> None:
+    facts = _facts(limits)
+    ram, cpu = rule_ram(ORDER, facts, 0.03), rule_cpu(ORDER, facts)
+    assert (ram.verdict, cpu.verdict) == ("unverified", "unverified"), (ram, cpu)
+    assert ram.actual.endswith("(of the host: / is an overlay, a container)")
+    assert f"hold no memory.max or memory.limit_in_bytes {said}" in ram.detail
+    assert f"hold no cpu.max or cpu.cfs_quota_us {said}" in cpu.detail
+
+
+def test_each_limit_counts_only_where_its_own_file_was_read() -> None:
+    """cpu.max read (no quota) and no memory file: the CPUs are judged, the RAM is not known."""
+    facts = _facts(ProbeOutput("/sys/fs/cgroup/cpu.max\tmax 100000\n", "", 0))
+    assert rule_cpu(ORDER, facts).verdict == "pass"
+    assert rule_ram(ORDER, facts, 0.03).verdict == "unverified"
+    both = _facts(ProbeOutput("/sys/fs/cgroup/memory.max\tmax\n/sys/fs/cgroup/cpu.max\tmax 100000\n", "", 0))
+    assert (rule_ram(ORDER, both, 0.03).verdict, rule_cpu(ORDER, both).verdict) == ("pass", "pass")
+    v1 = _facts(
+        ProbeOutput(
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes\t9223372036854771712\n"
+            "/sys/fs/cgroup/cpu/cpu.cfs_quota_us\t-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us\t100000\n",
+            "",
+            0,
+        )
+    )
+    assert (rule_ram(ORDER, v1, 0.03).verdict, rule_cpu(ORDER, v1).verdict) == ("pass", "pass")
+
+
+def test_a_machine_that_is_no_container_passes_without_its_limits() -> None:
+    """/ on a disk, not an overlay: the probe reading nothing says nothing against free's RAM."""
+    machine = (FIXTURES / "real" / "df__ubuntu-18.04-vm__snap-loops.txt").read_text()
+    facts = _facts(ProbeOutput("", "", 127), machine)
+    assert (rule_ram(ORDER, facts, 0.03).verdict, rule_cpu(ORDER, facts).verdict) == ("pass", "pass")
