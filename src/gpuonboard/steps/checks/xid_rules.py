@@ -138,10 +138,13 @@ def _occurrences(group: Sequence[KernelEvent]) -> int:
 
 
 def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
-    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
-    groups: dict[tuple[str, int, str | None], list[KernelEvent]] = {}
+    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code, action), worst
+    first. Each event is judged on its own line: one code's events on one GPU may need different
+    actions (an NVLink5 Xid 145 the driver logged `Nonfatal`, then one it logged `Fatal`; Xid 154s
+    changing to different recovery actions), so they are counted apart, never by the first one."""
+    groups: dict[tuple[str, int, str | None, str], list[KernelEvent]] = {}
     for e in events:
-        groups.setdefault((pci_key(e.pci), e.code, e.fault), []).append(e)
+        groups.setdefault((pci_key(e.pci), e.code, e.fault, xid_action(e)[0]), []).append(e)
     rank = {
         a: i
         for i, a in enumerate(
@@ -149,7 +152,7 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
         )
     }
     out = []
-    for (_, code, _fault), group in groups.items():
+    for (_, code, _fault, _action), group in groups.items():
         action, name = xid_action(group[0])
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
