@@ -3,12 +3,14 @@ that GPU (R19-K1). Real captures: tests/fixtures/real/dmesg* (SOURCES.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_xid
+from gpuonboard.api import offline
+from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
+from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 NVLINK5 = "dmesg-kmsg__xid-144-145-nonfatal-then-fatal-one-gpu__gpud.txt"
@@ -57,3 +59,71 @@ def test_r19_k1_xid_154_changes_are_each_judged() -> None:
     assert row.detail.startswith("Ask the vendor to reboot the host")
     assert "Xid 154 GPU Recovery Action Changed -> reboot" in row.actual
     assert "Xid 154 GPU Recovery Action Changed -> reset_gpu" in row.actual
+
+
+# --- R19-K2: a log of several boots: faults of a boot the box has since left ---------------------
+
+DERIVED = REAL.parent / "derived"
+TWO_BOOTS = "dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt"
+H100_SYSLOG = "dmesg-syslog__h100-hgx__fallen-off-bus-multiline-no-xid__driver525.125.06.txt"
+THEN_REBOOT = (
+    "dmesg-syslog__h100-hgx__fallen-off-bus__then-reboot-separator__derived.txt",  # journalctl
+    "dmesg-syslog__h100-hgx__fallen-off-bus__then-reboot-banner__derived.txt",  # kern.log
+)
+
+
+def test_r19_k2_journal_separator_and_banner_are_one_boot_boundary() -> None:
+    # `journalctl` (no -k) of two boots: `-- Reboot --`, then the kernel's `Linux version` banner
+    log = parse_kernel_log(read(TWO_BOOTS))
+    assert (log.boots, log.events) == (2, ())
+    # a log of one boot, its banner first or none: one boot
+    assert parse_kernel_log(read(H100_SYSLOG)).boots == 1
+
+
+@pytest.mark.parametrize("name", THEN_REBOOT)
+def test_r19_k2_a_fault_before_the_last_reboot_is_said_so_and_warns(name: str) -> None:
+    # the real H100 syslog (GPU 5d:00.0 fell off the bus, probe failed: "reboot"), then a reboot
+    # (journalctl's separator and the banner, or the banner alone): the reboot they asked for
+    # happened; judged as if of this boot, the box failed "ask the vendor to reboot"
+    log = parse_kernel_log((DERIVED / name).read_text())
+    assert log.boots == 2 and log.events and all(e.earlier_boot for e in log.events)
+    row = rule_xid(log.events, True)
+    assert row.verdict == "warn"
+    assert row.actual == (
+        "GPU at PCI 0000:5d:00.0: driver message (no Xid): GPU has fallen off the bus"
+        " (logged before the log's last reboot) -> rebooted_since;"
+        " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to probe"
+        " a GPU (logged before the log's last reboot) -> rebooted_since"
+    )
+    assert row.detail.startswith("the kernel log spans more than one boot")
+
+
+def test_r19_k2_a_fault_after_the_last_reboot_still_fails() -> None:
+    name = "dmesg-journalctl__two-boots__then-h100-fallen-off-bus__derived.txt"
+    log = parse_kernel_log((DERIVED / name).read_text())
+    assert log.boots == 2 and not any(e.earlier_boot for e in log.events)
+    row = rule_xid(log.events, True)
+    assert row.verdict == "fail" and "GPU has fallen off the bus -> reboot" in row.actual
+
+
+def test_r19_k2_a_replacement_stays_asked_for_across_a_reboot() -> None:
+    # a double-bit ECC error (Xid 48: replace) of an earlier boot is no less a hardware fault;
+    # a fatal SXid (reboot) of an earlier boot warns as the Xids do
+    dbe = KernelEvent(
+        "xid", 48, "0000:19:00", "pid=1, name=x, An uncorrectable double bit error", earlier_boot=True
+    )
+    row = rule_xid([dbe], True)
+    assert row.verdict == "fail" and "(logged before the log's last reboot) -> replace" in row.actual
+    sxid = KernelEvent(
+        "sxid", 20034, "0000:06:00.0", "Fatal, Link 48 LTSSM Fault Up", "nvidia-nvswitch1", severity="fatal"
+    )
+    assert rule_sxid([sxid], True).verdict == "fail"
+    earlier = rule_sxid([replace(sxid, earlier_boot=True)], True)
+    assert earlier.verdict == "warn" and earlier.detail.startswith("the kernel log spans more than one boot")
+    assert earlier.actual.endswith("fatal (logged before the log's last reboot) -> rebooted_since")
+
+
+def test_r19_k2_offline_judge_reads_a_saved_journal_of_two_boots() -> None:
+    raw = offline.load_outputs([str(DERIVED / THEN_REBOOT[0])])
+    log = parse_kernel_log(raw["kernel_log"].stdout)
+    assert rule_xid(log.events, True).verdict == "warn"
