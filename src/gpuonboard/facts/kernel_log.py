@@ -728,17 +728,20 @@ def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[K
     where the log has no line of that Xid for that GPU (the ring buffer wrapped, the probe kept
     the newest lines, a paste holds the tail): the fault happened all the same. One event per
     (GPU, code), `implied_by` the code of the line that names it."""
-    logged = {(pci_key(e.pci), e.code) for e in events if e.kind == "xid"}
-    out: dict[tuple[str, int], KernelEvent] = {}
+    # (per boot of a log of several: a line of an earlier boot is not this boot's fault)
+    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in events if e.kind == "xid"}
+    out: dict[tuple[str, int, bool], KernelEvent] = {}
     for e in events:
         if e.kind != "xid":
             continue
         for m in _CAUSED_BY.finditer(e.message):
             if e.cut is not None and m.end() == len(e.message.rstrip()):
                 continue  # the log ends inside this number (149 cut to 14): not read
-            key = (pci_key(e.pci), int(m.group(1)))
+            key = (pci_key(e.pci), int(m.group(1)), e.earlier_boot)
             if key not in logged and key not in out:
-                out[key] = KernelEvent("xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code)
+                out[key] = KernelEvent(
+                    "xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code, earlier_boot=key[2]
+                )
     return tuple(out.values())
 
 

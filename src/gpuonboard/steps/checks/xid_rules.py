@@ -355,7 +355,7 @@ def rule_xid(
     GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
     each said to be of the earlier boot."""
     xids = [e for e in events if e.kind == "xid"]
-    logged = {(pci_key(e.pci), e.code) for e in xids}
+    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in xids}
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
     # not its own line is still in the log
     xids += implied_xids(xids)
@@ -363,7 +363,9 @@ def rule_xid(
     # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
     # that Xid's text: listed once
     xids += [
-        e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
+        e
+        for e in events
+        if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or ""), e.earlier_boot) not in logged
     ]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)

@@ -127,3 +127,23 @@ def test_r19_k2_offline_judge_reads_a_saved_journal_of_two_boots() -> None:
     raw = offline.load_outputs([str(DERIVED / THEN_REBOOT[0])])
     log = parse_kernel_log(raw["kernel_log"].stdout)
     assert rule_xid(log.events, True).verdict == "warn"
+
+
+def test_r19_k2_a_fault_of_this_boot_is_not_hidden_by_the_same_one_of_an_earlier_boot() -> None:
+    # Xid 149 of an earlier boot; this boot's Xid 45 (the R590 line of the real capture
+    # dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt) names a 149 whose
+    # own line is not in the log: that 149 is this boot's, a GPU reset
+    before = KernelEvent("xid", 149, "0000:dc:00", "NETIR_LINK_EVT Fatal XC0 i0 Link 00", earlier_boot=True)
+    now = KernelEvent(
+        "xid", 45, "0000:dc:00", "pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149"
+    )
+    row = rule_xid([before, now], True)
+    assert row.verdict == "fail"
+    assert (
+        "Xid 149 NVLINK: NETIR Error (its own line not in the log; named as the cause by Xid 45) -> reset_gpu"
+        in (row.actual)
+    )
+    # the driver's fallen-off-the-bus sentence of this boot beside an Xid 79 of an earlier boot
+    xid79 = KernelEvent("xid", 79, "0000:5d:00", "pid=0, GPU has fallen off the bus.", earlier_boot=True)
+    fallen = parse_kernel_log(read(H100_SYSLOG)).nvrm_faults()[0]
+    assert rule_xid([xid79, fallen], True).verdict == "fail"
