@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuonboard.facts.kernel_log import KernelEvent
+from gpuonboard.facts.kernel_log import BootCounter, KernelEvent
 
 __all__ = ["AER_FAULTS", "aer_events"]
 
@@ -44,8 +44,10 @@ AER_FAULTS = {
 def aer_events(text: str) -> tuple[KernelEvent, ...]:
     """The GPU's AER events in a kernel log text, one per line that says one (see the module)."""
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
-    events: list[KernelEvent] = []
+    events: list[tuple[int, KernelEvent]] = []
+    boots = BootCounter()
     for line in text.splitlines():
+        boots.read(line)
         own = _NVIDIA.search(line)
         received = _RECEIVED.search(line)
         pci = own.group(1) if own else (received.group(1) if received else "")
@@ -60,8 +62,10 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
             continue
         where = own or received
         message = line[where.start() :].strip() if where else line.strip()
-        events.append(KernelEvent("aer", 0, pci, message, fault=fault))
-    return _with_cut_end(text, tuple(events))
+        events.append((boots.boot, KernelEvent("aer", 0, pci, message, fault=fault)))
+    # an error logged before the log's last boot boundary is of a boot the box has since left
+    last = boots.boot
+    return _with_cut_end(text, tuple(dataclasses.replace(e, earlier_boot=boot < last) for boot, e in events))
 
 
 # the start of a line of the nvidia driver about one GPU (`nvidia 0000:03:00.0: AER: ...`), cut

@@ -40,6 +40,12 @@ Board Serial Number: ...`) immediately before that GPU's first Xid line: a pream
 of that GPU after it is an Xid whose line is not in the log (unread; `cut` where the log ends
 there).
 
+A saved log may span several boots (`journalctl` without `-b`, or `-k -b -1`; a syslog or
+kern.log kept across reboots): journalctl prints `-- Reboot --` (systemd before v247) or `-- Boot
+<boot id> --` between two boots' lines, and the kernel's first line of each boot is its `Linux
+version ...` banner. An event logged before the last such boundary is `earlier_boot`: a fault of
+a boot the box has since left, not of the boot it runs now.
+
 The probe (facts/extra_probes.py) prefixes its output with `# source: ...` and `# first: ...`
 lines (which log answered, and its first line before filtering): they tell whether the log
 reaches back to boot, i.e. whether "no Xid" means "none since boot".
@@ -55,6 +61,7 @@ from pathlib import Path
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
+    "BootCounter",
     "KernelEvent",
     "KernelLog",
     "NvrmFault",
@@ -97,6 +104,9 @@ class KernelEvent:
     # driver message left unfinished): that text as printed, from the driver's tag on; what
     # followed is not known. None: the event was read whole
     cut: str | None = None
+    # logged before the last boot boundary of a log that spans boots (BootCounter): a fault of a
+    # boot the box has since left (rebooted since)
+    earlier_boot: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,7 @@ class KernelLog:
     source: str | None = None  # "dmesg", "journalctl -k -b", ... (the probe's `# source:` line)
     first_line: str | None = None  # the log's first line before filtering (`# first:`)
     lines: int = 0  # non-empty log lines read (after the probe's filter)
+    boots: int = 1  # the boots the log spans (BootCounter: journalctl's separators, kernel banners)
 
     @property
     def covers_boot(self) -> bool | None:
@@ -191,6 +202,37 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first): ?(.*)$")
+# journalctl's line between two boots' entries: `-- Reboot --` (systemd up to v246), `-- Boot
+# <boot id> --` (v247+, systemd pull request #17475)
+_BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE)
+# journalctl's other lines of its own (`-- Logs begin at ... --`, `-- Journal begins at ... --`):
+# no line of the log
+_JOURNAL_NOTE = re.compile(r"-- .+ --")
+# the kernel's first line of a boot, after any stamp or prefix (`[    0.000000] Linux version
+# 6.8.0-...`, `host kernel: Linux version 2.6.10 (root@...)`, --decode's `kern  :notice: ...`)
+_BANNER = re.compile(r"(?:^|[\]:]\s*)Linux version \d\S*\s+\(")
+
+
+class BootCounter:
+    """The boots a kernel log spans, line by line: a boundary is journalctl's separator line or
+    the kernel's `Linux version` banner after at least one line of the boot before (a log's own
+    first banner, or a separator right before a banner, starts no new boot)."""
+
+    def __init__(self) -> None:
+        self.boot = 0  # the boot the last line read is of (0: the log's first)
+        self._lines = 0  # log lines read of this boot
+
+    def read(self, line: str) -> bool:
+        """Counts one line; True when it is journalctl's separator (no line of the log)."""
+        text = line.strip()
+        separator = _BOOT_SEPARATOR.fullmatch(text) is not None
+        if separator or _BANNER.search(text):
+            self.boot += 1 if self._lines else 0
+            self._lines = 0
+        self._lines += 0 if not text or _JOURNAL_NOTE.fullmatch(text) else 1
+        return separator
+
+
 _NVRM = re.compile(r"NVRM:\s?(.*)$")
 # a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
 _NVRM_PCI = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\b")
@@ -485,7 +527,8 @@ def _unwrapped(lines: list[str], open_end: bool = False) -> list[str]:
     the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
     its own."""
     filled = [line for line in lines if line.strip()]
-    starts = [bool(KERNEL_STAMP.match(line)) for line in filled]
+    # (journalctl's line between two boots is a line of its own too)
+    starts = [bool(KERNEL_STAMP.match(line) or _BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
     if sum(starts) * 2 < len(filled):
         return lines
     if open_end and filled and _says_nothing(filled[-1]):
@@ -556,6 +599,8 @@ class _Reader:
         self.source: str | None = None
         self.first: str | None = None
         self.lines = 0
+        self.boots = BootCounter()
+        self.boot_start = 0  # the index in `events` of the log's last boot's first event
 
     def read(self, line: str, cut: bool) -> None:
         """One line; `cut`: it is the log's last and has no newline after it."""
@@ -565,7 +610,7 @@ class _Reader:
             else:
                 self.first = m.group(2)
             return
-        if not line.strip():
+        if not line.strip() or self.new_boot(line):
             return
         self.lines += 1
         if event := _line_event(line, cut):
@@ -597,6 +642,18 @@ class _Reader:
             self.tail = KernelEvent("cut", 0, "", said, cut=said)
         if _NVRM.search(line) or _NVSWITCH.search(line):
             self.driver_lines += 1
+
+    def new_boot(self, line: str) -> bool:
+        """Counts the line's boot (BootCounter); where a new boot starts, the message being joined
+        and the open SXid events end with the boot before. True: the line is journalctl's
+        separator (nothing more to read in it)."""
+        boot = self.boots.boot
+        separator = self.boots.read(line)
+        if self.boots.boot != boot:
+            self.flush()
+            self.sxids.open.clear()
+            self.boot_start = len(self.events)
+        return separator
 
     def xid_read(self, event: KernelEvent) -> None:
         """An Xid line (read or not) ends the preambles it follows: those of its GPU, a serial
@@ -639,7 +696,9 @@ class _Reader:
             self.events.append(replace(p.event, cut=p.event.message) if ends else p.event)
         if self.tail is not None:
             self.events.append(self.tail)
-        return self.events
+        return [
+            replace(e, earlier_boot=True) if i < self.boot_start else e for i, e in enumerate(self.events)
+        ]
 
 
 def parse_kernel_log(text: str) -> KernelLog:
@@ -656,7 +715,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     for i, line in enumerate(lines):
         reader.read(line, i == last)
     events = reader.end()
-    return KernelLog(tuple(events), reader.source, reader.first, reader.lines)
+    return KernelLog(tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1)
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
@@ -669,17 +728,20 @@ def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[K
     where the log has no line of that Xid for that GPU (the ring buffer wrapped, the probe kept
     the newest lines, a paste holds the tail): the fault happened all the same. One event per
     (GPU, code), `implied_by` the code of the line that names it."""
-    logged = {(pci_key(e.pci), e.code) for e in events if e.kind == "xid"}
-    out: dict[tuple[str, int], KernelEvent] = {}
+    # (per boot of a log of several: a line of an earlier boot is not this boot's fault)
+    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in events if e.kind == "xid"}
+    out: dict[tuple[str, int, bool], KernelEvent] = {}
     for e in events:
         if e.kind != "xid":
             continue
         for m in _CAUSED_BY.finditer(e.message):
             if e.cut is not None and m.end() == len(e.message.rstrip()):
                 continue  # the log ends inside this number (149 cut to 14): not read
-            key = (pci_key(e.pci), int(m.group(1)))
+            key = (pci_key(e.pci), int(m.group(1)), e.earlier_boot)
             if key not in logged and key not in out:
-                out[key] = KernelEvent("xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code)
+                out[key] = KernelEvent(
+                    "xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code, earlier_boot=key[2]
+                )
     return tuple(out.values())
 
 

@@ -225,6 +225,12 @@ PARSED_RIGHT = frozenset(
         "real/nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt",
         "real/nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt",
         "real/dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
+        # round 19 (values: steps/checks/test_xid_rules_r19.py): fixed R19-K1 (one code's events on
+        # one GPU judged by its first: a Fatal NVLink5 Xid after a Nonfatal one only watched)
+        "real/dmesg-kmsg__xid-144-145-nonfatal-then-fatal-one-gpu__gpud.txt",
+        # round 19 (values: steps/checks/test_xid_rules_r19.py): fixed R19-K2 (a fault logged
+        # before a log's last reboot judged as of the boot the box runs now)
+        "real/dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt",
     }
 )
 

@@ -137,20 +137,49 @@ def _occurrences(group: Sequence[KernelEvent]) -> int:
     return max(forms.values()) if len(forms) > 1 and all(forms) else len(group)
 
 
+# the action of a fault logged before the last boot boundary of a log that spans boots, where
+# what it asked for was a GPU reset or a reboot: the reboot since did that (it warns: the fault
+# happened on this box, and may come back)
+REBOOTED_SINCE = "rebooted_since"
+
+
+def _action_now(event: KernelEvent, action: str) -> str:
+    """`action` of an event, or REBOOTED_SINCE where the log shows a reboot after it that did
+    what it asked for (a GPU reset or a reboot); a replacement, a driver update stay asked for."""
+    return REBOOTED_SINCE if event.earlier_boot and action in ("reset_gpu", "reboot") else action
+
+
+def _boot_said(event: KernelEvent) -> str:
+    return " (logged before the log's last reboot)" if event.earlier_boot else ""
+
+
 def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
-    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code), worst first."""
-    groups: dict[tuple[str, int, str | None], list[KernelEvent]] = {}
+    """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code, action), worst
+    first. Each event is judged on its own line: one code's events on one GPU may need different
+    actions (an NVLink5 Xid 145 the driver logged `Nonfatal`, then one it logged `Fatal`; Xid 154s
+    changing to different recovery actions), so they are counted apart, never by the first one."""
+    groups: dict[tuple[str, int, str | None, str, bool], list[KernelEvent]] = {}
     for e in events:
-        groups.setdefault((pci_key(e.pci), e.code, e.fault), []).append(e)
+        key = (pci_key(e.pci), e.code, e.fault, _action_now(e, xid_action(e)[0]), e.earlier_boot)
+        groups.setdefault(key, []).append(e)
     rank = {
         a: i
         for i, a in enumerate(
-            ("replace", "reboot", "update_driver", "reset_gpu", "watch", "check_app", "ignore")
+            (
+                "replace",
+                "reboot",
+                "update_driver",
+                "reset_gpu",
+                REBOOTED_SINCE,
+                "watch",
+                "check_app",
+                "ignore",
+            )
         )
     }
     out = []
-    for (_, code, _fault), group in groups.items():
-        action, name = xid_action(group[0])
+    for (_, code, _fault, action, _earlier), group in groups.items():
+        name = xid_action(group[0])[1]
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
             if group[0].kind == "sxid"
@@ -168,7 +197,7 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
         )
         if group[0].implied_by is not None:
             event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
-        out.append((action, f"{who}: {event}{times} -> {action}"))
+        out.append((action, f"{who}: {event}{_boot_said(group[0])}{times} -> {action}"))
     return sorted(out, key=lambda item: rank.get(item[0], 0))
 
 
@@ -208,6 +237,16 @@ def _event_rule(
         ask = _ASK[worst]
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
+        )
+    if REBOOTED_SINCE in actions:
+        return Check(
+            name,
+            expected,
+            actual,
+            "warn",
+            f"the kernel log spans more than one boot: these {what}s were logged before the box's last"
+            " reboot, which did the GPU reset or reboot they asked for; ask the vendor what caused them,"
+            " and watch for them again under your own load.",
         )
     if "watch" in actions:
         return Check(
@@ -312,9 +351,11 @@ def rule_xid(
     that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
     PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
-    unverified."""
+    unverified. In a log of several boots, a fault logged before its last reboot that asked for a
+    GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
+    each said to be of the earlier boot."""
     xids = [e for e in events if e.kind == "xid"]
-    logged = {(pci_key(e.pci), e.code) for e in xids}
+    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in xids}
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
     # not its own line is still in the log
     xids += implied_xids(xids)
@@ -322,7 +363,9 @@ def rule_xid(
     # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
     # that Xid's text: listed once
     xids += [
-        e for e in events if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or "")) not in logged
+        e
+        for e in events
+        if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or ""), e.earlier_boot) not in logged
     ]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
@@ -341,6 +384,15 @@ _SXID_ORDER = {"fail": 0, "warn": 1, "pass": 2}
 
 
 def _sxid_judgement(event: KernelEvent) -> tuple[str, str, str]:
+    """_sxid_verdict, where a failure that asked for a reset or a reboot was logged before the
+    log's last reboot: a warning, REBOOTED_SINCE (the reboot did it)."""
+    verdict, action, name = _sxid_verdict(event)
+    if verdict == "fail" and _action_now(event, action) == REBOOTED_SINCE:
+        return "warn", REBOOTED_SINCE, name
+    return verdict, action, name
+
+
+def _sxid_verdict(event: KernelEvent) -> tuple[str, str, str]:
     """(verdict, action, name) of one SXid event: the driver's own Fatal / Non-fatal word for it
     first (fatal fails: the catalogue's action, else a reboot; non-fatal passes where the
     catalogue says ignore, else warns as `watch`, never a replace-the-box failure), then
@@ -358,14 +410,15 @@ def _sxid_judgement(event: KernelEvent) -> tuple[str, str, str]:
 def _sxid_lines(sxids: Sequence[KernelEvent]) -> list[tuple[str, str, str]]:
     """(verdict, action, 'NVSwitch nvidia-nvswitch2 (0000:85:00.0): SXid 12028 ..., non-fatal
     x2 -> watch') per (switch, code, driver's word), failures first."""
-    groups: dict[tuple[str | None, str, int, str | None], list[KernelEvent]] = {}
+    groups: dict[tuple[str | None, str, int, str | None, bool], list[KernelEvent]] = {}
     for e in sxids:
-        groups.setdefault((e.device, pci_key(e.pci), e.code, e.severity), []).append(e)
+        groups.setdefault((e.device, pci_key(e.pci), e.code, e.severity, e.earlier_boot), []).append(e)
     out = []
-    for (device, _, code, severity), group in groups.items():
+    for (device, _, code, severity, _earlier), group in groups.items():
         verdict, action, name = _sxid_judgement(group[0])
         said = f", {severity}" if severity else ""
         times = f" x{len(group)}" if len(group) > 1 else ""
+        said += _boot_said(group[0])
         text = f"NVSwitch {device} ({group[0].pci}): SXid {code} {name}{said}{times} -> {action}"
         out.append((verdict, action, text))
     return sorted(out, key=lambda item: _SXID_ORDER[item[0]])
@@ -387,6 +440,16 @@ def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check
             "fail",
             f"{ask[0].upper()}{ask[1:]}, per NVIDIA's SXid catalogue and Fabric Manager guide (a fatal SXid"
             " needs the GPUs and NVSwitches reset), before accepting the box.",
+        )
+    if verdict == "warn" and any(a == REBOOTED_SINCE for _, a, _ in lines):
+        return Check(
+            "nvswitch_sxid",
+            expected,
+            actual,
+            "warn",
+            "the kernel log spans more than one boot: these SXids were logged before the box's last"
+            " reboot, which did the reset or reboot they asked for; ask the vendor what caused them, and"
+            " watch for them again under your own load.",
         )
     if verdict == "warn":
         return Check(
