@@ -188,11 +188,9 @@ def _driver_check(
             "unverified",
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
-    first = facts.gpu.gpus[0]
-    klass = ngc.compat_class(first.name, first.product_brand, first.virtualization_mode)
     driver = facts.gpu.driver_version.strip()
     try:
-        result = ngc.compat(release, driver, klass)
+        klass, first, result = _worst_class(release, driver, facts.gpu.gpus)
     except ValueError:
         return Check(
             "ngc_driver",
@@ -205,6 +203,22 @@ def _driver_check(
     actual = f"{driver} on {on} ({first.name}): {result.verdict.replace('_', ' ')}"
     check = Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
     return _with_family(check, gpu_family.support_problem(release, facts.gpu.gpus, releases))
+
+
+# the classes of a mixed box, the least forward-compatible first (a tie names that one)
+_CLASS_ORDER = ("consumer", "unknown", "professional", "vgpu", "datacenter")
+
+
+def _worst_class(release: Any, driver: str, gpus: Sequence[Any]) -> tuple[ngc.CompatClass, Any, Any]:
+    """The container's compatibility on the box's GPU class it suits least (class, its first GPU,
+    `ngc.compat`'s result): a GeForce beside data-centre cards cannot use the forward-compatibility
+    package that lets them run a newer CUDA, whichever nvidia-smi lists first. ValueError when
+    the driver version is not numeric."""
+    by_class: dict[ngc.CompatClass, Any] = {}
+    for gpu in gpus:
+        by_class.setdefault(ngc.compat_class(gpu.name, gpu.product_brand, gpu.virtualization_mode), gpu)
+    judged = [(k, by_class[k], ngc.compat(release, driver, k)) for k in _CLASS_ORDER if k in by_class]
+    return max(judged, key=lambda j: VERDICT_RANK[_VERDICTS[j[2].verdict]])
 
 
 def _with_family(check: Check, problem: tuple[Verdict, str, str] | None) -> Check:

@@ -139,3 +139,20 @@ def test_a_tag_in_a_gap_takes_the_nearest_older_rows_families() -> None:
     assert check.verdict == "fail", check
     assert "Volta GPU, which 25.02 does not support" in check.actual
     assert "as NVIDIA's notes for 25.01 say; not read for 25.02" in check.detail
+
+
+def test_a_mixed_box_is_judged_on_the_gpu_class_it_suits_least_whatever_the_listing_order() -> None:
+    """A real homelab box of a GeForce RTX 3090 and two Tesla V100s (driver 580): the container's
+    compatibility was judged on the first GPU listed alone, so the same box listed V100-first was
+    "forward compat on datacenter GPU" where the GeForce, which has no forward-compatibility
+    package, decides. Every release of the table: the same verdict and words in either order."""
+    facts = facts_of("public/nvidia-smi__rtx3090-2xv100-sxm2__driver580.95.05__homelab.txt")
+    assert facts is not None and facts.gpu is not None and len(facts.gpu.gpus) == 3
+    reordered = dataclasses.replace(
+        facts, gpu=dataclasses.replace(facts.gpu, gpus=list(reversed(facts.gpu.gpus)))
+    )
+    for release in ngc.load_releases():
+        listed, turned = ngc_check(facts, release.release), ngc_check(reordered, release.release)
+        assert (listed.verdict, listed.actual) == (turned.verdict, turned.actual), release.release
+    check = ngc_check(reordered, "25.12")
+    assert "on consumer GPU (NVIDIA GeForce RTX 3090)" in check.actual
