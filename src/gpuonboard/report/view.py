@@ -259,11 +259,14 @@ def warn_suffix(names: Sequence[str], lang: str = "en", unverified: Sequence[str
 def host_headline(v: results.HostVerdict, lang: str = "en") -> tuple[bool, str]:
     """One host's GO (its one verdict) and the words after its verdict word: the warned and
     unverified checks of a GO (' with 2 warnings: persistence_mode, mig_mode'), the failed
-    checks of a NO-GO (', failed: gpu_count, vram'), else its reasons."""
+    checks of a NO-GO and its unverified ones (', failed: gpu_count, vram; 1 unverified: ecc_mode'),
+    else its reasons."""
     if v.go:
         return True, warn_suffix(v.warned, lang, v.unverified)
     if v.failed:
-        return False, t("nogo_failed", lang, items=", ".join(v.failed))
+        # (what was not verified is said too: fixing the failed checks alone is not a GO)
+        unverified = t("and_unverified", lang, n=len(v.unverified), items=", ".join(v.unverified))
+        return False, t("nogo_failed", lang, items=", ".join(v.failed)) + (unverified if v.unverified else "")
     return False, t("nogo_reasons", lang, items="; ".join(_reason_text(r, lang) for r in v.reasons))
 
 

@@ -82,3 +82,20 @@ def test_a_go_with_every_rule_passed_still_says_so(tmp_path: Path) -> None:
     assert {c.verdict for c in host.steps[0].checks} == {"pass"}
     explain = json.loads(_reports(tmp_path, [host], "en")["json"])["explain"]
     assert explain == "Every host reached, every acceptance rule passed, no health failure."
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_no_go_headline_names_the_unverified_checks_after_the_failed(tmp_path: Path, lang: str) -> None:
+    """The same real H200 against an order of two GPUs: `gpu_count` fails and `interconnect` is
+    unverified. The NO-GO headline named the failure alone, as if fixing it made the box a GO."""
+    from gpuonboard.report import view
+
+    host = _host(tmp_path, "h200", H200, "gpu_model: H200\ngpu_count: 2\ninterconnect: nvlink\n")
+    verdict = conclude([host]).verdicts[0]
+    assert "gpu_count" in verdict.failed and "interconnect" in verdict.unverified
+    go, words = view.host_headline(verdict, lang)
+    assert not go
+    assert words == view.t("nogo_failed", lang, items=", ".join(verdict.failed)) + view.t(
+        "and_unverified", lang, n=len(verdict.unverified), items=", ".join(verdict.unverified)
+    )
+    assert "interconnect" in words
