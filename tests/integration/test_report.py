@@ -102,7 +102,9 @@ def test_compare_of_runs_says_what_each_judged_and_names_a_swapped_box(
     assert rows[first]["verdict"] == "GO" and rows[first]["verdict_detail"].startswith("with 2 warnings")
     assert rows[health_only]["verdict"] == "not judged"
     assert rows[swapped]["verdict"] == "NO-GO"
-    assert rows[swapped]["verdict_detail"] == "failed: gpu_count, ram, interconnect"
+    # (a NO-GO names what could not be verified too: the 4-GPU box's links of the missing GPUs)
+    detail = "failed: gpu_count, ram, interconnect; 3 unverified: memory_repair, nvlink_links, nvlink_errors"
+    assert rows[swapped]["verdict_detail"] == detail
     assert {row["ordered"] for row in doc["rows"]} == {"8 x A100 80GB SXM"}
     assert rows[swapped]["gpus"] == "4 x NVIDIA A100-SXM4-80GB"
     (warning,) = doc["warnings"]
@@ -112,4 +114,4 @@ def test_compare_of_runs_says_what_each_judged_and_names_a_swapped_box(
     r = project.cli("report", "--compare", "--runs", f"{first},{swapped}", "--format", "md")
     md = (project.root / "reports" / "compare" / "compare.md").read_text(encoding="utf-8")
     assert "> **warning:** host box presented different host keys" in md
-    assert "| NO-GO failed: gpu_count, ram, interconnect | 8 x A100 80GB SXM | 4 x NVIDIA" in md, md
+    assert f"| NO-GO {detail} | 8 x A100 80GB SXM | 4 x NVIDIA" in md, md
