@@ -64,7 +64,7 @@ def replay(box: Box, apps: Path | None) -> Path:
 def new_box(tmp_path: Path, name: str, **args: object) -> Box:
     where = tmp_path / name
     where.mkdir()
-    return Box(where, idle="30m", grace="5m", billing_aware="false", **args)
+    return Box(where, idle="10m", grace="2m", billing_aware="false", **args)
 
 
 def test_the_replay_holds_the_captured_pids() -> None:
@@ -79,12 +79,12 @@ def test_a_process_holding_a_gpu_at_zero_utilisation_keeps_the_box_up(tmp_path: 
     # Without the flag the box is shut down under it; with it, never, and the log says why.
     off = new_box(tmp_path, "off")
     replay(off, THREE_PROCESSES)
-    off.ticks(T0, 40)
+    off.ticks(T0, 16)
     assert off.shut_down  # the default trade-off, unchanged: utilisation only
 
     on = new_box(tmp_path, "on", gpu_processes=True)
     replay(on, THREE_PROCESSES)
-    on.ticks(T0, 40)
+    on.ticks(T0, 16)
     on.run(T0 + 6 * 3600)
     assert not on.shut_down
     assert on.state()["idle_since"] == ""
@@ -102,13 +102,13 @@ def test_no_gpu_process_is_idle_exactly_as_without_the_flag(tmp_path: Path) -> N
     # and shut down at the same ticks, with the same log, as a box without the flag
     on, off = new_box(tmp_path, "on", gpu_processes=True), new_box(tmp_path, "off")
     calls_on, calls_off = replay(on, NO_PROCESS), replay(off, NO_PROCESS)
-    for m in range(40):
+    for m in range(16):
         for box in (on, off):
             box.run(T0 + 60 * m)
         assert on.shut_down == off.shut_down, f"minute {m}"
     assert on.shut_down and off.shut_down
     assert on.log().replace("/on/", "/off/") == off.log()  # (the marker lies in each box's dir)
-    assert "warn: idle for 30m00s" in on.log()
+    assert "warn: idle for 10m00s" in on.log()
     # without the flag the watcher never asks for the process list (exactly as before)
     assert APPS_ARGS not in calls_off.read_text()
     assert APPS_ARGS in calls_on.read_text()
@@ -144,7 +144,7 @@ def test_a_gpu_that_cannot_list_its_processes_says_so_and_counts_as_busy(tmp_pat
     box = new_box(tmp_path, "box", gpu_processes=True)
     replay(box, NO_PROCESS)
     (box.bin.parent / "replay" / "apps.csv").write_text("[N/A]\n")
-    box.ticks(T0, 40)
+    box.ticks(T0, 16)
     assert not box.shut_down
     assert (
         "busy: nvidia-smi cannot list the GPU processes here ('[N/A]' is not a pid: not supported on"
@@ -182,6 +182,6 @@ def test_a_warning_on_stderr_is_no_process(tmp_path: Path) -> None:
     replay(box, NO_PROCESS)
     tool = box.bin / "nvidia-smi"
     tool.write_text(tool.read_text().replace('case "$*" in', 'echo "stderr line" >&2\ncase "$*" in', 1))
-    box.ticks(T0, 40)
+    box.ticks(T0, 16)
     assert box.shut_down
     assert "busy:" not in box.log()
