@@ -265,8 +265,10 @@ def host_headline(v: results.HostVerdict, lang: str = "en") -> tuple[bool, str]:
         return True, warn_suffix(v.warned, lang, v.unverified)
     if v.failed:
         # (what was not verified is said too: fixing the failed checks alone is not a GO)
-        unverified = t("and_unverified", lang, n=len(v.unverified), items=", ".join(v.unverified))
-        return False, t("nogo_failed", lang, items=", ".join(v.failed)) + (unverified if v.unverified else "")
+        # (under --strict an unverified check is among the failed ones already: named once)
+        doubts = [name for name in v.unverified if name not in v.failed]
+        unverified = t("and_unverified", lang, n=len(doubts), items=", ".join(doubts))
+        return False, t("nogo_failed", lang, items=", ".join(v.failed)) + (unverified if doubts else "")
     return False, t("nogo_reasons", lang, items="; ".join(_reason_text(r, lang) for r in v.reasons))
 
 

@@ -99,3 +99,14 @@ def test_a_no_go_headline_names_the_unverified_checks_after_the_failed(tmp_path:
         "and_unverified", lang, n=len(verdict.unverified), items=", ".join(verdict.unverified)
     )
     assert "interconnect" in words
+
+
+def test_under_strict_an_unverified_check_is_named_once_among_the_failed() -> None:
+    from gpuonboard import results
+    from gpuonboard.report import view
+
+    rules = [{"name": "vram", "verdict": "fail"}, {"name": "ecc_mode", "verdict": "unverified"}]
+    strict = results.judge({"name": "a", "status": "ok", "rules": rules}, strict=True)
+    assert view.host_headline(strict, "en") == (False, ", failed: vram, ecc_mode")
+    lenient = results.judge({"name": "a", "status": "ok", "rules": rules}, strict=False)
+    assert view.host_headline(lenient, "en") == (False, ", failed: vram; 1 unverified: ecc_mode")

@@ -296,9 +296,15 @@ def _carried(rows: Sequence[NgcRelease]) -> tuple[NgcRelease, ...]:
         last_must = next((r for r in reversed(out) if r.must_upgrade), None)
         last_arch = next((r for r in reversed(out) if r.architectures), None)
         if not row.must_upgrade and last_must is not None:
+            # a branch on both of the older row's lists (R545 of the CUDA 12.6 notes: accepted from
+            # its forward-compatible minimum up) is not carried to a row whose forward-compatible
+            # branches were not read: there it is unknown (forward_compat_unverified), not refused
+            both: set[str] = set()
+            if not row.forward_compat_read:
+                both = {fb.branch for fb in last_must.forward_compat}
             row = replace(
                 row,
-                must_upgrade=last_must.must_upgrade,
+                must_upgrade=tuple(b for b in last_must.must_upgrade if b not in both),
                 must_upgrade_note=last_must.must_upgrade_note,
                 must_upgrade_source=last_must.must_upgrade_source,
                 must_upgrade_verified=False,

@@ -156,3 +156,26 @@ def test_a_mixed_box_is_judged_on_the_gpu_class_it_suits_least_whatever_the_list
         assert (listed.verdict, listed.actual) == (turned.verdict, turned.actual), release.release
     check = ngc_check(reordered, "25.12")
     assert "on consumer GPU (NVIDIA GeForce RTX 3090)" in check.actual
+
+
+@pytest.mark.parametrize(
+    ("tag", "verdict"),
+    [
+        ("25.01", "forward_compat"),
+        ("25.03", "forward_compat_unverified"),
+        ("25.04", "forward_compat"),
+        ("25.05", "forward_compat_unverified"),
+    ],
+)
+def test_a_branch_on_both_lists_is_not_refused_where_the_forward_branches_were_not_read(
+    tag: str, verdict: str
+) -> None:
+    """R545 from 545.23 up is forward-compatible in the CUDA 12.6-12.8 notes, which also list R545
+    among the branches to upgrade from (the more specific sentence wins). The rows whose
+    forward-compatible branches were not read (25.03, 25.05 ...) carried the upgrade list alone,
+    so an H100 on 545.23.08 failed `must_upgrade` there while 25.01 and 25.04 either side of
+    25.03 accepted it: unknown there (forward_compat_unverified), never refused."""
+    release = ngc.release_for(ngc.load_releases(), tag)
+    assert release is not None
+    assert ngc.compat(release, "545.23.08", "datacenter").verdict == verdict
+    assert ngc.compat(release, "555.42.06", "datacenter").verdict == "must_upgrade"  # (on one list only)

@@ -30,18 +30,20 @@ def judged(tmp_path: Path, name: str, order: str | None = None) -> dict[str, tup
 
 
 @pytest.mark.parametrize(
-    ("name", "actual"),
+    ("name", "verdict", "actual"),
     [
-        (UNLICENSED, "GPU 0: Unlicensed, NVIDIA RTX Virtual Workstation"),
-        (GRACE, "GPU 0: Unlicensed (Unrestricted), NVIDIA RTX Virtual Workstation"),
+        (UNLICENSED, "fail", "GPU 0: Unlicensed, NVIDIA RTX Virtual Workstation"),
+        # the grace period (and a guest checked before nvidia-gridd fetched its licence): in full
+        # now, throttled once it is over
+        (GRACE, "warn", "GPU 0: Unlicensed (Unrestricted), NVIDIA RTX Virtual Workstation"),
     ],
 )
-def test_an_unlicensed_vgpu_fails_even_where_its_profile_was_ordered(
-    tmp_path: Path, name: str, actual: str
+def test_an_unlicensed_vgpu_is_said_even_where_its_profile_was_ordered(
+    tmp_path: Path, name: str, verdict: str, actual: str
 ) -> None:
     got = judged(tmp_path, name, PROFILE_ORDER)
     assert got["gpu_model"][0] == "pass"
-    assert got["vgpu_license"] == ("fail", actual)
+    assert got["vgpu_license"] == (verdict, actual)
     said = details(tmp_path, name, (REAL / name).read_text(encoding="utf-8"), PROFILE_ORDER)["vgpu_license"]
     assert "ask the vendor to license it" in said
 

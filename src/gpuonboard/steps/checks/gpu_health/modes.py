@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR, table_rows
-from gpuonboard.steps.base import Check
+from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.once import loaded_once
@@ -199,7 +199,8 @@ def rule_vgpu_license(gpus: list[GpuInfo]) -> Check | None:
     """The vGPU software licence of every GPU whose driver reports one (a vGPU guest, or the vGPU
     driver on a passed-through GPU), and of every vGPU (by its mode, name or brand).
 
-    FAIL: a License Status `Unlicensed`, `Unlicensed (Restricted)` or `Unlicensed (Unrestricted)`.
+    FAIL: a License Status `Unlicensed` or `Unlicensed (Restricted)`. WARN: `Unlicensed
+    (Unrestricted)` alone (the grace period: in full now, throttled once it is over).
     PASS: every such GPU `Licensed` (with its expiry, if printed). UNVERIFIED: a vGPU whose
     licence this output does not give (the table, the CSV; N/A), or a status of other words.
     None (no row) where no GPU read is a vGPU or reports a licence: bare metal, pass-through.
@@ -217,8 +218,17 @@ def rule_vgpu_license(gpus: list[GpuInfo]) -> Check | None:
         return f"{gpu_label(g)}: {g.license_status}{product}"
 
     unlicensed = [g for g in said if (g.license_status or "").lower().startswith("unlicensed")]
+    # (Unrestricted: the grace period, which a guest checked before nvidia-gridd got its licence
+    # is in too: it runs in full now and is throttled once the period is over, unless licensed)
+    restricted = [g for g in unlicensed if "(unrestricted)" not in (g.license_status or "").lower()]
     if unlicensed:
-        return Check("vgpu_license", "Licensed", "; ".join(map(status, unlicensed)), "fail", _LICENCE_FIX)
+        verdict: Verdict = "fail" if restricted else "warn"
+        fix = (
+            _LICENCE_FIX
+            if restricted
+            else f"{_LICENCE_FIX} (a licence still being fetched after boot: recheck in a few minutes)"
+        )
+        return Check("vgpu_license", "Licensed", "; ".join(map(status, unlicensed)), verdict, fix)
     odd = [g for g in said if not (g.license_status or "").lower().startswith("licensed")]
     if odd or unsaid:
         parts = [*map(status, odd)]
