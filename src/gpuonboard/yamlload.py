@@ -36,6 +36,18 @@ class LineDict(dict[str, Any]):
         own = getattr(self, "key_sources", {}).get(key) if key is not None else None
         return own or self.source or default
 
+    def take_origin(self, key: str, src: Any, file: Path | None = None) -> None:
+        """`key` (set from `src`) is said to be written where it was there: in `file`, else in
+        the file `src` records for it, at its line in that file; nowhere else (an error about it
+        then names the default file) where `src` was not read from another file."""
+        self.key_lines.pop(key, None)
+        self.key_sources.pop(key, None)
+        file = file or getattr(src, "key_sources", {}).get(key)
+        if file is not None:
+            self.key_sources[key] = file
+            if (line := getattr(src, "key_lines", {}).get(key)) is not None:
+                self.key_lines[key] = line
+
 
 def from_file(value: Any, path: Path) -> Any:
     """`value` (parsed from `path`), with every mapping in it marked as written in `path`."""

@@ -466,11 +466,9 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
         shown = LineDict(values)
         shown.key_lines = dict(getattr(own, "key_lines", {})) if own is not None else {}
         # a key set in a group_vars/ or host_vars/ file: that file and its line there
-        shown.key_sources = dict(getattr(values, "key_sources", {}))
-        for key in shown.key_sources:
-            shown.key_lines.pop(key, None)
-            if (line := getattr(values, "key_lines", {}).get(key)) is not None:
-                shown.key_lines[key] = line
+        shown.key_sources = {}
+        for key in getattr(values, "key_sources", {}):
+            shown.take_origin(key, values)
         shown.line = inv.lines.get(name)
         return convert_vars(shown, path)
 

@@ -138,10 +138,7 @@ class VarsFiles:
                     raise InventoryError(f"{f}: an Ansible vars file must be a mapping of name: value.")
                 merged.update(from_file(data, f))
                 for key in data:  # (an error about a key names this file and its line)
-                    merged.key_sources[key] = f
-                    merged.key_lines.pop(key, None)
-                    if (line := getattr(data, "key_lines", {}).get(key)) is not None:
-                        merged.key_lines[key] = line
+                    merged.take_origin(key, data, f)
             self.cache[(sub, name)] = merged
         return self.cache[(sub, name)]
 
@@ -187,17 +184,11 @@ def host_vars(inv: AnsibleGroups, host: str, groups: Sequence[str], files: VarsF
     origin: dict[str, str] = {}
 
     def layer(vs: Mapping[str, Any], label: str) -> None:
-        files, lines = getattr(vs, "key_sources", {}), getattr(vs, "key_lines", {})
         for k, v in vs.items():
             values[k] = v
             origin[k] = label
             # the vars file a key was last set in (and its line there), for the errors about it
-            values.key_lines.pop(k, None)
-            values.key_sources.pop(k, None)
-            if k in files:
-                values.key_sources[k] = files[k]
-                if k in lines:
-                    values.key_lines[k] = lines[k]
+            values.take_origin(k, vs)
 
     layer(inv.group_vars.get("all", {}), "all")
     for g in groups:
