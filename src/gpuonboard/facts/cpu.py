@@ -332,6 +332,11 @@ def nproc_unread(text: str) -> str | None:
     return f"the nproc output is not a number ({shown[:40]!r})"
 
 
+# the cgroup files that hold a CPU quota (v2, v1; v1's period beside it): a limit is known where
+# one was read
+CPU_LIMIT_FILES = ("cpu.max", "cpu.cfs_quota_us")
+
+
 def parse_cgroup_cpu_limit(text: str) -> float | None:
     """CPUs the cgroup quota allows (quota / period), the smallest among the probe's
     `FILE<TAB>VALUE` lines (v2 `cpu.max` "QUOTA PERIOD" or "max PERIOD"; v1

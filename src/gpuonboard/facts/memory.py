@@ -237,13 +237,17 @@ def free_as_kib(name: str, text: str) -> str:
 _NO_LIMIT = 1 << 62
 
 
+# the cgroup files that hold a memory limit (v2, v1): a limit is known where one was read
+MEMORY_LIMIT_FILES = ("memory.max", "memory.limit_in_bytes")
+
+
 def parse_cgroup_memory_limit(text: str) -> int | None:
     """The smallest memory limit among the probe's `FILE<TAB>VALUE` lines (v2 memory.max,
     v1 memory.limit_in_bytes) in bytes; None when every one is unlimited or there is none."""
     limits = []
     for line in text.splitlines():
         path, _, value = line.partition("\t")
-        if path.endswith(("/memory.max", "/memory.limit_in_bytes")) and value.strip().isdecimal():
+        if path.endswith(tuple("/" + f for f in MEMORY_LIMIT_FILES)) and value.strip().isdecimal():
             limit = int(value.strip())
             if limit < _NO_LIMIT:
                 limits.append(limit)

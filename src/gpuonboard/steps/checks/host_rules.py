@@ -13,7 +13,8 @@ import re
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
-from gpuonboard.facts.cpu import nproc_unread
+from gpuonboard.facts.cpu import CPU_LIMIT_FILES, nproc_unread
+from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
@@ -233,11 +234,6 @@ CGROUP_LIMITS_ADVICE = (
     "save `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` of the box (cgroup v1:"
     " `grep . /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_*_us`) beside it"
 )
-
-
-# the cgroup files that give each limit (v2, v1): a limit is known where one was read
-MEMORY_LIMIT_FILES = ("memory.max", "memory.limit_in_bytes")
-CPU_LIMIT_FILES = ("cpu.max", "cpu.cfs_quota_us")
 
 
 def _limit_read(facts: Facts, files: tuple[str, ...]) -> bool:
