@@ -77,7 +77,14 @@ def os_power_off(command: str) -> bool:
     """Whether `command` powers the box off through its own OS (`shutdown -h now`, `sudo -n
     poweroff`, `systemctl poweroff`, ...), which stops the work but not every vendor's bill; a
     vendor's API call that stops or deletes the instance is not one."""
-    return posixpath.basename(shutdown_program(command)) in POWER_COMMANDS - {"reboot"}
+    return _power_tool(command) not in ("", "reboot")
+
+
+def _power_tool(command: str) -> str:
+    """The power tool (POWER_COMMANDS) the shutdown command runs, under sudo too; "" for another
+    program (a vendor's API call)."""
+    tool = posixpath.basename(shutdown_program(command))
+    return tool if tool in POWER_COMMANDS else ""
 
 
 def billing_note(settings: AutostopSettings) -> str | None:
@@ -126,7 +133,7 @@ def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str 
             f" there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
             f" could never shut the box down: {vendor}"
         )
-    if r.pid1 and r.pid1 not in INIT_SYSTEMS and posixpath.basename(program) in POWER_COMMANDS:
+    if r.pid1 and r.pid1 not in INIT_SYSTEMS and _power_tool(command):
         return (
             f"host {host}: PID 1 there is {r.pid1!r}, not an init system: the login is inside a"
             f" container (RunPod, Vast.ai, a Kubernetes pod), where {command!r} cannot power the"
