@@ -149,6 +149,15 @@ def _action_now(event: KernelEvent, action: str) -> str:
     return REBOOTED_SINCE if event.earlier_boot and action in ("reset_gpu", "reboot") else action
 
 
+def _rebooted_since_advice(what: str, reset: str) -> str:
+    """The advice for faults of a log's earlier boot whose reset or reboot that reboot did."""
+    return (
+        f"the kernel log spans more than one boot: these {what}s were logged before the box's last"
+        f" reboot, which did the {reset} or reboot they asked for; ask the vendor what caused them,"
+        " and watch for them again under your own load."
+    )
+
+
 def _boot_said(event: KernelEvent) -> str:
     return " (logged before the log's last reboot)" if event.earlier_boot else ""
 
@@ -244,9 +253,7 @@ def _event_rule(
             expected,
             actual,
             "warn",
-            f"the kernel log spans more than one boot: these {what}s were logged before the box's last"
-            " reboot, which did the GPU reset or reboot they asked for; ask the vendor what caused them,"
-            " and watch for them again under your own load.",
+            _rebooted_since_advice(what, "GPU reset"),
         )
     if "watch" in actions:
         return Check(
@@ -447,9 +454,7 @@ def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check
             expected,
             actual,
             "warn",
-            "the kernel log spans more than one boot: these SXids were logged before the box's last"
-            " reboot, which did the reset or reboot they asked for; ask the vendor what caused them, and"
-            " watch for them again under your own load.",
+            _rebooted_since_advice("SXid", "reset"),
         )
     if verdict == "warn":
         return Check(
