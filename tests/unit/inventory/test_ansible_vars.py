@@ -12,13 +12,6 @@ from gpuonboard import inventory
 from gpuonboard.errors import InventoryError
 
 
-@pytest.fixture
-def ssh_config(tmp_path: Path) -> Path:
-    path = tmp_path / "ssh_config"
-    path.write_text("")
-    return path
-
-
 def test_group_vars_and_host_vars_directories_follow_ansible(tmp_path: Path, ssh_config: Path) -> None:
     (tmp_path / "hosts.ini").write_text(
         "[gpus]\ng1\ng2\n[all:vars]\nansible_user=inv\n[gpus:vars]\nansible_port=2201\n"

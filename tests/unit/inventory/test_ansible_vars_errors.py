@@ -22,13 +22,6 @@ INI = "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2 ansible_po
 YAML = "all:\n  children:\n    gpus:\n      hosts:\n        gpu1:\n          ansible_host: 10.0.0.1\n"
 
 
-@pytest.fixture
-def ssh_config(tmp_path: Path) -> Path:
-    path = tmp_path / "ssh_config"
-    path.write_text("")
-    return path
-
-
 def _error(inventory_file: Path, ssh_config: Path) -> str:
     with pytest.raises(InventoryError) as err:
         inventory.load(inventory_file, ssh_config=ssh_config)
