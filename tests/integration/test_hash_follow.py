@@ -318,3 +318,25 @@ def test_a_big_file_uploaded_is_verified_by_the_hash_taken_as_it_arrived(
     assert s["diff"]["hashed_arriving"] == 1  # the big one; the small one hashed after
     assert _sha((data_dir / "corpus" / "big.bin").read_bytes()) == _sha(big)
     assert not _left(str(data_dir))
+
+
+@pytest.mark.parametrize("suffix", ["abcdef", "QWERTY", "202401"])
+def test_a_temp_name_of_one_kind_of_character_is_followed_when_written_since_the_start(
+    tmp_path: Path, suffix: str
+) -> None:
+    """About 1 % of rsync's temp suffixes are letters or digits of one kind only: such a file,
+    written since the follower began, is rsync's; an older one is a user's (`.f.bin.202401`)."""
+    final = tmp_path / "f.bin"
+    old = tmp_path / f".f.bin.{suffix.swapcase() if suffix.isalpha() else '199912'}"
+    old.write_bytes(b"the user's own" * 1000)
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    proc = _script_follower(tmp_path, final)
+    time.sleep(0.6)  # (looked at the user's file: not taken)
+    temp, data = tmp_path / f".f.bin.{suffix}", os.urandom(MIB)
+    temp.write_bytes(data)
+    assert _begun(proc)
+    temp.rename(final)
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _stop(proc) == [f"0 {_sha(data)}"]

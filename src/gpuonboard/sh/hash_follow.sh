@@ -39,14 +39,17 @@ QUICK=25
 soon() { sleep 0.02 2>/dev/null || nap; }
 at() { [ "$(stat -c %d:%i -- "$1" 2>/dev/null)" = "$ino" ]; } # (a symlink there is not it)
 
-# rsync's temp name suffix: 6 letters and digits of at least two kinds (as transfer.rsync_temp_of)
-mixed() {
+# rsync's temp name suffix ($1: the file, $2: its suffix): 6 letters and digits, of at least two
+# kinds (as transfer.rsync_temp_of) or, as about 1 % of rsync's are, of one kind (`.log.202401`
+# may be a user's own file) in a file written since this script began
+T0=$(date +%s 2>/dev/null)
+temp_suffix() {
+  case $2 in *[!a-zA-Z0-9]*) return 1 ;; esac
   k=0
-  case $1 in *[a-z]*) k=$((k + 1)) ;; esac
-  case $1 in *[A-Z]*) k=$((k + 1)) ;; esac
-  case $1 in *[0-9]*) k=$((k + 1)) ;; esac
-  case $1 in *[!a-zA-Z0-9]*) return 1 ;; esac
-  [ "$k" -ge 2 ]
+  case $2 in *[a-z]*) k=$((k + 1)) ;; esac
+  case $2 in *[A-Z]*) k=$((k + 1)) ;; esac
+  case $2 in *[0-9]*) k=$((k + 1)) ;; esac
+  [ "$k" -ge 2 ] || [ "$(stat -c %Y -- "$1" 2>/dev/null)" -ge "$T0" ] 2>/dev/null
 }
 
 # the file rsync writes for entry $1 now (-> $w): its temp file, DIR/NAME (not FINAL), or its
@@ -55,7 +58,7 @@ found() {
   d='' nm='' f='' size=''
   eval "d=\$e_d_$1 nm=\$e_n_$1 f=\$e_f_$1 size=\$e_s_$1"
   for w in "$d/.$nm".??????; do
-    [ -f "$w" ] && [ ! -L "$w" ] && mixed "${w##*.}" && return 0
+    [ -f "$w" ] && [ ! -L "$w" ] && temp_suffix "$w" "${w##*.}" && return 0
   done
   for w in "$d/$nm" "$d/__PARTIAL__/$nm"; do
     [ "$w" != "$f" ] && [ -f "$w" ] && [ ! -L "$w" ] && return 0
