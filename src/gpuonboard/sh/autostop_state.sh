@@ -53,9 +53,9 @@ fi
 # (bash, tini, sleep: RunPod, Vast.ai, a Kubernetes pod) cannot, whatever `shutdown` says
 [ -r /proc/1/comm ] && read -r p1 </proc/1/comm && echo "pid1 $p1"
 # the shutdown command's program on the watcher's PATH: cron's /usr/bin:/bin and the dirs
-# settings.sh.j2 adds (not the login's PATH: cron never reads ~/.bashrc)
+# settings.sh.j2 adds (render.WATCHER_PATH; not the login's PATH: cron never reads ~/.bashrc)
 if [ -n "${sp:-}" ]; then
-  if (PATH=/usr/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin
+  if (PATH=/usr/bin:/bin:__WATCHER_PATH__
     command -v "$sp") >/dev/null 2>&1; then echo "shutprog yes"; else echo "shutprog no"; fi
 fi
 command -v pgrep >/dev/null 2>&1 || echo "pgrep no"

@@ -17,6 +17,7 @@ from gpuonboard.steps.autostop.render import (
     DEFAULT_USER_DIR,
     OWNED_FILES,
     SCRIPT,
+    WATCHER_PATH,
 )
 
 NO_CRON_DAEMON = "cron daemon: NOT RUNNING (no cron or crond process): the watcher never runs; start cron"
@@ -177,6 +178,7 @@ _STATE = (
     .replace("__OWNED__", " ".join(shell.quote(f) for f in OWNED_FILES))
     .replace("__MARKER__", shell.quote(CRON_MARKER))
     .replace("__TOOLS__", " ".join(WATCHED_TOOLS))
+    .replace("__WATCHER_PATH__", WATCHER_PATH)
 )
 
 

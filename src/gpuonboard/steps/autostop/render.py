@@ -36,6 +36,10 @@ OWNED_FILES = (
 DEFAULT_ROOT_DIR = "/var/lib/gpuonboard/autostop"
 DEFAULT_USER_DIR = "$HOME/.local/state/gpuonboard/autostop"  # expanded by the remote shell
 DEFAULT_CRON_DIR = "/etc/cron.d"
+# The dirs the watcher adds after cron's PATH (/usr/bin:/bin): the system's, then NixOS's system
+# profile (its `shutdown` lives there, in no /sbin); the install looks the shutdown command's
+# program up on the same PATH (sh/autostop_state.sh), so that what it accepts the watcher finds
+WATCHER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/current-system/sw/bin"
 
 
 def comment_label(text: str) -> str:
@@ -57,6 +61,7 @@ def render_script(project: Any, host: str, directory: str) -> str:
         host=host,
         host_label=comment_label(host),
         dir_q=shell.quote(directory),
+        watcher_path=WATCHER_PATH,
     )
 
 

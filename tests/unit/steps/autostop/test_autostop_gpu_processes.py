@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from gpuonboard.api.autostop import AutostopOptions, build_spec
-from gpuonboard.steps.autostop import parse_settings
+from gpuonboard.steps.autostop import parse_settings, render
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.testing.gpu_samples import csv_sample
 from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
@@ -153,7 +153,7 @@ def test_a_gpu_that_cannot_list_its_processes_says_so_and_counts_as_busy(tmp_pat
 
 
 def test_no_nvidia_smi_is_said_in_the_status(tmp_path: Path) -> None:
-    system = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # (the watcher adds these)
+    system = render.WATCHER_PATH  # (the watcher adds these)
     if shutil.which("nvidia-smi", path=system):
         pytest.skip("this machine has an nvidia-smi of its own")
     box = new_box(tmp_path, "box", gpu_processes=True)

@@ -24,6 +24,7 @@ from gpuonboard.steps.autostop import (
     _state_probe_command,
     install_problem,
     parse_settings,
+    render,
     render_script,
 )
 from gpuonboard.steps.autostop.install import INIT_SYSTEMS, shutdown_program
@@ -112,7 +113,17 @@ def test_root_runs_the_default_shutdown_command(tmp_path: Path) -> None:
 
 
 # cron's PATH and the dirs the watcher adds (templates/remote/autostop/settings.sh.j2)
-WATCHER_PATH = "/usr/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin"
+WATCHER_PATH = "/usr/bin:/bin:" + render.WATCHER_PATH
+
+
+def test_the_install_looks_the_program_up_on_the_path_the_watcher_runs_it_from() -> None:
+    """One list of dirs: the watcher's PATH line and the install's lookup (a NixOS box's
+    `shutdown` is in /run/current-system/sw/bin, in no sbin dir: found by both)."""
+    assert "/run/current-system/sw/bin" in WATCHER_PATH.split(":")
+    script = render_script(REPO, "gpu1", "/var/lib/gpuonboard/autostop")
+    assert f'\nPATH="${{PATH:-/usr/bin:/bin}}:{render.WATCHER_PATH}"\n' in script
+    probe_text = _state_probe_command("", "/etc/cron.d", "auto", program="shutdown")
+    assert f"(PATH={WATCHER_PATH}\n" in probe_text
 
 
 @pytest.mark.usefixtures("cron_daemon")
