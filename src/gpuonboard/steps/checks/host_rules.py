@@ -18,6 +18,7 @@ from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
+from gpuonboard.steps.checks.slice_view import container_root
 from gpuonboard.units import format_bytes
 
 _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
@@ -251,8 +252,7 @@ def _container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ..
     never a pass."""
     if check.verdict != "pass" or _limit_read(facts, files):
         return check
-    root = next((m for m in facts.mounts if m.mountpoint == "/"), None)
-    if root is None or "overlay" not in (root.fstype or "", root.device):
+    if not container_root(facts):
         return check
     advice = CGROUP_LIMITS_ADVICE
     if facts.given("cgroup_limits"):

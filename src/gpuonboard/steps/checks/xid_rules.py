@@ -118,10 +118,12 @@ def _recovery_action(message: str) -> str:
     return "replace"
 
 
-def _gpu_label(pci: str, gpus: Mapping[str, int]) -> str:
+def _gpu_label(pci: str, gpus: Mapping[str, int], not_shown: bool = False) -> str:
     if not pci:
         return "a GPU (no PCI address in the message)"
     index = gpus.get(pci_key(pci))
+    if not_shown:
+        return f"GPU at PCI {pci} (a GPU this rental does not show)"
     return f"GPU {index} ({pci})" if index is not None else f"GPU at PCI {pci}"
 
 
@@ -162,7 +164,9 @@ def _boot_said(event: KernelEvent) -> str:
     return " (logged before the log's last reboot)" if event.earlier_boot else ""
 
 
-def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str) -> list[tuple[str, str]]:
+def _summarise(
+    events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str, not_shown: bool = False
+) -> list[tuple[str, str]]:
     """(action, 'GPU 3 (0000:9b:00): Xid 119 GSP RPC Timeout x4') per (device, code, action), worst
     first. Each event is judged on its own line: one code's events on one GPU may need different
     actions (an NVLink5 Xid 145 the driver logged `Nonfatal`, then one it logged `Fatal`; Xid 154s
@@ -192,7 +196,7 @@ def _summarise(events: Sequence[KernelEvent], gpus: Mapping[str, int], what: str
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
             if group[0].kind == "sxid"
-            else _gpu_label(group[0].pci, gpus)
+            else _gpu_label(group[0].pci, gpus, not_shown)
         )
         count = _occurrences(group)
         times = f" x{count}" if count > 1 else ""
@@ -336,6 +340,46 @@ def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     )
 
 
+def _split_not_shown(
+    events: Sequence[KernelEvent], gpus: Sequence[tuple[int, str | None]], slice_: str
+) -> tuple[list[KernelEvent], list[KernelEvent]]:
+    """(events on the rental's GPUs or not known to be elsewhere, events on a GPU it does not
+    show). Only in a slice (`slice_` says why) whose every listed GPU has its PCI address: an
+    event with a whole address (`0000:9b:00`; not an old driver's `0001:00`, not none) that is
+    no listed GPU's is on another of the host's GPUs. On a whole box the same event may be a GPU
+    that fell off the bus, and stays judged as the box's own."""
+    shown = {pci_key(pci) for _, pci in gpus if pci}
+    if not slice_ or not gpus or len(shown) < len(gpus):
+        return list(events), []
+    elsewhere = [e for e in events if e.pci.count(":") == 2 and pci_key(e.pci) not in shown]
+    return [e for e in events if e not in elsewhere], elsewhere
+
+
+def _with_not_shown(
+    check: Check, elsewhere: Sequence[KernelEvent], own: bool, slice_: str, span: str
+) -> Check:
+    """`check` of the rental's own Xids, with those on GPUs it does not show (`elsewhere`, in a
+    slice of a bigger machine: `slice_` says why) named apart: they never fail the rental; one
+    that asks for more than NVIDIA's "ignore" warns. `own`: the check judged events of its own."""
+    if not elsewhere or check.verdict == "unverified":
+        return check
+    lines = _summarise(elsewhere, {}, "Xid", not_shown=True)
+    said = "; ".join(text for _, text in lines)
+    if check.verdict == "fail":
+        return replace(check, actual=f"{check.actual}; also {said}")
+    actual = f"{check.actual}; {said}" if own else said + span
+    if all(action == "ignore" for action, _ in lines):
+        return replace(check, actual=actual)
+    why = (
+        f"The box is a slice of a bigger machine ({slice_}) and its kernel log is the host's: these"
+        " Xids are on GPUs this rental does not show (another tenant's, or the host's), so they do"
+        " not fail it. Ask the vendor about them (they may share your GPUs' board or host), and check"
+        " gpu_count: a GPU of this rental that fell off the bus is not shown either."
+    )
+    detail = f"{check.detail} {why}" if check.verdict == "warn" else why
+    return Check(check.name, check.expected, actual, "warn", detail)
+
+
 def rule_xid(
     events: Sequence[KernelEvent],
     probe_ok: bool,
@@ -343,6 +387,7 @@ def rule_xid(
     gpus: Sequence[tuple[int, str | None]] = (),
     covers_boot: bool | None = None,
     narrowed: str = "",
+    slice_: str = "",
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
@@ -360,7 +405,11 @@ def rule_xid(
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
     unverified. In a log of several boots, a fault logged before its last reboot that asked for a
     GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
-    each said to be of the earlier boot."""
+    each said to be of the earlier boot.
+    `slice_`: why the box is a slice of a bigger machine (a container, a Slurm job; "" where not
+    known to be one), given only where `gpus` is its whole GPU listing: there a fault on a whole
+    PCI address that none of `gpus` has is another tenant's GPU (the host's kernel log): said as
+    on a GPU this rental does not show, and warned of, never failed (_split_not_shown)."""
     xids = [e for e in events if e.kind == "xid"]
     logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in xids}
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
@@ -375,12 +424,15 @@ def rule_xid(
         if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or ""), e.earlier_boot) not in logged
     ]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
+    xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
-    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids)), narrowed, "Xid")
+    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
