@@ -16,6 +16,7 @@ __all__ = [
     "english_free",
     "free_as_kib",
     "free_labels",
+    "free_si",
     "free_unit",
     "looks_like_free",
     "looks_like_meminfo",
@@ -37,35 +38,55 @@ class MemoryInfo:
     # how much less and how much more the total may be than its figure: free prints sizes in
     # units (`-h`, `-m`, `-g`) rounded (see _spread); (0, 0) where exact (`-k`, `-b`, meminfo)
     total_spread: tuple[int, int] = (0, 0)
+    # the total was printed under `--si` (or `--kilo` ... `--tera`): in powers of 1000, or of 1024
+    # by procps version; total_bytes is then its least reading, the spread reaches its most
+    si: bool = False
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 
+def _si_marked(match: re.Match[str]) -> bool:
+    """Whether a free cell carries free_as_kib's mark of a `--si` size (`112GB`: a unit letter,
+    then `B` without `i`); procps itself never prints one."""
+    return bool(match.group(2)) and not match.group(3) and match.group(0).upper().endswith("B")
+
+
 def _amount(cell: str, unit_bytes: int) -> int | None:
-    """Bytes from a free cell: a plain count of `unit_bytes`, or a `free -h` size like '1.9Gi'."""
+    """Bytes from a free cell: a plain count of `unit_bytes`, or a `free -h` size like '1.9Gi'
+    (a `--si` size marked `112GB`: its least reading, in powers of 1000)."""
     if cell.isdecimal():
         return int(cell) * unit_bytes
     match = _HUMAN.match(cell)
     if not match:
         return None
     # free -h prints binary sizes ("Gi"); plain "G" from old procps also meant 1024-based.
-    return round(float(match.group(1).replace(",", ".")) * 1024 ** _POWERS[match.group(2).upper()])
+    base = 1000 if _si_marked(match) else 1024
+    return round(float(match.group(1).replace(",", ".")) * base ** _POWERS[match.group(2).upper()])
 
 
 def _spread(cell: str, unit_bytes: int) -> tuple[int, int]:
     """How much less and more than its figure a `free` size may be. procps prints a size with
     one decimal where that fits in four characters, rounded (`1.5Gi`: 1.45-1.55 GiB), else the
     whole units cut off (`(long)` of the quotient: `125Gi` is 125-126 GiB, as the real H200's
-    125.8 GiB printed); `-m`/`-g` cut to whole units too; `-b` and `-k` are exact."""
+    125.8 GiB printed); `-m`/`-g` cut to whole units too; `-b` and `-k` are exact. A `--si`
+    size (marked `112GB`) is read from its least reading, powers of 1000, up to its most, powers
+    of 1024: procps 3.3.10's `free -h --si` printed 8.2G of 8.35 GB, `--mega` 8157 of 8353 MB
+    (KiB over 1000), and older procps-ng's `--giga` is `-g` (GiB)."""
     match = _HUMAN.match(cell)
     if cell.isdecimal() or not match:
         return (0, unit_bytes if cell.isdecimal() and unit_bytes > 1024 else 0)
-    unit = 1024 ** _POWERS[match.group(2).upper()]
+    power = _POWERS[match.group(2).upper()]
+    unit = 1024**power
+    figure = float(match.group(1).replace(",", "."))
+    si = _si_marked(match)
     if "." in match.group(1) or "," in match.group(1):
-        return (unit // 20, unit // 20)
-    return (0, unit if unit > 1 else 0)
+        low, high = figure - 0.05, figure + 0.05
+    else:
+        low, high = figure, figure + (1 if unit > 1 else 0)
+    base = 1000 if si else 1024
+    return (round((figure - low) * base**power), round(high * unit - figure * base**power))
 
 
 def free_labels() -> tuple[Label, ...]:
@@ -145,8 +166,10 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     # procps < 3.3.10 has no 'available' column; the figure is then simply unknown.
     available = cell("Mem", "available")
     swap = cell("Swap", "total")
-    spread = _spread(mem[columns.index("total")], unit_bytes) if total is not None and mem else (0, 0)
-    return MemoryInfo(total, available, swap, tuple(warnings), spread)
+    cell_text = mem[columns.index("total")] if total is not None and mem else ""
+    spread = _spread(cell_text, unit_bytes) if cell_text else (0, 0)
+    si = bool((match := _HUMAN.match(cell_text)) and _si_marked(match))
+    return MemoryInfo(total, available, swap, tuple(warnings), spread, si)
 
 
 class FreeFormatError(UsageError):
@@ -161,10 +184,16 @@ _KIB, _MIB, _GIB = 1024, 1024 * 1024, 1024**3
 _UNIT_NAMES = {1: "bytes (free -b)", _KIB: "KiB (free -k)", _MIB: "MiB (free -m)", _GIB: "GiB (free -g)"}
 # the flag named in a file name: free-b.txt, free -m.txt, free_--kibi.txt, ...
 _NAMED_FLAG = re.compile(
-    r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|g|gibi|giga|h|human)(?![a-z0-9])", re.IGNORECASE
+    r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|g|gibi|giga|tebi|tera|h|human)(?![a-z0-9])",
+    re.IGNORECASE,
 )
 _FLAG_UNITS = {"b": 1, "bytes": 1, "k": _KIB, "kibi": _KIB, "kilo": _KIB, "m": _MIB, "mebi": _MIB,
-               "mega": _MIB, "g": _GIB, "gibi": _GIB, "giga": _GIB, "h": 0, "human": 0}  # fmt: skip
+               "mega": _MIB, "g": _GIB, "gibi": _GIB, "giga": _GIB, "tebi": _GIB << 10,
+               "tera": _GIB << 10, "h": 0, "human": 0}  # fmt: skip
+# `--si`, or a unit flag procps-ng 3.3.10+ reads in powers of 1000 (`--giga`; older procps-ng
+# made it `-g`), in the copied command or the file's name before its `__` (`free -h --si.txt`,
+# `free-h-si__box.txt`)
+_SI_FLAG = re.compile(r"(?:^|[\s_-])-{0,2}(?:si|kilo|mega|giga|tera|peta)(?=$|[\s_.-])", re.IGNORECASE)
 # a name for plain `free` (no flag): free.txt, free__host.txt -> the command's default, KiB
 _PLAIN_NAME = re.compile(r"^free(?![a-z0-9])", re.IGNORECASE)
 
@@ -225,12 +254,40 @@ def free_as_kib(name: str, text: str) -> str:
     the whole units they were cut to are known (MemoryInfo.total_spread)."""
     text = english_free(text)
     unit = free_unit(name, text)
+    if unit == 1:  # (bytes: `--si` leaves them be)
+        return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // _KIB), text)
+    if free_si(name):
+        # each size marked as printed in powers of 1000 or 1024 (`112G` -> `112GB`, `8157` of
+        # `--mega` -> `8157MB`): parse_free reads it as the range between the two
+        letter = {0: "", _KIB: "K", _MIB: "M", _GIB: "G", _GIB << 10: "T"}[unit]
+        return _mark_cells(text, lambda cell: cell + letter + "B" if cell.isdecimal() else cell + "B")
     if unit in (0, _KIB):
         return text
-    if unit == 1:
-        return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // _KIB), text)
-    suffix = "Mi" if unit == _MIB else "Gi"
+    suffix = {_MIB: "Mi", _GIB: "Gi", _GIB << 10: "Ti"}[unit]
     return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: m.group() + suffix, text)
+
+
+def free_si(name: str) -> bool:
+    """Whether a saved `free` output was printed under `--si` (or `--kilo` ... `--tera`), by
+    the flags in its copied command or its file name (`name` holds both; a file name's
+    description after `__` is not read): its sizes are then in powers of 1000, or of 1024 in
+    some procps versions (see _spread)."""
+    return _SI_FLAG.search(re.sub(r"__\S*", "", name)) is not None
+
+
+_SIZED_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPE]?)(?=\s|$)")
+
+
+def _mark_cells(text: str, mark: Callable[[str], str]) -> str:
+    """`text` with each size cell of its Mem / Swap / Total / Low / High rows as `mark` gives it
+    (`0B`, a unit of its own, is left: zero in any unit)."""
+    out = []
+    for line in text.split("\n"):
+        label, colon, rest = line.partition(":")
+        if colon and label.strip() in ("Mem", "Swap", "Low", "High", "Total", "Comm"):
+            line = label + colon + _SIZED_CELL.sub(lambda m: mark(m.group(1)), rest)
+        out.append(line)
+    return "\n".join(out)
 
 
 # cgroup v1 writes "no limit" as the largest page-aligned 63-bit number (9223372036854771712)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.memory import MemoryInfo, parse_free, parse_meminfo
+from gpuonboard.facts.memory import MemoryInfo, free_as_kib, parse_free, parse_meminfo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -30,7 +30,41 @@ CASES = [
     # our own `free -h` and `free -k` of the same moment, H200 VM, 2026-12-04: 125.85 GiB is `125Gi`
     ("real/free-h__h200-vm__procps-4.0.2.txt", 1024, 125 * 2**30, 125 * 2**30, 0, (0, 2**30)),
     ("real/free-k__h200-vm__procps-4.0.2.txt", 1024, 131961976 * 1024, 131437004 * 1024, 0, (0, 0)),
+    # a dev container's `free -m` (110.0 GiB), and a desktop's `free -b` (tests/api/test_offline_free_si.py)
+    ("real/free-m__devcontainer-110gib__vit-notes.txt", 2**20, 112682 * 2**20, 106580 * 2**20, 0, (0, 2**20)),
+    ("real/free-b__desktop-7.8gib__ubuntu-16.04-forum.txt", 1, 8353525760, 7185371136, 10485755904, (0, 0)),
 ]
+# `--si` outputs read as the offline judge reads them (free_as_kib, by the flag in the file's
+# name): total, available and swap in powers of 1000, the total's spread up to powers of 1024
+SI_CASES = [
+    (
+        "real/free-h-si__devcontainer-110gib__procps-si-mib-per-1000__vit-notes.txt",
+        112 * 10**9,
+        106 * 10**9,
+        0,
+        (0, 113 * 2**30 - 112 * 10**9),
+    ),
+    (
+        "real/free-h-si__desktop-7.8gib__ubuntu-16.04-forum.txt",
+        8_200_000_000,
+        6_900_000_000,
+        10 * 10**9,
+        (50_000_000, round(8.25 * 2**30) - 8_200_000_000),
+    ),
+    (
+        "real/free--mega__desktop-7.8gib__procps-kib-per-1000__ubuntu-16.04-forum.txt",
+        8157 * 10**6,
+        7004 * 10**6,
+        10239 * 10**6,
+        (0, 8158 * 2**20 - 8157 * 10**6),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "available", "swap", "spread"), SI_CASES)
+def test_every_si_capture(name: str, total: int, available: int, swap: int, spread: tuple[int, int]) -> None:
+    info = parse_free(free_as_kib(Path(name).name, (FIXTURES / name).read_text()))
+    assert info == MemoryInfo(total, available, swap, (), spread, si=True)
 
 
 @pytest.mark.parametrize(("name", "unit", "total", "available", "swap", "spread"), CASES)
@@ -45,7 +79,8 @@ def test_every_real_free_is_covered() -> None:
     real = {p.name for p in (FIXTURES / "real").glob("free*")}
     from .audit_captures import covered  # the truth audit's captures: tested there
 
-    assert real == {n.split("/", 1)[1] for n, *_ in CASES if n.startswith("real/")} | covered("free")
+    cases = {n.split("/", 1)[1] for n, *_ in CASES + SI_CASES if n.startswith("real/")}
+    assert real == cases | covered("free")
 
 
 def test_derived_is_about_two_tib() -> None:

@@ -327,7 +327,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if total - less >= floor:
         return Check("ram", expected, actual, "pass")
     if total + more >= floor:
-        return _rounded_ram(total, less, more, floor, expected, actual)
+        return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
     short = format_bytes(wanted - total - more)
     if unified:
         why = (
@@ -343,18 +343,23 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
 
-def _rounded_ram(total: int, less: int, more: int, floor: float, expected: str, actual: str) -> Check:
+def _rounded_ram(
+    total: int, less: int, more: int, floor: float, expected: str, actual: str, si: bool = False
+) -> Check:
     """ram unverified where free printed the total in rounded units (`free -h`'s `125Gi` is
-    125-126 GiB) and the least RAM the order allows lies within that rounding."""
+    125-126 GiB), or under `--si` (powers of 1000, or 1024 by procps version), and the least RAM
+    the order allows lies within that range."""
     d = _telling_decimals(total - less, total + more, int(floor))
     low, high, need = (format_bytes(n, True, d) for n in (total - less, total + more, int(floor)))
+    how = "under `--si`, in powers of 1000 (or of 1024, by procps version)" if si else "in rounded units"
     return Check(
         "ram",
         expected,
-        f"{actual}; free prints it rounded: between {low} and {high}",
+        f"{actual}; free prints it {'under --si' if si else 'rounded'}: between {low} and {high}",
         "unverified",
-        f"free prints the Mem total in rounded units, and the {need} the order needs (less the"
-        " tolerance) lies within that rounding: save `free -k` of the box to judge it",
+        f"free prints the Mem total {how}, and the {need} the order needs (less the"
+        f" tolerance) lies within that {'range' if si else 'rounding'}: save `free -k` of the box to"
+        " judge it",
     )
 
 
