@@ -12,6 +12,7 @@ __all__ = [
     "PCIE_PATHS_ONLY",
     "Topology",
     "all_pairs_nvlink",
+    "foreign_links",
     "interconnect",
     "nvlink_orphans",
     "parse_topo",
@@ -189,6 +190,13 @@ def _badness(link: str) -> tuple[int, int]:
     if link == "X":
         return (-1, 0)
     return (_PCIE_RANK.get(link, 9), 0)
+
+
+def foreign_links(t: Topology) -> list[str]:
+    """The GPU-pair cells that are no link `topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS/SOC),
+    sorted: a matrix of another `nvidia-smi topo` view in the same layout, `-p2p r` (peer-to-peer
+    status: OK, CNS, GNS, TNS, NS, DR, U), which says nothing of the links."""
+    return sorted({v for v in _pair_links(t) if v and not _NVLINK.match(v) and v not in _PCIE_RANK})
 
 
 def all_pairs_nvlink(t: Topology) -> bool | None:

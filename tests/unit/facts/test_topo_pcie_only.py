@@ -83,3 +83,26 @@ def test_narrowed_names_topo_mp(command: str) -> None:
 @pytest.mark.parametrize("command", ["nvidia-smi topo -m", "nvidia-smi topo --matrix", ""])
 def test_narrowed_leaves_topo_m(command: str) -> None:
     assert narrowed("nvidia_topo", command) == ""
+
+
+P2P = "real/nvidia-smi-topo-p2p-rw__geforce-rtx-5090__2gpu-gns.txt"
+
+
+def test_a_p2p_status_matrix_is_refused_not_judged(tmp_path: Path) -> None:
+    """`nvidia-smi topo -p2p rw` prints a GPU matrix in the layout of `topo -m` with peer-to-peer
+    status cells (2 x RTX 5090: GNS, "GPU not supported"): read as links it failed an NVLink order
+    ("only over PCIe (the weakest pair through GNS)") and passed a PCIe one."""
+    from gpuonboard.errors import UsageError
+    from gpuonboard.facts.topo import foreign_links
+
+    assert foreign_links(parse_topo(read(P2P))) == ["GNS"]
+    for order in (NVLINK_ORDER, "interconnect: pcie\n"):
+        with pytest.raises(UsageError, match=r"p2p-rw__.*\(GNS\) are no link of `nvidia-smi topo -m`.*save"):
+            verdicts(tmp_path, Path(P2P).name, read(P2P), order)
+
+
+@pytest.mark.parametrize("name", [JUWELS, LEVANTE, PCIE_M, "real/nvidia-smi-topo-m__h200__8gpu-10nic.txt"])
+def test_link_matrices_have_no_foreign_cell(name: str) -> None:
+    from gpuonboard.facts.topo import foreign_links
+
+    assert foreign_links(parse_topo(read(name))) == []
