@@ -3,13 +3,16 @@ the filesystems of the paths it was given, not every mount; `nvidia-smi -i 0` sh
 was asked for, which reads like a 1-GPU box; `ibstat mlx5_7` one device's ports; `df -h | grep
 nvme` the lines grep kept. What such an output does not show is not known to be missing
 (data_disk, gpu_count and the GPU rules read it as an incomplete probe, rdma_ports as a listing
-that is not whole); what it shows is judged as usual.
+that is not whole); what it shows is judged as usual. `nvidia-smi topo -mp` prints the matrix of
+`topo -m` with PCIe paths where NVLink joins GPUs: it shows no NVLink (interconnect reads it so).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+
+from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool that keep part of its lines
 _FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "head", "tail", "awk", "sed", "cut"})
@@ -24,15 +27,18 @@ def narrowed(kind: str, command: str) -> str:
     if not command:
         return ""
     head, *piped = command.split("|")
-    for stage in piped:
-        words = stage.split()
-        if words and words[0].rsplit("/", 1)[-1] in _FILTERS:
-            return f"`{command.strip()}` keeps only the lines {words[0]} let through"
     try:
         words = shlex.split(head)
     except ValueError:
         words = head.split()
     found = _args_of(words, _tools(kind))
+    if kind == "nvidia_topo" and found and {"-mp", "--matrix_pci"} & set(found[1]):
+        # (first: a filter after it keeps lines, this hides what every line could say)
+        return f"`{head.strip()}` {PCIE_PATHS_ONLY}"
+    for stage in piped:
+        stage_words = stage.split()
+        if stage_words and stage_words[0].rsplit("/", 1)[-1] in _FILTERS:
+            return f"`{command.strip()}` keeps only the lines {stage_words[0]} let through"
     if found is None:
         return ""
     tool, args = found
@@ -46,10 +52,11 @@ def narrowed(kind: str, command: str) -> str:
 
 
 def _tools(kind: str) -> tuple[str, ...]:
-    """The commands whose saved output is of `kind` (an `nvidia_smi*` kind is nvidia-smi's)."""
+    """The commands whose saved output is of `kind` (an `nvidia_smi*` kind, and `nvidia_topo`,
+    is nvidia-smi's)."""
     if kind == "rdma_ports":
         return ("ibstat", "ibstatus", "ibv_devinfo")
-    return ("nvidia-smi",) if kind.startswith("nvidia_smi") else (kind,)
+    return ("nvidia-smi",) if kind.startswith(("nvidia_smi", "nvidia_topo")) else (kind,)
 
 
 def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] | None:

@@ -601,6 +601,16 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
             f"{where}: this df output has no size column (`df -i` counts inodes), so no disk size can"
             " be read from it; save `df -P -k` (or `df -h`) of the box instead."
         )
+    if kind == "nvidia_topo":
+        from gpuonboard.facts.topo import foreign_links, parse_topo
+
+        if cells := foreign_links(parse_topo(text)):
+            raise UsageError(
+                f"{where}: this GPU matrix's cells ({', '.join(cells)}) are no link of `nvidia-smi"
+                " topo -m` (NV#, PIX, PXB, PHB, NODE, SYS): another `nvidia-smi topo` view, such as"
+                " `-p2p r`'s peer-to-peer status, which says nothing of NVLink or PCIe paths; save"
+                " `nvidia-smi topo -m` of the box instead."
+            )
     if kind == "lsblk":
         from gpuonboard.facts.disks import lsblk_unread
 

@@ -8,7 +8,21 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from types import MappingProxyType
 
-__all__ = ["Topology", "all_pairs_nvlink", "interconnect", "nvlink_orphans", "parse_topo", "weakest_link"]
+__all__ = [
+    "PCIE_PATHS_ONLY",
+    "Topology",
+    "all_pairs_nvlink",
+    "foreign_links",
+    "interconnect",
+    "nvlink_orphans",
+    "parse_topo",
+    "weakest_link",
+]
+
+# What `nvidia-smi topo -mp` (`--matrix_pci`) shows: the same matrix as `topo -m`, with each GPU
+# pair's PCIe path where `-m` prints NV# (an NVLink box's GPUs read SYS/NODE there) and a legend
+# without the NV# line. Such a matrix says nothing about NVLink.
+PCIE_PATHS_ONLY = "shows the PCIe paths only, never NVLink"
 
 
 def _frozen_map() -> Mapping[str, str]:
@@ -31,6 +45,9 @@ class Topology:
     # matrix cut short (a paste of its first rows, an output cut off), whose missing GPUs and
     # links are unknown, not absent
     complete: bool = True
+    # why this matrix cannot show NVLink ("" when it can): a `topo -mp` view, named by its legend
+    # (no NV# line) or, offline, by its copied command line
+    pcie_only: str = ""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -45,6 +62,8 @@ def _plain(text: str) -> str:
 _GPU_LABEL = re.compile(r"^GPU\d+$")
 _NVLINK = re.compile(r"^NV(\d+)$")
 _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+# a line of the legend of path kinds ("  SYS  = Connection traversing ...", "  NV#  = ...")
+_LEGEND_KIND = re.compile(r"^\s*(X|SYS|SOC|NODE|PHB|PXB|PIX|NV#)\s+=")
 # Worst-last order of the PCIe path kinds; "SOC" is the pre-2017 spelling of "SYS".
 _PCIE_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
 
@@ -109,6 +128,8 @@ def parse_topo(text: str) -> Topology:
         if not line.strip():
             break  # the matrix ends at the first blank line; the legend follows
         cells = _fields(line)
+        if len(parts := cells[0].split(None, 1)) == 2:  # a row label is one word: a tab typed
+            cells = [*parts, *cells[1:]]  # as a space after it (`mlx5_0 PIX\tSYS`) splits them
         label, values = cells[0], cells[1:]
         if not _GPU_LABEL.match(label):
             nics.append(label)
@@ -124,10 +145,20 @@ def parse_topo(text: str) -> Topology:
             elif column == "NUMA Affinity" and value:
                 numa_affinity[label] = value
     legend = {}
+    kinds = set()
     for line in lines[header_at + 1 :]:
-        match = _LEGEND_NIC.match(_plain(line))
-        if match:
+        if match := _LEGEND_NIC.match(_plain(line)):
             legend[match.group(1)] = match.group(2)
+        elif match := _LEGEND_KIND.match(_plain(line)):
+            kinds.add(match.group(1))
+    # every `topo -m` legend names NV# after the PCIe kinds (also a PCIe box's); `topo -mp`'s ends
+    # at PIX. (A legend cut before its NV# line reads so too: its matrix is judged as unknown
+    # for NVLink, never as a box without it.)
+    pcie_only = (
+        f"its legend has no NV# (NVLink) line, as that of `nvidia-smi topo -mp`, which {PCIE_PATHS_ONLY}"
+        if kinds and "NV#" not in kinds
+        else ""
+    )
     unlinked = [(a, b) for a, b in combinations(gpus, 2) if not (links.get((a, b)) or links.get((b, a)))]
     warnings += [f"no link value for {a}-{b}" for a, b in unlinked]
     rowless = sorted(gpu_columns - set(gpus), key=lambda c: int(c[3:]))
@@ -142,6 +173,7 @@ def parse_topo(text: str) -> Topology:
         tuple(warnings),
         MappingProxyType(legend),
         complete=not rowless and not unlinked,
+        pcie_only=pcie_only,
     )
 
 
@@ -160,6 +192,13 @@ def _badness(link: str) -> tuple[int, int]:
     return (_PCIE_RANK.get(link, 9), 0)
 
 
+def foreign_links(t: Topology) -> list[str]:
+    """The GPU-pair cells that are no link `topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS/SOC),
+    sorted: a matrix of another `nvidia-smi topo` view in the same layout, `-p2p r` (peer-to-peer
+    status: OK, CNS, GNS, TNS, NS, DR, U), which says nothing of the links."""
+    return sorted({v for v in _pair_links(t) if v and not _NVLINK.match(v) and v not in _PCIE_RANK})
+
+
 def all_pairs_nvlink(t: Topology) -> bool | None:
     """True when every GPU pair is joined by NVLink; None with fewer than two GPUs."""
     if len(t.gpus) < 2:
@@ -168,7 +207,8 @@ def all_pairs_nvlink(t: Topology) -> bool | None:
 
 
 def interconnect(t: Topology) -> str:
-    """'nvlink' / 'pcie' / 'mixed' across all GPU pairs; 'single' (1 GPU) or 'unknown' (none)."""
+    """'nvlink' / 'pcie' / 'mixed' across all GPU pairs; 'single' (1 GPU) or 'unknown' (none, or
+    a matrix of PCIe paths only, `topo -mp`, which cannot tell PCIe from NVLink)."""
     if not t.gpus:
         return "unknown"
     if len(t.gpus) == 1:
@@ -177,7 +217,7 @@ def interconnect(t: Topology) -> str:
     if all(nvlink):
         return "nvlink"
     if not any(nvlink):
-        return "pcie"
+        return "unknown" if t.pcie_only else "pcie"
     return "mixed"
 
 

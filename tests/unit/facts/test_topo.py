@@ -35,6 +35,11 @@ CASES = [
      1, tuple(f"mlx5_{i}" for i in range(4)), "single", None, None),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
+    # `topo -mp` of 4 x A100 on NVLink: PCIe paths only, no claim of PCIe (test_topo_pcie_only)
+    ("real/nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster.txt",
+     4, tuple(f"mlx5_{i}" for i in range(4)), "unknown", "SYS", False),
+    ("real/nvidia-smi-topo-mp__a100__4gpu-2nic__levante.txt",
+     4, ("mlx5_0", "mlx5_1"), "unknown", "SYS", False),
 ]  # fmt: skip
 
 

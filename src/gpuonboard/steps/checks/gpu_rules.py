@@ -347,6 +347,8 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
         )
     kind = topo.interconnect(facts.topology)
     listed = len(facts.gpu.gpus) if facts.gpu else 0
+    if kind == "unknown" and facts.topology.pcie_only:
+        return _pcie_paths_only(order, facts.topology)
     if kind == "unknown" or len(facts.topology.gpus) < listed or not facts.topology.complete:
         seen = len(facts.topology.gpus)
         if not seen:  # (no GPU row, or a header row whose columns cannot be told apart)
@@ -396,6 +398,22 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
         )
     return Check("interconnect", expected, actual, verdict, detail)
+
+
+def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:
+    """A matrix of PCIe paths only (`nvidia-smi topo -mp`), which shows no NVLink: it meets a PCIe
+    order (every GPU pair has the PCIe path it shows) and tells nothing of an NVLink one."""
+    paths = f"{matrix.pcie_only} (weakest GPU path {topo.weakest_link(matrix)})"
+    if order.interconnect == "pcie":
+        return Check("interconnect", "pcie", f"pcie: {paths}", "pass")
+    return Check(
+        "interconnect",
+        order.interconnect or "",
+        f"unknown: {paths}",
+        "unverified",
+        "whether NVLink joins the GPUs cannot be read from this matrix: save `nvidia-smi topo -m`"
+        " (without -p), whose matrix shows NV# where NVLink joins two GPUs",
+    )
 
 
 def _fewer_than_ordered(order: OrderSpec, matrix: topo.Topology, listed: int) -> str:
