@@ -15,7 +15,7 @@ import pytest
 from gpuonboard import atomicfile
 from gpuonboard.report import jsonfile
 from gpuonboard.runner import journal
-from gpuonboard.transfer import Entry, crypto, shards
+from gpuonboard.transfer import Entry, crypto, hashcache, shards
 
 
 def _mode(path: Path) -> int:
@@ -44,7 +44,7 @@ def test_a_cache_save_never_writes_through_a_link_at_its_temp_name(tmp_path: Pat
     for name in ("index.tmp", "hashes.tmp"):
         (cache / name).symlink_to(victim)
     shards.Index(cache).save(set())
-    shards.HashCache(cache).save([])
+    hashcache.HashCache(cache).save([])
     assert victim.read_text() == "mine"
     assert (
         json.loads((cache / "index.json").read_text())
@@ -63,7 +63,7 @@ def test_each_file_keeps_its_mode(tmp_path: Path) -> None:
         jsonfile.write_atomic(tmp_path / "out" / "summary.json", "{}\n")
         index = shards.Index(tmp_path / "cache")
         index.save(set())
-        hashes = shards.HashCache(tmp_path / "cache")
+        hashes = hashcache.HashCache(tmp_path / "cache")
         hashes.save([])
         enc = crypto.Encryption(recipients=(_pub(),))
         crypto.encrypt_file(b"manifest", tmp_path / "cache" / "m.age", enc)
@@ -115,7 +115,7 @@ def test_journal_and_cache_failures_keep_their_oserror_and_leave_no_temp(tmp_pat
     cache = tmp_path / "cache"
     (cache / "hashes.json").mkdir(parents=True)
     with pytest.raises(OSError):
-        shards.HashCache(cache).save([])
+        hashcache.HashCache(cache).save([])
     assert [p.name for p in cache.iterdir()] == ["hashes.json"]
 
 
@@ -133,7 +133,7 @@ def test_two_uploads_of_one_dataset_save_its_caches_at_once(tmp_path: Path) -> N
     start = threading.Barrier(2)
 
     def save_many() -> None:
-        hashes = shards.HashCache(cache)
+        hashes = hashcache.HashCache(cache)
         for e in entries.values():
             hashes.put(e, e.sha256)
         start.wait()

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from gpuonboard.steps.dataset.scan import known_hashes
-from gpuonboard.transfer import SourceTree, scan_source, shards
+from gpuonboard.transfer import SourceTree, hashcache, scan_source
 
 OLD, NEW = b"old content!", b"new content!"  # (the same size)
 
@@ -43,22 +43,22 @@ def _rewrite_in_the_same_tick(path: Path) -> None:
     assert path.read_bytes() == NEW
 
 
-def _save_bound(root: Path, cache: Path) -> shards.HashCache:
+def _save_bound(root: Path, cache: Path) -> hashcache.HashCache:
     tree = scan_source(root)
-    hashes = shards.HashCache(cache, tree.columns, tree.path)
+    hashes = hashcache.HashCache(cache, tree.columns, tree.path)
     hashes.save(tree.entries)
     return hashes
 
 
 def _load_bound(root: Path, cache: Path) -> SourceTree:
     tree = scan_source(root, hashes=False)
-    shards.HashCache(cache, tree.columns, tree.path)
+    hashcache.HashCache(cache, tree.columns, tree.path)
     return tree
 
 
-def _save_unbound(root: Path, cache: Path) -> shards.HashCache:
+def _save_unbound(root: Path, cache: Path) -> hashcache.HashCache:
     tree = scan_source(root)
-    hashes = shards.HashCache(cache, locate=tree.path)
+    hashes = hashcache.HashCache(cache, locate=tree.path)
     for e in tree.iter_files():
         hashes.put(e, e.sha256)
     hashes.save(tree.entries)
@@ -67,7 +67,7 @@ def _save_unbound(root: Path, cache: Path) -> shards.HashCache:
 
 def _load_unbound(root: Path, cache: Path) -> SourceTree:
     tree = scan_source(root, hashes=False)
-    known_hashes(tree, shards.HashCache(cache, locate=tree.path))
+    known_hashes(tree, hashcache.HashCache(cache, locate=tree.path))
     return tree
 
 
@@ -92,7 +92,7 @@ def test_the_fresh_hash_is_saved_and_found_again(tmp_path: Path) -> None:
         _save_bound(root, cache)
         _rewrite_in_the_same_tick(root / "d" / "a.bin")
         tree = scan_source(root, hashes=False)
-        hashes = shards.HashCache(cache, tree.columns, tree.path)
+        hashes = hashcache.HashCache(cache, tree.columns, tree.path)
         hashes.save(tree.entries)
         assert load(root, cache).entries["d/a.bin"].sha256 == _sha(NEW)
 
@@ -118,7 +118,7 @@ def test_a_fresh_unchanged_file_keeps_its_hash_on_a_rerun(tmp_path: Path) -> Non
         save(root, cache)
         assert load(root, cache).entries["d/a.bin"].sha256 == _sha(OLD)
         tree = scan_source(root, hashes=False)
-        hashes = shards.HashCache(cache, locate=tree.path)
+        hashes = hashcache.HashCache(cache, locate=tree.path)
         known_hashes(tree, hashes)
         hashes.save(tree.entries)
         assert load(root, cache).entries["d/a.bin"].sha256 == _sha(OLD)
@@ -130,7 +130,7 @@ def test_the_stamp_is_when_the_cache_was_made_not_when_it_was_saved(tmp_path: Pa
     root, cache = _dataset(tmp_path), tmp_path / "cache"
     before = time.time_ns()
     tree = scan_source(root, hashes=False)
-    hashes = shards.HashCache(cache, tree.columns, tree.path)
+    hashes = hashcache.HashCache(cache, tree.columns, tree.path)
     hashed_at = time.time_ns()
     tree.columns.set_sha(tree.columns.find("d/a.bin"), _sha(OLD))
     time.sleep(0.05)
@@ -146,10 +146,10 @@ def test_a_racy_record_never_checked_is_not_saved_again(tmp_path: Path) -> None:
     (root / "b.bin").write_bytes(OLD)
     _save_unbound(root, cache)
     tree = scan_source(root, hashes=False)
-    hashes = shards.HashCache(cache, locate=tree.path)
+    hashes = hashcache.HashCache(cache, locate=tree.path)
     assert hashes.get(tree.entries["b.bin"]) == _sha(OLD)
     hashes.save(tree.entries)
-    again = shards.HashCache(cache)
+    again = hashcache.HashCache(cache)
     assert set(again.data) == {"b.bin"}
 
 
@@ -159,5 +159,5 @@ def test_an_unreadable_racy_file_is_left_unknown(tmp_path: Path) -> None:
     _save_bound(root, cache)
     tree = scan_source(root, hashes=False)
     (root / "d" / "a.bin").unlink()
-    shards.HashCache(cache, tree.columns, tree.path)
+    hashcache.HashCache(cache, tree.columns, tree.path)
     assert tree.entries["d/a.bin"].sha256 == ""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.transfer import shards
+from gpuonboard.transfer import hashcache, shards
 from gpuonboard.transfer.source import Entry, SourceTree
 from gpuonboard.transfer.verify import differing, parse_hashes
 
@@ -76,7 +76,7 @@ def test_hash_cache_holds_an_entry_not_a_copy(tmp_path: Path) -> None:
     JSON record by record, never the whole text at once (~130 bytes a file)."""
     sha = "c" * 64
     entries = _entries(N, sha)
-    cache = shards.HashCache(tmp_path)
+    cache = hashcache.HashCache(tmp_path)
 
     def put_all() -> None:
         for e in entries:
@@ -87,7 +87,7 @@ def test_hash_cache_holds_an_entry_not_a_copy(tmp_path: Path) -> None:
     keep = {e.rel: e for e in entries}
     extra, _ = _extra(lambda: cache.save(keep))
     assert extra < 2 * 1024 * 1024, f"{extra / N:.0f} bytes a file"
-    again = shards.HashCache(tmp_path)
+    again = hashcache.HashCache(tmp_path)
     assert all(again.get(e) == sha for e in entries)
 
 
@@ -100,7 +100,7 @@ def test_filling_in_hashes_does_not_copy_the_scan(tmp_path: Path) -> None:
     try:
         entries = _entries(N)
         tree = SourceTree(tmp_path, {e.rel: e for e in entries})
-        cache = shards.HashCache(tmp_path)
+        cache = hashcache.HashCache(tmp_path)
         for e in entries:
             cache.put(dataclasses.replace(e, sha256=sha), sha)
         del entries, e

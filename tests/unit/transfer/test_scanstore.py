@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.steps.dataset.scan import dir_members
-from gpuonboard.transfer import link_hash, scan_source, shards
+from gpuonboard.transfer import hashcache, link_hash, scan_source, shards
 from gpuonboard.transfer.crypto import sha256_file
 from gpuonboard.transfer.scanstore import Entries, Entry, Group, encode, payload, raw_sizes, whole_seconds
 from gpuonboard.transfer.shardstream import part_of
@@ -194,14 +194,14 @@ def test_packing_a_group_notes_its_hashes_in_the_scan(tmp_path: Path) -> None:
     assert tree.entries == hashed.entries
     assert packed.files == {e.rel: e.sha256 for e in hashed.entries.values()}
     cache_dir = tmp_path / "cache"
-    shards.HashCache(cache_dir, tree.columns).save(tree.entries)
+    hashcache.HashCache(cache_dir, tree.columns).save(tree.entries)
     assert len(json.loads((cache_dir / "hashes.json").read_text())) == len(tree.files)
     fresh = scan_source(root, hashes=False)
     os.utime(root / "z", ns=(1, 1))  # (changed since: not vouched for)
     touched = scan_source(root, hashes=False)
-    shards.HashCache(cache_dir, fresh.columns)
+    hashcache.HashCache(cache_dir, fresh.columns)
     assert fresh.entries == hashed.entries
-    shards.HashCache(cache_dir, touched.columns)
+    hashcache.HashCache(cache_dir, touched.columns)
     assert touched.entries["z"].sha256 == "" and touched.entries["caf\udce9"].sha256
 
 
@@ -219,7 +219,7 @@ def test_the_bound_hash_cache_reads_an_older_cache_in_any_order(tmp_path: Path) 
     cache_dir.mkdir()
     (cache_dir / "hashes.json").write_text(json.dumps(old))
     tree = scan_source(root, hashes=False)
-    shards.HashCache(cache_dir, tree.columns)
+    hashcache.HashCache(cache_dir, tree.columns)
     assert tree.entries == hashed.entries
 
 

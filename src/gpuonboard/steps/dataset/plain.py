@@ -49,7 +49,7 @@ from gpuonboard.steps.dataset.verify import (
     unverified,
 )
 from gpuonboard.steps.dataset.work import Work
-from gpuonboard.transfer import follow, shards
+from gpuonboard.transfer import follow, hashcache, shards
 from gpuonboard.units import format_bytes
 
 
@@ -159,7 +159,8 @@ def _cipher_entries(
         )
     # plaintext hashes from the hash cache (unchanged size, mtime, inode); the rest are
     # hashed while they are encrypted, in one pass, during the upload
-    work.hashes = known_hashes(tree, shards.HashCache(opts.hash_cache_dir(ctx, tree.root), locate=tree.path))
+    hashes = hashcache.HashCache(opts.hash_cache_dir(ctx, tree.root), locate=tree.path)
+    work.hashes = known_hashes(tree, hashes)
     problem = load_encryption(ctx, opts, work)
     if problem or work.enc is None:
         return Plan(False, problem or "no encryption settings", failed=True)

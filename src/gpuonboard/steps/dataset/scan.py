@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpuonboard import transfer
 from gpuonboard.steps.dataset.common import NOTHING_SENT
-from gpuonboard.transfer import shards, uploadlock
+from gpuonboard.transfer import hashcache, uploadlock
 
 PRESCAN_MAX_AGE = 30.0  # s: an older scan of the dataset (started before the login) is redone
 
@@ -53,7 +53,7 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
     )
 
 
-def known_hashes(tree: transfer.SourceTree, hashes: shards.HashCache) -> shards.HashCache:
+def known_hashes(tree: transfer.SourceTree, hashes: hashcache.HashCache) -> hashcache.HashCache:
     """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
     inode); the others keep "" for a later pass. Returns the cache. (A cache bound to this scan
     filled them in as it was read; else each is set in the scan's columns in place.)"""

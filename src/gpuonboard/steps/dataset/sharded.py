@@ -39,7 +39,7 @@ from gpuonboard.steps.dataset.shardstore import (
     stored_digest,
 )
 from gpuonboard.steps.dataset.work import Work
-from gpuonboard.transfer import scanstore, shards, shardstream
+from gpuonboard.transfer import hashcache, scanstore, shards, shardstream
 from gpuonboard.units import format_bytes
 
 
@@ -64,7 +64,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     if (blocked := _in_the_way(ctx, opts, remote)) is not None:
         return blocked
     work.codec = shardstream.pick_codec(remote.zstd)
-    work.index, work.hashes = index, shards.HashCache(cache, work.tree.columns, work.tree.path)
+    work.index, work.hashes = index, hashcache.HashCache(cache, work.tree.columns, work.tree.path)
     found, unread = _group(ctx, opts, label, work, remote, size)
     if unread is not None:
         return Plan(False, unreadable(unread, src, NOTHING_SENT), failed=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import transfer
-from gpuonboard.transfer import crypto, scanstore, shards, shardstream, uploadlock
+from gpuonboard.transfer import crypto, hashcache, scanstore, shards, shardstream, uploadlock
 
 # an open OpenSSH master connection: (its config file, the host's alias in it, the private
 # dir of its control socket, the ssh options that use it)
@@ -42,7 +42,7 @@ class Work:
     partials: dict[str, int] = field(default_factory=dict)
     # loaded once by plan, updated and saved by apply
     index: shards.Index | None = None
-    hashes: shards.HashCache | None = None
+    hashes: hashcache.HashCache | None = None
     unpack: bool = False
     need: int = 0
     shard_size: int = 0
