@@ -11,6 +11,7 @@ import io
 import re
 
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import first_line
 
@@ -79,8 +80,11 @@ _DF_SI_NAME = re.compile(r"^df[-_ ]*(?:-?[a-zA-Z]*H|-*si)(?![a-z])")
 
 
 def df_si(name: str, command: str) -> bool:
-    """Whether a saved df output is `df -H` / `df --si`, by its copied command or file name."""
-    return bool(_DF_SI_FLAG.search(command) if command else _DF_SI_NAME.match(name))
+    """Whether a saved df output is `df -H` / `df --si`, by its copied command or else its file
+    name (the words from `df` on: facts.named.tool_words)."""
+    if command:
+        return bool(_DF_SI_FLAG.search(tool_words(command, "df")))
+    return any(_DF_SI_NAME.match(words) for words in tool_words(name, "df").splitlines())
 
 
 _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.translated import Label, labels, word_translator
 
 __all__ = [
@@ -191,11 +192,8 @@ _FLAG_UNITS = {"b": 1, "bytes": 1, "k": _KIB, "kibi": _KIB, "kilo": _KIB, "m": _
                "mega": _MIB, "g": _GIB, "gibi": _GIB, "giga": _GIB, "tebi": _GIB << 10,
                "tera": _GIB << 10, "h": 0, "human": 0}  # fmt: skip
 # `--si`, or a unit flag procps-ng 3.3.10+ reads in powers of 1000 (`--giga`; older procps-ng
-# made it `-g`), in the copied command or the file's name before its `__` (`free -h --si.txt`,
-# `free-h-si__box.txt`)
-_SI_FLAG = re.compile(r"(?:^|[\s_-])-{0,2}(?:si|kilo|mega|giga|tera|peta)(?=$|[\s_.-])", re.IGNORECASE)
-# a name for plain `free` (no flag): free.txt, free__host.txt -> the command's default, KiB
-_PLAIN_NAME = re.compile(r"^free(?![a-z0-9])", re.IGNORECASE)
+# made it `-g`), in the copied command or the file's name (`free -h --si.txt`, `free-h-si.txt`)
+_SI_FLAG = re.compile(r"(?:^|[\s_-])-{0,2}(?:si|kilo|mega|giga|tera|peta)(?=$|[\s_.-])", re.IGNORECASE | re.M)
 
 
 def _numbers(text: str) -> list[int]:
@@ -220,7 +218,7 @@ def free_unit(name: str, text: str) -> int:
     in exactly one of bytes, KiB, MiB and GiB, or, for a file named for plain `free`, in KiB
     (a `free -g` of a 2 TiB box, `Mem: 2015`, is also 2015 MiB: refused unless named).
     """
-    flag = _NAMED_FLAG.search(name)
+    flag = _NAMED_FLAG.search(tool_words(name, "free"))
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()]
     text = english_free(text)
@@ -239,7 +237,7 @@ def free_unit(name: str, text: str) -> int:
         return 1
     if len(candidates) == 1:
         return candidates[0]
-    if _KIB in candidates and _PLAIN_NAME.match(name):
+    if _KIB in candidates and tool_words(name, "free"):  # (named for plain `free`: free.txt)
         return _KIB
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
@@ -272,7 +270,7 @@ def free_si(name: str) -> bool:
     the flags in its copied command or its file name (`name` holds both; a file name's
     description after `__` is not read): its sizes are then in powers of 1000, or of 1024 in
     some procps versions (see _spread)."""
-    return _SI_FLAG.search(re.sub(r"__\S*", "", name)) is not None
+    return _SI_FLAG.search(tool_words(name, "free")) is not None
 
 
 _SIZED_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPE]?)(?=\s|$)")

@@ -66,6 +66,9 @@ def test_procps_si_readings_hold_the_bytes(tmp_path: Path, name: str) -> None:
         ("free-h__si-cluster.txt ", False),  # (a description after `__` is not a flag)
         ("free-h.txt $ free -h", False),
         ("free_sift.txt ", False),
+        ("desk__free-h-si.txt ", True),  # (a host's name before the tool's)
+        ("mega-node_free-m.txt ", False),  # (a host's name is no flag)
+        ("tera__free.txt $ free -m", False),
     ],
 )
 def test_si_flag_from_command_or_name(named: str, si: bool) -> None:
@@ -77,3 +80,13 @@ def test_bytes_stay_exact_under_si() -> None:
     text = (REAL / DESK_B).read_text()
     info = memory.parse_free(memory.free_as_kib("free.txt $ free -b --si", text))
     assert info.total_bytes == 8353525760 // 1024 * 1024 and info.total_spread == (0, 0)
+
+
+def test_a_host_name_before_the_tool_neither_hides_nor_makes_the_flag(tmp_path: Path) -> None:
+    """Only the words from `free` on are read: `desk__free-h-si.txt` is `--si` (it passed the
+    8.3 GiB order its box's `free -b` fails), `mega-node_free-m.txt` is not (`mega` is the host's:
+    the exact 110.0 GiB passes a 110 GB order, as the same file named `free-m.txt` does)."""
+    si = ram(tmp_path, "desk__free-h-si.txt", (REAL / DESK_SI).read_text(), "8.3GB")
+    assert si[0] == "unverified", si
+    exact = ram(tmp_path, "mega-node_free-m.txt", (REAL / BOX_M).read_text(), "110GB")
+    assert exact[0] == "pass", exact

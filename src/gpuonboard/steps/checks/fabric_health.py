@@ -33,6 +33,7 @@ from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.slice_view import whole_listing_slice
 from gpuonboard.steps.checks.xid_rules import (
     XidEntry,
     load_xid_catalogue,
@@ -685,19 +686,6 @@ def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
     )
 
 
-def _slice_of(facts: Facts) -> str:
-    """Why the box is a slice of a bigger machine (slice_view.slice_said), where its GPU
-    listing is whole (every GPU nvidia-smi says the box has is listed); "" otherwise."""
-    from gpuonboard.steps.checks.slice_view import slice_said
-
-    report = facts.gpu
-    if report is None or not report.complete or not report.gpus:
-        return ""
-    if report.attached_gpus is not None and report.attached_gpus > len(report.gpus):
-        return ""
-    return slice_said(facts)
-
-
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
@@ -712,7 +700,8 @@ def health_checks(facts: Facts) -> list[Check]:
         why = out.stderr.strip() or f"exit {out.exit_code}"
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
-        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, out.partial, _slice_of(facts)))
+        slice_ = whole_listing_slice(facts)
+        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, out.partial, slice_))
         checks.append(rule_sxid(log.events, ok, why, log.covers_boot, out.partial))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:

@@ -45,3 +45,14 @@ def slice_said(facts: Facts) -> str:
         return "/ is an overlay: a container"
     job = slurm_job(facts)
     return f"the login runs in Slurm job {job}'s cgroup" if job is not None else ""
+
+
+def whole_listing_slice(facts: Facts) -> str:
+    """Why the box is a slice of a bigger machine (slice_said), where its GPU listing is whole
+    (every GPU nvidia-smi says the box has is listed); "" otherwise."""
+    report = facts.gpu
+    if report is None or not report.complete or not report.gpus:
+        return ""
+    if report.attached_gpus is not None and report.attached_gpus > len(report.gpus):
+        return ""
+    return slice_said(facts)

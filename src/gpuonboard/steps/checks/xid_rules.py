@@ -372,9 +372,10 @@ def _with_not_shown(
         return replace(check, actual=actual)
     why = (
         f"The box is a slice of a bigger machine ({slice_}) and its kernel log is the host's: these"
-        " Xids are on GPUs this rental does not show (another tenant's, or the host's), so they do"
-        " not fail it. Ask the vendor about them (they may share your GPUs' board or host), and check"
-        " gpu_count: a GPU of this rental that fell off the bus is not shown either."
+        " Xids are on GPUs nvidia-smi does not list here: another tenant's or the host's, or one of"
+        " this rental's that fell off the bus (then gpu_count finds fewer GPUs than ordered). Which"
+        " cannot be told from here, so they warn: ask the vendor about them (they may share your"
+        " GPUs' board or host), and check gpu_count."
     )
     detail = f"{check.detail} {why}" if check.verdict == "warn" else why
     return Check(check.name, check.expected, actual, "warn", detail)
