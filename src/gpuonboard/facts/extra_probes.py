@@ -65,17 +65,21 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     )
 
 
-# /sys/class/infiniband/DEV/ports/N/{state,phys_state,rate,link_layer} -> one tab-separated
-# line per port (builtins only: no process per file). No RDMA device: no output, exit 0.
+# /sys/class/infiniband/DEV/ports/N/{state,phys_state,rate}, DEV/sys_image_guid, whether DEV's
+# PCI function is an SR-IOV virtual function of this host (`vf`: its device has a `physfn` link;
+# `pf`: it has a device and no such link), and N/link_layer -> one tab-separated line per port
+# (builtins only: no process per file). No RDMA device: no output, exit 0.
 _RDMA_SYSFS = (
     "for p in /sys/class/infiniband/*/ports/*; do "
-    '[ -d "$p" ] || continue; d=${p%/ports/*}; d=${d##*/}; n=${p##*/}; '
-    "s=; ph=; r=; l=; "
+    '[ -d "$p" ] || continue; D=${p%/ports/*}; d=${D##*/}; n=${p##*/}; '
+    "s=; ph=; r=; g=; f=; l=; "
     '[ -r "$p/state" ] && read -r s <"$p/state"; '
     '[ -r "$p/phys_state" ] && read -r ph <"$p/phys_state"; '
     '[ -r "$p/rate" ] && read -r r <"$p/rate"; '
+    '[ -r "$D/sys_image_guid" ] && read -r g <"$D/sys_image_guid"; '
+    'if [ -e "$D/device/physfn" ]; then f=vf; elif [ -e "$D/device" ]; then f=pf; fi; '
     '[ -r "$p/link_layer" ] && read -r l <"$p/link_layer"; '
-    'printf \'%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n\' "$d" "$n" "$s" "$ph" "$r" "$l"; '
+    'printf \'%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n\' "$d" "$n" "$s" "$ph" "$r" "$g" "$f" "$l"; '
     "done; exit 0"
 )
 

@@ -2,10 +2,23 @@
 
 The sysfs probe (facts/extra_probes.py RDMA_PORTS) prints one tab-separated line per port:
 
-    DEVICE<TAB>PORT<TAB>state<TAB>phys_state<TAB>rate<TAB>link_layer
-    mlx5_0	1	4: ACTIVE	5: LinkUp	400 Gb/sec (4X NDR)	InfiniBand
+    DEVICE<TAB>PORT<TAB>state<TAB>phys_state<TAB>rate<TAB>sys_image_guid<TAB>function<TAB>link_layer
+    mlx5_0	1	4: ACTIVE	5: LinkUp	400 Gb/sec (4X NDR)	<its sys_image_guid>	pf	InfiniBand
 
-(each field is that port's sysfs file as the kernel writes it; tests/fixtures/real/ib-sysfs__*).
+(each field is that port's or device's sysfs file as the kernel writes it; `function` is `vf`
+where the device's PCI function has a `physfn` link (an SR-IOV virtual function of this host),
+`pf` where it has none; a listing of the older six cells, without those two, is read too:
+tests/fixtures/real/ib-sysfs__*).
+
+SR-IOV: on the host, each virtual function bound to the driver is an RDMA device of its own
+whose port reads ACTIVE at its parent's rate (tests/fixtures/real/ibstat__connectx6-hdr100__pf_
+plus_sriov-vf-both-active__bare-metal-host.txt: the PF mlx5_0 and its VF mlx5_1, both `Active`,
+`Rate: 100`, one system image GUID). Each port carries the adapter it belongs to (its system
+image GUID) and whether it is a VF (the probe's `physfn`, ibstat's `CA type: MT4124`,
+ibv_devinfo's `vendor_part_id: 4124`: VF_PART_IDS); `shared_ports` names the VF ports whose
+adapter's physical function is listed beside them, which are not ports of their own. A VF with
+no physical function listed (inside a VM or a pod: the port it was given) is one. ibstatus says
+neither: its VFs cannot be told apart.
 `ibv_devinfo` prints `hca_id:` blocks with `port:` sub-blocks (`state: PORT_ACTIVE (4)`,
 `link_layer: Ethernet`); only `-v` adds `active_width: 4X (2)` and `active_speed: 50.0 Gbps (64)`
 (per lane), whose product is the port's rate. Without -v the rate is unknown (None).
@@ -47,12 +60,14 @@ from dataclasses import dataclass, field, replace
 __all__ = [
     "IbPort",
     "IbReport",
+    "VF_PART_IDS",
     "no_rdma_device",
     "parse_ib_sysfs",
     "parse_ibstat",
     "parse_ibstatus",
     "parse_ibv_devinfo",
     "parse_rdma",
+    "shared_ports",
 ]
 
 
@@ -67,6 +82,10 @@ class IbPort:
     link_layer: str | None  # "InfiniBand" / "Ethernet"
     phys_state: str | None = None  # "LinkUp", "Polling", "Disabled", ...
     source: str = "sysfs"  # "sysfs" | "ibv_devinfo" | "ibstat" | "ibstatus"
+    # the adapter it is a function of (its system image GUID, hex digits only: every function of
+    # one adapter, its physical and its SR-IOV virtual ones, shares it); None: not read
+    adapter: str | None = None
+    vf: bool | None = None  # an SR-IOV virtual function; None: not known (ibstatus)
 
     @property
     def active(self) -> bool:
@@ -86,6 +105,30 @@ class IbReport:
     # where a listing cut short ends mid-record ("mlx5_2 port 1 has no link_layer line"); None
     # when it is whole or the tool itself said it stopped
     cut: str | None = None
+
+
+# the part numbers (PCI device ids) of Mellanox / NVIDIA SR-IOV virtual functions, as the kernel's
+# mlx5_core / mlx4_core tables flag them (MLX5_PCI_DEV_IS_VF): Connect-IB 0x1012, ConnectX-4
+# 0x1014, -4 Lx 0x1016, -5 0x1018, -5 Ex 0x101a, -6 0x101c, the mlx5Gen VF 0x101e (ConnectX-6 Dx
+# and later, ConnectX-7 ...), BlueField 0xa2d3; ConnectX-2 0x1002 and ConnectX-3 0x1004 (mlx4)
+VF_PART_IDS = frozenset({0x1002, 0x1004, 0x1012, 0x1014, 0x1016, 0x1018, 0x101A, 0x101C, 0x101E, 0xA2D3})
+_MELLANOX = frozenset({"0x02c9", "0x15b3"})  # ibv_devinfo's vendor_id of mlx4 / mlx5 devices
+
+
+def _guid(text: str) -> str | None:
+    """A GUID as hex digits only (`0x043f720300cfef92`, `043f:7203:00cf:ef92`); None when empty
+    or all zeros (not set)."""
+    digits = re.sub(r"^0x|:", "", text.strip().lower())
+    return digits if re.fullmatch(r"[0-9a-f]+", digits) and digits.strip("0") else None
+
+
+def shared_ports(ports: Sequence[IbPort]) -> list[IbPort]:
+    """The ports of SR-IOV virtual functions whose adapter's physical function is listed too (the
+    host's own view: a VF there is a share of a physical port listed beside it, not a port of
+    its own; ACTIVE at its parent's rate). A VF whose physical function is not listed (a VM's, a
+    pod's) is the port it was given and is not among them."""
+    physical = {p.adapter for p in ports if p.vf is False and p.adapter}
+    return [p for p in ports if p.vf and p.adapter in physical]
 
 
 _STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
@@ -151,30 +194,40 @@ def _sysfs_cut(text: str) -> str | None:
     if last is None:
         return None
     cells = [c.strip() for c in last.split("\t")]
-    if len(cells) < 6:
+    if len(cells) < 6 or len(cells) == 7:
         return f"its last line {last.strip()!r} is cut short"
-    if cells[5] not in _LAYERS and (cells[5] or not text.endswith("\n")):
-        return f"{cells[0]} port {cells[1]} has its link_layer cut short ({cells[5]!r})"
+    if cells[-1] not in _LAYERS and (cells[-1] or not text.endswith("\n")):
+        return f"{cells[0]} port {cells[1]} has its link_layer cut short ({cells[-1]!r})"
     return None
 
 
 def parse_ib_sysfs(text: str) -> IbReport:
-    """Parse the probe's `DEVICE PORT state phys_state rate link_layer` lines (tab-separated);
-    a last line cut short, or lines of which none is a port's, leave the report incomplete."""
+    """Parse the probe's `DEVICE PORT state phys_state rate [sys_image_guid function] link_layer`
+    lines (tab-separated; function `vf` where the device is an SR-IOV virtual function of this
+    host, `pf` where it is not); a last line cut short, or lines of which none is a port's, leave
+    the report incomplete."""
     ports: list[IbPort] = []
     warnings: list[str] = []
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        cells = line.split("\t")
-        if len(cells) != 6 or not cells[1].strip().isdecimal():
+        cells = [c.strip() for c in line.split("\t")]
+        if len(cells) not in (6, 8) or not cells[1].isdecimal():
             warnings.append(f"infiniband sysfs: unexpected line {line.strip()!r}")
             continue
-        device, port, state, phys, rate, layer = (c.strip() for c in cells)
+        device, port, state, phys, rate = cells[:5]
+        guid, function = cells[5:7] if len(cells) == 8 else ("", "")
         m = _RATE.match(rate)
         ports.append(
             IbPort(
-                device, int(port), _state(state), float(m.group(1)) if m else None, layer or None, _phys(phys)
+                device,
+                int(port),
+                _state(state),
+                float(m.group(1)) if m else None,
+                cells[-1] or None,
+                _phys(phys),
+                adapter=_guid(guid),
+                vf={"vf": True, "pf": False}.get(function),
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
@@ -189,6 +242,7 @@ _PORT_COUNT = re.compile(r"^\s+(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
 _VERBOSE = re.compile(r"^\s+max_mr_size:")  # the first line only `ibv_devinfo -v` prints
 _WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
 _TRANSPORT = re.compile(r"^\s+transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
+_DEVICE_FIELD = re.compile(r"^\s+(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
 
 
 @dataclass
@@ -201,6 +255,22 @@ class _Listing:
     device: str | None = None
     declared: int | None = None  # the device's own port count (phys_port_cnt, Number of ports)
     listed: int = 0
+    adapter: str | None = None  # the device's system image GUID
+    vf: bool | None = None  # the device is an SR-IOV virtual function (its part number says)
+    vendor: str | None = None  # ibv_devinfo's vendor_id (its part numbers are Mellanox's or not)
+
+    def device_field(self, name: str, value: str) -> None:
+        """A device-level line: its system image GUID, vendor, or part number (ibstat's `CA type:
+        MT4124`, ibv_devinfo's `vendor_part_id: 4124` of vendor 0x02c9): a VF's or not."""
+        name, value = name.lower(), value.strip()
+        if name in ("sys_image_guid", "system image guid"):
+            self.adapter = _guid(value)
+        elif name == "vendor_id":
+            self.vendor = value.lower()
+        elif name == "ca type" and (part := re.fullmatch(r"MT(\d+)", value)):
+            self.vf = int(part.group(1)) in VF_PART_IDS
+        elif name == "vendor_part_id" and value.isdecimal() and self.vendor in _MELLANOX:
+            self.vf = int(value) in VF_PART_IDS
 
     def mark(self, why: str | None) -> None:
         """Keep the first sign of a cut."""
@@ -211,6 +281,7 @@ class _Listing:
         if self.device is not None:
             self.mark(_cut_count(self.device, self.listed, self.declared))
         self.device, self.declared, self.listed = device, None, 0
+        self.adapter = self.vf = self.vendor = None
 
     def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
         """One port block: kept when its state was read, the listing cut when it is not whole."""
@@ -230,6 +301,8 @@ class _Listing:
                 layer or None,
                 _phys(phys) if phys is not None else None,
                 self.tool,
+                self.adapter,
+                self.vf,
             )
         )
 
@@ -281,6 +354,8 @@ def parse_ibv_devinfo(text: str) -> IbReport:
             current.setdefault(m.group(1), m.group(2))
         elif listing.device and current is None and (m := _PORT_COUNT.match(line)):
             listing.declared = int(m.group(1))
+        elif listing.device and current is None and (m := _DEVICE_FIELD.match(line)):
+            listing.device_field(m.group(1), m.group(2))
         elif listing.device and current is None and _VERBOSE.match(line):
             verbose = True
         elif listing.device and current is None and (m := _TRANSPORT.match(line)):
@@ -301,6 +376,7 @@ _STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:I
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s+Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
+_CA_DEVICE = re.compile(r"^\s+(CA type|System image GUID):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
 _STATUS_FIELD = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
@@ -342,6 +418,8 @@ def _blocks(
             current.setdefault(m.group(1).lower(), m.group(2))
         elif port is not None and listing.device and current is None and (m := _PORT_COUNT.match(line)):
             listing.declared = int(m.group(1))
+        elif port is not None and listing.device and current is None and (m := _CA_DEVICE.match(line)):
+            listing.device_field(m.group(1), m.group(2))
     flush()
     listing.head(None)
     listing.mark(_cut_tail(text, (head,)))

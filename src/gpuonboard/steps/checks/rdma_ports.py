@@ -1,0 +1,182 @@
+"""The `rdma_ports` acceptance rule: the order's `rdma` ("8x400G") against the RDMA ports the
+host lists (facts/infiniband.py), InfiniBand or RoCE, ACTIVE at the ordered rate or faster.
+
+A port counts once: an SR-IOV virtual function whose adapter's physical function is listed too
+is a share of that function's link (ACTIVE at its parent's rate), not a port of its own, and is
+named apart as not counted (infiniband.shared_ports). Absence of evidence is never a pass: an
+unreadable listing, or one not whole with too few good ports, is `unverified`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gpuonboard.facts import infiniband
+from gpuonboard.facts.infiniband import IbPort
+from gpuonboard.steps.base import Check
+
+if TYPE_CHECKING:
+    from gpuonboard.connection.gather import Facts
+    from gpuonboard.inventory import OrderSpec
+
+__all__ = ["rdma_check", "rule_rdma"]
+
+
+def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
+    """The `rdma_ports` row of a listing that is not whole and has too few good ports: the ports
+    it does not list are not known to be down (cut short where `cut` says; else stopped early)."""
+    if cut is not None:
+        return Check(
+            "rdma_ports",
+            expected,
+            f"{actual} (incomplete probe: {cut}; the ports it does not list are not known to be down)",
+            "unverified",
+            "the RDMA port listing is not whole (cut short by a dropped session, a scroll-back limit"
+            " or a paste, or limited to some ports with `ibv_devinfo -d` / `-i`): save the whole"
+            " output of `ibv_devinfo -v` (or the /sys/class/infiniband/*/ports/* listing) on the"
+            " box and judge it again.",
+        )
+    return Check(
+        "rdma_ports",
+        expected,
+        actual + " (the listing stopped early: the ports after it are not listed)",
+        "unverified",
+        "the RDMA port listing stopped before its end (ibstat stops at a device it cannot"
+        " open); list /sys/class/infiniband/*/ports/* or run `ibv_devinfo -v` on the box.",
+    )
+
+
+def _show(p: IbPort) -> str:
+    """`mlx5_3/1 DOWN (Disabled) Ethernet`, `mlx5_2/1 ACTIVE 200 Gb/s Ethernet`."""
+    # (a port not up has no rate of its own: mlx5 reports a RoCE port without link as 40 Gb/s)
+    rate = f"{p.rate_gbps:g} Gb/s" if p.rate_gbps is not None else "rate ?"
+    state = f"{p.state} ({p.phys_state})" if p.phys_state and not p.active else p.state
+    return " ".join(filter(None, (f"{p.device}/{p.port}", state, rate if p.active else "", p.link_layer)))
+
+
+def _shared_said(shared: Sequence[IbPort]) -> str:
+    """The SR-IOV virtual function ports left out of the count, named (the active ones with
+    their rate)."""
+    if not shared:
+        return ""
+    names = ", ".join(_show(p) if p.active else f"{p.device}/{p.port}" for p in shared)
+    return (
+        f"; not counted: {len(shared)} SR-IOV virtual function port(s) of adapters whose physical"
+        f" function is listed (shares of its link, not ports of their own): {names}"
+    )
+
+
+def _too_few(
+    gbit: float, ports: Sequence[IbPort], good: Sequence[IbPort], shared: Sequence[IbPort]
+) -> tuple[str, str]:
+    """What a whole listing with too few good ports says (the ports down or slower, named), and
+    the advice."""
+    others = [p for p in ports if p not in good]
+    down = [p for p in others if not p.active]
+    slower = [p for p in others if p.active]  # (up at a lower rate: another NIC, not counted)
+    said = f"; down: {', '.join(map(_show, down))}" if down else ""
+    said += f"; up below {gbit:g} Gb/s, not counted: {', '.join(map(_show, slower))}" if slower else ""
+    linked = [p for p in down if (p.phys_state or "").lower() == "linkup"]
+    advice = (
+        "fewer RDMA ports are up at the ordered rate than ordered: ask the vendor to check cables, switch"
+        " ports and NIC firmware, and show `ibv_devinfo -v` with every port PORT_ACTIVE"
+        " at the ordered speed."
+    )
+    if linked:  # (a link up, the port not brought to Active: no LID from a subnet manager, a VF)
+        advice += (
+            f" {', '.join(f'{p.device}/{p.port}' for p in linked)}: the physical link is up but the port"
+            " is not Active: no subnet manager gave it a LID (opensm, the switch's SM), or an SR-IOV"
+            " virtual function is not set up; not a cable."
+        )
+    if any(p.active for p in shared):
+        advice += (
+            " The SR-IOV virtual functions listed beside their physical function share its link:"
+            " they are not more ports; ask for the ordered number of physical ports."
+        )
+    return said + _shared_said(shared), advice
+
+
+def rule_rdma(
+    order_rdma: tuple[int, float] | None,
+    ports: Sequence[IbPort] | None,
+    complete: bool = True,
+    cut: str | None = None,
+) -> Check | None:
+    """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
+    rate or more, each physical link once (the VF ports of a listed physical function are not
+    counted: infiniband.shared_ports): fewer = fail naming the ports down or slow; no port data =
+    unverified; an active port whose rate is not reported (ibv_devinfo without -v) cannot count:
+    unverified; a listing that stopped early (`complete` False: ibstat's `ibpanic:` line) or ends
+    mid-record (`cut` says where: IbReport.cut) with too few good ports = unverified (the ports
+    not listed are not known to be down). "No RDMA device found" needs a whole listing with no
+    port. None when the order asks for no RDMA."""
+    if order_rdma is None:
+        return None
+    count, gbit = order_rdma
+    expected = _rdma_expected(order_rdma)
+    if ports is None:
+        return Check(
+            "rdma_ports",
+            expected,
+            "RDMA ports not readable",
+            "unverified",
+            "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
+            " /sys/class/infiniband on the box.",
+        )
+    shared = infiniband.shared_ports(ports)
+    ports = [p for p in ports if p not in shared]
+    good = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
+    unknown = [p for p in ports if p.active and p.rate_gbps is None]
+    actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
+    if len(good) >= count:
+        return Check("rdma_ports", expected, actual + _shared_said(shared), "pass")
+    if not complete or cut is not None:
+        return _rdma_not_whole(expected, actual + _shared_said(shared), cut)
+    if len(good) + len(unknown) >= count:
+        return Check(
+            "rdma_ports",
+            expected,
+            actual + f"; {len(unknown)} active with no rate reported" + _shared_said(shared),
+            "unverified",
+            "the port rate was not reported (ibv_devinfo without -v); read"
+            " /sys/class/infiniband/*/ports/*/rate.",
+        )
+    if not ports:
+        return Check(
+            "rdma_ports",
+            expected,
+            "no RDMA device found",
+            "fail",
+            "no InfiniBand/RoCE device is visible (driver not loaded, or no NIC): ask the"
+            " vendor for the ordered"
+            " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
+        )
+    said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
+    return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+def _rdma_expected(order_rdma: tuple[int, float]) -> str:
+    return f"{order_rdma[0]} RDMA port(s) ACTIVE at >= {order_rdma[1]:g} Gb/s"
+
+
+def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
+    """The order's `rdma` against the RDMA ports the host shows (None: no RDMA ordered)."""
+    if order is None or order.rdma is None:
+        return None
+    if not facts.given("rdma_ports"):  # (offline: no saved listing among the files)
+        return Check(
+            "rdma_ports",
+            _rdma_expected(order.rdma),
+            "not judged: no ibv_devinfo, ibstat or ibstatus output was given",
+            "unverified",
+            "add the saved `ibv_devinfo -v` output to judge it",
+        )
+    if facts.raw["rdma_ports"].exit_code != 0:
+        return rule_rdma(order.rdma, None)
+    out = facts.raw["rdma_ports"]
+    report = infiniband.parse_rdma(out.stdout)
+    # (a saved listing of the devices or ports asked for: the others are not known to be down)
+    return rule_rdma(
+        order.rdma, report.ports, report.complete and not out.partial, report.cut or out.partial or None
+    )
