@@ -54,9 +54,14 @@ fi
 [ -r /proc/1/comm ] && read -r p1 </proc/1/comm && echo "pid1 $p1"
 # the shutdown command's program on the watcher's PATH: cron's /usr/bin:/bin and the dirs
 # settings.sh.j2 adds (render.WATCHER_PATH; not the login's PATH: cron never reads ~/.bashrc)
+# (sp: its programs, sudo first where it runs through sudo; the first one missing is named)
 if [ -n "${sp:-}" ]; then
-  if (PATH=/usr/bin:/bin:__WATCHER_PATH__
-    command -v "$sp") >/dev/null 2>&1; then echo "shutprog yes"; else echo "shutprog no"; fi
+  miss=
+  for p in $sp; do
+    (PATH=/usr/bin:/bin:__WATCHER_PATH__
+      command -v "$p") >/dev/null 2>&1 || { miss=$p; break; }
+  done
+  if [ -z "$miss" ]; then echo "shutprog yes"; else echo "shutprog no $miss"; fi
 fi
 command -v pgrep >/dev/null 2>&1 || echo "pgrep no"
 command -v ps >/dev/null 2>&1 || echo "ps no"

@@ -128,8 +128,9 @@ def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str 
         " profile's shutdown_command"
     )
     if r.shutdown_found is False:
+        missing = r.shutdown_missing or program
         return (
-            f"host {host}: the shutdown command {command!r} runs {program}, which is not installed"
+            f"host {host}: the shutdown command {command!r} runs {missing}, which is not installed"
             f" there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
             f" could never shut the box down: {vendor}"
         )
@@ -232,14 +233,27 @@ def sudo_check(command: str) -> list[str] | None:
     return [words[0], "-n", "-l", *keep, *rest]
 
 
+_PLAIN_WORD = re.compile(r"[\w./+@:-]+")  # (a word the shell would expand, `$HOME/bin/stop`, is not)
+
+
 def shutdown_program(command: str) -> str:
     """The program a shutdown command runs (after any VAR=value words; under `sudo`, the command
     sudo runs): `shutdown` of `sudo -n shutdown -h now`; "" where it cannot be told."""
     words = _command_words(command) or []
     if words and posixpath.basename(words[0]) == "sudo":
         words = _sudo_parts(words)[1]
-    # (a word the shell would expand, `$HOME/bin/stop`, is not looked up as it stands)
-    return words[0] if words and re.fullmatch(r"[\w./+@:-]+", words[0]) else ""
+    return words[0] if words and _PLAIN_WORD.fullmatch(words[0]) else ""
+
+
+def shutdown_programs(command: str) -> str:
+    """The programs the watcher must find to run a shutdown command, space-separated, for the
+    install's probe to look up: `sudo shutdown` of `sudo -n shutdown -h now` (NixOS keeps sudo
+    in /run/wrappers/bin), `shutdown` of `shutdown -h now`; "" where the program cannot be told."""
+    program = shutdown_program(command)
+    words = _command_words(command) or []
+    if program and words and posixpath.basename(words[0]) == "sudo" and _PLAIN_WORD.fullmatch(words[0]):
+        return f"{words[0]} {program}"
+    return program
 
 
 def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | None:

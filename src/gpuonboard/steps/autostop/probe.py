@@ -76,6 +76,7 @@ class _Remote:
     pid1: str = ""
     # the shutdown command's program is found on the watcher's PATH (None: not asked)
     shutdown_found: bool | None = None
+    shutdown_missing: str = ""  # the program not found on the watcher's PATH (sudo, shutdown ...)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -146,8 +147,10 @@ def _parse_probe(text: str) -> _Remote:
             r.sudo_said = rest.strip()
         elif kind == "pid1":
             r.pid1 = rest.strip()
-        elif kind == "shutprog":
-            r.shutdown_found = rest.strip() == "yes"
+        elif kind == "shutprog":  # "yes", or "no PROGRAM": the first of them not found
+            said, _, missing = rest.strip().partition(" ")
+            r.shutdown_found = said == "yes"
+            r.shutdown_missing = missing
     r.present, r.crontab, r.gpu_util = tuple(present), tuple(crontab), tuple(util)
     return r
 
@@ -192,7 +195,8 @@ def state_probe_command(
     """The probe: the values autostop_state.sh reads (d, m, c, sc, sp), the functions it calls,
     then it. `sudo_check`: the words of the command that asks sudo, without running anything,
     whether the shutdown command may run without a password (None: it does not go through sudo).
-    `program`: the shutdown command's program, looked up on the watcher's PATH ("": not asked)."""
+    `program`: the shutdown command's programs (install.shutdown_programs: `sudo shutdown`), each
+    looked up on the watcher's PATH, the first missing one named ("": not asked)."""
     values = (
         f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)};"
         f" sp={shell.quote(program)}"

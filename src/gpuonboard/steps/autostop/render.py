@@ -36,10 +36,14 @@ OWNED_FILES = (
 DEFAULT_ROOT_DIR = "/var/lib/gpuonboard/autostop"
 DEFAULT_USER_DIR = "$HOME/.local/state/gpuonboard/autostop"  # expanded by the remote shell
 DEFAULT_CRON_DIR = "/etc/cron.d"
-# The dirs the watcher adds after cron's PATH (/usr/bin:/bin): the system's, then NixOS's system
-# profile (its `shutdown` lives there, in no /sbin); the install looks the shutdown command's
-# program up on the same PATH (sh/autostop_state.sh), so that what it accepts the watcher finds
-WATCHER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/current-system/sw/bin"
+# The dirs the watcher adds after cron's PATH (/usr/bin:/bin): the system's, then NixOS's setuid
+# wrappers (its `sudo`) and system profile (its `shutdown`, in no /sbin); the install looks the
+# shutdown command's programs (sudo too) up on the same PATH (sh/autostop_state.sh), so that
+# what it accepts the watcher finds
+WATCHER_PATH = ":".join(
+    ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+    + ("/run/wrappers/bin", "/run/current-system/sw/bin")
+)
 
 
 def comment_label(text: str) -> str:

@@ -20,7 +20,7 @@ from gpuonboard.steps.autostop.install import (
     max_hours_sentence,
     never_idle,
     remove_script,
-    shutdown_program,
+    shutdown_programs,
     sudo_check,
     sudo_note,
     with_tools,
@@ -116,7 +116,7 @@ class AutostopStep(Step):
                 f"argument 'cron' must be one of {', '.join(CRON_MODES)}, not {self.cron_mode!r}"
             )
         sudo = sudo_check(self.settings.shutdown_command) if self.settings else None
-        program = shutdown_program(self.settings.shutdown_command) if self.settings else ""
+        program = shutdown_programs(self.settings.shutdown_command) if self.settings else ""
         command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo, program)
         self.state_probe = Probe(_probe_name("autostop", command), command)
 

@@ -27,7 +27,7 @@ from gpuonboard.steps.autostop import (
     render,
     render_script,
 )
-from gpuonboard.steps.autostop.install import INIT_SYSTEMS, shutdown_program
+from gpuonboard.steps.autostop.install import INIT_SYSTEMS, shutdown_program, shutdown_programs
 from gpuonboard.steps.base import StepArgsError
 
 from .box import T0, Box
@@ -56,7 +56,7 @@ def probe(tmp_path: Path, as_nobody: bool, shutdown_command: str = "") -> _Remot
         str(tmp_path / "autostop"),
         str(tmp_path / "cron.d"),
         "auto",
-        program=shutdown_program(shutdown_command),
+        program=shutdown_programs(shutdown_command),
     )
     argv = ["sh", "-c", command]
     if as_nobody:
@@ -136,6 +136,8 @@ def test_a_power_command_in_a_container_is_refused(tmp_path: Path, command: str)
     under a watcher installed without a word. This machine is such a container when its PID 1 is
     no init (`systemctl is-system-running` here: offline): the real probe reads its name."""
     pid1 = Path("/proc/1/comm").read_text().strip()
+    if not all(shutil.which(p, path=WATCHER_PATH) for p in shutdown_programs(command).split()):
+        pytest.skip(f"this machine lacks a program {command!r} runs (refused as not installed first)")
     r = probe(tmp_path, as_nobody=False, shutdown_command=command)
     assert r.pid1 == pid1
     if pid1 in INIT_SYSTEMS:
@@ -186,6 +188,32 @@ def test_a_shutdown_command_whose_program_is_not_there_is_refused(tmp_path: Path
     # (a word the shell expands is not looked up as it stands: not asked, no refusal)
     expands = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command="$HOME/bin/stop-box"))
     assert expands.shutdown_found is None and problem(expands, "$HOME/bin/stop-box") is None
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_a_sudo_the_watcher_would_not_find_is_refused_naming_it(tmp_path: Path) -> None:
+    """The watcher runs `sudo ...` from its own PATH: a sudo it would not find (NixOS keeps it in
+    /run/wrappers/bin, now on that PATH; here one at a path that does not exist) never runs the
+    shutdown, though the program after it is found."""
+    command = "/nonexistent/bin/sudo -n shutdown -h now"
+    r = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command=command))
+    assert (r.shutdown_found, r.shutdown_missing) == (False, "/nonexistent/bin/sudo")
+    said = problem(r, command) or ""
+    assert said.startswith(f"host gpu1: the shutdown command {command!r} runs /nonexistent/bin/sudo,"), said
+
+
+@pytest.mark.parametrize(
+    ("command", "programs"),
+    [
+        ("shutdown -h now", "shutdown"),
+        ("sudo -n shutdown -h now", "sudo shutdown"),
+        ("/usr/bin/sudo -u root -n -- systemctl poweroff", "/usr/bin/sudo systemctl"),
+        ("sudo", ""),
+        ("$HOME/bin/stop", ""),
+    ],
+)
+def test_the_programs_the_watcher_must_find(command: str, programs: str) -> None:
+    assert shutdown_programs(command) == programs
 
 
 @pytest.mark.parametrize(
