@@ -92,6 +92,8 @@ def _cell_fault(value: str | None, pattern: re.Pattern[str] = _CELL_FAULT) -> st
     return match.group(1) if match else None
 
 
+# the reader's name of the fields the driver's recovery verdict is read from (gpu_recovery)
+RECOVERY_STATE = "recovery state"
 # Names of the fields whose faults are worth a sentence of their own (-q path / XML path):
 # everything else is named by its -q label path or XML element path.
 _FIELD_NAMES: Mapping[str, str] = {
@@ -112,6 +114,15 @@ _FIELD_NAMES: Mapping[str, str] = {
     "persistence_mode": "persistence mode",
     "MIG Mode/Current": "MIG mode",
     "mig_mode/current_mig": "MIG mode",
+    # the driver's recovery verdict (values._recovery_action), in -q, -q -x and CSV spellings
+    "GPU Recovery Action": RECOVERY_STATE,
+    "gpu_recovery_action": RECOVERY_STATE,
+    "GPU Reset Status/Reset Required": RECOVERY_STATE,
+    "GPU Reset Status/Drain and Reset Recommended": RECOVERY_STATE,
+    "gpu_reset_status/reset_required": RECOVERY_STATE,
+    "gpu_reset_status/drain_and_reset_recommended": RECOVERY_STATE,
+    "reset_status.reset_required": RECOVERY_STATE,
+    "reset_status.drain_and_reset_recommended": RECOVERY_STATE,
 }
 _FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
     ("FB Memory Usage/", "memory usage"),
@@ -172,12 +183,31 @@ def split_inforom_lines(text: str) -> tuple[str, str]:
 _JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _FIELD_PREFIXES} | {"infoROM"}
 
 
+# the fields each rule reads, as words of a cell fault's field name in any form (the reader's
+# name: "power cap"; -q's label path; -q -x's element path; the CSV's field): a pass over the
+# other GPUs is no pass where one GPU's field read a fault marker (`ERR!`, `[Unknown Error]`):
+# gpu_health's step makes it unverified, and sensor_faults counts the field as judged
+RULE_FIELD_WORDS: Mapping[str, tuple[str, ...]] = {
+    "temperature": ("temperature sensor", "temperature.gpu"),
+    "power_limit": ("power cap", "power limit", "power_limit", "power.limit", "default_limit"),
+    "mig_mode": ("mig mode", "mig_mode", "mig.mode"),
+    "persistence_mode": ("persistence mode", "persistence_mode"),
+    "foreign_processes": ("utilization", "memory usage", "memory.used", "fb_memory_usage"),
+    "pcie_link": ("pcie generation", "link width", "link_gen", "link_width", "pcie.link"),
+    "pcie_replays": ("replay",),
+    "throttling": ("clocks event", "clocks_event", "throttle", "clocks_throttle"),
+    "memory_repair": ("remapped", "retired", "remapper", "retired_pages", "remapped_rows"),
+}
+
+
 def judged_field(cell_fault: str) -> bool:
     """Whether a cell fault ('fan sensor reads ERR!') is of a field the health rules read: a
     named sensor or setting, or a --query-gpu field (the probe asks only for those). A -q / -q -x
     field outside them ("Addressing Mode : Unknown Error" on a healthy 8 x RTX 4090 box, R535)
     is no sensor and no check rests on it."""
     field = cell_fault.rsplit(" reads ", 1)[0]
+    if any(w in field.lower() for words in RULE_FIELD_WORDS.values() for w in words):
+        return True
     return field in _JUDGED_NAMES or ("." in field and "/" not in field and " " not in field)
 
 

@@ -33,9 +33,14 @@ _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda
 _TABLE_DRIVER_LABEL = re.compile(r"\b(?:Driver|KMD) Version:")
 _TABLE_RULE = re.compile(r"(?m)^\s*\|=+[=+|]*\|?\s*$")
 # the first column's right cell: persistence mode on Linux, the driver model on Windows
-_TABLE_NAME_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!|WDDM|TCC|MCDM|WDM)\s*$")
-# an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A
-_TABLE_BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?=\s|$)")
+# (or a fault marker in that cell: `[N/A]`, `[Unknown Error]`: the GPU's row all the same)
+_MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"
+_TABLE_NAME_CELL = re.compile(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|WDM|{_MARKER})\s*$")
+# an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A; a
+# fault marker there is that cell's fault, the row still a GPU's (never dropped from the count)
+_TABLE_BUS_CELL = re.compile(
+    rf"^\s*([0-9A-Fa-f]{{4,8}}:[0-9A-Fa-f]{{2}}:[0-9A-Fa-f]{{2}}\.[0-9A-Fa-f]|N/A|{_MARKER})(?=\s|$)"
+)
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
 # MiB; "MB" before R331 (the same binary unit)
 _TABLE_MEMORY = re.compile(r"(\d+)\s*(MiB|MB|GiB)\s*/\s*(\d+)\s*(MiB|MB|GiB)")
@@ -142,12 +147,14 @@ _TABLE_CUT = (
 
 
 def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:
-    """`value` stripped; a fault marker there is recorded as that cell's fault and read as N/A."""
+    """`value` stripped; a fault marker there is recorded as that cell's fault and read as no
+    value (""), never as nvidia-smi's N/A: a MIG or ECC cell that read ERR! says nothing of
+    whether the GPU has MIG or ECC (`mig_na`, `ecc_na` are what nvidia-smi said)."""
     marker = _cell_fault(value)
     if marker is None:
         return value.strip()
     cell_faults.append(f"{name} reads {marker}")
-    return "N/A"
+    return ""
 
 
 def _table_sensors(
@@ -217,6 +224,7 @@ def _table_gpu(
         name_cell.group(3), "driver model" if driver_model_column else "persistence mode", cell_faults
     )
     persistence = "N/A" if driver_model_column else first_right
+    bus = _table_cell(bus_cell.group(1), "PCI bus id", cell_faults)
     display = bus_cell.string[bus_cell.end() :].strip()
     if display:
         _table_cell(display, "display (Disp.A)", cell_faults)
@@ -246,7 +254,7 @@ def _table_gpu(
     return GpuInfo(
         index=index,
         name=name,
-        pci_bus_id=_clean(bus_cell.group(1)),
+        pci_bus_id=_clean(bus),
         memory_total_mib=_mib(f"{memory.group(3)} {memory.group(4)}") if memory else None,
         memory_used_mib=_mib(f"{memory.group(1)} {memory.group(2)}") if memory else None,
         memory_unified=False if memory else (_unified(memory_raw) if memory_said else None),

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from gpuonboard.facts.nvidia_smi.faults import NVML_FIELD_ERRORS
+from gpuonboard.facts.nvidia_smi.faults import _FIELD_FAULT, NVML_FIELD_ERRORS, _cell_fault
 
 # Values nvidia-smi prints when a field has no value on this GPU/driver.
 _MISSING = {
@@ -263,7 +263,8 @@ def _recovery_action(
     driver printed: the action itself, or R5xx's "GPU Reset Status" (Reset Required: Yes ->
     "Reset"; Drain and Reset Recommended: Yes -> "Drain and Reset"; both No -> "None"). A
     pending action in either spelling wins over "None" in the other. None: neither was said
-    (N/A, [N/A], deprecated, a failed query, or not printed)."""
+    (N/A, [N/A], deprecated, a failed query, or not printed), or one of them could not be read
+    (`Reset Required : ERR!` beside `Drain and Reset Recommended : No` says no "None")."""
     stated = _clean(action)
     drain, reset = _yes_no(drain_and_reset), _yes_no(reset_required)
     if stated is not None and stated.lower() != "none":
@@ -272,6 +273,8 @@ def _recovery_action(
         return "Drain and Reset"
     if reset:
         return "Reset"
+    if any(_cell_fault(v, _FIELD_FAULT) for v in (action, reset_required, drain_and_reset)):
+        return None
     if stated is not None or drain is False or reset is False:
         return "None"
     return None

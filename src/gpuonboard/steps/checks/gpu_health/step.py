@@ -9,6 +9,7 @@ from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.faults import RULE_FIELD_WORDS
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
@@ -79,7 +80,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_virtualization(gpus),
         lambda: rule_vgpu_license(gpus),
     ]
-    checks = [c for r in rules if (c := r()) is not None]
+    checks = [_unread_cells(c, gpus) for r in rules if (c := r()) is not None]
     if gpus and all(g.faults for g in gpus):
         # no GPU nvidia-smi could read (gpu_health fails them): a rule over the GPUs read passes
         # over none ("foreign_processes: none", "no MIG on this model" of an H100)
@@ -117,6 +118,36 @@ VGPU_HOST_ONLY = (
     " temperature and memory repair (only the host reads them): ask the vendor for the host's"
     " `nvidia-smi -q` of this GPU"
 )
+
+
+UNREAD_CELL = (
+    "nvidia-smi could not read this field on the GPU named (sensor_faults says which), so the"
+    " verdict covers the other GPUs only; rerun nvidia-smi, and if the field stays unreadable ask"
+    " the vendor to check that GPU"
+)
+
+
+def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
+    """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault)
+    is unverified, naming that GPU's cell: the rule read the others only."""
+    words = RULE_FIELD_WORDS.get(check.name)
+    if check.verdict != "pass" or not words:
+        return check
+    unread = [
+        f"{gpu_label(g)}: {fault}"
+        for g in gpus
+        if not g.faults
+        for fault in g.cell_faults
+        if any(w in fault.rsplit(" reads ", 1)[0].lower() for w in words)
+    ]
+    if not unread:
+        return check
+    return replace(
+        check,
+        actual=f"{check.actual} (of what was read; {'; '.join(unread)})",
+        verdict="unverified",
+        detail=UNREAD_CELL,
+    )
 
 
 def _vgpu_guests(gpus: list[GpuInfo]) -> bool:
