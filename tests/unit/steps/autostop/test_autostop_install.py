@@ -203,33 +203,20 @@ def test_a_sudo_the_watcher_would_not_find_is_refused_naming_it(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("command", "programs"),
+    ("command", "program", "programs"),
     [
-        ("shutdown -h now", "shutdown"),
-        ("sudo -n shutdown -h now", "sudo shutdown"),
-        ("/usr/bin/sudo -u root -n -- systemctl poweroff", "/usr/bin/sudo systemctl"),
-        ("sudo", ""),
-        ("$HOME/bin/stop", ""),
+        ("shutdown -h now", "shutdown", "shutdown"),
+        ("LANG=C /sbin/poweroff", "/sbin/poweroff", "/sbin/poweroff"),
+        ("sudo -n shutdown -h now", "shutdown", "sudo shutdown"),
+        ("/usr/bin/sudo -u root -n -- systemctl poweroff", "systemctl", "/usr/bin/sudo systemctl"),
+        ("sudo", "", ""),
+        ("$HOME/bin/stop", "", ""),
+        ("echo 'unclosed", "", ""),
     ],
 )
-def test_the_programs_the_watcher_must_find(command: str, programs: str) -> None:
-    assert shutdown_programs(command) == programs
-
-
-@pytest.mark.parametrize(
-    ("command", "program"),
-    [
-        ("shutdown -h now", "shutdown"),
-        ("LANG=C /sbin/poweroff", "/sbin/poweroff"),
-        ("sudo -n shutdown -h now", "shutdown"),
-        ("sudo -u root -n -- systemctl poweroff", "systemctl"),
-        ("sudo", ""),
-        ("$HOME/bin/stop", ""),
-        ("echo 'unclosed", ""),
-    ],
-)
-def test_the_program_a_shutdown_command_runs(command: str, program: str) -> None:
-    assert shutdown_program(command) == program
+def test_the_program_a_shutdown_command_runs(command: str, program: str, programs: str) -> None:
+    """The program it runs (under sudo: the one sudo runs), and every one the watcher must find."""
+    assert (shutdown_program(command), shutdown_programs(command)) == (program, programs)
 
 
 # Billing-aware autostop only when the vendor profile names its billing unit (issue 26).
