@@ -27,14 +27,10 @@ def narrowed(kind: str, command: str) -> str:
     if not command:
         return ""
     head, *piped = command.split("|")
-    try:
-        words = shlex.split(head)
-    except ValueError:
-        words = head.split()
-    found = _args_of(words, _tools(kind))
-    if kind == "nvidia_topo" and found and {"-mp", "--matrix_pci"} & set(found[1]):
+    if matrix_pci(kind, command):
         # (first: a filter after it keeps lines, this hides what every line could say)
         return f"`{head.strip()}` {PCIE_PATHS_ONLY}"
+    found = _args_of(_words(head), _tools(kind))
     for stage in piped:
         stage_words = stage.split()
         if stage_words and stage_words[0].rsplit("/", 1)[-1] in _FILTERS:
@@ -49,6 +45,24 @@ def narrowed(kind: str, command: str) -> str:
     if kind == "rdma_ports" and _asks_for_ports(tool, args):
         return f"`{head.strip()}` lists only the devices or ports it asked for"
     return ""
+
+
+def matrix_pci(kind: str, command: str) -> bool:
+    """Whether `command` (a saved `nvidia_topo` output's copied command) is `nvidia-smi topo -mp`
+    (`--matrix_pci`): the matrix of PCIe paths only, which shows no NVLink."""
+    if kind != "nvidia_topo" or not command:
+        return False
+    found = _args_of(_words(command.split("|", 1)[0]), _tools(kind))
+    return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))
+
+
+def _words(head: str) -> list[str]:
+    """The words of a command line (split as the shell would; by blanks where its quotes do not
+    close)."""
+    try:
+        return shlex.split(head)
+    except ValueError:
+        return head.split()
 
 
 def _tools(kind: str) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
-from gpuonboard.api.narrowed import narrowed
+from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -509,7 +509,7 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    return kind, ProbeOutput(text, warned, code, narrowed(kind, command))
+    return kind, ProbeOutput(text, warned, code, narrowed(kind, command), matrix_pci(kind, command))
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
@@ -606,10 +606,10 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
 
         if cells := foreign_links(parse_topo(text)):
             raise UsageError(
-                f"{where}: this GPU matrix's cells ({', '.join(cells)}) are no link of `nvidia-smi"
-                " topo -m` (NV#, PIX, PXB, PHB, NODE, SYS): another `nvidia-smi topo` view, such as"
-                " `-p2p r`'s peer-to-peer status, which says nothing of NVLink or PCIe paths; save"
-                " `nvidia-smi topo -m` of the box instead."
+                f"{where}: this GPU matrix's cells ({', '.join(cells)}) are not links that `nvidia-smi"
+                " topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS): this looks like `nvidia-smi topo"
+                " -p2p`'s peer-to-peer status (OK, NS, GNS, ...), which says nothing of NVLink or PCIe"
+                " paths; save `nvidia-smi topo -m` of the box instead."
             )
     if kind == "lsblk":
         from gpuonboard.facts.disks import lsblk_unread

@@ -387,8 +387,8 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import topo
 
         topology = topo.parse_topo(topo_text)
-        if (why := raw["nvidia_topo"].partial).endswith(topo.PCIE_PATHS_ONLY):
-            topology = dataclasses.replace(topology, pcie_only=why)  # (offline: `$ nvidia-smi topo -mp`)
+        if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
+            topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
     if cpu_text := _ok(raw, "lscpu"):
         from gpuonboard.facts import cpu
 

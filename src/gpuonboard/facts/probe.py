@@ -42,6 +42,9 @@ class ProbeOutput:
     # why the output shows only part of the box, "" when whole: a saved output whose copied
     # command narrowed it (offline: `df -h /workspace`, `nvidia-smi -i 0`, `... | grep nvme`)
     partial: str = ""
+    # offline: the copied command was `nvidia-smi topo -mp` (`--matrix_pci`), whose matrix shows the
+    # PCIe paths only, never NVLink (`partial` says so in words)
+    pcie_paths_only: bool = False
 
     @property
     def absent(self) -> bool:

@@ -45,8 +45,8 @@ class Topology:
     # matrix cut short (a paste of its first rows, an output cut off), whose missing GPUs and
     # links are unknown, not absent
     complete: bool = True
-    # why this matrix cannot show NVLink ("" when it can): a `topo -mp` view, named by its legend
-    # (no NV# line) or, offline, by its copied command line
+    # why this matrix cannot show NVLink ("" when it can): a legend without the NV# line (a `topo
+    # -mp` view, or a legend cut short) or, offline, a copied `topo -mp` command line
     pcie_only: str = ""
 
 
@@ -63,7 +63,12 @@ _GPU_LABEL = re.compile(r"^GPU\d+$")
 _NVLINK = re.compile(r"^NV(\d+)$")
 _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 # a line of the legend of path kinds ("  SYS  = Connection traversing ...", "  NV#  = ...")
-_LEGEND_KIND = re.compile(r"^\s*(X|SYS|SOC|NODE|PHB|PXB|PIX|NV#)\s+=")
+_LEGEND_KIND = re.compile(r"^\s*(X|SYS|SOC|NODE|PHB|PXB|PIX|NV#)\s+=\s*(.*)$")
+# How the legend of a driver from before NVLink words its kinds ("SOC = Path traverses a
+# socket-level link (e.g. QPI)", Kepler/Maxwell boxes, 2015): it had no NV# line because no GPU
+# had NVLink, so its matrix is a whole `topo -m`. Every NVLink-era legend, `-mp`'s too, says
+# "Connection traversing ..." (SOC alone is no sign: legends of 2016-17 print SOC beside NV#).
+_PRE_NVLINK_WORDING = "Path traverses"
 # Worst-last order of the PCIe path kinds; "SOC" is the pre-2017 spelling of "SYS".
 _PCIE_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
 
@@ -144,21 +149,7 @@ def parse_topo(text: str) -> Topology:
                 cpu_affinity[label] = value
             elif column == "NUMA Affinity" and value:
                 numa_affinity[label] = value
-    legend = {}
-    kinds = set()
-    for line in lines[header_at + 1 :]:
-        if match := _LEGEND_NIC.match(_plain(line)):
-            legend[match.group(1)] = match.group(2)
-        elif match := _LEGEND_KIND.match(_plain(line)):
-            kinds.add(match.group(1))
-    # every `topo -m` legend names NV# after the PCIe kinds (also a PCIe box's); `topo -mp`'s ends
-    # at PIX. (A legend cut before its NV# line reads so too: its matrix is judged as unknown
-    # for NVLink, never as a box without it.)
-    pcie_only = (
-        f"its legend has no NV# (NVLink) line, as that of `nvidia-smi topo -mp`, which {PCIE_PATHS_ONLY}"
-        if kinds and "NV#" not in kinds
-        else ""
-    )
+    legend, pcie_only = _legend(lines[header_at + 1 :])
     unlinked = [(a, b) for a, b in combinations(gpus, 2) if not (links.get((a, b)) or links.get((b, a)))]
     warnings += [f"no link value for {a}-{b}" for a, b in unlinked]
     rowless = sorted(gpu_columns - set(gpus), key=lambda c: int(c[3:]))
@@ -177,6 +168,27 @@ def parse_topo(text: str) -> Topology:
     )
 
 
+def _legend(lines: list[str]) -> tuple[dict[str, str], str]:
+    """The NIC names of the legend ("NIC0" -> "mlx5_0"), and why its matrix cannot show NVLink
+    ("" when it can): every NVLink-era `topo -m` legend names NV# after the PCIe kinds (a PCIe
+    box's too), `topo -mp`'s ends at PIX. A legend cut before its NV# line reads the same, so
+    such a matrix is unknown for NVLink (never claimed a `-mp`, never a box without NVLink); a
+    pre-NVLink driver's legend (no NV# line, its own wording) is a whole `topo -m`."""
+    nics: dict[str, str] = {}
+    kinds: set[str] = set()
+    old_driver = False
+    for line in lines:
+        if match := _LEGEND_NIC.match(_plain(line)):
+            nics[match.group(1)] = match.group(2)
+        elif match := _LEGEND_KIND.match(_plain(line)):
+            kinds.add(match.group(1))
+            old_driver = old_driver or match.group(2).startswith(_PRE_NVLINK_WORDING)
+    if not kinds or "NV#" in kinds or old_driver:
+        return nics, ""
+    why = "its legend has no NV# (NVLink) line: cut short, or `nvidia-smi topo -mp`"
+    return nics, f"{why}, which {PCIE_PATHS_ONLY}"
+
+
 def _pair_links(t: Topology) -> list[str]:
     """The link value of every unordered GPU pair ('' when the matrix lacks it)."""
     return [t.links.get((a, b)) or t.links.get((b, a)) or "" for a, b in combinations(t.gpus, 2)]
@@ -193,9 +205,9 @@ def _badness(link: str) -> tuple[int, int]:
 
 
 def foreign_links(t: Topology) -> list[str]:
-    """The GPU-pair cells that are no link `topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS/SOC),
-    sorted: a matrix of another `nvidia-smi topo` view in the same layout, `-p2p r` (peer-to-peer
-    status: OK, CNS, GNS, TNS, NS, DR, U), which says nothing of the links."""
+    """The GPU-pair cells that are not links `topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS/SOC),
+    sorted: a matrix of another `nvidia-smi topo` view in the same layout, `-p2p r`/`w`/`rw`/...
+    (peer-to-peer status: OK, CNS, GNS, TNS, NS, DR, U), which says nothing of the links."""
     return sorted({v for v in _pair_links(t) if v and not _NVLINK.match(v) and v not in _PCIE_RANK})
 
 

@@ -33,6 +33,10 @@ CASES = [
     # round 15: a Slurm job's view of 1 GPU of that Traverse node (4 NICs, older mlx5 names)
     ("real/nvidia-smi-topo-m__v100-sxm2__1of4gpu-slurm-view__4-mlx5-columns__traverse.txt",
      1, tuple(f"mlx5_{i}" for i in range(4)), "single", None, None),
+    # a driver of 2015, before NVLink: its legend's own wording ("SOC = Path traverses ..."), no
+    # NV# line, tabs expanded by the list archive (test_topo_pcie_only)
+    ("real/nvidia-smi-topo-m__kepler__4gpu-soc-phb__path-traverses-legend__ompi-users-2015.txt",
+     4, (), "pcie", "SOC", False),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
     # `topo -mp` of 4 x A100 on NVLink: PCIe paths only, no claim of PCIe (test_topo_pcie_only)

@@ -18,6 +18,10 @@ FIXTURES = Path(__file__).parents[2] / "fixtures"
 JUWELS = "real/nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster.txt"
 LEVANTE = "real/nvidia-smi-topo-mp__a100__4gpu-2nic__levante.txt"
 NO_LEGEND = "derived/nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster__no-legend__derived.txt"
+TWO_ROWS = "derived/nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster__2-gpu-rows__derived.txt"
+# a real `topo -m` of a driver from before NVLink: its legend's own wording, no NV# line
+KEPLER = "real/nvidia-smi-topo-m__kepler__4gpu-soc-phb__path-traverses-legend__ompi-users-2015.txt"
+LEGEND_CUT = "derived/nvidia-smi-topo-m__a100__4gpu-pcie__legend-cut-before-nv__derived.txt"
 # a PCIe box's `topo -m` (its legend has NV#): still read as PCIe
 PCIE_M = "derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt"
 NVLINK_ORDER = "gpu_count: 4\ninterconnect: nvlink\n"
@@ -26,6 +30,7 @@ COMMAND = {
     JUWELS: "kornblueh1@jwlogin22% srun -N1 -n1 nvidia-smi topo -mp\n",
     LEVANTE: "nvidia-smi topo -mp\n",
     NO_LEGEND: "kornblueh1@jwlogin22% srun -N1 -n1 nvidia-smi topo -mp\n",
+    TWO_ROWS: "$ nvidia-smi topo -mp\n",
 }
 
 
@@ -42,9 +47,34 @@ def test_the_legend_without_nv_names_a_pcie_only_matrix(name: str) -> None:
     assert interconnect(matrix) == "unknown"  # (was "pcie": a claim the matrix cannot make)
 
 
-def test_a_topo_m_legend_keeps_pcie() -> None:
-    matrix = parse_topo(read(PCIE_M))
+@pytest.mark.parametrize("name", [PCIE_M, KEPLER])
+def test_a_topo_m_legend_keeps_pcie(name: str) -> None:
+    matrix = parse_topo(read(name))
     assert matrix.pcie_only == "" and interconnect(matrix) == "pcie"
+
+
+def test_a_pre_nvlink_topo_m_fails_an_nvlink_order(tmp_path: Path) -> None:
+    """A real `topo -m` of 2015 (4 Kepler GPUs, Open MPI users list): its driver's legend says
+    "SOC = Path traverses a socket-level link" and has no NV# line because no GPU had NVLink. It
+    was read as a `topo -mp` (unverified, "save `nvidia-smi topo -m`", which it is)."""
+    assert parse_topo(read(KEPLER)).complete
+    verdict, actual = verdicts(tmp_path, "topo.txt", read(KEPLER), NVLINK_ORDER)["interconnect"]
+    assert (verdict, actual) == ("fail", "pcie (weakest GPU link SOC)")
+    assert verdicts(tmp_path, "topo.txt", read(KEPLER), "interconnect: pcie\n")["interconnect"] == (
+        "pass",
+        "pcie (weakest GPU link SOC)",
+    )
+
+
+@pytest.mark.parametrize("name", [JUWELS, LEVANTE, LEGEND_CUT])
+def test_a_legend_without_nv_is_never_called_a_topo_mp(tmp_path: Path, name: str) -> None:
+    """A modern legend without its NV# line is a `topo -mp`'s, or one cut short (a PCIe box's
+    `topo -m` pasted without its last line): unknown for NVLink, and the file is not said to be a
+    `-mp` without its copied command."""
+    verdict, actual = verdicts(tmp_path, "topo.txt", read(name), NVLINK_ORDER)["interconnect"]
+    assert verdict == "unverified"
+    assert "its legend has no NV# (NVLink) line: cut short, or `nvidia-smi topo -mp`" in actual
+    assert "as that of" not in actual  # (it said: "... line, as that of `nvidia-smi topo -mp`")
 
 
 @pytest.mark.parametrize(
@@ -56,7 +86,7 @@ def test_an_nvlink_order_is_unverified_not_failed(tmp_path: Path, name: str, com
     assert verdict == "unverified"  # (was fail: "NVLink was ordered, but ... only over PCIe")
     assert actual.startswith("unknown: ") and "PCIe paths only" in actual and "SYS" in actual
     (check,) = [c for c in checks(tmp_path, "topo.txt", text, NVLINK_ORDER) if c.name == "interconnect"]
-    assert "save `nvidia-smi topo -m`" in check.detail
+    assert "`nvidia-smi topo -m` (without -p)" in check.detail
 
 
 def test_the_copied_command_names_it_without_a_legend(tmp_path: Path) -> None:
@@ -70,6 +100,19 @@ def test_the_copied_command_names_it_without_a_legend(tmp_path: Path) -> None:
 def test_a_pcie_order_passes(tmp_path: Path) -> None:
     verdict, actual = verdicts(tmp_path, "topo.txt", read(LEVANTE), "interconnect: pcie\n")["interconnect"]
     assert verdict == "pass" and actual.startswith("pcie: ")
+
+
+@pytest.mark.parametrize("order", ["interconnect: pcie\n", NVLINK_ORDER])
+@pytest.mark.parametrize("command", [COMMAND[TWO_ROWS], ""])
+def test_a_topo_mp_cut_short_is_unverified(tmp_path: Path, order: str, command: str) -> None:
+    """The JUWELS `topo -mp` cut after the rows of GPU0 and GPU1 (its header names GPU0-GPU3):
+    the paths of GPU2 and GPU3 are unknown, so a PCIe order is not met (it passed as "pcie: ...
+    shows the PCIe paths only"); with no command line nor legend it is a matrix cut short too."""
+    verdict, actual = verdicts(tmp_path, "topo.txt", command + read(TWO_ROWS), order)["interconnect"]
+    assert (verdict, actual) == (
+        "unverified",
+        "unknown: the nvidia-smi topo -m matrix was cut short (2 GPU rows read)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,12 +140,64 @@ def test_a_p2p_status_matrix_is_refused_not_judged(tmp_path: Path) -> None:
 
     assert foreign_links(parse_topo(read(P2P))) == ["GNS"]
     for order in (NVLINK_ORDER, "interconnect: pcie\n"):
-        with pytest.raises(UsageError, match=r"p2p-rw__.*\(GNS\) are no link of `nvidia-smi topo -m`.*save"):
+        with pytest.raises(UsageError) as refused:
             verdicts(tmp_path, Path(P2P).name, read(P2P), order)
+        said = str(refused.value)
+        assert "p2p-rw__" in said and "(GNS) are not links that `nvidia-smi topo -m` prints" in said
+        assert "`nvidia-smi topo -p2p`'s peer-to-peer status" in said and "save `nvidia-smi topo -m`" in said
 
 
-@pytest.mark.parametrize("name", [JUWELS, LEVANTE, PCIE_M, "real/nvidia-smi-topo-m__h200__8gpu-10nic.txt"])
-def test_link_matrices_have_no_foreign_cell(name: str) -> None:
+# every `-m` (and `-mp`) matrix among the real and derived captures and the saved sessions: none
+# may be refused as another view (exit 2)
+LINK_MATRICES = sorted(
+    path
+    for folder in ("real", "derived", "sessions")
+    for path in (FIXTURES / folder).glob("*topo*")
+    if path.suffix == ".txt" and "-p2p" not in path.name
+)
+
+
+def test_the_link_matrices_are_every_topo_m_capture() -> None:
+    names = {p.name for p in LINK_MATRICES}
+    assert {Path(n).name for n in (JUWELS, LEVANTE, PCIE_M, KEPLER, TWO_ROWS, LEGEND_CUT)} <= names
+    assert sum(n.startswith("nvidia-smi-topo-m__") for n in names) >= 17 and len(names) >= 23
+
+
+@pytest.mark.parametrize("path", LINK_MATRICES, ids=lambda p: p.name)
+def test_link_matrices_have_no_foreign_cell(tmp_path: Path, path: Path) -> None:
     from gpuonboard.facts.topo import foreign_links
 
-    assert foreign_links(parse_topo(read(name))) == []
+    assert parse_topo(path.read_text()).gpus and foreign_links(parse_topo(path.read_text())) == []
+    if path.parent.name != "sessions":  # (a transcript of several commands is judged in its own tests)
+        assert "interconnect" in verdicts(tmp_path, path.name, path.read_text(), NVLINK_ORDER)
+
+
+def test_the_copied_topo_mp_is_carried_as_a_flag_not_a_sentence() -> None:
+    """The offline reader marks a copied `topo -mp` on its ProbeOutput (`pcie_paths_only`);
+    parse_facts reads that flag, not the wording of `partial` (it matched the sentence's end, so
+    rewording it would have judged a `-mp` as a PCIe box again)."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+
+    text = read(NO_LEGEND)  # (a matrix that only its command line names a `-mp`)
+    flagged = ProbeOutput(text, "", 0, "`nvidia-smi topo -mp`: reworded", pcie_paths_only=True)
+    topology = parse_facts({"nvidia_topo": flagged}).topology
+    assert topology is not None and topology.pcie_only == "`nvidia-smi topo -mp`: reworded"
+    assert interconnect(topology) == "unknown"
+    said = ProbeOutput(text, "", 0, "a sentence that shows the PCIe paths only, never NVLink")
+    topology = parse_facts({"nvidia_topo": said}).topology
+    assert topology is not None and interconnect(topology) == "pcie"
+
+
+@pytest.mark.parametrize(
+    ("command", "pci"),
+    [
+        ("srun -N1 nvidia-smi topo -mp", True),
+        ("nvidia-smi topo --matrix_pci | grep GPU", True),
+        ("nvidia-smi topo -m", False),
+    ],
+)
+def test_offline_sets_the_flag_from_the_command(command: str, pci: bool) -> None:
+    from gpuonboard.api.narrowed import matrix_pci
+
+    assert matrix_pci("nvidia_topo", command) is pci and not matrix_pci("df", command)

@@ -347,9 +347,10 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
         )
     kind = topo.interconnect(facts.topology)
     listed = len(facts.gpu.gpus) if facts.gpu else 0
-    if kind == "unknown" and facts.topology.pcie_only:
-        return _pcie_paths_only(order, facts.topology)
-    if kind == "unknown" or len(facts.topology.gpus) < listed or not facts.topology.complete:
+    incomplete = len(facts.topology.gpus) < listed or not facts.topology.complete
+    if kind == "unknown" and facts.topology.pcie_only and not incomplete:
+        return _pcie_paths_only(order, facts.topology)  # (a matrix cut short is that, first)
+    if kind == "unknown" or incomplete:
         seen = len(facts.topology.gpus)
         if not seen:  # (no GPU row, or a header row whose columns cannot be told apart)
             shown = "unknown: no GPU row of the nvidia-smi topo -m matrix could be read"
@@ -411,8 +412,8 @@ def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:
         order.interconnect or "",
         f"unknown: {paths}",
         "unverified",
-        "whether NVLink joins the GPUs cannot be read from this matrix: save `nvidia-smi topo -m`"
-        " (without -p), whose matrix shows NV# where NVLink joins two GPUs",
+        "whether NVLink joins the GPUs cannot be read from this matrix: save the whole output of"
+        " `nvidia-smi topo -m` (without -p), whose matrix shows NV# where NVLink joins two GPUs",
     )
 
 
