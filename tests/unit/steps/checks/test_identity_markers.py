@@ -159,3 +159,18 @@ def test_the_listing_reads_the_gpu_and_its_uuid_apart() -> None:
     named = _listed_gpu(parse_gpu_list(listing_marked(A16_LIST.read_text(), 2, "name", "N/A")).gpus[2])
     assert (named.name, named.uuid, named.faults) == ("", "GPU-6d96ca7e-db97-dd7b-d18b-821c40747583", ())
 
+
+A30_ERR = REAL / "nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt"
+
+
+def test_an_unreadable_gpu_is_no_gpu_without_mig(tmp_path: Path) -> None:
+    """The real 8 x A30 table (MIG-capable) whose GPU 3 reads ERR! in every cell, its name too:
+    mig_mode said "GPU 3: no MIG on this model" of an A30 it could not read. Now the GPU is
+    named unreadable, its mode and model never claimed."""
+    got = verdicts(tmp_path, A30_ERR.name, A30_ERR.read_text(), "gpu_model: A30\ngpu_count: 8\n")
+    assert "no MIG on this model" not in got["mig_mode"][1], got["mig_mode"]
+    assert "GPU 3 unreadable" in got["mig_mode"][1], got["mig_mode"]
+    text = table_marked(H100_TABLE.read_text(), 3, 2, "Disabled", "[GPU is lost]")
+    assert text is not None
+    lost = _judged(tmp_path, H100_TABLE, text)
+    assert lost["mig_mode"] == ("pass", "Disabled; GPU 3 unreadable"), lost["mig_mode"]
