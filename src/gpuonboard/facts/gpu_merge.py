@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts.csvtext import csv_rows
-from gpuonboard.facts.gpu_list import GpuList
+from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
-from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, inforom_corrupted
-from gpuonboard.facts.nvidia_smi.values import _is_version
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
+from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
@@ -342,12 +342,24 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[li
     listing = parse_list(out.stdout)
     if out.partial:
         listing = dataclasses.replace(listing, complete=False)
-    # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
-    gpus = [
-        GpuInfo(index=g.index, name=g.name, uuid=g.uuid, mig_mode="Enabled" if g.mig_devices else None)
-        for g in listing.gpus
-    ]
-    return gpus, listing.complete
+    return [_listed_gpu(g) for g in listing.gpus], listing.complete
+
+
+def _listed_gpu(g: ListedGpu) -> GpuInfo:
+    """One `-L` line as a GPU, its name and UUID judged as any format's fields (_field_faults):
+    "[GPU is lost]" / "[GPU requires reset]" in either, or a fault marker (ERR!, an NVML error
+    string) as the name, make the GPU unreadable; a name nvidia-smi could not give ("N/A",
+    "[Not Supported]") is none (the GPU listed, its model unverified), never a model."""
+    faults, cell_faults = _field_faults([("name", g.name), ("uuid", g.uuid or "")], "name")
+    return GpuInfo(
+        index=g.index,
+        name=_clean(g.name) or "",
+        uuid=_clean(g.uuid),
+        # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
+        mig_mode="Enabled" if g.mig_devices else None,
+        faults=faults,
+        cell_faults=cell_faults,
+    )
 
 
 def _base(

@@ -48,9 +48,11 @@ NVML_FIELD_ERRORS: tuple[str, ...] = (
     "In use by another client",
 )
 _NVML_ERROR = "|".join(re.escape(w) for w in NVML_FIELD_ERRORS)
-# What nvidia-smi prints in ONE cell/field it could not read (one sensor, one query) while the
-# GPU answered otherwise: that cell's fault (GpuInfo.cell_faults), its value None.
-_CELL_FAULT = re.compile(rf"^\s*(ERR!|\[N/A\]|\[?(?:{_NVML_ERROR})\]?)\s*$", re.IGNORECASE)
+# What nvidia-smi prints in ONE table cell it could not read (one sensor, one query) while the
+# GPU answered otherwise: that cell's fault (GpuInfo.cell_faults), its value None; or, as any
+# cell, a word that speaks for the whole GPU ("[GPU is lost]": table._table_row_faults)
+_GPU_WORDS = "|".join(re.escape(w) for w in _GPU_FAULT_WORDS[:2])
+_CELL_FAULT = re.compile(rf"^\s*(ERR!|\[N/A\]|\[?(?:{_NVML_ERROR}|{_GPU_WORDS})\]?)\s*$", re.IGNORECASE)
 # In the -q / -q -x / CSV forms "[N/A]" / "N/A" is the ordinary "not supported"; only the table
 # prints a bracketed [N/A] for a value it failed to read.
 _FIELD_FAULT = re.compile(rf"^\s*(ERR!|\[?(?:{_NVML_ERROR})\]?)\s*$", re.IGNORECASE)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, most_of_row
+from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
@@ -139,7 +139,8 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
     return by_gpu, True
 
 
-_TABLE_TOKEN = re.compile(r"\[Unknown Error\]|Unknown Error|\S+")
+# a bracketed marker is one token ("[Unknown Error]", "[GPU is lost]"), as is NVML's bare string
+_TABLE_TOKEN = re.compile(r"\[[^\]|]+\]|Unknown Error|\S+")
 _TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
 _TABLE_CUT = (
     "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
@@ -187,16 +188,18 @@ def _table_sensors(
 
 
 def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...], list[str]]:
-    """(faults, cell_faults) of one GPU's rows, the whole-row judgement: its name unreadable, or
-    most of its cells, makes the GPU unreadable (and its cell faults are dropped)."""
+    """(faults, cell_faults) of one GPU's rows, the whole-row judgement, as the other formats
+    judge a GPU's record (faults._field_faults): a word that speaks for the whole GPU in any cell
+    or as its name ("[GPU is lost]", "[GPU requires reset]"), a fault marker as its name (ERR!,
+    an NVML error string), or markers in most of its cells make the GPU unreadable (and its
+    cell faults are dropped)."""
     markers = [cell.rsplit(" reads ", 1)[1] for cell in cell_faults]
     name_marker = _cell_fault(name)
-    faults: tuple[str, ...] = ()
-    if name_marker is not None or most_of_row(len(markers)):
-        found = [name_marker] if name_marker is not None else markers
-        faults = _faults(found) or tuple(dict.fromkeys(found))
-        cell_faults = []
-    return faults, cell_faults
+    whole = _gpu_faults([name_marker, *markers])
+    if not whole and name_marker is None and not most_of_row(len(markers)):
+        return (), cell_faults
+    found = [name_marker] if name_marker is not None else markers
+    return whole or _faults(found) or tuple(dict.fromkeys(found)), []
 
 
 # a MIG mode cell's `*` (`Disabled*`): the mode changes to the other at the next GPU reset
@@ -253,7 +256,9 @@ def _table_gpu(
         warnings.append(f"GPU {index}: memory column not found")
     return GpuInfo(
         index=index,
-        name=name,
+        # a name nvidia-smi could not give ("N/A", "[Not Supported]", a fault marker) is no
+        # model: the GPU is listed nameless (its model unverified) or unreadable (its faults)
+        name=_clean(name) or "",
         pci_bus_id=_clean(bus),
         memory_total_mib=_mib(f"{memory.group(3)} {memory.group(4)}") if memory else None,
         memory_used_mib=_mib(f"{memory.group(1)} {memory.group(2)}") if memory else None,

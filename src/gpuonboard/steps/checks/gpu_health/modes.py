@@ -120,9 +120,12 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
         # a non-MIG model's mode is N/A (None): it has whole GPUs by construction
         # (N/A printed for a MIG-capable model: MIG is not available in its configuration)
         said_na = [g for g in gpus if g.mig_mode is None and g.mig_na and mig_capable(g.name)]
-        no_mig = [g for g in gpus if g.mig_mode is None and g not in said_na]
+        # (a GPU nvidia-smi cannot read, gpu_health fails it: its mode unread, never its model's)
+        unread = [g for g in gpus if g.mig_mode is None and g.faults and g not in said_na]
+        no_mig = [g for g in gpus if g.mig_mode is None and g not in said_na and g not in unread]
         parts = [f"{gpu_list(no_mig, gpus)}: no MIG on this model"] if no_mig else []
         parts += [f"{gpu_list(said_na, gpus)}: N/A (MIG not available as configured)"] if said_na else []
+        parts += [f"{gpu_list(unread, gpus)} unreadable"] if unread else []
         actual = "; ".join(["Disabled", *parts])
         return Check("mig_mode", "Disabled (whole GPUs)", actual, "pass")
     parts = []
