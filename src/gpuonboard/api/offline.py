@@ -77,7 +77,8 @@ _KERNEL_LINE = re.compile(
 )
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
 _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
-_IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*\t[^\t]*$")
+# the sysfs probe's line (facts/infiniband.py): DEV PORT STATE PHYS RATE [GUID pf|vf] LAYER
+_IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*(?:\t[^\t]*\t(?:pf|vf)?)?\t[^\t]*$")
 # the head of a device's block in the other RDMA tools parse_rdma (facts/infiniband.py) reads, as
 # it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
 _IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
@@ -439,7 +440,6 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
     if command is None:
         command = prompt_command(pasted)  # (the copied command above it, "" if none)
     kind = detect_kind(text)
-    named = f"{path.name} {command}"  # (what the file's name or the copied command say of it)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
     if (
@@ -504,7 +504,7 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
         from gpuonboard.facts import memory
 
         if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
-            text = memory.free_as_kib(named, text)  # the parsers read `free -k` (-b, -m converted)
+            text = memory.free_as_kib(path.name, text, command)  # the parsers read `free -k`
     if kind == "df" and saved_forms.df_si(path.name, command):
         from gpuonboard.facts import disks
 

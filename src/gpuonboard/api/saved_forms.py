@@ -83,7 +83,7 @@ def df_si(name: str, command: str) -> bool:
     """Whether a saved df output is `df -H` / `df --si`, by its copied command or else its file
     name (the words from `df` on: facts.named.tool_words)."""
     if command:
-        return bool(_DF_SI_FLAG.search(tool_words(command, "df")))
+        return bool(_DF_SI_FLAG.search(tool_words("", "df", command)))
     return any(_DF_SI_NAME.match(words) for words in tool_words(name, "df").splitlines())
 
 

@@ -206,19 +206,19 @@ def _numbers(text: str) -> list[int]:
     return values
 
 
-def free_unit(name: str, text: str) -> int:
+def free_unit(name: str, text: str, command: str = "") -> int:
     """Bytes per number of a saved `free` output: 1 (`-b`), 1024 (`-k`, plain `free`), 1048576
     (`-m`), 1073741824 (`-g`), or 0 for `-h` (sizes carry their units). Raises FreeFormatError
     when it cannot tell.
 
-    A flag in the file name wins (`free-b.txt`, `free -m.txt`). Otherwise from the content:
+    A flag in the file name or copied command wins (`free-b.txt`, `free -m.txt`). Otherwise from the content:
     units in the cells mean `-h`; bytes come from /proc/meminfo's KiB, so in `free -b` every
     number is a multiple of 1024 (three or more non-zero ones make a KiB output doing so by
     chance about one in a billion); the Mem total must then be plausible RAM (256 MiB..16 TiB)
     in exactly one of bytes, KiB, MiB and GiB, or, for a file named for plain `free`, in KiB
     (a `free -g` of a 2 TiB box, `Mem: 2015`, is also 2015 MiB: refused unless named).
     """
-    flag = _NAMED_FLAG.search(tool_words(name, "free"))
+    flag = _NAMED_FLAG.search(tool_words(name, "free", command))
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()]
     text = english_free(text)
@@ -237,7 +237,7 @@ def free_unit(name: str, text: str) -> int:
         return 1
     if len(candidates) == 1:
         return candidates[0]
-    if _KIB in candidates and tool_words(name, "free"):  # (named for plain `free`: free.txt)
+    if _KIB in candidates and tool_words(name, "free", command):  # (named for plain `free`)
         return _KIB
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
@@ -246,15 +246,16 @@ def free_unit(name: str, text: str) -> int:
     )
 
 
-def free_as_kib(name: str, text: str) -> str:
+def free_as_kib(name: str, text: str, command: str = "") -> str:
     """A saved `free` output as the parsers read it (labels in English): `free -k` and `-h` as
     they are, `-b` in KiB (exact), `-m`/`-g` with their unit on each size (`125Gi`), so that
-    the whole units they were cut to are known (MemoryInfo.total_spread)."""
+    the whole units they were cut to are known (MemoryInfo.total_spread). `name`: the file's
+    name, `command`: the command copied above the output ("" if none): their flags say the unit."""
     text = english_free(text)
-    unit = free_unit(name, text)
+    unit = free_unit(name, text, command)
     if unit == 1:  # (bytes: `--si` leaves them be)
         return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // _KIB), text)
-    if free_si(name):
+    if free_si(name, command):
         # each size marked as printed in powers of 1000 or 1024 (`112G` -> `112GB`, `8157` of
         # `--mega` -> `8157MB`): parse_free reads it as the range between the two
         letter = {0: "", _KIB: "K", _MIB: "M", _GIB: "G", _GIB << 10: "T"}[unit]
@@ -265,12 +266,12 @@ def free_as_kib(name: str, text: str) -> str:
     return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: m.group() + suffix, text)
 
 
-def free_si(name: str) -> bool:
+def free_si(name: str, command: str = "") -> bool:
     """Whether a saved `free` output was printed under `--si` (or `--kilo` ... `--tera`), by
-    the flags in its copied command or its file name (`name` holds both; a file name's
+    the flags in its copied command or its file name (named.tool_words: a file name's
     description after `__` is not read): its sizes are then in powers of 1000, or of 1024 in
     some procps versions (see _spread)."""
-    return _SI_FLAG.search(tool_words(name, "free")) is not None
+    return _SI_FLAG.search(tool_words(name, "free", command)) is not None
 
 
 _SIZED_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPE]?)(?=\s|$)")

@@ -16,15 +16,17 @@ import re
 _NAME_END = re.compile(r"__|\.[A-Za-z0-9]{1,5}(?=\s|$)")
 
 
-def tool_words(named: str, tool: str) -> str:
-    """The parts of `named` (a file name, the copied command, or both joined by a space) that
-    start with the word `tool` (`free`, `df`) and run to the end of that name or command, one
-    per line: `desk__free-h-si.txt free -h --si` -> "free-h-si\\nfree -h --si"; "" where the
-    tool is not named."""
+def tool_words(name: str, tool: str, command: str = "") -> str:
+    """The words of a saved output's file `name` and copied `command` that start with the word
+    `tool` (`free`, `df`), one run per line: in the name up to its description (`__`) or its
+    extension, in the command to its end (`free -s 0.5 --si` keeps its `--si`):
+    `desk__free-h-si.txt` and `free -h --si` -> "free-h-si\nfree -h --si"; "" where the tool is
+    named in neither."""
     at = re.compile(rf"(?:^|(?<=[\s_./$-])){re.escape(tool)}(?![A-Za-z0-9])", re.IGNORECASE)
     words = []
-    for m in at.finditer(named):
-        rest = named[m.start() :]
+    for m in at.finditer(name):
+        rest = name[m.start() :]
         end = _NAME_END.search(rest)
         words.append(rest[: end.start()] if end else rest)
+    words += [command[m.start() :] for m in at.finditer(command)]
     return "\n".join(words)

@@ -1,6 +1,6 @@
 """The hash cache of a dataset's files (hashes.json in the dataset's cache dir): rel -> sha256,
 valid while the file's (size, mtime_ns, inode) are unchanged, so a rerun hashes only the files
-that changed. Shard and plain mode both read it (transfer/shards.py re-exports it).
+that changed. Shard and plain mode both read it.
 """
 
 from __future__ import annotations

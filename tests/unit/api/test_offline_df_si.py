@@ -24,7 +24,15 @@ def judged(tmp_path: Path, name: str, text: str, size: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("name", "prompt"), [("df.txt", PROMPT), ("df-H.txt", ""), ("df --si.txt", ""), ("df-TH.txt", "")]
+    ("name", "prompt"),
+    [
+        ("df.txt", PROMPT),
+        ("df-H.txt", ""),
+        ("df --si.txt", ""),
+        ("df-TH.txt", ""),
+        ("node7__df-H.txt", ""),  # (a host's name before the tool's)
+        ("df.txt", "$ df -h /mnt/data.vol1 --si\n"),  # (a path's `.vol1 ` is no file extension)
+    ],
 )
 def test_df_h_upper_is_read_in_powers_of_1000(tmp_path: Path, name: str, prompt: str) -> None:
     text = prompt + (REAL / NAME).read_text()

@@ -58,27 +58,28 @@ def test_procps_si_readings_hold_the_bytes(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("named", "si"),
+    ("name", "command", "si"),
     [
-        ("free.txt $ free -h --si", True),
-        ("free --giga.txt ", True),
-        ("free-g-si.txt ", True),
-        ("free-h__si-cluster.txt ", False),  # (a description after `__` is not a flag)
-        ("free-h.txt $ free -h", False),
-        ("free_sift.txt ", False),
-        ("desk__free-h-si.txt ", True),  # (a host's name before the tool's)
-        ("mega-node_free-m.txt ", False),  # (a host's name is no flag)
-        ("tera__free.txt $ free -m", False),
+        ("free.txt", "free -h --si", True),
+        ("free --giga.txt", "", True),
+        ("free-g-si.txt", "", True),
+        ("free-h__si-cluster.txt", "", False),  # (a description after `__` is not a flag)
+        ("free-h.txt", "free -h", False),
+        ("free_sift.txt", "", False),
+        ("desk__free-h-si.txt", "", True),  # (a host's name before the tool's)
+        ("mega-node_free-m.txt", "", False),  # (a host's name is no flag)
+        ("tera__free.txt", "free -m", False),
+        ("x.txt", "free -s 0.5 -c 1 --si -h", True),  # (a command's `0.5 ` is no file extension)
     ],
 )
-def test_si_flag_from_command_or_name(named: str, si: bool) -> None:
-    assert memory.free_si(named) is si
+def test_si_flag_from_command_or_name(name: str, command: str, si: bool) -> None:
+    assert memory.free_si(name, command) is si
 
 
 def test_bytes_stay_exact_under_si() -> None:
     """`free -b --si`: bytes are bytes (procps: "in bytes, which can not be in SI")."""
     text = (REAL / DESK_B).read_text()
-    info = memory.parse_free(memory.free_as_kib("free.txt $ free -b --si", text))
+    info = memory.parse_free(memory.free_as_kib("free.txt", text, "free -b --si"))
     assert info.total_bytes == 8353525760 // 1024 * 1024 and info.total_spread == (0, 0)
 
 

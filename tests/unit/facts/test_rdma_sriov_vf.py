@@ -94,6 +94,9 @@ def test_the_live_probe_reads_physfn_and_the_adapter(tmp_path: Path, vf_link: bo
     ]
     check = rule_rdma((2, 100.0), report.ports, report.complete, report.cut)
     assert check is not None and check.verdict == ("fail" if vf_link else "pass")
+    # the probe's own output saved as a file (raw/<host>/rdma_ports.txt copied) is judged the same
+    saved = verdicts(tmp_path, "ports.txt", out.stdout, 'gpu_model: any\nrdma: "2x100G"\n')["rdma_ports"]
+    assert saved[0] == check.verdict, saved
 
 
 def test_a_new_sysfs_line_cut_before_its_link_layer_is_cut() -> None:

@@ -185,21 +185,38 @@ def split_inforom_lines(text: str) -> tuple[str, str]:
 _JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _FIELD_PREFIXES} | {"infoROM"}
 
 
-# the fields each rule reads, as words of a cell fault's field name in any form (the reader's
-# name: "power cap"; -q's label path; -q -x's element path; the CSV's field): a pass over the
-# other GPUs is no pass where one GPU's field read a fault marker (`ERR!`, `[Unknown Error]`):
-# gpu_health's step makes it unverified, and sensor_faults counts the field as judged
-RULE_FIELD_WORDS: Mapping[str, tuple[str, ...]] = {
-    "temperature": ("temperature sensor", "temperature.gpu"),
-    "power_limit": ("power cap", "power limit", "power_limit", "power.limit", "default_limit"),
-    "mig_mode": ("mig mode", "mig_mode", "mig.mode"),
-    "persistence_mode": ("persistence mode", "persistence_mode"),
-    "foreign_processes": ("utilization", "memory usage", "memory.used", "fb_memory_usage"),
-    "pcie_link": ("pcie generation", "link width", "link_gen", "link_width", "pcie.link"),
-    "pcie_replays": ("replay",),
-    "throttling": ("clocks event", "clocks_event", "throttle", "clocks_throttle"),
-    "memory_repair": ("remapped", "retired", "remapper", "retired_pages", "remapped_rows"),
+# the fields each rule reads, by a cell fault's field name (the reader's name: "power cap", or
+# the CSV's field: "memory.used", matched whole; a -q label path or -q -x element path, by a
+# word it holds: "PCI/GPU Link Info/PCIe Generation/Current"): a pass over the other GPUs is no
+# pass where one GPU's field read a fault marker (`ERR!`, `[Unknown Error]`): gpu_health's step
+# makes it unverified, and sensor_faults counts the field as judged. Whole names where a word
+# would also take fields no rule reads (`BAR1 Memory Usage/Used`, `Min Power Limit`).
+_RULE_FIELDS: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "temperature": (frozenset({"temperature sensor"}), ("temperature.gpu",)),
+    "power_limit": (
+        frozenset({"power cap"}),
+        ("default power limit", "default_power_limit", "power.limit", "power.default_limit"),
+    ),
+    "mig_mode": (frozenset({"mig mode"}), ("mig mode", "mig_mode", "mig.mode")),
+    "persistence_mode": (frozenset({"persistence mode", "persistence_mode"}), ()),
+    "foreign_processes": (
+        frozenset({"utilization", "memory usage", "memory.used", "utilization.gpu", "utilization.memory"}),
+        (),
+    ),
+    "pcie_link": (frozenset(), ("pcie generation", "link width", "link_gen", "link_width", "pcie.link")),
+    "pcie_replays": (frozenset(), ("replay",)),
+    "throttling": (frozenset(), ("clocks event", "clocks_event", "throttle", "clocks_throttle")),
+    "memory_repair": (frozenset(), ("remapped", "retired", "remapper", "retired_pages", "remapped_rows")),
 }
+FIELD_RULES = tuple(_RULE_FIELDS)  # the rules a cell fault can leave unverified
+
+
+def rule_reads(rule: str, cell_fault: str) -> bool:
+    """Whether `rule` reads the field of a cell fault ('GPU 3: temperature sensor reads ERR!' ->
+    its field 'temperature sensor')."""
+    names, words = _RULE_FIELDS.get(rule, (frozenset(), ()))
+    field = cell_fault.rsplit(" reads ", 1)[0].lower()
+    return field in names or any(w in field for w in words)
 
 
 def judged_field(cell_fault: str) -> bool:
@@ -208,7 +225,7 @@ def judged_field(cell_fault: str) -> bool:
     field outside them ("Addressing Mode : Unknown Error" on a healthy 8 x RTX 4090 box, R535)
     is no sensor and no check rests on it."""
     field = cell_fault.rsplit(" reads ", 1)[0]
-    if any(w in field.lower() for words in RULE_FIELD_WORDS.values() for w in words):
+    if any(rule_reads(rule, cell_fault) for rule in FIELD_RULES):
         return True
     return field in _JUDGED_NAMES or ("." in field and "/" not in field and " " not in field)
 

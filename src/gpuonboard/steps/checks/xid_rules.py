@@ -374,8 +374,8 @@ def _with_not_shown(
         f"The box is a slice of a bigger machine ({slice_}) and its kernel log is the host's: these"
         " Xids are on GPUs nvidia-smi does not list here: another tenant's or the host's, or one of"
         " this rental's that fell off the bus (then gpu_count finds fewer GPUs than ordered). Which"
-        " cannot be told from here, so they warn: ask the vendor about them (they may share your"
-        " GPUs' board or host), and check gpu_count."
+        " of these they are cannot be told from inside the slice, so they warn: ask the vendor about"
+        " them (they may share your GPUs' board or host), and check gpu_count."
     )
     detail = f"{check.detail} {why}" if check.verdict == "warn" else why
     return Check(check.name, check.expected, actual, "warn", detail)

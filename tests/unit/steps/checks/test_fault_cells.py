@@ -206,3 +206,24 @@ def test_a_marker_in_a_tables_bus_id_or_persistence_cell_drops_no_gpu(
         got = _judged(tmp_path, capture, marked)
         assert got["gpu_count"] == whole["gpu_count"], (row_token, marker, got["gpu_count"])
         assert f"GPU {last}:" in got["sensor_faults"][1], (row_token, marker)
+
+
+def _bar1_used_marked(text: str, gpu: int, marker: str) -> str:
+    """The `-q` with the `Used` line of GPU `gpu`'s BAR1 Memory Usage block set to `marker`."""
+    starts = [m.start() for m in re.finditer(r"(?m)^GPU [0-9A-Fa-f]{8}:", text)]
+    bar1 = text.index("BAR1 Memory Usage", starts[gpu])
+    block = re.sub(r"(?m)^(\s+Used\s*: ).*$", rf"\g<1>{marker}", text[bar1:], count=1)
+    return text[:bar1] + block
+
+
+@pytest.mark.parametrize("marker", FIELD_MARKERS)
+def test_a_fault_in_a_field_no_rule_reads_leaves_the_rules_passing(tmp_path: Path, marker: str) -> None:
+    """BAR1 memory (foreign_processes reads the framebuffer's) and the minimum power limit
+    (power_limit reads the default and current ones) are fields no rule reads: a marker there is
+    said by sensor_faults alone, as -q -x's `bar1_memory_usage/used` always was; before, -q's
+    `BAR1 Memory Usage/Used` and `Min Power Limit` took those two rules to unverified."""
+    whole = _judged(tmp_path, H100_Q, H100_Q.read_text())
+    text = q_marked(_bar1_used_marked(H100_Q.read_text(), 3, marker), 3, "Min Power Limit", marker)
+    got = _judged(tmp_path, H100_Q, text)
+    for rule in ("foreign_processes", "power_limit"):
+        assert whole[rule][0] == "pass" and got[rule] == whole[rule], (rule, got[rule])

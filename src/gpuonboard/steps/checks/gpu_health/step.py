@@ -9,7 +9,7 @@ from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import RULE_FIELD_WORDS
+from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
@@ -122,23 +122,22 @@ VGPU_HOST_ONLY = (
 
 UNREAD_CELL = (
     "nvidia-smi could not read this field on the GPU named (sensor_faults says which), so the"
-    " verdict covers the other GPUs only; rerun nvidia-smi, and if the field stays unreadable ask"
-    " the vendor to check that GPU"
+    " verdict covers only the values that were read, not that GPU's field; rerun nvidia-smi, and"
+    " if the field stays unreadable ask the vendor to check that GPU"
 )
 
 
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
     """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault)
     is unverified, naming that GPU's cell: the rule read the others only."""
-    words = RULE_FIELD_WORDS.get(check.name)
-    if check.verdict != "pass" or not words:
+    if check.verdict != "pass" or check.name not in FIELD_RULES:
         return check
     unread = [
         f"{gpu_label(g)}: {fault}"
         for g in gpus
         if not g.faults
         for fault in g.cell_faults
-        if any(w in fault.rsplit(" reads ", 1)[0].lower() for w in words)
+        if rule_reads(check.name, fault)
     ]
     if not unread:
         return check
