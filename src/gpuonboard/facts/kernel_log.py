@@ -11,6 +11,7 @@ Real shapes (tests/fixtures/real/dmesg*):
     [117.985304] nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Severity 0 Engine instance 60 ...
     [117.986807] nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Data {0x0000003c, ...}
     Apr 29 01:07:28 host kernel: [ 9438.840000] NVRM: Xid (0001:00): 6, PE0000 0374 ...  (old drivers)
+    NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). ...  (MIG)
     Oct 02 10:41:07 host kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.
     [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
                    NVRM: (PCI ID: 10de:26b5) installed in this system has
@@ -58,6 +59,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpuonboard.facts.kernel_cut import locale_words, says_nothing
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -107,6 +109,11 @@ class KernelEvent:
     # logged before the last boot boundary of a log that spans boots (BootCounter): a fault of a
     # boot the box has since left (rebooted since)
     earlier_boot: bool = False
+    # an Xid the driver attributes to one MIG instance of its GPU: the attribution as printed
+    # after the address, "GPU-I:05" or "GPU-I:01 GPU-CI:02" (kernel_rc.c: "Xid (PCI:%04x:%02x:
+    # %02x GPU-I:%02u GPU-CI:%02u): ..."); `pci` is then the GPU's address alone. None: no MIG
+    # attribution (the whole GPU)
+    instance: str | None = None
 
 
 @dataclass(frozen=True)
@@ -364,8 +371,15 @@ def _read_line(line: str) -> KernelEvent | None:
         text = line[m.start() :].strip()
         return KernelEvent("sxid_unread", 0, _address(text), text, m.group(1), _prefix(line, m.start()))
     if m := _XID.search(line):
+        pci, instance = _mig_split(m.group(1))
         return KernelEvent(
-            "xid", int(m.group(2)), m.group(1), m.group(3).strip(), None, _prefix(line, m.start())
+            "xid",
+            int(m.group(2)),
+            pci,
+            m.group(3).strip(),
+            None,
+            _prefix(line, m.start()),
+            instance=instance,
         )
     if m := _XID_LOOSE.search(line):
         code, message = int(m.group(2)), m.group(3).strip()
@@ -374,6 +388,18 @@ def _read_line(line: str) -> KernelEvent | None:
         text = line[m.start() :].strip()
         return KernelEvent("xid_unread", 0, _address(text), text, None, _prefix(line, m.start()))
     return None
+
+
+# a MIG GPU's Xid names the GPU instance (and compute instance) the error is attributable to
+# after its address: "(PCI:0000:01:00 GPU-I:05)", "(PCI:0000:3b:00 GPU-I:01 GPU-CI:02)"
+# (NVIDIA/open-gpu-kernel-modules kernel_rc.c krcReportXid; kern_gpu_ga100.c's examples)
+_MIG_ATTRIBUTION = re.compile(r"^(\S+)\s+(GPU-I:\s*\d+(?:\s+GPU-CI:\s*\d+)?)$", re.IGNORECASE)
+
+
+def _mig_split(address: str) -> tuple[str, str | None]:
+    """(the GPU's address, its MIG attribution or None) of an Xid line's parenthesised address."""
+    m = _MIG_ATTRIBUTION.match(address.strip())
+    return (m.group(1), m.group(2)) if m else (address, None)
 
 
 def _address(text: str) -> str:
@@ -440,86 +466,7 @@ KERNEL_STAMP = re.compile(
 )
 
 
-def _started(*parts: str) -> str:
-    """A regex for any start of `parts` read in turn: the first part, then each next one or none
-    (each part's regex reads its own cut forms: `\\d{1,4}` reads `20` of `2024`)."""
-    out = ""
-    for part in reversed(parts[1:]):
-        out = f"(?:{part}{out})?"
-    return f"(?:{parts[0]}{out})"
-
-
-def _cut_of(*words: str) -> str:
-    """A regex for any non-empty start of one of `words` (`J`, `Ja`, `Jan`)."""
-    starts = sorted({w[:n] for w in words for n in range(1, len(w) + 1)}, key=len, reverse=True)
-    return "(?:" + "|".join(re.escape(start) for start in starts) + ")"
-
-
-_MONTH = _cut_of("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_CLOCK = r"\d{1,2}(?::(?:\d{1,2}(?::\d{0,2})?)?)?"
-_CTIME = _started(
-    _cut_of("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
-    " ",
-    _MONTH,
-    " {1,2}",
-    r"\d{1,2}",
-    " ",
-    _CLOCK,
-    " ",
-    r"\d{1,4}",
-    r"\]",
-)
-_HOST = _started(r" [^\s\[\]:]+", " ", _cut_of("kernel:"))  # syslog / journalctl: "host kernel:"
-# every stamp KERNEL_STAMP knows (and a syslog or journalctl prefix), whole or cut anywhere
-_STAMP_START = "|".join(
-    (
-        _started(r"\[", r" *\+?\d*", r"\.\d*", r"\]"),  # dmesg `[ 1843.308145]`, `[  +0.000040]`
-        r"\[" + _CTIME,  # dmesg -T `[Tue Apr 15 16:50:03 2025]`
-        _CTIME,  # the same, its `[` lost (a paste's first line)
-        _started(r"\[", _MONTH, " ?", r"\d{1,2}", " ", _CLOCK, r"\]"),  # dmesg -H `[Nov18 10:51]`
-        _started(  # dmesg --decode `kern  :warn  :`
-            _cut_of("kern"),
-            " *",
-            ":",
-            _cut_of("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"),
-            " *",
-            ":",
-        ),
-        _started(  # ISO `2024-11-15T05:39:15,491363+00:00` (then a journalctl host)
-            r"\d{1,4}",
-            r"-\d{0,2}",
-            r"-\d{0,2}",
-            "T",
-            _CLOCK,
-            r"(?:[.,]\d*)?",
-            r"(?:Z|[+-]\d{0,2})",
-            r":?\d{0,2}",
-            _HOST,
-        ),
-        # syslog / journalctl `Jan  3 07:39:44 host kernel:`
-        _started(_MONTH, " {1,2}", r"\d{1,2}", " ", _CLOCK, r"(?:[.,]\d*)?", _HOST),
-        _cut_of("kernel:"),
-    )
-)
-# a line that says nothing yet: stamps (the last one maybe cut), then nothing or the start of the
-# GPU driver's or the NVSwitch driver's tag (`NVR`, `nvidia-nvswitc`, `nvidia-nvswitch2`)
-_TAG_START = _cut_of("NVRM:") + "|" + _started(_cut_of("nvidia-nvswitch"), r"\d+", ":")
-
-
-@functools.cache
-def _says_nothing_pattern() -> re.Pattern[str]:
-    """Compiled on first use (a log whose last line has no newline), not at import: a few ms."""
-    return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
-
-
-def _says_nothing(line: str) -> bool:
-    """True when a line (the log's last, without its newline) holds no text that reads: only a
-    stamp or a start of one, or the start of a driver's tag after it. Such a line may be the
-    start of an Xid or SXid line; a line that says anything else (`usb 1-1: new ...`) is not."""
-    return len(line) <= 200 and _says_nothing_pattern().fullmatch(line) is not None
-
-
-def _unwrapped(lines: list[str], open_end: bool = False) -> list[str]:
+def _unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:
     """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
     stamp, a line with neither a stamp nor dmesg's indent is the rest of the line before it (a
     mail or chat wrapped it at its width; a wrap at the width the wrapped lines share split a
@@ -531,7 +478,7 @@ def _unwrapped(lines: list[str], open_end: bool = False) -> list[str]:
     starts = [bool(KERNEL_STAMP.match(line) or _BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
     if sum(starts) * 2 < len(filled):
         return lines
-    if open_end and filled and _says_nothing(filled[-1]):
+    if open_end and filled and says_nothing(filled[-1], words):
         starts[-1] = True
     out: list[str] = []
     can_join = False
@@ -601,6 +548,7 @@ class _Reader:
         self.lines = 0
         self.boots = BootCounter()
         self.boot_start = 0  # the index in `events` of the log's last boot's first event
+        self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
 
     def read(self, line: str, cut: bool) -> None:
         """One line; `cut`: it is the log's last and has no newline after it."""
@@ -634,7 +582,7 @@ class _Reader:
                 self.message.cut = f"NVRM: {self.message.text}"
         elif not cut:
             self.flush()
-        elif _says_nothing(line):
+        elif says_nothing(line, self.words):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
             # may be the start of an Xid or SXid line. (A message before it is the one the log
             # ends inside where it is unfinished.)
@@ -709,7 +657,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     keeps it as unread: never as another event, never dropped."""
     reader = _Reader()
     open_end = _open_end(text)
-    lines = _unwrapped(text.splitlines(), open_end)
+    # (a stamp cut inside a month name the box's locale prints: only the last line can be)
+    reader.words = locale_words(text.splitlines()) if open_end else {}
+    lines = _unwrapped(text.splitlines(), open_end, reader.words)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
     last = read[-1] if read and open_end else -1
     for i, line in enumerate(lines):

@@ -75,7 +75,16 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return _recovery_action(event.message), entry.name
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
+    if entry.action not in FAILING and (said := _RESET_SAID.search(event.message)):
+        return "reset_gpu", f"{entry.name} (the driver: {said.group(0)})"
     return entry.action, entry.name
+
+
+# the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:
+# "... RST: %s, D-RST: %s" (kern_gpu_ga100.c _gpuGenerateErrorLog_GA100: bGpuResetReqd,
+# bGpuDrainAndResetReqd of error_cont.h's policy table; with MIG memory partitioning, several
+# contained errors, Xid 94, set D-RST: the GPU must be drained and reset)
+_RESET_SAID = re.compile(r"\b(?:D-)?RST:\s*Yes\b", re.IGNORECASE)
 
 
 # the driver's own word for an NVLink5 Xid event (144-150: `144, SAW_MVB Nonfatal XC0 i0 Link 0
@@ -171,9 +180,10 @@ def _summarise(
     first. Each event is judged on its own line: one code's events on one GPU may need different
     actions (an NVLink5 Xid 145 the driver logged `Nonfatal`, then one it logged `Fatal`; Xid 154s
     changing to different recovery actions), so they are counted apart, never by the first one."""
-    groups: dict[tuple[str, int, str | None, str, bool], list[KernelEvent]] = {}
+    groups: dict[tuple[str, str | None, int, str | None, str, bool], list[KernelEvent]] = {}
     for e in events:
-        key = (pci_key(e.pci), e.code, e.fault, _action_now(e, xid_action(e)[0]), e.earlier_boot)
+        action = _action_now(e, xid_action(e)[0])
+        key = (pci_key(e.pci), e.instance, e.code, e.fault, action, e.earlier_boot)
         groups.setdefault(key, []).append(e)
     rank = {
         a: i
@@ -191,13 +201,14 @@ def _summarise(
         )
     }
     out = []
-    for (_, code, _fault, action, _earlier), group in groups.items():
+    for (_, instance, code, _fault, action, _earlier), group in groups.items():
         name = xid_action(group[0])[1]
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
             if group[0].kind == "sxid"
             else _gpu_label(group[0].pci, gpus, not_shown)
         )
+        who += f" MIG {instance}" if instance else ""
         count = _occurrences(group)
         times = f" x{count}" if count > 1 else ""
         kind = group[0].kind

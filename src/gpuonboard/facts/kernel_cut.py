@@ -1,0 +1,143 @@
+"""Whether the last line of a kernel log cut short says anything yet (facts/kernel_log.py): a
+line that holds only a stamp, or the start of one, or the start of a driver's tag after it may
+be the start of an Xid or SXid line. The stamps are those facts/kernel_log.KERNEL_STAMP knows,
+whole or cut anywhere, and stamps whose month or weekday the box's locale prints (`kwi 15
+07:56:59 host kernel:`: April under pl_PL), learnt from the log's own lines."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+__all__ = ["locale_words", "says_nothing"]
+
+
+def _started(*parts: str) -> str:
+    """A regex for any start of `parts` read in turn: the first part, then each next one or none
+    (each part's regex reads its own cut forms: `\\d{1,4}` reads `20` of `2024`)."""
+    out = ""
+    for part in reversed(parts[1:]):
+        out = f"(?:{part}{out})?"
+    return f"(?:{parts[0]}{out})"
+
+
+def _cut_of(*words: str) -> str:
+    """A regex for any non-empty start of one of `words` (`J`, `Ja`, `Jan`)."""
+    starts = sorted({w[:n] for w in words for n in range(1, len(w) + 1)}, key=len, reverse=True)
+    return "(?:" + "|".join(re.escape(start) for start in starts) + ")"
+
+
+_MONTH = _cut_of("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_CLOCK = r"\d{1,2}(?::(?:\d{1,2}(?::\d{0,2})?)?)?"
+_CTIME = _started(
+    _cut_of("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
+    " ",
+    _MONTH,
+    " {1,2}",
+    r"\d{1,2}",
+    " ",
+    _CLOCK,
+    " ",
+    r"\d{1,4}",
+    r"\]",
+)
+_HOST = _started(r" [^\s\[\]:]+", " ", _cut_of("kernel:"))  # syslog / journalctl: "host kernel:"
+# every stamp KERNEL_STAMP knows (and a syslog or journalctl prefix), whole or cut anywhere
+_STAMP_START = "|".join(
+    (
+        _started(r"\[", r" *\+?\d*", r"\.\d*", r"\]"),  # dmesg `[ 1843.308145]`, `[  +0.000040]`
+        r"\[" + _CTIME,  # dmesg -T `[Tue Apr 15 16:50:03 2025]`
+        _CTIME,  # the same, its `[` lost (a paste's first line)
+        _started(r"\[", _MONTH, " ?", r"\d{1,2}", " ", _CLOCK, r"\]"),  # dmesg -H `[Nov18 10:51]`
+        _started(  # dmesg --decode `kern  :warn  :`
+            _cut_of("kern"),
+            " *",
+            ":",
+            _cut_of("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"),
+            " *",
+            ":",
+        ),
+        _started(  # ISO `2024-11-15T05:39:15,491363+00:00` (then a journalctl host)
+            r"\d{1,4}",
+            r"-\d{0,2}",
+            r"-\d{0,2}",
+            "T",
+            _CLOCK,
+            r"(?:[.,]\d*)?",
+            r"(?:Z|[+-]\d{0,2})",
+            r":?\d{0,2}",
+            _HOST,
+        ),
+        # syslog / journalctl `Jan  3 07:39:44 host kernel:`
+        _started(_MONTH, " {1,2}", r"\d{1,2}", " ", _CLOCK, r"(?:[.,]\d*)?", _HOST),
+        _cut_of("kernel:"),
+    )
+)
+# a line that says nothing yet: stamps (the last one maybe cut), then nothing or the start of the
+# GPU driver's or the NVSwitch driver's tag (`NVR`, `nvidia-nvswitc`, `nvidia-nvswitch2`)
+_TAG_START = _cut_of("NVRM:") + "|" + _started(_cut_of("nvidia-nvswitch"), r"\d+", ":")
+
+
+@functools.cache
+def _says_nothing_pattern() -> re.Pattern[str]:
+    """Compiled on first use (a log whose last line has no newline), not at import: a few ms."""
+    return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
+
+
+def says_nothing(line: str, words: dict[str, str] | None = None) -> bool:
+    """True when a line (the log's last, without its newline) holds no text that reads: only a
+    stamp or a start of one, or the start of a driver's tag after it. Such a line may be the
+    start of an Xid or SXid line; a line that says anything else (`usb 1-1: new ...`) is not.
+    `words`: the log's own month and weekday names that are not English (locale_words)."""
+    if len(line) > 200:
+        return False
+    said = (line, _anglicised(line, words)) if words else (line,)
+    return any(_says_nothing_pattern().fullmatch(text) is not None for text in said)
+
+
+# a stamp whose month (and dmesg -T's weekday) is printed in the box's locale: journalctl and
+# syslog `kwi 15 07:56:59 host kernel:` (pl_PL: April), dmesg -T `[Mi Apr 15 07:56:59 2026]`
+_LOCALE_STAMP = re.compile(
+    r"^\s*(?:\[(?P<day>[^\W\d_]{1,12}\.?) +)?(?P<month>\d{1,2}月|[^\W\d_]{1,12}\.?)"
+    r" {1,2}\d{1,2} \d\d:\d\d:\d\d\b"
+)
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_WORD = re.compile(r"\d{1,2}月|[^\W\d_]+\.?")
+
+
+def locale_words(lines: list[str]) -> dict[str, str]:
+    """The month and weekday names the log's own stamps print that are not English, each with an
+    English one of its kind (read by says_nothing as that). A log of one line, cut before its
+    stamp showed its locale (`kw`, `kwi 1`), cannot show it: its first word is taken as a month
+    that may be one (what it went on to say is not known)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        if m := _LOCALE_STAMP.match(line):
+            for key, known in (("day", _WEEKDAYS), ("month", _MONTHS)):
+                if (word := m.group(key)) and word not in known:
+                    out[word] = known[0]
+    filled = [line for line in lines if line.strip()]
+    lone = _LONE_WORD.match(filled[0]) if not out and len(filled) == 1 else None
+    if lone is not None and lone.group(1) not in _WEEKDAYS + _MONTHS:
+        out[lone.group(1)] = "Jan"
+    return out
+
+
+# the one line of a log cut inside its first stamp: a word, then at most the start of the rest
+# of a syslog stamp (`kwi`, `kwi 15 07:5`)
+_LONE_WORD = re.compile(r"\s*([^\W\d_]{1,12}\.?)(?= |$)")
+
+
+def _anglicised(line: str, words: dict[str, str]) -> str:
+    """`line` with the log's locale names as English ones, the line's last word too where it is
+    the start of one (`kw` of `kwi`, a stamp cut there)."""
+
+    def swap(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if word in words:
+            return words[word]
+        start = next((english for w, english in words.items() if w.startswith(word)), None)
+        return start[: len(word)] if start is not None and m.end() == len(line.rstrip()) else word
+
+    return _WORD.sub(swap, line)
