@@ -197,6 +197,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",  # (a warning: non-fatal Xid 145)
         NVSWITCH,
         "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
-        # (journalctl under a Polish locale: `kwi 15 ...`; round 21)
+        # (journalctl under a Polish locale: `kwi 15 ...`; round 20)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",
     }

@@ -1,4 +1,4 @@
-"""A fault marker in ONE cell of one GPU (truth sweep round 21): what nvidia-smi prints where NVML
+"""A fault marker in ONE cell of one GPU (truth sweep round 20): what nvidia-smi prints where NVML
 could not read one value (`ERR!`, `[Unknown Error]`, `Unknown Error`, `[N/A]` in the table, ...),
 put into one GPU's cell of a real multi-GPU capture (tests/fixtures/real, the 8 x A100 XML of
 tests/fixtures/derived), column widths kept. A fact that could not be read is no pass: the rule

@@ -1,4 +1,4 @@
-"""A fault marker where a GPU's identity should be (truth sweep round 21, names): the name cell
+"""A fault marker where a GPU's identity should be (truth sweep round 20, names): the name cell
 of the default table and the name / UUID of `nvidia-smi -L`, in real multi-GPU captures
 (tests/fixtures/real), column widths kept. The --query-gpu CSV, -q and -q -x already judged
 them (faults._field_faults); the table and -L read the marker as a model ("1 x [GPU is lost]")

@@ -1,4 +1,4 @@
-"""Kernel log sweep, round 21 (tests/fixtures/real/SOURCES.md, "Kernel log sweep, round 21").
+"""Kernel log sweep, round 20 (tests/fixtures/real/SOURCES.md, "Kernel log sweep, round 20").
 
 R21-K1: on a MIG GPU the driver attributes an Xid to a GPU instance inside the parentheses of its
 address, `NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...` (kernel_rc.c prints "PCI:%04x:%02x:%02x
