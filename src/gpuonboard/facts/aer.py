@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuonboard.facts.kernel_log import BootCounter, KernelEvent
+from gpuonboard.facts.kernel_log import BootCounter, KernelEvent, is_probe_header
 
 __all__ = ["AER_FAULTS", "aer_events"]
 
@@ -47,6 +47,8 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
     events: list[tuple[int, KernelEvent]] = []
     boots = BootCounter()
     for line in text.splitlines():
+        if is_probe_header(line):
+            continue  # (the probe's `# first:` line repeats the log's first line)
         boots.read(line)
         own = _NVIDIA.search(line)
         received = _RECEIVED.search(line)

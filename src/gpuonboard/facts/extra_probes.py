@@ -24,13 +24,22 @@ __all__ = [
 ]
 
 KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
-# kernel log lines kept: the GPU driver's (NVRM: Xid, GPU fallen off the bus ...) and the
-# NVSwitch driver's (nvidia-nvswitchN: SXid ...)
-KERNEL_LOG_PATTERN = "NVRM|Xid|SXid|nvswitch"
+# kernel log lines kept: every line the readers of the log (facts/kernel_log.py, facts/aer.py)
+# read, so that the live probe's filtered log is judged as the whole log saved offline: the GPU
+# driver's (NVRM: Xid, GPU fallen off the bus ...), the NVSwitch driver's (nvidia-nvswitchN:
+# SXid ...), the kernel's lines about a GPU function (`nvidia 0000:03:00.0: AER: can't recover`)
+# and its uncorrectable PCIe errors (a root port's `AER: Uncorrected (Fatal) error received:
+# 0000:03:00.0`, `PCIe Bus Error: severity=Uncorrected (Fatal)`), and a boot's first line (the
+# `Linux version` banner) and journalctl's boot separators. Corrected AER errors, which a
+# flapping NIC may log thousands of, are not kept: they are not read, and would push GPU lines
+# out of the last KERNEL_LOG_MAX_LINES.
+KERNEL_LOG_PATTERN = (
+    "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|[Uu]ncorrect|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
+)
 
 
 def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KERNEL_LOG_PATTERN) -> str:
-    """Shell: the kernel log's NVRM/Xid/SXid lines since boot, newest `max_lines`.
+    """Shell: the kernel log's GPU lines since boot (KERNEL_LOG_PATTERN), newest `max_lines`.
 
     Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
     dmesg was refused. Output starts with `# source: <which answered>` and `# first: <the

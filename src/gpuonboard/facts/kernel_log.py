@@ -68,6 +68,7 @@ __all__ = [
     "KernelLog",
     "NvrmFault",
     "implied_xids",
+    "is_probe_header",
     "load_nvrm_faults",
     "parse_kernel_log",
     "pci_key",
@@ -209,6 +210,14 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first): ?(.*)$")
+
+
+def is_probe_header(line: str) -> bool:
+    """Pure: whether `line` is one of the live probe's header lines (`# source:`, `# first:`),
+    no line of the log."""
+    return _HEADER.match(line) is not None
+
+
 # journalctl's line between two boots' entries: `-- Reboot --` (systemd up to v246), `-- Boot
 # <boot id> --` (v247+, systemd pull request #17475)
 _BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE)

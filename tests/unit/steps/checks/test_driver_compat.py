@@ -426,3 +426,12 @@ def test_jetson_thor_is_not_judged_either_way(image: str) -> None:
     # the Orin iGPU keeps its verdicts: a -py3 image fails there
     orin = _check("nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt", image.replace("-igpu", ""))
     assert orin.verdict == "fail" and orin.detail.endswith("use nvcr.io/nvidia/pytorch:25.09-py3-igpu")
+
+
+def test_a_gpu_nvidia_smi_cannot_read_is_no_unknown_model() -> None:
+    """8 x A40 on 525.60.13, GPU 4's row all `ERR!`: the check said "525.60.13 on unknown GPU ():
+    minor version compat" (a warning, forward compatibility "cannot be assumed for an unrecognised
+    GPU") where the seven A40s it names are data-centre cards, judged as such."""
+    check = _check("nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt")
+    assert check.actual.startswith("525.60.13 on datacenter GPU (NVIDIA A40): "), check
+    assert "unrecognised GPU" not in check.detail

@@ -1,0 +1,70 @@
+"""The live probe keeps every kernel-log line the readers read: its filtered log, judged, gives the
+events of the whole log saved and judged offline (`invoke facts dmesg.txt`), on every real kernel
+log capture. Its filter once kept only NVRM/Xid/SXid/nvswitch lines, so the kernel's AER lines
+about a GPU (`nvidia 0000:03:00.0: AER: can't recover`) never reached the live judge: a GPU the
+kernel could not recover from a PCIe error failed `gpu_xid` offline and passed live."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts import aer
+from gpuonboard.facts.extra_probes import KERNEL_LOG
+from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+LOGS = sorted(p.name for p in REAL.glob("dmesg*"))
+
+
+def _events(text: str) -> list[tuple[object, ...]]:
+    """What gpu_xid and nvswitch_sxid judge (steps/checks/fabric_health.py): the log's events and
+    its AER events, with what each says."""
+    events: tuple[KernelEvent, ...] = parse_kernel_log(text).events + aer.aer_events(text)
+    return [(e.kind, e.code, e.pci, e.message, e.fault, e.earlier_boot, e.cut) for e in events]
+
+
+def _probe(tmp_path: Path, log: Path) -> str:
+    """The live probe's output on a host whose `dmesg` prints `log`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    dmesg = bin_dir / "dmesg"
+    dmesg.write_text(f"#!/bin/sh\nexec cat {shlex.quote(str(log))}\n")
+    dmesg.chmod(0o755)
+    for tool in ("cat", "grep", "tail", "head"):
+        found = next((f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}")), None)
+        assert found is not None, tool
+        (bin_dir / tool).symlink_to(found)
+    r = subprocess.run(
+        ["/bin/sh", "-c", KERNEL_LOG.command],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_every_real_log_is_a_case() -> None:
+    assert len(LOGS) >= 20  # (the glob finds the captures)
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_the_probes_filtered_log_gives_the_whole_logs_events(tmp_path: Path, name: str) -> None:
+    text = (REAL / name).read_text()
+    assert _events(_probe(tmp_path, REAL / name)) == _events(text)
+
+
+def test_a_gpu_the_kernel_could_not_recover_is_read_live(tmp_path: Path) -> None:
+    """rwth-i6/returnn#1500: two `nvidia 0000:03:00.0: AER: can't recover` lines, no NVRM line.
+    Live, the first was read from the probe's `# first:` header alone and the second not at all."""
+    name = "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
+    out = _probe(tmp_path, REAL / name)
+    assert out.startswith("# source: dmesg\n# first: [  +0.000844] nvidia 0000:03:00.0: AER: can't recover")
+    faults = [(e.pci, e.fault) for e in aer.aer_events(out)]
+    assert faults == [("0000:03:00.0", "aer_unrecovered")] * 2
