@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api.saved_forms import df_si
 from gpuonboard.facts import disks
 
 from ..offline_judge import verdicts
@@ -32,6 +33,7 @@ def judged(tmp_path: Path, name: str, text: str, size: str) -> tuple[str, str]:
         ("df-TH.txt", ""),
         ("node7__df-H.txt", ""),  # (a host's name before the tool's)
         ("df.txt", "$ df -h /mnt/data.vol1 --si\n"),  # (a path's `.vol1 ` is no file extension)
+        ("df.txt", "$ df -H > df.out\n"),
     ],
 )
 def test_df_h_upper_is_read_in_powers_of_1000(tmp_path: Path, name: str, prompt: str) -> None:
@@ -60,3 +62,8 @@ def test_a_network_share_is_said_to_be_one(tmp_path: Path) -> None:
     verdict, actual = judged(tmp_path, "df.txt", text, "10GB")
     assert verdict == "unverified"
     assert actual == "192.168.247.128:/public at /public_mount, 19.0 GB (a network share, nfs4)"
+
+
+def test_the_next_commands_flags_are_not_dfs() -> None:
+    """`df -h && free --si`: the `--si` is free's, df printed binary powers."""
+    assert not df_si("df.txt", "df -h && free --si") and df_si("df.txt", "df -H && free -h")

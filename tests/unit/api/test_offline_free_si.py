@@ -70,6 +70,8 @@ def test_procps_si_readings_hold_the_bytes(tmp_path: Path, name: str) -> None:
         ("mega-node_free-m.txt", "", False),  # (a host's name is no flag)
         ("tera__free.txt", "free -m", False),
         ("x.txt", "free -s 0.5 -c 1 --si -h", True),  # (a command's `0.5 ` is no file extension)
+        ("x.txt", "free -g | tee giga.txt", False),  # (the next command's words are not free's)
+        ("x.txt", "uptime; free -h --si", True),
     ],
 )
 def test_si_flag_from_command_or_name(name: str, command: str, si: bool) -> None:

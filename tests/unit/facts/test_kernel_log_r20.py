@@ -1,12 +1,12 @@
 """Kernel log sweep, round 20 (tests/fixtures/real/SOURCES.md, "Kernel log sweep, round 20").
 
-R21-K1: on a MIG GPU the driver attributes an Xid to a GPU instance inside the parentheses of its
+R20-K1: on a MIG GPU the driver attributes an Xid to a GPU instance inside the parentheses of its
 address, `NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...` (kernel_rc.c prints "PCI:%04x:%02x:%02x
 GPU-I:%02u GPU-CI:%02u"). The address was read as `0000:01:00 GPU-I:05`: the GPU was not named by
 its index, and on a slice of a bigger machine (a container, the usual MIG rental) an Xid on a GPU
 the rental does not show was judged as the rental's own (a GPU reset asked of a GPU not rented).
 
-R21-K2: an error-containment Xid ends with the driver's own word whether the GPU now needs a
+R20-K2: an error-containment Xid ends with the driver's own word whether the GPU now needs a
 reset, `RST: %s, D-RST: %s` (kern_gpu_ga100.c; error_cont.h's policy asks a drain and reset for
 several contained errors, Xid 94, under MIG memory partitioning). A contained Xid 94 the driver
 says needs a drain and reset was warned as an application fault; it fails as a GPU reset."""
@@ -67,6 +67,13 @@ def test_a_contained_xid_the_driver_says_needs_a_drain_and_reset_fails() -> None
     assert xid_action(event) == ("reset_gpu", "Contained memory error (the driver: D-RST: Yes)")
     # (the driver's `RST: No, D-RST: No`: the catalogue's application fault)
     assert xid_action(parse_kernel_log(read(MIG)).xids()[0])[0] == "check_app"
+    # only the driver's tail says it: a process named `RST: Yes` or `D-RST:yes` is the user's word
+    for line in (
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=python D-RST:yes, Ch 00000008\n",
+        "NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=RST: Yes, Graphics SM Warp Exception\n",
+    ):
+        (own,) = parse_kernel_log(line).xids()
+        assert xid_action(own)[0] == "check_app", line
 
 
 def test_drain_and_reset_fails_offline(tmp_path: Path) -> None:
@@ -106,7 +113,7 @@ def test_the_vm_log_with_its_grep_command_is_only_part_of_the_log(tmp_path: Path
     "cut", ["kw", "kwi 15 07:5", "kwi 15 07:56:59 testowy kern", "kwi 15 07:56:59 testowy kernel: NV"]
 )
 def test_a_log_cut_inside_a_locale_stamp_never_passes(cut: str) -> None:
-    """R21-K3: the Polish journal's preamble and Xid 38 (ignore), then a last line cut inside its
+    """R20-K3: the Polish journal's preamble and Xid 38 (ignore), then a last line cut inside its
     stamp (`kwi`: April under pl_PL): it may be the start of an Xid line, never "informational
     only". (A stamp's month is learnt from the log's own lines; `kw` alone is its first word.)"""
     lines = read(POLISH).splitlines(keepends=True)

@@ -192,16 +192,26 @@ _JUDGED_NAMES = frozenset(_FIELD_NAMES.values()) | {name for _prefix, name in _F
 # makes it unverified, and sensor_faults counts the field as judged. Whole names where a word
 # would also take fields no rule reads (`BAR1 Memory Usage/Used`, `Min Power Limit`).
 _RULE_FIELDS: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] = {
-    "temperature": (frozenset({"temperature sensor"}), ("temperature.gpu",)),
+    "temperature": (
+        frozenset({"temperature sensor"}),
+        ("temperature.gpu", "slowdown temp", "gpu_temp_slow_threshold"),
+    ),
     "power_limit": (
         frozenset({"power cap"}),
-        ("default power limit", "default_power_limit", "power.limit", "power.default_limit"),
+        (
+            "default power limit",
+            "default_power_limit",
+            "requested power limit",
+            "requested_power_limit",
+            "power.limit",
+            "power.default_limit",
+        ),
     ),
     "mig_mode": (frozenset({"mig mode"}), ("mig mode", "mig_mode", "mig.mode")),
     "persistence_mode": (frozenset({"persistence mode", "persistence_mode"}), ()),
     "foreign_processes": (
-        frozenset({"utilization", "memory usage", "memory.used", "utilization.gpu", "utilization.memory"}),
-        (),
+        frozenset({"utilization", "memory usage", "memory.used", "utilization.gpu"}),
+        ("encoder", "decoder", "jpeg", "utilization/ofa", "utilization.ofa"),  # (usage.ENGINES)
     ),
     "pcie_link": (frozenset(), ("pcie generation", "link width", "link_gen", "link_width", "pcie.link")),
     "pcie_replays": (frozenset(), ("replay",)),

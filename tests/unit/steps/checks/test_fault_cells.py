@@ -227,3 +227,30 @@ def test_a_fault_in_a_field_no_rule_reads_leaves_the_rules_passing(tmp_path: Pat
     got = _judged(tmp_path, H100_Q, text)
     for rule in ("foreign_processes", "power_limit"):
         assert whole[rule][0] == "pass" and got[rule] == whole[rule], (rule, got[rule])
+
+
+@pytest.mark.parametrize(
+    ("label", "rule"),
+    [
+        ("Encoder", "foreign_processes"),  # (gpu_health/usage.py reads the engines' use)
+        ("Decoder", "foreign_processes"),
+        ("OFA", "foreign_processes"),
+        ("Requested Power Limit", "power_limit"),  # (its advice reads the requested limit)
+    ],
+)
+def test_a_fault_in_a_field_a_rule_reads_is_no_pass(tmp_path: Path, label: str, rule: str) -> None:
+    """Each field a rule reads, in -q's words: a marker there leaves the rule no pass and
+    sensor_faults names it (it never says "no check uses it" of them)."""
+    got = _judged(tmp_path, H100_Q, q_marked(H100_Q.read_text(), 3, label, "ERR!"))
+    assert got[rule][0] != "pass", got[rule]
+    assert got["sensor_faults"][0] == "warn" and "GPU 3:" in got["sensor_faults"][1], got["sensor_faults"]
+
+
+def test_an_unread_slowdown_temperature_is_no_temperature_pass(tmp_path: Path) -> None:
+    """The temperature rule judges the current temperature against the GPU's slowdown limit
+    (R535's A10 `-q`: `GPU Slowdown Temp : 87 C`): that limit printed `ERR!` is no pass."""
+    capture = REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+    whole = verdicts(tmp_path, capture.name, capture.read_text(), "gpu_model: any\n")
+    text = q_marked(capture.read_text(), 0, "GPU Slowdown Temp", "ERR!")
+    got = verdicts(tmp_path, capture.name, text, "gpu_model: any\n")
+    assert whole["temperature"][0] == "pass" and got["temperature"][0] != "pass", got["temperature"]
