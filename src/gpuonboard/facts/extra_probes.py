@@ -3,11 +3,12 @@ ports, Fabric Manager (the nvidia-smi ones, `-L`, `nvlink -s` and `nvlink -e` am
 built in facts/gather.py, under its timeout). Each is a `Probe` whose output the pure parsers
 of facts/kernel_log.py, infiniband.py and fabric_manager.py read.
 
-They are cheap and bounded: the kernel log is filtered on the host to NVRM/Xid/SXid/nvswitch
-lines and capped (a dmesg ring buffer is up to several MB; journalctl -k -b of a long uptime
-more). Exit codes: 127 = the
-tool is absent; 126 = the kernel log could not be read by dmesg nor journalctl (stderr says
-which refused and why, e.g. "dmesg: read kernel buffer failed: Operation not permitted").
+They are cheap and bounded: the kernel log is filtered on the host to the lines its readers
+read (NVRM/Xid/SXid/nvswitch, a GPU function's and uncorrectable AER lines, boot markers) and
+capped (a dmesg ring buffer is up to several MB; journalctl -k -b of a long uptime more).
+Exit codes: 127 = the tool is absent; 126 = the kernel log could not be read by dmesg nor
+journalctl (stderr says which refused and why, e.g. "dmesg: read kernel buffer failed:
+Operation not permitted").
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
 # SXid ...), the kernel's lines about a GPU function (`nvidia 0000:03:00.0: AER: can't recover`)
 # and its uncorrectable PCIe errors (a root port's `AER: Uncorrected (Fatal) error received:
 # 0000:03:00.0`, `PCIe Bus Error: severity=Uncorrected (Fatal)`), and a boot's first line (the
-# `Linux version` banner) and journalctl's boot separators. Corrected AER errors, which a
-# flapping NIC may log thousands of, are not kept: they are not read, and would push GPU lines
-# out of the last KERNEL_LOG_MAX_LINES.
+# `Linux version` banner) and journalctl's boot separators. Then the AER lines no reader reads
+# are dropped (KERNEL_LOG_DROP): corrected errors, the GPU's own too (a flaky riser logs three
+# lines an event, thousands of them), and the status/mask and bit lines that detail an error:
+# they would push the GPU's Xid lines out of the last KERNEL_LOG_MAX_LINES.
 KERNEL_LOG_PATTERN = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|[Uu]ncorrect|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
 )
+KERNEL_LOG_DROP = r"severity=Correct|error status/mask=|: (AER: )? +\[ ?[0-9]+\] "
 
 
 def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KERNEL_LOG_PATTERN) -> str:
@@ -48,10 +51,10 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     A journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
     currently not seeing messages ...") counts as a refusal, not as an empty log.
     """
-    keep = shell.quote(pattern)
+    keep, drop = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP)
     emit = (
         'printf \'# source: %s\\n# first: %s\\n\' "$s" "$(printf \'%s\\n\' "$o" | head -n 1)"; '
-        f"printf '%s\\n' \"$o\" | grep -E {keep} | tail -n {int(max_lines)}; exit 0"
+        f"printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | tail -n {int(max_lines)}; exit 0"
     )
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "

@@ -11,11 +11,35 @@ no flag.
 from __future__ import annotations
 
 import re
+import shlex
 
 # a file name's end: its description after `__`, or its extension (`.txt`, `.log`, `.out`)
 _NAME_END = re.compile(r"__|\.[A-Za-z0-9]{1,5}(?=\s|$)")
-# a command's end: the next command of a pipe or a list, or a redirection
-_COMMAND_END = re.compile(r"\||;|&&|>|<")
+# what ends one command of a pipe or a list
+_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&", ";;", "(", ")"})
+
+
+def _one_command(text: str) -> str:
+    """The words of the shell command `text` starts with (`df -h && free --si` -> `df -h`), as
+    the shell splits them (a quoted `|` is an argument's), redirections and their targets left
+    out (`df 2>/dev/null -H` -> `df 2 -H`); a text the shell could not split (an unclosed
+    quote) up to its first separator character."""
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return re.split(r"[|;&<>()]", text, maxsplit=1)[0]
+    words: list[str] = []
+    redirected = False
+    for token in tokens:
+        if token in _SEPARATORS:
+            break
+        if redirected or not token.strip("<>&"):  # (`>`, `>>`, `<`, `>&`: the target follows)
+            redirected = not redirected and not token.strip("<>&")
+            continue
+        words.append(token)
+    return " ".join(words)
 
 
 def tool_words(name: str, tool: str, command: str = "") -> str:
@@ -25,12 +49,12 @@ def tool_words(name: str, tool: str, command: str = "") -> str:
     `| tee giga.txt` and `&& free --si` after `df -h` are other commands):
     `desk__free-h-si.txt` and `free -h --si` -> "free-h-si\nfree -h --si"; "" where the tool is
     named in neither."""
-    at = re.compile(rf"(?:^|(?<=[\s_./$-])){re.escape(tool)}(?![A-Za-z0-9])", re.IGNORECASE)
+    at = re.compile(rf"(?:^|(?<=[\s_./$;|&(-])){re.escape(tool)}(?![A-Za-z0-9])", re.IGNORECASE)
     words = []
     for m in at.finditer(name):
         rest = name[m.start() :]
         end = _NAME_END.search(rest)
         words.append(rest[: end.start()] if end else rest)
     # (in a command, to the end of that one command: not the next of `df -h && free --si`)
-    words += [_COMMAND_END.split(command[m.start() :], 1)[0] for m in at.finditer(command)]
+    words += [_one_command(command[m.start() :]) for m in at.finditer(command)]
     return "\n".join(words)

@@ -64,6 +64,18 @@ def test_a_network_share_is_said_to_be_one(tmp_path: Path) -> None:
     assert actual == "192.168.247.128:/public at /public_mount, 19.0 GB (a network share, nfs4)"
 
 
-def test_the_next_commands_flags_are_not_dfs() -> None:
-    """`df -h && free --si`: the `--si` is free's, df printed binary powers."""
-    assert not df_si("df.txt", "df -h && free --si") and df_si("df.txt", "df -H && free -h")
+@pytest.mark.parametrize(
+    ("command", "si"),
+    [
+        ("df -h && free --si", False),  # (the `--si` is free's: df printed binary powers)
+        ("df -h & free --si", False),
+        ("df -H && free -h", True),
+        ("df 2>/dev/null -H", True),  # (a redirection's target is no flag, the words after it are)
+        ('df -h "/mnt/x|y" --si', True),  # (a quoted `|` is the path's)
+        ("uptime;df -H", True),
+        ("echo a|df -H", True),
+        ("(df -H)", True),
+    ],
+)
+def test_the_flags_are_those_of_dfs_own_command(command: str, si: bool) -> None:
+    assert df_si("df.txt", command) is si

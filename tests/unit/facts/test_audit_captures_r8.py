@@ -92,8 +92,8 @@ def test_r8_a1_nvml_error_strings_are_field_faults_never_values() -> None:
     assert gpu.faults == ()  # the fan and the power draw: 2 of the row's 9 readings, as the table judges
     assert gpu.cell_faults == (
         "fan sensor reads System is not in ready state",
-        "Utilization/Encoder reads Unknown Error",
-        "Utilization/Decoder reads Unknown Error",
+        "encoder use reads Unknown Error",
+        "decoder use reads Unknown Error",
         "power draw reads Unknown Error",
         "Clocks/Graphics reads System is not in ready state",
         "Clocks/SM reads System is not in ready state",

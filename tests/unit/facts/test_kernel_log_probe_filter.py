@@ -68,3 +68,21 @@ def test_a_gpu_the_kernel_could_not_recover_is_read_live(tmp_path: Path) -> None
     assert out.startswith("# source: dmesg\n# first: [  +0.000844] nvidia 0000:03:00.0: AER: can't recover")
     faults = [(e.pci, e.fault) for e in aer.aer_events(out)]
     assert faults == [("0000:03:00.0", "aer_unrecovered")] * 2
+
+
+def test_a_flood_of_corrected_pcie_errors_never_pushes_out_an_xid(tmp_path: Path) -> None:
+    """A flaky riser logs three AER lines an event, with the GPU driver's prefix
+    (`nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Corrected ...`, its status/mask line,
+    its `[ 0] RxErr` bit line): 700 events after the GPU fell off the bus kept 2,100 lines of
+    them and no Xid, so the live gpu_xid passed. Lines no reader reads are dropped on the host."""
+    xid = "[  12.345678] NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n"
+    event = (
+        "[  13.000000] nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Corrected, type=Physical"
+        " Layer, (Receiver ID)\n"
+        "[  13.000001] nvidia 0000:01:00.0:   device [10de:2204] error status/mask=00000001/0000e000\n"
+        "[  13.000002] nvidia 0000:01:00.0:    [ 0] RxErr                  (First)\n"
+    )
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[    0.000000] Linux version 6.8.0\n" + xid + event * 700)
+    out = _probe(tmp_path, log)
+    assert [(e.kind, e.code) for e in parse_kernel_log(out).events] == [("xid", 79)]

@@ -74,6 +74,12 @@ def test_a_contained_xid_the_driver_says_needs_a_drain_and_reset_fails() -> None
     ):
         (own,) = parse_kernel_log(line).xids()
         assert xid_action(own)[0] == "check_app", line
+    # rsyslog folds repeats into one line ending in `]`: the driver's words are still read
+    repeated = (
+        "Apr 15 07:56:59 host kernel: message repeated 3 times: [ NVRM: Xid (PCI:0000:01:00): 94,"
+        " pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: Yes]\n"
+    )
+    assert [xid_action(e)[0] for e in parse_kernel_log(repeated).xids()] == ["reset_gpu"]
 
 
 def test_drain_and_reset_fails_offline(tmp_path: Path) -> None:

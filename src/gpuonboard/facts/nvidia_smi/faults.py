@@ -116,6 +116,17 @@ _FIELD_NAMES: Mapping[str, str] = {
     "persistence_mode": "persistence mode",
     "MIG Mode/Current": "MIG mode",
     "mig_mode/current_mig": "MIG mode",
+    # the engines' use (gpu_health/usage.py ENGINES) and the encoder's sessions
+    "Utilization/Encoder": "encoder use",
+    "utilization/encoder_util": "encoder use",
+    "Utilization/Decoder": "decoder use",
+    "utilization/decoder_util": "decoder use",
+    "Utilization/JPEG": "JPEG use",
+    "utilization/jpeg_util": "JPEG use",
+    "Utilization/OFA": "OFA use",
+    "utilization/ofa_util": "OFA use",
+    "Encoder Stats/Active Sessions": "encoder sessions",
+    "encoder_stats/session_count": "encoder sessions",
     # the driver's recovery verdict (values._recovery_action), in -q, -q -x and CSV spellings
     "GPU Recovery Action": RECOVERY_STATE,
     "gpu_recovery_action": RECOVERY_STATE,
@@ -137,6 +148,14 @@ _FIELD_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpu_power_readings/average_power_draw", "power draw"),
     ("gpu_power_readings/instant_power_draw", "power draw"),
     ("power_readings/power_draw", "power draw"),
+    ("GPU Power Readings/Default Power Limit", "default power limit"),
+    ("Power Readings/Default Power Limit", "default power limit"),
+    ("gpu_power_readings/default_power_limit", "default power limit"),
+    ("power_readings/default_power_limit", "default power limit"),
+    ("GPU Power Readings/Requested Power Limit", "requested power limit"),
+    ("Power Readings/Requested Power Limit", "requested power limit"),
+    ("gpu_power_readings/requested_power_limit", "requested power limit"),
+    ("power_readings/requested_power_limit", "requested power limit"),
     ("GPU Power Readings/Current Power Limit", "power cap"),
     ("GPU Power Readings/Enforced Power Limit", "power cap"),
     ("Power Readings/Power Limit", "power cap"),
@@ -197,21 +216,19 @@ _RULE_FIELDS: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] = {
         ("temperature.gpu", "slowdown temp", "gpu_temp_slow_threshold"),
     ),
     "power_limit": (
-        frozenset({"power cap"}),
-        (
-            "default power limit",
-            "default_power_limit",
-            "requested power limit",
-            "requested_power_limit",
-            "power.limit",
-            "power.default_limit",
-        ),
+        frozenset({"power cap", "default power limit", "requested power limit"}),
+        ("power.limit", "power.default_limit"),
     ),
     "mig_mode": (frozenset({"mig mode"}), ("mig mode", "mig_mode", "mig.mode")),
     "persistence_mode": (frozenset({"persistence mode", "persistence_mode"}), ()),
     "foreign_processes": (
-        frozenset({"utilization", "memory usage", "memory.used", "utilization.gpu"}),
-        ("encoder", "decoder", "jpeg", "utilization/ofa", "utilization.ofa"),  # (usage.ENGINES)
+        frozenset(
+            {"utilization", "memory usage", "memory.used", "utilization.gpu", "encoder.stats.sessioncount"}
+            | {f"{engine} use" for engine in ("encoder", "decoder", "jpeg", "ofa")}
+            | {f"utilization.{engine}" for engine in ("encoder", "decoder", "jpeg", "ofa")}
+            | {"encoder sessions"}
+        ),
+        (),
     ),
     "pcie_link": (frozenset(), ("pcie generation", "link width", "link_gen", "link_width", "pcie.link")),
     "pcie_replays": (frozenset(), ("replay",)),

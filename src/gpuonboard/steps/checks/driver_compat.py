@@ -213,11 +213,11 @@ def _worst_class(release: Any, driver: str, gpus: Sequence[Any]) -> tuple[ngc.Co
     """The container's compatibility on the box's GPU class it suits least (class, its first GPU,
     `ngc.compat`'s result): a GeForce beside data-centre cards cannot use the forward-compatibility
     package that lets them run a newer CUDA, whichever nvidia-smi lists first. ValueError when
-    the driver version is not numeric. A GPU nvidia-smi lists but cannot name (`ERR!`: a fault
-    gpu_health fails) is no class of its own where others are named: it is one of the box's
-    cards, never an unrecognised model."""
+    the driver version is not numeric. A GPU nvidia-smi lists but says nothing of its class
+    (no name: `ERR!`, a fault gpu_health fails; no brand, no virtualisation mode) is no class of
+    its own where others are told: it is one of the box's cards, never an unrecognised model."""
     by_class: dict[ngc.CompatClass, Any] = {}
-    for gpu in [g for g in gpus if g.name.strip()] or gpus:
+    for gpu in [g for g in gpus if g.name.strip() or g.product_brand or g.virtualization_mode] or gpus:
         by_class.setdefault(ngc.compat_class(gpu.name, gpu.product_brand, gpu.virtualization_mode), gpu)
     judged = [(k, by_class[k], ngc.compat(release, driver, k)) for k in _CLASS_ORDER if k in by_class]
     return max(judged, key=lambda j: VERDICT_RANK[_VERDICTS[j[2].verdict]])

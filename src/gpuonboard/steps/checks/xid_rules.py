@@ -75,10 +75,10 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return _recovery_action(event.message), entry.name
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
-    said = _RESET_SAID.search(event.message) if entry.action not in FAILING else None
+    said = _RESET_SAID.findall(event.message) if entry.action not in FAILING else []
     asked = [
         f"{word}: Yes"
-        for word, yes in zip(("RST", "D-RST"), said.groups() if said else ("", ""), strict=True)
+        for word, yes in zip(("RST", "D-RST"), said[-1] if said else ("", ""), strict=True)
         if yes.lower() == "yes"
     ]
     if asked:
@@ -89,9 +89,11 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
 # the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:
 # "... RST: %s, D-RST: %s" (kern_gpu_ga100.c _gpuGenerateErrorLog_GA100: bGpuResetReqd,
 # bGpuDrainAndResetReqd of error_cont.h's policy table; with MIG memory partitioning, several
-# contained errors, Xid 94, set D-RST: the GPU must be drained and reset). Only the line's
-# tail, where the driver prints it: a process name before it (`name=RST: Yes`) is the user's
-_RESET_SAID = re.compile(r"\bRST:\s*(Yes|No),\s*D-RST:\s*(Yes|No)\s*$", re.IGNORECASE)
+# contained errors, Xid 94, set D-RST: the GPU must be drained and reset). After the error's
+# `Contained:` / `Uncontained:` word, and its last match: the driver prints it at the line's end
+# (rsyslog's `message repeated 3 times: [ ... D-RST: Yes]` adds a bracket), after the process
+# name (`name=RST: Yes` is the user's word)
+_RESET_SAID = re.compile(r"ontained:.*?\bRST:\s*(Yes|No),\s*D-RST:\s*(Yes|No)\b", re.IGNORECASE)
 
 
 # the driver's own word for an NVLink5 Xid event (144-150: `144, SAW_MVB Nonfatal XC0 i0 Link 0

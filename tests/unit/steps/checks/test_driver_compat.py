@@ -22,6 +22,7 @@ What these tests rely on (NVIDIA's own words, see also src/gpuonboard/data/cuda_
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -435,3 +436,16 @@ def test_a_gpu_nvidia_smi_cannot_read_is_no_unknown_model() -> None:
     check = _check("nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt")
     assert check.actual.startswith("525.60.13 on datacenter GPU (NVIDIA A40): "), check
     assert "unrecognised GPU" not in check.detail
+
+
+def test_a_gpu_without_a_name_but_with_its_brand_is_judged_by_its_brand() -> None:
+    """The real 8 x H100 `-q` with GPU 3's Product Name unread (`N/A`) and its Product Brand
+    GeForce: the brand says its class, so it is judged as a consumer card (a CUDA 13 image
+    cannot run on 535 there), not left out as a GPU nvidia-smi could not name."""
+    text = (REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt").read_text()
+    starts = [m.start() for m in re.finditer(r"(?m)^GPU [0-9A-Fa-f]{8}:", text)]
+    block = re.sub(r"(?m)^(\s+Product Name\s*: ).*$", r"\g<1>N/A", text[starts[3] : starts[4]], count=1)
+    block = re.sub(r"(?m)^(\s+Product Brand\s*: ).*$", r"\g<1>GeForce", block, count=1)
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput(text[: starts[3]] + block + text[starts[4] :], "", 0)})
+    check = driver_compat.evaluate(facts, "nvcr.io/nvidia/pytorch:25.10-py3", ngc.load_releases())[0]
+    assert check.verdict == "fail" and check.actual.startswith("535.161.08 on consumer GPU"), check

@@ -224,6 +224,7 @@ def test_a_fault_in_a_field_no_rule_reads_leaves_the_rules_passing(tmp_path: Pat
     `BAR1 Memory Usage/Used` and `Min Power Limit` took those two rules to unverified."""
     whole = _judged(tmp_path, H100_Q, H100_Q.read_text())
     text = q_marked(_bar1_used_marked(H100_Q.read_text(), 3, marker), 3, "Min Power Limit", marker)
+    text = q_marked(text, 3, "Average FPS", marker)  # (the encoder's frame rate: no rule reads it)
     got = _judged(tmp_path, H100_Q, text)
     for rule in ("foreign_processes", "power_limit"):
         assert whole[rule][0] == "pass" and got[rule] == whole[rule], (rule, got[rule])
