@@ -40,18 +40,32 @@ EXPLAINED = {
 }
 
 
+# nvidia-smi's own warning line, as the real 8 x V100 capture ends (Azure/azhpc-diagnostics)
+INFOROM_WARNING = (
+    (
+        FIXTURES
+        / "real/nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt"
+    )
+    .read_text()
+    .strip()
+    .splitlines()[-1]
+)
+
+
 @dataclass(frozen=True)
 class Box:
     """A real box's captures: `files` by the command that printed them (`nvidia-smi -q`), or a
     saved terminal `session` of it; `fails`: nvidia-smi's exit code where it printed its failure;
     `unsaid`: rules judged offline from an output that no live command prints (a session's
-    `dmesg | grep NVRM`): never a pass on either side."""
+    `dmesg | grep NVRM`): never a pass on either side; `warns`: a warning nvidia-smi prints on
+    its stderr beside each whole answer, then exits 14 (a corrupted infoROM)."""
 
     order: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)
     session: str | None = None
     fails: int | None = None
     unsaid: tuple[str, ...] = ()
+    warns: str = ""
 
 
 BOXES = {
@@ -108,6 +122,20 @@ BOXES = {
         fails=18,
         unsaid=("gpu_xid", "nvswitch_sxid"),
     ),
+    # every nvidia-smi call answers whole and exits 14 with its warning, nvidia-smi(1)'s "14 -
+    # infoROM is corrupted" (NVIDIA/gpu-operator#285: the table and `echo $?` 14): `topo -m` and
+    # `nvlink -s` were not read live (the NVLink pair unverified, where offline it passed)
+    "lo-inforom14": Box(
+        {"gpu_model": "H100 PCIe", "gpu_count": 2, "vram": "80GB", "interconnect": "nvlink"},
+        {
+            "nvidia-smi": "real/nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt",
+            "nvidia-smi topo -m": "real/nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt",
+            "nvidia-smi nvlink -s": (
+                "real/nvidia-smi-nvlink-s__h100-pcie__2gpu-12of18-links__driver555.42.02.txt"
+            ),
+        },
+        warns=INFOROM_WARNING,
+    ),
     # a GPU the kernel could not recover from a PCIe error (AER), no NVRM line in the log
     "lo-aer": Box(
         {"gpu_count": 1}, {"dmesg": "real/dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"}
@@ -153,6 +181,13 @@ def _toolbox(h: TestHost, box: Box) -> None:
         if box.fails is not None and tool == "nvidia-smi":
             (only,) = rules[tool]
             text = f"#!/bin/sh\ncat {shlex.quote(str(copies / only.file))}\nexit {box.fails}\n"
+        elif box.warns and tool == "nvidia-smi":
+            cases = "".join(
+                f"  {shlex.quote(r.args)}) cat {shlex.quote(str(copies / r.file))};"
+                f" echo {shlex.quote(box.warns)} >&2; exit 14 ;;\n"
+                for r in rules[tool]
+            )
+            text = f'#!/bin/sh\ncase "$*" in\n{cases}  *) echo "no capture: $*" >&2; exit 2 ;;\nesac\n'
         elif tool in rules:
             text = render_script(tool, rules[tool], copies)
         else:
@@ -198,6 +233,9 @@ def test_live_and_offline_judge_one_box_alike(
         said = (on["verdict"], on["actual"].replace(BOOT_NOTE, ""))
         if rule in EXPLAINED and EXPLAINED[rule] in off["actual"]:
             assert off["verdict"] == "unverified", off  # never a pass on the fact it cannot read
+            continue
+        if box.warns and rule == "sensor_faults":  # (the warning is on nvidia-smi's stderr, live only)
+            assert said[0] == "warn" and "infoROM reads corrupted" in said[1], (rule, on, off)
             continue
         if rule in box.unsaid:
             assert said[0] == off["verdict"] == "unverified", (rule, on, off)

@@ -348,7 +348,38 @@ def _df_in_part(out: ProbeOutput) -> ProbeOutput:
     if out.exit_code != 1 or not out.stdout.strip() or out.partial:
         return out
     said = f"df could not read every filesystem ({out.failure(stdout=False)})"
-    return dataclasses.replace(out, exit_code=0, partial=said)
+    return dataclasses.replace(out, exit_code=0, partial=said, exited=out.exit_code)
+
+
+def _answered_with_warning(out: ProbeOutput) -> ProbeOutput:
+    """An nvidia-smi output whose exit code is its warning (14: a corrupted infoROM) beside a
+    whole answer: read as answered, as the same output saved to a file is (its warning line a
+    fault of the GPU it names: sensor_faults), the code kept in `exited`. Any other code keeps
+    its failure: `-L`, `topo -m`, `nvlink` and the compute apps are read only when answered."""
+    from gpuonboard.facts.gpu_probes import WARNING_EXIT
+
+    if out.exit_code != WARNING_EXIT or not out.stdout.strip():
+        return out
+    return dataclasses.replace(out, exit_code=0, exited=out.exit_code)
+
+
+def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
+    """Each output whose non-zero exit code leaves its answer readable, as answered (df's rows,
+    nvidia-smi's warning): `raw` changed in place; a sentence for each nvidia-smi one."""
+    from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
+
+    raw["df"] = _df_in_part(raw["df"])
+    said = []
+    for name, args in NVIDIA_SMI_ARGS.items():
+        out = raw[name]
+        raw[name] = _answered_with_warning(out)
+        if raw[name] is not out:
+            command = f"nvidia-smi {args}" if args.startswith(("-", "topo", "nvlink")) else "nvidia-smi"
+            said.append(
+                f"`{command}` {out.failure(stdout=False).replace('exit', 'exited', 1)}: nvidia-smi's code"
+                " for a corrupted infoROM, a warning; its output is read as answered"
+            )
+    return said
 
 
 def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
@@ -361,7 +392,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     # each parser module is imported only when there is output for it to parse
     warnings: list[str] = []
     raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
-    raw["df"] = _df_in_part(raw["df"])
+    warnings += _read_past_exit(raw)
     gpu = topology = cpu_info = mem = None
     mounts: Sequence[disks.Mount] = ()
     block: Sequence[disks.BlockDevice] = ()

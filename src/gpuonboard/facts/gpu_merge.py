@@ -19,12 +19,16 @@ from typing import Any
 
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
-from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE
+from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
+# the nvidia-smi calls that list no GPU (the compute apps, `topo -m`, `nvlink`)
+_OTHER_CALLS = tuple(
+    name for name in NVIDIA_SMI_ARGS if name not in (*(n for n, _, _ in GPU_SOURCES), LIST_PROBE)
+)
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # where a field is taken from, in order: a named field of a GPU comes from the first of these
 # formats that read it (-L's names are whole, the table's may be cut with "...")
@@ -308,7 +312,9 @@ def merge(
         reports = [(label, dataclasses.replace(r, gap=r.gap or gap)) for label, r in unread[:1]]
     if not reports and not listed:
         return GpuEvidence(None, (), tuple(refusals), None)
-    merged = _with_inforom(_union(reports, listed, unopened, listed_whole), outputs)
+    # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
+    warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
+    merged = _with_inforom(_union(reports, listed, unopened, listed_whole), [*outputs, *warned])
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)

@@ -14,3 +14,18 @@ LIST_PROBE = "nvidia_smi_list"
 # every probe whose output lists GPUs
 GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
 APPS_PROBE = "nvidia_smi_apps"
+# every probe that runs nvidia-smi (facts/gather.py core_probes), with its arguments: the formats
+# above, `-L`, the compute apps, `topo -m`, `nvlink -s` and `nvlink -e`
+NVIDIA_SMI_ARGS: dict[str, str] = {
+    **{name: args for name, _, args in GPU_SOURCES},
+    LIST_PROBE: "-L",
+    APPS_PROBE: "--query-compute-apps",
+    "nvidia_topo": "topo -m",
+    "nvidia_nvlink": "nvlink -s",
+    "nvidia_nvlink_errors": "nvlink -e",
+}
+# nvidia-smi(1), RETURN VALUE: "Return code 14 - infoROM is corrupted": a warning printed beside
+# a whole answer (the table of every GPU with `echo $?` 14: NVIDIA/gpu-operator#285; "status 14
+# is a warning and doesn't affect actual execution": pytorch/pytorch#87464). Its other codes
+# (9 no driver, 15 a GPU fallen off the bus, 4 no permission ...) say the answer is partial or none.
+WARNING_EXIT = 14

@@ -45,6 +45,15 @@ class ProbeOutput:
     # offline: the copied command was `nvidia-smi topo -mp` (`--matrix_pci`), whose matrix shows the
     # PCIe paths only, never NVLink (`partial` says so in words)
     pcie_paths_only: bool = False
+    # the command's own non-zero exit code where its output is read as answered all the same
+    # (exit_code is then 0): df's 1 over the filesystems it could read, nvidia-smi's 14 (a
+    # corrupted infoROM, a warning) beside a whole answer; None where exit_code is its own
+    exited: int | None = None
+
+    @property
+    def own_exit_code(self) -> int:
+        """The exit code the command itself gave (what a run's saved raw output records)."""
+        return self.exit_code if self.exited is None else self.exited
 
     @property
     def absent(self) -> bool:

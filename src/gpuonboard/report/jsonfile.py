@@ -37,7 +37,7 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
             private_placeholder(out.stdout)
             if name in r.facts.private
             else masking.mask_written(out.stdout).encode("utf-8", "surrogateescape"),
-            out.exit_code,
+            out.own_exit_code,
         )
         for name, out in r.facts.raw.items()
     }

@@ -7,14 +7,40 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from gpuonboard import masking
+from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.report.jsonfile import raw_outputs
 
 
 def test_a_secret_in_a_probe_output_is_masked() -> None:
     token = masking.Secret("ghp_s3cretRegistryToken")
-    out = SimpleNamespace(stdout=f"login ok\ntoken={token.reveal()}\n", exit_code=0)
+    out = ProbeOutput(f"login ok\ntoken={token.reveal()}\n", "", 0)
     result = SimpleNamespace(facts=SimpleNamespace(raw={"files_probe": out}, private=frozenset()))
     data, code = raw_outputs(result)["files_probe"]  # type: ignore[arg-type]
     assert token.reveal().encode() not in data
     assert data == f"login ok\ntoken={masking.MASK}\n".encode()
     assert code == 0
+
+
+def test_an_output_read_past_its_exit_code_is_saved_with_that_code() -> None:
+    """df's 1 (one filesystem unreadable) and nvidia-smi's 14 (a corrupted infoROM) are read as
+    answered (exit_code 0): the run's raw output keeps the code the command gave, so judging
+    that saved output again reads it as the run did."""
+    from pathlib import Path
+
+    from gpuonboard.connection.gather import parse_facts
+
+    real = Path(__file__).parents[2] / "fixtures" / "real"
+    # (a real df and `topo -m`; df's and nvidia-smi's own words for the code each gave)
+    df = ProbeOutput(
+        (real / "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt").read_text(), "df: /mnt/x: Stale file handle", 1
+    )
+    topo = ProbeOutput(
+        (real / "nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt").read_text(),
+        "WARNING: infoROM is corrupted at gpu 0008:00:00.0",
+        14,
+    )
+    facts = parse_facts({"df": df, "nvidia_topo": topo})
+    assert (facts.raw["df"].exit_code, facts.raw["nvidia_topo"].exit_code) == (0, 0)
+    result = SimpleNamespace(facts=facts)
+    saved = raw_outputs(result)  # type: ignore[arg-type]
+    assert (saved["df"][1], saved["nvidia_topo"][1]) == (1, 14)

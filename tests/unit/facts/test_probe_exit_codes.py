@@ -1,0 +1,159 @@
+"""An nvidia-smi call's exit code where it printed a whole answer: 14 (nvidia-smi(1), RETURN
+VALUE: "14 - infoROM is corrupted"), a warning beside the whole table (NVIDIA/gpu-operator#285:
+the table of a P100 and `echo $?` 14; "status 14 is a warning", pytorch/pytorch#87464).
+
+The live probe read the four main formats whatever their exit code, but `-L`, the compute apps,
+`topo -m` and `nvlink -s` / `-e` only at exit 0: on a box whose nvidia-smi warns of a corrupted
+infoROM, an NVLink pair that the same outputs saved to files pass was unverified live, the
+processes `--query-compute-apps` lists were unread. Now every nvidia-smi output with exit 14 is
+read as answered, the code kept (`exited`, the run's saved raw output); every other code (15 a
+GPU fallen off the bus, 9 no driver, 4 no permission ...) keeps its failure: never a pass."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.facts.probe import ProbeOutput
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+REAL = FIXTURES / "real"
+# nvidia-smi's own warning line, as the real 8 x V100 capture ends (Azure/azhpc-diagnostics)
+WARNING = (
+    (REAL / "nvidia-smi__tesla-v100-sxm2-32gb__8gpu__driver460.32.03__inforom-corrupted-gpu7__azhpc.txt")
+    .read_text()
+    .strip()
+    .splitlines()[-1]
+)
+# nvidia-smi(1)'s other return codes: 2 invalid argument, 3 not supported, 4 no permission, 6 not
+# found, 8 power cables, 9 no driver, 10 interrupt issue, 12 no NVML, 13 not implemented, 15 a
+# GPU fallen off the bus, 255 other
+FAILURES = (2, 3, 4, 6, 8, 9, 10, 12, 13, 15, 255)
+
+
+def _rules(facts: Facts, order: str) -> dict[str, tuple[str, str]]:
+    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, offline.load_order(order))}
+
+
+def _fabric(facts: Facts) -> dict[str, tuple[str, str]]:
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    return {c.name: (c.verdict, c.actual) for c in health_checks(facts)}
+
+
+def _h100_pcie(tmp_path: Path) -> dict[str, ProbeOutput]:
+    """A real 2 x H100 PCIe box (driver 555.42.02): its table and `topo -m` (NV12)."""
+    return offline.load_outputs(
+        [
+            str(REAL / "nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt"),
+            str(REAL / "nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt"),
+        ]
+    )
+
+
+def _h100_sxm(tmp_path: Path) -> dict[str, ProbeOutput]:
+    """A real 1 x H100 SXM (driver 590.48.01): its query CSV and `nvlink -s` (18 links)."""
+    return offline.load_outputs(
+        [
+            str(REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"),
+            str(REAL / "nvidia-smi-nvlink-s__h100-80gb-hbm3__1gpu__driver590.48.01.txt"),
+        ]
+    )
+
+
+def _h100_mig(tmp_path: Path) -> dict[str, ProbeOutput]:
+    """A real 1 x H100 in MIG mode (driver 590.48.01): its table, `-q` and `-L` (4 MIG devices)."""
+    return offline.load_outputs(
+        [
+            str(REAL / f"{kind}__h100-80gb-hbm3-mig__1gpu-4mig__driver590.48.01{tail}.txt")
+            for kind, tail in (("nvidia-smi", "__load"), ("nvidia-smi-q", "__load"), ("nvidia-smi-L", ""))
+        ]
+    )
+
+
+def _h200_apps(tmp_path: Path) -> dict[str, ProbeOutput]:
+    """A real 1 x H200 under load: its query CSV (no process list) and `--query-compute-apps`."""
+    return offline.load_outputs(
+        [
+            str(
+                FIXTURES
+                / "compute-apps/nvidia-smi-query-compute-apps__h200-mig__1gpu__driver590.48.01__load.csv"
+            ),
+            str(REAL / "nvidia-smi-query-gpu__h200__1gpu__driver590.48.01__load.csv"),
+        ]
+    )
+
+
+def _with_exit(raw: dict[str, ProbeOutput], probe: str, code: int) -> dict[str, ProbeOutput]:
+    """`raw` with `probe` exiting `code` and nvidia-smi's warning on its stderr (as live)."""
+    out = dataclasses.replace(raw[probe], exit_code=code, stderr=WARNING if code == 14 else "NVML error")
+    return {**raw, probe: out}
+
+
+# probe, the box's outputs, what the probe's answer gives (its fact, or a rule's verdict and words)
+CASES: dict[str, tuple[str, Callable[[Path], dict[str, ProbeOutput]], Callable[[Facts, str], object]]] = {
+    "topo": ("nvidia_topo", _h100_pcie, lambda f, order: _rules(f, order)["interconnect"]),
+    "nvlink": ("nvidia_nvlink", _h100_sxm, lambda f, _: _fabric(f)["nvlink_links"]),
+    "list": ("nvidia_smi_list", _h100_mig, lambda f, _: f.gpu_evidence and f.gpu_evidence.listed),
+    "apps": (
+        "nvidia_smi_apps",
+        _h200_apps,
+        lambda f, _: f.gpu and [(p.pid, p.name) for g in f.gpu.gpus for p in g.processes],
+    ),
+}
+
+
+@pytest.fixture
+def order(tmp_path: Path) -> str:
+    path = tmp_path / "order.yml"
+    path.write_text("gpu_count: 2\ninterconnect: nvlink\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_answer_with_exit_14_is_read_as_the_same_answer_at_exit_0(
+    tmp_path: Path, order: str, case: str
+) -> None:
+    probe, box, answer = CASES[case]
+    raw = box(tmp_path)
+    assert raw[probe].exit_code == 0 and raw[probe].stdout.strip()
+    whole = answer(parse_facts(raw), order)
+    assert whole and whole != ("unverified",), whole  # (the answer reads something)
+    facts = parse_facts(_with_exit(raw, probe, 14))
+    assert answer(facts, order) == whole
+    out = facts.raw[probe]
+    assert (out.exit_code, out.exited, out.own_exit_code) == (0, 14, 14)
+    (said,) = [w for w in facts.warnings if "exited 14" in w]
+    words = "nvidia-smi's code for a corrupted infoROM, a warning; its output is read as answered"
+    assert said.endswith(f"exited 14: {WARNING}: {words}"), said
+
+
+@pytest.mark.parametrize("code", FAILURES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_any_other_exit_code_keeps_its_failure(tmp_path: Path, order: str, case: str, code: int) -> None:
+    probe, box, answer = CASES[case]
+    raw = box(tmp_path)
+    whole = answer(parse_facts(raw), order)
+    facts = parse_facts(_with_exit(raw, probe, code))
+    read = answer(facts, order)
+    assert read != whole
+    if isinstance(read, tuple):  # a rule: never a pass on an output whose nvidia-smi failed
+        assert read[0] != "pass" or "failed" in read[1], read
+    assert facts.raw[probe].exited is None and facts.raw[probe].exit_code == code
+
+
+def test_the_inforom_warning_of_topo_alone_names_its_gpu(tmp_path: Path, order: str) -> None:
+    """`nvidia-smi -q -x` exits 0 on a box whose plain `nvidia-smi` exits 14 (microsoft/pai#3756):
+    a warning on another call's stderr alone still names the GPU's corrupted infoROM."""
+    raw = _h100_pcie(tmp_path)
+    rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
+    assert (
+        rules["sensor_faults"][0] == "warn"
+        and "0008:00:00.0: infoROM reads corrupted" in rules["sensor_faults"][1]
+    )
+    assert rules["interconnect"][0] == "pass"
