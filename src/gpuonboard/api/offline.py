@@ -25,11 +25,11 @@ from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
-from gpuonboard.facts.nvidia_smi.faults import split_inforom_lines
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.facts.stderr_lines import split_stderr_lines
 from gpuonboard.inventory import OrderSpec, parse_order
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, gpu_health
@@ -435,8 +435,9 @@ def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
 def _saved_output(path: Path, where: str, pasted: str, command: str | None = None) -> tuple[str, ProbeOutput]:
     """One saved output: its kind detected from its content (errors name `where`); `command` is
     the command it is the output of, where a session's prompt line gave it."""
-    # (nvidia-smi's infoROM warnings, beside any of its formats, go to its stderr, as live)
-    text, warned = split_inforom_lines(strip_prompt(pasted))
+    # (nvidia-smi's infoROM warnings, beside any of its formats, and df's lines for a mount it
+    # could not read go to the tool's stderr, as live)
+    text, warned = split_stderr_lines(strip_prompt(pasted))
     if command is None:
         command = prompt_command(pasted)  # (the copied command above it, "" if none)
     kind = detect_kind(text)
@@ -483,7 +484,7 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
             " info, iperf3 -J, lscpu, free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc"
             " --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
         )
-    code = 0
+    code = 1 if kind == "df" and warned else 0  # (GNU df exits 1 beside a mount it could not read)
     if kind == "nvidia_smi":
         from gpuonboard.facts.nvidia_smi import parse_any
 
@@ -538,11 +539,14 @@ def given_gpu(facts: Facts) -> bool:
 
 def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
     """A run's own raw output, as the live run read it: no prompt to strip, the probe's own
-    command (`free -k`), and the exit code its summary.json records."""
-    text = decode_saved(data)
-    if probe == "nvidia_smi" and code == 0:
+    command (`free -k`), the exit code its summary.json records, and the stderr lines a reader
+    reads that the run kept after it (nvidia-smi's infoROM warning, df's unread mount)."""
+    from gpuonboard.facts.gpu_probes import WARNING_EXIT
+
+    text, stderr = split_stderr_lines(decode_saved(data))
+    if probe == "nvidia_smi" and code in (0, WARNING_EXIT):
         _refuse_damaged_xml(path, text)
-    return ProbeOutput(text, "", code)
+    return ProbeOutput(text, stderr, code)
 
 
 def _skipped_note(folder: Path, probes: Sequence[str]) -> str:

@@ -357,9 +357,10 @@ def _answered_with_warning(out: ProbeOutput) -> ProbeOutput:
     fault of the GPU it names: sensor_faults), the code kept in `exited`. Any other code keeps
     its failure: `-L`, `topo -m`, `nvlink` and the compute apps are read only when answered."""
     from gpuonboard.facts.gpu_probes import WARNING_EXIT
+    from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 
-    if out.exit_code != WARNING_EXIT or not out.stdout.strip():
-        return out
+    if out.exit_code != WARNING_EXIT or not without_inforom_lines(out.stdout).strip():
+        return out  # (the warning and nothing else: no answer to read)
     return dataclasses.replace(out, exit_code=0, exited=out.exit_code)
 
 
@@ -369,17 +370,19 @@ def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
     from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
 
     raw["df"] = _df_in_part(raw["df"])
-    said = []
+    read = []
     for name, args in NVIDIA_SMI_ARGS.items():
         out = raw[name]
         raw[name] = _answered_with_warning(out)
         if raw[name] is not out:
-            command = f"nvidia-smi {args}" if args.startswith(("-", "topo", "nvlink")) else "nvidia-smi"
-            said.append(
-                f"`{command}` {out.failure(stdout=False).replace('exit', 'exited', 1)}: nvidia-smi's code"
-                " for a corrupted infoROM, a warning; its output is read as answered"
-            )
-    return said
+            named = args.startswith(("-", "topo", "nvlink"))
+            read.append(f"`nvidia-smi {args}`" if named else "`nvidia-smi`")
+    if not read:
+        return []
+    return [
+        f"{', '.join(read)} exited 14, nvidia-smi's code for a corrupted infoROM (a warning beside a"
+        " whole answer): read as answered"
+    ]
 
 
 def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:

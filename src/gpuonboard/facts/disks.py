@@ -12,6 +12,7 @@ from typing import Any
 from gpuonboard.facts.translated import Label, labels, word_translator
 
 __all__ = [
+    "DF_UNREAD",
     "BlockDevice",
     "Mount",
     "df_as_si",
@@ -73,6 +74,11 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7}
 # `1GB-blocks` (SI), `-B KiB` `1KiB-blocks`. With a unit letter GNU df suffixes every cell
 # with it (`252G`, `271GB`, `264212084KiB`), except when the letter is its own (`-B 1MiB`).
 _BLOCKS = re.compile(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
+
+
+# GNU df's line for a mount it could not read: `df: /mnt/s3: Transport endpoint is not connected`
+# (older coreutils quote the path: `df: ‘/mnt/s3’: ...`), on its stderr
+DF_UNREAD = re.compile(r"^df: [‘'`]?(/[^:’']*)[’']?: ", re.MULTILINE)
 
 
 def _base(match: re.Match[str]) -> int:

@@ -28,19 +28,29 @@ def schema_path() -> Path:
 
 def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
     """Each probe's stdout as bytes, with its exit code (written to raw/<host>/<probe>.txt and
-    hashed into summary.json: the same bytes). A secret of this run (a registry token a
-    `files` probe printed) is masked, as everywhere else a report is written."""
+    hashed into summary.json: the same bytes), after the lines of its stderr a reader reads
+    (facts/stderr_lines.py: nvidia-smi's infoROM warning, df's unread mount), so that judging the
+    folder again reads them as the run did. A secret of this run (a registry token a `files`
+    probe printed) is masked, as everywhere else a report is written."""
     if r.facts is None:
         return {}
     return {
         name: (
             private_placeholder(out.stdout)
             if name in r.facts.private
-            else masking.mask_written(out.stdout).encode("utf-8", "surrogateescape"),
+            else masking.mask_written(_with_kept_stderr(out.stdout, out.stderr)).encode(
+                "utf-8", "surrogateescape"
+            ),
             out.own_exit_code,
         )
         for name, out in r.facts.raw.items()
     }
+
+
+def _with_kept_stderr(stdout: str, stderr: str) -> str:
+    from gpuonboard.facts.stderr_lines import kept_stderr
+
+    return kept_stderr(stderr) + stdout  # (before it, as a terminal shows them: its end kept as it was)
 
 
 def write_raw(out: Path, results: Sequence[HostResult]) -> dict[str, bytes]:

@@ -44,3 +44,48 @@ def test_an_output_read_past_its_exit_code_is_saved_with_that_code() -> None:
     result = SimpleNamespace(facts=facts)
     saved = raw_outputs(result)  # type: ignore[arg-type]
     assert (saved["df"][1], saved["nvidia_topo"][1]) == (1, 14)
+
+
+def test_a_run_folder_is_judged_again_as_the_run_judged_it() -> None:
+    """The lines of stderr a reader reads are kept with the raw output (before it) and split back
+    when the folder is judged again: df's `df: /scratch: ...` (its mount unread, not the ordered
+    /data: /data is on the system disk, a fail, not "df lists only some filesystems") and
+    nvidia-smi's infoROM warning (a fault of GPU 0: sensor_faults warns)."""
+    from pathlib import Path
+
+    from gpuonboard.api.offline import _run_output
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.inventory import DataDiskSpec, OrderSpec
+    from gpuonboard.steps.checks.gpu_health.step import evaluate
+    from gpuonboard.steps.checks.host_rules import rule_data_disk
+
+    real = Path(__file__).parents[2] / "fixtures" / "real"
+    live = parse_facts(
+        {
+            "df": ProbeOutput(
+                (real / "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt").read_text(),
+                "df: /scratch: Transport endpoint is not connected\n",
+                1,
+            ),
+            "nvidia_smi_table": ProbeOutput(
+                (real / "nvidia-smi__h100-pcie__2gpu__driver555.42.02.txt").read_text(),
+                "WARNING: infoROM is corrupted at gpu 0000:C2:00.0\n",
+                14,
+            ),
+        }
+    )
+    saved = raw_outputs(SimpleNamespace(facts=live))  # type: ignore[arg-type]
+    again = parse_facts(
+        {name: _run_output(Path(f"{name}.txt"), data, name, code) for name, (data, code) in saved.items()}
+    )
+    order = OrderSpec(data_disk=DataDiskSpec("/data", 9 * 10**9))
+    verdicts = [
+        (rule_data_disk(order, f, 0.03), {c.name: c for c in evaluate(f)}["sensor_faults"])
+        for f in (live, again)
+    ]
+    (disk, faults), (disk_again, faults_again) = verdicts
+    assert disk.verdict == "fail" and (disk_again.verdict, disk_again.actual) == (disk.verdict, disk.actual)
+    assert faults.verdict == "warn" and (faults_again.verdict, faults_again.actual) == (
+        faults.verdict,
+        faults.actual,
+    )

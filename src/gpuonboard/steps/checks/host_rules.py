@@ -467,14 +467,9 @@ def _tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: st
     )
 
 
-# GNU df's line for a mount it could not read: `df: /mnt/s3: Transport endpoint is not connected`
-# (older coreutils quote the path: `df: ‘/mnt/s3’: ...`)
-_DF_UNREAD = re.compile(r"^df: [‘'`]?(/[^:’']*)[’']?: ", re.MULTILINE)
-
-
 def _df_unread_mounts(stderr: str) -> list[str]:
     """The mount points a df that exited 1 names as not read."""
-    return _DF_UNREAD.findall(stderr)
+    return disks.DF_UNREAD.findall(stderr)
 
 
 def _cut_short(

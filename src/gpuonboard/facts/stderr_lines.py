@@ -1,0 +1,30 @@
+"""The lines of a tool's stderr that a reader reads: nvidia-smi's infoROM warning (a fault of the
+GPU it names, beside any of its outputs) and GNU df's line for a mount it could not read. A run
+keeps them with its raw output (report/jsonfile.py), and a saved terminal paste holds them among
+the output's lines: both are split back to stderr (`split_stderr_lines`), so that judging them
+again reads them as the live run did.
+"""
+
+from __future__ import annotations
+
+from gpuonboard.facts.disks import DF_UNREAD
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_LINE
+
+
+def _read(line: str) -> bool:
+    return INFOROM_LINE.match(line) is not None or DF_UNREAD.match(line) is not None
+
+
+def kept_stderr(stderr: str) -> str:
+    """The lines of `stderr` a reader reads, each ending in a newline ("" for none)."""
+    return "".join(line.rstrip("\r\n") + "\n" for line in stderr.splitlines() if _read(line))
+
+
+def split_stderr_lines(text: str) -> tuple[str, str]:
+    """(`text` without those lines, those lines): an output saved with them goes back to being
+    the output and its stderr."""
+    if "infoROM" not in text and "df: " not in text:  # (most outputs have neither)
+        return text, ""
+    lines = text.splitlines(keepends=True)
+    kept = "".join(line for line in lines if not _read(line))
+    return kept, "".join(line.rstrip("\r\n") + "\n" for line in lines if _read(line))
