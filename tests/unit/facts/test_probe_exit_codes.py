@@ -123,7 +123,7 @@ def test_an_answer_with_exit_14_is_read_as_the_same_answer_at_exit_0(
     raw = box(tmp_path)
     assert raw[probe].exit_code == 0 and raw[probe].stdout.strip()
     whole = answer(parse_facts(raw), order)
-    assert whole and whole != ("unverified",), whole  # (the answer reads something)
+    assert whole and not (isinstance(whole, tuple) and whole[0] == "unverified"), whole  # (it reads)
     facts = parse_facts(_with_exit(raw, probe, 14))
     assert answer(facts, order) == whole
     out = facts.raw[probe]
@@ -143,7 +143,7 @@ def test_any_other_exit_code_keeps_its_failure(tmp_path: Path, order: str, case:
     read = answer(facts, order)
     assert read != whole
     if isinstance(read, tuple):  # a rule: never a pass on an output whose nvidia-smi failed
-        assert read[0] != "pass" or "failed" in read[1], read
+        assert read[0] != "pass", read
     assert facts.raw[probe].exited is None and facts.raw[probe].exit_code == code
 
 
