@@ -149,11 +149,20 @@ def test_any_other_exit_code_keeps_its_failure(tmp_path: Path, order: str, case:
 
 def test_the_inforom_warning_of_topo_alone_names_its_gpu(tmp_path: Path, order: str) -> None:
     """`nvidia-smi -q -x` exits 0 on a box whose plain `nvidia-smi` exits 14 (microsoft/pai#3756):
-    a warning on another call's stderr alone still names the GPU's corrupted infoROM."""
+    a warning on another call's stderr alone still names the GPU's corrupted infoROM: the box's
+    GPU 0 (at C2; GPU 1 is at D5), or, at an address none of its GPUs has, the address."""
     raw = _h100_pcie(tmp_path)
-    rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
-    assert (
-        rules["sensor_faults"][0] == "warn"
-        and "0008:00:00.0: infoROM reads corrupted" in rules["sensor_faults"][1]
+    ours = dataclasses.replace(
+        raw["nvidia_topo"], exit_code=14, stderr=WARNING.replace("0008:00:", "0000:C2:")
     )
+    facts = parse_facts({**raw, "nvidia_topo": ours})
+    assert [(g.pci_bus_id, g.cell_faults) for g in facts.gpu.gpus] == [
+        ("00000000:C2:00.0", ("infoROM reads corrupted",)),
+        ("00000000:D5:00.0", ()),
+    ]
+    rules = _rules(facts, order)
+    assert rules["sensor_faults"] == ("warn", "GPU 0: infoROM reads corrupted")
     assert rules["interconnect"][0] == "pass"
+    # the real warning's address (an 8 x V100's, 0008:00:00.0) is no GPU of this box: unplaced
+    rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
+    assert rules["sensor_faults"] == ("warn", "GPU at PCI 0008:00:00.0: infoROM reads corrupted")
