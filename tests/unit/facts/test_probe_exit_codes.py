@@ -166,3 +166,18 @@ def test_the_inforom_warning_of_topo_alone_names_its_gpu(tmp_path: Path, order: 
     # the real warning's address (an 8 x V100's, 0008:00:00.0) is no GPU of this box: unplaced
     rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
     assert rules["sensor_faults"] == ("warn", "GPU at PCI 0008:00:00.0: infoROM reads corrupted")
+
+
+def test_every_nvidia_smi_probe_is_named_with_its_arguments() -> None:
+    """The probes that run nvidia-smi are kept twice: `core_probes` (connection/gather.py) runs
+    them, NVIDIA_SMI_ARGS (facts/gpu_probes.py) names them for the exit-14 rule and its words.
+    A probe added to one and not the other, or its arguments changed in one, is caught here."""
+    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
+
+    ran: dict[str, str] = {}
+    for probe in core_probes():
+        if "nvidia-smi" in probe.command:
+            _, _, args = probe.command.rpartition("; fi; n")  # (after the `n` function's prelude)
+            ran[probe.name] = args.strip().split("=", 1)[0] or "(default table)"
+    assert ran == NVIDIA_SMI_ARGS
