@@ -569,7 +569,10 @@ def topology() -> dict[str, str] | None:
         done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return parse_topology(done.stdout) if done.returncode == 0 else None
+    # 14: "infoROM is corrupted", a warning beside a whole answer (nvidia-smi(1), RETURN VALUE;
+    # the package's facts/gpu_probes.WARNING_EXIT: this script runs on the host and imports
+    # nothing of the package); any other non-zero code is a partial answer or none
+    return parse_topology(done.stdout) if done.returncode in (0, 14) else None
 
 
 def _number(text: str) -> float | None:

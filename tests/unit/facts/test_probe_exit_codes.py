@@ -123,7 +123,7 @@ def test_an_answer_with_exit_14_is_read_as_the_same_answer_at_exit_0(
     raw = box(tmp_path)
     assert raw[probe].exit_code == 0 and raw[probe].stdout.strip()
     whole = answer(parse_facts(raw), order)
-    assert whole and whole != ("unverified",), whole  # (the answer reads something)
+    assert whole and not (isinstance(whole, tuple) and whole[0] == "unverified"), whole  # (it reads)
     facts = parse_facts(_with_exit(raw, probe, 14))
     assert answer(facts, order) == whole
     out = facts.raw[probe]
@@ -145,17 +145,41 @@ def test_any_other_exit_code_keeps_its_failure(tmp_path: Path, order: str, case:
     read = answer(facts, order)
     assert read != whole
     if isinstance(read, tuple):  # a rule: never a pass on an output whose nvidia-smi failed
-        assert read[0] != "pass" or "failed" in read[1], read
+        assert read[0] != "pass", read
     assert facts.raw[probe].exited is None and facts.raw[probe].exit_code == code
 
 
 def test_the_inforom_warning_of_topo_alone_names_its_gpu(tmp_path: Path, order: str) -> None:
     """`nvidia-smi -q -x` exits 0 on a box whose plain `nvidia-smi` exits 14 (microsoft/pai#3756):
-    a warning on another call's stderr alone still names the GPU's corrupted infoROM."""
+    a warning on another call's stderr alone still names the GPU's corrupted infoROM: the box's
+    GPU 0 (at C2; GPU 1 is at D5), or, at an address none of its GPUs has, the address."""
     raw = _h100_pcie(tmp_path)
-    rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
-    assert (
-        rules["sensor_faults"][0] == "warn"
-        and "0008:00:00.0: infoROM reads corrupted" in rules["sensor_faults"][1]
+    ours = dataclasses.replace(
+        raw["nvidia_topo"], exit_code=14, stderr=WARNING.replace("0008:00:", "0000:C2:")
     )
+    facts = parse_facts({**raw, "nvidia_topo": ours})
+    assert [(g.pci_bus_id, g.cell_faults) for g in facts.gpu.gpus] == [
+        ("00000000:C2:00.0", ("infoROM reads corrupted",)),
+        ("00000000:D5:00.0", ()),
+    ]
+    rules = _rules(facts, order)
+    assert rules["sensor_faults"] == ("warn", "GPU 0: infoROM reads corrupted")
     assert rules["interconnect"][0] == "pass"
+    # the real warning's address (an 8 x V100's, 0008:00:00.0) is no GPU of this box: unplaced
+    rules = _rules(parse_facts(_with_exit(raw, "nvidia_topo", 14)), order)
+    assert rules["sensor_faults"] == ("warn", "GPU at PCI 0008:00:00.0: infoROM reads corrupted")
+
+
+def test_every_nvidia_smi_probe_is_named_with_its_arguments() -> None:
+    """The probes that run nvidia-smi are kept twice: `core_probes` (connection/gather.py) runs
+    them, NVIDIA_SMI_ARGS (facts/gpu_probes.py) names them for the exit-14 rule and its words.
+    A probe added to one and not the other, or its arguments changed in one, is caught here."""
+    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
+
+    ran: dict[str, str] = {}
+    for probe in core_probes():
+        if "nvidia-smi" in probe.command:
+            _, _, args = probe.command.rpartition("; fi; n")  # (after the `n` function's prelude)
+            ran[probe.name] = args.strip().split("=", 1)[0] or "(default table)"
+    assert ran == NVIDIA_SMI_ARGS

@@ -273,6 +273,24 @@ def test_every_real_topology_capture_is_covered() -> None:
     assert {p.name for p in REAL.glob("nvidia-smi-topo-m*")} == set(TOPOLOGIES)
 
 
+@pytest.mark.parametrize(("code", "read"), [(0, True), (14, True), (15, False), (9, False)])
+def test_topology_is_read_at_the_inforom_warning_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, read: bool
+) -> None:
+    """nvidia-smi's exit 14 (infoROM corrupted) is a whole answer beside a warning: the NVLink
+    pairs are still known, so the NVLink floor is applied; 15 (a GPU fallen off the bus) and 9
+    (no driver) are partial answers or none. A real process prints a real capture."""
+    capture = REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        f"#!/bin/sh\ncat '{capture}'\necho 'WARNING: infoROM is corrupted at gpu 0000:18:00.0' >&2\n"
+        f"exit {code}\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert gp.topology() == (_mesh(8, "NV18") if read else None)
+
+
 def test_topology_of_other_text_is_none() -> None:
     assert gp.parse_topology("") is None
     assert gp.parse_topology((REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()) is None

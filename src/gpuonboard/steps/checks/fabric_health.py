@@ -556,23 +556,20 @@ def _listed_models(status: NvlinkStatus | None, errors: NvlinkErrors | None) -> 
 
 def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check | None:
     """An NVLink rule whose `nvidia-smi {command}` failed: its exit code and message said in
-    place of "no output" / "printed nothing" (`topo -m`'s failure is quoted so too)."""
-    if check is None or out.exit_code == 0 or check.verdict not in ("unverified", "pass"):
+    place of "no output" (`topo -m`'s failure is quoted so too)."""
+    if check is None or out.exit_code == 0 or check.verdict != "unverified":
         return check
     # (its message in the detail: the row stays short, and a run's saved raw output, which keeps
     # no stderr, reads the same)
-    said = f"`nvidia-smi {command}` failed"
-    detail = out.failure()  # (not "gave nothing")
-    if check.verdict == "pass":
-        actual = check.actual.replace(f"`nvidia-smi {command}` printed nothing", said)
-        return replace(check, actual=actual, detail=detail)
-    return replace(check, actual=said, detail=detail)
+    return replace(check, actual=f"`nvidia-smi {command}` failed", detail=out.failure())
 
 
-def _lone(check: Check | None, lone: bool, command: str) -> Check | None:
-    """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` printed nothing: not
-    applicable (no peer GPU to link to), in place of "no output" unverified."""
-    if check is None or not lone or check.verdict != "unverified":
+def _lone(check: Check | None, lone: bool, out: ProbeOutput, command: str) -> Check | None:
+    """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` answered (exit 0, or 14 read
+    as answered) and printed nothing: not applicable (no peer GPU to link to), in place of "no
+    output" unverified. A call that failed (15 a GPU fallen off the bus, 9 no driver ...) says
+    nothing of the links: it stays unverified, with its failure."""
+    if check is None or not lone or out.exit_code != 0 or check.verdict != "unverified":
         return check
     return replace(
         check,
@@ -616,12 +613,16 @@ def health_checks(facts: Facts) -> list[Check]:
     )
     if facts.given("nvidia_nvlink"):
         listed = status if status is not None and status.gpus else None
-        check = _lone(rule_nvlink(named, listed), lone and listed is None, "nvlink -s")
-        checks.append(_failure_said(check, facts.raw["nvidia_nvlink"], "nvlink -s"))
+        out = facts.raw["nvidia_nvlink"]
+        check = _lone(rule_nvlink(named, listed), lone and listed is None, out, "nvlink -s")
+        checks.append(_failure_said(check, out, "nvlink -s"))
     if facts.given("nvidia_nvlink_errors"):
         listed_errors = errors if errors is not None and errors.gpus else None
-        check = _lone(rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, "nvlink -e")
-        checks.append(_failure_said(check, facts.raw["nvidia_nvlink_errors"], "nvlink -e"))
+        out = facts.raw["nvidia_nvlink_errors"]
+        check = _lone(
+            rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, out, "nvlink -e"
+        )
+        checks.append(_failure_said(check, out, "nvlink -e"))
     models = [g.name for g in gpus] or list(named.values())
     checks.append(_fabric_manager_check(facts, gpus, models))
     return [c for c in checks if c is not None]

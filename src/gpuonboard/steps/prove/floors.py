@@ -414,10 +414,18 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
             f"no peer access between GPUs {named}: all-reduce runs without P2P there (through host"
             " memory, slower); common on consumer cards and some virtual machines"
         )
-    if floor and not any(label.upper().startswith("NV") for label in groups):
+    # pairs of no known kind: no `topo -m` was read ("any") or it lacks the pair ("?")
+    unread = sum(len(pairs) for label, pairs in groups.items() if label in ("any", "?"))
+    if floor and unread:
         details.append(
-            "no pair is NVLink in `nvidia-smi topo -m` (or no topology was read): the NVLink floor"
-            f" {floor.value:,.0f} GB/s was not applied"
+            f"the kind of {unread} pair(s) is unknown (`nvidia-smi topo -m` was not read or lacks"
+            f" them): the NVLink floor {floor.value:,.0f} GB/s could not be applied to them; run"
+            " `nvidia-smi topo -m` on the box to see why"
+        )
+    elif floor and not any(label.upper().startswith("NV") for label in groups):
+        details.append(
+            f"no pair is NVLink in `nvidia-smi topo -m`: the NVLink floor {floor.value:,.0f} GB/s"
+            " was not applied"
         )
     verdict: Verdict = (
         "fail"
@@ -425,7 +433,7 @@ def p2p_check(p2p: Mapping[str, Any] | None, floor: Floor | None, margin: float)
         else "warn"
         if (warns or no_peer)
         else "unverified"
-        if fails
+        if fails or (floor and unread)
         else "pass"
     )
     expected = "peer access on every pair; pairs within 10 % of their own kind"

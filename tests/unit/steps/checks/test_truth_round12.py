@@ -204,6 +204,27 @@ def test_one_gpu_whose_nvlink_commands_print_nothing_needs_no_nvlink() -> None:
             "pass",
             f"not applicable: one GPU in the box, no NVLink peer (`nvidia-smi {command}` printed nothing)",
         )
+    # a call that failed says nothing of the links: 15 (a GPU fallen off the bus), 9 (no driver),
+    # 14 (the infoROM warning) with no answer beside it
+    for code, stderr in (
+        (15, "Unable to determine the device handle for GPU0000:00:05.0: Unknown Error\n"),
+        (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+        (14, "WARNING: infoROM is corrupted at gpu 0000:00:05.0\n"),
+    ):
+        failed = {
+            **raw,
+            "nvidia_nvlink": ProbeOutput("", stderr, code),
+            "nvidia_nvlink_errors": ProbeOutput("", stderr, code),
+        }
+        checks = {c.name: c for c in health_checks(parse_facts(failed))}
+        for name, command in (("nvlink_links", "nvlink -s"), ("nvlink_errors", "nvlink -e")):
+            assert (checks[name].verdict, checks[name].actual) == (
+                "unverified",
+                f"`nvidia-smi {command}` failed",
+            )
+            assert f"exit {code}" in checks[name].detail or f"exited {code}" in checks[name].detail, checks[
+                name
+            ]
     # a view of one GPU of eight (`-i 0`) is no one-GPU box: still unverified
     eight = xml.replace("<attached_gpus>1</attached_gpus>", "<attached_gpus>8</attached_gpus>")
     raw["nvidia_smi"] = ProbeOutput(eight, "", 0)

@@ -21,6 +21,7 @@ from gpuonboard.steps.prove.floors import (
     METRICS,
     load_floors,
     match_floor_row,
+    p2p_check,
     parse_overrides,
     perf_checks,
     verdict_for,
@@ -331,6 +332,32 @@ def test_pcie_pairs_are_judged_against_their_own_kind_only() -> None:
     r["p2p"]["gbps"][1][3] = 9.0
     p2p = by_name(perf_checks(r, TABLE, FACTS[:4]))["perf_p2p"]
     assert p2p.verdict == "warn" and "1->3 9 GB/s vs 14 for SYS" in p2p.detail
+
+
+@pytest.mark.parametrize("topology", [None, {}, {"0-1": "NV18"}])
+def test_an_nvlink_floor_that_could_not_be_applied_is_unverified(topology: dict[str, str] | None) -> None:
+    """8 x H100 SXM at 60 GB/s a pair against a 335 floor: without `topo -m` (nvidia-smi failed, or
+    it lacks the pairs) the kind of the pairs is unknown, so the floor is not applied and the
+    check is `unverified`, never a pass."""
+    r = _result()
+    r["p2p"]["topology"] = topology
+    r["p2p"]["gbps"] = [[None if i == j else 60.0 for j in range(8)] for i in range(8)]
+    p2p = by_name(perf_checks(r, TABLE, FACTS))["perf_p2p"]
+    assert p2p.verdict == ("fail" if topology else "unverified"), p2p  # the NVLink pair read fails
+    unknown = 56 if topology != {"0-1": "NV18"} else 54
+    assert f"the kind of {unknown} pair(s) is unknown" in p2p.detail
+    assert "the NVLink floor 335 GB/s could not be applied to them" in p2p.detail
+    if topology:
+        assert "NVLink pairs below 335 GB/s: 0->1 60 GB/s, 1->0 60 GB/s" in p2p.detail
+
+
+def test_without_a_floor_unknown_pairs_are_judged_among_themselves() -> None:
+    r = _result()
+    r["p2p"]["topology"] = None
+    p2p = p2p_check(r["p2p"], None, 0.1)
+    assert (
+        p2p is not None and p2p.verdict == "pass" and p2p.actual == "any: 56 pairs, min 380 / median 380 GB/s"
+    )
 
 
 def test_sustained_window() -> None:
