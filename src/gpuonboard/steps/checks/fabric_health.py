@@ -566,14 +566,17 @@ def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check 
 
 def _lone(check: Check | None, lone: bool, out: ProbeOutput, command: str) -> Check | None:
     """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` answered (exit 0, or 14 read
-    as answered) and printed nothing: not applicable (no peer GPU to link to), in place of "no
-    output" unverified. A call that failed (15 a GPU fallen off the bus, 9 no driver ...) says
-    nothing of the links: it stays unverified, with its failure."""
-    if check is None or not lone or out.exit_code != 0 or check.verdict != "unverified":
+    as answered) and printed nothing, or said NVLink is not available there (exit 3, nvidia-smi's
+    "not supported": "The requested operation is not available on target device"): not
+    applicable (no peer GPU to link to), in place of "no output" unverified. A call that failed
+    otherwise (15 a GPU fallen off the bus, 9 no driver ...) says nothing of the links: it stays
+    unverified, with its failure."""
+    if check is None or not lone or out.exit_code not in (0, 3) or check.verdict != "unverified":
         return check
+    said = "printed nothing" if out.exit_code == 0 else "says NVLink is not available there"
     return replace(
         check,
-        actual=f"not applicable: one GPU in the box, no NVLink peer (`nvidia-smi {command}` printed nothing)",
+        actual=f"not applicable: one GPU in the box, no NVLink peer (`nvidia-smi {command}` {said})",
         verdict="pass",
         detail="",
     )
