@@ -218,7 +218,8 @@ def free_unit(name: str, text: str, command: str = "") -> int:
     in exactly one of bytes, KiB, MiB and GiB, or, for a file named for plain `free`, in KiB
     (a `free -g` of a 2 TiB box, `Mem: 2015`, is also 2015 MiB: refused unless named).
     """
-    flag = _NAMED_FLAG.search(tool_words(name, "free", command))
+    named = tool_words(name, "free", command)
+    flag = _NAMED_FLAG.search(named)
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()]
     text = english_free(text)
@@ -237,7 +238,7 @@ def free_unit(name: str, text: str, command: str = "") -> int:
         return 1
     if len(candidates) == 1:
         return candidates[0]
-    if _KIB in candidates and tool_words(name, "free", command):  # (named for plain `free`)
+    if _KIB in candidates and named:  # (named for plain `free`: free.txt)
         return _KIB
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(

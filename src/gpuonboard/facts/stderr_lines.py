@@ -25,6 +25,4 @@ def split_stderr_lines(text: str) -> tuple[str, str]:
     the output and its stderr."""
     if "infoROM" not in text and "df: " not in text:  # (most outputs have neither)
         return text, ""
-    lines = text.splitlines(keepends=True)
-    kept = "".join(line for line in lines if not _read(line))
-    return kept, "".join(line.rstrip("\r\n") + "\n" for line in lines if _read(line))
+    return "".join(line for line in text.splitlines(keepends=True) if not _read(line)), kept_stderr(text)

@@ -188,16 +188,9 @@ def inforom_corrupted(text: str) -> list[str]:
 
 def without_inforom_lines(text: str) -> str:
     """`text` without nvidia-smi's infoROM warnings (they are no part of the format they stand
-    beside: a CSV or an XML is read as if they were not there; the merge judges them)."""
-    return split_inforom_lines(text)[0]
-
-
-def split_inforom_lines(text: str) -> tuple[str, str]:
-    """(`text` without nvidia-smi's infoROM warnings, those lines): a saved output's warnings
-    go where the live probe finds them, on nvidia-smi's stderr."""
-    if not inforom_corrupted(text):
-        return text, ""
-    return INFOROM_LINE.sub("", text), "".join(m.group(0).strip() + "\n" for m in INFOROM_LINE.finditer(text))
+    beside: a CSV or an XML is read as if they were not there; the merge judges them). A saved
+    output's warnings go back to its stderr by facts/stderr_lines.py."""
+    return INFOROM_LINE.sub("", text) if inforom_corrupted(text) else text
 
 
 # the reader's names above: the sensors and settings the health rules read, and the infoROM
