@@ -11,6 +11,7 @@ journal (as on a laptop's or a server's disk) does not. Needs root (mkfs, mount)
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -29,5 +30,14 @@ def fresh_disk(image: Path, mount_at: Path, size: int, block: int = 0, inodes: i
 
 
 def unmount(mount_at: Path) -> None:
-    """Unmount what fresh_disk mounted (a loop device mounted with -o loop detaches itself)."""
-    subprocess.run(["umount", str(mount_at)], check=False, capture_output=True)
+    """Unmount what fresh_disk mounted (a loop device mounted with -o loop detaches itself). A
+    process the benchmark ran may still hold the disk for a moment after it exits (its own
+    children closing): tried again for up to 5 s, then detached lazily, so that no mount and no
+    loop device outlive the benchmark (a failed unmount also failed the temp dir's removal)."""
+    for _ in range(50):
+        if subprocess.run(["umount", str(mount_at)], check=False, capture_output=True).returncode == 0:
+            return
+        if subprocess.run(["mountpoint", "-q", str(mount_at)], check=False).returncode != 0:
+            return
+        time.sleep(0.1)
+    subprocess.run(["umount", "-l", str(mount_at)], check=False, capture_output=True)

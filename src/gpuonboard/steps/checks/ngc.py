@@ -31,6 +31,7 @@ not ``incompatible``; the floors live in ``gpuonboard/data/cuda_minor_compat.yml
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -133,6 +134,7 @@ class Compat:
     needed_driver: str
 
 
+@functools.lru_cache(maxsize=2048)  # (the NGC table's ~200 versions, compared per host and release)
 def version_key(version: str) -> tuple[int, ...]:
     """Numeric sort key of a dotted version: ``"535.104.05"`` -> ``(535, 104, 5)``.
 
