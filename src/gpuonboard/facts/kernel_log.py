@@ -127,6 +127,9 @@ class NvrmFault:
     action: str
     verified: bool
     same_as_xid: int | None = None  # the Xid reporting the same fault (not listed twice)
+    # the rows this fault causes on its GPU (a driver refusing a GPU then fails to initialise and
+    # probe it): where the log has this one, theirs are its consequence, not listed
+    explains: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -146,6 +149,7 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 fields[3],
                 bool(row.get("verified")),
                 row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
+                tuple(str(x) for x in row.get("explains") or ()),
             )
         )
     return tuple(out)

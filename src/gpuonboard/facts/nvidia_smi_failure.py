@@ -53,7 +53,11 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"No devices were found", re.IGNORECASE),
         "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
         " without its passthrough or vGPU device, a container started without GPUs) or not"
-        " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
+        " powered, or the installed driver refuses them (its kernel log line `NVRM: The NVIDIA GPU"
+        " ... installed in this system requires use of the NVIDIA open kernel modules`, as a"
+        " Blackwell GPU does, or `... is not supported by the NVIDIA <version> driver release`);"
+        " check `lspci | grep -i nvidia` and `sudo dmesg | grep NVRM`, and ask the vendor to"
+        " attach the ordered GPUs or to install a driver that supports them",
     ),
     (
         # NVML_ERROR_UNKNOWN at init. Most reported inside a container that worked before: with

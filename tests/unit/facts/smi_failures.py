@@ -36,7 +36,11 @@ ADVICE = {
     " (`sudo nvidia-smi -r`) or reboot, and to reseat or replace it if it stays so",
     NONE: "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
     " without its passthrough or vGPU device, a container started without GPUs) or not"
-    " powered; check `lspci | grep -i nvidia` and ask the vendor to attach the ordered GPUs",
+    " powered, or the installed driver refuses them (its kernel log line `NVRM: The NVIDIA GPU"
+    " ... installed in this system requires use of the NVIDIA open kernel modules`, as a"
+    " Blackwell GPU does, or `... is not supported by the NVIDIA <version> driver release`);"
+    " check `lspci | grep -i nvidia` and `sudo dmesg | grep NVRM`, and ask the vendor to"
+    " attach the ordered GPUs or to install a driver that supports them",
     NO_MODULE: "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
     " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
     " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"

@@ -19,14 +19,28 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.once import loaded_once
 
 XID_FILE = DATA_DIR / "xid.yml"
-ACTIONS = ("ignore", "check_app", "reset_gpu", "reboot", "replace", "update_driver", "from_message")
-FAILING = ("reset_gpu", "reboot", "replace", "update_driver")
+ACTIONS = (
+    "ignore",
+    "check_app",
+    "reset_gpu",
+    "reboot",
+    "replace",
+    "update_driver",
+    "install_driver",
+    "from_message",
+)
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver")
 # what the renter asks the vendor to do, per action
 _ASK = {
     "reset_gpu": "ask the vendor to reset the GPU (nvidia-smi -r, or a reboot) and to check it stays clean",
     "reboot": "ask the vendor to reboot the host and to check the GPU comes back",
     "replace": "ask the vendor to inspect and replace the GPU (or the box)",
     "update_driver": "ask the vendor to update the GPU driver / firmware",
+    # (data/nvrm_faults.yml driver_refuses_gpu: no fault of the GPU; the kernel log's sentence
+    # says which driver it needs)
+    "install_driver": "ask the vendor to install an NVIDIA driver that supports this GPU, as the"
+    " driver's message says (a newer branch; the open kernel modules, which Blackwell GPUs"
+    " require; or the legacy branch of a GPU the installed one dropped); it is no fault of the GPU",
 }
 
 
@@ -199,6 +213,7 @@ def _summarise(
         for i, a in enumerate(
             (
                 "replace",
+                "install_driver",
                 "reboot",
                 "update_driver",
                 "reset_gpu",
@@ -263,7 +278,8 @@ def _event_rule(
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span
-    worst = next((a for a in ("replace", "reboot", "update_driver", "reset_gpu") if a in actions), None)
+    order = ("replace", "install_driver", "reboot", "update_driver", "reset_gpu")
+    worst = next((a for a in order if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's)
         per = f", per NVIDIA's {what} catalogue" if any(e.kind != "aer" for e in events) else ""
@@ -441,7 +457,7 @@ def rule_xid(
     # that Xid's text: listed once
     xids += [
         e
-        for e in events
+        for e in _unexplained(events)
         if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or ""), e.earlier_boot) not in logged
     ]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
@@ -454,6 +470,25 @@ def rule_xid(
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
     return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
+
+
+def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
+    """The events less the driver fault sentences another one in the log explains
+    (data/nvrm_faults.yml `explains`): a driver that refuses a GPU ("... requires use of the NVIDIA
+    open kernel modules") then fails to initialise it (RmInitAdapter failed) and to probe it, which
+    is its refusal, not a GPU to replace; those on its GPU, or naming none, in the same boot."""
+    explains = {f.id: set(f.explains) for f in load_nvrm_faults()}
+    causes = [(e, explains.get(e.fault or "", set())) for e in events if e.kind == "nvrm"]
+
+    def explained(e: KernelEvent) -> bool:
+        return e.kind == "nvrm" and any(
+            e.fault in effects
+            and c.earlier_boot == e.earlier_boot
+            and (not e.pci or not c.pci or pci_key(c.pci) == pci_key(e.pci))
+            for c, effects in causes
+        )
+
+    return [e for e in events if not explained(e)]
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
