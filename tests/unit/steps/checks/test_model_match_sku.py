@@ -1,0 +1,104 @@
+"""Truth sweep: what was ordered against what is there, for the SKUs rentals really ship
+(reworked boards, export-market and PCIe variants), judged on real captures
+(tests/fixtures/real) and on GPU names as NVIDIA's driver prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.steps.checks.model_match import match_model, sold_memory
+
+from ...offline_judge import details, verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+REWORKED_4090 = "nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt"
+STOCK_4090 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
+
+
+def _judge(tmp_path: Path, name: str, order: str) -> tuple[str, str]:
+    text = (REAL / name).read_text(encoding="utf-8")
+    verdict = verdicts(tmp_path, name, text, order)["gpu_model"][0]
+    return verdict, details(tmp_path, name, text, order)["gpu_model"]
+
+
+# --- SKU-1: a board reworked to more memory than NVIDIA sells the model with -------------------
+
+
+@pytest.mark.parametrize("model", ["RTX 4090", "GeForce RTX 4090", "4090", "RTX4090"])
+def test_a_reworked_48gb_4090_warns_an_order_for_the_4090(tmp_path: Path, model: str) -> None:
+    """2 x 'NVIDIA GeForce RTX 4090' with 49140 MiB each: NVIDIA sells the card with 24 GB
+    (24564 MiB), so these are boards reworked after sale; an order for the card was passed."""
+    verdict, detail = _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")
+    assert verdict == "warn"
+    assert "49140 MiB" in detail and "24 GB only" in detail and "RTX 4090 48GB" in detail
+
+
+@pytest.mark.parametrize("model", ["RTX 4090 48GB", "RTX 4090 48G", "4090 48G"])
+def test_an_order_naming_the_reworked_size_passes_it(tmp_path: Path, model: str) -> None:
+    assert _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")[0] == "pass"
+
+
+def test_an_order_for_the_sold_size_fails_the_reworked_board(tmp_path: Path) -> None:
+    assert _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090 24GB\n")[0] == "fail"
+
+
+def _sold_model_captures() -> list[str]:
+    """The real nvidia-smi captures whose GPUs are a model of `sold_memory`, with their memory."""
+    rows = {" ".join(sorted(words)) for words, _ in sold_memory()}
+    out = []
+    for path in sorted(REAL.glob("nvidia-smi*__*")):
+        try:
+            report = parse_facts(offline.load_outputs([str(path)])).gpu
+        except Exception:  # (a capture the offline judge refuses alone)
+            continue
+        gpus = [g for g in (report.gpus if report else []) if g.name and g.memory_total_mib]
+        if gpus and any(r.replace("RTX", "").strip() in gpus[0].name.upper() for r in rows):
+            out.append(path.name)
+    return out
+
+
+CAPTURES = _sold_model_captures()
+
+
+def test_the_family_holds_stock_and_reworked_cards() -> None:
+    assert STOCK_4090 in CAPTURES and REWORKED_4090 in CAPTURES
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_only_the_reworked_board_of_the_family_warns(tmp_path: Path, name: str) -> None:
+    """Every real capture of a model NVIDIA sells with fixed sizes, ordered by the name it
+    prints: the stock cards pass (24564 MiB of 24 GB is within the reserved margin), only the
+    reworked board warns."""
+    report = parse_facts(offline.load_outputs([str(REAL / name)])).gpu
+    assert report is not None
+    model = report.gpus[0].name
+    verdict, detail = _judge(tmp_path, name, f"gpu_model: '{model}'\n")
+    if name == REWORKED_4090:
+        assert verdict == "warn" and "changed after sale" in detail
+    else:
+        assert "changed after sale" not in detail
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "mib", "verdict"),
+    [
+        # names as NVIDIA's driver prints them (open-gpu-kernel-modules README, device 2684 / 2685);
+        # 49140 / 24564 MiB as the real captures show them
+        ("RTX 4090 D", "NVIDIA GeForce RTX 4090 D", 49140, "warn"),
+        ("RTX 4090 D", "NVIDIA GeForce RTX 4090 D", 24564, "pass"),
+        ("RTX 4090D 48G", "NVIDIA GeForce RTX 4090 D", 49140, "pass"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 D", 49140, "fail"),  # (the D, before any size)
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", None, "pass"),  # (no memory read: nothing to say)
+    ],
+)
+def test_reworked_memory_by_name(ordered: str, delivered: str, mib: int | None, verdict: str) -> None:
+    assert match_model(ordered, delivered, mib).verdict == verdict
+
+
+def test_every_sold_memory_row_names_a_model_and_its_sizes() -> None:
+    rows = sold_memory()
+    assert rows and all(words and sizes and all(n > 0 for n in sizes) for words, sizes in rows)
