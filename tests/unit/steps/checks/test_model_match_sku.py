@@ -10,6 +10,8 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.nvlink import parse_nvlink_status
+from gpuonboard.steps.checks.fabric_health import nvlink_model, rule_fabric_manager, rule_nvlink
 from gpuonboard.steps.checks.model_match import match_model, sold_memory
 
 from ...offline_judge import details, verdicts
@@ -102,3 +104,42 @@ def test_reworked_memory_by_name(ordered: str, delivered: str, mib: int | None, 
 def test_every_sold_memory_row_names_a_model_and_its_sizes() -> None:
     rows = sold_memory()
     assert rows and all(words and sizes and all(n > 0 for n in sizes) for words, sizes in rows)
+
+
+# --- SKU-2: an SXM model's row judged its PCIe (NVL) card ----------------------------------------
+
+# NVML's sentence for a GPU with NVLink hardware and no link up (a PCIe card without its bridge:
+# tests/fixtures/real/nvidia-smi-nvlink-s__a100-pcie-40gb__2gpu-all-inactive__driver555.42.02.txt)
+ALL_INACTIVE_MSG = "NVML: Unable to retrieve Nvlink information as all links are inActive"
+
+
+def _nvlink_s(name: str, gpus: int) -> str:
+    return "".join(
+        f"GPU {i}: {name} (UUID: GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd)\n{ALL_INACTIVE_MSG}\n"
+        for i in range(gpus)
+    )
+
+
+# every name NVIDIA's driver prints with a variant word after a model that has an NVLink-board row
+# (NVIDIA/open-gpu-kernel-modules README, "Compatible GPUs": 2321, 233A; and the H200 NVL, 233B)
+VARIANT_NAMES = ["NVIDIA H800 NVL", "NVIDIA H100 NVL", "NVIDIA H200 NVL"]
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_a_pcie_nvl_card_is_no_nvlink_board_part(name: str) -> None:
+    """The H800 NVL (PCIe, 94 GB, device 233A) matched the H800 SXM row: 8 NVLink links
+    demanded and an NVSwitch fabric manager on 8 cards. Its bridge is optional, as the H100 NVL's."""
+    row = nvlink_model(name)
+    assert row is None or (row.links is None and not row.nvswitch), row
+    status = parse_nvlink_status(_nvlink_s(name, 8))
+    assert rule_nvlink([name] * 8, status) is None
+    assert rule_fabric_manager([name] * 8, [(None, None)] * 8, None) is None
+
+
+def test_the_h800_sxm_keeps_its_own_links_and_fabric() -> None:
+    """Control: the H800 SXM ('NVIDIA H800', 8 links in tests/fixtures/real/
+    nvidia-smi-nvlink-s__h800__8gpu-8links__elided.txt) is still judged against its 8 links."""
+    row = nvlink_model("NVIDIA H800")
+    assert row is not None and row.links == 8 and row.nvswitch
+    check = rule_nvlink(["NVIDIA H800"] * 8, parse_nvlink_status(_nvlink_s("NVIDIA H800", 8)))
+    assert check is not None and check.verdict == "fail" and "0 of 8 links" in check.actual
