@@ -79,10 +79,6 @@ _FORM_WORDS = {"SXM", "PCIE", "HBM"}
 _BARE_COUNT = re.compile(r"^\d{1,2}$")
 _MEMORY = re.compile(r"^(\d+)GB$")
 _SXM = re.compile(r"^SXM\d*$")
-# SXM parts whose names do not say SXM; their PCIe versions say so ("NVIDIA H100 PCIe",
-# "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H200 NVL"). nvidia-smi names: "NVIDIA H100 80GB
-# HBM3", "NVIDIA H800" (also "NVIDIA H800 80GB HBM3"), "NVIDIA H20", "NVIDIA H200", "NVIDIA B200".
-_SXM_ONLY = ({"H100", "HBM3"}, {"H800"}, {"H20"}, {"H200"}, {"B200"})
 # Grace superchips (GH200, GB200, GB300, the GB10 of a DGX Spark), whose name may carry CPU + GPU
 # memory ("NVIDIA GH200 480GB": 97871 MiB of VRAM): an ordered size is checked against the VRAM
 # (or that name's number, when ordered so); no SXM card either, so 'DGX' asks no SXM of them
@@ -321,6 +317,19 @@ def memory_kinds(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], t
 
 
 @loaded_once
+def sxm_only(path: str = str(MARKERS_FILE)) -> tuple[frozenset[str], ...]:
+    """The models of data/gpu_name_markers.yml `sxm_only` (their words): every card of them whose
+    name says neither PCIe nor NVL is an SXM part ('NVIDIA H100', the H100 SXM5 94GB)."""
+    out = []
+    for row in table_rows(Path(path), "sxm_only"):
+        words, names = frozenset(_name_tokens(str(row.get("model") or "")).tokens), row.get("names")
+        if not words or not isinstance(names, list) or not names:
+            raise ValueError(f"{path}: sxm_only row {row.get('model')!r} needs a model and its SXM names")
+        out.append(words)
+    return tuple(out)
+
+
+@loaded_once
 def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tuple[int, ...]], ...]:
     """The models of data/gpu_name_markers.yml `sold_memory`: (the model's words, the memory
     sizes in GB NVIDIA sells it with) per row."""
@@ -425,7 +434,7 @@ def _is_sxm(tokens: set[str]) -> bool:
     """An SXM part: its name says SXM, or it is a known SXM-only name."""
     if any(_SXM.match(t) for t in tokens):
         return True
-    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in _SXM_ONLY)
+    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in sxm_only())
 
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:

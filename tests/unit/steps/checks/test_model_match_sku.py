@@ -143,3 +143,58 @@ def test_the_h800_sxm_keeps_its_own_links_and_fabric() -> None:
     assert row is not None and row.links == 8 and row.nvswitch
     check = rule_nvlink(["NVIDIA H800"] * 8, parse_nvlink_status(_nvlink_s("NVIDIA H800", 8)))
     assert check is not None and check.verdict == "fail" and "0 of 8 links" in check.actual
+
+
+# --- SKU-3: the H100 SXM5 94GB, which nvidia-smi names 'NVIDIA H100' ----------------------------
+
+# names as NVIDIA's driver prints them (open-gpu-kernel-modules 560.31.02 README, "Compatible
+# GPUs"), with the form pci.ids gives their device ids
+H100_SXM5_94GB = "NVIDIA H100"  # 2339: GH100 [H100 SXM5 94GB]
+SXM_NAMES = [H100_SXM5_94GB, "NVIDIA H100 80GB HBM3", "NVIDIA H800", "NVIDIA H20", "NVIDIA H200"]
+PCIE_NAMES = ["NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H800 NVL", "NVIDIA H200 NVL"]
+
+
+@pytest.mark.parametrize(
+    ("ordered", "verdict"),
+    [
+        ("H100 SXM", "pass"),
+        ("HGX H100", "pass"),
+        ("H100 SXM5", "pass"),
+        ("H100", "pass"),
+        ("H100 PCIe", "fail"),
+    ],
+)
+def test_the_h100_sxm5_94gb_is_an_sxm_part(ordered: str, verdict: str) -> None:
+    """'NVIDIA H100' (device 2339, the H100 SXM5 94GB of e.g. 4-GPU HGX nodes) failed an order
+    for an SXM H100 ("the name does not say SXM and is no SXM-only model") and passed one for
+    the PCIe card."""
+    assert match_model(ordered, H100_SXM5_94GB, None).verdict == verdict
+
+
+@pytest.mark.parametrize("name", SXM_NAMES)
+def test_every_sxm_name_of_the_driver_meets_sxm_and_not_pcie(name: str) -> None:
+    assert match_model(f"{name.split()[-1]} SXM", name, None).verdict == "pass"
+    assert match_model(f"{name.split()[-1]} PCIe", name, None).verdict == "fail"
+
+
+@pytest.mark.parametrize("name", PCIE_NAMES)
+def test_every_pcie_card_of_those_models_fails_sxm(name: str) -> None:
+    assert match_model(f"{name.split()[1]} SXM", name, None).verdict == "fail"
+
+
+def test_every_sxm_only_row_lists_names_holding_its_model() -> None:
+    from gpuonboard.resources import table_rows
+    from gpuonboard.steps.checks.model_match import MARKERS_FILE, model_tokens, sxm_only
+
+    rows = table_rows(MARKERS_FILE, "sxm_only")
+    assert len(rows) == len(sxm_only()) > 0
+    for row, words in zip(rows, sxm_only(), strict=True):
+        assert all(words <= model_tokens(n) for n in row["names"]), row
+
+
+def test_the_h100_sxm5_94gb_has_its_18_nvlink_links() -> None:
+    row = nvlink_model(H100_SXM5_94GB)
+    assert row is not None and row.links == 18 and row.nvswitch
+    for name in PCIE_NAMES:
+        row = nvlink_model(name)
+        assert row is None or row.links is None, name
