@@ -216,7 +216,7 @@ def _name_tokens(name: str) -> _Name:
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
     upper = _JOINED_REVISION.sub(r" \1", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
-    upper = re.sub(r"(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)
+    upper = re.sub(r"(?<![A-Z0-9])(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)  # (not A10G)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []
     joined: set[str] = set()

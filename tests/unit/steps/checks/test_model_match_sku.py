@@ -198,3 +198,23 @@ def test_the_h100_sxm5_94gb_has_its_18_nvlink_links() -> None:
     for name in PCIE_NAMES:
         row = nvlink_model(name)
         assert row is None or row.links is None, name
+
+
+# --- SKU-4: a model word ending in G read as a memory size ('A10G' shown as 'A10GB') ------------
+
+
+@pytest.mark.parametrize(
+    ("capture", "model", "said"),
+    [
+        ("nvidia-smi-q-x__a10g__1gpu__driver515.105.01__aws-passthrough.xml", "A10", "the name says 'A10G'"),
+        ("nvidia-smi__a10__1gpu__driver550.90.12.txt", "A10G", "'A10G' not in the name"),
+        ("nvidia-smi__a10__1gpu__driver550.90.12.txt", "A10G 24G", "'A10G' not in the name"),
+    ],
+)
+def test_the_a10g_is_named_as_nvidia_smi_prints_it(
+    tmp_path: Path, capture: str, model: str, said: str
+) -> None:
+    """The A10 and the A10G (AWS's, device 2237) are other cards: the failure names the word as
+    written, not 'A10GB' (the G after the digits was taken for a size unit)."""
+    verdict, detail = _judge(tmp_path, capture, f"gpu_model: {model}\n")
+    assert verdict == "fail" and said in detail and "A10GB" not in detail
