@@ -91,6 +91,9 @@ CASES = [
      "table", "535.161.07", "12.2", None, 1, "NVIDIA GeForce RTX 3090", 24576),
     ("real/nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt",
      "table", "550.127.05", "12.4", None, 8, "NVIDIA GeForce RTX 4090", 24564),
+    # a board reworked to 48 GB: nvidia-smi names it an RTX 4090 and shows its 49140 MiB
+    ("real/nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt",
+     "table", "580.105.08", "13.0", None, 2, "NVIDIA GeForce RTX 4090", 49140),
     ("real/nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt",
      "table", "550.90.07", "12.4", None, 8, "NVIDIA H100 80GB HBM3", 81559),
     ("real/nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt",
@@ -544,6 +547,8 @@ HEALTH: dict[str, tuple[object, ...]] = {
     "real/nvidia-smi__geforce-rtx-3090__1gpu__driver535.161.07.txt":
         _table(None, 30.0, 320.0, "P8", 0, 26, known=False),
     "real/nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt": _table(None, 20.0, 450.0, "P8", 0, 28),
+    "real/nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt":
+        _table(None, 207.0, 450.0, "P0", 100, 61),
     "real/nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt": _table(0, 72.0, 700.0, "P0", 0, 27),
     # MIG on: the ECC cell says "On" and GPU-Util "N/A"
     "real/nvidia-smi__h200-mig__1gpu__driver590.48.01__load.txt":

@@ -31,6 +31,7 @@ from gpuonboard.facts.nvlink import (
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.model_match import variant_words
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
 from gpuonboard.steps.checks.slice_view import whole_listing_slice
@@ -137,9 +138,20 @@ def _model_pattern(match: str) -> re.Pattern[str]:
 
 def nvlink_model(gpu_name: str) -> ModelLinks | None:
     """The nvlink_links.yml row of a GPU name as nvidia-smi prints it (None: unknown model).
-    A row's `match` must stand as whole tokens in the name (case-insensitive), first row wins."""
+    A row's `match` must stand as whole tokens in the name (case-insensitive), first row wins;
+    a name with a variant word the row does not name (NVL, D, Ti, SUPER, MIG ...:
+    model_match.variant_words, as the prove steps' reference tables read it) is another product
+    than the row's: "NVIDIA H800 NVL", a PCIe card, is not judged by the H800 SXM's row."""
     low = gpu_name.lower()
-    return next((m for m in load_nvlink_models() if _model_pattern(m.match).search(low)), None)
+    variants = variant_words(gpu_name)
+    return next(
+        (
+            m
+            for m in load_nvlink_models()
+            if _model_pattern(m.match).search(low) and variants <= variant_words(m.match)
+        ),
+        None,
+    )
 
 
 def _indexed(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, str]:

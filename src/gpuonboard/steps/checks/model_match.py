@@ -79,10 +79,6 @@ _FORM_WORDS = {"SXM", "PCIE", "HBM"}
 _BARE_COUNT = re.compile(r"^\d{1,2}$")
 _MEMORY = re.compile(r"^(\d+)GB$")
 _SXM = re.compile(r"^SXM\d*$")
-# SXM parts whose names do not say SXM; their PCIe versions say so ("NVIDIA H100 PCIe",
-# "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H200 NVL"). nvidia-smi names: "NVIDIA H100 80GB
-# HBM3", "NVIDIA H800" (also "NVIDIA H800 80GB HBM3"), "NVIDIA H20", "NVIDIA H200", "NVIDIA B200".
-_SXM_ONLY = ({"H100", "HBM3"}, {"H800"}, {"H20"}, {"H200"}, {"B200"})
 # Grace superchips (GH200, GB200, GB300, the GB10 of a DGX Spark), whose name may carry CPU + GPU
 # memory ("NVIDIA GH200 480GB": 97871 MiB of VRAM): an ordered size is checked against the VRAM
 # (or that name's number, when ordered so); no SXM card either, so 'DGX' asks no SXM of them
@@ -220,7 +216,7 @@ def _name_tokens(name: str) -> _Name:
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
     upper = _JOINED_REVISION.sub(r" \1", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
-    upper = re.sub(r"(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)
+    upper = re.sub(r"(?<![A-Z0-9])(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)  # (not A10G)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []
     joined: set[str] = set()
@@ -320,6 +316,60 @@ def memory_kinds(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], t
     return tuple(out)
 
 
+@loaded_once
+def sxm_only(path: str = str(MARKERS_FILE)) -> tuple[frozenset[str], ...]:
+    """The models of data/gpu_name_markers.yml `sxm_only` (their words): every card of them whose
+    name says neither PCIe nor NVL is an SXM part ('NVIDIA H100', the H100 SXM5 94GB)."""
+    out = []
+    for row in table_rows(Path(path), "sxm_only"):
+        words, names = frozenset(_name_tokens(str(row.get("model") or "")).tokens), row.get("names")
+        if not words or not isinstance(names, list) or not names:
+            raise ValueError(f"{path}: sxm_only row {row.get('model')!r} needs a model and its SXM names")
+        out.append(words)
+    return tuple(out)
+
+
+@loaded_once
+def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tuple[int, ...]], ...]:
+    """The models of data/gpu_name_markers.yml `sold_memory`: (the model's words, the memory
+    sizes in GB NVIDIA sells it with) per row."""
+    out = []
+    for row in table_rows(Path(path), "sold_memory"):
+        words, sizes = _name_tokens(str(row.get("model") or "")).tokens, row.get("sizes")
+        sized = isinstance(sizes, list) and all(isinstance(n, int) and n > 0 for n in sizes or [0])
+        if not words or not sized:
+            raise ValueError(f"{path}: sold_memory row {row.get('model')!r} needs a model and its sizes (GB)")
+        out.append((frozenset(words), tuple(sizes or ())))
+    return tuple(out)
+
+
+def _in_class(vram_mib: int, size_gb: int) -> bool:
+    """Whether nvidia-smi's total is that many GB of GPU memory (reserved and ECC regions off)."""
+    return _VRAM_CLASS[0] <= vram_mib / (size_gb * 1024) <= _VRAM_CLASS[1]
+
+
+def _reworked(want: list[str], got: _Delivered, vram_mib: int | None) -> str | None:
+    """Why a GPU named as a model of data/gpu_name_markers.yml `sold_memory` has memory NVIDIA
+    does not sell it with (an RTX 4090 with 49140 MiB: a board reworked to 48 GB), unless the
+    order names that size; None otherwise."""
+    if vram_mib is None or got.name.cut:
+        return None
+    ordered = [int(m[1]) for t in want if (m := _MEMORY.match(t))]
+    if any(_in_class(vram_mib, n) for n in ordered):
+        return None
+    model = frozenset(t for t in got.have if not _MEMORY.match(t) and not _SXM.match(t)) - _VENDOR_WORDS
+    for words, sizes in sold_memory():
+        if words == model and not any(_in_class(vram_mib, n) for n in sizes):
+            show = " ".join(_show(w) for w in got.name.tokens if w in words)
+            sold = " or ".join(f"{n} GB" for n in sizes)
+            return (
+                f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: a board whose memory"
+                " was changed after sale, not a card NVIDIA makes; name its size in gpu_model"
+                f" ('{show} {round(vram_mib / 1024)}GB') if such a card was ordered"
+            )
+    return None
+
+
 def _kind_problem(kinds: list[str], got: _Delivered) -> tuple[list[str], str | None]:
     """Ordered memory types against the delivered name: the problems (a type the name says
     otherwise, or one its model is not sold with), and why an ordered type cannot be told (a
@@ -384,7 +434,7 @@ def _is_sxm(tokens: set[str]) -> bool:
     """An SXM part: its name says SXM, or it is a known SXM-only name."""
     if any(_SXM.match(t) for t in tokens):
         return True
-    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in _SXM_ONLY)
+    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in sxm_only())
 
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:
@@ -447,7 +497,7 @@ def _memory_problem(size: int, show: str, got: _Delivered, vram_mib: int | None)
     if named and not got.superchip:
         return f"'{show}' ordered, the name says {', '.join(f'{n}GB' for n in sorted(named))}"
     if vram_mib is not None:
-        if not _VRAM_CLASS[0] <= vram_mib / (size * 1024) <= _VRAM_CLASS[1]:
+        if not _in_class(vram_mib, size):
             return f"'{show}' ordered, the GPU has {vram_mib} MiB"
         return None
     return None  # (a Grace superchip's size is CPU + GPU memory: unknown VRAM is unverified)
@@ -651,6 +701,9 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         vague = f"the words after the cut word '{frag.title()}...' may be {_show(marker)}"
     if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
+    reworked = _reworked(want, got, vram_mib)
+    if reworked:
+        return ModelMatch("warn", reworked + (f"; {_bare_note(bare)}" if bare else ""))
     if bare:
         return ModelMatch("warn", _bare_note(bare))
     return ModelMatch("pass")

@@ -1,0 +1,220 @@
+"""Truth sweep: what was ordered against what is there, for the SKUs rentals really ship
+(reworked boards, export-market and PCIe variants), judged on real captures
+(tests/fixtures/real) and on GPU names as NVIDIA's driver prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.nvlink import parse_nvlink_status
+from gpuonboard.steps.checks.fabric_health import nvlink_model, rule_fabric_manager, rule_nvlink
+from gpuonboard.steps.checks.model_match import match_model, sold_memory
+
+from ...offline_judge import details, verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+REWORKED_4090 = "nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt"
+STOCK_4090 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
+
+
+def _judge(tmp_path: Path, name: str, order: str) -> tuple[str, str]:
+    text = (REAL / name).read_text(encoding="utf-8")
+    verdict = verdicts(tmp_path, name, text, order)["gpu_model"][0]
+    return verdict, details(tmp_path, name, text, order)["gpu_model"]
+
+
+# --- SKU-1: a board reworked to more memory than NVIDIA sells the model with -------------------
+
+
+@pytest.mark.parametrize("model", ["RTX 4090", "GeForce RTX 4090", "4090", "RTX4090"])
+def test_a_reworked_48gb_4090_warns_an_order_for_the_4090(tmp_path: Path, model: str) -> None:
+    """2 x 'NVIDIA GeForce RTX 4090' with 49140 MiB each: NVIDIA sells the card with 24 GB
+    (24564 MiB), so these are boards reworked after sale; an order for the card was passed."""
+    verdict, detail = _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")
+    assert verdict == "warn"
+    assert "49140 MiB" in detail and "24 GB only" in detail and "RTX 4090 48GB" in detail
+
+
+@pytest.mark.parametrize("model", ["RTX 4090 48GB", "RTX 4090 48G", "4090 48G"])
+def test_an_order_naming_the_reworked_size_passes_it(tmp_path: Path, model: str) -> None:
+    assert _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")[0] == "pass"
+
+
+def test_an_order_for_the_sold_size_fails_the_reworked_board(tmp_path: Path) -> None:
+    assert _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090 24GB\n")[0] == "fail"
+
+
+def _sold_model_captures() -> list[str]:
+    """The real nvidia-smi captures whose GPUs are a model of `sold_memory`, with their memory."""
+    rows = {" ".join(sorted(words)) for words, _ in sold_memory()}
+    out = []
+    for path in sorted(REAL.glob("nvidia-smi*__*")):
+        try:
+            report = parse_facts(offline.load_outputs([str(path)])).gpu
+        except Exception:  # (a capture the offline judge refuses alone)
+            continue
+        gpus = [g for g in (report.gpus if report else []) if g.name and g.memory_total_mib]
+        if gpus and any(r.replace("RTX", "").strip() in gpus[0].name.upper() for r in rows):
+            out.append(path.name)
+    return out
+
+
+CAPTURES = _sold_model_captures()
+
+
+def test_the_family_holds_stock_and_reworked_cards() -> None:
+    assert STOCK_4090 in CAPTURES and REWORKED_4090 in CAPTURES
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_only_the_reworked_board_of_the_family_warns(tmp_path: Path, name: str) -> None:
+    """Every real capture of a model NVIDIA sells with fixed sizes, ordered by the name it
+    prints: the stock cards pass (24564 MiB of 24 GB is within the reserved margin), only the
+    reworked board warns."""
+    report = parse_facts(offline.load_outputs([str(REAL / name)])).gpu
+    assert report is not None
+    model = report.gpus[0].name
+    verdict, detail = _judge(tmp_path, name, f"gpu_model: '{model}'\n")
+    if name == REWORKED_4090:
+        assert verdict == "warn" and "changed after sale" in detail
+    else:
+        assert "changed after sale" not in detail
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "mib", "verdict"),
+    [
+        # names as NVIDIA's driver prints them (open-gpu-kernel-modules README, device 2684 / 2685);
+        # 49140 / 24564 MiB as the real captures show them
+        ("RTX 4090 D", "NVIDIA GeForce RTX 4090 D", 49140, "warn"),
+        ("RTX 4090 D", "NVIDIA GeForce RTX 4090 D", 24564, "pass"),
+        ("RTX 4090D 48G", "NVIDIA GeForce RTX 4090 D", 49140, "pass"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090 D", 49140, "fail"),  # (the D, before any size)
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", None, "pass"),  # (no memory read: nothing to say)
+    ],
+)
+def test_reworked_memory_by_name(ordered: str, delivered: str, mib: int | None, verdict: str) -> None:
+    assert match_model(ordered, delivered, mib).verdict == verdict
+
+
+def test_every_sold_memory_row_names_a_model_and_its_sizes() -> None:
+    rows = sold_memory()
+    assert rows and all(words and sizes and all(n > 0 for n in sizes) for words, sizes in rows)
+
+
+# --- SKU-2: an SXM model's row judged its PCIe (NVL) card ----------------------------------------
+
+# NVML's sentence for a GPU with NVLink hardware and no link up (a PCIe card without its bridge:
+# tests/fixtures/real/nvidia-smi-nvlink-s__a100-pcie-40gb__2gpu-all-inactive__driver555.42.02.txt)
+ALL_INACTIVE_MSG = "NVML: Unable to retrieve Nvlink information as all links are inActive"
+
+
+def _nvlink_s(name: str, gpus: int) -> str:
+    return "".join(
+        f"GPU {i}: {name} (UUID: GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd)\n{ALL_INACTIVE_MSG}\n"
+        for i in range(gpus)
+    )
+
+
+# every name NVIDIA's driver prints with a variant word after a model that has an NVLink-board row
+# (NVIDIA/open-gpu-kernel-modules README, "Compatible GPUs": 2321, 233A; and the H200 NVL, 233B)
+VARIANT_NAMES = ["NVIDIA H800 NVL", "NVIDIA H100 NVL", "NVIDIA H200 NVL"]
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_a_pcie_nvl_card_is_no_nvlink_board_part(name: str) -> None:
+    """The H800 NVL (PCIe, 94 GB, device 233A) matched the H800 SXM row: 8 NVLink links
+    demanded and an NVSwitch fabric manager on 8 cards. Its bridge is optional, as the H100 NVL's."""
+    row = nvlink_model(name)
+    assert row is None or (row.links is None and not row.nvswitch), row
+    status = parse_nvlink_status(_nvlink_s(name, 8))
+    assert rule_nvlink([name] * 8, status) is None
+    assert rule_fabric_manager([name] * 8, [(None, None)] * 8, None) is None
+
+
+def test_the_h800_sxm_keeps_its_own_links_and_fabric() -> None:
+    """Control: the H800 SXM ('NVIDIA H800', 8 links in tests/fixtures/real/
+    nvidia-smi-nvlink-s__h800__8gpu-8links__elided.txt) is still judged against its 8 links."""
+    row = nvlink_model("NVIDIA H800")
+    assert row is not None and row.links == 8 and row.nvswitch
+    check = rule_nvlink(["NVIDIA H800"] * 8, parse_nvlink_status(_nvlink_s("NVIDIA H800", 8)))
+    assert check is not None and check.verdict == "fail" and "0 of 8 links" in check.actual
+
+
+# --- SKU-3: the H100 SXM5 94GB, which nvidia-smi names 'NVIDIA H100' ----------------------------
+
+# names as NVIDIA's driver prints them (open-gpu-kernel-modules 560.31.02 README, "Compatible
+# GPUs"), with the form pci.ids gives their device ids
+H100_SXM5_94GB = "NVIDIA H100"  # 2339: GH100 [H100 SXM5 94GB]
+SXM_NAMES = [H100_SXM5_94GB, "NVIDIA H100 80GB HBM3", "NVIDIA H800", "NVIDIA H20", "NVIDIA H200"]
+PCIE_NAMES = ["NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H800 PCIe", "NVIDIA H800 NVL", "NVIDIA H200 NVL"]
+
+
+@pytest.mark.parametrize(
+    ("ordered", "verdict"),
+    [
+        ("H100 SXM", "pass"),
+        ("HGX H100", "pass"),
+        ("H100 SXM5", "pass"),
+        ("H100", "pass"),
+        ("H100 PCIe", "fail"),
+    ],
+)
+def test_the_h100_sxm5_94gb_is_an_sxm_part(ordered: str, verdict: str) -> None:
+    """'NVIDIA H100' (device 2339, the H100 SXM5 94GB of e.g. 4-GPU HGX nodes) failed an order
+    for an SXM H100 ("the name does not say SXM and is no SXM-only model") and passed one for
+    the PCIe card."""
+    assert match_model(ordered, H100_SXM5_94GB, None).verdict == verdict
+
+
+@pytest.mark.parametrize("name", SXM_NAMES)
+def test_every_sxm_name_of_the_driver_meets_sxm_and_not_pcie(name: str) -> None:
+    assert match_model(f"{name.split()[-1]} SXM", name, None).verdict == "pass"
+    assert match_model(f"{name.split()[-1]} PCIe", name, None).verdict == "fail"
+
+
+@pytest.mark.parametrize("name", PCIE_NAMES)
+def test_every_pcie_card_of_those_models_fails_sxm(name: str) -> None:
+    assert match_model(f"{name.split()[1]} SXM", name, None).verdict == "fail"
+
+
+def test_every_sxm_only_row_lists_names_holding_its_model() -> None:
+    from gpuonboard.resources import table_rows
+    from gpuonboard.steps.checks.model_match import MARKERS_FILE, model_tokens, sxm_only
+
+    rows = table_rows(MARKERS_FILE, "sxm_only")
+    assert len(rows) == len(sxm_only()) > 0
+    for row, words in zip(rows, sxm_only(), strict=True):
+        assert all(words <= model_tokens(n) for n in row["names"]), row
+
+
+def test_the_h100_sxm5_94gb_has_its_18_nvlink_links() -> None:
+    row = nvlink_model(H100_SXM5_94GB)
+    assert row is not None and row.links == 18 and row.nvswitch
+    for name in PCIE_NAMES:
+        row = nvlink_model(name)
+        assert row is None or row.links is None, name
+
+
+# --- SKU-4: a model word ending in G read as a memory size ('A10G' shown as 'A10GB') ------------
+
+
+@pytest.mark.parametrize(
+    ("capture", "model", "said"),
+    [
+        ("nvidia-smi-q-x__a10g__1gpu__driver515.105.01__aws-passthrough.xml", "A10", "the name says 'A10G'"),
+        ("nvidia-smi__a10__1gpu__driver550.90.12.txt", "A10G", "'A10G' not in the name"),
+        ("nvidia-smi__a10__1gpu__driver550.90.12.txt", "A10G 24G", "'A10G' not in the name"),
+    ],
+)
+def test_the_a10g_is_named_as_nvidia_smi_prints_it(
+    tmp_path: Path, capture: str, model: str, said: str
+) -> None:
+    """The A10 and the A10G (AWS's, device 2237) are other cards: the failure names the word as
+    written, not 'A10GB' (the G after the digits was taken for a size unit)."""
+    verdict, detail = _judge(tmp_path, capture, f"gpu_model: {model}\n")
+    assert verdict == "fail" and said in detail and "A10GB" not in detail
