@@ -190,3 +190,52 @@ def test_an_nvlink_listing_pasted_below_an_elision_mark_is_read(tmp_path: Path) 
         "GPU 3: 4 of 6 links active, inactive link(s) 3, 5; links not readable for GPU 0 (not listed),"
         " GPU 1 (not listed), GPU 2 (not listed)",
     )
+
+
+DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
+
+
+@pytest.mark.parametrize(
+    ("derived", "source", "prompt", "verdict"),
+    [
+        # `dmesg -T | grep NVRM` typed in a `script` session: grep's colour around each NVRM
+        # (a narrowed log showing application Xids only: unverified, never a pass)
+        (
+            "dmesg-T-grep-NVRM__xid-43-31-94__grep-colour-script-session__derived.txt",
+            "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
+            "root@node4:~# dmesg -T |grep NVRM\n",
+            "unverified",
+        ),
+        # dmesg in a terminal: `NVRM: ` in brown before the Xid
+        (
+            "dmesg-t__xid-149-netir-fatal__gb200__terminal-colour__derived.txt",
+            "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
+            "",
+            "fail",
+        ),
+    ],
+)
+def test_a_kernel_log_saved_with_its_terminal_colours_is_read_as_the_log(
+    tmp_path: Path, derived: str, source: str, prompt: str, verdict: str
+) -> None:
+    """Before: the colour codes a terminal session keeps (grep's `ESC[01;31mESC[KNVRM ESC[mESC[K`,
+    dmesg's brown `NVRM: `) hid every Xid line: gpu_xid passed "no Xid in the kernel log" on a
+    GB200 with a fatal Xid 149, and said "no Xid" of a VM's grep showing Xid 43/31/94."""
+    text = (DERIVED / derived).read_text(encoding="utf-8")
+    got = verdicts(tmp_path, source, text)
+    assert got == verdicts(tmp_path, source, prompt + real(source))
+    assert got["gpu_xid"][0] == verdict and "Xid" in got["gpu_xid"][1]
+
+
+def test_a_session_with_a_coloured_prompt_and_window_title_is_read(tmp_path: Path) -> None:
+    """Ubuntu's prompt as `script` keeps it (its window title `ESC]0;...BEL`, colours, bash's
+    bracketed paste `ESC[?2004h`) is a prompt line: the outputs under it are read, not refused."""
+    prompt = "\x1b[?2004h\x1b]0;ubuntu@gpu-01: ~\x07\x1b[01;32mubuntu@gpu-01\x1b[00m:\x1b[01;34m~\x1b[00m$ "
+    lscpu = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+    free = "free__ubuntu-18.04-vm.txt"
+    session = f"{prompt}lscpu\r\n\x1b[?2004l\r{real(lscpu)}{prompt}free\r\n\x1b[?2004l\r{real(free)}{prompt}"
+    order = "cpu_cores: 64\nram: 2GB"
+    got = verdicts(tmp_path, "session.txt", session, order)
+    plain = verdicts(tmp_path, "session.txt", f"$ lscpu\n{real(lscpu)}$ free\n{real(free)}", order)
+    assert got == plain
+    assert got["cpu_cores"][0] == "pass" and got["ram"][0] == "pass"
