@@ -239,3 +239,29 @@ def test_a_session_with_a_coloured_prompt_and_window_title_is_read(tmp_path: Pat
     plain = verdicts(tmp_path, "session.txt", f"$ lscpu\n{real(lscpu)}$ free\n{real(free)}", order)
     assert got == plain
     assert got["cpu_cores"][0] == "pass" and got["ram"][0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "width", "order"),
+    [
+        # `CPU(s):   6` / `4`, `Core(s) per socket:   3` / `2`: read 6 cores / 6 CPUs
+        ("lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt", 27, "cpu_cores: 64"),
+        ("lscpu__gh200-grace-neoverse-v2__aarch64.txt", 39, "cpu_cores: 72"),
+        ("lscpu__intel-xeon-16vcpu__h200-vm.txt", 42, "cpu_cores: 16"),
+        # `CPU(s): 25` / `6`, and at narrower widths its On-line list cut (`0 CPUs`)
+        ("lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt", 35, "cpu_cores: 128"),
+        ("lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt", 25, "cpu_cores: 128"),
+        # `Mem:     13514856448` / `0 ...`: 13.5 GB of a 135 GB box
+        ("free-b__h200-vm.txt", 20, "ram: 125GiB"),
+    ],
+)
+def test_an_output_wrapped_inside_a_number_reads_the_whole_number(
+    tmp_path: Path, name: str, width: int, order: str
+) -> None:
+    """Before: a line wrapped by a narrow terminal, a phone's chat or a page inside its value was
+    read as the number's first digits: cpu_cores failed "fewer CPUs than ordered" on a 64-core
+    EPYC read as 6 cores, ram failed on an H200 VM's free -b read as 12.6 GiB."""
+    text = real(name)
+    got = verdicts(tmp_path, name, wrapped(text, width), order)
+    assert got == verdicts(tmp_path, name, text, order)
+    assert got[order.partition(":")[0]][0] == "pass"
