@@ -265,3 +265,29 @@ def test_an_output_wrapped_inside_a_number_reads_the_whole_number(
     got = verdicts(tmp_path, name, wrapped(text, width), order)
     assert got == verdicts(tmp_path, name, text, order)
     assert got[order.partition(":")[0]][0] == "pass"
+
+
+def test_a_script_typescript_is_read_as_the_session_it_recorded(tmp_path: Path) -> None:
+    """`script`'s file as util-linux writes it: its `Script started on ...` line, each prompt
+    between bash's bracketed-paste switches, CRLF line ends, `Script done on ...` at the end.
+    Before: the escapes before each prompt hid it, so free's output was read as part of lscpu's
+    and ram said "not judged: no free output was given" of a file that gives it."""
+    lscpu = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+    free = "free-k__h200-vm__procps-4.0.2.txt"
+
+    def prompt(command: str) -> str:
+        return f"\x1b[?2004hroot@gpu-01:~# {command}\n\x1b[?2004l\r"
+
+    session = (
+        'Script started on 2026-12-05 09:00:00+00:00 [TERM="xterm-256color" TTY="/dev/pts/0"]\n'
+        + prompt("lscpu")
+        + real(lscpu)
+        + prompt("free -k")
+        + real(free)
+        + prompt("exit")
+        + 'exit\n\nScript done on 2026-12-05 09:01:00+00:00 [COMMAND_EXIT_CODE="0"]\n'
+    ).replace("\n", "\r\n")
+    order = "cpu_cores: 64\nram: 125GiB"
+    got = verdicts(tmp_path, "typescript", session, order)
+    assert got["cpu_cores"] == ("pass", "64 cores / 64 threads (AMD EPYC 9374F 32-Core Processor)")
+    assert got["ram"][0] == "pass"
