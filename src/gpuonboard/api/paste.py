@@ -5,11 +5,14 @@ A saved output is read as the tool printed it: non-breaking and other Unicode sp
 page's `&nbsp;`, a wiki's code block) are spaces, nvidia-smi's table redrawn with box-drawing
 characters by a page or a terminal font (`│`, `─`, `┼`, `═`) is ASCII again, a double-spaced
 paste (a blank line after every line, as some editors and pages render a block) is
-single-spaced again, and an indent
-every line shares (a Markdown code block pasted with its 4 spaces) is removed. Before, the
+single-spaced again, an indent
+every line shares (a Markdown code block pasted with its 4 spaces) is removed, and a terminal's
+escape sequences (colours, a window title, bracketed paste) are dropped. Before, the
 kernel log's "fallen off the bus" and a CSV's "[GPU requires reset]" were missed behind
 non-breaking spaces (a false pass), and a double-spaced table read each GPU's second row from
-the blank line below its first (MIG "Enabled" read as disabled).
+the blank line below its first (MIG "Enabled" read as disabled), and a `dmesg` saved with its
+colours (`ssh -t box sudo dmesg -T > log`, a `script` session: dmesg colours its time stamp and
+the `NVRM: ` before each Xid) read no Xid line: `gpu_xid` passed a box whose log showed Xid 43.
 
 One output per file: an output pasted twice, or two boxes' outputs pasted into one file, was
 read as one box with twice the GPUs or cores, a CSV header read as a GPU named "name", a
@@ -47,11 +50,20 @@ def _box_ascii() -> dict[int, str]:
 
 _BOX = _box_ascii()
 
+# a terminal's escape sequences, as a program that writes to a terminal prints them and a saved
+# session (`script`, `ssh -t ... > file`, `tmux capture-pane -e`) keeps them: CSI (colours
+# `ESC[32m`, `ESC[0m`, grep's `ESC[K`, bash's bracketed paste `ESC[?2004h`), OSC (a prompt's
+# window title `ESC]0;user@host: ~BEL`), and the two-byte ones (`tput sgr0`'s `ESC(B`). No tool
+# read here prints an ESC as text.
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
     characters in ASCII, lines ending in a backslash without it, a double-spaced paste
-    single-spaced, an indent every line shares removed, a Markdown code fence around it dropped."""
+    single-spaced, an indent every line shares removed, a Markdown code fence around it dropped,
+    a terminal's escape sequences (colours) dropped."""
+    text = _ESCAPES.sub("", text) if "\x1b" in text else text
     return textwrap.dedent(_single_spaced(_unbroken(_unfenced(_SPACES.sub(" ", text).translate(_BOX)))))
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuonboard.facts.wrapped import rejoined
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -96,7 +97,7 @@ def looks_like_lscpu(text: str) -> bool:
 
 
 def _plain_pairs(text: str) -> list[tuple[str, str]]:
-    """'Key: value' pairs of plain lscpu in order (wrapped Flags lines have no colon). lscpu
+    """'Key: value' pairs of plain lscpu in order, a line wrapped by a paste whole again. lscpu
     ends every line with a newline: a last line without one may be cut inside its value
     (`CPU(s): 6` of `CPU(s): 64`) and is not read (a whole output's last line is a
     Vulnerability, Flags, NUMA or cache line, none of which is read)."""
@@ -104,7 +105,9 @@ def _plain_pairs(text: str) -> list[tuple[str, str]]:
     if lines and not text.endswith(("\n", "\r")):
         lines.pop()
     pairs = []
-    for line in lines:
+    # (a line without a label is the rest of the line before: lscpu's own wrap of its Flags, or
+    # a paste's wrap, which may cut a number: `CPU(s):   6` / `4`)
+    for line in rejoined(lines, lambda line: _split_field(line) is not None):
         field = _split_field(line)
         if field:
             pairs.append((_field_name(field[0]), field[1]))

@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
+from gpuonboard.facts.wrapped import join_wrap
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -506,17 +507,7 @@ def _unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] |
     if not wrapped:
         return out
     width = max(set(wrapped), key=wrapped.count)
-    return [_join_wrap(line, width) for line in out]
-
-
-def _join_wrap(line: str, width: int) -> str:
-    """A line joined by _unwrapped: each piece after one `width` long glued on, others after a
-    space."""
-    pieces = line.split("\0")
-    joined = pieces[0]
-    for piece in pieces[1:]:
-        joined += piece if len(joined) % width == 0 and len(joined) >= width else " " + piece
-    return joined
+    return [join_wrap(line, width) for line in out]
 
 
 def _open_end(text: str) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.translated import Label, labels, word_translator
+from gpuonboard.facts.wrapped import rejoined
 
 __all__ = [
     "FreeFormatError",
@@ -113,10 +114,11 @@ def _free_words() -> tuple[dict[str, str], Callable[[str], str]]:
 def english_free(text: str) -> str:
     """A `free` output with its labels as the C locale prints them (free_labels()): a translated
     row label (`内存：`, `Speicher:`) as `Mem:`, a translated header's words as `total used ...`;
-    an English output unchanged."""
+    an English output unchanged. A line a paste wrapped (a piece without a row's colon after the
+    header) is whole again (wrapped.rejoined), blank lines left out."""
     rows, header = _free_words()
     out: list[str] = []
-    for line in text.split("\n"):
+    for line in rejoined(text.split("\n"), lambda line: ":" in line or "：" in line):
         ends = [i for i in (line.find(":"), line.find("：")) if i >= 0]
         if ends:
             row = rows.get(_label_key(line[: min(ends)]))

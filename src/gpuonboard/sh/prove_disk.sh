@@ -10,6 +10,10 @@
 # shellcheck disable=SC2154  # D, N, T, FIO, BASE: set by prove.disk_script before this script
 
 trap '' PIPE
+# dd's and df's words in the C locale, as `full` and `last` read them: a host whose sshd session
+# gets LANG=zh_CN.UTF-8 (pam_env, /etc/default/locale) had dd say `设备上没有空间`, so a full disk
+# was written a second time and its error was `0 字节已复制，...`
+export LC_ALL=C
 err() { echo "ERR $2"; exit "$1"; }
 last() {
   printf '%s\n' "$1" | grep -v -e ' records in$' -e ' records out$' -e ' copied, ' | grep . | tail -n 1

@@ -190,3 +190,104 @@ def test_an_nvlink_listing_pasted_below_an_elision_mark_is_read(tmp_path: Path) 
         "GPU 3: 4 of 6 links active, inactive link(s) 3, 5; links not readable for GPU 0 (not listed),"
         " GPU 1 (not listed), GPU 2 (not listed)",
     )
+
+
+DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
+
+
+@pytest.mark.parametrize(
+    ("derived", "source", "prompt", "verdict"),
+    [
+        # `dmesg -T | grep NVRM` typed in a `script` session: grep's colour around each NVRM
+        # (a narrowed log showing application Xids only: unverified, never a pass)
+        (
+            "dmesg-T-grep-NVRM__xid-43-31-94__grep-colour-script-session__derived.txt",
+            "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
+            "root@node4:~# dmesg -T |grep NVRM\n",
+            "unverified",
+        ),
+        # dmesg in a terminal: `NVRM: ` in brown before the Xid
+        (
+            "dmesg-t__xid-149-netir-fatal__gb200__terminal-colour__derived.txt",
+            "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
+            "",
+            "fail",
+        ),
+    ],
+)
+def test_a_kernel_log_saved_with_its_terminal_colours_is_read_as_the_log(
+    tmp_path: Path, derived: str, source: str, prompt: str, verdict: str
+) -> None:
+    """Before: the colour codes a terminal session keeps (grep's `ESC[01;31mESC[KNVRM ESC[mESC[K`,
+    dmesg's brown `NVRM: `) hid every Xid line: gpu_xid passed "no Xid in the kernel log" on a
+    GB200 with a fatal Xid 149, and said "no Xid" of a VM's grep showing Xid 43/31/94."""
+    text = (DERIVED / derived).read_text(encoding="utf-8")
+    got = verdicts(tmp_path, source, text)
+    assert got == verdicts(tmp_path, source, prompt + real(source))
+    assert got["gpu_xid"][0] == verdict and "Xid" in got["gpu_xid"][1]
+
+
+def test_a_session_with_a_coloured_prompt_and_window_title_is_read(tmp_path: Path) -> None:
+    """Ubuntu's prompt as `script` keeps it (its window title `ESC]0;...BEL`, colours, bash's
+    bracketed paste `ESC[?2004h`) is a prompt line: the outputs under it are read, not refused."""
+    prompt = "\x1b[?2004h\x1b]0;ubuntu@gpu-01: ~\x07\x1b[01;32mubuntu@gpu-01\x1b[00m:\x1b[01;34m~\x1b[00m$ "
+    lscpu = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+    free = "free__ubuntu-18.04-vm.txt"
+    session = f"{prompt}lscpu\r\n\x1b[?2004l\r{real(lscpu)}{prompt}free\r\n\x1b[?2004l\r{real(free)}{prompt}"
+    order = "cpu_cores: 64\nram: 2GB"
+    got = verdicts(tmp_path, "session.txt", session, order)
+    plain = verdicts(tmp_path, "session.txt", f"$ lscpu\n{real(lscpu)}$ free\n{real(free)}", order)
+    assert got == plain
+    assert got["cpu_cores"][0] == "pass" and got["ram"][0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "width", "order"),
+    [
+        # `CPU(s):   6` / `4`, `Core(s) per socket:   3` / `2`: read 6 cores / 6 CPUs
+        ("lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt", 27, "cpu_cores: 64"),
+        ("lscpu__gh200-grace-neoverse-v2__aarch64.txt", 39, "cpu_cores: 72"),
+        ("lscpu__intel-xeon-16vcpu__h200-vm.txt", 42, "cpu_cores: 16"),
+        # `CPU(s): 25` / `6`, and at narrower widths its On-line list cut (`0 CPUs`)
+        ("lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt", 35, "cpu_cores: 128"),
+        ("lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt", 25, "cpu_cores: 128"),
+        # `Mem:     13514856448` / `0 ...`: 13.5 GB of a 135 GB box
+        ("free-b__h200-vm.txt", 20, "ram: 125GiB"),
+    ],
+)
+def test_an_output_wrapped_inside_a_number_reads_the_whole_number(
+    tmp_path: Path, name: str, width: int, order: str
+) -> None:
+    """Before: a line wrapped by a narrow terminal, a phone's chat or a page inside its value was
+    read as the number's first digits: cpu_cores failed "fewer CPUs than ordered" on a 64-core
+    EPYC read as 6 cores, ram failed on an H200 VM's free -b read as 12.6 GiB."""
+    text = real(name)
+    got = verdicts(tmp_path, name, wrapped(text, width), order)
+    assert got == verdicts(tmp_path, name, text, order)
+    assert got[order.partition(":")[0]][0] == "pass"
+
+
+def test_a_script_typescript_is_read_as_the_session_it_recorded(tmp_path: Path) -> None:
+    """`script`'s file as util-linux writes it: its `Script started on ...` line, each prompt
+    between bash's bracketed-paste switches, CRLF line ends, `Script done on ...` at the end.
+    Before: the escapes before each prompt hid it, so free's output was read as part of lscpu's
+    and ram said "not judged: no free output was given" of a file that gives it."""
+    lscpu = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+    free = "free-k__h200-vm__procps-4.0.2.txt"
+
+    def prompt(command: str) -> str:
+        return f"\x1b[?2004hroot@gpu-01:~# {command}\n\x1b[?2004l\r"
+
+    session = (
+        'Script started on 2026-12-05 09:00:00+00:00 [TERM="xterm-256color" TTY="/dev/pts/0"]\n'
+        + prompt("lscpu")
+        + real(lscpu)
+        + prompt("free -k")
+        + real(free)
+        + prompt("exit")
+        + 'exit\n\nScript done on 2026-12-05 09:01:00+00:00 [COMMAND_EXIT_CODE="0"]\n'
+    ).replace("\n", "\r\n")
+    order = "cpu_cores: 64\nram: 125GiB"
+    got = verdicts(tmp_path, "typescript", session, order)
+    assert got["cpu_cores"] == ("pass", "64 cores / 64 threads (AMD EPYC 9374F 32-Core Processor)")
+    assert got["ram"][0] == "pass"

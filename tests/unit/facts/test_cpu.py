@@ -62,6 +62,14 @@ CASES.append(
         CpuInfo("x86_64", "AMD EPYC 7742 64-Core Processor", 2, 64, 1, 256, 128, (), 1),
     )
 )
+# locale sweep: Ubuntu's Russian lscpu (`Потоков на ядро:` is Thread(s) per core; before, read
+# as no such field: a CPU set of SMT siblings was not warned about), its Flags wrapped by lscpu
+CASES.append(
+    (
+        "lscpu__ru-ru__i7-13650hx__util-linux-nested-wrapped-flags.txt",
+        CpuInfo("x86_64", "13th Gen Intel(R) Core(TM) i7-13650HX", 1, 14, 2, 20, 14),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 

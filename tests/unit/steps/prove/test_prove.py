@@ -932,3 +932,35 @@ def test_quota_stops_the_file_one_sentence() -> None:
         f" enough free space ({why}); the test file was removed. Raise the quota or set"
         " vars.disk_test_size smaller"
     )
+
+
+def test_disk_script_reads_dd_in_the_c_locale_on_a_translated_host(tmp_path: Path) -> None:
+    """A host whose session locale is Chinese (LANG=zh_CN.UTF-8 from /etc/default/locale; here
+    LANGUAGE=zh_CN over C.UTF-8, which coreutils' translations answer the same): before, the
+    real dd's `dd: 写入 ... 时出错: 设备上没有空间` was not seen as a full disk, the file was
+    written a second time, and the error read `write failed: 0 字节已复制，...`. The disk is
+    full here as /dev/full is: the real dd writes there (its fsync never reached, as on a full
+    disk)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_dd = shutil.which("dd")
+    assert real_dd
+    (bin_dir / "dd").write_text(
+        "#!/bin/sh\n"
+        'n=$#; i=0; while [ "$i" -lt "$n" ]; do a=$1; shift; i=$((i + 1))\n'
+        "  case $a in of=/dev/null) ;; of=*) a=of=/dev/full ;; conv=fsync) continue ;; esac\n"
+        '  set -- "$@" "$a"; done\n'
+        f'exec {real_dd} "$@"\n'
+    )
+    (bin_dir / "dd").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C.UTF-8", "LANGUAGE": "zh_CN:de"}
+    out = subprocess.run(
+        ["sh", "-c", disk_script(str(tmp_path), 8, use_fio=False)], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 5
+    why = parse_disk(out.stdout)["error"]
+    assert why.startswith("write failed: ")
+    assert why.endswith("dd: error writing '/dev/full': No space left on device")
+    assert disk_failure(str(tmp_path), why, 8 << 20).startswith(
+        f"disk test in {tmp_path} failed: the disk filled up while the 8.0 MiB test file was written"
+    )

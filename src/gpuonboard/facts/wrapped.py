@@ -1,0 +1,38 @@
+"""A saved output whose long lines a terminal, a chat or a page wrapped at its width, read with
+each line whole again: one mechanism for the outputs whose lines each start in a way the tool
+prints (`lscpu`'s `Label:`, `free`'s `Mem:`), so a piece that does not is the rest of the line
+before it. Before, a wrap inside a number was read as the number's first digits: `CPU(s): 6` /
+`4` was 6 CPUs of a 64-core EPYC (cpu_cores failed "fewer CPUs than ordered"), a `free -b`
+wrapped at 20 columns 13.5 GB of a 135 GB box."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def join_wrap(line: str, width: int) -> str:
+    """A line whose pieces are joined by `\\0`, whole: each piece after one `width` long (the wrap
+    cut a word or a number) glued on, others after a space (the wrap broke at a space)."""
+    pieces = line.split("\0")
+    joined = pieces[0]
+    for piece in pieces[1:]:
+        joined += piece if len(joined) % width == 0 and len(joined) >= width else " " + piece
+    return joined
+
+
+def rejoined(lines: list[str], starts: Callable[[str], bool]) -> list[str]:
+    """`lines` with each line that `starts` says the tool does not start a line with joined to the
+    line before it; the first line, a blank line and the line after a blank one are lines of their
+    own. The width the wrap cut at is the length most lines followed by a piece share."""
+    out: list[str] = []
+    widths: list[int] = []
+    for line in lines:
+        if out and out[-1].strip() and line.strip() and not starts(line):
+            widths.append(len(out[-1].rpartition("\0")[2]))  # (the piece the wrap ended)
+            out[-1] += "\0" + line
+        else:
+            out.append(line)
+    if not widths:
+        return out
+    width = max(set(widths), key=widths.count)
+    return [join_wrap(line, width) for line in out]
