@@ -51,6 +51,38 @@ def sh_c(script: str) -> str:
     return f"sh -c {quote(script)}"
 
 
+# bytes a command keeps as they are in login_neutral's wrapper: printable ASCII but the quotes, the
+# characters sh expands inside double quotes (`$`, `` ` ``, `\\`), printf's `%` and csh's `!`
+_NEUTRAL_BYTES = frozenset(range(0x20, 0x7F)) - frozenset(b"'\"$`\\%!")
+# a command of these only reads alike in every login shell (sh, bash, zsh, fish, csh, tcsh)
+_PLAIN_COMMAND = re.compile(r"[A-Za-z0-9 _./,:=@+-]*")
+# login shells that run a POSIX command text as sh does: the wrapper hands the command to the
+# login shell itself there, as sshd did (its rc files, its own `echo`)
+_POSIX_SHELLS = "sh|bash|rbash|dash|ash|ksh|ksh93|mksh|pdksh|zsh|yash|posh|busybox"
+# the wrapper's text (its payload one argument of at most 128 KiB, Linux's MAX_ARG_STRLEN, with room)
+_NEUTRAL_MAX = 120 * 1024
+
+
+def login_neutral(command: str) -> str:
+    """A built command as the text sent to sshd, which runs it with the login user's shell
+    (`$SHELL -c TEXT`): a command of plain words as it is; any other in a wrapper every login
+    shell (POSIX ones, fish, csh, tcsh) reads alike, `sh -c '...'` around a payload of printable
+    characters and octal escapes (no quote, newline, `$`, `\\` or `!` a non-POSIX shell reads
+    otherwise) that printf turns back into the command, which then runs in the login shell where
+    it is a POSIX one (as before), else in sh. A payload over _NEUTRAL_MAX goes as it is."""
+    if _PLAIN_COMMAND.fullmatch(command):
+        return command
+    data = command.encode("utf-8", "surrogateescape")
+    payload = "".join(chr(b) if b in _NEUTRAL_BYTES else f"\\{b:03o}" for b in data)
+    if len(payload) > _NEUTRAL_MAX:
+        return command
+    # (the `_` keeps the command's own trailing newlines from $(...), which strips them)
+    return (
+        f'sh -c \'__gpo_s=$(printf "{payload}_"); __gpo_s=${{__gpo_s%_}}; case ${{SHELL##*/}} in'
+        f' {_POSIX_SHELLS}) exec "$SHELL" -c "$__gpo_s" "${{SHELL##*/}}";; esac; eval "$__gpo_s"\''
+    )
+
+
 def merge_stderr(command: str) -> str:
     """A built command with its stderr folded into stdout (one stream to watch live)."""
     return f"{command} 2>&1"

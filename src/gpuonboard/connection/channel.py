@@ -61,12 +61,15 @@ def _exec_pipelined(chan: Any, command: str) -> None:
     from paramiko.common import cMSG_CHANNEL_REQUEST
     from paramiko.message import Message
 
+    from gpuonboard import shell
+
     m = Message()
     m.add_byte(cMSG_CHANNEL_REQUEST)
     m.add_int(chan.remote_chanid)
     m.add_string("exec")
     m.add_boolean(True)
-    m.add_string(command.encode("utf-8", "surrogateescape"))  # a non-UTF-8 file name: its own bytes
+    # (any login shell: shell.login_neutral; a non-UTF-8 file name: its own bytes)
+    m.add_string(shell.login_neutral(command).encode("utf-8", "surrogateescape"))
     chan.transport._send_user_message(m)
 
 

@@ -68,7 +68,10 @@ def _nvidia_smi_prelude(seconds: int) -> str:
 def _cgroup_limits_command() -> str:
     """Shell: the memory and CPU limits of the probe's own cgroup and every cgroup above it,
     as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max; v1 memory.limit_in_bytes and
-    cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file)."""
+    cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file).
+    First, in the same form, what says whether the login is in a container
+    (steps/checks/slice_view.py): PID 1's name (/proc/1/comm), the container type systemd saw
+    (/run/systemd/container), and Docker's and Podman's marker files (`/.dockerenv<TAB>present`)."""
 
     def walk(root: str, files: tuple[str, ...]) -> str:
         reads = " ".join(
@@ -79,8 +82,13 @@ def _cgroup_limits_command() -> str:
             '[ "$d" = "$r" ] || [ -z "$d" ] && break; d=${d%/*}; [ "${#d}" -ge "${#r}" ] || d=$r; done'
         )
 
+    signs = (
+        'for f in /proc/1/comm /run/systemd/container; do v=; [ -r "$f" ] && '
+        '{ read -r v <"$f" || :; } && [ -n "$v" ] && printf \'%s\\t%s\\n\' "$f" "$v"; done; '
+        'for f in /.dockerenv /run/.containerenv; do [ -e "$f" ] && printf \'%s\\tpresent\\n\' "$f"; done; '
+    )
     return (
-        "[ -r /proc/self/cgroup ] || exit 127; "
+        signs + "[ -r /proc/self/cgroup ] || exit 127; "
         'while IFS=: read -r _ c p; do case ",$c," in '
         f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max'))};; "
         f"*,memory,*) {walk('/sys/fs/cgroup/memory', ('memory.limit_in_bytes',))};; "

@@ -12,6 +12,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# PID 1 names (/proc/1/comm) of the init systems that boot a machine and power it off: systemd;
+# sysvinit, busybox and upstart ("init"); runit, OpenRC's, dinit, s6 and Guix's shepherd. In a
+# container PID 1 is the image's entry command (bash, sh, tini, dumb-init, docker-init, sleep,
+# python ...).
+INIT_SYSTEMS = frozenset(
+    {"systemd", "init", "upstart", "runit", "openrc-init", "dinit", "s6-svscan", "shepherd"}
+)
+
 
 @dataclass(frozen=True)
 class RuntimeInfo:

@@ -35,26 +35,45 @@ KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
 # are dropped (KERNEL_LOG_DROP): corrected errors, the GPU's own too (a flaky riser logs three
 # lines an event, thousands of them), and the status/mask and bit lines that detail an error:
 # they would push the GPU's Xid lines out of the last KERNEL_LOG_MAX_LINES.
-KERNEL_LOG_PATTERN = (
-    "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|[Uu]ncorrect|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
+# The lines of the GPU and NVSwitch drivers (and a boot's markers) are capped apart from the
+# others (any device's uncorrectable PCIe errors: a NIC may log thousands), so that another
+# device's flood never pushes a GPU's Xid out; the probe says how many matching lines either cap
+# left out (`# dropped: N`), and a log of which lines were dropped is only part of the log
+# (facts/kernel_log.py KernelLog.dropped: a gpu_xid or nvswitch_sxid with no fault is then
+# unverified, never a pass).
+KERNEL_LOG_DRIVER = (
+    "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
 )
+KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 KERNEL_LOG_DROP = r"severity=Correct|error status/mask=|: (AER: )? +\[ ?[0-9]+\] "
 
 
 def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KERNEL_LOG_PATTERN) -> str:
-    """Shell: the kernel log's GPU lines since boot (KERNEL_LOG_PATTERN), newest `max_lines`.
+    """Shell: the kernel log's GPU lines since boot (KERNEL_LOG_PATTERN), the newest `max_lines`
+    of the GPU and NVSwitch drivers' lines and as many of the others' (KERNEL_LOG_DRIVER).
 
     Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
     dmesg was refused. Output starts with `# source: <which answered>` and `# first: <the
-    log's first line>` (so a reader can tell whether the log reaches back to boot). When
+    log's first line>` (so a reader can tell whether the log reaches back to boot) and
+    `# dropped: <matching lines the caps left out>` (so it can tell the log kept is whole). When
     nothing could be read: exit 126, and stderr names each refusal and its first line.
     A journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
     currently not seeing messages ...") counts as a refusal, not as an empty log.
     """
-    keep, drop = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP)
+    keep, drop, driver = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP), shell.quote(KERNEL_LOG_DRIVER)
+    cap = int(max_lines)
+    # (the matching lines numbered, the newest `cap` of the drivers' and of the others' kept,
+    # put back in the log's order; `# dropped:` the matching lines left out)
     emit = (
-        'printf \'# source: %s\\n# first: %s\\n\' "$s" "$(printf \'%s\\n\' "$o" | head -n 1)"; '
-        f"printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | tail -n {int(max_lines)}; exit 0"
+        f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
+        f"k=$({{ printf '%s\\n' \"$f\" | grep -E {driver} | tail -n {cap}; "
+        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -v '^$' | tail -n {cap}; }} "
+        "| sort -t: -k1,1n | cut -d: -f2-); "
+        "n=0; [ -n \"$f\" ] && n=$(printf '%s\\n' \"$f\" | grep -c ''); "
+        "m=0; [ -n \"$k\" ] && m=$(printf '%s\\n' \"$k\" | grep -c ''); "
+        "printf '# source: %s\\n# first: %s\\n# dropped: %s\\n' "
+        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((n - m))"; '
+        '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
     )
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "

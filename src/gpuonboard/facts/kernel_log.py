@@ -165,6 +165,21 @@ class KernelLog:
     first_line: str | None = None  # the log's first line before filtering (`# first:`)
     lines: int = 0  # non-empty log lines read (after the probe's filter)
     boots: int = 1  # the boots the log spans (BootCounter: journalctl's separators, kernel banners)
+    # the matching lines the live probe's caps left out (`# dropped:`); None: not said (a saved
+    # log, an older probe)
+    dropped: int | None = None
+
+    @property
+    def cut_by_cap(self) -> str:
+        """Why the log read is only part of the log the host has: the probe's caps left some of
+        its matching lines out (the oldest of a kind: a flood of one device's lines); "" where
+        it kept all or did not say."""
+        if not self.dropped:
+            return ""
+        return (
+            f"the probe kept the newest lines of each kind and left out {self.dropped} older"
+            " matching lines (a flood of kernel messages)"
+        )
 
     @property
     def covers_boot(self) -> bool | None:
@@ -214,11 +229,12 @@ _SXID_WORD = re.compile(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
 _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNORECASE)
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
-_HEADER = re.compile(r"^# (source|first): ?(.*)$")
+_HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
 
 
 def is_probe_header(line: str) -> bool:
-    """Pure: whether `line` is one of the live probe's header lines (`# source:`, `# first:`),
+    """Pure: whether `line` is one of the live probe's header lines (`# source:`, `# first:`,
+    `# dropped:`),
     no line of the log."""
     return _HEADER.match(line) is not None
 
@@ -549,6 +565,7 @@ class _Reader:
         self.driver_lines = 0  # NVRM and NVSwitch lines read
         self.source: str | None = None
         self.first: str | None = None
+        self.dropped: int | None = None
         self.lines = 0
         self.boots = BootCounter()
         self.boot_start = 0  # the index in `events` of the log's last boot's first event
@@ -559,8 +576,11 @@ class _Reader:
         if m := _HEADER.match(line):
             if m.group(1) == "source":
                 self.source = m.group(2).strip() or None
-            else:
+            elif m.group(1) == "first":
                 self.first = m.group(2)
+            else:
+                said = m.group(2).strip()
+                self.dropped = int(said) if said.isdecimal() else None
             return
         if not line.strip() or self.new_boot(line):
             return
@@ -669,7 +689,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     for i, line in enumerate(lines):
         reader.read(line, i == last)
     events = reader.end()
-    return KernelLog(tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1)
+    return KernelLog(
+        tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1, reader.dropped
+    )
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,

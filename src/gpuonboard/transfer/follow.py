@@ -95,7 +95,7 @@ class Follower:
         self._proc: subprocess.Popen[str] | None = None
         if self._ended:
             return
-        argv = [*ssh_argv, follow_command(self.files)]
+        argv = [*ssh_argv, shell.login_neutral(follow_command(self.files))]
         try:
             self._proc = children.track(
                 subprocess.Popen(

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from gpuonboard import shell
+
 # constant (nothing of ours is interpolated): read a byte count, swallow exactly that many
 # bytes, say "got"; the client times each round from its first byte to that answer, so bytes
 # still sitting in local buffers are never counted as sent
@@ -23,6 +25,8 @@ PROBE_COMMAND = (
     "echo ready && while read -r n; do case $n in ''|*[!0-9]*) exit 1 ;; esac;"
     ' head -c "$n" > /dev/null || exit 1; echo got; done'
 )
+
+_PROBE_SENT = shell.login_neutral(PROBE_COMMAND)  # (any login shell reads it alike)
 
 
 PROBE_MAX_BYTES = 16 * 1024 * 1024
@@ -101,7 +105,7 @@ def probe_throughput(
     import select
 
     proc = subprocess.Popen(
-        ["ssh", "-F", str(config_path), *ssh_opts, "-o", "Compression=no", alias, PROBE_COMMAND],
+        ["ssh", "-F", str(config_path), *ssh_opts, "-o", "Compression=no", alias, _PROBE_SENT],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

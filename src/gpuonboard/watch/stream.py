@@ -100,7 +100,7 @@ class Stream:
 class SshStream(Stream):
     def __init__(self, runner: SSHRunner, command: str) -> None:
         self.chan = runner.transport.open_session()
-        self.chan.exec_command(command)
+        self.chan.exec_command(shell.login_neutral(command))  # (any login shell)
         self._stderr = b""
 
     def _drain_stderr(self) -> None:

@@ -146,7 +146,7 @@ def _run_probe(
         f = bin_dir / name
         f.write_text(f"#!/bin/sh\n{body}\n")
         f.chmod(0o755)
-    tools = ("sh", "grep", "tail", "head", "printf", "cat")
+    tools = ("sh", "grep", "tail", "head", "printf", "cat", "sort", "cut")
     for tool in tools:
         for d in ("/usr/bin", "/bin"):
             if os.path.exists(f"{d}/{tool}") and not (bin_dir / tool).exists():

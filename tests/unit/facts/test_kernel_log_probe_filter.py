@@ -35,7 +35,7 @@ def _probe(tmp_path: Path, log: Path) -> str:
     dmesg = bin_dir / "dmesg"
     dmesg.write_text(f"#!/bin/sh\nexec cat {shlex.quote(str(log))}\n")
     dmesg.chmod(0o755)
-    for tool in ("cat", "grep", "tail", "head"):
+    for tool in ("cat", "grep", "tail", "head", "sort", "cut"):  # (coreutils, as on a host)
         found = next((f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}")), None)
         assert found is not None, tool
         (bin_dir / tool).symlink_to(found)

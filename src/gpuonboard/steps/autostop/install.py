@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 
 from gpuonboard import sh, shell
+from gpuonboard.facts.container import INIT_SYSTEMS
 from gpuonboard.steps.autostop.probe import UNSAFE_DIR_FN, _Remote
 from gpuonboard.steps.autostop.render import CONF, CRON_MARKER, CRON_NAME, OWNED_FILES, SCRIPT
 from gpuonboard.steps.autostop.settings import AutostopSettings, _fmt_span, _fmt_time
@@ -107,14 +108,10 @@ def billing_note(settings: AutostopSettings) -> str | None:
     )
 
 
-# PID 1 names (/proc/1/comm) of the init systems that power a machine off: systemd; sysvinit,
-# busybox and upstart ("init"); runit, OpenRC's, dinit, s6 and Guix's shepherd. In a container
-# PID 1 is the image's entry command (bash, sh, tini, dumb-init, docker-init, sleep, python ...):
-# a power command there stops nothing (systemd's: "System has not been booted with systemd as
-# init system (PID 1). Can't operate."), and a container that exits is restarted (a RunPod pod).
-INIT_SYSTEMS = frozenset(
-    {"systemd", "init", "upstart", "runit", "openrc-init", "dinit", "s6-svscan", "shepherd"}
-)
+# PID 1 names of the init systems that power a machine off (facts/container.py INIT_SYSTEMS). In
+# a container PID 1 is the image's entry command: a power command there stops nothing (systemd's:
+# "System has not been booted with systemd as init system (PID 1). Can't operate."), and a
+# container that exits is restarted (a RunPod pod).
 
 
 def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str | None:

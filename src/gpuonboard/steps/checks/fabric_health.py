@@ -609,8 +609,9 @@ def health_checks(facts: Facts) -> list[Check]:
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
         slice_ = whole_listing_slice(facts)
-        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, out.partial, slice_))
-        checks.append(rule_sxid(log.events, ok, why, log.covers_boot, out.partial))
+        narrowed = out.partial or log.cut_by_cap
+        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, narrowed, slice_))
+        checks.append(rule_sxid(log.events, ok, why, log.covers_boot, narrowed))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

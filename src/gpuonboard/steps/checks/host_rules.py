@@ -18,7 +18,7 @@ from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
-from gpuonboard.steps.checks.slice_view import container_root
+from gpuonboard.steps.checks.slice_view import container_said
 from gpuonboard.units import format_bytes
 
 _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
@@ -246,13 +246,14 @@ def _limit_read(facts: Facts, files: tuple[str, ...]) -> bool:
 
 
 def _container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ...]) -> Check:
-    """A pass where the box is a container (df's / is an overlay) whose cgroup limit (`files`)
+    """A pass where the box is a container (slice_view.container_said) whose cgroup limit (`files`)
     was not read (offline: not given; live: the probe could not read it): `shows` the host's,
     which a container may not use (AutoDL's `free` says 1.0Ti of a share of 32 GB): unverified,
     never a pass."""
     if check.verdict != "pass" or _limit_read(facts, files):
         return check
-    if not container_root(facts):
+    container = container_said(facts)
+    if not container:
         return check
     advice = CGROUP_LIMITS_ADVICE
     if facts.given("cgroup_limits"):
@@ -266,7 +267,7 @@ def _container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ..
     return Check(
         check.name,
         check.expected,
-        f"{check.actual} (of the host: / is an overlay, a container)",
+        f"{check.actual} (of the host: {container}, a container)",
         "unverified",
         f"inside a container {shows} unless lxcfs shows its own, and a cgroup limit may give this"
         f" container less; {advice}",

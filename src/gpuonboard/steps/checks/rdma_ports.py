@@ -55,7 +55,7 @@ def _show(p: IbPort) -> str:
     return " ".join(filter(None, (f"{p.device}/{p.port}", state, rate if p.active else "", p.link_layer)))
 
 
-def _shared_said(shared: Sequence[IbPort]) -> str:
+def shared_said(shared: Sequence[IbPort]) -> str:
     """The SR-IOV virtual function ports left out of the count, named (the active ones with
     their rate)."""
     if not shared:
@@ -94,7 +94,7 @@ def _too_few(
             " The SR-IOV virtual functions listed beside their physical function share its link:"
             " they are not more ports; ask for the ordered number of physical ports."
         )
-    return said + _shared_said(shared), advice
+    return said + shared_said(shared), advice
 
 
 def rule_rdma(
@@ -130,14 +130,14 @@ def rule_rdma(
     unknown = [p for p in ports if p.active and p.rate_gbps is None]
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
-        return Check("rdma_ports", expected, actual + _shared_said(shared), "pass")
+        return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
     if not complete or cut is not None:
-        return _rdma_not_whole(expected, actual + _shared_said(shared), cut)
+        return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return Check(
             "rdma_ports",
             expected,
-            actual + f"; {len(unknown)} active with no rate reported" + _shared_said(shared),
+            actual + f"; {len(unknown)} active with no rate reported" + shared_said(shared),
             "unverified",
             "the port rate was not reported (ibv_devinfo without -v); read"
             " /sys/class/infiniband/*/ports/*/rate.",

@@ -2,14 +2,20 @@
 Kubernetes pod; RunPod, Vast.ai, AutoDL) or a Slurm job, which sees only some of the host's GPUs
 (NVML lists only the GPUs whose device nodes the slice may open) but may read the host's whole
 kernel log. Told from facts the probe already gathers: df's `/` is an overlay (a container's
-root), or the cgroup the login runs in is a Slurm job's (the limit files the cgroup probe read
-sit under `/slurm/uid_N/job_N/` (cgroup v1) or `.../slurmstepd.scope/job_N/` (v2)).
+root) where PID 1 is no init system, or is one with a container's mark beside it (the container
+type systemd saw, /run/systemd/container; Docker's /.dockerenv, Podman's /run/.containerenv): a
+diskless or live-booted whole machine (Warewulf, xCAT, dracut's LiveOS_rootfs, a custom initrd)
+has an overlay root too, with systemd or init as PID 1; or the cgroup the login runs in is a Slurm
+job's (the limit files the cgroup probe read sit under `/slurm/uid_N/job_N/` (cgroup v1) or
+`.../slurmstepd.scope/job_N/` (v2)).
 """
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
+
+from gpuonboard.facts.container import INIT_SYSTEMS
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
@@ -20,10 +26,43 @@ if TYPE_CHECKING:
 _SLURM_JOB = re.compile(r"/(?:slurm/uid_\d+|[\w.-]*slurmstepd\.scope)/job_(\d+)(?:/|$)")
 
 
-def container_root(facts: Facts) -> bool:
-    """df's `/` is an overlay: the login is inside a container."""
+# the files the cgroup probe reads first (connection/gather.py), as `FILE<TAB>VALUE` lines
+_SIGNS = ("/proc/1/comm", "/run/systemd/container", "/.dockerenv", "/run/.containerenv")
+
+
+def container_signs(facts: Facts) -> dict[str, str]:
+    """What the cgroup probe (or a saved `grep .` of the files) read of _SIGNS: file -> value."""
+    out = facts.raw.get("cgroup_limits")
+    signs: dict[str, str] = {}
+    for line in out.stdout.splitlines() if out is not None else ():
+        path, tab, value = line.partition("\t")
+        if tab and path in _SIGNS and value.strip():
+            signs.setdefault(path, value.strip())
+    return signs
+
+
+def container_said(facts: Facts) -> str:
+    """Why the login is inside a container ("/ is an overlay", "/ is an overlay and PID 1 is
+    'bash', no init system"); "" where `/` is no overlay, or where it is one but PID 1 is an init
+    system and no container's mark is there (a whole machine booted diskless or from a live
+    image). A mark alone is no container: a Docker image booted as a microVM (Firecracker) keeps
+    its /.dockerenv, with its own kernel and PID 1 its agent."""
     root = next((m for m in facts.mounts if m.mountpoint == "/"), None)
-    return root is not None and "overlay" in (root.fstype or "", root.device)
+    if root is None or "overlay" not in (root.fstype or "", root.device):
+        return ""
+    signs = container_signs(facts)
+    pid1 = signs.get("/proc/1/comm")
+    if pid1 not in INIT_SYSTEMS:
+        return "/ is an overlay" + (f" and PID 1 is {pid1!r}, no init system" if pid1 else "")
+    if kind := signs.get("/run/systemd/container"):
+        return f"/ is an overlay and systemd runs in a container ({kind})"
+    mark = next((m for m in ("/.dockerenv", "/run/.containerenv") if m in signs), None)
+    return f"/ is an overlay and {mark} is there" if mark else ""
+
+
+def container_root(facts: Facts) -> bool:
+    """The login is inside a container (container_said)."""
+    return bool(container_said(facts))
 
 
 def slurm_job(facts: Facts) -> str | None:
@@ -41,8 +80,8 @@ def slurm_job(facts: Facts) -> str | None:
 def slice_said(facts: Facts) -> str:
     """Why the box is a slice of a bigger machine ("/ is an overlay: a container", "the login
     runs in Slurm job 42's cgroup"); "" where nothing says so (bare metal, a VM, not known)."""
-    if container_root(facts):
-        return "/ is an overlay: a container"
+    if said := container_said(facts):
+        return f"{said}: a container"
     job = slurm_job(facts)
     return f"the login runs in Slurm job {job}'s cgroup" if job is not None else ""
 

@@ -116,7 +116,7 @@ class UploadSession:
         part = shardstream.part_name(n)
         command = shardstream.receive_command(o.shards_target, part, unpack_dir, o.encrypt, n == 0)
         command = shell.join(["env", o.marker()]) + " " + command
-        return shardstream.Stream(["ssh", "-F", str(cfg), *opts, alias, command])
+        return shardstream.Stream(["ssh", "-F", str(cfg), *opts, alias, shell.login_neutral(command)])
 
     def release(self) -> None:
         """Close a master connection (and first stream) no apply took over (the host failed

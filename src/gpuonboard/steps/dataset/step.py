@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import children, transfer
+from gpuonboard import children, shell, transfer
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm
 from gpuonboard.steps.dataset import hostdirs, preflight, scan
@@ -239,7 +239,7 @@ class DatasetStep(Step):
         assert work.master is not None
         cfg, alias, _control, _opts = work.master
         refresh = uploadlock.touch_command(work.lease)
-        work.beat = uploadlock.Heartbeat([*work.ssh_argv(cfg, alias), refresh])
+        work.beat = uploadlock.Heartbeat([*work.ssh_argv(cfg, alias), shell.login_neutral(refresh)])
         return None
 
     def _send(self, ctx: StepContext, plan: Plan, work: Work, cfg: Path, alias: str) -> tuple[Any, float]:

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard import shell, transfer
-from gpuonboard.facts.infiniband import IbPort, IbReport, parse_ibv_devinfo
+from gpuonboard.facts.infiniband import IbPort, IbReport, parse_ibv_devinfo, shared_ports
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict, truthy
+from gpuonboard.steps.checks.rdma_ports import shared_said
 from gpuonboard.steps.prove.launch import _float_arg, _get, _int_arg
 from gpuonboard.steps.prove.rules import _summary
 
@@ -201,7 +202,9 @@ def iperf_check(peer: str, r: Mapping[str, Any], min_gbps: float | None) -> Chec
 def rdma_check(report: IbReport | None, why: str = "") -> Check:
     """RDMA/InfiniBand devices with at least one active port (asked by vars.expect_rdma), read
     by the acceptance rules' own `ibv_devinfo` parser: a listing cut short with no active port
-    read is unverified, never a claim that the ports are down."""
+    read is unverified, never a claim that the ports are down. Each physical link once, as the
+    acceptance rule counts them: the SR-IOV virtual function ports of a listed physical function
+    (shared_ports: shares of its link; an unassigned one is DOWN) are named apart, not counted."""
     expected = ">= 1 RDMA device with an active port"
     if report is None or not report.ports:
         return Check(
@@ -211,9 +214,12 @@ def rdma_check(report: IbReport | None, why: str = "") -> Check:
             "fail",
             "no RDMA stack: install rdma-core/MLNX_OFED (ibv_devinfo) or ask the vendor for the RDMA NICs",
         )
-    active = [_port_text(p) for p in report.ports if p.active]
-    down = [f"{p.device} port {p.port} {p.state}" for p in report.ports if not p.active]
-    devices = len({p.device for p in report.ports})
+    shared = shared_ports(report.ports)
+    ports = [p for p in report.ports if p not in shared]
+    active = [_port_text(p) for p in ports if p.active]
+    down = [f"{p.device} port {p.port} {p.state}" for p in ports if not p.active]
+    devices = len({p.device for p in ports})
+    vfs = shared_said(shared)
     if not active and not report.complete:
         cut = report.cut or "the listing stopped early"
         return Check(
@@ -227,14 +233,14 @@ def rdma_check(report: IbReport | None, why: str = "") -> Check:
         return Check(
             "rdma_devices",
             expected,
-            f"{devices} device(s), no active port ({', '.join(down)})",
+            f"{devices} device(s), no active port ({', '.join(down)}){vfs}",
             "fail",
             "the RDMA ports are down: cabling, subnet manager (opensm) or switch config",
         )
     return Check(
         "rdma_devices",
         expected,
-        f"{len(active)} active: {'; '.join(active)}" + (f"; down: {', '.join(down)}" if down else ""),
+        f"{len(active)} active: {'; '.join(active)}" + (f"; down: {', '.join(down)}" if down else "") + vfs,
         "warn" if down else "pass",
         f"{len(down)} port(s) not active" if down else "",
     )

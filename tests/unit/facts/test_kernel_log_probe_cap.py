@@ -1,0 +1,111 @@
+"""The live kernel-log probe keeps the newest KERNEL_LOG_MAX_LINES matching lines. It kept them of
+all devices together, so a NIC (any device) flooding uncorrectable PCIe errors pushed a GPU's
+Xid out of them, and nothing said the cap was reached: the log still began at boot, so gpu_xid
+passed a GPU that had fallen off the bus. The GPU and NVSwitch drivers' lines are now capped apart
+from the others, and the probe says how many matching lines its caps left out (`# dropped: N`):
+a log of which some were left out is only part of the log, so a check that finds no fault in it
+is unverified, never a pass.
+
+The lines are real: the Titan V host's log with its Xid 79 (tests/fixtures/real), after an
+Ubuntu kernel's boot banner, and a root port's two uncorrectable-error lines from
+rwth-i6/returnn#1500 repeated as a flood."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.extra_probes import KERNEL_LOG, KERNEL_LOG_MAX_LINES
+from gpuonboard.facts.kernel_log import parse_kernel_log
+from gpuonboard.steps.base import Check
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+XID_79 = REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt"  # Xid 79 on 0000:02:00
+RETURNN = REAL / "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
+H100_8 = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+TWO_BOOTS = REAL / "dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt"
+# a real boot's first line (the log then reaches back to boot)
+BANNER = next(line for line in TWO_BOOTS.read_text().splitlines(keepends=True) if "Linux version" in line)
+
+
+def _flood(events: int) -> str:
+    """`events` times the root port's two uncorrectable-error lines (each matches the probe's
+    filter; neither is a GPU driver's line)."""
+    lines = RETURNN.read_text().splitlines(keepends=True)
+    pair = "".join(line for line in lines if "Uncorrected (Fatal)" in line)
+    assert pair.count("\n") == 2, pair
+    return pair * events
+
+
+def _probe(tmp_path: Path, text: str, tools: tuple[str, ...] = ("sort", "cut")) -> str:
+    """The live probe's output on a host whose `dmesg` prints `text` (and that has `tools`)."""
+    log = tmp_path / "dmesg.log"
+    log.write_text(text)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    dmesg = bin_dir / "dmesg"
+    dmesg.write_text(f"#!/bin/sh\nexec cat {shlex.quote(str(log))}\n")
+    dmesg.chmod(0o755)
+    for tool in ("cat", "grep", "tail", "head", *tools):
+        found = next((f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}")), None)
+        assert found is not None, tool
+        (bin_dir / tool).symlink_to(found)
+    argv, env = ["/bin/sh", "-c", KERNEL_LOG.command], {"PATH": str(bin_dir)}
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def _gpu_xid(tmp_path: Path, probe_out: str) -> Check:
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "kernel_log.txt").write_text(probe_out)
+    (folder / H100_8.name).write_text(H100_8.read_text())
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    return {c.name: c for c in offline.judge(facts, None)}["gpu_xid"]
+
+
+def test_another_devices_flood_never_pushes_a_gpus_xid_out(tmp_path: Path) -> None:
+    text = BANNER + XID_79.read_text() + _flood(KERNEL_LOG_MAX_LINES)  # 4,000 lines after the Xid
+    out = _probe(tmp_path, text)
+    log = parse_kernel_log(out)
+    assert [(e.kind, e.code, e.pci) for e in log.xids()] == [("xid", 79, "0000:02:00")]
+    assert log.dropped == KERNEL_LOG_MAX_LINES  # (the flood's oldest half)
+    row = _gpu_xid(tmp_path, out)
+    assert row.verdict == "fail", row
+    assert "Xid 79" in row.actual
+
+
+def test_a_cap_reached_makes_a_log_without_a_fault_unverified(tmp_path: Path) -> None:
+    out = _probe(tmp_path, BANNER + _flood(KERNEL_LOG_MAX_LINES // 2 + 10))
+    assert parse_kernel_log(out).dropped == 20
+    row = _gpu_xid(tmp_path, out)
+    assert row.verdict == "unverified", row
+    assert "left out 20 older matching lines" in row.actual
+
+
+def test_a_log_within_the_caps_says_none_dropped_and_passes(tmp_path: Path) -> None:
+    out = _probe(tmp_path, BANNER + _flood(10))
+    assert "\n# dropped: 0\n" in out
+    assert parse_kernel_log(out).dropped == 0
+    assert _gpu_xid(tmp_path, out).verdict == "pass"
+
+
+def test_the_lines_kept_stay_in_the_logs_order(tmp_path: Path) -> None:
+    """The drivers' lines and the others' are capped apart and put back in the log's order."""
+    text = BANNER + _flood(3) + XID_79.read_text() + _flood(2)
+    out = _probe(tmp_path, text)
+    kept = [line for line in out.splitlines() if not line.startswith("# ")]
+    wanted = [line for line in text.splitlines() if line in kept]
+    assert kept == wanted and len(kept) == 1 + 6 + 5 + 4  # (Titan V's log: 5 NVRM lines)
+
+
+def test_a_host_without_sort_keeps_nothing_and_says_so(tmp_path: Path) -> None:
+    """The lines could not be put back in order: none kept, all said to be left out."""
+    out = _probe(tmp_path, BANNER + XID_79.read_text(), tools=("cut",))
+    assert parse_kernel_log(out).dropped == 6
+    assert _gpu_xid(tmp_path, out).verdict == "unverified"
