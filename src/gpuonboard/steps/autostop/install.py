@@ -173,6 +173,21 @@ def never_idle(r: _Remote) -> str | None:
     return None
 
 
+def no_gpu_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """Where the login finds no nvidia-smi (a driver not installed yet or being replaced, an SSH
+    login into a CUDA image whose PATH the image's ENV set for its own processes only): the
+    watcher cannot see GPU activity, and a run on the GPUs keeps the box up only through the
+    other signals. Said at install, never refused (a box without GPUs has nothing to watch)."""
+    if "nvidia-smi" in r.tools:
+        return None
+    said = "no nvidia-smi on the login's PATH there, so the watcher cannot see GPU activity"
+    given = (("job", settings.job), ("pid", settings.pid), ("container", settings.container))
+    by = next((f"--{n} {v!r}" for n, v in given if v), None)
+    if by:
+        return f"{said}: only {by} keeps the box up"
+    return f"{said}: a run on the GPUs does not keep the box up (give --job, --pid or --container)"
+
+
 def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
     """What sudo said of the shutdown command where it did not say yes: `sudo -n -l CMD` tells
     whether the login may *list* the command without a password (sudoers' listpw), not run it,

@@ -19,6 +19,7 @@ from gpuonboard.steps.autostop.install import (
     max_hours_anchor,
     max_hours_sentence,
     never_idle,
+    no_gpu_note,
     remove_script,
     shutdown_programs,
     sudo_check,
@@ -179,7 +180,8 @@ class AutostopStep(Step):
             deadline += (
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
-        for note in (sudo_note(self.settings, r), billing_note(self.settings)):
+        notes = (no_gpu_note(self.settings, r), sudo_note(self.settings, r), billing_note(self.settings))
+        for note in notes:
             deadline += f"; {note}" if note else ""
         if not cron_ok:
             changed.append(where)
