@@ -149,7 +149,14 @@ def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
     watcher's utilisation query read a number for (gpu_count)."""
     docker = r.tools.get("docker", "") if settings.container else ""
     count = len(r.gpu_util) if r.gpu_util_rc is not None and never_idle(r) is None else 0
-    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker, gpu_count=count)
+    return replace(
+        settings,
+        nvidia_smi=r.tools.get("nvidia-smi", ""),
+        docker=docker,
+        gpu_count=count,
+        pid_start=r.pid_start if settings.pid else "",
+        pid_boot=r.boot_id if settings.pid else "",
+    )
 
 
 def never_idle(r: _Remote) -> str | None:
@@ -309,6 +316,13 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
         return (
             f"host {host}: {why}, so the watcher would never find the box idle and never shut it down:"
             " pass --max-hours H or --heartbeat D (they act whatever the activity)"
+        )
+    if settings.pid and r.pid_alive is False:
+        return (
+            f"host {host}: --pid {settings.pid}: no process {settings.pid} runs there, so the watcher"
+            " would not see the job, and a run in a phase that leaves the GPUs idle (data loading,"
+            " a checkpoint) would be powered off: give the pid of the running job (pgrep -f"
+            " train.py finds it), or watch it by --job or --container instead"
         )
     if settings.job and not r.pgrep:
         return (

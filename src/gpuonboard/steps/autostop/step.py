@@ -118,7 +118,8 @@ class AutostopStep(Step):
             )
         sudo = sudo_check(self.settings.shutdown_command) if self.settings else None
         program = shutdown_programs(self.settings.shutdown_command) if self.settings else ""
-        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo, program)
+        pid = self.settings.pid if self.settings else ""
+        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo, program, pid)
         self.state_probe = Probe(_probe_name("autostop", command), command)
 
     def check_host(self, host: Host) -> None:
