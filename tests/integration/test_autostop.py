@@ -20,6 +20,13 @@ from gpuonboard.testing import TestHostPool
 from gpuonboard.testing.gpu_samples import csv_sample
 from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
+# The test host has no nvidia-smi on its login's PATH (these tests replay one only where they
+# need GPU readings): each plan says the watcher cannot see GPU activity
+NO_GPU = (
+    "; no nvidia-smi on the login's PATH there, so the watcher cannot see GPU activity: a run on"
+    " the GPUs does not keep the box up (give --job, --pid or --container)"
+)
+
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 
 
@@ -136,7 +143,12 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     r = project.cli(*args)
     assert r.returncode == 0, r.stdout + r.stderr
     assert [(s["status"], s["msg"]) for s in steps(project)] == [
-        ("ok", f"autostop watcher in {paths['dir']} is up to date ({paths['cron']}/gpuonboard-autostop)")
+        (
+            "ok",
+            f"autostop watcher in {paths['dir']} is up to date ({paths['cron']}/gpuonboard-autostop);"
+            " no nvidia-smi on the login's PATH there, so the watcher cannot see GPU activity:"
+            f" only --job {job!r} keeps the box up",
+        )
     ]
     assert sorted(p.name for p in paths["cron"].iterdir()) == ["gpuonboard-autostop"]
     assert cron_file.read_text() == first
@@ -153,7 +165,8 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert f"cron: {paths['cron']}/gpuonboard-autostop" in out
-    assert f"watching: GPU utilisation > 5%; job '{job}' (process, tmux or screen session)" in out
+    watched = "GPU utilisation (NOT watched: no nvidia-smi on this box)"
+    assert f"watching: {watched}; job '{job}' (process, tmux or screen session)" in out
     assert "idle: act after 45m00s idle + 5m00s grace" in out
     assert "mode: idle (--no-billing-aware): acts after idle + grace" in out
     assert "would act: " in out and "(idle), unless activity resumes" in out
@@ -191,7 +204,7 @@ def test_heartbeat_lease_is_renewed_by_each_run(
     r = project.cli(*args)
     assert r.returncode == 0
     assert re.fullmatch(
-        r"renew the heartbeat lease; max-hours deadline \S+Z \(in 1[12]h\d\dm\d\ds\)",
+        r"renew the heartbeat lease; max-hours deadline \S+Z \(in 1[12]h\d\dm\d\ds\)" + re.escape(NO_GPU),
         steps(project)[0]["msg"],
     ), steps(project)[0]["msg"]
     assert int(lease.read_text()) > 1
@@ -217,7 +230,7 @@ def test_max_hours_added_to_a_running_watcher_counts_from_then(
     msg = steps(project)[0]["msg"]
     assert re.fullmatch(
         r"update the autostop watcher \(max_since, autostop\.conf\);"
-        r" max-hours deadline \S+Z \(in (1h59m\d\ds|2h00m00s)\)",
+        r" max-hours deadline \S+Z \(in (1h59m\d\ds|2h00m00s)\)" + re.escape(NO_GPU),
         msg,
     ), msg
     since = int((paths["dir"] / "max_since").read_text())
@@ -242,7 +255,7 @@ def test_max_hours_added_to_a_running_watcher_counts_from_then(
     assert steps(project)[0]["msg"] == (
         f"autostop watcher in {paths['dir']} is up to date ({paths['cron']}/gpuonboard-autostop);"
         f" the max-hours deadline {deadline} has passed: the watcher warns at its next check"
-        " and shuts the box down 5m00s (the grace period) after that warning"
+        " and shuts the box down 5m00s (the grace period) after that warning" + NO_GPU
     )
     assert project.cli("autostop", "--host", "autostop", "--cancel").returncode == 0
     assert not paths["dir"].exists() and not paths["marker"].exists()
@@ -379,7 +392,7 @@ def test_user_crontab_mode_keeps_other_entries(
             assert r.returncode == 0, r.stdout + r.stderr
         assert (
             steps(project)[0]["msg"]
-            == f"autostop watcher in {paths['dir']} is up to date (the user's crontab)"
+            == f"autostop watcher in {paths['dir']} is up to date (the user's crontab){NO_GPU}"
         )
         lines = table.read_text().splitlines()
         assert lines[:2] == ["# mine", "0 3 * * * /usr/local/bin/backup"]

@@ -6,12 +6,13 @@
 # login finds the watched tools, and whether pgrep and ps exist; one `KIND VALUE` line each
 # (probe._parse_probe reads them).
 # Values in variables set before it (probe.state_probe_command): d the autostop dir, m cron.d or
-# crontab, c the cron.d dir, sp the shutdown command's program ("" for none), sc 1 where the shutdown command runs through sudo (then the
+# crontab, c the cron.d dir, sp the shutdown command's program ("" for none), pp the --pid to
+# watch ("" for none), sc 1 where the shutdown command runs through sudo (then the
 # function sudo_check); UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
 # __SCRIPT__, __CONF__, __CRON_NAME__, __OWNED__ (OWNED_FILES), __MARKER__ (CRON_MARKER) and
 # __TOOLS__ (WATCHED_TOOLS) are replaced when loaded.
 # Run by: steps/autostop (probe.state_probe_command), in the batched fact probe.
-# shellcheck disable=SC2154  # d, m, c, sp, sc: set by probe.state_probe_command before this script
+# shellcheck disable=SC2154  # d, m, c, sp, pp, sc: set by probe.state_probe_command before this script
 
 echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"
 echo "now $(date +%s)"
@@ -62,6 +63,21 @@ if [ -n "${sp:-}" ]; then
       command -v "$p") >/dev/null 2>&1 || { miss=$p; break; }
   done
   if [ -z "$miss" ]; then echo "shutprog yes"; else echo "shutprog no $miss"; fi
+fi
+# the --pid to watch (pp): alive (kill -0, its EPERM for another user's process, or /proc), its
+# start time in clock ticks since boot (/proc/PID/stat field 22, counted after the command name,
+# which may hold spaces and parentheses) and this boot: the watcher counts that very process,
+# never a later one that got its number (after a reboot, or once the pids wrapped)
+if [ -n "${pp:-}" ]; then
+  if e=$(LC_ALL=C kill -0 "$pp" 2>&1) || case $e in *"not permitted"*) true ;; *) [ -d "/proc/$pp" ] ;; esac; then
+    echo "pidalive yes"
+  else
+    echo "pidalive no"
+  fi
+  # shellcheck disable=SC2086  # (split into its fields on purpose: numbers and one state letter)
+  st=$(cat "/proc/$pp/stat" 2>/dev/null) && st=${st##*) } && set -- $st && [ -n "${20:-}" ] &&
+    echo "pidstart ${20}"
+  echo "bootid $(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
 fi
 command -v pgrep >/dev/null 2>&1 || echo "pgrep no"
 command -v ps >/dev/null 2>&1 || echo "ps no"

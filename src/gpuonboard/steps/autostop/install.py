@@ -146,7 +146,14 @@ def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
     watcher's utilisation query read a number for (gpu_count)."""
     docker = r.tools.get("docker", "") if settings.container else ""
     count = len(r.gpu_util) if r.gpu_util_rc is not None and never_idle(r) is None else 0
-    return replace(settings, nvidia_smi=r.tools.get("nvidia-smi", ""), docker=docker, gpu_count=count)
+    return replace(
+        settings,
+        nvidia_smi=r.tools.get("nvidia-smi", ""),
+        docker=docker,
+        gpu_count=count,
+        pid_start=r.pid_start if settings.pid else "",
+        pid_boot=r.boot_id if settings.pid else "",
+    )
 
 
 def never_idle(r: _Remote) -> str | None:
@@ -168,6 +175,21 @@ def never_idle(r: _Remote) -> str | None:
     if not r.gpu_util:
         return f"nvidia-smi --query-gpu=utilization.gpu reads no GPU there (exit {r.gpu_util_rc})"
     return None
+
+
+def no_gpu_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """Where the login finds no nvidia-smi (a driver not installed yet or being replaced, an SSH
+    login into a CUDA image whose PATH the image's ENV set for its own processes only): the
+    watcher cannot see GPU activity, and a run on the GPUs keeps the box up only through the
+    other signals. Said at install, never refused (a box without GPUs has nothing to watch)."""
+    if "nvidia-smi" in r.tools:
+        return None
+    said = "no nvidia-smi on the login's PATH there, so the watcher cannot see GPU activity"
+    given = (("job", settings.job), ("pid", settings.pid), ("container", settings.container))
+    by = next((f"--{n} {v!r}" for n, v in given if v), None)
+    if by:
+        return f"{said}: only {by} keeps the box up"
+    return f"{said}: a run on the GPUs does not keep the box up (give --job, --pid or --container)"
 
 
 def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
@@ -291,6 +313,13 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
         return (
             f"host {host}: {why}, so the watcher would never find the box idle and never shut it down:"
             " pass --max-hours H or --heartbeat D (they act whatever the activity)"
+        )
+    if settings.pid and r.pid_alive is False:
+        return (
+            f"host {host}: --pid {settings.pid}: no process {settings.pid} runs there, so the watcher"
+            " would not see the job, and a run in a phase that leaves the GPUs idle (data loading,"
+            " a checkpoint) would be powered off: give the pid of the running job (pgrep -f"
+            " train.py finds it), or watch it by --job or --container instead"
         )
     if settings.job and not r.pgrep:
         return (

@@ -77,6 +77,11 @@ class _Remote:
     # the shutdown command's program is found on the watcher's PATH (None: not asked)
     shutdown_found: bool | None = None
     shutdown_missing: str = ""  # the program not found on the watcher's PATH (sudo, shutdown ...)
+    # the --pid process (asked only with --pid): alive (None: not asked), its start time since
+    # boot (/proc/PID/stat field 22; "" where unreadable) and the host's boot id
+    pid_alive: bool | None = None
+    pid_start: str = ""
+    boot_id: str = ""
 
 
 def _int_or_none(text: str) -> int | None:
@@ -147,6 +152,12 @@ def _parse_probe(text: str) -> _Remote:
             r.sudo_said = rest.strip()
         elif kind == "pid1":
             r.pid1 = rest.strip()
+        elif kind == "pidalive":
+            r.pid_alive = rest.strip() == "yes"
+        elif kind == "pidstart":
+            r.pid_start = rest.strip() if rest.strip().isdecimal() else ""
+        elif kind == "bootid":
+            r.boot_id = rest.strip() if rest.strip().isprintable() and " " not in rest.strip() else ""
         elif kind == "shutprog":  # "yes", or "no PROGRAM": the first of them not found
             said, _, missing = rest.strip().partition(" ")
             r.shutdown_found = said == "yes"
@@ -191,15 +202,17 @@ def state_probe_command(
     cron_mode: str,
     sudo_check: list[str] | None = None,
     program: str = "",
+    pid: str = "",
 ) -> str:
     """The probe: the values autostop_state.sh reads (d, m, c, sc, sp), the functions it calls,
     then it. `sudo_check`: the words of the command that asks sudo, without running anything,
     whether the shutdown command may run without a password (None: it does not go through sudo).
     `program`: the shutdown command's programs (install.shutdown_programs: `sudo shutdown`), each
-    looked up on the watcher's PATH, the first missing one named ("": not asked)."""
+    looked up on the watcher's PATH, the first missing one named ("": not asked). `pid`: the
+    --pid to watch (pp): alive, its start time and the boot ("": not asked)."""
     values = (
         f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)};"
-        f" sp={shell.quote(program)}"
+        f" sp={shell.quote(program)}; pp={shell.quote(pid)}"
     )
     check = "sc=''"
     if sudo_check:

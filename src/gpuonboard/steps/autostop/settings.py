@@ -131,6 +131,12 @@ class AutostopSettings:
     # how many GPUs the install's utilisation query read a number for (0: not known): the
     # watcher uses the readings of an nvidia-smi that exits non-zero only when all are there
     gpu_count: int = 0
+    # the --pid process as the install found it: its start time in clock ticks since boot
+    # (/proc/PID/stat, field 22) and the boot (its boot_id); "" where it could not be read. A
+    # pid names that process only: after a reboot, or once a later process got the pid, the
+    # watched one has ended, and the box is not kept up by whatever holds the number now
+    pid_start: str = ""
+    pid_boot: str = ""
 
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
@@ -160,6 +166,10 @@ class AutostopSettings:
         ]
         if self.gpu_count:
             values.append(("GPU_COUNT", self.gpu_count))
+        if self.pid and self.pid_start:
+            values.append(("PID_START", self.pid_start))
+        if self.pid and self.pid_boot:
+            values.append(("PID_BOOT", self.pid_boot))
         lines = ["# gpuonboard autostop settings (written by `invoke autostop`; rerun it to change them)"]
         lines += [f"{k}={shell.quote(v)}" for k, v in values]
         return "\n".join(lines) + "\n"

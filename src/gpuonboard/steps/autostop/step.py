@@ -19,6 +19,7 @@ from gpuonboard.steps.autostop.install import (
     max_hours_anchor,
     max_hours_sentence,
     never_idle,
+    no_gpu_note,
     remove_script,
     shutdown_programs,
     sudo_check,
@@ -117,7 +118,8 @@ class AutostopStep(Step):
             )
         sudo = sudo_check(self.settings.shutdown_command) if self.settings else None
         program = shutdown_programs(self.settings.shutdown_command) if self.settings else ""
-        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo, program)
+        pid = self.settings.pid if self.settings else ""
+        command = state_probe_command(self.dir_arg, self.cron_dir, self.cron_mode, sudo, program, pid)
         self.state_probe = Probe(_probe_name("autostop", command), command)
 
     def check_host(self, host: Host) -> None:
@@ -179,7 +181,8 @@ class AutostopStep(Step):
             deadline += (
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
-        for note in (sudo_note(self.settings, r), billing_note(self.settings)):
+        notes = (no_gpu_note(self.settings, r), sudo_note(self.settings, r), billing_note(self.settings))
+        for note in notes:
             deadline += f"; {note}" if note else ""
         if not cron_ok:
             changed.append(where)

@@ -22,6 +22,7 @@ from gpuonboard.steps.autostop import (
     parse_settings,
     with_tools,
 )
+from gpuonboard.steps.autostop.install import no_gpu_note
 from gpuonboard.testing.gpu_samples import csv_sample
 from gpuonboard.testing.toolbox import ReplayRule, add_executable, render_script
 
@@ -103,6 +104,39 @@ def test_a_box_without_nvidia_smi_still_goes_idle(tmp_path: Path) -> None:
     for m in range(4):
         box.run(T0 + 60 * m, "tick", PATH=CRON_PATH)
     assert box.marker.exists()
+
+
+def test_a_box_without_nvidia_smi_is_said_not_watched_at_install_and_in_status(tmp_path: Path) -> None:
+    """No nvidia-smi on the login's PATH (a driver being replaced, an SSH login into a CUDA image
+    whose ENV put /usr/local/nvidia/bin on PATH for its own processes only): the watcher cannot
+    see the GPUs, and a run on them does not keep the box up. Before, the install said nothing
+    and `status` claimed `watching: GPU utilisation > 5%`."""
+    r = probe(tmp_path, CRON_PATH)
+    assert "nvidia-smi" not in r.tools
+    said = "no nvidia-smi on the login's PATH there, so the watcher cannot see GPU activity"
+    assert no_gpu_note(parse_settings({}), r) == (
+        f"{said}: a run on the GPUs does not keep the box up (give --job, --pid or --container)"
+    )
+    assert (
+        no_gpu_note(parse_settings({"job": "train.py"}), r)
+        == f"{said}: only --job 'train.py' keeps the box up"
+    )
+    assert (
+        no_gpu_note(parse_settings({"container": "t1"}), r)
+        == f"{said}: only --container 't1' keeps the box up"
+    )
+    box = Box(tmp_path, idle="1m", grace="1m")
+    (box.bin / "nvidia-smi").unlink()
+    install_conf(box, r, idle="1m", grace="1m")
+    status = box.run(T0, "status", PATH=CRON_PATH).stdout
+    assert "watching: GPU utilisation (NOT watched: no nvidia-smi on this box)\n" in status
+    # found (outside cron's PATH too): nothing to say, and `status` names the threshold
+    tools = gpu_dir(tmp_path)
+    found = probe(tmp_path, f"{tools}:{CRON_PATH}")
+    assert no_gpu_note(parse_settings({}), found) is None
+    install_conf(box, found, idle="1m", grace="1m")
+    status = box.run(T0, "status", PATH=CRON_PATH).stdout
+    assert "watching: GPU utilisation > 5%\n" in status
 
 
 def test_docker_outside_crons_path_still_sees_the_running_container(tmp_path: Path) -> None:
