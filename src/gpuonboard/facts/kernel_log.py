@@ -160,6 +160,9 @@ class KernelLog:
     first_line: str | None = None  # the log's first line before filtering (`# first:`)
     lines: int = 0  # non-empty log lines read (after the probe's filter)
     boots: int = 1  # the boots the log spans (BootCounter: journalctl's separators, kernel banners)
+    # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
+    # banner line as printed ("[    0.000000] Starting gVisor..."); None for a kernel's own log
+    sandbox: str | None = None
 
     @property
     def covers_boot(self) -> bool | None:
@@ -210,6 +213,11 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first): ?(.*)$")
+# the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
+# the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
+# `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
+# logs the Xids, is out of sight, so a log without an Xid there says nothing of the GPUs
+_SANDBOX_BANNERS = (re.compile(r"^\s*(?:\[[^\]]*\]\s*)?Starting gVisor\.\.\.\s*$"),)
 
 
 def is_probe_header(line: str) -> bool:
@@ -674,7 +682,21 @@ def parse_kernel_log(text: str) -> KernelLog:
     for i, line in enumerate(lines):
         reader.read(line, i == last)
     events = reader.end()
-    return KernelLog(tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1)
+    firsts = _first_lines(lines, reader.first)
+    sandbox = next((line.strip() for line in firsts if _sandbox_banner(line)), None)
+    return KernelLog(tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1, sandbox)
+
+
+def _first_lines(lines: list[str], first: str | None) -> list[str]:
+    """The log's first line: the live probe's `# first:` header (its log before filtering), and
+    the text's first line that is no header (a saved log)."""
+    text = next((line for line in lines if line.strip() and not _HEADER.match(line)), None)
+    return [line for line in (first, text) if line is not None]
+
+
+def _sandbox_banner(line: str) -> bool:
+    """Whether `line` is a sandbox kernel's first line (_SANDBOX_BANNERS)."""
+    return any(p.match(line) for p in _SANDBOX_BANNERS)
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,

@@ -344,6 +344,21 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
     return Check(check.name, check.expected, f"{check.actual}; {said}" if judged else said, "unverified", why)
 
 
+def sandbox_log_check(name: str, what: str, banner: str) -> Check:
+    """gpu_xid / nvswitch_sxid where the kernel log read was written by a sandbox's emulated kernel
+    (facts/kernel_log.py _SANDBOX_BANNERS: gVisor's `Starting gVisor...`), not by the host's
+    kernel, where the NVIDIA drivers log: none seen there is no evidence, never a pass."""
+    return Check(
+        name,
+        f"no {what} since boot needing action",
+        f"kernel log not readable: the sandbox's own (its first line {banner!r})",
+        "unverified",
+        f"`dmesg` here is answered by a sandbox's emulated kernel (gVisor), not by the host's kernel,"
+        f" whose NVIDIA driver logs {what}s, so {what} errors since boot are unknown: ask the vendor"
+        " for the host's kernel log (`sudo dmesg -T` or `journalctl -k -b` on the host).",
+    )
+
+
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`: `narrowed` says how): a fault it shows still fails; no fault seen is not known
