@@ -1,7 +1,9 @@
 """Views a provider restricts, against real captures: what the login is shown is not the box.
 
 A gVisor sandbox answers `dmesg` with its own emulated kernel's lines: the host kernel, whose
-NVIDIA driver logs Xids, is out of sight, so no Xid there is no evidence (it passed).
+NVIDIA driver logs Xids, is out of sight, so no Xid there is no evidence (it passed). lxcfs
+shows a container's CPU set as the online CPUs of the host's lscpu, whose core count is the
+host's: the online CPUs of an SMT host may be hyperthreads of fewer cores (it passed).
 """
 
 from __future__ import annotations
@@ -82,3 +84,56 @@ def test_the_sandbox_log_beside_the_gpus_still_judges_them(tmp_path: Path) -> No
     judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
     assert judged["gpu_xid"].verdict == "unverified"
     assert judged["temperature"].verdict == "pass"
+
+
+# lscpu in a Kubernetes container under lxcfs: CPUs 8, 9, 24, 25 of a 2 x 8-core SMT host online
+LXCFS = "lscpu__xeon-silver-4110__2socket-32cpu__k8s-lxcfs-4-online__threads-per-core-0.txt"
+OFFLINE = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"  # 4 of 40 online, bare metal
+EPYC_255 = "lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt"
+
+
+def test_lxcfs_online_cpus_of_an_smt_host_may_be_hyperthreads(tmp_path: Path) -> None:
+    """lxcfs shows the container's 4 CPUs as the online ones (two cores' threads here: 8/24, 9/25)
+    and lscpu counts the host's 16 cores: 4 cores ordered passed on the host's cores. The 4 CPUs
+    hold at least 2 cores (32 CPUs / 16 cores: 2 threads per core; lscpu's `Thread(s) per core:
+    0` says nothing): 4 warns, 2 passes, 8 fails naming lxcfs."""
+    text = (REAL / LXCFS).read_text()
+    warned = checks(tmp_path, LXCFS, text, "cpu_cores: 4")[-1]
+    assert (warned.name, warned.verdict) == ("cpu_cores", "warn")
+    assert warned.detail == (
+        "the 4 online CPUs may be hyperthreads (2 per core) of as few as 2 cores; the order is met"
+        " for certain only by 8 online CPUs"
+    )
+    assert verdicts(tmp_path, LXCFS, text, "cpu_cores: 2")["cpu_cores"][0] == "pass"
+    failed = checks(tmp_path, LXCFS, text, "cpu_cores: 8")[-1]
+    assert failed.verdict == "fail" and "lxcfs" in failed.detail
+
+
+def test_offline_cpus_of_an_smt_host_may_be_hyperthreads(tmp_path: Path) -> None:
+    """The same on bare metal booted with 4 of 40 CPUs (20 cores, SMT 2): 4 ordered warns."""
+    text = (REAL / OFFLINE).read_text()
+    assert verdicts(tmp_path, OFFLINE, text, "cpu_cores: 4")["cpu_cores"][0] == "warn"
+    assert verdicts(tmp_path, OFFLINE, text, "cpu_cores: 2")["cpu_cores"][0] == "pass"
+
+
+def test_online_cpus_that_hold_the_order_for_certain_pass(tmp_path: Path) -> None:
+    """Control: 2 x EPYC 7742 (128 cores, 256 CPUs) with CPU 255 offline, where lscpu says 1
+    thread per core over the online CPUs: the host's 2 per core are read, and 255 CPUs of 2 per
+    core hold at least 128 cores, so 128 still passes; 129 is met only by hyperthreads."""
+    text = (REAL / EPYC_255).read_text()
+    assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 128")["cpu_cores"][0] == "pass"
+    assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 129")["cpu_cores"][0] == "warn"
+
+
+def test_nproc_beside_lxcfs_reads_the_hosts_threads_per_core() -> None:
+    """Live, nproc (4) beside the same lscpu: its `Thread(s) per core: 0` was read as 1, so the
+    affinity warning was not given either; the host's 2 per core now are."""
+    facts = parse_facts(
+        {"lscpu": ProbeOutput((REAL / LXCFS).read_text(), "", 0), "nproc": ProbeOutput("4\n", "", 0)}
+    )
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.acceptance import evaluate
+
+    check = evaluate(OrderSpec(cpu_cores=4), facts)[-1]
+    assert check.name == "cpu_cores" and check.verdict == "warn"
+    assert "as few as 2 cores" in check.detail
