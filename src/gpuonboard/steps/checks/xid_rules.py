@@ -254,7 +254,8 @@ def _event_rule(
             expected,
             f"kernel log not readable: {why_unread or 'no reason given'}",
             "unverified",
-            f"give the login user read access to the kernel log (sudo, or kernel.dmesg_restrict=0) so {what}"
+            "give the login user read access to the kernel log (sudo; kernel.dmesg_restrict=0 for dmesg;"
+            f" the `adm` or `systemd-journal` group for journalctl) so {what}"
             " errors can be checked; until then GPU faults since boot are unknown.",
         )
     span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"

@@ -137,3 +137,44 @@ def test_nproc_beside_lxcfs_reads_the_hosts_threads_per_core() -> None:
     check = evaluate(OrderSpec(cpu_cores=4), facts)[-1]
     assert check.name == "cpu_cores" and check.verdict == "warn"
     assert "as few as 2 cores" in check.detail
+
+
+DMESG_REFUSED = "dmesg__refused-operation-not-permitted__aws-log-collector__scylla.txt"
+JOURNAL_REFUSED = "journalctl__refused-not-in-adm-group__hint-no-entries__systemd-250.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (DMESG_REFUSED, "dmesg: read kernel buffer failed: Operation not permitted"),
+        (JOURNAL_REFUSED, "Hint: You are currently not seeing messages from the system."),
+    ],
+)
+def test_a_saved_refusal_is_a_kernel_log_that_could_not_be_read(tmp_path: Path, name: str, said: str) -> None:
+    """A saved `dmesg` (or `journalctl -k`) of a login that may not read the kernel log holds only
+    the refusal: it was refused as "not a recognised command output" (exit 2, nothing judged).
+    Now read as the live probe that could read no log: unverified, the refusal quoted, and the
+    GPUs beside it judged."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / name).write_text((REAL / name).read_text())
+    (folder / H200).write_text((REAL / H200).read_text())
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        assert judged[rule].verdict == "unverified"
+        assert judged[rule].actual == f"kernel log not readable: {said}"
+        assert "read access to the kernel log" in judged[rule].detail
+    assert judged["temperature"].verdict == "pass"
+
+
+def test_a_refusal_is_one_only_alone() -> None:
+    """The refusal beside lines of a log (dmesg -c's read then refused clear, a paste) is no
+    refusal of the whole log; a text of neither is none."""
+    line = (REAL / DMESG_REFUSED).read_text()
+    assert kernel_log.refusal(line) == line.strip()
+    log = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text()
+    assert kernel_log.refusal(log + line) is None
+    assert kernel_log.refusal("-- No entries --\n") is None
+    assert kernel_log.refusal("") is None
