@@ -60,6 +60,17 @@ def test_a_sandbox_kernels_log_is_no_evidence_live() -> None:
     assert found["nvswitch_sxid"].verdict == "unverified"
 
 
+def test_the_live_probe_on_a_sandbox_kernel_is_no_evidence(tmp_path: Path) -> None:
+    """The live probe's own shell run where `dmesg` prints the gVisor capture: unverified."""
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    out = ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0)
+    assert out.stdout.splitlines()[1] == "# first: [    0.000000] Starting gVisor..."
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    assert found["gpu_xid"].verdict == "unverified"
+    assert found["nvswitch_sxid"].verdict == "unverified"
+
+
 def test_a_sandbox_banner_under_any_time_stamp(tmp_path: Path) -> None:
     """`dmesg -T` prints the same line under a date: still the sandbox's log."""
     text = (REAL / GVISOR).read_text().replace("[    0.000000]", "[Thu Jan  1 00:00:00 1970]", 1)
