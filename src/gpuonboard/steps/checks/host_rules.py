@@ -349,8 +349,13 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     else:
         why = (
             f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
-            " DIMM, or a smaller box: ask the vendor"
+            " DIMM, or a smaller box"
         )
+        if not _limit_read(facts, MEMORY_LIMIT_FILES):
+            # (lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
+            # free's total: 3.7Gi of a 4000 MB LXD limit; no limit file read says otherwise)
+            why += ", or a container's memory limit, which lxcfs shows as free's total"
+        why += ": ask the vendor"
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
 

@@ -189,3 +189,31 @@ def test_a_refusal_is_one_only_alone() -> None:
     assert kernel_log.refusal(log + line) is None
     assert kernel_log.refusal("-- No entries --\n") is None
     assert kernel_log.refusal("") is None
+
+
+LXD_FREE = "free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt"
+
+
+def test_free_alone_below_the_order_names_a_containers_limit(tmp_path: Path) -> None:
+    """`free -h` inside an LXD container limited to 4000 MB (lxcfs shows `3.7Gi`), given alone
+    against 8 GB: the failure blamed "a missing or failed DIMM, or a smaller box", a hardware
+    claim from the container's view. With no limit file read it now names the container's limit
+    too; with one read that sets no limit (`max`), the DIMM stays the reason."""
+    text = (REAL / LXD_FREE).read_text()
+    check = checks(tmp_path, LXD_FREE, text, "ram: 8G")[-1]
+    assert (check.name, check.verdict) == ("ram", "fail")
+    assert check.detail.endswith(
+        "a missing or failed DIMM, or a smaller box, or a container's memory limit, which lxcfs shows"
+        " as free's total: ask the vendor"
+    )
+    facts = parse_facts(
+        {
+            "free": ProbeOutput(text, "", 0),
+            "cgroup_limits": ProbeOutput("/sys/fs/cgroup/memory.max\tmax\n", "", 0),
+        }
+    )
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_ram
+
+    unlimited = rule_ram(OrderSpec(ram_bytes=8 * 2**30), facts, 0.03)
+    assert unlimited.verdict == "fail" and "container" not in unlimited.detail
