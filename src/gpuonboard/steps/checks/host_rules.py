@@ -63,12 +63,12 @@ def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
 
 
 def _host_threads(per_core: int | None, cores: int | None, cpus: int | None) -> int:
-    """The host's threads per core: lscpu's `Thread(s) per core` counts only the online CPUs (1 on
-    a 2-way SMT EPYC with one CPU offline; 0 where lxcfs shows a container's CPU set as the
-    online ones), while `CPU(s)` over the cores (`Socket(s)` x `Core(s) per socket`) counts them
-    all: the larger of the two (1 where neither says more)."""
-    whole = cpus // cores if cpus and cores and cpus % cores == 0 else 1
-    return max(per_core or 1, whole, 1)
+    """Threads per core: lscpu's `Thread(s) per core`; where it says 0 or nothing (lxcfs's view
+    of a container's CPU set, a box with most CPUs offline: `0`), `CPU(s)` over the cores
+    (`Socket(s)` x `Core(s) per socket`), the host's; 1 where neither says more."""
+    if per_core:
+        return per_core
+    return cpus // cores if cpus and cores and cpus % cores == 0 else 1
 
 
 def _limited_detail(usable: int, why: str, logical: int, offline: int | None) -> str:
