@@ -470,6 +470,9 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
+    if kind is None and (missing := saved_forms.tool_missing(text)) is not None:
+        # (the shell's `nvidia-smi: command not found`: the box's answer, its tool absent)
+        return missing[0], ProbeOutput("", missing[1], 127)
     if kind is None and (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)

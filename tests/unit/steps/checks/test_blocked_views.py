@@ -216,3 +216,40 @@ def test_free_alone_below_the_order_names_a_containers_limit(tmp_path: Path) -> 
 
     unlimited = rule_ram(OrderSpec(ram_bytes=8 * 2**30), facts, 0.03)
     assert unlimited.verdict == "fail" and "container" not in unlimited.detail
+
+
+SESSIONS = Path(__file__).parents[3] / "fixtures" / "sessions"
+MIYABI = "transcript__nvidia-smi-NOTFOUND+nvcc-version__gh200-miyabi-login-node.txt"
+NOTES = "transcript__nvidia-smi-NOTFOUND+free-g+df-h+curl__cpu-box-medgemma-notes.txt"
+
+
+@pytest.mark.parametrize("name", [MIYABI, NOTES])
+def test_a_saved_command_not_found_is_the_boxs_answer(tmp_path: Path, name: str) -> None:
+    """A saved session whose `nvidia-smi` answered `-bash: nvidia-smi: command not found`: that
+    answer was dropped ("not an output this tool reads") and nvidia_driver said "not judged: no
+    nvidia-smi output was given". It is the box's answer: nvidia-smi absent, as live (fail)."""
+    from gpuonboard.api import offline
+
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(SESSIONS / name)], notes)
+    assert outputs["nvidia_smi"].exit_code == 127
+    assert "nvidia-smi: command not found" in outputs["nvidia_smi"].stderr
+    assert not any("`nvidia-smi`" in note for note in notes), notes
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_model: H100\ngpu_count: 1\n")
+    judged = {c.name: c for c in offline.judge(parse_facts(outputs), offline.load_order(str(order)))}
+    driver = judged["nvidia_driver"]
+    assert (driver.verdict, driver.actual) == ("fail", "nvidia-smi not found")
+    assert judged["gpu_count"].verdict == "unverified"  # (no GPU read: no hardware claim)
+
+
+def test_a_command_not_found_alone_in_a_file(tmp_path: Path) -> None:
+    """The same line saved alone (the Miyabi session's answer) reads the same; a command this
+    tool does not read, or a text with more than the shell's line, is no such answer."""
+    from gpuonboard.api.saved_forms import tool_missing
+
+    line = (SESSIONS / MIYABI).read_text().splitlines()[1]
+    alone = verdicts(tmp_path, "nvidia-smi.txt", line + "\n")["nvidia_driver"]
+    assert alone == ("fail", "nvidia-smi not found")
+    assert tool_missing(line.replace("nvidia-smi", "uname")) is None
+    assert tool_missing(line + "\n" + (REAL / H200).read_text()) is None
