@@ -22,8 +22,10 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes
+from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
+from gpuonboard.facts.kernel_log import refusal as kernel_log_refusal
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
@@ -468,6 +470,12 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
+    if kind is None and (missing := saved_forms.tool_missing(text)) is not None:
+        # (the shell's `nvidia-smi: command not found`: the box's answer, its tool absent)
+        return missing[0], ProbeOutput("", missing[1], 127)
+    if kind is None and (refused := kernel_log_refusal(text)) is not None:
+        # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
+        return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
     if kind is None and (other := saved_forms.other_form(text)):
         raise UsageError(f"{where}: {other}")
     if kind is None and saved_forms.csv_width(text):

@@ -21,6 +21,7 @@ __all__ = [
     "df_si",
     "other_form",
     "q_blocks_alone",
+    "tool_missing",
     "with_df_header",
     "with_query_header",
 ]
@@ -202,3 +203,47 @@ def cgroup_limits(text: str) -> str | None:
     else:
         return None
     return "".join(f"{path}\t{value.strip()}\n" for path, value in pairs) if pairs else None
+
+
+# the probe that reads each command's output (a missing command: that probe's tool absent)
+_PROBE_OF_COMMAND = {
+    "nvidia-smi": "nvidia_smi",
+    "lscpu": "lscpu",
+    "free": "free",
+    "df": "df",
+    "lsblk": "lsblk",
+    "nvcc": "nvcc",
+    "nproc": "nproc",
+    "dmesg": "kernel_log",
+    "journalctl": "kernel_log",
+    "ibstat": "rdma_ports",
+    "ibstatus": "rdma_ports",
+    "ibv_devinfo": "rdma_ports",
+}
+_NAME = r"(?:\S*/)?([\w.-]+)"
+# a shell's (or sudo's) word that a command is not installed: bash `-bash: nvidia-smi: command not
+# found` (`bash: line 1: ...` over ssh), dash `sh: 1: nvidia-smi: not found`, busybox `-sh: ...:
+# not found`, sudo `sudo: nvidia-smi: command not found`, tcsh `nvidia-smi: Command not found.`,
+# zsh `zsh: command not found: nvidia-smi`, fish `fish: Unknown command: nvidia-smi`
+_NOT_FOUND = (
+    re.compile(rf"^(?:\S+:\s+)?(?:line \d+:\s+|\d+:\s+)?{_NAME}:\s+(?:[Cc]ommand )?not found\.?\s*$"),
+    re.compile(rf"^zsh:\s+command not found:\s+{_NAME}\s*$"),
+    re.compile(rf"^fish:\s+Unknown command:?\s+{_NAME}\s*$"),
+)
+# Ubuntu's command-not-found handler, whose suggestions (`sudo apt install nvidia-utils-535 ...`)
+# follow on the lines after it
+_NOT_FOUND_HANDLER = re.compile(rf"^Command '{_NAME}' not found\b")
+_NOT_FOUND_MAX_LINES = 30
+
+
+def tool_missing(text: str) -> tuple[str, str] | None:
+    """(probe, the shell's line) where `text` is only a shell's word that a command whose output
+    this tool reads is not installed (`-bash: nvidia-smi: command not found`): the box's answer,
+    read as that probe's tool absent (exit 127), as the live probe reads it; None otherwise."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _NOT_FOUND_MAX_LINES:
+        return None
+    shells = (p.match(lines[0]) for p in _NOT_FOUND) if len(lines) == 1 else iter(())
+    m = _NOT_FOUND_HANDLER.match(lines[0]) or next((m for m in shells if m), None)
+    probe = _PROBE_OF_COMMAND.get(m.group(1)) if m else None
+    return (probe, lines[0]) if probe is not None else None

@@ -20,11 +20,13 @@ __all__ = [
     "FABRIC_MANAGER",
     "KERNEL_LOG",
     "KERNEL_LOG_MAX_LINES",
+    "KERNEL_LOG_REFUSED",
     "RDMA_PORTS",
     "kernel_log_command",
 ]
 
 KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
+KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could read the log
 # kernel log lines kept: every line the readers of the log (facts/kernel_log.py, facts/aer.py)
 # read, so that the live probe's filtered log is judged as the whole log saved offline: the GPU
 # driver's (NVRM: Xid, GPU fallen off the bus ...), the NVSwitch driver's (nvidia-nvswitchN:
@@ -92,7 +94,7 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         f"s='journalctl -k -b'; {emit}; fi; "
         f'{first}e="$e; journalctl -k -b: $l"; '
         'else e="$e; journalctl: not installed"; fi; '
-        "printf '%s\\n' \"$e\" >&2; exit 126"
+        f"printf '%s\\n' \"$e\" >&2; exit {KERNEL_LOG_REFUSED}"
     )
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "load_nvrm_faults",
     "parse_kernel_log",
     "pci_key",
+    "refusal",
 ]
 
 NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
@@ -168,6 +169,9 @@ class KernelLog:
     # the matching lines the live probe's caps left out (`# dropped:`); None: not said (a saved
     # log, an older probe)
     dropped: int | None = None
+    # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
+    # banner line as printed ("[    0.000000] Starting gVisor..."); None for a kernel's own log
+    sandbox: str | None = None
 
     @property
     def cut_by_cap(self) -> str:
@@ -230,6 +234,11 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
+# the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
+# the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
+# `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
+# logs the Xids, is out of sight, so a log without an Xid there says nothing of the GPUs
+_SANDBOX_BANNERS = (re.compile(r"^\s*(?:\[[^\]]*\]\s*)?Starting gVisor\.\.\.\s*$"),)
 
 
 def is_probe_header(line: str) -> bool:
@@ -689,9 +698,57 @@ def parse_kernel_log(text: str) -> KernelLog:
     for i, line in enumerate(lines):
         reader.read(line, i == last)
     events = reader.end()
+    firsts = _first_lines(lines, reader.first)
+    sandbox = next((line.strip() for line in firsts if _sandbox_banner(line)), None)
     return KernelLog(
-        tuple(events), reader.source, reader.first, reader.lines, reader.boots.boot + 1, reader.dropped
+        tuple(events),
+        reader.source,
+        reader.first,
+        reader.lines,
+        reader.boots.boot + 1,
+        dropped=reader.dropped,
+        sandbox=sandbox,
     )
+
+
+# what a kernel log reader prints where the login may not read the log: util-linux's `dmesg: read
+# kernel buffer failed: Operation not permitted` (busybox: `dmesg: klogctl: ...`), journalctl's
+# `No journal files were opened due to insufficient permissions.` and its notice `Hint: You are
+# currently not seeing messages from other users and the system.` (its indented lines after it,
+# `-- No entries --` below)
+_REFUSALS = (
+    re.compile(r"^dmesg: .*(?:Operation not permitted|Permission denied)\s*$"),
+    re.compile(r"^No journal files were opened due to insufficient permissions\.?\s*$"),
+    re.compile(r"^Hint: You are currently not seeing messages from\b.*$"),
+)
+_REFUSAL_BESIDE = re.compile(r"^(?:\s+\S.*|-- No entries --\s*)$")
+_REFUSAL_MAX_LINES = 8
+
+
+def refusal(text: str) -> str | None:
+    """Pure: where `text` is only a kernel log reader's refusal (_REFUSALS: a saved `dmesg` or
+    `journalctl -k` of a login that may not read the log), its refusal lines joined with "; "
+    (what the live probe's stderr says when every reader was refused); None for any other text,
+    a log with lines of its own among them too."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _REFUSAL_MAX_LINES:
+        return None
+    said = [line.strip() for line in lines if any(p.match(line) for p in _REFUSALS)]
+    if not said or not all(line.strip() in said or _REFUSAL_BESIDE.match(line) for line in lines):
+        return None
+    return "; ".join(said)
+
+
+def _first_lines(lines: list[str], first: str | None) -> list[str]:
+    """The log's first line: the live probe's `# first:` header (its log before filtering), and
+    the text's first line that is no header (a saved log)."""
+    text = next((line for line in lines if line.strip() and not _HEADER.match(line)), None)
+    return [line for line in (first, text) if line is not None]
+
+
+def _sandbox_banner(line: str) -> bool:
+    """Whether `line` is a sandbox kernel's first line (_SANDBOX_BANNERS)."""
+    return any(p.match(line) for p in _SANDBOX_BANNERS)
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,

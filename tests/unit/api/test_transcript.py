@@ -285,6 +285,20 @@ SESSIONS = FIXTURES / "sessions"
             "the text above its first prompt (`$python --version`) is not an output this tool reads; line 38"
             " (`sudo dpkg -l |grep nvidia`) is not an output this tool reads.",
         ),
+        # the shell's `-bash: nvidia-smi: command not found`: nvidia-smi's absence, the box's answer
+        (
+            "transcript__nvidia-smi-NOTFOUND+nvcc-version__gh200-miyabi-login-node.txt",
+            ["nvcc", "nvidia_smi"],
+            None,
+        ),
+        (
+            "transcript__nvidia-smi-NOTFOUND+free-g+df-h+curl__cpu-box-medgemma-notes.txt",
+            ["free", "nvidia_smi"],
+            "line 8 (`df -h /home/phuong`) is not an output this tool reads; line 11 (`curl -s -o /dev/null"
+            ' -w "%{http_code}" https://huggingface.co/api/models/google/medgemma-1.5-4b-it`) is not an'
+            ' output this tool reads; line 14 (`[ -n "$HF_TOKEN" ] && echo yes || echo no`) is not an output'
+            " this tool reads.",
+        ),
         (
             # tcsh's numbered prompt `udc-ba30-5: 2 $ nvidia-smi`
             "transcript__which+nvidia-smi__K20m-rivanna-udc-ba30-5.txt",

@@ -70,6 +70,14 @@ CASES.append(
         CpuInfo("x86_64", "13th Gen Intel(R) Core(TM) i7-13650HX", 1, 14, 2, 20, 14),
     )
 )
+# blocked-view sweep: lscpu in a Kubernetes container under lxcfs (CPUs 8, 9, 24, 25 of 32 online,
+# "Thread(s) per core: 0" as printed)
+CASES.append(
+    (
+        "lscpu__xeon-silver-4110__2socket-32cpu__k8s-lxcfs-4-online__threads-per-core-0.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz", 2, 8, 0, 32, 16, (), 28),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 

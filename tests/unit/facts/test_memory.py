@@ -33,6 +33,15 @@ CASES = [
     # a dev container's `free -m` (110.0 GiB), and a desktop's `free -b` (tests/api/test_offline_free_si.py)
     ("real/free-m__devcontainer-110gib__vit-notes.txt", 2**20, 112682 * 2**20, 106580 * 2**20, 0, (0, 2**20)),
     ("real/free-b__desktop-7.8gib__ubuntu-16.04-forum.txt", 1, 8353525760, 7185371136, 10485755904, (0, 0)),
+    # inside an LXD container of a 4000 MB limit, lxcfs's view: `free -h` 3.7Gi
+    (
+        "real/free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt",
+        1024,
+        round(3.7 * 2**30),
+        round(3.5 * 2**30),
+        20 * 2**30,
+        (2**30 // 20,) * 2,
+    ),
 ]
 # `--si` outputs read as the offline judge reads them (free_as_kib, by the flag in the file's
 # name): total, available and swap in powers of 1000, the total's spread up to powers of 1024

@@ -40,6 +40,7 @@ from gpuonboard.steps.checks.xid_rules import (
     load_xid_catalogue,
     rule_sxid,
     rule_xid,
+    sandbox_log_check,
     xid_action,
 )
 
@@ -609,9 +610,13 @@ def health_checks(facts: Facts) -> list[Check]:
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
         slice_ = whole_listing_slice(facts)
-        narrowed = out.partial or log.cut_by_cap
-        checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, narrowed, slice_))
-        checks.append(rule_sxid(log.events, ok, why, log.covers_boot, narrowed))
+        if log.sandbox is not None:  # (a sandbox kernel's log: the host's is out of sight)
+            checks += [sandbox_log_check("gpu_xid", "Xid", log.sandbox)]
+            checks += [sandbox_log_check("nvswitch_sxid", "SXid", log.sandbox)]
+        else:
+            narrowed = out.partial or log.cut_by_cap
+            checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, narrowed, slice_))
+            checks.append(rule_sxid(log.events, ok, why, log.covers_boot, narrowed))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

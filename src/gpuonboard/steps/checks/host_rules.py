@@ -62,6 +62,15 @@ def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     return usable, why
 
 
+def _host_threads(per_core: int | None, cores: int | None, cpus: int | None) -> int:
+    """Threads per core: lscpu's `Thread(s) per core`; where it says 0 or nothing (lxcfs's view
+    of a container's CPU set, a box with most CPUs offline: `0`), `CPU(s)` over the cores
+    (`Socket(s)` x `Core(s) per socket`), the host's; 1 where neither says more."""
+    if per_core:
+        return per_core
+    return cpus // cores if cpus and cores and cpus % cores == 0 else 1
+
+
 def _limited_detail(usable: int, why: str, logical: int, offline: int | None) -> str:
     """Why fewer CPUs than the host has may be used, and what to do."""
     if why == "offline":
@@ -169,7 +178,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     physical, logical = facts.cpu.physical_cores, facts.cpu.logical_cpus
     model = f" ({facts.cpu.model_name})" if facts.cpu.model_name else ""
     actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads{model}"
-    threads = facts.cpu.threads_per_core or 1
+    threads = _host_threads(facts.cpu.threads_per_core, physical, logical)
     if usable is not None and logical is not None and usable < logical:
         if why == "offline":
             # (no core count: lscpu counts cores over the online CPUs, or over all, by version:
@@ -183,16 +192,18 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 short = f"lscpu counts {physical} cores, fewer than the {order.cpu_cores} ordered"
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
-        if why == "affinity/cgroup" and threads > 1 and usable < order.cpu_cores * threads:
-            # a CPU set (cpuset, taskset) of an SMT host may hold both threads of each core
+        if why in ("affinity/cgroup", "offline") and math.ceil(usable / threads) < order.cpu_cores:
+            # a CPU set (cpuset, taskset; lxcfs shows a container's set as the online CPUs) or the
+            # online CPUs of an SMT host may hold both threads of each core
+            kind = "online" if why == "offline" else "usable"
             return Check(
                 "cpu_cores",
                 expected,
                 actual,
                 "warn",
-                f"the {usable} usable CPUs may be hyperthreads ({threads} per core) of as few as"
+                f"the {usable} {kind} CPUs may be hyperthreads ({threads} per core) of as few as"
                 f" {math.ceil(usable / threads)} cores; the order is met for certain only by"
-                f" {order.cpu_cores * threads} usable CPUs",
+                f" {order.cpu_cores * threads} {kind} CPUs",
             )
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")
@@ -339,8 +350,13 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     else:
         why = (
             f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
-            " DIMM, or a smaller box: ask the vendor"
+            " DIMM, or a smaller box"
         )
+        if not _limit_read(facts, MEMORY_LIMIT_FILES):
+            # (lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
+            # free's total: 3.7Gi of a 4000 MB LXD limit; no limit file read says otherwise)
+            why += ", or a container's memory limit, which lxcfs shows as free's total"
+        why += ": ask the vendor"
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
 

@@ -269,7 +269,8 @@ def _event_rule(
             expected,
             f"kernel log not readable: {why_unread or 'no reason given'}",
             "unverified",
-            f"give the login user read access to the kernel log (sudo, or kernel.dmesg_restrict=0) so {what}"
+            "give the login user read access to the kernel log (sudo; kernel.dmesg_restrict=0 for dmesg;"
+            f" the `adm` or `systemd-journal` group for journalctl) so {what}"
             " errors can be checked; until then GPU faults since boot are unknown.",
         )
     span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
@@ -358,6 +359,21 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
             " catalogue before accepting the box."
         )
     return Check(check.name, check.expected, f"{check.actual}; {said}" if judged else said, "unverified", why)
+
+
+def sandbox_log_check(name: str, what: str, banner: str) -> Check:
+    """gpu_xid / nvswitch_sxid where the kernel log read was written by a sandbox's emulated kernel
+    (facts/kernel_log.py _SANDBOX_BANNERS: gVisor's `Starting gVisor...`), not by the host's
+    kernel, where the NVIDIA drivers log: none seen there is no evidence, never a pass."""
+    return Check(
+        name,
+        f"no {what} since boot needing action",
+        f"kernel log not readable: the sandbox's own (its first line {banner!r})",
+        "unverified",
+        f"`dmesg` here is answered by a sandbox's emulated kernel (gVisor), not by the host's kernel,"
+        f" whose NVIDIA driver logs {what}s, so {what} errors since boot are unknown: ask the vendor"
+        " for the host's kernel log (`sudo dmesg -T` or `journalctl -k -b` on the host).",
+    )
 
 
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:

@@ -1,0 +1,255 @@
+"""Views a provider restricts, against real captures: what the login is shown is not the box.
+
+A gVisor sandbox answers `dmesg` with its own emulated kernel's lines: the host kernel, whose
+NVIDIA driver logs Xids, is out of sight, so no Xid there is no evidence (it passed). lxcfs
+shows a container's CPU set as the online CPUs of the host's lscpu, whose core count is the
+host's: the online CPUs of an SMT host may be hyperthreads of fewer cores (it passed).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts import kernel_log
+from gpuonboard.facts.extra_probes import KERNEL_LOG_PATTERN
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.checks import fabric_health
+
+from ...offline_judge import checks, verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+GVISOR = "dmesg__gvisor-sandbox__emulated-kernel-log__k8s-image-builder-docs.txt"
+H200 = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+# a kernel's own log of a box with no Xid (control): the same rules pass it
+KERNEL_LOGS = sorted(p.name for p in REAL.glob("dmesg*") if p.name != GVISOR)
+
+
+def test_a_sandbox_kernels_log_is_no_evidence_offline(tmp_path: Path) -> None:
+    """The saved `dmesg` of a gVisor pod: gpu_xid and nvswitch_sxid passed "no Xid in the kernel
+    log"; now unverified, naming the sandbox's first line and asking for the host's log."""
+    text = (REAL / GVISOR).read_text()
+    found = {c.name: c for c in checks(tmp_path, GVISOR, text)}
+    for name, what in (("gpu_xid", "Xid"), ("nvswitch_sxid", "SXid")):
+        check = found[name]
+        assert check.verdict == "unverified", check
+        assert check.actual == (
+            "kernel log not readable: the sandbox's own (its first line '[    0.000000] Starting gVisor...')"
+        )
+        assert f"whose NVIDIA driver logs {what}s" in check.detail
+        assert "the host's kernel log" in check.detail
+
+
+def test_a_sandbox_kernels_log_is_no_evidence_live() -> None:
+    """Live, the probe keeps only the driver's lines (none here) and heads its output with the
+    log's first line: that line tells the sandbox (it passed "no Xid since boot": the line is
+    at 0.000000, so the log seemed to reach back to boot)."""
+    text = (REAL / GVISOR).read_text()
+    kept = [line for line in text.splitlines() if re.search(KERNEL_LOG_PATTERN, line)]
+    assert kept == []
+    first = text.splitlines()[0]
+    out = ProbeOutput(f"# source: dmesg\n# first: {first}\n", "", 0)
+    log = kernel_log.parse_kernel_log(out.stdout)
+    assert log.sandbox == "[    0.000000] Starting gVisor..." and log.covers_boot
+    facts = parse_facts({"kernel_log": out})
+    found = {c.name: c for c in fabric_health.health_checks(facts)}
+    assert found["gpu_xid"].verdict == "unverified"
+    assert found["nvswitch_sxid"].verdict == "unverified"
+
+
+def test_the_live_probe_on_a_sandbox_kernel_is_no_evidence(tmp_path: Path) -> None:
+    """The live probe's own shell run where `dmesg` prints the gVisor capture: unverified."""
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    out = ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0)
+    assert out.stdout.splitlines()[1] == "# first: [    0.000000] Starting gVisor..."
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    assert found["gpu_xid"].verdict == "unverified"
+    assert found["nvswitch_sxid"].verdict == "unverified"
+
+
+def test_a_sandbox_banner_under_any_time_stamp(tmp_path: Path) -> None:
+    """`dmesg -T` prints the same line under a date: still the sandbox's log."""
+    text = (REAL / GVISOR).read_text().replace("[    0.000000]", "[Thu Jan  1 00:00:00 1970]", 1)
+    assert verdicts(tmp_path, "dmesg.txt", text)["gpu_xid"][0] == "unverified"
+
+
+@pytest.mark.parametrize("name", KERNEL_LOGS)
+def test_no_kernels_own_log_is_taken_for_a_sandbox(name: str) -> None:
+    """No real kernel log reads as a sandbox's."""
+    assert kernel_log.parse_kernel_log((REAL / name).read_text(errors="replace")).sandbox is None
+
+
+def test_the_sandbox_log_beside_the_gpus_still_judges_them(tmp_path: Path) -> None:
+    """With the box's nvidia-smi beside it, the GPU rules are judged as before; only the kernel
+    log rules are unverified."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / H200).write_text((REAL / H200).read_text())
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    assert judged["gpu_xid"].verdict == "unverified"
+    assert judged["temperature"].verdict == "pass"
+
+
+# lscpu in a Kubernetes container under lxcfs: CPUs 8, 9, 24, 25 of a 2 x 8-core SMT host online
+LXCFS = "lscpu__xeon-silver-4110__2socket-32cpu__k8s-lxcfs-4-online__threads-per-core-0.txt"
+OFFLINE = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"  # 4 of 40 online, bare metal
+EPYC_255 = "lscpu__amd-epyc-7742__2socket-256cpu__cpu255-offline__bench-notes.txt"
+
+
+def test_lxcfs_online_cpus_of_an_smt_host_may_be_hyperthreads(tmp_path: Path) -> None:
+    """lxcfs shows the container's 4 CPUs as the online ones (two cores' threads here: 8/24, 9/25)
+    and lscpu counts the host's 16 cores: 4 cores ordered passed on the host's cores. The 4 CPUs
+    hold at least 2 cores (32 CPUs / 16 cores: 2 threads per core; lscpu's `Thread(s) per core:
+    0` says nothing): 4 warns, 2 passes, 8 fails naming lxcfs."""
+    text = (REAL / LXCFS).read_text()
+    warned = checks(tmp_path, LXCFS, text, "cpu_cores: 4")[-1]
+    assert (warned.name, warned.verdict) == ("cpu_cores", "warn")
+    assert warned.detail == (
+        "the 4 online CPUs may be hyperthreads (2 per core) of as few as 2 cores; the order is met"
+        " for certain only by 8 online CPUs"
+    )
+    assert verdicts(tmp_path, LXCFS, text, "cpu_cores: 2")["cpu_cores"][0] == "pass"
+    failed = checks(tmp_path, LXCFS, text, "cpu_cores: 8")[-1]
+    assert failed.verdict == "fail" and "lxcfs" in failed.detail
+
+
+def test_offline_cpus_of_an_smt_host_may_be_hyperthreads(tmp_path: Path) -> None:
+    """The same on bare metal booted with 4 of 40 CPUs (20 cores, SMT 2): 4 ordered warns."""
+    text = (REAL / OFFLINE).read_text()
+    assert verdicts(tmp_path, OFFLINE, text, "cpu_cores: 4")["cpu_cores"][0] == "warn"
+    assert verdicts(tmp_path, OFFLINE, text, "cpu_cores: 2")["cpu_cores"][0] == "pass"
+
+
+def test_online_cpus_that_hold_the_order_for_certain_pass(tmp_path: Path) -> None:
+    """Control: 2 x EPYC 7742 (128 cores, 256 CPUs) with CPU 255 offline, where lscpu says 1
+    thread per core: 128 still passes; 129 is met only by hyperthreads."""
+    text = (REAL / EPYC_255).read_text()
+    assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 128")["cpu_cores"][0] == "pass"
+    assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 129")["cpu_cores"][0] == "warn"
+
+
+def test_nproc_beside_lxcfs_reads_the_hosts_threads_per_core() -> None:
+    """Live, nproc (4) beside the same lscpu: its `Thread(s) per core: 0` was read as 1, so the
+    affinity warning was not given either; the host's 2 per core now are."""
+    facts = parse_facts(
+        {"lscpu": ProbeOutput((REAL / LXCFS).read_text(), "", 0), "nproc": ProbeOutput("4\n", "", 0)}
+    )
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.acceptance import evaluate
+
+    check = evaluate(OrderSpec(cpu_cores=4), facts)[-1]
+    assert check.name == "cpu_cores" and check.verdict == "warn"
+    assert "as few as 2 cores" in check.detail
+
+
+DMESG_REFUSED = "dmesg__refused-operation-not-permitted__aws-log-collector__scylla.txt"
+JOURNAL_REFUSED = "journalctl__refused-not-in-adm-group__hint-no-entries__systemd-250.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (DMESG_REFUSED, "dmesg: read kernel buffer failed: Operation not permitted"),
+        (JOURNAL_REFUSED, "Hint: You are currently not seeing messages from the system."),
+    ],
+)
+def test_a_saved_refusal_is_a_kernel_log_that_could_not_be_read(tmp_path: Path, name: str, said: str) -> None:
+    """A saved `dmesg` (or `journalctl -k`) of a login that may not read the kernel log holds only
+    the refusal: it was refused as "not a recognised command output" (exit 2, nothing judged).
+    Now read as the live probe that could read no log: unverified, the refusal quoted, and the
+    GPUs beside it judged."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / name).write_text((REAL / name).read_text())
+    (folder / H200).write_text((REAL / H200).read_text())
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        assert judged[rule].verdict == "unverified"
+        assert judged[rule].actual == f"kernel log not readable: {said}"
+        assert "read access to the kernel log" in judged[rule].detail
+    assert judged["temperature"].verdict == "pass"
+
+
+def test_a_refusal_is_one_only_alone() -> None:
+    """The refusal beside lines of a log (dmesg -c's read then refused clear, a paste) is no
+    refusal of the whole log; a text of neither is none."""
+    line = (REAL / DMESG_REFUSED).read_text()
+    assert kernel_log.refusal(line) == line.strip()
+    log = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text()
+    assert kernel_log.refusal(log + line) is None
+    assert kernel_log.refusal("-- No entries --\n") is None
+    assert kernel_log.refusal("") is None
+
+
+LXD_FREE = "free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt"
+
+
+def test_free_alone_below_the_order_names_a_containers_limit(tmp_path: Path) -> None:
+    """`free -h` inside an LXD container limited to 4000 MB (lxcfs shows `3.7Gi`), given alone
+    against 8 GB: the failure blamed "a missing or failed DIMM, or a smaller box", a hardware
+    claim from the container's view. With no limit file read it now names the container's limit
+    too; with one read that sets no limit (`max`), the DIMM stays the reason."""
+    text = (REAL / LXD_FREE).read_text()
+    check = checks(tmp_path, LXD_FREE, text, "ram: 8G")[-1]
+    assert (check.name, check.verdict) == ("ram", "fail")
+    assert check.detail.endswith(
+        "a missing or failed DIMM, or a smaller box, or a container's memory limit, which lxcfs shows"
+        " as free's total: ask the vendor"
+    )
+    facts = parse_facts(
+        {
+            "free": ProbeOutput(text, "", 0),
+            "cgroup_limits": ProbeOutput("/sys/fs/cgroup/memory.max\tmax\n", "", 0),
+        }
+    )
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_ram
+
+    unlimited = rule_ram(OrderSpec(ram_bytes=8 * 2**30), facts, 0.03)
+    assert unlimited.verdict == "fail" and "container" not in unlimited.detail
+
+
+SESSIONS = Path(__file__).parents[3] / "fixtures" / "sessions"
+MIYABI = "transcript__nvidia-smi-NOTFOUND+nvcc-version__gh200-miyabi-login-node.txt"
+NOTES = "transcript__nvidia-smi-NOTFOUND+free-g+df-h+curl__cpu-box-medgemma-notes.txt"
+
+
+@pytest.mark.parametrize("name", [MIYABI, NOTES])
+def test_a_saved_command_not_found_is_the_boxs_answer(tmp_path: Path, name: str) -> None:
+    """A saved session whose `nvidia-smi` answered `-bash: nvidia-smi: command not found`: that
+    answer was dropped ("not an output this tool reads") and nvidia_driver said "not judged: no
+    nvidia-smi output was given". It is the box's answer: nvidia-smi absent, as live (fail)."""
+    from gpuonboard.api import offline
+
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(SESSIONS / name)], notes)
+    assert outputs["nvidia_smi"].exit_code == 127
+    assert "nvidia-smi: command not found" in outputs["nvidia_smi"].stderr
+    assert not any("`nvidia-smi`" in note for note in notes), notes
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_model: H100\ngpu_count: 1\n")
+    judged = {c.name: c for c in offline.judge(parse_facts(outputs), offline.load_order(str(order)))}
+    driver = judged["nvidia_driver"]
+    assert (driver.verdict, driver.actual) == ("fail", "nvidia-smi not found")
+    assert judged["gpu_count"].verdict == "unverified"  # (no GPU read: no hardware claim)
+
+
+def test_a_command_not_found_alone_in_a_file(tmp_path: Path) -> None:
+    """The same line saved alone (the Miyabi session's answer) reads the same; a command this
+    tool does not read, or a text with more than the shell's line, is no such answer."""
+    from gpuonboard.api.saved_forms import tool_missing
+
+    line = (SESSIONS / MIYABI).read_text().splitlines()[1]
+    alone = verdicts(tmp_path, "nvidia-smi.txt", line + "\n")["nvidia_driver"]
+    assert alone == ("fail", "nvidia-smi not found")
+    assert tool_missing(line.replace("nvidia-smi", "uname")) is None
+    assert tool_missing(line + "\n" + (REAL / H200).read_text()) is None
