@@ -54,6 +54,7 @@ reaches back to boot, i.e. whether "no Xid" means "none since boot".
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, replace
@@ -112,6 +113,10 @@ class KernelEvent:
     # logged before the last boot boundary of a log that spans boots (BootCounter): a fault of a
     # boot the box has since left (rebooted since)
     earlier_boot: bool = False
+    # the driver load this event is of, counted from the log's first: a boot boundary or the
+    # driver's `NVRM: loading NVIDIA UNIX ... Kernel Module` banner starts the next (a fault a
+    # driver load explains is one of that load: data/nvrm_faults.yml `explains`)
+    load: int = 0
     # an Xid the driver attributes to one MIG instance of its GPU: the attribution as printed
     # after the address, "GPU-I:05" or "GPU-I:01 GPU-CI:02" (kernel_rc.c: "Xid (PCI:%04x:%02x:
     # %02x GPU-I:%02u GPU-CI:%02u): ..."); `pci` is then the GPU's address alone. None: no MIG
@@ -280,6 +285,10 @@ class BootCounter:
 
 
 _NVRM = re.compile(r"NVRM:\s?(.*)$")
+# the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
+# Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
+# after its probes, before the GPUs are opened (RmInitAdapter)
+_DRIVER_LOAD = re.compile(r"loading NVIDIA UNIX\b", re.IGNORECASE)
 # a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
 _NVRM_PCI = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\b")
 
@@ -309,8 +318,16 @@ class _Message:
     cut: str | None = None
 
 
-# what ends a driver sentence (a message ending otherwise may go on on the next line)
-_SENTENCE_END = (".", "!", ")")
+# what ends a driver sentence (a message ending otherwise may go on on the next line): a stop, or
+# a stop's parenthesised code ("RmInitAdapter failed! (0x22:0x56:884)"); an aside's bracket is
+# none ("The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:0fd3)" / "installed in this system is ...")
+_SENTENCE_END = re.compile(r"[.!](?:\s*\([^()]*\))?$")
+
+
+def _ends_sentence(text: str) -> bool:
+    return _SENTENCE_END.search(text.rstrip()) is not None
+
+
 # a message whose last word is a GPU's address has not said anything of it yet (the head of
 # "The NVIDIA GPU 0000:b3:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off ...")
 _ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?$")
@@ -320,13 +337,14 @@ def _continues(line: str, start: int, text: str, previous: _Message | None) -> b
     """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
     are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
     syslog) continues where the previous text ends mid-sentence and this line has the same
-    prefix, with a time to the microsecond (one printk) or starting lower case."""
+    prefix, with a time to the microsecond (one printk) or starting lower case. The driver's load
+    banner starts a message of its own."""
     if previous is None:
         return False
     if not line[:start].strip():
         return True
     head, before = _prefix(line, start), previous.text.rstrip()
-    if head != previous.head or before.endswith(_SENTENCE_END):
+    if head != previous.head or _ends_sentence(before) or _DRIVER_LOAD.match(text):
         return False
     return text[:1].islower() or (head is not None and _FINE_TIME.search(head) is not None)
 
@@ -347,7 +365,7 @@ def _unfinished(message: _Message) -> bool:
     installed in this system has" / "fallen off the bus ..."). One-line messages that end
     without a stop ("loading NVIDIA UNIX ... Module 570.158.01 ... 2025") are whole."""
     text = message.text.rstrip()
-    if not text or text.endswith(_SENTENCE_END):
+    if not text or _ends_sentence(text):
         return False
     return message.firm or text.endswith(":") or _ENDS_WITH_PCI.search(text) is not None
 
@@ -578,6 +596,9 @@ class _Reader:
         self.lines = 0
         self.boots = BootCounter()
         self.boot_start = 0  # the index in `events` of the log's last boot's first event
+        # the index in `events` of each driver load's first event but the log's first (a boot
+        # boundary, the driver's load banner): KernelEvent.load
+        self.load_starts: list[int] = []
         self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
 
     def read(self, line: str, cut: bool) -> None:
@@ -610,6 +631,8 @@ class _Reader:
                 self.message.firm = self.message.firm or _firmly(line, m.start())
             else:
                 self.flush()
+                if _DRIVER_LOAD.match(part):
+                    self.load_starts.append(len(self.events))
                 self.message = _Message(_prefix(line, m.start()), part)
             if cut:
                 self.message.cut = f"NVRM: {self.message.text}"
@@ -634,6 +657,7 @@ class _Reader:
             self.flush()
             self.sxids.open.clear()
             self.boot_start = len(self.events)
+            self.load_starts.append(self.boot_start)
         return separator
 
     def xid_read(self, event: KernelEvent) -> None:
@@ -678,7 +702,8 @@ class _Reader:
         if self.tail is not None:
             self.events.append(self.tail)
         return [
-            replace(e, earlier_boot=True) if i < self.boot_start else e for i, e in enumerate(self.events)
+            replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
+            for i, e in enumerate(self.events)
         ]
 
 

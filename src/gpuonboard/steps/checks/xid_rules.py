@@ -488,19 +488,29 @@ def rule_xid(
     return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
 
 
+# a GPU named by its device minor number, not its address (old drivers: "rm_init_adapter failed
+# for device bearing minor number 1", "rm_init_adapter(0) failed")
+_MINOR_NUMBER = re.compile(r"\bminor number\s*\d|\brm_init_adapter\s*\(\s*\d+\s*\)", re.IGNORECASE)
+
+
 def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     """The events less the driver fault sentences another one in the log explains
     (data/nvrm_faults.yml `explains`): a driver that refuses a GPU ("... requires use of the NVIDIA
     open kernel modules") then fails to initialise it (RmInitAdapter failed) and to probe it, which
-    is its refusal, not a GPU to replace; those on its GPU, or naming none, in the same boot."""
+    is its refusal, not a GPU to replace. Only within one driver load of one boot (a reloaded
+    driver, a reboot, may fail the GPU on its own), and only the same GPU: an effect that names a
+    GPU (its address; an old driver's minor number) only by a cause naming that address (a cause
+    without one cannot say which GPU it was about); one naming none (`probe routine failed for 1
+    device(s)`: a count) by any cause of its load."""
     explains = {f.id: set(f.explains) for f in load_nvrm_faults()}
     causes = [(e, explains.get(e.fault or "", set())) for e in events if e.kind == "nvrm"]
 
     def explained(e: KernelEvent) -> bool:
+        names_gpu = bool(e.pci) or _MINOR_NUMBER.search(e.message) is not None
         return e.kind == "nvrm" and any(
             e.fault in effects
-            and c.earlier_boot == e.earlier_boot
-            and (not e.pci or not c.pci or pci_key(c.pci) == pci_key(e.pci))
+            and (c.load, c.earlier_boot) == (e.load, e.earlier_boot)
+            and (not names_gpu or (bool(c.pci) and pci_key(c.pci) == pci_key(e.pci)))
             for c, effects in causes
         )
 
