@@ -29,10 +29,26 @@ _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
 # SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada); V2: a
-# revision sold as another card (the RTX 5090 D v2 has 24 GB, the RTX 5090 D 32 GB). PCIE and
+# revision sold as another card (the RTX 5090 D v2 has 24 GB, the RTX 5090 D 32 GB); CNX: a
+# converged card, a PCIe GPU with a ConnectX NIC on its board (pci.ids 2313 'GH100 [H100 CNX]',
+# named 'NVIDIA H100 CNX' in GPU databases: search index files 14007831047, 27379275444). PCIE and
 # QUADRO mark another product only for the models data/gpu_name_markers.yml lists as sold
 # without them too (`_marks_another_product`): the only V100S is a PCIe card
-_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF", "V2"}
+_OTHER_PRODUCT = {
+    "D",
+    "TI",
+    "SUPER",
+    "NVL",
+    "PCIE",
+    "LAPTOP",
+    "MAXQ",
+    "MOBILE",
+    "MIG",
+    "QUADRO",
+    "SFF",
+    "V2",
+    "CNX",
+}
 _SHOW = {
     "QUADRO": "Quadro",
     "TI": "Ti",
@@ -408,7 +424,7 @@ def _tail_marker(name: _Name, want: list[str]) -> str | None:
 
 def variant_words(name: str) -> frozenset[str]:
     """The words of a GPU name that always make it a variant of a model that exists without
-    them (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
+    them (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
     names: 'NVIDIA GeForce RTX 4090 D' -> {'D'}, 'NVIDIA H200 MIG 1g.18gb' -> {'MIG'}. PCIe and
     Quadro are left out: they mark another product only for some models (data/gpu_name_markers.yml).
     The prove steps' reference tables use it: a row for the base model does not judge a variant."""
@@ -430,11 +446,21 @@ def _marks_another_product(word: str, have: frozenset[str]) -> bool:
     return siblings is None or any(model <= have for model in siblings)
 
 
-def _is_sxm(tokens: set[str]) -> bool:
-    """An SXM part: its name says SXM, or it is a known SXM-only name."""
+def _is_sxm(tokens: set[str], cut: bool) -> bool:
+    """An SXM part: its name says SXM, or it is the whole name of an SXM-only model with no
+    product-marker word (PCIe, NVL, CNX ...: another card of the model). A name nvidia-smi's
+    table cut ('NVIDIA H100 P...', 'NVIDIA H100 ...') is not read whole: its tail may hold such a
+    word, so only a visible SXM word makes it one."""
     if any(_SXM.match(t) for t in tokens):
         return True
-    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in sxm_only())
+    return not cut and not tokens & _OTHER_PRODUCT and any(known <= tokens for known in sxm_only())
+
+
+def form_unread(name: str) -> bool:
+    """Whether nvidia-smi's table cut a GPU name before it says an SXM form: 'NVIDIA H100 P...'
+    and 'NVIDIA H100 ...' may be the H100 PCIe or NVL; 'NVIDIA A100-SXM...' says SXM."""
+    words = _name_tokens(name)
+    return words.cut and not _delivered(words).sxm
 
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:
@@ -482,7 +508,7 @@ def _delivered(name: _Name) -> _Delivered:
         name=name,
         have=frozenset(have),
         frag_known=frag_known,
-        sxm=_is_sxm(have),
+        sxm=_is_sxm(have, name.cut),
         said_sxm=tuple(sorted(t for t in have if _SXM.match(t) and t != "SXM")),
         named=tuple(int(m.group(1)) for t in have if (m := _MEMORY.match(t))),
         superchip=any(_SUPERCHIP.match(t) for t in have),
@@ -590,9 +616,9 @@ def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     note = "name cut by nvidia-smi's table"
     if unseen:
         note += f"; not shown: {', '.join(_show(t, joined) for t in unseen)}"
-    elif vague:
+    if vague:
         note += f"; {vague}"
-    else:
+    if not unseen and not vague:
         note += "; the words after the cut are not shown"
     return note + " (`nvidia-smi -L` prints the whole name)"
 
@@ -746,7 +772,7 @@ def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> 
     a memory size ('80GB') is checked against the size in the name, else against the delivered
     VRAM (for GH200/GB200 against the VRAM: their name's size is CPU + GPU memory); 'SXM' is met
     by a name saying SXM or a known SXM-only name, 'PCIe' (also 'PCI-E') by any name that is not
-    SXM. A word in the name that marks another product (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q,
+    SXM. A word in the name that marks another product (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q,
     Mobile, MIG; PCIe and Quadro only for a model sold without them too, data/gpu_name_markers.yml)
     fails unless the order names it. A vGPU profile ('GRID A100-4C') is another product than
     its board: it matches only an order naming that profile. A GPU count ('8x A100', '8卡 H200',
