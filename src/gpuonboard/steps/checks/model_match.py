@@ -359,18 +359,18 @@ def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tu
     return tuple(out)
 
 
-def _in_class(vram_mib: int, size_gb: int) -> bool:
+def _in_class(vram_mib: int, size_gb: float) -> bool:
     """Whether nvidia-smi's total is that many GB of GPU memory (reserved and ECC regions off)."""
     return _VRAM_CLASS[0] <= vram_mib / (size_gb * 1024) <= _VRAM_CLASS[1]
 
 
-def _reworked(want: list[str], got: _Delivered, vram_mib: int | None) -> str | None:
+def _reworked(want: list[str], got: _Delivered, vram_mib: int | None, vram_gib: float | None) -> str | None:
     """Why a GPU named as a model of data/gpu_name_markers.yml `sold_memory` has memory NVIDIA
     does not sell it with (an RTX 4090 with 49140 MiB: a board reworked to 48 GB), unless the
-    order names that size; None otherwise."""
+    order names that size (in its model, or as its `vram`: `vram_gib`); None otherwise."""
     if vram_mib is None or got.name.cut:
         return None
-    ordered = [int(m[1]) for t in want if (m := _MEMORY.match(t))]
+    ordered = [float(m[1]) for t in want if (m := _MEMORY.match(t))] + ([vram_gib] if vram_gib else [])
     if any(_in_class(vram_mib, n) for n in ordered):
         return None
     model = frozenset(t for t in got.have if not _MEMORY.match(t) and not _SXM.match(t)) - _VENDOR_WORDS
@@ -380,8 +380,9 @@ def _reworked(want: list[str], got: _Delivered, vram_mib: int | None) -> str | N
             sold = " or ".join(f"{n} GB" for n in sizes)
             return (
                 f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: a board whose memory"
-                " was changed after sale, not a card NVIDIA makes; name its size in gpu_model"
-                f" ('{show} {round(vram_mib / 1024)}GB') if such a card was ordered"
+                " was changed after sale, not a card NVIDIA makes; if such a card was ordered, name its"
+                f" size in gpu_model ('{show} {round(vram_mib / 1024)}GB') or in vram"
+                f" ('vram: {round(vram_mib / 1024)}GB')"
             )
     return None
 
@@ -657,8 +658,11 @@ def _platform_problem(platforms: list[str], want: list[str], got: _Delivered) ->
     return problem.replace("'SXM' ordered", f"'{word}' ordered (SXM GPUs)") if problem else problem
 
 
-def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> ModelMatch:
-    """Compare a delivered GPU name with the ordered model (rules in `model_matches`)."""
+def match_model(
+    ordered: str, delivered: str, vram_mib: int | None = None, vram_gib: float | None = None
+) -> ModelMatch:
+    """Compare a delivered GPU name with the ordered model (rules in `model_matches`); `vram_gib`:
+    the memory the order states apart from the model (its `vram`), which a reworked board meets."""
     model = split_count(ordered)[0]
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
@@ -727,7 +731,7 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         vague = f"the words after the cut word '{frag.title()}...' may be {_show(marker)}"
     if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
-    reworked = _reworked(want, got, vram_mib)
+    reworked = _reworked(want, got, vram_mib, vram_gib)
     if reworked:
         return ModelMatch("warn", reworked + (f"; {_bare_note(bare)}" if bare else ""))
     if bare:

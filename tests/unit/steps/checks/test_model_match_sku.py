@@ -44,6 +44,20 @@ def test_an_order_naming_the_reworked_size_passes_it(tmp_path: Path, model: str)
     assert _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")[0] == "pass"
 
 
+@pytest.mark.parametrize("vram", ["48GB", "48G", "48GiB", "49140MiB"])
+def test_an_order_stating_the_reworked_size_as_vram_passes_it(tmp_path: Path, vram: str) -> None:
+    """`{gpu_model: RTX 4090, vram: 48GB}` states the memory the boards have, as the model's
+    '48GB' does: the warning asked for the size in gpu_model only."""
+    assert _judge(tmp_path, REWORKED_4090, f"gpu_model: RTX 4090\nvram: {vram}\n")[0] == "pass"
+
+
+def test_an_order_stating_the_sold_size_as_vram_still_warns(tmp_path: Path) -> None:
+    """vram 24GB is the stock card's memory (met by more): the reworked board is still said,
+    and the advice names both ways to order it."""
+    verdict, detail = _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090\nvram: 24GB\n")
+    assert verdict == "warn" and "RTX 4090 48GB" in detail and "vram: 48GB" in detail
+
+
 def test_an_order_for_the_sold_size_fails_the_reworked_board(tmp_path: Path) -> None:
     assert _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090 24GB\n")[0] == "fail"
 
