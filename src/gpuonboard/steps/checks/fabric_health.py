@@ -31,7 +31,7 @@ from gpuonboard.facts.nvlink import (
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.model_match import variant_words
+from gpuonboard.steps.checks.model_match import form_unread, variant_words
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
 from gpuonboard.steps.checks.slice_view import whole_listing_slice
@@ -142,7 +142,11 @@ def nvlink_model(gpu_name: str) -> ModelLinks | None:
     A row's `match` must stand as whole tokens in the name (case-insensitive), first row wins;
     a name with a variant word the row does not name (NVL, D, Ti, SUPER, MIG ...:
     model_match.variant_words, as the prove steps' reference tables read it) is another product
-    than the row's: "NVIDIA H800 NVL", a PCIe card, is not judged by the H800 SXM's row."""
+    than the row's: "NVIDIA H800 NVL", a PCIe card, is not judged by the H800 SXM's row. A name
+    nvidia-smi's table cut before it says SXM ('NVIDIA H100 P...', 'NVIDIA H100 ...') gets no
+    row: its cut tail may hold such a word (model_match.form_unread)."""
+    if form_unread(gpu_name):
+        return None
     low = gpu_name.lower()
     variants = variant_words(gpu_name)
     return next(

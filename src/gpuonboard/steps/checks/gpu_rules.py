@@ -148,8 +148,9 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
     unknown: dict[str, list[str]] = {}  # (an ordered memory size with nothing to check it against)
+    vram_gib = order.vram_bytes / 2**30 if order.vram_bytes else None  # (a reworked board ordered so)
     for g in read:
-        result = match_model(model, g.name, g.memory_total_mib)
+        result = match_model(model, g.name, g.memory_total_mib, vram_gib)
         into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):
             into[g.name].append(result.why)

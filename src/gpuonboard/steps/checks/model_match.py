@@ -29,10 +29,26 @@ _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
 # SFF: the 70 W small-form-factor cards (RTX 4000 SFF Ada is not an RTX 4000 Ada); V2: a
-# revision sold as another card (the RTX 5090 D v2 has 24 GB, the RTX 5090 D 32 GB). PCIE and
+# revision sold as another card (the RTX 5090 D v2 has 24 GB, the RTX 5090 D 32 GB); CNX: a
+# converged card, a PCIe GPU with a ConnectX NIC on its board (pci.ids 2313 'GH100 [H100 CNX]',
+# named 'NVIDIA H100 CNX' in GPU databases: search index files 14007831047, 27379275444). PCIE and
 # QUADRO mark another product only for the models data/gpu_name_markers.yml lists as sold
 # without them too (`_marks_another_product`): the only V100S is a PCIe card
-_OTHER_PRODUCT = {"D", "TI", "SUPER", "NVL", "PCIE", "LAPTOP", "MAXQ", "MOBILE", "MIG", "QUADRO", "SFF", "V2"}
+_OTHER_PRODUCT = {
+    "D",
+    "TI",
+    "SUPER",
+    "NVL",
+    "PCIE",
+    "LAPTOP",
+    "MAXQ",
+    "MOBILE",
+    "MIG",
+    "QUADRO",
+    "SFF",
+    "V2",
+    "CNX",
+}
 _SHOW = {
     "QUADRO": "Quadro",
     "TI": "Ti",
@@ -343,18 +359,18 @@ def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tu
     return tuple(out)
 
 
-def _in_class(vram_mib: int, size_gb: int) -> bool:
+def _in_class(vram_mib: int, size_gb: float) -> bool:
     """Whether nvidia-smi's total is that many GB of GPU memory (reserved and ECC regions off)."""
     return _VRAM_CLASS[0] <= vram_mib / (size_gb * 1024) <= _VRAM_CLASS[1]
 
 
-def _reworked(want: list[str], got: _Delivered, vram_mib: int | None) -> str | None:
+def _reworked(want: list[str], got: _Delivered, vram_mib: int | None, vram_gib: float | None) -> str | None:
     """Why a GPU named as a model of data/gpu_name_markers.yml `sold_memory` has memory NVIDIA
     does not sell it with (an RTX 4090 with 49140 MiB: a board reworked to 48 GB), unless the
-    order names that size; None otherwise."""
+    order names that size (in its model, or as its `vram`: `vram_gib`); None otherwise."""
     if vram_mib is None or got.name.cut:
         return None
-    ordered = [int(m[1]) for t in want if (m := _MEMORY.match(t))]
+    ordered = [float(m[1]) for t in want if (m := _MEMORY.match(t))] + ([vram_gib] if vram_gib else [])
     if any(_in_class(vram_mib, n) for n in ordered):
         return None
     model = frozenset(t for t in got.have if not _MEMORY.match(t) and not _SXM.match(t)) - _VENDOR_WORDS
@@ -364,8 +380,9 @@ def _reworked(want: list[str], got: _Delivered, vram_mib: int | None) -> str | N
             sold = " or ".join(f"{n} GB" for n in sizes)
             return (
                 f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: a board whose memory"
-                " was changed after sale, not a card NVIDIA makes; name its size in gpu_model"
-                f" ('{show} {round(vram_mib / 1024)}GB') if such a card was ordered"
+                " was changed after sale, not a card NVIDIA makes; if such a card was ordered, name its"
+                f" size in gpu_model ('{show} {round(vram_mib / 1024)}GB') or in vram"
+                f" ('vram: {round(vram_mib / 1024)}GB')"
             )
     return None
 
@@ -408,7 +425,7 @@ def _tail_marker(name: _Name, want: list[str]) -> str | None:
 
 def variant_words(name: str) -> frozenset[str]:
     """The words of a GPU name that always make it a variant of a model that exists without
-    them (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
+    them (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
     names: 'NVIDIA GeForce RTX 4090 D' -> {'D'}, 'NVIDIA H200 MIG 1g.18gb' -> {'MIG'}. PCIe and
     Quadro are left out: they mark another product only for some models (data/gpu_name_markers.yml).
     The prove steps' reference tables use it: a row for the base model does not judge a variant."""
@@ -430,11 +447,21 @@ def _marks_another_product(word: str, have: frozenset[str]) -> bool:
     return siblings is None or any(model <= have for model in siblings)
 
 
-def _is_sxm(tokens: set[str]) -> bool:
-    """An SXM part: its name says SXM, or it is a known SXM-only name."""
+def _is_sxm(tokens: set[str], cut: bool) -> bool:
+    """An SXM part: its name says SXM, or it is the whole name of an SXM-only model with no
+    product-marker word (PCIe, NVL, CNX ...: another card of the model). A name nvidia-smi's
+    table cut ('NVIDIA H100 P...', 'NVIDIA H100 ...') is not read whole: its tail may hold such a
+    word, so only a visible SXM word makes it one."""
     if any(_SXM.match(t) for t in tokens):
         return True
-    return "NVL" not in tokens and "PCIE" not in tokens and any(known <= tokens for known in sxm_only())
+    return not cut and not tokens & _OTHER_PRODUCT and any(known <= tokens for known in sxm_only())
+
+
+def form_unread(name: str) -> bool:
+    """Whether nvidia-smi's table cut a GPU name before it says an SXM form: 'NVIDIA H100 P...'
+    and 'NVIDIA H100 ...' may be the H100 PCIe or NVL; 'NVIDIA A100-SXM...' says SXM."""
+    words = _name_tokens(name)
+    return words.cut and not _delivered(words).sxm
 
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:
@@ -482,7 +509,7 @@ def _delivered(name: _Name) -> _Delivered:
         name=name,
         have=frozenset(have),
         frag_known=frag_known,
-        sxm=_is_sxm(have),
+        sxm=_is_sxm(have, name.cut),
         said_sxm=tuple(sorted(t for t in have if _SXM.match(t) and t != "SXM")),
         named=tuple(int(m.group(1)) for t in have if (m := _MEMORY.match(t))),
         superchip=any(_SUPERCHIP.match(t) for t in have),
@@ -590,9 +617,9 @@ def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     note = "name cut by nvidia-smi's table"
     if unseen:
         note += f"; not shown: {', '.join(_show(t, joined) for t in unseen)}"
-    elif vague:
+    if vague:
         note += f"; {vague}"
-    else:
+    if not unseen and not vague:
         note += "; the words after the cut are not shown"
     return note + " (`nvidia-smi -L` prints the whole name)"
 
@@ -631,8 +658,11 @@ def _platform_problem(platforms: list[str], want: list[str], got: _Delivered) ->
     return problem.replace("'SXM' ordered", f"'{word}' ordered (SXM GPUs)") if problem else problem
 
 
-def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> ModelMatch:
-    """Compare a delivered GPU name with the ordered model (rules in `model_matches`)."""
+def match_model(
+    ordered: str, delivered: str, vram_mib: int | None = None, vram_gib: float | None = None
+) -> ModelMatch:
+    """Compare a delivered GPU name with the ordered model (rules in `model_matches`); `vram_gib`:
+    the memory the order states apart from the model (its `vram`), which a reworked board meets."""
     model = split_count(ordered)[0]
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
@@ -701,7 +731,7 @@ def match_model(ordered: str, delivered: str, vram_mib: int | None = None) -> Mo
         vague = f"the words after the cut word '{frag.title()}...' may be {_show(marker)}"
     if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(unseen, vague, want_name.joined))
-    reworked = _reworked(want, got, vram_mib)
+    reworked = _reworked(want, got, vram_mib, vram_gib)
     if reworked:
         return ModelMatch("warn", reworked + (f"; {_bare_note(bare)}" if bare else ""))
     if bare:
@@ -746,7 +776,7 @@ def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> 
     a memory size ('80GB') is checked against the size in the name, else against the delivered
     VRAM (for GH200/GB200 against the VRAM: their name's size is CPU + GPU memory); 'SXM' is met
     by a name saying SXM or a known SXM-only name, 'PCIe' (also 'PCI-E') by any name that is not
-    SXM. A word in the name that marks another product (D, Ti, SUPER, NVL, SFF, Laptop, Max-Q,
+    SXM. A word in the name that marks another product (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q,
     Mobile, MIG; PCIe and Quadro only for a model sold without them too, data/gpu_name_markers.yml)
     fails unless the order names it. A vGPU profile ('GRID A100-4C') is another product than
     its board: it matches only an order naming that profile. A GPU count ('8x A100', '8卡 H200',

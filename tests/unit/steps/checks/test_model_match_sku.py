@@ -44,6 +44,20 @@ def test_an_order_naming_the_reworked_size_passes_it(tmp_path: Path, model: str)
     assert _judge(tmp_path, REWORKED_4090, f"gpu_model: '{model}'\n")[0] == "pass"
 
 
+@pytest.mark.parametrize("vram", ["48GB", "48G", "48GiB", "49140MiB"])
+def test_an_order_stating_the_reworked_size_as_vram_passes_it(tmp_path: Path, vram: str) -> None:
+    """`{gpu_model: RTX 4090, vram: 48GB}` states the memory the boards have, as the model's
+    '48GB' does: the warning asked for the size in gpu_model only."""
+    assert _judge(tmp_path, REWORKED_4090, f"gpu_model: RTX 4090\nvram: {vram}\n")[0] == "pass"
+
+
+def test_an_order_stating_the_sold_size_as_vram_still_warns(tmp_path: Path) -> None:
+    """vram 24GB is the stock card's memory (met by more): the reworked board is still said,
+    and the advice names both ways to order it."""
+    verdict, detail = _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090\nvram: 24GB\n")
+    assert verdict == "warn" and "RTX 4090 48GB" in detail and "vram: 48GB" in detail
+
+
 def test_an_order_for_the_sold_size_fails_the_reworked_board(tmp_path: Path) -> None:
     assert _judge(tmp_path, REWORKED_4090, "gpu_model: RTX 4090 24GB\n")[0] == "fail"
 
@@ -218,3 +232,64 @@ def test_the_a10g_is_named_as_nvidia_smi_prints_it(
     written, not 'A10GB' (the G after the digits was taken for a size unit)."""
     verdict, detail = _judge(tmp_path, capture, f"gpu_model: {model}\n")
     assert verdict == "fail" and said in detail and "A10GB" not in detail
+
+
+# --- SKU-5: a name nvidia-smi's table cut is no SXM claim; a converged card is no SXM part -------
+
+# the H100 CNX converged card (a PCIe H100 with a ConnectX-7 NIC on its board): pci.ids 2313
+# 'GH100 [H100 CNX]' (search index file 14007831047), named so in a GPU database (file 27379275444)
+H100_CNX = "NVIDIA H100 CNX"
+
+
+def _cuts(name: str) -> list[str]:
+    """Every cut nvidia-smi's table may make of a name after its model word, as it prints them
+    ('NVIDIA H100 P...', 'NVIDIA H100 ...'; real: 'NVIDIA GeForce RTX 2080 ...', 'Tesla V100-SXM2...')."""
+    start = len(" ".join(name.split()[:2])) + 1
+    return [name[:end] + "..." for end in range(start, len(name))]
+
+
+CUT_NAMES = sorted({cut for name in [*SXM_NAMES, *PCIE_NAMES, H100_CNX] for cut in _cuts(name)})
+
+
+@pytest.mark.parametrize("cut", CUT_NAMES)
+def test_a_cut_name_is_never_claimed_sxm(cut: str) -> None:
+    """'NVIDIA H100 P...' (the H100 PCIe, cut) failed an order for the H100 PCIe ("'PCIe' ordered,
+    this is an SXM part") and was given the H100 SXM's 18 NVLink links and NVSwitch: the words the
+    cut hides may be PCIe or NVL, so neither form is told and no NVLink row applies."""
+    model = cut.split()[1]
+    assert "SXM part" not in match_model(f"{model} PCIe", cut, None).why, cut
+    for order in (f"{model} SXM", f"HGX {model}"):  # (a visible 'NV...', 'PCI...' fails them)
+        assert match_model(order, cut, None).verdict in ("warn", "fail"), (order, cut)
+    assert nvlink_model(cut) is None, cut
+
+
+@pytest.mark.parametrize(
+    "cut", ["NVIDIA H100 P...", "NVIDIA H100 N...", "NVIDIA H100 ...", "NVIDIA H800 P..."]
+)
+@pytest.mark.parametrize("form", ["PCIe", "SXM", "HGX"])
+def test_a_cut_before_the_form_warns_either_form(cut: str, form: str) -> None:
+    model = cut.split()[1]
+    order = f"HGX {model}" if form == "HGX" else f"{model} {form}"
+    assert match_model(order, cut, None).verdict == "warn"
+
+
+def test_a_cut_name_still_says_what_its_cut_word_may_be() -> None:
+    why = match_model("H100 SXM", "NVIDIA H100 P...", None).why
+    assert "not shown: SXM" in why and "'P...' may be PCIe" in why
+
+
+def test_a_cut_name_saying_sxm_keeps_its_form() -> None:
+    """Control: a cut after the SXM word ('Tesla V100-SXM2...', real) is still an SXM part."""
+    assert match_model("V100 SXM2", "Tesla V100-SXM2...", None).verdict != "fail"
+    assert match_model("V100 PCIe", "Tesla V100-SXM2...", None).verdict == "fail"
+
+
+@pytest.mark.parametrize(
+    ("ordered", "verdict"),
+    [("H100 SXM", "fail"), ("HGX H100", "fail"), ("H100", "fail"), ("H100 CNX", "pass")],
+)
+def test_the_h100_cnx_is_another_card_than_the_sxm_h100(ordered: str, verdict: str) -> None:
+    """'NVIDIA H100 CNX' holds the SXM-only model's words and no PCIe/NVL, so it was taken for
+    an SXM part (passing 'H100 SXM' and given 18 NVLink links): CNX marks another product."""
+    assert match_model(ordered, H100_CNX, None).verdict == verdict
+    assert nvlink_model(H100_CNX) is None
