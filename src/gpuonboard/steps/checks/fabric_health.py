@@ -159,6 +159,20 @@ def nvlink_model(gpu_name: str) -> ModelLinks | None:
     )
 
 
+_CUT_TAIL = re.compile(r"\s*\S*\.\.\.\s*$")  # the word nvidia-smi's table cut: 'P...', '80G...'
+
+
+def _cut_form_models(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, tuple[str, ModelLinks]]:
+    """GPUs whose name the table cut before it says SXM or PCIe (nvlink_model gives them no row)
+    while the words shown name a model with NVLink links ('NVIDIA H800 80G...'): that SXM part, or
+    its PCIe / NVL card. Index -> (name, the SXM part's row)."""
+    cut: dict[int, tuple[str, ModelLinks]] = {}
+    for index, name in _indexed(gpu_models).items():
+        if form_unread(name) and (m := nvlink_model(_CUT_TAIL.sub("", name))) and m.links:
+            cut[index] = (name, m)
+    return cut
+
+
 def _indexed(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, str]:
     """GPU index -> model name: a mapping as given (the GPU numbers nvidia-smi printed), a list
     as GPUs 0, 1, 2 ..."""
@@ -177,10 +191,14 @@ def rule_nvlink(
     expected_links = {
         i: m for i, name in _indexed(gpu_models).items() if (m := nvlink_model(name)) and m.links
     }
-    if not expected_links:
+    cut_form = _cut_form_models(gpu_models)
+    if not expected_links and not cut_form:
         return None
-    counts = sorted({m.links for m in expected_links.values() if m.links})
-    expected = f"{'/'.join(map(str, counts))} active NVLink links on each of {len(expected_links)} GPU(s)"
+    counts = sorted(
+        {m.links for m in [*expected_links.values(), *(m for _, m in cut_form.values())] if m.links}
+    )
+    judged = len(expected_links) + len(cut_form)
+    expected = f"{'/'.join(map(str, counts))} active NVLink links on each of {judged} GPU(s)"
     if nvlink_status is None or not nvlink_status.gpus:
         return Check(
             "nvlink_links",
@@ -217,6 +235,14 @@ def rule_nvlink(
                 continue
             detail = f", inactive link(s) {', '.join(down)}" if down else ""
             short.append(f"GPU {index}: {block.active_links} of {model.links} links active{detail}")
+    for index, (name, model) in sorted(cut_form.items()):  # (all up: the SXM part, judged so)
+        block = nvlink_status.by_index(index)
+        active = block.active_links if block is not None and index != cut else 0
+        if model.links is not None and active < model.links:
+            unread.append(
+                f"GPU {index} ({active} of {model.links} links active, and its name '{name}' is cut"
+                " before it says SXM, which has them, or PCIe / NVL, which need not)"
+            )
     if short:
         also = f"; links not readable for {', '.join(unread)}" if unread else ""
         return Check(
@@ -240,7 +266,7 @@ def rule_nvlink(
         )
     speeds = sorted({s for g in nvlink_status.gpus for s in g.speeds})
     at = f" at {'/'.join(f'{s:g}' for s in speeds)} GB/s" if speeds else ""
-    return Check("nvlink_links", expected, f"all links active on {len(expected_links)} GPU(s){at}", "pass")
+    return Check("nvlink_links", expected, f"all links active on {judged} GPU(s){at}", "pass")
 
 
 def _nvlink_unread_why(block: GpuNvlinkErrors | None) -> str:
