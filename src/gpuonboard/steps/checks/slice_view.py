@@ -6,9 +6,9 @@ root) unless PID 1 is systemd with nothing beside it that says container (the co
 systemd saw, /run/systemd/container; Docker's /.dockerenv, Podman's /run/.containerenv,
 Kubernetes' service account, a container's cgroup in /proc/1/cgroup): a diskless or live-booted
 whole machine (Warewulf, xCAT, dracut's LiveOS_rootfs, a custom initrd) has an overlay root too,
-with systemd as PID 1; or the cgroup the login runs in is a Slurm
-job's (the limit files the cgroup probe read sit under `/slurm/uid_N/job_N/` (cgroup v1) or
-`.../slurmstepd.scope/job_N/` (v2)).
+with systemd as PID 1; or the cgroup the login runs in is a Slurm job's (the limit files the
+cgroup probe read sit under `/slurm/uid_N/job_N/` (cgroup v1) or `.../slurmstepd.scope/job_N/`
+(v2)).
 """
 
 from __future__ import annotations
