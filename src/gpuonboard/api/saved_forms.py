@@ -176,11 +176,11 @@ def compute_apps(text: str) -> tuple[str, str] | None:
 
 # a saved `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` (each line `FILE:VALUE`) or
 # `head` of them (`==> FILE <==` above each value): the files the live probe's cgroup walk reads,
-# and the ones it reads first of whether the login is in a container (PID 1's name, the container
-# type systemd saw: steps/checks/slice_view.py)
+# and the ones it reads first of whether the login is in a container (PID 1's name and cgroups,
+# the container type systemd saw: steps/checks/slice_view.py)
 _CGROUP_FILE = (
     r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us)"
-    r"|/proc/1/comm|/run/systemd/container)"
+    r"|/proc/1/comm|/proc/1/cgroup|/run/systemd/container)"
 )
 _CGROUP_GREP = re.compile(rf"({_CGROUP_FILE}):(\S.*)")
 _CGROUP_HEAD = re.compile(rf"==> ({_CGROUP_FILE}) <==")

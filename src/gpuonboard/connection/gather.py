@@ -71,7 +71,8 @@ def _cgroup_limits_command() -> str:
     cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file).
     First, in the same form, what says whether the login is in a container
     (steps/checks/slice_view.py): PID 1's name (/proc/1/comm), the container type systemd saw
-    (/run/systemd/container), and Docker's and Podman's marker files (`/.dockerenv<TAB>present`)."""
+    (/run/systemd/container), Docker's and Podman's marker files (`/.dockerenv<TAB>present`),
+    Kubernetes' service-account mount, and PID 1's cgroups (/proc/1/cgroup, one line each)."""
 
     def walk(root: str, files: tuple[str, ...]) -> str:
         reads = " ".join(
@@ -85,7 +86,10 @@ def _cgroup_limits_command() -> str:
     signs = (
         'for f in /proc/1/comm /run/systemd/container; do v=; [ -r "$f" ] && '
         '{ read -r v <"$f" || :; } && [ -n "$v" ] && printf \'%s\\t%s\\n\' "$f" "$v"; done; '
-        'for f in /.dockerenv /run/.containerenv; do [ -e "$f" ] && printf \'%s\\tpresent\\n\' "$f"; done; '
+        'for f in /.dockerenv /run/.containerenv /var/run/secrets/kubernetes.io; do [ -e "$f" ] && '
+        "printf '%s\\tpresent\\n' \"$f\"; done; "
+        "[ -r /proc/1/cgroup ] && while IFS= read -r v; do printf '/proc/1/cgroup\\t%s\\n' \"$v\"; "
+        "done </proc/1/cgroup; "
     )
     return (
         signs + "[ -r /proc/self/cgroup ] || exit 127; "

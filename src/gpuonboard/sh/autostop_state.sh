@@ -19,6 +19,11 @@ echo "now $(date +%s)"
 if x=$(unsafe "$d"); then echo "dirunsafe $x"; fi
 crond_state
 [ -f "$d/__CONF__" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/__CONF__" | head -n 1)"
+# the --pid the installed config watches and the process it recorded (its start time and boot):
+# a rerun with the same pid renews the rest and keeps that record, even once the job has ended
+if [ -n "${pp:-}" ] && [ -f "$d/__CONF__" ]; then
+  for k in PID PID_START PID_BOOT; do echo "old$k $(sed -n "s/^$k=//p" "$d/__CONF__" | head -n 1)"; done
+fi
 [ -f "$d/max_since" ] && echo "maxsince $(head -c 20 "$d/max_since")"
 [ -f "$d/installed_at" ] && echo "installedat $(head -c 20 "$d/installed_at")"
 for f in __SCRIPT__ __CONF__; do

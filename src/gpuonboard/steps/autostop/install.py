@@ -151,8 +151,46 @@ def with_tools(settings: AutostopSettings, r: _Remote) -> AutostopSettings:
         nvidia_smi=r.tools.get("nvidia-smi", ""),
         docker=docker,
         gpu_count=count,
-        pid_start=r.pid_start if settings.pid else "",
-        pid_boot=r.boot_id if settings.pid else "",
+        pid_start=_recorded(settings, r)[0],
+        pid_boot=_recorded(settings, r)[1],
+    )
+
+
+def _same_pid(settings: AutostopSettings, r: _Remote) -> bool:
+    """Whether the installed config already watches the --pid given (a rerun that renews)."""
+    return bool(settings.pid) and r.old_pid == settings.pid
+
+
+def _recorded(settings: AutostopSettings, r: _Remote) -> tuple[str, str]:
+    """The (start time, boot) the config records for --pid: on a rerun with the same pid, the
+    ones the first install recorded (never those of a later process that got the number); else
+    the process's as the probe found it."""
+    if not settings.pid:
+        return "", ""
+    if _same_pid(settings, r) and (r.old_pid_start or r.old_pid_boot):
+        return r.old_pid_start, r.old_pid_boot
+    return r.pid_start, r.boot_id
+
+
+def pid_ended_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """On a rerun with the --pid the installed config already watches, that the process it
+    recorded has ended (no process runs under the number, the box has rebooted since, or the
+    number now names a process started at another time): the rerun renews the lease and the
+    other settings, and the watcher counts the job ended. None while it runs, or can't be told."""
+    if not _same_pid(settings, r):
+        return None
+    if r.pid_alive is False:
+        why = f"no process {settings.pid} runs there"
+    elif r.old_pid_boot and r.boot_id and r.old_pid_boot != r.boot_id:
+        why = "the box has rebooted since it was recorded"
+    elif r.old_pid_start and r.pid_start and r.old_pid_start != r.pid_start:
+        why = f"{settings.pid} now names another process, started at another time"
+    else:
+        return None
+    return (
+        f"--pid {settings.pid}: the watched process {settings.pid} has ended ({why}), so it no"
+        " longer keeps the box up: the box shuts down once idle (give the pid of the running job"
+        " to watch it instead)"
     )
 
 
@@ -314,7 +352,7 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f"host {host}: {why}, so the watcher would never find the box idle and never shut it down:"
             " pass --max-hours H or --heartbeat D (they act whatever the activity)"
         )
-    if settings.pid and r.pid_alive is False:
+    if settings.pid and r.pid_alive is False and not _same_pid(settings, r):
         return (
             f"host {host}: --pid {settings.pid}: no process {settings.pid} runs there, so the watcher"
             " would not see the job, and a run in a phase that leaves the GPUs idle (data loading,"

@@ -82,11 +82,19 @@ class _Remote:
     pid_alive: bool | None = None
     pid_start: str = ""
     boot_id: str = ""
+    # what the installed config records of its --pid (asked only with --pid): PID, PID_START and
+    # PID_BOOT ("" where it records none)
+    old_pid: str = ""
+    old_pid_start: str = ""
+    old_pid_boot: str = ""
 
 
 def _int_or_none(text: str) -> int | None:
     text = text.strip()
     return int(text) if text.isdecimal() and len(text) <= 12 else None
+
+
+_OLD_PID = {"oldPID": "old_pid", "oldPID_START": "old_pid_start", "oldPID_BOOT": "old_pid_boot"}
 
 
 def _parse_probe(text: str) -> _Remote:
@@ -158,6 +166,9 @@ def _parse_probe(text: str) -> _Remote:
             r.pid_start = rest.strip() if rest.strip().isdecimal() else ""
         elif kind == "bootid":
             r.boot_id = rest.strip() if rest.strip().isprintable() and " " not in rest.strip() else ""
+        elif kind in _OLD_PID:
+            value = rest.strip().strip("'\"")
+            setattr(r, _OLD_PID[kind], value if value.replace("-", "").isalnum() else "")
         elif kind == "shutprog":  # "yes", or "no PROGRAM": the first of them not found
             said, _, missing = rest.strip().partition(" ")
             r.shutdown_found = said == "yes"

@@ -20,6 +20,7 @@ from gpuonboard.steps.autostop.install import (
     max_hours_sentence,
     never_idle,
     no_gpu_note,
+    pid_ended_note,
     remove_script,
     shutdown_programs,
     sudo_check,
@@ -181,7 +182,12 @@ class AutostopStep(Step):
             deadline += (
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
-        notes = (no_gpu_note(self.settings, r), sudo_note(self.settings, r), billing_note(self.settings))
+        notes = (
+            pid_ended_note(self.settings, r),
+            no_gpu_note(self.settings, r),
+            sudo_note(self.settings, r),
+            billing_note(self.settings),
+        )
         for note in notes:
             deadline += f"; {note}" if note else ""
         if not cron_ok:
