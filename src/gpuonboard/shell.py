@@ -71,7 +71,8 @@ _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9 _./,:=@+-]*")
 # `/bin/busybox -c` is "applet not found" (its `ash`/`sh` links are listed by those names).
 _SHELL_RUNS = {"bash|rbash": "--norc -c", "zsh": "-f -c", "sh|dash|ash|ksh|ksh93|mksh|pdksh|yash|posh": "-c"}
 _RUNS = " ".join(
-    f'{names}) exec "$SHELL" {flags} "$__gpo_s" "${{SHELL##*/}}";;' for names, flags in _SHELL_RUNS.items()
+    f'{names}) exec "$SHELL" {flags} "$__gpo_s" "${{SHELL##*/}}" "$@";;'
+    for names, flags in _SHELL_RUNS.items()
 )
 # the wrapper's text (its payload one argument of at most 128 KiB, Linux's MAX_ARG_STRLEN, with room)
 _NEUTRAL_MAX = 120 * 1024
@@ -88,11 +89,28 @@ def login_neutral(command: str) -> str:
     is installed). A payload over _NEUTRAL_MAX goes as it is."""
     if _PLAIN_COMMAND.fullmatch(command):
         return command
+    return _neutral(command) or command
+
+
+def login_neutral_prefix(command: str) -> str:
+    """login_neutral for a command text that another program completes with words of its own
+    (rsync's --rsync-path, after which it puts ` --server ARGS . .`): always the wrapper, ending
+    in a `$0` of its own, so the words put after it reach `command` as its "$@" (plain words:
+    rsync's options and `.`, read alike by every login shell). ValueError: none fits."""
+    wrapped = _neutral(command)
+    if wrapped is None:
+        raise ValueError("the command is too long for the login shell wrapper")
+    return f"{wrapped} gpo"
+
+
+def _neutral(command: str) -> str | None:
+    """login_neutral's wrapper around `command` (which sees the wrapper's "$@"); None: over
+    _NEUTRAL_MAX."""
     data = command.encode("utf-8", "surrogateescape")
     text = data.decode("latin-1")  # (each byte as one code point)
     payload = _NEUTRAL_ESCAPED.sub(lambda m: _NEUTRAL_ESCAPES[m.group()], text)
     if len(payload) > _NEUTRAL_MAX:
-        return command
+        return None
     # (the `_` keeps the command's own trailing newlines from $(...), which strips them)
     return (
         f'sh -c \'__gpo_s=$(printf "{payload}_"); __gpo_s=${{__gpo_s%_}};'
