@@ -61,9 +61,19 @@ _NEUTRAL_ESCAPES = {chr(b): f"\\{b:03o}" for b in range(256) if b not in _NEUTRA
 _NEUTRAL_ESCAPED = re.compile("[" + re.escape("".join(_NEUTRAL_ESCAPES)) + "]")
 # a command of these only reads alike in every login shell (sh, bash, zsh, fish, csh, tcsh)
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9 _./,:=@+-]*")
-# login shells that run a POSIX command text as sh does: the wrapper hands the command to the
-# login shell itself there, as sshd did (its rc files, its own `echo`)
-_POSIX_SHELLS = "sh|bash|rbash|dash|ash|ksh|ksh93|mksh|pdksh|zsh|yash|posh|busybox"
+# login shells that run a POSIX command text as sh does, and how: the wrapper hands the command to
+# the login shell itself there, as sshd did (its own `echo`, its options), each given so that it reads
+# no rc file: sshd's shell has read them already (what they export reaches the command through sh).
+# bash reads ~/.bashrc again when SSH_CLIENT is set and it counts itself top level (its SHLVL, which
+# bash's exec of sshd's one command lowered to 0): `--norc` stops that (and leaves SHLVL as before).
+# zsh reads ~/.zshenv at every start: `-f` (NO_RCS; /etc/zsh/zshenv is read all the same). The others
+# read an rc file (`$ENV`) only when interactive, and take no flag (ksh's `-f` is noglob). Not busybox:
+# `/bin/busybox -c` is "applet not found" (its `ash`/`sh` links are listed by those names).
+_SHELL_RUNS = {"bash|rbash": "--norc -c", "zsh": "-f -c", "sh|dash|ash|ksh|ksh93|mksh|pdksh|yash|posh": "-c"}
+_RUNS = " ".join(
+    f'{names}) exec "$SHELL" {flags} "$__gpo_s" "${{SHELL##*/}}" "$@";;'
+    for names, flags in _SHELL_RUNS.items()
+)
 # the wrapper's text (its payload one argument of at most 128 KiB, Linux's MAX_ARG_STRLEN, with room)
 _NEUTRAL_MAX = 120 * 1024
 
@@ -74,18 +84,38 @@ def login_neutral(command: str) -> str:
     shell (POSIX ones, fish, csh, tcsh) reads alike, `sh -c '...'` around a payload of printable
     characters and octal escapes (no quote, newline, `$`, `\\` or `!` a non-POSIX shell reads
     otherwise) that printf turns back into the command, which then runs in the login shell where
-    it is a POSIX one (as before), else in sh. A payload over _NEUTRAL_MAX goes as it is."""
+    it is a POSIX one (as before, its rc files read once: see _SHELL_RUNS), else in sh; in sh too
+    where $SHELL names no executable file (an rc file exporting SHELL=/usr/local/bin/zsh where none
+    is installed). A payload over _NEUTRAL_MAX goes as it is."""
     if _PLAIN_COMMAND.fullmatch(command):
         return command
+    return _neutral(command) or command
+
+
+def login_neutral_prefix(command: str) -> str:
+    """login_neutral for a command text that another program completes with words of its own
+    (rsync's --rsync-path, after which it puts ` --server ARGS . .`): always the wrapper, ending
+    in a `$0` of its own, so the words put after it reach `command` as its "$@" (plain words:
+    rsync's options and `.`, read alike by every login shell). ValueError: none fits."""
+    wrapped = _neutral(command)
+    if wrapped is None:
+        raise ValueError("the command is too long for the login shell wrapper")
+    return f"{wrapped} gpo"
+
+
+def _neutral(command: str) -> str | None:
+    """login_neutral's wrapper around `command` (which sees the wrapper's "$@"); None: over
+    _NEUTRAL_MAX."""
     data = command.encode("utf-8", "surrogateescape")
     text = data.decode("latin-1")  # (each byte as one code point)
     payload = _NEUTRAL_ESCAPED.sub(lambda m: _NEUTRAL_ESCAPES[m.group()], text)
     if len(payload) > _NEUTRAL_MAX:
-        return command
+        return None
     # (the `_` keeps the command's own trailing newlines from $(...), which strips them)
     return (
-        f'sh -c \'__gpo_s=$(printf "{payload}_"); __gpo_s=${{__gpo_s%_}}; case ${{SHELL##*/}} in'
-        f' {_POSIX_SHELLS}) exec "$SHELL" -c "$__gpo_s" "${{SHELL##*/}}";; esac; eval "$__gpo_s"\''
+        f'sh -c \'__gpo_s=$(printf "{payload}_"); __gpo_s=${{__gpo_s%_}};'
+        f' if [ -f "$SHELL" ] && [ -x "$SHELL" ]; then case ${{SHELL##*/}} in {_RUNS} esac; fi;'
+        ' eval "$__gpo_s"\''
     )
 
 

@@ -153,3 +153,25 @@ def test_an_unknown_key_is_refused_not_added_as_fabric_would(pool: TestHostPool,
     with pytest.raises(HostKeyError, match="has an unknown host key"):
         open_runner(host, ConnectOptions(known_hosts=known), KnownHosts(known))
     assert not known.exists()
+
+
+def test_a_login_bash_reads_its_bashrc_once_a_command_over_real_sshd(
+    pool: TestHostPool, tmp_path: Path
+) -> None:
+    """sshd's bash reads ~/.bashrc for a command (SSH_CLIENT set, top level); the login shell
+    wrapper's sh then exec'd a second `bash -c` that read it again: its noise twice on stdout,
+    its PATH addition twice, twice its time. Read once now, for a plain command and a wrapped one."""
+    th = pool.add(f"rcfile-{next(_HOST_NUMBERS)}")
+    (th.home / "cuda" / "bin").mkdir(parents=True)
+    (th.home / ".bashrc").write_text(
+        'echo sourced >> "$HOME/count"\necho "NOISE $SHLVL"\nexport PATH="$HOME/cuda/bin:$PATH"\n'
+    )
+    runner = ssh_runner(th, pool, tmp_path)
+    try:
+        wrapped = runner.run("echo 'a b'; echo \"$PATH\" | tr : '\\n' | grep -c cuda")
+        plain = runner.run("nproc")
+    finally:
+        runner.close()
+    assert wrapped.stdout == "NOISE 1\na b\n1\n"
+    assert plain.stdout.startswith("NOISE 1\n")
+    assert (th.home / "count").read_text() == "sourced\n" * 2  # (one a command)

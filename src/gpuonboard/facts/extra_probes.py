@@ -39,10 +39,11 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # they would push the GPU's Xid lines out of the last KERNEL_LOG_MAX_LINES.
 # The lines of the GPU and NVSwitch drivers (and a boot's markers) are capped apart from the
 # others (any device's uncorrectable PCIe errors: a NIC may log thousands), so that another
-# device's flood never pushes a GPU's Xid out; the probe says how many matching lines either cap
-# left out (`# dropped: N`), and a log of which lines were dropped is only part of the log
-# (facts/kernel_log.py KernelLog.dropped: a gpu_xid or nvswitch_sxid with no fault is then
-# unverified, never a pass).
+# device's flood never pushes a GPU's Xid out; the probe says how many matching lines it left
+# out of each (`# dropped: driver N other M`), and a log of which some were left out is only part
+# of the log (facts/kernel_log.py KernelLog.cut_by_cap). On a host without sort or cut the lines
+# cannot be put back in order: the newest KERNEL_LOG_MAX_LINES of them all are kept, as one cap,
+# and the counts are of the lines of each kind that cap left out all the same.
 KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
 )
@@ -57,29 +58,34 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
     dmesg was refused. Output starts with `# source: <which answered>` and `# first: <the
     log's first line>` (so a reader can tell whether the log reaches back to boot) and
-    `# dropped: <matching lines the caps left out>` (so it can tell the log kept is whole). When
-    nothing could be read: exit 126, and stderr names each refusal and its first line.
+    `# dropped: driver <N> other <M>` (the matching lines left out of each kind: so it can tell
+    the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
+    and its first line.
     A journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
     currently not seeing messages ...") counts as a refusal, not as an empty log.
     """
     keep, drop, driver = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP), shell.quote(KERNEL_LOG_DRIVER)
     cap = int(max_lines)
     # (the matching lines numbered, the newest `cap` of the drivers' and of the others' kept,
-    # put back in the log's order; `# dropped:` the matching lines left out)
+    # put back in the log's order, else the newest `cap` of all; `# dropped:` the matching lines
+    # left out of each kind: those in `f` less those in `k`, counted by `__gpo_n TEXT PATTERN`)
     emit = (
         f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
+        "if command -v sort >/dev/null 2>&1 && command -v cut >/dev/null 2>&1; then "
         f"k=$({{ printf '%s\\n' \"$f\" | grep -E {driver} | tail -n {cap}; "
         f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -v '^$' | tail -n {cap}; }} "
         "| sort -t: -k1,1n | cut -d: -f2-); "
-        "n=0; [ -n \"$f\" ] && n=$(printf '%s\\n' \"$f\" | grep -c ''); "
-        "m=0; [ -n \"$k\" ] && m=$(printf '%s\\n' \"$k\" | grep -c ''); "
-        "printf '# source: %s\\n# first: %s\\n# dropped: %s\\n' "
-        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((n - m))"; '
+        f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | tail -n {cap}); fi; "
+        f"n=$(__gpo_n \"$f\" ''); m=$(__gpo_n \"$k\" ''); "
+        f'd=$(__gpo_n "$f" {driver}); kd=$(__gpo_n "$k" {driver}); '
+        "printf '# source: %s\\n# first: %s\\n# dropped: driver %s other %s\\n' "
+        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd))"; '
         '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
     )
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "
     return (
+        '__gpo_n() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -cE -- "$2"; else echo 0; fi; }; '
         "e=; "
         f"if o=$(dmesg 2>&1); then s=dmesg; {emit}; fi; {first}"
         'case $l in dmesg:*) e=$l;; *) e="dmesg: $l";; esac; '

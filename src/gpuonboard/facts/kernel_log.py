@@ -171,23 +171,32 @@ class KernelLog:
     first_line: str | None = None  # the log's first line before filtering (`# first:`)
     lines: int = 0  # non-empty log lines read (after the probe's filter)
     boots: int = 1  # the boots the log spans (BootCounter: journalctl's separators, kernel banners)
-    # the matching lines the live probe's caps left out (`# dropped:`); None: not said (a saved
-    # log, an older probe)
+    # the matching lines the live probe left out (`# dropped: driver N other M`): of the GPU and
+    # NVSwitch drivers (an older probe's `# dropped: N`, of every kind, is read as theirs), and of
+    # the others (a device's uncorrectable PCIe errors); None: not said (a saved log, an older probe)
     dropped: int | None = None
+    dropped_other: int | None = None
     # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
     # banner line as printed ("[    0.000000] Starting gVisor..."); None for a kernel's own log
     sandbox: str | None = None
 
     @property
     def cut_by_cap(self) -> str:
-        """Why the log read is only part of the log the host has: the probe's caps left some of
-        its matching lines out (the oldest of a kind: a flood of one device's lines); "" where
-        it kept all or did not say."""
-        if not self.dropped:
-            return ""
+        """Why the log read is only part of the log the host has, for gpu_xid: the probe left
+        some of its matching lines out (the oldest of a kind: a flood). Any kind: the GPU's AER
+        lines (facts/aer.py: a root port's `AER: Uncorrected ... error received: <the GPU's
+        address>`) are among the others, beside a NIC's; "" where it kept all or did not say."""
+        left = (self.dropped or 0) + (self.dropped_other or 0)
+        return f"the probe left out {left} older matching lines (a flood of kernel messages)" if left else ""
+
+    @property
+    def driver_cut_by_cap(self) -> str:
+        """cut_by_cap for nvswitch_sxid, which reads the NVSwitch driver's lines only: another
+        device's flood of PCIe errors left out says nothing of them."""
         return (
-            f"the probe kept the newest lines of each kind and left out {self.dropped} older"
-            " matching lines (a flood of kernel messages)"
+            f"the probe left out {self.dropped} older driver lines (a flood of kernel messages)"
+            if self.dropped
+            else ""
         )
 
     @property
@@ -593,6 +602,7 @@ class _Reader:
         self.source: str | None = None
         self.first: str | None = None
         self.dropped: int | None = None
+        self.dropped_other: int | None = None
         self.lines = 0
         self.boots = BootCounter()
         self.boot_start = 0  # the index in `events` of the log's last boot's first event
@@ -609,8 +619,12 @@ class _Reader:
             elif m.group(1) == "first":
                 self.first = m.group(2)
             else:
-                said = m.group(2).strip()
-                self.dropped = int(said) if said.isdecimal() else None
+                said = m.group(2).split()  # (`driver N other M`; an older probe's `N`)
+                counts = [int(w) for w in said if w.isdecimal()]
+                if said[:1] == ["driver"] and said[2:3] == ["other"] and len(counts) == 2:
+                    self.dropped, self.dropped_other = counts
+                else:
+                    self.dropped = counts[0] if said and len(counts) == len(said) == 1 else None
             return
         if not line.strip() or self.new_boot(line):
             return
@@ -732,6 +746,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         reader.lines,
         reader.boots.boot + 1,
         dropped=reader.dropped,
+        dropped_other=reader.dropped_other,
         sandbox=sandbox,
     )
 

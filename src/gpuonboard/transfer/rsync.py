@@ -94,9 +94,12 @@ def rsync_command(
     ]
     # the remote dir reaches the host as `.` in a dir the remote shell entered (a quoted path):
     # with --protect-args the host's rsync expands wildcards in the paths it gets, so a dataset
-    # named `[a]` or `g*` wrote into another copy's `a/` or `g1/` (and a pull read others)
+    # named `[a]` or `g*` wrote into another copy's `a/` or `g1/` (and a pull read others). The
+    # text goes through the login shell wrapper as every command does (a `!` in the path under
+    # csh), and the words rsync puts after it (` --server ARGS . .`) reach the host's rsync
     remote = shell.join(["env", marker, "rsync"]) if marker else "rsync"
-    argv.append("--rsync-path=" + shell.join(["cd", "--", remote_dir.rstrip("/") or "/"]) + " && " + remote)
+    cd = shell.join(["cd", "--", remote_dir.rstrip("/") or "/"])
+    argv.append("--rsync-path=" + shell.login_neutral_prefix(f'{cd} && {remote} "$@"'))
     here, there = f"{local}/", f"{alias}:./"
     return argv + ([here, there] if direction == "push" else [there, here])
 

@@ -32,17 +32,22 @@ COMMANDS = {
 }
 
 
-def _as_sshd(login: str, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _as_sshd(
+    login: str, text: str, cwd: Path, home: Path | None = None, shell_var: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """`text` run as sshd runs a command for a user whose login shell is `login` (in `cwd`: a
-    text the shell misreads may write files)."""
+    text the shell misreads may write files), with sshd's SSH_CLIENT; `home` and a $SHELL other
+    than the login shell's path (an rc file's export) where given."""
     path = shutil.which(login)
     if path is None:
         pytest.skip(f"{login} is not installed here")
     env = {
         "PATH": "/usr/bin:/bin",
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "SHELL": path,
+        "HOME": str(home) if home else os.environ.get("HOME", "/tmp"),
+        "SHELL": shell_var or path,
         "LC_ALL": "C.UTF-8",
+        "SSH_CLIENT": "192.0.2.1 50000 22",
+        "SSH_CONNECTION": "192.0.2.1 50000 192.0.2.2 22",
     }
     argv = [os.path.basename(path), "-c", text]
     quiet = {"capture_output": True, "text": True, "timeout": 60, "stdin": subprocess.DEVNULL}
@@ -93,3 +98,63 @@ def test_the_wrapper_holds_nothing_a_non_posix_shell_reads_otherwise() -> None:
     payload = sent.split("'", 2)[1]
     assert not set(payload) & set("'\n!\\") - {"\\"}  # (a backslash only before 3 octal digits)
     assert all(payload[i + 1 : i + 4].isdigit() for i, c in enumerate(payload) if c == "\\")
+
+
+# each login shell's rc files that a command run by sshd reads (bash: ~/.bashrc, as SSH_CLIENT is set
+# and it is top level; zsh: ~/.zshenv, at every start); the others read none for a command
+RC_FILES = {
+    "bash": ".bashrc",
+    "zsh": ".zshenv",
+    "fish": ".config/fish/config.fish",
+    "csh": ".cshrc",
+    "tcsh": ".tcshrc",
+}
+
+
+@pytest.mark.parametrize("login", SHELLS)
+def test_each_rc_file_is_read_once_a_command_as_without_the_wrapper(login: str, tmp_path: Path) -> None:
+    """The wrapper once made sh exec a second `bash -c`, which (SHLVL lowered to 0 by the exec of
+    sshd's bash) counted itself top level and read ~/.bashrc again: twice its time, its noise on
+    stdout, conda's or an unguarded `eval $(ssh-agent)`'s work; zsh read ~/.zshenv twice. Now an
+    rc file is read as often as for the command sent as it is, and the command sees the same SHLVL
+    and what the rc file exported."""
+    home = tmp_path / "home"
+    for name in RC_FILES.values():
+        rc = home / name
+        rc.parent.mkdir(parents=True, exist_ok=True)
+        # (a line every shell here reads alike: csh, tcsh and fish too)
+        rc.write_text(f"echo {name} >> {home}/count\n")
+    command = 'printf \'%s|\' "$SHLVL" "$0"; echo'
+
+    def run(text: str) -> tuple[str, str]:
+        (home / "count").write_text("")
+        got = _as_sshd(login, text, tmp_path, home)
+        assert got.returncode == 0, got.stderr
+        return got.stdout, (home / "count").read_text()
+
+    plain = run(f"sh -c {shell.quote(command)}") if login not in _POSIX else run(command)
+    wrapped = run(shell.login_neutral(command))
+    assert wrapped == plain
+    if login in RC_FILES:  # (the case is real: the shell does read its rc file for a command)
+        assert plain[1].count("\n") == 1  # (csh, where it is tcsh, reads ~/.tcshrc, else ~/.cshrc)
+
+
+_POSIX = {"bash", "dash", "zsh"}
+
+
+@pytest.mark.parametrize("shell_var", ["missing/zsh", "dir/bash", "/usr/bin/busybox"])
+@pytest.mark.parametrize("login", ["bash", "dash"])
+def test_a_shell_var_naming_no_posix_shell_that_runs_runs_the_command_in_sh(
+    login: str, shell_var: str, tmp_path: Path
+) -> None:
+    """$SHELL from an rc file's `export SHELL=/usr/local/bin/zsh` where zsh is not installed (or a
+    directory) made every wrapped command exit 127, where sent as it is it ran; /bin/busybox,
+    listed as a POSIX shell, was "applet not found". Each now runs the command in sh."""
+    if shell_var.startswith("/") and not os.access(shell_var, os.X_OK):
+        pytest.skip(f"{shell_var} is not installed here")
+    (tmp_path / "dir" / "bash").mkdir(parents=True)
+    command = COMMANDS["quoted"]
+    path = shell_var if shell_var.startswith("/") else str(tmp_path / shell_var)
+    got = _as_sshd(login, shell.login_neutral(command), tmp_path, shell_var=path)
+    want = _as_sshd(login, command, tmp_path)
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout), got.stderr

@@ -2,13 +2,16 @@
 all devices together, so a NIC (any device) flooding uncorrectable PCIe errors pushed a GPU's
 Xid out of them, and nothing said the cap was reached: the log still began at boot, so gpu_xid
 passed a GPU that had fallen off the bus. The GPU and NVSwitch drivers' lines are now capped apart
-from the others, and the probe says how many matching lines its caps left out (`# dropped: N`):
-a log of which some were left out is only part of the log, so a check that finds no fault in it
-is unverified, never a pass.
+from the others, and the probe says how many matching lines it left out of each (`# dropped:
+driver N other M`): a log of which some were left out is only part of the log, so a check that
+finds no fault in it is unverified, never a pass. gpu_xid reads both kinds (a root port's
+uncorrectable-error line naming the GPU is among the others); nvswitch_sxid the drivers' only, so
+a NIC's flood left out no longer makes it unverified. A host without sort or cut keeps the newest
+lines of all (one cap), where it kept none.
 
 The lines are real: the Titan V host's log with its Xid 79 (tests/fixtures/real), after an
-Ubuntu kernel's boot banner, and a root port's two uncorrectable-error lines from
-rwth-i6/returnn#1500 repeated as a flood."""
+Ubuntu kernel's boot banner, a root port's two uncorrectable-error lines from
+rwth-i6/returnn#1500 repeated as a flood, and an NVSwitch's non-fatal SXid 12028."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
@@ -28,6 +33,7 @@ XID_79 = REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt"  # Xid 79 on 0000:02:
 RETURNN = REAL / "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
 H100_8 = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
 TWO_BOOTS = REAL / "dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt"
+SXID = REAL / "dmesg__sxid-12028-non-fatal__health-check-docstring.txt"
 # a real boot's first line (the log then reaches back to boot)
 BANNER = next(line for line in TWO_BOOTS.read_text().splitlines(keepends=True) if "Linux version" in line)
 
@@ -60,13 +66,17 @@ def _probe(tmp_path: Path, text: str, tools: tuple[str, ...] = ("sort", "cut")) 
     return r.stdout
 
 
-def _gpu_xid(tmp_path: Path, probe_out: str) -> Check:
+def _rows(tmp_path: Path, probe_out: str) -> dict[str, Check]:
     folder = tmp_path / "box"
     folder.mkdir()
     (folder / "kernel_log.txt").write_text(probe_out)
     (folder / H100_8.name).write_text(H100_8.read_text())
     facts = parse_facts(offline.load_outputs([str(folder)]))
-    return {c.name: c for c in offline.judge(facts, None)}["gpu_xid"]
+    return {c.name: c for c in offline.judge(facts, None)}
+
+
+def _gpu_xid(tmp_path: Path, probe_out: str) -> Check:
+    return _rows(tmp_path, probe_out)["gpu_xid"]
 
 
 def test_another_devices_flood_never_pushes_a_gpus_xid_out(tmp_path: Path) -> None:
@@ -74,25 +84,50 @@ def test_another_devices_flood_never_pushes_a_gpus_xid_out(tmp_path: Path) -> No
     out = _probe(tmp_path, text)
     log = parse_kernel_log(out)
     assert [(e.kind, e.code, e.pci) for e in log.xids()] == [("xid", 79, "0000:02:00")]
-    assert log.dropped == KERNEL_LOG_MAX_LINES  # (the flood's oldest half)
+    assert (log.dropped, log.dropped_other) == (0, KERNEL_LOG_MAX_LINES)  # (the flood's oldest half)
     row = _gpu_xid(tmp_path, out)
     assert row.verdict == "fail", row
     assert "Xid 79" in row.actual
 
 
-def test_a_cap_reached_makes_a_log_without_a_fault_unverified(tmp_path: Path) -> None:
+def test_another_devices_flood_left_out_narrows_gpu_xid_only(tmp_path: Path) -> None:
+    """The lines left out are a root port's uncorrectable errors: they may have named the GPU
+    (gpu_xid reads them, facts/aer.py), never an NVSwitch's SXid: nvswitch_sxid, all its driver's
+    lines kept, is judged (it was unverified)."""
     out = _probe(tmp_path, BANNER + _flood(KERNEL_LOG_MAX_LINES // 2 + 10))
-    assert parse_kernel_log(out).dropped == 20
-    row = _gpu_xid(tmp_path, out)
-    assert row.verdict == "unverified", row
-    assert "left out 20 older matching lines" in row.actual
+    assert "\n# dropped: driver 0 other 20\n" in out
+    rows = _rows(tmp_path, out)
+    assert rows["gpu_xid"].verdict == "unverified", rows["gpu_xid"]
+    assert "left out 20 older matching lines" in rows["gpu_xid"].actual
+    assert rows["nvswitch_sxid"].verdict == "pass", rows["nvswitch_sxid"]
+
+
+def test_the_drivers_lines_left_out_narrow_both_rules(tmp_path: Path) -> None:
+    sxid = SXID.read_text()
+    assert sxid.count("\n") == 1 and "SXid" in sxid
+    out = _probe(tmp_path, BANNER + sxid * (KERNEL_LOG_MAX_LINES + 4) + _flood(2))
+    assert "\n# dropped: driver 5 other 0\n" in out  # (the banner and the 4 oldest SXid lines)
+    rows = _rows(tmp_path, out)
+    assert rows["gpu_xid"].verdict == "unverified", rows["gpu_xid"]
+    assert "left out 5 older" in rows["nvswitch_sxid"].actual + rows["nvswitch_sxid"].detail
+
+
+def test_an_older_probes_single_count_narrows_both_rules(tmp_path: Path) -> None:
+    """`# dropped: N` (the probe before the counts were apart) does not say whose lines: read as
+    the drivers', so neither rule passes a log that may have lost an Xid or an SXid."""
+    out = _probe(tmp_path, BANNER + _flood(10)).replace("# dropped: driver 0 other 0", "# dropped: 7")
+    log = parse_kernel_log(out)
+    assert (log.dropped, log.dropped_other) == (7, None)
+    rows = _rows(tmp_path, out)
+    assert rows["gpu_xid"].verdict == rows["nvswitch_sxid"].verdict == "unverified"
 
 
 def test_a_log_within_the_caps_says_none_dropped_and_passes(tmp_path: Path) -> None:
     out = _probe(tmp_path, BANNER + _flood(10))
-    assert "\n# dropped: 0\n" in out
-    assert parse_kernel_log(out).dropped == 0
-    assert _gpu_xid(tmp_path, out).verdict == "pass"
+    assert "\n# dropped: driver 0 other 0\n" in out
+    assert (parse_kernel_log(out).dropped, parse_kernel_log(out).dropped_other) == (0, 0)
+    rows = _rows(tmp_path, out)
+    assert rows["gpu_xid"].verdict == rows["nvswitch_sxid"].verdict == "pass"
 
 
 def test_the_lines_kept_stay_in_the_logs_order(tmp_path: Path) -> None:
@@ -104,8 +139,20 @@ def test_the_lines_kept_stay_in_the_logs_order(tmp_path: Path) -> None:
     assert kept == wanted and len(kept) == 1 + 6 + 5 + 4  # (Titan V's log: 5 NVRM lines)
 
 
-def test_a_host_without_sort_keeps_nothing_and_says_so(tmp_path: Path) -> None:
-    """The lines could not be put back in order: none kept, all said to be left out."""
-    out = _probe(tmp_path, BANNER + XID_79.read_text(), tools=("cut",))
-    assert parse_kernel_log(out).dropped == 6
-    assert _gpu_xid(tmp_path, out).verdict == "unverified"
+@pytest.mark.parametrize("tools", [("cut",), ("sort",), ()])
+def test_a_host_without_sort_or_cut_keeps_the_newest_lines_of_all(
+    tmp_path: Path, tools: tuple[str, ...]
+) -> None:
+    """The lines cannot be put back in order: the newest of all are kept, as one cap (the probe
+    kept none: `# dropped: 2104`, a real Xid unverified where it fails), and the counts say of
+    which kind those left out were."""
+    text = BANNER + XID_79.read_text() + _flood(3)
+    out = _probe(tmp_path, text, tools=tools)
+    assert "\n# dropped: driver 0 other 0\n" in out
+    assert [line for line in out.splitlines() if not line.startswith("# ")] == text.splitlines()
+    assert _gpu_xid(tmp_path, out).verdict == "fail"
+    (tmp_path / "big").mkdir()
+    out = _probe(
+        tmp_path / "big", BANNER + XID_79.read_text() + _flood(KERNEL_LOG_MAX_LINES // 2 + 10), tools=tools
+    )
+    assert "\n# dropped: driver 6 other 20\n" in out  # (the banner, Titan V's 5 lines, 20 of the flood)

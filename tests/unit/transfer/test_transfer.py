@@ -111,6 +111,14 @@ def test_hash_command_with_awkward_names(tmp_path: Path) -> None:
     assert got["absent"] is None
 
 
+def _rsync_path_command(argv: list[str]) -> str:
+    """The command in the --rsync-path wrapper (shell.login_neutral_prefix), its octal escapes read."""
+    (path,) = [a.removeprefix("--rsync-path=") for a in argv if a.startswith("--rsync-path=")]
+    assert path.startswith("sh -c '") and path.endswith("' gpo"), path
+    printed = path.split('printf "', 1)[1].split('_"', 1)[0]
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), printed)
+
+
 def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
     host = Host(
         name="h", address="127.0.0.5", port=2222, user="root", key_file="/k dir/id", jump=("u@bastion:2200",)
@@ -122,7 +130,7 @@ def test_ssh_config_and_rsync_argv(tmp_path: Path) -> None:
     assert f'UserKnownHostsFile "{tmp_path / "known_hosts"}"' in text
     argv = transfer.rsync_argv(tmp_path, "/data/my set", tmp_path / "c f", alias, bwlimit="5m")
     assert argv[-1] == "gpuonboard-target:./" and "--bwlimit=5m" in argv
-    assert "--rsync-path=cd -- '/data/my set' && rsync" in argv  # (no wildcard the host could expand)
+    assert _rsync_path_command(argv) == "cd -- '/data/my set' && rsync \"$@\""  # (no wildcard to expand)
     assert (
         "--partial-dir=.gpuonboard-rsync-partial" in argv
         and argv[argv.index("-e") + 1] == f"ssh -F '{tmp_path}/c f'"
@@ -310,7 +318,9 @@ def test_the_hosts_rsync_gives_a_silent_link_up_by_itself_and_carries_the_runs_m
     assert timeouts == [f"--timeout={transfer.RSYNC_TIMEOUT_S}"], argv
     options = ConnectOptions()
     assert options.keepalive * options.keepalive_count < transfer.RSYNC_TIMEOUT_S <= 300
-    assert "--rsync-path=cd -- /data/x && env GPUONBOARD_UPLOAD=0123abcd-feedbeef0001 rsync" in argv
+    assert (
+        _rsync_path_command(argv) == 'cd -- /data/x && env GPUONBOARD_UPLOAD=0123abcd-feedbeef0001 rsync "$@"'
+    )
 
 
 def test_the_listing_reports_partial_files_apart_from_the_copys_files() -> None:

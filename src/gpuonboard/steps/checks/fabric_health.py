@@ -646,6 +646,7 @@ def health_checks(facts: Facts) -> list[Check]:
         else:
             narrowed = out.partial or log.cut_by_cap
             checks.append(rule_xid(events, ok, why, pairs, log.covers_boot, narrowed, slice_))
+            narrowed = out.partial or log.driver_cut_by_cap  # (its lines the driver's only)
             checks.append(rule_sxid(log.events, ok, why, log.covers_boot, narrowed))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:

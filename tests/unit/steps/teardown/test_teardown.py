@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import resource
 import shlex
 import signal
@@ -206,6 +207,14 @@ def test_manifest_command_quotes_the_dir() -> None:
     assert inner[2].startswith("export LC_ALL=C; cd -- '/data/res; rm -rf /' && root=$(pwd -P) && find .")
 
 
+def _rsync_path_command(argv: list[str]) -> str:
+    """The command in the --rsync-path wrapper (shell.login_neutral_prefix), its octal escapes read."""
+    (path,) = [a.removeprefix("--rsync-path=") for a in argv if a.startswith("--rsync-path=")]
+    assert path.startswith("sh -c '") and path.endswith("' gpo"), path
+    printed = path.split('printf "', 1)[1].split('_"', 1)[0]
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), printed)
+
+
 def test_rsync_pull_command_line(tmp_path: Path) -> None:
     cfg = tmp_path / "ssh cfg"
     rs = rsync_argv("gpuonboard-target", cfg, "/data/results/", tmp_path / "out")
@@ -214,11 +223,8 @@ def test_rsync_pull_command_line(tmp_path: Path) -> None:
     assert rs[5:10] == ["--no-devices", "--no-specials", "--no-owner", "--no-group", "--chmod=ugo-st,go-w"]
     assert rs[10] == "--timeout=120"  # the host's sender gives a silent (dropped) link up
     assert rs[11] == "-e" and shlex.split(rs[12]) == ["ssh", "-F", str(cfg)]
-    assert rs[13:] == [
-        "--rsync-path=cd -- /data/results && rsync",
-        "gpuonboard-target:./",
-        f"{tmp_path / 'out'}/",
-    ]
+    assert rs[14:] == ["gpuonboard-target:./", f"{tmp_path / 'out'}/"]
+    assert _rsync_path_command(rs) == 'cd -- /data/results && rsync "$@"'
 
 
 def test_pull_uses_the_shared_openssh_config_with_jump_chain(tmp_path: Path) -> None:
