@@ -417,7 +417,16 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     parts = transcript.sections(pasted)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
-    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes)
+    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread)
+
+
+def unread(out: ProbeOutput) -> str:
+    """Why a saved output read nothing of the box, as the box said it (a kernel log reader's
+    refusal, the shell's `nvidia-smi: command not found`); "" for one that read something. Such
+    an output gives way to one of its kind that read the box (`sudo dmesg` after `dmesg`)."""
+    if out.stdout.strip() or out.exit_code not in (127, KERNEL_LOG_REFUSED):
+        return ""
+    return out.stderr.strip() or f"exit code {out.exit_code}"
 
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
@@ -587,11 +596,8 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
         else:
             found = _saved_outputs(path, data, session_notes)
         for kind, out, where in found:
-            if kind in raw:
-                raise UsageError(
-                    f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per"
-                    " command."
-                )
+            if _keeps_first(kind, out, where, raw, origin, session_notes):
+                continue
             origin[kind], raw[kind] = where, out
     if notes is not None:
         notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
@@ -603,6 +609,31 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             " nproc, ...)."
         )
     return raw
+
+
+def _keeps_first(
+    kind: str,
+    out: ProbeOutput,
+    where: str,
+    raw: Mapping[str, ProbeOutput],
+    origin: Mapping[str, str],
+    notes: list[str],
+) -> bool:
+    """Whether the output of `kind` read before is kept over `out` (of file `where`): an output
+    that read nothing of the box (unread: refused, its tool not found) gives way to one that did,
+    noted (of two such, the first is kept); two that read the box are refused (exit 2)."""
+    if kind not in raw:
+        return False
+    first = unread(raw[kind])
+    if not (unread(out) or first):
+        raise UsageError(
+            f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
+        )
+    lost, keep, why = (
+        (origin[kind], where, first) if first and not unread(out) else (where, origin[kind], unread(out))
+    )
+    notes.append(f"{lost}: not read: it answered `{why}`; {keep} is judged.")
+    return lost == where
 
 
 def _refuse_unreadable(where: str, kind: str, text: str) -> None:
