@@ -134,6 +134,13 @@ def _prompt(line: str) -> tuple[str, str | None] | None:
     return command, host
 
 
+def command_of(line: str) -> str:
+    """The command of a prompt line (`docker exec gpu nvidia-smi` of `root@box:~# docker exec gpu
+    nvidia-smi`); the line itself where it is no prompt this module knows (a command alone)."""
+    found = _prompt(line)
+    return found[0] if found is not None else line.strip()
+
+
 def sections(text: str) -> list[Section] | None:
     """The outputs of a saved session, in order; None when the text holds one output (at most
     one command's output, under a prompt line or not)."""
@@ -184,12 +191,13 @@ def read(
     unread: Callable[[T], str] = lambda _: "",
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
-    text, command)` reads one as a file of its own is read (`command`: its prompt's). An output
-    that cannot be read is said in one note with the commands not read, and the rest judged; the
-    same output twice is read once, two different outputs of one kind are refused (a narrower
-    view or a later state of the box: neither may be dropped). An output that read nothing of the
-    box (`unread(output)`: why, as the box said it; "" for one that read something: a refusal,
-    `dmesg: read kernel buffer failed`, or a tool not found) gives way to one of its kind that did
+    text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
+    command, `docker exec gpu nvidia-smi` too). An output that cannot be read is said in one note
+    with the commands not read, and the rest judged; the same output twice is read once, two
+    different outputs of one kind are refused (a narrower view or a later state of the box:
+    neither may be dropped). An output that read nothing of the box (`unread(output)`: why, as
+    the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
+    failed`, or a tool not found) gives way to one of its kind that did
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box."""
     if len(named := hosts(parts)) > 1:
         raise UsageError(
@@ -204,7 +212,7 @@ def read(
             continue
         where = f"{name} {part.where}"
         try:
-            kind, out = read_one(where, part.text, part.tool_command)
+            kind, out = read_one(where, part.text, part.command)
         except UsageError as exc:
             why = str(exc).removeprefix(f"{where}: ").rstrip(".")
             known = part.reads and not why.startswith(UNRECOGNISED)
