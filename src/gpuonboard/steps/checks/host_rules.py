@@ -203,7 +203,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 "warn",
                 f"the {usable} {kind} CPUs may be hyperthreads ({threads} per core) of as few as"
                 f" {math.ceil(usable / threads)} cores; the order is met for certain only by"
-                f" {order.cpu_cores * threads} {kind} CPUs",
+                f" {(order.cpu_cores - 1) * threads + 1} or more {kind} CPUs",  # (the fewest that hold them)
             )
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")
