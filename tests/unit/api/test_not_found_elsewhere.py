@@ -108,3 +108,25 @@ def test_sudo_and_doas_say_it_of_their_own_path(by: str) -> None:
     assert "search path" in (not_this_box(missing, "") or "")
     shell = tool_missing("-bash: nvidia-smi: command not found\n")
     assert shell is not None and not_this_box(shell, "") is None
+
+
+@pytest.mark.parametrize(
+    ("probe", "said", "rules"),
+    [
+        ("kernel_log", "-bash: journalctl: command not found", ("gpu_xid", "nvswitch_sxid")),
+        ("kernel_log", "sh: 1: dmesg: not found", ("gpu_xid", "nvswitch_sxid")),
+        ("lscpu", "sh: 1: lscpu: not found", ("cpu_cores",)),
+    ],
+)
+def test_a_missing_reader_is_said_to_be_missing(probe: str, said: str, rules: tuple[str, ...]) -> None:
+    """A tool not installed (exit 127, as a saved not-found is read) is said so, with what to do
+    about a missing tool: it was advised read access to the kernel log (sudo, the adm group), or
+    said "lscpu gave no readable output"."""
+    from gpuonboard.facts.probe import ProbeOutput
+
+    facts = parse_facts({probe: ProbeOutput("", said, 127)})
+    judged = {c.name: c for c in offline.judge(facts, OrderSpec(cpu_cores=4))}
+    for name in rules:
+        check = judged[name]
+        assert check.verdict == "unverified" and "not installed" in check.actual and said in check.actual
+        assert "read access" not in check.detail and "no readable output" not in check.actual

@@ -168,6 +168,15 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
             return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
         # of fewer cores than ordered (a missing tool is not missing hardware)
+        if (said := facts.raw.get("lscpu")) is not None and said.absent:
+            return Check(
+                "cpu_cores",
+                expected,
+                f"unknown: lscpu is not installed ({said.stderr.strip() or 'exit 127'})",
+                "unverified",
+                "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
+                " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
+            )
         return Check(
             "cpu_cores",
             expected,
