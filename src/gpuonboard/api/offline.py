@@ -481,12 +481,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
-    if kind is None and (missing := saved_forms.tool_missing(text)) is not None:
-        # (the shell's `nvidia-smi: command not found`: the box's answer, its tool absent, where
-        # its copied command ran the tool itself; not sudo's, nor one of `docker exec ... nvidia-smi`)
-        if (why := saved_forms.not_this_box(missing, copied)) is not None:
-            raise UsageError(f"{where}: {why}")
-        return missing.probe, ProbeOutput("", missing.line, 127)
+    if kind is None and (missing := saved_forms.missing_output(where, text, copied)) is not None:
+        return missing
     if kind is None and (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)

@@ -11,15 +11,17 @@ import io
 import re
 from dataclasses import dataclass
 
+from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.table import parse_table
-from gpuonboard.facts.probe import first_line
+from gpuonboard.facts.probe import ProbeOutput, first_line
 
 __all__ = [
     "csv_width",
     "df_rows",
     "df_si",
+    "missing_output",
     "not_this_box",
     "other_form",
     "q_blocks_alone",
@@ -293,3 +295,15 @@ def not_this_box(missing: NotFound, command: str) -> str | None:
         f" on another machine or under another shell's search path), not in the box's own login shell,"
         f" so it does not say whether the box has {tool}: save `{tool}` run in the box's shell."
     )
+
+
+def missing_output(where: str, text: str, copied: str) -> tuple[str, ProbeOutput] | None:
+    """The shell's `nvidia-smi: command not found` alone: the box's answer, its tool absent (exit
+    127, as live), where its copied command ran the tool itself; sudo's, or one of `docker exec
+    ... nvidia-smi`, says nothing of the box (refused in one sentence naming `where`). None for
+    other text."""
+    if (missing := tool_missing(text)) is None:
+        return None
+    if (why := not_this_box(missing, copied)) is not None:
+        raise UsageError(f"{where}: {why}")
+    return missing.probe, ProbeOutput("", missing.line, 127)
