@@ -18,6 +18,7 @@ from typing import Any
 from gpuonboard.api import paste, saved_forms, transcript
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
+from gpuonboard.api.unread import keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
@@ -264,6 +265,14 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
     return None
 
 
+def copied_command(text: str) -> str:
+    """The whole command of a copied prompt line above the output (`docker exec gpu nvidia-smi`
+    of `root@box:~# docker exec gpu nvidia-smi`), "" when there is none."""
+    lines = text.split("\n")
+    first = _prompt_line(lines)
+    return "" if first is None else transcript.command_of(lines[first])
+
+
 def prompt_command(text: str) -> str:
     """The command of a copied prompt line above the output (`df -h /data` of `$ df -h /data`),
     "" when there is none."""
@@ -417,7 +426,7 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     parts = transcript.sections(pasted)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
-    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes)
+    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread)
 
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
@@ -434,14 +443,16 @@ def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
     return None
 
 
-def _saved_output(path: Path, where: str, pasted: str, command: str | None = None) -> tuple[str, ProbeOutput]:
-    """One saved output: its kind detected from its content (errors name `where`); `command` is
+def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None) -> tuple[str, ProbeOutput]:
+    """One saved output: its kind detected from its content (errors name `where`); `copied` is
     the command it is the output of, where a session's prompt line gave it."""
     # (nvidia-smi's infoROM warnings, beside any of its formats, and df's lines for a mount it
     # could not read go to the tool's stderr, as live)
     text, warned = split_stderr_lines(strip_prompt(pasted))
-    if command is None:
-        command = prompt_command(pasted)  # (the copied command above it, "" if none)
+    if copied is None:  # (the copied command above it, "" if none)
+        copied, command = copied_command(pasted), prompt_command(pasted)
+    else:
+        command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
@@ -470,9 +481,8 @@ def _saved_output(path: Path, where: str, pasted: str, command: str | None = Non
             " (df run in a language other than English, Chinese or German?): save it with"
             " `LC_ALL=C df -P -k`."
         )
-    if kind is None and (missing := saved_forms.tool_missing(text)) is not None:
-        # (the shell's `nvidia-smi: command not found`: the box's answer, its tool absent)
-        return missing[0], ProbeOutput("", missing[1], 127)
+    if kind is None and (missing := saved_forms.missing_output(where, text, copied)) is not None:
+        return missing
     if kind is None and (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
@@ -587,11 +597,8 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
         else:
             found = _saved_outputs(path, data, session_notes)
         for kind, out, where in found:
-            if kind in raw:
-                raise UsageError(
-                    f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per"
-                    " command."
-                )
+            if keeps_first(kind, out, where, raw, origin, session_notes):
+                continue
             origin[kind], raw[kind] = where, out
     if notes is not None:
         notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]

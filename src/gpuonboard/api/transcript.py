@@ -134,6 +134,13 @@ def _prompt(line: str) -> tuple[str, str | None] | None:
     return command, host
 
 
+def command_of(line: str) -> str:
+    """The command of a prompt line (`docker exec gpu nvidia-smi` of `root@box:~# docker exec gpu
+    nvidia-smi`); the line itself where it is no prompt this module knows (a command alone)."""
+    found = _prompt(line)
+    return found[0] if found is not None else line.strip()
+
+
 def sections(text: str) -> list[Section] | None:
     """The outputs of a saved session, in order; None when the text holds one output (at most
     one command's output, under a prompt line or not)."""
@@ -177,13 +184,21 @@ def hosts(parts: list[Section]) -> list[str]:
 
 
 def read(
-    name: str, parts: list[Section], read_one: Callable[[str, str, str], tuple[str, T]], notes: list[str]
+    name: str,
+    parts: list[Section],
+    read_one: Callable[[str, str, str], tuple[str, T]],
+    notes: list[str],
+    unread: Callable[[T], str] = lambda _: "",
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
-    text, command)` reads one as a file of its own is read (`command`: its prompt's). An output
-    that cannot be read is said in one note with the commands not read, and the rest judged; the
-    same output twice is read once, two different outputs of one kind are refused (a narrower
-    view or a later state of the box: neither may be dropped)."""
+    text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
+    command, `docker exec gpu nvidia-smi` too). An output that cannot be read is said in one note
+    with the commands not read, and the rest judged; the same output twice is read once, two
+    different outputs of one kind are refused (a narrower view or a later state of the box:
+    neither may be dropped). An output that read nothing of the box (`unread(output)`: why, as
+    the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
+    failed`, or a tool not found) gives way to one of its kind that did
+    (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box."""
     if len(named := hosts(parts)) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
@@ -197,7 +212,7 @@ def read(
             continue
         where = f"{name} {part.where}"
         try:
-            kind, out = read_one(where, part.text, part.tool_command)
+            kind, out = read_one(where, part.text, part.command)
         except UsageError as exc:
             why = str(exc).removeprefix(f"{where}: ").rstrip(".")
             known = part.reads and not why.startswith(UNRECOGNISED)
@@ -205,6 +220,13 @@ def read(
             continue
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
+            continue
+        if kind in found and (failed := _gives_way(found[kind], (part, out, where), unread)) is not None:
+            lost, kept = failed
+            skipped.append(
+                (lost[0].line, f"{lost[0].where} answered `{unread(lost[1])}`; {kept[0].where} is judged")
+            )
+            found[kind] = kept
             continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             first = found[kind][0]
@@ -221,3 +243,19 @@ def read(
     if not found:
         raise UsageError(f"{name}: a saved terminal session holding no output this tool reads.")
     return [(kind, out, where) for kind, (_, out, where) in found.items()]
+
+
+_Read = tuple[Section, T, str]
+
+
+def _gives_way(
+    first: _Read[T], then: _Read[T], unread: Callable[[T], str]
+) -> tuple[_Read[T], _Read[T]] | None:
+    """(the output that gives way, the one kept) of two outputs of one kind where one read nothing
+    of the box (refused, or its tool not found) and so is no rival of the other (of two such, the
+    first is kept); None where both read the box (two views: neither may be dropped)."""
+    if unread(then[1]):
+        return then, first
+    if unread(first[1]):
+        return first, then
+    return None

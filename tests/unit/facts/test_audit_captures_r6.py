@@ -169,11 +169,17 @@ def test_r6_f3_an_unreadable_lscpu_is_no_evidence_of_too_few_cores() -> None:
     from gpuonboard.inventory import OrderSpec
     from gpuonboard.steps.checks.host_rules import rule_cpu
 
-    for out in (ProbeOutput("", "sh: 1: lscpu: not found", 127), ProbeOutput("lscpu: failed\n", "", 1)):
+    said = {
+        "unknown: lscpu is not installed (sh: 1: lscpu: not found)": ProbeOutput(
+            "", "sh: 1: lscpu: not found", 127
+        ),
+        "unknown: lscpu gave no readable output": ProbeOutput("lscpu: failed\n", "", 1),
+    }
+    for actual, out in said.items():
         facts = parse_facts({"lscpu": out})
         assert facts.cpu is None
         check = rule_cpu(OrderSpec(cpu_cores=64), facts)
-        assert (check.verdict, check.actual) == ("unverified", "unknown: lscpu gave no readable output")
+        assert (check.verdict, check.actual) == ("unverified", actual)
 
 
 def test_r6_f4_a_topo_matrix_cut_short_is_no_evidence_of_its_links() -> None:

@@ -38,6 +38,7 @@ from gpuonboard.steps.checks.slice_view import whole_listing_slice
 from gpuonboard.steps.checks.xid_rules import (
     XidEntry,
     load_xid_catalogue,
+    reader_missing_check,
     rule_sxid,
     rule_xid,
     sandbox_log_check,
@@ -640,7 +641,12 @@ def health_checks(facts: Facts) -> list[Check]:
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
         slice_ = whole_listing_slice(facts)
-        if log.sandbox is not None:  # (a sandbox kernel's log: the host's is out of sight)
+        if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
+            checks += [
+                reader_missing_check("gpu_xid", "Xid", why),
+                reader_missing_check("nvswitch_sxid", "SXid", why),
+            ]
+        elif log.sandbox is not None:  # (a sandbox kernel's log: the host's is out of sight)
             checks += [sandbox_log_check("gpu_xid", "Xid", log.sandbox)]
             checks += [sandbox_log_check("nvswitch_sxid", "SXid", log.sandbox)]
         else:

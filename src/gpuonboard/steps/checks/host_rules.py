@@ -155,6 +155,27 @@ def _usable_only(usable: int, why: str, cores: int, expected: str, facts: Facts)
     )
 
 
+def _lscpu_unread(expected: str, facts: Facts) -> Check:
+    """cpu_cores where lscpu gave nothing readable and the usable CPUs are unknown: unverified,
+    saying whether lscpu is not installed (exit 127: `sh: 1: lscpu: not found`)."""
+    if (said := facts.raw.get("lscpu")) is not None and said.absent:
+        return Check(
+            "cpu_cores",
+            expected,
+            f"unknown: lscpu is not installed ({said.stderr.strip() or 'exit 127'})",
+            "unverified",
+            "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
+            " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
+        )
+    return Check(
+        "cpu_cores",
+        expected,
+        "unknown: lscpu gave no readable output",
+        "unverified",
+        "the CPU cores could not be read: run `lscpu` (and `nproc`) on the box to see why",
+    )
+
+
 def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     """rule_cpu from lscpu, nproc (when read) and the cgroup quota."""
     assert order.cpu_cores is not None
@@ -168,13 +189,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
             return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
         # of fewer cores than ordered (a missing tool is not missing hardware)
-        return Check(
-            "cpu_cores",
-            expected,
-            "unknown: lscpu gave no readable output",
-            "unverified",
-            "the CPU cores could not be read: run `lscpu` (and `nproc`) on the box to see why",
-        )
+        return _lscpu_unread(expected, facts)
     physical, logical = facts.cpu.physical_cores, facts.cpu.logical_cpus
     model = f" ({facts.cpu.model_name})" if facts.cpu.model_name else ""
     actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads{model}"
@@ -203,7 +218,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 "warn",
                 f"the {usable} {kind} CPUs may be hyperthreads ({threads} per core) of as few as"
                 f" {math.ceil(usable / threads)} cores; the order is met for certain only by"
-                f" {order.cpu_cores * threads} {kind} CPUs",
+                f" {(order.cpu_cores - 1) * threads + 1} or more {kind} CPUs",  # (the fewest that hold them)
             )
     if physical is not None and physical >= order.cpu_cores:
         return Check("cpu_cores", expected, actual, "pass")

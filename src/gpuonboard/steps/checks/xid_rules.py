@@ -376,6 +376,21 @@ def sandbox_log_check(name: str, what: str, banner: str) -> Check:
     )
 
 
+def reader_missing_check(name: str, what: str, said: str) -> Check:
+    """gpu_xid / nvswitch_sxid where the kernel log's reader is not installed for the login
+    (`-bash: journalctl: command not found`, exit 127): no read access would help, the tool is
+    missing; GPU faults since boot are unknown, never a pass."""
+    return Check(
+        name,
+        f"no {what} since boot needing action",
+        f"kernel log not read: its reader is not installed ({said})",
+        "unverified",
+        f"the command that reads the kernel log is not installed for the login user, so {what} errors"
+        " since boot are unknown: read the log with the one the box has (`sudo dmesg -T`, util-linux;"
+        " `journalctl -k -b`, systemd), or ask the vendor for it.",
+    )
+
+
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`: `narrowed` says how): a fault it shows still fails; no fault seen is not known

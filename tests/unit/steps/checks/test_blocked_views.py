@@ -8,6 +8,7 @@ host's: the online CPUs of an SMT host may be hyperthreads of fewer cores (it pa
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def test_lxcfs_online_cpus_of_an_smt_host_may_be_hyperthreads(tmp_path: Path) ->
     assert (warned.name, warned.verdict) == ("cpu_cores", "warn")
     assert warned.detail == (
         "the 4 online CPUs may be hyperthreads (2 per core) of as few as 2 cores; the order is met"
-        " for certain only by 8 online CPUs"
+        " for certain only by 7 or more online CPUs"
     )
     assert verdicts(tmp_path, LXCFS, text, "cpu_cores: 2")["cpu_cores"][0] == "pass"
     failed = checks(tmp_path, LXCFS, text, "cpu_cores: 8")[-1]
@@ -133,6 +134,25 @@ def test_online_cpus_that_hold_the_order_for_certain_pass(tmp_path: Path) -> Non
     text = (REAL / EPYC_255).read_text()
     assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 128")["cpu_cores"][0] == "pass"
     assert verdicts(tmp_path, EPYC_255, text, "cpu_cores: 129")["cpu_cores"][0] == "warn"
+
+
+@pytest.mark.parametrize("name", [LXCFS, OFFLINE])
+def test_the_cpus_said_to_meet_the_order_are_the_fewest_that_do(tmp_path: Path, name: str) -> None:
+    """The warning's figure is the fewest CPUs that hold the ordered cores for certain, the same
+    condition that warns (N CPUs at T per core hold at least ceil(N / T) cores): it said
+    cores x T, one core's threads too many (4 cores at 2 per core: 8, where 7 hold 4 for
+    certain)."""
+    text = (REAL / name).read_text()
+    warned = 0
+    for cores in range(2, 131):
+        check = checks(tmp_path, name, text, f"cpu_cores: {cores}")[-1]
+        said = re.search(r"\((\d+) per core\).* only by (\d+) or more", check.detail)
+        if check.verdict != "warn" or said is None:
+            continue
+        threads, fewest = int(said.group(1)), int(said.group(2))
+        assert math.ceil(fewest / threads) >= cores > math.ceil((fewest - 1) / threads), check.detail
+        warned += 1
+    assert warned
 
 
 def test_nproc_beside_lxcfs_reads_the_hosts_threads_per_core() -> None:
