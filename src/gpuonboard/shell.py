@@ -61,19 +61,16 @@ _NEUTRAL_ESCAPES = {chr(b): f"\\{b:03o}" for b in range(256) if b not in _NEUTRA
 _NEUTRAL_ESCAPED = re.compile("[" + re.escape("".join(_NEUTRAL_ESCAPES)) + "]")
 # a command of these only reads alike in every login shell (sh, bash, zsh, fish, csh, tcsh)
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9 _./,:=@+-]*")
-# login shells that run a POSIX command text as sh does, and how: the wrapper hands the command to
-# the login shell itself there, as sshd did (its own `echo`, its options), each given so that it reads
-# no rc file: sshd's shell has read them already (what they export reaches the command through sh).
-# bash reads ~/.bashrc again when SSH_CLIENT is set and it counts itself top level (its SHLVL, which
-# bash's exec of sshd's one command lowered to 0): `--norc` stops that (and leaves SHLVL as before).
-# zsh reads ~/.zshenv at every start: `-f` (NO_RCS; /etc/zsh/zshenv is read all the same). The others
-# read an rc file (`$ENV`) only when interactive, and take no flag (ksh's `-f` is noglob). Not busybox:
-# `/bin/busybox -c` is "applet not found" (its `ash`/`sh` links are listed by those names).
-_SHELL_RUNS = {"bash|rbash": "--norc -c", "zsh": "-f -c", "sh|dash|ash|ksh|ksh93|mksh|pdksh|yash|posh": "-c"}
-_RUNS = " ".join(
-    f'{names}) exec "$SHELL" {flags} "$__gpo_s" "${{SHELL##*/}}" "$@";;'
-    for names, flags in _SHELL_RUNS.items()
-)
+# login shells that run a POSIX command text as sh does: the wrapper hands the command to the login
+# shell itself there, as sshd did (its own `echo`, its options), started as sshd starts it, so that
+# it reads the rc files sshd's shell read (bash's ~/.bashrc when SSH_CLIENT is set and it counts
+# itself top level: SHLVL, which bash's exec of sshd's one command lowered to 0; zsh's ~/.zshenv):
+# the functions, aliases and options they define are the command's, as without the wrapper (a
+# `conda activate` or an `module load` of a command step), at the cost of reading them a second
+# time (sshd's shell read them for the wrapper: their time and any stdout noise twice). Not
+# busybox: `/bin/busybox -c` is "applet not found" (its `ash`/`sh` links are listed by those names).
+_POSIX_SHELLS = "bash|rbash|zsh|sh|dash|ash|ksh|ksh93|mksh|pdksh|yash|posh"
+_RUNS = f'{_POSIX_SHELLS}) exec "$SHELL" -c "$__gpo_s" "${{SHELL##*/}}" "$@";;'
 # the wrapper's text (its payload one argument of at most 128 KiB, Linux's MAX_ARG_STRLEN, with room)
 _NEUTRAL_MAX = 120 * 1024
 
@@ -84,7 +81,7 @@ def login_neutral(command: str) -> str:
     shell (POSIX ones, fish, csh, tcsh) reads alike, `sh -c '...'` around a payload of printable
     characters and octal escapes (no quote, newline, `$`, `\\` or `!` a non-POSIX shell reads
     otherwise) that printf turns back into the command, which then runs in the login shell where
-    it is a POSIX one (as before, its rc files read once: see _SHELL_RUNS), else in sh; in sh too
+    it is a POSIX one (as before, with what its rc files define: see _POSIX_SHELLS), else in sh; in sh too
     where $SHELL names no executable file (an rc file exporting SHELL=/usr/local/bin/zsh where none
     is installed). A payload over _NEUTRAL_MAX goes as it is."""
     if _PLAIN_COMMAND.fullmatch(command):

@@ -155,23 +155,26 @@ def test_an_unknown_key_is_refused_not_added_as_fabric_would(pool: TestHostPool,
     assert not known.exists()
 
 
-def test_a_login_bash_reads_its_bashrc_once_a_command_over_real_sshd(
+def test_a_login_bashs_functions_reach_a_wrapped_command_over_real_sshd(
     pool: TestHostPool, tmp_path: Path
 ) -> None:
-    """sshd's bash reads ~/.bashrc for a command (SSH_CLIENT set, top level); the login shell
-    wrapper's sh then exec'd a second `bash -c` that read it again: its noise twice on stdout,
-    its PATH addition twice, twice its time. Read once now, for a plain command and a wrapped one."""
+    """A function an unguarded ~/.bashrc defines (conda's, Lmod's `module`) reaches a command that
+    needs the login shell wrapper, as it reaches one of plain words and as before the wrapper: a
+    command step's `module load 'cuda 12'` ran. The wrapped command's bash reads ~/.bashrc a second
+    time (sshd's bash read it for the wrapper): its noise twice, its exports once in PATH."""
     th = pool.add(f"rcfile-{next(_HOST_NUMBERS)}")
     (th.home / "cuda" / "bin").mkdir(parents=True)
     (th.home / ".bashrc").write_text(
-        'echo sourced >> "$HOME/count"\necho "NOISE $SHLVL"\nexport PATH="$HOME/cuda/bin:$PATH"\n'
+        'echo sourced >> "$HOME/count"\necho "NOISE $SHLVL"\n'
+        'case ":$PATH:" in *":$HOME/cuda/bin:"*) ;; *) export PATH="$HOME/cuda/bin:$PATH";; esac\n'
+        'module() { echo "module $*"; }\n'
     )
     runner = ssh_runner(th, pool, tmp_path)
     try:
-        wrapped = runner.run("echo 'a b'; echo \"$PATH\" | tr : '\\n' | grep -c cuda")
-        plain = runner.run("nproc")
+        wrapped = runner.run("module load 'cuda 12'; echo \"$PATH\" | tr : '\\n' | grep -c cuda")
+        plain = runner.run("module load cuda")
     finally:
         runner.close()
-    assert wrapped.stdout == "NOISE 1\na b\n1\n"
-    assert plain.stdout.startswith("NOISE 1\n")
-    assert (th.home / "count").read_text() == "sourced\n" * 2  # (one a command)
+    assert wrapped.stdout == "NOISE 1\nNOISE 1\nmodule load cuda 12\n1\n", wrapped.stderr
+    assert plain.stdout == "NOISE 1\nmodule load cuda\n"
+    assert (th.home / "count").read_text() == "sourced\n" * 3  # (twice wrapped, once plain)

@@ -581,6 +581,7 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     judging does not read is skipped, and one line per such folder is added to `notes`."""
     raw: dict[str, ProbeOutput] = {}
     origin: dict[str, str] = {}
+    folder_of: dict[str, Path] = {}  # (a kind's file's folder: an unread output gives way within one)
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
@@ -597,9 +598,10 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
         else:
             found = _saved_outputs(path, data, session_notes)
         for kind, out, where in found:
-            if keeps_first(kind, out, where, raw, origin, session_notes):
+            same = folder_of.get(kind, path.parent) == path.parent
+            if keeps_first(kind, out, where, raw, origin, session_notes, same):
                 continue
-            origin[kind], raw[kind] = where, out
+            origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
     if notes is not None:
         notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes

@@ -27,14 +27,18 @@ def keeps_first(
     raw: Mapping[str, ProbeOutput],
     origin: Mapping[str, str],
     notes: list[str],
+    same_box: bool = True,
 ) -> bool:
     """Whether the output of `kind` read before is kept over `out` (of file `where`): an output
     that read nothing of the box (unread: refused, its tool not found) gives way to one that did,
-    noted (of two such, the first is kept); two that read the box are refused (exit 2)."""
+    noted (of two such, the first is kept); two that read the box are refused (exit 2), and so
+    are any two not known to be of one box and one time (`same_box` False: files of two folders,
+    such as two hosts' or two runs' raw/<host>/ folders, where a box whose driver broke since
+    would be judged on another's or its own older answer)."""
     if kind not in raw:
         return False
     first = unread(raw[kind])
-    if not (unread(out) or first):
+    if not same_box or not (unread(out) or first):
         raise UsageError(
             f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
         )

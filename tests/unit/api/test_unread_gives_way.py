@@ -111,3 +111,19 @@ def test_two_logs_that_read_the_box_stay_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(UsageError, match="are two kernel_log outputs"):
         offline.load_outputs([str(session)])
+
+
+@pytest.mark.parametrize(("failed", "answer", "command", "capture"), PAIRS[:3])  # (one kind each)
+def test_an_unread_output_gives_way_only_within_one_folder(
+    tmp_path: Path, failed: str, answer: str, command: str, capture: Path
+) -> None:
+    """Two folders (two hosts' raw/<host>/, or one host's two runs) may be two boxes or two times:
+    an unread answer in one and a real one in the other stay two outputs (exit 2), never one box
+    judged on another's answer, nor on its own older one since its driver broke."""
+    (tmp_path / "hostA").mkdir()
+    (tmp_path / "hostB").mkdir()
+    (tmp_path / "hostA" / "a.txt").write_text(answer)
+    (tmp_path / "hostB" / f"m-{capture.name}").write_text(capture.read_text())
+    assert _kind(capture) in ("kernel_log", "nvidia_smi")
+    with pytest.raises(UsageError, match="a second"):
+        offline.load_outputs([str(tmp_path / "hostA" / "a.txt"), str(tmp_path / "hostB")])

@@ -112,31 +112,40 @@ RC_FILES = {
 
 
 @pytest.mark.parametrize("login", SHELLS)
-def test_each_rc_file_is_read_once_a_command_as_without_the_wrapper(login: str, tmp_path: Path) -> None:
-    """The wrapper once made sh exec a second `bash -c`, which (SHLVL lowered to 0 by the exec of
-    sshd's bash) counted itself top level and read ~/.bashrc again: twice its time, its noise on
-    stdout, conda's or an unguarded `eval $(ssh-agent)`'s work; zsh read ~/.zshenv twice. Now an
-    rc file is read as often as for the command sent as it is, and the command sees the same SHLVL
-    and what the rc file exported."""
+def test_what_an_rc_file_defines_reaches_a_wrapped_command_as_one_sent_as_it_is(
+    login: str, tmp_path: Path
+) -> None:
+    """A function an unguarded ~/.bashrc (or ~/.zshenv) defines, a conda-style `conda` or an Lmod
+    `module`, is the command's, wrapped or not: a wrapper that stopped the second start of the login
+    shell from reading its rc file (bash --norc, zsh -f) left a command step's `module load 'cuda
+    12'` or `conda run -n x python -c 'print(1)'` with "command not found", where the same step of
+    plain words ran. The cost: a POSIX login shell reads the file twice for a wrapped command (sshd's
+    start, then the command's); a non-POSIX one once (the command runs in sh)."""
     home = tmp_path / "home"
     for name in RC_FILES.values():
         rc = home / name
         rc.parent.mkdir(parents=True, exist_ok=True)
         # (a line every shell here reads alike: csh, tcsh and fish too)
         rc.write_text(f"echo {name} >> {home}/count\n")
-    command = 'printf \'%s|\' "$SHLVL" "$0"; echo'
+    for name in ("bash", "zsh"):  # (the POSIX shells' rc files: a function of their own syntax)
+        with (home / RC_FILES[name]).open("a") as rc:
+            rc.write("gpo_fn() { printf '%s|' fn \"$@\"; echo; }\n")
+    command = "gpo_fn 'a b' \"$SHLVL\"" if login in ("bash", "zsh") else "printf '%s|' \"$SHLVL\"; echo"
 
-    def run(text: str) -> tuple[str, str]:
+    def run(text: str) -> tuple[str, int]:
         (home / "count").write_text("")
         got = _as_sshd(login, text, tmp_path, home)
         assert got.returncode == 0, got.stderr
-        return got.stdout, (home / "count").read_text()
+        return got.stdout, (home / "count").read_text().count("\n")
 
     plain = run(f"sh -c {shell.quote(command)}") if login not in _POSIX else run(command)
     wrapped = run(shell.login_neutral(command))
-    assert wrapped == plain
-    if login in RC_FILES:  # (the case is real: the shell does read its rc file for a command)
-        assert plain[1].count("\n") == 1  # (csh, where it is tcsh, reads ~/.tcshrc, else ~/.cshrc)
+    assert wrapped[0] == plain[0]
+    if login in ("bash", "zsh"):
+        assert plain[0] == "fn|a b|1|\n"  # (the case is real: the function comes from the rc file)
+        assert (plain[1], wrapped[1]) == (1, 2)
+    elif login in RC_FILES:  # (csh, where it is tcsh, reads ~/.tcshrc, else ~/.cshrc)
+        assert (plain[1], wrapped[1]) == (1, 1)
 
 
 _POSIX = {"bash", "dash", "zsh"}
