@@ -26,7 +26,7 @@ from gpuonboard.facts.disks import df_header, df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_log import refusal as kernel_log_refusal
+from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.connection.gather import parse_facts
-from gpuonboard.facts import kernel_log
+from gpuonboard.facts import kernel_log, kernel_refusal
 from gpuonboard.facts.extra_probes import KERNEL_LOG_PATTERN
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.checks import fabric_health
@@ -203,11 +203,11 @@ def test_a_refusal_is_one_only_alone() -> None:
     """The refusal beside lines of a log (dmesg -c's read then refused clear, a paste) is no
     refusal of the whole log; a text of neither is none."""
     line = (REAL / DMESG_REFUSED).read_text()
-    assert kernel_log.refusal(line) == line.strip()
+    assert kernel_refusal.refusal(line) == line.strip()
     log = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text()
-    assert kernel_log.refusal(log + line) is None
-    assert kernel_log.refusal("-- No entries --\n") is None
-    assert kernel_log.refusal("") is None
+    assert kernel_refusal.refusal(log + line) is None
+    assert kernel_refusal.refusal("-- No entries --\n") is None
+    assert kernel_refusal.refusal("") is None
 
 
 LXD_FREE = "free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt"

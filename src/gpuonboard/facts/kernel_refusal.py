@@ -1,0 +1,33 @@
+"""A saved kernel log that holds only its reader's refusal: `dmesg` or `journalctl -k` run by a login
+that may not read the kernel log (facts/kernel_log.py reads the logs themselves)."""
+
+from __future__ import annotations
+
+import re
+
+# what a kernel log reader prints where the login may not read the log: util-linux's `dmesg: read
+# kernel buffer failed: Operation not permitted` (busybox: `dmesg: klogctl: ...`), journalctl's
+# `No journal files were opened due to insufficient permissions.` and its notice `Hint: You are
+# currently not seeing messages from other users and the system.` (its indented lines after it,
+# `-- No entries --` below)
+_REFUSALS = (
+    re.compile(r"^dmesg: .*(?:Operation not permitted|Permission denied)\s*$"),
+    re.compile(r"^No journal files were opened due to insufficient permissions\.?\s*$"),
+    re.compile(r"^Hint: You are currently not seeing messages from\b.*$"),
+)
+_REFUSAL_BESIDE = re.compile(r"^(?:\s+\S.*|-- No entries --\s*)$")
+_REFUSAL_MAX_LINES = 8
+
+
+def refusal(text: str) -> str | None:
+    """Pure: where `text` is only a kernel log reader's refusal (_REFUSALS: a saved `dmesg` or
+    `journalctl -k` of a login that may not read the log), its refusal lines joined with "; "
+    (what the live probe's stderr says when every reader was refused); None for any other text,
+    a log with lines of its own among them too."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _REFUSAL_MAX_LINES:
+        return None
+    said = [line.strip() for line in lines if any(p.match(line) for p in _REFUSALS)]
+    if not said or not all(line.strip() in said or _REFUSAL_BESIDE.match(line) for line in lines):
+        return None
+    return "; ".join(said)
