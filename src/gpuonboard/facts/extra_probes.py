@@ -48,6 +48,11 @@ KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
+# a kernel log's first line at boot (dmesg's stamp 0.000000, the kernel's first words: `Linux
+# version` on x86, `Booting Linux on` before it on arm64), in grep -E and Python re alike: a log whose
+# first line is none of these no longer reaches back to boot (dmesg's ring buffer wrapped, a journal
+# whose oldest entries were dropped), so a fault before its first line is not in it
+KERNEL_LOG_BOOT = r"^\[ *0\.0+\]|Linux version |Booting Linux on "
 KERNEL_LOG_DROP = r"severity=Correct|error status/mask=|: (AER: )? +\[ ?[0-9]+\] "
 
 
@@ -56,7 +61,9 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     of the GPU and NVSwitch drivers' lines and as many of the others' (KERNEL_LOG_DRIVER).
 
     Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
-    dmesg was refused. Output starts with `# source: <which answered>` and `# first: <the
+    dmesg was refused; and `journalctl -k -b` where dmesg's log no longer reaches back to boot
+    (its ring buffer wrapped: KERNEL_LOG_BOOT) while the journal's does (it is read then).
+    Output starts with `# source: <which answered>` and `# first: <the
     log's first line>` (so a reader can tell whether the log reaches back to boot) and
     `# dropped: driver <N> other <M>` (the matching lines left out of each kind: so it can tell
     the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
@@ -82,15 +89,22 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd))"; '
         '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
     )
+    # (dmesg's log that no longer reaches back to boot: the journal's of this boot where that one does)
+    boot = shell.quote(KERNEL_LOG_BOOT)
+    whole = (
+        f"if ! printf '%s\\n' \"$o\" | head -n 1 | grep -qE {boot} && command -v journalctl >/dev/null 2>&1"
+        " && j=$(journalctl -k -b --no-pager -q 2>/dev/null) &&"
+        f" printf '%s\\n' \"$j\" | head -n 1 | grep -qE {boot}; then o=$j; s='journalctl -k -b'; fi"
+    )
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "
     return (
         '__gpo_n() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -cE -- "$2"; else echo 0; fi; }; '
         "e=; "
-        f"if o=$(dmesg 2>&1); then s=dmesg; {emit}; fi; {first}"
+        f"if o=$(dmesg 2>&1); then s=dmesg; {whole}; {emit}; fi; {first}"
         'case $l in dmesg:*) e=$l;; *) e="dmesg: $l";; esac; '
         "if command -v sudo >/dev/null 2>&1; then "
-        f"if o=$(sudo -n dmesg 2>/dev/null) && [ -n \"$o\" ]; then s='sudo -n dmesg'; {emit}; fi; "
+        f"if o=$(sudo -n dmesg 2>/dev/null) && [ -n \"$o\" ]; then s='sudo -n dmesg'; {whole}; {emit}; fi; "
         # (its refusal, `sudo: a password is required`, read apart: a sudo warning on stderr is
         # no line of a log that is read)
         'l=$(sudo -n dmesg 2>&1 >/dev/null | head -n 1); e="$e; sudo -n dmesg: ${l:-printed nothing}"; fi; '

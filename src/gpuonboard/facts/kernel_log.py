@@ -60,6 +60,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
 from gpuonboard.facts.wrapped import join_wrap
 from gpuonboard.resources import DATA_DIR, table_rows
@@ -200,14 +201,13 @@ class KernelLog:
 
     @property
     def covers_boot(self) -> bool | None:
-        """True when the log reaches back to boot (dmesg's first line is at 0.000000 or is the
-        `Linux version` banner; journalctl -b always starts at boot); False when the ring
-        buffer wrapped; None when not known (a saved log without the probe's header)."""
-        if self.source and self.source.startswith("journalctl"):
-            return True
+        """True when the log reaches back to boot (its first line, dmesg's or the journal's, is
+        at 0.000000 or is the kernel's first words: extra_probes.KERNEL_LOG_BOOT); False when it
+        no longer does (dmesg's ring buffer wrapped, a journal whose oldest entries were dropped);
+        None when not known (a saved log without the probe's header)."""
         if self.first_line is None:
             return None
-        return bool(re.match(r"^\[\s*0\.0+\]", self.first_line)) or "Linux version" in self.first_line
+        return re.search(KERNEL_LOG_BOOT, self.first_line) is not None
 
     def xids(self) -> tuple[KernelEvent, ...]:
         """The GPU (Xid) events."""
