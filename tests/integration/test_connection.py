@@ -5,6 +5,7 @@ the rerun with --resume continues at that step."""
 from __future__ import annotations
 
 import itertools
+import signal
 import threading
 import time
 from pathlib import Path
@@ -15,9 +16,10 @@ from conftest import LongJob, Project, host_entry, ssh_runner, wait_for
 
 from gpuonboard import shell
 from gpuonboard.connection import ConnectOptions, KnownHosts, SSHRunner, connect_timeout, open_runner
-from gpuonboard.errors import ConnectionLost, ExitCode, HostKeyError
+from gpuonboard.errors import ConnectError, ConnectionLost, ExitCode, HostKeyError
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.testing import TestHost, TestHostPool
+from gpuonboard.testing.hosts import _descendants, _signal_all
 
 _HOST_NUMBERS = itertools.count(1)
 
@@ -178,3 +180,27 @@ def test_a_login_bashs_functions_reach_a_wrapped_command_over_real_sshd(
     assert wrapped.stdout == "NOISE 1\nNOISE 1\nmodule load cuda 12\n1\n", wrapped.stderr
     assert plain.stdout == "NOISE 1\nmodule load cuda\n"
     assert (th.home / "count").read_text() == "sourced\n" * 3  # (twice wrapped, once plain)
+
+
+def test_a_command_on_a_connection_that_answers_no_channel_open_fails_in_its_timeout(
+    pool: TestHostPool, tmp_path: Path
+) -> None:
+    """A connection that answers no channel open (here: the host's per-connection sshd stopped;
+    in a run, paramiko's reader wedged by a lock a SIGTERM left held while a channel was polled)
+    made a command wait paramiko's hour for its channel: the dataset upload's cleanup, giving the
+    lease back with a 15 s timeout, hung a `sync` stopped by SIGTERM. Its timeout bounds it now."""
+    th = pool.add(f"frozen-{next(_HOST_NUMBERS)}")
+    runner = ssh_runner(th, pool, tmp_path)
+    daemon = th.pid if th.pid is not None else int(th.pid_path.read_text())
+    frozen = _descendants({daemon})  # (the connection's sshd processes, which this test started)
+    assert frozen
+    try:
+        assert runner.run("true", timeout=5).exit_code == 0
+        _signal_all(frozen, signal.SIGSTOP)
+        start = time.monotonic()
+        with pytest.raises(ConnectError, match="Timeout opening channel"):
+            runner.run("true", timeout=2)
+        assert time.monotonic() - start < 15
+    finally:
+        _signal_all(frozen, signal.SIGCONT)
+        runner.close()

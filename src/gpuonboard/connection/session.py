@@ -68,7 +68,7 @@ class SSHRunner:
             if served is not None and self._hand_to(served, command):
                 out, err, code = self._collect(served[0], timeout, on_output, prefetch, stdin)
             else:
-                chan, self._spare = _open(self._spare) or self.transport.open_session(), None
+                chan, self._spare = _open(self._spare) or self._open_session(timeout), None
                 script = _sh_c_script(command) if prefetch and stdin is None and on_output is None else None
                 if script is not None:
                     token = "@@gpuonboard-serve-" + secrets.token_hex(12)
@@ -103,6 +103,13 @@ class SSHRunner:
                 f"host {self.host.name}: the server refused to run a command on its SSH session."
             )
         return CommandResult(command, code, decode_stdout(out), err.decode("utf-8", "replace"))
+
+    def _open_session(self, timeout: float | None) -> Any:
+        """A new exec channel, within the command's timeout (paramiko's own is an hour): a
+        connection whose reader thread is wedged (a signal raised inside paramiko's locking, a
+        Ctrl-C or SIGTERM while a channel is polled, can leave one of its locks held) answers no
+        channel open, and a command then fails in its time, as one over a dead link does."""
+        return self.transport.open_session(timeout=timeout)
 
     def _hand_to(self, served: tuple[Any, str], command: str) -> bool:
         """Send `command` to the shell waiting on its channel: the shell reads lines up to the
@@ -167,7 +174,7 @@ class SSHRunner:
         else:
             _send_and_end(chan, stdin)
         if prefetch:
-            self._spare = self.transport.open_session()
+            self._spare = self._open_session(timeout)
         out, err, _ = _drain(chan, timeout, on_output)
         if writer is not None:
             writer.join()
