@@ -6,14 +6,13 @@ first line of either source."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
-from gpuonboard.facts.extra_probes import KERNEL_LOG
 from gpuonboard.facts.kernel_log import parse_kernel_log
+
+from .test_kernel_log_probe_filter import probe_on
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # a real dmesg that no longer reaches back to boot (its first line at 6781741 s: an NVSwitch box)
@@ -31,27 +30,11 @@ def _this_boot() -> str:
 def _probe(tmp_path: Path, journal: str | None) -> str:
     """The probe's output on a host whose `dmesg` prints WRAPPED and whose `journalctl` prints
     `journal` (None: no journalctl installed)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     tools = {"dmesg": f"exec cat {shlex.quote(str(WRAPPED))}"}
     if journal is not None:
         (tmp_path / "journal.txt").write_text(journal)
         tools["journalctl"] = f"exec cat {shlex.quote(str(tmp_path / 'journal.txt'))}"
-    for name, body in tools.items():
-        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
-        (bin_dir / name).chmod(0o755)
-    for tool in ("cat", "grep", "tail", "head", "sort", "cut"):  # (coreutils, as on a host)
-        found = next(f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}"))
-        (bin_dir / tool).symlink_to(found)
-    r = subprocess.run(
-        ["/bin/sh", "-c", KERNEL_LOG.command],
-        env={"PATH": str(bin_dir)},
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+    return probe_on(tmp_path, tools)
 
 
 def test_a_wrapped_dmesg_gives_way_to_the_journal_of_this_boot(tmp_path: Path) -> None:

@@ -30,11 +30,17 @@ def _events(text: str) -> list[tuple[object, ...]]:
 
 def _probe(tmp_path: Path, log: Path) -> str:
     """The live probe's output on a host whose `dmesg` prints `log`."""
+    return probe_on(tmp_path, {"dmesg": f"exec cat {shlex.quote(str(log))}"})
+
+
+def probe_on(tmp_path: Path, tools: dict[str, str]) -> str:
+    """The live probe's output on a host whose PATH holds `tools` (name -> sh script body) and
+    coreutils."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    dmesg = bin_dir / "dmesg"
-    dmesg.write_text(f"#!/bin/sh\nexec cat {shlex.quote(str(log))}\n")
-    dmesg.chmod(0o755)
+    for name, body in tools.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
     for tool in ("cat", "grep", "tail", "head", "sort", "cut"):  # (coreutils, as on a host)
         found = next((f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}")), None)
         assert found is not None, tool
