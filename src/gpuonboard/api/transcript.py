@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gpuonboard.api.unread import gives_way
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import first_line
 
@@ -221,7 +222,11 @@ def read(
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
             continue
-        if kind in found and (failed := _gives_way(found[kind], (part, out, where), unread)) is not None:
+        if (
+            kind in found
+            and (failed := gives_way(found[kind], (part, out, where), lambda read: unread(read[1])))
+            is not None
+        ):
             lost, kept = failed
             skipped.append(
                 (lost[0].line, f"{lost[0].where} answered `{unread(lost[1])}`; {kept[0].where} is judged")
@@ -243,19 +248,3 @@ def read(
     if not found:
         raise UsageError(f"{name}: a saved terminal session holding no output this tool reads.")
     return [(kind, out, where) for kind, (_, out, where) in found.items()]
-
-
-_Read = tuple[Section, T, str]
-
-
-def _gives_way(
-    first: _Read[T], then: _Read[T], unread: Callable[[T], str]
-) -> tuple[_Read[T], _Read[T]] | None:
-    """(the output that gives way, the one kept) of two outputs of one kind where one read nothing
-    of the box (refused, or its tool not found) and so is no rival of the other (of two such, the
-    first is kept); None where both read the box (two views: neither may be dropped)."""
-    if unread(then[1]):
-        return then, first
-    if unread(first[1]):
-        return first, then
-    return None

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.probe import ProbeOutput
+
+T = TypeVar("T")
 
 
 def unread(out: ProbeOutput) -> str:
@@ -18,6 +21,18 @@ def unread(out: ProbeOutput) -> str:
     if out.stdout.strip() or out.exit_code not in (127, KERNEL_LOG_REFUSED):
         return ""
     return out.stderr.strip() or f"exit code {out.exit_code}"
+
+
+def gives_way(first: T, then: T, why: Callable[[T], str]) -> tuple[T, T] | None:
+    """(the one that gives way, the one kept) of two outputs of one kind where one read nothing of
+    the box (`why` of it not "": refused, its tool not found) and so is no rival of the other (of
+    two such, the first is kept); None where both read the box (two views: neither may be
+    dropped). One rule for a saved session (api/transcript.py) and a folder (keeps_first)."""
+    if why(then):
+        return then, first
+    if why(first):
+        return first, then
+    return None
 
 
 def keeps_first(
@@ -37,13 +52,11 @@ def keeps_first(
     would be judged on another's or its own older answer)."""
     if kind not in raw:
         return False
-    first = unread(raw[kind])
-    if not same_box or not (unread(out) or first):
+    pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
+    if not same_box or pair is None:
         raise UsageError(
             f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
         )
-    lost, keep, why = (
-        (origin[kind], where, first) if first and not unread(out) else (where, origin[kind], unread(out))
-    )
-    notes.append(f"{lost}: not read: it answered `{why}`; {keep} is judged.")
+    (lost, lost_out), (keep, _) = pair
+    notes.append(f"{lost}: not read: it answered `{unread(lost_out)}`; {keep} is judged.")
     return lost == where
