@@ -38,9 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.ngc_image import (  # noqa: F401 - re-exported
     IGPU_VARIANT,
@@ -351,11 +349,7 @@ def _packaged_minor_compat() -> tuple[tuple[int, str], ...]:
 
 def _yaml_list(p: Path, what: str) -> list[Any]:
     """A data file's YAML: a non-empty list (ValueError naming the file otherwise)."""
-    try:
-        # the C loader where PyYAML has it: the release table's notes made the pure one ~80 ms
-        raw = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{p}: not valid YAML: {exc}") from exc
+    raw = data_file(p)
     if not isinstance(raw, list) or not raw:
         raise ValueError(f"{p}: expected a non-empty YAML list of {what}")
     return raw

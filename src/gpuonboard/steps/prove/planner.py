@@ -47,7 +47,7 @@ from typing import Any
 
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import Vendor
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.units import parse_size
 
 GB = 1000**3
@@ -315,9 +315,7 @@ class Card:
 @lru_cache(maxsize=2)
 def load_catalogue(path: Path = CATALOGUE) -> tuple[Card, ...]:
     """The shipped GPU catalogue."""
-    import yaml
-
-    rows = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    rows = data_file(path) or []
     return tuple(
         Card(
             card=str(r["card"]),

@@ -3,10 +3,8 @@ the replay counter against the thresholds of `data/pcie_replay.yml`."""
 
 from __future__ import annotations
 
-import yaml
-
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.resources import DATA_DIR
+from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter, is_idle
 from gpuonboard.steps.checks.once import loaded_once
@@ -127,7 +125,7 @@ PCIE_REPLAY_FILE = DATA_DIR / "pcie_replay.yml"
 @loaded_once
 def pcie_replay_limits() -> dict[str, int]:
     """warn_replays / fail_replays / fail_rollovers from `data/pcie_replay.yml` (sources there)."""
-    rows = yaml.safe_load(PCIE_REPLAY_FILE.read_text(encoding="utf-8"))
+    rows = data_file(PCIE_REPLAY_FILE)
     limits = {str(r["name"]): int(r["value"]) for r in rows}
     missing = {"warn_replays", "fail_replays", "fail_rollovers"} - set(limits)
     if missing:
