@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from gpuonboard.api.kernel_command import kernel_log_narrowed
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool that keep part of its lines
@@ -35,6 +36,8 @@ def narrowed(kind: str, command: str) -> str:
         stage_words = stage.split()
         if stage_words and stage_words[0].rsplit("/", 1)[-1] in _FILTERS:
             return f"`{command.strip()}` keeps only the lines {stage_words[0]} let through"
+    if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
+        return kernel_log_narrowed(head)
     if found is None:
         return ""
     tool, args = found

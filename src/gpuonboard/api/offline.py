@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
+from gpuonboard.api.kernel_command import earlier_boot
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
 from gpuonboard.api.unread import keeps_first, unread
@@ -528,7 +529,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    return kind, ProbeOutput(text, warned, code, narrowed(kind, command), matrix_pci(kind, command))
+    partial, earlier = narrowed(kind, command), earlier_boot(command, kind)  # (`journalctl -k -b -1`)
+    return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, command), earlier_boot=earlier)
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

@@ -56,14 +56,27 @@ _BOX = _box_ascii()
 # window title `ESC]0;user@host: ~BEL`), and the two-byte ones (`tput sgr0`'s `ESC(B`). No tool
 # read here prints an ESC as text.
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+# the same colours copied where the ESC byte did not survive: dropped (a web terminal, a console
+# that does not render it: `[32m[  12.3] [0m[33mNVRM: [0mXid ...`, systemd's `[[0;32m  OK  [0m]`)
+# or shown as text (`less` without -R: `ESC[32m`; `cat -v`: `^[[32m`). Only a colour (SGR) with
+# a number (`[0m`, `[1;31m`), grep's `[m[K`, or a sequence shown with its mark, is residue, and
+# only in a text that holds a reset of one (every colouring tool resets): so `[mem 0x...]`, a
+# dmesg stamp or any text without such a reset is never eaten.
+_MARK = r"(?:ESC|\^\[)"
+_RESIDUE = re.compile(
+    rf"{_MARK}?\[\d{{1,3}}(?:;\d{{1,3}})*m(?:{_MARK}?\[K)?|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[[0-?]*[ -/]*[@-~]"
+)
+_RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
     characters in ASCII, lines ending in a backslash without it, a double-spaced paste
     single-spaced, an indent every line shares removed, a Markdown code fence around it dropped,
-    a terminal's escape sequences (colours) dropped."""
+    a terminal's escape sequences (colours) dropped, and what is left of them where the ESC byte was
+    lost or shown as text (_RESIDUE)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
+    text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     return textwrap.dedent(_single_spaced(_unbroken(_unfenced(_SPACES.sub(" ", text).translate(_BOX)))))
 
 

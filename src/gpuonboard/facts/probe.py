@@ -49,6 +49,9 @@ class ProbeOutput:
     # (exit_code is then 0): df's 1 over the filesystems it could read, nvidia-smi's 14 (a
     # corrupted infoROM, a warning) beside a whole answer; None where exit_code is its own
     exited: int | None = None
+    # offline: the copied command read the kernel log of a boot before the one the box runs now
+    # (`journalctl -k -b -1`: api/kernel_command.py); its faults are that boot's (`partial` says so)
+    earlier_boot: bool = False
 
     @property
     def own_exit_code(self) -> int:

@@ -213,6 +213,20 @@ DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
             "",
             "fail",
         ),
+        # the same copied where the ESC byte was lost (`[33mNVRM: [0mXid`), or shown as `ESC`
+        # (`less`): before, no Xid was read and gpu_xid passed
+        (
+            "dmesg-t__xid-149-netir-fatal__gb200__colour-esc-lost__derived.txt",
+            "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
+            "",
+            "fail",
+        ),
+        (
+            "dmesg-t__xid-149-netir-fatal__gb200__colour-esc-shown__derived.txt",
+            "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
+            "",
+            "fail",
+        ),
     ],
 )
 def test_a_kernel_log_saved_with_its_terminal_colours_is_read_as_the_log(
@@ -225,6 +239,24 @@ def test_a_kernel_log_saved_with_its_terminal_colours_is_read_as_the_log(
     got = verdicts(tmp_path, source, text)
     assert got == verdicts(tmp_path, source, prompt + real(source))
     assert got["gpu_xid"][0] == verdict and "Xid" in got["gpu_xid"][1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt",  # (`[mem 0x...]`-like brackets)
+        "dmesg__xid-79-sxid-20034__nvswitch.txt",
+        "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt",
+    ],
+)
+def test_colour_residue_is_only_read_where_a_reset_shows_it_is_one(name: str) -> None:
+    """A text without a colour's reset (`[0m`, `ESC[m`, grep's `[m[K`) is never touched: a kernel
+    log's `[mem 0x...]`, `[  12.3]` or a `[1m` of its own text stay as printed."""
+    from gpuonboard.api import paste
+
+    text = real(name)
+    assert paste.normalise(text + "[mem 0x0-0x9ffff] [1m]\n").endswith("[mem 0x0-0x9ffff] [1m]\n")
+    assert paste.normalise("[32m" + text.replace("\n", "[0m\n", 1)) == paste.normalise(text)
 
 
 def test_a_session_with_a_coloured_prompt_and_window_title_is_read(tmp_path: Path) -> None:

@@ -640,6 +640,9 @@ def health_checks(facts: Facts) -> list[Check]:
         why = out.stderr.strip() or f"exit {out.exit_code}"
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
+        if out.earlier_boot:  # (`journalctl -k -b -1`: every line is of a boot the box has left)
+            events = tuple(replace(e, earlier_boot=True) for e in events)
+            log = replace(log, events=events[: len(log.events)])
         slice_ = whole_listing_slice(facts)
         if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
             checks += [

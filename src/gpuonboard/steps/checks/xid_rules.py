@@ -393,8 +393,9 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
 
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
-    `| tail -50`: `narrowed` says how): a fault it shows still fails; no fault seen is not known
-    to be none (unverified), as the lines it left out may hold one."""
+    `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows
+    still fails; no fault seen is not known to be none (unverified), as the lines it left out
+    may hold one."""
     if not narrowed or check.verdict in ("fail", "unverified"):
         return check
     return Check(
@@ -402,8 +403,9 @@ def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
         check.expected,
         f"{check.actual}; {narrowed}",
         "unverified",
-        f"the kernel log given is only part of the log ({narrowed}), so {what} errors in the lines it"
-        " left out are not known: give the whole log (`sudo dmesg -T`, or `journalctl -k -b`).",
+        f"the kernel log given is not the whole log of the boot the box runs now ({narrowed}), so"
+        f" {what} errors in what it leaves out are not known: give the whole log of this boot (`sudo"
+        " dmesg -T`, or `journalctl -k -b`).",
     )
 
 

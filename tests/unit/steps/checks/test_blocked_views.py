@@ -206,7 +206,8 @@ def test_a_refusal_is_one_only_alone() -> None:
     assert kernel_refusal.refusal(line) == line.strip()
     log = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text()
     assert kernel_refusal.refusal(log + line) is None
-    assert kernel_refusal.refusal("-- No entries --\n") is None
+    assert kernel_refusal.refusal("-- No entries --\n") == kernel_refusal.NO_ENTRIES
+    assert kernel_refusal.refusal("-- No entries --\n" + log) is None
     assert kernel_refusal.refusal("") is None
 
 

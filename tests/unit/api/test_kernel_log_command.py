@@ -1,0 +1,109 @@
+"""A saved kernel log is judged as the log of the boot its copied command read: `journalctl -k
+-b -1` is an earlier boot's log (its faults are history; "no Xid" there says nothing of the boot
+the box runs now), `-b <boot id>` the boot it names, and `--since`, `dmesg -l err`, a rotated
+`kern.log.1` only some lines. Before, each was read as the whole log of this boot: a previous
+boot's log without an Xid passed gpu_xid. Derived from real captures (tests/fixtures/derived:
+derive.py); each verdict test fails on the code before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.kernel_command import earlier_boot
+from gpuonboard.api.narrowed import narrowed
+
+from ..offline_judge import checks, verdicts
+
+DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
+PREVIOUS_BOOT = "journalctl-k-b-1__ubuntu-20.04-forum__boot-banner__derived.txt"
+PREVIOUS_FAULT = "journalctl-k-b-1__h100-hgx__fallen-off-bus__derived.txt"
+
+
+def test_a_previous_boots_log_without_an_xid_is_not_this_boots_pass(tmp_path: Path) -> None:
+    got = verdicts(tmp_path, "kern.txt", (DERIVED / PREVIOUS_BOOT).read_text())
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        verdict, actual = got[rule]
+        assert verdict == "unverified", (rule, got[rule])
+        assert "`journalctl -k -b -1` is the log of an earlier boot" in actual
+
+
+def test_a_previous_boots_fault_is_reported_as_history(tmp_path: Path) -> None:
+    found = {c.name: c for c in checks(tmp_path, "kern.txt", (DERIVED / PREVIOUS_FAULT).read_text())}
+    xid = found["gpu_xid"]
+    assert xid.verdict == "unverified", xid
+    assert "GPU has fallen off the bus (logged before the log's last reboot)" in xid.actual
+    assert "not the whole log of the boot the box runs now" in xid.detail
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("journalctl -k -b", ""),
+        ("journalctl -k -b 0", ""),
+        ("journalctl -b -k", ""),  # (`-k` is no boot: `-b` is this one)
+        ("sudo journalctl -k --no-pager", ""),  # (`-k` implies `-b`)
+        ("journalctl --dmesg --boot=-0", ""),
+        ("journalctl", ""),  # (every boot the journal keeps: told apart by its lines)
+        ("dmesg -T", ""),
+        ("sudo dmesg --ctime --kernel", ""),
+        ("cat /var/log/kern.log", ""),
+        ("journalctl -k -b -1", "earlier boot"),
+        ("sudo journalctl -kb -1 --no-pager", "earlier boot"),
+        ("journalctl --boot=-2 --dmesg", "earlier boot"),
+        ("journalctl -k -b-1", "earlier boot"),
+        ("journalctl -k -b cd425eeb66eb46e591aabf0e5824e5cb", "the boot it names"),
+        ("journalctl -k -b 3", "the boot it names"),
+        ('journalctl -k --since "1 hour ago"', "only some of the boot's lines"),
+        ("journalctl -k -p err", "only some of the boot's lines"),
+        ("journalctl -k -n 200", "only some of the boot's lines"),
+        ("journalctl -k -e", "only some of the boot's lines"),
+        ("dmesg -l err", "only some of the log's lines"),  # (the driver logs an Xid at `warn`)
+        ("dmesg --level=err,crit -T", "only some of the log's lines"),
+        ("dmesg -F /var/log/dmesg.0", "reads a saved file"),
+        ("cat /var/log/kern.log.1", "rotated log file"),
+        ("zcat /var/log/kern.log.2.gz", "rotated log file"),
+        ("cat /var/log/messages-20250105", "rotated log file"),
+        ("grep -i nvrm /var/log/kern.log", "keeps only the lines grep let through"),
+        ("tail -n 300 /var/log/syslog", "keeps only the lines tail let through"),
+    ],
+)
+def test_which_part_of_the_log_a_command_read(command: str, why: str) -> None:
+    said = narrowed("kernel_log", command)
+    assert (why in said and said.startswith(f"`{command}`")) if why else said == "", said
+
+
+@pytest.mark.parametrize(
+    ("command", "earlier"),
+    [
+        ("journalctl -k -b -1", True),
+        ("journalctl --boot=-3 -k | grep NVRM", True),
+        ("journalctl -k -b", False),
+        ("journalctl -k -b 0", False),
+        ("journalctl -k -b 1", False),  # (the journal's first boot: maybe this one)
+        ("journalctl -k -b cd425eeb66eb46e591aabf0e5824e5cb", False),
+        ("dmesg -T", False),
+    ],
+)
+def test_earlier_boot(command: str, earlier: bool) -> None:
+    assert earlier_boot(command) is earlier
+
+
+NO_ENTRIES = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "real"
+    / "journalctl__no-entries-alone__identifier-filter__systemd-pr-1927.txt"
+)
+
+
+def test_journalctl_with_no_entries_is_an_empty_journal_not_a_usage_error(tmp_path: Path) -> None:
+    """journalctl's `-- No entries --` alone (systemd pull request #1927) was refused as "not a
+    recognised command output" (exit 2): it is the journal's answer, read as the live probe reads
+    it: no kernel line to judge, unverified, saying why."""
+    got = verdicts(tmp_path, "journal.txt", NO_ENTRIES.read_text())
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        verdict, actual = got[rule]
+        assert verdict == "unverified"
+        assert "journalctl printed only `-- No entries --`" in actual
