@@ -28,6 +28,10 @@ class GpuInfo:
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
+    # the PCI device id ('2330') and subsystem ('10DE 16C0') where a format printed them
+    # (facts/gpu_ids.py): they name the card where the name is a placeholder or another card's
+    pci_device_id: str | None = None
+    pci_subsystem_id: str | None = None
     memory_total_mib: int | None = None
     memory_used_mib: int | None = None
     # True: nvidia-smi says this GPU's memory size is not supported, as where the GPU has no

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from gpuonboard.facts.csvtext import csv_rows, first_csv_row
+from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_mask, _reasons_from_states
@@ -142,6 +143,8 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         uuid=_clean(cells.get("uuid")),
         serial=_clean(cells.get("serial")),
         pci_bus_id=_clean(cells.get("pci.bus_id")),
+        pci_device_id=device_id(cells.get("pci.device_id")),
+        pci_subsystem_id=subsystem_id(cells.get("pci.sub_device_id")),
         memory_total_mib=_mib(cells.get("memory.total")),
         memory_used_mib=_mib(cells.get("memory.used")),
         memory_unified=_unified(cells.get("memory.total")),

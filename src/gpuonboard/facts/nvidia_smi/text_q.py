@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import (
     EngineReadings,
@@ -413,6 +414,8 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         uuid=_tree_get(section, "GPU UUID"),
         serial=_tree_get(section, "Serial Number"),
         pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
+        pci_device_id=device_id(_tree_get(section, "PCI", "Device Id")),
+        pci_subsystem_id=subsystem_id(_tree_get(section, "PCI", "Sub System Id")),
         memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
         memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
         memory_unified=_unified(_tree_raw(section, "FB Memory Usage", "Total")),

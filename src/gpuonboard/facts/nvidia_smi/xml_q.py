@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import cast
 
+from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
     EngineReadings,
@@ -277,6 +278,8 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         uuid=_xml_text(gpu, "uuid"),
         serial=_xml_text(gpu, "serial"),
         pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
+        pci_device_id=device_id(_xml_raw(gpu, "pci/pci_device_id")),
+        pci_subsystem_id=subsystem_id(_xml_raw(gpu, "pci/pci_sub_system_id")),
         # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
         memory_total_mib=_mib(_xml_raw(gpu, "fb_memory_usage/total")),
         memory_used_mib=_mib(_xml_raw(gpu, "fb_memory_usage/used")),

@@ -31,6 +31,7 @@ from gpuonboard.facts.nvlink import (
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.gpu_identity import model_name
 from gpuonboard.steps.checks.model_match import form_unread, variant_words
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
@@ -663,7 +664,7 @@ def health_checks(facts: Facts) -> list[Check]:
     errors = None
     if facts.given("nvidia_nvlink_errors") and facts.raw["nvidia_nvlink_errors"].exit_code == 0:
         errors = nvlink.parse_nvlink_errors(facts.raw["nvidia_nvlink_errors"].stdout)
-    named = {**_listed_models(status, errors), **{g.index: g.name for g in gpus if g.name}}
+    named = {**_listed_models(status, errors), **{g.index: model_name(g) for g in gpus if g.name}}
     # a box of one GPU (a whole listing of one) whose nvlink commands print nothing (a 1-GPU VM):
     # NVLink joins GPUs, and this box has no other to join
     lone = (

@@ -40,7 +40,9 @@ def family_of(gpu: GpuInfo) -> str | None:
     said = (gpu.product_architecture or "").strip()
     if said in families():
         return said
-    name = gpu.name.upper()
+    from gpuonboard.steps.checks.gpu_identity import model_name
+
+    name = model_name(gpu).upper()
     return next((family for family, names in name_families() if names.search(name)), None)
 
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
-from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -18,6 +17,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks import ngc
+from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
     RERUN_ADVICE,
     _attached_gap,
@@ -133,15 +133,23 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
     # a GPU whose name was not read (an output cut inside its record) is unread, not another model
     # a placeholder the driver prints for a card it has no name for ("Graphics Device") is no
-    # model: unverified, never a wrong model
+    # model: unverified, never a wrong model, unless its PCI device id names the card (gpu_identity)
     placeholder = [
         g for g in facts.gpu.gpus if not g.faults and g.name.strip() and is_placeholder_name(g.name)
     ]
+    by_id = {g.index: n for g in placeholder if (n := named_by_id(g)) is not None}
     read = [g for g in facts.gpu.gpus if not g.faults and g.name.strip() and g not in placeholder]
     faulty = [g for g in facts.gpu.gpus if g.faults]
     nameless = len(facts.gpu.gpus) - len(read) - len(faulty) - len(placeholder)
     names = [g.name for g in read]
-    shown = [_count_names(names), *map(_unreadable, faulty), *map(_placeholder_text, placeholder)]
+    shown = [
+        _count_names(names),
+        *map(_unreadable, faulty),
+        *(placeholder_text(g, by_id.get(g.index)) for g in placeholder),
+    ]
+    read += by_id.values()
+    placeholder = [g for g in placeholder if g.index not in by_id]
+    names += [g.name for g in by_id.values()]
     # GPUs listed with no name read (a --query-gpu CSV without `name`): listed, never "no GPU"
     actual = ", ".join(filter(None, shown)) or (f"{nameless} GPU(s) listed" if nameless else "no GPU")
     model, count = split_count(expected)
@@ -155,6 +163,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
         if into is not None and result.why not in into.setdefault(g.name, []):
             into[g.name].append(result.why)
     notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
+    # a name that is another card than its PCI device id: neither is trusted silently
+    disagree = disagreements(g for g in read if g.index not in by_id)
     if faulty:
         notes.append("a GPU fault, not another model: " + fault_advice(g.index for g in faulty))
     verdict: Verdict = (
@@ -176,6 +186,9 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
         verdict = "warn" if verdict == "pass" else verdict
     if verdict != "fail":
         notes += [f"{n}: {'; '.join(w)}" for n, w in (unknown | warns).items()]
+    if disagree:
+        notes.append(disagree)
+        verdict = "warn" if verdict == "pass" else verdict
     return Check("gpu_model", expected, actual, verdict, "; ".join(notes))
 
 
@@ -222,10 +235,6 @@ PLACEHOLDER_ADVICE = (
     " cannot be judged from it; `nvidia-smi --query-gpu=pci.device_id --format=csv` or"
     " `lspci -nn -d 10de:` gives the PCI device id to look up, and a driver that knows the card names it"
 )
-
-
-def _placeholder_text(g: GpuInfo) -> str:
-    return f"{g.called()} named '{g.name.strip()}' (a driver placeholder, not a model)"
 
 
 def _count_names(names: Iterable[str]) -> str:

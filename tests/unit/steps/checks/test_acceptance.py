@@ -418,12 +418,19 @@ def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
 
 def _renamed(rel: str, name: str, vram_mib: int | None = None) -> object:
     """Facts from a real capture with every GPU's name (and VRAM) replaced in the parsed
-    facts (the name as another box's nvidia-smi prints it; the capture file is untouched)."""
+    facts (the name as another box's nvidia-smi prints it; the capture file is untouched). The
+    capture's PCI ids are left out: they are the captured card's, not the renamed one's."""
     import dataclasses
 
     facts = facts_from(nvidia_smi=rel)
     gpus = [
-        dataclasses.replace(g, name=name, memory_total_mib=vram_mib or g.memory_total_mib)
+        dataclasses.replace(
+            g,
+            name=name,
+            memory_total_mib=vram_mib or g.memory_total_mib,
+            pci_device_id=None,
+            pci_subsystem_id=None,
+        )
         for g in facts.gpu.gpus
     ]
     return dataclasses.replace(facts, gpu=dataclasses.replace(facts.gpu, gpus=gpus))

@@ -20,6 +20,7 @@ from gpuonboard.steps.checks.model_match import is_placeholder_name
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 NVENC_CSV = "nvidia-smi-query-gpu__geforce-rtx-2080-super__1gpu__driver610.57.04__nvenc-load.csv"
 GTX1660_XML = "nvidia-smi-q-x__geforce-gtx-1660__1gpu__driver418.43__graphics-device-name.xml"
+GTX1660_NO_ID_XML = "nvidia-smi-q-x__geforce-gtx-1660__1gpu__graphics-device-name__no-device-id__derived.xml"
 NO_PERSISTENCE_CSV = (
     "nvidia-smi-query-gpu-nounits__geforce-rtx-2080-ti__1gpu__driver442.19__unknown-error-cell.csv"
 )
@@ -75,7 +76,9 @@ def test_engines_optional_where_the_output_cannot_show_them() -> None:
 
 @pytest.mark.parametrize("ordered", ["GTX 1660", "RTX 4090"])
 def test_graphics_device_placeholder_is_unverified_never_a_wrong_model(ordered: str) -> None:
-    xml = (REAL / GTX1660_XML).read_text()  # <product_name>Graphics Device</product_name>, driver 418.43
+    # <product_name>Graphics Device</product_name>, driver 418.43, its PCI device id not read (the
+    # id names the card: test_gpu_pci_id.py)
+    xml = (REAL.parent / "derived" / GTX1660_NO_ID_XML).read_text()
     facts = parse_facts({"nvidia_smi": ProbeOutput(xml, "", 0)})
     checks = {c.name: c for c in evaluate(OrderSpec(gpu_model=ordered, gpu_count=1), facts)}
     model = checks["gpu_model"]

@@ -23,30 +23,33 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
 
 def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
     """PCIe link at the card's max generation and width (gen may drop while idle)."""
-    narrow: list[str] = []
     slow_busy: list[str] = []
     slow_idle: list[str] = []
     slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
     for g in gpus:
+        # nvidia-smi --help-query-gpu, of the current link generation and width alike: "These may
+        # be reduced when the GPU is not in use" (an idle AWS A10G reads x8 of x16, P8, 0 %)
+        below = []
         if g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max:
-            narrow.append(f"{gpu_label(g)} x{g.pcie_width_current} of x{g.pcie_width_max}")
+            below.append(f"x{g.pcie_width_current} of x{g.pcie_width_max}")
         if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
-            slow = f"{gpu_label(g)} Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}"
-            if is_idle(g):
-                slow_idle.append(slow)
-            elif (
-                g.performance_state is None
-                and g.utilization_gpu_pct is None
-                and not g.clock_event_reasons_known
-            ):
-                slow_unknown.append(slow)
-            else:
-                slow_busy.append(slow)
-    if narrow or slow_busy:
+            below.append(f"Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}")
+        if not below:
+            continue
+        slow = f"{gpu_label(g)} {', '.join(below)}"
+        if is_idle(g):
+            slow_idle.append(slow)
+        elif (
+            g.performance_state is None and g.utilization_gpu_pct is None and not g.clock_event_reasons_known
+        ):
+            slow_unknown.append(slow)
+        else:
+            slow_busy.append(slow)
+    if slow_busy:
         return Check(
             "pcie_link",
             "max gen and width",
-            "; ".join(narrow + slow_busy),
+            "; ".join(slow_busy),
             "fail",
             "a narrower or slower link than the card supports hints at a riser/slot fault or a"
             " virtualisation limit; ask the vendor to check the slot",
@@ -73,7 +76,9 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
             )
         if slow_idle:
             advice.append(
-                "the GPU is idle and its link downshifts to save power; rerun under load to be sure"
+                "the GPU is idle and its link may run narrower or slower to save power; rerun under"
+                " load (`nvidia-smi -q -d PCIE,PERFORMANCE` while it works): a link still below its"
+                " maximum then is a riser or slot fault, or a slot narrower than the card"
             )
         return Check(
             "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)

@@ -1,0 +1,73 @@
+"""A GPU's PCI device id, as nvidia-smi prints it, and the product name NVIDIA's driver gives
+that id (data/gpu_pci_ids.yml): what names a GPU whose own driver printed a placeholder, and
+what tells a name that is another card than its id.
+
+nvidia-smi prints the ids as the 32-bit "device and vendor" word: `-q` "Device Id :
+0x233010DE", `-q -x` `<pci_device_id>233010DE</pci_device_id>`, `--query-gpu=pci.device_id`
+"0x233010DE"; the subsystem the same way ("Sub System Id : 0x16C010DE": subsystem device 16C0 of
+vendor 10DE). A value of another vendor ("000000DE" on an AWS A10G's subsystem, a redacted one)
+is no id: None.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from gpuonboard.resources import DATA_DIR, table_rows
+
+IDS_FILE = DATA_DIR / "gpu_pci_ids.yml"
+NVIDIA = "10DE"
+_WORD = re.compile(r"^\s*(?:0x)?([0-9a-f]{4})([0-9a-f]{4})\s*$", re.IGNORECASE)
+
+
+def _split(raw: str | None) -> tuple[str, str] | None:
+    m = _WORD.match(raw or "")
+    return (m.group(1).upper(), m.group(2).upper()) if m else None
+
+
+def device_id(raw: str | None) -> str | None:
+    """'0x233010DE' -> '2330': an NVIDIA device id; None for another vendor's or no value."""
+    parts = _split(raw)
+    return parts[0] if parts and parts[1] == NVIDIA and parts[0] != "0000" else None
+
+
+def subsystem_id(raw: str | None) -> str | None:
+    """'0x16C010DE' -> '10DE 16C0' (vendor, then device, as the driver's table writes it);
+    None for no value or a zero one ('000000DE')."""
+    parts = _split(raw)
+    if parts is None or parts[0] == "0000" or parts[1] in ("0000", "00DE"):
+        return None
+    return f"{parts[1]} {parts[0]}"
+
+
+@functools.cache
+def _table(path: str = str(IDS_FILE)) -> dict[str, tuple[tuple[str | None, str], ...]]:
+    from pathlib import Path
+
+    rows: dict[str, list[tuple[str | None, str]]] = {}
+    for row in table_rows(Path(path), "ids"):
+        rows.setdefault(str(row["id"]).upper(), []).append((row.get("sub"), str(row["name"])))
+    return {k: tuple(v) for k, v in rows.items()}
+
+
+def names_by_id(device: str | None, subsystem: str | None = None) -> tuple[str, ...]:
+    """The names NVIDIA's driver prints for this device id: the one its subsystem picks, else the
+    one the table gives the id alone, else every name the id has (more than one: the id alone
+    does not tell which); () for an id the table does not hold."""
+    rows = _table().get((device or "").upper(), ())
+    exact = [name for sub, name in rows if subsystem and sub == subsystem]
+    plain = [name for sub, name in rows if sub is None]
+    names = exact or plain or [name for _, name in rows]
+    return tuple(dict.fromkeys(names))
+
+
+def all_names_by_id(device: str | None) -> tuple[str, ...]:
+    """Every name NVIDIA's driver prints for this device id, whatever its subsystem."""
+    return tuple(dict.fromkeys(name for _, name in _table().get((device or "").upper(), ())))
+
+
+def shown_id(device: str, subsystem: str | None = None) -> str:
+    """'10de:2330' (lspci's form), with the subsystem where read: '10de:2330 (subsystem 10de:16c0)'."""
+    sub = f" (subsystem {subsystem.replace(' ', ':').lower()})" if subsystem else ""
+    return f"{NVIDIA.lower()}:{device.lower()}{sub}"

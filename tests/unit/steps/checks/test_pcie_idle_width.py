@@ -1,0 +1,50 @@
+"""A PCIe link narrower than its maximum on an idle GPU is no degraded link from that one
+reading: nvidia-smi --help-query-gpu says of `pcie.link.width.current`, as of the generation,
+"These may be reduced when the GPU is not in use". Judged on real captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.checks import gpu_health
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+
+
+def _pcie(name: str, probe: str) -> tuple[str, str, str]:
+    facts = parse_facts({probe: ProbeOutput((REAL / name).read_text(), "", 0)})
+    (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
+    return check.verdict, check.actual, check.detail
+
+
+@pytest.mark.parametrize(
+    ("name", "probe", "actual"),
+    [
+        # an AWS passthrough A10G at P8, 0 %: x8 of x16 (and Gen1 of Gen4)
+        (
+            "nvidia-smi-q-x__a10g__1gpu__driver515.105.01__aws-passthrough.xml",
+            "nvidia_smi",
+            "GPU 0 x8 of x16, Gen1 of Gen4",
+        ),
+        # a Quadro P2000 at P8
+        (
+            "nvidia-smi-q-x__quadro-p2000__1gpu__driver525.125.06.xml",
+            "nvidia_smi",
+            "GPU 0 x8 of x16, Gen1 of Gen3",
+        ),
+    ],
+)
+def test_an_idle_gpus_narrow_link_warns_never_fails(name: str, probe: str, actual: str) -> None:
+    verdict, shown, detail = _pcie(name, probe)
+    assert (verdict, shown) == ("warn", actual)
+    assert "idle" in detail and "rerun under load" in detail
+
+
+def test_a_narrow_link_on_a_gpu_not_known_idle_still_fails() -> None:
+    # a Tesla T4 at P0 whose clock reasons say not idle (gpu_idle Not Active): x8 of x16
+    verdict, shown, _ = _pcie("nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml", "nvidia_smi")
+    assert (verdict, shown) == ("fail", "GPU 0 x8 of x16")
