@@ -32,14 +32,18 @@ def list_inventory(selection: api.Selection, settings: api.Settings) -> int:
 
 
 def order_text(o: OrderSpec) -> str:
-    """An order as `invoke inventory` shows it: `8 x A100, 80 GB VRAM, 96 cores, ...` or `-`."""
+    """An order as `invoke inventory` shows it: `8 x A100, 80.0 GiB VRAM, 96 cores, ...` or `-`:
+    a count written into the model (`gpu_model: 8x A100 80GB`) shown as the count the rules
+    judge, and VRAM in the binary units it is read in (`vram: 80GB` is 80 GiB), as RAM."""
+    from gpuonboard.steps.checks.model_match import split_count
     from gpuonboard.units import format_bytes, ram_order_bytes
 
     parts = []
-    if o.gpu_count or o.gpu_model:
-        parts.append(f"{o.gpu_count or '?'} x {o.gpu_model or 'GPU'}")
+    model, in_model = split_count(o.gpu_model) if o.gpu_model else (None, None)
+    if o.gpu_count or model:
+        parts.append(f"{o.gpu_count or in_model or '?'} x {model or 'GPU'}")
     if o.vram_bytes:
-        parts.append(f"{format_bytes(o.vram_bytes, binary=False)} VRAM")
+        parts.append(f"{format_bytes(o.vram_bytes)} VRAM")
     if o.cpu_cores:
         parts.append(f"{o.cpu_cores} cores")
     if o.ram_bytes:
@@ -59,7 +63,8 @@ def order_text(o: OrderSpec) -> str:
 def target_text(h: Host) -> str:
     """Where a host is reached, as `invoke inventory` shows it: `user@address:port via jump`."""
     via = f" via {' -> '.join(h.jump)}" if h.jump else ""
-    return "local" if h.connection == "local" else f"{h.user}@{h.address}:{h.port}{via}"
+    address = f"[{h.address}]" if ":" in h.address else h.address  # (IPv6: `[2001:db8::7]:2200`)
+    return "local" if h.connection == "local" else f"{h.user}@{address}:{h.port}{via}"
 
 
 def _print_inventory(inv: Inventory, hosts: Sequence[Host]) -> list[str]:

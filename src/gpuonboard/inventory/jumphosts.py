@@ -16,7 +16,7 @@ from gpuonboard.inventory.fields import bad_host_char
 from gpuonboard.inventory.model import Host, Vendor
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import is_digits
-from gpuonboard.inventory.sshlookup import uses_ssh_config_entry
+from gpuonboard.inventory.sshlookup import config_alias, uses_ssh_config_entry
 from gpuonboard.inventory.sshresolve import OpenSSHConfig
 from gpuonboard.yamlload import LineDict, where
 
@@ -95,21 +95,21 @@ def jump_origin(
     vendor: Vendor | None,
     path: Path,
     ssh_cfg: Any,
+    ansible: bool = False,
 ) -> str | None:
     """Where host `name`'s jump was written (`file, line N`) when not in its own entry (None):
-    a group's `jump`, else its SSH config entry's ProxyJump or ProxyCommand, else the vendor
-    profile or defaults."""
+    a group's `jump` (in an Ansible inventory, its `all` vars' too), else its SSH config entry's
+    ProxyJump or ProxyCommand (`config_alias`), else the vendor profile or defaults."""
     found: tuple[Mapping[str, Any], str] | None = None
     for layer, label in layers:
         if "jump" in layer:
             found = (layer, label)
     if found is not None and found[1].startswith("host "):
         return None  # (the host's own line, as for its other fields)
-    if found is not None and found[1].startswith("group "):
+    if found is not None and found[1].startswith(("group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "jump")
-    if uses_ssh_config_entry(name, layers, ssh_cfg) and {"proxyjump", "proxycommand"} & set(
-        ssh_cfg.lookup(name)
-    ):
+    alias = config_alias(name, layers, ssh_cfg, ansible)
+    if alias is not None and {"proxyjump", "proxycommand"} & set(ssh_cfg.lookup(alias)):
         return str(getattr(ssh_cfg, "path", None) or path)
     if vendor is not None and "jump" in vendor.host_defaults:
         return where(Path(vendor.source), vendor.host_defaults, "jump")

@@ -28,7 +28,7 @@ from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
-from gpuonboard.inventory.sshlookup import user_ssh_config, uses_ssh_config_entry
+from gpuonboard.inventory.sshlookup import config_alias, prefetch_addresses, user_ssh_config
 from gpuonboard.inventory.vendors import load_vendors
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
@@ -203,6 +203,8 @@ def build(
     vendors = load_vendors(vendors_dir)
     groups, group_vars = _groups(groups_raw, hosts_raw, hosts_file)
     ssh_cfg, ssh_cfg_path = user_ssh_config(ssh_config, raw, defaults, hosts_file)
+    if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
+        prefetch_addresses(ssh_cfg, raw)
     hosts: dict[str, Host] = {}
     key_file_origins: dict[str, tuple[str, str]] = {}
     jump_origins: dict[str, str] = {}
@@ -224,10 +226,13 @@ def build(
             where(hosts_file, hosts_raw, hname),
             name_is_address,
         )
-        origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, ssh_cfg, ssh_cfg_path)
+        origin = _key_file_origin(
+            hname, layers, hosts[hname], hosts_file, (ssh_cfg, ssh_cfg_path), name_is_address
+        )
         if origin is not None:
             key_file_origins[hname] = origin
-        if hosts[hname].jump and (at := jump_origin(hname, layers, hosts[hname].vendor, hosts_file, ssh_cfg)):
+        host, ansible = hosts[hname], name_is_address
+        if host.jump and (at := jump_origin(hname, layers, host.vendor, hosts_file, ssh_cfg, ansible)):
             jump_origins[hname] = at
     config_hops = config_jump_hosts(hosts, ssh_cfg, defaults, hosts_file, vendors_dir)
     for spec, hop in config_hops.items():
@@ -302,20 +307,23 @@ def _key_file_origin(
     layers: list[tuple[Mapping[str, Any], str]],
     host: Host,
     path: Path,
-    ssh_cfg: Any,
-    ssh_cfg_path: Path | None,
+    config: tuple[Any, Path | None],
+    ansible: bool,
 ) -> tuple[str, str] | None:
-    """Where host's key_file was set, as `pick` chose it: a host or group layer, else the SSH
-    config's IdentityFile of its Host entry, else the vendor profile or defaults."""
+    """Where host's key_file was set, as `pick` chose it: a host or group layer (in an Ansible
+    inventory, its `all` vars too), else the SSH config's IdentityFile of its Host entry (of its
+    address, in an Ansible inventory), else the vendor profile or defaults."""
+    ssh_cfg, ssh_cfg_path = config
     if not host.key_file:
         return None
     found: tuple[Mapping[str, Any], str] | None = None
     for layer, label in layers:
         if "key_file" in layer:
             found = (layer, label)
-    if found is not None and found[1].startswith(("host ", "group ")):
+    if found is not None and found[1].startswith(("host ", "group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "key_file"), found[1]
-    if uses_ssh_config_entry(name, layers, ssh_cfg) and "identityfile" in ssh_cfg.lookup(name):
+    alias = config_alias(name, layers, ssh_cfg, ansible)
+    if alias is not None and "identityfile" in ssh_cfg.lookup(alias):
         return str(ssh_cfg_path), "ssh_config"
     vendor = host.vendor
     if vendor is not None and "key_file" in vendor.host_defaults:

@@ -28,11 +28,11 @@ from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
 from gpuonboard.inventory.sshlookup import (
+    config_alias,
     config_extras,
     followable,
     refuse_include_problem,
     ssh_config_aliases,
-    uses_ssh_config_entry,
 )
 from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token, ssh_program
 from gpuonboard.yamlload import LineDict, did_you_mean, where
@@ -137,7 +137,7 @@ def resolve_host(
     its vendor profile and its SSH config entry, every field checked in a fixed order (the first
     bad one is the error)."""
     vendor = _host_vendor(layers, vendors, path, vendors_dir)
-    s = _merge_layers(name, layers, vendor, path, ssh_cfg)
+    s = _merge_layers(name, layers, vendor, path, ssh_cfg, name_is_address)
     connection = s.merged.get("connection", "ssh")
     if connection not in CONNECTIONS:
         raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
@@ -200,6 +200,8 @@ class _Settings:
     merged: dict[str, Any]
     origin: dict[str, tuple[Mapping[str, Any], str]]
     sshc: Mapping[str, Any]
+    looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
+    ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
 
     def file_of(self, label: str) -> Path:
         """The file a layer was written in: the vendor profile's, else the inventory's."""
@@ -212,13 +214,16 @@ class _Settings:
         return InventoryError(f"{where(self.file_of(label), src, key)}: {label} field {key!r} {problem}")
 
     def from_inventory(self, key: str) -> bool:
-        """Whether the host's own entry or one of its groups sets `key` (beating the SSH config)."""
-        return key in self.merged and self.origin.get(key, (None, ""))[1].startswith(("host ", "group "))
+        """Whether the host's own entry or one of its groups sets `key` (beating the SSH config);
+        in an Ansible inventory its `all` vars too: Ansible passes `ansible_user`, `ansible_port`
+        and the key file on ssh's command line, which beats the config (`ssh -o User=...`)."""
+        beats = ("host ", "group ", "defaults") if self.ansible else ("host ", "group ")
+        return key in self.merged and self.origin.get(key, (None, ""))[1].startswith(beats)
 
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
-        """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group."""
-        label = self.origin.get(key, (None, ""))[1]
-        if key in self.merged and label.startswith(("host ", "group ")):
+        """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
+        (nor, in an Ansible inventory, its `all` vars: `from_inventory`)."""
+        if self.from_inventory(key):
             return self.merged[key]
         if ssh_key in self.sshc:
             value = self.sshc[ssh_key]
@@ -248,10 +253,16 @@ def _host_vendor(
 
 
 def _merge_layers(
-    name: str, layers: list[tuple[Mapping[str, Any], str]], vendor: Vendor | None, path: Path, ssh_cfg: Any
+    name: str,
+    layers: list[tuple[Mapping[str, Any], str]],
+    vendor: Vendor | None,
+    path: Path,
+    ssh_cfg: Any,
+    ansible: bool = False,
 ) -> _Settings:
     """The layers merged in precedence order (defaults < vendor < groups < host), a null that
-    would drop an earlier layer's value refused; with the host's SSH config entry."""
+    would drop an earlier layer's value refused; with the host's SSH config entry (in an Ansible
+    inventory, that of the address it gives: `config_alias`)."""
     vendor_layer: Mapping[str, Any] = vendor.host_defaults if vendor is not None else {}
     vendor_id = vendor.id if vendor is not None else None
     ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
@@ -265,10 +276,11 @@ def _merge_layers(
             s.origin[k] = (layer, label)
     # only an explicit `Host <name>` entry applies: a `Host *` block would otherwise override
     # the vendor profile and defaults for every host
-    sshc = ssh_cfg.lookup(name) if uses_ssh_config_entry(name, layers, ssh_cfg) else {}
-    if sshc:
-        sshc = followable(name, sshc, ssh_cfg)
-    return replace(s, merged=merged, sshc=sshc)
+    alias = config_alias(name, layers, ssh_cfg, ansible)
+    sshc = ssh_cfg.lookup(alias) if alias is not None else {}
+    if sshc and alias is not None:
+        sshc = followable(alias, sshc, ssh_cfg)
+    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible)
 
 
 def _proxy_command(s: _Settings) -> str | None:
@@ -295,6 +307,8 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     else, in an Ansible inventory, the host's name; checked and without brackets."""
     name = s.name
     address = s.merged.get("address")
+    if address is not None and s.looked_up is not None and s.sshc.get("hostname"):
+        address = s.sshc["hostname"]  # (`ansible_host=test1` with `Host test1` / `HostName 172.2.0.10`)
     if address is None:
         hostname = s.sshc.get("hostname")
         if connection == "local":

@@ -146,6 +146,18 @@ def _addressless(raw: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def prefetch_addresses(cfg: Any, raw: Mapping[str, Any]) -> None:
+    """Resolve together, concurrently, the addresses an Ansible inventory's hosts give
+    (`config_alias` looks each one up in the SSH config, one `ssh -G` each)."""
+    hosts = raw.get("hosts")
+    if isinstance(cfg, OpenSSHConfig) and isinstance(hosts, Mapping):
+        cfg.prefetch(
+            a.strip().removeprefix("[").removesuffix("]")
+            for entry in hosts.values()
+            if isinstance(entry, Mapping) and isinstance(a := entry.get("address"), str) and a.strip()
+        )
+
+
 def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
     """The SSH config settings of a host that takes them from there, with a ProxyCommand of the
     form `ssh -W %h:%p [user@]bastion` as the ProxyJump it means and any other carried (a
@@ -258,6 +270,31 @@ def uses_ssh_config_entry(name: str, layers: Iterable[tuple[Mapping[str, Any], s
         return False
     cfg._gpuonboard_aliases = ssh_config_aliases(cfg) | {name}  # (then reached at this name)
     return True
+
+
+def config_alias(
+    name: str, layers: Iterable[tuple[Mapping[str, Any], str]], cfg: Any, by_address: bool
+) -> str | None:
+    """The name this host's settings are looked up at in the SSH config, or None (it takes none
+    from it): its own name where the inventory gives no address (a Host alias); in an Ansible
+    inventory (`by_address`), else the address the inventory gives (`ansible_host`), where the
+    config sets a connection setting for it: Ansible runs `ssh ADDRESS`, which applies the
+    config's `Host ADDRESS` / `Host 10.20.*` block (its HostName, User, Port, IdentityFile,
+    ProxyJump) to what the inventory leaves unset."""
+    layers = list(layers)
+    if uses_ssh_config_entry(name, layers, cfg):
+        return name
+    address = next((layer["address"] for layer, _ in reversed(layers) if "address" in layer), None)
+    if not by_address or cfg is None or not isinstance(address, str):
+        return None
+    from gpuonboard.inventory.fields import bad_host_char
+
+    address = address.strip()
+    if address.startswith("[") and address.endswith("]"):  # ([2001:db8::7], as the inventory allows)
+        address = address[1:-1]
+    if not address or address.startswith("-") or bad_host_char(address) is not None:
+        return None  # (refused as an address later, naming its line)
+    return address if uses_ssh_config_entry(address, (), cfg) else None
 
 
 def ssh_config_aliases(cfg: Any) -> frozenset[str]:
