@@ -32,7 +32,7 @@ COMMANDS = ("nvidia-smi", "dmesg", "sudo", "journalctl", "lscpu", "free", "df", 
 CSV = "csv"  # the live probe's --query-gpu line (its arguments are the parser's field list)
 # (the live kernel log's `# first:` line tells whether it reaches back to boot; a saved file's
 # first line may be any line of the log, so offline never says so)
-BOOT_NOTE = " (the log no longer reaches back to boot)"
+BOOT_NOTE = " (the log read starts after boot)"
 # rules whose live verdict reads a fact only the live probe has, and the words that say so offline
 EXPLAINED = {
     # the cgroup memory limit of the test machine (offline: no cgroup file given)

@@ -60,7 +60,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT
+from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
 from gpuonboard.facts.wrapped import join_wrap
 from gpuonboard.resources import DATA_DIR, table_rows
@@ -70,7 +70,6 @@ __all__ = [
     "KernelEvent",
     "KernelLog",
     "NvrmFault",
-    "implied_xids",
     "is_probe_header",
     "load_nvrm_faults",
     "parse_kernel_log",
@@ -179,6 +178,9 @@ class KernelLog:
     # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
     # banner line as printed ("[    0.000000] Starting gVisor..."); None for a kernel's own log
     sandbox: str | None = None
+    # a saved log's (no `# first:`): the first line of its last boot, where the log holds lines
+    # no grep for the drivers' would keep (else its first line says nothing of where it starts)
+    boot_first: str | None = None
 
     @property
     def cut_by_cap(self) -> str:
@@ -204,10 +206,14 @@ class KernelLog:
         """True when the log reaches back to boot (its first line, dmesg's or the journal's, is
         at 0.000000 or is the kernel's first words: extra_probes.KERNEL_LOG_BOOT); False when it
         no longer does (dmesg's ring buffer wrapped, a journal whose oldest entries were dropped);
-        None when not known (a saved log without the probe's header)."""
-        if self.first_line is None:
+        A saved log without the probe's header is judged by the first line of its last boot, the
+        same way (a `dmesg` copied from a box up for weeks starts hours after boot); None when
+        neither is known. (A log its command narrowed, `dmesg | grep NVRM`, says nothing of it:
+        the caller's.)"""
+        first = self.first_line if self.first_line is not None else self.boot_first
+        if first is None:
             return None
-        return re.search(KERNEL_LOG_BOOT, self.first_line) is not None
+        return re.search(KERNEL_LOG_BOOT, first) is not None
 
     def xids(self) -> tuple[KernelEvent, ...]:
         """The GPU (Xid) events."""
@@ -246,6 +252,7 @@ _SXID_WORD = re.compile(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
 _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNORECASE)
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
+_PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
 _HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
 # the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
 # the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
@@ -600,6 +607,8 @@ class _Reader:
         self.driver_lines = 0  # NVRM and NVSwitch lines read
         self.source: str | None = None
         self.first: str | None = None
+        self.boot_first: str | None = None  # the first line of the log's last boot
+        self.unfiltered = False  # a line the probe's filter drops: the log is not a grep's
         self.dropped: int | None = None
         self.dropped_other: int | None = None
         self.lines = 0
@@ -627,6 +636,9 @@ class _Reader:
             return
         if not line.strip() or self.new_boot(line):
             return
+        if self.boot_first is None and not _JOURNAL_NOTE.fullmatch(line.strip()):
+            self.boot_first = line
+        self.unfiltered = self.unfiltered or not _PROBE_KEEPS.search(line)
         self.lines += 1
         if event := _line_event(line, cut):
             self.flush()
@@ -667,6 +679,7 @@ class _Reader:
         boot = self.boots.boot
         separator = self.boots.read(line)
         if self.boots.boot != boot:
+            self.boot_first = None
             self.flush()
             self.sxids.open.clear()
             self.boot_start = len(self.events)
@@ -744,6 +757,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         reader.first,
         reader.lines,
         reader.boots.boot + 1,
+        boot_first=reader.boot_first if reader.unfiltered else None,
         dropped=reader.dropped,
         dropped_other=reader.dropped_other,
         sandbox=sandbox,
@@ -760,33 +774,6 @@ def _first_lines(lines: list[str], first: str | None) -> list[str]:
 def _sandbox_banner(line: str) -> bool:
     """Whether `line` is a sandbox kernel's first line (_SANDBOX_BANNERS)."""
     return any(p.match(line) for p in _SANDBOX_BANNERS)
-
-
-# R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
-# name=python3, Ch 00000001 caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150)
-_CAUSED_BY = re.compile(r"\bcaused by previous Xid\s+(\d+)", re.IGNORECASE)
-
-
-def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[KernelEvent, ...]:
-    """The Xids that logged Xid lines name as their cause ("... caused by previous Xid 149")
-    where the log has no line of that Xid for that GPU (the ring buffer wrapped, the probe kept
-    the newest lines, a paste holds the tail): the fault happened all the same. One event per
-    (GPU, code), `implied_by` the code of the line that names it."""
-    # (per boot of a log of several: a line of an earlier boot is not this boot's fault)
-    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in events if e.kind == "xid"}
-    out: dict[tuple[str, int, bool], KernelEvent] = {}
-    for e in events:
-        if e.kind != "xid":
-            continue
-        for m in _CAUSED_BY.finditer(e.message):
-            if e.cut is not None and m.end() == len(e.message.rstrip()):
-                continue  # the log ends inside this number (149 cut to 14): not read
-            key = (pci_key(e.pci), int(m.group(1)), e.earlier_boot)
-            if key not in logged and key not in out:
-                out[key] = KernelEvent(
-                    "xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code, earlier_boot=key[2]
-                )
-    return tuple(out.values())
 
 
 def pci_key(address: str) -> str:

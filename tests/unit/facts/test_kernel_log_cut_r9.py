@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, parse_kernel_log
+from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.xid_rules import implied_xids, rule_sxid, rule_xid
 
 from ..offline_judge import verdicts
 

@@ -46,12 +46,14 @@ def _xid(text: str) -> tuple[str, str, str]:
         (
             TOO_OLD,
             "GPU at PCI 0000:01:00.0: driver message (no Xid): the installed driver does not support"
-            " this GPU -> install_driver",
+            " this GPU -> install_driver"
+            " (the log read starts after boot)",  # (a copied excerpt)
         ),
         (
             NO_GSP,
             "GPU at PCI 0000:01:00.0: driver message (no Xid): the installed driver does not support"
-            " this GPU -> install_driver",
+            " this GPU -> install_driver"
+            " (the log read starts after boot)",  # (a copied excerpt)
         ),
         # it passed ("no Xid in the kernel log"): the driver ignored the GPU, naming its model only
         (
@@ -115,7 +117,7 @@ def test_a_kern_log_refusal_keeps_its_gpus_address_over_lines_each_with_its_pref
     assert (verdict, said) == (
         "fail",
         "GPU at PCI 0000:01:00.0: driver message (no Xid): the installed driver does not support"
-        " this GPU -> install_driver",
+        " this GPU -> install_driver (the log read starts after boot)",
     )
 
 

@@ -56,3 +56,30 @@ def test_a_journal_whose_first_line_is_not_the_boot_does_not_cover_it() -> None:
     later = parse_kernel_log(f"# source: journalctl -k -b\n# first: {_this_boot().splitlines()[1]}\n")
     arm = parse_kernel_log("# source: dmesg\n# first: [    0.000000] Booting Linux on physical CPU 0x0\n")
     assert (whole.covers_boot, later.covers_boot, arm.covers_boot) == (True, False, True)
+
+
+def test_a_saved_log_is_judged_by_the_first_line_of_its_last_boot(tmp_path: Path) -> None:
+    """Offline (no probe header): a `dmesg -T` copied from an H100 box (its first line a Xid's
+    months after boot, other devices' lines in it) says the log starts after boot, as the live
+    probe's does; a journal of two boots whose last boot starts with the kernel's banner reaches
+    back to that boot; a log whose every line is the drivers' (a `dmesg | grep NVRM`, or one
+    that only looks like it) says nothing of where its log starts. (Before: None for all.)"""
+    later = REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt"
+    assert parse_kernel_log(later.read_text()).covers_boot is False
+    assert parse_kernel_log(TWO_BOOTS.read_text()).covers_boot is True
+    grep = REAL / "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt"
+    assert parse_kernel_log(grep.read_text()).covers_boot is None
+    assert parse_kernel_log(WRAPPED.read_text()).covers_boot is None
+    said = details_of(tmp_path, later)
+    assert said["gpu_xid"].endswith(" (the log read starts after boot)"), said
+    assert said["nvswitch_sxid"] == "no SXid in the kernel log (the log read starts after boot)", said
+
+
+def details_of(tmp_path: Path, path: Path) -> dict[str, str]:
+    """rule -> actual of a saved file judged offline."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    (tmp_path / path.name).write_bytes(path.read_bytes())
+    facts = parse_facts(offline.load_outputs([str(tmp_path / path.name)]))
+    return {c.name: c.actual for c in offline.judge(facts, None)}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.facts.aer import AER_FAULTS
-from gpuonboard.facts.kernel_log import KernelEvent, implied_xids, load_nvrm_faults, pci_key
+from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.once import loaded_once
@@ -253,6 +253,40 @@ def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
     return {pci_key(pci): index for index, pci in gpus if pci}
 
 
+# R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
+# name=python3, Ch 00000001 caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150)
+_CAUSED_BY = re.compile(r"\bcaused by previous Xid\s+(\d+)", re.IGNORECASE)
+
+
+def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[KernelEvent, ...]:
+    """The Xids that logged Xid lines name as their cause ("... caused by previous Xid 149")
+    where the log has no line of that Xid for that GPU (the ring buffer wrapped, the probe kept
+    the newest lines, a paste holds the tail): the fault happened all the same. One event per
+    (GPU, code), `implied_by` the code of the line that names it."""
+    # (per boot of a log of several: a line of an earlier boot is not this boot's fault)
+    logged = {(pci_key(e.pci), e.code, e.earlier_boot) for e in events if e.kind == "xid"}
+    out: dict[tuple[str, int, bool], KernelEvent] = {}
+    for e in events:
+        if e.kind != "xid":
+            continue
+        for m in _CAUSED_BY.finditer(e.message):
+            if e.cut is not None and m.end() == len(e.message.rstrip()):
+                continue  # the log ends inside this number (149 cut to 14): not read
+            key = (pci_key(e.pci), int(m.group(1)), e.earlier_boot)
+            if key not in logged and key not in out:
+                out[key] = KernelEvent(
+                    "xid", key[1], e.pci, e.message, None, e.timestamp, implied_by=e.code, earlier_boot=key[2]
+                )
+    return tuple(out.values())
+
+
+def boot_span(covers_boot: bool | None) -> str:
+    """What a result adds where the log read starts after boot (KernelLog.covers_boot False:
+    dmesg's ring buffer wrapped, a journal's oldest entries dropped, a copied log's tail): a
+    fault before its first line is not in it."""
+    return " (the log read starts after boot)" if covers_boot is False else ""
+
+
 def _event_rule(
     name: str,
     what: str,
@@ -273,7 +307,7 @@ def _event_rule(
             f" the `adm` or `systemd-journal` group for journalctl) so {what}"
             " errors can be checked; until then GPU faults since boot are unknown.",
         )
-    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    span = boot_span(covers_boot)
     if not events:
         return Check(name, expected, f"no {what} in the kernel log{span}", "pass")
     lines = _summarise(events, _pci_index(gpus), what)
@@ -496,7 +530,7 @@ def rule_xid(
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
-    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    span = boot_span(covers_boot)
     check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
@@ -586,7 +620,7 @@ def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check
     """The nvswitch_sxid check of a readable log with SXid events."""
     expected = "no SXid since boot needing action"
     lines = _sxid_lines(sxids)
-    span = "" if covers_boot is not False else " (the log no longer reaches back to boot)"
+    span = boot_span(covers_boot)
     actual = "; ".join(text for _, _, text in lines) + span
     verdict = lines[0][0]
     if verdict == "fail":
