@@ -184,7 +184,7 @@ def compute_apps(text: str) -> tuple[str, str] | None:
 # the container type systemd saw: steps/checks/slice_view.py)
 _CGROUP_FILE = (
     r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us)"
-    r"|/proc/1/comm|/proc/1/cgroup|/run/systemd/container)"
+    r"|/proc/1/comm|/proc/1/cgroup|/run/systemd/container|/run/host/container-manager)"
 )
 _CGROUP_GREP = re.compile(rf"({_CGROUP_FILE}):(\S.*)")
 _CGROUP_HEAD = re.compile(rf"==> ({_CGROUP_FILE}) <==")

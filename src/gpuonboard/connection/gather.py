@@ -70,9 +70,10 @@ def _cgroup_limits_command() -> str:
     as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max; v1 memory.limit_in_bytes and
     cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file).
     First, in the same form, what says whether the login is in a container
-    (steps/checks/slice_view.py): PID 1's name (/proc/1/comm), the container type systemd saw
+    (facts/slice_signs.py SIGNS_SH): PID 1's name (/proc/1/comm), the container type systemd saw
     (/run/systemd/container), Docker's and Podman's marker files (`/.dockerenv<TAB>present`),
-    Kubernetes' service-account mount, and PID 1's cgroups (/proc/1/cgroup, one line each)."""
+    Kubernetes' service-account mount, PID 1's cgroups (/proc/1/cgroup, one line each), and the
+    filesystem of `/` and of LXD's and lxcfs' mounts (/proc/self/mountinfo)."""
 
     def walk(root: str, files: tuple[str, ...]) -> str:
         reads = " ".join(
@@ -83,16 +84,10 @@ def _cgroup_limits_command() -> str:
             '[ "$d" = "$r" ] || [ -z "$d" ] && break; d=${d%/*}; [ "${#d}" -ge "${#r}" ] || d=$r; done'
         )
 
-    signs = (
-        'for f in /proc/1/comm /run/systemd/container; do v=; [ -r "$f" ] && '
-        '{ read -r v <"$f" || :; } && [ -n "$v" ] && printf \'%s\\t%s\\n\' "$f" "$v"; done; '
-        'for f in /.dockerenv /run/.containerenv /var/run/secrets/kubernetes.io; do [ -e "$f" ] && '
-        "printf '%s\\tpresent\\n' \"$f\"; done; "
-        "[ -r /proc/1/cgroup ] && while IFS= read -r v; do printf '/proc/1/cgroup\\t%s\\n' \"$v\"; "
-        "done </proc/1/cgroup; "
-    )
+    from gpuonboard.facts.slice_signs import SIGNS_SH
+
     return (
-        signs + "[ -r /proc/self/cgroup ] || exit 127; "
+        SIGNS_SH + "[ -r /proc/self/cgroup ] || exit 127; "
         'while IFS=: read -r _ c p; do case ",$c," in '
         f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max'))};; "
         f"*,memory,*) {walk('/sys/fs/cgroup/memory', ('memory.limit_in_bytes',))};; "

@@ -55,9 +55,12 @@ if [ -n "${sc:-}" ]; then
   o=$(sudo_check </dev/null 2>&1); echo "sudorc $?"
   echo "sudosaid $(printf '%s\n' "$o" | awk 'NF {l = $0} END {print substr(l, 1, 200)}')"
 fi
-# PID 1's name: an init (systemd, init) powers the machine off; a container's entry command
-# (bash, tini, sleep: RunPod, Vast.ai, a Kubernetes pod) cannot, whatever `shutdown` says
-[ -r /proc/1/comm ] && read -r p1 </proc/1/comm && echo "pid1 $p1"
+# whether this is a whole machine or a container (facts/slice_signs.py SIGNS_SH, the checks'
+# evidence too: PID 1's name, systemd's word, the engines' marks, PID 1's cgroups, the mounts only
+# a container has), one `sign FILE<TAB>VALUE` line each: an init (systemd, init) powers a machine
+# off; a container's entry command (bash, tini, sleep: RunPod, Vast.ai, a Kubernetes pod) cannot,
+# and a container's init (systemd in LXC) powers off the container only, whatever `shutdown` says
+(__SIGNS__) 2>/dev/null | while IFS= read -r l; do echo "sign $l"; done
 # the shutdown command's program on the watcher's PATH: cron's /usr/bin:/bin and the dirs
 # settings.sh.j2 adds (render.WATCHER_PATH; not the login's PATH: cron never reads ~/.bashrc)
 # (sp: its programs, sudo first where it runs through sudo; the first one missing is named)

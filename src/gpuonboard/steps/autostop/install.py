@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from gpuonboard import sh, shell
 from gpuonboard.facts.container import INIT_SYSTEMS
+from gpuonboard.facts.slice_signs import container_said
 from gpuonboard.steps.autostop.probe import UNSAFE_DIR_FN, _Remote
 from gpuonboard.steps.autostop.render import CONF, CRON_MARKER, CRON_NAME, OWNED_FILES, SCRIPT
 from gpuonboard.steps.autostop.settings import AutostopSettings, _fmt_span, _fmt_time
@@ -116,7 +117,9 @@ def billing_note(settings: AutostopSettings) -> str | None:
 
 def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str | None:
     """Why the shutdown command could never stop the box: its program is not on the watcher's
-    PATH there, or it is a power command and PID 1 is no init (a container rental)."""
+    PATH there, or it is a power command and PID 1 is no init, or the host is a container
+    (facts/slice_signs.py container_said, as the checks read it) whose vendor profile does not
+    say that a power-off stops the bill."""
     command = settings.shutdown_command
     program = shutdown_program(command)
     vendor = (
@@ -131,11 +134,21 @@ def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str 
             f" there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
             f" could never shut the box down: {vendor}"
         )
-    if r.pid1 and r.pid1 not in INIT_SYSTEMS and _power_tool(command):
+    if not _power_tool(command):
+        return None
+    if r.pid1 and r.pid1 not in INIT_SYSTEMS:
         return (
             f"host {host}: PID 1 there is {r.pid1!r}, not an init system: the login is inside a"
             f" container (RunPod, Vast.ai, a Kubernetes pod), where {command!r} cannot power the"
             f" machine off and the rental would go on being billed: {vendor}"
+        )
+    # an init that runs in a container (systemd in an LXD or Proxmox container, s6-svscan or
+    # `docker run --init`'s init on an overlay root) powers off the container at most
+    if (container := container_said(r.signs)) and settings.after_poweroff != "stops":
+        return (
+            f"host {host}: the login is inside a container ({container}), where {command!r} stops"
+            " the container at most, never the machine the vendor bills for, so the rental would go"
+            f" on being billed (unless the vendor profile says billing.after_poweroff: stops): {vendor}"
         )
     return None
 

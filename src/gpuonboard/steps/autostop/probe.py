@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from gpuonboard import sh, shell
+from gpuonboard.facts import slice_signs
 from gpuonboard.steps.autostop.render import (
     CONF,
     CRON_MARKER,
@@ -74,6 +75,9 @@ class _Remote:
     # PID 1's name (/proc/1/comm): an init (systemd, init ...) or, in a container, the image's
     # entry command (bash, tini, sleep ...); "" where it cannot be read
     pid1: str = ""
+    # what says whether the host is a container (facts/slice_signs.py read_signs: the checks' one
+    # reader of the same evidence)
+    signs: dict[str, str] = field(default_factory=dict)
     # the shutdown command's program is found on the watcher's PATH (None: not asked)
     shutdown_found: bool | None = None
     shutdown_missing: str = ""  # the program not found on the watcher's PATH (sudo, shutdown ...)
@@ -102,6 +106,7 @@ def _parse_probe(text: str) -> _Remote:
     present: list[str] = []
     crontab: list[str] = []
     util: list[str] = []
+    signs: list[str] = []
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
         if kind == "uid":
@@ -158,8 +163,8 @@ def _parse_probe(text: str) -> _Remote:
                 r.sudo_rc = -1
         elif kind == "sudosaid":
             r.sudo_said = rest.strip()
-        elif kind == "pid1":
-            r.pid1 = rest.strip()
+        elif kind == "sign":
+            signs.append(rest)
         elif kind == "pidalive":
             r.pid_alive = rest.strip() == "yes"
         elif kind == "pidstart":
@@ -174,6 +179,8 @@ def _parse_probe(text: str) -> _Remote:
             r.shutdown_found = said == "yes"
             r.shutdown_missing = missing
     r.present, r.crontab, r.gpu_util = tuple(present), tuple(crontab), tuple(util)
+    r.signs = slice_signs.read_signs("\n".join(signs))
+    r.pid1 = r.signs.get(slice_signs.COMM, "")
     return r
 
 
@@ -204,6 +211,7 @@ _STATE = (
     .replace("__MARKER__", shell.quote(CRON_MARKER))
     .replace("__TOOLS__", " ".join(WATCHED_TOOLS))
     .replace("__WATCHER_PATH__", WATCHER_PATH)
+    .replace("__SIGNS__", slice_signs.SIGNS_SH.rstrip("; "))
 )
 
 

@@ -1,12 +1,15 @@
 """Whether the rented box is a slice of a bigger machine: a container (Docker, Podman, a
 Kubernetes pod; RunPod, Vast.ai, AutoDL) or a Slurm job, which sees only some of the host's GPUs
 (NVML lists only the GPUs whose device nodes the slice may open) but may read the host's whole
-kernel log. Told from facts the probe already gathers: df's `/` is an overlay (a container's
-root) unless PID 1 is systemd with nothing beside it that says container (the container type
-systemd saw, /run/systemd/container; Docker's /.dockerenv, Podman's /run/.containerenv,
-Kubernetes' service account, a container's cgroup in /proc/1/cgroup): a diskless or live-booted
-whole machine (Warewulf, xCAT, dracut's LiveOS_rootfs, a custom initrd) has an overlay root too,
-with systemd as PID 1; or the cgroup the login runs in is a Slurm job's (the limit files the
+kernel log. Told from facts the probe already gathers (facts/slice_signs.py, the one reader the
+autostop install uses too): df's `/` is an overlay (a container's root) unless PID 1 is systemd
+with nothing beside it that says container (the container type systemd saw,
+/run/systemd/container; Docker's /.dockerenv, Podman's /run/.containerenv, Kubernetes' service
+account, a container's cgroup in /proc/1/cgroup): a diskless or live-booted whole machine
+(Warewulf, xCAT, dracut's LiveOS_rootfs, a custom initrd) has an overlay root too, with systemd
+as PID 1; any other `/` (an LXD or Proxmox container on zfs, btrfs, lvm) where something a whole
+machine never has says container (systemd's word, the manager's, PID 1's cgroup, LXD's or
+lxcfs' mounts); or the cgroup the login runs in is a Slurm job's (the limit files the
 cgroup probe read sit under `/slurm/uid_N/job_N/` (cgroup v1) or `.../slurmstepd.scope/job_N/`
 (v2)).
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from gpuonboard.facts.container import INIT_SYSTEMS
+from gpuonboard.facts import slice_signs
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
@@ -27,64 +30,20 @@ if TYPE_CHECKING:
 _SLURM_JOB = re.compile(r"/(?:slurm/uid_\d+|[\w.-]*slurmstepd\.scope)/job_(\d+)(?:/|$)")
 
 
-# the files the cgroup probe reads first (connection/gather.py), as `FILE<TAB>VALUE` lines
-_SIGNS = (
-    "/proc/1/comm",
-    "/run/systemd/container",
-    "/.dockerenv",
-    "/run/.containerenv",
-    "/var/run/secrets/kubernetes.io",
-)
-_MARKS = _SIGNS[2:]  # files only a container has (the engines', Kubernetes' service account)
-# The one PID 1 taken for a whole machine's: systemd, which, run in a container, says so
-# (/run/systemd/container). The other inits run as a container's PID 1 with no mark: s6-svscan
-# (s6-overlay, every linuxserver.io image), runit, OpenRC, busybox's `init`, and `init` is what
-# `docker run --init` starts (docker-init mounted as /dev/init); so only systemd says "machine".
-MACHINE_INIT = "systemd"
-# a container's cgroup in /proc/1/cgroup: v1 `/docker/ID`, `/kubepods/burstable/podUID/ID`,
-# `kubepods-besteffort-podUID.slice:cri-containerd:ID`, `/crio/ID`, `/lxc/NAME`; v2 without a
-# cgroup namespace `/system.slice/docker-ID.scope`, `/machine.slice/libpod-ID.scope`. (With one,
-# the default on cgroup v2, a container reads just `0::/`: no sign either way.)
-_CONTAINER_CGROUP = re.compile(r"(?:^|[/:._-])(?:kubepods|docker|containerd|libpod|lxc|crio)(?:$|[/:._-])")
-
-
 def container_signs(facts: Facts) -> dict[str, str]:
-    """What the cgroup probe (or a saved `grep .` of the files) read of _SIGNS: file -> value;
-    and, under "/proc/1/cgroup", the first of PID 1's cgroups that is a container's."""
+    """What the cgroup probe (or a saved `grep .` of the files) read of whether the login is in a
+    container (facts/slice_signs.py read_signs)."""
     out = facts.raw.get("cgroup_limits")
-    signs: dict[str, str] = {}
-    for line in out.stdout.splitlines() if out is not None else ():
-        path, tab, value = line.partition("\t")
-        if tab and path in _SIGNS and value.strip():
-            signs.setdefault(path, value.strip())
-        elif tab and path == "/proc/1/cgroup" and _CONTAINER_CGROUP.search(value.split(":", 2)[-1]):
-            signs.setdefault(path, value.split(":", 2)[-1].strip())
-    return signs
+    return slice_signs.read_signs(out.stdout) if out is not None else {}
 
 
 def container_said(facts: Facts) -> str:
     """Why the login is inside a container ("/ is an overlay", "/ is an overlay and PID 1 is
-    'bash', no init system"); "" where `/` is no overlay, or where it is one but PID 1 is
-    systemd and nothing says container (no engine's mark, no Kubernetes service account, no
-    container's cgroup in /proc/1/cgroup): a whole machine booted diskless or from a live image.
-    A mark alone is no container: a Docker image booted as a microVM (Firecracker) keeps its
-    /.dockerenv, with its own kernel and PID 1 its agent."""
+    'bash', no init system", "systemd runs in a container (lxc)"); "" where nothing says so: the
+    one reader (facts/slice_signs.py container_said) of the cgroup probe's signs and df's rows."""
     root = next((m for m in facts.mounts if m.mountpoint == "/"), None)
-    if root is None or "overlay" not in (root.fstype or "", root.device):
-        return ""
-    signs = container_signs(facts)
-    pid1 = signs.get("/proc/1/comm")
-    if pid1 not in INIT_SYSTEMS:
-        return "/ is an overlay" + (f" and PID 1 is {pid1!r}, no init system" if pid1 else "")
-    if pid1 != MACHINE_INIT:
-        return f"/ is an overlay and PID 1 is {pid1!r}, which containers run too (not systemd)"
-    if kind := signs.get("/run/systemd/container"):
-        return f"/ is an overlay and systemd runs in a container ({kind})"
-    if mark := next((m for m in _MARKS if m in signs), None):
-        return f"/ is an overlay and {mark} is there"
-    if cgroup := signs.get("/proc/1/cgroup"):
-        return f"/ is an overlay and PID 1's cgroup is a container's ({cgroup[:80]})"
-    return ""
+    fs = (root.device, root.fstype or "") if root is not None else ()
+    return slice_signs.container_said(container_signs(facts), fs, (m.mountpoint for m in facts.mounts))
 
 
 def container_root(facts: Facts) -> bool:

@@ -331,6 +331,7 @@ def _probe(tmp_path: Path, tools: dict[str, str], shutdown_command: str = "touch
     r = _parse_probe(out.stdout)
     r.cron_daemon = "yes"  # (this machine runs none; not what these tests are about)
     r.pid1 = "systemd"  # (this machine may be a container, whose PID 1 is no init: neither)
+    r.signs = {}  # (nor whether it is a container)
     return r
 
 
