@@ -422,10 +422,27 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbe
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         where = f", line {mark.line + 1}" if mark is not None else ""
+        if tag := _TAG.search(str(problem)) if isinstance(exc, yaml.constructor.ConstructorError) else None:
+            raise error(f"{path}{where}: {_tag_advice(tag.group(1))}") from None
         raise error(
             f"{path}{where}: invalid YAML: {' '.join(str(problem).split())}{_context(exc)};"
             " check the indentation, quotes and brackets around that line."
         ) from None
+
+
+# PyYAML's "could not determine a constructor for the tag '!vault'"
+_TAG = re.compile(r"constructor for the tag '([^']*)'")
+
+
+def _tag_advice(tag: str) -> str:
+    """The sentence for a value under a YAML tag no loader here reads: Ansible Vault's own, or any."""
+    if tag == "!vault":
+        return (
+            "an Ansible Vault value (!vault), which gpuonboard does not decrypt; pass the inventory"
+            " as `--inventory ansible-inventory:FILE` (Ansible decrypts it with your vault password)"
+            " or write that value in plain text."
+        )
+    return f"a value under the YAML tag {tag!r}, which gpuonboard does not read; remove the tag."
 
 
 def _context(exc: yaml.YAMLError) -> str:

@@ -45,3 +45,21 @@ def test_ansible_inventory_source_ansible_cannot_read_is_exit_2_naming_it(tmp_pa
     source = f"ansible-inventory:{tmp_path}/nowhere.ini"
     assert r.stderr.startswith(f"error: {source}: ansible-inventory --list failed"), r.stderr
     assert "inventory not found" not in r.stderr
+
+
+def test_an_ansible_vault_value_is_named_with_what_to_do_never_printed(tmp_path: Path) -> None:
+    """A YAML inventory holding an Ansible Vault value (`!vault |`, the form `ansible-vault
+    encrypt_string` prints): gpuonboard does not decrypt it; it said "invalid YAML: could not
+    determine a constructor for the tag '!vault'; check the indentation, quotes and brackets",
+    sending a newcomer after a syntax error that is not there."""
+    (tmp_path / "inventory").mkdir()
+    secret = "62313365396662343061393464336163383764373764613633653634306231386433626436623361"
+    (tmp_path / "inventory" / "hosts.yml").write_text(
+        "all:\n  hosts:\n    gpu1:\n      ansible_host: 127.0.0.9\n"
+        f"      ansible_become_password: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          {secret}\n"
+    )
+    r = _run(tmp_path, "inventory", "-i", "inventory/hosts.yml")
+    assert r.returncode == 2, r.stderr
+    assert "line 5: an Ansible Vault value (!vault), which gpuonboard does not decrypt" in r.stderr, r.stderr
+    assert "ansible-inventory:FILE" in r.stderr and "indentation" not in r.stderr
+    assert secret not in r.stderr + r.stdout and "Traceback" not in r.stderr
