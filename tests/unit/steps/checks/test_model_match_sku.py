@@ -293,3 +293,15 @@ def test_the_h100_cnx_is_another_card_than_the_sxm_h100(ordered: str, verdict: s
     an SXM part (passing 'H100 SXM' and given 18 NVLink links): CNX marks another product."""
     assert match_model(ordered, H100_CNX, None).verdict == verdict
     assert nvlink_model(H100_CNX) is None
+
+
+def test_the_a100_sxm_64gb_is_judged_against_its_12_links_without_nvswitch() -> None:
+    """'NVIDIA A100-SXM-64GB' (device 20B3 in NVIDIA's driver list; the 4-GPU nodes of CINECA's
+    Leonardo) matched no row: a node whose NVLinks were all down had no nvlink_links check at all."""
+    name = "NVIDIA A100-SXM-64GB"
+    row = nvlink_model(name)
+    assert row is not None and row.links == 12 and not row.nvswitch
+    check = rule_nvlink([name] * 4, parse_nvlink_status(_nvlink_s(name, 4)))
+    assert check is not None and check.verdict == "fail" and "0 of 12 links" in check.actual
+    assert rule_fabric_manager([name] * 4, [(None, None)] * 4, None) is None
+    assert nvlink_model("NVIDIA A100-SXM4-80GB") is not None  # (its own row, first)
