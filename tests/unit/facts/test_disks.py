@@ -30,6 +30,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__zh-cn__vda1-80g-root_vdb1-500g-data.txt",
         "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt",
         "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt",
+        # an LXD container's `df -h` (its / a ZFS dataset): tested in test_container_slices_lxc.py
+        "df-h__lxd-container__zfs-pool-root__dev-lxd-mounts.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",
