@@ -18,13 +18,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from conftest import ssh_runner
 
 import gpuonboard
+from gpuonboard.errors import Terminated
 from gpuonboard.testing import TestHostPool
+from gpuonboard.testing.hosts import _descendants, _signal_all
 
 SRC = str(Path(gpuonboard.__file__).resolve().parents[1])  # (the gpuonboard this test imported)
 
@@ -170,3 +174,42 @@ def test_a_long_command_still_stops_within_a_poll_of_its_output(
     assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
     assert not lease.exists()
     assert took < 3, took
+
+
+def test_a_second_signal_stops_a_command_whose_channel_never_opens(
+    pool: TestHostPool, tmp_path: Path
+) -> None:
+    """The first SIGTERM waits for paramiko's call to end; when that call blocks (the host's
+    sshd stopped: no channel opens, and a command without a timeout waits paramiko's hour),
+    a second one raises at once: the user's way out."""
+    from gpuonboard import interrupt  # (here: the tests above also run on the code before it)
+
+    th = pool.add("sigfrozen")
+    runner = ssh_runner(th, pool, tmp_path)
+    daemon = th.pid if th.pid is not None else int(th.pid_path.read_text())
+    frozen = _descendants({daemon})  # (the connection's sshd processes, which this test started)
+    saved = signal.signal(signal.SIGTERM, interrupt.handler)
+    sent: list[float] = []
+
+    def send_twice() -> None:
+        for _ in range(2):
+            time.sleep(0.7)
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        assert runner.run("true", timeout=5).exit_code == 0
+        _signal_all(frozen, signal.SIGSTOP)
+        sender = threading.Thread(target=send_twice, daemon=True)
+        sender.start()
+        with pytest.raises(Terminated):
+            runner.run("true")
+        stopped = time.monotonic()
+        sender.join(5)
+        assert len(sent) == 2 and sent[1] <= stopped < sent[1] + 2, (sent, stopped)
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+        interrupt._pending = None
+        interrupt._seen.clear()
+        _signal_all(frozen, signal.SIGCONT)
+        runner.close()
