@@ -11,7 +11,6 @@ import functools
 import gc
 import os
 import re
-import signal
 import sys
 import threading
 import types
@@ -53,7 +52,7 @@ _import_invoke()
 from invoke import Collection, Exit, Program, Task, task  # noqa: E402
 from invoke.exceptions import ParseError  # noqa: E402
 
-from gpuonboard import __version__, api, flags, termtext  # noqa: E402
+from gpuonboard import __version__, api, flags, interrupt, termtext  # noqa: E402
 from gpuonboard.api.options import (  # noqa: E402
     AutostopOptions,
     MonitorCommand,
@@ -128,17 +127,6 @@ def _printable_names() -> None:
             reconfigure(errors="backslashreplace")
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated
-
-
-def _stop_cleanly_on_term() -> None:
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) is not signal.SIG_IGN:  # `nohup invoke sync`: left ignored
-                signal.signal(sig, _raise_terminated)
-
-
 # said before the last word of a stopped run ("interrupted" / "terminated", which scripts read):
 # the journal skips what finished, and rsync resumes what was partly sent
 RESUME_HINT = (
@@ -153,7 +141,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
     _refuse_several_tasks()
     _refuse_empty_values()
     _printable_names()
-    _stop_cleanly_on_term()
+    interrupt.install()  # (SIGTERM/SIGHUP: Terminated, Ctrl-C: KeyboardInterrupt; never inside paramiko)
     if debug:
         os.environ["GPUONBOARD_DEBUG"] = "1"  # worker threads re-raise instead of reporting
     try:

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gpuonboard import interrupt
+
 
 def _sh_c_script(command: str) -> str | None:
     """SCRIPT when `command` is exactly shell.sh_c(SCRIPT), else None."""
@@ -89,6 +91,7 @@ def _drain(
     out_tail = err_tail = b""
     deadline = time.monotonic() + timeout if timeout else None
     while True:
+        interrupt.check()  # (a signal that came while paramiko ran: raised here, between polls)
         if chan.recv_ready():
             out.append(chan.recv(1 << 16))
             if on_output is not None:

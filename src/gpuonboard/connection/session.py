@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from gpuonboard import interrupt
 from gpuonboard.connection.base import CommandResult, decode_stdout
 from gpuonboard.connection.channel import _drain, _exec_pipelined, _serve_script, _sh_c_script
 from gpuonboard.connection.failures import _reason
@@ -62,7 +63,21 @@ class SSHRunner:
         prefetch: bool = False,
         on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
-        """Run one command on an exec channel of the shared connection (see Runner.run)."""
+        """Run one command on an exec channel of the shared connection (see Runner.run).
+        A signal that stops the run is raised between the polls of its output, or once paramiko
+        is done (interrupt.shielded): raised inside it, it could leave one of paramiko's locks
+        held, and every later command on this connection (an interrupt's cleanup) then hung."""
+        with interrupt.shielded():
+            return self._run(command, stdin, timeout, prefetch, on_output)
+
+    def _run(
+        self,
+        command: str,
+        stdin: bytes | None,
+        timeout: float | None,
+        prefetch: bool,
+        on_output: Callable[[bytes], None] | None,
+    ) -> CommandResult:
         try:
             served, self._serving = self._serving, None
             if served is not None and self._hand_to(served, command):
@@ -186,6 +201,10 @@ class SSHRunner:
 
     def close(self) -> None:
         """Close the connection and every jump hop."""
+        with interrupt.shielded():
+            self._close()
+
+    def _close(self) -> None:
         for chan in (self._spare, self._serving[0] if self._serving else None):
             if chan is not None:
                 with contextlib.suppress(Exception):

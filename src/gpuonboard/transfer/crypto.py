@@ -155,18 +155,20 @@ def parse_identity(text: Secret) -> list[Any]:
 
 
 class _KeepErrors:
-    """A file object pyrage reads or writes through, keeping the OSError it hit: pyrage turns
-    it into an EncryptError whose text is all that is left, and callers need its errno (a full
-    disk on this machine is not a bug)."""
+    """A file object pyrage reads or writes through, keeping the OSError it hit, or the
+    interrupt: pyrage turns either into an EncryptError whose text is all that is left. Callers
+    need an OSError's errno (a full disk on this machine is not a bug), and an interrupt (Ctrl-C,
+    SIGTERM, on the main thread: raised in these calls, the only Python code that runs while
+    pyrage encrypts) must stop the run, not fail a step as an encryption error."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
-        self.error: OSError | None = None
+        self.error: BaseException | None = None
 
     def _keep(self, call: Any, *args: Any) -> Any:
         try:
             return call(*args)
-        except OSError as exc:
+        except (OSError, KeyboardInterrupt) as exc:
             self.error = exc
             raise
 
@@ -196,10 +198,9 @@ def encrypt_stream(f: Any, out: Any, enc: Encryption) -> None:
     try:
         pyrage.encrypt_io(src, dst, parse_recipients(enc.recipients))
     except Exception:
-        if dst.error is not None:
-            raise dst.error from None
-        if src.error is not None:
-            raise src.error from None
+        kept = [e for e in (dst.error, src.error) if e is not None]
+        for exc in sorted(kept, key=lambda e: not isinstance(e, KeyboardInterrupt)):  # (an interrupt first)
+            raise exc from None
         raise
 
 

@@ -6,6 +6,7 @@ import errno
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,8 @@ from typing import Any
 import pyrage
 import pytest
 
-from gpuonboard import machine, masking
-from gpuonboard.errors import CryptoError
+from gpuonboard import interrupt, machine, masking
+from gpuonboard.errors import CryptoError, Terminated
 from gpuonboard.masking import Secret
 from gpuonboard.transfer import crypto, shardstream
 
@@ -174,6 +175,46 @@ def test_a_full_disk_while_encrypting_keeps_its_errno(mode: str) -> None:
     with pytest.raises(OSError) as failed:
         crypto.encrypt_stream(io.BytesIO(b"x" * 1_000_000), _FullDisk(200_000), enc)
     assert failed.value.errno == errno.ENOSPC
+
+
+class _SignalledSource(io.RawIOBase):
+    """A plaintext whose third read is when a signal reaches this process (Ctrl-C, `kill`):
+    the handler runs in that read, the only Python code that runs while pyrage encrypts."""
+
+    def __init__(self, sig: signal.Signals) -> None:
+        self.sig, self.reads = sig, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        self.reads += 1
+        if self.reads == 3:
+            os.kill(os.getpid(), self.sig)
+        n = min(len(buf), 64 * 1024)
+        buf[:n] = b"x" * n
+        return n
+
+
+@pytest.mark.parametrize("mode", ["recipients", "passphrase"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_while_encrypting_stops_the_run_not_the_step(mode: str, sig: signal.Signals) -> None:
+    """pyrage turned the KeyboardInterrupt (or Terminated) raised in its read into an
+    EncryptError, an ordinary exception: encrypting on the main thread, a Ctrl-C would have
+    failed the step as an internal error and let the run go on (today's uploads encrypt in
+    worker threads, which signals never reach)."""
+    if mode == "recipients":
+        enc = crypto.Encryption(recipients=(str(pyrage.x25519.Identity.generate().to_public()),))
+    else:
+        enc = crypto.Encryption(passphrase=Secret("correct horse"))
+    saved = signal.getsignal(sig)
+    signal.signal(sig, interrupt.handler)  # (what the CLI installs: outside paramiko, it raises)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            crypto.encrypt_stream(_SignalledSource(sig), io.BytesIO(), enc)
+    finally:
+        signal.signal(sig, saved)
+    assert isinstance(caught.value, Terminated) == (sig == signal.SIGTERM)
 
 
 def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_masked(tmp_path: Path) -> None:
