@@ -42,6 +42,9 @@ class SourceTree:
                 self.columns.add(encode(rel), e.kind, e.size, e.mtime, e.mtime_ns, e.ino, e.sha256, e.target)
         self.entries = Entries(self.columns)
         self.empty_dirs: set[str] = empty_dirs if empty_dirs is not None else set()
+        # fifos, sockets and device nodes (their paths): never uploaded (no data to copy; as
+        # root, rsync -a would make a device node on the host), and every message says so
+        self.specials: list[str] = []
 
     def __repr__(self) -> str:
         return f"SourceTree({self.root}, {len(self.columns)} entries, {len(self.empty_dirs)} empty dirs)"
@@ -121,9 +124,8 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     def walk_dir(dfd: int, prefix: str) -> None:
         with os.scandir(dfd) as it:
             items = list(it)
-        if not items and prefix:
-            tree.empty_dirs.add(prefix[:-1])
         items.sort(key=_path_order)
+        specials = 0
         head = prefix.encode("utf-8", "surrogateescape")
         for d in items:
             if d.is_file(follow_symlinks=False):
@@ -159,6 +161,11 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
                     walk(fd, prefix + d.name + "/")
                 finally:
                     os.close(fd)
+            else:  # a fifo, socket or device node: not uploaded, and said
+                tree.specials.append(prefix + d.name)
+                specials += 1
+        if specials == len(items) and prefix:  # (empty, or only fifos: an empty dir on the host)
+            tree.empty_dirs.add(prefix[:-1])
 
     top = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:

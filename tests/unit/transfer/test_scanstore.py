@@ -271,3 +271,20 @@ def test_the_scan_holds_about_a_hundred_bytes_a_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(tree.entries) == n and isinstance(tree.entries, Entries)
     assert held / n < 130, f"{held / n:.0f} bytes a file"
+
+
+def test_a_scan_names_fifos_and_sockets_and_a_dir_of_only_those_is_empty(tmp_path: Path) -> None:
+    """They are no entry (never uploaded) but the scan names them, for the messages; a dir that
+    holds nothing else is an empty dir (plain mode's rsync makes it, shard mode carries it)."""
+    import socket
+
+    (tmp_path / "a" / "only").mkdir(parents=True)
+    (tmp_path / "a" / "f.txt").write_text("x")
+    os.mkfifo(tmp_path / "a" / "only" / "q")
+    os.mkfifo(tmp_path / "pipe")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp_path / "sock"))
+    tree = scan_source(tmp_path)
+    assert list(tree.entries) == ["a/f.txt"]
+    assert sorted(tree.specials) == ["a/only/q", "pipe", "sock"]
+    assert tree.empty_dirs == {"a/only"}

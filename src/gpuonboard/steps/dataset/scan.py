@@ -53,6 +53,22 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
     )
 
 
+def specials_note(tree: transfer.SourceTree) -> str:
+    """Pure: every message's note on the dataset's fifos, sockets and device nodes, which no mode
+    uploads (rsync -a made them on the host unannounced: as root a device node, and a job reading
+    every file of the copy hung on a fifo), or ""."""
+    if not tree.specials:
+        return ""
+    n = len(tree.specials)
+    what = (
+        "fifo, socket or device node of the dataset is"
+        if n == 1
+        else "fifos, sockets or device nodes of the dataset are"
+    )
+    hold = "it holds" if n == 1 else "they hold"
+    return f"; {n} {what} not uploaded, as {hold} no data to copy (e.g. {min(tree.specials)!r})"
+
+
 def known_hashes(tree: transfer.SourceTree, hashes: hashcache.HashCache) -> hashcache.HashCache:
     """Fill in the sha256 of each file the hash cache still vouches for (same size, mtime and
     inode); the others keep "" for a later pass. Returns the cache. (A cache bound to this scan
