@@ -18,6 +18,8 @@ import pytest
 from conftest import Project
 from test_dataset import setup, step
 
+from gpuonboard.units import format_bytes
+
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
 
 
@@ -73,3 +75,25 @@ def test_no_mode_uploads_fifos_sockets_or_device_nodes_and_every_message_says_so
     assert _specials_on_host(copy) == [] and (copy / "only fifos").is_dir()
     for rel in made:  # (the dataset keeps them: nothing here is touched)
         assert not stat.S_ISREG(os.lstat(src / rel).st_mode)
+
+
+def test_a_sparse_file_is_said_to_travel_and_land_whole(project: Project, tmp_path: Path) -> None:
+    """A 2 GiB file holding 4 KiB of data (a preallocated image, a memmap made by truncate): rsync
+    sends its holes as zeros and the host stores all of it; the plan said only `2.0 GiB`, as for
+    any file, and the user learnt of the zeros from the ETA."""
+    src, data_dir = setup(project, tmp_path)
+    with open(src / "disk.img", "wb") as f:
+        f.truncate(2 << 30)
+        f.write(b"x" * 4096)
+    on_disk = os.stat(src / "disk.img").st_blocks * 512
+    if on_disk >= 1 << 30:
+        pytest.skip("this file system does not keep holes")
+    r = project.cli("sync", "--host", "dataset", "--check")
+    s = step(project)
+    assert r.returncode == 0 and "would send 7 of 7 files (2.0 GiB)" in s["msg"], s
+    assert (
+        f"; 'disk.img' is 2.0 GiB long but takes {format_bytes(on_disk, binary=True)} on this machine's"
+        " disk (sparse, or compressed by its file system): it is sent and stored on the host whole,"
+        " 2.0 GiB, its holes as zeros"
+    ) in s["msg"], s["msg"]
+    assert not (data_dir / "my data").exists()

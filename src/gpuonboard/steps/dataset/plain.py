@@ -39,7 +39,7 @@ from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room, old_size, room, rsync_progress
-from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes, specials_note
+from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes, local_notes
 from gpuonboard.steps.dataset.verify import (
     damaged_ciphertexts,
     expected,
@@ -264,7 +264,7 @@ def _kept_notes(
             f"; {empty_dirs(len(gone))} of the dataset {verb} not uploaded in encrypted mode"
             f" (e.g. {gone[0]!r}; --shards carries them)"
         )
-    return kept + left_plaintext(ctx, opts) + specials_note(tree)
+    return kept + left_plaintext(ctx, opts) + local_notes(tree)
 
 
 def _send_plan(
