@@ -9,7 +9,7 @@
 # Values set before it (quoted by shell.quote): d the dir; mark the copy mark's name
 # (uploads.COPY_MARK), lease the suffix of a lease beside a copy (uploads.LEASE_SUFFIX), inlease
 # the lease's name inside a copy (uploadlock.LEASE_IN_COPY); w, written() and current() as in
-# uploadlock (WRITTEN_DIR, WRITTEN_FN, CURRENT_LISTING_FN).
+# uploadlock (WRITTEN_DIR, WRITTEN_FN, CURRENT_LISTING_FN); fsnow as in upload_lease_fns.sh.
 # Run by: steps/teardown/uploads.py (uploads_probe_command, recorded_probe_command).
 # shellcheck disable=SC2154  # d, mark, lease, inlease, w: set by the module before this script
 
@@ -59,12 +59,14 @@ for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
     fi
   fi
   # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);
-  # beside the copy, or inside it (where a data dir the login may not write keeps it)
+  # beside the copy, or inside it (where a data dir the login may not write keeps it). By the
+  # clock of the lease's file system (fsnow), whose time its mtime holds, as the upload's own
+  # take reads it: on NFS the host's `date` may be minutes off the server's
   l=
   case "$k ${p##*/}" in
     "f ".*"$lease") l=$p ;;
     "d "*) [ -f "$p/$inlease" ] && ! [ -L "$p/$inlease" ] && l=$p/$inlease ;;
   esac
-  [ -n "$l" ] && printf 'lease %s\0' "$(( $(date +%s) - $(stat -c %Y -- "$l") ))"
+  [ -n "$l" ] && printf 'lease %s\0' "$(( $(fsnow "$l.now") - $(stat -c %Y -- "$l") ))"
 done
 true

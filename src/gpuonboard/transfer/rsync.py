@@ -50,6 +50,9 @@ RECEIVE_SAFELY = (
     "--no-group",
     "--chmod=ugo-st,go-w",
 )
+# what a push never makes on the host: the dataset's fifos, sockets and device nodes (its scan
+# names them as not uploaded; as root, `-a` made a device node of this machine's numbers there)
+NO_SPECIAL_FILES = ("--no-devices", "--no-specials")
 # what a push reports: overall progress (its total known from the start) and the closing stats
 PUSH_REPORTS = ("--info=progress2", "--stats", "--no-inc-recursive")
 
@@ -87,7 +90,7 @@ def rsync_command(
         # the host's end gives a silent link up by itself too (rsync passes it on): a link
         # dropped without FIN/RST left the host's receiver (or sender) running for hours
         f"--timeout={RSYNC_TIMEOUT_S}",
-        *(PUSH_REPORTS if direction == "push" else ()),
+        *((*NO_SPECIAL_FILES, *PUSH_REPORTS) if direction == "push" else ()),
         "-e",
         shell.join(["ssh", "-F", str(config_path), *ssh_options]),
         *options,

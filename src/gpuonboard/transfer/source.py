@@ -42,6 +42,13 @@ class SourceTree:
                 self.columns.add(encode(rel), e.kind, e.size, e.mtime, e.mtime_ns, e.ino, e.sha256, e.target)
         self.entries = Entries(self.columns)
         self.empty_dirs: set[str] = empty_dirs if empty_dirs is not None else set()
+        # fifos, sockets and device nodes (their paths): never uploaded (no data to copy; as
+        # root, rsync -a would make a device node on the host), and every message says so
+        self.specials: list[str] = []
+        # files whose length is at least SPARSE_GAP more than what they take on this machine's
+        # disk (sparse, or compressed by its file system): (path, length, bytes allocated). They
+        # travel and land whole, their holes as zeros, and every message says so
+        self.sparse: list[tuple[str, int, int]] = []
 
     def __repr__(self) -> str:
         return f"SourceTree({self.root}, {len(self.columns)} entries, {len(self.empty_dirs)} empty dirs)"
@@ -85,6 +92,16 @@ class SourceTree:
         return self.root / rel if self._root_is_dir else self.root
 
 
+SPARSE_GAP = 1 << 30  # a file's length this far beyond its allocation is said (1 GiB)
+
+
+def _note_sparse(tree: SourceTree, rel: str, st: os.stat_result) -> None:
+    """Keep a file whose length is SPARSE_GAP or more beyond what it takes on disk here."""
+    allocated = st.st_blocks * 512
+    if st.st_size - allocated >= SPARSE_GAP:
+        tree.sparse.append((rel, st.st_size, allocated))
+
+
 def link_hash(target: str) -> str:
     """What the remote computes for a symlink: sha256 of `readlink` output (target + newline)."""
     import hashlib
@@ -104,6 +121,7 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
         st = root.stat()
         sha = sha256_file(root) if hashes else ""
         columns.add(encode(root.name), "f", st.st_size, int(st.st_mtime), st.st_mtime_ns, st.st_ino, sha, "")
+        _note_sparse(tree, root.name, st)
         return tree
     base = str(root)
     row, f_kind, l_kind = columns.row, ord("f"), ord("l")
@@ -121,9 +139,8 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
     def walk_dir(dfd: int, prefix: str) -> None:
         with os.scandir(dfd) as it:
             items = list(it)
-        if not items and prefix:
-            tree.empty_dirs.add(prefix[:-1])
         items.sort(key=_path_order)
+        specials = 0
         head = prefix.encode("utf-8", "surrogateescape")
         for d in items:
             if d.is_file(follow_symlinks=False):
@@ -138,6 +155,8 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
                     st.st_ino,
                     digest,
                 )
+                if st.st_size >= SPARSE_GAP:
+                    _note_sparse(tree, prefix + d.name, st)
             elif d.is_symlink():
                 target = os.readlink(d.name, dir_fd=dfd)
                 st = d.stat(follow_symlinks=False)
@@ -159,6 +178,11 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
                     walk(fd, prefix + d.name + "/")
                 finally:
                     os.close(fd)
+            else:  # a fifo, socket or device node: not uploaded, and said
+                tree.specials.append(prefix + d.name)
+                specials += 1
+        if specials == len(items) and prefix:  # (empty, or only fifos: an empty dir on the host)
+            tree.empty_dirs.add(prefix[:-1])
 
     top = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:

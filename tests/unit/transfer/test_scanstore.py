@@ -271,3 +271,39 @@ def test_the_scan_holds_about_a_hundred_bytes_a_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(tree.entries) == n and isinstance(tree.entries, Entries)
     assert held / n < 130, f"{held / n:.0f} bytes a file"
+
+
+def test_a_scan_names_fifos_and_sockets_and_a_dir_of_only_those_is_empty(tmp_path: Path) -> None:
+    """They are no entry (never uploaded) but the scan names them, for the messages; a dir that
+    holds nothing else is an empty dir (plain mode's rsync makes it, shard mode carries it)."""
+    import socket
+
+    (tmp_path / "a" / "only").mkdir(parents=True)
+    (tmp_path / "a" / "f.txt").write_text("x")
+    os.mkfifo(tmp_path / "a" / "only" / "q")
+    os.mkfifo(tmp_path / "pipe")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp_path / "sock"))
+    tree = scan_source(tmp_path)
+    assert list(tree.entries) == ["a/f.txt"]
+    assert sorted(tree.specials) == ["a/only/q", "pipe", "sock"]
+    assert tree.empty_dirs == {"a/only"}
+
+
+def test_a_scan_keeps_files_far_longer_than_what_they_take_on_disk(tmp_path: Path) -> None:
+    """A sparse file (a 2 GiB image holding 4 KiB) travels and lands whole, holes as zeros: the
+    scan keeps it (path, length, bytes allocated) for the messages; a dense file is not kept."""
+    from gpuonboard.steps.dataset.scan import local_notes
+
+    with open(tmp_path / "disk.img", "wb") as f:
+        f.truncate(2 << 30)
+        f.write(b"x" * 4096)
+    (tmp_path / "dense.bin").write_bytes(os.urandom(8192))
+    allocated = os.stat(tmp_path / "disk.img").st_blocks * 512
+    if allocated >= 1 << 30:
+        pytest.skip("this file system does not keep holes")
+    tree = scan_source(tmp_path, hashes=False)
+    assert tree.sparse == [("disk.img", 2 << 30, allocated)]
+    assert local_notes(tree).startswith("; 'disk.img' is 2.0 GiB long but takes ")
+    assert local_notes(scan_source(tmp_path / "disk.img", hashes=False)) == local_notes(tree)
+    assert local_notes(scan_source(tmp_path / "dense.bin", hashes=False)) == ""

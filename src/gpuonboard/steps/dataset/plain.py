@@ -39,7 +39,7 @@ from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room, old_size, room, rsync_progress
-from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes
+from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes, local_notes
 from gpuonboard.steps.dataset.verify import (
     damaged_ciphertexts,
     expected,
@@ -244,7 +244,7 @@ def _kept_notes(
     entries: list[transfer.Entry],
 ) -> str:
     """The message's notes on what stays on the host (files the dataset lost, old plaintext)
-    and what encrypted mode does not upload (symlinks, empty directories)."""
+    and what is not uploaded (in encrypted mode symlinks and empty directories; fifos...)."""
     tree = work.tree
     kept = kept_on_host(remote.files, {e.rel for e in entries})
     if plain is not None:  # the plaintext dir keeps what the dataset dropped too
@@ -264,7 +264,7 @@ def _kept_notes(
             f"; {empty_dirs(len(gone))} of the dataset {verb} not uploaded in encrypted mode"
             f" (e.g. {gone[0]!r}; --shards carries them)"
         )
-    return kept + left_plaintext(ctx, opts)
+    return kept + left_plaintext(ctx, opts) + local_notes(tree)
 
 
 def _send_plan(

@@ -11,6 +11,7 @@ from pathlib import Path
 from gpuonboard import transfer
 from gpuonboard.steps.dataset.common import NOTHING_SENT
 from gpuonboard.transfer import hashcache, uploadlock
+from gpuonboard.units import format_bytes
 
 PRESCAN_MAX_AGE = 30.0  # s: an older scan of the dataset (started before the login) is redone
 
@@ -51,6 +52,49 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
         f"the dataset {src} has a directory named {transfer.PARTIAL_DIR} (e.g. {partial!r}), a"
         f" name gpuonboard keeps for rsync's partial files; rename it, then rerun ({NOTHING_SENT})"
     )
+
+
+def local_notes(tree: transfer.SourceTree) -> str:
+    """Pure: every message's notes on what the scan found that is not uploaded as it is here:
+    fifos, sockets and device nodes (not at all), sparse files (whole, holes as zeros)."""
+    return _specials_note(tree) + _sparse_note(tree)
+
+
+def _sparse_note(tree: transfer.SourceTree) -> str:
+    """Pure: the note on files far longer than what they take on this machine's disk (a 100 GiB
+    sparse image holding 1 MiB went as 100 GiB of zeros, and took 100 GiB there, unsaid), or ""."""
+    if not tree.sparse:
+        return ""
+    rel, size, allocated = min(tree.sparse)
+    length, on_disk = format_bytes(size, binary=True), format_bytes(allocated, binary=True)
+    if len(tree.sparse) == 1:
+        return (
+            f"; {rel!r} is {length} long but takes {on_disk} on this machine's disk (sparse, or"
+            f" compressed by its file system): it is sent and stored on the host whole, {length},"
+            " its holes as zeros"
+        )
+    gap = format_bytes(sum(s - a for _, s, a in tree.sparse), binary=True)
+    return (
+        f"; {len(tree.sparse)} files are {gap} longer than what they take on this machine's disk"
+        f" (sparse, or compressed by its file system; e.g. {rel!r}: {length}, {on_disk} on disk):"
+        " they are sent and stored on the host whole, their holes as zeros"
+    )
+
+
+def _specials_note(tree: transfer.SourceTree) -> str:
+    """Pure: the note on the dataset's fifos, sockets and device nodes, which no mode uploads
+    (rsync -a made them on the host unannounced: as root a device node, and a job reading every
+    file of the copy hung on a fifo), or ""."""
+    if not tree.specials:
+        return ""
+    n = len(tree.specials)
+    what = (
+        "fifo, socket or device node of the dataset is"
+        if n == 1
+        else "fifos, sockets or device nodes of the dataset are"
+    )
+    hold = "it holds" if n == 1 else "they hold"
+    return f"; {n} {what} not uploaded, as {hold} no data to copy (e.g. {min(tree.specials)!r})"
 
 
 def known_hashes(tree: transfer.SourceTree, hashes: hashcache.HashCache) -> hashcache.HashCache:

@@ -27,7 +27,7 @@ from gpuonboard.steps.dataset.encryption import load_encryption
 from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room
-from gpuonboard.steps.dataset.scan import known_hashes
+from gpuonboard.steps.dataset.scan import known_hashes, local_notes
 from gpuonboard.steps.dataset.shardstore import (
     cipher_path,
     discard,
@@ -102,6 +102,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         else ""
     )
     note = work.kept = left_plaintext(ctx, opts) + _older_note(ctx, opts, work) + recognised
+    note = work.kept = note + local_notes(work.tree)
     if complete and unpacked:
         return Plan(False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0})
     short = _room_problem(ctx, opts, work, remote, plain)

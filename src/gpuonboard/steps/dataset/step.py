@@ -161,7 +161,7 @@ class DatasetStep(Step):
             return Plan(
                 False,
                 f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{where} holds"
-                " is left as it is)",
+                f" is left as it is){scan.local_notes(tree)}",
                 diff={"sent": 0},
             )
         if o.sharded(ctx.host, len(entries)):

@@ -38,7 +38,8 @@ FS_ENTRIES = ("lost+found",)  # the file system's own, never the user's data nor
 _LISTING = (
     f"mark={shell.quote(COPY_MARK)}; lease={shell.quote(LEASE_SUFFIX)};"
     f' inlease={shell.quote(LEASE_IN_COPY)}; w="{uploadlock.WRITTEN_DIR}"\n'
-    f"{uploadlock.WRITTEN_FN}\n{uploadlock.CURRENT_LISTING_FN}\n" + sh.load("teardown_uploads_listing")
+    f"{uploadlock.WRITTEN_FN}\n{uploadlock.CURRENT_LISTING_FN}{uploadlock.LEASE_FNS}\n"
+    + sh.load("teardown_uploads_listing")
 )
 
 
