@@ -2,66 +2,198 @@
 `kernel_log`): the gpu_xid and nvswitch_sxid rules judge "no Xid since boot" of the boot the box
 runs now, and a command may have read another boot's log, or only part of this one's.
 
-- `journalctl -k -b -1` (`--boot=-2`, `-kb -1`): a boot before the one the box runs now (its
-  faults are history: what the reboot since did is judged as such); `-b <boot id>`, `-b 3` (the
-  third boot in the journal): the boot it names, which may not be this one. `-b`, `-b 0`, `-k`
-  alone (it implies `-b`) read this boot; no `-b` nor `-k` reads every boot the journal keeps
-  (facts/kernel_log.py tells them apart by journalctl's `-- Boot <id> --` lines).
-- journalctl's `--since` / `--until` / `-n` / `-e` / `-f` / `--grep` / `--priority`, dmesg's
-  `--level` / `--facility` / `--since` / `--until`: only some of the boot's lines (the NVIDIA
+The command's words are read by each tool's own option grammar (its getopt string and long
+options: _JOURNALCTL, _DMESG), so a value is never taken for an option nor an option for a value:
+
+- `journalctl -k -b -1` (`--boot -1`, `--boot=-2`, `-kb -1`): a boot before the one the box runs
+  now (its faults are history: what the reboot since did is judged as such); `-b <boot id>` (32
+  hex digits or a UUID), `-b 3` (the third boot in the journal): the boot it names, which may not
+  be this one. `-b`, `-b 0`, `-k` alone (it implies `-b`) read this boot; `-b all`, or no `-b`
+  nor `-k`, every boot the journal keeps (facts/kernel_log.py tells them apart by journalctl's
+  `-- Boot <id> --` lines). journalctl, like getopt, takes the word after `-b` / `--boot` (and
+  `-n` / `--lines`) as its value only where it parses as one.
+- journalctl's `--since` / `--until` / `-n N` / `-e` / `-f` / `--grep` / `--priority` / a cursor
+  / a match (`_PID=1`), dmesg's `--level` (but one naming every level) / `--facility` (but one
+  with `kern`) / `--userspace` / `--since` / `--until`: only some of the boot's lines (the NVIDIA
   driver logs an Xid at the `warn` level: `dmesg -l err` leaves it out).
-- `dmesg -F FILE`, or a rotated log file (`cat /var/log/kern.log.1`, `zcat syslog.2.gz`,
-  `/var/log/messages-20250105`): an older saved log, not the kernel's log of this boot.
+- `journalctl -D DIR` / `--file` / `--root` / `--image` / `-M` / `--namespace`: another journal.
+- `dmesg -F FILE`, `cat /var/log/dmesg` or `/var/log/boot.log` (a snapshot written once at boot),
+  a rotated log file alone (`cat /var/log/kern.log.1`, `zcat syslog.2.gz`,
+  `/var/log/messages-20250105`; `cat kern.log.1 kern.log` has the current one too).
 - a line filter as the command itself (`grep NVRM /var/log/kern.log`, `tail -100 ...`).
+
+`journalctl -r` (`--reverse`) prints the newest line first: newest_first says so, and the saved
+log is read in the journal's order (api/offline.py). util-linux dmesg has no such option (its
+`-r` is `--raw`).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-__all__ = ["earlier_boot", "kernel_log_narrowed"]
+__all__ = ["earlier_boot", "kernel_log_narrowed", "logged_order", "newest_first", "pipeline"]
 
-# journalctl's options that keep only some lines of a boot, and whether they take a value
-_JOURNAL_NARROWING = {
-    "-S": True,
-    "--since": True,
-    "-U": True,
-    "--until": True,
-    "-n": False,  # (`-n` alone: the last 10 lines)
-    "--lines": False,
-    "-e": False,  # (`--pager-end` implies `-n1000`)
-    "--pager-end": False,
-    "-f": False,  # (`--follow` shows the last 10 lines, then follows)
-    "--follow": False,
-    "-g": True,
-    "--grep": True,
-    "-p": True,
-    "--priority": True,
-    "--facility": True,
-    "-u": True,
-    "--unit": True,
-    "-t": True,
-    "--identifier": True,
-}
-_DMESG_NARROWING = {
-    "-l": True,
-    "--level": True,
-    "-f": True,
-    "--facility": True,
-    "--since": True,
-    "--until": True,
-}
-_DMESG_FILE = ("-F", "--file")
-# the journalctl options that take a value (so that value is not read as an option)
-_JOURNAL_VALUED = frozenset({*(k for k, v in _JOURNAL_NARROWING.items() if v), "-o", "--output", "-D"})
-# a boot descriptor after `-b` (journalctl's parse_boot_descriptor): an offset (`-1`, `0`, `3`),
-# a boot id, or a boot id with an offset
-_BOOT = re.compile(r"(?P<id>[0-9a-fA-F]{32})?(?P<offset>[+-]?\d+)?")
+# a boot descriptor (journalctl's parse_boot_descriptor / parse_id_descriptor): `all`, an offset
+# (`-1`, `0`, `3`), a boot id (32 hex digits, or a UUID's 36 characters), a boot id and an offset
+_BOOT = re.compile(
+    r"all|(?P<id>[0-9a-fA-F]{32}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})?(?P<offset>[+-]?\d+)?"
+)
+
+
+def _a_boot(word: str) -> bool:
+    return word != "" and _BOOT.fullmatch(word) is not None
+
+
+def _lines_value(word: str) -> bool:
+    return re.fullmatch(r"all|\+?\d+", word) is not None
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """A tool's options as its getopt_long reads them: `short`, the getopt string (`x:` takes a
+    value, `x::` one joined to it only); the long options that take a value (`valued`) or may
+    (`optional`: `--boot=-1`); `aliases`, a long option's short one; `lookahead`, the options
+    whose missing value the tool takes from the next word where it parses (journalctl's)."""
+
+    short: str
+    valued: frozenset[str]
+    optional: frozenset[str] = frozenset()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    lookahead: Mapping[str, Callable[[str], bool]] = field(default_factory=dict)
+
+    def takes(self, flag: str) -> str:
+        """ "" (no value), ":" (a value), "::" (an optional one) for short option `flag`."""
+        at = self.short.find(flag)
+        if at < 0 or flag == ":":
+            return ""
+        colons = self.short[at + 1 : at + 3]
+        return "::" if colons == "::" else ":" if colons.startswith(":") else ""
+
+
+# systemd's journalctl.c (getopt string of v256; `--file`'s `-i` and `-T`, `-I`, `-W` are newer)
+_JOURNALCTL = _Grammar(
+    "hefo:aln::qmb::kD:p:g:c:S:U:t:T:u:INF:xrM:i:W",
+    frozenset(
+        [
+            "output",
+            "directory",
+            "file",
+            "root",
+            "image",
+            "image-policy",
+            "identifier",
+            "exclude-identifier",
+            "priority",
+            "facility",
+            "grep",
+            "interval",
+            "verify-key",
+            "cursor",
+            "cursor-file",
+            "after-cursor",
+            "since",
+            "until",
+            "unit",
+            "user-unit",
+            "invocation",
+            "field",
+            "machine",
+            "vacuum-size",
+            "vacuum-files",
+            "vacuum-time",
+            "output-fields",
+            "namespace",
+            "synchronize-on-exit",
+        ]
+    ),
+    frozenset({"lines", "boot", "case-sensitive"}),
+    {
+        "boot": "-b",
+        "lines": "-n",
+        "reverse": "-r",
+        "dmesg": "-k",
+        "since": "-S",
+        "until": "-U",
+        "grep": "-g",
+        "priority": "-p",
+        "unit": "-u",
+        "identifier": "-t",
+        "exclude-identifier": "-T",
+        "cursor": "-c",
+        "directory": "-D",
+        "file": "-i",
+        "machine": "-M",
+        "pager-end": "-e",
+        "follow": "-f",
+        "output": "-o",
+    },  # fmt: skip
+    {"-b": _a_boot, "-n": _lines_value},
+)
+# util-linux's sys-utils/dmesg.c (`-K` / `--kmsg-file` is 2.40's); its `-r` is `--raw`
+_DMESG = _Grammar(
+    "CcDdEeF:f:HhkK:L::l:n:iPprSs:TtuVWwx",
+    frozenset(
+        [
+            "buffer-size",
+            "console-level",
+            "facility",
+            "file",
+            "kmsg-file",
+            "level",
+            "since",
+            "until",
+            "time-format",
+        ]
+    ),
+    frozenset({"color"}),
+    {"file": "-F", "kmsg-file": "-K", "facility": "-f", "level": "-l", "kernel": "-k", "userspace": "-u"},
+)
+_FILE_TOOL = _Grammar("", frozenset())  # (cat, zcat, less, more: their options take no value)
+
+# journalctl's options that keep only some lines of a boot (`-n`, `-e`, `-f`: all but `-n all`)
+_JOURNAL_NARROWING = frozenset(
+    {"-S", "-U", "-g", "-p", "--facility", "-u", "--user-unit", "-t", "-T", "--invocation", "-I", "-c"}
+    | {"--after-cursor", "--cursor-file"}
+)
+_JOURNAL_TAIL = frozenset({"-n", "-e", "-f"})
+# journalctl's options that read another journal than the box's own system journal
+_JOURNAL_ELSEWHERE = frozenset({"-D", "-i", "--root", "--image", "-M", "--namespace"})
+_DMESG_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 # the line filters that may be the command itself, before a log file
 _FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "head", "tail", "awk", "sed"})
+_TOOLS = frozenset({"journalctl", "dmesg", "cat", "zcat", "less", "more", *_FILTERS})
 # a log file rotated away: `kern.log.1`, `syslog.2.gz`, `messages-20250105`, `kern.log-20250105.xz`
 _ROTATED = re.compile(r"(?:\.\d+|-\d{8})(?:\.(?:gz|xz|bz2|zst))?$")
+# a snapshot written once at boot: Ubuntu's dmesg.service (`/var/log/dmesg`), Plymouth's and
+# RHEL's /var/log/boot.log, and their rotated copies (`dmesg.0`, `boot.log-20250105`)
+_SNAPSHOT = re.compile(r"(?:^|/)(?:dmesg|boot\.log)(?:\.\d+|-\d{8})?(?:\.(?:gz|xz|bz2|zst))?$")
+# ssh's options that take a value (OpenSSH's getopt string): the word after the rest is the host
+_SSH = _Grammar("B:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:", frozenset())
+
+Option = tuple[str, str | None]
+
+
+def pipeline(command: str) -> list[str]:
+    """The commands of a pipeline, split at each `|` outside quotes (`journalctl -g 'Xid|NVRM' -b
+    -1 | less` is two); the text of each kept as written."""
+    stages, start, quote, at = [], 0, "", 0
+    while at < len(command):
+        char = command[at]
+        if char == "\\" and quote != "'":
+            at += 1
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "|":
+            stages.append(command[start:at])
+            start = at + 2 if command[at + 1 : at + 2] in ("|", "&") else at + 1
+            at = start - 1
+        at += 1
+    return [*stages, command[start:]]
 
 
 def _words(head: str) -> list[str]:
@@ -73,57 +205,155 @@ def _words(head: str) -> list[str]:
 
 
 def _tool(words: list[str]) -> tuple[str, list[str]] | None:
-    """(the command's tool, the words after it), past `sudo` or `ssh box` or a path in front."""
+    """(the command's tool, the words after it), past `sudo`, a path, or `ssh [options] HOST` in
+    front (the words after the host are the remote command, split again as its shell does)."""
     for at, word in enumerate(words):
         name = word.rsplit("/", 1)[-1]
-        if name in ("journalctl", "dmesg", "cat", "zcat", "less", "more", *_FILTERS):
+        if name == "ssh":
+            rest = [
+                value or "" for option, value in _options(words[at + 1 :], _SSH, stop=True) if option == ""
+            ]
+            return _tool(_words(" ".join(rest[1:])))  # (rest[0]: the host)
+        if name in _TOOLS:
             return name, words[at + 1 :]
     return None
 
 
-def _options(args: list[str], valued: frozenset[str]) -> list[tuple[str, str | None]]:
-    """(option, its value or None) of each option among `args`: `--boot=-1`, `-b -1`, `-kb-1`
-    (`-b`'s value is only the next word that reads as a boot: `-b -k` is `-b`, then `-k`)."""
-    out: list[tuple[str, str | None]] = []
+def _options(args: list[str], grammar: _Grammar, stop: bool = False) -> list[Option]:
+    """(option, its value or None) of each option among `args` as the tool's getopt_long reads
+    them (`--boot=-1`, `--boot -1`, `-kb-1`, `-b -1`), a long option named by its short alias;
+    ("", word) for an operand. `stop`: the first operand ends the options (ssh's host)."""
+    out: list[Option] = []
     at = 0
     while at < len(args):
         arg, at = args[at], at + 1
+        if arg == "--" or (stop and out and out[-1][0] == ""):
+            out.extend(("", word) for word in args[at - (arg != "--") :])
+            break
         if arg.startswith("--"):
             name, eq, value = arg.partition("=")
-            if not eq and name in valued and at < len(args):
-                value, at = args[at], at + 1
-            out.append((name, value if eq or name in valued else None))
+            long, takes = name[2:], ":" if name[2:] in grammar.valued else ""
+            takes = "::" if long in grammar.optional else takes
+            name = grammar.aliases.get(long, name)
+            if not eq and takes == ":" and at < len(args):
+                value, at, eq = args[at], at + 1, "="
+            at = _value(out, name, value if eq else None, args, at, grammar)
             continue
         if not arg.startswith("-") or arg == "-":
-            out.append(("", arg))  # (an operand: a file)
+            out.append(("", arg))
             continue
         for i, flag in enumerate(arg[1:], 1):
-            rest = arg[i + 1 :]
-            if f"-{flag}" in valued or flag == "b":
-                if not rest and at < len(args) and (flag != "b" or _BOOT.fullmatch(args[at])):
-                    rest, at = args[at], at + 1
-                out.append((f"-{flag}", rest or None))
-                break
-            out.append((f"-{flag}", None))
+            takes, rest = grammar.takes(flag), arg[i + 1 :]
+            if not takes:
+                out.append((f"-{flag}", None))
+                continue
+            if not rest and takes == ":" and at < len(args):
+                rest, at = args[at], at + 1
+            at = _value(out, f"-{flag}", rest or None, args, at, grammar)
+            break
     return out
 
 
-def _boot(options: list[tuple[str, str | None]]) -> str | None:
-    """The boot descriptor of journalctl's `-b` / `--boot` ("" for this boot), None without one."""
-    said = [value or "" for name, value in options if name in ("-b", "--boot")]
+def _value(
+    out: list[Option], name: str, value: str | None, args: list[str], at: int, grammar: _Grammar
+) -> int:
+    """Adds option `name` with `value`; without one, the next word where the tool takes it
+    (journalctl's `-b -1`). The index of the word after."""
+    check = grammar.lookahead.get(name)
+    if value is None and check is not None and at < len(args) and check(args[at]):
+        value, at = args[at], at + 1
+    out.append((name, value))
+    return at
+
+
+def _journal(command: str) -> list[Option] | None:
+    """journalctl's options in the first command of the pipeline `command`; None for another tool."""
+    found = _tool(_words(pipeline(command)[0]))
+    return _options(found[1], _JOURNALCTL) if found and found[0] == "journalctl" else None
+
+
+def _boot(options: list[Option]) -> str | None:
+    """The boot descriptor of journalctl's `-b` ("" for this boot), None without one."""
+    said = [value or "" for name, value in options if name == "-b"]
     return said[-1] if said else None
 
 
 def earlier_boot(command: str, kind: str = "kernel_log") -> bool:
     """Whether the copied `command` (of a saved output of `kind`) read the kernel log of a boot
     before the one the box runs now: journalctl's `-b` with a negative offset (`-b -1`,
-    `--boot=-2`)."""
-    found = _tool(_words(command.split("|", 1)[0])) if kind == "kernel_log" else None
-    if found is None or found[0] != "journalctl":
-        return False
-    boot = _boot(_options(found[1], _JOURNAL_VALUED))
-    m = _BOOT.fullmatch(boot or "")
+    `--boot -2`)."""
+    options = _journal(command) if kind == "kernel_log" else None
+    m = _BOOT.fullmatch(_boot(options) or "") if options is not None else None
     return bool(m and m.group("id") is None and m.group("offset") and int(m.group("offset")) < 0)
+
+
+def newest_first(command: str, kind: str = "kernel_log") -> bool:
+    """Whether the copied `command` printed the kernel log newest line first (`journalctl -r`)."""
+    options = _journal(command) if kind == "kernel_log" else None
+    return options is not None and any(name == "-r" for name, _ in options)
+
+
+def logged_order(text: str, command: str, kind: str = "kernel_log") -> str:
+    """A saved log's `text` in the order it was logged: its lines reversed where its copied
+    `command` printed the newest first (`journalctl -k -b -r`, whose boot banner is last)."""
+    if not newest_first(command, kind):
+        return text
+    return "\n".join(reversed(text.splitlines())) + "\n"
+
+
+def _journal_narrowed(head: str, options: list[Option]) -> str:
+    """kernel_log_narrowed for journalctl's `options`."""
+    said, names = f"`{head.strip()}`", {name for name, _ in options}
+    if elsewhere := sorted(names & _JOURNAL_ELSEWHERE):
+        return f"{said} reads another journal ({elsewhere[0]}), not the box's log of the boot it runs now"
+    if earlier_boot(head):
+        return f"{said} is the log of an earlier boot, not of the boot the box runs now"
+    boot = _boot(options)
+    m = _BOOT.fullmatch(boot) if boot and boot != "all" else None
+    if m is not None and (m.group("id") or int(m.group("offset") or 0) != 0):
+        return f"{said} is the log of the boot it names, which may not be the boot the box runs now"
+    tail = names & _JOURNAL_TAIL  # (`-f --no-tail`: every line, then those to come)
+    whole = ("-n", "all") in options or (tail == {"-f"} and "--no-tail" in names)
+    matches = [v for name, v in options if name == "" and v not in ("_TRANSPORT=kernel", "+")]
+    if names & _JOURNAL_NARROWING or matches or (tail and not whole):
+        return f"{said} shows only some of the boot's lines"
+    return ""
+
+
+def _levels(value: str) -> set[str]:
+    """The levels dmesg's `--level` list keeps (`err,warn`; `err+`: err and those above it;
+    `+info`: info and those below)."""
+    kept: set[str] = set()
+    for word in value.split(","):
+        name = word.strip("+")
+        if name in _DMESG_LEVELS:
+            at = _DMESG_LEVELS.index(name)
+            sign = "+" if word.endswith("+") else "-" if word.startswith("+") else ""
+            kept.update(_DMESG_LEVELS[: at + 1] if sign == "+" else _DMESG_LEVELS[at:] if sign else [name])
+    return kept
+
+
+def _dmesg_narrowed(head: str, options: list[Option]) -> str:
+    """kernel_log_narrowed for dmesg's `options`."""
+    said = f"`{head.strip()}`"
+    if any(name in ("-F", "-K") for name, _ in options):
+        return f"{said} reads a saved file, not the kernel's log of the boot the box runs now"
+    for name, value in options:
+        level = name == "-l" and _levels(value or "") != set(_DMESG_LEVELS)
+        facility = name == "-f" and "kern" not in (value or "").split(",")
+        if level or facility or name in ("-u", "--since", "--until"):
+            return f"{said} shows only some of the log's lines"
+    return ""
+
+
+def _files_narrowed(head: str, files: list[str]) -> str:
+    """kernel_log_narrowed for a log file read whole (`cat`): none of them the current log."""
+    said, names = f"`{head.strip()}`", [path.rsplit("/", 1)[-1] for path in files]
+    if not names or not all(_SNAPSHOT.search(name) or _ROTATED.search(name) for name in names):
+        return ""
+    if any(_SNAPSHOT.search(name) for name in names):
+        return f"{said} reads a snapshot saved at boot, not the kernel's log of the boot the box runs now"
+    return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
 
 
 def kernel_log_narrowed(head: str) -> str:
@@ -134,28 +364,10 @@ def kernel_log_narrowed(head: str) -> str:
     if found is None:
         return ""
     tool, args = found
-    said = f"`{head.strip()}`"
     if tool in _FILTERS:
-        return f"{said} keeps only the lines {tool} let through"
+        return f"`{head.strip()}` keeps only the lines {tool} let through"
     if tool == "journalctl":
-        options = _options(args, _JOURNAL_VALUED)
-        boot = _boot(options)
-        if earlier_boot(head):
-            return f"{said} is the log of an earlier boot, not of the boot the box runs now"
-        m = _BOOT.fullmatch(boot) if boot else None
-        if m is not None and (m.group("id") or int(m.group("offset") or 0) != 0):
-            return f"{said} is the log of the boot it names, which may not be the boot the box runs now"
-        if any(name in _JOURNAL_NARROWING for name, _ in options):
-            return f"{said} shows only some of the boot's lines"
-        return ""
+        return _journal_narrowed(head, _options(args, _JOURNALCTL))
     if tool == "dmesg":
-        options = _options(args, frozenset({*(k for k, v in _DMESG_NARROWING.items() if v), *_DMESG_FILE}))
-        if any(name in _DMESG_FILE for name, _ in options):
-            return f"{said} reads a saved file, not the kernel's log of the boot the box runs now"
-        if any(name in _DMESG_NARROWING for name, _ in options):
-            return f"{said} shows only some of the log's lines"
-        return ""
-    files = [arg for arg in args if not arg.startswith("-")]
-    if any(_ROTATED.search(path) for path in files):
-        return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
-    return ""
+        return _dmesg_narrowed(head, _options(args, _DMESG))
+    return _files_narrowed(head, [v or "" for name, v in _options(args, _FILE_TOOL) if name == ""])

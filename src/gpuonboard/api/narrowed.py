@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from gpuonboard.api.kernel_command import kernel_log_narrowed
+from gpuonboard.api.kernel_command import kernel_log_narrowed, pipeline
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool that keep part of its lines
@@ -27,7 +27,7 @@ def narrowed(kind: str, command: str) -> str:
     one clause naming the command; "" when it shows all of it (or is not understood)."""
     if not command:
         return ""
-    head, *piped = command.split("|")
+    head, *piped = pipeline(command)  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
     if matrix_pci(kind, command):
         # (first: a filter after it keeps lines, this hides what every line could say)
         return f"`{head.strip()}` {PCIE_PATHS_ONLY}"
@@ -55,7 +55,7 @@ def matrix_pci(kind: str, command: str) -> bool:
     (`--matrix_pci`): the matrix of PCIe paths only, which shows no NVLink."""
     if kind != "nvidia_topo" or not command:
         return False
-    found = _args_of(_words(command.split("|", 1)[0]), _tools(kind))
+    found = _args_of(_words(pipeline(command)[0]), _tools(kind))
     return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
-from gpuonboard.api.kernel_command import earlier_boot
+from gpuonboard.api.kernel_command import earlier_boot, logged_order
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
 from gpuonboard.api.unread import keeps_first, unread
@@ -529,6 +529,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
+    text = logged_order(text, command, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, command), earlier_boot(command, kind)  # (`journalctl -k -b -1`)
     return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, command), earlier_boot=earlier)
 

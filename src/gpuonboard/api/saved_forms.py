@@ -11,6 +11,7 @@ import io
 import re
 from dataclasses import dataclass
 
+from gpuonboard.api.kernel_command import pipeline
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.named import tool_words
@@ -285,7 +286,7 @@ def not_this_box(missing: NotFound, command: str) -> str | None:
             f" (sudo's secure_path), not the login's, so it does not say whether the box has {tool}: save"
             f" `{tool}` run without {missing.by} (or `{missing.by} $(command -v {tool})`)."
         )
-    words = command.split("|")[0].split()
+    words = pipeline(command)[0].split()
     while words and _ASSIGNMENT.fullmatch(words[0]):
         words.pop(0)
     if not words or words[0].rsplit("/", 1)[-1] == tool:

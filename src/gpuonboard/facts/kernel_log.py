@@ -253,6 +253,10 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
+# the words a user greps a kernel log by (`dmesg | grep -i nvidia`, `grep -iE 'xid|nvrm'`): a log
+# whose every line has one (`nvidia-modeset: Loading ...`) may be such a grep's, so is not known
+# to hold its boot's first line
+_USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE)
 _HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
 # the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
 # the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
@@ -638,7 +642,7 @@ class _Reader:
             return
         if self.boot_first is None and not _JOURNAL_NOTE.fullmatch(line.strip()):
             self.boot_first = line
-        self.unfiltered = self.unfiltered or not _PROBE_KEEPS.search(line)
+        self.unfiltered = self.unfiltered or not (_PROBE_KEEPS.search(line) or _USER_KEEPS.search(line))
         self.lines += 1
         if event := _line_event(line, cut):
             self.flush()

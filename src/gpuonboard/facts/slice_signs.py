@@ -14,7 +14,10 @@ connection/gather.py; in the autostop state probe), plus df's rows where there a
   Incus' /dev/.lxd-mounts and /dev/.incus-mounts, lxcfs over /proc/meminfo.
 
 An overlay `/` (a container engine's root) is a container unless PID 1 is systemd with nothing
-beside it that says container (a whole machine booted diskless or from a live image). Any other
+beside it that says container (a whole machine booted diskless or from a live image: Warewulf,
+xCAT), or PID 1's name is hidden from the login (the probe read its own mounts, not
+/proc/1/comm: `hidepid=2` and a non-root login) with nothing beside it that says container: the
+overlay alone is then no claim either way. Any other
 `/` (an LXD container on zfs, btrfs, lvm or a dir; Proxmox's subvol) is a container only where
 something a whole machine never has says so (systemd's word, the manager's, a container's
 cgroup for PID 1, LXD's or lxcfs' mounts); an engine's mark alone is not (a Docker image booted
@@ -114,6 +117,8 @@ def container_said(signs: Mapping[str, str], root: Iterable[str] = (), mounts: I
     if not any(_overlay(fs) for fs in root_fs):
         return _conclusive(signs, mounts)
     pid1 = signs.get(COMM)
+    if pid1 is None and f"{MOUNTINFO} /" in signs:
+        pid1 = MACHINE_INIT  # (PID 1 hidden from the login, hidepid=2: not known, claim nothing)
     if pid1 not in INIT_SYSTEMS:
         return "/ is an overlay" + (f" and PID 1 is {pid1!r}, no init system" if pid1 else "")
     if pid1 != MACHINE_INIT:

@@ -46,14 +46,12 @@ def _xid(text: str) -> tuple[str, str, str]:
         (
             TOO_OLD,
             "GPU at PCI 0000:01:00.0: driver message (no Xid): the installed driver does not support"
-            " this GPU -> install_driver"
-            " (the log read starts after boot)",  # (a copied excerpt)
+            " this GPU -> install_driver",  # (the driver's lines only: a grep's, maybe; no word on its start)
         ),
         (
             NO_GSP,
             "GPU at PCI 0000:01:00.0: driver message (no Xid): the installed driver does not support"
-            " this GPU -> install_driver"
-            " (the log read starts after boot)",  # (a copied excerpt)
+            " this GPU -> install_driver",  # (the driver's lines only: a grep's, maybe; no word on its start)
         ),
         # it passed ("no Xid in the kernel log"): the driver ignored the GPU, naming its model only
         (

@@ -83,3 +83,14 @@ def details_of(tmp_path: Path, path: Path) -> dict[str, str]:
     (tmp_path / path.name).write_bytes(path.read_bytes())
     facts = parse_facts(offline.load_outputs([str(tmp_path / path.name)]))
     return {c.name: c.actual for c in offline.judge(facts, None)}
+
+
+def test_a_saved_log_of_the_nvidia_lines_only_says_nothing_of_where_its_log_starts(tmp_path: Path) -> None:
+    """A real H100 box's kernel lines, every one the NVIDIA driver's (`nvidia-nvswitch: Probing`,
+    `nvidia_uvm: module uses symbols`, `nvidia-modeset: Loading`, `NVRM: ...`), saved without its
+    command: what `dmesg | grep -i nvidia` keeps, so not known to be the whole log. It said "(the
+    log read starts after boot)" (its `nvidia-modeset` lines are none the probe's grep keeps)."""
+    h100 = REAL / "dmesg-syslog__h100-hgx__fallen-off-bus-multiline-no-xid__driver525.125.06.txt"
+    assert parse_kernel_log(h100.read_text()).covers_boot is None
+    said = details_of(tmp_path, h100)
+    assert not any("starts after boot" in actual for actual in said.values()), said

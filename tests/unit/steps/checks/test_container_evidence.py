@@ -82,6 +82,17 @@ def _live(df: Path, cgroup_probe: str) -> str:
         ("/proc/1/comm\tsystemd\n", ""),
         ("/proc/1/comm\tbash\n", "/ is an overlay and PID 1 is 'bash', no init system"),
         ("", "/ is an overlay"),
+        # PID 1 hidden from the login (hidepid=2, a non-root login: the probe read its own mounts,
+        # not /proc/1/comm): the overlay alone says nothing (a diskless whole machine: Warewulf)
+        ("/proc/self/mountinfo\t/ overlay\n", ""),
+        (
+            "/proc/self/mountinfo\t/ overlay\n/.dockerenv\tpresent\n",
+            "/ is an overlay and /.dockerenv is there",
+        ),
+        (
+            "/proc/self/mountinfo\t/ overlay\n/run/systemd/container\tlxc\n",
+            "/ is an overlay and systemd runs in a container (lxc)",
+        ),
         # systemd run in a container says so (its /run/systemd/container), as do the engines' marks
         (
             "/proc/1/comm\tsystemd\n/run/systemd/container\tdocker\n",
