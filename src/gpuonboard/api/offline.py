@@ -19,7 +19,8 @@ from gpuonboard.api import paste, saved_forms, transcript
 from gpuonboard.api.kernel_command import earlier_boot, logged_order
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
-from gpuonboard.api.unread import keeps_first, unread
+from gpuonboard.api.shown import shown
+from gpuonboard.api.unread import joined_boots, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
@@ -427,7 +428,9 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     parts = transcript.sections(pasted)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
-    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread)
+    return transcript.read(
+        str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined_boots
+    )
 
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
@@ -722,38 +725,13 @@ def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     return checks
 
 
-def _shown(kind: str, text: str) -> str:
-    """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
-    reads them (the container steps and prove's network step judge them on the box)."""
-    if kind == "docker_info":
-        from gpuonboard.facts.container import parse_docker_info
-
-        info = parse_docker_info(text)
-        said = [f"docker {info.server_version or '(version not read)'}"]
-        if info.runtimes:
-            default = f" (default {info.default_runtime})" if info.default_runtime else ""
-            said.append(f"runtimes {', '.join(info.runtimes)}{default}")
-        said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
-        return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
-    from gpuonboard.steps.prove.network import parse_iperf3
-
-    r = parse_iperf3(text)
-    sent, got = r.get("sent_gbps"), r.get("received_gbps")
-    figures = str(r["error"] or "") or (
-        f"{sent:.2f} Gbit/s sent, {got:.2f} received"
-        if sent is not None and got is not None
-        else "no figures"
-    )
-    return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
-
-
 def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     """Parse, print, and return the exit code (1 when any rule fails)."""
     if not paths:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
     notes: list[str] = []
     raw = load_outputs(paths, notes)
-    notes += [_shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
+    notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
     if notes:
         from rich.markup import escape
 

@@ -190,6 +190,7 @@ def read(
     read_one: Callable[[str, str, str], tuple[str, T]],
     notes: list[str],
     unread: Callable[[T], str] = lambda _: "",
+    join: Callable[[str, T, T], T | None] = lambda *_: None,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -199,7 +200,8 @@ def read(
     neither may be dropped). An output that read nothing of the box (`unread(output)`: why, as
     the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
     failed`, or a tool not found) gives way to one of its kind that did
-    (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box."""
+    (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
+    makes one (the kernel logs of two boots)."""
     if len(named := hosts(parts)) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
@@ -221,6 +223,11 @@ def read(
             continue
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
+            continue
+        if kind in found and (both := join(kind, found[kind][1], out)) is not None:
+            found[kind] = (found[kind][0], both, found[kind][2])
+            said = f"{part.where}: judged with {found[kind][0].where}, the log of another boot"
+            skipped.append((part.line, said))
             continue
         if (
             kind in found

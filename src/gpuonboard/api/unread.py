@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import replace
 from typing import TypeVar
 
 from gpuonboard.errors import UsageError
@@ -35,16 +36,29 @@ def gives_way(first: T, then: T, why: Callable[[T], str]) -> tuple[T, T] | None:
     return None
 
 
+def joined_boots(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One kernel log of two where exactly one is of an earlier boot (`journalctl -k -b -1`, then
+    `dmesg` of the boot the box runs now): no rival views but two boots, read as one log, the
+    earlier boot's lines, journalctl's `-- Reboot --`, then this boot's (facts/kernel_log.py
+    BootCounter: the earlier lines are history, this boot's are judged; its narrowing kept).
+    None otherwise (two of one boot, or one that read nothing)."""
+    if kind != "kernel_log" or first.earlier_boot == then.earlier_boot or unread(first) or unread(then):
+        return None
+    earlier, current = (first, then) if first.earlier_boot else (then, first)
+    return replace(current, stdout=f"{earlier.stdout.rstrip()}\n-- Reboot --\n{current.stdout}")
+
+
 def keeps_first(
     kind: str,
     out: ProbeOutput,
     where: str,
-    raw: Mapping[str, ProbeOutput],
+    raw: MutableMapping[str, ProbeOutput],
     origin: Mapping[str, str],
     notes: list[str],
     same_box: bool = True,
 ) -> bool:
-    """Whether the output of `kind` read before is kept over `out` (of file `where`): an output
+    """Whether the output of `kind` read before is kept over `out` (of file `where`): two kernel
+    logs of two boots of one box are joined into `raw` (joined_boots, noted: True); an output
     that read nothing of the box (unread: refused, its tool not found) gives way to one that did,
     noted (of two such, the first is kept); two that read the box are refused (exit 2), and so
     are any two not known to be of one box and one time (`same_box` False: files of two folders,
@@ -52,6 +66,10 @@ def keeps_first(
     would be judged on another's or its own older answer)."""
     if kind not in raw:
         return False
+    if same_box and (both := joined_boots(kind, raw[kind], out)) is not None:
+        raw[kind] = both
+        notes.append(f"{where} and {origin[kind]}: the kernel logs of two boots, judged as one log.")
+        return True
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:
         raise UsageError(

@@ -107,3 +107,52 @@ def test_journalctl_with_no_entries_is_an_empty_journal_not_a_usage_error(tmp_pa
         verdict, actual = got[rule]
         assert verdict == "unverified"
         assert "journalctl printed only `-- No entries --`" in actual
+
+
+# this boot's log beside the earlier boot's: a real `dmesg -T` of an H100 box (Xid 119 x5)
+THIS_BOOT = (
+    Path(__file__).parents[2] / "fixtures" / "real" / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt"
+)
+
+
+def _xid_of(tmp_path: Path, paths: list[str]) -> tuple[str, str, list[str]]:
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    notes: list[str] = []
+    facts = parse_facts(offline.load_outputs(paths, notes))
+    xid = next(c for c in offline.judge(facts, None) if c.name == "gpu_xid")
+    return xid.verdict, xid.actual, notes
+
+
+def test_an_earlier_boots_log_beside_this_boots_is_judged_as_one_log_of_two_boots(tmp_path: Path) -> None:
+    """`journalctl -k -b -1` (the boot before: a GPU fell off the bus) and this boot's `dmesg
+    -T` (Xid 119) of one box, in a folder or one saved session: the two were refused as rival
+    kernel logs ("keep one of them", exit 2), the most natural use of `-b -1`. They are one log
+    of two boots now: this boot's Xid fails, the earlier boot's fault is history."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "prev.txt").write_text((DERIVED / PREVIOUS_FAULT).read_text())
+    (folder / "now.txt").write_text(THIS_BOOT.read_text())
+    session = tmp_path / "session.txt"
+    session.write_text(
+        (DERIVED / PREVIOUS_FAULT).read_text() + "root@ubuntu:~# sudo dmesg -T\n" + THIS_BOOT.read_text()
+    )
+    for paths in ([str(folder)], [str(session)]):
+        verdict, actual, notes = _xid_of(tmp_path, paths)
+        assert verdict == "fail", (paths, actual)
+        assert actual.startswith("GPU at PCI 0000:9b:00: Xid 119 GSP RPC Timeout x5 -> reset_gpu"), actual
+        assert "GPU has fallen off the bus (logged before the log's last reboot) -> rebooted_since" in actual
+        assert any("another boot" in n or "two boots" in n for n in notes), notes
+
+
+def test_two_logs_of_this_boot_are_still_rival_views(tmp_path: Path) -> None:
+    """Control: two kernel logs of one boot (neither `-b -1`) stay refused, as before."""
+    from gpuonboard.errors import UsageError
+
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "a.txt").write_text(THIS_BOOT.read_text())
+    (folder / "b.txt").write_text((DERIVED / PREVIOUS_FAULT).read_text().split("\n", 1)[1])
+    with pytest.raises(UsageError, match="second kernel_log output"):
+        _xid_of(tmp_path, [str(folder)])

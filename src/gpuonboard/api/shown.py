@@ -1,0 +1,28 @@
+"""Saved outputs offline judging reads and shows without a rule: `docker info`, `iperf3 -J`."""
+
+from __future__ import annotations
+
+
+def shown(kind: str, text: str) -> str:
+    """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
+    reads them (the container steps and prove's network step judge them on the box)."""
+    if kind == "docker_info":
+        from gpuonboard.facts.container import parse_docker_info
+
+        info = parse_docker_info(text)
+        said = [f"docker {info.server_version or '(version not read)'}"]
+        if info.runtimes:
+            default = f" (default {info.default_runtime})" if info.default_runtime else ""
+            said.append(f"runtimes {', '.join(info.runtimes)}{default}")
+        said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
+        return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
+    from gpuonboard.steps.prove.network import parse_iperf3
+
+    r = parse_iperf3(text)
+    sent, got = r.get("sent_gbps"), r.get("received_gbps")
+    figures = str(r["error"] or "") or (
+        f"{sent:.2f} Gbit/s sent, {got:.2f} received"
+        if sent is not None and got is not None
+        else "no figures"
+    )
+    return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
