@@ -42,17 +42,20 @@ def subsystem_id(raw: str | None) -> str | None:
 
 
 @functools.cache
-def _table(path: str = str(IDS_FILE)) -> dict[str, tuple[tuple[str | None, str], ...]]:
+def _table(path: str = str(IDS_FILE), former: bool = False) -> dict[str, tuple[tuple[str | None, str], ...]]:
+    """Device id -> (subsystem, name) rows: the newest driver's, or with `former` every release's
+    (a row with `was`: a name an earlier driver printed)."""
     from pathlib import Path
 
     rows: dict[str, list[tuple[str | None, str]]] = {}
     for row in table_rows(Path(path), "ids"):
-        rows.setdefault(str(row["id"]).upper(), []).append((row.get("sub"), str(row["name"])))
+        if former or not row.get("was"):
+            rows.setdefault(str(row["id"]).upper(), []).append((row.get("sub"), str(row["name"])))
     return {k: tuple(v) for k, v in rows.items()}
 
 
 def names_by_id(device: str | None, subsystem: str | None = None) -> tuple[str, ...]:
-    """The names NVIDIA's driver prints for this device id: the one its subsystem picks, else the
+    """The names the newest NVIDIA driver prints for this device id: the one its subsystem picks, else the
     one the table gives the id alone, else every name the id has (more than one: the id alone
     does not tell which); () for an id the table does not hold."""
     rows = _table().get((device or "").upper(), ())
@@ -63,8 +66,10 @@ def names_by_id(device: str | None, subsystem: str | None = None) -> tuple[str, 
 
 
 def all_names_by_id(device: str | None) -> tuple[str, ...]:
-    """Every name NVIDIA's driver prints for this device id, whatever its subsystem."""
-    return tuple(dict.fromkeys(name for _, name in _table().get((device or "").upper(), ())))
+    """Every name NVIDIA's driver prints or printed for this device id, whatever its subsystem
+    and release (20B3: 'NVIDIA A100-SXM-64GB' now, 'NVIDIA PG506-242' from 515.48.07)."""
+    rows = _table(former=True).get((device or "").upper(), ())
+    return tuple(dict.fromkeys(name for _, name in rows))
 
 
 def shown_id(device: str, subsystem: str | None = None) -> str:

@@ -155,6 +155,10 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
             except ValueError as exc:
                 raise InventoryError(f"{where(path or Path('inventory'), raw, key)}: {key} {exc}.") from None
             if found:
+                # (kept as written too: a `-F FILE` beside the jump names the SSH config Ansible's
+                # ssh reads for the host, and a host's args replace its groups' whole: sshlookup)
+                extra[key] = value
+                _keep_origin(extra, key, key, lines, files)
                 ours, value = found
         if ours is None:
             extra[key] = value

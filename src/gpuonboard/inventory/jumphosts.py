@@ -7,7 +7,7 @@ error about a hop names).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,15 +39,21 @@ def split_hop(spec: str) -> tuple[str, str, str | None]:
 
 
 def config_jump_hosts(
-    hosts: Mapping[str, Host], ssh_cfg: Any, defaults: Mapping[str, Any], path: Path, vendors_dir: Path
+    hosts: Mapping[str, Host],
+    ssh_cfg: Any,
+    defaults: Mapping[str, Any],
+    path: Path,
+    vendors_dir: Path,
+    of: Collection[str] | None = None,
 ) -> dict[str, Host]:
-    """Each hop in front of a host that is no inventory host but a Host of the SSH config (the
-    config sets a connection setting of its name), resolved through that config; the hops
-    such a jump host names in its own ProxyJump too. Other hops are left as they are."""
+    """Each hop in front of a host (of those named in `of`, else every one) that is no inventory
+    host but a Host of the SSH config (the config sets a connection setting of its name),
+    resolved through that config (ssh hands its -F config to the jump's ssh); the hops such a
+    jump host names in its own ProxyJump too. Other hops are left as they are."""
     if ssh_cfg is None:
         return {}
     layer = LineDict({k: v for k, v in defaults.items() if k in HOP_DEFAULTS})
-    pending = [hop for h in hosts.values() for hop in h.jump if hop not in hosts]
+    pending = [hop for n, h in hosts.items() if of is None or n in of for hop in h.jump if hop not in hosts]
     if isinstance(ssh_cfg, OpenSSHConfig):  # (the `ssh -G` calls run concurrently)
         ssh_cfg.prefetch(a for a in (_alias(h) for h in pending[:MAX_CONFIG_HOPS]) if a)
     out: dict[str, Host] = {}

@@ -28,7 +28,12 @@ from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
-from gpuonboard.inventory.sshlookup import config_alias, prefetch_addresses, user_ssh_config
+from gpuonboard.inventory.sshlookup import (
+    config_alias,
+    host_ssh_config,
+    prefetch_addresses,
+    user_ssh_config,
+)
 from gpuonboard.inventory.vendors import load_vendors
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
@@ -203,11 +208,11 @@ def build(
     vendors = load_vendors(vendors_dir)
     groups, group_vars = _groups(groups_raw, hosts_raw, hosts_file)
     ssh_cfg, ssh_cfg_path = user_ssh_config(ssh_config, raw, defaults, hosts_file)
-    if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
-        prefetch_addresses(ssh_cfg, raw)
     hosts: dict[str, Host] = {}
     key_file_origins: dict[str, tuple[str, str]] = {}
     jump_origins: dict[str, str] = {}
+    every: dict[str, tuple[tuple[str, ...], list[tuple[Mapping[str, Any], str]], Any]] = {}
+    opened: dict[str, Any] = {}  # (the configs an Ansible host's `-F` names, by path)
     for hname, hdef in hosts_raw.items():
         hdef = as_mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
         check_host_keys(hdef, hosts_file, f"host {hname!r}")
@@ -215,29 +220,40 @@ def build(
         layers: list[tuple[Mapping[str, Any], str]] = [(defaults, "defaults")]
         layers += [(group_vars[g], f"group {g!r}") for g in member_of]
         layers.append((hdef, f"host {hname!r}"))
+        # (Ansible's ssh reads the config its args' `-F` names, else ~/.ssh/config)
+        own = host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened) if name_is_address else ssh_cfg
+        every[hname] = (member_of, layers, own)
+    if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
+        prefetch_addresses((own, layers) for _, layers, own in every.values())
+    for hname, (member_of, layers, own) in every.items():
         hosts[hname] = resolve_host(
             hname,
             layers,
             member_of,
             vendors,
             hosts_file,
-            ssh_cfg,
+            own,
             vendors_dir,
             where(hosts_file, hosts_raw, hname),
             name_is_address,
         )
-        origin = _key_file_origin(
-            hname, layers, hosts[hname], hosts_file, (ssh_cfg, ssh_cfg_path), name_is_address
-        )
+        own_path = getattr(own, "path", None) if own is not ssh_cfg else ssh_cfg_path
+        origin = _key_file_origin(hname, layers, hosts[hname], hosts_file, (own, own_path), name_is_address)
         if origin is not None:
             key_file_origins[hname] = origin
         host, ansible = hosts[hname], name_is_address
-        if host.jump and (at := jump_origin(hname, layers, host.vendor, hosts_file, ssh_cfg, ansible)):
+        if host.jump and (at := jump_origin(hname, layers, host.vendor, hosts_file, own, ansible)):
             jump_origins[hname] = at
-    config_hops = config_jump_hosts(hosts, ssh_cfg, defaults, hosts_file, vendors_dir)
-    for spec, hop in config_hops.items():
-        if hop.key_file and ssh_cfg_path is not None:
-            key_file_origins.setdefault(spec, (str(ssh_cfg_path), "ssh_config"))
+    config_hops: dict[str, Host] = {}
+    by_config: dict[int, tuple[Any, list[str]]] = {}  # (the hosts of each SSH config read)
+    for hname, (_, _, own) in every.items():
+        by_config.setdefault(id(own), (own, []))[1].append(hname)
+    for own, names in by_config.values():
+        own_path = getattr(own, "path", None) if own is not ssh_cfg else ssh_cfg_path
+        for spec, hop in config_jump_hosts(hosts, own, defaults, hosts_file, vendors_dir, names).items():
+            config_hops.setdefault(spec, hop)
+            if hop.key_file and own_path is not None:
+                key_file_origins.setdefault(spec, (str(own_path), "ssh_config"))
     hosts = flat_jumps(hosts, hosts_file, hosts_raw, config_hops, jump_origins, ssh_cfg_path)
     return Inventory(
         source=hosts_file,

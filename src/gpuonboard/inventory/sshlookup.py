@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shlex
 import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -100,14 +101,21 @@ def user_ssh_config(
         candidate = Path(env) if env else Path.home() / ".ssh" / "config"
     if not candidate.is_file():
         return None, None
+    named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
+    return config_at(candidate, named_by_inventory, _addressless(raw)), candidate
+
+
+def config_at(candidate: Path, named_by_inventory: bool, prefetch: Iterable[str] = ()) -> Any:
+    """The SSH config at `candidate` as OpenSSH reads it (an OpenSSHConfig, the hosts of
+    `prefetch` resolved at once), else as the own reader does (a UserSSHConfig)."""
     text = read_text(candidate, InventoryError, "SSH config", MAX_CONFIG_BYTES)  # (bounded)
     program = ssh_program()
-    # an inventory's own ssh_config (a project file, perhaps someone else's) reaches `ssh -G`
-    # only when it can run nothing there: a `Match exec` in it, or an Include that could bring
-    # one or cannot be read (a FIFO, a loop, past the limit), sends it to the own reader, which
-    # runs nothing and refuses that line in one sentence only for a host that takes its settings
-    # from the config (never at load: the hosts given an address need nothing from it)
-    named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
+    # an inventory's own ssh_config (a project file, perhaps someone else's; or the file an
+    # Ansible host's `-F` names) reaches `ssh -G` only when it can run nothing there: a `Match
+    # exec` in it, or an Include that could bring one or cannot be read (a FIFO, a loop, past
+    # the limit), sends it to the own reader, which runs nothing and refuses that line in one
+    # sentence only for a host that takes its settings from the config (never at load: the
+    # hosts given an address need nothing from it)
     problem = None
     if named_by_inventory and program is not None and not _MATCH_EXEC.search(text):
         problem = _include_problem(text, candidate, MAX_CONFIG_BYTES)
@@ -115,8 +123,8 @@ def user_ssh_config(
         program = None
     if program is not None:
         config = OpenSSHConfig(candidate, program)
-        config.prefetch(_addressless(raw))
-        return config, candidate
+        config.prefetch(prefetch)
+        return config
     # (paramiko's parser, made to run nothing: imported only here, where no `ssh` reads it)
     from gpuonboard.inventory.sshconfig import UserSSHConfig
 
@@ -125,7 +133,79 @@ def user_ssh_config(
     except Exception as exc:  # paramiko raises plain exceptions on bad lines
         raise InventoryError(f"{candidate}: cannot parse this SSH config ({exc}).") from None
     own.include_problem = problem
-    return own, candidate
+    return own
+
+
+ANSIBLE_SSH_ARGS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")  # (in the order ssh gets them)
+_SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")  # (ssh(1) options that take a value)
+NO_CONFIG = ("none", "/dev/null")  # (`ssh -F none`: no config file is read; /dev/null is empty)
+
+
+def config_file_arg(args: str) -> str | None:
+    """The file `-F FILE` names in ssh's arguments ('-F ./ssh_config -o X=y' -> './ssh_config';
+    of several, the last, as ssh takes it), or None."""
+    try:
+        words = iter(shlex.split(args))
+    except ValueError:
+        return None
+    found = None
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-":
+            continue
+        for i, letter in enumerate(word[1:], 2):
+            if letter in _SSH_VALUE_OPTS:  # ('-F file', '-Ffile', '-qF file')
+                value = word[i:] or next(words, None)
+                found = value if letter == "F" and value else found
+                break
+    return found
+
+
+def ansible_config_file(layers: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[str, str] | None:
+    """The SSH config Ansible's ssh reads for a host whose ssh args name one with `-F`, and where:
+    ('./ssh_config', "ansible_ssh_common_args of group 'all'"). Each of ansible_ssh_common_args
+    and ansible_ssh_extra_args is the last layer's (a host's replaces its groups' whole), and
+    ssh takes the last -F of the common args, then the extra args; None where none names one."""
+    args: dict[str, tuple[str, str]] = {}
+    for layer, label in layers:
+        given = layer.get("vars")
+        for key in ANSIBLE_SSH_ARGS:
+            if isinstance(given, Mapping) and isinstance(given.get(key), str):
+                args[key] = (given[key], label)
+    found = None
+    for key in (k for k in ANSIBLE_SSH_ARGS if k in args):
+        value, label = args[key]
+        if (file := config_file_arg(value)) is not None:
+            found = (file, f"{key} of {label}")
+    return found
+
+
+def host_ssh_config(
+    name: str, layers: Iterable[tuple[Mapping[str, Any], str]], cfg: Any, path: Path, opened: dict[str, Any]
+) -> Any:
+    """The SSH config Ansible's ssh reads for this host of an Ansible inventory: the file `-F`
+    names in its ssh args (`ssh -G -F FILE`; none for `-F /dev/null` or `-F none`), else `cfg`
+    (~/.ssh/config, or the one given). A relative FILE is read from the current directory, as
+    ssh reads it where Ansible runs; one that is no file is an InventoryError naming the host.
+    `opened`: the configs read so far, by path (one per file, its lookups cached)."""
+    found = ansible_config_file(layers)
+    if found is None:
+        return cfg
+    file, origin = found
+    origin = origin.removesuffix(f" of host {name!r}")
+    if file in NO_CONFIG:
+        return None
+    at = Path(os.path.expanduser(file)).absolute()
+    if str(at) not in opened:
+        if not at.is_file():
+            raise InventoryError(
+                f"{path}: host {name!r} has `-F {file}` in its {origin}, and {at} is no file (ssh"
+                " reads a relative path from the directory it runs in); run gpuonboard where Ansible"
+                " runs, or write the config's full path."
+            )
+        opened[str(at)] = config_at(at, named_by_inventory=True)
+    return opened[str(at)]
 
 
 def refuse_include_problem(cfg: Any) -> None:
@@ -146,16 +226,19 @@ def _addressless(raw: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def prefetch_addresses(cfg: Any, raw: Mapping[str, Any]) -> None:
-    """Resolve together, concurrently, the addresses an Ansible inventory's hosts give
-    (`config_alias` looks each one up in the SSH config, one `ssh -G` each)."""
-    hosts = raw.get("hosts")
-    if isinstance(cfg, OpenSSHConfig) and isinstance(hosts, Mapping):
-        cfg.prefetch(
-            a.strip().removeprefix("[").removesuffix("]")
-            for entry in hosts.values()
-            if isinstance(entry, Mapping) and isinstance(a := entry.get("address"), str) and a.strip()
-        )
+def prefetch_addresses(hosts: Iterable[tuple[Any, list[tuple[Mapping[str, Any], str]]]]) -> None:
+    """Resolve together, concurrently, the addresses an Ansible inventory's hosts give, each in
+    the SSH config its ssh reads (`config_alias` looks each one up there, one `ssh -G` each):
+    `hosts`, each host's config and settings layers."""
+    by_config: dict[int, tuple[OpenSSHConfig, list[str]]] = {}
+    for cfg, layers in hosts:
+        address = next((layer["address"] for layer, _ in reversed(layers) if "address" in layer), None)
+        if isinstance(cfg, OpenSSHConfig) and isinstance(address, str) and address.strip():
+            by_config.setdefault(id(cfg), (cfg, []))[1].append(
+                address.strip().removeprefix("[").removesuffix("]")
+            )
+    for cfg, addresses in by_config.values():
+        cfg.prefetch(addresses)
 
 
 def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
@@ -294,7 +377,22 @@ def config_alias(
         address = address[1:-1]
     if not address or address.startswith("-") or bad_host_char(address) is not None:
         return None  # (refused as an address later, naming its line)
-    return address if uses_ssh_config_entry(address, (), cfg) else None
+    try:
+        return address if uses_ssh_config_entry(address, (), cfg) else None
+    except InventoryError as exc:  # (`ssh -G` refuses the config: name the host, not only its address)
+        raise InventoryError(_address_refused(exc.message, name, address)) from None
+
+
+def _address_refused(message: str, name: str, address: str) -> str:
+    """The sentence of a config `ssh -G` refuses for an Ansible host's address, naming the host
+    and its ansible_host, and with advice for a host that has its address already."""
+    message = message.replace(f"host {address!r}", f"host {address!r} (the ansible_host of host {name!r})", 1)
+    return re.sub(
+        r", or give .* its address in the inventory\.$",
+        ", which Ansible's ssh reads for that host too, or name another config with `-F FILE` in its"
+        " ansible_ssh_common_args (`-F /dev/null` for none).",
+        message,
+    )
 
 
 def ssh_config_aliases(cfg: Any) -> frozenset[str]:

@@ -104,6 +104,7 @@ def expected_hosts(inv: Inventory) -> dict[str, Host]:
     """Every host as resolved, without order specs (INI cannot hold a mapping)."""
     vendor = inv.vendors["wuhan-idc"]
     common = {"ntp_server": "ntp.example.cn"}
+    args = {"ansible_ssh_common_args": "-o ProxyJump=bastion"}  # (kept as written beside the jump)
     return {
         "localhost": Host(
             name="localhost", address="localhost", connection="local", user="root", vars=common
@@ -117,7 +118,7 @@ def expected_hosts(inv: Inventory) -> dict[str, Host]:
             jump=("bastion",),
             vendor=vendor,
             groups=("wuhan",),
-            vars={**common, "datacenter": "wuhan", "gpu_slot": 3},
+            vars={**common, **args, "datacenter": "wuhan", "gpu_slot": 3},
         ),
         "wuhan-a100-2": Host(
             name="wuhan-a100-2",
@@ -127,7 +128,7 @@ def expected_hosts(inv: Inventory) -> dict[str, Host]:
             jump=("bastion",),
             vendor=vendor,
             groups=("wuhan", "wuhan_special"),
-            vars={**common, "datacenter": "wuhan-b"},
+            vars={**common, **args, "datacenter": "wuhan-b"},
         ),
         "bastion": Host(
             name="bastion", address="203.0.113.5", user="jump", groups=("bastions",), vars=common
@@ -215,8 +216,8 @@ def test_proxy_jump_from_ssh_common_args(args: str, jump: str | None) -> None:
     if jump is None:
         assert "jump" not in converted
         assert converted["vars"] == {"ansible_ssh_common_args": args}
-    else:
-        assert converted == {"jump": jump}
+    else:  # (the args kept as written too: a `-F` beside the jump names the host's SSH config)
+        assert converted == {"jump": jump, "vars": {"ansible_ssh_common_args": args}}
 
 
 def test_convert_vars_maps_ansible_names_and_keeps_the_rest() -> None:

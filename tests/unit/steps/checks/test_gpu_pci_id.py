@@ -3,6 +3,7 @@ beside the name (facts/gpu_ids.py, data/gpu_pci_ids.yml, steps/checks/gpu_identi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -133,3 +134,54 @@ def test_the_table_rows_are_well_formed() -> None:
         assert re.fullmatch(r"[0-9A-F]{4}", row["id"]), row
         assert "sub" not in row or re.fullmatch(r"[0-9A-F]{4} [0-9A-F]{4}", row["sub"]), row
         assert row["name"].strip() == row["name"] and row["name"], row
+
+
+def _named(name: str, device: str, subsystem: str | None = None):  # type: ignore[no-untyped-def]
+    # a real capture's GPU with the name and ids another driver release printed for that card
+    (g,) = parse_any((REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text()).gpus  # type: ignore[union-attr]
+    return dataclasses.replace(g, name=name, pci_device_id=device, pci_subsystem_id=subsystem)
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "subsystem"),
+    [
+        # names NVIDIA's README printed for the id in an earlier release (data/gpu_pci_ids.yml `was`)
+        ("NVIDIA PG506-242", "20B3", "10DE 14A7"),  # 515.48.07 to 525.60.13; now 'NVIDIA A100-SXM-64GB'
+        ("HGX GB200", "2941", "10DE 2046"),  # 570.123.01 to 570.124.06; now 'NVIDIA GB200'
+        ("NVIDIA HGX GB200", "2941", "10DE 20CA"),  # 570.123.07 to 570.133.07
+        ("NVIDIA A800 40GB PCIe", "20F6", "10DE 17A3"),  # 515.86.01 to 525.53; now 'A800 40GB Active'
+        # a driver before the README's table (470, NVIDIA's nvmitten test data) names the A100
+        # SXM4 80GB 'NVIDIA A100-SXM-80GB': its words are the listed name's, less the 4
+        ("NVIDIA A100-SXM-80GB", "20B2", "10DE 147F"),
+        ("NVIDIA GB200", "2941", "10DE 2046"),  # (the newest name)
+    ],
+)
+def test_a_name_another_release_gave_the_id_is_the_same_card(name: str, device: str, subsystem: str) -> None:
+    assert disagreement(_named(name, device, subsystem)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "said"),
+    [
+        ("NVIDIA H100 80GB HBM3", "2331", "'NVIDIA H100 PCIe'"),  # a form factor: SXM-only name, PCIe id
+        ("NVIDIA GeForce RTX 4090", "2685", "'NVIDIA GeForce RTX 4090 D'"),  # a variant word
+        ("NVIDIA GeForce RTX 4090 D", "2684", "'NVIDIA GeForce RTX 4090'"),
+        ("NVIDIA A100-SXM4-40GB", "20B2", "A100-SXM4-80GB"),  # a memory size
+        ("NVIDIA L40", "26B9", "'NVIDIA L40S'"),  # another model number
+        ("NVIDIA A100-SXM-64GB", "20B2", "A100-SXM4-80GB"),
+    ],
+)
+def test_names_that_conflict_are_still_said(name: str, device: str, said: str) -> None:
+    text = disagreement(_named(name, device))
+    assert text is not None and said in text, text
+
+
+def test_every_name_any_release_printed_agrees_with_its_id() -> None:
+    # the table holds every README release's names (scripts/gpu_pci_ids.py): none is another card
+    rows = table_rows(IDS_FILE, "ids")
+    assert any(row.get("was") for row in rows)
+    for row in rows:
+        assert disagreement(_named(row["name"], row["id"], row.get("sub"))) is None, row
+    # a placeholder is named only by the newest release's name, never by a former one
+    assert names_by_id("2941", "10DE 2046") == ("NVIDIA GB200",)
+    assert names_by_id("20B3", "10DE 14A7") == ("NVIDIA A100-SXM-64GB",)

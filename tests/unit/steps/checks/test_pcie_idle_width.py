@@ -47,4 +47,15 @@ def test_an_idle_gpus_narrow_link_warns_never_fails(name: str, probe: str, actua
 def test_a_narrow_link_on_a_gpu_not_known_idle_still_fails() -> None:
     # a Tesla T4 at P0 whose clock reasons say not idle (gpu_idle Not Active): x8 of x16
     verdict, shown, _ = _pcie("nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml", "nvidia_smi")
-    assert (verdict, shown) == ("fail", "GPU 0 x8 of x16")
+    assert (verdict, shown) == ("fail", "GPU 0 x8 of x16 at Gen3 of Gen3 (not power saving)")
+
+
+def test_a_narrow_link_at_its_top_generation_fails_even_idle() -> None:
+    # a Tesla V100 SXM2 at P0 whose clock reasons read "Idle: Active": x2 of x16 at Gen3 of Gen3.
+    # Power saving drops the generation with the width (every real idle narrow link above is at
+    # Gen1): a link at its top generation but narrower has lost lanes
+    verdict, shown, detail = _pcie(
+        "nvidia-smi-q__tesla-v100-sxm2-32gb__1of4gpu__driver418.67.txt", "nvidia_smi_q"
+    )
+    assert verdict == "fail", (shown, detail)
+    assert shown == "GPU 0 x2 of x16 at Gen3 of Gen3 (not power saving)"

@@ -22,22 +22,30 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
 
 
 def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
-    """PCIe link at the card's max generation and width (gen may drop while idle)."""
+    """PCIe link at the card's max generation and width (both may drop while idle, but a width
+    below its maximum at the top generation is lanes lost: it fails, idle or not)."""
     slow_busy: list[str] = []
     slow_idle: list[str] = []
     slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
     for g in gpus:
         # nvidia-smi --help-query-gpu, of the current link generation and width alike: "These may
         # be reduced when the GPU is not in use" (an idle AWS A10G reads x8 of x16, P8, 0 %)
+        # (of idle links: every real one narrowed is at a lower generation too, Gen1 of Gen4 on
+        # an AWS A10G; power saving drops both, so a link at its top generation but narrower has
+        # lost lanes, idle or not: a V100 SXM2 at P0 "Idle: Active" reads x2 of x16 at Gen3 of Gen3)
         below = []
-        if g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max:
+        narrow = bool(g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max)
+        top_gen = bool(g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current >= g.pcie_gen_max)
+        if narrow:
             below.append(f"x{g.pcie_width_current} of x{g.pcie_width_max}")
         if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
             below.append(f"Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}")
         if not below:
             continue
         slow = f"{gpu_label(g)} {', '.join(below)}"
-        if is_idle(g):
+        if narrow and top_gen:
+            slow_busy.append(f"{slow} at Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max} (not power saving)")
+        elif is_idle(g):
             slow_idle.append(slow)
         elif (
             g.performance_state is None and g.utilization_gpu_pct is None and not g.clock_event_reasons_known
