@@ -435,14 +435,19 @@ _TAG = re.compile(r"constructor for the tag '([^']*)'")
 
 
 def _tag_advice(tag: str) -> str:
-    """The sentence for a value under a YAML tag no loader here reads: Ansible Vault's own, or any."""
+    """The sentence for a value under a YAML tag no loader here reads: Ansible Vault's own, or any
+    other (not named)."""
     if tag == "!vault":
         return (
             "an Ansible Vault value (!vault), which gpuonboard does not decrypt; pass the inventory"
             " as `--inventory ansible-inventory:FILE` (Ansible decrypts it with your vault password)"
             " or write that value in plain text."
         )
-    return f"a value under the YAML tag {tag!r}, which gpuonboard does not read; remove the tag."
+    # (never the tag itself: an unquoted value that starts with `!`, a password, is read as one)
+    return (
+        "a value that YAML reads as tagged (it starts with `!`), which gpuonboard does not read;"
+        " quote the value, or remove the tag."
+    )
 
 
 def _context(exc: yaml.YAMLError) -> str:
