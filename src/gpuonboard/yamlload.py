@@ -445,8 +445,8 @@ def _tag_advice(tag: str) -> str:
         )
     # (never the tag itself: an unquoted value that starts with `!`, a password, is read as one)
     return (
-        "a value that YAML reads as tagged (it starts with `!`), which gpuonboard does not read;"
-        " quote the value, or remove the tag."
+        "invalid YAML: a value YAML reads as tagged (it starts with `!`), which gpuonboard does not"
+        " read; quote the value, or remove the tag."
     )
 
 
