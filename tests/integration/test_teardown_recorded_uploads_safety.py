@@ -178,11 +178,11 @@ def test_hundreds_of_recorded_uploads_are_removed(
     _sync(project, "--dest", str(other))
     record = pool.hosts["teardown"].home / ".cache" / "gpuonboard" / MY_RECORD
     runs = [other / f"sweep-{i:04d}" for i in range(300)]  # as 300 `sync --name sweep-N` left
-    listed = uploadlock.listing_stdin([("f", "cfg.json", 3)])
     home = {"HOME": str(pool.hosts["teardown"].home), "PATH": "/usr/bin:/bin"}
     for run in runs:
         run.mkdir()
         (run / "cfg.json").write_text("{}\n")
+        listed = uploadlock.listing_stdin([("f", "cfg.json", 3, int((run / "cfg.json").stat().st_mtime))])
         # (what each such `sync` lists on the host as written there: uploadlock.WRITTEN_DIR)
         subprocess.run(
             ["sh", "-c", uploadlock.write_listing_command(str(run))], input=listed, env=home, check=True

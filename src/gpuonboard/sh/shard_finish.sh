@@ -26,6 +26,7 @@ done'
 
 t=$1; u=$2; p=$3; enc=$4; dc=$5; marker=$6; lp=$7; lsha=$8; lfin=$9; lease=${10:-}; tok=${11:-}
 drop=${12:-}  # sha256 of the old tree's files the plan found the new one will lack (see below)
+stamp=${13:-}  # the mtime (whole seconds) of the files unpacked here, as the upload listed them
 # the upload's lease stays fresh while this runs (it may outlive an interrupted client)
 ours() { grep -qxF "token $tok" -- "$lease" 2>/dev/null; }
 beat() { [ -n "$lease" ] && ours && touch -c -- "$lease"; :; }
@@ -103,6 +104,13 @@ rm -f -- .finish.x .finish.r
 rm -f -- unpacked-*
 if [ -n "$u" ]; then
   chmod 755 "$u"
+  # the files tar unpacked (tar -m: the unpack's time) get the mtime the upload listed them with
+  # on the host (teardown keeps a tree holding a file of another size or mtime); not those a
+  # seed hard-linked from the old tree (they keep the mtime an earlier upload listed). Best
+  # effort: a file left out keeps the tree on the host at teardown, nothing is lost
+  case $stamp in ''|*[!0-9]*) ;; *)
+    find "$u" -type f -links 1 -exec touch -c -m -d "@$stamp" -- {} + 2>/dev/null ;;
+  esac
   parent=$(dirname -- "$p")
   old=
   if [ -d "$p" ] && [ ! -L "$p" ]; then  # empty dirs a job made in the old tree: kept (see CARRY)

@@ -2,7 +2,7 @@
 # Lists a dir that gpuonboard's uploads may have written in (the data dir, or a dir holding a
 # recorded upload) for teardown: `dir PATH` (resolved), `uid N` (this login's), then per entry
 # `KIND MARK UID NAME` and the records that belong to it (`mark LINE`, `age`, `own`, `sealed`,
-# `written DIGEST`, `extra ENTRY`, `lease AGE_S`), each
+# `written DIGEST`, `extra ENTRY`, `older`, `lease AGE_S`), each
 # NUL-terminated; `none` when $d is not a directory. KIND: d (dir), l (symlink), f (other);
 # MARK: c (a marked copy), s (a shard store), u (one a tree was unpacked from), i (a *.shards dir
 # an interrupted upload left), else -.
@@ -50,12 +50,15 @@ for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
   [ -n "$o" ] && printf '%s\0' "$o"
   # a tree uploads listed what they wrote in (uploadlock.WRITTEN_DIR): `written DIGEST` (of its
   # listing now, which the removal compares again), then up to 3 `extra ENTRY`, entries there
-  # that no upload wrote (a job's output, the user's own file, one changed since)
+  # that no upload wrote (a job's output, the user's own file, one changed since: its size or
+  # mtime); `older` when the list is an older gpuonboard's alone (its files' `f SIZE REL`, no
+  # mtime: no file there matches it, so the tree stays)
   if [ "$k" = d ]; then
     f=$(written "$root/${p##*/}")
     if [ -f "$f" ]; then
       printf 'written %s\0' "$(current "$p" | sha256sum | cut -c1-64)"
       current "$p" | LC_ALL=C comm -z -23 - "$f" | head -z -n 3 | sed -z 's/^/extra /'
+      grep -qz '^F ' -- "$f" || { grep -qz '^f ' -- "$f" && printf 'older\0'; }
     fi
   fi
   # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);

@@ -234,6 +234,7 @@ def finish_command(
     last: tuple[str, str, str] | None = None,
     lease: tuple[str, str] = ("", ""),
     drop: str = "",
+    stamp: int = 0,
 ) -> str:
     """The one closing command (stdin: [identity] + finish_lists() + the gzip-compressed
     manifest); `last` = (part, sha256, final name) of the shard streamed last, renamed here as
@@ -241,9 +242,12 @@ def finish_command(
     unpacks (a client interrupted meanwhile leaves it running: the lease must say so), and when
     that file no longer holds the token it changes nothing and exits LEASE_TAKEN_EXIT; `drop` =
     dropped_digest() of the old tree's files the plan found the new tree will lack (another set at
-    the swap: a job changed the tree during the upload, and the swap is refused)."""
+    the swap: a job changed the tree during the upload, and the swap is refused); `stamp` = the
+    whole-second mtime the files it unpacked get before the swap (Work.stamp: the host's list of
+    what uploads wrote records them with it), 0 for none."""
     argv = ["sh", "-c", FINISH_SCRIPT, "sh", target, unpack_dir, plain_target]
     argv += ["1" if encrypted else "0", codec, marker, *(last or ("", "", "")), *lease, drop]
+    argv += [str(stamp) if stamp else ""]
     return shell.join(argv)
 
 

@@ -144,11 +144,15 @@ RECORD_FN = (
 )
 
 # what the uploads wrote in each recorded plaintext tree (a copy, an unpacked or decrypted tree):
-# `written.<machine>/<sha256 of the tree's recorded path>`, NUL-terminated `f SIZE REL` / `l 0 REL`
-# (the dataset's files and symlinks), the union over every upload of that tree. Teardown removes a
-# tree whole only while everything in it is listed there (CURRENT_LISTING_FN): a job's output
-# written into the copy, or a file of the user's own, keeps it on the host, named.
+# `written.<machine>/<sha256 of the tree's recorded path>`, NUL-terminated `F SIZE MTIME REL` /
+# `l 0 REL` (the dataset's files, with the whole-second mtime each has on the host once written,
+# and symlinks), the union over every upload of that tree. Teardown removes a tree whole only
+# while everything in it is listed there (CURRENT_LISTING_FN): a job's output written into the
+# copy, a file of the user's own, or a dataset file a job rewrote in place (a new mtime, even at
+# the same size) keeps it on the host, named. A record of a gpuonboard from before mtimes were
+# kept holds `f SIZE REL` entries, which no current listing matches: such a tree stays (OLD_FILE).
 WRITTEN_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/written." + MACHINE_SH
+OLD_FILE = "f"  # the kind of a file entry in an older record (size only, no mtime)
 # sh: `written PATH` prints the file holding what uploads wrote in the tree PATH
 WRITTEN_FN = 'written() { printf \'%s/%s\' "$w" "$(printf \'%s\' "$1" | sha256sum | cut -c1-64)"; }'
 # sh, $1 the tree's recorded path, stdin the entries this upload writes there: added to its list
@@ -159,13 +163,15 @@ WRITE_LISTING_SCRIPT = (
 )
 # sh: `current DIR` prints DIR's files and symlinks as WRITE_LISTING_SCRIPT lists them, sorted
 # (LC_ALL=C), leaving out what gpuonboard keeps there itself (its copy mark, a lease kept in the
-# copy, rsync's partial dirs); an entry `? 0 ?` when part of it could not be read
+# copy, rsync's partial dirs); an entry `? 0 ?` when part of it could not be read. A file's mtime
+# is find's %T@ cut to whole seconds (as int() of it: the upload's listing reads it so too)
 CURRENT_LISTING_FN = (
     "current() { ( cd -- \"$1\" 2>/dev/null || { printf '? 0 ?\\0'; exit 0; };"
     f" find . -mindepth 1 \\( -path ./{COPY_MARK} -o -path"
     f" ./{LEASE_IN_COPY} -o -name {PARTIAL_DIR} \\) -prune -o \\( -type f -printf"
-    " 'f %s %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
-    " || printf '? 0 ?\\0' ) | LC_ALL=C sort -z; }"
+    " 'F %s %T@ %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
+    " || printf '? 0 ?\\0' ) | sed -z 's/^\\(F [0-9]* -\\{0,1\\}[0-9]*\\)\\.[0-9]* /\\1 /'"
+    " | LC_ALL=C sort -z; }"
 )
 
 
@@ -174,13 +180,16 @@ def write_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
 
 
-def listing_stdin(entries: Iterable[tuple[str, str, int]]) -> bytes:
-    """Pure: (kind 'f'/'l', rel, size) of the files and symlinks an upload writes in its tree ->
-    write_listing_command's stdin (a symlink's size is not compared: 0)."""
+def listing_stdin(entries: Iterable[tuple[str, str, int, int]]) -> bytes:
+    """Pure: (kind 'f'/'l', rel, size, mtime) of the files and symlinks an upload writes in its
+    tree, mtime in whole seconds as the file will have it on the host -> write_listing_command's
+    stdin (a symlink's size and mtime are not compared: `l 0 REL`)."""
     out = [
-        f"{k} {size if k == 'f' else 0} {rel}".encode("utf-8", "surrogateescape") for k, rel, size in entries
+        (f"F {size} {mtime} {rel}" if k == "f" else f"l 0 {rel}").encode("utf-8", "surrogateescape")
+        for k, rel, size, mtime in entries
+        if k in ("f", "l")
     ]
-    return b"".join(e + b"\0" for e in out if not e.startswith(b"d "))
+    return b"".join(e + b"\0" for e in out)
 
 
 # the environment variable that marks what an upload runs on the host (its rsync, its shard

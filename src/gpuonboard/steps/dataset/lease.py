@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 
 from gpuonboard import machine
 from gpuonboard.steps.base import StepContext
@@ -81,7 +82,15 @@ def _list_written(ctx: StepContext, work: Work, took: str) -> None:
     Best effort, as the record: without it teardown keeps the tree on the host, and names it."""
     trees = [line[5:] for line in took.split("\n") if line.startswith("tree /")]
     if trees:
-        stdin = uploadlock.listing_stdin((e.kind, e.rel, e.size) for e in work.tree.entries.values())
+        # each file's mtime as it will stand on the host: the dataset file's (rsync -a, a
+        # decryption's touch), or in shard mode the stamp the closing command gives what it
+        # unpacked (the shards' members are normalised to mtime 0)
+        if work.groups and not work.stamp:
+            work.stamp = int(time.time())
+        stamp = work.stamp if work.groups else 0
+        stdin = uploadlock.listing_stdin(
+            (e.kind, e.rel, e.size, stamp or e.mtime) for e in work.tree.entries.values()
+        )
         for tree in trees:
             ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
 

@@ -388,6 +388,7 @@ class ShardUpload:
             end,
             held,
             work.drop,
+            work.stamp,
         )
         if work.on_interrupt is not None:  # (from here on the host's closing work holds the lease)
             children.done(work.on_interrupt)

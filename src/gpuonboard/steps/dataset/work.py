@@ -51,6 +51,9 @@ class Work:
     mkdirs: list[str] = field(default_factory=list)  # plain mode: empty dirs the host lacks
     redo: str = ""  # unpack: the plan's note on why an unpacked tree is unpacked again
     drop: str = ""  # unpack: digest of the host tree's files the swap drops (shardstream.dropped_digest)
+    # unpack: the whole-second mtime (this run's start) the closing command gives the files it
+    # unpacked, as the host's list of what uploads wrote there records them (uploadlock.WRITTEN_DIR)
+    stamp: int = 0
     keep_shards: bool = True  # shard mode: the shards stay on the host (False: --unpack without keep_shards)
     room: tuple[int, int] = (0, 0)  # plain mode: bytes the host's disk needs at the peak, and in the end
     room_note: str = ""  # shard mode: the preflight's sentence on the host space needed

@@ -109,8 +109,9 @@ class Uploads:
     # plaintext trees of ours removed only while their listing still has this sha256 (the
     # removal compares it again): everything in them is what uploads wrote there
     guards: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
-    # trees that would be ours but hold what no upload wrote there (why: `e.g. 'a', 'b'`), or
-    # that no upload listed what it wrote in (why: ''): (name, why), left on the host and named
+    # trees that would be ours but hold what no upload wrote there (why: `e.g. 'a', 'b'`), that
+    # no upload listed what it wrote in (why: ''), or whose list an older gpuonboard wrote, without
+    # mtimes (why: OLDER_RECORD): (name, why), left on the host and named
     kept: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
 
 
@@ -125,7 +126,8 @@ class _Entry:
     lease_age: int | None = None  # seconds since an upload lease was refreshed
     manifest: str = ""  # a shard store's manifest.json: 'own' (gpuonboard's format), 'sealed' (age)
     written: str = ""  # sha256 of the listing of a tree uploads listed what they wrote in
-    extras: tuple[str, ...] = ()  # entries in it that no upload wrote (`KIND SIZE REL`, up to 3)
+    extras: tuple[str, ...] = ()  # entries in it no upload wrote (`F SIZE MTIME REL`, `l 0 REL`; up to 3)
+    older: bool = False  # its list is an older gpuonboard's alone (no mtimes: nothing matches it)
 
 
 def _upload_entries(records: Sequence[str]) -> list[_Entry]:
@@ -146,6 +148,9 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
             continue
         if rec.startswith("extra ") and entries and entries[-1].written:
             entries[-1] = dataclasses.replace(entries[-1], extras=(*entries[-1].extras, rec[6:]))
+            continue
+        if rec == "older" and entries and entries[-1].written:
+            entries[-1] = dataclasses.replace(entries[-1], older=True)
             continue
         # (ASCII digits only: str.isdecimal() passes `²` and a lstrip passes `--5`, which int() refuses)
         if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
@@ -244,16 +249,26 @@ def _unlisted(e: _Entry) -> bool:
     return not e.written or bool(e.extras)
 
 
+OLDER_RECORD = "older"  # Uploads.kept's why of a tree whose list an older gpuonboard wrote
+
+
 def _extras(e: _Entry) -> str:
-    """Pure: `e.g. 'a', 'b'` of what no upload wrote in a tree ('' when none listed it)."""
-    return "e.g. " + ", ".join(repr(x.split(" ", 2)[-1]) for x in e.extras) if e.written else ""
+    """Pure: `e.g. 'a', 'b'` of what no upload wrote in a tree ('' when none listed it,
+    OLDER_RECORD when only an older gpuonboard did, without mtimes)."""
+    if not e.written:
+        return ""
+    if e.older:
+        return OLDER_RECORD
+    # (`F SIZE MTIME REL`, `l 0 REL`, `? 0 ?`: the path is what follows the kind's fields)
+    return "e.g. " + ", ".join(repr(x.split(" ", 3 if x.startswith("F ") else 2)[-1]) for x in e.extras)
 
 
 def kept_note(kept: Sequence[tuple[str, str]]) -> str:
     """Pure: what the message says of the upload trees left whole on the host ((path, why) as
     Uploads.kept, the path in full)."""
     unlisted = [p for p, why in kept if not why]
-    extra = [f"{p} ({why})" for p, why in kept if why]
+    older = [p for p, why in kept if why == OLDER_RECORD]
+    extra = [f"{p} ({why})" for p, why in kept if why and why != OLDER_RECORD]
     note = ""
     if extra:
         note += (
@@ -266,6 +281,13 @@ def kept_note(kept: Sequence[tuple[str, str]]) -> str:
             f"; left on the host: {shown_names(unlisted)}, named or marked as an upload's copy, but no"
             " upload listed what it wrote there (a dir of yours that an upload merged into, or one an"
             " older gpuonboard uploaded): delete it yourself once nothing there is needed"
+        )
+    if older:
+        note += (
+            f"; left on the host: {shown_names(older)}, uploaded by an older gpuonboard whose list of"
+            " what it wrote there holds sizes but no modification times, so a dataset file a job"
+            " rewrote there at the same size cannot be told from the upload's: pull what you need,"
+            " then delete it yourself"
         )
     return note
 

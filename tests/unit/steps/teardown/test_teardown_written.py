@@ -29,7 +29,9 @@ def _upload(home: Path, tree: Path, files: dict[str, bytes]) -> None:
     for rel, data in files.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_bytes(data)
-    listing = uploadlock.listing_stdin(("f", rel, len(data)) for rel, data in files.items())
+    listing = uploadlock.listing_stdin(
+        ("f", rel, len(data), int((tree / rel).stat().st_mtime)) for rel, data in files.items()
+    )
     assert _sh(uploadlock.write_listing_command(str(tree)), home, listing).returncode == 0
 
 
@@ -115,3 +117,51 @@ def test_a_changed_tree_and_the_record_stay_when_the_removal_finds_them(tmp_path
     targets = [(str(disk / "imgs"), str(disk / "imgs")), (str(record), str(record))]
     r = _sh(_guarded_rm_script(targets, None, {str(disk / "imgs"): found.guards["imgs"]}, last=1), home)
     assert r.returncode == 0 and not (disk / "imgs").exists() and not record.exists(), r
+
+
+def test_a_dataset_file_rewritten_at_the_same_size_keeps_its_tree(tmp_path: Path) -> None:
+    """The list holds each file's mtime as the upload left it: a job's rewrite in place at the
+    same size (a new mtime) keeps the tree, named; a sub-second difference alone does not (file
+    systems keep mtimes to different precision: compared to the second)."""
+    home, disk = tmp_path / "home", tmp_path / "disk"
+    home.mkdir()
+    for rel, data in (("a.bin", b"A" * 64), ("sub/b.bin", b"B" * 32)):
+        (disk / "corpus" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (disk / "corpus" / rel).write_bytes(data)
+        # (as rsync -a leaves them: the source's mtime, here .25 s into its second)
+        os.utime(disk / "corpus" / rel, ns=(0, 1_700_000_000_250_000_000))
+    sizes = (("a.bin", 64), ("sub/b.bin", 32))
+    listing = uploadlock.listing_stdin([("f", r, n, 1_700_000_000) for r, n in sizes])
+    assert _sh(uploadlock.write_listing_command(str(disk / "corpus")), home, listing).returncode == 0
+    assert _found(home, disk).ours == ("corpus",)
+    (disk / "corpus" / "a.bin").write_bytes(b"Z" * 64)  # the job's, same size
+    found = _found(home, disk)
+    assert found.ours == () and found.kept == (("corpus", "e.g. 'a.bin'"),), found
+
+
+def test_a_list_an_older_gpuonboard_wrote_keeps_its_tree_and_says_so(tmp_path: Path) -> None:
+    """A list without mtimes (`f SIZE REL`: a gpuonboard from before) cannot tell a rewrite at
+    the same size from the upload: the tree stays, named as such, never removed on sizes alone."""
+    home, disk = tmp_path / "home", tmp_path / "disk"
+    home.mkdir()
+    tree = disk / "corpus"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.bin").write_bytes(b"A" * 64)
+    (tree / "sub" / "b.bin").write_bytes(b"B" * 32)
+    (tree / "link").symlink_to("a.bin")
+    older = b"f 64 a.bin\0f 32 sub/b.bin\0l 0 link\0"
+    write = uploadlock.write_listing_command(str(tree))
+    assert _sh(write, home, older).returncode == 0  # (as an older gpuonboard wrote it)
+    found = _found(home, disk)
+    assert found.ours == () and found.kept == (("corpus", "older"),), found
+    assert kept_note([(str(tree), "older")]) == (
+        f"; left on the host: {tree}, uploaded by an older gpuonboard whose list of what it wrote"
+        " there holds sizes but no modification times, so a dataset file a job rewrote there at the"
+        " same size cannot be told from the upload's: pull what you need, then delete it yourself"
+    )
+    # an upload by this gpuonboard lists it anew: the tree is judged by that list
+    listing = uploadlock.listing_stdin(
+        [("f", r, n, int((tree / r).stat().st_mtime)) for r, n in (("a.bin", 64), ("sub/b.bin", 32))]
+    )
+    assert _sh(write, home, listing).returncode == 0
+    assert _found(home, disk).ours == ("corpus",)
