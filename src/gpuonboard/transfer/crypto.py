@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuonboard import atomicfile, machine
+from gpuonboard import atomicfile, interrupt, machine
 from gpuonboard.errors import CryptoError
 from gpuonboard.masking import Secret
 from gpuonboard.transfer import agescrypt
@@ -158,8 +158,13 @@ class _KeepErrors:
     """A file object pyrage reads or writes through, keeping the OSError it hit, or the
     interrupt: pyrage turns either into an EncryptError whose text is all that is left. Callers
     need an OSError's errno (a full disk on this machine is not a bug), and an interrupt (Ctrl-C,
-    SIGTERM, on the main thread: raised in these calls, the only Python code that runs while
-    pyrage encrypts) must stop the run, not fail a step as an encryption error."""
+    SIGTERM) must stop the run, not fail a step as an encryption error.
+
+    A signal mostly comes while pyrage's own (Rust) code runs, and CPython runs its handler at
+    the entry of the next Python call pyrage makes: one of these methods, before any `try:` in
+    it could keep what it raises. So pyrage runs `interrupt.shielded()` (via `_through_pyrage`):
+    the handler only records the signal, and `interrupt.check()` raises it here, inside the
+    `try:`, where it is kept."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -167,6 +172,7 @@ class _KeepErrors:
 
     def _keep(self, call: Any, *args: Any) -> Any:
         try:
+            interrupt.check()
             return call(*args)
         except (OSError, KeyboardInterrupt) as exc:
             self.error = exc
@@ -185,23 +191,32 @@ class _KeepErrors:
         self._keep(self.raw.flush)
 
 
+def _through_pyrage(call: Any, f: Any, out: Any, keys: list[Any]) -> None:
+    """Run pyrage's encrypt_io or decrypt_io (f -> out) so that an interrupt or a failed read
+    or write comes out as itself: an interrupt (first) or the OSError a read or write hit, not
+    pyrage's wrapping of it. A signal that comes after pyrage's last call into Python is raised
+    as it returns."""
+    src, dst = _KeepErrors(f), _KeepErrors(out)
+    with interrupt.shielded():
+        try:
+            call(src, dst, keys)
+        except Exception:
+            kept = [e for e in (dst.error, src.error) if e is not None]  # (an interrupt first:)
+            for exc in sorted(kept, key=lambda e: not isinstance(e, KeyboardInterrupt)):
+                raise exc from None
+            raise
+
+
 def encrypt_stream(f: Any, out: Any, enc: Encryption) -> None:
     """Encrypt the open binary stream f into out, in constant memory (recipients: pyrage; a
     passphrase: agescrypt, the same age format). A read or write that fails raises its own
-    OSError (errno intact), whichever library encrypted."""
+    OSError (errno intact), whichever library encrypted; a signal, its own exception."""
     if enc.passphrase is not None:
         agescrypt.encrypt_io(f, out, enc.passphrase.reveal())
         return
     import pyrage
 
-    src, dst = _KeepErrors(f), _KeepErrors(out)
-    try:
-        pyrage.encrypt_io(src, dst, parse_recipients(enc.recipients))
-    except Exception:
-        kept = [e for e in (dst.error, src.error) if e is not None]
-        for exc in sorted(kept, key=lambda e: not isinstance(e, KeyboardInterrupt)):  # (an interrupt first)
-            raise exc from None
-        raise
+    _through_pyrage(pyrage.encrypt_io, f, out, parse_recipients(enc.recipients))
 
 
 def encrypt_file(src: Path | bytes, dst: Path, enc: Encryption) -> None:
@@ -228,7 +243,7 @@ def decrypt_file(
                     agescrypt.decrypt_io(f, out, passphrase.reveal())
                 else:
                     assert identity is not None
-                    pyrage.decrypt_io(f, out, parse_identity(identity))
+                    _through_pyrage(pyrage.decrypt_io, f, out, parse_identity(identity))
         except (pyrage.DecryptError, agescrypt.AgeError, OSError) as exc:  # pyrage: a bad chunk is OSError
             raise CryptoError(
                 f"cannot decrypt {src}: {exc} (wrong identity, or a tampered or truncated ciphertext)."

@@ -45,10 +45,11 @@ class SourceTree:
         # fifos, sockets and device nodes (their paths): never uploaded (no data to copy; as
         # root, rsync -a would make a device node on the host), and every message says so
         self.specials: list[str] = []
-        # files whose length is at least SPARSE_GAP more than what they take on this machine's
-        # disk (sparse, or compressed by its file system): (path, length, bytes allocated). They
-        # travel and land whole, their holes as zeros, and every message says so
-        self.sparse: list[tuple[str, int, int]] = []
+        # files whose length is at least SPARSE_GAP more than what their file system reports
+        # they take on this machine's disk (sparse, compressed, or a count of its own): (path,
+        # length, bytes allocated, whether it reports holes in it). They travel and land whole
+        # (holes as zeros), and every message says so
+        self.sparse: list[tuple[str, int, int, bool]] = []
 
     def __repr__(self) -> str:
         return f"SourceTree({self.root}, {len(self.columns)} entries, {len(self.empty_dirs)} empty dirs)"
@@ -95,11 +96,35 @@ class SourceTree:
 SPARSE_GAP = 1 << 30  # a file's length this far beyond its allocation is said (1 GiB)
 
 
-def _note_sparse(tree: SourceTree, rel: str, st: os.stat_result) -> None:
-    """Keep a file whose length is SPARSE_GAP or more beyond what it takes on disk here."""
+def _note_sparse(
+    tree: SourceTree, rel: str, st: os.stat_result, name: str, dir_fd: int | None = None
+) -> None:
+    """Keep a file whose length is SPARSE_GAP or more beyond what its file system reports it
+    takes on disk here, with whether that file system reports a hole in it (`holes_found`)."""
     allocated = st.st_blocks * 512
     if st.st_size - allocated >= SPARSE_GAP:
-        tree.sparse.append((rel, st.st_size, allocated))
+        tree.sparse.append((rel, st.st_size, allocated, holes_found(name, dir_fd)))
+
+
+def holes_found(name: str, dir_fd: int | None = None) -> bool:
+    """Whether the file's file system reports a hole in it before its end (lseek SEEK_HOLE).
+    A length far beyond the blocks allocated is no proof of holes: ZFS compression (a CSV
+    takes a fifth), a FUSE file system's own block count (KarpelesLab/squashfs: 1 block for any file),
+    NFS (the server's disk). False where none is reported, where the file system cannot say
+    (without SEEK_HOLE support the whole file reads as data) or the file cannot be opened."""
+    whence = getattr(os, "SEEK_HOLE", None)
+    if whence is None:
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:  # (against its length now: a file cut short since the stat ends in no hole)
+        return os.lseek(fd, 0, whence) < os.fstat(fd).st_size
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def link_hash(target: str) -> str:
@@ -121,7 +146,7 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
         st = root.stat()
         sha = sha256_file(root) if hashes else ""
         columns.add(encode(root.name), "f", st.st_size, int(st.st_mtime), st.st_mtime_ns, st.st_ino, sha, "")
-        _note_sparse(tree, root.name, st)
+        _note_sparse(tree, root.name, st, str(root))
         return tree
     base = str(root)
     row, f_kind, l_kind = columns.row, ord("f"), ord("l")
@@ -156,7 +181,7 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
                     digest,
                 )
                 if st.st_size >= SPARSE_GAP:
-                    _note_sparse(tree, prefix + d.name, st)
+                    _note_sparse(tree, prefix + d.name, st, d.name, dfd)
             elif d.is_symlink():
                 target = os.readlink(d.name, dir_fd=dfd)
                 st = d.stat(follow_symlinks=False)

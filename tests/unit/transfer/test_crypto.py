@@ -217,6 +217,40 @@ def test_an_interrupt_while_encrypting_stops_the_run_not_the_step(mode: str, sig
     assert isinstance(caught.value, Terminated) == (sig == signal.SIGTERM)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_pyrage_runs_stops_the_run_not_the_step(sig: signal.Signals) -> None:
+    """A real signal from another thread (`kill`, a terminal's Ctrl-C) while pyrage's own code
+    encrypts: CPython runs the handler at the entry of pyrage's next call into Python, before
+    any `try:` there, so the interrupt came out as `EncryptError: KeyboardInterrupt` (30 of 30
+    runs in review) and the step failed instead of the run stopping. The plaintext and the sink
+    are C objects in memory (reading a file, more of the signals land inside its read call,
+    inside the `try:`, and hid the fault), so almost all the time is spent in pyrage."""
+    import threading
+
+    plain = bytes(64 << 20)  # (encrypting it takes far longer than the latest signal's delay)
+    enc = crypto.Encryption(recipients=(str(pyrage.x25519.Identity.generate().to_public()),))
+    saved = signal.getsignal(sig)
+    signal.signal(sig, interrupt.handler)
+    outcomes = []
+    try:
+        for delay_ms in (5, 10, 20, 30, 45):
+            timer = threading.Timer(delay_ms / 1000, os.kill, (os.getpid(), sig))
+            timer.start()
+            try:
+                crypto.encrypt_stream(io.BytesIO(plain), io.BytesIO(), enc)
+                outcomes.append("finished")
+            except KeyboardInterrupt as exc:
+                outcomes.append(type(exc).__name__)
+            except Exception as exc:
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                timer.join()
+    finally:
+        signal.signal(sig, saved)
+    want = "Terminated" if sig == signal.SIGTERM else "KeyboardInterrupt"
+    assert outcomes == [want] * 5
+
+
 def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_masked(tmp_path: Path) -> None:
     """A private key readable by others is not used (as ssh does); a loaded identity's key line
     alone is masked too (the file's whole text, comments and all, was the only secret)."""

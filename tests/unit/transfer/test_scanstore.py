@@ -18,6 +18,7 @@ from gpuonboard.transfer.crypto import sha256_file
 from gpuonboard.transfer.scanstore import Entries, Entry, Group, encode, payload, raw_sizes, whole_seconds
 from gpuonboard.transfer.shardstream import part_of
 from gpuonboard.transfer.source import SourceTree
+from gpuonboard.units import format_bytes
 
 ODD = ["line\nbreak", "back\\slash", "caf\udce9", "caf\u00e9", "e.txt", "e-x", "sp ace", "z"]
 
@@ -303,7 +304,48 @@ def test_a_scan_keeps_files_far_longer_than_what_they_take_on_disk(tmp_path: Pat
     if allocated >= 1 << 30:
         pytest.skip("this file system does not keep holes")
     tree = scan_source(tmp_path, hashes=False)
-    assert tree.sparse == [("disk.img", 2 << 30, allocated)]
-    assert local_notes(tree).startswith("; 'disk.img' is 2.0 GiB long but takes ")
+    assert tree.sparse == [("disk.img", 2 << 30, allocated, True)]  # (ext4, tmpfs: SEEK_HOLE finds them)
+    assert local_notes(tree) == (
+        f"; 'disk.img' is 2.0 GiB long but takes {format_bytes(allocated, binary=True)} on this"
+        " machine's disk (sparse): it is sent and stored on the host whole, 2.0 GiB, its holes as zeros"
+    )
     assert local_notes(scan_source(tmp_path / "disk.img", hashes=False)) == local_notes(tree)
     assert local_notes(scan_source(tmp_path / "dense.bin", hashes=False)) == ""
+
+
+def test_a_file_far_longer_than_its_allocation_is_called_sparse_only_where_holes_are_reported(
+    tmp_path: Path,
+) -> None:
+    """Blocks far fewer than the length are no proof of holes: ZFS with lz4 stores a CSV in a
+    fifth, a FUSE squashfs reader (KarpelesLab/squashfs
+    inode_darwin.go) reports 1 block for any file, NFS the server's. The note said "its holes
+    as zeros" for all of them; now holes are said only where the file system reports one
+    (SEEK_HOLE), and the others are said as what their file system reports. A real dense file
+    with its stat's block count made that reader's (1), and a real sparse one."""
+    from gpuonboard.steps.dataset.scan import local_notes
+    from gpuonboard.transfer.source import _note_sparse, holes_found
+
+    dense = tmp_path / "big.csv"
+    dense.write_bytes(os.urandom(1 << 16))
+    holey = tmp_path / "disk.img"
+    with holey.open("wb") as f:
+        f.truncate(2 << 30)
+        f.write(b"x" * 4096)
+    if os.stat(holey).st_blocks * 512 >= 1 << 30 or not holes_found(str(holey)):
+        pytest.skip("this file system does not keep holes, or cannot report them")
+    assert not holes_found(str(dense))
+    assert not holes_found(str(tmp_path / "missing"))  # (not opened: no claim)
+    fields = list(os.stat(dense))  # (the 10 fields a stat_result is made of; st_blocks by name)
+    fields[6] = 5 << 30  # st_size: a 5 GiB file, reported as 1 block
+    st = os.stat_result(fields, {"st_blocks": 1})
+    tree = SourceTree(tmp_path)
+    _note_sparse(tree, "big.csv", st, str(dense))
+    assert local_notes(tree) == (
+        "; 'big.csv' is 5.0 GiB long but its file system reports 512 B on disk for it (compressed,"
+        " or counted its own way; no holes reported): it is sent and stored on the host whole, 5.0 GiB"
+    )
+    _note_sparse(tree, "big2.csv", st, str(dense))
+    _note_sparse(tree, "disk.img", os.stat(holey), str(holey))
+    notes = local_notes(tree)
+    assert notes.count("holes as zeros") == 1 and notes.index("'disk.img'") < notes.index("2 files are ")
+    assert "(compressed, or counted its own way; no holes reported; e.g. 'big.csv': 5.0 GiB, 512 B)" in notes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,7 @@ LOCAL_KEPT = "what already arrived is not sent again"  # (plain mode: rsync keep
 # errors reading a dataset file that a rerun alone would meet again
 UNREADABLE = (errno.EACCES, errno.EPERM, errno.EISDIR)
 # (plain encrypted mode sends each file's ciphertext: a directory with no file in it has none)
-ONLY_EMPTY_DIRS = (
-    "holds only empty directories, which plain encrypted mode does not upload (--shards carries them)"
-)
+NOT_IN_PLAIN_ENCRYPTED = "which plain encrypted mode does not upload (--shards carries them)"
 
 
 def transfer_size(value: Any) -> int:
@@ -101,6 +99,33 @@ def count(n: int, noun: str) -> str:
 def empty_dirs(n: int) -> str:
     """Pure: '1 empty directory', '3 empty directories'."""
     return f"{n} empty {'directory' if n == 1 else 'directories'}"
+
+
+def _holding(dirs: Collection[str], specials: Iterable[str]) -> str:
+    """Pure: how the dataset's directories with nothing to upload (`tree.empty_dirs`) hold
+    fifos, sockets or device nodes (never uploaded): '' (none does: all are empty)."""
+    holding = {rel.rpartition("/")[0] for rel in specials}.intersection(dirs)
+    if not holding:
+        return ""
+    what = "holding only" if len(holding) == len(dirs) else "empty or holding only"
+    return f"{what} fifos, sockets or device nodes"
+
+
+def bare_dirs(dirs: Collection[str], specials: Iterable[str], where: str = "") -> str:
+    """Pure: those directories counted as what they are here, `where` after the noun: '1 empty
+    directory of the dataset', or where one holds a fifo: '1 directory of the dataset holding
+    only fifos, sockets or device nodes' ('3 directories ... empty or holding only ...')."""
+    n, holding = len(dirs), _holding(dirs, specials)
+    if not holding:
+        return empty_dirs(n) + where
+    return f"{n} {'directory' if n == 1 else 'directories'}{where} {holding}"
+
+
+def only_dirs(dirs: Collection[str], specials: Iterable[str]) -> str:
+    """Pure: what a dataset with no file, only those directories, holds: 'only empty
+    directories', or 'no files, only directories holding only fifos, sockets or device nodes'."""
+    holding = _holding(dirs, specials)
+    return f"no files, only directories {holding}" if holding else "only empty directories"
 
 
 def made(dirs: Sequence[str]) -> str:

@@ -25,6 +25,7 @@ from gpuonboard.steps.dataset.common import (
     LOCAL_KEPT,
     NOTHING_SENT,
     LocalWriteError,
+    bare_dirs,
     count,
     empty_dirs,
     made,
@@ -261,7 +262,7 @@ def _kept_notes(
         gone = sorted(tree.empty_dirs)
         verb = "is" if len(gone) == 1 else "are"
         kept += (
-            f"; {empty_dirs(len(gone))} of the dataset {verb} not uploaded in encrypted mode"
+            f"; {bare_dirs(gone, tree.specials, ' of the dataset')} {verb} not uploaded in encrypted mode"
             f" (e.g. {gone[0]!r}; --shards carries them)"
         )
     return kept + left_plaintext(ctx, opts) + local_notes(tree)

@@ -56,28 +56,49 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
 
 def local_notes(tree: transfer.SourceTree) -> str:
     """Pure: every message's notes on what the scan found that is not uploaded as it is here:
-    fifos, sockets and device nodes (not at all), sparse files (whole, holes as zeros)."""
+    fifos, sockets and device nodes (not at all), sparse files (whole, holes as zeros) and
+    others far longer than their allocation (whole)."""
     return _specials_note(tree) + _sparse_note(tree)
 
 
 def _sparse_note(tree: transfer.SourceTree) -> str:
-    """Pure: the note on files far longer than what they take on this machine's disk (a 100 GiB
-    sparse image holding 1 MiB went as 100 GiB of zeros, and took 100 GiB there, unsaid), or ""."""
-    if not tree.sparse:
+    """Pure: the notes on files far longer than what their file system reports they take on this
+    machine's disk (a 100 GiB sparse image holding 1 MiB went as 100 GiB of zeros, and took
+    100 GiB there, unsaid), or "". Holes are named only where the file system reported them
+    (SEEK_HOLE); a file it reports none in is compressed, counted its own way (a FUSE file
+    system), or on a file system that cannot say: said as its report, no more."""
+    holey = [s for s in tree.sparse if s[3]]
+    other = [s for s in tree.sparse if not s[3]]
+    return _gap_note(holey, True) + _gap_note(other, False)
+
+
+def _gap_note(files: list[tuple[str, int, int, bool]], holes: bool) -> str:
+    """Pure: _sparse_note's sentence on files with holes reported (`holes`) or on the others."""
+    if not files:
         return ""
-    rel, size, allocated = min(tree.sparse)
+    rel, size, allocated, _ = min(files)
     length, on_disk = format_bytes(size, binary=True), format_bytes(allocated, binary=True)
-    if len(tree.sparse) == 1:
+    gap = format_bytes(sum(s - a for _, s, a, _ in files), binary=True)
+    if holes:
+        if len(files) == 1:
+            return (
+                f"; {rel!r} is {length} long but takes {on_disk} on this machine's disk (sparse):"
+                f" it is sent and stored on the host whole, {length}, its holes as zeros"
+            )
         return (
-            f"; {rel!r} is {length} long but takes {on_disk} on this machine's disk (sparse, or"
-            f" compressed by its file system): it is sent and stored on the host whole, {length},"
-            " its holes as zeros"
+            f"; {len(files)} sparse files are {gap} longer than what they take on this machine's"
+            f" disk (e.g. {rel!r}: {length}, {on_disk} on disk): they are sent and stored on the"
+            " host whole, their holes as zeros"
         )
-    gap = format_bytes(sum(s - a for _, s, a in tree.sparse), binary=True)
+    why = "compressed, or counted its own way; no holes reported"
+    if len(files) == 1:
+        return (
+            f"; {rel!r} is {length} long but its file system reports {on_disk} on disk for it ({why}):"
+            f" it is sent and stored on the host whole, {length}"
+        )
     return (
-        f"; {len(tree.sparse)} files are {gap} longer than what they take on this machine's disk"
-        f" (sparse, or compressed by its file system; e.g. {rel!r}: {length}, {on_disk} on disk):"
-        " they are sent and stored on the host whole, their holes as zeros"
+        f"; {len(files)} files are {gap} longer than what their file system reports on disk for"
+        f" them ({why}; e.g. {rel!r}: {length}, {on_disk}): they are sent and stored on the host whole"
     )
 
 

@@ -18,6 +18,7 @@ from gpuonboard.steps.dataset.common import (
     NOTHING_SENT,
     count,
     empty_dirs,
+    only_dirs,
     parent_dirs,
     shown,
     transfer_size,
@@ -224,7 +225,8 @@ def _prechecks(ctx: StepContext, opts: DatasetOptions, src: Path, work: Work) ->
     if not work.tree.entries and (not work.tree.empty_dirs or earlier):
         # (no shard to make. Empty dirs alone are members of a first upload's shard, but never
         # mirror away an earlier upload: a dataset whose mounts are missing looks like this)
-        what = "is empty" if not work.tree.empty_dirs else "holds only empty directories"
+        tree = work.tree
+        what = f"holds {only_dirs(tree.empty_dirs, tree.specials)}" if tree.empty_dirs else "is empty"
         return Plan(
             False,
             f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{opts.shards_target} holds"

@@ -14,7 +14,7 @@ from gpuonboard import children, shell, transfer
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm
 from gpuonboard.steps.dataset import hostdirs, preflight, scan
-from gpuonboard.steps.dataset.common import NOTHING_SENT, ONLY_EMPTY_DIRS, unreadable
+from gpuonboard.steps.dataset.common import NOT_IN_PLAIN_ENCRYPTED, NOTHING_SENT, only_dirs, unreadable
 from gpuonboard.steps.dataset.lease import give_back_lease, take_lease
 from gpuonboard.steps.dataset.leftovers import stopped_note
 from gpuonboard.steps.dataset.options import ARGS, parse_options
@@ -157,7 +157,9 @@ class DatasetStep(Step):
         if not entries and (o.encrypt or not tree.empty_dirs) and not (o.shards or o.unpack):
             # (rsync never ran: "up to date at" named a copy that may not even exist there)
             where = o.target if o.encrypt else tree.landing(o.target)
-            what = "is empty" if not tree.empty_dirs else ONLY_EMPTY_DIRS
+            what = "is empty"
+            if tree.empty_dirs:
+                what = f"holds {only_dirs(tree.empty_dirs, tree.specials)}, {NOT_IN_PLAIN_ENCRYPTED}"
             return Plan(
                 False,
                 f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{where} holds"
