@@ -225,9 +225,12 @@ def read(
             skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
             continue
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
-            found[kind] = (found[kind][0], both, found[kind][2])
-            said = f"{part.where}: judged with {found[kind][0].where}, the log of another boot"
-            skipped.append((part.line, said))
+            first = found[kind][0]
+            found[kind] = (first, both, found[kind][2])
+            notes.append(
+                f"{name}: {first.where} and {part.where} are the kernel logs of two boots of the box,"
+                " each read (the earlier boot's faults as history)."
+            )
             continue
         if (
             kind in found

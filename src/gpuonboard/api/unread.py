@@ -37,15 +37,15 @@ def gives_way(first: T, then: T, why: Callable[[T], str]) -> tuple[T, T] | None:
 
 
 def joined_boots(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
-    """One kernel log of two where exactly one is of an earlier boot (`journalctl -k -b -1`, then
-    `dmesg` of the boot the box runs now): no rival views but two boots, read as one log, the
-    earlier boot's lines, journalctl's `-- Reboot --`, then this boot's (facts/kernel_log.py
-    BootCounter: the earlier lines are history, this boot's are judged; its narrowing kept).
-    None otherwise (two of one boot, or one that read nothing)."""
-    if kind != "kernel_log" or first.earlier_boot == then.earlier_boot or unread(first) or unread(then):
+    """One kernel log of two where one is of an earlier boot (`journalctl -k -b -1`, then `dmesg`
+    of the boot the box runs now, either order): no rival views but two boots. The one of this
+    boot (else the first) is judged, the other kept in its `history`, each log read apart
+    (steps/checks/fabric_health.py: the earlier boot's faults are history). None otherwise (two
+    of this boot, or one that read nothing)."""
+    if kind != "kernel_log" or not (first.earlier_boot or then.earlier_boot) or unread(first) or unread(then):
         return None
-    earlier, current = (first, then) if first.earlier_boot else (then, first)
-    return replace(current, stdout=f"{earlier.stdout.rstrip()}\n-- Reboot --\n{current.stdout}")
+    base, other = (then, first) if first.earlier_boot and not then.earlier_boot else (first, then)
+    return replace(base, history=(*base.history, *other.history, other.stdout))
 
 
 def keeps_first(
@@ -58,7 +58,7 @@ def keeps_first(
     same_box: bool = True,
 ) -> bool:
     """Whether the output of `kind` read before is kept over `out` (of file `where`): two kernel
-    logs of two boots of one box are joined into `raw` (joined_boots, noted: True); an output
+    logs of two boots of one box are kept together in `raw` (joined_boots, noted: True); an output
     that read nothing of the box (unread: refused, its tool not found) gives way to one that did,
     noted (of two such, the first is kept); two that read the box are refused (exit 2), and so
     are any two not known to be of one box and one time (`same_box` False: files of two folders,
@@ -68,7 +68,10 @@ def keeps_first(
         return False
     if same_box and (both := joined_boots(kind, raw[kind], out)) is not None:
         raw[kind] = both
-        notes.append(f"{where} and {origin[kind]}: the kernel logs of two boots, judged as one log.")
+        notes.append(
+            f"{where} and {origin[kind]}: the kernel logs of two boots of the box, each read"
+            " (the earlier boot's faults as history)."
+        )
         return True
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:

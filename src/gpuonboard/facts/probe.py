@@ -52,6 +52,9 @@ class ProbeOutput:
     # offline: the copied command read the kernel log of a boot before the one the box runs now
     # (`journalctl -k -b -1`: api/kernel_command.py); its faults are that boot's (`partial` says so)
     earlier_boot: bool = False
+    # offline: the kernel logs of earlier boots of this box given beside this one (`journalctl -k
+    # -b -1` and `dmesg`: api/unread.joined_boots), each read apart, its faults history
+    history: tuple[str, ...] = ()
 
     @property
     def own_exit_code(self) -> int:

@@ -156,3 +156,38 @@ def test_two_logs_of_this_boot_are_still_rival_views(tmp_path: Path) -> None:
     (folder / "b.txt").write_text((DERIVED / PREVIOUS_FAULT).read_text().split("\n", 1)[1])
     with pytest.raises(UsageError, match="second kernel_log output"):
         _xid_of(tmp_path, [str(folder)])
+
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# every real kernel log that read the box (refusals and an empty journal give way instead)
+CURRENT_LOGS = sorted(
+    p.name
+    for p in REAL.iterdir()
+    if p.name.startswith(("dmesg", "journalctl")) and "refused" not in p.name and "no-entries" not in p.name
+)
+
+
+@pytest.mark.parametrize("name", CURRENT_LOGS)
+def test_an_earlier_boots_log_without_faults_changes_nothing_of_this_boots_verdicts(
+    tmp_path: Path, name: str
+) -> None:
+    """Each real log judged alone and beside an earlier boot's log with no fault (the forum's
+    `journalctl -k -b -1`) gets the same gpu_xid / nvswitch_sxid: the two are read apart. Joined
+    as one text, a current log whose first line has no stamp was taken as wrapped onto the
+    reboot line (its Xids merged into one, an earlier boot's fault called current), a gVisor
+    sandbox's log passed, and a grep of driver lines said it starts after boot."""
+    alone_dir, both_dir = tmp_path / "alone", tmp_path / "both"
+    alone_dir.mkdir()
+    both_dir.mkdir()
+    (alone_dir / name).write_bytes((REAL / name).read_bytes())
+    (both_dir / name).write_bytes((REAL / name).read_bytes())
+    (both_dir / "zz-previous.txt").write_text((DERIVED / PREVIOUS_BOOT).read_text())
+
+    def judged(folder: Path) -> dict[str, tuple[str, str]]:
+        from gpuonboard.api import offline
+        from gpuonboard.connection.gather import parse_facts
+
+        facts = parse_facts(offline.load_outputs([str(folder)]))
+        return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, None) if "xid" in c.name}
+
+    assert judged(both_dir) == judged(alone_dir)
