@@ -72,6 +72,13 @@ def all_names_by_id(device: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for _, name in rows))
 
 
+def every_name() -> dict[str, tuple[str, ...]]:
+    """Every device id the table holds, with every name any release printed for it."""
+    return {
+        device: tuple(dict.fromkeys(name for _, name in rows)) for device, rows in _table(former=True).items()
+    }
+
+
 def shown_id(device: str, subsystem: str | None = None) -> str:
     """'10de:2330' (lspci's form), with the subsystem where read: '10de:2330 (subsystem 10de:16c0)'."""
     sub = f" (subsystem {subsystem.replace(' ', ':').lower()})" if subsystem else ""

@@ -457,6 +457,13 @@ def _is_sxm(tokens: set[str], cut: bool) -> bool:
     return not cut and not tokens & _OTHER_PRODUCT and any(known <= tokens for known in sxm_only())
 
 
+def stated_form(name: str) -> str | None:
+    """The form factor a whole GPU name states: 'SXM' (an SXM word, or an SXM-only model's name:
+    'NVIDIA H100 80GB HBM3', 'NVIDIA H20'), 'PCIE' (a PCIe word), else None (it does not say)."""
+    got = _delivered(_name_tokens(name))
+    return "SXM" if got.sxm else "PCIE" if "PCIE" in got.have else None
+
+
 def form_unread(name: str) -> bool:
     """Whether nvidia-smi's table cut a GPU name before it says an SXM form: 'NVIDIA H100 P...'
     and 'NVIDIA H100 ...' may be the H100 PCIe or NVL; 'NVIDIA A100-SXM...' says SXM."""
