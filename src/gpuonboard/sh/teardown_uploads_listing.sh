@@ -2,12 +2,13 @@
 # Lists a dir that gpuonboard's uploads may have written in (the data dir, or a dir holding a
 # recorded upload) for teardown: `dir PATH` (resolved), `uid N` (this login's), then per entry
 # `KIND MARK UID NAME` and the records that belong to it (`mark LINE`, `age`, `own`, `sealed`,
-# `written DIGEST`, `extra ENTRY`, `older`, `lease AGE_S`), each
+# `written DIGEST`, `extra ENTRY`, `older`, `lease AGE_S`, `lease AGE_S host`), each
 # NUL-terminated; `none` when $d is not a directory. KIND: d (dir), l (symlink), f (other);
 # MARK: c (a marked copy), s (a shard store), u (one a tree was unpacked from), i (a *.shards dir
 # an interrupted upload left), else -.
-# Values set before it (quoted by shell.quote): d the dir; mark the copy mark's name
-# (uploads.COPY_MARK), lease the suffix of a lease beside a copy (uploads.LEASE_SUFFIX), inlease
+# Values set before it (quoted by shell.quote): d the dir; chk non-empty in check mode (then
+# nothing is written); mark the copy mark's name (uploads.COPY_MARK), lease the suffix of a lease
+# beside a copy (uploads.LEASE_SUFFIX), inlease
 # the lease's name inside a copy (uploadlock.LEASE_IN_COPY); w, written() and current() as in
 # uploadlock (WRITTEN_DIR, WRITTEN_FN, CURRENT_LISTING_FN); fsnow as in upload_lease_fns.sh.
 # Run by: steps/teardown/uploads.py (uploads_probe_command, recorded_probe_command).
@@ -64,12 +65,20 @@ for p in "$d"/* "$d"/.[!.]* "$d"/..?*; do
   # an upload's lease: how long ago it was refreshed (a running upload refreshes it often);
   # beside the copy, or inside it (where a data dir the login may not write keeps it). By the
   # clock of the lease's file system (fsnow), whose time its mtime holds, as the upload's own
-  # take reads it: on NFS the host's `date` may be minutes off the server's
+  # take reads it: on NFS the host's `date` may be minutes off the server's. In check mode
+  # ($chk set) nothing is written (fsnow makes a file beside the lease): the host's `date`,
+  # said as such (`lease AGE host`)
   l=
   case "$k ${p##*/}" in
     "f ".*"$lease") l=$p ;;
     "d "*) [ -f "$p/$inlease" ] && ! [ -L "$p/$inlease" ] && l=$p/$inlease ;;
   esac
-  [ -n "$l" ] && printf 'lease %s\0' "$(( $(fsnow "$l.now") - $(stat -c %Y -- "$l") ))"
+  if [ -n "$l" ] && t=$(stat -c %Y -- "$l" 2>/dev/null) && [ -n "$t" ]; then
+    if [ -n "${chk:-}" ]; then
+      printf 'lease %s host\0' "$(( $(date +%s) - t ))"
+    else
+      printf 'lease %s\0' "$(( $(fsnow "$l.now") - t ))"
+    fi
+  fi
 done
 true

@@ -161,14 +161,19 @@ WRITE_LISTING_SCRIPT = (
     f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
     ' { cat -- "$f" 2>/dev/null; cat; } | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
 )
+# the name of a file `fsnow` (LEASE_FNS) makes beside a lease or mark and removes at once, left
+# by a shell killed between the two: `.gpuonboard-upload.now.XXXXXX` (teardown's listing),
+# `.gpuonboard-upload.<token>.now.XXXXXX` (take), `.gpuonboard-copy.<pid>.now.XXXXXX` (claim)
+FSNOW_LEFT = ".gpuonboard-*.now.??????"
 # sh: `current DIR` prints DIR's files and symlinks as WRITE_LISTING_SCRIPT lists them, sorted
 # (LC_ALL=C), leaving out what gpuonboard keeps there itself (its copy mark, a lease kept in the
-# copy, rsync's partial dirs); an entry `? 0 ?` when part of it could not be read. A file's mtime
-# is find's %T@ cut to whole seconds (as int() of it: the upload's listing reads it so too)
+# copy and what reading its clock left, FSNOW_LEFT, rsync's partial dirs); an entry `? 0 ?` when
+# part of it could not be read. A file's mtime is find's %T@ cut to whole seconds (as int() of
+# it: the upload's listing reads it so too)
 CURRENT_LISTING_FN = (
     "current() { ( cd -- \"$1\" 2>/dev/null || { printf '? 0 ?\\0'; exit 0; };"
-    f" find . -mindepth 1 \\( -path ./{COPY_MARK} -o -path"
-    f" ./{LEASE_IN_COPY} -o -name {PARTIAL_DIR} \\) -prune -o \\( -type f -printf"
+    f" find . -mindepth 1 \\( -path ./{COPY_MARK} -o -path ./{LEASE_IN_COPY} -o \\( -path"
+    f" './{FSNOW_LEFT}' ! -path './*/*' -type f \\) -o -name {PARTIAL_DIR} \\) -prune -o \\( -type f -printf"
     " 'F %s %T@ %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
     " || printf '? 0 ?\\0' ) | sed -z 's/^\\(F [0-9]* -\\{0,1\\}[0-9]*\\)\\.[0-9]* /\\1 /'"
     " | LC_ALL=C sort -z; }"

@@ -13,7 +13,7 @@ import posixpath
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,7 +40,13 @@ from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room, old_size, room, rsync_progress
-from gpuonboard.steps.dataset.scan import changed_during, changed_since_scan, known_hashes, local_notes
+from gpuonboard.steps.dataset.scan import (
+    changed_before_sent,
+    changed_during,
+    changed_since_scan,
+    known_hashes,
+    local_notes,
+)
 from gpuonboard.steps.dataset.verify import (
     damaged_ciphertexts,
     expected,
@@ -379,8 +385,10 @@ def apply_plain(
         except LocalWriteError as exc:
             return str(exc)
     if bad_run is not None:
-        return transfer.rsync_conflict(bad_run) or (
-            transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)"
+        return (
+            transfer.rsync_conflict(bad_run)
+            or _vanished(work, bad_run, (e.rel for e in work.send))
+            or (transfer.explain_rsync_failure(bad_run) + "; rerun to resume (partial files are kept)")
         )
     if lost(work, ctx):  # (asked of the host: verification re-sends and decrypts)
         return LEASE_LOST
@@ -566,7 +574,7 @@ def _resend(
     resend.insert(1, "--ignore-times")
     again = transfer.run_rsync(resend, rsync_progress(label, ctx))
     if again.exit_code != 0:
-        return transfer.explain_rsync_failure(again), 0, 0
+        return _vanished(work, again, bad) or transfer.explain_rsync_failure(again), 0, 0
     still = mismatches(ctx, work.target, {r: expect[r] for r in bad})
     unverified(ctx, work.target, still)
     moved = [r for r in still if work.enc is None and changed_since_scan(work.tree, r)]
@@ -582,6 +590,18 @@ def _resend(
     if still:
         return f"sha256 mismatch on the host after re-sending: {', '.join(still[:5])}", 0, 0
     return None, again.stats.files_transferred, again.stats.literal_bytes
+
+
+# rsync's exits when some files could not be sent (one gone since its listing, or before: link_stat)
+_SOME_NOT_SENT = (23, 24)
+
+
+def _vanished(work: Work, run: transfer.RsyncRun, rels: Iterable[str]) -> str | None:
+    """The sentence naming the dataset files of `rels` (being sent) that changed on this machine
+    since the scan, when rsync could not send some files (exit 23, 24) in plain mode; else None."""
+    if work.enc is not None or run.exit_code not in _SOME_NOT_SENT:
+        return None
+    return changed_before_sent(work.tree, rels)
 
 
 def _sent_message(

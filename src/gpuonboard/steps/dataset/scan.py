@@ -5,7 +5,7 @@ vouches for, and whether a file changed since the scan."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gpuonboard import transfer
@@ -161,8 +161,25 @@ def changed_during(tree: transfer.SourceTree, rels: Iterable[str]) -> str | None
     moved = [rel for rel in rels if changed_since_scan(tree, rel)]
     if not moved:
         return None
-    names = ", ".join(repr(r) for r in moved[:5]) + (f" (+{len(moved) - 5} more)" if len(moved) > 5 else "")
     return (
-        f"{names} changed on this machine while the upload ran (the host holds it as it was"
+        f"{_named(moved)} changed on this machine while the upload ran (the host holds it as it was"
         " sent); rerun to send it as it is now: what is unchanged is not sent again"
     )
+
+
+def changed_before_sent(tree: transfer.SourceTree, rels: Iterable[str]) -> str | None:
+    """The failure sentence for an rsync that could not send some of `rels` (exit 23 or 24:
+    `link_stat ... No such file or directory`, `file has vanished`) when any of them changed on
+    this machine since the scan, else None (rsync's own failure is then the one to say)."""
+    moved = [rel for rel in rels if changed_since_scan(tree, rel)]
+    if not moved:
+        return None
+    return (
+        f"{_named(moved)} changed on this machine since the scan (deleted, replaced or written"
+        " to): rerun to send the dataset as it is now"
+    )
+
+
+def _named(rels: Sequence[str]) -> str:
+    """Pure: up to 5 of `rels`, quoted, and how many more."""
+    return ", ".join(repr(r) for r in rels[:5]) + (f" (+{len(rels) - 5} more)" if len(rels) > 5 else "")

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuonboard import shell
 from gpuonboard.facts.probe import Probe
-from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, last_line, truthy
+from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm, last_line, truthy
 from gpuonboard.steps.teardown.checks import LISTING_FORMAT, listing_changes, listing_digest
 from gpuonboard.steps.teardown.common import (
     copy_dir,
@@ -28,6 +28,7 @@ from gpuonboard.steps.teardown.uploads import (
     LEASE_SUFFIX,
     Uploads,
     classify_uploads,
+    host_clock_note,
     kept_note,
     parse_recorded,
     plaintext_note,
@@ -223,11 +224,20 @@ class TeardownFilesStep(Step):
         self.uploads_in = uploads_in if uploads_in.lower() not in ("none", "null") else ""
         dataset = str(self.args.get("dataset") or "").strip().rstrip("/")
         self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
-        listing = uploads_probe_command(self.uploads_in)
-        self.uploads_probe = Probe(probe_name("teardown_uploads", listing), listing)
         self.recorded = truthy(self.args.get("recorded_uploads", False), "recorded_uploads")
-        listing = recorded_probe_command()
+        self._listings(check=False)
+
+    def _listings(self, check: bool) -> None:
+        """The probes listing the uploads (`check`: the ones writing nothing on the host)."""
+        listing = uploads_probe_command(self.uploads_in, check)
+        self.uploads_probe = Probe(probe_name("teardown_uploads", listing), listing)
+        listing = recorded_probe_command(check)
         self.recorded_probe = Probe(probe_name("teardown_recorded", listing), listing)
+
+    def warm(self, warm: Warm) -> None:
+        """Check mode lists the uploads without writing on the host (a lease's age by the host's
+        clock: reading its file system's makes a file beside it)."""
+        self._listings(warm.check)
 
     def probes(self) -> list[Probe]:
         """$HOME and, per path, whether it exists (`yes`), is a symlink (`link`), and where it
@@ -275,6 +285,7 @@ class TeardownFilesStep(Step):
                     )
                 if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
                     out.note += plaintext_note(here, found.ciphertexts)
+                out.note += host_clock_note(here, found.by_host_clock)
         left: list[str] = []
         holding: list[str] = []
         for where, listing in sorted(listings.items()):  # the dirs holding recorded uploads
@@ -285,6 +296,7 @@ class TeardownFilesStep(Step):
             if busy:
                 return _Found(busy=busy)
             here = where.rstrip("/")
+            out.note += host_clock_note(here, found.by_host_clock)
             theirs = _Found()
             others = self._removable(found, here, home, theirs)
             # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
@@ -333,7 +345,7 @@ class TeardownFilesStep(Step):
         return (
             f"refusing to delete anything on {ctx.host.name}: an upload to {where.rstrip('/')}/{name} is"
             " running (its lease was refreshed within the last minute); wait for it to end, or stop"
-            " it, then rerun"
+            f" it, then rerun{host_clock_note(where, found.by_host_clock)}"
         )
 
     @staticmethod

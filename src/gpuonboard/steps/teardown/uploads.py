@@ -41,34 +41,45 @@ _LISTING = (
     f"{uploadlock.WRITTEN_FN}\n{uploadlock.CURRENT_LISTING_FN}{uploadlock.LEASE_FNS}\n"
     + sh.load("teardown_uploads_listing")
 )
+# in check mode the listing writes nothing: a lease's age by the host's `date` (`lease AGE host`),
+# not by its file system's clock (fsnow makes a file beside the lease to read it)
+_CHECK = "chk=1; "
+
+# a lease read by the host's clock (check mode) this near the limit (uploadlock.STALE_S) or under
+# it may read otherwise by its file system's clock, which the real teardown reads (NFS: the
+# server's clock may be minutes off the host's)
+CLOCK_SLACK_S = 300
 
 
-def uploads_probe_command(data_dir: str) -> str:
+def uploads_probe_command(data_dir: str, check: bool = False) -> str:
     """sh: the data dir resolved (`dir PATH`), this login's uid (`uid N`), then each entry in it
     as `KIND MARK UID NAME`, every record NUL-terminated (a name may hold a line break). KIND: d
     (dir), l (symlink), f (other); MARK of a dir: c (holds a .gpuonboard-copy file: its first
     line follows as a record `mark LINE`), s (holds manifest.json), u (and manifest.unpacked.json:
     a shard store a tree was unpacked from), i (a `*.shards` dir an interrupted upload left: no
     manifest, an `.incoming-N`, nothing but a store's own names), else -; a record `age` follows
-    a `*.shards` dir holding age ciphertexts. `none` when the data dir is not a directory."""
-    return f"d={shell.quote(data_dir)}; {_LISTING}"
+    a `*.shards` dir holding age ciphertexts. `none` when the data dir is not a directory.
+    `check`: writes nothing on the host (a lease's age by the host's clock)."""
+    return f"d={shell.quote(data_dir)}; {_CHECK if check else ''}{_LISTING}"
 
 
-def recorded_probe_command() -> str:
+def recorded_probe_command(check: bool = False) -> str:
     """sh: the uploads `sync` recorded on the host (uploadlock.UPLOADS_RECORD): `none` when there
     is no record, else `record`, then `rec PATH` per recorded path, then per dir holding any of them
-    `section DIR` and uploads_probe_command's listing of DIR; every record NUL-terminated."""
+    `section DIR` and uploads_probe_command's listing of DIR; every record NUL-terminated.
+    `check`: writes nothing on the host (as uploads_probe_command's)."""
     paths = (
         "tr '\\0' '\\n' < \"$r\" | while IFS= read -r x; do"
         " case $x in /?*) printf '%s\\n' \"$x\" ;; esac; done"
     )
+    listing = (_CHECK if check else "") + _LISTING
     return (
         f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
         "printf 'record\\0'; "
         f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
         # (each path's dir by expansion, not a `dirname` per path: thousands of recorded uploads)
         f"{paths} | while IFS= read -r x; do x=${{x%/*}}; printf '%s\\n' \"${{x:-/}}\"; done | sort -u | "
-        f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {_LISTING} ); done; true"
+        f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {listing} ); done; true"
     )
 
 
@@ -113,6 +124,9 @@ class Uploads:
     # no upload listed what it wrote in (why: ''), or whose list an older gpuonboard wrote, without
     # mtimes (why: OLDER_RECORD): (name, why), left on the host and named
     kept: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
+    # leases whose age (name, s) was read by the host's clock (check mode: nothing written) under
+    # STALE_S + CLOCK_SLACK_S: the real teardown, by the file system's clock, may read otherwise
+    by_host_clock: tuple[tuple[str, int], ...] = dataclasses.field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,7 @@ class _Entry:
     mark_text: str = ""
     age: bool = False
     lease_age: int | None = None  # seconds since an upload lease was refreshed
+    lease_by_host: bool = False  # lease_age read by the host's clock (check mode), not the fs's
     manifest: str = ""  # a shard store's manifest.json: 'own' (gpuonboard's format), 'sealed' (age)
     written: str = ""  # sha256 of the listing of a tree uploads listed what they wrote in
     extras: tuple[str, ...] = ()  # entries in it no upload wrote (`F SIZE MTIME REL`, `l 0 REL`; up to 3)
@@ -153,8 +168,10 @@ def _upload_entries(records: Sequence[str]) -> list[_Entry]:
             entries[-1] = dataclasses.replace(entries[-1], older=True)
             continue
         # (ASCII digits only: str.isdecimal() passes `²` and a lstrip passes `--5`, which int() refuses)
-        if rec.startswith("lease ") and entries and re.fullmatch(r"-?[0-9]+", rec[6:]):
-            entries[-1] = dataclasses.replace(entries[-1], lease_age=int(rec[6:]))
+        lease = re.fullmatch(r"lease (-?[0-9]+)( host)?", rec)
+        if lease and entries:
+            age, by_host = int(lease[1]), bool(lease[2])
+            entries[-1] = dataclasses.replace(entries[-1], lease_age=age, lease_by_host=by_host)
             continue
         kind, mark, owner, name = (rec.split(" ", 3) + ["", "", ""])[:4]
         if name and kind in ("d", "l", "f"):
@@ -237,7 +254,14 @@ def classify_uploads(
     from gpuonboard.transfer.uploadlock import STALE_S
 
     live = tuple(sorted(e.name for e in entries if e.lease_age is not None and e.lease_age < STALE_S))
-    return Uploads(root, mine, rest, sealed, live, guards, kept)
+    near = tuple(
+        sorted(
+            (e.name, e.lease_age)
+            for e in entries
+            if e.lease_by_host and e.lease_age is not None and e.lease_age < STALE_S + CLOCK_SLACK_S
+        )
+    )
+    return Uploads(root, mine, rest, sealed, live, guards, kept, near)
 
 
 def _unlisted(e: _Entry) -> bool:
@@ -290,6 +314,22 @@ def kept_note(kept: Sequence[tuple[str, str]]) -> str:
             " then delete it yourself"
         )
     return note
+
+
+def host_clock_note(where: str, leases: Sequence[tuple[str, int]]) -> str:
+    """Pure: what check mode says of the upload leases in `where` whose age it read by the host's
+    clock (Uploads.by_host_clock) near the limit: the real teardown may read them otherwise."""
+    if not leases:
+        return ""
+    here = where.rstrip("/")
+    beside = [(name.startswith(".") and name.endswith(LEASE_SUFFIX), name, age) for name, age in leases]
+    said = [f"{here}/{name if b else name + '/' + LEASE_IN_COPY} ({age} s)" for b, name, age in beside]
+    one = len(said) == 1
+    return (
+        f" (check mode read the age of the upload lease{'' if one else 's'} {shown_names(said)} by the"
+        " host's clock, as it writes nothing on the host; teardown itself reads it by the clock of the"
+        " lease's file system, which on NFS may be minutes off the host's, and may find otherwise)"
+    )
 
 
 def plaintext_note(data_dir: str, ciphertexts: Sequence[str]) -> str:
