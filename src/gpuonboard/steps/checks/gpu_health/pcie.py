@@ -21,9 +21,8 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
     ]
 
 
-def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
-    """PCIe link at the card's max generation and width (both may drop while idle, but a width
-    below its maximum at the top generation is lanes lost: it fails, idle or not)."""
+def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
+    """The links below the card's maximum: (at load or lanes lost, idle, idle or not unknown)."""
     slow_busy: list[str] = []
     slow_idle: list[str] = []
     slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
@@ -53,6 +52,42 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
             slow_unknown.append(slow)
         else:
             slow_busy.append(slow)
+    return slow_busy, slow_idle, slow_unknown
+
+
+def _links_read(gpus: list[GpuInfo]) -> Check:
+    """pcie_link where no link is below its maximum: at max, or what the output did not give."""
+    read = [g for g in gpus if not g.faults]  # (a GPU nvidia-smi cannot read: gpu_health fails it)
+    note = "".join(f" ({gpu_label(g)} unreadable)" for g in gpus if g.faults)
+    unmatched = [g for g in read if not _both_known(g)]
+    if read and not unmatched:
+        return Check("pcie_link", "max gen and width", "at max" + note, "pass")
+    if any(g.pcie_gen_current or g.pcie_width_current for g in read):
+        # a link read without the card's maximum: nothing to compare it with
+        shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
+        return Check(
+            "pcie_link",
+            "max gen and width",
+            f"{shown} (the card's maximum not reported){note}",
+            "unverified",
+            "this nvidia-smi output gives the link's current generation or width but not the card's"
+            " maximum, so a narrowed or slowed link cannot be told; `nvidia-smi -q -d PCIE` shows both",
+        )
+    # the plain table carries no link generation / width: a narrowed link (a riser fault) could
+    # hide there, so unverified rather than a plain warning
+    return Check(
+        "pcie_link",
+        "max gen and width",
+        "not reported",
+        "unverified",
+        "this nvidia-smi output gives no PCIe link generation or width; `nvidia-smi -q -d PCIE` shows them",
+    )
+
+
+def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
+    """PCIe link at the card's max generation and width (both may drop while idle, but a width
+    below its maximum at the top generation is lanes lost: it fails, idle or not)."""
+    slow_busy, slow_idle, slow_unknown = _slow_links(gpus)
     if slow_busy:
         return Check(
             "pcie_link",
@@ -91,31 +126,7 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
         return Check(
             "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
         )
-    read = [g for g in gpus if not g.faults]  # (a GPU nvidia-smi cannot read: gpu_health fails it)
-    note = "".join(f" ({gpu_label(g)} unreadable)" for g in gpus if g.faults)
-    unmatched = [g for g in read if not _both_known(g)]
-    if read and not unmatched:
-        return Check("pcie_link", "max gen and width", "at max" + note, "pass")
-    if any(g.pcie_gen_current or g.pcie_width_current for g in read):
-        # a link read without the card's maximum: nothing to compare it with
-        shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
-        return Check(
-            "pcie_link",
-            "max gen and width",
-            f"{shown} (the card's maximum not reported){note}",
-            "unverified",
-            "this nvidia-smi output gives the link's current generation or width but not the card's"
-            " maximum, so a narrowed or slowed link cannot be told; `nvidia-smi -q -d PCIE` shows both",
-        )
-    # the plain table carries no link generation / width: a narrowed link (a riser fault) could
-    # hide there, so unverified rather than a plain warning
-    return Check(
-        "pcie_link",
-        "max gen and width",
-        "not reported",
-        "unverified",
-        "this nvidia-smi output gives no PCIe link generation or width; `nvidia-smi -q -d PCIE` shows them",
-    )
+    return _links_read(gpus)
 
 
 def _both_known(g: GpuInfo) -> bool:
