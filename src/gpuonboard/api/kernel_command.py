@@ -30,11 +30,19 @@ log is read in the journal's order (api/offline.py). util-linux dmesg has no suc
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["earlier_boot", "kernel_log_narrowed", "logged_order", "newest_first", "pipeline"]
+from gpuonboard.api.command_line import Run, pipeline, run
+
+__all__ = [
+    "KERNEL_LOG_TOOLS",
+    "earlier_boot",
+    "kernel_log_narrowed",
+    "logged_order",
+    "newest_first",
+    "pipeline",
+]
 
 # a boot descriptor (journalctl's parse_boot_descriptor / parse_id_descriptor): `all`, an offset
 # (`-1`, `0`, `3`), a boot id (32 hex digits, or a UUID's 36 characters), a boot id and an offset
@@ -170,51 +178,16 @@ _ROTATED = re.compile(r"(?:\.\d+|-\d{8})(?:\.(?:gz|xz|bz2|zst))?$")
 # a snapshot written once at boot: Ubuntu's dmesg.service (`/var/log/dmesg`), Plymouth's and
 # RHEL's /var/log/boot.log, and their rotated copies (`dmesg.0`, `boot.log-20250105`)
 _SNAPSHOT = re.compile(r"(?:^|/)(?:dmesg|boot\.log)(?:\.\d+|-\d{8})?(?:\.(?:gz|xz|bz2|zst))?$")
-# ssh's options that take a value (OpenSSH's getopt string): the word after the rest is the host
-_SSH = _Grammar("B:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:", frozenset())
+KERNEL_LOG_TOOLS = _TOOLS  # (the commands whose output a saved kernel log may be)
 
 Option = tuple[str, str | None]
 
 
-def pipeline(command: str) -> list[str]:
-    """The commands of a pipeline, split at each `|` outside quotes (`journalctl -g 'Xid|NVRM' -b
-    -1 | less` is two); the text of each kept as written."""
-    stages, start, quote, at = [], 0, "", 0
-    while at < len(command):
-        char = command[at]
-        if char == "\\" and quote != "'":
-            at += 1
-        elif quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "|":
-            stages.append(command[start:at])
-            start = at + 2 if command[at + 1 : at + 2] in ("|", "&") else at + 1
-            at = start - 1
-        at += 1
-    return [*stages, command[start:]]
-
-
-def _words(head: str) -> list[str]:
-    """The words of a command (as the shell splits them; by blanks where its quotes do not close)."""
-    try:
-        return shlex.split(head)
-    except ValueError:
-        return head.split()
-
-
 def _tool(words: list[str]) -> tuple[str, list[str]] | None:
-    """(the command's tool, the words after it), past `sudo`, a path, or `ssh [options] HOST` in
-    front (the words after the host are the remote command, split again as its shell does)."""
+    """(the command's tool, the words after it): the first of the words (wrappers already
+    unwrapped by api/command_line.py) that names one, past a path or a wrapper not known."""
     for at, word in enumerate(words):
-        name = word.rsplit("/", 1)[-1]
-        if name == "ssh":
-            rest = [
-                value or "" for option, value in _options(words[at + 1 :], _SSH, stop=True) if option == ""
-            ]
-            return _tool(_words(" ".join(rest[1:])))  # (rest[0]: the host)
-        if name in _TOOLS:
+        if (name := word.rsplit("/", 1)[-1]) in _TOOLS:
             return name, words[at + 1 :]
     return None
 
@@ -267,8 +240,9 @@ def _value(
 
 
 def _journal(command: str) -> list[Option] | None:
-    """journalctl's options in the first command of the pipeline `command`; None for another tool."""
-    found = _tool(_words(pipeline(command)[0]))
+    """journalctl's options in the command the copied `command` runs (api/command_line.py: `ssh
+    box 'journalctl -k -b -1 | grep x'`, `sudo bash -c '...'`); None for another tool."""
+    found = _tool(run(command, _TOOLS).head)
     return _options(found[1], _JOURNALCTL) if found and found[0] == "journalctl" else None
 
 
@@ -301,12 +275,12 @@ def logged_order(text: str, command: str, kind: str = "kernel_log") -> str:
     return "\n".join(reversed(text.splitlines())) + "\n"
 
 
-def _journal_narrowed(head: str, options: list[Option]) -> str:
+def _journal_narrowed(ran: Run, options: list[Option]) -> str:
     """kernel_log_narrowed for journalctl's `options`."""
-    said, names = f"`{head.strip()}`", {name for name, _ in options}
+    said, names = f"`{ran.said}`", {name for name, _ in options}
     if elsewhere := sorted(names & _JOURNAL_ELSEWHERE):
         return f"{said} reads another journal ({elsewhere[0]}), not the box's log of the boot it runs now"
-    if earlier_boot(head):
+    if earlier_boot(ran.said):
         return f"{said} is the log of an earlier boot, not of the boot the box runs now"
     boot = _boot(options)
     m = _BOOT.fullmatch(boot) if boot and boot != "all" else None
@@ -333,9 +307,8 @@ def _levels(value: str) -> set[str]:
     return kept
 
 
-def _dmesg_narrowed(head: str, options: list[Option]) -> str:
-    """kernel_log_narrowed for dmesg's `options`."""
-    said = f"`{head.strip()}`"
+def _dmesg_narrowed(said: str, options: list[Option]) -> str:
+    """kernel_log_narrowed for dmesg's `options` (`said`: the command, quoted)."""
     if any(name in ("-F", "-K") for name, _ in options):
         return f"{said} reads a saved file, not the kernel's log of the boot the box runs now"
     for name, value in options:
@@ -346,9 +319,9 @@ def _dmesg_narrowed(head: str, options: list[Option]) -> str:
     return ""
 
 
-def _files_narrowed(head: str, files: list[str]) -> str:
+def _files_narrowed(said: str, files: list[str]) -> str:
     """kernel_log_narrowed for a log file read whole (`cat`): none of them the current log."""
-    said, names = f"`{head.strip()}`", [path.rsplit("/", 1)[-1] for path in files]
+    names = [path.rsplit("/", 1)[-1] for path in files]
     if not names or not all(_SNAPSHOT.search(name) or _ROTATED.search(name) for name in names):
         return ""
     if any(_SNAPSHOT.search(name) for name in names):
@@ -356,18 +329,20 @@ def _files_narrowed(head: str, files: list[str]) -> str:
     return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
 
 
-def kernel_log_narrowed(head: str) -> str:
-    """Why the kernel log the command `head` (a pipeline's first command) printed is not the
-    whole log of the boot the box runs now, as one clause naming the command; "" when it is (or
-    the command is not understood)."""
-    found = _tool(_words(head))
+def kernel_log_narrowed(command: str) -> str:
+    """Why the kernel log the copied `command` printed is not the whole log of the boot the box
+    runs now, as one clause naming the command; "" when it is (or the command is not understood).
+    (A filter after the tool, `| grep NVRM`, is api/narrowed.py's.)"""
+    ran = run(command, _TOOLS)
+    found = _tool(ran.head)
     if found is None:
         return ""
     tool, args = found
+    said = f"`{ran.said}`"
     if tool in _FILTERS:
-        return f"`{head.strip()}` keeps only the lines {tool} let through"
+        return f"{said} keeps only the lines {tool} let through"
     if tool == "journalctl":
-        return _journal_narrowed(head, _options(args, _JOURNALCTL))
+        return _journal_narrowed(ran, _options(args, _JOURNALCTL))
     if tool == "dmesg":
-        return _dmesg_narrowed(head, _options(args, _DMESG))
-    return _files_narrowed(head, [v or "" for name, v in _options(args, _FILE_TOOL) if name == ""])
+        return _dmesg_narrowed(said, _options(args, _DMESG))
+    return _files_narrowed(said, [v or "" for name, v in _options(args, _FILE_TOOL) if name == ""])

@@ -10,9 +10,9 @@ that is not whole); what it shows is judged as usual. `nvidia-smi topo -mp` prin
 from __future__ import annotations
 
 import re
-import shlex
 
-from gpuonboard.api.kernel_command import kernel_log_narrowed, pipeline
+from gpuonboard.api.command_line import run
+from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_narrowed
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool that keep part of its lines
@@ -24,48 +24,42 @@ _DF_VALUED = frozenset({"-B", "--block-size", "-t", "--type", "-x", "--exclude-t
 
 def narrowed(kind: str, command: str) -> str:
     """Why `command` (the copied prompt's, "" if none) shows only part of what the box has, as
-    one clause naming the command; "" when it shows all of it (or is not understood)."""
+    one clause naming the command; "" when it shows all of it (or is not understood). The words
+    read are those of the command it runs (api/command_line.py: `ssh box 'df -h | grep -v
+    tmpfs'` is df kept by grep; `df -h 2>/dev/null` is df alone)."""
     if not command:
         return ""
-    head, *piped = pipeline(command)  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
+    ran = run(command, _tools(kind))
     if matrix_pci(kind, command):
         # (first: a filter after it keeps lines, this hides what every line could say)
-        return f"`{head.strip()}` {PCIE_PATHS_ONLY}"
-    found = _args_of(_words(head), _tools(kind))
-    for stage in piped:
-        stage_words = stage.split()
-        if stage_words and stage_words[0].rsplit("/", 1)[-1] in _FILTERS:
-            return f"`{command.strip()}` keeps only the lines {stage_words[0]} let through"
+        return f"`{ran.said}` {PCIE_PATHS_ONLY}"
+    for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
+        if stage and (name := stage[0].rsplit("/", 1)[-1]) in _FILTERS:
+            return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
-        return kernel_log_narrowed(head)
+        return kernel_log_narrowed(command)
+    found = _args_of(ran.head, _tools(kind))
     if found is None:
         return ""
     tool, args = found
+    said = f"`{ran.said}`"
     if tool == "df" and _df_narrows(args):
-        return f"`{head.strip()}` lists only some of the box's filesystems"
+        return f"{said} lists only some of the box's filesystems"
     if tool == "nvidia-smi" and _asks_for_gpus(args):
-        return f"`{head.strip()}` shows only the GPUs it asked for"
+        return f"{said} shows only the GPUs it asked for"
     if kind == "rdma_ports" and _asks_for_ports(tool, args):
-        return f"`{head.strip()}` lists only the devices or ports it asked for"
+        return f"{said} lists only the devices or ports it asked for"
     return ""
 
 
 def matrix_pci(kind: str, command: str) -> bool:
-    """Whether `command` (a saved `nvidia_topo` output's copied command) is `nvidia-smi topo -mp`
-    (`--matrix_pci`): the matrix of PCIe paths only, which shows no NVLink."""
+    """Whether `command` (a saved `nvidia_topo` output's copied command) runs `nvidia-smi topo
+    -mp` (`--matrix_pci`; `ssh box 'nvidia-smi topo -mp'`): the matrix of PCIe paths only, which
+    shows no NVLink."""
     if kind != "nvidia_topo" or not command:
         return False
-    found = _args_of(_words(pipeline(command)[0]), _tools(kind))
+    found = _args_of(run(command, _tools(kind)).head, _tools(kind))
     return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))
-
-
-def _words(head: str) -> list[str]:
-    """The words of a command line (split as the shell would; by blanks where its quotes do not
-    close)."""
-    try:
-        return shlex.split(head)
-    except ValueError:
-        return head.split()
 
 
 def _tools(kind: str) -> tuple[str, ...]:
@@ -73,6 +67,8 @@ def _tools(kind: str) -> tuple[str, ...]:
     is nvidia-smi's)."""
     if kind == "rdma_ports":
         return ("ibstat", "ibstatus", "ibv_devinfo")
+    if kind == "kernel_log":
+        return tuple(sorted(KERNEL_LOG_TOOLS))
     return ("nvidia-smi",) if kind.startswith(("nvidia_smi", "nvidia_topo")) else (kind,)
 
 

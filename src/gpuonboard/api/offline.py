@@ -206,7 +206,11 @@ def detect_kind(text: str) -> str | None:
 
 
 _COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, cat, ssh, sudo)
-_PROMPT_LINE = re.compile(rf"[^\n]*?[$#%>]\s*(?:[^\n]*?[\s/])?{_COMMANDS}(?:\s[^\n]*)?")
+# (the prompt's sign: a shell's `$ # % >`, starship's and powerlevel10k's `❯`, oh-my-zsh's `➜`,
+# `λ`, `»`; the tool after a blank, a path or a quote: `ssh gpu01 'journalctl -k -b -1'`)
+_PROMPT_LINE = re.compile(
+    rf"[^\n]*?[$#%>❯➜λ»]\s*(?P<command>(?:[^\n]*?[\s/'\"])?{_COMMANDS}(?:[\s'\"][^\n]*)?)"
+)
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
@@ -272,7 +276,13 @@ def copied_command(text: str) -> str:
     of `root@box:~# docker exec gpu nvidia-smi`), "" when there is none."""
     lines = text.split("\n")
     first = _prompt_line(lines)
-    return "" if first is None else transcript.command_of(lines[first])
+    if first is None:
+        return ""
+    line = lines[first].strip()
+    said = transcript.command_of(line)
+    if said == line and (m := _PROMPT_LINE.fullmatch(line)) and not _COMMAND_LINE.fullmatch(line):
+        return m.group("command").strip()  # (a prompt the session reader does not know: after its sign)
+    return said
 
 
 def prompt_command(text: str) -> str:
@@ -532,9 +542,10 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    text = logged_order(text, command, kind)  # (`journalctl -r` prints the newest line first)
-    partial, earlier = narrowed(kind, command), earlier_boot(command, kind)  # (`journalctl -k -b -1`)
-    return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, command), earlier_boot=earlier)
+    ran = copied or command  # (read whole, its wrappers unwrapped: `ssh box 'dmesg | grep x'`)
+    text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
+    partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
+    return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, ran), earlier_boot=earlier)
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

@@ -13,7 +13,7 @@ import pwd
 import re
 import shlex
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,13 +141,32 @@ _SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")  # (ssh(1) options that take a v
 NO_CONFIG = ("none", "/dev/null")  # (`ssh -F none`: no config file is read; /dev/null is empty)
 
 
+# an Ansible template, which Ansible renders before ssh reads the words (`{{ playbook_dir }}`)
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
 def config_file_arg(args: str) -> str | None:
     """The file `-F FILE` names in ssh's arguments ('-F ./ssh_config -o X=y' -> './ssh_config';
-    of several, the last, as ssh takes it), or None."""
+    of several, the last, as ssh takes it), or None. A template in them is one word with what
+    is around it (`-F {{ playbook_dir }}/ssh_config`), as Ansible renders it to one."""
+    templates = _TEMPLATE.findall(args)
+    numbers = iter(range(len(templates)))
+    marked = _TEMPLATE.sub(lambda _: f"\0{next(numbers)}\0", args)
     try:
-        words = iter(shlex.split(args))
+        words = iter(shlex.split(marked))  # (a blank inside `{{ ... }}` splits no word)
     except ValueError:
         return None
+    found = _file_arg(words)
+    return None if found is None else re.sub(r"\0(\d+)\0", lambda m: templates[int(m.group(1))], found)
+
+
+def unrendered(file: str) -> bool:
+    """Whether an `-F` file is an Ansible template not rendered (`{{ playbook_dir }}/ssh_config`)."""
+    return _TEMPLATE.search(file) is not None
+
+
+def _file_arg(words: Iterator[str]) -> str | None:
+    """config_file_arg of ssh's argument words."""
     found = None
     for word in words:
         if word == "--":
@@ -196,6 +215,13 @@ def host_ssh_config(
     origin = origin.removesuffix(f" of host {name!r}")
     if file in NO_CONFIG:
         return None
+    if unrendered(file):
+        raise InventoryError(
+            f"{path}: host {name!r} has `-F {file}` in its {origin}, an Ansible template that"
+            " Ansible renders only when a play connects (`ansible-inventory` keeps it as written),"
+            " so the SSH config its ssh reads is not known: write that config's path there instead"
+            " (`-F ./ssh_config` is read from the directory gpuonboard runs in)."
+        )
     at = Path(os.path.expanduser(file)).absolute()
     if str(at) not in opened:
         if not at.is_file():

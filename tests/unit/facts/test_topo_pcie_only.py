@@ -92,7 +92,10 @@ def test_an_nvlink_order_is_unverified_not_failed(tmp_path: Path, name: str, com
 def test_the_copied_command_names_it_without_a_legend(tmp_path: Path) -> None:
     text = COMMAND[NO_LEGEND] + read(NO_LEGEND)
     verdict, actual = verdicts(tmp_path, "topo.txt", text, NVLINK_ORDER)["interconnect"]
-    assert verdict == "unverified" and "`nvidia-smi topo -mp` shows the PCIe paths only" in actual
+    # (the command named as copied, its launcher too: api/command_line.py)
+    assert (
+        verdict == "unverified" and "`srun -N1 -n1 nvidia-smi topo -mp` shows the PCIe paths only" in actual
+    )
     # without its command line and legend the matrix is no different from a PCIe box's topo -m
     assert verdicts(tmp_path, "topo.txt", read(NO_LEGEND), NVLINK_ORDER)["interconnect"][0] == "fail"
 

@@ -24,7 +24,12 @@ BAD = "Host 10.0.*\n  User ubuntu\n  BogusKeyword yes\n"  # (a line OpenSSH refu
 
 
 def _load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ini: str, user_config: str, local: str = ""
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ini: str,
+    user_config: str,
+    local: str = "",
+    name: str = "hosts.ini",
 ) -> inventory.Inventory:
     """The inventory as loaded where ~/.ssh/config is `user_config` and ./ssh_config `local`."""
     tmp_path.mkdir(exist_ok=True)
@@ -36,8 +41,8 @@ def _load(
     if local:
         (work / "ssh_config").write_text(local)
     monkeypatch.chdir(work)
-    (work / "hosts.ini").write_text(ini)
-    return inventory.load(work / "hosts.ini")
+    (work / name).write_text(ini)
+    return inventory.load(work / name)
 
 
 def _ssh_g(config: str, address: str) -> dict[str, tuple[str, ...]]:
@@ -128,7 +133,32 @@ def test_a_broken_user_config_names_the_host_and_its_ansible_host(
         ("-o ProxyCommand='ssh -F x -W %h:%p bastion'", None),  # (the proxy's own ssh)
         ("-i -Fkey -J bastion", None),  # (-i's value)
         ("-o StrictHostKeyChecking=no", None),
+        ("-F {{ playbook_dir }}/ssh_config_control", "{{ playbook_dir }}/ssh_config_control"),  # (one word)
+        ("-o A={{ a }} -F '{{ x }}/c d' -q", "{{ x }}/c d"),
     ],
 )
 def test_config_file_arg(args: str, file: str | None) -> None:
     assert config_file_arg(args) == file
+
+
+@pytest.mark.parametrize(
+    "inventory",
+    [
+        "[gpus]\ngpu1 ansible_host=10.0.1.15\n[gpus:vars]\n"
+        'ansible_ssh_common_args="-F {{ playbook_dir }}/ssh_config"\n',
+        # (a real YAML inventory, search index file 71551600946: its ssh hosts' group vars)
+        "all:\n  children:\n    ssh_hosts:\n      vars:\n        ansible_user: admin\n"
+        '        ansible_ssh_common_args: "-F {{ playbook_dir }}/ssh_config_control"\n'
+        "      hosts:\n        gpu1:\n",
+    ],
+)
+def test_an_F_file_given_by_a_template_is_said_not_guessed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inventory: str
+) -> None:
+    """`-F {{ playbook_dir }}/ssh_config` (Ansible renders it when a play connects; ansible-inventory
+    --list keeps it as written): was refused as `-F {{` ... `{{ is no file`."""
+    with pytest.raises(InventoryError) as err:
+        _load(tmp_path, monkeypatch, inventory, VPC, name="hosts.yml" if "all:" in inventory else "hosts.ini")
+    message = err.value.message
+    assert "host 'gpu1' has `-F {{ playbook_dir }}/ssh_config" in message, message
+    assert "an Ansible template" in message and "is no file" not in message

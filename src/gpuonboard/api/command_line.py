@@ -1,0 +1,237 @@
+"""The command a copied command line really runs, read the one way for every saved output
+(api/narrowed.py, api/kernel_command.py): which part of the box its output shows is said by the
+words of that command, not by the words of what wraps it.
+
+- A list is cut at each `;`, `&&`, `||`, `&` and line end outside quotes, and a pipeline at each
+  `|` / `|&` (`journalctl -g 'Xid|NVRM'` is one command; `2>&1`, `&>` are redirections). Of a
+  list, the command judged is the first one that runs one of the output's tools (`cd /var/log &&
+  cat kern.log.1`: the cat; `journalctl -k ; echo done`: the journalctl), else the first one.
+- Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command.
+- A wrapper is unwrapped to the command it runs: `VAR=x`, `sudo [options]`, `doas`, `env [options]
+  VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`, `docker|podman exec [options]
+  CONTAINER`, `kubectl exec [options] POD --`; and to the command line it hands a shell, which is
+  read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
+  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'`, `watch [options] command`.
+  So `ssh box 'dmesg | grep -i nvrm'` is dmesg's output kept by grep, and `sudo bash -c
+  'journalctl -k -b -1'` is journalctl's `-b -1`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+__all__ = ["Run", "commands", "pipeline", "run"]
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
+# a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
+_REDIRECT = re.compile(r"(?:\d+|\{\w+\})?(?:&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
+
+
+def _cut(command: str, pipes: bool) -> list[str]:
+    """`command` cut at each separator outside quotes: at `|` / `|&` (`pipes`), else at the
+    list's `;`, `&&`, `||`, `&` and line ends; the text of each part kept as written."""
+    parts, start, quote, at = [], 0, "", 0
+    while at < len(command):
+        char, two = command[at], command[at : at + 2]
+        if char == "\\" and quote != "'":
+            at += 2
+            continue
+        if quote or char in "'\"":
+            quote = "" if char == quote else quote or char
+        elif char in "|;&\n" and not _redirection(command, at):
+            sep = two if two in ("||", "&&", "|&") else char
+            if (sep in ("|", "|&")) == pipes:
+                parts.append(command[start:at])
+                start = at + len(sep)
+            at += len(sep)
+            continue
+        at += 1
+    return [*parts, command[start:]]
+
+
+def _redirection(command: str, at: int) -> bool:
+    """Whether the `&` or `|` at `at` is part of a redirection (`2>&1`, `&>`, `>&`, `>|`)."""
+    before = command[at - 1] if at else ""
+    return (command[at] == "&" and (before in "<>" and before != "" or command[at + 1 : at + 2] == ">")) or (
+        command[at] == "|" and before == ">"
+    )
+
+
+def commands(command: str) -> list[str]:
+    """The commands of a list (each a pipeline), cut at `;`, `&&`, `||`, `&` and line ends outside
+    quotes; those that are blank left out."""
+    return [part for part in _cut(command, pipes=False) if part.strip()] or [command]
+
+
+def pipeline(command: str) -> list[str]:
+    """The commands of the first pipeline of `command`, split at each `|` / `|&` outside quotes
+    (`journalctl -g 'Xid|NVRM' -b -1 | less` is two); the text of each kept as written."""
+    return _cut(commands(command)[0], pipes=True)
+
+
+def _words(text: str) -> list[str]:
+    """The words of a command as the shell splits them (by blanks where its quotes do not close),
+    without its redirections (`2>/dev/null`, `> k.txt`, `2>&1`)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif m := _REDIRECT.fullmatch(word):
+            skip = m.group("target") == ""
+        else:
+            out.append(word)
+    return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """The command a copied line runs: `said`, its text as written (of a list, the command
+    judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped."""
+
+    said: str
+    stages: list[list[str]]
+
+    @property
+    def head(self) -> list[str]:
+        return self.stages[0]
+
+
+def run(command: str, tools: Collection[str] = ()) -> Run:
+    """What the copied `command` runs (module doc); of a list, the first command whose pipeline
+    runs one of `tools` (by name), else the first."""
+    runs = [Run(text.strip(), _stages(text, tools)) for text in commands(command)]
+    return next((r for r in runs if _runs_tool(r.head, tools)), runs[0])
+
+
+def _runs_tool(words: list[str], tools: Collection[str]) -> bool:
+    return any(word.rsplit("/", 1)[-1] in tools for word in words)
+
+
+def _stages(text: str, tools: Collection[str]) -> list[list[str]]:
+    """The pipeline `text` (one command of a list) runs: its first command unwrapped (each
+    wrapper consumes its own word, so this ends)."""
+    head, *rest = (_words(stage) for stage in _cut(text, pipes=True))
+    words = head
+    while words:
+        while words and _ASSIGNMENT.fullmatch(words[0]):
+            words = words[1:]
+        name = words[0].rsplit("/", 1)[-1] if words else ""
+        unwrap = _WRAPPERS.get(name) if name not in tools else None
+        inner = unwrap(words[1:]) if unwrap is not None else None
+        if inner is None:
+            break
+        if isinstance(inner, str):  # (a command line another shell reads: from its start)
+            return [*run(inner, tools).stages, *rest]
+        words = inner
+    return [words, *rest]
+
+
+def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
+    """The words after a command's options (its getopt string `short`, `x:` taking a value; the
+    long options in `long` taking one): what the command runs."""
+
+    def operands(words: list[str]) -> list[str]:
+        at = 0
+        while at < len(words) and words[at].startswith("-") and words[at] != "-":
+            word, at = words[at], at + 1
+            if word == "--":
+                break
+            if word.startswith("--"):
+                at += word[2:] in long and "=" not in word
+                continue
+            for i, flag in enumerate(word[1:], 1):
+                if f"{flag}:" in short and flag != ":":
+                    at += i == len(word) - 1  # (its value: the rest of the word, or the next one)
+                    break
+        return words[at:]
+
+    return operands
+
+
+def _command_of(
+    short: str, long: Collection[str] = (), skip: int = 0
+) -> Callable[[list[str]], list[str] | None]:
+    """A wrapper that runs the words after its options (and `skip` operands: a duration, a host)."""
+    after = _getopt(short, long)
+
+    def unwrap(words: list[str]) -> list[str] | None:
+        rest = after(words)[skip:]
+        return rest or None
+
+    return unwrap
+
+
+def _ssh(words: list[str]) -> str | None:
+    """The remote command of `ssh [options] HOST command...` (its words joined by blanks, as ssh
+    sends them), None for a login."""
+    rest = _getopt("B:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:")(words)[1:]
+    return " ".join(rest) or None
+
+
+def _shell(words: list[str]) -> str | None:
+    """The command string of `bash [options] -c 'command'` (`-lc`, `-o pipefail -c`), None for a
+    script or an interactive shell."""
+    at, given = 0, False
+    while at < len(words) and words[at][:1] in "-+" and words[at] not in ("-", "--", "+"):
+        word, at = words[at], at + 1
+        if word.startswith("--"):
+            continue
+        given = given or "c" in word[1:]
+        at += word[1:] in ("o", "O")  # (`-o pipefail`: a value)
+    return words[at] if given and at < len(words) else None
+
+
+def _watch(words: list[str]) -> str | None:
+    """The command watch runs (`watch -n 5 'dmesg | tail'`: its words joined, read by `sh -c`)."""
+    rest = _getopt("d::hn:pq:i:", {"interval", "differences", "equexit", "queue"})(words)
+    return " ".join(rest) or None
+
+
+def _exec_in(short: str, long: Collection[str], pod: bool = False) -> Callable[[list[str]], list[str] | None]:
+    """`docker exec [options] CONTAINER command...` (`docker container exec`), `kubectl [-n NS]
+    exec [options] POD -- command...`: the command it runs in the container."""
+    after = _getopt(short, long)
+
+    def unwrap(words: list[str]) -> list[str] | None:
+        at = words.index("exec") if "exec" in words else -1
+        if at < 0 or any(
+            not (w == "container" or w.startswith("-") or (i and words[i - 1] in _GLOBAL_VALUED))
+            for i, w in enumerate(words[:at])
+        ):
+            return None  # (`docker run IMAGE ...`, `kubectl logs`: no command of the box's)
+        rest = words[at + 1 :]
+        if pod and "--" in rest:
+            return rest[rest.index("--") + 1 :] or None
+        return after(rest)[1:] or None
+
+    return unwrap
+
+
+# the options before `exec` that take a value (`kubectl -n NS exec`, `docker -H HOST exec`)
+_GLOBAL_VALUED = frozenset(
+    {"-n", "--namespace", "--context", "-H", "--host", "-c", "--config", "--kubeconfig"}
+)
+_WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
+    "sudo": _command_of("a:C:c:D:g:p:R:r:T:t:U:u:", {"user", "group", "chdir", "prompt", "chroot", "role"}),
+    "doas": _command_of("a:C:u:"),
+    "env": _command_of("u:C:S:P:", {"unset", "chdir"}),
+    "time": _command_of("o:f:", {"output", "format"}),
+    "nice": _command_of("n:", {"adjustment"}),
+    "nohup": _command_of(""),
+    "stdbuf": _command_of("i:o:e:", {"input", "output", "error"}),
+    "timeout": _command_of("k:s:", {"kill-after", "signal"}, skip=1),
+    "ssh": _ssh,
+    "watch": _watch,
+    "docker": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
+    "podman": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
+    "kubectl": _exec_in("c:n:f:", {"container", "namespace", "filename"}, pod=True),
+    **dict.fromkeys(_SHELLS, _shell),
+}
