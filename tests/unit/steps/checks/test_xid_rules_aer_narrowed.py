@@ -84,7 +84,7 @@ def test_a_grep_of_the_log_proves_no_absence(tmp_path: Path) -> None:
     said = details(tmp_path, "dmesg.txt", tail)["gpu_xid"]
     assert said.startswith(
         "the kernel log given is not the whole log of the boot the box runs now"
-        " (`dmesg | tail -20` keeps only"
+        " (`sudo dmesg | tail -20` keeps only"
     )
 
 
