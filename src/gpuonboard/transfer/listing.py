@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from gpuonboard import sh, shell
 from gpuonboard.transfer.rsync import PARTIAL_DIR
+from gpuonboard.transfer.scanstore import listed_seconds
 from gpuonboard.transfer.source import Entry
 from gpuonboard.transfer.uploadlock import COPY_MARK, LEASE_IN_COPY
 from gpuonboard.transfer.verify import SHA256_FN
@@ -127,7 +128,10 @@ def parse_listing(text: str) -> RemoteState:
             if kind == "E":
                 empty.add(rel)
         else:
-            files[rel] = (kind, int(size), int(float(mtime)))
+            try:  # (as the local side takes it: scanstore.whole_seconds)
+                files[rel] = (kind, int(size), listed_seconds(mtime))
+            except ValueError:
+                continue
     return RemoteState(
         rsync,
         free,

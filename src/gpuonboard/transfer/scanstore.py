@@ -48,6 +48,36 @@ def whole_seconds(mtime_ns: int) -> int:
     return int(mtime_ns // _NS + mtime_ns % _NS * 1e-9)
 
 
+def host_seconds(e: Entry) -> int:
+    """The whole-second mtime a file with e's mtime has on the host, as its listing there reads
+    it (tv_sec: find's %T@ up to the dot): floor(mtime_ns / 1e9), which near the next second
+    (within ~120 ns, where the float sum rounds up) or before 1970 (int() truncates toward zero)
+    is not e.mtime. An entry made without nanoseconds (a ciphertext's) gives its e.mtime."""
+    return e.mtime_ns // _NS if e.mtime == whole_seconds(e.mtime_ns) else e.mtime
+
+
+def listed_seconds(t: str) -> int:
+    """Pure: a whole-second mtime from find's %T@ (`S.F`: S is tv_sec, F the nanoseconds, so
+    0.5 s before 1970 reads `-1.5000000000`) as whole_seconds() takes a local one: the same
+    rule on both sides of the quick check. ValueError: not such a number."""
+    sec, _, frac = t.partition(".")
+    if not frac:
+        return int(float(sec))
+    if not (frac.isdigit() and frac.isascii()):
+        raise ValueError(t)
+    return whole_seconds(int(sec) * _NS + int(frac[:9].ljust(9, "0")))
+
+
+def touch_time(e: Entry) -> str:
+    """`touch -d @` of e's mtime to the nanosecond (`-1.500000000` for 1.5 s before 1970), so a
+    file written on the host gets the dataset file's own mtime as rsync -a gives it: its
+    listing there reads host_seconds(e), and the quick check's e.mtime."""
+    if e.mtime != whole_seconds(e.mtime_ns):
+        return str(e.mtime)
+    whole, part = divmod(abs(e.mtime_ns), _NS)
+    return f"{'-' if e.mtime_ns < 0 else ''}{whole}.{part:09d}"
+
+
 def encode(rel: str) -> bytes:
     """A path as stored (and as tar, the host and the manifests see it)."""
     return rel.encode("utf-8", "surrogateescape")

@@ -119,8 +119,11 @@ def holes_found(name: str, dir_fd: int | None = None) -> bool:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return False
-    try:  # (against its length now: a file cut short since the stat ends in no hole)
-        return os.lseek(fd, 0, whence) < os.fstat(fd).st_size
+    try:  # (against its length before and after: a file cut short since the scan's stat ends
+        # in no hole, and the end of a file that grew meanwhile, a hole at the old end, is none)
+        before = os.fstat(fd).st_size
+        hole = os.lseek(fd, 0, whence)
+        return hole < min(before, os.fstat(fd).st_size)
     except OSError:
         return False
     finally:

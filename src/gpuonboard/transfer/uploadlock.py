@@ -146,43 +146,67 @@ RECORD_FN = (
 # what the uploads wrote in each recorded plaintext tree (a copy, an unpacked or decrypted tree):
 # `written.<machine>/<sha256 of the tree's recorded path>`, NUL-terminated `F SIZE MTIME REL` /
 # `l 0 REL` (the dataset's files, with the whole-second mtime each has on the host once written,
-# and symlinks), the union over every upload of that tree. Teardown removes a tree whole only
-# while everything in it is listed there (CURRENT_LISTING_FN): a job's output written into the
-# copy, a file of the user's own, or a dataset file a job rewrote in place (a new mtime, even at
-# the same size) keeps it on the host, named. A record of a gpuonboard from before mtimes were
-# kept holds `f SIZE REL` entries, which no current listing matches: such a tree stays (OLD_FILE).
+# and symlinks). Teardown removes a tree whole only while everything in it is listed there
+# (CURRENT_LISTING_FN): a job's output written into the copy, a file of the user's own, or a
+# dataset file a job rewrote in place (a new mtime, even at the same size) keeps it on the host,
+# named. A record of a gpuonboard from before mtimes were kept holds `f SIZE REL` entries, which
+# no current listing matches: such a tree stays (OLD_FILE).
 WRITTEN_DIR = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/written." + MACHINE_SH
 OLD_FILE = "f"  # the kind of a file entry in an older record (size only, no mtime)
 # sh: `written PATH` prints the file holding what uploads wrote in the tree PATH
 WRITTEN_FN = 'written() { printf \'%s/%s\' "$w" "$(printf \'%s\' "$1" | sha256sum | cut -c1-64)"; }'
-# sh, $1 the tree's recorded path, stdin the entries this upload writes there: added to its list
-# (sorted and unique, replaced whole: a cut write leaves the old list)
-WRITE_LISTING_SCRIPT = (
-    f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
-    ' { cat -- "$f" 2>/dev/null; cat; } | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
-)
 # the name of a file `fsnow` (LEASE_FNS) makes beside a lease or mark and removes at once, left
 # by a shell killed between the two: `.gpuonboard-upload.now.XXXXXX` (teardown's listing),
 # `.gpuonboard-upload.<token>.now.XXXXXX` (take), `.gpuonboard-copy.<pid>.now.XXXXXX` (claim)
 FSNOW_LEFT = ".gpuonboard-*.now.??????"
+# sed -z: `F SIZE MTIME REL` with find's %T@ (`1700000000.9999999500`) cut to whole seconds: the
+# second before the dot is tv_sec, the floor (find prints -0.5 s as `-1.5000000000`), as the
+# upload's listing takes it (scanstore.host_seconds)
+MTIME_CUT = "sed -z 's/^\\(F [0-9]* -\\{0,1\\}[0-9]*\\)\\.[0-9]* /\\1 /'"
 # sh: `current DIR` prints DIR's files and symlinks as WRITE_LISTING_SCRIPT lists them, sorted
 # (LC_ALL=C), leaving out what gpuonboard keeps there itself (its copy mark, a lease kept in the
 # copy and what reading its clock left, FSNOW_LEFT, rsync's partial dirs); an entry `? 0 ?` when
-# part of it could not be read. A file's mtime is find's %T@ cut to whole seconds (as int() of
-# it: the upload's listing reads it so too)
+# part of it could not be read
 CURRENT_LISTING_FN = (
     "current() { ( cd -- \"$1\" 2>/dev/null || { printf '? 0 ?\\0'; exit 0; };"
     f" find . -mindepth 1 \\( -path ./{COPY_MARK} -o -path ./{LEASE_IN_COPY} -o \\( -path"
     f" './{FSNOW_LEFT}' ! -path './*/*' -type f \\) -o -name {PARTIAL_DIR} \\) -prune -o \\( -type f -printf"
     " 'F %s %T@ %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
-    " || printf '? 0 ?\\0' ) | sed -z 's/^\\(F [0-9]* -\\{0,1\\}[0-9]*\\)\\.[0-9]* /\\1 /'"
-    " | LC_ALL=C sort -z; }"
+    f" || printf '? 0 ?\\0' ) | {MTIME_CUT} | LC_ALL=C sort -z; }}"
+)
+# the record of $1 (a tree's recorded path) is replaced whole (sorted and unique; a cut write
+# leaves the old one) by what the command between these two adds to it
+_RECORD_OPEN = f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
+_RECORD_CLOSE = ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
+# sh, $1 the tree's recorded path, stdin the entries this upload writes there: they replace its
+# list, with those entries of the old list still true of the tree now (files an earlier upload
+# wrote that this one leaves as they are, or writes only later): never a copy more per rerun (a
+# rerun of an unpack lists every file anew, with its own stamp), nor an entry no file matches
+WRITE_LISTING_SCRIPT = (
+    f"{_RECORD_OPEN} {CURRENT_LISTING_FN};"
+    ' { current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }' + _RECORD_CLOSE
+)
+# sh, $1 the tree's recorded path, $2 an unpack dir: the files there that a seed hard-linked from
+# the tree (more than one link; sha256-checked against the dataset before this runs) are added
+# to its list as they stand there (`F SIZE MTIME REL`): they keep the mtime they had in the old
+# tree (an older gpuonboard's unpack time, or an earlier run's stamp), not this run's stamp
+SEEDED_LISTING_SCRIPT = (
+    f"{_RECORD_OPEN}"
+    ' { cat -- "$f" 2>/dev/null; ( cd -- "$2" && find . -mindepth 1 -type f -links +1 -printf'
+    f" 'F %s %T@ %P\\0' ) | {MTIME_CUT}; }}" + _RECORD_CLOSE
 )
 
 
 def write_listing_command(tree: str) -> str:
-    """The command adding stdin (listing_stdin()) to what uploads wrote in the recorded `tree`."""
+    """The command listing stdin (listing_stdin()) as what uploads wrote in the recorded `tree`
+    (with what the old list holds that is still true of it)."""
     return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
+
+
+def seeded_listing_command(tree: str, unpack_dir: str) -> str:
+    """The command adding the files a seed hard-linked into `unpack_dir` from the recorded
+    `tree`, as they stand there, to what uploads wrote in that tree (SEEDED_LISTING_SCRIPT)."""
+    return shell.join(["sh", "-c", SEEDED_LISTING_SCRIPT, "sh", tree, unpack_dir])
 
 
 def listing_stdin(entries: Iterable[tuple[str, str, int, int]]) -> bytes:

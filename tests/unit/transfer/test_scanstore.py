@@ -349,3 +349,70 @@ def test_a_file_far_longer_than_its_allocation_is_called_sparse_only_where_holes
     notes = local_notes(tree)
     assert notes.count("holes as zeros") == 1 and notes.index("'disk.img'") < notes.index("2 files are ")
     assert "(compressed, or counted its own way; no holes reported; e.g. 'big.csv': 5.0 GiB, 512 B)" in notes
+
+
+def test_a_dense_file_growing_while_it_is_checked_is_never_called_sparse(tmp_path: Path) -> None:
+    """holes_found compared lseek(SEEK_HOLE) (a dense file's end: its length then) with an fstat
+    taken after it: a file that grew in between (a log, a dataset still being written) was
+    called sparse. A real dense file appended to by a real writer process while it is checked:
+    a hole counts only before the length the file had both before and after."""
+    import subprocess
+    import sys
+
+    from gpuonboard.transfer.source import holes_found
+
+    grows = tmp_path / "train.log"
+    grows.write_bytes(os.urandom(1 << 16))
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+            "for _ in range(2_000_000): os.write(fd, b'x')",
+            str(grows),
+        ]
+    )
+    try:
+        found = [holes_found(str(grows)) for _ in range(20_000) if writer.poll() is None]
+    finally:
+        writer.kill()
+        writer.wait()
+    assert len(found) > 1000 and not any(found), sum(found)
+
+
+@pytest.mark.parametrize(
+    "ns",
+    [
+        1_700_000_000_999_999_950,
+        1_700_000_000_500_000_000,
+        1_700_000_000_000_000_000,
+        -500_000_000,
+        -1_500_000_000,
+        1,
+    ],
+)
+def test_a_files_second_on_the_host_is_the_floor_of_its_nanoseconds(tmp_path: Path, ns: int) -> None:
+    """The host's listing of a file (find's %T@ cut at the dot) reads tv_sec, the floor, where
+    int(st_mtime) rounds up within ~120 ns of the next second and truncates toward zero before
+    1970: the host's list of what uploads wrote took the latter, and such a file kept its tree.
+    A real file given the mtime by touch -d @touch_time() (as the host decryption does) and by
+    os.utime (as rsync -a), listed by the real find: host_seconds() is what it reads, and
+    listed_seconds() reads that listing back as the local side's whole_seconds()."""
+    import subprocess
+
+    from gpuonboard.transfer.scanstore import Entry, host_seconds, listed_seconds, touch_time, whole_seconds
+
+    e = Entry("a.bin", "f", 1, whole_seconds(ns), "", mtime_ns=ns)
+    for way in ("touch", "utime"):
+        f = tmp_path / way
+        f.write_bytes(b"x")
+        if way == "touch":
+            subprocess.run(["touch", "-m", "-d", f"@{touch_time(e)}", str(f)], check=True)
+        else:
+            os.utime(f, ns=(ns, ns))
+        assert f.stat().st_mtime_ns == ns
+        t = subprocess.run(["find", str(f), "-printf", "%T@"], capture_output=True, text=True).stdout
+        assert int(t.split(".")[0]) == host_seconds(e) == ns // 1_000_000_000
+        assert listed_seconds(t) == e.mtime == int(f.stat().st_mtime)
+    coarse = Entry("a.bin.age", "f", 1, 1_700_000_000, "")  # (made without nanoseconds)
+    assert host_seconds(coarse) == 1_700_000_000 and touch_time(coarse) == "1700000000"

@@ -16,6 +16,7 @@ from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.verify import mismatches, unverified
 from gpuonboard.steps.dataset.work import Work
 from gpuonboard.transfer import crypto, shardstream
+from gpuonboard.transfer.scanstore import touch_time
 
 # $1 the plaintext dir, then (ciphertext, plaintext path, mtime, mode) per file; the identity on
 # stdin (the mode is the local file's, as rsync -a keeps it: a temp file is made 0600).
@@ -56,7 +57,8 @@ def perms(tree: transfer.SourceTree, rel: str) -> str:
 
 def decrypt(ctx: StepContext, opts: DatasetOptions, work: Work) -> str | None:
     """Decrypt on the host: identity on stdin (kept in a shell variable, never a file),
-    each file into a temp name, renamed only when age succeeded; mtime set like the source.
+    each file into a temp name, renamed only when age succeeded; mtime set like the source's, to
+    the nanosecond (as rsync -a sets it: the host's list of what uploads wrote holds its second).
     In batches of at most DECRYPT_BATCH bytes of arguments (a command line's one argument
     holds 128 KiB: a few hundred files)."""
     todo = work.decrypt or work.tree.files
@@ -64,7 +66,7 @@ def decrypt(ctx: StepContext, opts: DatasetOptions, work: Work) -> str | None:
     size = 0
     for k, e in enumerate(todo):
         cipher = posixpath.join(work.target, e.rel + ".age")
-        one = [cipher, posixpath.join(opts.plain_target, e.rel), str(e.mtime), perms(work.tree, e.rel)]
+        one = [cipher, posixpath.join(opts.plain_target, e.rel), touch_time(e), perms(work.tree, e.rel)]
         batch += one
         size += sum(len(shell.quote(a).encode("utf-8", "surrogateescape")) + 1 for a in one)
         if size < DECRYPT_BATCH and k + 1 < len(todo):

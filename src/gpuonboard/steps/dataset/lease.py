@@ -15,6 +15,7 @@ from gpuonboard.steps.dataset.hostdirs import taken_sentence
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Work
 from gpuonboard.transfer import uploadlock
+from gpuonboard.transfer.scanstore import host_seconds
 
 LEASE_LOST = (
     "another run took over this upload's lease on the host while this one was not heard from for"
@@ -77,19 +78,21 @@ def take_lease(
 
 
 def _list_written(ctx: StepContext, work: Work, took: str) -> None:
-    """Add what this run writes in its plaintext tree to the host's list for that tree (see
+    """List what this run writes in its plaintext tree as the host's list for that tree (see
     uploadlock.WRITTEN_DIR), when the take command said the record holds the tree (`tree PATH`).
     Best effort, as the record: without it teardown keeps the tree on the host, and names it."""
     trees = [line[5:] for line in took.split("\n") if line.startswith("tree /")]
+    work.listed = trees
     if trees:
         # each file's mtime as it will stand on the host: the dataset file's (rsync -a, a
         # decryption's touch), or in shard mode the stamp the closing command gives what it
-        # unpacked (the shards' members are normalised to mtime 0)
+        # unpacked (the shards' members are normalised to mtime 0; the files a seed links from
+        # the old tree are listed as they stand there: ShardUpload._seed)
         if work.groups and not work.stamp:
             work.stamp = int(time.time())
         stamp = work.stamp if work.groups else 0
         stdin = uploadlock.listing_stdin(
-            (e.kind, e.rel, e.size, stamp or e.mtime) for e in work.tree.entries.values()
+            (e.kind, e.rel, e.size, stamp or host_seconds(e)) for e in work.tree.entries.values()
         )
         for tree in trees:
             ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)

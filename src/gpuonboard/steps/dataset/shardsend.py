@@ -32,7 +32,7 @@ from gpuonboard.steps.dataset.shardstore import (
 )
 from gpuonboard.steps.dataset.verify import mismatches, unmark_unpacked
 from gpuonboard.steps.dataset.work import Master, Work
-from gpuonboard.transfer import crypto, shards, shardstream
+from gpuonboard.transfer import crypto, shards, shardstream, uploadlock
 from gpuonboard.units import format_bytes
 
 CACHE_SAVE_SHARE = 20  # shard mode saves its caches while uploading, at most 1/20 of the time
@@ -157,12 +157,14 @@ class ShardUpload:
         bad = set(transfer.differing(rels, expect, r.stdout) if r.ok else rels)
         failed = [i for i in work.reuse if any(e.rel in bad for e in work.groups[i])]
         if not failed:
+            self._list_seeded()
             return None
         gone = [e.rel for i in failed for e in work.groups[i]]
         drop = shardstream.seed_drop_command(self.unpack_dir)
         d = ctx.runner.run(drop, stdin=shardstream.seed_stdin(gone))
         if not d.ok:  # (never unpack a shard over links into the current tree)
             return self._resumable(f"upload failed: {d.stderr.strip()[-200:] or 'cannot clear the new tree'}")
+        self._list_seeded()
         work.reuse = [i for i in work.reuse if i not in failed]
         work.send_idx = sorted(work.send_idx + failed)
         work.need += sum(s.size for i in failed if (s := work.built[i]) is not None)
@@ -175,6 +177,15 @@ class ShardUpload:
         work.kept += f"; {count(len(failed), 'shard')} sent after all: {why}"
         self.progress, self.state = stream_progress(ctx, opts, self.label, work.need, len(work.send_idx))
         return None
+
+    def _list_seeded(self) -> None:
+        """Add the files the seed hard-linked into the new tree, sha256-checked, to the host's
+        list of what uploads wrote in the tree as they stand there (their mtime is the old tree's:
+        an older gpuonboard's unpack time, an earlier run's stamp; the closing command stamps only
+        the files it unpacked or copied): without this, teardown would keep the tree as holding
+        what no upload wrote. Best effort, as the list (uploadlock.SEEDED_LISTING_SCRIPT)."""
+        for tree in self.work.listed:
+            self.ctx.runner.run(uploadlock.seeded_listing_command(tree, self.unpack_dir), timeout=3600)
 
     def _kept(self) -> str:
         # (a shard cut off resumes from the bytes the host kept: said by the rerun)

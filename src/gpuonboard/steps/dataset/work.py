@@ -54,6 +54,7 @@ class Work:
     # unpack: the whole-second mtime (this run's start) the closing command gives the files it
     # unpacked, as the host's list of what uploads wrote there records them (uploadlock.WRITTEN_DIR)
     stamp: int = 0
+    listed: list[str] = field(default_factory=list)  # the trees whose list of what uploads wrote it added to
     keep_shards: bool = True  # shard mode: the shards stay on the host (False: --unpack without keep_shards)
     room: tuple[int, int] = (0, 0)  # plain mode: bytes the host's disk needs at the peak, and in the end
     room_note: str = ""  # shard mode: the preflight's sentence on the host space needed

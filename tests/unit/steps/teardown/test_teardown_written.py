@@ -6,6 +6,7 @@ directories (HOME a temp dir)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -165,3 +166,52 @@ def test_a_list_an_older_gpuonboard_wrote_keeps_its_tree_and_says_so(tmp_path: P
     )
     assert _sh(write, home, listing).returncode == 0
     assert _found(home, disk).ours == ("corpus",)
+
+
+def _record(home: Path, tree: Path) -> list[bytes]:
+    (found,) = (home / ".cache" / "gpuonboard").glob(
+        f"written.*/{hashlib.sha256(str(tree).encode()).hexdigest()}"
+    )
+    return [e for e in found.read_bytes().split(b"\0") if e]
+
+
+def test_each_write_keeps_of_the_old_list_only_what_is_still_true(tmp_path: Path) -> None:
+    """The list was the union over every upload: each rerun that unpacked added the whole dataset
+    again (its own stamp), so it grew by a dataset's listing per rerun. A write now keeps the old
+    entries still true of the tree (a file it leaves as it is, or rewrites only later) and adds
+    its own; an older gpuonboard's `f SIZE REL` entries go with the first write. Real sh, find,
+    comm and sort over a real tree."""
+    home, tree = tmp_path / "home", tmp_path / "disk" / "corpus"
+    home.mkdir()
+    tree.mkdir(parents=True)
+    (tree / "a.bin").write_bytes(b"A" * 8)
+    (tree / "b.bin").write_bytes(b"B" * 4)
+    os.utime(tree / "a.bin", (1_600_000_000, 1_600_000_000))
+    os.utime(tree / "b.bin", (1_600_000_000, 1_600_000_000))
+    write = uploadlock.write_listing_command(str(tree))
+    assert _sh(write, home, b"f 8 a.bin\0f 4 b.bin\0").returncode == 0  # (an older gpuonboard's)
+    for stamp in range(1_700_000_000, 1_700_000_004):
+        listing = uploadlock.listing_stdin([("f", "a.bin", 8, stamp), ("f", "b.bin", 4, 1_600_000_000)])
+        assert _sh(write, home, listing).returncode == 0
+        os.utime(tree / "a.bin", (stamp, stamp))  # (a.bin written anew by the upload; b.bin left)
+    # (a.bin as the last write found it, and as it wrote it)
+    assert _record(home, tree) == [b"F 4 1600000000 b.bin", b"F 8 1700000002 a.bin", b"F 8 1700000003 a.bin"]
+    assert _found(home, disk=tree.parent).ours == ("corpus",)
+
+
+def test_the_files_a_seed_linked_are_listed_as_they_stand(tmp_path: Path) -> None:
+    """A rerun of an unpack hard-links the files of shards it does not send from the old tree
+    (sha256-checked): they keep the old tree's mtime (an older gpuonboard's unpack time, to the
+    nanosecond), not the stamp the closing command gives what it unpacks. They are added to the
+    list as they stand; a file the unpack dir holds once (unpacked, or copied) is not."""
+    home, tree = tmp_path / "home", tmp_path / "disk" / "corpus"
+    home.mkdir()
+    (tree / "sub").mkdir(parents=True)
+    unpack = tmp_path / "disk" / ".corpus.gpuonboard-unpack-1"
+    (unpack / "sub").mkdir(parents=True)
+    (tree / "sub" / "kept.bin").write_bytes(b"K" * 3)
+    os.utime(tree / "sub" / "kept.bin", ns=(1_650_000_000_123_456_789,) * 2)
+    os.link(tree / "sub" / "kept.bin", unpack / "sub" / "kept.bin")
+    (unpack / "new.bin").write_bytes(b"N")
+    assert _sh(uploadlock.seeded_listing_command(str(tree), str(unpack)), home).returncode == 0
+    assert _record(home, tree) == [b"F 3 1650000000 sub/kept.bin"]
