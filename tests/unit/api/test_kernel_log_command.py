@@ -191,3 +191,27 @@ def test_an_earlier_boots_log_without_faults_changes_nothing_of_this_boots_verdi
         return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, None) if "xid" in c.name}
 
     assert judged(both_dir) == judged(alone_dir)
+
+
+def test_an_earlier_boots_driver_refusal_never_explains_this_boots_failure(tmp_path: Path) -> None:
+    """A refusal ("requires use of the NVIDIA open kernel modules") explains the RmInitAdapter
+    failures of its own driver load only: given in an earlier boot's log, it said nothing of an
+    RmInitAdapter failure of this boot's log (each log counts its loads from 0; they were taken
+    for one load, and "GPU failed to initialise -> replace" was dropped). Lines of the real
+    RTX 5090 capture: `-b -1` with a load and its refusal; `journalctl -k` with a load and its
+    failure, then a reboot (two boots' loads, not one)."""
+    lines = (
+        REAL / "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt"
+    ).read_text()
+    load, refusal, failure = lines.splitlines()[0], lines.splitlines()[1:3], lines.splitlines()[3:5]
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "prev.txt").write_text("\n".join(["$ journalctl -k -b -1", load, *refusal]) + "\n")
+    # (`journalctl -k`: all boots the journal holds; the failure is of the boot before this one)
+    (folder / "now.txt").write_text(
+        "\n".join(["$ journalctl -k", load, *failure, "-- Reboot --", load]) + "\n"
+    )
+    verdict, actual, _ = _xid_of(tmp_path, [str(folder)])
+    assert verdict == "fail", actual
+    assert "GPU failed to initialise (RmInitAdapter failed) (logged before the log's last reboot)" in actual
+    assert "does not support this GPU (logged before the log's last reboot) -> install_driver" in actual

@@ -644,9 +644,16 @@ def health_checks(facts: Facts) -> list[Check]:
         if out.earlier_boot:  # (`journalctl -k -b -1`: every line is of a boot the box has left)
             events = tuple(replace(e, earlier_boot=True) for e in events)
             log = replace(log, events=events[: len(log.events)])
-        for text in out.history:  # (earlier boots' logs given beside it, each read apart)
-            past = tuple(replace(e, earlier_boot=True) for e in kernel_log.parse_kernel_log(text).events)
-            events = past + tuple(replace(e, earlier_boot=True) for e in aer.aer_events(text)) + events
+        for i, text in enumerate(out.history):  # (earlier boots' logs given beside it, each read apart)
+            # (each log's driver loads its own: a refusal explains a failure of its own load only)
+            own = -(i + 1) * 1_000_000
+            past = tuple(
+                replace(e, earlier_boot=True, load=own + e.load)
+                for e in kernel_log.parse_kernel_log(text).events
+            )
+            events = (
+                past + tuple(replace(e, earlier_boot=True, load=own) for e in aer.aer_events(text)) + events
+            )
             log = replace(log, events=past + log.events)
         slice_ = whole_listing_slice(facts)
         if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
