@@ -112,7 +112,8 @@ def disagreement(g: GpuInfo) -> str | None:
     others = [i for i in _ids_by_words().get(words, ()) if i != g.pci_device_id.upper()]
     if any(same_product(n, g.name) and (not others or words <= model_tokens(n)) for n in every):
         return None
-    names = names_by_id(g.pci_device_id, g.pci_subsystem_id)
+    # (an id whose every row is an older release's: the names it had)
+    names = names_by_id(g.pci_device_id, g.pci_subsystem_id) or every
     shown = " or ".join(f"'{n}'" for n in names)
     theirs = f" (NVIDIA's name for {', '.join(shown_id(i) for i in others)})" if others else ""
     return (

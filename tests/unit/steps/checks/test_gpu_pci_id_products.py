@@ -87,3 +87,12 @@ def test_a_shorter_name_than_the_ids_is_no_conflict_even_where_another_id_has_it
     assert disagreement(_named("NVIDIA H100", "2330", "10DE 16C1")) is None
     # and where it is not less, the other model words make it another card
     assert disagreement(_named("NVIDIA H100", "2331")) is not None  # the SXM-only name on the PCIe id
+
+
+def test_an_id_whose_every_row_is_an_older_releases_is_said_with_those_names() -> None:
+    """2336 is listed by older releases only ('NVIDIA H100 80GB HBM2e', 525.47.07 to 525.85.05):
+    a conflicting name on it said "its PCI device id 10de:2336 is  in NVIDIA's driver list", an
+    empty name."""
+    text = disagreement(_named("NVIDIA H100 PCIe", "2336"))
+    assert text is not None
+    assert "is 'NVIDIA H100 80GB HBM2e' in" in text and "is  in" not in text, text
