@@ -31,6 +31,7 @@ def test_teardown_of_one_machine_leaves_what_another_machine_recorded(
     corpus = _dataset(tmp_path / "local" / "corpus", 3)
     inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None)
     cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    shutil.rmtree(cache, ignore_errors=True)  # (another test's upload records: not this test's)
     try:
         # node2's upload to the shared scratch, and its record in the shared home
         r = project.cli("sync", "--dest", str(shared), "--host", "teardown")
