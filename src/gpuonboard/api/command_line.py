@@ -2,11 +2,17 @@
 (api/narrowed.py, api/kernel_command.py): which part of the box its output shows is said by the
 words of that command, not by the words of what wraps it.
 
-- A list is cut at each `;`, `&&`, `||`, `&` and line end outside quotes, and a pipeline at each
-  `|` / `|&` (`journalctl -g 'Xid|NVRM'` is one command; `2>&1`, `&>` are redirections). Of a
-  list, the command judged is the first one that runs one of the output's tools (`cd /var/log &&
-  cat kern.log.1`: the cat; `journalctl -k ; echo done`: the journalctl), else the first one.
-- Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command.
+- A list is cut at each `;`, `&&`, `||`, `&`, `(`, `)` and line end outside quotes, and a pipeline
+  at each `|` / `|&` (`journalctl -g 'Xid|NVRM'` is one command; `2>&1`, `&>` are redirections);
+  a `#` that starts a word begins a comment, to the line's end (`journalctl -k # -b -1`).
+- Of a list, every command that runs one of the output's tools is one the saved text may come
+  from (runs): a tool whose output went to a file (`dmesg > d.txt && grep NVRM d.txt`) shaped
+  what the next one read. The command whose output is the text (run) is the first of them that
+  prints to the terminal (`cd /var/log && cat kern.log.1`: the cat; `journalctl -k ; echo done`:
+  the journalctl; `dmesg > d.txt; cat d.txt | grep -i nvrm`: the cat and its grep), else the
+  first of them (`journalctl -k > k.txt`: the file saved), else the list's first command.
+- Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command; one of
+  its standard output to a file (`>`, `>>`, `1>`, `&>`, `>|`; not `>&2`, `2>...`) is `to_file`.
 - A wrapper is unwrapped to the command it runs: `VAR=x`, `sudo [options]`, `doas`, `env [options]
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`, `docker|podman exec [options]
   CONTAINER`, `kubectl exec [options] POD --`; and to the command line it hands a shell, which is
@@ -23,18 +29,19 @@ import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["Run", "commands", "pipeline", "run"]
+__all__ = ["Run", "commands", "pipeline", "run", "runs"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
-_REDIRECT = re.compile(r"(?:\d+|\{\w+\})?(?:&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
+_REDIRECT = re.compile(r"(?P<fd>\d+|\{\w+\})?(?P<op>&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 
 
 def _cut(command: str, pipes: bool) -> list[str]:
     """`command` cut at each separator outside quotes: at `|` / `|&` (`pipes`), else at the
-    list's `;`, `&&`, `||`, `&` and line ends; the text of each part kept as written."""
-    parts, start, quote, at = [], 0, "", 0
+    list's `;`, `&&`, `||`, `&`, `(`, `)` and line ends; the text of each part kept as written,
+    a comment (a `#` that starts a word, to the line's end) left out."""
+    parts, start, quote, at, inside = [], 0, "", 0, 0
     while at < len(command):
         char, two = command[at], command[at : at + 2]
         if char == "\\" and quote != "'":
@@ -42,7 +49,13 @@ def _cut(command: str, pipes: bool) -> list[str]:
             continue
         if quote or char in "'\"":
             quote = "" if char == quote else quote or char
-        elif char in "|;&\n" and not _redirection(command, at):
+        elif char == "#" and (at == 0 or command[at - 1] in " \t\n;&|()"):
+            end = command.find("\n", at)
+            command = command[:at] + (command[end:] if end >= 0 else "")
+            continue
+        elif char in "()" and (inside or (char == "(" and command[at - 1 : at] in ("$", "<", ">"))):
+            inside += 1 if char == "(" else -1  # (`$(...)`, `<(dmesg)`: a word of the command)
+        elif char in "|;&\n()" and not inside and not _redirection(command, at):
             sep = two if two in ("||", "&&", "|&") else char
             if (sep in ("|", "|&")) == pipes:
                 parts.append(command[start:at])
@@ -94,31 +107,44 @@ def _words(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Run:
     """The command a copied line runs: `said`, its text as written (of a list, the command
-    judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped."""
+    judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped;
+    `to_file`, whether its standard output went to a file (`> k.txt`), not to the terminal."""
 
     said: str
     stages: list[list[str]]
+    to_file: bool = False
 
     @property
     def head(self) -> list[str]:
         return self.stages[0]
 
 
+def runs(command: str, tools: Collection[str] = ()) -> list[Run]:
+    """The commands of the list `command` that run one of `tools` (by name), in their order (a
+    shell's or ssh's command line read as a list of its own): those the saved text may come from
+    (module doc); the list's first command where none does."""
+    every = [ran for text in commands(command) for ran in _runs_of(text, tools)]
+    return [r for r in every if _runs_tool(r.head, tools)] or every[:1]
+
+
 def run(command: str, tools: Collection[str] = ()) -> Run:
-    """What the copied `command` runs (module doc); of a list, the first command whose pipeline
-    runs one of `tools` (by name), else the first."""
-    runs = [Run(text.strip(), _stages(text, tools)) for text in commands(command)]
-    return next((r for r in runs if _runs_tool(r.head, tools)), runs[0])
+    """What the copied `command` runs (module doc); of a list, the first command that runs one
+    of `tools` and prints to the terminal, else the first that runs one, else the first."""
+    found = runs(command, tools)
+    return next((r for r in found if not r.to_file), found[0])
 
 
 def _runs_tool(words: list[str], tools: Collection[str]) -> bool:
     return any(word.rsplit("/", 1)[-1] in tools for word in words)
 
 
-def _stages(text: str, tools: Collection[str]) -> list[list[str]]:
+def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
     """The pipeline `text` (one command of a list) runs: its first command unwrapped (each
-    wrapper consumes its own word, so this ends)."""
-    head, *rest = (_words(stage) for stage in _cut(text, pipes=True))
+    wrapper consumes its own word, so this ends); of a command line a shell reads, each command
+    of its list."""
+    cut = _cut(text, pipes=True)
+    head, *rest = (_words(stage) for stage in cut)
+    to_file = _to_file(cut[-1])
     words = head
     while words:
         while words and _ASSIGNMENT.fullmatch(words[0]):
@@ -129,9 +155,28 @@ def _stages(text: str, tools: Collection[str]) -> list[list[str]]:
         if inner is None:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
-            return [*run(inner, tools).stages, *rest]
+            said = text.strip()
+            return [Run(said, [*r.stages, *rest], r.to_file or to_file) for r in runs(inner, tools)]
         words = inner
-    return [words, *rest]
+    return [Run(text.strip(), [words, *rest], to_file)]
+
+
+def _to_file(text: str) -> bool:
+    """Whether the command `text` sends its standard output to a file: `> k.txt`, `>>k.txt`,
+    `1> k.txt`, `&> k.txt`, `>| k.txt`, `>& k.txt`; not `>&2` (to the terminal still), `2> err`."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    for at, word in enumerate(words):
+        if (m := _REDIRECT.fullmatch(word)) is None or "<" in m.group("op"):
+            continue
+        target = m.group("target") or (words[at + 1] if at + 1 < len(words) else "")
+        if m.group("op").startswith("&>"):
+            return True
+        if m.group("fd") in (None, "1") and not (m.group("op") == ">&" and re.fullmatch(r"\d+-?|-", target)):
+            return True
+    return False
 
 
 def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
