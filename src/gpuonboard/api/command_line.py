@@ -152,6 +152,8 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
         name = words[0].rsplit("/", 1)[-1] if words else ""
         unwrap = _WRAPPERS.get(name) if name not in tools else None
         inner = unwrap(words[1:]) if unwrap is not None else None
+        if unwrap is None and name not in tools and not _runs_tool(words, tools):
+            inner = _shell_among(words[1:])  # (a wrapper not known that runs a shell)
         if inner is None:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
@@ -180,8 +182,8 @@ def _to_file(text: str) -> bool:
 
 
 def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
-    """The words after a command's options (its getopt string `short`, `x:` taking a value; the
-    long options in `long` taking one): what the command runs."""
+    """The words after a command's options (its getopt string `short`, `x:` taking a value, `x::`
+    one joined to it only; the long options in `long` taking one): what the command runs."""
 
     def operands(words: list[str]) -> list[str]:
         at = 0
@@ -194,7 +196,8 @@ def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], lis
                 continue
             for i, flag in enumerate(word[1:], 1):
                 if f"{flag}:" in short and flag != ":":
-                    at += i == len(word) - 1  # (its value: the rest of the word, or the next one)
+                    # (its value: the rest of the word, or the next one where it is not optional)
+                    at += i == len(word) - 1 and f"{flag}::" not in short
                     break
         return words[at:]
 
@@ -230,8 +233,28 @@ def _shell(words: list[str]) -> str | None:
         if word.startswith("--"):
             continue
         given = given or "c" in word[1:]
-        at += word[1:] in ("o", "O")  # (`-o pipefail`: a value)
+        at += word[-1] in "oO"  # (`-o pipefail`, `-euxo pipefail`: a value)
     return words[at] if given and at < len(words) else None
+
+
+def _su(words: list[str]) -> str | None:
+    """The command string of `su [options] [USER] -c 'command'` (`--command=...`, `-lc`), and of
+    util-linux's `runuser`; None for a login shell."""
+    for at, word in enumerate(words):
+        if word.startswith("--command"):
+            return word.partition("=")[2] or (words[at + 1] if at + 1 < len(words) else None)
+        if re.fullmatch(r"-[lmpf]*c", word) and at + 1 < len(words):
+            return words[at + 1]
+    return None
+
+
+def _shell_among(words: list[str]) -> str | None:
+    """The command string of a shell given `-c` among the words of a command not known
+    (`crictl exec -it CTR sh -c '...'`, `chroot /host bash -c '...'`, `nsenter -t 1 -m sh -c`)."""
+    for at, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] in _SHELLS and (inner := _shell(words[at + 1 :])) is not None:
+            return inner
+    return None
 
 
 def _watch(words: list[str]) -> str | None:
@@ -255,7 +278,9 @@ def _exec_in(short: str, long: Collection[str], pod: bool = False) -> Callable[[
         rest = words[at + 1 :]
         if pod and "--" in rest:
             return rest[rest.index("--") + 1 :] or None
-        return after(rest)[1:] or None
+        options = words[at + 1 : len(words) - len(after(rest))]
+        latest = not pod and any(w in ("-l", "--latest") for w in options)  # (podman's: no CONTAINER)
+        return after(rest)[0 if latest else 1 :] or None
 
     return unwrap
 
@@ -274,6 +299,8 @@ _WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
     "stdbuf": _command_of("i:o:e:", {"input", "output", "error"}),
     "timeout": _command_of("k:s:", {"kill-after", "signal"}, skip=1),
     "ssh": _ssh,
+    "su": _su,
+    "runuser": _su,
     "watch": _watch,
     "docker": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
     "podman": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
