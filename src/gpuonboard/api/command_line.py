@@ -7,7 +7,8 @@ words of that command, not by the words of what wraps it.
   a `#` that starts a word begins a comment, to the line's end (`journalctl -k # -b -1`).
 - Of a list, every command that runs one of the output's tools is one the saved text may come
   from (runs): a tool whose output went to a file (`dmesg > d.txt && grep NVRM d.txt`) shaped
-  what the next one read. The command whose output is the text (run) is the first of them that
+  what the next one read; one whose output went to /dev/null, nothing.
+  The command whose output is the text (run) is the first of them that
   prints to the terminal (`cd /var/log && cat kern.log.1`: the cat; `journalctl -k ; echo done`:
   the journalctl; `dmesg > d.txt; cat d.txt | grep -i nvrm`: the cat and its grep), else the
   first of them (`journalctl -k > k.txt`: the file saved), else the list's first command.
@@ -17,7 +18,9 @@ words of that command, not by the words of what wraps it.
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`, `docker|podman exec [options]
   CONTAINER`, `kubectl exec [options] POD --`; and to the command line it hands a shell, which is
   read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
-  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'`, `watch [options] command`.
+  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
+  runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
+  (`crictl exec CTR`, `chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
   So `ssh box 'dmesg | grep -i nvrm'` is dmesg's output kept by grep, and `sudo bash -c
   'journalctl -k -b -1'` is journalctl's `-b -1`.
 """
@@ -108,11 +111,11 @@ def _words(text: str) -> list[str]:
 class Run:
     """The command a copied line runs: `said`, its text as written (of a list, the command
     judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped;
-    `to_file`, whether its standard output went to a file (`> k.txt`), not to the terminal."""
+    `to_file`, the file its standard output went to (`> k.txt`), "" for the terminal."""
 
     said: str
     stages: list[list[str]]
-    to_file: bool = False
+    to_file: str = ""
 
     @property
     def head(self) -> list[str]:
@@ -124,7 +127,8 @@ def runs(command: str, tools: Collection[str] = ()) -> list[Run]:
     shell's or ssh's command line read as a list of its own): those the saved text may come from
     (module doc); the list's first command where none does."""
     every = [ran for text in commands(command) for ran in _runs_of(text, tools)]
-    return [r for r in every if _runs_tool(r.head, tools)] or every[:1]
+    told = [r for r in every if _runs_tool(r.head, tools)]
+    return [r for r in told if r.to_file != "/dev/null"] or told or every[:1]
 
 
 def run(command: str, tools: Collection[str] = ()) -> Run:
@@ -158,14 +162,14 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
             said = text.strip()
-            return [Run(said, [*r.stages, *rest], r.to_file or to_file) for r in runs(inner, tools)]
+            return [Run(said, [*r.stages, *rest], to_file or r.to_file) for r in runs(inner, tools)]
         words = inner
     return [Run(text.strip(), [words, *rest], to_file)]
 
 
-def _to_file(text: str) -> bool:
-    """Whether the command `text` sends its standard output to a file: `> k.txt`, `>>k.txt`,
-    `1> k.txt`, `&> k.txt`, `>| k.txt`, `>& k.txt`; not `>&2` (to the terminal still), `2> err`."""
+def _to_file(text: str) -> str:
+    """The file the command `text` sends its standard output to: `> k.txt`, `>>k.txt`, `1> k.txt`,
+    `&> k.txt`, `>| k.txt`, `>& k.txt`; "" for none, `>&2` (to the terminal still), `2> err`."""
     try:
         words = shlex.split(text)
     except ValueError:
@@ -175,10 +179,10 @@ def _to_file(text: str) -> bool:
             continue
         target = m.group("target") or (words[at + 1] if at + 1 < len(words) else "")
         if m.group("op").startswith("&>"):
-            return True
+            return target or "-"
         if m.group("fd") in (None, "1") and not (m.group("op") == ">&" and re.fullmatch(r"\d+-?|-", target)):
-            return True
-    return False
+            return target or "-"
+    return ""
 
 
 def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:

@@ -54,6 +54,11 @@ def test_output_to_the_terminal_still_is_not_to_a_file(command: str) -> None:
     assert narrowed("kernel_log", command) == ""
 
 
+def test_a_log_sent_to_dev_null_is_no_part_of_the_text() -> None:
+    assert narrowed("kernel_log", "journalctl -k -b -1 > /dev/null; journalctl -k") == ""
+    assert not earlier_boot("journalctl -k -b -1 >/dev/null 2>&1 && journalctl -k")
+
+
 def test_a_lone_command_saved_to_a_file_is_the_file_given() -> None:
     assert narrowed("kernel_log", "journalctl -k > /tmp/k.txt") == ""
     assert earlier_boot("sudo bash -c 'journalctl -k -b -1 > /tmp/k.txt'")
