@@ -2,16 +2,25 @@
 (api/narrowed.py, api/kernel_command.py): which part of the box its output shows is said by the
 words of that command, not by the words of what wraps it.
 
-- A list is cut at each `;`, `&&`, `||`, `&` and line end outside quotes, and a pipeline at each
-  `|` / `|&` (`journalctl -g 'Xid|NVRM'` is one command; `2>&1`, `&>` are redirections). Of a
-  list, the command judged is the first one that runs one of the output's tools (`cd /var/log &&
-  cat kern.log.1`: the cat; `journalctl -k ; echo done`: the journalctl), else the first one.
-- Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command.
+- A list is cut at each `;`, `&&`, `||`, `&`, `(`, `)` and line end outside quotes, and a pipeline
+  at each `|` / `|&` (`journalctl -g 'Xid|NVRM'` is one command; `2>&1`, `&>` are redirections);
+  a `#` that starts a word begins a comment, to the line's end (`journalctl -k # -b -1`).
+- Of a list, every command that runs one of the output's tools is one the saved text may come
+  from (runs): a tool whose output went to a file (`dmesg > d.txt && grep NVRM d.txt`) shaped
+  what the next one read; one whose output went to /dev/null, nothing.
+  The command whose output is the text (run) is the first of them that
+  prints to the terminal (`cd /var/log && cat kern.log.1`: the cat; `journalctl -k ; echo done`:
+  the journalctl; `dmesg > d.txt; cat d.txt | grep -i nvrm`: the cat and its grep), else the
+  first of them (`journalctl -k > k.txt`: the file saved), else the list's first command.
+- Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command; one of
+  its standard output to a file (`>`, `>>`, `1>`, `&>`, `>|`; not `>&2`, `2>...`) is `to_file`.
 - A wrapper is unwrapped to the command it runs: `VAR=x`, `sudo [options]`, `doas`, `env [options]
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`, `docker|podman exec [options]
   CONTAINER`, `kubectl exec [options] POD --`; and to the command line it hands a shell, which is
   read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
-  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'`, `watch [options] command`.
+  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
+  runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
+  (`crictl exec CTR`, `chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
   So `ssh box 'dmesg | grep -i nvrm'` is dmesg's output kept by grep, and `sudo bash -c
   'journalctl -k -b -1'` is journalctl's `-b -1`.
 """
@@ -23,18 +32,19 @@ import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["Run", "commands", "pipeline", "run"]
+__all__ = ["Run", "commands", "pipeline", "run", "runs"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
-_REDIRECT = re.compile(r"(?:\d+|\{\w+\})?(?:&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
+_REDIRECT = re.compile(r"(?P<fd>\d+|\{\w+\})?(?P<op>&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 
 
 def _cut(command: str, pipes: bool) -> list[str]:
     """`command` cut at each separator outside quotes: at `|` / `|&` (`pipes`), else at the
-    list's `;`, `&&`, `||`, `&` and line ends; the text of each part kept as written."""
-    parts, start, quote, at = [], 0, "", 0
+    list's `;`, `&&`, `||`, `&`, `(`, `)` and line ends; the text of each part kept as written,
+    a comment (a `#` that starts a word, to the line's end) left out."""
+    parts, start, quote, at, inside = [], 0, "", 0, 0
     while at < len(command):
         char, two = command[at], command[at : at + 2]
         if char == "\\" and quote != "'":
@@ -42,7 +52,13 @@ def _cut(command: str, pipes: bool) -> list[str]:
             continue
         if quote or char in "'\"":
             quote = "" if char == quote else quote or char
-        elif char in "|;&\n" and not _redirection(command, at):
+        elif char == "#" and (at == 0 or command[at - 1] in " \t\n;&|()"):
+            end = command.find("\n", at)
+            command = command[:at] + (command[end:] if end >= 0 else "")
+            continue
+        elif char in "()" and (inside or (char == "(" and command[at - 1 : at] in ("$", "<", ">"))):
+            inside += 1 if char == "(" else -1  # (`$(...)`, `<(dmesg)`: a word of the command)
+        elif char in "|;&\n()" and not inside and not _redirection(command, at):
             sep = two if two in ("||", "&&", "|&") else char
             if (sep in ("|", "|&")) == pipes:
                 parts.append(command[start:at])
@@ -94,31 +110,45 @@ def _words(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Run:
     """The command a copied line runs: `said`, its text as written (of a list, the command
-    judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped."""
+    judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped;
+    `to_file`, the file its standard output went to (`> k.txt`), "" for the terminal."""
 
     said: str
     stages: list[list[str]]
+    to_file: str = ""
 
     @property
     def head(self) -> list[str]:
         return self.stages[0]
 
 
+def runs(command: str, tools: Collection[str] = ()) -> list[Run]:
+    """The commands of the list `command` that run one of `tools` (by name), in their order (a
+    shell's or ssh's command line read as a list of its own): those the saved text may come from
+    (module doc); the list's first command where none does."""
+    every = [ran for text in commands(command) for ran in _runs_of(text, tools)]
+    told = [r for r in every if _runs_tool(r.head, tools)]
+    return [r for r in told if r.to_file != "/dev/null"] or told or every[:1]
+
+
 def run(command: str, tools: Collection[str] = ()) -> Run:
-    """What the copied `command` runs (module doc); of a list, the first command whose pipeline
-    runs one of `tools` (by name), else the first."""
-    runs = [Run(text.strip(), _stages(text, tools)) for text in commands(command)]
-    return next((r for r in runs if _runs_tool(r.head, tools)), runs[0])
+    """What the copied `command` runs (module doc); of a list, the first command that runs one
+    of `tools` and prints to the terminal, else the first that runs one, else the first."""
+    found = runs(command, tools)
+    return next((r for r in found if not r.to_file), found[0])
 
 
 def _runs_tool(words: list[str], tools: Collection[str]) -> bool:
     return any(word.rsplit("/", 1)[-1] in tools for word in words)
 
 
-def _stages(text: str, tools: Collection[str]) -> list[list[str]]:
+def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
     """The pipeline `text` (one command of a list) runs: its first command unwrapped (each
-    wrapper consumes its own word, so this ends)."""
-    head, *rest = (_words(stage) for stage in _cut(text, pipes=True))
+    wrapper consumes its own word, so this ends); of a command line a shell reads, each command
+    of its list."""
+    cut = _cut(text, pipes=True)
+    head, *rest = (_words(stage) for stage in cut)
+    to_file = _to_file(cut[-1])
     words = head
     while words:
         while words and _ASSIGNMENT.fullmatch(words[0]):
@@ -126,17 +156,38 @@ def _stages(text: str, tools: Collection[str]) -> list[list[str]]:
         name = words[0].rsplit("/", 1)[-1] if words else ""
         unwrap = _WRAPPERS.get(name) if name not in tools else None
         inner = unwrap(words[1:]) if unwrap is not None else None
+        if unwrap is None and name not in tools and not _runs_tool(words, tools):
+            inner = _shell_among(words[1:])  # (a wrapper not known that runs a shell)
         if inner is None:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
-            return [*run(inner, tools).stages, *rest]
+            said = text.strip()
+            return [Run(said, [*r.stages, *rest], to_file or r.to_file) for r in runs(inner, tools)]
         words = inner
-    return [words, *rest]
+    return [Run(text.strip(), [words, *rest], to_file)]
+
+
+def _to_file(text: str) -> str:
+    """The file the command `text` sends its standard output to: `> k.txt`, `>>k.txt`, `1> k.txt`,
+    `&> k.txt`, `>| k.txt`, `>& k.txt`; "" for none, `>&2` (to the terminal still), `2> err`."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    for at, word in enumerate(words):
+        if (m := _REDIRECT.fullmatch(word)) is None or "<" in m.group("op"):
+            continue
+        target = m.group("target") or (words[at + 1] if at + 1 < len(words) else "")
+        if m.group("op").startswith("&>"):
+            return target or "-"
+        if m.group("fd") in (None, "1") and not (m.group("op") == ">&" and re.fullmatch(r"\d+-?|-", target)):
+            return target or "-"
+    return ""
 
 
 def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
-    """The words after a command's options (its getopt string `short`, `x:` taking a value; the
-    long options in `long` taking one): what the command runs."""
+    """The words after a command's options (its getopt string `short`, `x:` taking a value, `x::`
+    one joined to it only; the long options in `long` taking one): what the command runs."""
 
     def operands(words: list[str]) -> list[str]:
         at = 0
@@ -149,7 +200,8 @@ def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], lis
                 continue
             for i, flag in enumerate(word[1:], 1):
                 if f"{flag}:" in short and flag != ":":
-                    at += i == len(word) - 1  # (its value: the rest of the word, or the next one)
+                    # (its value: the rest of the word, or the next one where it is not optional)
+                    at += i == len(word) - 1 and f"{flag}::" not in short
                     break
         return words[at:]
 
@@ -185,8 +237,28 @@ def _shell(words: list[str]) -> str | None:
         if word.startswith("--"):
             continue
         given = given or "c" in word[1:]
-        at += word[1:] in ("o", "O")  # (`-o pipefail`: a value)
+        at += word[-1] in "oO"  # (`-o pipefail`, `-euxo pipefail`: a value)
     return words[at] if given and at < len(words) else None
+
+
+def _su(words: list[str]) -> str | None:
+    """The command string of `su [options] [USER] -c 'command'` (`--command=...`, `-lc`), and of
+    util-linux's `runuser`; None for a login shell."""
+    for at, word in enumerate(words):
+        if word.startswith("--command"):
+            return word.partition("=")[2] or (words[at + 1] if at + 1 < len(words) else None)
+        if re.fullmatch(r"-[lmpf]*c", word) and at + 1 < len(words):
+            return words[at + 1]
+    return None
+
+
+def _shell_among(words: list[str]) -> str | None:
+    """The command string of a shell given `-c` among the words of a command not known
+    (`crictl exec -it CTR sh -c '...'`, `chroot /host bash -c '...'`, `nsenter -t 1 -m sh -c`)."""
+    for at, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] in _SHELLS and (inner := _shell(words[at + 1 :])) is not None:
+            return inner
+    return None
 
 
 def _watch(words: list[str]) -> str | None:
@@ -210,7 +282,9 @@ def _exec_in(short: str, long: Collection[str], pod: bool = False) -> Callable[[
         rest = words[at + 1 :]
         if pod and "--" in rest:
             return rest[rest.index("--") + 1 :] or None
-        return after(rest)[1:] or None
+        options = words[at + 1 : len(words) - len(after(rest))]
+        latest = not pod and any(w in ("-l", "--latest") for w in options)  # (podman's: no CONTAINER)
+        return after(rest)[0 if latest else 1 :] or None
 
     return unwrap
 
@@ -229,6 +303,8 @@ _WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
     "stdbuf": _command_of("i:o:e:", {"input", "output", "error"}),
     "timeout": _command_of("k:s:", {"kill-after", "signal"}, skip=1),
     "ssh": _ssh,
+    "su": _su,
+    "runuser": _su,
     "watch": _watch,
     "docker": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
     "podman": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),

@@ -33,12 +33,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, pipeline, run
+from gpuonboard.api.command_line import Run, pipeline, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
     "earlier_boot",
+    "kernel_log_mixed",
     "kernel_log_narrowed",
+    "log_runs",
     "logged_order",
     "newest_first",
     "pipeline",
@@ -179,6 +181,18 @@ _ROTATED = re.compile(r"(?:\.\d+|-\d{8})(?:\.(?:gz|xz|bz2|zst))?$")
 # RHEL's /var/log/boot.log, and their rotated copies (`dmesg.0`, `boot.log-20250105`)
 _SNAPSHOT = re.compile(r"(?:^|/)(?:dmesg|boot\.log)(?:\.\d+|-\d{8})?(?:\.(?:gz|xz|bz2|zst))?$")
 KERNEL_LOG_TOOLS = _TOOLS  # (the commands whose output a saved kernel log may be)
+# the options with which journalctl and dmesg print no log: a list of boots, the journal's size,
+# its upkeep, a field's values, help (`journalctl --list-boots; journalctl -k -b -1`: the second)
+_JOURNAL_NO_LOG = frozenset(
+    {"--list-boots", "--disk-usage", "--vacuum-size", "--vacuum-files", "--vacuum-time", "--flush"}
+    | {"--rotate", "--verify", "--header", "--field", "-F", "--fields", "-N", "--sync", "--new-id128"}
+    | {"--relinquish-var", "--smart-relinquish-var", "--list-catalog", "--dump-catalog", "--setup-keys"}
+    | {"--update-catalog", "--list-namespaces", "--list-invocations", "-h", "--help", "--version"}
+)
+_DMESG_NO_LOG = frozenset(
+    {"-C", "--clear", "-D", "--console-off", "-E", "--console-on", "-n", "--console-level"}
+    | {"-h", "--help", "-V", "--version"}
+)
 
 Option = tuple[str, str | None]
 
@@ -239,11 +253,29 @@ def _value(
     return at
 
 
-def _journal(command: str) -> list[Option] | None:
-    """journalctl's options in the command the copied `command` runs (api/command_line.py: `ssh
-    box 'journalctl -k -b -1 | grep x'`, `sudo bash -c '...'`); None for another tool."""
-    found = _tool(run(command, _TOOLS).head)
-    return _options(found[1], _JOURNALCTL) if found and found[0] == "journalctl" else None
+def _read(ran: Run) -> tuple[str, list[Option]] | None:
+    """(the tool, its options as its getopt reads them) of the command `ran` runs; None for no
+    tool of a kernel log's."""
+    found = _tool(ran.head)
+    if found is None:
+        return None
+    grammar = {"journalctl": _JOURNALCTL, "dmesg": _DMESG}.get(found[0], _FILE_TOOL)
+    return found[0], _options(found[1], grammar)
+
+
+def _prints_log(ran: Run) -> bool:
+    read = _read(ran)
+    quiet = (
+        {"journalctl": _JOURNAL_NO_LOG, "dmesg": _DMESG_NO_LOG}.get(read[0], frozenset()) if read else None
+    )
+    return read is not None and quiet is not None and not any(name in quiet for name, _ in read[1])
+
+
+def log_runs(command: str) -> list[Run]:
+    """The commands of the copied `command` (api/command_line.py's runs) whose output the saved
+    log is or was read from: each that runs a kernel log's tool, but with an option that prints
+    no log (`journalctl --list-boots`, `dmesg -C`)."""
+    return [ran for ran in runs(command, _TOOLS) if _prints_log(ran)]
 
 
 def _boot(options: list[Option]) -> str | None:
@@ -252,19 +284,40 @@ def _boot(options: list[Option]) -> str | None:
     return said[-1] if said else None
 
 
-def earlier_boot(command: str, kind: str = "kernel_log") -> bool:
-    """Whether the copied `command` (of a saved output of `kind`) read the kernel log of a boot
-    before the one the box runs now: journalctl's `-b` with a negative offset (`-b -1`,
-    `--boot -2`)."""
-    options = _journal(command) if kind == "kernel_log" else None
-    m = _BOOT.fullmatch(_boot(options) or "") if options is not None else None
+def _earlier(options: list[Option]) -> bool:
+    """journalctl's `-b` with a negative offset (`-b -1`, `--boot -2`)."""
+    m = _BOOT.fullmatch(_boot(options) or "")
     return bool(m and m.group("id") is None and m.group("offset") and int(m.group("offset")) < 0)
 
 
+def _boots(command: str) -> set[str]:
+    """Which boots the log sources of `command` read: "earlier" (`journalctl -k -b -1`), "now"
+    (`dmesg`, `journalctl -k`, `journalctl` of every boot); a file read is neither."""
+    out = set()
+    for ran in log_runs(command):
+        tool, options = _read(ran) or ("", [])
+        names = {name for name, _ in options}
+        if tool == "journalctl" and not names & _JOURNAL_ELSEWHERE:
+            now = (_boot(options) or "0").lstrip("+") in ("0", "all")
+            out.add("earlier" if _earlier(options) else "now" if now else "")
+        elif tool == "dmesg" and not names & {"-F", "-K"}:
+            out.add("now")
+    return out - {""}
+
+
+def earlier_boot(command: str, kind: str = "kernel_log") -> bool:
+    """Whether the copied `command` (of a saved output of `kind`) read the kernel log of a boot
+    before the one the box runs now (journalctl's `-b -1`, `--boot -2`), and not this boot's
+    too (`journalctl -k -b -1 ; journalctl -k` is kernel_log_mixed)."""
+    return kind == "kernel_log" and _boots(command) == {"earlier"}
+
+
 def newest_first(command: str, kind: str = "kernel_log") -> bool:
-    """Whether the copied `command` printed the kernel log newest line first (`journalctl -r`)."""
-    options = _journal(command) if kind == "kernel_log" else None
-    return options is not None and any(name == "-r" for name, _ in options)
+    """Whether the copied `command` printed the kernel log newest line first (`journalctl -r`):
+    each journalctl or dmesg it runs that prints a log, `-r`."""
+    read = [_read(ran) for ran in log_runs(command)] if kind == "kernel_log" else []
+    logs = [r for r in read if r and r[0] in ("journalctl", "dmesg")]
+    return bool(logs) and all(r[0] == "journalctl" and any(n == "-r" for n, _ in r[1]) for r in logs)
 
 
 def logged_order(text: str, command: str, kind: str = "kernel_log") -> str:
@@ -280,7 +333,7 @@ def _journal_narrowed(ran: Run, options: list[Option]) -> str:
     said, names = f"`{ran.said}`", {name for name, _ in options}
     if elsewhere := sorted(names & _JOURNAL_ELSEWHERE):
         return f"{said} reads another journal ({elsewhere[0]}), not the box's log of the boot it runs now"
-    if earlier_boot(ran.said):
+    if _earlier(options):
         return f"{said} is the log of an earlier boot, not of the boot the box runs now"
     boot = _boot(options)
     m = _BOOT.fullmatch(boot) if boot and boot != "all" else None
@@ -329,20 +382,34 @@ def _files_narrowed(said: str, files: list[str]) -> str:
     return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
 
 
-def kernel_log_narrowed(command: str) -> str:
-    """Why the kernel log the copied `command` printed is not the whole log of the boot the box
-    runs now, as one clause naming the command; "" when it is (or the command is not understood).
-    (A filter after the tool, `| grep NVRM`, is api/narrowed.py's.)"""
-    ran = run(command, _TOOLS)
-    found = _tool(ran.head)
-    if found is None:
+def kernel_log_mixed(command: str) -> str:
+    """Why the copied `command`'s log as a whole is not the log of the boot the box runs now, as
+    one clause naming it: it prints no log (`journalctl --list-boots`), or an earlier boot's log
+    and this boot's (`journalctl -k -b -1 ; journalctl -k`: the log's own boot banners and
+    `-- Reboot --` lines tell them apart, facts/kernel_log.py); "" otherwise."""
+    said = f"`{command.strip()}`"
+    if not log_runs(command):
+        return f"{said} prints no kernel log" if _tool(run(command, _TOOLS).head) else ""
+    if _boots(command) == {"earlier", "now"}:
+        return (
+            f"{said} prints the log of an earlier boot and of the boot the box runs now, one after the other"
+        )
+    return ""
+
+
+def kernel_log_narrowed(ran: Run) -> str:
+    """Why the kernel log that `ran` (one command of a copied line: log_runs) printed is not the
+    whole log of the boot the box runs now, as one clause naming the command; "" when it is (or
+    the command is not understood). (A filter after the tool, `| grep NVRM`, is api/narrowed.py's.)"""
+    read = _read(ran)
+    if read is None:
         return ""
-    tool, args = found
+    tool, options = read
     said = f"`{ran.said}`"
     if tool in _FILTERS:
         return f"{said} keeps only the lines {tool} let through"
     if tool == "journalctl":
-        return _journal_narrowed(ran, _options(args, _JOURNALCTL))
+        return _journal_narrowed(ran, options)
     if tool == "dmesg":
-        return _dmesg_narrowed(said, _options(args, _DMESG))
-    return _files_narrowed(said, [v or "" for name, v in _options(args, _FILE_TOOL) if name == ""])
+        return _dmesg_narrowed(said, options)
+    return _files_narrowed(said, [v or "" for name, v in options if name == ""])

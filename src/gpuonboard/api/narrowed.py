@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import run
-from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_narrowed
+from gpuonboard.api.command_line import Run, run, runs
+from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool that keep part of its lines
@@ -25,19 +25,30 @@ _DF_VALUED = frozenset({"-B", "--block-size", "-t", "--type", "-x", "--exclude-t
 def narrowed(kind: str, command: str) -> str:
     """Why `command` (the copied prompt's, "" if none) shows only part of what the box has, as
     one clause naming the command; "" when it shows all of it (or is not understood). The words
-    read are those of the command it runs (api/command_line.py: `ssh box 'df -h | grep -v
-    tmpfs'` is df kept by grep; `df -h 2>/dev/null` is df alone)."""
+    read are those of the commands it runs (api/command_line.py: `ssh box 'df -h | grep -v
+    tmpfs'` is df kept by grep; `df -h 2>/dev/null` is df alone); of a list, any of those the
+    output is or was read from that shows part is enough (`dmesg > d.txt; grep NVRM d.txt`)."""
     if not command:
         return ""
-    ran = run(command, _tools(kind))
-    if matrix_pci(kind, command):
+    if kind == "kernel_log":  # (no log at all, two boots' logs: api/kernel_command.py)
+        if why := kernel_log_mixed(command):
+            return why
+        found = log_runs(command)
+    else:
+        found = runs(command, _tools(kind))
+    return next((why for ran in found if (why := _narrowed_run(kind, ran))), "")
+
+
+def _narrowed_run(kind: str, ran: Run) -> str:
+    """narrowed for one command of the copied line."""
+    if kind == "nvidia_topo" and _matrix_pci_run(ran):
         # (first: a filter after it keeps lines, this hides what every line could say)
         return f"`{ran.said}` {PCIE_PATHS_ONLY}"
     for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
         if stage and (name := stage[0].rsplit("/", 1)[-1]) in _FILTERS:
             return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
-        return kernel_log_narrowed(command)
+        return kernel_log_narrowed(ran)
     found = _args_of(ran.head, _tools(kind))
     if found is None:
         return ""
@@ -56,9 +67,11 @@ def matrix_pci(kind: str, command: str) -> bool:
     """Whether `command` (a saved `nvidia_topo` output's copied command) runs `nvidia-smi topo
     -mp` (`--matrix_pci`; `ssh box 'nvidia-smi topo -mp'`): the matrix of PCIe paths only, which
     shows no NVLink."""
-    if kind != "nvidia_topo" or not command:
-        return False
-    found = _args_of(run(command, _tools(kind)).head, _tools(kind))
+    return kind == "nvidia_topo" and bool(command) and _matrix_pci_run(run(command, _tools(kind)))
+
+
+def _matrix_pci_run(ran: Run) -> bool:
+    found = _args_of(ran.head, ("nvidia-smi",))
     return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))
 
 

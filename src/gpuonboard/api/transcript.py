@@ -31,20 +31,21 @@ UNRECOGNISED = "not a recognised command output"  # (how a file of no known outp
 
 # the commands whose saved output is judged (and `cat`, `ssh`, `sudo` in front of them): a first
 # line `root@gpu-01:~# nvidia-smi -q -x`, `[root@gpu01 ~]# lscpu`, `$ ssh box df -h` or
-# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output
+# `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output; a kernel
+# log's filters as the command (`grep NVRM /var/log/kern.log`, `zcat kern.log.2.gz`)
 COMMANDS = (
     r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3"
-    r"|systemctl)"
+    r"|systemctl|e?grep|fgrep|zgrep|zcat)"
 )
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)
-_TOOL = re.compile(rf"(?:^|[\s/$#%>]){COMMANDS}(?=\s|$)")
+_TOOL = re.compile(rf"(?:^|[\s/$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
 
 
 def tool_command(line: str) -> str:
     """The command from the tool whose output is read on (`df -h` of `ssh box df -h`, of
     `$ df -h`); the line itself when it names none."""
     found = _TOOL.search(line)
-    return line[found.start() :].lstrip(" /$#%>") if found else line
+    return line[found.start() :].lstrip(" /$#%>('\"") if found else line
 
 
 _HOST = r"[\w-]+(?:\.[\w-]+)*"
