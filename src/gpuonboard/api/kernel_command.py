@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, pipeline, run, runs
+from gpuonboard.api.command_line import Run, or_taken, pipeline, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
@@ -44,6 +44,7 @@ __all__ = [
     "logged_order",
     "newest_first",
     "pipeline",
+    "printed",
 ]
 
 # a boot descriptor (journalctl's parse_boot_descriptor / parse_id_descriptor): `all`, an offset
@@ -276,6 +277,27 @@ def log_runs(command: str) -> list[Run]:
     log is or was read from: each that runs a kernel log's tool, but with an option that prints
     no log (`journalctl --list-boots`, `dmesg -C`)."""
     return [ran for ran in runs(command, _TOOLS) if _prints_log(ran)]
+
+
+# what journalctl and dmesg print when they read no log: of the boot asked for (journalctl's
+# "Data from the specified boot (-1) is not available: No such boot ID in journal", "Specifying
+# boot ID or boot offset has no effect, no persistent journal was found."), or at all
+_FAILED = {
+    "journalctl": ("No such boot ID", "no persistent journal was found", "has no effect, no persistent"),
+    "dmesg": ("read kernel buffer failed",),
+}
+
+
+def printed(command: str, text: str, kind: str = "kernel_log") -> str:
+    """The copied `command` as what printed the saved `text`: of `a || b`, b where the text
+    carries a's failure (`journalctl -k -b -1 || journalctl -k` on a box that keeps no earlier
+    boot: `No such boot ID`), else a (b never ran: `dmesg || journalctl -k -b -1`)."""
+
+    def failed(left: str) -> bool:
+        tools = {found[0] for ran in runs(left, _TOOLS) if (found := _tool(ran.head))}
+        return any(said in text for tool in tools for said in _FAILED.get(tool, ()))
+
+    return or_taken(command, failed) if kind == "kernel_log" and command else command
 
 
 def _boot(options: list[Option]) -> str | None:
