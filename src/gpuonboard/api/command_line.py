@@ -32,7 +32,7 @@ import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["Run", "commands", "or_taken", "pipeline", "run", "runs"]
+__all__ = ["Run", "commands", "every_run", "or_taken", "pipeline", "run", "runs"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
@@ -145,10 +145,19 @@ def runs(command: str, tools: Collection[str] = ()) -> list[Run]:
     shell's or ssh's command line read as a list of its own): those the saved text may come from
     (module doc); the list's first command where none does. Of `a || b`, a alone (b runs only
     where a failed: or_taken reads which from the saved text)."""
+    told = every_run(command, tools)
+    return [r for r in told if r.to_file != "/dev/null"] or told or _every(command, tools)[:1]
+
+
+def every_run(command: str, tools: Collection[str]) -> list[Run]:
+    """Every command of the list `command` that runs one of `tools`, in order, those whose output
+    went to /dev/null too (`dmesg -c > /dev/null; dmesg`: what ran before the log was read)."""
+    return [r for r in _every(command, tools) if _runs_tool(r.head, tools)]
+
+
+def _every(command: str, tools: Collection[str]) -> list[Run]:
     listed = [part for sep, part in _cut_at(command, pipes=False) if sep != "||" and part.strip()]
-    every = [ran for text in listed or [command] for ran in _runs_of(text, tools)]
-    told = [r for r in every if _runs_tool(r.head, tools)]
-    return [r for r in told if r.to_file != "/dev/null"] or told or every[:1]
+    return [ran for text in listed or [command] for ran in _runs_of(text, tools)]
 
 
 def run(command: str, tools: Collection[str] = ()) -> Run:

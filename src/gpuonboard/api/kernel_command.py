@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, or_taken, pipeline, run, runs
+from gpuonboard.api.command_line import Run, every_run, or_taken, pipeline, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
@@ -404,6 +404,27 @@ def _files_narrowed(said: str, files: list[str]) -> str:
     return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
 
 
+def _clears(ran: Run) -> bool:
+    """Whether `ran` empties the kernel log that a later command reads: `dmesg -C` (`--clear`),
+    `dmesg -c` (`--read-clear`) whose output is not the text (`> /dev/null`, `> d.txt`),
+    `journalctl --vacuum-*` (the journal files it deletes; after `--rotate`, the active ones)."""
+    tool, options = _read(ran) or ("", [])
+    names = {name for name, _ in options}
+    if tool == "dmesg":
+        return bool(names & {"-C", "--clear"}) or (bool(names & {"-c", "--read-clear"}) and ran.to_file != "")
+    return tool == "journalctl" and any(name.startswith("--vacuum-") for name in names)
+
+
+def _cleared(command: str) -> str:
+    """The command of the copied `command` that clears the kernel log before a later one of it
+    prints the log (`sudo dmesg -C; sleep 60; dmesg`); "" for none."""
+    every = every_run(command, _TOOLS)
+    for at, ran in enumerate(every):
+        if _clears(ran) and any(_prints_log(r) and r.to_file != "/dev/null" for r in every[at + 1 :]):
+            return ran.said
+    return ""
+
+
 def kernel_log_mixed(command: str) -> str:
     """Why the copied `command`'s log as a whole is not the log of the boot the box runs now, as
     one clause naming it: it prints no log (`journalctl --list-boots`), or an earlier boot's log
@@ -412,6 +433,8 @@ def kernel_log_mixed(command: str) -> str:
     said = f"`{command.strip()}`"
     if not log_runs(command):
         return f"{said} prints no kernel log" if _tool(run(command, _TOOLS).head) else ""
+    if cleared := _cleared(command):
+        return f"`{cleared}` clears the kernel log before it is read"
     if _boots(command) == {"earlier", "now"}:
         return (
             f"{said} prints the log of an earlier boot and of the boot the box runs now, one after the other"
