@@ -32,7 +32,7 @@ import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["Run", "commands", "pipeline", "run", "runs"]
+__all__ = ["Run", "commands", "every_run", "or_taken", "pipeline", "run", "runs"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
@@ -44,7 +44,13 @@ def _cut(command: str, pipes: bool) -> list[str]:
     """`command` cut at each separator outside quotes: at `|` / `|&` (`pipes`), else at the
     list's `;`, `&&`, `||`, `&`, `(`, `)` and line ends; the text of each part kept as written,
     a comment (a `#` that starts a word, to the line's end) left out."""
-    parts, start, quote, at, inside = [], 0, "", 0, 0
+    return [part for _, part in _cut_at(command, pipes)]
+
+
+def _cut_at(command: str, pipes: bool) -> list[tuple[str, str]]:
+    """_cut's parts, each with the separator before it ("" for the first)."""
+    parts: list[tuple[str, str]] = []
+    start, quote, at, inside, before = 0, "", 0, 0, ""
     while at < len(command):
         char, two = command[at], command[at : at + 2]
         if char == "\\" and quote != "'":
@@ -61,12 +67,12 @@ def _cut(command: str, pipes: bool) -> list[str]:
         elif char in "|;&\n()" and not inside and not _redirection(command, at):
             sep = two if two in ("||", "&&", "|&") else char
             if (sep in ("|", "|&")) == pipes:
-                parts.append(command[start:at])
-                start = at + len(sep)
+                parts.append((before, command[start:at]))
+                start, before = at + len(sep), sep
             at += len(sep)
             continue
         at += 1
-    return [*parts, command[start:]]
+    return [*parts, (before, command[start:])]
 
 
 def _redirection(command: str, at: int) -> bool:
@@ -122,13 +128,36 @@ class Run:
         return self.stages[0]
 
 
+def or_taken(command: str, failed: Callable[[str], bool]) -> str:
+    """`command` with each `a || b` of its list read as the side that printed: `b` where
+    `failed(a)` (the saved text carries a's failure: a printed only that), else `a` (b never ran)."""
+    kept: list[tuple[str, str]] = []
+    for sep, part in _cut_at(command, pipes=False):
+        if sep == "||" and kept and failed(kept[-1][1]):
+            kept[-1] = (kept[-1][0], part)  # (a failed: b ran after it)
+        elif sep != "||" or not kept:
+            kept.append((sep, part))
+    return "".join(f"{sep}{part}" for sep, part in kept).strip()
+
+
 def runs(command: str, tools: Collection[str] = ()) -> list[Run]:
     """The commands of the list `command` that run one of `tools` (by name), in their order (a
     shell's or ssh's command line read as a list of its own): those the saved text may come from
-    (module doc); the list's first command where none does."""
-    every = [ran for text in commands(command) for ran in _runs_of(text, tools)]
-    told = [r for r in every if _runs_tool(r.head, tools)]
-    return [r for r in told if r.to_file != "/dev/null"] or told or every[:1]
+    (module doc); the list's first command where none does. Of `a || b`, a alone (b runs only
+    where a failed: or_taken reads which from the saved text)."""
+    told = every_run(command, tools)
+    return [r for r in told if r.to_file != "/dev/null"] or told or _every(command, tools)[:1]
+
+
+def every_run(command: str, tools: Collection[str]) -> list[Run]:
+    """Every command of the list `command` that runs one of `tools`, in order, those whose output
+    went to /dev/null too (`dmesg -c > /dev/null; dmesg`: what ran before the log was read)."""
+    return [r for r in _every(command, tools) if _runs_tool(r.head, tools)]
+
+
+def _every(command: str, tools: Collection[str]) -> list[Run]:
+    listed = [part for sep, part in _cut_at(command, pipes=False) if sep != "||" and part.strip()]
+    return [ran for text in listed or [command] for ran in _runs_of(text, tools)]
 
 
 def run(command: str, tools: Collection[str] = ()) -> Run:

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, pipeline, run, runs
+from gpuonboard.api.command_line import Run, every_run, or_taken, pipeline, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
@@ -44,6 +44,7 @@ __all__ = [
     "logged_order",
     "newest_first",
     "pipeline",
+    "printed",
 ]
 
 # a boot descriptor (journalctl's parse_boot_descriptor / parse_id_descriptor): `all`, an offset
@@ -278,6 +279,27 @@ def log_runs(command: str) -> list[Run]:
     return [ran for ran in runs(command, _TOOLS) if _prints_log(ran)]
 
 
+# what journalctl and dmesg print when they read no log: of the boot asked for (journalctl's
+# "Data from the specified boot (-1) is not available: No such boot ID in journal", "Specifying
+# boot ID or boot offset has no effect, no persistent journal was found."), or at all
+_FAILED = {
+    "journalctl": ("No such boot ID", "no persistent journal was found", "has no effect, no persistent"),
+    "dmesg": ("read kernel buffer failed",),
+}
+
+
+def printed(command: str, text: str, kind: str = "kernel_log") -> str:
+    """The copied `command` as what printed the saved `text`: of `a || b`, b where the text
+    carries a's failure (`journalctl -k -b -1 || journalctl -k` on a box that keeps no earlier
+    boot: `No such boot ID`), else a (b never ran: `dmesg || journalctl -k -b -1`)."""
+
+    def failed(left: str) -> bool:
+        tools = {found[0] for ran in runs(left, _TOOLS) if (found := _tool(ran.head))}
+        return any(said in text for tool in tools for said in _FAILED.get(tool, ()))
+
+    return or_taken(command, failed) if kind == "kernel_log" and command else command
+
+
 def _boot(options: list[Option]) -> str | None:
     """The boot descriptor of journalctl's `-b` ("" for this boot), None without one."""
     said = [value or "" for name, value in options if name == "-b"]
@@ -382,6 +404,27 @@ def _files_narrowed(said: str, files: list[str]) -> str:
     return f"{said} reads an older, rotated log file, not the log of the boot the box runs now"
 
 
+def _clears(ran: Run) -> bool:
+    """Whether `ran` empties the kernel log that a later command reads: `dmesg -C` (`--clear`),
+    `dmesg -c` (`--read-clear`) whose output is not the text (`> /dev/null`, `> d.txt`),
+    `journalctl --vacuum-*` (the journal files it deletes; after `--rotate`, the active ones)."""
+    tool, options = _read(ran) or ("", [])
+    names = {name for name, _ in options}
+    if tool == "dmesg":
+        return bool(names & {"-C", "--clear"}) or (bool(names & {"-c", "--read-clear"}) and ran.to_file != "")
+    return tool == "journalctl" and any(name.startswith("--vacuum-") for name in names)
+
+
+def _cleared(command: str) -> str:
+    """The command of the copied `command` that clears the kernel log before a later one of it
+    prints the log (`sudo dmesg -C; sleep 60; dmesg`); "" for none."""
+    every = every_run(command, _TOOLS)
+    for at, ran in enumerate(every):
+        if _clears(ran) and any(_prints_log(r) and r.to_file != "/dev/null" for r in every[at + 1 :]):
+            return ran.said
+    return ""
+
+
 def kernel_log_mixed(command: str) -> str:
     """Why the copied `command`'s log as a whole is not the log of the boot the box runs now, as
     one clause naming it: it prints no log (`journalctl --list-boots`), or an earlier boot's log
@@ -390,6 +433,8 @@ def kernel_log_mixed(command: str) -> str:
     said = f"`{command.strip()}`"
     if not log_runs(command):
         return f"{said} prints no kernel log" if _tool(run(command, _TOOLS).head) else ""
+    if cleared := _cleared(command):
+        return f"`{cleared}` clears the kernel log before it is read"
     if _boots(command) == {"earlier", "now"}:
         return (
             f"{said} prints the log of an earlier boot and of the boot the box runs now, one after the other"

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
-from gpuonboard.api.kernel_command import earlier_boot, logged_order
+from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import not_text
 from gpuonboard.api.shown import shown
@@ -543,7 +543,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         from gpuonboard.facts import disks
 
         text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    ran = copied or command  # (read whole, its wrappers unwrapped: `ssh box 'dmesg | grep x'`)
+    ran = printed(
+        copied or command, text, kind
+    )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
     return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, ran), earlier_boot=earlier)

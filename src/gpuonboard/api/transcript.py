@@ -173,7 +173,9 @@ def sections(text: str) -> list[Section] | None:
 
 def hosts(parts: list[Section]) -> list[str]:
     """The hosts the commands read from a session ran on, as its prompts (or `ssh HOST`) name
-    them, in order of first mention (a host's short name and its full one are one)."""
+    them, in order of first mention (a host's short name and its full one are one). `parts`: the
+    ones whose output was read as a kind (a `grep -c . hosts.txt` on the laptop before `ssh gpu01`
+    read nothing of a box)."""
     seen: list[str] = []
     for part in parts:
         host = (part.host or "").lower()
@@ -183,6 +185,21 @@ def hosts(parts: list[Section]) -> list[str]:
         if part.reads and short and short not in seen:
             seen.append(short)
     return seen
+
+
+def _read_part(
+    name: str, part: Section, read_one: Callable[[str, str, str], tuple[str, T]]
+) -> tuple[str, T] | str:
+    """(kind, output) of one part of a session; else why it is not read ("" for nothing to say)."""
+    if part.empty:
+        return f"{part.where} printed nothing" if part.reads else ""
+    where = f"{name} {part.where}"
+    try:
+        return read_one(where, part.text, part.command)
+    except UsageError as exc:
+        why = str(exc).removeprefix(f"{where}: ").rstrip(".")
+        known = part.reads and not why.startswith(UNRECOGNISED)
+        return f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"
 
 
 def read(
@@ -203,25 +220,20 @@ def read(
     failed`, or a tool not found) gives way to one of its kind that did
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
     makes one (the kernel logs of two boots)."""
-    if len(named := hosts(parts)) > 1:
+    each = [(part, _read_part(name, part, read_one)) for part in parts]
+    if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
             " which cannot be judged as one box; save each box's outputs in a file of its own."
         )
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
-    for part in parts:
-        if part.empty:
-            skipped += [(part.line, f"{part.where} printed nothing")] if part.reads else []
+    for part, got in each:
+        if isinstance(got, str):
+            skipped += [(part.line, got)] if got else []
             continue
+        kind, out = got
         where = f"{name} {part.where}"
-        try:
-            kind, out = read_one(where, part.text, part.command)
-        except UsageError as exc:
-            why = str(exc).removeprefix(f"{where}: ").rstrip(".")
-            known = part.reads and not why.startswith(UNRECOGNISED)
-            skipped.append((part.line, f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"))
-            continue
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
             continue

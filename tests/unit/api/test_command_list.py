@@ -14,7 +14,7 @@ import pytest
 
 from gpuonboard.api import command_line
 from gpuonboard.api.command_line import run
-from gpuonboard.api.kernel_command import earlier_boot, newest_first
+from gpuonboard.api.kernel_command import earlier_boot, newest_first, printed
 from gpuonboard.api.narrowed import narrowed
 
 from ..offline_judge import checks
@@ -88,8 +88,7 @@ def test_a_command_that_prints_no_log_alone_is_no_whole_log() -> None:
     "command",
     [
         "journalctl -k -b -1 ; journalctl -k",
-        "journalctl -k -b -1 || journalctl -k",
-        "journalctl -k -b -1 --no-pager || journalctl -k --no-pager",
+        "journalctl -k -b -1 && journalctl -k",
         "dmesg; journalctl -k -b -1",
     ],
 )
@@ -98,6 +97,50 @@ def test_an_earlier_boot_and_this_one_are_mixed_not_history(command: str) -> Non
     assert "prints the log of an earlier boot and of the boot the box runs now" in narrowed(
         "kernel_log", command
     )
+
+
+# what journalctl prints where the boot asked for is not kept (systemd's journalctl, v246+ and
+# older), and dmesg where it may not read the log (tests/fixtures/real/dmesg__refused-...scylla)
+_NO_BOOT = "Data from the specified boot (-1) is not available: No such boot ID in journal\n"
+_NO_JOURNAL = "Specifying boot ID or boot offset has no effect, no persistent journal was found.\n"
+_REFUSED = "dmesg: read kernel buffer failed: Operation not permitted\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "earlier", "whole"),
+    [
+        # `a || b`: b runs only where a failed; the text a log prints is a's, whole
+        ("sudo journalctl -k -b -1 || sudo journalctl -k", "kernel: NVRM: loading\n", True, False),
+        ("journalctl -k -b -1 --no-pager || journalctl -k --no-pager", "kernel: x\n", True, False),
+        ("dmesg || journalctl -k -b -1", "[    0.0] Linux version\n", False, True),
+        ("journalctl -k -b 0 || journalctl -k -b -1", "kernel: x\n", False, True),
+        # a's failure in the text: b printed the log
+        ("sudo journalctl -k -b -1 || sudo journalctl -k", _NO_BOOT + "kernel: x\n", False, True),
+        ("journalctl -k -b -1 || journalctl -k", _NO_JOURNAL + "kernel: x\n", False, True),
+        ("dmesg || journalctl -k -b -1", _REFUSED + "kernel: x\n", True, False),
+        (
+            "journalctl -k -b -2 || journalctl -k -b -1 || journalctl -k",
+            _NO_BOOT * 2 + "kernel: x\n",
+            False,
+            True,
+        ),
+    ],
+)
+def test_of_a_or_b_the_side_that_printed_is_the_log(
+    command: str, text: str, earlier: bool, whole: bool
+) -> None:
+    ran = printed(command, text)
+    assert earlier_boot(ran) is earlier, ran
+    assert (narrowed("kernel_log", ran) == "") is whole, narrowed("kernel_log", ran)
+
+
+def test_an_or_list_above_an_earlier_boots_log_is_history_not_a_fault_now(tmp_path: Path) -> None:
+    """`sudo journalctl -k -b -1 || sudo journalctl -k` above the H100 fallen off the bus: was
+    FAIL (read as two boots' logs, the fault this boot's); the log is -b -1's: history."""
+    xid = _gpu_xid(tmp_path, "journalctl-k-b-1-or-k__h100-hgx__fallen-off-bus__derived.txt")
+    got = {"gpu_xid": xid}
+    assert got["gpu_xid"].verdict == "unverified", got["gpu_xid"]
+    assert "(logged before the log's last reboot)" in got["gpu_xid"].actual
 
 
 def test_newest_first_of_every_log_printed() -> None:

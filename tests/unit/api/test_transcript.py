@@ -227,6 +227,29 @@ def test_commands_of_two_machines_are_refused(tmp_path: Path, session: str, host
         offline.load_outputs([str(path)])
 
 
+@pytest.mark.parametrize(
+    "laptop",
+    [
+        "me@laptop:~$ grep -c . hosts.txt\n1\n",
+        "me@laptop:~$ zcat notes.gz\nrack 4 slot 2\n",
+        "me@laptop:~$ fgrep gpu01 ~/.ssh/config\nHost gpu01\n",
+    ],
+)
+def test_a_command_on_the_laptop_that_read_nothing_of_a_box_is_no_second_host(
+    tmp_path: Path, laptop: str
+) -> None:
+    # a filter's output on the laptop (no output this tool reads) is no box's: the session is one box
+    path = tmp_path / "s.txt"
+    listing = (REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_text()
+    path.write_text(f"{laptop}me@laptop:~$ ssh root@gpu01\nroot@gpu01:~# nvidia-smi -L\n{listing}")
+    kinds, notes = read_session(path)
+    command = laptop.split("$ ")[1].split("\n")[0]
+    assert kinds == ["nvidia_smi_list"]
+    assert notes == [
+        f"{path}: a saved terminal session; not read: line 1 (`{command}`) {transcript._NOT_READ}."
+    ]
+
+
 def test_a_copied_free_command_gives_its_unit(tmp_path: Path) -> None:
     # `free -g` of a 2 TiB box (`Mem: 2015`) is also 2015 MiB: its unit comes from the command
     path = tmp_path / "box.txt"
