@@ -174,9 +174,17 @@ _JOURNAL_TAIL = frozenset({"-n", "-e", "-f"})
 _JOURNAL_ELSEWHERE = frozenset({"-D", "-i", "--root", "--image", "-M", "--namespace"})
 _DMESG_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 # the line filters that may be the command itself, before a log file
-_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "head", "tail", "awk", "sed"})
+# (the tools that keep part of the lines of the files they read: grep's kin for compressed
+# rotated logs too, `zgrep NVRM /var/log/kern.log.2.gz`)
+_FILTERS = frozenset(
+    {"grep", "egrep", "fgrep", "zgrep", "zegrep", "zfgrep", "xzgrep", "bzgrep", "rg", "ack", "ag"}
+    | {"head", "tail", "awk", "sed"}
+)
 _TOOLS = frozenset({"journalctl", "dmesg", "cat", "zcat", "less", "more", *_FILTERS})
 # a log file rotated away: `kern.log.1`, `syslog.2.gz`, `messages-20250105`, `kern.log-20250105.xz`
+# the log files syslog daemons write the kernel's lines of the running boot to (Debian/Ubuntu's
+# kern.log and syslog, RHEL's messages): a read of one is this boot's (and earlier ones')
+_LIVE_LOG = re.compile(r"kern\.log|syslog|messages|kernel\.log")
 _ROTATED = re.compile(r"(?:\.\d+|-\d{8})(?:\.(?:gz|xz|bz2|zst))?$")
 # a snapshot written once at boot: Ubuntu's dmesg.service (`/var/log/dmesg`), Plymouth's and
 # RHEL's /var/log/boot.log, and their rotated copies (`dmesg.0`, `boot.log-20250105`)
@@ -314,9 +322,12 @@ def _earlier(options: list[Option]) -> bool:
 
 def _boots(command: str) -> set[str]:
     """Which boots the log sources of `command` read: "earlier" (`journalctl -k -b -1`), "now"
-    (`dmesg`, `journalctl -k`, `journalctl` of every boot); a file read is neither."""
+    (`dmesg`, `journalctl -k`, `journalctl` of every boot, the current log file `kern.log`,
+    `syslog`, `messages`), "file" (another file, or a file a filter reads: its boot not known)."""
     out = set()
-    for ran in log_runs(command):
+    found = log_runs(command)
+    written = {ran.to_file.rsplit("/", 1)[-1] for ran in found if ran.to_file}
+    for ran in found:
         tool, options = _read(ran) or ("", [])
         names = {name for name, _ in options}
         if tool == "journalctl" and not names & _JOURNAL_ELSEWHERE:
@@ -324,6 +335,11 @@ def _boots(command: str) -> set[str]:
             out.add("earlier" if _earlier(options) else "now" if now else "")
         elif tool == "dmesg" and not names & {"-F", "-K"}:
             out.add("now")
+        elif tool not in ("journalctl", "dmesg"):
+            files = [(v or "").rsplit("/", 1)[-1] for name, v in options if name == ""]
+            if any(f in written for f in files):
+                continue  # (`journalctl -k -b -1 > k.txt; grep NVRM k.txt`: k.txt's boots are its writer's)
+            out.add("now" if files and all(_LIVE_LOG.fullmatch(f) for f in files) else "file")
     return out - {""}
 
 
@@ -435,10 +451,13 @@ def kernel_log_mixed(command: str) -> str:
         return f"{said} prints no kernel log" if _tool(run(command, _TOOLS).head) else ""
     if cleared := _cleared(command):
         return f"`{cleared}` clears the kernel log before it is read"
-    if _boots(command) == {"earlier", "now"}:
+    boots = _boots(command)
+    if boots == {"earlier", "now"}:
         return (
             f"{said} prints the log of an earlier boot and of the boot the box runs now, one after the other"
         )
+    if "earlier" in boots and len(boots) > 1:  # (`journalctl -k -b -1; grep NVRM kern.log.1`)
+        return f"{said} prints the log of an earlier boot and a log file's, one after the other"
     return ""
 
 

@@ -15,8 +15,29 @@ from gpuonboard.api.command_line import Run, run, runs
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
-# the commands of a pipeline after the tool that keep part of its lines
-_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg", "head", "tail", "awk", "sed", "cut"})
+# the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
+# sort, a time stamper, a re-spacer): any other stage (grep and its z/xz/bz kin, head, awk, sed,
+# cut, perl -ne, python3 -c, ack, ag, ...) may keep part of them, and is read as doing so
+_PASSES = frozenset(
+    {
+        "tee",
+        "cat",
+        "less",
+        "more",
+        "most",
+        "pg",
+        "sort",
+        "ts",
+        "column",
+        "nl",
+        "expand",
+        "tr",
+        "iconv",
+        "ccze",
+        "bat",
+        "batcat",
+    }
+)
 # df's options that narrow the listing (-t TYPE, -l local only), and those that take a value
 _DF_NARROWING = frozenset({"-t", "--type", "-l", "--local"})
 _DF_VALUED = frozenset({"-B", "--block-size", "-t", "--type", "-x", "--exclude-type"})
@@ -45,7 +66,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         # (first: a filter after it keeps lines, this hides what every line could say)
         return f"`{ran.said}` {PCIE_PATHS_ONLY}"
     for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
-        if stage and (name := stage[0].rsplit("/", 1)[-1]) in _FILTERS:
+        if stage and (name := stage[0].rsplit("/", 1)[-1]) not in _PASSES:
             return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
         return kernel_log_narrowed(ran)
