@@ -87,6 +87,13 @@ CASES = [(sig, nth) for sig in (signal.SIGTERM, signal.SIGINT) for nth in (1, 2,
 ]
 
 
+def _signals_as_a_terminal_gives_them() -> None:
+    """The child's SIGHUP, SIGTERM and SIGINT at their defaults, whatever this test run inherited
+    (a CI started under `nohup` ignores SIGHUP, and the CLI keeps an ignored signal ignored)."""
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def test_a_signal_right_after_a_paramiko_lock_is_taken_stops_the_run_with_its_cleanup_done(
     pool: TestHostPool, tmp_path: Path
 ) -> None:
@@ -114,6 +121,7 @@ def test_a_signal_right_after_a_paramiko_lock_is_taken_stops_the_run_with_its_cl
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            preexec_fn=_signals_as_a_terminal_gives_them,
         )
         try:
             _, err = proc.communicate(timeout=10)
@@ -156,6 +164,7 @@ def test_a_long_command_still_stops_within_a_poll_of_its_output(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": SRC},
+        preexec_fn=_signals_as_a_terminal_gives_them,
     )
     try:
         deadline = time.monotonic() + 15
