@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, every_run, or_taken, pipeline, run, runs
+from gpuonboard.api.command_line import Run, every_run, or_taken, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
@@ -43,7 +43,6 @@ __all__ = [
     "log_runs",
     "logged_order",
     "newest_first",
-    "pipeline",
     "printed",
 ]
 

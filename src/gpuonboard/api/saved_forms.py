@@ -11,7 +11,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from gpuonboard.api.kernel_command import pipeline
+from gpuonboard.api.command_line import pipeline
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.named import tool_words

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api.kernel_command import earlier_boot, pipeline
+from gpuonboard.api.command_line import pipeline
+from gpuonboard.api.kernel_command import earlier_boot
 from gpuonboard.api.narrowed import narrowed
 
 from ..offline_judge import checks
