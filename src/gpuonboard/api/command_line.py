@@ -29,10 +29,21 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 
-__all__ = ["Run", "commands", "every_run", "or_taken", "pipeline", "run", "runs"]
+__all__ = [
+    "Grammar",
+    "Option",
+    "Run",
+    "commands",
+    "every_run",
+    "options",
+    "or_taken",
+    "pipeline",
+    "run",
+    "runs",
+]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
@@ -214,25 +225,85 @@ def _to_file(text: str) -> str:
     return ""
 
 
+Option = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A tool's options as its getopt_long reads them: `short`, the getopt string (`x:` takes a
+    value, `x::` one joined to it only); the long options that take a value (`valued`) or may
+    (`optional`: `--boot=-1`); `aliases`, a long option's short one; `lookahead`, the options
+    whose missing value the tool takes from the next word where it parses (journalctl's)."""
+
+    short: str
+    valued: frozenset[str]
+    optional: frozenset[str] = frozenset()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    lookahead: Mapping[str, Callable[[str], bool]] = field(default_factory=dict)
+
+    def takes(self, flag: str) -> str:
+        """ "" (no value), ":" (a value), "::" (an optional one) for short option `flag`."""
+        at = self.short.find(flag)
+        if at < 0 or flag == ":":
+            return ""
+        colons = self.short[at + 1 : at + 3]
+        return "::" if colons == "::" else ":" if colons.startswith(":") else ""
+
+
+def options(args: list[str], grammar: Grammar, stop: bool = False) -> list[Option]:
+    """(option, its value or None) of each option among `args` as the tool's getopt_long reads
+    them (`--boot=-1`, `--boot -1`, `-kb-1`, `-b -1`), a long option named by its short alias;
+    ("", word) for an operand. `stop`: the first operand ends the options (ssh's host)."""
+    out: list[Option] = []
+    at = 0
+    while at < len(args):
+        arg, at = args[at], at + 1
+        if arg == "--" or (stop and out and out[-1][0] == ""):
+            out.extend(("", word) for word in args[at - (arg != "--") :])
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            long, takes = name[2:], ":" if name[2:] in grammar.valued else ""
+            takes = "::" if long in grammar.optional else takes
+            name = grammar.aliases.get(long, name)
+            if not eq and takes == ":" and at < len(args):
+                value, at, eq = args[at], at + 1, "="
+            at = _value(out, name, value if eq else None, args, at, grammar)
+            continue
+        if not arg.startswith("-") or arg == "-":
+            out.append(("", arg))
+            continue
+        for i, flag in enumerate(arg[1:], 1):
+            takes, rest = grammar.takes(flag), arg[i + 1 :]
+            if not takes:
+                out.append((f"-{flag}", None))
+                continue
+            if not rest and takes == ":" and at < len(args):
+                rest, at = args[at], at + 1
+            at = _value(out, f"-{flag}", rest or None, args, at, grammar)
+            break
+    return out
+
+
+def _value(
+    out: list[Option], name: str, value: str | None, args: list[str], at: int, grammar: Grammar
+) -> int:
+    """Adds option `name` with `value`; without one, the next word where the tool takes it
+    (journalctl's `-b -1`). The index of the word after."""
+    check = grammar.lookahead.get(name)
+    if value is None and check is not None and at < len(args) and check(args[at]):
+        value, at = args[at], at + 1
+    out.append((name, value))
+    return at
+
+
 def _getopt(short: str, long: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
     """The words after a command's options (its getopt string `short`, `x:` taking a value, `x::`
     one joined to it only; the long options in `long` taking one): what the command runs."""
+    grammar = Grammar(short, frozenset(long))
 
     def operands(words: list[str]) -> list[str]:
-        at = 0
-        while at < len(words) and words[at].startswith("-") and words[at] != "-":
-            word, at = words[at], at + 1
-            if word == "--":
-                break
-            if word.startswith("--"):
-                at += word[2:] in long and "=" not in word
-                continue
-            for i, flag in enumerate(word[1:], 1):
-                if f"{flag}:" in short and flag != ":":
-                    # (its value: the rest of the word, or the next one where it is not optional)
-                    at += i == len(word) - 1 and f"{flag}::" not in short
-                    break
-        return words[at:]
+        return [word for name, word in options(words, grammar, stop=True) if not name and word is not None]
 
     return operands
 

@@ -30,10 +30,8 @@ log is read in the journal's order (api/offline.py). util-linux dmesg has no suc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
-from gpuonboard.api.command_line import Run, every_run, or_taken, run, runs
+from gpuonboard.api.command_line import Grammar, Option, Run, every_run, options, or_taken, run, runs
 
 __all__ = [
     "KERNEL_LOG_TOOLS",
@@ -61,30 +59,8 @@ def _lines_value(word: str) -> bool:
     return re.fullmatch(r"all|\+?\d+", word) is not None
 
 
-@dataclass(frozen=True)
-class _Grammar:
-    """A tool's options as its getopt_long reads them: `short`, the getopt string (`x:` takes a
-    value, `x::` one joined to it only); the long options that take a value (`valued`) or may
-    (`optional`: `--boot=-1`); `aliases`, a long option's short one; `lookahead`, the options
-    whose missing value the tool takes from the next word where it parses (journalctl's)."""
-
-    short: str
-    valued: frozenset[str]
-    optional: frozenset[str] = frozenset()
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    lookahead: Mapping[str, Callable[[str], bool]] = field(default_factory=dict)
-
-    def takes(self, flag: str) -> str:
-        """ "" (no value), ":" (a value), "::" (an optional one) for short option `flag`."""
-        at = self.short.find(flag)
-        if at < 0 or flag == ":":
-            return ""
-        colons = self.short[at + 1 : at + 3]
-        return "::" if colons == "::" else ":" if colons.startswith(":") else ""
-
-
 # systemd's journalctl.c (getopt string of v256; `--file`'s `-i` and `-T`, `-I`, `-W` are newer)
-_JOURNALCTL = _Grammar(
+_JOURNALCTL = Grammar(
     "hefo:aln::qmb::kD:p:g:c:S:U:t:T:u:INF:xrM:i:W",
     frozenset(
         [
@@ -143,7 +119,7 @@ _JOURNALCTL = _Grammar(
     {"-b": _a_boot, "-n": _lines_value},
 )
 # util-linux's sys-utils/dmesg.c (`-K` / `--kmsg-file` is 2.40's); its `-r` is `--raw`
-_DMESG = _Grammar(
+_DMESG = Grammar(
     "CcDdEeF:f:HhkK:L::l:n:iPprSs:TtuVWwx",
     frozenset(
         [
@@ -161,7 +137,7 @@ _DMESG = _Grammar(
     frozenset({"color"}),
     {"file": "-F", "kmsg-file": "-K", "facility": "-f", "level": "-l", "kernel": "-k", "userspace": "-u"},
 )
-_FILE_TOOL = _Grammar("", frozenset())  # (cat, zcat, less, more: their options take no value)
+_FILE_TOOL = Grammar("", frozenset())  # (cat, zcat, less, more: their options take no value)
 
 # journalctl's options that keep only some lines of a boot (`-n`, `-e`, `-f`: all but `-n all`)
 _JOURNAL_NARROWING = frozenset(
@@ -202,8 +178,6 @@ _DMESG_NO_LOG = frozenset(
     | {"-h", "--help", "-V", "--version"}
 )
 
-Option = tuple[str, str | None]
-
 
 def _tool(words: list[str]) -> tuple[str, list[str]] | None:
     """(the command's tool, the words after it): the first of the words (wrappers already
@@ -214,53 +188,6 @@ def _tool(words: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _options(args: list[str], grammar: _Grammar, stop: bool = False) -> list[Option]:
-    """(option, its value or None) of each option among `args` as the tool's getopt_long reads
-    them (`--boot=-1`, `--boot -1`, `-kb-1`, `-b -1`), a long option named by its short alias;
-    ("", word) for an operand. `stop`: the first operand ends the options (ssh's host)."""
-    out: list[Option] = []
-    at = 0
-    while at < len(args):
-        arg, at = args[at], at + 1
-        if arg == "--" or (stop and out and out[-1][0] == ""):
-            out.extend(("", word) for word in args[at - (arg != "--") :])
-            break
-        if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
-            long, takes = name[2:], ":" if name[2:] in grammar.valued else ""
-            takes = "::" if long in grammar.optional else takes
-            name = grammar.aliases.get(long, name)
-            if not eq and takes == ":" and at < len(args):
-                value, at, eq = args[at], at + 1, "="
-            at = _value(out, name, value if eq else None, args, at, grammar)
-            continue
-        if not arg.startswith("-") or arg == "-":
-            out.append(("", arg))
-            continue
-        for i, flag in enumerate(arg[1:], 1):
-            takes, rest = grammar.takes(flag), arg[i + 1 :]
-            if not takes:
-                out.append((f"-{flag}", None))
-                continue
-            if not rest and takes == ":" and at < len(args):
-                rest, at = args[at], at + 1
-            at = _value(out, f"-{flag}", rest or None, args, at, grammar)
-            break
-    return out
-
-
-def _value(
-    out: list[Option], name: str, value: str | None, args: list[str], at: int, grammar: _Grammar
-) -> int:
-    """Adds option `name` with `value`; without one, the next word where the tool takes it
-    (journalctl's `-b -1`). The index of the word after."""
-    check = grammar.lookahead.get(name)
-    if value is None and check is not None and at < len(args) and check(args[at]):
-        value, at = args[at], at + 1
-    out.append((name, value))
-    return at
-
-
 def _read(ran: Run) -> tuple[str, list[Option]] | None:
     """(the tool, its options as its getopt reads them) of the command `ran` runs; None for no
     tool of a kernel log's."""
@@ -268,7 +195,7 @@ def _read(ran: Run) -> tuple[str, list[Option]] | None:
     if found is None:
         return None
     grammar = {"journalctl": _JOURNALCTL, "dmesg": _DMESG}.get(found[0], _FILE_TOOL)
-    return found[0], _options(found[1], grammar)
+    return found[0], options(found[1], grammar)
 
 
 def _prints_log(ran: Run) -> bool:
