@@ -171,32 +171,19 @@ def scan_source(root: Path, hashes: bool = True) -> SourceTree:
         specials = 0
         head = prefix.encode("utf-8", "surrogateescape")
         for d in items:
+            name = head + d.name.encode("utf-8", "surrogateescape")
             if d.is_file(follow_symlinks=False):
                 st = d.stat(follow_symlinks=False)
                 digest = sha256_digest(Path(base, prefix + d.name)) if hashes else ZERO
                 # (the whole-second mtime is derived from mtime_ns)
-                row(
-                    head + d.name.encode("utf-8", "surrogateescape"),
-                    f_kind,
-                    st.st_size,
-                    st.st_mtime_ns,
-                    st.st_ino,
-                    digest,
-                )
+                row(name, f_kind, st.st_size, st.st_mtime_ns, st.st_ino, digest)
                 if st.st_size >= SPARSE_GAP:
                     _note_sparse(tree, prefix + d.name, st, d.name, dfd)
             elif d.is_symlink():
                 target = os.readlink(d.name, dir_fd=dfd)
                 st = d.stat(follow_symlinks=False)
                 at = len(columns.ends)
-                row(
-                    head + d.name.encode("utf-8", "surrogateescape"),
-                    l_kind,
-                    0,
-                    0,
-                    0,
-                    bytes.fromhex(link_hash(target)),
-                )
+                row(name, l_kind, 0, 0, 0, bytes.fromhex(link_hash(target)))
                 columns.mtime_odd[at] = int(st.st_mtime)  # (a link's mtime_ns stays 0, as before)
                 if target:
                     columns.targets[at] = target

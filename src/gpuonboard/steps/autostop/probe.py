@@ -101,70 +101,47 @@ def _int_or_none(text: str) -> int | None:
 _OLD_PID = {"oldPID": "old_pid", "oldPID_START": "old_pid_start", "oldPID_BOOT": "old_pid_boot"}
 
 
+# the probe's lines that give one field as they stand, and those that give a number
+_AS_SAID = {"uid": "uid", "user": "user", "crond": "cron_daemon", "dir": "dir", "mode": "mode"}
+_NUMBERS = {"now": "now", "maxsince": "max_since", "installedat": "installed_at"}
+
+
 def _parse_probe(text: str) -> _Remote:
     r = _Remote(files={})
-    present: list[str] = []
-    crontab: list[str] = []
-    util: list[str] = []
-    signs: list[str] = []
+    lists: dict[str, list[str]] = {"present": [], "crontab": [], "gpuutil": [], "sign": []}
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
-        if kind == "uid":
-            r.uid = rest
-        elif kind == "user":
-            r.user = rest
+        if kind in _AS_SAID:
+            setattr(r, _AS_SAID[kind], rest)
+        elif kind in _NUMBERS:
+            setattr(r, _NUMBERS[kind], _int_or_none(rest))
+        elif kind in lists:
+            lists[kind].append(rest.strip() if kind == "gpuutil" else rest)
         elif kind == "dirunsafe":
             path, _, why = rest.partition("\t")
             r.unsafe = (path, why)
-        elif kind == "crond":
-            r.cron_daemon = rest
-        elif kind == "dir":
-            r.dir = rest
-        elif kind == "mode":
-            r.mode = rest
         elif kind == "file":
             name, mode, sha = (rest.split() + ["", "", ""])[:3]
             assert r.files is not None
             r.files[name] = (mode, sha)
-        elif kind == "present":
-            present.append(rest)
         elif kind == "cronfile":
             mode, sha = (rest.split() + ["", ""])[:2]
             r.cron_file = (mode, sha)
-        elif kind == "crontab":
-            crontab.append(rest)
         elif kind == "crontab_bin":
             r.crontab_bin = rest == "yes"
-        elif kind == "now":
-            r.now = _int_or_none(rest)
         elif kind == "oldmax":
             r.old_max = _int_or_none(rest.strip("'\""))
-        elif kind == "maxsince":
-            r.max_since = _int_or_none(rest)
-        elif kind == "installedat":
-            r.installed_at = _int_or_none(rest)
         elif kind == "tool":
             name, _, path = rest.partition(" ")
             if name in WATCHED_TOOLS and _tool_path(path):
                 r.tools[name] = path
-        elif kind == "pgrep":
-            r.pgrep = rest != "no"
-        elif kind == "ps":
-            r.ps = rest != "no"
-        elif kind == "gpuutilrc":
-            r.gpu_util_rc = _int_or_none(rest)
-            if r.gpu_util_rc is None:
-                r.gpu_util_rc = -1
-        elif kind == "gpuutil":
-            util.append(rest.strip())
-        elif kind == "sudorc":
-            r.sudo_rc = _int_or_none(rest)
-            if r.sudo_rc is None:
-                r.sudo_rc = -1
+        elif kind in ("pgrep", "ps"):
+            setattr(r, kind, rest != "no")
+        elif kind in ("gpuutilrc", "sudorc"):
+            code = _int_or_none(rest)
+            setattr(r, "gpu_util_rc" if kind == "gpuutilrc" else "sudo_rc", -1 if code is None else code)
         elif kind == "sudosaid":
             r.sudo_said = rest.strip()
-        elif kind == "sign":
-            signs.append(rest)
         elif kind == "pidalive":
             r.pid_alive = rest.strip() == "yes"
         elif kind == "pidstart":
@@ -178,8 +155,8 @@ def _parse_probe(text: str) -> _Remote:
             said, _, missing = rest.strip().partition(" ")
             r.shutdown_found = said == "yes"
             r.shutdown_missing = missing
-    r.present, r.crontab, r.gpu_util = tuple(present), tuple(crontab), tuple(util)
-    r.signs = slice_signs.read_signs("\n".join(signs))
+    r.present, r.crontab, r.gpu_util = (tuple(lists[k]) for k in ("present", "crontab", "gpuutil"))
+    r.signs = slice_signs.read_signs("\n".join(lists["sign"]))
     r.pid1 = r.signs.get(slice_signs.COMM, "")
     return r
 

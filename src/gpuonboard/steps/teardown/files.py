@@ -6,7 +6,7 @@ holds every recorded file."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,17 +272,7 @@ class TeardownFilesStep(Step):
                     return _Found(busy=busy)
                 data_root = found.root
                 here = norm.rstrip("/")
-                others = self._removable(found, here, home, out)
-                if others:
-                    n = len(others)
-                    spelt = [repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)]
-                    shown = shown_names(spelt)
-                    out.note = (
-                        f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown"
-                        " cannot tell for gpuonboard's uploads (it knows vars.dataset's copy, marked ones and"
-                        f" those `sync` recorded on the host) nor pulled ({shown}): pull or delete them"
-                        " yourself, or set vars.dataset_dir to a dir teardown should remove whole"
-                    )
+                out.note = _unknown_note(here, self._removable(found, here, home, out))
                 if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
                     out.note += plaintext_note(here, found.ciphertexts)
                 out.note += host_clock_note(here, found.by_host_clock)
@@ -496,3 +486,17 @@ class TeardownFilesStep(Step):
         why = last_line(applied.stderr, applied.exit_code)
         kept = " (gpuonboard's record of its uploads on the host is kept: a rerun finds what is left)"
         return f"could not remove everything: {why}{kept if plan.data.last else ''}"
+
+
+def _unknown_note(here: str, others: Collection[str]) -> str:
+    """The note on the entries of data dir `here` teardown cannot tell for uploads ("" for none)."""
+    if not others:
+        return ""
+    n = len(others)
+    shown = shown_names([repr(f"{here}/{o}") if "\n" in o else f"{here}/{o}" for o in sorted(others)])
+    return (
+        f"; left on the host: {n} {'entry' if n == 1 else 'entries'} in {here} that teardown"
+        " cannot tell for gpuonboard's uploads (it knows vars.dataset's copy, marked ones and"
+        f" those `sync` recorded on the host) nor pulled ({shown}): pull or delete them"
+        " yourself, or set vars.dataset_dir to a dir teardown should remove whole"
+    )

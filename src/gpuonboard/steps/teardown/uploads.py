@@ -243,7 +243,11 @@ def classify_uploads(
             or (e.name.startswith(".") and UNPACK_INFIX in e.name)
         )
 
-    found = [e for e in entries if ours(e)]
+    return _uploads(root, entries, [e for e in entries if ours(e)])
+
+
+def _uploads(root: str, entries: list[_Entry], found: list[_Entry]) -> Uploads:
+    """The Uploads of data dir `root` listing `entries`, of which `found` are ours."""
     kept = tuple((e.name, _extras(e)) for e in found if _unlisted(e))
     mine = tuple(sorted(e.name for e in found if not any(e.name == k for k, _ in kept)))
     rest = tuple(sorted(e.name for e in entries if e.name not in mine))
