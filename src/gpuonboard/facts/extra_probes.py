@@ -68,8 +68,10 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     `# dropped: driver <N> other <M>` (the matching lines left out of each kind: so it can tell
     the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
     and its first line.
-    A journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
-    currently not seeing messages ...") counts as a refusal, not as an empty log.
+    A reader that answers with nothing (a dmesg whose ring buffer was cleared) reads no log, and a
+    journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
+    currently not seeing messages ...", "No journal files were found.") counts as a refusal, not
+    as an empty log: the next reader is tried, else exit 126.
     """
     keep, drop, driver = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP), shell.quote(KERNEL_LOG_DRIVER)
     cap = int(max_lines)
@@ -101,7 +103,7 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     return (
         '__gpo_n() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -cE -- "$2"; else echo 0; fi; }; '
         "e=; "
-        f"if o=$(dmesg 2>&1); then s=dmesg; {whole}; {emit}; fi; {first}"
+        f'if o=$(dmesg 2>&1) && [ -n "$o" ]; then s=dmesg; {whole}; {emit}; fi; {first}'
         'case $l in dmesg:*) e=$l;; *) e="dmesg: $l";; esac; '
         "if command -v sudo >/dev/null 2>&1; then "
         f"if o=$(sudo -n dmesg 2>/dev/null) && [ -n \"$o\" ]; then s='sudo -n dmesg'; {whole}; {emit}; fi; "
@@ -110,7 +112,8 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         'l=$(sudo -n dmesg 2>&1 >/dev/null | head -n 1); e="$e; sudo -n dmesg: ${l:-printed nothing}"; fi; '
         "if command -v journalctl >/dev/null 2>&1; then "
         'if o=$(journalctl -k -b --no-pager -q 2>&1) && [ -n "$o" ] && '
-        "! printf '%s\\n' \"$o\" | grep -q -e '^-- No entries --' -e 'not seeing messages'; then "
+        "! printf '%s\\n' \"$o\" | grep -q -e '^-- No entries --' -e 'not seeing messages' "
+        "-e '^No journal files'; then "
         f"s='journalctl -k -b'; {emit}; fi; "
         f'{first}e="$e; journalctl -k -b: $l"; '
         'else e="$e; journalctl: not installed"; fi; '

@@ -215,6 +215,23 @@ class KernelLog:
             return None
         return re.search(KERNEL_LOG_BOOT, first) is not None
 
+    @property
+    def no_log(self) -> str:
+        """Why the live probe's log is no log at all, "" where it is one: the reader that answered
+        (exit 0) printed nothing (`# first:` blank, no line: a dmesg whose ring buffer was cleared)
+        or only its own notice (`No journal files were found.`, a systemd before v246 printing it
+        under `-q`): no fault seen there is no evidence (it passed "no Xid in the kernel log")."""
+        if self.first_line is None or self.lines:
+            return ""
+        from gpuonboard.facts.kernel_refusal import refusal
+
+        reader = self.source or "the kernel log reader"
+        if not self.first_line.strip():
+            return f"{reader} printed nothing"
+        said = refusal(self.first_line) or ""
+        # (util-linux's dmesg names itself: `dmesg: read kernel buffer failed ...`)
+        return said if not said or said.startswith(reader.split()[0] + ":") else f"{reader}: {said}"
+
     def xids(self) -> tuple[KernelEvent, ...]:
         """The GPU (Xid) events."""
         return tuple(e for e in self.events if e.kind == "xid")

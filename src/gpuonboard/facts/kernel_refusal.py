@@ -7,13 +7,16 @@ import re
 
 # what a kernel log reader prints where the login may not read the log: util-linux's `dmesg: read
 # kernel buffer failed: Operation not permitted` (busybox: `dmesg: klogctl: ...`), journalctl's
-# `No journal files were opened due to insufficient permissions.` and its notice `Hint: You are
+# `No journal files were opened due to insufficient permissions.`, its `No journal files were
+# found.` (systemd's journal-util.c: no journal on the box) and its notice `Hint: You are
 # currently not seeing messages from other users and the system.` (its indented lines after it,
 # `-- No entries --` below)
 _REFUSALS = (
     re.compile(r"^dmesg: .*(?:Operation not permitted|Permission denied)\s*$"),
     re.compile(r"^No journal files were opened due to insufficient permissions\.?\s*$"),
     re.compile(r"^Hint: You are currently not seeing messages from\b.*$"),
+    # (a systemd before v246 prints it under `-q` too, and exits 0: no journal to read, no log)
+    re.compile(r"^No journal files were found\.?\s*$"),
 )
 _REFUSAL_BESIDE = re.compile(r"^(?:\s+\S.*|-- No entries --\s*)$")
 _REFUSAL_MAX_LINES = 8

@@ -105,3 +105,44 @@ def test_a_new_sysfs_line_cut_before_its_link_layer_is_cut() -> None:
     for end in (whole.rindex("\t"), whole.rindex("\tpf")):
         cut = parse_ib_sysfs(whole[:end])
         assert not cut.complete and cut.cut, whole[:end]
+
+
+SYSFS = REAL / "ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt"
+
+
+def _sysfs_tree(root: Path, lines: list[str], unread: str, how: str) -> None:
+    """/sys/class/infiniband as the real listing's lines say, the `unread` device's port state
+    file as `how` leaves it: `empty` (a masked file), `missing` (ENOENT)."""
+    for line in lines:
+        dev, port, state, phys, rate, layer = line.split("\t")
+        d = root / dev / "ports" / port
+        d.mkdir(parents=True)
+        for name, value in (("state", state), ("phys_state", phys), ("rate", rate), ("link_layer", layer)):
+            if dev == unread and name == "state":
+                if how == "empty":
+                    (d / name).write_text("")
+                continue
+            (d / name).write_text(value + "\n")
+
+
+@pytest.mark.parametrize("how", ["empty", "missing"])
+@pytest.mark.parametrize("unread", ["mlx5_0", "mlx5_9"])
+def test_a_port_whose_state_the_probe_could_not_read_is_not_down(
+    tmp_path: Path, how: str, unread: str
+) -> None:
+    """The live probe over a sysfs like the real 8 x NDR400 node's, one port's state file masked:
+    rdma_ports failed "down: mlx5_9/1" (a blank state read as a port down); now unverified, naming
+    the port whose state was not read. Control: the whole tree passes."""
+    lines = SYSFS.read_text().splitlines()
+    order = (8, 400.0)
+    for name, expect in ((unread, "unverified"), ("", "pass")):
+        root = tmp_path / (name or "whole") / "infiniband"
+        _sysfs_tree(root, lines, name, how)
+        command = RDMA_PORTS.command.replace("/sys/class/infiniband", str(root))
+        out = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30)
+        report = parse_rdma(out.stdout)
+        check = rule_rdma(order, report.ports, report.complete, report.cut)
+        assert check is not None and check.verdict == expect, check
+        if name:
+            assert check.actual.endswith(f"state not readable: {unread}/1"), check
+            assert "down" not in check.actual, check

@@ -637,8 +637,9 @@ def health_checks(facts: Facts) -> list[Check]:
     if facts.given("kernel_log"):
         out = facts.raw["kernel_log"]
         log = kernel_log.parse_kernel_log(out.stdout)
-        ok = out.exit_code == 0
-        why = out.stderr.strip() or f"exit {out.exit_code}"
+        # (a reader that answered with nothing or its own notice read no log: kernel_log.no_log)
+        ok = out.exit_code == 0 and not log.no_log
+        why = log.no_log or out.stderr.strip() or f"exit {out.exit_code}"
         pairs = [(g.index, g.pci_bus_id) for g in gpus]
         events = log.events + aer.aer_events(out.stdout)
         if out.earlier_boot:  # (`journalctl -k -b -1`: every line is of a boot the box has left)

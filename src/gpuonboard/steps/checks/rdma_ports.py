@@ -127,21 +127,16 @@ def rule_rdma(
     shared = infiniband.shared_ports(ports)
     ports = [p for p in ports if p not in shared]
     good = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
-    unknown = [p for p in ports if p.active and p.rate_gbps is None]
+    # (a port whose state file the probe could not read, blank: not known to be down)
+    unread = [p for p in ports if not p.state.strip()]
+    unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
     if not complete or cut is not None:
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
-        return Check(
-            "rdma_ports",
-            expected,
-            actual + f"; {len(unknown)} active with no rate reported" + shared_said(shared),
-            "unverified",
-            "the port rate was not reported (ibv_devinfo without -v); read"
-            " /sys/class/infiniband/*/ports/*/rate.",
-        )
+        return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread)
     if not ports:
         return Check(
             "rdma_ports",
@@ -153,7 +148,25 @@ def rule_rdma(
             " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
         )
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
+    said += f"; state not readable: {', '.join(f'{p.device}/{p.port}' for p in unread)}" if unread else ""
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread: Sequence[IbPort]) -> Check:
+    """The `rdma_ports` row where the ports whose rate or state could not be read would make up
+    the order: each is not known to be up, nor down."""
+    rateless = len(unknown) - len(unread)
+    said = [f"{rateless} active with no rate reported"] if rateless else []
+    if unread:
+        said.append(f"state not readable: {', '.join(f'{p.device}/{p.port}' for p in unread)}")
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual}; {'; '.join(said)}",
+        "unverified",
+        "the port rate or state was not reported (ibv_devinfo without -v, a sysfs file the login could"
+        " not read); read /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`.",
+    )
 
 
 def _rdma_expected(order_rdma: tuple[int, float]) -> str:

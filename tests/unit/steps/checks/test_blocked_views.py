@@ -274,3 +274,33 @@ def test_a_command_not_found_alone_in_a_file(tmp_path: Path) -> None:
     assert alone == ("fail", "nvidia-smi not found")
     assert tool_missing(line.replace("nvidia-smi", "uname")) is None
     assert tool_missing(line + "\n" + (REAL / H200).read_text()) is None
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        # dmesg exited 0 and printed nothing (its ring buffer cleared: `dmesg -C`)
+        ("# source: dmesg\n# first: \n", "dmesg printed nothing"),
+        # journalctl's notice alone, exit 0 (systemd before v246 prints it under `-q`: systemd/systemd
+        # src/journal/journalctl.c access_check, read_file id 23436565)
+        ("# source: journalctl -k -b\n# first: No journal files were found.\n", "No journal files"),
+    ],
+)
+def test_a_reader_that_answered_no_log_is_no_evidence(header: str, said: str) -> None:
+    """The live probe's log headed by a reader that answered with nothing or its own notice (a
+    run saved by an earlier probe, which read it so): gpu_xid and nvswitch_sxid passed "no Xid in
+    the kernel log (the log read starts after boot)"; now unverified, naming it."""
+    out = ProbeOutput(header + "# dropped: driver 0 other 0\n", "", 0)
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    for name in ("gpu_xid", "nvswitch_sxid"):
+        assert found[name].verdict == "unverified", found[name]
+        assert found[name].actual.startswith("kernel log not readable: ") and said in found[name].actual
+
+
+@pytest.mark.parametrize("name", KERNEL_LOGS[:6])
+def test_a_log_whose_lines_the_probe_left_out_is_still_a_log(name: str) -> None:
+    """Control: a real log's first line over no kept line (a box with no GPU line) is a log read."""
+    first = (REAL / name).read_text().splitlines()[0]
+    out = ProbeOutput(f"# source: dmesg\n# first: {first}\n# dropped: driver 0 other 0\n", "", 0)
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    assert not found["gpu_xid"].actual.startswith("kernel log not readable"), found["gpu_xid"]
