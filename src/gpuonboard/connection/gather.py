@@ -229,6 +229,8 @@ class Facts:
             )
         if self.gpu is not None and not self.gpu.complete:
             return "the nvidia-smi output was cut short"
+        if raw.exit_code == 0 and not (raw.stdout.strip() or raw.stderr.strip()):
+            return "nvidia-smi answered (exit 0) with nothing"  # (a stub, a blocked tool: no evidence)
         if raw.exit_code == 0 and raw.stdout.strip():  # (and no failure words: see above)
             # a listing we read no GPU from (another command's text, a quoted or mangled table)
             # is no evidence about the driver

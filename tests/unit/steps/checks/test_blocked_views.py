@@ -304,3 +304,18 @@ def test_a_log_whose_lines_the_probe_left_out_is_still_a_log(name: str) -> None:
     out = ProbeOutput(f"# source: dmesg\n# first: {first}\n# dropped: driver 0 other 0\n", "", 0)
     found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
     assert not found["gpu_xid"].actual.startswith("kernel log not readable"), found["gpu_xid"]
+
+
+@pytest.mark.parametrize("blank", ["", "\n\n"])
+def test_an_nvidia_smi_that_answers_nothing_at_exit_0_is_no_failed_driver(blank: str) -> None:
+    """Every nvidia-smi format exiting 0 with nothing on stdout or stderr (a stub or a blocked
+    tool) failed nvidia_driver "nvidia-smi failed": a fail from absence; now unverified, said."""
+    from gpuonboard.facts.gpu_probes import GPU_SOURCES
+    from gpuonboard.steps.checks.gpu_rules import rule_driver
+
+    facts = parse_facts({name: ProbeOutput(blank, "", 0) for name, _, _ in GPU_SOURCES})
+    check = rule_driver(facts)
+    assert (check.verdict, check.actual) == ("unverified", "nvidia-smi answered (exit 0) with nothing")
+    # (control: the same silence at a non-zero exit is nvidia-smi's own failure)
+    failed = parse_facts({name: ProbeOutput(blank, "", 9) for name, _, _ in GPU_SOURCES})
+    assert rule_driver(failed).verdict == "fail"
