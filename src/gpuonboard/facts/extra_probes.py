@@ -124,8 +124,10 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
 # /sys/class/infiniband/DEV/ports/N/{state,phys_state,rate}, DEV/sys_image_guid, whether DEV's
 # PCI function is an SR-IOV virtual function of this host (`vf`: its device has a `physfn` link;
 # `pf`: it has a device and no such link), and N/link_layer -> one tab-separated line per port
-# (builtins only: no process per file). No RDMA device: no output, exit 0.
+# (builtins only: no process per file). No RDMA device: no output, exit 0; no sysfs to read
+# (not mounted, masked: no /sys/class/net, which holds `lo` wherever sysfs is) exits 2, unread.
 _RDMA_SYSFS = (
+    "[ -d /sys/class/net ] || { echo 'no /sys/class/net: sysfs is not mounted or is masked' >&2; exit 2; }; "
     "for p in /sys/class/infiniband/*/ports/*; do "
     '[ -d "$p" ] || continue; D=${p%/ports/*}; d=${D##*/}; n=${p##*/}; '
     "s=; ph=; r=; g=; f=; l=; "

@@ -146,3 +146,24 @@ def test_a_port_whose_state_the_probe_could_not_read_is_not_down(
         if name:
             assert check.actual.endswith(f"state not readable: {unread}/1"), check
             assert "down" not in check.actual, check
+
+
+def test_a_box_with_no_sysfs_to_read_has_its_ports_unread(tmp_path: Path) -> None:
+    """sysfs not mounted or masked (no /sys/class/net, which holds `lo` wherever sysfs is): the
+    probe printed nothing at exit 0 and rdma_ports failed "no RDMA device found", a fail from
+    absence; it now exits non-zero and the rule is unverified. Control: a sysfs with no
+    infiniband class is a whole listing with no port."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.inventory.model import OrderSpec
+    from gpuonboard.steps.checks.rdma_ports import rdma_check
+
+    order = OrderSpec(rdma=(8, 400.0))
+    for with_net, expect in ((False, "unverified"), (True, "fail")):
+        sysfs = tmp_path / str(with_net) / "class"
+        (sysfs / "net" / "lo").mkdir(parents=True) if with_net else sysfs.mkdir(parents=True)
+        command = RDMA_PORTS.command.replace("/sys/class", str(sysfs))
+        out = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30)
+        facts = parse_facts({"rdma_ports": ProbeOutput(out.stdout, out.stderr, out.returncode)})
+        check = rdma_check(facts, order)
+        assert check is not None and check.verdict == expect, check
