@@ -94,6 +94,9 @@ def rule_driver(facts: Facts) -> Check:
         # (said, never silent: the rules' "not reported" came from a format that failed here)
         answered = ", ".join(facts.gpu_evidence.answered) if facts.gpu_evidence else "-"
         notes.append(f"{failed}; the facts come from the formats that answered ({answered})")
+    if facts.gpu.disagreements:
+        # two answers of nvidia-smi about one box: never one of them chosen, never a pass
+        return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
     incomplete = _incomplete(facts)
     if incomplete:
         return Check(
@@ -112,6 +115,15 @@ def rule_driver(facts: Facts) -> Check:
     if not facts.gpu.driver_version:
         notes.insert(0, _NO_VERSION)
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# what to do where nvidia-smi's formats disagree about the box (facts/gpu_agree.py)
+DISAGREE_ADVICE = (
+    "nvidia-smi's outputs name another driver, GPU set or GPU identity each (the values and"
+    " formats above): rerun `invoke check` (offline: save every output of one box at one time);"
+    " if they still disagree, the box changes between calls: ask the vendor to check `dmesg` for"
+    " NVIDIA Xid errors (79: a GPU fallen off the bus) and whether the driver was reloaded"
+)
 
 
 # what to save where the outputs given name no driver version (`nvidia-smi -L` alone)
