@@ -303,3 +303,22 @@ def test_a_pci_address_is_one_however_its_domain_is_written(other: str) -> None:
     a = GpuInfo(index=0, name="", pci_bus_id="00000000:07:00.0")
     assert gpu_merge._same(a, GpuInfo(index=1, name="", pci_bus_id=other))
     assert not gpu_merge._same(a, GpuInfo(index=0, name="", pci_bus_id="00000000:08:00.0"))
+
+
+@pytest.mark.parametrize(
+    ("topo", "verdict"),
+    [
+        ("nvidia-smi-topo-m__h200__8gpu-10nic.txt", "unverified"),
+        ("nvidia-smi-topo-m__h200__1gpu__driver580.159.04.txt", "pass"),
+    ],
+)
+def test_a_matrix_of_more_gpus_than_listed_is_another_boxs(tmp_path: Path, topo: str, verdict: str) -> None:
+    """The 1-GPU H200's whole `-q` beside an 8-GPU H200 box's `topo -m` (NV18 everywhere) passed
+    `interconnect` as NVLink, a link the box cannot have; its own matrix passes."""
+    order = "gpu_model: H200\ngpu_count: 1\ninterconnect: pcie\n"
+    _, got = _judged(tmp_path, (H200_Q, REAL / topo), order)
+    assert got["interconnect"].verdict == verdict, got["interconnect"]
+    if verdict == "unverified":
+        assert got["interconnect"].actual.startswith(
+            "unknown: nvidia-smi topo -m shows 8 GPUs, nvidia-smi lists 1"
+        )

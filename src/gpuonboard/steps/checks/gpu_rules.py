@@ -387,6 +387,17 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             "unverified",
             "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
         )
+    if facts.gpu is not None and facts.gpu.complete and 0 < listed < len(facts.topology.gpus):
+        # a whole listing of fewer GPUs than the matrix: two boxes' outputs, or one that changed
+        return Check(
+            "interconnect",
+            expected,
+            f"unknown: nvidia-smi topo -m shows {len(facts.topology.gpus)} GPUs, nvidia-smi lists"
+            f" {listed} (two boxes' outputs, or a box that changed between them)",
+            "unverified",
+            "the matrix is not of the GPUs listed: rerun `invoke check` (offline: save `nvidia-smi"
+            " topo -m` and `nvidia-smi -q` of one box at one time)",
+        )
     if order.interconnect == "nvlink" and (few := _fewer_than_ordered(order, facts.topology, listed)):
         return Check(
             "interconnect",
