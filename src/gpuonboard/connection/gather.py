@@ -274,6 +274,8 @@ class Facts:
             "nvidia_smi_refused": [r.sentence() for r in self.gpu_evidence.refusals]
             if self.gpu_evidence
             else [],
+            # what the formats say otherwise of the box, each value with its format
+            "nvidia_smi_disagree": list(self.gpu.disagreements) if self.gpu else [],
             # every GPU's identity (a swapped GPU, a box handed back: steps/identity.py)
             "gpus": [
                 {

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
@@ -159,10 +160,12 @@ def _may_name_unopened(text: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)  # (each GPU's address is looked up once for every other GPU)
 def _bus_key(bus_id: str | None) -> str | None:
-    """'00000000:3B:00.0' and '0000:3b:00.0' are one address: domain without leading zeros."""
+    """'00000000:3B:00.0', '0000:3b:00.0' and '3B:00.0' (no domain: domain 0) are one address:
+    domain without leading zeros."""
     if not bus_id or ":" not in bus_id:
         return None
-    domain, _, rest = bus_id.strip().lower().partition(":")
+    text = bus_id.strip().lower()
+    domain, _, rest = text.partition(":") if text.count(":") > 1 else ("0", "", text)
     return f"{domain.lstrip('0') or '0'}:{rest}"
 
 
@@ -171,8 +174,9 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
     ka, kb = _bus_key(a.pci_bus_id), _bus_key(b.pci_bus_id)
     if ka and kb:
         return ka == kb
-    if a.uuid and b.uuid:
-        return a.uuid == b.uuid
+    ua, ub = gpu_agree.uuid_of(a), gpu_agree.uuid_of(b)
+    if ua and ub:
+        return ua == ub
     return a.index == b.index
 
 
@@ -475,10 +479,11 @@ def _union(
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
     # would otherwise lend the healthy one's values to the faulty one)
     own = {id(c) for c in base}
-    gpus = [
-        _merge_gpu(g, [(label, c) for label, c in pool if _same(g, c) and (c is g or id(c) not in own)])
-        for g in base
-    ]
+    copies = [[(label, c) for label, c in pool if _same(g, c) and (c is g or id(c) not in own)] for g in base]
+    gpus = [_merge_gpu(g, of_g) for g, of_g in zip(base, copies, strict=True)]
+    # what two formats say otherwise is named, each with its format, never one of them chosen
+    clashes = gpu_agree.version_clashes(ranked)
+    clashes += [c for g, of_g in zip(gpus, copies, strict=True) for c in gpu_agree.gpu_clashes(g, of_g)]
     for g in unopened:
         if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
             # the index nvidia-smi printed, else the first one no listed GPU holds (it numbers
@@ -488,6 +493,10 @@ def _union(
             gpus.append(dataclasses.replace(g, index=index))
     gpus.sort(key=lambda x: x.index)
     gpus, repeated = _one_per_address(gpus)
+    whole_lists = [(label, r.gpus) for label, r in ranked if _lists_all(r)]
+    whole_lists += [("list", tuple(listed))] if listed and listed_whole else []
+    if len(whole_lists) > 1:
+        clashes += gpu_agree.set_clashes(gpus, whole_lists, _same)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
@@ -498,6 +507,8 @@ def _union(
     numbers = {g.index for g in gpus}
     skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
     gap = base_report.gap if base_report is not None else ""
+    disagree = gpu_agree.disagreement(clashes)
+    gap = f"{disagree}; {gap}" if disagree and gap else disagree or gap
     if repeated and not gap:
         twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
         gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
@@ -520,6 +531,14 @@ def _union(
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed))
         and not skipped
-        and not repeated,
+        and not repeated
+        and not clashes,
         gap=gap,
+        disagreements=tuple(clashes),
     )
+
+
+def _lists_all(report: GpuReport) -> bool:
+    """Whether `report` lists every GPU it read (not cut short, no rows that may be samples, as
+    many as it says are attached): a listing whose leaving a GPU out is a disagreement."""
+    return report.complete and not report.gap and len(report.gpus) >= (report.attached_gpus or 0)

@@ -188,6 +188,9 @@ class GpuReport:
     # cell faults nvidia-smi printed of a GPU by PCI address where no GPU listed here has that
     # address (a format without bus ids): 'GPU at PCI 0000:08:00.0: infoROM reads corrupted'
     unplaced_faults: tuple[str, ...] = ()
+    # what the merged formats say otherwise of the box, each value with its format ('driver
+    # 535.161.08 in -q, 550.90.07 in the table'): facts/gpu_agree.py; the report is then not whole
+    disagreements: tuple[str, ...] = ()
 
 
 def _unknown(message: str) -> GpuReport:

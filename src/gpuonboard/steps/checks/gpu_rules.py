@@ -96,6 +96,9 @@ def rule_driver(facts: Facts) -> Check:
         # (said, never silent: the rules' "not reported" came from a format that failed here)
         answered = ", ".join(facts.gpu_evidence.answered) if facts.gpu_evidence else "-"
         notes.append(f"{failed}; the facts come from the formats that answered ({answered})")
+    if facts.gpu.disagreements:
+        # two answers of nvidia-smi about one box: never one of them chosen, never a pass
+        return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
     incomplete = _incomplete(facts)
     if incomplete:
         return Check(
@@ -114,6 +117,15 @@ def rule_driver(facts: Facts) -> Check:
     if not facts.gpu.driver_version:
         notes.insert(0, _NO_VERSION)
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# what to do where nvidia-smi's formats disagree about the box (facts/gpu_agree.py)
+DISAGREE_ADVICE = (
+    "nvidia-smi's outputs name another driver, GPU set or GPU identity each (the values and"
+    " formats above): rerun `invoke check` (offline: save every output of one box at one time);"
+    " if they still disagree, the box changes between calls: ask the vendor to check `dmesg` for"
+    " NVIDIA Xid errors (79: a GPU fallen off the bus) and whether the driver was reloaded"
+)
 
 
 # what to save where the outputs given name no driver version (`nvidia-smi -L` alone)
@@ -376,6 +388,17 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             shown,
             "unverified",
             "the GPU matrix of `nvidia-smi topo -m` is missing or cut short: rerun `invoke check`",
+        )
+    if facts.gpu is not None and facts.gpu.complete and 0 < listed < len(facts.topology.gpus):
+        # a whole listing of fewer GPUs than the matrix: two boxes' outputs, or one that changed
+        return Check(
+            "interconnect",
+            expected,
+            f"unknown: nvidia-smi topo -m shows {len(facts.topology.gpus)} GPUs, nvidia-smi lists"
+            f" {listed} (two boxes' outputs, or a box that changed between them)",
+            "unverified",
+            "the matrix is not of the GPUs listed: rerun `invoke check` (offline: save `nvidia-smi"
+            " topo -m` and `nvidia-smi -q` of one box at one time)",
         )
     if order.interconnect == "nvlink" and (few := _fewer_than_ordered(order, facts.topology, listed)):
         return Check(

@@ -67,12 +67,14 @@ def _incomplete(facts: Facts) -> str:
     gap = (
         f"{attached} ({why})" if attached and why else attached or why
     ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
-    return f"incomplete probe: {gap}"
+    # (outputs that disagree are whole: what they say otherwise is the sentence, no cut)
+    return gap if facts.gpu.disagreements else f"incomplete probe: {gap}"
 
 
 RERUN_ADVICE = (
     "an output cut short or narrowed (a dropped session, a capture cut off, a GPU left out of a"
-    " listing, a view of some GPUs or sections: `-i N`, `-d ECC`) is no evidence about the"
+    " listing, a view of some GPUs or sections: `-i N`, `-d ECC`), or outputs that disagree (two"
+    " boxes' files, a box that changed between them), is no evidence about the"
     " hardware: rerun `invoke check` (offline: save the whole `nvidia-smi -q`); if it stays so, run"
     " `nvidia-smi -L` on the host and check `dmesg` for NVIDIA Xid errors"
 )

@@ -1,0 +1,130 @@
+"""Where the nvidia-smi formats merged as one box (facts/gpu_merge.py) disagree about it.
+
+Formats of one box asked at one time print one driver, one GPU set and, for each GPU, one UUID,
+serial and memory size. Where two of them say otherwise (a driver version each, a GPU one lists
+and another whole one does not, two UUIDs at one PCI address) they are two boxes' outputs, or a
+box that changed between them (a GPU fallen off the bus, a driver reloaded): the merge never
+chooses one answer, it names both, each with the format that gave it. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
+from gpuonboard.facts.nvidia_smi.values import _is_version
+
+# each format as the sentences name it
+FORMAT_NAMES = {"xml": "-q -x", "text": "-q", "csv": "the CSV query", "table": "the table", "list": "-L"}
+# the fields of one GPU that no two formats of one box at one time print otherwise
+IDENTITY = (("name", "name"), ("uuid", "UUID"), ("serial", "serial"), ("memory_total_mib", "memory total"))
+# a value blanked before sharing ('GPU-00000000-0000-...', '0000000000000'): no value to compare
+_BLANKED = re.compile(r"(?:GPU-|MIG-)?[0\-]+", re.IGNORECASE)
+
+Same = Callable[[GpuInfo, GpuInfo], bool]
+
+
+def _named(label: str) -> str:
+    return FORMAT_NAMES.get(label, label)
+
+
+def _value(g: GpuInfo, field: str) -> object:
+    """`g`'s `field`, None where it is not given or was blanked (a redacted UUID or serial)."""
+    value = getattr(g, field)
+    if isinstance(value, str) and (not value.strip() or _BLANKED.fullmatch(value.strip())):
+        return None
+    return value
+
+
+def uuid_of(g: GpuInfo) -> str | None:
+    """`g`'s UUID, None where it is not given or was blanked."""
+    value = _value(g, "uuid")
+    return value if isinstance(value, str) else None
+
+
+def _each_said(said: dict[object, list[str]], shown: Callable[[object], str]) -> str:
+    """'535.161.08 in -q, 550.90.07 in the table'."""
+    return ", ".join(f"{shown(v)} in {' and '.join(map(_named, labels))}" for v, labels in said.items())
+
+
+def version_clashes(ranked: Sequence[tuple[str, GpuReport]]) -> list[str]:
+    """'driver 535.161.08 in -q, 550.90.07 in the table' for each version two formats give
+    otherwise (only version numbers are compared: a format's unreadable cell is no other driver)."""
+    out = []
+    for field, word in (("driver_version", "driver"), ("cuda_version", "CUDA")):
+        said: dict[object, list[str]] = {}
+        for label, report in ranked:
+            value = getattr(report, field)
+            if _is_version(value) and label not in said.setdefault(value, []):
+                said[value].append(label)
+        if len(said) > 1:
+            out.append(f"{word} {_each_said(said, str)}")
+    return out
+
+
+def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[str]:
+    """'GPU 0 (00000000:19:00.0): UUID GPU-a... in -q, GPU-b... in -L' for each identity field
+    the copies of one GPU (matched by PCI address, else UUID, else number) give otherwise."""
+    out = []
+    for field, word in IDENTITY:
+        said: dict[object, list[str]] = {}
+        for label, c in copies:
+            value = _value(c, field)
+            if value is not None and label not in said.setdefault(value, []):
+                said[value].append(label)
+        if len(said) > 1 and not (field == "name" and _one_name(list(said))):
+            shown = _in_mib if field == "memory_total_mib" else str
+            out.append(f"{_called(g)}: {word} {_each_said(said, shown)}")
+    return out
+
+
+def set_clashes(
+    gpus: Sequence[GpuInfo], listings: Sequence[tuple[str, Sequence[GpuInfo]]], same: Same
+) -> list[str]:
+    """For each whole listing (a format that lists every GPU it read, not cut short): a GPU it
+    lists that the merged set does not hold, and a GPU of the set (one every format could open)
+    it leaves out; each named with the formats that list it."""
+    out = []
+    for label, listed in listings:
+        for c in listed:
+            if not any(same(g, c) for g in gpus):
+                out.append(f"{_named(label)} lists {_called(c)}, not in {_others(label, listings)}")
+        for g in gpus:
+            if not g.faults and not any(same(g, c) for c in listed):
+                out.append(f"{_called(g)} is not in {_named(label)}")
+    return list(dict.fromkeys(out))
+
+
+def _in_mib(value: object) -> str:
+    return f"{value} MiB"
+
+
+def _one_name(names: Sequence[object]) -> bool:
+    """Whether `names` are one name, each cut shorter or not: the table cuts a long name ('NVIDIA
+    H100 80GB HBM3' -> 'NVIDIA H100 80GB ...'; older drivers without the dots)."""
+    shown = [" ".join(str(n).rstrip(".").split()) for n in names]
+    longest = max(shown, key=len)
+    return all(longest.startswith(n) for n in shown)
+
+
+def _others(label: str, listings: Sequence[tuple[str, Sequence[GpuInfo]]]) -> str:
+    names = [_named(other) for other, _ in listings if other != label]
+    return " and ".join(dict.fromkeys(names)) or "the other formats"
+
+
+def _called(g: GpuInfo) -> str:
+    """'GPU 4 (00000000:9B:00.0)', 'GPU 4 (GPU-2b6f61f9-...)' or 'GPU 4'."""
+    where = g.pci_bus_id or _value(g, "uuid")
+    return f"GPU {g.index}" + (f" ({where})" if where else "")
+
+
+def disagreement(clashes: Sequence[str]) -> str:
+    """The one sentence a report's gap holds for `clashes` ('' for none)."""
+    if not clashes:
+        return ""
+    shown = "; ".join(clashes[:3]) + (f"; {len(clashes) - 3} more" if len(clashes) > 3 else "")
+    return (
+        f"the nvidia-smi outputs disagree: {shown} (two boxes' outputs, or a box that changed"
+        " between them: a GPU fallen off the bus, a driver reloaded)"
+    )
