@@ -54,11 +54,12 @@ def sh_c(script: str) -> str:
 # bytes a command keeps as they are in login_neutral's wrapper: printable ASCII but the quotes, the
 # characters sh expands inside double quotes (`$`, `` ` ``, `\\`), printf's `%` and csh's `!`
 _NEUTRAL_BYTES = frozenset(range(0x20, 0x7F)) - frozenset(b"'\"$`\\%!")
-# every other byte (as the code point of its latin-1 decoding) and its octal escape, replaced by one
-# regex pass (a loop over the bytes cost ~1 ms of CPU a host for the ~16 KB batched probe, where
-# about one byte in seven is escaped; this ~0.4 ms)
-_NEUTRAL_ESCAPES = {chr(b): f"\\{b:03o}" for b in range(256) if b not in _NEUTRAL_BYTES}
-_NEUTRAL_ESCAPED = re.compile("[" + re.escape("".join(_NEUTRAL_ESCAPES)) + "]")
+# every other byte is written as its octal escape: the bytes the command holds are found by one
+# bytes.translate that deletes the kept ones, then each is replaced by one str.replace pass, the
+# backslash first (the escapes hold backslashes). The ~16 KB batched probe, one byte in seven
+# escaped, holds 7 different such bytes: ~0.1 ms of CPU a host (a regex pass calling a function
+# per escaped byte: ~0.45 ms; a loop over the bytes: ~1 ms)
+_NEUTRAL_KEPT = bytes(sorted(_NEUTRAL_BYTES))
 # a command of these only reads alike in every login shell (sh, bash, zsh, fish, csh, tcsh)
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9 _./,:=@+-]*")
 # login shells that run a POSIX command text as sh does: the wrapper hands the command to the login
@@ -104,8 +105,9 @@ def _neutral(command: str) -> str | None:
     """login_neutral's wrapper around `command` (which sees the wrapper's "$@"); None: over
     _NEUTRAL_MAX."""
     data = command.encode("utf-8", "surrogateescape")
-    text = data.decode("latin-1")  # (each byte as one code point)
-    payload = _NEUTRAL_ESCAPED.sub(lambda m: _NEUTRAL_ESCAPES[m.group()], text)
+    payload = data.decode("latin-1").replace("\\", "\\134")  # (each byte as one code point)
+    for byte in set(data.translate(None, _NEUTRAL_KEPT)) - {ord("\\")}:
+        payload = payload.replace(chr(byte), f"\\{byte:03o}")
     if len(payload) > _NEUTRAL_MAX:
         return None
     # (the `_` keeps the command's own trailing newlines from $(...), which strips them)

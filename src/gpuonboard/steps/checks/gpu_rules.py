@@ -31,7 +31,7 @@ from gpuonboard.steps.checks.missing_facts import (
     fault_advice,
     no_gpu_detail,
 )
-from gpuonboard.steps.checks.model_match import is_placeholder_name, match_model, split_count
+from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
 from gpuonboard.units import format_bytes
 
 
@@ -171,8 +171,12 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     warns: dict[str, list[str]] = {}
     unknown: dict[str, list[str]] = {}  # (an ordered memory size with nothing to check it against)
     vram_gib = order.vram_bytes / 2**30 if order.vram_bytes else None  # (a reworked board ordered so)
+    matched: dict[tuple[str, int | None], ModelMatch] = {}  # (alike GPUs compared once)
     for g in read:
-        result = match_model(model, g.name, g.memory_total_mib, vram_gib)
+        key = (g.name, g.memory_total_mib)
+        if key not in matched:
+            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib)
+        result = matched[key]
         into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):
             into[g.name].append(result.why)
