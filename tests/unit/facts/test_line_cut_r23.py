@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
+
+from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # one box, three formats (tests/fixtures/real/SOURCES.md: HPE DL380 Gen11, 2 x A100-PCIE-40GB)
@@ -96,3 +100,37 @@ def test_every_line_cut_of_a_format_beside_another_of_its_box_is_never_a_count(t
                             f"{name}[:{n} lines] + {other}: {rule} {was} -> {verdict} ({actual[:90]})"
                         )
     assert not moved, "\n".join(moved[:10])
+
+
+# --- B: a fault read from an output cut short counts the GPUs read ------------------------------
+
+TABLE_CUTS = [
+    # (capture, lines kept, rule, what the cut read)
+    ("nvidia-smi__tesla-m60-p40__3gpu__driver418.240__spaces-collapsed.txt", 11, "ecc_mode", "on all 2 GPUs"),
+    ("nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt", 27, "gpu_model", "4 x NVIDIA A30"),
+    ("nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt", 27, "persistence_mode", "GPU 4"),
+]
+
+
+@pytest.mark.parametrize(("name", "keep", "rule", "said"), TABLE_CUTS)
+def test_a_fault_of_a_table_cut_short_is_of_what_was_read(
+    tmp_path: Path, name: str, keep: int, rule: str, said: str
+) -> None:
+    order = "gpu_model: NVIDIA A100\ngpu_count: 8\n"
+    whole = verdicts(tmp_path, name, real(name), order)[rule]
+    verdict, actual = verdicts(tmp_path, name, "".join(lines_of(real(name))[:keep]), order)[rule]
+    assert verdict == whole[0] == ("warn" if rule == "persistence_mode" else "fail")
+    assert said in actual and "incomplete probe: nvidia-smi's output lists" in actual, actual
+
+
+# --- C: an nvlink -s block cut at a line end ---------------------------------------------------
+
+
+def test_an_nvlink_block_cut_at_a_line_counts_only_the_links_listed(tmp_path: Path) -> None:
+    name = "nvidia-smi-nvlink-s__v100-sxm2-32gb__1of-n-gpu__2-inactive.txt"
+    order = "interconnect: nvlink\n"
+    whole = verdicts(tmp_path, name, real(name), order)["nvlink_links"]
+    assert whole[0] == "fail" and whole[1].startswith("GPU 3: 4 of 6 links active, inactive link(s) 3, 5")
+    verdict, actual = verdicts(tmp_path, name, "".join(lines_of(real(name))[:5]), order)["nvlink_links"]
+    assert verdict == "fail"  # (link 3 is down: a fault the cut kept)
+    assert actual.startswith("GPU 3: 3 of the 4 links listed active (6 on this model), inactive link(s) 3")
