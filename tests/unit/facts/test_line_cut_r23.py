@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory.model import OrderSpec
 
 from ..offline_judge import verdicts
 
@@ -134,3 +136,136 @@ def test_an_nvlink_block_cut_at_a_line_counts_only_the_links_listed(tmp_path: Pa
     verdict, actual = verdicts(tmp_path, name, "".join(lines_of(real(name))[:5]), order)["nvlink_links"]
     assert verdict == "fail"  # (link 3 is down: a fault the cut kept)
     assert actual.startswith("GPU 3: 3 of the 4 links listed active (6 on this model), inactive link(s) 3")
+
+
+# --- the sweep: every real capture of every kind, cut at line ends ------------------------------
+
+
+def _captures() -> list[Path]:
+    return sorted(p for p in REAL.iterdir() if p.is_file() and p.name != "SOURCES.md")
+
+
+def _order_of(facts: Facts) -> OrderSpec:
+    """An order the whole capture meets in each thing it shows: its GPUs' count, model, memory
+    and driver; its CPU cores."""
+    kw: dict[str, object] = {}
+    gpu = facts.gpu
+    if gpu is not None and gpu.gpus:
+        names = [g.name for g in gpu.gpus if g.name]
+        memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
+        kw.update(
+            gpu_model=min(names, key=len) if names else None,
+            gpu_count=len(gpu.gpus),
+            vram_bytes=min(memory) * 2**20 // 10**9 * 10**9 if memory else None,
+            min_driver=gpu.driver_version.split(".")[0] if gpu.driver_version else None,
+        )
+    if facts.cpu is not None and facts.cpu.physical_cores:
+        kw["cpu_cores"] = facts.cpu.physical_cores
+    return OrderSpec(**kw)  # type: ignore[arg-type]
+
+
+def _cuts(text: str) -> list[tuple[str, str]]:
+    """The first N lines for a few N, and the last line kept cut mid-line."""
+    lines = lines_of(text)
+    n = len(lines)
+    points = sorted({k for k in (1, 2, n // 3, n // 2, 2 * n // 3, n - 1) if 0 < k < n})
+    cuts = [(f"{k} lines", "".join(lines[:k])) for k in points]
+    if points and len(lines[points[-1]].strip()) > 4:
+        last = lines[points[-1]]
+        cuts.append(
+            (f"{points[-1]} lines + half a line", "".join(lines[: points[-1]]) + last[: len(last) // 2])
+        )
+    return cuts
+
+
+def _loaded(path: Path, text: str) -> tuple[str, Facts] | None:
+    """(the kind offline judging reads it as, its facts), None where offline refuses it."""
+    path.write_text(text, encoding="utf-8")
+    try:
+        outputs = offline.load_outputs([str(path)])
+    except UsageError:
+        return None
+    given = [k for k, o in outputs.items() if o.stderr != "not probed"]
+    return (given[0] if given else ""), parse_facts(outputs)
+
+
+def _judged(facts: Facts, order: OrderSpec) -> dict[str, tuple[str, str]]:
+    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, order)}
+
+
+# A cut at a line end no sign tells from a whole output, where the tool has nothing else to go
+# by: a kernel log ends where it ends (the lines a cut left out are the log of a later moment),
+# `nvlink -s` cut to its first line is byte for byte a 1-GPU `nvidia-smi -L`, and cut after a
+# GPU's whole block lists that GPU only; a CSV log of samples cut to its header and one row is a
+# 1-GPU CSV. Each is named here, never a kind or a file skipped whole.
+INDISTINGUISHABLE = {
+    ("kernel_log", "gpu_xid"),
+    ("kernel_log", "nvswitch_sxid"),
+    ("nvidia_smi_list", "ecc_mode"),
+    ("nvidia_smi_list", "ecc_uncorrectable"),
+    ("nvidia_smi_list", "memory_repair"),
+    ("nvidia_smi_list", "mig_mode"),
+    ("nvidia_nvlink", "nvlink_links"),
+}
+
+
+def _may_pass(kind: str, rule: str, actual: str, cut: str) -> bool:
+    """A pass of a cut the whole does not pass that is no wrong pass: an INDISTINGUISHABLE one, a
+    CSV of one row, or a GPU count met by the GPUs read of a listing that says it is cut (at
+    least that many: `1 listed; incomplete probe: nvidia-smi says 4 attached but lists 1`)."""
+    return (
+        (kind, rule) in INDISTINGUISHABLE
+        or (kind == "nvidia_smi_csv" and len(lines_of(cut)) == 2)
+        or (rule == "gpu_count" and "listed; incomplete probe:" in actual)
+    )
+
+
+# the GPU rules whose fault names a count of GPUs (or links) the output read
+COUNTING = ("gpu_model", "ecc_mode", "persistence_mode", "mig_mode", "foreign_processes", "nvlink_links")
+
+
+def _moved(
+    kind: str, cut: str, facts: Facts, whole: dict[str, tuple[str, str]], got: dict[str, tuple[str, str]]
+) -> list[str]:
+    """What a cut judges wrongly against its whole: a pass the whole has not; a fault of an
+    output that says it is cut short whose count (another than the whole's) is not said to be
+    of what was read."""
+    cut_short = facts.gpu is not None and not facts.gpu.complete
+    out = []
+    for rule, (verdict, actual) in got.items():
+        was, said = whole.get(rule, ("(no row)", ""))
+        if verdict == "pass" and was != "pass" and not _may_pass(kind, rule, actual, cut):
+            out.append(f"{rule} {was} -> pass ({actual[:90]})")
+        fault = cut_short and verdict in ("fail", "warn") and rule in COUNTING and actual != said
+        if fault and "incomplete probe" not in actual and "not listed" not in actual:
+            out.append(f"{rule} {was} -> {verdict} ({actual[:90]}), not said to be of what was read")
+    return out
+
+
+@pytest.mark.parametrize("path", _captures(), ids=lambda p: p.name)
+def test_no_line_cut_of_a_real_capture_is_judged_beyond_what_it_read(tmp_path: Path, path: Path) -> None:
+    """Offline and live: a rule the whole capture does not pass is never passed by a cut of it
+    (but where `_may_pass` says why); a fault read from a cut that says it is cut short says its
+    count is of what was read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        loaded = _loaded(tmp_path / path.name, text)
+    except (UnicodeDecodeError, UsageError):
+        pytest.skip("not read whole as text")
+    if loaded is None:
+        pytest.skip("refused whole by offline judging (SOURCES.md says why)")
+    _, whole_facts = loaded
+    order = _order_of(whole_facts)
+    whole = _judged(whole_facts, order)
+    moved = []
+    for label, cut in _cuts(text):
+        got = _loaded(tmp_path / path.name, cut)
+        if got is None:
+            continue
+        kind, facts = got
+        live = parse_facts({kind: ProbeOutput(cut, "", 0)}) if kind else facts
+        for how, read in (("offline", facts), ("live", live)):
+            moved += [
+                f"{how} {label} ({kind}): {m}" for m in _moved(kind, cut, read, whole, _judged(read, order))
+            ]
+    assert not moved, "\n".join(moved[:8])
