@@ -388,6 +388,31 @@ def _base(
     return list(widest.gpus), False, widest
 
 
+# a format's name in a sentence (GpuReport.source / GpuEvidence.answered labels)
+_FORMAT_NAMES = {
+    "xml": "nvidia-smi -q -x",
+    "text": "nvidia-smi -q",
+    "csv": "--query-gpu CSV",
+    "table": "nvidia-smi table",
+    "list": "nvidia-smi -L",
+}
+
+
+def _wider(
+    base: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+) -> tuple[str, list[GpuInfo], GpuReport | None] | None:
+    """The widest other format of this box that lists every GPU of `base` and more: (its label,
+    its GPUs, its report; None for `-L`). `base` then lists some GPUs only: an output cut short at
+    a line end (a CSV's rows, `-L`'s lines: no sign of its own) or captured at another time, never
+    the box's count. A format naming none of `base`'s GPUs is another capture (left as it is)."""
+    sets: list[tuple[str, list[GpuInfo], GpuReport | None]] = [
+        (label, list(r.gpus), r) for label, r in ranked
+    ]
+    sets += [("list", listed, None)] if listed else []
+    found = [s for s in sets if base and len(s[1]) > len(base) and _all_among(base, s[1])]
+    return max(found, key=lambda s: len(s[1]), default=None)
+
+
 def _one_per_address(gpus: list[GpuInfo]) -> tuple[list[GpuInfo], list[int]]:
     """A GPU listed at the PCI address of a GPU listed before it is no GPU of its own to count
     (one device, or a driver that cannot tell them apart): a fault naming that GPU. One with the
@@ -475,6 +500,15 @@ def _union(
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
     base, whole, base_report = _base(ranked, listed, listed_whole)
+    outlisted = ""
+    if (wider := _wider(base, ranked, listed)) is not None:
+        narrow = _FORMAT_NAMES.get(base_report.source if base_report else "list", "one format")
+        label, wide = wider[0], len(wider[1])
+        outlisted = (
+            f"the {narrow} lists {len(base)} GPU(s) but the {_FORMAT_NAMES.get(label, label)} lists"
+            f" {wide} (an output cut short, or captures of other times)"
+        )
+        base, whole, base_report = wider[1], False, wider[2]
     # a GPU's copies are in the other formats: never another GPU of its own listing, even one
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
     # would otherwise lend the healthy one's values to the faulty one)
@@ -495,6 +529,8 @@ def _union(
     gpus, repeated = _one_per_address(gpus)
     whole_lists = [(label, r.gpus) for label, r in ranked if _lists_all(r)]
     whole_lists += [("list", tuple(listed))] if listed and listed_whole else []
+    # (a listing of some of the GPUs the others list is one cut at a line end: no disagreement)
+    whole_lists = [w for w in whole_lists if len(w[1]) >= len(gpus) or not _all_among(w[1], gpus)]
     if len(whole_lists) > 1:
         clashes += gpu_agree.set_clashes(gpus, whole_lists, _same)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
@@ -506,9 +542,9 @@ def _union(
     # is a view of some GPUs (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box
     numbers = {g.index for g in gpus}
     skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
-    gap = base_report.gap if base_report is not None else ""
-    disagree = gpu_agree.disagreement(clashes)
-    gap = f"{disagree}; {gap}" if disagree and gap else disagree or gap
+    gap = "; ".join(
+        filter(None, [gpu_agree.disagreement(clashes), base_report.gap if base_report else "", outlisted])
+    )
     if repeated and not gap:
         twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
         gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
@@ -532,10 +568,16 @@ def _union(
         and (whole or len(gpus) >= len(listed))
         and not skipped
         and not repeated
-        and not clashes,
+        and not clashes
+        and not outlisted,
         gap=gap,
         disagreements=tuple(clashes),
     )
+
+
+def _all_among(some: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:
+    """Whether each GPU of `some` is one of `gpus`."""
+    return all(any(_same(g, c) for g in gpus) for c in some)
 
 
 def _lists_all(report: GpuReport) -> bool:

@@ -24,6 +24,7 @@ from gpuonboard.facts.nvlink import (
     ALL_INACTIVE,
     MIG_MODE,
     UNSUPPORTED,
+    GpuNvlink,
     GpuNvlinkErrors,
     NvlinkErrors,
     NvlinkStatus,
@@ -181,6 +182,15 @@ def _indexed(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, str]:
     return dict(gpu_models) if isinstance(gpu_models, Mapping) else dict(enumerate(gpu_models))
 
 
+def _links_counted(block: GpuNvlink, links: int) -> str:
+    """'4 of 6 links active'; of a block that lists fewer links than the model has (a listing cut
+    at a line end inside it: the links after the cut are not known) '3 of the 4 links listed
+    active (6 on this model)'."""
+    if block.total_links >= links:
+        return f"{block.active_links} of {links} links active"
+    return f"{block.active_links} of the {block.total_links} links listed active ({links} on this model)"
+
+
 def rule_nvlink(
     gpu_models: Sequence[str] | Mapping[int, str], nvlink_status: NvlinkStatus | None
 ) -> Check | None:
@@ -236,7 +246,7 @@ def rule_nvlink(
                 unread.append(f"GPU {index} ({block.total_links} of {model.links} links listed, all up)")
                 continue
             detail = f", inactive link(s) {', '.join(down)}" if down else ""
-            short.append(f"GPU {index}: {block.active_links} of {model.links} links active{detail}")
+            short.append(f"GPU {index}: {_links_counted(block, model.links)}{detail}")
     for index, (name, model) in sorted(cut_form.items()):  # (all up: the SXM part, judged so)
         block = nvlink_status.by_index(index)
         active = block.active_links if block is not None and index != cut else 0

@@ -194,6 +194,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
+    if incomplete:  # (a fault read stays one; its count is of the GPUs read, not the box's)
+        actual = f"{actual}; {incomplete}"
     if count is not None and len(facts.gpu.gpus) < count:
         notes.append(f"the order's model says {count} x, {len(facts.gpu.gpus)} delivered")
         verdict = "fail"
@@ -297,7 +299,10 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
             + (f" ({detail})" if detail else "")
             + "; ask the vendor to install them or for the box that was ordered"
         )
-    return Check("gpu_count", expected, str(n), verdict, detail)
+    # (as many as ordered or more, of an output cut short: a pass, its count of the GPUs read)
+    return Check(
+        "gpu_count", expected, f"{n} listed; {incomplete}" if incomplete else str(n), verdict, detail
+    )
 
 
 def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:

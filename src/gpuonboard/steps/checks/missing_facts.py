@@ -82,7 +82,11 @@ RERUN_ADVICE = (
 
 def of_those_read(check: Check, gap: str) -> Check:
     """A pass over the GPUs (and sections) an output cut short let be read is no pass of the
-    box: unverified, saying so. A fault seen on what was read stays as it is."""
+    box: unverified, saying so. A fault seen on what was read stays a fault, its actual saying
+    it is of what was read (`Disabled on all 2 GPUs` of a table cut after its second GPU counts
+    the GPUs read, not the box's)."""
+    if check.verdict in ("fail", "warn") and gap not in check.actual:
+        return replace(check, actual=f"{check.actual} (of what was read; {gap})")
     if check.verdict != "pass":
         return check
     return replace(

@@ -139,7 +139,8 @@ def test_an_annotated_pending_remap_still_fails(tmp_path: Path) -> None:
         "fail",
         # (the GPU at 52:00.0 of 8, named by its address: `-i` shows GPU records numbered by place)
         "GPU at PCI 00000000:52:00.0: row remap pending; GPU at PCI 00000000:52:00.0: 1 row(s) remapped"
-        " after uncorrectable errors",
+        " after uncorrectable errors (of what was read; incomplete probe: nvidia-smi says 8 attached but"
+        " lists 1)",
     )
     # an ECC mode nvidia-smi failed to read is said so, not "not reported"
     assert rules["ecc_mode"] == (
@@ -168,7 +169,11 @@ def test_a_q_without_its_banner_is_read_and_its_elision_said(tmp_path: Path) -> 
     output") and its pending remap lost; its `[...]` lines were taken for sections (a paste
     that "lost its indentation")."""
     rules = verdicts(tmp_path, NO_BANNER, (REAL / NO_BANNER).read_text())
-    assert rules["memory_repair"] == ("fail", "GPU 0: row remap pending")
+    assert rules["memory_repair"] == (
+        "fail",
+        "GPU 0: row remap pending (of what was read; incomplete probe: nvidia-smi says 8 attached but"
+        " lists 1 (the nvidia-smi -q text has lines left out by hand, marked `...`))",
+    )
     assert rules["nvidia_driver"] == (
         "unverified",
         "driver 510.73.08, CUDA 11.6; incomplete probe: nvidia-smi says 8 attached but lists 1 (the"
