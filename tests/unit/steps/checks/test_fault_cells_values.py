@@ -215,3 +215,18 @@ def test_a_marker_in_a_field_a_rule_reads_passes_no_rule_on_the_other_gpus(
             if verdict == "pass" or f"GPU {gpu}" not in actual:
                 bad.append((label, marker, rule, got[rule]))
     assert not bad, bad
+
+
+@pytest.mark.parametrize("marker", NO_VALUE + FAILED)
+@pytest.mark.parametrize("tag", ["replay_counter", "replay_rollover_counter"])
+def test_an_unread_replay_counter_of_a_lone_gpu_is_no_count(tmp_path: Path, marker: str, tag: str) -> None:
+    """The real H200's `-q -x` (1 replay) with its replay counter or its rollover counter
+    printed without a value: no other GPU speaks for it, and the rule read the unread counter as
+    0 ("0 replays since reset, no rollover"). It is unverified."""
+    text = H200_XML.read_text()
+    order = "gpu_model: H200\ngpu_count: 1\n"
+    assert verdicts(tmp_path, H200_XML.name, text, order)["pcie_replays"][0] == "pass"
+    marked = re.sub(rf"<{tag}>[^<]*</{tag}>", f"<{tag}>{marker}</{tag}>", text, count=1)
+    assert marked != text
+    verdict, actual = verdicts(tmp_path, H200_XML.name, marked, order)["pcie_replays"]
+    assert verdict == "unverified" and "0 replays" not in actual, (verdict, actual)
