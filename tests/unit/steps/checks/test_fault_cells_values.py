@@ -35,7 +35,9 @@ H100_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
 A100_XML = FIXTURES / "derived" / "nvidia-smi-q-x__a100-sxm4-80gb__8gpu__derived.xml"
 A100_CSV = REAL / "nvidia-smi-query-gpu__a100-pcie-40gb__2gpu__driver555.42.02.csv"
 # single-GPU captures whose every cell is marked (the parse alone: no marker is a value)
-H200_Q = REAL / "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
+GH200_Q = (
+    REAL / "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt"
+)
 H200_XML = REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
 H100_CSV_ALL = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv"
 V100_Q = REAL / "nvidia-smi-q__tesla-v100-sxm2-32gb__1of4gpu__driver418.67.txt"
@@ -125,7 +127,7 @@ def lost(before: GpuInfo, after: GpuInfo) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("capture", [H200_Q, H200_XML, H100_CSV_ALL, V100_Q], ids=lambda p: p.name)
+@pytest.mark.parametrize("capture", [GH200_Q, H200_XML, H100_CSV_ALL, V100_Q], ids=lambda p: p.name)
 def test_no_marker_in_any_cell_is_read_as_a_value(capture: Path) -> None:
     """Each cell of the GPU's record, one marker each (in turn over MARKERS): the record loses
     that cell's value or keeps it, and gains none (N/A's own readings aside)."""
@@ -230,3 +232,38 @@ def test_an_unread_replay_counter_of_a_lone_gpu_is_no_count(tmp_path: Path, mark
     assert marked != text
     verdict, actual = verdicts(tmp_path, H200_XML.name, marked, order)["pcie_replays"]
     assert verdict == "unverified" and "0 replays" not in actual, (verdict, actual)
+
+
+@pytest.mark.parametrize("marker", NO_VALUE + FAILED)
+@pytest.mark.parametrize(
+    ("capture", "cell"),
+    [
+        # the real GH200 -q: 1 uncorrectable DRAM error in its lifetime count (the row fails)
+        (GH200_Q, ("Aggregate", "DRAM Uncorrectable")),
+        (GH200_Q, ("Aggregate", "SRAM Uncorrectable SEC-DED")),
+        (H200_XML, ("<aggregate>", "dram_uncorrectable")),
+        (H200_XML, ("<aggregate>", "sram_uncorrectable_secded")),
+    ],
+    ids=lambda v: getattr(v, "name", "/".join(v) if isinstance(v, tuple) else str(v)),
+)
+def test_an_unread_part_of_an_ecc_count_is_no_zero(
+    tmp_path: Path, capture: Path, cell: tuple[str, str], marker: str
+) -> None:
+    """The ECC totals are sums of their parts (SRAM and DRAM counts): one part printed without a
+    count while the other section (volatile / aggregate) counts it was left out of the sum, so
+    the GH200's `DRAM Uncorrectable : N/A` passed ecc_uncorrectable "0" where its 1 error failed
+    it, and the H200's passed "0" unread. That total is unknown: the row does not pass."""
+    text = capture.read_text()
+    order = "gpu_model: any\n"
+    section, label = cell
+    at = text.index(section, text.index("ECC Errors" if capture.suffix == ".txt" else "<ecc_errors>"))
+    if capture.suffix == ".txt":
+        match = re.compile(rf"(?m)^\s+{re.escape(label)}\s*: (.*)$").search(text, at)
+    else:
+        match = re.compile(rf"<{label}>([^<]*)</{label}>").search(text, at)
+    assert match is not None
+    marked = text[: match.start(1)] + marker + text[match.end(1) :]
+    verdict, actual = verdicts(tmp_path, capture.name, marked, order)["ecc_uncorrectable"]
+    whole = verdicts(tmp_path, capture.name, text, order)["ecc_uncorrectable"][0]
+    # (a part read with errors still fails the row: the GH200's 1 DRAM error beside an unread SRAM)
+    assert verdict != "pass" and (whole != "fail" or "DRAM" in label or verdict == "fail"), (verdict, actual)
