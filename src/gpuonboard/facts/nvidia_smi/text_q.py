@@ -22,9 +22,11 @@ from gpuonboard.facts.nvidia_smi.model import (
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
     ELISION,
+    EccParts,
     _any_true,
     _clean,
     _compute_mode,
+    _ecc_totals,
     _first_deep,
     _float,
     _int,
@@ -34,7 +36,6 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _recovery_action,
-    _total,
     _unified,
     _version,
     _yes_no,
@@ -275,21 +276,22 @@ def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
     return {}
 
 
-def _text_ecc(section: Mapping[str, Any], kind: str) -> tuple[int | None, int | None]:
-    """(correctable, uncorrectable) totals under 'ECC Errors' > Volatile|Aggregate."""
+def _text_ecc(section: Mapping[str, Any], kind: str) -> EccParts:
+    """The raw (correctable, uncorrectable) parts under 'ECC Errors' > Volatile|Aggregate: the
+    old schema's Single / Double Bit totals, else SRAM and DRAM (values._ecc_totals sums them)."""
     node = _tree_section(section, "ECC Errors")
     node = _tree_section(node, kind)
     if _tree_child(node, "Single Bit") is not None or _tree_child(node, "Double Bit") is not None:  # older
-        return _int(_tree_get(node, "Single Bit", "Total")), _int(_tree_get(node, "Double Bit", "Total"))
-    sram_unc = _int(_tree_get(node, "SRAM Uncorrectable"))
-    if sram_unc is None:
-        sram_unc = _total(
-            _int(_tree_get(node, "SRAM Uncorrectable Parity")),
-            _int(_tree_get(node, "SRAM Uncorrectable SEC-DED")),
+        return (_tree_raw(node, "Single Bit", "Total"),), (_tree_raw(node, "Double Bit", "Total"),)
+    sram_unc: tuple[str | None, ...] = (_tree_raw(node, "SRAM Uncorrectable"),)
+    if sram_unc[0] is None:
+        sram_unc = (
+            _tree_raw(node, "SRAM Uncorrectable Parity"),
+            _tree_raw(node, "SRAM Uncorrectable SEC-DED"),
         )
     return (
-        _total(_int(_tree_get(node, "SRAM Correctable")), _int(_tree_get(node, "DRAM Correctable"))),
-        _total(sram_unc, _int(_tree_get(node, "DRAM Uncorrectable"))),
+        (_tree_raw(node, "SRAM Correctable"), _tree_raw(node, "DRAM Correctable")),
+        (*sram_unc, _tree_raw(node, "DRAM Uncorrectable")),
     )
 
 
@@ -309,8 +311,9 @@ def _text_pcie(section: Mapping[str, Any]) -> PcieLink:
 def _text_memory_health(section: Mapping[str, Any]) -> MemoryHealth:
     """ECC totals, retired pages, remapped rows (and their bank histogram) and the memory repair
     state of one -q GPU section."""
-    vol_corr, vol_unc = _text_ecc(section, "Volatile")
-    agg_corr, agg_unc = _text_ecc(section, "Aggregate")
+    vol_corr, vol_unc, agg_corr, agg_unc = _ecc_totals(
+        _text_ecc(section, "Volatile"), _text_ecc(section, "Aggregate")
+    )
     retired = _tree_section(section, "Retired Pages")
     remapped = _tree_section(section, "Remapped Rows")
     histogram = "Bank Remap Availability Histogram"

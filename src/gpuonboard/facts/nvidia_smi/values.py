@@ -217,6 +217,39 @@ def _total(*values: int | None) -> int | None:
     return sum(known) if known else None
 
 
+# the raw parts of one GPU's ECC totals, (correctable, uncorrectable), each section's in one order
+EccParts = tuple[tuple[str | None, ...], tuple[str | None, ...]]
+
+
+def _parts_total(here: Sequence[str | None], there: Sequence[str | None]) -> int | None:
+    """The total of one ECC section's parts (`here`: SRAM and DRAM counts as printed), or None.
+
+    A part printed without a count (`N/A`, `[Not Supported]`, empty, a fault marker) where the
+    other section (`there`: volatile for aggregate, aggregate for volatile) gives that part a
+    count was not read here: the total is unknown, never the sum of the other parts (a GH200's
+    `DRAM Uncorrectable : N/A` beside `SRAM ... : 0` was 0 errors). A part neither section
+    counts is one this GPU does not report (a vGPU guest's SRAM: `N/A` in both) and is left out;
+    None when no part is counted. Errors the parts read count whatever the rest says: a total
+    of them (at least that many) is kept where it is not 0."""
+    total = _total(*(_int(raw) for raw in here))
+    unread = any(
+        raw is not None and _int(raw) is None and i < len(there) and _int(there[i]) is not None
+        for i, raw in enumerate(here)
+    )
+    return None if unread and not total else total
+
+
+def _ecc_totals(volatile: EccParts, aggregate: EccParts) -> tuple[int | None, ...]:
+    """(volatile correctable, volatile uncorrectable, aggregate correctable, aggregate
+    uncorrectable) from each section's raw parts (_parts_total)."""
+    return (
+        _parts_total(volatile[0], aggregate[0]),
+        _parts_total(volatile[1], aggregate[1]),
+        _parts_total(aggregate[0], volatile[0]),
+        _parts_total(aggregate[1], volatile[1]),
+    )
+
+
 def _pstate(value: str | None) -> str | None:
     """'P0'..'P15' as printed; None for N/A or anything else."""
     cleaned = _clean(value)

@@ -22,9 +22,11 @@ from gpuonboard.facts.nvidia_smi.model import (
 )
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
+    EccParts,
     _any_true,
     _clean,
     _compute_mode,
+    _ecc_totals,
     _first_deep,
     _float,
     _int,
@@ -34,7 +36,6 @@ from gpuonboard.facts.nvidia_smi.values import (
     _on_off,
     _pstate,
     _recovery_action,
-    _total,
     _unified,
     _version,
     _yes_no,
@@ -108,26 +109,31 @@ def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
     return None
 
 
-def _xml_ecc(gpu: ET.Element, kind: str) -> tuple[int | None, int | None]:
-    """(correctable, uncorrectable) totals of <ecc_errors><volatile|aggregate>, every schema."""
+def _printed(node: ET.Element, path: str) -> str | None:
+    """Text at `path` as written, "" for an element printed empty (`<dram_uncorrectable/>`: a
+    count not given, where _xml_raw says None as of an element not there); None when missing."""
+    found = _xml_find(node, path)
+    return None if found is None else (found.text or "")
+
+
+def _xml_ecc(gpu: ET.Element, kind: str) -> EccParts:
+    """The raw (correctable, uncorrectable) parts of <ecc_errors><volatile|aggregate>, every
+    schema (values._ecc_totals sums them)."""
     section = _xml_find(gpu, f"ecc_errors/{kind}")
     if section is None:
-        return None, None
+        return (), ()
     if section.find("single_bit") is not None or section.find("double_bit") is not None:
         # old schema: single_bit/double_bit with per-location counts and a total
-        return (
-            _int(_xml_raw(section, "single_bit/total")),
-            _int(_xml_raw(section, "double_bit/total")),
-        )
-    sram_unc = _int(_xml_raw(section, "sram_uncorrectable"))
-    if sram_unc is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
-        sram_unc = _total(
-            _int(_xml_raw(section, "sram_uncorrectable_parity")),
-            _int(_xml_raw(section, "sram_uncorrectable_secded")),
+        return (_printed(section, "single_bit/total"),), (_printed(section, "double_bit/total"),)
+    sram_unc: tuple[str | None, ...] = (_printed(section, "sram_uncorrectable"),)
+    if sram_unc[0] is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
+        sram_unc = (
+            _printed(section, "sram_uncorrectable_parity"),
+            _printed(section, "sram_uncorrectable_secded"),
         )
     return (
-        _total(_int(_xml_raw(section, "sram_correctable")), _int(_xml_raw(section, "dram_correctable"))),
-        _total(sram_unc, _int(_xml_raw(section, "dram_uncorrectable"))),
+        (_printed(section, "sram_correctable"), _printed(section, "dram_correctable")),
+        (*sram_unc, _printed(section, "dram_uncorrectable")),
     )
 
 
@@ -173,8 +179,7 @@ def _xml_pcie(gpu: ET.Element) -> PcieLink:
 def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
     """ECC totals, retired pages, remapped rows (and their bank histogram) and the memory repair
     state of one <gpu>."""
-    vol_corr, vol_unc = _xml_ecc(gpu, "volatile")
-    agg_corr, agg_unc = _xml_ecc(gpu, "aggregate")
+    vol_corr, vol_unc, agg_corr, agg_unc = _ecc_totals(_xml_ecc(gpu, "volatile"), _xml_ecc(gpu, "aggregate"))
     retired = gpu.find("retired_pages")
     remapped = gpu.find("remapped_rows")
     return MemoryHealth(

@@ -18,6 +18,7 @@ from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.missing_facts import _not_judged
+from gpuonboard.steps.checks.ngc import gpu_class
 from gpuonboard.steps.checks.slice_view import container_said
 from gpuonboard.units import format_bytes
 
@@ -405,9 +406,16 @@ def _telling_decimals(*sizes: int) -> int:
 def _unified(facts: Facts) -> bool:
     """Whether nvidia-smi says a GPU of the box has no memory of its own (GpuInfo.memory_unified:
     the GB10's memory is the system's), read from a GPU that answered and gave no size (a size
-    from another format says otherwise)."""
-    gpus = facts.gpu.gpus if facts.gpu is not None else ()
-    return any(g.memory_unified and g.memory_total_mib is None and not g.faults for g in gpus)
+    from another format says otherwise). Not where another GPU of the box gives a size, nor of
+    a data-centre GPU (an H100's or A100's memory is its own HBM): one GPU's `[N/A]` memory cell
+    there is a size not read, never memory shared with the system."""
+    gpus = [g for g in (facts.gpu.gpus if facts.gpu is not None else ()) if not g.faults]
+    said = [g for g in gpus if g.memory_unified and g.memory_total_mib is None]
+    return (
+        bool(said)
+        and all(g.memory_total_mib is None for g in gpus)
+        and not any(gpu_class(g.name, g.product_brand) == "datacenter" for g in said)
+    )
 
 
 def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:

@@ -97,3 +97,34 @@ def test_only_a_said_unsupported_size_counts_not_a_fault_a_size_or_a_cgroup_limi
     far = dataclasses.replace(shared, memory_limit_bytes=64 << 30)
     check = rule_ram(order, far, 0.03)
     assert check.verdict == "fail" and "cgroup memory limit" in check.detail, check
+
+
+A100_CSV = (REAL / "nvidia-smi-query-gpu__a100-pcie-40gb__2gpu__driver555.42.02.csv").read_text()
+H100_CSV = (REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__idle.csv").read_text()
+
+
+def _memory_total_na(csv: str, row: int, marker: str) -> str:
+    """The CSV with data row `row`'s memory.total printed as `marker` (its leading blank kept)."""
+    lines = csv.split("\n")
+    column = [h.strip() for h in lines[0].split(",")].index("memory.total [MiB]")
+    cells = lines[1 + row].split(",")
+    cells[column] = f" {marker}"
+    lines[1 + row] = ",".join(cells)
+    return "\n".join(lines)
+
+
+def test_a_data_centre_gpus_unread_memory_size_is_no_memory_shared_with_the_system() -> None:
+    """One GPU's memory.total printed `[N/A]` / `[Not Supported]` (truth sweep round 23): the real
+    2 x A100 PCIe CSV's GPU 1, the real H100's only GPU. Their memory is their own HBM; the RAM
+    row said "shared with the GPU (nvidia-smi: its memory size is not supported)" and allowed
+    the GB10's 10 % reserve, passing 119.7 GiB of 128 GB ordered. Now it is judged as without
+    a GPU (a shortfall, the DIMM advice), and the GB10 keeps its allowance."""
+    order = OrderSpec(ram_bytes=parse_ram_size("128GB"))
+    for marker in ("[N/A]", "[Not Supported]", "N/A"):
+        for csv, row in ((A100_CSV, 1), (H100_CSV, 0)):
+            check = rule_ram(
+                order, _facts(GB10_FREE, nvidia_smi_csv=_memory_total_na(csv, row, marker)), 0.03
+            )
+            assert check.verdict == "fail" and "shared with the GPU" not in check.actual, (marker, check)
+    check = rule_ram(order, _facts(GB10_FREE, nvidia_smi_csv=GB10_CSV), 0.03)
+    assert check.verdict == "pass" and "shared with the GPU" in check.actual, check

@@ -174,25 +174,17 @@ def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
     known = [g for g in read if g.pcie_replays is not None or g.pcie_replay_rollovers is not None]
     expected = f"< {lim['warn_replays']} replays since reset, no rollover"
     if not known:
-        dc = [g for g in read if held_as_datacenter(g)]
-        if not dc:
-            return None
-        return Check(
-            "pcie_replays",
-            expected,
-            "not reported by this nvidia-smi output",
-            "unverified",
-            "the PCIe replay counter (a bad riser or slot shows there) is only in `nvidia-smi -q`"
-            " (PCI > Replays Since Reset); run it to check",
-        )
+        return _replays_not_reported(read, expected)
     fails: list[str] = []
     warns: list[str] = []
     for g in known:
-        replays, rollovers = g.pcie_replays or 0, g.pcie_replay_rollovers or 0
-        text = f"{gpu_label(g)}: {replays} replays" + (f", {rollovers} rollover(s)" if rollovers else "")
-        if rollovers >= lim["fail_rollovers"] or replays >= lim["fail_replays"]:
+        # (a counter printed N/A, empty or as a fault marker is None: unread, never 0 replays)
+        replays, rollovers = g.pcie_replays, g.pcie_replay_rollovers or 0
+        said = f"{replays} replays" if replays is not None else "replays not reported"
+        text = f"{gpu_label(g)}: {said}" + (f", {rollovers} rollover(s)" if rollovers else "")
+        if rollovers >= lim["fail_rollovers"] or (replays or 0) >= lim["fail_replays"]:
             fails.append(text)
-        elif replays >= lim["warn_replays"]:
+        elif (replays or 0) >= lim["warn_replays"]:
             warns.append(text)
     advice = (
         "the PCIe link resends packets (a bad riser, cable, retimer or slot); DCGM warns above 8"
@@ -208,7 +200,28 @@ def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
             "warn",
             advice + "; rerun `nvidia-smi -q -d PCIE` a minute later: a count still rising means a bad link",
         )
-    counts = ", ".join(str(g.pcie_replays or 0) for g in known)
-    unread = [g for g in read if g not in known]
+    # a GPU whose replay count or rollover count was not read (N/A, empty, a fault marker) has
+    # no count here, never 0; unread on a GPU whose model's others read it, the step's
+    # _unread_cells makes the pass unverified
+    whole = [g for g in known if g.pcie_replays is not None and g.pcie_replay_rollovers is not None]
+    if not whole:
+        return _replays_not_reported(read, expected)
+    counts = ", ".join(str(g.pcie_replays) for g in whole)
+    unread = [g for g in read if g not in whole]
     note = f"; not reported for {gpu_list(unread, gpus)}" if unread else ""
     return Check("pcie_replays", expected, f"{counts} replays since reset, no rollover{note}", "pass")
+
+
+def _replays_not_reported(read: list[GpuInfo], expected: str) -> Check | None:
+    """pcie_replays where no GPU's counter was read: unverified when a data-centre GPU is among
+    them (a bad riser / PCIe switch on a rented server hides there), else no row."""
+    if not any(held_as_datacenter(g) for g in read):
+        return None
+    return Check(
+        "pcie_replays",
+        expected,
+        "not reported by this nvidia-smi output",
+        "unverified",
+        "the PCIe replay counter (a bad riser or slot shows there) is only in `nvidia-smi -q`"
+        " (PCI > Replays Since Reset); run it to check",
+    )

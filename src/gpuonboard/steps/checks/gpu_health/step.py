@@ -121,15 +121,75 @@ VGPU_HOST_ONLY = (
 
 
 UNREAD_CELL = (
-    "nvidia-smi could not read this field on the GPU named (sensor_faults says which), so the"
-    " verdict covers only the values that were read, not that GPU's field; rerun nvidia-smi, and"
-    " if the field stays unreadable ask the vendor to check that GPU"
+    "nvidia-smi could not read this field on the GPU named (a fault marker: sensor_faults says"
+    " which; or N/A, not supported or nothing where the other GPUs of its model give a value),"
+    " so the verdict covers only the values that were read, not that GPU's field; rerun"
+    " nvidia-smi, and if the field stays unreadable ask the vendor to check that GPU"
 )
 
 
+# the GpuInfo fields each rule reads, by their reader's names: one GPU without a value where
+# another GPU of its model (and MIG mode) has one was not read there (`N/A`, `[Not Supported]`,
+# `[Insufficient Permissions]` or an empty cell in one GPU's record), never a pass of it
+_RULE_VALUES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "temperature": (("temperature_c", "temperature"),),
+    "power_limit": (("power_limit_w", "power cap"), ("default_power_limit_w", "default power limit")),
+    "pcie_link": (
+        ("pcie_gen_current", "PCIe generation"),
+        ("pcie_gen_max", "PCIe max generation"),
+        ("pcie_width_current", "PCIe width"),
+        ("pcie_width_max", "PCIe max width"),
+    ),
+    "pcie_replays": (
+        ("pcie_replays", "PCIe replay count"),
+        ("pcie_replay_rollovers", "PCIe replay rollovers"),
+    ),
+    "throttling": (("clock_event_reasons_known", "clock event reasons"),),
+    "memory_repair": (
+        ("remapped_rows_pending", "remapped rows pending"),
+        ("remapped_rows_failure", "remapping failure"),
+        ("remapped_rows_uncorrectable", "rows remapped after uncorrectable errors"),
+        ("remap_banks_none", "remapper banks with no spare row"),
+        ("remap_banks_low", "remapper banks with few spare rows"),
+        ("retired_pages_sbe", "retired pages (single-bit)"),
+        ("retired_pages_dbe", "retired pages (double-bit)"),
+        ("retired_pages_pending", "page retirement pending"),
+        ("sram_threshold_exceeded", "SRAM error threshold"),
+        ("channel_repair_pending", "channel repair pending"),
+        ("tpc_repair_pending", "TPC repair pending"),
+        ("unrepairable_memory", "unrepairable memory"),
+    ),
+    "foreign_processes": (("memory_used_mib", "memory used"), ("utilization_gpu_pct", "utilization")),
+}
+
+
+def _value_read(g: GpuInfo, attr: str) -> bool:
+    """Whether `g` has a value for `attr` (a `*_known` flag: True)."""
+    value = getattr(g, attr)
+    return value is True if attr.endswith("_known") else value is not None
+
+
+def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
+    """'GPU 1: temperature not reported' for each GPU read whose field `check_name` reads has no
+    value where another GPU of the same model and MIG mode has one (that GPU's cell printed
+    `N/A`, `[Not Supported]`, `[Insufficient Permissions]` or nothing): the other GPUs' values
+    are no reading of it. A GPU whose cell fault already names the field is said there, a GPU
+    with no reading at all (only listed: _listed_not_read) by the gap of the whole output."""
+    read = [g for g in gpus if not g.faults and any(getattr(g, f) is not None for f in _READINGS)]
+    out: list[str] = []
+    for attr, what in _RULE_VALUES.get(check_name, ()):
+        kinds = {(g.name, g.mig_mode) for g in read if _value_read(g, attr)}
+        for g in read:
+            said = any(rule_reads(check_name, fault) for fault in g.cell_faults)
+            if (g.name, g.mig_mode) in kinds and not _value_read(g, attr) and not said:
+                out.append(f"{gpu_label(g)}: {what} not reported")
+    return list(dict.fromkeys(out))
+
+
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
-    """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault)
-    is unverified, naming that GPU's cell: the rule read the others only."""
+    """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault),
+    or left without a value that the other GPUs of its model have (_unread_values), is
+    unverified, naming that GPU's cell: the rule read the others only."""
     if check.verdict != "pass" or check.name not in FIELD_RULES:
         return check
     unread = [
@@ -138,7 +198,7 @@ def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
         if not g.faults
         for fault in g.cell_faults
         if rule_reads(check.name, fault)
-    ]
+    ] + _unread_values(check.name, gpus)
     if not unread:
         return check
     return replace(
