@@ -258,8 +258,11 @@ def options(args: list[str], grammar: Grammar, stop: bool = False) -> list[Optio
     at = 0
     while at < len(args):
         arg, at = args[at], at + 1
-        if arg == "--" or (stop and out and out[-1][0] == ""):
-            out.extend(("", word) for word in args[at - (arg != "--") :])
+        if stop and out and out[-1][0] == "":  # (the words after the first operand, `--` too)
+            out.extend(("", word) for word in args[at - 1 :])
+            break
+        if arg == "--":
+            out.extend(("", word) for word in args[at:])
             break
         if arg.startswith("--"):
             name, eq, value = arg.partition("=")

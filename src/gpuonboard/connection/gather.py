@@ -229,7 +229,7 @@ class Facts:
             )
         if self.gpu is not None and not self.gpu.complete:
             return "the nvidia-smi output was cut short"
-        if raw.exit_code == 0 and not (raw.stdout.strip() or raw.stderr.strip()):
+        if self._answered_nothing():
             return "nvidia-smi answered (exit 0) with nothing"  # (a stub, a blocked tool: no evidence)
         if raw.exit_code == 0 and raw.stdout.strip():  # (and no failure words: see above)
             # a listing we read no GPU from (another command's text, a quoted or mangled table)
@@ -237,17 +237,31 @@ class Facts:
             return "nvidia-smi answered (exit 0), but no GPU could be read from its output"
         return ""
 
+    def _answered_nothing(self) -> bool:
+        """Whether every nvidia-smi format given exited 0 with nothing on stdout or stderr (one
+        that failed in words says why no GPU was read)."""
+        from gpuonboard.facts.gpu_merge import GPU_SOURCES, LIST_PROBE
+
+        names = (*(n for n, _, _ in GPU_SOURCES), LIST_PROBE)
+        given = [out for n in names if (out := self.raw.get(n)) is not None and not out.absent]
+        return bool(given) and all(
+            r.exit_code == 0 and not (r.stdout.strip() or r.stderr.strip()) for r in given
+        )
+
     @property
     def gpu_raw(self) -> ProbeOutput:
         """The nvidia-smi output that says why no GPU could be read: the richest format's,
-        passing over a format the host refused (its words are in gpu_evidence.refusals)."""
+        passing over a format the host refused (its words are in gpu_evidence.refusals) and one
+        that answered nothing at exit 0 where another said something."""
         from gpuonboard.facts.gpu_merge import GPU_SOURCES, refusal_line
 
-        for name, _, _ in GPU_SOURCES:
-            out = self.raw.get(name)
-            if out is not None and not out.absent and refusal_line(out) is None:
-                return out
-        return self.raw["nvidia_smi"]
+        given = [
+            out
+            for name, _, _ in GPU_SOURCES
+            if (out := self.raw.get(name)) is not None and not out.absent and refusal_line(out) is None
+        ]
+        said = [o for o in given if o.exit_code != 0 or o.stdout.strip() or o.stderr.strip()]
+        return (said or given or [self.raw["nvidia_smi"]])[0]
 
     def summary(self) -> dict[str, object]:
         """A small JSON-able digest for reports."""

@@ -21,6 +21,14 @@ FORMAT_NAMES = {"xml": "-q -x", "text": "-q", "csv": "the CSV query", "table": "
 IDENTITY = (("name", "name"), ("uuid", "UUID"), ("serial", "serial"), ("memory_total_mib", "memory total"))
 # a value blanked before sharing ('GPU-00000000-0000-...', '0000000000000'): no value to compare
 _BLANKED = re.compile(r"(?:GPU-|MIG-)?[0\-]+", re.IGNORECASE)
+# what an identifier is where it is given, not redacted (`REDACTED`, `GPU-xxxxxxxx-...`, `...`,
+# `<redacted>`): a UUID (a MIG device's with its `/GI/CI`), a board serial's digits
+_GIVEN = {
+    "uuid": re.compile(
+        r"(?:MIG-)?(?:GPU-)?[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:/\d+/\d+)?", re.IGNORECASE
+    ),
+    "serial": re.compile(r"\d+"),
+}
 
 Same = Callable[[GpuInfo, GpuInfo], bool]
 
@@ -32,7 +40,12 @@ def _named(label: str) -> str:
 def _value(g: GpuInfo, field: str) -> object:
     """`g`'s `field`, None where it is not given or was blanked (a redacted UUID or serial)."""
     value = getattr(g, field)
-    if isinstance(value, str) and (not value.strip() or _BLANKED.fullmatch(value.strip())):
+    given = _GIVEN.get(field)
+    if isinstance(value, str) and (
+        not value.strip()
+        or _BLANKED.fullmatch(value.strip())
+        or (given is not None and not given.fullmatch(value.strip()))
+    ):
         return None
     return value
 

@@ -399,17 +399,23 @@ _FORMAT_NAMES = {
 
 
 def _wider(
-    base: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+    base: list[GpuInfo],
+    ranked: list[tuple[str, GpuReport]],
+    listed: list[GpuInfo],
+    unopened: Sequence[GpuInfo] = (),
 ) -> tuple[str, list[GpuInfo], GpuReport | None] | None:
     """The widest other format of this box that lists every GPU of `base` and more: (its label,
     its GPUs, its report; None for `-L`). `base` then lists some GPUs only: an output cut short at
     a line end (a CSV's rows, `-L`'s lines: no sign of its own) or captured at another time, never
-    the box's count. A format naming none of `base`'s GPUs is another capture (left as it is)."""
+    the box's count. A format naming none of `base`'s GPUs is another capture (left as it is).
+    The GPUs nvidia-smi named as unopenable (`unopened`) beside `base` count as `base`'s: a
+    listing of as many is no wider (an `-L` of 4 beside a table of 3 and a lost GPU)."""
     sets: list[tuple[str, list[GpuInfo], GpuReport | None]] = [
         (label, list(r.gpus), r) for label, r in ranked
     ]
     sets += [("list", listed, None)] if listed else []
-    found = [s for s in sets if base and len(s[1]) > len(base) and _all_among(base, s[1])]
+    lost = [g for g in unopened if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in base)]
+    found = [s for s in sets if base and len(s[1]) > len(base) + len(lost) and _all_among(base, s[1])]
     return max(found, key=lambda s: len(s[1]), default=None)
 
 
@@ -501,7 +507,7 @@ def _union(
     pool += [("list", g) for g in listed]
     base, whole, base_report = _base(ranked, listed, listed_whole)
     outlisted = ""
-    if (wider := _wider(base, ranked, listed)) is not None:
+    if (wider := _wider(base, ranked, listed, unopened)) is not None:
         narrow = _FORMAT_NAMES.get(base_report.source if base_report else "list", "one format")
         label, wide = wider[0], len(wider[1])
         outlisted = (
@@ -527,10 +533,16 @@ def _union(
             gpus.append(dataclasses.replace(g, index=index))
     gpus.sort(key=lambda x: x.index)
     gpus, repeated = _one_per_address(gpus)
-    whole_lists = [(label, r.gpus) for label, r in ranked if _lists_all(r)]
-    whole_lists += [("list", tuple(listed))] if listed and listed_whole else []
-    # (a listing of some of the GPUs the others list is one cut at a line end: no disagreement)
-    whole_lists = [w for w in whole_lists if len(w[1]) >= len(gpus) or not _all_among(w[1], gpus)]
+    # a listing of some of the GPUs the others list is one cut at a line end, no disagreement,
+    # unless it says it lists them all (its count of GPUs attached: a GPU lost between calls)
+    whole_lists = [
+        (label, r.gpus)
+        for label, r in ranked
+        if _lists_all(r)
+        and (r.attached_gpus == len(r.gpus) or len(r.gpus) >= len(gpus) or not _all_among(r.gpus, gpus))
+    ]
+    if listed and listed_whole and (len(listed) >= len(gpus) or not _all_among(listed, gpus)):
+        whole_lists.append(("list", tuple(listed)))
     if len(whole_lists) > 1:
         clashes += gpu_agree.set_clashes(gpus, whole_lists, _same)
     # a whole listing (the richest format that listed every GPU it says is attached) is the

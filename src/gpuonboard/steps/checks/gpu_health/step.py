@@ -178,10 +178,11 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     read = [g for g in gpus if not g.faults and any(getattr(g, f) is not None for f in _READINGS)]
     out: list[str] = []
     for attr, what in _RULE_VALUES.get(check_name, ()):
-        kinds = {(g.name, g.mig_mode) for g in read if _value_read(g, attr)}
+        # (a GPU whose MIG mode changes at its next reset reads N/A where its peers read values)
+        kinds = {(g.name, g.mig_mode, g.mig_mode_pending) for g in read if _value_read(g, attr)}
         for g in read:
             said = any(rule_reads(check_name, fault) for fault in g.cell_faults)
-            if (g.name, g.mig_mode) in kinds and not _value_read(g, attr) and not said:
+            if (g.name, g.mig_mode, g.mig_mode_pending) in kinds and not _value_read(g, attr) and not said:
                 out.append(f"{gpu_label(g)}: {what} not reported")
     return list(dict.fromkeys(out))
 
