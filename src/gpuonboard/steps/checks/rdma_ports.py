@@ -159,14 +159,14 @@ def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread:
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(f"state not readable: {', '.join(f'{p.device}/{p.port}' for p in unread)}")
-    return Check(
-        "rdma_ports",
-        expected,
-        f"{actual}; {'; '.join(said)}",
-        "unverified",
-        "the port rate or state was not reported (ibv_devinfo without -v, a sysfs file the login could"
-        " not read); read /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`.",
+    advice = (
+        "the port state was not reported (a sysfs file the login could not read); read"
+        " /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`."
+        if unread
+        else "the port rate was not reported (ibv_devinfo without -v); read"
+        " /sys/class/infiniband/*/ports/*/rate."
     )
+    return Check("rdma_ports", expected, f"{actual}; {'; '.join(said)}", "unverified", advice)
 
 
 def _rdma_expected(order_rdma: tuple[int, float]) -> str:
