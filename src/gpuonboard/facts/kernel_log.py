@@ -62,7 +62,7 @@ from pathlib import Path
 
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
-from gpuonboard.facts.wrapped import join_wrap
+from gpuonboard.facts.wrapped import all_wraps, join_wrap, wrap_width
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -544,15 +544,19 @@ KERNEL_STAMP = re.compile(
 
 def _unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:
     """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
-    stamp, a line with neither a stamp nor dmesg's indent is the rest of the line before it (a
-    mail or chat wrapped it at its width; a wrap at the width the wrapped lines share split a
-    word, any other at a space). Unchanged when the log is not stamped (`dmesg -t`). `open_end`:
+    stamp, or whose every other line is where a wrap put it (facts/wrapped.py all_wraps: lines
+    wrapped twice, journalctl's indented lines wrapped too), a line with neither a stamp nor
+    dmesg's indent is the rest of the line before it (a mail or chat wrapped it at its width; a
+    wrap at a column split a word, a word wrap broke at a space: wrap_width). Unchanged when the
+    log is not stamped (`dmesg -t`). `open_end`:
     the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
     its own."""
     filled = [line for line in lines if line.strip()]
     # (journalctl's line between two boots is a line of its own too)
     starts = [bool(KERNEL_STAMP.match(line) or _BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
-    if sum(starts) * 2 < len(filled):
+    if not any(starts) or (
+        sum(starts) * 2 < len(filled) and not all_wraps(filled, _own_lines(filled, starts))
+    ):
         return lines
     if open_end and filled and says_nothing(filled[-1], words):
         starts[-1] = True
@@ -564,12 +568,18 @@ def _unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] |
             out.append(line)
             can_join = stamped or (can_join and line[:1].isspace())
             continue
-        wrapped.append(len(out[-1]))
+        wrapped.append(len(out[-1].rpartition("\0")[2]))  # (the piece the wrap ended)
         out[-1] += "\0" + line
     if not wrapped:
         return out
-    width = max(set(wrapped), key=wrapped.count)
-    return [join_wrap(line, width) for line in out]
+    return [join_wrap(line, wrap_width(wrapped)) for line in out]
+
+
+def _own_lines(filled: list[str], starts: list[bool]) -> list[bool]:
+    """Lines of their own: stamped, indented (dmesg's, journalctl's continuation) or a header."""
+    return [
+        s or line[:1].isspace() or bool(_HEADER.match(line)) for line, s in zip(filled, starts, strict=True)
+    ]
 
 
 def _open_end(text: str) -> bool:
