@@ -323,3 +323,66 @@ def test_a_script_typescript_is_read_as_the_session_it_recorded(tmp_path: Path) 
     got = verdicts(tmp_path, "typescript", session, order)
     assert got["cpu_cores"] == ("pass", "64 cores / 64 threads (AMD EPYC 9374F 32-Core Processor)")
     assert got["ram"][0] == "pass"
+
+
+def word_wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` broken at the last space before it, the space dropped (a
+    mail client's or an editor's word wrap)."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.split("\n"):
+        out += [line] if len(line) <= width else textwrap.wrap(line, width, replace_whitespace=False)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        # journalctl's indented continuation lines wrapped too: 2 stamped lines of 10
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "w80"),
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "ww80"),
+        # each line wrapped twice: 2 stamped lines of 5
+        ("dmesg-T__nv-err-reset-required-no-xid__gsp.txt", "w100"),
+        # a word wrap whose breaks happen to be as long as most: `systemis not supported`
+        ("dmesg-syslog__not-supported-by-driver-release-304.88__gt640m-le__kern-log-forum.txt", "ww80"),
+    ],
+)
+def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
+    tmp_path: Path, name: str, damage: str
+) -> None:
+    """Before: a log with fewer stamped lines than wrapped pieces was read unjoined, and a word
+    wrap's pieces were glued where they were as long as most: the driver's "not supported by
+    the NVIDIA ... driver" and NV_ERR_RESET_REQUIRED were not recognised and gpu_xid passed "no
+    Xid in the kernel log"."""
+    text = real(name)
+    pasted = {"w80": wrapped(text, 80), "w100": wrapped(text, 100), "ww80": word_wrapped(text, 80)}[damage]
+    got = verdicts(tmp_path, name, pasted)["gpu_xid"]
+    whole = verdicts(tmp_path, name, text)["gpu_xid"]
+    assert whole[0] == "fail" and got[0] == "fail"
+    assert got[1].removesuffix(" (the log read starts after boot)") == whole[1].removesuffix(
+        " (the log read starts after boot)"
+    )
+
+
+def test_an_xid_cause_word_wrapped_right_after_its_channel_is_read(tmp_path: Path) -> None:
+    """Word-wrapped at 80, every line of this real log breaks right after `Ch 0000000N`, as a
+    terminal's wrap inside a word would: glued back (`Ch 00000001caused by previous Xid 149`).
+    Before: the cause was not read and gpu_xid passed on Xid 45 alone."""
+    text = real(CAUSED_BY)
+    got = verdicts(tmp_path, CAUSED_BY, word_wrapped(text, 80))["gpu_xid"]
+    whole = verdicts(tmp_path, CAUSED_BY, text)["gpu_xid"]
+    assert got[0] == whole[0] == "fail"
+    assert sorted(got[1].split("; ")) == sorted(whole[1].split("; "))
+
+
+def test_a_wrapped_table_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) -> None:
+    """A real 4-GPU table whose GPU 1 nvidia-smi cannot reach, wrapped at 80 columns: no GPU row
+    is read, only the lost GPU's line. Before: gpu_count failed "1 (1 unreadable)" of an order of
+    1 GPU that the box (3 readable) meets; it is unverified, the lost GPU still fails gpu_health."""
+    name = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+    got = verdicts(tmp_path, name, wrapped(real(name), 80), "gpu_count: 1")
+    assert got["gpu_count"][0] == "unverified" and "incomplete probe" in got["gpu_count"][1]
+    assert got["gpu_health"][0] == "fail"
+    whole = verdicts(tmp_path, name, real(name), "gpu_count: 4")["gpu_count"]
+    assert whole == ("fail", "4 (1 unreadable)")
