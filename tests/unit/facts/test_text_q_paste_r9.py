@@ -222,3 +222,20 @@ def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_d
     # the lost GPU is still the box's fault, as in the whole capture
     lost = "GPU 1 (0000:34:00.0): nvidia-smi reads no device handle: Unknown Error"
     assert judged["gpu_health"] == ("fail", lost)
+
+
+def test_a_view_of_some_gpus_pasted_flat_or_wrapped_still_names_them_by_address() -> None:
+    """Every real -q of some of the attached GPUs (`-i 0`, `-d ECC -i ...`), each damaged as a
+    paste damages it. Before: a flat or soft-wrapped paste was read as cut short, and its GPU was
+    named by its place: the A16 at 13:00.0 (1 of 4) was "GPU 0 x4 of x16" in pcie_link."""
+    texts = sorted(p.name for p in REAL.glob("nvidia-smi-q*.txt"))
+    views = [name for name in texts if any(g.unplaced for g in read(real(name)).gpus)]
+    assert len(views) >= 2
+    problems = []
+    for name in views:
+        for damage, damaged in DAMAGE.items():
+            report = read(damaged(real(name)))
+            named = [g.unplaced for g in report.gpus if g.pci_bus_id]
+            if not named or not all(named):
+                problems.append((name, damage, report.gap, [g.called() for g in report.gpus]))
+    assert not problems
