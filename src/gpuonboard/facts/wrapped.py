@@ -53,13 +53,15 @@ def rejoined(lines: list[str], starts: Callable[[str], bool]) -> list[str]:
 
 def all_wraps(lines: list[str], own: list[bool]) -> bool:
     """True when every line that is not a line of its own (`own`), after the first that is, is
-    where a wrap put it: the line before could not hold its first word within the text's widest
-    line. A line wrapped twice or more (or a kernel log's indented continuation lines, wrapped
-    too) leaves fewer lines of their own than pieces; a line after a short one is no piece."""
+    where a wrap put it: the line before could not hold its first word (after a blank or two)
+    within the text's widest line. A line wrapped twice or more (or a kernel log's indented
+    continuation lines, wrapped too) leaves fewer lines of their own than pieces; a line after a
+    short one is no piece."""
     widest = max(map(len, lines), default=0)
     seen = False
     for before, line, whole in zip(["", *lines], lines, own, strict=False):
         seen = seen or whole
-        if seen and not whole and len(before.rstrip()) + 1 + len(line.split(maxsplit=1)[0]) <= widest:
+        # (2: the break may have dropped two blanks, as the driver prints after `Kernel Module`)
+        if seen and not whole and len(before.rstrip()) + 2 + len(line.split(maxsplit=1)[0]) <= widest:
             return False
     return True

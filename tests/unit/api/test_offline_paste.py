@@ -346,6 +346,12 @@ def word_wrapped(text: str, width: int) -> str:
         ("dmesg-T__nv-err-reset-required-no-xid__gsp.txt", "w100"),
         # a word wrap whose breaks happen to be as long as most: `systemis not supported`
         ("dmesg-syslog__not-supported-by-driver-release-304.88__gt640m-le__kern-log-forum.txt", "ww80"),
+        # a column wrap right before a blank: ` Legacy drivers. Please` is no indent of the log's
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "w72"),
+        # a word wrap that dropped the driver's two blanks (`Kernel Module  580.105.08`): read
+        # unjoined, `requires use of the NVIDIA` / `open kernel modules.` was "RmInitAdapter
+        # failed -> replace" (the GPU to be replaced) instead of the driver to install
+        ("dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt", "ww72"),
     ],
 )
 def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
@@ -356,7 +362,8 @@ def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
     the NVIDIA ... driver" and NV_ERR_RESET_REQUIRED were not recognised and gpu_xid passed "no
     Xid in the kernel log"."""
     text = real(name)
-    pasted = {"w80": wrapped(text, 80), "w100": wrapped(text, 100), "ww80": word_wrapped(text, 80)}[damage]
+    width = int(damage.lstrip("w"))
+    pasted = word_wrapped(text, width) if damage.startswith("ww") else wrapped(text, width)
     got = verdicts(tmp_path, name, pasted)["gpu_xid"]
     whole = verdicts(tmp_path, name, text)["gpu_xid"]
     assert whole[0] == "fail" and got[0] == "fail"
@@ -366,22 +373,27 @@ def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
 
 
 def test_an_xid_cause_word_wrapped_right_after_its_channel_is_read(tmp_path: Path) -> None:
-    """Word-wrapped at 80, every line of this real log breaks right after `Ch 0000000N`, as a
-    terminal's wrap inside a word would: glued back (`Ch 00000001caused by previous Xid 149`).
+    """Word-wrapped at 80, every line of this real log breaks right after `Ch 0000000N` (at 100,
+    after `previous`), each piece as long, as a terminal's wrap inside a word would: glued back
+    (`Ch 00000001caused by previous Xid 149`).
     Before: the cause was not read and gpu_xid passed on Xid 45 alone."""
     text = real(CAUSED_BY)
-    got = verdicts(tmp_path, CAUSED_BY, word_wrapped(text, 80))["gpu_xid"]
     whole = verdicts(tmp_path, CAUSED_BY, text)["gpu_xid"]
-    assert got[0] == whole[0] == "fail"
-    assert sorted(got[1].split("; ")) == sorted(whole[1].split("; "))
+    for width in (80, 100):  # (at 100: `caused by previous` / `Xid 149`, glued `previousXid 149`)
+        got = verdicts(tmp_path, CAUSED_BY, word_wrapped(text, width))["gpu_xid"]
+        assert got[0] == whole[0] == "fail"
+        assert sorted(got[1].split("; ")) == sorted(whole[1].split("; "))
 
 
-def test_a_wrapped_table_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) -> None:
-    """A real 4-GPU table whose GPU 1 nvidia-smi cannot reach, wrapped at 80 columns: no GPU row
-    is read, only the lost GPU's line. Before: gpu_count failed "1 (1 unreadable)" of an order of
-    1 GPU that the box (3 readable) meets; it is unverified, the lost GPU still fails gpu_health."""
+def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) -> None:
+    """A real 4-GPU table whose GPU 1 nvidia-smi cannot reach, cut after its header (a paste
+    that lost the rows, or one this tool cannot rejoin): no GPU row is read, only the lost GPU's
+    line. Before: gpu_count failed "1 (1 unreadable)" of an order of 1 GPU that the box (3
+    readable) meets; it is unverified, and the lost GPU still fails gpu_health."""
     name = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
-    got = verdicts(tmp_path, name, wrapped(real(name), 80), "gpu_count: 1")
+    lines = real(name).splitlines(keepends=True)
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if line.startswith("|====")) + 1])
+    got = verdicts(tmp_path, name, cut, "gpu_count: 1")
     assert got["gpu_count"][0] == "unverified" and "incomplete probe" in got["gpu_count"][1]
     assert got["gpu_health"][0] == "fail"
     whole = verdicts(tmp_path, name, real(name), "gpu_count: 4")["gpu_count"]
