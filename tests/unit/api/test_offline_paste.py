@@ -398,3 +398,25 @@ def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) ->
     assert got["gpu_health"][0] == "fail"
     whole = verdicts(tmp_path, name, real(name), "gpu_count: 4")["gpu_count"]
     assert whole == ("fail", "4 (1 unreadable)")
+
+
+TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt"))
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_wrapped_at_a_pages_width_reads_as_the_table(tmp_path: Path, name: str) -> None:
+    """Every real `nvidia-smi` table (R525+'s are 91 columns wide), wrapped at 80 columns by a
+    terminal (with its trailing blanks trimmed too) or word-wrapped by a mail. Before, no GPU
+    row of a wrapped table was read (every GPU rule unverified), and the lost-GPU table's
+    `Unable to determine the device handle` line alone failed gpu_count."""
+    text = real(name)
+    order = "gpu_count: 1"
+    whole = verdicts(tmp_path, name, text, order)
+    trimmed = "\n".join(line.rstrip() for line in wrapped(text, 80).split("\n"))
+    for pasted in (wrapped(text, 80), trimmed, word_wrapped(text, 80)):
+        got = verdicts(tmp_path, name, pasted, order)
+        # (a line outside the box, nvidia-smi's own `Unable to determine ...`, is read cut)
+        assert {k: v for k, v in got.items() if k not in ("gpu_health", "vram")} == {
+            k: v for k, v in whole.items() if k not in ("gpu_health", "vram")
+        }
+        assert got.get("gpu_health", ("",))[0] == whole.get("gpu_health", ("",))[0]
