@@ -143,10 +143,12 @@ def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
     width = max((len(line) for line in lines), default=0)
     heads = [i for i, line in enumerate(lines) if _TEXT_GPU_HEADER.match(line)]
     fragments: dict[int, int] = {}
-    for start, end in zip(heads, [*heads[1:], len(lines)], strict=False):  # (none: no record)
+    # (the lines above the first record, `Driver Version : 580.159.04` wrapped to `580` /
+    # `.159.04` at 60 columns, are all `key : value` lines: any other is a fragment)
+    for start, end in zip([-1, *heads], [*heads, len(lines)], strict=True):
         keyed = [_indent(lines[i]) for i in range(start + 1, end) if _keyed(lines[i])]
-        floor = min(keyed, default=0)
-        for i in range(start + 2, end):
+        floor = min(keyed, default=0) if start >= 0 else width
+        for i in range(max(start + 2, 1), end):
             line, prev = lines[i], lines[i - 1]
             if (
                 line.strip()
