@@ -420,3 +420,25 @@ def test_a_table_wrapped_at_a_pages_width_reads_as_the_table(tmp_path: Path, nam
             k: v for k, v in whole.items() if k not in ("gpu_health", "vram")
         }
         assert got.get("gpu_health", ("",))[0] == whole.get("gpu_health", ("",))[0]
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_whose_verticals_a_page_lost_is_never_a_failed_nvidia_smi(tmp_path: Path, name: str) -> None:
+    """Every real `nvidia-smi` table with its `|` lost (a page or a font that drops the box's
+    verticals): each rule is judged as on the whole table or unverified, never another verdict.
+    Before, no GPU row was read but the table closed, so it was taken for a failed nvidia-smi:
+    nvidia_driver failed "nvidia-smi failed (0 1532 C+G Insufficient Permissions N/A)" on a
+    Windows RTX 2060 whose process list names such a process, and "(Unable to determine the
+    device handle for GPU1 ...)" of a box whose 3 other GPUs answer."""
+    order = "gpu_count: 1"
+    whole = verdicts(tmp_path, name, real(name), order)
+    try:
+        got = verdicts(tmp_path, name, real(name).replace("|", " "), order)
+    except UsageError:
+        return  # (refused as no output it recognises: said so, exit 2)
+    changed = {
+        k: (whole.get(k), v)
+        for k, v in got.items()
+        if v[0] != "unverified" and v[0] != whole.get(k, ("",))[0]
+    }
+    assert not changed

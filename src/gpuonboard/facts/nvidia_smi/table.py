@@ -395,7 +395,9 @@ def parse_table(text: str) -> GpuReport:
         warnings.append("no driver version ('Driver Version:' / 'KMD Version:') in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")
-    complete = _table_complete(lines)
+    # (nvidia-smi draws no table of no GPU, it says "No devices were found": a table whose rows
+    # none could be read, its `|` lost in a paste, is mangled, never a whole answer)
+    complete = _table_complete(lines) and bool(gpus)
     if not complete:
         warnings.append(_TABLE_CUT)
     return GpuReport(
