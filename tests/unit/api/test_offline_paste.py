@@ -442,3 +442,34 @@ def test_a_table_whose_verticals_a_page_lost_is_never_a_failed_nvidia_smi(tmp_pa
         if v[0] != "unverified" and v[0] != whole.get(k, ("",))[0]
     }
     assert not changed
+
+
+GUTTERED = [
+    "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt",
+    "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",
+    "dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt",
+    "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt",
+    "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt",
+    "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt",
+    "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt",
+    "free__ubuntu-18.04-vm.txt",
+    DF,
+    "ibstat__h100-8x-ndr400__some-down__gpud.txt",
+    "nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt",
+]
+
+
+@pytest.mark.parametrize("gutter", ["{n:>6}\t", "{n:>4} | ", "{n}: "])
+@pytest.mark.parametrize("name", GUTTERED)
+def test_an_output_copied_with_its_line_numbers_is_read_as_the_output(
+    tmp_path: Path, name: str, gutter: str
+) -> None:
+    """Real captures as a pager (`cat -n`, `less -N`), an editor or a pastebin shows them, each
+    line after its number. Before, most were refused as no output this tool reads, and a kernel
+    log's continuation lines, their indent behind the gutter, were messages of their own: the
+    RTX 5090's `requires use of the NVIDIA open kernel modules` added "RmInitAdapter failed ->
+    replace" (the GPU to be replaced) to the driver to install."""
+    text = real(name)
+    order = "gpu_count: 1\ncpu_cores: 1\nram: 1GB\nrdma: 1x10G\ninterconnect: nvlink"
+    numbered = "".join(gutter.format(n=n) + line + "\n" for n, line in enumerate(text.splitlines(), 1))
+    assert verdicts(tmp_path, name, numbered, order) == verdicts(tmp_path, name, text, order)
