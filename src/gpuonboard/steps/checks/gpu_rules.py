@@ -258,7 +258,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     if faulty and n >= order.gpu_count:
         # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU; an
         # output not read whole that shows no readable GPU at all says nothing of how many there
-        # are (a table wrapped by a page below `Unable to determine the device handle for GPU1`:
+        # are (a table cut or mangled below `Unable to determine the device handle for GPU1`:
         # no row read, only the lost GPU's line)
         usable = n - len(faulty)
         unread = "; ".join(map(_unreadable, faulty))
