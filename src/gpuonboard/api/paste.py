@@ -71,13 +71,38 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
-    characters in ASCII, lines ending in a backslash without it, a double-spaced paste
-    single-spaced, an indent every line shares removed, a Markdown code fence around it dropped,
-    a terminal's escape sequences (colours) dropped, and what is left of them where the ESC byte was
-    lost or shown as text (_RESIDUE)."""
+    characters in ASCII, a line-number gutter dropped, lines ending in a backslash without it, a
+    double-spaced paste single-spaced, an indent every line shares removed, a Markdown code fence
+    around it dropped, a terminal's escape sequences (colours) dropped, and what is left of them
+    where the ESC byte was lost or shown as text (_RESIDUE)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    return textwrap.dedent(_single_spaced(_unbroken(_unfenced(_SPACES.sub(" ", text).translate(_BOX)))))
+    text = _unguttered(_SPACES.sub(" ", text).translate(_BOX))
+    return textwrap.dedent(_single_spaced(_unbroken(_unfenced(text))))
+
+
+# a line-number gutter (`cat -n`'s `     1\t`, `nl`'s, an editor's or a pastebin's `  1 | `,
+# `1: `, vim's `  1 `): the number and its separator
+_GUTTER = re.compile(r"^ *(\d+)(?:\t| ?[|:] ?| )")
+
+
+def _unguttered(text: str) -> str:
+    """A paste whose every line (at least 3) starts with its line number, one more each line (a
+    listing copied from a pager, an editor or a pastebin with its gutter), as the lines without
+    it. No output read here numbers its lines so (a `--query-gpu` CSV's index is followed by a
+    comma, a list of indexes alone by nothing). Before, such a paste was refused as no output
+    this tool reads, or a kernel log's continuation lines lost their indent behind the gutter
+    and were read as messages of their own (`RmInitAdapter failed` -> replace, not the driver
+    the GPU requires)."""
+    lines = text.split("\n")
+    end = len(lines) - 1 if lines[-1] == "" else len(lines)
+    found = [_GUTTER.match(line) for line in lines[:end]]
+    if end < 3 or not all(found):
+        return text
+    numbers = [int(m.group(1)) for m in found if m]
+    if numbers != list(range(numbers[0], numbers[0] + end)):
+        return text
+    return "\n".join([line[m.end() :] for line, m in zip(lines, found, strict=False) if m] + lines[end:])
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one

@@ -62,7 +62,10 @@ from pathlib import Path
 
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
-from gpuonboard.facts.wrapped import join_wrap
+from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
+from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
+from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
+from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -274,7 +277,6 @@ _PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
 # whose every line has one (`nvidia-modeset: Loading ...`) may be such a grep's, so is not known
 # to hold its boot's first line
 _USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE)
-_HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
 # the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
 # the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
 # `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
@@ -289,9 +291,6 @@ def is_probe_header(line: str) -> bool:
     return _HEADER.match(line) is not None
 
 
-# journalctl's line between two boots' entries: `-- Reboot --` (systemd up to v246), `-- Boot
-# <boot id> --` (v247+, systemd pull request #17475)
-_BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE)
 # journalctl's other lines of its own (`-- Logs begin at ... --`, `-- Journal begins at ... --`):
 # no line of the log
 _JOURNAL_NOTE = re.compile(r"-- .+ --")
@@ -547,46 +546,6 @@ class _SxidJoiner:
             return
         self.open[key] = (len(self.events), sev is not None)
         self.events.append(replace(line, severity=line.severity or said))
-
-
-# the prefix a kernel log line starts with (api/offline.py recognises a saved log by it):
-# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
-# `[Nov18 10:51]`), --decode's `kern  :warn  : `, ISO times, and a syslog / journalctl line's
-# `... host kernel: ` (or `kernel: ` alone)
-KERNEL_STAMP = re.compile(
-    r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
-    r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
-)
-
-
-def _unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:
-    """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
-    stamp, a line with neither a stamp nor dmesg's indent is the rest of the line before it (a
-    mail or chat wrapped it at its width; a wrap at the width the wrapped lines share split a
-    word, any other at a space). Unchanged when the log is not stamped (`dmesg -t`). `open_end`:
-    the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
-    its own."""
-    filled = [line for line in lines if line.strip()]
-    # (journalctl's line between two boots is a line of its own too)
-    starts = [bool(KERNEL_STAMP.match(line) or _BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
-    if sum(starts) * 2 < len(filled):
-        return lines
-    if open_end and filled and says_nothing(filled[-1], words):
-        starts[-1] = True
-    out: list[str] = []
-    can_join = False
-    wrapped: list[int] = []
-    for line, stamped in zip(filled, starts, strict=True):
-        if stamped or line[:1].isspace() or not can_join or _HEADER.match(line):
-            out.append(line)
-            can_join = stamped or (can_join and line[:1].isspace())
-            continue
-        wrapped.append(len(out[-1]))
-        out[-1] += "\0" + line
-    if not wrapped:
-        return out
-    width = max(set(wrapped), key=wrapped.count)
-    return [join_wrap(line, width) for line in out]
 
 
 def _open_end(text: str) -> bool:

@@ -132,9 +132,9 @@ def parse_topo(text: str) -> Topology:
     for line in lines[header_at + 1 :]:
         if not line.strip():
             break  # the matrix ends at the first blank line; the legend follows
-        cells = _fields(line)
-        if len(parts := cells[0].split(None, 1)) == 2:  # a row label is one word: a tab typed
-            cells = [*parts, *cells[1:]]  # as a space after it (`mlx5_0 PIX\tSYS`) splits them
+        # a row's cell is one word: a tab typed or pasted as a space (`mlx5_0 PIX\tSYS`, a paste
+        # that made `GPU0\t X \tNV12` of `GPU0 X NV12`) splits them
+        cells = [word for cell in _fields(line) for word in (cell.split() or [""])]
         label, values = cells[0], cells[1:]
         if not _GPU_LABEL.match(label):
             nics.append(label)
@@ -142,6 +142,11 @@ def parse_topo(text: str) -> Topology:
         gpus.append(label)
         if len(values) < len(columns):
             warnings.append(f"{label}: {len(values)} cells for {len(columns)} columns")
+        if label in columns and values[columns.index(label) : columns.index(label) + 1] != ["X"]:
+            # its own cell is not under its own column: a cell lost or added before it shifted
+            # the row, whose links would be read from its neighbours' columns
+            warnings.append(f"{label}: its row's X is not under {label}: its cells cannot be placed")
+            continue
         for column, value in zip(columns, values, strict=False):
             if column in gpu_columns and column != label:
                 links[(label, column)] = value

@@ -323,3 +323,153 @@ def test_a_script_typescript_is_read_as_the_session_it_recorded(tmp_path: Path) 
     got = verdicts(tmp_path, "typescript", session, order)
     assert got["cpu_cores"] == ("pass", "64 cores / 64 threads (AMD EPYC 9374F 32-Core Processor)")
     assert got["ram"][0] == "pass"
+
+
+def word_wrapped(text: str, width: int) -> str:
+    """Every line longer than `width` broken at the last space before it, the space dropped (a
+    mail client's or an editor's word wrap)."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.split("\n"):
+        out += [line] if len(line) <= width else textwrap.wrap(line, width, replace_whitespace=False)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        # journalctl's indented continuation lines wrapped too: 2 stamped lines of 10
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "w80"),
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "ww80"),
+        # each line wrapped twice: 2 stamped lines of 5
+        ("dmesg-T__nv-err-reset-required-no-xid__gsp.txt", "w100"),
+        # a word wrap whose breaks happen to be as long as most: `systemis not supported`
+        ("dmesg-syslog__not-supported-by-driver-release-304.88__gt640m-le__kern-log-forum.txt", "ww80"),
+        # a column wrap right before a blank: ` Legacy drivers. Please` is no indent of the log's
+        ("dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt", "w72"),
+        # a word wrap that dropped the driver's two blanks (`Kernel Module  580.105.08`): read
+        # unjoined, `requires use of the NVIDIA` / `open kernel modules.` was "RmInitAdapter
+        # failed -> replace" (the GPU to be replaced) instead of the driver to install
+        ("dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt", "ww72"),
+    ],
+)
+def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
+    tmp_path: Path, name: str, damage: str
+) -> None:
+    """Before: a log with fewer stamped lines than wrapped pieces was read unjoined, and a word
+    wrap's pieces were glued where they were as long as most: the driver's "not supported by
+    the NVIDIA ... driver" and NV_ERR_RESET_REQUIRED were not recognised and gpu_xid passed "no
+    Xid in the kernel log"."""
+    text = real(name)
+    width = int(damage.lstrip("w"))
+    pasted = word_wrapped(text, width) if damage.startswith("ww") else wrapped(text, width)
+    got = verdicts(tmp_path, name, pasted)["gpu_xid"]
+    whole = verdicts(tmp_path, name, text)["gpu_xid"]
+    assert whole[0] == "fail" and got[0] == "fail"
+    assert got[1].removesuffix(" (the log read starts after boot)") == whole[1].removesuffix(
+        " (the log read starts after boot)"
+    )
+
+
+def test_an_xid_cause_word_wrapped_right_after_its_channel_is_read(tmp_path: Path) -> None:
+    """Word-wrapped at 80, every line of this real log breaks right after `Ch 0000000N` (at 100,
+    after `previous`), each piece as long, as a terminal's wrap inside a word would: glued back
+    (`Ch 00000001caused by previous Xid 149`).
+    Before: the cause was not read and gpu_xid passed on Xid 45 alone."""
+    text = real(CAUSED_BY)
+    whole = verdicts(tmp_path, CAUSED_BY, text)["gpu_xid"]
+    for width in (80, 100):  # (at 100: `caused by previous` / `Xid 149`, glued `previousXid 149`)
+        got = verdicts(tmp_path, CAUSED_BY, word_wrapped(text, width))["gpu_xid"]
+        assert got[0] == whole[0] == "fail"
+        assert sorted(got[1].split("; ")) == sorted(whole[1].split("; "))
+
+
+def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) -> None:
+    """A real 4-GPU table whose GPU 1 nvidia-smi cannot reach, cut after its header (a paste
+    that lost the rows, or one this tool cannot rejoin): no GPU row is read, only the lost GPU's
+    line. Before: gpu_count failed "1 (1 unreadable)" of an order of 1 GPU that the box (3
+    readable) meets; it is unverified, and the lost GPU still fails gpu_health."""
+    name = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+    lines = real(name).splitlines(keepends=True)
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if line.startswith("|====")) + 1])
+    got = verdicts(tmp_path, name, cut, "gpu_count: 1")
+    assert got["gpu_count"][0] == "unverified" and "incomplete probe" in got["gpu_count"][1]
+    assert got["gpu_health"][0] == "fail"
+    whole = verdicts(tmp_path, name, real(name), "gpu_count: 4")["gpu_count"]
+    assert whole == ("fail", "4 (1 unreadable)")
+
+
+TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt"))
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_wrapped_at_a_pages_width_reads_as_the_table(tmp_path: Path, name: str) -> None:
+    """Every real `nvidia-smi` table (R525+'s are 91 columns wide), wrapped at 80 columns by a
+    terminal (with its trailing blanks trimmed too) or word-wrapped by a mail. Before, no GPU
+    row of a wrapped table was read (every GPU rule unverified), and the lost-GPU table's
+    `Unable to determine the device handle` line alone failed gpu_count."""
+    text = real(name)
+    order = "gpu_count: 1"
+    whole = verdicts(tmp_path, name, text, order)
+    trimmed = "\n".join(line.rstrip() for line in wrapped(text, 80).split("\n"))
+    for pasted in (wrapped(text, 80), trimmed, word_wrapped(text, 80)):
+        got = verdicts(tmp_path, name, pasted, order)
+        # (a line outside the box, nvidia-smi's own `Unable to determine ...`, is read cut)
+        assert {k: v for k, v in got.items() if k not in ("gpu_health", "vram")} == {
+            k: v for k, v in whole.items() if k not in ("gpu_health", "vram")
+        }
+        assert got.get("gpu_health", ("",))[0] == whole.get("gpu_health", ("",))[0]
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_whose_verticals_a_page_lost_is_never_a_failed_nvidia_smi(tmp_path: Path, name: str) -> None:
+    """Every real `nvidia-smi` table with its `|` lost (a page or a font that drops the box's
+    verticals): each rule is judged as on the whole table or unverified, never another verdict.
+    Before, no GPU row was read but the table closed, so it was taken for a failed nvidia-smi:
+    nvidia_driver failed "nvidia-smi failed (0 1532 C+G Insufficient Permissions N/A)" on a
+    Windows RTX 2060 whose process list names such a process, and "(Unable to determine the
+    device handle for GPU1 ...)" of a box whose 3 other GPUs answer."""
+    order = "gpu_count: 1"
+    whole = verdicts(tmp_path, name, real(name), order)
+    try:
+        got = verdicts(tmp_path, name, real(name).replace("|", " "), order)
+    except UsageError:
+        return  # (refused as no output it recognises: said so, exit 2)
+    changed = {
+        k: (whole.get(k), v)
+        for k, v in got.items()
+        if v[0] != "unverified" and v[0] != whole.get(k, ("",))[0]
+    }
+    assert not changed
+
+
+GUTTERED = [
+    "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt",
+    "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",
+    "dmesg-journalctl__legacy-580xx-driver-ignores-gtx1050__driver595.58.03.txt",
+    "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt",
+    "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt",
+    "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt",
+    "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt",
+    "free__ubuntu-18.04-vm.txt",
+    DF,
+    "ibstat__h100-8x-ndr400__some-down__gpud.txt",
+    "nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt",
+]
+
+
+@pytest.mark.parametrize("gutter", ["{n:>6}\t", "{n:>4} | ", "{n}: "])
+@pytest.mark.parametrize("name", GUTTERED)
+def test_an_output_copied_with_its_line_numbers_is_read_as_the_output(
+    tmp_path: Path, name: str, gutter: str
+) -> None:
+    """Real captures as a pager (`cat -n`, `less -N`), an editor or a pastebin shows them, each
+    line after its number. Before, most were refused as no output this tool reads, and a kernel
+    log's continuation lines, their indent behind the gutter, were messages of their own: the
+    RTX 5090's `requires use of the NVIDIA open kernel modules` added "RmInitAdapter failed ->
+    replace" (the GPU to be replaced) to the driver to install."""
+    text = real(name)
+    order = "gpu_count: 1\ncpu_cores: 1\nram: 1GB\nrdma: 1x10G\ninterconnect: nvlink"
+    numbered = "".join(gutter.format(n=n) + line + "\n" for n, line in enumerate(text.splitlines(), 1))
+    assert verdicts(tmp_path, name, numbered, order) == verdicts(tmp_path, name, text, order)

@@ -195,7 +195,8 @@ def test_a_q_cut_after_its_processes_header_lists_no_empty_list() -> None:
     assert [(g.processes, g.processes_known) for g in report.gpus] == [((), False)]
 
 
-@pytest.mark.parametrize("damage", ["cut after 292 characters", "wrapped at 80"])
+# (a table wrapped at 80 columns is read whole since round 23: api/test_offline_paste.py)
+@pytest.mark.parametrize("damage", ["cut after 292 characters", "cut after its header rule"])
 def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_driver(
     tmp_path: Path, damage: str
 ) -> None:
@@ -203,7 +204,7 @@ def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_d
     GPU's line names one GPU: nvidia_driver is unverified, not "nvidia-smi failed". Before: the
     file was loaded as a failed nvidia-smi and nvidia_driver failed."""
     text = real(LOST_GPU_TABLE)
-    pasted = text[:292] if damage.startswith("cut") else column_wrapped(text, 80)
+    pasted = text[:292] if "292" in damage else text[: text.index("|====") + 92]
     assert verdicts(tmp_path, LOST_GPU_TABLE, text, "gpu_count: 4")["nvidia_driver"][0] == "pass"
     folder = tmp_path / "saved"
     folder.mkdir()
@@ -222,3 +223,35 @@ def test_a_table_whose_rows_cannot_be_read_below_a_lost_gpus_line_is_no_failed_d
     # the lost GPU is still the box's fault, as in the whole capture
     lost = "GPU 1 (0000:34:00.0): nvidia-smi reads no device handle: Unknown Error"
     assert judged["gpu_health"] == ("fail", lost)
+
+
+def test_a_view_of_some_gpus_pasted_flat_or_wrapped_still_names_them_by_address() -> None:
+    """Every real -q of some of the attached GPUs (`-i 0`, `-d ECC -i ...`), each damaged as a
+    paste damages it. Before: a flat or soft-wrapped paste was read as cut short, and its GPU was
+    named by its place: the A16 at 13:00.0 (1 of 4) was "GPU 0 x4 of x16" in pcie_link."""
+    texts = sorted(p.name for p in REAL.glob("nvidia-smi-q*.txt"))
+    views = [name for name in texts if any(g.unplaced for g in read(real(name)).gpus)]
+    assert len(views) >= 2
+    problems = []
+    for name in views:
+        for damage, damaged in DAMAGE.items():
+            report = read(damaged(real(name)))
+            named = [g.unplaced for g in report.gpus if g.pci_bus_id]
+            if not named or not all(named):
+                problems.append((name, damage, report.gap, [g.called() for g in report.gpus]))
+    assert not problems
+
+
+def test_the_versions_above_the_records_wrapped_read_whole_or_not_at_all() -> None:
+    """Every real -q text wrapped at 60 or 72 columns (R550+ prints its values from column 57):
+    `Driver Version : 580` / `.159.04`. Before, the lines above the first GPU record were never
+    rejoined: the driver read "580" and the CUDA version "13." (min_driver judged on 580)."""
+    problems = []
+    for name in Q_TEXTS:
+        want = (whole(name).driver_version, whole(name).cuda_version)
+        for width in (60, 72):
+            report = read(column_wrapped(real(name), width))
+            got = (report.driver_version, report.cuda_version)
+            if any(g is not None and g != w for g, w in zip(got, want, strict=True)):
+                problems.append((name, width, got, want))
+    assert not problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,31 @@ def test_empty_cpu_affinity_cell_keeps_numa_in_its_column() -> None:
         topo = parse_topo(form)
         assert topo.cpu_affinity == {"GPU1": "56"}, form
         assert topo.numa_affinity == {"GPU0": "0", "GPU1": "1"}, form
+
+
+def _links_by_pair(t: Topology) -> dict[frozenset[str], set[str]]:
+    """Each GPU pair's link as the rows read it (both rows, where both were read)."""
+    pairs: dict[frozenset[str], set[str]] = {}
+    for (a, b), link in t.links.items():
+        if b in t.gpus:
+            pairs.setdefault(frozenset((a, b)), set()).add(link)
+    return pairs
+
+
+@pytest.mark.parametrize("path", TAB_FIXTURES, ids=lambda p: p.name)
+def test_a_row_whose_cells_a_paste_shifted_gives_no_other_link(path: Path) -> None:
+    """Every real tab-separated matrix, re-spaced as a paste does it: a tab beside a space
+    collapsed into one space (`GPU0\\t X \\tNV12` -> `GPU0 X NV12`), or one cell before a row's X
+    lost. Before: the row was read in order from the shifted cells, so a DGX A100's GPU1-GPU7
+    was PXB (a NIC's column) and its NVLink box "mixed"; a row's own cell must be its X."""
+    text = path.read_text()
+    whole = _links_by_pair(parse_topo(text))
+    collapsed = re.sub(r"[ \t]{2,}", " ", text)
+    assert _links_by_pair(parse_topo(collapsed)) == whole
+    lost = "\n".join(
+        "\t".join(cells[:1] + cells[2:]) if (cells := line.split("\t"))[0] == "GPU1" else line
+        for line in text.split("\n")
+    )
+    shifted = parse_topo(lost)
+    assert all(links <= whole[pair] for pair, links in _links_by_pair(shifted).items())
+    assert interconnect(shifted) == interconnect(parse_topo(text))

@@ -11,7 +11,7 @@ from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
 from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
 from gpuonboard.facts.nvidia_smi.table import looks_like_table, parse_table
-from gpuonboard.facts.nvidia_smi.text_q import parse_text_q
+from gpuonboard.facts.nvidia_smi.text_q import TEXT_CUT, TEXT_FLAT, TEXT_UNJOINED, parse_text_q
 from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
 
 
@@ -41,8 +41,13 @@ def parse_any(text: str) -> GpuReport:
 def _named_by_address(report: GpuReport) -> GpuReport:
     """A `-q` / `-q -x` of some of the GPUs attached (`-i 4`, `-d ECC -i 52:00.0`) numbers its
     records from 0 by their place: a record with a PCI address is named by it (`unplaced`), so no
-    rule blames GPU 0 for the GPU at 52:00.0."""
-    if report.attached_gpus is None or report.attached_gpus <= len(report.gpus) or not report.complete:
+    rule blames GPU 0 for the GPU at 52:00.0. A -q a paste damaged (a value soft-wrapped that
+    could not be rejoined, its indentation lost) lists the GPUs it listed all the same: only a
+    cut, or lines left out by hand, may leave its first GPUs in order (before, an `-i 0` view of
+    the GPU at 13:00.0 of 4, wrapped at 80 columns, named it "GPU 0")."""
+    damaged = report.gap in (TEXT_UNJOINED, TEXT_FLAT) and TEXT_CUT not in report.warnings
+    cut = not report.complete and not damaged
+    if report.attached_gpus is None or report.attached_gpus <= len(report.gpus) or cut:
         return report  # (a -q cut short lists its first GPUs in order: their places are their numbers)
     gpus = tuple(dataclasses.replace(g, unplaced=True) if g.pci_bus_id else g for g in report.gpus)
     return dataclasses.replace(report, gpus=gpus)

@@ -22,6 +22,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _unified,
     _version,
 )
+from gpuonboard.facts.wrapped import join_wrap, wrap_width
 
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
 # up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
@@ -316,12 +317,53 @@ def _unjoined(lines: list[str]) -> list[str]:
     return out
 
 
+def _rewrapped(lines: list[str]) -> list[str]:
+    """The table's lines with those a paste wrapped at its width (a ticket's or a mail's 80
+    columns, the 91-column table of R525+) whole again: nvidia-smi draws every box line as wide
+    as its border and ends it with `|` or `+`, so a box line that does not end so, or is
+    narrower than the border and followed by a line that is no box line, is continued by the
+    lines after it: glued where that makes the border's width, else joined as facts/wrapped.py
+    joins a wrap's pieces (glued where a terminal cut at its column, else after a blank).
+    Before, no GPU row of such a paste was read: every rule unverified."""
+    border = max(
+        (len(line) for line in map("".join, _pieces(lines, 0)) if _BORDER.match(line.strip())), default=0
+    )
+    groups = _pieces(lines, border)
+    if all(len(group) == 1 for group in groups):
+        return lines
+    # (a line the border's width when glued was cut at a column; of the others, the pieces'
+    # lengths tell a terminal's cut from a word wrap's: a table re-spaced narrower than its border)
+    whole = [len("".join(group).rstrip()) == border for group in groups]
+    ends = [len(piece) for group, w in zip(groups, whole, strict=True) if not w for piece in group[:-1]]
+    width = wrap_width(ends) if ends else 0
+    return [
+        "".join(group).rstrip() if w else join_wrap("\0".join(group), width).rstrip()
+        for group, w in zip(groups, whole, strict=True)
+    ]
+
+
+def _pieces(lines: list[str], border: int) -> list[list[str]]:
+    """`lines` in groups, each a box line and the pieces of it a wrap put on the lines after it:
+    while it does not end in `|` / `+`, or (where the `border`'s width is known) it is narrower
+    and the next line is no box line."""
+    groups: list[list[str]] = []
+    for line in lines:
+        whole = "".join(groups[-1]).rstrip() if groups else ""
+        box = whole.lstrip()[:1] in ("|", "+")
+        short = border and len(whole) < border and line.lstrip()[:1] not in ("|", "+")
+        if box and line.strip() and (whole[-1:] not in ("|", "+") or short):
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    return groups
+
+
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    lines = _unjoined(text.splitlines())
+    lines = _unjoined(_rewrapped(text.splitlines()))
     gpus: list[GpuInfo] = []
     warnings: list[str] = []
-    driver, cuda = _table_versions(text, warnings)
+    driver, cuda = _table_versions("\n".join(lines), warnings)
     # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
     # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
     driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
@@ -353,7 +395,9 @@ def parse_table(text: str) -> GpuReport:
         warnings.append("no driver version ('Driver Version:' / 'KMD Version:') in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")
-    complete = _table_complete(lines)
+    # (nvidia-smi draws no table of no GPU, it says "No devices were found": a table whose rows
+    # none could be read, its `|` lost in a paste, is mangled, never a whole answer)
+    complete = _table_complete(lines) and bool(gpus)
     if not complete:
         warnings.append(_TABLE_CUT)
     return GpuReport(

@@ -144,10 +144,12 @@ def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
     width = max((len(line) for line in lines), default=0)
     heads = [i for i, line in enumerate(lines) if _TEXT_GPU_HEADER.match(line)]
     fragments: dict[int, int] = {}
-    for start, end in zip(heads, [*heads[1:], len(lines)], strict=False):  # (none: no record)
+    # (the lines above the first record, `Driver Version : 580.159.04` wrapped to `580` /
+    # `.159.04` at 60 columns, are all `key : value` lines: any other is a fragment)
+    for start, end in zip([-1, *heads], [*heads, len(lines)], strict=True):
         keyed = [_indent(lines[i]) for i in range(start + 1, end) if _keyed(lines[i])]
-        floor = min(keyed, default=0)
-        for i in range(start + 2, end):
+        floor = min(keyed, default=0) if start >= 0 else width
+        for i in range(max(start + 2, 1), end):
             line, prev = lines[i], lines[i - 1]
             if (
                 line.strip()
@@ -485,13 +487,13 @@ def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[st
 # Top-level sections of a -q GPU record that every complete record has, whatever the driver
 # (R450 .. R590 captures): a last record without one of them was cut off.
 _TEXT_RECORD_KEYS = ("Product Name", "PCI", "Processes")
-_TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
-_TEXT_FLAT = (
+TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
+TEXT_FLAT = (
     "the nvidia-smi -q text lost its indentation (a paste that collapsed runs of spaces or stripped"
     " leading ones): which section a value belongs to cannot be told, and a section read as empty"
     " may not be"
 )
-_TEXT_UNJOINED = "a value of the nvidia-smi -q text was soft-wrapped in the paste and could not be rejoined"
+TEXT_UNJOINED = "a value of the nvidia-smi -q text was soft-wrapped in the paste and could not be rejoined"
 
 
 def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
@@ -575,8 +577,8 @@ def parse_text_q(text: str) -> GpuReport:
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
     # (a cut is said as one unless the paste lost the indentation: that says more)
-    gap = _TEXT_FLAT if flat else _TEXT_ELIDED if elided else _TEXT_UNJOINED if unjoined and complete else ""
-    warnings += [_TEXT_CUT] if not complete else []
+    gap = TEXT_FLAT if flat else _TEXT_ELIDED if elided else TEXT_UNJOINED if unjoined and complete else ""
+    warnings += [TEXT_CUT] if not complete else []
     warnings += [f"{gap}: incomplete report"] if gap else []
     complete = complete and not elided
     return GpuReport(

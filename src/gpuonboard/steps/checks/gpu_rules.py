@@ -274,19 +274,24 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     n = len(facts.gpu.gpus)
     detail = _attached_gap(facts)
     faulty = [g for g in facts.gpu.gpus if g.faults]
+    incomplete = _incomplete(facts)
     if faulty and n >= order.gpu_count:
-        # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU
+        # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU; an
+        # output not read whole that shows no readable GPU at all says nothing of how many there
+        # are (a table cut or mangled below `Unable to determine the device handle for GPU1`:
+        # no row read, only the lost GPU's line)
         usable = n - len(faulty)
         unread = "; ".join(map(_unreadable, faulty))
+        short = usable < order.gpu_count
+        unknown = short and bool(incomplete) and not usable
         return Check(
             "gpu_count",
             expected,
-            f"{n} ({len(faulty)} unreadable)",
-            "fail" if usable < order.gpu_count else "pass",
+            f"{n} ({len(faulty)} unreadable)" + (f"; {incomplete}" if unknown else ""),
+            ("unverified" if unknown else "fail") if short else "pass",
             f"{unread}: {usable} of the {n} listed GPUs can be read"
-            + (f", {order.gpu_count} ordered (see gpu_model)" if usable < order.gpu_count else ""),
+            + (f", {order.gpu_count} ordered (see gpu_model)" if short else ""),
         )
-    incomplete = _incomplete(facts)
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"

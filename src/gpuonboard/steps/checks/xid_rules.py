@@ -254,8 +254,11 @@ def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
 
 
 # R590+ prints what a channel teardown was caused by: "NVRM: Xid (PCI:0000:dc:00): 45, pid=...,
-# name=python3, Ch 00000001 caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150)
-_CAUSED_BY = re.compile(r"\bcaused by previous Xid\s+(\d+)", re.IGNORECASE)
+# name=python3, Ch 00000001 caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150);
+# with any of its blanks lost too: a paste word-wrapped at `Ch 00000001` / `caused` or `previous`
+# / `Xid`, every line's break as long, cannot be told from a terminal's wrap inside a word, and
+# is glued back so (facts/wrapped.py)
+_CAUSED_BY = re.compile(r"(?<![A-Za-z])caused\s*by\s*previous\s*Xid\s*(\d+)", re.IGNORECASE)
 
 
 def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[KernelEvent, ...]:

@@ -83,12 +83,16 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     checks = [_unread_cells(c, gpus) for r in rules if (c := r()) is not None]
     if gpus and all(g.faults for g in gpus):
         # no GPU nvidia-smi could read (gpu_health fails them): a rule over the GPUs read passes
-        # over none ("foreign_processes: none", "no MIG on this model" of an H100)
+        # over none ("foreign_processes: none", "no MIG on this model" of an H100); in an output
+        # not read whole (a table whose rows a paste mangled below a lost GPU's line) the GPUs
+        # not read may be readable: unverified, as any rule of such an output
         said = f"not judged: {gpu_list(gpus, gpus)} unreadable"
         checks = [
             replace(c, actual=said, verdict="warn", detail=UNREADABLE_GPUS) if c.verdict == "pass" else c
             for c in checks
         ]
+        if _incomplete(facts):
+            checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [of_those_read(c, gap) for c in checks]
     if failed := _q_failed(facts):

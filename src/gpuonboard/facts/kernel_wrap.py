@@ -1,0 +1,74 @@
+"""A saved kernel log whose lines a page, a chat or a mail wrapped at its width, read with each
+line whole again (facts/wrapped.py's mechanism, for a log's own marks of a line: its stamp, its
+continuation indent). Before, a log with fewer stamped lines than pieces (a line wrapped twice,
+journalctl's indented continuation lines wrapped too) was read unjoined, and the driver's
+messages it held were not recognised: gpu_xid passed "no Xid in the kernel log"."""
+
+from __future__ import annotations
+
+import re
+
+from gpuonboard.facts.kernel_cut import says_nothing
+from gpuonboard.facts.wrapped import all_wraps, join_wrap, wrap_width
+
+# the live probe's header lines (`# source:`, `# first:`, `# dropped:`): no line of the log
+PROBE_HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
+# journalctl's line between two boots' entries: `-- Reboot --` (systemd up to v246), `-- Boot
+# <boot id> --` (v247+, systemd pull request #17475)
+BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE)
+
+
+# the prefix a kernel log line starts with (api/offline.py recognises a saved log by it):
+# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
+# `[Nov18 10:51]`), --decode's `kern  :warn  : `, ISO times, and a syslog / journalctl line's
+# `... host kernel: ` (or `kernel: ` alone)
+KERNEL_STAMP = re.compile(
+    r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
+    r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
+)
+
+
+def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:
+    """The log's lines with a paste's wrap undone: in a log whose lines mostly start with a
+    stamp, or whose every other line is where a wrap put it (facts/wrapped.py all_wraps: lines
+    wrapped twice, journalctl's indented lines wrapped too), a line with neither a stamp nor
+    dmesg's indent is the rest of the line before it (a mail or chat wrapped it at its width; a
+    wrap at a column split a word, a word wrap broke at a space: wrap_width). Unchanged when the
+    log is not stamped (`dmesg -t`). `open_end`:
+    the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
+    its own."""
+    filled = [line for line in lines if line.strip()]
+    # (journalctl's line between two boots is a line of its own too)
+    starts = [bool(KERNEL_STAMP.match(line) or BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
+    if not any(starts) or (
+        sum(starts) * 2 < len(filled) and not all_wraps(filled, own_lines(filled, starts))
+    ):
+        return lines
+    if open_end and filled and says_nothing(filled[-1], words):
+        starts[-1] = True
+    out: list[str] = []
+    can_join = False
+    wrapped: list[int] = []
+    for line, stamped in zip(filled, starts, strict=True):
+        if stamped or indented(line) or not can_join or PROBE_HEADER.match(line):
+            out.append(line)
+            can_join = stamped or (can_join and indented(line))
+            continue
+        wrapped.append(len(out[-1].rpartition("\0")[2]))  # (the piece the wrap ended)
+        out[-1] += "\0" + line
+    if not wrapped:
+        return out
+    return [join_wrap(line, wrap_width(wrapped)) for line in out]
+
+
+def indented(line: str) -> bool:
+    """dmesg's or journalctl's indent of a continuation line (the stamp's or prefix's width), not
+    the blank a wrap left at a piece's start (`580.xx` / ` Legacy drivers`)."""
+    return len(line) - len(line.lstrip()) >= 4
+
+
+def own_lines(filled: list[str], starts: list[bool]) -> list[bool]:
+    """Lines of their own: stamped, indented (dmesg's, journalctl's continuation) or a header."""
+    return [
+        s or indented(line) or bool(PROBE_HEADER.match(line)) for line, s in zip(filled, starts, strict=True)
+    ]
