@@ -231,6 +231,48 @@ def _df_row(fields: list[str], minimum: int) -> bool:
 _HEADER_JOINED = re.compile(r"^([^\n]*\bMounted on)(?=[ \t]*\S)[ \t]*", re.MULTILINE)
 
 
+def _mount(row: list[str], minimum: int, unit: tuple[int, str] | None, has_type: bool) -> Mount:
+    """The Mount of one whole df row (its cells split at blanks)."""
+    size, used, avail = row[minimum - 5 : minimum - 2]
+    return Mount(
+        device=row[0],
+        size_bytes=_df_number(size, unit),
+        size_step=_df_step(size, unit),
+        used_bytes=_df_number(used, unit),
+        avail_bytes=_df_number(avail, unit),
+        mountpoint=" ".join(row[minimum - 1 :]),  # mountpoints may contain spaces
+        fstype=row[1] if has_type else None,
+    )
+
+
+def _row_starts_at(fields: list[str], start: int, minimum: int, unit: tuple[int, str] | None) -> bool:
+    """Whether a df row starts at fields[start]: a device (and type), three size cells, a
+    capacity and a mount point (absolute, or `-` of `--total`) follow it."""
+    end = start + minimum - 1
+    cells = fields[start + minimum - 5 : start + minimum - 2]
+    return (
+        end < len(fields)
+        and re.fullmatch(r"\d+%|-", fields[start + minimum - 2]) is not None
+        and all(cell == "-" or _df_number(cell, unit) is not None for cell in cells)
+        and fields[end][:1] in ("/", "-")
+    )
+
+
+def _joined_rows(fields: list[str], minimum: int, unit: tuple[int, str] | None) -> list[list[str]]:
+    """The df rows of one line: more than one where a paste lost the newlines between rows (a
+    forum post or a chat that ran the output together: `... 40% / udev 3.9G 4.0K 3.9G 1% /dev
+    ...`): each row ends where the next one's device, sizes, capacity and mount point start. A
+    mount point holding spaces stays whole (its words are never three sizes and a capacity)."""
+    if not _row_starts_at(fields, 0, minimum, unit):
+        return [fields]
+    rows, start = [], 0
+    for i in range(minimum, len(fields)):
+        if i >= start + minimum and _row_starts_at(fields, i, minimum, unit):
+            rows.append(fields[start:i])
+            start = i
+    return [*rows, fields[start:]]
+
+
 def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     """(the mounts of a df output, why it is not whole or None)."""
     text = _HEADER_JOINED.sub(lambda m: m.group(1) + "\n", text, count=1)
@@ -256,26 +298,20 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
         elif pending:  # a line no df row continues: a paste wrapped at its width (`Mounted o`/`n`)
             cut = cut or f"a line df does not print ({pending})"
         pending = ""
-        if len(fields) < minimum:
-            cut = cut or f"a row has {len(fields)} of df's {minimum} columns ({fields[0]})"
-            continue
-        if not _df_row(fields, minimum):
-            cut = cut or f"a row df does not print ({' '.join(fields)[:60]})"
-            continue
-        size, used, avail = fields[minimum - 5 : minimum - 2]
-        mounts.append(
-            Mount(
-                device=fields[0],
-                size_bytes=_df_number(size, unit),
-                size_step=_df_step(size, unit),
-                used_bytes=_df_number(used, unit),
-                avail_bytes=_df_number(avail, unit),
-                mountpoint=" ".join(fields[minimum - 1 :]),  # mountpoints may contain spaces
-                fstype=fields[1] if has_type else None,
-            )
-        )
+        for row in _joined_rows(fields, minimum, unit):
+            if len(row) < minimum:
+                cut = cut or f"a row has {len(row)} of df's {minimum} columns ({row[0]})"
+                continue
+            if not _df_row(row, minimum):
+                cut = cut or f"a row df does not print ({' '.join(row)[:60]})"
+                continue
+            mounts.append(_mount(row, minimum, unit, has_type))
     if pending and not cut:
         cut = f"its last line is a device name alone ({pending}), the rest of its row missing"
+    open_end = not text.rstrip(" \t\r").endswith("\n")
+    if open_end and mounts and " " in mounts[-1].mountpoint and not cut:
+        # (rows a paste ran together, cut inside the next row's device or sizes: `... 40% / udev`)
+        cut = f"it ends without df's newline after a mount point with blanks ({mounts[-1].mountpoint[:60]})"
     return tuple(mounts), cut
 
 

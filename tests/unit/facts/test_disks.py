@@ -32,6 +32,9 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt",
         # an LXD container's `df -h` (its / a ZFS dataset): tested in test_container_slices_lxc.py
         "df-h__lxd-container__zfs-pool-root__dev-lxd-mounts.txt",
+        # `df -h` pastes that lost their newlines: tested in test_offline_df_rows_joined.py
+        "df-h__ubuntu-12.04-forum__5-disks__rows-joined-on-one-line.txt",
+        "df-h__nvme-root-home-efi__blog-rows-joined-on-one-line.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",
