@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "GpuNvlink",
@@ -179,7 +179,8 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
 # Newer drivers print other counter names on the same `Link N: NAME: VALUE` shape (Hopper /
 # Blackwell: "Malformed packet Errors", "Rx Errors", "Local link integrity Errors", "Symbol
 # Errors", "Effective BER", "FEC Errors - 3" ...): any name is kept as printed. A value that is
-# not a whole number ("N/A", a BER such as "1.5e-15") is skipped: it is not a count. `nvidia-smi
+# not a whole number ("N/A", "ERR!", a BER such as "1.5e-15") is no count: it is kept as printed
+# in `unread` (a counter the rule judges printed N/A is no zero). `nvidia-smi
 # nvlink -e -i N` run in a loop, with `=== GPU N ... ===` echo lines between, and a pasted `[...]`
 # elision become warnings, not data. -ec (`--crcerrorcounters`) is a different command (per-lane
 # CRC counters): not this parser's input.
@@ -198,6 +199,9 @@ class GpuNvlinkErrors:
     links: dict[int, dict[str, int]]
     note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE, else None
     note_text: str | None = None
+    # per link, counter name (as printed) -> the value printed where it is no count (N/A, ERR!,
+    # a BER figure): never a zero
+    unread: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def counter(self, link: int, name: str) -> int | None:
         """A link's count for `name` (case-insensitive), None when not printed."""
@@ -231,7 +235,7 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
     """Parse `nvidia-smi nvlink -e` into per GPU index, per link, counter name -> count.
 
     Counter names are kept as nvidia-smi prints them ("Replay Errors", "Rx remote Errors");
-    values that are not whole numbers (N/A, BER figures) are left out; a GPU line that says
+    values that are not whole numbers (N/A, ERR!, BER figures) go to the GPU's `unread`; a GPU line that says
     NVLink is unsupported / refused in MIG mode sets the GPU's `note` (as in nvlink -s).
     """
     gpus: list[GpuNvlinkErrors] = []
@@ -245,11 +249,12 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
                 gpus[-1] = replace(gpus[-1], note=_note(tail), note_text=tail)
             continue
         if gpus and (m := _ERR_LINE.match(line)):
-            value = m.group(3)
+            value, link = m.group(3), int(m.group(1))
+            counts = gpus[-1].links.setdefault(link, {})
             if _COUNT.match(value):
-                gpus[-1].links.setdefault(int(m.group(1)), {})[m.group(2)] = int(value)
+                counts[m.group(2)] = int(value)
             else:
-                gpus[-1].links.setdefault(int(m.group(1)), {})
+                gpus[-1].unread.setdefault(link, {})[m.group(2)] = value
             continue
         if gpus and (note := _note(line)):
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())

@@ -324,6 +324,11 @@ def _tally_nvlink_errors(expected: Mapping[int, ModelLinks], errors: NvlinkError
         if model_links and len(block.links) < model_links:
             # a listing cut short (`[...]`): the links it leaves out may hold the errors
             tally.unread.append(f"GPU {index} ({len(block.links)} of {model_links} links listed)")
+        for link, printed in sorted(block.unread.items()):
+            # a judged counter printed N/A / ERR! on a link: no zero, that link's counts unread
+            named = [f"{name} printed {value}" for name, value in printed.items() if name.lower() in limits]
+            if named:
+                tally.unread.append(f"GPU {index} link {link} ({', '.join(named)})")
         for link, counters in sorted(block.links.items()):
             tally.links += 1
             for name, count in counters.items():
@@ -372,8 +377,8 @@ def _nvlink_errors_check(want: str, tally: _NvlinkTally, gpu_count: int) -> Chec
             f"counters not readable for {', '.join(tally.unread)}",
             "unverified",
             "NVLink error counters could not be read for these GPUs (in MIG mode the driver refuses NVLink"
-            " queries; a listing cut short or trimmed names only some links): run `nvidia-smi nvlink"
-            " -e` on the box and save its whole output.",
+            " queries; a listing cut short or trimmed names only some links; a counter printed N/A or"
+            " ERR! is no zero): run `nvidia-smi nvlink -e` on the box and save its whole output.",
         )
     if not tally.judged:
         return Check(

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -349,9 +350,9 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if faulty:
         actual += f" of the {len(sizes)} GPUs read; {unread}"
     ok = smallest >= order.vram_bytes * (1 - tolerance)
-    unread_sizes = len(sizes) - len(read)
+    unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
     incomplete = _incomplete(facts) or (
-        f"the memory of {unread_sizes} GPU(s) was not reported" if unread_sizes else ""
+        "; ".join(f"{g}: memory total not reported" for g in unread_sizes) if unread_sizes else ""
     )
     if ok and incomplete:
         return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
@@ -365,6 +366,13 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
         " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered",
     )
+
+
+def _at_bus(g: GpuInfo) -> str:
+    """`GPU 3 (00000000:9B:00.0)`: the GPU as its output calls it, with its PCI address when
+    that is not already its name."""
+    called = g.called()
+    return f"{called} ({g.pci_bus_id})" if g.pci_bus_id and g.pci_bus_id not in called else called
 
 
 def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:

@@ -121,3 +121,55 @@ def test_no_recovery_passes() -> None:
         "pass",
         "all NVLink error counters zero on 18 link(s) of 1 GPU(s)",
     )
+
+
+def whole_h100(**values: str) -> str:
+    """The H100 capture with its `[...]` elision filled (derived): links 2-16 in the shape of its
+    link 1 block, every count 0; `values` set one link's counter ('Link 5: Replay Errors': 'N/A')."""
+    text = read(H100_FILE)
+    block = text[text.index("         Link 1: Replay") : text.index("         [...]")]
+    filled = "".join(block.replace("Link 1:", f"Link {n}:") for n in range(2, 17))
+    text = text.replace("         [...]\n\n", filled)
+    for line, value in values.items():
+        text = text.replace(f" {line}: 0\n", f" {line}: {value}\n")
+    return text
+
+
+def test_whole_listing_all_zero_passes() -> None:
+    """The control of the N/A cases below: 18 links, every count 0, is a pass."""
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(whole_h100()))
+    assert c is not None and (c.verdict, c.actual) == (
+        "pass",
+        "all NVLink error counters zero on 18 link(s) of 1 GPU(s)",
+    )
+
+
+@pytest.mark.parametrize("value", ["N/A", "ERR!"])
+@pytest.mark.parametrize("counter", ["Replay Errors", "Recovery Errors", "CRC Errors"])
+def test_judged_counter_not_a_count_is_unverified(counter: str, value: str) -> None:
+    """A judged counter printed N/A or ERR! on one link, its other counters 0: no zero, so the
+    GPU's row is unverified naming link and counter (it passed before: the value was skipped)."""
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(whole_h100(**{f"Link 5: {counter}": value})))
+    assert c is not None and c.verdict == "unverified"
+    assert c.actual == f"counters not readable for GPU 0 link 5 ({counter} printed {value})"
+
+
+def test_judged_counter_not_a_count_is_named_beside_a_fail() -> None:
+    text = whole_h100(**{"Link 5: CRC Errors": "N/A", "Link 9: Replay Errors": "4"})
+    c = rule_nvlink_errors(H100, parse_nvlink_errors(text))
+    assert c is not None and c.verdict == "fail"
+    assert (
+        c.actual == "GPU 0 link 9: Replay Errors 4 (links of GPU 0 link 5 (CRC Errors printed N/A) not read)"
+    )
+
+
+def test_unjudged_value_not_a_count_is_not_judged() -> None:
+    """A BER figure under a name the data file does not list is no count and no gap."""
+    text = whole_h100().replace(
+        " Link 3: CRC Errors: 0\n", " Link 3: CRC Errors: 0\n         Link 3: Effective BER: 1.5e-15\n"
+    )
+    errors = parse_nvlink_errors(text)
+    gpu = errors.by_index(0)
+    assert gpu is not None and gpu.unread == {3: {"Effective BER": "1.5e-15"}}
+    c = rule_nvlink_errors(H100, errors)
+    assert c is not None and c.verdict == "pass"

@@ -78,8 +78,21 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
         return _ecc_mode_unread(unknown, gpus, note)
     if dc:
         read_note = " read" if unread else ""
-        return Check("ecc_mode", "Enabled", f"Enabled on all {len(dc)} GPUs{read_note}{note}", "pass")
+        # (every GPU read is counted, a data-centre one or not (its name not read, another
+        # class): one whose mode is not Enabled is named with it, never dropped from "all N")
+        others = [g for g in read if g.ecc_mode != "Enabled"]
+        if not others:
+            return Check("ecc_mode", "Enabled", f"Enabled on all {len(read)} GPUs{read_note}{note}", "pass")
+        said = "; ".join(f"{gpu_label(g)}{_named_as(g)}: {g.ecc_mode or 'not reported'}" for g in others)
+        counted = f"Enabled on {len(read) - len(others)} of {len(read)} GPUs{read_note}"
+        return Check("ecc_mode", "Enabled", f"{counted} ({said}){note}", "pass")
     return _ecc_not_required(read, gpus, off_consumer, note)
+
+
+def _named_as(g: GpuInfo) -> str:
+    """' (name not read)' or ' (NVIDIA RTX A6000)': what a GPU counted apart from the
+    data-centre GPUs is."""
+    return f" ({g.name.strip()})" if g.name.strip() else " (name not read)"
 
 
 def _ecc_not_required(

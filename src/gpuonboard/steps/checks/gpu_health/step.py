@@ -53,6 +53,15 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
     return _gpu_rules(facts, thresholds) + health_checks(facts)
 
 
+def _processes_cut(facts: Facts) -> bool:
+    """The nvidia-smi output read is one that lists processes (the table, -q, -q -x) and was
+    cut short: the processes of a GPU may be in the part cut away (a CSV lists none, cut or not)."""
+    report = facts.gpu
+    if report is None or report.complete:
+        return False
+    return any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
+
+
 def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Check]:
     t = {**DEFAULTS, **(thresholds or {})}
     gpus = list(facts.gpu.gpus) if facts.gpu else []
@@ -74,7 +83,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
         lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else ()),
-        lambda: rule_foreign_processes(gpus),
+        lambda: rule_foreign_processes(gpus, _processes_cut(facts)),
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),

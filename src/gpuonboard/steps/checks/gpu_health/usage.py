@@ -109,7 +109,10 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
     return "; ".join(parts)
 
 
-def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
+CUT_LIST = "the output was cut short: its process list may be in the part cut away"
+
+
+def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
     FAIL: a compute process is listed, or a GPU with no listed process (no list in this output,
@@ -118,7 +121,11 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
     job, whose processes a container or VM hides. WARN: only graphics processes. PASS: every
     GPU's list is known and empty, or (no list) its utilisation, memory, encoder and decoder
     all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
-    figures or the encoder / decoder figures not reported (named in the row).
+    figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
+    (an output that lists processes, cut short: a table cut before or inside its Processes
+    section), a GPU that shows work with no process listed: its processes may be in the part
+    cut away (a desktop's graphics processes, a warn), so it is no fault seen, unless a compute
+    process is listed.
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
@@ -147,6 +154,16 @@ def rule_foreign_processes(gpus: list[GpuInfo]) -> Check:
             if busy_listed_empty or busy_no_list
             else ""
         )
+        if cut and not compute:
+            return Check(
+                "foreign_processes",
+                "none",
+                "; ".join(parts) + f" ({CUT_LIST})",
+                "unverified",
+                "a GPU shows work but the process list that would name whose (a compute job, or a"
+                " desktop's graphics processes) was cut from this output: rerun `nvidia-smi` and save"
+                " its whole output",
+            )
         return Check(
             "foreign_processes",
             "none",
