@@ -345,13 +345,17 @@ def _rewrapped(lines: list[str]) -> list[str]:
 def _pieces(lines: list[str], border: int) -> list[list[str]]:
     """`lines` in groups, each a box line and the pieces of it a wrap put on the lines after it:
     while it does not end in `|` / `+`, or (where the `border`'s width is known) it is narrower
-    and the next line is no box line."""
+    and the next line is no box line. A line that is a box line of its own (from `|` / `+` to `|` /
+    `+`, and too wide to be the rest of the line before) is never a piece: the line before lost
+    its closing `|` (a paste), and gluing would hide the GPU or process row after it."""
     groups: list[list[str]] = []
     for line in lines:
         whole = "".join(groups[-1]).rstrip() if groups else ""
         box = whole.lstrip()[:1] in ("|", "+")
         short = border and len(whole) < border and line.lstrip()[:1] not in ("|", "+")
-        if box and line.strip() and (whole[-1:] not in ("|", "+") or short):
+        own = line.strip()[:1] in ("|", "+") and line.strip()[-1:] in ("|", "+")
+        own = own and (not border or len(whole) + len(line.strip()) > border + 1)
+        if box and line.strip() and not own and (whole[-1:] not in ("|", "+") or short):
             groups[-1].append(line)
         else:
             groups.append([line])
