@@ -597,8 +597,9 @@ def _union(
     # is a view of some GPUs (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box
     numbers = {g.index for g in gpus}
     skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
+    said = list(dict.fromkeys(sentence for _, sentence in clashes))
     gap = "; ".join(
-        filter(None, [gpu_agree.disagreement(clashes), base_report.gap if base_report else "", outlisted])
+        filter(None, [gpu_agree.disagreement(said), base_report.gap if base_report else "", outlisted])
     )
     if repeated and not gap:
         twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
@@ -626,7 +627,8 @@ def _union(
         and not clashes
         and not outlisted,
         gap=gap,
-        disagreements=tuple(clashes),
+        disagreements=tuple(said),
+        disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
 
 
