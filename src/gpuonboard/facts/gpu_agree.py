@@ -31,6 +31,9 @@ _GIVEN = {
 }
 
 Same = Callable[[GpuInfo, GpuInfo], bool]
+# one disagreement: the field it is about (a GpuReport field, a GpuInfo field, or "gpus" for
+# the GPU set) and its sentence, each value with its format
+Clash = tuple[str, str]
 
 
 def _named(label: str) -> str:
@@ -61,7 +64,7 @@ def _each_said(said: dict[object, list[str]], shown: Callable[[object], str]) ->
     return ", ".join(f"{shown(v)} in {' and '.join(map(_named, labels))}" for v, labels in said.items())
 
 
-def version_clashes(ranked: Sequence[tuple[str, GpuReport]]) -> list[str]:
+def version_clashes(ranked: Sequence[tuple[str, GpuReport]]) -> list[Clash]:
     """'driver 535.161.08 in -q, 550.90.07 in the table' for each version two formats give
     otherwise (only version numbers are compared: a format's unreadable cell is no other driver)."""
     out = []
@@ -72,11 +75,11 @@ def version_clashes(ranked: Sequence[tuple[str, GpuReport]]) -> list[str]:
             if _is_version(value) and label not in said.setdefault(value, []):
                 said[value].append(label)
         if len(said) > 1:
-            out.append(f"{word} {_each_said(said, str)}")
+            out.append((field, f"{word} {_each_said(said, str)}"))
     return out
 
 
-def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[str]:
+def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[Clash]:
     """'GPU 0 (00000000:19:00.0): UUID GPU-a... in -q, GPU-b... in -L' for each identity field
     the copies of one GPU (matched by PCI address, else UUID, else number) give otherwise."""
     out = []
@@ -88,13 +91,13 @@ def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[str]:
                 said[value].append(label)
         if len(said) > 1 and not (field == "name" and _one_name(list(said))):
             shown = _in_mib if field == "memory_total_mib" else str
-            out.append(f"{_called(g)}: {word} {_each_said(said, shown)}")
+            out.append((field, f"{_called(g)}: {word} {_each_said(said, shown)}"))
     return out
 
 
 def set_clashes(
     gpus: Sequence[GpuInfo], listings: Sequence[tuple[str, Sequence[GpuInfo]]], same: Same
-) -> list[str]:
+) -> list[Clash]:
     """For each whole listing (a format that lists every GPU it read, not cut short): a GPU it
     lists that the merged set does not hold, and a GPU of the set (one every format could open)
     it leaves out; each named with the formats that list it."""
@@ -102,10 +105,10 @@ def set_clashes(
     for label, listed in listings:
         for c in listed:
             if not any(same(g, c) for g in gpus):
-                out.append(f"{_named(label)} lists {_called(c)}, not in {_others(label, listings)}")
+                out.append(("gpus", f"{_named(label)} lists {_called(c)}, not in {_others(label, listings)}"))
         for g in gpus:
             if not g.faults and not any(same(g, c) for c in listed):
-                out.append(f"{_called(g)} is not in {_named(label)}")
+                out.append(("gpus", f"{_called(g)} is not in {_named(label)}"))
     return list(dict.fromkeys(out))
 
 

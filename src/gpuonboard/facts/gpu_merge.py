@@ -3,9 +3,9 @@
 The host is asked in every cheap format at once (`-q -x`, `-q`, the `--query-gpu` CSV, the
 default table, `-L`, `--query-compute-apps`): formats answer different questions (the CSV lists
 no processes, the table cuts names, `-q -x` may be blocked by a provider's policy), so no format
-wins alone. Each field comes from the richest format that read it; the GPU set is the widest any
-format listed; a format the provider refuses is a fact of its own (`Refusal`), never a broken
-driver. Pure: no I/O.
+wins alone. Each field comes from the richest format that read it, a GPU's faults from every
+format that read it; the GPU set is the widest any format listed; a format the provider refuses
+is a fact of its own (`Refusal`), never a broken driver. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -121,12 +121,13 @@ _NO_HANDLE = re.compile(
 )
 
 
-def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
+def unopened_gpus(texts: Sequence[str], labels: Sequence[str] = ()) -> list[GpuInfo]:
     """The GPUs nvidia-smi names as unopenable ("Unable to determine the device handle for gpu
     ADDR: CAUSE") in any of its outputs: each is a GPU that is there and cannot be read, a fault
-    (a GPU fallen off the bus), never a GPU missing from a cut-off output."""
+    (a GPU fallen off the bus), never a GPU missing from a cut-off output. With `labels` (each
+    text's format), each GPU's provenance names the format whose output said so."""
     found: dict[str, GpuInfo] = {}
-    for text in texts:
+    for i, text in enumerate(texts):
         if not _may_name_unopened(text):  # (a whole XML record per GPU: no line-by-line search)
             continue
         for line in text.splitlines():
@@ -135,8 +136,13 @@ def unopened_gpus(texts: Sequence[str]) -> list[GpuInfo]:
             if m and key and key not in found:
                 cause = m.group(3).strip().rstrip(".") or "Unknown Error"
                 index = int(m.group(1)) if m.group(1) else -1  # -1: not printed
+                said = (("faults", labels[i]),) if i < len(labels) else ()
                 found[key] = GpuInfo(
-                    index=index, name="", pci_bus_id=m.group(2), faults=(f"no device handle: {cause[:120]}",)
+                    index=index,
+                    name="",
+                    pci_bus_id=m.group(2),
+                    faults=(f"no device handle: {cause[:120]}",),
+                    provenance=said,
                 )
     return list(found.values())
 
@@ -181,9 +187,10 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
 
 
 _FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in ("index", "provenance")]
-# read from the highest-ranked format that lists the GPU, never "the first that has one": a
-# fault one format shows while a richer one reads the GPU is that format's own
-_FROM_BEST = {"faults", "cell_faults"}
+# what every format that read the GPU says, never one of them chosen: a fault one format shows
+# while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
+# either way (`-L` names a GPU but reads none of its values: it neither shows nor clears one)
+_UNION = {"faults", "cell_faults"}
 # paired with the flag that says whether the format could say
 _WITH_FLAG = {"processes": "processes_known", "clock_event_reasons": "clock_event_reasons_known"}
 
@@ -204,10 +211,9 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
     for f in _FIELDS:
         if f.name in _WITH_FLAG.values():
             continue
-        if f.name in _FROM_BEST:
-            # -L names a GPU but reads none of its values: it can neither show nor clear a fault
-            read = [g for label, g in ranked if label != "list"] or [ranked[0][1]]
-            values[f.name] = getattr(read[0], f.name)
+        if f.name in _UNION:
+            read = [(label, g) for label, g in ranked if label != "list"] or ranked[:1]
+            values[f.name] = _all_faults(f.name, read)
             continue
         flag = _WITH_FLAG.get(f.name)
         for label, gpu in ranked:
@@ -224,6 +230,39 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
     return dataclasses.replace(
         base, **values, provenance=tuple(provenance) if len(sources) > 1 else base.provenance
     )
+
+
+def _all_faults(field: str, read: Sequence[tuple[str, GpuInfo]]) -> tuple[str, ...]:
+    """The faults (`field`: faults or cell_faults) every format that read one GPU shows. A
+    whole-GPU fault that another format read the GPU without names both (`fault_seen`)."""
+    clean = [label for label, g in read if not g.faults]
+    out: list[str] = []
+    for label, g in read:
+        faults = getattr(g, field)
+        out += [fault_seen(f, label, clean) for f in faults] if field == "faults" else faults
+    return tuple(dict.fromkeys(out))
+
+
+def fault_seen(fault: str, label: str, clean: Sequence[str]) -> str:
+    """`fault` as one format (`label`) saw it, naming the formats that read the GPU without it
+    ('no device handle: Unknown Error in the table while -q -x read it: ...'): the box changed
+    between the calls or the GPU is flaky, a fault either way, never one answer chosen."""
+    others = [gpu_agree.FORMAT_NAMES.get(c, c) for c in dict.fromkeys(clean) if c != label]
+    if not others:
+        return fault
+    return (
+        f"{fault} in {gpu_agree.FORMAT_NAMES.get(label, label)} while {' and '.join(others)} read it:"
+        " a GPU that changed between the calls, or a flaky one"
+    )
+
+
+def _unopened_at(gpu: GpuInfo, lost: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
+    """`gpu` (read by some format) with the fault of the output that could not open it (`lost`,
+    at its PCI address): never a GPU of its own, never cleared by the format that read it."""
+    label = next((where for field, where in lost.provenance if field == "faults"), "")
+    clean = [c for c, g in copies if c != "list" and not g.faults]
+    faults = [fault_seen(f, label, clean) if label else f for f in lost.faults]
+    return dataclasses.replace(gpu, faults=tuple(dict.fromkeys((*gpu.faults, *faults))))
 
 
 def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
@@ -307,9 +346,10 @@ def merge(
         elif not report.gpus and report.driver_version and not report.complete:
             unread.append((report.source, report))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
-    names = [name for name, _, _ in GPU_SOURCES] + [LIST_PROBE]
-    outputs = [o.stdout + "\n" + o.stderr for name in names if (o := raw.get(name)) is not None]
-    unopened = unopened_gpus(outputs)
+    names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
+    said = [(label, o.stdout + "\n" + o.stderr) for name, label in names if (o := raw.get(name)) is not None]
+    outputs = [text for _, text in said]
+    unopened = unopened_gpus(outputs, [label for label, _ in said])
     if not reports and not listed and unopened:
         # rows cut off or mangled under a lost GPU's line: that GPU is still a fault of the box
         gap = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
@@ -525,7 +565,10 @@ def _union(
     clashes = gpu_agree.version_clashes(ranked)
     clashes += [c for g, of_g in zip(gpus, copies, strict=True) for c in gpu_agree.gpu_clashes(g, of_g)]
     for g in unopened:
-        if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in gpus):
+        at = [i for i, x in enumerate(gpus) if _bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id)]
+        if at:  # a GPU another format read: this one could not open it, a fault of that GPU
+            gpus[at[0]] = _unopened_at(gpus[at[0]], g, copies[at[0]] if at[0] < len(copies) else [])
+        else:
             # the index nvidia-smi printed, else the first one no listed GPU holds (it numbers
             # the GPUs it opens as it would all of them: GPUs 0, 2, 3 listed leave 1)
             taken = {x.index for x in gpus}
@@ -554,8 +597,9 @@ def _union(
     # is a view of some GPUs (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box
     numbers = {g.index for g in gpus}
     skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
+    said = list(dict.fromkeys(sentence for _, sentence in clashes))
     gap = "; ".join(
-        filter(None, [gpu_agree.disagreement(clashes), base_report.gap if base_report else "", outlisted])
+        filter(None, [gpu_agree.disagreement(said), base_report.gap if base_report else "", outlisted])
     )
     if repeated and not gap:
         twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
@@ -583,7 +627,8 @@ def _union(
         and not clashes
         and not outlisted,
         gap=gap,
-        disagreements=tuple(clashes),
+        disagreements=tuple(said),
+        disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
 
 

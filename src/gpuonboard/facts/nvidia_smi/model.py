@@ -191,6 +191,10 @@ class GpuReport:
     # what the merged formats say otherwise of the box, each value with its format ('driver
     # 535.161.08 in -q, 550.90.07 in the table'): facts/gpu_agree.py; the report is then not whole
     disagreements: tuple[str, ...] = ()
+    # the fields those disagreements are about ("driver_version", "name", "memory_total_mib",
+    # "uuid", "serial"; "gpus" for the GPU set): a rule reading one of them judges none of the
+    # answers (steps/checks/missing_facts.py `_disputed`)
+    disputed: tuple[str, ...] = ()
 
 
 def _unknown(message: str) -> GpuReport:

@@ -24,6 +24,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
+from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _disputed
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
 NVCC_PROBE = Probe(
@@ -188,6 +189,8 @@ def _driver_check(
             "unverified",
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
+    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
+        return Check("ngc_driver", expected, disputed, "unverified", RERUN_ADVICE)
     driver = facts.gpu.driver_version.strip()
     try:
         klass, first, result = _worst_class(release, driver, facts.gpu.gpus)

@@ -22,6 +22,7 @@ from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, pla
 from gpuonboard.steps.checks.missing_facts import (
     RERUN_ADVICE,
     _attached_gap,
+    _disputed,
     _gpu_not_given,
     _incomplete,
     _no_gpu_actual,
@@ -191,6 +192,9 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     )
     if placeholder and not fails and not faulty and not _incomplete(facts) and not nameless:
         return Check("gpu_model", expected, actual, "unverified", PLACEHOLDER_ADVICE)
+    if (disputed := _disputed(facts, "name", "memory_total_mib")) and not faulty:
+        # two names or sizes of one GPU: neither is judged (a fault read stays one)
+        return Check("gpu_model", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
@@ -349,6 +353,8 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=True)}) smallest"
     if faulty:
         actual += f" of the {len(sizes)} GPUs read; {unread}"
+    if disputed := _disputed(facts, "memory_total_mib"):  # (two sizes of one GPU: neither judged)
+        return Check("vram", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     ok = smallest >= order.vram_bytes * (1 - tolerance)
     unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
     incomplete = _incomplete(facts) or (
@@ -515,6 +521,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
             "unverified",
             no_gpu_detail(facts) if problem else _NO_VERSION,
         )
+    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
+        return Check("min_driver", expected, disputed, "unverified", DISAGREE_ADVICE)
     try:
         ok = ngc.version_key(facts.gpu.driver_version) >= ngc.version_key(order.min_driver)
     except ValueError:  # a garbled or cut-off version: no evidence that the driver is older

@@ -71,6 +71,16 @@ def _incomplete(facts: Facts) -> str:
     return gap if facts.gpu.disagreements else f"incomplete probe: {gap}"
 
 
+def _disputed(facts: Facts, *fields: str) -> str:
+    """The formats' disagreement sentence (as `_incomplete` says it) where it is about one of
+    `fields` (facts/gpu_agree.py: "name", "memory_total_mib", "driver_version", "gpus"), ''
+    otherwise: a rule reading such a field has two answers and judges neither, its fail or pass
+    unverified, never a hardware claim from the one the merge kept."""
+    if facts.gpu is None or not set(fields) & set(facts.gpu.disputed):
+        return ""
+    return _incomplete(facts)
+
+
 RERUN_ADVICE = (
     "an output cut short or narrowed (a dropped session, a capture cut off, a GPU left out of a"
     " listing, a view of some GPUs or sections: `-i N`, `-d ECC`), or outputs that disagree (two"
