@@ -205,6 +205,10 @@ def df_cut(text: str) -> str | None:
     return _read_df(text)[1]
 
 
+# why a df that ends without its final newline after a mount point with blanks is cut short
+_OPEN_END = "it ends without df's newline"
+
+
 def df_open_row(text: str) -> Mount | None:
     """The last row of a df output that ends without the newline df prints after each row, or
     None: its cells before the mount point are whole (df_cut finds a row with cells missing),
@@ -214,7 +218,7 @@ def df_open_row(text: str) -> Mount | None:
     if not text.strip() or text.rstrip(" \t\r").endswith("\n"):
         return None
     mounts, cut = _read_df(text)
-    if cut or not mounts:
+    if (cut and not cut.startswith(_OPEN_END)) or not mounts:  # (the open end: this row's)
         return None
     last = " ".join(text.splitlines()[-1].split())
     return mounts[-1] if last.endswith(mounts[-1].mountpoint) else None
@@ -311,7 +315,7 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     open_end = not text.rstrip(" \t\r").endswith("\n")
     if open_end and mounts and " " in mounts[-1].mountpoint and not cut:
         # (rows a paste ran together, cut inside the next row's device or sizes: `... 40% / udev`)
-        cut = f"it ends without df's newline after a mount point with blanks ({mounts[-1].mountpoint[:60]})"
+        cut = f"{_OPEN_END} after a mount point with blanks ({mounts[-1].mountpoint[:60]})"
     return tuple(mounts), cut
 
 

@@ -87,3 +87,21 @@ def test_every_cut_inside_a_joined_row_keeps_the_verdict_or_is_unverified(tmp_pa
             for k in range(start + 1, end + 1, 2):
                 got = verdicts(tmp_path, "df-h.txt", text[:k], order)["data_disk"][0]
                 assert got in (whole, "unverified"), (path, text[:k][-50:], got)
+
+
+def test_a_last_mount_point_with_blanks_and_no_final_newline_may_be_cut(tmp_path: Path) -> None:
+    """A df whose last row (one row a line) is mounted at a path with blanks and which ends
+    without df's newline: the mount point may be cut short (`/media/My Disk 2` of `/media/My Disk
+    2 Backup`), so an order for exactly that path is unverified. The round's own cut rule (rows
+    run together) had made df_open_row skip it, and the order passed (review K of round 23).
+    The real forum paste's rows put one a line (the test's edit), its last row's mount point
+    given blanks."""
+    text = (
+        _rows_apart((REAL / FORUM).read_text())
+        .rstrip("\n")
+        .replace("/media/409423EB9423E260", "/media/Win Data")
+    )
+    assert text.endswith("/media/Win Data")
+    order = "data_disk: {mount: /media/Win Data, min_size: 1G}"
+    assert verdicts(tmp_path, "df-h.txt", text, order)["data_disk"][0] == "unverified"
+    assert verdicts(tmp_path, "df-h.txt", text + "\n", order)["data_disk"][0] == "pass"

@@ -42,3 +42,16 @@ def test_compute_process_listed_before_the_cut_still_fails(tmp_path: Path) -> No
     text = cut_before(RTX2080, "28512      C   ffmpeg")
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
     assert verdict == "fail" and "pid 28511 ffmpeg" in actual
+
+
+def test_a_busy_gpu_whose_whole_process_list_reads_none_still_fails(tmp_path: Path) -> None:
+    """The real `nvidia-smi -i 7` view of an H800 (GPU 7 at 23 %, 59 GiB used), its one process
+    row made "No running processes found" (what a container that hides the job shows): the view
+    is not the whole box, but its process box is whole, so the busy GPU with no process listed is
+    another job (a fail), as before this round; the cut rule made it unverified (review K)."""
+    text = (REAL / "nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt").read_text()
+    lines = text.split("\n")
+    row = next(i for i, line in enumerate(lines) if "82977" in line)
+    lines[row] = "|  No running processes found" + " " * 48 + "|"
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", "\n".join(lines))["foreign_processes"]
+    assert verdict == "fail", actual

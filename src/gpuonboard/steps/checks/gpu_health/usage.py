@@ -154,7 +154,7 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             if busy_listed_empty or busy_no_list
             else ""
         )
-        if cut and not compute:
+        if cut and not compute and not busy_listed_empty:  # (a list read empty is no cut)
             return Check(
                 "foreign_processes",
                 "none",
