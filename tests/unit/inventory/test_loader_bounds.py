@@ -457,10 +457,10 @@ def test_a_limit_of_many_globs_over_many_hosts_is_quick(tmp_path: Path) -> None:
     # over 30 s)
     d = inv_dir(tmp_path, "hosts:\n" + "".join(f"  gpu-{i}: {{address: 10.0.0.1}}\n" for i in range(2000)))
     inv = inventory.load(d)
-    started = time.monotonic()
+    started = time.process_time()  # (CPU seconds: the blow-up took 30 s; a loaded machine no slip)
     chosen = inv.select(limit=",".join(f"gpu-{i}*x" for i in range(999)) + ",gpu-1?")
     assert [h.name for h in chosen] == [f"gpu-{i}" for i in range(10, 20)]
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 5
 
 
 @pytest.mark.parametrize(
