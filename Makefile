@@ -35,9 +35,12 @@ lint:
 	# the docs site: strict, so a broken link or anchor fails (site in build/, git-ignored)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
+# bytecode is written even where the shell sets PYTHONDONTWRITEBYTECODE=1: else each test worker
+# rewrites the asserts of all ~430 test modules again at every run (collection: 13 -> 6 CPU-s a
+# worker) and each CLI a test starts compiles gpuonboard again (__pycache__/ is git-ignored)
 test: lint
 	@BOOTSTRAP_TESTS=1 bash scripts/bootstrap.sh
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
 
 clean:
 	@$(INVOKE) sim.down --base $(SIM) >/dev/null 2>&1 || true
