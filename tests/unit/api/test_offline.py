@@ -50,6 +50,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
         "df-fr-h": None,  # French df: refused, naming LC_ALL=C
         "df-h": "df",
+        "df-ah": "df",
         "df-TH": "df",
         "df-P-B1": "df",
         "df-PT": "df",

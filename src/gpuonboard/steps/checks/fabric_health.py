@@ -470,6 +470,13 @@ def _fabric_state_faults(reported: Sequence[tuple[int, str | None, str | None]])
     return bad
 
 
+def _status_unread(reported: Sequence[tuple[int, str | None, str | None]]) -> str:
+    """'GPU 0, GPU 3': the GPUs whose fabric registration reads Completed with no Status read
+    (N/A, or a format without it: a saved CSV of `fabric.state` alone); '' where none. Every
+    real capture pairs Completed with Success: Completed alone clears nothing."""
+    return ", ".join(f"GPU {i}" for i, s, st in reported if s == "Completed" and st is None)
+
+
 def _fm_text(fm: FabricManagerState | None) -> str:
     """The service's state as the row says it: not probed, not installed, or its state."""
     if fm is None:
@@ -539,7 +546,8 @@ def rule_fabric_manager(
 ) -> Check | None:
     """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
     reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
-    "Completed" / "Success", and on a whole 8-GPU box nvidia-fabricmanager must be running.
+    "Completed" / "Success" (Completed with no Status read is unverified), and on a whole
+    8-GPU box nvidia-fabricmanager must be running.
     Source: NVIDIA Fabric Manager User Guide (without it, CUDA init fails on NVSwitch systems).
     `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported); `health`: the
     Fabric Health fields per GPU (an unhealthy route or summary fails, a degraded bandwidth
@@ -586,6 +594,17 @@ def rule_fabric_manager(
             "the GPUs' NVLink fabric reports reduced health (bandwidth degraded or a route being"
             " recovered): multi-GPU work runs slower or may stall; ask the vendor to check the"
             " NVSwitch fabric and show `nvidia-smi -q -d FABRIC`-style Health reading Healthy / Full.",
+        )
+    if unread := _status_unread(reported):
+        return Check(
+            "fabric_manager",
+            _FM_EXPECTED,
+            f"fabric manager {_fm_text(fm)}; fabric state Completed, status not reported on {unread}",
+            "unverified",
+            "nvidia-smi printed the GPUs' fabric registration as Completed but no Status beside it"
+            " (N/A or no such field): a registration that completed with an error (`Insufficient"
+            " Resources`) says Completed too, so only Status Success clears it; save `nvidia-smi -q`"
+            " (its Fabric section: State and Status) on the box.",
         )
     if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
         return Check(

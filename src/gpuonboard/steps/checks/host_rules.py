@@ -638,15 +638,18 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
 def _size_check(
     ordered: int, mount: disks.Mount, tolerance: float, expected: str, actual: str
 ) -> Check | None:
-    """data_disk's size verdict when the size is not enough or not known to be (None: it is)."""
+    """data_disk's size verdict when the size is not enough or not known to be (None: it is).
+    A size df did not give (`-`: `df -a`'s row of an autofs mount point not mounted yet,
+    `systemd-1  -  -  -  -  /path`) is no size: unverified, never a warning a GO passes over."""
     if mount.size_bytes is None:
         return Check(
             "data_disk",
             expected,
             actual,
-            "warn",
-            f"the size of {mount.mountpoint} could not be read from the df output; save `df -P -B1`"
-            " or `df -P -k` to judge it",
+            "unverified",
+            f"the size of {mount.mountpoint} could not be read from the df output (df prints `-`"
+            " for a file system it did not read, such as an automount point not mounted yet);"
+            f" save `df -P -k {mount.mountpoint}` (or `df -P -B1`) to judge it",
         )
     need = ordered * (1 - tolerance)
     if mount.size_bytes < need:

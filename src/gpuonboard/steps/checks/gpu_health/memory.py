@@ -306,6 +306,46 @@ def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -
     )
 
 
+# the counts memory_repair judges, each by the repair state that the same section of the output
+# gives beside it: where nvidia-smi read that state (Pending / Remapping Failure, Pending Page
+# Blacklist) the GPU has the feature, so a count printed `N/A`, `[N/A]` or empty beside it is
+# a value not read (every real capture that reads the state reads its counts), never a 0
+_COUNTS_BY_STATE: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (
+        ("remapped_rows_pending", "remapped_rows_failure"),
+        "remapped_rows_uncorrectable",
+        "rows remapped after uncorrectable errors",
+    ),
+    (("retired_pages_pending",), "retired_pages_sbe", "retired pages (single-bit)"),
+    (("retired_pages_pending",), "retired_pages_dbe", "retired pages (double-bit)"),
+)
+
+
+def _unread_counts(g: GpuInfo) -> list[str]:
+    """The counts memory_repair judges that `g`'s output left without a value where it read the
+    repair state of the same section ('rows remapped after uncorrectable errors')."""
+    return [
+        what
+        for states, count, what in _COUNTS_BY_STATE
+        if all(getattr(g, s) is not None for s in states) and getattr(g, count) is None
+    ]
+
+
+def _counts_unread(gaps: list[tuple[GpuInfo, list[str]]]) -> Check:
+    """memory_repair unverified: a GPU whose repair state was read but not a count beside it."""
+    said = "; ".join(f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps)
+    return Check(
+        "memory_repair",
+        "nothing pending",
+        f"nothing pending (of what was read; {said})",
+        "unverified",
+        "nvidia-smi read this GPU's repair state but printed N/A or nothing for a count beside"
+        " it, so rows remapped or pages retired after errors could not be counted; rerun"
+        " `nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`, and if the count stays unreadable ask"
+        " the vendor to check that GPU",
+    )
+
+
 def _repair_findings(gpus: list[GpuInfo]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """memory_repair's failing and warning findings, each (advice key, finding), GPU by GPU."""
     fails: list[tuple[str, str]] = []  # (advice key, finding)
@@ -361,9 +401,11 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     banks with low or no spare rows (the row-remapper histogram). UNVERIFIED: a GPU that has or
     may have ECC (see may_have_ecc; a workstation card with ECC switched off remaps nothing)
     whose row-remapping / page-retirement state no format gave (the table and the CSV carry
-    none; -q says N/A in MIG mode), in every format. The repair flags of newer drivers (channel
-    / TPC repair, unrepairable memory) are not required: older drivers do not have them. A
-    GeForce card without any of it is not held to it, and is said to be "not reported".
+    none; -q says N/A in MIG mode), in every format; any GPU whose state was read but not a
+    count judged beside it (`Uncorrectable Error : N/A` under `Pending : No`: _unread_counts).
+    The repair flags of newer drivers (channel / TPC repair, unrepairable memory) are not
+    required: older drivers do not have them. A GeForce card without any of it is not held to
+    it, and is said to be "not reported".
     """
     fails, warns = _repair_findings(gpus)
     findings = fails + warns
@@ -377,6 +419,9 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     ]
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
+    gaps = [(g, what) for g in gpus if not g.faults and (what := _unread_counts(g))]
+    if not findings and gaps:
+        return _counts_unread(gaps)
     unread = [g for g in gpus if g.faults]
     if not findings and unread and len(unread) == len(gpus):
         return Check(

@@ -1,0 +1,38 @@
+"""data_disk where the size of the ordered mount is `-` in the saved df: df did not read that
+file system (`df -a`'s row of an autofs mount point not mounted yet, `systemd-1 - - - - /path`),
+so the ordered size is unknown: unverified, naming the mount and what to save, never a warning
+that a GO passes over. On a real capture (tests/fixtures/real/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...offline_judge import checks
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+DF_AUTOFS = "df-ah-sorted__vagrant-ubuntu-20.04__autofs-systemd-1-dash-size.txt"
+
+
+def _data_disk(tmp_path: Path, mount: str) -> tuple[str, str, str]:
+    text = (REAL / DF_AUTOFS).read_text()
+    [c] = [
+        c
+        for c in checks(tmp_path, DF_AUTOFS, text, f"data_disk: {{mount: {mount}, min_size: 1GB}}")
+        if c.name == "data_disk"
+    ]
+    return c.verdict, c.actual, c.detail
+
+
+def test_ordered_mount_whose_size_is_dash_is_unverified(tmp_path: Path) -> None:
+    verdict, actual, detail = _data_disk(tmp_path, "/proc/sys/fs/binfmt_misc")
+    assert verdict == "unverified", (actual, detail)
+    assert actual == "systemd-1 at /proc/sys/fs/binfmt_misc, unknown"
+    assert "the size of /proc/sys/fs/binfmt_misc could not be read" in detail
+    assert "`df -P -k /proc/sys/fs/binfmt_misc`" in detail
+
+
+def test_a_mount_with_its_size_read_is_judged_by_it(tmp_path: Path) -> None:
+    # control: the same capture's /vagrant (159G) has a size, judged on (not unverified for size)
+    verdict, actual, _ = _data_disk(tmp_path, "/vagrant")
+    assert actual.startswith("vagrant at /vagrant, 170.7 GB")
+    assert verdict != "unverified"
