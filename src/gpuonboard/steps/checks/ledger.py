@@ -329,33 +329,67 @@ def _parsed(path: Path) -> tuple[str, list[LedgerEntry]] | None:
     return owner, entries
 
 
-def last_runs_of_other_hosts(
-    directory: Path, host: str, before: float
-) -> tuple[dict[str, LedgerEntry], list[str]]:
-    """Each other host's last run recorded before `before` (epoch seconds), by host name, and a
-    sentence per ledger file that could not be read (skipped, never fatal to this host)."""
-    found: dict[str, LedgerEntry] = {}
-    problems: list[str] = []
+@dataclass(frozen=True)
+class _Listing:
+    """The ledger directory as read at `taken` (epoch seconds): each readable file's owner and
+    runs, and a sentence per file that could not be read."""
+
+    taken: float
+    files: tuple[tuple[Path, str, list[LedgerEntry]], ...]
+    problems: tuple[tuple[Path, str], ...]
+
+
+# the last listing of each ledger directory: the hosts of a run share one (each host had read
+# the whole directory: quadratic in the hosts of a run)
+_LISTINGS: dict[Path, _Listing] = {}
+_LISTING_LOCK = threading.Lock()
+
+
+def _read_listing(directory: Path) -> _Listing:
+    taken = time.time()  # (before the listing: every file renamed into place before it is in it)
+    files: list[tuple[Path, str, list[LedgerEntry]]] = []
+    problems: list[tuple[Path, str]] = []
     try:
         paths = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
     except OSError:
-        return found, problems
-    own = ledger_path(directory, host)
+        paths = []
     for path in paths:
-        if path == own:
-            continue
         try:
             parsed = _parsed(path)
         except LedgerError as exc:
-            problems.append(str(exc))
+            problems.append((path, str(exc)))
             continue
-        if parsed is None:
-            continue
-        owner, entries = parsed
+        if parsed is not None:
+            files.append((path, *parsed))
+    return _Listing(taken, tuple(files), tuple(problems))
+
+
+def _listing(directory: Path, before: float) -> _Listing:
+    """The directory's files as read at or after `before`: the last listing when it was read
+    then (the other hosts of this run read it already), else a new one. A run recorded before
+    `before` was in its file by then (a file written later holds runs of `before` or later)."""
+    with _LISTING_LOCK:
+        last = _LISTINGS.get(directory)
+        if last is None or last.taken < before:
+            last = _LISTINGS[directory] = _read_listing(directory)
+        return last
+
+
+def last_runs_of_other_hosts(
+    directory: Path, host: str, before: float
+) -> tuple[dict[str, LedgerEntry], list[str]]:
+    """Each other host's last run recorded before `before` (epoch seconds: when this run
+    started, by this machine's clock), by host name, and a sentence per ledger file that could
+    not be read (skipped, never fatal to this host). The hosts of one run read the directory
+    once (`_listing`): what their own hosts record during the run is of `before` or later."""
+    listing = _listing(directory, before)
+    own = ledger_path(directory, host)
+    found: dict[str, LedgerEntry] = {}
+    for path, owner, entries in listing.files:
         earlier = [e for e in entries if e.time < before]
-        if owner != host and earlier:
+        if path != own and owner != host and earlier:
             found[owner] = earlier[-1]
-    return found, problems
+    return found, [problem for path, problem in listing.problems if path != own]
 
 
 def new_entry(

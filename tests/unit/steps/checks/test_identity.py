@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,25 @@ def test_other_hosts_last_runs_before_this_run_and_unreadable_files(tmp_path: Pa
     assert len(problems) == 1 and problems[0].startswith(
         f"the GPU ledger {tmp_path / 'broken.json'} is unreadable"
     )
+
+
+def test_the_hosts_of_a_run_read_the_ledger_directory_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpus = ledger.identities(real_gpus())
+    ledger.record(tmp_path, ledger.new_entry("old-box", gpus, "pass", when=1000.0))
+    reads: list[Path] = []
+    read = ledger._read_listing
+    monkeypatch.setattr(ledger, "_read_listing", lambda d: reads.append(d) or read(d))
+    started = time.time()  # the run's steps are built
+    for host in ("a", "b", "c"):  # each host reads the others, then records its own run
+        others, problems = ledger.last_runs_of_other_hosts(tmp_path, host, started)
+        assert (list(others), problems) == (["old-box"], [])
+        ledger.record(tmp_path, ledger.new_entry(host, gpus, "pass"))
+    assert len(reads) == 1
+    # a run started after it reads the directory again and finds the runs the first recorded
+    others, _ = ledger.last_runs_of_other_hosts(tmp_path, "d", time.time())
+    assert sorted(others) == ["a", "b", "c", "old-box"] and len(reads) == 2
 
 
 def test_parallel_records_of_one_host_lose_no_run(tmp_path: Path) -> None:
