@@ -398,12 +398,19 @@ def _lsblk_entries(text: str) -> list[Any] | str:
 
 
 def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:
-    """The mount holding `path`: longest mountpoint prefix; of equal ones the last (it shadows)."""
+    """The mount holding `path`: longest mountpoint prefix; of equal ones the last (it shadows),
+    but a row with no size (`df -a`'s automount trigger, `systemd-1 - - - - /data`, listed after
+    the disk mounted over it where the output was sorted) never shadows one with a size."""
     best: Mount | None = None
     for mount in mounts:
         point = mount.mountpoint.rstrip("/") or "/"
         inside = point == "/" or path == point or path.startswith(point + "/")
-        if inside and (best is None or len(point) >= len(best.mountpoint.rstrip("/") or "/")):
+        if not inside or best is None:
+            best = mount if inside else best
+            continue
+        longest = len(best.mountpoint.rstrip("/") or "/")
+        trigger = len(point) == longest and mount.size_bytes is None and best.size_bytes is not None
+        if len(point) >= longest and not trigger:
             best = mount
     return best
 

@@ -276,7 +276,8 @@ def _compute_mode(value: str | None) -> str | None:
 
 
 # how nvidia-smi says a status field has no value here (no fabric: a PCIe card, a VM slice)
-_NO_STATUS = {"", "n/a", "[n/a]", "not supported", "[not supported]"}
+# (`ERR!`: nvidia-smi could not read the value, no status; `[Unknown Error]` is an NVML status)
+_NO_STATUS = {"", "n/a", "[n/a]", "not supported", "[not supported]", "err!"}
 
 
 def _nvml_status(value: str | None) -> str | None:

@@ -52,6 +52,7 @@ def edited(name: str, nth: int, new: str | None) -> str:
         (H200_610, 0, "N/A", "GPU 0"),
         (H100_8, 5, "N/A", "GPU 5"),
         (H100_8, 0, None, "GPU 0"),
+        (H100_8, 3, "ERR!", "GPU 3"),  # (nvidia-smi could not read it: no status; review L)
     ],
 )
 def test_completed_without_status_is_unverified(name: str, nth: int, new: str | None, gpu: str) -> None:
