@@ -548,12 +548,7 @@ def _union(
     base, whole, base_report = _base(ranked, listed, listed_whole)
     outlisted = ""
     if (wider := _wider(base, ranked, listed, unopened)) is not None:
-        narrow = _FORMAT_NAMES.get(base_report.source if base_report else "list", "one format")
-        label, wide = wider[0], len(wider[1])
-        outlisted = (
-            f"the {narrow} lists {len(base)} GPU(s) but the {_FORMAT_NAMES.get(label, label)} lists"
-            f" {wide} (an output cut short, or captures of other times)"
-        )
+        outlisted = _outlisted(base, base_report, wider)
         base, whole, base_report = wider[1], False, wider[2]
     # a GPU's copies are in the other formats: never another GPU of its own listing, even one
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
@@ -564,30 +559,10 @@ def _union(
     # what two formats say otherwise is named, each with its format, never one of them chosen
     clashes = gpu_agree.version_clashes(ranked)
     clashes += [c for g, of_g in zip(gpus, copies, strict=True) for c in gpu_agree.gpu_clashes(g, of_g)]
-    for g in unopened:
-        at = [i for i, x in enumerate(gpus) if _bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id)]
-        if at:  # a GPU another format read: this one could not open it, a fault of that GPU
-            gpus[at[0]] = _unopened_at(gpus[at[0]], g, copies[at[0]] if at[0] < len(copies) else [])
-        else:
-            # the index nvidia-smi printed, else the first one no listed GPU holds (it numbers
-            # the GPUs it opens as it would all of them: GPUs 0, 2, 3 listed leave 1)
-            taken = {x.index for x in gpus}
-            index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
-            gpus.append(dataclasses.replace(g, index=index))
+    gpus = _with_unopened(gpus, unopened, copies)
     gpus.sort(key=lambda x: x.index)
     gpus, repeated = _one_per_address(gpus)
-    # a listing of some of the GPUs the others list is one cut at a line end, no disagreement,
-    # unless it says it lists them all (its count of GPUs attached: a GPU lost between calls)
-    whole_lists = [
-        (label, r.gpus)
-        for label, r in ranked
-        if _lists_all(r)
-        and (r.attached_gpus == len(r.gpus) or len(r.gpus) >= len(gpus) or not _all_among(r.gpus, gpus))
-    ]
-    if listed and listed_whole and (len(listed) >= len(gpus) or not _all_among(listed, gpus)):
-        whole_lists.append(("list", tuple(listed)))
-    if len(whole_lists) > 1:
-        clashes += gpu_agree.set_clashes(gpus, whole_lists, _same)
+    clashes += _set_clashes(gpus, ranked, listed if listed_whole else [])
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
@@ -630,6 +605,53 @@ def _union(
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
+
+
+def _outlisted(
+    base: list[GpuInfo], base_report: GpuReport | None, wider: tuple[str, list[GpuInfo], GpuReport | None]
+) -> str:
+    """What says the chosen format lists some GPUs only: 'the --query-gpu CSV lists 1 GPU(s) but
+    the nvidia-smi table lists 2 (...)'."""
+    narrow = _FORMAT_NAMES.get(base_report.source if base_report else "list", "one format")
+    return (
+        f"the {narrow} lists {len(base)} GPU(s) but the {_FORMAT_NAMES.get(wider[0], wider[0])} lists"
+        f" {len(wider[1])} (an output cut short, or captures of other times)"
+    )
+
+
+def _with_unopened(
+    gpus: list[GpuInfo], unopened: Sequence[GpuInfo], copies: list[list[tuple[str, GpuInfo]]]
+) -> list[GpuInfo]:
+    """`gpus` with each GPU nvidia-smi could not open: a fault of the GPU another format read at
+    its address, else an unreadable GPU of its own, at the index nvidia-smi printed or the first
+    one no listed GPU holds (it numbers the GPUs it opens as it would all: 0, 2, 3 leave 1)."""
+    gpus = list(gpus)
+    for g in unopened:
+        at = [i for i, x in enumerate(gpus) if _bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id)]
+        if at:
+            gpus[at[0]] = _unopened_at(gpus[at[0]], g, copies[at[0]] if at[0] < len(copies) else [])
+            continue
+        taken = {x.index for x in gpus}
+        index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
+        gpus.append(dataclasses.replace(g, index=index))
+    return gpus
+
+
+def _set_clashes(
+    gpus: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+) -> list[tuple[str, str]]:
+    """Where the whole listings (and `listed`, `-L`'s whole one) name other GPUs than the set. A
+    listing of some of the GPUs the others list is one cut at a line end, no disagreement, unless
+    it says it lists them all (its count of GPUs attached: a GPU lost between calls)."""
+    whole_lists = [
+        (label, r.gpus)
+        for label, r in ranked
+        if _lists_all(r)
+        and (r.attached_gpus == len(r.gpus) or len(r.gpus) >= len(gpus) or not _all_among(r.gpus, gpus))
+    ]
+    if listed and (len(listed) >= len(gpus) or not _all_among(listed, gpus)):
+        whole_lists.append(("list", tuple(listed)))
+    return gpu_agree.set_clashes(gpus, whole_lists, _same) if len(whole_lists) > 1 else []
 
 
 def _all_among(some: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:

@@ -54,23 +54,8 @@ def rule_driver(facts: Facts) -> Check:
     refused = _refused(facts)
     problem = _no_gpu_actual(facts)
     unread = facts.unread_not_a_fault() if problem else ""
-    if unread and refused:
-        return Check(
-            "nvidia_driver",
-            expected,
-            f"{(problem or '').removeprefix('unknown: ')}; {refused}",
-            "unverified",
-            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
-            " driver): ask the provider which format they allow, or for the GPU list they delivered",
-        )
     if unread:
-        # an output cut short, or text that is no nvidia-smi listing: no evidence either way
-        actual = (problem or "").removeprefix("unknown: ")
-        said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
-        if actual == "nvidia-smi failed" and unread.startswith("nvidia-smi answered"):
-            actual, said = unread, True  # (it answered: no failure to speak of)
-        actual += "" if said else f" ({unread})"
-        return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
+        return _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
     if problem:
         raw = facts.gpu_raw
         advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
@@ -135,6 +120,26 @@ _NO_VERSION = (
     "the outputs given name no driver version (`nvidia-smi -L` prints none): save `nvidia-smi`"
     " (its table's header) or `nvidia-smi -q` of the box"
 )
+
+
+def _driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:
+    """nvidia_driver where no GPU was read and that says nothing about the box (`unread`): the
+    provider blocks the formats that list GPUs (`refused`), an output cut short, or text that is
+    no nvidia-smi listing: no evidence either way."""
+    if refused:
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {refused}",
+            "unverified",
+            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
+            " driver): ask the provider which format they allow, or for the GPU list they delivered",
+        )
+    said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
+    if actual == "nvidia-smi failed" and unread.startswith("nvidia-smi answered"):
+        actual, said = unread, True  # (it answered: no failure to speak of)
+    actual += "" if said else f" ({unread})"
+    return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
 
 
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
