@@ -331,13 +331,16 @@ def _unread_counts(g: GpuInfo) -> list[str]:
     ]
 
 
-def _counts_unread(gaps: list[tuple[GpuInfo, list[str]]]) -> Check:
-    """memory_repair unverified: a GPU whose repair state was read but not a count beside it."""
+def _counts_unread(gaps: list[tuple[GpuInfo, list[str]]], warns: list[tuple[str, str]]) -> Check:
+    """memory_repair unverified: a GPU whose repair state was read but not a count beside it,
+    where what was read fails nothing (a warning read, such as pages retired after double-bit
+    errors, may be a fail with the count not read: 59 DBE and SBE N/A may reach the limit)."""
     said = "; ".join(f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps)
+    seen = "; ".join(text for _, text in warns) or "nothing pending"
     return Check(
         "memory_repair",
         "nothing pending",
-        f"nothing pending (of what was read; {said})",
+        f"{seen} (of what was read; {said})",
         "unverified",
         "nvidia-smi read this GPU's repair state but printed N/A or nothing for a count beside"
         " it, so rows remapped or pages retired after errors could not be counted; rerun"
@@ -420,8 +423,8 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
     gaps = [(g, what) for g in gpus if not g.faults and (what := _unread_counts(g))]
-    if not findings and gaps:
-        return _counts_unread(gaps)
+    if not fails and gaps:
+        return _counts_unread(gaps, warns)
     unread = [g for g in gpus if g.faults]
     if not findings and unread and len(unread) == len(gpus):
         return Check(
