@@ -397,10 +397,21 @@ def _lsblk_entries(text: str) -> list[Any] | str:
     return entries if isinstance(entries, list) else 'it has no lsblk "blockdevices" list'
 
 
+def _trigger(mount: Mount) -> bool:
+    """An automount point not mounted yet as `df -a` lists it: no size, autofs by its type or by
+    the device systemd or automount name it with (`systemd-1`, `auto.home`, `/etc/auto.misc`,
+    `-hosts`)."""
+    device = mount.device
+    named = device.startswith(("systemd-", "auto.", "/etc/auto.")) or device == "-hosts"
+    return mount.size_bytes is None and (mount.fstype == "autofs" or named)
+
+
 def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:
     """The mount holding `path`: longest mountpoint prefix; of equal ones the last (it shadows),
     but a row with no size (`df -a`'s automount trigger, `systemd-1 - - - - /data`, listed after
-    the disk mounted over it where the output was sorted) never shadows one with a size."""
+    the disk mounted over it where the output was sorted) never shadows one with a size. Another
+    row with no size (a FUSE mount df could not read, mounted over a disk) does: what the path
+    serves is then unknown."""
     best: Mount | None = None
     for mount in mounts:
         point = mount.mountpoint.rstrip("/") or "/"
@@ -409,7 +420,7 @@ def mount_for(mounts: Sequence[Mount], path: str) -> Mount | None:
             best = mount if inside else best
             continue
         longest = len(best.mountpoint.rstrip("/") or "/")
-        trigger = len(point) == longest and mount.size_bytes is None and best.size_bytes is not None
+        trigger = len(point) == longest and _trigger(mount) and best.size_bytes is not None
         if len(point) >= longest and not trigger:
             best = mount
     return best

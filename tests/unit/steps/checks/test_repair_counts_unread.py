@@ -108,3 +108,16 @@ def test_a_count_unread_beside_a_warning_that_it_could_make_a_fail_is_unverified
     verdict, actual = repair(text)
     assert verdict == "unverified", actual
     assert "59" in actual and "retired pages (single-bit) not reported" in actual, actual
+
+
+def test_a_warning_read_stays_one_beside_a_count_that_adds_a_warning_at_most() -> None:
+    """The real H200 `-q` edited twice (SRAM threshold exceeded: a warning; rows remapped after
+    uncorrectable errors N/A, a count that can add a warning at most): the warning read is the
+    verdict, the unread count said beside it (review M of round 23: it was made unverified, which
+    ranks below a warning and hid it)."""
+    text = edited(H200_Q, TEXT_UNC, "N/A")
+    text, n = re.subn(r"(SRAM Threshold Exceeded\s+: )No", r"\1Yes", text, count=1)
+    assert n == 1
+    verdict, actual = repair(text)
+    assert verdict == "warn", actual
+    assert "rows remapped after uncorrectable errors not reported" in actual, actual

@@ -337,12 +337,13 @@ def _counts_unread(gaps: list[tuple[GpuInfo, list[str]]], warns: list[tuple[str,
     errors, may be a fail with the count not read: 59 DBE and SBE N/A may reach the limit)."""
     said = "; ".join(f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps)
     seen = "; ".join(text for _, text in warns) or "nothing pending"
+    advice = "".join(f"{_REPAIR_ADVICE[k]}; " for k in dict.fromkeys(k for k, _ in warns))
     return Check(
         "memory_repair",
         "nothing pending",
         f"{seen} (of what was read; {said})",
         "unverified",
-        "nvidia-smi read this GPU's repair state but printed N/A or nothing for a count beside"
+        advice + "nvidia-smi read this GPU's repair state but printed N/A or nothing for a count beside"
         " it, so rows remapped or pages retired after errors could not be counted; rerun"
         " `nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`, and if the count stays unreadable ask"
         " the vendor to check that GPU",
@@ -423,8 +424,11 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     if not findings and silent:
         return _unread_repair(silent, gpus, detailed)
     gaps = [(g, what) for g in gpus if not g.faults and (what := _unread_counts(g))]
-    if not fails and gaps:
+    # (an unread retired-page count may reach NVIDIA's limit, a fail; an unread count of rows
+    # remapped after uncorrectable errors adds a warning at most: a warning read stays one)
+    if not fails and gaps and (not warns or any(w.startswith("retired") for _, what in gaps for w in what)):
         return _counts_unread(gaps, warns)
+    unsaid = "; ".join(f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps)
     unread = [g for g in gpus if g.faults]
     if not findings and unread and len(unread) == len(gpus):
         return Check(
@@ -445,7 +449,7 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     return Check(
         "memory_repair",
         "nothing pending",
-        "; ".join(text for _, text in findings),
+        "; ".join(text for _, text in findings) + (f" (of what was read; {unsaid})" if unsaid else ""),
         "fail" if fails else "warn",
         advice[0].upper() + advice[1:] + ".",
     )
