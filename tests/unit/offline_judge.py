@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.steps.base import Check
 
 
@@ -42,3 +42,15 @@ def column_wrapped(text: str, width: int) -> str:
     for line in text.split("\n"):
         out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
     return "\n".join(out)
+
+
+def judged_box(tmp_path: Path, files: dict[str, str], order: str) -> tuple[Facts, dict[str, Check]]:
+    """The facts and checks (by rule) of several saved outputs of one box: `files` (name ->
+    text) in one folder, judged as `invoke facts FOLDER --order ORDER` judges them."""
+    folder = tmp_path / "box"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    (tmp_path / "order.yml").write_text(order)
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    return facts, {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
-from gpuonboard.connection.gather import Facts, parse_facts
-from gpuonboard.steps.base import Check
+from ..offline_judge import judged_box
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 H200_TABLE = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
@@ -40,16 +38,6 @@ HPE_TABLE = REAL / "nvidia-smi__a100-pcie-40gb__2gpu__driver555.42.02.txt"
 HPE_ECC = REAL / "nvidia-smi-q-d-ecc__a100-pcie-40gb__2gpu__driver555.42.02.txt"
 
 
-def judged(tmp_path: Path, files: dict[str, str], order: str) -> tuple[Facts, dict[str, Check]]:
-    folder = tmp_path / "box"
-    folder.mkdir(parents=True)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    (tmp_path / "order.yml").write_text(order)
-    facts = parse_facts(offline.load_outputs([str(folder)]))
-    return facts, {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
-
-
 def _h200_table(lost: bool) -> str:
     """The real H200 table with its one GPU lost (its row gone, the line in its place at the
     top) or its row read as ERR! cells."""
@@ -69,7 +57,9 @@ def test_a_gpu_the_table_could_not_read_is_a_fault_where_another_format_read_it(
     GPU could not be opened (edited here, see the module): gpu_health, gpu_count and gpu_model
     passed on the richer format's copy; now the fault is the GPU's, naming both formats."""
     table = _h200_table(lost)
-    facts, got = judged(tmp_path, {reader.name: reader.read_text(), H200_TABLE.name: table}, "gpu_count: 1\n")
+    facts, got = judged_box(
+        tmp_path, {reader.name: reader.read_text(), H200_TABLE.name: table}, "gpu_count: 1\n"
+    )
     assert facts.gpu is not None and len(facts.gpu.gpus) == 1, facts.gpu
     health = got.get("gpu_health")
     assert health is not None and health.verdict == "fail", got
@@ -84,7 +74,7 @@ def test_a_gpu_the_richest_format_could_not_open_is_a_fault_where_the_table_read
     text = H200_READERS[1].read_text()
     block = text[text.index("GPU 00000000:00:06.0") :]
     edited = text.replace(block, H200_LOST)
-    facts, got = judged(
+    facts, got = judged_box(
         tmp_path, {H200_READERS[1].name: edited, H200_TABLE.name: H200_TABLE.read_text()}, "gpu_count: 1\n"
     )
     assert facts.gpu is not None and len(facts.gpu.gpus) == 1
@@ -102,7 +92,7 @@ def test_a_lost_gpu_of_two_is_that_gpus_fault_not_a_third_gpu(tmp_path: Path) ->
     assert "00000000:8A:00.0" in lines[at] and lines[at + 3].startswith("+---")
     lost = "Unable to determine the device handle for GPU1: 0000:8A:00.0: Unknown Error\n"
     edited = "".join([lost, *lines[:at], *lines[at + 4 :]])
-    facts, got = judged(
+    facts, got = judged_box(
         tmp_path, {HPE_TABLE.name: edited, HPE_ECC.name: HPE_ECC.read_text()}, "gpu_count: 2\n"
     )
     assert facts.gpu is not None

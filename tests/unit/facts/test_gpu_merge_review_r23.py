@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuonboard.api import offline
 from gpuonboard.api.command_line import runs
-from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.gpu_probes import GPU_SOURCES
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_rules import rule_driver
+
+from ..offline_judge import judged_box
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 LOST = REAL / "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
@@ -25,16 +25,6 @@ H200_XML = REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
 HPE_TABLE = REAL / "nvidia-smi__a100-pcie-40gb__2gpu__driver555.42.02.txt"
 HPE_ECC = REAL / "nvidia-smi-q-d-ecc__a100-pcie-40gb__2gpu__driver555.42.02.txt"
 MIG_PENDING = REAL / "nvidia-smi__a100-sxm4-40gb__8gpu__driver450.102.04__mig-pending-gpu7__dgx-doc.txt"
-
-
-def judged(tmp_path: Path, files: dict[str, str], order: str) -> tuple[Facts, dict[str, Check]]:
-    folder = tmp_path / "box"
-    folder.mkdir(parents=True)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    (tmp_path / "order.yml").write_text(order)
-    facts = parse_facts(offline.load_outputs([str(folder)]))
-    return facts, {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
 
 
 def test_a_lost_gpu_beside_a_listing_of_every_gpu_is_no_fifth_gpu(tmp_path: Path) -> None:
@@ -47,7 +37,7 @@ def test_a_lost_gpu_beside_a_listing_of_every_gpu_is_no_fifth_gpu(tmp_path: Path
         f"GPU {i}: {name} (UUID: GPU-11111111-2222-3333-4444-55555555555{i})\n" for i in range(4)
     )
     files = {LOST.name: LOST.read_text(), "nvidia-smi-L.txt": listing}
-    _, got = judged(tmp_path, files, "gpu_model: RTX PRO 6000\ngpu_count: 4\n")
+    _, got = judged_box(tmp_path, files, "gpu_model: RTX PRO 6000\ngpu_count: 4\n")
     assert (got["gpu_count"].verdict, got["gpu_count"].actual) == ("fail", "4 (1 unreadable)")
 
 
@@ -65,7 +55,7 @@ def test_a_redacted_uuid_or_serial_is_no_disagreement(tmp_path: Path) -> None:
     ):
         edited, n = re.subn(old, new, xml)
         assert n == 1
-        facts, got = judged(
+        facts, got = judged_box(
             tmp_path / str(i), {H200_Q.name: H200_Q.read_text(), H200_XML.name: edited}, "gpu_count: 1\n"
         )
         assert facts.gpu is not None and facts.gpu.disagreements == (), facts.gpu.disagreements
@@ -82,7 +72,7 @@ def test_a_listing_that_says_it_lists_every_gpu_and_lacks_one_disagrees(tmp_path
         "Attached GPUs                             : 2", "Attached GPUs                             : 1"
     )
     assert one != text and ": 1" in one
-    facts, got = judged(
+    facts, got = judged_box(
         tmp_path, {HPE_TABLE.name: HPE_TABLE.read_text(), HPE_ECC.name: one}, "gpu_count: 2\n"
     )
     driver = got["nvidia_driver"]
@@ -117,7 +107,7 @@ def test_a_gpu_whose_mig_mode_changes_at_reset_reads_na_where_its_peers_do_not(t
         "|  No running processes found                                                 |\n"
         "+-----------------------------------------------------------------------------+\n"
     )
-    _, got = judged(tmp_path, {MIG_PENDING.name: text}, "gpu_count: 8\n")
+    _, got = judged_box(tmp_path, {MIG_PENDING.name: text}, "gpu_count: 8\n")
     assert got["foreign_processes"].verdict == "pass", got["foreign_processes"]
 
 
