@@ -121,3 +121,19 @@ def test_a_warning_read_stays_one_beside_a_count_that_adds_a_warning_at_most() -
     verdict, actual = repair(text)
     assert verdict == "warn", actual
     assert "rows remapped after uncorrectable errors not reported" in actual, actual
+
+
+def test_a_gpu_whose_repair_state_is_unread_is_named_beside_anothers_warning() -> None:
+    """The real 8 x H100 `-q` edited: GPU 0 with 2 rows remapped after uncorrectable errors (a
+    warning), GPU 2's Remapped Rows block printed N/A (as `-q` prints it in MIG mode): the
+    warning stands, and GPU 2 is named as not reported (it was left out of the row; review M of
+    round 23)."""
+    text = (REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt").read_text()
+    blocks = text.split("\n    Remapped Rows\n")
+    assert len(blocks) == 9
+    values = r"(Correctable Error|Uncorrectable Error|Pending|Remapping Failure Occurred)(\s+): \S+"
+    blocks[1] = re.sub(r"(Uncorrectable Error\s+: )0", r"\g<1>2", blocks[1], count=1)
+    blocks[3] = re.sub(values, r"\1\2: N/A", blocks[3], count=4)
+    verdict, actual = repair("\n    Remapped Rows\n".join(blocks))
+    assert verdict == "warn", actual
+    assert "GPU 0" in actual and "GPU 2: repair state not reported" in actual, actual

@@ -428,7 +428,11 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     # remapped after uncorrectable errors adds a warning at most: a warning read stays one)
     if not fails and gaps and (not warns or any(w.startswith("retired") for _, what in gaps for w in what)):
         return _counts_unread(gaps, warns)
-    unsaid = "; ".join(f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps)
+    # (said beside what the others' outputs read: a GPU whose repair state, or a count, was not)
+    unsaid = "; ".join(
+        [f"{gpu_label(g)}: repair state not reported" for g in silent]
+        + [f"{gpu_label(g)}: {', '.join(what)} not reported" for g, what in gaps]
+    )
     unread = [g for g in gpus if g.faults]
     if not findings and unread and len(unread) == len(gpus):
         return Check(
