@@ -163,6 +163,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _silent(out: ProbeOutput) -> bool:
+    """An output that exited 0 with nothing on stdout or stderr (a stub, a blocked tool)."""
+    return out.exit_code == 0 and not (out.stdout.strip() or out.stderr.strip())
+
+
 @dataclass(frozen=True)
 class Facts:
     """Everything known about one host after the probe, parsed into typed values."""
@@ -244,9 +249,7 @@ class Facts:
 
         names = (*(n for n, _, _ in GPU_SOURCES), LIST_PROBE)
         given = [out for n in names if (out := self.raw.get(n)) is not None and not out.absent]
-        return bool(given) and all(
-            r.exit_code == 0 and not (r.stdout.strip() or r.stderr.strip()) for r in given
-        )
+        return bool(given) and all(map(_silent, given))
 
     @property
     def gpu_raw(self) -> ProbeOutput:
@@ -260,7 +263,7 @@ class Facts:
             for name, _, _ in GPU_SOURCES
             if (out := self.raw.get(name)) is not None and not out.absent and refusal_line(out) is None
         ]
-        said = [o for o in given if o.exit_code != 0 or o.stdout.strip() or o.stderr.strip()]
+        said = [o for o in given if not _silent(o)]
         return (said or given or [self.raw["nvidia_smi"]])[0]
 
     def summary(self) -> dict[str, object]:

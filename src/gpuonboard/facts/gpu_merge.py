@@ -646,12 +646,16 @@ def _set_clashes(
     whole_lists = [
         (label, r.gpus)
         for label, r in ranked
-        if _lists_all(r)
-        and (r.attached_gpus == len(r.gpus) or len(r.gpus) >= len(gpus) or not _all_among(r.gpus, gpus))
+        if _lists_all(r) and (r.attached_gpus == len(r.gpus) or not _some_of(r.gpus, gpus))
     ]
-    if listed and (len(listed) >= len(gpus) or not _all_among(listed, gpus)):
+    if listed and not _some_of(listed, gpus):
         whole_lists.append(("list", tuple(listed)))
     return gpu_agree.set_clashes(gpus, whole_lists, _same) if len(whole_lists) > 1 else []
+
+
+def _some_of(listing: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:
+    """Whether `listing` lists fewer GPUs than `gpus`, each one of them (a listing cut short)."""
+    return len(listing) < len(gpus) and _all_among(listing, gpus)
 
 
 def _all_among(some: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:

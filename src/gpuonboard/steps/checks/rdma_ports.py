@@ -148,7 +148,7 @@ def rule_rdma(
             " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
         )
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    said += f"; state not readable: {', '.join(f'{p.device}/{p.port}' for p in unread)}" if unread else ""
+    said += f"; {_state_unread(unread)}" if unread else ""
     return Check("rdma_ports", expected, actual + said, "fail", advice)
 
 
@@ -158,7 +158,7 @@ def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread:
     rateless = len(unknown) - len(unread)
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
-        said.append(f"state not readable: {', '.join(f'{p.device}/{p.port}' for p in unread)}")
+        said.append(_state_unread(unread))
     advice = (
         "the port state was not reported (a sysfs file the login could not read); read"
         " /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`."
@@ -167,6 +167,11 @@ def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread:
         " /sys/class/infiniband/*/ports/*/rate."
     )
     return Check("rdma_ports", expected, f"{actual}; {'; '.join(said)}", "unverified", advice)
+
+
+def _state_unread(ports: Sequence[IbPort]) -> str:
+    """'state not readable: mlx5_9/1': the ports whose sysfs state the probe could not read."""
+    return f"state not readable: {', '.join(f'{p.device}/{p.port}' for p in ports)}"
 
 
 def _rdma_expected(order_rdma: tuple[int, float]) -> str:
