@@ -54,3 +54,14 @@ def judged_box(tmp_path: Path, files: dict[str, str], order: str) -> tuple[Facts
     (tmp_path / "order.yml").write_text(order)
     facts = parse_facts(offline.load_outputs([str(folder)]))
     return facts, {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
+
+
+def health_row(text: str, rule: str) -> tuple[str, str]:
+    """(verdict, actual) of one gpu_health rule over `text` read as the live probe's
+    `nvidia-smi -q` output."""
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks import gpu_health
+
+    facts = parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)})
+    [c] = [c for c in gpu_health.evaluate(facts) if c.name == rule]
+    return c.verdict, c.actual

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import parse_any
-from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps.checks import gpu_health
+
+from ...offline_judge import health_row
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 SHARED = Path(__file__).parents[4] / "shared" / "fixtures" / "real"
@@ -25,9 +24,7 @@ H200_610 = "nvidia-smi-q__h200__1gpu__driver610.43.02.txt"
 
 
 def fabric(text: str) -> tuple[str, str]:
-    facts = parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)})
-    [c] = [c for c in gpu_health.evaluate(facts) if c.name == "fabric_manager"]
-    return c.verdict, c.actual
+    return health_row(text, "fabric_manager")
 
 
 def edited(name: str, nth: int, new: str | None) -> str:

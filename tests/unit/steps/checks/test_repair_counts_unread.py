@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvidia_smi import parse_any
-from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps.checks import gpu_health
+
+from ...offline_judge import health_row
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 SHARED = Path(__file__).parents[4] / "shared" / "fixtures" / "real"
@@ -28,9 +27,7 @@ VGPU_Q = "nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__driver535.183.06__unlicensed__g
 
 
 def repair(text: str) -> tuple[str, str]:
-    facts = parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)})
-    [c] = [c for c in gpu_health.evaluate(facts) if c.name == "memory_repair"]
-    return c.verdict, c.actual
+    return health_row(text, "memory_repair")
 
 
 def edited(name: str, pattern: str, value: str) -> str:
