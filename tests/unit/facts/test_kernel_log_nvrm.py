@@ -15,6 +15,7 @@ from gpuonboard.steps.checks.xid_rules import FAILING, rule_xid
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"  # NVIDIA/NVSentinel #155
 RMINIT = "dmesg-T__rminitadapter-failed-no-xid__titan-v.txt"  # illinois-scicomp #76
+POST_RXDET = "dmesg__nvlink-post-rxdet-linkmask-failed-no-xid__gh100__gpud.txt"  # leptonai/gpud
 
 
 def test_fallen_off_the_bus_over_three_dmesg_lines_is_one_event_naming_the_gpu() -> None:
@@ -108,3 +109,24 @@ def test_every_fault_row_fails_the_box() -> None:
         "gsp_init_failed",
     }
     assert all(r.action in FAILING for r in rows)
+
+
+def test_nvlink_discovery_failure_without_an_xid_fails_the_box() -> None:
+    """leptonai/gpud's H100 incident (six `NVRM: knvlink...PostRxDet...` lines, every 4 s at 76 days
+    of uptime, no Xid line): the driver could not read which NVLinks passed receiver detection, so
+    the GPU's links to its peer are not discovered. It passed "no Xid in the kernel log"."""
+    log = parse_kernel_log((REAL / POST_RXDET).read_text())
+    assert not log.xids() and not log.unread()
+    assert [e.fault for e in log.events] == ["nvlink_post_rxdet_failed"] * 6
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.verdict == "fail"
+    assert "NVLink discovery failed" in check.actual and check.actual.endswith("-> reboot")
+
+
+def test_ordinary_nvlink_driver_lines_are_no_fault() -> None:
+    # the same driver's lines of a working NVLink (gpud's negative case) and its load banner
+    text = (
+        "[    6.1] NVRM: NVLink link training completed\n"
+        "[    6.2] nvidia-nvlink: Nvlink Core is being initialized, major device number 235\n"
+    )
+    assert parse_kernel_log(text).events == ()
