@@ -130,3 +130,65 @@ def test_ordinary_nvlink_driver_lines_are_no_fault() -> None:
         "[    6.2] nvidia-nvlink: Nvlink Core is being initialized, major device number 235\n"
     )
     assert parse_kernel_log(text).events == ()
+
+
+def _own_records(lines: list[str], stamps: list[str]) -> str:
+    """The lines, each with a stamp of its own (as dmesg or journalctl prints a driver's lines
+    that are records of their own, not one record's continuation lines)."""
+    return "".join(f"{stamp} {line}\n" for stamp, line in zip(stamps, lines, strict=True))
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["[ 1843.308145]", "[ 1843.308150]", "[ 1843.308152]"],  # dmesg
+        ["Feb 14 05:05:12 gpu-1 kernel:"] * 2 + ["Feb 14 05:05:13 gpu-1 kernel:"],  # journalctl -k
+        [
+            f"2026-02-14T05:05:12.{us} gpu-1 kernel:" for us in ("308145", "308150", "308152")
+        ],  # short-iso-precise
+    ],
+)
+def test_fallen_off_the_bus_in_three_records_names_its_gpu(stamps: list[str]) -> None:
+    """leptonai/gpud's B200 (10de:2901) capture: a newer driver prints "The NVIDIA GPU
+    0000:18:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off the bus ..." as
+    three kernel records, not one record's continuation lines. Edit: each line given a stamp of
+    its own (dmesg's, journalctl -k's to the second, an ISO one to the microsecond). The address
+    was lost (the lines were not joined): the fault was "a GPU (no PCI address)", so on a slice it
+    failed the rental for another tenant's GPU; it now names 0000:18:00.0 and warns there."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    log = parse_kernel_log(_own_records(kmsg.splitlines(), stamps))
+    assert [(e.fault, e.pci) for e in log.events] == [("fallen_off_bus", "0000:18:00.0")]
+    assert log.events[0].message.startswith("The NVIDIA GPU 0000:18:00.0 (PCI ID: 10de:2901) installed")
+    check = rule_xid(log.events, True, "", [(0, "00000000:19:00.0")], True, slice_="a container")
+    assert check.verdict == "warn"
+    assert check.actual.startswith("GPU at PCI 0000:18:00.0 (a GPU this rental does not show)")
+
+
+def test_a_refusal_in_two_records_explains_the_failures_it_causes() -> None:
+    """The RTX 5090 laptop's first boot (its first four lines) with the refusal's continuation
+    line `NVRM: installed in this system requires use of the NVIDIA open kernel modules.` given a
+    stamp of its own, `[    5.559843]` (a record of its own). The refusal lost its address, so
+    the RmInitAdapter failure it causes read as a GPU to replace (a false hardware claim)."""
+    lines = (
+        REAL / "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt"
+    ).read_text()
+    head = lines.splitlines()[:5]
+    head[2] = "[    5.559843] " + head[2].strip()
+    log = parse_kernel_log("\n".join(head) + "\n")
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.actual == (
+        "GPU at PCI 0000:02:00.0: driver message (no Xid): the installed driver does not support"
+        " this GPU -> install_driver"
+    )
+    assert "replace" not in check.actual
+
+
+def test_a_finished_sentence_ends_the_driver_message_about_a_gpu() -> None:
+    # the next record after a whole sentence is a message of its own (its fault is its own)
+    text = (
+        "[    5.1] NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:2c58)\n"
+        "[    5.2] NVRM: installed in this system requires use of the NVIDIA open kernel modules.\n"
+        "[    5.3] NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+    )
+    faults = [(e.fault, e.pci) for e in parse_kernel_log(text).events]
+    assert faults == [("driver_refuses_gpu", "0000:02:00.0"), ("rm_init_adapter_failed", "0000:03:00.0")]
