@@ -377,16 +377,18 @@ _GPU_HEAD = re.compile(r"The NVIDIA GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa
 def _continues(line: str, start: int, text: str, previous: _Message | None) -> bool:
     """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
     are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
-    syslog) continues where the previous text ends mid-sentence and this line has the same
-    prefix, with a time to the microsecond (one printk) or starting lower case. A message that
+    syslog), or prints none (`dmesg -t`, `journalctl -o cat`: every line reads as a
+    continuation's would, unindented), continues where the previous text ends mid-sentence and
+    this line has the same prefix, with a time to the microsecond (one printk) or starting lower
+    case. A message that
     starts with the driver's `The NVIDIA GPU <address>` goes on over the driver's next lines until
     it ends a sentence, whatever their stamps: a driver that prints each of its lines as a record
     of its own (dmesg stamps each apart, journalctl gives each its prefix) still says one thing
     of that GPU. The driver's load banner starts a message of its own."""
     if previous is None:
         return False
-    if not line[:start].strip():
-        return True
+    if not line[:start].strip() and line[:1].isspace():
+        return True  # (dmesg's indent; a log without stamps, `dmesg -t`, `journalctl -o cat`, has none)
     head, before = _prefix(line, start), previous.text.rstrip()
     if _ends_sentence(before) or _DRIVER_LOAD.match(text):
         return False

@@ -5,6 +5,7 @@ address), listed once where the log also has the Xid of the same fault."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,51 @@ def test_a_finished_sentence_ends_the_driver_message_about_a_gpu() -> None:
     )
     faults = [(e.fault, e.pci) for e in parse_kernel_log(text).events]
     assert faults == [("driver_refuses_gpu", "0000:02:00.0"), ("rm_init_adapter_failed", "0000:03:00.0")]
+
+
+def _without_stamps(text: str) -> str:
+    """The log as `dmesg -t` (or `journalctl -o cat`) prints it: no stamp, no continuation indent."""
+    lines = (re.sub(r"^(?:\[[^\]]*\]|\s+)\s*", "", line) for line in text.splitlines() if line.strip())
+    return "".join(f"{line}\n" for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "actual"),
+    [
+        (
+            RMINIT,
+            "GPU at PCI 0000:81:00.0: driver message (no Xid): GPU failed to initialise (RmInitAdapter"
+            " failed) x2 -> replace",
+        ),
+        (
+            "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt",
+            "GPU at PCI 0000:02:00.0: driver message (no Xid): the installed driver does not support this"
+            " GPU x17 -> install_driver",
+        ),
+    ],
+)
+def test_a_log_without_stamps_keeps_each_driver_message_apart(name: str, actual: str) -> None:
+    """Edit: the real captures with their stamps and continuation indents removed, as `dmesg -t` or
+    `journalctl -o cat` prints them. Every NVRM line was read as the one before's continuation
+    (an unstamped line read as dmesg's indented one): the whole log one message, its first fault
+    row and first address only (the Titan V's two failures read as one, the RTX 5090's 17 boots'
+    refusals as one; a fault of another GPU after a refusal was not listed at all)."""
+    log = parse_kernel_log(_without_stamps((REAL / name).read_text()))
+    check = rule_xid(log.events, True, "", [], None)
+    assert (check.verdict, check.actual) == ("fail", actual)
+
+
+def test_a_log_without_stamps_lists_each_gpus_fault() -> None:
+    # (unstamped lines of three messages about three GPUs, the RTX 5090 capture's sentences: the
+    # refusal was the only fault read, named on the first GPU's address)
+    text = (
+        "NVRM: GPU 0000:02:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+        "NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+        "NVRM: The NVIDIA GPU 0000:04:00.0 (PCI ID: 10de:2c58)\n"
+        "NVRM: installed in this system requires use of the NVIDIA open kernel modules.\n"
+    )
+    assert [(e.fault, e.pci) for e in parse_kernel_log(text).events] == [
+        ("rm_init_adapter_failed", "0000:02:00.0"),
+        ("rm_init_adapter_failed", "0000:03:00.0"),
+        ("driver_refuses_gpu", "0000:04:00.0"),
+    ]
