@@ -411,12 +411,15 @@ def _firmly(line: str, start: int) -> bool:
 def _unfinished(message: _Message) -> bool:
     """True when the log ends inside this driver message: it ends no sentence, and it already
     spans lines the kernel printed as one message, announces more (`:`), or ends with the
-    address of the GPU it is about (the head of the driver's "The NVIDIA GPU <address>" / "...
-    installed in this system has" / "fallen off the bus ..."). One-line messages that end
+    address of the GPU it is about, or starts with the driver's "The NVIDIA GPU <address>" (the
+    head of "... installed in this system has" / "fallen off the bus ...", which always ends in a
+    sentence: its records may carry no mark of one message). One-line messages that end
     without a stop ("loading NVIDIA UNIX ... Module 570.158.01 ... 2025") are whole."""
     text = message.text.rstrip()
     if not text or _ends_sentence(text):
         return False
+    if _GPU_HEAD.match(text):
+        return True  # (the driver ends its message about a GPU with a sentence: it was cut before)
     return message.firm or text.endswith(":") or _ENDS_WITH_PCI.search(text) is not None
 
 

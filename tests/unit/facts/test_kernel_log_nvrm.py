@@ -136,7 +136,7 @@ def test_ordinary_nvlink_driver_lines_are_no_fault() -> None:
 def _own_records(lines: list[str], stamps: list[str]) -> str:
     """The lines, each with a stamp of its own (as dmesg or journalctl prints a driver's lines
     that are records of their own, not one record's continuation lines)."""
-    return "".join(f"{stamp} {line}\n" for stamp, line in zip(stamps, lines, strict=True))
+    return "".join(f"{stamp} {line}".lstrip() + "\n" for stamp, line in zip(stamps, lines, strict=True))
 
 
 @pytest.mark.parametrize(
@@ -241,3 +241,24 @@ def test_a_log_without_stamps_lists_each_gpus_fault() -> None:
         ("rm_init_adapter_failed", "0000:03:00.0"),
         ("driver_refuses_gpu", "0000:04:00.0"),
     ]
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["", ""],  # as gpud's kmsg reader gave it (no stamp)
+        ["Feb 14 05:05:12 gpu-1 kernel:"] * 2,  # journalctl -k
+        ["[    5.1]", "[    5.2]"],  # dmesg, a stamp without microseconds
+    ],
+)
+def test_a_log_cut_inside_the_driver_message_about_a_gpu_is_unread(stamps: list[str]) -> None:
+    """Edit: gpud's B200 capture cut after its second line (`(PCI ID: 10de:2901) installed in
+    this system has`, then nothing; each line with the stamp given, as its own record). The
+    driver ends that message with a sentence; the log read as no fault at all and gpu_xid passed
+    "no Xid"; what the message went on to say is not known: unread, the log cut short."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    log = parse_kernel_log(_own_records(kmsg.splitlines()[:2], stamps))
+    (event,) = log.events
+    assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:18:00.0", True)
+    check = rule_xid(log.events, True, "", [], True)
+    assert check.verdict == "unverified" and "the log ends inside it" in check.actual
