@@ -262,3 +262,28 @@ def test_a_log_cut_inside_the_driver_message_about_a_gpu_is_unread(stamps: list[
     assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:18:00.0", True)
     check = rule_xid(log.events, True, "", [], True)
     assert check.verdict == "unverified" and "the log ends inside it" in check.actual
+
+
+def test_a_gpu_lost_from_the_bus_without_an_xid_fails_the_box() -> None:
+    """openwall/john #5835's dmesg (a GPU gone from the system mid-run): the driver's status
+    NV_ERR_GPU_IS_LOST, printed by its check helper, and no Xid line; then two lines of
+    NVIDIA/open-gpu-kernel-modules #688 (a DGX Station A100's `journalctl`) of the same status
+    from the assertion helper. Both passed "no Xid in the kernel log"."""
+    log = parse_kernel_log(
+        (REAL / "dmesg__nv-err-gpu-is-lost-no-xid__rpc-send-failed__john-5835.txt").read_text()
+    )
+    assert [e.fault for e in log.events] == ["gpu_lost"] * 4
+    check = rule_xid(log.events, True, "", [], True)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "a GPU (no PCI address in the message): driver message (no Xid): GPU lost from the bus"
+        " (NV_ERR_GPU_IS_LOST) x4 -> reboot",
+    )
+    journal = (
+        "Feb 17 08:02:35 abggdna-DGX-Station-A100 kernel: NVRM: _issueRpcAndWait: rpcSendMessage"
+        " failed with status 0x0000000f for fn 76!\n"
+        "Feb 17 08:02:35 abggdna-DGX-Station-A100 kernel: NVRM: nvAssertOkFailedNoLog: Assertion"
+        " failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from rmStatus @"
+        " kernel_ce_gv100.c:106\n"
+    )
+    assert [e.fault for e in parse_kernel_log(journal).events] == ["gpu_lost"]
