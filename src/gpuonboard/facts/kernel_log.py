@@ -368,18 +368,33 @@ def _ends_sentence(text: str) -> bool:
 _ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?$")
 
 
+# the head of the driver's messages about one GPU that go on over several lines (nv.c, nv-pci.c:
+# "The NVIDIA GPU %04x:%02x:%02x.%x" / "(PCI ID: %04x:%04x) installed in this system has" /
+# "fallen off the bus ...", "The NVIDIA GPU ... (PCI ID: ...)" / "installed in this system ...")
+_GPU_HEAD = re.compile(r"The NVIDIA GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\b", re.IGNORECASE)
+
+
 def _continues(line: str, start: int, text: str, previous: _Message | None) -> bool:
     """True when this NVRM line continues the previous NVRM message: dmesg's continuation lines
     are indented with no timestamp; a log that repeats the prefix on each line (journalctl,
-    syslog) continues where the previous text ends mid-sentence and this line has the same
-    prefix, with a time to the microsecond (one printk) or starting lower case. The driver's load
-    banner starts a message of its own."""
+    syslog), or prints none (`dmesg -t`, `journalctl -o cat`: every line reads as a
+    continuation's would, unindented), continues where the previous text ends mid-sentence and
+    this line has the same prefix, with a time to the microsecond (one printk) or starting lower
+    case. A message that
+    starts with the driver's `The NVIDIA GPU <address>` goes on over the driver's next lines until
+    it ends a sentence, whatever their stamps: a driver that prints each of its lines as a record
+    of its own (dmesg stamps each apart, journalctl gives each its prefix) still says one thing
+    of that GPU. The driver's load banner starts a message of its own."""
     if previous is None:
         return False
-    if not line[:start].strip():
-        return True
+    if not line[:start].strip() and line[:1].isspace():
+        return True  # (dmesg's indent; a log without stamps, `dmesg -t`, `journalctl -o cat`, has none)
     head, before = _prefix(line, start), previous.text.rstrip()
-    if head != previous.head or _ends_sentence(before) or _DRIVER_LOAD.match(text):
+    if _ends_sentence(before) or _DRIVER_LOAD.match(text):
+        return False
+    if _GPU_HEAD.match(previous.text) and not _GPU_HEAD.match(text):
+        return True  # (the driver's message about one GPU, each of its lines a record of its own)
+    if head != previous.head:
         return False
     return text[:1].islower() or (head is not None and _FINE_TIME.search(head) is not None)
 
@@ -396,12 +411,15 @@ def _firmly(line: str, start: int) -> bool:
 def _unfinished(message: _Message) -> bool:
     """True when the log ends inside this driver message: it ends no sentence, and it already
     spans lines the kernel printed as one message, announces more (`:`), or ends with the
-    address of the GPU it is about (the head of the driver's "The NVIDIA GPU <address>" / "...
-    installed in this system has" / "fallen off the bus ..."). One-line messages that end
+    address of the GPU it is about, or starts with the driver's "The NVIDIA GPU <address>" (the
+    head of "... installed in this system has" / "fallen off the bus ...", which always ends in a
+    sentence: its records may carry no mark of one message). One-line messages that end
     without a stop ("loading NVIDIA UNIX ... Module 570.158.01 ... 2025") are whole."""
     text = message.text.rstrip()
     if not text or _ends_sentence(text):
         return False
+    if _GPU_HEAD.match(text):
+        return True  # (the driver ends its message about a GPU with a sentence: it was cut before)
     return message.firm or text.endswith(":") or _ENDS_WITH_PCI.search(text) is not None
 
 

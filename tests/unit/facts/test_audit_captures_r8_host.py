@@ -117,13 +117,26 @@ def test_r8_b3_a_syslog_multi_line_nvrm_message_keeps_its_address() -> None:
 
 
 def test_r8_b3_lines_of_other_printks_are_not_joined() -> None:
-    """Same second, another microsecond stamp: two messages (the join needs one printk)."""
+    """Same second, another microsecond stamp: two records. The driver's message about one GPU
+    (`The NVIDIA GPU <address>` ...) goes on over its next records until a sentence ends (a newer
+    driver prints each of its lines as a record of its own: leptonai/gpud's B200 capture,
+    tests/unit/facts/test_kernel_log_nvrm.py), so these two are one message the log ends inside:
+    unread and cut, never nothing (round 24 changed this test: it asserted no event)."""
     log = (
         "Jan  3 07:39:45 ubuntu kernel: [17257.355375] NVRM: The NVIDIA GPU 0000:5d:00.0\n"
         "Jan  3 07:39:45 ubuntu kernel: [17257.355380] NVRM: (PCI ID: 10de:2330) installed in this"
         " system has\n"
     )
-    assert parse_kernel_log(log).events == ()
+    (event,) = parse_kernel_log(log).events
+    assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:5d:00.0", True)
+    # records of other messages (a sentence ended) stay apart
+    other = (
+        "Jan  3 07:39:45 ubuntu kernel: [17257.418931] NVRM: The NVIDIA probe routine failed for 1"
+        " device(s).\n"
+        "Jan  3 07:39:45 ubuntu kernel: [17257.418954] NVRM: loading NVIDIA UNIX x86_64 Kernel Module "
+        " 525.125.06\n"
+    )
+    assert [e.fault for e in parse_kernel_log(other).events] == ["probe_failed"]
 
 
 DMESG_H = "dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.txt"

@@ -5,6 +5,7 @@ address), listed once where the log also has the Xid of the same fault."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from gpuonboard.steps.checks.xid_rules import FAILING, rule_xid
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"  # NVIDIA/NVSentinel #155
 RMINIT = "dmesg-T__rminitadapter-failed-no-xid__titan-v.txt"  # illinois-scicomp #76
+POST_RXDET = "dmesg__nvlink-post-rxdet-linkmask-failed-no-xid__gh100__gpud.txt"  # leptonai/gpud
 
 
 def test_fallen_off_the_bus_over_three_dmesg_lines_is_one_event_naming_the_gpu() -> None:
@@ -108,3 +110,180 @@ def test_every_fault_row_fails_the_box() -> None:
         "gsp_init_failed",
     }
     assert all(r.action in FAILING for r in rows)
+
+
+def test_nvlink_discovery_failure_without_an_xid_fails_the_box() -> None:
+    """leptonai/gpud's H100 incident (six `NVRM: knvlink...PostRxDet...` lines, every 4 s at 76 days
+    of uptime, no Xid line): the driver could not read which NVLinks passed receiver detection, so
+    the GPU's links to its peer are not discovered. It passed "no Xid in the kernel log"."""
+    log = parse_kernel_log((REAL / POST_RXDET).read_text())
+    assert not log.xids() and not log.unread()
+    assert [e.fault for e in log.events] == ["nvlink_post_rxdet_failed"] * 6
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.verdict == "fail"
+    assert "NVLink discovery failed" in check.actual and check.actual.endswith("-> reboot")
+
+
+def test_ordinary_nvlink_driver_lines_are_no_fault() -> None:
+    # the same driver's lines of a working NVLink (gpud's negative case) and its load banner
+    text = (
+        "[    6.1] NVRM: NVLink link training completed\n"
+        "[    6.2] nvidia-nvlink: Nvlink Core is being initialized, major device number 235\n"
+    )
+    assert parse_kernel_log(text).events == ()
+
+
+def _own_records(lines: list[str], stamps: list[str]) -> str:
+    """The lines, each with a stamp of its own (as dmesg or journalctl prints a driver's lines
+    that are records of their own, not one record's continuation lines)."""
+    return "".join(f"{stamp} {line}".lstrip() + "\n" for stamp, line in zip(stamps, lines, strict=True))
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["[ 1843.308145]", "[ 1843.308150]", "[ 1843.308152]"],  # dmesg
+        ["Feb 14 05:05:12 gpu-1 kernel:"] * 2 + ["Feb 14 05:05:13 gpu-1 kernel:"],  # journalctl -k
+        [
+            f"2026-02-14T05:05:12.{us} gpu-1 kernel:" for us in ("308145", "308150", "308152")
+        ],  # short-iso-precise
+    ],
+)
+def test_fallen_off_the_bus_in_three_records_names_its_gpu(stamps: list[str]) -> None:
+    """leptonai/gpud's B200 (10de:2901) capture: a newer driver prints "The NVIDIA GPU
+    0000:18:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off the bus ..." as
+    three kernel records, not one record's continuation lines. Edit: each line given a stamp of
+    its own (dmesg's, journalctl -k's to the second, an ISO one to the microsecond). The address
+    was lost (the lines were not joined): the fault was "a GPU (no PCI address)", so on a slice it
+    failed the rental for another tenant's GPU; it now names 0000:18:00.0 and warns there."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    log = parse_kernel_log(_own_records(kmsg.splitlines(), stamps))
+    assert [(e.fault, e.pci) for e in log.events] == [("fallen_off_bus", "0000:18:00.0")]
+    assert log.events[0].message.startswith("The NVIDIA GPU 0000:18:00.0 (PCI ID: 10de:2901) installed")
+    check = rule_xid(log.events, True, "", [(0, "00000000:19:00.0")], True, slice_="a container")
+    assert check.verdict == "warn"
+    assert check.actual.startswith("GPU at PCI 0000:18:00.0 (a GPU this rental does not show)")
+
+
+def test_a_refusal_in_two_records_explains_the_failures_it_causes() -> None:
+    """The RTX 5090 laptop's first boot (its first four lines) with the refusal's continuation
+    line `NVRM: installed in this system requires use of the NVIDIA open kernel modules.` given a
+    stamp of its own, `[    5.559843]` (a record of its own). The refusal lost its address, so
+    the RmInitAdapter failure it causes read as a GPU to replace (a false hardware claim)."""
+    lines = (
+        REAL / "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt"
+    ).read_text()
+    head = lines.splitlines()[:5]
+    head[2] = "[    5.559843] " + head[2].strip()
+    log = parse_kernel_log("\n".join(head) + "\n")
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.actual == (
+        "GPU at PCI 0000:02:00.0: driver message (no Xid): the installed driver does not support"
+        " this GPU -> install_driver"
+    )
+    assert "replace" not in check.actual
+
+
+def test_a_finished_sentence_ends_the_driver_message_about_a_gpu() -> None:
+    # the next record after a whole sentence is a message of its own (its fault is its own)
+    text = (
+        "[    5.1] NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:2c58)\n"
+        "[    5.2] NVRM: installed in this system requires use of the NVIDIA open kernel modules.\n"
+        "[    5.3] NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+    )
+    faults = [(e.fault, e.pci) for e in parse_kernel_log(text).events]
+    assert faults == [("driver_refuses_gpu", "0000:02:00.0"), ("rm_init_adapter_failed", "0000:03:00.0")]
+
+
+def _without_stamps(text: str) -> str:
+    """The log as `dmesg -t` (or `journalctl -o cat`) prints it: no stamp, no continuation indent."""
+    lines = (re.sub(r"^(?:\[[^\]]*\]|\s+)\s*", "", line) for line in text.splitlines() if line.strip())
+    return "".join(f"{line}\n" for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "actual"),
+    [
+        (
+            RMINIT,
+            "GPU at PCI 0000:81:00.0: driver message (no Xid): GPU failed to initialise (RmInitAdapter"
+            " failed) x2 -> replace",
+        ),
+        (
+            "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt",
+            "GPU at PCI 0000:02:00.0: driver message (no Xid): the installed driver does not support this"
+            " GPU x17 -> install_driver",
+        ),
+    ],
+)
+def test_a_log_without_stamps_keeps_each_driver_message_apart(name: str, actual: str) -> None:
+    """Edit: the real captures with their stamps and continuation indents removed, as `dmesg -t` or
+    `journalctl -o cat` prints them. Every NVRM line was read as the one before's continuation
+    (an unstamped line read as dmesg's indented one): the whole log one message, its first fault
+    row and first address only (the Titan V's two failures read as one, the RTX 5090's 17 boots'
+    refusals as one; a fault of another GPU after a refusal was not listed at all)."""
+    log = parse_kernel_log(_without_stamps((REAL / name).read_text()))
+    check = rule_xid(log.events, True, "", [], None)
+    assert (check.verdict, check.actual) == ("fail", actual)
+
+
+def test_a_log_without_stamps_lists_each_gpus_fault() -> None:
+    # (unstamped lines of three messages about three GPUs, the RTX 5090 capture's sentences: the
+    # refusal was the only fault read, named on the first GPU's address)
+    text = (
+        "NVRM: GPU 0000:02:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+        "NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+        "NVRM: The NVIDIA GPU 0000:04:00.0 (PCI ID: 10de:2c58)\n"
+        "NVRM: installed in this system requires use of the NVIDIA open kernel modules.\n"
+    )
+    assert [(e.fault, e.pci) for e in parse_kernel_log(text).events] == [
+        ("rm_init_adapter_failed", "0000:02:00.0"),
+        ("rm_init_adapter_failed", "0000:03:00.0"),
+        ("driver_refuses_gpu", "0000:04:00.0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["", ""],  # as gpud's kmsg reader gave it (no stamp)
+        ["Feb 14 05:05:12 gpu-1 kernel:"] * 2,  # journalctl -k
+        ["[    5.1]", "[    5.2]"],  # dmesg, a stamp without microseconds
+    ],
+)
+def test_a_log_cut_inside_the_driver_message_about_a_gpu_is_unread(stamps: list[str]) -> None:
+    """Edit: gpud's B200 capture cut after its second line (`(PCI ID: 10de:2901) installed in
+    this system has`, then nothing; each line with the stamp given, as its own record). The
+    driver ends that message with a sentence; the log read as no fault at all and gpu_xid passed
+    "no Xid"; what the message went on to say is not known: unread, the log cut short."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    log = parse_kernel_log(_own_records(kmsg.splitlines()[:2], stamps))
+    (event,) = log.events
+    assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:18:00.0", True)
+    check = rule_xid(log.events, True, "", [], True)
+    assert check.verdict == "unverified" and "the log ends inside it" in check.actual
+
+
+def test_a_gpu_lost_from_the_bus_without_an_xid_fails_the_box() -> None:
+    """openwall/john #5835's dmesg (a GPU gone from the system mid-run): the driver's status
+    NV_ERR_GPU_IS_LOST, printed by its check helper, and no Xid line; then two lines of
+    NVIDIA/open-gpu-kernel-modules #688 (a DGX Station A100's `journalctl`) of the same status
+    from the assertion helper. Both passed "no Xid in the kernel log"."""
+    log = parse_kernel_log(
+        (REAL / "dmesg__nv-err-gpu-is-lost-no-xid__rpc-send-failed__john-5835.txt").read_text()
+    )
+    assert [e.fault for e in log.events] == ["gpu_lost"] * 4
+    check = rule_xid(log.events, True, "", [], True)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "a GPU (no PCI address in the message): driver message (no Xid): GPU lost from the bus"
+        " (NV_ERR_GPU_IS_LOST) x4 -> reboot",
+    )
+    journal = (
+        "Feb 17 08:02:35 abggdna-DGX-Station-A100 kernel: NVRM: _issueRpcAndWait: rpcSendMessage"
+        " failed with status 0x0000000f for fn 76!\n"
+        "Feb 17 08:02:35 abggdna-DGX-Station-A100 kernel: NVRM: nvAssertOkFailedNoLog: Assertion"
+        " failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from rmStatus @"
+        " kernel_ce_gv100.c:106\n"
+    )
+    assert [e.fault for e in parse_kernel_log(journal).events] == ["gpu_lost"]
