@@ -257,10 +257,12 @@ def _name_tokens(name: str) -> _Name:
 
 
 def model_tokens(name: str) -> set[str]:
-    """Normalised tokens of a GPU name: 'NVIDIA A100-SXM4-80GB' -> {A100, SXM4, SXM, 80GB}."""
+    """Normalised tokens of a GPU name: 'NVIDIA A100-SXM4-80GB' -> {A100, SXM4, SXM, 80GB}. An
+    NVLink domain ('NVL16' of 'NVIDIA H20 NVL16', device 230E) is a word of its own, as the
+    order's 'NVL72' is a platform (`_PLATFORM`): never the 'NVL' of a PCIe card ('H100 NVL')."""
     tokens = set(_name_tokens(name).tokens)
     for t in list(tokens):
-        family = re.match(r"^(SXM|PCIE|NVL|HBM)\d+[A-Z]?$", t)
+        family = re.match(r"^(SXM|PCIE|HBM)\d+[A-Z]?$", t)
         if family:
             tokens.add(family.group(1))
     return tokens

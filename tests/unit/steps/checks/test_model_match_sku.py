@@ -305,3 +305,41 @@ def test_the_a100_sxm_64gb_is_judged_against_its_12_links_without_nvswitch() -> 
     assert check is not None and check.verdict == "fail" and "0 of 12 links" in check.actual
     assert rule_fabric_manager([name] * 4, [(None, None)] * 4, None) is None
     assert nvlink_model("NVIDIA A100-SXM4-80GB") is not None  # (its own row, first)
+
+
+# --- SKU-6: an NVLink domain in a name ('NVIDIA H20 NVL16') is no PCIe NVL card ------------------
+
+# NVIDIA's driver names device 230E (subsystem 10DE 20DF) 'NVIDIA H20 NVL16' (data/gpu_pci_ids.yml,
+# from NVIDIA/open-gpu-kernel-modules README, "Compatible GPUs"): an H20 in a 16-GPU NVLink
+# domain, as 'GB200 NVL72' names a rack; 'NVL' alone ('NVIDIA H100 NVL') is the PCIe card
+H20_NVL16 = "NVIDIA H20 NVL16"
+
+
+@pytest.mark.parametrize(
+    ("ordered", "verdict"),
+    [
+        ("H20 NVL16", "pass"),
+        ("8x H20 NVL16", "pass"),
+        ("H20", "pass"),
+        ("HGX H20", "pass"),
+        ("H20 NVL", "fail"),  # the PCIe NVL card's word: this is none
+        ("H100 NVL16", "fail"),
+    ],
+)
+def test_an_nvlink_domain_in_the_name_is_no_pcie_nvl_card(ordered: str, verdict: str) -> None:
+    """'NVIDIA H20 NVL16' failed an order for exactly that ('H20 NVL16': "'NVL' in the name marks
+    another product (not ordered)"): its 'NVL16' was read as the 'NVL' of the PCIe H100 NVL, while
+    the order's 'NVL16' was left out as an NVLink domain ('GB200 NVL72')."""
+    check = match_model(ordered, H20_NVL16, None)
+    assert check.verdict == verdict, check.why
+    if verdict == "pass":
+        assert "NVL" not in check.why
+
+
+def test_the_h20_nvl16_is_still_another_product_than_the_h20() -> None:
+    """Control: its PCI id is another than the H20's (2329), so the GPU-identity rule keeps them
+    apart, and the H100 NVL is still the PCIe card that fails an H100 order."""
+    from gpuonboard.steps.checks.gpu_identity import same_product
+
+    assert not same_product(H20_NVL16, "NVIDIA H20")
+    assert match_model("H100", "NVIDIA H100 NVL", None).verdict == "fail"
