@@ -387,7 +387,9 @@ def test_a_mig_backed_vgpu_with_media_extensions_fails_an_order_for_the_board(tm
         ("A100", "NVIDIA A100-7-40CMEALL", "fail"),
     ],
 )
-def test_every_mig_backed_vgpu_attribute_is_read_as_a_vgpu(ordered: str, delivered: str, verdict: str) -> None:
+def test_every_mig_backed_vgpu_attribute_is_read_as_a_vgpu(
+    ordered: str, delivered: str, verdict: str
+) -> None:
     check = match_model(ordered, delivered, None)
     assert check.verdict == verdict, check.why
     if verdict == "fail":
