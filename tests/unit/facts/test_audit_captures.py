@@ -231,10 +231,11 @@ SMI = [
         ("table", "470.76", "11.4", None, 1, True),
         ("NVIDIA GeForce ...", 24576, "00000000:01:00.0", 350.0, None, "Disabled"),
     ),
-    # cut at both ends (the excerpt): CUDA 'N/A' is no version; the cut is flagged
+    # cut at both ends (the excerpt): CUDA 'N/A' is no version but nvidia-smi's word for
+    # no CUDA driver, kept as printed (values.no_cuda); the cut is flagged
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",
-        ("table", "575.64.03", None, None, 1, False),
+        ("table", "575.64.03", "N/A", None, 1, False),
         ("NVIDIA GeForce RTX 5070", 12227, "00000000:02:00.0", 250.0, None, "Disabled"),
     ),
 ]

@@ -13,6 +13,7 @@ from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
     _compute_mode,
+    _cuda_version,
     _float,
     _int,
     _is_na,
@@ -75,7 +76,8 @@ def _table_versions(text: str, warnings: list[str]) -> tuple[str | None, str | N
     found: dict[str, str | None] = {}
     for name, labels in _TABLE_VERSION_LABELS.items():
         raw = next((pairs[label] for label in labels if label in pairs), None)
-        found[name] = _version(raw, f"the table's {name} version", warnings)
+        read = _cuda_version if name == "cuda" else _version
+        found[name] = read(raw, f"the table's {name} version", warnings)
     return found["driver"], found["cuda"]
 
 

@@ -26,6 +26,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
+    _cuda_version,
     _ecc_totals,
     _first_deep,
     _float,
@@ -569,7 +570,7 @@ def parse_text_q(text: str) -> GpuReport:
     driver = _version(
         _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
     )
-    cuda = _version(
+    cuda = _cuda_version(
         _tree_first(tree, ("CUDA UMD Version",), ("CUDA Version",)), "the -q CUDA version", warnings
     )
     if driver is None:

@@ -110,6 +110,26 @@ def _version(value: str | None, label: str, warnings: list[str]) -> str | None:
     return match.group(1)
 
 
+# nvidia-smi's CUDA version where it finds no CUDA driver (libcuda) to ask: the table's "CUDA
+# Version: N/A" (a vGPU host's KVM driver, which has none: 550.54.10 in a904055262/PVE-manager-
+# status#14), -q's and -q -x's "Not Found" (the same host driver, R470 and R580; a container
+# started without the `compute` driver capability: weaviate/weaviate-helm#101)
+_NO_CUDA = frozenset({"n/a", "not found"})
+
+
+def _cuda_version(value: str | None, label: str, warnings: list[str]) -> str | None:
+    """The CUDA version as `_version` reads it, but nvidia-smi's word for no CUDA driver (N/A,
+    Not Found) kept as printed: an answer (`no_cuda`), where a CUDA version left out says nothing."""
+    if value is not None and value.strip().strip("[]").strip().lower() in _NO_CUDA:
+        return value.strip().strip("[]").strip()
+    return _version(value, label, warnings)
+
+
+def no_cuda(cuda_version: str | None) -> bool:
+    """Whether nvidia-smi said it found no CUDA driver (`_cuda_version`'s N/A or Not Found)."""
+    return cuda_version is not None and cuda_version.lower() in _NO_CUDA
+
+
 def _is_version(value: str | None) -> bool:
     """Whether `value` is a bare version number ("610.57.04", "13.3")."""
     return value is not None and _VERSION_NUMBER.fullmatch(value) is not None

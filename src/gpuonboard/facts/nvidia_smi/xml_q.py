@@ -26,6 +26,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
+    _cuda_version,
     _ecc_totals,
     _first_deep,
     _float,
@@ -362,7 +363,7 @@ def _xml_versions(root: ET.Element, warnings: list[str]) -> tuple[str | None, st
     elements' values), each read as its version number."""
     return (
         _version(_xml_first(root, "kmd_version", "driver_version"), "the XML driver version", warnings),
-        _version(_xml_first(root, "cuda_umd_version", "cuda_version"), "the XML CUDA version", warnings),
+        _cuda_version(_xml_first(root, "cuda_umd_version", "cuda_version"), "the XML CUDA version", warnings),
     )
 
 

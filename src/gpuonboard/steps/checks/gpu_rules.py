@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.values import no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -100,10 +101,22 @@ def rule_driver(facts: Facts) -> Check:
             "the provider blocks these formats by policy; the facts come from the formats that"
             f" answered ({', '.join(facts.gpu_evidence.answered) if facts.gpu_evidence else '-'})"
         )
+    if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version):
+        return Check("nvidia_driver", expected, actual, "fail", "; ".join([_NO_CUDA_ADVICE, *notes]))
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
         notes.insert(0, _NO_VERSION)
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# where nvidia-smi says it found no CUDA driver (CUDA Version: N/A, Not Found; values.no_cuda)
+_NO_CUDA_ADVICE = (
+    "nvidia-smi found no CUDA driver where it ran, so no CUDA program can start there: a vGPU"
+    " host's (hypervisor's) driver has none, and a container started without the `compute` driver"
+    " capability (NVIDIA_DRIVER_CAPABILITIES=utility) is given none; ask the vendor for the"
+    " compute driver on the box (its libcuda), or a container started with"
+    " NVIDIA_DRIVER_CAPABILITIES=compute,utility"
+)
 
 
 # what to do where nvidia-smi's formats disagree about the box (facts/gpu_agree.py)

@@ -122,13 +122,22 @@ def is_placeholder_name(name: str) -> bool:
 # NVIDIA vGPU type names, as a guest's nvidia-smi prints them: "GRID A100-4C" (older drivers),
 # "NVIDIA A100-4C", "NVIDIA RTXA6000-24Q", "GRID P4-1Q", "NVIDIA RTX Pro 6000 Blackwell DC-48C",
 # "GRID A100-2-10C" (MIG-backed: 2 compute slices, 10 GB): <board>-[<slices>-]<framebuffer GB>
-# <series>. The board's own letters name a board, not a product marker: A100D, V100D/V100DX (the
-# 32 GB V100 PCIe/SXM2), A100X, H100XM, H100L. (Kepler's "GRID K280Q" style is not read.)
+# <series>, and a MIG-backed type's attribute after it: ME, NOME, MEALL or GFX, its MIG profile's
+# +me, -me, +me.all or +gfx ("A100-1-5CME", "DC-1-24CGFX": NVIDIA/vgpu-device-manager
+# pkg/types/vgpu.go, migBackedRegex). The board's own letters name a board, not a product marker:
+# A100D, V100D/V100DX (the 32 GB V100 PCIe/SXM2), A100X, H100XM, H100L. (Kepler's "GRID K280Q"
+# style is not read.)
 _VGPU = re.compile(
     r"^\s*(?:(?:GRID|NVIDIA)\s+)?(?P<board>[A-Z][A-Z0-9]*(?:[ -][A-Z0-9]+)*?)-(?:(?P<slices>\d+)-)?"
-    r"(?P<fb>\d+)(?P<series>[ABCQ])\s*$",
+    r"(?P<fb>\d+)(?P<series>[ABCQ])(?(slices)(?P<attr>MEALL|NOME|ME|GFX)?)\s*$",
     re.IGNORECASE,
 )
+_VGPU_ATTRIBUTES = {
+    "ME": "with media extensions",
+    "NOME": "without media extensions",
+    "MEALL": "with all media extensions",
+    "GFX": "with graphics",
+}
 _VGPU_SERIES = {
     "A": "A-series: virtual applications",
     "B": "B-series: virtual PC",
@@ -147,16 +156,19 @@ class VgpuProfile:
     slices: int | None  # MIG-backed profiles: the compute slices ('A100-2-10C': 2)
     framebuffer_gb: int
     series: str  # 'C'
+    attribute: str = ""  # a MIG-backed type's: 'ME' ('A100-1-5CME'), 'NOME', 'MEALL', 'GFX'
 
     @property
     def profile(self) -> str:
-        """The profile as NVIDIA names it, without GRID/NVIDIA: 'A100-4C', 'A100-2-10C'."""
+        """The profile as NVIDIA names it, without GRID/NVIDIA: 'A100-4C', 'A100-2-10C', 'A100-1-5CME'."""
         slices = f"{self.slices}-" if self.slices is not None else ""
-        return f"{self.board}-{slices}{self.framebuffer_gb}{self.series}"
+        return f"{self.board}-{slices}{self.framebuffer_gb}{self.series}{self.attribute}"
 
     def describe(self) -> str:
         """'a vGPU profile with 4 GB of the A100 board's framebuffer (C-series: compute)'."""
         slices = f" on {self.slices} compute slice(s)" if self.slices is not None else ""
+        if self.attribute:
+            slices += f" {_VGPU_ATTRIBUTES[self.attribute]}"
         size = f"{self.framebuffer_gb} GB" if self.framebuffer_gb else "less than 1 GB"  # ('M60-0B': 512 MB)
         return (
             f"a vGPU profile with {size} of the {self.board} board's framebuffer"
@@ -175,6 +187,7 @@ def vgpu_profile(name: str) -> VgpuProfile | None:
         slices=int(slices) if slices is not None else None,
         framebuffer_gb=int(m.group("fb")),
         series=m.group("series").upper(),
+        attribute=(m.group("attr") or "").upper(),
     )
 
 
@@ -257,10 +270,12 @@ def _name_tokens(name: str) -> _Name:
 
 
 def model_tokens(name: str) -> set[str]:
-    """Normalised tokens of a GPU name: 'NVIDIA A100-SXM4-80GB' -> {A100, SXM4, SXM, 80GB}."""
+    """Normalised tokens of a GPU name: 'NVIDIA A100-SXM4-80GB' -> {A100, SXM4, SXM, 80GB}. An
+    NVLink domain ('NVL16' of 'NVIDIA H20 NVL16', device 230E) is a word of its own, as the
+    order's 'NVL72' is a platform (`_PLATFORM`): never the 'NVL' of a PCIe card ('H100 NVL')."""
     tokens = set(_name_tokens(name).tokens)
     for t in list(tokens):
-        family = re.match(r"^(SXM|PCIE|NVL|HBM)\d+[A-Z]?$", t)
+        family = re.match(r"^(SXM|PCIE|HBM)\d+[A-Z]?$", t)
         if family:
             tokens.add(family.group(1))
     return tokens

@@ -305,3 +305,92 @@ def test_the_a100_sxm_64gb_is_judged_against_its_12_links_without_nvswitch() -> 
     assert check is not None and check.verdict == "fail" and "0 of 12 links" in check.actual
     assert rule_fabric_manager([name] * 4, [(None, None)] * 4, None) is None
     assert nvlink_model("NVIDIA A100-SXM4-80GB") is not None  # (its own row, first)
+
+
+# --- SKU-6: an NVLink domain in a name ('NVIDIA H20 NVL16') is no PCIe NVL card ------------------
+
+# NVIDIA's driver names device 230E (subsystem 10DE 20DF) 'NVIDIA H20 NVL16' (data/gpu_pci_ids.yml,
+# from NVIDIA/open-gpu-kernel-modules README, "Compatible GPUs"): an H20 in a 16-GPU NVLink
+# domain, as 'GB200 NVL72' names a rack; 'NVL' alone ('NVIDIA H100 NVL') is the PCIe card
+H20_NVL16 = "NVIDIA H20 NVL16"
+
+
+@pytest.mark.parametrize(
+    ("ordered", "verdict"),
+    [
+        ("H20 NVL16", "pass"),
+        ("8x H20 NVL16", "pass"),
+        ("H20", "pass"),
+        ("HGX H20", "pass"),
+        ("H20 NVL", "fail"),  # the PCIe NVL card's word: this is none
+        ("H100 NVL16", "fail"),
+    ],
+)
+def test_an_nvlink_domain_in_the_name_is_no_pcie_nvl_card(ordered: str, verdict: str) -> None:
+    """'NVIDIA H20 NVL16' failed an order for exactly that ('H20 NVL16': "'NVL' in the name marks
+    another product (not ordered)"): its 'NVL16' was read as the 'NVL' of the PCIe H100 NVL, while
+    the order's 'NVL16' was left out as an NVLink domain ('GB200 NVL72')."""
+    check = match_model(ordered, H20_NVL16, None)
+    assert check.verdict == verdict, check.why
+    if verdict == "pass":
+        assert "NVL" not in check.why
+
+
+def test_the_h20_nvl16_is_still_another_product_than_the_h20() -> None:
+    """Control: its PCI id is another than the H20's (2329), so the GPU-identity rule keeps them
+    apart, and the H100 NVL is still the PCIe card that fails an H100 order."""
+    from gpuonboard.steps.checks.gpu_identity import same_product
+
+    assert not same_product(H20_NVL16, "NVIDIA H20")
+    assert match_model("H100", "NVIDIA H100 NVL", None).verdict == "fail"
+
+
+# --- SKU-7: a MIG-backed vGPU type with an attribute ('A100-1-5CME') -------------------------------
+
+# NVIDIA's MIG-backed vGPU types are <board>-<slices>-<GB><series>[ME|NOME|MEALL|GFX]: the MIG
+# profile's media extensions or graphics (NVIDIA/vgpu-device-manager pkg/types/vgpu.go,
+# migBackedRegex; NVIDIA's vGPU docs list "A100-1-5CME | 5120 | MIG 1g.5gb+me", "H800-1-10CME")
+GRID_A100_4C = "nvidia-smi__grid-a100-4c-vgpu__1gpu__driver510.47.03__guest.txt"
+
+
+def _mig_backed_guest() -> str:
+    """The real `GRID A100-4C` guest's table with its name cell and memory total made those of the
+    A100-1-5CME type (5 GB, MIG 1g.5gb+me), column widths kept: nothing else edited."""
+    text = (REAL / GRID_A100_4C).read_text(encoding="utf-8")
+    text = text.replace("GRID A100-4C        On ", "GRID A100-1-5CME    On ")
+    return text.replace("0MiB /  4096MiB", "0MiB /  5120MiB")
+
+
+def test_a_mig_backed_vgpu_with_media_extensions_fails_an_order_for_the_board(tmp_path: Path) -> None:
+    """'GRID A100-1-5CME' (a 5 GB MIG slice of an A100, shared through vGPU) passed an order for an
+    A100: the vGPU name reader knew no attribute after the series letter, so the name was read as
+    a GPU's, and 'virtualization' stayed unverified beside it."""
+    text = _mig_backed_guest()
+    got = verdicts(tmp_path, GRID_A100_4C, text, "gpu_model: A100\ngpu_count: 1\n")
+    assert got["gpu_model"][0] == "fail"
+    said = details(tmp_path, GRID_A100_4C, text, "gpu_model: A100\ngpu_count: 1\n")["gpu_model"]
+    assert "vGPU profile with 5 GB of the A100 board's framebuffer on 1 compute slice(s)" in said
+    assert "A100-1-5CME" in said
+    assert got["virtualization"][0] == "warn" and "A100-1-5CME" in got["virtualization"][1]
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "verdict"),
+    [
+        ("A100-1-5CME", "GRID A100-1-5CME", "pass"),  # the profile ordered
+        ("vGPU A100-1-5CME", "NVIDIA A100-1-5CME", "pass"),
+        ("A100-1-5C", "NVIDIA A100-1-5CME", "fail"),  # another profile: its media extensions
+        ("H100 80GB", "NVIDIA H100XM-1-10CME", "fail"),
+        ("H800", "NVIDIA H800-1-10CME", "fail"),
+        ("RTX PRO 6000 Blackwell", "NVIDIA RTX Pro 6000 Blackwell DC-1-24CGFX", "fail"),
+        ("A100", "NVIDIA A100-1-5CNOME", "fail"),
+        ("A100", "NVIDIA A100-7-40CMEALL", "fail"),
+    ],
+)
+def test_every_mig_backed_vgpu_attribute_is_read_as_a_vgpu(
+    ordered: str, delivered: str, verdict: str
+) -> None:
+    check = match_model(ordered, delivered, None)
+    assert check.verdict == verdict, check.why
+    if verdict == "fail":
+        assert "vGPU" in check.why, check.why

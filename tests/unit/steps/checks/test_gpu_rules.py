@@ -1,0 +1,61 @@
+"""`nvidia_driver` (steps/checks/gpu_rules.py `rule_driver`) where nvidia-smi says it found no CUDA
+driver: the table's `CUDA Version: N/A` (a904055262/PVE-manager-status#14: a vGPU host's 550.54.10
+driver; shkhln/libc6-shim#14: a FreeBSD host, tests/fixtures/edited), `-q`'s and `-q -x`'s `Not
+Found` (tests/fixtures/real/nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt; the
+R580 host of bigstack-oss/cubecos#312), and a container started without the `compute` driver
+capability (weaviate/weaviate-helm#101). Each test takes a whole real capture of a working box and
+changes its CUDA version to those words, nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ...offline_judge import details, verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+TABLE = "nvidia-smi__a10__1gpu__driver550.90.12.txt"
+TEXT_Q = "nvidia-smi-q__h200__1gpu__driver580.159.04.txt"
+XML = "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+# (capture, its CUDA version as printed, the same place saying no CUDA driver)
+NO_CUDA = [
+    (TABLE, "CUDA Version: 12.4     |", "CUDA Version: N/A      |"),
+    (TEXT_Q, ": 13.0\n", ": Not Found\n"),
+    (XML, "<cuda_version>13.0</cuda_version>", "<cuda_version>Not Found</cuda_version>"),
+]
+
+
+def _edited(name: str, said: str, instead: str) -> str:
+    text = (REAL / name).read_text(encoding="utf-8")
+    assert text.count(said) == 1, name
+    return text.replace(said, instead)
+
+
+@pytest.mark.parametrize(("name", "said", "instead"), NO_CUDA, ids=["table", "-q", "-q -x"])
+def test_nvidia_smi_finding_no_cuda_driver_fails_the_driver(
+    tmp_path: Path, name: str, said: str, instead: str
+) -> None:
+    """A box whose nvidia-smi says it found no CUDA driver passed `nvidia_driver` (a GO), though no
+    CUDA program can start where it ran: the table's `N/A` was read as no value at all."""
+    text = _edited(name, said, instead)
+    verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
+    assert verdict == "fail", actual
+    assert actual.endswith(f"CUDA {'N/A' if 'N/A' in instead else 'Not Found'}"), actual
+    detail = details(tmp_path, name, text)["nvidia_driver"]
+    assert "found no CUDA driver" in detail and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in detail
+
+
+@pytest.mark.parametrize("name", [TABLE, TEXT_Q, XML])
+def test_a_box_whose_cuda_version_is_read_still_passes(tmp_path: Path, name: str) -> None:
+    verdict, actual = verdicts(tmp_path, name, (REAL / name).read_text(encoding="utf-8"))["nvidia_driver"]
+    assert verdict == "pass" and "CUDA 1" in actual, actual
+
+
+def test_a_cut_table_without_cuda_stays_an_incomplete_probe(tmp_path: Path) -> None:
+    """The FreeBSD host's table (CUDA N/A) is an excerpt cut at both ends: still unverified, the
+    cut said first (tests/fixtures/edited/README.md)."""
+    name = "nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt"
+    text = (REAL.parent / "edited" / name).read_text(encoding="utf-8")
+    verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
+    assert verdict == "unverified" and "CUDA N/A" in actual, actual
