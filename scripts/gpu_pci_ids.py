@@ -8,6 +8,7 @@ driver prints that name: 20B3 "NVIDIA PG506-242" from 515.48.07, "NVIDIA A100-SX
 
     git clone https://github.com/NVIDIA/open-gpu-kernel-modules  # (or a bare mirror)
     python scripts/gpu_pci_ids.py PATH_TO_ITS_GIT_DIR > src/gpuonboard/data/gpu_pci_ids.yml
+    python scripts/data_tables.py  # its compiled copy (data/compiled/gpu_pci_ids.json)
 """
 
 from __future__ import annotations

@@ -88,7 +88,9 @@ def proxy_command_socket(host: Host) -> Any:
 
 
 def _fabric() -> Any:
-    """fabric, imported on first use (with Invoke, which it is built on)."""
+    """fabric, imported on first use (with Invoke, which it is built on; paramiko first, as
+    import_paramiko imports it)."""
+    import_paramiko()
     import fabric
 
     return fabric
