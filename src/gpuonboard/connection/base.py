@@ -5,12 +5,7 @@ paramiko is imported on first use (`import_paramiko`), not with this package."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
-import sys
-import threading
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,76 +91,7 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 def import_paramiko() -> Any:
     """paramiko, imported on first use rather than with this module: Preconnect's TCP
-    connections open while it loads. Its first import is made without importlib.metadata
-    (see _metadata_stand_in)."""
-    if "paramiko" not in sys.modules:
-        with _PARAMIKO_IMPORT:
-            if "paramiko" not in sys.modules:
-                _import_without_metadata("paramiko")
+    connections open while it loads."""
     import paramiko
 
     return paramiko
-
-
-_PARAMIKO_IMPORT = threading.Lock()
-
-
-def _import_without_metadata(package: str) -> None:
-    """Import `package`, whose `__init__` runs `from importlib import metadata` for its own
-    `metadata.version(package)` alone (paramiko 4 and later), with that version read from the
-    METADATA of its distribution beside it: importlib.metadata costs ~10 ms of CPU a run (the
-    email package it imports, and a scan of every sys.path entry for the distribution). Where
-    that distribution is not found as one `PACKAGE-*.dist-info` beside the package, or says
-    another name, the import is the plain one."""
-    version = dist_version(package)
-    if version is None or hasattr(importlib, "metadata"):  # (imported already: nothing to save)
-        importlib.import_module(package)
-        return
-    stand_in = _metadata_stand_in({package: version})
-    # the package attribute that `from importlib import metadata` reads first, not sys.modules:
-    # an `import importlib.metadata` meanwhile (another thread) loads the real module
-    vars(importlib)["metadata"] = stand_in
-    try:
-        importlib.import_module(package)
-    finally:
-        if vars(importlib).get("metadata") is stand_in:
-            del vars(importlib)["metadata"]
-
-
-def _metadata_stand_in(known: dict[str, str]) -> types.ModuleType:
-    """A module answering `version(name)` for the distributions in `known`, and anything else
-    from the real importlib.metadata (imported then)."""
-
-    def real() -> Any:
-        return importlib.import_module("importlib.metadata")
-
-    def version(name: str) -> str:
-        return known[name] if name in known else str(real().version(name))
-
-    stand_in = types.ModuleType("importlib.metadata")
-    vars(stand_in).update(version=version, __getattr__=lambda attr: getattr(real(), attr))
-    return stand_in
-
-
-def dist_version(package: str) -> str | None:
-    """The Version of the installed distribution that holds the package `package`, read from
-    the METADATA of the one `PACKAGE-*.dist-info` beside the package's directory (as pip and
-    every wheel installer place it), whose Name is `package`; None otherwise."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.origin is None or not spec.submodule_search_locations:
-        return None
-    site = Path(spec.origin).parent.parent
-    found = list(site.glob(f"{package}-*.dist-info"))
-    if len(found) != 1:
-        return None
-    try:
-        text = (found[0] / "METADATA").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    head = dict(line.split(": ", 1) for line in text.split("\n\n", 1)[0].splitlines() if ": " in line)
-    if head.get("Name", "").strip().lower().replace("_", "-") != package or not head.get("Version"):
-        return None
-    return head["Version"].strip()

@@ -88,9 +88,7 @@ def proxy_command_socket(host: Host) -> Any:
 
 
 def _fabric() -> Any:
-    """fabric, imported on first use (with Invoke, which it is built on; paramiko first, as
-    import_paramiko imports it)."""
-    import_paramiko()
+    """fabric, imported on first use (with Invoke, which it is built on)."""
     import fabric
 
     return fabric
