@@ -123,9 +123,9 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
     figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
     (an output that lists processes, cut short: a table cut before or inside its Processes
-    section), a GPU that shows work with no process listed: its processes may be in the part
-    cut away (a desktop's graphics processes, a warn), so it is no fault seen, unless a compute
-    process is listed.
+    section), a GPU that shows work with no process listed, or only graphics processes listed:
+    its (other) processes may be in the part cut away (a desktop's graphics processes, a warn; a
+    compute job, a fail), so it is no fault seen, unless a compute process is listed.
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
@@ -170,6 +170,19 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             "; ".join(parts),
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
+        )
+    if cut and (partial := [b for g in read if g.processes and (b := _busy(g))]):
+        # graphics processes listed beside work, in an output cut short: the GPU's other rows (a
+        # compute job's: the real T4 table's tritonserver after its Xorg) may be in the part cut
+        # away, so the warn of a desktop's processes is no reading of that GPU
+        return Check(
+            "foreign_processes",
+            "none",
+            "; ".join(graphics) + f"; {'; '.join(partial)} ({CUT_LIST})",
+            "unverified",
+            "a GPU shows work beside the graphics processes listed, and the rest of its process list"
+            " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
+            " save its whole output",
         )
     if graphics or display:
         shown = [
