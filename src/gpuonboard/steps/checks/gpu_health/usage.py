@@ -8,6 +8,8 @@ from typing import Any
 
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
+from gpuonboard.facts.nvidia_smi.faults import _cell_fault
+from gpuonboard.facts.nvidia_smi.values import _clean
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 
@@ -232,7 +234,13 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
         used = "memory N/A" if p.used_memory_mib is None else f"{p.used_memory_mib} MiB"
-        return f"{gpu_label(g)}: pid {p.pid} {p.name} ({used})"
+        # (a name nvidia-smi could not read, WDDM's `Insufficient Permissions`, a container's
+        # `[Not Found]`, is no name)
+        unread = p.name.strip() and (
+            _cell_fault(p.name) or (p.name.strip() if _clean(p.name) is None else None)
+        )
+        name = f"(name not read: {unread})" if unread else p.name
+        return f"{gpu_label(g)}: pid {p.pid} {name} ({used})"
 
     read = [g for g in gpus if not g.faults]
     compute = [fmt(g, p) for g in read for p in g.processes if p.type != "G"]
