@@ -613,3 +613,18 @@ def test_foreign_processes_names_no_process_by_an_unread_name() -> None:
     ]
     assert "pid 1532 (name not read: Insufficient Permissions) (memory N/A)" in check.actual
     assert "pid 9284 C:\\Windows\\explorer.exe (memory N/A)" in check.actual
+
+
+def test_foreign_processes_says_a_process_has_no_name_given() -> None:
+    """The real H200 -q under load with its first process's `Name` value blanked (a pod's
+    nvidia-smi -q gives a host process's id and memory but no name: Project-HAMi/HAMi#700): the
+    row read "pid 10291  (2566 MiB)", a blank where the name goes."""
+    text = (REAL / "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt").read_text()
+    text = text.replace(": /root/tools/memhog\n", ":\n", 1)
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)}))
+        if c.name == "foreign_processes"
+    ]
+    assert check.verdict == "fail"
+    assert "pid 10291 (no name given) (2566 MiB)" in check.actual

@@ -239,7 +239,7 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
         unread = p.name.strip() and (
             _cell_fault(p.name) or (p.name.strip() if _clean(p.name) is None else None)
         )
-        name = f"(name not read: {unread})" if unread else p.name
+        name = f"(name not read: {unread})" if unread else p.name.strip() or "(no name given)"
         return f"{gpu_label(g)}: pid {p.pid} {name} ({used})"
 
     read = [g for g in gpus if not g.faults]
