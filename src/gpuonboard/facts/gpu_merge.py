@@ -186,7 +186,7 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
     return a.index == b.index
 
 
-_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in ("index", "provenance")]
+_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in ("index", "provenance", "usage_samples")]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
 # either way (`-L` names a GPU but reads none of its values: it neither shows nor clears one)
@@ -227,8 +227,16 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 provenance.append((f.name, label))
                 break
     sources = {label for _, label in provenance}
+    samples = tuple(
+        (label, g.utilization_gpu_pct, g.memory_used_mib)
+        for label, g in ranked
+        if label != "list" and (g.utilization_gpu_pct is not None or g.memory_used_mib is not None)
+    )
     return dataclasses.replace(
-        base, **values, provenance=tuple(provenance) if len(sources) > 1 else base.provenance
+        base,
+        **values,
+        provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
+        usage_samples=samples if len(samples) > 1 else (),
     )
 
 

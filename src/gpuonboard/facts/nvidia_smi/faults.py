@@ -96,6 +96,8 @@ def _cell_fault(value: str | None, pattern: re.Pattern[str] = _CELL_FAULT) -> st
 
 # the reader's name of the fields the driver's recovery verdict is read from (gpu_recovery)
 RECOVERY_STATE = "recovery state"
+# the reader's name of the fabric registration's Status (fabric_manager)
+FABRIC_STATUS = "fabric status"
 # Names of the fields whose faults are worth a sentence of their own (-q path / XML path):
 # everything else is named by its -q label path or XML element path.
 _FIELD_NAMES: Mapping[str, str] = {
@@ -128,6 +130,10 @@ _FIELD_NAMES: Mapping[str, str] = {
     "Encoder Stats/Active Sessions": "encoder sessions",
     "encoder_stats/session_count": "encoder sessions",
     # the driver's recovery verdict (values._recovery_action), in -q, -q -x and CSV spellings
+    # the fabric registration's status (fabric_manager; an NVML string, or ERR! unread)
+    "Fabric/Status": FABRIC_STATUS,
+    "fabric/status": FABRIC_STATUS,
+    "fabric.status": FABRIC_STATUS,
     "GPU Recovery Action": RECOVERY_STATE,
     "gpu_recovery_action": RECOVERY_STATE,
     "GPU Reset Status/Reset Required": RECOVERY_STATE,
@@ -309,8 +315,11 @@ def _field_faults(
     device handle"), a fault marker (ERR!, an NVML error string) as the product name, or markers
     in most of the row's readings (ROW_FIELDS, as the table judges its row) make the GPU
     unreadable; a marker in any other field is that field's fault only. A field whose value is
-    an NVML status (_STATUS_FIELDS) is a value, not a fault."""
-    leaves = [(path, value) for path, value in leaves if path not in _STATUS_FIELDS]
+    an NVML status (_STATUS_FIELDS) is a value, not a fault, unless it is nvidia-smi's own
+    `ERR!` (no NVML string: the status could not be read)."""
+    leaves = [
+        (path, value) for path, value in leaves if path not in _STATUS_FIELDS or value.strip() == "ERR!"
+    ]
     if not _may_fault(value for _path, value in leaves):
         return (), ()
     faults = _gpu_faults(value for _path, value in leaves)

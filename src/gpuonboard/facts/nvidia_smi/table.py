@@ -104,11 +104,15 @@ def _table_watts(value: str) -> float | None:
     return _float(value.strip().rstrip("W"))
 
 
-def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[int, list[GpuProcess]], bool]:
-    """Processes per GPU index from the 'Processes:' table, and whether the table said."""
+def _table_processes(
+    lines: Sequence[str], warnings: list[str]
+) -> tuple[dict[int, list[GpuProcess]], bool, bool]:
+    """Processes per GPU index from the 'Processes:' table, whether the table said, and whether
+    it said of every GPU: a table cut inside its process rows (its box not closed) said only of
+    the GPUs whose rows were read; the rows of the others may be in the part cut away."""
     start = next((i for i, line in enumerate(lines) if _TABLE_PROCESSES.search(line)), None)
     if start is None:
-        return {}, False
+        return {}, False, False
     by_gpu: dict[int, list[GpuProcess]] = {}
     said_none = unsupported = False
     # (newer drivers print an empty table on one line: `| Processes:  No running processes found |`)
@@ -133,13 +137,14 @@ def _table_processes(lines: Sequence[str], warnings: list[str]) -> tuple[dict[in
         by_gpu.setdefault(int(match.group(1)), []).append(process)
     if unsupported and not by_gpu:
         warnings.append("process table says Not Supported: this driver does not list this card's processes")
-        return {}, False
+        return {}, False, False
     if not by_gpu and not said_none:
         # nvidia-smi inside a container (no host PID namespace) prints an empty table.
         if _table_complete(lines):  # (a table cut there: the cut says so)
             warnings.append("process table is empty: processes not visible (container?)")
-        return {}, False
-    return by_gpu, True
+        return {}, False, False
+    # ("No running processes found" says of every GPU, wherever the output was cut after it)
+    return by_gpu, True, said_none or _table_complete(lines)
 
 
 # a bracketed marker is one token ("[Unknown Error]", "[GPU is lost]"), as is NVML's bare string
@@ -390,9 +395,15 @@ def parse_table(text: str) -> GpuReport:
             second = ["", "", ""]
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 3
-    processes, processes_known = _table_processes(lines, warnings)
+    processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
     gpus = [
-        replace(gpu, processes=tuple(processes.get(gpu.index, ())), processes_known=processes_known)
+        replace(
+            gpu,
+            processes=tuple(processes.get(gpu.index, ())),
+            # a GPU with no row in a list cut short: its rows may be in the part cut away, its
+            # list unread, never "none" (a busy GPU read as listing no process failed)
+            processes_known=processes_known and (of_every_gpu or gpu.index in processes),
+        )
         for gpu in gpus
     ]
     for index in sorted(set(processes) - {gpu.index for gpu in gpus}):

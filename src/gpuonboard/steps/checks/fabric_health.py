@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
+from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
     ALL_INACTIVE,
@@ -460,21 +461,45 @@ def _health_faults(health: Sequence[tuple[tuple[str, str], ...]]) -> tuple[list[
     return fails, warns
 
 
-def _fabric_state_faults(reported: Sequence[tuple[int, str | None, str | None]]) -> list[str]:
+def _fabric_state_faults(
+    reported: Sequence[tuple[int, str | None, str | None]], unread: Mapping[int, str] | None = None
+) -> list[str]:
     """GPUs whose fabric registration is not Completed, then Completed ones whose status is not
-    Success."""
-    bad = [f"GPU {i}: {s}" + (f" / {st}" if st else "") for i, s, st in reported if s != "Completed"]
+    Success. A GPU whose Status nvidia-smi could not read (`unread`: its marker, ERR!) is none:
+    the state printed beside a fabric query that failed is no reading (_status_unread says it)."""
+    unread = unread or {}
+    bad = [
+        f"GPU {i}: {s}" + (f" / {st}" if st else "")
+        for i, s, st in reported
+        if s != "Completed" and i not in unread
+    ]
     bad += [
         f"GPU {i}: status {st}" for i, s, st in reported if s == "Completed" and st not in (None, "Success")
     ]
     return bad
 
 
-def _status_unread(reported: Sequence[tuple[int, str | None, str | None]]) -> str:
-    """'GPU 0, GPU 3': the GPUs whose fabric registration reads Completed with no Status read
-    (N/A, or a format without it: a saved CSV of `fabric.state` alone); '' where none. Every
-    real capture pairs Completed with Success: Completed alone clears nothing."""
-    return ", ".join(f"GPU {i}" for i, s, st in reported if s == "Completed" and st is None)
+def _status_unread(
+    reported: Sequence[tuple[int, str | None, str | None]], unread: Mapping[int, str] | None = None
+) -> str:
+    """'status not reported on GPU 0, GPU 3': the GPUs whose fabric registration reads Completed
+    with no Status read (N/A, or a format without it: a saved CSV of `fabric.state` alone), and
+    'status could not be read (ERR!) on GPU 2 (In Progress)' for those whose Status is a fault
+    marker (`unread`), whatever their state; '' where none. Every real capture pairs Completed
+    with Success: Completed alone clears nothing."""
+    unread = unread or {}
+    parts = []
+    if none := [f"GPU {i}" for i, s, st in reported if s == "Completed" and st is None and i not in unread]:
+        parts.append(f"status not reported on {', '.join(none)}")
+    for marker in dict.fromkeys(unread.values()):
+        gpus = [
+            f"GPU {i}" + (f" ({s})" if s != "Completed" else "")
+            for i, s, _st in reported
+            if unread.get(i) == marker
+        ]
+        if gpus:
+            parts.append(f"status could not be read ({marker}) on {', '.join(gpus)}")
+    return "; ".join(parts)
 
 
 def _fm_text(fm: FabricManagerState | None) -> str:
@@ -543,6 +568,7 @@ def rule_fabric_manager(
     fm: FabricManagerState | None,
     health: Sequence[tuple[tuple[str, str], ...]] = (),
     attached: int | None = None,
+    status_unread: Mapping[int, str] | None = None,
 ) -> Check | None:
     """NVSwitch boxes (8+ GPUs of an NVSwitch model in data/nvlink_links.yml, or any GPU that
     reports a `Fabric` state in nvidia-smi -q): the GPUs' fabric registration must be
@@ -552,7 +578,8 @@ def rule_fabric_manager(
     `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported); `health`: the
     Fabric Health fields per GPU (an unhealthy route or summary fails, a degraded bandwidth
     warns); `attached`: the GPUs nvidia-smi says the box has (a listing cut short is still a
-    whole box). None when the rule does not apply (PCIe cards, 4-GPU HGX boards without
+    whole box); `status_unread`: GPU -> the fault marker its Status read (ERR!): unverified,
+    whatever its state. None when the rule does not apply (PCIe cards, 4-GPU HGX boards without
     NVSwitch, no GPU)."""
     models = [nvlink_model(n) for n in gpu_models]
     nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
@@ -575,7 +602,7 @@ def rule_fabric_manager(
             " and the GPUs' own fabric state decides, not this host's service: save `nvidia-smi -q`"
             " (its Fabric section: State Completed, Status Success, Health) on the box.",
         )
-    bad = _fabric_state_faults(reported) + sick
+    bad = _fabric_state_faults(reported, status_unread) + sick
     complete = bool(reported) and not bad and len(reported) >= len(gpu_models)
     if bad:
         return Check(
@@ -595,16 +622,19 @@ def rule_fabric_manager(
             " recovered): multi-GPU work runs slower or may stall; ask the vendor to check the"
             " NVSwitch fabric and show `nvidia-smi -q -d FABRIC`-style Health reading Healthy / Full.",
         )
-    if unread := _status_unread(reported):
+    if unread := _status_unread(reported, status_unread):
         return Check(
             "fabric_manager",
             _FM_EXPECTED,
-            f"fabric manager {_fm_text(fm)}; fabric state Completed, status not reported on {unread}",
+            f"fabric manager {_fm_text(fm)}; fabric state Completed, {unread}"
+            if all(s == "Completed" for _i, s, _st in reported)
+            else f"fabric manager {_fm_text(fm)}; fabric {unread}",
             "unverified",
             "nvidia-smi printed the GPUs' fabric registration as Completed but no Status beside it"
-            " (N/A or no such field): a registration that completed with an error (`Insufficient"
-            " Resources`) says Completed too, so only Status Success clears it; save `nvidia-smi -q`"
-            " (its Fabric section: State and Status) on the box.",
+            " (N/A or no such field), or a Status it could not read (ERR!: the fabric query failed,"
+            " the state beside it is no reading): a registration that completed with an error"
+            " (`Insufficient Resources`) says Completed too, so only Status Success clears it; save"
+            " `nvidia-smi -q` (its Fabric section: State and Status) on the box.",
         )
     if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
         return Check(
@@ -753,6 +783,13 @@ def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[st
         fm = fabric_manager.parse_fabric_manager(out.stdout) if out.exit_code == 0 else None
     elif not any(state not in (None, "N/A") for state, _status in states) and not any(health):
         return None
-    check = rule_fabric_manager(models, states, fm, health, attached)
+    marked = f"{FABRIC_STATUS} reads "
+    unread = {
+        i: fault.removeprefix(marked)
+        for i, g in enumerate(gpus)
+        for fault in g.cell_faults
+        if fault.startswith(marked)
+    }
+    check = rule_fabric_manager(models, states, fm, health, attached, unread)
     gap = _incomplete(facts)
     return of_those_read(check, gap) if check is not None and gap else check

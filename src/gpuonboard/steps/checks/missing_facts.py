@@ -90,18 +90,26 @@ RERUN_ADVICE = (
 )
 
 
+_OF_READ = "(of what was read; "
+
+
 def of_those_read(check: Check, gap: str) -> Check:
     """A pass over the GPUs (and sections) an output cut short let be read is no pass of the
     box: unverified, saying so. A fault seen on what was read stays a fault, its actual saying
     it is of what was read (`Disabled on all 2 GPUs` of a table cut after its second GPU counts
-    the GPUs read, not the box's)."""
-    if check.verdict in ("fail", "warn") and gap not in check.actual:
-        return replace(check, actual=f"{check.actual} (of what was read; {gap})")
-    if check.verdict != "pass":
+    the GPUs read, not the box's); a row already unverified says the cut too (`not reported for
+    GPU 4` of a -q cut inside GPU 4's record is the cut's, not an N/A of the GPU's)."""
+    if gap in check.actual or check.verdict not in ("fail", "warn", "unverified", "pass"):
         return check
-    return replace(
-        check, actual=f"{check.actual} (of what was read; {gap})", verdict="unverified", detail=RERUN_ADVICE
+    # (a row that already says what was read, an unread cell's: one parenthesis, the gap first)
+    actual = (
+        check.actual.replace(_OF_READ, f"{_OF_READ}{gap}; ", 1)
+        if _OF_READ in check.actual
+        else f"{check.actual} {_OF_READ}{gap})"
     )
+    if check.verdict != "pass":
+        return replace(check, actual=actual)
+    return replace(check, actual=actual, verdict="unverified", detail=RERUN_ADVICE)
 
 
 # What to do about a GPU nvidia-smi lists but cannot read (GpuInfo.faults); a hung driver: HUNG_ADVICE

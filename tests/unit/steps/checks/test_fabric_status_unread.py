@@ -49,7 +49,6 @@ def edited(name: str, nth: int, new: str | None) -> str:
         (H200_610, 0, "N/A", "GPU 0"),
         (H100_8, 5, "N/A", "GPU 5"),
         (H100_8, 0, None, "GPU 0"),
-        (H100_8, 3, "ERR!", "GPU 3"),  # (nvidia-smi could not read it: no status; review L)
     ],
 )
 def test_completed_without_status_is_unverified(name: str, nth: int, new: str | None, gpu: str) -> None:
@@ -82,3 +81,26 @@ def test_every_real_completed_has_success_and_passes() -> None:
         if not path.name.endswith(".csv"):
             assert "status not reported" not in fabric(text)[1], path.name
     assert seen >= 8
+
+
+def test_completed_with_an_unreadable_status_says_it_could_not_be_read() -> None:
+    """Status `ERR!` (nvidia-smi could not read it; review L of round 23): unverified, and the
+    row says the status could not be read (it said "not reported", which reads as N/A)."""
+    verdict, actual = fabric(edited(H100_8, 3, "ERR!"))
+    assert verdict == "unverified", actual
+    assert actual.endswith("fabric state Completed, status could not be read (ERR!) on GPU 3")
+
+
+def test_in_progress_beside_an_unreadable_status_is_unverified() -> None:
+    """GPU 3's State edited to `In Progress` and its Status to `ERR!`: the fabric query failed
+    for that GPU, so the state printed beside it is no reading; it failed "GPU 3: In Progress".
+    The same state beside `N/A` (a registration still running, read whole) still fails."""
+    lines = edited(H100_8, 3, "ERR!").split("\n")
+    i = next(i for i, line in enumerate(lines) if line.strip().startswith("Status") and "ERR!" in line)
+    lines[i - 1] = lines[i - 1].replace("Completed", "In Progress")
+    verdict, actual = fabric("\n".join(lines))
+    assert verdict == "unverified", actual
+    assert actual.endswith("fabric status could not be read (ERR!) on GPU 3 (In Progress)")
+    lines[i] = lines[i].replace("ERR!", "N/A")
+    verdict, actual = fabric("\n".join(lines))
+    assert verdict == "fail" and actual.endswith("GPU 3: In Progress"), actual

@@ -34,6 +34,8 @@ def test_table_cut_before_its_processes_section_is_unverified(tmp_path: Path) ->
         assert actual == (
             "GPU 0 at 10 % utilisation with memory use not reported, and no process list was read"
             " from this output (the output was cut short: its process list may be in the part cut away)"
+            # (an unverified row of an output cut short names the cut too)
+            " (of what was read; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off)"
         )
 
 
@@ -55,3 +57,46 @@ def test_a_busy_gpu_whose_whole_process_list_reads_none_still_fails(tmp_path: Pa
     lines[row] = "|  No running processes found" + " " * 48 + "|"
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", "\n".join(lines))["foreign_processes"]
     assert verdict == "fail", actual
+
+
+# two Tesla T4 rows at 10 GiB used each, GPU 0's processes Xorg (G) then tritonserver (C)
+T4 = (REAL / "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt").read_text()
+# eight H200s, five of them running python (C) at ~50 %, listed GPU by GPU from GPU 0
+H200 = (REAL / "nvidia-smi__h200__8gpu__driver575.57.08__load.txt").read_text()
+
+
+def test_table_cut_after_a_busy_gpus_graphics_rows_is_unverified(tmp_path: Path) -> None:
+    """The real T4 table cut after its first process row (GPU 0's Xorg, 4 MiB; its
+    tritonserver row, 10 GiB, and the box's closing border cut away): GPU 0 at 10 GiB used
+    warned of a desktop's graphics process, where the whole table fails on tritonserver; the
+    rest of its list may be in the part cut away: unverified."""
+    text = cut_before(T4, "39215      C   tritonserver")
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
+    assert verdict == "unverified", actual
+    assert actual.startswith(
+        "GPU 0: pid 1822 /usr/lib/xorg/Xorg (4 MiB); GPU 0 at 0 % utilisation with 10.2 GiB used"
+        " (the output was cut short: its process list may be in the part cut away)"
+    ), actual
+
+
+def test_table_cut_inside_its_process_rows_leaves_the_other_gpus_lists_unread() -> None:
+    """The real H200 table cut after GPU 0's row: the GPUs with no row in what was read (2 to 7)
+    have no process list read (their rows may be in the part cut away), never an empty one."""
+    from gpuonboard.facts.nvidia_smi.table import parse_table
+
+    report = parse_table(cut_before(H200, "1213800      C   python"))
+    assert [(g.index, g.processes_known, len(g.processes)) for g in report.gpus] == [
+        (0, True, 1),
+        *((i, False, 0) for i in range(1, 8)),
+    ]
+
+
+def test_table_cut_inside_its_process_rows_names_no_empty_list(tmp_path: Path) -> None:
+    """The real H200 table cut after GPU 0's python row: the listed compute job fails, and the
+    busy GPUs 2, 3, 4 and 6 whose rows were cut away are said to have no list read, not a list
+    that names no process."""
+    text = cut_before(H200, "1213800      C   python")
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
+    assert verdict == "fail" and "pid 1213801 python" in actual
+    assert "lists no process" not in actual
+    assert "GPU 2 at 53 % utilisation" in actual and "no process list was read" in actual

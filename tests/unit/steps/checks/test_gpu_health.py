@@ -600,3 +600,31 @@ def test_table_without_link_or_throttle_fields_is_unverified() -> None:
     r = rules("nvidia-smi__h200__8gpu__driver570.158.01.txt")
     assert r["pcie_link"][:2] == ("unverified", "not reported")
     assert r["throttling"][:2] == ("unverified", "not reported")
+
+
+def test_foreign_processes_names_no_process_by_an_unread_name() -> None:
+    """The real Windows RTX 2060 table (WDDM) lists four C+G processes whose name nvidia-smi
+    could not read (`Insufficient Permissions`): the row named them as processes called so."""
+    text = (REAL / "nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt").read_text()
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)}))
+        if c.name == "foreign_processes"
+    ]
+    assert "pid 1532 (name not read: Insufficient Permissions) (memory N/A)" in check.actual
+    assert "pid 9284 C:\\Windows\\explorer.exe (memory N/A)" in check.actual
+
+
+def test_foreign_processes_says_a_process_has_no_name_given() -> None:
+    """The real H200 -q under load with its first process's `Name` value blanked (a pod's
+    nvidia-smi -q gives a host process's id and memory but no name: Project-HAMi/HAMi#700): the
+    row read "pid 10291  (2566 MiB)", a blank where the name goes."""
+    text = (REAL / "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt").read_text()
+    text = text.replace(": /root/tools/memhog\n", ":\n", 1)
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)}))
+        if c.name == "foreign_processes"
+    ]
+    assert check.verdict == "fail"
+    assert "pid 10291 (no name given) (2566 MiB)" in check.actual

@@ -76,3 +76,20 @@ READ_OR_NOT_HELD = [
 @pytest.mark.parametrize(("name", "verdict"), READ_OR_NOT_HELD)
 def test_state_read_or_class_not_held(name: str, verdict: str) -> None:
     assert repair(name)[0] == verdict
+
+
+def test_unverified_row_of_a_cut_output_names_the_cut() -> None:
+    """The real 8 x H100 -q cut inside GPU 4's record, before its Retired Pages section (a
+    dropped session): memory_repair said "not reported for GPU 4 (nvidia-smi -q gave N/A or no
+    such section)" with no word of the cut (missing_facts.of_those_read left unverified rows as
+    they were), as did fabric_manager's "GPU fabric state not reported"; every row of the cut
+    output now says it is of what was read, and why."""
+    text = (REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt").read_text()
+    gpu4 = [i for i in range(len(text)) if text.startswith("\nGPU 0000", i)][4]
+    cut = text[: text.index("    Retired Pages", gpu4)]
+    checks = {c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(cut, "", 0)}))}
+    gap = "(of what was read; incomplete probe: nvidia-smi says 8 attached but lists 5"
+    for name in ("memory_repair", "fabric_manager", "temperature"):
+        assert checks[name].verdict == "unverified", name
+        assert gap in checks[name].actual, (name, checks[name].actual)
+    assert checks["memory_repair"].actual.startswith("not reported for GPU 4")

@@ -145,7 +145,9 @@ def test_an_annotated_pending_remap_still_fails(tmp_path: Path) -> None:
     # an ECC mode nvidia-smi failed to read is said so, not "not reported"
     assert rules["ecc_mode"] == (
         "unverified",
-        "unreadable on GPU at PCI 00000000:52:00.0 (ECC reads Unknown Error)",
+        # (an unverified row of an output cut short names the cut too)
+        "unreadable on GPU at PCI 00000000:52:00.0 (ECC reads Unknown Error) (of what was read;"
+        " incomplete probe: nvidia-smi says 8 attached but lists 1)",
     )
 
 

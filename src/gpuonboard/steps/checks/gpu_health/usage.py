@@ -3,7 +3,13 @@ process list or, where it lists none, from utilisation and memory used."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
+from gpuonboard.facts.nvidia_smi.faults import _cell_fault
+from gpuonboard.facts.nvidia_smi.values import _clean
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 
@@ -112,6 +118,102 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
 CUT_LIST = "the output was cut short: its process list may be in the part cut away"
 
 
+def _list_format(g: GpuInfo) -> str | None:
+    """The format whose output gave `g`'s process list, where several formats read the GPU
+    (`usage_samples`); None where one format read it all."""
+    if not g.usage_samples:
+        return None
+    said = next((label for field, label in g.provenance if field == "processes"), None)
+    # (no provenance of its own: every field came from one format, the richest that read any)
+    return said if said is not None or not g.processes_known else g.usage_samples[0][0]
+
+
+def _as_listed(g: GpuInfo) -> GpuInfo | None:
+    """`g` with only the figures of the output that gave its process list (its utilisation and
+    memory sample, and the engines where that output gave them): the list and the figures of one
+    moment. `g` itself where one format read the figures; None where the list's output gave no
+    figure (`--query-compute-apps`, `-q -d PIDS`): its figures are all another call's."""
+    label = _list_format(g)
+    if label is None:
+        return g
+    own = next(((util, mem) for fmt, util, mem in g.usage_samples if fmt == label), None)
+    if own is None:
+        return None
+    from_list = {field for field, fmt in g.provenance if fmt == label}
+
+    def kept(field: str) -> Any:
+        return getattr(g, field) if field in from_list else None
+
+    return replace(
+        g,
+        utilization_gpu_pct=own[0],
+        memory_used_mib=own[1],
+        encoder_util_pct=kept("encoder_util_pct"),
+        decoder_util_pct=kept("decoder_util_pct"),
+        jpeg_util_pct=kept("jpeg_util_pct"),
+        ofa_util_pct=kept("ofa_util_pct"),
+        encoder_sessions=kept("encoder_sessions"),
+    )
+
+
+def _disagree(g: GpuInfo) -> str | None:
+    """'54 % / 18193 MiB in the CSV query, 0 % / 0 MiB in the table' where the outputs of
+    separate calls disagree on whether the GPU works (one sample busy, another idle by both
+    figures): the GPU changed between the calls; None where they agree."""
+
+    def busy(util: int | None, mem: int | None) -> bool:
+        return (util is not None and util >= BUSY_UTIL_PCT) or (mem is not None and mem > BUSY_MEMORY_MIB)
+
+    samples = g.usage_samples
+    idle = [s for s in samples if s[1] is not None and s[2] is not None and not busy(s[1], s[2])]
+    if not idle or not any(busy(u, m) for _f, u, m in samples):
+        return None
+
+    def shown(value: int | None, unit: str) -> str:
+        return "N/A" if value is None else f"{value}{unit}"
+
+    return ", ".join(
+        f"{shown(u, ' %')} / {shown(m, ' MiB')} in {FORMAT_NAMES.get(f, f)}" for f, u, m in samples
+    )
+
+
+def _judge_unlisted(unlisted: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
+    """(busy with its list read empty, busy with no list read, disagreeing) of the GPUs with no
+    process listed. Busy by the figures of the output that listed its processes: an empty list
+    beside its own output's work is another job. Where the outputs of separate calls disagree on
+    whether the GPU works (one sample busy, another idle), no fault is seen from the mix; where
+    they agree, another output's figures add what the list's did not read (the engines a table
+    lacks)."""
+    listed_empty: list[str] = []
+    no_list: list[str] = []
+    mixed: list[str] = []
+    for g in unlisted:
+        listing = "no process listed" if g.processes_known else "no process list read"
+        own = _as_listed(g) if g.processes_known else None
+        if own is not None and own is not g and (b := _busy(own)):
+            listed_empty.append(b)
+        elif disagree := _disagree(g):
+            mixed.append(f"{gpu_label(g)} {disagree}, {listing}")
+        elif b := _busy(g):
+            (listed_empty if g.processes_known else no_list).append(b)
+    return listed_empty, no_list, mixed
+
+
+def _mixed_check(mixed: list[str], parts: list[str], cut: bool) -> Check:
+    """foreign_processes where the only work seen is in figures another call's output gave
+    beside this process list (or none): unverified, naming each output's figures."""
+    return Check(
+        "foreign_processes",
+        "none",
+        "; ".join(parts + mixed) + (f" ({CUT_LIST})" if cut else ""),
+        "unverified",
+        "nvidia-smi's outputs are separate calls, at separate moments, and they disagree on whether"
+        " the GPU is at work (a job that started or ended between them, or a monitoring sample):"
+        " neither is judged from the other's figures; rerun `nvidia-smi` (the table: its process"
+        " list and figures of one moment) and check again",
+    )
+
+
 def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
@@ -123,14 +225,22 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
     figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
     (an output that lists processes, cut short: a table cut before or inside its Processes
-    section), a GPU that shows work with no process listed: its processes may be in the part
-    cut away (a desktop's graphics processes, a warn), so it is no fault seen, unless a compute
-    process is listed.
+    section), a GPU that shows work with no process listed, or only graphics processes listed:
+    its (other) processes may be in the part cut away (a desktop's graphics processes, a warn; a
+    compute job, a fail), so it is no fault seen, unless a compute process is listed; and a GPU
+    with no process listed whose figures in separate calls' outputs disagree on whether it works
+    (_judge_unlisted: an empty list is judged by its own output's figures).
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
         used = "memory N/A" if p.used_memory_mib is None else f"{p.used_memory_mib} MiB"
-        return f"{gpu_label(g)}: pid {p.pid} {p.name} ({used})"
+        # (a name nvidia-smi could not read, WDDM's `Insufficient Permissions`, a container's
+        # `[Not Found]`, is no name)
+        unread = p.name.strip() and (
+            _cell_fault(p.name) or (p.name.strip() if _clean(p.name) is None else None)
+        )
+        name = f"(name not read: {unread})" if unread else p.name.strip() or "(no name given)"
+        return f"{gpu_label(g)}: pid {p.pid} {name} ({used})"
 
     read = [g for g in gpus if not g.faults]
     compute = [fmt(g, p) for g in read for p in g.processes if p.type != "G"]
@@ -141,10 +251,11 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     # work: a desktop's (a Windows host's under WSL, a VM host's: not listed in the guest)
     display = [g for g in unlisted if _busy(g) and _display_held(g)]
     unlisted = [g for g in unlisted if g not in display]
-    busy_listed_empty = [b for g in unlisted if g.processes_known and (b := _busy(g))]
-    busy_no_list = [b for g in unlisted if not g.processes_known and (b := _busy(g))]
+    busy_listed_empty, busy_no_list, mixed = _judge_unlisted(unlisted)
+    if mixed and not compute and not busy_listed_empty and not busy_no_list:
+        return _mixed_check(mixed, graphics, cut)
     if compute or busy_listed_empty or busy_no_list:
-        parts = compute + graphics
+        parts = compute + graphics + mixed
         if busy_listed_empty:
             parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
         if busy_no_list:
@@ -171,25 +282,44 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
-    if graphics or display:
-        shown = [
-            f"{gpu_label(g)} drives a display with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
-            for g in display
-        ]
+    if cut and (partial := [b for g in read if g.processes and (b := _busy(g))]):
+        # graphics processes listed beside work, in an output cut short: the GPU's other rows (a
+        # compute job's: the real T4 table's tritonserver after its Xorg) may be in the part cut
+        # away, so the warn of a desktop's processes is no reading of that GPU
         return Check(
             "foreign_processes",
             "none",
-            "; ".join(graphics + shown) + (", no process listed" if display else ""),
-            "warn",
-            "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless"
-            + (
-                "; a desktop's memory on a GPU that drives a display is not listed where its processes"
-                " run outside this system (a Windows host under WSL, a VM's host)"
-                if display
-                else ""
-            ),
+            "; ".join(graphics) + f"; {'; '.join(partial)} ({CUT_LIST})",
+            "unverified",
+            "a GPU shows work beside the graphics processes listed, and the rest of its process list"
+            " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
+            " save its whole output",
         )
+    if graphics or display:
+        return _graphics_check(graphics, display)
     return _none_listed(read, gpus)
+
+
+def _graphics_check(graphics: list[str], display: list[GpuInfo]) -> Check:
+    """foreign_processes where only graphics processes are listed, or a GPU that drives a
+    display holds memory with no process listed: a warn."""
+    shown = [
+        f"{gpu_label(g)} drives a display with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
+        for g in display
+    ]
+    return Check(
+        "foreign_processes",
+        "none",
+        "; ".join(graphics + shown) + (", no process listed" if display else ""),
+        "warn",
+        "a graphics process (e.g. a display server) holds GPU memory on a server you rent headless"
+        + (
+            "; a desktop's memory on a GPU that drives a display is not listed where its processes"
+            " run outside this system (a Windows host under WSL, a VM's host)"
+            if display
+            else ""
+        ),
+    )
 
 
 def _none_listed(read: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
