@@ -78,6 +78,10 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz", 2, 8, 0, 32, 16, (), 28),
     )
 )
+# round 24: German lscpu of a GB10 printed flat (util-linux 2.39 into a pipe: no indented type
+# blocks), its two CPU types' blocks one after the other at the margin
+DE_GB10 = "lscpu__de-de__gb10-cortex-x925-a725__flat-2-core-types__vllm-collect-env.txt"
+CASES.append((DE_GB10, CpuInfo("aarch64", "Cortex-X925 + Cortex-A725", 1, 20, 1, 20, 20)))
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 
@@ -164,3 +168,24 @@ def test_cluster_layout_counts_cores_per_cluster() -> None:
     big = big.replace("Core(s) per cluster:                4", "Core(s) per cluster:                48")
     big = big.replace("Cluster(s):                         3", "Cluster(s):                         4")
     assert parse_lscpu(big).physical_cores == 192
+
+
+@pytest.mark.parametrize(
+    ("name", "flat"),
+    [(DE_GB10, False), ("lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt", True)],
+)
+def test_a_flat_lscpu_cut_after_its_first_cpu_type_is_cut(name: str, flat: bool) -> None:
+    """lscpu prints its CPU type blocks flat into a pipe or a file (util-linux 2.38+'s
+    `--hierarchic=auto`: what the probe and `lscpu > lscpu.txt` get): each type's Stepping,
+    BogoMIPS and Flags lines at the margin. The real German GB10 capture, and the real English
+    one with every line's indent dropped (as lscpu prints it flat), each cut before its second
+    type's `Model name` line: it was read as whole, 10 cores of 20 CPUs (a hyperthreads-only
+    warning on a box without SMT); it is cut short, its core count unknown."""
+    text = (FIXTURES / "real" / name).read_text()
+    if flat:
+        text = "".join(line.lstrip(" ") for line in text.splitlines(keepends=True))
+    second = [m.start() for m in re.finditer(r"^(?:Model name|Modellname):", text, re.M)][1]
+    info = parse_lscpu(text[:second])
+    assert info.model_name == "Cortex-X925" and info.logical_cpus == 20
+    assert info.physical_cores is None
+    assert info.cut is not None and "10 of its 20 CPUs" in info.cut
