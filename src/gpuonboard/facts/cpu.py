@@ -78,14 +78,34 @@ def _field_name(label: str) -> str:
 
 def _split_field(line: str) -> tuple[str, str] | None:
     """(label, value) of a "Key: value" line, the colon ASCII or full-width (zh_CN / zh_TW:
-    "架构：   x86_64"), whichever comes first; None for a line without one (a wrapped Flags
-    line). str.partition, not a regex: a lazy regex backtracks over lscpu's long Flags
-    lines (0.07 ms a parse against 1.0 ms with the regex, on the 2-socket EPYC capture)."""
+    "架构：   x86_64"), whichever comes first, or of a translated label lscpu prints without
+    its colon (_bare_field); None for another line (a wrapped Flags line). str.partition, not a
+    regex: a lazy regex backtracks over lscpu's long Flags lines (0.07 ms a parse against 1.0 ms
+    with the regex, on the 2-socket EPYC capture)."""
     key, sep, value = line.partition(":")
     if "：" in key:
         key, sep, value = line.partition("：")
     key = key.strip()
-    return (key, value.strip()) if sep and key else None
+    return (key, value.strip()) if sep and key else _bare_field(line)
+
+
+@functools.cache
+def _bare_labels() -> tuple[str, ...]:
+    """The translated labels of data/lscpu_labels.yml, longest first."""
+    return tuple(sorted(lscpu_labels(), key=len, reverse=True))
+
+
+def _bare_field(line: str) -> tuple[str, str] | None:
+    """(label, value) of a line holding a translated label without its colon, then the blanks
+    lscpu pads labels with and a value: util-linux's Spanish catalogue translates "Socket(s):"
+    as "«Socket(s)»" (`«Socket(s)»                          1`); read as a wrapped line, it
+    joined the line before (`Núcleo(s) por «socket»: 4«Socket(s)» ... 1`), both counts lost."""
+    text = line.strip()
+    for label in _bare_labels():
+        rest = text[len(label) :]
+        if text.startswith(label) and rest[:2] in ("  ", "\t", " \t") and rest.strip():
+            return label, rest.strip()
+    return None
 
 
 def looks_like_lscpu(text: str) -> bool:

@@ -82,6 +82,20 @@ CASES.append(
 # blocks), its two CPU types' blocks one after the other at the margin
 DE_GB10 = "lscpu__de-de__gb10-cortex-x925-a725__flat-2-core-types__vllm-collect-env.txt"
 CASES.append((DE_GB10, CpuInfo("aarch64", "Cortex-X925 + Cortex-A725", 1, 20, 1, 20, 20)))
+# round 24: Spanish lscpu (util-linux's `«Socket(s)»` without its colon; `Modelo:` the model
+# number), in the old flat layout and util-linux 2.37's nested one
+CASES.append(
+    (
+        "lscpu__es-es__i7-4790k__socket-label-without-colon.txt",
+        CpuInfo("x86_64", "Intel(R) Core(TM) i7-4790K CPU @ 4.00GHz", 1, 4, 2, 8, 4),
+    )
+)
+CASES.append(
+    (
+        "lscpu__es-es__xeon-gold-6248__2socket-kvm__util-linux-2.37-nested__rocky-9.1.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 2, 4, 1, 8, 8),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 
@@ -113,9 +127,12 @@ def _as_json(text: str, nested: bool) -> str:
     entries: list[dict[str, Any]] = []
     for line in text.splitlines():
         colon = re.search("[:：]", line)  # zh_CN prints a full-width colon
+        bare = re.match(r"^ {0,8}(\S+(?: \S+)*) {2,}(\S.*)$", line)  # (es: `«Socket(s)»   1`)
         if colon and not line.startswith(" " * 20):
             key, value = line[: colon.start()], line[colon.end() :]
             entries.append({"field": key.strip() + colon.group(), "data": value.strip()})
+        elif bare:
+            entries.append({"field": bare.group(1), "data": bare.group(2)})
     if nested:
         entries = [{"field": "Architecture:", "data": entries[0]["data"], "children": entries[1:]}]
     return json.dumps({"lscpu": entries})
