@@ -286,9 +286,9 @@ def parse_lscpu(text: str) -> CpuInfo:
 
 
 # the labels of the lines lscpu prints after its CPU type blocks, in every language (their
-# words `L1d`, `NUMA` are not translated: `L1d 缓存`, `NUMA-Knoten`, `Nœud(s) NUMA`), and
-# util-linux 2.38+'s section heads `Caches (sum of all)`, `Vulnerabilities`
-_AFTER_TYPES = re.compile(r"^L[1-4][a-z]?(?![a-z])|NUMA|^Caches|^Vulnerab", re.IGNORECASE)
+# words `L1d`, `NUMA` are not translated: `L1d 缓存`, `Cache L1d`, `Caché L1d`, `NUMA-Knoten`,
+# `Nœud(s) NUMA`), and util-linux 2.38+'s section heads `Caches (sum of all)`, `Vulnerabilities`
+_AFTER_TYPES = re.compile(r"(?<![A-Za-z])L[1-4][a-z]?(?![A-Za-z])|NUMA|^Caches|^Vulnerab", re.IGNORECASE)
 
 
 def _types_closed(text: str) -> bool:
