@@ -494,7 +494,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if kind is None and saved_forms.df_rows(text) >= 2:
         raise UsageError(
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
-            " (df run in a language other than English, Chinese or German?): save it with"
+            " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
+            " or Russian?): save it with"
             " `LC_ALL=C df -P -k`."
         )
     if kind is None and (missing := saved_forms.missing_output(where, text, copied)) is not None:

@@ -136,6 +136,8 @@ def _df_words() -> tuple[dict[str, str], Callable[[str], str]]:
 
 # a size header of a translated df: the block size, `-` and "blocks" translated (`1K-块`)
 _DF_BLOCKS_WORD = re.compile(r"(?<!\S)(\d+[^\s-]*)-(\S+)(?!\S)")
+# es, fr and pt_BR's "blocks of 1K" (`bloques de 1K`, `blocs de 1M`), its word translated back
+_BLOCKS_OF = re.compile(r"(?<!\S)blocks\s+\S+\s+(\d+[^\s-]*)(?!\S)")
 
 
 def df_header(text: str) -> list[str] | None:
@@ -147,6 +149,7 @@ def df_header(text: str) -> list[str] | None:
     line = _DF_BLOCKS_WORD.sub(
         lambda m: f"{m.group(1)}-blocks" if words_of.get(m.group(2)) == "blocks" else m.group(), first
     )
+    line = _BLOCKS_OF.sub(lambda m: f"{m.group(1)}-blocks", line)
     words = line.split()
     return words if words and words[0] == "Filesystem" else None
 
