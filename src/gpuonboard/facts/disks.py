@@ -318,6 +318,10 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
             mounts.append(_mount(row, minimum, unit, has_type))
     if pending and not cut:
         cut = f"its last line is a device name alone ({pending}), the rest of its row missing"
+    tail = text.rpartition("\n")[2]
+    if tail and not tail.strip() and not cut and all(line.startswith(tail) for line in lines):
+        # (a paste that indents every row, `  udev  7,6G ...`, cut inside the next row's indent)
+        cut = "it ends inside the indent of its next row, without df's newline"
     open_end = not text.rstrip(" \t\r").endswith("\n")
     if open_end and mounts and " " in mounts[-1].mountpoint and not cut:
         # (rows a paste ran together, cut inside the next row's device or sizes: `... 40% / udev`)
