@@ -24,7 +24,7 @@ from gpuonboard.api.unread import joined_boots, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
-from gpuonboard.facts.disks import df_header, df_lists_sizes
+from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
@@ -188,8 +188,8 @@ def detect_kind(text: str) -> str | None:
         return "nvidia_smi"
     if "GPU0" in head and ("Legend" in text or "CPU Affinity" in head):
         return "nvidia_topo"
-    if head.startswith("{") and '"blockdevices"' in head:
-        return "lsblk"
+    if (head.startswith("{") and '"blockdevices"' in head) or looks_like_lsblk_pairs(head):
+        return "lsblk"  # (`lsblk -P`'s `NAME="sda" ...` before os-release's `NAME="Ubuntu"`)
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"
     if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
@@ -494,7 +494,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if kind is None and saved_forms.df_rows(text) >= 2:
         raise UsageError(
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
-            " (df run in a language other than English, Chinese or German?): save it with"
+            " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
+            " or Russian?): save it with"
             " `LC_ALL=C df -P -k`."
         )
     if kind is None and (missing := saved_forms.missing_output(where, text, copied)) is not None:
@@ -515,7 +516,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
             " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-            " info, iperf3 -J, lscpu, free or /proc/meminfo, df, lsblk -J, /etc/os-release, nvcc"
+            " info, iperf3 -J, lscpu, free or /proc/meminfo, df, lsblk -J or -P, /etc/os-release, nvcc"
             " --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
         )
     code = 1 if kind == "df" and warned else 0  # (GNU df exits 1 beside a mount it could not read)

@@ -464,7 +464,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import disks
 
         mounts = disks.parse_df(df_text) if df_text else ()
-        block = disks.parse_lsblk_json(lsblk_text) if lsblk_text else ()
+        block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu

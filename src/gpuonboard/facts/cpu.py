@@ -78,14 +78,34 @@ def _field_name(label: str) -> str:
 
 def _split_field(line: str) -> tuple[str, str] | None:
     """(label, value) of a "Key: value" line, the colon ASCII or full-width (zh_CN / zh_TW:
-    "架构：   x86_64"), whichever comes first; None for a line without one (a wrapped Flags
-    line). str.partition, not a regex: a lazy regex backtracks over lscpu's long Flags
-    lines (0.07 ms a parse against 1.0 ms with the regex, on the 2-socket EPYC capture)."""
+    "架构：   x86_64"), whichever comes first, or of a translated label lscpu prints without
+    its colon (_bare_field); None for another line (a wrapped Flags line). str.partition, not a
+    regex: a lazy regex backtracks over lscpu's long Flags lines (0.07 ms a parse against 1.0 ms
+    with the regex, on the 2-socket EPYC capture)."""
     key, sep, value = line.partition(":")
     if "：" in key:
         key, sep, value = line.partition("：")
     key = key.strip()
-    return (key, value.strip()) if sep and key else None
+    return (key, value.strip()) if sep and key else _bare_field(line)
+
+
+@functools.cache
+def _bare_labels() -> tuple[str, ...]:
+    """The translated labels of data/lscpu_labels.yml, longest first."""
+    return tuple(sorted(lscpu_labels(), key=len, reverse=True))
+
+
+def _bare_field(line: str) -> tuple[str, str] | None:
+    """(label, value) of a line holding a translated label without its colon, then the blanks
+    lscpu pads labels with and a value: util-linux's Spanish catalogue translates "Socket(s):"
+    as "«Socket(s)»" (`«Socket(s)»                          1`); read as a wrapped line, it
+    joined the line before (`Núcleo(s) por «socket»: 4«Socket(s)» ... 1`), both counts lost."""
+    text = line.strip()
+    for label in _bare_labels():
+        rest = text[len(label) :]
+        if text.startswith(label) and rest[:2] in ("  ", "\t", " \t") and rest.strip():
+            return label, rest.strip()
+    return None
 
 
 def looks_like_lscpu(text: str) -> bool:
@@ -265,21 +285,38 @@ def parse_lscpu(text: str) -> CpuInfo:
     )
 
 
+# the labels of the lines lscpu prints after its CPU type blocks, in every language (their
+# words `L1d`, `NUMA` are not translated: `L1d 缓存`, `Cache L1d`, `Caché L1d`, `NUMA-Knoten`,
+# `Nœud(s) NUMA`), and util-linux 2.38+'s section heads `Caches (sum of all)`, `Vulnerabilities`
+_AFTER_TYPES = re.compile(r"(?<![A-Za-z])L[1-4][a-z]?(?![A-Za-z])|NUMA|^Caches|^Vulnerab", re.IGNORECASE)
+
+
 def _types_closed(text: str) -> bool:
     """Whether a line lscpu prints after its CPU type blocks follows the last type field read:
-    a `Key: value` line at the left margin (util-linux 2.38+ indents each type's block under
-    its "Model name" and starts "Caches (sum of all):", "NUMA:", "Vulnerabilities:" at the
-    margin; older lscpu prints every line at the margin, the type fields among the first).
-    True when no type field was read (nothing to be cut inside)."""
+    a cache, NUMA or vulnerability line (_AFTER_TYPES) in any layout, or, where lscpu indents
+    each type's block under its "Model name" (util-linux 2.38+ on a terminal), a `Key: value`
+    line at the left margin. Flat output (2.38+ into a pipe or a file, `--hierarchic=never`)
+    prints a type's Stepping, BogoMIPS and Flags at the margin too, so a margin line says
+    nothing there: a GB10's output cut after its Cortex-X925 block is not whole. Older lscpu
+    prints the type fields among its first lines, a NUMA line after them. True when no type
+    field was read (nothing to be cut inside)."""
     lines = text.splitlines()
     last = None
+    indented = False
     for i, line in enumerate(lines):
         field = _split_field(line)
         if field is not None and _field_name(field[0]) in _TYPE_FIELDS:
             last = i
+            indented = indented or line[:1].isspace()
     if last is None:
         return True
-    return any(line[:1].strip() and _split_field(line) for line in lines[last + 1 :])
+    for line in lines[last + 1 :]:
+        field = _split_field(line)
+        if field is None:
+            continue
+        if (indented and line[:1].strip()) or _AFTER_TYPES.search(field[0].strip()):
+            return True
+    return False
 
 
 def _types_cut(

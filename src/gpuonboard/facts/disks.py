@@ -21,11 +21,14 @@ __all__ = [
     "df_header",
     "df_lists_sizes",
     "df_open_row",
+    "looks_like_lsblk_pairs",
     "lsblk_unread",
     "mount_for",
     "parse_df",
     "parse_loop_backing",
+    "parse_lsblk",
     "parse_lsblk_json",
+    "parse_lsblk_pairs",
     "parse_size",
     "physical_disks",
     "same_device",
@@ -133,6 +136,8 @@ def _df_words() -> tuple[dict[str, str], Callable[[str], str]]:
 
 # a size header of a translated df: the block size, `-` and "blocks" translated (`1K-块`)
 _DF_BLOCKS_WORD = re.compile(r"(?<!\S)(\d+[^\s-]*)-(\S+)(?!\S)")
+# es, fr and pt_BR's "blocks of 1K" (`bloques de 1K`, `blocs de 1M`), its word translated back
+_BLOCKS_OF = re.compile(r"(?<!\S)blocks\s+\S+\s+(\d+[^\s-]*)(?!\S)")
 
 
 def df_header(text: str) -> list[str] | None:
@@ -144,6 +149,7 @@ def df_header(text: str) -> list[str] | None:
     line = _DF_BLOCKS_WORD.sub(
         lambda m: f"{m.group(1)}-blocks" if words_of.get(m.group(2)) == "blocks" else m.group(), first
     )
+    line = _BLOCKS_OF.sub(lambda m: f"{m.group(1)}-blocks", line)
     words = line.split()
     return words if words and words[0] == "Filesystem" else None
 
@@ -312,6 +318,10 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
             mounts.append(_mount(row, minimum, unit, has_type))
     if pending and not cut:
         cut = f"its last line is a device name alone ({pending}), the rest of its row missing"
+    tail = text.rpartition("\n")[2]
+    if tail and not tail.strip() and not cut and all(line.startswith(tail) for line in lines):
+        # (a paste that indents every row, `  udev  7,6G ...`, cut inside the next row's indent)
+        cut = "it ends inside the indent of its next row, without df's newline"
     open_end = not text.rstrip(" \t\r").endswith("\n")
     if open_end and mounts and " " in mounts[-1].mountpoint and not cut:
         # (rows a paste ran together, cut inside the next row's device or sizes: `... 40% / udev`)
@@ -377,11 +387,69 @@ def parse_lsblk_json(text: str) -> tuple[BlockDevice, ...]:
     return () if isinstance(entries, str) else tuple(_flatten(entries, None))
 
 
+def parse_lsblk(text: str) -> tuple[BlockDevice, ...]:
+    """The block devices of an `lsblk -J` output (parse_lsblk_json) or an `lsblk -P` one
+    (parse_lsblk_pairs); unrecognised text gives ()."""
+    return parse_lsblk_pairs(text) if looks_like_lsblk_pairs(text) else parse_lsblk_json(text)
+
+
+# one `KEY="value"` pair of `lsblk -P` (util-linux escapes a quote or a blank in a value as \xNN)
+_PAIR = re.compile(r'(?:^|\s)([A-Z][A-Z0-9:%-]*)="((?:[^"\\]|\\.)*)"')
+
+
+def _pairs_of(line: str) -> dict[str, str]:
+    """The `KEY="value"` pairs of one `lsblk -P` line, its `\\xNN` escapes decoded."""
+    return {
+        key: re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), value)
+        for key, value in _PAIR.findall(line)
+    }
+
+
+def looks_like_lsblk_pairs(text: str) -> bool:
+    """An `lsblk -P` (`--pairs`) output: its first line holds several `KEY="value"` pairs, a
+    device's NAME (or KNAME) and one of SIZE, TYPE, MAJ:MIN or MOUNTPOINT (an /etc/os-release
+    holds one pair a line)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    keys = _pairs_of(first).keys()
+    return bool(keys & {"NAME", "KNAME"}) and bool(
+        keys & {"SIZE", "TYPE", "MAJ:MIN", "MOUNTPOINT", "MOUNTPOINTS"}
+    )
+
+
+def parse_lsblk_pairs(text: str) -> tuple[BlockDevice, ...]:
+    """Parse `lsblk -P` (util-linux's only machine-readable form before `-J` came in 2.27: RHEL 7,
+    Ubuntu 14.04): one device a line, each parent named by its PKNAME column where the output
+    has one (without it a partition's disk is not known: no parent is guessed). A last line
+    without lsblk's newline may be cut inside a value and is not read."""
+    lines = text.splitlines()
+    if lines and not text.endswith(("\n", "\r")):
+        lines.pop()
+    devices = []
+    for line in lines:
+        pairs = _pairs_of(line)
+        name = pairs.get("NAME") or pairs.get("KNAME")
+        if not name:
+            continue
+        mounts = pairs.get("MOUNTPOINTS", pairs.get("MOUNTPOINT", ""))
+        devices.append(
+            BlockDevice(
+                name=name,
+                size_bytes=_lsblk_size(pairs.get("SIZE") or None),
+                type=pairs.get("TYPE") or None,
+                mountpoints=tuple(m for m in mounts.split("\n") if m),
+                rota=_lsblk_rota(pairs.get("ROTA")),
+                model=(pairs.get("MODEL") or "").strip() or None,
+                parent=pairs.get("PKNAME") or None,
+            )
+        )
+    return tuple(devices)
+
+
 def lsblk_unread(text: str) -> str | None:
     """Why a non-empty `lsblk -J` output gives no block device list (parse_lsblk_json gives ()),
     or None when it is read: a JSON that does not close (a file cut short) or is damaged, or
     one without lsblk's "blockdevices" list."""
-    if not text.strip():
+    if not text.strip() or looks_like_lsblk_pairs(text):
         return None
     entries = _lsblk_entries(text)
     return entries if isinstance(entries, str) else None

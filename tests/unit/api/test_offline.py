@@ -48,7 +48,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "free": "free",
         "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
-        "df-fr-h": None,  # French df: refused, naming LC_ALL=C
+        "df-fr-h": "df",  # French df: read since round 24 (data/df_labels.yml)
+        "df-h__it-it": None,  # Italian df: refused, naming LC_ALL=C
         "df-h": "df",
         "df-ah": "df",
         "df-TH": "df",

@@ -30,9 +30,10 @@ def refused(path: Path) -> str:
             " driver and the number of GPUs are not known: save the whole `nvidia-smi -q` output.",
         ),
         (
-            lambda: (REAL / "df-fr-h__ubuntu-lvm__rst-indented.txt").read_text(),
+            lambda: (REAL / "df-h__it-it__raspberry-pi-sd-card__markdown-line-breaks.txt").read_text(),
             "rows like df's (a mount point, a use %) under a header this tool cannot read (df run in a"
-            " language other than English, Chinese or German?): save it with `LC_ALL=C df -P -k`.",
+            " language other than English, Chinese, German, Spanish, French, Portuguese or Russian?):"
+            " save it with `LC_ALL=C df -P -k`.",
         ),
         (
             lambda: (

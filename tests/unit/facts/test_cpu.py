@@ -78,6 +78,24 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz", 2, 8, 0, 32, 16, (), 28),
     )
 )
+# round 24: German lscpu of a GB10 printed flat (util-linux 2.39 into a pipe: no indented type
+# blocks), its two CPU types' blocks one after the other at the margin
+DE_GB10 = "lscpu__de-de__gb10-cortex-x925-a725__flat-2-core-types__vllm-collect-env.txt"
+CASES.append((DE_GB10, CpuInfo("aarch64", "Cortex-X925 + Cortex-A725", 1, 20, 1, 20, 20)))
+# round 24: Spanish lscpu (util-linux's `«Socket(s)»` without its colon; `Modelo:` the model
+# number), in the old flat layout and util-linux 2.37's nested one
+CASES.append(
+    (
+        "lscpu__es-es__i7-4790k__socket-label-without-colon.txt",
+        CpuInfo("x86_64", "Intel(R) Core(TM) i7-4790K CPU @ 4.00GHz", 1, 4, 2, 8, 4),
+    )
+)
+CASES.append(
+    (
+        "lscpu__es-es__xeon-gold-6248__2socket-kvm__util-linux-2.37-nested__rocky-9.1.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 2, 4, 1, 8, 8),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [(XEON_J, XEON_INFO)]
 
@@ -109,9 +127,12 @@ def _as_json(text: str, nested: bool) -> str:
     entries: list[dict[str, Any]] = []
     for line in text.splitlines():
         colon = re.search("[:：]", line)  # zh_CN prints a full-width colon
+        bare = re.match(r"^ {0,8}(\S+(?: \S+)*) {2,}(\S.*)$", line)  # (es: `«Socket(s)»   1`)
         if colon and not line.startswith(" " * 20):
             key, value = line[: colon.start()], line[colon.end() :]
             entries.append({"field": key.strip() + colon.group(), "data": value.strip()})
+        elif bare:
+            entries.append({"field": bare.group(1), "data": bare.group(2)})
     if nested:
         entries = [{"field": "Architecture:", "data": entries[0]["data"], "children": entries[1:]}]
     return json.dumps({"lscpu": entries})
@@ -164,3 +185,24 @@ def test_cluster_layout_counts_cores_per_cluster() -> None:
     big = big.replace("Core(s) per cluster:                4", "Core(s) per cluster:                48")
     big = big.replace("Cluster(s):                         3", "Cluster(s):                         4")
     assert parse_lscpu(big).physical_cores == 192
+
+
+@pytest.mark.parametrize(
+    ("name", "flat"),
+    [(DE_GB10, False), ("lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt", True)],
+)
+def test_a_flat_lscpu_cut_after_its_first_cpu_type_is_cut(name: str, flat: bool) -> None:
+    """lscpu prints its CPU type blocks flat into a pipe or a file (util-linux 2.38+'s
+    `--hierarchic=auto`: what the probe and `lscpu > lscpu.txt` get): each type's Stepping,
+    BogoMIPS and Flags lines at the margin. The real German GB10 capture, and the real English
+    one with every line's indent dropped (as lscpu prints it flat), each cut before its second
+    type's `Model name` line: it was read as whole, 10 cores of 20 CPUs (a hyperthreads-only
+    warning on a box without SMT); it is cut short, its core count unknown."""
+    text = (FIXTURES / "real" / name).read_text()
+    if flat:
+        text = "".join(line.lstrip(" ") for line in text.splitlines(keepends=True))
+    second = [m.start() for m in re.finditer(r"^(?:Model name|Modellname):", text, re.M)][1]
+    info = parse_lscpu(text[:second])
+    assert info.model_name == "Cortex-X925" and info.logical_cpus == 20
+    assert info.physical_cores is None
+    assert info.cut is not None and "10 of its 20 CPUs" in info.cut

@@ -37,12 +37,24 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__nvme-root-home-efi__blog-rows-joined-on-one-line.txt",
         # `df -ah`'s autofs row, its sizes `-`: tested in steps/checks/test_data_disk_size_unread.py
         "df-ah-sorted__vagrant-ubuntu-20.04__autofs-systemd-1-dash-size.txt",
+        # a k8s pod's `df -hT` of an IBM Spectrum Scale volume: steps/checks/test_host_rules_network_shares.py
+        "df-hT__k8s-pod__gpfs-15t-volume__ibm-spectrum-scale-csi.txt",
+        # `df -h` in es, ru, pt_BR: test_translated_free_df.py; in it (unread): api/test_offline_df_grep.py
+        "df-h__es-es__rocky-9.1-kvm__lvm-root-home.txt",
+        "df-h__ru-ru__ubuntu-laptop__sda2-root.txt",
+        "df-h-path__pt-br__lvm-opt-10g.txt",
+        "df-h__it-it__raspberry-pi-sd-card__markdown-line-breaks.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",
         H200_DF,
     } | elsewhere | covered("df")
-    lsblk = {"lsblk-J-b__gpu-node-8x-nvme.json", H200_LSBLK}
+    # `lsblk -P` (pairs): tested in test_disks_lsblk_pairs.py
+    lsblk = {
+        "lsblk-J-b__gpu-node-8x-nvme.json",
+        H200_LSBLK,
+        "lsblk-P__qemu-vm-ubuntu-core-ab-partitions__snappy.txt",
+    }
     assert {p.name for p in REAL.glob("lsblk*")} == lsblk | covered("lsblk")
 
 

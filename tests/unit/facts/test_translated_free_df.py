@@ -112,3 +112,43 @@ def test_df_i_lists_no_sizes() -> None:
     assert disks.parse_df(text) == ()
     same_box = read("df-hT__sda2-xfs-root_sdb1-ext4-mydata.txt")
     assert disks.df_lists_sizes(same_box) and disks.mount_for(disks.parse_df(same_box), "/mydata/data")
+
+
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        # real captures' headers (tests/fixtures/real/SOURCES.md, round 24): "blocks of 1K" in
+        # es, fr and pt_BR, `1K-` and a translated "blocks" in pt_BR and ru, pt_BR's `df -hT`
+        ("S.ficheros     bloques de 1K    Usados Disponibles Uso% Montado en", ["1K-blocks", "Used"]),
+        ("Sys. de fichiers blocs de 1K   Utilisé Disponible Uti% Monté sur", ["1K-blocks", "Used"]),
+        ("Sist. Arq.     Blocos de 1M  Usado Disponível Uso% Montado em", ["1M-blocks", "Used"]),
+        ("Sist. Arq.           1K-blocos      Usad Dispon.   Uso% Montado em", ["1K-blocks", "Usad"]),
+        ("Sist. Arq.     Tipo      Tam. Usado Disp. Uso% Montado em", ["Type", "Size"]),
+        (
+            "Файл.система   1K-блоков Использовано  Доступно Использовано% Cмонтировано в",
+            ["1K-blocks", "Used"],
+        ),
+    ],
+)
+def test_more_translated_df_headers(header: str, words: list[str]) -> None:
+    """Spanish, French, Brazilian Portuguese and Russian df headers were not read: a saved df
+    of such a box was refused, its disks unjudged."""
+    english = disks.df_header(header + "\n/dev/sda1 ext4 1024 1 1023 1% /\n")
+    assert english is not None and english[0] == "Filesystem" and english[1:3] == words
+    assert english[-2:] == ["Mounted", "on"]
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "device", "size"),
+    [
+        ("df-h__es-es__rocky-9.1-kvm__lvm-root-home.txt", "/home", "/dev/mapper/rl-home", 222 * GIB),
+        ("df-fr-h__ubuntu-lvm__rst-indented.txt", "/", "/dev/mapper/ubuntu--vg-root", 453 * GIB),
+        ("df-h__ru-ru__ubuntu-laptop__sda2-root.txt", "/", "/dev/sda2", 468 * GIB),
+        ("df-h-path__pt-br__lvm-opt-10g.txt", "/opt", "/dev/mapper/VG_PRINCIPAL-LV_OPT", 10 * GIB),
+    ],
+)
+def test_real_translated_df_h_reads_its_mounts(name: str, path: str, device: str, size: int) -> None:
+    """Real `df -h` of es, fr, ru and pt_BR boxes (decimal commas: `1,6G`): each mount and its
+    size, as the C locale's df -h gives them."""
+    mount = disks.mount_for(disks.parse_df(read(name)), path)
+    assert mount is not None and (mount.device, mount.size_bytes) == (device, size)

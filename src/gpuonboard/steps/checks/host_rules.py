@@ -572,20 +572,28 @@ def _rounded_size(mount: disks.Mount, need: float, expected: str, actual: str) -
     )
 
 
-# network filesystems df names by type (`df -T`), and the `host:/export` / `//host/share` form
-# of a network share's device
+# network and cluster filesystems df names by type (`df -T`), and the `host:/export` /
+# `//host/share` form of a network share's device. IBM Spectrum Scale (`gpfs`), WekaFS
+# (`wekafs`), BeeGFS under its old name (`fhgfs`), PanFS and OrangeFS (`pvfs2`) print the
+# cluster's whole size as df's, never the quota rented on it (ibm-spectrum-scale-csi#80: a
+# 1 GB volume shown as `gpfs 15T`)
 _NETWORK_FS = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "glusterfs", "ceph", "lustre", "beegfs", "9p"}
-)
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "glusterfs", "ceph", "lustre", "beegfs", "fhgfs", "9p",
+     "gpfs", "wekafs", "panfs", "pvfs2", "orangefs", "afs", "ncpfs"}
+)  # fmt: skip
 # FUSE network filesystems by their `fuse.<name>` type (not lxcfs, gvfs, overlayfs: local)
 _NETWORK_FUSE = frozenset(
     {"mfs", "moosefs", "s3fs", "juicefs", "gcsfuse", "goofys", "rclone", "sshfs", "glusterfs", "ceph",
-     "cephfs", "alluxio-fuse", "geesefs", "mountpoint-s3", "blobfuse", "blobfuse2"}
+     "cephfs", "ceph-fuse", "alluxio-fuse", "geesefs", "mountpoint-s3", "blobfuse", "blobfuse2",
+     "quobyte", "weka"}
 )  # fmt: skip
-# a network share's device: `host:/export`, `user@host:/path` (sshfs), `//host/share`, MooseFS's
-# `mfs#host:port` (a RunPod network volume), and the FUSE clients' own names (s3fs, JuiceFS:vol)
+# a network share's device: `host:/export`, `user@host:/path` (sshfs), CephFS's kernel client
+# `mon:6789:/path` or `mon1:6789,mon2:6789:/path` (a monitor list with ports) and its newer
+# `user@fsid.fsname=/path`, `//host/share`, MooseFS's `mfs#host:port` (a RunPod network
+# volume), and the FUSE clients' own names (s3fs, JuiceFS:vol, ceph-fuse, BeeGFS's beegfs_nodev)
 _NETWORK_DEVICE = re.compile(
-    r"^(?:[\w.@-]+:/|//[\w.-]+/|[\w.-]+#[\w.-]+:\d+|s3fs$|JuiceFS:|gcsfuse$|rclone$)"
+    r"^(?:[\w.@-]+:/|[\w.\[\]-]+:\d+(?:,[\w.\[\]-]+:\d+)*:/|[\w.-]+@[\w-]+\.[\w-]+=/|//[\w.-]+/"
+    r"|[\w.-]+#[\w.-]+:\d+|s3fs$|JuiceFS:|gcsfuse$|rclone$|ceph-fuse$|beegfs_nodev$)"
 )
 
 

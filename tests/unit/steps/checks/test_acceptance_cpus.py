@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
@@ -117,3 +119,23 @@ def test_offline_cpus_are_said_without_a_core_count_of_part_of_them(tmp_path: Pa
         "fail",
         "40 CPUs (Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz), 4 online",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "cores", "verdict"),
+    [
+        # 1 x i7-4790K, 4 cores, 2 threads each: util-linux's Spanish `«Socket(s)»` has no colon
+        ("lscpu__es-es__i7-4790k__socket-label-without-colon.txt", 5, "warn"),
+        # 2 x Xeon Gold 6248 (4 cores each in this KVM guest), util-linux 2.37's nested layout
+        ("lscpu__es-es__xeon-gold-6248__2socket-kvm__util-linux-2.37-nested__rocky-9.1.txt", 8, "pass"),
+    ],
+)
+def test_a_spanish_lscpu_gives_its_cores(tmp_path: Path, name: str, cores: int, verdict: str) -> None:
+    """Real Spanish lscpu: `Modelo:` (the model number, `Model:`) was read as a second CPU type's
+    name (Galician's "Modelo" for "Model name:" in the label table) and `«Socket(s)»` without
+    its colon as the wrapped rest of the line before: the cores unread, unverified (a 5-core
+    order on 4 cores of 8 threads, an 8-core order on 8 cores). The cores are read."""
+    from ...offline_judge import verdicts
+
+    text = (Path(__file__).parents[3] / "fixtures" / "real" / name).read_text()
+    assert verdicts(tmp_path, name, text, f"cpu_cores: {cores}")["cpu_cores"][0] == verdict
