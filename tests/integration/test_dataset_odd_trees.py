@@ -343,3 +343,36 @@ def test_a_dataset_of_only_symlinks_is_said_so_in_encrypted_mode(
     assert not data_dir.exists()
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--shards")
     assert r.returncode == 0 and step(project)["status"] == "changed", step(project)
+
+
+def test_symlinks_out_of_the_dataset_are_said_to_travel_without_what_they_point_to(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    """A Hugging Face cache snapshot as the dataset (each file a symlink to ../../blobs/<sha>,
+    as huggingface_hub's "Manage cache" guide shows): the upload said "sent 1 file and 2
+    symlinks ... verified by sha256" and exit 0 while the weights never left this machine (the
+    links dangle on the host). The plan, the final message, the rerun and shard mode now name
+    the links that lead out of the dataset and what to do."""
+    repo = tmp_path / "local" / "models--org--tiny"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "ab12").write_bytes(os.urandom(4096))
+    src = repo / "snapshots" / "2d5f4a1c"
+    src.mkdir(parents=True)
+    (src / "model.safetensors").symlink_to("../../blobs/ab12")
+    (src / "config.json").symlink_to(repo / "blobs" / "ab12")
+    (src / "README.md").write_text("# tiny\n")
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(pool.hosts["dataset"], pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src)})
+    project.write_inventory({"dataset": entry})
+    note = (
+        "; 2 symlinks of the dataset lead out of it (e.g. 'config.json' -> "
+        f"'{repo}/blobs/ab12'): they are uploaded as links, what they point to is not sent"
+    )
+    for args in (("--check",), (), (), ("--shards", "--unpack")):  # plan, upload, rerun, shards
+        r = project.cli("sync", "--host", "dataset", *args)
+        s = step(project)
+        assert r.returncode == 0 and note in s["msg"], (args, s["msg"])
+    copy = data_dir / "2d5f4a1c"
+    assert os.readlink(copy / "model.safetensors") == "../../blobs/ab12"
+    assert not (copy / "model.safetensors").exists()  # what the note says: the link dangles there

@@ -271,7 +271,7 @@ def _kept_notes(
             f"; {bare_dirs(gone, tree.specials, ' of the dataset')} {verb} not uploaded in encrypted mode"
             f" (e.g. {gone[0]!r}; --shards carries them)"
         )
-    return kept + left_plaintext(ctx, opts) + local_notes(tree)
+    return kept + left_plaintext(ctx, opts) + local_notes(tree, links=not opts.encrypt)
 
 
 def _send_plan(
