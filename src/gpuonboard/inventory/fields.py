@@ -138,6 +138,24 @@ def data_dir_problem(value: object) -> str | None:
     return None
 
 
+# the operating system's trees on a host: an upload never writes into one, teardown never
+# deletes in one, at any depth below them; /dev/shm's entries are users' files (`sync
+# --decrypt-to /dev/shm`'s plaintext), never /dev/shm itself
+SYSTEM_TREES = (
+    *("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/usr"),
+    *("/lib", "/lib32", "/lib64", "/libx32", "/snap"),
+)
+USER_TMPFS = "/dev/shm"
+
+
+def system_tree(path: str) -> str | None:
+    """Pure: the system tree (SYSTEM_TREES) that `path` (absolute, normalised) is or lies in,
+    else None; a path in /dev/shm is none."""
+    if path.startswith(USER_TMPFS + "/"):
+        return None
+    return next((t for t in SYSTEM_TREES if path == t or path.startswith(t + "/")), None)
+
+
 def normal_remote_path(value: str) -> str:
     """Pure: one spelling of an absolute path (`//data/./x/` -> `/data/x`), for a path that
     remote_path_problem accepted."""
