@@ -135,6 +135,11 @@ def data_dir_problem(value: object) -> str | None:
         return problem
     if normal_remote_path(str(value)) == "/":
         return f"must be a directory below /, like /data, not {shown(value)}."
+    if (tree := system_tree(normal_remote_path(str(value)))) is not None:
+        return (
+            f"must be a data directory like /data, not one in the host's system directory {tree}"
+            f" (uploads would merge into what is there, and teardown never cleans it): {shown(value)}."
+        )
     return None
 
 
