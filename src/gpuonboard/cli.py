@@ -141,6 +141,13 @@ RESUME_HINT = (
 )
 
 
+def error_line(exc: GpuonboardError) -> str:
+    """`error: SENTENCE` on one line: a line break in what the sentence quotes (a path or a
+    file name holding one) is written as its escape (`\\n`), as every other control character
+    is, so the error never starts a second line that reads as another one."""
+    return f"error: {termtext.for_terminal(exc.message, keep='')}"
+
+
 def _guard(fn: Callable[[], int], debug: bool) -> None:
     """Run an api call; map errors to one sentence + exit code."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
@@ -156,7 +163,7 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
     except GpuonboardError as exc:
         if debug:
             raise
-        raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+        raise Exit(error_line(exc), code=int(exc.exit_code)) from None
     except Terminated:
         print(RESUME_HINT, file=sys.stderr)
         raise Exit("terminated", code=143) from None
@@ -282,7 +289,7 @@ def _common(c: Any, given: CommonFlags) -> tuple[api.Selection, api.Settings]:
         try:
             settings.lang = check_lang(given.lang)
         except UsageError as exc:
-            raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+            raise Exit(error_line(exc), code=int(exc.exit_code)) from None
     return sel, settings
 
 
@@ -293,7 +300,7 @@ def _selection(
     try:
         return api.selection(inventory, host, group, limit)
     except UsageError as exc:
-        raise Exit(f"error: {termtext.for_terminal(exc.message)}", code=int(exc.exit_code)) from None
+        raise Exit(error_line(exc), code=int(exc.exit_code)) from None
 
 
 def _settings(given: CommonFlags | None = None) -> api.Settings:

@@ -336,7 +336,13 @@ def test_bad_flag_is_a_usage_error(project: Project, pool: TestHostPool, paths: 
             for v in ("0", "1")
         ),
         ("--max-hours", "1_0", "--max-hours must be a number of hours, not '1_0'"),
-        ("--gpu-threshold", "5.5", "--gpu-threshold must be a whole percentage from 0 to 100, not '5.5'"),
+        ("--gpu-threshold", "5.5", "--gpu-threshold must be a whole percentage from 0 to 99, not '5.5'"),
+        (
+            "--gpu-threshold",
+            "100",
+            "--gpu-threshold must be a whole percentage from 0 to 99 (a GPU counts as busy above it:"
+            " above 100 none ever would, so a box training at 100 % would be shut down as idle), not '100'",
+        ),
     ],
 )
 def test_out_of_range_flag_is_one_sentence_and_exit_2(

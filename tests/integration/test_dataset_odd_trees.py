@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,62 @@ def test_a_dataset_of_only_symlinks_is_said_so_in_encrypted_mode(
     assert not data_dir.exists()
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--shards")
     assert r.returncode == 0 and step(project)["status"] == "changed", step(project)
+
+
+def test_symlinks_out_of_the_dataset_are_said_to_travel_without_what_they_point_to(
+    project: Project, pool: TestHostPool, tmp_path: Path
+) -> None:
+    """A Hugging Face cache snapshot as the dataset (each file a symlink to ../../blobs/<sha>,
+    as huggingface_hub's "Manage cache" guide shows): the upload said "sent 1 file and 2
+    symlinks ... verified by sha256" and exit 0 while the weights never left this machine (the
+    links dangle on the host). The plan, the final message, the rerun and shard mode now name
+    the links that lead out of the dataset and what to do."""
+    repo = tmp_path / "local" / "models--org--tiny"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "ab12").write_bytes(os.urandom(4096))
+    src = repo / "snapshots" / "2d5f4a1c"
+    src.mkdir(parents=True)
+    (src / "model.safetensors").symlink_to("../../blobs/ab12")
+    (src / "config.json").symlink_to(repo / "blobs" / "ab12")
+    (src / "README.md").write_text("# tiny\n")
+    data_dir = tmp_path / "remote data"
+    entry = host_entry(pool.hosts["dataset"], pool, data_dir=str(data_dir))
+    entry["vars"].update({"dataset": str(src)})
+    project.write_inventory({"dataset": entry})
+    note = (
+        "; 2 symlinks of the dataset lead out of it (e.g. 'config.json' -> "
+        f"'{repo}/blobs/ab12'): they are uploaded as links, what they point to is not sent"
+    )
+    for args in (("--check",), (), (), ("--shards", "--unpack")):  # plan, upload, rerun, shards
+        r = project.cli("sync", "--host", "dataset", *args)
+        s = step(project)
+        assert r.returncode == 0 and note in s["msg"], (args, s["msg"])
+    copy = data_dir / "2d5f4a1c"
+    assert os.readlink(copy / "model.safetensors") == "../../blobs/ab12"
+    assert not (copy / "model.safetensors").exists()  # what the note says: the link dangles there
+
+
+def test_a_file_edited_on_the_host_since_the_upload_is_named_before_it_is_replaced(
+    project: Project, tmp_path: Path
+) -> None:
+    """A file of the copy edited on the host after the upload (or a file of the user's own dir
+    the dataset merges into) is newer there than the dataset's; a rerun's rsync -a replaced it,
+    and the plan only listed it among the files it sends. The plan (--check) and the message
+    now name the files the host has newer, so the work done on them can be pulled first; an
+    ordinary change of the dataset here (newer here) is not named."""
+    src, data_dir = setup(project, tmp_path)
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    edited = data_dir / "my data" / "plain.txt"
+    edited.write_text("edited on the host\n")
+    os.utime(edited, (time.time() + 100, time.time() + 100))
+    (src / "-leading-dash").write_text("changed here\n")  # (newer here: sent, not named)
+    note = (
+        "; 1 file on the host is newer than the dataset's and replaced by its version (e.g."
+        " 'plain.txt'): what was done to it there is not kept (--check names such files before"
+        " anything is sent; pull them first)"
+    )
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", *args)
+        s = step(project)
+        assert r.returncode == 0 and note in s["msg"], (args, s["msg"])
+    assert edited.read_text() == "hello\n"

@@ -119,3 +119,30 @@ def test_teardown_waits_for_an_upload_that_runs_now(
             + (clock if extra else "")
         ), files
     assert (disk / "corpus").is_dir()
+
+
+def test_uploads_inside_the_results_dir_go_with_it_and_are_never_said_to_stay(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--results` naming the data dir itself (every output back, the uploads with them): the
+    files step removed the whole dir after the verified pull, yet said "left on the host:
+    DISK/corpus (e.g. 'mine.txt') ... pull what you need, then delete it yourself", so the user
+    went looking on the host for what was gone (and was in the local copy). The uploads in a dir
+    teardown removes whole after its pull are not said to stay now."""
+    disk = remote["base"] / "disk"
+    disk.mkdir()
+    corpus = _dataset(tmp_path / "local" / "corpus", 4)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None, results_dir=str(disk))
+    hosts = project.root / "inventory" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    r = project.cli("sync", "--host", "teardown")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (disk / "corpus" / "mine.txt").write_text("a job's output in the copy\n")
+    copy = tmp_path / "copy"
+    for args in (("--check",), ()):
+        r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(copy), *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = steps(project)["files"]["msg"]
+        assert "left on the host" not in msg and msg.startswith(f"{'would ' if args else ''}remove "), msg
+        assert f"{disk}," in msg or msg.split(" (")[0].endswith(str(disk)), msg
+    assert not disk.exists() and (copy / "corpus" / "mine.txt").read_text() == "a job's output in the copy\n"

@@ -364,6 +364,8 @@ CLI = "from gpuonboard.cli import main; main()"
 
 def _run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GPUONBOARD_SSH_CONFIG": "/dev/null"}
+    if "PYTHONPATH" in os.environ:  # (the checkout under test, where it is not the one installed)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
         [sys.executable, "-c", CLI, *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=60
     )
@@ -408,3 +410,30 @@ def test_a_bad_sim_host_name_is_a_usage_error(tmp_path: Path, name: str) -> None
         " starting with a letter or digit."
     )
     assert not base.exists()
+
+
+def test_a_path_with_a_line_break_stays_on_the_one_line_of_its_error(tmp_path: Path) -> None:
+    """A path holding a line break (a file name made by a script, pasted with its newline) was
+    quoted as it is, so the one-sentence error became two lines, the second one reading as an
+    error of its own (`error: fake`). Every control character in the sentence, line breaks and
+    tabs too, is written as its escape now: one line, exit 2."""
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / "hosts.yml").write_text("hosts:\n  a: {address: 192.0.2.1}\n")
+    cases = [
+        (
+            ("check", "--inventory", "/nowhere\nerror: fake", "--host", "a"),
+            "error: /nowhere\\nerror: fake: inventory not found; pass --inventory PATH"
+            " (default ./inventory).",
+        ),
+        (
+            ("facts", "no\tsuch\nfile"),
+            "error: no\\tsuch\\nfile: cannot read this file (No such file or directory).",
+        ),
+        (
+            ("sync", "--host", "a", "--dataset", "gone\nx"),
+            f"error: --dataset {tmp_path}/gone\\nx does not exist; check the path.",
+        ),
+    ]
+    for argv, line in cases:
+        r = _run(tmp_path, *argv)
+        assert r.returncode == 2 and r.stderr == line + "\n", (argv, r.stderr)

@@ -577,7 +577,30 @@ def metrics_file_problem(path: Path) -> str | None:
     why = unwritable_dir(path.parent)
     if why is not None:
         return f"--metrics-file {path}: its directory cannot be {why}; give one you can write to."
+    if _not_our_metrics(path):
+        return (
+            f"--metrics-file {path} is a file gpuonboard did not write (it does not start with"
+            " gpuonboard's metrics), which the run would replace; give a new file, or the one an"
+            " earlier run wrote."
+        )
     return None
+
+
+def _not_our_metrics(path: Path) -> bool:
+    """A regular file with something in it that does not start as every metrics file gpuonboard
+    writes does (`# HELP gpuonboard_`): `--metrics-file notes.txt` replaced the notes (the
+    rename of the new file over it). An empty file, or one an earlier run wrote, is replaced."""
+    from gpuonboard.report.metrics import PREFIX
+
+    head = f"# HELP {PREFIX}".encode()
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as f:
+            start = f.read(len(head))
+    except OSError:
+        return False  # (the write says why it cannot replace it)
+    return bool(start) and start != head
 
 
 def write_run_metrics(path: Path, doc: Mapping[str, Any]) -> None:

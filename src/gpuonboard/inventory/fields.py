@@ -135,7 +135,30 @@ def data_dir_problem(value: object) -> str | None:
         return problem
     if normal_remote_path(str(value)) == "/":
         return f"must be a directory below /, like /data, not {shown(value)}."
+    if (tree := system_tree(normal_remote_path(str(value)))) is not None:
+        return (
+            f"must be a data directory like /data, not one in the host's system directory {tree}"
+            f" (uploads would merge into what is there, and teardown never cleans it): {shown(value)}."
+        )
     return None
+
+
+# the operating system's trees on a host: an upload never writes into one, teardown never
+# deletes in one, at any depth below them; /dev/shm's entries are users' files (`sync
+# --decrypt-to /dev/shm`'s plaintext), never /dev/shm itself
+SYSTEM_TREES = (
+    *("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/usr"),
+    *("/lib", "/lib32", "/lib64", "/libx32", "/snap"),
+)
+USER_TMPFS = "/dev/shm"
+
+
+def system_tree(path: str) -> str | None:
+    """Pure: the system tree (SYSTEM_TREES) that `path` (absolute, normalised) is or lies in,
+    else None; a path in /dev/shm is none."""
+    if path.startswith(USER_TMPFS + "/"):
+        return None
+    return next((t for t in SYSTEM_TREES if path == t or path.startswith(t + "/")), None)
 
 
 def normal_remote_path(value: str) -> str:

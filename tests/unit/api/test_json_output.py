@@ -147,3 +147,31 @@ def test_the_monitors_file_is_rewritten_when_due(tmp_path: Path, monkeypatch: py
     (tmp_path / "m.prom").mkdir()  # (a write that fails: recorded, and no more tries)
     assert not mf.update([_state(3)], running=False)
     assert mf.failed and "--metrics-file" in mf.failed[0]
+
+
+def test_a_metrics_file_that_is_not_gpuonboards_is_never_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--metrics-file notes.txt` (a completion gone wrong) replaced the user's notes with the
+    run's metrics, unsaid: the new file is renamed over whatever is at the path. A file with
+    something in it that is not a metrics file gpuonboard wrote is refused before the run now;
+    an empty file and an earlier run's file are replaced as before."""
+    _run_with(monkeypatch, "pass")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    other = tmp_path / "node.prom"  # another exporter's textfile
+    other.write_text("# HELP node_disk_ok 1\n# TYPE node_disk_ok gauge\nnode_disk_ok 1\n")
+    for path in (notes, other):
+        with pytest.raises(UsageError) as caught:
+            _execute(tmp_path, metrics_file=path, quiet=True)
+        assert str(caught.value) == (
+            f"--metrics-file {path} is a file gpuonboard did not write (it does not start with"
+            " gpuonboard's metrics), which the run would replace; give a new file, or the one an"
+            " earlier run wrote."
+        )
+    assert notes.read_text() == "my notes\n" and other.read_text().startswith("# HELP node_disk_ok")
+    ours = tmp_path / "gpu.prom"
+    ours.write_text("")
+    for _ in range(2):  # empty, then the first run's own file
+        assert _execute(tmp_path, metrics_file=ours, quiet=True) == 0
+        assert ours.read_text().startswith("# HELP gpuonboard_")

@@ -869,3 +869,34 @@ def test_invokes_dry_flag_is_refused_by_monitor_too(tmp_path: Path) -> None:
         timeout=60,
     )
     assert r.returncode == 2 and "--dry (-R) is Invoke's own flag" in r.stderr, r.stderr
+
+
+def test_a_data_dir_in_a_system_directory_of_the_host_is_refused_at_load(tmp_path: Path) -> None:
+    """A data_dir under /usr or /etc (a host's or a vendor profile's) loaded, and every upload
+    then merged into that system tree; it is refused where it is written now, as `/` was."""
+    root = write(
+        tmp_path / "a",
+        {"hosts.yml": "hosts:\n  a:\n    address: 10.0.0.1\n    data_dir: /usr/share/corpora\n"},
+    )
+    with pytest.raises(InventoryError) as caught:
+        inventory.load(root)
+    assert str(caught.value) == (
+        f"{root}/hosts.yml, line 4: host 'a' field 'data_dir' must be a data directory like /data, not"
+        " one in the host's system directory /usr (uploads would merge into what is there, and teardown"
+        " never cleans it): '/usr/share/corpora'."
+    )
+    root = write(
+        tmp_path / "b",
+        {
+            "hosts.yml": "hosts:\n  a: {address: 10.0.0.1, vendor: v}\n",
+            "vendors/v.yml": "name: v\ndata_dir: //etc/\n",
+        },
+    )
+    with pytest.raises(InventoryError, match=r"vendors/v.yml, line 2: vendor 'v' 'data_dir' must be a data"):
+        inventory.load(root)
+    for fine in ("/data", "/dev/shm/data", "/srv/etc", "/scratch/usr"):
+        root = write(
+            tmp_path / fine.replace("/", "_"),
+            {"hosts.yml": f"hosts:\n  a: {{address: 10.0.0.1, data_dir: {fine}}}\n"},
+        )
+        assert inventory.load(root).hosts["a"].data_dir == fine

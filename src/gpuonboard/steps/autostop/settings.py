@@ -208,9 +208,17 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         raise StepArgsError("give only one of the arguments 'job', 'pid' and 'container'")
     raw_threshold = args.get("gpu_threshold")
     threshold = _whole(raw_threshold if raw_threshold not in (None, "") else 5)
-    if threshold is None or not 0 <= threshold <= 100:
+    # (a GPU counts as busy ABOVE the threshold: at 100 none ever would, and a box whose only
+    # sign of work is a GPU at 100 % was shut down as idle mid-training)
+    if threshold is None or not 0 <= threshold <= 99:
+        never = (
+            " (a GPU counts as busy above it: above 100 none ever would, so a box training at 100 %"
+            " would be shut down as idle)"
+            if threshold == 100
+            else ""
+        )
         raise StepArgsError(
-            f"argument 'gpu_threshold' must be a whole percentage from 0 to 100, not {raw_threshold!r}"
+            f"argument 'gpu_threshold' must be a whole percentage from 0 to 99{never}, not {raw_threshold!r}"
         )
     raw_anchor = args.get("billing_anchor") or 0
     anchor = _whole(raw_anchor)

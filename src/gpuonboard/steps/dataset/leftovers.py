@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from gpuonboard import transfer
 from gpuonboard.steps.dataset.common import count, parent_dirs, shown
 from gpuonboard.transfer import uploadlock
+from gpuonboard.transfer.scanstore import host_seconds
 from gpuonboard.units import format_bytes
 
 
@@ -27,6 +28,33 @@ def kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], wher
     files = count(len(extra), "file")
     place = f"in {where} on the host" if where else "on the host"
     return f"; {files} {place} {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
+
+
+def replaced_newer(host: Mapping[str, tuple[str, int, int]], send: Sequence[transfer.Entry]) -> str:
+    """Pure: the note on files of the host's copy that the upload replaces although they are
+    newer there than the dataset's (edited on the host after the upload that wrote them, or a
+    dir of the user's own the dataset merges into), or "": rsync -a replaced them, unsaid (the
+    plan named them among the files it sends), and the work done on them was gone."""
+    newer = sorted(
+        e.rel
+        for e in send
+        if e.kind == "f"
+        and (there := host.get(e.rel)) is not None
+        and there[0] == "f"
+        and there[2] > host_seconds(e)
+    )
+    if not newer:
+        return ""
+    what, it = (
+        ("1 file on the host is", "it")
+        if len(newer) == 1
+        else (f"{len(newer)} files on the host are", "them")
+    )
+    return (
+        f"; {what} newer than the dataset's and replaced by its version (e.g. {newer[0]!r}): what"
+        f" was done to {it} there is not kept (--check names such files before anything is sent;"
+        " pull them first)"
+    )
 
 
 def rsync_temp(rel: str, local: set[str]) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuonboard import termtext, transfer
+from gpuonboard.inventory.fields import system_tree
 from gpuonboard.steps.base import StepArgsError, StepContext, truthy
 from gpuonboard.steps.dataset.common import ENCRYPTED_SUFFIX, MAX_NAME, SHARDS_SUFFIX, one_spelling, ours
 from gpuonboard.transfer import shards, uploadlock
@@ -163,6 +164,8 @@ def parse_options(args: Mapping[str, Any]) -> DatasetOptions:
     decrypt_dir = _decrypt_dir(args, decrypt_on_host)
     if decrypt_dir and decrypt_dir == dest:  # (both in one spelling)
         decrypt_dir = ""  # the data dir itself: what decrypting there does anyway
+    plain_target = posixpath.join(decrypt_dir, dirname) if decrypt_dir else base
+    _outside_system_trees(base, plain_target, bool(args.get("name")))
     mode = str(args.get("shards", "auto")).lower()
     shard_mode = None if mode in ("auto", "none", "") else truthy(args.get("shards"), "shards")
     unpack = truthy(args.get("unpack"), "unpack")
@@ -177,7 +180,7 @@ def parse_options(args: Mapping[str, Any]) -> DatasetOptions:
         copy=base,
         target=base + (ENCRYPTED_SUFFIX if encrypt else ""),
         shards_target=base + SHARDS_SUFFIX if dest else "",
-        plain_target=posixpath.join(decrypt_dir, dirname) if decrypt_dir else base,
+        plain_target=plain_target,
         decrypt_dir=decrypt_dir,
         encrypt=encrypt,
         decrypt_on_host=decrypt_on_host,
@@ -200,6 +203,22 @@ def _dest(args: Mapping[str, Any]) -> str:
         raise StepArgsError(f"dest must be spelt without '..', not {dest!r}")
     # one spelling per dir (`/data//x`, `/data/x/.`): the unpack marker is keyed by the path
     return one_spelling(dest)
+
+
+def _outside_system_trees(copy: str, plain: str, named: bool) -> None:
+    """StepArgsError where the copy (or the plaintext --decrypt-to makes) would be a directory
+    of the host's operating system or one in it: `--dest / --dataset ./etc` wrote into /etc,
+    replacing its files of the same names (rsync -a merges into a directory that exists)."""
+    for what, path, flag in (("copy", copy, "--dest"), ("plaintext", plain, "--decrypt-to")):
+        tree = system_tree(path) if path else None
+        if tree is None:
+            continue
+        name = " or another --name" if named else " or name the copy otherwise with --name"
+        raise StepArgsError(
+            f"the dataset's {what} would be {path}, in the host's system directory {tree}, which an"
+            " upload never writes into (rsync merges into a directory that exists, replacing its"
+            f" files of the same names); give {flag} a data directory like /data{name}"
+        )
 
 
 def _bwlimit(args: Mapping[str, Any]) -> str | None:

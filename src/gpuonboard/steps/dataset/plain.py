@@ -37,7 +37,13 @@ from gpuonboard.steps.dataset.decrypt import decrypt, decrypt_temp, remove_decry
 from gpuonboard.steps.dataset.encryption import Batch, encrypted_batches, load_encryption
 from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy
 from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
-from gpuonboard.steps.dataset.leftovers import interrupted, kept_on_host, leftovers_note, resumed_note
+from gpuonboard.steps.dataset.leftovers import (
+    interrupted,
+    kept_on_host,
+    leftovers_note,
+    replaced_newer,
+    resumed_note,
+)
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import decrypt_dir_room, no_room, old_size, room, rsync_progress
 from gpuonboard.steps.dataset.scan import (
@@ -254,6 +260,8 @@ def _kept_notes(
     and what is not uploaded (in encrypted mode symlinks and empty directories; fifos...)."""
     tree = work.tree
     kept = kept_on_host(remote.files, {e.rel for e in entries})
+    if not opts.encrypt:  # (encrypted: the host holds ciphertexts, each only ever the upload's)
+        kept += replaced_newer(remote.files, work.send)
     if plain is not None:  # the plaintext dir keeps what the dataset dropped too
         # (not the temp files of a cut-short decryption: this run removes them)
         temps = set(work.dec_temps)
@@ -271,7 +279,7 @@ def _kept_notes(
             f"; {bare_dirs(gone, tree.specials, ' of the dataset')} {verb} not uploaded in encrypted mode"
             f" (e.g. {gone[0]!r}; --shards carries them)"
         )
-    return kept + left_plaintext(ctx, opts) + local_notes(tree)
+    return kept + left_plaintext(ctx, opts) + local_notes(tree, links=not opts.encrypt)
 
 
 def _send_plan(

@@ -5,6 +5,7 @@ vouches for, and whether a file changed since the scan."""
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -54,11 +55,49 @@ def partial_dir_entry(src: Path, tree: transfer.SourceTree) -> str | None:
     )
 
 
-def local_notes(tree: transfer.SourceTree) -> str:
+def local_notes(tree: transfer.SourceTree, links: bool = True) -> str:
     """Pure: every message's notes on what the scan found that is not uploaded as it is here:
     fifos, sockets and device nodes (not at all), sparse files (whole, holes as zeros) and
-    others far longer than their allocation (whole)."""
-    return _specials_note(tree) + _sparse_note(tree)
+    others far longer than their allocation (whole); and, where the mode uploads symlinks
+    (`links`), those that lead out of the dataset (the link travels, what it points to not)."""
+    return _specials_note(tree) + _sparse_note(tree) + (_links_out_note(tree) if links else "")
+
+
+def links_out(tree: transfer.SourceTree) -> list[tuple[str, str]]:
+    """Pure: (path, target) of each symlink of the dataset whose target is not in it: an
+    absolute one (a path of this machine, which on the host names the host's), or a relative one
+    that climbs out of the dataset's top (`../../blobs/ab12`, a Hugging Face snapshot's files);
+    path order."""
+    c = tree.columns
+    out = []
+    for i, target in c.targets.items():
+        rel = c.rel(i)
+        inside = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+        if target.startswith("/") or inside == ".." or inside.startswith("../"):
+            out.append((rel, target))
+    return sorted(out)
+
+
+def _links_out_note(tree: transfer.SourceTree) -> str:
+    """Pure: the note on symlinks that lead out of the dataset, or "". rsync -a (and a shard)
+    carries the link, not what it points to: a snapshot of Hugging Face's cache, all links to
+    ../../blobs/, went as links alone, said as "verified by sha256", and the host had no model."""
+    found = links_out(tree)
+    if not found:
+        return ""
+    rel, target = found[0]
+    if len(found) == 1:
+        what, they = "1 symlink of the dataset leads", "it is uploaded as a link, what it points to"
+    else:
+        what, they = (
+            f"{len(found)} symlinks of the dataset lead",
+            "they are uploaded as links, what they point to",
+        )
+    return (
+        f"; {what} out of it (e.g. {rel!r} -> {target!r}): {they} is not sent (on the host a link"
+        " leads to whatever is at that path there, if anything); to send that, copy it into the"
+        " dataset (cp -rL) and rerun"
+    )
 
 
 def _sparse_note(tree: transfer.SourceTree) -> str:

@@ -49,6 +49,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.inventory import Vendor
 from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.units import parse_size
+from gpuonboard.yamlload import shown
 
 GB = 1000**3
 OVERHEAD_BYTES = 2 * GB
@@ -153,6 +154,15 @@ def parse_dataset_size(value: str) -> int:
     return size
 
 
+# the most --seq and --batch may be: a context of 10 M tokens is the longest any model offers
+# (2025), and a micro-batch of 65,536 sequences holds no model on any card; past them the sizes
+# the plan prints ran to 20 digits and its table cut them (`52,799,999,999,999,996,204… GB`)
+MOST = {
+    "seq": (10_000_000, "10 M tokens, the longest context any model offers; give one sample's length"),
+    "batch": (65_536, "65,536; give the micro-batch one GPU holds"),
+}
+
+
 def _positive_int(name: str, value: Any) -> int:
     try:
         number = int(str(value))
@@ -160,6 +170,9 @@ def _positive_int(name: str, value: Any) -> int:
         raise UsageError(f"--{name} {value!r} is not a whole number.") from None
     if number < 1:
         raise UsageError(f"--{name} {value!r} must be at least 1.")
+    most, said = MOST.get(name, (None, ""))
+    if most is not None and number > most:
+        raise UsageError(f"--{name} {shown(value, 40)} is more than {said}.")
     return number
 
 

@@ -10,16 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuonboard.inventory.fields import system_tree
 from gpuonboard.steps.base import StepArgsError, StepContext
 
 SHOWN = 3  # how many paths a message names before "+N more"
 
-# never deleted, at any depth below them
-_SYSTEM_TREES = (
-    *("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/usr"),
-    *("/lib", "/lib32", "/lib64", "/libx32", "/snap"),
-)
-_USER_TMPFS = "/dev/shm"  # in /dev, yet its entries are users' files (never /dev/shm itself)
 # their direct children are home dirs or system state (/home/alice, /var/lib): refused too
 _GUARDED_PARENTS = ("/home", "/var", "/root", "/Users")
 
@@ -51,10 +46,8 @@ def path_problem(path: str, home: str | None = None) -> str | None:
         norm = "/" + norm.lstrip("/")
     if norm == "/":
         return "the root directory"
-    for tree in _SYSTEM_TREES:
-        # (/dev/shm's entries are users' files, e.g. `sync --decrypt-to /dev/shm`'s plaintext)
-        if holds(tree, norm) and not norm.startswith(_USER_TMPFS + "/"):
-            return "a system directory"
+    if system_tree(norm) is not None:  # (never deleted, at any depth below them)
+        return "a system directory"
     parts = norm.strip("/").split("/")
     if len(parts) == 1:
         return "a top-level directory"

@@ -247,10 +247,12 @@ class TeardownFilesStep(Step):
         found += [self.uploads_probe] if self.uploads_in else []
         return found + ([self.recorded_probe] if self.recorded else [])
 
-    def _uploads(self, ctx: StepContext, home: str | None) -> _Found:
+    def _uploads(self, ctx: StepContext, home: str | None, gone: Collection[str] = ()) -> _Found:
         """What to remove of gpuonboard's uploads, the note on what stays, why the data dir itself
         is refused, the refusal while an upload runs there: those in the data dir, and with
-        `recorded_uploads` those `sync` recorded."""
+        `recorded_uploads` those `sync` recorded. A dir of uploads inside a configured path that
+        is removed whole (`gone`, resolved: the results dir pulled and verified first) goes with
+        it: nothing in it is said to stay."""
         recorded = None
         if self.recorded:
             raw = ctx.facts.raw.get(self.recorded_probe.name)
@@ -271,6 +273,7 @@ class TeardownFilesStep(Step):
                 if busy:
                     return _Found(busy=busy)
                 data_root = found.root
+            if found is not None and not any(holds(g, found.root) for g in gone):
                 here = norm.rstrip("/")
                 out.note = _unknown_note(here, self._removable(found, here, home, out))
                 if recorded is None:  # (a host where no sync recorded its uploads: an older one's)
@@ -285,6 +288,8 @@ class TeardownFilesStep(Step):
             busy = self._running(ctx, where, found)
             if busy:
                 return _Found(busy=busy)
+            if any(holds(g, found.root) for g in gone):
+                continue
             here = where.rstrip("/")
             out.note += host_clock_note(here, found.by_host_clock)
             theirs = _Found()
@@ -383,7 +388,7 @@ class TeardownFilesStep(Step):
                 refused.append(f"{path} ({why})")
             elif resolved:
                 present.append((path, resolved))
-        found = self._uploads(ctx, home)
+        found = self._uploads(ctx, home, [r for _, r in present])
         uploads, left = found.ours, found.note
         if found.busy:
             return Plan(False, found.busy, failed=True)

@@ -550,9 +550,16 @@ def test_bad_settings_name_the_argument(args: dict[str, str], fragment: str) -> 
         *(
             (
                 {"gpu_threshold": v},
-                f"argument 'gpu_threshold' must be a whole percentage from 0 to 100, not '{v}'",
+                f"argument 'gpu_threshold' must be a whole percentage from 0 to 99, not '{v}'",
             )
             for v in ("5.5", "1_0", "101", "-1")
+        ),
+        # a GPU is busy ABOVE the threshold: at 100 a box training at 100 % read as idle
+        (
+            {"gpu_threshold": "100"},
+            "argument 'gpu_threshold' must be a whole percentage from 0 to 99 (a GPU counts as busy"
+            " above it: above 100 none ever would, so a box training at 100 % would be shut down as"
+            " idle), not '100'",
         ),
         (
             {"billing_anchor": "1_700_000_000"},

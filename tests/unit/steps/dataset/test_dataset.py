@@ -60,3 +60,56 @@ def test_shard_mode_in_auto_mode_follows_the_threshold_a_step_argument_or_host_v
     for bad in ("lots", "1e4", True, 2.5, "²", [1]):
         with pytest.raises(StepArgsError, match="shard_threshold must be a whole number of files"):
             options(shard_threshold=bad).threshold(host)
+
+
+def test_a_copy_in_a_system_directory_of_the_host_is_refused_before_connecting() -> None:
+    """`sync --dataset ./etc --dest /` planned "would send 1 of 1 files (2 B) to s1:/etc: hosts;
+    1139 files on the host are not in the dataset and kept there" and would have merged into
+    the host's /etc, replacing its `hosts` (rsync -a into a directory that exists). A copy, or
+    the plaintext --decrypt-to makes, in one of the host's system trees is refused at the step's
+    arguments; a data dir, /dev/shm's entries and a dir merely named like one are not."""
+    import pytest
+
+    from gpuonboard.steps.base import StepArgsError
+
+    refused = [
+        ({"source": "/local/etc", "dest": "/"}, "copy would be /etc, in the host's system directory /etc"),
+        (
+            {"source": "/d", "dest": "/usr/local"},
+            "copy would be /usr/local/d, in the host's system directory /usr",
+        ),
+        (
+            {"source": "/d", "dest": "/", "name": "boot"},
+            "copy would be /boot, in the host's system directory /boot",
+        ),
+        (
+            {
+                "source": "/d",
+                "dest": "/data",
+                "encrypt": True,
+                "decrypt_on_host": True,
+                "decrypt_dir": "/lib",
+            },
+            "plaintext would be /lib/d, in the host's system directory /lib",
+        ),
+    ]
+    for args, start in refused:
+        with pytest.raises(StepArgsError) as caught:
+            DatasetStep(args)
+        assert str(caught.value).startswith(f"the dataset's {start}, which an upload never writes into"), args
+    assert str(caught.value).endswith(
+        "give --decrypt-to a data directory like /data or name the copy otherwise with --name"
+    )
+    for args in (
+        {"source": "/d", "dest": "/data"},
+        {"source": "/local/etc", "dest": "/data"},
+        {"source": "/d", "dest": "/", "name": "etcetera"},
+        {
+            "source": "/d",
+            "dest": "/data",
+            "encrypt": True,
+            "decrypt_on_host": True,
+            "decrypt_dir": "/dev/shm",
+        },
+    ):
+        assert DatasetStep(args).options.copy

@@ -124,6 +124,16 @@ def test_upload_eta() -> None:
         ({"params": "7B", "hours": "soon"}, "--hours 'soon' is not a number of hours like 72 or 1.5."),
         ({"params": "7B", "mode": "half"}, "--mode 'half' is not one of full, lora, qlora."),
         ({"params": "7B", "seq": "0"}, "--seq '0' must be at least 1."),
+        # past these the plan printed 20-digit sizes, cut in its table (`52,799,999,999,999,996,204… GB`)
+        (
+            {"params": "7B", "seq": "99999999999999999999"},
+            "--seq '99999999999999999999' is more than 10 M tokens, the longest context any model offers;"
+            " give one sample's length.",
+        ),
+        (
+            {"params": "7B", "batch": "1" * 400},
+            f"--batch '{'1' * 36}... is more than 65,536; give the micro-batch one GPU holds.",
+        ),
     ],
 )
 def test_bad_inputs(kwargs: dict[str, str], message: str) -> None:
