@@ -206,13 +206,24 @@ def _unfenced(text: str) -> str:
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)
+# a backslash after a blank (or alone) at a line's end: `... | \\`, not a path's own `C:\\Program
+# Files\\` that a wrap at a column cut after its backslash
+_SPACED_BREAK = re.compile(r"(?:^|[ \t]+)\\[ \t]*$", re.MULTILINE)
 
 
 def _unbroken(text: str) -> str:
     """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
     continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
-    end so; no tool read here ends its lines with one."""
-    return _BREAK.sub("", text) if len(_BREAK.findall(text)) >= 2 else text
+    end so after a blank, or every line does; no tool read here ends its lines with one. (A
+    Windows path cut after one of its backslashes by a wrap at a column keeps it: before, each
+    such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it, and every value of an
+    `nvidia-smi -q` wrapped at 80 columns was left unread.)"""
+    if len(_SPACED_BREAK.findall(text)) >= 2:
+        return _SPACED_BREAK.sub("", text)
+    filled = [line for line in text.split("\n") if line.strip()]
+    if len(filled) >= 2 and all(line.rstrip().endswith("\\") for line in filled):
+        return _BREAK.sub("", text)
+    return text
 
 
 def _single_spaced(text: str) -> str:
