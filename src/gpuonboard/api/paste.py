@@ -54,6 +54,14 @@ def _box_ascii() -> dict[int, str]:
 
 
 _BOX = _box_ascii()
+# what a chat's, a word processor's or a page's typography makes of ASCII (smart quotes, `...` as
+# one character), as the tool printed it: the kernel's `AER: can't recover` with a curly
+# apostrophe was no unrecovered GPU (gpu_xid passed), gVisor's `Starting gVisor…` no sandbox
+_TYPOGRAPHY = {
+    **dict.fromkeys(map(ord, "\u2018\u2019\u201a\u201b\u2032"), "'"),
+    **dict.fromkeys(map(ord, "\u201c\u201d\u201e\u201f\u2033"), '"'),
+    ord("\u2026"): "...",
+}
 
 # a terminal's escape sequences, as a program that writes to a terminal prints them and a saved
 # session (`script`, `ssh -t ... > file`, `tmux capture-pane -e`) keeps them: CSI (colours
@@ -76,7 +84,7 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
-    (a zero-width space) dropped, a table drawn with box-drawing
+    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII, a table drawn with box-drawing
     characters in ASCII, a line-number gutter dropped, lines ending in a backslash without it, a
     double-spaced paste single-spaced, an indent every line shares removed, a Markdown code fence
     around it dropped, a terminal's escape sequences (colours) dropped, and what is left of them
@@ -84,7 +92,7 @@ def normalise(text: str) -> str:
     a narrow column joined again (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unguttered(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX))
+    text = _unguttered(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX).translate(_TYPOGRAPHY))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
 
 
@@ -195,14 +203,14 @@ _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*[\w+.-]*[ \t]*$")
 
 def _unfenced(text: str) -> str:
     """A paste from a Markdown page or chat (```` ```console ```` above the output, ```` ``` ````
-    below) as the output without those two lines; a fence at one end only (the other left out of
-    the copy) is dropped too. No tool read here prints such a line."""
+    below) as the output without those lines; a fence at one end only (the other left out of
+    the copy), or below a prompt line copied above the block (`root@box:~# nvidia-smi -q -x`,
+    whose XML was then not read), or around each command of a session, is dropped too. No tool
+    read here prints such a line."""
     lines = text.split("\n")
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    if not filled:
+    if not any(_FENCE.match(line) for line in lines):
         return text
-    drop = {i for i in (filled[0], filled[-1]) if _FENCE.match(lines[i])}
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop) if drop else text
+    return "\n".join(line for line in lines if not _FENCE.match(line))
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)

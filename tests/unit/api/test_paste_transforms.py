@@ -5,7 +5,10 @@ never a pass, warn or fail the whole capture does not give.
 
 Found by this sweep (round 24): a zero-width space a web page puts at each line's end or inside a
 word (`G\u200bPU`) was read as part of the value: `gpu_recovery` failed the H200's -q on a
-recovery action "None\u200b", the H100's CSV "[G\u200bPU requires reset]" passed gpu_count.
+recovery action "None\u200b", the H100's CSV "[G\u200bPU requires reset]" passed gpu_count; a
+chat's smart apostrophe in the kernel's `AER: can\u2019t recover` passed gpu_xid on a GPU the
+kernel could not recover, and gVisor's `Starting gVisor\u2026` (one ellipsis character) passed it
+on a sandbox's log.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
         line + "\u200b" if line else line for line in t.split("\n")
     ),
     "zero-width-in-words": lambda t, _c: t.replace("GPU", "G\u200bPU").replace("Xid", "X\u200bid"),
+    # a chat's or a word processor's typography: smart quotes, `...` as one character
+    "smart-quotes": lambda t, _c: t.replace("'", "\u2019").replace('"', "\u201c"),
+    "ellipsis-character": lambda t, _c: t.replace("...", "\u2026"),
     # a terminal's colours around every number
     "ansi-colour": lambda t, _c: re.sub(r"(\d+)", "\x1b[1;32m\\1\x1b[0m", t),
     # the prompt and command copied above the output (and the next prompt below it)
@@ -69,6 +75,7 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     "dollar-prompts": lambda t, c: f"$ {c}\n" + _ended(t) + "$ \n",
     # a Markdown code block; a mail's or Markdown's quote
     "code-fence": lambda t, _c: "```console\n" + _ended(t) + "```\n",
+    "prompt-above-code-fence": lambda t, c: f"root@host:~# {c}\n```console\n" + _ended(t) + "```\n",
     "quoted": lambda t, _c: "\n".join("> " + line if line else ">" for line in t.split("\n")),
     # a font or a page that draws the table's lines with box-drawing characters
     "box-bars": lambda t, _c: t.replace("|", "\u2502").replace("+", "\u253c"),
