@@ -8,7 +8,9 @@ word (`G\u200bPU`) was read as part of the value: `gpu_recovery` failed the H200
 recovery action "None\u200b", the H100's CSV "[G\u200bPU requires reset]" passed gpu_count; a
 chat's smart apostrophe in the kernel's `AER: can\u2019t recover` passed gpu_xid on a GPU the
 kernel could not recover, and gVisor's `Starting gVisor\u2026` (one ellipsis character) passed it
-on a sandbox's log.
+on a sandbox's log; a quoted `journalctl -k` that a mail client wrapped at 80 columns (the
+pieces without `> `) was not unquoted, and gpu_xid passed the real log of a GTX 1050 the 595
+driver ignores.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
+
+from ..offline_judge import column_wrapped
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 CAPTURES = sorted(p.name for p in REAL.iterdir() if p.name != "SOURCES.md")
@@ -77,6 +81,11 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     "code-fence": lambda t, _c: "```console\n" + _ended(t) + "```\n",
     "prompt-above-code-fence": lambda t, c: f"root@host:~# {c}\n```console\n" + _ended(t) + "```\n",
     "quoted": lambda t, _c: "\n".join("> " + line if line else ">" for line in t.split("\n")),
+    # a mail client quoting a reply, then wrapping it at 80 columns: the pieces it moved to a
+    # line of their own carry no `> `
+    "quoted-then-wrapped": lambda t, _c: column_wrapped(
+        "\n".join("> " + line if line else ">" for line in t.split("\n")), 80
+    ),
     # a font or a page that draws the table's lines with box-drawing characters
     "box-bars": lambda t, _c: t.replace("|", "\u2502").replace("+", "\u253c"),
     "box-all": lambda t, _c: (
