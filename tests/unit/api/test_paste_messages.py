@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.errors import UsageError
+
 from ..facts.smi_failures import LOST, MISMATCH, NO_MODULE, OFF_BUS
 from ..offline_judge import verdicts
 
@@ -75,3 +79,37 @@ def test_a_failure_message_wrapped_narrow_is_judged_as_the_message(tmp_path: Pat
             if not (same and quoted):
                 moved.append(f"{width} {'word' if by_word else 'column'}: {got['nvidia_driver']}")
     assert not moved, "\n".join(moved[:5])
+
+
+SMI_CAPTURES = sorted(
+    p.name for p in REAL.glob("nvidia-smi*") if not any(kind in p.name for kind in ("topo", "nvlink", "-L__"))
+)
+
+
+@pytest.mark.parametrize("name", SMI_CAPTURES)
+def test_an_inforom_warning_wrapped_above_any_format_is_read(tmp_path: Path, name: str) -> None:
+    """Every real nvidia-smi table, `-q`, `-q -x` and CSV capture with nvidia-smi's infoROM
+    warning for its first GPU pasted above it (edited in: the line as the V100 capture prints
+    it, with this capture's address), wrapped at 36 columns by word and at the column: judged
+    as with the warning whole (before, the warning was lost in every format)."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    facts = checks_facts(tmp_path, name, text)
+    if facts is None or not (buses := [g.pci_bus_id for g in facts.gpu.gpus if g.pci_bus_id]):
+        pytest.skip("refused whole, or no GPU address to name")
+    message = f"WARNING: infoROM is corrupted at gpu {buses[0]}"
+    whole = verdicts(tmp_path, name, f"{message}\n{text}")
+    assert whole["sensor_faults"][0] in ("warn", "fail", "unverified")
+    for by_word in (True, False):
+        pasted = f"{_wrapped(message, 36, by_word)}\n{text}"
+        assert verdicts(tmp_path, name, pasted) == whole, by_word
+
+
+def checks_facts(tmp_path: Path, name: str, text: str) -> Facts | None:
+    """The facts of `text` saved as `name` and read offline; None where offline refuses it."""
+    folder = tmp_path / "facts"
+    folder.mkdir()
+    (folder / name).write_text(text, encoding="utf-8")
+    try:
+        return parse_facts(offline.load_outputs([str(folder / name)]))
+    except UsageError:
+        return None
