@@ -239,21 +239,12 @@ def decode_saved(data: bytes) -> str:
 
 def unquote(text: str) -> str:
     """The text without a quote marker that every non-empty line carries (`> `, nested `> > `:
-    a reply by mail, a markdown quote), or most do (_quoted): an nvidia-smi table quoted so read
+    a reply by mail, a markdown quote), or most do (paste.quoted): an nvidia-smi table quoted so read
     no GPU row, and the driver rule failed."""
     lines = text.split("\n")
-    while _quoted(lines):
+    while paste.quoted(lines):
         lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
     return "\n".join(lines)
-
-
-def _quoted(lines: Sequence[str]) -> bool:
-    """Whether `lines` are a quote: every non-empty line starts with `>`, or the first does and
-    most do (a mail client that re-wrapped the quoted lines at its width left the pieces it
-    moved to a line of their own without the marker; before, such a quoted `journalctl -k` read
-    none of its driver messages, and gpu_xid passed)."""
-    marked = [line.lstrip().startswith(">") for line in lines if line.strip()]
-    return bool(marked) and (all(marked) or (marked[0] and sum(marked) * 2 > len(marked)))
 
 
 def strip_prompt(text: str) -> str:

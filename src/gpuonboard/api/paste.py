@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -245,6 +245,15 @@ def _single_spaced(text: str) -> str:
     if any(line.strip() for line in body[1::2]):
         return text
     return "\n".join([*lines[: filled[0]], *body[0::2], *lines[filled[-1] + 1 :]])
+
+
+def quoted(lines: Sequence[str]) -> bool:
+    """Whether `lines` are a quote: every non-empty line starts with `>`, or the first does and
+    most do (a mail client that re-wrapped the quoted lines at its width left the pieces it
+    moved to a line of their own without the marker; before, such a quoted `journalctl -k` read
+    none of its driver messages, and gpu_xid passed)."""
+    marked = [line.lstrip().startswith(">") for line in lines if line.strip()]
+    return bool(marked) and (all(marked) or (marked[0] and sum(marked) * 2 > len(marked)))
 
 
 def _repeated_lines(pattern: str) -> Callable[[str], int]:
