@@ -239,12 +239,10 @@ def decode_saved(data: bytes) -> str:
 
 def unquote(text: str) -> str:
     """The text without a quote marker that every non-empty line carries (`> `, nested `> > `:
-    a reply by mail, a markdown quote): an nvidia-smi table quoted so read no GPU row, and the
-    driver rule failed."""
+    a reply by mail, a markdown quote), or most do (paste.quoted): an nvidia-smi table quoted so read
+    no GPU row, and the driver rule failed."""
     lines = text.split("\n")
-    while (filled := [line for line in lines if line.strip()]) and all(
-        line.lstrip().startswith(">") for line in filled
-    ):
+    while paste.quoted(lines):
         lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
     return "\n".join(lines)
 

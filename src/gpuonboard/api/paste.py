@@ -22,12 +22,17 @@ once per run; the caller refuses a file with more than one.
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+# characters a page or a chat adds that show nothing: zero-width space, non-joiner and joiner, the
+# word joiner, a byte-order mark inside the text (zero-width no-break space), a soft hyphen, the
+# Mongolian vowel separator; no tool read here prints one
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060\ufeff]")
 
 
 def _box_ascii() -> dict[int, str]:
@@ -49,6 +54,14 @@ def _box_ascii() -> dict[int, str]:
 
 
 _BOX = _box_ascii()
+# what a chat's, a word processor's or a page's typography makes of ASCII (smart quotes, `...` as
+# one character), as the tool printed it: the kernel's `AER: can't recover` with a curly
+# apostrophe was no unrecovered GPU (gpu_xid passed), gVisor's `Starting gVisor…` no sandbox
+_TYPOGRAPHY = {
+    **dict.fromkeys(map(ord, "\u2018\u2019\u201a\u201b\u2032"), "'"),
+    **dict.fromkeys(map(ord, "\u201c\u201d\u201e\u201f\u2033"), '"'),
+    ord("\u2026"): "...",
+}
 
 # a terminal's escape sequences, as a program that writes to a terminal prints them and a saved
 # session (`script`, `ssh -t ... > file`, `tmux capture-pane -e`) keeps them: CSI (colours
@@ -70,15 +83,94 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 
 def normalise(text: str) -> str:
-    """The text as the tool printed it: Unicode spaces as spaces, a table drawn with box-drawing
+    """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
+    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII, a table drawn with box-drawing
     characters in ASCII, a line-number gutter dropped, lines ending in a backslash without it, a
     double-spaced paste single-spaced, an indent every line shares removed, a Markdown code fence
     around it dropped, a terminal's escape sequences (colours) dropped, and what is left of them
-    where the ESC byte was lost or shown as text (_RESIDUE)."""
+    where the ESC byte was lost or shown as text (_RESIDUE), nvidia-smi's own messages wrapped by
+    a narrow column joined again (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unguttered(_SPACES.sub(" ", text).translate(_BOX))
-    return textwrap.dedent(_single_spaced(_unbroken(_unfenced(text))))
+    text = _unguttered(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX).translate(_TYPOGRAPHY))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
+
+
+_ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
+# nvidia-smi's own message lines (beside any of its formats, or in place of its output), each
+# whole, as the readers match them (faults.INFOROM_LINE, gpu_merge._NO_HANDLE,
+# nvidia_smi_failure._CAUSES): a line longer than a chat's or a mail's narrow column
+_MESSAGES = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        rf"WARNING: infoROM is corrupted at gpu {_ADDRESS}",
+        rf"Unable to determine the device handle for gpu\s?(?:\d+: )?{_ADDRESS}: (?:Unknown Error"
+        r"|GPU is lost\. Reboot the system to recover this GPU|Insufficient Permissions|Not Found"
+        r"|GPU requires reset|Timeout|Unknown Error\. Reboot the system to recover this GPU)\.?",
+        r"No devices were found",
+        r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\. Make sure"
+        r" that the latest NVIDIA driver is installed and running\.",
+        r"Failed to initialize NVML: (?:Driver/library version mismatch|Unknown Error|Driver Not Loaded"
+        r"|Insufficient Permissions|GPU access blocked by the operating system)",
+    )
+)
+# the start of each message: a line that is (the start of) one may be its first piece
+_MESSAGE_HEADS = (
+    "WARNING: infoROM is corrupted at gpu",
+    "Unable to determine the device handle for",
+    "No devices were found",
+    "NVIDIA-SMI has failed because",
+    "Failed to initialize NVML:",
+)
+
+
+def _message_start(line: str) -> bool:
+    """Whether `line` may be the first piece of one of nvidia-smi's messages: it starts with a
+    message's first words, or is (at least 8 characters of) their start."""
+    head = line.strip()
+    return len(head) >= 8 and any(h.startswith(head) or head.startswith(h) for h in _MESSAGE_HEADS)
+
+
+def _message_whole(pieces: list[str]) -> str | None:
+    """The message `pieces` are of, whole, when some way of joining them is one of _MESSAGES; else
+    None. A break next to a blank (a wrap at a column, at a space) kept its space; any other is
+    a space a word wrap dropped or a cut inside a word (spaces tried first)."""
+    indent = pieces[0][: len(pieces[0]) - len(pieces[0].lstrip())]
+    bare = [p.strip() for p in pieces]
+    spaced = [a[-1:].isspace() or b[:1].isspace() for a, b in itertools.pairwise(pieces)]
+    for glues in itertools.product((" ", ""), repeat=len(pieces) - 1):
+        glued = [" " if kept else glue for kept, glue in zip(spaced, glues, strict=True)]
+        joined = bare[0] + "".join(g + p for g, p in zip(glued, bare[1:], strict=True))
+        if any(m.fullmatch(joined) for m in _MESSAGES):
+            return indent + joined
+    return None
+
+
+def _messages_joined(text: str) -> str:
+    """`text` with each of nvidia-smi's own messages (an infoROM warning, a GPU it could not open,
+    its failure) that a narrow column wrapped over up to 8 lines joined again. Before, a
+    `WARNING: infoROM is corrupted at gpu ...` wrapped at 40 columns below a table was no
+    warning (sensor_faults left GPU 7 out), and `Unable to determine the device handle for GPU1:
+    ...` above one no GPU fallen off the bus (gpu_count unverified, not failed)."""
+    lines = text.split("\n")
+    if not any(_message_start(line) for line in lines):
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        whole = None
+        if _message_start(line) and not any(m.fullmatch(line.strip()) for m in _MESSAGES):
+            for more in range(1, 8):
+                pieces = lines[i : i + more + 1]
+                if len(pieces) <= more or not all(p.strip() and p.strip()[0] not in "|+<" for p in pieces):
+                    break
+                if (whole := _message_whole(pieces)) is not None:
+                    i += more
+                    break
+        out.append(whole if whole is not None else line)
+        i += 1
+    return "\n".join(out)
 
 
 # a line-number gutter (`cat -n`'s `     1\t`, `nl`'s, an editor's or a pastebin's `  1 | `,
@@ -111,24 +203,35 @@ _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*[\w+.-]*[ \t]*$")
 
 def _unfenced(text: str) -> str:
     """A paste from a Markdown page or chat (```` ```console ```` above the output, ```` ``` ````
-    below) as the output without those two lines; a fence at one end only (the other left out of
-    the copy) is dropped too. No tool read here prints such a line."""
+    below) as the output without those lines; a fence at one end only (the other left out of
+    the copy), or below a prompt line copied above the block (`root@box:~# nvidia-smi -q -x`,
+    whose XML was then not read), or around each command of a session, is dropped too. No tool
+    read here prints such a line."""
     lines = text.split("\n")
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    if not filled:
+    if not any(_FENCE.match(line) for line in lines):
         return text
-    drop = {i for i in (filled[0], filled[-1]) if _FENCE.match(lines[i])}
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop) if drop else text
+    return "\n".join(line for line in lines if not _FENCE.match(line))
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)
+# a backslash after a blank (or alone) at a line's end: `... | \\`, not a path's own `C:\\Program
+# Files\\` that a wrap at a column cut after its backslash
+_SPACED_BREAK = re.compile(r"(?:^|[ \t]+)\\[ \t]*$", re.MULTILINE)
 
 
 def _unbroken(text: str) -> str:
     """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
     continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
-    end so; no tool read here ends its lines with one."""
-    return _BREAK.sub("", text) if len(_BREAK.findall(text)) >= 2 else text
+    end so after a blank, or every line does; no tool read here ends its lines with one. (A
+    Windows path cut after one of its backslashes by a wrap at a column keeps it: before, each
+    such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it, and every value of an
+    `nvidia-smi -q` wrapped at 80 columns was left unread.)"""
+    if len(_SPACED_BREAK.findall(text)) >= 2:
+        return _SPACED_BREAK.sub("", text)
+    filled = [line for line in text.split("\n") if line.strip()]
+    if len(filled) >= 2 and all(line.rstrip().endswith("\\") for line in filled):
+        return _BREAK.sub("", text)
+    return text
 
 
 def _single_spaced(text: str) -> str:
@@ -142,6 +245,15 @@ def _single_spaced(text: str) -> str:
     if any(line.strip() for line in body[1::2]):
         return text
     return "\n".join([*lines[: filled[0]], *body[0::2], *lines[filled[-1] + 1 :]])
+
+
+def quoted(lines: Sequence[str]) -> bool:
+    """Whether `lines` are a quote: every non-empty line starts with `>`, or the first does and
+    most do (a mail client that re-wrapped the quoted lines at its width left the pieces it
+    moved to a line of their own without the marker; before, such a quoted `journalctl -k` read
+    none of its driver messages, and gpu_xid passed)."""
+    marked = [line.lstrip().startswith(">") for line in lines if line.strip()]
+    return bool(marked) and (all(marked) or (marked[0] and sum(marked) * 2 > len(marked)))
 
 
 def _repeated_lines(pattern: str) -> Callable[[str], int]:

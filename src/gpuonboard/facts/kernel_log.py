@@ -748,7 +748,11 @@ def parse_kernel_log(text: str) -> KernelLog:
         reader.read(line, i == last)
     events = reader.end()
     firsts = _first_lines(lines, reader.first)
-    sandbox = next((line.strip() for line in firsts if _sandbox_banner(line)), None)
+    # (a saved log's first stamped line too: a caption pasted above it, `sandbox log:`, hid the
+    # banner, and gpu_xid passed "no Xid in the kernel log" of a log no host kernel wrote)
+    stamped = next((line for line in lines if KERNEL_STAMP.match(line.strip())), None)
+    candidates = [*firsts, stamped] if stamped is not None else firsts
+    sandbox = next((line.strip() for line in candidates if _sandbox_banner(line)), None)
     return KernelLog(
         tuple(events),
         reader.source,

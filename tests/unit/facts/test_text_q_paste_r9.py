@@ -255,3 +255,55 @@ def test_the_versions_above_the_records_wrapped_read_whole_or_not_at_all() -> No
             if any(g is not None and g != w for g, w in zip(got, want, strict=True)):
                 problems.append((name, width, got, want))
     assert not problems
+
+
+ANNOTATED = "nvidia-smi-q-d-ecc-row-remapper-i__1of8gpu__driver550.90.07__remap-pending-annotated.txt"
+
+
+@pytest.mark.parametrize("width", [70, 71, 72])
+def test_an_annotation_cut_off_its_value_keeps_the_value(tmp_path: Path, width: int) -> None:
+    """The real row-remapper -q whose `Pending : Yes <===` line (73 characters, the user's mark
+    after the value) a page cut at `width` columns, leaving `=` on a line of its own: the pending
+    remap is still read (memory_repair fails as on the capture; before, the value was left unread
+    as a break that may have lost a space, and memory_repair warned of the remapped row only)."""
+    text = (REAL / ANNOTATED).read_text()
+    whole = verdicts(tmp_path, ANNOTATED, text)["memory_repair"]
+    assert whole[0] == "fail" and "row remap pending" in whole[1]
+    verdict, actual = verdicts(tmp_path, ANNOTATED, column_wrapped(text, width))["memory_repair"]
+    assert (verdict, actual) == whole
+
+
+WITH_PROCESSES = [name for name in Q_TEXTS if "Process ID" in (REAL / name).read_text()]
+
+
+def _process_names(tmp_path: Path, name: str, text: str) -> list[tuple[int, int, str]]:
+    """(GPU, PID, name) of every process `text` lists, saved as `name` and read offline."""
+    folder = tmp_path / f"p{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    facts = offline.parse_facts(offline.load_outputs([str(folder / name)]))
+    return [(g.index, p.pid, p.name) for g in facts.gpu.gpus for p in g.processes]
+
+
+def _word_wrapped(text: str, width: int) -> str:
+    return "\n".join(
+        "\n".join(textwrap.wrap(line, width, break_on_hyphens=False)) if len(line) > width else line
+        for line in text.split("\n")
+    )
+
+
+@pytest.mark.parametrize("name", WITH_PROCESSES)
+def test_process_names_of_a_wrapped_q_are_read(tmp_path: Path, name: str) -> None:
+    """Every real -q that lists processes, wrapped at 60, 72 and 80 columns: cut at the column,
+    every process keeps its name (before, a text whose fragments all started with a word was
+    taken for a word wrap and every wrapped name read blank, and a Windows path cut after its
+    `\\` lost it to the Markdown line-break rule); wrapped by word, a name that fits a line keeps
+    it (before, `Name :` with its value moved whole to the next line read blank)."""
+    text = (REAL / name).read_text()
+    whole = _process_names(tmp_path, name, text)
+    assert whole and all(process_name for _, _, process_name in whole)
+    for width in (60, 72, 80):
+        assert _process_names(tmp_path, name, column_wrapped(text, width)) == whole, width
+        got = _process_names(tmp_path, name, _word_wrapped(text, width))
+        fits = [p for p in whole if " " not in p[2] and len(p[2]) <= width]
+        assert [p for p in got if p in fits] == fits, width

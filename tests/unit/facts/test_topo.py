@@ -235,3 +235,39 @@ def test_a_row_whose_cells_a_paste_shifted_gives_no_other_link(path: Path) -> No
     shifted = parse_topo(lost)
     assert all(links <= whole[pair] for pair, links in _links_by_pair(shifted).items())
     assert interconnect(shifted) == interconnect(parse_topo(text))
+
+
+TOPO_M = sorted((FIXTURES / "real").glob("nvidia-smi-topo-m*__*.txt"))
+
+
+@pytest.mark.parametrize("path", TOPO_M, ids=lambda p: p.name[:60])
+def test_a_matrix_wrapped_mid_labels_moves_no_verdict(tmp_path: Path, path: Path) -> None:
+    """Every real `topo -m` (the widest: 8 GPUs and 17 NICs, 26 header labels) wrapped at 60 to
+    160 columns, cutting its header between and inside labels (at the column, by word, by word
+    with its tabs expanded first): each verdict is the capture's or unverified, never another."""
+    import textwrap
+
+    from ..offline_judge import column_wrapped, verdicts
+
+    order = "interconnect: nvlink\ngpu_count: 8\n"
+    text = path.read_text()
+    whole = verdicts(tmp_path, path.name, text, order)
+
+    def by_word(line: str, expand: bool) -> str:
+        line = line.expandtabs(8) if expand else line
+        return "\n".join(textwrap.wrap(line, width, break_on_hyphens=False)) if len(line) > width else line
+
+    moved = []
+    for width in (60, 80, 100, 120, 160):
+        for how, pasted in (
+            ("column", column_wrapped(text, width)),
+            ("word", "\n".join(by_word(line, False) for line in text.split("\n"))),
+            ("word, tabs expanded", "\n".join(by_word(line, True) for line in text.split("\n"))),
+        ):
+            got = verdicts(tmp_path, path.name, pasted, order)
+            moved += [
+                f"{width} {how}: {rule} {whole.get(rule, ('(none)', ''))[0]} -> {verdict}"
+                for rule, (verdict, _) in got.items()
+                if verdict not in (whole.get(rule, ("(none)", ""))[0], "unverified")
+            ]
+    assert not moved, "\n".join(moved[:10])

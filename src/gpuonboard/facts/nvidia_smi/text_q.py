@@ -169,16 +169,20 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
     at the break, or the text was cut at one column (every line before a fragment is as long as
     the longest, and some fragment starts with the space the cut fell on). Else a word-wrapping
     editor may have dropped the space between two words ('RTX 4080' / 'SUPER'): that value is
-    left unread (its label kept, with no value), never read as another one."""
+    left unread (its label kept, with no value), never read as another one; a fragment with no
+    word in it (`=` of an annotation's `<===`) is appended after a space, no word lost."""
     lines = text.split("\n")
     fragments = _wrapped_lines(lines)
     if not fragments:
         return text, []
     width = max(len(line) for line in lines)
     # a word wrapper never starts a line with a space (it drops it, or leaves it on the line
-    # above): a fragment that does shows the text cut at one column, whatever the words
-    column_cut = all(len(lines[i - 1]) == width for i in fragments) and any(
-        lines[i][:1].isspace() for i in fragments
+    # above): a fragment that does shows the text cut at one column, whatever the words; and
+    # it breaks a line at a space, not at the full width but where a space happened to fall
+    # above it: so does a text whose every fragment (of two lines or more) follows a line the
+    # full width long, a word wrapper leaving each of them so only where a space fell there
+    column_cut = all(len(lines[i - 1]) == width for i in fragments) and (
+        any(lines[i][:1].isspace() for i in fragments) or len({lines[i - 1] for i in fragments}) >= 2
     )
     out = list(lines)
     unread: dict[int, str] = {}
@@ -188,6 +192,21 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
             continue
         if column_cut or prev[-1:].isspace() or line[:1].isspace():
             out[owner] += line
+            continue
+        if (
+            owner == i - 1
+            and _TEXT_LINE.match(prev)
+            and not prev.partition(" : ")[2].strip()
+            and prev.rstrip().endswith(":")
+        ):
+            # (the value wholly on the line below its label `Name :`: a word wrap moved it whole,
+            # no space of it lost)
+            out[owner] = prev.rstrip() + " " + line.strip()
+            continue
+        if not re.search(r"\w", line):
+            # (a piece with no word, the end of a paste's annotation `<===` cut at 72 columns, or
+            # a unit: a space lost before it loses no word, and one kept is read as nvidia-smi's)
+            out[owner] += " " + line.strip()
             continue
         label = _TEXT_LINE.match(lines[owner])
         assert label is not None  # (the owner is a `key : value` line)

@@ -44,6 +44,18 @@ def test_a_sandbox_kernels_log_is_no_evidence_offline(tmp_path: Path) -> None:
         assert "the host's kernel log" in check.detail
 
 
+@pytest.mark.parametrize("caption", ["sandbox log:", "Output:", "root@pod:~# cmd"])
+def test_a_sandbox_kernels_log_under_a_caption_is_no_evidence(tmp_path: Path, caption: str) -> None:
+    """The saved gVisor `dmesg` with a line pasted above it (a caption, a prompt with a command
+    this tool does not know): the banner is the log's first stamped line, so gpu_xid is still
+    unverified (it passed "no Xid in the kernel log (the log read starts after boot)")."""
+    text = caption + "\n" + (REAL / GVISOR).read_text()
+    assert verdicts(tmp_path, GVISOR, text)["gpu_xid"] == (
+        "unverified",
+        "kernel log not readable: the sandbox's own (its first line '[    0.000000] Starting gVisor...')",
+    )
+
+
 def test_a_sandbox_kernels_log_is_no_evidence_live() -> None:
     """Live, the probe keeps only the driver's lines (none here) and heads its output with the
     log's first line: that line tells the sandbox (it passed "no Xid since boot": the line is

@@ -1,0 +1,168 @@
+"""Every real capture of every format read here, damaged as a terminal, a chat, a mail or a web
+page damages a paste of it (each transform below says what it changes), is judged as the capture
+itself, or a rule says it could not read it (unverified), or the file is refused with a sentence:
+never a pass, warn or fail the whole capture does not give.
+
+Found by this sweep (round 24): a zero-width space a web page puts at each line's end or inside a
+word (`G\u200bPU`) was read as part of the value: `gpu_recovery` failed the H200's -q on a
+recovery action "None\u200b", the H100's CSV "[G\u200bPU requires reset]" passed gpu_count; a
+chat's smart apostrophe in the kernel's `AER: can\u2019t recover` passed gpu_xid on a GPU the
+kernel could not recover, and gVisor's `Starting gVisor\u2026` (one ellipsis character) passed it
+on a sandbox's log; a quoted `journalctl -k` that a mail client wrapped at 80 columns (the
+pieces without `> `) was not unquoted, and gpu_xid passed the real log of a GTX 1050 the 595
+driver ignores.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.errors import UsageError
+
+from ..offline_judge import column_wrapped
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+CAPTURES = sorted(p.name for p in REAL.iterdir() if p.name != "SOURCES.md")
+# an order that asks for what most rules compare with (none of it is what a capture shows)
+ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"
+
+
+def _command(name: str) -> str:
+    """The command a capture is the output of, from its file name's first part
+    (`nvidia-smi-q-x__...` -> `nvidia-smi -q -x`)."""
+    head = name.split("__")[0]
+    if head.startswith("nvidia-smi-query-gpu"):
+        return "nvidia-smi --query-gpu=index,name --format=csv"
+    if head.startswith(("dmesg-journalctl", "journalctl")):
+        return "journalctl -k"
+    special = {"nvidia-smi-topo-m": "nvidia-smi topo -m", "nvidia-smi-nvlink-s": "nvidia-smi nvlink -s"}
+    tool, _, flags = (
+        head.partition("-") if not head.startswith("nvidia-smi") else ("nvidia-smi", "", head[11:])
+    )
+    return special.get(head, tool + (" -" + flags.replace("-", " -") if flags else ""))
+
+
+def _ended(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+# name -> (what it does to a capture's text, given the capture's command)
+TRANSFORMS: dict[str, Callable[[str, str], str]] = {
+    # Windows line ends; a BOM (Notepad)
+    "crlf": lambda t, _c: t.replace("\n", "\r\n"),
+    "bom": lambda t, _c: "\ufeff" + t,
+    # an editor that strips trailing whitespace; a page that doubles every line end
+    "trailing-stripped": lambda t, _c: "\n".join(line.rstrip() for line in t.split("\n")),
+    "blank-lines-doubled": lambda t, _c: t.replace("\n", "\n\n"),
+    # a web page's `&nbsp;` for every other space of a run, and for every space
+    "nbsp-runs": lambda t, _c: t.replace("  ", " \u00a0"),
+    "nbsp-all": lambda t, _c: t.replace(" ", "\u00a0"),
+    # a web page's zero-width space at each line's end, and inside a word
+    "zero-width-line-ends": lambda t, _c: "\n".join(
+        line + "\u200b" if line else line for line in t.split("\n")
+    ),
+    "zero-width-in-words": lambda t, _c: t.replace("GPU", "G\u200bPU").replace("Xid", "X\u200bid"),
+    # a chat's or a word processor's typography: smart quotes, `...` as one character
+    "smart-quotes": lambda t, _c: t.replace("'", "\u2019").replace('"', "\u201c"),
+    "ellipsis-character": lambda t, _c: t.replace("...", "\u2026"),
+    # a terminal's colours around every number
+    "ansi-colour": lambda t, _c: re.sub(r"(\d+)", "\x1b[1;32m\\1\x1b[0m", t),
+    # the prompt and command copied above the output (and the next prompt below it)
+    "root-prompt": lambda t, c: f"root@host:~# {c}\n" + t,
+    "dollar-prompts": lambda t, c: f"$ {c}\n" + _ended(t) + "$ \n",
+    # a Markdown code block; a mail's or Markdown's quote
+    "code-fence": lambda t, _c: "```console\n" + _ended(t) + "```\n",
+    "prompt-above-code-fence": lambda t, c: f"root@host:~# {c}\n```console\n" + _ended(t) + "```\n",
+    "quoted": lambda t, _c: "\n".join("> " + line if line else ">" for line in t.split("\n")),
+    # a mail client quoting a reply, then wrapping it at 80 columns: the pieces it moved to a
+    # line of their own carry no `> `
+    "quoted-then-wrapped": lambda t, _c: column_wrapped(
+        "\n".join("> " + line if line else ">" for line in t.split("\n")), 80
+    ),
+    # a font or a page that draws the table's lines with box-drawing characters
+    "box-bars": lambda t, _c: t.replace("|", "\u2502").replace("+", "\u253c"),
+    "box-all": lambda t, _c: (
+        t.replace("|", "\u2502").replace("+", "\u253c").replace("-", "\u2500").replace("=", "\u2550")
+    ),
+    # tabs expanded (a terminal's 8, an editor's 4) or each made one space
+    "tabs-8": lambda t, _c: t.expandtabs(8),
+    "tabs-4": lambda t, _c: t.expandtabs(4),
+    "tab-one-space": lambda t, _c: t.replace("\t", " "),
+    # each run of spaces and tabs one space (Markdown or HTML rendered), the indent too
+    "spaces-collapsed": lambda t, _c: "\n".join(re.sub(r"[ \t]+", " ", line) for line in t.split("\n")),
+    "spaces-collapsed-unindented": lambda t, _c: "\n".join(
+        re.sub(r"[ \t]+", " ", line).strip() for line in t.split("\n")
+    ),
+}
+
+
+def _verdicts(folder: Path, name: str, text: str, order: object) -> dict[str, tuple[str, str]]:
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8", newline="")
+    facts = offline.parse_facts(offline.load_outputs([str(path)]))
+    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, order)}
+
+
+@functools.cache
+def _whole(name: str) -> dict[str, tuple[str, str]] | None:
+    """The capture's verdicts as saved (None: refused whole), judged once for every transform."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "order.yml").write_text(ORDER)
+        order = offline.load_order(str(Path(folder) / "order.yml"))
+        try:
+            return _verdicts(Path(folder) / "whole", name, (REAL / name).read_text(encoding="utf-8"), order)
+        except UsageError:
+            return None
+
+
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+def test_every_real_capture_pasted_so_is_judged_as_itself_or_unverified(
+    tmp_path: Path, transform: str
+) -> None:
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        text = (REAL / name).read_text(encoding="utf-8")
+        pasted = TRANSFORMS[transform](text, _command(name))
+        if (whole := _whole(name)) is None:
+            continue  # (refused whole: nothing to compare)
+        try:
+            got = _verdicts(tmp_path / "pasted", name, pasted, order)
+        except UsageError:
+            continue  # (refused with a sentence naming the file: no verdict)
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict not in (whole.get(rule, ("(no row)", ""))[0], "unverified")
+        ]
+    assert not moved, "\n".join(moved[:10])
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "verdict"),
+    [
+        ("nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv", "gpu_count", "fail"),
+        ("nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "gpu_recovery", "pass"),
+    ],
+)
+def test_a_zero_width_space_from_a_web_page_is_no_part_of_a_value(
+    tmp_path: Path, name: str, rule: str, verdict: str
+) -> None:
+    """The real H100 CSV with "GPU" written `G<U+200B>PU` (a page breaking the word), the real
+    H200 -q with a U+200B at each line's end: each read as the capture."""
+    (tmp_path / "order.yml").write_text("gpu_count: 1\n")
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / name).read_text(encoding="utf-8")
+    assert _verdicts(tmp_path / "whole", name, text, order)[rule][0] == verdict
+    for transform in ("zero-width-line-ends", "zero-width-in-words"):
+        pasted = TRANSFORMS[transform](text, "")
+        assert _verdicts(tmp_path / transform, name, pasted, order)[rule][0] == verdict, transform
