@@ -364,3 +364,35 @@ def test_a_log_ending_after_another_drivers_line_inside_the_records_about_a_gpu_
     (event,) = log.events
     assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:18:00.0", True)
     assert rule_xid(log.events, True, "", [], True).verdict == "unverified"
+
+
+def _xid_79_then_gpu_lost() -> str:
+    """The Titan V's Xid 79 (dmesg -T, 0000:02:00) then openwall/john #5835's first two lines
+    (`rpcSendMessage failed ...`, `Check failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]`), their
+    stamps replaced by the Titan V's last (one log, one clock)."""
+    xid = (REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt").read_text()
+    stamp = xid.splitlines()[-1].split("] ", 1)[0] + "]"
+    lost = (REAL / "dmesg__nv-err-gpu-is-lost-no-xid__rpc-send-failed__john-5835.txt").read_text()
+    return xid + "".join(f"{stamp} {line.split('] ', 1)[1]}\n" for line in lost.splitlines()[:2])
+
+
+def test_a_gpu_lost_beside_its_xid_79_is_listed_once() -> None:
+    """_xid_79_then_gpu_lost: the driver's NV_ERR_GPU_IS_LOST lines name no GPU, so the row's
+    `same_as_xid: 79` never matched: the fault was listed twice ("Xid 79; a GPU (no PCI
+    address): GPU lost from the bus -> reboot")."""
+    log = parse_kernel_log(_xid_79_then_gpu_lost())
+    check = rule_xid(log.events, True, "", [], True)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU at PCI 0000:02:00: Xid 79 GPU has fallen off the bus -> reboot",
+    )
+
+
+def test_a_gpu_lost_beside_another_tenants_xid_79_warns_on_a_rented_share() -> None:
+    """_xid_79_then_gpu_lost on a container whose one GPU is 00000000:19:00.0: the Xid 79 is on a
+    GPU this rental does not show (a warning); the address-less NV_ERR_GPU_IS_LOST lines of that
+    same fault failed the rental."""
+    log = parse_kernel_log(_xid_79_then_gpu_lost())
+    check = rule_xid(log.events, True, "", [(0, "00000000:19:00.0")], True, slice_="a container")
+    assert check.verdict == "warn"
+    assert "GPU lost" not in check.actual
