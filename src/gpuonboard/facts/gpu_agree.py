@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
-from gpuonboard.facts.nvidia_smi.values import _is_version
+from gpuonboard.facts.nvidia_smi.values import _is_version, no_cuda
 
 # each format as the sentences name it
 FORMAT_NAMES = {"xml": "-q -x", "text": "-q", "csv": "the CSV query", "table": "the table", "list": "-L"}
@@ -64,15 +64,29 @@ def _each_said(said: dict[object, list[str]], shown: Callable[[object], str]) ->
     return ", ".join(f"{shown(v)} in {' and '.join(map(_named, labels))}" for v, labels in said.items())
 
 
+def _answer(field: str, value: str | None) -> str | None:
+    """What a format's version says, to compare: a version number; for CUDA also nvidia-smi's
+    word for no CUDA driver (`N/A`, `Not Found`: one answer, said as the first format printed it);
+    None for a value that says nothing (an unreadable cell is no other version)."""
+    if _is_version(value):
+        return value
+    return value if field == "cuda_version" and no_cuda(value) else None
+
+
 def version_clashes(ranked: Sequence[tuple[str, GpuReport]]) -> list[Clash]:
     """'driver 535.161.08 in -q, 550.90.07 in the table' for each version two formats give
-    otherwise (only version numbers are compared: a format's unreadable cell is no other driver)."""
+    otherwise (only answers are compared, `_answer`: a format's unreadable cell is no other
+    driver; a format that found no CUDA driver and one that read a CUDA version disagree)."""
     out = []
     for field, word in (("driver_version", "driver"), ("cuda_version", "CUDA")):
         said: dict[object, list[str]] = {}
         for label, report in ranked:
-            value = getattr(report, field)
-            if _is_version(value) and label not in said.setdefault(value, []):
+            value = _answer(field, getattr(report, field))
+            if value is None:
+                continue
+            if not _is_version(value):  # (N/A and Not Found say one thing: the first printed)
+                value = next((str(v) for v in said if not _is_version(str(v))), value)
+            if label not in said.setdefault(value, []):
                 said[value].append(label)
         if len(said) > 1:
             out.append((field, f"{word} {_each_said(said, str)}"))

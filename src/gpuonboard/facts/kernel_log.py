@@ -368,10 +368,34 @@ def _ends_sentence(text: str) -> bool:
 _ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?$")
 
 
-# the head of the driver's messages about one GPU that go on over several lines (nv.c, nv-pci.c:
-# "The NVIDIA GPU %04x:%02x:%02x.%x" / "(PCI ID: %04x:%04x) installed in this system has" /
-# "fallen off the bus ...", "The NVIDIA GPU ... (PCI ID: ...)" / "installed in this system ...")
-_GPU_HEAD = re.compile(r"The NVIDIA GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\b", re.IGNORECASE)
+# the head of the driver's messages about one GPU that go on over several lines and always end in
+# a sentence (kernel-open/nvidia nv.c, nv-pci.c: "The NVIDIA GPU %04x:%02x:%02x.%x" / "(PCI ID:
+# %04x:%04x) installed in this system has" / "fallen off the bus ...", "The NVIDIA GPU ... (PCI
+# ID: ...)" / "installed in this system is not supported by ..." / "... requires use of the NVIDIA
+# open kernel modules."): its address, then nothing, its PCI ID or "installed" (in this system).
+# The Grace memory message "The NVIDIA GPU ... installed in the system" / "requires auto onlining
+# mode ..." (os-interface.c) ends in no sentence: it is none of these.
+_GPU_HEAD = re.compile(
+    r"The NVIDIA GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+    r"(?:\s*$|\s*\(PCI ID|\s+installed(?:\s*$|\s+in\s+this\b))",
+    re.IGNORECASE,
+)
+
+# the driver's own next lines of those messages (its records may carry no mark of one message):
+# a line of the driver's that says anything else (`GPU 0000:01:00.0: RmInitAdapter failed!`,
+# `GPU at PCI:...`, `nvAssertOkFailedNoLog: ...`) starts a message of its own
+_GPU_GOES_ON = re.compile(
+    r"\(PCI ID:|installed\b|in this (?:vGPU host )?system\b|fallen off the bus\b|"
+    r"requires use of\b|(?:is )?not supported by\b|NVIDIA \S+ driver release\b|"
+    r"\S+ NVIDIA Linux\b|graphics driver release\b|nvidia\.ko\b|System Processor\b",
+    re.IGNORECASE,
+)
+
+
+def _open_gpu_message(message: _Message | None) -> bool:
+    """True while `message` is one of the driver's messages about one GPU (_GPU_HEAD) that has not
+    yet ended its sentence: the driver's next lines go on with it."""
+    return message is not None and bool(_GPU_HEAD.match(message.text)) and not _ends_sentence(message.text)
 
 
 def _continues(line: str, start: int, text: str, previous: _Message | None) -> bool:
@@ -381,10 +405,12 @@ def _continues(line: str, start: int, text: str, previous: _Message | None) -> b
     continuation's would, unindented), continues where the previous text ends mid-sentence and
     this line has the same prefix, with a time to the microsecond (one printk) or starting lower
     case. A message that
-    starts with the driver's `The NVIDIA GPU <address>` goes on over the driver's next lines until
-    it ends a sentence, whatever their stamps: a driver that prints each of its lines as a record
-    of its own (dmesg stamps each apart, journalctl gives each its prefix) still says one thing
-    of that GPU. The driver's load banner starts a message of its own."""
+    starts with the driver's `The NVIDIA GPU <address>` (_GPU_HEAD) goes on over the driver's own
+    next lines of it (_GPU_GOES_ON) until it ends a sentence, whatever their stamps: a driver that
+    prints each of its lines as a record of its own (dmesg stamps each apart, journalctl gives
+    each its prefix) still says one thing of that GPU; any other line of the driver's starts a
+    message of its own (its fault, its GPU, are its own). The driver's load banner starts a
+    message of its own."""
     if previous is None:
         return False
     if not line[:start].strip() and line[:1].isspace():
@@ -392,7 +418,7 @@ def _continues(line: str, start: int, text: str, previous: _Message | None) -> b
     head, before = _prefix(line, start), previous.text.rstrip()
     if _ends_sentence(before) or _DRIVER_LOAD.match(text):
         return False
-    if _GPU_HEAD.match(previous.text) and not _GPU_HEAD.match(text):
+    if _GPU_HEAD.match(previous.text) and _GPU_GOES_ON.match(text):
         return True  # (the driver's message about one GPU, each of its lines a record of its own)
     if head != previous.head:
         return False
@@ -408,6 +434,11 @@ def _firmly(line: str, start: int) -> bool:
     return _FINE_TIME.search(head) is not None
 
 
+# the driver's multi-line messages that end with no stop, said whole (os-interface.c: "... requires
+# auto onlining mode online_movable enabled in" / "/sys/devices/system/memory/auto_online_blocks")
+_WHOLE_WITHOUT_STOP = re.compile(r"/sys/devices/system/memory/auto_online_blocks$")
+
+
 def _unfinished(message: _Message) -> bool:
     """True when the log ends inside this driver message: it ends no sentence, and it already
     spans lines the kernel printed as one message, announces more (`:`), or ends with the
@@ -420,6 +451,8 @@ def _unfinished(message: _Message) -> bool:
         return False
     if _GPU_HEAD.match(text):
         return True  # (the driver ends its message about a GPU with a sentence: it was cut before)
+    if _WHOLE_WITHOUT_STOP.search(text):
+        return False
     return message.firm or text.endswith(":") or _ENDS_WITH_PCI.search(text) is not None
 
 
@@ -660,7 +693,8 @@ class _Reader:
             if cut:
                 self.message.cut = f"NVRM: {self.message.text}"
         elif not cut:
-            self.flush()
+            if not _open_gpu_message(self.message):
+                self.flush()  # (another driver's line may come between the records of one about a GPU)
         elif says_nothing(line, self.words):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
             # may be the start of an Xid or SXid line. (A message before it is the one the log

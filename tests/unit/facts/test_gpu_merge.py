@@ -322,3 +322,32 @@ def test_a_matrix_of_more_gpus_than_listed_is_another_boxs(tmp_path: Path, topo:
         assert got["interconnect"].actual.startswith(
             "unknown: nvidia-smi topo -m shows 8 GPUs, nvidia-smi lists 1"
         )
+
+
+def _h200_with_cuda(tmp_path: Path, table_says: str, q_says: str) -> tuple[Facts, dict[str, Check]]:
+    """The H200 box's real table and -q (driver 580.159.04, CUDA 13.0 in both), each with its CUDA
+    version replaced by the words given (as printed in its own format), nothing else changed."""
+    table = H200_TABLE.read_text().replace("CUDA Version: 13.0     |", f"CUDA Version: {table_says:<7}|")
+    q_text = H200_Q.read_text()
+    assert q_text.count(": 13.0\n") == 1
+    (tmp_path / "edited").mkdir()
+    (tmp_path / "edited" / H200_TABLE.name).write_text(table)
+    (tmp_path / "edited" / H200_Q.name).write_text(q_text.replace(": 13.0\n", f": {q_says}\n"))
+    return _judged(tmp_path, (tmp_path / "edited" / H200_TABLE.name, tmp_path / "edited" / H200_Q.name))
+
+
+def test_a_table_finding_no_cuda_beside_a_q_reading_one_disagrees(tmp_path: Path) -> None:
+    """The H200 table saying `CUDA Version: N/A` (no CUDA driver) beside its -q's 13.0: the merge
+    kept 13.0 and nvidia_driver passed silently; "no CUDA driver" is an answer: the outputs
+    disagree (two boxes, or a box that changed between calls)."""
+    facts, got = _h200_with_cuda(tmp_path, "N/A", "13.0")
+    driver = got["nvidia_driver"]
+    assert driver.verdict == "fail", driver
+    assert "the nvidia-smi outputs disagree: CUDA 13.0 in -q, N/A in the table" in driver.actual
+
+
+def test_no_cuda_said_in_two_formats_words_is_one_answer(tmp_path: Path) -> None:
+    # the table's N/A and -q's Not Found both say no CUDA driver: no disagreement, the box fails
+    facts, got = _h200_with_cuda(tmp_path, "N/A", "Not Found")
+    assert facts.gpu is not None and facts.gpu.disagreements == ()
+    assert got["nvidia_driver"].verdict == "fail" and "disagree" not in got["nvidia_driver"].actual

@@ -287,3 +287,112 @@ def test_a_gpu_lost_from_the_bus_without_an_xid_fails_the_box() -> None:
         " kernel_ce_gv100.c:106\n"
     )
     assert [e.fault for e in parse_kernel_log(journal).events] == ["gpu_lost"]
+
+
+# the Grace (GH200, GB200) driver's message when the GPU's memory cannot be onlined: its format
+# (NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/os-interface.c, one nv_printf over four
+# lines, no final stop) with a GH200's values filled in
+ONLINING = [
+    "NVRM: Failing GPU memory onlining as the onlining zone is not movable."
+    " pa: 0x400000000000 size: 0x8000000",
+    "NVRM: The NVIDIA GPU 0009:01:00.0 installed in the system",
+    "NVRM: requires auto onlining mode online_movable enabled in",
+    "NVRM: /sys/devices/system/memory/auto_online_blocks",
+]
+ONLINING_STAMPS = [
+    ["[  312.508110]"] + ["              "] * 3,  # dmesg: one printk, its lines indented
+    [f"[  312.50811{i}]" for i in range(4)],  # dmesg: each line a record of its own
+    ["Feb 14 05:05:12 gh200-1 kernel:"] * 4,  # journalctl -k
+]
+
+
+@pytest.mark.parametrize("stamps", ONLINING_STAMPS)
+def test_the_grace_memory_onlining_message_ends_whole_without_a_stop(stamps: list[str]) -> None:
+    """The driver's memory onlining message (ONLINING, each line with the stamp given) as the
+    log's last: it ends with no stop by design. Read as the driver's message about a GPU cut
+    short, it made gpu_xid unverified ("the log ends inside it"): it is whole, no fault."""
+    log = parse_kernel_log(_own_records(ONLINING, stamps))
+    assert log.events == ()
+    assert rule_xid(log.events, True, "", [], True).verdict == "pass"
+
+
+@pytest.mark.parametrize("stamps", ONLINING_STAMPS)
+def test_a_driver_line_after_the_onlining_message_is_a_message_of_its_own(stamps: list[str]) -> None:
+    """ONLINING (stamps given) then illinois-scicomp #76's RmInitAdapter failure of another GPU
+    (its first line, its stamp replaced by the log's), scitix/sichek #51's NV_ERR_RESET_REQUIRED
+    line (its stamp replaced) and the Titan V's Xid 79 preamble (its first line). The rule that
+    joins the driver's lines about one GPU joined the next driver line whatever it said: the
+    failure was said of 0009:01:00.0 (the wrong GPU), the reset lost, the preamble swallowed."""
+    rminit = (REAL / RMINIT).read_text().splitlines()[0].split("] ", 1)[1]
+    reset = (REAL / "dmesg-T__nv-err-reset-required-no-xid__gsp.txt").read_text().splitlines()[1]
+    preamble = (REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt").read_text().splitlines()[0]
+    after = [rminit, reset.split("] ", 1)[1].strip(), preamble.split("] ", 1)[1]]
+    journal = stamps[0].endswith("kernel:")
+    more = [stamps[0] if journal else f"[  312.50812{i}]" for i in range(3)]  # (records of their own)
+    log = parse_kernel_log(_own_records(ONLINING + after, stamps + more))
+    assert [(e.kind, e.fault, e.pci) for e in log.events] == [
+        ("nvrm", "rm_init_adapter_failed", "0000:81:00.0"),
+        ("nvrm", "reset_required", ""),
+        ("xid_unread", None, "0000:02:00"),
+    ]
+
+
+# a line of another driver's from the same kind of log (the H100 HGX's kern.log capture)
+OTHER_DRIVER = "nvidia_uvm: module uses symbols from proprietary module nvidia, inheriting taint."
+
+
+@pytest.mark.parametrize("at", [1, 2])
+def test_another_drivers_line_between_the_records_about_a_gpu_keeps_its_address(at: int) -> None:
+    """gpud's B200 three-record capture (journalctl -k stamps) with another driver's line
+    (OTHER_DRIVER) put between its records. It ended the message: the fault lost its GPU's
+    address ("a GPU (no PCI address)"); only the driver's own lines go on with it."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    lines = kmsg.splitlines()
+    lines.insert(at, OTHER_DRIVER)
+    log = parse_kernel_log(_own_records(lines, ["Feb 14 05:05:12 gpu-1 kernel:"] * 4))
+    assert [(e.fault, e.pci) for e in log.events] == [("fallen_off_bus", "0000:18:00.0")]
+
+
+@pytest.mark.parametrize("cut", [1, 2])
+def test_a_log_ending_after_another_drivers_line_inside_the_records_about_a_gpu_is_unread(cut: int) -> None:
+    """gpud's B200 capture cut after its first or second record, then OTHER_DRIVER as the log's
+    last line (journalctl -k stamps). gpu_xid passed "no Xid": the driver's message was never
+    finished, what it said of the GPU is not known."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    lines = kmsg.splitlines()[:cut] + [OTHER_DRIVER]
+    log = parse_kernel_log(_own_records(lines, ["Feb 14 05:05:12 gpu-1 kernel:"] * (cut + 1)))
+    (event,) = log.events
+    assert (event.kind, event.pci, bool(event.cut)) == ("xid_unread", "0000:18:00.0", True)
+    assert rule_xid(log.events, True, "", [], True).verdict == "unverified"
+
+
+def _xid_79_then_gpu_lost() -> str:
+    """The Titan V's Xid 79 (dmesg -T, 0000:02:00) then openwall/john #5835's first two lines
+    (`rpcSendMessage failed ...`, `Check failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]`), their
+    stamps replaced by the Titan V's last (one log, one clock)."""
+    xid = (REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt").read_text()
+    stamp = xid.splitlines()[-1].split("] ", 1)[0] + "]"
+    lost = (REAL / "dmesg__nv-err-gpu-is-lost-no-xid__rpc-send-failed__john-5835.txt").read_text()
+    return xid + "".join(f"{stamp} {line.split('] ', 1)[1]}\n" for line in lost.splitlines()[:2])
+
+
+def test_a_gpu_lost_beside_its_xid_79_is_listed_once() -> None:
+    """_xid_79_then_gpu_lost: the driver's NV_ERR_GPU_IS_LOST lines name no GPU, so the row's
+    `same_as_xid: 79` never matched: the fault was listed twice ("Xid 79; a GPU (no PCI
+    address): GPU lost from the bus -> reboot")."""
+    log = parse_kernel_log(_xid_79_then_gpu_lost())
+    check = rule_xid(log.events, True, "", [], True)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU at PCI 0000:02:00: Xid 79 GPU has fallen off the bus -> reboot",
+    )
+
+
+def test_a_gpu_lost_beside_another_tenants_xid_79_warns_on_a_rented_share() -> None:
+    """_xid_79_then_gpu_lost on a container whose one GPU is 00000000:19:00.0: the Xid 79 is on a
+    GPU this rental does not show (a warning); the address-less NV_ERR_GPU_IS_LOST lines of that
+    same fault failed the rental."""
+    log = parse_kernel_log(_xid_79_then_gpu_lost())
+    check = rule_xid(log.events, True, "", [(0, "00000000:19:00.0")], True, slice_="a container")
+    assert check.verdict == "warn"
+    assert "GPU lost" not in check.actual

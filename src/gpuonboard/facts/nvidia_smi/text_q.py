@@ -26,7 +26,6 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
-    _cuda_version,
     _ecc_totals,
     _first_deep,
     _float,
@@ -41,6 +40,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _version,
     _yes_no,
     fabric_health,
+    read_cuda,
 )
 
 # "Key   : value"; the separator is a colon followed by a space or the line's end, so "GPU
@@ -589,9 +589,8 @@ def parse_text_q(text: str) -> GpuReport:
     driver = _version(
         _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
     )
-    cuda = _cuda_version(
-        _tree_first(tree, ("CUDA UMD Version",), ("CUDA Version",)), "the -q CUDA version", warnings
-    )
+    printed = (_tree_raw(tree, "CUDA UMD Version"), _tree_raw(tree, "CUDA Version"))
+    cuda = read_cuda(printed, "the -q CUDA version", warnings)
     if driver is None:
         warnings.append("no 'Driver Version' in nvidia-smi -q text")
     if attached is not None and attached != len(gpus):

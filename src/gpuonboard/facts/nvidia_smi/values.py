@@ -125,6 +125,18 @@ def _cuda_version(value: str | None, label: str, warnings: list[str]) -> str | N
     return _version(value, label, warnings)
 
 
+def read_cuda(printed: Iterable[str | None], label: str, warnings: list[str]) -> str | None:
+    """The CUDA version of any format from the values printed under its labels, the preferred
+    label first (R610's "CUDA UMD Version", then "CUDA Version"), each as printed (never cleaned
+    of N/A first): the first that says a version or no CUDA driver (`_cuda_version`). One reading
+    for the table, `-q` and `-q -x`, so each keeps nvidia-smi's words for no CUDA driver."""
+    for value in printed:
+        read = _cuda_version(value, label, warnings)
+        if read is not None:
+            return read
+    return None
+
+
 def no_cuda(cuda_version: str | None) -> bool:
     """Whether nvidia-smi said it found no CUDA driver (`_cuda_version`'s N/A or Not Found)."""
     return cuda_version is not None and cuda_version.lower() in _NO_CUDA

@@ -26,7 +26,6 @@ from gpuonboard.facts.nvidia_smi.values import (
     _any_true,
     _clean,
     _compute_mode,
-    _cuda_version,
     _ecc_totals,
     _first_deep,
     _float,
@@ -41,6 +40,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _version,
     _yes_no,
     fabric_health,
+    read_cuda,
 )
 
 _DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
@@ -363,7 +363,11 @@ def _xml_versions(root: ET.Element, warnings: list[str]) -> tuple[str | None, st
     elements' values), each read as its version number."""
     return (
         _version(_xml_first(root, "kmd_version", "driver_version"), "the XML driver version", warnings),
-        _cuda_version(_xml_first(root, "cuda_umd_version", "cuda_version"), "the XML CUDA version", warnings),
+        read_cuda(
+            (_xml_raw(root, "cuda_umd_version"), _xml_raw(root, "cuda_version")),
+            "the XML CUDA version",
+            warnings,
+        ),
     )
 
 

@@ -522,14 +522,9 @@ def rule_xid(
     # an Xid a later line names as its cause ("caused by previous Xid 149") happened, whether or
     # not its own line is still in the log
     xids += implied_xids(xids)
-    same_as = {f.id: f.same_as_xid for f in load_nvrm_faults()}
     # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
     # that Xid's text: listed once
-    xids += [
-        e
-        for e in _unexplained(events)
-        if e.kind == "nvrm" and (pci_key(e.pci), same_as.get(e.fault or ""), e.earlier_boot) not in logged
-    ]
+    xids += [e for e in _unexplained(events) if e.kind == "nvrm" and not _said_by_xid(e, events, logged)]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
@@ -540,6 +535,27 @@ def rule_xid(
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
     return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
+
+
+def _said_by_xid(
+    event: KernelEvent, events: Sequence[KernelEvent], logged: set[tuple[str, int, bool]]
+) -> bool:
+    """True when a driver fault sentence is the text of a fault the log also says otherwise
+    (data/nvrm_faults.yml `same_as_xid`): that Xid on its GPU; where the sentence names no GPU
+    (`... GPU lost from the bus [NV_ERR_GPU_IS_LOST]`), that Xid on any GPU, or a sentence of the
+    same Xid naming its GPU (`The NVIDIA GPU ... has fallen off the bus`), of its boot and driver
+    load: one fault, listed once."""
+    code = {f.id: f.same_as_xid for f in load_nvrm_faults()}.get(event.fault or "")
+    if code is None:
+        return False
+    if event.pci:
+        return (pci_key(event.pci), code, event.earlier_boot) in logged
+    same = {f.id for f in load_nvrm_faults() if f.same_as_xid == code}
+    return any(
+        (e.kind == "xid" and e.code == code) or (e.kind == "nvrm" and e.fault in same and bool(e.pci))
+        for e in events
+        if (e.load, e.earlier_boot) == (event.load, event.earlier_boot)
+    )
 
 
 # a GPU named by its device minor number, not its address (old drivers: "rm_init_adapter failed

@@ -23,6 +23,11 @@ NO_CUDA = [
     (TABLE, "CUDA Version: 12.4     |", "CUDA Version: N/A      |"),
     (TEXT_Q, ": 13.0\n", ": Not Found\n"),
     (XML, "<cuda_version>13.0</cuda_version>", "<cuda_version>Not Found</cuda_version>"),
+    # each format with the other format's words: each reader dropped N/A as no value before
+    # reading the CUDA version (passed, "CUDA unknown"), and the table's `Not Found` read "CUDA Not"
+    (TABLE, "CUDA Version: 12.4     |", "CUDA Version: Not Found|"),
+    (TEXT_Q, ": 13.0\n", ": N/A\n"),
+    (XML, "<cuda_version>13.0</cuda_version>", "<cuda_version>N/A</cuda_version>"),
 ]
 
 
@@ -32,7 +37,11 @@ def _edited(name: str, said: str, instead: str) -> str:
     return text.replace(said, instead)
 
 
-@pytest.mark.parametrize(("name", "said", "instead"), NO_CUDA, ids=["table", "-q", "-q -x"])
+@pytest.mark.parametrize(
+    ("name", "said", "instead"),
+    NO_CUDA,
+    ids=["table", "-q", "-q -x", "table Not Found", "-q N/A", "-q -x N/A"],
+)
 def test_nvidia_smi_finding_no_cuda_driver_fails_the_driver(
     tmp_path: Path, name: str, said: str, instead: str
 ) -> None:
