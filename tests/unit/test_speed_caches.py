@@ -285,3 +285,32 @@ def test_a_gpu_one_format_read_is_that_format_s_and_only_that_one_s() -> None:
     other = dataclasses.replace(base, temperature_c=99, faults=("ERR!",), processes_known=True)
     merged = _merge_gpu(base, [("csv", other)])
     assert (merged.temperature_c, merged.faults, merged.processes_known) == (99, ("ERR!",), True)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>ERR!</fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>&#69;RR&#33;</fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed> [Unknown Error] </fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>Unknown&#32;Error</fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>GPU ıs loſt</fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed><![CDATA[GPU requires reset]]></fan_speed>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>timeout_x</fan_speed>"),
+        ("<product_name>NVIDIA A100-SXM4-80GB</product_name>", "<product_name>ERR!</product_name>"),
+        ("<graphics_clock>1275 MHz</graphics_clock>", "<graphics_clock>[Timeout]</graphics_clock>"),
+        ("<fan_speed>N/A</fan_speed>", "<fan_speed>N/A</fan_speed><access_timeout_recovery/>"),
+    ],
+)
+def test_the_document_s_fault_screen_lets_through_every_gpu_record_with_a_fault(old: str, new: str) -> None:
+    """The derived 8xA100 `-q -x` with the first of `old` written as `new` (a fault marker in a
+    value, written plainly, with character references, in CDATA, in a nested element, or as the
+    product name; a word only in a tag): read as each GPU read with no screen of the document."""
+    from gpuonboard.facts.nvidia_smi.xml_q import _xml_gpu
+
+    text = (REAL / XML).read_text().replace(old, new, 1)
+    report = nvidia_smi.parse_xml(text)
+    root = ET.fromstring(text[text.index("<nvidia_smi_log>") :])
+    unscreened = [_xml_gpu(gpu, i, [], True) for i, gpu in enumerate(root.findall("gpu"))]
+    assert [(g.faults, g.cell_faults) for g in report.gpus] == [(g.faults, g.cell_faults) for g in unscreened]
+    assert report.gpus == tuple(unscreened)

@@ -283,8 +283,11 @@ def _joined_rows(fields: list[str], minimum: int, unit: tuple[int, str] | None) 
     return [*rows, fields[start:]]
 
 
+@functools.lru_cache(maxsize=256)
 def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
-    """(the mounts of a df output, why it is not whole or None)."""
+    """(the mounts of a df output, why it is not whole or None). Kept for the last outputs read
+    (of immutable Mounts): a check reads a host's df for its facts (parse_df), then again for
+    its disk rule (df_cut), ~0.35 ms of CPU each time for a ~30-row df."""
     text = _HEADER_JOINED.sub(lambda m: m.group(1) + "\n", text, count=1)
     lines = [line for line in text.splitlines() if line.strip()]
     header = df_header(text)

@@ -4,6 +4,7 @@ draft 2020-12, ships as gpuonboard/data/summary.schema.json: `schema_path`)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -71,10 +72,26 @@ def write_outputs(out: Path, host: str, outputs: Mapping[str, tuple[bytes, int]]
     (out / "raw" / safe_name(host)).mkdir(parents=True, exist_ok=True)
     for probe, (data, _code) in outputs.items():
         name = raw_file(host, probe)
-        with open(out / name, "wb") as f:
-            f.write(data)
+        _write_new(f"{out}/{name}", data)
         written[name] = data
     return written
+
+
+# (a raw file as open(path, "wb") writes it: created or emptied, mode 0o666 less the umask,
+# not inherited by child processes; without the buffered file object's fstat, isatty and lseek)
+_RAW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_BINARY", 0)
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """`data` written to `path` as `open(path, "wb").write(data)` writes it, in 3 system calls
+    (open, write, close) of the 6 the file object makes: ~70 fewer a host's 23 raw files."""
+    fd = os.open(path, _RAW_FLAGS, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def private_placeholder(stdout: str) -> bytes:

@@ -352,3 +352,17 @@ def test_a_size_df_does_not_give_is_said_with_what_to_save(tmp_path: Path) -> No
     assert rule["verdict"] == "unverified", rule
     assert rule["detail"].startswith("the size of /data could not be read from the df output")
     assert rule["detail"].endswith("save `df -P -k /data` (or `df -P -B1`) to judge it")
+
+
+def test_a_df_read_again_is_read_as_the_first_time() -> None:
+    """Every real df capture, whole and cut after its second line: parse_df, df_cut and
+    df_open_row read from the kept reading are the reading of the text itself."""
+    paths = sorted(REAL.glob("df*"))
+    assert paths
+    for path in paths:
+        text = path.read_text(errors="replace")
+        for sample in (text, "\n".join(text.splitlines()[:2])):
+            mounts, cut = disks._read_df.__wrapped__(sample)
+            for _ in range(2):
+                assert (parse_df(sample), disks.df_cut(sample)) == (mounts, cut)
+            assert disks.df_open_row(sample) == disks.df_open_row(sample)

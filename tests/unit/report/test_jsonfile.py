@@ -4,11 +4,13 @@ says `verified`)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
 from gpuonboard import masking
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.report.jsonfile import raw_outputs
+from gpuonboard.report.jsonfile import raw_outputs, write_outputs
 
 
 def test_a_secret_in_a_probe_output_is_masked() -> None:
@@ -89,3 +91,19 @@ def test_a_run_folder_is_judged_again_as_the_run_judged_it() -> None:
         faults.verdict,
         faults.actual,
     )
+
+
+def test_raw_files_are_written_as_open_wb_writes_them(tmp_path: Path) -> None:
+    """A host's raw files: the bytes as given (empty, a 1 MiB output, bytes not UTF-8, CRLF), an
+    older longer file emptied first, and the mode and flags a file open(path, "wb") makes has."""
+    outputs = {"empty": (b"", 0), "big": (bytes(range(256)) * 4096, 0), "crlf": (b"a\r\nb\n\xff", 1)}
+    (tmp_path / "raw" / "h").mkdir(parents=True)
+    (tmp_path / "raw" / "h" / "crlf.txt").write_bytes(b"x" * 100)
+    written = write_outputs(tmp_path, "h", outputs)
+    with open(tmp_path / "made-by-open.txt", "wb") as f:
+        f.write(b"")
+    expected_mode = os.stat(tmp_path / "made-by-open.txt").st_mode
+    assert written == {f"raw/h/{probe}.txt": data for probe, (data, _code) in outputs.items()}
+    for name, data in written.items():
+        assert (tmp_path / name).read_bytes() == data
+        assert os.stat(tmp_path / name).st_mode == expected_mode

@@ -63,7 +63,7 @@ _STATUS_FIELDS = frozenset({"Fabric/Status", "fabric/status", "fabric.status"})
 # What any fault of a record holds somewhere (a GPU-level word, or a field marker): a record
 # none of whose values holds one has no fault, without a look at each of its fields. An NVML
 # error string is a field's whole value, so never next to a "_": the XML's tags (searched with
-# its values, xml_q._document_may_fault) hold "timeout" in `<access_timeout_recovery>`
+# its values, as xml_q once searched the whole document) hold "timeout" in `<access_timeout_recovery>`
 _ANY_FAULT = re.compile(
     "|".join(
         [*(re.escape(w) for w in FAULT_WORDS), *(rf"(?<!_){re.escape(w)}(?!_)" for w in NVML_FIELD_ERRORS)]
