@@ -1,8 +1,10 @@
 # gpuonboard: `make demo` (first thing to run), `make test` (what CI runs).
 VENV ?= .venv
 # test processes (pytest-xdist): 2 cut the suite's wall time by ~40 % on a 2-CPU machine, where most
-# of a test's time is spent waiting on sshd, rsync, podman and timeouts, not computing
-TEST_WORKERS ?= 2
+# of a test's time is spent waiting on sshd, rsync, podman and timeouts, not computing; 3 overlap
+# more of those waits: test_dataset.py with tests/unit/facts took 17, 39 and 4 % less wall time
+# than with 2, in turns, for the same CPU-s (docs/benchmarks.md, "Test-suite time")
+TEST_WORKERS ?= 3
 PY := $(VENV)/bin/python
 INVOKE := $(VENV)/bin/invoke
 SIM := .gpuonboard/sim
