@@ -92,10 +92,13 @@ def read_at_most(path: Path, limit: int, silence: float | None = None, stall: fl
 
 
 def _open_fifo(path: Path, wait: float) -> int:
-    """A FIFO opened for reading, which returns once a program has it open for writing (at once
-    for an anonymous pipe, whose writer was there first); PipeTimeout after `wait` seconds of
-    none. The blocking open runs in a thread: given up, it is ended by a writer's open of our
-    own, closed at once."""
+    """A FIFO opened for reading once a program has it open for writing (at once for an
+    anonymous pipe, whose writer was there first), or once bytes or a writer's end came through
+    it (a writer that wrote and closed before: `facts /dev/stdin < out.fifo`); PipeTimeout after
+    `wait` seconds of neither. The blocking open runs in a thread beside a non-blocking one
+    (which holds the pipe open meanwhile): given up, it is ended by a writer's open of our own,
+    closed at once."""
+    nonblocking = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS)
     opened: list[int] = []
     failed: list[OSError] = []
 
@@ -107,13 +110,22 @@ def _open_fifo(path: Path, wait: float) -> int:
 
     waiter = threading.Thread(target=open_blocking, name="gpuonboard-fifo-open", daemon=True)
     waiter.start()
-    waiter.join(wait)
+    deadline = time.monotonic() + wait
+    came = False
+    while waiter.is_alive() and not came and time.monotonic() < deadline:
+        came = bool(select.select([nonblocking], [], [], 0.05)[0])
+    timed_out = waiter.is_alive() and not came
     if waiter.is_alive():
         with contextlib.suppress(OSError):  # (a reader waits in open: this open does not block)
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK | _OPEN_FLAGS))
         waiter.join(5)
+    if came or timed_out:
         for fd in opened:
             os.close(fd)
+    if came:
+        return nonblocking
+    os.close(nonblocking)
+    if timed_out:
         raise PipeTimeout(opened=False, got=0, waited=wait)
     if failed:
         raise failed[0]

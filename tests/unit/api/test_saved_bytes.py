@@ -87,6 +87,24 @@ def test_a_writer_that_opened_the_pipe_may_be_slow_before_and_after_its_first_by
         os.close(reader)
 
 
+def test_a_fifo_whose_writer_wrote_and_closed_before_it_is_opened_is_read_at_once(tmp_path: Path) -> None:
+    """`facts /dev/stdin < out.fifo` after the writer wrote and closed: the bytes wait in the
+    pipe, and no program will open it for writing again; they are read at once, not given up
+    as "no program opened it" (the open that waits for a writer is not the only one)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # (the shell's `< out.fifo`)
+    try:
+        write_end = os.open(fifo, os.O_WRONLY)
+        os.write(write_end, b"GPU 0\n")
+        os.close(write_end)
+        start = time.monotonic()
+        assert read_at_most(Path(f"/proc/self/fd/{held}"), 100, silence=20) == b"GPU 0\n"
+        assert time.monotonic() - start < 5
+    finally:
+        os.close(held)
+
+
 def test_a_writer_gone_silent_is_named_with_the_bytes_it_wrote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
