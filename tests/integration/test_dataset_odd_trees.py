@@ -394,12 +394,46 @@ def test_a_file_edited_on_the_host_since_the_upload_is_named_before_it_is_replac
     os.utime(edited, (time.time() + 100, time.time() + 100))
     (src / "-leading-dash").write_text("changed here\n")  # (newer here: sent, not named)
     note = (
-        "; 1 file on the host is newer than the dataset's and replaced by its version (e.g."
-        " 'plain.txt'): what was done to it there is not kept (--check names such files before"
-        " anything is sent; pull them first)"
+        "; 1 file on the host was changed there since an upload wrote it and is replaced by the"
+        " dataset's version (e.g. 'plain.txt'): what was done to it there is not kept (--check"
+        " names such files before anything is sent; pull them first)"
     )
     for args in (("--check",), ()):
         r = project.cli("sync", "--host", "dataset", *args)
         s = step(project)
         assert r.returncode == 0 and note in s["msg"], (args, s["msg"])
     assert edited.read_text() == "hello\n"
+
+
+def test_files_nobody_edited_on_the_host_are_never_said_to_be_edited(
+    project: Project, tmp_path: Path
+) -> None:
+    """The note on files the host has newer named every file of a tree nobody touched: (a) a
+    tree `sync --shards --unpack` wrote (each file carries the unpack's stamp, newer than the
+    dataset's mtimes), which a plain rerun sends again; (b) data put there by `cp -r` (new
+    mtimes, the same bytes), which said "what was done to them there is not kept". The host's
+    list of what uploads wrote vouches for (a): nothing is named; (b) has no such list: the
+    files are named as newer, with no record of an upload writing them, never as changed."""
+    src, data_dir = setup(project, tmp_path)
+    assert project.cli("sync", "--host", "dataset", "--shards", "--unpack").returncode == 0
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", *args)
+        msg = step(project)["msg"]
+        assert (
+            r.returncode == 0 and "newer than the dataset" not in msg and "changed there since" not in msg
+        ), msg
+    fresh = tmp_path / "fresh data"
+    shutil.copytree(src, fresh / "my data", symlinks=True, copy_function=shutil.copy)  # (as cp -r)
+    later = time.time() + 100
+    os.utime(fresh / "my data" / "plain.txt", (later, later))
+    r = project.cli("sync", "--host", "dataset", "--dest", str(fresh), "--check")
+    msg = step(project)["msg"]
+    assert r.returncode == 0 and "changed there since" not in msg, msg
+    assert (
+        " newer than the dataset's, with no record of an upload writing them, and replaced by its"
+        " version (e.g. "
+        in msg
+        or " newer than the dataset's, with no record of an upload writing it, and replaced by its"
+        " version (e.g. 'plain.txt'): if it was changed there, pull it first"
+        in msg
+    ), msg

@@ -589,7 +589,8 @@ def metrics_file_problem(path: Path) -> str | None:
 def _not_our_metrics(path: Path) -> bool:
     """A regular file with something in it that does not start as every metrics file gpuonboard
     writes does (`# HELP gpuonboard_`): `--metrics-file notes.txt` replaced the notes (the
-    rename of the new file over it). An empty file, or one an earlier run wrote, is replaced."""
+    rename of the new file over it). An empty file (or one of only blanks and line ends, as
+    `echo > gpu.prom` makes), or one an earlier run wrote, is replaced."""
     from gpuonboard.report.metrics import PREFIX
 
     head = f"# HELP {PREFIX}".encode()
@@ -597,10 +598,14 @@ def _not_our_metrics(path: Path) -> bool:
         if not path.is_file():
             return False
         with path.open("rb") as f:
-            start = f.read(len(head))
+            start = f.read(_BLANK_READ)
+            blank = not start.strip() and not f.read(1)
     except OSError:
         return False  # (the write says why it cannot replace it)
-    return bool(start) and start != head
+    return not blank and not start.startswith(head)
+
+
+_BLANK_READ = 64 * 1024  # (a file of blanks past this much is not one `echo >` made)
 
 
 def write_run_metrics(path: Path, doc: Mapping[str, Any]) -> None:

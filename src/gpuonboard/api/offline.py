@@ -18,7 +18,7 @@ from typing import Any
 from gpuonboard.api import paste, saved_forms, transcript
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
-from gpuonboard.api.saved_bytes import PIPE_SILENCE, not_text, read_at_most
+from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined_boots, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
@@ -417,11 +417,8 @@ def _read_saved(path: Path) -> bytes:
     """A saved output's bytes (errors name the file)."""
     try:
         data = read_at_most(path, MAX_OUTPUT_BYTES)
-    except TimeoutError:
-        raise UsageError(
-            f"{path}: a pipe (FIFO) that nothing wrote to in {PIPE_SILENCE:g} s; save the command's"
-            " output to a file and name that file."
-        ) from None
+    except PipeTimeout as exc:
+        raise UsageError(f"{path}: {exc}; save the command's output to a file and name that file.") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
     if len(data) > MAX_OUTPUT_BYTES:

@@ -7,15 +7,20 @@ writer never blocks the run (`read_at_most`)."""
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import select
 import stat
+import threading
 import time
 from pathlib import Path
 
-# how long a pipe named as a saved output (`<(nvidia-smi -q)`, /dev/stdin, a FIFO) may stay
-# silent: a FIFO no program writes to blocked `facts` for ever
+# how long a named pipe (FIFO) given as a saved output may wait for a program to open it for
+# writing (a FIFO none opens blocked `facts` for ever in open()), and how long a pipe whose writer
+# has opened it (`<(nvidia-smi -q)`, /dev/stdin, a FIFO) may then stay silent: a slow
+# nvidia-smi on a sick box prints its first buffered block after minutes
 PIPE_SILENCE = 30.0
+PIPE_STALL = 600.0
 
 # (leading bytes, what the file is, what to do)
 _MAGIC = (
@@ -44,43 +49,110 @@ def not_text(data: bytes) -> str | None:
     return None
 
 
-def read_at_most(path: Path, limit: int, silence: float = PIPE_SILENCE) -> bytes:
-    """Up to `limit` + 1 bytes of `path` (OSError as open and read raise it). Opened without
-    blocking: a FIFO (named pipe) no program writes to, or a pipe whose writer never writes,
-    waited for ever; a pipe is read as its writer writes, and given up (TimeoutError) after
-    `silence` seconds without a byte or its end."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags)
+class PipeTimeout(TimeoutError):
+    """A pipe given up on: no program opened it for writing in time, or its writer went silent
+    (after `got` bytes); str() is the clause that says which."""
+
+    def __init__(self, opened: bool, got: int, waited: float) -> None:
+        self.opened, self.got, self.waited = opened, got, waited
+        if not opened:
+            what = f"a named pipe (FIFO) that no program opened for writing in {waited:g} s"
+        elif got:
+            what = f"a pipe whose writer went silent after {got} bytes (nothing more in {waited:g} s)"
+        else:
+            what = f"a pipe whose writer wrote nothing in {waited:g} s"
+        super().__init__(what)
+
+
+_OPEN_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def read_at_most(path: Path, limit: int, silence: float | None = None, stall: float | None = None) -> bytes:
+    """Up to `limit` + 1 bytes of `path` (OSError as open and read raise it). A FIFO (named
+    pipe) no program opens for writing waited for ever in open(): it is given up (PipeTimeout)
+    after `silence` seconds (PIPE_SILENCE); a pipe a writer has opened (an anonymous one, `<(cmd)` or
+    /dev/stdin, is opened at once) is read as its writer writes, and given up only after `stall`
+    seconds (PIPE_STALL) without a byte or its end."""
+    silence = PIPE_SILENCE if silence is None else silence
+    stall = PIPE_STALL if stall is None else stall
+    if stat.S_ISFIFO(os.stat(path).st_mode):
+        return _read_pipe(_open_fifo(path, silence), limit, stall)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS)
+    if stat.S_ISFIFO(os.fstat(fd).st_mode):  # (made one since the stat: read as it comes)
+        return _read_pipe(fd, limit, stall)
     try:
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            os.set_blocking(fd, True)
-            chunks, size = [], 0
-            while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
-                chunks.append(chunk)
-                size += len(chunk)
-            return b"".join(chunks)
-        return _read_pipe(fd, limit, silence)
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _read_pipe(fd: int, limit: int, silence: float) -> bytes:
-    """A pipe's bytes until its end (every writer gone: at once where none opened it) or `limit`
-    + 1 of them; TimeoutError after `silence` seconds without a byte."""
+def _open_fifo(path: Path, wait: float) -> int:
+    """A FIFO opened for reading once a program has it open for writing (at once for an
+    anonymous pipe, whose writer was there first), or once bytes or a writer's end came through
+    it (a writer that wrote and closed before: `facts /dev/stdin < out.fifo`); PipeTimeout after
+    `wait` seconds of neither. The blocking open runs in a thread beside a non-blocking one
+    (which holds the pipe open meanwhile): given up, it is ended by a writer's open of our own,
+    closed at once."""
+    nonblocking = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS)
+    opened: list[int] = []
+    failed: list[OSError] = []
+
+    def open_blocking() -> None:
+        try:
+            opened.append(os.open(path, os.O_RDONLY | _OPEN_FLAGS))
+        except OSError as exc:
+            failed.append(exc)
+
+    waiter = threading.Thread(target=open_blocking, name="gpuonboard-fifo-open", daemon=True)
+    waiter.start()
+    deadline = time.monotonic() + wait
+    came = False
+    while waiter.is_alive() and not came and time.monotonic() < deadline:
+        came = bool(select.select([nonblocking], [], [], 0.05)[0])
+    timed_out = waiter.is_alive() and not came
+    if waiter.is_alive():
+        with contextlib.suppress(OSError):  # (a reader waits in open: this open does not block)
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK | _OPEN_FLAGS))
+        waiter.join(5)
+    if came or timed_out:
+        for fd in opened:
+            os.close(fd)
+    if came:
+        return nonblocking
+    os.close(nonblocking)
+    if timed_out:
+        raise PipeTimeout(opened=False, got=0, waited=wait)
+    if failed:
+        raise failed[0]
+    return opened[0]
+
+
+def _read_pipe(fd: int, limit: int, stall: float) -> bytes:
+    """A pipe's bytes (closing `fd`) until its end (every writer gone) or `limit` + 1 of them;
+    PipeTimeout after `stall` seconds without a byte."""
     chunks: list[bytes] = []
     size = 0
-    quiet_until = time.monotonic() + silence
-    while size <= limit:
-        left = quiet_until - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise TimeoutError(f"nothing came through this pipe in {silence:g} s")
-        try:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        quiet_until = time.monotonic() + silence
+    try:
+        os.set_blocking(fd, False)
+        quiet_until = time.monotonic() + stall
+        while size <= limit:
+            left = quiet_until - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise PipeTimeout(opened=True, got=size, waited=stall)
+            try:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            quiet_until = time.monotonic() + stall
+    finally:
+        os.close(fd)
     return b"".join(chunks)

@@ -135,7 +135,9 @@ def data_dir_problem(value: object) -> str | None:
         return problem
     if normal_remote_path(str(value)) == "/":
         return f"must be a directory below /, like /data, not {shown(value)}."
-    if (tree := system_tree(normal_remote_path(str(value)))) is not None:
+    # judged where the uploads land, below the dir: /dev/shm itself is a system tree's
+    # directory, its entries are users' (a data_dir of /dev/shm is a tmpfs for data)
+    if (tree := system_tree(normal_remote_path(str(value)) + "/x")) is not None:
         return (
             f"must be a data directory like /data, not one in the host's system directory {tree}"
             f" (uploads would merge into what is there, and teardown never cleans it): {shown(value)}."

@@ -203,6 +203,34 @@ def write_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
 
 
+# sh, $1 a tree's path as the upload spells it: `record` and its list of what uploads wrote
+# there (the path resolved as the take command records it), or nothing without one; read only
+READ_LISTING_SCRIPT = (
+    f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; t=$(realpath -m -- "$(dirname -- "$1")" 2>/dev/null) || exit 0;'
+    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] || exit 0; printf \'record\\n\'; cat -- "$f"; exit 0'
+)
+
+
+def read_listing_command(tree: str) -> str:
+    """Read only: the list of what uploads wrote in the tree `tree` (parse_written())."""
+    return shell.join(["sh", "-c", READ_LISTING_SCRIPT, "sh", tree])
+
+
+def parse_written(stdout: str) -> dict[str, set[tuple[int, int]]] | None:
+    """Pure: read_listing_command's output -> each file an upload wrote -> the (size, whole-second
+    mtime) it had once written (a file an earlier upload wrote and a later one writes again has
+    both); None without a record. Symlinks and an older record's size-only entries are left out."""
+    head, sep, body = stdout.partition("record\n")
+    if not sep or head.strip():
+        return None
+    out: dict[str, set[tuple[int, int]]] = {}
+    for entry in body.split("\0"):
+        kind, size, mtime, rel = (entry.split(" ", 3) + ["", "", ""])[:4]
+        if kind == "F" and size.isdecimal() and mtime.lstrip("-").isdecimal() and rel:
+            out.setdefault(rel, set()).add((int(size), int(mtime)))
+    return out
+
+
 def seeded_listing_command(tree: str, unpack_dir: str) -> str:
     """The command adding the files a seed hard-linked into `unpack_dir` from the recorded
     `tree`, as they stand there, to what uploads wrote in that tree (SEEDED_LISTING_SCRIPT)."""

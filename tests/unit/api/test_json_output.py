@@ -175,3 +175,20 @@ def test_a_metrics_file_that_is_not_gpuonboards_is_never_replaced(
     for _ in range(2):  # empty, then the first run's own file
         assert _execute(tmp_path, metrics_file=ours, quiet=True) == 0
         assert ours.read_text().startswith("# HELP gpuonboard_")
+
+
+@pytest.mark.parametrize("blank", ["\n", " \n\t\r\n", "\n" * 1000])
+def test_a_metrics_file_of_blanks_is_replaced_like_an_empty_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blank: str
+) -> None:
+    """`echo > gpu.prom` (a file of one line end, as a user or a textfile setup makes one) was
+    refused as "a file gpuonboard did not write": only blanks and line ends are nothing to keep,
+    as an empty file is; a blank line before other text is still refused."""
+    _run_with(monkeypatch, "pass")
+    path = tmp_path / "gpu.prom"
+    path.write_text(blank)
+    assert _execute(tmp_path, metrics_file=path, quiet=True) == 0
+    assert path.read_text().startswith("# HELP gpuonboard_")
+    path.write_text(blank + "my notes\n")
+    with pytest.raises(UsageError, match="is a file gpuonboard did not write"):
+        _execute(tmp_path, metrics_file=path, quiet=True)

@@ -3,15 +3,20 @@ processes made here)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from gpuonboard.api.saved_bytes import read_at_most
+from gpuonboard.api import saved_bytes
+from gpuonboard.api.offline import load_outputs
+from gpuonboard.api.saved_bytes import PipeTimeout, read_at_most
+from gpuonboard.errors import UsageError
 
 
 def test_a_fifo_nothing_writes_to_is_given_up_not_waited_on_for_ever(tmp_path: Path) -> None:
@@ -21,7 +26,9 @@ def test_a_fifo_nothing_writes_to_is_given_up_not_waited_on_for_ever(tmp_path: P
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match="nothing came through this pipe in 0.5 s"):
+    with pytest.raises(
+        PipeTimeout, match=r"^a named pipe \(FIFO\) that no program opened for writing in 0.5 s$"
+    ):
         read_at_most(fifo, 1 << 20, silence=0.5)
     assert time.monotonic() - start < 5
     writer = subprocess.Popen(
@@ -41,3 +48,85 @@ def test_a_fifo_nothing_writes_to_is_given_up_not_waited_on_for_ever(tmp_path: P
     assert read_at_most(plain, 1000) == b"x" * 100
     with pytest.raises(FileNotFoundError):
         read_at_most(tmp_path / "missing", 10)
+
+
+def _writer(fifo: Path, *steps: bytes | float) -> threading.Thread:
+    """A writer that opens `fifo` at once (blocking until a reader does) and then writes each
+    bytes step and sleeps each number, as a slow nvidia-smi behind `facts <(...)` or a FIFO does;
+    a thread, so that no program's start-up counts in the wait."""
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), fifo.open("wb", buffering=0) as out:
+            for step in steps:
+                _ = out.write(step) if isinstance(step, bytes) else time.sleep(step)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_writer_that_opened_the_pipe_may_be_slow_before_and_after_its_first_bytes(
+    tmp_path: Path,
+) -> None:
+    """The limit for a FIFO no program opens (30 s) was a limit on silence: a slow nvidia-smi
+    whose first buffered block came later was given up, and so was one that stalled after
+    kilobytes, which were thrown away. Once a writer has opened the pipe, only a much longer
+    stall (PIPE_STALL) gives it up; here the writer is silent 3 x the open limit before its first
+    byte and again between blocks, and all of it is read."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    writer = _writer(fifo, 1.5, b"a" * 5000, 1.5, b"b")
+    assert read_at_most(fifo, 1 << 20, silence=0.5, stall=20) == b"a" * 5000 + b"b"
+    writer.join(timeout=30)
+    reader, write_end = os.pipe()  # an anonymous pipe (`<(cmd)`): its writer is there first
+    try:
+        os.write(write_end, b"GPU 0\n")
+        os.close(write_end)
+        assert read_at_most(Path(f"/proc/self/fd/{reader}"), 100, silence=0.5) == b"GPU 0\n"
+    finally:
+        os.close(reader)
+
+
+def test_a_fifo_whose_writer_wrote_and_closed_before_it_is_opened_is_read_at_once(tmp_path: Path) -> None:
+    """`facts /dev/stdin < out.fifo` after the writer wrote and closed: the bytes wait in the
+    pipe, and no program will open it for writing again; they are read at once, not given up
+    as "no program opened it" (the open that waits for a writer is not the only one)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # (the shell's `< out.fifo`)
+    try:
+        write_end = os.open(fifo, os.O_WRONLY)
+        os.write(write_end, b"GPU 0\n")
+        os.close(write_end)
+        start = time.monotonic()
+        assert read_at_most(Path(f"/proc/self/fd/{held}"), 100, silence=20) == b"GPU 0\n"
+        assert time.monotonic() - start < 5
+    finally:
+        os.close(held)
+
+
+def test_a_writer_gone_silent_is_named_with_the_bytes_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`facts` says which wait ended it, in one sentence naming the file: no program opened the
+    FIFO for writing (was "a pipe (FIFO) that nothing wrote to", also said of a writer that had
+    written kilobytes), or the writer went silent after N bytes, or wrote nothing."""
+    monkeypatch.setattr(saved_bytes, "PIPE_SILENCE", 0.5)
+    monkeypatch.setattr(saved_bytes, "PIPE_STALL", 1.0)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError) as caught:
+        load_outputs([str(fifo)])
+    assert str(caught.value) == (
+        f"{fifo}: a named pipe (FIFO) that no program opened for writing in 0.5 s; save the"
+        " command's output to a file and name that file."
+    )
+    for steps, what in (
+        ((b"x" * 4096, 3.0), "a pipe whose writer went silent after 4096 bytes (nothing more in 1 s)"),
+        ((3.0,), "a pipe whose writer wrote nothing in 1 s"),
+    ):
+        writer = _writer(fifo, *steps)
+        with pytest.raises(UsageError) as caught:
+            load_outputs([str(fifo)])
+        writer.join(timeout=30)
+        assert str(caught.value) == f"{fifo}: {what}; save the command's output to a file and name that file."

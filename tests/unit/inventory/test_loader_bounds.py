@@ -17,6 +17,7 @@ import pytest
 
 from gpuonboard import inventory
 from gpuonboard.errors import InventoryError, PlaybookError, UsageError
+from gpuonboard.inventory.fields import normal_remote_path
 from gpuonboard.runner import playbook
 
 REPO = Path(__file__).resolve().parents[3]
@@ -278,6 +279,25 @@ def test_a_vendor_data_dir_with_dot_dot_is_refused(tmp_path: Path) -> None:
         tmp_path, "hosts:\n  h1: {address: 10.0.0.1, vendor: v}\n", {"v": "data_dir: /data/../\n"}
     )
     assert "'data_dir' must be spelt without '..'" in msg
+
+
+@pytest.mark.parametrize("data_dir", ["/dev/shm", "/dev/shm/", "//dev/shm", "/dev//shm", "/dev/./shm"])
+def test_a_data_dir_of_dev_shm_loads_however_spelt(tmp_path: Path, data_dir: str) -> None:
+    """`data_dir: /dev/shm` (a tmpfs for data) was refused at load as "in the host's system
+    directory /dev", though uploads land below it, where the entries are users' files (sync's
+    --dest /dev/shm and teardown accept them); a host's and a vendor's alike."""
+    hosts = inv_dir(tmp_path, f"hosts:\n  h1: {{address: 10.0.0.1, data_dir: '{data_dir}'}}\n")
+    assert normal_remote_path(inventory.load(hosts).hosts["h1"].data_dir or "") == "/dev/shm"
+    vendor = inv_dir(
+        tmp_path, "hosts:\n  h1: {address: 10.0.0.1, vendor: v}\n", {"v": f"data_dir: '{data_dir}'\n"}
+    )
+    assert inventory.load(vendor).hosts["h1"].data_dir is not None
+
+
+@pytest.mark.parametrize("data_dir", ["/dev", "/dev/", "//dev/shmx", "/dev/mqueue"])
+def test_a_data_dir_of_dev_or_beside_shm_is_still_refused(tmp_path: Path, data_dir: str) -> None:
+    msg = load_error(tmp_path, f"hosts:\n  h1: {{address: 10.0.0.1, data_dir: '{data_dir}'}}\n")
+    assert "not one in the host's system directory /dev (uploads" in msg
 
 
 # ---------------------------------------------------------------- explicit nulls

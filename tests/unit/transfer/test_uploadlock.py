@@ -400,3 +400,28 @@ def test_taking_the_lease_sweeps_this_copys_unpack_dirs_of_killed_runs(tmp_path:
     r = _sh(take)
     assert uploadlock.parse_take(r.stdout) == str(Path(lease.path)), r
     assert not any(d.exists() for d in left) and all(d.exists() for d in kept)
+
+
+def test_the_plan_reads_what_uploads_wrote_in_a_tree_however_its_dir_is_spelt(tmp_path: Path) -> None:
+    """The sync plan reads the host's list of what uploads wrote in the copy (to tell a file
+    changed on the host from one an upload or an unpack wrote): it finds the list the take
+    command keys by the tree's resolved dir (here written under a link to the data dir, read
+    through the link and the real path), each file's sizes and mtimes; none where no list is."""
+    home, data = tmp_path / "home", tmp_path / "data"
+    home.mkdir()
+    (data / "ds").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(data)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> str:
+        done = subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=True)
+        return done.stdout.decode()
+
+    assert uploadlock.parse_written(sh(uploadlock.read_listing_command(str(data / "ds")))) is None
+    listing = uploadlock.listing_stdin([("f", "a b.bin", 8, 1_700_000_000), ("l", "ln", 0, 0)])
+    resolved = f"{data.resolve()}/ds"  # (as the take command records it: realpath of the dir)
+    sh(uploadlock.write_listing_command(resolved), listing)
+    for spelt in (str(data / "ds"), str(tmp_path / "via" / "ds")):
+        assert uploadlock.parse_written(sh(uploadlock.read_listing_command(spelt))) == {
+            "a b.bin": {(8, 1_700_000_000)}
+        }

@@ -40,8 +40,22 @@ def probes(opts: DatasetOptions) -> list[Probe]:
         out.append(probe(opts, opts.shards_target))
     if opts.decrypt_dir:  # plaintext an earlier run without --decrypt-to left on the data disk
         out.append(probe(opts, opts.copy))
+    if not opts.encrypt:  # (plain mode: its copy's files are the dataset's, rsync replaces them)
+        out.append(written_probe(opts.target))
     out.append(lease_probe(opts))
     return out
+
+
+def written_probe(tree: str) -> Probe:
+    """Read only: the host's list of what uploads wrote in `tree` (uploadlock.WRITTEN_DIR)."""
+    key = hashlib.sha1(tree.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return Probe(f"dataset-written:{key}", uploadlock.read_listing_command(tree))
+
+
+def written(ctx: StepContext, tree: str) -> dict[str, set[tuple[int, int]]] | None:
+    """What the host's list says uploads wrote in `tree` (written_probe), or None without one."""
+    raw = ctx.facts.raw.get(written_probe(tree).name)
+    return uploadlock.parse_written(raw.stdout) if raw is not None and raw.exit_code == 0 else None
 
 
 def lease_probe(opts: DatasetOptions) -> Probe:

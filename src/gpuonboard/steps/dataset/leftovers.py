@@ -30,30 +30,60 @@ def kept_on_host(host: Mapping[str, tuple[str, int, int]], local: set[str], wher
     return f"; {files} {place} {verb} not in the dataset and kept there (e.g. {extra[0]!r})"
 
 
-def replaced_newer(host: Mapping[str, tuple[str, int, int]], send: Sequence[transfer.Entry]) -> str:
-    """Pure: the note on files of the host's copy that the upload replaces although they are
-    newer there than the dataset's (edited on the host after the upload that wrote them, or a
-    dir of the user's own the dataset merges into), or "": rsync -a replaced them, unsaid (the
-    plan named them among the files it sends), and the work done on them was gone."""
-    newer = sorted(
-        e.rel
-        for e in send
-        if e.kind == "f"
-        and (there := host.get(e.rel)) is not None
-        and there[0] == "f"
-        and there[2] > host_seconds(e)
+def replaced_newer(
+    host: Mapping[str, tuple[str, int, int]],
+    send: Sequence[transfer.Entry],
+    written: Mapping[str, set[tuple[int, int]]] | None,
+    unpacked: bool = False,
+) -> str:
+    """Pure: the notes on files of the host's copy that the upload replaces although they may
+    hold work done there, or "": rsync -a replaced them, unsaid (the plan named them among the
+    files it sends). `written` is the host's list of what uploads wrote in the copy
+    (uploadlock.parse_written; None without one): a file that differs from every size and mtime
+    an upload gave it was changed there (said so); one it lists as it is now was not (an unpack's
+    stamp, newer than the dataset's mtimes, is listed so); one it does not list (no record: a
+    dir of the user's own the dataset merges into, data put there by scp or cp) is named when
+    newer than the dataset's, as that alone, never as edited; after an unpack (`unpacked`) its
+    mtimes prove nothing, and such a file is not named."""
+    changed, newer = [], []
+    for e in send:
+        there = host.get(e.rel)
+        if e.kind != "f" or there is None or there[0] != "f":
+            continue
+        wrote = (written or {}).get(e.rel)
+        if wrote is not None:
+            if (there[1], there[2]) not in wrote:
+                changed.append(e.rel)
+        elif not unpacked and there[2] > host_seconds(e):
+            newer.append(e.rel)
+    return _changed_note(sorted(changed)) + _newer_note(sorted(newer))
+
+
+def _changed_note(changed: list[str]) -> str:
+    """Pure: the note on files changed on the host since an upload wrote them, or ""."""
+    if not changed:
+        return ""
+    one = len(changed) == 1
+    what = "1 file on the host was" if one else f"{len(changed)} files on the host were"
+    it = "it" if one else "them"
+    return (
+        f"; {what} changed there since an upload wrote {it} and {'is' if one else 'are'} replaced by"
+        f" the dataset's version (e.g. {changed[0]!r}): what was done to {it} there is not kept"
+        " (--check names such files before anything is sent; pull them first)"
     )
+
+
+def _newer_note(newer: list[str]) -> str:
+    """Pure: the note on files no upload's list vouches for that are newer on the host, or ""."""
     if not newer:
         return ""
-    what, it = (
-        ("1 file on the host is", "it")
-        if len(newer) == 1
-        else (f"{len(newer)} files on the host are", "them")
-    )
+    one = len(newer) == 1
+    what = "1 file on the host is" if one else f"{len(newer)} files on the host are"
+    it, they = ("it", "it was") if one else ("them", "they were")
     return (
-        f"; {what} newer than the dataset's and replaced by its version (e.g. {newer[0]!r}): what"
-        f" was done to {it} there is not kept (--check names such files before anything is sent;"
-        " pull them first)"
+        f"; {what} newer than the dataset's, with no record of an upload writing {it}, and"
+        f" replaced by its version (e.g. {newer[0]!r}): if {they} changed there, pull {it} first"
+        " (--check names such files before anything is sent)"
     )
 
 

@@ -35,7 +35,7 @@ from gpuonboard.steps.dataset.common import (
 )
 from gpuonboard.steps.dataset.decrypt import decrypt, decrypt_temp, remove_decrypt_temps
 from gpuonboard.steps.dataset.encryption import Batch, encrypted_batches, load_encryption
-from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy
+from gpuonboard.steps.dataset.hostdirs import left_plaintext, listing, other_copy, written
 from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.leftovers import (
     interrupted,
@@ -218,6 +218,14 @@ def _to_decrypt(
     return plain, unpacked, in_way
 
 
+def _unpacked(ctx: StepContext, opts: DatasetOptions) -> bool:
+    """Whether the copy on the host was unpacked from shards (the store's unpack marker): its
+    files carry the unpack's mtime, which says nothing of an edit."""
+    if opts.shards is False:
+        return False
+    return any(n.startswith(shards.MARKER_PREFIX) for n in listing(ctx, opts, opts.shards_target).files)
+
+
 def _sizes(
     opts: DatasetOptions, work: Work, remote: transfer.RemoteState, entries: list[transfer.Entry]
 ) -> _Sizes:
@@ -261,7 +269,7 @@ def _kept_notes(
     tree = work.tree
     kept = kept_on_host(remote.files, {e.rel for e in entries})
     if not opts.encrypt:  # (encrypted: the host holds ciphertexts, each only ever the upload's)
-        kept += replaced_newer(remote.files, work.send)
+        kept += replaced_newer(remote.files, work.send, written(ctx, opts.target), _unpacked(ctx, opts))
     if plain is not None:  # the plaintext dir keeps what the dataset dropped too
         # (not the temp files of a cut-short decryption: this run removes them)
         temps = set(work.dec_temps)

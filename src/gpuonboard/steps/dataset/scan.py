@@ -65,39 +65,74 @@ def local_notes(tree: transfer.SourceTree, links: bool = True) -> str:
 
 def links_out(tree: transfer.SourceTree) -> list[tuple[str, str]]:
     """Pure: (path, target) of each symlink of the dataset whose target is not in it: an
-    absolute one (a path of this machine, which on the host names the host's), or a relative one
-    that climbs out of the dataset's top (`../../blobs/ab12`, a Hugging Face snapshot's files);
-    path order."""
+    absolute one to a path outside it (a path of this machine, which on the host names the
+    host's), or a relative one that climbs out of the dataset's top (`../../blobs/ab12`, a
+    Hugging Face snapshot's files) and does not come back into it; path order."""
+    return sorted(link for link, where in _links_by_place(tree) if where == "out")
+
+
+def links_absolute_in(tree: transfer.SourceTree) -> list[tuple[str, str]]:
+    """Pure: (path, target) of each absolute symlink to a path in the dataset (`a/f ->
+    /home/u/ds/c/f`): its target is sent, but the link names this machine's path, which on the
+    host leads to whatever is there, not to the copy; path order."""
+    return sorted(link for link, where in _links_by_place(tree) if where == "absolute in")
+
+
+def _links_by_place(tree: transfer.SourceTree) -> list[tuple[tuple[str, str], str]]:
+    """Pure: each symlink of the dataset, and where it leads: "in" the dataset (relative, ending
+    in it, even via a climb out and back by its top's name: `x -> ../ds/c/f`), "absolute in" it,
+    or "out" of it."""
     c = tree.columns
-    out = []
+    top = os.path.abspath(tree.root)
+    tops = {top, os.path.realpath(top)}  # (a dataset given through a link to its folder)
+    found = []
     for i, target in c.targets.items():
         rel = c.rel(i)
-        inside = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
-        if target.startswith("/") or inside == ".." or inside.startswith("../"):
-            out.append((rel, target))
-    return sorted(out)
+        lands = posixpath.normpath(posixpath.join(top, posixpath.dirname(rel), target))
+        inside = any(lands == t or lands.startswith(t.rstrip("/") + "/") for t in tops)
+        where = "out" if not inside else "absolute in" if target.startswith("/") else "in"
+        found.append(((rel, target), where))
+    return found
 
 
 def _links_out_note(tree: transfer.SourceTree) -> str:
-    """Pure: the note on symlinks that lead out of the dataset, or "". rsync -a (and a shard)
-    carries the link, not what it points to: a snapshot of Hugging Face's cache, all links to
-    ../../blobs/, went as links alone, said as "verified by sha256", and the host had no model."""
-    found = links_out(tree)
+    """Pure: the notes on symlinks that lead out of the dataset, and on absolute ones into it,
+    or "". rsync -a (and a shard) carries the link, not what it points to: a snapshot of Hugging
+    Face's cache, all links to ../../blobs/, went as links alone, said as "verified by sha256",
+    and the host had no model."""
+    out = _links_note(
+        links_out(tree),
+        ("leads out of it", "it is uploaded as a link, what it points to"),
+        ("lead out of it", "they are uploaded as links, what they point to"),
+    )
+    if out:
+        out += (
+            " is not sent (on the host a link leads to whatever is at that path there, if"
+            " anything); to send that, copy it into the dataset (cp -rL) and rerun"
+        )
+    absolute = _links_note(
+        links_absolute_in(tree),
+        ("is an absolute link into it", "what it points to is sent, but on the host it leads"),
+        ("are absolute links into it", "what they point to is sent, but on the host they lead"),
+    )
+    if absolute:
+        absolute += (
+            " to that path there, not into the copy (dangling, or to another file); make it"
+            " relative (ln -sfr TARGET LINK) and rerun"
+        )
+    return out + absolute
+
+
+def _links_note(found: list[tuple[str, str]], one_says: tuple[str, str], many_say: tuple[str, str]) -> str:
+    """Pure: the start of a note on the symlinks `found` (what they are, the first as an
+    example, what it means), in the words for one or for many; "" for none."""
     if not found:
         return ""
     rel, target = found[0]
-    if len(found) == 1:
-        what, they = "1 symlink of the dataset leads", "it is uploaded as a link, what it points to"
-    else:
-        what, they = (
-            f"{len(found)} symlinks of the dataset lead",
-            "they are uploaded as links, what they point to",
-        )
-    return (
-        f"; {what} out of it (e.g. {rel!r} -> {target!r}): {they} is not sent (on the host a link"
-        " leads to whatever is at that path there, if anything); to send that, copy it into the"
-        " dataset (cp -rL) and rerun"
+    count, (what, means) = (
+        ("1 symlink", one_says) if len(found) == 1 else (f"{len(found)} symlinks", many_say)
     )
+    return f"; {count} of the dataset {what} (e.g. {rel!r} -> {target!r}): {means}"
 
 
 def _sparse_note(tree: transfer.SourceTree) -> str:

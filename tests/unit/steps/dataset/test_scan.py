@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.steps.dataset.scan import links_out, local_notes
+from gpuonboard.steps.dataset.scan import links_absolute_in, links_out, local_notes
 from gpuonboard.transfer import scan_source
 
 
@@ -58,3 +58,35 @@ def test_symlinks_that_lead_out_of_the_dataset_are_said_in_every_mode_that_uploa
     )
     (snap / "tokenizer.json").unlink()
     assert local_notes(scan_source(snap, hashes=False)) == ""
+
+
+def test_a_link_into_the_dataset_is_not_said_to_lead_out_of_it(tmp_path: Path) -> None:
+    """An absolute link to a file of the dataset (`a/abs -> <dataset>/c/f`) was said to lead out
+    of it, "what it points to is not sent ... cp -rL", though the file is sent: what is wrong is
+    the link, which on the host names this machine's path; it is said so now ("make it
+    relative"). A relative link that climbs out of the top and back in by its name (`x ->
+    ../ds/c/f`) ends in the dataset and was said to lead out: it is a link inside now."""
+    ds = tmp_path / "ds"
+    (ds / "c").mkdir(parents=True)
+    (ds / "a").mkdir()
+    (ds / "c" / "f").write_text("data\n")
+    (ds / "a" / "abs").symlink_to(ds / "c" / "f")
+    (ds / "x").symlink_to("../ds/c/f")
+    (ds / "a" / "back").symlink_to("../../ds/c")
+    tree = scan_source(ds, hashes=False)
+    assert links_out(tree) == []
+    assert links_absolute_in(tree) == [("a/abs", f"{ds}/c/f")]
+    assert local_notes(tree) == (
+        f"; 1 symlink of the dataset is an absolute link into it (e.g. 'a/abs' -> '{ds}/c/f'):"
+        " what it points to is sent, but on the host it leads to that path there, not into the copy"
+        " (dangling, or to another file); make it relative (ln -sfr TARGET LINK) and rerun"
+    )
+    (ds / "out").symlink_to("../dsx/f")  # (a sibling whose name starts as the dataset's: out)
+    (ds / "c" / "g").symlink_to(tmp_path / "elsewhere")
+    tree = scan_source(ds, hashes=False)
+    assert links_out(tree) == [("c/g", str(tmp_path / "elsewhere")), ("out", "../dsx/f")]
+    assert local_notes(tree).startswith(
+        f"; 2 symlinks of the dataset lead out of it (e.g. 'c/g' -> '{tmp_path}/elsewhere'): they are"
+        " uploaded as links, what they point to is not sent"
+    )
+    assert "; 1 symlink of the dataset is an absolute link into it (e.g. 'a/abs'" in local_notes(tree)
