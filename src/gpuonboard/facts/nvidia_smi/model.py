@@ -124,6 +124,9 @@ class GpuInfo:
     compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
     processes: tuple[GpuProcess, ...] = ()
     processes_known: bool = False  # False: this output cannot list processes
+    # the list read may go on in the part cut away: rows read of a list the output cut before
+    # it closed (a table cut inside its process rows, a -q cut inside the last GPU's Processes)
+    processes_open: bool = False
     # What nvidia-smi printed instead of this GPU's values when it could not read them
     # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
     # () when the GPU answered. Its unreadable fields are None, never a value.

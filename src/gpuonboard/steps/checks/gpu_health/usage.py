@@ -282,10 +282,11 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
-    if cut and (partial := [b for g in read if g.processes and (b := _busy(g))]):
-        # graphics processes listed beside work, in an output cut short: the GPU's other rows (a
-        # compute job's: the real T4 table's tritonserver after its Xorg) may be in the part cut
-        # away, so the warn of a desktop's processes is no reading of that GPU
+    if partial := [b for g in read if g.processes and g.processes_open and (b := _busy(g))]:
+        # graphics processes listed beside work, in a list the output cut before it closed: the
+        # GPU's other rows (a compute job's: the real T4 table's tritonserver after its Xorg) may
+        # be in the part cut away, so the warn of a desktop's processes is no reading of that GPU
+        # (a whole list of a view of some GPUs, `nvidia-smi -i 7`, is no cut)
         return Check(
             "foreign_processes",
             "none",
