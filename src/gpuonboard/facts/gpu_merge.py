@@ -234,7 +234,7 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 break
     sources = {label for _, label in provenance}
     samples = tuple(
-        (label, g.utilization_gpu_pct, g.memory_used_mib)
+        (label, g.utilization_gpu_pct, g.memory_used_mib, g.processes_known and not g.processes)
         for label, g in ranked
         if label != "list" and (g.utilization_gpu_pct is not None or g.memory_used_mib is not None)
     )

@@ -579,8 +579,8 @@ def rule_fabric_manager(
     Fabric Health fields per GPU (an unhealthy route or summary fails, a degraded bandwidth
     warns); `attached`: the GPUs nvidia-smi says the box has (a listing cut short is still a
     whole box); `status_unread`: GPU -> the fault marker its Status read (ERR!): unverified
-    where its state is Completed (another state is judged as read). None when the rule does not apply (PCIe cards, 4-GPU HGX boards without
-    NVSwitch, no GPU)."""
+    where its state is Completed (another state is judged as read). None when the rule does not
+    apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
     models = [nvlink_model(n) for n in gpu_models]
     nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
     reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]
