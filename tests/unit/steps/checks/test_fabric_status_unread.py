@@ -125,7 +125,8 @@ def test_a_state_not_completed_beside_an_unreadable_status_fails(state: str) -> 
 
 
 @pytest.mark.parametrize(
-    "name", ["nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"]
+    "name",
+    ["nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"],
 )
 def test_an_unreadable_status_beside_state_na_is_no_sensor_fault(name: str) -> None:
     """A PCIe card's Fabric block reads `State : N/A`; its `Status : N/A` edited to `ERR!` (review

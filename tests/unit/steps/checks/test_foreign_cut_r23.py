@@ -34,8 +34,7 @@ def test_table_cut_before_its_processes_section_is_unverified(tmp_path: Path) ->
         assert actual == (
             "GPU 0 at 10 % utilisation with memory use not reported, and no process list was read"
             " from this output (the output was cut short: its process list may be in the part cut away)"
-            # (an unverified row of an output cut short names the cut too)
-            " (of what was read; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off)"
+            # (the row names the cut once: no "(of what was read; incomplete probe: ...)" after it)
         )
 
 
