@@ -422,18 +422,26 @@ def looks_like_lsblk_pairs(text: str) -> bool:
 def parse_lsblk_pairs(text: str) -> tuple[BlockDevice, ...]:
     """Parse `lsblk -P` (util-linux's only machine-readable form before `-J` came in 2.27: RHEL 7,
     Ubuntu 14.04): one device a line, each parent named by its PKNAME column where the output
-    has one (without it a partition's disk is not known: no parent is guessed). A last line
-    without lsblk's newline may be cut inside a value and is not read."""
+    has one. Without it (lsblk's default columns) a partition's disk is the line above it that
+    is no partition and whose name its own starts with (lsblk prints the tree in order:
+    sda, sda1, sda2, sdb, ...); no other parent is guessed. A last line without lsblk's newline
+    may be cut inside a value and is not read."""
     lines = text.splitlines()
     if lines and not text.endswith(("\n", "\r")):
         lines.pop()
     devices = []
+    above: str | None = None  # the last line that is no partition (its disk, for a PKNAME-less part)
     for line in lines:
         pairs = _pairs_of(line)
         name = pairs.get("NAME") or pairs.get("KNAME")
         if not name:
             continue
         mounts = pairs.get("MOUNTPOINTS", pairs.get("MOUNTPOINT", ""))
+        parent = pairs.get("PKNAME") or None
+        if pairs.get("TYPE") != "part":
+            above = name
+        elif "PKNAME" not in pairs and above is not None and name.startswith(above) and name != above:
+            parent = above
         devices.append(
             BlockDevice(
                 name=name,
@@ -442,7 +450,7 @@ def parse_lsblk_pairs(text: str) -> tuple[BlockDevice, ...]:
                 mountpoints=tuple(m for m in mounts.split("\n") if m),
                 rota=_lsblk_rota(pairs.get("ROTA")),
                 model=(pairs.get("MODEL") or "").strip() or None,
-                parent=pairs.get("PKNAME") or None,
+                parent=parent,
             )
         )
     return tuple(devices)
@@ -628,6 +636,8 @@ def physical_disks(
             if below is None:
                 return None
             found |= below
+        elif dev.type in (None, "part") and _WHOLE_DISK.match(disk := _disk_of(f"/dev/{_short(dev.name)}")):
+            found.add(_short(disk))  # a partition with no parent read (lsblk -P without PKNAME)
         elif dev.type in (None, "disk"):
             found.add(_short(dev.name))
         else:

@@ -186,7 +186,11 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
     return a.index == b.index
 
 
-_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in ("index", "provenance", "usage_samples")]
+_FIELDS = [
+    f
+    for f in dataclasses.fields(GpuInfo)
+    if f.name not in ("index", "provenance", "usage_samples", "processes_open")
+]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
 # either way (`-L` names a GPU but reads none of its values: it neither shows nor clears one)
@@ -224,11 +228,13 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 values[f.name] = getattr(gpu, f.name)
                 if flag:
                     values[flag] = True
+                if f.name == "processes":  # (whether that list may go on past a cut: its own say)
+                    values["processes_open"] = gpu.processes_open
                 provenance.append((f.name, label))
                 break
     sources = {label for _, label in provenance}
     samples = tuple(
-        (label, g.utilization_gpu_pct, g.memory_used_mib)
+        (label, g.utilization_gpu_pct, g.memory_used_mib, g.processes_known and not g.processes)
         for label, g in ranked
         if label != "list" and (g.utilization_gpu_pct is not None or g.memory_used_mib is not None)
     )

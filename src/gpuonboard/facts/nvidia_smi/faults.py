@@ -60,6 +60,14 @@ _FIELD_FAULT = re.compile(rf"^\s*(ERR!|\[?(?:{_NVML_ERROR})\]?)\s*$", re.IGNOREC
 # ("Success", "Insufficient Resources" on a GPU the fabric manager could not place): a value the
 # fabric rule judges, not a query that failed
 _STATUS_FIELDS = frozenset({"Fabric/Status", "fabric/status", "fabric.status"})
+# the fabric registration's State beside each spelling of its Status: NVML fills the Status
+# only where the State is Completed (one call gives both), so a Status beside another State
+# (In Progress, Not Started, N/A) is no reading, nor is its ERR! a fault
+_STATE_OF_STATUS = {
+    "Fabric/Status": "Fabric/State",
+    "fabric/status": "fabric/state",
+    "fabric.status": "fabric.state",
+}
 # What any fault of a record holds somewhere (a GPU-level word, or a field marker): a record
 # none of whose values holds one has no fault, without a look at each of its fields. An NVML
 # error string is a field's whole value, so never next to a "_": the XML's tags (searched with
@@ -316,9 +324,15 @@ def _field_faults(
     in most of the row's readings (ROW_FIELDS, as the table judges its row) make the GPU
     unreadable; a marker in any other field is that field's fault only. A field whose value is
     an NVML status (_STATUS_FIELDS) is a value, not a fault, unless it is nvidia-smi's own
-    `ERR!` (no NVML string: the status could not be read)."""
+    `ERR!` (no NVML string: the status could not be read) beside a State that reads Completed
+    (or none given: a CSV of the status alone)."""
+    leaves = list(leaves)
+    state = {path: value.strip() for path, value in leaves}
     leaves = [
-        (path, value) for path, value in leaves if path not in _STATUS_FIELDS or value.strip() == "ERR!"
+        (path, value)
+        for path, value in leaves
+        if path not in _STATUS_FIELDS
+        or (value.strip() == "ERR!" and state.get(_STATE_OF_STATUS[path], "Completed") == "Completed")
     ]
     if not _may_fault(value for _path, value in leaves):
         return (), ()

@@ -124,6 +124,9 @@ class GpuInfo:
     compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited", ...
     processes: tuple[GpuProcess, ...] = ()
     processes_known: bool = False  # False: this output cannot list processes
+    # the list read may go on in the part cut away: rows read of a list the output cut before
+    # it closed (a table cut inside its process rows, a -q cut inside the last GPU's Processes)
+    processes_open: bool = False
     # What nvidia-smi printed instead of this GPU's values when it could not read them
     # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
     # () when the GPU answered. Its unreadable fields are None, never a value.
@@ -152,11 +155,12 @@ class GpuInfo:
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
-    # (format, utilization %, memory used MiB) of each format that read either figure, where
-    # two or more did: separate calls, at separate moments; the figures above are each the
-    # richest format's, so a process list is judged beside its own output's figures, not another
-    # call's sample (gpu_health/usage.py); () where one format read them
-    usage_samples: tuple[tuple[str, int | None, int | None], ...] = ()
+    # (format, utilization %, memory used MiB, whether that output read its process list as
+    # empty) of each format that read either figure, where two or more did: separate calls, at
+    # separate moments; the figures above are each the richest format's, so each output's empty
+    # process list is judged beside its own figures, not another call's sample
+    # (gpu_health/usage.py); () where one format read them
+    usage_samples: tuple[tuple[str, int | None, int | None, bool], ...] = ()
     # the row's number (1-based) in a CSV whose rows cannot be told apart as GPUs or as samples
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one

@@ -404,6 +404,7 @@ def parse_table(text: str) -> GpuReport:
             # a GPU with no row in a list cut short: its rows may be in the part cut away, its
             # list unread, never "none" (a busy GPU read as listing no process failed)
             processes_known=processes_known and (of_every_gpu or gpu.index in processes),
+            processes_open=processes_known and not of_every_gpu and gpu.index in processes,
         )
         for gpu in gpus
     ]

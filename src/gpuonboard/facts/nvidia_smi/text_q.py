@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
@@ -585,6 +586,9 @@ def parse_text_q(text: str) -> GpuReport:
     if blocks and _ends_in_label(text):
         complete = False  # ("Processes", "Process ID" last: its values cut off)
     gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
+    if not complete and gpus and gpus[-1].processes_known:
+        # the last GPU's block is where the output was cut: its process list may go on there
+        gpus[-1] = replace(gpus[-1], processes_open=True)
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(
         _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings

@@ -465,16 +465,20 @@ def _fabric_state_faults(
     reported: Sequence[tuple[int, str | None, str | None]], unread: Mapping[int, str] | None = None
 ) -> list[str]:
     """GPUs whose fabric registration is not Completed, then Completed ones whose status is not
-    Success. A GPU whose Status nvidia-smi could not read (`unread`: its marker, ERR!) is none:
-    the state printed beside a fabric query that failed is no reading (_status_unread says it)."""
+    Success. NVML reads State and Status in one call and fills the Status only for a Completed
+    State: another State is a reading whatever its Status says (ERR! included); a Completed
+    GPU whose Status nvidia-smi could not read (`unread`: its marker) is none here
+    (_status_unread says it)."""
     unread = unread or {}
     bad = [
-        f"GPU {i}: {s}" + (f" / {st}" if st else "")
+        f"GPU {i}: {s}" + (f" / {st}" if st and i not in unread else "")
         for i, s, st in reported
-        if s != "Completed" and i not in unread
+        if s != "Completed"
     ]
     bad += [
-        f"GPU {i}: status {st}" for i, s, st in reported if s == "Completed" and st not in (None, "Success")
+        f"GPU {i}: status {st}"
+        for i, s, st in reported
+        if s == "Completed" and st not in (None, "Success") and i not in unread
     ]
     return bad
 
@@ -484,19 +488,15 @@ def _status_unread(
 ) -> str:
     """'status not reported on GPU 0, GPU 3': the GPUs whose fabric registration reads Completed
     with no Status read (N/A, or a format without it: a saved CSV of `fabric.state` alone), and
-    'status could not be read (ERR!) on GPU 2 (In Progress)' for those whose Status is a fault
-    marker (`unread`), whatever their state; '' where none. Every real capture pairs Completed
-    with Success: Completed alone clears nothing."""
+    'status could not be read (ERR!) on GPU 2' for Completed ones whose Status is a fault marker
+    (`unread`; beside another State the Status is not read, _fabric_state_faults); '' where
+    none. Every real capture pairs Completed with Success: Completed alone clears nothing."""
     unread = unread or {}
     parts = []
     if none := [f"GPU {i}" for i, s, st in reported if s == "Completed" and st is None and i not in unread]:
         parts.append(f"status not reported on {', '.join(none)}")
     for marker in dict.fromkeys(unread.values()):
-        gpus = [
-            f"GPU {i}" + (f" ({s})" if s != "Completed" else "")
-            for i, s, _st in reported
-            if unread.get(i) == marker
-        ]
+        gpus = [f"GPU {i}" for i, s, _st in reported if s == "Completed" and unread.get(i) == marker]
         if gpus:
             parts.append(f"status could not be read ({marker}) on {', '.join(gpus)}")
     return "; ".join(parts)
@@ -578,9 +578,9 @@ def rule_fabric_manager(
     `fabric_states`: (fabric_state, fabric_status) per GPU (None = not reported); `health`: the
     Fabric Health fields per GPU (an unhealthy route or summary fails, a degraded bandwidth
     warns); `attached`: the GPUs nvidia-smi says the box has (a listing cut short is still a
-    whole box); `status_unread`: GPU -> the fault marker its Status read (ERR!): unverified,
-    whatever its state. None when the rule does not apply (PCIe cards, 4-GPU HGX boards without
-    NVSwitch, no GPU)."""
+    whole box); `status_unread`: GPU -> the fault marker its Status read (ERR!): unverified
+    where its state is Completed (another state is judged as read). None when the rule does not
+    apply (PCIe cards, 4-GPU HGX boards without NVSwitch, no GPU)."""
     models = [nvlink_model(n) for n in gpu_models]
     nvswitch_gpus = sum(1 for m in models if m is not None and m.nvswitch)
     reported = [(i, s, st) for i, (s, st) in enumerate(fabric_states) if s not in (None, "N/A")]

@@ -688,6 +688,16 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     mount = disks.mount_for(facts.mounts, spec.mount)
     if (cut := _cut_short(spec.mount, mount, root, expected, facts)) is not None:
         return cut
+    if mount is None and root is None:  # a df of given paths (`df -h /opt/x`): / not among them
+        listed = ", ".join(dict.fromkeys(m.mountpoint for m in facts.mounts))
+        return Check(
+            "data_disk",
+            expected,
+            f"unknown: {spec.mount} is not in the df output, which lists only {listed}",
+            "unverified",
+            f"the df output lists no / row (a df of given paths), so where {spec.mount} lives could"
+            " not be told: save the whole `df -P -k` of the box",
+        )
     if mount is None or mount.mountpoint == "/":
         return Check(
             "data_disk",

@@ -81,6 +81,9 @@ def _disputed(facts: Facts, *fields: str) -> str:
     return _incomplete(facts)
 
 
+# how a row that its output's cut made unverified says so itself (gpu_health/usage.py CUT_LIST)
+CUT_SAID = "(the output was cut short"
+
 RERUN_ADVICE = (
     "an output cut short or narrowed (a dropped session, a capture cut off, a GPU left out of a"
     " listing, a view of some GPUs or sections: `-i N`, `-d ECC`), or outputs that disagree (two"
@@ -98,8 +101,11 @@ def of_those_read(check: Check, gap: str) -> Check:
     box: unverified, saying so. A fault seen on what was read stays a fault, its actual saying
     it is of what was read (`Disabled on all 2 GPUs` of a table cut after its second GPU counts
     the GPUs read, not the box's); a row already unverified says the cut too (`not reported for
-    GPU 4` of a -q cut inside GPU 4's record is the cut's, not an N/A of the GPU's)."""
+    GPU 4` of a -q cut inside GPU 4's record is the cut's, not an N/A of the GPU's), unless it
+    says the cut already (`(the output was cut short: ...)`, foreign_processes): once is enough."""
     if gap in check.actual or check.verdict not in ("fail", "warn", "unverified", "pass"):
+        return check
+    if check.verdict == "unverified" and CUT_SAID in check.actual:
         return check
     # (a row that already says what was read, an unread cell's: one parenthesis, the gap first)
     actual = (

@@ -91,16 +91,58 @@ def test_completed_with_an_unreadable_status_says_it_could_not_be_read() -> None
     assert actual.endswith("fabric state Completed, status could not be read (ERR!) on GPU 3")
 
 
-def test_in_progress_beside_an_unreadable_status_is_unverified() -> None:
-    """GPU 3's State edited to `In Progress` and its Status to `ERR!`: the fabric query failed
-    for that GPU, so the state printed beside it is no reading; it failed "GPU 3: In Progress".
-    The same state beside `N/A` (a registration still running, read whole) still fails."""
-    lines = edited(H100_8, 3, "ERR!").split("\n")
-    i = next(i for i, line in enumerate(lines) if line.strip().startswith("Status") and "ERR!" in line)
-    lines[i - 1] = lines[i - 1].replace("Completed", "In Progress")
-    verdict, actual = fabric("\n".join(lines))
-    assert verdict == "unverified", actual
-    assert actual.endswith("fabric status could not be read (ERR!) on GPU 3 (In Progress)")
-    lines[i] = lines[i].replace("ERR!", "N/A")
-    verdict, actual = fabric("\n".join(lines))
-    assert verdict == "fail" and actual.endswith("GPU 3: In Progress"), actual
+def _rows(text: str) -> dict[str, tuple[str, str]]:
+    """Every gpu_health row over `text` read as the live probe's nvidia-smi output."""
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks import gpu_health
+
+    from ...offline_judge import parse_facts
+
+    facts = parse_facts({"nvidia_smi": ProbeOutput(text, "", 0)})
+    return {c.name: (c.verdict, c.actual) for c in gpu_health.evaluate(facts)}
+
+
+def _state_and_status(name: str, nth: int, state: str, status: str) -> str:
+    """The real capture with its `nth` Fabric block's State set to `state` and Status to `status`."""
+    lines = edited(name, nth, status).split("\n")
+    i = next(i for i, line in enumerate(lines) if line.strip().startswith("Status") and status in line)
+    lines[i - 1] = lines[i - 1].replace("Completed", state)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("state", ["In Progress", "Not Started"])
+def test_a_state_not_completed_beside_an_unreadable_status_fails(state: str) -> None:
+    """GPU 3's State edited to `In Progress` / `Not Started` and its Status to `ERR!` (review O
+    of round 24): NVML reads State and Status in one call and fills the Status only for a
+    Completed State, so the State is a reading and the Status is none: it fails as read ("GPU 3:
+    In Progress"; it was unverified "status could not be read"), as the same State beside `N/A`
+    does, and sensor_faults names no "fabric status reads ERR!"."""
+    for status in ("ERR!", "N/A"):
+        text = _state_and_status(H100_8, 3, state, status)
+        verdict, actual = fabric(text)
+        assert verdict == "fail" and actual.endswith(f"GPU 3: {state}"), actual
+        assert "fabric status" not in _rows(text).get("sensor_faults", ("-", ""))[1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["nvidia-smi-q__h200__1gpu__driver580.159.04.txt", "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"],
+)
+def test_an_unreadable_status_beside_state_na_is_no_sensor_fault(name: str) -> None:
+    """A PCIe card's Fabric block reads `State : N/A`; its `Status : N/A` edited to `ERR!` (review
+    O of round 24): no State was registered, so the Status is no reading: sensor_faults does not
+    warn "GPU 0: fabric status reads ERR!" and fabric_manager does not apply."""
+    lines = (REAL / name).read_text().split("\n")
+    i = next(i for i, line in enumerate(lines) if line.strip() == "Fabric")
+    assert lines[i + 1].split(":")[1].strip() == "N/A" and lines[i + 2].split(":")[1].strip() == "N/A"
+    lines[i + 2] = lines[i + 2].replace("N/A", "ERR!")
+    rows = _rows("\n".join(lines))
+    assert "sensor_faults" not in rows and "fabric_manager" not in rows, rows
+
+
+def test_an_unreadable_status_beside_state_na_in_xml_is_no_sensor_fault() -> None:
+    """The H200 -q -x capture's `<status>N/A</status>` (its State N/A) edited to `ERR!`: no fault."""
+    text = (REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text()
+    assert "<state>N/A</state>" in text
+    text = text.replace("<status>N/A</status>", "<status>ERR!</status>", 1)
+    assert "sensor_faults" not in _rows(text)

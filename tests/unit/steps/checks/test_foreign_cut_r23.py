@@ -34,8 +34,7 @@ def test_table_cut_before_its_processes_section_is_unverified(tmp_path: Path) ->
         assert actual == (
             "GPU 0 at 10 % utilisation with memory use not reported, and no process list was read"
             " from this output (the output was cut short: its process list may be in the part cut away)"
-            # (an unverified row of an output cut short names the cut too)
-            " (of what was read; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off)"
+            # (the row names the cut once: no "(of what was read; incomplete probe: ...)" after it)
         )
 
 
@@ -100,3 +99,18 @@ def test_table_cut_inside_its_process_rows_names_no_empty_list(tmp_path: Path) -
     assert verdict == "fail" and "pid 1213801 python" in actual
     assert "lists no process" not in actual
     assert "GPU 2 at 53 % utilisation" in actual and "no process list was read" in actual
+
+
+def test_a_whole_view_of_one_gpu_listing_graphics_beside_work_warns(tmp_path: Path) -> None:
+    """The real `nvidia-smi -i 7` view of an H800 (GPU 7 at 23 %, 59 GiB used), its one process
+    row edited to type G `/usr/lib/xorg/Xorg` (review O of round 24): its process box is whole
+    (only the view is narrowed, which makes the report not whole), so nothing of GPU 7's list is
+    cut away: the desktop's process warns as on a whole table; it was unverified "(the output
+    was cut short: its process list may be in the part cut away)"."""
+    text = (REAL / "nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt").read_text()
+    old = "82977      C   ...nv-py310-cu118/bin/python"
+    assert old in text
+    text = text.replace(old, "82977      G   /usr/lib/xorg/Xorg           ")
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
+    assert verdict == "warn", actual
+    assert "cut short" not in actual and "pid 82977 /usr/lib/xorg/Xorg" in actual

@@ -101,3 +101,38 @@ def test_an_idle_q_with_no_process_is_no_pass_beside_a_busy_csv(tmp_path: Path) 
     verdict, actual = foreign(tmp_path / "both", {"q.txt": q, "g.csv": H200_CSV})
     assert verdict == "unverified", actual
     assert actual == "GPU 0 0 % / 0 MiB in -q, 100 % / 32362 MiB in the CSV query, no process listed"
+
+
+# one idle H200 of driver 580.159.04: its table and its -q, each listing no process
+H200_580_T = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()
+H200_580_Q = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text()
+
+
+def _busy_table() -> str:
+    old = "|      0%      Default |"
+    assert old in H200_580_T
+    return H200_580_T.replace(old, "|    100%      Default |")
+
+
+def _busy_q() -> str:
+    old = "    Utilization\n        GPU                                            : 0 %"
+    assert old in H200_580_Q
+    return H200_580_Q.replace(old, old.replace(": 0 %", ": 100 %"))
+
+
+def test_an_empty_list_beside_its_own_busy_figures_fails_whichever_output_ranks_first(
+    tmp_path: Path,
+) -> None:
+    """The H200 580.159.04 table and -q, both listing no process (review O of round 24): the
+    table's GPU-Util edited to 100 % beside the idle -q, and the -q's GPU utilisation edited to
+    100 % beside the idle table. Each busy output lists no process of its own beside its own
+    work: another job, a fail both ways (the first was unverified "disagree", as the ranked
+    format's list was judged and the other's empty list ignored)."""
+    for name, files in (
+        ("t", {"t.txt": _busy_table(), "q.txt": H200_580_Q}),
+        ("q", {"t.txt": H200_580_T, "q.txt": _busy_q()}),
+    ):
+        verdict, actual = foreign(tmp_path / name, files)
+        assert verdict == "fail", (name, actual)
+        assert actual.startswith("GPU 0 at 100 % utilisation"), actual
+        assert actual.endswith("though nvidia-smi lists no process there"), actual

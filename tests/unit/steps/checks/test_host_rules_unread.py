@@ -91,3 +91,21 @@ def test_df_i_read_as_the_probe_would_is_unverified() -> None:
     mount is read; that is not a box without a data disk."""
     text = (REAL / "df-i__sda2-xfs-root_sdb1-ext4-mydata.txt").read_text()
     assert rule_data_disk(ORDER, parse_facts({"df": ProbeOutput(text, "", 0)}), 0.03).verdict == "unverified"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        (REAL / "df-h-path__pt-br__lvm-opt-10g.txt").read_text(),
+        # the same capture, its header in English (df's C locale), its commas decimal points
+        "Filesystem                       Size  Used Avail Use% Mounted on\n"
+        "/dev/mapper/VG_PRINCIPAL-LV_OPT   10G  1.2G  8.9G  12% /opt\n",
+    ],
+)
+def test_a_df_of_given_paths_without_root_leaves_the_data_disk_unverified(text: str) -> None:
+    """A real `df -h /opt/ctmage` (only /opt listed, no / row; review O of round 24): it failed
+    "/mydata/data is not a mount point; it lives on the system disk /" though df never showed
+    /: where the data path lives is not known, so unverified."""
+    check = rule_data_disk(ORDER, parse_facts({"df": ProbeOutput(text, "", 0)}), 0.03)
+    assert check.verdict == "unverified", check
+    assert check.actual == "unknown: /mydata/data is not in the df output, which lists only /opt"

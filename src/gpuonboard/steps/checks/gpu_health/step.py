@@ -62,6 +62,20 @@ def _processes_cut(facts: Facts) -> bool:
     return any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
 
 
+# rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,
+# the virtualization mode, the memory repair state): only -q, -q -x and the CSV query read them
+_NOT_IN_TABLE = ("pcie_link", "pcie_replays", "throttling", "virtualization", "memory_repair")
+
+
+def _cut_may_hold(check: Check, source: str) -> bool:
+    """Whether the part an output cut away could have held what `check` judges: not so for an
+    unverified row of a field none of the formats read (`source`: "table+csv") carries (the
+    table's pcie_link), which says so without the cut's note."""
+    if check.verdict != "unverified" or check.name not in _NOT_IN_TABLE:
+        return True
+    return any(kind in source.split("+") for kind in ("text", "xml", "csv"))
+
+
 def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Check]:
     t = {**DEFAULTS, **(thresholds or {})}
     gpus = list(facts.gpu.gpus) if facts.gpu else []
@@ -103,7 +117,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         if _incomplete(facts):
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
-        checks = [of_those_read(c, gap) for c in checks]
+        checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
     if failed := _q_failed(facts):
         # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
         checks = [

@@ -3,7 +3,7 @@ process list or, where it lists none, from utilisation and memory used."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
@@ -118,31 +118,17 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
 CUT_LIST = "the output was cut short: its process list may be in the part cut away"
 
 
-def _list_format(g: GpuInfo) -> str | None:
-    """The format whose output gave `g`'s process list, where several formats read the GPU
-    (`usage_samples`); None where one format read it all."""
-    if not g.usage_samples:
-        return None
-    said = next((label for field, label in g.provenance if field == "processes"), None)
-    # (no provenance of its own: every field came from one format, the richest that read any)
-    return said if said is not None or not g.processes_known else g.usage_samples[0][0]
-
-
-def _as_listed(g: GpuInfo) -> GpuInfo | None:
-    """`g` with only the figures of the output that gave its process list (its utilisation and
-    memory sample, and the engines where that output gave them): the list and the figures of one
-    moment. `g` itself where one format read the figures; None where the list's output gave no
-    figure (`--query-compute-apps`, `-q -d PIDS`): its figures are all another call's."""
-    label = _list_format(g)
-    if label is None:
-        return g
-    own = next(((util, mem) for fmt, util, mem in g.usage_samples if fmt == label), None)
-    if own is None:
-        return None
-    from_list = {field for field, fmt in g.provenance if fmt == label}
+def _as_listed(g: GpuInfo, label: str) -> GpuInfo:
+    """`g` with only the figures of the output `label` (one of its `usage_samples`: its
+    utilisation and memory sample, and the engines where that output gave them): that output's
+    process list and figures, of one moment."""
+    own = next((util, mem) for fmt, util, mem, _empty in g.usage_samples if fmt == label)
+    from_output = {field for field, fmt in g.provenance if fmt == label}
+    if not g.provenance and label == g.usage_samples[0][0]:
+        from_output = {f.name for f in fields(g)}  # (no provenance: every field is the richest's)
 
     def kept(field: str) -> Any:
-        return getattr(g, field) if field in from_list else None
+        return getattr(g, field) if field in from_output else None
 
     return replace(
         g,
@@ -156,6 +142,16 @@ def _as_listed(g: GpuInfo) -> GpuInfo | None:
     )
 
 
+def _busy_beside_empty_list(g: GpuInfo) -> str | None:
+    """The work ('GPU 0 at 54 % utilisation with 17.8 GiB used') that an output whose own
+    process list reads empty shows in its own figures, where several outputs read `g`
+    (`usage_samples`): another job, whichever output ranks first; None where none does."""
+    for label, _util, _mem, empty in g.usage_samples:
+        if empty and (b := _busy(_as_listed(g, label))):
+            return b
+    return None
+
+
 def _disagree(g: GpuInfo) -> str | None:
     """'54 % / 18193 MiB in the CSV query, 0 % / 0 MiB in the table' where the outputs of
     separate calls disagree on whether the GPU works (one sample busy, another idle by both
@@ -166,31 +162,30 @@ def _disagree(g: GpuInfo) -> str | None:
 
     samples = g.usage_samples
     idle = [s for s in samples if s[1] is not None and s[2] is not None and not busy(s[1], s[2])]
-    if not idle or not any(busy(u, m) for _f, u, m in samples):
+    if not idle or not any(busy(u, m) for _f, u, m, _e in samples):
         return None
 
     def shown(value: int | None, unit: str) -> str:
         return "N/A" if value is None else f"{value}{unit}"
 
     return ", ".join(
-        f"{shown(u, ' %')} / {shown(m, ' MiB')} in {FORMAT_NAMES.get(f, f)}" for f, u, m in samples
+        f"{shown(u, ' %')} / {shown(m, ' MiB')} in {FORMAT_NAMES.get(f, f)}" for f, u, m, _e in samples
     )
 
 
 def _judge_unlisted(unlisted: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
     """(busy with its list read empty, busy with no list read, disagreeing) of the GPUs with no
-    process listed. Busy by the figures of the output that listed its processes: an empty list
-    beside its own output's work is another job. Where the outputs of separate calls disagree on
-    whether the GPU works (one sample busy, another idle), no fault is seen from the mix; where
-    they agree, another output's figures add what the list's did not read (the engines a table
-    lacks)."""
+    process listed. Where several outputs read a GPU, any output whose own process list reads
+    empty beside its own figures' work is another job, whatever the other outputs' samples say;
+    where the outputs of separate calls disagree on whether the GPU works and the busy sample
+    has no list of its own (a CSV query), no fault is seen from the mix; where they agree,
+    another output's figures add what the list's did not read (the engines a table lacks)."""
     listed_empty: list[str] = []
     no_list: list[str] = []
     mixed: list[str] = []
     for g in unlisted:
         listing = "no process listed" if g.processes_known else "no process list read"
-        own = _as_listed(g) if g.processes_known else None
-        if own is not None and own is not g and (b := _busy(own)):
+        if b := _busy_beside_empty_list(g):
             listed_empty.append(b)
         elif disagree := _disagree(g):
             mixed.append(f"{gpu_label(g)} {disagree}, {listing}")
@@ -282,10 +277,11 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
-    if cut and (partial := [b for g in read if g.processes and (b := _busy(g))]):
-        # graphics processes listed beside work, in an output cut short: the GPU's other rows (a
-        # compute job's: the real T4 table's tritonserver after its Xorg) may be in the part cut
-        # away, so the warn of a desktop's processes is no reading of that GPU
+    if partial := [b for g in read if g.processes and g.processes_open and (b := _busy(g))]:
+        # graphics processes listed beside work, in a list the output cut before it closed: the
+        # GPU's other rows (a compute job's: the real T4 table's tritonserver after its Xorg) may
+        # be in the part cut away, so the warn of a desktop's processes is no reading of that GPU
+        # (a whole list of a view of some GPUs, `nvidia-smi -i 7`, is no cut)
         return Check(
             "foreign_processes",
             "none",
