@@ -91,6 +91,13 @@ def read_at_most(path: Path, limit: int, silence: float | None = None, stall: fl
         os.close(fd)
 
 
+def _same_pipe(path: Path, fd: int) -> str:
+    """The FIFO open as `fd`, by a name that stays its own where it is deleted or replaced
+    meanwhile (/proc/self/fd/N on Linux); its path elsewhere."""
+    held = f"/proc/self/fd/{fd}"
+    return held if os.path.exists(held) else str(path)
+
+
 def _open_fifo(path: Path, wait: float) -> int:
     """A FIFO opened for reading once a program has it open for writing (at once for an
     anonymous pipe, whose writer was there first), or once bytes or a writer's end came through
@@ -115,10 +122,12 @@ def _open_fifo(path: Path, wait: float) -> int:
     while waiter.is_alive() and not came and time.monotonic() < deadline:
         came = bool(select.select([nonblocking], [], [], 0.05)[0])
     timed_out = waiter.is_alive() and not came
-    if waiter.is_alive():
+    wake_until = time.monotonic() + 5
+    while waiter.is_alive() and time.monotonic() < wake_until:
+        # (again until it is out: the thread may reach its open only after a wake-up was sent)
         with contextlib.suppress(OSError):  # (a reader waits in open: this open does not block)
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK | _OPEN_FLAGS))
-        waiter.join(5)
+            os.close(os.open(_same_pipe(path, nonblocking), os.O_WRONLY | os.O_NONBLOCK | _OPEN_FLAGS))
+        waiter.join(0.05)
     if came or timed_out:
         for fd in opened:
             os.close(fd)

@@ -130,3 +130,20 @@ def test_a_writer_gone_silent_is_named_with_the_bytes_it_wrote(
             load_outputs([str(fifo)])
         writer.join(timeout=30)
         assert str(caught.value) == f"{fifo}: {what}; save the command's output to a file and name that file."
+
+
+def test_a_fifo_deleted_while_waited_on_is_given_up_in_time_and_leaves_no_thread(tmp_path: Path) -> None:
+    """A FIFO removed while `facts` waits for a writer: the wait is given up at its time, and the
+    thread waiting in its blocking open is woken through the pipe itself (its path is gone), not
+    left blocked for good (review S F4 of round 24: it was, and the answer came 5 s late)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    threading.Timer(0.3, fifo.unlink).start()
+    start = time.monotonic()
+    with pytest.raises(PipeTimeout):
+        read_at_most(fifo, 100, silence=1)
+    assert time.monotonic() - start < 4
+    deadline = time.monotonic() + 2
+    while any(t.name == "gpuonboard-fifo-open" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the thread waiting in the FIFO's open was left blocked"
+        time.sleep(0.05)
