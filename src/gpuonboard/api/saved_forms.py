@@ -184,7 +184,8 @@ def compute_apps(text: str) -> tuple[str, str] | None:
 # and the ones it reads first of whether the login is in a container (PID 1's name and cgroups,
 # the container type systemd saw: steps/checks/slice_view.py)
 _CGROUP_FILE = (
-    r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us)"
+    r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us"
+    r"|cpuset\.cpus\.effective|cpuset\.effective_cpus|cpuset\.cpus)"
     r"|/proc/1/comm|/proc/1/cgroup|/run/systemd/container|/run/host/container-manager)"
 )
 _CGROUP_GREP = re.compile(rf"({_CGROUP_FILE}):(\S.*)")
