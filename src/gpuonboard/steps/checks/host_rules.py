@@ -154,7 +154,7 @@ def _cpu_set_unknown(check: Check, facts: Facts) -> Check:
     has no quota and may use 4 of the host's CPUs, which lscpu shows all of; unverified."""
     if check.verdict != "pass" or facts.nproc is not None or _limit_read(facts, CPUSET_FILES):
         return check
-    if facts.given("nproc") or not (container := container_said(facts)):
+    if nproc_unread(_answered(facts, "nproc")) is not None or not (container := container_said(facts)):
         return check  # (an nproc given but not read: rule_cpu says so)
     return Check(
         check.name,
