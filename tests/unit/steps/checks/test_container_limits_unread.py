@@ -125,3 +125,34 @@ def test_a_quota_of_max_without_the_cpu_set_is_no_pass_in_a_container(tmp_path: 
     assert "cpuset.cpus.effective" in cpu.detail
     v2 = listing + "/sys/fs/cgroup/cpuset.cpus.effective:0-63\n"
     assert _offline(tmp_path / "v2", v2, "cpu_cores: 16\n")["cpu_cores"].verdict == "pass"
+
+
+def test_other_cgroup_files_listed_beside_the_limits_are_skipped(tmp_path: Path) -> None:
+    """A `grep .` of the container's whole cgroup folders: beside the real CPU set of the
+    `--cpuset-cpus=12,13,14,15 --memory=8192m` container (distribution/distribution#3581) its
+    memory limit (8192m, in bytes) and, added here, files the probe does not read
+    (cpuset.mems, memory.usage_in_bytes, memory.stat's lines, cpu.shares); before, the whole
+    listing was refused as no recognised output, and its limits unread."""
+    listing = (
+        f"/sys/fs/cgroup/cpuset/cpuset.cpus:{CPUSET}"
+        "/sys/fs/cgroup/cpuset/cpuset.mems:0\n"
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes:8589934592\n"
+        "/sys/fs/cgroup/memory/memory.usage_in_bytes:1101312\n"
+        "/sys/fs/cgroup/memory/memory.stat:cache 0\n/sys/fs/cgroup/memory/memory.stat:rss 999424\n"
+        "/sys/fs/cgroup/cpu/cpu.shares:1024\n"
+        "/sys/fs/cgroup/cpu/cpu.cfs_quota_us:-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us:100000\n"
+    )
+    rules = _offline(tmp_path, listing, "cpu_cores: 16\nram: 32GB\n")
+    assert rules["cpu_cores"].verdict == "fail", rules["cpu_cores"]
+    assert rules["ram"].verdict == "fail", rules["ram"]
+    assert "8.0 GiB usable (cgroup memory limit)" in rules["ram"].actual
+
+
+def test_a_listing_of_no_file_the_probe_reads_is_no_cgroup_listing() -> None:
+    """Only files the probe does not read (memory.current, cpu.weight): no limits listing."""
+    from gpuonboard.api import saved_forms
+
+    assert (
+        saved_forms.cgroup_limits("/sys/fs/cgroup/memory.current:1101312\n/sys/fs/cgroup/cpu.weight:100\n")
+        is None
+    )
