@@ -408,11 +408,18 @@ CPUSET_FILES = ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus")
 
 def parse_cgroup_cpuset(text: str) -> int | None:
     """CPUs in the smallest CPU set among the probe's `FILE<TAB>VALUE` lines (CPUSET_FILES: a
-    container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's); None where
-    none was read (an empty set, one not yet configured, says nothing)."""
-    counts = []
+    container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's); a folder's
+    effective set where it was read, its configured `cpuset.cpus` otherwise (a configured set of
+    no online CPU leaves the effective one the parent's); None where none was read (an empty
+    set, one not yet configured, says nothing)."""
+    sets: dict[str, dict[str, int]] = {}
     for line in text.splitlines():
         path, _, value = line.partition("\t")
-        if path.rpartition("/")[2] in CPUSET_FILES and (n := _cpu_list_count(value.strip())):
-            counts.append(n)
+        folder, _, file = path.rpartition("/")
+        if file in CPUSET_FILES and (n := _cpu_list_count(value.strip())):
+            sets.setdefault(folder.rstrip("/"), {})[file] = n
+    counts = [
+        min((n for f, n in files.items() if f != "cpuset.cpus"), default=files.get("cpuset.cpus", 0))
+        for files in sets.values()
+    ]
     return min(counts) if counts else None
