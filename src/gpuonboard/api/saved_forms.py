@@ -184,16 +184,28 @@ def compute_apps(text: str) -> tuple[str, str] | None:
 # and the ones it reads first of whether the login is in a container (PID 1's name and cgroups,
 # the container type systemd saw: steps/checks/slice_view.py)
 _CGROUP_FILE = (
-    r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us)"
+    r"(?:/sys/fs/cgroup/\S*(?:memory\.max|memory\.limit_in_bytes|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us"
+    r"|cpuset\.cpus\.effective|cpuset\.effective_cpus|cpuset\.cpus)"
     r"|/proc/1/comm|/proc/1/cgroup|/run/systemd/container|/run/host/container-manager)"
 )
-_CGROUP_GREP = re.compile(rf"({_CGROUP_FILE}):(\S.*)")
-_CGROUP_HEAD = re.compile(rf"==> ({_CGROUP_FILE}) <==")
+_CGROUP_KNOWN = re.compile(_CGROUP_FILE)
+# any file of the cgroup tree (`grep . /sys/fs/cgroup/memory.* /sys/fs/cgroup/cpu*` lists
+# memory.current, memory.stat's lines, cpu.weight ... beside the limits): the listing is read
+# for the files above, the others skipped
+_ANY_FILE = rf"(?:/sys/fs/cgroup/[^\s:]+|{_CGROUP_FILE})"
+_CGROUP_GREP = re.compile(rf"({_ANY_FILE}):(.*)")
+_CGROUP_HEAD = re.compile(rf"==> ({_ANY_FILE}) <==")
+
+
+def _known(path: str) -> bool:
+    """Whether a listed file is one the live probe reads (_CGROUP_FILE)."""
+    return _CGROUP_KNOWN.fullmatch(path) is not None
 
 
 def cgroup_limits(text: str) -> str | None:
-    """A saved listing of cgroup limit files as the live probe's `FILE<TAB>VALUE` lines; None
-    when the text is no such listing."""
+    """A saved listing of cgroup limit files as the live probe's `FILE<TAB>VALUE` lines (other
+    files of the cgroup tree listed beside them skipped); None when the text is no such listing
+    or lists none of them."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and all(_CGROUP_GREP.fullmatch(line) for line in lines):
         pairs = [m.groups() for line in lines if (m := _CGROUP_GREP.fullmatch(line))]
@@ -207,7 +219,8 @@ def cgroup_limits(text: str) -> str | None:
                 path = ""
     else:
         return None
-    return "".join(f"{path}\t{value.strip()}\n" for path, value in pairs) if pairs else None
+    known = [(path, value) for path, value in pairs if _known(path) and value.strip()]
+    return "".join(f"{path}\t{value.strip()}\n" for path, value in known) if known else None
 
 
 # the probe that reads each command's output (a missing command: that probe's tool absent)

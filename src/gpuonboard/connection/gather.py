@@ -67,8 +67,9 @@ def _nvidia_smi_prelude(seconds: int) -> str:
 
 def _cgroup_limits_command() -> str:
     """Shell: the memory and CPU limits of the probe's own cgroup and every cgroup above it,
-    as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max; v1 memory.limit_in_bytes and
-    cpu.cfs_quota_us / cpu.cfs_period_us). Read-only, builtins only (no process per file).
+    as `FILE<TAB>VALUE` lines (v2 memory.max / cpu.max / cpuset.cpus.effective; v1
+    memory.limit_in_bytes, cpu.cfs_quota_us / cpu.cfs_period_us and cpuset.effective_cpus /
+    cpuset.cpus). Read-only, builtins only (no process per file).
     First, in the same form, what says whether the login is in a container
     (facts/slice_signs.py SIGNS_SH): PID 1's name (/proc/1/comm), the container type systemd saw
     (/run/systemd/container), Docker's and Podman's marker files (`/.dockerenv<TAB>present`),
@@ -89,9 +90,10 @@ def _cgroup_limits_command() -> str:
     return (
         SIGNS_SH + "[ -r /proc/self/cgroup ] || exit 127; "
         'while IFS=: read -r _ c p; do case ",$c," in '
-        f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max'))};; "
+        f",,) {walk('/sys/fs/cgroup', ('memory.max', 'cpu.max', 'cpuset.cpus.effective'))};; "
         f"*,memory,*) {walk('/sys/fs/cgroup/memory', ('memory.limit_in_bytes',))};; "
         f"*,cpu,*) {walk('/sys/fs/cgroup/cpu', ('cpu.cfs_quota_us', 'cpu.cfs_period_us'))};; "
+        f"*,cpuset,*) {walk('/sys/fs/cgroup/cpuset', ('cpuset.effective_cpus', 'cpuset.cpus'))};; "
         "esac; done </proc/self/cgroup; exit 0"
     )
 
@@ -187,6 +189,8 @@ class Facts:
     # limits of the login's cgroup (a container rental): None when unlimited or unknown
     memory_limit_bytes: int | None = None
     cgroup_cpus: float | None = None
+    # the CPUs in the cgroup's CPU set (cpuset.cpus.effective): None where none was read
+    cgroup_cpuset: int | None = None
     loop_backing: Mapping[str, str] = field(default_factory=dict)
     # the probes whose output reports never show (Probe.private): a template's own values
     private: frozenset[str] = frozenset()
@@ -470,12 +474,13 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import cpu
 
         nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
-    memory_limit = cgroup_cpus = None
+    memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory
 
         memory_limit = memory.parse_cgroup_memory_limit(limits_text)
         cgroup_cpus = cpu.parse_cgroup_cpu_limit(limits_text)
+        cgroup_cpuset = cpu.parse_cgroup_cpuset(limits_text)
     loops: dict[str, str] = {}
     if loop_text := _ok(raw, "loop_backing"):
         from gpuonboard.facts import disks
@@ -496,6 +501,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         warnings=tuple(warnings),
         memory_limit_bytes=memory_limit,
         cgroup_cpus=cgroup_cpus,
+        cgroup_cpuset=cgroup_cpuset,
         loop_backing=loops,
         gpu_evidence=evidence,
     )

@@ -19,6 +19,7 @@ __all__ = [
     "lscpu_labels",
     "nproc_unread",
     "parse_cgroup_cpu_limit",
+    "parse_cgroup_cpuset",
     "parse_lscpu",
     "parse_nproc",
 ]
@@ -397,3 +398,28 @@ def parse_cgroup_cpu_limit(text: str) -> float | None:
         if quota > 0 and period > 0:
             limits.append(quota / period)
     return min(limits) if limits else None
+
+
+# the cgroup files that hold the CPU set a container may run on (v2's effective set; v1's
+# effective set, and its configured one where the kernel has no effective file): a list of
+# CPUs and ranges, `12-15` (`docker run --cpuset-cpus=12,13,14,15`), `0-3,8-11`
+CPUSET_FILES = ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus")
+
+
+def parse_cgroup_cpuset(text: str) -> int | None:
+    """CPUs in the smallest CPU set among the probe's `FILE<TAB>VALUE` lines (CPUSET_FILES: a
+    container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's); a folder's
+    effective set where it was read, its configured `cpuset.cpus` otherwise (a configured set of
+    no online CPU leaves the effective one the parent's); None where none was read (an empty
+    set, one not yet configured, says nothing)."""
+    sets: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        path, _, value = line.partition("\t")
+        folder, _, file = path.rpartition("/")
+        if file in CPUSET_FILES and (n := _cpu_list_count(value.strip())):
+            sets.setdefault(folder.rstrip("/"), {})[file] = n
+    counts = [
+        min((n for f, n in files.items() if f != "cpuset.cpus"), default=files.get("cpuset.cpus", 0))
+        for files in sets.values()
+    ]
+    return min(counts) if counts else None

@@ -174,6 +174,25 @@ def test_cgroup_cpu_quota() -> None:
     assert parse_cgroup_cpu_limit(child + v1) == 1.5
 
 
+def test_cgroup_cpuset_counts_the_smallest_set() -> None:
+    """The CPU sets the probe walks up the cgroup tree (v2 cpuset.cpus.effective; v1
+    cpuset.effective_cpus, cpuset.cpus): the real `12-15` of a `--cpuset-cpus=12,13,14,15`
+    container (distribution/distribution#3581) below its host's `0-55`, this machine's own v1
+    files (`0-1`); a folder's effective set before its configured one; an empty set (v2's
+    cpuset.cpus not configured) or none says nothing."""
+    from gpuonboard.facts.cpu import parse_cgroup_cpuset
+
+    walk = "/sys/fs/cgroup/cpuset/docker/x/cpuset.cpus\t12-15\n/sys/fs/cgroup/cpuset/cpuset.cpus\t0-55\n"
+    assert parse_cgroup_cpuset(walk) == 4
+    assert parse_cgroup_cpuset("/sys/fs/cgroup/cpuset/cpuset.effective_cpus\t0-1\n") == 2
+    assert parse_cgroup_cpuset("/sys/fs/cgroup/cpuset.cpus.effective\t0-3,8-11,16\n") == 9
+    assert parse_cgroup_cpuset("/sys/fs/cgroup/cpuset.cpus.effective\t\n") is None
+    # a folder's effective set before its configured one (v2: a set of no online CPU is ignored)
+    both = "/sys/fs/cgroup/cpuset.cpus\t200-203\n/sys/fs/cgroup/cpuset.cpus.effective\t0-63\n"
+    assert parse_cgroup_cpuset(both) == 64
+    assert parse_cgroup_cpuset("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
+
+
 def test_cluster_layout_counts_cores_per_cluster() -> None:
     """ARM boards without socket data (Kunpeng 920 prints `Core(s) per cluster: 48`,
     `Cluster(s): 4`): cores are clusters x cores per cluster, not unknown (which read as 'only

@@ -13,7 +13,7 @@ import re
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
-from gpuonboard.facts.cpu import CPU_LIMIT_FILES, nproc_unread
+from gpuonboard.facts.cpu import CPU_LIMIT_FILES, CPUSET_FILES, nproc_unread
 from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
@@ -42,13 +42,21 @@ def _unread(facts: Facts, probe: str) -> bool:
 
 
 # what told the usable CPU count, by _usable_cpus's reason
-_SOURCE_OF = {"affinity/cgroup": "nproc", "offline": "lscpu's Off-line CPU(s) list"}
+_SOURCE_OF = {
+    "affinity/cgroup": "nproc",
+    "offline": "lscpu's Off-line CPU(s) list",
+    "cgroup CPU set": "the cgroup's cpuset.cpus.effective",
+}
+# the reasons whose CPUs are a set of the host's (any of them may be a hyperthread of a core
+# whose other thread is in the set too), not a quota of CPU time
+_CPU_SETS = ("affinity/cgroup", "offline", "cgroup CPU set")
 
 
 def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     """CPUs a process of this login may use: the online CPUs (lscpu's CPU(s) less its Off-line
-    CPU(s) list), nproc (the affinity mask) and the cgroup's CPU quota, whichever is smallest,
-    with what limited it; (None, "") when none is known."""
+    CPU(s) list), nproc (the affinity mask), the cgroup's CPU set (cpuset.cpus.effective: a
+    saved listing of the cgroup files may give it where no nproc was saved) and its CPU quota,
+    whichever is smallest, with what limited it; (None, "") when none is known."""
     usable, why = None, ""
     cpu = facts.cpu
     if cpu is not None and cpu.offline_cpus and cpu.logical_cpus is not None:
@@ -56,6 +64,8 @@ def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     # nproc counts only online CPUs: no lower than the online count, offline is the reason
     if facts.nproc is not None and (usable is None or facts.nproc < usable):
         usable, why = facts.nproc, "affinity/cgroup"
+    if facts.cgroup_cpuset is not None and (usable is None or facts.cgroup_cpuset < usable):
+        usable, why = facts.cgroup_cpuset, "cgroup CPU set"
     if facts.cgroup_cpus is not None:
         quota = max(1, math.floor(facts.cgroup_cpus + 1e-9))
         if usable is None or quota < usable:
@@ -121,6 +131,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     check = _container_view(
         _judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs", CPU_LIMIT_FILES
     )
+    check = _cpu_set_unknown(check, facts)
     unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
@@ -134,6 +145,27 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
         check.actual,
         "unverified",
         "; ".join(filter(None, [detail, check.detail])),
+    )
+
+
+def _cpu_set_unknown(check: Check, facts: Facts) -> Check:
+    """A pass of a container whose CPU quota was read (cpu.max: `max`, no quota) but neither
+    its CPU set (cpuset.cpus.effective) nor nproc: a container run with `--cpuset-cpus=12-15`
+    has no quota and may use 4 of the host's CPUs, which lscpu shows all of; unverified."""
+    if check.verdict != "pass" or facts.nproc is not None or _limit_read(facts, CPUSET_FILES):
+        return check
+    if nproc_unread(_answered(facts, "nproc")) is not None or not (container := container_said(facts)):
+        return check  # (an nproc given but not read: rule_cpu says so)
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual} (of the host: {container}, a container)",
+        "unverified",
+        "inside a container lscpu shows the host's CPUs, and the CPUs this container may run on"
+        " (its CPU set: `docker run --cpuset-cpus`, a pod's exclusive CPUs) were not read: a CPU"
+        " quota of `max` does not say it may use them all; save `nproc` of the box, or"
+        " `grep . /sys/fs/cgroup/cpuset.cpus.effective` (cgroup v1:"
+        " `grep . /sys/fs/cgroup/cpuset/cpuset.effective_cpus`) beside it",
     )
 
 
@@ -208,7 +240,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 short = f"lscpu counts {physical} cores, fewer than the {order.cpu_cores} ordered"
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
-        if why in ("affinity/cgroup", "offline") and math.ceil(usable / threads) < order.cpu_cores:
+        if why in _CPU_SETS and math.ceil(usable / threads) < order.cpu_cores:
             # a CPU set (cpuset, taskset; lxcfs shows a container's set as the online CPUs) or the
             # online CPUs of an SMT host may hold both threads of each core
             kind = "online" if why == "offline" else "usable"

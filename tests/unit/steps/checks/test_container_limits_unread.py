@@ -77,3 +77,82 @@ def test_a_machine_that_is_no_container_passes_without_its_limits() -> None:
     machine = (FIXTURES / "real" / "df__ubuntu-18.04-vm__snap-loops.txt").read_text()
     facts = _facts(ProbeOutput("", "", 127), machine)
     assert (rule_ram(ORDER, facts, 0.03).verdict, rule_cpu(ORDER, facts).verdict) == ("pass", "pass")
+
+
+# the cgroup v1 CPU set of a real container (distribution/distribution#3581: `docker run
+# --cpuset-cpus=12,13,14,15`), as `tail /sys/fs/cgroup/cpuset/cpuset.cpus` printed it
+CPUSET = (FIXTURES / "real" / "cpuset-cpus__docker-cpuset-cpus-12-15__distribution-3581.txt").read_text()
+
+
+def _offline(tmp_path: Path, listing: str, order: str) -> dict[str, object]:
+    """The rules of the AutoDL container's df and free, the EPYC host's lscpu and a saved
+    `grep .` listing of cgroup files (no nproc), judged offline against `order`."""
+    from gpuonboard.api import offline
+
+    folder = tmp_path / "box"
+    folder.mkdir(parents=True)
+    (folder / "df.txt").write_text(DF)
+    (folder / "free.txt").write_text(FREE)
+    (folder / "lscpu.txt").write_text(LSCPU)
+    (folder / "cgroup.txt").write_text(listing)
+    (tmp_path / "order.yml").write_text(order)
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    return {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
+
+
+def test_a_saved_cpu_set_among_the_cgroup_files_limits_the_cpus(tmp_path: Path) -> None:
+    """A saved `grep .` of the container's cgroup files with its CPU set (the real 12-15 of a
+    `--cpuset-cpus=12,13,14,15` container, its v1 file's name put before it) and a quota of
+    `max`: 4 CPUs usable of the host's 64, fewer than the 16 ordered; before, a listing holding
+    the CPU set was refused as no recognised output."""
+    listing = (
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes:9223372036854771712\n"
+        "/sys/fs/cgroup/cpu/cpu.cfs_quota_us:-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us:100000\n"
+        f"/sys/fs/cgroup/cpuset/cpuset.cpus:{CPUSET}"
+    )
+    cpu = _offline(tmp_path, listing, "cpu_cores: 16\n")["cpu_cores"]
+    assert cpu.verdict == "fail", cpu
+    assert cpu.actual.endswith("4 usable (cgroup CPU set)")
+
+
+def test_a_quota_of_max_without_the_cpu_set_is_no_pass_in_a_container(tmp_path: Path) -> None:
+    """The same container's listing without its CPU set and no nproc saved: a quota of `max`
+    does not say the container may run on the 64 CPUs lscpu shows (the real container above has
+    4 of them); before, cpu_cores passed from the host's CPUs."""
+    listing = "/sys/fs/cgroup/memory.max:max\n/sys/fs/cgroup/cpu.max:max 100000\n"
+    cpu = _offline(tmp_path, listing, "cpu_cores: 16\n")["cpu_cores"]
+    assert cpu.verdict == "unverified", cpu
+    assert "cpuset.cpus.effective" in cpu.detail
+    v2 = listing + "/sys/fs/cgroup/cpuset.cpus.effective:0-63\n"
+    assert _offline(tmp_path / "v2", v2, "cpu_cores: 16\n")["cpu_cores"].verdict == "pass"
+
+
+def test_other_cgroup_files_listed_beside_the_limits_are_skipped(tmp_path: Path) -> None:
+    """A `grep .` of the container's whole cgroup folders: beside the real CPU set of the
+    `--cpuset-cpus=12,13,14,15 --memory=8192m` container (distribution/distribution#3581) its
+    memory limit (8192m, in bytes) and, added here, files the probe does not read
+    (cpuset.mems, memory.usage_in_bytes, memory.stat's lines, cpu.shares); before, the whole
+    listing was refused as no recognised output, and its limits unread."""
+    listing = (
+        f"/sys/fs/cgroup/cpuset/cpuset.cpus:{CPUSET}"
+        "/sys/fs/cgroup/cpuset/cpuset.mems:0\n"
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes:8589934592\n"
+        "/sys/fs/cgroup/memory/memory.usage_in_bytes:1101312\n"
+        "/sys/fs/cgroup/memory/memory.stat:cache 0\n/sys/fs/cgroup/memory/memory.stat:rss 999424\n"
+        "/sys/fs/cgroup/cpu/cpu.shares:1024\n"
+        "/sys/fs/cgroup/cpu/cpu.cfs_quota_us:-1\n/sys/fs/cgroup/cpu/cpu.cfs_period_us:100000\n"
+    )
+    rules = _offline(tmp_path, listing, "cpu_cores: 16\nram: 32GB\n")
+    assert rules["cpu_cores"].verdict == "fail", rules["cpu_cores"]
+    assert rules["ram"].verdict == "fail", rules["ram"]
+    assert "8.0 GiB usable (cgroup memory limit)" in rules["ram"].actual
+
+
+def test_a_listing_of_no_file_the_probe_reads_is_no_cgroup_listing() -> None:
+    """Only files the probe does not read (memory.current, cpu.weight): no limits listing."""
+    from gpuonboard.api import saved_forms
+
+    assert (
+        saved_forms.cgroup_limits("/sys/fs/cgroup/memory.current:1101312\n/sys/fs/cgroup/cpu.weight:100\n")
+        is None
+    )
