@@ -102,8 +102,8 @@ def _fields(line: str) -> list[str]:
 
 
 # The labels a header prints: GPUs, NICs ("NIC0", or an older driver's device names "mlx5_0",
-# "hfi1_0") and the affinity columns.
-_HEADER_LABEL = re.compile(r"GPU NUMA ID|CPU Affinity|NUMA Affinity|GPU\d+|NIC\d+|[a-z][a-z0-9]*_\d+")
+# "mlx5_bond_0", "hfi1_0") and the affinity columns.
+_HEADER_LABEL = re.compile(r"GPU NUMA ID|CPU Affinity|NUMA Affinity|GPU\d+|NIC\d+|[a-z][a-z0-9_]*?_\d+")
 
 
 def _unglued(fields: list[str]) -> list[str]:

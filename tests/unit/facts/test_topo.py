@@ -335,3 +335,20 @@ def test_every_real_topo_glued_at_each_label_boundary(path: Path) -> None:
     moved = [glue for glue, pasted in _glued_headers(text) if _facts(parse_topo(pasted)) != whole]
     assert len(_glued_headers(text)) >= 1
     assert not moved, moved
+
+
+def test_glued_device_name_labels_of_an_older_driver() -> None:
+    """The 8 x A100 capture with 17 NICs, its header's NIC labels written as an older driver
+    prints them (the legend's device names, `mlx5_2` ... `mlx5_bond_0`), `mlx5_17` and
+    `mlx5_bond_0` glued: the affinities stay in their columns."""
+    path = REAL / "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt"
+    text = path.read_text()
+    whole = parse_topo(text)
+    lines = text.split("\n")
+    header = re.sub(r"NIC(\d+)", lambda m: whole.nic_legend[m.group(0)], lines[0])
+    lines[0] = re.sub(r"(mlx5_17)\s+(mlx5_bond_0)", r"\1\2", header)
+    assert "mlx5_17mlx5_bond_0" in lines[0]
+    glued = parse_topo("\n".join(lines))
+    assert glued.warnings == () and glued.links == whole.links
+    assert glued.cpu_affinity == whole.cpu_affinity and glued.numa_affinity == whole.numa_affinity
+    assert glued.cpu_affinity["GPU7"] == "0-103" and glued.numa_affinity["GPU7"] == "0"
