@@ -272,7 +272,8 @@ def _worst_read(
 ) -> None:
     """Where formats read one GPU's fault evidence otherwise, the worst of them in `values` (and
     its format in `provenance`): a count's highest (-q's 0 uncorrectable ECC errors beside the
-    CSV's 2 is 2, from the CSV), and every slowdown any format saw among the clock-event reasons
+    CSV's 2 is 2, from the CSV), a recovery action the driver asks for in any format (the CSV's
+    "Reset" beside -q's "None"), and every slowdown any format saw among the clock-event reasons
     (the CSV's hw_slowdown beside -q's none). The richest format's answer alone would pass a GPU
     another format of the same box shows a fault on."""
     for name in _HIGHEST:
@@ -280,6 +281,14 @@ def _worst_read(
         if read and (top := max(read, key=lambda r: r[1]))[1] != values.get(name):
             values[name] = top[1]
             provenance[:] = [p for p in provenance if p[0] != name] + [(name, top[0])]
+    pending = [
+        (label, g.recovery_action) for label, g in ranked if (g.recovery_action or "none").lower() != "none"
+    ]
+    if pending and (values.get("recovery_action") or "none").lower() == "none":
+        values["recovery_action"] = pending[0][1]
+        provenance[:] = [p for p in provenance if p[0] != "recovery_action"] + [
+            ("recovery_action", pending[0][0])
+        ]
     if not values.get("clock_event_reasons_known"):
         return
     seen = [

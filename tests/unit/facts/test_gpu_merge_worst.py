@@ -48,16 +48,18 @@ def _csv_edited(tmp_path: Path, cells: dict[str, str]) -> Path:
             "fail",
             "GPU 0: hw_slowdown",
         ),
+        ({"gpu_recovery_action": "Reset"}, "gpu_recovery", "fail", "GPU 0: Reset"),
     ],
-    ids=["ecc-uncorrectable-2-in-csv", "hw-slowdown-in-csv"],
+    ids=["ecc-uncorrectable-2-in-csv", "hw-slowdown-in-csv", "recovery-reset-in-csv"],
 )
 def test_a_fault_the_csv_reads_beside_a_clean_q_is_judged(
     tmp_path: Path, cells: dict[str, str], rule: str, verdict: str, said: str
 ) -> None:
     """The real -q, table, -L and CSV of one H100 box, the CSV edited in-test: the named cells
     of its GPU row set (2 volatile uncorrectable DRAM ECC errors; a hardware slowdown, its bit
-    0x8 added to the active mask) while -q, read first, says 0 and none. Before: each field came
-    from -q alone, so ecc_uncorrectable passed "0" and throttling "none active"."""
+    0x8 added to the active mask; the driver's recovery action "Reset") while -q, read first,
+    says 0, none and "None". Before: each field came from -q alone, so ecc_uncorrectable passed
+    "0", throttling "none active" and gpu_recovery "None on GPU 0"."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     _, clean = _judged(tmp_path / "a", BOX)
