@@ -169,6 +169,11 @@ _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 _Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
 
 
+# a topo matrix's sign where its legend is cut off: its header's "CPU Affinity" (wrapped or not)
+# or its first row, GPU0's self cell
+_TOPO_SIGN = re.compile(r"CPU\s+Affinity|^GPU0[ \t]+X[ \t]", re.M)
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
     if (fabric := detect_fabric_kind(text)) is not None:
@@ -186,7 +191,7 @@ def detect_kind(text: str) -> str | None:
         or _nvidia_smi_failed(text)
     ):
         return "nvidia_smi"
-    if "GPU0" in head and ("Legend" in text or "CPU Affinity" in head):
+    if "GPU0" in head and ("Legend" in text or _TOPO_SIGN.search(head)):
         return "nvidia_topo"
     if (head.startswith("{") and '"blockdevices"' in head) or looks_like_lsblk_pairs(head):
         return "lsblk"  # (`lsblk -P`'s `NAME="sda" ...` before os-release's `NAME="Ubuntu"`)

@@ -199,6 +199,26 @@ _UNION = {"faults", "cell_faults"}
 _WITH_FLAG = {"processes": "processes_known", "clock_event_reasons": "clock_event_reasons_known"}
 
 
+# counts that only grow between two calls (ECC errors since the driver loaded or ever, retired
+# pages, remapped rows, PCIe replays): the highest any format read is the box's, a lower one an
+# earlier reading, never a clean bill beside it
+_HIGHEST = (
+    "ecc_volatile_correctable",
+    "ecc_volatile_uncorrectable",
+    "ecc_aggregate_correctable",
+    "ecc_aggregate_uncorrectable",
+    "retired_pages_sbe",
+    "retired_pages_dbe",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "pcie_replays",
+    "pcie_replay_rollovers",
+)
+# the clock-event reasons of a slowdown (hardware, thermal, power brake): one any format saw is
+# the box's, as a fault is, whatever the richest format read at its moment
+_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
 def _unset(value: object) -> bool:
     return value is None or value == () or value is False or value == ""
 
@@ -232,6 +252,7 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                     values["processes_open"] = gpu.processes_open
                 provenance.append((f.name, label))
                 break
+    _worst_read(values, provenance, ranked)
     sources = {label for _, label in provenance}
     samples = tuple(
         (label, g.utilization_gpu_pct, g.memory_used_mib, g.processes_known and not g.processes)
@@ -244,6 +265,37 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
         usage_samples=samples if len(samples) > 1 else (),
     )
+
+
+def _worst_read(
+    values: dict[str, Any], provenance: list[tuple[str, str]], ranked: Sequence[tuple[str, GpuInfo]]
+) -> None:
+    """Where formats read one GPU's fault evidence otherwise, the worst of them in `values` (and
+    its format in `provenance`): a count's highest (-q's 0 uncorrectable ECC errors beside the
+    CSV's 2 is 2, from the CSV), a recovery action the driver asks for in any format (the CSV's
+    "Reset" beside -q's "None"), and every slowdown any format saw among the clock-event reasons
+    (the CSV's hw_slowdown beside -q's none). The richest format's answer alone would pass a GPU
+    another format of the same box shows a fault on."""
+    for name in _HIGHEST:
+        read = [(label, value) for label, g in ranked if (value := getattr(g, name)) is not None]
+        if read and (top := max(read, key=lambda r: r[1]))[1] != values.get(name):
+            values[name] = top[1]
+            provenance[:] = [p for p in provenance if p[0] != name] + [(name, top[0])]
+    pending = [
+        (label, g.recovery_action) for label, g in ranked if (g.recovery_action or "none").lower() != "none"
+    ]
+    if pending and (values.get("recovery_action") or "none").lower() == "none":
+        values["recovery_action"] = pending[0][1]
+        provenance[:] = [p for p in provenance if p[0] != "recovery_action"] + [
+            ("recovery_action", pending[0][0])
+        ]
+    if not values.get("clock_event_reasons_known"):
+        return
+    seen = [
+        r for _, g in ranked if g.clock_event_reasons_known for r in g.clock_event_reasons if r in _SLOWDOWNS
+    ]
+    if added := [r for r in dict.fromkeys(seen) if r not in values["clock_event_reasons"]]:
+        values["clock_event_reasons"] = (*values["clock_event_reasons"], *added)
 
 
 def _all_faults(field: str, read: Sequence[tuple[str, GpuInfo]]) -> tuple[str, ...]:

@@ -101,9 +101,34 @@ def _fields(line: str) -> list[str]:
     return fields
 
 
+# The labels a header prints: GPUs, NICs ("NIC0", or an older driver's device names "mlx5_0",
+# "mlx5_bond_0", "hfi1_0") and the affinity columns.
+_HEADER_LABEL = re.compile(r"GPU NUMA ID|CPU Affinity|NUMA Affinity|GPU\d+|NIC\d+|[a-z][a-z0-9_]*?_\d+")
+
+
+def _unglued(fields: list[str]) -> list[str]:
+    """The header's cells with labels a paste glued together split apart: `NIC11NIC12`,
+    `NIC11CPU Affinity` (real: vLLM's collect_env reports of B200 nodes, whose re-spacing lost
+    the gap between two labels) are two columns, else every column after them is read one to
+    the left (CPU affinity read from a NIC's column, NUMA affinity from the CPU list). A cell is
+    split only when it is wholly made of known label shapes."""
+    cells: list[str] = []
+    for cell in fields:
+        parts = _HEADER_LABEL.findall(cell)
+        cells.extend(parts if len(parts) > 1 and "".join(parts) == cell else [cell])
+    return cells
+
+
 def _is_header(fields: list[str]) -> bool:
     """The column header: GPU labels and no self cell ("X"), which every matrix row has."""
-    return any(_GPU_LABEL.match(c) for c in fields) and "X" not in fields
+    return any(_GPU_LABEL.match(c) for c in _unglued(fields)) and "X" not in fields
+
+
+def _header_rest(line: str) -> list[str]:
+    """The labels of a header's wrapped rest (a line of header labels only, `GPU7    NIC0 ...`);
+    [] for any other line (a matrix row has its X, a NIC row its links)."""
+    cells = [c for c in _unglued(_fields(line)) if c]
+    return cells if cells and all(_HEADER_LABEL.fullmatch(c) for c in cells) else []
 
 
 def parse_topo(text: str) -> Topology:
@@ -120,7 +145,10 @@ def parse_topo(text: str) -> Topology:
             _frozen_map(),
             ("no GPU matrix found in topo output",),
         )
-    header = _fields(lines[header_at])
+    header = _unglued(_fields(lines[header_at]))
+    while header_at + 1 < len(lines) and _header_rest(lines[header_at + 1]):
+        header_at += 1  # a header wrapped at a label (`GPU7  NIC0 ...` under it): one header
+        header += _header_rest(lines[header_at])
     columns = header[1:] if header and header[0] == "" else header
     gpu_columns = {c for c in columns if _GPU_LABEL.match(c)}  # (matched once, not once a row)
     warnings: list[str] = []

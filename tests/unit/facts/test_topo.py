@@ -66,7 +66,8 @@ def test_every_real_topo_is_covered() -> None:
     from .audit_captures import covered  # the truth audit's captures: tested there
 
     audit = covered("nvidia-smi-topo")
-    assert real == {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")} | audit
+    cases = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
+    assert real == cases | audit | {p.name for p in GLUED_CAPTURES}
 
 
 def test_h200_details() -> None:
@@ -271,3 +272,83 @@ def test_a_matrix_wrapped_mid_labels_moves_no_verdict(tmp_path: Path, path: Path
                 if verdict not in (whole.get(rule, ("(none)", ""))[0], "unverified")
             ]
     assert not moved, "\n".join(moved[:10])
+
+
+# Header labels a paste glued together (real: vLLM `collect-env` reports of 8 x B200 nodes).
+
+GLUED_CAPTURES = tuple(
+    REAL / f"nvidia-smi-topo-m__b200__{name}__first-4-rows__vllm-{issue}.txt"
+    for name, issue in (
+        ("8gpu-13nic__header-nic11nic12-glued", 31594),
+        ("8gpu-12nic__header-nic11cpu-affinity-glued", 20862),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "cpus", "numa"),
+    [
+        (GLUED_CAPTURES[0], ["0-15"] * 4, ["0"] * 4),
+        (GLUED_CAPTURES[1], ["0-27,112-139"] * 2 + ["28-55,140-167"] * 2, ["0", "0", "1", "1"]),
+    ],
+    ids=["NIC11NIC12", "NIC11CPU Affinity"],
+)
+def test_real_header_with_two_labels_glued(path: Path, cpus: list[str], numa: list[str]) -> None:
+    """The real captures as the search index shows them (header and rows GPU0-GPU3: a matrix cut
+    short). Before: the glued cell was one column, so every column after it was read one to the
+    left: CPU affinity `NODE` (a NIC's column) or none, NUMA affinity the CPU list."""
+    topo = parse_topo(path.read_text())
+    gpus = tuple(f"GPU{i}" for i in range(4))
+    assert topo.gpus == gpus and not topo.complete
+    cut = "the matrix ends before the row of GPU4, GPU5, GPU6, GPU7: the output was cut short"
+    assert topo.warnings == (cut,)
+    assert dict(topo.cpu_affinity) == dict(zip(gpus, cpus, strict=True))
+    assert dict(topo.numa_affinity) == dict(zip(gpus, numa, strict=True))
+    assert {topo.links[(g, "GPU7")] for g in gpus} == {"NV18"}
+
+
+_LABEL = re.compile(r"GPU NUMA ID|CPU Affinity|NUMA Affinity|GPU\d+|NIC\d+|mlx5_\d+")
+
+
+def _glued_headers(text: str) -> list[tuple[str, str]]:
+    """`text` once per pair of neighbouring header labels, the blank between them removed."""
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if "GPU0" in line and " X " not in line)
+    labels = list(_LABEL.finditer(lines[at]))
+    glued = []
+    for left, right in zip(labels, labels[1:], strict=False):
+        if lines[at][left.end() : right.start()].strip(" \t") == "":
+            line = lines[at][: left.end()] + lines[at][right.start() :]
+            pasted = "\n".join([*lines[:at], line, *lines[at + 1 :]])
+            glued.append((f"{left.group(0)}{right.group(0)}", pasted))
+    return glued
+
+
+@pytest.mark.parametrize("path", TOPO_M, ids=lambda p: p.name[:60])
+def test_every_real_topo_glued_at_each_label_boundary(path: Path) -> None:
+    """Every real `topo -m` with each pair of neighbouring header labels glued (`GPU6GPU7`,
+    `NIC3CPU Affinity`, `mlx5_1mlx5_2`, ...) reads as the capture: the same links, NICs and
+    affinities, no warning it did not give (a glued `GPU6GPU7` lost two GPU columns: its pairs
+    unlinked, the matrix taken as cut short)."""
+    text = path.read_text()
+    whole = _facts(parse_topo(text))
+    moved = [glue for glue, pasted in _glued_headers(text) if _facts(parse_topo(pasted)) != whole]
+    assert len(_glued_headers(text)) >= 1
+    assert not moved, moved
+
+
+def test_glued_device_name_labels_of_an_older_driver() -> None:
+    """The 8 x A100 capture with 17 NICs, its header's NIC labels written as an older driver
+    prints them (the legend's device names, `mlx5_2` ... `mlx5_bond_0`), `mlx5_17` and
+    `mlx5_bond_0` glued: the affinities stay in their columns."""
+    path = REAL / "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt"
+    text = path.read_text()
+    whole = parse_topo(text)
+    lines = text.split("\n")
+    header = re.sub(r"NIC(\d+)", lambda m: whole.nic_legend[m.group(0)], lines[0])
+    lines[0] = re.sub(r"(mlx5_17)\s+(mlx5_bond_0)", r"\1\2", header)
+    assert "mlx5_17mlx5_bond_0" in lines[0]
+    glued = parse_topo("\n".join(lines))
+    assert glued.warnings == () and glued.links == whole.links
+    assert glued.cpu_affinity == whole.cpu_affinity and glued.numa_affinity == whole.numa_affinity
+    assert glued.cpu_affinity["GPU7"] == "0-103" and glued.numa_affinity["GPU7"] == "0"
