@@ -174,10 +174,16 @@ CURRENT_LISTING_FN = (
     " 'F %s %T@ %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
     f" || printf '? 0 ?\\0' ) | {MTIME_CUT} | LC_ALL=C sort -z; }}"
 )
-# the record of $1 (a tree's recorded path) is replaced whole (sorted and unique; a cut write
-# leaves the old one) by what the command between these two adds to it
+# the record of $1 (a tree's recorded path) is replaced whole (sorted and unique) by what the
+# command between these two adds to it; a write that fails (a full disk, a cut one) removes it,
+# as the old list no longer says what the tree holds (the next run finds no list): exit 1, or
+# RECORD_STUCK when the old list could not be removed either (it stays, and says too little)
+RECORD_STUCK = 3
 _RECORD_OPEN = f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
-_RECORD_CLOSE = ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
+_RECORD_CLOSE = (
+    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && exit 0;'
+    f' rm -f -- "$f.$$" "$f" 2>/dev/null; [ -e "$f" ] && exit {RECORD_STUCK}; exit 1'
+)
 # sh, $1 the tree's recorded path, stdin the entries this upload writes there: they replace its
 # list, with those entries of the old list still true of the tree now (files an earlier upload
 # wrote that this one leaves as they are, or writes only later): never a copy more per rerun (a

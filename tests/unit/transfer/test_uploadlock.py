@@ -425,3 +425,31 @@ def test_the_plan_reads_what_uploads_wrote_in_a_tree_however_its_dir_is_spelt(tm
         assert uploadlock.parse_written(sh(uploadlock.read_listing_command(spelt))) == {
             "a b.bin": {(8, 1_700_000_000)}
         }
+
+
+def test_a_list_of_what_uploads_wrote_whose_write_fails_is_removed_not_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """An upload's list write that fails (here a file size limit of 0, as a full disk: the
+    sorted list cannot be written) removed the tree's old list, exit 1: left in place, it
+    listed the file as the earlier upload wrote it, and the next --check called the file this
+    upload wrote "changed there since an upload wrote it". The next run finds no list."""
+    home = tmp_path / "home"
+    (home).mkdir()
+    (tmp_path / "ds").mkdir()
+    tree = str((tmp_path / "ds").resolve())
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=False)
+
+    v1 = uploadlock.listing_stdin([("f", "a.txt", 3, 1_700_000_000)])
+    assert sh(uploadlock.write_listing_command(tree), v1).returncode == 0
+    read = uploadlock.read_listing_command(tree)
+    assert uploadlock.parse_written(sh(read).stdout.decode()) == {"a.txt": {(3, 1_700_000_000)}}
+    v2 = uploadlock.listing_stdin([("f", "a.txt", 9, 1_700_000_100)])
+    cut = sh("ulimit -f 0; " + uploadlock.write_listing_command(tree), v2)
+    assert cut.returncode == 1, cut
+    assert uploadlock.parse_written(sh(read).stdout.decode()) is None
+    leftover = [p.name for p in (home / ".cache" / "gpuonboard").rglob("*") if p.is_file()]
+    assert leftover == [], leftover
