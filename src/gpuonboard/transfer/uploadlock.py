@@ -33,7 +33,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,11 +209,17 @@ def write_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
 
 
+# the most of a list of what uploads wrote that the sync plan reads (about 250,000 files): a
+# longer one is not read at all (`cut`), as none (a cut one would miss the files it lists last)
+READ_LISTING_MAX = 16 << 20
 # sh, $1 a tree's path as the upload spells it: `record` and its list of what uploads wrote
-# there (the path resolved as the take command records it), or nothing without one; read only
+# there (the path resolved as the take command records it), `cut` where it is longer than
+# READ_LISTING_MAX bytes, or nothing without one; read only
 READ_LISTING_SCRIPT = (
     f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; t=$(realpath -m -- "$(dirname -- "$1")" 2>/dev/null) || exit 0;'
-    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] || exit 0; printf \'record\\n\'; cat -- "$f"; exit 0'
+    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] || exit 0;'
+    f' [ "$(wc -c < "$f")" -le {READ_LISTING_MAX} ] || {{ echo cut; exit 0; }};'
+    f" printf 'record\\n'; head -c {READ_LISTING_MAX} -- \"$f\"; exit 0"
 )
 
 
@@ -222,16 +228,21 @@ def read_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", READ_LISTING_SCRIPT, "sh", tree])
 
 
-def parse_written(stdout: str) -> dict[str, set[tuple[int, int]]] | None:
-    """Pure: read_listing_command's output -> each file an upload wrote -> the (size, whole-second
-    mtime) it had once written (a file an earlier upload wrote and a later one writes again has
-    both); None without a record. Symlinks and an older record's size-only entries are left out."""
+def parse_written(
+    stdout: str, wanted: Container[str] | None = None
+) -> dict[str, set[tuple[int, int]]] | None:
+    """Pure: read_listing_command's output -> each file an upload wrote (of `wanted`, where
+    given) -> the (size, whole-second mtime) it had once written (a file an earlier upload wrote
+    and a later one writes again has both); None without a record, or one too long to read
+    (`cut`, or cut short). Symlinks and an older record's size-only entries are left out."""
     head, sep, body = stdout.partition("record\n")
-    if not sep or head.strip():
-        return None
+    if not sep or head.strip() or not body.endswith("\0") and body:
+        return None  # (no record, or one cut short: grown past the cap while read)
     out: dict[str, set[tuple[int, int]]] = {}
     for entry in body.split("\0"):
         kind, size, mtime, rel = (entry.split(" ", 3) + ["", "", ""])[:4]
+        if wanted is not None and rel not in wanted:
+            continue
         if kind == "F" and size.isdecimal() and mtime.lstrip("-").isdecimal() and rel:
             out.setdefault(rel, set()).add((int(size), int(mtime)))
     return out

@@ -269,7 +269,9 @@ def _kept_notes(
     tree = work.tree
     kept = kept_on_host(remote.files, {e.rel for e in entries})
     if not opts.encrypt:  # (encrypted: the host holds ciphertexts, each only ever the upload's)
-        kept += replaced_newer(remote.files, work.send, written(ctx, opts.target), _unpacked(ctx, opts))
+        there = {e.rel for e in work.send if e.rel in remote.files}  # (the list's only use)
+        wrote = written(ctx, opts.target, there) if there else None
+        kept += replaced_newer(remote.files, work.send, wrote, _unpacked(ctx, opts))
     if plain is not None:  # the plaintext dir keeps what the dataset dropped too
         # (not the temp files of a cut-short decryption: this run removes them)
         temps = set(work.dec_temps)
