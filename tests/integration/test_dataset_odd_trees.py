@@ -437,3 +437,17 @@ def test_files_nobody_edited_on_the_host_are_never_said_to_be_edited(
         " version (e.g. 'plain.txt'): if it was changed there, pull it first"
         in msg
     ), msg
+
+
+def test_the_plans_list_of_files_to_send_escapes_a_line_break_in_a_name(
+    project: Project, tmp_path: Path
+) -> None:
+    """The plan (--check) named the files it sends as they are: a name holding a line break
+    (`new<LF>line.txt`) broke the message into two lines, the second reading as another one.
+    It is written as its escape (`new\\nline.txt`), as errors and the other notes write it."""
+    src, _ = setup(project, tmp_path)
+    (src / "new\nline.txt").write_text("nl\n")
+    r = project.cli("sync", "--host", "dataset", "--check")
+    msg = step(project)["msg"]
+    assert r.returncode == 0 and "\n" not in msg, msg
+    assert "new\\nline.txt" in msg, msg

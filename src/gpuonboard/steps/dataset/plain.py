@@ -109,7 +109,7 @@ def plan_plain(
             failed=True,
         )
     sizes = _sizes(opts, work, remote, entries)
-    where = f"{ctx.host.name}:{opts.target if opts.encrypt else tree.landing(opts.target)}"
+    where = f"{ctx.host.name}:{shown(opts.target if opts.encrypt else tree.landing(opts.target))}"
     n = len(tree.entries)
     total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
     if not n and tree.empty_dirs:  # (plain mode only: encrypted mode returned above)
@@ -303,7 +303,7 @@ def _send_plan(
     unpacked: str,
 ) -> Plan:
     """The plan that sends the files, with its message and diff."""
-    names = ", ".join(e.rel for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
+    names = ", ".join(shown(e.rel) for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
     msg = (
         f"send {len(work.send)} of {len(entries)} files ({format_bytes(sizes.send, binary=True)}) to {where}"
     )
