@@ -176,13 +176,16 @@ CURRENT_LISTING_FN = (
 )
 # the record of $1 (a tree's recorded path) is replaced whole (sorted and unique) by what the
 # command between these two adds to it; a write that fails (a full disk, a cut one) removes it,
-# as the old list no longer says what the tree holds (the next run finds no list): exit 1, or
-# RECORD_STUCK when the old list could not be removed either (it stays, and says too little)
+# as the old list no longer says what the tree holds (the next run finds no list): exit 1. An
+# old list that cannot be removed (an immutable file) is marked stale beside it (`$f.stale`,
+# read as no list; the next write that succeeds removes it), exit 1; RECORD_STUCK where not
+# even that could be written (its dir not writable): it stays, and says too little
 RECORD_STUCK = 3
 _RECORD_OPEN = f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
 _RECORD_CLOSE = (
-    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && exit 0;'
-    f' rm -f -- "$f.$$" "$f" 2>/dev/null; [ -e "$f" ] && exit {RECORD_STUCK}; exit 1'
+    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && { rm -f -- "$f.stale"; exit 0; };'
+    ' rm -f -- "$f.$$" "$f" 2>/dev/null; [ -e "$f" ] || exit 1;'
+    f' ( : > "$f.stale" ) 2>/dev/null && exit 1; exit {RECORD_STUCK}'
 )
 # sh, $1 the tree's recorded path, stdin the entries this upload writes there: they replace its
 # list, with those entries of the old list still true of the tree now (files an earlier upload
@@ -190,7 +193,8 @@ _RECORD_CLOSE = (
 # rerun of an unpack lists every file anew, with its own stamp), nor an entry no file matches
 WRITE_LISTING_SCRIPT = (
     f"{_RECORD_OPEN} {CURRENT_LISTING_FN};"
-    ' { current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }' + _RECORD_CLOSE
+    ' { [ -e "$f.stale" ] || current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }'
+    + _RECORD_CLOSE
 )
 # sh, $1 the tree's recorded path, $2 an unpack dir: the files there that a seed hard-linked from
 # the tree (more than one link; sha256-checked against the dataset before this runs) are added
@@ -198,7 +202,8 @@ WRITE_LISTING_SCRIPT = (
 # tree (an older gpuonboard's unpack time, or an earlier run's stamp), not this run's stamp
 SEEDED_LISTING_SCRIPT = (
     f"{_RECORD_OPEN}"
-    ' { cat -- "$f" 2>/dev/null; ( cd -- "$2" && find . -mindepth 1 -type f -links +1 -printf'
+    ' { [ -e "$f.stale" ] || cat -- "$f" 2>/dev/null;'
+    ' ( cd -- "$2" && find . -mindepth 1 -type f -links +1 -printf'
     f" 'F %s %T@ %P\\0' ) | {MTIME_CUT}; }}" + _RECORD_CLOSE
 )
 
@@ -217,7 +222,7 @@ READ_LISTING_MAX = 16 << 20
 # READ_LISTING_MAX bytes, or nothing without one; read only
 READ_LISTING_SCRIPT = (
     f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; t=$(realpath -m -- "$(dirname -- "$1")" 2>/dev/null) || exit 0;'
-    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] || exit 0;'
+    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] && [ ! -e "$f.stale" ] || exit 0;'
     f' [ "$(wc -c < "$f")" -le {READ_LISTING_MAX} ] || {{ echo cut; exit 0; }};'
     f" printf 'record\\n'; head -c {READ_LISTING_MAX} -- \"$f\"; exit 0"
 )
