@@ -133,8 +133,10 @@ def _printable_names() -> None:
             reconfigure(errors="backslashreplace")
 
 
-# said before the last word of a stopped run ("interrupted" / "terminated", which scripts read):
-# the journal skips what finished, and rsync resumes what was partly sent
+# said before the last word of a stopped run ("interrupted" / "terminated", which scripts read)
+# of a command that changes the host (provision, prove, sync; not in check mode, which keeps
+# no journal): the journal skips what finished, and rsync resumes what was partly sent; other
+# commands (facts offline, check, report) have nothing to resume and say nothing of it
 RESUME_HINT = (
     "to resume, rerun the same command: steps that finished are kept and skipped, and files"
     " already uploaded are not sent again."
@@ -148,8 +150,9 @@ def error_line(exc: GpuonboardError) -> str:
     return f"error: {termtext.for_terminal(exc.message, keep='')}"
 
 
-def _guard(fn: Callable[[], int], debug: bool) -> None:
-    """Run an api call; map errors to one sentence + exit code."""
+def _guard(fn: Callable[[], int], debug: bool, resumes: bool = False) -> None:
+    """Run an api call; map errors to one sentence + exit code (a stop of one that `resumes`,
+    with how to resume)."""
     debug = debug or os.environ.get("GPUONBOARD_DEBUG") == "1"
     _refuse_several_tasks()
     _refuse_empty_values()
@@ -165,10 +168,12 @@ def _guard(fn: Callable[[], int], debug: bool) -> None:
             raise
         raise Exit(error_line(exc), code=int(exc.exit_code)) from None
     except Terminated:
-        print(RESUME_HINT, file=sys.stderr)
+        if resumes:
+            print(RESUME_HINT, file=sys.stderr)
         raise Exit("terminated", code=143) from None
     except KeyboardInterrupt:
-        print(RESUME_HINT, file=sys.stderr)
+        if resumes:
+            print(RESUME_HINT, file=sys.stderr)
         raise Exit("interrupted", code=130) from None
     except BrokenPipeError:  # the reader of our output left (`... | head -1`): quietly, as a shell tool
         api.reader_left()
@@ -330,7 +335,7 @@ def provision(c: Any, given: CommonFlags, opts: flags.ProvisionFlags) -> None:
         only, skip = api.split_names(opts.only), api.split_names(opts.skip)
         return api.provision(sel, settings, opts.playbook, opts.check, only, skip, opts.resume)
 
-    _guard(go, given.debug)
+    _guard(go, given.debug, resumes=not opts.check)
 
 
 def _refuse_teardown_steps(project: Path, name: str, only: str, skip: str) -> None:
@@ -471,7 +476,7 @@ def sync(c: Any, given: CommonFlags, opts: SyncOptions) -> None:
     from gpuonboard.api import sync as sync_mod
 
     sel, settings = _common(c, given)
-    _guard(lambda: sync_mod.sync(sel, settings, opts), given.debug)
+    _guard(lambda: sync_mod.sync(sel, settings, opts), given.debug, resumes=not opts.check)
 
 
 @command(OWN, "inventory", "json", "debug", options=PlanArgs)
@@ -544,7 +549,7 @@ def tensorboard(c: Any, given: CommonFlags, opts: flags.TensorboardFlags) -> Non
 def prove(c: Any, given: CommonFlags) -> None:
     """Prove the box trains: smoke training, all-reduce, checkpoint disk speed, GPU benchmark, network."""
     sel, settings = _common(c, given)
-    _guard(lambda: api.provision(sel, settings, "prove"), given.debug)
+    _guard(lambda: api.provision(sel, settings, "prove"), given.debug, resumes=True)
 
 
 @command(OWN, "debug", name="new", options=flags.KeysNewFlags)

@@ -7,9 +7,11 @@ what is up to date; shard mode counts a dataset of only empty directories as tho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -437,3 +439,49 @@ def test_files_nobody_edited_on_the_host_are_never_said_to_be_edited(
         " version (e.g. 'plain.txt'): if it was changed there, pull it first"
         in msg
     ), msg
+
+
+def test_the_plans_list_of_files_to_send_escapes_a_line_break_in_a_name(
+    project: Project, tmp_path: Path
+) -> None:
+    """The plan (--check) named the files it sends as they are: a name holding a line break
+    (`new<LF>line.txt`) broke the message into two lines, the second reading as another one.
+    It is written as its escape (`new\\nline.txt`), as errors and the other notes write it."""
+    src, _ = setup(project, tmp_path)
+    (src / "new\nline.txt").write_text("nl\n")
+    r = project.cli("sync", "--host", "dataset", "--check")
+    msg = step(project)["msg"]
+    assert r.returncode == 0 and "\n" not in msg, msg
+    assert "new\\nline.txt" in msg, msg
+
+
+def test_a_failed_write_of_the_list_of_what_uploads_wrote_never_calls_a_file_changed_there(
+    project: Project, tmp_path: Path
+) -> None:
+    """Review S's repro: the host's list of what uploads wrote made immutable (`chattr +i`, as
+    a write that fails) while an upload sends an edit; once writable again, a further edit's
+    --check said the file "was changed there since an upload wrote it ... pull them first",
+    from the old list the failed write left. The list is marked stale now (read as none):
+    nothing is said changed, and the next upload lists afresh."""
+    if shutil.which("chattr") is None or os.geteuid() != 0:
+        pytest.skip("needs chattr as root")
+    src, data_dir = setup(project, tmp_path)
+    assert project.cli("sync", "--host", "dataset").returncode == 0
+    home = project.pool.hosts["dataset"].home
+    digest = hashlib.sha256(f"{os.path.realpath(data_dir)}/my data".encode()).hexdigest()
+    (record,) = (home / ".cache" / "gpuonboard").glob(f"written.*/{digest}")
+    subprocess.run(["chattr", "+i", str(record)], check=True)
+    try:
+        (src / "plain.txt").write_text("local v2\n")
+        assert project.cli("sync", "--host", "dataset").returncode == 0
+    finally:
+        subprocess.run(["chattr", "-i", str(record)], check=True)
+    (src / "plain.txt").write_text("local v3, longer\n")
+    for args in (("--check",), ()):
+        r = project.cli("sync", "--host", "dataset", *args)
+        msg = step(project)["msg"]
+        assert r.returncode == 0 and "changed there since" not in msg, (args, msg)
+    (src / "plain.txt").write_text("local v4, longer still\n")
+    r = project.cli("sync", "--host", "dataset", "--check")
+    assert r.returncode == 0 and "changed there since" not in step(project)["msg"]
+    assert not record.with_name(record.name + ".stale").exists()

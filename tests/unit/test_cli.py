@@ -548,3 +548,30 @@ def test_leave_waits_for_a_thread_python_would_wait_for(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 4 and out.read_text() == "x", done.stderr
+
+
+def test_ctrl_c_in_offline_facts_says_nothing_of_resuming_an_upload(tmp_path: Path) -> None:
+    """Ctrl-C while `gpuonboard facts` waited on a FIFO nothing writes to printed "to resume,
+    rerun the same command: ... files already uploaded are not sent again": offline facts
+    uploads nothing and keeps nothing to resume. Only commands that change the host say it."""
+    import signal
+    import time
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "GPUONBOARD_SSH_CONFIG": "/dev/null"}
+    env.pop("GPUONBOARD_DEBUG", None)
+    proc = subprocess.Popen(
+        [*CLI, "facts", str(fifo)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # (started, and waiting in the FIFO's open)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert err.strip().splitlines()[-1] == "interrupted", err
+    assert "to resume" not in err, err

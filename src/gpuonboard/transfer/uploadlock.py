@@ -33,7 +33,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,17 +174,27 @@ CURRENT_LISTING_FN = (
     " 'F %s %T@ %P\\0' \\) -o \\( -type l -printf 'l 0 %P\\0' \\) 2>/dev/null"
     f" || printf '? 0 ?\\0' ) | {MTIME_CUT} | LC_ALL=C sort -z; }}"
 )
-# the record of $1 (a tree's recorded path) is replaced whole (sorted and unique; a cut write
-# leaves the old one) by what the command between these two adds to it
+# the record of $1 (a tree's recorded path) is replaced whole (sorted and unique) by what the
+# command between these two adds to it; a write that fails (a full disk, a cut one) removes it,
+# as the old list no longer says what the tree holds (the next run finds no list): exit 1. An
+# old list that cannot be removed (an immutable file) is marked stale beside it (`$f.stale`,
+# read as no list; the next write that succeeds removes it), exit 1; RECORD_STUCK where not
+# even that could be written (its dir not writable): it stays, and says too little
+RECORD_STUCK = 3
 _RECORD_OPEN = f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
-_RECORD_CLOSE = ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f"'
+_RECORD_CLOSE = (
+    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && { rm -f -- "$f.stale"; exit 0; };'
+    ' rm -f -- "$f.$$" "$f" 2>/dev/null; [ -e "$f" ] || exit 1;'
+    f' ( : > "$f.stale" ) 2>/dev/null && exit 1; exit {RECORD_STUCK}'
+)
 # sh, $1 the tree's recorded path, stdin the entries this upload writes there: they replace its
 # list, with those entries of the old list still true of the tree now (files an earlier upload
 # wrote that this one leaves as they are, or writes only later): never a copy more per rerun (a
 # rerun of an unpack lists every file anew, with its own stamp), nor an entry no file matches
 WRITE_LISTING_SCRIPT = (
     f"{_RECORD_OPEN} {CURRENT_LISTING_FN};"
-    ' { current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }' + _RECORD_CLOSE
+    ' { [ -e "$f.stale" ] || current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }'
+    + _RECORD_CLOSE
 )
 # sh, $1 the tree's recorded path, $2 an unpack dir: the files there that a seed hard-linked from
 # the tree (more than one link; sha256-checked against the dataset before this runs) are added
@@ -192,7 +202,8 @@ WRITE_LISTING_SCRIPT = (
 # tree (an older gpuonboard's unpack time, or an earlier run's stamp), not this run's stamp
 SEEDED_LISTING_SCRIPT = (
     f"{_RECORD_OPEN}"
-    ' { cat -- "$f" 2>/dev/null; ( cd -- "$2" && find . -mindepth 1 -type f -links +1 -printf'
+    ' { [ -e "$f.stale" ] || cat -- "$f" 2>/dev/null;'
+    ' ( cd -- "$2" && find . -mindepth 1 -type f -links +1 -printf'
     f" 'F %s %T@ %P\\0' ) | {MTIME_CUT}; }}" + _RECORD_CLOSE
 )
 
@@ -203,11 +214,17 @@ def write_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", WRITE_LISTING_SCRIPT, "sh", tree])
 
 
+# the most of a list of what uploads wrote that the sync plan reads (about 250,000 files): a
+# longer one is not read at all (`cut`), as none (a cut one would miss the files it lists last)
+READ_LISTING_MAX = 16 << 20
 # sh, $1 a tree's path as the upload spells it: `record` and its list of what uploads wrote
-# there (the path resolved as the take command records it), or nothing without one; read only
+# there (the path resolved as the take command records it), `cut` where it is longer than
+# READ_LISTING_MAX bytes, or nothing without one; read only
 READ_LISTING_SCRIPT = (
     f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; t=$(realpath -m -- "$(dirname -- "$1")" 2>/dev/null) || exit 0;'
-    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] || exit 0; printf \'record\\n\'; cat -- "$f"; exit 0'
+    ' f=$(written "${t%/}/${1##*/}"); [ -f "$f" ] && [ ! -e "$f.stale" ] || exit 0;'
+    f' [ "$(wc -c < "$f")" -le {READ_LISTING_MAX} ] || {{ echo cut; exit 0; }};'
+    f" printf 'record\\n'; head -c {READ_LISTING_MAX} -- \"$f\"; exit 0"
 )
 
 
@@ -216,16 +233,21 @@ def read_listing_command(tree: str) -> str:
     return shell.join(["sh", "-c", READ_LISTING_SCRIPT, "sh", tree])
 
 
-def parse_written(stdout: str) -> dict[str, set[tuple[int, int]]] | None:
-    """Pure: read_listing_command's output -> each file an upload wrote -> the (size, whole-second
-    mtime) it had once written (a file an earlier upload wrote and a later one writes again has
-    both); None without a record. Symlinks and an older record's size-only entries are left out."""
+def parse_written(
+    stdout: str, wanted: Container[str] | None = None
+) -> dict[str, set[tuple[int, int]]] | None:
+    """Pure: read_listing_command's output -> each file an upload wrote (of `wanted`, where
+    given) -> the (size, whole-second mtime) it had once written (a file an earlier upload wrote
+    and a later one writes again has both); None without a record, or one too long to read
+    (`cut`, or cut short). Symlinks and an older record's size-only entries are left out."""
     head, sep, body = stdout.partition("record\n")
-    if not sep or head.strip():
-        return None
+    if not sep or head.strip() or not body.endswith("\0") and body:
+        return None  # (no record, or one cut short: grown past the cap while read)
     out: dict[str, set[tuple[int, int]]] = {}
     for entry in body.split("\0"):
         kind, size, mtime, rel = (entry.split(" ", 3) + ["", "", ""])[:4]
+        if wanted is not None and rel not in wanted:
+            continue
         if kind == "F" and size.isdecimal() and mtime.lstrip("-").isdecimal() and rel:
             out.setdefault(rel, set()).add((int(size), int(mtime)))
     return out

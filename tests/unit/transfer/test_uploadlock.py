@@ -425,3 +425,99 @@ def test_the_plan_reads_what_uploads_wrote_in_a_tree_however_its_dir_is_spelt(tm
         assert uploadlock.parse_written(sh(uploadlock.read_listing_command(spelt))) == {
             "a b.bin": {(8, 1_700_000_000)}
         }
+
+
+def test_a_list_of_what_uploads_wrote_whose_write_fails_is_removed_not_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """An upload's list write that fails (here a file size limit of 0, as a full disk: the
+    sorted list cannot be written) removed the tree's old list, exit 1: left in place, it
+    listed the file as the earlier upload wrote it, and the next --check called the file this
+    upload wrote "changed there since an upload wrote it". The next run finds no list."""
+    home = tmp_path / "home"
+    (home).mkdir()
+    (tmp_path / "ds").mkdir()
+    tree = str((tmp_path / "ds").resolve())
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=False)
+
+    v1 = uploadlock.listing_stdin([("f", "a.txt", 3, 1_700_000_000)])
+    assert sh(uploadlock.write_listing_command(tree), v1).returncode == 0
+    read = uploadlock.read_listing_command(tree)
+    assert uploadlock.parse_written(sh(read).stdout.decode()) == {"a.txt": {(3, 1_700_000_000)}}
+    v2 = uploadlock.listing_stdin([("f", "a.txt", 9, 1_700_000_100)])
+    cut = sh("ulimit -f 0; " + uploadlock.write_listing_command(tree), v2)
+    assert cut.returncode == 1, cut
+    assert uploadlock.parse_written(sh(read).stdout.decode()) is None
+    leftover = [p.name for p in (home / ".cache" / "gpuonboard").rglob("*") if p.is_file()]
+    assert leftover == [], leftover
+
+
+def test_the_plan_reads_a_list_of_what_uploads_wrote_only_up_to_a_cap(tmp_path: Path) -> None:
+    """The plan's read of the host's list of what uploads wrote was a `cat` of it whole (2M
+    entries: 9.6 s and 1.3 GB here): one longer than READ_LISTING_MAX is not read (`cut`),
+    and counts as no list, as does one cut short mid-entry (grown while read); the entries
+    read are those of the files asked for."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "ds").mkdir()
+    tree = str((tmp_path / "ds").resolve())
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> str:
+        done = subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=True)
+        return done.stdout.decode()
+
+    listing = uploadlock.listing_stdin([("f", "a", 1, 5), ("f", "b", 2, 6)])
+    sh(uploadlock.write_listing_command(tree), listing)
+    read = uploadlock.read_listing_command(tree)
+    assert uploadlock.parse_written(sh(read), {"b", "z"}) == {"b": {(2, 6)}}
+    assert uploadlock.parse_written(sh(read)[:-3]) is None  # (cut short mid-entry)
+    (record,) = (home / ".cache" / "gpuonboard").glob("written.*/*")
+    with record.open("r+b") as f:  # (sparse: as long as the cap and one byte)
+        f.truncate(uploadlock.READ_LISTING_MAX + 1)
+    assert sh(read) == "cut\n"
+    assert uploadlock.parse_written(sh(read)) is None
+
+
+def test_a_list_of_what_uploads_wrote_that_cannot_be_removed_is_marked_stale(tmp_path: Path) -> None:
+    """An upload whose list write fails on a list it cannot remove either (`chattr +i`, as
+    review S made it) left the old list, read as true once the file was writable again: the
+    next --check called the file this upload wrote "changed there since an upload wrote it".
+    A stale mark beside it makes it read as no list, exit 1; the next write that succeeds
+    lists afresh (the stale entries not carried on) and removes the mark. Where not even the
+    mark can be made (its dir immutable), exit RECORD_STUCK."""
+    if shutil.which("chattr") is None or os.geteuid() != 0:
+        pytest.skip("needs chattr as root")
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "a.txt").write_text("v2 here\n")
+    tree = str((tmp_path / "ds").resolve())
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=False)
+
+    read = uploadlock.read_listing_command(tree)
+    sh(uploadlock.write_listing_command(tree), uploadlock.listing_stdin([("f", "a.txt", 3, 1_700_000_000)]))
+    (record,) = (home / ".cache" / "gpuonboard").glob("written.*/*")
+    v2 = uploadlock.listing_stdin([("f", "a.txt", 8, 1_700_000_100)])
+    subprocess.run(["chattr", "+i", str(record.parent)], check=True)
+    try:
+        stuck = sh(uploadlock.write_listing_command(tree), v2)
+        assert stuck.returncode == uploadlock.RECORD_STUCK, stuck
+    finally:
+        subprocess.run(["chattr", "-i", str(record.parent)], check=True)
+    subprocess.run(["chattr", "+i", str(record)], check=True)
+    try:
+        assert sh(uploadlock.write_listing_command(tree), v2).returncode == 1
+        assert uploadlock.parse_written(sh(read).stdout.decode()) is None
+    finally:
+        subprocess.run(["chattr", "-i", str(record)], check=True)
+    assert uploadlock.parse_written(sh(read).stdout.decode()) is None  # (writable again: still stale)
+    assert sh(uploadlock.write_listing_command(tree), v2).returncode == 0
+    assert uploadlock.parse_written(sh(read).stdout.decode()) == {"a.txt": {(8, 1_700_000_100)}}
+    assert sorted(p.name for p in record.parent.iterdir()) == [record.name]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import posixpath
+from collections.abc import Container
 
 from gpuonboard import machine, transfer
 from gpuonboard.facts.probe import Probe
@@ -40,8 +41,8 @@ def probes(opts: DatasetOptions) -> list[Probe]:
         out.append(probe(opts, opts.shards_target))
     if opts.decrypt_dir:  # plaintext an earlier run without --decrypt-to left on the data disk
         out.append(probe(opts, opts.copy))
-    if not opts.encrypt:  # (plain mode: its copy's files are the dataset's, rsync replaces them)
-        out.append(written_probe(opts.target))
+    if not (opts.encrypt or opts.shards or opts.unpack):  # (where plain mode can run: rsync
+        out.append(written_probe(opts.target))  # replaces the copy's files; shard mode never reads it)
     out.append(lease_probe(opts))
     return out
 
@@ -52,10 +53,13 @@ def written_probe(tree: str) -> Probe:
     return Probe(f"dataset-written:{key}", uploadlock.read_listing_command(tree))
 
 
-def written(ctx: StepContext, tree: str) -> dict[str, set[tuple[int, int]]] | None:
-    """What the host's list says uploads wrote in `tree` (written_probe), or None without one."""
+def written(
+    ctx: StepContext, tree: str, wanted: Container[str] | None = None
+) -> dict[str, set[tuple[int, int]]] | None:
+    """What the host's list says uploads wrote in `tree` (written_probe; of the files `wanted`,
+    where given), or None without one."""
     raw = ctx.facts.raw.get(written_probe(tree).name)
-    return uploadlock.parse_written(raw.stdout) if raw is not None and raw.exit_code == 0 else None
+    return uploadlock.parse_written(raw.stdout, wanted) if raw is not None and raw.exit_code == 0 else None
 
 
 def lease_probe(opts: DatasetOptions) -> Probe:

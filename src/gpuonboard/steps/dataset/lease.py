@@ -11,6 +11,7 @@ import time
 
 from gpuonboard import machine
 from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.dataset.common import shown
 from gpuonboard.steps.dataset.hostdirs import taken_sentence
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.work import Work
@@ -95,7 +96,19 @@ def _list_written(ctx: StepContext, work: Work, took: str) -> None:
             (e.kind, e.rel, e.size, stamp or host_seconds(e)) for e in work.tree.entries.values()
         )
         for tree in trees:
-            ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
+            res = ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
+            if res.exit_code == uploadlock.RECORD_STUCK:  # (any other failure removed the list)
+                work.kept += stuck_list_note(tree)
+
+
+def stuck_list_note(tree: str) -> str:
+    """Pure: the note on a host's list of what uploads wrote in `tree` that this run could
+    neither update nor remove (its dir or file not writable): it says too little from now on."""
+    return (
+        f"; the host's list of what uploads wrote in {shown(tree)} could not be updated nor removed"
+        " (check ~/.cache/gpuonboard there): until it is, a later --check"
+        " may name files this upload wrote as changed there since"
+    )
 
 
 def give_back_lease(ctx: StepContext, lease: uploadlock.Lease, timeout: float = 15) -> None:

@@ -109,7 +109,7 @@ def plan_plain(
             failed=True,
         )
     sizes = _sizes(opts, work, remote, entries)
-    where = f"{ctx.host.name}:{opts.target if opts.encrypt else tree.landing(opts.target)}"
+    where = f"{ctx.host.name}:{shown(opts.target if opts.encrypt else tree.landing(opts.target))}"
     n = len(tree.entries)
     total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
     if not n and tree.empty_dirs:  # (plain mode only: encrypted mode returned above)
@@ -269,7 +269,9 @@ def _kept_notes(
     tree = work.tree
     kept = kept_on_host(remote.files, {e.rel for e in entries})
     if not opts.encrypt:  # (encrypted: the host holds ciphertexts, each only ever the upload's)
-        kept += replaced_newer(remote.files, work.send, written(ctx, opts.target), _unpacked(ctx, opts))
+        there = {e.rel for e in work.send if e.rel in remote.files}  # (the list's only use)
+        wrote = written(ctx, opts.target, there) if there else None
+        kept += replaced_newer(remote.files, work.send, wrote, _unpacked(ctx, opts))
     if plain is not None:  # the plaintext dir keeps what the dataset dropped too
         # (not the temp files of a cut-short decryption: this run removes them)
         temps = set(work.dec_temps)
@@ -301,7 +303,7 @@ def _send_plan(
     unpacked: str,
 ) -> Plan:
     """The plan that sends the files, with its message and diff."""
-    names = ", ".join(e.rel for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
+    names = ", ".join(shown(e.rel) for e in work.send[:3]) + (" ..." if len(work.send) > 3 else "")
     msg = (
         f"send {len(work.send)} of {len(entries)} files ({format_bytes(sizes.send, binary=True)}) to {where}"
     )

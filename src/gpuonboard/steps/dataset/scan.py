@@ -67,7 +67,8 @@ def links_out(tree: transfer.SourceTree) -> list[tuple[str, str]]:
     """Pure: (path, target) of each symlink of the dataset whose target is not in it: an
     absolute one to a path outside it (a path of this machine, which on the host names the
     host's), or a relative one that climbs out of the dataset's top (`../../blobs/ab12`, a
-    Hugging Face snapshot's files) and does not come back into it; path order."""
+    Hugging Face snapshot's files), even to come back into it by its top's name (`../ds/f`:
+    on the host that name is the copy's, or another's); path order."""
     return sorted(link for link, where in _links_by_place(tree) if where == "out")
 
 
@@ -79,20 +80,37 @@ def links_absolute_in(tree: transfer.SourceTree) -> list[tuple[str, str]]:
 
 
 def _links_by_place(tree: transfer.SourceTree) -> list[tuple[tuple[str, str], str]]:
-    """Pure: each symlink of the dataset, and where it leads: "in" the dataset (relative, ending
-    in it, even via a climb out and back by its top's name: `x -> ../ds/c/f`), "absolute in" it,
-    or "out" of it."""
+    """Pure: each symlink of the dataset, and where it leads: "in" the dataset (relative, and
+    never above its top at any step), "absolute in" it, or "out" of it. A relative one that
+    climbs out and back in (`x -> ../ds/c/f`, `../../u/ds/c/f`) leads out: on the host it goes
+    through the copy's parent dirs, named as --name and --dest name them, not as here."""
     c = tree.columns
     top = os.path.abspath(tree.root)
     tops = {top, os.path.realpath(top)}  # (a dataset given through a link to its folder)
     found = []
     for i, target in c.targets.items():
         rel = c.rel(i)
-        lands = posixpath.normpath(posixpath.join(top, posixpath.dirname(rel), target))
-        inside = any(lands == t or lands.startswith(t.rstrip("/") + "/") for t in tops)
-        where = "out" if not inside else "absolute in" if target.startswith("/") else "in"
-        found.append(((rel, target), where))
+        if target.startswith("/"):
+            lands = posixpath.normpath(target)
+            inside = any(lands == t or lands.startswith(t.rstrip("/") + "/") for t in tops)
+            found.append(((rel, target), "absolute in" if inside else "out"))
+        else:
+            found.append(((rel, target), "in" if _stays_in(posixpath.dirname(rel), target) else "out"))
     return found
+
+
+def _stays_in(where: str, target: str) -> bool:
+    """Pure: whether the relative link `target` in the dataset's dir `where` resolves without
+    climbing above the dataset's top at any step."""
+    depth = 0
+    for part in (where + "/" + target).split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif part not in ("", "."):
+            depth += 1
+    return True
 
 
 def _links_out_note(tree: transfer.SourceTree) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gpuonboard.steps.base import StepArgsError
+from gpuonboard.steps.dataset.hostdirs import probes
 from gpuonboard.steps.dataset.options import parse_options
 
 
@@ -39,3 +40,17 @@ def test_a_name_gpuonboard_uses_for_its_own_files_is_refused(name: str) -> None:
 
 def test_a_name_with_a_space_is_taken() -> None:
     assert parse_options({"source": "/d/corpus", "dest": "/data", "name": "two lines"}).dirname == "two lines"
+
+
+@pytest.mark.parametrize(
+    ("args", "probed"),
+    [({}, True), ({"shards": "auto"}, True), ({"shards": True}, False), ({"unpack": True}, False)],
+)
+def test_the_list_of_what_uploads_wrote_is_probed_only_where_plain_mode_can_run(
+    args: dict[str, object], probed: bool
+) -> None:
+    """The host's list of what uploads wrote in the copy is read by plain mode's plan alone:
+    it was probed in shard mode too (`--shards`, `--unpack`), which never reads it."""
+    opts = parse_options({"source": "/d/corpus", "dest": "/data", **args})
+    names = [p.name for p in probes(opts)]
+    assert any(n.startswith("dataset-written:") for n in names) is probed

@@ -60,19 +60,39 @@ def test_symlinks_that_lead_out_of_the_dataset_are_said_in_every_mode_that_uploa
     assert local_notes(scan_source(snap, hashes=False)) == ""
 
 
+def test_a_relative_link_that_climbs_out_of_the_dataset_and_back_in_leads_out(tmp_path: Path) -> None:
+    """A relative link that climbs above the dataset's top and comes back in by the names of
+    this machine's dirs (`x -> ../ds/c/f`, `a/back -> ../../ds/c`, `deep -> ../../u/ds/c/f`)
+    was counted as a link inside: on the host it climbs through the copy's own parents, named
+    by --name and --dest (dangling, or into another copy). It leads out now, said as such; one
+    that climbs only within the dataset (`a/in -> ../c/f`) stays inside."""
+    ds = tmp_path / "u" / "ds"
+    (ds / "c").mkdir(parents=True)
+    (ds / "a").mkdir()
+    (ds / "c" / "f").write_text("data\n")
+    (ds / "x").symlink_to("../ds/c/f")
+    (ds / "a" / "back").symlink_to("../../ds/c")
+    (ds / "deep").symlink_to("../../u/ds/c/f")
+    (ds / "a" / "in").symlink_to("../c/f")
+    tree = scan_source(ds, hashes=False)
+    assert links_out(tree) == [("a/back", "../../ds/c"), ("deep", "../../u/ds/c/f"), ("x", "../ds/c/f")]
+    assert local_notes(tree).startswith(
+        "; 3 symlinks of the dataset lead out of it (e.g. 'a/back' -> '../../ds/c'): they are"
+        " uploaded as links, what they point to is not sent"
+    )
+
+
 def test_a_link_into_the_dataset_is_not_said_to_lead_out_of_it(tmp_path: Path) -> None:
     """An absolute link to a file of the dataset (`a/abs -> <dataset>/c/f`) was said to lead out
     of it, "what it points to is not sent ... cp -rL", though the file is sent: what is wrong is
     the link, which on the host names this machine's path; it is said so now ("make it
-    relative"). A relative link that climbs out of the top and back in by its name (`x ->
-    ../ds/c/f`) ends in the dataset and was said to lead out: it is a link inside now."""
+    relative")."""
     ds = tmp_path / "ds"
     (ds / "c").mkdir(parents=True)
     (ds / "a").mkdir()
     (ds / "c" / "f").write_text("data\n")
     (ds / "a" / "abs").symlink_to(ds / "c" / "f")
-    (ds / "x").symlink_to("../ds/c/f")
-    (ds / "a" / "back").symlink_to("../../ds/c")
+    (ds / "a" / "in").symlink_to("../c/./f")
     tree = scan_source(ds, hashes=False)
     assert links_out(tree) == []
     assert links_absolute_in(tree) == [("a/abs", f"{ds}/c/f")]
