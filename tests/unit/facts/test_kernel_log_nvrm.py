@@ -409,11 +409,16 @@ def test_a_gpu_lost_beside_the_rentals_own_xid_79_is_listed_once() -> None:
     fault of the rental's GPU, the Xid's."""
     log = parse_kernel_log(_xid_79_then_gpu_lost())
     check = rule_xid(log.events, True, "", [(0, "00000000:02:00.0")], True, slice_="a container")
-    assert (check.verdict, check.actual) == ("fail", "GPU 0 (0000:02:00): Xid 79 GPU has fallen off the bus -> reboot")
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (0000:02:00): Xid 79 GPU has fallen off the bus -> reboot",
+    )
 
 
 # the real Xid 79 line of the NVSwitch box's dmesg (its stamp dropped: _own_records gives one)
-XID_79_ELSEWHERE = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text().splitlines()[2].split("] ", 1)[1]
+XID_79_ELSEWHERE = (
+    (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text().splitlines()[2].split("] ", 1)[1]
+)
 
 
 @pytest.mark.parametrize("at", [1, 2])
@@ -431,4 +436,6 @@ def test_an_xid_line_between_the_records_about_a_gpu_keeps_its_address(at: int) 
     assert sorted((e.kind, e.pci) for e in log.events) == [("nvrm", "0000:18:00.0"), ("xid", "0000:91:00")]
     check = rule_xid(log.events, True, "", [(0, "00000000:18:00.0")], True, slice_="a container")
     assert check.verdict == "fail"
-    assert check.actual.startswith("GPU 0 (0000:18:00.0): driver message (no Xid): GPU has fallen off the bus")
+    assert check.actual.startswith(
+        "GPU 0 (0000:18:00.0): driver message (no Xid): GPU has fallen off the bus"
+    )
