@@ -672,7 +672,8 @@ class _Reader:
         self.unfiltered = self.unfiltered or not (_PROBE_KEEPS.search(line) or _USER_KEEPS.search(line))
         self.lines += 1
         if event := _line_event(line, cut):
-            self.flush()
+            if not _open_gpu_message(self.message):
+                self.flush()  # (an Xid / SXid line of its own may come between the records about a GPU)
             if event.kind == "sxid":
                 self.sxids.add(event)
             else:

@@ -388,11 +388,54 @@ def test_a_gpu_lost_beside_its_xid_79_is_listed_once() -> None:
     )
 
 
-def test_a_gpu_lost_beside_another_tenants_xid_79_warns_on_a_rented_share() -> None:
+def test_a_gpu_lost_beside_another_tenants_xid_79_fails_a_rented_share() -> None:
     """_xid_79_then_gpu_lost on a container whose one GPU is 00000000:19:00.0: the Xid 79 is on a
-    GPU this rental does not show (a warning); the address-less NV_ERR_GPU_IS_LOST lines of that
-    same fault failed the rental."""
+    GPU this rental does not show (a warning); the address-less NV_ERR_GPU_IS_LOST lines may be
+    the rental's own GPU lost. They were taken for that Xid's text and hidden: the row warned of
+    another tenant's GPU only. An Xid on a GPU the slice does not show says no fault of its own:
+    the lines naming no GPU are the box's own fault again (fail), the Xid named apart."""
     log = parse_kernel_log(_xid_79_then_gpu_lost())
     check = rule_xid(log.events, True, "", [(0, "00000000:19:00.0")], True, slice_="a container")
-    assert check.verdict == "warn"
-    assert "GPU lost" not in check.actual
+    assert check.verdict == "fail"
+    assert check.actual == (
+        "a GPU (no PCI address in the message): driver message (no Xid): GPU lost from the bus"
+        " (NV_ERR_GPU_IS_LOST) -> reboot; also GPU at PCI 0000:02:00 (a GPU this rental does not"
+        " show): Xid 79 GPU has fallen off the bus -> reboot"
+    )
+
+
+def test_a_gpu_lost_beside_the_rentals_own_xid_79_is_listed_once() -> None:
+    """_xid_79_then_gpu_lost on a container whose one GPU is the Xid's 00000000:02:00.0: one
+    fault of the rental's GPU, the Xid's."""
+    log = parse_kernel_log(_xid_79_then_gpu_lost())
+    check = rule_xid(log.events, True, "", [(0, "00000000:02:00.0")], True, slice_="a container")
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (0000:02:00): Xid 79 GPU has fallen off the bus -> reboot",
+    )
+
+
+# the real Xid 79 line of the NVSwitch box's dmesg (its stamp dropped: _own_records gives one)
+XID_79_ELSEWHERE = (
+    (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text().splitlines()[2].split("] ", 1)[1]
+)
+
+
+@pytest.mark.parametrize("at", [1, 2])
+def test_an_xid_line_between_the_records_about_a_gpu_keeps_its_address(at: int) -> None:
+    """gpud's B200 three-record capture (dmesg stamps) with the NVSwitch box's real Xid 79 line
+    on 0000:91:00 put between its records (at 1, at 2). The Xid line ended the message: the
+    fallen-off-the-bus sentence lost its GPU's address ("a GPU (no PCI address)") and, beside
+    that Xid 79, was taken for its text: on a slice whose GPU is 0000:18:00.0 the rental's own
+    fault was hidden (a warning of another tenant's GPU). The Xid is a line of its own; the
+    message goes on after it."""
+    kmsg = (REAL / "dmesg-kmsg__b200-fallen-off-bus-three-records-no-xid__gpud.txt").read_text()
+    lines = kmsg.splitlines()
+    lines.insert(at, XID_79_ELSEWHERE)
+    log = parse_kernel_log(_own_records(lines, [f"[ 1843.30814{i}]" for i in range(4)]))
+    assert sorted((e.kind, e.pci) for e in log.events) == [("nvrm", "0000:18:00.0"), ("xid", "0000:91:00")]
+    check = rule_xid(log.events, True, "", [(0, "00000000:18:00.0")], True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith(
+        "GPU 0 (0000:18:00.0): driver message (no Xid): GPU has fallen off the bus"
+    )

@@ -142,6 +142,10 @@ _FIELD_NAMES: Mapping[str, str] = {
     "Fabric/Status": FABRIC_STATUS,
     "fabric/status": FABRIC_STATUS,
     "fabric.status": FABRIC_STATUS,
+    # and its State (fabric_manager reads it: a marker there is no State)
+    "Fabric/State": "fabric state",
+    "fabric/state": "fabric state",
+    "fabric.state": "fabric state",
     "GPU Recovery Action": RECOVERY_STATE,
     "gpu_recovery_action": RECOVERY_STATE,
     "GPU Reset Status/Reset Required": RECOVERY_STATE,
@@ -324,15 +328,19 @@ def _field_faults(
     in most of the row's readings (ROW_FIELDS, as the table judges its row) make the GPU
     unreadable; a marker in any other field is that field's fault only. A field whose value is
     an NVML status (_STATUS_FIELDS) is a value, not a fault, unless it is nvidia-smi's own
-    `ERR!` (no NVML string: the status could not be read) beside a State that reads Completed
-    (or none given: a CSV of the status alone)."""
+    `ERR!` (no NVML string: the status could not be read) beside a State that reads Completed,
+    or none (not given: a CSV of the status alone; or itself a fault marker, no State read)."""
     leaves = list(leaves)
     state = {path: value.strip() for path, value in leaves}
+
+    def unread_status(path: str, value: str) -> bool:
+        said = state.get(_STATE_OF_STATUS[path], "Completed")
+        return value.strip() == "ERR!" and (
+            said == "Completed" or _cell_fault(said, _FIELD_FAULT) is not None
+        )
+
     leaves = [
-        (path, value)
-        for path, value in leaves
-        if path not in _STATUS_FIELDS
-        or (value.strip() == "ERR!" and state.get(_STATE_OF_STATUS[path], "Completed") == "Completed")
+        (path, value) for path, value in leaves if path not in _STATUS_FIELDS or unread_status(path, value)
     ]
     if not _may_fault(value for _path, value in leaves):
         return (), ()

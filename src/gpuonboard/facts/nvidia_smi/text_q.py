@@ -265,7 +265,8 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
                 entries.append({})
             entries[-1].setdefault(key, value)
         # (a record without its Name and Type lines was cut short: no process, and the list is
-        # not whole; `Process ID` with no value read as a compute process "pid None")
+        # not whole; `Process ID` with no value read as a compute process "pid None"; a record
+        # cut before its Process ID, `GPU instance ID` alone, is no whole list either)
         listed = [e for e in entries if "Process ID" in e]
         whole = [e for e in listed if "Name" in e or "Type" in e]
         processes = tuple(
@@ -277,8 +278,23 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
             )
             for entry in whole
         )
-        return processes, nested and len(whole) == len(listed)
+        return processes, nested and len(whole) == len(entries)
     return (), False
+
+
+def _processes_closed(lines: Sequence[str]) -> bool:
+    """Whether a -q GPU record's process list ends in it: `Processes : None`, or a section of
+    the record after the list's entries (`Capabilities`). A record cut in or before its list,
+    whatever of it was read, leaves the list open."""
+    for i, raw in enumerate(lines):
+        match = _TEXT_PROCESSES.match(raw)
+        if match is None:
+            continue
+        if match.group(2) is not None:
+            return True
+        indent = _indent(raw)
+        return any(line.strip() and _indent(line) <= indent for line in lines[i + 1 :])
+    return False
 
 
 def _tree_first(tree: Mapping[str, Any], *paths: tuple[str, ...]) -> str | None:
@@ -535,6 +551,22 @@ def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: b
     return "Product Name" in last or not last  # (one section alone: `-q -d TEMPERATURE`)
 
 
+# the first driver branch known to close each GPU's -q record with a `Capabilities` section
+# after its Processes (every real -q of 560.35.03 to 610.62 in tests/fixtures/real does)
+_CLOSED_BY_CAPABILITIES = 560
+
+
+def _capabilities_missing(tree: Mapping[str, Any], last: Mapping[str, Any]) -> bool:
+    """Whether a whole GPU record (its Product Name and Processes read) of a driver that closes
+    each record with `Capabilities` lacks it: the text was cut at a line end in or after the
+    record's Processes, the process list read may go on in the part cut away."""
+    raw = _tree_first(tree, ("KMD Version",), ("Driver Version",)) or ""
+    major = re.match(r"\s*(\d+)\.", raw)
+    if major is None or int(major.group(1)) < _CLOSED_BY_CAPABILITIES:
+        return False
+    return "Product Name" in last and "Processes" in last and _tree_child(last, "Capabilities") is None
+
+
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
 
 
@@ -576,7 +608,7 @@ def parse_text_q(text: str) -> GpuReport:
     if blocks:
         first = _text_tree("\n".join(blocks[0][1]))
         last = first if len(blocks) == 1 else _text_tree("\n".join(blocks[-1][1]))
-        if _text_block_cut(first, last, len(blocks) == 1):
+        if _text_block_cut(first, last, len(blocks) == 1) or _capabilities_missing(tree, last):
             complete = False
             if not text.endswith("\n") and blocks[-1][1]:
                 # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it
@@ -586,8 +618,9 @@ def parse_text_q(text: str) -> GpuReport:
     if blocks and _ends_in_label(text):
         complete = False  # ("Processes", "Process ID" last: its values cut off)
     gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
-    if not complete and gpus and gpus[-1].processes_known:
+    if not complete and gpus and not _processes_closed(blocks[-1][1]):
         # the last GPU's block is where the output was cut: its process list may go on there
+        # (whole entries read or not: a cut inside an entry leaves the list not known whole)
         gpus[-1] = replace(gpus[-1], processes_open=True)
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(

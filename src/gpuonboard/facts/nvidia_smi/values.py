@@ -119,10 +119,18 @@ _NO_CUDA = frozenset({"n/a", "not found"})
 
 def _cuda_version(value: str | None, label: str, warnings: list[str]) -> str | None:
     """The CUDA version as `_version` reads it, but nvidia-smi's word for no CUDA driver (N/A,
-    Not Found) kept as printed: an answer (`no_cuda`), where a CUDA version left out says nothing."""
-    if value is not None and value.strip().strip("[]").strip().lower() in _NO_CUDA:
-        return value.strip().strip("[]").strip()
+    Not Found) kept as printed: an answer (`no_cuda`), where a CUDA version left out says nothing;
+    R610's note after it (`N/A [Deprecated; will be removed in CUDA 14.0. ...]`) is no part of it."""
+    if value is not None:
+        word = _TRAILING_NOTE.sub("", value.strip()) or value.strip()
+        if word.strip("[]").strip().lower() in _NO_CUDA:
+            return word.strip("[]").strip()
     return _version(value, label, warnings)
+
+
+# a note nvidia-smi prints after a value (R610: "[Deprecated; will be removed in CUDA 14.0. Use
+# CUDA UMD Version instead]")
+_TRAILING_NOTE = re.compile(r"\s+\[[^\[\]]*\]$")
 
 
 def read_cuda(printed: Iterable[str | None], label: str, warnings: list[str]) -> str | None:

@@ -524,7 +524,11 @@ def rule_xid(
     xids += implied_xids(xids)
     # a fault sentence whose Xid the log also has for that GPU (fallen off the bus + Xid 79) is
     # that Xid's text: listed once
-    xids += [e for e in _unexplained(events) if e.kind == "nvrm" and not _said_by_xid(e, events, logged)]
+    # (whose GPU each saying is on is decided first: a sentence naming no GPU is said by an Xid on
+    # another tenant's GPU only where that GPU may be the rental's, never on a slice)
+    _, not_shown = _split_not_shown(events, gpus, slice_)
+    sayers = [e for e in events if e not in not_shown]
+    xids += [e for e in _unexplained(events) if e.kind == "nvrm" and not _said_by_xid(e, sayers, logged)]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
@@ -542,9 +546,10 @@ def _said_by_xid(
 ) -> bool:
     """True when a driver fault sentence is the text of a fault the log also says otherwise
     (data/nvrm_faults.yml `same_as_xid`): that Xid on its GPU; where the sentence names no GPU
-    (`... GPU lost from the bus [NV_ERR_GPU_IS_LOST]`), that Xid on any GPU, or a sentence of the
-    same Xid naming its GPU (`The NVIDIA GPU ... has fallen off the bus`), of its boot and driver
-    load: one fault, listed once."""
+    (`... GPU lost from the bus [NV_ERR_GPU_IS_LOST]`), that Xid on any GPU of `events`, or a
+    sentence of the same Xid naming its GPU (`The NVIDIA GPU ... has fallen off the bus`), of its
+    boot and driver load: one fault, listed once. (rule_xid gives as `events` only those on GPUs
+    the rental may have: on a slice, an Xid on a GPU it does not show says no fault of its own.)"""
     code = {f.id: f.same_as_xid for f in load_nvrm_faults()}.get(event.fault or "")
     if code is None:
         return False

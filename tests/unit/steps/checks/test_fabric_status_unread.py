@@ -146,3 +146,22 @@ def test_an_unreadable_status_beside_state_na_in_xml_is_no_sensor_fault() -> Non
     assert "<state>N/A</state>" in text
     text = text.replace("<status>N/A</status>", "<status>ERR!</status>", 1)
     assert "sensor_faults" not in _rows(text)
+
+
+@pytest.mark.parametrize(("state", "status"), [("ERR!", "ERR!"), ("[Unknown Error]", "[Unknown Error]")])
+def test_a_state_that_is_a_fault_marker_keeps_the_status_fault_a_sensor_fault(
+    state: str, status: str
+) -> None:
+    """GPU 3's State and Status both edited to `ERR!` (and both to `[Unknown Error]`; review R
+    of round 24): a State that reads a fault marker is no State, so the Status's `ERR!` is
+    unread, not a Status NVML left empty; and fabric_manager reads the State. sensor_faults
+    passed "every sensor read; not read (no sensor, no check uses it): GPU 3: Fabric/State
+    reads ERR!"; it warns, naming both (the NVML string `[Unknown Error]` as a Status is a value:
+    the State alone), and fabric_manager is unverified."""
+    text = _state_and_status(H100_8, 3, state, status)
+    rows = _rows(text)
+    faults = [f"GPU 3: fabric state reads {state}"] + (
+        ["GPU 3: fabric status reads ERR!"] if status == "ERR!" else []
+    )
+    assert rows["sensor_faults"] == ("warn", "; ".join(faults))
+    assert rows["fabric_manager"][0] == "unverified"

@@ -55,6 +55,26 @@ def test_nvidia_smi_finding_no_cuda_driver_fails_the_driver(
     assert "found no CUDA driver" in detail and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in detail
 
 
+R610_Q = "nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt"
+
+
+@pytest.mark.parametrize("word", ["N/A", "Not Found"])
+def test_r610_no_cuda_driver_with_its_deprecation_note_fails_the_driver(tmp_path: Path, word: str) -> None:
+    """The real R610 `-q` (its `CUDA Version : 13.3 [Deprecated; will be removed in CUDA 14.0. Use
+    CUDA UMD Version instead]`) with 13.3 edited to N/A (Not Found) and its `CUDA UMD Version`
+    line dropped (review R of round 24): the note kept the word from being read as no CUDA
+    driver, and nvidia_driver passed "CUDA N/A [Deprecated; ...]"."""
+    lines = (REAL / R610_Q).read_text(encoding="utf-8").split("\n")
+    lines = [line for line in lines if not line.startswith("CUDA UMD Version")]
+    text = "\n".join(lines).replace(
+        "CUDA Version                                           : 13.3 [", f"CUDA Version : {word} ["
+    )
+    assert f": {word} [Deprecated" in text
+    verdict, actual = verdicts(tmp_path, R610_Q, text)["nvidia_driver"]
+    assert verdict == "fail", actual
+    assert actual.endswith(f"CUDA {word}"), actual
+
+
 @pytest.mark.parametrize("name", [TABLE, TEXT_Q, XML])
 def test_a_box_whose_cuda_version_is_read_still_passes(tmp_path: Path, name: str) -> None:
     verdict, actual = verdicts(tmp_path, name, (REAL / name).read_text(encoding="utf-8"))["nvidia_driver"]

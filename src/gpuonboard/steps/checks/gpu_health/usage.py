@@ -277,7 +277,9 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             "fail",
             f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
         )
-    if partial := [b for g in read if g.processes and g.processes_open and (b := _busy(g))]:
+    # (a list not known whole, an entry cut short in it, is open too)
+    open_lists = [g for g in read if g.processes and (g.processes_open or not g.processes_known)]
+    if partial := [b for g in open_lists if (b := _busy(g))]:
         # graphics processes listed beside work, in a list the output cut before it closed: the
         # GPU's other rows (a compute job's: the real T4 table's tritonserver after its Xorg) may
         # be in the part cut away, so the warn of a desktop's processes is no reading of that GPU
