@@ -454,7 +454,10 @@ def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
     limit files (`grep . /sys/fs/cgroup/memory.max ...`), a `--query-compute-apps` CSV with its
     header; None for neither (errors name `where`)."""
     if (limits := saved_forms.cgroup_limits(text)) is not None:
-        return "cgroup_limits", ProbeOutput(limits, "", 0)
+        lines, why = limits
+        if why:
+            raise UsageError(f"{where}: {why}")
+        return "cgroup_limits", ProbeOutput(lines, "", 0)
     if (apps := saved_forms.compute_apps(text)) is not None:
         rows, why = apps
         if why:

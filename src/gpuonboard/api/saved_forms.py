@@ -202,10 +202,11 @@ def _known(path: str) -> bool:
     return _CGROUP_KNOWN.fullmatch(path) is not None
 
 
-def cgroup_limits(text: str) -> str | None:
+def cgroup_limits(text: str) -> tuple[str, str] | None:
     """A saved listing of cgroup limit files as the live probe's `FILE<TAB>VALUE` lines (other
-    files of the cgroup tree listed beside them skipped); None when the text is no such listing
-    or lists none of them."""
+    files of the cgroup tree listed beside them skipped): (those lines, ""), or ("", why) where
+    its limit files lie in folders off one chain from the root; None when the text is no such
+    listing or lists none of them."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and all(_CGROUP_GREP.fullmatch(line) for line in lines):
         pairs = [m.groups() for line in lines if (m := _CGROUP_GREP.fullmatch(line))]
@@ -220,7 +221,41 @@ def cgroup_limits(text: str) -> str | None:
     else:
         return None
     known = [(path, value) for path, value in pairs if _known(path) and value.strip()]
-    return "".join(f"{path}\t{value.strip()}\n" for path, value in known) if known else None
+    if not known:
+        return None
+    if (apart := _siblings([path for path, _ in known])) is not None:
+        return "", (
+            f"a listing of cgroup limits from folders of the tree of which neither holds the other ({apart}),"
+            " so which are the login's own cannot be told: save the probe's own folders,"
+            " `grep . /sys/fs/cgroup/<the path in /proc/self/cgroup>/{memory.max,cpu.max,"
+            "cpuset.cpus.effective}` and the same files of each folder above it."
+        )
+    return "".join(f"{path}\t{value.strip()}\n" for path, value in known), ""
+
+
+# the root of the tree a cgroup file's folder is in: v2's one (`/sys/fs/cgroup/system.slice/x`:
+# `system.slice/x`), a v1 controller's (`/sys/fs/cgroup/memory/docker/x`: `docker/x`)
+_TREE_ROOT = re.compile(r"/sys/fs/cgroup(?:/(?:cpu|cpuacct|cpuset|memory)(?:,\w+)*(?=/|$))?")
+
+
+def _siblings(paths: list[str]) -> str | None:
+    """Two folders of the listed cgroup limit files of which neither holds the other (a
+    recursive `grep -r . /sys/fs/cgroup` lists every container's limits), `A and B`; None where
+    they lie on one chain from the root, the only ones the live probe's walk reads."""
+    folders = sorted(
+        {
+            _TREE_ROOT.sub("", path.rpartition("/")[0], count=1).strip("/")
+            for path in paths
+            if path.startswith("/sys/")
+        }
+    )
+    # (each as `/a/b/`, the root `/`: a folder holds another whose path starts with its own)
+    chain = {folder: f"/{folder}/".replace("//", "/") for folder in folders}
+    for deep in folders:
+        for other in folders:
+            if not chain[deep].startswith(chain[other]) and not chain[other].startswith(chain[deep]):
+                return f"/{deep} and /{other}"
+    return None
 
 
 # the probe that reads each command's output (a missing command: that probe's tool absent)

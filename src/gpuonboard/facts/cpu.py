@@ -14,6 +14,7 @@ from gpuonboard.facts.wrapped import rejoined
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
+    "cgroup_cpuset_read",
     "CpuInfo",
     "looks_like_lscpu",
     "lscpu_labels",
@@ -406,20 +407,29 @@ def parse_cgroup_cpu_limit(text: str) -> float | None:
 CPUSET_FILES = ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus")
 
 
-def parse_cgroup_cpuset(text: str) -> int | None:
-    """CPUs in the smallest CPU set among the probe's `FILE<TAB>VALUE` lines (CPUSET_FILES: a
-    container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's); a folder's
-    effective set where it was read, its configured `cpuset.cpus` otherwise (a configured set of
-    no online CPU leaves the effective one the parent's); None where none was read (an empty
-    set, one not yet configured, says nothing)."""
+def cgroup_cpuset_read(text: str) -> tuple[int, str] | None:
+    """The CPU set of the deepest folder among the probe's `FILE<TAB>VALUE` lines (CPUSET_FILES:
+    a container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's), as (CPUs,
+    the file read): a cgroup's own set already lies within its ancestors', and an ancestor's
+    may be smaller than it (cgroup v2 takes the CPUs handed to a child partition out of the
+    parent's effective set). A folder's effective set where it was read, its configured
+    `cpuset.cpus` otherwise (a configured set of no online CPU leaves the effective one the
+    parent's); None where none was read (an empty set, one not yet configured, says nothing)."""
     sets: dict[str, dict[str, int]] = {}
     for line in text.splitlines():
         path, _, value = line.partition("\t")
         folder, _, file = path.rpartition("/")
         if file in CPUSET_FILES and (n := _cpu_list_count(value.strip())):
             sets.setdefault(folder.rstrip("/"), {})[file] = n
-    counts = [
-        min((n for f, n in files.items() if f != "cpuset.cpus"), default=files.get("cpuset.cpus", 0))
-        for files in sets.values()
-    ]
-    return min(counts) if counts else None
+    if not sets:
+        return None
+    files = sets[max(sets, key=lambda folder: folder.count("/"))]
+    file = next(f for f in CPUSET_FILES if f in files)
+    return files[file], file
+
+
+def parse_cgroup_cpuset(text: str) -> int | None:
+    """CPUs in the CPU set of the deepest folder among the probe's `FILE<TAB>VALUE` lines
+    (cgroup_cpuset_read); None where none was read."""
+    read = cgroup_cpuset_read(text)
+    return read[0] if read else None

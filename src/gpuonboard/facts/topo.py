@@ -124,10 +124,13 @@ def _is_header(fields: list[str]) -> bool:
     return any(_GPU_LABEL.match(c) for c in _unglued(fields)) and "X" not in fields
 
 
-def _header_rest(line: str) -> list[str]:
-    """The labels of a header's wrapped rest (a line of header labels only, `GPU7    NIC0 ...`);
-    [] for any other line (a matrix row has its X, a NIC row its links)."""
+def _header_rest(line: str, header: list[str]) -> list[str]:
+    """The labels of `header`'s wrapped rest (a line of header labels only, `GPU7    NIC0 ...`);
+    [] for any other line (a matrix row has its X, a NIC row its links), and for a lone label
+    of a GPU the header has (`GPU0`: a capture cut right after a row's label)."""
     cells = [c for c in _unglued(_fields(line)) if c]
+    if len(cells) == 1 and _GPU_LABEL.match(cells[0]) and cells[0] in header:
+        return []
     return cells if cells and all(_HEADER_LABEL.fullmatch(c) for c in cells) else []
 
 
@@ -146,9 +149,9 @@ def parse_topo(text: str) -> Topology:
             ("no GPU matrix found in topo output",),
         )
     header = _unglued(_fields(lines[header_at]))
-    while header_at + 1 < len(lines) and _header_rest(lines[header_at + 1]):
+    while header_at + 1 < len(lines) and (rest := _header_rest(lines[header_at + 1], header)):
         header_at += 1  # a header wrapped at a label (`GPU7  NIC0 ...` under it): one header
-        header += _header_rest(lines[header_at])
+        header += rest
     columns = header[1:] if header and header[0] == "" else header
     gpu_columns = {c for c in columns if _GPU_LABEL.match(c)}  # (matched once, not once a row)
     warnings: list[str] = []

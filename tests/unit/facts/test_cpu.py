@@ -174,7 +174,7 @@ def test_cgroup_cpu_quota() -> None:
     assert parse_cgroup_cpu_limit(child + v1) == 1.5
 
 
-def test_cgroup_cpuset_counts_the_smallest_set() -> None:
+def test_cgroup_cpuset_counts_the_deepest_set() -> None:
     """The CPU sets the probe walks up the cgroup tree (v2 cpuset.cpus.effective; v1
     cpuset.effective_cpus, cpuset.cpus): the real `12-15` of a `--cpuset-cpus=12,13,14,15`
     container (distribution/distribution#3581) below its host's `0-55`, this machine's own v1
@@ -191,6 +191,25 @@ def test_cgroup_cpuset_counts_the_smallest_set() -> None:
     both = "/sys/fs/cgroup/cpuset.cpus\t200-203\n/sys/fs/cgroup/cpuset.cpus.effective\t0-63\n"
     assert parse_cgroup_cpuset(both) == 64
     assert parse_cgroup_cpuset("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
+
+
+def test_cgroup_cpuset_of_an_ancestor_smaller_than_the_own_is_not_read() -> None:
+    """cgroup v2 takes the CPUs it hands to a child partition out of the parent's effective
+    set: the login's own `rt.slice/job.scope` and `rt.slice` run on 4-63, the root keeps 0-3
+    (sets typed here, of the real `0-63` of the EPYC host). A folder's own set already lies
+    within its ancestors': the deepest folder's counts (60), with the file it was read from;
+    before, the smallest of all (4, the root's)."""
+    from gpuonboard.facts.cpu import cgroup_cpuset_read, parse_cgroup_cpuset
+
+    walk = (
+        "/sys/fs/cgroup/rt.slice/job.scope/cpuset.cpus.effective\t4-63\n"
+        "/sys/fs/cgroup/rt.slice/cpuset.cpus.effective\t4-63\n"
+        "/sys/fs/cgroup/cpuset.cpus.effective\t0-3\n"
+    )
+    assert parse_cgroup_cpuset(walk) == 60
+    assert cgroup_cpuset_read(walk) == (60, "cpuset.cpus.effective")
+    v1 = "/sys/fs/cgroup/cpuset/slurm/job_7/cpuset.cpus\t0-7\n/sys/fs/cgroup/cpuset/cpuset.cpus\t0-63\n"
+    assert cgroup_cpuset_read(v1) == (8, "cpuset.cpus")
 
 
 def test_cluster_layout_counts_cores_per_cluster() -> None:

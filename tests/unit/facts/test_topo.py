@@ -352,3 +352,15 @@ def test_glued_device_name_labels_of_an_older_driver() -> None:
     assert glued.warnings == () and glued.links == whole.links
     assert glued.cpu_affinity == whole.cpu_affinity and glued.numa_affinity == whole.numa_affinity
     assert glued.cpu_affinity["GPU7"] == "0-103" and glued.numa_affinity["GPU7"] == "0"
+
+
+@pytest.mark.parametrize("end", ["", "\t", "\n"])
+def test_a_matrix_cut_right_after_a_row_label_is_cut_short(end: str) -> None:
+    """The real H100 PCIe matrix cut right after its first row's label (`GPU0`, then nothing, a
+    tab or its newline): a GPU the header already has is a row, not the header's wrapped rest,
+    so the matrix reads as cut short with GPU0's row begun; before, `GPU0` was read as a header
+    label and no GPU row was read."""
+    text = (FIXTURES / "real/nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt").read_text()
+    topo = parse_topo(text.splitlines()[0] + "\nGPU0" + end)
+    assert topo.gpus == ("GPU0",) and not topo.complete
+    assert topo.warnings[-1] == "the matrix ends before the row of GPU1: the output was cut short"

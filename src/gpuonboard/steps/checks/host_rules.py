@@ -13,7 +13,7 @@ import re
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts import disks
-from gpuonboard.facts.cpu import CPU_LIMIT_FILES, CPUSET_FILES, nproc_unread
+from gpuonboard.facts.cpu import CPU_LIMIT_FILES, CPUSET_FILES, cgroup_cpuset_read, nproc_unread
 from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
@@ -42,11 +42,16 @@ def _unread(facts: Facts, probe: str) -> bool:
 
 
 # what told the usable CPU count, by _usable_cpus's reason
-_SOURCE_OF = {
-    "affinity/cgroup": "nproc",
-    "offline": "lscpu's Off-line CPU(s) list",
-    "cgroup CPU set": "the cgroup's cpuset.cpus.effective",
-}
+_SOURCE_OF = {"affinity/cgroup": "nproc", "offline": "lscpu's Off-line CPU(s) list"}
+
+
+def _source(why: str, facts: Facts) -> str:
+    """What told the usable CPU count (_usable_cpus's reason `why`): the CPU set's file read."""
+    if why == "cgroup CPU set" and (read := cgroup_cpuset_read(_answered(facts, "cgroup_limits"))):
+        return f"the cgroup's {read[1]}"
+    return _SOURCE_OF.get(why, why)
+
+
 # the reasons whose CPUs are a set of the host's (any of them may be a hyperthread of a core
 # whose other thread is in the set too), not a quota of CPU time
 _CPU_SETS = ("affinity/cgroup", "offline", "cgroup CPU set")
@@ -64,8 +69,10 @@ def _usable_cpus(facts: Facts) -> tuple[int | None, str]:
     # nproc counts only online CPUs: no lower than the online count, offline is the reason
     if facts.nproc is not None and (usable is None or facts.nproc < usable):
         usable, why = facts.nproc, "affinity/cgroup"
-    if facts.cgroup_cpuset is not None and (usable is None or facts.cgroup_cpuset < usable):
-        usable, why = facts.cgroup_cpuset, "cgroup CPU set"
+    # (nproc's affinity lies within the CPU set: a set smaller than a read nproc is a misread)
+    cpuset = facts.cgroup_cpuset if facts.nproc is None else None
+    if cpuset is not None and (usable is None or cpuset < usable):
+        usable, why = cpuset, "cgroup CPU set"
     if facts.cgroup_cpus is not None:
         quota = max(1, math.floor(facts.cgroup_cpus + 1e-9))
         if usable is None or quota < usable:
@@ -183,7 +190,7 @@ def _usable_only(usable: int, why: str, cores: int, expected: str, facts: Facts)
         expected,
         f"{usable} logical CPUs ({lscpu})",
         verdict,
-        f"only the logical CPUs this login may use are known ({_SOURCE_OF.get(why, why)}): threads,"
+        f"only the logical CPUs this login may use are known ({_source(why, facts)}): threads,"
         " not cores; save `lscpu` of the box to count its cores",
     )
 

@@ -156,3 +156,87 @@ def test_a_listing_of_no_file_the_probe_reads_is_no_cgroup_listing() -> None:
         saved_forms.cgroup_limits("/sys/fs/cgroup/memory.current:1101312\n/sys/fs/cgroup/cpu.weight:100\n")
         is None
     )
+
+
+# a recursive `grep -r . /sys/fs/cgroup` of a v2 host (file names and values typed here, the CPU
+# set the real 12-15 above): the root's and user.slice's files, and those of another container
+# beside the login (system.slice/docker-0a1b2c.scope: 2 CPUs, 4 GiB, CPUs 12-15)
+RECURSIVE = (
+    "/sys/fs/cgroup/cgroup.controllers:cpuset cpu io memory hugetlb pids rdma misc\n"
+    "/sys/fs/cgroup/cpuset.cpus.effective:0-63\n/sys/fs/cgroup/cpu.stat:usage_usec 123456\n"
+    "/sys/fs/cgroup/user.slice/cpu.max:max 100000\n/sys/fs/cgroup/user.slice/memory.max:max\n"
+    "/sys/fs/cgroup/system.slice/memory.max:max\n"
+    "/sys/fs/cgroup/system.slice/docker-0a1b2c.scope/cgroup.procs:4242\n"
+    "/sys/fs/cgroup/system.slice/docker-0a1b2c.scope/cpu.max:200000 100000\n"
+    "/sys/fs/cgroup/system.slice/docker-0a1b2c.scope/memory.max:4294967296\n"
+    "/sys/fs/cgroup/system.slice/docker-0a1b2c.scope/cpuset.cpus.effective:12-15\n"
+)
+
+
+def test_a_listing_of_sibling_cgroups_is_refused(tmp_path: Path) -> None:
+    """The recursive listing holds limits of folders of which neither holds the other: which
+    are the login's own cannot be told, so the listing is refused, naming them; before, the
+    smallest limit of every folder was read, another container's, and cpu_cores failed
+    "2 usable (cgroup CPU quota)" and ram "4.0 GiB usable (cgroup memory limit)"."""
+    from gpuonboard.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"neither holds the other \(/system\.slice and /user\.slice\)"):
+        _offline(tmp_path, RECURSIVE, "cpu_cores: 16\nram: 8GB\n")
+
+
+def test_a_listing_of_one_chain_of_cgroups_is_read(tmp_path: Path) -> None:
+    """The same listing's root and user.slice files alone, the login's own folder below them,
+    and a v1 container's files of each controller's tree (`memory/docker/x`, `cpu/docker/x`:
+    one folder): one chain from the root, read as the live walk's."""
+    own = "".join(line + "\n" for line in RECURSIVE.splitlines() if "system.slice" not in line)
+    own += "/sys/fs/cgroup/user.slice/user-1000.slice/memory.max:max\n"
+    rules = _offline(tmp_path, own, "cpu_cores: 16\nram: 8GB\n")
+    assert (rules["cpu_cores"].verdict, rules["ram"].verdict) == ("pass", "pass"), rules
+    v1 = (
+        "/sys/fs/cgroup/memory/docker/x/memory.limit_in_bytes:8589934592\n"
+        "/sys/fs/cgroup/cpu,cpuacct/docker/x/cpu.cfs_quota_us:-1\n"
+        "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us:-1\n"
+        f"/sys/fs/cgroup/cpuset/docker/x/cpuset.cpus:{CPUSET}"
+    )
+    rules = _offline(tmp_path / "v1", v1, "cpu_cores: 16\nram: 32GB\n")
+    assert "8.0 GiB usable (cgroup memory limit)" in rules["ram"].actual
+    assert rules["cpu_cores"].actual.endswith("4 usable (cgroup CPU set)")
+
+
+def test_a_cpu_set_of_an_ancestor_partition_is_no_limit_beside_nproc() -> None:
+    """cgroup v2 takes the CPUs it hands to a child partition out of the parent's effective
+    set: the login's `rt.slice/job.scope` and `rt.slice` run on 4-63, the root keeps 0-3 (sets
+    typed here), nproc 60; before, the root's set counted and cpu_cores failed "4 usable (cgroup
+    CPU set)". A set smaller than a read nproc is a misread too (nproc's affinity lies within
+    it): nproc counts."""
+    walk = (
+        "/proc/1/comm\tsystemd\n"
+        "/sys/fs/cgroup/rt.slice/job.scope/cpuset.cpus.effective\t4-63\n"
+        "/sys/fs/cgroup/rt.slice/cpuset.cpus.effective\t4-63\n"
+        "/sys/fs/cgroup/cpuset.cpus.effective\t0-3\n"
+    )
+    facts = parse_facts(
+        {
+            "lscpu": ProbeOutput(LSCPU, "", 0),
+            "nproc": ProbeOutput("60\n", "", 0),
+            "cgroup_limits": ProbeOutput(walk, "", 0),
+        }
+    )
+    cpu = rule_cpu(OrderSpec(cpu_cores=8), facts)
+    assert cpu.verdict == "pass" and cpu.actual.endswith("60 usable (affinity/cgroup)"), cpu
+    odd = parse_facts(
+        {
+            "lscpu": ProbeOutput(LSCPU, "", 0),
+            "nproc": ProbeOutput("60\n", "", 0),
+            "cgroup_limits": ProbeOutput("/sys/fs/cgroup/cpuset.cpus.effective\t0-3\n", "", 0),
+        }
+    )
+    assert rule_cpu(OrderSpec(cpu_cores=8), odd).verdict == "pass"
+
+
+def test_the_cpu_set_named_is_the_file_read() -> None:
+    """No lscpu nor nproc, the v1 CPU set of the real container (cpuset.cpus): the CPUs known
+    are said to come from cpuset.cpus; before, always from "cpuset.cpus.effective"."""
+    limits = f"/sys/fs/cgroup/cpuset/cpuset.cpus\t{CPUSET}"
+    cpu = rule_cpu(OrderSpec(cpu_cores=2), parse_facts({"cgroup_limits": ProbeOutput(limits, "", 0)}))
+    assert "(the cgroup's cpuset.cpus)" in cpu.detail, cpu
