@@ -213,25 +213,34 @@ def _unfenced(text: str) -> str:
     return "\n".join(line for line in lines if not _FENCE.match(line))
 
 
-_BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)
-# a backslash after a blank (or alone) at a line's end: `... | \\`, not a path's own `C:\\Program
-# Files\\` that a wrap at a column cut after its backslash
-_SPACED_BREAK = re.compile(r"(?:^|[ \t]+)\\[ \t]*$", re.MULTILINE)
+_BREAK = re.compile(r"[ \t]*\\[ \t]*$")
+# a Windows path at a line's end, cut by a wrap at a column right after one of its backslashes:
+# from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line where it goes on a
+# path cut so above; none of the characters Windows forbids in a path (a table's `|`) after it
+_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S\\$")
+_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*\\$")
 
 
 def _unbroken(text: str) -> str:
-    """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
-    continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
-    end so after a blank, or every line does; no tool read here ends its lines with one. (A
-    Windows path cut after one of its backslashes by a wrap at a column keeps it: before, each
-    such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it, and every value of an
-    `nvidia-smi -q` wrapped at 80 columns was left unread.)"""
-    if len(_SPACED_BREAK.findall(text)) >= 2:
-        return _SPACED_BREAK.sub("", text)
-    filled = [line for line in text.split("\n") if line.strip()]
-    if len(filled) >= 2 and all(line.rstrip().endswith("\\") for line in filled):
-        return _BREAK.sub("", text)
-    return text
+    """A paste whose lines end in a backslash (Markdown's hard line break, on every line of a
+    paragraph but its last; a shell's line continuation: `| ... 98218MiB | \\`) as the lines
+    without it (one line of a paste, too); no tool read here ends its lines with one. A
+    Windows path cut after one of its backslashes by a wrap at a column keeps it (_PATH_CUT: the
+    line ends in a drive's path, or goes on with one cut so above, and the next line goes on with
+    no blank before it). Before, each such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost
+    it and every value of an `nvidia-smi -q` wrapped at 80 columns was left unread; and then
+    Markdown's breaks right after a word were kept: gVisor's `Starting gVisor...\\` was no
+    sandbox's banner (gpu_xid passed), the -q's recovery action `None\\` failed gpu_recovery."""
+    lines = text.split("\n")
+    if not any(_BREAK.search(line) for line in lines):
+        return text
+    out: list[str] = []
+    path_cut = False
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
+        path = _PATH_CUT.search(line) or (path_cut and _PATH_GOES_ON.match(line))
+        path_cut = bool(path) and after[:1].strip() != ""
+        out.append(line if path_cut else _BREAK.sub("", line))
+    return "\n".join(out)
 
 
 def _single_spaced(text: str) -> str:

@@ -53,6 +53,16 @@ def _ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def _hard_broken(text: str, mark: str = "\\", last_too: bool = False) -> str:
+    """Markdown's hard line break: `mark` at the end of every line of a paragraph but its last
+    (of every non-empty line where `last_too`)."""
+    lines = text.split("\n")
+    return "\n".join(
+        line + mark if line.strip() and (last_too or (i + 1 < len(lines) and lines[i + 1].strip())) else line
+        for i, line in enumerate(lines)
+    )
+
+
 # name -> (what it does to a capture's text, given the capture's command)
 TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # Windows line ends; a BOM (Notepad)
@@ -77,6 +87,11 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # the prompt and command copied above the output (and the next prompt below it)
     "root-prompt": lambda t, c: f"root@host:~# {c}\n" + t,
     "dollar-prompts": lambda t, c: f"$ {c}\n" + _ended(t) + "$ \n",
+    # Markdown's hard line breaks: a backslash right after each line of a paragraph but its last,
+    # the same after a space, and one after every line
+    "md-hard-break": lambda t, _c: _hard_broken(t),
+    "md-hard-break-spaced": lambda t, _c: _hard_broken(t, " \\"),
+    "backslash-every-line": lambda t, _c: _hard_broken(t, last_too=True),
     # a Markdown code block; a mail's or Markdown's quote
     "code-fence": lambda t, _c: "```console\n" + _ended(t) + "```\n",
     "prompt-above-code-fence": lambda t, c: f"root@host:~# {c}\n```console\n" + _ended(t) + "```\n",
@@ -166,3 +181,35 @@ def test_a_zero_width_space_from_a_web_page_is_no_part_of_a_value(
     for transform in ("zero-width-line-ends", "zero-width-in-words"):
         pasted = TRANSFORMS[transform](text, "")
         assert _verdicts(tmp_path / transform, name, pasted, order)[rule][0] == verdict, transform
+
+
+@pytest.mark.parametrize("transform", ["md-hard-break", "md-hard-break-spaced", "backslash-every-line"])
+def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
+    tmp_path: Path, transform: str
+) -> None:
+    """Every real capture with a backslash at its lines' ends (Markdown's hard line break after
+    each line of a paragraph but its last, the same after a space, one after every line): the
+    backslashes are no part of the output, so every verdict is the capture's own, none demoted
+    to unverified and no file refused. Before, a backslash right after a word was kept unless a
+    blank stood before it or every line had one: 216 of the captures moved (the gVisor log's
+    `Starting gVisor...\\` was no sandbox banner and gpu_xid passed; the H200 -q's recovery
+    action `None\\` failed gpu_recovery), and on every line with two after a blank only those
+    two were dropped."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        text = (REAL / name).read_text(encoding="utf-8")
+        if (whole := _whole(name)) is None or re.search(r"\\[ \t]*$", text, re.MULTILINE):
+            continue  # (refused whole, or its lines end in a backslash already: a paste of a paste)
+        try:
+            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
+        except UsageError as refusal:
+            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict != whole.get(rule, ("(no row)", ""))[0]
+        ]
+    assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
