@@ -62,6 +62,23 @@ _TYPOGRAPHY = {
     **dict.fromkeys(map(ord, "\u201c\u201d\u201e\u201f\u2033"), '"'),
     ord("\u2026"): "...",
 }
+# a JSON text (lsblk -J, lscpu -J): its first `{`, or `[` before a value, at a line's start (a
+# dmesg line's `[  12.3]` is no such start); and each of its strings, or a run of anything else
+_JSON_START = re.compile(r"^\s*(?:\{|\[\s*(?:[{\[\"\]]|$))", re.MULTILINE)
+_JSON_STRING_OR_NOT = re.compile(r'"(?:[^"\\\n]|\\.)*"|[^"]+|"')
+
+
+def _typography(text: str) -> str:
+    """`text` with its typographic quotes and ellipsis as ASCII (_TYPOGRAPHY); in a JSON text
+    only outside its strings: a `“` there is a chat's for the JSON's own `"`, one inside a string
+    is the value's (lsblk -J's mount point `/mnt/My “backup”`: before, it ended the string and
+    the file was refused as JSON cut short or damaged)."""
+    if not _JSON_START.search(text):
+        return text.translate(_TYPOGRAPHY)
+    return _JSON_STRING_OR_NOT.sub(
+        lambda m: m.group(0) if m.group(0).startswith('"') else m.group(0).translate(_TYPOGRAPHY), text
+    )
+
 
 # a terminal's escape sequences, as a program that writes to a terminal prints them and a saved
 # session (`script`, `ssh -t ... > file`, `tmux capture-pane -e`) keeps them: CSI (colours
@@ -84,15 +101,16 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
-    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII, a table drawn with box-drawing
-    characters in ASCII, a line-number gutter dropped, lines ending in a backslash without it, a
-    double-spaced paste single-spaced, an indent every line shares removed, a Markdown code fence
-    around it dropped, a terminal's escape sequences (colours) dropped, and what is left of them
-    where the ESC byte was lost or shown as text (_RESIDUE), nvidia-smi's own messages wrapped by
-    a narrow column joined again (_messages_joined)."""
+    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
+    strings: _typography), a table drawn with box-drawing characters in ASCII, a line-number
+    gutter dropped, lines ending in a backslash without it, a double-spaced paste single-spaced,
+    an indent every line shares removed, a Markdown code fence around it dropped, a terminal's
+    escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
+    shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
+    (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unguttered(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX).translate(_TYPOGRAPHY))
+    text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
 
 

@@ -213,3 +213,24 @@ def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
             if verdict != whole.get(rule, ("(no row)", ""))[0]
         ]
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+LSBLK_JSON = "lsblk-J-b__h200-vm.json"
+
+
+@pytest.mark.parametrize("transform", ["", "root-prompt", "code-fence", "nbsp-runs"])
+def test_typographic_quotes_inside_a_json_string_are_the_value_s(tmp_path: Path, transform: str) -> None:
+    """The real H200 VM's `lsblk -J -b` with vdb's mount point edited to `/mnt/My “backup” ’n…`
+    (a name with typographic quotes, an apostrophe and an ellipsis of its own), as saved, below
+    its prompt, in a code block, with a page's `&nbsp;`: read, and judged as the capture (a chat
+    that made every ASCII quote curly too leaves no telling which is the value's: refused).
+    Before, the curly quotes inside the string were made ASCII, ended it, and the file was
+    refused as JSON cut short or damaged."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / LSBLK_JSON).read_text(encoding="utf-8")
+    edited = text.replace('"/usr/local/nvidia"', '"/mnt/My \u201cbackup\u201d \u2019n\u2026"')
+    assert edited != text
+    pasted = TRANSFORMS[transform](edited, "lsblk -J -b") if transform else edited
+    whole = _verdicts(tmp_path / "whole", LSBLK_JSON, text, order)
+    assert _verdicts(tmp_path / "pasted", LSBLK_JSON, pasted, order) == whole
