@@ -234,3 +234,31 @@ def test_typographic_quotes_inside_a_json_string_are_the_value_s(tmp_path: Path,
     pasted = TRANSFORMS[transform](edited, "lsblk -J -b") if transform else edited
     whole = _verdicts(tmp_path / "whole", LSBLK_JSON, text, order)
     assert _verdicts(tmp_path / "pasted", LSBLK_JSON, pasted, order) == whole
+
+
+H100_TABLE = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+TITAN_XID79 = "dmesg-T__xid-79-unknown-pid__titan-v.txt"
+
+
+@pytest.mark.parametrize("between", ["\n\nmy dmesg:\n", "\n"])
+def test_a_quoted_vendor_table_above_the_user_s_own_log_is_no_reading_of_the_box(
+    tmp_path: Path, between: str
+) -> None:
+    """The real 8 x H100 table quoted (`> ` on each line: the vendor's, in a reply) above the
+    user's own real Titan V `dmesg -T` (Xid 79), after a blank and a caption or right below it,
+    saved as the dmesg: no verdict the dmesg alone does not give (the quote at most an nvidia-smi
+    answer no GPU row of which is read: unverified). Before, the unquoted lines were taken for a
+    mail's wrap pieces (the first line and most lines quoted), the whole file unquoted, and the
+    vendor's table read as the box's: gpu_count passed 8 GPUs, nvidia_driver passed."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    table, log = ((REAL / n).read_text(encoding="utf-8") for n in (H100_TABLE, TITAN_XID79))
+    quote = "\n".join("> " + line if line else ">" for line in table.split("\n"))
+    alone = _verdicts(tmp_path / "alone", TITAN_XID79, log, order)
+    got = _verdicts(tmp_path / "both", TITAN_XID79, "> Vendor wrote:\n" + quote + between + log, order)
+    moved = {
+        rule: verdict
+        for rule, (verdict, _) in got.items()
+        if verdict not in (alone.get(rule, ("",))[0], "unverified")
+    }
+    assert not moved
