@@ -290,8 +290,7 @@ def quoted(lines: Sequence[str]) -> bool:
         return False
     width = max(len(line) for line in lines)
     return all(
-        line.lstrip().startswith(">")
-        or (prev.strip() != "" and len(prev) + 1 + len(line.split()[0]) > width)
+        line.lstrip().startswith(">") or (prev.strip() != "" and len(prev) + 1 + len(line.split()[0]) > width)
         for prev, line in itertools.pairwise(lines)
         if line.strip()
     )
