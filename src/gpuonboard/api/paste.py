@@ -237,27 +237,35 @@ _BREAK = re.compile(r"[ \t]*\\[ \t]*$")
 # path cut so above; none of the characters Windows forbids in a path (a table's `|`) after it
 _PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S\\$")
 _PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*\\$")
+# the next line of a command a shell continued: bash's `> ` (PS2) or an indented option
+_CONTINUATION = re.compile(r"^\s*>\s|^\s*-")
 
 
 def _unbroken(text: str) -> str:
     """A paste whose lines end in a backslash (Markdown's hard line break, on every line of a
     paragraph but its last; a shell's line continuation: `| ... 98218MiB | \\`) as the lines
-    without it (one line of a paste, too); no tool read here ends its lines with one. A
-    Windows path cut after one of its backslashes by a wrap at a column keeps it (_PATH_CUT: the
-    line ends in a drive's path, or goes on with one cut so above, and the next line goes on with
-    no blank before it). Before, each such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost
-    it and every value of an `nvidia-smi -q` wrapped at 80 columns was left unread; and then
-    Markdown's breaks right after a word were kept: gVisor's `Starting gVisor...\\` was no
-    sandbox's banner (gpu_xid passed), the -q's recovery action `None\\` failed gpu_recovery."""
+    without it (one line of a paste, too); no tool read here ends its lines with one. A Windows
+    path cut after one of its backslashes by a wrap at a column keeps it (_PATH_CUT: the line
+    ends in a drive's path, or goes on with one cut so above, and the next line goes on with no
+    blank before it), and so does a session's command line its next line continues. Before,
+    each such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it and every value of an
+    `nvidia-smi -q` wrapped at 80 columns was left unread; and then Markdown's breaks right
+    after a word were kept: gVisor's `Starting gVisor...\\` was no sandbox's banner (gpu_xid
+    passed), the -q's recovery action `None\\` failed gpu_recovery."""
     lines = text.split("\n")
     if not any(_BREAK.search(line) for line in lines):
         return text
+    from gpuonboard.api.transcript import _prompt
+
     out: list[str] = []
-    path_cut = False
+    path_cut = continued = False
     for line, after in zip(lines, [*lines[1:], ""], strict=True):
         path = _PATH_CUT.search(line) or (path_cut and _PATH_GOES_ON.match(line))
         path_cut = bool(path) and after[:1].strip() != ""
-        out.append(line if path_cut else _BREAK.sub("", line))
+        # (a command a session's prompt line continues on its next line: `> --format=csv`, an
+        # indented `--format=csv`, which the session's reader joins)
+        continued = _CONTINUATION.match(after) is not None and (continued or _prompt(line) is not None)
+        out.append(line if path_cut or continued else _BREAK.sub("", line))
     return "\n".join(out)
 
 
