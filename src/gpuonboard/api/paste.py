@@ -284,24 +284,21 @@ def _single_spaced(text: str) -> str:
 
 def quoted(lines: Sequence[str]) -> bool:
     """Whether `lines` are a quote: every non-empty line starts with `>`, or the first does and
-    most do and every other is a piece a wrap moved off the line above it (a mail client that
-    re-wrapped the quoted lines at its width left those pieces without the marker; before, such
-    a quoted `journalctl -k` read none of its driver messages, and gpu_xid passed). A line that
-    follows a blank, or whose first word would have fitted on the line above it at the text's
-    widest line, is no such piece: the user's own output below a quote of the vendor's (before,
-    a quoted vendor table above the user's own `dmesg` was read as the box's GPUs)."""
-    filled = [line for line in lines if line.strip()]
+    most do and every other is no longer than the longest that does: a piece a wrap moved off a
+    quoted line (a mail client that re-wrapped the quoted lines at its width left those pieces
+    without the marker; before, such a quoted `journalctl -k` read none of its driver messages,
+    and gpu_xid passed), or the sender's short note below the quote. A line longer than every
+    quoted one was never cut by the wrap that cut them: the sender's own output below a quote of
+    the vendor's (before, a quoted vendor table above the user's own `dmesg` was unquoted with
+    it and read as the box's GPUs: gpu_count passed)."""
+    filled = [line.rstrip() for line in lines if line.strip()]
     marked = [line.lstrip().startswith(">") for line in filled]
     if not marked or all(marked):
         return bool(marked)
     if not marked[0] or sum(marked) * 2 <= len(marked):
         return False
-    width = max(len(line) for line in lines)
-    return all(
-        line.lstrip().startswith(">") or (prev.strip() != "" and len(prev) + 1 + len(line.split()[0]) > width)
-        for prev, line in itertools.pairwise(lines)
-        if line.strip()
-    )
+    width = max(len(line) for line, quote in zip(filled, marked, strict=True) if quote)
+    return all(quote or len(line) <= width for line, quote in zip(filled, marked, strict=True))
 
 
 def _repeated_lines(pattern: str) -> Callable[[str], int]:

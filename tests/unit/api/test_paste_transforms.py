@@ -245,11 +245,12 @@ def test_a_quoted_vendor_table_above_the_user_s_own_log_is_no_reading_of_the_box
     tmp_path: Path, between: str
 ) -> None:
     """The real 8 x H100 table quoted (`> ` on each line: the vendor's, in a reply) above the
-    user's own real Titan V `dmesg -T` (Xid 79), after a blank and a caption or right below it,
-    saved as the dmesg: no verdict the dmesg alone does not give (the quote at most an nvidia-smi
-    answer no GPU row of which is read: unverified). Before, the unquoted lines were taken for a
-    mail's wrap pieces (the first line and most lines quoted), the whole file unquoted, and the
-    vendor's table read as the box's: gpu_count passed 8 GPUs, nvidia_driver passed."""
+    user's own real Titan V `dmesg -T` (Xid 79, lines longer than every quoted one), after a
+    blank and a caption or right below it, saved as the dmesg: no verdict the dmesg alone does
+    not give (the quote at most an nvidia-smi answer no GPU row of which is read: unverified).
+    Before, the unquoted lines were taken for a mail's wrap pieces (the first line and most
+    lines quoted), the whole file unquoted, and the vendor's table read as the box's: gpu_count
+    passed 8 GPUs, nvidia_driver passed."""
     (tmp_path / "order.yml").write_text(ORDER)
     order = offline.load_order(str(tmp_path / "order.yml"))
     table, log = ((REAL / n).read_text(encoding="utf-8") for n in (H100_TABLE, TITAN_XID79))
