@@ -62,6 +62,23 @@ _TYPOGRAPHY = {
     **dict.fromkeys(map(ord, "\u201c\u201d\u201e\u201f\u2033"), '"'),
     ord("\u2026"): "...",
 }
+# a JSON text (lsblk -J, lscpu -J): its first `{`, or `[` before a value, at a line's start (a
+# dmesg line's `[  12.3]` is no such start); and each of its strings, or a run of anything else
+_JSON_START = re.compile(r"^\s*(?:\{|\[\s*(?:[{\[\"\]]|$))", re.MULTILINE)
+_JSON_STRING_OR_NOT = re.compile(r'"(?:[^"\\\n]|\\.)*"|[^"]+|"')
+
+
+def _typography(text: str) -> str:
+    """`text` with its typographic quotes and ellipsis as ASCII (_TYPOGRAPHY); in a JSON text
+    only outside its strings: a `“` there is a chat's for the JSON's own `"`, one inside a string
+    is the value's (lsblk -J's mount point `/mnt/My “backup”`: before, it ended the string and
+    the file was refused as JSON cut short or damaged)."""
+    if not _JSON_START.search(text):
+        return text.translate(_TYPOGRAPHY)
+    return _JSON_STRING_OR_NOT.sub(
+        lambda m: m.group(0) if m.group(0).startswith('"') else m.group(0).translate(_TYPOGRAPHY), text
+    )
+
 
 # a terminal's escape sequences, as a program that writes to a terminal prints them and a saved
 # session (`script`, `ssh -t ... > file`, `tmux capture-pane -e`) keeps them: CSI (colours
@@ -84,15 +101,16 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
-    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII, a table drawn with box-drawing
-    characters in ASCII, a line-number gutter dropped, lines ending in a backslash without it, a
-    double-spaced paste single-spaced, an indent every line shares removed, a Markdown code fence
-    around it dropped, a terminal's escape sequences (colours) dropped, and what is left of them
-    where the ESC byte was lost or shown as text (_RESIDUE), nvidia-smi's own messages wrapped by
-    a narrow column joined again (_messages_joined)."""
+    (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
+    strings: _typography), a table drawn with box-drawing characters in ASCII, a line-number
+    gutter dropped, lines ending in a backslash without it, a double-spaced paste single-spaced,
+    an indent every line shares removed, a Markdown code fence around it dropped, a terminal's
+    escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
+    shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
+    (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unguttered(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX).translate(_TYPOGRAPHY))
+    text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
 
 
@@ -213,25 +231,42 @@ def _unfenced(text: str) -> str:
     return "\n".join(line for line in lines if not _FENCE.match(line))
 
 
-_BREAK = re.compile(r"[ \t]*\\[ \t]*$", re.MULTILINE)
-# a backslash after a blank (or alone) at a line's end: `... | \\`, not a path's own `C:\\Program
-# Files\\` that a wrap at a column cut after its backslash
-_SPACED_BREAK = re.compile(r"(?:^|[ \t]+)\\[ \t]*$", re.MULTILINE)
+_BREAK = re.compile(r"[ \t]*\\[ \t]*$")
+# a Windows path at a line's end, cut by a wrap at a column right after one of its backslashes:
+# from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line where it goes on a
+# path cut so above; none of the characters Windows forbids in a path (a table's `|`) after it
+_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S\\$")
+_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*\\$")
+# the next line of a command a shell continued: bash's `> ` (PS2) or an indented option
+_CONTINUATION = re.compile(r"^\s*>\s|^\s*-")
 
 
 def _unbroken(text: str) -> str:
-    """A paste whose lines end in a backslash (Markdown's hard line break, a shell's line
-    continuation: `| ... 98218MiB | \\`) as the lines without it, where at least two lines
-    end so after a blank, or every line does; no tool read here ends its lines with one. (A
-    Windows path cut after one of its backslashes by a wrap at a column keeps it: before, each
-    such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it, and every value of an
-    `nvidia-smi -q` wrapped at 80 columns was left unread.)"""
-    if len(_SPACED_BREAK.findall(text)) >= 2:
-        return _SPACED_BREAK.sub("", text)
-    filled = [line for line in text.split("\n") if line.strip()]
-    if len(filled) >= 2 and all(line.rstrip().endswith("\\") for line in filled):
-        return _BREAK.sub("", text)
-    return text
+    """A paste whose lines end in a backslash (Markdown's hard line break, on every line of a
+    paragraph but its last; a shell's line continuation: `| ... 98218MiB | \\`) as the lines
+    without it (one line of a paste, too); no tool read here ends its lines with one. A Windows
+    path cut after one of its backslashes by a wrap at a column keeps it (_PATH_CUT: the line
+    ends in a drive's path, or goes on with one cut so above, and the next line goes on with no
+    blank before it), and so does a session's command line its next line continues. Before,
+    each such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it and every value of an
+    `nvidia-smi -q` wrapped at 80 columns was left unread; and then Markdown's breaks right
+    after a word were kept: gVisor's `Starting gVisor...\\` was no sandbox's banner (gpu_xid
+    passed), the -q's recovery action `None\\` failed gpu_recovery."""
+    lines = text.split("\n")
+    if not any(_BREAK.search(line) for line in lines):
+        return text
+    from gpuonboard.api.transcript import _prompt
+
+    out: list[str] = []
+    path_cut = continued = False
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
+        path = _PATH_CUT.search(line) or (path_cut and _PATH_GOES_ON.match(line))
+        path_cut = bool(path) and after[:1].strip() != ""
+        # (a command a session's prompt line continues on its next line: `> --format=csv`, an
+        # indented `--format=csv`, which the session's reader joins)
+        continued = _CONTINUATION.match(after) is not None and (continued or _prompt(line) is not None)
+        out.append(line if path_cut or continued else _BREAK.sub("", line))
+    return "\n".join(out)
 
 
 def _single_spaced(text: str) -> str:
@@ -249,11 +284,21 @@ def _single_spaced(text: str) -> str:
 
 def quoted(lines: Sequence[str]) -> bool:
     """Whether `lines` are a quote: every non-empty line starts with `>`, or the first does and
-    most do (a mail client that re-wrapped the quoted lines at its width left the pieces it
-    moved to a line of their own without the marker; before, such a quoted `journalctl -k` read
-    none of its driver messages, and gpu_xid passed)."""
-    marked = [line.lstrip().startswith(">") for line in lines if line.strip()]
-    return bool(marked) and (all(marked) or (marked[0] and sum(marked) * 2 > len(marked)))
+    most do and every other is no longer than the longest that does: a piece a wrap moved off a
+    quoted line (a mail client that re-wrapped the quoted lines at its width left those pieces
+    without the marker; before, such a quoted `journalctl -k` read none of its driver messages,
+    and gpu_xid passed), or the sender's short note below the quote. A line longer than every
+    quoted one was never cut by the wrap that cut them: the sender's own output below a quote of
+    the vendor's (before, a quoted vendor table above the user's own `dmesg` was unquoted with
+    it and read as the box's GPUs: gpu_count passed)."""
+    filled = [line.rstrip() for line in lines if line.strip()]
+    marked = [line.lstrip().startswith(">") for line in filled]
+    if not marked or all(marked):
+        return bool(marked)
+    if not marked[0] or sum(marked) * 2 <= len(marked):
+        return False
+    width = max(len(line) for line, quote in zip(filled, marked, strict=True) if quote)
+    return all(quote or len(line) <= width for line, quote in zip(filled, marked, strict=True))
 
 
 def _repeated_lines(pattern: str) -> Callable[[str], int]:

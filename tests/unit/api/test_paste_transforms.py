@@ -53,6 +53,16 @@ def _ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def _hard_broken(text: str, mark: str = "\\", last_too: bool = False) -> str:
+    """Markdown's hard line break: `mark` at the end of every line of a paragraph but its last
+    (of every non-empty line where `last_too`)."""
+    lines = text.split("\n")
+    return "\n".join(
+        line + mark if line.strip() and (last_too or (i + 1 < len(lines) and lines[i + 1].strip())) else line
+        for i, line in enumerate(lines)
+    )
+
+
 # name -> (what it does to a capture's text, given the capture's command)
 TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # Windows line ends; a BOM (Notepad)
@@ -77,6 +87,11 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # the prompt and command copied above the output (and the next prompt below it)
     "root-prompt": lambda t, c: f"root@host:~# {c}\n" + t,
     "dollar-prompts": lambda t, c: f"$ {c}\n" + _ended(t) + "$ \n",
+    # Markdown's hard line breaks: a backslash right after each line of a paragraph but its last,
+    # the same after a space, and one after every line
+    "md-hard-break": lambda t, _c: _hard_broken(t),
+    "md-hard-break-spaced": lambda t, _c: _hard_broken(t, " \\"),
+    "backslash-every-line": lambda t, _c: _hard_broken(t, last_too=True),
     # a Markdown code block; a mail's or Markdown's quote
     "code-fence": lambda t, _c: "```console\n" + _ended(t) + "```\n",
     "prompt-above-code-fence": lambda t, c: f"root@host:~# {c}\n```console\n" + _ended(t) + "```\n",
@@ -166,3 +181,85 @@ def test_a_zero_width_space_from_a_web_page_is_no_part_of_a_value(
     for transform in ("zero-width-line-ends", "zero-width-in-words"):
         pasted = TRANSFORMS[transform](text, "")
         assert _verdicts(tmp_path / transform, name, pasted, order)[rule][0] == verdict, transform
+
+
+@pytest.mark.parametrize("transform", ["md-hard-break", "md-hard-break-spaced", "backslash-every-line"])
+def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
+    tmp_path: Path, transform: str
+) -> None:
+    """Every real capture with a backslash at its lines' ends (Markdown's hard line break after
+    each line of a paragraph but its last, the same after a space, one after every line): the
+    backslashes are no part of the output, so every verdict is the capture's own, none demoted
+    to unverified and no file refused. Before, a backslash right after a word was kept unless a
+    blank stood before it or every line had one: 216 of the captures moved (the gVisor log's
+    `Starting gVisor...\\` was no sandbox banner and gpu_xid passed; the H200 -q's recovery
+    action `None\\` failed gpu_recovery), and on every line with two after a blank only those
+    two were dropped."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        text = (REAL / name).read_text(encoding="utf-8")
+        if (whole := _whole(name)) is None or re.search(r"\\[ \t]*$", text, re.MULTILINE):
+            continue  # (refused whole, or its lines end in a backslash already: a paste of a paste)
+        try:
+            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
+        except UsageError as refusal:
+            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict != whole.get(rule, ("(no row)", ""))[0]
+        ]
+    assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+LSBLK_JSON = "lsblk-J-b__h200-vm.json"
+
+
+@pytest.mark.parametrize("transform", ["", "root-prompt", "code-fence", "nbsp-runs"])
+def test_typographic_quotes_inside_a_json_string_are_the_value_s(tmp_path: Path, transform: str) -> None:
+    """The real H200 VM's `lsblk -J -b` with vdb's mount point edited to `/mnt/My “backup” ’n…`
+    (a name with typographic quotes, an apostrophe and an ellipsis of its own), as saved, below
+    its prompt, in a code block, with a page's `&nbsp;`: read, and judged as the capture (a chat
+    that made every ASCII quote curly too leaves no telling which is the value's: refused).
+    Before, the curly quotes inside the string were made ASCII, ended it, and the file was
+    refused as JSON cut short or damaged."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / LSBLK_JSON).read_text(encoding="utf-8")
+    edited = text.replace('"/usr/local/nvidia"', '"/mnt/My \u201cbackup\u201d \u2019n\u2026"')
+    assert edited != text
+    pasted = TRANSFORMS[transform](edited, "lsblk -J -b") if transform else edited
+    whole = _verdicts(tmp_path / "whole", LSBLK_JSON, text, order)
+    assert _verdicts(tmp_path / "pasted", LSBLK_JSON, pasted, order) == whole
+
+
+H100_TABLE = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+TITAN_XID79 = "dmesg-T__xid-79-unknown-pid__titan-v.txt"
+
+
+@pytest.mark.parametrize("between", ["\n\nmy dmesg:\n", "\n"])
+def test_a_quoted_vendor_table_above_the_user_s_own_log_is_no_reading_of_the_box(
+    tmp_path: Path, between: str
+) -> None:
+    """The real 8 x H100 table quoted (`> ` on each line: the vendor's, in a reply) above the
+    user's own real Titan V `dmesg -T` (Xid 79, lines longer than every quoted one), after a
+    blank and a caption or right below it, saved as the dmesg: no verdict the dmesg alone does
+    not give (the quote at most an nvidia-smi answer no GPU row of which is read: unverified).
+    Before, the unquoted lines were taken for a mail's wrap pieces (the first line and most
+    lines quoted), the whole file unquoted, and the vendor's table read as the box's: gpu_count
+    passed 8 GPUs, nvidia_driver passed."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    table, log = ((REAL / n).read_text(encoding="utf-8") for n in (H100_TABLE, TITAN_XID79))
+    quote = "\n".join("> " + line if line else ">" for line in table.split("\n"))
+    alone = _verdicts(tmp_path / "alone", TITAN_XID79, log, order)
+    got = _verdicts(tmp_path / "both", TITAN_XID79, "> Vendor wrote:\n" + quote + between + log, order)
+    moved = {
+        rule: verdict
+        for rule, (verdict, _) in got.items()
+        if verdict not in (alone.get(rule, ("",))[0], "unverified")
+    }
+    assert not moved

@@ -371,3 +371,17 @@ def test_a_command_continued_on_the_next_line_is_one_command(tmp_path: Path) -> 
     )
     assert read_session(session) == (["free", "nvidia_smi_csv"], [])
     assert offline.summary(parse_facts(offline.load_outputs([str(session)])))["gpu_count"] == 2
+
+
+def test_a_command_continued_over_two_lines_is_one_command(tmp_path: Path) -> None:
+    """`nvidia-smi \\` / `> --query-gpu=... \\` / `> --format=csv,noheader` (two continuations,
+    bash's PS2): one command. Before, two lines ending in a backslash were taken for Markdown's
+    hard line breaks and both dropped, the command cut at its first line, and the noheader CSV
+    not read."""
+    csv_rows = "0, NVIDIA A100-PCIE-40GB, 40960 MiB, 555.42.02\n"
+    session = tmp_path / "s.txt"
+    session.write_text(
+        "ubuntu@gpu-1:~$ nvidia-smi \\\n> --query-gpu=index,name,memory.total,driver_version \\\n"
+        f"> --format=csv,noheader\n{csv_rows}ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
+    )
+    assert read_session(session) == (["free", "nvidia_smi_csv"], [])

@@ -307,3 +307,38 @@ def test_process_names_of_a_wrapped_q_are_read(tmp_path: Path, name: str) -> Non
         got = _process_names(tmp_path, name, _word_wrapped(text, width))
         fits = [p for p in whole if " " not in p[2] and len(p[2]) <= width]
         assert [p for p in got if p in fits] == fits, width
+
+
+IDLE_CAPPED = "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+
+
+@pytest.mark.parametrize("width", range(43, 61))
+def test_a_unit_wrapped_off_its_number_is_read(tmp_path: Path, width: int) -> None:
+    """The real idle A10 -q (SW Power Cap Active at 15.65 W of 150 W) word-wrapped at `width`
+    columns: throttling passes as on the capture, or is unverified, never warns. Before, at 49-51
+    columns `Power Draw : 15.65` / `W` (the unit moved to a line of its own, the space between
+    them dropped) left the draw unread while `SW Power Cap :` / `Active` was joined, and the
+    throttling rule warned of a power cap at a draw it could not see."""
+    text = real(IDLE_CAPPED)
+    whole = verdicts(tmp_path, IDLE_CAPPED, text)["throttling"]
+    assert whole[0] == "pass" and "15.65 W of 150 W" in whole[1]
+    verdict, _ = verdicts(tmp_path, IDLE_CAPPED, word_wrapped(text, width))["throttling"]
+    assert verdict in ("pass", "unverified")
+    if width in (49, 50, 51):
+        assert _draws(word_wrapped(text, width)) == [15.65]
+
+
+def _draws(text: str) -> list[float | None]:
+    report = parse_any(paste.normalise(text))
+    assert isinstance(report, GpuReport)
+    return [g.power_draw_w for g in report.gpus]
+
+
+@pytest.mark.parametrize("name", Q_TEXTS)
+def test_every_power_draw_of_a_word_wrapped_q_is_read_or_left_unread(name: str) -> None:
+    """Every real -q text word-wrapped at 45 to 60 columns: each GPU's power draw is the capture's
+    or unread, never another figure (a unit joined to its number read no other)."""
+    whole = _draws(real(name))
+    for width in range(45, 61):
+        got = _draws(word_wrapped(real(name), width))
+        assert all(g is None or g == w for g, w in zip(got, whole, strict=True)), width

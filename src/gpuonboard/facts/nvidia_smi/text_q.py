@@ -164,6 +164,10 @@ def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
     return fragments
 
 
+# the units nvidia-smi -q prints after a number, a space between them (`15.65 W`, `1410 MHz`)
+_UNIT = re.compile(r"[KMGT]i?B(?:/s)?|[KMG]?Hz|%|C|W|mW|mV|V|[mun]s|seconds|bank\(s\)")
+
+
 def _unwrapped(text: str) -> tuple[str, list[str]]:
     """`text` with each value a paste soft-wrapped joined again (_wrapped_lines), and warnings.
     A fragment is appended as it stands where no character can have been lost: whitespace meets
@@ -171,7 +175,8 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
     the longest, and some fragment starts with the space the cut fell on). Else a word-wrapping
     editor may have dropped the space between two words ('RTX 4080' / 'SUPER'): that value is
     left unread (its label kept, with no value), never read as another one; a fragment with no
-    word in it (`=` of an annotation's `<===`) is appended after a space, no word lost."""
+    word in it (`=` of an annotation's `<===`), or only a unit after a number (`15.65` / `W`), is
+    appended after a space, no word lost."""
     lines = text.split("\n")
     fragments = _wrapped_lines(lines)
     if not fragments:
@@ -204,9 +209,9 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
             # no space of it lost)
             out[owner] = prev.rstrip() + " " + line.strip()
             continue
-        if not re.search(r"\w", line):
+        if not re.search(r"\w", line) or (re.search(r"\d$", prev) and _UNIT.fullmatch(line.strip())):
             # (a piece with no word, the end of a paste's annotation `<===` cut at 72 columns, or
-            # a unit: a space lost before it loses no word, and one kept is read as nvidia-smi's)
+            # a unit, `15.65` / `W`: a space lost before it loses no word, and nvidia-smi prints one)
             out[owner] += " " + line.strip()
             continue
         label = _TEXT_LINE.match(lines[owner])
