@@ -261,6 +261,13 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     # `topo -mp` (PCIe paths of NVLink boxes; the benchmark's own probe runs `topo -m`)
     "nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster.txt": _mesh(4, "SYS"),
     "nvidia-smi-topo-mp__a100__4gpu-2nic__levante.txt": _mesh(4, "SYS"),
+    # round 24: the first 4 rows of 8 x B200 reports whose NIC labels a paste glued together
+    "nvidia-smi-topo-m__b200__8gpu-12nic__header-nic11cpu-affinity-glued__first-4-rows__vllm-20862.txt": {
+        f"{i}-{j}": "NV18" for i in range(4) for j in range(i + 1, 8)
+    },
+    "nvidia-smi-topo-m__b200__8gpu-13nic__header-nic11nic12-glued__first-4-rows__vllm-31594.txt": {
+        f"{i}-{j}": "NV18" for i in range(4) for j in range(i + 1, 8)
+    },
 }  # fmt: skip
 
 
