@@ -232,11 +232,12 @@ def _unfenced(text: str) -> str:
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$")
-# a Windows path at a line's end, cut by a wrap at a column right after one of its backslashes:
-# from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line where it goes on a
-# path cut so above; none of the characters Windows forbids in a path (a table's `|`) after it
-_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S\\$")
-_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*\\$")
+# a Windows path running to a line's end, cut there by a wrap at a column (after a backslash or
+# inside a name): from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line
+# where it goes on a path cut so above (a path over 3+ lines: `...\\WinGet` / `\\Packages\\...\\bin\\`
+# / `ffmpeg.exe`); none of the characters Windows forbids in a path (a table's `|`) after it
+_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S$")
+_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*$")
 # the next line of a command a shell continued: bash's `> ` (PS2) or an indented option
 _CONTINUATION = re.compile(r"^\s*>\s|^\s*-")
 
