@@ -232,11 +232,12 @@ def _unfenced(text: str) -> str:
 
 
 _BREAK = re.compile(r"[ \t]*\\[ \t]*$")
-# a Windows path at a line's end, cut by a wrap at a column right after one of its backslashes:
-# from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line where it goes on a
-# path cut so above; none of the characters Windows forbids in a path (a table's `|`) after it
-_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S\\$")
-_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*\\$")
+# a Windows path running to a line's end, cut there by a wrap at a column (after a backslash or
+# inside a name): from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line
+# where it goes on a path cut so above (a path over 3+ lines: `...\\WinGet` / `\\Packages\\...\\bin\\`
+# / `ffmpeg.exe`); none of the characters Windows forbids in a path (a table's `|`) after it
+_PATH_CUT = re.compile(r"\b[A-Za-z]:\\[^|<>\"*?\t]*\S$")
+_PATH_GOES_ON = re.compile(r"^[^\s|<>\"*?][^|<>\"*?\t]*$")
 # the next line of a command a shell continued: bash's `> ` (PS2) or an indented option
 _CONTINUATION = re.compile(r"^\s*>\s|^\s*-")
 
@@ -290,15 +291,24 @@ def quoted(lines: Sequence[str]) -> bool:
     and gpu_xid passed), or the sender's short note below the quote. A line longer than every
     quoted one was never cut by the wrap that cut them: the sender's own output below a quote of
     the vendor's (before, a quoted vendor table above the user's own `dmesg` was unquoted with
-    it and read as the box's GPUs: gpu_count passed)."""
-    filled = [line.rstrip() for line in lines if line.strip()]
-    marked = [line.lstrip().startswith(">") for line in filled]
-    if not marked or all(marked):
-        return bool(marked)
-    if not marked[0] or sum(marked) * 2 <= len(marked):
+    it and read as the box's GPUs: gpu_count passed). A line of its own between blank lines
+    below the quote is the sender's note, whatever its length, and counts for neither (before,
+    a quoted table above a one-line note longer than its lines was not unquoted: no GPU read)."""
+    rows = [line.rstrip() for line in lines]
+    filled = [i for i, line in enumerate(rows) if line]
+    marked = {i: rows[i].lstrip().startswith(">") for i in filled}
+    if not filled or all(marked.values()):
+        return bool(filled)
+    counted = [i for i in filled if marked[i] or not _note(rows, i)]
+    if not marked[filled[0]] or sum(marked[i] for i in counted) * 2 <= len(counted):
         return False
-    width = max(len(line) for line, quote in zip(filled, marked, strict=True) if quote)
-    return all(quote or len(line) <= width for line, quote in zip(filled, marked, strict=True))
+    width = max(len(rows[i]) for i in counted if marked[i])
+    return all(marked[i] or len(rows[i]) <= width for i in counted)
+
+
+def _note(rows: Sequence[str], i: int) -> bool:
+    """Whether line `i` (stripped at its end) stands alone between blank lines (or the end)."""
+    return i > 0 and not rows[i - 1] and (i + 1 == len(rows) or not rows[i + 1])
 
 
 def _repeated_lines(pattern: str) -> Callable[[str], int]:

@@ -234,27 +234,29 @@ def cgroup_limits(text: str) -> tuple[str, str] | None:
 
 
 # the root of the tree a cgroup file's folder is in: v2's one (`/sys/fs/cgroup/system.slice/x`:
-# `system.slice/x`), a v1 controller's (`/sys/fs/cgroup/memory/docker/x`: `docker/x`)
+# `system.slice/x`), a v1 controller's, a tree of its own (`/sys/fs/cgroup/memory/docker/x`:
+# `docker/x` in `memory`'s)
 _TREE_ROOT = re.compile(r"/sys/fs/cgroup(?:/(?:cpu|cpuacct|cpuset|memory)(?:,\w+)*(?=/|$))?")
 
 
 def _siblings(paths: list[str]) -> str | None:
-    """Two folders of the listed cgroup limit files of which neither holds the other (a
-    recursive `grep -r . /sys/fs/cgroup` lists every container's limits), `A and B`; None where
-    they lie on one chain from the root, the only ones the live probe's walk reads."""
-    folders = sorted(
-        {
-            _TREE_ROOT.sub("", path.rpartition("/")[0], count=1).strip("/")
-            for path in paths
-            if path.startswith("/sys/")
-        }
-    )
-    # (each as `/a/b/`, the root `/`: a folder holds another whose path starts with its own)
-    chain = {folder: f"/{folder}/".replace("//", "/") for folder in folders}
-    for deep in folders:
-        for other in folders:
-            if not chain[deep].startswith(chain[other]) and not chain[other].startswith(chain[deep]):
-                return f"/{deep} and /{other}"
+    """Two folders of one tree (v2's; each v1 controller's) of the listed cgroup limit files
+    of which neither holds the other (a recursive `grep -r . /sys/fs/cgroup` lists every
+    container's limits), `A and B`; None where each tree's lie on one chain from its root, the
+    only ones the live probe's walk reads (a v1 login's memory and CPU folders may differ:
+    Slurm's `memory/slurm/uid_1000/job_42` beside `cpu,cpuacct/system.slice/slurmd.service`)."""
+    trees: dict[str, set[str]] = {}
+    for path in paths:
+        if path.startswith("/sys/") and (root := _TREE_ROOT.match(path)) is not None:
+            folder = path[root.end() :].rpartition("/")[0].strip("/")
+            trees.setdefault(root.group(), set()).add(folder)
+    for folders in trees.values():
+        # (each as `/a/b/`, the root `/`: a folder holds another whose path starts with its own)
+        chain = {folder: f"/{folder}/".replace("//", "/") for folder in sorted(folders)}
+        for deep, deep_chain in chain.items():
+            for other, other_chain in chain.items():
+                if not deep_chain.startswith(other_chain) and not other_chain.startswith(deep_chain):
+                    return f"/{deep} and /{other}"
     return None
 
 

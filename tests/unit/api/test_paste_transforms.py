@@ -263,3 +263,25 @@ def test_a_quoted_vendor_table_above_the_user_s_own_log_is_no_reading_of_the_box
         if verdict not in (alone.get(rule, ("",))[0], "unverified")
     }
     assert not moved
+
+
+H200_TABLE = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+NOTE = (
+    "Thanks for looking into this. This is the output I got from the rented box this morning,"
+    " right after the provider rebooted it for me."
+)
+
+
+def test_a_quoted_table_above_a_long_note_is_unquoted(tmp_path: Path) -> None:
+    """The real H200 table with `> ` on each line (empty ones `>`), a blank line and the
+    sender's one-line note (typed here, 137 characters: longer than every quoted line) below
+    it: judged as the table itself. Before, the note was taken for the sender's own output below
+    a quote, the table was not unquoted, no GPU row was read: gpu_count unverified."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    table = (REAL / H200_TABLE).read_text(encoding="utf-8")
+    quote = "\n".join("> " + line if line else ">" for line in table.rstrip("\n").split("\n"))
+    assert len(NOTE) > max(len(line) + 2 for line in table.split("\n"))
+    whole = _verdicts(tmp_path / "whole", H200_TABLE, table, order)
+    assert whole["gpu_count"][0] == "pass"
+    assert _verdicts(tmp_path / "noted", H200_TABLE, quote + "\n\n" + NOTE + "\n", order) == whole

@@ -342,3 +342,23 @@ def test_every_power_draw_of_a_word_wrapped_q_is_read_or_left_unread(name: str) 
     for width in range(45, 61):
         got = _draws(word_wrapped(real(name), width))
         assert all(g is None or g == w for g, w in zip(got, whole, strict=True)), width
+
+
+WINDOWS_Q = [name for name in Q_TEXTS if name.endswith("__windows-wddm.txt")]
+
+
+@pytest.mark.parametrize("name", WINDOWS_Q)
+def test_a_windows_q_wrapped_at_any_column_is_judged_as_the_whole(tmp_path: Path, name: str) -> None:
+    """Each real Windows -q wrapped at every width from 60 to 100 columns judges as the capture.
+    Before, where a process path ran over 3 lines with the first cut inside a name
+    (`...\\AppData\\Local\\Microsoft\\WinGet` / `\\Packages\\...\\bin\\` / `ffmpeg.exe`, at 61
+    columns; the 591.86 one at 74, 86 and 88 too), the middle line's `\\` was taken for a Markdown
+    line break and dropped, the line read one column short, the wrap was no longer rejoined and
+    the -q read as cut: every rule unverified."""
+    text = real(name)
+    whole = verdicts(tmp_path, name, text)
+    moved = []
+    for width in range(60, 101):
+        got = verdicts(tmp_path, name, column_wrapped(text, width))
+        moved += [(width, rule, whole.get(rule), now) for rule, now in got.items() if now != whole.get(rule)]
+    assert not moved

@@ -203,6 +203,22 @@ def test_a_listing_of_one_chain_of_cgroups_is_read(tmp_path: Path) -> None:
     assert rules["cpu_cores"].actual.endswith("4 usable (cgroup CPU set)")
 
 
+def test_a_v1_listing_of_each_controller_s_own_chain_is_read(tmp_path: Path) -> None:
+    """A cgroup v1 Slurm step's listing (paths and values typed here): memory and cpuset in
+    `slurm/uid_1000/job_42/step_0`, cpu,cpuacct in `system.slice/slurmd.service`; v1 keeps a
+    tree per controller, each folder on one chain from its own root, so the limits are read:
+    ram fails at the 64 GiB limit, cpu_cores at the 16-CPU set. Before, the folders were
+    compared across the trees and the listing refused as "neither holds the other"."""
+    slurm = (
+        "/sys/fs/cgroup/memory/slurm/uid_1000/job_42/step_0/memory.limit_in_bytes:68719476736\n"
+        "/sys/fs/cgroup/cpuset/slurm/uid_1000/job_42/step_0/cpuset.cpus:0-15\n"
+        "/sys/fs/cgroup/cpu,cpuacct/system.slice/slurmd.service/cpu.cfs_quota_us:-1\n"
+    )
+    rules = _offline(tmp_path, slurm, "cpu_cores: 32\nram: 128GB\n")
+    assert "64.0 GiB usable (cgroup memory limit)" in rules["ram"].actual, rules["ram"]
+    assert rules["cpu_cores"].actual.endswith("16 usable (cgroup CPU set)"), rules["cpu_cores"]
+
+
 def test_a_cpu_set_of_an_ancestor_partition_is_no_limit_beside_nproc() -> None:
     """cgroup v2 takes the CPUs it hands to a child partition out of the parent's effective
     set: the login's `rt.slice/job.scope` and `rt.slice` run on 4-63, the root keeps 0-3 (sets
