@@ -256,6 +256,31 @@ def _size_check(
     return None
 
 
+def _not_mounted(
+    path: str, mount: disks.Mount | None, root: disks.Mount | None, expected: str, facts: Facts
+) -> Check:
+    """data_disk where no mount of its own holds `path` (`mount`: the one that does, /):
+    unverified where df lists neither it nor / (a df of given paths), else a fail (it lives on
+    the system disk /)."""
+    if mount is None and root is None:  # a df of given paths (`df -h /opt/x`): / not among them
+        listed = ", ".join(dict.fromkeys(m.mountpoint for m in facts.mounts))
+        return Check(
+            "data_disk",
+            expected,
+            f"unknown: {path} is not in the df output, which lists only {listed}",
+            "unverified",
+            f"the df output lists no / row (a df of given paths), so where {path} lives could"
+            " not be told: save the whole `df -P -k` of the box",
+        )
+    return Check(
+        "data_disk",
+        expected,
+        f"{path} is not a mount point; it lives on the system disk /",
+        "fail",
+        _no_mount_detail(path, root, facts),
+    )
+
+
 def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """rule_data_disk from df and lsblk (when read)."""
     spec = order.data_disk
@@ -269,24 +294,8 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     mount = disks.mount_for(facts.mounts, spec.mount)
     if (cut := _cut_short(spec.mount, mount, root, expected, facts)) is not None:
         return cut
-    if mount is None and root is None:  # a df of given paths (`df -h /opt/x`): / not among them
-        listed = ", ".join(dict.fromkeys(m.mountpoint for m in facts.mounts))
-        return Check(
-            "data_disk",
-            expected,
-            f"unknown: {spec.mount} is not in the df output, which lists only {listed}",
-            "unverified",
-            f"the df output lists no / row (a df of given paths), so where {spec.mount} lives could"
-            " not be told: save the whole `df -P -k` of the box",
-        )
     if mount is None or mount.mountpoint == "/":
-        return Check(
-            "data_disk",
-            expected,
-            f"{spec.mount} is not a mount point; it lives on the system disk /",
-            "fail",
-            _no_mount_detail(spec.mount, root, facts),
-        )
+        return _not_mounted(spec.mount, mount, root, expected, facts)
     actual = f"{mount.device} at {mount.mountpoint}, {format_bytes(mount.size_bytes, binary=False)}"
     if mount.device in _NOT_DISKS or (mount.fstype or "") in _NOT_DISKS:
         return Check(
