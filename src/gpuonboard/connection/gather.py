@@ -422,16 +422,12 @@ def _ok(raw: Mapping[str, ProbeOutput], name: str) -> str | None:
     return out.stdout if out is not None and out.exit_code == 0 and out.stdout.strip() else None
 
 
-def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
-    """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
-    # each parser module is imported only when there is output for it to parse
-    warnings: list[str] = []
-    raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
-    warnings += _read_past_exit(raw)
-    gpu = topology = cpu_info = mem = None
-    mounts: Sequence[disks.Mount] = ()
-    block: Sequence[disks.BlockDevice] = ()
-    evidence = None
+def _read_gpus(
+    raw: Mapping[str, ProbeOutput], warnings: list[str]
+) -> tuple[nvidia_smi.GpuReport | None, GpuEvidence | None]:
+    """parse_facts's GPUs: every nvidia-smi format that answered, merged (the report and the
+    evidence of where each field came from); their warnings are added to `warnings`."""
+    gpu = evidence = None
     from gpuonboard.facts.gpu_probes import GPU_PROBES
 
     if any(_some(raw, name) for name in GPU_PROBES):
@@ -449,6 +445,19 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
             gpu = nvidia_smi.parse_any(text)  # a format answered, but listed no GPU: say why
         warnings += list(gpu.warnings) if gpu else []
         warnings += [r.sentence() for r in evidence.refusals]
+    return gpu, evidence
+
+
+def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
+    """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
+    # each parser module is imported only when there is output for it to parse
+    warnings: list[str] = []
+    raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    warnings += _read_past_exit(raw)
+    topology = cpu_info = mem = None
+    mounts: Sequence[disks.Mount] = ()
+    block: Sequence[disks.BlockDevice] = ()
+    gpu, evidence = _read_gpus(raw, warnings)
     if topo_text := _ok(raw, "nvidia_topo"):
         from gpuonboard.facts import topo
 

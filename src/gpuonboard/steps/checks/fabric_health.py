@@ -192,6 +192,40 @@ def _links_counted(block: GpuNvlink, links: int) -> str:
     return f"{block.active_links} of the {block.total_links} links listed active ({links} on this model)"
 
 
+def _links_down(
+    expected_links: Mapping[int, ModelLinks], nvlink_status: NvlinkStatus, cut: int | None, unread: list[str]
+) -> list[str]:
+    """rule_nvlink's GPUs with fewer active links than their model has ("GPU 0: 0 of 18 links
+    active ..."); the GPUs whose links cannot be read are added to `unread`."""
+    short: list[str] = []
+    for index, model in sorted(expected_links.items()):
+        block = nvlink_status.by_index(index)
+        if index == cut:
+            unread.append(f"GPU {index} (listing cut short)")
+            continue
+        if block is not None and block.note == ALL_INACTIVE and not any(link.active for link in block.links):
+            # NVML's "Unable to retrieve Nvlink information as all links are inActive": the model
+            # has NVLink links and none is up (Azure/azurehpc-health-checks azure_gpu_nvlink.nhc
+            # fails the node on this sentence: "GPU N has all nvlinks inactive").
+            short.append(f"GPU {index}: 0 of {model.links} links active (all links inactive)")
+            continue
+        if block is None or block.note == MIG_MODE or (not block.links and block.note != UNSUPPORTED):
+            why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
+            unread.append(f"GPU {index} ({why})")
+            continue
+        assert model.links is not None
+        if block.active_links < model.links:
+            down = [str(link.link) for link in block.links if not link.active]
+            if not down and block.total_links < model.links:
+                # every link printed is up, the others are not printed at all: the listing was
+                # cut short (a paste elided with `...`), which is no evidence of a link down
+                unread.append(f"GPU {index} ({block.total_links} of {model.links} links listed, all up)")
+                continue
+            detail = f", inactive link(s) {', '.join(down)}" if down else ""
+            short.append(f"GPU {index}: {_links_counted(block, model.links)}{detail}")
+    return short
+
+
 def rule_nvlink(
     gpu_models: Sequence[str] | Mapping[int, str], nvlink_status: NvlinkStatus | None
 ) -> Check | None:
@@ -220,34 +254,9 @@ def rule_nvlink(
             "unverified",
             "nvidia-smi nvlink -s gave nothing to read; run it on the box (as root) to see each GPU's links.",
         )
-    short: list[str] = []
     cut = nvlink_status.cut_gpu  # the GPU whose block the listing ends inside: never a pass
     unread = [f"GPU {cut} (listing cut short)"] if cut is not None and cut not in expected_links else []
-    for index, model in sorted(expected_links.items()):
-        block = nvlink_status.by_index(index)
-        if index == cut:
-            unread.append(f"GPU {index} (listing cut short)")
-            continue
-        if block is not None and block.note == ALL_INACTIVE and not any(link.active for link in block.links):
-            # NVML's "Unable to retrieve Nvlink information as all links are inActive": the model
-            # has NVLink links and none is up (Azure/azurehpc-health-checks azure_gpu_nvlink.nhc
-            # fails the node on this sentence: "GPU N has all nvlinks inactive").
-            short.append(f"GPU {index}: 0 of {model.links} links active (all links inactive)")
-            continue
-        if block is None or block.note == MIG_MODE or (not block.links and block.note != UNSUPPORTED):
-            why = "MIG mode" if block is not None and block.note == MIG_MODE else "not listed"
-            unread.append(f"GPU {index} ({why})")
-            continue
-        assert model.links is not None
-        if block.active_links < model.links:
-            down = [str(link.link) for link in block.links if not link.active]
-            if not down and block.total_links < model.links:
-                # every link printed is up, the others are not printed at all: the listing was
-                # cut short (a paste elided with `...`), which is no evidence of a link down
-                unread.append(f"GPU {index} ({block.total_links} of {model.links} links listed, all up)")
-                continue
-            detail = f", inactive link(s) {', '.join(down)}" if down else ""
-            short.append(f"GPU {index}: {_links_counted(block, model.links)}{detail}")
+    short = _links_down(expected_links, nvlink_status, cut, unread)
     for index, (name, model) in sorted(cut_form.items()):  # (all up: the SXM part, judged so)
         block = nvlink_status.by_index(index)
         active = block.active_links if block is not None and index != cut else 0

@@ -399,6 +399,35 @@ def _at_bus(g: GpuInfo) -> str:
     return f"{called} ({g.pci_bus_id})" if g.pci_bus_id and g.pci_bus_id not in called else called
 
 
+def _link_verdict(order: OrderSpec, topology: topo.Topology, kind: str, expected: str) -> Check:
+    """rule_interconnect of a whole matrix of the GPUs ordered: what links it shows, against the
+    interconnect ordered."""
+    weakest = topo.weakest_link(topology)
+    actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
+    orphans = topo.nvlink_orphans(topology) if kind == "mixed" else []
+    verdict: Verdict
+    if order.interconnect == "pcie" or kind == "nvlink" or kind == "single":
+        verdict = "pass"
+    elif kind == "mixed" and not orphans:
+        verdict = "warn"
+    else:
+        verdict = "fail"
+    detail = "only some GPU pairs are on NVLink" if kind == "mixed" else ""
+    if verdict == "fail" and not orphans:
+        detail = (
+            "NVLink was ordered, but the GPUs reach each other only over PCIe"
+            + (f" (the weakest pair through {weakest})" if weakest else "")
+            + ": GPU-to-GPU traffic (all-reduce) is many times slower than over NVLink;"
+            " ask the vendor for the NVLink (SXM/NVSwitch or bridged) box that was ordered"
+        )
+    if orphans and verdict == "fail":
+        detail = (
+            f"{', '.join(orphans)} {'has' if len(orphans) == 1 else 'have'} NVLink to no other GPU while"
+            " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
+        )
+    return Check("interconnect", expected, actual, verdict, detail)
+
+
 def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     """NVLink between every GPU pair when NVLink was ordered (from nvidia-smi topo -m)."""
     expected = order.interconnect or ""
@@ -456,30 +485,7 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             " view of some GPUs) cannot show the others' links; save `nvidia-smi topo -m` run where"
             " every GPU is visible",
         )
-    weakest = topo.weakest_link(facts.topology)
-    actual = kind + (f" (weakest GPU link {weakest})" if weakest else "")
-    orphans = topo.nvlink_orphans(facts.topology) if kind == "mixed" else []
-    verdict: Verdict
-    if order.interconnect == "pcie" or kind == "nvlink" or kind == "single":
-        verdict = "pass"
-    elif kind == "mixed" and not orphans:
-        verdict = "warn"
-    else:
-        verdict = "fail"
-    detail = "only some GPU pairs are on NVLink" if kind == "mixed" else ""
-    if verdict == "fail" and not orphans:
-        detail = (
-            "NVLink was ordered, but the GPUs reach each other only over PCIe"
-            + (f" (the weakest pair through {weakest})" if weakest else "")
-            + ": GPU-to-GPU traffic (all-reduce) is many times slower than over NVLink;"
-            " ask the vendor for the NVLink (SXM/NVSwitch or bridged) box that was ordered"
-        )
-    if orphans and verdict == "fail":
-        detail = (
-            f"{', '.join(orphans)} {'has' if len(orphans) == 1 else 'have'} NVLink to no other GPU while"
-            " the others have it: a dead NVLink or a missing bridge; ask the vendor to fix or swap the board"
-        )
-    return Check("interconnect", expected, actual, verdict, detail)
+    return _link_verdict(order, facts.topology, kind, expected)
 
 
 def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:

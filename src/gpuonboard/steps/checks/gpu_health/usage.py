@@ -209,6 +209,45 @@ def _mixed_check(mixed: list[str], parts: list[str], cut: bool) -> Check:
     )
 
 
+def _work_seen(
+    compute: list[str],
+    graphics: list[str],
+    mixed: list[str],
+    busy_listed_empty: list[str],
+    busy_no_list: list[str],
+    cut: bool,
+) -> Check:
+    """rule_foreign_processes where a compute process is listed or a GPU with no process listed
+    shows work: a fail, or unverified where the process list that would name whose was cut."""
+    parts = compute + graphics + mixed
+    if busy_listed_empty:
+        parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
+    if busy_no_list:
+        parts.append("; ".join(busy_no_list) + ", and no process list was read from this output")
+    hidden = (
+        " (a job in another container or VM is not listed by nvidia-smi here)"
+        if busy_listed_empty or busy_no_list
+        else ""
+    )
+    if cut and not compute and not busy_listed_empty:  # (a list read empty is no cut)
+        return Check(
+            "foreign_processes",
+            "none",
+            "; ".join(parts) + f" ({CUT_LIST})",
+            "unverified",
+            "a GPU shows work but the process list that would name whose (a compute job, or a"
+            " desktop's graphics processes) was cut from this output: rerun `nvidia-smi` and save"
+            " its whole output",
+        )
+    return Check(
+        "foreign_processes",
+        "none",
+        "; ".join(parts),
+        "fail",
+        f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
+    )
+
+
 def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
@@ -250,33 +289,7 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
     if compute or busy_listed_empty or busy_no_list:
-        parts = compute + graphics + mixed
-        if busy_listed_empty:
-            parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
-        if busy_no_list:
-            parts.append("; ".join(busy_no_list) + ", and no process list was read from this output")
-        hidden = (
-            " (a job in another container or VM is not listed by nvidia-smi here)"
-            if busy_listed_empty or busy_no_list
-            else ""
-        )
-        if cut and not compute and not busy_listed_empty:  # (a list read empty is no cut)
-            return Check(
-                "foreign_processes",
-                "none",
-                "; ".join(parts) + f" ({CUT_LIST})",
-                "unverified",
-                "a GPU shows work but the process list that would name whose (a compute job, or a"
-                " desktop's graphics processes) was cut from this output: rerun `nvidia-smi` and save"
-                " its whole output",
-            )
-        return Check(
-            "foreign_processes",
-            "none",
-            "; ".join(parts),
-            "fail",
-            f"another job is using the GPUs you rent{hidden}; ask the vendor before you start",
-        )
+        return _work_seen(compute, graphics, mixed, busy_listed_empty, busy_no_list, cut)
     # (a list not known whole, an entry cut short in it, is open too)
     open_lists = [g for g in read if g.processes and (g.processes_open or not g.processes_known)]
     if partial := [b for g in open_lists if (b := _busy(g))]:
