@@ -59,7 +59,9 @@ NVRM = re.compile(r"NVRM:\s?(.*)$")
 # after its probes, before the GPUs are opened (RmInitAdapter)
 DRIVER_LOAD = re.compile(r"loading NVIDIA UNIX\b", re.IGNORECASE)
 # a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
-_NVRM_PCI = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\b")
+# a GPU's PCI address as the driver prints it (domain:bus:device), its function after a dot
+_ADDRESS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+_NVRM_PCI = re.compile(rf"\b({_ADDRESS}(?:\.\d)?)\b")
 
 
 def prefix(line: str, start: int) -> str | None:
@@ -99,7 +101,7 @@ def _ends_sentence(text: str) -> bool:
 
 # a message whose last word is a GPU's address has not said anything of it yet (the head of
 # "The NVIDIA GPU 0000:b3:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off ...")
-_ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?$")
+_ENDS_WITH_PCI = re.compile(rf"\b{_ADDRESS}(?:\.\d)?$")
 
 
 # the head of the driver's messages about one GPU that go on over several lines and always end in
@@ -110,7 +112,7 @@ _ENDS_WITH_PCI = re.compile(r"\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?
 # The Grace memory message "The NVIDIA GPU ... installed in the system" / "requires auto onlining
 # mode ..." (os-interface.c) ends in no sentence: it is none of these.
 _GPU_HEAD = re.compile(
-    r"The NVIDIA GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+    rf"The NVIDIA GPU {_ADDRESS}\.\d"
     r"(?:\s*$|\s*\(PCI ID|\s+installed(?:\s*$|\s+in\s+this\b))",
     re.IGNORECASE,
 )
