@@ -56,13 +56,18 @@ def _engines_unread(g: GpuInfo) -> tuple[list[str], list[str]]:
     return required, optional
 
 
+def _figures_busy(util: int | None, used: int | None) -> bool:
+    """Utilisation or memory used (either may be unread) at the busy mark."""
+    return (util is not None and util >= BUSY_UTIL_PCT) or (used is not None and used > BUSY_MEMORY_MIB)
+
+
 def _busy(g: GpuInfo) -> str | None:
     """'at 100 % utilisation with 31.6 GiB used' (plus engine work: 'encoder 100 %') when the
     numbers show work, else None."""
     util = g.utilization_gpu_pct
     used = g.memory_used_mib
     engines = _engine_work(g)
-    if (util is None or util < BUSY_UTIL_PCT) and (used is None or used <= BUSY_MEMORY_MIB) and not engines:
+    if not _figures_busy(util, used) and not engines:
         return None
     mem = f"{used / 1024:.1f} GiB used" if used is not None else "memory use not reported"
     at = f"at {util} % utilisation" if util is not None else "utilisation not reported"
@@ -156,13 +161,9 @@ def _disagree(g: GpuInfo) -> str | None:
     """'54 % / 18193 MiB in the CSV query, 0 % / 0 MiB in the table' where the outputs of
     separate calls disagree on whether the GPU works (one sample busy, another idle by both
     figures): the GPU changed between the calls; None where they agree."""
-
-    def busy(util: int | None, mem: int | None) -> bool:
-        return (util is not None and util >= BUSY_UTIL_PCT) or (mem is not None and mem > BUSY_MEMORY_MIB)
-
     samples = g.usage_samples
-    idle = [s for s in samples if s[1] is not None and s[2] is not None and not busy(s[1], s[2])]
-    if not idle or not any(busy(u, m) for _f, u, m, _e in samples):
+    idle = [s for s in samples if s[1] is not None and s[2] is not None and not _figures_busy(s[1], s[2])]
+    if not idle or not any(_figures_busy(u, m) for _f, u, m, _e in samples):
         return None
 
     def shown(value: int | None, unit: str) -> str:
