@@ -177,49 +177,10 @@ class AutostopSettings:
 
 def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
     """Validate the watcher arguments; each error names the argument."""
-    secs = {k: _seconds(args.get(k, d) or d, k) for k, d in DURATION_ARGS.items()}
-    if secs["idle"] < 60:
-        raise StepArgsError(
-            f"argument 'idle' must be at least 1m (cron checks once a minute), not {args['idle']!r}"
-        )
-    if secs["margin"] >= 3600:
-        raise StepArgsError(f"argument 'margin' must be less than an hour, not {args['margin']!r}")
-    if secs["before_timeout"] < 1:  # (`timeout 0 CMD` means no limit at all)
-        raise StepArgsError(
-            "argument 'before_timeout' must be at least 1s (0 would mean no limit),"
-            f" not {args['before_timeout']!r}"
-        )
-    if 0 < secs["heartbeat"] < MIN_HEARTBEAT:
-        raise StepArgsError(
-            "argument 'heartbeat' must be at least 5m (a bare number counts as seconds: write 6h"
-            f" for six hours), not {args['heartbeat']!r}"
-        )
+    secs = _durations(args)
     max_hours = _max_hours(args.get("max_hours"))
-    pid = str(args.get("pid") or "")
-    if pid and not pid.isdecimal():
-        raise StepArgsError(f"argument 'pid' must be a process id (digits), not {pid!r}")
-    if pid and not 2 <= int(pid) <= PID_MAX:
-        raise StepArgsError(
-            f"argument 'pid' must be a process id from 2 to {PID_MAX} (0 and 1 are always alive,"
-            f" so the box would never count as idle), not {pid!r}"
-        )
-    job, container = str(args.get("job") or ""), str(args.get("container") or "")
-    if sum(bool(x) for x in (job, pid, container)) > 1:
-        raise StepArgsError("give only one of the arguments 'job', 'pid' and 'container'")
-    raw_threshold = args.get("gpu_threshold")
-    threshold = _whole(raw_threshold if raw_threshold not in (None, "") else 5)
-    # (a GPU counts as busy ABOVE the threshold: at 100 none ever would, and a box whose only
-    # sign of work is a GPU at 100 % was shut down as idle mid-training)
-    if threshold is None or not 0 <= threshold <= 99:
-        never = (
-            " (a GPU counts as busy above it: above 100 none ever would, so a box training at 100 %"
-            " would be shut down as idle)"
-            if threshold == 100
-            else ""
-        )
-        raise StepArgsError(
-            f"argument 'gpu_threshold' must be a whole percentage from 0 to 99{never}, not {raw_threshold!r}"
-        )
+    job, pid, container = _target(args)
+    threshold = _gpu_threshold(args.get("gpu_threshold"))
     raw_anchor = args.get("billing_anchor") or 0
     anchor = _whole(raw_anchor)
     if anchor is None:
@@ -232,12 +193,7 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         raise StepArgsError(
             f"argument 'billing_after_poweroff' must be stops, continues or empty, not {after_poweroff!r}"
         )
-    shutdown_command = str(args.get("shutdown_command") or "shutdown -h now")
-    if "\n" in shutdown_command or "\r" in shutdown_command:
-        raise StepArgsError("argument 'shutdown_command' must be one line")
-    if not shutdown_command.strip():
-        # `sh -c "  "` succeeds: the watcher would log a shutdown and the box would keep running
-        raise StepArgsError("argument 'shutdown_command' must be a command, not blank")
+    shutdown_command = _shutdown_command(args)
     return AutostopSettings(
         idle=secs["idle"],
         grace=secs["grace"],
@@ -262,6 +218,73 @@ def parse_settings(args: Mapping[str, Any]) -> AutostopSettings:
         shutdown_command=shutdown_command,
         gpu_processes=truthy(args.get("gpu_processes", False), "gpu_processes"),
     )
+
+
+def _durations(args: Mapping[str, Any]) -> dict[str, int]:
+    """The duration arguments in seconds, each within its bounds."""
+    secs = {k: _seconds(args.get(k, d) or d, k) for k, d in DURATION_ARGS.items()}
+    if secs["idle"] < 60:
+        raise StepArgsError(
+            f"argument 'idle' must be at least 1m (cron checks once a minute), not {args['idle']!r}"
+        )
+    if secs["margin"] >= 3600:
+        raise StepArgsError(f"argument 'margin' must be less than an hour, not {args['margin']!r}")
+    if secs["before_timeout"] < 1:  # (`timeout 0 CMD` means no limit at all)
+        raise StepArgsError(
+            "argument 'before_timeout' must be at least 1s (0 would mean no limit),"
+            f" not {args['before_timeout']!r}"
+        )
+    if 0 < secs["heartbeat"] < MIN_HEARTBEAT:
+        raise StepArgsError(
+            "argument 'heartbeat' must be at least 5m (a bare number counts as seconds: write 6h"
+            f" for six hours), not {args['heartbeat']!r}"
+        )
+    return secs
+
+
+def _target(args: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(job, pid, container): what the watcher waits for, at most one of them."""
+    pid = str(args.get("pid") or "")
+    if pid and not pid.isdecimal():
+        raise StepArgsError(f"argument 'pid' must be a process id (digits), not {pid!r}")
+    if pid and not 2 <= int(pid) <= PID_MAX:
+        raise StepArgsError(
+            f"argument 'pid' must be a process id from 2 to {PID_MAX} (0 and 1 are always alive,"
+            f" so the box would never count as idle), not {pid!r}"
+        )
+    job, container = str(args.get("job") or ""), str(args.get("container") or "")
+    if sum(bool(x) for x in (job, pid, container)) > 1:
+        raise StepArgsError("give only one of the arguments 'job', 'pid' and 'container'")
+    return job, pid, container
+
+
+def _gpu_threshold(raw: Any) -> int:
+    """The GPU busy threshold, a whole percentage from 0 to 99 (5 when not given)."""
+    threshold = _whole(raw if raw not in (None, "") else 5)
+    # (a GPU counts as busy ABOVE the threshold: at 100 none ever would, and a box whose only
+    # sign of work is a GPU at 100 % was shut down as idle mid-training)
+    if threshold is None or not 0 <= threshold <= 99:
+        never = (
+            " (a GPU counts as busy above it: above 100 none ever would, so a box training at 100 %"
+            " would be shut down as idle)"
+            if threshold == 100
+            else ""
+        )
+        raise StepArgsError(
+            f"argument 'gpu_threshold' must be a whole percentage from 0 to 99{never}, not {raw!r}"
+        )
+    return threshold
+
+
+def _shutdown_command(args: Mapping[str, Any]) -> str:
+    """The power-off command: one line, not blank."""
+    shutdown_command = str(args.get("shutdown_command") or "shutdown -h now")
+    if "\n" in shutdown_command or "\r" in shutdown_command:
+        raise StepArgsError("argument 'shutdown_command' must be one line")
+    if not shutdown_command.strip():
+        # `sh -c "  "` succeeds: the watcher would log a shutdown and the box would keep running
+        raise StepArgsError("argument 'shutdown_command' must be a command, not blank")
+    return shutdown_command
 
 
 def billing_mode(args: Mapping[str, Any]) -> tuple[str, str]:
