@@ -54,8 +54,9 @@ whose `state` was cut away is not listed at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 __all__ = [
     "IbPort",
@@ -66,7 +67,9 @@ __all__ = [
     "parse_ibstat",
     "parse_ibstatus",
     "parse_ibv_devinfo",
+    "merge_listings",
     "parse_rdma",
+    "rdma_format",
     "shared_ports",
 ]
 
@@ -112,6 +115,7 @@ class IbReport:
 # 0x1014, -4 Lx 0x1016, -5 0x1018, -5 Ex 0x101a, -6 0x101c, the mlx5Gen VF 0x101e (ConnectX-6 Dx
 # and later, ConnectX-7 ...), BlueField 0xa2d3; ConnectX-2 0x1002 and ConnectX-3 0x1004 (mlx4)
 VF_PART_IDS = frozenset({0x1002, 0x1004, 0x1012, 0x1014, 0x1016, 0x1018, 0x101A, 0x101C, 0x101E, 0xA2D3})
+_T = TypeVar("_T")
 _MELLANOX = frozenset({"0x02c9", "0x15b3"})  # ibv_devinfo's vendor_id of mlx4 / mlx5 devices
 
 
@@ -459,19 +463,32 @@ def parse_ibstatus(text: str) -> IbReport:
     return _blocks(text, _STATUS, None, _STATUS_FIELD, "ibstatus")
 
 
+def rdma_format(text: str) -> str:
+    """Which tool printed an RDMA port listing, by content: `hca_id:` = ibv_devinfo, `CA '...'` =
+    ibstat, `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing."""
+    if re.search(r"^hca_id:", text, re.M):
+        return "ibv_devinfo"
+    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
+        return "ibstat"
+    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
+        return "ibstatus"
+    return "sysfs"
+
+
+_PARSERS = {
+    "ibv_devinfo": parse_ibv_devinfo,
+    "ibstat": parse_ibstat,
+    "ibstatus": parse_ibstatus,
+    "sysfs": parse_ib_sysfs,
+}
+
+
 def parse_rdma(text: str) -> IbReport:
-    """Any of the formats, recognised by content: `hca_id:` = ibv_devinfo, `CA '...'` = ibstat,
-    `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing; a tool's
-    own "no RDMA device" output reads as the sysfs listing of a box without one (no port)."""
+    """Any of the formats, recognised by content (rdma_format); a tool's own "no RDMA device"
+    output reads as the sysfs listing of a box without one (no port)."""
     if no_rdma_device(text):
         return IbReport(())
-    if re.search(r"^hca_id:", text, re.M):
-        return _each_port_once(parse_ibv_devinfo(text))
-    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
-        return _each_port_once(parse_ibstat(text))
-    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
-        return _each_port_once(parse_ibstatus(text))
-    return _each_port_once(parse_ib_sysfs(text))
+    return _each_port_once(_PARSERS[rdma_format(text)](text))
 
 
 def _each_port_once(report: IbReport) -> IbReport:
@@ -497,3 +514,60 @@ def _each_port_once(report: IbReport) -> IbReport:
         ports = tuple(seen.values())
         return replace(report, ports=ports, warnings=(*warnings, said), complete=False, cut=said)
     return replace(report, ports=tuple(seen.values()), warnings=tuple(warnings))
+
+
+def merge_listings(reports: Sequence[IbReport]) -> IbReport:
+    """One report of several listings of one box's RDMA ports in different formats, each of
+    which answers other questions (`ibv_devinfo` without -v says each port's state and no rate,
+    `ibstat` its rate; a whole `ibv_devinfo -v` lists the ports after the device an `ibstat`
+    stopped at). A port is its listings' fields together; where two say different states or
+    rates (taken at two times, the port flapped between them) that field is not known (a blank
+    state: neither up nor down; no rate) and the report says so in `cut`. The ports are all
+    known when one listing is whole (`complete`, no `cut`: the caller marks one narrowed by its
+    command as not whole)."""
+    if len(reports) == 1:
+        return reports[0]
+    copies: dict[tuple[str, int], list[IbPort]] = {}
+    for report in reports:
+        for p in report.ports:
+            copies.setdefault((p.device, p.port), []).append(p)
+    ports: list[IbPort] = []
+    clash: list[str] = []
+    for (device, number), seen in copies.items():
+        port, why = _merged_port(seen)
+        ports.append(port)
+        clash += [f"{device} port {number} {why}"] if why else []
+    whole = any(r.complete and r.cut is None for r in reports)
+    cut = "; ".join(clash) or (None if whole else next((r.cut for r in reports if r.cut), None))
+    warnings = tuple(w for r in reports for w in r.warnings) + tuple(clash)
+    return IbReport(tuple(ports), warnings, whole and not clash, cut)
+
+
+def _first(values: Iterable[_T | None]) -> _T | None:
+    """The first value that is not None (None: none is)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
+    """One port's copies from several listings as one, and why a field of it is not known (two
+    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`); None when they agree."""
+    states = {p.state for p in seen if p.state.strip()}
+    rates = {p.rate_gbps for p in seen if p.active and p.rate_gbps is not None}
+    why = None
+    if len(states) > 1:
+        why = "reads " + ", ".join(f"{p.state} in {p.source}" for p in seen)
+    elif len(rates) > 1:
+        why = "reads " + ", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in seen if p.rate_gbps)
+    state = next(iter(states)) if len(states) == 1 else ""
+    port = IbPort(
+        seen[0].device,
+        seen[0].port,
+        state,
+        next(iter(rates)) if len(rates) == 1 else None,
+        _first(p.link_layer for p in seen),
+        _first(p.phys_state for p in seen),
+        "+".join(dict.fromkeys(p.source for p in seen)),
+        _first(p.adapter for p in seen),
+        _first(p.vf for p in seen),
+    )
+    return port, why

@@ -107,3 +107,25 @@ def test_a_panic_on_a_listed_device_still_cuts_the_listing() -> None:
     other = "ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory\n"
     assert not infiniband.no_rdma_device(other) and not parse_ibstat(other).complete
     assert not infiniband.no_rdma_device("No IB devices found\nhca_id:\tmlx5_0\n")
+
+
+def test_merge_listings_of_two_formats_is_whole_where_one_is() -> None:
+    """gpud's A100 VM: its `ibstat` stopped at mlx5_8 (ibpanic), its `ibstatus` lists mlx5_8 too;
+    merged, the nine ports are known (the whole ibstatus), each port's fields together: ibstat's
+    VF part number (MT4124) and adapter, ibstatus's rate."""
+    ibstat = parse_ibstat(read("ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"))
+    ibstatus = infiniband.parse_ibstatus(read("ibstatus__a100-hdr200__all-active__gpud.txt"))
+    assert not ibstat.complete and ibstatus.complete
+    merged = infiniband.merge_listings([ibstat, ibstatus])
+    assert merged.complete and merged.cut is None and len(merged.ports) == 9
+    first = merged.ports[0]
+    assert (first.device, first.state, first.rate_gbps, first.source) == (
+        "mlx5_0",
+        "ACTIVE",
+        200.0,
+        "ibstat+ibstatus",
+    )
+    assert first.vf is True and first.adapter is not None
+    assert merged.ports[8].source == "ibstatus" and merged.ports[8].link_layer == "Ethernet"
+    # (neither whole: the merged listing is not whole either)
+    assert not infiniband.merge_listings([ibstat, ibstat]).complete
