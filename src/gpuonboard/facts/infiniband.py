@@ -40,6 +40,11 @@ No such file or directory`. Either alone reads as the probe's empty sysfs listin
 complete report (tests/fixtures/real/ibv_devinfo__no-ib-devices.txt,
 ibstat__no-ib-device__ibpanic-mthca0.txt).
 
+The tools indent each field under its device and port; a paste that lost the indentation (a
+comment outside a code block: open-mpi/ompi#9087's `ibv_devinfo -v`, `port: 1` and `state:
+PORT_ACTIVE (4)` at the line's start) reads the same, as the field names alone tell a device's
+lines from a port's.
+
 A listing cut short (a dropped session, a scroll-back limit, a paste) ends inside a record; each
 format's own end-of-record signs say so, and the report is then not `complete` (`cut` says
 where): an `hca_id:` with fewer `port:` blocks than its `phys_port_cnt`, a port block without
@@ -180,11 +185,22 @@ def _cut_count(device: str, listed: int, declared: int | None) -> str | None:
     return None
 
 
+# a field's line with its value (`Link layer: InfiniBand`), indented or not: a paste that lost the
+# tools' indentation (a comment outside a code block: open-mpi/ompi#9087's `ibv_devinfo -v`)
+_FIELD_LINE = re.compile(r"^\s*(?!CA ')[^:'\s][^:']*:\s*\S")
+
+
 def _cut_tail(text: str, heads: Sequence[re.Pattern[str]]) -> str | None:
-    """The listing's last line when it is a record head cut mid-line: not indented (a field),
-    not a whole head, not the tool's own stop line."""
+    """The listing's last line when it is a record head cut mid-line: not indented nor a field
+    with its value, not a whole head, not the tool's own stop line."""
     last = next((line for line in reversed(text.splitlines()) if line.strip()), None)
-    if last is None or last[0].isspace() or any(h.match(last) for h in heads) or _STOPPED.search(last):
+    if (
+        last is None
+        or last[0].isspace()
+        or _FIELD_LINE.match(last)
+        or any(h.match(last) for h in heads)
+        or _STOPPED.search(last)
+    ):
         return None
     return f"its last line {last.strip()!r} is cut short"
 
@@ -240,13 +256,13 @@ def parse_ib_sysfs(text: str) -> IbReport:
 
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
-_PORT = re.compile(r"^\s+port:\s*(\d+)\s*$")
-_FIELD = re.compile(r"^\s+(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
-_PORT_COUNT = re.compile(r"^\s+(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
-_VERBOSE = re.compile(r"^\s+max_mr_size:")  # the first line only `ibv_devinfo -v` prints
+_PORT = re.compile(r"^\s*port:\s*(\d+)\s*$")
+_FIELD = re.compile(r"^\s*(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
+_PORT_COUNT = re.compile(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
+_VERBOSE = re.compile(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
 _WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
-_TRANSPORT = re.compile(r"^\s+transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
-_DEVICE_FIELD = re.compile(r"^\s+(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
+_TRANSPORT = re.compile(r"^\s*transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
+_DEVICE_FIELD = re.compile(r"^\s*(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
 
 
 @dataclass
@@ -378,11 +394,11 @@ def parse_ibv_devinfo(text: str) -> IbReport:
 # 'mlx5_8' failed: ...`, `ibwarn: ...`)
 _STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:IB device|umad)\b", re.I)
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
-_CA_PORT = re.compile(r"^\s+Port\s+(\d+):\s*$")
-_CA_FIELD = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
-_CA_DEVICE = re.compile(r"^\s+(CA type|System image GUID):\s*(.*?)\s*$")
+_CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
+_CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
+_CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
-_STATUS_FIELD = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*?)\s*$")
+_STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
 # port_dump, scripts/ibstatus port_status)
 _REQUIRED = {"ibstat": ("state", "rate", "link layer"), "ibstatus": ("state", "rate", "link_layer")}
