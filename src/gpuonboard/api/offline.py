@@ -20,7 +20,7 @@ from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
 from gpuonboard.api.shown import shown
-from gpuonboard.api.unread import joined_boots, keeps_first, unread
+from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_lscpu
@@ -444,9 +444,7 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     parts = transcript.sections(pasted)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
-    return transcript.read(
-        str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined_boots
-    )
+    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined)
 
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:

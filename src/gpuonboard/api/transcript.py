@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gpuonboard.api.unread import gives_way
+from gpuonboard.api.unread import gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import first_line
 
@@ -219,7 +219,7 @@ def read(
     the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
     failed`, or a tool not found) gives way to one of its kind that did
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
-    makes one (the kernel logs of two boots)."""
+    makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
         raise UsageError(
@@ -240,10 +240,7 @@ def read(
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
             first = found[kind][0]
             found[kind] = (first, both, found[kind][2])
-            notes.append(
-                f"{name}: {first.where} and {part.where} are the kernel logs of two boots of the box,"
-                " each read (the earlier boot's faults as history)."
-            )
+            notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind)}.")
             continue
         if (
             kind in found

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
+from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.probe import ProbeOutput
 
 T = TypeVar("T")
@@ -48,6 +49,37 @@ def joined_boots(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutpu
     return replace(base, history=(*base.history, *other.history, other.stdout))
 
 
+# the probes whose saved outputs in different formats are views of one box, merged by their rule
+# (steps/checks/rdma_ports.py: ibstat's rate beside ibv_devinfo's state), by the format of each
+_FORMATS: dict[str, Callable[[str], str]] = {"rdma_ports": rdma_format}
+
+
+def joined_formats(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One output of two of a probe whose formats answer different questions (`ibstat` and
+    `ibv_devinfo` of one box's RDMA ports), each read and merged: the first, with the other in its
+    `beside`. None for two in one format (a narrower view or a later state: rivals), or one that
+    read nothing."""
+    format_of = _FORMATS.get(kind)
+    if format_of is None or unread(first) or unread(then):
+        return None
+    formats = {format_of(out.stdout) for out in (first, *first.beside)}
+    if format_of(then.stdout) in formats:
+        return None
+    return replace(first, beside=(*first.beside, then, *then.beside))
+
+
+def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """Two outputs of one kind read as one (joined_boots, joined_formats); None where they are rivals."""
+    return joined_boots(kind, first, then) or joined_formats(kind, first, then)
+
+
+def joined_said(kind: str) -> str:
+    """What two outputs joined as one are, for the note that says so."""
+    if kind == "kernel_log":
+        return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
+    return f"two {kind} outputs of the box in two formats, each read and merged"
+
+
 def keeps_first(
     kind: str,
     out: ProbeOutput,
@@ -58,7 +90,8 @@ def keeps_first(
     same_box: bool = True,
 ) -> bool:
     """Whether the output of `kind` read before is kept over `out` (of file `where`): two kernel
-    logs of two boots of one box are kept together in `raw` (joined_boots, noted: True); an output
+    logs of two boots of one box, or two RDMA port listings in two formats, are kept together in
+    `raw` (joined, noted: True); an output
     that read nothing of the box (unread: refused, its tool not found) gives way to one that did,
     noted (of two such, the first is kept); two that read the box are refused (exit 2), and so
     are any two not known to be of one box and one time (`same_box` False: files of two folders,
@@ -66,12 +99,9 @@ def keeps_first(
     would be judged on another's or its own older answer)."""
     if kind not in raw:
         return False
-    if same_box and (both := joined_boots(kind, raw[kind], out)) is not None:
+    if same_box and (both := joined(kind, raw[kind], out)) is not None:
         raw[kind] = both
-        notes.append(
-            f"{where} and {origin[kind]}: the kernel logs of two boots of the box, each read"
-            " (the earlier boot's faults as history)."
-        )
+        notes.append(f"{where} and {origin[kind]}: {joined_said(kind)}.")
         return True
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:

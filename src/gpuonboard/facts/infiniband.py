@@ -40,6 +40,11 @@ No such file or directory`. Either alone reads as the probe's empty sysfs listin
 complete report (tests/fixtures/real/ibv_devinfo__no-ib-devices.txt,
 ibstat__no-ib-device__ibpanic-mthca0.txt).
 
+The tools indent each field under its device and port; a paste that lost the indentation (a
+comment outside a code block: open-mpi/ompi#9087's `ibv_devinfo -v`, `port: 1` and `state:
+PORT_ACTIVE (4)` at the line's start) reads the same, as the field names alone tell a device's
+lines from a port's.
+
 A listing cut short (a dropped session, a scroll-back limit, a paste) ends inside a record; each
 format's own end-of-record signs say so, and the report is then not `complete` (`cut` says
 where): an `hca_id:` with fewer `port:` blocks than its `phys_port_cnt`, a port block without
@@ -54,8 +59,9 @@ whose `state` was cut away is not listed at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 __all__ = [
     "IbPort",
@@ -66,7 +72,9 @@ __all__ = [
     "parse_ibstat",
     "parse_ibstatus",
     "parse_ibv_devinfo",
+    "merge_listings",
     "parse_rdma",
+    "rdma_format",
     "shared_ports",
 ]
 
@@ -112,6 +120,7 @@ class IbReport:
 # 0x1014, -4 Lx 0x1016, -5 0x1018, -5 Ex 0x101a, -6 0x101c, the mlx5Gen VF 0x101e (ConnectX-6 Dx
 # and later, ConnectX-7 ...), BlueField 0xa2d3; ConnectX-2 0x1002 and ConnectX-3 0x1004 (mlx4)
 VF_PART_IDS = frozenset({0x1002, 0x1004, 0x1012, 0x1014, 0x1016, 0x1018, 0x101A, 0x101C, 0x101E, 0xA2D3})
+_T = TypeVar("_T")
 _MELLANOX = frozenset({"0x02c9", "0x15b3"})  # ibv_devinfo's vendor_id of mlx4 / mlx5 devices
 
 
@@ -176,11 +185,22 @@ def _cut_count(device: str, listed: int, declared: int | None) -> str | None:
     return None
 
 
+# a field's line with its value (`Link layer: InfiniBand`), indented or not: a paste that lost the
+# tools' indentation (a comment outside a code block: open-mpi/ompi#9087's `ibv_devinfo -v`)
+_FIELD_LINE = re.compile(r"^\s*(?!CA ')[^:'\s][^:']*:\s*\S")
+
+
 def _cut_tail(text: str, heads: Sequence[re.Pattern[str]]) -> str | None:
-    """The listing's last line when it is a record head cut mid-line: not indented (a field),
-    not a whole head, not the tool's own stop line."""
+    """The listing's last line when it is a record head cut mid-line: not indented nor a field
+    with its value, not a whole head, not the tool's own stop line."""
     last = next((line for line in reversed(text.splitlines()) if line.strip()), None)
-    if last is None or last[0].isspace() or any(h.match(last) for h in heads) or _STOPPED.search(last):
+    if (
+        last is None
+        or last[0].isspace()
+        or _FIELD_LINE.match(last)
+        or any(h.match(last) for h in heads)
+        or _STOPPED.search(last)
+    ):
         return None
     return f"its last line {last.strip()!r} is cut short"
 
@@ -236,13 +256,13 @@ def parse_ib_sysfs(text: str) -> IbReport:
 
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
-_PORT = re.compile(r"^\s+port:\s*(\d+)\s*$")
-_FIELD = re.compile(r"^\s+(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
-_PORT_COUNT = re.compile(r"^\s+(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
-_VERBOSE = re.compile(r"^\s+max_mr_size:")  # the first line only `ibv_devinfo -v` prints
+_PORT = re.compile(r"^\s*port:\s*(\d+)\s*$")
+_FIELD = re.compile(r"^\s*(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
+_PORT_COUNT = re.compile(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
+_VERBOSE = re.compile(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
 _WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
-_TRANSPORT = re.compile(r"^\s+transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
-_DEVICE_FIELD = re.compile(r"^\s+(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
+_TRANSPORT = re.compile(r"^\s*transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
+_DEVICE_FIELD = re.compile(r"^\s*(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
 
 
 @dataclass
@@ -374,11 +394,11 @@ def parse_ibv_devinfo(text: str) -> IbReport:
 # 'mlx5_8' failed: ...`, `ibwarn: ...`)
 _STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:IB device|umad)\b", re.I)
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
-_CA_PORT = re.compile(r"^\s+Port\s+(\d+):\s*$")
-_CA_FIELD = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
-_CA_DEVICE = re.compile(r"^\s+(CA type|System image GUID):\s*(.*?)\s*$")
+_CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
+_CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
+_CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
-_STATUS_FIELD = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*?)\s*$")
+_STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
 # port_dump, scripts/ibstatus port_status)
 _REQUIRED = {"ibstat": ("state", "rate", "link layer"), "ibstatus": ("state", "rate", "link_layer")}
@@ -459,19 +479,32 @@ def parse_ibstatus(text: str) -> IbReport:
     return _blocks(text, _STATUS, None, _STATUS_FIELD, "ibstatus")
 
 
+def rdma_format(text: str) -> str:
+    """Which tool printed an RDMA port listing, by content: `hca_id:` = ibv_devinfo, `CA '...'` =
+    ibstat, `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing."""
+    if re.search(r"^hca_id:", text, re.M):
+        return "ibv_devinfo"
+    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
+        return "ibstat"
+    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
+        return "ibstatus"
+    return "sysfs"
+
+
+_PARSERS = {
+    "ibv_devinfo": parse_ibv_devinfo,
+    "ibstat": parse_ibstat,
+    "ibstatus": parse_ibstatus,
+    "sysfs": parse_ib_sysfs,
+}
+
+
 def parse_rdma(text: str) -> IbReport:
-    """Any of the formats, recognised by content: `hca_id:` = ibv_devinfo, `CA '...'` = ibstat,
-    `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing; a tool's
-    own "no RDMA device" output reads as the sysfs listing of a box without one (no port)."""
+    """Any of the formats, recognised by content (rdma_format); a tool's own "no RDMA device"
+    output reads as the sysfs listing of a box without one (no port)."""
     if no_rdma_device(text):
         return IbReport(())
-    if re.search(r"^hca_id:", text, re.M):
-        return _each_port_once(parse_ibv_devinfo(text))
-    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
-        return _each_port_once(parse_ibstat(text))
-    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
-        return _each_port_once(parse_ibstatus(text))
-    return _each_port_once(parse_ib_sysfs(text))
+    return _each_port_once(_PARSERS[rdma_format(text)](text))
 
 
 def _each_port_once(report: IbReport) -> IbReport:
@@ -497,3 +530,60 @@ def _each_port_once(report: IbReport) -> IbReport:
         ports = tuple(seen.values())
         return replace(report, ports=ports, warnings=(*warnings, said), complete=False, cut=said)
     return replace(report, ports=tuple(seen.values()), warnings=tuple(warnings))
+
+
+def merge_listings(reports: Sequence[IbReport]) -> IbReport:
+    """One report of several listings of one box's RDMA ports in different formats, each of
+    which answers other questions (`ibv_devinfo` without -v says each port's state and no rate,
+    `ibstat` its rate; a whole `ibv_devinfo -v` lists the ports after the device an `ibstat`
+    stopped at). A port is its listings' fields together; where two say different states or
+    rates (taken at two times, the port flapped between them) that field is not known (a blank
+    state: neither up nor down; no rate) and the report says so in `cut`. The ports are all
+    known when one listing is whole (`complete`, no `cut`: the caller marks one narrowed by its
+    command as not whole)."""
+    if len(reports) == 1:
+        return reports[0]
+    copies: dict[tuple[str, int], list[IbPort]] = {}
+    for report in reports:
+        for p in report.ports:
+            copies.setdefault((p.device, p.port), []).append(p)
+    ports: list[IbPort] = []
+    clash: list[str] = []
+    for (device, number), seen in copies.items():
+        port, why = _merged_port(seen)
+        ports.append(port)
+        clash += [f"{device} port {number} {why}"] if why else []
+    whole = any(r.complete and r.cut is None for r in reports)
+    cut = "; ".join(clash) or (None if whole else next((r.cut for r in reports if r.cut), None))
+    warnings = tuple(w for r in reports for w in r.warnings) + tuple(clash)
+    return IbReport(tuple(ports), warnings, whole and not clash, cut)
+
+
+def _first(values: Iterable[_T | None]) -> _T | None:
+    """The first value that is not None (None: none is)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
+    """One port's copies from several listings as one, and why a field of it is not known (two
+    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`); None when they agree."""
+    states = {p.state for p in seen if p.state.strip()}
+    rates = {p.rate_gbps for p in seen if p.active and p.rate_gbps is not None}
+    why = None
+    if len(states) > 1:
+        why = "reads " + ", ".join(f"{p.state} in {p.source}" for p in seen)
+    elif len(rates) > 1:
+        why = "reads " + ", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in seen if p.rate_gbps)
+    state = next(iter(states)) if len(states) == 1 else ""
+    port = IbPort(
+        seen[0].device,
+        seen[0].port,
+        state,
+        next(iter(rates)) if len(rates) == 1 else None,
+        _first(p.link_layer for p in seen),
+        _first(p.phys_state for p in seen),
+        "+".join(dict.fromkeys(p.source for p in seen)),
+        _first(p.adapter for p in seen),
+        _first(p.vf for p in seen),
+    )
+    return port, why

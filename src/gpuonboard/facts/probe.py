@@ -55,6 +55,9 @@ class ProbeOutput:
     # offline: the kernel logs of earlier boots of this box given beside this one (`journalctl -k
     # -b -1` and `dmesg`: api/unread.joined_boots), each read apart, its faults history
     history: tuple[str, ...] = ()
+    # offline: the same probe's outputs in other formats given beside this one (an RDMA port
+    # listing of `ibstat` beside `ibv_devinfo`: api/unread.joined_formats), each read and merged
+    beside: tuple[ProbeOutput, ...] = ()
 
     @property
     def own_exit_code(self) -> int:

@@ -4,9 +4,12 @@ listing assembled from leptonai/gpud's /sys/class/infiniband test data (8x NDR 4
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from gpuonboard.facts import infiniband
 from gpuonboard.facts.extra_probes import RDMA_PORTS
 from gpuonboard.facts.infiniband import IbReport, parse_ib_sysfs, parse_ibstat, parse_ibv_devinfo, parse_rdma
+from gpuonboard.steps.checks.rdma_ports import rule_rdma
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
@@ -107,3 +110,58 @@ def test_a_panic_on_a_listed_device_still_cuts_the_listing() -> None:
     other = "ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory\n"
     assert not infiniband.no_rdma_device(other) and not parse_ibstat(other).complete
     assert not infiniband.no_rdma_device("No IB devices found\nhca_id:\tmlx5_0\n")
+
+
+def test_merge_listings_of_two_formats_is_whole_where_one_is() -> None:
+    """gpud's A100 VM: its `ibstat` stopped at mlx5_8 (ibpanic), its `ibstatus` lists mlx5_8 too;
+    merged, the nine ports are known (the whole ibstatus), each port's fields together: ibstat's
+    VF part number (MT4124) and adapter, ibstatus's rate."""
+    ibstat = parse_ibstat(read("ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"))
+    ibstatus = infiniband.parse_ibstatus(read("ibstatus__a100-hdr200__all-active__gpud.txt"))
+    assert not ibstat.complete and ibstatus.complete
+    merged = infiniband.merge_listings([ibstat, ibstatus])
+    assert merged.complete and merged.cut is None and len(merged.ports) == 9
+    first = merged.ports[0]
+    assert (first.device, first.state, first.rate_gbps, first.source) == (
+        "mlx5_0",
+        "ACTIVE",
+        200.0,
+        "ibstat+ibstatus",
+    )
+    assert first.vf is True and first.adapter is not None
+    assert merged.ports[8].source == "ibstatus" and merged.ports[8].link_layer == "Ethernet"
+    # (neither whole: the merged listing is not whole either)
+    assert not infiniband.merge_listings([ibstat, ibstat]).complete
+
+
+FLATTENED = [
+    "ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt",
+    "ibv_devinfo-v__connectx3-mlx4__port-down-polling.txt",
+    "ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt",
+    "ibstat__h100-8x-ndr400__some-down__gpud.txt",
+    "ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt",
+    "ibstat__connectx6-hdr200__2pf_plus_8vf-1active__openshift-sriov-node.txt",
+    "ibstatus__a100-hdr200__all-active__gpud.txt",
+]
+
+
+@pytest.mark.parametrize("name", FLATTENED)
+def test_a_listing_pasted_without_its_indentation_reads_as_the_listing(name: str) -> None:
+    """Each real capture with every line's leading blanks and tabs removed, as a comment pasted
+    outside a code block shows it (open-mpi/ompi#9087 pasted its `ibv_devinfo -v` so: `port: 1`,
+    `state: PORT_ACTIVE (4)` at the start of the line). Before, no port block was read ("mlx5_0
+    has no port block"): 8 ports Active at 400 were unverified against `8x400G`; now the same
+    ports, and the same verdict, as the capture as it is."""
+    text = read(name)
+    flat = "".join(line.lstrip(" \t") for line in text.splitlines(keepends=True))
+    assert parse_rdma(flat) == parse_rdma(text)
+
+
+def test_an_ibstat_without_its_indentation_is_judged() -> None:
+    """gpud's 12-CA H100 ibstat flattened (every line's leading whitespace removed): its 8 ports
+    Active at 400 pass `8x400G` and fail `9x400G` (before: both unverified, no port read)."""
+    text = read("ibstat__h100-8x-ndr400__some-down__gpud.txt")
+    flat = "".join(line.lstrip() + "\n" for line in text.splitlines())
+    report = parse_rdma(flat)
+    assert rule_rdma((8, 400.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]
+    assert rule_rdma((9, 400.0), report.ports, report.complete, report.cut).verdict == "fail"  # type: ignore[union-attr]

@@ -10,10 +10,12 @@ unreadable listing, or one not whole with too few good ports, is `unverified`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts import infiniband
 from gpuonboard.facts.infiniband import IbPort
+from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.base import Check
 
 if TYPE_CHECKING:
@@ -192,9 +194,18 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
         )
     if facts.raw["rdma_ports"].exit_code != 0:
         return rule_rdma(order.rdma, None)
-    out = facts.raw["rdma_ports"]
-    report = infiniband.parse_rdma(out.stdout)
-    # (a saved listing of the devices or ports asked for: the others are not known to be down)
-    return rule_rdma(
-        order.rdma, report.ports, report.complete and not out.partial, report.cut or out.partial or None
+    first = facts.raw["rdma_ports"]
+    # (offline, the listings in other formats given beside it: ibstat's rates, ibv_devinfo's states)
+    report = infiniband.merge_listings(
+        [_listing(out) for out in (first, *first.beside) if out.exit_code == 0]
     )
+    return rule_rdma(order.rdma, report.ports, report.complete, report.cut)
+
+
+def _listing(out: ProbeOutput) -> infiniband.IbReport:
+    """One saved or probed RDMA port listing read; one whose copied command narrowed it to some
+    devices or ports (`partial`) is not whole: the others are not known to be down."""
+    report = infiniband.parse_rdma(out.stdout)
+    if not out.partial:
+        return report
+    return replace(report, complete=False, cut=report.cut or out.partial)
