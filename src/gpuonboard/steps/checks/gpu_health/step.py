@@ -36,6 +36,7 @@ from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
 from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
 from gpuonboard.steps.checks.model_match import is_vgpu
+from gpuonboard.steps.checks.setting_views import judged_per_reading
 
 
 def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -50,7 +51,20 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
     other outputs than nvidia-smi's and so run even when no GPU could be read."""
     from gpuonboard.steps.checks.fabric_health import health_checks
 
-    return _gpu_rules(facts, thresholds) + health_checks(facts)
+    report = facts.gpu
+    if report is None:
+        return _gpu_rules(facts, thresholds) + health_checks(facts)
+
+    def judge(gpus: list[GpuInfo]) -> list[Check]:
+        # (a format's reading of a setting the formats read otherwise: setting_views.py)
+        seen = (
+            facts
+            if all(a is b for a, b in zip(report.gpus, gpus, strict=True))
+            else replace(facts, gpu=replace(report, gpus=tuple(gpus)))
+        )
+        return _gpu_rules(seen, thresholds) + health_checks(seen)
+
+    return judged_per_reading(list(report.gpus), judge)
 
 
 def _processes_cut(facts: Facts) -> bool:
