@@ -112,11 +112,13 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
         if t.status == "pass":
             checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
         elif t.status == "skip":
+            # (skipped on some GPUs, passed on the others: name the GPUs it verified nothing on)
+            some = f" on GPU {', '.join(t.gpus)}" if t.gpus and set(t.gpus) != set(t.entities) else ""
             checks.append(
                 Check(
                     name,
                     "Pass",
-                    f"{t.raw_status} ({t.category}): not run by DCGM",
+                    f"{t.raw_status}{some} ({t.category}): not run by DCGM" + (" there" if some else ""),
                     "unverified",
                     said or f"DCGM did not run its {t.name} test, so it verified nothing; {_WHY_SKIP}",
                 )
