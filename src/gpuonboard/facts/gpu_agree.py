@@ -135,10 +135,21 @@ def setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str
     read a setting, None, says nothing about it)."""
     out: list[tuple[str, str, object]] = []
     for field, _word in SETTINGS:
-        read = [(label, v) for label, c in copies if (v := getattr(c, field)) is not None and v != ""]
+        read = [
+            (label, v)
+            for label, c in copies
+            if (v := getattr(c, field)) is not None and v != "" and not _requested_only(label, c, field)
+        ]
         if len({_setting_key(v) for _, v in read}) > 1:
             out += [(field, label, v) for label, v in dict.fromkeys(read)]
     return tuple(out)
+
+
+def _requested_only(label: str, g: GpuInfo, field: str) -> bool:
+    """A CSV's power limit read from `power.limit` alone (no `enforced.power.limit` column: its
+    requested limit is then unset): the limit software asked for, which a BMC's cap may hold
+    lower than the enforced one the other formats print, never another reading of that."""
+    return field == "power_limit_w" and label == "csv" and g.requested_power_limit_w is None
 
 
 def _setting_key(value: object) -> object:

@@ -13,6 +13,7 @@ box reads it as failing the rule. Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +64,11 @@ def judged_per_reading(gpus: list[GpuInfo], judge: Judge) -> list[Check]:
     if not labels:
         return checks
     views = {label: _by_name(judge(_as_read(gpus, label))) for label in labels}
+
+    @functools.cache
+    def one_field(label: str, field: str) -> dict[str, Check]:
+        return _by_name(judge(_as_read(gpus, label, (field,))))
+
     out = []
     for check in checks:
         readings = [v[check.name] for v in views.values() if check.name in v]
@@ -70,7 +76,7 @@ def judged_per_reading(gpus: list[GpuInfo], judge: Judge) -> list[Check]:
             out.append(check)
             continue
         worst = max([check, *readings], key=lambda c: VERDICT_RANK[c.verdict])
-        said = _said(gpus, judge, check, labels)
+        said = _said(gpus, one_field, check, labels)
         out.append(
             dataclasses.replace(
                 worst,
@@ -89,17 +95,21 @@ def _by_name(checks: list[Check]) -> dict[str, Check]:
     return out
 
 
-def _said(gpus: list[GpuInfo], judge: Judge, check: Check, labels: Sequence[str]) -> list[str]:
+def _said(
+    gpus: list[GpuInfo],
+    one_field: Callable[[str, str], dict[str, Check]],
+    check: Check,
+    labels: Sequence[str],
+) -> list[str]:
     """The disagreements that change `check`: each disputed setting whose reading by some format
-    alone changes it ('GPU 0: persistence mode Enabled in -q -x, Disabled in the table'); every
+    alone (`one_field(label, field)`: the checks with that one setting as `label` read it)
+    changes it ('GPU 0: persistence mode Enabled in -q -x, Disabled in the table'); every
     disputed setting where none alone does (only their readings together)."""
     fields = [
         f
         for f in _fields(gpus)
         if any(
-            (c := _by_name(judge(_as_read(gpus, label, (f,)))).get(check.name)) is not None
-            and not _same(check, c)
-            for label in labels
+            (c := one_field(label, f).get(check.name)) is not None and not _same(check, c) for label in labels
         )
     ]
     return [s for g in gpus for s in gpu_agree.setting_said(g, fields or _fields(gpus))]

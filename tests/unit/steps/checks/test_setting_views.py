@@ -155,3 +155,16 @@ def test_the_worst_reading_wins_whichever_format_ranks_first() -> None:
     assert "GPU 0: persistence mode Disabled in -q -x, Enabled in the table" in check.actual
     plain = GpuInfo(index=0, name="NVIDIA H100", persistence_mode="Enabled")
     assert judged_per_reading([plain], _persistence) == _persistence([plain])
+
+
+def test_a_csv_power_limit_without_its_enforced_column_is_no_enforced_reading() -> None:
+    """`power.limit` alone in a CSV is the requested limit (query_csv reads it as the limit where
+    `enforced.power.limit` was not asked): beside -q's lower enforced limit (a BMC's cap, as the
+    real GH200 -q's 700 W of 900 W) it is no disagreement about the enforced one."""
+    from gpuonboard.facts.gpu_agree import setting_reads
+
+    q = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=700.0, requested_power_limit_w=900.0)
+    bare = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=900.0)
+    assert setting_reads([("text", q), ("csv", bare)]) == ()
+    enforced = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=900.0, requested_power_limit_w=900.0)
+    assert ("power_limit_w", "csv", 900.0) in setting_reads([("text", q), ("csv", enforced)])
