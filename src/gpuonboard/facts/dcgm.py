@@ -65,7 +65,8 @@ class DcgmTest:
     raw_status: str  # as DCGM printed it (e.g. "PASS", "Fail")
     gpus: tuple[str, ...]  # GPUs (entity ids) whose own result is `status`
     messages: tuple[str, ...]  # DCGM's warning texts, deduplicated, in order
-    # every GPU (entity id) with a result of its own, whatever its status: `gpus` is some of them
+    # every GPU (entity id; DCGM 3's "0,1,2" as printed) with a result of its own, whatever its
+    # status: `gpus` is some of them
     # where the others passed (a test DCGM skipped on GPU 1 and passed on GPU 0)
     entities: tuple[str, ...] = ()
 
@@ -138,7 +139,9 @@ def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     for r in results:
         messages += _texts(r.get("warnings"))
     gpus = tuple(e for s, _, e in per_result if s == status)
-    entities = tuple(dict.fromkeys(e for _, _, e in per_result))
+    # (DCGM 4 names each result's entity group: a CPU's or a switch's entity id is no GPU's)
+    on_gpu = [_entity(r) for r in results if str(r.get("entity_group", "GPU")).upper() == "GPU"]
+    entities = tuple(dict.fromkeys(on_gpu))
     return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages), entities)
 
 

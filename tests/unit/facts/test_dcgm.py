@@ -451,3 +451,30 @@ def test_dcgm4_summary_worse_than_every_gpu_is_kept() -> None:
     software["results"][0]["status"] = "Pass"
     check = by_name(dcgm_checks(dcgm.parse(json.dumps(data)), 2))["dcgm_software"]
     assert check.verdict == "fail"
+
+
+def test_a_run_naming_fewer_gpus_than_the_box_lists_is_no_pass_of_the_others() -> None:
+    """The real DCGM 3.1.0 document of an 8-GPU box (nine tests' one result `"gpu_ids" :
+    "0,1,2,3,4,5,6,7"`, one test's a result per GPU, `"gpu_ids" : 0` ... `7`), edited in-test
+    to name GPUs 0-3 only (the lists cut to "0,1,2,3", the results of GPUs 4-7 removed: a run
+    DCGM restricted to some GPUs, or GPUs it does not support), judged beside the 8 GPUs
+    nvidia-smi lists. Before: `dcgm_diag` passed "10 tests, 10 pass" (no entity was compared
+    with the box's GPUs)."""
+    raw = V3_PASS.read_text()
+    doc = json.loads(raw[raw.index("{") :])
+    for cat in doc["DCGM GPU Diagnostic"]["test_categories"]:
+        for t in filter(None, cat["tests"]):
+            t["results"] = [
+                {**r, "gpu_ids": "0,1,2,3"} if r["gpu_ids"] == "0,1,2,3,4,5,6,7" else r
+                for r in t["results"]
+                if r["gpu_ids"] not in (4, 5, 6, 7)
+            ]
+    text = json.dumps(doc, indent="\t")
+    summary = by_name(dcgm_checks(dcgm.parse(text), 1, listed=8))["dcgm_diag"]
+    assert summary.verdict == "unverified", summary
+    assert "DCGM gave results for GPU 0, 1, 2, 3 only, of the 8 GPUs nvidia-smi lists" in summary.actual
+    whole = by_name(dcgm_checks(dcgm.parse(V3_PASS.read_text()), 1, listed=8))["dcgm_diag"]
+    assert whole.verdict == "pass" and "only" not in whole.actual
+    # DCGM 4's per-entity results: the real GB10 document names GPU 0, the one GPU of its box
+    gb10 = by_name(dcgm_checks(dcgm.parse(V4_FAIL.read_text()), 2, listed=1))["dcgm_diag"]
+    assert "only" not in gb10.actual
