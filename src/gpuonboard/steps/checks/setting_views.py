@@ -21,6 +21,8 @@ from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import VERDICT_RANK, Check
 
+# the settings the fabric rules (fabric_health.py) read of a GPU
+FABRIC_SETTINGS = ("fabric_state", "fabric_status")
 # a rule's checks over some GPUs
 Judge = Callable[[list[GpuInfo]], list[Check]]
 
@@ -43,27 +45,30 @@ def _as_read(gpus: Sequence[GpuInfo], label: str, fields: Sequence[str] = ()) ->
     return out
 
 
-def _labels(gpus: Sequence[GpuInfo]) -> list[str]:
-    return list(dict.fromkeys(label for g in gpus for _, label, _ in g.setting_reads))
+def _labels(gpus: Sequence[GpuInfo], only: Sequence[str] = ()) -> list[str]:
+    """The formats of the disputed settings (of `only`, all where empty)."""
+    return list(dict.fromkeys(lab for g in gpus for f, lab, _ in g.setting_reads if not only or f in only))
 
 
-def _fields(gpus: Sequence[GpuInfo]) -> list[str]:
-    return list(dict.fromkeys(field for g in gpus for field, _, _ in g.setting_reads))
+def _fields(gpus: Sequence[GpuInfo], only: Sequence[str] = ()) -> list[str]:
+    """The disputed settings (of `only`, all where empty)."""
+    return list(dict.fromkeys(f for g in gpus for f, _, _ in g.setting_reads if not only or f in only))
 
 
 def _same(a: Check, b: Check) -> bool:
     return a.verdict == b.verdict and a.actual == b.actual
 
 
-def judged_per_reading(gpus: list[GpuInfo], judge: Judge) -> list[Check]:
+def judged_per_reading(gpus: list[GpuInfo], judge: Judge, only: Sequence[str] = ()) -> list[Check]:
     """`judge(gpus)`, each check whose verdict or finding another format's reading of a disputed
-    setting changes replaced by the worst of them (fail > warn > unverified > pass), its actual
-    naming every format's value of the settings that change it."""
+    setting (of `only`, the settings `judge` reads, all where empty) changes replaced by the
+    worst of them (fail > warn > unverified > pass), its actual naming every format's value of
+    the settings that change it."""
     checks = judge(gpus)
-    labels = _labels(gpus)
+    labels = _labels(gpus, only)
     if not labels:
         return checks
-    views = {label: _by_name(judge(_as_read(gpus, label))) for label in labels}
+    views = {label: _by_name(judge(_as_read(gpus, label, only))) for label in labels}
 
     @functools.cache
     def one_field(label: str, field: str) -> dict[str, Check]:
@@ -76,7 +81,7 @@ def judged_per_reading(gpus: list[GpuInfo], judge: Judge) -> list[Check]:
             out.append(check)
             continue
         worst = max([check, *readings], key=lambda c: VERDICT_RANK[c.verdict])
-        said = _said(gpus, one_field, check, labels)
+        said = _said(gpus, one_field, check, labels, _fields(gpus, only))
         out.append(
             dataclasses.replace(
                 worst,
@@ -100,6 +105,7 @@ def _said(
     one_field: Callable[[str, str], dict[str, Check]],
     check: Check,
     labels: Sequence[str],
+    disputed: Sequence[str],
 ) -> list[str]:
     """The disagreements that change `check`: each disputed setting whose reading by some format
     alone (`one_field(label, field)`: the checks with that one setting as `label` read it)
@@ -107,9 +113,9 @@ def _said(
     disputed setting where none alone does (only their readings together)."""
     fields = [
         f
-        for f in _fields(gpus)
+        for f in disputed
         if any(
             (c := one_field(label, f).get(check.name)) is not None and not _same(check, c) for label in labels
         )
     ]
-    return [s for g in gpus for s in gpu_agree.setting_said(g, fields or _fields(gpus))]
+    return [s for g in gpus for s in gpu_agree.setting_said(g, fields or disputed)]
