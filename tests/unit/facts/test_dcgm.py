@@ -478,3 +478,22 @@ def test_a_run_naming_fewer_gpus_than_the_box_lists_is_no_pass_of_the_others() -
     # DCGM 4's per-entity results: the real GB10 document names GPU 0, the one GPU of its box
     gb10 = by_name(dcgm_checks(dcgm.parse(V4_FAIL.read_text()), 2, listed=1))["dcgm_diag"]
     assert "only" not in gb10.actual
+
+
+def test_a_pass_carrying_dcgms_error_is_no_clean_pass() -> None:
+    """The real 4.5.2 document, its memory test's GPU 0 result (status Pass) given a `warnings`
+    entry as DCGM 4 writes its errors (in-test edit: the DCGM_FR_MEMORY_ALLOC message NVIDIA/DCGM
+    issue #284 reports under a Pass). Before: `dcgm_memory` passed "Pass (Hardware)"."""
+    data = json.loads(V4_FAIL.read_text())
+    hardware = next(c for c in data["DCGM Diagnostic"]["test_categories"] if c["category"] == "Hardware")
+    hardware["tests"][0]["results"][0]["warnings"] = [
+        {
+            "error_category": 1,
+            "error_id": 25,
+            "error_severity": 2,
+            "warning": "Could not allocate memory on GPU 0",
+        }
+    ]
+    check = by_name(dcgm_checks(dcgm.parse(json.dumps(data)), 2))["dcgm_memory"]
+    assert check.verdict == "warn", check
+    assert check.actual == "Pass (Hardware) with DCGM's error: Could not allocate memory on GPU 0"

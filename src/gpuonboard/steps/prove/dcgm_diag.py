@@ -136,7 +136,20 @@ def dcgm_checks(
         seen.add(name)
         gpus = f" on GPU {', '.join(t.gpus)}" if t.gpus and t.status in ("fail", "warn") else ""
         said = " | ".join(t.messages)
-        if t.status == "pass":
+        if t.status == "pass" and t.messages:
+            # a Pass carrying DCGM's own error (NVIDIA/DCGM issue #284: the memory test's
+            # DCGM_FR_MEMORY_ALLOC under a Pass): what DCGM found is said, never a clean pass
+            checks.append(
+                Check(
+                    name,
+                    "Pass",
+                    f"{t.raw_status} ({t.category}) with DCGM's error: {t.messages[0]}",
+                    "warn",
+                    f"DCGM passed its {t.name} test but recorded an error ({said}): the test may not have run"
+                    f" as configured; `dcgmi diag -r {level} -v` tells more",
+                )
+            )
+        elif t.status == "pass":
             checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
         elif t.status == "skip":
             # (skipped on some GPUs, passed on the others: name the GPUs it verified nothing on)
