@@ -50,7 +50,9 @@ _STATUS = {
     "not run": "skip",
     "notrun": "skip",
 }
-_WORST = ("fail", "warn", "unknown", "pass", "skip")  # a test's status: the worst of its results
+# a test's status: the worst of its results and its summary; a Skip beside a Pass is a test some
+# GPUs did not run (it verified nothing there), never a pass of them all
+_WORST = ("fail", "warn", "unknown", "skip", "pass")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class DcgmTest:
     raw_status: str  # as DCGM printed it (e.g. "PASS", "Fail")
     gpus: tuple[str, ...]  # GPUs (entity ids) whose own result is `status`
     messages: tuple[str, ...]  # DCGM's warning texts, deduplicated, in order
+    # every GPU (entity id; DCGM 3's "0,1,2" as printed) with a result of its own, whatever its
+    # status: `gpus` is some of them
+    # where the others passed (a test DCGM skipped on GPU 1 and passed on GPU 0)
+    entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,19 +125,24 @@ def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     results = [r for r in test.get("results") or [] if isinstance(r, Mapping)]
     summary = test.get("test_summary") if isinstance(test.get("test_summary"), Mapping) else None
     per_result = [(normalise_status(r.get("status")), str(r.get("status")), _entity(r)) for r in results]
+    # DCGM 4's test_summary and each GPU's own result: the worst of them all, never the summary
+    # alone (a summary "Pass" over a GPU's "Skip" or "Fail" is no pass of that GPU)
+    said = list(per_result)
     if summary is not None and "status" in summary:
-        raw = str(summary["status"])
-        status = normalise_status(raw)
-    elif per_result:
-        status = min((s for s, _, _ in per_result), key=_WORST.index)
-        raw = next(r for s, r, _ in per_result if s == status)
+        said.append((normalise_status(summary["status"]), str(summary["status"]), ""))
+    if said:
+        status = min((s for s, _, _ in said), key=_WORST.index)
+        raw = next(r for s, r, _ in said if s == status)
     else:
         status, raw = "unknown", "no result"
     messages = _texts(summary.get("warnings")) if summary is not None else []
     for r in results:
         messages += _texts(r.get("warnings"))
     gpus = tuple(e for s, _, e in per_result if s == status)
-    return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages))
+    # (DCGM 4 names each result's entity group: a CPU's or a switch's entity id is no GPU's)
+    on_gpu = [_entity(r) for r in results if str(r.get("entity_group", "GPU")).upper() == "GPU"]
+    entities = tuple(dict.fromkeys(on_gpu))
+    return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages), entities)
 
 
 def parse(text: str) -> DcgmDiag:

@@ -19,6 +19,26 @@ from gpuonboard.facts.nvidia_smi.values import _is_version, no_cuda
 FORMAT_NAMES = {"xml": "-q -x", "text": "-q", "csv": "the CSV query", "table": "the table", "list": "-L"}
 # the fields of one GPU that no two formats of one box at one time print otherwise
 IDENTITY = (("name", "name"), ("uuid", "UUID"), ("serial", "serial"), ("memory_total_mib", "memory total"))
+# a GPU's settings: what a rule judges (persistence, MIG, ECC modes, the power limits, the fabric
+# state) or reads beside it, each of which an administrator may change between two calls of
+# nvidia-smi (`-pm 1`, `-mig 1`, `-pl 300`): two formats that read one otherwise are kept,
+# each with its format (`setting_reads`), never the first format's value alone
+SETTINGS = (
+    ("persistence_mode", "persistence mode"),
+    ("compute_mode", "compute mode"),
+    ("mig_mode", "MIG mode"),
+    ("mig_mode_pending", "pending MIG mode"),
+    ("ecc_mode", "ECC mode"),
+    ("power_limit_w", "enforced power limit"),
+    ("requested_power_limit_w", "requested power limit"),
+    ("default_power_limit_w", "default power limit"),
+    ("max_power_limit_w", "max power limit"),
+    ("display_active", "display active"),
+    ("driver_model", "driver model"),
+    ("virtualization_mode", "virtualization mode"),
+    ("fabric_state", "fabric state"),
+    ("fabric_status", "fabric status"),
+)
 # a value blanked before sharing ('GPU-00000000-0000-...', '0000000000000'): no value to compare
 _BLANKED = re.compile(r"(?:GPU-|MIG-)?[0\-]+", re.IGNORECASE)
 # what an identifier is where it is given, not redacted (`REDACTED`, `GPU-xxxxxxxx-...`, `...`,
@@ -107,6 +127,55 @@ def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[Clash
             shown = _in_mib if field == "memory_total_mib" else str
             out.append((field, f"{_called(g)}: {word} {_each_said(said, shown)}"))
     return out
+
+
+def setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str, object], ...]:
+    """(field, format, value) for each setting (SETTINGS) that the copies of one GPU read as two
+    values or more, every format's reading of it; () where they agree (a format that did not
+    read a setting, None, says nothing about it)."""
+    out: list[tuple[str, str, object]] = []
+    for field, _word in SETTINGS:
+        read = [
+            (label, v)
+            for label, c in copies
+            if (v := getattr(c, field)) is not None and v != "" and not _requested_only(label, c, field)
+        ]
+        if len({_setting_key(v) for _, v in read}) > 1:
+            out += [(field, label, v) for label, v in dict.fromkeys(read)]
+    return tuple(out)
+
+
+def _requested_only(label: str, g: GpuInfo, field: str) -> bool:
+    """A CSV's power limit read from `power.limit` alone (no `enforced.power.limit` column: its
+    requested limit is then unset): the limit software asked for, which a BMC's cap may hold
+    lower than the enforced one the other formats print, never another reading of that."""
+    return field == "power_limit_w" and label == "csv" and g.requested_power_limit_w is None
+
+
+def _setting_key(value: object) -> object:
+    """A setting's value to compare: 'Enabled' and 'enabled', 700 and 700.0 are one reading."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def setting_said(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
+    """'GPU 0: persistence mode Enabled in -q -x, Disabled in the table' for each setting of `g`
+    its formats read otherwise (`fields`: only those; all where empty)."""
+    words = dict(SETTINGS)
+    out = []
+    for field in dict.fromkeys(f for f, _, _ in g.setting_reads):
+        if fields and field not in fields:
+            continue
+        said: dict[object, list[str]] = {}
+        for f, label, value in g.setting_reads:
+            if f == field and label not in said.setdefault(value, []):
+                said[value].append(label)
+        shown = _in_w if field.endswith("_w") else str
+        out.append(f"{g.called()}: {words.get(field, field)} {_each_said(said, shown)}")
+    return out
+
+
+def _in_w(value: object) -> str:
+    return f"{value:g} W" if isinstance(value, float) else f"{value} W"
 
 
 def set_clashes(

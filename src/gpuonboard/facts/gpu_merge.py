@@ -189,7 +189,7 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
 _FIELDS = [
     f
     for f in dataclasses.fields(GpuInfo)
-    if f.name not in ("index", "provenance", "usage_samples", "processes_open")
+    if f.name not in ("index", "provenance", "usage_samples", "processes_open", "setting_reads")
 ]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
@@ -264,6 +264,7 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         **values,
         provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
         usage_samples=samples if len(samples) > 1 else (),
+        setting_reads=gpu_agree.setting_reads(ranked),
     )
 
 

@@ -393,3 +393,107 @@ def test_multinode_selection_problem_fails_at_once() -> None:
         " run all 3 hosts of the group together (--group rack --forks 3 or more)"
     )
     assert "needs 3 hosts at once, --forks is 2" in multinode_selection_problem(plan, frozenset("abc"), 2)
+
+
+def _v4_second_gpu(test: str, status: str, summary: str | None) -> str:
+    """The real DCGM 4.5.2 level-2 document (V4_FAIL) with `test`'s one GPU result copied as
+    GPU 1's, that copy's status set to `status` and its `info` dropped, and the test's
+    test_summary status set to `summary` (None: the test_summary removed, per-GPU results only
+    as DCGM 3 prints them): a two-GPU run."""
+    data = json.loads(V4_FAIL.read_text())
+    for cat in data["DCGM Diagnostic"]["test_categories"]:
+        for t in cat["tests"]:
+            if t["name"] == test:
+                second = {k: v for k, v in t["results"][0].items() if k != "info"}
+                t["results"].append({**second, "entity_id": 1, "status": status})
+                if summary is None:
+                    del t["test_summary"]
+                else:
+                    t["test_summary"]["status"] = summary
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("status", "summary", "verdict", "said"),
+    [
+        ("Skip", "Pass", "unverified", "Skip on GPU 1 (Hardware): not run by DCGM there"),
+        ("Fail", "Pass", "fail", "Fail on GPU 1"),
+        ("Warn", "Pass", "warn", "Warn on GPU 1"),
+        ("Skip", None, "unverified", "Skip on GPU 1 (Hardware): not run by DCGM there"),
+    ],
+    ids=[
+        "skip-under-summary-pass",
+        "fail-under-summary-pass",
+        "warn-under-summary-pass",
+        "pass-and-skip-no-summary",
+    ],
+)
+def test_dcgm4_summary_never_overrides_a_gpus_own_result(
+    status: str, summary: str | None, verdict: str, said: str
+) -> None:
+    """The real 4.5.2 document, edited in-test (_v4_second_gpu): its memory test given a second
+    GPU whose own result is Skip, Fail or Warn, under a test_summary of Pass (or none) while GPU 0
+    passed. Before: the summary's status was the test's (a Pass read as a pass of both GPUs), and
+    of per-GPU results a Pass beside a Skip was the test's Pass."""
+    diag = dcgm.parse(_v4_second_gpu("memory", status, summary))
+    (memory,) = [t for t in diag.tests if t.name == "memory"]
+    assert memory.gpus == ("1",) and memory.entities == ("0", "1")
+    check = by_name(dcgm_checks(diag, 2))["dcgm_memory"]
+    assert check.verdict == verdict, check
+    assert said in check.actual
+
+
+def test_dcgm4_summary_worse_than_every_gpu_is_kept() -> None:
+    """The real 4.5.2 document's software test, its test_summary Fail over its one GPU result
+    edited to Pass (in-test): the summary's Fail stands (DCGM's own word about the test)."""
+    data = json.loads(V4_FAIL.read_text())
+    software = data["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    software["results"][0]["status"] = "Pass"
+    check = by_name(dcgm_checks(dcgm.parse(json.dumps(data)), 2))["dcgm_software"]
+    assert check.verdict == "fail"
+
+
+def test_a_run_naming_fewer_gpus_than_the_box_lists_is_no_pass_of_the_others() -> None:
+    """The real DCGM 3.1.0 document of an 8-GPU box (nine tests' one result `"gpu_ids" :
+    "0,1,2,3,4,5,6,7"`, one test's a result per GPU, `"gpu_ids" : 0` ... `7`), edited in-test
+    to name GPUs 0-3 only (the lists cut to "0,1,2,3", the results of GPUs 4-7 removed: a run
+    DCGM restricted to some GPUs, or GPUs it does not support), judged beside the 8 GPUs
+    nvidia-smi lists. Before: `dcgm_diag` passed "10 tests, 10 pass" (no entity was compared
+    with the box's GPUs)."""
+    raw = V3_PASS.read_text()
+    doc = json.loads(raw[raw.index("{") :])
+    for cat in doc["DCGM GPU Diagnostic"]["test_categories"]:
+        for t in filter(None, cat["tests"]):
+            t["results"] = [
+                {**r, "gpu_ids": "0,1,2,3"} if r["gpu_ids"] == "0,1,2,3,4,5,6,7" else r
+                for r in t["results"]
+                if r["gpu_ids"] not in (4, 5, 6, 7)
+            ]
+    text = json.dumps(doc, indent="\t")
+    summary = by_name(dcgm_checks(dcgm.parse(text), 1, listed=8))["dcgm_diag"]
+    assert summary.verdict == "unverified", summary
+    assert "DCGM gave results for GPU 0, 1, 2, 3 only, of the 8 GPUs nvidia-smi lists" in summary.actual
+    whole = by_name(dcgm_checks(dcgm.parse(V3_PASS.read_text()), 1, listed=8))["dcgm_diag"]
+    assert whole.verdict == "pass" and "only" not in whole.actual
+    # DCGM 4's per-entity results: the real GB10 document names GPU 0, the one GPU of its box
+    gb10 = by_name(dcgm_checks(dcgm.parse(V4_FAIL.read_text()), 2, listed=1))["dcgm_diag"]
+    assert "only" not in gb10.actual
+
+
+def test_a_pass_carrying_dcgms_error_is_no_clean_pass() -> None:
+    """The real 4.5.2 document, its memory test's GPU 0 result (status Pass) given a `warnings`
+    entry as DCGM 4 writes its errors (in-test edit: the DCGM_FR_MEMORY_ALLOC message NVIDIA/DCGM
+    issue #284 reports under a Pass). Before: `dcgm_memory` passed "Pass (Hardware)"."""
+    data = json.loads(V4_FAIL.read_text())
+    hardware = next(c for c in data["DCGM Diagnostic"]["test_categories"] if c["category"] == "Hardware")
+    hardware["tests"][0]["results"][0]["warnings"] = [
+        {
+            "error_category": 1,
+            "error_id": 25,
+            "error_severity": 2,
+            "warning": "Could not allocate memory on GPU 0",
+        }
+    ]
+    check = by_name(dcgm_checks(dcgm.parse(json.dumps(data)), 2))["dcgm_memory"]
+    assert check.verdict == "warn", check
+    assert check.actual == "Pass (Hardware) with DCGM's error: Could not allocate memory on GPU 0"

@@ -155,6 +155,12 @@ class GpuInfo:
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
+    # (field, format, value) of each setting (SETTINGS in facts/gpu_agree.py: persistence, MIG,
+    # ECC and compute modes, power limits, fabric state ...) two formats of the merged GPU read
+    # otherwise: separate calls, one of which may have come after the setting changed (`nvidia-smi
+    # -pm 1` between them); the field above is the richest format's, and a rule judges each
+    # format's reading (steps/checks/setting_views.py); () where they agree or one format read it
+    setting_reads: tuple[tuple[str, str, object], ...] = ()
     # (format, utilization %, memory used MiB, whether that output read its process list as
     # empty) of each format that read either figure, where two or more did: separate calls, at
     # separate moments; the figures above are each the richest format's, so each output's empty

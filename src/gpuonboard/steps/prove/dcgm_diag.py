@@ -5,7 +5,7 @@ DCGM test (pure, over the parsed `dcgmi diag -j`: facts.dcgm)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from gpuonboard import shell
@@ -59,11 +59,26 @@ def _skipped_summary(skipped: Sequence[str], total: int, level: int) -> tuple[Ve
     )
 
 
-def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[Check]:
+def _uncovered(diag: dcgm.DcgmDiag, listed: int | None) -> str:
+    """'DCGM gave results for GPU 0, 1 only, of the 8 GPUs nvidia-smi lists' where the GPUs its
+    tests name (entity ids, DCGM 3's "0,1,2" lists split) are fewer than the box's: the others
+    were never tested (a GPU DCGM does not support, a run restricted to some GPUs); '' otherwise
+    (or where an id is no number: nothing to count)."""
+    ids = {i.strip() for t in diag.tests for e in t.entities for i in e.split(",") if i.strip()}
+    if not listed or not ids or not all(i.isdecimal() for i in ids) or len(ids) >= listed:
+        return ""
+    shown = ", ".join(sorted(ids, key=int))
+    return f"DCGM gave results for GPU {shown} only, of the {listed} GPUs nvidia-smi lists"
+
+
+def dcgm_checks(
+    diag: dcgm.DcgmDiag | None, level: int, why: str = "", listed: int | None = None
+) -> list[Check]:
     """Rules over a parsed `dcgmi diag -j` (pure): one `dcgm_<test>` rule per DCGM test (Fail
     fails with DCGM's message, Warn warns, Skip is `unverified`: DCGM ran nothing there) plus a
     `dcgm_diag` summary, `unverified` when DCGM skipped a test of the level, naming them.
-    `diag=None` without `why`: DCGM is not installed (information, never a failure)."""
+    `diag=None` without `why`: DCGM is not installed (information, never a failure). `listed`:
+    the GPUs nvidia-smi lists; a run whose results name fewer is no pass of the others."""
     want = f"dcgmi diag -r {level}: every test Pass"
     if diag is None and not why:
         return [
@@ -101,6 +116,18 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
             *_skipped_summary([t.name for t in diag.tests if t.status == "skip"], len(diag.tests), level),
         )
     ]
+    if uncovered := _uncovered(diag, listed):
+        summary = checks[0]
+        checks[0] = replace(
+            summary,
+            actual=f"{summary.actual}; {uncovered}",
+            verdict="unverified" if summary.verdict == "pass" else summary.verdict,
+            detail="; ".join(
+                filter(
+                    None, [summary.detail, f"{uncovered}: DCGM verified nothing on the others; {_WHY_SKIP}"]
+                )
+            ).replace("<level>", str(level)),
+        )
     seen: set[str] = set()
     for t in diag.tests:
         name = f"dcgm_{dcgm.slug(t.name)}"
@@ -109,14 +136,29 @@ def dcgm_checks(diag: dcgm.DcgmDiag | None, level: int, why: str = "") -> list[C
         seen.add(name)
         gpus = f" on GPU {', '.join(t.gpus)}" if t.gpus and t.status in ("fail", "warn") else ""
         said = " | ".join(t.messages)
-        if t.status == "pass":
-            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
-        elif t.status == "skip":
+        if t.status == "pass" and t.messages:
+            # a Pass carrying DCGM's own error (NVIDIA/DCGM issue #284: the memory test's
+            # DCGM_FR_MEMORY_ALLOC under a Pass): what DCGM found is said, never a clean pass
             checks.append(
                 Check(
                     name,
                     "Pass",
-                    f"{t.raw_status} ({t.category}): not run by DCGM",
+                    f"{t.raw_status} ({t.category}) with DCGM's error: {t.messages[0]}",
+                    "warn",
+                    f"DCGM passed its {t.name} test but recorded an error ({said}): the test may not have run"
+                    f" as configured; `dcgmi diag -r {level} -v` tells more",
+                )
+            )
+        elif t.status == "pass":
+            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
+        elif t.status == "skip":
+            # (skipped on some GPUs, passed on the others: name the GPUs it verified nothing on)
+            some = f" on GPU {', '.join(t.gpus)}" if t.gpus and set(t.gpus) != set(t.entities) else ""
+            checks.append(
+                Check(
+                    name,
+                    "Pass",
+                    f"{t.raw_status}{some} ({t.category}): not run by DCGM" + (" there" if some else ""),
                     "unverified",
                     said or f"DCGM did not run its {t.name} test, so it verified nothing; {_WHY_SKIP}",
                 )
@@ -168,4 +210,6 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
         diag = dcgm.DcgmDiag(
             diag.version, diag.driver, diag.tests, f"{diag.error}; {r.stderr.strip().splitlines()[-1]}"
         )
-    return dcgm_checks(diag, level), {**asdict(diag), "level": level, "exit_code": r.exit_code}
+    listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
+    checks = dcgm_checks(diag, level, listed=listed)
+    return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}

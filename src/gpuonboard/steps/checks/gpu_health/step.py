@@ -36,6 +36,7 @@ from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
 from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
 from gpuonboard.steps.checks.model_match import is_vgpu
+from gpuonboard.steps.checks.setting_views import FABRIC_SETTINGS, judged_per_reading
 
 
 def evaluated(facts: Facts, thresholds: Mapping[str, float] | None = None) -> list[Check]:
@@ -50,7 +51,20 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
     other outputs than nvidia-smi's and so run even when no GPU could be read."""
     from gpuonboard.steps.checks.fabric_health import health_checks
 
-    return _gpu_rules(facts, thresholds) + health_checks(facts)
+    report = facts.gpu
+    if report is None:
+        return _gpu_rules(facts, thresholds) + health_checks(facts)
+
+    def seen(gpus: list[GpuInfo]) -> Facts:
+        # (a format's reading of a setting the formats read otherwise: setting_views.py)
+        same = all(a is b for a, b in zip(report.gpus, gpus, strict=True))
+        return facts if same else replace(facts, gpu=replace(report, gpus=tuple(gpus)))
+
+    gpus = list(report.gpus)
+    # (the fabric rules read no other setting: their kernel log is not read again for the others)
+    return judged_per_reading(gpus, lambda g: _gpu_rules(seen(g), thresholds)) + judged_per_reading(
+        gpus, lambda g: health_checks(seen(g)), FABRIC_SETTINGS
+    )
 
 
 def _processes_cut(facts: Facts) -> bool:

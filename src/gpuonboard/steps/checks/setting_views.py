@@ -1,0 +1,121 @@
+"""Rules judged over each nvidia-smi format's reading of a GPU setting the formats read otherwise.
+
+The merge (facts/gpu_merge.py) takes each field from the richest format that read it; a
+setting two formats read otherwise (persistence mode Enabled in `-q -x`, Disabled in the
+table) is kept with every format's reading (`GpuInfo.setting_reads`). The calls ran at
+separate moments and the setting may have changed between them in either direction, so
+neither reading is the box's alone: each rule is judged again over the GPUs as each format
+read them, and a rule whose verdict one reading changes takes the worst of them, naming every
+format's value. A disagreement about a setting is then never a pass while a format of the same
+box reads it as failing the rule. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpuonboard.facts import gpu_agree
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.base import VERDICT_RANK, Check
+
+# the settings the fabric rules (fabric_health.py) read of a GPU
+FABRIC_SETTINGS = ("fabric_state", "fabric_status")
+# a rule's checks over some GPUs
+Judge = Callable[[list[GpuInfo]], list[Check]]
+
+SETTING_ADVICE = (
+    "two nvidia-smi formats of this box read this setting otherwise (separate calls: the setting"
+    " changed between them, or a driver that reports it inconsistently); the verdict is the worst"
+    " of their readings: rerun nvidia-smi (`nvidia-smi -q` and the plain table) and check that"
+    " they agree"
+)
+
+
+def _as_read(gpus: Sequence[GpuInfo], label: str, fields: Sequence[str] = ()) -> list[GpuInfo]:
+    """`gpus` with each disputed setting (of `fields`, all where empty) as format `label` read it."""
+    out = []
+    for g in gpus:
+        values: dict[str, Any] = {
+            f: v for f, lab, v in g.setting_reads if lab == label and (not fields or f in fields)
+        }
+        out.append(dataclasses.replace(g, **values) if values else g)
+    return out
+
+
+def _labels(gpus: Sequence[GpuInfo], only: Sequence[str] = ()) -> list[str]:
+    """The formats of the disputed settings (of `only`, all where empty)."""
+    return list(dict.fromkeys(lab for g in gpus for f, lab, _ in g.setting_reads if not only or f in only))
+
+
+def _fields(gpus: Sequence[GpuInfo], only: Sequence[str] = ()) -> list[str]:
+    """The disputed settings (of `only`, all where empty)."""
+    return list(dict.fromkeys(f for g in gpus for f, _, _ in g.setting_reads if not only or f in only))
+
+
+def _same(a: Check, b: Check) -> bool:
+    return a.verdict == b.verdict and a.actual == b.actual
+
+
+def judged_per_reading(gpus: list[GpuInfo], judge: Judge, only: Sequence[str] = ()) -> list[Check]:
+    """`judge(gpus)`, each check whose verdict or finding another format's reading of a disputed
+    setting (of `only`, the settings `judge` reads, all where empty) changes replaced by the
+    worst of them (fail > warn > unverified > pass), its actual naming every format's value of
+    the settings that change it."""
+    checks = judge(gpus)
+    labels = _labels(gpus, only)
+    if not labels:
+        return checks
+    views = {label: _by_name(judge(_as_read(gpus, label, only))) for label in labels}
+
+    @functools.cache
+    def one_field(label: str, field: str) -> dict[str, Check]:
+        return _by_name(judge(_as_read(gpus, label, (field,))))
+
+    out = []
+    for check in checks:
+        readings = [v[check.name] for v in views.values() if check.name in v]
+        if all(_same(check, r) for r in readings):
+            out.append(check)
+            continue
+        worst = max([check, *readings], key=lambda c: VERDICT_RANK[c.verdict])
+        said = _said(gpus, one_field, check, labels, _fields(gpus, only))
+        out.append(
+            dataclasses.replace(
+                worst,
+                actual=f"{worst.actual}; the formats disagree: {'; '.join(said)}",
+                detail=f"{worst.detail}; {SETTING_ADVICE}" if worst.detail else SETTING_ADVICE,
+            )
+        )
+    return out
+
+
+def _by_name(checks: list[Check]) -> dict[str, Check]:
+    """Each check by its name (the first of a name judged twice)."""
+    out: dict[str, Check] = {}
+    for c in checks:
+        out.setdefault(c.name, c)
+    return out
+
+
+def _said(
+    gpus: list[GpuInfo],
+    one_field: Callable[[str, str], dict[str, Check]],
+    check: Check,
+    labels: Sequence[str],
+    disputed: Sequence[str],
+) -> list[str]:
+    """The disagreements that change `check`: each disputed setting whose reading by some format
+    alone (`one_field(label, field)`: the checks with that one setting as `label` read it)
+    changes it ('GPU 0: persistence mode Enabled in -q -x, Disabled in the table'); every
+    disputed setting where none alone does (only their readings together)."""
+    fields = [
+        f
+        for f in disputed
+        if any(
+            (c := one_field(label, f).get(check.name)) is not None and not _same(check, c) for label in labels
+        )
+    ]
+    return [s for g in gpus for s in gpu_agree.setting_said(g, fields or disputed)]
