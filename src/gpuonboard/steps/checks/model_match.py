@@ -65,6 +65,11 @@ _SHOW = {
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 # (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)
 _JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)(?![A-Z0-9])")
+# a word of three letters or more written joined after the model number, as marketplaces list
+# names: 'RTX 6000Ada', 'RTX 4000Ada' (Vast.ai's spelling of 'RTX 6000 Ada Generation'),
+# 'A100SXM4', 'H100PCIe': the number and the word are two words (not a memory unit: '80GB' and
+# '80GIB' are read as sizes, and 'GB...' is left to them)
+_JOINED_WORD = re.compile(r"(?<=\d)(?!GI?B|[KMTP]I?B)([A-Z]{3,})")
 # a revision written joined to its marker or number: 5090DV2, 'D v2' written 'Dv2'
 _JOINED_REVISION = re.compile(r"(?<=[0-9D])(V2)(?![A-Z0-9])")
 # a GeForce SUPER written short, as vendors list it: 4080S, 2070S, 1660S (not L40S, V100S: other cards)
@@ -168,6 +173,7 @@ def _name_tokens(name: str) -> _Name:
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
     upper = _JOINED_REVISION.sub(r" \1", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
+    upper = _JOINED_WORD.sub(r" \1", upper)
     upper = re.sub(r"(?<![A-Z0-9])(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)  # (not A10G)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []

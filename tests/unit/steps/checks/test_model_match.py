@@ -189,3 +189,36 @@ RTX4090D = ("NVIDIA GeForce RTX 4090 D", 24564)
 def test_model_matching_qa_round_3(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
     name, vram_mib = delivered
     assert model_matches(ordered, name, vram_mib) is ok
+
+
+# --- a word joined after the model number, as marketplaces list names: Vast.ai's gpu_name
+# values 'RTX 6000Ada', 'RTX 5880Ada', 'RTX 5000Ada', 'RTX 4500Ada', 'RTX 4000Ada', 'RTX 2000Ada'
+# (its canonical GPU names as two public repositories copy them: search index files 62641522001
+# and 70673470121). The names are NVIDIA's (data/gpu_pci_ids.yml, the driver's README), the table's
+# cut one from tests/fixtures/real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt. ---
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        ("RTX 6000Ada", ("NVIDIA RTX 6000 Ada Generation", 49140), True),
+        ("RTX 6000Ada", REAL_NAMES["rtx6000ada_table"], True),
+        ("RTX6000Ada", ("NVIDIA RTX 6000 Ada Generation", 49140), True),
+        ("RTX 5880Ada", ("NVIDIA RTX 5880 Ada Generation", 49140), True),
+        ("RTX 4500Ada", ("NVIDIA RTX 4500 Ada Generation", 24570), True),
+        ("RTX 2000Ada", ("NVIDIA RTX 2000 Ada Generation", 16380), True),
+        ("A100SXM4 80GB", REAL_NAMES["a100_80"], True),
+        # the word still counts: another card, another model number, a marker not ordered
+        ("RTX 6000Ada", ("Quadro RTX 6000", 24576), False),
+        ("RTX 6000Ada", ("NVIDIA RTX A6000", 49140), False),
+        ("RTX 5000Ada", ("NVIDIA RTX 6000 Ada Generation", 49140), False),
+        ("RTX 4000Ada", REAL_NAMES["rtx4000sff"], False),
+        ("RTX 5000Ada", ("NVIDIA RTX 5000 Ada Generation Laptop GPU", 16376), False),
+        ("A100SXM4 80GB", ("NVIDIA A100 80GB PCIe", 81920), False),
+        # a memory size joined after the number stays a size
+        ("A100 80GB", REAL_NAMES["a100_40"], False),
+    ],
+)
+def test_model_matching_word_joined_after_the_number(
+    ordered: str, delivered: tuple[str, int], ok: bool
+) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
