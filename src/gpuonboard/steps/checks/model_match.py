@@ -9,6 +9,7 @@ to each delivered GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable
@@ -301,6 +302,36 @@ def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tu
             raise ValueError(f"{path}: sold_memory row {row.get('model')!r} needs a model and its sizes (GB)")
         out.append((frozenset(words), tuple(sizes or ())))
     return tuple(out)
+
+
+@loaded_once
+def abbreviations(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], str, tuple[str, ...]], ...]:
+    """The rows of data/gpu_name_markers.yml `abbreviations`: (the model's words, the short word a
+    marketplace writes, the words of the name it stands for) per row ('WS' of the RTX PRO 6000)."""
+    out = []
+    for row in table_rows(Path(path), "abbreviations"):
+        model, word = (
+            _name_tokens(str(row.get("model") or "")).tokens,
+            _name_tokens(str(row.get("word") or "")),
+        )
+        means = _name_tokens(str(row.get("means") or "")).tokens
+        if not model or len(word.tokens) != 1 or not means:
+            raise ValueError(
+                f"{path}: abbreviations row {row.get('word')!r} needs a model, one word and its meaning"
+            )
+        out.append((frozenset(model), word.tokens[0], means))
+    return tuple(out)
+
+
+def _spelled_out(name: _Name) -> _Name:
+    """An order's model with a marketplace's short word for words of the name spelled out, where
+    the order names that word's model ('RTX PRO 6000 WS' -> '... WORKSTATION EDITION')."""
+    tokens = name.tokens
+    for model, word, means in abbreviations():
+        if word in tokens and model <= set(tokens):
+            at = tokens.index(word)
+            tokens = tokens[:at] + means + tokens[at + 1 :]
+    return name if tokens == name.tokens else dataclasses.replace(name, tokens=tokens)
 
 
 def _in_class(vram_mib: int, size_gb: float) -> bool:
@@ -618,7 +649,7 @@ def match_model(
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
         return vgpu
-    want_name = _name_tokens(model)
+    want_name = _spelled_out(_name_tokens(model))
     platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
     kinds = [t for t in want_name.tokens if _MEMORY_KIND.match(t)]  # (judged against the name's below)
     want = [

@@ -3,6 +3,7 @@ nvidia-smi prints, real ones from the captures included."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,44 @@ def test_model_matching_word_joined_after_the_number(
 ) -> None:
     name, vram_mib = delivered
     assert model_matches(ordered, name, vram_mib) is ok
+
+
+# --- a marketplace's short word for words of a name (data/gpu_name_markers.yml `abbreviations`):
+# Vast.ai lists 'RTX PRO 6000 WS', 'RTX PRO 6000 S' and 'RTX PRO 6000 Max-Q' (search index file
+# 62641522001); the names are NVIDIA's (data/gpu_pci_ids.yml 2BB1, 2BB4, 2BB5; the Max-Q's from
+# tests/fixtures/real/nvidia-smi-q-x__rtx-pro-6000-blackwell-max-q__1gpu__driver590.44.01__telegraf.xml). ---
+PRO6000_WS = ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 97887)
+PRO6000_SE = ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 97887)
+PRO6000_MAXQ = ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 97887)
+
+
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "ok"),
+    [
+        ("RTX PRO 6000 WS", PRO6000_WS, True),
+        ("RTX PRO 6000 S", PRO6000_SE, True),
+        ("RTX PRO 6000 Max-Q", PRO6000_MAXQ, True),
+        ("2x RTX PRO 6000 WS 96GB", PRO6000_WS, True),
+        # the edition ordered is demanded: another edition, the Max-Q (not ordered), the China part
+        ("RTX PRO 6000 WS", PRO6000_SE, False),
+        ("RTX PRO 6000 WS", PRO6000_MAXQ, False),
+        ("RTX PRO 6000 S", PRO6000_WS, False),
+        ("RTX PRO 6000 S", PRO6000_MAXQ, False),
+        ("RTX PRO 6000 WS", ("NVIDIA RTX PRO 6000D Blackwell Workstation Edition", 97887), False),
+        # the short word is read so only beside its model
+        ("RTX 4090 S", REAL_NAMES["rtx4090"], False),
+    ],
+)
+def test_model_matching_marketplace_short_words(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
+    name, vram_mib = delivered
+    assert model_matches(ordered, name, vram_mib) is ok
+
+
+def test_abbreviations_rows_spell_out_a_name_nvidia_gives_their_model() -> None:
+    from gpuonboard.steps.checks.model_match import _name_tokens, abbreviations
+
+    names = (FIX.parents[1] / "src/gpuonboard/data/gpu_pci_ids.yml").read_text()
+    known = [_name_tokens(n).tokens for n in set(re.findall(r'name: "([^"]+)"', names))]
+    assert abbreviations()
+    for model, _word, means in abbreviations():
+        assert any(model <= set(n) and set(means) <= set(n) for n in known), (model, means)
