@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
@@ -28,7 +29,10 @@ MARKERS_FILE = DATA_DIR / "gpu_name_markers.yml"
 # words that name the maker or a brand an order may leave out ("RTX 4090" is always GeForce,
 # "T4" always Tesla); QUADRO is not here: "Quadro RTX 6000" (Turing) is another card than an
 # "RTX 6000" (Ada)
-_VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
+_VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION", "GPU", "GPUS"}
+# NVIDIA's product-page name of its data-centre cards, which no driver prints: 'NVIDIA H100
+# Tensor Core GPU' (the 'GPU' is a vendor word above: 'RTX 4090 Laptop GPU' is its Laptop word)
+_TENSOR_CORE = re.compile(r"\bTENSOR[- ]?CORES?\b")
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
@@ -169,6 +173,7 @@ def _name_tokens(name: str) -> _Name:
     at_boundary = not upper or not upper[-1].isalnum()
     upper = upper.strip()
     upper = re.sub(r"MAX[- ]?Q\b", "MAXQ", upper)
+    upper = _TENSOR_CORE.sub(" ", upper)
     upper = re.sub(r"\bPCI[- ]?E(?![A-Z])", "PCIE", upper)
     upper = re.sub(r"\b(HBM|GDDR|LPDDR)\s*(\d)\s*([EX]?)(?![A-Z0-9])", r"\1\2\3", upper)  # ('HBM 3e')
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
@@ -641,10 +646,15 @@ def _platform_problem(platforms: list[str], want: list[str], got: _Delivered) ->
 
 
 def match_model(
-    ordered: str, delivered: str, vram_mib: int | None = None, vram_gib: float | None = None
+    ordered: str,
+    delivered: str,
+    vram_mib: int | None = None,
+    vram_gib: float | None = None,
+    family: str | None = None,
 ) -> ModelMatch:
     """Compare a delivered GPU name with the ordered model (rules in `model_matches`); `vram_gib`:
-    the memory the order states apart from the model (its `vram`), which a reworked board meets."""
+    the memory the order states apart from the model (its `vram`), which a reworked board meets;
+    `family`: the GPU's architecture as the box said it (`-q`), else the one its name tells."""
     model = split_count(ordered)[0]
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
@@ -652,15 +662,28 @@ def match_model(
     want_name = _spelled_out(_name_tokens(model))
     platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
     kinds = [t for t in want_name.tokens if _MEMORY_KIND.match(t)]  # (judged against the name's below)
-    want = [
-        t for t in want_name.tokens if not _INTERCONNECT.match(t) and t not in platforms and t not in kinds
-    ]
     name = _name_tokens(delivered)
+    got = _delivered(name)
+    # an architecture word the name does not hold is judged by the GPU's family (below)
+    archs = [
+        t
+        for t in want_name.tokens
+        if (t in family_words() or t == GRACE)
+        and t not in got.have
+        and not (name.fragment and t.startswith(name.fragment))
+    ]
+    want = [
+        t
+        for t in want_name.tokens
+        if not _INTERCONNECT.match(t) and t not in platforms and t not in kinds and t not in archs
+    ]
     if not want:
         return ModelMatch("fail", "no GPU model in the order")
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
-    got = _delivered(name)
+    arch_problems, arch_unseen, arch_untold = architecture_problem(
+        archs, family or name_family(delivered), got.superchip, name.cut
+    )
     problems: list[str] = []
     unseen: list[str] = []  # ordered words the cut-off tail of the name may hold
     bare: list[str] = []  # ordered short bare numbers the name does not hold: not demanded
@@ -677,6 +700,8 @@ def match_model(
         unseen.append("SXM")
     elif platform is not None:
         problems.append(platform)
+    problems += arch_problems
+    unseen += arch_unseen
     if unseen:
         # the cut tail may hold them, unless a visible model number is another than ordered
         others = _other_models(want, name)
@@ -699,7 +724,7 @@ def match_model(
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    unknown = untold or _size_untold(want, want_name, got, vram_mib)
+    unknown = untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
     if unknown:
         return ModelMatch("unverified", unknown)
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
@@ -763,6 +788,7 @@ def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> 
     fails unless the order names it. A vGPU profile ('GRID A100-4C') is another product than
     its board: it matches only an order naming that profile. A GPU count ('8x A100', '8卡 H200',
     '8-GPU'), interconnect words ('NVLink') and platform words (HGX, DGX: SXM GPUs, so a PCIe
-    card fails; 'NVL72') in the order are left out.
+    card fails; 'NVL72') in the order are left out; an architecture word ('Blackwell') the name
+    does not hold is judged by the GPU's family.
     """
     return match_model(ordered, delivered, vram_mib).verdict != "fail"

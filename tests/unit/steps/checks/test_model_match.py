@@ -264,3 +264,38 @@ def test_abbreviations_rows_spell_out_a_name_nvidia_gives_their_model() -> None:
     assert abbreviations()
     for model, _word, means in abbreviations():
         assert any(model <= set(n) and set(means) <= set(n) for n in known), (model, means)
+
+
+# --- an order naming the architecture (AWS's 'NVIDIA B200 Blackwell', 'NVIDIA GB200 Grace
+# Blackwell': tsaol/aws-gpu data/all_gpu_instances.js) or NVIDIA's page words ('Tensor Core GPU'):
+# the words no driver name holds are judged by the GPU's family (data/gpu_architectures.yml, or
+# `-q`'s Product Architecture, given as `family`). ---
+@pytest.mark.parametrize(
+    ("ordered", "delivered", "family", "verdict"),
+    [
+        ("NVIDIA B200 Blackwell", "NVIDIA B200", None, "pass"),
+        ("NVIDIA GB200 Grace Blackwell", "NVIDIA GB200", None, "pass"),
+        ("GH200 Grace Hopper", "NVIDIA GH200 480GB", None, "pass"),
+        ("NVIDIA H100 Tensor Core GPU", "NVIDIA H100 80GB HBM3", None, "pass"),
+        ("L40S Ada Lovelace", "NVIDIA L40S", None, "pass"),
+        ("RTX 6000 Ada", "NVIDIA RTX 6000 Ada Generation", None, "pass"),
+        ("B200 Hopper", "NVIDIA B200", None, "fail"),
+        ("RTX 6000 Ada", "Quadro RTX 6000", None, "fail"),
+        ("A100 Hopper", "NVIDIA A100-SXM4-80GB", None, "fail"),
+        ("NVIDIA GB200 Grace Blackwell", "NVIDIA B200", None, "fail"),
+        # the family the box said (-q) counts; none known: unverified; a cut name: warned
+        ("H200 Blackwell", "NVIDIA H200", "Hopper", "fail"),
+        ("X9 Hopper", "NVIDIA X9", None, "unverified"),
+        ("X9 Hopper", "NVIDIA X9", "Hopper", "pass"),
+        ("H100 Grace", "NVIDIA H100 ...", None, "warn"),
+        # 'GPU' is no word of a model: the Laptop word of a laptop GPU still counts
+        ("RTX 4090 Laptop GPU", "NVIDIA GeForce RTX 4090 Laptop GPU", None, "pass"),
+        ("RTX 4090 GPU", "NVIDIA GeForce RTX 4090 Laptop GPU", None, "fail"),
+    ],
+)
+def test_model_matching_architecture_words(
+    ordered: str, delivered: str, family: str | None, verdict: str
+) -> None:
+    from gpuonboard.steps.checks.model_match import match_model
+
+    assert match_model(ordered, delivered, None, None, family).verdict == verdict
