@@ -5,34 +5,15 @@ no kernels for its sm_70 (`no kernel image is available for execution on the dev
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from gpuonboard.facts.nvidia_smi.model import GpuInfo
-from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.gpu_arch import FAMILIES_FILE as FAMILIES_FILE
+from gpuonboard.steps.checks.gpu_arch import families as families
+from gpuonboard.steps.checks.gpu_arch import name_families as name_families
+from gpuonboard.steps.checks.gpu_arch import name_family
 from gpuonboard.steps.checks.ngc import NgcRelease, version_key
-from gpuonboard.steps.checks.once import loaded_once
-
-FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
-
-
-@loaded_once
-def name_families(path: str = str(FAMILIES_FILE)) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """Each family of data/gpu_architectures.yml (oldest first) with one pattern of its names."""
-    out = []
-    for row in table_rows(Path(path), "families"):
-        family, names = row.get("family"), row.get("names")
-        if not isinstance(family, str) or not isinstance(names, list) or not names:
-            raise ValueError(f"{path}: each family needs its name and a list of name patterns")
-        out.append((family, re.compile("|".join(f"(?:{n})" for n in names))))
-    return tuple(out)
-
-
-def families() -> tuple[str, ...]:
-    """The known families, oldest first."""
-    return tuple(f for f, _ in name_families())
 
 
 def family_of(gpu: GpuInfo) -> str | None:
@@ -42,8 +23,7 @@ def family_of(gpu: GpuInfo) -> str | None:
         return said
     from gpuonboard.steps.checks.gpu_identity import model_name
 
-    name = model_name(gpu).upper()
-    return next((family for family, names in name_families() if names.search(name)), None)
+    return name_family(model_name(gpu))
 
 
 def _release_with(releases: Sequence[NgcRelease], family: str, newest: bool) -> str | None:

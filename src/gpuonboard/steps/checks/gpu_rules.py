@@ -19,6 +19,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks import ngc
+from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
     RERUN_ADVICE,
@@ -191,11 +192,11 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     warns: dict[str, list[str]] = {}
     unknown: dict[str, list[str]] = {}  # (an ordered memory size with nothing to check it against)
     vram_gib = order.vram_bytes / 2**30 if order.vram_bytes else None  # (a reworked board ordered so)
-    matched: dict[tuple[str, int | None], ModelMatch] = {}  # (alike GPUs compared once)
+    matched: dict[tuple[str, int | None, str | None], ModelMatch] = {}  # (alike GPUs compared once)
     for g in read:
-        key = (g.name, g.memory_total_mib)
+        key = (g.name, g.memory_total_mib, family_of(g))
         if key not in matched:
-            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib)
+            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2])
         result = matched[key]
         into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):

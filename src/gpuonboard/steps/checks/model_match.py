@@ -9,6 +9,7 @@ to each delivered GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
@@ -27,7 +29,10 @@ MARKERS_FILE = DATA_DIR / "gpu_name_markers.yml"
 # words that name the maker or a brand an order may leave out ("RTX 4090" is always GeForce,
 # "T4" always Tesla); QUADRO is not here: "Quadro RTX 6000" (Turing) is another card than an
 # "RTX 6000" (Ada)
-_VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION"}
+_VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION", "GPU", "GPUS"}
+# NVIDIA's product-page name of its data-centre cards, which no driver prints: 'NVIDIA H100
+# Tensor Core GPU' (the 'GPU' is a vendor word above: 'RTX 4090 Laptop GPU' is its Laptop word)
+_TENSOR_CORE = re.compile(r"\bTENSOR[- ]?CORES?\b")
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
@@ -65,6 +70,11 @@ _SHOW = {
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 # (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)
 _JOINED_SUFFIX = re.compile(r"(?<=\d)(D|TI|SUPER|NVL)(?![A-Z0-9])")
+# a word of three letters or more written joined after the model number, as marketplaces list
+# names: 'RTX 6000Ada', 'RTX 4000Ada' (Vast.ai's spelling of 'RTX 6000 Ada Generation'),
+# 'A100SXM4', 'H100PCIe': the number and the word are two words (not a memory unit: '80GB' and
+# '80GIB' are read as sizes, and 'GB...' is left to them)
+_JOINED_WORD = re.compile(r"(?<=\d)(?!GI?B|[KMTP]I?B)([A-Z]{3,})")
 # a revision written joined to its marker or number: 5090DV2, 'D v2' written 'Dv2'
 _JOINED_REVISION = re.compile(r"(?<=[0-9D])(V2)(?![A-Z0-9])")
 # a GeForce SUPER written short, as vendors list it: 4080S, 2070S, 1660S (not L40S, V100S: other cards)
@@ -163,11 +173,13 @@ def _name_tokens(name: str) -> _Name:
     at_boundary = not upper or not upper[-1].isalnum()
     upper = upper.strip()
     upper = re.sub(r"MAX[- ]?Q\b", "MAXQ", upper)
+    upper = _TENSOR_CORE.sub(" ", upper)
     upper = re.sub(r"\bPCI[- ]?E(?![A-Z])", "PCIE", upper)
     upper = re.sub(r"\b(HBM|GDDR|LPDDR)\s*(\d)\s*([EX]?)(?![A-Z0-9])", r"\1\2\3", upper)  # ('HBM 3e')
     upper = _SHORT_SUPER.sub(r"\1 SUPER", upper)
     upper = _JOINED_REVISION.sub(r" \1", upper)
     upper = _JOINED_SUFFIX.sub(r" \1", upper)
+    upper = _JOINED_WORD.sub(r" \1", upper)
     upper = re.sub(r"(?<![A-Z0-9])(\d+)\s*G(?:I?B)?(?![A-Z0-9])", r"\1GB", upper)  # (not A10G)
     raw = [t for t in re.split(r"[^A-Z0-9]+", upper) if t and t not in _VENDOR_WORDS]
     tokens: list[str] = []
@@ -295,6 +307,36 @@ def sold_memory(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], tu
             raise ValueError(f"{path}: sold_memory row {row.get('model')!r} needs a model and its sizes (GB)")
         out.append((frozenset(words), tuple(sizes or ())))
     return tuple(out)
+
+
+@loaded_once
+def abbreviations(path: str = str(MARKERS_FILE)) -> tuple[tuple[frozenset[str], str, tuple[str, ...]], ...]:
+    """The rows of data/gpu_name_markers.yml `abbreviations`: (the model's words, the short word a
+    marketplace writes, the words of the name it stands for) per row ('WS' of the RTX PRO 6000)."""
+    out = []
+    for row in table_rows(Path(path), "abbreviations"):
+        model, word = (
+            _name_tokens(str(row.get("model") or "")).tokens,
+            _name_tokens(str(row.get("word") or "")),
+        )
+        means = _name_tokens(str(row.get("means") or "")).tokens
+        if not model or len(word.tokens) != 1 or not means:
+            raise ValueError(
+                f"{path}: abbreviations row {row.get('word')!r} needs a model, one word and its meaning"
+            )
+        out.append((frozenset(model), word.tokens[0], means))
+    return tuple(out)
+
+
+def _spelled_out(name: _Name) -> _Name:
+    """An order's model with a marketplace's short word for words of the name spelled out, where
+    the order names that word's model ('RTX PRO 6000 WS' -> '... WORKSTATION EDITION')."""
+    tokens = name.tokens
+    for model, word, means in abbreviations():
+        if word in tokens and model <= set(tokens):
+            at = tokens.index(word)
+            tokens = tokens[:at] + means + tokens[at + 1 :]
+    return name if tokens == name.tokens else dataclasses.replace(name, tokens=tokens)
 
 
 def _in_class(vram_mib: int, size_gb: float) -> bool:
@@ -604,26 +646,44 @@ def _platform_problem(platforms: list[str], want: list[str], got: _Delivered) ->
 
 
 def match_model(
-    ordered: str, delivered: str, vram_mib: int | None = None, vram_gib: float | None = None
+    ordered: str,
+    delivered: str,
+    vram_mib: int | None = None,
+    vram_gib: float | None = None,
+    family: str | None = None,
 ) -> ModelMatch:
     """Compare a delivered GPU name with the ordered model (rules in `model_matches`); `vram_gib`:
-    the memory the order states apart from the model (its `vram`), which a reworked board meets."""
+    the memory the order states apart from the model (its `vram`), which a reworked board meets;
+    `family`: the GPU's architecture as the box said it (`-q`), else the one its name tells."""
     model = split_count(ordered)[0]
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
         return vgpu
-    want_name = _name_tokens(model)
+    want_name = _spelled_out(_name_tokens(model))
     platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
     kinds = [t for t in want_name.tokens if _MEMORY_KIND.match(t)]  # (judged against the name's below)
-    want = [
-        t for t in want_name.tokens if not _INTERCONNECT.match(t) and t not in platforms and t not in kinds
-    ]
     name = _name_tokens(delivered)
+    got = _delivered(name)
+    # an architecture word the name does not hold is judged by the GPU's family (below)
+    archs = [
+        t
+        for t in want_name.tokens
+        if (t in family_words() or t == GRACE)
+        and t not in got.have
+        and not (name.fragment and t.startswith(name.fragment))
+    ]
+    want = [
+        t
+        for t in want_name.tokens
+        if not _INTERCONNECT.match(t) and t not in platforms and t not in kinds and t not in archs
+    ]
     if not want:
         return ModelMatch("fail", "no GPU model in the order")
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
-    got = _delivered(name)
+    arch_problems, arch_unseen, arch_untold = architecture_problem(
+        archs, family or name_family(delivered), got.superchip, name.cut
+    )
     problems: list[str] = []
     unseen: list[str] = []  # ordered words the cut-off tail of the name may hold
     bare: list[str] = []  # ordered short bare numbers the name does not hold: not demanded
@@ -640,6 +700,8 @@ def match_model(
         unseen.append("SXM")
     elif platform is not None:
         problems.append(platform)
+    problems += arch_problems
+    unseen += arch_unseen
     if unseen:
         # the cut tail may hold them, unless a visible model number is another than ordered
         others = _other_models(want, name)
@@ -662,7 +724,7 @@ def match_model(
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    unknown = untold or _size_untold(want, want_name, got, vram_mib)
+    unknown = untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
     if unknown:
         return ModelMatch("unverified", unknown)
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
@@ -726,6 +788,7 @@ def model_matches(ordered: str, delivered: str, vram_mib: int | None = None) -> 
     fails unless the order names it. A vGPU profile ('GRID A100-4C') is another product than
     its board: it matches only an order naming that profile. A GPU count ('8x A100', '8卡 H200',
     '8-GPU'), interconnect words ('NVLink') and platform words (HGX, DGX: SXM GPUs, so a PCIe
-    card fails; 'NVL72') in the order are left out.
+    card fails; 'NVL72') in the order are left out; an architecture word ('Blackwell') the name
+    does not hold is judged by the GPU's family.
     """
     return match_model(ordered, delivered, vram_mib).verdict != "fail"

@@ -88,3 +88,37 @@ def test_a_cut_table_without_cuda_stays_an_incomplete_probe(tmp_path: Path) -> N
     text = (REAL.parent / "edited" / name).read_text(encoding="utf-8")
     verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
     assert verdict == "unverified" and "CUDA N/A" in actual, actual
+
+
+# --- `gpu_model` (rule_gpu_model) with an order naming the GPU's architecture or NVIDIA's
+# product-page words, as cloud listings name GPUs: AWS (instances.vantage.sh, as copied in
+# tsaol/aws-gpu data/all_gpu_instances.js, commit 77fcd9fe1d0652fd07b830e5ed030d61da87923e) lists
+# "NVIDIA B200 Blackwell", "NVIDIA GB200 Grace Blackwell"; NVIDIA's pages "NVIDIA H100 Tensor Core
+# GPU". Whole real captures, unedited.
+@pytest.mark.parametrize(
+    ("capture", "order", "verdict"),
+    [
+        (
+            "nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt",
+            "8x NVIDIA B200 Blackwell",
+            "pass",
+        ),
+        (
+            "nvidia-smi__gb200__4gpu__driver580.126.09__openshift-blog.txt",
+            "NVIDIA GB200 Grace Blackwell",
+            "pass",
+        ),
+        ("nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt", "8x NVIDIA H100 Tensor Core GPU", "pass"),
+        # -q says the family itself (Product Architecture: Hopper)
+        (TEXT_Q, "NVIDIA H200 Hopper", "pass"),
+        # the word still says something: another family, or no Grace superchip, fails
+        ("nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt", "B200 Hopper", "fail"),
+        (TEXT_Q, "H200 Blackwell", "fail"),
+        ("nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt", "H100 Grace Hopper", "fail"),
+    ],
+)
+def test_gpu_model_order_naming_the_architecture(
+    tmp_path: Path, capture: str, order: str, verdict: str
+) -> None:
+    text = (REAL / capture).read_text()
+    assert verdicts(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"][0] == verdict

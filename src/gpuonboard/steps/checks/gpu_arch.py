@@ -1,0 +1,73 @@
+"""GPU architecture families (Volta, Ampere, Blackwell...) and the family a GPU name tells
+(data/gpu_architectures.yml): read by gpu_family (an NGC release's support) and by model_match
+(an order's model naming the family: AWS lists 'NVIDIA B200 Blackwell')."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.steps.checks.once import loaded_once
+
+FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
+
+
+@loaded_once
+def name_families(path: str = str(FAMILIES_FILE)) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each family of data/gpu_architectures.yml (oldest first) with one pattern of its names."""
+    out = []
+    for row in table_rows(Path(path), "families"):
+        family, names = row.get("family"), row.get("names")
+        if not isinstance(family, str) or not isinstance(names, list) or not names:
+            raise ValueError(f"{path}: each family needs its name and a list of name patterns")
+        out.append((family, re.compile("|".join(f"(?:{n})" for n in names))))
+    return tuple(out)
+
+
+def families() -> tuple[str, ...]:
+    """The known families, oldest first."""
+    return tuple(f for f, _ in name_families())
+
+
+def name_family(name: str) -> str | None:
+    """The family a GPU name tells (the first whose pattern matches it in upper case); None: unknown."""
+    upper = name.upper()
+    return next((family for family, names in name_families() if names.search(upper)), None)
+
+
+# the Grace CPU of a superchip, which an order may name: AWS's 'NVIDIA GB200 Grace Blackwell'
+GRACE = "GRACE"
+
+
+def family_words() -> dict[str, str]:
+    """Each word of a family's name -> that family: {'HOPPER': 'Hopper', 'ADA': 'Ada Lovelace',
+    'LOVELACE': 'Ada Lovelace', ...}: the words an order's model may name its family by."""
+    return {word: family for family in families() for word in family.upper().split()}
+
+
+def architecture_problem(
+    words: list[str], family: str | None, superchip: bool, cut: bool
+) -> tuple[list[str], list[str], str | None]:
+    """The ordered architecture words a GPU name does not hold ('NVIDIA B200 Blackwell', as AWS
+    lists it, against 'NVIDIA B200'), judged by the GPU's `family`: (problems, words the cut tail
+    of the name may hold, why the family cannot be told); 'Grace' is met by a Grace superchip."""
+    problems: list[str] = []
+    unseen: list[str] = []
+    untold = None
+    for word in words:
+        if word == GRACE:
+            if cut and not superchip:
+                unseen.append(word)
+            elif not superchip:
+                problems.append("'Grace' ordered, the name is no Grace superchip (GH200, GB200, GB300)")
+        elif family is None and cut:
+            unseen.append(word)
+        elif family is None:
+            untold = (
+                f"'{word.title()}' ordered, and neither the GPU's name nor the output tells its"
+                " architecture (`nvidia-smi -q` prints its Product Architecture)"
+            )
+        elif family != family_words()[word]:
+            problems.append(f"'{word.title()}' ordered, this GPU is {family}")
+    return problems, unseen, untold
