@@ -105,6 +105,25 @@ _LOOP_BACKING = (
 )
 
 
+# df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks local is a
+# network share only by its type); a df that refuses -T (old BusyBox) answers without it. -T is
+# tried on / alone: GNU df exits 1 beside a mount it could not read, its rows printed, so a
+# fallback on df's own exit code would print a second table after the first
+DF_COMMAND = "if df -P -k -T / >/dev/null 2>&1; then df -P -k -T; else df -P -k; fi"
+# lsblk's JSON (util-linux 2.27+), else its pairs (`-P`: RHEL/CentOS 7, Ubuntu 14.04), which
+# facts/disks.py reads alike; a box without lsblk still exits 127
+_LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
+LSBLK_COMMAND = (
+    f"if lsblk -J -o NAME >/dev/null 2>&1; then lsblk -J {_LSBLK_COLUMNS}; else lsblk -P {_LSBLK_COLUMNS}; fi"
+)
+# free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
+# without busybox's applets, distroless), which facts/memory.py reads alike
+FREE_COMMAND = (
+    "if command -v free >/dev/null 2>&1; then free -k;"
+    " elif [ -r /proc/meminfo ]; then cat /proc/meminfo; else exit 127; fi"
+)
+
+
 @functools.cache
 def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
     """The core hardware probes (built once; the GPU query needs the parser's field list).
@@ -141,9 +160,9 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         extra_probes.RDMA_PORTS,
         extra_probes.FABRIC_MANAGER,
         Probe("lscpu", "lscpu"),
-        Probe("free", "free -k"),
-        Probe("df", "df -P -k"),
-        Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
+        Probe("free", FREE_COMMAND),
+        Probe("df", DF_COMMAND),
+        Probe("lsblk", LSBLK_COMMAND),
         Probe("os_release", "cat /etc/os-release"),
         Probe("kernel", "uname -r"),
         Probe("nproc", "nproc"),
