@@ -6,6 +6,7 @@ then parsed and judged as a live check is."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
@@ -57,6 +58,14 @@ def _probe(bin_dir: Path, names: tuple[str, ...]) -> Facts:
         check=False,
     )
     return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+def _mem_total() -> int:
+    """This machine's MemTotal in bytes (/proc/meminfo's kB are KiB)."""
+    line = next(
+        line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")
+    )
+    return int(line.split()[1]) * 1024
 
 
 def _untyped(df_t: str) -> str:
@@ -123,12 +132,7 @@ def test_a_box_without_free_is_read_from_proc_meminfo(tmp_path: Path) -> None:
     not installed` and the RAM was unverified, though the kernel's /proc/meminfo, which free
     reads, was there. It now reads /proc/meminfo (this machine's, real)."""
     facts = _probe(_box(tmp_path, {}), ("free",))
-    kib = next(
-        int(line.split()[1])
-        for line in Path("/proc/meminfo").read_text().splitlines()
-        if line.startswith("MemTotal:")
-    )
-    assert facts.memory is not None and facts.memory.total_bytes == kib * 1024
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
     order = OrderSpec(ram_bytes=2**30)
     assert rule_ram(order, facts, 0.05).verdict == "pass"
 
@@ -145,3 +149,35 @@ def test_a_box_without_free_or_proc_meminfo_says_free_is_missing() -> None:
         check=False,
     )
     assert done.returncode == 127
+
+
+def _tools(tmp_path: Path, links: dict[str, str]) -> Path:
+    """A bin dir of symlinks to real tools of this machine (BusyBox's applets run by name)."""
+    bin_dir = tmp_path / "real-bin"
+    bin_dir.mkdir()
+    for name, target in links.items():
+        os.symlink(target, bin_dir / name)
+    return bin_dir
+
+
+@pytest.mark.parametrize("df", ["coreutils", "busybox"])
+def test_the_real_df_here_gives_each_mount_its_type(df: str, tmp_path: Path) -> None:
+    """The probe's df command run by this machine's real GNU df, or BusyBox's df applet (1.35
+    here): every mount has its file system type, / included."""
+    target = shutil.which("busybox") if df == "busybox" else "/bin/df"
+    if target is None or not Path(target).exists():
+        pytest.skip(f"no {df} df here")
+    facts = _probe(_tools(tmp_path, {"df": target}), ("df",))
+    assert facts.mounts, facts.raw["df"]
+    assert all(m.fstype for m in facts.mounts)
+    root = next(m for m in facts.mounts if m.mountpoint == "/")
+    assert root.size_bytes
+
+
+def test_busybox_free_is_read(tmp_path: Path) -> None:
+    """BusyBox's free applet (a minimal image with BusyBox and no procps): its `free -k` is read."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("no busybox here")
+    facts = _probe(_tools(tmp_path, {"free": busybox}), ("free",))
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
