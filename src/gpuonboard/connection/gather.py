@@ -118,6 +118,12 @@ LSBLK_COMMAND = (
 )
 # free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
 # without busybox's applets, distroless), which facts/memory.py reads alike
+# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux), which
+# facts/cpu.py reads for the same CPU, core and socket counts
+LSCPU_COMMAND = (
+    "if command -v lscpu >/dev/null 2>&1; then lscpu;"
+    " elif [ -r /proc/cpuinfo ]; then cat /proc/cpuinfo; else exit 127; fi"
+)
 FREE_COMMAND = (
     "if command -v free >/dev/null 2>&1; then free -k;"
     " elif [ -r /proc/meminfo ]; then cat /proc/meminfo; else exit 127; fi"
@@ -159,7 +165,7 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         extra_probes.KERNEL_LOG,
         extra_probes.RDMA_PORTS,
         extra_probes.FABRIC_MANAGER,
-        Probe("lscpu", "lscpu"),
+        Probe("lscpu", LSCPU_COMMAND),
         Probe("free", FREE_COMMAND),
         Probe("df", DF_COMMAND),
         Probe("lsblk", LSBLK_COMMAND),
@@ -486,7 +492,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     if cpu_text := _ok(raw, "lscpu"):
         from gpuonboard.facts import cpu
 
-        cpu_info = cpu.parse_lscpu(cpu_text)
+        cpu_info = (
+            cpu.parse_cpuinfo(cpu_text) if cpu.looks_like_cpuinfo(cpu_text) else cpu.parse_lscpu(cpu_text)
+        )
     if free_text := _ok(raw, "free"):
         from gpuonboard.facts import memory
 

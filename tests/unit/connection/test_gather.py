@@ -13,15 +13,16 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from gpuonboard.connection.gather import Facts, core_probes, parse_facts
-from gpuonboard.facts.probe import build_script, new_token, split_output
+from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
 from gpuonboard.steps.checks.disk_rules import rule_data_disk
-from gpuonboard.steps.checks.host_rules import rule_ram
+from gpuonboard.steps.checks.host_rules import rule_cpu, rule_ram
 from gpuonboard.testing.toolbox import ReplayRule, render_script
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 GPFS_DF_HT = REAL / "df-hT__k8s-pod__gpfs-15t-volume__ibm-spectrum-scale-csi.txt"
+HYPERV_CPUINFO = REAL / "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
 LSBLK_P = REAL / "lsblk-P__qemu-vm-ubuntu-core-ab-partitions__snappy.txt"
 LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
 
@@ -181,3 +182,25 @@ def test_busybox_free_is_read(tmp_path: Path) -> None:
         pytest.skip("no busybox here")
     facts = _probe(_tools(tmp_path, {"free": busybox}), ("free",))
     assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_a_box_without_lscpu_is_read_from_proc_cpuinfo(tmp_path: Path) -> None:
+    """A minimal image without util-linux's lscpu (its PATH here: only cat): the probe said
+    `lscpu is not installed` (cpu_cores unverified) though the kernel's /proc/cpuinfo was there.
+    It now reads /proc/cpuinfo (this machine's, real): one CPU a `processor` block."""
+    facts = _probe(_box(tmp_path, {}), ("lscpu",))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    assert rule_cpu(OrderSpec(cpu_cores=1), facts).verdict in ("pass", "warn")
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(4, "pass"), (6, "warn"), (9, "fail")])
+def test_cpu_cores_judged_from_proc_cpuinfo(ordered: int, verdict: str) -> None:
+    """The real /proc/cpuinfo of a HyperV VM (ollama#7287: 2 sockets of 2 cores, 2 threads each)
+    as the lscpu probe's answer on a box without lscpu: 4 cores pass, 8 threads only a warning,
+    more than 8 CPUs a fail (before: not read, `unverified`)."""
+    facts = parse_facts({"lscpu": ProbeOutput(HYPERV_CPUINFO.read_text(), "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert check.actual.startswith("4 cores / 8 threads")
