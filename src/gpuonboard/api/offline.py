@@ -525,8 +525,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
             " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-            " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P, /etc/os-release, nvcc"
-            " --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
+            " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P,"
+            " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
+            " file named *fabric*)."
         )
     code = 1 if kind == "df" and warned else 0  # (GNU df exits 1 beside a mount it could not read)
     if kind == "nvidia_smi":
