@@ -204,3 +204,16 @@ def test_cpu_cores_judged_from_proc_cpuinfo(ordered: int, verdict: str) -> None:
     check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
     assert check.verdict == verdict, check
     assert check.actual.startswith("4 cores / 8 threads")
+
+
+def test_cpu_cores_of_a_proc_cpuinfo_cut_short_is_unverified() -> None:
+    """The real HyperV /proc/cpuinfo cut in-test inside its fourth CPU's block (at 45 % of its
+    length): the CPUs after the cut are unknown, so cpu_cores is unverified and says the listing
+    is cut short, never a count of the CPUs before the cut."""
+    text = HYPERV_CPUINFO.read_text()
+    facts = parse_facts({"lscpu": ProbeOutput(text[: int(len(text) * 0.45)], "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=4), facts)
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "unknown: the CPU listing is cut short (it ends inside the block of CPU 3)",
+    )
