@@ -105,11 +105,26 @@ _LOOP_BACKING = (
 )
 
 
-# df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks local is a
-# network share only by its type); a df that refuses -T (old BusyBox) answers without it. -T is
-# tried on / alone: GNU df exits 1 beside a mount it could not read, its rows printed, so a
-# fallback on df's own exit code would print a second table after the first
-DF_COMMAND = "if df -P -k -T / >/dev/null 2>&1; then df -P -k -T; else df -P -k; fi"
+# A network mount whose server is gone (a hard NFS mount) makes df block in statfs for ever,
+# and with it the whole probe (every rule lost to "a remote command timed out"): df gets this
+# long, then TERM (KILL 5 s later) and exit 124, where the host's `timeout` takes -k.
+DF_TIMEOUT = 30
+
+
+def df_command(seconds: int = DF_TIMEOUT) -> str:
+    """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
+    local is a network share only by its type); a df that refuses -T (old BusyBox) answers
+    without it. -T is tried on / alone: GNU df exits 1 beside a mount it could not read, its rows
+    printed, so a fallback on df's own exit code would print a second table after the first."""
+    said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
+    return (
+        f"t=; timeout -k 5 {seconds} true >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
+        "$t df -P -k -T / >/dev/null 2>&1; c=$?; "
+        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137) ;; *) $t df -P -k; c=$? ;; esac; "
+        f"case $c in 124|137) echo {said} >&2; exit 124 ;; esac; exit $c"
+    )
+
+
 # lsblk's JSON (util-linux 2.27+), else its pairs (`-P`: RHEL/CentOS 7, Ubuntu 14.04), which
 # facts/disks.py reads alike; a box without lsblk still exits 127
 _LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
@@ -131,7 +146,9 @@ FREE_COMMAND = (
 
 
 @functools.cache
-def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
+def core_probes(
+    nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT, df_timeout: int = DF_TIMEOUT
+) -> tuple[Probe, ...]:
     """The core hardware probes (built once; the GPU query needs the parser's field list).
 
     Every nvidia-smi format is asked at once (XML, -q, the CSV query, the plain table, -L, the
@@ -167,7 +184,7 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         extra_probes.FABRIC_MANAGER,
         Probe("lscpu", LSCPU_COMMAND),
         Probe("free", FREE_COMMAND),
-        Probe("df", DF_COMMAND),
+        Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
         Probe("os_release", "cat /etc/os-release"),
         Probe("kernel", "uname -r"),

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from gpuonboard.connection.gather import Facts, core_probes, parse_facts
+from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, parse_facts
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
@@ -45,10 +45,10 @@ def _box(tmp_path: Path, replies: dict[str, dict[str, str]]) -> Path:
     return bin_dir
 
 
-def _probe(bin_dir: Path, names: tuple[str, ...]) -> Facts:
+def _probe(bin_dir: Path, names: tuple[str, ...], df_timeout: int = DF_TIMEOUT) -> Facts:
     """The core probes named, run as one batched script by /bin/sh with only `bin_dir` on PATH,
     parsed as gather parses them."""
-    probes = [p for p in core_probes() if p.name in names]
+    probes = [p for p in core_probes(df_timeout=df_timeout) if p.name in names]
     token = new_token()
     done = subprocess.run(
         ["/bin/sh", "-c", build_script(probes, token)],
@@ -217,3 +217,21 @@ def test_cpu_cores_of_a_proc_cpuinfo_cut_short_is_unverified() -> None:
         "unverified",
         "unknown: the CPU listing is cut short (it ends inside the block of CPU 3)",
     )
+
+
+def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
+    """A hard NFS mount whose server is gone makes df block in statfs for ever (here: a df that
+    sleeps), and with it the whole batched probe: every rule was lost to "a remote command timed
+    out". df now runs under the host's `timeout` (here 1 s): it ends with exit 124 and a line
+    saying why, and data_disk is unverified, naming it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text("#!/bin/sh\nexec sleep 60\n")
+    (bin_dir / "df").chmod(0o755)
+    for tool in ("timeout", "sleep", "true"):
+        os.symlink(shutil.which(tool) or f"/bin/{tool}", bin_dir / tool)
+    facts = _probe(bin_dir, ("df",), df_timeout=1)
+    assert facts.raw["df"].exit_code == 124
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/data")), facts, 0.05)
+    assert check.verdict == "unverified"
+    assert "df did not answer within 1 s" in check.actual
