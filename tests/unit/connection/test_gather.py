@@ -16,7 +16,7 @@ from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, parse_f
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
-from gpuonboard.steps.checks.disk_rules import rule_data_disk
+from gpuonboard.steps.checks.disk_rules import _NETWORK_FS, _NETWORK_FUSE, rule_data_disk
 from gpuonboard.steps.checks.host_rules import rule_cpu, rule_ram
 from gpuonboard.testing.toolbox import ReplayRule, render_script
 
@@ -91,6 +91,18 @@ def test_a_gpfs_mount_whose_device_looks_local_is_a_network_share_live(tmp_path:
     assert check.verdict == "unverified", check
     assert "a network share, gpfs" in check.actual
     assert "quota" in check.detail
+
+
+@pytest.mark.parametrize("fstype", sorted(_NETWORK_FS) + sorted(f"fuse.{name}" for name in _NETWORK_FUSE))
+def test_every_network_type_offline_reads_is_read_live(fstype: str, tmp_path: Path) -> None:
+    """The class: every type the data disk rule takes for a network share (`df -T` offline) is
+    seen live. The same real ibm-spectrum-scale-csi#80 `df -hT`, its volume's `gpfs` cell
+    replaced in-test by each type (the device `remote_fs0_1m` kept: it looks local)."""
+    df_t = GPFS_DF_HT.read_text().replace(" gpfs ", f" {fstype} ")
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T /": df_t, "-P -k -T": df_t, "-P -k": _untyped(df_t)}})
+    facts = _probe(bin_dir, ("df",))
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/var/lib/mongodb/data")), facts, 0.05)
+    assert (check.verdict, check.actual.endswith(f"(a network share, {fstype})")) == ("warn", True), check
 
 
 def test_a_df_that_refuses_t_answers_without_types(tmp_path: Path) -> None:
