@@ -23,7 +23,7 @@ from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.cpu import looks_like_lscpu
+from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import no_rdma_device
@@ -198,6 +198,8 @@ def detect_kind(text: str) -> str | None:
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"
     if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
+        return "lscpu"
+    if looks_like_cpuinfo(head):  # (`cat /proc/cpuinfo`: read as the CPUs, cores, sockets it gives)
         return "lscpu"
     if looks_like_free(head) or looks_like_meminfo(head):  # (free in any language it speaks)
         return "free"
@@ -521,8 +523,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
             " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
             " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-            " info, iperf3 -J, lscpu, free or /proc/meminfo, df, lsblk -J or -P, /etc/os-release, nvcc"
-            " --version, nproc in a file named nproc*, or systemctl is-active in a file named *fabric*)."
+            " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P,"
+            " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
+            " file named *fabric*)."
         )
     code = 1 if kind == "df" and warned else 0  # (GNU df exits 1 beside a mount it could not read)
     if kind == "nvidia_smi":

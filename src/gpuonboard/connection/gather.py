@@ -105,8 +105,50 @@ _LOOP_BACKING = (
 )
 
 
+# A network mount whose server is gone (a hard NFS mount) makes df block in statfs for ever,
+# and with it the whole probe (every rule lost to "a remote command timed out"): df gets this
+# long, then TERM (KILL 5 s later) and exit 124, where the host's `timeout` takes -k.
+DF_TIMEOUT = 30
+
+
+def df_command(seconds: int = DF_TIMEOUT) -> str:
+    """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
+    local is a network share only by its type); a df that refuses -T (old BusyBox) answers
+    without it. -T is tried on / alone: GNU df exits 1 beside a mount it could not read, its rows
+    printed, so a fallback on df's own exit code would print a second table after the first."""
+    said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
+    return (
+        f"t=; timeout -k 5 {seconds} true >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
+        "$t df -P -k -T / >/dev/null 2>&1; c=$?; "
+        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137) ;; *) $t df -P -k; c=$? ;; esac; "
+        f"case $c in 124|137) echo {said} >&2; exit 124 ;; esac; exit $c"
+    )
+
+
+# lsblk's JSON (util-linux 2.27+), else its pairs (`-P`: RHEL/CentOS 7, Ubuntu 14.04), which
+# facts/disks.py reads alike; a box without lsblk still exits 127
+_LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
+LSBLK_COMMAND = (
+    f"if lsblk -J -o NAME >/dev/null 2>&1; then lsblk -J {_LSBLK_COLUMNS}; else lsblk -P {_LSBLK_COLUMNS}; fi"
+)
+# free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
+# without busybox's applets, distroless), which facts/memory.py reads alike
+# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux), which
+# facts/cpu.py reads for the same CPU, core and socket counts
+LSCPU_COMMAND = (
+    "if command -v lscpu >/dev/null 2>&1; then lscpu;"
+    " elif [ -r /proc/cpuinfo ]; then cat /proc/cpuinfo; else exit 127; fi"
+)
+FREE_COMMAND = (
+    "if command -v free >/dev/null 2>&1; then free -k;"
+    " elif [ -r /proc/meminfo ]; then cat /proc/meminfo; else exit 127; fi"
+)
+
+
 @functools.cache
-def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ...]:
+def core_probes(
+    nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT, df_timeout: int = DF_TIMEOUT
+) -> tuple[Probe, ...]:
     """The core hardware probes (built once; the GPU query needs the parser's field list).
 
     Every nvidia-smi format is asked at once (XML, -q, the CSV query, the plain table, -L, the
@@ -140,10 +182,10 @@ def core_probes(nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT) -> tuple[Probe, ..
         extra_probes.KERNEL_LOG,
         extra_probes.RDMA_PORTS,
         extra_probes.FABRIC_MANAGER,
-        Probe("lscpu", "lscpu"),
-        Probe("free", "free -k"),
-        Probe("df", "df -P -k"),
-        Probe("lsblk", "lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"),
+        Probe("lscpu", LSCPU_COMMAND),
+        Probe("free", FREE_COMMAND),
+        Probe("df", df_command(df_timeout)),
+        Probe("lsblk", LSBLK_COMMAND),
         Probe("os_release", "cat /etc/os-release"),
         Probe("kernel", "uname -r"),
         Probe("nproc", "nproc"),
@@ -467,7 +509,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     if cpu_text := _ok(raw, "lscpu"):
         from gpuonboard.facts import cpu
 
-        cpu_info = cpu.parse_lscpu(cpu_text)
+        cpu_info = (
+            cpu.parse_cpuinfo(cpu_text) if cpu.looks_like_cpuinfo(cpu_text) else cpu.parse_lscpu(cpu_text)
+        )
     if free_text := _ok(raw, "free"):
         from gpuonboard.facts import memory
 

@@ -1,7 +1,9 @@
-"""Pure parser for `lscpu` (plain text or `lscpu -J` JSON)."""
+"""Pure parsers for `lscpu` (plain text or `lscpu -J` JSON) and, where lscpu is missing,
+/proc/cpuinfo."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -16,11 +18,13 @@ from gpuonboard.resources import DATA_DIR, table_rows
 __all__ = [
     "cgroup_cpuset_read",
     "CpuInfo",
+    "looks_like_cpuinfo",
     "looks_like_lscpu",
     "lscpu_labels",
     "nproc_unread",
     "parse_cgroup_cpu_limit",
     "parse_cgroup_cpuset",
+    "parse_cpuinfo",
     "parse_lscpu",
     "parse_nproc",
 ]
@@ -352,6 +356,64 @@ def _types_cut(
 
 
 _NPROC = re.compile(r"\s*(\d+)[ \t]*\r?\n\s*")
+
+
+# /proc/cpuinfo's first line: `processor\t: 0` (x86, arm64, POWER alike; 32-bit ARM's
+# `Processor\t: ARMv7 ...` names the model, not a CPU, and is not read)
+_CPUINFO_FIRST = re.compile(r"processor\s*:\s*\d+")
+
+
+def looks_like_cpuinfo(text: str) -> bool:
+    """A /proc/cpuinfo (the live probe reads it where lscpu is not installed): its first line
+    is its first CPU's `processor : 0`, which lscpu never prints."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return _CPUINFO_FIRST.fullmatch(first.strip()) is not None
+
+
+def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
+    """One `key: value` mapping per CPU block of /proc/cpuinfo (the blocks that hold a
+    `processor` line: arm64 prints its model lines after the last block)."""
+    blocks: list[dict[str, str]] = [{}]
+    for line in text.splitlines():
+        if not line.strip():
+            blocks.append({})
+            continue
+        key, colon, value = line.partition(":")
+        if colon:
+            blocks[-1].setdefault(key.strip(), value.strip())
+    return [b for b in blocks if b.get("processor", "").isdecimal()]
+
+
+def parse_cpuinfo(text: str) -> CpuInfo:
+    """The CPU shape of a /proc/cpuinfo: one block per logical CPU; the cores are the distinct
+    (`physical id`, `core id`) pairs and the sockets the distinct physical ids, the topology
+    the kernel gives lscpu too (known only where every block has both: arm64 and many VMs
+    print neither, and then only the CPUs are counted). A text cut short (without the newline
+    the kernel ends each line with, or a last block with fewer lines than the first) counts
+    nothing: the CPUs after the cut are unknown."""
+    blocks = _cpuinfo_blocks(text)
+    if not blocks:
+        return _empty("output not recognised as /proc/cpuinfo")
+    if not text.endswith("\n") or len(blocks[-1]) < len(blocks[0]):
+        cut = f"it ends inside the block of CPU {blocks[-1]['processor']}"
+        return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut)
+    pairs = [(b.get("physical id"), b.get("core id")) for b in blocks]
+    known = all(socket is not None and core is not None for socket, core in pairs)
+    logical = len(blocks)
+    physical = len(set(pairs)) if known else None
+    sockets = len({socket for socket, _ in pairs}) if known else None
+    threads = logical // physical if physical and logical % physical == 0 else None
+    cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
+    names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
+    return CpuInfo(
+        architecture=None,
+        model_name=" + ".join(names) or None,
+        sockets=sockets,
+        cores_per_socket=cores,
+        threads_per_core=threads,
+        logical_cpus=logical,
+        physical_cores=physical,
+    )
 
 
 def parse_nproc(text: str) -> int | None:

@@ -45,6 +45,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
+        "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
         "free": "free",
         "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.cpu import CpuInfo, parse_lscpu
+from gpuonboard.facts.cpu import CpuInfo, looks_like_cpuinfo, parse_cpuinfo, parse_lscpu
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -244,3 +244,46 @@ def test_a_flat_lscpu_cut_after_its_first_cpu_type_is_cut(name: str, flat: bool)
     assert info.model_name == "Cortex-X925" and info.logical_cpus == 20
     assert info.physical_cores is None
     assert info.cut is not None and "10 of its 20 CPUs" in info.cut
+
+
+HYPERV_CPUINFO = "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
+JC_CPUINFO = "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # 8 CPUs: 2 sockets of 2 cores, each core two threads (core id 0, 0, 1, 1 per socket)
+        (HYPERV_CPUINFO, CpuInfo(None, "AMD Ryzen 3 4100 4-Core Processor", 2, 2, 2, 8, 4)),
+        (JC_CPUINFO, CpuInfo(None, "Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz", 2, 1, 1, 2, 2)),
+    ],
+)
+def test_proc_cpuinfo_counts_cpus_cores_and_sockets(name: str, expected: CpuInfo) -> None:
+    """/proc/cpuinfo (read live where lscpu is not installed): its CPU blocks, the distinct
+    (physical id, core id) pairs as cores and the distinct physical ids as sockets."""
+    text = (FIXTURES / "real" / name).read_text()
+    assert looks_like_cpuinfo(text) and not looks_like_cpuinfo((FIXTURES / "real" / XEON).read_text())
+    assert parse_cpuinfo(text) == expected
+
+
+def test_proc_cpuinfo_without_topology_counts_cpus_only() -> None:
+    """A /proc/cpuinfo without `physical id` / `core id` (arm64, many VMs; here the real HyperV
+    one with those lines dropped in-test): the CPUs are counted, the cores unknown, never
+    guessed."""
+    text = (FIXTURES / "real" / HYPERV_CPUINFO).read_text()
+    bare = "".join(
+        line for line in text.splitlines(keepends=True) if not line.startswith(("physical id", "core id"))
+    )
+    info = parse_cpuinfo(bare)
+    assert (info.logical_cpus, info.physical_cores, info.sockets) == (8, None, None)
+
+
+@pytest.mark.parametrize("keep", [0.45, 0.97])
+def test_proc_cpuinfo_cut_short_counts_nothing(keep: float) -> None:
+    """The real HyperV /proc/cpuinfo cut in-test at `keep` of its length (inside a CPU block,
+    a line cut too): the CPUs after the cut are unknown, so no count at all (never 'fewer CPUs
+    than ordered'), and the cut said."""
+    text = (FIXTURES / "real" / HYPERV_CPUINFO).read_text()
+    info = parse_cpuinfo(text[: int(len(text) * keep)])
+    assert (info.logical_cpus, info.physical_cores) == (None, None)
+    assert info.cut is not None and "cut short" in info.warnings[0]

@@ -195,6 +195,14 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
             " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
         )
+    if facts.cpu is not None and facts.cpu.cut:  # (a /proc/cpuinfo cut inside a CPU's block)
+        return Check(
+            "cpu_cores",
+            expected,
+            f"unknown: the CPU listing is cut short ({facts.cpu.cut})",
+            "unverified",
+            "the CPUs after the cut are unknown: save the whole `lscpu` (or `cat /proc/cpuinfo`) of the box",
+        )
     return Check(
         "cpu_cores",
         expected,

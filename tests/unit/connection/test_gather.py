@@ -1,0 +1,249 @@
+"""The live probe's disk and memory commands (connection/gather.py core_probes), run by a real
+`sh` as the batched probe runs them, against a replay toolbox that prints real captured outputs
+for the arguments it is given (and refuses any others, as a tool without that option does),
+then parsed and judged as a live check is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, parse_facts
+from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.inventory.model import DataDiskSpec
+from gpuonboard.steps.checks.disk_rules import _NETWORK_FS, _NETWORK_FUSE, rule_data_disk
+from gpuonboard.steps.checks.host_rules import rule_cpu, rule_ram
+from gpuonboard.testing.toolbox import ReplayRule, render_script
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+GPFS_DF_HT = REAL / "df-hT__k8s-pod__gpfs-15t-volume__ibm-spectrum-scale-csi.txt"
+HYPERV_CPUINFO = REAL / "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
+LSBLK_P = REAL / "lsblk-P__qemu-vm-ubuntu-core-ab-partitions__snappy.txt"
+LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
+
+
+def _box(tmp_path: Path, replies: dict[str, dict[str, str]]) -> Path:
+    """A bin dir holding, per command, a replay script answering each given argument string
+    with its text (any other arguments: a refusal on stderr, exit 2), and `cat`; nothing else."""
+    bin_dir, files = tmp_path / "bin", tmp_path / "files"
+    bin_dir.mkdir()
+    for command, answers in replies.items():
+        rules = []
+        for i, (args, text) in enumerate(answers.items()):
+            (files / command).mkdir(parents=True, exist_ok=True)
+            (files / command / str(i)).write_text(text)
+            rules.append(ReplayRule(args=args, file=PurePosixPath(command, str(i))))
+        script = bin_dir / command
+        script.write_text(render_script(command, rules, files))
+        script.chmod(0o755)
+    os.symlink("/bin/cat", bin_dir / "cat")
+    return bin_dir
+
+
+def _probe(bin_dir: Path, names: tuple[str, ...], df_timeout: int = DF_TIMEOUT) -> Facts:
+    """The core probes named, run as one batched script by /bin/sh with only `bin_dir` on PATH,
+    parsed as gather parses them."""
+    probes = [p for p in core_probes(df_timeout=df_timeout) if p.name in names]
+    token = new_token()
+    done = subprocess.run(
+        ["/bin/sh", "-c", build_script(probes, token)],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+def _mem_total() -> int:
+    """This machine's MemTotal in bytes (/proc/meminfo's kB are KiB)."""
+    line = next(
+        line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")
+    )
+    return int(line.split()[1]) * 1024
+
+
+def _untyped(df_t: str) -> str:
+    """A `df -T` output without its Type column (the second cell of each line), as the same df
+    prints it without -T."""
+    return "".join(" ".join(line.split()[:1] + line.split()[2:]) + "\n" for line in df_t.splitlines())
+
+
+def test_a_gpfs_mount_whose_device_looks_local_is_a_network_share_live(tmp_path: Path) -> None:
+    """IBM Spectrum Scale in a Kubernetes pod (ibm-spectrum-scale-csi#80, real `df -hT`): the
+    volume's device `remote_fs0_1m` looks like a local disk; only its type, gpfs, says it is a
+    share whose 15T is the cluster's, not the rented quota. The box's df answers `-T` with that
+    capture (its -h sizes: the real rows) and plain `-P -k` with the same rows less the Type
+    column (edited in-test: the second cell of each line dropped). The live probe ran `df -P -k`
+    alone: the share read as a local disk (`warn`: could not tell whether remote_fs0_1m is on
+    another disk than /); now it asks df for the types: unverified, a network share."""
+    df_t = GPFS_DF_HT.read_text()
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T /": df_t, "-P -k -T": df_t, "-P -k": _untyped(df_t)}})
+    facts = _probe(bin_dir, ("df",))
+    order = OrderSpec(data_disk=DataDiskSpec("/var/lib/mongodb/data", 10**12))
+    check = rule_data_disk(order, facts, 0.05)
+    assert check.verdict == "unverified", check
+    assert "a network share, gpfs" in check.actual
+    assert "quota" in check.detail
+
+
+@pytest.mark.parametrize("fstype", sorted(_NETWORK_FS) + sorted(f"fuse.{name}" for name in _NETWORK_FUSE))
+def test_every_network_type_offline_reads_is_read_live(fstype: str, tmp_path: Path) -> None:
+    """The class: every type the data disk rule takes for a network share (`df -T` offline) is
+    seen live. The same real ibm-spectrum-scale-csi#80 `df -hT`, its volume's `gpfs` cell
+    replaced in-test by each type (the device `remote_fs0_1m` kept: it looks local)."""
+    df_t = GPFS_DF_HT.read_text().replace(" gpfs ", f" {fstype} ")
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T /": df_t, "-P -k -T": df_t, "-P -k": _untyped(df_t)}})
+    facts = _probe(bin_dir, ("df",))
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/var/lib/mongodb/data")), facts, 0.05)
+    assert (check.verdict, check.actual.endswith(f"(a network share, {fstype})")) == ("warn", True), check
+
+
+def test_a_df_that_refuses_t_answers_without_types(tmp_path: Path) -> None:
+    """A df without -T (old BusyBox: `df: invalid option -- 'T'`; here the replay's refusal)
+    still answers the probe: its plain `-P -k` rows (the same real capture less its Type column),
+    never a df failure."""
+    untyped = _untyped(GPFS_DF_HT.read_text())
+    facts = _probe(_box(tmp_path, {"df": {"-P -k": untyped}}), ("df",))
+    assert facts.raw["df"].exit_code == 0
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] is None
+    assert len(facts.mounts) == 11
+
+
+def test_an_lsblk_without_json_is_read_from_its_pairs(tmp_path: Path) -> None:
+    """util-linux before 2.27 (RHEL/CentOS 7, Ubuntu 14.04) has no `lsblk -J` (here: the
+    replay's refusal); the probe read nothing of the disks there (the data disk rule could not
+    tell / 's disk from the data disk's). It now asks `lsblk -P` with the same columns: the real
+    `lsblk -P` of an Ubuntu Core VM (snappy's test data, verbatim) gives sda and its partitions."""
+    bin_dir = _box(tmp_path, {"lsblk": {f"-P {LSBLK_COLUMNS}": LSBLK_P.read_text()}})
+    facts = _probe(bin_dir, ("lsblk",))
+    by_name = {d.name: d for d in facts.block_devices}
+    assert by_name["sda3"].parent == "sda" and "/" in by_name["sda3"].mountpoints
+    assert by_name["sda5"].parent == "sda" and "/writable" in by_name["sda5"].mountpoints
+
+
+def test_an_lsblk_with_json_answers_json(tmp_path: Path) -> None:
+    """Where lsblk has -J, the probe's output is its JSON (what offline reading and the checks'
+    messages name)."""
+    json_text = (REAL / "lsblk-J-b__h200-vm.json").read_text()
+    facts = _probe(
+        _box(tmp_path, {"lsblk": {"-J -o NAME": json_text, f"-J {LSBLK_COLUMNS}": json_text}}), ("lsblk",)
+    )
+    assert facts.raw["lsblk"].stdout == json_text
+    assert facts.block_devices
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").is_file(), reason="no /proc/meminfo here")
+def test_a_box_without_free_is_read_from_proc_meminfo(tmp_path: Path) -> None:
+    """A minimal image without procps' free (its PATH here: only cat): the probe said `free is
+    not installed` and the RAM was unverified, though the kernel's /proc/meminfo, which free
+    reads, was there. It now reads /proc/meminfo (this machine's, real)."""
+    facts = _probe(_box(tmp_path, {}), ("free",))
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
+    order = OrderSpec(ram_bytes=2**30)
+    assert rule_ram(order, facts, 0.05).verdict == "pass"
+
+
+def test_a_box_without_free_or_proc_meminfo_says_free_is_missing() -> None:
+    """Neither free nor a readable /proc/meminfo: exit 127, free not installed (unverified)."""
+    command = next(p.command for p in core_probes() if p.name == "free")
+    done = subprocess.run(
+        ["/bin/sh", "-c", command.replace("/proc/meminfo", "/nonexistent/meminfo")],
+        env={"PATH": "/nonexistent"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 127
+
+
+def _tools(tmp_path: Path, links: dict[str, str]) -> Path:
+    """A bin dir of symlinks to real tools of this machine (BusyBox's applets run by name)."""
+    bin_dir = tmp_path / "real-bin"
+    bin_dir.mkdir()
+    for name, target in links.items():
+        os.symlink(target, bin_dir / name)
+    return bin_dir
+
+
+@pytest.mark.parametrize("df", ["coreutils", "busybox"])
+def test_the_real_df_here_gives_each_mount_its_type(df: str, tmp_path: Path) -> None:
+    """The probe's df command run by this machine's real GNU df, or BusyBox's df applet (1.35
+    here): every mount has its file system type, / included."""
+    target = shutil.which("busybox") if df == "busybox" else "/bin/df"
+    if target is None or not Path(target).exists():
+        pytest.skip(f"no {df} df here")
+    facts = _probe(_tools(tmp_path, {"df": target}), ("df",))
+    assert facts.mounts, facts.raw["df"]
+    assert all(m.fstype for m in facts.mounts)
+    root = next(m for m in facts.mounts if m.mountpoint == "/")
+    assert root.size_bytes
+
+
+def test_busybox_free_is_read(tmp_path: Path) -> None:
+    """BusyBox's free applet (a minimal image with BusyBox and no procps): its `free -k` is read."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("no busybox here")
+    facts = _probe(_tools(tmp_path, {"free": busybox}), ("free",))
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_a_box_without_lscpu_is_read_from_proc_cpuinfo(tmp_path: Path) -> None:
+    """A minimal image without util-linux's lscpu (its PATH here: only cat): the probe said
+    `lscpu is not installed` (cpu_cores unverified) though the kernel's /proc/cpuinfo was there.
+    It now reads /proc/cpuinfo (this machine's, real): one CPU a `processor` block."""
+    facts = _probe(_box(tmp_path, {}), ("lscpu",))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    assert rule_cpu(OrderSpec(cpu_cores=1), facts).verdict in ("pass", "warn")
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(4, "pass"), (6, "warn"), (9, "fail")])
+def test_cpu_cores_judged_from_proc_cpuinfo(ordered: int, verdict: str) -> None:
+    """The real /proc/cpuinfo of a HyperV VM (ollama#7287: 2 sockets of 2 cores, 2 threads each)
+    as the lscpu probe's answer on a box without lscpu: 4 cores pass, 8 threads only a warning,
+    more than 8 CPUs a fail (before: not read, `unverified`)."""
+    facts = parse_facts({"lscpu": ProbeOutput(HYPERV_CPUINFO.read_text(), "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert check.actual.startswith("4 cores / 8 threads")
+
+
+def test_cpu_cores_of_a_proc_cpuinfo_cut_short_is_unverified() -> None:
+    """The real HyperV /proc/cpuinfo cut in-test inside its fourth CPU's block (at 45 % of its
+    length): the CPUs after the cut are unknown, so cpu_cores is unverified and says the listing
+    is cut short, never a count of the CPUs before the cut."""
+    text = HYPERV_CPUINFO.read_text()
+    facts = parse_facts({"lscpu": ProbeOutput(text[: int(len(text) * 0.45)], "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=4), facts)
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "unknown: the CPU listing is cut short (it ends inside the block of CPU 3)",
+    )
+
+
+def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
+    """A hard NFS mount whose server is gone makes df block in statfs for ever (here: a df that
+    sleeps), and with it the whole batched probe: every rule was lost to "a remote command timed
+    out". df now runs under the host's `timeout` (here 1 s): it ends with exit 124 and a line
+    saying why, and data_disk is unverified, naming it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text("#!/bin/sh\nexec sleep 60\n")
+    (bin_dir / "df").chmod(0o755)
+    for tool in ("timeout", "sleep", "true"):
+        os.symlink(shutil.which(tool) or f"/bin/{tool}", bin_dir / tool)
+    facts = _probe(bin_dir, ("df",), df_timeout=1)
+    assert facts.raw["df"].exit_code == 124
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/data")), facts, 0.05)
+    assert check.verdict == "unverified"
+    assert "df did not answer within 1 s" in check.actual
