@@ -379,8 +379,23 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
                 + ": the container's limit, not a missing DIMM; ask the vendor for the memory ordered",
             )
     less, more = facts.memory.total_spread
+    if facts.memory.unit_unsure:  # (a free.txt that may be `free -m`: its KiB and MiB readings)
+        actual += (
+            f" as plain free (KiB), {format_bytes(total + more, True, decimals)} as free -m: the"
+            " file's name says no flag"
+        )
     if total - less >= floor:
         return Check("ram", expected, actual, "pass")
+    if facts.memory.unit_unsure and total + more >= floor:
+        return Check(
+            "ram",
+            expected,
+            actual,
+            "unverified",
+            "the free output's unit is not told by its file's name or content (KiB of plain free, or"
+            " MiB of free -m), and the order is met in MiB only: save it as free-k.txt or free-m.txt"
+            " after the flag it was run with, or save `free -k` of the box",
+        )
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
     short = format_bytes(wanted - total - more)
