@@ -22,6 +22,7 @@ __all__ = [
     "csv_width",
     "df_rows",
     "df_si",
+    "nproc_all",
     "missing_output",
     "not_this_box",
     "other_form",
@@ -91,6 +92,23 @@ def df_si(name: str, command: str) -> bool:
     if command:
         return bool(_DF_SI_FLAG.search(tool_words("", "df", command)))
     return any(_DF_SI_NAME.match(words) for words in tool_words(name, "df").splitlines())
+
+
+# `nproc --all` (`-a` is no nproc flag): in the copied command, or in the file's name from its
+# `nproc` on (`nproc-all.txt`, `nproc --all.txt`)
+_NPROC_ALL = re.compile(r"(?:^|[\s_-])-{0,2}all(?=$|[\s_.=-])", re.IGNORECASE | re.MULTILINE)
+
+
+def nproc_all(name: str, command: str) -> str | None:
+    """Why a saved nproc output is not read, or None: `nproc --all` prints every CPU the kernel
+    has, whatever CPU set or affinity confines the login, the figure nproc is read for (a
+    `--cpuset-cpus=12-15` container's `nproc` prints 4, its `nproc --all` the host's 64)."""
+    if not _NPROC_ALL.search(tool_words(name, "nproc", command)):
+        return None
+    return (
+        "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set or"
+        " affinity), which is what nproc is read for: save plain `nproc` of the box."
+    )
 
 
 _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
