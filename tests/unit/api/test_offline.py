@@ -60,6 +60,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it
+        "cpuinfo-grep-c": None,  # a bare number (`grep -c ^processor`); tests put its command before it
         "cpuset-cpus": None,  # a bare CPU list (`tail` of the file); tests put its file's name before it
         "docker-info": "docker_info",
         "iperf3": "iperf3",
