@@ -479,6 +479,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     kind = detect_kind(text)
     if kind is None and path.name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
         kind = "nproc"  # (a bare number: known by its file name only)
+    if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
+        raise UsageError(f"{where}: {why}")
     if (
         kind is None
         and "fabric" in path.name.lower()

@@ -11,7 +11,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from gpuonboard.api.command_line import pipeline
+from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.named import tool_words
@@ -22,6 +22,7 @@ __all__ = [
     "csv_width",
     "df_rows",
     "df_si",
+    "nproc_refusal",
     "missing_output",
     "not_this_box",
     "other_form",
@@ -91,6 +92,34 @@ def df_si(name: str, command: str) -> bool:
     if command:
         return bool(_DF_SI_FLAG.search(tool_words("", "df", command)))
     return any(_DF_SI_NAME.match(words) for words in tool_words(name, "df").splitlines())
+
+
+# `nproc --all` (`-a` is no nproc flag): in the copied command, or in the file's name from its
+# `nproc` on (`nproc-all.txt`, `nproc --all.txt`)
+_NPROC_ALL = re.compile(r"(?:^|[\s_-])-{0,2}all(?=$|[\s_.=-])", re.IGNORECASE | re.MULTILINE)
+# the variables GNU nproc prints in place of its count (OMP_NUM_THREADS, OMP_THREAD_LIMIT)
+_OMP = re.compile(r"(?<![\w])OMP_(?:NUM_THREADS|THREAD_LIMIT)=")
+
+
+def nproc_refusal(name: str, command: str) -> str | None:
+    """Why a saved bare number in a file named nproc* is not read as `nproc`, the CPUs this login
+    may use, or None: `nproc --all` (by the copied command or the file's name) counts every CPU
+    of the kernel, whatever CPU set or affinity confines the login (a Slurm job's `nproc` 8,
+    `nproc --all` 96); any other copied command prints another count: `grep -c ^processor
+    /proc/cpuinfo` the online CPUs, `taskset -c 0-3 nproc` and `nproc --ignore=N` fewer than
+    the login may use, `OMP_NUM_THREADS=16 nproc` the variable."""
+    ran = run(command, ("nproc",)) if command else None
+    if _NPROC_ALL.search(tool_words(name, "nproc")) or (ran and _NPROC_ALL.search(" ".join(ran.head))):
+        return (
+            "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set"
+            " or affinity), which is what nproc is read for: save plain `nproc` of the box."
+        )
+    if ran is None or (ran.head == ["nproc"] and not _OMP.search(command)):
+        return None
+    return (
+        f"its copied command `{ran.said}` is not plain `nproc`, so its number is not the count of"
+        " CPUs this login may use that nproc is read for: save plain `nproc` of the box."
+    )
 
 
 _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")

@@ -43,6 +43,11 @@ class MemoryInfo:
     # the total was printed under `--si` (or `--kilo` ... `--tera`): in powers of 1000, or of 1024
     # by procps version; total_bytes is then its least reading, the spread reaches its most
     si: bool = False
+    # the unit could not be told (free_as_kib's `Ki/Mi` mark): a file named for plain `free`
+    # (`free.txt`) whose Mem total is plausible RAM in KiB and in MiB (a `free -m` of a 512 GiB
+    # box, `515890`, is also 503.8 MiB in KiB); total_bytes is the KiB reading, the spread
+    # reaches the MiB one
+    unit_unsure: bool = False
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
@@ -55,11 +60,18 @@ def _si_marked(match: re.Match[str]) -> bool:
     return bool(match.group(2)) and not match.group(3) and match.group(0).upper().endswith("B")
 
 
+# free_as_kib's mark of a count whose unit is KiB or MiB (`515890Ki/Mi`)
+_EITHER = "Ki/Mi"
+
+
 def _amount(cell: str, unit_bytes: int) -> int | None:
     """Bytes from a free cell: a plain count of `unit_bytes`, or a `free -h` size like '1.9Gi'
-    (a `--si` size marked `112GB`: its least reading, in powers of 1000)."""
+    (a `--si` size marked `112GB`: its least reading, in powers of 1000; a count marked `Ki/Mi`:
+    its KiB reading)."""
     if cell.isdecimal():
         return int(cell) * unit_bytes
+    if cell.endswith(_EITHER) and cell[: -len(_EITHER)].isdecimal():
+        return int(cell[: -len(_EITHER)]) * _KIB
     match = _HUMAN.match(cell)
     if not match:
         return None
@@ -76,6 +88,8 @@ def _spread(cell: str, unit_bytes: int) -> tuple[int, int]:
     size (marked `112GB`) is read from its least reading, powers of 1000, up to its most, powers
     of 1024: procps 3.3.10's `free -h --si` printed 8.2G of 8.35 GB, `--mega` 8157 of 8353 MB
     (KiB over 1000), and older procps-ng's `--giga` is `-g` (GiB)."""
+    if cell.endswith(_EITHER) and cell[: -len(_EITHER)].isdecimal():
+        return (0, int(cell[: -len(_EITHER)]) * (_MIB - _KIB))  # (up to its MiB reading)
     match = _HUMAN.match(cell)
     if cell.isdecimal() or not match:
         return (0, unit_bytes if cell.isdecimal() and unit_bytes > 1024 else 0)
@@ -172,7 +186,8 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     cell_text = mem[columns.index("total")] if total is not None and mem else ""
     spread = _spread(cell_text, unit_bytes) if cell_text else (0, 0)
     si = bool((match := _HUMAN.match(cell_text)) and _si_marked(match))
-    return MemoryInfo(total, available, swap, tuple(warnings), spread, si)
+    unsure = cell_text.endswith(_EITHER)
+    return MemoryInfo(total, available, swap, tuple(warnings), spread, si, unsure)
 
 
 class FreeFormatError(UsageError):
@@ -209,9 +224,16 @@ def _numbers(text: str) -> list[int]:
 
 
 def free_unit(name: str, text: str, command: str = "") -> int:
-    """Bytes per number of a saved `free` output: 1 (`-b`), 1024 (`-k`, plain `free`), 1048576
+    """Bytes per number of a saved `free` output (see _free_unit); a file named for plain `free`
+    whose total is plausible in KiB and in MiB is read in KiB."""
+    return _free_unit(name, text, command)[0]
+
+
+def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
+    """(Bytes per number of a saved `free` output: 1 (`-b`), 1024 (`-k`, plain `free`), 1048576
     (`-m`), 1073741824 (`-g`), or 0 for `-h` (sizes carry their units). Raises FreeFormatError
-    when it cannot tell.
+    when it cannot tell; and whether a MiB reading is as plausible where the file's name alone
+    settled it as plain `free`, in KiB.)
 
     A flag in the file name or copied command wins (`free-b.txt`, `free -m.txt`). Otherwise from the content:
     units in the cells mean `-h`; bytes come from /proc/meminfo's KiB, so in `free -b` every
@@ -223,11 +245,11 @@ def free_unit(name: str, text: str, command: str = "") -> int:
     named = tool_words(name, "free", command)
     flag = _NAMED_FLAG.search(named)
     if flag:
-        return _FLAG_UNITS[flag.group(1).lower()]
+        return _FLAG_UNITS[flag.group(1).lower()], False
     text = english_free(text)
     mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
     if len(mem) > 1 and not mem[1].isdecimal() and _HUMAN.match(mem[1]):
-        return 0  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)
+        return 0, False  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)
     total = parse_free(text, 1).total_bytes
     if total is None:
         raise FreeFormatError(f"{name}: no Mem total found in this free output.")
@@ -237,11 +259,13 @@ def free_unit(name: str, text: str, command: str = "") -> int:
     if not multiples:
         candidates = [u for u in candidates if u != 1]
     elif len(numbers) >= 3 and 1 in candidates:
-        return 1
+        return 1, False
     if len(candidates) == 1:
-        return candidates[0]
+        return candidates[0], False
     if _KIB in candidates and named:  # (named for plain `free`: free.txt)
-        return _KIB
+        # (a name says no flag: a `free -m` saved as free.txt is as likely; a MiB reading
+        # also plausible is kept as the range up to it, never taken as 1024x less RAM)
+        return _KIB, _MIB in candidates
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
         f"{name}: cannot tell the unit of this free output (Mem total {total} reads as {readings});"
@@ -255,7 +279,9 @@ def free_as_kib(name: str, text: str, command: str = "") -> str:
     the whole units they were cut to are known (MemoryInfo.total_spread). `name`: the file's
     name, `command`: the command copied above the output ("" if none): their flags say the unit."""
     text = english_free(text)
-    unit = free_unit(name, text, command)
+    unit, unsure = _free_unit(name, text, command)
+    if unsure:  # (each count marked as KiB or MiB: parse_free reads the range between the two)
+        return _mark_cells(text, lambda cell: cell + _EITHER if cell.isdecimal() else cell)
     if unit == 1:  # (bytes: `--si` leaves them be)
         return re.sub(r"(?m)(?<=\s)\d+(?=\s|$)", lambda m: str(int(m.group()) // _KIB), text)
     if free_si(name, command):

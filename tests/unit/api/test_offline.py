@@ -61,6 +61,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it
+        "cpuinfo-grep-c": None,  # a bare number (`grep -c ^processor`); tests put its command before it
         "cpuset-cpus": None,  # a bare CPU list (`tail` of the file); tests put its file's name before it
         "docker-info": "docker_info",
         "iperf3": "iperf3",
@@ -97,7 +98,8 @@ def test_vendor_outputs_dir_judged_against_an_order(tmp_path: Path) -> None:
     outputs.mkdir()
     shutil.copy(DERIVED / "nvidia-smi-q-x__a100-sxm4-80gb__4gpu__derived.xml", outputs / "smi.xml")
     shutil.copy(REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt", outputs / "topo.txt")
-    shutil.copy(REAL / "free__ubuntu-18.04-vm.txt", outputs / "free.txt")
+    # (named for its flag: as `free.txt`, its 2017300 may be `free -m`'s MiB, which 512 GB passes)
+    shutil.copy(REAL / "free__ubuntu-18.04-vm.txt", outputs / "free-k.txt")
     order = tmp_path / "order.yml"
     order.write_text("order:\n  gpu_model: A100 80GB SXM\n  gpu_count: 8\n  ram: 512GB\n")
     r = cli(tmp_path, str(outputs), "--order", str(order), "--json")

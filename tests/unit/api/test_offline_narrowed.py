@@ -131,3 +131,32 @@ def test_a_prompt_with_no_space_before_its_command_is_read(tmp_path: Path) -> No
         "unverified",
         "unknown: /data is not in the df output, which lists only some filesystems",
     )
+
+
+OFFLINE_CPUS = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        r"$ lscpu | grep -E '^(Architecture|CPU\(s\)|Thread|Core|Socket)'",
+        r"root@node:~# lscpu | egrep '^(Architecture|CPU\(s\)|Thread|Core|Socket)'",
+    ],
+)
+def test_a_grepped_lscpu_never_passes_on_the_lines_it_kept(tmp_path: Path, command: str) -> None:
+    """The real 2-socket Xeon E5-2630 v4 whose lscpu says 40 CPUs, 36 of them offline (its whole
+    output fails 16 cores ordered), cut in-test to the lines its copied `grep` keeps
+    (Architecture, CPU(s), Thread(s) per core, Core(s) per socket, Socket(s): the Off-line
+    CPU(s) list left out), that command above them: it passed as 20 cores / 40 threads."""
+    whole = (REAL / OFFLINE_CPUS).read_text()
+    assert verdicts(tmp_path, "lscpu.txt", whole, "cpu_cores: 16")["cpu_cores"][0] == "fail"
+    kept = "".join(
+        line
+        for line in whole.splitlines(keepends=True)
+        if line.startswith(("Architecture", "CPU(s)", "Thread", "Core", "Socket"))
+    )
+    verdict, actual = verdicts(tmp_path, "lscpu.txt", command + "\n" + kept, "cpu_cores: 16")["cpu_cores"]
+    assert verdict == "unverified", actual
+    assert actual.startswith("20 cores / 40 threads; `lscpu | ") and "keeps only the lines" in actual
+    # (a fail the kept lines show still fails: a filter adds no CPU)
+    assert verdicts(tmp_path, "lscpu.txt", command + "\n" + kept, "cpu_cores: 48")["cpu_cores"][0] == "fail"

@@ -49,7 +49,10 @@ def _readable_alone() -> list[Path]:
                 kinds = offline.load_outputs([str(path)])
             except UsageError:
                 continue
-            out.append(path) if "lscpu" not in kinds or "free" not in kinds else None
+            # (a bare number is nproc by its file's name only: under `./saved-output.sh` in a
+            # session it is no output, whatever count it says)
+            both = "lscpu" in kinds and "free" in kinds
+            out.append(path) if not both and "nproc" not in kinds else None
     return out
 
 

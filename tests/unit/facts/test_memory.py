@@ -33,6 +33,23 @@ CASES = [
     # a dev container's `free -m` (110.0 GiB), and a desktop's `free -b` (tests/api/test_offline_free_si.py)
     ("real/free-m__devcontainer-110gib__vit-notes.txt", 2**20, 112682 * 2**20, 106580 * 2**20, 0, (0, 2**20)),
     ("real/free-b__desktop-7.8gib__ubuntu-16.04-forum.txt", 1, 8353525760, 7185371136, 10485755904, (0, 0)),
+    # `free -m` of a 1024 GiB VM and of a ~1 TiB container (tests/api/test_offline_free_unit.py)
+    (
+        "real/free-m__1tib-vm-hugepages__martins3-notes.txt",
+        2**20,
+        1031694 * 2**20,
+        6590 * 2**20,
+        9999 * 2**20,
+        (0, 2**20),
+    ),
+    (
+        "real/free-m__1tib-container__meminfo-1056657496kb__agent-session.txt",
+        2**20,
+        1031892 * 2**20,
+        731868 * 2**20,
+        0,
+        (0, 2**20),
+    ),
     # inside an LXD container of a 4000 MB limit, lxcfs's view: `free -h` 3.7Gi
     (
         "real/free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt",

@@ -126,7 +126,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
     check = _container_view(
         _judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs", CPU_LIMIT_FILES
     )
-    check = _cpu_set_unknown(check, facts)
+    check = _lscpu_narrowed(_cpu_set_unknown(check, facts), facts)
     unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
@@ -140,6 +140,25 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
         check.actual,
         "unverified",
         "; ".join(filter(None, [detail, check.detail])),
+    )
+
+
+def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
+    """A pass or warning from a saved lscpu whose copied command kept only some of its lines
+    (`lscpu | grep -E '^CPU\\(s\\)|Socket|Core|Thread'`: ProbeOutput.partial): a line it left
+    out may say CPUs are offline (`Off-line CPU(s) list`, which fails a box whose lscpu says
+    40 CPUs with 36 of them offline) or hold another CPU type's cores; unverified. A fail
+    stands: a filter adds no CPU."""
+    out = facts.raw.get("lscpu")
+    if check.verdict not in ("pass", "warn") or out is None or not out.partial:
+        return check
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {out.partial}",
+        "unverified",
+        "a line the filter left out may say CPUs are offline (lscpu's Off-line CPU(s) list) or"
+        " hold another CPU type: save the whole `lscpu` of the box",
     )
 
 
@@ -387,8 +406,23 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
                 + ": the container's limit, not a missing DIMM; ask the vendor for the memory ordered",
             )
     less, more = facts.memory.total_spread
+    if facts.memory.unit_unsure:  # (a free.txt that may be `free -m`: its KiB and MiB readings)
+        actual += (
+            f" as plain free (KiB), {format_bytes(total + more, True, decimals)} as free -m: the"
+            " file's name says no flag"
+        )
     if total - less >= floor:
         return Check("ram", expected, actual, "pass")
+    if facts.memory.unit_unsure and total + more >= floor:
+        return Check(
+            "ram",
+            expected,
+            actual,
+            "unverified",
+            "the free output's unit is not told by its file's name or content (KiB of plain free, or"
+            " MiB of free -m), and the order is met in MiB only: save it as free-k.txt or free-m.txt"
+            " after the flag it was run with, or save `free -k` of the box",
+        )
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
     short = format_bytes(wanted - total - more)

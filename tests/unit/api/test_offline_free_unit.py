@@ -1,0 +1,59 @@
+"""A saved `free` whose unit neither its file's name nor its content tells: a file named for
+plain `free` (`free.txt`) whose Mem total is plausible RAM in KiB and in MiB is read as the
+range between the two readings, never as the KiB one alone (a `free -m` of a 1 TiB box,
+`Mem: 1031694`, was read as 1007.5 MiB and failed `ram` as missing DIMMs). Real captures:
+tests/fixtures/real/SOURCES.md, section "Truth sweep round 25 (pasted host tools)"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts import memory
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# `free -m` of a 1024 GiB VM (1031694 MiB) and of a ~1 TiB container (1031892 MiB: its
+# /proc/meminfo's MemTotal 1056657496 kB), each saved without its command line
+TIB_VM = "free-m__1tib-vm-hugepages__martins3-notes.txt"
+TIB_CONTAINER = "free-m__1tib-container__meminfo-1056657496kb__agent-session.txt"
+# plain `free` (KiB) of a 2 GiB VM: 2017300 KiB, also 1.9 TiB in MiB
+SMALL_VM = "free__ubuntu-18.04-vm.txt"
+
+
+def ram(tmp_path: Path, name: str, text: str, order: str) -> tuple[str, str]:
+    return verdicts(tmp_path, name, text, f"ram: {order}")["ram"]
+
+
+@pytest.mark.parametrize("capture", [TIB_VM, TIB_CONTAINER])
+def test_free_m_of_a_big_box_saved_as_free_txt_never_fails_as_missing_ram(
+    tmp_path: Path, capture: str
+) -> None:
+    text = (REAL / capture).read_text()
+    assert ram(tmp_path, "free-m.txt", text, "1TB")[0] == "pass"  # named: 1007.5 GiB
+    verdict, actual = ram(tmp_path, "free.txt", text, "1TB")
+    assert verdict == "unverified", actual
+    assert "MiB (1.1 GB) as plain free (KiB), 1007." in actual and "GiB as free -m" in actual
+    # a file's name, a command copied above it, or the order met in KiB too, still settle it
+    assert ram(tmp_path, "free.txt", "$ free -m\n" + text, "1TB")[0] == "pass"
+    assert ram(tmp_path, "free.txt", text, "512MB")[0] == "pass"  # (1007 MiB, in either unit)
+    assert ram(tmp_path, "free.txt", text, "2TB")[0] == "fail"  # (short in either unit)
+
+
+def test_plain_free_of_a_small_box_still_passes_and_fails_by_its_kib(tmp_path: Path) -> None:
+    """The 2 GiB VM's plain `free` as free.txt: a 2 GB order passes on its KiB; a 4 GB order,
+    which its KiB fails and its MiB reading (1.9 TiB) would pass, is unverified, not failed."""
+    text = (REAL / SMALL_VM).read_text()
+    assert ram(tmp_path, "free.txt", text, "2GB")[0] == "pass"
+    assert ram(tmp_path, "free.txt", text, "4GB")[0] == "unverified"
+    assert ram(tmp_path, "free-k.txt", text, "4GB")[0] == "fail"
+
+
+def test_the_kib_or_mib_reading_is_a_range_of_the_memory_info() -> None:
+    text = (REAL / TIB_VM).read_text()
+    info = memory.parse_free(memory.free_as_kib("free.txt", text))
+    assert info.unit_unsure and info.total_bytes == 1031694 * 1024
+    assert info.total_bytes + info.total_spread[1] == 1031694 * 1024**2
+    assert not memory.parse_free(memory.free_as_kib("free-m.txt", text)).unit_unsure

@@ -1,0 +1,85 @@
+"""A saved `nproc --all` is not the CPUs the login may use: it counts every CPU of the kernel,
+whatever CPU set or affinity confines the login (inside a Slurm allocation of 8 CPUs, `nproc`
+prints 8 and `nproc --all` 96). Read as `nproc`, it stood for the usable CPUs: a container's
+`cpu_cores`, unverified without them, passed. Real captures: tests/fixtures/real/SOURCES.md,
+section "Truth sweep round 25 (pasted host tools)"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.errors import UsageError
+
+from ..offline_judge import checks, judged_box
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+PLAIN = "nproc__slurm-allocation-8-of-96-cpus__carter-cn-03.txt"  # `nproc`: 8
+ALL = "nproc-all__slurm-allocation-8-of-96-cpus__carter-cn-03.txt"  # `nproc --all`: 96
+# a box's `grep -c ^processor /proc/cpuinfo` (128; its `nproc`: 4), another's `taskset -c 0,1 nproc` (2)
+CPUINFO = "cpuinfo-grep-c-processor__128-cpus-nproc-4__scanner-notes.txt"
+TASKSET = "nproc-taskset-c-0-1__2-of-12-cpus__jp-notes.txt"
+LSCPU = "lscpu__intel-xeon-16vcpu__h200-vm.txt"
+# a container's view (overlay `/`), and its cgroup's CPU quota: none (`max`)
+OVERLAY_DF = "Filesystem 1K-blocks Used Available Use% Mounted on\noverlay 100000000 1000 99999000 1% /\n"
+NO_QUOTA = "/sys/fs/cgroup/cpu.max:max 100000\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt"),
+    [("nproc.txt", "$ nproc --all\n"), ("nproc.txt", "user@carter-cn-03:~$ nproc --all\n"),
+     ("nproc-all.txt", ""), ("nproc --all.txt", "")],
+)  # fmt: skip
+def test_nproc_all_is_refused_not_read_as_the_usable_cpus(tmp_path: Path, name: str, prompt: str) -> None:
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, name, prompt + (REAL / ALL).read_text())
+    message = str(err.value)
+    assert message.endswith("which is what nproc is read for: save plain `nproc` of the box."), message
+    assert message.count(". ") == 0
+
+
+@pytest.mark.parametrize("name", ["nproc.txt", "nproc__all-boxes.txt", "nproc-allocation.txt"])
+def test_plain_nproc_is_still_read(tmp_path: Path, name: str) -> None:
+    """The same allocation's plain `nproc` (8), named without --all (a description after `__`,
+    or a word that only starts with `all`, is no flag)."""
+    facts, _ = judged_box(tmp_path, {name: (REAL / PLAIN).read_text()}, "cpu_cores: 4\n")
+    assert facts.nproc == 8
+
+
+def test_a_container_is_not_passed_on_its_hosts_cpu_count(tmp_path: Path) -> None:
+    """A container (overlay `/`, no CPU quota) with the host's 16-CPU lscpu: without the CPUs it
+    may use, cpu_cores is unverified; a `nproc --all` beside it never made that a pass."""
+    box = {"lscpu.txt": (REAL / LSCPU).read_text(), "df.txt": OVERLAY_DF, "cgroup.txt": NO_QUOTA}
+    _, by_rule = judged_box(tmp_path / "a", box, "cpu_cores: 16\n")
+    assert by_rule["cpu_cores"].verdict == "unverified"
+    with pytest.raises(UsageError):
+        judged_box(tmp_path / "b", {**box, "nproc.txt": "$ nproc --all\n16\n"}, "cpu_cores: 16\n")
+
+
+@pytest.mark.parametrize(
+    ("capture", "command"),
+    [
+        (CPUINFO, "$ grep -c ^processor /proc/cpuinfo"),
+        (TASKSET, "$ taskset -c 0,1 nproc"),
+        (TASKSET, "$ OMP_NUM_THREADS=2 nproc"),
+        (TASKSET, "$ nproc --ignore=10"),
+    ],
+)
+def test_a_number_another_command_printed_is_not_nproc(tmp_path: Path, capture: str, command: str) -> None:
+    """A bare number saved as nproc.txt under a copied command that is not plain `nproc` (the
+    real captures with the command each was published under put back in-test; the last two
+    commands are put above the taskset capture's `2` in-test): the online CPUs, or a count
+    that command set, never the CPUs the login may use (`taskset`'s 2 failed cpu_cores as "2
+    usable")."""
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", command + "\n" + (REAL / capture).read_text())
+    assert f"its copied command `{command[2:]}` is not plain `nproc`" in str(err.value)
+
+
+@pytest.mark.parametrize("command", ["$ nproc", "$ ssh box nproc", "$ sudo nproc", "$ nproc | tee nproc.txt"])
+def test_plain_nproc_under_its_copied_command_is_read(tmp_path: Path, command: str) -> None:
+    facts, _ = judged_box(
+        tmp_path, {"nproc.txt": command + "\n" + (REAL / PLAIN).read_text()}, "cpu_cores: 4\n"
+    )
+    assert facts.nproc == 8
