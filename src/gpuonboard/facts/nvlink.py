@@ -118,6 +118,9 @@ _GPU_NO_UUID = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*()()$")
 _LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
 _CAPABILITY = re.compile(r"^\s*Link\s+\d+,\s")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
+# a link line with a speed in one match: what _LINK then _SPEED read of it (value, speed), for
+# the ~12 lines a GPU of a whole listing; a line it does not match is read as before
+_LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
 
 
 def _note(text: str) -> str | None:
@@ -139,6 +142,9 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     warnings: list[str] = []
 
     for line in text.splitlines():
+        if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
+            links[-1].append(NvlinkLink(int(m.group(1)), float(m.group(3)), m.group(2)))
+            continue
         if not line.strip() or _CAPABILITY.match(line):
             continue
         if m := _GPU.match(line) or _GPU_NO_UUID.match(line):

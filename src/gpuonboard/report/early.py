@@ -60,6 +60,10 @@ class EarlyReport:
         self.closed = False
         self._prepared: dict[str, Prepared] = {}
         self._lock = threading.Lock()
+        # the environment of the HTML template, looked up by the first host done: the run's
+        # report is rendered in the environment looked up at its end, and a section rendered
+        # in another (a template the project added meanwhile) is not used (section_of)
+        self._env: Any = None
 
     def __call__(self, result: HostResult) -> None:
         outputs = jsonfile.raw_outputs(result)
@@ -88,7 +92,9 @@ class EarlyReport:
 
         assert self.project is not None
         done.view = view.host_view(done.record, self.out, "en", written, self.strict)
-        env = templates._environment_for(self.project, _HTML, True)
+        env = self._env
+        if env is None:
+            env = self._env = templates._environment_for(self.project, _HTML, True)
         if isinstance(env, BoundedSandbox):
             return
         render.markup_chart(done.view)

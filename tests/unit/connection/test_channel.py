@@ -116,3 +116,35 @@ def test_kex_order_keeps_post_quantum_first_then_p256() -> None:
     # an older paramiko without the hybrid: P-256 simply goes first; nothing is added
     assert kex_order(paramiko_default[1:])[:2] == ("ecdh-sha2-nistp256", "curve25519-sha256@libssh.org")
     assert kex_order(("curve25519-sha256",)) == ("curve25519-sha256",)
+
+
+def test_drain_waits_for_the_exit_status_after_eof_without_spinning() -> None:
+    """A real paramiko Channel (no transport: its buffers and events are what the transport
+    thread fills): output and EOF arrive, the exit status 0.3 s later, as a loaded host's
+    transport thread may deliver it. paramiko's pipe stays set after EOF, so a select on the
+    channel returned at once and _drain spun on the CPU until the status came; it now waits
+    on the channel's status event (its thread's CPU over the wait stays far below the wait)."""
+    import threading
+    import time
+
+    import paramiko
+    from paramiko.message import Message
+
+    from gpuonboard.connection.channel import _drain
+
+    chan = paramiko.Channel(3)
+    chan.in_buffer.feed(b"out\n")
+    chan.in_stderr_buffer.feed(b"err\n")
+    chan.fileno()  # (the pipe _drain selects on, as a channel that was selected on has)
+    chan._handle_eof(Message())
+
+    def exit_status() -> None:
+        time.sleep(0.3)
+        chan.exit_status = 5
+        chan.status_event.set()
+
+    threading.Thread(target=exit_status, daemon=True).start()
+    cpu, wall = time.thread_time(), time.monotonic()
+    assert _drain(chan, 10) == (b"out\n", b"err\n", None)
+    assert (chan.exit_status, time.monotonic() - wall >= 0.29) == (5, True)
+    assert time.thread_time() - cpu < 0.1

@@ -287,3 +287,40 @@ def test_proc_cpuinfo_cut_short_counts_nothing(keep: float) -> None:
     info = parse_cpuinfo(text[: int(len(text) * keep)])
     assert (info.logical_cpus, info.physical_cores) == (None, None)
     assert info.cut is not None and "cut short" in info.warnings[0]
+
+
+def _bare_field_every_label(line: str) -> tuple[str, str] | None:
+    """_bare_field as it was: every translated label tried, longest first."""
+    from gpuonboard.facts.cpu import _bare_labels
+
+    text = line.strip()
+    for label in _bare_labels():
+        rest = text[len(label) :]
+        if text.startswith(label) and rest[:2] in ("  ", "\t", " \t") and rest.strip():
+            return label, rest.strip()
+    return None
+
+
+def test_bare_field_tries_the_labels_a_line_can_start_with_and_reads_what_every_label_read() -> None:
+    """_bare_field tries only the labels sharing the line's first character: for each label of
+    data/lscpu_labels.yml as lscpu pads it (blanks or a tab, a value, a wrapped Flags line's
+    words after it, the label cut short or alone), and for a real capture's every line, it
+    reads what trying every label read."""
+    from gpuonboard.facts.cpu import _bare_field, _bare_labels
+
+    captures = sorted((FIXTURES / "real").glob("lscpu*"))
+    lines = [line for path in captures for line in path.read_text().splitlines()]
+    for label in _bare_labels():
+        lines += [
+            f"{label}   1",
+            f"  {label}\t2 ",
+            f"{label} \tx y",
+            f"{label} 3",
+            label,
+            f"{label}  ",
+            f"{label[:-1]}   4",
+            f"{label}x   5",
+            f"\u00a0{label}   6",
+        ]
+    lines += ["", "   ", "\t", "fpu vme de pse tsc msr pae mce cx8"]
+    assert [_bare_field(line) for line in lines] == [_bare_field_every_label(line) for line in lines]

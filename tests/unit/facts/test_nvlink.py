@@ -130,3 +130,54 @@ def test_mig_and_empty_output() -> None:
     (gpu,) = parse_nvlink_errors(text).gpus
     assert (gpu.note, gpu.links) == (MIG_MODE, {})
     assert parse_nvlink_errors("").gpus == ()
+
+
+def _variants(text: str) -> list[str]:
+    """A listing as captured, and with its link lines re-spaced and re-cased as pastes and other
+    builds print them: tab indent, trailing blanks, `gb/s`, no blank before the unit."""
+    return [
+        text,
+        text.replace("         Link", "\t Link").replace(" GB/s", " GB/s  "),
+        text.replace("GB/s", "gb/s").replace(" gb/s", "gb/s"),
+        text.replace("Link", "link"),
+    ]
+
+
+def test_a_link_line_with_a_speed_is_read_as_the_link_and_speed_patterns_read_it() -> None:
+    """parse_nvlink_status reads a link line with a speed in one match (_LINK_SPEED): for every
+    real `nvlink -s` capture and its re-spaced / re-cased copies, each GPU's links are what
+    _LINK then _SPEED read of its link lines (number, speed, text as printed), and a line
+    before any GPU line, or `link` in lower case, is still a warning, not a link."""
+    import re
+
+    from gpuonboard.facts.nvlink import _CAPABILITY, _GPU, _LINK, _SPEED, NvlinkLink
+
+    for path in sorted(REAL.glob("nvidia-smi-nvlink-s__*")):
+        for text in _variants(path.read_text()):
+            expected: list[list[NvlinkLink]] = []
+            for line in text.splitlines():
+                if _GPU.match(line) or re.match(r"^GPU\s+\d+:", line):
+                    expected.append([])
+                elif expected and not _CAPABILITY.match(line) and (m := _LINK.match(line)):
+                    speed = _SPEED.match(m.group(2))
+                    if speed or "inactive" in m.group(2).lower():
+                        gbps = float(speed.group(1)) if speed else None
+                        expected[-1].append(NvlinkLink(int(m.group(1)), gbps, m.group(2)))
+            got = parse_nvlink_status(text)
+            assert [list(g.links) for g in got.gpus] == expected, path.name
+    cases = {
+        "Link 0: 25 GB/s\nGPU 0: NVIDIA A100 (UUID: GPU-1)\n\tLink 1:  26.562 gb/s \n": (
+            [[NvlinkLink(1, 26.562, "26.562 gb/s")]],
+            ("nvidia-smi nvlink -s: unexpected line 'Link 0: 25 GB/s'",),
+        ),
+        "GPU 0: NVIDIA A100 (UUID: GPU-1)\n link 0: 25 GB/s\n Link 1: 25 GB/s x\n Link 2: 25GB/s\n": (
+            [[NvlinkLink(2, 25.0, "25GB/s")]],
+            (
+                "nvidia-smi nvlink -s: unexpected line 'link 0: 25 GB/s'",
+                "nvidia-smi nvlink -s: link line not read 'Link 1: 25 GB/s x'",
+            ),
+        ),
+    }
+    for text, (links, warnings) in cases.items():
+        got = parse_nvlink_status(text)
+        assert ([list(g.links) for g in got.gpus], got.warnings) == (links, warnings)

@@ -104,3 +104,31 @@ def test_a_part_is_used_only_for_the_result_verdict_and_timestamp_it_was_made_fr
     # junit.xml from the prepared suites and from none: the same text
     name = "gpuonboard check"
     assert junit.render(outcome, name, STARTED, early.suite_of) == junit.render(outcome, name, STARTED)
+
+
+def test_a_report_template_the_project_adds_while_hosts_are_done_renders_the_whole_report(
+    tmp_path: Path,
+) -> None:
+    """The early report looks the HTML template up once, for the first host done; a project
+    that brings its own report/html.j2 after that (here: after the first of three hosts) still
+    has its report rendered by its template, for every host, byte for byte as without any
+    early part (the shipped sections made before are not used)."""
+    from gpuonboard.resources import shipped_root
+
+    results = _results()
+    project = tmp_path / "project"
+    project.mkdir()
+    early = EarlyReport(tmp_path / "early" / RUN, project, False, STARTED)
+    early(results[0])
+    shipped = shipped_root()
+    assert shipped is not None
+    (project / "templates" / "report").mkdir(parents=True)
+    template = (shipped / "templates" / "report" / "html.j2").read_text()
+    (project / "templates" / "report" / "html.j2").write_text("<!-- the project's own -->\n" + template)
+    for r in results[1:]:
+        early(r)
+    outcome = conclude(results, False)
+    made_early = _write(tmp_path, outcome, early, "early")
+    made_late = _write(tmp_path, outcome, None, "late")
+    assert made_early["report.html"].startswith(b"<!-- the project's own -->")
+    assert made_early == made_late
