@@ -30,7 +30,14 @@ _REASON_ALIASES = {
     "hw_therm_slowdown": "hw_thermal_slowdown",
     "sw_therm_slowdown": "sw_thermal_slowdown",
     "hw_power_brake": "hw_power_brake_slowdown",
+    # the R2xx-R3xx name of the 0x2 reason (NVML's nvmlClocksThrottleReasonUserDefinedClocks)
+    "user_defined_clocks": "applications_clocks_setting",
 }
+# NVML's nvmlClocksThrottleReasonUnknown (bit 63, "some other unspecified factor is reducing the
+# clocks"), printed by R3xx drivers as `Unknown` / <clocks_throttle_reason_unknown>; an active
+# reason this tool does not know (that one, or a newer driver's) is kept under its own name
+# after the known ones, never dropped: it holds the clocks back all the same
+UNKNOWN_REASON_BIT = 63
 
 
 @functools.lru_cache(maxsize=256)  # (a handful of labels, ~10 a GPU: computed once each)
@@ -45,8 +52,10 @@ def _reason_name(label: str) -> str:
 
 
 def _ordered(reasons: set[str]) -> tuple[str, ...]:
-    """Known reasons in bit order (unknown names are dropped by the caller with a warning)."""
-    return tuple(r for r in CLOCK_EVENT_REASONS if r in reasons)
+    """Known reasons in bit order, then the others (reasons this tool does not know) by name."""
+    return tuple(r for r in CLOCK_EVENT_REASONS if r in reasons) + tuple(
+        sorted(r for r in reasons if r not in CLOCK_EVENT_REASONS)
+    )
 
 
 def _reasons_from_states(
@@ -64,9 +73,8 @@ def _reasons_from_states(
         if lowered not in ("active", "not active"):
             continue
         known = True
-        if name not in CLOCK_EVENT_REASONS:
+        if name not in CLOCK_EVENT_REASONS and name != "unknown":  # (NVML's own: named, no warning)
             warnings.append(f"{where}: unknown clock event reason {label!r} ({value})")
-            continue
         if lowered == "active":
             active.add(name)
     return _ordered(active), known
@@ -88,4 +96,9 @@ def _reasons_from_mask(
     if unknown:
         warnings.append(f"{where}: unknown clock event reason bits {unknown:#x}")
     active = {name for bit, name in enumerate(CLOCK_EVENT_REASONS) if mask & (1 << bit)}
+    active |= {
+        "unknown" if bit == UNKNOWN_REASON_BIT else f"unknown_bit_{bit}"
+        for bit in range(len(CLOCK_EVENT_REASONS), max(64, unknown.bit_length()))
+        if unknown & (1 << bit)
+    }
     return _ordered(active), True

@@ -37,6 +37,35 @@ def test_throttled_h100s_fail_throttling() -> None:
     assert v["throttling"][1].count("hw_slowdown, hw_power_brake_slowdown") == 8
 
 
+def test_an_active_reason_this_tool_does_not_know_is_no_pass() -> None:
+    """The real driver-340 K20m `-q -x` (P0, 4 % busy) with <clocks_throttle_reason_unknown>
+    edited in-test from Not Active to Active: nvidia-smi says an unspecified factor reduces the
+    clocks; the reason was dropped and throttling passed "none active"."""
+    text = (REAL / "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml").read_text()
+    edited = text.replace(
+        "<clocks_throttle_reason_unknown>Not Active<", "<clocks_throttle_reason_unknown>Active<"
+    )
+    assert edited != text
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(edited, "", 0)}))
+        if c.name == "throttling"
+    ]
+    assert (check.verdict, check.actual) == ("warn", "GPU 0: unknown (a reason this tool does not know)")
+    assert "holds the clocks back" in check.detail
+
+
+def test_an_active_clock_setting_reason_is_named_not_called_none_active() -> None:
+    """The real driver-340 K20m `-q -x` (P0) reads Applications Clocks Setting: Active (its
+    application clocks at their default 705 MHz of 758 max): no slowdown, but "none active" was
+    untrue; the row names the setting."""
+    v = verdicts(REAL / "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml")
+    assert v["throttling"] == (
+        "pass",
+        "no slowdown active; GPU 0: applications_clocks_setting active (a clock setting)",
+    )
+
+
 def test_a10_with_pending_remap_fails_memory_repair() -> None:
     v = verdicts(REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt")
     # the real capture also has 4 rows remapped after uncorrectable errors: named, not hidden
