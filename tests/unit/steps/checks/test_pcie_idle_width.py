@@ -112,3 +112,15 @@ def test_a_lower_generation_under_load_still_fails(tmp_path: Path) -> None:
     facts = parse_facts({"nvidia_smi_q": ProbeOutput(busy, "", 0)})
     (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
     assert (check.verdict, check.actual) == ("fail", "GPU 0 Gen1 of Gen4")
+
+
+def test_an_idle_gpus_link_between_gen1_and_its_max_still_warns() -> None:
+    """The real idle A10 `-q` (P8, 0 %) with its PCIe Current and Device Current generation edited
+    in-test from 1 to 3: Gen3 of Gen4 is no power-saving state (idle links drop to Gen1), so it
+    is no pass; rerun under load."""
+    text = (REAL / A10_IDLE).read_text()
+    edited = text.replace("Current                   : 1", "Current                   : 3")
+    assert edited.count("Current                   : 3") == 2
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput(edited, "", 0)})
+    (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
+    assert (check.verdict, check.actual) == ("warn", "GPU 0 Gen3 of Gen4")

@@ -46,12 +46,13 @@ def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], l
         slow = f"{gpu_label(g)} {', '.join(below)}"
         if narrow and top_gen:
             slow_busy.append(f"{slow} at Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max} (not power saving)")
-        elif is_idle(g) and not narrow:
-            # an idle GPU's link at a lower generation at its full width (or one not read) is the
-            # driver's power saving (nvidia-smi: "may be reduced when the GPU is not in use"),
-            # never a degraded link: the generation the slot allows is the link's maximum
-            # (NVML: "possible with this device and system"), judged against the card's by
-            # _slot_capped; an idle AWS A10G, RTX 4090s and an A10 read Gen1 of Gen4 so
+        elif is_idle(g) and not narrow and g.pcie_gen_current == 1:
+            # an idle GPU's link at Gen1 at its full width (or one not read) is the driver's power
+            # saving (nvidia-smi: "may be reduced when the GPU is not in use"), never a degraded
+            # link: the generation the slot allows is the link's maximum (NVML: "possible with
+            # this device and system"), judged against the card's by _slot_capped; idle RTX 3060 /
+            # 4090s and an A10 read Gen1 of Gen4 so. (A generation between, Gen3 of Gen4 idle, is
+            # no power-saving state seen: a link that may not train higher, so still a warning)
             downshift.append(slow)
         elif is_idle(g):
             slow_idle.append(slow)
