@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from gpuonboard.facts.nvidia_smi.values import _clean
 
@@ -58,12 +59,24 @@ def _ordered(reasons: set[str]) -> tuple[str, ...]:
     )
 
 
+class Reasons(NamedTuple):
+    """A GPU's clock event reasons as one output gave them."""
+
+    active: tuple[str, ...]  # the active ones, in bit order (then the unknown ones by name)
+    known: bool  # whether any reason's state was read
+    read: tuple[str, ...]  # the reasons whose state (Active / Not Active) was read
+
+
+NO_REASONS = Reasons((), False, ())
+
+
 def _reasons_from_states(
     states: Sequence[tuple[str, str | None]], where: str, warnings: list[str]
-) -> tuple[tuple[str, ...], bool]:
-    """(active reasons, known) from (label, 'Active'/'Not Active') pairs."""
+) -> Reasons:
+    """The reasons from (label, 'Active'/'Not Active') pairs; a label whose value is N/A, empty or
+    a fault marker is left out of `read` (not read there, never Not Active)."""
     active: set[str] = set()
-    known = False
+    read: set[str] = set()
     for label, raw in states:
         value = _clean(raw)
         if value is None:
@@ -72,18 +85,17 @@ def _reasons_from_states(
         lowered = value.lower()
         if lowered not in ("active", "not active"):
             continue
-        known = True
+        read.add(name)
         if name not in CLOCK_EVENT_REASONS and name != "unknown":  # (NVML's own: named, no warning)
             warnings.append(f"{where}: unknown clock event reason {label!r} ({value})")
         if lowered == "active":
             active.add(name)
-    return _ordered(active), known
+    return Reasons(_ordered(active), bool(read), _ordered(read))
 
 
-def _reasons_from_mask(
-    value: str | None, where: str, warnings: list[str]
-) -> tuple[tuple[str, ...], bool] | None:
-    """(active reasons, True) from a hex bitmask such as '0x0000000000000001'; None if absent."""
+def _reasons_from_mask(value: str | None, where: str, warnings: list[str]) -> Reasons | None:
+    """The reasons from a hex bitmask such as '0x0000000000000001' (every reason read); None if
+    absent."""
     cleaned = _clean(value)
     if cleaned is None:
         return None
@@ -101,4 +113,4 @@ def _reasons_from_mask(
         for bit in range(len(CLOCK_EVENT_REASONS), max(64, unknown.bit_length()))
         if unknown & (1 << bit)
     }
-    return _ordered(active), True
+    return Reasons(_ordered(active), True, CLOCK_EVENT_REASONS)

@@ -660,3 +660,26 @@ def test_foreign_processes_says_a_process_has_no_name_given() -> None:
     ]
     assert check.verdict == "fail"
     assert "pid 10291 (no name given) (2566 MiB)" in check.actual
+
+
+RTX4090_8_Q = REAL / "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
+
+
+@pytest.mark.parametrize("value", ["N/A", ""])
+def test_one_gpus_slowdown_reason_unread_is_no_pass(value: str) -> None:
+    """The real 8 x RTX 4090 `-q` with GPU 1's `SW Thermal Slowdown : Not Active` edited in-test
+    to `N/A` or to nothing, its other reasons and the other GPUs' as read: that GPU's slowdown
+    reason was not read, never Not Active; throttling passed "none active"."""
+    text = RTX4090_8_Q.read_text()
+    at = text.index("SW Thermal Slowdown", text.index("GPU 00000000", 2000))
+    end = text.index("\n", at)
+    edited = text[:at] + re.sub(r": .*", f": {value}", text[at:end]).rstrip() + text[end:]
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi_q": ProbeOutput(edited, "", 0)}))
+        if c.name == "throttling"
+    ]
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "none active (of what was read; GPU 1: clock event reason sw_thermal_slowdown not reported)",
+    )
