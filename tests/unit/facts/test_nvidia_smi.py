@@ -834,7 +834,8 @@ def test_csv_reason_mask(field: str, mask: str, reasons: tuple[str, ...]) -> Non
 
 def test_csv_reason_mask_odd_values() -> None:
     report = parse_query_csv("index, clocks_throttle_reasons.active\n0, 0x0000000000000201\n", ())
-    assert report.gpus[0].clock_event_reasons == ("gpu_idle",)
+    # (a bit this tool does not know is kept, never dropped: it is an active reason all the same)
+    assert report.gpus[0].clock_event_reasons == ("gpu_idle", "unknown_bit_9")
     assert any("unknown clock event reason bits 0x200" in w for w in report.warnings)
     for value in ("[N/A]", "[Not Supported]", "zzz"):
         gpu = parse_query_csv(f"index, clocks_throttle_reasons.active\n0, {value}\n", ()).gpus[0]
@@ -878,8 +879,40 @@ def test_unknown_xml_reason_warns() -> None:
         "<clocks_event_reason_future_thing>Active</clocks_event_reason_future_thing>",
     )
     report = parse_xml(text)
-    assert report.gpus[0].clock_event_reasons == ("gpu_idle",)
+    # (active, so kept under its own name after the known ones, never dropped)
+    assert report.gpus[0].clock_event_reasons == ("gpu_idle", "future_thing")
     assert any("future_thing" in w for w in report.warnings)
+
+
+K20M_XML = "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml"
+
+
+def test_an_active_unknown_throttle_reason_of_an_old_driver_is_kept() -> None:
+    """The real driver-340 K20m `-q -x` with its <clocks_throttle_reason_unknown> edited in-test
+    from Not Active to Active (NVML's nvmlClocksThrottleReasonUnknown: "some other unspecified
+    factor is reducing the clocks"); the same reason as the CSV mask's bit 63."""
+    text = read(REAL / K20M_XML)
+    edited = text.replace(
+        "<clocks_throttle_reason_unknown>Not Active<", "<clocks_throttle_reason_unknown>Active<"
+    )
+    assert edited != text
+    whole = parse_xml(text)
+    assert whole.gpus[0].clock_event_reasons == ("applications_clocks_setting",)
+    assert not any("unknown" in w for w in whole.warnings)  # (NVML's own reason, Not Active)
+    assert parse_xml(edited).gpus[0].clock_event_reasons == ("applications_clocks_setting", "unknown")
+    mask = parse_query_csv("index, clocks_throttle_reasons.active\n0, 0x8000000000000001\n", ())
+    assert mask.gpus[0].clock_event_reasons == ("gpu_idle", "unknown")
+
+
+def test_the_old_user_defined_clocks_reason_is_the_applications_clocks_setting() -> None:
+    """R2xx-R3xx's name of reason 0x2, `User Defined Clocks`: the K20m capture's
+    applications_clocks_setting element renamed in-test to clocks_throttle_reason_user_defined_clocks."""
+    text = read(REAL / K20M_XML).replace(
+        "clocks_throttle_reason_applications_clocks_setting", "clocks_throttle_reason_user_defined_clocks"
+    )
+    report = parse_xml(text)
+    assert report.gpus[0].clock_event_reasons == ("applications_clocks_setting",)
+    assert not any("user_defined" in w for w in report.warnings)
 
 
 NVIDIA_SMI_FILES = sorted(name for name, *_ in CASES)

@@ -101,6 +101,9 @@ class GpuInfo:
     # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
     clock_event_reasons: tuple[str, ...] = ()
     clock_event_reasons_known: bool = False  # False: this output did not say
+    # the reasons whose state (Active / Not Active) was read: one another GPU of the model read
+    # and this one printed N/A, empty or a fault marker for is unread there, never Not Active
+    clock_event_reasons_read: tuple[str, ...] = ()
     performance_state: str | None = None  # "P0".."P12"
     utilization_gpu_pct: int | None = None
     # the other engines' utilisation (NVENC / NVDEC / NVJPG / OFA) and the encoder's active

@@ -18,7 +18,7 @@ from gpuonboard.facts.csvtext import csv_rows, first_csv_row
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
-from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_mask, _reasons_from_states
+from gpuonboard.facts.nvidia_smi.reasons import Reasons, _reasons_from_mask, _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
     _compute_mode,
@@ -117,7 +117,7 @@ def _csv_first(cells: Mapping[str, str], *names: str) -> str | None:
     return None
 
 
-def _csv_reasons(cells: Mapping[str, str], where: str, warnings: list[str]) -> tuple[tuple[str, ...], bool]:
+def _csv_reasons(cells: Mapping[str, str], where: str, warnings: list[str]) -> Reasons:
     """Active clock event reasons from the bitmask field, else from the per-reason fields."""
     for prefix in ("clocks_event_reasons", "clocks_throttle_reasons"):
         from_mask = _reasons_from_mask(cells.get(f"{prefix}.active"), where, warnings)
@@ -135,7 +135,7 @@ def _csv_reasons(cells: Mapping[str, str], where: str, warnings: list[str]) -> t
 def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> GpuInfo:
     """One CSV row; fields the query did not ask for stay None."""
     index = _int(cells.get("index"))
-    reasons, reasons_known = _csv_reasons(cells, f"CSV row {position}", warnings)
+    reasons, reasons_known, reasons_read = _csv_reasons(cells, f"CSV row {position}", warnings)
     faults, cell_faults = _field_faults(cells.items(), "name")
     return GpuInfo(
         index=position if index is None else index,
@@ -192,6 +192,7 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         requested_power_limit_w=_float(cells.get("power.limit")) if "enforced.power.limit" in cells else None,
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
+        clock_event_reasons_read=reasons_read,
         performance_state=_pstate(cells.get("pstate")),
         utilization_gpu_pct=_int(cells.get("utilization.gpu")),
         encoder_util_pct=_float(cells.get("utilization.encoder")),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from gpuonboard.facts.nvidia_smi.values import _clean
 
@@ -30,7 +31,14 @@ _REASON_ALIASES = {
     "hw_therm_slowdown": "hw_thermal_slowdown",
     "sw_therm_slowdown": "sw_thermal_slowdown",
     "hw_power_brake": "hw_power_brake_slowdown",
+    # the R2xx-R3xx name of the 0x2 reason (NVML's nvmlClocksThrottleReasonUserDefinedClocks)
+    "user_defined_clocks": "applications_clocks_setting",
 }
+# NVML's nvmlClocksThrottleReasonUnknown (bit 63, "some other unspecified factor is reducing the
+# clocks"), printed by R3xx drivers as `Unknown` / <clocks_throttle_reason_unknown>; an active
+# reason this tool does not know (that one, or a newer driver's) is kept under its own name
+# after the known ones, never dropped: it holds the clocks back all the same
+UNKNOWN_REASON_BIT = 63
 
 
 @functools.lru_cache(maxsize=256)  # (a handful of labels, ~10 a GPU: computed once each)
@@ -45,16 +53,30 @@ def _reason_name(label: str) -> str:
 
 
 def _ordered(reasons: set[str]) -> tuple[str, ...]:
-    """Known reasons in bit order (unknown names are dropped by the caller with a warning)."""
-    return tuple(r for r in CLOCK_EVENT_REASONS if r in reasons)
+    """Known reasons in bit order, then the others (reasons this tool does not know) by name."""
+    return tuple(r for r in CLOCK_EVENT_REASONS if r in reasons) + tuple(
+        sorted(r for r in reasons if r not in CLOCK_EVENT_REASONS)
+    )
+
+
+class Reasons(NamedTuple):
+    """A GPU's clock event reasons as one output gave them."""
+
+    active: tuple[str, ...]  # the active ones, in bit order (then the unknown ones by name)
+    known: bool  # whether any reason's state was read
+    read: tuple[str, ...]  # the reasons whose state (Active / Not Active) was read
+
+
+NO_REASONS = Reasons((), False, ())
 
 
 def _reasons_from_states(
     states: Sequence[tuple[str, str | None]], where: str, warnings: list[str]
-) -> tuple[tuple[str, ...], bool]:
-    """(active reasons, known) from (label, 'Active'/'Not Active') pairs."""
+) -> Reasons:
+    """The reasons from (label, 'Active'/'Not Active') pairs; a label whose value is N/A, empty or
+    a fault marker is left out of `read` (not read there, never Not Active)."""
     active: set[str] = set()
-    known = False
+    read: set[str] = set()
     for label, raw in states:
         value = _clean(raw)
         if value is None:
@@ -63,19 +85,17 @@ def _reasons_from_states(
         lowered = value.lower()
         if lowered not in ("active", "not active"):
             continue
-        known = True
-        if name not in CLOCK_EVENT_REASONS:
+        read.add(name)
+        if name not in CLOCK_EVENT_REASONS and name != "unknown":  # (NVML's own: named, no warning)
             warnings.append(f"{where}: unknown clock event reason {label!r} ({value})")
-            continue
         if lowered == "active":
             active.add(name)
-    return _ordered(active), known
+    return Reasons(_ordered(active), bool(read), _ordered(read))
 
 
-def _reasons_from_mask(
-    value: str | None, where: str, warnings: list[str]
-) -> tuple[tuple[str, ...], bool] | None:
-    """(active reasons, True) from a hex bitmask such as '0x0000000000000001'; None if absent."""
+def _reasons_from_mask(value: str | None, where: str, warnings: list[str]) -> Reasons | None:
+    """The reasons from a hex bitmask such as '0x0000000000000001' (every reason read); None if
+    absent."""
     cleaned = _clean(value)
     if cleaned is None:
         return None
@@ -88,4 +108,9 @@ def _reasons_from_mask(
     if unknown:
         warnings.append(f"{where}: unknown clock event reason bits {unknown:#x}")
     active = {name for bit, name in enumerate(CLOCK_EVENT_REASONS) if mask & (1 << bit)}
-    return _ordered(active), True
+    active |= {
+        "unknown" if bit == UNKNOWN_REASON_BIT else f"unknown_bit_{bit}"
+        for bit in range(len(CLOCK_EVENT_REASONS), max(64, unknown.bit_length()))
+        if unknown & (1 << bit)
+    }
+    return Reasons(_ordered(active), True, CLOCK_EVENT_REASONS)

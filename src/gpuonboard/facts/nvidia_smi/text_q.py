@@ -448,7 +448,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
     if name is None:
         warnings.append(f"{key}: no Product Name")
     reasons_section = _tree_section(section, "Clocks Event Reasons", "Clocks Throttle Reasons")
-    reasons, reasons_known = _reasons_from_states(
+    reasons, reasons_known, reasons_read = _reasons_from_states(
         [(label, value) for label, value in reasons_section.items() if isinstance(value, str)],
         key,
         warnings,
@@ -484,6 +484,7 @@ def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) ->
         **_text_power(section),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
+        clock_event_reasons_read=reasons_read,
         performance_state=_pstate(_tree_get(section, "Performance State")),
         # "Gpu" up to R535, "GPU" from R580 (the 580.159.04 capture)
         utilization_gpu_pct=_int(_tree_first(section, ("Utilization", "Gpu"), ("Utilization", "GPU"))),

@@ -20,7 +20,7 @@ from gpuonboard.facts.nvidia_smi.model import (
     PcieLink,
     PowerReadings,
 )
-from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
+from gpuonboard.facts.nvidia_smi.reasons import NO_REASONS, Reasons, _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
     EccParts,
     _any_true,
@@ -250,14 +250,14 @@ def _xml_engines(gpu: ET.Element) -> EngineReadings:
     )
 
 
-def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> tuple[tuple[str, ...], bool]:
-    """(active clock event reasons, known): <clocks_event_reasons> from R535, else the
+def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> Reasons:
+    """The clock event reasons: <clocks_event_reasons> from R535, else the
     <clocks_throttle_reasons> of older drivers; unknown when neither is there."""
     reasons_node = gpu.find("clocks_event_reasons")  # R535+
     if reasons_node is None:
         reasons_node = gpu.find("clocks_throttle_reasons")
     if reasons_node is None:
-        return (), False
+        return NO_REASONS
     return _reasons_from_states(
         [(child.tag, child.text) for child in reasons_node], f"<gpu> #{position}", warnings
     )
@@ -269,7 +269,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
     name = _xml_text(gpu, "product_name")
     if name is None:
         warnings.append(f"<gpu> #{position} has no product_name")
-    reasons, reasons_known = _xml_reasons(gpu, position, warnings)
+    reasons, reasons_known, reasons_read = _xml_reasons(gpu, position, warnings)
     processes, processes_known = _xml_processes(gpu)
     # (the leaves' paths, costly to build for ~1,000 elements a GPU, only when a value may be a fault)
     faults, cell_faults = (
@@ -307,6 +307,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         **_xml_power(gpu),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
+        clock_event_reasons_read=reasons_read,
         performance_state=_pstate(_xml_raw(gpu, "performance_state")),
         utilization_gpu_pct=_int(_xml_raw(gpu, "utilization/gpu_util")),
         **_xml_engines(gpu),

@@ -108,6 +108,8 @@ def gained(before: GpuInfo, after: GpuInfo) -> dict[str, tuple[object, object]]:
             ):
                 out[field.name] = (old, new)
             continue
+        if isinstance(old, tuple) and isinstance(new, tuple) and set(new) <= set(old):
+            continue  # (names lost, none gained: clock_event_reasons_read without the cell's reason)
         if field.name not in _IGNORED and old != new and not _empty(new) and new != "":
             out[field.name] = (old, new)
     return out

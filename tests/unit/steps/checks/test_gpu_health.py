@@ -37,6 +37,35 @@ def test_throttled_h100s_fail_throttling() -> None:
     assert v["throttling"][1].count("hw_slowdown, hw_power_brake_slowdown") == 8
 
 
+def test_an_active_reason_this_tool_does_not_know_is_no_pass() -> None:
+    """The real driver-340 K20m `-q -x` (P0, 4 % busy) with <clocks_throttle_reason_unknown>
+    edited in-test from Not Active to Active: nvidia-smi says an unspecified factor reduces the
+    clocks; the reason was dropped and throttling passed "none active"."""
+    text = (REAL / "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml").read_text()
+    edited = text.replace(
+        "<clocks_throttle_reason_unknown>Not Active<", "<clocks_throttle_reason_unknown>Active<"
+    )
+    assert edited != text
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi": ProbeOutput(edited, "", 0)}))
+        if c.name == "throttling"
+    ]
+    assert (check.verdict, check.actual) == ("warn", "GPU 0: unknown (a reason this tool does not know)")
+    assert "holds the clocks back" in check.detail
+
+
+def test_an_active_clock_setting_reason_is_named_not_called_none_active() -> None:
+    """The real driver-340 K20m `-q -x` (P0) reads Applications Clocks Setting: Active (its
+    application clocks at their default 705 MHz of 758 max): no slowdown, but "none active" was
+    untrue; the row names the setting."""
+    v = verdicts(REAL / "nvidia-smi-q-x__tesla-k20m__1gpu__driver340.24__dtd-v6__icsw.xml")
+    assert v["throttling"] == (
+        "pass",
+        "no slowdown active; GPU 0: applications_clocks_setting active (a clock setting)",
+    )
+
+
 def test_a10_with_pending_remap_fails_memory_repair() -> None:
     v = verdicts(REAL / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt")
     # the real capture also has 4 rows remapped after uncorrectable errors: named, not hidden
@@ -243,7 +272,10 @@ def test_no_driver_fails_as_nothing_checked() -> None:
 
 def test_idle_4090_link_downshift_is_a_warning_not_a_failure() -> None:
     v = verdicts(REAL / "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml")
-    assert v["pcie_link"] == ("warn", "GPU 0 in a Gen3 slot (the card is Gen4); GPU 0 Gen1 of Gen3")
+    assert v["pcie_link"] == (
+        "warn",
+        "GPU 0 in a Gen3 slot (the card is Gen4); idle, power saving: GPU 0 Gen1 of Gen3",
+    )
     assert v["ecc_mode"][0] == "pass" and v["ecc_uncorrectable"][0] == "pass"
 
 
@@ -349,8 +381,8 @@ def test_gen4_card_in_gen3_slot_is_named_even_under_load() -> None:
 def test_idle_gen4_card_in_gen3_slot_names_the_slot_and_the_idle_downshift() -> None:
     check = _pcie(RTX4090.read_text())
     assert check.verdict == "warn"
-    assert check.actual == "GPU 0 in a Gen3 slot (the card is Gen4); GPU 0 Gen1 of Gen3"
-    assert "below the card's own PCIe generation" in check.detail and "idle" in check.detail
+    assert check.actual == "GPU 0 in a Gen3 slot (the card is Gen4); idle, power saving: GPU 0 Gen1 of Gen3"
+    assert "below the card's own PCIe generation" in check.detail
 
 
 def test_text_form_host_max_below_device_max_warns() -> None:
@@ -628,3 +660,26 @@ def test_foreign_processes_says_a_process_has_no_name_given() -> None:
     ]
     assert check.verdict == "fail"
     assert "pid 10291 (no name given) (2566 MiB)" in check.actual
+
+
+RTX4090_8_Q = REAL / "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
+
+
+@pytest.mark.parametrize("value", ["N/A", ""])
+def test_one_gpus_slowdown_reason_unread_is_no_pass(value: str) -> None:
+    """The real 8 x RTX 4090 `-q` with GPU 1's `SW Thermal Slowdown : Not Active` edited in-test
+    to `N/A` or to nothing, its other reasons and the other GPUs' as read: that GPU's slowdown
+    reason was not read, never Not Active; throttling passed "none active"."""
+    text = RTX4090_8_Q.read_text()
+    at = text.index("SW Thermal Slowdown", text.index("GPU 00000000", 2000))
+    end = text.index("\n", at)
+    edited = text[:at] + re.sub(r": .*", f": {value}", text[at:end]).rstrip() + text[end:]
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi_q": ProbeOutput(edited, "", 0)}))
+        if c.name == "throttling"
+    ]
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "none active (of what was read; GPU 1: clock event reason sw_thermal_slowdown not reported)",
+    )

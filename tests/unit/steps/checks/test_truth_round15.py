@@ -557,10 +557,10 @@ RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-late
 
 
 def test_a_downshifted_link_of_a_gpu_whose_load_is_not_read_is_unverified(tmp_path: Path) -> None:
-    """8 x RTX 4090 `-q`, GPU 0's links at Gen1 while idle (a warning whole); cut before GPU 0's
-    P-state and utilisation lines it failed "riser/slot fault"."""
+    """8 x RTX 4090 `-q`, GPU 0's links at Gen1 while idle (power saving, a pass whole); cut before
+    GPU 0's P-state and utilisation lines it failed "riser/slot fault"."""
     lines = (REAL / RTX4090_Q).read_text().split("\n")
-    assert verdicts(tmp_path, RTX4090_Q, "\n".join(lines))["pcie_link"][0] == "warn"
+    assert verdicts(tmp_path, RTX4090_Q, "\n".join(lines))["pcie_link"][0] == "pass"
     at = next(i for i, line in enumerate(lines) if "Performance State" in line)
     assert verdicts(tmp_path, RTX4090_Q, "\n".join(lines[:at]) + "\n")["pcie_link"] == (
         "unverified",

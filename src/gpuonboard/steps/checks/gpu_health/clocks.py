@@ -3,7 +3,7 @@ default, active clock-event (throttle) reasons, and the hottest GPU's temperatur
 
 from __future__ import annotations
 
-from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, GpuInfo
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label, gpu_list, is_idle
 
@@ -63,11 +63,15 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
     """No hardware slowdown or thermal throttling active; a software power cap is a warning,
     except on an idle GPU drawing far below its limit (P8 at 15 W of 150 W: A10, A40 and RTX
     A6000 report it so), where it holds nothing back (named in a passing row)."""
-    hard, soft, idle = [], [], []
+    hard, soft, idle, other = [], [], [], []
     for g in gpus:
         active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
         if active:
             hard.append(f"{gpu_label(g)}: {', '.join(active)}")
+        # a reason this tool does not know (R3xx's `Unknown`: "some other unspecified factor is
+        # reducing the clocks", or a newer driver's): active, so the clocks are held back
+        if unknown := [r for r in g.clock_event_reasons if r not in CLOCK_EVENT_REASONS]:
+            other.append(f"{gpu_label(g)}: {', '.join(unknown)} (a reason this tool does not know)")
         if "sw_power_cap" in g.clock_event_reasons:
             if _idle_far_below_cap(g):
                 idle.append(
@@ -79,25 +83,31 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         return Check(
             "throttling",
             "no slowdown active",
-            "; ".join(hard + soft),
+            "; ".join(hard + soft + other),
             "fail",
             "the GPU slows itself down (heat, power brake or a hardware fault);"
             " ask the vendor to check cooling and power",
         )
-    if soft:
-        return Check(
-            "throttling",
-            "no slowdown active",
-            "; ".join(soft),
-            "warn",
-            "clocks are held at the power limit; normal under full load, suspicious at idle",
-        )
+    if soft or other:
+        advice = []
+        if soft:
+            advice.append("clocks are held at the power limit; normal under full load, suspicious at idle")
+        if other:
+            advice.append(
+                "nvidia-smi reports a clock-event reason active that this tool cannot judge: something"
+                " holds the clocks back; `nvidia-smi -q -d PERFORMANCE,CLOCK` under load shows whether"
+                " they reach their maximum"
+            )
+        return Check("throttling", "no slowdown active", "; ".join(soft + other), "warn", "; ".join(advice))
     known = any(g.clock_event_reasons_known for g in gpus)
     if known:
+        settings = _settings_named(gpus)
         said = (
-            f"none holding clocks back; {'; '.join(idle)}, no effect at that draw" if idle else "none active"
+            f"none holding clocks back; {'; '.join(idle)}, no effect at that draw"
+            if idle
+            else ("no slowdown active" if settings else "none active")
         )
-        return Check("throttling", "no slowdown active", said, "pass")
+        return Check("throttling", "no slowdown active", said + settings, "pass")
     # no clock-event reasons in this output (the plain table): an active hardware slowdown could
     # hide there, so unverified rather than a plain warning
     return Check(
@@ -108,6 +118,23 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
         " shows them",
     )
+
+
+# reasons that are a setting, not a slowdown: clocks held at the application clocks (`-ac`; a
+# Kepler Tesla's default ones sit below its max clocks, K20m 705 of 758 MHz), a sync-boost group,
+# the display clock
+_SETTINGS = ("applications_clocks_setting", "sync_boost", "display_clock_setting")
+
+
+def _settings_named(gpus: list[GpuInfo]) -> str:
+    """'; GPU 0: applications_clocks_setting active (a clock setting, no slowdown)' for the setting
+    reasons active beside a passing row (it said "none active" with them active), else ''."""
+    named = [
+        f"{gpu_label(g)}: {', '.join(held)}"
+        for g in gpus
+        if (held := [r for r in g.clock_event_reasons if r in _SETTINGS])
+    ]
+    return f"; {'; '.join(named)} active (a clock setting)" if named else ""
 
 
 def _requested(g: GpuInfo) -> str:

@@ -21,11 +21,13 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
     ]
 
 
-def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
-    """The links below the card's maximum: (at load or lanes lost, idle, idle or not unknown)."""
+def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The links below the card's maximum: (at load or lanes lost, idle and narrower, idle or not
+    unknown, idle at a lower generation only: power saving, no slow link)."""
     slow_busy: list[str] = []
     slow_idle: list[str] = []
     slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
+    downshift: list[str] = []
     for g in gpus:
         # nvidia-smi --help-query-gpu, of the current link generation and width alike: "These may
         # be reduced when the GPU is not in use" (an idle AWS A10G reads x8 of x16, P8, 0 %)
@@ -44,6 +46,14 @@ def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
         slow = f"{gpu_label(g)} {', '.join(below)}"
         if narrow and top_gen:
             slow_busy.append(f"{slow} at Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max} (not power saving)")
+        elif is_idle(g) and not narrow and g.pcie_gen_current == 1:
+            # an idle GPU's link at Gen1 at its full width (or one not read) is the driver's power
+            # saving (nvidia-smi: "may be reduced when the GPU is not in use"), never a degraded
+            # link: the generation the slot allows is the link's maximum (NVML: "possible with
+            # this device and system"), judged against the card's by _slot_capped; idle RTX 3060 /
+            # 4090s and an A10 read Gen1 of Gen4 so. (A generation between, Gen3 of Gen4 idle, is
+            # no power-saving state seen: a link that may not train higher, so still a warning)
+            downshift.append(slow)
         elif is_idle(g):
             slow_idle.append(slow)
         elif (
@@ -52,16 +62,18 @@ def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str]]:
             slow_unknown.append(slow)
         else:
             slow_busy.append(slow)
-    return slow_busy, slow_idle, slow_unknown
+    return slow_busy, slow_idle, slow_unknown, downshift
 
 
-def _links_read(gpus: list[GpuInfo]) -> Check:
-    """pcie_link where no link is below its maximum: at max, or what the output did not give."""
+def _links_read(gpus: list[GpuInfo], downshift: list[str]) -> Check:
+    """pcie_link where no link is below its maximum (an idle GPU's lower generation, `downshift`,
+    is power saving): at max, or what the output did not give."""
     read = [g for g in gpus if not g.faults]  # (a GPU nvidia-smi cannot read: gpu_health fails it)
     note = "".join(f" ({gpu_label(g)} unreadable)" for g in gpus if g.faults)
     unmatched = [g for g in read if not _both_known(g)]
     if read and not unmatched:
-        return Check("pcie_link", "max gen and width", "at max" + note, "pass")
+        said = "at max" if not downshift else f"at max width; idle, power saving: {'; '.join(downshift)}"
+        return Check("pcie_link", "max gen and width", said + note, "pass")
     if any(g.pcie_gen_current or g.pcie_width_current for g in read):
         # a link read without the card's maximum: nothing to compare it with
         shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
@@ -87,7 +99,7 @@ def _links_read(gpus: list[GpuInfo]) -> Check:
 def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
     """PCIe link at the card's max generation and width (both may drop while idle, but a width
     below its maximum at the top generation is lanes lost: it fails, idle or not)."""
-    slow_busy, slow_idle, slow_unknown = _slow_links(gpus)
+    slow_busy, slow_idle, slow_unknown, downshift = _slow_links(gpus)
     if slow_busy:
         return Check(
             "pcie_link",
@@ -124,9 +136,15 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
                 " maximum then is a riser or slot fault, or a slot narrower than the card"
             )
         return Check(
-            "pcie_link", "max gen and width", "; ".join(capped + slow_idle), "warn", "; ".join(advice)
+            "pcie_link",
+            "max gen and width",
+            "; ".join(
+                capped + slow_idle + ([f"idle, power saving: {'; '.join(downshift)}"] if downshift else [])
+            ),
+            "warn",
+            "; ".join(advice),
         )
-    return _links_read(gpus)
+    return _links_read(gpus, downshift)
 
 
 def _both_known(g: GpuInfo) -> bool:

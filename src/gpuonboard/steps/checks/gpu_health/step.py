@@ -204,6 +204,31 @@ _RULE_VALUES: Mapping[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# the GpuInfo fields that hold the names of what a GPU's output read, by rule: a name another GPU
+# of the model (and MIG mode) read and this one did not (a reason's state printed N/A or empty
+# while its other reasons were read) was not read there, never Not Active
+_RULE_NAMES: Mapping[str, tuple[str, str]] = {
+    "throttling": ("clock_event_reasons_read", "clock event reason"),
+}
+
+
+def _names_unread(check_name: str, read: list[GpuInfo]) -> list[str]:
+    """'GPU 1: clock event reason hw_slowdown not reported' for each name of _RULE_NAMES another
+    GPU of the same model and MIG mode read and this GPU (which read some) did not."""
+    if check_name not in _RULE_NAMES:
+        return []
+    attr, what = _RULE_NAMES[check_name]
+    kinds: dict[tuple[str, str | None, str | None], set[str]] = {}
+    for g in read:
+        kinds.setdefault((g.name, g.mig_mode, g.mig_mode_pending), set()).update(getattr(g, attr))
+    out = []
+    for g in read:
+        mine = getattr(g, attr)
+        missing = sorted(kinds[(g.name, g.mig_mode, g.mig_mode_pending)] - set(mine)) if mine else []
+        out += [f"{gpu_label(g)}: {what} {name} not reported" for name in missing]
+    return out
+
+
 def _value_read(g: GpuInfo, attr: str) -> bool:
     """Whether `g` has a value for `attr` (a `*_known` flag: True)."""
     value = getattr(g, attr)
@@ -225,6 +250,8 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
             said = any(rule_reads(check_name, fault) for fault in g.cell_faults)
             if (g.name, g.mig_mode, g.mig_mode_pending) in kinds and not _value_read(g, attr) and not said:
                 out.append(f"{gpu_label(g)}: {what} not reported")
+    faulted = {gpu_label(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
+    out += [line for line in _names_unread(check_name, read) if line.split(":")[0] not in faulted]
     return list(dict.fromkeys(out))
 
 
