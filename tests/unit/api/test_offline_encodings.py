@@ -71,7 +71,11 @@ def test_a_saved_output_reads_the_same_however_it_was_saved(tmp_path: Path, name
     recognised command output`, an nvidia-smi XML or CSV was a box whose driver failed (exit 1),
     and `free` was misread by 100x (a 2 GB VM read as 237 GiB); with a prompt line the same."""
     data = (REAL / name).read_bytes()
-    assert judged(tmp_path, name, VARIANTS[variant](data)) == judged(tmp_path, name, data)
+    saved = VARIANTS[variant](data)
+    if name.startswith("nproc"):  # (a number under another tool's command is not nproc's: refused)
+        for other in (b"nvidia-smi -q -x", b"lscpu", b"cat saved.txt"):
+            saved = saved.replace(other, b"nproc")
+    assert judged(tmp_path, name, saved) == judged(tmp_path, name, data)
 
 
 def test_a_bom_xml_is_the_box_it_describes_not_a_failed_driver(tmp_path: Path) -> None:
