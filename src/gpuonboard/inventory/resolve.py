@@ -27,6 +27,7 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
+from gpuonboard.inventory.sshargs import SSHArgs, host_ssh_args, local_path
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     config_extras,
@@ -156,6 +157,7 @@ def resolve_host(
         raise s.err("use_agent", "must be true or false.")
     jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
     extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
+    extras.update(s.args.extra_files(s.from_inventory("key_file"), extras))
     if (proxy := _proxy_command(s)) is not None:  # (the inventory's beats the SSH config's)
         extras["proxy_command"] = proxy
     if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
@@ -202,6 +204,7 @@ class _Settings:
     sshc: Mapping[str, Any]
     looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
     ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
+    args: SSHArgs = SSHArgs()  # what an Ansible host's ssh args set (`-p 2222`, `-o User=ops`)
 
     def file_of(self, label: str) -> Path:
         """The file a layer was written in: the vendor profile's, else the inventory's."""
@@ -222,9 +225,12 @@ class _Settings:
 
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
-        (nor, in an Ansible inventory, its `all` vars: `from_inventory`)."""
+        (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
+        args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
         if self.from_inventory(key):
             return self.merged[key]
+        if (given := self.args.first(ssh_key)) is not None:
+            return local_path(given) if ssh_key == "identityfile" else given
         if ssh_key in self.sshc:
             value = self.sshc[ssh_key]
             return value[0] if ssh_key == "identityfile" else value
@@ -280,7 +286,8 @@ def _merge_layers(
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
-    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible)
+    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible, args=args)
 
 
 def _proxy_command(s: _Settings) -> str | None:
@@ -309,6 +316,8 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     address = s.merged.get("address")
     if address is not None and s.looked_up is not None and s.sshc.get("hostname"):
         address = s.sshc["hostname"]  # (`ansible_host=test1` with `Host test1` / `HostName 172.2.0.10`)
+    if (given := s.args.first("hostname")) is not None:  # (`-o HostName=` beats the destination)
+        address = given.replace("%h", address or name).replace("%%", "%")
     if address is None:
         hostname = s.sshc.get("hostname")
         if connection == "local":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS
 from gpuonboard.inventory.sshresolve import (
     CONNECTION_KEYS,
     MAX_CONFIG_BYTES,
@@ -136,7 +137,6 @@ def config_at(candidate: Path, named_by_inventory: bool, prefetch: Iterable[str]
     return own
 
 
-ANSIBLE_SSH_ARGS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")  # (in the order ssh gets them)
 _SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")  # (ssh(1) options that take a value)
 NO_CONFIG = ("none", "/dev/null")  # (`ssh -F none`: no config file is read; /dev/null is empty)
 
