@@ -162,6 +162,8 @@ def resolve_host(
         extras["proxy_command"] = proxy
     if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
         jump = ()
+        if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
+            del extras["proxy_command"]
     host_key = _host_key(s)
     timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):

@@ -151,3 +151,19 @@ def test_a_missing_key_of_the_args_is_named_before_connecting(
 def test_first_value_wins_and_files_accumulate() -> None:
     args = parse_ssh_args(["-o Port=1 -p 2 -i a -l u -o User=v", "-o IdentityFile=b -J j -o ProxyJump=k"])
     assert args.values == {"port": "1", "identityfile": ["a", "b"], "user": "u", "proxyjump": "j"}
+
+
+@needs_ssh
+@pytest.mark.parametrize("args", ["-o ProxyCommand=none", "-o ProxyJump=none", "-J none"])
+def test_none_in_the_args_dials_the_host_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: str
+) -> None:
+    """`none` on the command line beats the config's ProxyJump for the address: ssh dials the
+    host itself (was, for `-o ProxyCommand=none`: the command `none` run as the proxy, so the
+    host was unreachable)."""
+    config = "Host 10.0.*\n  ProxyJump bastion\nHost bastion\n  HostName 192.0.2.1\n"
+    line = f"ansible_user=ops ansible_ssh_common_args='{args}'"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, {"ansible_user": "ops", "ansible_ssh_common_args": args}, "10.0.0.1")
+    assert ("proxyjump" in g, "proxycommand" in g) == (False, False)
+    assert (h.jump, h.proxy_command, h.address) == ((), None, g["hostname"][0])
