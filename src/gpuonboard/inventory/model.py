@@ -102,6 +102,10 @@ class Host:
     extra_key_files: tuple[str, ...] = ()
     certificate_files: tuple[str, ...] = ()
     proxy_command: str | None = None
+    # what the user's own settings would have ssh do with an unknown host key that gpuonboard
+    # does not do (`StrictHostKeyChecking no` in the SSH config or the Ansible ssh args, and
+    # where), said when a host key is refused: never followed silently, never silently ignored
+    host_key_note: str | None = None
 
     @property
     def vendor_name(self) -> str:

@@ -27,7 +27,7 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
-from gpuonboard.inventory.sshargs import SSHArgs, host_ssh_args, local_path
+from gpuonboard.inventory.sshargs import HOST_KEY_KEYS, SSHArgs, host_ssh_args, lax_host_keys, local_path
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     config_extras,
@@ -188,6 +188,7 @@ def resolve_host(
         connect_timeout=float(timeout),
         groups=groups,
         vars=dict(hvars),
+        host_key_note=_host_key_note(s, ssh_cfg),
         **extras,
     )
 
@@ -290,6 +291,31 @@ def _merge_layers(
         sshc = followable(alias, sshc, ssh_cfg)
     args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
     return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible, args=args)
+
+
+_ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
+
+
+def _host_key_note(s: _Settings, ssh_cfg: Any) -> str | None:
+    """Where the user's settings would have ssh accept an unknown host key, which gpuonboard
+    does not follow (said when it refuses one): Ansible's host key checking turned off, or
+    `StrictHostKeyChecking no` / `accept-new`, `UserKnownHostsFile /dev/null` in the ssh args,
+    else in the SSH config (ssh's command line comes first); None where nothing says so."""
+    for layer, label in reversed(s.ordered if s.ansible else ()):
+        given = layer.get("vars")
+        key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
+        if key is not None:
+            assert isinstance(given, Mapping)
+            if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
+                break
+            return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
+    if (lax := lax_host_keys(s.args.values)) is not None:
+        key = next(k for k in HOST_KEY_KEYS if lax.lower().startswith(k))
+        at, label = s.args.source[key]
+        return f"{at}: `{s.args.written[key]}` in the {label}"
+    if (lax := lax_host_keys(s.sshc)) is not None:
+        return f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `{lax}` for this host"
+    return None
 
 
 def _proxy_command(s: _Settings) -> str | None:

@@ -40,8 +40,14 @@ READ = frozenset(
         "certificatefile",
         "proxyjump",
         "proxycommand",
+        "stricthostkeychecking",
+        "userknownhostsfile",
     }
 )
+# what ssh would be told of host keys that gpuonboard does not follow (it checks them against
+# its own known_hosts and pins, and records a new one only with --trust-new-hosts)
+HOST_KEY_KEYS = frozenset({"stricthostkeychecking", "userknownhostsfile"})
+LAX_CHECKING = frozenset({"no", "off", "false", "accept-new"})
 LISTS = frozenset({"identityfile", "certificatefile"})
 
 
@@ -163,9 +169,23 @@ def host_ssh_args(name: str, ordered: Sequence[tuple[Mapping[str, Any], str]], p
             if isinstance(given, Mapping) and isinstance(given.get(key), str):
                 texts[key] = (given[key], (where(path, given, key), f"{key} of {label}"))
     args = parse_ssh_args(texts[k] for k in ANSIBLE_SSH_ARGS if k in texts)
-    for keyword in list(args.values):
+    for keyword in set(args.values) - HOST_KEY_KEYS:
         _check(name, args, keyword)
     return args
+
+
+def lax_host_keys(values: Mapping[str, Any]) -> str | None:
+    """The setting among `values` (ssh keywords) that would have ssh accept a host key it does
+    not know (`StrictHostKeyChecking no` or `accept-new`, `UserKnownHostsFile /dev/null`), or
+    None; its keyword in lower case is what the setting's text starts with."""
+    checking = values.get("stricthostkeychecking")
+    if isinstance(checking, str) and checking.strip().lower() in LAX_CHECKING:
+        shown = "no" if checking.strip() == "false" else checking.strip()  # (`ssh -G` prints no as false)
+        return f"StrictHostKeyChecking {shown}"
+    files = values.get("userknownhostsfile")
+    if isinstance(files, str) and files.strip() == "/dev/null":
+        return "UserKnownHostsFile /dev/null"
+    return None
 
 
 def _check(name: str, args: SSHArgs, keyword: str) -> None:

@@ -167,3 +167,28 @@ def test_none_in_the_args_dials_the_host_itself(
     g = _ansible_ssh_g(tmp_path, {"ansible_user": "ops", "ansible_ssh_common_args": args}, "10.0.0.1")
     assert ("proxyjump" in g, "proxycommand" in g) == (False, False)
     assert (h.jump, h.proxy_command, h.address) == ((), None, g["hostname"][0])
+
+
+@pytest.mark.parametrize(
+    ("line", "note"),
+    [
+        (
+            "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'",
+            "line 2: `-o StrictHostKeyChecking=no` in the ansible_ssh_common_args of host 'gpu1'",
+        ),
+        (
+            "ansible_ssh_extra_args='-o UserKnownHostsFile=/dev/null'",
+            "line 2: `-o UserKnownHostsFile=/dev/null` in the ansible_ssh_extra_args of host 'gpu1'",
+        ),
+        ("ansible_host_key_checking=false", "line 2: ansible_host_key_checking: false of host 'gpu1'"),
+        ("ansible_ssh_common_args='-o StrictHostKeyChecking=yes'", None),
+    ],
+)
+def test_lax_host_key_settings_are_kept_to_be_named_in_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, note: str | None
+) -> None:
+    """`-o StrictHostKeyChecking=no` (as NVIDIA's cloud-native-stack inventory has it, in
+    tests/fixtures/ansible/cns-master-workers) is not followed: gpuonboard keeps its own host
+    key checks, and keeps where the setting was written to say so when it refuses a key."""
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n").hosts["gpu1"]
+    assert h.host_key_note == (None if note is None else f"{tmp_path / 'hosts.ini'}, {note}")
