@@ -169,7 +169,7 @@ def host_ssh_args(name: str, ordered: Sequence[tuple[Mapping[str, Any], str]], p
             if isinstance(given, Mapping) and isinstance(given.get(key), str):
                 texts[key] = (given[key], (where(path, given, key), f"{key} of {label}"))
     args = parse_ssh_args(texts[k] for k in ANSIBLE_SSH_ARGS if k in texts)
-    for keyword in set(args.values) - HOST_KEY_KEYS:
+    for keyword in [k for k in args.values if k not in HOST_KEY_KEYS]:  # (in the order written)
         _check(name, args, keyword)
     return args
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,21 @@ def test_lax_host_key_settings_are_kept_to_be_named_in_a_refusal(
     key checks, and keeps where the setting was written to say so when it refuses a key."""
     h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n").hosts["gpu1"]
     assert h.host_key_note == (None if note is None else f"{tmp_path / 'hosts.ini'}, {note}")
+
+
+ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(
+    Path(sys.executable).with_name("ansible-inventory")
+)
+
+
+@pytest.mark.skipif(not Path(ANSIBLE_INVENTORY).exists(), reason="ansible-core is not installed")
+def test_the_comparison_with_ansible_inventory_reads_the_args_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The corpus comparison (`ansible-inventory --list` against our reading) takes the ssh args
+    as Ansible's ssh does, so an inventory whose port, user and key are in them agrees."""
+    from gpuonboard.inventory.ansible_compare import disagreement
+
+    line = "ansible_ssh_common_args='-p 2222 -l ops -i @KEY@'"
+    _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
+    assert disagreement(tmp_path / "hosts.ini", tmp_path / "user_config", ANSIBLE_INVENTORY) is None
