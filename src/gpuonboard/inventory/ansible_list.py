@@ -159,12 +159,16 @@ def list_view(data: Any) -> dict[str, dict[str, Any]]:
         args = parse_ssh_args([hv[k] for k in ANSIBLE_SSH_ARGS if isinstance(hv.get(k), str)])
         connection = c.get("connection", "ssh")
         address = c.get("address") or ("localhost" if connection == "local" else name)
-        key = c.get("key_file") or args.first("identityfile")
+        given = {
+            ours: c[ours] if ours in c and not args.before_inventory(theirs) else args.first(theirs)
+            for ours, theirs in (("port", "port"), ("user", "user"), ("key_file", "identityfile"))
+        }
+        key = given["key_file"]
         out[name] = {
             "address": str(args.first("hostname") or address),
-            "port": int(c.get("port") or args.first("port") or 22),
-            "user": c.get("user") or args.first("user") or "root",
-            "key_file": local_path(key) if key and "key_file" not in c else key,
+            "port": int(given["port"] or 22),
+            "user": given["user"] or "root",
+            "key_file": local_path(key) if key and key != c.get("key_file") else key,
             "connection": connection,
             "jump": parse_jump(c.get("jump"), _no_err),
             "proxy_command": c.get("proxy_command"),

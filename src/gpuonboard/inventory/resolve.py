@@ -230,9 +230,10 @@ class _Settings:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
         (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
         args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
-        if self.from_inventory(key):
+        given = self.args.first(ssh_key)
+        if self.from_inventory(key) and not (given is not None and self.args.before_inventory(ssh_key)):
             return self.merged[key]
-        if (given := self.args.first(ssh_key)) is not None:
+        if given is not None:
             return local_path(given) if ssh_key == "identityfile" else given
         if ssh_key in self.sshc:
             value = self.sshc[ssh_key]

@@ -1,12 +1,13 @@
-"""The options an Ansible host's ssh arguments (`ansible_ssh_common_args`, then
-`ansible_ssh_extra_args`) give its ssh, read as OpenSSH reads its own command line: `-p PORT`,
-`-l USER`, `-i FILE`, `-J JUMP` and `-o Keyword=Value` (also `-oKeyword=Value`, `-o "Keyword
-Value"`, flags run together as in `-Cp 2222`), the first value of each option winning (ssh's
-rule for its command line, as for its config), identity files accumulating in order.
+"""The options an Ansible host's ssh arguments (`ansible_ssh_args`, `ansible_ssh_common_args`,
+then `ansible_ssh_extra_args`) give its ssh, read as OpenSSH reads its own command line: `-p
+PORT`, `-l USER`, `-i FILE`, `-J JUMP` and `-o Keyword=Value` (also `-oKeyword=Value`, `-o
+"Keyword Value"`, flags run together as in `-Cp 2222`), the first value of each option winning
+(ssh's rule for its command line, as for its config), identity files accumulating in order.
 
 Ansible puts the inventory's own `ansible_port`, `ansible_user` and key file on ssh's command
-line before these arguments (`-o Port=... -o User=...`), so those beat what the arguments say;
-what the arguments say beats the SSH config. `ssh -G` shows the same (the tests use it as the
+line after `ansible_ssh_args` (its ssh_args setting) and before the common and extra args (`-o
+Port=... -o User=...`): so `ansible_ssh_args` beat them, and they beat the common and extra
+args; all of these beat the SSH config. `ssh -G` shows the same (the tests use it as the
 oracle).
 """
 
@@ -23,7 +24,8 @@ from typing import Any
 from gpuonboard.errors import InventoryError
 from gpuonboard.yamlload import where
 
-ANSIBLE_SSH_ARGS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")  # (in the order ssh gets them)
+# (in the order ssh gets them; the first comes before Ansible's own -o Port= -o User=)
+ANSIBLE_SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args")
 # an Ansible template, one word however many blanks it holds (`-i {{ key_dir }}/gpu.pem`)
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
@@ -68,6 +70,11 @@ class SSHArgs:
         if isinstance(value, list):
             return value[0] if value else None
         return value
+
+    def before_inventory(self, key: str) -> bool:
+        """Whether `key` was set by `ansible_ssh_args`, which ssh gets before Ansible's own
+        `-o Port=`, `-o IdentityFile=`, `-o User=` (so it beats ansible_port and the rest)."""
+        return self.source.get(key, ("", ""))[1].startswith(f"{ANSIBLE_SSH_ARGS[0]} ")
 
     def extra_files(self, inventory_key: bool, extras: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
         """The Host fields of the identity and certificate files these args give beyond the

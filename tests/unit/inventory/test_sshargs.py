@@ -1,9 +1,9 @@
-"""An Ansible host's ssh args (ansible_ssh_common_args, ansible_ssh_extra_args) set where and as
-whom its ssh connects: `-p 2222`, `-l ubuntu`, `-i KEY`, `-o Port=`, `-o User=`, `-o
+"""An Ansible host's ssh args (ansible_ssh_args, ansible_ssh_common_args, ansible_ssh_extra_args)
+set where and as whom its ssh connects: `-p 2222`, `-l ubuntu`, `-i KEY`, `-o Port=`, `-o User=`, `-o
 IdentityFile=`, `-o HostName=`, first value winning. Each case is checked against OpenSSH
 itself: `ssh -G` of the command line Ansible builds (its own `-o Port= -o IdentityFile= -o
-User=` from ansible_port, the key file and ansible_user first, then the common and the extra
-args, then the address), with the same SSH config."""
+User=` from ansible_port, the key file and ansible_user after ansible_ssh_args, then the
+common and the extra args, then the address), with the same SSH config."""
 
 from __future__ import annotations
 
@@ -37,7 +37,13 @@ def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ini: str, config: str
 
 def _ansible_ssh_g(tmp_path: Path, hvars: dict[str, str], address: str) -> dict[str, tuple[str, ...]]:
     """`ssh -G` of the command line Ansible's ssh plugin builds for a host with `hvars`."""
-    argv = [str(SSH), "-G", "-F", str(tmp_path / "user_config")]
+    argv = [
+        str(SSH),
+        "-G",
+        "-F",
+        str(tmp_path / "user_config"),
+        *shlex.split(hvars.get("ansible_ssh_args", "")),
+    ]
     if "ansible_port" in hvars:
         argv += ["-o", f"Port={hvars['ansible_port']}"]
     if "ansible_ssh_private_key_file" in hvars:
@@ -63,6 +69,10 @@ CASES = {
         "ansible_ssh_private_key_file=@KEY@ ansible_user=ops ansible_ssh_common_args='-i @KEY@2'"
     ),
     "-o HostName": "ansible_user=ops ansible_ssh_common_args='-o HostName=192.0.2.9'",
+    "ssh_args before the inventory": (
+        "ansible_port=2207 ansible_user=ops ansible_ssh_args='-o Port=2300 -o User=admin -C'"
+        " ansible_ssh_common_args='-p 2400'"
+    ),
 }
 
 
