@@ -35,7 +35,7 @@ from gpuonboard.inventory.sshlookup import (
     refuse_include_problem,
     ssh_config_aliases,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token, ssh_program
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, OpenSSHConfig, bad_token, ssh_program
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -314,9 +314,25 @@ def _host_key_note(s: _Settings, ssh_cfg: Any) -> str | None:
         key = next(k for k in HOST_KEY_KEYS if lax.lower().startswith(k))
         at, label = s.args.source[key]
         return f"{at}: `{s.args.written[key]}` in the {label}"
-    if (lax := lax_host_keys(s.sshc)) is not None:
+    if (lax := lax_host_keys(s.sshc or _config_settings(s, ssh_cfg))) is not None:
         return f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `{lax}` for this host"
     return None
+
+
+def _config_settings(s: _Settings, ssh_cfg: Any) -> Mapping[str, Any]:
+    """What the SSH config says of an Ansible host it gives no connection setting (a `Host
+    10.0.*` block with only `StrictHostKeyChecking no`): Ansible's `ssh ADDRESS` still applies
+    it. Looked up at the address (or the name), which config_alias already resolved."""
+    if not s.ansible or ssh_cfg is None or s.looked_up is not None:
+        return {}
+    address = s.merged.get("address", s.name)
+    alias = str(address).strip().removeprefix("[").removesuffix("]")
+    try:  # (a config ssh refuses, or the own reader cannot decide, was already said for hosts using it)
+        if isinstance(ssh_cfg, OpenSSHConfig):
+            return {k: " ".join(v) for k, v in ssh_cfg.resolution(alias).values.items()}
+        return dict(ssh_cfg.lookup(alias)) if hasattr(ssh_cfg, "lookup") else {}
+    except InventoryError:
+        return {}
 
 
 def _proxy_command(s: _Settings) -> str | None:

@@ -221,3 +221,21 @@ def test_the_comparison_with_ansible_inventory_reads_the_args_too(
     line = "ansible_ssh_common_args='-p 2222 -l ops -i @KEY@'"
     _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
     assert disagreement(tmp_path / "hosts.ini", tmp_path / "user_config", ANSIBLE_INVENTORY) is None
+
+
+@pytest.mark.parametrize("reader", ["ssh -G", "own reader"])
+def test_a_config_block_that_only_turns_off_host_key_checking_is_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """`Host 10.0.*` with nothing but `StrictHostKeyChecking no` gives the host no connection
+    setting, yet Ansible's `ssh 10.0.0.1` applies it: kept to be named in a refusal too."""
+    if reader == "own reader":
+        (tmp_path / "empty-bin").mkdir()
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    elif SSH is None:
+        pytest.skip("OpenSSH's ssh client is not installed")
+    config = "Host 10.0.*\n  StrictHostKeyChecking no\n"
+    ini = "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.9.0.1\n"
+    hosts = _load(tmp_path, monkeypatch, ini, config)
+    note = f"{tmp_path / 'user_config'}: `StrictHostKeyChecking no` for this host"
+    assert (hosts.hosts["gpu1"].host_key_note, hosts.hosts["gpu2"].host_key_note) == (note, None)
