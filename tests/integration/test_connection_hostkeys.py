@@ -232,3 +232,18 @@ def test_ipv6_and_a_port_record_the_openssh_form_and_both_sides_agree(
     with pytest.raises(HostKeyError, match="DIFFERENT host key"):
         connect(trust=True)
     assert openssh_rc() != 0
+
+
+def test_a_refusal_names_the_users_lax_setting_it_did_not_follow(
+    multikey: tuple[TestHostPool, TestHost, dict[str, str]], tmp_path: Path
+) -> None:
+    """A host whose SSH config (or Ansible args) says `StrictHostKeyChecking no`: `ssh HOST`
+    would connect; gpuonboard still refuses the unknown key and says which setting it did not
+    follow (was: the same refusal as without it)."""
+    pool, h, _ = multikey
+    note = "/home/u/.ssh/config: `StrictHostKeyChecking no` for this host"
+    with pytest.raises(HostKeyError) as err:
+        _connect(_host(pool, h, host_key_note=note), tmp_path / "known_hosts")
+    assert "unknown host key" in err.value.message
+    assert f"(gpuonboard does not follow {note}, which has ssh accept" in err.value.message
+    assert not (tmp_path / "known_hosts").exists() or not (tmp_path / "known_hosts").read_text()

@@ -25,4 +25,4 @@ def _machine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_user_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Never read the developer's ~/.ssh/config: results must not depend on the machine."""
-    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "no-such-ssh-config"))
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", "/dev/null")

@@ -243,7 +243,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[Case, subprocess.
     inventory = root / "unreachable.yml"
     inventory.write_text(UNREACHABLE_INVENTORY)
     env = {k: v for k, v in os.environ.items() if k != "GPUONBOARD_DEBUG"}
-    env["GPUONBOARD_SSH_CONFIG"] = str(root / "no-ssh-config")  # ignore the user's ~/.ssh/config
+    env["GPUONBOARD_SSH_CONFIG"] = "/dev/null"  # ignore the user's ~/.ssh/config
 
     def run(item: tuple[int, Case]) -> subprocess.CompletedProcess[str]:
         index, case = item

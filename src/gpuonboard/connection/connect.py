@@ -171,7 +171,7 @@ def _open_hop(
     avoid: frozenset[str] = frozenset()
     first_refusal: HostKeyError | None = None
     while True:
-        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts)
+        policy = HostKeyPolicy(label, hop.host_key, store, options.trust_new_hosts, hop.host_key_note)
         offered: list[str] = []
         conn, key_problem = hop_connection(hop, gateway, policy, prefer, avoid, forwards_to, offered)
         try:

@@ -232,11 +232,16 @@ def _marker_key(line: str, rest: str) -> bytes:
 class HostKeyPolicy:
     """paramiko policy called for every server key (the client's own key list stays empty)."""
 
-    def __init__(self, host_label: str, pinned: str | None, store: KnownHosts, trust_new: bool) -> None:
+    def __init__(
+        self, host_label: str, pinned: str | None, store: KnownHosts, trust_new: bool, note: str | None = None
+    ) -> None:
         self.host_label = host_label
         self.pinned = pinned
         self.store = store
         self.trust_new = trust_new
+        # where the user's own settings would have ssh accept an unknown key (Host.host_key_note):
+        # not followed, and said in the refusal so the user knows why `ssh HOST` connects
+        self.note = note
         self.seen: str | None = None
         # the type of a presented key that did not match the pin: the server may hold the pinned
         # key under another type (a vendor mail lists the RSA or ECDSA fingerprint), so the login
@@ -283,7 +288,8 @@ class HostKeyPolicy:
                 f"host {self.host_label} ({hostname}) presented a DIFFERENT host key ({fp}) than the"
                 f" one recorded in {self.store.path} ({fingerprint(old)}); this may be a"
                 " man-in-the-middle attack, so the connection was refused. If the vendor reinstalled"
-                " the server, confirm the new fingerprint with them and delete the old line."
+                " the server, confirm the new fingerprint with them and delete the old line"
+                f"{self._not_followed() if 'accept-new' not in (self.note or '') else ''}."
             )
         if self.pinned:
             if fp != self.pinned:
@@ -295,7 +301,17 @@ class HostKeyPolicy:
             return
         raise HostKeyError(
             f"host {self.host_label} ({hostname}) has an unknown host key {fp}; confirm it with the"
-            " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory."
+            " vendor, then rerun with --trust-new-hosts or pin it as host_key in the inventory"
+            f"{self._not_followed()}."
+        )
+
+    def _not_followed(self) -> str:
+        """The clause saying which of the user's settings would have had ssh accept the key."""
+        if not self.note:
+            return ""
+        return (
+            f" (gpuonboard does not follow {self.note}, which has ssh accept a host key it does not"
+            " know: it never accepts one silently)"
         )
 
     def _pin_mismatch(self, hostname: str, fp: str, key: Any) -> str:

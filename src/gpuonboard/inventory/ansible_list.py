@@ -21,6 +21,7 @@ from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.ansible import convert_vars, merged_shape
 from gpuonboard.inventory.ansible_vars import AnsibleGroups, VarsFiles
 from gpuonboard.inventory.jumps import parse_jump
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS, local_path, parse_ssh_args
 from gpuonboard.yamlload import LineDict
 
 PREFIX = "ansible-inventory:"  # `--inventory ansible-inventory:PATH`
@@ -154,13 +155,20 @@ def list_view(data: Any) -> dict[str, dict[str, Any]]:
     out = {}
     for name, hv in inv.hosts.items():
         c = convert_vars(hv, templates=True)
+        # (what the ssh args say, after Ansible's own -o Port/User/IdentityFile: sshargs)
+        args = parse_ssh_args([hv[k] for k in ANSIBLE_SSH_ARGS if isinstance(hv.get(k), str)])
         connection = c.get("connection", "ssh")
         address = c.get("address") or ("localhost" if connection == "local" else name)
+        given = {
+            ours: c[ours] if ours in c and not args.before_inventory(theirs) else args.first(theirs)
+            for ours, theirs in (("port", "port"), ("user", "user"), ("key_file", "identityfile"))
+        }
+        key = given["key_file"]
         out[name] = {
-            "address": str(address),
-            "port": int(c.get("port", 22)),
-            "user": c.get("user", "root"),
-            "key_file": c.get("key_file"),
+            "address": str(args.first("hostname") or address),
+            "port": int(given["port"] or 22),
+            "user": given["user"] or "root",
+            "key_file": local_path(key) if key and key != c.get("key_file") else key,
             "connection": connection,
             "jump": parse_jump(c.get("jump"), _no_err),
             "proxy_command": c.get("proxy_command"),

@@ -28,6 +28,7 @@ from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
+from gpuonboard.inventory.sshargs import host_ssh_args
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     host_ssh_config,
@@ -338,6 +339,8 @@ def _key_file_origin(
             found = (layer, label)
     if found is not None and found[1].startswith(("host ", "group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "key_file"), found[1]
+    if ansible and "identityfile" in (args := host_ssh_args(name, layers, path)).source:
+        return args.source["identityfile"]
     alias = config_alias(name, layers, ssh_cfg, ansible)
     if alias is not None and "identityfile" in ssh_cfg.lookup(alias):
         return str(ssh_cfg_path), "ssh_config"

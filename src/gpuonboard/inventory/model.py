@@ -102,6 +102,10 @@ class Host:
     extra_key_files: tuple[str, ...] = ()
     certificate_files: tuple[str, ...] = ()
     proxy_command: str | None = None
+    # what the user's own settings would have ssh do with an unknown host key that gpuonboard
+    # does not do (`StrictHostKeyChecking no` in the SSH config or the Ansible ssh args, and
+    # where), said when a host key is refused: never followed silently, never silently ignored
+    host_key_note: str | None = None
 
     @property
     def vendor_name(self) -> str:
@@ -204,6 +208,11 @@ class Inventory:
                         f"{loc}: host {hop.name!r} of the inventory {self.source} takes its key from this"
                         f" SSH config's IdentityFile {path}, {problem}; fix that path, or set key_file"
                         " for the host in the inventory."
+                    )
+                if who.startswith("ansible_ssh_"):
+                    raise InventoryError(
+                        f"{loc}: host {hop.name!r} gets `-i {path}` from the {who}, {problem} (ssh"
+                        " would skip it and try the agent and default keys); fix the path, or remove it."
                     )
                 if who != f"host {hop.name!r}":
                     who += f" (for host {hop.name!r})"

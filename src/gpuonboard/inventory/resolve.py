@@ -27,6 +27,7 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
+from gpuonboard.inventory.sshargs import HOST_KEY_KEYS, SSHArgs, host_ssh_args, lax_host_keys, local_path
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     config_extras,
@@ -34,7 +35,7 @@ from gpuonboard.inventory.sshlookup import (
     refuse_include_problem,
     ssh_config_aliases,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, bad_token, ssh_program
+from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, OpenSSHConfig, bad_token, ssh_program
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -156,10 +157,13 @@ def resolve_host(
         raise s.err("use_agent", "must be true or false.")
     jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
     extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
+    extras.update(s.args.extra_files(s.from_inventory("key_file"), extras))
     if (proxy := _proxy_command(s)) is not None:  # (the inventory's beats the SSH config's)
         extras["proxy_command"] = proxy
     if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
         jump = ()
+        if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
+            del extras["proxy_command"]
     host_key = _host_key(s)
     timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
@@ -184,6 +188,7 @@ def resolve_host(
         connect_timeout=float(timeout),
         groups=groups,
         vars=dict(hvars),
+        host_key_note=_host_key_note(s, ssh_cfg),
         **extras,
     )
 
@@ -202,6 +207,7 @@ class _Settings:
     sshc: Mapping[str, Any]
     looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
     ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
+    args: SSHArgs = SSHArgs()  # what an Ansible host's ssh args set (`-p 2222`, `-o User=ops`)
 
     def file_of(self, label: str) -> Path:
         """The file a layer was written in: the vendor profile's, else the inventory's."""
@@ -222,9 +228,13 @@ class _Settings:
 
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
-        (nor, in an Ansible inventory, its `all` vars: `from_inventory`)."""
-        if self.from_inventory(key):
+        (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
+        args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
+        given = self.args.first(ssh_key)
+        if self.from_inventory(key) and not (given is not None and self.args.before_inventory(ssh_key)):
             return self.merged[key]
+        if given is not None:
+            return local_path(given) if ssh_key == "identityfile" else given
         if ssh_key in self.sshc:
             value = self.sshc[ssh_key]
             return value[0] if ssh_key == "identityfile" else value
@@ -280,7 +290,49 @@ def _merge_layers(
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
-    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible)
+    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible, args=args)
+
+
+_ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
+
+
+def _host_key_note(s: _Settings, ssh_cfg: Any) -> str | None:
+    """Where the user's settings would have ssh accept an unknown host key, which gpuonboard
+    does not follow (said when it refuses one): Ansible's host key checking turned off, or
+    `StrictHostKeyChecking no` / `accept-new`, `UserKnownHostsFile /dev/null` in the ssh args,
+    else in the SSH config (ssh's command line comes first); None where nothing says so."""
+    for layer, label in reversed(s.ordered if s.ansible else ()):
+        given = layer.get("vars")
+        key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
+        if key is not None:
+            assert isinstance(given, Mapping)
+            if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
+                break
+            return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
+    if (lax := lax_host_keys(s.args.values)) is not None:
+        key = next(k for k in HOST_KEY_KEYS if lax.lower().startswith(k))
+        at, label = s.args.source[key]
+        return f"{at}: `{s.args.written[key]}` in the {label}"
+    if (lax := lax_host_keys(s.sshc or _config_settings(s, ssh_cfg))) is not None:
+        return f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `{lax}` for this host"
+    return None
+
+
+def _config_settings(s: _Settings, ssh_cfg: Any) -> Mapping[str, Any]:
+    """What the SSH config says of an Ansible host it gives no connection setting (a `Host
+    10.0.*` block with only `StrictHostKeyChecking no`): Ansible's `ssh ADDRESS` still applies
+    it. Looked up at the address (or the name), which config_alias already resolved."""
+    if not s.ansible or ssh_cfg is None or s.looked_up is not None:
+        return {}
+    address = s.merged.get("address", s.name)
+    alias = str(address).strip().removeprefix("[").removesuffix("]")
+    try:  # (a config ssh refuses, or the own reader cannot decide, was already said for hosts using it)
+        if isinstance(ssh_cfg, OpenSSHConfig):
+            return {k: " ".join(v) for k, v in ssh_cfg.resolution(alias).values.items()}
+        return dict(ssh_cfg.lookup(alias)) if hasattr(ssh_cfg, "lookup") else {}
+    except InventoryError:
+        return {}
 
 
 def _proxy_command(s: _Settings) -> str | None:
@@ -309,6 +361,8 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     address = s.merged.get("address")
     if address is not None and s.looked_up is not None and s.sshc.get("hostname"):
         address = s.sshc["hostname"]  # (`ansible_host=test1` with `Host test1` / `HostName 172.2.0.10`)
+    if (given := s.args.first("hostname")) is not None:  # (`-o HostName=` beats the destination)
+        address = given.replace("%h", address or name).replace("%%", "%")
     if address is None:
         hostname = s.sshc.get("hostname")
         if connection == "local":

@@ -1,4 +1,4 @@
-"""The user's SSH config as the loader consults it: which file (--ssh-config, the inventory's
+"""The user's SSH config as the loader consults it: which file (load()'s ssh_config argument, the inventory's
 `ssh_config`, $GPUONBOARD_SSH_CONFIG or ~/.ssh/config), read by whom (OpenSSH itself, `ssh -G`,
 whenever `ssh` is installed: `sshresolve`; else the own bounded reader: `sshconfig`), which
 hosts take their settings from it, and those settings made followable (a `ssh -W`
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS
 from gpuonboard.inventory.sshresolve import (
     CONNECTION_KEYS,
     MAX_CONFIG_BYTES,
@@ -87,7 +88,8 @@ def own_reader_reason() -> str:
 def user_ssh_config(
     explicit: Path | None, raw: Mapping[str, Any], defaults: Mapping[str, Any], hosts_file: Path
 ) -> tuple[Any, Path | None]:
-    """The SSH config (and its path) from --ssh-config, the inventory's ssh_config key, or
+    """The SSH config (and its path) from load()'s ssh_config argument, the inventory's ssh_config key,
+    $GPUONBOARD_SSH_CONFIG (one of these that is no file: an InventoryError; /dev/null: none) or
     ~/.ssh/config, as OpenSSH reads it (an OpenSSHConfig, the hosts without an address in `raw`
     resolved at once) where `ssh` is installed, else as the own reader does (a UserSSHConfig);
     (None, None) when there is none."""
@@ -96,9 +98,19 @@ def user_ssh_config(
         candidate = (hosts_file.parent / os.path.expanduser(str(raw["ssh_config"]))).resolve()
         if not candidate.is_file():
             raise InventoryError(f"{where(hosts_file, raw, 'ssh_config')}: SSH config {candidate} not found.")
+    named = "the ssh_config argument" if candidate is not None else None
+    if candidate is None and (env := os.environ.get("GPUONBOARD_SSH_CONFIG")):
+        candidate, named = Path(env), "$GPUONBOARD_SSH_CONFIG"
     if candidate is None:
-        env = os.environ.get("GPUONBOARD_SSH_CONFIG")
-        candidate = Path(env) if env else Path.home() / ".ssh" / "config"
+        candidate = Path.home() / ".ssh" / "config"
+    if named is not None and str(candidate) not in NO_CONFIG and not candidate.is_file():
+        # (a typo here read no config at all: hosts dialled without the jump host, user and
+        # key their Host blocks give, as `ssh -F FILE` would never do: it refuses the file)
+        what = "a directory" if candidate.is_dir() else "not a file" if candidate.exists() else "not there"
+        raise InventoryError(
+            f"{named} names the SSH config {candidate}, which is {what}; fix the path, or name"
+            " /dev/null to read no SSH config."
+        )
     if not candidate.is_file():
         return None, None
     named_by_inventory = explicit is None and bool(raw.get("ssh_config"))
@@ -136,7 +148,6 @@ def config_at(candidate: Path, named_by_inventory: bool, prefetch: Iterable[str]
     return own
 
 
-ANSIBLE_SSH_ARGS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")  # (in the order ssh gets them)
 _SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")  # (ssh(1) options that take a value)
 NO_CONFIG = ("none", "/dev/null")  # (`ssh -F none`: no config file is read; /dev/null is empty)
 

@@ -62,6 +62,8 @@ READ_KEYS = (
     "hostkeyalias",
     "connecttimeout",
     "serveraliveinterval",
+    "stricthostkeychecking",
+    "userknownhostsfile",
 )
 CONNECTION_KEYS = frozenset(
     {"hostname", "port", "user", "identityfile", "certificatefile", "proxyjump", "proxycommand"}
@@ -371,6 +373,10 @@ class OpenSSHConfig:
             set_keys.add("connecttimeout")
         if values.get("serveraliveinterval", ("0",)) != ("0",):
             set_keys.add("serveraliveinterval")
+        if values.get("stricthostkeychecking", ("ask",))[0] in ("false", "accept-new"):
+            set_keys.add("stricthostkeychecking")  # (-G prints `no` as false)
+        if values.get("userknownhostsfile") == ("/dev/null",):
+            set_keys.add("userknownhostsfile")
         tokens = self._path_tokens(alias, hostname, values["port"][0], values["user"][0])
         for key in LIST_KEYS:
             if key in values:

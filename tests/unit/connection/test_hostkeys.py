@@ -297,3 +297,23 @@ def test_an_early_upload_connection_needs_a_recorded_key_matching_the_pin(tmp_pa
     assert not warm(jump=("bastion",)).key_known()
     no_store = Warm(Host(name="gpu-1", address="10.0.0.1", port=2222), None, tmp_path, None, False)
     assert not no_store.key_known()
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_refusal_names_the_users_setting_that_would_have_accepted_the_key(
+    tmp_path: Path, keys: dict[str, Any], trusted: bool
+) -> None:
+    """Where the user's SSH config or Ansible args say `StrictHostKeyChecking no`, `ssh HOST`
+    connects and gpuonboard refuses: the refusal says which setting it did not follow (was: the
+    same words as without it, the user's setting silently ignored)."""
+    note = "/home/u/.ssh/config: `StrictHostKeyChecking no` for this host"
+    store = KnownHosts(tmp_path / "known_hosts")
+    if trusted:  # (a different key of the same type recorded: the man-in-the-middle refusal)
+        store.add("[10.0.0.1]:22", keys["ec2"])
+    policy = HostKeyPolicy("gpu-1", None, store, trust_new=False, note=note)
+    with pytest.raises(HostKeyError) as err:
+        policy.missing_host_key(None, "[10.0.0.1]:22", keys["ec1"])
+    assert err.value.message.endswith(
+        f" (gpuonboard does not follow {note}, which has ssh accept a host key it does not know: it"
+        " never accepts one silently)."
+    )

@@ -423,6 +423,28 @@ def test_ssh_config_named_in_the_inventory_and_by_environment(
     assert inventory.load(inv_dir2).hosts["myalias"].port == 2200
 
 
+@pytest.mark.parametrize(("kind", "what"), [("missing", "not there"), ("directory", "a directory")])
+def test_an_ssh_config_the_environment_names_that_is_no_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, what: str
+) -> None:
+    """A typo in $GPUONBOARD_SSH_CONFIG read no config at all: an Ansible host's address was
+    dialled without the jump host, user and key its Host block gives (as `ssh -F FILE` never
+    does: it refuses a FILE that is not there). /dev/null still means none."""
+    named = tmp_path / "ssh-confg"
+    if kind == "directory":
+        named.mkdir()
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(named))
+    inv_dir = write(tmp_path / "inv", {"hosts.ini": "[gpus]\ngpu1 ansible_host=10.0.1.15\n"})
+    with pytest.raises(InventoryError) as info:
+        inventory.load(inv_dir / "hosts.ini")
+    assert str(info.value) == (
+        f"$GPUONBOARD_SSH_CONFIG names the SSH config {named}, which is {what}; fix the path, or name"
+        " /dev/null to read no SSH config."
+    )
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", "/dev/null")
+    assert inventory.load(inv_dir / "hosts.ini").hosts["gpu1"].address == "10.0.1.15"
+
+
 def test_wildcard_ssh_config_entry_is_no_address(tmp_path: Path) -> None:
     inv_dir = write(tmp_path / "inv", {"hosts.yml": "hosts:\n  other: {}\n"})
     with pytest.raises(InventoryError) as info:
@@ -567,7 +589,7 @@ def test_non_utf8_ini_exits_2_without_a_traceback(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "GPUONBOARD_SSH_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "GPUONBOARD_SSH_CONFIG": "/dev/null", "HOME": str(tmp_path)},
         cwd=tmp_path,
     )
     assert proc.returncode == 2, proc.stderr
@@ -753,7 +775,7 @@ def test_the_cli_exits_2_before_connecting_to_anything(tmp_path: Path) -> None:
             env={
                 "PATH": "/usr/bin:/bin",
                 "HOME": str(tmp_path),
-                "GPUONBOARD_SSH_CONFIG": str(tmp_path / "none"),
+                "GPUONBOARD_SSH_CONFIG": "/dev/null",
             },
         )
         with pytest.raises(TimeoutError):

@@ -30,7 +30,7 @@ def _limit_memory() -> None:  # (in the child: a regression fails with MemoryErr
 
 def cli(tmp_path: Path, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real CLI in a child process, in tmp_path (its project), memory-bounded."""
-    env = {**os.environ, "GPUONBOARD_SSH_CONFIG": str(tmp_path / "no-such-ssh-config")}
+    env = {**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null"}
     return subprocess.run(
         [sys.executable, "-c", CLI, *argv],
         cwd=tmp_path,

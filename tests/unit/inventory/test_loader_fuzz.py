@@ -349,7 +349,7 @@ def test_nasty_inventories_through_the_real_cli(tmp_path: Path, name: str) -> No
     path = tmp_path / name
     path.write_text(NASTY_INVENTORIES[name])
     code = "import sys; from gpuonboard.cli import main; sys.argv[0] = 'gpuonboard'; main()"
-    env = {**os.environ, "GPUONBOARD_SSH_CONFIG": str(tmp_path / "no-such-ssh-config")}
+    env = {**os.environ, "GPUONBOARD_SSH_CONFIG": "/dev/null"}
     started = time.monotonic()
     r = subprocess.run(
         [sys.executable, "-c", code, "inventory", "--inventory", str(path)],

@@ -142,7 +142,7 @@ def test_the_cli_stops_with_exit_2_before_any_connection(tmp_path: Path) -> None
     hosts = tmp_path / "hosts.yml"
     hosts.write_text(f'hosts:\n  "h1\\ntouch {marker}\\n": {{address: 127.0.0.1, port: 1}}\n')
     env = {k: v for k, v in os.environ.items() if k != "GPUONBOARD_DEBUG"}
-    env["GPUONBOARD_SSH_CONFIG"] = str(tmp_path / "no-ssh-config")
+    env["GPUONBOARD_SSH_CONFIG"] = "/dev/null"
     r = subprocess.run(
         [
             sys.executable,

@@ -271,3 +271,23 @@ def test_the_own_reader_names_the_include_it_did_not_follow(tmp_path: Path, no_s
         inventory.load(d)
     msg = err.value.message
     assert f"Include {tmp_path}/*.conf (line 1)" in msg and "OpenSSH" in msg and "\n" not in msg
+
+
+VPC = Path(__file__).resolve().parents[2] / "fixtures" / "ssh_config" / "23-bastion-private-subnet" / "config"
+
+
+@pytest.mark.parametrize("reader", ["ssh -G", "own reader"])
+def test_a_configs_lax_host_key_checking_is_kept_to_be_named_in_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """The real VPC config's `Host 10.0.*.*` sets `StrictHostKeyChecking no` and
+    `UserKnownHostsFile /dev/null`: not followed (gpuonboard checks host keys against its own
+    known_hosts), but kept, with the file, so a refusal says why `ssh HOST` did connect."""
+    if reader == "own reader":
+        (tmp_path / "empty-bin").mkdir()
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    elif SSH is None:
+        pytest.skip("OpenSSH's ssh client is not installed")
+    h = inventory.load(_inv(tmp_path, VPC.read_text(), "  10.0.1.15: {}\n  bastion: {}\n")).hosts
+    assert h["10.0.1.15"].host_key_note == f"{tmp_path / 'cfg'}: `StrictHostKeyChecking no` for this host"
+    assert h["bastion"].host_key_note is None

@@ -431,7 +431,7 @@ def autostop(tmp_path: Path, var_line: str, *flags: str) -> subprocess.Completed
         f"      autostop_dir: {tmp_path / 'autostop'}\n      {var_line}\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "GPUONBOARD_DEBUG"}
-    env["GPUONBOARD_SSH_CONFIG"] = str(tmp_path / "no-ssh-config")
+    env["GPUONBOARD_SSH_CONFIG"] = "/dev/null"
     return subprocess.run(
         [str(GPUONBOARD), "autostop", "--host", "gpu1", "--inventory", str(hosts), *flags],
         cwd=tmp_path,
