@@ -5,7 +5,7 @@ the same name matching."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +83,25 @@ def mig_note(idx: int | None, name: str, info: GpuInfo | None) -> str:
     )
 
 
-def match_reference(
+def link_generation(gpus: Sequence[GpuInfo]) -> int | None:
+    """The lowest PCIe link generation of these GPUs (nvidia-smi's max: the lower of the card's
+    and the slot's), or None when there is none or any GPU's is unread."""
+    gens = [g.pcie_gen_max or 0 for g in gpus]
+    return min(gens) if gens and min(gens) > 0 else None
+
+
+def _gen_fits(row: Mapping[str, Any], pcie_gen: int | None) -> bool:
+    """A row with `pcie_gen` (the least link generation its figure assumes) needs a box whose
+    GPUs all link at that generation or later, read: an unread generation is no match."""
+    want = row.get("pcie_gen")
+    return want is None or (pcie_gen is not None and pcie_gen >= int(want))
+
+
+def _rows_for(
     table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str
-) -> dict[str, Any] | None:
-    """The first reference row matching GPU name, count and interconnect, or None."""
+) -> list[dict[str, Any]]:
+    """The rows matching GPU name, count and interconnect, in table order."""
+    out = []
     for row in table["references"]:
         if not row_matches_name(row, gpu_name):
             continue
@@ -94,5 +109,34 @@ def match_reference(
             continue
         if row.get("interconnect") and row["interconnect"] != interconnect:
             continue
-        return dict(row)
-    return None
+        out.append(dict(row))
+    return out
+
+
+def match_reference(
+    table: Mapping[str, Any],
+    gpu_name: str,
+    gpu_count: int,
+    interconnect: str,
+    pcie_gen: int | None = None,
+) -> dict[str, Any] | None:
+    """The first reference row matching GPU name, count, interconnect and (for a row with
+    `pcie_gen`) the GPUs' PCIe link generation, or None."""
+    rows = _rows_for(table, gpu_name, gpu_count, interconnect)
+    return next((row for row in rows if _gen_fits(row, pcie_gen)), None)
+
+
+def generation_note(
+    table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str, pcie_gen: int | None
+) -> str:
+    """'' or why no row judged the box although one matches its name, count and interconnect:
+    that row's figure assumes a newer PCIe link than the GPUs have, or their link is unread."""
+    rows = [r for r in _rows_for(table, gpu_name, gpu_count, interconnect) if not _gen_fits(r, pcie_gen)]
+    if not rows:
+        return ""
+    row = rows[0]
+    have = f"these GPUs link at PCIe Gen{pcie_gen}" if pcie_gen else "nvidia-smi gave no PCIe link generation for every GPU"
+    return (
+        f"row {row['id']} is for PCIe Gen{int(row['pcie_gen'])} links or later and {have}:"
+        " its figure is no claim about this box"
+    )
