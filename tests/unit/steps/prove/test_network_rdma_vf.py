@@ -46,3 +46,26 @@ def test_a_vms_own_vf_is_its_port() -> None:
     assert (
         check.verdict == "pass" and check.actual.startswith("1 active:") and "not counted" not in check.actual
     )
+
+
+THREE_HCA = REAL / "ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt"
+
+
+def test_a_listing_cut_before_its_first_port_is_no_missing_rdma_stack() -> None:
+    """The real `ibv_devinfo -v` of 3 HCAs cut in-test after its first 104 lines: mlx5_0's device
+    block whole, the output ends before its `port:` line (an SSH channel or pipe that closed
+    early). No port was read, and rdma_devices failed "ibv_devinfo: no devices ... no RDMA stack:
+    install rdma-core" on a box whose ibv_devinfo ran and listed a device: a cut output is an
+    incomplete probe (unverified), never a claim that the RDMA stack or ports are missing."""
+    lines = THREE_HCA.read_text().splitlines(keepends=True)
+    first_port = next(i for i, line in enumerate(lines) if line.strip().startswith("port:"))
+    assert first_port == 104 and lines[0].startswith("hca_id:\tmlx5_0")
+    report = infiniband.parse_ibv_devinfo("".join(lines[:first_port]))
+    assert report.ports == () and not report.complete
+    check = rdma_check(report, "ibv_devinfo: no devices")
+    assert check.verdict == "unverified", check
+    assert check.actual == "no active port read; incomplete probe: mlx5_0 has no port block"
+    assert "no RDMA stack" not in check.detail
+    # a whole listing that names no device still fails (the tool's own "No IB devices found")
+    none = infiniband.parse_ibv_devinfo((REAL / "ibv_devinfo__no-ib-devices.txt").read_text())
+    assert none.complete and rdma_check(none, "ibv_devinfo: No IB devices found").verdict == "fail"
