@@ -135,7 +135,11 @@ def generation_note(
     if not rows:
         return ""
     row = rows[0]
-    have = f"these GPUs link at PCIe Gen{pcie_gen}" if pcie_gen else "nvidia-smi gave no PCIe link generation for every GPU"
+    have = (
+        f"these GPUs link at PCIe Gen{pcie_gen}"
+        if pcie_gen
+        else "nvidia-smi gave no PCIe link generation for every GPU"
+    )
     return (
         f"row {row['id']} is for PCIe Gen{int(row['pcie_gen'])} links or later and {have}:"
         " its figure is no claim about this box"

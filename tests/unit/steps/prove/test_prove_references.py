@@ -12,8 +12,8 @@ from typing import Any
 from gpuonboard.facts.nvidia_smi import parse_any, parse_text_q
 from gpuonboard.facts.topo import interconnect, parse_topo
 from gpuonboard.steps.prove import allreduce_checks, load_references, match_reference, parse_result
-from gpuonboard.steps.prove.references import link_generation
 from gpuonboard.steps.prove.gpu_benchmark import load_gpu_references, match_gpu_reference
+from gpuonboard.steps.prove.references import link_generation
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures"
 H100_Q = FIX / "real" / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
@@ -71,7 +71,9 @@ def test_a_model_number_inside_a_longer_one_is_not_that_gpu() -> None:
     assert match_reference(table, "NVIDIA GH200 480GB", 8, "nvlink") is None
 
 
-RTX2080TI_NCCL = FIX / "real" / "nccl-tests-all_reduce_perf__geforce-rtx-2080-ti__2gpu-pcie3-pix-no-p2p__autodl.txt"
+RTX2080TI_NCCL = (
+    FIX / "real" / "nccl-tests-all_reduce_perf__geforce-rtx-2080-ti__2gpu-pcie3-pix-no-p2p__autodl.txt"
+)
 RTX2080TI_TOPO = FIX / "real" / "nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt"
 
 
