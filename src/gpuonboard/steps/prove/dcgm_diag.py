@@ -100,7 +100,7 @@ def dcgm_checks(
         ]
     if diag is None or diag.error:
         reason = why or (diag.error if diag else "") or "no output"
-        if incomplete or (diag is not None and diag.error.startswith(NOT_WHOLE_JSON)):
+        if incomplete or (diag is not None and (diag.error or "").startswith(NOT_WHOLE_JSON)):
             # a run stopped by its timeout, or a DCGM document that ends (or breaks) mid-way: an
             # incomplete probe; DCGM's verdicts were not read, so it verified nothing
             return [
