@@ -294,11 +294,20 @@ def decode_reasons(value: str) -> list[str]:
     return [REASONS[i] if i < len(REASONS) else f"bit {i}" for i in range(mask.bit_length()) if mask >> i & 1]
 
 
+def _is_mask(value: str) -> bool:
+    try:
+        int(value.strip(), 16)
+    except ValueError:
+        return False
+    return True
+
+
 def summarize_samples(text: str) -> dict[str, Any]:
     """`nvidia-smi --query-gpu=<SAMPLE_FIELDS> --format=csv,noheader,nounits -lms N` -> per GPU
     {samples, load_samples (utilization >= LOADED_UTIL_PCT; the clock, power and reason figures
     cover those alone when there are any), sm_clock_mhz min/median, sm_clock_max_mhz,
-    temp_max_c (over every sample), power_median_w, power_limit_w, reasons: {name: share}}."""
+    temp_max_c (over every sample), power_median_w, power_limit_w, reasons: {name: share},
+    reasons_samples (how many of those samples read a reasons mask)}."""
     per: dict[str, list[list[str]]] = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
@@ -335,6 +344,8 @@ def summarize_samples(text: str) -> dict[str, Any]:
             "power_median_w": statistics.median(power) if power else None,
             "power_limit_w": statistics.median(limit) if limit else None,
             "reasons": {k: round(v / len(rows), 3) for k, v in sorted(counts.items())},
+            # samples whose clock-event reasons were a mask ([N/A], [Not Supported]: no reading)
+            "reasons_samples": sum(1 for r in rows if _is_mask(r[6])),
         }
     return out
 

@@ -648,7 +648,8 @@ def summarize_window(
     """One GPU's sampler rows between start and end (epoch s; None: every row, as for a capture
     without timestamps): SM clock medians over the first and last tenth of the rows, min and max;
     temperature max and median; power median and limit; samples each clock-event reason was
-    active (every known reason listed, 0 included)."""
+    active (every known reason listed, 0 included); how many samples read an SM clock and a
+    reasons mask as a number (`[N/A]`, `[Not Supported]` cells are no reading)."""
     rows = [
         r
         for r in rows
@@ -673,6 +674,8 @@ def summarize_window(
         "power_median_w": _median(_values(rows, "power.draw")),
         "power_limit_w": _median(limits),
         "reasons": reasons,
+        "clock_samples": len(clocks),
+        "reasons_samples": len(_values(rows, "clocks_throttle_reasons.active")),
     }
 
 

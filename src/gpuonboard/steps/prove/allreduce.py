@@ -44,7 +44,13 @@ from gpuonboard.steps.prove.multinode import (
     node_plan,
     torchrun_args,
 )
-from gpuonboard.steps.prove.references import load_references, match_reference, variant_note
+from gpuonboard.steps.prove.references import (
+    generation_note,
+    link_generation,
+    load_references,
+    match_reference,
+    variant_note,
+)
 from gpuonboard.steps.prove.rules import (
     _gpu_count,
     _pct,
@@ -185,19 +191,22 @@ def reference_check(
     peak: float,
     actual: str,
     without_p2p: bool = False,
+    pcie_gen: int | None = None,
 ) -> Check:
     """`allreduce_busbw` against the reference row for `ranks` x `gpu_name` over `interconnect`
     (a warning when the table has none). ``without_p2p``: NCCL ran with its P2P transport off,
     through host memory: an NVLink row's figure is not comparable (a warning that says so, as
-    gpu_benchmark does for a figure its reference cannot judge)."""
-    ref = match_reference(table, gpu_name, ranks, interconnect)
+    gpu_benchmark does for a figure its reference cannot judge). ``pcie_gen``: the GPUs' lowest
+    PCIe link generation (a row with `pcie_gen` judges only a box whose links are that new)."""
+    ref = match_reference(table, gpu_name, ranks, interconnect, pcie_gen)
     if ref is None:
+        notes = [variant_note(gpu_name), generation_note(table, gpu_name, ranks, interconnect, pcie_gen)]
         return Check(
             "allreduce_busbw",
             f"a reference for {ranks} x {gpu_name} ({interconnect})",
             actual,
             "warn",
-            (f"{note}; " if (note := variant_note(gpu_name)) else "")
+            "".join(f"{n}; " for n in notes if n)
             + "no reference row for this topology; add one to data/allreduce_reference.yml",
         )
     if without_p2p and ref.get("interconnect") == "nvlink":
@@ -256,9 +265,11 @@ def allreduce_checks(
     where: str = "this Python",
     gpu_failure: str | None = None,
     nproc_asked: int = 0,
+    pcie_gen: int | None = None,
 ) -> list[Check]:
     """Rules over an allreduce.py result (pure). ``where``: the Python / image torch ran in;
-    ``nproc_asked``: the process count the settings asked for (0: one per GPU).
+    ``nproc_asked``: the process count the settings asked for (0: one per GPU); ``pcie_gen``: the
+    lowest PCIe link generation of the GPUs that ran (references.link_generation).
 
     On a box whose nvidia-smi lists GPUs (``gpu_count``), an all-reduce that ran on the CPU over
     gloo fails ``allreduce_busbw``: it measured the CPU, not the GPUs or their links; one that
@@ -310,7 +321,7 @@ def allreduce_checks(
     if p2p is not None:
         checks.append(p2p)
     ranks = int(n or gpu_count)
-    checks.append(reference_check(table, gpu_name, ranks, interconnect, peak, actual, p2p_off(r)))
+    checks.append(reference_check(table, gpu_name, ranks, interconnect, peak, actual, p2p_off(r), pcie_gen))
     if acs_asked:
         checks.append(acs_check(acs))
     return checks
@@ -436,6 +447,7 @@ class AllreduceStep(Step):
             torch_where(launch),
             nvidia_smi_failure(ctx.facts),
             nproc,
+            link_generation(gpus[: nproc or len(gpus)]),
         )
         msg, failed = _summary(f"all-reduce over {data.get('world_size')} x {data.get('backend')}", checks)
         return Plan(

@@ -18,6 +18,9 @@ DCGM_PROBE = Probe("prove_dcgmi", "command -v dcgmi")
 
 # seconds before `dcgmi diag -r <level>` is given up (levels 3 and 4 run for 30 min / 1-2 h)
 DCGM_TIMEOUTS = {1: 300, 2: 900, 3: 3600, 4: 3 * 3600}
+# how facts.dcgm.parse's error begins for output that starts a JSON document that is not whole
+# (cut short, or broken mid-way)
+NOT_WHOLE_JSON = "not JSON ("
 
 
 def dcgm_level(value: Any, budget: Any) -> int:
@@ -72,13 +75,18 @@ def _uncovered(diag: dcgm.DcgmDiag, listed: int | None) -> str:
 
 
 def dcgm_checks(
-    diag: dcgm.DcgmDiag | None, level: int, why: str = "", listed: int | None = None
+    diag: dcgm.DcgmDiag | None,
+    level: int,
+    why: str = "",
+    listed: int | None = None,
+    incomplete: bool = False,
 ) -> list[Check]:
     """Rules over a parsed `dcgmi diag -j` (pure): one `dcgm_<test>` rule per DCGM test (Fail
     fails with DCGM's message, Warn warns, Skip is `unverified`: DCGM ran nothing there) plus a
     `dcgm_diag` summary, `unverified` when DCGM skipped a test of the level, naming them.
     `diag=None` without `why`: DCGM is not installed (information, never a failure). `listed`:
-    the GPUs nvidia-smi lists; a run whose results name fewer is no pass of the others."""
+    the GPUs nvidia-smi lists; a run whose results name fewer is no pass of the others.
+    `incomplete` (the run stopped by its timeout) or a DCGM document cut short: `unverified`."""
     want = f"dcgmi diag -r {level}: every test Pass"
     if diag is None and not why:
         return [
@@ -92,6 +100,20 @@ def dcgm_checks(
         ]
     if diag is None or diag.error:
         reason = why or (diag.error if diag else "") or "no output"
+        if incomplete or (diag is not None and (diag.error or "").startswith(NOT_WHOLE_JSON)):
+            # a run stopped by its timeout, or a DCGM document that ends (or breaks) mid-way: an
+            # incomplete probe; DCGM's verdicts were not read, so it verified nothing
+            return [
+                Check(
+                    "dcgm_diag",
+                    want,
+                    f"incomplete probe: {reason}",
+                    "unverified",
+                    "DCGM gave no whole result, so nothing was verified (no claim about the GPUs);"
+                    f" rerun the step, or run `dcgmi diag -r {level} -j` by hand"
+                    + ("" if incomplete else " and check that its output is whole JSON"),
+                )
+            ]
         return [
             Check(
                 "dcgm_diag",
@@ -204,7 +226,7 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
             f"dcgmi diag -r {level} did not finish within {timeout:.0f} s"
             " (raise dcgm_timeout or lower dcgm_level)"
         )
-        return dcgm_checks(None, level, why), None
+        return dcgm_checks(None, level, why, incomplete=True), None
     diag = dcgm.parse(r.stdout)
     if diag.error and r.stderr.strip():
         diag = dcgm.DcgmDiag(

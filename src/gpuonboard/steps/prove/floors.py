@@ -446,6 +446,7 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
     """`perf_sustained_gpu<N>`: the SM clock holds, no hardware or thermal slowdown, and power
     reaches the cap when the clock is low (else power delivery)."""
     first, last = finite_number(s.get("sm_clock_first_mhz")), finite_number(s.get("sm_clock_last_mhz"))
+    unread = _unread_in_window(s, first, last)
     power, cap = finite_number(s.get("power_median_w")), finite_number(s.get("power_limit_w"))
     reasons = {k: v for k, v in (s.get("reasons") or {}).items() if (finite_number(v) or 0) > 0}
     hard = sorted(k for k in reasons if k in HARD_THROTTLE)
@@ -471,6 +472,14 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
             f"sw_power_cap in {reasons['sw_power_cap']:.0f} samples: the GPU ran at its power cap"
             " (expected under full load)"
         )
+    if verdict == "pass" and unread:
+        verdict = "unverified"
+        problems.append(
+            f"under load nvidia-smi gave no number for {' and '.join(unread)} ([N/A], [Not Supported]"
+            " or no sample), so a slowdown there could not be seen: no claim either way"
+        )
+    elif unread:
+        problems.append(f"under load nvidia-smi gave no number for {' and '.join(unread)}")
     actual = (
         f"GPU {idx}: SM clock {_num(first)} -> {_num(last)} MHz (min {_num(s.get('sm_clock_min_mhz'))}),"
         f" max {_num(s.get('temp_max_c'))} °C, median {_num(power)} of {_num(cap)} W"
@@ -483,6 +492,18 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
         verdict,
         "; ".join([*problems, *([note] if note else [])]),
     )
+
+
+def _unread_in_window(s: Mapping[str, Any], first: float | None, last: float | None) -> list[str]:
+    """What the sampler did not read for a GPU over the window: no sample at all, the SM clock
+    (no first or last figure), the clock-event reasons (no sample held a mask; a result from
+    before `reasons_samples` was counted is taken as read)."""
+    if finite_number(s.get("samples")) == 0:
+        return ["any field (no sample of this GPU in the window)"]
+    unread = [] if first is not None and last is not None else ["the SM clock"]
+    if s.get("reasons_samples") == 0:
+        unread.append("the clock-event reasons")
+    return unread
 
 
 def _num(value: Any) -> str:

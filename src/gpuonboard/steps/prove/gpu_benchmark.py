@@ -190,6 +190,12 @@ def sustained_check(
         extra = "; " + load_summary(s_idx)
     slowing = {k: v for k, v in ((s_idx or {}).get("reasons") or {}).items() if k in gpu_health.HARD_THROTTLE}
     bad = drop > sustained_drop_warn or bool(slowing)
+    # the sampler ran but gave this GPU no sample, or no clock-event reasons mask in any ([N/A],
+    # [Not Supported]): no slowdown seen is no slowdown read (a summary from before
+    # `reasons_samples` was counted is taken as read; no sampler at all: load_sampling says so)
+    unread = samples is not None and (not s_idx or s_idx.get("reasons_samples") == 0)
+    if unread and not bad:
+        extra += "; clock-event reasons not read (no sample, or [N/A] / [Not Supported] in every one)"
     return Check(
         f"sustained_gpu{idx}",
         f"throughput holds over {float(sus.get('seconds') or 0):.0f} s"
@@ -197,10 +203,13 @@ def sustained_check(
         " no thermal/hardware slowdown",
         f"{float(first):,.0f} -> {float(last):,.0f} images/s ({-drop * 100:+.0f} %){extra}"
         + (f"; slowdown: {', '.join(sorted(slowing))}" if slowing else ""),
-        "warn" if bad else "pass",
+        "warn" if bad else "unverified" if unread else "pass",
         "the GPU slows down under sustained load: cooling, power delivery or a capped limit;"
         " ask the vendor to check"
         if bad
+        else "the throughput held, but nvidia-smi gave no clock-event reasons under load, so a"
+        " thermal or hardware slowdown could not be seen: no claim either way"
+        if unread
         else "",
     )
 

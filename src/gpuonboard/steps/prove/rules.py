@@ -65,10 +65,17 @@ def _pct(x: float) -> str:
 
 
 def _summary(what: str, checks: list[Check]) -> tuple[str, bool]:
+    """A step's one sentence over its checks and whether it failed: the failed checks, else the
+    warnings, naming the checks that could not be judged (`unverified`: never counted a pass)."""
     fails = [c.name for c in checks if c.verdict == "fail"]
     warns = [c.name for c in checks if c.verdict == "warn"]
+    unverified = [c.name for c in checks if c.verdict == "unverified"]
     if fails:
         return f"{what}: {len(fails)} check(s) failed: {', '.join(fails)}", True
+    judged = f"{len(unverified)} check(s) not judged: {', '.join(unverified)}"
     if warns:
-        return f"{what}: passed with {len(warns)} warning(s): {', '.join(warns)}", False
+        msg = f"{what}: passed with {len(warns)} warning(s): {', '.join(warns)}"
+        return (f"{msg}; {judged}" if unverified else msg), False
+    if unverified:
+        return f"{what}: {judged}; the other {len(checks) - len(unverified)} passed", False
     return f"{what}: all {len(checks)} checks passed", False

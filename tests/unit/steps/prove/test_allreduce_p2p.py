@@ -92,7 +92,7 @@ def test_a_no_p2p_figure_is_not_judged_against_an_nvlink_row() -> None:
 def test_a_no_p2p_figure_is_still_judged_against_a_pcie_row() -> None:
     table = load_references()
     r = {**_a100(NO_P2P, 18.0), "device_name": "NVIDIA L40S"}
-    c = _by_name(allreduce_checks(r, table, "NVIDIA L40S", 8, "pcie"))
+    c = _by_name(allreduce_checks(r, table, "NVIDIA L40S", 8, "pcie", pcie_gen=4))
     assert "pcie-gen4-no-nvlink" in c["allreduce_busbw"].expected
     assert c["allreduce_busbw"].verdict == "pass"  # 18 of 20 GB/s
     assert c["allreduce_p2p"].verdict == "warn"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +325,47 @@ def test_resnet50_on_a_mig_slice_of_a_real_h200_has_no_reference(name: str) -> N
     c = throughput_check({"image_size": 224}, w, _h200_mig_facts(), load_gpu_references(), lambda: [])
     assert c.verdict == "warn" and c.expected == f"a reference for {name}"
     assert "a MIG slice" in c.detail and c.detail.endswith("add one to data/gpu_reference.yml")
+
+
+# vGPU type names a guest's driver gives the GPU: "NVIDIA H100XM-80C" in an MLPerf inference
+# submission's system config (8 of them, pci_id 0x2330 = the H100 SXM board; search index file
+# 49208503525), and the Hopper C-series types of NVIDIA's vGPU user guide table "NVLink Multicast
+# Support on the NVIDIA Hopper GPU Architecture" (search index file 69514242809)
+VGPU_NAMES = ["NVIDIA H100XM-80C", "NVIDIA H800XM-80C", "NVIDIA H200X-141C", "H20X-141C", "NVIDIA H20-96C"]
+
+
+@pytest.mark.parametrize("name", VGPU_NAMES)
+def test_a_vgpu_is_not_judged_by_the_whole_gpus_rows(name: str) -> None:
+    """A time-sliced vGPU is a guest's share of the board: 'H100XM' was read as the H100 (a
+    letter may follow a model), so the vGPU got the whole H100 SXM's floors (and its
+    all-reduce row); 'H20-96C' the H20's, 'H200X-141C' the H200's."""
+    assert match_floor_row(TABLE, name) is None
+    assert match_gpu_reference(load_gpu_references(), name) is None
+    refs = load_references()
+    for count in (1, 2, 4, 8):
+        for link in ("nvlink", "pcie"):
+            assert match_reference(refs, name, count, link, 4) is None, (name, count, link)
+
+
+def test_the_real_h200_run_on_a_vgpu_says_why_it_has_no_floor() -> None:
+    """The real healthy-H200 quick run's figures at a third (a vGPU sharing its board with two
+    others) under the MLPerf config's vGPU name: no whole-GPU floor fails it."""
+    r = _quick_h200_on_a_slice("NVIDIA H100XM-80C")
+    checks = by_name(perf_checks(r, TABLE, []))
+    known = checks["perf_floor_known"]
+    assert known.verdict == "unverified" and known.actual == "no floor is known for NVIDIA H100XM-80C"
+    assert known.detail.startswith(
+        "NVIDIA H100XM-80C is a vGPU profile with 80 GB of the H100XM board's framebuffer"
+        " (C-series: compute), a guest's share of the GPU, not the whole GPU"
+    )
+    assert not [c for c in checks.values() if c.verdict == "fail"]
+
+
+def test_a_gpu_in_vgpu_mode_is_not_judged_by_the_whole_gpus_floor() -> None:
+    """A result named by the board while `nvidia-smi -q` says Virtualization Mode VGPU (the real
+    H200 facts with that one field set in-test): a vGPU's share, no whole-GPU floor."""
+    facts = [replace(_h200_mig_facts()[0], mig_mode="Disabled", virtualization_mode="VGPU")]
+    checks = by_name(perf_checks(_quick_h200_on_a_slice("NVIDIA H200"), TABLE, facts))
+    known = checks["perf_floor_known"]
+    assert known.verdict == "unverified"
+    assert "GPU 0 is a vGPU (nvidia-smi -q: Virtualization Mode VGPU)" in known.detail

@@ -15,6 +15,7 @@ import pytest
 
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.remote import gpu_perf as gp
 from gpuonboard.steps.base import StepArgsError
 from gpuonboard.steps.prove.floors import (
     FLOORS_FILE,
@@ -24,6 +25,7 @@ from gpuonboard.steps.prove.floors import (
     p2p_check,
     parse_overrides,
     perf_checks,
+    sustained_check,
     verdict_for,
 )
 
@@ -489,3 +491,51 @@ def test_datasheet_floors_leave_room_for_what_gpu_perf_reaches() -> None:
             if metric in reached and (" of datasheet" in source or " of whitepaper" in source):
                 share = float(source.split(" %", 1)[0]) / 100
                 assert share * TABLE["warn_band"] <= reached[metric], (row["id"], metric, share)
+
+
+SAMPLER = (
+    Path(__file__).resolve().parents[3]
+    / "fixtures"
+    / "real"
+    / "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
+)
+SAMPLER_FIELDS = tuple(
+    "index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit,"  # noqa: SIM905
+    "clocks_throttle_reasons.active,utilization.gpu".split(",")
+)
+
+
+def _window_with_cell(column: int, marker: str) -> dict[str, Any]:
+    """Our own real sampler capture under load (1 x H200, 114 samples) with one column's cell
+    replaced by `marker` in every row, summarised by gpu_perf.py as its sustained window."""
+    lines = []
+    for line in SAMPLER.read_text().splitlines():
+        cells = line.split(", ")
+        cells[column] = marker
+        lines.append(", ".join(cells))
+    rows = gp.parse_samples("\n".join(lines), SAMPLER_FIELDS)
+    assert len(rows) == 114
+    return {**gp.summarize_window(rows, 0, None, None), "seconds": 45}
+
+
+def test_sustained_reasons_read_as_na_in_every_sample_are_no_pass() -> None:
+    """The capture with its clocks_throttle_reasons.active cell `[N/A]` in every row (a driver or
+    vGPU that does not report it): the window passed "no hardware or thermal slowdown" over
+    reasons it never read; now it is unverified and says which reading was missing."""
+    c = sustained_check(0, _window_with_cell(6, "[N/A]"))
+    assert c.verdict == "unverified", c
+    assert c.detail.startswith("under load nvidia-smi gave no number for the clock-event reasons ([N/A]")
+    whole = sustained_check(0, _window_with_cell(7, "100"))  # utilization only: the reasons are read
+    assert whole.verdict == "pass", whole
+
+
+def test_sustained_sm_clock_not_supported_in_every_sample_is_no_pass() -> None:
+    """The capture with its clocks.sm cell `[Not Supported]` in every row: "SM clock ? -> ? MHz"
+    passed as a clock that held; now unverified."""
+    c = sustained_check(0, _window_with_cell(1, "[Not Supported]"))
+    assert c.verdict == "unverified", c
+    assert c.actual.startswith("GPU 0: SM clock ? -> ? MHz")
+    assert c.detail.startswith("under load nvidia-smi gave no number for the SM clock (")
+    # a window with no sample at all for the GPU
+    empty = sustained_check(0, {"samples": 0, "reasons": {}, "seconds": 45})
+    assert empty.verdict == "unverified" and "no number for any field (no sample of this GPU" in empty.detail

@@ -219,6 +219,34 @@ def test_sample_summary_decodes_throttle_mask() -> None:
     )
 
 
+def test_sustained_gpu_over_reasons_never_read_is_no_pass() -> None:
+    """Our own real H200 sampler log around a ResNet-50 run with its clock-event reasons cell
+    `[N/A]` in every row (edited in-test: a driver or vGPU that does not report it): the
+    throughput held, and `sustained_gpu0` passed "no thermal/hardware slowdown" over reasons
+    it never read; it is unverified now. The log as captured still passes."""
+    gb = remote_benchmark_module()
+    name = "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
+    text = (FIX / "real" / name).read_text()
+    cut = "\n".join(
+        ", ".join([*cells[:6], "[N/A]", *cells[7:]])
+        for cells in (line.split(", ") for line in text.splitlines())
+    )
+    r = _cuda_result(2400, 2390, {})
+    r["workers"][0]["device_name"] = "NVIDIA H200"
+    for sampled, verdict in ((text, "pass"), (cut, "unverified")):
+        r["samples"] = gb.summarize_samples(sampled)
+        c = by_name(benchmark_checks(r, load_gpu_references(), []))["sustained_gpu0"]
+        assert c.verdict == verdict, c
+    assert r["samples"]["0"]["reasons_samples"] == 0
+    assert c.actual.endswith(
+        "; clock-event reasons not read (no sample, or [N/A] / [Not Supported] in every one)"
+    )
+    assert "could not be seen: no claim either way" in c.detail
+    # the sampler ran but gave this GPU no sample at all: likewise
+    r["samples"] = {}
+    assert by_name(benchmark_checks(r, load_gpu_references(), []))["sustained_gpu0"].verdict == "unverified"
+
+
 # ----------------------------------------------------------------------------- network
 
 

@@ -211,7 +211,9 @@ def test_allreduce_gpu_against_reference() -> None:
     assert c["allreduce_correct"].verdict == "fail"
     # no reference for the topology -> warn; PCIe box -> generic row + ACS report
     assert by_name(allreduce_checks(r, table, "Tesla T4", 2, "mixed"))["allreduce_busbw"].verdict == "warn"
-    c = by_name(allreduce_checks(r, table, "NVIDIA L40S", 8, "pcie", {"ports": 8, "redirecting": 4}, True))
+    c = by_name(
+        allreduce_checks(r, table, "NVIDIA L40S", 8, "pcie", {"ports": 8, "redirecting": 4}, True, pcie_gen=4)
+    )
     assert "pcie-gen4-no-nvlink" in c["allreduce_busbw"].expected
     assert c["pcie_acs"].verdict == "warn" and "4 of 8" in c["pcie_acs"].actual
 

@@ -13,6 +13,7 @@ from gpuonboard.facts.nvidia_smi import parse_any, parse_text_q
 from gpuonboard.facts.topo import interconnect, parse_topo
 from gpuonboard.steps.prove import allreduce_checks, load_references, match_reference, parse_result
 from gpuonboard.steps.prove.gpu_benchmark import load_gpu_references, match_gpu_reference
+from gpuonboard.steps.prove.references import link_generation
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures"
 H100_Q = FIX / "real" / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
@@ -68,3 +69,63 @@ def test_a_model_number_inside_a_longer_one_is_not_that_gpu() -> None:
     assert match_gpu_reference(gpu_table, "NVIDIA RTX A4000") is None
     table = load_references()
     assert match_reference(table, "NVIDIA GH200 480GB", 8, "nvlink") is None
+
+
+RTX2080TI_NCCL = (
+    FIX / "real" / "nccl-tests-all_reduce_perf__geforce-rtx-2080-ti__2gpu-pcie3-pix-no-p2p__autodl.txt"
+)
+RTX2080TI_TOPO = FIX / "real" / "nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt"
+
+
+def _nccl_tests_result(text: str, name: str, n: int) -> dict[str, Any]:
+    """An allreduce.py result document carrying a real nccl-tests run's figures: its rows from
+    1 MiB up (our sweep's range), out-of-place busbw, sums exact (#wrong 0), NCCL's P2P off as
+    the script sets it where a pair has no peer access."""
+    rows = []
+    for line in text.splitlines():
+        cells = line.split()
+        if len(cells) == 13 and cells[0].isdecimal() and int(cells[0]) >= 1 << 20:
+            assert cells[8] == "0"
+            rows.append({"bytes": int(cells[0]), "busbw_gbps": float(cells[7]), "correct": True})
+    peak = max(r["busbw_gbps"] for r in rows)
+    pairs = [[i, j] for i in range(n) for j in range(i + 1, n)]
+    p2p = {"gpus": list(range(n)), "pairs_without_access": pairs, "nccl_p2p_disabled": True}
+    return {
+        "ok": True, "backend": "nccl", "device": "cuda", "device_name": name, "world_size": n,
+        "cuda_device_count": n, "rows": rows, "all_correct": True, "peak_busbw_gbps": peak,
+        "max_bytes": rows[-1]["bytes"], "p2p": {**p2p, "set_by": "gpuonboard", "environment": {}},
+    }  # fmt: skip
+
+
+def test_a_pcie_gen3_box_is_not_judged_by_the_gen4_row() -> None:
+    """Real capture (AutoDL, Anthony-Hoo/Anthony-Hoo.github.io): 2 GPUs on one PCIe Gen3 x16
+    switch (topo PIX), no peer access (`topo -p2p p` NS), nccl-tests all_reduce busbw 4.00 GB/s
+    at 1 GiB: what a Gen3 link through host memory moves. Those GPUs are RTX 2080 Ti, whose
+    variant word 'Ti' matches no row, so the GPU name and link generation here are read from the
+    real Tesla T4 capture (`nvidia-smi -q -x`: PCIe Gen3 x16), a Gen3 card the `*` row matches.
+    The `pcie-gen4-no-nvlink` estimate (20 GB/s) failed such a box as "low bus bandwidth" (20 %
+    of the reference): its figure assumes a Gen4 link; on a Gen3 link it is no claim."""
+    t4 = parse_any((FIX / "real" / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml").read_text()).gpus
+    name, gen = t4[0].name, link_generation(t4)
+    assert (name, gen) == ("Tesla T4", 3)
+    link = interconnect(parse_topo(RTX2080TI_TOPO.read_text()))
+    assert link == "pcie"
+    r = _nccl_tests_result(RTX2080TI_NCCL.read_text(), name, 2)
+    assert r["peak_busbw_gbps"] == 4.0
+    table = load_references()
+    busbw = {x.name: x for x in allreduce_checks(r, table, name, 2, link, pcie_gen=gen)}["allreduce_busbw"]
+    assert busbw.verdict == "warn", busbw
+    assert busbw.expected == "a reference for 2 x Tesla T4 (pcie)"
+    assert busbw.detail.startswith(
+        "row pcie-gen4-no-nvlink is for PCIe Gen4 links or later and these GPUs link at PCIe Gen3:"
+        " its figure is no claim about this box; no reference row for this topology"
+    )
+    # an unread link generation is no Gen4 link either; a Gen4 or Gen5 box is judged by the row
+    unread = {x.name: x for x in allreduce_checks(r, table, name, 2, link)}["allreduce_busbw"]
+    assert unread.verdict == "warn" and "nvidia-smi gave no PCIe link generation" in unread.detail
+    gen4 = {x.name: x for x in allreduce_checks(r, table, name, 2, link, pcie_gen=4)}["allreduce_busbw"]
+    assert gen4.verdict == "fail" and "pcie-gen4-no-nvlink" in gen4.expected
+    assert (match_reference(table, name, 2, "pcie", 5) or {}).get("id") == "pcie-gen4-no-nvlink"
+    # the 2080 Ti's own name matched no row before and after (a variant word)
+    ti = {x.name: x for x in allreduce_checks(r, table, "NVIDIA GeForce RTX 2080 Ti", 2, link, pcie_gen=3)}
+    assert ti["allreduce_busbw"].verdict == "warn"
