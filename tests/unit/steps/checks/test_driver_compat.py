@@ -449,3 +449,46 @@ def test_a_gpu_without_a_name_but_with_its_brand_is_judged_by_its_brand() -> Non
     facts = parse_facts({"nvidia_smi_q": ProbeOutput(text[: starts[3]] + block + text[starts[4] :], "", 0)})
     check = driver_compat.evaluate(facts, "nvcr.io/nvidia/pytorch:25.10-py3", ngc.load_releases())[0]
     assert check.verdict == "fail" and check.actual.startswith("535.161.08 on consumer GPU"), check
+
+
+A16_VGPU_HOST = "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt"
+A100_VGPU_HOST = "nvidia-smi__a100-80gb-pcie__1gpu__driver550.90.05__cuda-na__vgpu-host__mig-section-cut.txt"
+H200_XML = "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+
+
+def _no_cuda_facts(fixture: str) -> Facts:
+    """The capture's facts; the real H200 `-q -x` (driver 580.159.04) with its
+    `<cuda_version>13.0</cuda_version>` edited to `Not Found`, as `-q -x` prints it where no CUDA
+    driver is found (facts/nvidia_smi/values.py)."""
+    if fixture != H200_XML:
+        return _facts(fixture)
+    text = (REAL / fixture).read_text(encoding="utf-8")
+    edited = text.replace("<cuda_version>13.0</cuda_version>", "<cuda_version>Not Found</cuda_version>")
+    assert edited != text
+    return parse_facts({"nvidia_smi": ProbeOutput(edited, "", 0)})
+
+
+@pytest.mark.parametrize(
+    ("fixture", "driver", "said", "releases"),
+    [
+        # a Nutanix AHV host's A16 (Host VGPU mode, `-q -i 0`): 24.08 passed as "forward compat"
+        (A16_VGPU_HOST, "470.129.04", "Not Found", ("24.08", "24.04", "26.09")),
+        # immich-app/immich#14808's vGPU host: A100 80GB PCIe on 550.90.05, `CUDA Version: N/A`;
+        # 24.04 (550 or later) passed as "compatible", 24.08 warned "forward compat unverified"
+        (A100_VGPU_HOST, "550.90.05", "N/A", ("24.04", "24.08", "23.10")),
+        (H200_XML, "580.159.04", "Not Found", ("24.08", "25.10")),
+    ],
+)
+def test_a_driver_with_no_cuda_runs_no_container(
+    fixture: str, driver: str, said: str, releases: tuple[str, ...]
+) -> None:
+    """nvidia-smi found no CUDA driver (a vGPU host's driver, a container given no `compute`
+    capability): no container's CUDA can start there, whatever its release, known or not. The
+    check passed (or warned) on the driver's version alone, where nvidia_driver fails it."""
+    facts = _no_cuda_facts(fixture)
+    for release in releases:
+        image = f"nvcr.io/nvidia/pytorch:{release}-py3"
+        check = driver_compat.evaluate(facts, image, ngc.load_releases())[0]
+        assert check.verdict == "fail", (release, check)
+        assert check.actual == f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {said})"
+        assert check.detail.startswith("nvidia-smi found no CUDA driver where it ran")
