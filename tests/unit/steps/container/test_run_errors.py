@@ -42,6 +42,16 @@ def _read(name: str) -> str:
             "the NVIDIA kernel module and the driver's library are different versions",
         ),
         (
+            "podman-docker-shim__FasterLivePortrait-116__unresolvable-cdi-gpu-all.stderr",
+            "unresolvable CDI devices nvidia.com/gpu=all",
+            "podman found no NVIDIA CDI spec naming the GPUs",
+        ),
+        (
+            "podman-run__nvidia-container-toolkit-885__stale-cdi-host-device.stderr",
+            'failed to stat CDI host device "/dev/dri/renderD129"',
+            "generate it again: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+        ),
+        (
             "container__amd64-image-on-jetson__exec-format-error.stderr",
             "exec format error",
             "built for another CPU architecture than this host's (aarch64)",
