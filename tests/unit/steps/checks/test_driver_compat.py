@@ -492,3 +492,19 @@ def test_a_driver_with_no_cuda_runs_no_container(
         assert check.verdict == "fail", (release, check)
         assert check.actual == f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {said})"
         assert check.detail.startswith("nvidia-smi found no CUDA driver where it ran")
+
+
+def test_formats_that_disagree_on_cuda_leave_the_driver_unverified() -> None:
+    """The real H200's `-q -x` (CUDA 13.0) beside its own table, read the same second, with the
+    table's `CUDA Version: 13.0` edited to `N/A` (no CUDA driver): two answers about the driver's
+    CUDA, so the check passed 24.08 on the driver version of one of them; neither is judged."""
+    xml = (REAL / H200_XML).read_text(encoding="utf-8")
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text(encoding="utf-8")
+    edited = table.replace("CUDA Version: 13.0     ", "CUDA Version: N/A      ")
+    assert edited != table
+    facts = parse_facts(
+        {"nvidia_smi": ProbeOutput(xml, "", 0), "nvidia_smi_table": ProbeOutput(edited, "", 0)}
+    )
+    check = driver_compat.evaluate(facts, IMAGE_2408, ngc.load_releases())[0]
+    assert check.verdict == "unverified", check
+    assert check.actual.startswith("the nvidia-smi outputs disagree: CUDA 13.0 in -q -x, N/A in the table")
