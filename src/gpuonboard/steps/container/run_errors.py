@@ -53,9 +53,15 @@ CAUSES: tuple[Cause, ...] = (
         " data-centre and select professional GPUs)",
         _DRIVER_ADVICE,
     ),
-    # CUDA runtime's cudaErrorInsufficientDriver (search-index file id 62735146657 and others)
+    # CUDA runtime's cudaErrorInsufficientDriver (search-index file id 62735146657 and others);
+    # torch's own words for it, with the driver's CUDA as a number (Motphys/phys-bench#14: "The
+    # NVIDIA driver on your system is too old (found version 12040)", then its advice lines)
     Cause(
-        re.compile(r"CUDA driver version is insufficient for CUDA runtime version", re.I),
+        re.compile(
+            r"CUDA driver version is insufficient for CUDA runtime version"
+            r"|The NVIDIA driver on your system is too old",
+            re.I,
+        ),
         "the host's NVIDIA driver is too old for the image's CUDA",
         _DRIVER_ADVICE,
     ),
