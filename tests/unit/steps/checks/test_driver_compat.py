@@ -236,8 +236,8 @@ def test_real_a100_on_r555_fails_2408_quoting_nvidia() -> None:
 
 
 @pytest.mark.parametrize("rel", ["24.08", "24.10", "24.12"])
-@pytest.mark.parametrize("klass", ["datacenter", "professional", "consumer"])
-def test_r555_below_560_must_upgrade_on_any_gpu(
+@pytest.mark.parametrize("klass", ["datacenter", "professional", "vgpu", "unknown"])
+def test_r555_below_560_must_upgrade_on_any_gpu_but_geforce(
     releases: tuple[ngc.NgcRelease, ...], rel: str, klass: str
 ) -> None:
     r = ngc.release_for(releases, rel)
@@ -508,3 +508,24 @@ def test_formats_that_disagree_on_cuda_leave_the_driver_unverified() -> None:
     check = driver_compat.evaluate(facts, IMAGE_2408, ngc.load_releases())[0]
     assert check.verdict == "unverified", check
     assert check.actual.startswith("the nvidia-smi outputs disagree: CUDA 13.0 in -q -x, N/A in the table")
+
+
+GEFORCE_R555 = "nvidia-smi__geforce-rtx-4060-ti__1gpu__driver555.42.02__ollama.txt"
+GEFORCE_R550 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
+
+
+@pytest.mark.parametrize("release", ["24.08", "24.12", "25.01", "25.03", "25.04"])
+def test_a_geforce_card_on_a_branch_to_upgrade_from_runs_as_an_older_one_does(release: str) -> None:
+    """A real GeForce RTX 4060 Ti on 555.42.02 (CUDA 12.5) failed `must_upgrade` for 24.08 to
+    25.04, quoting NVIDIA's "users should upgrade from all ... R555 drivers, which are not
+    forward-compatible with CUDA 12.6", while a real RTX 4090 on the older 550.127.05 warned
+    `minor version compat`. That sentence is about "the CUDA driver's compatibility package"
+    (forward compatibility), which no GeForce card uses on any branch: both run the container
+    through minor version compatibility, so both warn, saying so."""
+    image = f"nvcr.io/nvidia/pytorch:{release}-py3"
+    older = _check(GEFORCE_R550, image)
+    newer = _check(GEFORCE_R555, image)
+    assert older.verdict == newer.verdict == "warn", newer
+    assert newer.actual == "555.42.02 on consumer GPU (NVIDIA GeForce RTX 4060 Ti): minor version compat"
+    assert "forward compatibility does not work on GeForce cards" in newer.detail
+    assert "minor version compatibility" in newer.detail and "not forward-compatible" not in newer.detail
