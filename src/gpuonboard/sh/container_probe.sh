@@ -4,7 +4,7 @@
 # groups, the CDI specs, the runtime's info and the free space under its storage root, the local
 # image under the first of its names the runtime holds, and the host's record of a passed smoke
 # run for it, and the NVIDIA Container Toolkit's hook and mode; each part after a line
-# `$M<kind>` (error, user, cdi, toolkit, info, df, image, smoke).
+# `$M<kind>` (error, user, cdi, toolkit, other, info, df, image, smoke).
 # Values set before it (container.state.probe_command, quoted by shell.quote): M the marker,
 # F the smoke record's file (in double quotes: $HOME / $XDG_CACHE_HOME expand on the host), and
 # the image's names as the positional arguments (`set --`).
@@ -42,6 +42,8 @@ command -v nvidia-container-runtime-hook 2>/dev/null ||
   for h in /usr/bin /usr/local/bin; do [ -x $h/nvidia-container-runtime-hook ] && { echo $h/nvidia-container-runtime-hook; break; }; done
 printf 'mode %s\n' "$(sed -n 's/^[[:space:]]*mode[[:space:]]*=[[:space:]]*"\([a-z]*\)".*/\1/p' /etc/nvidia-container-runtime/config.toml 2>/dev/null | head -n 1)"
 { [ -f /etc/nv_tegra_release ] || case $(head -c 16 /sys/devices/soc0/family 2>/dev/null) in [Tt][Ee][Gg][Rr][Aa]*) true ;; *) false ;; esac; } && echo tegra
+# container runtimes the step does not drive (HPC boxes: apptainer / singularity, enroot)
+printf '%sother\n' "$M"; for x in apptainer singularity enroot; do command -v $x >/dev/null 2>&1 && echo $x; done
 [ -n "$c" ] || exit 0
 printf '%sinfo %s %s\n' "$M" "$c" "${pre:+sudo}"; printf '%s\n' "$info"
 root=$(printf '%s' "$info" | sed -n 's/.*"\(DockerRootDir\|graphRoot\)": *"\([^"]*\)".*/\2/p' | head -n 1)

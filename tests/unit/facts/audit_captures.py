@@ -231,6 +231,12 @@ PARSED_RIGHT = frozenset(
         # round 19 (values: steps/checks/test_xid_rules_r19.py): fixed R19-K2 (a fault logged
         # before a log's last reboot judged as of the boot the box runs now)
         "real/dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt",
+        # round 25 (values: steps/checks/test_driver_compat.py): fixed R25-N1 (a vGPU host's
+        # driver with no CUDA passed an NGC container on its version alone)
+        "real/nvidia-smi__a100-80gb-pcie__1gpu__driver550.90.05__cuda-na__vgpu-host__mig-section-cut.txt",
+        # round 25 (values: steps/checks/test_driver_compat.py): fixed R25-N2 (a GeForce card on
+        # R555 failed `must_upgrade` where one on R550 warned)
+        "real/nvidia-smi__geforce-rtx-4060-ti__1gpu__driver555.42.02__ollama.txt",
     }
 )
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.facts.nvidia_smi.values import no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -24,6 +25,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
+from gpuonboard.steps.checks.gpu_rules import NO_CUDA_ADVICE
 from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _disputed
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
@@ -171,6 +173,8 @@ def _driver_check(
             f"{info.tag} is NGC's image for integrated GPUs (Jetson / IGX iGPU), not for discrete GPUs "
             f"such as {first_name}; use {ngc.NGC_IMAGE}:{info.release}-py3",
         )
+    if (no_cuda_check := _no_cuda_check(facts, expected)) is not None:
+        return no_cuda_check
     release = ngc.release_for(releases, info.release)
     if release is None:
         return _missing_check(facts, info.release, releases, expected)
@@ -189,7 +193,8 @@ def _driver_check(
             "unverified",
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
-    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
+    # (two drivers, or a CUDA version and "no CUDA driver", named: neither judged)
+    if disputed := _disputed(facts, "driver_version", "cuda_version"):
         return Check("ngc_driver", expected, disputed, "unverified", RERUN_ADVICE)
     driver = facts.gpu.driver_version.strip()
     try:
@@ -206,6 +211,24 @@ def _driver_check(
     actual = f"{driver} on {on} ({first.name}): {result.verdict.replace('_', ' ')}"
     check = Check("ngc_driver", expected, actual, _VERDICTS[result.verdict], result.message)
     return _with_family(check, gpu_family.support_problem(release, facts.gpu.gpus, releases))
+
+
+def _no_cuda_check(facts: Facts, expected: str) -> Check | None:
+    """A fail where nvidia-smi found no CUDA driver (`CUDA Version: N/A` / `Not Found`: a vGPU
+    host's driver, a container given no `compute` capability): no container's CUDA can start
+    there, whatever the image's release; None otherwise, or where the formats disagree on it
+    (judged unverified with the driver)."""
+    gpu = facts.gpu
+    if gpu is None or not gpu.gpus or not no_cuda(gpu.cuda_version) or _disputed(facts, "cuda_version"):
+        return None
+    driver = (gpu.driver_version or "").strip() or "of unread version"
+    return Check(
+        "ngc_driver",
+        expected,
+        f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {gpu.cuda_version})",
+        "fail",
+        NO_CUDA_ADVICE,
+    )
 
 
 # the classes of a mixed box, the least forward-compatible first (a tie names that one)

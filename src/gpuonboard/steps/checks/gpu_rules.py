@@ -103,7 +103,7 @@ def rule_driver(facts: Facts) -> Check:
             f" answered ({', '.join(facts.gpu_evidence.answered) if facts.gpu_evidence else '-'})"
         )
     if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version):
-        return Check("nvidia_driver", expected, actual, "fail", "; ".join([_NO_CUDA_ADVICE, *notes]))
+        return Check("nvidia_driver", expected, actual, "fail", "; ".join([NO_CUDA_ADVICE, *notes]))
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
         notes.insert(0, _NO_VERSION)
@@ -111,7 +111,7 @@ def rule_driver(facts: Facts) -> Check:
 
 
 # where nvidia-smi says it found no CUDA driver (CUDA Version: N/A, Not Found; values.no_cuda)
-_NO_CUDA_ADVICE = (
+NO_CUDA_ADVICE = (
     "nvidia-smi found no CUDA driver where it ran, so no CUDA program can start there: a vGPU"
     " host's (hypervisor's) driver has none, and a container started without the `compute` driver"
     " capability (NVIDIA_DRIVER_CAPABILITIES=utility) is given none; ask the vendor for the"

@@ -662,7 +662,10 @@ def compat(
     * ``driver >= release.min_driver`` -> ``compatible``.
     * else, a driver on a branch NVIDIA's notes for the release say to upgrade from
       (``release.must_upgrade``, below that branch's forward-compat ``min`` when it is on both
-      lists) -> ``must_upgrade`` (a fail), on any GPU; the message quotes NVIDIA's sentence.
+      lists) -> ``must_upgrade`` (a fail), on any GPU but a GeForce card (the sentence is about
+      "the CUDA driver's compatibility package", forward compatibility, which GeForce cards never
+      use: there the branch is judged as any other, by minor version compatibility); the message
+      quotes NVIDIA's sentence.
     * else, driver on a listed forward-compat branch at/above its ``min``: ``forward_compat`` on a
       data-centre GPU, ``forward_compat_unverified`` (warn) on a professional GPU or a vGPU
       (``klass`` ``"vgpu"``, :func:`compat_class`).
@@ -693,9 +696,12 @@ def compat(
             need,
         )
     # below the CUDA major's minor-compatibility floor the container cannot start at all: that is
-    # "incompatible" (below); at or above it, NVIDIA's upgrade sentence decides
+    # "incompatible" (below); at or above it, NVIDIA's upgrade sentence decides, except on a
+    # GeForce card: the sentence is about "the CUDA driver's compatibility package" (forward
+    # compatibility, offered to data-centre GPUs the sentence before), which a GeForce card never
+    # uses, so there R555 runs as R550 does, through minor version compatibility
     minor_ok = runs_with_minor_compat(release, driver, minor_floors)
-    must = must_upgrade_branch(release, driver) if minor_ok else None
+    must = must_upgrade_branch(release, driver) if minor_ok and klass != "consumer" else None
     if must is not None:
         return _must_upgrade_compat(release, driver, must, newest)
     fb = _forward_branch(release, driver)

@@ -127,6 +127,13 @@ def no_runtime_plan(state: ContainerState, os_release: Mapping[str, str], who: s
         )
     else:
         fix = "install Docker: " + install_hint(_DOCKER_INSTALL, os_release)
+        if state.others:  # an HPC box: its own runtime is there, which this step does not drive
+            fix = (
+                f"this host has {' and '.join(state.others)}, which gpuonboard's container step does"
+                " not drive (it runs docker or podman): run the image with it (apptainer / singularity:"
+                " `exec --nv docker://IMAGE`; enroot: `enroot import docker://nvcr.io#nvidia/pytorch:TAG`"
+                f" with Slurm's pyxis), or {fix}"
+            )
     return Plan(False, f"no container runtime answered ({why}); {fix}", failed=True)
 
 

@@ -21,6 +21,7 @@ _DRIVER_ADVICE = (
     " names the newest NGC PyTorch release it runs), or upgrade the driver"
 )
 _CONFIGURE = "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
+_CDI_GENERATE = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 
 
 def _toolkit_cli_advice(line: str) -> str:
@@ -52,9 +53,15 @@ CAUSES: tuple[Cause, ...] = (
         " data-centre and select professional GPUs)",
         _DRIVER_ADVICE,
     ),
-    # CUDA runtime's cudaErrorInsufficientDriver (search-index file id 62735146657 and others)
+    # CUDA runtime's cudaErrorInsufficientDriver (search-index file id 62735146657 and others);
+    # torch's own words for it, with the driver's CUDA as a number (Motphys/phys-bench#14: "The
+    # NVIDIA driver on your system is too old (found version 12040)", then its advice lines)
     Cause(
-        re.compile(r"CUDA driver version is insufficient for CUDA runtime version", re.I),
+        re.compile(
+            r"CUDA driver version is insufficient for CUDA runtime version"
+            r"|The NVIDIA driver on your system is too old",
+            re.I,
+        ),
         "the host's NVIDIA driver is too old for the image's CUDA",
         _DRIVER_ADVICE,
     ),
@@ -93,6 +100,25 @@ CAUSES: tuple[Cause, ...] = (
         re.compile(r"unknown or invalid runtime name: nvidia", re.I),
         "docker has no `nvidia` runtime registered, which this host's NVIDIA Container Toolkit mode needs",
         f"register it: {_CONFIGURE}",
+    ),
+    # podman's CDI: warmshao/FasterLivePortrait#116 (`docker run --gpus=all` through podman's shim),
+    # NVIDIA/nvidia-container-toolkit#146 ("unresolvable CDI devices nvidia.com/gpu=all"): no CDI
+    # spec podman read names the GPUs (none generated, one this user cannot read, or one in a
+    # directory podman does not search: /run/cdi in NixOS/nixpkgs#420638)
+    Cause(
+        re.compile(r"unresolvable CDI devices? .*nvidia\.com/gpu", re.I),
+        "podman found no NVIDIA CDI spec naming the GPUs (none generated, one this user cannot read,"
+        " or one outside the directories podman searches: /etc/cdi, /var/run/cdi)",
+        f"generate it: {_CDI_GENERATE} (readable by the user that runs podman), and check that"
+        " `nvidia-ctk cdi list` names nvidia.com/gpu=all",
+    ),
+    # NVIDIA/nvidia-container-toolkit#885 (rootless podman): the spec names a device node the host
+    # no longer has (generated before a driver, GPU or boot change)
+    Cause(
+        re.compile(r"failed to stat CDI host device", re.I),
+        "the NVIDIA CDI spec names a device the host does not have now (it was generated before a"
+        " driver, GPU or boot change)",
+        f"generate it again: {_CDI_GENERATE}",
     ),
     # the toolkit's prestart hook failing, e.g. "nvidia-container-cli: initialization error: nvml
     # error: driver/library version mismatch: unknown" (search-index file ids 37128441387,

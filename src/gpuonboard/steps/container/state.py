@@ -46,6 +46,7 @@ class ContainerState:
     toolkit_mode: str | None = None  # its config.toml's `mode` (auto, legacy, csv, cdi), if set
     tegra: bool = False  # a Tegra system (Jetson, IGX iGPU): the toolkit's "auto" is csv there
     image_platform: str | None = None  # the local image's os/architecture (linux/amd64)
+    others: tuple[str, ...] = ()  # runtimes the step does not drive found on PATH (apptainer, enroot)
 
     @property
     def access(self) -> str:
@@ -110,6 +111,10 @@ class ContainerState:
     def digests(self) -> tuple[str, ...]:
         """sha256 digests of the local image's manifests (from `repo@sha256:...`)."""
         return tuple(d.rpartition("@")[2] for d in self.repo_digests if "@" in d)
+
+
+# container runtimes the probe looks for that the step does not drive (HPC boxes run these)
+OTHER_RUNTIMES = ("apptainer", "singularity", "enroot")
 
 
 def smoke_file(local_ref: str) -> str:
@@ -211,6 +216,7 @@ def parse_state(text: str) -> ContainerState:
         mode,
         tegra,
         platform,
+        tuple(w for w in (x.strip() for x in sections.get("other", [])) if w in OTHER_RUNTIMES),
     )
 
 

@@ -236,8 +236,8 @@ def test_real_a100_on_r555_fails_2408_quoting_nvidia() -> None:
 
 
 @pytest.mark.parametrize("rel", ["24.08", "24.10", "24.12"])
-@pytest.mark.parametrize("klass", ["datacenter", "professional", "consumer"])
-def test_r555_below_560_must_upgrade_on_any_gpu(
+@pytest.mark.parametrize("klass", ["datacenter", "professional", "vgpu", "unknown"])
+def test_r555_below_560_must_upgrade_on_any_gpu_but_geforce(
     releases: tuple[ngc.NgcRelease, ...], rel: str, klass: str
 ) -> None:
     r = ngc.release_for(releases, rel)
@@ -449,3 +449,83 @@ def test_a_gpu_without_a_name_but_with_its_brand_is_judged_by_its_brand() -> Non
     facts = parse_facts({"nvidia_smi_q": ProbeOutput(text[: starts[3]] + block + text[starts[4] :], "", 0)})
     check = driver_compat.evaluate(facts, "nvcr.io/nvidia/pytorch:25.10-py3", ngc.load_releases())[0]
     assert check.verdict == "fail" and check.actual.startswith("535.161.08 on consumer GPU"), check
+
+
+A16_VGPU_HOST = "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt"
+A100_VGPU_HOST = "nvidia-smi__a100-80gb-pcie__1gpu__driver550.90.05__cuda-na__vgpu-host__mig-section-cut.txt"
+H200_XML = "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"
+
+
+def _no_cuda_facts(fixture: str) -> Facts:
+    """The capture's facts; the real H200 `-q -x` (driver 580.159.04) with its
+    `<cuda_version>13.0</cuda_version>` edited to `Not Found`, as `-q -x` prints it where no CUDA
+    driver is found (facts/nvidia_smi/values.py)."""
+    if fixture != H200_XML:
+        return _facts(fixture)
+    text = (REAL / fixture).read_text(encoding="utf-8")
+    edited = text.replace("<cuda_version>13.0</cuda_version>", "<cuda_version>Not Found</cuda_version>")
+    assert edited != text
+    return parse_facts({"nvidia_smi": ProbeOutput(edited, "", 0)})
+
+
+@pytest.mark.parametrize(
+    ("fixture", "driver", "said", "releases"),
+    [
+        # a Nutanix AHV host's A16 (Host VGPU mode, `-q -i 0`): 24.08 passed as "forward compat"
+        (A16_VGPU_HOST, "470.129.04", "Not Found", ("24.08", "24.04", "26.09")),
+        # immich-app/immich#14808's vGPU host: A100 80GB PCIe on 550.90.05, `CUDA Version: N/A`;
+        # 24.04 (550 or later) passed as "compatible", 24.08 warned "forward compat unverified"
+        (A100_VGPU_HOST, "550.90.05", "N/A", ("24.04", "24.08", "23.10")),
+        (H200_XML, "580.159.04", "Not Found", ("24.08", "25.10")),
+    ],
+)
+def test_a_driver_with_no_cuda_runs_no_container(
+    fixture: str, driver: str, said: str, releases: tuple[str, ...]
+) -> None:
+    """nvidia-smi found no CUDA driver (a vGPU host's driver, a container given no `compute`
+    capability): no container's CUDA can start there, whatever its release, known or not. The
+    check passed (or warned) on the driver's version alone, where nvidia_driver fails it."""
+    facts = _no_cuda_facts(fixture)
+    for release in releases:
+        image = f"nvcr.io/nvidia/pytorch:{release}-py3"
+        check = driver_compat.evaluate(facts, image, ngc.load_releases())[0]
+        assert check.verdict == "fail", (release, check)
+        assert check.actual == f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {said})"
+        assert check.detail.startswith("nvidia-smi found no CUDA driver where it ran")
+
+
+def test_formats_that_disagree_on_cuda_leave_the_driver_unverified() -> None:
+    """The real H200's `-q -x` (CUDA 13.0) beside its own table, read the same second, with the
+    table's `CUDA Version: 13.0` edited to `N/A` (no CUDA driver): two answers about the driver's
+    CUDA, so the check passed 24.08 on the driver version of one of them; neither is judged."""
+    xml = (REAL / H200_XML).read_text(encoding="utf-8")
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text(encoding="utf-8")
+    edited = table.replace("CUDA Version: 13.0     ", "CUDA Version: N/A      ")
+    assert edited != table
+    facts = parse_facts(
+        {"nvidia_smi": ProbeOutput(xml, "", 0), "nvidia_smi_table": ProbeOutput(edited, "", 0)}
+    )
+    check = driver_compat.evaluate(facts, IMAGE_2408, ngc.load_releases())[0]
+    assert check.verdict == "unverified", check
+    assert check.actual.startswith("the nvidia-smi outputs disagree: CUDA 13.0 in -q -x, N/A in the table")
+
+
+GEFORCE_R555 = "nvidia-smi__geforce-rtx-4060-ti__1gpu__driver555.42.02__ollama.txt"
+GEFORCE_R550 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
+
+
+@pytest.mark.parametrize("release", ["24.08", "24.12", "25.01", "25.03", "25.04"])
+def test_a_geforce_card_on_a_branch_to_upgrade_from_runs_as_an_older_one_does(release: str) -> None:
+    """A real GeForce RTX 4060 Ti on 555.42.02 (CUDA 12.5) failed `must_upgrade` for 24.08 to
+    25.04, quoting NVIDIA's "users should upgrade from all ... R555 drivers, which are not
+    forward-compatible with CUDA 12.6", while a real RTX 4090 on the older 550.127.05 warned
+    `minor version compat`. That sentence is about "the CUDA driver's compatibility package"
+    (forward compatibility), which no GeForce card uses on any branch: both run the container
+    through minor version compatibility, so both warn, saying so."""
+    image = f"nvcr.io/nvidia/pytorch:{release}-py3"
+    older = _check(GEFORCE_R550, image)
+    newer = _check(GEFORCE_R555, image)
+    assert older.verdict == newer.verdict == "warn", newer
+    assert newer.actual == "555.42.02 on consumer GPU (NVIDIA GeForce RTX 4060 Ti): minor version compat"
+    assert "forward compatibility does not work on GeForce cards" in newer.detail
+    assert "minor version compatibility" in newer.detail and "not forward-compatible" not in newer.detail

@@ -107,3 +107,25 @@ def test_unknown_free_space_is_a_warning_with_how_to_check(df: str) -> None:
         return
     assert "free space unknown (not checked) under /var/lib/docker" in plan.msg, plan.msg
     assert warned and warned[0].verdict == "warn" and "df -h /var/lib/docker" in warned[0].detail
+
+
+@pytest.mark.parametrize(("others", "said"), [(("apptainer",), "apptainer"), (("enroot",), "enroot")])
+def test_a_box_with_only_an_hpc_runtime_is_told_so(
+    tmp_path: Path, others: tuple[str, ...], said: str
+) -> None:
+    """An HPC box (a Slurm node) with apptainer or enroot and neither docker nor podman (the
+    probe, the product's own script, run with `sh` on such a PATH): the plan said only "install
+    Docker", which such a box's users cannot; it names the runtime that is there and how to run
+    the image with it, the Docker install still offered."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for missing in ("docker", "podman"):
+        add_executable(bin_dir, missing, f'#!/bin/sh\necho "sh: 1: {missing}: not found" >&2\nexit 127\n')
+    for name in others:
+        add_executable(bin_dir, name, "#!/bin/sh\nexit 0\n")
+    state = parse_state(_probe({"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}))
+    assert state.cli is None and state.others == others, state
+    plan = plan_from(state, ContainerStep({}).settings({}, None), _gpu_facts())  # type: ignore[arg-type]
+    assert plan.failed
+    assert f"this host has {said}, which gpuonboard's container step does not drive" in plan.msg, plan.msg
+    assert "install Docker: " in plan.msg

@@ -42,6 +42,21 @@ def _read(name: str) -> str:
             "the NVIDIA kernel module and the driver's library are different versions",
         ),
         (
+            "torch__phys-bench-14__driver-too-old-found-12040.stderr",
+            "The NVIDIA driver on your system is too old (found version 12040)",
+            "the host's NVIDIA driver is too old for the image's CUDA",
+        ),
+        (
+            "podman-docker-shim__FasterLivePortrait-116__unresolvable-cdi-gpu-all.stderr",
+            "unresolvable CDI devices nvidia.com/gpu=all",
+            "podman found no NVIDIA CDI spec naming the GPUs",
+        ),
+        (
+            "podman-run__nvidia-container-toolkit-885__stale-cdi-host-device.stderr",
+            'failed to stat CDI host device "/dev/dri/renderD129"',
+            "generate it again: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+        ),
+        (
             "container__amd64-image-on-jetson__exec-format-error.stderr",
             "exec format error",
             "built for another CPU architecture than this host's (aarch64)",
