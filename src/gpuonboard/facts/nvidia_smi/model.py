@@ -98,6 +98,9 @@ class GpuInfo:
     # the limit software asked for (`nvidia-smi -pl`, the default unless set): an enforced
     # limit below it is held by something else (the BMC's out-of-band cap, a module's budget)
     requested_power_limit_w: float | None = None
+    # power_limit_w is a CSV's `power.limit`, read for want of an `enforced.power.limit` value
+    # (that column not asked, or N/A): the requested limit, never another format's enforced one
+    power_limit_requested: bool = False
     # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
     clock_event_reasons: tuple[str, ...] = ()
     clock_event_reasons_known: bool = False  # False: this output did not say
