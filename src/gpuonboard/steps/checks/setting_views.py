@@ -116,6 +116,9 @@ def judged_per_reading(gpus: list[GpuInfo], judge: Judge, only: Sequence[str] = 
         fields = _changing(one_field, check, labels, _fields(gpus, only))
         said = [s for g in gpus for s in gpu_agree.setting_said(g, fields)]
         advice = setting_advice(_labels(gpus, fields))
+        settled = _settled(gpus, views, check.name, fields) if worst.verdict == "fail" else None
+        if settled is not None and settled.verdict != "fail":
+            worst, advice = settled, _IN_TRANSIT
         out.append(
             dataclasses.replace(
                 worst,
@@ -124,6 +127,52 @@ def judged_per_reading(gpus: list[GpuInfo], judge: Judge, only: Sequence[str] = 
             )
         )
     return out
+
+
+# a fabric registration read In Progress by one call and Completed by another: a state that moves
+# on its own (In Progress -> Completed while the box boots and the fabric manager registers the
+# GPUs), not a setting someone changed
+_IN_TRANSIT = (
+    "one nvidia-smi call read the GPUs' fabric registration In Progress and another Completed:"
+    " registration moves from In Progress to Completed after boot, so the box may have been read"
+    " before it settled; rerun `nvidia-smi -q` (its Fabric section) a minute later: In Progress"
+    " then fails, Completed / Success passes"
+)
+
+
+def _settled(
+    gpus: Sequence[GpuInfo], views: dict[str, dict[str, Check]], name: str, fields: Sequence[str]
+) -> Check | None:
+    """Where the only disagreement that changes check `name` is a fabric state in transit (each
+    GPU's readings In Progress and Completed, `fields` of the fabric's): the check as the formats
+    that read Completed on every such GPU judge it, at least `unverified` (never a pass: the
+    other reading stands until a rerun settles it); None otherwise (the worst reading wins)."""
+    if not fields or not set(fields) <= set(FABRIC_SETTINGS):
+        return None
+    moving = [g for g in gpus if "fabric_state" in gpu_agree.disputed(g)]
+    states = {str(v).strip().lower() for g in moving for f, _, v in g.setting_reads if f == "fabric_state"}
+    if not moving or states != {"in progress", "completed"}:
+        return None
+    done = [
+        view[name]
+        for label, view in views.items()
+        if name in view
+        and all(
+            any(
+                f == "fabric_state" and lab == label and str(v).strip().lower() == "completed"
+                for f, lab, v in g.setting_reads
+            )
+            for g in moving
+        )
+    ]
+    if not done:
+        return None
+    judged = max(done, key=lambda c: VERDICT_RANK[c.verdict])
+    return (
+        judged
+        if VERDICT_RANK[judged.verdict] > VERDICT_RANK["unverified"]
+        else dataclasses.replace(judged, verdict="unverified")
+    )
 
 
 def _by_name(checks: list[Check]) -> dict[str, Check]:

@@ -96,17 +96,17 @@ def test_mig_enabled_in_the_table_beside_disabled_in_q_x_is_no_pass(tmp_path: Pa
             "enforced power limit 700 W in -q and the table, 500 W in the CSV query",
         ),
         (
-            {"fabric.state": "In Progress"},
+            {"fabric.state": "Not Started"},
             "fabric_manager",
             "fail",
-            "fabric state Completed in -q, In Progress in the CSV query",
+            "fabric state Completed in -q, Not Started in the CSV query",
         ),
     ],
     ids=[
         "persistence-disabled-in-csv",
         "ecc-disabled-in-csv",
         "power-limit-500-in-csv",
-        "fabric-in-progress",
+        "fabric-not-started",
     ],
 )
 def test_a_setting_the_csv_reads_otherwise_than_q_is_judged_by_both(
@@ -114,7 +114,7 @@ def test_a_setting_the_csv_reads_otherwise_than_q_is_judged_by_both(
 ) -> None:
     """The real -L, -q, table and CSV of one H100 box, the CSV edited in-test: the named cells
     set (persistence mode Disabled; ECC mode Disabled; the enforced and requested power limit
-    500 W of the 700 W default; the fabric state In Progress) while -q, read first, says
+    500 W of the 700 W default; the fabric state Not Started) while -q, read first, says
     Enabled, Enabled, 700 W and Completed. Before: each setting came from -q alone, so the rule
     passed."""
     (tmp_path / "a").mkdir()
@@ -162,8 +162,9 @@ def test_the_worst_reading_wins_whichever_format_ranks_first() -> None:
 
 def test_a_csv_power_limit_without_its_enforced_column_is_no_enforced_reading() -> None:
     """`power.limit` alone in a CSV is the requested limit (query_csv reads it as the limit where
-    `enforced.power.limit` was not asked, `power_limit_requested`): beside -q's lower enforced limit (a BMC's cap, as the
-    real GH200 -q's 700 W of 900 W) it is no disagreement about the enforced one."""
+    `enforced.power.limit` was not asked, `power_limit_requested`): beside -q's lower enforced
+    limit (a BMC's cap, as the real GH200 -q's 700 W of 900 W) it is no disagreement about the
+    enforced one."""
     from gpuonboard.facts.gpu_agree import setting_reads
 
     q = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=700.0, requested_power_limit_w=900.0)
@@ -201,14 +202,14 @@ def _csv_added(tmp_path: Path, box: tuple[Path, ...], name: str, value: str) -> 
             "requested",
         ),
         (
-            lambda tmp: _csv_edited(tmp, H100, {"fabric.state": "In Progress", "fabric.status": "[N/A]"}),
+            lambda tmp: _csv_edited(tmp, H100, {"fabric.state": "Not Started", "fabric.status": "[N/A]"}),
             "fabric_manager",
             "fail",
-            "GPU 0: In Progress; the formats disagree",
+            "GPU 0: Not Started; the formats disagree",
             "Success;",
         ),
     ],
-    ids=["table-mig-enabled", "table-cap-500", "csv-fabric-in-progress-status-na"],
+    ids=["table-mig-enabled", "table-cap-500", "csv-fabric-not-started-status-na"],
 )
 def test_a_format_s_reading_is_judged_with_its_own_pair_never_another_format_s(
     tmp_path: Path, box: Any, rule: str, verdict: str, said: str, not_said: str
@@ -217,10 +218,10 @@ def test_a_format_s_reading_is_judged_with_its_own_pair_never_another_format_s(
     power limit, the fabric state and its status), one format reading one field otherwise than
     -q: the real H200 box's table edited in-test (its MIG M. cell `Disabled` set to `Enabled`, no
     `*`; its power cap `700W` set to `500W`), the real H100 box's CSV edited in-test (fabric.state
-    `In Progress`, fabric.status `[N/A]`). That format's view keeps its own reading of the pair's
+    `Not Started`, fabric.status `[N/A]`). That format's view keeps its own reading of the pair's
     other field (none). Before: the view took -q's other field, a pair no format printed: "Enabled
-    (Disabled pending a GPU reset)", "500 W of 700 W (700 W requested)" blaming a BMC cap, "In
-    Progress / Success"."""
+    (Disabled pending a GPU reset)", "500 W of 700 W (700 W requested)" blaming a BMC cap, "Not
+    Started / Success"."""
     (tmp_path / "box").mkdir()
     _, got = _judged(tmp_path / "box", box(tmp_path))
     check = got[rule]
@@ -300,3 +301,42 @@ def test_the_table_s_whole_watts_are_one_reading_with_a_fraction_within_1_w() ->
     assert not [r for r in reads if r[0] == "power_limit_w"], reads
     apart = dataclasses.replace(row, power_limit_w=60.0)
     assert ("power_limit_w", "table", 60.0) in setting_reads([("text", a16), ("table", apart)])
+
+
+@pytest.mark.parametrize("status", ["[N/A]", "Success"], ids=["status-na", "status-success"])
+def test_a_fabric_registration_read_in_progress_and_completed_is_unverified_not_a_fail(
+    tmp_path: Path, status: str
+) -> None:
+    """The real H100 box, its CSV edited in-test: fabric.state `In Progress` (fabric.status
+    `[N/A]`, or `Success`) while -q reads Completed / Success. Registration moves from In Progress
+    to Completed after boot by itself: the two calls read the box before and after it settled, so
+    the rule is unverified, asking for a rerun. Before: fabric_manager failed (the worst reading),
+    advising to install the fabric manager."""
+    (tmp_path / "box").mkdir()
+    box = _csv_edited(tmp_path, H100, {"fabric.state": "In Progress", "fabric.status": status})
+    _, got = _judged(tmp_path / "box", box)
+    check = got["fabric_manager"]
+    assert check.verdict == "unverified", check
+    assert "fabric state Completed in -q, In Progress in the CSV query" in check.actual
+    assert "rerun `nvidia-smi -q`" in check.detail and "install" not in check.detail
+
+
+def test_a_fabric_in_transit_beside_a_failing_completed_reading_still_fails(tmp_path: Path) -> None:
+    """The real H100 box, its CSV's fabric.state `In Progress` and its -q's fabric Status
+    `Success` set to `Insufficient Resources` (in-test edits: a registration that completed with
+    an error): the Completed reading fails on its own, so the rule fails as before."""
+    q = H100[1]
+    text = q.read_text()
+    (tmp_path / "q").mkdir()
+    edited = tmp_path / "q" / q.name
+    assert text.count("Status                                         : Success") == 1
+    edited.write_text(
+        text.replace(
+            "Status                                         : Success",
+            "Status                                         : Insufficient Resources",
+        )
+    )
+    box = _csv_edited(tmp_path, (H100[0], edited, H100[2], H100[3]), {"fabric.state": "In Progress"})
+    (tmp_path / "box").mkdir()
+    _, got = _judged(tmp_path / "box", box)
+    assert got["fabric_manager"].verdict == "fail", got["fabric_manager"]
