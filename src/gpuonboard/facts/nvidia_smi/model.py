@@ -165,7 +165,9 @@ class GpuInfo:
     # ECC and compute modes, power limits, fabric state ...) two formats of the merged GPU read
     # otherwise: separate calls, one of which may have come after the setting changed (`nvidia-smi
     # -pm 1` between them); the field above is the richest format's, and a rule judges each
-    # format's reading (steps/checks/setting_views.py); () where they agree or one format read it
+    # format's reading (steps/checks/setting_views.py), a pair's (gpu_agree.PAIRS: MIG mode and
+    # pending, enforced and requested limit, fabric state and status) both fields where either is
+    # read otherwise; () where they agree or one format read it
     setting_reads: tuple[tuple[str, str, object], ...] = ()
     # (format, utilization %, memory used MiB, whether that output read its process list as
     # empty) of each format that read either figure, where two or more did: separate calls, at
