@@ -100,9 +100,10 @@ def normalise_status(raw: object) -> str:
 
 
 def _texts(items: object) -> list[str]:
-    """Warning texts from a `warnings` list: strings (2.x) or {"warning": text} objects."""
+    """Warning texts from a `warnings` list (strings, 2.x; {"warning": text} objects), or one
+    plain string (DCGM 3.1/3.2 print a GPU's one warning so: NVIDIA/DCGM dcgmi/Diag.cpp)."""
     out: list[str] = []
-    for item in items if isinstance(items, list) else []:
+    for item in [items] if isinstance(items, str) else items if isinstance(items, list) else []:
         if isinstance(item, str):
             out.append(item)
         elif isinstance(item, Mapping) and isinstance(item.get("warning"), str):
@@ -110,11 +111,16 @@ def _texts(items: object) -> list[str]:
     return out
 
 
-def _entity(result: Mapping[str, Any]) -> str:
+def _entity(result: Mapping[str, Any]) -> str | None:
+    """The GPU (entity id, DCGM 3's "0,1,2" as printed) of a GPU's result; None for a result
+    that names none (DCGM 3.1-3.3's Deployment results: 3.3 adds gpu_id only to an error) or
+    another entity's (DCGM 4's `entity_group` CPU: the cpu_eud test's)."""
+    if str(result.get("entity_group", "GPU")).upper() != "GPU":
+        return None
     for key in ("entity_id", "gpu_ids", "gpu_id"):
         if key in result:
             return str(result[key])
-    return "?"
+    return None
 
 
 def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
@@ -127,9 +133,9 @@ def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     per_result = [(normalise_status(r.get("status")), str(r.get("status")), _entity(r)) for r in results]
     # DCGM 4's test_summary and each GPU's own result: the worst of them all, never the summary
     # alone (a summary "Pass" over a GPU's "Skip" or "Fail" is no pass of that GPU)
-    said = list(per_result)
+    said: list[tuple[str, str, str | None]] = list(per_result)
     if summary is not None and "status" in summary:
-        said.append((normalise_status(summary["status"]), str(summary["status"]), ""))
+        said.append((normalise_status(summary["status"]), str(summary["status"]), None))
     if said:
         status = min((s for s, _, _ in said), key=_WORST.index)
         raw = next(r for s, r, _ in said if s == status)
@@ -138,10 +144,9 @@ def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     messages = _texts(summary.get("warnings")) if summary is not None else []
     for r in results:
         messages += _texts(r.get("warnings"))
-    gpus = tuple(e for s, _, e in per_result if s == status)
-    # (DCGM 4 names each result's entity group: a CPU's or a switch's entity id is no GPU's)
-    on_gpu = [_entity(r) for r in results if str(r.get("entity_group", "GPU")).upper() == "GPU"]
-    entities = tuple(dict.fromkeys(on_gpu))
+    # (a result with no GPU named, or a CPU's or a switch's, names no GPU: `_entity`)
+    gpus = tuple(e for s, _, e in per_result if s == status and e is not None)
+    entities = tuple(dict.fromkeys(e for _, _, e in per_result if e is not None))
     return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages), entities)
 
 

@@ -39,6 +39,15 @@ SETTINGS = (
     ("fabric_state", "fabric state"),
     ("fabric_status", "fabric status"),
 )
+# settings one format reads as a pair: where either is disputed, a format's reading of one is
+# judged with its own reading of the other (None where it read none), never beside another
+# format's: the table's MIG cell gives a pending mode only by its `*`, its power cap no requested
+# limit; a CSV may read `fabric.state` without `fabric.status`
+PAIRS = (
+    ("mig_mode", "mig_mode_pending"),
+    ("power_limit_w", "requested_power_limit_w"),
+    ("fabric_state", "fabric_status"),
+)
 # a value blanked before sharing ('GPU-00000000-0000-...', '0000000000000'): no value to compare
 _BLANKED = re.compile(r"(?:GPU-|MIG-)?[0\-]+", re.IGNORECASE)
 # what an identifier is where it is given, not redacted (`REDACTED`, `GPU-xxxxxxxx-...`, `...`,
@@ -131,25 +140,63 @@ def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[Clash
 
 def setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str, object], ...]:
     """(field, format, value) for each setting (SETTINGS) that the copies of one GPU read as two
-    values or more, every format's reading of it; () where they agree (a format that did not
-    read a setting, None, says nothing about it)."""
-    out: list[tuple[str, str, object]] = []
-    for field, _word in SETTINGS:
-        read = [
-            (label, v)
-            for label, c in copies
-            if (v := getattr(c, field)) is not None and v != "" and not _requested_only(label, c, field)
-        ]
-        if len({_setting_key(v) for _, v in read}) > 1:
-            out += [(field, label, v) for label, v in dict.fromkeys(read)]
-    return tuple(out)
+    values or more, every format's reading of it, and of a pair (PAIRS) both fields, every
+    format's reading of each (a view takes a format's pair together: `paired`); () where they
+    agree (a format that did not read a setting, None, says nothing about it)."""
+    read = {field: _read(copies, field) for field, _word in SETTINGS}
+    kept = {p for field, r in read.items() if _differ(field, r) for p in paired(field)}
+    return tuple((field, label, v) for field, r in read.items() if field in kept for label, v in r)
+
+
+def _read(copies: Sequence[tuple[str, GpuInfo]], field: str) -> list[tuple[str, object]]:
+    """Each format's reading of `field` (those that read one), each (format, value) once."""
+    read = [
+        (label, v)
+        for label, c in copies
+        if (v := getattr(c, field)) is not None and v != "" and not _requested_only(label, c, field)
+    ]
+    return list(dict.fromkeys(read))
+
+
+def paired(field: str) -> tuple[str, ...]:
+    """The settings read as one with `field` (PAIRS), `field` alone where it has no pair."""
+    return next((pair for pair in PAIRS if field in pair), (field,))
+
+
+def disputed(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
+    """The settings of `g` (of `fields`, all where empty) its formats read as two values or more
+    (`setting_reads` also keeps a disputed setting's pair, which they may agree about)."""
+    out = []
+    for field in dict.fromkeys(f for f, _, _ in g.setting_reads):
+        if (not fields or field in fields) and _differ(
+            field, [(label, v) for f, label, v in g.setting_reads if f == field]
+        ):
+            out.append(field)
+    return out
+
+
+def _differ(field: str, read: Sequence[tuple[str, object]]) -> bool:
+    """Whether `read` (format, value) holds two readings of `field`: 'Enabled' and 'enabled',
+    700 and 700.0 are one; the table's whole watts (62W) are one reading with another format's
+    value within 1 W of them (62.50 W: the table rounds)."""
+    rounded = field.endswith("_w")
+    keys = {_setting_key(v) for label, v in read if not (rounded and label == "table")}
+    watts = [k for k in keys if isinstance(k, int | float)]
+    for label, v in read:
+        if (
+            rounded
+            and label == "table"
+            and not (isinstance(v, int | float) and any(abs(k - v) < 1 for k in watts))
+        ):
+            keys.add(_setting_key(v))
+    return len(keys) > 1
 
 
 def _requested_only(label: str, g: GpuInfo, field: str) -> bool:
-    """A CSV's power limit read from `power.limit` alone (no `enforced.power.limit` column: its
-    requested limit is then unset): the limit software asked for, which a BMC's cap may hold
-    lower than the enforced one the other formats print, never another reading of that."""
-    return field == "power_limit_w" and label == "csv" and g.requested_power_limit_w is None
+    """A CSV's power limit read from `power.limit` for want of an `enforced.power.limit` value
+    (`power_limit_requested`): the limit software asked for, which a BMC's cap may hold lower
+    than the enforced one the other formats print, never another reading of that."""
+    return field == "power_limit_w" and label == "csv" and g.power_limit_requested
 
 
 def _setting_key(value: object) -> object:
@@ -162,9 +209,7 @@ def setting_said(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
     its formats read otherwise (`fields`: only those; all where empty)."""
     words = dict(SETTINGS)
     out = []
-    for field in dict.fromkeys(f for f, _, _ in g.setting_reads):
-        if fields and field not in fields:
-            continue
+    for field in disputed(g, fields):
         said: dict[object, list[str]] = {}
         for f, label, value in g.setting_reads:
             if f == field and label not in said.setdefault(value, []):

@@ -186,11 +186,9 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
     return a.index == b.index
 
 
-_FIELDS = [
-    f
-    for f in dataclasses.fields(GpuInfo)
-    if f.name not in ("index", "provenance", "usage_samples", "processes_open", "setting_reads")
-]
+# a merged GPU's own (its formats' provenance and samples), or the format's it took a field from
+_OWN = ("index", "provenance", "usage_samples", "processes_open", "setting_reads", "power_limit_requested")
+_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in _OWN]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
 # either way (`-L` names a GPU but reads none of its values: it neither shows nor clears one)
@@ -240,7 +238,11 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
             values[f.name] = _all_faults(f.name, read)
             continue
         flag = _WITH_FLAG.get(f.name)
-        for label, gpu in ranked:
+        # (a CSV's requested limit, read for want of its enforced one, after every enforced reading)
+        order = (
+            sorted(ranked, key=lambda c: c[1].power_limit_requested) if f.name == "power_limit_w" else ranked
+        )
+        for label, gpu in order:
             known = getattr(gpu, flag) if flag else not _unset(getattr(gpu, f.name))
             if f.name == "name" and gpu.name.endswith("...") and label == "table":
                 known = known and len(ranked) == 1  # a cut name only when no other format has it
@@ -253,6 +255,10 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 provenance.append((f.name, label))
                 break
     _worst_read(values, provenance, ranked)
+    limit_from = dict(provenance).get("power_limit_w")
+    values["power_limit_requested"] = any(
+        g.power_limit_requested for label, g in ranked if label == limit_from
+    )
     sources = {label for _, label in provenance}
     samples = tuple(
         (label, g.utilization_gpu_pct, g.memory_used_mib, g.processes_known and not g.processes)

@@ -497,3 +497,68 @@ def test_a_pass_carrying_dcgms_error_is_no_clean_pass() -> None:
     check = by_name(dcgm_checks(dcgm.parse(json.dumps(data)), 2))["dcgm_memory"]
     assert check.verdict == "warn", check
     assert check.actual == "Pass (Hardware) with DCGM's error: Could not allocate memory on GPU 0"
+
+
+def _v3_without_deployment_ids() -> dict[str, Any]:
+    """The real DCGM 3.1.0 document of an 8-GPU box, its nine Deployment results' `gpu_ids`
+    removed (DCGM 3.1.7-3.3.9 print Deployment results with no GPU id: NVIDIA/DCGM dcgmi/Diag.cpp;
+    3.3 adds `gpu_id` only to an error)."""
+    raw = V3_PASS.read_text()
+    doc: dict[str, Any] = json.loads(raw[raw.index("{") :])
+    for cat in doc["DCGM GPU Diagnostic"]["test_categories"]:
+        for t in filter(None, cat["tests"]):
+            if cat["category"] == "Deployment":
+                t["results"] = [{k: v for k, v in r.items() if k != "gpu_ids"} for r in t["results"]]
+    return doc
+
+
+def test_id_less_deployment_results_leave_the_gpus_of_the_others_counted() -> None:
+    """The real DCGM 3.1.0 document in the DCGM 3.2 shape (_v3_without_deployment_ids), its
+    per-GPU test's results of GPUs 4-7 removed too (in-test): a run naming GPUs 0-3 of the 8
+    nvidia-smi lists. Before: an id-less result read as GPU "?", no number, and the count gave
+    up on the whole run: dcgm_diag passed."""
+    doc = _v3_without_deployment_ids()
+    for cat in doc["DCGM GPU Diagnostic"]["test_categories"]:
+        for t in filter(None, cat["tests"]):
+            t["results"] = [r for r in t["results"] if r.get("gpu_ids") not in (4, 5, 6, 7)]
+    diag = dcgm.parse(json.dumps(doc, indent="\t"))
+    summary = by_name(dcgm_checks(diag, 1, listed=8))["dcgm_diag"]
+    assert summary.verdict == "unverified", summary
+    assert "DCGM gave results for GPU 0, 1, 2, 3 only, of the 8 GPUs nvidia-smi lists" in summary.actual
+    assert diag.tests[0].entities == () and diag.tests[0].gpus == ()
+    whole = by_name(dcgm_checks(dcgm.parse(json.dumps(_v3_without_deployment_ids())), 1, listed=8))
+    assert whole["dcgm_diag"].verdict == "pass", whole["dcgm_diag"]
+
+
+def test_a_pass_carrying_a_plain_string_warning_is_no_clean_pass() -> None:
+    """The real DCGM 3.1.0 document, its per-GPU test's GPU 3 result (status PASS) given a
+    `warnings` of one plain string (in-test), as DCGM 3.1/3.2 print a GPU's warning (NVIDIA/DCGM
+    dcgmi/Diag.cpp), the text DCGM_FR_MEMORY_ALLOC's. Before: a string was no warnings list and
+    was dropped: the test passed clean."""
+    raw = V3_PASS.read_text()
+    doc = json.loads(raw[raw.index("{") :])
+    custom = next(c for c in doc["DCGM GPU Diagnostic"]["test_categories"] if c["category"] != "Deployment")
+    test = next(filter(None, custom["tests"]))
+    third = next(r for r in test["results"] if r["gpu_ids"] == 3)
+    third["warnings"] = "Error allocating 1024 bytes on GPU 3"
+    diag = dcgm.parse(json.dumps(doc))
+    check = by_name(dcgm_checks(diag, 1))[f"dcgm_{dcgm.slug(test['name'])}"]
+    assert check.verdict == "warn", check
+    assert "Error allocating 1024 bytes on GPU 3" in check.actual
+
+
+def test_a_cpu_entity_s_result_names_no_gpu() -> None:
+    """The real DCGM 4.5.2 document, its memory test given a second result (in-test) of entity
+    group CPU, entity id 0, status Skip (DCGM 4's cpu_eud test reports its CPUs so), beside GPU
+    0's Pass. Before: the skip was worded "Skip on GPU 0", the CPU's id read as a GPU's."""
+    data = json.loads(V4_FAIL.read_text())
+    hardware = next(c for c in data["DCGM Diagnostic"]["test_categories"] if c["category"] == "Hardware")
+    memory = hardware["tests"][0]
+    gpu = {k: v for k, v in memory["results"][0].items() if k != "info"}
+    memory["results"].append({**gpu, "entity_group": "CPU", "entity_group_id": 7, "status": "Skip"})
+    diag = dcgm.parse(json.dumps(data))
+    check = by_name(dcgm_checks(diag, 2))["dcgm_memory"]
+    assert check.verdict == "unverified", check
+    assert "GPU" not in check.actual, check
+    (test,) = [t for t in diag.tests if t.name == "memory"]
+    assert test.status == "skip" and test.gpus == () and test.entities == ("0",)

@@ -98,6 +98,9 @@ class GpuInfo:
     # the limit software asked for (`nvidia-smi -pl`, the default unless set): an enforced
     # limit below it is held by something else (the BMC's out-of-band cap, a module's budget)
     requested_power_limit_w: float | None = None
+    # power_limit_w is a CSV's `power.limit`, read for want of an `enforced.power.limit` value
+    # (that column not asked, or N/A): the requested limit, never another format's enforced one
+    power_limit_requested: bool = False
     # Active clock event (throttle) reasons, names from CLOCK_EVENT_REASONS, in bit order.
     clock_event_reasons: tuple[str, ...] = ()
     clock_event_reasons_known: bool = False  # False: this output did not say
@@ -162,7 +165,9 @@ class GpuInfo:
     # ECC and compute modes, power limits, fabric state ...) two formats of the merged GPU read
     # otherwise: separate calls, one of which may have come after the setting changed (`nvidia-smi
     # -pm 1` between them); the field above is the richest format's, and a rule judges each
-    # format's reading (steps/checks/setting_views.py); () where they agree or one format read it
+    # format's reading (steps/checks/setting_views.py), a pair's (gpu_agree.PAIRS: MIG mode and
+    # pending, enforced and requested limit, fabric state and status) both fields where either is
+    # read otherwise; () where they agree or one format read it
     setting_reads: tuple[tuple[str, str, object], ...] = ()
     # (format, utilization %, memory used MiB, whether that output read its process list as
     # empty) of each format that read either figure, where two or more did: separate calls, at

@@ -190,6 +190,8 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         max_power_limit_w=_float(cells.get("power.max_limit")),
         # (`power.limit` is the software limit, the requested one, where the enforced is given too)
         requested_power_limit_w=_float(cells.get("power.limit")) if "enforced.power.limit" in cells else None,
+        power_limit_requested=_csv_first(cells, "enforced.power.limit") is None
+        and _csv_first(cells, "power.limit") is not None,
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,

@@ -60,7 +60,9 @@ MARKERS = NO_VALUE + FAILED
 # an NVML return string as printed ("Unknown Error": the registration failed; fabric_manager
 # judges it: faults._STATUS_FIELDS)
 _NA_READINGS = {"ecc_na", "mig_na", "memory_unified", "power_draw_w", "fabric_status"}
-_IGNORED = {"cell_faults", "faults", "provenance"}
+# (power_limit_requested says which CSV column gave the limit: with `enforced.power.limit` marked,
+# `power.limit`'s, the requested one; provenance, not a reading)
+_IGNORED = {"cell_faults", "faults", "provenance", "power_limit_requested"}
 
 
 def q_cells(text: str, gpu: int) -> Iterator[tuple[str, int, int]]:
