@@ -374,3 +374,32 @@ def test_the_document_s_fault_screen_lets_through_every_gpu_record_with_a_fault(
     unscreened = [_xml_gpu(gpu, i, [], True) for i, gpu in enumerate(root.findall("gpu"))]
     assert [(g.faults, g.cell_faults) for g in report.gpus] == [(g.faults, g.cell_faults) for g in unscreened]
     assert report.gpus == tuple(unscreened)
+
+
+def test_a_value_cleaned_again_reads_as_it_read_the_first_time() -> None:
+    """Every text of every real `-q -x` capture (and some spellings around them: padded, bracketed,
+    upper-cased, empty) read by _clean twice, and after its answers were forgotten: each time as
+    _clean_anew reads it; a full table is forgotten before it grows."""
+    from gpuonboard.facts.nvidia_smi import values
+
+    texts = [
+        e.text or ""
+        for doc in _xml_documents()[:-3]
+        for e in ET.fromstring(
+            doc[doc.index("<nvidia_smi_log") :].split("</nvidia_smi_log>")[0] + "</nvidia_smi_log>"
+        ).iter()
+    ]
+    texts += [
+        f"{w}{t}{w}"
+        for t in ("N/A", "[N/A]", "ERR!", "Enabled", "0", "[GPU requires reset]")
+        for w in ("", " ", "\t")
+    ]
+    texts += ["n/a".upper(), "x" * 65, "", " ", "[", "]", "[x"]
+    for _round in range(2):
+        assert [values._clean(t) for t in texts] == [values._clean_anew(t) for t in texts]
+        assert [values._clean(t) for t in texts] == [values._clean_anew(t) for t in texts]
+        values._CLEANED.clear()
+    for n in range(values._CLEANED_MAX + 10):
+        assert values._clean(f" {n} ") == str(n)
+    assert 0 < len(values._CLEANED) <= values._CLEANED_MAX
+    assert values._clean(None) is None
