@@ -145,7 +145,7 @@ class _Found:
     which _xml_find made by a C `find` over the node's ~60 children): `find(path)` is
     _xml_find(node, path), the first match in document order (the walk visits the elements in
     that order and keeps the first at each path); a path not among `paths` is looked up by
-    _xml_find itself. The accessors read as _xml_raw, _xml_text and _printed do."""
+    _xml_find itself. raw and text read as _xml_raw and _xml_text do."""
 
     __slots__ = ("_found", "_node", "_paths")
 
@@ -168,6 +168,8 @@ class _Found:
         return _clean(self.raw(path))
 
     def printed(self, path: str) -> str | None:
+        """Text at `path` as written, "" for an element printed empty (`<dram_uncorrectable/>`: a
+        count not given, where raw says None as of an element not there); None when missing."""
         found = self.find(path)
         return None if found is None else (found.text or "")
 
@@ -224,13 +226,6 @@ def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
         if value is not None:
             return value
     return None
-
-
-def _printed(node: ET.Element, path: str) -> str | None:
-    """Text at `path` as written, "" for an element printed empty (`<dram_uncorrectable/>`: a
-    count not given, where _xml_raw says None as of an element not there); None when missing."""
-    found = _xml_find(node, path)
-    return None if found is None else (found.text or "")
 
 
 def _xml_ecc(gpu: _Found, kind: str) -> EccParts:
