@@ -118,6 +118,66 @@ def test_xml_lookup_by_plain_path_is_elementtree_find(path: str) -> None:
     assert nvidia_smi._xml_find(root, path) is root.find(path)
 
 
+def _xml_documents() -> list[str]:
+    """Every real and derived `-q -x` capture, and the 8xA100 one with its first GPU's sections
+    doubled (a second <pci>, <ecc_errors>, link, volatile, retired and remapped block before the
+    first, each emptied or changed), an element of a path printed empty and one left out."""
+    paths = sorted(REAL.glob("nvidia-smi-q-x__*.xml")) + sorted(
+        (REAL / "../derived").glob("nvidia-smi-q-x__*.xml")
+    )
+    docs = [p.read_text() for p in paths]
+    base = (REAL / XML).read_text()
+    doubled = base.replace(
+        "<pci>",
+        "<pci><pci_gpu_link_info><pcie_gen/></pci_gpu_link_info></pci><pci><replay_counter>7</replay_counter></pci><pci>",
+        1,
+    ).replace(
+        "<ecc_errors>",
+        "<ecc_errors><volatile><sram_correctable>3</sram_correctable></volatile></ecc_errors><ecc_errors>"
+        "<retired_pages/>",
+        1,
+    )
+    doubled = doubled.replace(
+        "<remapped_rows>",
+        "<remapped_rows><remapped_row_corr>2</remapped_row_corr></remapped_rows><remapped_rows>",
+        1,
+    )
+    docs += [
+        doubled,
+        base.replace("<gpu_temp>", "<gpu_temp/><gpu_temp>", 1),
+        base.replace("<uuid>", "<uuid_x>", 1).replace("</uuid>", "</uuid_x>", 1),
+    ]
+    return docs
+
+
+def test_a_gpu_s_elements_found_in_one_walk_are_the_ones_elementtree_finds() -> None:
+    """Each path of each reader's plan, below each <gpu> (and its link, ECC, retired and remapped
+    sections) of every `-q -x` capture (see _xml_documents for the edits): the walk finds the
+    element ElementTree's find does, and a path outside the plan is looked up all the same."""
+    from gpuonboard.facts.nvidia_smi import xml_q
+
+    checked = 0
+    for doc in _xml_documents():
+        body = doc[doc.index("<nvidia_smi_log") : doc.rindex("</nvidia_smi_log>") + len("</nvidia_smi_log>")]
+        for gpu in ET.fromstring(body).iter("gpu"):
+            sections = [(gpu, xml_q._GPU_PLAN)]
+            for path, plan in (
+                ("pci/pci_gpu_link_info", xml_q._LINK_PLAN),
+                ("ecc_errors/volatile", xml_q._ECC_PLAN),
+                ("ecc_errors/aggregate", xml_q._ECC_PLAN),
+                ("retired_pages", xml_q._RETIRED_PLAN),
+                ("remapped_rows", xml_q._REMAPPED_PLAN),
+            ):
+                sections += [(node, plan)] if (node := gpu.find(path)) is not None else []
+            for node, (_trie, paths) in sections:
+                found = xml_q._Found(node, (_trie, paths))
+                for path in [*paths, "uuid", "pci/pci_bus_id/x", "clocks/graphics_clock", "nope"]:
+                    assert found.find(path) is node.find(path), path
+                    checked += 1
+        assert xml_q._Found(None, xml_q._LINK_PLAN).raw("pcie_gen/max_link_gen") is None
+    assert checked > 2000
+
+
 @pytest.mark.parametrize(
     "value",
     ["ERR!", "err!", "GPU is lost", "gpu requires RESET", "[Unknown Error]", "GPU ıs loſt", "fine", "N/A"],
@@ -314,3 +374,32 @@ def test_the_document_s_fault_screen_lets_through_every_gpu_record_with_a_fault(
     unscreened = [_xml_gpu(gpu, i, [], True) for i, gpu in enumerate(root.findall("gpu"))]
     assert [(g.faults, g.cell_faults) for g in report.gpus] == [(g.faults, g.cell_faults) for g in unscreened]
     assert report.gpus == tuple(unscreened)
+
+
+def test_a_value_cleaned_again_reads_as_it_read_the_first_time() -> None:
+    """Every text of every real `-q -x` capture (and some spellings around them: padded, bracketed,
+    upper-cased, empty) read by _clean twice, and after its answers were forgotten: each time as
+    _clean_anew reads it; a full table is forgotten before it grows."""
+    from gpuonboard.facts.nvidia_smi import values
+
+    texts = [
+        e.text or ""
+        for doc in _xml_documents()[:-3]
+        for e in ET.fromstring(
+            doc[doc.index("<nvidia_smi_log") :].split("</nvidia_smi_log>")[0] + "</nvidia_smi_log>"
+        ).iter()
+    ]
+    texts += [
+        f"{w}{t}{w}"
+        for t in ("N/A", "[N/A]", "ERR!", "Enabled", "0", "[GPU requires reset]")
+        for w in ("", " ", "\t")
+    ]
+    texts += ["n/a".upper(), "x" * 65, "", " ", "[", "]", "[x"]
+    for _round in range(2):
+        assert [values._clean(t) for t in texts] == [values._clean_anew(t) for t in texts]
+        assert [values._clean(t) for t in texts] == [values._clean_anew(t) for t in texts]
+        values._CLEANED.clear()
+    for n in range(values._CLEANED_MAX + 10):
+        assert values._clean(f" {n} ") == str(n)
+    assert 0 < len(values._CLEANED) <= values._CLEANED_MAX
+    assert values._clean(None) is None

@@ -75,10 +75,30 @@ def _first_deep(
     return None
 
 
+# _clean's answers by the value as printed: a GPU's record repeats a few values ("N/A", "0",
+# "Enabled", "No") in ~100 fields, each read the same every time (forgotten all at once when full)
+_CLEANED: dict[str, str | None] = {}
+_CLEANED_MAX = 4096
+
+
 def _clean(value: str | None) -> str | None:
     """Strip a raw value and map nvidia-smi's 'no value' spellings to None."""
     if value is None:
         return None
+    try:
+        return _CLEANED[value]
+    except KeyError:
+        pass
+    cleaned = _clean_anew(value)
+    if len(value) <= 64:  # (a long text is seldom printed twice)
+        if len(_CLEANED) >= _CLEANED_MAX:
+            _CLEANED.clear()
+        _CLEANED[value] = cleaned
+    return cleaned
+
+
+def _clean_anew(value: str) -> str | None:
+    """_clean of a value not read before."""
     value = value.strip()
     if value.lower() in _MISSING:
         return None

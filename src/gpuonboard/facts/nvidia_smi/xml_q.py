@@ -22,6 +22,7 @@ from gpuonboard.facts.nvidia_smi.model import (
 )
 from gpuonboard.facts.nvidia_smi.reasons import NO_REASONS, Reasons, _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
+    FABRIC_HEALTH,
     EccParts,
     _any_true,
     _clean,
@@ -101,6 +102,123 @@ def _xml_find_tags(node: ET.Element, tags: tuple[str, ...], start: int) -> ET.El
     return None
 
 
+# a walk's plan: each tag of a level -> (its path, whether it is looked up, the level below it)
+_Trie = dict[str, tuple[str, bool, "_Trie"]]
+
+
+# a walk's plan and the paths it looks up
+_Plan = tuple[_Trie, frozenset[str]]
+
+
+def _plan(*paths: str) -> _Plan:
+    """The walk's plan for `paths` (plain `a/b/c` paths): the elements they pass through."""
+    trie: _Trie = {}
+    for path in paths:
+        level, done = trie, ""
+        for tag in path.split("/"):
+            done = f"{done}/{tag}" if done else tag
+            at, wanted, below = level.get(tag, (done, False, {}))
+            level[tag] = (at, wanted or done == path, below)
+            level = below
+    return trie, frozenset(paths)
+
+
+def _walk(node: ET.Element, trie: _Trie, found: dict[str, ET.Element]) -> None:
+    """Record below `node` the first element, in document order, at each looked-up path of
+    `trie`, entering only the elements those paths pass through."""
+    for child in node:
+        step = trie.get(child.tag)
+        if step is None:
+            continue
+        path, wanted, below = step
+        if wanted and path not in found:
+            found[path] = child
+        if below:
+            _walk(child, below, found)
+
+
+_NOTHING = ET.Element("nothing")  # (no children, and none is ever added)
+
+
+class _Found:
+    """The elements at `paths` below one node, found in one walk (~90 lookups a GPU, each of
+    which _xml_find made by a C `find` over the node's ~60 children): `find(path)` is
+    _xml_find(node, path), the first match in document order (the walk visits the elements in
+    that order and keeps the first at each path); a path not among `paths` is looked up by
+    _xml_find itself. raw and text read as _xml_raw and _xml_text do."""
+
+    __slots__ = ("_found", "_node", "_paths")
+
+    def __init__(self, node: ET.Element | None, plan: _Plan) -> None:
+        self._node = _NOTHING if node is None else node  # (None: every path reads as missing)
+        self._paths = plan[1]
+        self._found: dict[str, ET.Element] = {}
+        _walk(self._node, plan[0], self._found)
+
+    def find(self, path: str) -> ET.Element | None:
+        if path in self._found:
+            return self._found[path]
+        return None if path in self._paths else _xml_find(self._node, path)
+
+    def raw(self, path: str) -> str | None:
+        found = self.find(path)
+        return None if found is None else found.text
+
+    def text(self, path: str) -> str | None:
+        return _clean(self.raw(path))
+
+    def printed(self, path: str) -> str | None:
+        """Text at `path` as written, "" for an element printed empty (`<dram_uncorrectable/>`: a
+        count not given, where raw says None as of an element not there); None when missing."""
+        found = self.find(path)
+        return None if found is None else (found.text or "")
+
+
+# the paths each reader looks up (a path left out of its plan is still read, by _xml_find)
+_GPU_PLAN = _plan(
+    *("product_name", "product_brand", "product_architecture", "uuid", "serial", "vbios_version"),
+    *("board_part_number", "persistence_mode", "display_active", "compute_mode", "performance_state"),
+    *("pci/pci_bus_id", "pci/pci_device_id", "pci/pci_sub_system_id", "pci/pci_gpu_link_info"),
+    *("pci/replay_counter", "pci/replay_rollover_counter", "fb_memory_usage/total", "fb_memory_usage/used"),
+    *("ecc_mode/current_ecc", "driver_model/current_dm", "mig_mode/current_mig", "mig_mode/pending_mig"),
+    *("temperature/gpu_temp", "temperature/gpu_temp_slow_threshold", "temperature/gpu_temp_max_threshold"),
+    *("utilization/gpu_util", "utilization/encoder_util", "utilization/decoder_util"),
+    *("utilization/jpeg_util", "utilization/ofa_util", "encoder_stats/session_count"),
+    *("gpu_virtualization_mode/virtualization_mode", "vgpu_software_licensed_product/license_status"),
+    "vgpu_software_licensed_product/licensed_product_name",
+    *("fabric/state", "fabric/status", *(f"fabric/health/{key}" for key, _label in FABRIC_HEALTH)),
+    *(
+        "gpu_recovery_action",
+        "gpu_reset_status/reset_required",
+        "gpu_reset_status/drain_and_reset_recommended",
+    ),
+    *("ecc_errors/volatile", "ecc_errors/aggregate", "ecc_errors/aggregate/sram_threshold_exceeded"),
+    *("ecc_errors/channel_repair_pending", "ecc_errors/tpc_repair_pending", "ecc_errors/unrepairable_memory"),
+    *("retired_pages", "remapped_rows", "gpu_power_readings", "power_readings"),
+    *("clocks_event_reasons", "clocks_throttle_reasons"),
+)
+_ECC_PLAN = _plan(
+    *("single_bit", "double_bit", "single_bit/total", "double_bit/total", "sram_correctable"),
+    *("dram_correctable", "sram_uncorrectable", "sram_uncorrectable_parity", "sram_uncorrectable_secded"),
+    "dram_uncorrectable",
+)
+_LINK_PLAN = _plan(
+    *("pcie_gen/current_link_gen", "pcie_gen/max_link_gen", "pcie_gen/max_device_link_gen"),
+    *("pcie_gen/max_host_link_gen", "link_widths/current_link_width", "link_widths/max_link_width"),
+)
+_RETIRED_PLAN = _plan(
+    *("multiple_single_bit_retirement/retired_count", "double_bit_retirement/retired_count"),
+    *("pending_blacklist", "pending_retirement"),
+)
+_REMAPPED_PLAN = _plan(
+    *("remapped_row_corr", "remapped_row_unc", "remapped_row_pending", "remapped_row_failure"),
+    *(
+        f"row_remapper_histogram/row_remapper_histogram_{n}"
+        for n in ("max", "high", "partial", "low", "none")
+    ),
+)
+
+
 def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
     """The first of `paths` below `node` that has a value."""
     for path in paths:
@@ -110,31 +228,25 @@ def _xml_first(node: ET.Element | None, *paths: str) -> str | None:
     return None
 
 
-def _printed(node: ET.Element, path: str) -> str | None:
-    """Text at `path` as written, "" for an element printed empty (`<dram_uncorrectable/>`: a
-    count not given, where _xml_raw says None as of an element not there); None when missing."""
-    found = _xml_find(node, path)
-    return None if found is None else (found.text or "")
-
-
-def _xml_ecc(gpu: ET.Element, kind: str) -> EccParts:
+def _xml_ecc(gpu: _Found, kind: str) -> EccParts:
     """The raw (correctable, uncorrectable) parts of <ecc_errors><volatile|aggregate>, every
     schema (values._ecc_totals sums them)."""
-    section = _xml_find(gpu, f"ecc_errors/{kind}")
-    if section is None:
+    node = gpu.find(f"ecc_errors/{kind}")
+    if node is None:
         return (), ()
+    section = _Found(node, _ECC_PLAN)
     if section.find("single_bit") is not None or section.find("double_bit") is not None:
         # old schema: single_bit/double_bit with per-location counts and a total
-        return (_printed(section, "single_bit/total"),), (_printed(section, "double_bit/total"),)
-    sram_unc: tuple[str | None, ...] = (_printed(section, "sram_uncorrectable"),)
+        return (section.printed("single_bit/total"),), (section.printed("double_bit/total"),)
+    sram_unc: tuple[str | None, ...] = (section.printed("sram_uncorrectable"),)
     if sram_unc[0] is None:  # v13 (and Hopper v12) split SRAM uncorrectable by detector
         sram_unc = (
-            _printed(section, "sram_uncorrectable_parity"),
-            _printed(section, "sram_uncorrectable_secded"),
+            section.printed("sram_uncorrectable_parity"),
+            section.printed("sram_uncorrectable_secded"),
         )
     return (
-        (_printed(section, "sram_correctable"), _printed(section, "dram_correctable")),
-        (*sram_unc, _printed(section, "dram_uncorrectable")),
+        (section.printed("sram_correctable"), section.printed("dram_correctable")),
+        (*sram_unc, section.printed("dram_uncorrectable")),
     )
 
 
@@ -164,51 +276,51 @@ def _xml_processes(gpu: ET.Element) -> tuple[tuple[GpuProcess, ...], bool]:
     return processes, True
 
 
-def _xml_pcie(gpu: ET.Element) -> PcieLink:
+def _xml_pcie(gpu: _Found) -> PcieLink:
     """The PCIe link of <pci><pci_gpu_link_info>: generation and width, current and max."""
-    link = _xml_find(gpu, "pci/pci_gpu_link_info")
+    link = _Found(gpu.find("pci/pci_gpu_link_info"), _LINK_PLAN)
     return PcieLink(
-        pcie_gen_current=_int(_xml_raw(link, "pcie_gen/current_link_gen")),
-        pcie_gen_max=_int(_xml_raw(link, "pcie_gen/max_link_gen")),
-        pcie_gen_device_max=_int(_xml_raw(link, "pcie_gen/max_device_link_gen")),
-        pcie_gen_host_max=_int(_xml_raw(link, "pcie_gen/max_host_link_gen")),
-        pcie_width_current=_int(_xml_raw(link, "link_widths/current_link_width")),
-        pcie_width_max=_int(_xml_raw(link, "link_widths/max_link_width")),
+        pcie_gen_current=_int(link.raw("pcie_gen/current_link_gen")),
+        pcie_gen_max=_int(link.raw("pcie_gen/max_link_gen")),
+        pcie_gen_device_max=_int(link.raw("pcie_gen/max_device_link_gen")),
+        pcie_gen_host_max=_int(link.raw("pcie_gen/max_host_link_gen")),
+        pcie_width_current=_int(link.raw("link_widths/current_link_width")),
+        pcie_width_max=_int(link.raw("link_widths/max_link_width")),
     )
 
 
-def _xml_memory_health(gpu: ET.Element) -> MemoryHealth:
+def _xml_memory_health(gpu: _Found) -> MemoryHealth:
     """ECC totals, retired pages, remapped rows (and their bank histogram) and the memory repair
     state of one <gpu>."""
     vol_corr, vol_unc, agg_corr, agg_unc = _ecc_totals(_xml_ecc(gpu, "volatile"), _xml_ecc(gpu, "aggregate"))
-    retired = gpu.find("retired_pages")
-    remapped = gpu.find("remapped_rows")
+    retired = _Found(gpu.find("retired_pages"), _RETIRED_PLAN)
+    remapped = _Found(gpu.find("remapped_rows"), _REMAPPED_PLAN)
     return MemoryHealth(
         ecc_volatile_correctable=vol_corr,
         ecc_volatile_uncorrectable=vol_unc,
         ecc_aggregate_correctable=agg_corr,
         ecc_aggregate_uncorrectable=agg_unc,
-        retired_pages_sbe=_int(_xml_raw(retired, "multiple_single_bit_retirement/retired_count")),
-        retired_pages_dbe=_int(_xml_raw(retired, "double_bit_retirement/retired_count")),
+        retired_pages_sbe=_int(retired.raw("multiple_single_bit_retirement/retired_count")),
+        retired_pages_dbe=_int(retired.raw("double_bit_retirement/retired_count")),
         retired_pages_pending=_any_true(
-            _yes_no(_xml_raw(retired, "pending_blacklist")),
-            _yes_no(_xml_raw(retired, "pending_retirement")),
+            _yes_no(retired.raw("pending_blacklist")),
+            _yes_no(retired.raw("pending_retirement")),
         ),
         # <remapped_rows>N/A</remapped_rows> has no children: every value stays None.
-        remapped_rows_correctable=_int(_xml_raw(remapped, "remapped_row_corr")),
-        remapped_rows_uncorrectable=_int(_xml_raw(remapped, "remapped_row_unc")),
-        remapped_rows_pending=_yes_no(_xml_raw(remapped, "remapped_row_pending")),
-        remapped_rows_failure=_yes_no(_xml_raw(remapped, "remapped_row_failure")),
-        remap_banks_max=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_max")),
-        remap_banks_high=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_high")),
-        remap_banks_partial=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_partial")),
-        remap_banks_low=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_low")),
-        remap_banks_none=_int(_xml_raw(remapped, "row_remapper_histogram/row_remapper_histogram_none")),
+        remapped_rows_correctable=_int(remapped.raw("remapped_row_corr")),
+        remapped_rows_uncorrectable=_int(remapped.raw("remapped_row_unc")),
+        remapped_rows_pending=_yes_no(remapped.raw("remapped_row_pending")),
+        remapped_rows_failure=_yes_no(remapped.raw("remapped_row_failure")),
+        remap_banks_max=_int(remapped.raw("row_remapper_histogram/row_remapper_histogram_max")),
+        remap_banks_high=_int(remapped.raw("row_remapper_histogram/row_remapper_histogram_high")),
+        remap_banks_partial=_int(remapped.raw("row_remapper_histogram/row_remapper_histogram_partial")),
+        remap_banks_low=_int(remapped.raw("row_remapper_histogram/row_remapper_histogram_low")),
+        remap_banks_none=_int(remapped.raw("row_remapper_histogram/row_remapper_histogram_none")),
         # Absent before DTD v13; N/A where the GPU does not support them (the RTX 4000 Ada).
-        sram_threshold_exceeded=_yes_no(_xml_raw(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
-        channel_repair_pending=_yes_no(_xml_raw(gpu, "ecc_errors/channel_repair_pending")),
-        tpc_repair_pending=_yes_no(_xml_raw(gpu, "ecc_errors/tpc_repair_pending")),
-        unrepairable_memory=_yes_no(_xml_raw(gpu, "ecc_errors/unrepairable_memory")),
+        sram_threshold_exceeded=_yes_no(gpu.raw("ecc_errors/aggregate/sram_threshold_exceeded")),
+        channel_repair_pending=_yes_no(gpu.raw("ecc_errors/channel_repair_pending")),
+        tpc_repair_pending=_yes_no(gpu.raw("ecc_errors/tpc_repair_pending")),
+        unrepairable_memory=_yes_no(gpu.raw("ecc_errors/unrepairable_memory")),
     )
 
 
@@ -223,7 +335,7 @@ def _xml_deep(node: ET.Element | None, *tags: str) -> str | None:
     return _first_deep([] if node is None else [node], tags, _xml_text, children)
 
 
-def _xml_power(gpu: ET.Element) -> PowerReadings:
+def _xml_power(gpu: _Found) -> PowerReadings:
     """Power draw and limits: <gpu_power_readings> from R535 (v12), <power_readings> before;
     each element at any depth of the section."""
     power = gpu.find("gpu_power_readings")
@@ -239,18 +351,18 @@ def _xml_power(gpu: ET.Element) -> PowerReadings:
     )
 
 
-def _xml_engines(gpu: ET.Element) -> EngineReadings:
+def _xml_engines(gpu: _Found) -> EngineReadings:
     """<utilization> encoder / decoder / JPEG / OFA and <encoder_stats><session_count>."""
     return EngineReadings(
-        encoder_util_pct=_float(_xml_raw(gpu, "utilization/encoder_util")),
-        decoder_util_pct=_float(_xml_raw(gpu, "utilization/decoder_util")),
-        jpeg_util_pct=_float(_xml_raw(gpu, "utilization/jpeg_util")),
-        ofa_util_pct=_float(_xml_raw(gpu, "utilization/ofa_util")),
-        encoder_sessions=_int(_xml_raw(gpu, "encoder_stats/session_count")),
+        encoder_util_pct=_float(gpu.raw("utilization/encoder_util")),
+        decoder_util_pct=_float(gpu.raw("utilization/decoder_util")),
+        jpeg_util_pct=_float(gpu.raw("utilization/jpeg_util")),
+        ofa_util_pct=_float(gpu.raw("utilization/ofa_util")),
+        encoder_sessions=_int(gpu.raw("encoder_stats/session_count")),
     )
 
 
-def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> Reasons:
+def _xml_reasons(gpu: _Found, position: int, warnings: list[str]) -> Reasons:
     """The clock event reasons: <clocks_event_reasons> from R535, else the
     <clocks_throttle_reasons> of older drivers; unknown when neither is there."""
     reasons_node = gpu.find("clocks_event_reasons")  # R535+
@@ -266,10 +378,11 @@ def _xml_reasons(gpu: ET.Element, position: int, warnings: list[str]) -> Reasons
 def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: bool = True) -> GpuInfo:
     """One <gpu> element, any DTD version (`may_fault` False: the document holds no fault word,
     so none of this GPU's values is looked at for one)."""
-    name = _xml_text(gpu, "product_name")
+    at = _Found(gpu, _GPU_PLAN)
+    name = at.text("product_name")
     if name is None:
         warnings.append(f"<gpu> #{position} has no product_name")
-    reasons, reasons_known, reasons_read = _xml_reasons(gpu, position, warnings)
+    reasons, reasons_known, reasons_read = _xml_reasons(at, position, warnings)
     processes, processes_known = _xml_processes(gpu)
     # (the leaves' paths, costly to build for ~1,000 elements a GPU, only when a value may be a fault)
     faults, cell_faults = (
@@ -281,58 +394,58 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         # -q -x has no index element; nvidia-smi lists GPUs in index (PCI) order.
         index=position,
         name=name or "",
-        uuid=_xml_text(gpu, "uuid"),
-        serial=_xml_text(gpu, "serial"),
-        pci_bus_id=_xml_text(gpu, "pci/pci_bus_id") or _clean(gpu.get("id")),
-        pci_device_id=device_id(_xml_raw(gpu, "pci/pci_device_id")),
-        pci_subsystem_id=subsystem_id(_xml_raw(gpu, "pci/pci_sub_system_id")),
+        uuid=at.text("uuid"),
+        serial=at.text("serial"),
+        pci_bus_id=at.text("pci/pci_bus_id") or _clean(gpu.get("id")),
+        pci_device_id=device_id(at.raw("pci/pci_device_id")),
+        pci_subsystem_id=subsystem_id(at.raw("pci/pci_sub_system_id")),
         # fb_memory_usage directly under <gpu>, not the per-MIG-instance ones.
-        memory_total_mib=_mib(_xml_raw(gpu, "fb_memory_usage/total")),
-        memory_used_mib=_mib(_xml_raw(gpu, "fb_memory_usage/used")),
-        memory_unified=_unified(_xml_raw(gpu, "fb_memory_usage/total")),
-        ecc_mode=_on_off(_xml_raw(gpu, "ecc_mode/current_ecc")),
-        ecc_na=_is_na(_xml_raw(gpu, "ecc_mode/current_ecc")),
-        persistence_mode=_on_off(_xml_raw(gpu, "persistence_mode")),
-        display_active=_on_off(_xml_raw(gpu, "display_active")),
-        driver_model=_xml_text(gpu, "driver_model/current_dm"),
-        **_xml_pcie(gpu),
-        temperature_c=_int(_xml_raw(gpu, "temperature/gpu_temp")),
-        mig_mode=_on_off(_xml_raw(gpu, "mig_mode/current_mig")),
-        mig_na=_is_na(_xml_raw(gpu, "mig_mode/current_mig")),
-        mig_mode_pending=_on_off(_xml_raw(gpu, "mig_mode/pending_mig")),
-        vbios=_xml_text(gpu, "vbios_version"),
-        product_brand=_xml_text(gpu, "product_brand"),
-        product_architecture=_xml_text(gpu, "product_architecture"),
-        **_xml_memory_health(gpu),
-        **_xml_power(gpu),
+        memory_total_mib=_mib(at.raw("fb_memory_usage/total")),
+        memory_used_mib=_mib(at.raw("fb_memory_usage/used")),
+        memory_unified=_unified(at.raw("fb_memory_usage/total")),
+        ecc_mode=_on_off(at.raw("ecc_mode/current_ecc")),
+        ecc_na=_is_na(at.raw("ecc_mode/current_ecc")),
+        persistence_mode=_on_off(at.raw("persistence_mode")),
+        display_active=_on_off(at.raw("display_active")),
+        driver_model=at.text("driver_model/current_dm"),
+        **_xml_pcie(at),
+        temperature_c=_int(at.raw("temperature/gpu_temp")),
+        mig_mode=_on_off(at.raw("mig_mode/current_mig")),
+        mig_na=_is_na(at.raw("mig_mode/current_mig")),
+        mig_mode_pending=_on_off(at.raw("mig_mode/pending_mig")),
+        vbios=at.text("vbios_version"),
+        product_brand=at.text("product_brand"),
+        product_architecture=at.text("product_architecture"),
+        **_xml_memory_health(at),
+        **_xml_power(at),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,
-        performance_state=_pstate(_xml_raw(gpu, "performance_state")),
-        utilization_gpu_pct=_int(_xml_raw(gpu, "utilization/gpu_util")),
-        **_xml_engines(gpu),
+        performance_state=_pstate(at.raw("performance_state")),
+        utilization_gpu_pct=_int(at.raw("utilization/gpu_util")),
+        **_xml_engines(at),
         # Absolute thresholds only; the *_tlimit_threshold elements (Ada/Hopper, R535+) are
         # margins relative to T.Limit ("-2 C"), not temperatures.
-        temperature_slowdown_c=_int(_xml_raw(gpu, "temperature/gpu_temp_slow_threshold")),
-        temperature_max_c=_int(_xml_raw(gpu, "temperature/gpu_temp_max_threshold")),
-        virtualization_mode=_xml_text(gpu, "gpu_virtualization_mode/virtualization_mode"),
-        license_status=_xml_text(gpu, "vgpu_software_licensed_product/license_status"),
-        licensed_product=_xml_text(gpu, "vgpu_software_licensed_product/licensed_product_name"),
-        compute_mode=_compute_mode(_xml_raw(gpu, "compute_mode")),
+        temperature_slowdown_c=_int(at.raw("temperature/gpu_temp_slow_threshold")),
+        temperature_max_c=_int(at.raw("temperature/gpu_temp_max_threshold")),
+        virtualization_mode=at.text("gpu_virtualization_mode/virtualization_mode"),
+        license_status=at.text("vgpu_software_licensed_product/license_status"),
+        licensed_product=at.text("vgpu_software_licensed_product/licensed_product_name"),
+        compute_mode=_compute_mode(at.raw("compute_mode")),
         processes=processes,
         processes_known=processes_known,
         faults=faults,
         cell_faults=cell_faults,
-        pcie_replays=_int(_xml_raw(gpu, "pci/replay_counter")),
-        pcie_replay_rollovers=_int(_xml_raw(gpu, "pci/replay_rollover_counter")),
-        board_part_number=_xml_text(gpu, "board_part_number"),
-        fabric_state=_xml_text(gpu, "fabric/state"),
-        fabric_status=_nvml_status(_xml_raw(gpu, "fabric/status")),
-        fabric_health=fabric_health(lambda key, _label: _xml_raw(gpu, f"fabric/health/{key}")),
+        pcie_replays=_int(at.raw("pci/replay_counter")),
+        pcie_replay_rollovers=_int(at.raw("pci/replay_rollover_counter")),
+        board_part_number=at.text("board_part_number"),
+        fabric_state=at.text("fabric/state"),
+        fabric_status=_nvml_status(at.raw("fabric/status")),
+        fabric_health=fabric_health(lambda key, _label: at.raw(f"fabric/health/{key}")),
         recovery_action=_recovery_action(
-            _xml_raw(gpu, "gpu_recovery_action"),
-            _xml_raw(gpu, "gpu_reset_status/reset_required"),
-            _xml_raw(gpu, "gpu_reset_status/drain_and_reset_recommended"),
+            at.raw("gpu_recovery_action"),
+            at.raw("gpu_reset_status/reset_required"),
+            at.raw("gpu_reset_status/drain_and_reset_recommended"),
         ),
     )
 
