@@ -189,7 +189,7 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
 _FIELDS = [
     f
     for f in dataclasses.fields(GpuInfo)
-    if f.name not in ("index", "provenance", "usage_samples", "processes_open", "setting_reads")
+    if f.name not in ("index", "provenance", "usage_samples", "processes_open", "setting_reads", "link_reads")
 ]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
@@ -265,7 +265,28 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
         usage_samples=samples if len(samples) > 1 else (),
         setting_reads=gpu_agree.setting_reads(ranked),
+        link_reads=_link_reads(ranked),
     )
+
+
+def _link_reads(ranked: Sequence[tuple[str, GpuInfo]]) -> tuple[Any, ...]:
+    """Each format's reading of the PCIe link beside its own load (GpuInfo.link_reads), where
+    two or more formats read the link; () otherwise."""
+    reads = tuple(
+        (
+            label,
+            g.pcie_gen_current,
+            g.pcie_gen_max,
+            g.pcie_width_current,
+            g.pcie_width_max,
+            g.performance_state,
+            g.utilization_gpu_pct,
+            "gpu_idle" in g.clock_event_reasons if g.clock_event_reasons_known else None,
+        )
+        for label, g in ranked
+        if label != "list" and (g.pcie_gen_current or g.pcie_width_current)
+    )
+    return reads if len(reads) > 1 else ()
 
 
 def _worst_read(
