@@ -23,6 +23,7 @@ from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
+from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -187,7 +188,15 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
 
 
 # a merged GPU's own (its formats' provenance and samples), or the format's it took a field from
-_OWN = ("index", "provenance", "usage_samples", "processes_open", "setting_reads", "power_limit_requested")
+_OWN = (
+    "index",
+    "provenance",
+    "usage_samples",
+    "processes_open",
+    "setting_reads",
+    "power_limit_requested",
+    "link_reads",
+)
 _FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in _OWN]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
 # while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
@@ -271,7 +280,28 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
         usage_samples=samples if len(samples) > 1 else (),
         setting_reads=gpu_agree.setting_reads(ranked),
+        link_reads=_link_reads(ranked),
     )
+
+
+def _link_reads(ranked: Sequence[tuple[str, GpuInfo]]) -> tuple[Any, ...]:
+    """Each format's reading of the PCIe link beside its own load (GpuInfo.link_reads), where
+    two or more formats read the link; () otherwise."""
+    reads = tuple(
+        (
+            label,
+            g.pcie_gen_current,
+            g.pcie_gen_max,
+            g.pcie_width_current,
+            g.pcie_width_max,
+            g.performance_state,
+            g.utilization_gpu_pct,
+            "gpu_idle" in g.clock_event_reasons if g.clock_event_reasons_known else None,
+        )
+        for label, g in ranked
+        if label != "list" and (g.pcie_gen_current or g.pcie_width_current)
+    )
+    return reads if len(reads) > 1 else ()
 
 
 def _worst_read(
@@ -281,7 +311,8 @@ def _worst_read(
     its format in `provenance`): a count's highest (-q's 0 uncorrectable ECC errors beside the
     CSV's 2 is 2, from the CSV), a recovery action the driver asks for in any format (the CSV's
     "Reset" beside -q's "None"), and every slowdown any format saw among the clock-event reasons
-    (the CSV's hw_slowdown beside -q's none). The richest format's answer alone would pass a GPU
+    (the CSV's hw_slowdown beside -q's none), an unknown one too, and every reason any format
+    read the state of (clock_event_reasons_read). The richest format's answer alone would pass a GPU
     another format of the same box shows a fault on."""
     for name in _HIGHEST:
         read = [(label, value) for label, g in ranked if (value := getattr(g, name)) is not None]
@@ -298,11 +329,19 @@ def _worst_read(
         ]
     if not values.get("clock_event_reasons_known"):
         return
+    known = [g for _, g in ranked if g.clock_event_reasons_known]
+    # (a reason this tool does not know, R3xx's `unknown` or an unlisted mask bit, holds the
+    # clocks back as a slowdown does: kept whichever format saw it)
     seen = [
-        r for _, g in ranked if g.clock_event_reasons_known for r in g.clock_event_reasons if r in _SLOWDOWNS
+        r for g in known for r in g.clock_event_reasons if r in _SLOWDOWNS or r not in CLOCK_EVENT_REASONS
     ]
     if added := [r for r in dict.fromkeys(seen) if r not in values["clock_event_reasons"]]:
         values["clock_event_reasons"] = (*values["clock_event_reasons"], *added)
+    # a reason is read on this GPU where any format read its state (-q's N/A beside the CSV's
+    # Not Active: read there), never unread because the richest format printed no value
+    values["clock_event_reasons_read"] = tuple(
+        dict.fromkeys(r for g in known for r in g.clock_event_reasons_read)
+    )
 
 
 def _all_faults(field: str, read: Sequence[tuple[str, GpuInfo]]) -> tuple[str, ...]:

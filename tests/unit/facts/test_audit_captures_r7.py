@@ -26,7 +26,11 @@ def rules(name: str) -> dict[str, tuple[str, str]]:
 
 def test_r7_f2_a_link_read_without_the_cards_maximum_is_not_at_max() -> None:
     # header: index, name, driver_version, pstate, pcie.link.gen.current, ... (no .max, no width)
-    assert rules(H100_GEN)["pcie_link"] == ("unverified", "GPU 0 Gen5 (the card's maximum not reported)")
+    # (the fields not read named, round 25: the width as well as the card's maximum)
+    assert rules(H100_GEN)["pcie_link"] == (
+        "unverified",
+        "GPU 0 Gen5 (max generation, current width and max width not reported)",
+    )
 
 
 def test_r7_f3_ecc_facts_left_out_of_a_card_that_may_have_ecc_are_unverified() -> None:

@@ -832,6 +832,14 @@ def test_csv_reason_mask(field: str, mask: str, reasons: tuple[str, ...]) -> Non
     assert report.warnings == ()
 
 
+def test_csv_reason_mask_reads_nvmls_unknown_reason_too() -> None:
+    """A mask carries bit 63 (NVML's `unknown`) as it does the others: read there, Not Active
+    unless set (it was left out of the reasons read, so a GPU read so looked as if it had not
+    read that reason beside a GPU that had)."""
+    gpu = parse_query_csv("index, clocks_event_reasons.active\n0, 0x0000000000000000\n", ()).gpus[0]
+    assert "unknown" in gpu.clock_event_reasons_read and gpu.clock_event_reasons == ()
+
+
 def test_csv_reason_mask_odd_values() -> None:
     report = parse_query_csv("index, clocks_throttle_reasons.active\n0, 0x0000000000000201\n", ())
     # (a bit this tool does not know is kept, never dropped: it is an active reason all the same)

@@ -175,6 +175,13 @@ class GpuInfo:
     # process list is judged beside its own figures, not another call's sample
     # (gpu_health/usage.py); () where one format read them
     usage_samples: tuple[tuple[str, int | None, int | None, bool], ...] = ()
+    # (format, link generation, its max, link width, its max, P-state, utilization %, gpu_idle
+    # active: None where the reasons were not read) of each format that read the PCIe link, where
+    # two or more did: separate calls, at separate moments; the fields above are each the richest
+    # format's, so each format's link is judged beside its own load (gpu_health/pcie.py)
+    link_reads: tuple[
+        tuple[str, int | None, int | None, int | None, int | None, str | None, int | None, bool | None], ...
+    ] = ()
     # the row's number (1-based) in a CSV whose rows cannot be told apart as GPUs or as samples
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one

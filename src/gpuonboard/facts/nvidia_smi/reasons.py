@@ -94,8 +94,8 @@ def _reasons_from_states(
 
 
 def _reasons_from_mask(value: str | None, where: str, warnings: list[str]) -> Reasons | None:
-    """The reasons from a hex bitmask such as '0x0000000000000001' (every reason read); None if
-    absent."""
+    """The reasons from a hex bitmask such as '0x0000000000000001' (every reason read, NVML's
+    `unknown` too); None if absent."""
     cleaned = _clean(value)
     if cleaned is None:
         return None
@@ -113,4 +113,5 @@ def _reasons_from_mask(value: str | None, where: str, warnings: list[str]) -> Re
         for bit in range(len(CLOCK_EVENT_REASONS), max(64, unknown.bit_length()))
         if unknown & (1 << bit)
     }
-    return Reasons(_ordered(active), True, CLOCK_EVENT_REASONS)
+    # (bit 63, NVML's `unknown`, is in the mask as the others are: read, Not Active unless set)
+    return Reasons(_ordered(active), True, (*CLOCK_EVENT_REASONS, "unknown"))

@@ -683,3 +683,44 @@ def test_one_gpus_slowdown_reason_unread_is_no_pass(value: str) -> None:
         "unverified",
         "none active (of what was read; GPU 1: clock event reason sw_thermal_slowdown not reported)",
     )
+
+
+def _throttling_with_gpu1(reason: str, value: str, cut: bool = False) -> tuple[str, str]:
+    """throttling's (verdict, actual) of the real 8 x RTX 4090 `-q` with GPU 1's clock event
+    reason `reason` edited in-test to `value` (and, with `cut`, the text cut before GPU 2's
+    record: a view of GPUs 0 and 1 whose records name them by PCI address)."""
+    text = RTX4090_8_Q.read_text()
+    gpu1 = text.index("GPU 00000000", 2000)
+    at = text.index(reason, gpu1)
+    end = text.index("\n", at)
+    edited = text[:at] + re.sub(r": .*", f": {value}", text[at:end]) + text[end:]
+    if cut:
+        edited = edited[: edited.index("\nGPU 00000000", gpu1 + 10) + 1]
+    [check] = [
+        c
+        for c in gpu_health.evaluate(parse_facts({"nvidia_smi_q": ProbeOutput(edited, "", 0)}))
+        if c.name == "throttling"
+    ]
+    return check.verdict, check.actual
+
+
+@pytest.mark.parametrize(
+    "reason", ["Display Clock Setting", "Idle", "Applications Clocks Setting", "Sync Boost"]
+)
+def test_a_reason_that_changes_no_verdict_unread_leaves_the_pass(reason: str) -> None:
+    """The real 8 x RTX 4090 `-q` with GPU 1's `<reason> : Not Active` edited in-test to `N/A`:
+    the idle state and the clock settings judge no slowdown, so one GPU's unread value of them
+    leaves the pass "none active" (it was unverified, "GPU 1: clock event reason
+    display_clock_setting not reported")."""
+    assert _throttling_with_gpu1(f"        {reason}  ", "N/A") == ("pass", "none active")
+
+
+def test_a_reason_fault_of_a_gpu_named_by_address_is_said_once() -> None:
+    """The real 8 x RTX 4090 `-q` cut before GPU 2's record (GPUs 0 and 1 of 8: named by PCI
+    address), GPU 1's `SW Power Cap : Not Active` edited in-test to `[Unknown Error]`: the cell
+    fault names it; before, the label's colons kept the same GPU's "clock event reason
+    sw_power_cap not reported" beside it."""
+    verdict, actual = _throttling_with_gpu1("SW Power Cap", "[Unknown Error]", cut=True)
+    assert verdict == "unverified"
+    assert "GPU at PCI 00000000:23:00.0: Clocks Event Reasons/SW Power Cap reads [Unknown Error]" in actual
+    assert "not reported" not in actual

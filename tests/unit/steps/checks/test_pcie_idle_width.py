@@ -4,6 +4,7 @@ reading: nvidia-smi --help-query-gpu says of `pcie.link.width.current`, as of th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,93 @@ def test_an_idle_gpus_link_between_gen1_and_its_max_still_warns() -> None:
     facts = parse_facts({"nvidia_smi_q": ProbeOutput(edited, "", 0)})
     (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
     assert (check.verdict, check.actual) == ("warn", "GPU 0 Gen3 of Gen4")
+
+
+H100_BRAKE = "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.183.01__power-brake-active.txt"
+H200_Q = "nvidia-smi-q__h200__1gpu__driver610.43.02.txt"
+RTX4090_IDLE = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
+# the 3-idle-gen1 capture's GPUs 5 and 7 (P8, 0 %, Gen1 of Gen4 at x16): power saving
+RTX4090_OTHERS = "idle, power saving: GPU 5 Gen1 of Gen4; GPU 7 Gen1 of Gen4"
+
+
+def _edited_row(name: str, old: str, new: str, gpu: int = 0, count: int = 1) -> tuple[str, str]:
+    """pcie_link's (verdict, actual) of the real `-q` capture `name` with the first `count` lines
+    of its GPU record number `gpu` (0: the first) whose end matches the pattern `old` ending in
+    `new` instead (re.sub's replacement)."""
+    lines = (REAL / name).read_text().split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("GPU 0")] + [len(lines)]
+    block = range(starts[gpu], starts[gpu + 1])
+    at = [i for i in block if re.search(old + "$", lines[i])][:count]
+    assert len(at) == count
+    for i in at:
+        lines[i] = re.sub(old + "$", new, lines[i])
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput("\n".join(lines), "", 0)})
+    (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
+    return check.verdict, check.actual
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "gpu", "count", "actual"),
+    [
+        # GPU 0 of an idle H100 box (P0, "Idle: Active"): PCIe Current and Device Current 5 -> 1
+        (
+            H100_BRAKE,
+            r"(Current\s+: )5",
+            r"\g<1>1",
+            0,
+            2,
+            "GPU 0 Gen1 of Gen5",
+        ),
+        # the idle H200 (P0, "Idle: Active"), its Current and Device Current 5 -> 1
+        (
+            H200_Q,
+            r"(Current\s+: )5",
+            r"\g<1>1",
+            0,
+            2,
+            "GPU 0 Gen1 of Gen5",
+        ),
+        # GPU 4 of the 4090 box at P8 but `Gpu : 0 %` -> `100 %` (its record's own line)
+        (
+            RTX4090_IDLE,
+            "Gpu                               : 0 %",
+            "Gpu                               : 100 %",
+            4,
+            1,
+            f"GPU 4 Gen1 of Gen4; {RTX4090_OTHERS}",
+        ),
+        # GPU 4 of the 4090 box, its `Performance State : P8` -> `N/A` ("Idle: Active" still)
+        (
+            RTX4090_IDLE,
+            "Performance State                     : P8",
+            "Performance State                     : N/A",
+            4,
+            1,
+            f"GPU 4 Gen1 of Gen4; {RTX4090_OTHERS}",
+        ),
+    ],
+    ids=["h100-p0-idle-active", "h200-p0-idle-active", "4090-p8-at-100pct", "4090-pstate-na"],
+)
+def test_gen1_is_power_saving_only_in_an_idle_pstate_with_no_load(
+    name: str, old: str, new: str, gpu: int, count: int, actual: str
+) -> None:
+    """Real `-q` captures edited in-test as each case says. Every real idle Gen1 link is at P8;
+    an idle data-centre GPU sits at P0 with "Idle: Active" at its full generation: its link at
+    Gen1 is no power saving seen (it passed as one), nor is Gen1 at 100 % or with no P-state."""
+    assert _edited_row(name, old, new, gpu, count) == ("warn", actual)
+
+
+def test_an_idle_gen1_link_whose_width_is_unread_warns_and_names_the_link() -> None:
+    """The real 8 x RTX 4090 `-q` (GPU 4 idle at P8, Gen1 of Gen4 at x16), GPU 4's Link Width
+    `Current : 16x` edited in-test to `N/A`: a link whose width was not read may
+    have lost lanes, so it is no power-saving pass; the card's maximum was read, so the row never
+    says it was not (it said "GPU 4 Gen1 (the card's maximum not reported)")."""
+    got = _edited_row(RTX4090_IDLE, "Current                   : 16x", "Current                   : N/A", 4)
+    assert got == ("warn", f"GPU 4 Gen1 of Gen4; {RTX4090_OTHERS}")
+
+
+def test_a_link_whose_current_width_is_unread_names_that_field() -> None:
+    """The real 8 x RTX 4090 `-q`, GPU 0's Link Width `Current : 16x` (at Gen4 of Gen4) edited
+    in-test to `N/A`: unverified, naming the field not read, not the card's maximum (read)."""
+    got = _edited_row(RTX4090_IDLE, "Current                   : 16x", "Current                   : N/A", 0)
+    assert got == ("unverified", "GPU 0 Gen4 (current width not reported)")

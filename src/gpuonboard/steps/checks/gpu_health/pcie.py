@@ -3,10 +3,20 @@ the replay counter against the thresholds of `data/pcie_replay.yml`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list, held_as_datacenter, is_idle
+from gpuonboard.steps.checks.gpu_health.common import (
+    IDLE_PSTATES,
+    gpu_label,
+    gpu_list,
+    held_as_datacenter,
+    is_idle,
+)
 from gpuonboard.steps.checks.once import loaded_once
 
 
@@ -21,48 +31,94 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
     ]
 
 
+# a GPU's link as one reading classes it, worst first: below its maximum at load (or lanes lost),
+# idle and below, below with the load not read, idle at Gen1 (power saving), at its maximum
+_CLASSES = ("busy", "idle", "unknown", "downshift", "")
+
+
 def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], list[str]]:
     """The links below the card's maximum: (at load or lanes lost, idle and narrower, idle or not
-    unknown, idle at a lower generation only: power saving, no slow link)."""
-    slow_busy: list[str] = []
-    slow_idle: list[str] = []
-    slow_unknown: list[str] = []  # (no P-state, utilisation or clock reasons: idle or not?)
-    downshift: list[str] = []
+    unknown, idle at a lower generation only: power saving, no slow link). A GPU whose link two
+    nvidia-smi formats read (`link_reads`) is classed by each reading, the worst kept: the CSV's
+    Gen1 at P2, 100 % is no power saving because -q read Gen1 at P8 a moment before."""
+    out: dict[str, list[str]] = {c: [] for c in _CLASSES}
     for g in gpus:
-        # nvidia-smi --help-query-gpu, of the current link generation and width alike: "These may
-        # be reduced when the GPU is not in use" (an idle AWS A10G reads x8 of x16, P8, 0 %)
-        # (of idle links: every real one narrowed is at a lower generation too, Gen1 of Gen4 on
-        # an AWS A10G; power saving drops both, so a link at its top generation but narrower has
-        # lost lanes, idle or not: a V100 SXM2 at P0 "Idle: Active" reads x2 of x16 at Gen3 of Gen3)
-        below = []
-        narrow = bool(g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max)
-        top_gen = bool(g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current >= g.pcie_gen_max)
-        if narrow:
-            below.append(f"x{g.pcie_width_current} of x{g.pcie_width_max}")
-        if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
-            below.append(f"Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}")
-        if not below:
-            continue
-        slow = f"{gpu_label(g)} {', '.join(below)}"
-        if narrow and top_gen:
-            slow_busy.append(f"{slow} at Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max} (not power saving)")
-        elif is_idle(g) and not narrow and g.pcie_gen_current == 1:
-            # an idle GPU's link at Gen1 at its full width (or one not read) is the driver's power
-            # saving (nvidia-smi: "may be reduced when the GPU is not in use"), never a degraded
-            # link: the generation the slot allows is the link's maximum (NVML: "possible with
-            # this device and system"), judged against the card's by _slot_capped; idle RTX 3060 /
-            # 4090s and an A10 read Gen1 of Gen4 so. (A generation between, Gen3 of Gen4 idle, is
-            # no power-saving state seen: a link that may not train higher, so still a warning)
-            downshift.append(slow)
-        elif is_idle(g):
-            slow_idle.append(slow)
-        elif (
-            g.performance_state is None and g.utilization_gpu_pct is None and not g.clock_event_reasons_known
-        ):
-            slow_unknown.append(slow)
-        else:
-            slow_busy.append(slow)
-    return slow_busy, slow_idle, slow_unknown, downshift
+        readings = [_classed(v, where) for v, where in _readings(g)]
+        kind, slow = min(readings, key=lambda r: _CLASSES.index(r[0]))
+        if kind:
+            out[kind].append(slow)
+    return out["busy"], out["idle"], out["unknown"], out["downshift"]
+
+
+def _readings(g: GpuInfo) -> list[tuple[GpuInfo, str]]:
+    """`g` as merged, then `g` as each format that read its link saw it (its link, and its own
+    P-state, utilisation and gpu_idle state: the merged GPU's only where that format read none
+    of them), with that format's name ('' for the merged GPU)."""
+    out = [(g, "")]
+    for label, gen, gen_max, width, width_max, pstate, util, idle in g.link_reads:
+        link: dict[str, Any] = {
+            "pcie_gen_current": gen,
+            "pcie_gen_max": gen_max or g.pcie_gen_max,
+            "pcie_width_current": width,
+            "pcie_width_max": width_max or g.pcie_width_max,
+        }
+        if pstate is not None or util is not None or idle is not None:
+            link.update(
+                performance_state=pstate,
+                utilization_gpu_pct=util,
+                clock_event_reasons=("gpu_idle",) if idle else (),
+                clock_event_reasons_known=idle is not None,
+            )
+        out.append((replace(g, **link), FORMAT_NAMES.get(label, label)))
+    return out
+
+
+def _classed(g: GpuInfo, where: str) -> tuple[str, str]:
+    """(its class in _CLASSES, the finding) of one reading of `g`'s link (`where`: the format
+    that read it, named in the finding; '' for the merged GPU)."""
+    # nvidia-smi --help-query-gpu, of the current link generation and width alike: "These may
+    # be reduced when the GPU is not in use" (an idle AWS A10G reads x8 of x16, P8, 0 %)
+    # (of idle links: every real one narrowed is at a lower generation too, Gen1 of Gen4 on
+    # an AWS A10G; power saving drops both, so a link at its top generation but narrower has
+    # lost lanes, idle or not: a V100 SXM2 at P0 "Idle: Active" reads x2 of x16 at Gen3 of Gen3)
+    below = []
+    narrow = bool(g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max)
+    top_gen = bool(g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current >= g.pcie_gen_max)
+    if narrow:
+        below.append(f"x{g.pcie_width_current} of x{g.pcie_width_max}")
+    if g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max:
+        below.append(f"Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max}")
+    if not below:
+        return "", ""
+    slow = f"{gpu_label(g)} {', '.join(below)}" + (f" (in {where})" if where else "")
+    if narrow and top_gen:
+        return "busy", f"{slow} at Gen{g.pcie_gen_current} of Gen{g.pcie_gen_max} (not power saving)"
+    if _power_saving(g):
+        return "downshift", slow
+    if is_idle(g):
+        return "idle", slow
+    if g.performance_state is None and g.utilization_gpu_pct is None and not g.clock_event_reasons_known:
+        return "unknown", slow
+    return "busy", slow
+
+
+def _power_saving(g: GpuInfo) -> bool:
+    """A link at Gen1 at its full width (both read) on a GPU in an idle P-state (P5-P15) with no
+    utilisation read above 0: the driver's power saving (nvidia-smi: "may be reduced when the
+    GPU is not in use"), never a degraded link: the generation the slot allows is the link's
+    maximum (NVML: "possible with this device and system"), judged against the card's by
+    _slot_capped. Every real idle Gen1 capture is at P8 (RTX 3060 / 3090 / 4090, A10, Titan V,
+    Quadro, RTX 4000 SFF); an idle H100 / H200 / A100 sits at P0 ("Idle: Active") at its full
+    generation, so Gen1 there, or on a P-state not read, or at 100 %, is no power saving seen.
+    (A generation between, Gen3 of Gen4 idle, is no power-saving state seen either: a link that
+    may not train higher, so still a warning; as is a width not read: lanes lost cannot be told.)"""
+    return (
+        g.pcie_gen_current == 1
+        and bool(g.pcie_width_current and g.pcie_width_max)
+        and g.pcie_width_current == g.pcie_width_max
+        and g.performance_state in IDLE_PSTATES
+        and not (g.utilization_gpu_pct or 0) > 0
+    )
 
 
 def _links_read(gpus: list[GpuInfo], downshift: list[str]) -> Check:
@@ -76,14 +132,15 @@ def _links_read(gpus: list[GpuInfo], downshift: list[str]) -> Check:
         return Check("pcie_link", "max gen and width", said + note, "pass")
     if any(g.pcie_gen_current or g.pcie_width_current for g in read):
         # a link read without the card's maximum: nothing to compare it with
-        shown = "; ".join(f"{gpu_label(g)} {_link(g)}" for g in unmatched)
+        shown = "; ".join(_unread_link(g) for g in unmatched)
         return Check(
             "pcie_link",
             "max gen and width",
-            f"{shown} (the card's maximum not reported){note}",
+            f"{shown}{note}",
             "unverified",
-            "this nvidia-smi output gives the link's current generation or width but not the card's"
-            " maximum, so a narrowed or slowed link cannot be told; `nvidia-smi -q -d PCIE` shows both",
+            "this nvidia-smi output leaves out part of the link (its current generation or width, or"
+            " the card's maximum of them), so a narrowed or slowed link cannot be told; `nvidia-smi"
+            " -q -d PCIE` shows both",
         )
     # the plain table carries no link generation / width: a narrowed link (a riser fault) could
     # hide there, so unverified rather than a plain warning
@@ -150,6 +207,26 @@ def rule_pcie_link(gpus: list[GpuInfo]) -> Check:
 def _both_known(g: GpuInfo) -> bool:
     """Whether both the link's generation and width were read with the card's maximum."""
     return bool(g.pcie_gen_current and g.pcie_gen_max and g.pcie_width_current and g.pcie_width_max)
+
+
+_LINK_FIELDS = (
+    ("pcie_gen_current", "current generation"),
+    ("pcie_gen_max", "max generation"),
+    ("pcie_width_current", "current width"),
+    ("pcie_width_max", "max width"),
+)
+
+
+def _unread_link(g: GpuInfo) -> str:
+    """'GPU 0 Gen5 (the card's maximum not reported)' where only the maxima are missing, else the
+    fields actually missing: 'GPU 4 Gen1 (current width not reported)'; 'GPU 1 (no link read)'."""
+    missing = [what for attr, what in _LINK_FIELDS if not getattr(g, attr)]
+    if len(missing) == len(_LINK_FIELDS):
+        return f"{gpu_label(g)} (no link read)"
+    if missing == ["max generation", "max width"]:
+        return f"{gpu_label(g)} {_link(g)} (the card's maximum not reported)"
+    said = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+    return f"{gpu_label(g)} {_link(g)} ({said} not reported)"
 
 
 def _link(g: GpuInfo) -> str:

@@ -10,10 +10,11 @@ from typing import Any
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
+from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
-from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, gpu_label, gpu_list
+from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, HARD_THROTTLE, gpu_label, gpu_list
 from gpuonboard.steps.checks.gpu_health.memory import (
     UNREADABLE_GPUS,
     rule_ecc_errors,
@@ -204,28 +205,37 @@ _RULE_VALUES: Mapping[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-# the GpuInfo fields that hold the names of what a GPU's output read, by rule: a name another GPU
-# of the model (and MIG mode) read and this one did not (a reason's state printed N/A or empty
-# while its other reasons were read) was not read there, never Not Active
-_RULE_NAMES: Mapping[str, tuple[str, str]] = {
-    "throttling": ("clock_event_reasons_read", "clock event reason"),
+# the GpuInfo fields that hold the names of what a GPU's output read, by rule, and the names
+# that can change its verdict: a name another GPU of the model (and MIG mode) read and this one
+# did not (a reason's state printed N/A or empty while its other reasons were read) was not read
+# there, never Not Active. (gpu_idle and the clock settings, applications clocks, sync boost and
+# the display clock, change no throttling verdict: unread, they leave the pass as it is)
+_RULE_NAMES: Mapping[str, tuple[str, str, Callable[[str], bool]]] = {
+    "throttling": (
+        "clock_event_reasons_read",
+        "clock event reason",
+        lambda name: name in (*HARD_THROTTLE, "sw_power_cap") or name not in CLOCK_EVENT_REASONS,
+    ),
 }
 
 
-def _names_unread(check_name: str, read: list[GpuInfo]) -> list[str]:
-    """'GPU 1: clock event reason hw_slowdown not reported' for each name of _RULE_NAMES another
-    GPU of the same model and MIG mode read and this GPU (which read some) did not."""
+def _names_unread(check_name: str, read: list[GpuInfo], said: set[int]) -> list[str]:
+    """'GPU 1: clock event reason hw_slowdown not reported' for each name of _RULE_NAMES that can
+    change the verdict, another GPU of the same model and MIG mode read and this GPU (which read
+    some, and whose cell fault does not already say so: its id() in `said`) did not."""
     if check_name not in _RULE_NAMES:
         return []
-    attr, what = _RULE_NAMES[check_name]
+    attr, what, judged = _RULE_NAMES[check_name]
     kinds: dict[tuple[str, str | None, str | None], set[str]] = {}
     for g in read:
         kinds.setdefault((g.name, g.mig_mode, g.mig_mode_pending), set()).update(getattr(g, attr))
     out = []
     for g in read:
         mine = getattr(g, attr)
-        missing = sorted(kinds[(g.name, g.mig_mode, g.mig_mode_pending)] - set(mine)) if mine else []
-        out += [f"{gpu_label(g)}: {what} {name} not reported" for name in missing]
+        if not mine or id(g) in said:
+            continue
+        missing = sorted(kinds[(g.name, g.mig_mode, g.mig_mode_pending)] - set(mine))
+        out += [f"{gpu_label(g)}: {what} {name} not reported" for name in missing if judged(name)]
     return out
 
 
@@ -250,8 +260,9 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
             said = any(rule_reads(check_name, fault) for fault in g.cell_faults)
             if (g.name, g.mig_mode, g.mig_mode_pending) in kinds and not _value_read(g, attr) and not said:
                 out.append(f"{gpu_label(g)}: {what} not reported")
-    faulted = {gpu_label(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
-    out += [line for line in _names_unread(check_name, read) if line.split(":")[0] not in faulted]
+    # (by the GPU itself: a label such as `GPU at PCI 00000000:23:00.0` holds colons)
+    faulted = {id(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
+    out += _names_unread(check_name, read, faulted)
     return list(dict.fromkeys(out))
 
 
