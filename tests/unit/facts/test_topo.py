@@ -38,6 +38,9 @@ CASES = [
     # NV# line, tabs expanded by the list archive (test_topo_pcie_only)
     ("real/nvidia-smi-topo-m__kepler__4gpu-soc-phb__path-traverses-legend__ompi-users-2015.txt",
      4, (), "pcie", "SOC", False),
+    # 2 x RTX 2080 Ti on one PCIe switch, no NIC (an AutoDL box: round 25's all-reduce capture)
+    ("real/nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt",
+     2, (), "pcie", "PIX", False),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
     # `topo -mp` of 4 x A100 on NVLink: PCIe paths only, no claim of PCIe (test_topo_pcie_only)
