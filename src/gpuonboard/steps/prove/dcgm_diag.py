@@ -258,9 +258,8 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
         return dcgm_checks(None, level, why, incomplete=True), None
     diag = dcgm.parse(r.stdout)
     if diag.error and r.stderr.strip():
-        diag = dcgm.DcgmDiag(
-            diag.version, diag.driver, diag.tests, f"{diag.error}; {r.stderr.strip().splitlines()[-1]}"
-        )
+        # (replace: the tests read before a break, and whether it was a cut, are kept)
+        diag = replace(diag, error=f"{diag.error}; {r.stderr.strip().splitlines()[-1]}")
     listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
     checks = dcgm_checks(diag, level, listed=listed)
     return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}

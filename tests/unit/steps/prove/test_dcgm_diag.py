@@ -6,10 +6,19 @@ host engine) still warns with that advice."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from gpuonboard.connection import LocalRunner
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts import dcgm
-from gpuonboard.steps.prove.dcgm_diag import dcgm_checks
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import Host
+from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.prove.dcgm_diag import DCGM_PROBE, dcgm_checks, run_dcgm
+from gpuonboard.testing import add_executable
 
 PUBLIC = Path(__file__).resolve().parents[3] / "fixtures" / "public"
 ALL_PASS = PUBLIC / "dcgmi-diag-j__dcgm-3.1.0__8gpu__all-pass.txt"
@@ -101,3 +110,24 @@ def test_a_timed_out_run_says_a_hang_can_be_a_gpu_fault() -> None:
     (check,) = dcgm_checks(None, 2, "dcgmi diag -r 2 did not finish within 900 s", incomplete=True)
     assert check.verdict == "unverified"
     assert "check `dmesg` for Xid errors or a hung GPU" in check.detail
+
+
+def test_run_dcgm_keeps_the_fail_read_before_a_cut_when_dcgmi_also_wrote_to_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `dcgmi` on the PATH printing the real DCGM 4.5.2 document cut 5 characters before its
+    end (edited) and a line on stderr: the stderr line joins the error, and the software Fail
+    read before the cut still fails (the error's rewrite dropped what was read)."""
+    doc = tmp_path / "doc.json"
+    text = SOFTWARE_FAIL.read_text()
+    doc.write_text(text[: len(text) - 5])
+    bin_dir = tmp_path / "bin"
+    add_executable(bin_dir, "dcgmi", f"#!/bin/sh\ncat '{doc}'\necho 'Error: pipe closed' >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    host = Host("box", "127.0.0.1", connection="local", vars={"remote_tmp": str(tmp_path)})
+    facts = parse_facts({"os_release": ProbeOutput("ID=ubuntu\n", "", 0)})
+    facts.raw[DCGM_PROBE.name] = ProbeOutput(f"{bin_dir}/dcgmi\n", "", 0)
+    checks, result = run_dcgm(StepContext(host, LocalRunner(host), facts, False, tmp_path), 2, 60)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL, checks
+    assert checks[0].actual.endswith("; Error: pipe closed"), checks[0].actual
+    assert result is not None and result["cut"] and result["partial"][0]["status"] == "fail"
