@@ -10,7 +10,9 @@ Two JSON shapes are known from real output (tests/fixtures/real/dcgmi-diag-j__*)
   ``entity_id``), a per-test ``test_summary`` ({status, warnings, info}), and the version in a
   top-level ``metadata`` object.
 
-Anything else is reported as unreadable (``DcgmDiag.error``), never guessed at.
+Anything else is reported as unreadable (``DcgmDiag.error``), never guessed at. A document
+that is not whole (cut short, or broken mid-way) keeps the tests read before its break
+(``DcgmDiag.partial``): a Fail or Warn DCGM had already printed is still what it found.
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ class DcgmDiag:
     driver: str | None
     tests: tuple[DcgmTest, ...]
     error: str | None = None
+    # a document that is not whole (cut short, or broken mid-way): the tests as far as they were
+    # read before the break (a result cut off is missing: only a Fail or Warn read is a claim)
+    partial: tuple[DcgmTest, ...] = ()
+    # the document ends before its closing brace (cut short), not broken mid-way
+    cut: bool = False
 
 
 def command(level: int) -> str:
@@ -158,9 +165,75 @@ def parse(text: str) -> DcgmDiag:
         last = (text.strip().splitlines() or ["no output"])[-1]
         return DcgmDiag(None, None, (), f"no JSON in the output ({last[:200]})")
     try:
-        data, _ = json.JSONDecoder().raw_decode(text, start)
+        # strict=False: a raw control character (a tab, a newline) inside a warning string is
+        # still DCGM's text, never a reason to drop the whole document
+        data, _ = json.JSONDecoder(strict=False).raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        return DcgmDiag(None, None, (), f"not JSON ({exc.msg} at character {exc.pos})")
+        return _not_whole(text, start, exc)
+    return _read(data)
+
+
+def _scan(text: str, start: int, stop: int) -> tuple[list[tuple[int, str]], str, bool]:
+    """Where `text[start:stop]` could end as JSON: (end, the closers it then needs) for each
+    point after an opened or closed container, a value string, or before a comma; the closers
+    still open at `stop`, and whether `stop` falls inside a string."""
+    stack: list[str] = []
+    keys: list[bool] = []  # per open object: the next string is a key
+    points: list[tuple[int, str]] = []
+    in_str = escaped = False
+    closers = {"{": "}", "[": "]"}
+    for i in range(start, stop):
+        ch = text[i]
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+                if not (stack and stack[-1] == "{" and keys[-1]):  # a value, not a key
+                    points.append((i + 1, "".join(closers[c] for c in reversed(stack))))
+                elif stack:
+                    keys[-1] = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append(ch)
+            keys.append(ch == "{")
+            points.append((i + 1, "".join(closers[c] for c in reversed(stack))))
+        elif ch in "}]" and stack:
+            stack.pop()
+            keys.pop()
+            points.append((i + 1, "".join(closers[c] for c in reversed(stack))))
+        elif ch == "," and stack:
+            points.append((i, "".join(closers[c] for c in reversed(stack))))
+            keys[-1] = stack[-1] == "{"
+    return points, "".join(closers[c] for c in reversed(stack)), in_str
+
+
+def _not_whole(text: str, start: int, exc: json.JSONDecodeError) -> DcgmDiag:
+    """A document that does not parse: cut short (it never closes its outer brace) or broken
+    mid-way (it does), with the tests read before the break (the text up to the last point
+    where it could end, closed: `partial`)."""
+    _, still_open, in_str = _scan(text, start, len(text))
+    cut = bool(still_open) or in_str
+    how = "cut short" if cut else "broken mid-way, though it ends with its closing brace"
+    # (json's "Unterminated string starting at" names where its string began)
+    error = f"not JSON ({how}: {exc.msg.removesuffix(' at')} at character {exc.pos} of {len(text)})"
+    points, _, _ = _scan(text, start, exc.pos)
+    partial: tuple[DcgmTest, ...] = ()
+    for end, close in reversed(points):
+        try:
+            data = json.loads(text[start:end] + close, strict=False)
+        except json.JSONDecodeError:
+            continue
+        partial = _read(data).tests if isinstance(data, dict) else ()
+        break
+    return DcgmDiag(None, None, (), error, partial, cut)
+
+
+def _read(data: Any) -> DcgmDiag:
+    """A decoded document -> DcgmDiag (an unknown shape or DCGM's runtime error: `error`)."""
     key = next((k for k in ROOT_KEYS if isinstance(data.get(k), dict)), None)
     if key is None:
         found = ", ".join(sorted(map(str, data))[:5]) or "nothing"

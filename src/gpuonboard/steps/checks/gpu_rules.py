@@ -89,6 +89,12 @@ def rule_driver(facts: Facts) -> Check:
         # two answers of nvidia-smi about one box: never one of them chosen, never a pass
         return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
     incomplete = _incomplete(facts)
+    if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and incomplete:
+        # the banner said, whole, that there is no CUDA driver: a fault read before the cut
+        # (a banner cut inside it, `CUDA Version: N`, reads no such word and stays unverified)
+        return Check(
+            "nvidia_driver", expected, f"{actual}; {incomplete}", "fail", "; ".join([NO_CUDA_ADVICE, *notes])
+        )
     if incomplete:
         return Check(
             "nvidia_driver",

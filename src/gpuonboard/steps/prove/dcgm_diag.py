@@ -86,7 +86,9 @@ def dcgm_checks(
     `dcgm_diag` summary, `unverified` when DCGM skipped a test of the level, naming them.
     `diag=None` without `why`: DCGM is not installed (information, never a failure). `listed`:
     the GPUs nvidia-smi lists; a run whose results name fewer is no pass of the others.
-    `incomplete` (the run stopped by its timeout) or a DCGM document cut short: `unverified`."""
+    `incomplete` (the run stopped by its timeout) or a DCGM document cut short (or broken
+    mid-way): `unverified`, but a test it had reported Fail or Warn before the break still fails
+    or warns (`DcgmDiag.partial`)."""
     want = f"dcgmi diag -r {level}: every test Pass"
     if diag is None and not why:
         return [
@@ -101,19 +103,7 @@ def dcgm_checks(
     if diag is None or diag.error:
         reason = why or (diag.error if diag else "") or "no output"
         if incomplete or (diag is not None and (diag.error or "").startswith(NOT_WHOLE_JSON)):
-            # a run stopped by its timeout, or a DCGM document that ends (or breaks) mid-way: an
-            # incomplete probe; DCGM's verdicts were not read, so it verified nothing
-            return [
-                Check(
-                    "dcgm_diag",
-                    want,
-                    f"incomplete probe: {reason}",
-                    "unverified",
-                    "DCGM gave no whole result, so nothing was verified (no claim about the GPUs);"
-                    f" rerun the step, or run `dcgmi diag -r {level} -j` by hand"
-                    + ("" if incomplete else " and check that its output is whole JSON"),
-                )
-            ]
+            return _not_whole_checks(diag, level, reason, incomplete)
         return [
             Check(
                 "dcgm_diag",
@@ -150,8 +140,47 @@ def dcgm_checks(
                 )
             ).replace("<level>", str(level)),
         )
+    return checks + _test_checks(diag.tests, level)
+
+
+def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incomplete: bool) -> list[Check]:
+    """A run stopped by its timeout, or a DCGM document that ends (or breaks) mid-way: an
+    incomplete probe, `unverified`; but a test DCGM had reported Fail or Warn before the break
+    fails or warns (what DCGM found is not unsaid by a cut), naming the break."""
+    want = f"dcgmi diag -r {level}: every test Pass"
+    bad = [t for t in (diag.partial if diag else ()) if t.status in ("fail", "warn")]
+    where = "cut short" if diag is not None and diag.cut else "broken"
+    if incomplete:
+        detail = (
+            "DCGM gave no whole result, so nothing was verified (no claim about the GPUs); rerun the"
+            f" step, or run `dcgmi diag -r {level} -j` by hand; a diag that hangs can be a GPU fault:"
+            " check `dmesg` for Xid errors or a hung GPU (does `nvidia-smi` still answer?)"
+        )
+    elif bad:
+        found = ", ".join(f"{t.name} {t.raw_status}" for t in bad)
+        detail = (
+            f"DCGM's document was {where} after it reported {found}"
+            " (judged in their own rules); the rest was not read, so nothing else was verified;"
+            f" rerun `dcgmi diag -r {level} -j` and check that its output is whole JSON"
+        )
+    else:
+        detail = (
+            "DCGM gave no whole result, so nothing was verified (no claim about the GPUs); rerun the"
+            f" step, or run `dcgmi diag -r {level} -j` by hand and check that its output is whole JSON"
+        )
+    note = f"read before DCGM's document was {where}"
+    return [Check("dcgm_diag", want, f"incomplete probe: {reason}", "unverified", detail)] + _test_checks(
+        bad, level, note
+    )
+
+
+def _test_checks(tests: Sequence[dcgm.DcgmTest], level: int, note: str = "") -> list[Check]:
+    """One `dcgm_<test>` rule per DCGM test; `note` (where the test was read from a document
+    not whole) is added to each one's reading."""
+    checks: list[Check] = []
     seen: set[str] = set()
-    for t in diag.tests:
+    tail = f" ({note})" if note else ""
+    for t in tests:
         name = f"dcgm_{dcgm.slug(t.name)}"
         if name in seen:
             name = f"{name}_{dcgm.slug(t.category)}"
@@ -165,14 +194,14 @@ def dcgm_checks(
                 Check(
                     name,
                     "Pass",
-                    f"{t.raw_status} ({t.category}) with DCGM's error: {t.messages[0]}",
+                    f"{t.raw_status} ({t.category}) with DCGM's error: {t.messages[0]}{tail}",
                     "warn",
                     f"DCGM passed its {t.name} test but recorded an error ({said}): the test may not have run"
                     f" as configured; `dcgmi diag -r {level} -v` tells more",
                 )
             )
         elif t.status == "pass":
-            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category})", "pass"))
+            checks.append(Check(name, "Pass", f"{t.raw_status} ({t.category}){tail}", "pass"))
         elif t.status == "skip":
             # (skipped on some GPUs, passed on the others: name the GPUs it verified nothing on)
             some = f" on GPU {', '.join(t.gpus)}" if t.gpus and set(t.gpus) != set(t.entities) else ""
@@ -180,7 +209,7 @@ def dcgm_checks(
                 Check(
                     name,
                     "Pass",
-                    f"{t.raw_status}{some} ({t.category}): not run by DCGM" + (" there" if some else ""),
+                    f"{t.raw_status}{some} ({t.category}): not run by DCGM{' there' if some else ''}{tail}",
                     "unverified",
                     said or f"DCGM did not run its {t.name} test, so it verified nothing; {_WHY_SKIP}",
                 )
@@ -190,14 +219,14 @@ def dcgm_checks(
                 Check(
                     name,
                     "Pass",
-                    f"{t.raw_status}{gpus}" + (f": {t.messages[0]}" if t.messages else ""),
+                    f"{t.raw_status}{gpus}" + (f": {t.messages[0]}" if t.messages else "") + tail,
                     "fail" if t.status == "fail" else "warn",
                     said
                     or f"DCGM's {t.name} test reported {t.raw_status}; `dcgmi diag -r {level} -v` tells more",
                 )
             )
         else:
-            checks.append(Check(name, "Pass", f"unrecognised status {t.raw_status!r}", "warn", said))
+            checks.append(Check(name, "Pass", f"unrecognised status {t.raw_status!r}{tail}", "warn", said))
     return checks
 
 
@@ -229,9 +258,8 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
         return dcgm_checks(None, level, why, incomplete=True), None
     diag = dcgm.parse(r.stdout)
     if diag.error and r.stderr.strip():
-        diag = dcgm.DcgmDiag(
-            diag.version, diag.driver, diag.tests, f"{diag.error}; {r.stderr.strip().splitlines()[-1]}"
-        )
+        # (replace: the tests read before a break, and whether it was a cut, are kept)
+        diag = replace(diag, error=f"{diag.error}; {r.stderr.strip().splitlines()[-1]}")
     listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
     checks = dcgm_checks(diag, level, listed=listed)
     return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}

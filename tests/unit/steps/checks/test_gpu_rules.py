@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.steps.checks import driver_compat
+from gpuonboard.steps.checks.ngc import load_releases
+
 from ...offline_judge import details, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -81,13 +86,37 @@ def test_a_box_whose_cuda_version_is_read_still_passes(tmp_path: Path, name: str
     assert verdict == "pass" and "CUDA 1" in actual, actual
 
 
-def test_a_cut_table_without_cuda_stays_an_incomplete_probe(tmp_path: Path) -> None:
-    """The FreeBSD host's table (CUDA N/A) is an excerpt cut at both ends: still unverified, the
-    cut said first (tests/fixtures/edited/README.md)."""
-    name = "nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt"
-    text = (REAL.parent / "edited" / name).read_text(encoding="utf-8")
+CUT_NO_CUDA = [
+    ("edited", "nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt"),
+    ("real", "nvidia-smi__a100-80gb-pcie__1gpu__driver550.90.05__cuda-na__vgpu-host__mig-section-cut.txt"),
+]
+
+
+@pytest.mark.parametrize(("folder", "name"), CUT_NO_CUDA, ids=["freebsd-cut-both-ends", "vgpu-host-mig-cut"])
+def test_a_cut_table_whose_whole_banner_says_no_cuda_fails_the_driver(
+    tmp_path: Path, folder: str, name: str
+) -> None:
+    """A table cut short whose banner reads `CUDA Version: N/A` whole (the FreeBSD host's excerpt
+    cut at both ends, tests/fixtures/edited/README.md; the vGPU host's table cut in its MIG
+    section): the no-CUDA driver was read before the cut, a fault, so `nvidia_driver` fails as
+    `ngc_driver` does, the cut still said (it was `unverified`, while `ngc_driver` failed)."""
+    text = (REAL.parent / folder / name).read_text(encoding="utf-8")
     verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
-    assert verdict == "unverified" and "CUDA N/A" in actual, actual
+    assert verdict == "fail" and "CUDA N/A; incomplete probe" in actual, actual
+    facts = parse_facts(offline.load_outputs([str(REAL.parent / folder / name)]))
+    ngc = driver_compat.evaluate(facts, "nvcr.io/nvidia/pytorch:24.08-py3", load_releases())
+    assert [(c.name, c.verdict) for c in ngc] == [("ngc_driver", "fail")], ngc
+    assert "found no CUDA driver" in details(tmp_path, name, text)["nvidia_driver"]
+
+
+def test_a_banner_cut_inside_its_cuda_version_stays_an_incomplete_probe(tmp_path: Path) -> None:
+    """The vGPU host's real table cut in-test inside its banner, after `CUDA Version: N`: no word
+    of nvidia-smi's was read whole, so no claim (`unverified`)."""
+    name = CUT_NO_CUDA[1][1]
+    text = (REAL / name).read_text(encoding="utf-8")
+    text = text[: text.index("CUDA Version: N") + len("CUDA Version: N")]
+    verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
+    assert verdict == "unverified", actual
 
 
 # --- `gpu_model` (rule_gpu_model) with an order naming the GPU's architecture or NVIDIA's

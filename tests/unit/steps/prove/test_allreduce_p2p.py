@@ -1,7 +1,8 @@
 """The `allreduce` step on a box without GPU peer access (issue 29 item 4), judged on result
 documents: `allreduce_p2p` warns when NCCL ran without P2P and names the pairs; a figure measured
 through host memory is not judged against an NVLink reference row ("not comparable"), while a
-PCIe row still judges it; a result without a P2P decision (the CPU, recorded runs from before)
+PCIe row (a figure with peer-to-peer, `p2p: true`) passes it where it meets the figure and calls
+it not comparable where it does not; a result without a P2P decision (the CPU, recorded runs from before)
 gets no such check. The step passes its collective timeout to the script and a run that ended
 on it says why in the step's message (a stand-in for the host's python)."""
 
@@ -96,6 +97,27 @@ def test_a_no_p2p_figure_is_still_judged_against_a_pcie_row() -> None:
     assert "pcie-gen4-no-nvlink" in c["allreduce_busbw"].expected
     assert c["allreduce_busbw"].verdict == "pass"  # 18 of 20 GB/s
     assert c["allreduce_p2p"].verdict == "warn"
+
+
+def test_a_low_no_p2p_figure_is_not_comparable_with_a_pcie_p2p_row() -> None:
+    """A healthy 2 x RTX 4090 Gen4 box whose driver gives no peer access: NCCL runs through host
+    memory at ~8 GB/s, 40 % of the Gen4 row's 20 GB/s (a figure with GPU peer-to-peer): it
+    failed "low bus bandwidth", a fault of a box that has none; now not comparable (a warning).
+    (The recorded 8 x A100 result document with its peak and device name edited in-test.)"""
+    table = load_references()
+    no_p2p = _p2p([[0, 1]], True, "gpuonboard", gpus=2)
+    r = {**_a100(no_p2p, 8.0), "device_name": "NVIDIA GeForce RTX 4090", "world_size": 2}
+    c = _by_name(allreduce_checks(r, table, "NVIDIA GeForce RTX 4090", 2, "pcie", pcie_gen=4))
+    busbw = c["allreduce_busbw"]
+    assert busbw.verdict == "warn", busbw
+    assert busbw.expected == "20 GB/s with GPU peer-to-peer (pcie-gen4-no-nvlink)"
+    assert busbw.actual.endswith("40 % of reference, with NCCL's P2P off: not comparable"), busbw.actual
+    assert "through host memory" in busbw.detail and "low bus bandwidth" not in busbw.detail
+    # with P2P on, the same figure is judged as before (a failure)
+    on = _by_name(
+        allreduce_checks({**r, "p2p": None}, table, "NVIDIA GeForce RTX 4090", 2, "pcie", pcie_gen=4)
+    )
+    assert on["allreduce_busbw"].verdict == "fail"
 
 
 def test_reference_check_without_p2p_only_changes_nvlink_rows() -> None:

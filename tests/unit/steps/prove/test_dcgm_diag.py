@@ -6,10 +6,19 @@ host engine) still warns with that advice."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from gpuonboard.connection import LocalRunner
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts import dcgm
-from gpuonboard.steps.prove.dcgm_diag import dcgm_checks
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory import Host
+from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.prove.dcgm_diag import DCGM_PROBE, dcgm_checks, run_dcgm
+from gpuonboard.testing import add_executable
 
 PUBLIC = Path(__file__).resolve().parents[3] / "fixtures" / "public"
 ALL_PASS = PUBLIC / "dcgmi-diag-j__dcgm-3.1.0__8gpu__all-pass.txt"
@@ -38,3 +47,87 @@ def test_no_dcgm_document_still_warns_with_the_host_engine_advice() -> None:
     (check,) = dcgm_checks(dcgm.parse("Error: unable to connect to host engine\n"), 1)
     assert check.verdict == "warn" and check.actual.startswith("could not read dcgmi output: no JSON")
     assert "systemctl start nvidia-dcgm" in check.detail
+
+
+SOFTWARE_FAIL = PUBLIC / "dcgmi-diag-j__dcgm-4.5.2__gb10__level2__software-fail.json"
+CUT_FAIL = [("dcgm_diag", "unverified"), ("dcgm_software", "fail")]
+
+
+def test_a_fail_dcgm_printed_before_its_document_was_cut_still_fails() -> None:
+    """The real DCGM 4.5.2 GB10 level-2 document whose software test Fails (persistence mode
+    off), cut in-test 200 characters after its first "Fail" (inside that result's warning) and
+    5 characters before its end: the Fail DCGM had printed still fails `dcgm_software`, naming
+    the cut (with DCGM's message where it was read whole); the summary is an incomplete probe
+    (`unverified`), the rest unread."""
+    text = SOFTWARE_FAIL.read_text()
+    for cut in (text.index('"Fail"') + 200, len(text) - 5):
+        checks = dcgm_checks(dcgm.parse(text[:cut]), 2, listed=1)
+        assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+        summary, software = checks
+        assert summary.actual.startswith("incomplete probe: not JSON (cut short:"), summary.actual
+        assert "cut short after it reported software Fail" in summary.detail
+        said = ": Persistence Mode: Persistence mode for GPU 0 is disabled." if cut > len(text) // 2 else ""
+        assert software.actual.startswith(f"Fail on GPU 0{said}")
+        assert software.actual.endswith("(read before DCGM's document was cut short)")
+    # the whole document fails the same rule
+    whole = {c.name: c.verdict for c in dcgm_checks(dcgm.parse(text), 2, listed=1)}
+    assert whole["dcgm_software"] == "fail"
+
+
+def test_a_document_cut_before_any_fail_stays_unverified() -> None:
+    """The same real document cut in-test 5 characters after its first "Fail" (inside the
+    status string): no status was read whole, so no claim either way."""
+    text = SOFTWARE_FAIL.read_text()
+    (check,) = dcgm_checks(dcgm.parse(text[: text.index('"Fail"') + 5]), 2, listed=1)
+    assert check.verdict == "unverified" and "nothing was verified" in check.detail
+
+
+def test_a_whole_document_broken_mid_way_is_not_called_cut_short() -> None:
+    """The same real document with a line `WARNING: x` put in-test after `"category" :
+    "Hardware",`: it ends with its closing brace, so it is broken mid-way, not cut short; the
+    software Fail before the break is still judged."""
+    text = SOFTWARE_FAIL.read_text().replace('"Hardware",', '"Hardware",\nWARNING: x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    assert "broken mid-way, though it ends with its closing brace" in checks[0].actual
+    assert "cut short" not in checks[0].actual + checks[0].detail + checks[1].actual
+
+
+def test_a_raw_control_character_in_a_warning_does_not_drop_the_document() -> None:
+    """The same real document with a raw tab (not `\\t`) put in-test inside its persistence
+    warning: JSON forbids it, but the document is whole and is read in full."""
+    text = SOFTWARE_FAIL.read_text().replace("as root.", "as root.\t(raw tab)", 1)
+    checks = {c.name: c.verdict for c in dcgm_checks(dcgm.parse(text), 2, listed=1)}
+    assert checks == {
+        "dcgm_diag": "pass",
+        "dcgm_software": "fail",
+        "dcgm_memory": "pass",
+        "dcgm_pcie": "pass",
+    }
+
+
+def test_a_timed_out_run_says_a_hang_can_be_a_gpu_fault() -> None:
+    (check,) = dcgm_checks(None, 2, "dcgmi diag -r 2 did not finish within 900 s", incomplete=True)
+    assert check.verdict == "unverified"
+    assert "check `dmesg` for Xid errors or a hung GPU" in check.detail
+
+
+def test_run_dcgm_keeps_the_fail_read_before_a_cut_when_dcgmi_also_wrote_to_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `dcgmi` on the PATH printing the real DCGM 4.5.2 document cut 5 characters before its
+    end (edited) and a line on stderr: the stderr line joins the error, and the software Fail
+    read before the cut still fails (the error's rewrite dropped what was read)."""
+    doc = tmp_path / "doc.json"
+    text = SOFTWARE_FAIL.read_text()
+    doc.write_text(text[: len(text) - 5])
+    bin_dir = tmp_path / "bin"
+    add_executable(bin_dir, "dcgmi", f"#!/bin/sh\ncat '{doc}'\necho 'Error: pipe closed' >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    host = Host("box", "127.0.0.1", connection="local", vars={"remote_tmp": str(tmp_path)})
+    facts = parse_facts({"os_release": ProbeOutput("ID=ubuntu\n", "", 0)})
+    facts.raw[DCGM_PROBE.name] = ProbeOutput(f"{bin_dir}/dcgmi\n", "", 0)
+    checks, result = run_dcgm(StepContext(host, LocalRunner(host), facts, False, tmp_path), 2, 60)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL, checks
+    assert checks[0].actual.endswith("; Error: pipe closed"), checks[0].actual
+    assert result is not None and result["cut"] and result["partial"][0]["status"] == "fail"
