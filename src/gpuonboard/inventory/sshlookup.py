@@ -100,7 +100,7 @@ def user_ssh_config(
             raise InventoryError(f"{where(hosts_file, raw, 'ssh_config')}: SSH config {candidate} not found.")
     named = "the ssh_config argument" if candidate is not None else None
     if candidate is None and (env := os.environ.get("GPUONBOARD_SSH_CONFIG")):
-        candidate, named = Path(env), "$GPUONBOARD_SSH_CONFIG"
+        candidate, named = Path(os.path.expanduser(env)), "$GPUONBOARD_SSH_CONFIG"  # (`~/...` quoted)
     if candidate is None:
         candidate = Path.home() / ".ssh" / "config"
     if named is not None and str(candidate) not in NO_CONFIG and not candidate.is_file():
