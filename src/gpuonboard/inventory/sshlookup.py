@@ -299,11 +299,11 @@ def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
         )
     command = out.pop("proxycommand", None)
     if command is not None and command != "none" and "proxyjump" not in out:
-        from gpuonboard.inventory.ansible import _jump_of_proxy_command
+        from gpuonboard.inventory.sshargs import jump_of_proxy_command
 
         raw = cfg.unexpanded(name, "proxycommand") if hasattr(cfg, "unexpanded") else command
         try:
-            out["proxyjump"] = _jump_of_proxy_command(str(raw))
+            out["proxyjump"] = jump_of_proxy_command(str(raw))
         except ValueError:
             bad = bad_token(str(raw), PROXY_COMMAND_TOKENS)
             if bad is not None:
