@@ -215,12 +215,24 @@ def test_the_comparison_with_ansible_inventory_reads_the_args_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The corpus comparison (`ansible-inventory --list` against our reading) takes the ssh args
-    as Ansible's ssh does, so an inventory whose port, user and key are in them agrees."""
+    as Ansible's ssh does, so an inventory whose port, user, key and jump are in them agrees.
+    Both sides read the args with the same parse_ssh_args, so agreeing proves only that
+    Ansible's variables were collected alike: what they mean is checked against `ssh -G`."""
     from gpuonboard.inventory.ansible_compare import disagreement
 
-    line = "ansible_ssh_common_args='-p 2222 -l ops -i @KEY@'"
-    _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
+    args = "-p 2222 -l ops -i @KEY@ -J ops@b1.example"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 ansible_ssh_common_args='{args}'\n")
     assert disagreement(tmp_path / "hosts.ini", tmp_path / "user_config", ANSIBLE_INVENTORY) is None
+    if SSH is not None:  # (the oracle that is not our own reading)
+        key = str(tmp_path / "gpu.pem")
+        g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": args.replace("@KEY@", key)}, "10.0.0.1")
+        host = h.hosts["gpu1"]
+        assert (host.port, host.user, (host.key_file,), host.jump) == (
+            int(g["port"][0]),
+            g["user"][0],
+            g["identityfile"],
+            tuple(g["proxyjump"][0].split(",")),
+        )
 
 
 @pytest.mark.parametrize("reader", ["ssh -G", "own reader"])
