@@ -139,6 +139,7 @@ def _option(value: str) -> tuple[str, str] | None:
     return None
 
 
+_TEMPLATE_WORD = "an Ansible template, which Ansible renders only when it connects; write the args themselves"
 _NO_OPTION = (
     "a word that is no option: ssh would dial it as the host (and run the address as a command); remove it"
 )
@@ -153,7 +154,7 @@ def parse_ssh_args(texts: Iterable[str | tuple[str, tuple[str, str]]]) -> SSHArg
         if word == "--":
             break
         if not word.startswith("-") or word == "-":  # (ssh's destination; Ansible's, a command)
-            out.problems.append((word, source, _NO_OPTION))
+            out.problems.append((word, source, _TEMPLATE_WORD if "\0" in word else _NO_OPTION))
             return out
         for i, letter in enumerate(word[1:], 2):
             if letter not in _VALUE_FLAGS:

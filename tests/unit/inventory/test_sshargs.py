@@ -346,6 +346,7 @@ def test_the_way_to_the_host_is_the_one_ssh_takes(
         ("-o ProxyCommand=x -J ops@b", "`-J ops@b` from its ansible_ssh_common_args, after a ProxyCommand"),
         ("-o ProxyJump=a -J ops@b", "`-J ops@b` from its ansible_ssh_common_args, beside another jump"),
         ("-C foo -p 2210", "`foo` from its ansible_ssh_common_args, a word that is no option"),
+        ("-C {{ more_args }}", "`{{...}}` from its ansible_ssh_common_args, an Ansible template"),
     ],
 )
 def test_args_ssh_or_ansible_refuse_are_refused(
